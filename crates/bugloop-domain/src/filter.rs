@@ -1,0 +1,526 @@
+//! The filter pipeline between the model and publishing (bugbot detection step 5 and the
+//! reviewer's threshold, promotion, elevation and dedup rules). Every stage reports what it dropped
+//! and why, so nothing disappears silently.
+//!
+//! Order: path safety -> ignore globs -> security promotion -> score elevation -> threshold and
+//! severity floor -> dedup (within the run, then against existing findings) -> comment limit.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::dedup::{DedupIndex, DedupRule};
+use crate::finding::{Category, Finding, FindingId};
+use crate::paths::{IgnoreMatcher, normalize_finding_path};
+use crate::score::{Score, Severity};
+use crate::thread::ThreadStatus;
+
+/// The settings the pipeline reads (built from the configuration).
+#[derive(Debug, Clone)]
+pub struct FilterSettings {
+    pub ignore: IgnoreMatcher,
+    /// Findings scoring below this are not published (`problem_score_threshold`, default 5).
+    pub threshold: Score,
+    /// Findings below this severity are not published (`bugbot-severity`, default low).
+    pub severity_floor: Severity,
+    /// The repository handles personal or financial data: security findings gain
+    /// `security_promotion` points, capped at 10.
+    pub sensitive_data: bool,
+    pub security_promotion: u8,
+    /// At least this many below-threshold findings on one file are combined into one elevated
+    /// finding (`score_elevation_threshold`); 0 turns elevation off.
+    pub elevation_threshold: usize,
+    /// Findings below this score never take part in elevation: nits stay silent.
+    pub elevation_min_score: Score,
+    pub dedup: DedupRule,
+    /// At most this many new finding comments per run; the rest go into one overflow comment.
+    pub comment_limit: usize,
+}
+
+impl Default for FilterSettings {
+    fn default() -> Self {
+        FilterSettings {
+            ignore: IgnoreMatcher::empty(),
+            threshold: Score::saturating(5),
+            severity_floor: Severity::Low,
+            sensitive_data: false,
+            security_promotion: 2,
+            elevation_threshold: 5,
+            elevation_min_score: Score::saturating(3),
+            dedup: DedupRule::default(),
+            comment_limit: 20,
+        }
+    }
+}
+
+/// A finding already published, as reconstructed from the conversation.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ExistingFinding {
+    pub id: FindingId,
+    pub title: String,
+    pub description: String,
+    pub file: Option<String>,
+    pub line: Option<u32>,
+    pub status: ThreadStatus,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stage {
+    PathSafety,
+    IgnoreGlobs,
+    SecurityPromotion,
+    Elevation,
+    Threshold,
+    DedupRun,
+    DedupExisting,
+    CommentLimit,
+}
+
+/// A finding a stage removed, and why.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Dropped {
+    pub id: FindingId,
+    pub title: String,
+    pub location: String,
+    pub reason: String,
+}
+
+/// A finding a stage changed without removing it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Changed {
+    pub id: FindingId,
+    pub note: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StageReport {
+    pub stage: Stage,
+    pub input: usize,
+    pub output: usize,
+    pub dropped: Vec<Dropped>,
+    pub changed: Vec<Changed>,
+}
+
+/// A new finding that is an existing one reported again: it updates that comment in place.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Rediscovered {
+    pub existing: FindingId,
+    pub finding: Finding,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Default)]
+pub struct Overflow {
+    pub count: usize,
+    pub titles: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FilterOutcome {
+    /// New findings to publish, one comment each, highest score first.
+    pub publish: Vec<Finding>,
+    pub rediscovered: Vec<Rediscovered>,
+    pub overflow: Overflow,
+    pub stages: Vec<StageReport>,
+}
+
+impl FilterOutcome {
+    pub fn dropped(&self) -> impl Iterator<Item = (Stage, &Dropped)> {
+        self.stages.iter().flat_map(|s| s.dropped.iter().map(move |d| (s.stage, d)))
+    }
+}
+
+/// Runs every stage.
+pub fn run_pipeline(
+    findings: Vec<Finding>,
+    existing: &[ExistingFinding],
+    settings: &FilterSettings,
+) -> FilterOutcome {
+    let mut stages = Vec::new();
+    let findings = path_safety(findings, &mut stages);
+    let findings = ignore_globs(findings, settings, &mut stages);
+    let findings = security_promotion(findings, settings, &mut stages);
+    let findings = elevation(findings, settings, &mut stages);
+    let findings = threshold(findings, settings, &mut stages);
+    let findings = dedup_run(findings, settings, &mut stages);
+    let (findings, rediscovered) = dedup_existing(findings, existing, settings, &mut stages);
+    let (publish, overflow) = comment_limit(findings, settings, &mut stages);
+    FilterOutcome { publish, rediscovered, overflow, stages }
+}
+
+fn dropped(finding: &Finding, reason: String) -> Dropped {
+    Dropped {
+        id: finding.id.clone(),
+        title: finding.title.clone(),
+        location: finding.location(),
+        reason,
+    }
+}
+
+fn report(stage: Stage, input: usize, output: usize) -> StageReport {
+    StageReport { stage, input, output, dropped: Vec::new(), changed: Vec::new() }
+}
+
+pub fn path_safety(findings: Vec<Finding>, stages: &mut Vec<StageReport>) -> Vec<Finding> {
+    let mut stage = report(Stage::PathSafety, findings.len(), 0);
+    let mut kept = Vec::with_capacity(findings.len());
+    for mut finding in findings {
+        if let Some(raw) = finding.file.take() {
+            match normalize_finding_path(&raw) {
+                Ok(path) => {
+                    if path != raw {
+                        stage.changed.push(Changed {
+                            id: finding.id.clone(),
+                            note: format!("path {raw:?} normalized to {path:?}"),
+                        });
+                    }
+                    finding.file = Some(path);
+                }
+                Err(error) => {
+                    finding.file = Some(raw.clone());
+                    stage.dropped.push(dropped(&finding, format!("unsafe path {raw:?}: {error}")));
+                    continue;
+                }
+            }
+        }
+        if let (Some(line), Some(end)) = (finding.line, finding.end_line) {
+            if end < line {
+                finding.end_line = None;
+            }
+        }
+        if finding.line == Some(0) {
+            finding.line = None;
+            finding.end_line = None;
+        }
+        kept.push(finding);
+    }
+    stage.output = kept.len();
+    stages.push(stage);
+    kept
+}
+
+pub fn ignore_globs(
+    findings: Vec<Finding>,
+    settings: &FilterSettings,
+    stages: &mut Vec<StageReport>,
+) -> Vec<Finding> {
+    let mut stage = report(Stage::IgnoreGlobs, findings.len(), 0);
+    let kept: Vec<Finding> = findings
+        .into_iter()
+        .filter(|finding| match finding.file.as_deref().map(|f| settings.ignore.matched(f)) {
+            Some(Some(pattern)) => {
+                stage.dropped.push(dropped(
+                    finding,
+                    format!("file is ignored (ignore pattern #{})", pattern + 1),
+                ));
+                false
+            }
+            _ => true,
+        })
+        .collect();
+    stage.output = kept.len();
+    stages.push(stage);
+    kept
+}
+
+pub fn security_promotion(
+    mut findings: Vec<Finding>,
+    settings: &FilterSettings,
+    stages: &mut Vec<StageReport>,
+) -> Vec<Finding> {
+    let mut stage = report(Stage::SecurityPromotion, findings.len(), findings.len());
+    if settings.sensitive_data && settings.security_promotion > 0 {
+        for finding in &mut findings {
+            if finding.category == Category::Security {
+                let before = finding.score;
+                finding.score = before.promoted(settings.security_promotion);
+                if finding.score != before {
+                    stage.changed.push(Changed {
+                        id: finding.id.clone(),
+                        note: format!(
+                            "security finding in a repository with sensitive data: score {before} -> {}",
+                            finding.score
+                        ),
+                    });
+                }
+            }
+        }
+    }
+    stages.push(stage);
+    findings
+}
+
+pub fn elevation(
+    findings: Vec<Finding>,
+    settings: &FilterSettings,
+    stages: &mut Vec<StageReport>,
+) -> Vec<Finding> {
+    let mut stage = report(Stage::Elevation, findings.len(), 0);
+    if settings.elevation_threshold == 0 {
+        stage.output = findings.len();
+        stages.push(stage);
+        return findings;
+    }
+    let eligible = |f: &Finding| f.score < settings.threshold && f.score >= settings.elevation_min_score;
+    // Group below-threshold findings by file (or, without a file, by category).
+    let mut groups: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    for (index, finding) in findings.iter().enumerate() {
+        if eligible(finding) {
+            let area = match &finding.file {
+                Some(file) => format!("file {file}"),
+                None => format!("category {}", finding.category),
+            };
+            groups.entry(area).or_default().push(index);
+        }
+    }
+    let mut combined_into: BTreeMap<usize, FindingId> = BTreeMap::new();
+    let mut elevated = Vec::new();
+    for (area, members) in groups {
+        if members.len() < settings.elevation_threshold {
+            continue;
+        }
+        let parts: Vec<&Finding> = members.iter().filter_map(|&i| findings.get(i)).collect();
+        let finding = combine(&area, &parts, settings.threshold);
+        for &member in &members {
+            combined_into.insert(member, finding.id.clone());
+        }
+        stage.changed.push(Changed {
+            id: finding.id.clone(),
+            note: format!("{} findings below the threshold combined, score {}", parts.len(), finding.score),
+        });
+        elevated.push(finding);
+    }
+    let mut kept = Vec::with_capacity(findings.len());
+    for (index, finding) in findings.into_iter().enumerate() {
+        match combined_into.get(&index) {
+            Some(into) => {
+                stage.dropped.push(dropped(&finding, format!("combined into elevated finding {into}")));
+            }
+            None => kept.push(finding),
+        }
+    }
+    kept.extend(elevated);
+    stage.output = kept.len();
+    stages.push(stage);
+    kept
+}
+
+fn combine(area: &str, parts: &[&Finding], threshold: Score) -> Finding {
+    let mut ids: Vec<&str> = parts.iter().map(|f| f.id.as_str()).collect();
+    ids.sort_unstable();
+    // Stable id from the members, so a re-run with the same findings updates the same comment.
+    let hash = fnv1a(ids.join("\n").as_bytes());
+    let file = parts.first().and_then(|f| f.file.clone());
+    let label = file.clone().unwrap_or_else(|| area.to_owned());
+    let max = parts.iter().map(|f| f.score).max().unwrap_or(threshold);
+    let score = threshold.max(max.promoted(1));
+    let mut counts: BTreeMap<Category, usize> = BTreeMap::new();
+    for part in parts {
+        *counts.entry(part.category).or_default() += 1;
+    }
+    let category = counts
+        .iter()
+        .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
+        .map(|(c, _)| *c)
+        .unwrap_or(Category::Maintainability);
+    let mut description = format!(
+        "{} smaller issues in {label} add up to a problem worth fixing together:\n",
+        parts.len()
+    );
+    let mut sorted: Vec<&&Finding> = parts.iter().collect();
+    sorted.sort_by_key(|f| (f.line, f.id.clone()));
+    for part in sorted {
+        description.push_str(&format!(
+            "- {} (score {}{})\n",
+            part.title,
+            part.score,
+            part.line.map(|l| format!(", line {l}")).unwrap_or_default()
+        ));
+    }
+    Finding {
+        id: FindingId::new(format!("elevated-{hash:016x}")),
+        title: format!("{} related issues in {label}", parts.len()),
+        description,
+        file,
+        line: parts.iter().filter_map(|f| f.line).min(),
+        end_line: None,
+        score,
+        category,
+        evidence: None,
+        suggestion: None,
+    }
+}
+
+fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in bytes {
+        hash ^= u64::from(*byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    hash
+}
+
+pub fn threshold(
+    findings: Vec<Finding>,
+    settings: &FilterSettings,
+    stages: &mut Vec<StageReport>,
+) -> Vec<Finding> {
+    let mut stage = report(Stage::Threshold, findings.len(), 0);
+    let kept: Vec<Finding> = findings
+        .into_iter()
+        .filter(|finding| {
+            if finding.score < settings.threshold {
+                stage.dropped.push(dropped(
+                    finding,
+                    format!("score {} below threshold {}", finding.score, settings.threshold),
+                ));
+                false
+            } else if finding.severity() < settings.severity_floor {
+                stage.dropped.push(dropped(
+                    finding,
+                    format!(
+                        "severity {} below floor {}",
+                        finding.severity(),
+                        settings.severity_floor
+                    ),
+                ));
+                false
+            } else {
+                true
+            }
+        })
+        .collect();
+    stage.output = kept.len();
+    stages.push(stage);
+    kept
+}
+
+fn text_of(title: &str, description: &str) -> String {
+    format!("{title}\n{description}")
+}
+
+pub fn dedup_run(
+    mut findings: Vec<Finding>,
+    settings: &FilterSettings,
+    stages: &mut Vec<StageReport>,
+) -> Vec<Finding> {
+    let mut stage = report(Stage::DedupRun, findings.len(), 0);
+    // Highest score first, so the strongest wording of a duplicate is the one kept.
+    findings.sort_by(|a, b| b.score.cmp(&a.score));
+    let mut index = DedupIndex::new();
+    let mut kept: Vec<Finding> = Vec::with_capacity(findings.len());
+    let mut ids: BTreeMap<FindingId, usize> = BTreeMap::new();
+    for mut finding in findings {
+        let text = text_of(&finding.title, &finding.description);
+        if let Some(found) =
+            index.find(settings.dedup, finding.file.as_deref(), finding.line, &text)
+        {
+            let original = kept.get(found.entry).map(|f| f.id.to_string()).unwrap_or_default();
+            stage.dropped.push(dropped(
+                &finding,
+                format!(
+                    "duplicate of {original} in this run ({:.0}% word overlap)",
+                    found.overlap * 100.0
+                ),
+            ));
+            continue;
+        }
+        if let Some(count) = ids.get_mut(&finding.id) {
+            // Same id, different finding: keep both, renamed so markers stay unique.
+            *count += 1;
+            let renamed = FindingId::new(format!("{}-{}", finding.id, count));
+            stage.changed.push(Changed {
+                id: renamed.clone(),
+                note: format!("id {} was already used in this run", finding.id),
+            });
+            finding.id = renamed;
+        }
+        ids.insert(finding.id.clone(), 1);
+        index.insert(finding.file.as_deref(), finding.line, &text);
+        kept.push(finding);
+    }
+    stage.output = kept.len();
+    stages.push(stage);
+    kept
+}
+
+pub fn dedup_existing(
+    findings: Vec<Finding>,
+    existing: &[ExistingFinding],
+    settings: &FilterSettings,
+    stages: &mut Vec<StageReport>,
+) -> (Vec<Finding>, Vec<Rediscovered>) {
+    let mut stage = report(Stage::DedupExisting, findings.len(), 0);
+    let mut index = DedupIndex::new();
+    let mut by_id: BTreeMap<&FindingId, usize> = BTreeMap::new();
+    for (position, old) in existing.iter().enumerate() {
+        index.insert(old.file.as_deref(), old.line, &text_of(&old.title, &old.description));
+        by_id.insert(&old.id, position);
+    }
+    let mut kept = Vec::new();
+    let mut rediscovered = Vec::new();
+    for finding in findings {
+        let matched = by_id.get(&finding.id).copied().map(|i| (i, 1.0)).or_else(|| {
+            index
+                .find(
+                    settings.dedup,
+                    finding.file.as_deref(),
+                    finding.line,
+                    &text_of(&finding.title, &finding.description),
+                )
+                .map(|m| (m.entry, m.overlap))
+        });
+        let Some(old) = matched.and_then(|(i, overlap)| existing.get(i).map(|old| (old, overlap)))
+        else {
+            kept.push(finding);
+            continue;
+        };
+        let (old, overlap) = old;
+        match old.status {
+            ThreadStatus::Pending | ThreadStatus::Escalated => {
+                stage.changed.push(Changed {
+                    id: old.id.clone(),
+                    note: format!(
+                        "reported again as {} ({:.0}% word overlap): updates the existing comment",
+                        finding.id,
+                        overlap * 100.0
+                    ),
+                });
+                rediscovered.push(Rediscovered { existing: old.id.clone(), finding });
+            }
+            status => {
+                stage.dropped.push(dropped(
+                    &finding,
+                    format!("already raised as {} and {}", old.id, status.as_str().to_lowercase()),
+                ));
+            }
+        }
+    }
+    stage.output = kept.len() + rediscovered.len();
+    stages.push(stage);
+    (kept, rediscovered)
+}
+
+pub fn comment_limit(
+    mut findings: Vec<Finding>,
+    settings: &FilterSettings,
+    stages: &mut Vec<StageReport>,
+) -> (Vec<Finding>, Overflow) {
+    let mut stage = report(Stage::CommentLimit, findings.len(), 0);
+    findings.sort_by(|a, b| b.score.cmp(&a.score));
+    let rest = if findings.len() > settings.comment_limit {
+        findings.split_off(settings.comment_limit)
+    } else {
+        Vec::new()
+    };
+    let overflow = Overflow { count: rest.len(), titles: rest.iter().map(|f| f.title.clone()).collect() };
+    for finding in &rest {
+        stage.dropped.push(dropped(
+            finding,
+            format!("over the comment limit of {}: listed in the overflow comment", settings.comment_limit),
+        ));
+    }
+    stage.output = findings.len();
+    stages.push(stage);
+    (findings, overflow)
+}

@@ -1,0 +1,19 @@
+//! bugloop's core data rules, with no IO: findings and their 1-10 scores, hidden markers and
+//! `rmcoc` blocks, review state reconstructed from a conversation, the filter pipeline, and the
+//! helpers that keep untrusted text out of places it must not reach.
+
+pub mod dedup;
+pub mod filter;
+pub mod finding;
+pub mod marker;
+pub mod paths;
+pub mod rmcoc;
+pub mod safety;
+pub mod score;
+pub mod thread;
+
+pub use finding::{Category, Finding, FindingId};
+pub use marker::{Marker, MarkerSyntax};
+pub use rmcoc::RmcocBlock;
+pub use score::{Priority, Score, Severity};
+pub use thread::{BotIdentity, Comment, ReviewState, ThreadState, ThreadStatus};

@@ -1,0 +1,246 @@
+//! `rmcoc` blocks: the fenced JSON state a review comment carries (pr-reviewer-design.md 4.2).
+//!
+//! A comment is human text, a `---` line, then the block:
+//!
+//! ````markdown
+//! The loop reads one element past the end.
+//!
+//! ---
+//!
+//! ```rmcoc
+//! { "finding": "...", "assessment": "...", "score": 7 }
+//! ```
+//! ````
+//!
+//! Parsing never fails as a whole: a broken block is reported as a [`RmcocProblem`] and skipped.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::score::Score;
+use crate::thread::ThreadStatus;
+
+/// The info string of the fence.
+pub const RMCOC_LANG: &str = "rmcoc";
+
+/// The state of one finding as stored in a comment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RmcocBlock {
+    /// One sentence: what was found.
+    pub finding: String,
+    /// Why it matters and its impact.
+    pub assessment: String,
+    pub score: Score,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<ThreadStatus>,
+    /// Fields written by other or newer tools, kept so that a rewrite does not lose them.
+    #[serde(flatten)]
+    pub extra: BTreeMap<String, serde_json::Value>,
+}
+
+impl RmcocBlock {
+    pub fn new(finding: impl Into<String>, assessment: impl Into<String>, score: Score) -> Self {
+        RmcocBlock {
+            finding: finding.into(),
+            assessment: assessment.into(),
+            score,
+            status: None,
+            extra: BTreeMap::new(),
+        }
+    }
+
+    pub fn with_status(mut self, status: ThreadStatus) -> Self {
+        self.status = Some(status);
+        self
+    }
+}
+
+/// A block that could not be read, with the 1-based line of its opening fence in the body.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RmcocProblem {
+    pub line: usize,
+    pub message: String,
+}
+
+/// What a comment body holds.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ParsedRmcoc {
+    /// The text before the first block, without the `---` separator.
+    pub human: String,
+    pub blocks: Vec<RmcocBlock>,
+    pub problems: Vec<RmcocProblem>,
+}
+
+/// `human`, a `---` line, then the block as pretty JSON in an `rmcoc` fence.
+pub fn build_comment(human: &str, block: &RmcocBlock) -> String {
+    // Serializing these types cannot fail (string keys, no non-finite floats); fall back to the
+    // three required fields if it ever did rather than losing the comment.
+    let json = serde_json::to_string_pretty(block).unwrap_or_else(|_| {
+        format!(
+            "{{\"finding\": {:?}, \"assessment\": {:?}, \"score\": {}}}",
+            block.finding, block.assessment, block.score
+        )
+    });
+    let fence = fence_for(&json);
+    format!("{}\n\n---\n\n{fence}{RMCOC_LANG}\n{json}\n{fence}\n", human.trim_end())
+}
+
+/// A fence longer than any backtick run in the content, so the JSON cannot close it early.
+fn fence_for(content: &str) -> String {
+    let mut longest = 0;
+    let mut run = 0;
+    for ch in content.chars() {
+        if ch == '`' {
+            run += 1;
+            longest = longest.max(run);
+        } else {
+            run = 0;
+        }
+    }
+    "`".repeat((longest + 1).max(3))
+}
+
+/// Finds every `rmcoc` fence in `body` and parses it.
+pub fn parse_comment(body: &str) -> ParsedRmcoc {
+    let lines: Vec<&str> = body.split('\n').collect();
+    let mut blocks = Vec::new();
+    let mut problems = Vec::new();
+    let mut human_end: Option<usize> = None;
+    let mut index = 0;
+    while index < lines.len() {
+        let Some((fence_char, fence_len)) = opening_fence(lines[index]) else {
+            index += 1;
+            continue;
+        };
+        let open = index;
+        human_end.get_or_insert(open);
+        let mut close = None;
+        let mut cursor = open + 1;
+        while cursor < lines.len() {
+            if is_closing_fence(lines[cursor], fence_char, fence_len) {
+                close = Some(cursor);
+                break;
+            }
+            cursor += 1;
+        }
+        let Some(close) = close else {
+            problems.push(RmcocProblem {
+                line: open + 1,
+                message: "rmcoc block is not closed".to_owned(),
+            });
+            break;
+        };
+        let json = lines[open + 1..close].join("\n");
+        match parse_block(&json) {
+            Ok(block) => blocks.push(block),
+            Err(message) => problems.push(RmcocProblem { line: open + 1, message }),
+        }
+        index = close + 1;
+    }
+    let human_lines = &lines[..human_end.unwrap_or(lines.len())];
+    ParsedRmcoc { human: human_text(human_lines), blocks, problems }
+}
+
+fn human_text(lines: &[&str]) -> String {
+    let mut end = lines.len();
+    // Drop trailing blank lines, then the `---` separator, then blank lines before it.
+    while end > 0 && lines[end - 1].trim().is_empty() {
+        end -= 1;
+    }
+    if end > 0 && lines[end - 1].trim() == "---" {
+        end -= 1;
+        while end > 0 && lines[end - 1].trim().is_empty() {
+            end -= 1;
+        }
+    }
+    lines[..end].join("\n").trim_end_matches('\r').to_owned()
+}
+
+fn opening_fence(line: &str) -> Option<(char, usize)> {
+    let trimmed = line.trim_end_matches('\r');
+    let indent = trimmed.len() - trimmed.trim_start_matches(' ').len();
+    if indent > 3 {
+        return None;
+    }
+    let rest = &trimmed[indent..];
+    let fence_char = rest.chars().next().filter(|c| *c == '`' || *c == '~')?;
+    let fence_len = rest.len() - rest.trim_start_matches(fence_char).len();
+    if fence_len < 3 {
+        return None;
+    }
+    let info = rest[fence_len..].trim();
+    let lang = info.split_whitespace().next().unwrap_or("");
+    lang.eq_ignore_ascii_case(RMCOC_LANG).then_some((fence_char, fence_len))
+}
+
+fn is_closing_fence(line: &str, fence_char: char, fence_len: usize) -> bool {
+    let trimmed = line.trim();
+    trimmed.len() >= fence_len && trimmed.chars().all(|c| c == fence_char)
+}
+
+fn parse_block(json: &str) -> Result<RmcocBlock, String> {
+    let value: serde_json::Value = serde_json::from_str(json).map_err(|error| {
+        format!(
+            "rmcoc block is not valid JSON (line {} column {} of the block): {error}",
+            error.line(),
+            error.column()
+        )
+    })?;
+    let serde_json::Value::Object(mut object) = value else {
+        return Err("rmcoc block must be a JSON object".to_owned());
+    };
+    for field in ["finding", "assessment"] {
+        match object.get(field) {
+            Some(serde_json::Value::String(_)) => {}
+            Some(_) => return Err(format!("rmcoc field `{field}` must be a string")),
+            None => return Err(format!("rmcoc block has no `{field}` field")),
+        }
+    }
+    // The schema says "number": accept 7 and 7.0, refuse 7.5 and anything outside 1-10.
+    let score = match object.get("score") {
+        Some(serde_json::Value::Number(number)) => number
+            .as_i64()
+            .or_else(|| number.as_f64().filter(|f| f.fract() == 0.0).map(|f| f as i64))
+            .ok_or_else(|| format!("rmcoc `score` must be a whole number, got {number}"))?,
+        Some(_) => return Err("rmcoc field `score` must be a number".to_owned()),
+        None => return Err("rmcoc block has no `score` field".to_owned()),
+    };
+    let score = u8::try_from(score)
+        .ok()
+        .and_then(|s| Score::new(s).ok())
+        .ok_or_else(|| format!("rmcoc `score` {score} is outside 1-10"))?;
+    object.insert("score".to_owned(), serde_json::Value::from(score.get()));
+    if let Some(status) = object.get_mut("status") {
+        if status.is_null() {
+            object.remove("status");
+        } else if let Some(text) = status.as_str() {
+            *status = serde_json::Value::String(text.to_ascii_uppercase());
+        }
+    }
+    serde_json::from_value(serde_json::Value::Object(object))
+        .map_err(|error| format!("rmcoc block is malformed: {error}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip() {
+        let block = RmcocBlock::new("Off by one", "Reads past the end.", Score::new(7).unwrap());
+        let body = build_comment("The loop reads one element too far.", &block);
+        let parsed = parse_comment(&body);
+        assert_eq!(parsed.problems, vec![]);
+        assert_eq!(parsed.blocks, vec![block]);
+        assert_eq!(parsed.human, "The loop reads one element too far.");
+    }
+
+    #[test]
+    fn broken_block_is_a_problem_not_a_crash() {
+        let parsed = parse_comment("text\n\n---\n\n```rmcoc\n{\"finding\": \n```\n");
+        assert!(parsed.blocks.is_empty());
+        assert_eq!(parsed.problems.len(), 1);
+        assert_eq!(parsed.problems[0].line, 5);
+    }
+}

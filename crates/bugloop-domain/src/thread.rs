@@ -1,0 +1,433 @@
+//! Review state reconstructed from a conversation (pr-reviewer-design.md 3.2 and 4.2).
+//!
+//! [`reconstruct`] is a pure function: comments in, threads out. Only comments written by the bot
+//! identity create findings or change a finding's status; markers, `rmcoc` blocks and status
+//! phrases typed by anyone else are ignored (and counted).
+
+use std::collections::HashMap;
+use std::fmt;
+
+use jiff::Timestamp;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::finding::FindingId;
+use crate::marker::MarkerSyntax;
+use crate::rmcoc::{RmcocBlock, parse_comment};
+use crate::score::Score;
+
+/// What the bot writes to resolve a thread.
+pub const RESOLVED_PHRASE: &str = "✅ **Issue Resolved**";
+/// What the bot writes to hand a thread to a human.
+pub const ESCALATED_PHRASE: &str = "🔺 **Escalated to Human Review**";
+
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ThreadStatus {
+    /// Raised; no verdict yet, or discussion ongoing.
+    Pending,
+    /// Fixed, or the bot accepted the developer's reasoning.
+    Resolved,
+    /// The bot replied to a developer without conceding.
+    Disputed,
+    /// Left to a human reviewer.
+    Escalated,
+}
+
+impl ThreadStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ThreadStatus::Pending => "PENDING",
+            ThreadStatus::Resolved => "RESOLVED",
+            ThreadStatus::Disputed => "DISPUTED",
+            ThreadStatus::Escalated => "ESCALATED",
+        }
+    }
+}
+
+impl fmt::Display for ThreadStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Where a comment lives on the forge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum CommentKind {
+    /// A comment on the issue or the pull request's conversation.
+    #[default]
+    Issue,
+    /// A line comment in a review thread.
+    Review,
+}
+
+/// One comment of a conversation, as any forge (GitHub or the local store) reports it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Comment {
+    pub id: String,
+    pub author: String,
+    pub body: String,
+    pub created_at: Timestamp,
+    #[serde(default)]
+    pub kind: CommentKind,
+    /// The comment this one answers, if the forge records it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_reply_to: Option<String>,
+    /// The forge's thread id (a GitHub review thread), if it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
+    /// Whether the forge shows the comment's thread as resolved.
+    #[serde(default)]
+    pub thread_resolved: bool,
+}
+
+/// The logins the bot writes as (for example `bugloop[bot]` and `github-actions[bot]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BotIdentity {
+    logins: Vec<String>,
+}
+
+impl BotIdentity {
+    pub fn new<I, S>(logins: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        BotIdentity {
+            logins: logins.into_iter().map(|l| l.as_ref().trim().to_lowercase()).collect(),
+        }
+    }
+
+    /// Logins compare case-insensitively, as on GitHub.
+    pub fn is_bot(&self, author: &str) -> bool {
+        let author = author.trim();
+        self.logins.iter().any(|login| login.eq_ignore_ascii_case(author))
+    }
+}
+
+/// A developer's reply in a finding's thread.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Reply {
+    pub comment_id: String,
+    pub author: String,
+    pub body: String,
+    pub created_at: Timestamp,
+}
+
+/// The state of one finding thread.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ThreadState {
+    /// The id of the bot comment that opened the thread.
+    pub id: String,
+    pub kind: CommentKind,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub forge_thread_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub finding_id: Option<FindingId>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
+    pub status: ThreadStatus,
+    /// When the status last changed (the root's time if never).
+    pub status_at: Timestamp,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub score: Option<Score>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub assessment: Option<RmcocBlock>,
+    /// The first line of the human text (a markdown heading's text), for lists.
+    pub title: String,
+    /// The root's human text: the finding's full description as published.
+    pub body: String,
+    pub developer_replies: Vec<Reply>,
+    pub bot_replies: usize,
+    /// A developer spoke last: the bot owes an answer.
+    pub awaiting_bot: bool,
+    /// The forge's own resolved flag (anyone can click it; it does not change `status`).
+    pub forge_resolved: bool,
+}
+
+/// Something in the conversation that could not be used.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StateProblem {
+    pub comment_id: String,
+    pub message: String,
+}
+
+/// Everything [`reconstruct`] derived.
+#[derive(Debug, Clone, PartialEq, Serialize, Default)]
+pub struct ReviewState {
+    pub threads: Vec<ThreadState>,
+    pub problems: Vec<StateProblem>,
+    /// Comments by others that carried a marker, an `rmcoc` block or a status phrase.
+    pub ignored_untrusted: usize,
+}
+
+impl ReviewState {
+    /// The thread that speaks for each finding id: where a finding has several (an issue comment
+    /// and a review comment), the one whose status changed last.
+    pub fn by_finding(&self) -> HashMap<&FindingId, &ThreadState> {
+        let mut map: HashMap<&FindingId, &ThreadState> = HashMap::new();
+        for thread in &self.threads {
+            let Some(id) = &thread.finding_id else { continue };
+            map.entry(id)
+                .and_modify(|current| {
+                    if thread.status_at > current.status_at {
+                        *current = thread;
+                    }
+                })
+                .or_insert(thread);
+        }
+        map
+    }
+
+    /// Threads not yet resolved (pending, disputed or escalated).
+    pub fn unresolved(&self) -> impl Iterator<Item = &ThreadState> {
+        self.threads.iter().filter(|t| t.status != ThreadStatus::Resolved)
+    }
+}
+
+/// Rebuilds the review state from a conversation.
+pub fn reconstruct(comments: &[Comment], bot: &BotIdentity, markers: &MarkerSyntax) -> ReviewState {
+    let index: HashMap<&str, usize> =
+        comments.iter().enumerate().map(|(i, c)| (c.id.as_str(), i)).collect();
+    let mut state = ReviewState::default();
+
+    // The first comment of each forge thread is its root, for forges that give thread ids but no
+    // reply links.
+    let mut thread_roots: HashMap<&str, usize> = HashMap::new();
+    for (i, comment) in comments.iter().enumerate() {
+        if let Some(thread) = &comment.thread_id {
+            thread_roots
+                .entry(thread.as_str())
+                .and_modify(|root| {
+                    if order_key(comment) < order_key(&comments[*root]) {
+                        *root = i;
+                    }
+                })
+                .or_insert(i);
+        }
+    }
+
+    // Root of every comment, following reply links (cycles and dangling links are problems).
+    let mut root_of: Vec<Option<usize>> = vec![None; comments.len()];
+    for start in 0..comments.len() {
+        if root_of[start].is_some() {
+            continue;
+        }
+        let mut path = vec![start];
+        let mut current = start;
+        let root = loop {
+            if let Some(known) = root_of[current] {
+                break known;
+            }
+            let comment = &comments[current];
+            let parent = match &comment.in_reply_to {
+                Some(parent_id) => match index.get(parent_id.as_str()) {
+                    Some(&parent) => Some(parent),
+                    None => {
+                        state.problems.push(StateProblem {
+                            comment_id: comment.id.clone(),
+                            message: format!("replies to unknown comment {parent_id:?}"),
+                        });
+                        None
+                    }
+                },
+                None => comment
+                    .thread_id
+                    .as_deref()
+                    .and_then(|t| thread_roots.get(t).copied())
+                    .filter(|&root| root != current),
+            };
+            match parent {
+                Some(parent) if path.contains(&parent) => {
+                    state.problems.push(StateProblem {
+                        comment_id: comment.id.clone(),
+                        message: "reply links form a cycle".to_owned(),
+                    });
+                    break current;
+                }
+                Some(parent) => {
+                    path.push(parent);
+                    current = parent;
+                }
+                None => break current,
+            }
+        };
+        for member in path {
+            root_of[member] = Some(root);
+        }
+    }
+
+    let mut replies: HashMap<usize, Vec<usize>> = HashMap::new();
+    let mut roots: Vec<usize> = Vec::new();
+    for (i, root) in root_of.iter().enumerate() {
+        let root = root.unwrap_or(i);
+        if root == i {
+            roots.push(i);
+        } else {
+            replies.entry(root).or_default().push(i);
+        }
+    }
+    roots.sort_by(|a, b| order_key(&comments[*a]).cmp(&order_key(&comments[*b])));
+
+    for root in roots {
+        let comment = &comments[root];
+        let mut members = replies.remove(&root).unwrap_or_default();
+        members.sort_by(|a, b| order_key(&comments[*a]).cmp(&order_key(&comments[*b])));
+        if !bot.is_bot(&comment.author) {
+            if carries_state(comment, markers) {
+                state.ignored_untrusted += 1;
+            }
+            state.ignored_untrusted += members
+                .iter()
+                .filter(|&&m| !bot.is_bot(&comments[m].author) && carries_state(&comments[m], markers))
+                .count();
+            continue;
+        }
+        if let Some(thread) = build_thread(comment, &members, comments, bot, markers, &mut state) {
+            state.threads.push(thread);
+        }
+    }
+    state
+}
+
+fn order_key(comment: &Comment) -> (Timestamp, &str) {
+    (comment.created_at, comment.id.as_str())
+}
+
+fn carries_state(comment: &Comment, markers: &MarkerSyntax) -> bool {
+    comment.body.contains(RESOLVED_PHRASE)
+        || comment.body.contains(ESCALATED_PHRASE)
+        || !markers.parse_all(&comment.body).is_empty()
+        || !parse_comment(&comment.body).blocks.is_empty()
+}
+
+fn build_thread(
+    root: &Comment,
+    members: &[usize],
+    comments: &[Comment],
+    bot: &BotIdentity,
+    markers: &MarkerSyntax,
+    state: &mut ReviewState,
+) -> Option<ThreadState> {
+    let parsed = parse_comment(&root.body);
+    for problem in &parsed.problems {
+        state.problems.push(StateProblem {
+            comment_id: root.id.clone(),
+            message: format!("line {}: {}", problem.line, problem.message),
+        });
+    }
+    let root_markers = markers.parse_all(&root.body);
+    let assessment = parsed.blocks.into_iter().next();
+    // Only bot comments with a valid rmcoc block or a finding marker are findings; anything else
+    // the bot wrote (summaries, overflow lists, answers) is not.
+    if assessment.is_none() && root_markers.is_empty() {
+        return None;
+    }
+    let finding_id = root_markers.first().map(|m| m.finding_id.clone());
+    let mut status = match (&assessment, root_markers.first()) {
+        (Some(RmcocBlock { status: Some(status), .. }), _) => *status,
+        (_, Some(marker)) if marker.resolved => ThreadStatus::Resolved,
+        _ => ThreadStatus::Pending,
+    };
+    let mut status_at = root.created_at;
+    let mut developer_replies = Vec::new();
+    let mut bot_replies = 0;
+    let mut developer_spoke_since_bot = false;
+    let mut forge_resolved = root.thread_resolved;
+
+    for &member in members {
+        let reply = &comments[member];
+        forge_resolved |= reply.thread_resolved;
+        if !bot.is_bot(&reply.author) {
+            if carries_state(reply, markers) {
+                state.ignored_untrusted += 1;
+            }
+            developer_replies.push(Reply {
+                comment_id: reply.id.clone(),
+                author: reply.author.clone(),
+                body: reply.body.clone(),
+                created_at: reply.created_at,
+            });
+            developer_spoke_since_bot = true;
+            continue;
+        }
+        bot_replies += 1;
+        let parsed_reply = parse_comment(&reply.body);
+        for problem in &parsed_reply.problems {
+            state.problems.push(StateProblem {
+                comment_id: reply.id.clone(),
+                message: format!("line {}: {}", problem.line, problem.message),
+            });
+        }
+        let reply_marker = markers
+            .parse_all(&reply.body)
+            .into_iter()
+            .find(|m| finding_id.as_ref().is_none_or(|id| &m.finding_id == id));
+        let next = if let Some(explicit) = parsed_reply.blocks.iter().find_map(|b| b.status) {
+            Some(explicit)
+        } else if reply.body.contains(ESCALATED_PHRASE) {
+            Some(ThreadStatus::Escalated)
+        } else if reply.body.contains(RESOLVED_PHRASE) {
+            Some(ThreadStatus::Resolved)
+        } else if let Some(marker) = reply_marker {
+            Some(if marker.resolved { ThreadStatus::Resolved } else { ThreadStatus::Pending })
+        } else if developer_spoke_since_bot {
+            // The bot answered a developer without conceding: it maintains its position.
+            Some(ThreadStatus::Disputed)
+        } else {
+            None
+        };
+        if let Some(next) = next {
+            if next != status {
+                status = next;
+                status_at = reply.created_at;
+            }
+        }
+        developer_spoke_since_bot = false;
+    }
+
+    let title = title_of(&parsed.human)
+        .or_else(|| assessment.as_ref().map(|a| a.finding.clone()))
+        .unwrap_or_default();
+    Some(ThreadState {
+        id: root.id.clone(),
+        kind: root.kind,
+        forge_thread_id: root.thread_id.clone(),
+        finding_id,
+        file: root.path.clone(),
+        line: root.line,
+        status,
+        status_at,
+        score: assessment.as_ref().map(|a| a.score),
+        assessment,
+        title,
+        body: parsed.human,
+        developer_replies,
+        bot_replies,
+        awaiting_bot: developer_spoke_since_bot,
+        forge_resolved,
+    })
+}
+
+/// The first non-empty line of a comment that is not a marker, without heading or bold markup.
+pub fn title_of(human: &str) -> Option<String> {
+    human
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with("<!--"))
+        .map(|line| {
+            let line = line.trim_start_matches('#').trim();
+            let line = line.strip_prefix("**").and_then(|l| l.strip_suffix("**")).unwrap_or(line);
+            line.trim().to_owned()
+        })
+        .find(|line| !line.is_empty())
+}
