@@ -1,1 +1,409 @@
+//! bugloop's configuration: `.bugloop/config.yml` with the spec's defaults, `BUGLOOP_*`
+//! environment overrides, validation into domain types, and the JSON Schema for editors.
+//!
+//! Every error says where: the file, line and column (or the environment variable), the key path,
+//! and for an unknown key the closest valid one.
 
+mod model;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+pub use model::*;
+
+use bugloop_domain::filter::FilterSettings;
+use bugloop_domain::dedup::DedupRule;
+use bugloop_domain::paths::IgnoreMatcher;
+use bugloop_domain::safety::{VerifyCommand, parse_verify_commands};
+use bugloop_domain::{BotIdentity, MarkerSyntax};
+
+/// Where the configuration lives, relative to the repository root.
+pub const CONFIG_PATH: &str = ".bugloop/config.yml";
+/// Prefix of environment overrides; `__` separates levels: `BUGLOOP_REVIEW__THRESHOLD=7`.
+pub const ENV_PREFIX: &str = "BUGLOOP_";
+/// `BUGLOOP_*` variables that are not overrides.
+const ENV_RESERVED: &[&str] = &["BUGLOOP_CONFIG", "BUGLOOP_LOG"];
+
+/// Where a configuration value came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    File { path: PathBuf, line: usize, column: usize },
+    Env { var: String },
+    Value,
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Origin::File { path, line, column } => write!(f, "{}:{line}:{column}", path.display()),
+            Origin::Env { var } => write!(f, "environment variable {var}"),
+            Origin::Value => f.write_str("configuration"),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read {path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("{origin}: unknown key `{key}`{}{}", at_path(.path), hint(.suggestion, .valid))]
+    UnknownKey {
+        origin: Origin,
+        path: String,
+        key: String,
+        suggestion: Option<String>,
+        valid: Vec<String>,
+    },
+    #[error("{origin}: {}{message}", at_path_prefix(.path))]
+    Invalid { origin: Origin, path: String, message: String },
+}
+
+fn at_path(path: &str) -> String {
+    if path.is_empty() { " at the top level".to_owned() } else { format!(" in `{path}`") }
+}
+
+fn at_path_prefix(path: &str) -> String {
+    if path.is_empty() { String::new() } else { format!("`{path}`: ") }
+}
+
+fn hint(suggestion: &Option<String>, valid: &[String]) -> String {
+    match suggestion {
+        Some(best) => format!("; did you mean `{best}`?"),
+        None if !valid.is_empty() => format!("; valid keys: {}", valid.join(", ")),
+        None => String::new(),
+    }
+}
+
+/// The configuration of a repository and where it came from.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    pub config: Config,
+    /// The file read, if there was one.
+    pub file: Option<PathBuf>,
+    /// Environment overrides applied, in order.
+    pub overrides: Vec<String>,
+}
+
+/// Reads `<repo>/.bugloop/config.yml` (or `explicit`), then applies `BUGLOOP_*` overrides from
+/// `env`, then validates. A missing default file means the defaults; a missing explicit file is an
+/// error.
+pub fn load(
+    repo_root: &Path,
+    explicit: Option<&Path>,
+    env: impl IntoIterator<Item = (String, String)>,
+) -> Result<Loaded, ConfigError> {
+    let (path, required) = match explicit {
+        Some(path) => (path.to_path_buf(), true),
+        None => (repo_root.join(CONFIG_PATH), false),
+    };
+    let (config, file, text) = match std::fs::read_to_string(&path) {
+        Ok(text) => (from_yaml(&text, &path)?, Some(path), text),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound && !required => {
+            (Config::default(), None, String::new())
+        }
+        Err(source) => return Err(ConfigError::Io { path, source }),
+    };
+    let (config, overrides) = apply_env(config, env)?;
+    if let Err(error) = validate(&config) {
+        return Err(match (error, &file) {
+            (ConfigError::Invalid { origin: Origin::Value, path: key_path, message }, Some(file)) => {
+                let origin = match locate(&text, &key_path) {
+                    Some((line, column)) => Origin::File { path: file.clone(), line, column },
+                    None => Origin::Value,
+                };
+                ConfigError::Invalid { origin, path: key_path, message }
+            }
+            (error, _) => error,
+        });
+    }
+    Ok(Loaded { config, file, overrides })
+}
+
+/// The 1-based line and column of a dotted key path in YAML text, found by walking its keys in
+/// order (good enough for pointing at a value that failed validation).
+fn locate(text: &str, key_path: &str) -> Option<(usize, usize)> {
+    let mut found = None;
+    let mut from = 0;
+    let mut min_indent = 0;
+    for key in key_path.split('.').filter(|k| !k.is_empty()) {
+        let (index, indent) = text.lines().enumerate().skip(from).find_map(|(i, line)| {
+            let indent = line.len() - line.trim_start().len();
+            let body = line.trim_start().trim_start_matches("- ");
+            let matches = body.starts_with(&format!("{key}:"))
+                || body.starts_with(&format!("\"{key}\":"))
+                || body.starts_with(&format!("'{key}':"));
+            (matches && indent >= min_indent).then_some((i, indent))
+        })?;
+        found = Some((index + 1, indent + 1));
+        from = index + 1;
+        min_indent = indent + 1;
+    }
+    found
+}
+
+/// Parses a configuration file's text (an empty file is the defaults). Does not validate.
+pub fn from_yaml(text: &str, path: &Path) -> Result<Config, ConfigError> {
+    if text.trim().is_empty() || text.lines().all(|l| l.trim().is_empty() || l.trim_start().starts_with('#')) {
+        return Ok(Config::default());
+    }
+    let deserializer = serde_yaml_ng::Deserializer::from_str(text);
+    serde_path_to_error::deserialize(deserializer).map_err(|error| {
+        let path_text = clean_path(&error.path().to_string());
+        let inner = error.into_inner();
+        let origin = match inner.location() {
+            Some(location) => Origin::File {
+                path: path.to_path_buf(),
+                line: location.line(),
+                column: location.column(),
+            },
+            None => Origin::File { path: path.to_path_buf(), line: 1, column: 1 },
+        };
+        classify(origin, path_text, &inner.to_string())
+    })
+}
+
+/// `serde_path_to_error` writes `review.threshold`; `?` for an unknown position.
+fn clean_path(path: &str) -> String {
+    if path == "." || path == "?" { String::new() } else { path.to_owned() }
+}
+
+/// Turns a serde message into an error: unknown keys get the closest valid key.
+fn classify(origin: Origin, path: String, message: &str) -> ConfigError {
+    // serde's standard wording: "unknown field `x`, expected one of `a`, `b`" (or "expected `a`",
+    // or "there are no fields"); YAML errors append " at line L column C".
+    let message = message.split(" at line ").next().unwrap_or(message);
+    // serde_yaml_ng starts with the YAML path of the node (`review.threshold: ...`): we print ours.
+    let message = match message.split_once(": ") {
+        Some((head, rest)) if !head.contains(' ') && (head == "." || path.starts_with(head)) => rest,
+        _ => message,
+    }
+    .to_owned();
+    if let Some(rest) = message.strip_prefix("unknown field `") {
+        if let Some((key, expected)) = rest.split_once('`') {
+            let valid: Vec<String> = expected.split('`').skip(1).step_by(2).map(str::to_owned).collect();
+            // The failing key is the last element of the path; report its parent.
+            let parent = match path.rsplit_once('.') {
+                Some((parent, _)) => parent.to_owned(),
+                None if path == key => String::new(),
+                None => path.clone(),
+            };
+            let suggestion = closest(key, &valid);
+            return ConfigError::UnknownKey { origin, path: parent, key: key.to_owned(), suggestion, valid };
+        }
+    }
+    if let Some(rest) = message.strip_prefix("unknown variant `") {
+        if let Some((value, expected)) = rest.split_once('`') {
+            let valid: Vec<String> = expected.split('`').skip(1).step_by(2).map(str::to_owned).collect();
+            let hint = match closest(value, &valid) {
+                Some(best) => format!("; did you mean `{best}`?"),
+                None => format!("; expected one of {}", valid.join(", ")),
+            };
+            return ConfigError::Invalid { origin, path, message: format!("unknown value `{value}`{hint}") };
+        }
+    }
+    ConfigError::Invalid { origin, path, message }
+}
+
+/// The valid key nearest to a misspelt one, if it is near enough to be a likely typo.
+fn closest(key: &str, valid: &[String]) -> Option<String> {
+    let key_lower = key.to_lowercase().replace('-', "_");
+    valid
+        .iter()
+        .map(|candidate| (strsim::damerau_levenshtein(&key_lower, candidate), candidate))
+        .filter(|(distance, candidate)| {
+            *distance <= (candidate.len().max(key.len()) / 3).max(2)
+                || candidate.contains(&key_lower)
+                || key_lower.contains(candidate.as_str())
+        })
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, candidate)| candidate.clone())
+}
+
+/// Applies `BUGLOOP_SECTION__KEY=value` overrides (values are read as YAML: `7`, `true`,
+/// `[a, b]`). Returns the new configuration and the variables applied.
+pub fn apply_env(
+    config: Config,
+    env: impl IntoIterator<Item = (String, String)>,
+) -> Result<(Config, Vec<String>), ConfigError> {
+    let mut vars: Vec<(String, String)> = env
+        .into_iter()
+        .filter(|(name, _)| name.starts_with(ENV_PREFIX) && !ENV_RESERVED.contains(&name.as_str()))
+        .collect();
+    if vars.is_empty() {
+        return Ok((config, Vec::new()));
+    }
+    vars.sort();
+    let mut tree = serde_yaml_ng::to_value(&config).map_err(|error| ConfigError::Invalid {
+        origin: Origin::Value,
+        path: String::new(),
+        message: error.to_string(),
+    })?;
+    let mut applied = Vec::new();
+    for (name, raw) in vars {
+        let origin = Origin::Env { var: name.clone() };
+        let keys: Vec<String> = name[ENV_PREFIX.len()..].split("__").map(str::to_lowercase).collect();
+        let value: serde_yaml_ng::Value = serde_yaml_ng::from_str(&raw).unwrap_or(serde_yaml_ng::Value::String(raw.clone()));
+        set_path(&mut tree, &keys, value, &origin)?;
+        // Check each override on its own, so an error names the variable that caused it.
+        serde_path_to_error::deserialize::<_, Config>(tree.clone()).map_err(|error| {
+            let path = clean_path(&error.path().to_string());
+            classify(origin.clone(), path, &error.into_inner().to_string())
+        })?;
+        applied.push(name);
+    }
+    let config = serde_path_to_error::deserialize(tree).map_err(|error| {
+        let path = clean_path(&error.path().to_string());
+        classify(Origin::Value, path, &error.into_inner().to_string())
+    })?;
+    Ok((config, applied))
+}
+
+fn set_path(
+    tree: &mut serde_yaml_ng::Value,
+    keys: &[String],
+    value: serde_yaml_ng::Value,
+    origin: &Origin,
+) -> Result<(), ConfigError> {
+    let mut node = tree;
+    let mut walked: Vec<&str> = Vec::new();
+    let mut inside_new_entry = false;
+    for (depth, key) in keys.iter().enumerate() {
+        let serde_yaml_ng::Value::Mapping(map) = node else {
+            return Err(ConfigError::Invalid {
+                origin: origin.clone(),
+                path: walked.join("."),
+                message: "is not a section; it has no keys to override".to_owned(),
+            });
+        };
+        let lookup = serde_yaml_ng::Value::String(key.clone());
+        if !map.contains_key(&lookup) {
+            let valid: Vec<String> = map.keys().filter_map(|k| k.as_str().map(str::to_owned)).collect();
+            // Maps with free keys (providers, prices) accept new entries.
+            let free = inside_new_entry || matches!(walked.last(), Some(&"providers" | &"prices"));
+            if !free {
+                return Err(ConfigError::UnknownKey {
+                    origin: origin.clone(),
+                    path: walked.join("."),
+                    key: key.clone(),
+                    suggestion: closest(key, &valid),
+                    valid,
+                });
+            }
+            map.insert(lookup.clone(), serde_yaml_ng::Value::Mapping(Default::default()));
+            inside_new_entry = true;
+        }
+        let Some(next) = map.get_mut(&lookup) else { break };
+        if depth + 1 == keys.len() {
+            *next = value;
+            return Ok(());
+        }
+        walked.push(key);
+        node = next;
+    }
+    Ok(())
+}
+
+/// Checks what types cannot: ranges, patterns, commands, prefixes.
+pub fn validate(config: &Config) -> Result<(), ConfigError> {
+    let invalid = |path: &str, message: String| ConfigError::Invalid {
+        origin: Origin::Value,
+        path: path.to_owned(),
+        message,
+    };
+    filter_settings(config)?;
+    marker_syntax(config)?;
+    parse_verify_commands(&config.fix.verify_commands)
+        .map_err(|e| invalid("fix.verify_commands", e.to_string()))?;
+    parse_verify_commands(&config.gate.commands).map_err(|e| invalid("gate.commands", e.to_string()))?;
+    parse_verify_commands(&config.solve.test_commands)
+        .map_err(|e| invalid("solve.test_commands", e.to_string()))?;
+    IgnoreMatcher::new(&config.protected_paths).map_err(|e| invalid("protected_paths", e.to_string()))?;
+    if !(0.0..=1.0).contains(&config.review.dedup_min_overlap) {
+        return Err(invalid("review.dedup_min_overlap", "must be between 0 and 1".to_owned()));
+    }
+    if config.review.comment_limit == 0 {
+        return Err(invalid("review.comment_limit", "must be at least 1".to_owned()));
+    }
+    if config.identity.bot_logins.iter().all(|l| l.trim().is_empty()) {
+        return Err(invalid("identity.bot_logins", "needs at least one login".to_owned()));
+    }
+    if config.converge.max_loops == 0 {
+        return Err(invalid("converge.max_loops", "must be at least 1".to_owned()));
+    }
+    if config.model.default.trim().is_empty() || !config.model.default.contains(':') {
+        return Err(invalid(
+            "model.default",
+            format!(
+                "{:?} is not a model string; use provider:model, e.g. openai:gpt-4o or local:smollm2",
+                config.model.default
+            ),
+        ));
+    }
+    for (name, price) in &config.model.prices {
+        let values = [Some(price.input_per_mtok), Some(price.output_per_mtok), price.cached_input_per_mtok];
+        if values.into_iter().flatten().any(|v| !v.is_finite() || v < 0.0) {
+            return Err(invalid(&format!("model.prices.{name}"), "prices must be finite and not negative".to_owned()));
+        }
+    }
+    if !config.budgets.max_cost_usd.is_finite() || config.budgets.max_cost_usd < 0.0 {
+        return Err(invalid("budgets.max_cost_usd", "must be finite and not negative".to_owned()));
+    }
+    Ok(())
+}
+
+/// The filter pipeline's settings; `sensitive` is the resolved [`Sensitivity`].
+pub fn filter_settings_for(config: &Config, sensitive: bool) -> Result<FilterSettings, ConfigError> {
+    let review = &config.review;
+    let ignore = IgnoreMatcher::new(&review.ignore_files).map_err(|e| ConfigError::Invalid {
+        origin: Origin::Value,
+        path: "review.ignore_files".to_owned(),
+        message: e.to_string(),
+    })?;
+    Ok(FilterSettings {
+        ignore,
+        threshold: review.threshold,
+        severity_floor: review.severity_floor,
+        sensitive_data: sensitive,
+        security_promotion: review.security_promotion,
+        elevation_threshold: review.elevation_threshold,
+        elevation_min_score: review.elevation_min_score,
+        dedup: DedupRule { line_window: review.dedup_line_window, min_overlap: review.dedup_min_overlap },
+        comment_limit: review.comment_limit,
+    })
+}
+
+fn filter_settings(config: &Config) -> Result<FilterSettings, ConfigError> {
+    filter_settings_for(config, config.review.sensitive_data == Sensitivity::Sensitive)
+}
+
+pub fn marker_syntax(config: &Config) -> Result<MarkerSyntax, ConfigError> {
+    MarkerSyntax::new(&config.identity.marker_prefix, &config.identity.legacy_marker_prefixes).map_err(|e| {
+        ConfigError::Invalid { origin: Origin::Value, path: "identity.marker_prefix".to_owned(), message: e.to_string() }
+    })
+}
+
+pub fn bot_identity(config: &Config) -> BotIdentity {
+    BotIdentity::new(
+        config.identity.bot_logins.iter().chain(std::iter::once(&config.identity.local_bot_name)),
+    )
+}
+
+pub fn verify_commands(config: &Config) -> Result<Vec<VerifyCommand>, ConfigError> {
+    parse_verify_commands(&config.fix.verify_commands).map_err(|e| ConfigError::Invalid {
+        origin: Origin::Value,
+        path: "fix.verify_commands".to_owned(),
+        message: e.to_string(),
+    })
+}
+
+/// The JSON Schema of the configuration file.
+pub fn schema() -> serde_json::Value {
+    let mut schema = schemars::schema_for!(Config).to_value();
+    if let Some(object) = schema.as_object_mut() {
+        object.insert("title".to_owned(), "bugloop configuration (.bugloop/config.yml)".into());
+    }
+    schema
+}
+
+#[cfg(test)]
+mod tests;

@@ -50,7 +50,7 @@ fn has_drive_prefix(path: &str) -> bool {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("ignore pattern {pattern:?} (entry {index}) is invalid: {message}")]
+#[error("ignore pattern {pattern:?} (entry {}) is invalid: {message}", .index + 1)]
 pub struct IgnorePatternError {
     pub index: usize,
     pub pattern: String,

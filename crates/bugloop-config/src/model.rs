@@ -1,0 +1,362 @@
+//! The configuration's types, with the spec's defaults. Every struct refuses unknown keys.
+
+use std::collections::BTreeMap;
+
+use bugloop_domain::{Score, Severity};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// `.bugloop/config.yml`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Which model runs bugloop's agents, and how to reach providers.
+    pub model: ModelConfig,
+    /// Hard limits for one run; reaching one stops the run.
+    pub budgets: Budgets,
+    /// Detection and review: thresholds, filters, publishing.
+    pub review: ReviewConfig,
+    /// Who bugloop is on the forge, and how its comments are marked.
+    pub identity: IdentityConfig,
+    /// Fix and do requests: commands that must pass before a commit.
+    pub fix: FixConfig,
+    /// Formatters and linters run before every converge audit.
+    pub gate: GateConfig,
+    /// The audit-fix loop.
+    pub converge: ConvergeConfig,
+    /// The solve loop (error report -> issue -> draft PR -> ready).
+    pub solve: SolveConfig,
+    /// Labels bugloop reads and writes on issues.
+    pub labels: Labels,
+    /// Prefix of the branches bugloop creates.
+    pub branch_prefix: String,
+    /// Paths no agent may change (gitignore-style globs).
+    pub protected_paths: Vec<String>,
+    /// How agent processes are confined.
+    pub sandbox: SandboxConfig,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            model: ModelConfig::default(),
+            budgets: Budgets::default(),
+            review: ReviewConfig::default(),
+            identity: IdentityConfig::default(),
+            fix: FixConfig::default(),
+            gate: GateConfig::default(),
+            converge: ConvergeConfig::default(),
+            solve: SolveConfig::default(),
+            labels: Labels::default(),
+            branch_prefix: "bugloop/".to_owned(),
+            protected_paths: vec![
+                ".github/workflows/**".to_owned(),
+                ".bugloop/**".to_owned(),
+                ".git/**".to_owned(),
+            ],
+            sandbox: SandboxConfig::default(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct ModelConfig {
+    /// `openai:<model>`, `anthropic:<model>`, `ollama:<model>`, `local:<name or path>` or
+    /// `replay:<cassette>`.
+    pub default: String,
+    /// Per-provider connection settings, keyed by provider name.
+    pub providers: BTreeMap<String, ProviderConfig>,
+    /// Prices in US dollars per million tokens, keyed by model string; unknown models are limited
+    /// by tokens only.
+    pub prices: BTreeMap<String, Price>,
+    pub connect_timeout_seconds: u64,
+    /// A response that sends nothing for this long is abandoned.
+    pub idle_timeout_seconds: u64,
+    pub max_retries: u32,
+}
+
+impl Default for ModelConfig {
+    fn default() -> Self {
+        let provider = |base: &str, key: Option<&str>| ProviderConfig {
+            base_url: Some(base.to_owned()),
+            api_key_env: key.map(str::to_owned),
+        };
+        let providers = BTreeMap::from([
+            ("openai".to_owned(), provider("https://api.openai.com/v1", Some("OPENAI_API_KEY"))),
+            (
+                "anthropic".to_owned(),
+                provider("https://api.anthropic.com", Some("ANTHROPIC_API_KEY")),
+            ),
+            ("ollama".to_owned(), provider("http://127.0.0.1:11434/v1", None)),
+        ]);
+        let price = |input: f64, cached: f64, output: f64| Price {
+            input_per_mtok: input,
+            cached_input_per_mtok: Some(cached),
+            output_per_mtok: output,
+        };
+        let prices = BTreeMap::from([
+            ("openai:gpt-4o".to_owned(), price(2.5, 1.25, 10.0)),
+            ("openai:gpt-4o-mini".to_owned(), price(0.15, 0.075, 0.6)),
+            ("openai:gpt-4.1".to_owned(), price(2.0, 0.5, 8.0)),
+            ("openai:gpt-4.1-mini".to_owned(), price(0.4, 0.1, 1.6)),
+            ("anthropic:claude-sonnet-4-5".to_owned(), price(3.0, 0.3, 15.0)),
+            ("anthropic:claude-opus-4-1".to_owned(), price(15.0, 1.5, 75.0)),
+            ("anthropic:claude-haiku-4-5".to_owned(), price(1.0, 0.1, 5.0)),
+        ]);
+        ModelConfig {
+            default: "local:smollm2".to_owned(),
+            providers,
+            prices,
+            connect_timeout_seconds: 10,
+            idle_timeout_seconds: 120,
+            max_retries: 4,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct ProviderConfig {
+    pub base_url: Option<String>,
+    /// Name of the environment variable that holds the API key (never the key itself).
+    pub api_key_env: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Price {
+    pub input_per_mtok: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_input_per_mtok: Option<f64>,
+    pub output_per_mtok: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct Budgets {
+    pub max_input_tokens: u64,
+    pub max_output_tokens: u64,
+    /// US dollars; only enforced for models with a price.
+    pub max_cost_usd: f64,
+    pub max_turns: u32,
+    pub max_wall_seconds: u64,
+}
+
+impl Default for Budgets {
+    fn default() -> Self {
+        Budgets {
+            max_input_tokens: 2_000_000,
+            max_output_tokens: 200_000,
+            max_cost_usd: 5.0,
+            max_turns: 80,
+            max_wall_seconds: 30 * 60,
+        }
+    }
+}
+
+/// Whether the repository handles personal or financial data (for the +2 security promotion).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Sensitivity {
+    /// Decide from the repository (package manifests, README).
+    #[default]
+    Auto,
+    Sensitive,
+    Normal,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct ReviewConfig {
+    /// Findings scoring below this (1-10) are not published (`problem_score_threshold`).
+    pub threshold: Score,
+    /// This many below-threshold findings on one file combine into one elevated finding; 0 turns
+    /// elevation off (`score_elevation_threshold`).
+    pub elevation_threshold: usize,
+    /// Findings below this score never combine: nits stay silent.
+    pub elevation_min_score: Score,
+    /// Minimum severity to publish (`bugbot-severity`).
+    pub severity_floor: Severity,
+    /// Maximum individual finding comments per run; the rest go into one overflow comment.
+    pub comment_limit: usize,
+    pub sensitive_data: Sensitivity,
+    /// Points added to security findings when the data is sensitive (capped at 10).
+    pub security_promotion: u8,
+    /// Paths excluded from review and reporting (gitignore-style, `ai-ignore-files`).
+    pub ignore_files: Vec<String>,
+    /// Findings this many lines apart or closer can be duplicates.
+    pub dedup_line_window: u32,
+    /// Share of significant words two findings must have in common to be duplicates.
+    pub dedup_min_overlap: f64,
+    /// Token budget for the change shown to the model in one call.
+    pub max_tokens_per_call: u64,
+    /// A comment mentioning this asks for a review, also on a draft pull request.
+    pub trigger_mention: String,
+    /// Review draft pull requests on push.
+    pub review_drafts: bool,
+}
+
+impl Default for ReviewConfig {
+    fn default() -> Self {
+        ReviewConfig {
+            threshold: Score::saturating(5),
+            elevation_threshold: 5,
+            elevation_min_score: Score::saturating(3),
+            severity_floor: Severity::Low,
+            comment_limit: 20,
+            sensitive_data: Sensitivity::Auto,
+            security_promotion: 2,
+            ignore_files: Vec::new(),
+            dedup_line_window: 3,
+            dedup_min_overlap: 0.5,
+            max_tokens_per_call: 24_000,
+            trigger_mention: "@bugloop".to_owned(),
+            review_drafts: false,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct IdentityConfig {
+    /// Logins whose comments are bugloop's own; only these are parsed for state.
+    pub bot_logins: Vec<String>,
+    /// Name bugloop writes as in the local store.
+    pub local_bot_name: String,
+    pub marker_prefix: String,
+    /// Marker prefixes read (and migrated) besides `marker_prefix`.
+    pub legacy_marker_prefixes: Vec<String>,
+}
+
+impl Default for IdentityConfig {
+    fn default() -> Self {
+        IdentityConfig {
+            bot_logins: vec!["bugloop[bot]".to_owned(), "github-actions[bot]".to_owned()],
+            local_bot_name: "bugloop".to_owned(),
+            marker_prefix: bugloop_domain::marker::DEFAULT_MARKER_PREFIX.to_owned(),
+            legacy_marker_prefixes: vec![bugloop_domain::marker::LEGACY_MARKER_PREFIX.to_owned()],
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct FixConfig {
+    /// Run (without a shell, in the sandbox) after every fix or do request; all must pass before a
+    /// commit. At most 20.
+    pub verify_commands: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct GateConfig {
+    /// Formatters and linters run before each audit (same rules as verify commands).
+    pub commands: Vec<String>,
+    /// Gate-fix rounds before the loop stops with an error.
+    pub max_fix_rounds: u32,
+}
+
+impl Default for GateConfig {
+    fn default() -> Self {
+        GateConfig { commands: Vec::new(), max_fix_rounds: 5 }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct ConvergeConfig {
+    /// Audit loops before the loop stops with "cap reached".
+    pub max_loops: u32,
+    /// From this loop on, several auditors and a validator run (when `parallel_auditors` > 0).
+    pub parallel_from_loop: u32,
+    /// Auditors in parallel mode; 0 turns it off.
+    pub parallel_auditors: u32,
+}
+
+impl Default for ConvergeConfig {
+    fn default() -> Self {
+        ConvergeConfig { max_loops: 10, parallel_from_loop: 4, parallel_auditors: 0 }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct SolveConfig {
+    /// Build/test/evaluate iterations before escalating (`max_ralph_iterations`).
+    pub max_iterations: u32,
+    /// Review-resolution rounds on the draft pull request.
+    pub max_review_iterations: u32,
+    pub timeout_minutes: u64,
+    /// A change larger than this is escalated instead of marked ready.
+    pub max_diff_lines: u64,
+    /// Commands that must pass (build and tests).
+    pub test_commands: Vec<String>,
+}
+
+impl Default for SolveConfig {
+    fn default() -> Self {
+        SolveConfig {
+            max_iterations: 10,
+            max_review_iterations: 5,
+            timeout_minutes: 30,
+            max_diff_lines: 500,
+            test_commands: Vec::new(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct Labels {
+    /// An issue with this label is solved by bugloop.
+    pub trigger: String,
+    #[serde(alias = "in-progress")]
+    pub in_progress: String,
+    #[serde(alias = "needs-human")]
+    pub needs_human: String,
+}
+
+impl Default for Labels {
+    fn default() -> Self {
+        Labels {
+            trigger: "bug:autofix".to_owned(),
+            in_progress: "bugloop:solving".to_owned(),
+            needs_human: "bugloop:escalated".to_owned(),
+        }
+    }
+}
+
+/// What to do where the kernel cannot confine agent processes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Unconfined {
+    /// Refuse to run commands.
+    #[default]
+    Refuse,
+    /// Run them anyway, with a loud warning.
+    Warn,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct SandboxConfig {
+    pub when_unconfined: Unconfined,
+    /// A command running longer is killed with its whole process group.
+    pub command_timeout_seconds: u64,
+    /// Output kept per stream and command.
+    pub max_output_bytes: u64,
+    /// Environment variables passed to sandboxed commands (besides a minimal PATH, HOME, LANG).
+    pub env_allowlist: Vec<String>,
+}
+
+impl Default for SandboxConfig {
+    fn default() -> Self {
+        SandboxConfig {
+            when_unconfined: Unconfined::Refuse,
+            command_timeout_seconds: 600,
+            max_output_bytes: 1 << 20,
+            env_allowlist: vec!["CARGO_HOME".to_owned(), "RUSTUP_HOME".to_owned(), "GOPATH".to_owned()],
+        }
+    }
+}
