@@ -1,1 +1,292 @@
-fn main() {}
+//! The `bugloop` command. It parses arguments, loads configuration and prints; the work is done
+//! by the library crates.
+
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+use clap::{Parser, Subcommand, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "bugloop",
+    version,
+    about = "Finds bugs in code changes and fixes them in closed loops"
+)]
+struct Cli {
+    /// Run as if started in this directory.
+    #[arg(short = 'C', long = "directory", global = true, value_name = "DIR")]
+    directory: Option<PathBuf>,
+    /// Configuration file (default: <repository>/.bugloop/config.yml).
+    #[arg(long, global = true, env = "BUGLOOP_CONFIG", value_name = "FILE")]
+    config: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Show or describe the configuration.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+    /// Print the 1-10 severity rubric and how scores map to severities and priorities.
+    Rubric {
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+    /// Show how bugloop reads an input: a diff, or a comment's markers and rmcoc blocks.
+    #[command(subcommand)]
+    Inspect(InspectCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum ConfigCommand {
+    /// Print the effective configuration: defaults, the file, then BUGLOOP_* overrides.
+    Show {
+        #[arg(long, value_enum, default_value_t = DataFormat::Yaml)]
+        format: DataFormat,
+    },
+    /// Print the configuration's JSON Schema (for editor completion).
+    Schema,
+}
+
+#[derive(Debug, Subcommand)]
+enum InspectCommand {
+    /// Parse a unified diff (a file, or `-` for standard input) and print files, hunks and problems.
+    Diff {
+        #[arg(default_value = "-")]
+        input: PathBuf,
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+    /// Parse a comment body (a file, or `-`) for finding markers and rmcoc blocks.
+    Comment {
+        #[arg(default_value = "-")]
+        input: PathBuf,
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Format {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum DataFormat {
+    Yaml,
+    Json,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let mut stdout = io::stdout().lock();
+    match run(cli, &mut stdout) {
+        Ok(code) => code,
+        Err(error) => {
+            let _ = stdout.flush();
+            let mut stderr = io::stderr().lock();
+            let _ = writeln!(stderr, "error: {error}");
+            for cause in error.chain().skip(1) {
+                let _ = writeln!(stderr, "  caused by: {cause}");
+            }
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(cli: Cli, out: &mut impl Write) -> Result<ExitCode> {
+    let cwd = match &cli.directory {
+        Some(dir) => dir.clone(),
+        None => std::env::current_dir().context("cannot read the current directory")?,
+    };
+    match cli.command {
+        Command::Config(ConfigCommand::Show { format }) => {
+            let root = repository_root(&cwd);
+            let loaded = bugloop_config::load(&root, cli.config.as_deref(), std::env::vars())?;
+            match format {
+                DataFormat::Yaml => {
+                    let source = match &loaded.file {
+                        Some(file) => format!("from {}", file.display()),
+                        None => format!("no {} found: defaults", bugloop_config::CONFIG_PATH),
+                    };
+                    writeln!(out, "# {source}")?;
+                    for var in &loaded.overrides {
+                        writeln!(out, "# overridden by {var}")?;
+                    }
+                    write!(out, "{}", serde_yaml_ng::to_string(&loaded.config)?)?;
+                }
+                DataFormat::Json => {
+                    writeln!(out, "{}", serde_json::to_string_pretty(&loaded.config)?)?;
+                }
+            }
+        }
+        Command::Config(ConfigCommand::Schema) => {
+            writeln!(
+                out,
+                "{}",
+                serde_json::to_string_pretty(&bugloop_config::schema())?
+            )?;
+        }
+        Command::Rubric { format } => print_rubric(out, format)?,
+        Command::Inspect(InspectCommand::Diff { input, format }) => {
+            let bytes = read_input(&cwd, &input)?;
+            let diff = bugloop_diff::parse(&bytes);
+            match format {
+                Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&diff)?)?,
+                Format::Text => print_diff(out, &diff)?,
+            }
+            if !diff.problems.is_empty() {
+                return Ok(ExitCode::from(1));
+            }
+        }
+        Command::Inspect(InspectCommand::Comment { input, format }) => {
+            let bytes = read_input(&cwd, &input)?;
+            let Ok(body) = String::from_utf8(bytes) else {
+                bail!("{} is not UTF-8 text", input.display());
+            };
+            let root = repository_root(&cwd);
+            let loaded = bugloop_config::load(&root, cli.config.as_deref(), std::env::vars())?;
+            let markers = bugloop_config::marker_syntax(&loaded.config)?.parse_all(&body);
+            let parsed = bugloop_domain::rmcoc::parse_comment(&body);
+            match format {
+                Format::Json => writeln!(
+                    out,
+                    "{}",
+                    serde_json::to_string_pretty(&serde_json::json!({
+                        "markers": markers,
+                        "rmcoc": parsed,
+                    }))?
+                )?,
+                Format::Text => {
+                    writeln!(out, "markers: {}", markers.len())?;
+                    for marker in &markers {
+                        writeln!(
+                            out,
+                            "  {} finding_id={} resolved={}",
+                            marker.prefix, marker.finding_id, marker.resolved
+                        )?;
+                    }
+                    writeln!(out, "rmcoc blocks: {}", parsed.blocks.len())?;
+                    for block in &parsed.blocks {
+                        let status = block
+                            .status
+                            .map(|s| format!(" status={s}"))
+                            .unwrap_or_default();
+                        writeln!(out, "  score={}{status}: {}", block.score, block.finding)?;
+                    }
+                    for problem in &parsed.problems {
+                        writeln!(out, "problem at line {}: {}", problem.line, problem.message)?;
+                    }
+                }
+            }
+            if !parsed.problems.is_empty() {
+                return Ok(ExitCode::from(1));
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The nearest enclosing directory with a `.git`, else `start` itself.
+fn repository_root(start: &Path) -> PathBuf {
+    start
+        .ancestors()
+        .find(|dir| dir.join(".git").exists())
+        .unwrap_or(start)
+        .to_path_buf()
+}
+
+fn read_input(cwd: &Path, input: &Path) -> Result<Vec<u8>> {
+    if input == Path::new("-") {
+        let mut bytes = Vec::new();
+        io::stdin()
+            .read_to_end(&mut bytes)
+            .context("cannot read standard input")?;
+        return Ok(bytes);
+    }
+    let path = cwd.join(input);
+    std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))
+}
+
+fn print_rubric(out: &mut impl Write, format: Format) -> Result<()> {
+    use bugloop_domain::Score;
+    use bugloop_domain::score::RUBRIC;
+    if let Format::Json = format {
+        let levels: Vec<serde_json::Value> = RUBRIC
+            .iter()
+            .map(|level| {
+                let score = Score::saturating(i64::from(level.score));
+                serde_json::json!({
+                    "score": level.score,
+                    "name": level.name,
+                    "band": level.band,
+                    "description": level.description,
+                    "example": level.example,
+                    "severity": score.severity(),
+                    "priority": score.priority(),
+                })
+            })
+            .collect();
+        writeln!(out, "{}", serde_json::to_string_pretty(&levels)?)?;
+        return Ok(());
+    }
+    for level in &RUBRIC {
+        let score = Score::saturating(i64::from(level.score));
+        writeln!(
+            out,
+            "{:>2}  {:<28} {:<6} {}  {}",
+            level.score,
+            level.name,
+            score.severity(),
+            score.priority(),
+            level.description
+        )?;
+    }
+    Ok(())
+}
+
+fn print_diff(out: &mut impl Write, diff: &bugloop_diff::Diff) -> Result<()> {
+    for file in &diff.files {
+        let (added, removed) = file.stats();
+        let name = match (&file.old_path, &file.new_path) {
+            (Some(old), Some(new)) if old != new => format!("{old} -> {new}"),
+            _ => file.path().to_owned(),
+        };
+        let mut notes = Vec::new();
+        if file.binary {
+            notes.push("binary".to_owned());
+        }
+        if let (Some(old), Some(new)) = (&file.old_mode, &file.new_mode)
+            && old != new
+        {
+            notes.push(format!("mode {old} -> {new}"));
+        }
+        if file.lossy {
+            notes.push("not UTF-8".to_owned());
+        }
+        let notes = if notes.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", notes.join(", "))
+        };
+        writeln!(
+            out,
+            "{:?} {name}: +{added} -{removed}, {} hunks{notes}",
+            file.change,
+            file.hunks.len()
+        )?;
+        if let Some(anchor) = file.first_diff_line() {
+            writeln!(out, "  first diff line: {:?} {}", anchor.side, anchor.line)?;
+        }
+    }
+    let (added, removed) = diff.stats();
+    writeln!(out, "{} files, +{added} -{removed}", diff.files.len())?;
+    for problem in &diff.problems {
+        writeln!(out, "problem at line {}: {}", problem.line, problem.message)?;
+    }
+    Ok(())
+}

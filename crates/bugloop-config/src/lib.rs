@@ -4,6 +4,10 @@
 //! Every error says where: the file, line and column (or the environment variable), the key path,
 //! and for an unknown key the closest valid one.
 
+// Configuration errors happen once, at start-up; their size does not matter and their fields are
+// what the user needs to see.
+#![allow(clippy::result_large_err)]
+
 mod model;
 
 use std::fmt;
@@ -11,8 +15,8 @@ use std::path::{Path, PathBuf};
 
 pub use model::*;
 
-use bugloop_domain::filter::FilterSettings;
 use bugloop_domain::dedup::DedupRule;
+use bugloop_domain::filter::FilterSettings;
 use bugloop_domain::paths::IgnoreMatcher;
 use bugloop_domain::safety::{VerifyCommand, parse_verify_commands};
 use bugloop_domain::{BotIdentity, MarkerSyntax};
@@ -27,8 +31,14 @@ const ENV_RESERVED: &[&str] = &["BUGLOOP_CONFIG", "BUGLOOP_LOG"];
 /// Where a configuration value came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Origin {
-    File { path: PathBuf, line: usize, column: usize },
-    Env { var: String },
+    File {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+    },
+    Env {
+        var: String,
+    },
     Value,
 }
 
@@ -45,7 +55,10 @@ impl fmt::Display for Origin {
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("cannot read {path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("{origin}: unknown key `{key}`{}{}", at_path(.path), hint(.suggestion, .valid))]
     UnknownKey {
         origin: Origin,
@@ -55,15 +68,27 @@ pub enum ConfigError {
         valid: Vec<String>,
     },
     #[error("{origin}: {}{message}", at_path_prefix(.path))]
-    Invalid { origin: Origin, path: String, message: String },
+    Invalid {
+        origin: Origin,
+        path: String,
+        message: String,
+    },
 }
 
 fn at_path(path: &str) -> String {
-    if path.is_empty() { " at the top level".to_owned() } else { format!(" in `{path}`") }
+    if path.is_empty() {
+        " at the top level".to_owned()
+    } else {
+        format!(" in `{path}`")
+    }
 }
 
 fn at_path_prefix(path: &str) -> String {
-    if path.is_empty() { String::new() } else { format!("`{path}`: ") }
+    if path.is_empty() {
+        String::new()
+    } else {
+        format!("`{path}`: ")
+    }
 }
 
 fn hint(suggestion: &Option<String>, valid: &[String]) -> String {
@@ -106,17 +131,36 @@ pub fn load(
     let (config, overrides) = apply_env(config, env)?;
     if let Err(error) = validate(&config) {
         return Err(match (error, &file) {
-            (ConfigError::Invalid { origin: Origin::Value, path: key_path, message }, Some(file)) => {
+            (
+                ConfigError::Invalid {
+                    origin: Origin::Value,
+                    path: key_path,
+                    message,
+                },
+                Some(file),
+            ) => {
                 let origin = match locate(&text, &key_path) {
-                    Some((line, column)) => Origin::File { path: file.clone(), line, column },
+                    Some((line, column)) => Origin::File {
+                        path: file.clone(),
+                        line,
+                        column,
+                    },
                     None => Origin::Value,
                 };
-                ConfigError::Invalid { origin, path: key_path, message }
+                ConfigError::Invalid {
+                    origin,
+                    path: key_path,
+                    message,
+                }
             }
             (error, _) => error,
         });
     }
-    Ok(Loaded { config, file, overrides })
+    Ok(Loaded {
+        config,
+        file,
+        overrides,
+    })
 }
 
 /// The 1-based line and column of a dotted key path in YAML text, found by walking its keys in
@@ -143,7 +187,11 @@ fn locate(text: &str, key_path: &str) -> Option<(usize, usize)> {
 
 /// Parses a configuration file's text (an empty file is the defaults). Does not validate.
 pub fn from_yaml(text: &str, path: &Path) -> Result<Config, ConfigError> {
-    if text.trim().is_empty() || text.lines().all(|l| l.trim().is_empty() || l.trim_start().starts_with('#')) {
+    if text.trim().is_empty()
+        || text
+            .lines()
+            .all(|l| l.trim().is_empty() || l.trim_start().starts_with('#'))
+    {
         return Ok(Config::default());
     }
     let deserializer = serde_yaml_ng::Deserializer::from_str(text);
@@ -156,7 +204,11 @@ pub fn from_yaml(text: &str, path: &Path) -> Result<Config, ConfigError> {
                 line: location.line(),
                 column: location.column(),
             },
-            None => Origin::File { path: path.to_path_buf(), line: 1, column: 1 },
+            None => Origin::File {
+                path: path.to_path_buf(),
+                line: 1,
+                column: 1,
+            },
         };
         classify(origin, path_text, &inner.to_string())
     })
@@ -164,7 +216,11 @@ pub fn from_yaml(text: &str, path: &Path) -> Result<Config, ConfigError> {
 
 /// `serde_path_to_error` writes `review.threshold`; `?` for an unknown position.
 fn clean_path(path: &str) -> String {
-    if path == "." || path == "?" { String::new() } else { path.to_owned() }
+    if path == "." || path == "?" {
+        String::new()
+    } else {
+        path.to_owned()
+    }
 }
 
 /// Turns a serde message into an error: unknown keys get the closest valid key.
@@ -174,13 +230,22 @@ fn classify(origin: Origin, path: String, message: &str) -> ConfigError {
     let message = message.split(" at line ").next().unwrap_or(message);
     // serde_yaml_ng starts with the YAML path of the node (`review.threshold: ...`): we print ours.
     let message = match message.split_once(": ") {
-        Some((head, rest)) if !head.contains(' ') && (head == "." || path.starts_with(head)) => rest,
+        Some((head, rest)) if !head.contains(' ') && (head == "." || path.starts_with(head)) => {
+            rest
+        }
         _ => message,
     }
     .to_owned();
-    if let Some(rest) = message.strip_prefix("unknown field `") {
-        if let Some((key, expected)) = rest.split_once('`') {
-            let valid: Vec<String> = expected.split('`').skip(1).step_by(2).map(str::to_owned).collect();
+    if let Some(rest) = message.strip_prefix("unknown field `")
+        && let Some((key, expected)) = rest.split_once('`')
+    {
+        {
+            let valid: Vec<String> = expected
+                .split('`')
+                .skip(1)
+                .step_by(2)
+                .map(str::to_owned)
+                .collect();
             // The failing key is the last element of the path; report its parent.
             let parent = match path.rsplit_once('.') {
                 Some((parent, _)) => parent.to_owned(),
@@ -188,20 +253,41 @@ fn classify(origin: Origin, path: String, message: &str) -> ConfigError {
                 None => path.clone(),
             };
             let suggestion = closest(key, &valid);
-            return ConfigError::UnknownKey { origin, path: parent, key: key.to_owned(), suggestion, valid };
+            return ConfigError::UnknownKey {
+                origin,
+                path: parent,
+                key: key.to_owned(),
+                suggestion,
+                valid,
+            };
         }
     }
-    if let Some(rest) = message.strip_prefix("unknown variant `") {
-        if let Some((value, expected)) = rest.split_once('`') {
-            let valid: Vec<String> = expected.split('`').skip(1).step_by(2).map(str::to_owned).collect();
+    if let Some(rest) = message.strip_prefix("unknown variant `")
+        && let Some((value, expected)) = rest.split_once('`')
+    {
+        {
+            let valid: Vec<String> = expected
+                .split('`')
+                .skip(1)
+                .step_by(2)
+                .map(str::to_owned)
+                .collect();
             let hint = match closest(value, &valid) {
                 Some(best) => format!("; did you mean `{best}`?"),
                 None => format!("; expected one of {}", valid.join(", ")),
             };
-            return ConfigError::Invalid { origin, path, message: format!("unknown value `{value}`{hint}") };
+            return ConfigError::Invalid {
+                origin,
+                path,
+                message: format!("unknown value `{value}`{hint}"),
+            };
         }
     }
-    ConfigError::Invalid { origin, path, message }
+    ConfigError::Invalid {
+        origin,
+        path,
+        message,
+    }
 }
 
 /// The valid key nearest to a misspelt one, if it is near enough to be a likely typo.
@@ -209,7 +295,12 @@ fn closest(key: &str, valid: &[String]) -> Option<String> {
     let key_lower = key.to_lowercase().replace('-', "_");
     valid
         .iter()
-        .map(|candidate| (strsim::damerau_levenshtein(&key_lower, candidate), candidate))
+        .map(|candidate| {
+            (
+                strsim::damerau_levenshtein(&key_lower, candidate),
+                candidate,
+            )
+        })
         .filter(|(distance, candidate)| {
             *distance <= (candidate.len().max(key.len()) / 3).max(2)
                 || candidate.contains(&key_lower)
@@ -241,8 +332,12 @@ pub fn apply_env(
     let mut applied = Vec::new();
     for (name, raw) in vars {
         let origin = Origin::Env { var: name.clone() };
-        let keys: Vec<String> = name[ENV_PREFIX.len()..].split("__").map(str::to_lowercase).collect();
-        let value: serde_yaml_ng::Value = serde_yaml_ng::from_str(&raw).unwrap_or(serde_yaml_ng::Value::String(raw.clone()));
+        let keys: Vec<String> = name[ENV_PREFIX.len()..]
+            .split("__")
+            .map(str::to_lowercase)
+            .collect();
+        let value: serde_yaml_ng::Value =
+            serde_yaml_ng::from_str(&raw).unwrap_or(serde_yaml_ng::Value::String(raw.clone()));
         set_path(&mut tree, &keys, value, &origin)?;
         // Check each override on its own, so an error names the variable that caused it.
         serde_path_to_error::deserialize::<_, Config>(tree.clone()).map_err(|error| {
@@ -277,7 +372,10 @@ fn set_path(
         };
         let lookup = serde_yaml_ng::Value::String(key.clone());
         if !map.contains_key(&lookup) {
-            let valid: Vec<String> = map.keys().filter_map(|k| k.as_str().map(str::to_owned)).collect();
+            let valid: Vec<String> = map
+                .keys()
+                .filter_map(|k| k.as_str().map(str::to_owned))
+                .collect();
             // Maps with free keys (providers, prices) accept new entries.
             let free = inside_new_entry || matches!(walked.last(), Some(&"providers" | &"prices"));
             if !free {
@@ -289,10 +387,15 @@ fn set_path(
                     valid,
                 });
             }
-            map.insert(lookup.clone(), serde_yaml_ng::Value::Mapping(Default::default()));
+            map.insert(
+                lookup.clone(),
+                serde_yaml_ng::Value::Mapping(Default::default()),
+            );
             inside_new_entry = true;
         }
-        let Some(next) = map.get_mut(&lookup) else { break };
+        let Some(next) = map.get_mut(&lookup) else {
+            break;
+        };
         if depth + 1 == keys.len() {
             *next = value;
             return Ok(());
@@ -314,21 +417,40 @@ pub fn validate(config: &Config) -> Result<(), ConfigError> {
     marker_syntax(config)?;
     parse_verify_commands(&config.fix.verify_commands)
         .map_err(|e| invalid("fix.verify_commands", e.to_string()))?;
-    parse_verify_commands(&config.gate.commands).map_err(|e| invalid("gate.commands", e.to_string()))?;
+    parse_verify_commands(&config.gate.commands)
+        .map_err(|e| invalid("gate.commands", e.to_string()))?;
     parse_verify_commands(&config.solve.test_commands)
         .map_err(|e| invalid("solve.test_commands", e.to_string()))?;
-    IgnoreMatcher::new(&config.protected_paths).map_err(|e| invalid("protected_paths", e.to_string()))?;
+    IgnoreMatcher::new(&config.protected_paths)
+        .map_err(|e| invalid("protected_paths", e.to_string()))?;
     if !(0.0..=1.0).contains(&config.review.dedup_min_overlap) {
-        return Err(invalid("review.dedup_min_overlap", "must be between 0 and 1".to_owned()));
+        return Err(invalid(
+            "review.dedup_min_overlap",
+            "must be between 0 and 1".to_owned(),
+        ));
     }
     if config.review.comment_limit == 0 {
-        return Err(invalid("review.comment_limit", "must be at least 1".to_owned()));
+        return Err(invalid(
+            "review.comment_limit",
+            "must be at least 1".to_owned(),
+        ));
     }
-    if config.identity.bot_logins.iter().all(|l| l.trim().is_empty()) {
-        return Err(invalid("identity.bot_logins", "needs at least one login".to_owned()));
+    if config
+        .identity
+        .bot_logins
+        .iter()
+        .all(|l| l.trim().is_empty())
+    {
+        return Err(invalid(
+            "identity.bot_logins",
+            "needs at least one login".to_owned(),
+        ));
     }
     if config.converge.max_loops == 0 {
-        return Err(invalid("converge.max_loops", "must be at least 1".to_owned()));
+        return Err(invalid(
+            "converge.max_loops",
+            "must be at least 1".to_owned(),
+        ));
     }
     if config.model.default.trim().is_empty() || !config.model.default.contains(':') {
         return Err(invalid(
@@ -340,19 +462,36 @@ pub fn validate(config: &Config) -> Result<(), ConfigError> {
         ));
     }
     for (name, price) in &config.model.prices {
-        let values = [Some(price.input_per_mtok), Some(price.output_per_mtok), price.cached_input_per_mtok];
-        if values.into_iter().flatten().any(|v| !v.is_finite() || v < 0.0) {
-            return Err(invalid(&format!("model.prices.{name}"), "prices must be finite and not negative".to_owned()));
+        let values = [
+            Some(price.input_per_mtok),
+            Some(price.output_per_mtok),
+            price.cached_input_per_mtok,
+        ];
+        if values
+            .into_iter()
+            .flatten()
+            .any(|v| !v.is_finite() || v < 0.0)
+        {
+            return Err(invalid(
+                &format!("model.prices.{name}"),
+                "prices must be finite and not negative".to_owned(),
+            ));
         }
     }
     if !config.budgets.max_cost_usd.is_finite() || config.budgets.max_cost_usd < 0.0 {
-        return Err(invalid("budgets.max_cost_usd", "must be finite and not negative".to_owned()));
+        return Err(invalid(
+            "budgets.max_cost_usd",
+            "must be finite and not negative".to_owned(),
+        ));
     }
     Ok(())
 }
 
 /// The filter pipeline's settings; `sensitive` is the resolved [`Sensitivity`].
-pub fn filter_settings_for(config: &Config, sensitive: bool) -> Result<FilterSettings, ConfigError> {
+pub fn filter_settings_for(
+    config: &Config,
+    sensitive: bool,
+) -> Result<FilterSettings, ConfigError> {
     let review = &config.review;
     let ignore = IgnoreMatcher::new(&review.ignore_files).map_err(|e| ConfigError::Invalid {
         origin: Origin::Value,
@@ -367,24 +506,40 @@ pub fn filter_settings_for(config: &Config, sensitive: bool) -> Result<FilterSet
         security_promotion: review.security_promotion,
         elevation_threshold: review.elevation_threshold,
         elevation_min_score: review.elevation_min_score,
-        dedup: DedupRule { line_window: review.dedup_line_window, min_overlap: review.dedup_min_overlap },
+        dedup: DedupRule {
+            line_window: review.dedup_line_window,
+            min_overlap: review.dedup_min_overlap,
+        },
         comment_limit: review.comment_limit,
     })
 }
 
 fn filter_settings(config: &Config) -> Result<FilterSettings, ConfigError> {
-    filter_settings_for(config, config.review.sensitive_data == Sensitivity::Sensitive)
+    filter_settings_for(
+        config,
+        config.review.sensitive_data == Sensitivity::Sensitive,
+    )
 }
 
 pub fn marker_syntax(config: &Config) -> Result<MarkerSyntax, ConfigError> {
-    MarkerSyntax::new(&config.identity.marker_prefix, &config.identity.legacy_marker_prefixes).map_err(|e| {
-        ConfigError::Invalid { origin: Origin::Value, path: "identity.marker_prefix".to_owned(), message: e.to_string() }
+    MarkerSyntax::new(
+        &config.identity.marker_prefix,
+        &config.identity.legacy_marker_prefixes,
+    )
+    .map_err(|e| ConfigError::Invalid {
+        origin: Origin::Value,
+        path: "identity.marker_prefix".to_owned(),
+        message: e.to_string(),
     })
 }
 
 pub fn bot_identity(config: &Config) -> BotIdentity {
     BotIdentity::new(
-        config.identity.bot_logins.iter().chain(std::iter::once(&config.identity.local_bot_name)),
+        config
+            .identity
+            .bot_logins
+            .iter()
+            .chain(std::iter::once(&config.identity.local_bot_name)),
     )
 }
 
@@ -400,7 +555,10 @@ pub fn verify_commands(config: &Config) -> Result<Vec<VerifyCommand>, ConfigErro
 pub fn schema() -> serde_json::Value {
     let mut schema = schemars::schema_for!(Config).to_value();
     if let Some(object) = schema.as_object_mut() {
-        object.insert("title".to_owned(), "bugloop configuration (.bugloop/config.yml)".into());
+        object.insert(
+            "title".to_owned(),
+            "bugloop configuration (.bugloop/config.yml)".into(),
+        );
     }
     schema
 }

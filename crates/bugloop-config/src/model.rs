@@ -83,12 +83,18 @@ impl Default for ModelConfig {
             api_key_env: key.map(str::to_owned),
         };
         let providers = BTreeMap::from([
-            ("openai".to_owned(), provider("https://api.openai.com/v1", Some("OPENAI_API_KEY"))),
+            (
+                "openai".to_owned(),
+                provider("https://api.openai.com/v1", Some("OPENAI_API_KEY")),
+            ),
             (
                 "anthropic".to_owned(),
                 provider("https://api.anthropic.com", Some("ANTHROPIC_API_KEY")),
             ),
-            ("ollama".to_owned(), provider("http://127.0.0.1:11434/v1", None)),
+            (
+                "ollama".to_owned(),
+                provider("http://127.0.0.1:11434/v1", None),
+            ),
         ]);
         let price = |input: f64, cached: f64, output: f64| Price {
             input_per_mtok: input,
@@ -100,9 +106,18 @@ impl Default for ModelConfig {
             ("openai:gpt-4o-mini".to_owned(), price(0.15, 0.075, 0.6)),
             ("openai:gpt-4.1".to_owned(), price(2.0, 0.5, 8.0)),
             ("openai:gpt-4.1-mini".to_owned(), price(0.4, 0.1, 1.6)),
-            ("anthropic:claude-sonnet-4-5".to_owned(), price(3.0, 0.3, 15.0)),
-            ("anthropic:claude-opus-4-1".to_owned(), price(15.0, 1.5, 75.0)),
-            ("anthropic:claude-haiku-4-5".to_owned(), price(1.0, 0.1, 5.0)),
+            (
+                "anthropic:claude-sonnet-4-5".to_owned(),
+                price(3.0, 0.3, 15.0),
+            ),
+            (
+                "anthropic:claude-opus-4-1".to_owned(),
+                price(15.0, 1.5, 75.0),
+            ),
+            (
+                "anthropic:claude-haiku-4-5".to_owned(),
+                price(1.0, 0.1, 5.0),
+            ),
         ]);
         ModelConfig {
             default: "local:smollm2".to_owned(),
@@ -259,7 +274,10 @@ pub struct GateConfig {
 
 impl Default for GateConfig {
     fn default() -> Self {
-        GateConfig { commands: Vec::new(), max_fix_rounds: 5 }
+        GateConfig {
+            commands: Vec::new(),
+            max_fix_rounds: 5,
+        }
     }
 }
 
@@ -276,7 +294,11 @@ pub struct ConvergeConfig {
 
 impl Default for ConvergeConfig {
     fn default() -> Self {
-        ConvergeConfig { max_loops: 10, parallel_from_loop: 4, parallel_auditors: 0 }
+        ConvergeConfig {
+            max_loops: 10,
+            parallel_from_loop: 4,
+            parallel_auditors: 0,
+        }
     }
 }
 
@@ -356,7 +378,11 @@ impl Default for SandboxConfig {
             when_unconfined: Unconfined::Refuse,
             command_timeout_seconds: 600,
             max_output_bytes: 1 << 20,
-            env_allowlist: vec!["CARGO_HOME".to_owned(), "RUSTUP_HOME".to_owned(), "GOPATH".to_owned()],
+            env_allowlist: vec![
+                "CARGO_HOME".to_owned(),
+                "RUSTUP_HOME".to_owned(),
+                "GOPATH".to_owned(),
+            ],
         }
     }
 }

@@ -74,8 +74,14 @@ fn spec_label_spelling_is_accepted() {
 fn env_overrides() {
     let env = vec![
         ("BUGLOOP_REVIEW__THRESHOLD".to_owned(), "8".to_owned()),
-        ("BUGLOOP_FIX__VERIFY_COMMANDS".to_owned(), "[cargo test]".to_owned()),
-        ("BUGLOOP_MODEL__PROVIDERS__GROQ__BASE_URL".to_owned(), "https://api.groq.com/openai/v1".to_owned()),
+        (
+            "BUGLOOP_FIX__VERIFY_COMMANDS".to_owned(),
+            "[cargo test]".to_owned(),
+        ),
+        (
+            "BUGLOOP_MODEL__PROVIDERS__GROQ__BASE_URL".to_owned(),
+            "https://api.groq.com/openai/v1".to_owned(),
+        ),
         ("BUGLOOP_CONFIG".to_owned(), "ignored".to_owned()),
         ("OTHER".to_owned(), "x".to_owned()),
     ];
@@ -95,7 +101,8 @@ fn env_overrides() {
         ("BUGLOOP_REVIEW__THRESHOLD__X", "1"),
         ("BUGLOOP_NOPE", "1"),
     ] {
-        let error = apply_env(Config::default(), vec![(var.to_owned(), value.to_owned())]).unwrap_err();
+        let error =
+            apply_env(Config::default(), vec![(var.to_owned(), value.to_owned())]).unwrap_err();
         report.push_str(&format!("{var}={value}\n  => {error}\n"));
     }
     insta::assert_snapshot!(report);
@@ -118,8 +125,24 @@ fn load_reads_the_repository_file() {
 fn schema_lists_every_section() {
     let schema = schema();
     let properties = schema["properties"].as_object().unwrap();
-    for key in ["model", "budgets", "review", "identity", "fix", "gate", "converge", "solve", "labels", "branch_prefix", "protected_paths", "sandbox"] {
+    for key in [
+        "model",
+        "budgets",
+        "review",
+        "identity",
+        "fix",
+        "gate",
+        "converge",
+        "solve",
+        "labels",
+        "branch_prefix",
+        "protected_paths",
+        "sandbox",
+    ] {
         assert!(properties.contains_key(key), "{key}");
     }
-    assert_eq!(schema["additionalProperties"], serde_json::Value::Bool(false));
+    assert_eq!(
+        schema["additionalProperties"],
+        serde_json::Value::Bool(false)
+    );
 }

@@ -127,7 +127,10 @@ impl Diff {
 impl FileDiff {
     /// The path a reviewer knows the file by: the new path, or the old one if it was deleted.
     pub fn path(&self) -> &str {
-        self.new_path.as_deref().or(self.old_path.as_deref()).unwrap_or("")
+        self.new_path
+            .as_deref()
+            .or(self.old_path.as_deref())
+            .unwrap_or("")
     }
 
     /// Lines added and removed.

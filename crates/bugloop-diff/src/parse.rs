@@ -8,7 +8,13 @@ use crate::{ChangeKind, Diff, DiffLine, FileDiff, Hunk, LineKind, Problem};
 /// Parses a multi-file diff (`git diff`, `git format-patch`, `diff -u`).
 pub fn parse(input: impl AsRef<[u8]>) -> Diff {
     let lines = split_lines(input.as_ref());
-    let mut parser = Parser { lines: &lines, pos: 0, diff: Diff::default(), file: None, signature: false };
+    let mut parser = Parser {
+        lines: &lines,
+        pos: 0,
+        diff: Diff::default(),
+        file: None,
+        signature: false,
+    };
     parser.run();
     parser.diff
 }
@@ -18,7 +24,13 @@ pub fn parse_patch(path: &str, patch: impl AsRef<[u8]>) -> Diff {
     let lines = split_lines(patch.as_ref());
     let mut file = FileBuilder::new(Some(path.to_owned()), Some(path.to_owned()));
     file.saw_file_header = true;
-    let mut parser = Parser { lines: &lines, pos: 0, diff: Diff::default(), file: Some(file), signature: false };
+    let mut parser = Parser {
+        lines: &lines,
+        pos: 0,
+        diff: Diff::default(),
+        file: Some(file),
+        signature: false,
+    };
     parser.run();
     parser.diff
 }
@@ -139,7 +151,10 @@ struct Parser<'a> {
 
 impl<'a> Parser<'a> {
     fn problem(&mut self, line_index: usize, message: impl Into<String>) {
-        self.diff.problems.push(Problem { line: line_index + 1, message: message.into() });
+        self.diff.problems.push(Problem {
+            line: line_index + 1,
+            message: message.into(),
+        });
     }
 
     fn finish_file(&mut self) {
@@ -173,7 +188,9 @@ impl<'a> Parser<'a> {
                 self.skip_until_next_file();
                 continue;
             }
-            if line.starts_with(b"--- ") && self.line(at + 1).is_some_and(|n| n.starts_with(b"+++ ")) {
+            if line.starts_with(b"--- ")
+                && self.line(at + 1).is_some_and(|n| n.starts_with(b"+++ "))
+            {
                 self.file_header(at);
                 continue;
             }
@@ -199,7 +216,10 @@ impl<'a> Parser<'a> {
             let ignorable = line.is_empty() || line == b"-- " || line.starts_with(b"Only in ");
             if in_file && !ignorable && !self.signature {
                 let (shown, _) = text(line);
-                self.problem(at, format!("unexpected line outside a hunk: {:?}", truncate(&shown)));
+                self.problem(
+                    at,
+                    format!("unexpected line outside a hunk: {:?}", truncate(&shown)),
+                );
             }
             self.pos += 1;
         }
@@ -281,8 +301,14 @@ impl<'a> Parser<'a> {
     }
 
     fn file_header(&mut self, at: usize) {
-        let minus = self.line(at).and_then(|l| l.strip_prefix(b"--- ")).map(|p| side_path(p, b"a/"));
-        let plus = self.line(at + 1).and_then(|l| l.strip_prefix(b"+++ ")).map(|p| side_path(p, b"b/"));
+        let minus = self
+            .line(at)
+            .and_then(|l| l.strip_prefix(b"--- "))
+            .map(|p| side_path(p, b"a/"));
+        let plus = self
+            .line(at + 1)
+            .and_then(|l| l.strip_prefix(b"+++ "))
+            .map(|p| side_path(p, b"b/"));
         let starts_new = match &self.file {
             None => true,
             Some(file) => file.saw_file_header || !file.hunks.is_empty(),
@@ -321,7 +347,14 @@ impl<'a> Parser<'a> {
             self.skip_hunk_body();
             return;
         }
-        let mut hunk = Hunk { old_start, old_len, new_start, new_len, section, lines: Vec::new() };
+        let mut hunk = Hunk {
+            old_start,
+            old_len,
+            new_start,
+            new_len,
+            section,
+            lines: Vec::new(),
+        };
         let mut old_rem = old_len;
         let mut new_rem = new_len;
         // Line numbers of the next line on each side. A zero-length side starts *after* its
@@ -391,7 +424,13 @@ impl<'a> Parser<'a> {
                 new_no = new_no.saturating_add(1);
                 new_rem -= 1;
             }
-            hunk.lines.push(DiffLine { kind, old_line, new_line, text: content, no_newline: false });
+            hunk.lines.push(DiffLine {
+                kind,
+                old_line,
+                new_line,
+                text: content,
+                no_newline: false,
+            });
             self.pos += 1;
         }
         // A `\ No newline at end of file` after the last counted line still belongs to the hunk.
@@ -407,7 +446,10 @@ impl<'a> Parser<'a> {
             .and_then(|f| f.hunks.last())
             .map(|h| h.old_start.saturating_add(h.old_len));
         if previous_end.is_some_and(|end| hunk.old_start < end) {
-            self.problem(at, "hunk overlaps or precedes the previous hunk of this file");
+            self.problem(
+                at,
+                "hunk overlaps or precedes the previous hunk of this file",
+            );
         }
         if let Some(file) = self.file.as_mut() {
             file.lossy |= lossy;
@@ -466,10 +508,10 @@ fn split_once(bytes: &[u8], separator: u8) -> Option<(&[u8], &[u8])> {
 
 /// A path from `rename from`/`copy to` lines: quoted or verbatim, never prefixed.
 fn header_path(raw: &[u8]) -> String {
-    if raw.first() == Some(&b'"') {
-        if let Some((path, _)) = unquote(raw) {
-            return path;
-        }
+    if raw.first() == Some(&b'"')
+        && let Some((path, _)) = unquote(raw)
+    {
+        return path;
     }
     text(raw).0
 }
@@ -478,7 +520,9 @@ fn header_path(raw: &[u8]) -> String {
 /// starts the timestamp of `diff -u`; the side's `a/` or `b/` prefix is removed.
 fn side_path(raw: &[u8], prefix: &[u8]) -> Option<String> {
     let path = if raw.first() == Some(&b'"') {
-        unquote(raw).map(|(p, _)| p.into_bytes()).unwrap_or_else(|| raw.to_vec())
+        unquote(raw)
+            .map(|(p, _)| p.into_bytes())
+            .unwrap_or_else(|| raw.to_vec())
     } else {
         let end = raw.iter().position(|b| *b == b'\t').unwrap_or(raw.len());
         raw.get(..end).unwrap_or(raw).to_vec()
@@ -501,7 +545,9 @@ fn git_header_paths(rest: &[u8]) -> (Option<String>, Option<String>) {
         text(bytes.strip_prefix(prefix).unwrap_or(bytes)).0
     };
     if rest.first() == Some(&b'"') {
-        let Some((old, used)) = unquote(rest) else { return (None, None) };
+        let Some((old, used)) = unquote(rest) else {
+            return (None, None);
+        };
         let tail = rest.get(used..).unwrap_or_default().trim_ascii_start();
         let new = if tail.first() == Some(&b'"') {
             unquote(tail).map(|(p, _)| p)
@@ -521,7 +567,9 @@ fn git_header_paths(rest: &[u8]) -> (Option<String>, Option<String>) {
     // Same path on both sides (the common case, spaces allowed): `a/<p> b/<p>`.
     if rest.len() % 2 == 1 {
         let mid = rest.len() / 2;
-        if let (Some(old), Some(b' '), Some(new)) = (rest.get(..mid), rest.get(mid), rest.get(mid + 1..)) {
+        if let (Some(old), Some(b' '), Some(new)) =
+            (rest.get(..mid), rest.get(mid), rest.get(mid + 1..))
+        {
             let old_body = old.strip_prefix(b"a/").unwrap_or(old);
             let new_body = new.strip_prefix(b"b/").unwrap_or(new);
             if old_body == new_body {
@@ -619,14 +667,26 @@ mod tests {
             git_header_paths(b"\"a/\\303\\251t\\303\\251.txt\" \"b/\\303\\251t\\303\\251.txt\""),
             (Some("été.txt".into()), Some("été.txt".into()))
         );
-        assert_eq!(git_header_paths(b"a/old b/new"), (Some("old".into()), Some("new".into())));
+        assert_eq!(
+            git_header_paths(b"a/old b/new"),
+            (Some("old".into()), Some("new".into()))
+        );
     }
 
     #[test]
     fn hunk_headers() {
-        assert_eq!(hunk_header(b"@@ -1,3 +1,4 @@ fn main"), Some((1, 3, 1, 4, "fn main".into())));
-        assert_eq!(hunk_header(b"@@ -1 +1 @@"), Some((1, 1, 1, 1, String::new())));
-        assert_eq!(hunk_header(b"@@ -0,0 +1,2 @@"), Some((0, 0, 1, 2, String::new())));
+        assert_eq!(
+            hunk_header(b"@@ -1,3 +1,4 @@ fn main"),
+            Some((1, 3, 1, 4, "fn main".into()))
+        );
+        assert_eq!(
+            hunk_header(b"@@ -1 +1 @@"),
+            Some((1, 1, 1, 1, String::new()))
+        );
+        assert_eq!(
+            hunk_header(b"@@ -0,0 +1,2 @@"),
+            Some((0, 0, 1, 2, String::new()))
+        );
         assert_eq!(hunk_header(b"@@ -x +1 @@"), None);
         assert_eq!(hunk_header(b"@@ -99999999999 +1 @@"), None);
     }

@@ -30,7 +30,8 @@ impl FileDiff {
 
     /// Whether `line` of `side` was added (right) or removed (left).
     pub fn is_changed(&self, side: Side, line: u32) -> bool {
-        self.find_line(side, line).is_some_and(|kind| kind != LineKind::Context)
+        self.find_line(side, line)
+            .is_some_and(|kind| kind != LineKind::Context)
     }
 
     fn find_line(&self, side: Side, line: u32) -> Option<LineKind> {
@@ -58,8 +59,16 @@ impl FileDiff {
             .find(|l| l.kind == LineKind::Added)
             .and_then(|l| l.new_line)
             .or_else(|| lines().find_map(|l| l.new_line))
-            .map(|line| Anchor { side: Side::Right, line })
-            .or_else(|| lines().find_map(|l| l.old_line).map(|line| Anchor { side: Side::Left, line }))
+            .map(|line| Anchor {
+                side: Side::Right,
+                line,
+            })
+            .or_else(|| {
+                lines().find_map(|l| l.old_line).map(|line| Anchor {
+                    side: Side::Left,
+                    line,
+                })
+            })
     }
 
     /// The new-side position of an old line.
@@ -81,12 +90,20 @@ impl FileDiff {
                 Side::Right => (hunk.new_start, hunk.new_len, hunk.old_start, hunk.old_len),
             };
             // A zero-length side has no lines; `start` is then the line just before the hunk.
-            let first = if len == 0 { start.saturating_add(1) } else { start };
+            let first = if len == 0 {
+                start.saturating_add(1)
+            } else {
+                start
+            };
             if line < first {
                 break;
             }
             if len > 0 && line - start < len {
-                let mut next_other = if other_len == 0 { other_start.saturating_add(1) } else { other_start };
+                let mut next_other = if other_len == 0 {
+                    other_start.saturating_add(1)
+                } else {
+                    other_start
+                };
                 for l in &hunk.lines {
                     let (this, other) = match from {
                         Side::Left => (l.old_line, l.new_line),
@@ -95,7 +112,9 @@ impl FileDiff {
                     if this == Some(line) {
                         return match other {
                             Some(other) => LineMapping::Line(other),
-                            None => LineMapping::Gone { nearest: next_other },
+                            None => LineMapping::Gone {
+                                nearest: next_other,
+                            },
                         };
                     }
                     if let Some(other) = other {

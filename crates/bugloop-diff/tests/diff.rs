@@ -1,6 +1,8 @@
 //! The diff engine's integration tests: fixtures in, snapshots out; and property tests that
 //! generate diffs from random file pairs and check the parsed line maps against the truth.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use bugloop_diff::{LineMapping, Side, parse};
 use proptest::prelude::*;
 
@@ -46,7 +48,9 @@ fn never_panics_on_garbage() {
 }
 
 fn lines_strategy() -> impl Strategy<Value = Vec<String>> {
-    let words = vec!["a", "b", "c", "d", "e", "--- x", "+++ y", "@@ z", "-- ", "é\r"];
+    let words = vec![
+        "a", "b", "c", "d", "e", "--- x", "+++ y", "@@ z", "-- ", "é\r",
+    ];
     prop::collection::vec(prop::sample::select(words), 0..40)
         .prop_map(|v| v.into_iter().map(str::to_owned).collect())
 }
@@ -66,7 +70,13 @@ fn git_diff(old: &str, new: &str, context: usize) -> String {
     std::fs::write(dir.path().join("new.txt"), new).unwrap();
     let output = std::process::Command::new("git")
         .current_dir(dir.path())
-        .args(["-c", "core.quotepath=false", "diff", "--no-index", "--no-color"])
+        .args([
+            "-c",
+            "core.quotepath=false",
+            "diff",
+            "--no-index",
+            "--no-color",
+        ])
         .arg(format!("-U{context}"))
         .args(["old.txt", "new.txt"])
         .output()
@@ -159,7 +169,10 @@ proptest! {
 #[test]
 fn huge_hunk() {
     let n = 60_000u32;
-    let mut input = format!("diff --git a/big.txt b/big.txt\n--- a/big.txt\n+++ b/big.txt\n@@ -1,{n} +1,{} @@\n", n + n / 2);
+    let mut input = format!(
+        "diff --git a/big.txt b/big.txt\n--- a/big.txt\n+++ b/big.txt\n@@ -1,{n} +1,{} @@\n",
+        n + n / 2
+    );
     for i in 1..=n {
         input.push_str(&format!(" line {i}\n"));
         if i % 2 == 0 {

@@ -33,7 +33,10 @@ pub struct DedupRule {
 
 impl Default for DedupRule {
     fn default() -> Self {
-        DedupRule { line_window: 3, min_overlap: 0.5 }
+        DedupRule {
+            line_window: 3,
+            min_overlap: 0.5,
+        }
     }
 }
 
@@ -84,7 +87,9 @@ pub struct DedupIndex {
 
 impl std::fmt::Debug for DedupIndex {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DedupIndex").field("entries", &self.entries.len()).finish()
+        f.debug_struct("DedupIndex")
+            .field("entries", &self.entries.len())
+            .finish()
     }
 }
 
@@ -124,7 +129,10 @@ impl DedupIndex {
             let token = *self.vocabulary.entry(word.clone()).or_insert(next);
             self.postings.entry((file, token)).or_default().push(entry);
         }
-        self.entries.push(Entry { line, words: words.len() });
+        self.entries.push(Entry {
+            line,
+            words: words.len(),
+        });
         entry as usize
     }
 
@@ -140,14 +148,18 @@ impl DedupIndex {
         let words = significant_words(text);
         let mut shared: HashMap<u32, u32> = HashMap::new();
         for word in &words {
-            let Some(token) = self.vocabulary.get(word) else { continue };
+            let Some(token) = self.vocabulary.get(word) else {
+                continue;
+            };
             for &entry in self.postings.get(&(file, *token)).into_iter().flatten() {
                 *shared.entry(entry).or_default() += 1;
             }
         }
         let mut best: Option<(DedupMatch, u32)> = None;
         for (entry, common) in shared {
-            let Some(candidate) = self.entries.get(entry as usize) else { continue };
+            let Some(candidate) = self.entries.get(entry as usize) else {
+                continue;
+            };
             let distance = match (line, candidate.line) {
                 (Some(a), Some(b)) => a.abs_diff(b),
                 _ => 0,
@@ -160,7 +172,10 @@ impl DedupIndex {
             if overlap + f64::EPSILON < rule.min_overlap {
                 continue;
             }
-            let found = DedupMatch { entry: entry as usize, overlap };
+            let found = DedupMatch {
+                entry: entry as usize,
+                overlap,
+            };
             let better = match best {
                 None => true,
                 Some((current, current_distance)) => {
@@ -202,13 +217,21 @@ mod tests {
     #[test]
     fn index_respects_file_and_line_window() {
         let mut index = DedupIndex::new();
-        index.insert(Some("a.rs"), Some(10), "Null pointer dereference in config loader");
+        index.insert(
+            Some("a.rs"),
+            Some(10),
+            "Null pointer dereference in config loader",
+        );
         let rule = DedupRule::default();
         let text = "config loader dereferences a null pointer";
         assert!(index.find(rule, Some("a.rs"), Some(12), text).is_some());
         assert!(index.find(rule, Some("a.rs"), Some(20), text).is_none());
         assert!(index.find(rule, Some("b.rs"), Some(10), text).is_none());
         assert!(index.find(rule, Some("a.rs"), None, text).is_some());
-        assert!(index.find(rule, Some("a.rs"), Some(10), "unrelated words entirely").is_none());
+        assert!(
+            index
+                .find(rule, Some("a.rs"), Some(10), "unrelated words entirely")
+                .is_none()
+        );
     }
 }

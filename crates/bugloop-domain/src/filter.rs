@@ -126,7 +126,9 @@ pub struct FilterOutcome {
 
 impl FilterOutcome {
     pub fn dropped(&self) -> impl Iterator<Item = (Stage, &Dropped)> {
-        self.stages.iter().flat_map(|s| s.dropped.iter().map(move |d| (s.stage, d)))
+        self.stages
+            .iter()
+            .flat_map(|s| s.dropped.iter().map(move |d| (s.stage, d)))
     }
 }
 
@@ -145,7 +147,12 @@ pub fn run_pipeline(
     let findings = dedup_run(findings, settings, &mut stages);
     let (findings, rediscovered) = dedup_existing(findings, existing, settings, &mut stages);
     let (publish, overflow) = comment_limit(findings, settings, &mut stages);
-    FilterOutcome { publish, rediscovered, overflow, stages }
+    FilterOutcome {
+        publish,
+        rediscovered,
+        overflow,
+        stages,
+    }
 }
 
 fn dropped(finding: &Finding, reason: String) -> Dropped {
@@ -158,7 +165,13 @@ fn dropped(finding: &Finding, reason: String) -> Dropped {
 }
 
 fn report(stage: Stage, input: usize, output: usize) -> StageReport {
-    StageReport { stage, input, output, dropped: Vec::new(), changed: Vec::new() }
+    StageReport {
+        stage,
+        input,
+        output,
+        dropped: Vec::new(),
+        changed: Vec::new(),
+    }
 }
 
 pub fn path_safety(findings: Vec<Finding>, stages: &mut Vec<StageReport>) -> Vec<Finding> {
@@ -178,15 +191,17 @@ pub fn path_safety(findings: Vec<Finding>, stages: &mut Vec<StageReport>) -> Vec
                 }
                 Err(error) => {
                     finding.file = Some(raw.clone());
-                    stage.dropped.push(dropped(&finding, format!("unsafe path {raw:?}: {error}")));
+                    stage
+                        .dropped
+                        .push(dropped(&finding, format!("unsafe path {raw:?}: {error}")));
                     continue;
                 }
             }
         }
-        if let (Some(line), Some(end)) = (finding.line, finding.end_line) {
-            if end < line {
-                finding.end_line = None;
-            }
+        if let (Some(line), Some(end)) = (finding.line, finding.end_line)
+            && end < line
+        {
+            finding.end_line = None;
         }
         if finding.line == Some(0) {
             finding.line = None;
@@ -207,16 +222,18 @@ pub fn ignore_globs(
     let mut stage = report(Stage::IgnoreGlobs, findings.len(), 0);
     let kept: Vec<Finding> = findings
         .into_iter()
-        .filter(|finding| match finding.file.as_deref().map(|f| settings.ignore.matched(f)) {
-            Some(Some(pattern)) => {
-                stage.dropped.push(dropped(
-                    finding,
-                    format!("file is ignored (ignore pattern #{})", pattern + 1),
-                ));
-                false
-            }
-            _ => true,
-        })
+        .filter(
+            |finding| match finding.file.as_deref().map(|f| settings.ignore.matched(f)) {
+                Some(Some(pattern)) => {
+                    stage.dropped.push(dropped(
+                        finding,
+                        format!("file is ignored (ignore pattern #{})", pattern + 1),
+                    ));
+                    false
+                }
+                _ => true,
+            },
+        )
         .collect();
     stage.output = kept.len();
     stages.push(stage);
@@ -261,7 +278,8 @@ pub fn elevation(
         stages.push(stage);
         return findings;
     }
-    let eligible = |f: &Finding| f.score < settings.threshold && f.score >= settings.elevation_min_score;
+    let eligible =
+        |f: &Finding| f.score < settings.threshold && f.score >= settings.elevation_min_score;
     // Group below-threshold findings by file (or, without a file, by category).
     let mut groups: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     for (index, finding) in findings.iter().enumerate() {
@@ -286,7 +304,11 @@ pub fn elevation(
         }
         stage.changed.push(Changed {
             id: finding.id.clone(),
-            note: format!("{} findings below the threshold combined, score {}", parts.len(), finding.score),
+            note: format!(
+                "{} findings below the threshold combined, score {}",
+                parts.len(),
+                finding.score
+            ),
         });
         elevated.push(finding);
     }
@@ -294,7 +316,10 @@ pub fn elevation(
     for (index, finding) in findings.into_iter().enumerate() {
         match combined_into.get(&index) {
             Some(into) => {
-                stage.dropped.push(dropped(&finding, format!("combined into elevated finding {into}")));
+                stage.dropped.push(dropped(
+                    &finding,
+                    format!("combined into elevated finding {into}"),
+                ));
             }
             None => kept.push(finding),
         }
@@ -372,7 +397,10 @@ pub fn threshold(
             if finding.score < settings.threshold {
                 stage.dropped.push(dropped(
                     finding,
-                    format!("score {} below threshold {}", finding.score, settings.threshold),
+                    format!(
+                        "score {} below threshold {}",
+                        finding.score, settings.threshold
+                    ),
                 ));
                 false
             } else if finding.severity() < settings.severity_floor {
@@ -406,7 +434,7 @@ pub fn dedup_run(
 ) -> Vec<Finding> {
     let mut stage = report(Stage::DedupRun, findings.len(), 0);
     // Highest score first, so the strongest wording of a duplicate is the one kept.
-    findings.sort_by(|a, b| b.score.cmp(&a.score));
+    findings.sort_by_key(|f| std::cmp::Reverse(f.score));
     let mut index = DedupIndex::new();
     let mut kept: Vec<Finding> = Vec::with_capacity(findings.len());
     let mut ids: BTreeMap<FindingId, usize> = BTreeMap::new();
@@ -415,7 +443,10 @@ pub fn dedup_run(
         if let Some(found) =
             index.find(settings.dedup, finding.file.as_deref(), finding.line, &text)
         {
-            let original = kept.get(found.entry).map(|f| f.id.to_string()).unwrap_or_default();
+            let original = kept
+                .get(found.entry)
+                .map(|f| f.id.to_string())
+                .unwrap_or_default();
             stage.dropped.push(dropped(
                 &finding,
                 format!(
@@ -454,22 +485,30 @@ pub fn dedup_existing(
     let mut index = DedupIndex::new();
     let mut by_id: BTreeMap<&FindingId, usize> = BTreeMap::new();
     for (position, old) in existing.iter().enumerate() {
-        index.insert(old.file.as_deref(), old.line, &text_of(&old.title, &old.description));
+        index.insert(
+            old.file.as_deref(),
+            old.line,
+            &text_of(&old.title, &old.description),
+        );
         by_id.insert(&old.id, position);
     }
     let mut kept = Vec::new();
     let mut rediscovered = Vec::new();
     for finding in findings {
-        let matched = by_id.get(&finding.id).copied().map(|i| (i, 1.0)).or_else(|| {
-            index
-                .find(
-                    settings.dedup,
-                    finding.file.as_deref(),
-                    finding.line,
-                    &text_of(&finding.title, &finding.description),
-                )
-                .map(|m| (m.entry, m.overlap))
-        });
+        let matched = by_id
+            .get(&finding.id)
+            .copied()
+            .map(|i| (i, 1.0))
+            .or_else(|| {
+                index
+                    .find(
+                        settings.dedup,
+                        finding.file.as_deref(),
+                        finding.line,
+                        &text_of(&finding.title, &finding.description),
+                    )
+                    .map(|m| (m.entry, m.overlap))
+            });
         let Some(old) = matched.and_then(|(i, overlap)| existing.get(i).map(|old| (old, overlap)))
         else {
             kept.push(finding);
@@ -486,12 +525,19 @@ pub fn dedup_existing(
                         overlap * 100.0
                     ),
                 });
-                rediscovered.push(Rediscovered { existing: old.id.clone(), finding });
+                rediscovered.push(Rediscovered {
+                    existing: old.id.clone(),
+                    finding,
+                });
             }
             status => {
                 stage.dropped.push(dropped(
                     &finding,
-                    format!("already raised as {} and {}", old.id, status.as_str().to_lowercase()),
+                    format!(
+                        "already raised as {} and {}",
+                        old.id,
+                        status.as_str().to_lowercase()
+                    ),
                 ));
             }
         }
@@ -507,17 +553,23 @@ pub fn comment_limit(
     stages: &mut Vec<StageReport>,
 ) -> (Vec<Finding>, Overflow) {
     let mut stage = report(Stage::CommentLimit, findings.len(), 0);
-    findings.sort_by(|a, b| b.score.cmp(&a.score));
+    findings.sort_by_key(|f| std::cmp::Reverse(f.score));
     let rest = if findings.len() > settings.comment_limit {
         findings.split_off(settings.comment_limit)
     } else {
         Vec::new()
     };
-    let overflow = Overflow { count: rest.len(), titles: rest.iter().map(|f| f.title.clone()).collect() };
+    let overflow = Overflow {
+        count: rest.len(),
+        titles: rest.iter().map(|f| f.title.clone()).collect(),
+    };
     for finding in &rest {
         stage.dropped.push(dropped(
             finding,
-            format!("over the comment limit of {}: listed in the overflow comment", settings.comment_limit),
+            format!(
+                "over the comment limit of {}: listed in the overflow comment",
+                settings.comment_limit
+            ),
         ));
     }
     stage.output = findings.len();

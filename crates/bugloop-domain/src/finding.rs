@@ -223,11 +223,20 @@ mod tests {
             let id = sanitize_finding_id(raw);
             assert!(!id.is_empty(), "{raw:?}");
             assert!(!id.contains("--"), "{raw:?} -> {id:?}");
-            assert!(!id.contains(['<', '>', '"', '\n', '\0', '\t']), "{raw:?} -> {id:?}");
+            assert!(
+                !id.contains(['<', '>', '"', '\n', '\0', '\t']),
+                "{raw:?} -> {id:?}"
+            );
             assert_eq!(sanitize_finding_id(&id), id, "idempotent for {raw:?}");
         }
-        assert_eq!(sanitize_finding_id("null-check in parse()"), "null-check-in-parse()");
-        assert_eq!(sanitize_finding_id(&"x".repeat(500)).len(), MAX_FINDING_ID_LEN);
+        assert_eq!(
+            sanitize_finding_id("null-check in parse()"),
+            "null-check-in-parse()"
+        );
+        assert_eq!(
+            sanitize_finding_id(&"x".repeat(500)).len(),
+            MAX_FINDING_ID_LEN
+        );
     }
 
     #[test]

@@ -112,10 +112,14 @@ impl MarkerSyntax {
     }
 
     fn parse_at(&self, body: &str, start: usize) -> Option<Marker> {
-        let mut cursor = Cursor { text: body, pos: start };
+        let mut cursor = Cursor {
+            text: body,
+            pos: start,
+        };
         cursor.eat("<!--")?;
         cursor.skip_spaces(1)?;
-        let prefix = cursor.take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+        let prefix =
+            cursor.take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
         if !self.accepts(prefix) {
             return None;
         }
@@ -203,7 +207,10 @@ mod tests {
         let syntax = MarkerSyntax::default();
         let id = FindingId::new("null-deref-parse");
         let marker = syntax.build(&id, false);
-        assert_eq!(marker, "<!-- bugloop finding_id:\"null-deref-parse\" resolved:false -->");
+        assert_eq!(
+            marker,
+            "<!-- bugloop finding_id:\"null-deref-parse\" resolved:false -->"
+        );
         let body = format!("## Title\n\n{marker}\ntext");
         let parsed = syntax.parse_all(&body);
         assert_eq!(parsed.len(), 1);

@@ -70,7 +70,10 @@ pub struct IgnoreMatcher {
 impl IgnoreMatcher {
     /// A matcher that ignores nothing.
     pub fn empty() -> Self {
-        IgnoreMatcher { set: GlobSet::empty(), owners: Vec::new() }
+        IgnoreMatcher {
+            set: GlobSet::empty(),
+            owners: Vec::new(),
+        }
     }
 
     pub fn new<S: AsRef<str>>(patterns: &[S]) -> Result<Self, IgnorePatternError> {
@@ -97,7 +100,11 @@ impl IgnoreMatcher {
             }
             let anchored = body.contains('/');
             let body = body.trim_start_matches('/');
-            let base = if anchored { body.to_owned() } else { format!("**/{body}") };
+            let base = if anchored {
+                body.to_owned()
+            } else {
+                format!("**/{body}")
+            };
             let mut globs = vec![format!("{base}/**")];
             if !dir_only {
                 globs.push(base);
@@ -129,10 +136,10 @@ impl IgnoreMatcher {
     pub fn matched(&self, path: &str) -> Option<usize> {
         let mut decisive: Option<(usize, bool)> = None;
         for glob_index in self.set.matches(path) {
-            if let Some(&(pattern, negated)) = self.owners.get(glob_index) {
-                if decisive.is_none_or(|(best, _)| pattern >= best) {
-                    decisive = Some((pattern, negated));
-                }
+            if let Some(&(pattern, negated)) = self.owners.get(glob_index)
+                && decisive.is_none_or(|(best, _)| pattern >= best)
+            {
+                decisive = Some((pattern, negated));
             }
         }
         match decisive {
@@ -147,7 +154,10 @@ impl IgnoreMatcher {
 }
 
 fn compile(glob: &str) -> Result<Glob, globset::Error> {
-    GlobBuilder::new(glob).literal_separator(true).backslash_escape(true).build()
+    GlobBuilder::new(glob)
+        .literal_separator(true)
+        .backslash_escape(true)
+        .build()
 }
 
 #[cfg(test)]
@@ -156,13 +166,22 @@ mod tests {
 
     #[test]
     fn normalizes_and_refuses() {
-        assert_eq!(normalize_finding_path("./src//lib.rs").unwrap(), "src/lib.rs");
+        assert_eq!(
+            normalize_finding_path("./src//lib.rs").unwrap(),
+            "src/lib.rs"
+        );
         assert_eq!(normalize_finding_path("src\\win.rs").unwrap(), "src/win.rs");
         assert_eq!(normalize_finding_path("a/./b").unwrap(), "a/b");
-        assert_eq!(normalize_finding_path("/etc/passwd"), Err(UnsafePath::Absolute));
+        assert_eq!(
+            normalize_finding_path("/etc/passwd"),
+            Err(UnsafePath::Absolute)
+        );
         assert_eq!(normalize_finding_path("C:\\x"), Err(UnsafePath::Absolute));
         assert_eq!(normalize_finding_path("~/x"), Err(UnsafePath::Absolute));
-        assert_eq!(normalize_finding_path("a/../../x"), Err(UnsafePath::ParentTraversal));
+        assert_eq!(
+            normalize_finding_path("a/../../x"),
+            Err(UnsafePath::ParentTraversal)
+        );
         assert_eq!(normalize_finding_path("a\0b"), Err(UnsafePath::Nul));
         assert_eq!(normalize_finding_path("./"), Err(UnsafePath::Empty));
         assert_eq!(normalize_finding_path("a\nb"), Err(UnsafePath::Control));

@@ -83,7 +83,10 @@ pub fn build_comment(human: &str, block: &RmcocBlock) -> String {
         )
     });
     let fence = fence_for(&json);
-    format!("{}\n\n---\n\n{fence}{RMCOC_LANG}\n{json}\n{fence}\n", human.trim_end())
+    format!(
+        "{}\n\n---\n\n{fence}{RMCOC_LANG}\n{json}\n{fence}\n",
+        human.trim_end()
+    )
 }
 
 /// A fence longer than any backtick run in the content, so the JSON cannot close it early.
@@ -134,12 +137,19 @@ pub fn parse_comment(body: &str) -> ParsedRmcoc {
         let json = lines[open + 1..close].join("\n");
         match parse_block(&json) {
             Ok(block) => blocks.push(block),
-            Err(message) => problems.push(RmcocProblem { line: open + 1, message }),
+            Err(message) => problems.push(RmcocProblem {
+                line: open + 1,
+                message,
+            }),
         }
         index = close + 1;
     }
     let human_lines = &lines[..human_end.unwrap_or(lines.len())];
-    ParsedRmcoc { human: human_text(human_lines), blocks, problems }
+    ParsedRmcoc {
+        human: human_text(human_lines),
+        blocks,
+        problems,
+    }
 }
 
 fn human_text(lines: &[&str]) -> String {
@@ -171,7 +181,8 @@ fn opening_fence(line: &str) -> Option<(char, usize)> {
     }
     let info = rest[fence_len..].trim();
     let lang = info.split_whitespace().next().unwrap_or("");
-    lang.eq_ignore_ascii_case(RMCOC_LANG).then_some((fence_char, fence_len))
+    lang.eq_ignore_ascii_case(RMCOC_LANG)
+        .then_some((fence_char, fence_len))
 }
 
 fn is_closing_fence(line: &str, fence_char: char, fence_len: usize) -> bool {
@@ -201,7 +212,12 @@ fn parse_block(json: &str) -> Result<RmcocBlock, String> {
     let score = match object.get("score") {
         Some(serde_json::Value::Number(number)) => number
             .as_i64()
-            .or_else(|| number.as_f64().filter(|f| f.fract() == 0.0).map(|f| f as i64))
+            .or_else(|| {
+                number
+                    .as_f64()
+                    .filter(|f| f.fract() == 0.0)
+                    .map(|f| f as i64)
+            })
             .ok_or_else(|| format!("rmcoc `score` must be a whole number, got {number}"))?,
         Some(_) => return Err("rmcoc field `score` must be a number".to_owned()),
         None => return Err("rmcoc block has no `score` field".to_owned()),

@@ -16,7 +16,10 @@ pub const MAX_VERIFY_COMMANDS: usize = 20;
 /// Makes a user's comment safe to embed in a prompt between triple quotes: trimmed, backslashes
 /// escaped, `"""` neutralized, cut at 4000 characters without leaving a lone trailing backslash.
 pub fn sanitize_user_comment(raw: &str) -> String {
-    let escaped = raw.trim().replace('\\', "\\\\").replace("\"\"\"", "\\\"\\\"\\\"");
+    let escaped = raw
+        .trim()
+        .replace('\\', "\\\\")
+        .replace("\"\"\"", "\\\"\\\"\\\"");
     let mut cut: String = escaped.chars().take(MAX_USER_COMMENT_CHARS).collect();
     // An odd run of trailing backslashes would escape whatever the prompt puts next.
     let trailing = cut.chars().rev().take_while(|c| *c == '\\').count();
@@ -46,10 +49,20 @@ pub struct VerifyCommand {
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum VerifyCommandError {
-    #[error("verify command {index} ({command:?}) uses the shell operator `{operator}`: commands run without a shell, so split it into separate commands")]
-    ShellOperator { index: usize, command: String, operator: String },
+    #[error(
+        "verify command {index} ({command:?}) uses the shell operator `{operator}`: commands run without a shell, so split it into separate commands"
+    )]
+    ShellOperator {
+        index: usize,
+        command: String,
+        operator: String,
+    },
     #[error("verify command {index} ({command:?}) cannot be split: {message}")]
-    Unparsable { index: usize, command: String, message: String },
+    Unparsable {
+        index: usize,
+        command: String,
+        message: String,
+    },
     #[error("verify command {index} is empty")]
     Empty { index: usize },
     #[error("{count} verify commands configured; at most {MAX_VERIFY_COMMANDS} are allowed")]
@@ -64,7 +77,9 @@ pub fn parse_verify_commands<S: AsRef<str>>(
 ) -> Result<Vec<VerifyCommand>, VerifyCommandError> {
     let commands: Vec<&str> = commands.iter().map(AsRef::as_ref).collect();
     if commands.len() > MAX_VERIFY_COMMANDS {
-        return Err(VerifyCommandError::TooMany { count: commands.len() });
+        return Err(VerifyCommandError::TooMany {
+            count: commands.len(),
+        });
     }
     commands
         .iter()
@@ -104,8 +119,11 @@ pub fn parse_verify_command_list(list: &str) -> Result<Vec<VerifyCommand>, Verif
         }
     }
     parts.push(current);
-    let parts: Vec<String> =
-        parts.into_iter().map(|p| p.trim().to_owned()).filter(|p| !p.is_empty()).collect();
+    let parts: Vec<String> = parts
+        .into_iter()
+        .map(|p| p.trim().to_owned())
+        .filter(|p| !p.is_empty())
+        .collect();
     parse_verify_commands(&parts)
 }
 
@@ -127,7 +145,11 @@ fn parse_verify_command(index: usize, raw: &str) -> Result<VerifyCommand, Verify
     })?;
     let mut words = words.into_iter();
     let program = words.next().ok_or(VerifyCommandError::Empty { index })?;
-    Ok(VerifyCommand { raw: raw.to_owned(), program, args: words.collect() })
+    Ok(VerifyCommand {
+        raw: raw.to_owned(),
+        program,
+        args: words.collect(),
+    })
 }
 
 /// The first operator a shell would act on: outside quotes any of `; | & < >` or a newline;
@@ -204,8 +226,12 @@ mod tests {
 
     #[test]
     fn verify_commands() {
-        let ok = parse_verify_commands(&["cargo test --workspace", "npm run 'lint:ci'", "echo \"a;b\""])
-            .unwrap();
+        let ok = parse_verify_commands(&[
+            "cargo test --workspace",
+            "npm run 'lint:ci'",
+            "echo \"a;b\"",
+        ])
+        .unwrap();
         assert_eq!(ok[0].program, "cargo");
         assert_eq!(ok[1].args, vec!["run", "lint:ci"]);
         assert_eq!(ok[2].args, vec!["a;b"]);
@@ -220,7 +246,11 @@ mod tests {
             ("a &", "&"),
         ] {
             match parse_verify_commands(&[bad]) {
-                Err(VerifyCommandError::ShellOperator { operator, command, index }) => {
+                Err(VerifyCommandError::ShellOperator {
+                    operator,
+                    command,
+                    index,
+                }) => {
                     assert_eq!(operator, op, "{bad}");
                     assert_eq!(command, bad);
                     assert_eq!(index, 1);
@@ -229,11 +259,21 @@ mod tests {
             }
         }
         assert!(parse_verify_commands(&["echo '$(literal)'"]).is_ok());
-        assert!(matches!(parse_verify_commands(&["echo 'open"]), Err(VerifyCommandError::Unparsable { .. })));
-        assert!(matches!(parse_verify_commands(&[" "]), Err(VerifyCommandError::Empty { index: 1 })));
+        assert!(matches!(
+            parse_verify_commands(&["echo 'open"]),
+            Err(VerifyCommandError::Unparsable { .. })
+        ));
+        assert!(matches!(
+            parse_verify_commands(&[" "]),
+            Err(VerifyCommandError::Empty { index: 1 })
+        ));
         let many: Vec<String> = (0..21).map(|i| format!("true {i}")).collect();
-        assert!(matches!(parse_verify_commands(&many), Err(VerifyCommandError::TooMany { count: 21 })));
-        let listed = parse_verify_command_list("cargo fmt --check, cargo test, echo 'a,b'").unwrap();
+        assert!(matches!(
+            parse_verify_commands(&many),
+            Err(VerifyCommandError::TooMany { count: 21 })
+        ));
+        let listed =
+            parse_verify_command_list("cargo fmt --check, cargo test, echo 'a,b'").unwrap();
         assert_eq!(listed.len(), 3);
         assert_eq!(listed[2].args, vec!["a,b"]);
     }

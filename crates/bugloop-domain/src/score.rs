@@ -174,7 +174,8 @@ pub const RUBRIC: [RubricLevel; 10] = [
 
 /// The rubric as a markdown block, the form the system prompts embed.
 pub fn rubric_markdown() -> String {
-    let mut out = String::from("| score | level | band | meaning | example |\n|---|---|---|---|---|\n");
+    let mut out =
+        String::from("| score | level | band | meaning | example |\n|---|---|---|---|---|\n");
     for level in &RUBRIC {
         out.push_str(&format!(
             "| {} | {} | {} | {} | {} |\n",
@@ -199,7 +200,12 @@ pub enum Severity {
 }
 
 impl Severity {
-    pub const ALL: [Severity; 4] = [Severity::Info, Severity::Low, Severity::Medium, Severity::High];
+    pub const ALL: [Severity; 4] = [
+        Severity::Info,
+        Severity::Low,
+        Severity::Medium,
+        Severity::High,
+    ];
 
     pub fn from_score(score: Score) -> Self {
         match score.get() {
@@ -242,7 +248,7 @@ impl Severity {
 
 impl fmt::Display for Severity {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        f.pad(self.as_str())
     }
 }
 
@@ -277,7 +283,7 @@ impl Priority {
 
 impl fmt::Display for Priority {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
+        f.pad(match self {
             Priority::P0 => "P0",
             Priority::P1 => "P1",
             Priority::P2 => "P2",

@@ -101,14 +101,19 @@ impl BotIdentity {
         S: AsRef<str>,
     {
         BotIdentity {
-            logins: logins.into_iter().map(|l| l.as_ref().trim().to_lowercase()).collect(),
+            logins: logins
+                .into_iter()
+                .map(|l| l.as_ref().trim().to_lowercase())
+                .collect(),
         }
     }
 
     /// Logins compare case-insensitively, as on GitHub.
     pub fn is_bot(&self, author: &str) -> bool {
         let author = author.trim();
-        self.logins.iter().any(|login| login.eq_ignore_ascii_case(author))
+        self.logins
+            .iter()
+            .any(|login| login.eq_ignore_ascii_case(author))
     }
 }
 
@@ -176,7 +181,9 @@ impl ReviewState {
     pub fn by_finding(&self) -> HashMap<&FindingId, &ThreadState> {
         let mut map: HashMap<&FindingId, &ThreadState> = HashMap::new();
         for thread in &self.threads {
-            let Some(id) = &thread.finding_id else { continue };
+            let Some(id) = &thread.finding_id else {
+                continue;
+            };
             map.entry(id)
                 .and_modify(|current| {
                     if thread.status_at > current.status_at {
@@ -190,14 +197,19 @@ impl ReviewState {
 
     /// Threads not yet resolved (pending, disputed or escalated).
     pub fn unresolved(&self) -> impl Iterator<Item = &ThreadState> {
-        self.threads.iter().filter(|t| t.status != ThreadStatus::Resolved)
+        self.threads
+            .iter()
+            .filter(|t| t.status != ThreadStatus::Resolved)
     }
 }
 
 /// Rebuilds the review state from a conversation.
 pub fn reconstruct(comments: &[Comment], bot: &BotIdentity, markers: &MarkerSyntax) -> ReviewState {
-    let index: HashMap<&str, usize> =
-        comments.iter().enumerate().map(|(i, c)| (c.id.as_str(), i)).collect();
+    let index: HashMap<&str, usize> = comments
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.id.as_str(), i))
+        .collect();
     let mut state = ReviewState::default();
 
     // The first comment of each forge thread is its root, for forges that give thread ids but no
@@ -288,7 +300,9 @@ pub fn reconstruct(comments: &[Comment], bot: &BotIdentity, markers: &MarkerSynt
             }
             state.ignored_untrusted += members
                 .iter()
-                .filter(|&&m| !bot.is_bot(&comments[m].author) && carries_state(&comments[m], markers))
+                .filter(|&&m| {
+                    !bot.is_bot(&comments[m].author) && carries_state(&comments[m], markers)
+                })
                 .count();
             continue;
         }
@@ -334,7 +348,13 @@ fn build_thread(
     }
     let finding_id = root_markers.first().map(|m| m.finding_id.clone());
     let mut status = match (&assessment, root_markers.first()) {
-        (Some(RmcocBlock { status: Some(status), .. }), _) => *status,
+        (
+            Some(RmcocBlock {
+                status: Some(status),
+                ..
+            }),
+            _,
+        ) => *status,
         (_, Some(marker)) if marker.resolved => ThreadStatus::Resolved,
         _ => ThreadStatus::Pending,
     };
@@ -379,18 +399,22 @@ fn build_thread(
         } else if reply.body.contains(RESOLVED_PHRASE) {
             Some(ThreadStatus::Resolved)
         } else if let Some(marker) = reply_marker {
-            Some(if marker.resolved { ThreadStatus::Resolved } else { ThreadStatus::Pending })
+            Some(if marker.resolved {
+                ThreadStatus::Resolved
+            } else {
+                ThreadStatus::Pending
+            })
         } else if developer_spoke_since_bot {
             // The bot answered a developer without conceding: it maintains its position.
             Some(ThreadStatus::Disputed)
         } else {
             None
         };
-        if let Some(next) = next {
-            if next != status {
-                status = next;
-                status_at = reply.created_at;
-            }
+        if let Some(next) = next
+            && next != status
+        {
+            status = next;
+            status_at = reply.created_at;
         }
         developer_spoke_since_bot = false;
     }
@@ -426,7 +450,10 @@ pub fn title_of(human: &str) -> Option<String> {
         .filter(|line| !line.is_empty() && !line.starts_with("<!--"))
         .map(|line| {
             let line = line.trim_start_matches('#').trim();
-            let line = line.strip_prefix("**").and_then(|l| l.strip_suffix("**")).unwrap_or(line);
+            let line = line
+                .strip_prefix("**")
+                .and_then(|l| l.strip_suffix("**"))
+                .unwrap_or(line);
             line.trim().to_owned()
         })
         .find(|line| !line.is_empty())

@@ -1,0 +1,51 @@
+//! The CLI's tests, one directory per case under `tests/cases/`: `args` (one line), optional
+//! `config.yml` (put at `.bugloop/config.yml` of a fresh git repository), `env` (KEY=VALUE lines)
+//! and `stdin`. The snapshot is the exit code, standard output and standard error.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+#[test]
+fn cases() {
+    insta::glob!("cases/*/args", |args_path| {
+        let case = args_path.parent().unwrap();
+        let repo = tempfile::tempdir().unwrap();
+        std::fs::create_dir(repo.path().join(".git")).unwrap();
+        if let Ok(config) = std::fs::read(case.join("config.yml")) {
+            std::fs::create_dir_all(repo.path().join(".bugloop")).unwrap();
+            std::fs::write(repo.path().join(".bugloop/config.yml"), config).unwrap();
+        }
+        let args = std::fs::read_to_string(args_path).unwrap();
+        let mut command = Command::new(env!("CARGO_BIN_EXE_bugloop"));
+        command
+            .args(shell_words::split(args.trim()).unwrap())
+            .current_dir(repo.path())
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if let Ok(env) = std::fs::read_to_string(case.join("env")) {
+            for line in env.lines().filter(|l| !l.trim().is_empty()) {
+                let (key, value) = line.split_once('=').unwrap();
+                command.env(key, value);
+            }
+        }
+        let mut child = command.spawn().unwrap();
+        let stdin = std::fs::read(case.join("stdin")).unwrap_or_default();
+        child.stdin.take().unwrap().write_all(&stdin).unwrap();
+        let output = child.wait_with_output().unwrap();
+        let shown = |bytes: &[u8]| {
+            String::from_utf8_lossy(bytes).replace(&repo.path().display().to_string(), "<repo>")
+        };
+        let snapshot = format!(
+            "exit: {}\n--- stdout\n{}--- stderr\n{}",
+            output.status.code().unwrap_or(-1),
+            shown(&output.stdout),
+            shown(&output.stderr)
+        );
+        insta::assert_snapshot!(snapshot);
+    });
+}
