@@ -1,0 +1,193 @@
+//! bugloop-domain's integration tests. Data-driven: each fixture under `tests/fixtures/<kind>/` is
+//! read, run through the code, and the result compared with its snapshot under `tests/snapshots/`.
+//! Property tests check the round trips that must hold for any input.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use bugloop_domain::filter::{ExistingFinding, FilterSettings, run_pipeline};
+use bugloop_domain::paths::IgnoreMatcher;
+use bugloop_domain::rmcoc::{RmcocBlock, build_comment, parse_comment};
+use bugloop_domain::thread::reconstruct;
+use bugloop_domain::{
+    BotIdentity, Comment, Finding, FindingId, MarkerSyntax, Score, Severity, ThreadStatus,
+};
+use proptest::prelude::*;
+use serde::{Deserialize, Serialize};
+
+#[test]
+fn markers() {
+    insta::glob!("fixtures/markers/*.txt", |path| {
+        let body = std::fs::read_to_string(path).unwrap();
+        let syntax = MarkerSyntax::default();
+        let markers = syntax.parse_all(&body);
+        let flipped: Vec<(String, Option<String>)> = markers
+            .iter()
+            .map(|m| {
+                (
+                    m.finding_id.to_string(),
+                    syntax.replace(&body, &m.finding_id, !m.resolved),
+                )
+            })
+            .collect();
+        insta::assert_yaml_snapshot!((markers, flipped));
+    });
+}
+
+#[test]
+fn rmcoc() {
+    insta::glob!("fixtures/rmcoc/*.md", |path| {
+        let body = std::fs::read_to_string(path).unwrap();
+        insta::assert_yaml_snapshot!(parse_comment(&body));
+    });
+}
+
+#[derive(Deserialize)]
+struct ThreadCase {
+    bot: Vec<String>,
+    comments: Vec<Comment>,
+}
+
+#[test]
+fn threads() {
+    insta::glob!("fixtures/threads/*.yaml", |path| {
+        let case: ThreadCase =
+            serde_yaml_ng::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let state = reconstruct(
+            &case.comments,
+            &BotIdentity::new(&case.bot),
+            &MarkerSyntax::default(),
+        );
+        insta::assert_yaml_snapshot!(state);
+    });
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct SettingsCase {
+    ignore: Vec<String>,
+    threshold: Option<u8>,
+    severity_floor: Option<Severity>,
+    sensitive_data: bool,
+    elevation_threshold: Option<usize>,
+    comment_limit: Option<usize>,
+}
+
+#[derive(Deserialize)]
+struct FilterCase {
+    #[serde(default)]
+    settings: SettingsCase,
+    findings: Vec<Finding>,
+    #[serde(default)]
+    existing: Vec<ExistingCase>,
+}
+
+#[derive(Deserialize, Serialize)]
+struct ExistingCase {
+    id: String,
+    title: String,
+    #[serde(default)]
+    description: String,
+    file: Option<String>,
+    line: Option<u32>,
+    status: ThreadStatus,
+}
+
+#[test]
+fn filter() {
+    insta::glob!("fixtures/filter/*.yaml", |path| {
+        let case: FilterCase =
+            serde_yaml_ng::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let mut settings = FilterSettings {
+            ignore: IgnoreMatcher::new(&case.settings.ignore).unwrap(),
+            sensitive_data: case.settings.sensitive_data,
+            ..FilterSettings::default()
+        };
+        if let Some(t) = case.settings.threshold {
+            settings.threshold = Score::new(t).unwrap();
+        }
+        if let Some(floor) = case.settings.severity_floor {
+            settings.severity_floor = floor;
+        }
+        if let Some(n) = case.settings.elevation_threshold {
+            settings.elevation_threshold = n;
+        }
+        if let Some(n) = case.settings.comment_limit {
+            settings.comment_limit = n;
+        }
+        let existing: Vec<ExistingFinding> = case
+            .existing
+            .into_iter()
+            .map(|e| ExistingFinding {
+                id: FindingId::new(e.id),
+                title: e.title,
+                description: e.description,
+                file: e.file,
+                line: e.line,
+                status: e.status,
+            })
+            .collect();
+        insta::assert_yaml_snapshot!(run_pipeline(case.findings, &existing, &settings));
+    });
+}
+
+fn status_strategy() -> impl Strategy<Value = Option<ThreadStatus>> {
+    prop::option::of(prop::sample::select(vec![
+        ThreadStatus::Pending,
+        ThreadStatus::Resolved,
+        ThreadStatus::Disputed,
+        ThreadStatus::Escalated,
+    ]))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    #[test]
+    fn marker_round_trip(raw in any::<String>(), resolved in any::<bool>(), before in any::<String>(), after in any::<String>()) {
+        let syntax = MarkerSyntax::default();
+        let id = FindingId::new(&raw);
+        // The sanitized id is stable and round-trips through a marker inside arbitrary text.
+        prop_assert_eq!(FindingId::new(id.as_str()), id.clone());
+        let marker = syntax.build(&id, resolved);
+        let body = format!("{before}\n{marker}\n{after}");
+        let parsed = syntax.parse_all(&body);
+        prop_assert!(parsed.iter().any(|m| m.finding_id == id && m.resolved == resolved));
+        let flipped = syntax.replace(&body, &id, !resolved).unwrap();
+        prop_assert!(syntax.parse_all(&flipped).iter().any(|m| m.finding_id == id && m.resolved != resolved));
+        prop_assert!(flipped.starts_with(&before) || before.contains("<!--"));
+    }
+
+    #[test]
+    fn rmcoc_round_trip(
+        human in "[a-zA-Z0-9 .,:#*\n]{0,200}",
+        finding in any::<String>(),
+        assessment in any::<String>(),
+        score in 1u8..=10,
+        status in status_strategy(),
+    ) {
+        let mut block = RmcocBlock::new(finding, assessment, Score::new(score).unwrap());
+        block.status = status;
+        let body = build_comment(&human, &block);
+        let parsed = parse_comment(&body);
+        prop_assert!(parsed.problems.is_empty(), "{:?}", parsed.problems);
+        prop_assert_eq!(parsed.blocks, vec![block]);
+        prop_assert_eq!(parsed.human, human.trim_end());
+    }
+
+    #[test]
+    fn thread_state_never_panics(bodies in prop::collection::vec(any::<String>(), 0..20), links in prop::collection::vec(any::<u8>(), 0..20)) {
+        let comments: Vec<Comment> = bodies.iter().enumerate().map(|(i, body)| Comment {
+            id: i.to_string(),
+            author: if i % 2 == 0 { "bugloop".into() } else { "dev".into() },
+            body: body.clone(),
+            created_at: jiff::Timestamp::from_second(1_700_000_000 + i as i64).unwrap(),
+            kind: Default::default(),
+            in_reply_to: links.get(i).map(|l| (usize::from(*l) % bodies.len().max(1)).to_string()),
+            thread_id: None,
+            path: None,
+            line: None,
+            thread_resolved: false,
+        }).collect();
+        let _ = reconstruct(&comments, &BotIdentity::new(["bugloop"]), &MarkerSyntax::default());
+    }
+}
