@@ -147,7 +147,7 @@ proptest! {
         let syntax = MarkerSyntax::default();
         let id = FindingId::new(&raw);
         // The sanitized id is stable and round-trips through a marker inside arbitrary text.
-        prop_assert_eq!(FindingId::new(id.as_str()), id.clone());
+        prop_assert_eq!(&FindingId::new(id.as_str()), &id);
         let marker = syntax.build(&id, resolved);
         let body = format!("{before}\n{marker}\n{after}");
         let parsed = syntax.parse_all(&body);
