@@ -24,8 +24,11 @@ pub struct Config {
     pub gate: GateConfig,
     /// The audit-fix loop.
     pub converge: ConvergeConfig,
-    /// The solve loop (error report -> issue -> draft PR -> ready).
+    /// The solve loop (error report -> issue -> draft PR -> ready). `limits` is the spec's name.
+    #[serde(alias = "limits")]
     pub solve: SolveConfig,
+    /// Who the solve loop assigns, and whether an external reviewer reviews its pull requests.
+    pub agents: AgentsConfig,
     /// Labels bugloop reads and writes on issues.
     pub labels: Labels,
     /// Prefix of the branches bugloop creates.
@@ -47,6 +50,7 @@ impl Default for Config {
             gate: GateConfig::default(),
             converge: ConvergeConfig::default(),
             solve: SolveConfig::default(),
+            agents: AgentsConfig::default(),
             labels: Labels::default(),
             branch_prefix: "bugloop/".to_owned(),
             protected_paths: vec![
@@ -184,21 +188,26 @@ pub enum Sensitivity {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct ReviewConfig {
-    /// Findings scoring below this (1-10) are not published (`problem_score_threshold`).
+    /// Findings scoring below this (1-10) are not published.
+    #[serde(alias = "problem_score_threshold")]
     pub threshold: Score,
     /// This many below-threshold findings on one file combine into one elevated finding; 0 turns
-    /// elevation off (`score_elevation_threshold`).
+    /// elevation off.
+    #[serde(alias = "score_elevation_threshold")]
     pub elevation_threshold: usize,
     /// Findings below this score never combine: nits stay silent.
     pub elevation_min_score: Score,
-    /// Minimum severity to publish (`bugbot-severity`).
+    /// Minimum severity to publish.
+    #[serde(alias = "bugbot-severity")]
     pub severity_floor: Severity,
     /// Maximum individual finding comments per run; the rest go into one overflow comment.
+    #[serde(alias = "bugbot-comment-limit")]
     pub comment_limit: usize,
     pub sensitive_data: Sensitivity,
     /// Points added to security findings when the data is sensitive (capped at 10).
     pub security_promotion: u8,
-    /// Paths excluded from review and reporting (gitignore-style, `ai-ignore-files`).
+    /// Paths excluded from review and reporting (gitignore-style).
+    #[serde(alias = "ai-ignore-files")]
     pub ignore_files: Vec<String>,
     /// Findings this many lines apart or closer can be duplicates.
     pub dedup_line_window: u32,
@@ -210,6 +219,8 @@ pub struct ReviewConfig {
     pub trigger_mention: String,
     /// Review draft pull requests on push.
     pub review_drafts: bool,
+    /// Let the reviewer search and fetch the web (library documentation, CVEs).
+    pub enable_web: bool,
 }
 
 impl Default for ReviewConfig {
@@ -228,6 +239,7 @@ impl Default for ReviewConfig {
             max_tokens_per_call: 24_000,
             trigger_mention: "@bugloop".to_owned(),
             review_drafts: false,
+            enable_web: false,
         }
     }
 }
@@ -260,6 +272,7 @@ impl Default for IdentityConfig {
 pub struct FixConfig {
     /// Run (without a shell, in the sandbox) after every fix or do request; all must pass before a
     /// commit. At most 20.
+    #[serde(alias = "bugbot-fix-verify-commands")]
     pub verify_commands: Vec<String>,
 }
 
@@ -305,7 +318,8 @@ impl Default for ConvergeConfig {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct SolveConfig {
-    /// Build/test/evaluate iterations before escalating (`max_ralph_iterations`).
+    /// Build/test/evaluate iterations before escalating.
+    #[serde(alias = "max_ralph_iterations")]
     pub max_iterations: u32,
     /// Review-resolution rounds on the draft pull request.
     pub max_review_iterations: u32,
@@ -385,4 +399,26 @@ impl Default for SandboxConfig {
             ],
         }
     }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct AgentsConfig {
+    pub bugsolver: BugsolverConfig,
+    pub reviewer: ReviewerConfig,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct BugsolverConfig {
+    /// The account issues are assigned to while bugloop solves them.
+    pub assignee: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct ReviewerConfig {
+    /// Another tool (CodeRabbit and the like) reviews the solver's pull requests; bugloop then only
+    /// resolves their threads instead of reviewing itself.
+    pub external: bool,
 }

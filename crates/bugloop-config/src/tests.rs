@@ -64,6 +64,33 @@ fn errors_are_located_and_named() {
 }
 
 #[test]
+fn the_specs_own_config_files_load() {
+    // bugloop-architecture.md's example, verbatim.
+    let config = parse(
+        "labels:\n  trigger: \"bug:autofix\"\n  in-progress: \"bugloop:solving\"\n  needs-human: \"bugloop:escalated\"\n\nlimits:\n  max_ralph_iterations: 10\n  max_review_iterations: 5\n  timeout_minutes: 30\n  max_diff_lines: 500\n\nbranch_prefix: \"bugloop/\"\n\nagents:\n  bugsolver:\n    assignee: \"bugsolver-bot\"\n  reviewer:\n    # CodeRabbit handles this automatically\n    external: true\n",
+    )
+    .unwrap();
+    assert_eq!(config.solve.max_iterations, 10);
+    assert_eq!(
+        config.agents.bugsolver.assignee.as_deref(),
+        Some("bugsolver-bot")
+    );
+    assert!(config.agents.reviewer.external);
+    // The reviewer's and bugbot's setting names.
+    let config = parse(
+        "review:\n  problem_score_threshold: 6\n  score_elevation_threshold: 5\n  bugbot-severity: medium\n  bugbot-comment-limit: 10\n  ai-ignore-files: [\"*.md\"]\n  enable_web: true\nfix:\n  bugbot-fix-verify-commands: [npm test]\n",
+    )
+    .unwrap();
+    assert_eq!(config.review.threshold.get(), 6);
+    assert_eq!(
+        config.review.severity_floor,
+        bugloop_domain::Severity::Medium
+    );
+    assert_eq!(config.review.comment_limit, 10);
+    assert_eq!(config.fix.verify_commands, vec!["npm test"]);
+}
+
+#[test]
 fn spec_label_spelling_is_accepted() {
     let config = parse("labels:\n  in-progress: working\n  needs-human: help\n").unwrap();
     assert_eq!(config.labels.in_progress, "working");
