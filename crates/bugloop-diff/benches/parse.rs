@@ -1,5 +1,7 @@
 //! Target: parse a 100,000-line multi-file diff in under 50 ms.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
 
@@ -40,7 +42,7 @@ fn bench(c: &mut Criterion) {
             let parsed = bugloop_diff::parse(black_box(diff.as_bytes()));
             assert!(parsed.problems.is_empty());
             parsed
-        })
+        });
     });
     group.finish();
 }

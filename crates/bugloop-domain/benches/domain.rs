@@ -1,6 +1,8 @@
 //! Targets: thread state from 10,000 comments under 50 ms; dedup of 5,000 new against 5,000
 //! existing findings under 200 ms.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::hint::black_box;
 
 use bugloop_domain::filter::{ExistingFinding, FilterSettings, dedup_existing};
@@ -177,7 +179,7 @@ fn bench(c: &mut Criterion) {
             let state = reconstruct(black_box(&comments), &bot, &markers);
             assert_eq!(state.threads.len(), 2_500);
             state
-        })
+        });
     });
 
     let mut rng = Lcg(42);
@@ -202,7 +204,7 @@ fn bench(c: &mut Criterion) {
         b.iter(|| {
             let mut stages = Vec::new();
             dedup_existing(black_box(new.clone()), &existing, &settings, &mut stages)
-        })
+        });
     });
 }
 
