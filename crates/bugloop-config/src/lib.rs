@@ -236,58 +236,51 @@ fn classify(origin: Origin, path: String, message: &str) -> ConfigError {
         _ => message,
     }
     .to_owned();
-    if let Some(rest) = message.strip_prefix("unknown field `")
-        && let Some((key, expected)) = rest.split_once('`')
-    {
-        {
-            let valid: Vec<String> = expected
-                .split('`')
-                .skip(1)
-                .step_by(2)
-                .map(str::to_owned)
-                .collect();
-            // The failing key is the last element of the path; report its parent.
-            let parent = match path.rsplit_once('.') {
-                Some((parent, _)) => parent.to_owned(),
-                None if path == key => String::new(),
-                None => path.clone(),
-            };
-            let suggestion = closest(key, &valid);
-            return ConfigError::UnknownKey {
-                origin,
-                path: parent,
-                key: key.to_owned(),
-                suggestion,
-                valid,
-            };
-        }
+    if let Some((key, valid)) = backticked(&message, "unknown field `") {
+        // The failing key is the last element of the path; report its parent.
+        let parent = match path.rsplit_once('.') {
+            Some((parent, _)) => parent.to_owned(),
+            None if path == key => String::new(),
+            None => path.clone(),
+        };
+        let suggestion = closest(&key, &valid);
+        return ConfigError::UnknownKey {
+            origin,
+            path: parent,
+            key,
+            suggestion,
+            valid,
+        };
     }
-    if let Some(rest) = message.strip_prefix("unknown variant `")
-        && let Some((value, expected)) = rest.split_once('`')
-    {
-        {
-            let valid: Vec<String> = expected
-                .split('`')
-                .skip(1)
-                .step_by(2)
-                .map(str::to_owned)
-                .collect();
-            let hint = match closest(value, &valid) {
-                Some(best) => format!("; did you mean `{best}`?"),
-                None => format!("; expected one of {}", valid.join(", ")),
-            };
-            return ConfigError::Invalid {
-                origin,
-                path,
-                message: format!("unknown value `{value}`{hint}"),
-            };
-        }
+    if let Some((value, valid)) = backticked(&message, "unknown variant `") {
+        let hint = match closest(&value, &valid) {
+            Some(best) => format!("; did you mean `{best}`?"),
+            None => format!("; expected one of {}", valid.join(", ")),
+        };
+        let message = format!("unknown value `{value}`{hint}");
+        return ConfigError::Invalid {
+            origin,
+            path,
+            message,
+        };
     }
     ConfigError::Invalid {
         origin,
         path,
         message,
     }
+}
+
+/// Reads serde's "<prefix>x`, expected one of `a`, `b`" into `x` and `[a, b]`.
+fn backticked(message: &str, prefix: &str) -> Option<(String, Vec<String>)> {
+    let (name, expected) = message.strip_prefix(prefix)?.split_once('`')?;
+    let valid = expected
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_owned)
+        .collect();
+    Some((name.to_owned(), valid))
 }
 
 /// The valid key nearest to a misspelt one, if it is near enough to be a likely typo.
