@@ -1,0 +1,454 @@
+//! Anthropic's Messages API, with tool use and prompt caching of the stable prefix (the system
+//! prompt and the tool definitions carry `cache_control`).
+
+use std::collections::BTreeMap;
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+
+use crate::Provider;
+use crate::error::LlmError;
+use crate::http::{Http, HttpSettings};
+use crate::types::{
+    Capabilities, ChatRequest, ChatResponse, FinishReason, Message, Role, StreamEvent, StreamSink,
+    ToolCall, ToolChoice, Usage,
+};
+
+/// The API version bugloop speaks.
+pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+/// Anthropic requires `max_tokens`; this is used when the request has none.
+pub const DEFAULT_MAX_TOKENS: u32 = 4096;
+
+#[derive(Debug)]
+pub struct AnthropicProvider {
+    label: String,
+    model: String,
+    base_url: String,
+    api_key: String,
+    http: Http,
+}
+
+impl AnthropicProvider {
+    pub fn new(
+        label: impl Into<String>,
+        model: impl Into<String>,
+        base_url: impl Into<String>,
+        api_key: String,
+        settings: HttpSettings,
+    ) -> Result<Self, LlmError> {
+        Ok(AnthropicProvider {
+            label: label.into(),
+            model: model.into(),
+            base_url: base_url.into().trim_end_matches('/').to_owned(),
+            api_key,
+            http: Http::new(settings)?,
+        })
+    }
+
+    fn body(&self, request: &ChatRequest) -> Value {
+        let model = if request.model.is_empty() {
+            &self.model
+        } else {
+            &request.model
+        };
+        let mut body = json!({
+            "model": model,
+            "max_tokens": request.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+            "messages": wire_messages(&request.messages),
+        });
+        let Some(object) = body.as_object_mut() else {
+            return body;
+        };
+        if let Some(system) = &request.system {
+            object.insert(
+                "system".into(),
+                json!([{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}]),
+            );
+        }
+        if !request.tools.is_empty() {
+            let count = request.tools.len();
+            let tools: Vec<Value> = request
+                .tools
+                .iter()
+                .enumerate()
+                .map(|(i, t)| {
+                    let mut tool = json!({"name": t.name, "description": t.description, "input_schema": t.parameters});
+                    // The cache breakpoint on the last tool caches all tools (and the system).
+                    if i + 1 == count {
+                        tool["cache_control"] = json!({"type": "ephemeral"});
+                    }
+                    tool
+                })
+                .collect();
+            object.insert("tools".into(), Value::Array(tools));
+            let choice = match &request.tool_choice {
+                ToolChoice::Auto => json!({"type": "auto"}),
+                ToolChoice::Required => json!({"type": "any"}),
+                ToolChoice::None => json!({"type": "none"}),
+                ToolChoice::Tool(name) => json!({"type": "tool", "name": name}),
+            };
+            object.insert("tool_choice".into(), choice);
+        }
+        if let Some(temperature) = request.temperature {
+            object.insert("temperature".into(), json!(temperature));
+        }
+        if request.stream {
+            object.insert("stream".into(), json!(true));
+        }
+        body
+    }
+
+    async fn attempt(
+        &self,
+        request: &ChatRequest,
+        body: &Value,
+        sink: Option<StreamSink<'_>>,
+    ) -> Result<ChatResponse, LlmError> {
+        let url = format!("{}/v1/messages", self.base_url);
+        let headers = [
+            ("x-api-key", self.api_key.clone()),
+            ("anthropic-version", ANTHROPIC_VERSION.to_owned()),
+        ];
+        let response = self.http.post_json(&url, &headers, body).await?;
+        if request.stream {
+            let mut state = StreamState::default();
+            self.http
+                .read_events(response, |event, data| state.on_event(event, data, sink))
+                .await?;
+            state.finish(&self.model)
+        } else {
+            let value = self.http.read_json(response).await?;
+            parse_response(&value, &self.model)
+        }
+    }
+}
+
+#[async_trait]
+impl Provider for AnthropicProvider {
+    fn name(&self) -> &str {
+        &self.label
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            tools: true,
+            json_schema: false,
+            streaming: true,
+        }
+    }
+
+    async fn chat(
+        &self,
+        request: &ChatRequest,
+        sink: Option<StreamSink<'_>>,
+    ) -> Result<ChatResponse, LlmError> {
+        let body = self.body(request);
+        self.http
+            .with_retries(sink, || self.attempt(request, &body, sink))
+            .await
+    }
+}
+
+/// Messages as content blocks; consecutive messages of one role are merged, as the API requires
+/// alternating roles (tool results travel in a user message).
+fn wire_messages(messages: &[Message]) -> Vec<Value> {
+    let mut out: Vec<(String, Vec<Value>)> = Vec::new();
+    for message in messages {
+        let (role, blocks) = match message.role {
+            Role::User => (
+                "user",
+                vec![json!({"type": "text", "text": message.content})],
+            ),
+            Role::Tool => (
+                "user",
+                vec![json!({
+                    "type": "tool_result",
+                    "tool_use_id": message.tool_call_id.clone().unwrap_or_default(),
+                    "content": message.content,
+                })],
+            ),
+            Role::Assistant => {
+                let mut blocks = Vec::new();
+                if !message.content.is_empty() {
+                    blocks.push(json!({"type": "text", "text": message.content}));
+                }
+                for call in &message.tool_calls {
+                    let input = call
+                        .parse_arguments()
+                        .ok()
+                        .filter(Value::is_object)
+                        .unwrap_or_else(|| json!({}));
+                    blocks.push(json!({"type": "tool_use", "id": call.id, "name": call.name, "input": input}));
+                }
+                ("assistant", blocks)
+            }
+        };
+        match out.last_mut() {
+            Some((last_role, last_blocks)) if last_role == role => last_blocks.extend(blocks),
+            _ => out.push((role.to_owned(), blocks)),
+        }
+    }
+    out.into_iter()
+        .map(|(role, content)| json!({"role": role, "content": content}))
+        .collect()
+}
+
+fn finish_reason(text: Option<&str>) -> FinishReason {
+    match text {
+        Some("end_turn" | "stop_sequence") => FinishReason::Stop,
+        Some("max_tokens") => FinishReason::Length,
+        Some("tool_use") => FinishReason::ToolCalls,
+        Some("refusal") => FinishReason::ContentFilter,
+        _ => FinishReason::Other,
+    }
+}
+
+/// Anthropic counts cached and cache-writing input apart from `input_tokens`; bugloop's input is
+/// all three, of which the cache reads are "cached".
+fn add_usage(into: &mut Usage, value: &Value) {
+    let number = |key: &str| value.get(key).and_then(Value::as_u64);
+    if let Some(input) = number("input_tokens") {
+        into.input_tokens = input
+            + number("cache_read_input_tokens").unwrap_or(0)
+            + number("cache_creation_input_tokens").unwrap_or(0);
+        into.cached_input_tokens = number("cache_read_input_tokens").unwrap_or(0);
+    }
+    if let Some(output) = number("output_tokens") {
+        into.output_tokens = output;
+    }
+}
+
+fn parse_response(value: &Value, default_model: &str) -> Result<ChatResponse, LlmError> {
+    if value.get("type").and_then(Value::as_str) == Some("error") {
+        return Err(LlmError::InvalidResponse(format!(
+            "error in a successful response: {value}"
+        )));
+    }
+    let blocks = value
+        .get("content")
+        .and_then(Value::as_array)
+        .ok_or_else(|| LlmError::InvalidResponse("no `content` array in the answer".into()))?;
+    let mut text = String::new();
+    let mut tool_calls = Vec::new();
+    for block in blocks {
+        match block.get("type").and_then(Value::as_str) {
+            Some("text") => text.push_str(
+                block
+                    .get("text")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default(),
+            ),
+            Some("tool_use") => tool_calls.push(ToolCall {
+                id: block
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned(),
+                name: block
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned(),
+                arguments: block
+                    .get("input")
+                    .map(Value::to_string)
+                    .unwrap_or_else(|| "{}".into()),
+            }),
+            _ => {}
+        }
+    }
+    let mut usage = Usage::default();
+    if let Some(u) = value.get("usage") {
+        add_usage(&mut usage, u);
+    }
+    Ok(ChatResponse {
+        message: Message {
+            role: Role::Assistant,
+            content: text,
+            tool_calls,
+            tool_call_id: None,
+        },
+        finish: finish_reason(value.get("stop_reason").and_then(Value::as_str)),
+        usage,
+        model: value
+            .get("model")
+            .and_then(Value::as_str)
+            .unwrap_or(default_model)
+            .to_owned(),
+    })
+}
+
+enum Block {
+    Text(String),
+    Tool {
+        id: String,
+        name: String,
+        json: String,
+    },
+}
+
+#[derive(Default)]
+struct StreamState {
+    blocks: BTreeMap<u64, Block>,
+    usage: Usage,
+    model: Option<String>,
+    finish: Option<FinishReason>,
+    stopped: bool,
+}
+
+impl StreamState {
+    fn on_event(
+        &mut self,
+        event: &str,
+        data: &str,
+        sink: Option<StreamSink<'_>>,
+    ) -> Result<(), LlmError> {
+        if event == "ping" || data.trim().is_empty() {
+            return Ok(());
+        }
+        let value: Value = serde_json::from_str(data).map_err(|e| {
+            LlmError::InvalidResponse(format!("stream event {event:?} is not JSON ({e})"))
+        })?;
+        let kind = value.get("type").and_then(Value::as_str).unwrap_or(event);
+        let index = value.get("index").and_then(Value::as_u64).unwrap_or(0);
+        match kind {
+            "message_start" => {
+                if let Some(message) = value.get("message") {
+                    self.model = message
+                        .get("model")
+                        .and_then(Value::as_str)
+                        .map(str::to_owned);
+                    if let Some(u) = message.get("usage") {
+                        add_usage(&mut self.usage, u);
+                    }
+                }
+            }
+            "content_block_start" => {
+                let block = value.get("content_block").cloned().unwrap_or(Value::Null);
+                let started = match block.get("type").and_then(Value::as_str) {
+                    Some("tool_use") => {
+                        let id = block
+                            .get("id")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .to_owned();
+                        let name = block
+                            .get("name")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .to_owned();
+                        if let Some(sink) = sink {
+                            sink(StreamEvent::ToolCallStarted {
+                                id: id.clone(),
+                                name: name.clone(),
+                            });
+                        }
+                        Block::Tool {
+                            id,
+                            name,
+                            json: String::new(),
+                        }
+                    }
+                    _ => Block::Text(
+                        block
+                            .get("text")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .to_owned(),
+                    ),
+                };
+                self.blocks.insert(index, started);
+            }
+            "content_block_delta" => {
+                let delta = value.get("delta").cloned().unwrap_or(Value::Null);
+                match (
+                    self.blocks.get_mut(&index),
+                    delta.get("type").and_then(Value::as_str),
+                ) {
+                    (Some(Block::Text(text)), Some("text_delta")) => {
+                        let piece = delta
+                            .get("text")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default();
+                        text.push_str(piece);
+                        if let Some(sink) = sink {
+                            sink(StreamEvent::Text(piece.to_owned()));
+                        }
+                    }
+                    (Some(Block::Tool { json, .. }), Some("input_json_delta")) => {
+                        json.push_str(
+                            delta
+                                .get("partial_json")
+                                .and_then(Value::as_str)
+                                .unwrap_or_default(),
+                        );
+                    }
+                    (None, _) => {
+                        return Err(LlmError::InvalidResponse(format!(
+                            "delta for unknown content block {index}"
+                        )));
+                    }
+                    _ => {}
+                }
+            }
+            "message_delta" => {
+                if let Some(reason) = value.pointer("/delta/stop_reason").and_then(Value::as_str) {
+                    self.finish = Some(finish_reason(Some(reason)));
+                }
+                if let Some(u) = value.get("usage") {
+                    add_usage(&mut self.usage, u);
+                }
+            }
+            "message_stop" => self.stopped = true,
+            "error" => {
+                let kind = value
+                    .pointer("/error/type")
+                    .and_then(Value::as_str)
+                    .unwrap_or("error");
+                let status = match kind {
+                    "overloaded_error" => 529,
+                    "rate_limit_error" => 429,
+                    "invalid_request_error" => 400,
+                    "authentication_error" => 401,
+                    _ => 500,
+                };
+                return Err(crate::error::classify_status(
+                    status,
+                    &value.to_string(),
+                    None,
+                ));
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn finish(self, default_model: &str) -> Result<ChatResponse, LlmError> {
+        if !self.stopped {
+            return Err(LlmError::StreamInterrupted("no message_stop event".into()));
+        }
+        let mut text = String::new();
+        let mut tool_calls = Vec::new();
+        for block in self.blocks.into_values() {
+            match block {
+                Block::Text(t) => text.push_str(&t),
+                Block::Tool { id, name, json } => tool_calls.push(ToolCall {
+                    id,
+                    name,
+                    arguments: if json.is_empty() { "{}".into() } else { json },
+                }),
+            }
+        }
+        Ok(ChatResponse {
+            message: Message {
+                role: Role::Assistant,
+                content: text,
+                tool_calls,
+                tool_call_id: None,
+            },
+            finish: self.finish.unwrap_or(FinishReason::Other),
+            usage: self.usage,
+            model: self.model.unwrap_or_else(|| default_model.to_owned()),
+        })
+    }
+}

@@ -1,0 +1,334 @@
+//! Budgets that fail closed: a [`Meter`] checks every call of a run before it is sent (turns, wall
+//! time, the input it would add, what output and money are left, which also caps `max_tokens`)
+//! and after it returns (what it really used). Reaching a limit stops the run with
+//! [`BudgetExceeded`], which carries what was spent.
+
+use std::fmt;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use serde::Serialize;
+
+use crate::Provider;
+use crate::error::LlmError;
+use crate::types::{Capabilities, ChatRequest, ChatResponse, StreamSink, Usage};
+
+/// US dollars per million tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Price {
+    pub input_per_mtok: f64,
+    /// Price of input served from the prompt cache; the input price when absent.
+    pub cached_input_per_mtok: Option<f64>,
+    pub output_per_mtok: f64,
+}
+
+impl Price {
+    pub fn cost(&self, usage: Usage) -> f64 {
+        let cached = usage.cached_input_tokens.min(usage.input_tokens);
+        let fresh = usage.input_tokens - cached;
+        let per = |tokens: u64, price: f64| tokens as f64 * price / 1_000_000.0;
+        per(fresh, self.input_per_mtok)
+            + per(
+                cached,
+                self.cached_input_per_mtok.unwrap_or(self.input_per_mtok),
+            )
+            + per(usage.output_tokens, self.output_per_mtok)
+    }
+}
+
+/// The price of a model string from a table keyed by model strings; the longest key that is a
+/// prefix of the model wins, so `openai:gpt-4o` prices `openai:gpt-4o-2024-08-06`.
+pub fn price_for<'a>(
+    table: impl IntoIterator<Item = (&'a String, &'a Price)>,
+    model: &str,
+) -> Option<Price> {
+    table
+        .into_iter()
+        .filter(|(key, _)| model.starts_with(key.as_str()))
+        .max_by_key(|(key, _)| key.len())
+        .map(|(_, price)| *price)
+}
+
+/// Limits for one run; `None` is unlimited.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct BudgetLimits {
+    pub max_input_tokens: Option<u64>,
+    pub max_output_tokens: Option<u64>,
+    /// Only enforced for priced models.
+    pub max_cost_usd: Option<f64>,
+    pub max_turns: Option<u32>,
+    pub max_wall_time: Option<Duration>,
+}
+
+/// Which limit was reached.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "limit", content = "value")]
+pub enum Limit {
+    InputTokens(u64),
+    OutputTokens(u64),
+    CostUsd(f64),
+    Turns(u32),
+    WallTime(Duration),
+}
+
+impl fmt::Display for Limit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Limit::InputTokens(n) => write!(f, "input token limit of {n}"),
+            Limit::OutputTokens(n) => write!(f, "output token limit of {n}"),
+            Limit::CostUsd(n) => write!(f, "cost limit of ${n:.2}"),
+            Limit::Turns(n) => write!(f, "limit of {n} model turns"),
+            Limit::WallTime(d) => write!(f, "time limit of {}s", d.as_secs()),
+        }
+    }
+}
+
+/// What a run spent.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct UsageSummary {
+    pub model: String,
+    pub usage: Usage,
+    /// `None` for models without a price.
+    pub cost_usd: Option<f64>,
+    pub turns: u32,
+    pub elapsed: Duration,
+}
+
+impl fmt::Display for UsageSummary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}: {} input tokens ({} cached), {} output tokens, {}, {} turns, {:.1}s",
+            self.model,
+            self.usage.input_tokens,
+            self.usage.cached_input_tokens,
+            self.usage.output_tokens,
+            match self.cost_usd {
+                Some(cost) => format!("${cost:.4}"),
+                None => "cost unknown".to_owned(),
+            },
+            self.turns,
+            self.elapsed.as_secs_f64()
+        )
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error, Serialize)]
+#[error("budget exhausted: {limit} reached (spent {spent})")]
+pub struct BudgetExceeded {
+    pub limit: Limit,
+    pub spent: UsageSummary,
+}
+
+#[derive(Debug, Default)]
+struct Spent {
+    usage: Usage,
+    turns: u32,
+}
+
+/// Tracks one run's spending against its limits. Shared by every call of the run.
+#[derive(Debug)]
+pub struct Meter {
+    model: String,
+    limits: BudgetLimits,
+    price: Option<Price>,
+    started: Instant,
+    spent: Mutex<Spent>,
+}
+
+impl Meter {
+    pub fn new(model: impl Into<String>, limits: BudgetLimits, price: Option<Price>) -> Self {
+        Meter {
+            model: model.into(),
+            limits,
+            price,
+            started: Instant::now(),
+            spent: Mutex::new(Spent::default()),
+        }
+    }
+
+    fn spent(&self) -> std::sync::MutexGuard<'_, Spent> {
+        // A poisoned lock only means another call panicked mid-update; the numbers are still the
+        // best we have.
+        self.spent
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub fn summary(&self) -> UsageSummary {
+        let spent = self.spent();
+        UsageSummary {
+            model: self.model.clone(),
+            usage: spent.usage,
+            cost_usd: self.price.map(|p| p.cost(spent.usage)),
+            turns: spent.turns,
+            elapsed: self.started.elapsed(),
+        }
+    }
+
+    fn exceeded(&self, limit: Limit) -> BudgetExceeded {
+        BudgetExceeded {
+            limit,
+            spent: self.summary(),
+        }
+    }
+
+    /// Time left before the wall-time limit.
+    pub fn remaining_time(&self) -> Option<Duration> {
+        self.limits
+            .max_wall_time
+            .map(|max| max.saturating_sub(self.started.elapsed()))
+    }
+
+    /// Checks a call before it is sent and caps its `max_tokens` to what output and money allow.
+    pub fn before_call(&self, request: &mut ChatRequest) -> Result<(), BudgetExceeded> {
+        let limits = self.limits;
+        let (usage, turns) = {
+            let spent = self.spent();
+            (spent.usage, spent.turns)
+        };
+        if let Some(max) = limits.max_turns
+            && turns >= max
+        {
+            return Err(self.exceeded(Limit::Turns(max)));
+        }
+        if let Some(max) = limits.max_wall_time
+            && self.started.elapsed() >= max
+        {
+            return Err(self.exceeded(Limit::WallTime(max)));
+        }
+        let estimate = estimate_input_tokens(request);
+        if let Some(max) = limits.max_input_tokens
+            && usage.input_tokens + estimate > max
+        {
+            return Err(self.exceeded(Limit::InputTokens(max)));
+        }
+        let mut cap: Option<u64> = None;
+        if let Some(max) = limits.max_output_tokens {
+            let left = max.saturating_sub(usage.output_tokens);
+            if left == 0 {
+                return Err(self.exceeded(Limit::OutputTokens(max)));
+            }
+            cap = Some(left);
+        }
+        if let (Some(max), Some(price)) = (limits.max_cost_usd, self.price) {
+            let left = max - price.cost(usage);
+            let input_cost = price.cost(Usage {
+                input_tokens: estimate,
+                ..Usage::default()
+            });
+            if left <= input_cost {
+                return Err(self.exceeded(Limit::CostUsd(max)));
+            }
+            if price.output_per_mtok > 0.0 {
+                let affordable = ((left - input_cost) * 1_000_000.0 / price.output_per_mtok) as u64;
+                if affordable == 0 {
+                    return Err(self.exceeded(Limit::CostUsd(max)));
+                }
+                cap = Some(cap.map_or(affordable, |c| c.min(affordable)));
+            }
+        }
+        if let Some(cap) = cap {
+            let cap = u32::try_from(cap).unwrap_or(u32::MAX);
+            request.max_tokens = Some(request.max_tokens.map_or(cap, |m| m.min(cap)));
+        }
+        Ok(())
+    }
+
+    /// Records what a call used; errors when that crossed a limit.
+    pub fn after_call(&self, usage: Usage) -> Result<(), BudgetExceeded> {
+        let total = {
+            let mut spent = self.spent();
+            spent.usage.add(usage);
+            spent.turns += 1;
+            spent.usage
+        };
+        let limits = self.limits;
+        if let Some(max) = limits.max_input_tokens
+            && total.input_tokens > max
+        {
+            return Err(self.exceeded(Limit::InputTokens(max)));
+        }
+        if let Some(max) = limits.max_output_tokens
+            && total.output_tokens > max
+        {
+            return Err(self.exceeded(Limit::OutputTokens(max)));
+        }
+        if let (Some(max), Some(price)) = (limits.max_cost_usd, self.price)
+            && price.cost(total) > max
+        {
+            return Err(self.exceeded(Limit::CostUsd(max)));
+        }
+        Ok(())
+    }
+}
+
+/// A rough count of the tokens a request sends (4 characters a token), used only to refuse a call
+/// that would surely cross the input limit before it is sent.
+pub fn estimate_input_tokens(request: &ChatRequest) -> u64 {
+    let mut chars = request.system.as_ref().map_or(0, |s| s.chars().count());
+    for message in &request.messages {
+        chars += message.content.chars().count();
+        chars += message
+            .tool_calls
+            .iter()
+            .map(|c| c.name.len() + c.arguments.chars().count())
+            .sum::<usize>();
+    }
+    for tool in &request.tools {
+        chars +=
+            tool.name.len() + tool.description.chars().count() + tool.parameters.to_string().len();
+    }
+    (chars as u64).div_ceil(4)
+}
+
+/// A provider whose every call is metered.
+#[derive(Debug, Clone)]
+pub struct Metered {
+    inner: Arc<dyn Provider>,
+    meter: Arc<Meter>,
+}
+
+impl Metered {
+    pub fn new(inner: Arc<dyn Provider>, meter: Arc<Meter>) -> Self {
+        Metered { inner, meter }
+    }
+
+    pub fn meter(&self) -> &Arc<Meter> {
+        &self.meter
+    }
+}
+
+#[async_trait]
+impl Provider for Metered {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        self.inner.capabilities()
+    }
+
+    async fn chat(
+        &self,
+        request: &ChatRequest,
+        sink: Option<StreamSink<'_>>,
+    ) -> Result<ChatResponse, LlmError> {
+        let mut request = request.clone();
+        self.meter.before_call(&mut request)?;
+        let call = self.inner.chat(&request, sink);
+        let response = match self.meter.remaining_time() {
+            Some(left) => match tokio::time::timeout(left, call).await {
+                Ok(result) => result?,
+                Err(_) => {
+                    let max = self.meter.limits.max_wall_time.unwrap_or(left);
+                    return Err(self.meter.exceeded(Limit::WallTime(max)).into());
+                }
+            },
+            None => call.await?,
+        };
+        self.meter.after_call(response.usage)?;
+        Ok(response)
+    }
+}

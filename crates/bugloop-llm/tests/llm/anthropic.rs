@@ -1,0 +1,301 @@
+use bugloop_llm::anthropic::AnthropicProvider;
+use bugloop_llm::{
+    ChatRequest, FinishReason, LlmError, Message, Provider, ToolChoice, ToolDefinition,
+};
+use serde_json::json;
+use wiremock::matchers::{header, method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+use crate::support::{Collected, bodies, fast_settings, sse};
+
+fn provider(server: &MockServer) -> AnthropicProvider {
+    AnthropicProvider::new(
+        "anthropic:claude-test",
+        "claude-test",
+        server.uri(),
+        "sk-ant-test".into(),
+        fast_settings(),
+    )
+    .unwrap()
+}
+
+fn tools() -> Vec<ToolDefinition> {
+    ["read_file", "grep"]
+        .iter()
+        .map(|name| ToolDefinition {
+            name: (*name).into(),
+            description: format!("{name} tool"),
+            parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn plain_answer_with_tool_use_caching_and_headers() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/messages"))
+        .and(header("x-api-key", "sk-ant-test"))
+        .and(header("anthropic-version", "2023-06-01"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test-2026",
+            "content": [
+                {"type": "text", "text": "Let me look."},
+                {"type": "tool_use", "id": "toolu_1", "name": "read_file", "input": {"path": "src/lib.rs"}}
+            ],
+            "stop_reason": "tool_use",
+            "usage": {"input_tokens": 20, "cache_read_input_tokens": 1000, "cache_creation_input_tokens": 0, "output_tokens": 15}
+        })))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let request = ChatRequest {
+        system: Some("You review code.".into()),
+        messages: vec![
+            Message::user("Find the bug"),
+            Message {
+                role: bugloop_llm::Role::Assistant,
+                content: String::new(),
+                tool_calls: vec![bugloop_llm::ToolCall {
+                    id: "toolu_0".into(),
+                    name: "grep".into(),
+                    arguments: "{\"path\":\"x\"}".into(),
+                }],
+                tool_call_id: None,
+            },
+            Message::tool_result("toolu_0", "no match"),
+            Message::user("Keep going"),
+        ],
+        tools: tools(),
+        tool_choice: ToolChoice::Required,
+        ..ChatRequest::default()
+    };
+    let response = provider(&server).chat(&request, None).await.unwrap();
+    assert_eq!(response.finish, FinishReason::ToolCalls);
+    assert_eq!(response.message.content, "Let me look.");
+    assert_eq!(response.message.tool_calls[0].name, "read_file");
+    assert_eq!(
+        response.message.tool_calls[0].parse_arguments().unwrap(),
+        json!({"path": "src/lib.rs"})
+    );
+    assert_eq!(response.usage.input_tokens, 1020);
+    assert_eq!(response.usage.cached_input_tokens, 1000);
+    insta::assert_json_snapshot!(bodies(&server).await[0], @r#"
+    {
+      "max_tokens": 4096,
+      "messages": [
+        {
+          "content": [
+            {
+              "text": "Find the bug",
+              "type": "text"
+            }
+          ],
+          "role": "user"
+        },
+        {
+          "content": [
+            {
+              "id": "toolu_0",
+              "input": {
+                "path": "x"
+              },
+              "name": "grep",
+              "type": "tool_use"
+            }
+          ],
+          "role": "assistant"
+        },
+        {
+          "content": [
+            {
+              "content": "no match",
+              "tool_use_id": "toolu_0",
+              "type": "tool_result"
+            },
+            {
+              "text": "Keep going",
+              "type": "text"
+            }
+          ],
+          "role": "user"
+        }
+      ],
+      "model": "claude-test",
+      "system": [
+        {
+          "cache_control": {
+            "type": "ephemeral"
+          },
+          "text": "You review code.",
+          "type": "text"
+        }
+      ],
+      "tool_choice": {
+        "type": "any"
+      },
+      "tools": [
+        {
+          "description": "read_file tool",
+          "input_schema": {
+            "properties": {
+              "path": {
+                "type": "string"
+              }
+            },
+            "type": "object"
+          },
+          "name": "read_file"
+        },
+        {
+          "cache_control": {
+            "type": "ephemeral"
+          },
+          "description": "grep tool",
+          "input_schema": {
+            "properties": {
+              "path": {
+                "type": "string"
+              }
+            },
+            "type": "object"
+          },
+          "name": "grep"
+        }
+      ]
+    }
+    "#);
+}
+
+fn streamed_events(complete: bool) -> String {
+    let mut events = vec![
+        (
+            Some("message_start"),
+            json!({"type": "message_start", "message": {"id": "m", "model": "claude-test", "usage": {"input_tokens": 7, "output_tokens": 1}}}),
+        ),
+        (
+            Some("content_block_start"),
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+        ),
+        (Some("ping"), json!({"type": "ping"})),
+        (
+            Some("content_block_delta"),
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Checking "}}),
+        ),
+        (
+            Some("content_block_delta"),
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "the file."}}),
+        ),
+        (
+            Some("content_block_stop"),
+            json!({"type": "content_block_stop", "index": 0}),
+        ),
+        (
+            Some("content_block_start"),
+            json!({"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "toolu_9", "name": "grep", "input": {}}}),
+        ),
+        (
+            Some("content_block_delta"),
+            json!({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": "{\"pa"}}),
+        ),
+    ];
+    if complete {
+        events.extend([
+            (Some("content_block_delta"), json!({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": "th\": \"lib.rs\"}"}})),
+            (Some("content_block_stop"), json!({"type": "content_block_stop", "index": 1})),
+            (Some("message_delta"), json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 22}})),
+            (Some("message_stop"), json!({"type": "message_stop"})),
+        ]);
+    }
+    sse(&events)
+}
+
+#[tokio::test]
+async fn streamed_answer_with_tool_use() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .insert_header("content-type", "text/event-stream")
+                .set_body_string(streamed_events(true)),
+        )
+        .mount(&server)
+        .await;
+    let collected = Collected::default();
+    let sink = collected.sink();
+    let request = ChatRequest {
+        messages: vec![Message::user("go")],
+        tools: tools(),
+        stream: true,
+        ..ChatRequest::default()
+    };
+    let response = provider(&server).chat(&request, Some(&sink)).await.unwrap();
+    assert_eq!(response.message.content, "Checking the file.");
+    assert_eq!(collected.text(), "Checking the file.");
+    assert_eq!(
+        response.message.tool_calls[0].arguments,
+        "{\"path\": \"lib.rs\"}"
+    );
+    assert_eq!(response.finish, FinishReason::ToolCalls);
+    assert_eq!(
+        (response.usage.input_tokens, response.usage.output_tokens),
+        (7, 22)
+    );
+    assert_eq!(bodies(&server).await[0]["stream"], json!(true));
+}
+
+#[tokio::test]
+async fn overloaded_then_success_and_cut_stream() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(529).set_body_json(json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})))
+        .up_to_n_times(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .insert_header("content-type", "text/event-stream")
+                .set_body_string(streamed_events(false)),
+        )
+        .up_to_n_times(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .insert_header("content-type", "text/event-stream")
+                .set_body_string(streamed_events(true)),
+        )
+        .mount(&server)
+        .await;
+    let request = ChatRequest {
+        messages: vec![Message::user("go")],
+        stream: true,
+        ..ChatRequest::default()
+    };
+    let response = provider(&server).chat(&request, None).await.unwrap();
+    assert_eq!(response.message.content, "Checking the file.");
+    // 529, then a stream without message_stop, then the whole answer.
+    assert_eq!(bodies(&server).await.len(), 3);
+}
+
+#[tokio::test]
+async fn error_event_in_stream_and_bad_request() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(400).set_body_json(json!({"type": "error", "error": {"type": "invalid_request_error", "message": "prompt is too long: 210000 tokens > 200000 maximum"}})))
+        .mount(&server)
+        .await;
+    let error = provider(&server)
+        .chat(
+            &ChatRequest {
+                messages: vec![Message::user("x")],
+                ..ChatRequest::default()
+            },
+            None,
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(error, LlmError::ContextTooLong { .. }), "{error}");
+}

@@ -1,0 +1,75 @@
+//! The embedded model. Needs the GGUF that `scripts/fetch-model` installs; without it the test
+//! fails with the install instructions (scripts/test always installs it first).
+
+use bugloop_llm::structured::complete_json;
+use bugloop_llm::{ChatRequest, JsonSchemaFormat, LlmError, LlmSettings, Message, connect};
+use serde_json::json;
+
+#[tokio::test]
+async fn generates_schema_valid_json_through_the_grammar() {
+    let settings = LlmSettings {
+        model_dir: std::env::var_os("BUGLOOP_MODEL_DIR").map(Into::into),
+        ..LlmSettings::default()
+    };
+    let provider = connect("local:smollm2", &settings, &|_| None).unwrap();
+    assert!(provider.capabilities().json_schema);
+    let format = JsonSchemaFormat {
+        name: "finding".into(),
+        schema: json!({
+            "type": "object",
+            "properties": {
+                "title": {"type": "string", "maxLength": 60},
+                "line": {"type": "integer", "minimum": 1, "maximum": 999},
+                "severity": {"enum": ["low", "medium", "high"]}
+            },
+            "required": ["title", "line", "severity"],
+            "additionalProperties": false
+        }),
+    };
+    let request = ChatRequest {
+        system: Some("You are a code reviewer.".into()),
+        messages: vec![Message::user(
+            "Report one finding for: `for i in 0..=v.len() { v[i] }`",
+        )],
+        max_tokens: Some(120),
+        ..ChatRequest::default()
+    };
+    // Whatever the tiny model says, the grammar makes it valid: one call, no repair.
+    let structured = complete_json(provider.as_ref(), request, format, None)
+        .await
+        .unwrap();
+    assert_eq!(structured.responses.len(), 1);
+    let value = structured.value;
+    assert!(
+        value["title"].is_string() && value["line"].is_u64() && value["severity"].is_string(),
+        "{value}"
+    );
+    assert!(structured.responses[0].usage.output_tokens > 0);
+
+    // Tools are refused clearly rather than ignored.
+    let with_tools = ChatRequest {
+        messages: vec![Message::user("hi")],
+        tools: vec![bugloop_llm::ToolDefinition {
+            name: "t".into(),
+            description: "d".into(),
+            parameters: json!({"type": "object"}),
+        }],
+        ..ChatRequest::default()
+    };
+    assert!(matches!(
+        provider.chat(&with_tools, None).await,
+        Err(LlmError::Unsupported { .. })
+    ));
+}
+
+#[test]
+fn a_missing_model_says_how_to_install_it() {
+    let settings = LlmSettings {
+        model_dir: Some("/nonexistent".into()),
+        ..LlmSettings::default()
+    };
+    let error = connect("local:smollm2", &settings, &|_| None)
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("scripts/fetch-model"), "{error}");
+}

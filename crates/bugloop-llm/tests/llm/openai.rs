@@ -1,0 +1,581 @@
+use std::time::{Duration, Instant};
+
+use bugloop_llm::openai::OpenAiProvider;
+use bugloop_llm::structured::{StructuredError, complete_json};
+use bugloop_llm::{
+    Advice, ChatRequest, FinishReason, JsonSchemaFormat, LlmError, Message, Provider, StreamEvent,
+    ToolCall, ToolChoice, ToolDefinition,
+};
+use serde_json::json;
+use wiremock::matchers::{body_partial_json, body_string_contains, header, method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+use crate::support::{Collected, bodies, fast_settings, sse};
+
+fn provider(server: &MockServer, native_json_schema: bool) -> OpenAiProvider {
+    OpenAiProvider::new(
+        "openai:gpt-test",
+        "gpt-test",
+        format!("{}/v1", server.uri()),
+        Some("sk-test".into()),
+        fast_settings(),
+        native_json_schema,
+    )
+    .unwrap()
+}
+
+fn answer(content: &str) -> serde_json::Value {
+    json!({
+        "id": "chatcmpl-1", "object": "chat.completion", "model": "gpt-test-2026",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 12, "completion_tokens": 3, "total_tokens": 15, "prompt_tokens_details": {"cached_tokens": 8}}
+    })
+}
+
+fn request(text: &str) -> ChatRequest {
+    ChatRequest {
+        system: Some("You review code.".into()),
+        messages: vec![Message::user(text)],
+        ..ChatRequest::default()
+    }
+}
+
+fn read_file_tool() -> ToolDefinition {
+    ToolDefinition {
+        name: "read_file".into(),
+        description: "Read a file".into(),
+        parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
+    }
+}
+
+#[tokio::test]
+async fn plain_answer_and_the_request_sent() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .and(header("authorization", "Bearer sk-test"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(answer("Looks fine.")))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let mut req = request("Review this.");
+    req.max_tokens = Some(100);
+    req.temperature = Some(0.0);
+    let response = provider(&server, true).chat(&req, None).await.unwrap();
+    assert_eq!(response.message.content, "Looks fine.");
+    assert_eq!(response.finish, FinishReason::Stop);
+    assert_eq!(response.model, "gpt-test-2026");
+    assert_eq!(
+        (
+            response.usage.input_tokens,
+            response.usage.output_tokens,
+            response.usage.cached_input_tokens
+        ),
+        (12, 3, 8)
+    );
+    insta::assert_json_snapshot!(bodies(&server).await[0], @r#"
+    {
+      "max_tokens": 100,
+      "messages": [
+        {
+          "content": "You review code.",
+          "role": "system"
+        },
+        {
+          "content": "Review this.",
+          "role": "user"
+        }
+      ],
+      "model": "gpt-test",
+      "temperature": 0.0
+    }
+    "#);
+}
+
+#[tokio::test]
+async fn streamed_answer() {
+    let server = MockServer::start().await;
+    let chunk = |delta: serde_json::Value, finish: Option<&str>| json!({"id": "c", "model": "gpt-test", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
+    let mut body = sse(&[
+        (
+            None,
+            chunk(json!({"role": "assistant", "content": ""}), None),
+        ),
+        (None, chunk(json!({"content": "Hel"}), None)),
+        (None, chunk(json!({"content": "lo ✓"}), None)),
+        (None, chunk(json!({}), Some("stop"))),
+        (
+            None,
+            json!({"id": "c", "choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 2}}),
+        ),
+    ]);
+    body.push_str("data: [DONE]\n\n");
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .and(body_partial_json(
+            json!({"stream": true, "stream_options": {"include_usage": true}}),
+        ))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .insert_header("content-type", "text/event-stream")
+                .set_body_string(body),
+        )
+        .expect(1)
+        .mount(&server)
+        .await;
+    let collected = Collected::default();
+    let sink = collected.sink();
+    let mut req = request("Hi");
+    req.stream = true;
+    let response = provider(&server, true)
+        .chat(&req, Some(&sink))
+        .await
+        .unwrap();
+    assert_eq!(response.message.content, "Hello ✓");
+    assert_eq!(collected.text(), "Hello ✓");
+    assert_eq!(response.usage.input_tokens, 5);
+    assert_eq!(response.usage.output_tokens, 2);
+}
+
+#[tokio::test]
+async fn tool_calls_plain_and_streamed_and_their_results_sent_back() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(body_partial_json(json!({"stream": true})))
+        .respond_with(ResponseTemplate::new(200).insert_header("content-type", "text/event-stream").set_body_string({
+            let chunk = |delta: serde_json::Value, finish: Option<&str>| json!({"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
+            let mut body = sse(&[
+                (None, chunk(json!({"tool_calls": [{"index": 0, "id": "call_a", "type": "function", "function": {"name": "read_file", "arguments": ""}}]}), None)),
+                (None, chunk(json!({"tool_calls": [{"index": 0, "function": {"arguments": "{\"path\": "}}]}), None)),
+                (None, chunk(json!({"tool_calls": [{"index": 0, "function": {"arguments": "\"src/lib.rs\"}"}}]}), None)),
+                (None, chunk(json!({"tool_calls": [{"index": 1, "id": "call_b", "type": "function", "function": {"name": "read_file", "arguments": "{\"path\": \"a\"}"}}]}), None)),
+                (None, chunk(json!({}), Some("tool_calls"))),
+            ]);
+            body.push_str("data: [DONE]\n\n");
+            body
+        }))
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "model": "gpt-test",
+            "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": null,
+                "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "read_file", "arguments": "{\"path\": \"README.md\"}"}}]}}],
+            "usage": {"prompt_tokens": 30, "completion_tokens": 9}
+        })))
+        .mount(&server)
+        .await;
+    let provider = provider(&server, true);
+    let mut req = request("Find the bug");
+    req.tools = vec![read_file_tool()];
+    let first = provider.chat(&req, None).await.unwrap();
+    assert_eq!(first.finish, FinishReason::ToolCalls);
+    assert_eq!(
+        first.message.tool_calls,
+        vec![ToolCall {
+            id: "call_1".into(),
+            name: "read_file".into(),
+            arguments: "{\"path\": \"README.md\"}".into()
+        }]
+    );
+
+    let collected = Collected::default();
+    let sink = collected.sink();
+    let mut streamed = req.clone();
+    streamed.stream = true;
+    let second = provider.chat(&streamed, Some(&sink)).await.unwrap();
+    assert_eq!(second.message.tool_calls.len(), 2);
+    assert_eq!(
+        second.message.tool_calls[0].arguments,
+        "{\"path\": \"src/lib.rs\"}"
+    );
+    assert_eq!(
+        second.message.tool_calls[0].parse_arguments().unwrap(),
+        json!({"path": "src/lib.rs"})
+    );
+    assert!(collected.events().contains(&StreamEvent::ToolCallStarted {
+        id: "call_a".into(),
+        name: "read_file".into()
+    }));
+
+    // The follow-up carries the assistant's calls and the tool's result in the wire shape.
+    req.messages.push(first.message.clone());
+    req.messages
+        .push(Message::tool_result("call_1", "# README"));
+    req.tool_choice = ToolChoice::Tool("read_file".into());
+    provider.chat(&req, None).await.unwrap();
+    let sent = bodies(&server).await;
+    insta::assert_json_snapshot!(sent[0]["tools"], @r#"
+    [
+      {
+        "function": {
+          "description": "Read a file",
+          "name": "read_file",
+          "parameters": {
+            "properties": {
+              "path": {
+                "type": "string"
+              }
+            },
+            "required": [
+              "path"
+            ],
+            "type": "object"
+          }
+        },
+        "type": "function"
+      }
+    ]
+    "#);
+    assert_eq!(sent[0]["tool_choice"], json!("auto"));
+    insta::assert_json_snapshot!((&sent[2]["messages"], &sent[2]["tool_choice"]), @r##"
+    [
+      [
+        {
+          "content": "You review code.",
+          "role": "system"
+        },
+        {
+          "content": "Find the bug",
+          "role": "user"
+        },
+        {
+          "content": null,
+          "role": "assistant",
+          "tool_calls": [
+            {
+              "function": {
+                "arguments": "{\"path\": \"README.md\"}",
+                "name": "read_file"
+              },
+              "id": "call_1",
+              "type": "function"
+            }
+          ]
+        },
+        {
+          "content": "# README",
+          "role": "tool",
+          "tool_call_id": "call_1"
+        }
+      ],
+      {
+        "function": {
+          "name": "read_file"
+        },
+        "type": "function"
+      }
+    ]
+    "##);
+}
+
+fn verdict_format() -> JsonSchemaFormat {
+    JsonSchemaFormat {
+        name: "verdict".into(),
+        schema: json!({
+            "type": "object",
+            "properties": {"bug": {"type": "boolean"}, "line": {"type": "integer", "minimum": 1}},
+            "required": ["bug", "line"],
+            "additionalProperties": false
+        }),
+    }
+}
+
+#[tokio::test]
+async fn structured_output_native() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(body_partial_json(json!({"response_format": {"type": "json_schema", "json_schema": {"name": "verdict", "strict": false}}})))
+        .respond_with(ResponseTemplate::new(200).set_body_json(answer("{\"bug\": true, \"line\": 4}")))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let provider = provider(&server, true);
+    let structured = complete_json(
+        &provider,
+        request("Is there a bug?"),
+        verdict_format(),
+        None,
+    )
+    .await
+    .unwrap();
+    assert_eq!(structured.value, json!({"bug": true, "line": 4}));
+    assert_eq!(structured.responses.len(), 1);
+}
+
+#[tokio::test]
+async fn structured_output_instructed_with_one_repair_round() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(answer("Sure:\n```json\n{\"bug\": true, \"line\": 0}\n```")),
+        )
+        .up_to_n_times(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_json(answer("{\"bug\": true, \"line\": 3}")),
+        )
+        .up_to_n_times(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(answer("not json at all")))
+        .mount(&server)
+        .await;
+    let provider = provider(&server, false);
+    let structured = complete_json(
+        &provider,
+        request("Is there a bug?"),
+        verdict_format(),
+        None,
+    )
+    .await
+    .unwrap();
+    assert_eq!(structured.value, json!({"bug": true, "line": 3}));
+    let sent = bodies(&server).await;
+    assert!(sent[0].get("response_format").is_none());
+    assert!(
+        sent[0]["messages"][0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("\"additionalProperties\": false")
+    );
+    let repair = sent[1]["messages"].as_array().unwrap().last().unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(repair.contains("/line"), "{repair}");
+    assert!(repair.contains("less than the minimum"), "{repair}");
+
+    // Still wrong after the repair: a typed error with the answer and the reasons.
+    match complete_json(&provider, request("Again?"), verdict_format(), None).await {
+        Err(StructuredError::Invalid { answer, errors }) => {
+            assert_eq!(answer, "not json at all");
+            assert!(errors[0].contains("not valid JSON"));
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn rate_limit_honours_retry_after() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(429).insert_header("retry-after", "1").set_body_json(json!({"error": {"message": "Rate limit reached", "type": "rate_limit_exceeded"}})))
+        .up_to_n_times(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(answer("ok")))
+        .mount(&server)
+        .await;
+    let started = Instant::now();
+    let response = provider(&server, true)
+        .chat(&request("x"), None)
+        .await
+        .unwrap();
+    assert_eq!(response.message.content, "ok");
+    assert!(
+        started.elapsed() >= Duration::from_millis(950),
+        "waited only {:?}",
+        started.elapsed()
+    );
+    assert_eq!(bodies(&server).await.len(), 2);
+}
+
+#[tokio::test]
+async fn server_error_then_success() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(500).set_body_string("upstream exploded"))
+        .up_to_n_times(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(answer("ok")))
+        .mount(&server)
+        .await;
+    assert_eq!(
+        provider(&server, true)
+            .chat(&request("x"), None)
+            .await
+            .unwrap()
+            .message
+            .content,
+        "ok"
+    );
+    assert_eq!(bodies(&server).await.len(), 2);
+}
+
+#[tokio::test]
+async fn errors_are_classified_and_not_retried_when_pointless() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(body_string_contains("\"auth\""))
+        .respond_with(ResponseTemplate::new(401).set_body_json(
+            json!({"error": {"message": "Incorrect API key", "code": "invalid_api_key"}}),
+        ))
+        .mount(&server)
+        .await;
+    Mock::given(method("POST")).and(body_string_contains("\"long\""))
+        .respond_with(ResponseTemplate::new(400).set_body_json(json!({"error": {"message": "This model's maximum context length is 8192 tokens", "code": "context_length_exceeded"}})))
+        .mount(&server).await;
+    Mock::given(method("POST"))
+        .and(body_string_contains("\"bad\""))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_string("{\"choices\": [ this is not json"),
+        )
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(body_string_contains("\"down\""))
+        .respond_with(ResponseTemplate::new(503).set_body_string("maintenance"))
+        .mount(&server)
+        .await;
+    let provider = provider(&server, true);
+    let ask = |text: &'static str| {
+        let provider = &provider;
+        async move {
+            let mut req = request(text);
+            req.system = None;
+            provider.chat(&req, None).await.unwrap_err()
+        }
+    };
+    let auth = ask("auth").await;
+    assert!(matches!(auth, LlmError::Auth { status: 401, .. }), "{auth}");
+    assert_eq!(auth.advice(), Advice::Stop);
+    let long = ask("long").await;
+    assert!(matches!(long, LlmError::ContextTooLong { .. }), "{long}");
+    assert_eq!(long.advice(), Advice::ShrinkInput);
+    let bad = ask("bad").await;
+    assert!(matches!(bad, LlmError::InvalidResponse(_)), "{bad}");
+    let down = ask("down").await;
+    assert!(
+        matches!(down, LlmError::Server { status: 503, .. }),
+        "{down}"
+    );
+    assert_eq!(down.advice(), Advice::Retry);
+    // auth, long and bad once each; down three times (two retries).
+    assert_eq!(bodies(&server).await.len(), 6);
+    insta::assert_snapshot!(format!("{auth}\n{long}\n{bad}\n{down}"), @r#"
+    authentication failed (HTTP 401): Incorrect API key (invalid_api_key)
+    the input is too long for the model's context: This model's maximum context length is 8192 tokens (context_length_exceeded)
+    the provider's answer could not be read: not JSON (expected ident at line 1 column 16): {"choices": [ this is not json
+    the provider failed (HTTP 503): maintenance
+    "#);
+}
+
+#[tokio::test]
+async fn stream_cut_in_the_middle_is_retried_then_reported() {
+    let server = MockServer::start().await;
+    let cut = sse(&[(
+        None,
+        json!({"choices": [{"index": 0, "delta": {"content": "Half an ans"}, "finish_reason": null}]}),
+    )]);
+    Mock::given(method("POST"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .insert_header("content-type", "text/event-stream")
+                .set_body_string(cut.clone()),
+        )
+        .up_to_n_times(1)
+        .mount(&server)
+        .await;
+    let mut whole = sse(&[
+        (
+            None,
+            json!({"choices": [{"index": 0, "delta": {"content": "Whole answer"}, "finish_reason": null}]}),
+        ),
+        (
+            None,
+            json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
+        ),
+    ]);
+    whole.push_str("data: [DONE]\n\n");
+    Mock::given(method("POST"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .insert_header("content-type", "text/event-stream")
+                .set_body_string(whole),
+        )
+        .mount(&server)
+        .await;
+    let collected = Collected::default();
+    let sink = collected.sink();
+    let mut req = request("x");
+    req.stream = true;
+    let response = provider(&server, true)
+        .chat(&req, Some(&sink))
+        .await
+        .unwrap();
+    assert_eq!(response.message.content, "Whole answer");
+    // The sink was told to drop the half answer before the retry streamed again.
+    assert_eq!(
+        collected.events(),
+        vec![
+            StreamEvent::Text("Half an ans".into()),
+            StreamEvent::Restart,
+            StreamEvent::Text("Whole answer".into())
+        ]
+    );
+
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .insert_header("content-type", "text/event-stream")
+                .set_body_string(cut),
+        )
+        .mount(&server)
+        .await;
+    let mut settings = fast_settings();
+    settings.max_retries = 0;
+    let once = OpenAiProvider::new(
+        "openai:x",
+        "x",
+        format!("{}/v1", server.uri()),
+        None,
+        settings,
+        true,
+    )
+    .unwrap();
+    let error = once.chat(&req, None).await.unwrap_err();
+    assert!(matches!(error, LlmError::StreamInterrupted(_)), "{error}");
+}
+
+#[tokio::test]
+async fn hung_server_times_out() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(answer("late"))
+                .set_delay(Duration::from_secs(10)),
+        )
+        .mount(&server)
+        .await;
+    let mut settings = fast_settings();
+    settings.idle_timeout = Duration::from_millis(300);
+    settings.max_retries = 1;
+    let provider = OpenAiProvider::new(
+        "openai:x",
+        "x",
+        format!("{}/v1", server.uri()),
+        None,
+        settings,
+        true,
+    )
+    .unwrap();
+    let started = Instant::now();
+    let error = provider.chat(&request("x"), None).await.unwrap_err();
+    assert!(matches!(error, LlmError::Timeout(_)), "{error}");
+    assert!(
+        started.elapsed() < Duration::from_secs(9),
+        "did not time out: {:?}",
+        started.elapsed()
+    );
+    assert_eq!(bodies(&server).await.len(), 2);
+}

@@ -1,0 +1,87 @@
+use std::sync::Arc;
+
+use bugloop_llm::openai::OpenAiProvider;
+use bugloop_llm::replay::{Recorder, ReplayProvider};
+use bugloop_llm::{ChatRequest, LlmError, Message, Provider};
+use serde_json::json;
+use wiremock::matchers::{body_string_contains, method};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+use crate::support::fast_settings;
+
+#[tokio::test]
+async fn record_then_replay_offline_byte_identical() {
+    let server = MockServer::start().await;
+    for (question, answer) in [("first", "one"), ("second", "two")] {
+        Mock::given(method("POST"))
+            .and(body_string_contains(question))
+            .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+                "model": "gpt-test",
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": answer}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 3, "completion_tokens": 1}
+            })))
+            .mount(&server)
+            .await;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cassette = dir.path().join("run.jsonl");
+    let live: Arc<dyn Provider> = Arc::new(
+        OpenAiProvider::new(
+            "openai:gpt-test",
+            "gpt-test",
+            format!("{}/v1", server.uri()),
+            None,
+            fast_settings(),
+            true,
+        )
+        .unwrap(),
+    );
+    let recorder = Recorder::new(live, &cassette).unwrap();
+    let requests: Vec<ChatRequest> = ["first", "second", "first"]
+        .iter()
+        .map(|q| ChatRequest {
+            messages: vec![Message::user(*q)],
+            ..ChatRequest::default()
+        })
+        .collect();
+    let mut recorded = Vec::new();
+    for request in &requests {
+        recorded.push(serde_json::to_string(&recorder.chat(request, None).await.unwrap()).unwrap());
+    }
+    drop(server); // offline from here on
+
+    let replay = ReplayProvider::open(&cassette).unwrap();
+    for (request, expected) in requests.iter().zip(&recorded) {
+        // A streamed call matches the same recording.
+        let mut streamed = request.clone();
+        streamed.stream = true;
+        let replayed = serde_json::to_string(&replay.chat(&streamed, None).await.unwrap()).unwrap();
+        assert_eq!(&replayed, expected);
+    }
+    // "first" was recorded twice and is now used up; an unknown request is a miss, never an answer.
+    let error = replay.chat(&requests[0], None).await.unwrap_err();
+    assert!(matches!(error, LlmError::ReplayMiss { .. }), "{error}");
+    let unknown = ChatRequest {
+        messages: vec![Message::user("never asked")],
+        ..ChatRequest::default()
+    };
+    let message = replay.chat(&unknown, None).await.unwrap_err().to_string();
+    assert!(message.contains("never asked"), "{message}");
+    assert!(
+        message.contains(&bugloop_llm::replay::request_key(&unknown)),
+        "{message}"
+    );
+}
+
+#[test]
+fn broken_cassette_names_the_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let cassette = dir.path().join("bad.jsonl");
+    std::fs::write(
+        &cassette,
+        "{\"key\": \"k\", \"request\": {}, \"response\": {\"nope\": 1}}\n",
+    )
+    .unwrap();
+    let error = ReplayProvider::open(&cassette).unwrap_err().to_string();
+    assert!(error.contains("line 1"), "{error}");
+}

@@ -1,0 +1,68 @@
+//! Shared helpers: HTTP settings for fast tests, SSE bodies, and reading what the server received.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bugloop_llm::{HttpSettings, StreamEvent};
+use wiremock::MockServer;
+
+pub fn fast_settings() -> HttpSettings {
+    HttpSettings {
+        connect_timeout: Duration::from_secs(2),
+        idle_timeout: Duration::from_secs(2),
+        max_retries: 2,
+        base_backoff: Duration::from_millis(10),
+        max_backoff: Duration::from_millis(50),
+        max_retry_after: Duration::from_secs(5),
+    }
+}
+
+/// `data:` events (each with an optional `event:` line) as one SSE body.
+pub fn sse(events: &[(Option<&str>, serde_json::Value)]) -> String {
+    let mut body = String::new();
+    for (name, data) in events {
+        if let Some(name) = name {
+            body.push_str(&format!("event: {name}\n"));
+        }
+        body.push_str(&format!("data: {data}\n\n"));
+    }
+    body
+}
+
+/// The JSON bodies the server received, in order.
+pub async fn bodies(server: &MockServer) -> Vec<serde_json::Value> {
+    server
+        .received_requests()
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| serde_json::from_slice(&r.body).unwrap())
+        .collect()
+}
+
+/// A sink that collects what it is given.
+#[derive(Clone, Default)]
+pub struct Collected(pub Arc<Mutex<Vec<StreamEvent>>>);
+
+impl Collected {
+    pub fn sink(&self) -> impl Fn(StreamEvent) + Send + Sync + use<> {
+        let events = Arc::clone(&self.0);
+        move |event| events.lock().unwrap().push(event)
+    }
+
+    pub fn text(&self) -> String {
+        self.0
+            .lock()
+            .unwrap()
+            .iter()
+            .filter_map(|e| match e {
+                StreamEvent::Text(t) => Some(t.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    pub fn events(&self) -> Vec<StreamEvent> {
+        self.0.lock().unwrap().clone()
+    }
+}
