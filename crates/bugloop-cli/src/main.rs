@@ -8,6 +8,9 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand, ValueEnum};
 
+mod bench;
+mod models;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "bugloop",
@@ -38,6 +41,26 @@ enum Command {
     /// Show how bugloop reads an input: a diff, or a comment's markers and rmcoc blocks.
     #[command(subcommand)]
     Inspect(InspectCommand),
+    /// Measure speed and memory (results belong in BENCHMARKS.md).
+    #[command(subcommand)]
+    Bench(BenchCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum BenchCommand {
+    /// The embedded model: load time, prompt and generation tokens per second, peak memory.
+    Model {
+        #[arg(long, default_value = "local:smollm2")]
+        model: String,
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+        #[arg(long, default_value_t = 128)]
+        max_tokens: u32,
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+    /// Print the fixed system and user prompt `bench model` uses (for comparisons).
+    Prompt,
 }
 
 #[derive(Debug, Subcommand)]
@@ -70,7 +93,7 @@ enum InspectCommand {
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
-enum Format {
+pub(crate) enum Format {
     Text,
     Json,
 }
@@ -132,6 +155,24 @@ fn run(cli: Cli, out: &mut impl Write) -> Result<ExitCode> {
             )?;
         }
         Command::Rubric { format } => print_rubric(out, format)?,
+        Command::Bench(BenchCommand::Model {
+            model,
+            runs,
+            max_tokens,
+            format,
+        }) => {
+            let root = repository_root(&cwd);
+            let loaded = bugloop_config::load(&root, cli.config.as_deref(), std::env::vars())?;
+            bench::model(out, &loaded.config, &model, runs, max_tokens, format)?;
+        }
+        Command::Bench(BenchCommand::Prompt) => {
+            let (system, prompt) = bench::prompt_texts();
+            writeln!(
+                out,
+                "{}",
+                serde_json::json!({"system": system, "user": prompt})
+            )?;
+        }
         Command::Inspect(InspectCommand::Diff { input, format }) => {
             let bytes = read_input(&cwd, &input)?;
             let diff = bugloop_diff::parse(&bytes);

@@ -74,6 +74,9 @@ pub struct ModelConfig {
     /// Prices in US dollars per million tokens, keyed by model string; unknown models are limited
     /// by tokens only.
     pub prices: BTreeMap<String, Price>,
+    /// Directory of `local:<name>` models (default: `$BUGLOOP_MODEL_DIR`, else
+    /// `~/.local/share/bugloop/models`).
+    pub local_dir: Option<String>,
     pub connect_timeout_seconds: u64,
     /// A response that sends nothing for this long is abandoned.
     pub idle_timeout_seconds: u64,
@@ -85,6 +88,7 @@ impl Default for ModelConfig {
         let provider = |base: &str, key: Option<&str>| ProviderConfig {
             base_url: Some(base.to_owned()),
             api_key_env: key.map(str::to_owned),
+            json_schema: None,
         };
         let providers = BTreeMap::from([
             (
@@ -127,6 +131,7 @@ impl Default for ModelConfig {
             default: "local:smollm2".to_owned(),
             providers,
             prices,
+            local_dir: None,
             connect_timeout_seconds: 10,
             idle_timeout_seconds: 120,
             max_retries: 4,
@@ -140,6 +145,9 @@ pub struct ProviderConfig {
     pub base_url: Option<String>,
     /// Name of the environment variable that holds the API key (never the key itself).
     pub api_key_env: Option<String>,
+    /// Whether an OpenAI-compatible server honours `response_format: json_schema` (default: only
+    /// `openai`); otherwise bugloop instructs, validates and repairs.
+    pub json_schema: Option<bool>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

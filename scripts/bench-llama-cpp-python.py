@@ -1,0 +1,65 @@
+#!/usr/bin/env python3
+"""The reference side of `bugloop bench model`: the same GGUF, the same prompt (ChatML, as the
+model's template renders it), greedy decoding, run by llama.cpp through the llama-cpp-python
+package. Prints the same figures as `bugloop bench model --format json`.
+
+Usage: bugloop bench prompt | python3 scripts/bench-llama-cpp-python.py MODEL.gguf [RUNS] [MAX_TOKENS]
+(needs `pip install llama-cpp-python`; a benchmark, not a test).
+"""
+import json
+import os
+import resource
+import statistics
+import sys
+import time
+
+from llama_cpp import Llama
+
+
+def main() -> None:
+    path = sys.argv[1]
+    runs = int(sys.argv[2]) if len(sys.argv) > 2 else 3
+    max_tokens = int(sys.argv[3]) if len(sys.argv) > 3 else 128
+    texts = json.load(sys.stdin)
+    prompt = (
+        f"<|im_start|>system\n{texts['system']}<|im_end|>\n"
+        f"<|im_start|>user\n{texts['user']}<|im_end|>\n"
+        "<|im_start|>assistant\n"
+    )
+    threads = os.cpu_count() or 1
+    started = time.perf_counter()
+    llm = Llama(model_path=path, n_ctx=4096, n_batch=512, n_threads=threads, n_threads_batch=threads, verbose=False)
+    load = time.perf_counter() - started
+    tokens = llm.tokenize(prompt.encode(), add_bos=False, special=True)
+    prompt_rates, generation_rates, generated = [], [], []
+    for _ in range(runs):
+        llm.reset()
+        t0 = time.perf_counter()
+        stream = llm.generate(tokens, top_k=1, temp=0.0, reset=True)
+        first = next(stream)
+        t1 = time.perf_counter()
+        count = 0
+        token = first
+        while token != llm.token_eos() and count < max_tokens:
+            count += 1
+            token = next(stream)
+        t2 = time.perf_counter()
+        prompt_rates.append(len(tokens) / (t1 - t0))
+        generation_rates.append(count / (t2 - t1) if t2 > t1 else 0.0)
+        generated.append(count)
+    print(json.dumps({
+        "model": "llama-cpp-python",
+        "file": path,
+        "load_seconds": load,
+        "runs": runs,
+        "prompt_tokens": len(tokens),
+        "generated_tokens": generated,
+        "prompt_tokens_per_second": statistics.median(prompt_rates),
+        "generation_tokens_per_second": statistics.median(generation_rates),
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "threads": threads,
+    }, indent=2))
+
+
+if __name__ == "__main__":
+    main()
