@@ -13,6 +13,7 @@ import statistics
 import sys
 import time
 
+import llama_cpp
 from llama_cpp import Llama
 
 
@@ -40,7 +41,8 @@ def main() -> None:
         t1 = time.perf_counter()
         count = 0
         token = first
-        while token != llm.token_eos() and count < max_tokens:
+        # Stop where bugloop stops: at any end-of-generation token (<|im_end|> as well as EOS).
+        while not llama_cpp.llama_vocab_is_eog(llm._model.vocab, token) and count < max_tokens:
             count += 1
             token = next(stream)
         t2 = time.perf_counter()
