@@ -299,3 +299,110 @@ async fn error_event_in_stream_and_bad_request() {
         .unwrap_err();
     assert!(matches!(error, LlmError::ContextTooLong { .. }), "{error}");
 }
+
+fn message(text: &str) -> serde_json::Value {
+    json!({
+        "id": "msg", "type": "message", "role": "assistant", "model": "claude-test",
+        "content": [{"type": "text", "text": text}],
+        "stop_reason": "end_turn",
+        "usage": {"input_tokens": 10, "output_tokens": 5}
+    })
+}
+
+#[tokio::test]
+async fn structured_output_is_instructed_and_repaired() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(message("{\"bug\": \"yes\"}")))
+        .up_to_n_times(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_json(message("```json\n{\"bug\": true}\n```")),
+        )
+        .mount(&server)
+        .await;
+    let format = bugloop_llm::JsonSchemaFormat {
+        name: "verdict".into(),
+        schema: json!({"type": "object", "properties": {"bug": {"type": "boolean"}}, "required": ["bug"]}),
+    };
+    let request = ChatRequest {
+        system: Some("Review.".into()),
+        messages: vec![Message::user("bug?")],
+        ..ChatRequest::default()
+    };
+    let structured =
+        bugloop_llm::structured::complete_json(&provider(&server), request, format, None)
+            .await
+            .unwrap();
+    assert_eq!(structured.value, json!({"bug": true}));
+    let sent = bodies(&server).await;
+    // No native format on this wire: the schema is in the (cached) system prompt.
+    assert!(sent[0].get("response_format").is_none());
+    assert!(
+        sent[0]["system"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("\"required\"")
+    );
+    let repair = &sent[1]["messages"][2]["content"][0]["text"];
+    assert!(repair.as_str().unwrap().contains("/bug"), "{repair}");
+}
+
+#[tokio::test]
+async fn rate_limit_server_error_malformed_and_hung() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(429).insert_header("retry-after", "1").set_body_json(json!({"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}})))
+        .up_to_n_times(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(500).set_body_json(
+            json!({"type": "error", "error": {"type": "api_error", "message": "internal"}}),
+        ))
+        .up_to_n_times(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(message("fine")))
+        .up_to_n_times(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_string("{\"content\": ["))
+        .up_to_n_times(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(message("late"))
+                .set_delay(std::time::Duration::from_secs(10)),
+        )
+        .mount(&server)
+        .await;
+    let request = ChatRequest {
+        messages: vec![Message::user("x")],
+        ..ChatRequest::default()
+    };
+    let started = std::time::Instant::now();
+    // 429 (waits the second it was told), then 500, then the answer.
+    let response = provider(&server).chat(&request, None).await.unwrap();
+    assert_eq!(response.message.content, "fine");
+    assert!(started.elapsed() >= std::time::Duration::from_millis(950));
+    assert_eq!(bodies(&server).await.len(), 3);
+    let malformed = provider(&server).chat(&request, None).await.unwrap_err();
+    assert!(
+        matches!(malformed, LlmError::InvalidResponse(_)),
+        "{malformed}"
+    );
+    let mut settings = fast_settings();
+    settings.idle_timeout = std::time::Duration::from_millis(300);
+    settings.max_retries = 0;
+    let hung =
+        AnthropicProvider::new("anthropic:x", "x", server.uri(), "k".into(), settings).unwrap();
+    let error = hung.chat(&request, None).await.unwrap_err();
+    assert!(matches!(error, LlmError::Timeout(_)), "{error}");
+}
