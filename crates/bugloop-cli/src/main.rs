@@ -41,6 +41,8 @@ enum Command {
     /// Show how bugloop reads an input: a diff, or a comment's markers and rmcoc blocks.
     #[command(subcommand)]
     Inspect(InspectCommand),
+    /// Check this machine: sandbox confinement, git, the embedded model.
+    Doctor,
     /// Measure speed and memory (results belong in BENCHMARKS.md).
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -155,6 +157,11 @@ fn run(cli: Cli, out: &mut impl Write) -> Result<ExitCode> {
             )?;
         }
         Command::Rubric { format } => print_rubric(out, format)?,
+        Command::Doctor => {
+            let root = repository_root(&cwd);
+            let loaded = bugloop_config::load(&root, cli.config.as_deref(), std::env::vars())?;
+            return doctor(out, &loaded.config);
+        }
         Command::Bench(BenchCommand::Model {
             model,
             runs,
@@ -330,4 +337,80 @@ fn print_diff(out: &mut impl Write, diff: &bugloop_diff::Diff) -> Result<()> {
         writeln!(out, "problem at line {}: {}", problem.line, problem.message)?;
     }
     Ok(())
+}
+
+/// Reports what bugloop can do here. Exit 1 when something the configuration relies on is missing.
+fn doctor(out: &mut impl Write, config: &bugloop_config::Config) -> Result<ExitCode> {
+    let mut ok = true;
+    let sandbox = bugloop_sandbox::probe();
+    if sandbox.can_confine() {
+        let bwrap = sandbox
+            .bwrap
+            .as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
+        writeln!(
+            out,
+            "ok      sandbox: bubblewrap ({bwrap}): no network, writes only to the workspace"
+        )?;
+    } else {
+        let problem = sandbox.problem.clone().unwrap_or_default();
+        match config.sandbox.when_unconfined {
+            bugloop_config::Unconfined::Refuse => {
+                ok = false;
+                writeln!(
+                    out,
+                    "FAIL    sandbox: {problem}; commands will be refused (sandbox.when_unconfined: refuse)"
+                )?;
+            }
+            bugloop_config::Unconfined::Warn => {
+                writeln!(
+                    out,
+                    "WARNING sandbox: {problem}; commands will run UNCONFINED (sandbox.when_unconfined: warn)"
+                )?;
+            }
+        }
+    }
+    match std::process::Command::new("git").arg("--version").output() {
+        Ok(version) if version.status.success() => {
+            writeln!(
+                out,
+                "ok      git: {}",
+                String::from_utf8_lossy(&version.stdout).trim()
+            )?;
+        }
+        _ => {
+            ok = false;
+            writeln!(out, "FAIL    git: not found")?;
+        }
+    }
+    let model = &config.model.default;
+    writeln!(out, "info    model: {model}")?;
+    if let Some(name) = model.strip_prefix("local:") {
+        let settings = models::llm_settings(config);
+        match local_model_file(name, settings.model_dir.as_deref()) {
+            Ok(path) => writeln!(out, "ok      embedded model: {path}")?,
+            Err(problem) => {
+                ok = false;
+                writeln!(out, "FAIL    embedded model: {problem}")?;
+            }
+        }
+    }
+    Ok(if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+#[cfg(feature = "local")]
+fn local_model_file(name: &str, dir: Option<&Path>) -> Result<String, String> {
+    bugloop_llm::local::resolve_model(name, dir)
+        .map(|path| path.display().to_string())
+        .map_err(|error| error.to_string())
+}
+
+#[cfg(not(feature = "local"))]
+fn local_model_file(_: &str, _: Option<&Path>) -> Result<String, String> {
+    Err("this build has no embedded model (built without the `local` feature)".to_owned())
 }

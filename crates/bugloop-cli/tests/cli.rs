@@ -49,3 +49,41 @@ fn cases() {
         insta::assert_snapshot!(snapshot);
     });
 }
+
+/// `doctor` reports each check on its own line and fails when the configured model is missing.
+/// (Not a snapshot: versions and paths are the machine's.)
+#[test]
+fn doctor_reports_and_fails_on_a_missing_model() {
+    let repo = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(repo.path().join(".bugloop")).unwrap();
+    std::fs::write(
+        repo.path().join(".bugloop/config.yml"),
+        "model:\n  default: local:/nonexistent/model.gguf\n",
+    )
+    .unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_bugloop"))
+        .arg("doctor")
+        .current_dir(repo.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{stdout}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(lines.iter().any(|l| l.contains(" sandbox: ")), "{stdout}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("ok      git: git version")),
+        "{stdout}"
+    );
+    assert!(
+        lines.contains(&"info    model: local:/nonexistent/model.gguf"),
+        "{stdout}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("FAIL    embedded model:") && l.contains("scripts/fetch-model")),
+        "{stdout}"
+    );
+}

@@ -390,8 +390,11 @@ pub struct SandboxConfig {
     pub command_timeout_seconds: u64,
     /// Output kept per stream and command.
     pub max_output_bytes: u64,
-    /// Environment variables passed to sandboxed commands (besides a minimal PATH, HOME, LANG).
+    /// Environment variables passed to sandboxed commands (besides PATH, LANG, LC_ALL and HOME).
     pub env_allowlist: Vec<String>,
+    /// Directories under the home directory that sandboxed commands may read (the rest of the home
+    /// is hidden): toolchains, package caches.
+    pub home_dirs: Vec<String>,
 }
 
 impl Default for SandboxConfig {
@@ -405,6 +408,7 @@ impl Default for SandboxConfig {
                 "RUSTUP_HOME".to_owned(),
                 "GOPATH".to_owned(),
             ],
+            home_dirs: vec![".cargo".to_owned(), ".rustup".to_owned()],
         }
     }
 }

@@ -1,0 +1,278 @@
+//! Escape attempts, each of which must fail, and the limits every command runs under.
+//! Needs bubblewrap (scripts/test installs it).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::time::Duration;
+
+use bugloop_sandbox::{
+    CommandSpec, Confinement, ExitState, Policy, SandboxSettings, Worktree, probe, run,
+};
+
+fn settings(workspace: &std::path::Path, policy: Policy) -> SandboxSettings {
+    assert!(
+        probe().can_confine(),
+        "the sandbox tests need bubblewrap: {:?}",
+        probe().problem
+    );
+    let mut settings = SandboxSettings::new(workspace, policy);
+    settings.timeout = Duration::from_secs(20);
+    settings
+}
+
+fn bash(script: &str) -> CommandSpec {
+    CommandSpec::new("bash", ["-c", script])
+}
+
+#[tokio::test]
+async fn writes_go_to_the_workspace_and_private_tmp_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = std::env::var("HOME").unwrap();
+    let marker = format!("{home}/bugloop-sandbox-escape-{}", std::process::id());
+    let out = run(
+        &settings(dir.path(), Policy::WorkspaceWrite),
+        &bash(&format!("echo ok > inside.txt && echo tmp > /tmp/t && cat /tmp/t; echo x > '{marker}'; echo x > \"$HOME/escape\"; echo x > /etc/bugloop-escape")),
+    )
+    .await
+    .unwrap();
+    assert_eq!(out.confinement, Confinement::Bubblewrap);
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("inside.txt")).unwrap(),
+        "ok\n"
+    );
+    assert!(out.stdout_text().contains("tmp"));
+    let errors = out.stderr_text();
+    assert_eq!(
+        errors.matches("Read-only file system").count(),
+        3,
+        "{errors}"
+    );
+    assert!(!std::path::Path::new(&marker).exists());
+    assert!(!std::path::Path::new("/etc/bugloop-escape").exists());
+
+    // Read-only policy: not even the workspace.
+    let out = run(
+        &settings(dir.path(), Policy::ReadOnly),
+        &bash("echo x > inside.txt"),
+    )
+    .await
+    .unwrap();
+    assert!(!out.success());
+    assert!(out.stderr_text().contains("Read-only file system"));
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("inside.txt")).unwrap(),
+        "ok\n"
+    );
+}
+
+#[tokio::test]
+async fn no_network_not_even_the_hosts_loopback() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let dir = tempfile::tempdir().unwrap();
+    let script = format!("exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected");
+    let out = run(
+        &settings(dir.path(), Policy::WorkspaceWrite),
+        &bash(&script),
+    )
+    .await
+    .unwrap();
+    assert!(!out.success());
+    assert!(!out.stdout_text().contains("connected"));
+    assert!(
+        out.stderr_text().contains("Connection refused")
+            || out.stderr_text().contains("unreachable"),
+        "{}",
+        out.stderr_text()
+    );
+
+    // The same command outside the sandbox does connect: the test would notice a broken listener.
+    let reached = tokio::task::spawn_blocking(move || listener.accept().is_ok());
+    let direct = tokio::process::Command::new("bash")
+        .args(["-c", &script])
+        .output()
+        .await
+        .unwrap();
+    assert!(String::from_utf8_lossy(&direct.stdout).contains("connected"));
+    assert!(reached.await.unwrap());
+}
+
+#[tokio::test]
+async fn environment_is_an_allowlist() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut spec = bash("env");
+    spec.env.push(("TASK_VAR".into(), "given".into()));
+    let out = run(&settings(dir.path(), Policy::WorkspaceWrite), &spec)
+        .await
+        .unwrap();
+    let env = out.stdout_text();
+    assert!(env.contains("TASK_VAR=given"));
+    assert!(env.contains("PATH="));
+    for name in [
+        "GITHUB_TOKEN",
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "CARGO_TARGET_DIR",
+        "SSH_AUTH_SOCK",
+    ] {
+        assert!(!env.contains(&format!("{name}=")), "{name} leaked:\n{env}");
+    }
+    // Exactly the documented set.
+    let names: Vec<&str> = env
+        .lines()
+        .filter_map(|l| l.split_once('=').map(|(n, _)| n))
+        .collect();
+    for name in &names {
+        assert!(
+            [
+                "PATH", "LANG", "LC_ALL", "HOME", "TMPDIR", "TERM", "NO_COLOR", "TASK_VAR", "PWD",
+                "SHLVL", "_"
+            ]
+            .contains(name),
+            "unexpected {name}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn secrets_in_the_parent_environment_do_not_reach_commands() {
+    let dir = tempfile::tempdir().unwrap();
+    // Run a child of this test binary's environment plus a secret: the sandbox builds its own.
+    let out = tokio::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "print_sandboxed_env", "--nocapture", "--ignored"])
+        .env("GITHUB_TOKEN", "ghp_secretvalue")
+        .env("BUGLOOP_SANDBOX_TEST_DIR", dir.path())
+        .output()
+        .await
+        .unwrap();
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert!(printed.contains("SANDBOXED-ENV-START"), "{printed}");
+    assert!(!printed.contains("ghp_secretvalue"), "{printed}");
+}
+
+/// Helper for the test above (run in a child process with a secret in its environment).
+#[tokio::test]
+#[ignore = "run by secrets_in_the_parent_environment_do_not_reach_commands"]
+async fn print_sandboxed_env() {
+    let dir = std::env::var("BUGLOOP_SANDBOX_TEST_DIR").unwrap();
+    assert!(std::env::var("GITHUB_TOKEN").is_ok());
+    let out = run(
+        &settings(std::path::Path::new(&dir), Policy::WorkspaceWrite),
+        &bash("env"),
+    )
+    .await
+    .unwrap();
+    println!("SANDBOXED-ENV-START\n{}", out.stdout_text());
+}
+
+fn processes_with(marker: &str) -> usize {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| std::fs::read(e.ok()?.path().join("cmdline")).ok())
+        .filter(|cmdline| String::from_utf8_lossy(cmdline).contains(marker))
+        .count()
+}
+
+#[tokio::test]
+async fn timeout_kills_the_whole_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut settings = settings(dir.path(), Policy::WorkspaceWrite);
+    settings.timeout = Duration::from_millis(700);
+    let marker = format!("3{}.25", std::process::id());
+    let out = run(
+        &settings,
+        &bash(&format!(
+            "sleep {marker} & echo child started; sleep {marker}"
+        )),
+    )
+    .await
+    .unwrap();
+    assert_eq!(out.exit, ExitState::TimedOut);
+    assert!(out.stdout_text().contains("child started"));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        processes_with(&format!("sleep {marker}")),
+        0,
+        "a sleeping child survived the timeout"
+    );
+}
+
+#[tokio::test]
+async fn huge_output_is_capped_and_the_run_survives() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut settings = settings(dir.path(), Policy::WorkspaceWrite);
+    settings.max_output_bytes = 64 * 1024;
+    let out = run(
+        &settings,
+        &bash("head -c 100000000 /dev/zero | tr '\\0' 'x'; echo done >&2"),
+    )
+    .await
+    .unwrap();
+    assert!(out.success());
+    assert_eq!(out.stdout.len(), 64 * 1024);
+    assert_eq!(out.stdout_total, 100_000_000);
+    assert!(
+        out.stdout_text()
+            .ends_with("[... 99934464 more bytes not shown ...]")
+    );
+    assert_eq!(out.stderr_text(), "done\n");
+}
+
+#[tokio::test]
+async fn refuses_to_run_unconfined_unless_allowed() {
+    // Only meaningful where confinement fails; here it works, so check the error text shape instead.
+    let error = bugloop_sandbox::SandboxError::Unconfined("no bwrap".into()).to_string();
+    assert!(error.contains("when_unconfined: warn"), "{error}");
+    let missing = SandboxSettings::new("/nonexistent/workspace", Policy::ReadOnly);
+    assert!(
+        run(&missing, &bash("true"))
+            .await
+            .unwrap_err()
+            .to_string()
+            .contains("does not exist")
+    );
+}
+
+#[test]
+fn worktrees_are_created_detached_and_always_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path();
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .arg("-C")
+            .arg(repo)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    };
+    git(&["init", "-q", "-b", "main"]);
+    git(&[
+        "-c",
+        "user.email=t@t",
+        "-c",
+        "user.name=t",
+        "commit",
+        "-q",
+        "--allow-empty",
+        "-m",
+        "init",
+    ]);
+    std::fs::write(repo.join("dirty.txt"), "user's uncommitted work").unwrap();
+    let status_before = git(&["status", "--porcelain"]);
+    let path = {
+        let worktree = Worktree::create(repo, "HEAD", "task one").unwrap();
+        assert!(worktree.path().join(".git").exists());
+        std::fs::write(worktree.path().join("agent.txt"), "agent's work").unwrap();
+        worktree.path().to_path_buf()
+    };
+    assert!(!path.exists(), "worktree left behind at {}", path.display());
+    assert_eq!(git(&["status", "--porcelain"]), status_before);
+    assert_eq!(git(&["worktree", "list"]).lines().count(), 1);
+    assert_eq!(git(&["branch", "--show-current"]), "main");
+}
