@@ -41,6 +41,9 @@ pub struct SandboxSettings {
     pub env_allowlist: Vec<String>,
     /// Directories under the home directory shown (read-only) although the home is hidden.
     pub visible_home_dirs: Vec<String>,
+    /// More paths shown read-only (for example the repository's git directory, which a worktree
+    /// needs and which may live under the hidden home).
+    pub read_only_paths: Vec<PathBuf>,
     pub when_unconfined: WhenUnconfined,
 }
 
@@ -53,6 +56,7 @@ impl SandboxSettings {
             max_output_bytes: 1 << 20,
             env_allowlist: Vec::new(),
             visible_home_dirs: vec![".cargo".into(), ".rustup".into()],
+            read_only_paths: Vec::new(),
             when_unconfined: WhenUnconfined::Refuse,
         }
     }
@@ -189,6 +193,11 @@ fn bwrap_arguments(settings: &SandboxSettings, workspace: &Path, cwd: &Path) -> 
             if shown.exists() {
                 args.extend(["--ro-bind".into(), path(&shown), path(&shown)]);
             }
+        }
+    }
+    for shown in &settings.read_only_paths {
+        if shown.exists() {
+            args.extend(["--ro-bind".into(), path(shown), path(shown)]);
         }
     }
     let bind = match settings.policy {

@@ -1,0 +1,283 @@
+//! The editing tools of a Build run: write a file, replace a unique string, apply a multi-file
+//! patch (checked completely before anything is written). Protected paths are refused.
+
+use std::path::PathBuf;
+
+use async_trait::async_trait;
+use bugloop_diff::{ChangeKind, LineKind};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use crate::{ToolContext, ToolError, TypedTool};
+
+fn writable(context: &ToolContext, raw: &str) -> Result<PathBuf, ToolError> {
+    let path = context.workspace.resolve(raw)?;
+    let relative = context.workspace.relative(&path);
+    if let Some(pattern) = context.protected.matched(&relative) {
+        return Err(ToolError::Model(format!(
+            "{relative} is protected (protected_paths entry {}); it may not be changed",
+            pattern + 1
+        )));
+    }
+    Ok(path)
+}
+
+fn write(path: &std::path::Path, content: &[u8]) -> Result<(), ToolError> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| ToolError::Model(format!("cannot create {}: {e}", parent.display())))?;
+    }
+    std::fs::write(path, content)
+        .map_err(|e| ToolError::Model(format!("cannot write {}: {e}", path.display())))
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct WriteFileParams {
+    /// Path relative to the repository root; parent directories are created.
+    pub path: String,
+    /// The whole new content of the file.
+    pub content: String,
+}
+
+pub struct WriteFile;
+
+#[async_trait]
+impl TypedTool for WriteFile {
+    type Params = WriteFileParams;
+    const NAME: &'static str = "write_file";
+    const DESCRIPTION: &'static str = "Create or overwrite a file with the given content.";
+
+    async fn run(
+        &self,
+        context: &ToolContext,
+        params: WriteFileParams,
+    ) -> Result<String, ToolError> {
+        let path = writable(context, &params.path)?;
+        if path.is_dir() {
+            return Err(ToolError::Model(format!("{} is a directory", params.path)));
+        }
+        let existed = path.exists();
+        write(&path, params.content.as_bytes())?;
+        Ok(format!(
+            "{} {} ({} lines)",
+            if existed { "overwrote" } else { "created" },
+            params.path,
+            params.content.lines().count()
+        ))
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct EditFileParams {
+    pub path: String,
+    /// The exact text to replace; it must occur exactly once in the file.
+    pub old_text: String,
+    pub new_text: String,
+}
+
+pub struct EditFile;
+
+#[async_trait]
+impl TypedTool for EditFile {
+    type Params = EditFileParams;
+    const NAME: &'static str = "edit_file";
+    const DESCRIPTION: &'static str = "Replace old_text with new_text in a file; old_text must match exactly once (include surrounding lines to make it unique).";
+
+    async fn run(
+        &self,
+        context: &ToolContext,
+        params: EditFileParams,
+    ) -> Result<String, ToolError> {
+        let path = writable(context, &params.path)?;
+        let content = std::fs::read_to_string(&path)
+            .map_err(|e| ToolError::Model(format!("cannot read {}: {e}", params.path)))?;
+        if params.old_text.is_empty() {
+            return Err(ToolError::Model(
+                "old_text is empty; use write_file to create a file".into(),
+            ));
+        }
+        let count = content.matches(&params.old_text).count();
+        match count {
+            1 => {
+                let updated = content.replacen(&params.old_text, &params.new_text, 1);
+                write(&path, updated.as_bytes())?;
+                Ok(format!("edited {}", params.path))
+            }
+            0 => Err(ToolError::Model(format!(
+                "old_text does not occur in {}; read the file and copy the text exactly",
+                params.path
+            ))),
+            n => Err(ToolError::Model(format!(
+                "old_text occurs {n} times in {}; include more surrounding lines so it matches once",
+                params.path
+            ))),
+        }
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ApplyPatchParams {
+    /// A unified diff (as `git diff` prints it) of one or more files; new files from /dev/null,
+    /// deleted files to /dev/null.
+    pub patch: String,
+}
+
+pub struct ApplyPatch;
+
+enum Change {
+    Write(PathBuf, String),
+    Delete(PathBuf),
+}
+
+#[async_trait]
+impl TypedTool for ApplyPatch {
+    type Params = ApplyPatchParams;
+    const NAME: &'static str = "apply_patch";
+    const DESCRIPTION: &'static str = "Apply a unified diff to one or more files. Every hunk is checked against the current files first; if any does not apply, nothing is written.";
+
+    async fn run(
+        &self,
+        context: &ToolContext,
+        params: ApplyPatchParams,
+    ) -> Result<String, ToolError> {
+        let diff = bugloop_diff::parse(&params.patch);
+        if !diff.problems.is_empty() {
+            let problems: Vec<String> = diff
+                .problems
+                .iter()
+                .map(|p| format!("line {}: {}", p.line, p.message))
+                .collect();
+            return Err(ToolError::Model(format!(
+                "the patch cannot be read; nothing was changed:\n{}",
+                problems.join("\n")
+            )));
+        }
+        if diff.files.is_empty() {
+            return Err(ToolError::Model(
+                "the patch contains no file changes".into(),
+            ));
+        }
+        let mut changes = Vec::new();
+        for file in &diff.files {
+            if file.binary {
+                return Err(ToolError::Model(format!(
+                    "{}: binary patches are not supported; nothing was changed",
+                    file.path()
+                )));
+            }
+            match file.change {
+                ChangeKind::Added => {
+                    let path = writable(context, file.path())?;
+                    if path.exists() {
+                        return Err(ToolError::Model(format!(
+                            "{} already exists; nothing was changed",
+                            file.path()
+                        )));
+                    }
+                    changes.push(Change::Write(path, apply(file, "")?));
+                }
+                ChangeKind::Deleted => {
+                    let path = writable(context, file.path())?;
+                    let current = read(&path, file.path())?;
+                    apply(file, &current)?;
+                    changes.push(Change::Delete(path));
+                }
+                _ => {
+                    let old = file.old_path.as_deref().unwrap_or(file.path());
+                    let old_path = writable(context, old)?;
+                    let current = read(&old_path, old)?;
+                    let updated = apply(file, &current)?;
+                    let new_path = writable(context, file.path())?;
+                    if new_path != old_path {
+                        if new_path.exists() {
+                            return Err(ToolError::Model(format!(
+                                "{} already exists; nothing was changed",
+                                file.path()
+                            )));
+                        }
+                        if file.change == ChangeKind::Renamed {
+                            changes.push(Change::Delete(old_path));
+                        }
+                    }
+                    changes.push(Change::Write(new_path, updated));
+                }
+            }
+        }
+        let mut summary = Vec::new();
+        for change in changes {
+            match change {
+                Change::Write(path, content) => {
+                    write(&path, content.as_bytes())?;
+                    summary.push(format!("wrote {}", context.workspace.relative(&path)));
+                }
+                Change::Delete(path) => {
+                    std::fs::remove_file(&path).map_err(|e| {
+                        ToolError::Model(format!("cannot delete {}: {e}", path.display()))
+                    })?;
+                    summary.push(format!("deleted {}", context.workspace.relative(&path)));
+                }
+            }
+        }
+        Ok(summary.join("\n"))
+    }
+}
+
+fn read(path: &std::path::Path, shown: &str) -> Result<String, ToolError> {
+    std::fs::read_to_string(path)
+        .map_err(|e| ToolError::Model(format!("cannot read {shown}: {e}; nothing was changed")))
+}
+
+/// Applies one file's hunks to its current text, checking every context and removed line.
+fn apply(file: &bugloop_diff::FileDiff, current: &str) -> Result<String, ToolError> {
+    let lines: Vec<&str> = current.lines().collect();
+    let mut trailing_newline = current.is_empty() || current.ends_with('\n');
+    let mut out: Vec<String> = Vec::with_capacity(lines.len());
+    let mut cursor = 0usize;
+    for hunk in &file.hunks {
+        let start = if hunk.old_len == 0 {
+            hunk.old_start as usize
+        } else {
+            (hunk.old_start as usize).saturating_sub(1)
+        };
+        if start < cursor || start > lines.len() {
+            return Err(ToolError::Model(format!(
+                "{}: hunk at line {} is out of order or past the end of the file ({} lines); nothing was changed",
+                file.path(),
+                hunk.old_start,
+                lines.len()
+            )));
+        }
+        out.extend(lines[cursor..start].iter().map(|l| (*l).to_owned()));
+        cursor = start;
+        for line in &hunk.lines {
+            match line.kind {
+                LineKind::Context | LineKind::Removed => {
+                    let found = lines.get(cursor).map(|l| l.trim_end_matches('\r'));
+                    if found != Some(line.text.as_str()) {
+                        return Err(ToolError::Model(format!(
+                            "{}: line {} is {:?} but the patch expects {:?}; nothing was changed (read the file again and regenerate the patch)",
+                            file.path(),
+                            cursor + 1,
+                            found.unwrap_or("<end of file>"),
+                            line.text
+                        )));
+                    }
+                    if line.kind == LineKind::Context {
+                        out.push(lines[cursor].to_owned());
+                    }
+                    cursor += 1;
+                }
+                LineKind::Added => out.push(line.text.clone()),
+            }
+            if line.no_newline {
+                trailing_newline = line.kind == LineKind::Removed;
+            }
+        }
+    }
+    out.extend(lines[cursor..].iter().map(|l| (*l).to_owned()));
+    let mut text = out.join("\n");
+    if trailing_newline && !out.is_empty() {
+        text.push('\n');
+    }
+    Ok(text)
+}

@@ -1,0 +1,243 @@
+//! The tools bugloop's agents use. A Plan run gets only the read-only tools; a Build run also gets
+//! the editing tools and `run`. Every path goes through [`Workspace::resolve`]; every process goes
+//! through the sandbox.
+//!
+//! A tool's parameters are a Rust type whose JSON Schema is derived with `schemars`. A tool error
+//! is either told to the model ([`ToolError::Model`], it can try again) or ends the task
+//! ([`ToolError::Abort`]); tools never panic.
+
+mod edit;
+mod git;
+mod read;
+mod run;
+mod todo;
+mod workspace;
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+use async_trait::async_trait;
+use bugloop_domain::paths::IgnoreMatcher;
+use bugloop_sandbox::SandboxSettings;
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+
+pub use todo::{Todo, TodoStatus};
+pub use workspace::Workspace;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ToolError {
+    /// Told to the model as the tool's result; the task goes on.
+    #[error("{0}")]
+    Model(String),
+    /// Ends the task.
+    #[error("{0}")]
+    Abort(String),
+}
+
+/// Caps that keep tool results small enough for a model's context.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limits {
+    pub max_read_lines: usize,
+    pub max_read_bytes: usize,
+    pub max_list_entries: usize,
+    pub max_glob_results: usize,
+    pub max_grep_matches: usize,
+    pub max_line_chars: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_read_lines: 2_000,
+            max_read_bytes: 256 * 1024,
+            max_list_entries: 1_000,
+            max_glob_results: 500,
+            max_grep_matches: 200,
+            max_line_chars: 400,
+        }
+    }
+}
+
+/// What every tool call can see.
+#[derive(Debug)]
+pub struct ToolContext {
+    pub workspace: Workspace,
+    pub limits: Limits,
+    /// Paths the editing tools refuse (configuration's `protected_paths`).
+    pub protected: IgnoreMatcher,
+    /// Settings for processes (`run`, read-only git); the workspace in them is this workspace.
+    pub sandbox: SandboxSettings,
+    pub todos: Mutex<Vec<Todo>>,
+}
+
+impl ToolContext {
+    pub fn new(workspace: Workspace, sandbox: SandboxSettings) -> Self {
+        ToolContext {
+            workspace,
+            limits: Limits::default(),
+            protected: IgnoreMatcher::empty(),
+            sandbox,
+            todos: Mutex::new(Vec::new()),
+        }
+    }
+}
+
+/// A tool as the registry holds it.
+#[async_trait]
+pub trait Tool: Send + Sync {
+    fn name(&self) -> &'static str;
+    fn description(&self) -> &'static str;
+    /// JSON Schema of the arguments object.
+    fn parameters(&self) -> serde_json::Value;
+    async fn call(
+        &self,
+        context: &ToolContext,
+        arguments: serde_json::Value,
+    ) -> Result<String, ToolError>;
+}
+
+/// A tool with typed parameters; implement this and register it with [`typed`].
+#[async_trait]
+pub trait TypedTool: Send + Sync {
+    type Params: JsonSchema + DeserializeOwned + Send;
+    const NAME: &'static str;
+    const DESCRIPTION: &'static str;
+    async fn run(&self, context: &ToolContext, params: Self::Params) -> Result<String, ToolError>;
+}
+
+struct Typed<T>(T);
+
+#[async_trait]
+impl<T: TypedTool> Tool for Typed<T> {
+    fn name(&self) -> &'static str {
+        T::NAME
+    }
+
+    fn description(&self) -> &'static str {
+        T::DESCRIPTION
+    }
+
+    fn parameters(&self) -> serde_json::Value {
+        let mut schema = schemars::schema_for!(T::Params).to_value();
+        if let Some(object) = schema.as_object_mut() {
+            object.remove("$schema");
+            object.remove("title");
+        }
+        schema
+    }
+
+    async fn call(
+        &self,
+        context: &ToolContext,
+        arguments: serde_json::Value,
+    ) -> Result<String, ToolError> {
+        let params: T::Params = serde_json::from_value(arguments)
+            .map_err(|e| ToolError::Model(format!("invalid arguments for {}: {e}", T::NAME)))?;
+        self.0.run(context, params).await
+    }
+}
+
+pub fn typed<T: TypedTool + 'static>(tool: T) -> Box<dyn Tool> {
+    Box::new(Typed(tool))
+}
+
+/// Which tools a run gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Toolset {
+    /// Read-only: read, list, glob, grep, git (read-only), todos.
+    Plan,
+    /// Plan's tools plus write, edit, apply_patch and run.
+    Build,
+}
+
+/// The tools of one run, by name.
+pub struct Registry {
+    tools: BTreeMap<&'static str, Box<dyn Tool>>,
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.tools.keys()).finish()
+    }
+}
+
+impl Registry {
+    pub fn empty() -> Self {
+        Registry {
+            tools: BTreeMap::new(),
+        }
+    }
+
+    pub fn new(toolset: Toolset) -> Self {
+        let mut registry = Registry::empty();
+        registry.add(typed(read::ReadFile));
+        registry.add(typed(read::ListDir));
+        registry.add(typed(read::GlobFiles));
+        registry.add(typed(read::Grep));
+        registry.add(typed(git::Git));
+        registry.add(typed(todo::TodoWrite));
+        registry.add(typed(todo::TodoRead));
+        if toolset == Toolset::Build {
+            registry.add(typed(edit::WriteFile));
+            registry.add(typed(edit::EditFile));
+            registry.add(typed(edit::ApplyPatch));
+            registry.add(typed(run::Run));
+        }
+        registry
+    }
+
+    /// Adds (or replaces) a tool, e.g. a task's own submit tool.
+    pub fn add(&mut self, tool: Box<dyn Tool>) {
+        self.tools.insert(tool.name(), tool);
+    }
+
+    pub fn names(&self) -> Vec<&'static str> {
+        self.tools.keys().copied().collect()
+    }
+
+    pub fn get(&self, name: &str) -> Option<&dyn Tool> {
+        self.tools.get(name).map(AsRef::as_ref)
+    }
+
+    /// `(name, description, parameters schema)` of every tool, for the model.
+    pub fn definitions(&self) -> Vec<(&'static str, &'static str, serde_json::Value)> {
+        self.tools
+            .values()
+            .map(|t| (t.name(), t.description(), t.parameters()))
+            .collect()
+    }
+
+    /// Calls a tool with the JSON text the model wrote.
+    pub async fn call(
+        &self,
+        context: &ToolContext,
+        name: &str,
+        arguments: &str,
+    ) -> Result<String, ToolError> {
+        let Some(tool) = self.get(name) else {
+            return Err(ToolError::Model(format!(
+                "there is no tool named {name:?}; available: {}",
+                self.names().join(", ")
+            )));
+        };
+        let arguments: serde_json::Value = if arguments.trim().is_empty() {
+            serde_json::Value::Object(Default::default())
+        } else {
+            serde_json::from_str(arguments).map_err(|e| {
+                ToolError::Model(format!("arguments for {name} are not valid JSON: {e}"))
+            })?
+        };
+        tool.call(context, arguments).await
+    }
+}
+
+/// Cuts a line to `max` characters, marking the cut.
+pub(crate) fn clip(line: &str, max: usize) -> String {
+    if line.chars().count() <= max {
+        line.to_owned()
+    } else {
+        let kept: String = line.chars().take(max).collect();
+        format!("{kept} [... line cut ...]")
+    }
+}

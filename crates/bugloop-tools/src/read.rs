@@ -1,0 +1,321 @@
+//! The read-only tools: read a file, list a directory, find files by glob, search contents.
+
+use std::path::Path;
+
+use async_trait::async_trait;
+use grep_regex::RegexMatcherBuilder;
+use grep_searcher::sinks::Lossy;
+use grep_searcher::{BinaryDetection, SearcherBuilder};
+use ignore::WalkBuilder;
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use crate::{ToolContext, ToolError, TypedTool, clip};
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ReadFileParams {
+    /// Path relative to the repository root.
+    pub path: String,
+    /// First line to show (1-based, default 1).
+    pub start_line: Option<usize>,
+    /// Last line to show (inclusive).
+    pub end_line: Option<usize>,
+}
+
+pub struct ReadFile;
+
+#[async_trait]
+impl TypedTool for ReadFile {
+    type Params = ReadFileParams;
+    const NAME: &'static str = "read_file";
+    const DESCRIPTION: &'static str = "Read a text file of the repository with line numbers; use start_line/end_line for parts of large files.";
+
+    async fn run(
+        &self,
+        context: &ToolContext,
+        params: ReadFileParams,
+    ) -> Result<String, ToolError> {
+        let path = context.workspace.resolve(&params.path)?;
+        if path.is_dir() {
+            return Err(ToolError::Model(format!(
+                "{} is a directory; use list_dir",
+                params.path
+            )));
+        }
+        let bytes = std::fs::read(&path)
+            .map_err(|e| ToolError::Model(format!("cannot read {}: {e}", params.path)))?;
+        if bytes.iter().take(8_000).any(|b| *b == 0) {
+            return Ok(format!(
+                "{} is a binary file ({} bytes); not shown",
+                params.path,
+                bytes.len()
+            ));
+        }
+        let text = String::from_utf8_lossy(&bytes);
+        let total = text.lines().count();
+        let start = params.start_line.unwrap_or(1).max(1);
+        let end = params.end_line.unwrap_or(usize::MAX).min(total);
+        if start > total.max(1) || (total > 0 && start > end) {
+            return Err(ToolError::Model(format!(
+                "{} has {total} lines; lines {start}-{end} do not exist",
+                params.path
+            )));
+        }
+        let limits = &context.limits;
+        let mut out = String::new();
+        let lines = text
+            .lines()
+            .enumerate()
+            .skip(start - 1)
+            .take(end + 1 - start);
+        for (shown, (index, line)) in lines.enumerate() {
+            if shown == limits.max_read_lines || out.len() > limits.max_read_bytes {
+                out.push_str(&format!(
+                    "[... {} more lines; read on with start_line {} ...]\n",
+                    end + 1 - start - shown,
+                    index + 1
+                ));
+                break;
+            }
+            out.push_str(&format!(
+                "{:>6}\t{}\n",
+                index + 1,
+                clip(line, limits.max_line_chars * 4)
+            ));
+        }
+        if total == 0 {
+            out.push_str("(empty file)\n");
+        }
+        Ok(out)
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ListDirParams {
+    /// Directory relative to the repository root (default: the root).
+    #[serde(default)]
+    pub path: Option<String>,
+}
+
+pub struct ListDir;
+
+#[async_trait]
+impl TypedTool for ListDir {
+    type Params = ListDirParams;
+    const NAME: &'static str = "list_dir";
+    const DESCRIPTION: &'static str =
+        "List a directory of the repository: directories end with /, symbolic links with @.";
+
+    async fn run(&self, context: &ToolContext, params: ListDirParams) -> Result<String, ToolError> {
+        let shown_path = params.path.unwrap_or_else(|| ".".into());
+        let path = context.workspace.resolve(&shown_path)?;
+        let entries = std::fs::read_dir(&path)
+            .map_err(|e| ToolError::Model(format!("cannot list {shown_path}: {e}")))?;
+        let mut names: Vec<String> = entries
+            .filter_map(Result::ok)
+            .filter(|e| e.file_name() != ".git")
+            .map(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                match e.file_type() {
+                    Ok(t) if t.is_symlink() => format!("{name}@"),
+                    Ok(t) if t.is_dir() => format!("{name}/"),
+                    _ => name,
+                }
+            })
+            .collect();
+        names.sort();
+        let total = names.len();
+        names.truncate(context.limits.max_list_entries);
+        let mut out = names.join("\n");
+        if total > names.len() {
+            out.push_str(&format!("\n[... {} more entries ...]", total - names.len()));
+        }
+        if total == 0 {
+            out.push_str("(empty directory)");
+        }
+        Ok(out)
+    }
+}
+
+fn walker(root: &Path) -> WalkBuilder {
+    // The same defaults as ripgrep: .gitignore and friends honoured, hidden files skipped.
+    let mut builder = WalkBuilder::new(root);
+    builder.sort_by_file_name(|a, b| a.cmp(b));
+    builder
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct GlobParams {
+    /// A glob such as `src/**/*.rs`; a pattern without `/` matches file names at any depth.
+    pub pattern: String,
+    /// Directory to search in (default: the root).
+    #[serde(default)]
+    pub path: Option<String>,
+}
+
+pub struct GlobFiles;
+
+#[async_trait]
+impl TypedTool for GlobFiles {
+    type Params = GlobParams;
+    const NAME: &'static str = "glob";
+    const DESCRIPTION: &'static str =
+        "Find files by glob pattern (ignored files such as build output are skipped).";
+
+    async fn run(&self, context: &ToolContext, params: GlobParams) -> Result<String, ToolError> {
+        let base = context
+            .workspace
+            .resolve(params.path.as_deref().unwrap_or("."))?;
+        let glob = globset::GlobBuilder::new(&params.pattern)
+            .literal_separator(true)
+            .build()
+            .map_err(|e| ToolError::Model(format!("bad glob {:?}: {}", params.pattern, e.kind())))?
+            .compile_matcher();
+        let by_name = !params.pattern.contains('/');
+        let mut found = Vec::new();
+        let mut total = 0;
+        for entry in walker(&base).build().filter_map(Result::ok) {
+            if !entry.file_type().is_some_and(|t| t.is_file()) {
+                continue;
+            }
+            let relative = context.workspace.relative(entry.path());
+            let candidate = if by_name {
+                entry.file_name().to_string_lossy().into_owned()
+            } else {
+                relative.clone()
+            };
+            if glob.is_match(&candidate) {
+                total += 1;
+                if found.len() < context.limits.max_glob_results {
+                    found.push(relative);
+                }
+            }
+        }
+        if found.is_empty() {
+            return Ok(format!("no files match {:?}", params.pattern));
+        }
+        let mut out = found.join("\n");
+        if total > found.len() {
+            out.push_str(&format!(
+                "\n[... {} more files; narrow the pattern ...]",
+                total - found.len()
+            ));
+        }
+        Ok(out)
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct GrepParams {
+    /// A regular expression (Rust regex syntax, as ripgrep).
+    pub pattern: String,
+    /// File or directory to search (default: the root).
+    #[serde(default)]
+    pub path: Option<String>,
+    /// Only files whose name matches this glob, e.g. `*.rs`.
+    #[serde(default)]
+    pub glob: Option<String>,
+    #[serde(default)]
+    pub case_insensitive: bool,
+}
+
+pub struct Grep;
+
+/// One match: workspace-relative path, line number, the line.
+pub(crate) type GrepMatch = (String, u64, String);
+
+/// Searches like `rg --no-heading -n PATTERN [PATH]`: gitignore honoured, hidden and binary files
+/// skipped. Returns the matches (at most `cap`) and how many there were in all.
+pub(crate) fn grep(
+    context: &ToolContext,
+    pattern: &str,
+    path: Option<&str>,
+    glob: Option<&str>,
+    case_insensitive: bool,
+    cap: usize,
+) -> Result<(Vec<GrepMatch>, usize), ToolError> {
+    let base = context.workspace.resolve(path.unwrap_or("."))?;
+    let matcher = RegexMatcherBuilder::new()
+        .case_insensitive(case_insensitive)
+        .build(pattern)
+        .map_err(|e| ToolError::Model(format!("bad pattern {pattern:?}: {e}")))?;
+    let name_glob = match glob {
+        Some(g) => Some(
+            globset::Glob::new(g)
+                .map_err(|e| ToolError::Model(format!("bad glob {g:?}: {}", e.kind())))?
+                .compile_matcher(),
+        ),
+        None => None,
+    };
+    let mut searcher = SearcherBuilder::new()
+        .binary_detection(BinaryDetection::quit(b'\x00'))
+        .line_number(true)
+        .build();
+    let mut matches: Vec<GrepMatch> = Vec::new();
+    let mut total = 0usize;
+    for entry in walker(&base).build().filter_map(Result::ok) {
+        if !entry.file_type().is_some_and(|t| t.is_file()) {
+            continue;
+        }
+        if let Some(glob) = &name_glob
+            && !glob.is_match(entry.file_name())
+        {
+            continue;
+        }
+        let relative = context.workspace.relative(entry.path());
+        let _ = searcher.search_path(
+            &matcher,
+            entry.path(),
+            Lossy(|line_number, line| {
+                total += 1;
+                if matches.len() < cap {
+                    matches.push((
+                        relative.clone(),
+                        line_number,
+                        line.trim_end_matches(['\n', '\r']).to_owned(),
+                    ));
+                }
+                Ok(true)
+            }),
+        );
+    }
+    Ok((matches, total))
+}
+
+#[async_trait]
+impl TypedTool for Grep {
+    type Params = GrepParams;
+    const NAME: &'static str = "grep";
+    const DESCRIPTION: &'static str = "Search file contents with a regular expression, like ripgrep: prints path:line:text; ignored, hidden and binary files are skipped.";
+
+    async fn run(&self, context: &ToolContext, params: GrepParams) -> Result<String, ToolError> {
+        let cap = context.limits.max_grep_matches;
+        let (matches, total) = grep(
+            context,
+            &params.pattern,
+            params.path.as_deref(),
+            params.glob.as_deref(),
+            params.case_insensitive,
+            cap,
+        )?;
+        if matches.is_empty() {
+            return Ok(format!("no matches for {:?}", params.pattern));
+        }
+        let mut out: Vec<String> = matches
+            .iter()
+            .map(|(path, line, text)| {
+                format!(
+                    "{path}:{line}:{}",
+                    clip(text, context.limits.max_line_chars)
+                )
+            })
+            .collect();
+        if total > matches.len() {
+            out.push(format!(
+                "[... {} more matches; narrow the pattern or the path ...]",
+                total - matches.len()
+            ));
+        }
+        Ok(out.join("\n"))
+    }
+}

@@ -1,0 +1,422 @@
+//! The tools, called the way the agent calls them: by name with the model's JSON text.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::Path;
+use std::process::Command;
+
+use bugloop_domain::paths::IgnoreMatcher;
+use bugloop_sandbox::{Policy, SandboxSettings};
+use bugloop_tools::{Registry, ToolContext, ToolError, Toolset, Workspace};
+use serde_json::json;
+
+fn git(repo: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A small repository: two commits, a .gitignore, a binary file, a symlink out.
+fn repo() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    git(root, &["init", "-q", "-b", "main"]);
+    std::fs::create_dir_all(root.join("src")).unwrap();
+    std::fs::write(
+        root.join("src/lib.rs"),
+        "pub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n",
+    )
+    .unwrap();
+    std::fs::write(root.join("README.md"), "# demo\nTODO: write docs\n").unwrap();
+    std::fs::write(root.join(".gitignore"), "target/\n").unwrap();
+    git(root, &["add", "."]);
+    git(
+        root,
+        &[
+            "-c",
+            "user.email=t@t",
+            "-c",
+            "user.name=t",
+            "commit",
+            "-q",
+            "-m",
+            "first",
+        ],
+    );
+    std::fs::write(
+        root.join("src/lib.rs"),
+        "pub fn add(a: i32, b: i32) -> i32 {\n    a - b // TODO: wrong\n}\n",
+    )
+    .unwrap();
+    git(
+        root,
+        &[
+            "-c",
+            "user.email=t@t",
+            "-c",
+            "user.name=t",
+            "commit",
+            "-q",
+            "-am",
+            "second",
+        ],
+    );
+    std::fs::create_dir_all(root.join("target")).unwrap();
+    std::fs::write(root.join("target/out.rs"), "TODO: ignored build output\n").unwrap();
+    std::fs::write(root.join("blob.bin"), b"TODO\0\x01\x02").unwrap();
+    std::os::unix::fs::symlink("/etc", root.join("etc-link")).unwrap();
+    dir
+}
+
+fn context(root: &Path) -> ToolContext {
+    let mut sandbox = SandboxSettings::new(root, Policy::ReadOnly);
+    sandbox.timeout = std::time::Duration::from_secs(20);
+    let mut context = ToolContext::new(Workspace::new(root).unwrap(), sandbox);
+    context.protected = IgnoreMatcher::new(&[".github/workflows/**", ".bugloop/**"]).unwrap();
+    context
+}
+
+async fn call(
+    registry: &Registry,
+    context: &ToolContext,
+    name: &str,
+    args: serde_json::Value,
+) -> Result<String, ToolError> {
+    registry.call(context, name, &args.to_string()).await
+}
+
+#[tokio::test]
+async fn plan_has_no_editing_tools() {
+    let plan = Registry::new(Toolset::Plan);
+    assert_eq!(
+        plan.names(),
+        vec![
+            "git",
+            "glob",
+            "grep",
+            "list_dir",
+            "read_file",
+            "todo_read",
+            "todo_write"
+        ]
+    );
+    let build = Registry::new(Toolset::Build);
+    for name in ["write_file", "edit_file", "apply_patch", "run"] {
+        assert!(build.get(name).is_some());
+        assert!(plan.get(name).is_none());
+    }
+    // Schemas are derived from the parameter types.
+    let definitions = plan.definitions();
+    let (_, _, read) = definitions
+        .iter()
+        .find(|(n, _, _)| *n == "read_file")
+        .unwrap();
+    assert_eq!(read["required"], json!(["path"]));
+    assert_eq!(
+        read["properties"]["start_line"]["type"],
+        json!(["integer", "null"])
+    );
+}
+
+#[tokio::test]
+async fn escape_attempts_fail_with_clear_errors() {
+    let dir = repo();
+    let context = context(dir.path());
+    let registry = Registry::new(Toolset::Build);
+    let cases = [
+        ("read_file", json!({"path": "../outside.txt"}), "uses `..`"),
+        (
+            "read_file",
+            json!({"path": "src/../../etc/passwd"}),
+            "uses `..`",
+        ),
+        ("read_file", json!({"path": "/etc/passwd"}), "is absolute"),
+        ("read_file", json!({"path": "~/.ssh/id_rsa"}), "is absolute"),
+        (
+            "read_file",
+            json!({"path": "etc-link/passwd"}),
+            "leads outside the repository",
+        ),
+        (
+            "list_dir",
+            json!({"path": "etc-link"}),
+            "leads outside the repository",
+        ),
+        ("read_file", json!({"path": ".git/config"}), "inside .git"),
+        (
+            "read_file",
+            json!({"path": "./src/../.git/HEAD"}),
+            "uses `..`",
+        ),
+        ("grep", json!({"pattern": "x", "path": "/"}), "is absolute"),
+        (
+            "write_file",
+            json!({"path": "etc-link/evil", "content": "x"}),
+            "leads outside the repository",
+        ),
+        (
+            "write_file",
+            json!({"path": ".git/hooks/pre-commit", "content": "x"}),
+            "inside .git",
+        ),
+        (
+            "write_file",
+            json!({"path": ".github/workflows/ci.yml", "content": "x"}),
+            "is protected",
+        ),
+        (
+            "edit_file",
+            json!({"path": "../x", "old_text": "a", "new_text": "b"}),
+            "uses `..`",
+        ),
+        (
+            "git",
+            json!({"command": "diff", "args": ["--output=/tmp/x"]}),
+            "not allowed",
+        ),
+        ("read_file", json!({"path": 3}), "invalid arguments"),
+        ("nope", json!({}), "no tool named"),
+    ];
+    for (tool, args, expected) in cases {
+        match call(&registry, &context, tool, args.clone()).await {
+            Err(ToolError::Model(message)) => {
+                assert!(message.contains(expected), "{tool} {args}: {message}");
+            }
+            other => panic!("{tool} {args}: {other:?}"),
+        }
+    }
+    assert!(!dir.path().join(".github").exists());
+}
+
+#[tokio::test]
+async fn reading_tools() {
+    let dir = repo();
+    let context = context(dir.path());
+    let registry = Registry::new(Toolset::Plan);
+    let read = call(
+        &registry,
+        &context,
+        "read_file",
+        json!({"path": "src/lib.rs", "start_line": 2, "end_line": 2}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(read, "     2\t    a - b // TODO: wrong\n");
+    let binary = call(
+        &registry,
+        &context,
+        "read_file",
+        json!({"path": "blob.bin"}),
+    )
+    .await
+    .unwrap();
+    assert!(binary.contains("binary file"), "{binary}");
+    let listing = call(&registry, &context, "list_dir", json!({}))
+        .await
+        .unwrap();
+    assert_eq!(
+        listing,
+        ".gitignore\nREADME.md\nblob.bin\netc-link@\nsrc/\ntarget/"
+    );
+    let globbed = call(&registry, &context, "glob", json!({"pattern": "*.rs"}))
+        .await
+        .unwrap();
+    assert_eq!(globbed, "src/lib.rs", "target/ is ignored");
+    let grep = call(
+        &registry,
+        &context,
+        "grep",
+        json!({"pattern": "todo", "case_insensitive": true}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        grep,
+        "README.md:2:TODO: write docs\nsrc/lib.rs:2:    a - b // TODO: wrong"
+    );
+    let none = call(&registry, &context, "grep", json!({"pattern": "zzz"}))
+        .await
+        .unwrap();
+    assert!(none.starts_with("no matches"));
+    let bad = call(&registry, &context, "grep", json!({"pattern": "("}))
+        .await
+        .unwrap_err();
+    assert!(bad.to_string().contains("bad pattern"));
+    call(
+        &registry,
+        &context,
+        "todo_write",
+        json!({"items": [{"content": "check add", "status": "in_progress"}]}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        call(&registry, &context, "todo_read", json!({}))
+            .await
+            .unwrap(),
+        "[~] check add"
+    );
+}
+
+#[tokio::test]
+async fn read_only_git() {
+    let dir = repo();
+    let context = context(dir.path());
+    let registry = Registry::new(Toolset::Plan);
+    let log = call(
+        &registry,
+        &context,
+        "git",
+        json!({"command": "log", "args": ["--format=%s"]}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(log, "second\nfirst\n");
+    let diff = call(
+        &registry,
+        &context,
+        "git",
+        json!({"command": "diff", "args": ["HEAD~1", "--", "src/lib.rs"]}),
+    )
+    .await
+    .unwrap();
+    assert!(
+        diff.contains("-    a + b\n+    a - b // TODO: wrong"),
+        "{diff}"
+    );
+    let blame = call(
+        &registry,
+        &context,
+        "git",
+        json!({"command": "blame", "args": ["-s", "src/lib.rs"]}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(blame.lines().count(), 3);
+    let bad = call(
+        &registry,
+        &context,
+        "git",
+        json!({"command": "show", "args": ["no-such-rev"]}),
+    )
+    .await
+    .unwrap_err();
+    assert!(bad.to_string().contains("git show failed"), "{bad}");
+}
+
+#[tokio::test]
+async fn editing_tools() {
+    let dir = repo();
+    let context = context(dir.path());
+    let registry = Registry::new(Toolset::Build);
+    call(
+        &registry,
+        &context,
+        "write_file",
+        json!({"path": "docs/new.md", "content": "hello\n"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("docs/new.md")).unwrap(),
+        "hello\n"
+    );
+    let twice = call(
+        &registry,
+        &context,
+        "edit_file",
+        json!({"path": "src/lib.rs", "old_text": "a", "new_text": "x"}),
+    )
+    .await
+    .unwrap_err();
+    assert!(twice.to_string().contains("occurs"), "{twice}");
+    call(
+        &registry,
+        &context,
+        "edit_file",
+        json!({"path": "src/lib.rs", "old_text": "a - b // TODO: wrong", "new_text": "a + b"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("src/lib.rs")).unwrap(),
+        "pub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n"
+    );
+}
+
+#[tokio::test]
+async fn patches_apply_whole_or_not_at_all() {
+    let dir = repo();
+    let context = context(dir.path());
+    let registry = Registry::new(Toolset::Build);
+    let good = "--- a/src/lib.rs\n+++ b/src/lib.rs\n@@ -1,3 +1,3 @@\n pub fn add(a: i32, b: i32) -> i32 {\n-    a - b // TODO: wrong\n+    a + b\n }\n--- /dev/null\n+++ b/src/new.rs\n@@ -0,0 +1,2 @@\n+// new\n+pub fn f() {}\n--- a/README.md\n+++ /dev/null\n@@ -1,2 +0,0 @@\n-# demo\n-TODO: write docs\n";
+    // The same patch with a stale second file: nothing may be written.
+    let stale = good.replace("-TODO: write docs", "-TODO: other text");
+    let error = call(&registry, &context, "apply_patch", json!({"patch": stale}))
+        .await
+        .unwrap_err();
+    assert!(error.to_string().contains("nothing was changed"), "{error}");
+    assert!(!dir.path().join("src/new.rs").exists());
+    assert!(
+        std::fs::read_to_string(dir.path().join("src/lib.rs"))
+            .unwrap()
+            .contains("a - b")
+    );
+    let done = call(&registry, &context, "apply_patch", json!({"patch": good}))
+        .await
+        .unwrap();
+    assert_eq!(
+        done,
+        "wrote src/lib.rs\nwrote src/new.rs\ndeleted README.md"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("src/lib.rs")).unwrap(),
+        "pub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("src/new.rs")).unwrap(),
+        "// new\npub fn f() {}\n"
+    );
+    assert!(!dir.path().join("README.md").exists());
+    let garbage = call(
+        &registry,
+        &context,
+        "apply_patch",
+        json!({"patch": "--- a/x\n+++ b/x\n@@ -1,3 +1,3 @@\n a\n"}),
+    )
+    .await
+    .unwrap_err();
+    assert!(garbage.to_string().contains("cannot be read"), "{garbage}");
+}
+
+#[tokio::test]
+async fn run_is_sandboxed() {
+    let dir = repo();
+    let context = context(dir.path());
+    let registry = Registry::new(Toolset::Build);
+    let out = call(&registry, &context, "run", json!({"program": "bash", "args": ["-c", "echo built > out.txt; cat out.txt; echo x > $HOME/escape"]})).await.unwrap();
+    assert!(out.starts_with("exit code 1\n--- stdout\nbuilt\n"), "{out}");
+    assert!(out.contains("Read-only file system"), "{out}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("out.txt")).unwrap(),
+        "built\n"
+    );
+    let slow = call(
+        &registry,
+        &context,
+        "run",
+        json!({"program": "sleep", "args": ["30"], "timeout_seconds": 1}),
+    )
+    .await
+    .unwrap();
+    assert!(slow.starts_with("timed out after 1s"), "{slow}");
+}
