@@ -22,6 +22,7 @@ use bugloop_sandbox::SandboxSettings;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 
+pub use read::{GrepMatch, grep};
 pub use todo::{Todo, TodoStatus};
 pub use workspace::Workspace;
 

@@ -222,11 +222,11 @@ pub struct GrepParams {
 pub struct Grep;
 
 /// One match: workspace-relative path, line number, the line.
-pub(crate) type GrepMatch = (String, u64, String);
+pub type GrepMatch = (String, u64, String);
 
 /// Searches like `rg --no-heading -n PATTERN [PATH]`: gitignore honoured, hidden and binary files
 /// skipped. Returns the matches (at most `cap`) and how many there were in all.
-pub(crate) fn grep(
+pub fn grep(
     context: &ToolContext,
     pattern: &str,
     path: Option<&str>,
@@ -247,38 +247,65 @@ pub(crate) fn grep(
         ),
         None => None,
     };
-    let mut searcher = SearcherBuilder::new()
-        .binary_detection(BinaryDetection::quit(b'\x00'))
-        .line_number(true)
-        .build();
-    let mut matches: Vec<GrepMatch> = Vec::new();
-    let mut total = 0usize;
-    for entry in walker(&base).build().filter_map(Result::ok) {
-        if !entry.file_type().is_some_and(|t| t.is_file()) {
-            continue;
-        }
-        if let Some(glob) = &name_glob
-            && !glob.is_match(entry.file_name())
-        {
-            continue;
-        }
-        let relative = context.workspace.relative(entry.path());
-        let _ = searcher.search_path(
-            &matcher,
-            entry.path(),
-            Lossy(|line_number, line| {
-                total += 1;
-                if matches.len() < cap {
-                    matches.push((
+    // Walk and search in parallel like ripgrep, then sort, so results do not depend on timing.
+    let found: std::sync::Mutex<Vec<GrepMatch>> = std::sync::Mutex::new(Vec::new());
+    let total = std::sync::atomic::AtomicUsize::new(0);
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    walker(&base).threads(threads).build_parallel().run(|| {
+        let matcher = matcher.clone();
+        let name_glob = name_glob.clone();
+        let found = &found;
+        let total = &total;
+        let workspace = &context.workspace;
+        let mut searcher = SearcherBuilder::new()
+            .binary_detection(BinaryDetection::quit(b'\x00'))
+            .line_number(true)
+            .build();
+        Box::new(move |entry| {
+            let Ok(entry) = entry else {
+                return ignore::WalkState::Continue;
+            };
+            if !entry.file_type().is_some_and(|t| t.is_file()) {
+                return ignore::WalkState::Continue;
+            }
+            if let Some(glob) = &name_glob
+                && !glob.is_match(entry.file_name())
+            {
+                return ignore::WalkState::Continue;
+            }
+            let relative = workspace.relative(entry.path());
+            let mut local: Vec<GrepMatch> = Vec::new();
+            let _ = searcher.search_path(
+                &matcher,
+                entry.path(),
+                Lossy(|line_number, line| {
+                    local.push((
                         relative.clone(),
                         line_number,
                         line.trim_end_matches(['\n', '\r']).to_owned(),
                     ));
+                    Ok(true)
+                }),
+            );
+            if !local.is_empty() {
+                total.fetch_add(local.len(), std::sync::atomic::Ordering::Relaxed);
+                let mut found = found
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                // Keep enough to sort and cut, not every match of a huge result.
+                if found.len() < cap.saturating_mul(8).max(10_000) {
+                    found.extend(local);
                 }
-                Ok(true)
-            }),
-        );
-    }
+            }
+            ignore::WalkState::Continue
+        })
+    });
+    let mut matches = found
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    matches.sort();
+    matches.truncate(cap);
+    let total = total.into_inner();
     Ok((matches, total))
 }
 

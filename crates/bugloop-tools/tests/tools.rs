@@ -10,6 +10,9 @@ use bugloop_sandbox::{Policy, SandboxSettings};
 use bugloop_tools::{Registry, ToolContext, ToolError, Toolset, Workspace};
 use serde_json::json;
 
+#[path = "corpus.rs"]
+mod corpus;
+
 fn git(repo: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
         .arg("-C")
@@ -419,4 +422,57 @@ async fn run_is_sandboxed() {
     .await
     .unwrap();
     assert!(slow.starts_with("timed out after 1s"), "{slow}");
+}
+
+/// grep returns exactly what the `rg` binary returns on a generated tree.
+#[tokio::test]
+async fn grep_matches_ripgrep() {
+    let rg = which_rg();
+    let dir = tempfile::tempdir().unwrap();
+    corpus::generate(dir.path(), 400, 120);
+    let context = context(dir.path());
+    for (pattern, case_insensitive) in [
+        ("TODO", false),
+        (r"fn handler_\d+7\(", false),
+        ("x-id-99", false),
+        ("todo: VALIDATE", true),
+        ("no such text", false),
+    ] {
+        let (ours, total) =
+            bugloop_tools::grep(&context, pattern, None, None, case_insensitive, usize::MAX)
+                .unwrap();
+        assert_eq!(ours.len(), total);
+        let mut command = Command::new(&rg);
+        command.current_dir(dir.path()).args([
+            "--no-heading",
+            "--line-number",
+            "--with-filename",
+            "--color",
+            "never",
+        ]);
+        if case_insensitive {
+            command.arg("-i");
+        }
+        let output = command.arg(pattern).output().unwrap();
+        let mut theirs: Vec<String> = String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .map(str::to_owned)
+            .collect();
+        theirs.sort();
+        let mut ours: Vec<String> = ours
+            .iter()
+            .map(|(p, l, t)| format!("{p}:{l}:{t}"))
+            .collect();
+        ours.sort();
+        assert_eq!(ours.len(), theirs.len(), "{pattern}");
+        assert_eq!(ours, theirs, "{pattern}");
+    }
+}
+
+fn which_rg() -> std::path::PathBuf {
+    let path = std::env::var_os("PATH").unwrap();
+    std::env::split_paths(&path)
+        .map(|d| d.join("rg"))
+        .find(|p| p.is_file())
+        .expect("ripgrep (rg) is needed to compare grep with it; scripts/test installs it")
 }
