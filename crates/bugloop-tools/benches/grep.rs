@@ -11,7 +11,7 @@ use bugloop_sandbox::{Policy, SandboxSettings};
 use bugloop_tools::{ToolContext, Workspace};
 use criterion::{Criterion, criterion_group, criterion_main};
 
-#[path = "../tests/corpus.rs"]
+#[path = "../tests/support/corpus.rs"]
 mod corpus;
 
 fn bench(c: &mut Criterion) {

@@ -10,7 +10,7 @@ use bugloop_sandbox::{Policy, SandboxSettings};
 use bugloop_tools::{Registry, ToolContext, ToolError, Toolset, Workspace};
 use serde_json::json;
 
-#[path = "corpus.rs"]
+#[path = "support/corpus.rs"]
 mod corpus;
 
 fn git(repo: &Path, args: &[&str]) -> String {

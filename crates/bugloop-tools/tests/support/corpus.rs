@@ -1,6 +1,6 @@
 //! A generated source tree for comparing grep with ripgrep (shared by the test and the benchmark).
 
-#![allow(dead_code)]
+#![allow(dead_code, clippy::unwrap_used)]
 
 use std::path::Path;
 
