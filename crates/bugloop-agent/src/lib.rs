@@ -1,0 +1,406 @@
+//! bugloop's agent runtime. A [`Task`] (prompts, a toolset, an optional submit tool or answer
+//! schema) runs as a turn loop: the model is asked, the tools it calls are executed in order and
+//! their results fed back, until it answers, calls the submit tool, reaches the turn limit, or a
+//! budget stops it. Models without tool calling get the task as one structured answer. Every run
+//! writes a transcript.
+
+pub mod transcript;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use bugloop_llm::structured::{StructuredError, complete_json};
+use bugloop_llm::{
+    ChatRequest, JsonSchemaFormat, LlmError, Message, Provider, ToolChoice, ToolDefinition, Usage,
+};
+use bugloop_tools::{Registry, Tool, ToolContext, ToolError, Toolset};
+
+use crate::transcript::{Event, Transcript};
+
+/// What a task asks of the model.
+pub struct Task {
+    /// Short name for transcripts and run ids (`review`, `fix`, ...).
+    pub name: String,
+    pub system: String,
+    pub messages: Vec<Message>,
+    /// The tools it may use; `None` for a task without tools.
+    pub toolset: Option<Toolset>,
+    /// Tools of the task itself (such as its submit tool).
+    pub extra_tools: Vec<Box<dyn Tool>>,
+    /// Calling this tool ends the task; its arguments are the result.
+    pub submit_tool: Option<String>,
+    /// The answer's schema when the task runs without tools (or the model cannot call them).
+    pub answer_schema: Option<JsonSchemaFormat>,
+    pub max_turns: u32,
+    /// Output cap per model call.
+    pub max_tokens: Option<u32>,
+}
+
+impl std::fmt::Debug for Task {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Task")
+            .field("name", &self.name)
+            .field("toolset", &self.toolset)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How a task ended when it ended well.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// The model answered in text.
+    Answer(String),
+    /// The model called the submit tool with these arguments.
+    Submitted(serde_json::Value),
+    /// The tool-less structured answer.
+    Structured(serde_json::Value),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    #[error("the task did not finish within {0} turns")]
+    TurnLimit(u32),
+    #[error(transparent)]
+    Model(#[from] LlmError),
+    #[error(transparent)]
+    Structured(#[from] StructuredError),
+    #[error("tool {tool} aborted the task: {message}")]
+    ToolAbort { tool: String, message: String },
+    #[error("the task needs tools or an answer schema; {0}")]
+    Misconfigured(String),
+}
+
+/// The result of a run: how it ended, what it used, where its transcript is.
+#[derive(Debug)]
+pub struct Run {
+    pub id: String,
+    pub outcome: Result<Outcome, AgentError>,
+    pub turns: u32,
+    pub usage: Usage,
+    pub transcript: PathBuf,
+}
+
+/// Runs tasks with one model and one workspace.
+pub struct Agent {
+    provider: Arc<dyn Provider>,
+    context: ToolContext,
+    runs_dir: PathBuf,
+}
+
+impl std::fmt::Debug for Agent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Agent")
+            .field("provider", &self.provider.name())
+            .field("runs_dir", &self.runs_dir)
+            .finish()
+    }
+}
+
+fn now() -> String {
+    jiff::Timestamp::now().to_string()
+}
+
+fn run_id(task: &str) -> String {
+    let stamp = jiff::Timestamp::now().strftime("%Y%m%d-%H%M%S");
+    let safe: String = task
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    format!("{stamp}-{safe}-{:04x}", fastrand::u16(..))
+}
+
+impl Agent {
+    /// `provider` should be metered (`bugloop_llm::Metered`) so budgets stop the run.
+    pub fn new(
+        provider: Arc<dyn Provider>,
+        context: ToolContext,
+        runs_dir: impl Into<PathBuf>,
+    ) -> Self {
+        Agent {
+            provider,
+            context,
+            runs_dir: runs_dir.into(),
+        }
+    }
+
+    pub fn context(&self) -> &ToolContext {
+        &self.context
+    }
+
+    pub async fn run(&self, task: Task) -> Run {
+        let id = run_id(&task.name);
+        let mut transcript = Transcript::create(&self.runs_dir, &id);
+        let mut registry = match task.toolset {
+            Some(toolset) => Registry::new(toolset),
+            None => Registry::empty(),
+        };
+        let Task {
+            name,
+            system,
+            messages,
+            extra_tools,
+            submit_tool,
+            answer_schema,
+            max_turns,
+            max_tokens,
+            ..
+        } = task;
+        for tool in extra_tools {
+            registry.add(tool);
+        }
+        transcript.write(&Event::Start {
+            run: id.clone(),
+            task: name,
+            model: self.provider.name().to_owned(),
+            tools: registry.names().iter().map(|n| (*n).to_owned()).collect(),
+            at: now(),
+            system: system.clone(),
+            messages: messages
+                .iter()
+                .filter_map(|m| serde_json::to_value(m).ok())
+                .collect(),
+        });
+        let mut usage = Usage::default();
+        let mut turns = 0;
+        let use_tools = !registry.names().is_empty() && self.provider.capabilities().tools;
+        let outcome = if use_tools {
+            self.turn_loop(
+                &registry,
+                &system,
+                messages,
+                submit_tool.as_deref(),
+                max_turns,
+                max_tokens,
+                &mut transcript,
+                &mut usage,
+                &mut turns,
+            )
+            .await
+        } else {
+            self.structured(
+                &system,
+                messages,
+                answer_schema,
+                max_tokens,
+                &mut transcript,
+                &mut usage,
+                &mut turns,
+            )
+            .await
+        };
+        let (label, detail) = match &outcome {
+            Ok(Outcome::Answer(text)) => ("answered", text.clone()),
+            Ok(Outcome::Submitted(value)) | Ok(Outcome::Structured(value)) => {
+                ("submitted", value.to_string())
+            }
+            Err(AgentError::TurnLimit(_)) => (
+                "turn limit",
+                outcome
+                    .as_ref()
+                    .err()
+                    .map(ToString::to_string)
+                    .unwrap_or_default(),
+            ),
+            Err(AgentError::Model(LlmError::Budget(exceeded))) => {
+                ("budget exhausted", exceeded.to_string())
+            }
+            Err(error) => ("error", error.to_string()),
+        };
+        let spent = match &outcome {
+            Err(AgentError::Model(LlmError::Budget(exceeded))) => {
+                serde_json::to_value(&exceeded.spent).ok()
+            }
+            _ => serde_json::to_value(usage).ok(),
+        };
+        transcript.write(&Event::End {
+            outcome: label.to_owned(),
+            detail,
+            usage: spent,
+            at: now(),
+        });
+        Run {
+            id,
+            outcome,
+            turns,
+            usage,
+            transcript: transcript.path().to_path_buf(),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn turn_loop(
+        &self,
+        registry: &Registry,
+        system: &str,
+        mut messages: Vec<Message>,
+        submit_tool: Option<&str>,
+        max_turns: u32,
+        max_tokens: Option<u32>,
+        transcript: &mut Transcript,
+        usage: &mut Usage,
+        turns: &mut u32,
+    ) -> Result<Outcome, AgentError> {
+        let tools: Vec<ToolDefinition> = registry
+            .definitions()
+            .into_iter()
+            .map(|(name, description, parameters)| ToolDefinition {
+                name: name.into(),
+                description: description.into(),
+                parameters,
+            })
+            .collect();
+        let mut reminded = false;
+        while *turns < max_turns {
+            *turns += 1;
+            let turn = *turns;
+            let request = ChatRequest {
+                system: Some(system.to_owned()),
+                messages: messages.clone(),
+                tools: tools.clone(),
+                tool_choice: ToolChoice::Auto,
+                max_tokens,
+                ..ChatRequest::default()
+            };
+            let response = self.provider.chat(&request, None).await?;
+            usage.add(response.usage);
+            transcript.write(&Event::Response {
+                turn,
+                content: response.message.content.clone(),
+                tool_calls: response
+                    .message
+                    .tool_calls
+                    .iter()
+                    .filter_map(|c| serde_json::to_value(c).ok())
+                    .collect(),
+                finish: format!("{:?}", response.finish),
+                input_tokens: response.usage.input_tokens,
+                output_tokens: response.usage.output_tokens,
+                cached_input_tokens: response.usage.cached_input_tokens,
+            });
+            let calls = response.message.tool_calls.clone();
+            messages.push(response.message.clone());
+            if calls.is_empty() {
+                match submit_tool {
+                    // The task ends only through its submit tool: remind the model once.
+                    Some(submit) if !reminded => {
+                        reminded = true;
+                        let text =
+                            format!("Finish by calling the `{submit}` tool with your result.");
+                        transcript.write(&Event::Note { text: text.clone() });
+                        messages.push(Message::user(text));
+                        continue;
+                    }
+                    _ => return Ok(Outcome::Answer(response.message.content)),
+                }
+            }
+            for call in calls {
+                if Some(call.name.as_str()) == submit_tool {
+                    match call.parse_arguments() {
+                        Ok(value) => {
+                            transcript.write(&Event::Tool {
+                                turn,
+                                id: call.id,
+                                name: call.name,
+                                arguments: call.arguments,
+                                ok: true,
+                                result: "submitted".into(),
+                            });
+                            return Ok(Outcome::Submitted(value));
+                        }
+                        Err(error) => {
+                            let message = format!("the arguments are not valid JSON: {error}");
+                            transcript.write(&Event::Tool {
+                                turn,
+                                id: call.id.clone(),
+                                name: call.name,
+                                arguments: call.arguments,
+                                ok: false,
+                                result: message.clone(),
+                            });
+                            messages
+                                .push(Message::tool_result(call.id, format!("error: {message}")));
+                            continue;
+                        }
+                    }
+                }
+                let result = registry
+                    .call(&self.context, &call.name, &call.arguments)
+                    .await;
+                let (ok, text) = match result {
+                    Ok(text) => (true, text),
+                    Err(ToolError::Model(message)) => (false, format!("error: {message}")),
+                    Err(ToolError::Abort(message)) => {
+                        transcript.write(&Event::Tool {
+                            turn,
+                            id: call.id,
+                            name: call.name.clone(),
+                            arguments: call.arguments,
+                            ok: false,
+                            result: message.clone(),
+                        });
+                        return Err(AgentError::ToolAbort {
+                            tool: call.name,
+                            message,
+                        });
+                    }
+                };
+                transcript.write(&Event::Tool {
+                    turn,
+                    id: call.id.clone(),
+                    name: call.name,
+                    arguments: call.arguments,
+                    ok,
+                    result: text.clone(),
+                });
+                messages.push(Message::tool_result(call.id, text));
+            }
+        }
+        Err(AgentError::TurnLimit(max_turns))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn structured(
+        &self,
+        system: &str,
+        messages: Vec<Message>,
+        schema: Option<JsonSchemaFormat>,
+        max_tokens: Option<u32>,
+        transcript: &mut Transcript,
+        usage: &mut Usage,
+        turns: &mut u32,
+    ) -> Result<Outcome, AgentError> {
+        let Some(schema) = schema else {
+            return Err(AgentError::Misconfigured(format!(
+                "{} cannot call tools and the task has no answer schema",
+                self.provider.name()
+            )));
+        };
+        let request = ChatRequest {
+            system: Some(system.to_owned()),
+            messages,
+            max_tokens,
+            ..ChatRequest::default()
+        };
+        let result = complete_json(self.provider.as_ref(), request, schema, None).await;
+        if let Ok(structured) = &result {
+            for response in &structured.responses {
+                *turns += 1;
+                usage.add(response.usage);
+                transcript.write(&Event::Response {
+                    turn: *turns,
+                    content: response.message.content.clone(),
+                    tool_calls: Vec::new(),
+                    finish: format!("{:?}", response.finish),
+                    input_tokens: response.usage.input_tokens,
+                    output_tokens: response.usage.output_tokens,
+                    cached_input_tokens: response.usage.cached_input_tokens,
+                });
+            }
+        }
+        match result {
+            Ok(structured) => Ok(Outcome::Structured(structured.value)),
+            Err(StructuredError::Llm(error)) => Err(AgentError::Model(error)),
+            Err(error) => Err(AgentError::Structured(error)),
+        }
+    }
+}

@@ -1,0 +1,332 @@
+//! The turn loop driven by a scripted model: tool calls and results, several calls in one turn,
+//! the submit tool, tool errors told to the model, the turn limit and each budget, the tool-less
+//! structured path; every run leaves a transcript.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bugloop_agent::transcript::{self, Event};
+use bugloop_agent::{Agent, AgentError, Outcome, Task};
+use bugloop_llm::budget::{Limit, Meter, Metered};
+use bugloop_llm::scripted::{ScriptedProvider, text_reply, tool_reply};
+use bugloop_llm::{BudgetLimits, Capabilities, JsonSchemaFormat, LlmError, Message, Role, Usage};
+use bugloop_sandbox::{Policy, SandboxSettings};
+use bugloop_tools::{ToolContext, Toolset, Workspace};
+use serde_json::json;
+
+fn usage() -> Usage {
+    Usage {
+        input_tokens: 100,
+        output_tokens: 10,
+        cached_input_tokens: 0,
+    }
+}
+
+struct Setup {
+    _repo: tempfile::TempDir,
+    runs: tempfile::TempDir,
+    agent: Agent,
+    scripted: Arc<ScriptedProvider>,
+}
+
+fn setup(scripted: ScriptedProvider, limits: BudgetLimits) -> Setup {
+    let repo = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(repo.path().join("src")).unwrap();
+    std::fs::write(
+        repo.path().join("src/lib.rs"),
+        "fn average(v: &[f64]) -> f64 {\n    v.iter().sum::<f64>() / v.len() as f64\n}\n",
+    )
+    .unwrap();
+    let runs = tempfile::tempdir().unwrap();
+    let scripted = Arc::new(scripted);
+    let meter = Arc::new(Meter::new("scripted", limits, None));
+    let provider = Arc::new(Metered::new(scripted.clone(), meter));
+    let context = ToolContext::new(
+        Workspace::new(repo.path()).unwrap(),
+        SandboxSettings::new(repo.path(), Policy::ReadOnly),
+    );
+    let agent = Agent::new(provider, context, runs.path());
+    Setup {
+        _repo: repo,
+        runs,
+        agent,
+        scripted,
+    }
+}
+
+fn task(toolset: Option<Toolset>) -> Task {
+    Task {
+        name: "review".into(),
+        system: "You review code.".into(),
+        messages: vec![Message::user("Find the bug in src/lib.rs")],
+        toolset,
+        extra_tools: Vec::new(),
+        submit_tool: None,
+        answer_schema: None,
+        max_turns: 10,
+        max_tokens: None,
+    }
+}
+
+#[tokio::test]
+async fn tool_call_result_next_call_answer() {
+    let s = setup(
+        ScriptedProvider::new([
+            tool_reply(&[("read_file", json!({"path": "src/lib.rs"}))], usage()),
+            tool_reply(
+                &[
+                    ("grep", json!({"pattern": "len\\(\\)"})),
+                    ("list_dir", json!({"path": "src"})),
+                ],
+                usage(),
+            ),
+            text_reply("Division by zero when the slice is empty.", usage()),
+        ]),
+        BudgetLimits::default(),
+    );
+    let run = s.agent.run(task(Some(Toolset::Plan))).await;
+    assert_eq!(
+        run.outcome.unwrap(),
+        Outcome::Answer("Division by zero when the slice is empty.".into())
+    );
+    assert_eq!(run.turns, 3);
+    assert_eq!(run.usage.input_tokens, 300);
+
+    // The model saw each tool's result, in order, answering its call ids.
+    let requests = s.scripted.requests();
+    assert_eq!(requests.len(), 3);
+    assert!(requests[0].tools.iter().any(|t| t.name == "read_file"));
+    assert!(
+        requests[0].tools.iter().all(|t| t.name != "write_file"),
+        "Plan runs have no editing tools"
+    );
+    let second = &requests[1].messages;
+    assert_eq!(second[2].role, Role::Tool);
+    assert_eq!(second[2].tool_call_id.as_deref(), Some("call_1"));
+    assert!(second[2].content.contains("v.len() as f64"));
+    let third = &requests[2].messages;
+    assert_eq!(third.len(), 6);
+    assert!(
+        third[4].content.starts_with("src/lib.rs:2:"),
+        "{}",
+        third[4].content
+    );
+    assert_eq!(third[5].content, "lib.rs");
+
+    // The transcript has every step, and `runs list` reads it back.
+    let events = transcript::read(&run.transcript).unwrap();
+    assert!(matches!(events.first(), Some(Event::Start { .. })));
+    assert_eq!(
+        events
+            .iter()
+            .filter(|e| matches!(e, Event::Tool { ok: true, .. }))
+            .count(),
+        3
+    );
+    assert!(matches!(events.last(), Some(Event::End { outcome, .. }) if outcome == "answered"));
+    let listed = transcript::list(s.runs.path());
+    assert_eq!(listed.len(), 1);
+    assert_eq!(
+        (
+            listed[0].turns,
+            listed[0].tool_calls,
+            listed[0].input_tokens
+        ),
+        (3, 3, 300)
+    );
+}
+
+#[tokio::test]
+async fn tool_errors_go_back_to_the_model() {
+    let s = setup(
+        ScriptedProvider::new([
+            tool_reply(
+                &[
+                    ("read_file", json!({"path": "../../etc/passwd"})),
+                    ("write_file", json!({"path": "x", "content": "y"})),
+                ],
+                usage(),
+            ),
+            text_reply("done", usage()),
+        ]),
+        BudgetLimits::default(),
+    );
+    let run = s.agent.run(task(Some(Toolset::Plan))).await;
+    assert_eq!(run.outcome.unwrap(), Outcome::Answer("done".into()));
+    let messages = &s.scripted.requests()[1].messages;
+    assert!(
+        messages[2]
+            .content
+            .starts_with("error: path \"../../etc/passwd\" uses `..`"),
+        "{}",
+        messages[2].content
+    );
+    assert!(
+        messages[3]
+            .content
+            .starts_with("error: there is no tool named \"write_file\""),
+        "{}",
+        messages[3].content
+    );
+}
+
+#[tokio::test]
+async fn submit_tool_ends_the_task_and_a_text_answer_is_reminded_once() {
+    struct Submit;
+    #[async_trait::async_trait]
+    impl bugloop_tools::Tool for Submit {
+        fn name(&self) -> &'static str {
+            "submit"
+        }
+        fn description(&self) -> &'static str {
+            "Submit the findings"
+        }
+        fn parameters(&self) -> serde_json::Value {
+            json!({"type": "object", "properties": {"findings": {"type": "array"}}})
+        }
+        async fn call(
+            &self,
+            _: &ToolContext,
+            _: serde_json::Value,
+        ) -> Result<String, bugloop_tools::ToolError> {
+            Ok("unused".into())
+        }
+    }
+    let s = setup(
+        ScriptedProvider::new([
+            text_reply("I think there is a bug.", usage()),
+            tool_reply(
+                &[(
+                    "submit",
+                    json!({"findings": [{"title": "division by zero"}]}),
+                )],
+                usage(),
+            ),
+        ]),
+        BudgetLimits::default(),
+    );
+    let mut t = task(Some(Toolset::Plan));
+    t.extra_tools.push(Box::new(Submit));
+    t.submit_tool = Some("submit".into());
+    let run = s.agent.run(t).await;
+    assert_eq!(
+        run.outcome.unwrap(),
+        Outcome::Submitted(json!({"findings": [{"title": "division by zero"}]}))
+    );
+    let reminder = s.scripted.requests()[1]
+        .messages
+        .last()
+        .unwrap()
+        .content
+        .clone();
+    assert!(reminder.contains("`submit`"), "{reminder}");
+}
+
+#[tokio::test]
+async fn turn_limit_stops_cleanly_with_a_transcript() {
+    let s = setup(
+        ScriptedProvider::new((0..10).map(|_| tool_reply(&[("list_dir", json!({}))], usage()))),
+        BudgetLimits::default(),
+    );
+    let mut t = task(Some(Toolset::Plan));
+    t.max_turns = 3;
+    let run = s.agent.run(t).await;
+    assert!(matches!(run.outcome, Err(AgentError::TurnLimit(3))));
+    assert_eq!(s.scripted.requests().len(), 3);
+    let events = transcript::read(&run.transcript).unwrap();
+    assert!(matches!(events.last(), Some(Event::End { outcome, .. }) if outcome == "turn limit"));
+}
+
+#[tokio::test]
+async fn budgets_stop_cleanly_with_what_was_spent() {
+    for (limits, expected) in [
+        (
+            BudgetLimits {
+                max_turns: Some(2),
+                ..BudgetLimits::default()
+            },
+            Limit::Turns(2),
+        ),
+        (
+            BudgetLimits {
+                max_input_tokens: Some(250),
+                ..BudgetLimits::default()
+            },
+            Limit::InputTokens(250),
+        ),
+        (
+            BudgetLimits {
+                max_output_tokens: Some(25),
+                ..BudgetLimits::default()
+            },
+            Limit::OutputTokens(25),
+        ),
+        (
+            BudgetLimits {
+                max_wall_time: Some(Duration::ZERO),
+                ..BudgetLimits::default()
+            },
+            Limit::WallTime(Duration::ZERO),
+        ),
+    ] {
+        let s = setup(
+            ScriptedProvider::new((0..10).map(|_| tool_reply(&[("list_dir", json!({}))], usage()))),
+            limits,
+        );
+        let run = s.agent.run(task(Some(Toolset::Plan))).await;
+        match &run.outcome {
+            Err(AgentError::Model(LlmError::Budget(exceeded))) => {
+                assert_eq!(exceeded.limit, expected);
+            }
+            other => panic!("{expected:?}: {other:?}"),
+        }
+        let events = transcript::read(&run.transcript).unwrap();
+        match events.last() {
+            Some(Event::End {
+                outcome,
+                usage: Some(spent),
+                ..
+            }) => {
+                assert_eq!(outcome, "budget exhausted");
+                assert!(spent.get("turns").is_some(), "{spent}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn models_without_tools_give_one_structured_answer() {
+    let s = setup(
+        ScriptedProvider::new([text_reply("```json\n{\"findings\": []}\n```", usage())])
+            .with_capabilities(Capabilities {
+                tools: false,
+                json_schema: false,
+                streaming: false,
+            }),
+        BudgetLimits::default(),
+    );
+    let mut t = task(Some(Toolset::Plan));
+    t.answer_schema = Some(JsonSchemaFormat {
+        name: "review".into(),
+        schema: json!({"type": "object", "properties": {"findings": {"type": "array"}}, "required": ["findings"]}),
+    });
+    let run = s.agent.run(t).await;
+    assert_eq!(
+        run.outcome.unwrap(),
+        Outcome::Structured(json!({"findings": []}))
+    );
+    let request = &s.scripted.requests()[0];
+    assert!(request.tools.is_empty());
+    assert!(request.system.as_deref().unwrap().contains("\"findings\""));
+
+    // Without a schema such a task cannot run, and says why.
+    let s = setup(
+        ScriptedProvider::new([]).with_capabilities(Capabilities::default()),
+        BudgetLimits::default(),
+    );
+    let run = s.agent.run(task(Some(Toolset::Plan))).await;
+    assert!(matches!(run.outcome, Err(AgentError::Misconfigured(_))));
+}
