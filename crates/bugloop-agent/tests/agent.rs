@@ -32,6 +32,14 @@ struct Setup {
 }
 
 fn setup(scripted: ScriptedProvider, limits: BudgetLimits) -> Setup {
+    setup_priced(scripted, limits, None)
+}
+
+fn setup_priced(
+    scripted: ScriptedProvider,
+    limits: BudgetLimits,
+    price: Option<bugloop_llm::Price>,
+) -> Setup {
     let repo = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(repo.path().join("src")).unwrap();
     std::fs::write(
@@ -41,7 +49,7 @@ fn setup(scripted: ScriptedProvider, limits: BudgetLimits) -> Setup {
     .unwrap();
     let runs = tempfile::tempdir().unwrap();
     let scripted = Arc::new(scripted);
-    let meter = Arc::new(Meter::new("scripted", limits, None));
+    let meter = Arc::new(Meter::new("scripted", limits, price));
     let provider = Arc::new(Metered::new(scripted.clone(), meter));
     let context = ToolContext::new(
         Workspace::new(repo.path()).unwrap(),
@@ -241,7 +249,20 @@ async fn turn_limit_stops_cleanly_with_a_transcript() {
 
 #[tokio::test]
 async fn budgets_stop_cleanly_with_what_was_spent() {
+    // $1 per million tokens in and out: each turn (100 in, 10 out) costs $0.00011.
+    let price = bugloop_llm::Price {
+        input_per_mtok: 1.0,
+        cached_input_per_mtok: None,
+        output_per_mtok: 1.0,
+    };
     for (limits, expected) in [
+        (
+            BudgetLimits {
+                max_cost_usd: Some(0.0003),
+                ..BudgetLimits::default()
+            },
+            Limit::CostUsd(0.0003),
+        ),
         (
             BudgetLimits {
                 max_turns: Some(2),
@@ -271,9 +292,10 @@ async fn budgets_stop_cleanly_with_what_was_spent() {
             Limit::WallTime(Duration::ZERO),
         ),
     ] {
-        let s = setup(
+        let s = setup_priced(
             ScriptedProvider::new((0..10).map(|_| tool_reply(&[("list_dir", json!({}))], usage()))),
             limits,
+            Some(price),
         );
         let run = s.agent.run(task(Some(Toolset::Plan))).await;
         match &run.outcome {
@@ -329,4 +351,105 @@ async fn models_without_tools_give_one_structured_answer() {
     );
     let run = s.agent.run(task(Some(Toolset::Plan))).await;
     assert!(matches!(run.outcome, Err(AgentError::Misconfigured(_))));
+}
+
+fn git(repo: &std::path::Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A Build run edits its worktree, never the user's tree; killed in the middle (its future
+/// dropped while a command runs), the worktree and the command go away and the user's working
+/// tree, index and branch are exactly as before.
+#[tokio::test]
+async fn a_build_run_killed_mid_way_leaves_the_users_tree_untouched() {
+    let repo = tempfile::tempdir().unwrap();
+    let root = repo.path();
+    git(root, &["init", "-q", "-b", "feature"]);
+    std::fs::write(root.join("lib.rs"), "fn a() {}\n").unwrap();
+    git(root, &["add", "."]);
+    git(
+        root,
+        &[
+            "-c",
+            "user.email=t@t",
+            "-c",
+            "user.name=t",
+            "commit",
+            "-q",
+            "-m",
+            "base",
+        ],
+    );
+    std::fs::write(root.join("lib.rs"), "fn a() {} // user's unsaved edit\n").unwrap();
+    std::fs::write(root.join("staged.rs"), "staged\n").unwrap();
+    git(root, &["add", "staged.rs"]);
+    let snapshot = |root: &std::path::Path| {
+        (
+            git(root, &["status", "--porcelain=v2", "--branch"]),
+            git(root, &["diff"]),
+            git(root, &["diff", "--cached"]),
+            std::fs::read_to_string(root.join("lib.rs")).unwrap(),
+        )
+    };
+    let before = snapshot(root);
+
+    let worktree = bugloop_sandbox::Worktree::create(root, "HEAD", "fix").unwrap();
+    let worktree_path = worktree.path().to_path_buf();
+    let scripted = Arc::new(ScriptedProvider::new([
+        tool_reply(
+            &[(
+                "write_file",
+                json!({"path": "lib.rs", "content": "fn a() { /* agent */ }\n"}),
+            )],
+            usage(),
+        ),
+        tool_reply(
+            &[("run", json!({"program": "sleep", "args": ["4242.5"]}))],
+            usage(),
+        ),
+        text_reply("never reached", usage()),
+    ]));
+    let mut sandbox = SandboxSettings::new(worktree.path(), Policy::WorkspaceWrite);
+    sandbox.read_only_paths.push(root.join(".git"));
+    let context = ToolContext::new(Workspace::new(worktree.path()).unwrap(), sandbox);
+    let runs = tempfile::tempdir().unwrap();
+    let agent = Agent::new(scripted.clone(), context, runs.path());
+    let mut t = task(Some(Toolset::Build));
+    t.name = "fix".into();
+    let killed = tokio::time::timeout(Duration::from_millis(1500), agent.run(t)).await;
+    assert!(killed.is_err(), "the run should still have been busy");
+    assert_eq!(
+        std::fs::read_to_string(worktree_path.join("lib.rs")).unwrap(),
+        "fn a() { /* agent */ }\n"
+    );
+    drop(agent);
+    drop(worktree);
+
+    assert!(!worktree_path.exists());
+    assert_eq!(snapshot(root), before);
+    assert_eq!(git(root, &["worktree", "list"]).lines().count(), 1);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let survivors = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| std::fs::read(e.ok()?.path().join("cmdline")).ok())
+        .filter(|c| String::from_utf8_lossy(c).contains("4242.5"))
+        .count();
+    assert_eq!(
+        survivors, 0,
+        "the command of the killed run is still running"
+    );
+    // The transcript shows what happened until the kill.
+    let listed = transcript::list(runs.path());
+    assert_eq!(listed[0].outcome, "unfinished (killed or still running)");
 }

@@ -43,9 +43,28 @@ enum Command {
     Inspect(InspectCommand),
     /// Check this machine: sandbox confinement, git, the embedded model.
     Doctor,
+    /// The agent runs recorded in this repository (transcripts under .git/bugloop/runs).
+    #[command(subcommand)]
+    Runs(RunsCommand),
     /// Measure speed and memory (results belong in BENCHMARKS.md).
     #[command(subcommand)]
     Bench(BenchCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum RunsCommand {
+    /// Every run, newest first: task, model, turns, tool calls, tokens, outcome.
+    List {
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+    /// One run's transcript: prompts, model answers, tool calls and results, usage.
+    Show {
+        /// The run id (or a unique prefix of it).
+        id: String,
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -157,6 +176,61 @@ fn run(cli: Cli, out: &mut impl Write) -> Result<ExitCode> {
             )?;
         }
         Command::Rubric { format } => print_rubric(out, format)?,
+        Command::Runs(RunsCommand::List { format }) => {
+            let runs = bugloop_agent::transcript::list(&runs_dir(&cwd));
+            match format {
+                Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&runs)?)?,
+                Format::Text if runs.is_empty() => {
+                    writeln!(out, "no runs recorded in {}", runs_dir(&cwd).display())?;
+                }
+                Format::Text => {
+                    for run in runs {
+                        writeln!(
+                            out,
+                            "{}  {}  {}  {} turns, {} tool calls, {} in / {} out tokens  {}",
+                            run.run,
+                            run.task,
+                            run.model,
+                            run.turns,
+                            run.tool_calls,
+                            run.input_tokens,
+                            run.output_tokens,
+                            run.outcome
+                        )?;
+                    }
+                }
+            }
+        }
+        Command::Runs(RunsCommand::Show { id, format }) => {
+            let dir = runs_dir(&cwd);
+            let matches: Vec<PathBuf> = std::fs::read_dir(&dir)
+                .map(|entries| {
+                    entries
+                        .filter_map(Result::ok)
+                        .map(|e| e.path())
+                        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+                        .filter(|p| {
+                            p.file_stem()
+                                .is_some_and(|s| s.to_string_lossy().starts_with(&id))
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            let path = match matches.as_slice() {
+                [one] => one.clone(),
+                [] => bail!(
+                    "no run {id:?} in {}; `bugloop runs list` shows them",
+                    dir.display()
+                ),
+                many => bail!("{} runs start with {id:?}; give more of the id", many.len()),
+            };
+            let events = bugloop_agent::transcript::read(&path)
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            match format {
+                Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&events)?)?,
+                Format::Text => print_transcript(out, &events)?,
+            }
+        }
         Command::Doctor => {
             let root = repository_root(&cwd);
             let loaded = bugloop_config::load(&root, cli.config.as_deref(), std::env::vars())?;
@@ -237,6 +311,106 @@ fn run(cli: Cli, out: &mut impl Write) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Where agent transcripts are kept: `<git common dir>/bugloop/runs` (shared by worktrees).
+fn runs_dir(cwd: &Path) -> PathBuf {
+    let common = std::process::Command::new("git")
+        .arg("-C")
+        .arg(cwd)
+        .args(["rev-parse", "--path-format=absolute", "--git-common-dir"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()));
+    common
+        .unwrap_or_else(|| repository_root(cwd).join(".git"))
+        .join("bugloop/runs")
+}
+
+fn print_transcript(
+    out: &mut impl Write,
+    events: &[bugloop_agent::transcript::Event],
+) -> Result<()> {
+    use bugloop_agent::transcript::Event;
+    for event in events {
+        match event {
+            Event::Start {
+                run,
+                task,
+                model,
+                tools,
+                at,
+                system,
+                messages,
+            } => {
+                writeln!(out, "run {run}: task {task} with {model} at {at}")?;
+                writeln!(
+                    out,
+                    "tools: {}",
+                    if tools.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        tools.join(", ")
+                    }
+                )?;
+                writeln!(out, "--- system\n{system}")?;
+                for message in messages {
+                    let role = message.get("role").and_then(|r| r.as_str()).unwrap_or("?");
+                    let content = message
+                        .get("content")
+                        .and_then(|c| c.as_str())
+                        .unwrap_or("");
+                    writeln!(out, "--- {role}\n{content}")?;
+                }
+            }
+            Event::Response {
+                turn,
+                content,
+                tool_calls,
+                finish,
+                input_tokens,
+                output_tokens,
+                ..
+            } => {
+                writeln!(
+                    out,
+                    "=== turn {turn}: model ({input_tokens} in, {output_tokens} out, {finish})"
+                )?;
+                if !content.is_empty() {
+                    writeln!(out, "{content}")?;
+                }
+                for call in tool_calls {
+                    let name = call.get("name").and_then(|n| n.as_str()).unwrap_or("?");
+                    let arguments = call.get("arguments").and_then(|a| a.as_str()).unwrap_or("");
+                    writeln!(out, "-> {name} {arguments}")?;
+                }
+            }
+            Event::Tool {
+                name, ok, result, ..
+            } => {
+                let shown: String = result.chars().take(2_000).collect();
+                writeln!(
+                    out,
+                    "<- {name} {}:\n{shown}",
+                    if *ok { "ok" } else { "failed" }
+                )?;
+            }
+            Event::Note { text } => writeln!(out, "--- note: {text}")?,
+            Event::End {
+                outcome,
+                detail,
+                at,
+                ..
+            } => {
+                writeln!(out, "=== end at {at}: {outcome}")?;
+                if !detail.is_empty() {
+                    writeln!(out, "{detail}")?;
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The nearest enclosing directory with a `.git`, else `start` itself.

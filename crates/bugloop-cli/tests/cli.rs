@@ -1,6 +1,6 @@
 //! The CLI's tests, one directory per case under `tests/cases/`: `args` (one line), optional
-//! `config.yml` (put at `.bugloop/config.yml` of a fresh git repository), `env` (KEY=VALUE lines)
-//! and `stdin`. The snapshot is the exit code, standard output and standard error.
+//! `config.yml` (put at `.bugloop/config.yml` of a fresh git repository), `runs/` (transcripts put
+//! under `.git/bugloop/runs`), `env` (KEY=VALUE lines) and `stdin`. The snapshot is the exit code, standard output and standard error.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -16,6 +16,14 @@ fn cases() {
         if let Ok(config) = std::fs::read(case.join("config.yml")) {
             std::fs::create_dir_all(repo.path().join(".bugloop")).unwrap();
             std::fs::write(repo.path().join(".bugloop/config.yml"), config).unwrap();
+        }
+        if let Ok(runs) = std::fs::read_dir(case.join("runs")) {
+            let target = repo.path().join(".git/bugloop/runs");
+            std::fs::create_dir_all(&target).unwrap();
+            for run in runs {
+                let run = run.unwrap();
+                std::fs::copy(run.path(), target.join(run.file_name())).unwrap();
+            }
         }
         let args = std::fs::read_to_string(args_path).unwrap();
         let mut command = Command::new(env!("CARGO_BIN_EXE_bugloop"));
