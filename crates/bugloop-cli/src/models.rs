@@ -35,5 +35,7 @@ pub fn llm_settings(config: &Config) -> LlmSettings {
             .as_ref()
             .map(PathBuf::from)
             .or_else(|| std::env::var_os("BUGLOOP_MODEL_DIR").map(PathBuf::from)),
+        // Record every model exchange of this run for `replay:` (tests, bug reports).
+        record_to: std::env::var_os("BUGLOOP_RECORD").map(PathBuf::from),
     }
 }

@@ -26,7 +26,12 @@ pub const CONFIG_PATH: &str = ".bugloop/config.yml";
 /// Prefix of environment overrides; `__` separates levels: `BUGLOOP_REVIEW__THRESHOLD=7`.
 pub const ENV_PREFIX: &str = "BUGLOOP_";
 /// `BUGLOOP_*` variables that are not overrides.
-const ENV_RESERVED: &[&str] = &["BUGLOOP_CONFIG", "BUGLOOP_LOG", "BUGLOOP_MODEL_DIR"];
+const ENV_RESERVED: &[&str] = &[
+    "BUGLOOP_CONFIG",
+    "BUGLOOP_LOG",
+    "BUGLOOP_MODEL_DIR",
+    "BUGLOOP_RECORD",
+];
 
 /// Where a configuration value came from.
 #[derive(Debug, Clone, PartialEq, Eq)]

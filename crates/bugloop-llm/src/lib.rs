@@ -75,6 +75,8 @@ pub struct LlmSettings {
     pub http: HttpSettings,
     /// Where `local:<name>` models are looked up.
     pub model_dir: Option<PathBuf>,
+    /// Record every exchange of the connected provider into this cassette (for `replay:` later).
+    pub record_to: Option<PathBuf>,
 }
 
 /// A parsed model string: `provider:model`.
@@ -108,6 +110,18 @@ impl ModelSpec {
 /// Builds the provider a model string names. `env` reads environment variables (API keys are read
 /// here and nowhere else).
 pub fn connect(
+    model: &str,
+    settings: &LlmSettings,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Arc<dyn Provider>, LlmError> {
+    let provider = connect_model(model, settings, env)?;
+    match &settings.record_to {
+        Some(cassette) => Ok(Arc::new(replay::Recorder::new(provider, cassette)?)),
+        None => Ok(provider),
+    }
+}
+
+fn connect_model(
     model: &str,
     settings: &LlmSettings,
     env: &dyn Fn(&str) -> Option<String>,

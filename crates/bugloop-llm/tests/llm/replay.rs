@@ -85,3 +85,46 @@ fn broken_cassette_names_the_line() {
     let error = ReplayProvider::open(&cassette).unwrap_err().to_string();
     assert!(error.contains("line 1"), "{error}");
 }
+
+#[tokio::test]
+async fn connect_can_record_any_provider() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": "recorded"}, "finish_reason": "stop"}]
+        })))
+        .mount(&server)
+        .await;
+    let dir = tempfile::tempdir().unwrap();
+    let cassette = dir.path().join("session.jsonl");
+    let mut settings = bugloop_llm::LlmSettings {
+        record_to: Some(cassette.clone()),
+        ..Default::default()
+    };
+    settings.providers.insert(
+        "mock".into(),
+        bugloop_llm::ProviderSettings {
+            base_url: Some(format!("{}/v1", server.uri())),
+            ..Default::default()
+        },
+    );
+    let live = bugloop_llm::connect("mock:any", &settings, &|_| None).unwrap();
+    let request = ChatRequest {
+        messages: vec![Message::user("hello")],
+        ..ChatRequest::default()
+    };
+    assert_eq!(
+        live.chat(&request, None).await.unwrap().message.content,
+        "recorded"
+    );
+    let replayed = bugloop_llm::connect(
+        &format!("replay:{}", cassette.display()),
+        &bugloop_llm::LlmSettings::default(),
+        &|_| None,
+    )
+    .unwrap();
+    assert_eq!(
+        replayed.chat(&request, None).await.unwrap().message.content,
+        "recorded"
+    );
+}
