@@ -5,6 +5,7 @@
 pub mod dedup;
 pub mod filter;
 pub mod finding;
+pub mod grounding;
 pub mod marker;
 pub mod paths;
 pub mod rmcoc;

@@ -130,6 +130,35 @@ fn filter() {
     });
 }
 
+#[derive(Deserialize)]
+struct GroundingCase {
+    /// Files at head.
+    files: std::collections::BTreeMap<String, String>,
+    /// New-side lines shown in the diff, per changed file.
+    #[serde(default)]
+    diff_lines: std::collections::BTreeMap<String, Vec<u32>>,
+    findings: Vec<Finding>,
+}
+
+impl bugloop_domain::grounding::Head for GroundingCase {
+    fn text(&self, path: &str) -> Option<&str> {
+        self.files.get(path).map(String::as_str)
+    }
+    fn in_diff(&self, path: &str, line: u32) -> Option<bool> {
+        self.diff_lines.get(path).map(|lines| lines.contains(&line))
+    }
+}
+
+#[test]
+fn grounding() {
+    insta::glob!("fixtures/grounding/*.yaml", |path| {
+        let mut case: GroundingCase =
+            serde_yaml_ng::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let findings = std::mem::take(&mut case.findings);
+        insta::assert_yaml_snapshot!(bugloop_domain::grounding::ground(findings, &case));
+    });
+}
+
 fn status_strategy() -> impl Strategy<Value = Option<ThreadStatus>> {
     prop::option::of(prop::sample::select(vec![
         ThreadStatus::Pending,
@@ -172,6 +201,40 @@ proptest! {
         prop_assert!(parsed.problems.is_empty(), "{:?}", parsed.problems);
         prop_assert_eq!(parsed.blocks, vec![block]);
         prop_assert_eq!(parsed.human, human.trim_end());
+    }
+
+    #[test]
+    fn grounding_never_panics_and_keeps_or_drops_everything(
+        text in "[a-c \n]{0,200}",
+        line in prop::option::of(0u32..40),
+        end_line in prop::option::of(0u32..40),
+        evidence in prop::option::of("[a-c \n]{0,30}"),
+        in_diff in any::<bool>(),
+    ) {
+        let case = GroundingCase {
+            files: std::collections::BTreeMap::from([("f.rs".to_owned(), text)]),
+            diff_lines: if in_diff { std::collections::BTreeMap::from([("f.rs".to_owned(), (1..40).collect())]) } else { Default::default() },
+            findings: Vec::new(),
+        };
+        let finding = Finding {
+            id: FindingId::new("p"),
+            title: "t".into(),
+            description: "d".into(),
+            file: Some("f.rs".into()),
+            line,
+            end_line,
+            score: Score::new(5).unwrap(),
+            category: bugloop_domain::Category::Logic,
+            evidence,
+            suggestion: None,
+        };
+        let report = bugloop_domain::grounding::ground(vec![finding], &case);
+        prop_assert_eq!(report.kept.len() + report.dropped.len(), 1);
+        for kept in &report.kept {
+            if let Some(at) = kept.finding.line {
+                prop_assert!(at >= 1 && at as usize <= case.files["f.rs"].lines().count());
+            }
+        }
     }
 
     #[test]

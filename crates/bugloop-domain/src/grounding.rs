@@ -1,0 +1,171 @@
+//! Grounding: a finding is published only if it points at something real at head. The file must
+//! exist; its line must be in range; the quoted evidence must really be on that line or next to it
+//! (a line number off by a few is corrected when the evidence is found close by). Where a finding
+//! may be published depends on the change: a line comment only on a line shown in the diff,
+//! otherwise in the summary.
+
+use serde::Serialize;
+
+use crate::filter::Dropped;
+use crate::finding::Finding;
+
+/// How far from the reported line the evidence may be and still be corrected to where it is.
+pub const EVIDENCE_WINDOW: u32 = 3;
+
+/// What grounding needs to know about the code at head and the change.
+pub trait Head {
+    /// The file's text at head, or `None` when it does not exist there.
+    fn text(&self, path: &str) -> Option<&str>;
+    /// Whether `line` (new side) is shown in the change's diff of `path`; `None` when the file is
+    /// not part of the change.
+    fn in_diff(&self, path: &str, line: u32) -> Option<bool>;
+}
+
+/// Where a grounded finding can be shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "at")]
+pub enum Placement {
+    /// On its line in the diff (a review comment).
+    DiffLine,
+    /// In the summary: its line exists but is not in the diff, or it has no line, or its file is
+    /// not part of the change.
+    Summary,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Grounded {
+    pub finding: Finding,
+    pub placement: Placement,
+    /// What grounding changed (a corrected line, a line removed for lack of evidence).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Default)]
+pub struct GroundingReport {
+    pub kept: Vec<Grounded>,
+    pub dropped: Vec<Dropped>,
+}
+
+fn normalize(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn dropped(finding: &Finding, reason: String) -> Dropped {
+    Dropped {
+        id: finding.id.clone(),
+        title: finding.title.clone(),
+        location: finding.location(),
+        reason,
+    }
+}
+
+/// Checks each finding against the code at head.
+pub fn ground(findings: Vec<Finding>, head: &dyn Head) -> GroundingReport {
+    let mut report = GroundingReport::default();
+    for mut finding in findings {
+        let Some(path) = finding.file.clone() else {
+            // A finding about the change as a whole: nothing to check, shown in the summary.
+            report.kept.push(Grounded {
+                finding,
+                placement: Placement::Summary,
+                note: None,
+            });
+            continue;
+        };
+        let Some(text) = head.text(&path) else {
+            report
+                .dropped
+                .push(dropped(&finding, format!("{path} does not exist at head")));
+            continue;
+        };
+        let Some(line) = finding.line else {
+            report.kept.push(Grounded {
+                finding,
+                placement: Placement::Summary,
+                note: None,
+            });
+            continue;
+        };
+        let lines: Vec<&str> = text.lines().collect();
+        let count = u32::try_from(lines.len()).unwrap_or(u32::MAX);
+        if line == 0 || line > count {
+            report.dropped.push(dropped(
+                &finding,
+                format!("line {line} is outside {path} ({count} lines)"),
+            ));
+            continue;
+        }
+        let mut note = None;
+        let raw_evidence = finding.evidence.clone().unwrap_or_default();
+        match Some(normalize(&raw_evidence)).filter(|e| !e.is_empty()) {
+            None => {
+                // Nothing to verify the line with: keep the finding, but not on a line.
+                finding.line = None;
+                finding.end_line = None;
+                let note = Some(format!(
+                    "no code quoted to verify line {line}: shown without a line"
+                ));
+                report.kept.push(Grounded {
+                    finding,
+                    placement: Placement::Summary,
+                    note,
+                });
+                continue;
+            }
+            Some(evidence) => {
+                // The window is as many lines as the finding spans or the evidence has.
+                let evidence_lines =
+                    u32::try_from(raw_evidence.trim().lines().count().max(1)).unwrap_or(1);
+                let reported_span = finding
+                    .end_line
+                    .filter(|e| *e >= line)
+                    .map_or(0, |e| e - line);
+                let span = reported_span.max(evidence_lines - 1);
+                let found = |at: u32| -> bool {
+                    let first = at.saturating_sub(1) as usize;
+                    let last = at.saturating_add(span).min(count) as usize;
+                    lines
+                        .get(first..last)
+                        .is_some_and(|window| normalize(&window.join("\n")).contains(&evidence))
+                };
+                if !found(line) {
+                    // The nearest line within the window where the evidence is.
+                    let candidate = (1..=EVIDENCE_WINDOW)
+                        .flat_map(|d| [line.checked_sub(d), line.checked_add(d)])
+                        .flatten()
+                        .find(|&at| at >= 1 && at <= count && found(at));
+                    match candidate {
+                        Some(at) => {
+                            note = Some(format!(
+                                "line {line} corrected to {at}, where the quoted code is"
+                            ));
+                            finding.line = Some(at);
+                            finding.end_line = finding.end_line.map(|_| at + reported_span);
+                        }
+                        None => {
+                            report.dropped.push(dropped(
+                                &finding,
+                                format!(
+                                    "the quoted evidence is not on {path}:{line} or within {EVIDENCE_WINDOW} lines of it"
+                                ),
+                            ));
+                            continue;
+                        }
+                    }
+                }
+            }
+        }
+        let at = finding.line.unwrap_or(line);
+        let placement = match head.in_diff(&path, at) {
+            Some(true) => Placement::DiffLine,
+            _ => Placement::Summary,
+        };
+        report.kept.push(Grounded {
+            finding,
+            placement,
+            note,
+        });
+    }
+    report
+}
