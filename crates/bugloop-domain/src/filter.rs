@@ -86,6 +86,17 @@ pub struct Dropped {
     pub reason: String,
 }
 
+impl Dropped {
+    pub fn new(finding: &Finding, reason: String) -> Self {
+        Dropped {
+            id: finding.id.clone(),
+            title: finding.title.clone(),
+            location: finding.location(),
+            reason,
+        }
+    }
+}
+
 /// A finding a stage changed without removing it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Changed {
@@ -155,15 +166,6 @@ pub fn run_pipeline(
     }
 }
 
-fn dropped(finding: &Finding, reason: String) -> Dropped {
-    Dropped {
-        id: finding.id.clone(),
-        title: finding.title.clone(),
-        location: finding.location(),
-        reason,
-    }
-}
-
 fn report(stage: Stage, input: usize, output: usize) -> StageReport {
     StageReport {
         stage,
@@ -191,9 +193,10 @@ pub fn path_safety(findings: Vec<Finding>, stages: &mut Vec<StageReport>) -> Vec
                 }
                 Err(error) => {
                     finding.file = Some(raw.clone());
-                    stage
-                        .dropped
-                        .push(dropped(&finding, format!("unsafe path {raw:?}: {error}")));
+                    stage.dropped.push(Dropped::new(
+                        &finding,
+                        format!("unsafe path {raw:?}: {error}"),
+                    ));
                     continue;
                 }
             }
@@ -225,7 +228,7 @@ pub fn ignore_globs(
         .filter(
             |finding| match finding.file.as_deref().map(|f| settings.ignore.matched(f)) {
                 Some(Some(pattern)) => {
-                    stage.dropped.push(dropped(
+                    stage.dropped.push(Dropped::new(
                         finding,
                         format!("file is ignored (ignore pattern #{})", pattern + 1),
                     ));
@@ -316,7 +319,7 @@ pub fn elevation(
     for (index, finding) in findings.into_iter().enumerate() {
         match combined_into.get(&index) {
             Some(into) => {
-                stage.dropped.push(dropped(
+                stage.dropped.push(Dropped::new(
                     &finding,
                     format!("combined into elevated finding {into}"),
                 ));
@@ -395,7 +398,7 @@ pub fn threshold(
         .into_iter()
         .filter(|finding| {
             if finding.score < settings.threshold {
-                stage.dropped.push(dropped(
+                stage.dropped.push(Dropped::new(
                     finding,
                     format!(
                         "score {} below threshold {}",
@@ -404,7 +407,7 @@ pub fn threshold(
                 ));
                 false
             } else if finding.severity() < settings.severity_floor {
-                stage.dropped.push(dropped(
+                stage.dropped.push(Dropped::new(
                     finding,
                     format!(
                         "severity {} below floor {}",
@@ -447,7 +450,7 @@ pub fn dedup_run(
                 .get(found.entry)
                 .map(|f| f.id.to_string())
                 .unwrap_or_default();
-            stage.dropped.push(dropped(
+            stage.dropped.push(Dropped::new(
                 &finding,
                 format!(
                     "duplicate of {original} in this run ({:.0}% word overlap)",
@@ -531,7 +534,7 @@ pub fn dedup_existing(
                 });
             }
             status => {
-                stage.dropped.push(dropped(
+                stage.dropped.push(Dropped::new(
                     &finding,
                     format!(
                         "already raised as {} and {}",
@@ -564,7 +567,7 @@ pub fn comment_limit(
         titles: rest.iter().map(|f| f.title.clone()).collect(),
     };
     for finding in &rest {
-        stage.dropped.push(dropped(
+        stage.dropped.push(Dropped::new(
             finding,
             format!(
                 "over the comment limit of {}: listed in the overflow comment",

@@ -51,15 +51,6 @@ fn normalize(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-fn dropped(finding: &Finding, reason: String) -> Dropped {
-    Dropped {
-        id: finding.id.clone(),
-        title: finding.title.clone(),
-        location: finding.location(),
-        reason,
-    }
-}
-
 /// Checks each finding against the code at head.
 pub fn ground(findings: Vec<Finding>, head: &dyn Head) -> GroundingReport {
     let mut report = GroundingReport::default();
@@ -74,9 +65,10 @@ pub fn ground(findings: Vec<Finding>, head: &dyn Head) -> GroundingReport {
             continue;
         };
         let Some(text) = head.text(&path) else {
-            report
-                .dropped
-                .push(dropped(&finding, format!("{path} does not exist at head")));
+            report.dropped.push(Dropped::new(
+                &finding,
+                format!("{path} does not exist at head"),
+            ));
             continue;
         };
         let Some(line) = finding.line else {
@@ -90,7 +82,7 @@ pub fn ground(findings: Vec<Finding>, head: &dyn Head) -> GroundingReport {
         let lines: Vec<&str> = text.lines().collect();
         let count = u32::try_from(lines.len()).unwrap_or(u32::MAX);
         if line == 0 || line > count {
-            report.dropped.push(dropped(
+            report.dropped.push(Dropped::new(
                 &finding,
                 format!("line {line} is outside {path} ({count} lines)"),
             ));
@@ -144,7 +136,7 @@ pub fn ground(findings: Vec<Finding>, head: &dyn Head) -> GroundingReport {
                             finding.end_line = finding.end_line.map(|_| at + reported_span);
                         }
                         None => {
-                            report.dropped.push(dropped(
+                            report.dropped.push(Dropped::new(
                                 &finding,
                                 format!(
                                     "the quoted evidence is not on {path}:{line} or within {EVIDENCE_WINDOW} lines of it"
