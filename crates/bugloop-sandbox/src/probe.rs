@@ -41,26 +41,14 @@ fn probe_now() -> Capabilities {
             ),
         };
     };
+    // The very arguments the runner uses, so a probe that passes means commands will start.
+    let workspace = std::env::temp_dir();
+    let settings = crate::run::SandboxSettings::new(&workspace, crate::run::Policy::ReadOnly);
     let trial = std::process::Command::new(&path)
-        .args([
-            "--ro-bind",
-            "/",
-            "/",
-            "--dev",
-            "/dev",
-            "--proc",
-            "/proc",
-            "--tmpfs",
-            "/tmp",
-        ])
-        .args([
-            "--unshare-net",
-            "--unshare-pid",
-            "--die-with-parent",
-            "--new-session",
-            "--",
-            "true",
-        ])
+        .args(crate::run::bwrap_arguments(
+            &settings, &workspace, &workspace,
+        ))
+        .args(["--", "true"])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

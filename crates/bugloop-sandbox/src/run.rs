@@ -166,7 +166,11 @@ fn environment(settings: &SandboxSettings, spec: &CommandSpec) -> Vec<(String, S
     env
 }
 
-fn bwrap_arguments(settings: &SandboxSettings, workspace: &Path, cwd: &Path) -> Vec<String> {
+pub(crate) fn bwrap_arguments(
+    settings: &SandboxSettings,
+    workspace: &Path,
+    cwd: &Path,
+) -> Vec<String> {
     let path = |p: &Path| p.display().to_string();
     let mut args: Vec<String> = [
         "--ro-bind",
