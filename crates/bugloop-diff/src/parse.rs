@@ -198,7 +198,7 @@ impl<'a> Parser<'a> {
                 self.hunk(at);
                 continue;
             }
-            if self.extended_header(line, at) {
+            if self.extended_header(line) {
                 self.pos += 1;
                 continue;
             }
@@ -235,7 +235,7 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn extended_header(&mut self, line: &[u8], at: usize) -> bool {
+    fn extended_header(&mut self, line: &[u8]) -> bool {
         let Some(file) = self.file.as_mut() else {
             if line.starts_with(b"Binary files ") && line.ends_with(b" differ") {
                 let (old, new) = binary_line_paths(line);
@@ -294,7 +294,6 @@ impl<'a> Parser<'a> {
             // `run` adds one; step back so the next header is not skipped.
             self.pos -= 1;
         } else {
-            let _ = at;
             return false;
         }
         true

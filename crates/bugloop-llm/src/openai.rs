@@ -297,17 +297,13 @@ impl StreamState {
             ))
         })?;
         if let Some(error) = chunk.get("error") {
-            let message = crate::error::error_message(&chunk.to_string());
+            // An error sent inside the stream: classify it like an HTTP error body.
             let status = error
                 .get("code")
                 .and_then(Value::as_u64)
                 .and_then(|c| u16::try_from(c).ok())
                 .unwrap_or(500);
-            return Err(crate::error::classify_status(
-                status,
-                &json!({"error": {"message": message}}).to_string(),
-                None,
-            ));
+            return Err(crate::error::classify_status(status, data, None));
         }
         if let Some(model) = chunk.get("model").and_then(Value::as_str) {
             self.model.get_or_insert_with(|| model.to_owned());

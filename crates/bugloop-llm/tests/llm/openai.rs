@@ -579,3 +579,38 @@ async fn hung_server_times_out() {
     );
     assert_eq!(bodies(&server).await.len(), 2);
 }
+
+#[tokio::test]
+async fn an_error_inside_the_stream_is_classified() {
+    let server = MockServer::start().await;
+    let body = sse(&[(
+        None,
+        json!({"error": {"message": "model overloaded", "code": 503}}),
+    )]);
+    Mock::given(method("POST"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .insert_header("content-type", "text/event-stream")
+                .set_body_string(body),
+        )
+        .mount(&server)
+        .await;
+    let mut settings = fast_settings();
+    settings.max_retries = 0;
+    let provider = OpenAiProvider::new(
+        "openai:x",
+        "x",
+        format!("{}/v1", server.uri()),
+        None,
+        settings,
+        true,
+    )
+    .unwrap();
+    let mut req = request("x");
+    req.stream = true;
+    let error = provider.chat(&req, None).await.unwrap_err();
+    assert!(
+        matches!(&error, LlmError::Server { status: 503, message } if message.contains("model overloaded")),
+        "{error}"
+    );
+}
