@@ -27,8 +27,12 @@ pub struct Task {
     pub toolset: Option<Toolset>,
     /// Tools of the task itself (such as its submit tool).
     pub extra_tools: Vec<Box<dyn Tool>>,
-    /// Calling this tool ends the task; its arguments are the result.
+    /// Calling this tool ends the task (or the current stage); its arguments are the result.
     pub submit_tool: Option<String>,
+    /// Further stages of the same session (the reviewer's passes): each time the submit tool is
+    /// called, the next of these is sent as a user message and the session goes on with all its
+    /// context. The task ends with the submission after the last one.
+    pub follow_ups: Vec<String>,
     /// The answer's schema when the task runs without tools (or the model cannot call them).
     pub answer_schema: Option<JsonSchemaFormat>,
     pub max_turns: u32,
@@ -140,6 +144,7 @@ impl Agent {
             messages,
             extra_tools,
             submit_tool,
+            follow_ups,
             answer_schema,
             max_turns,
             max_tokens,
@@ -169,6 +174,7 @@ impl Agent {
                 &system,
                 messages,
                 submit_tool.as_deref(),
+                follow_ups,
                 max_turns,
                 max_tokens,
                 &mut transcript,
@@ -234,6 +240,7 @@ impl Agent {
         system: &str,
         mut messages: Vec<Message>,
         submit_tool: Option<&str>,
+        follow_ups: Vec<String>,
         max_turns: u32,
         max_tokens: Option<u32>,
         transcript: &mut Transcript,
@@ -250,6 +257,7 @@ impl Agent {
             })
             .collect();
         let mut reminded = false;
+        let mut follow_ups = follow_ups.into_iter();
         while *turns < max_turns {
             *turns += 1;
             let turn = *turns;
@@ -293,19 +301,33 @@ impl Agent {
                     _ => return Ok(Outcome::Answer(response.message.content)),
                 }
             }
+            let mut next_stage = None;
             for call in calls {
+                if next_stage.is_some() {
+                    // The stage was submitted: later calls of the same turn belong to no stage.
+                    let text = "error: ignored, the stage was already submitted in this turn";
+                    messages.push(Message::tool_result(call.id, text));
+                    continue;
+                }
                 if Some(call.name.as_str()) == submit_tool {
                     match call.parse_arguments() {
                         Ok(value) => {
+                            let next = follow_ups.next();
                             transcript.write(&Event::Tool {
                                 turn,
-                                id: call.id,
+                                id: call.id.clone(),
                                 name: call.name,
                                 arguments: call.arguments,
                                 ok: true,
                                 result: "submitted".into(),
                             });
-                            return Ok(Outcome::Submitted(value));
+                            let Some(next) = next else {
+                                return Ok(Outcome::Submitted(value));
+                            };
+                            messages.push(Message::tool_result(call.id, "recorded"));
+                            reminded = false;
+                            next_stage = Some(next);
+                            continue;
                         }
                         Err(error) => {
                             let message = format!("the arguments are not valid JSON: {error}");
@@ -353,6 +375,10 @@ impl Agent {
                     result: text.clone(),
                 });
                 messages.push(Message::tool_result(call.id, text));
+            }
+            if let Some(next) = next_stage {
+                transcript.write(&Event::Note { text: next.clone() });
+                messages.push(Message::user(next));
             }
         }
         Err(AgentError::TurnLimit(max_turns))

@@ -72,6 +72,7 @@ fn task(toolset: Option<Toolset>) -> Task {
         toolset,
         extra_tools: Vec::new(),
         submit_tool: None,
+        follow_ups: Vec::new(),
         answer_schema: None,
         max_turns: 10,
         max_tokens: None,
@@ -180,28 +181,30 @@ async fn tool_errors_go_back_to_the_model() {
     );
 }
 
+struct Submit;
+
+#[async_trait::async_trait]
+impl bugloop_tools::Tool for Submit {
+    fn name(&self) -> &'static str {
+        "submit"
+    }
+    fn description(&self) -> &'static str {
+        "Submit the findings"
+    }
+    fn parameters(&self) -> serde_json::Value {
+        json!({"type": "object"})
+    }
+    async fn call(
+        &self,
+        _: &ToolContext,
+        _: serde_json::Value,
+    ) -> Result<String, bugloop_tools::ToolError> {
+        Ok("unused".into())
+    }
+}
+
 #[tokio::test]
 async fn submit_tool_ends_the_task_and_a_text_answer_is_reminded_once() {
-    struct Submit;
-    #[async_trait::async_trait]
-    impl bugloop_tools::Tool for Submit {
-        fn name(&self) -> &'static str {
-            "submit"
-        }
-        fn description(&self) -> &'static str {
-            "Submit the findings"
-        }
-        fn parameters(&self) -> serde_json::Value {
-            json!({"type": "object", "properties": {"findings": {"type": "array"}}})
-        }
-        async fn call(
-            &self,
-            _: &ToolContext,
-            _: serde_json::Value,
-        ) -> Result<String, bugloop_tools::ToolError> {
-            Ok("unused".into())
-        }
-    }
     let s = setup(
         ScriptedProvider::new([
             text_reply("I think there is a bug.", usage()),
@@ -230,6 +233,43 @@ async fn submit_tool_ends_the_task_and_a_text_answer_is_reminded_once() {
         .content
         .clone();
     assert!(reminder.contains("`submit`"), "{reminder}");
+}
+
+#[tokio::test]
+async fn follow_ups_continue_the_same_session_after_each_submission() {
+    let s = setup(
+        ScriptedProvider::new([
+            tool_reply(&[("submit", json!({"pass": 1}))], usage()),
+            tool_reply(
+                &[
+                    ("read_file", json!({"path": "src/lib.rs"})),
+                    ("submit", json!({"pass": 2})),
+                    ("read_file", json!({"path": "src/lib.rs"})),
+                ],
+                usage(),
+            ),
+            tool_reply(&[("submit", json!({"pass": 3}))], usage()),
+        ]),
+        BudgetLimits::default(),
+    );
+    let mut t = task(Some(Toolset::Plan));
+    t.extra_tools.push(Box::new(Submit));
+    t.submit_tool = Some("submit".into());
+    t.follow_ups = vec!["Pass 2 of 3".into(), "Pass 3 of 3".into()];
+    let run = s.agent.run(t).await;
+    assert_eq!(run.outcome.unwrap(), Outcome::Submitted(json!({"pass": 3})));
+    let requests = s.scripted.requests();
+    assert_eq!(requests.len(), 3);
+    // The second request carries the whole first pass and then the next pass's prompt.
+    let second = &requests[1].messages;
+    assert_eq!(second[0].content, "Find the bug in src/lib.rs");
+    assert_eq!(second.last().unwrap().content, "Pass 2 of 3");
+    // Every call of a turn gets its result, including the one after the submission.
+    let third = &requests[2].messages;
+    let results: Vec<_> = third.iter().filter(|m| m.role == Role::Tool).collect();
+    assert_eq!(results.len(), 4, "{third:#?}");
+    assert!(results[3].content.contains("already submitted"));
+    assert_eq!(third.last().unwrap().content, "Pass 3 of 3");
 }
 
 #[tokio::test]
@@ -327,6 +367,7 @@ async fn models_without_tools_give_one_structured_answer() {
                 tools: false,
                 json_schema: false,
                 streaming: false,
+                context_tokens: None,
             }),
         BudgetLimits::default(),
     );

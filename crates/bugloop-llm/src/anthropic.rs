@@ -134,6 +134,7 @@ impl Provider for AnthropicProvider {
             tools: true,
             json_schema: false,
             streaming: true,
+            context_tokens: None,
         }
     }
 

@@ -157,6 +157,7 @@ impl Provider for LocalProvider {
             tools: false,
             json_schema: true,
             streaming: true,
+            context_tokens: Some(CONTEXT_TOKENS.min(self.engine.model.n_ctx_train().max(512))),
         }
     }
 

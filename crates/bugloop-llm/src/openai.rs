@@ -139,6 +139,7 @@ impl Provider for OpenAiProvider {
             tools: true,
             json_schema: self.native_json_schema,
             streaming: true,
+            context_tokens: None,
         }
     }
 

@@ -92,6 +92,7 @@ impl ReplayProvider {
                 tools: true,
                 json_schema: true,
                 streaming: true,
+                context_tokens: None,
             },
         })
     }

@@ -39,6 +39,7 @@ impl ScriptedProvider {
                 tools: true,
                 json_schema: false,
                 streaming: true,
+                context_tokens: None,
             },
             script: Mutex::new(VecDeque::new()),
             requests: Mutex::new(Vec::new()),

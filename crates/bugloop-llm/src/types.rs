@@ -182,4 +182,7 @@ pub struct Capabilities {
     /// instructs, validates and repairs).
     pub json_schema: bool,
     pub streaming: bool,
+    /// The model's context window in tokens, when it is small enough to plan around (the
+    /// embedded model); `None` for hosted models, where the configured budgets rule.
+    pub context_tokens: Option<u32>,
 }
