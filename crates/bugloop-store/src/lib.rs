@@ -1,0 +1,528 @@
+//! bugloop's persistence. Today: the local forge's conversation (comments, replies and thread
+//! flags per change) in an embedded SQLite database under `.git/bugloop/`. The store keeps the
+//! conversation only; review state is derived from it on every run, never stored beside it.
+//!
+//! Opening checks the file: a damaged or foreign file is reported as [`StoreError::Corrupt`] with
+//! the way out ([`Store::quarantine`] moves it aside), never silently replaced, because the
+//! conversation is the only record of the local findings.
+
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::time::Duration;
+
+use jiff::Timestamp;
+use serde::Serialize;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteRow};
+use sqlx::{Row, SqlitePool};
+
+/// Schema migrations, applied in order; `PRAGMA user_version` records how many ran.
+const MIGRATIONS: &[&str] = &[include_str!("../migrations/0001_conversation.sql")];
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("cannot open the store {path}: {source}")]
+    Open {
+        path: PathBuf,
+        #[source]
+        source: sqlx::Error,
+    },
+    #[error(
+        "the store {path} is damaged ({detail}); run `bugloop store reset` to move it aside and \
+         start an empty one (the local conversation in it is then no longer read)"
+    )]
+    Corrupt { path: PathBuf, detail: String },
+    #[error(
+        "the store {path} was written by a newer bugloop (schema {found}, this one knows {known}); \
+         upgrade bugloop"
+    )]
+    Newer {
+        path: PathBuf,
+        found: i64,
+        known: usize,
+    },
+    #[error("store query failed ({what}): {source}")]
+    Query {
+        what: &'static str,
+        #[source]
+        source: sqlx::Error,
+    },
+    #[error("{0}")]
+    NotFound(String),
+    #[error("cannot move {path} aside: {source}")]
+    Quarantine {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+fn query_error(what: &'static str) -> impl FnOnce(sqlx::Error) -> StoreError {
+    move |source| StoreError::Query { what, source }
+}
+
+/// Where a comment lives: the change's conversation, or a line of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StoredKind {
+    Issue,
+    Review,
+}
+
+impl StoredKind {
+    fn as_str(self) -> &'static str {
+        match self {
+            StoredKind::Issue => "issue",
+            StoredKind::Review => "review",
+        }
+    }
+}
+
+/// A comment as stored. Every root comment opens a thread whose id is its own id; replies carry
+/// their root's thread id.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StoredComment {
+    pub id: i64,
+    pub change: String,
+    pub kind: StoredKind,
+    pub author: String,
+    pub body: String,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+    pub in_reply_to: Option<i64>,
+    pub thread_id: i64,
+    pub path: Option<String>,
+    pub line: Option<u32>,
+    pub commit: Option<String>,
+    pub thread_resolved: bool,
+}
+
+/// A comment to add.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct NewComment {
+    pub author: String,
+    pub body: String,
+    /// Answer this comment (the new comment joins its thread and takes its kind and place).
+    pub in_reply_to: Option<i64>,
+    /// A line comment at `path:line` of `commit`; `None` for a conversation comment.
+    pub anchor: Option<Anchor>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Anchor {
+    pub path: String,
+    pub line: u32,
+    pub commit: String,
+}
+
+/// A change with a conversation, for listings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ChangeSummary {
+    pub change: String,
+    pub comments: u64,
+    pub last_activity: Timestamp,
+}
+
+/// The embedded database.
+#[derive(Debug, Clone)]
+pub struct Store {
+    pool: SqlitePool,
+    path: PathBuf,
+}
+
+impl Store {
+    /// Opens (or creates) the store at `path`, applies migrations and checks its integrity.
+    pub async fn open(path: &Path) -> Result<Store, StoreError> {
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| StoreError::Open {
+                path: path.to_owned(),
+                source: sqlx::Error::Io(e),
+            })?;
+        }
+        let options = SqliteConnectOptions::new()
+            .filename(path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .busy_timeout(Duration::from_secs(10))
+            .foreign_keys(true);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(4)
+            .connect_with(options)
+            .await
+            .map_err(|source| classify_open(path, source))?;
+        let store = Store {
+            pool,
+            path: path.to_owned(),
+        };
+        store.check().await?;
+        store.migrate().await?;
+        Ok(store)
+    }
+
+    /// Opens a store that lives only in memory (tests, dry runs).
+    pub async fn in_memory() -> Result<Store, StoreError> {
+        let options = SqliteConnectOptions::from_str("sqlite::memory:")
+            .map_err(|source| StoreError::Open {
+                path: PathBuf::from(":memory:"),
+                source,
+            })?
+            .foreign_keys(true);
+        // One connection: each in-memory connection would be its own database.
+        let pool = SqlitePoolOptions::new()
+            .max_connections(1)
+            .connect_with(options)
+            .await
+            .map_err(|source| StoreError::Open {
+                path: PathBuf::from(":memory:"),
+                source,
+            })?;
+        let store = Store {
+            pool,
+            path: PathBuf::from(":memory:"),
+        };
+        store.migrate().await?;
+        Ok(store)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Moves a (damaged) store file aside, with its WAL files, and returns where it went.
+    pub fn quarantine(path: &Path) -> Result<PathBuf, StoreError> {
+        let stamp = Timestamp::now().strftime("%Y%m%dT%H%M%SZ").to_string();
+        let target = path.with_extension(format!("damaged-{stamp}.db"));
+        std::fs::rename(path, &target).map_err(|source| StoreError::Quarantine {
+            path: path.to_owned(),
+            source,
+        })?;
+        for suffix in ["-wal", "-shm"] {
+            let mut side = path.as_os_str().to_owned();
+            side.push(suffix);
+            let side = PathBuf::from(side);
+            if side.exists() {
+                let mut moved = target.as_os_str().to_owned();
+                moved.push(suffix);
+                std::fs::rename(&side, PathBuf::from(moved)).map_err(|source| {
+                    StoreError::Quarantine {
+                        path: side.clone(),
+                        source,
+                    }
+                })?;
+            }
+        }
+        Ok(target)
+    }
+
+    async fn check(&self) -> Result<(), StoreError> {
+        let rows = sqlx::query("PRAGMA quick_check")
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| self.corrupt(&e.to_string()))?;
+        let verdicts: Vec<String> = rows
+            .iter()
+            .filter_map(|r| r.try_get::<String, _>(0).ok())
+            .collect();
+        if verdicts.iter().all(|v| v == "ok") {
+            Ok(())
+        } else {
+            Err(self.corrupt(&verdicts.join("; ")))
+        }
+    }
+
+    fn corrupt(&self, detail: &str) -> StoreError {
+        StoreError::Corrupt {
+            path: self.path.clone(),
+            detail: detail.to_owned(),
+        }
+    }
+
+    async fn migrate(&self) -> Result<(), StoreError> {
+        let version: i64 = sqlx::query_scalar("PRAGMA user_version")
+            .fetch_one(&self.pool)
+            .await
+            .map_err(|e| self.corrupt(&e.to_string()))?;
+        if version > MIGRATIONS.len() as i64 {
+            return Err(StoreError::Newer {
+                path: self.path.clone(),
+                found: version,
+                known: MIGRATIONS.len(),
+            });
+        }
+        let applied = usize::try_from(version).unwrap_or(0);
+        for (index, script) in MIGRATIONS.iter().enumerate().skip(applied) {
+            let mut tx = self.pool.begin().await.map_err(query_error("migrate"))?;
+            sqlx::raw_sql(script)
+                .execute(&mut *tx)
+                .await
+                .map_err(query_error("migrate"))?;
+            sqlx::raw_sql(&format!("PRAGMA user_version = {}", index + 1))
+                .execute(&mut *tx)
+                .await
+                .map_err(query_error("migrate"))?;
+            tx.commit().await.map_err(query_error("migrate"))?;
+        }
+        // A file that is a database but not ours (or lost a table) is damaged for our purposes.
+        let tables: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('comments', 'threads')",
+        )
+        .fetch_one(&self.pool)
+        .await
+        .map_err(|e| self.corrupt(&e.to_string()))?;
+        if tables != 2 {
+            return Err(self.corrupt("the conversation tables are missing"));
+        }
+        Ok(())
+    }
+
+    /// Every comment of a change's conversation, oldest first.
+    pub async fn comments(&self, change: &str) -> Result<Vec<StoredComment>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT c.id, c.change, c.kind, c.author, c.body, c.created_at, c.updated_at, \
+             c.in_reply_to, c.thread_id, c.path, c.line, c.commit_sha, \
+             COALESCE(t.resolved, 0) AS resolved \
+             FROM comments c LEFT JOIN threads t ON t.id = c.thread_id \
+             WHERE c.change = ? ORDER BY c.id",
+        )
+        .bind(change)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(query_error("list comments"))?;
+        rows.iter().map(|row| self.decode(row)).collect()
+    }
+
+    /// One comment by id, in any change.
+    pub async fn comment(&self, id: i64) -> Result<StoredComment, StoreError> {
+        let row = sqlx::query(
+            "SELECT c.id, c.change, c.kind, c.author, c.body, c.created_at, c.updated_at, \
+             c.in_reply_to, c.thread_id, c.path, c.line, c.commit_sha, \
+             COALESCE(t.resolved, 0) AS resolved \
+             FROM comments c LEFT JOIN threads t ON t.id = c.thread_id WHERE c.id = ?",
+        )
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(query_error("read comment"))?
+        .ok_or_else(|| StoreError::NotFound(format!("no comment {id} in the local store")))?;
+        self.decode(&row)
+    }
+
+    fn decode(&self, row: &SqliteRow) -> Result<StoredComment, StoreError> {
+        let text = |name: &str| -> Result<String, StoreError> {
+            row.try_get::<String, _>(name)
+                .map_err(|e| self.corrupt(&format!("column {name}: {e}")))
+        };
+        let time = |name: &str| -> Result<Timestamp, StoreError> {
+            let raw = text(name)?;
+            raw.parse()
+                .map_err(|e| self.corrupt(&format!("column {name} holds {raw:?}: {e}")))
+        };
+        let kind = match text("kind")?.as_str() {
+            "issue" => StoredKind::Issue,
+            "review" => StoredKind::Review,
+            other => return Err(self.corrupt(&format!("unknown comment kind {other:?}"))),
+        };
+        let line: Option<i64> = row.try_get("line").map_err(query_error("read line"))?;
+        Ok(StoredComment {
+            id: row.try_get("id").map_err(query_error("read id"))?,
+            change: text("change")?,
+            kind,
+            author: text("author")?,
+            body: text("body")?,
+            created_at: time("created_at")?,
+            updated_at: time("updated_at")?,
+            in_reply_to: row
+                .try_get("in_reply_to")
+                .map_err(query_error("read reply"))?,
+            thread_id: row
+                .try_get("thread_id")
+                .map_err(query_error("read thread"))?,
+            path: row.try_get("path").map_err(query_error("read path"))?,
+            line: line.and_then(|l| u32::try_from(l).ok()),
+            commit: row
+                .try_get("commit_sha")
+                .map_err(query_error("read commit"))?,
+            thread_resolved: row
+                .try_get::<i64, _>("resolved")
+                .map_err(query_error("read resolved"))?
+                != 0,
+        })
+    }
+
+    /// Adds a comment (a reply joins its parent's thread) in one transaction.
+    pub async fn add(&self, change: &str, new: NewComment) -> Result<StoredComment, StoreError> {
+        let now = Timestamp::now().to_string();
+        let mut tx = self
+            .pool
+            .begin()
+            .await
+            .map_err(query_error("add comment"))?;
+        let (kind, thread, anchor) = match new.in_reply_to {
+            Some(parent) => {
+                let row = sqlx::query(
+                    "SELECT kind, thread_id, path, line, commit_sha FROM comments \
+                     WHERE id = ? AND change = ?",
+                )
+                .bind(parent)
+                .bind(change)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(query_error("find parent"))?
+                .ok_or_else(|| {
+                    StoreError::NotFound(format!(
+                        "comment {parent} is not part of the conversation of {change}"
+                    ))
+                })?;
+                let kind: String = row.try_get("kind").map_err(query_error("read kind"))?;
+                let thread: i64 = row
+                    .try_get("thread_id")
+                    .map_err(query_error("read thread"))?;
+                let path: Option<String> = row.try_get("path").map_err(query_error("read path"))?;
+                let line: Option<i64> = row.try_get("line").map_err(query_error("read line"))?;
+                let commit: Option<String> = row
+                    .try_get("commit_sha")
+                    .map_err(query_error("read commit"))?;
+                let kind = if kind == "review" {
+                    StoredKind::Review
+                } else {
+                    StoredKind::Issue
+                };
+                (kind, Some(thread), (path, line, commit))
+            }
+            None => match &new.anchor {
+                Some(a) => (
+                    StoredKind::Review,
+                    None,
+                    (
+                        Some(a.path.clone()),
+                        Some(i64::from(a.line)),
+                        Some(a.commit.clone()),
+                    ),
+                ),
+                None => (StoredKind::Issue, None, (None, None, None)),
+            },
+        };
+        let id: i64 = sqlx::query_scalar(
+            "INSERT INTO comments (change, kind, author, body, created_at, updated_at, \
+             in_reply_to, thread_id, path, line, commit_sha) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+        )
+        .bind(change)
+        .bind(kind.as_str())
+        .bind(&new.author)
+        .bind(&new.body)
+        .bind(&now)
+        .bind(&now)
+        .bind(new.in_reply_to)
+        .bind(thread.unwrap_or(0))
+        .bind(&anchor.0)
+        .bind(anchor.1)
+        .bind(&anchor.2)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(query_error("insert comment"))?;
+        if thread.is_none() {
+            // A root opens its own thread.
+            sqlx::query("UPDATE comments SET thread_id = id WHERE id = ?")
+                .bind(id)
+                .execute(&mut *tx)
+                .await
+                .map_err(query_error("open thread"))?;
+            sqlx::query("INSERT INTO threads (id, change, resolved) VALUES (?, ?, 0)")
+                .bind(id)
+                .bind(change)
+                .execute(&mut *tx)
+                .await
+                .map_err(query_error("open thread"))?;
+        }
+        tx.commit().await.map_err(query_error("add comment"))?;
+        self.comment(id).await
+    }
+
+    /// Replaces a comment's body.
+    pub async fn update_body(&self, change: &str, id: i64, body: &str) -> Result<(), StoreError> {
+        let done =
+            sqlx::query("UPDATE comments SET body = ?, updated_at = ? WHERE id = ? AND change = ?")
+                .bind(body)
+                .bind(Timestamp::now().to_string())
+                .bind(id)
+                .bind(change)
+                .execute(&self.pool)
+                .await
+                .map_err(query_error("update comment"))?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound(format!(
+                "comment {id} is not part of the conversation of {change}"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Sets a thread's resolved flag.
+    pub async fn set_resolved(
+        &self,
+        change: &str,
+        thread: i64,
+        resolved: bool,
+    ) -> Result<(), StoreError> {
+        let done = sqlx::query("UPDATE threads SET resolved = ? WHERE id = ? AND change = ?")
+            .bind(i64::from(resolved))
+            .bind(thread)
+            .bind(change)
+            .execute(&self.pool)
+            .await
+            .map_err(query_error("resolve thread"))?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound(format!(
+                "thread {thread} is not part of the conversation of {change}"
+            )));
+        }
+        Ok(())
+    }
+
+    /// The changes that have a conversation, most recent first.
+    pub async fn changes(&self) -> Result<Vec<ChangeSummary>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT change, count(*) AS n, max(updated_at) AS last FROM comments \
+             GROUP BY change ORDER BY last DESC",
+        )
+        .fetch_all(&self.pool)
+        .await
+        .map_err(query_error("list changes"))?;
+        rows.iter()
+            .map(|row| {
+                let last: String = row.try_get("last").map_err(query_error("read time"))?;
+                Ok(ChangeSummary {
+                    change: row.try_get("change").map_err(query_error("read change"))?,
+                    comments: u64::try_from(row.try_get::<i64, _>("n").unwrap_or(0)).unwrap_or(0),
+                    last_activity: last
+                        .parse()
+                        .map_err(|e| self.corrupt(&format!("time {last:?}: {e}")))?,
+                })
+            })
+            .collect()
+    }
+
+    /// Closes the connections (so the file can be moved or checked).
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+}
+
+/// A file that is not a database fails at the first statement; name it as damage.
+fn classify_open(path: &Path, source: sqlx::Error) -> StoreError {
+    let text = source.to_string();
+    if text.contains("not a database") || text.contains("malformed") || text.contains("corrupt") {
+        StoreError::Corrupt {
+            path: path.to_owned(),
+            detail: text,
+        }
+    } else {
+        StoreError::Open {
+            path: path.to_owned(),
+            source,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

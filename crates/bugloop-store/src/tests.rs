@@ -1,0 +1,124 @@
+use super::*;
+
+fn new(author: &str, body: &str) -> NewComment {
+    NewComment {
+        author: author.into(),
+        body: body.into(),
+        ..NewComment::default()
+    }
+}
+
+#[tokio::test]
+async fn comments_threads_and_flags_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bugloop/store.db");
+    let store = Store::open(&path).await.unwrap();
+    let root = store
+        .add(
+            "branch:main",
+            NewComment {
+                anchor: Some(Anchor {
+                    path: "src/a.rs".into(),
+                    line: 3,
+                    commit: "abc".into(),
+                }),
+                ..new("bugloop", "finding")
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(root.kind, StoredKind::Review);
+    assert_eq!(root.thread_id, root.id);
+    let reply = store
+        .add(
+            "branch:main",
+            NewComment {
+                in_reply_to: Some(root.id),
+                ..new("dev", "not a bug")
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(reply.thread_id, root.id);
+    assert_eq!(reply.kind, StoredKind::Review);
+    assert_eq!(reply.path.as_deref(), Some("src/a.rs"));
+    store
+        .add("branch:other", new("bugloop", "x"))
+        .await
+        .unwrap();
+    store
+        .update_body("branch:main", root.id, "edited")
+        .await
+        .unwrap();
+    store
+        .set_resolved("branch:main", root.id, true)
+        .await
+        .unwrap();
+    store.close().await;
+
+    // Reopening reads the same conversation.
+    let store = Store::open(&path).await.unwrap();
+    let comments = store.comments("branch:main").await.unwrap();
+    assert_eq!(comments.len(), 2);
+    assert_eq!(comments[0].body, "edited");
+    assert!(comments.iter().all(|c| c.thread_resolved));
+    assert_eq!(store.changes().await.unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn foreign_ids_are_refused() {
+    let store = Store::in_memory().await.unwrap();
+    let root = store.add("a", new("bugloop", "x")).await.unwrap();
+    let error = store
+        .add(
+            "b",
+            NewComment {
+                in_reply_to: Some(root.id),
+                ..new("dev", "y")
+            },
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("not part of the conversation of b"),
+        "{error}"
+    );
+    assert!(store.update_body("b", root.id, "z").await.is_err());
+    assert!(store.set_resolved("b", root.id, true).await.is_err());
+}
+
+#[tokio::test]
+async fn a_damaged_file_is_reported_with_the_way_out_and_can_be_moved_aside() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.db");
+    std::fs::write(
+        &path,
+        b"this is not a database, it is a text file\n".repeat(200),
+    )
+    .unwrap();
+    let error = Store::open(&path).await.unwrap_err();
+    assert!(matches!(error, StoreError::Corrupt { .. }), "{error:?}");
+    assert!(error.to_string().contains("bugloop store reset"), "{error}");
+    let moved = Store::quarantine(&path).unwrap();
+    assert!(moved.exists() && !path.exists());
+    let store = Store::open(&path).await.unwrap();
+    assert!(store.comments("x").await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_database_of_someone_else_is_not_taken_for_ours() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.db");
+    {
+        let store = Store::open(&path).await.unwrap();
+        sqlx::raw_sql("DROP TABLE threads")
+            .execute(&store.pool)
+            .await
+            .unwrap();
+        store.close().await;
+    }
+    let error = Store::open(&path).await.unwrap_err();
+    assert!(error.to_string().contains("tables are missing"), "{error}");
+}
