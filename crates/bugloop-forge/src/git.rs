@@ -1,0 +1,363 @@
+//! The git plumbing of the local forge: which change to review (a branch against its merge base,
+//! a range, the index, the working tree) and its diff.
+
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde::Serialize;
+
+use crate::ChangeKey;
+
+/// git's empty tree: the base of a repository without commits.
+pub const EMPTY_TREE: &str = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
+
+#[derive(Debug, thiserror::Error)]
+pub enum GitError {
+    #[error("{0} is not inside a git repository")]
+    NotARepository(PathBuf),
+    #[error("cannot run git: {0}")]
+    Spawn(std::io::Error),
+    #[error("git {args} failed: {message}")]
+    Failed { args: String, message: String },
+    #[error("{0}")]
+    Selection(String),
+}
+
+/// A git repository's work tree.
+#[derive(Debug, Clone)]
+pub struct Git {
+    root: PathBuf,
+}
+
+/// Which change to review.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Selection {
+    /// The current branch against its merge base with the default branch.
+    #[default]
+    Branch,
+    /// `base..head` (merge base of the two); either may be left to its default.
+    Range {
+        base: Option<String>,
+        head: Option<String>,
+    },
+    /// What is staged, against HEAD.
+    Staged,
+    /// Every uncommitted change (staged, unstaged and untracked files), against HEAD.
+    Working,
+}
+
+/// Where the change's new side is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "commit")]
+pub enum HeadState {
+    Commit(String),
+    /// The index (staged changes) on top of the current HEAD.
+    Index,
+    /// The working tree as it is.
+    WorkingTree,
+}
+
+/// A selected change.
+#[derive(Debug, Clone, Serialize)]
+pub struct SelectedChange {
+    /// The conversation this change's findings belong to.
+    pub key: ChangeKey,
+    /// For humans: `feature against main (merge base 1a2b3c4)`.
+    pub description: String,
+    pub base: String,
+    pub head: HeadState,
+    /// HEAD's commit when the change is staged or in the working tree (`None` without commits).
+    pub head_commit: Option<String>,
+    #[serde(skip)]
+    pub diff: Vec<u8>,
+}
+
+impl Git {
+    /// The repository containing `dir`.
+    pub fn open(dir: &Path) -> Result<Git, GitError> {
+        let output = Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args(["rev-parse", "--show-toplevel"])
+            .output()
+            .map_err(GitError::Spawn)?;
+        if !output.status.success() {
+            return Err(GitError::NotARepository(dir.to_owned()));
+        }
+        let root = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+        Ok(Git {
+            root: PathBuf::from(root),
+        })
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new("git");
+        command
+            .arg("-C")
+            .arg(&self.root)
+            // The user's diff settings must not change what we parse.
+            .args([
+                "-c",
+                "diff.noprefix=false",
+                "-c",
+                "diff.mnemonicPrefix=false",
+                "-c",
+                "core.quotePath=true",
+                "-c",
+                "color.ui=false",
+            ])
+            .args(args);
+        command
+    }
+
+    /// Runs git; exit status 1 counts as success where `allow_one` (diff --no-index).
+    fn run_raw(&self, args: &[&str], allow_one: bool) -> Result<Vec<u8>, GitError> {
+        let output = self.command(args).output().map_err(GitError::Spawn)?;
+        let ok = output.status.success() || (allow_one && output.status.code() == Some(1));
+        if !ok {
+            return Err(GitError::Failed {
+                args: args.join(" "),
+                message: String::from_utf8_lossy(&output.stderr).trim().to_owned(),
+            });
+        }
+        Ok(output.stdout)
+    }
+
+    pub fn run(&self, args: &[&str]) -> Result<String, GitError> {
+        Ok(String::from_utf8_lossy(&self.run_raw(args, false)?)
+            .trim()
+            .to_owned())
+    }
+
+    /// The shared git directory (`.git`, also from a linked worktree).
+    pub fn common_dir(&self) -> Result<PathBuf, GitError> {
+        Ok(PathBuf::from(self.run(&[
+            "rev-parse",
+            "--path-format=absolute",
+            "--git-common-dir",
+        ])?))
+    }
+
+    /// HEAD's commit, or `None` in a repository without commits.
+    pub fn head(&self) -> Option<String> {
+        self.run(&["rev-parse", "--verify", "--quiet", "HEAD^{commit}"])
+            .ok()
+            .filter(|s| !s.is_empty())
+    }
+
+    /// The checked-out branch, `None` on a detached HEAD.
+    pub fn current_branch(&self) -> Option<String> {
+        self.run(&["symbolic-ref", "--quiet", "--short", "HEAD"])
+            .ok()
+            .filter(|s| !s.is_empty())
+    }
+
+    /// `origin/HEAD`'s target, else `main`, else `master` (whichever exists).
+    pub fn default_branch(&self) -> Option<String> {
+        if let Ok(target) = self.run(&[
+            "symbolic-ref",
+            "--quiet",
+            "--short",
+            "refs/remotes/origin/HEAD",
+        ]) && !target.is_empty()
+        {
+            return Some(target);
+        }
+        ["main", "master", "origin/main", "origin/master"]
+            .into_iter()
+            .find(|name| self.resolve(name).is_some())
+            .map(str::to_owned)
+    }
+
+    /// A revision's commit id.
+    pub fn resolve(&self, revision: &str) -> Option<String> {
+        if revision.starts_with('-') {
+            return None;
+        }
+        self.run(&[
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            &format!("{revision}^{{commit}}"),
+        ])
+        .ok()
+        .filter(|s| !s.is_empty())
+    }
+
+    /// Whether the working tree and index match HEAD (untracked files count as changes).
+    pub fn is_clean(&self) -> Result<bool, GitError> {
+        Ok(self.run(&["status", "--porcelain"])?.is_empty())
+    }
+
+    /// The conversation of the checked-out branch (or of the commit on a detached HEAD).
+    pub fn conversation_key(&self) -> ChangeKey {
+        match (self.current_branch(), self.head()) {
+            (Some(branch), _) => ChangeKey(format!("branch:{branch}")),
+            (None, Some(head)) => ChangeKey(format!("commit:{}", short(&head))),
+            (None, None) => ChangeKey("unborn".to_owned()),
+        }
+    }
+
+    fn diff_args(extra: &[&str]) -> Vec<String> {
+        let mut args = vec![
+            "diff".to_owned(),
+            "--no-ext-diff".to_owned(),
+            "--no-textconv".to_owned(),
+            "--find-renames".to_owned(),
+        ];
+        args.extend(extra.iter().map(|s| (*s).to_owned()));
+        args
+    }
+
+    fn diff(&self, extra: &[&str]) -> Result<Vec<u8>, GitError> {
+        let args = Self::diff_args(extra);
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        self.run_raw(&refs, false)
+    }
+
+    /// Selects the change to review.
+    pub fn select(&self, selection: &Selection) -> Result<SelectedChange, GitError> {
+        let head_commit = self.head();
+        match selection {
+            Selection::Staged | Selection::Working => {
+                let base = head_commit.clone().unwrap_or_else(|| EMPTY_TREE.to_owned());
+                let (diff, head, what) = if *selection == Selection::Staged {
+                    (
+                        self.diff(&["--cached", &base])?,
+                        HeadState::Index,
+                        "staged changes",
+                    )
+                } else {
+                    let mut diff = self.diff(&[&base])?;
+                    diff.extend(self.untracked_diff()?);
+                    (diff, HeadState::WorkingTree, "uncommitted changes")
+                };
+                let against = head_commit
+                    .as_deref()
+                    .map_or("an empty repository".to_owned(), |h| {
+                        format!("HEAD ({})", short(h))
+                    });
+                Ok(SelectedChange {
+                    key: self.conversation_key(),
+                    description: format!("{what} against {against}"),
+                    base,
+                    head,
+                    head_commit,
+                    diff,
+                })
+            }
+            Selection::Branch | Selection::Range { .. } => {
+                let (base_rev, head_rev) = match selection {
+                    Selection::Range { base, head } => (base.clone(), head.clone()),
+                    _ => (None, None),
+                };
+                if head_commit.is_none() && head_rev.is_none() {
+                    return Err(GitError::Selection(
+                        "the repository has no commits yet; review what is staged with \
+                         `--staged` or every uncommitted file with `--working`"
+                            .to_owned(),
+                    ));
+                }
+                let head_name = head_rev.clone().unwrap_or_else(|| "HEAD".to_owned());
+                let head = self.resolve(&head_name).ok_or_else(|| {
+                    GitError::Selection(format!("--head {head_name:?} is not a commit here"))
+                })?;
+                let base_name = match base_rev {
+                    Some(base) => base,
+                    None => self.default_branch().ok_or_else(|| {
+                        GitError::Selection(
+                            "no default branch to compare with (no origin/HEAD, main or \
+                             master); name one with `--base`"
+                                .to_owned(),
+                        )
+                    })?,
+                };
+                let base_tip = self.resolve(&base_name).ok_or_else(|| {
+                    GitError::Selection(format!("--base {base_name:?} is not a commit here"))
+                })?;
+                let base = self
+                    .run(&["merge-base", &base_tip, &head])
+                    .ok()
+                    .filter(|s| !s.is_empty())
+                    // Unrelated histories: compare the trees directly.
+                    .unwrap_or(base_tip);
+                let diff = self.diff(&[&base, &head])?;
+                let key = match &head_rev {
+                    Some(name) => {
+                        match self.run(&["rev-parse", "--abbrev-ref", "--verify", "--quiet", name])
+                        {
+                            Ok(branch)
+                                if !branch.is_empty()
+                                    && branch != "HEAD"
+                                    && !branch.contains('^') =>
+                            {
+                                ChangeKey(format!("branch:{branch}"))
+                            }
+                            _ => ChangeKey(format!("commit:{}", short(&head))),
+                        }
+                    }
+                    None => self.conversation_key(),
+                };
+                let head_label = match (&head_rev, self.current_branch()) {
+                    (Some(name), _) => name.clone(),
+                    (None, Some(branch)) => branch,
+                    (None, None) => format!("HEAD ({})", short(&head)),
+                };
+                Ok(SelectedChange {
+                    key,
+                    description: format!(
+                        "{head_label} against {base_name} (merge base {})",
+                        short(&base)
+                    ),
+                    base,
+                    head: HeadState::Commit(head),
+                    head_commit,
+                    diff,
+                })
+            }
+        }
+    }
+
+    /// Untracked (not ignored) files as additions, so `--working` sees new files too.
+    fn untracked_diff(&self) -> Result<Vec<u8>, GitError> {
+        let listed = self.run_raw(&["ls-files", "--others", "--exclude-standard", "-z"], false)?;
+        let mut out = Vec::new();
+        for path in listed.split(|b| *b == 0).filter(|p| !p.is_empty()) {
+            // Handed over as bytes: a non-UTF-8 file name is reviewed like any other.
+            let args = Self::diff_args(&["--no-index", "--", "/dev/null"]);
+            let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+            let output = self
+                .command(&refs)
+                .arg(std::ffi::OsStr::from_bytes(path))
+                .output()
+                .map_err(GitError::Spawn)?;
+            if !(output.status.success() || output.status.code() == Some(1)) {
+                return Err(GitError::Failed {
+                    args: format!(
+                        "diff --no-index /dev/null {}",
+                        String::from_utf8_lossy(path)
+                    ),
+                    message: String::from_utf8_lossy(&output.stderr).trim().to_owned(),
+                });
+            }
+            out.extend(output.stdout);
+        }
+        Ok(out)
+    }
+
+    /// A file's content at a commit (`None` when it does not exist there).
+    pub fn show(&self, commit: &str, path: &str) -> Option<Vec<u8>> {
+        self.run_raw(&["cat-file", "blob", &format!("{commit}:{path}")], false)
+            .ok()
+    }
+}
+
+/// The usual 7-character abbreviation.
+pub fn short(sha: &str) -> &str {
+    sha.get(..7).unwrap_or(sha)
+}

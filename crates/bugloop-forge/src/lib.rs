@@ -1,0 +1,162 @@
+//! Where changes and their conversations live. The loops talk to a [`Forge`]: the change under
+//! review, its conversation (issue-level comments and line comments in threads, with authors,
+//! replies and resolved flags), and the few writes bugloop makes as its bot identity (add or update
+//! a comment, reply, resolve or unresolve a thread), plus an actor's permission.
+//!
+//! Implementations: [`local::LocalForge`] (a git repository with the conversation in the embedded
+//! store) and, later, GitHub. No forge wire type leaves this crate: everything is expressed in
+//! `bugloop_domain` types and the small types below.
+
+pub mod git;
+pub mod local;
+
+use async_trait::async_trait;
+use bugloop_domain::finding::FindingId;
+use bugloop_domain::marker::MarkerSyntax;
+use bugloop_domain::thread::{BotIdentity, Comment};
+use serde::Serialize;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ForgeError {
+    #[error(transparent)]
+    Store(#[from] bugloop_store::StoreError),
+    #[error(transparent)]
+    Git(#[from] git::GitError),
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// The conversation a change's comments belong to (a pull request, an issue, a local branch).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+#[serde(transparent)]
+pub struct ChangeKey(pub String);
+
+impl std::fmt::Display for ChangeKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Where a line comment goes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LineAnchor {
+    pub path: String,
+    /// New-side line; it must be shown in the change's diff.
+    pub line: u32,
+    /// The head commit the line refers to.
+    pub commit: String,
+}
+
+/// What an actor may do in the repository.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Permission {
+    None,
+    Read,
+    Write,
+    Admin,
+}
+
+impl Permission {
+    /// May this actor have bugloop change files and commit for them?
+    pub fn may_modify_files(self) -> bool {
+        self >= Permission::Write
+    }
+}
+
+/// How an upsert ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Upsert {
+    Added,
+    Updated,
+    Unchanged,
+}
+
+/// Everything the loops need from a forge.
+#[async_trait]
+pub trait Forge: Send + Sync + std::fmt::Debug {
+    /// `local`, `github`, ... for reports.
+    fn name(&self) -> &str;
+
+    /// The login bugloop writes as here.
+    fn bot_login(&self) -> &str;
+
+    /// Every comment of the change's conversation, oldest first: issue-level comments and line
+    /// comments, with replies (`in_reply_to`), thread ids and the forge's resolved flags.
+    async fn comments(&self, change: &ChangeKey) -> Result<Vec<Comment>, ForgeError>;
+
+    /// Adds a comment as the bot: a line comment when `anchor` is given, otherwise a
+    /// conversation comment.
+    async fn add_comment(
+        &self,
+        change: &ChangeKey,
+        body: &str,
+        anchor: Option<&LineAnchor>,
+    ) -> Result<Comment, ForgeError>;
+
+    /// Replaces the body of one of the bot's comments.
+    async fn update_comment(
+        &self,
+        change: &ChangeKey,
+        comment: &Comment,
+        body: &str,
+    ) -> Result<(), ForgeError>;
+
+    /// Replies as the bot in the thread of `to`.
+    async fn reply(
+        &self,
+        change: &ChangeKey,
+        to: &Comment,
+        body: &str,
+    ) -> Result<Comment, ForgeError>;
+
+    /// Resolves or unresolves the thread `thread_id` (a comment's `thread_id`).
+    async fn set_thread_resolved(
+        &self,
+        change: &ChangeKey,
+        thread_id: &str,
+        resolved: bool,
+    ) -> Result<(), ForgeError>;
+
+    /// What `actor` may do in the repository.
+    async fn permission(&self, actor: &str) -> Result<Permission, ForgeError>;
+
+    /// Adds the comment carrying `id`'s marker, or updates the bot's comment that already carries
+    /// it (of the same kind: a line comment and a conversation comment are separate places).
+    /// Idempotent: running it twice leaves one comment.
+    async fn upsert_by_marker(
+        &self,
+        change: &ChangeKey,
+        markers: &MarkerSyntax,
+        bot: &BotIdentity,
+        id: &FindingId,
+        body: &str,
+        anchor: Option<&LineAnchor>,
+    ) -> Result<Upsert, ForgeError> {
+        let comments = self.comments(change).await?;
+        let want_review = anchor.is_some();
+        let existing = comments.iter().find(|c| {
+            bot.is_bot(&c.author)
+                && c.in_reply_to.is_none()
+                && (c.kind == bugloop_domain::thread::CommentKind::Review) == want_review
+                && markers
+                    .parse_all(&c.body)
+                    .iter()
+                    .any(|m| &m.finding_id == id)
+        });
+        match existing {
+            Some(comment) if comment.body == body => Ok(Upsert::Unchanged),
+            Some(comment) => {
+                self.update_comment(change, comment, body).await?;
+                Ok(Upsert::Updated)
+            }
+            None => {
+                self.add_comment(change, body, anchor).await?;
+                Ok(Upsert::Added)
+            }
+        }
+    }
+}

@@ -1,0 +1,211 @@
+//! The local forge: a git repository whose conversations live in the embedded store at
+//! `<git common dir>/bugloop/store.db`. bugloop writes as its bot name; the developer writes as
+//! themself (their git `user.name`), and owns the repository, so may do everything.
+
+use std::path::PathBuf;
+
+use async_trait::async_trait;
+use bugloop_domain::thread::{Comment, CommentKind};
+use bugloop_store::{Anchor, NewComment, Store, StoredComment, StoredKind};
+
+use crate::git::Git;
+use crate::{ChangeKey, Forge, ForgeError, LineAnchor, Permission};
+
+#[derive(Debug, Clone)]
+pub struct LocalForge {
+    git: Git,
+    store: Store,
+    bot: String,
+    developer: String,
+}
+
+/// Where the local store of a repository is.
+pub fn store_path(git: &Git) -> Result<PathBuf, ForgeError> {
+    Ok(git.common_dir()?.join("bugloop").join("store.db"))
+}
+
+fn to_comment(stored: StoredComment) -> Comment {
+    Comment {
+        id: stored.id.to_string(),
+        author: stored.author,
+        body: stored.body,
+        created_at: stored.created_at,
+        kind: match stored.kind {
+            StoredKind::Issue => CommentKind::Issue,
+            StoredKind::Review => CommentKind::Review,
+        },
+        in_reply_to: stored.in_reply_to.map(|id| id.to_string()),
+        thread_id: Some(stored.thread_id.to_string()),
+        path: stored.path,
+        line: stored.line,
+        thread_resolved: stored.thread_resolved,
+    }
+}
+
+fn local_id(id: &str) -> Result<i64, ForgeError> {
+    id.parse()
+        .map_err(|_| ForgeError::Invalid(format!("{id:?} is not a local comment id")))
+}
+
+impl LocalForge {
+    /// Opens the repository's store (creating it on first use).
+    pub async fn open(git: Git, bot: &str) -> Result<LocalForge, ForgeError> {
+        let store = Store::open(&store_path(&git)?).await?;
+        Ok(Self::with_store(git, store, bot))
+    }
+
+    /// A forge over an already opened store (tests use an in-memory one).
+    pub fn with_store(git: Git, store: Store, bot: &str) -> LocalForge {
+        let developer = git
+            .run(&["config", "user.name"])
+            .ok()
+            .filter(|n| !n.is_empty())
+            .or_else(|| std::env::var("USER").ok())
+            .unwrap_or_else(|| "developer".to_owned());
+        LocalForge {
+            git,
+            store,
+            bot: bot.to_owned(),
+            developer,
+        }
+    }
+
+    pub fn git(&self) -> &Git {
+        &self.git
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// The developer's name (who `reply` and `comment` write as).
+    pub fn developer(&self) -> &str {
+        &self.developer
+    }
+
+    /// Adds a comment as the developer (a reply when `in_reply_to` is given).
+    pub async fn developer_comment(
+        &self,
+        change: &ChangeKey,
+        body: &str,
+        in_reply_to: Option<&str>,
+    ) -> Result<Comment, ForgeError> {
+        let parent = in_reply_to.map(local_id).transpose()?;
+        let stored = self
+            .store
+            .add(
+                &change.0,
+                NewComment {
+                    author: self.developer.clone(),
+                    body: body.to_owned(),
+                    in_reply_to: parent,
+                    anchor: None,
+                },
+            )
+            .await?;
+        Ok(to_comment(stored))
+    }
+}
+
+#[async_trait]
+impl Forge for LocalForge {
+    fn name(&self) -> &str {
+        "local"
+    }
+
+    fn bot_login(&self) -> &str {
+        &self.bot
+    }
+
+    async fn comments(&self, change: &ChangeKey) -> Result<Vec<Comment>, ForgeError> {
+        Ok(self
+            .store
+            .comments(&change.0)
+            .await?
+            .into_iter()
+            .map(to_comment)
+            .collect())
+    }
+
+    async fn add_comment(
+        &self,
+        change: &ChangeKey,
+        body: &str,
+        anchor: Option<&LineAnchor>,
+    ) -> Result<Comment, ForgeError> {
+        let stored = self
+            .store
+            .add(
+                &change.0,
+                NewComment {
+                    author: self.bot.clone(),
+                    body: body.to_owned(),
+                    in_reply_to: None,
+                    anchor: anchor.map(|a| Anchor {
+                        path: a.path.clone(),
+                        line: a.line,
+                        commit: a.commit.clone(),
+                    }),
+                },
+            )
+            .await?;
+        Ok(to_comment(stored))
+    }
+
+    async fn update_comment(
+        &self,
+        change: &ChangeKey,
+        comment: &Comment,
+        body: &str,
+    ) -> Result<(), ForgeError> {
+        Ok(self
+            .store
+            .update_body(&change.0, local_id(&comment.id)?, body)
+            .await?)
+    }
+
+    async fn reply(
+        &self,
+        change: &ChangeKey,
+        to: &Comment,
+        body: &str,
+    ) -> Result<Comment, ForgeError> {
+        let stored = self
+            .store
+            .add(
+                &change.0,
+                NewComment {
+                    author: self.bot.clone(),
+                    body: body.to_owned(),
+                    in_reply_to: Some(local_id(&to.id)?),
+                    anchor: None,
+                },
+            )
+            .await?;
+        Ok(to_comment(stored))
+    }
+
+    async fn set_thread_resolved(
+        &self,
+        change: &ChangeKey,
+        thread_id: &str,
+        resolved: bool,
+    ) -> Result<(), ForgeError> {
+        Ok(self
+            .store
+            .set_resolved(&change.0, local_id(thread_id)?, resolved)
+            .await?)
+    }
+
+    async fn permission(&self, actor: &str) -> Result<Permission, ForgeError> {
+        // The local repository belongs to whoever runs bugloop in it.
+        Ok(if actor == self.developer || actor == self.bot {
+            Permission::Admin
+        } else {
+            Permission::Read
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;
