@@ -1,0 +1,376 @@
+//! Splitting a change into model calls. Each call may show at most a token budget of diff; files
+//! go in order of importance (source before configuration before documentation, larger changes
+//! first), delete-only hunks are summarized in one line, and lockfiles and generated files are
+//! summarized instead of shown. A file too big for one call is split at hunks, and a hunk too big
+//! for one call is cut; what could not be shown is listed, never dropped silently.
+
+use bugloop_diff::{ChangeKind, Diff, FileDiff, Hunk, LineKind};
+use bugloop_domain::paths::IgnoreMatcher;
+use serde::Serialize;
+
+/// A conservative estimate (code tokenizes at about 3-4 bytes a token).
+pub fn estimate_tokens(text: &str) -> u64 {
+    (text.len() as u64).div_ceil(3)
+}
+
+/// Lines longer than this (minified code, data) are cut in the prompt.
+pub const MAX_LINE_CHARS: usize = 400;
+
+/// A part of a change that was not shown to the model in full.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct Unreviewed {
+    pub path: String,
+    pub reason: String,
+}
+
+/// One model call's share of the change.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Batch {
+    pub files: Vec<String>,
+    pub text: String,
+    pub tokens: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
+pub struct Plan {
+    pub batches: Vec<Batch>,
+    /// Not shown, or only partly: binary files, hunks over the budget.
+    pub unreviewed: Vec<Unreviewed>,
+    /// Shown as a one-line summary only (lockfiles, generated and minified files).
+    pub summarized: Vec<Unreviewed>,
+    /// Excluded by `review.ignore_files`.
+    pub ignored: Vec<String>,
+    /// Files in the change.
+    pub files: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Importance {
+    Summarize,
+    Docs,
+    Config,
+    Tests,
+    Source,
+}
+
+const LOCKFILES: &[&str] = &[
+    "Cargo.lock",
+    "package-lock.json",
+    "npm-shrinkwrap.json",
+    "yarn.lock",
+    "pnpm-lock.yaml",
+    "poetry.lock",
+    "Pipfile.lock",
+    "uv.lock",
+    "go.sum",
+    "composer.lock",
+    "Gemfile.lock",
+    "flake.lock",
+];
+
+fn importance(path: &str) -> Importance {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let lower = path.to_ascii_lowercase();
+    if LOCKFILES.contains(&name)
+        || lower.ends_with(".min.js")
+        || lower.ends_with(".min.css")
+        || lower.ends_with(".map")
+        || lower.starts_with("vendor/")
+        || lower.contains("/vendor/")
+        || lower.starts_with("dist/")
+        || lower.contains("/generated/")
+    {
+        return Importance::Summarize;
+    }
+    let extension = name.rsplit_once('.').map_or("", |(_, e)| e);
+    let test = lower.contains("test") || lower.contains("spec") || lower.starts_with("e2e/");
+    match extension.to_ascii_lowercase().as_str() {
+        "md" | "rst" | "txt" | "adoc" | "org" => Importance::Docs,
+        "yml" | "yaml" | "toml" | "json" | "xml" | "ini" | "cfg" | "conf" | "lock" | "csv" => {
+            Importance::Config
+        }
+        _ if name == "Dockerfile" || name == "Makefile" => Importance::Config,
+        _ if test => Importance::Tests,
+        _ => Importance::Source,
+    }
+}
+
+fn kind_word(file: &FileDiff) -> &'static str {
+    match file.change {
+        ChangeKind::Added => "added",
+        ChangeKind::Deleted => "deleted",
+        ChangeKind::Modified => "modified",
+        ChangeKind::Renamed => "renamed",
+        ChangeKind::Copied => "copied",
+    }
+}
+
+fn header(file: &FileDiff) -> String {
+    let (added, removed) = file.stats();
+    let from = match (&file.change, &file.old_path) {
+        (ChangeKind::Renamed | ChangeKind::Copied, Some(old)) => format!(" from {old}"),
+        _ => String::new(),
+    };
+    format!(
+        "## {} ({}{from}, +{added} -{removed})\n",
+        file.path(),
+        kind_word(file)
+    )
+}
+
+fn clip(text: &str) -> String {
+    if text.len() <= MAX_LINE_CHARS {
+        return text.to_owned();
+    }
+    let mut end = MAX_LINE_CHARS;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{} [... line cut]", &text[..end])
+}
+
+fn hunk_header(hunk: &Hunk) -> String {
+    let section = if hunk.section.is_empty() {
+        String::new()
+    } else {
+        format!(" {}", hunk.section)
+    };
+    format!(
+        "@@ -{},{} +{},{} @@{section}\n",
+        hunk.old_start, hunk.old_len, hunk.new_start, hunk.new_len
+    )
+}
+
+fn render_line(line: &bugloop_diff::DiffLine) -> String {
+    match line.kind {
+        LineKind::Added => format!("{:>6} + {}\n", line.new_line.unwrap_or(0), clip(&line.text)),
+        LineKind::Context => format!("{:>6}   {}\n", line.new_line.unwrap_or(0), clip(&line.text)),
+        LineKind::Removed => format!("       - {}\n", clip(&line.text)),
+    }
+}
+
+/// A hunk as shown: delete-only hunks in one line.
+fn render_hunk(hunk: &Hunk) -> String {
+    let removed = hunk
+        .lines
+        .iter()
+        .filter(|l| l.kind == LineKind::Removed)
+        .count();
+    let added = hunk
+        .lines
+        .iter()
+        .filter(|l| l.kind == LineKind::Added)
+        .count();
+    if added == 0 && removed > 0 {
+        let first = hunk
+            .lines
+            .iter()
+            .find(|l| l.kind == LineKind::Removed)
+            .map(|l| clip(l.text.trim()))
+            .unwrap_or_default();
+        // The head line the removal follows: the last context line before it, else the hunk's
+        // start (git numbers an empty new side by the line before it).
+        let after = hunk
+            .lines
+            .iter()
+            .take_while(|l| l.kind != LineKind::Removed)
+            .filter_map(|l| l.new_line)
+            .last()
+            .unwrap_or(if hunk.new_len == 0 {
+                hunk.new_start
+            } else {
+                hunk.new_start.saturating_sub(1)
+            });
+        return format!(
+            "@@ -{},{} @@ removes {removed} line(s) after head line {after}, starting with `{first}`\n",
+            hunk.old_start, hunk.old_len
+        );
+    }
+    let mut out = hunk_header(hunk);
+    for line in &hunk.lines {
+        out.push_str(&render_line(line));
+    }
+    out
+}
+
+/// Plans the calls for `diff` with at most `budget` tokens of change per call.
+pub fn plan(diff: &Diff, ignore: &IgnoreMatcher, budget: u64) -> Plan {
+    let budget = budget.max(200);
+    let mut out = Plan {
+        files: diff.files.len(),
+        ..Plan::default()
+    };
+    let mut files: Vec<(&FileDiff, Importance, usize)> = Vec::new();
+    for file in &diff.files {
+        let path = file.path();
+        if ignore.is_ignored(path) {
+            out.ignored.push(path.to_owned());
+            continue;
+        }
+        let (added, removed) = file.stats();
+        let rank = if file.binary {
+            Importance::Summarize
+        } else {
+            importance(path)
+        };
+        files.push((file, rank, added + removed));
+    }
+    files.sort_by(|a, b| {
+        b.1.cmp(&a.1)
+            .then(b.2.cmp(&a.2))
+            .then(a.0.path().cmp(b.0.path()))
+    });
+
+    let mut packer = Packer::new(budget);
+    for (file, importance, _) in files {
+        let path = file.path().to_owned();
+        let head = header(file);
+        if file.binary {
+            packer.add(&path, format!("{head}binary file, not shown\n"));
+            out.unreviewed.push(Unreviewed {
+                path,
+                reason: "binary file".to_owned(),
+            });
+            continue;
+        }
+        if importance == Importance::Summarize {
+            packer.add(
+                &path,
+                format!("{head}lockfile or generated file, not shown\n"),
+            );
+            out.summarized.push(Unreviewed {
+                path,
+                reason: "lockfile or generated file: summarized".to_owned(),
+            });
+            continue;
+        }
+        if file.change == ChangeKind::Deleted {
+            packer.add(&path, format!("{head}the file is deleted\n"));
+            continue;
+        }
+        if file.hunks.is_empty() {
+            packer.add(&path, format!("{head}no content change\n"));
+            continue;
+        }
+        let whole: String = file.hunks.iter().map(render_hunk).collect();
+        if estimate_tokens(&head) + estimate_tokens(&whole) <= budget {
+            packer.add(&path, format!("{head}{whole}"));
+            continue;
+        }
+        // Too big for one call: hunk by hunk, each part with the file's header.
+        let mut part = String::new();
+        for hunk in &file.hunks {
+            let rendered = render_hunk(hunk);
+            let needed =
+                estimate_tokens(&head) + estimate_tokens(&part) + estimate_tokens(&rendered);
+            if needed > budget && !part.is_empty() {
+                packer.add_alone(&path, format!("{head}{part}"));
+                part.clear();
+            }
+            if estimate_tokens(&head) + estimate_tokens(&rendered) <= budget {
+                part.push_str(&rendered);
+                continue;
+            }
+            // One hunk over the budget: show what fits, list the rest.
+            let mut shown = hunk_header(hunk);
+            let mut cut_at = None;
+            for line in &hunk.lines {
+                let next = render_line(line);
+                if estimate_tokens(&head) + estimate_tokens(&shown) + estimate_tokens(&next)
+                    > budget
+                {
+                    cut_at = Some(line.new_line.or(line.old_line).unwrap_or(hunk.new_start));
+                    break;
+                }
+                shown.push_str(&next);
+            }
+            if let Some(line) = cut_at {
+                let end = hunk.new_start + hunk.new_len.saturating_sub(1);
+                shown.push_str("[... the rest of this hunk is over the per-call budget]\n");
+                out.unreviewed.push(Unreviewed {
+                    path: path.clone(),
+                    reason: format!(
+                        "lines {line}-{end} not shown: one hunk is larger than the per-call budget of {budget} tokens"
+                    ),
+                });
+            }
+            packer.add_alone(&path, format!("{head}{shown}"));
+        }
+        if !part.is_empty() {
+            packer.add_alone(&path, format!("{head}{part}"));
+        }
+    }
+    out.batches = packer.finish();
+    out
+}
+
+/// First-fit packing of file sections into batches.
+struct Packer {
+    budget: u64,
+    batches: Vec<Batch>,
+    current: Batch,
+}
+
+impl Packer {
+    fn new(budget: u64) -> Self {
+        Packer {
+            budget,
+            batches: Vec::new(),
+            current: Batch {
+                files: Vec::new(),
+                text: String::new(),
+                tokens: 0,
+            },
+        }
+    }
+
+    fn add(&mut self, path: &str, section: String) {
+        let tokens = estimate_tokens(&section);
+        if self.current.tokens + tokens > self.budget && !self.current.text.is_empty() {
+            self.flush();
+        }
+        self.push(path, section, tokens);
+    }
+
+    /// A part of a split file: a batch of its own, so its parts never share a call.
+    fn add_alone(&mut self, path: &str, section: String) {
+        if !self.current.text.is_empty() {
+            self.flush();
+        }
+        let tokens = estimate_tokens(&section);
+        self.push(path, section, tokens);
+        self.flush();
+    }
+
+    fn push(&mut self, path: &str, section: String, tokens: u64) {
+        if !self.current.files.iter().any(|f| f == path) {
+            self.current.files.push(path.to_owned());
+        }
+        self.current.text.push_str(&section);
+        self.current.text.push('\n');
+        self.current.tokens += tokens;
+    }
+
+    fn flush(&mut self) {
+        if self.current.text.is_empty() {
+            return;
+        }
+        let done = std::mem::replace(
+            &mut self.current,
+            Batch {
+                files: Vec::new(),
+                text: String::new(),
+                tokens: 0,
+            },
+        );
+        self.batches.push(done);
+    }
+
+    fn finish(mut self) -> Vec<Batch> {
+        self.flush();
+        self.batches
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,100 @@
+use super::*;
+
+fn file_diff(path: &str, lines: usize) -> String {
+    let mut out = format!(
+        "diff --git a/{path} b/{path}\n--- a/{path}\n+++ b/{path}\n@@ -1,1 +1,{} @@\n old\n",
+        lines + 1
+    );
+    for i in 0..lines {
+        out.push_str(&format!("+line {i} of {path}\n"));
+    }
+    out
+}
+
+#[test]
+fn files_go_by_importance_and_every_one_is_placed() {
+    let text = [
+        file_diff("README.md", 3),
+        file_diff("src/small.rs", 2),
+        file_diff("src/big.rs", 20),
+        file_diff("config.yml", 2),
+        file_diff("Cargo.lock", 50),
+        file_diff("tests/t.rs", 2),
+        "diff --git a/logo.png b/logo.png\nBinary files a/logo.png and b/logo.png differ\n"
+            .to_owned(),
+        "diff --git a/gone.rs b/gone.rs\ndeleted file mode 100644\n--- a/gone.rs\n+++ /dev/null\n@@ -1,2 +0,0 @@\n-a\n-b\n".to_owned(),
+        file_diff("vendor/x.js", 2),
+    ]
+    .concat();
+    let diff = bugloop_diff::parse(text);
+    let ignore = IgnoreMatcher::new(&["vendor/**"]).unwrap();
+    let plan = plan(&diff, &ignore, 100_000);
+    assert_eq!(plan.batches.len(), 1);
+    let order: Vec<_> = plan.batches[0].files.iter().map(String::as_str).collect();
+    assert_eq!(
+        order,
+        [
+            "src/big.rs",
+            "gone.rs",
+            "src/small.rs",
+            "tests/t.rs",
+            "config.yml",
+            "README.md",
+            "Cargo.lock",
+            "logo.png"
+        ]
+    );
+    assert_eq!(plan.ignored, ["vendor/x.js"]);
+    assert_eq!(plan.unreviewed[0].path, "logo.png");
+    assert_eq!(plan.summarized[0].path, "Cargo.lock");
+    assert!(!plan.batches[0].text.contains("line 0 of Cargo.lock"));
+    assert!(
+        plan.batches[0]
+            .text
+            .contains("## gone.rs (deleted, +0 -2)\nthe file is deleted")
+    );
+}
+
+#[test]
+fn small_budgets_split_files_hunks_and_list_what_did_not_fit() {
+    let mut text = String::new();
+    for i in 0..6 {
+        text.push_str(&file_diff(&format!("src/f{i}.rs"), 10));
+    }
+    // One file with a hunk far over the budget.
+    text.push_str(&file_diff("src/huge.rs", 400));
+    let diff = bugloop_diff::parse(text);
+    let plan = plan(&diff, &IgnoreMatcher::empty(), 300);
+    assert!(plan.batches.len() > 3, "{}", plan.batches.len());
+    for batch in &plan.batches {
+        assert!(batch.tokens <= 300 + 20, "{} tokens", batch.tokens);
+    }
+    let mut seen: Vec<&str> = plan
+        .batches
+        .iter()
+        .flat_map(|b| b.files.iter().map(String::as_str))
+        .collect();
+    seen.sort_unstable();
+    seen.dedup();
+    assert_eq!(seen.len(), 7, "every file is in some call");
+    assert_eq!(plan.unreviewed.len(), 1);
+    assert!(
+        plan.unreviewed[0].reason.starts_with("lines "),
+        "{:?}",
+        plan.unreviewed
+    );
+}
+
+#[test]
+fn delete_only_hunks_are_one_line_and_lines_carry_head_numbers() {
+    let text = "diff --git a/a.rs b/a.rs\n--- a/a.rs\n+++ b/a.rs\n@@ -1,2 +0,0 @@\n-gone one\n-gone two\n@@ -10,1 +8,2 @@ fn f\n ctx\n+new\n";
+    let diff = bugloop_diff::parse(text);
+    let plan = plan(&diff, &IgnoreMatcher::empty(), 10_000);
+    insta::assert_snapshot!(plan.batches[0].text, @r"
+    ## a.rs (modified, +1 -2)
+    @@ -1,2 @@ removes 2 line(s) after head line 0, starting with `gone one`
+    @@ -10,1 +8,2 @@ fn f
+         8   ctx
+         9 + new
+    ");
+}
