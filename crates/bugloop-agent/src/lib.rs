@@ -310,7 +310,37 @@ impl Agent {
                     continue;
                 }
                 if Some(call.name.as_str()) == submit_tool {
-                    match call.parse_arguments() {
+                    // A registered submit tool checks the submission first (its errors go back
+                    // to the model like any tool's).
+                    let checked = if registry.get(&call.name).is_some() {
+                        registry
+                            .call(&self.context, &call.name, &call.arguments)
+                            .await
+                            .map(|_| ())
+                    } else {
+                        Ok(())
+                    };
+                    let parsed = match checked {
+                        Ok(()) => call.parse_arguments().map_err(|e| {
+                            ToolError::Model(format!("the arguments are not valid JSON: {e}"))
+                        }),
+                        Err(error) => Err(error),
+                    };
+                    match parsed {
+                        Err(ToolError::Abort(message)) => {
+                            transcript.write(&Event::Tool {
+                                turn,
+                                id: call.id,
+                                name: call.name.clone(),
+                                arguments: call.arguments,
+                                ok: false,
+                                result: message.clone(),
+                            });
+                            return Err(AgentError::ToolAbort {
+                                tool: call.name,
+                                message,
+                            });
+                        }
                         Ok(value) => {
                             let next = follow_ups.next();
                             transcript.write(&Event::Tool {
@@ -329,8 +359,7 @@ impl Agent {
                             next_stage = Some(next);
                             continue;
                         }
-                        Err(error) => {
-                            let message = format!("the arguments are not valid JSON: {error}");
+                        Err(ToolError::Model(message)) => {
                             transcript.write(&Event::Tool {
                                 turn,
                                 id: call.id.clone(),

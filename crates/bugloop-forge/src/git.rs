@@ -128,6 +128,11 @@ impl Git {
         Ok(output.stdout)
     }
 
+    /// Runs git and returns its raw output.
+    pub fn run_bytes(&self, args: &[&str]) -> Result<Vec<u8>, GitError> {
+        self.run_raw(args, false)
+    }
+
     pub fn run(&self, args: &[&str]) -> Result<String, GitError> {
         Ok(String::from_utf8_lossy(&self.run_raw(args, false)?)
             .trim()

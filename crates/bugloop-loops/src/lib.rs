@@ -1,6 +1,75 @@
 //! bugloop's loops. Each loop loads its state from a [`bugloop_forge::Forge`], runs agent tasks,
 //! grounds and filters what the model said, and publishes through the forge. One implementation
-//! serves the command line, the Action and the server: nothing here prints or knows its caller.
+//! serves the command line, the Action and the server: nothing here prints or knows its caller;
+//! progress goes to a [`Progress`] the caller provides.
 
+pub mod checkout;
 pub mod context;
 pub mod plan;
+pub mod publish;
+pub mod review;
+
+use std::path::Path;
+use std::time::Duration;
+
+use bugloop_config::{Config, Unconfined};
+use bugloop_sandbox::{Policy, SandboxSettings, WhenUnconfined};
+
+/// What a long run reports while it works.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProgressEvent {
+    /// The change is split into this many model sessions.
+    Planned {
+        calls: usize,
+        files: usize,
+        tokens: u64,
+    },
+    CallStarted {
+        call: usize,
+        of: usize,
+        files: usize,
+    },
+    PassDone {
+        batch: usize,
+        pass: u32,
+        of: u32,
+    },
+    Finding {
+        batch: usize,
+        title: String,
+    },
+    CallDone {
+        call: usize,
+        findings: usize,
+        error: Option<String>,
+    },
+    Publishing,
+}
+
+/// Receives progress events; must not block.
+pub trait Progress: Send + Sync + std::fmt::Debug {
+    fn event(&self, event: ProgressEvent);
+}
+
+/// Progress nobody watches.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Silent;
+
+impl Progress for Silent {
+    fn event(&self, _: ProgressEvent) {}
+}
+
+/// The sandbox for commands of a run in `workspace`, from the configuration.
+pub fn sandbox_settings(config: &Config, workspace: &Path, policy: Policy) -> SandboxSettings {
+    let sandbox = &config.sandbox;
+    let mut settings = SandboxSettings::new(workspace, policy);
+    settings.timeout = Duration::from_secs(sandbox.command_timeout_seconds);
+    settings.max_output_bytes = usize::try_from(sandbox.max_output_bytes).unwrap_or(usize::MAX);
+    settings.env_allowlist = sandbox.env_allowlist.clone();
+    settings.visible_home_dirs = sandbox.home_dirs.clone();
+    settings.when_unconfined = match sandbox.when_unconfined {
+        Unconfined::Refuse => WhenUnconfined::Refuse,
+        Unconfined::Warn => WhenUnconfined::Warn,
+    };
+    settings
+}

@@ -1,0 +1,191 @@
+//! What a review run produced: the machine-readable report behind `--format json` (its schema is
+//! `docs/review-report.schema.json`, generated from these types) and the base of every other
+//! output format and of the summary comment.
+
+use bugloop_domain::finding::Finding;
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use crate::plan::Unreviewed;
+
+/// Version of the report's shape; bumped on incompatible changes.
+pub const REPORT_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct ReviewReport {
+    pub version: u32,
+    pub change: ChangeInfo,
+    pub model: String,
+    /// Findings published or updated by this run, highest score first.
+    pub findings: Vec<PublishedFinding>,
+    /// Previous findings this run marked resolved.
+    pub resolved: Vec<ResolvedFinding>,
+    /// Every finding of the change after this run, with its status.
+    pub tracked: Vec<TrackedFinding>,
+    /// Findings the model reported that were not published, with the stage and reason.
+    pub dropped: Vec<DroppedFinding>,
+    /// How many findings entered and left each stage.
+    pub stages: Vec<StageCount>,
+    pub overflow: OverflowInfo,
+    /// Parts of the change the model did not see in full.
+    pub unreviewed: Vec<Unreviewed>,
+    /// Files shown only as a one-line summary (lockfiles, generated files).
+    pub summarized: Vec<Unreviewed>,
+    /// Files excluded by `review.ignore_files`.
+    pub ignored: Vec<String>,
+    /// The reviewer's summary of each pass (or of the one structured answer).
+    pub passes: Vec<PassSummary>,
+    pub usage: UsageInfo,
+    /// Model calls that failed; their files are listed in `unreviewed`.
+    pub errors: Vec<String>,
+    pub sensitive_data: SensitivityInfo,
+    /// Whether every part of the change was reviewed without error.
+    pub complete: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct ChangeInfo {
+    /// The conversation the findings belong to (`branch:<name>`, `commit:<sha>`, a pull request).
+    pub key: String,
+    pub description: String,
+    pub base: String,
+    /// The head commit, or `index` / `working-tree`.
+    pub head: String,
+    pub files: usize,
+    pub additions: usize,
+    pub deletions: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CommentAction {
+    Added,
+    Updated,
+    Unchanged,
+    /// Not published (a dry run).
+    NotPublished,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Placement {
+    /// A line comment on a line of the diff.
+    Line,
+    /// In the conversation: its line is not in the diff, or it has none.
+    Summary,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct PublishedFinding {
+    #[serde(flatten)]
+    pub finding: Finding,
+    /// info, low, medium or high.
+    pub severity: String,
+    /// P0, P1 or P2.
+    pub priority: String,
+    pub placement: Placement,
+    pub action: CommentAction,
+    /// Set when this re-reports an existing finding (which keeps its id).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rediscovered_as: Option<String>,
+    /// The code line at head, for reports.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+    /// What grounding corrected.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct ResolvedFinding {
+    pub id: String,
+    pub title: String,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct TrackedFinding {
+    pub id: String,
+    pub title: String,
+    /// PENDING, RESOLVED, DISPUTED or ESCALATED.
+    pub status: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub score: Option<u8>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
+    /// The comment that holds it.
+    pub comment: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct DroppedFinding {
+    /// `validation`, `grounding`, or a filter stage (`path_safety`, `ignore_globs`, `threshold`,
+    /// `dedup_run`, `dedup_existing`, `comment_limit`, ...).
+    pub stage: String,
+    pub id: String,
+    pub title: String,
+    pub location: String,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct StageCount {
+    pub stage: String,
+    pub input: usize,
+    pub output: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema, Default)]
+pub struct OverflowInfo {
+    pub count: usize,
+    pub titles: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct PassSummary {
+    /// Which model call (part of the change), from 1.
+    pub call: usize,
+    /// The pass (1-4), or 0 for a structured answer.
+    pub pass: u32,
+    pub summary: String,
+    pub blocking: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema, Default)]
+pub struct UsageInfo {
+    pub input_tokens: u64,
+    pub cached_input_tokens: u64,
+    pub output_tokens: u64,
+    /// US dollars; absent for models without a price.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+    pub model_calls: u32,
+    /// Sessions (one per part of the change).
+    pub sessions: usize,
+    pub seconds: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct SensitivityInfo {
+    pub sensitive: bool,
+    pub reason: String,
+}
+
+impl ReviewReport {
+    /// The highest score among published findings and open tracked ones.
+    pub fn max_open_score(&self) -> Option<u8> {
+        self.tracked
+            .iter()
+            .filter(|t| t.status != "RESOLVED")
+            .filter_map(|t| t.score)
+            .chain(self.findings.iter().map(|f| f.finding.score.get()))
+            .max()
+    }
+}
+
+/// The JSON Schema of [`ReviewReport`].
+pub fn report_schema() -> serde_json::Value {
+    schemars::schema_for!(ReviewReport).to_value()
+}

@@ -1,0 +1,411 @@
+//! The reviewer's own tools: `report_finding`, `resolve_finding` and `submit_pass_results`
+//! (pr-reviewer-design.md 4.2), and the tool-less answer's schema. What they receive is checked
+//! here and errors go back to the model, so a malformed report is corrected, not lost.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use bugloop_domain::finding::{Category, Finding, FindingId};
+use bugloop_domain::score::Score;
+use bugloop_tools::{ToolContext, ToolError, TypedTool};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::Progress;
+
+/// A finding as the model reports it.
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+pub struct ReportedFinding {
+    /// Only to update a finding reported earlier in this review (pass 4 consolidation).
+    #[serde(default)]
+    pub id: Option<String>,
+    /// Repository-relative path at head.
+    #[serde(default)]
+    pub file: Option<String>,
+    /// 1-based line at head (new side of the diff).
+    #[serde(default)]
+    pub line: Option<u32>,
+    #[serde(default)]
+    pub end_line: Option<u32>,
+    /// The code on `line`, quoted exactly.
+    #[serde(default)]
+    pub evidence: Option<String>,
+    /// One line: what is wrong.
+    pub title: String,
+    /// Why it matters and when it fails.
+    pub description: String,
+    /// 1-10 by the rubric.
+    pub score: Score,
+    pub category: Category,
+    /// Markdown or pseudo-code illustrating a fix; never a committable suggestion block.
+    #[serde(default)]
+    pub suggestion: Option<String>,
+}
+
+/// A previous finding this change fixed.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+pub struct Resolution {
+    pub id: String,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+pub struct PassResults {
+    pub pass_number: u32,
+    pub summary: String,
+    #[serde(default)]
+    pub has_blocking_issues: bool,
+}
+
+/// What one review session reported.
+#[derive(Debug, Default)]
+pub struct Collected {
+    /// By id, in order of first report; a re-report under the same id replaces the finding.
+    pub findings: Vec<Finding>,
+    pub resolutions: BTreeMap<String, String>,
+    pub passes: Vec<PassResults>,
+    /// Reports that could not be used (structured answers, where nobody can be asked again).
+    pub invalid: Vec<String>,
+}
+
+/// A stable id from what a finding is about, when the model gave none.
+pub fn derive_id(finding: &ReportedFinding) -> FindingId {
+    let slug: String = finding
+        .title
+        .to_lowercase()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect::<String>()
+        .split('-')
+        .filter(|part| !part.is_empty())
+        .take(6)
+        .collect::<Vec<_>>()
+        .join("-");
+    let mut hasher = Sha256::new();
+    hasher.update(finding.file.as_deref().unwrap_or("").as_bytes());
+    hasher.update([0]);
+    hasher.update(finding.title.as_bytes());
+    let digest = hex::encode(hasher.finalize());
+    let slug = if slug.is_empty() {
+        "finding".to_owned()
+    } else {
+        slug
+    };
+    FindingId::new(format!("{slug}-{}", &digest[..6]))
+}
+
+/// Checks a report and turns it into a finding.
+pub fn accept(reported: ReportedFinding) -> Result<Finding, String> {
+    if reported.title.trim().is_empty() {
+        return Err("`title` is empty".to_owned());
+    }
+    if reported.description.trim().is_empty() {
+        return Err("`description` is empty".to_owned());
+    }
+    if reported.line == Some(0) {
+        return Err("`line` is 1-based; 0 is not a line".to_owned());
+    }
+    if reported.line.is_some() && reported.file.is_none() {
+        return Err("`line` was given without `file`".to_owned());
+    }
+    if let (Some(start), Some(end)) = (reported.line, reported.end_line)
+        && end < start
+    {
+        return Err(format!("`end_line` {end} is before `line` {start}"));
+    }
+    let id = match reported.id.as_deref().map(str::trim) {
+        Some(id) if !id.is_empty() => FindingId::new(id),
+        _ => derive_id(&reported),
+    };
+    Ok(Finding {
+        id,
+        title: reported.title.trim().to_owned(),
+        description: reported.description.trim().to_owned(),
+        file: reported
+            .file
+            .map(|f| f.trim().to_owned())
+            .filter(|f| !f.is_empty()),
+        line: reported.line,
+        end_line: reported.end_line,
+        score: reported.score,
+        category: reported.category,
+        evidence: reported.evidence.filter(|e| !e.trim().is_empty()),
+        suggestion: reported.suggestion.map(|s| defuse_suggestion(&s)),
+    })
+}
+
+/// GitHub turns a ```suggestion fence into a committable change; the reviewer must never make
+/// one, so such fences become plain ones.
+pub fn defuse_suggestion(text: &str) -> String {
+    text.lines()
+        .map(|line| {
+            let trimmed = line.trim_start();
+            let ticks = trimmed
+                .chars()
+                .take_while(|c| *c == '`' || *c == '~')
+                .count();
+            if ticks >= 3 && trimmed[ticks..].trim_start().starts_with("suggestion") {
+                let indent = &line[..line.len() - trimmed.len()];
+                format!("{indent}{}text", &trimmed[..ticks])
+            } else {
+                line.to_owned()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+impl Collected {
+    pub fn add(&mut self, finding: Finding) -> bool {
+        if let Some(existing) = self.findings.iter_mut().find(|f| f.id == finding.id) {
+            *existing = finding;
+            false
+        } else {
+            self.findings.push(finding);
+            true
+        }
+    }
+}
+
+pub type Shared = Arc<Mutex<Collected>>;
+
+#[derive(Debug)]
+pub struct ReportFinding {
+    pub collected: Shared,
+    pub progress: Arc<dyn Progress>,
+    pub batch: usize,
+}
+
+#[async_trait]
+impl TypedTool for ReportFinding {
+    type Params = ReportedFinding;
+    const NAME: &'static str = "report_finding";
+    const DESCRIPTION: &'static str = "Report one problem in the change: file and line at head, \
+        the line quoted as evidence, title, description, score (1-10 by the rubric), category and \
+        an optional markdown suggestion. Reporting again with the same id replaces the finding.";
+
+    async fn run(&self, _: &ToolContext, params: ReportedFinding) -> Result<String, ToolError> {
+        let finding = accept(params).map_err(ToolError::Model)?;
+        let id = finding.id.clone();
+        let title = finding.title.clone();
+        let added = match self.collected.lock() {
+            Ok(mut collected) => collected.add(finding),
+            Err(_) => return Err(ToolError::Abort("the findings list is unusable".to_owned())),
+        };
+        self.progress.event(crate::ProgressEvent::Finding {
+            batch: self.batch,
+            title,
+        });
+        Ok(if added {
+            format!("recorded as {id}")
+        } else {
+            format!("{id} updated")
+        })
+    }
+}
+
+#[derive(Debug)]
+pub struct ResolveFinding {
+    pub collected: Shared,
+    /// The ids of previous unresolved findings.
+    pub open_ids: Vec<String>,
+}
+
+#[async_trait]
+impl TypedTool for ResolveFinding {
+    type Params = Resolution;
+    const NAME: &'static str = "resolve_finding";
+    const DESCRIPTION: &'static str = "Mark a previous finding (by its id from the previous \
+        findings list) as fixed by this change, with the reason.";
+
+    async fn run(&self, _: &ToolContext, params: Resolution) -> Result<String, ToolError> {
+        let id = FindingId::new(&params.id);
+        if !self.open_ids.iter().any(|open| open == id.as_str()) {
+            return Err(ToolError::Model(format!(
+                "{:?} is not an open previous finding; open ones: {}",
+                params.id,
+                if self.open_ids.is_empty() {
+                    "none".to_owned()
+                } else {
+                    self.open_ids.join(", ")
+                }
+            )));
+        }
+        if params.reason.trim().is_empty() {
+            return Err(ToolError::Model("give the reason it is fixed".to_owned()));
+        }
+        match self.collected.lock() {
+            Ok(mut collected) => {
+                collected
+                    .resolutions
+                    .insert(id.as_str().to_owned(), params.reason.trim().to_owned());
+            }
+            Err(_) => return Err(ToolError::Abort("the findings list is unusable".to_owned())),
+        }
+        Ok(format!("{id} will be marked resolved"))
+    }
+}
+
+#[derive(Debug)]
+pub struct SubmitPass {
+    pub collected: Shared,
+    pub progress: Arc<dyn Progress>,
+    pub batch: usize,
+    pub passes: u32,
+}
+
+pub const SUBMIT_PASS: &str = "submit_pass_results";
+
+#[async_trait]
+impl TypedTool for SubmitPass {
+    type Params = PassResults;
+    const NAME: &'static str = SUBMIT_PASS;
+    const DESCRIPTION: &'static str = "Finish the current review pass with its number, a short \
+        summary and whether it found blocking problems.";
+
+    async fn run(&self, _: &ToolContext, params: PassResults) -> Result<String, ToolError> {
+        // The agent calls this before it sends the next pass's prompt.
+        record_pass(
+            &self.collected,
+            self.progress.as_ref(),
+            self.batch,
+            self.passes,
+            params,
+        )?;
+        Ok("recorded".to_owned())
+    }
+}
+
+pub fn record_pass(
+    collected: &Shared,
+    progress: &dyn Progress,
+    batch: usize,
+    passes: u32,
+    params: PassResults,
+) -> Result<(), ToolError> {
+    progress.event(crate::ProgressEvent::PassDone {
+        batch,
+        pass: params.pass_number,
+        of: passes,
+    });
+    match collected.lock() {
+        Ok(mut c) => {
+            c.passes.push(params);
+            Ok(())
+        }
+        Err(_) => Err(ToolError::Abort("the findings list is unusable".to_owned())),
+    }
+}
+
+/// The tool-less answer: findings, resolutions and a summary in one JSON object.
+#[derive(Debug, Clone, Deserialize)]
+pub struct StructuredAnswer {
+    #[serde(default)]
+    pub findings: Vec<serde_json::Value>,
+    #[serde(default)]
+    pub resolved: Vec<serde_json::Value>,
+    #[serde(default)]
+    pub summary: String,
+}
+
+/// The schema of the tool-less answer. Strings and lists are bounded so that a small model under
+/// a grammar cannot run past its output budget.
+pub fn structured_schema(max_findings: usize) -> serde_json::Value {
+    let categories: Vec<&str> = Category::ALL.iter().map(|c| c.as_str()).collect();
+    serde_json::json!({
+        "type": "object",
+        "properties": {
+            "findings": {
+                "type": "array",
+                "maxItems": max_findings,
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "file": {"type": "string", "maxLength": 200},
+                        "line": {"type": "integer", "minimum": 1},
+                        "evidence": {"type": "string", "maxLength": 300},
+                        "title": {"type": "string", "maxLength": 120},
+                        "description": {"type": "string", "maxLength": 600},
+                        "score": {"type": "integer", "minimum": 1, "maximum": 10},
+                        "category": {"type": "string", "enum": categories},
+                        "suggestion": {"type": "string", "maxLength": 400}
+                    },
+                    "required": ["file", "line", "evidence", "title", "description", "score", "category"],
+                    "additionalProperties": false
+                }
+            },
+            "resolved": {
+                "type": "array",
+                "maxItems": 20,
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "id": {"type": "string", "maxLength": 120},
+                        "reason": {"type": "string", "maxLength": 300}
+                    },
+                    "required": ["id", "reason"],
+                    "additionalProperties": false
+                }
+            },
+            "summary": {"type": "string", "maxLength": 300}
+        },
+        "required": ["findings", "resolved", "summary"],
+        "additionalProperties": false
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reported(title: &str) -> ReportedFinding {
+        ReportedFinding {
+            id: None,
+            file: Some("src/a.rs".into()),
+            line: Some(3),
+            end_line: None,
+            evidence: Some("x".into()),
+            title: title.into(),
+            description: "d".into(),
+            score: Score::saturating(7),
+            category: Category::Logic,
+            suggestion: None,
+        }
+    }
+
+    #[test]
+    fn ids_are_stable_and_readable() {
+        let a = derive_id(&reported("Division by zero on empty input!"));
+        assert_eq!(a, derive_id(&reported("Division by zero on empty input!")));
+        assert!(
+            a.as_str().starts_with("division-by-zero-on-empty-input-"),
+            "{a}"
+        );
+        assert_ne!(a, derive_id(&reported("Another problem")));
+    }
+
+    #[test]
+    fn bad_reports_are_explained() {
+        let mut r = reported("t");
+        r.line = Some(0);
+        assert!(accept(r).unwrap_err().contains("1-based"));
+        let mut r = reported("t");
+        r.end_line = Some(1);
+        assert!(accept(r).unwrap_err().contains("before"));
+        let mut r = reported("t");
+        r.file = None;
+        assert!(accept(r).unwrap_err().contains("without `file`"));
+        assert!(accept(reported(" ")).unwrap_err().contains("title"));
+    }
+
+    #[test]
+    fn suggestion_fences_are_never_committable() {
+        let text = "Try:\n```suggestion\nlet x = 1;\n```\n  ~~~~ suggestion\ny\n~~~~";
+        assert_eq!(
+            defuse_suggestion(text),
+            "Try:\n```text\nlet x = 1;\n```\n  ~~~~text\ny\n~~~~"
+        );
+    }
+}
