@@ -226,7 +226,7 @@ pub fn plan(diff: &Diff, ignore: &IgnoreMatcher, budget: u64) -> Plan {
         let path = file.path().to_owned();
         let head = header(file);
         if file.binary {
-            packer.add(&path, format!("{head}binary file, not shown\n"));
+            packer.add(&path, &format!("{head}binary file, not shown\n"));
             out.unreviewed.push(Unreviewed {
                 path,
                 reason: "binary file".to_owned(),
@@ -245,16 +245,16 @@ pub fn plan(diff: &Diff, ignore: &IgnoreMatcher, budget: u64) -> Plan {
             continue;
         }
         if file.change == ChangeKind::Deleted {
-            packer.add(&path, format!("{head}the file is deleted\n"));
+            packer.add(&path, &format!("{head}the file is deleted\n"));
             continue;
         }
         if file.hunks.is_empty() {
-            packer.add(&path, format!("{head}no content change\n"));
+            packer.add(&path, &format!("{head}no content change\n"));
             continue;
         }
         let whole: String = file.hunks.iter().map(render_hunk).collect();
         if estimate_tokens(&head) + estimate_tokens(&whole) <= budget {
-            packer.add(&path, format!("{head}{whole}"));
+            packer.add(&path, &format!("{head}{whole}"));
             continue;
         }
         // Too big for one call: hunk by hunk, each part with the file's header.
@@ -264,7 +264,7 @@ pub fn plan(diff: &Diff, ignore: &IgnoreMatcher, budget: u64) -> Plan {
             let needed =
                 estimate_tokens(&head) + estimate_tokens(&part) + estimate_tokens(&rendered);
             if needed > budget && !part.is_empty() {
-                packer.add_alone(&path, format!("{head}{part}"));
+                packer.add_alone(&path, &format!("{head}{part}"));
                 part.clear();
             }
             if estimate_tokens(&head) + estimate_tokens(&rendered) <= budget {
@@ -294,10 +294,10 @@ pub fn plan(diff: &Diff, ignore: &IgnoreMatcher, budget: u64) -> Plan {
                     ),
                 });
             }
-            packer.add_alone(&path, format!("{head}{shown}"));
+            packer.add_alone(&path, &format!("{head}{shown}"));
         }
         if !part.is_empty() {
-            packer.add_alone(&path, format!("{head}{part}"));
+            packer.add_alone(&path, &format!("{head}{part}"));
         }
     }
     out.batches = packer.finish();
@@ -324,8 +324,8 @@ impl Packer {
         }
     }
 
-    fn add(&mut self, path: &str, section: String) {
-        let tokens = estimate_tokens(&section);
+    fn add(&mut self, path: &str, section: &str) {
+        let tokens = estimate_tokens(section);
         if self.current.tokens + tokens > self.budget && !self.current.text.is_empty() {
             self.flush();
         }
@@ -333,20 +333,20 @@ impl Packer {
     }
 
     /// A part of a split file: a batch of its own, so its parts never share a call.
-    fn add_alone(&mut self, path: &str, section: String) {
+    fn add_alone(&mut self, path: &str, section: &str) {
         if !self.current.text.is_empty() {
             self.flush();
         }
-        let tokens = estimate_tokens(&section);
+        let tokens = estimate_tokens(section);
         self.push(path, section, tokens);
         self.flush();
     }
 
-    fn push(&mut self, path: &str, section: String, tokens: u64) {
+    fn push(&mut self, path: &str, section: &str, tokens: u64) {
         if !self.current.files.iter().any(|f| f == path) {
             self.current.files.push(path.to_owned());
         }
-        self.current.text.push_str(&section);
+        self.current.text.push_str(section);
         self.current.text.push('\n');
         self.current.tokens += tokens;
     }

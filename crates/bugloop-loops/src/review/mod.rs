@@ -311,6 +311,7 @@ pub async fn review(
             batch,
             (call, total),
             tools_mode,
+            compact,
             &open_ids,
             output_tokens,
         )
@@ -514,7 +515,7 @@ pub async fn review(
             &notes,
         ));
     }
-    published.sort_by(|a, b| b.finding.score.cmp(&a.finding.score));
+    published.sort_by_key(|p| std::cmp::Reverse(p.finding.score));
 
     let mut resolved = Vec::new();
     for (id, reason) in &resolutions {
@@ -707,6 +708,7 @@ async fn run_session(
     batch: &Batch,
     (call, total): (usize, usize),
     tools_mode: bool,
+    compact: bool,
     open_ids: &[String],
     output_tokens: u32,
 ) -> Session {
@@ -785,7 +787,11 @@ async fn run_session(
             follow_ups: Vec::new(),
             answer_schema: Some(JsonSchemaFormat {
                 name: "review".to_owned(),
-                schema: structured_schema(if output_tokens < 1_024 { 3 } else { 10 }),
+                schema: structured_schema(compact.then_some(if output_tokens < 1_024 {
+                    3
+                } else {
+                    6
+                })),
             }),
             max_turns: 1,
             max_tokens: Some(output_tokens),

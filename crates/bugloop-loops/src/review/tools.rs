@@ -310,47 +310,50 @@ pub struct StructuredAnswer {
     pub summary: String,
 }
 
-/// The schema of the tool-less answer. Strings and lists are bounded so that a small model under
-/// a grammar cannot run past its output budget.
-pub fn structured_schema(max_findings: usize) -> serde_json::Value {
+/// The schema of the tool-less answer. Scores and lines are checked per finding afterwards (so
+/// one bad entry does not cost the whole answer). With `bounded`, lists and strings have maximum
+/// sizes, so that a small model under a grammar cannot run past its output budget; hosted models
+/// get no such limits, which would only make good long answers fail validation.
+pub fn structured_schema(bounded: Option<usize>) -> serde_json::Value {
     let categories: Vec<&str> = Category::ALL.iter().map(|c| c.as_str()).collect();
+    let text = |max: usize| match bounded {
+        Some(_) => serde_json::json!({"type": "string", "maxLength": max}),
+        None => serde_json::json!({"type": "string"}),
+    };
+    let mut findings = serde_json::json!({
+        "type": "array",
+        "items": {
+            "type": "object",
+            "properties": {
+                "file": text(200),
+                "line": {"type": "integer"},
+                "evidence": text(300),
+                "title": text(120),
+                "description": text(600),
+                "score": {"type": "integer"},
+                "category": {"type": "string", "enum": categories},
+                "suggestion": text(400)
+            },
+            "required": ["file", "line", "evidence", "title", "description", "score", "category"],
+            "additionalProperties": false
+        }
+    });
+    let mut resolved = serde_json::json!({
+        "type": "array",
+        "items": {
+            "type": "object",
+            "properties": {"id": text(120), "reason": text(300)},
+            "required": ["id", "reason"],
+            "additionalProperties": false
+        }
+    });
+    if let Some(max) = bounded {
+        findings["maxItems"] = serde_json::json!(max);
+        resolved["maxItems"] = serde_json::json!(20);
+    }
     serde_json::json!({
         "type": "object",
-        "properties": {
-            "findings": {
-                "type": "array",
-                "maxItems": max_findings,
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "file": {"type": "string", "maxLength": 200},
-                        "line": {"type": "integer", "minimum": 1},
-                        "evidence": {"type": "string", "maxLength": 300},
-                        "title": {"type": "string", "maxLength": 120},
-                        "description": {"type": "string", "maxLength": 600},
-                        "score": {"type": "integer", "minimum": 1, "maximum": 10},
-                        "category": {"type": "string", "enum": categories},
-                        "suggestion": {"type": "string", "maxLength": 400}
-                    },
-                    "required": ["file", "line", "evidence", "title", "description", "score", "category"],
-                    "additionalProperties": false
-                }
-            },
-            "resolved": {
-                "type": "array",
-                "maxItems": 20,
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "id": {"type": "string", "maxLength": 120},
-                        "reason": {"type": "string", "maxLength": 300}
-                    },
-                    "required": ["id", "reason"],
-                    "additionalProperties": false
-                }
-            },
-            "summary": {"type": "string", "maxLength": 300}
-        },
+        "properties": {"findings": findings, "resolved": resolved, "summary": text(300)},
         "required": ["findings", "resolved", "summary"],
         "additionalProperties": false
     })

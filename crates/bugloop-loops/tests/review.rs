@@ -1,0 +1,420 @@
+//! End-to-end reviews with a scripted model over git repositories built by the tests: the local
+//! forge, the four passes, grounding, every filter stage, publishing and re-runs.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod support;
+
+use bugloop_domain::score::Score;
+use bugloop_domain::thread::{CommentKind, RESOLVED_PHRASE};
+use serde_json::json;
+
+use support::{Repo, finding, run, session, structured_session};
+
+#[tokio::test]
+async fn first_run_publishes_second_run_resolves_and_repeats_nothing() {
+    let repo = Repo::with_feature();
+    let percentile = repo.line_of("src/stats.rs", "sorted[index]");
+    let query = repo.line_of("src/db.rs", "format!(\"SELECT");
+    let script = session(
+        vec![
+            finding(
+                "src/stats.rs",
+                percentile,
+                "sorted[index]",
+                "Index out of bounds when p is 1.0",
+                "With p = 1.0 the index equals the length and the lookup panics.",
+                7,
+                "logic",
+            ),
+            finding(
+                "src/db.rs",
+                query,
+                "let query = format!(\"SELECT * FROM users WHERE name = '{}'\", name);",
+                "SQL injection through the user name",
+                "The name is formatted into the SQL text; a quote in it changes the query.",
+                9,
+                "security",
+            ),
+        ],
+        vec![],
+    );
+    let (first, comments) = run(&repo, support::config(), script).await;
+    insta::assert_json_snapshot!("first_run", support::digest(&first));
+    let roots: Vec<_> = comments
+        .iter()
+        .filter(|c| c.in_reply_to.is_none())
+        .collect();
+    // Two line comments and the summary.
+    assert_eq!(roots.len(), 3, "{roots:#?}");
+    assert_eq!(
+        roots
+            .iter()
+            .filter(|c| c.kind == CommentKind::Review)
+            .count(),
+        2
+    );
+    let index_id = first
+        .findings
+        .iter()
+        .find(|f| f.finding.score == Score::saturating(7))
+        .unwrap()
+        .finding
+        .id
+        .clone();
+    let sql_id = first
+        .findings
+        .iter()
+        .find(|f| f.finding.score == Score::saturating(9))
+        .unwrap()
+        .finding
+        .id
+        .clone();
+
+    // The developer fixes the index; the model resolves it and reports the injection again in
+    // other words under another id.
+    repo.write(
+        "src/stats.rs",
+        &repo
+            .read("src/stats.rs")
+            .replace("sorted[index]", "sorted[index.min(sorted.len() - 1)]"),
+    );
+    repo.commit("clamp the index");
+    let script = session(
+        vec![finding(
+            "src/db.rs",
+            query,
+            "let query = format!(\"SELECT * FROM users WHERE name = '{}'\", name);",
+            "User name formatted into SQL query: injection",
+            "A quote in the user name changes the SQL query text, an injection.",
+            9,
+            "security",
+        )],
+        vec![(
+            index_id.as_str().to_owned(),
+            "the index is clamped to the last element".to_owned(),
+        )],
+    );
+    let (second, after) = run(&repo, support::config(), script).await;
+    insta::assert_json_snapshot!("second_run", support::digest(&second));
+    let roots_after: Vec<_> = after.iter().filter(|c| c.in_reply_to.is_none()).collect();
+    assert_eq!(roots_after.len(), 3, "no new comment: {roots_after:#?}");
+    assert_eq!(second.findings.len(), 1);
+    assert_eq!(
+        second.findings[0].finding.id, sql_id,
+        "merged into the existing finding"
+    );
+    assert!(second.findings[0].rediscovered_as.is_some());
+    let resolved_reply = after
+        .iter()
+        .find(|c| c.body.starts_with(RESOLVED_PHRASE))
+        .expect("a resolve reply");
+    assert!(resolved_reply.body.contains("clamped"));
+    assert!(after.iter().any(|c| c.thread_resolved));
+
+    // A third run on unchanged code where the model says the same again: nothing changes.
+    let script = session(
+        vec![finding(
+            "src/db.rs",
+            query,
+            "let query = format!(\"SELECT * FROM users WHERE name = '{}'\", name);",
+            "User name formatted into SQL query: injection",
+            "A quote in the user name changes the SQL query text, an injection.",
+            9,
+            "security",
+        )],
+        vec![],
+    );
+    let (third, again) = run(&repo, support::config(), script).await;
+    assert_eq!(
+        third.findings[0].action,
+        bugloop_loops::review::report::CommentAction::Unchanged
+    );
+    assert_eq!(again.iter().filter(|c| c.in_reply_to.is_none()).count(), 3);
+    assert_eq!(again.len(), after.len(), "no new comment or reply");
+}
+
+#[tokio::test]
+async fn ungrounded_and_unsafe_findings_are_dropped_and_counted() {
+    let repo = Repo::with_feature();
+    let percentile = repo.line_of("src/stats.rs", "sorted[index]");
+    let script = session(
+        vec![
+            // Evidence two lines away: corrected.
+            finding(
+                "src/stats.rs",
+                percentile - 2,
+                "sorted[index]",
+                "Index out of bounds when p is 1.0",
+                "p = 1.0 panics.",
+                7,
+                "logic",
+            ),
+            // Made-up evidence.
+            finding(
+                "src/stats.rs",
+                percentile,
+                "unsafe { *ptr }",
+                "Dereference of a raw pointer",
+                "Invented.",
+                8,
+                "reliability",
+            ),
+            // Past the end of the file.
+            finding(
+                "src/stats.rs",
+                400,
+                "sorted[index]",
+                "Line past the end",
+                "Wrong line.",
+                8,
+                "logic",
+            ),
+            // A file that does not exist.
+            finding(
+                "src/nope.rs",
+                1,
+                "x",
+                "Missing file",
+                "No such file.",
+                8,
+                "logic",
+            ),
+            // Path traversal.
+            finding(
+                "../../etc/passwd",
+                1,
+                "root",
+                "Reads outside",
+                "Traversal.",
+                9,
+                "security",
+            ),
+        ],
+        vec![],
+    );
+    let (report, _) = run(&repo, support::config(), script).await;
+    insta::assert_json_snapshot!("ungrounded", support::digest(&report));
+    assert_eq!(report.findings.len(), 1);
+    assert_eq!(report.findings[0].finding.line, Some(percentile));
+    assert!(report.findings[0].note.is_some());
+}
+
+#[tokio::test]
+async fn ignore_globs_threshold_promotion_elevation_and_overflow() {
+    let repo = Repo::with_feature();
+    repo.write("README.md", "# Shop\n\nWe take card payments.\n");
+    let mut extra = String::new();
+    for i in 0..8 {
+        extra.push_str(&format!("pub fn helper_{i}(x: u32) -> u32 {{ x + {i} }}\n"));
+    }
+    repo.write("src/helpers.rs", &extra);
+    repo.write("generated/schema.rs", "pub const X: u32 = 1;\n");
+    repo.commit("more");
+    let query = repo.line_of("src/db.rs", "format!(\"SELECT");
+    let mut findings = vec![
+        // Ignored by glob.
+        finding(
+            "generated/schema.rs",
+            1,
+            "pub const X",
+            "Generated constant",
+            "Generated code.",
+            8,
+            "logic",
+        ),
+        // Below the threshold, alone on its file: silent.
+        finding(
+            "src/stats.rs",
+            repo.line_of("src/stats.rs", "let mut sorted"),
+            "let mut sorted",
+            "Clone could be avoided",
+            "Sorting a copy allocates.",
+            3,
+            "performance",
+        ),
+        // Security in a repository that takes payments: 6 + 2 = 8.
+        finding(
+            "src/db.rs",
+            query,
+            "format!(\"SELECT",
+            "SQL built with format!",
+            "Injection risk when name has quotes.",
+            6,
+            "security",
+        ),
+    ];
+    // Five low findings on one file: elevated into one.
+    for i in 0..5 {
+        let line = repo.line_of("src/helpers.rs", &format!("helper_{i}("));
+        findings.push(finding(
+            "src/helpers.rs",
+            line,
+            &format!("helper_{i}"),
+            &format!("helper_{i} has no documentation for its offset rule number {i}"),
+            &format!("Undocumented offset {i} in helper_{i}."),
+            4,
+            "maintainability",
+        ));
+    }
+    // Enough high findings to overflow a limit of 3.
+    let distinct = [
+        (
+            "Addition wraps for inputs near the maximum",
+            "Values close to u32::MAX overflow and panic in debug builds.",
+        ),
+        (
+            "Offset table lookup skips the last entry",
+            "The loop bound excludes the final element of the table.",
+        ),
+        (
+            "Zero divisor reaches the modulo",
+            "A caller passing zero makes the remainder operation crash.",
+        ),
+    ];
+    for (i, (title, description)) in (5..8).zip(distinct) {
+        let line = repo.line_of("src/helpers.rs", &format!("helper_{i}("));
+        findings.push(finding(
+            "src/helpers.rs",
+            line,
+            &format!("helper_{i}"),
+            title,
+            description,
+            7,
+            "logic",
+        ));
+    }
+    let mut config = support::config();
+    config.review.ignore_files = vec!["generated/**".to_owned()];
+    config.review.comment_limit = 3;
+    let (report, comments) = run(&repo, config, session(findings, vec![])).await;
+    insta::assert_json_snapshot!("filters", support::digest(&report));
+    assert!(report.sensitive_data.sensitive);
+    let sql = report
+        .findings
+        .iter()
+        .find(|f| f.finding.file.as_deref() == Some("src/db.rs"))
+        .unwrap();
+    assert_eq!(sql.finding.score, Score::saturating(8));
+    assert_eq!(report.findings.len(), 3);
+    assert_eq!(report.overflow.count, 2);
+    assert!(
+        comments
+            .iter()
+            .any(|c| c.body.starts_with(bugloop_loops::publish::OVERFLOW_TAG))
+    );
+}
+
+#[tokio::test]
+async fn models_without_tools_answer_once_and_bad_entries_are_counted() {
+    let repo = Repo::with_feature();
+    let percentile = repo.line_of("src/stats.rs", "sorted[index]");
+    let answer = json!({
+        "findings": [
+            {"file": "src/stats.rs", "line": percentile, "evidence": "sorted[index]", "title": "Index out of bounds", "description": "p = 1.0 panics.", "score": 7, "category": "logic"},
+            {"file": "src/stats.rs", "line": 0, "evidence": "x", "title": "Line zero", "description": "d", "score": 7, "category": "logic"},
+            {"file": "src/stats.rs", "line": 2, "evidence": "x", "title": "Score eleven", "description": "d", "score": 11, "category": "logic"}
+        ],
+        "resolved": [{"id": "never-raised", "reason": "?"}],
+        "summary": "One real problem."
+    });
+    let (report, _) = run(&repo, support::config(), structured_session(&answer)).await;
+    insta::assert_json_snapshot!("structured", support::digest(&report));
+    assert_eq!(report.findings.len(), 1);
+    assert_eq!(
+        report
+            .dropped
+            .iter()
+            .filter(|d| d.stage == "validation")
+            .count(),
+        3
+    );
+}
+
+#[tokio::test]
+async fn the_report_matches_its_documented_schema() {
+    let repo = Repo::with_feature();
+    let percentile = repo.line_of("src/stats.rs", "sorted[index]");
+    let script = session(
+        vec![finding(
+            "src/stats.rs",
+            percentile,
+            "sorted[index]",
+            "Index out of bounds",
+            "p = 1.0 panics.",
+            7,
+            "logic",
+        )],
+        vec![],
+    );
+    let (report, _) = run(&repo, support::config(), script).await;
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/review-report.schema.json"
+    );
+    let generated = bugloop_loops::review::report::report_schema();
+    if std::env::var_os("BUGLOOP_UPDATE_SCHEMA").is_some() {
+        std::fs::write(
+            path,
+            serde_json::to_string_pretty(&generated).unwrap() + "\n",
+        )
+        .unwrap();
+    }
+    let documented: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    assert_eq!(
+        documented, generated,
+        "docs/review-report.schema.json is out of date: rerun this test with BUGLOOP_UPDATE_SCHEMA=1"
+    );
+    let validator = jsonschema::validator_for(&documented).unwrap();
+    let value = serde_json::to_value(&report).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(&value)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+}
+
+#[tokio::test]
+async fn large_changes_are_split_and_what_does_not_fit_is_listed() {
+    let repo = Repo::with_feature();
+    for i in 0..6 {
+        let body: String = (0..40)
+            .map(|l| format!("pub const C{i}_{l}: u32 = {l};\n"))
+            .collect();
+        repo.write(&format!("src/gen{i}.rs"), &body);
+    }
+    repo.commit("many files");
+    let mut config = support::config();
+    config.review.max_tokens_per_call = 700;
+    // Every session ends at once; how many there were is what matters.
+    let scripted = bugloop_llm::scripted::ScriptedProvider::new([]);
+    for _ in 0..40 {
+        for pass in 1..=4 {
+            scripted.push(bugloop_llm::scripted::tool_reply(
+                &[(
+                    "submit_pass_results",
+                    json!({"pass_number": pass, "summary": "ok"}),
+                )],
+                support::usage(),
+            ));
+        }
+    }
+    let (report, _) = run(&repo, config, scripted).await;
+    assert!(report.usage.sessions > 3, "{}", report.usage.sessions);
+    assert!(report.complete);
+    let mut reviewed: Vec<_> = report.passes.iter().map(|p| p.call).collect();
+    reviewed.dedup();
+    assert_eq!(reviewed.len(), report.usage.sessions);
+}
+
+#[tokio::test]
+async fn a_budget_stop_lists_the_rest_as_unreviewed() {
+    let repo = Repo::with_feature();
+    let mut config = support::config();
+    config.budgets.max_input_tokens = 1;
+    let (report, _) = run(&repo, config, session(vec![], vec![])).await;
+    assert!(!report.complete);
+    assert!(report.errors[0].contains("budget"), "{:?}", report.errors);
+    assert!(!report.unreviewed.is_empty());
+}

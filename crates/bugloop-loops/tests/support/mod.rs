@@ -1,0 +1,260 @@
+//! Repositories, scripted sessions and a stable digest of reports for the review tests.
+
+use std::path::Path;
+use std::process::Command;
+use std::sync::Arc;
+
+use bugloop_config::Config;
+use bugloop_domain::thread::Comment;
+use bugloop_forge::Forge;
+use bugloop_forge::git::{Git, Selection};
+use bugloop_forge::local::LocalForge;
+use bugloop_llm::budget::{Meter, Metered};
+use bugloop_llm::scripted::{ScriptedProvider, text_reply, tool_reply};
+use bugloop_llm::{BudgetLimits, Capabilities, ChatResponse, Usage};
+use bugloop_loops::review::report::ReviewReport;
+use bugloop_loops::review::{ReviewEnv, ReviewRequest, review};
+use serde_json::{Value, json};
+
+pub struct Repo {
+    pub dir: tempfile::TempDir,
+}
+
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let output = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["-c", "user.name=Dev", "-c", "user.email=dev@example.com"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).trim().to_owned()
+}
+
+const STATS: &str = "pub fn average(values: &[f64]) -> f64 {
+    let mut sum = 0.0;
+    for v in values {
+        sum += v;
+    }
+    sum / values.len() as f64
+}
+";
+
+const PERCENTILE: &str = "
+pub fn percentile(values: &[f64], p: f64) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let index = (p * sorted.len() as f64) as usize;
+    sorted[index]
+}
+";
+
+const DB: &str = "pub fn find_user(db: &Db, name: &str) -> Option<User> {
+    let query = format!(\"SELECT * FROM users WHERE name = '{}'\", name);
+    db.query_one(&query)
+}
+";
+
+impl Repo {
+    /// `main` with src/stats.rs; `feature` adds a percentile function and src/db.rs.
+    pub fn with_feature() -> Repo {
+        let dir = tempfile::tempdir().unwrap();
+        git(dir.path(), &["init", "-q", "-b", "main"]);
+        git(dir.path(), &["config", "user.name", "Dev"]);
+        git(dir.path(), &["config", "user.email", "dev@example.com"]);
+        let repo = Repo { dir };
+        repo.write("src/stats.rs", STATS);
+        repo.write("README.md", "# Tools\n");
+        repo.commit("first");
+        git(repo.dir.path(), &["switch", "-qc", "feature"]);
+        repo.write("src/stats.rs", &format!("{STATS}{PERCENTILE}"));
+        repo.write("src/db.rs", DB);
+        repo.commit("percentile and users");
+        repo
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn write(&self, path: &str, text: &str) {
+        let full = self.dir.path().join(path);
+        std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+        std::fs::write(full, text).unwrap();
+    }
+
+    pub fn read(&self, path: &str) -> String {
+        std::fs::read_to_string(self.dir.path().join(path)).unwrap()
+    }
+
+    pub fn commit(&self, message: &str) {
+        git(self.dir.path(), &["add", "-A"]);
+        git(self.dir.path(), &["commit", "-qm", message]);
+    }
+
+    /// The 1-based line of the first line containing `needle`.
+    pub fn line_of(&self, path: &str, needle: &str) -> u32 {
+        let text = self.read(path);
+        let index = text
+            .lines()
+            .position(|l| l.contains(needle))
+            .unwrap_or_else(|| panic!("{needle:?} not in {path}"));
+        u32::try_from(index + 1).unwrap()
+    }
+}
+
+pub fn config() -> Config {
+    Config::default()
+}
+
+pub fn usage() -> Usage {
+    Usage {
+        input_tokens: 1_000,
+        output_tokens: 100,
+        cached_input_tokens: 0,
+    }
+}
+
+/// A finding as the model reports it.
+pub fn finding(
+    file: &str,
+    line: u32,
+    evidence: &str,
+    title: &str,
+    description: &str,
+    score: u8,
+    category: &str,
+) -> Value {
+    json!({
+        "file": file, "line": line, "evidence": evidence, "title": title,
+        "description": description, "score": score, "category": category
+    })
+}
+
+/// One tools session: the findings in pass 1, the resolutions in pass 2, then passes 3 and 4.
+pub fn session(findings: Vec<Value>, resolved: Vec<(String, String)>) -> ScriptedProvider {
+    let provider = ScriptedProvider::new([]);
+    let mut first: Vec<(&str, Value)> = findings
+        .into_iter()
+        .map(|f| ("report_finding", f))
+        .collect();
+    first.push((
+        "submit_pass_results",
+        json!({"pass_number": 1, "summary": "diff reviewed", "has_blocking_issues": false}),
+    ));
+    provider.push(tool_reply(&first, usage()));
+    let mut second: Vec<(&str, Value)> = resolved
+        .into_iter()
+        .map(|(id, reason)| ("resolve_finding", json!({"id": id, "reason": reason})))
+        .collect();
+    second.push((
+        "submit_pass_results",
+        json!({"pass_number": 2, "summary": "structure reviewed"}),
+    ));
+    provider.push(tool_reply(&second, usage()));
+    for pass in 3..=4 {
+        provider.push(tool_reply(
+            &[(
+                "submit_pass_results",
+                json!({"pass_number": pass, "summary": format!("pass {pass} done")}),
+            )],
+            usage(),
+        ));
+    }
+    provider
+}
+
+/// A model without tools answering once.
+pub fn structured_session(answer: &Value) -> ScriptedProvider {
+    let reply: ChatResponse = text_reply(answer.to_string(), usage());
+    ScriptedProvider::new([reply]).with_capabilities(Capabilities {
+        tools: false,
+        json_schema: true,
+        streaming: false,
+        context_tokens: None,
+    })
+}
+
+fn limits(config: &Config) -> BudgetLimits {
+    let b = &config.budgets;
+    BudgetLimits {
+        max_input_tokens: Some(b.max_input_tokens),
+        max_output_tokens: Some(b.max_output_tokens),
+        max_cost_usd: Some(b.max_cost_usd),
+        max_turns: Some(b.max_turns),
+        max_wall_time: Some(std::time::Duration::from_secs(b.max_wall_seconds)),
+    }
+}
+
+/// Reviews the checked-out branch of `repo` against main and returns the report and the
+/// conversation after it.
+pub async fn run(
+    repo: &Repo,
+    config: Config,
+    scripted: ScriptedProvider,
+) -> (ReviewReport, Vec<Comment>) {
+    let git = Git::open(repo.path()).unwrap();
+    let forge = LocalForge::open(git.clone(), "bugloop").await.unwrap();
+    let change = git.select(&Selection::Branch).unwrap();
+    let checkout = bugloop_loops::checkout::checkout(&git, &change).unwrap();
+    let meter = Arc::new(Meter::new("scripted", limits(&config), None));
+    let provider = Arc::new(Metered::new(Arc::new(scripted), meter.clone()));
+    let runs = tempfile::tempdir().unwrap();
+    let env = ReviewEnv {
+        forge: &forge,
+        config: &config,
+        provider,
+        meter,
+        runs_dir: runs.path().to_path_buf(),
+        progress: Arc::new(bugloop_loops::Silent),
+    };
+    let request = ReviewRequest {
+        change: change.key.clone(),
+        description: change.description.clone(),
+        base: change.base.clone(),
+        head: match &change.head {
+            bugloop_forge::git::HeadState::Commit(sha) => sha.clone(),
+            other => format!("{other:?}"),
+        },
+        diff: bugloop_diff::parse(&change.diff),
+        workspace: checkout.path().to_path_buf(),
+        read_only_paths: checkout.read_only_paths(),
+        publish: true,
+    };
+    let report = review(&env, request).await.unwrap();
+    let comments = forge.comments(&change.key).await.unwrap();
+    (report, comments)
+}
+
+/// The parts of a report that do not depend on time, commit ids or temporary paths.
+pub fn digest(report: &ReviewReport) -> Value {
+    json!({
+        "findings": report.findings.iter().map(|f| json!({
+            "id": f.finding.id.as_str(),
+            "title": f.finding.title,
+            "at": f.finding.location(),
+            "score": f.finding.score.get(),
+            "category": f.finding.category.as_str(),
+            "placement": f.placement,
+            "action": f.action,
+            "rediscovered_as": f.rediscovered_as,
+            "code": f.code,
+            "note": f.note,
+        })).collect::<Vec<_>>(),
+        "resolved": report.resolved,
+        "tracked": report.tracked.iter().map(|t| json!({"id": t.id, "status": t.status, "score": t.score})).collect::<Vec<_>>(),
+        "dropped": report.dropped.iter().map(|d| json!({"stage": d.stage, "title": d.title, "reason": d.reason})).collect::<Vec<_>>(),
+        "stages": report.stages,
+        "overflow": report.overflow,
+        "unreviewed": report.unreviewed,
+        "ignored": report.ignored,
+        "passes": report.passes.len(),
+        "complete": report.complete,
+        "sensitive": report.sensitive_data.sensitive,
+    })
+}
