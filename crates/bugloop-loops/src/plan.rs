@@ -236,7 +236,7 @@ pub fn plan(diff: &Diff, ignore: &IgnoreMatcher, budget: u64) -> Plan {
         if importance == Importance::Summarize {
             packer.add(
                 &path,
-                format!("{head}lockfile or generated file, not shown\n"),
+                &format!("{head}lockfile or generated file, not shown\n"),
             );
             out.summarized.push(Unreviewed {
                 path,
