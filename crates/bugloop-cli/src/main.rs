@@ -10,6 +10,8 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 mod bench;
 mod models;
+mod output;
+mod review;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -30,6 +32,14 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Review the change on this branch (or --staged, --working, --base/--head) and track the
+    /// findings in the local conversation.
+    Review(review::ReviewArgs),
+    /// The findings tracked for this branch, with their status; `findings show <id>` for one.
+    Findings(review::FindingsArgs),
+    /// The local store of findings and conversations (under .git/bugloop/).
+    #[command(subcommand)]
+    Store(review::StoreCommand),
     /// Show or describe the configuration.
     #[command(subcommand)]
     Config(ConfigCommand),
@@ -148,6 +158,19 @@ fn run(cli: Cli, out: &mut impl Write) -> Result<ExitCode> {
         None => std::env::current_dir().context("cannot read the current directory")?,
     };
     match cli.command {
+        Command::Review(args) => {
+            return review::review_command(
+                &cwd,
+                cli.config.as_deref(),
+                &args,
+                &runs_dir(&cwd),
+                out,
+            );
+        }
+        Command::Findings(args) => {
+            return review::findings_command(&cwd, cli.config.as_deref(), &args, out);
+        }
+        Command::Store(command) => return review::store_command(&cwd, &command, out),
         Command::Config(ConfigCommand::Show { format }) => {
             let root = repository_root(&cwd);
             let loaded = bugloop_config::load(&root, cli.config.as_deref(), std::env::vars())?;

@@ -137,6 +137,9 @@ fn connect_model(
         "replay" => Ok(Arc::new(replay::ReplayProvider::open(
             std::path::Path::new(&spec.model),
         )?)),
+        "script" => Ok(Arc::new(scripted::ScriptedProvider::from_file(
+            std::path::Path::new(&spec.model),
+        )?)),
         "local" => local_provider(&spec, settings),
         "anthropic" => {
             let var = configured

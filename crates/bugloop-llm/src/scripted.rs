@@ -31,7 +31,96 @@ impl std::fmt::Debug for ScriptedProvider {
     }
 }
 
+/// One line of a script file.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScriptLine {
+    #[serde(default)]
+    capabilities: Option<ScriptCapabilities>,
+    #[serde(default)]
+    text: Option<String>,
+    #[serde(default)]
+    tool_calls: Option<Vec<ScriptCall>>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScriptCapabilities {
+    #[serde(default = "yes")]
+    tools: bool,
+    #[serde(default)]
+    json_schema: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScriptCall {
+    name: String,
+    arguments: serde_json::Value,
+}
+
 impl ScriptedProvider {
+    /// A script file (`script:<path>` models): JSON Lines, one answer per line, handed out in
+    /// order: `{"text": "..."}` or `{"tool_calls": [{"name": ..., "arguments": {...}}]}`; an
+    /// optional first line `{"capabilities": {"tools": false, "json_schema": true}}`. For
+    /// reproducible runs of the whole program without a model.
+    pub fn from_file(path: &std::path::Path) -> Result<Self, LlmError> {
+        let error =
+            |message: String| LlmError::Config(format!("script {}: {message}", path.display()));
+        let text = std::fs::read_to_string(path).map_err(|e| error(format!("cannot read: {e}")))?;
+        let mut provider = ScriptedProvider::new([]);
+        provider.label = format!("script:{}", path.display());
+        for (index, line) in text.lines().enumerate() {
+            if line.trim().is_empty() {
+                continue;
+            }
+            let parsed: ScriptLine = serde_json::from_str(line)
+                .map_err(|e| error(format!("line {}: {e}", index + 1)))?;
+            let usage = Usage {
+                input_tokens: 0,
+                output_tokens: 0,
+                cached_input_tokens: 0,
+            };
+            match parsed {
+                ScriptLine {
+                    capabilities: Some(c),
+                    text: None,
+                    tool_calls: None,
+                } if index == 0 => {
+                    provider.capabilities.tools = c.tools;
+                    provider.capabilities.json_schema = c.json_schema;
+                }
+                ScriptLine {
+                    capabilities: None,
+                    text: Some(text),
+                    tool_calls: None,
+                } => provider.push(text_reply(text, usage)),
+                ScriptLine {
+                    capabilities: None,
+                    text: None,
+                    tool_calls: Some(calls),
+                } => {
+                    let calls: Vec<(&str, serde_json::Value)> = calls
+                        .iter()
+                        .map(|c| (c.name.as_str(), c.arguments.clone()))
+                        .collect();
+                    provider.push(tool_reply(&calls, usage));
+                }
+                _ => {
+                    return Err(error(format!(
+                        "line {}: give exactly one of `text` or `tool_calls` (`capabilities` only on the first line)",
+                        index + 1
+                    )));
+                }
+            }
+        }
+        Ok(provider)
+    }
+
     pub fn new(replies: impl IntoIterator<Item = ChatResponse>) -> Self {
         let provider = ScriptedProvider {
             label: "scripted".to_owned(),
