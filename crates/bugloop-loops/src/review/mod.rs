@@ -259,7 +259,8 @@ pub async fn review(
         previous: &prompt::previous_block(&open, previous_chars),
     });
     let output_tokens = match capabilities.context_tokens {
-        Some(context) if !tools_mode => (context / 4).clamp(256, 2_048),
+        // Two findings' worth: small models are slow under a grammar and rarely find more.
+        Some(context) if !tools_mode => (context / 5).clamp(256, 768),
         _ => TOOLS_MAX_OUTPUT,
     };
     let budget = match capabilities.context_tokens {
@@ -787,10 +788,9 @@ async fn run_session(
             follow_ups: Vec::new(),
             answer_schema: Some(JsonSchemaFormat {
                 name: "review".to_owned(),
-                schema: structured_schema(compact.then_some(if output_tokens < 1_024 {
-                    3
-                } else {
-                    6
+                schema: structured_schema(compact.then_some(tools::AnswerBounds {
+                    max_findings: usize::try_from(output_tokens / 350).unwrap_or(1).max(1),
+                    max_resolved: open_ids.len(),
                 })),
             }),
             max_turns: 1,
