@@ -198,7 +198,7 @@ pub fn review_command(
     let request = ReviewRequest {
         change: change.key.clone(),
         description: change.description.clone(),
-        base: change.base.clone(),
+        base: change.base,
         head,
         diff,
         workspace: checkout.path().to_path_buf(),
