@@ -9,6 +9,7 @@ use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand, ValueEnum};
 
 mod bench;
+mod bench_review;
 mod models;
 mod output;
 mod review;
@@ -92,6 +93,23 @@ enum BenchCommand {
     },
     /// Print the fixed system and user prompt `bench model` uses (for comparisons).
     Prompt,
+    /// Everything a review does except the model's time, on a synthetic change: time and memory.
+    Review {
+        #[arg(long, default_value_t = 2_000)]
+        files: usize,
+        #[arg(long, default_value_t = 100_000)]
+        lines: usize,
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+    /// The input tokens a review of a reference change sends to the model (run in bugloop's
+    /// checkout).
+    Tokens {
+        #[arg(long, default_value = "examples/review-demo")]
+        example: PathBuf,
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -268,6 +286,14 @@ fn run(cli: Cli, out: &mut impl Write) -> Result<ExitCode> {
             let root = repository_root(&cwd);
             let loaded = bugloop_config::load(&root, cli.config.as_deref(), std::env::vars())?;
             bench::model(out, &loaded.config, &model, runs, max_tokens, format)?;
+        }
+        Command::Bench(BenchCommand::Review {
+            files,
+            lines,
+            format,
+        }) => bench_review::review_speed(out, files, lines, format)?,
+        Command::Bench(BenchCommand::Tokens { example, format }) => {
+            bench_review::tokens(out, &example, format)?;
         }
         Command::Bench(BenchCommand::Prompt) => {
             let (system, prompt) = bench::prompt_texts();

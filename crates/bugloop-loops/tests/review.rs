@@ -287,8 +287,12 @@ async fn ignore_globs_threshold_promotion_elevation_and_overflow() {
     let mut config = support::config();
     config.review.ignore_files = vec!["generated/**".to_owned()];
     config.review.comment_limit = 3;
-    let (report, comments) = run(&repo, config, session(findings, vec![])).await;
+    let (report, comments) = run(&repo, config.clone(), session(findings.clone(), vec![])).await;
     insta::assert_json_snapshot!("filters", support::digest(&report));
+    // The same review again: the limit holds per change, so nothing is added.
+    let (again, after) = run(&repo, config, session(findings, vec![])).await;
+    assert_eq!(after.len(), comments.len(), "{:#?}", again.findings);
+    assert_eq!(again.overflow.count, 2);
     assert!(report.sensitive_data.sensitive);
     let sql = report
         .findings

@@ -233,7 +233,11 @@ pub async fn review(
     // 2. What the reviewer is told besides the change.
     let rules = read_rules(&request.workspace);
     let verdict = sensitivity(&request.workspace, config.review.sensitive_data);
-    let settings = bugloop_config::filter_settings_for(config, verdict.sensitive)?;
+    let mut settings = bugloop_config::filter_settings_for(config, verdict.sensitive)?;
+    // The comment limit is per change, as on a pull request: open findings count against it, so
+    // re-runs never add comments beyond it.
+    let comment_limit = settings.comment_limit;
+    settings.comment_limit = comment_limit.saturating_sub(open_ids.len());
 
     // 3. Model calls within the budget.
     let capabilities = env.provider.capabilities();
@@ -548,7 +552,7 @@ pub async fn review(
         titles: overflow.titles.clone(),
     };
     if request.publish && overflow.count > 0 {
-        let body = overflow_body(overflow.count, &overflow.titles, settings.comment_limit);
+        let body = overflow_body(overflow.count, &overflow.titles, comment_limit);
         upsert_tagged(
             env.forge,
             &request.change,
