@@ -355,6 +355,56 @@ impl Git {
         Ok(out)
     }
 
+    /// The files changed between two commits, with renames and copies detected.
+    pub fn changed_files(
+        &self,
+        base: &str,
+        head: &str,
+    ) -> Result<Vec<crate::ChangedFile>, GitError> {
+        let raw = self.run_raw(
+            &[
+                "diff",
+                "--name-status",
+                "-z",
+                "--find-renames",
+                "--find-copies",
+                base,
+                head,
+            ],
+            false,
+        )?;
+        let mut fields = raw
+            .split(|b| *b == 0)
+            .map(|f| String::from_utf8_lossy(f).into_owned());
+        let mut files = Vec::new();
+        while let Some(status) = fields.next() {
+            if status.is_empty() {
+                continue;
+            }
+            let kind = match status.as_bytes().first() {
+                Some(b'A') => crate::FileStatus::Added,
+                Some(b'M') => crate::FileStatus::Modified,
+                Some(b'D') => crate::FileStatus::Deleted,
+                Some(b'R') => crate::FileStatus::Renamed,
+                Some(b'C') => crate::FileStatus::Copied,
+                _ => crate::FileStatus::Other,
+            };
+            let first = fields.next().unwrap_or_default();
+            let (path, previous_path) =
+                if matches!(kind, crate::FileStatus::Renamed | crate::FileStatus::Copied) {
+                    (fields.next().unwrap_or_default(), Some(first))
+                } else {
+                    (first, None)
+                };
+            files.push(crate::ChangedFile {
+                path,
+                previous_path,
+                status: kind,
+            });
+        }
+        Ok(files)
+    }
+
     /// A file's content at a commit (`None` when it does not exist there).
     pub fn show(&self, commit: &str, path: &str) -> Option<Vec<u8>> {
         self.run_raw(&["cat-file", "blob", &format!("{commit}:{path}")], false)

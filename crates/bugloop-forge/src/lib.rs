@@ -39,6 +39,42 @@ impl std::fmt::Display for ChangeKey {
     }
 }
 
+/// What happened to a file in a change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FileStatus {
+    Added,
+    Modified,
+    Deleted,
+    Renamed,
+    Copied,
+    /// Type changes and anything else the forge reports.
+    Other,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ChangedFile {
+    pub path: String,
+    /// The path before a rename or copy.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub previous_path: Option<String>,
+    pub status: FileStatus,
+}
+
+/// A change under review: a pull request, or a local branch against its base.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Change {
+    pub key: ChangeKey,
+    /// For humans (`feature against main (merge base 1a2b3c4)`, a pull request's title).
+    pub description: String,
+    pub base: String,
+    pub head: String,
+    pub files: Vec<ChangedFile>,
+    /// The unified diff of the change (base -> head).
+    #[serde(skip)]
+    pub diff: Vec<u8>,
+}
+
 /// Where a line comment goes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct LineAnchor {
@@ -83,6 +119,9 @@ pub trait Forge: Send + Sync + std::fmt::Debug {
 
     /// The login bugloop writes as here.
     fn bot_login(&self) -> &str;
+
+    /// The change a conversation is about: its base and head, files and diff.
+    async fn change(&self, change: &ChangeKey) -> Result<Change, ForgeError>;
 
     /// Every comment of the change's conversation, oldest first: issue-level comments and line
     /// comments, with replies (`in_reply_to`), thread ids and the forge's resolved flags.

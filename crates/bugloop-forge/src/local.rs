@@ -8,8 +8,8 @@ use async_trait::async_trait;
 use bugloop_domain::thread::{Comment, CommentKind};
 use bugloop_store::{Anchor, NewComment, Store, StoredComment, StoredKind};
 
-use crate::git::Git;
-use crate::{ChangeKey, Forge, ForgeError, LineAnchor, Permission};
+use crate::git::{Git, HeadState, Selection};
+use crate::{Change, ChangeKey, Forge, ForgeError, LineAnchor, Permission};
 
 #[derive(Debug, Clone)]
 pub struct LocalForge {
@@ -115,6 +115,36 @@ impl Forge for LocalForge {
 
     fn bot_login(&self) -> &str {
         &self.bot
+    }
+
+    /// `branch:<name>` and `commit:<sha>` conversations are the branch or commit against its merge
+    /// base with the default branch.
+    async fn change(&self, change: &ChangeKey) -> Result<Change, ForgeError> {
+        let head = change
+            .0
+            .strip_prefix("branch:")
+            .or_else(|| change.0.strip_prefix("commit:"))
+            .ok_or_else(|| {
+                ForgeError::Invalid(format!(
+                    "{change} is not a local change (branch:<name> or commit:<sha>)"
+                ))
+            })?;
+        let selected = self.git.select(&Selection::Range {
+            base: None,
+            head: Some(head.to_owned()),
+        })?;
+        let HeadState::Commit(head_commit) = &selected.head else {
+            return Err(ForgeError::Invalid(format!("{change} has no head commit")));
+        };
+        let files = self.git.changed_files(&selected.base, head_commit)?;
+        Ok(Change {
+            key: change.clone(),
+            description: selected.description,
+            base: selected.base.clone(),
+            head: head_commit.clone(),
+            files,
+            diff: selected.diff,
+        })
     }
 
     async fn comments(&self, change: &ChangeKey) -> Result<Vec<Comment>, ForgeError> {

@@ -257,3 +257,39 @@ pub fn tool_reply(calls: &[(&str, serde_json::Value)], usage: Usage) -> ChatResp
         model: "scripted".into(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn script_files_are_served_in_order_and_bad_lines_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("script.jsonl");
+        std::fs::write(
+            &path,
+            "{\"capabilities\": {\"tools\": false, \"json_schema\": true}}\n\n{\"text\": \"one\"}\n{\"tool_calls\": [{\"name\": \"t\", \"arguments\": {\"a\": 1}}]}\n",
+        )
+        .unwrap();
+        let provider = ScriptedProvider::from_file(&path).unwrap();
+        assert!(!provider.capabilities().tools);
+        let request = ChatRequest::default();
+        assert_eq!(
+            provider.chat(&request, None).await.unwrap().message.content,
+            "one"
+        );
+        let second = provider.chat(&request, None).await.unwrap();
+        assert_eq!(second.message.tool_calls[0].name, "t");
+        assert!(provider.chat(&request, None).await.is_err());
+
+        std::fs::write(&path, "{\"text\": \"a\", \"tool_calls\": []}\n").unwrap();
+        let error = ScriptedProvider::from_file(&path).unwrap_err().to_string();
+        assert!(
+            error.contains("line 1") && error.contains("exactly one"),
+            "{error}"
+        );
+        std::fs::write(&path, "{\"text\": \"a\"}\n{\"capabilities\": {}}\n").unwrap();
+        let error = ScriptedProvider::from_file(&path).unwrap_err().to_string();
+        assert!(error.contains("line 2"), "{error}");
+    }
+}

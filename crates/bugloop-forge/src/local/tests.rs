@@ -188,3 +188,34 @@ async fn upserts_are_idempotent_and_threads_resolve() {
     assert_eq!(forge.permission("Dev").await.unwrap(), Permission::Admin);
     assert_eq!(forge.permission("someone").await.unwrap(), Permission::Read);
 }
+
+#[tokio::test]
+async fn the_change_of_a_conversation() {
+    let dir = repo();
+    std::fs::write(dir.path().join("b.txt"), "new\n").unwrap();
+    git(dir.path(), &["add", "."]);
+    git(dir.path(), &["commit", "-qm", "third"]);
+    git(dir.path(), &["mv", "b.txt", "c.txt"]);
+    git(dir.path(), &["commit", "-qm", "rename"]);
+    let forge = LocalForge::open(Git::open(dir.path()).unwrap(), "bugloop")
+        .await
+        .unwrap();
+    let change = forge
+        .change(&ChangeKey("branch:feature".into()))
+        .await
+        .unwrap();
+    let files: Vec<_> = change
+        .files
+        .iter()
+        .map(|f| (f.path.as_str(), f.status))
+        .collect();
+    assert_eq!(
+        files,
+        [
+            ("a.txt", crate::FileStatus::Modified),
+            ("c.txt", crate::FileStatus::Added)
+        ]
+    );
+    assert!(text(&change.diff).contains("+TWO"));
+    assert!(forge.change(&ChangeKey("pr:12".into())).await.is_err());
+}
