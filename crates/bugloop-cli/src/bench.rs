@@ -120,8 +120,7 @@ pub fn model(
 }
 
 /// Peak resident memory of this process (Linux `VmHWM`).
-#[cfg(feature = "local")]
-fn peak_rss_kib() -> Option<u64> {
+pub(crate) fn peak_rss_kib() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     line.split_whitespace().nth(1)?.parse().ok()

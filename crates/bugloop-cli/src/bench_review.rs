@@ -119,10 +119,7 @@ impl Provider for InstantModel {
 }
 
 fn peak_rss_mb() -> Option<f64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib / 1024.0)
+    crate::bench::peak_rss_kib().map(|kib| kib as f64 / 1024.0)
 }
 
 fn unlimited(model: &str) -> Arc<Meter> {

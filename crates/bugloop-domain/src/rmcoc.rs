@@ -89,8 +89,8 @@ pub fn build_comment(human: &str, block: &RmcocBlock) -> String {
     )
 }
 
-/// A fence longer than any backtick run in the content, so the JSON cannot close it early.
-fn fence_for(content: &str) -> String {
+/// A fence longer than any backtick run in the content, so the content cannot close it early.
+pub fn fence_for(content: &str) -> String {
     let mut longest = 0;
     let mut run = 0;
     for ch in content.chars() {

@@ -14,20 +14,7 @@ use crate::review::report::{ReviewReport, UsageInfo};
 pub const SUMMARY_TAG: &str = "<!-- bugloop:summary -->";
 pub const OVERFLOW_TAG: &str = "<!-- bugloop:overflow -->";
 
-/// A code fence longer than any run of backticks in `content`.
-pub fn fence_for(content: &str) -> String {
-    let mut longest = 0;
-    let mut run = 0;
-    for ch in content.chars() {
-        if ch == '`' {
-            run += 1;
-            longest = longest.max(run);
-        } else {
-            run = 0;
-        }
-    }
-    "`".repeat((longest + 1).max(3))
-}
+pub use bugloop_domain::rmcoc::fence_for;
 
 fn capitalized(word: &str) -> String {
     let mut chars = word.chars();
