@@ -422,3 +422,30 @@ async fn a_budget_stop_lists_the_rest_as_unreviewed() {
     assert!(report.errors[0].contains("budget"), "{:?}", report.errors);
     assert!(!report.unreviewed.is_empty());
 }
+
+#[tokio::test]
+async fn deleting_the_file_of_a_finding_resolves_it() {
+    let repo = Repo::with_feature();
+    let query = repo.line_of("src/db.rs", "format!(\"SELECT");
+    let script = session(
+        vec![finding(
+            "src/db.rs",
+            query,
+            "format!(\"SELECT",
+            "SQL injection through the user name",
+            "Quotes in the name change the query.",
+            9,
+            "security",
+        )],
+        vec![],
+    );
+    let (first, _) = run(&repo, support::config(), script).await;
+    assert_eq!(first.findings.len(), 1);
+    std::fs::remove_file(repo.path().join("src/db.rs")).unwrap();
+    repo.commit("drop the users module");
+    let (second, comments) = run(&repo, support::config(), session(vec![], vec![])).await;
+    assert_eq!(second.resolved.len(), 1, "{:#?}", second.resolved);
+    assert!(second.resolved[0].reason.contains("deleted"));
+    assert!(second.tracked.iter().all(|t| t.status == "RESOLVED"));
+    assert!(comments.iter().any(|c| c.body.starts_with(RESOLVED_PHRASE)));
+}

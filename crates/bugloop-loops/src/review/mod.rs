@@ -379,11 +379,30 @@ pub async fn review(
     // read to ground a finding).
     let mut safety_stages = Vec::new();
     let safe = filter::path_safety(reported, &mut safety_stages);
+    let open_files: Vec<(String, String)> = existing
+        .iter()
+        .filter(|e| open_ids.iter().any(|id| id == e.id.as_str()))
+        .filter_map(|e| Some((e.id.as_str().to_owned(), e.file.clone()?)))
+        .collect();
     let head = HeadTree::load(
         &request.workspace,
         &request.diff,
-        safe.iter().filter_map(|f| f.file.clone()),
+        safe.iter()
+            .filter_map(|f| f.file.clone())
+            .chain(open_files.iter().map(|(_, file)| file.clone())),
     );
+    // An open finding whose file no longer exists at head is resolved without asking the model:
+    // the code it was about is gone.
+    for (id, file) in &open_files {
+        let safe = bugloop_domain::paths::normalize_finding_path(file).is_ok();
+        if safe
+            && !request.workspace.join(file).exists()
+            && head.text(file).is_none()
+            && !resolutions.contains_key(id)
+        {
+            resolutions.insert(id.clone(), format!("{file} was deleted"));
+        }
+    }
     let grounded = grounding::ground(safe, &head);
     let grounding_stage = StageCount {
         stage: "grounding".to_owned(),
