@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand, ValueEnum};
 
+mod act;
 mod bench;
 mod bench_review;
 mod models;
@@ -38,6 +39,18 @@ enum Command {
     Review(review::ReviewArgs),
     /// The findings tracked for this branch, with their status; `findings show <id>` for one.
     Findings(review::FindingsArgs),
+    /// Fix open findings: a Build agent changes the code in a worktree, the verify commands run,
+    /// and one commit lands on this branch (exit 1: nothing committed; 4: left on a branch).
+    Fix(act::FixArgs),
+    /// Make a requested change the same way (`chore: apply user request`).
+    Do(act::TextArgs),
+    /// Ask a question about the code; nothing is changed.
+    Ask(act::TextArgs),
+    /// Write a comment as on a pull request; bugloop decides whether to fix, do, answer or weigh
+    /// it as a dispute.
+    Comment(act::CommentArgs),
+    /// Reply in a finding's thread (disagree, explain); weighed at the next review or with --now.
+    Reply(act::ReplyArgs),
     /// The local store of findings and conversations (under .git/bugloop/).
     #[command(subcommand)]
     Store(review::StoreCommand),
@@ -189,6 +202,21 @@ fn run(cli: Cli, out: &mut impl Write) -> Result<ExitCode> {
             return review::findings_command(&cwd, cli.config.as_deref(), &args, out);
         }
         Command::Store(command) => return review::store_command(&cwd, &command, out),
+        Command::Fix(args) => {
+            return act::fix(&cwd, cli.config.as_deref(), &args, &runs_dir(&cwd), out);
+        }
+        Command::Do(args) => {
+            return act::do_request(&cwd, cli.config.as_deref(), &args, &runs_dir(&cwd), out);
+        }
+        Command::Ask(args) => {
+            return act::ask(&cwd, cli.config.as_deref(), &args, &runs_dir(&cwd), out);
+        }
+        Command::Comment(args) => {
+            return act::comment(&cwd, cli.config.as_deref(), &args, &runs_dir(&cwd), out);
+        }
+        Command::Reply(args) => {
+            return act::reply(&cwd, cli.config.as_deref(), &args, &runs_dir(&cwd), out);
+        }
         Command::Config(ConfigCommand::Show { format }) => {
             let root = repository_root(&cwd);
             let loaded = bugloop_config::load(&root, cli.config.as_deref(), std::env::vars())?;

@@ -134,7 +134,29 @@ fn meter_for(config: &Config, model: &str) -> Meter {
     Meter::new(model, limits, price)
 }
 
-async fn open_forge(git: &Git, config: &Config) -> Result<LocalForge> {
+/// The configured model (or `model`), metered by the configured budgets.
+pub fn connect_model(
+    config: &Config,
+    model: Option<&str>,
+) -> Result<(Arc<dyn bugloop_llm::Provider>, Arc<Meter>)> {
+    let model = model.map_or_else(|| config.model.default.clone(), str::to_owned);
+    let settings = crate::models::llm_settings(config);
+    let inner = bugloop_llm::connect(&model, &settings, &|var| std::env::var(var).ok())
+        .with_context(|| format!("cannot use the model {model}"))?;
+    let meter = Arc::new(meter_for(config, &model));
+    Ok((Arc::new(Metered::new(inner, meter.clone())), meter))
+}
+
+/// Progress on standard error when it is a terminal.
+pub fn progress() -> Arc<dyn Progress> {
+    if std::io::stderr().is_terminal() {
+        Arc::new(StderrProgress)
+    } else {
+        Arc::new(bugloop_loops::Silent)
+    }
+}
+
+pub async fn open_forge(git: &Git, config: &Config) -> Result<LocalForge> {
     LocalForge::open(git.clone(), &config.identity.local_bot_name)
         .await
         .with_context(|| format!("the local store of {}", git.root().display()))
@@ -180,15 +202,7 @@ pub fn review_command(
             problem.line, problem.message
         )?;
     }
-    let model = args
-        .model
-        .clone()
-        .unwrap_or_else(|| config.model.default.clone());
-    let settings = crate::models::llm_settings(&config);
-    let inner = bugloop_llm::connect(&model, &settings, &|var| std::env::var(var).ok())
-        .with_context(|| format!("cannot use the model {model}"))?;
-    let meter = Arc::new(meter_for(&config, &model));
-    let provider = Arc::new(Metered::new(inner, meter.clone()));
+    let (provider, meter) = connect_model(&config, args.model.as_deref())?;
     let checkout = bugloop_loops::checkout::checkout(&git, &change)?;
     let head = match &change.head {
         HeadState::Commit(sha) => sha.clone(),
@@ -205,11 +219,7 @@ pub fn review_command(
         read_only_paths: checkout.read_only_paths(),
         publish: !args.dry_run,
     };
-    let progress: Arc<dyn Progress> = if std::io::stderr().is_terminal() {
-        Arc::new(StderrProgress)
-    } else {
-        Arc::new(bugloop_loops::Silent)
-    };
+    let progress = progress();
     let runtime = runtime()?;
     let report = runtime.block_on(async {
         let forge = open_forge(&git, &config).await?;

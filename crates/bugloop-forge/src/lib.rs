@@ -163,6 +163,13 @@ pub trait Forge: Send + Sync + std::fmt::Debug {
     /// What `actor` may do in the repository.
     async fn permission(&self, actor: &str) -> Result<Permission, ForgeError>;
 
+    /// The human reviewers of the change (who decide disputes the bot and the developer cannot
+    /// settle); none locally.
+    async fn human_reviewers(&self, change: &ChangeKey) -> Result<Vec<String>, ForgeError> {
+        let _ = change;
+        Ok(Vec::new())
+    }
+
     /// Adds the comment carrying `id`'s marker, or updates the bot's comment that already carries
     /// it (of the same kind: a line comment and a conversation comment are separate places).
     /// Idempotent: running it twice leaves one comment.

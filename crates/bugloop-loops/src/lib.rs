@@ -3,8 +3,11 @@
 //! serves the command line, the Action and the server: nothing here prints or knows its caller;
 //! progress goes to a [`Progress`] the caller provides.
 
+pub mod act;
+pub mod build;
 pub mod checkout;
 pub mod context;
+pub mod intent;
 pub mod plan;
 pub mod publish;
 pub mod review;

@@ -37,9 +37,9 @@ use crate::publish::{
 use crate::{Progress, ProgressEvent, sandbox_settings};
 
 use self::report::{
-    ChangeInfo, CommentAction, DroppedFinding, OverflowInfo, PassSummary, Placement,
-    PublishedFinding, REPORT_VERSION, ResolvedFinding, ReviewReport, SensitivityInfo, StageCount,
-    TrackedFinding, UsageInfo,
+    ChangeInfo, CommentAction, DisputeSummary, DroppedFinding, OverflowInfo, PassSummary,
+    Placement, PublishedFinding, REPORT_VERSION, ResolvedFinding, ReviewReport, SensitivityInfo,
+    StageCount, TrackedFinding, UsageInfo,
 };
 use self::tools::{
     Collected, ReportFinding, ResolveFinding, SUBMIT_PASS, StructuredAnswer, SubmitPass, accept,
@@ -217,8 +217,38 @@ pub async fn review(
 ) -> Result<ReviewReport, ReviewError> {
     let started = Instant::now();
     let config = env.config;
+    let mut dispute_error = None;
     let markers = bugloop_config::marker_syntax(config)?;
     let bot = bugloop_config::bot_identity(config);
+
+    // 0. Developers' replies since the last run are answered first (pr-reviewer-design.md 3.2).
+    let mut disputes = Vec::new();
+    if request.publish
+        && let Ok(git) = bugloop_forge::git::Git::open(&request.workspace)
+    {
+        let act = crate::act::ActEnv {
+            forge: env.forge,
+            git: &git,
+            config,
+            provider: env.provider.clone(),
+            meter: env.meter.clone(),
+            runs_dir: env.runs_dir.clone(),
+            progress: env.progress.clone(),
+        };
+        match crate::act::settle_all_disputes(&act, &request.change).await {
+            Ok(outcomes) => {
+                for outcome in outcomes {
+                    disputes.push(DisputeSummary {
+                        decision: outcome.decision_label().to_owned(),
+                        status: outcome.status.as_str().to_owned(),
+                        finding: outcome.finding,
+                        reasoning: outcome.reasoning,
+                    });
+                }
+            }
+            Err(error) => dispute_error = Some(format!("answering developer replies: {error}")),
+        }
+    }
 
     // 1. The review state, from the conversation.
     let comments = env.forge.comments(&request.change).await?;
@@ -286,7 +316,7 @@ pub async fn review(
 
     // 4. The sessions.
     let mut unreviewed = plan.unreviewed.clone();
-    let mut errors = Vec::new();
+    let mut errors: Vec<String> = dispute_error.into_iter().collect();
     let mut passes = Vec::new();
     let mut reported: Vec<Finding> = Vec::new();
     let mut dropped = Vec::new();
@@ -610,6 +640,7 @@ pub async fn review(
         dropped,
         stages: stage_counts,
         overflow: overflow_info,
+        disputes,
         complete: errors.is_empty(),
         unreviewed,
         summarized: plan.summarized.clone(),

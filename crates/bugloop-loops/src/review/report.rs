@@ -39,8 +39,20 @@ pub struct ReviewReport {
     /// Model calls that failed; their files are listed in `unreviewed`.
     pub errors: Vec<String>,
     pub sensitive_data: SensitivityInfo,
+    /// Developer replies answered before the review (concede, maintain, escalate).
+    pub disputes: Vec<DisputeSummary>,
     /// Whether every part of the change was reviewed without error.
     pub complete: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct DisputeSummary {
+    pub finding: String,
+    /// conceded, maintained, escalated, or the developer's decision stands.
+    pub decision: String,
+    /// The thread's status after it.
+    pub status: String,
+    pub reasoning: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]

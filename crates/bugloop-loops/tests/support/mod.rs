@@ -1,4 +1,7 @@
-//! Repositories, scripted sessions and a stable digest of reports for the review tests.
+//! Repositories, scripted sessions and a stable digest of reports for the loop tests.
+
+// Each test binary uses a part of this module.
+#![allow(dead_code)]
 
 use std::path::Path;
 use std::process::Command;

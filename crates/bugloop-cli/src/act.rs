@@ -1,0 +1,334 @@
+//! `bugloop fix`, `do`, `ask`, `comment` and `reply`: what a forge comment would trigger, run
+//! locally. The loops are `bugloop_loops::act`; this file parses, connects and prints.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use bugloop_domain::finding::FindingId;
+use bugloop_domain::thread::reconstruct;
+use bugloop_forge::Forge;
+use bugloop_forge::git::Git;
+use bugloop_loops::act::{ActEnv, ActReport, Targets};
+use bugloop_loops::build::{BuildStatus, Landing};
+
+use crate::review::{connect_model, load_config, open_forge, progress, runtime};
+
+#[derive(Debug, clap::Args)]
+pub struct ModelArg {
+    /// The model (provider:model), instead of the configured one.
+    #[arg(long, value_name = "MODEL", global = true)]
+    pub model: Option<String>,
+    #[arg(long, value_enum, default_value_t = crate::Format::Text, global = true)]
+    pub format: crate::Format,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct FixArgs {
+    /// The findings to fix (ids or unique prefixes, from `bugloop findings`).
+    #[arg(value_name = "ID", required_unless_present = "all")]
+    pub ids: Vec<String>,
+    /// Fix every open finding of this branch.
+    #[arg(long, conflicts_with = "ids")]
+    pub all: bool,
+    /// Extra guidance for the fix.
+    #[arg(long, value_name = "TEXT")]
+    pub comment: Option<String>,
+    #[command(flatten)]
+    pub common: ModelArg,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct TextArgs {
+    /// The request, question or comment.
+    pub text: String,
+    #[command(flatten)]
+    pub common: ModelArg,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CommentArgs {
+    /// The comment, as you would write it on a pull request.
+    pub text: String,
+    /// Reply in the thread of this finding (id) or comment (number).
+    #[arg(long, value_name = "ID")]
+    pub reply_to: Option<String>,
+    #[command(flatten)]
+    pub common: ModelArg,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ReplyArgs {
+    /// The finding (id or unique prefix).
+    pub id: String,
+    /// Your reply: why it is not a problem, or will be handled elsewhere.
+    pub text: String,
+    /// Have bugloop weigh the reply now (otherwise the next review does).
+    #[arg(long)]
+    pub now: bool,
+    #[command(flatten)]
+    pub common: ModelArg,
+}
+
+fn print_report(
+    out: &mut impl Write,
+    report: &ActReport,
+    format: crate::Format,
+) -> Result<ExitCode> {
+    if let crate::Format::Json = format {
+        writeln!(out, "{}", serde_json::to_string_pretty(report)?)?;
+    } else {
+        writeln!(out, "{}", report.message)?;
+        if let Some(build) = &report.build {
+            for run in &build.verify {
+                writeln!(
+                    out,
+                    "  verify `{}`: {}",
+                    run.command,
+                    if run.passed { "passed" } else { "FAILED" }
+                )?;
+            }
+            if let BuildStatus::VerifyFailed { output, .. } = &build.status {
+                writeln!(out, "\n{}", output.trim_end())?;
+            }
+        }
+        if !report.resolved.is_empty() {
+            writeln!(out, "resolved: {}", report.resolved.join(", "))?;
+        }
+        if let Some(answer) = &report.answer {
+            writeln!(out, "\n{}", answer.trim_end())?;
+        }
+    }
+    let ok = match &report.build {
+        Some(build) => matches!(build.status, BuildStatus::Committed { .. }),
+        None => true,
+    };
+    Ok(match (&report.landing, ok) {
+        (_, false) => ExitCode::from(1),
+        (Some(Landing::Branch { .. }), true) => ExitCode::from(4),
+        _ => ExitCode::SUCCESS,
+    })
+}
+
+/// Runs `work` with the acting environment of the repository at `cwd`.
+fn with_env<T>(
+    cwd: &Path,
+    config_file: Option<&Path>,
+    model: Option<&str>,
+    runs_dir: &Path,
+    work: impl AsyncFnOnce(&ActEnv<'_>, &bugloop_forge::local::LocalForge) -> Result<T>,
+) -> Result<T> {
+    let (git, config) = load_config(cwd, config_file)?;
+    let (provider, meter) = connect_model(&config, model)?;
+    runtime()?.block_on(async {
+        let forge = open_forge(&git, &config).await?;
+        let env = ActEnv {
+            forge: &forge,
+            git: &git,
+            config: &config,
+            provider,
+            meter,
+            runs_dir: runs_dir.to_path_buf(),
+            progress: progress(),
+        };
+        work(&env, &forge).await
+    })
+}
+
+pub fn fix(
+    cwd: &Path,
+    config: Option<&Path>,
+    args: &FixArgs,
+    runs: &Path,
+    out: &mut impl Write,
+) -> Result<ExitCode> {
+    let targets = if args.all {
+        Targets::All
+    } else {
+        Targets::Ids(args.ids.clone())
+    };
+    let report = with_env(
+        cwd,
+        config,
+        args.common.model.as_deref(),
+        runs,
+        async |env, _| {
+            let change = env.git.conversation_key();
+            Ok(bugloop_loops::act::fix(env, &change, &targets, args.comment.as_deref()).await?)
+        },
+    )?;
+    print_report(out, &report, args.common.format)
+}
+
+pub fn do_request(
+    cwd: &Path,
+    config: Option<&Path>,
+    args: &TextArgs,
+    runs: &Path,
+    out: &mut impl Write,
+) -> Result<ExitCode> {
+    let report = with_env(
+        cwd,
+        config,
+        args.common.model.as_deref(),
+        runs,
+        async |env, _| Ok(bugloop_loops::act::do_request(env, &args.text).await?),
+    )?;
+    print_report(out, &report, args.common.format)
+}
+
+pub fn ask(
+    cwd: &Path,
+    config: Option<&Path>,
+    args: &TextArgs,
+    runs: &Path,
+    out: &mut impl Write,
+) -> Result<ExitCode> {
+    let answer = with_env(
+        cwd,
+        config,
+        args.common.model.as_deref(),
+        runs,
+        async |env, _| {
+            let change = env.git.conversation_key();
+            Ok(bugloop_loops::act::ask(env, &change, &args.text).await?)
+        },
+    )?;
+    match args.common.format {
+        crate::Format::Json => writeln!(out, "{}", serde_json::json!({"answer": answer}))?,
+        crate::Format::Text => writeln!(out, "{}", answer.trim_end())?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The root comment of a finding (by id or prefix) or a comment by its number.
+async fn thread_root(
+    forge: &bugloop_forge::local::LocalForge,
+    config: &bugloop_config::Config,
+    git: &Git,
+    target: &str,
+) -> Result<(bugloop_forge::ChangeKey, String)> {
+    let change = git.conversation_key();
+    let comments = forge.comments(&change).await?;
+    if comments.iter().any(|c| c.id == target) {
+        return Ok((change, target.to_owned()));
+    }
+    let state = reconstruct(
+        &comments,
+        &bugloop_config::bot_identity(config),
+        &bugloop_config::marker_syntax(config)?,
+    );
+    let matching: Vec<_> = state
+        .threads
+        .iter()
+        .filter(|t| t.finding_id.as_ref().is_some_and(|f| f.as_str() == target))
+        .chain(state.threads.iter().filter(|t| {
+            t.finding_id
+                .as_ref()
+                .is_some_and(|f| f.as_str() != target && f.as_str().starts_with(target))
+        }))
+        .collect();
+    match matching.as_slice() {
+        [one, ..]
+            if one
+                .finding_id
+                .as_ref()
+                .is_some_and(|f| f.as_str() == target) =>
+        {
+            Ok((change, one.id.clone()))
+        }
+        [one] => Ok((change, one.id.clone())),
+        [] => anyhow::bail!(
+            "no finding or comment {target:?} in {change}; `bugloop findings` lists them"
+        ),
+        _ => anyhow::bail!("{target:?} matches several findings; give more of the id"),
+    }
+}
+
+pub fn comment(
+    cwd: &Path,
+    config: Option<&Path>,
+    args: &CommentArgs,
+    runs: &Path,
+    out: &mut impl Write,
+) -> Result<ExitCode> {
+    let report = with_env(
+        cwd,
+        config,
+        args.common.model.as_deref(),
+        runs,
+        async |env, forge| {
+            let (change, parent) = match &args.reply_to {
+                Some(target) => {
+                    let (change, root) = thread_root(forge, env.config, env.git, target).await?;
+                    (change, Some(root))
+                }
+                None => (env.git.conversation_key(), None),
+            };
+            let comment = forge
+                .developer_comment(&change, &args.text, parent.as_deref())
+                .await?;
+            Ok(bugloop_loops::act::on_comment(env, &change, &comment).await?)
+        },
+    )?;
+    print_report(out, &report, args.common.format)
+}
+
+pub fn reply(
+    cwd: &Path,
+    config: Option<&Path>,
+    args: &ReplyArgs,
+    runs: &Path,
+    out: &mut impl Write,
+) -> Result<ExitCode> {
+    let outcome = with_env(
+        cwd,
+        config,
+        args.common.model.as_deref(),
+        runs,
+        async |env, forge| {
+            let (change, root) = thread_root(forge, env.config, env.git, &args.id).await?;
+            forge
+                .developer_comment(&change, &args.text, Some(&root))
+                .await?;
+            if !args.now {
+                return Ok(None);
+            }
+            let comments = forge.comments(&change).await?;
+            let state = reconstruct(
+                &comments,
+                &bugloop_config::bot_identity(env.config),
+                &bugloop_config::marker_syntax(env.config)?,
+            );
+            let id: FindingId = state
+                .threads
+                .iter()
+                .find(|t| t.id == root)
+                .and_then(|t| t.finding_id.clone())
+                .ok_or_else(|| anyhow::anyhow!("comment {root} is not a finding"))?;
+            Ok(Some(
+                bugloop_loops::act::settle_dispute(env, &change, &id).await?,
+            ))
+        },
+    )?;
+    match (outcome, args.common.format) {
+        (None, crate::Format::Text) => writeln!(
+            out,
+            "Reply added; the next `bugloop review` (or `bugloop reply --now`) answers it."
+        )?,
+        (None, crate::Format::Json) => writeln!(out, "{}", serde_json::json!({"added": true}))?,
+        (Some(outcome), crate::Format::Json) => {
+            writeln!(out, "{}", serde_json::to_string_pretty(&outcome)?)?;
+        }
+        (Some(outcome), crate::Format::Text) => writeln!(
+            out,
+            "{}: {} ({})\n\n{}",
+            outcome.finding,
+            outcome.decision_label(),
+            outcome.status,
+            outcome.reasoning
+        )?,
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,543 @@
+//! Changing code for the user, safely: a Build agent works in a task worktree off HEAD, every
+//! configured verify command runs in the sandbox, and only then is one commit made; it lands on the
+//! user's branch by fast-forward only when their tree is still clean and HEAD unchanged, otherwise
+//! it waits on a named branch. The user's working tree, index and branch are never touched by
+//! anything else, whatever happens (the worktree is removed on drop).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+
+use bugloop_agent::{Agent, Outcome, Task};
+use bugloop_config::Config;
+use bugloop_domain::paths::IgnoreMatcher;
+use bugloop_forge::git::{Git, short};
+use bugloop_llm::budget::Meter;
+use bugloop_llm::{Message, Provider, Usage};
+use bugloop_sandbox::{CommandSpec, Policy, Worktree};
+use bugloop_tools::{ToolContext, Toolset, Workspace};
+use serde::Serialize;
+
+use crate::context::{cut, read_rules};
+use crate::review::prompt::{fill, rules_block};
+use crate::{Progress, sandbox_settings};
+
+pub const SYSTEM: &str = include_str!("../prompts/build-system.md");
+
+/// The refusal for a dirty tree, as the spec words it.
+pub const DIRTY_TREE: &str = "Uncommitted changes detected. Stash, commit, or revert first.";
+
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    #[error("{DIRTY_TREE}")]
+    DirtyTree,
+    #[error("the repository has no commits yet; commit something first")]
+    NoCommits,
+    #[error(transparent)]
+    Git(#[from] bugloop_forge::git::GitError),
+    #[error("cannot make the task worktree: {0}")]
+    Worktree(#[from] bugloop_sandbox::SandboxError),
+    #[error(transparent)]
+    Config(Box<bugloop_config::ConfigError>),
+    #[error("{0}")]
+    Other(String),
+}
+
+impl From<bugloop_config::ConfigError> for BuildError {
+    fn from(error: bugloop_config::ConfigError) -> Self {
+        BuildError::Config(Box::new(error))
+    }
+}
+
+/// A task worktree off the user's HEAD, and what the user's repository looked like at the start.
+#[derive(Debug)]
+pub struct Workbench {
+    git: Git,
+    worktree: Worktree,
+    git_dir: PathBuf,
+    pub start_head: String,
+    pub start_branch: Option<String>,
+}
+
+impl Workbench {
+    /// Refuses a dirty tree (before anything starts) and checks out HEAD in a new worktree.
+    pub fn open(git: &Git, purpose: &str) -> Result<Workbench, BuildError> {
+        let start_head = git.head().ok_or(BuildError::NoCommits)?;
+        if !git.is_clean()? {
+            return Err(BuildError::DirtyTree);
+        }
+        let worktree = Worktree::create(git.root(), &start_head, purpose)?;
+        Ok(Workbench {
+            git: git.clone(),
+            worktree,
+            git_dir: git.common_dir()?,
+            start_head,
+            start_branch: git.current_branch(),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        self.worktree.path()
+    }
+
+    pub fn git(&self) -> &Git {
+        &self.git
+    }
+
+    /// The worktree as a git repository.
+    pub fn tree(&self) -> Result<Git, BuildError> {
+        Ok(Git::open(self.path())?)
+    }
+
+    /// The worktree's HEAD.
+    pub fn head(&self) -> Result<String, BuildError> {
+        self.tree()?
+            .head()
+            .ok_or_else(|| BuildError::Other("the worktree has no HEAD".to_owned()))
+    }
+
+    pub fn read_only_paths(&self) -> Vec<PathBuf> {
+        vec![self.git_dir.clone()]
+    }
+
+    /// Drops uncommitted edits in the worktree (after a failed attempt).
+    pub fn discard(&self) -> Result<(), BuildError> {
+        let tree = self.tree()?;
+        tree.run(&["reset", "-q", "--hard"])?;
+        tree.run(&["clean", "-q", "-fdx"])?;
+        Ok(())
+    }
+}
+
+/// What a Build run needs.
+#[derive(Clone)]
+pub struct BuildEnv<'a> {
+    pub config: &'a Config,
+    pub provider: Arc<dyn Provider>,
+    pub meter: Arc<Meter>,
+    pub runs_dir: PathBuf,
+    pub progress: Arc<dyn Progress>,
+}
+
+impl std::fmt::Debug for BuildEnv<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BuildEnv")
+            .field("provider", &self.provider.name())
+            .finish_non_exhaustive()
+    }
+}
+
+/// One verify command's run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct VerifyRun {
+    pub command: String,
+    pub passed: bool,
+    /// The end of its output (standard output, then standard error).
+    pub output: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "status")]
+pub enum BuildStatus {
+    /// Verified and committed in the worktree.
+    Committed {
+        commit: String,
+        files: Vec<String>,
+        /// No verify command is configured: committed without verification.
+        unverified: bool,
+    },
+    /// The agent changed nothing.
+    NoChanges { summary: String },
+    /// A verify command failed: nothing was committed.
+    VerifyFailed { command: String, output: String },
+    /// The change touched protected paths: nothing was committed.
+    Refused { reason: String },
+    /// The agent did not finish (model error, budget, turn limit).
+    AgentFailed { error: String },
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct BuildResult {
+    pub status: BuildStatus,
+    pub summary: String,
+    pub verify: Vec<VerifyRun>,
+    pub usage: Usage,
+    pub transcript: PathBuf,
+}
+
+/// A Build task: its prompt and the commit message of its result.
+#[derive(Debug, Clone)]
+pub struct BuildTask {
+    pub name: String,
+    pub prompt: String,
+    pub commit_message: String,
+}
+
+/// The Build agent's system prompt for this repository.
+pub fn system_prompt(config: &Config, root: &Path) -> String {
+    let verify = if config.fix.verify_commands.is_empty() {
+        "None are configured (`fix.verify_commands`): the change is committed unverified, so be \
+         careful."
+            .to_owned()
+    } else {
+        config
+            .fix
+            .verify_commands
+            .iter()
+            .map(|c| format!("- `{c}`"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let (rules, _) = cut(&rules_block(&read_rules(root)), 16_000);
+    fill(
+        SYSTEM,
+        &[
+            ("protected", &config.protected_paths.join(", ")),
+            ("rules", &rules),
+            ("verify", &verify),
+        ],
+    )
+}
+
+fn tail(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut start = text.len() - max;
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    format!("[... {} bytes cut]\n{}", start, &text[start..])
+}
+
+/// Runs the configured verify commands in the sandbox, in order, stopping at the first failure.
+pub async fn verify(
+    config: &Config,
+    workspace: &Path,
+    read_only: &[PathBuf],
+) -> Result<Vec<VerifyRun>, BuildError> {
+    let commands = bugloop_config::verify_commands(config)?;
+    run_commands(config, workspace, read_only, &commands).await
+}
+
+/// Runs commands (verify or gate) in the sandbox with write access to the workspace.
+pub async fn run_commands(
+    config: &Config,
+    workspace: &Path,
+    read_only: &[PathBuf],
+    commands: &[bugloop_domain::safety::VerifyCommand],
+) -> Result<Vec<VerifyRun>, BuildError> {
+    let mut settings = sandbox_settings(config, workspace, Policy::WorkspaceWrite);
+    settings.read_only_paths.extend(read_only.iter().cloned());
+    let mut runs = Vec::new();
+    for command in commands {
+        let spec = CommandSpec::new(command.program.clone(), command.args.clone());
+        let (passed, output) = match bugloop_sandbox::run(&settings, &spec).await {
+            Ok(output) => {
+                let mut text = output.stdout_text();
+                let errors = output.stderr_text();
+                if !errors.is_empty() {
+                    if !text.is_empty() && !text.ends_with('\n') {
+                        text.push('\n');
+                    }
+                    text.push_str(&errors);
+                }
+                if !output.success() {
+                    text.push_str(&format!("\n[{:?}]", output.exit));
+                }
+                (output.success(), tail(&text, 6_000))
+            }
+            Err(error) => (false, error.to_string()),
+        };
+        runs.push(VerifyRun {
+            command: command.raw.clone(),
+            passed,
+            output,
+        });
+        if !passed {
+            break;
+        }
+    }
+    Ok(runs)
+}
+
+fn changed_files(tree: &Git) -> Result<Vec<String>, BuildError> {
+    let status = tree.run_bytes(&["status", "--porcelain", "-z", "--untracked-files=all"])?;
+    let mut files = Vec::new();
+    let mut entries = status.split(|b| *b == 0).filter(|e| !e.is_empty());
+    while let Some(entry) = entries.next() {
+        let text = String::from_utf8_lossy(entry);
+        let code = text.get(..2).unwrap_or("");
+        let path = text.get(3..).unwrap_or("").to_owned();
+        if code.starts_with('R') || code.starts_with('C') {
+            // The source path follows as its own entry.
+            if let Some(from) = entries.next() {
+                files.push(String::from_utf8_lossy(from).into_owned());
+            }
+        }
+        files.push(path);
+    }
+    files.sort();
+    files.dedup();
+    Ok(files)
+}
+
+/// Commits everything in the worktree as the bot, with the user's hooks off (repository code
+/// must not run outside the sandbox).
+pub fn commit(tree: &Git, config: &Config, message: &str) -> Result<String, BuildError> {
+    let name = format!("user.name={}", config.identity.local_bot_name);
+    let email = format!(
+        "user.email={}@bugloop.invalid",
+        config.identity.local_bot_name
+    );
+    tree.run(&["add", "-A"])?;
+    tree.run(&[
+        "-c",
+        &name,
+        "-c",
+        &email,
+        "-c",
+        "core.hooksPath=/dev/null",
+        "-c",
+        "commit.gpgsign=false",
+        "commit",
+        "-q",
+        "--no-verify",
+        "-m",
+        message,
+    ])?;
+    tree.head()
+        .ok_or_else(|| BuildError::Other("no commit after committing".to_owned()))
+}
+
+/// Runs the Build agent on `task` in the workbench, verifies, and commits when everything passed.
+/// On any failure the worktree is reset, so nothing of the attempt remains.
+pub async fn build(env: &BuildEnv<'_>, bench: &Workbench, task: BuildTask) -> BuildResult {
+    let system = system_prompt(env.config, bench.path());
+    let mut result = BuildResult {
+        status: BuildStatus::AgentFailed {
+            error: "not started".to_owned(),
+        },
+        summary: String::new(),
+        verify: Vec::new(),
+        usage: Usage::default(),
+        transcript: PathBuf::new(),
+    };
+    let workspace = match Workspace::new(bench.path()) {
+        Ok(w) => w,
+        Err(error) => {
+            result.status = BuildStatus::AgentFailed {
+                error: error.to_string(),
+            };
+            return result;
+        }
+    };
+    let mut sandbox = sandbox_settings(env.config, bench.path(), Policy::WorkspaceWrite);
+    sandbox.read_only_paths.extend(bench.read_only_paths());
+    let mut context = ToolContext::new(workspace, sandbox);
+    match IgnoreMatcher::new(&env.config.protected_paths) {
+        Ok(protected) => context.protected = protected,
+        Err(error) => {
+            result.status = BuildStatus::Refused {
+                reason: format!("protected_paths: {error}"),
+            };
+            return result;
+        }
+    }
+    let agent = Agent::new(env.provider.clone(), context, &env.runs_dir);
+    let run = agent
+        .run(Task {
+            name: task.name.clone(),
+            system,
+            messages: vec![Message::user(task.prompt)],
+            toolset: Some(Toolset::Build),
+            extra_tools: Vec::new(),
+            submit_tool: None,
+            follow_ups: Vec::new(),
+            answer_schema: None,
+            max_turns: env.config.budgets.max_turns,
+            max_tokens: Some(8_192),
+        })
+        .await;
+    result.usage = run.usage;
+    result.transcript = run.transcript.clone();
+    result.status = match finish(env, bench, &task.commit_message, run.outcome, &mut result).await {
+        Ok(status) => status,
+        Err(error) => BuildStatus::AgentFailed {
+            error: error.to_string(),
+        },
+    };
+    if !matches!(result.status, BuildStatus::Committed { .. }) {
+        // Leave the worktree as it was before the attempt.
+        let _ = bench.discard();
+    }
+    result
+}
+
+async fn finish(
+    env: &BuildEnv<'_>,
+    bench: &Workbench,
+    message: &str,
+    outcome: Result<Outcome, bugloop_agent::AgentError>,
+    result: &mut BuildResult,
+) -> Result<BuildStatus, BuildError> {
+    match outcome {
+        Ok(Outcome::Answer(text)) => result.summary = text,
+        Ok(Outcome::Submitted(value) | Outcome::Structured(value)) => {
+            result.summary = value.to_string();
+        }
+        Err(error) => {
+            return Ok(BuildStatus::AgentFailed {
+                error: format!("{error} (transcript: {})", result.transcript.display()),
+            });
+        }
+    }
+    let tree = bench.tree()?;
+    let files = changed_files(&tree)?;
+    if files.is_empty() {
+        return Ok(BuildStatus::NoChanges {
+            summary: result.summary.clone(),
+        });
+    }
+    let protected = IgnoreMatcher::new(&env.config.protected_paths)
+        .map_err(|e| BuildError::Other(format!("protected_paths: {e}")))?;
+    let touched: Vec<&String> = files.iter().filter(|f| protected.is_ignored(f)).collect();
+    if !touched.is_empty() {
+        return Ok(BuildStatus::Refused {
+            reason: format!(
+                "the change touches protected paths: {}",
+                touched
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        });
+    }
+    result.verify = verify(env.config, bench.path(), &bench.read_only_paths()).await?;
+    if let Some(failed) = result.verify.iter().find(|v| !v.passed) {
+        return Ok(BuildStatus::VerifyFailed {
+            command: failed.command.clone(),
+            output: failed.output.clone(),
+        });
+    }
+    // Verify commands may have written files (build output outside .gitignore): commit only what
+    // the agent changed.
+    let after = changed_files(&tree)?;
+    for extra in after.iter().filter(|f| !files.contains(f)) {
+        let _ = tree.run(&["checkout", "-q", "--", extra]);
+        let full = bench.path().join(extra);
+        if full.is_file() && tree.run(&["ls-files", "--error-unmatch", extra]).is_err() {
+            let _ = std::fs::remove_file(full);
+        }
+    }
+    let commit = commit(&tree, env.config, message)?;
+    Ok(BuildStatus::Committed {
+        commit,
+        files,
+        unverified: env.config.fix.verify_commands.is_empty(),
+    })
+}
+
+/// Where a finished change went.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "landed")]
+pub enum Landing {
+    /// The user's branch was fast-forwarded to the commit.
+    FastForwarded { branch: String, commit: String },
+    /// The commit waits on a branch of its own.
+    Branch {
+        name: String,
+        commit: String,
+        reason: String,
+    },
+}
+
+/// Lands the worktree's HEAD (when it advanced past the start) on the user's branch.
+pub fn land(
+    bench: &Workbench,
+    config: &Config,
+    label: &str,
+) -> Result<Option<Landing>, BuildError> {
+    let commit = bench.head()?;
+    if commit == bench.start_head {
+        return Ok(None);
+    }
+    let git = bench.git();
+    let reason = match (&bench.start_branch, git.current_branch()) {
+        (None, _) => Some("HEAD was detached when the work started".to_owned()),
+        (Some(start), now) if now.as_deref() != Some(start.as_str()) => Some(format!(
+            "the branch changed from {start} to {} meanwhile",
+            now.as_deref().unwrap_or("a detached HEAD")
+        )),
+        _ if git.head().as_deref() != Some(bench.start_head.as_str()) => {
+            Some("HEAD moved meanwhile".to_owned())
+        }
+        _ if !git.is_clean()? => Some("the working tree has uncommitted changes now".to_owned()),
+        _ => None,
+    };
+    match (reason, &bench.start_branch) {
+        (None, Some(branch)) => {
+            git.run(&[
+                "-c",
+                "core.hooksPath=/dev/null",
+                "merge",
+                "-q",
+                "--ff-only",
+                &commit,
+            ])?;
+            Ok(Some(Landing::FastForwarded {
+                branch: branch.clone(),
+                commit,
+            }))
+        }
+        (reason, _) => {
+            let name = format!("{}{label}-{}", config.branch_prefix, short(&commit));
+            git.run(&["branch", "-f", &name, &commit])?;
+            Ok(Some(Landing::Branch {
+                name,
+                commit,
+                reason: reason.unwrap_or_else(|| "HEAD was detached".to_owned()),
+            }))
+        }
+    }
+}
+
+/// The files and line counts between two commits (for reports).
+pub fn net_change(git: &Git, from: &str, to: &str) -> Result<(usize, usize, usize), BuildError> {
+    let numstat = git.run(&["diff", "--numstat", from, to])?;
+    let mut files = 0;
+    let mut added = 0;
+    let mut removed = 0;
+    for line in numstat.lines() {
+        let mut parts = line.split('\t');
+        files += 1;
+        added += parts
+            .next()
+            .and_then(|a| a.parse::<usize>().ok())
+            .unwrap_or(0);
+        removed += parts
+            .next()
+            .and_then(|r| r.parse::<usize>().ok())
+            .unwrap_or(0);
+    }
+    Ok((files, added, removed))
+}
+
+/// Runs `git` in `dir` (for callers without a `Git`).
+pub fn git_in(dir: &Path, args: &[&str]) -> Result<String, BuildError> {
+    let output = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .map_err(|e| BuildError::Other(format!("cannot run git: {e}")))?;
+    if !output.status.success() {
+        return Err(BuildError::Other(format!(
+            "git {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&output.stderr).trim()
+        )));
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
+}

@@ -1,0 +1,506 @@
+//! Acting on findings with a scripted model over real repositories: fixes that are verified and
+//! land, fixes whose verification fails (nothing committed, tree untouched), dirty trees refused,
+//! a HEAD that moved meanwhile, `do`, comments routed by intent, and disputes.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod support;
+
+use std::sync::Arc;
+
+use bugloop_domain::finding::FindingId;
+use bugloop_domain::thread::ThreadStatus;
+use bugloop_forge::Forge;
+use bugloop_forge::git::Git;
+use bugloop_forge::local::LocalForge;
+use bugloop_llm::budget::{Meter, Metered};
+use bugloop_llm::scripted::{ScriptedProvider, text_reply, tool_reply};
+use bugloop_llm::{BudgetLimits, Capabilities};
+use bugloop_loops::act::{self, ActEnv, Targets};
+use bugloop_loops::build::{BuildStatus, Landing};
+use bugloop_loops::intent::Intent;
+use serde_json::json;
+
+use support::{Repo, finding, git, run, session, usage};
+
+/// Everything a repository looks like to its user: branch, HEAD, index and working tree.
+fn snapshot(repo: &Repo) -> (String, String, String, String) {
+    (
+        git(repo.path(), &["rev-parse", "--abbrev-ref", "HEAD"]),
+        git(repo.path(), &["rev-parse", "HEAD"]),
+        git(repo.path(), &["diff", "--cached", "--stat"]),
+        git(
+            repo.path(),
+            &["status", "--porcelain", "--untracked-files=all"],
+        ),
+    )
+}
+
+/// A repository with the index finding published on `feature`.
+async fn reviewed() -> (Repo, String) {
+    let repo = Repo::with_feature();
+    let line = repo.line_of("src/stats.rs", "sorted[index]");
+    let script = session(
+        vec![finding(
+            "src/stats.rs",
+            line,
+            "sorted[index]",
+            "Index out of bounds when p is 1.0",
+            "With p = 1.0 the index equals the length and the lookup panics.",
+            7,
+            "logic",
+        )],
+        vec![],
+    );
+    let (report, _) = run(&repo, support::config(), script).await;
+    let id = report.findings[0].finding.id.as_str().to_owned();
+    (repo, id)
+}
+
+fn clamp_edit() -> bugloop_llm::ChatResponse {
+    tool_reply(
+        &[(
+            "edit_file",
+            json!({"path": "src/stats.rs", "old_text": "    sorted[index]\n", "new_text": "    sorted[index.min(sorted.len() - 1)]\n"}),
+        )],
+        usage(),
+    )
+}
+
+async fn with_env<T>(
+    repo: &Repo,
+    config: bugloop_config::Config,
+    scripted: ScriptedProvider,
+    work: impl AsyncFnOnce(&ActEnv<'_>) -> T,
+) -> T {
+    let git = Git::open(repo.path()).unwrap();
+    let forge = LocalForge::open(git.clone(), "bugloop").await.unwrap();
+    let meter = Arc::new(Meter::new("scripted", BudgetLimits::default(), None));
+    let provider = Arc::new(Metered::new(Arc::new(scripted), meter.clone()));
+    let runs = tempfile::tempdir().unwrap();
+    let env = ActEnv {
+        forge: &forge,
+        git: &git,
+        config: &config,
+        provider,
+        meter,
+        runs_dir: runs.path().to_path_buf(),
+        progress: Arc::new(bugloop_loops::Silent),
+    };
+    work(&env).await
+}
+
+fn verifying(commands: &[&str]) -> bugloop_config::Config {
+    let mut config = support::config();
+    config.fix.verify_commands = commands.iter().map(|c| (*c).to_owned()).collect();
+    config
+}
+
+#[tokio::test]
+async fn a_verified_fix_lands_and_resolves_the_finding() {
+    let (repo, id) = reviewed().await;
+    let before = snapshot(&repo);
+    let script = ScriptedProvider::new([clamp_edit(), text_reply("Clamped the index.", usage())]);
+    let config = verifying(&["grep -q min( src/stats.rs", "git status --short"]);
+    let report = with_env(&repo, config, script, async |env| {
+        act::fix(
+            env,
+            &env.git.conversation_key(),
+            &Targets::Ids(vec![id[..12].to_owned()]),
+            None,
+        )
+        .await
+        .unwrap()
+    })
+    .await;
+    let build = report.build.as_ref().unwrap();
+    assert!(
+        matches!(
+            build.status,
+            BuildStatus::Committed {
+                unverified: false,
+                ..
+            }
+        ),
+        "{build:#?}"
+    );
+    assert!(build.verify.iter().all(|v| v.passed), "{:#?}", build.verify);
+    assert!(
+        matches!(report.landing, Some(Landing::FastForwarded { .. })),
+        "{:?}",
+        report.landing
+    );
+    assert_eq!(report.resolved, std::slice::from_ref(&id));
+    let after = snapshot(&repo);
+    assert_eq!(after.0, before.0, "same branch");
+    assert_ne!(after.1, before.1, "one commit landed");
+    assert_eq!(git(repo.path(), &["rev-parse", "HEAD~1"]), before.1);
+    assert_eq!(after.3, "", "clean tree");
+    assert_eq!(
+        git(repo.path(), &["log", "-1", "--format=%s"]),
+        format!("fix: bugloop autofix - resolve {id}")
+    );
+    assert!(
+        repo.read("src/stats.rs")
+            .contains("sorted[index.min(sorted.len() - 1)]")
+    );
+    // The finding is resolved in its thread.
+    let (_, comments) = run(&repo, support::config(), session(vec![], vec![])).await;
+    let review = comments.iter().any(|c| c.body.contains("Fixed in"));
+    assert!(review);
+    // No worktree is left behind.
+    assert_eq!(git(repo.path(), &["worktree", "list"]).lines().count(), 1);
+}
+
+#[tokio::test]
+async fn a_failed_verification_commits_nothing_and_shows_the_output() {
+    let (repo, id) = reviewed().await;
+    let before = snapshot(&repo);
+    let before_text = repo.read("src/stats.rs");
+    let script = ScriptedProvider::new([clamp_edit(), text_reply("Clamped.", usage())]);
+    let config = verifying(&[
+        "grep -q min( src/stats.rs",
+        "sh -c \"echo tests failed: 3 of 12; exit 1\"",
+    ]);
+    let report = with_env(&repo, config, script, async |env| {
+        act::fix(
+            env,
+            &env.git.conversation_key(),
+            &Targets::Ids(vec![id.clone()]),
+            None,
+        )
+        .await
+        .unwrap()
+    })
+    .await;
+    let build = report.build.as_ref().unwrap();
+    match &build.status {
+        BuildStatus::VerifyFailed { command, output } => {
+            assert!(command.starts_with("sh -c"));
+            assert!(output.contains("tests failed: 3 of 12"), "{output}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(report.landing.is_none());
+    assert!(report.resolved.is_empty());
+    assert_eq!(snapshot(&repo), before);
+    assert_eq!(repo.read("src/stats.rs"), before_text);
+}
+
+#[tokio::test]
+async fn a_dirty_tree_is_refused_before_anything_starts() {
+    let (repo, id) = reviewed().await;
+    repo.write("notes.txt", "mine\n");
+    let before = snapshot(&repo);
+    let script = Arc::new(ScriptedProvider::new([clamp_edit()]));
+    let git = Git::open(repo.path()).unwrap();
+    let forge = LocalForge::open(git.clone(), "bugloop").await.unwrap();
+    let meter = Arc::new(Meter::new("scripted", BudgetLimits::default(), None));
+    let config = support::config();
+    let env = ActEnv {
+        forge: &forge,
+        git: &git,
+        config: &config,
+        provider: Arc::new(Metered::new(script.clone(), meter.clone())),
+        meter,
+        runs_dir: repo.path().join(".git/bugloop/runs"),
+        progress: Arc::new(bugloop_loops::Silent),
+    };
+    let error = act::fix(&env, &git.conversation_key(), &Targets::Ids(vec![id]), None)
+        .await
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("Uncommitted changes detected"),
+        "{error}"
+    );
+    assert_eq!(script.requests().len(), 0, "the model was not asked");
+    assert_eq!(snapshot(&repo), before);
+    let error = act::do_request(&env, "add a test").await.unwrap_err();
+    assert!(
+        error.to_string().contains("Uncommitted changes detected"),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn a_head_that_moved_meanwhile_leaves_the_fix_on_a_branch() {
+    let (repo, id) = reviewed().await;
+    let path = repo.path().to_path_buf();
+    let script = ScriptedProvider::new([clamp_edit()]);
+    script.push_fn(move |_| {
+        // The developer commits while bugloop works.
+        std::fs::write(path.join("README.md"), "# Tools, edited\n").unwrap();
+        git(&path, &["commit", "-qam", "meanwhile"]);
+        Ok(text_reply("Clamped.", usage()))
+    });
+    let report = with_env(&repo, support::config(), script, async |env| {
+        act::fix(env, &env.git.conversation_key(), &Targets::All, None)
+            .await
+            .unwrap()
+    })
+    .await;
+    match &report.landing {
+        Some(Landing::Branch { name, reason, .. }) => {
+            assert!(name.starts_with("bugloop/fix-"), "{name}");
+            assert!(reason.contains("HEAD moved"), "{reason}");
+            assert!(git(repo.path(), &["branch", "--list", name]).contains(name));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        report.build.unwrap().status,
+        BuildStatus::Committed {
+            unverified: true,
+            ..
+        }
+    ));
+    assert!(report.resolved.is_empty(), "not resolved until merged");
+    assert_eq!(git(repo.path(), &["log", "-1", "--format=%s"]), "meanwhile");
+    assert!(
+        !repo.read("src/stats.rs").contains("min("),
+        "the user's tree is untouched"
+    );
+    let _ = id;
+}
+
+#[tokio::test]
+async fn do_requests_commit_as_chores_and_protected_paths_are_refused() {
+    let repo = Repo::with_feature();
+    let script = ScriptedProvider::new([
+        tool_reply(
+            &[(
+                "write_file",
+                json!({"path": "tests/percentile.rs", "content": "#[test]\nfn p() {}\n"}),
+            )],
+            usage(),
+        ),
+        text_reply("Added a test.", usage()),
+    ]);
+    let report = with_env(&repo, support::config(), script, async |env| {
+        act::do_request(env, "add a test for percentile")
+            .await
+            .unwrap()
+    })
+    .await;
+    assert!(
+        matches!(report.landing, Some(Landing::FastForwarded { .. })),
+        "{report:#?}"
+    );
+    assert_eq!(
+        git(repo.path(), &["log", "-1", "--format=%s"]),
+        "chore: apply user request"
+    );
+
+    // A command run by the agent writes into a protected path: nothing is committed.
+    let before = snapshot(&repo);
+    let script = ScriptedProvider::new([
+        tool_reply(
+            &[(
+                "run",
+                json!({"program": "mkdir", "args": ["-p", ".github/workflows"]}),
+            )],
+            usage(),
+        ),
+        tool_reply(
+            &[(
+                "run",
+                json!({"program": "touch", "args": [".github/workflows/x.yml"]}),
+            )],
+            usage(),
+        ),
+        text_reply("Done.", usage()),
+    ]);
+    let report = with_env(&repo, support::config(), script, async |env| {
+        act::do_request(env, "add a workflow").await.unwrap()
+    })
+    .await;
+    assert!(matches!(
+        report.build.unwrap().status,
+        BuildStatus::Refused { .. }
+    ));
+    assert_eq!(snapshot(&repo), before);
+}
+
+#[tokio::test]
+async fn comments_are_routed_by_intent() {
+    let (repo, id) = reviewed().await;
+    // "fix it" in the finding's thread: the fix runs (rules, no model call for the intent).
+    let script = ScriptedProvider::new([clamp_edit(), text_reply("Clamped.", usage())]);
+    let report = with_env(&repo, support::config(), script, async |env| {
+        let change = env.git.conversation_key();
+        let forge = LocalForge::open(env.git.clone(), "bugloop").await.unwrap();
+        let comments = forge.comments(&change).await.unwrap();
+        let root = comments.iter().find(|c| c.body.contains(&id)).unwrap();
+        let comment = forge
+            .developer_comment(&change, "fix it", Some(&root.id))
+            .await
+            .unwrap();
+        act::on_comment(env, &change, &comment).await.unwrap()
+    })
+    .await;
+    assert_eq!(report.action, Intent::Fix(vec![id.clone()]));
+    assert_eq!(report.chosen_by, "rules");
+    assert_eq!(report.resolved, [id]);
+
+    // A question: answered by the Plan agent, reply posted.
+    let script =
+        ScriptedProvider::new([text_reply("`percentile` indexes the sorted copy.", usage())]);
+    let report = with_env(&repo, support::config(), script, async |env| {
+        let change = env.git.conversation_key();
+        let forge = LocalForge::open(env.git.clone(), "bugloop").await.unwrap();
+        let comment = forge
+            .developer_comment(&change, "how does percentile pick its element?", None)
+            .await
+            .unwrap();
+        act::on_comment(env, &change, &comment).await.unwrap()
+    })
+    .await;
+    assert_eq!(report.action, Intent::Think);
+    assert!(report.answer.unwrap().contains("sorted copy"));
+}
+
+fn deciding(decision: &str, reasoning: &str) -> ScriptedProvider {
+    ScriptedProvider::new([text_reply(
+        json!({"decision": decision, "reasoning": reasoning}).to_string(),
+        usage(),
+    )])
+    .with_capabilities(Capabilities {
+        tools: true,
+        json_schema: true,
+        streaming: false,
+        context_tokens: None,
+    })
+}
+
+async fn dispute(
+    repo: &Repo,
+    id: &str,
+    reply: &str,
+    model: ScriptedProvider,
+) -> act::DisputeOutcome {
+    with_env(repo, support::config(), model, async |env| {
+        let change = env.git.conversation_key();
+        let forge = LocalForge::open(env.git.clone(), "bugloop").await.unwrap();
+        let comments = forge.comments(&change).await.unwrap();
+        let root = comments
+            .iter()
+            .find(|c| c.body.contains(id) && c.in_reply_to.is_none())
+            .unwrap();
+        forge
+            .developer_comment(&change, reply, Some(&root.id))
+            .await
+            .unwrap();
+        act::settle_dispute(env, &change, &FindingId::new(id))
+            .await
+            .unwrap()
+    })
+    .await
+}
+
+#[tokio::test]
+async fn disputes_concede_maintain_or_escalate() {
+    // Concede: resolved, and the same finding reported again is not raised.
+    let (repo, id) = reviewed().await;
+    let outcome = dispute(
+        &repo,
+        &id,
+        "p is validated to be below 1.0 by every caller",
+        deciding("concede", "Callers validate p < 1.0."),
+    )
+    .await;
+    assert_eq!(outcome.status, ThreadStatus::Resolved);
+    let line = repo.line_of("src/stats.rs", "sorted[index]");
+    let again = session(
+        vec![finding(
+            "src/stats.rs",
+            line,
+            "sorted[index]",
+            "Index out of bounds when p is 1.0",
+            "With p = 1.0 the index equals the length and the lookup panics.",
+            7,
+            "logic",
+        )],
+        vec![],
+    );
+    let (report, _) = run(&repo, support::config(), again).await;
+    assert!(report.findings.is_empty(), "{:#?}", report.findings);
+    assert!(
+        report.dropped.iter().any(|d| d.reason.contains("resolved")),
+        "{:#?}",
+        report.dropped
+    );
+
+    // Maintain: disputed; the developer insists and there is no human reviewer: they prevail.
+    let (repo, id) = reviewed().await;
+    let outcome = dispute(
+        &repo,
+        &id,
+        "it is fine",
+        deciding("maintain", "p = 1.0 is a valid input and panics."),
+    )
+    .await;
+    assert_eq!(outcome.status, ThreadStatus::Disputed);
+    let tracked = run(&repo, support::config(), session(vec![], vec![]))
+        .await
+        .0
+        .tracked;
+    assert_eq!(tracked[0].status, "DISPUTED");
+    let outcome = dispute(&repo, &id, "I still disagree", ScriptedProvider::new([])).await;
+    assert_eq!(outcome.status, ThreadStatus::Resolved);
+    assert!(outcome.decision.is_none());
+
+    // Escalate: a human must decide.
+    let (repo, id) = reviewed().await;
+    let outcome = dispute(
+        &repo,
+        &id,
+        "we will fix it next quarter",
+        deciding("escalate", "Until then reports crash in production."),
+    )
+    .await;
+    assert_eq!(outcome.status, ThreadStatus::Escalated);
+}
+
+#[tokio::test]
+async fn the_next_review_answers_pending_replies() {
+    let (repo, id) = reviewed().await;
+    with_env(
+        &repo,
+        support::config(),
+        ScriptedProvider::new([]),
+        async |env| {
+            let change = env.git.conversation_key();
+            let forge = LocalForge::open(env.git.clone(), "bugloop").await.unwrap();
+            let comments = forge.comments(&change).await.unwrap();
+            let root = comments
+                .iter()
+                .find(|c| c.body.contains(&id) && c.in_reply_to.is_none())
+                .unwrap();
+            forge
+                .developer_comment(&change, "the caller clamps p", Some(&root.id))
+                .await
+                .unwrap();
+        },
+    )
+    .await;
+    // The review's model first weighs the reply, then reviews.
+    let scripted = ScriptedProvider::new([text_reply(
+        json!({"decision": "concede", "reasoning": "The caller clamps p."}).to_string(),
+        usage(),
+    )]);
+    for reply in (0..4).map(|pass| {
+        tool_reply(
+            &[(
+                "submit_pass_results",
+                json!({"pass_number": pass + 1, "summary": "ok"}),
+            )],
+            usage(),
+        )
+    }) {
+        scripted.push(reply);
+    }
+    let (report, _) = run(&repo, support::config(), scripted).await;
+    assert_eq!(report.disputes.len(), 1, "{:#?}", report.errors);
+    assert_eq!(report.disputes[0].decision, "conceded");
+    assert_eq!(report.tracked[0].status, "RESOLVED");
+}
