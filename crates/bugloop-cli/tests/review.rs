@@ -362,3 +362,166 @@ fn the_example_reviewed_by_the_embedded_model() {
         assert_eq!(finding["file"], "inventory.py", "{finding:#}");
     }
 }
+
+/// Publishes the off-by-one finding on `feature` and returns its id.
+fn reviewed(dir: &Path, scripts: &Path) -> String {
+    let model = script(scripts, &[off_by_one()]);
+    let output = bugloop(dir, &["review", "--model", &model, "--format", "json"]);
+    let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    report["findings"][0]["id"].as_str().unwrap().to_owned()
+}
+
+fn build_script(dir: &Path, calls: &[Value]) -> String {
+    let mut text: String = calls
+        .iter()
+        .map(|c| format!("{}\n", json!({"tool_calls": [c]})))
+        .collect();
+    text.push_str(&format!("{}\n", json!({"text": "Done."})));
+    let path = dir.join("build.jsonl");
+    std::fs::write(&path, text).unwrap();
+    format!("script:{}", path.display())
+}
+
+fn user_view(dir: &Path) -> Vec<String> {
+    let git = |args: &[&str]| {
+        let output = Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args(args)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    vec![
+        git(&["rev-parse", "--abbrev-ref", "HEAD"]),
+        git(&["rev-parse", "HEAD"]),
+        git(&["diff", "--cached"]),
+        git(&["status", "--porcelain", "--untracked-files=all"]),
+        std::fs::read_to_string(dir.join("lib.rs")).unwrap(),
+    ]
+}
+
+#[test]
+fn secrets_in_the_environment_reach_no_command() {
+    let dir = repo();
+    let scripts = tempfile::tempdir().unwrap();
+    reviewed(dir.path(), scripts.path());
+    std::fs::create_dir_all(dir.path().join(".bugloop")).unwrap();
+    std::fs::write(
+        dir.path().join(".bugloop/config.yml"),
+        "fix:\n  verify_commands:\n    - sh -c \"env; exit 1\"\n",
+    )
+    .unwrap();
+    git(dir.path(), &["add", "."]);
+    git(dir.path(), &["commit", "-qm", "config"]);
+    let model = build_script(
+        scripts.path(),
+        &[
+            json!({"name": "run", "arguments": {"program": "env"}}),
+            json!({"name": "edit_file", "arguments": {"path": "lib.rs", "old_text": "v[v.len()]", "new_text": "v[v.len() - 1]"}}),
+        ],
+    );
+    let output = Command::new(env!("CARGO_BIN_EXE_bugloop"))
+        .args(["fix", "--all", "--model", &model])
+        .current_dir(dir.path())
+        .env("NO_COLOR", "1")
+        .env("OPENAI_API_KEY", "sk-test-secret-0451")
+        .env("ANTHROPIC_API_KEY", "sk-ant-secret-0451")
+        .env("GITHUB_TOKEN", "ghp_secret0451")
+        .output()
+        .unwrap();
+    let shown = stdout(&output);
+    assert_eq!(output.status.code(), Some(1), "{shown}{}", stderr(&output));
+    assert!(
+        shown.contains("PATH="),
+        "the verify command's environment is shown: {shown}"
+    );
+    assert!(!shown.contains("0451"), "{shown}");
+    // Nothing bugloop recorded (transcripts of the agent's `run env`, the store) holds a secret.
+    for entry in walk(&dir.path().join(".git/bugloop")) {
+        let bytes = std::fs::read(&entry).unwrap_or_default();
+        assert!(
+            !String::from_utf8_lossy(&bytes).contains("0451"),
+            "{} holds a secret",
+            entry.display()
+        );
+    }
+    let transcripts: String = walk(&dir.path().join(".git/bugloop/runs"))
+        .iter()
+        .map(|p| std::fs::read_to_string(p).unwrap_or_default())
+        .collect();
+    assert!(transcripts.contains("PATH="), "the agent's `run env` ran");
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            files.extend(walk(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
+}
+
+#[test]
+fn a_fix_killed_mid_run_leaves_the_user_tree_as_it_was() {
+    let dir = repo();
+    let scripts = tempfile::tempdir().unwrap();
+    reviewed(dir.path(), scripts.path());
+    std::fs::create_dir_all(dir.path().join(".bugloop")).unwrap();
+    std::fs::write(
+        dir.path().join(".bugloop/config.yml"),
+        "fix:\n  verify_commands: [sleep 30]\n",
+    )
+    .unwrap();
+    git(dir.path(), &["add", "."]);
+    git(dir.path(), &["commit", "-qm", "config"]);
+    let before = user_view(dir.path());
+    let model = build_script(
+        scripts.path(),
+        &[
+            json!({"name": "edit_file", "arguments": {"path": "lib.rs", "old_text": "v[v.len()]", "new_text": "v[v.len() - 1]"}}),
+        ],
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_bugloop"))
+        .args(["fix", "--all", "--model", &model])
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until the agent's edit is in the worktree (the verify command is running then).
+    let worktrees = dir.path().join(".git/bugloop/worktrees");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let edited = walk(&worktrees).iter().any(|p| {
+            p.ends_with("lib.rs")
+                && std::fs::read_to_string(p).is_ok_and(|t| t.contains("v.len() - 1"))
+        });
+        if edited {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the fix never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(user_view(dir.path()), before);
+    // The next run clears what the killed one left and works normally.
+    let model = build_script(scripts.path(), &[]);
+    let output = bugloop(dir.path(), &["fix", "--all", "--model", &model]);
+    assert!(
+        stdout(&output).contains("the agent changed nothing"),
+        "{}{}",
+        stdout(&output),
+        stderr(&output)
+    );
+    assert_eq!(user_view(dir.path()), before);
+}
