@@ -332,3 +332,42 @@ pub fn reply(
     }
     Ok(ExitCode::SUCCESS)
 }
+
+#[derive(Debug, clap::Args)]
+pub struct ConvergeArgs {
+    /// Converge the change from this revision (default: the merge base with the default branch).
+    #[arg(long, value_name = "REV")]
+    pub base: Option<String>,
+    #[command(flatten)]
+    pub common: ModelArg,
+}
+
+pub fn converge(
+    cwd: &Path,
+    config: Option<&Path>,
+    args: &ConvergeArgs,
+    runs: &Path,
+    out: &mut impl Write,
+) -> Result<ExitCode> {
+    let report = with_env(
+        cwd,
+        config,
+        args.common.model.as_deref(),
+        runs,
+        async |env, _| {
+            let change = env.git.conversation_key();
+            Ok(bugloop_loops::converge::converge(env, &change, args.base.clone()).await?)
+        },
+    )?;
+    match args.common.format {
+        crate::Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?,
+        crate::Format::Text => write!(out, "{}", report.text())?,
+    }
+    Ok(match report.exit {
+        bugloop_loops::converge::Exit::Converged => ExitCode::SUCCESS,
+        bugloop_loops::converge::Exit::CapReached | bugloop_loops::converge::Exit::Stuck => {
+            ExitCode::from(1)
+        }
+        bugloop_loops::converge::Exit::Error => ExitCode::from(2),
+    })
+}

@@ -155,6 +155,7 @@ async fn review_once(
         workspace: checkout.path().to_path_buf(),
         read_only_paths: checkout.read_only_paths(),
         publish: true,
+        clean_room: false,
     };
     Ok(review(&env, request).await?)
 }

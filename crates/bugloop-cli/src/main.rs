@@ -51,6 +51,9 @@ enum Command {
     Comment(act::CommentArgs),
     /// Reply in a finding's thread (disagree, explain); weighed at the next review or with --now.
     Reply(act::ReplyArgs),
+    /// Audit and fix this branch until an audit is clean (at most `converge.max_loops` loops);
+    /// exit 0 converged, 1 cap reached or stuck, 2 error.
+    Converge(act::ConvergeArgs),
     /// The local store of findings and conversations (under .git/bugloop/).
     #[command(subcommand)]
     Store(review::StoreCommand),
@@ -213,6 +216,9 @@ fn run(cli: Cli, out: &mut impl Write) -> Result<ExitCode> {
         }
         Command::Comment(args) => {
             return act::comment(&cwd, cli.config.as_deref(), &args, &runs_dir(&cwd), out);
+        }
+        Command::Converge(args) => {
+            return act::converge(&cwd, cli.config.as_deref(), &args, &runs_dir(&cwd), out);
         }
         Command::Reply(args) => {
             return act::reply(&cwd, cli.config.as_deref(), &args, &runs_dir(&cwd), out);

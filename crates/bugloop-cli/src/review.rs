@@ -218,6 +218,7 @@ pub fn review_command(
         workspace: checkout.path().to_path_buf(),
         read_only_paths: checkout.read_only_paths(),
         publish: !args.dry_run,
+        clean_room: false,
     };
     let progress = progress();
     let runtime = runtime()?;

@@ -7,6 +7,7 @@ pub mod act;
 pub mod build;
 pub mod checkout;
 pub mod context;
+pub mod converge;
 pub mod intent;
 pub mod plan;
 pub mod publish;

@@ -71,6 +71,9 @@ pub struct ReviewRequest {
     pub read_only_paths: Vec<PathBuf>,
     /// Publish to the forge (false: a dry run that only reports).
     pub publish: bool,
+    /// Ignore the conversation: no previous findings, no dedup against them, no disputes (the
+    /// converge loop's audits start from scratch every loop).
+    pub clean_room: bool,
 }
 
 /// What the review loop works with.
@@ -224,6 +227,7 @@ pub async fn review(
     // 0. Developers' replies since the last run are answered first (pr-reviewer-design.md 3.2).
     let mut disputes = Vec::new();
     if request.publish
+        && !request.clean_room
         && let Ok(git) = bugloop_forge::git::Git::open(&request.workspace)
     {
         let act = crate::act::ActEnv {
@@ -251,7 +255,11 @@ pub async fn review(
     }
 
     // 1. The review state, from the conversation.
-    let comments = env.forge.comments(&request.change).await?;
+    let comments = if request.clean_room {
+        Vec::new()
+    } else {
+        env.forge.comments(&request.change).await?
+    };
     let state = reconstruct(&comments, &bot, &markers);
     let existing = existing_of(&state);
     let open: Vec<_> = state.unresolved().collect();

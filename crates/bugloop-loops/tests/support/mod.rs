@@ -228,6 +228,7 @@ pub async fn run(
         workspace: checkout.path().to_path_buf(),
         read_only_paths: checkout.read_only_paths(),
         publish: true,
+        clean_room: false,
     };
     let report = review(&env, request).await.unwrap();
     let comments = forge.comments(&change.key).await.unwrap();
