@@ -525,3 +525,67 @@ fn a_fix_killed_mid_run_leaves_the_user_tree_as_it_was() {
     );
     assert_eq!(user_view(dir.path()), before);
 }
+
+#[test]
+fn comments_replies_and_converge_from_the_command_line() {
+    let dir = repo();
+    let scripts = tempfile::tempdir().unwrap();
+    let id = reviewed(dir.path(), scripts.path());
+
+    // A clear acknowledgement needs no model call (the script has no answers).
+    let empty = scripts.path().join("empty.jsonl");
+    std::fs::write(&empty, "").unwrap();
+    let model = format!("script:{}", empty.display());
+    let ack = bugloop(dir.path(), &["comment", "lgtm", "--model", &model]);
+    assert_eq!(ack.status.code(), Some(0), "{}", stderr(&ack));
+    assert_eq!(stdout(&ack), "nothing to do\n");
+
+    let answer = scripts.path().join("dispute.jsonl");
+    std::fs::write(
+        &answer,
+        format!("{}\n", json!({"text": json!({"decision": "maintain", "reasoning": "Indexing at len() always panics."}).to_string()})),
+    )
+    .unwrap();
+    let model = format!("script:{}", answer.display());
+    let reply = bugloop(
+        dir.path(),
+        &[
+            "reply",
+            &id[..10],
+            "the slice is never empty",
+            "--now",
+            "--model",
+            &model,
+        ],
+    );
+    assert_eq!(reply.status.code(), Some(0), "{}", stderr(&reply));
+    assert!(
+        stdout(&reply).contains("maintained (DISPUTED)"),
+        "{}",
+        stdout(&reply)
+    );
+    let list = bugloop(dir.path(), &["findings"]);
+    assert!(stdout(&list).contains("DISPUTED"), "{}", stdout(&list));
+    let show = bugloop(dir.path(), &["findings", "show", &id]);
+    assert!(
+        stdout(&show).contains("the slice is never empty"),
+        "{}",
+        stdout(&show)
+    );
+
+    // Converge: a clean audit on the first loop.
+    let model = script(scripts.path(), &[]);
+    let converged = bugloop(dir.path(), &["converge", "--model", &model]);
+    assert_eq!(
+        converged.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&converged),
+        stderr(&converged)
+    );
+    assert!(
+        stdout(&converged).starts_with("bugloop converge exit: converged\nLoops: 1\n"),
+        "{}",
+        stdout(&converged)
+    );
+}

@@ -265,3 +265,33 @@ async fn dirty_trees_and_empty_changes_are_refused() {
         .unwrap_err();
     assert!(error.to_string().contains("No upstream diff"), "{error}");
 }
+
+#[tokio::test]
+async fn parallel_auditors_are_validated_and_merged() {
+    let repo = Repo::with_feature();
+    let mut config = support::config();
+    config.converge.parallel_auditors = 2;
+    config.converge.parallel_from_loop = 1;
+    let script = ScriptedProvider::new([]);
+    // Two auditors report the same problem in other words; grounding keeps both, the validator
+    // merges them into one (highest score, longest description).
+    let mut other = index_finding(&repo);
+    other["title"] = json!("p = 1.0 reads past the end of sorted");
+    other["description"] = json!(
+        "With p equal to 1.0 the computed index equals the length, so the lookup panics at run time."
+    );
+    other["score"] = json!(8);
+    audit(&script, vec![index_finding(&repo)]);
+    audit(&script, vec![other]);
+    clamp(&script);
+    audit(&script, vec![]);
+    audit(&script, vec![]);
+    let (report, _) = run(&repo, config, script).await;
+    assert_eq!(report.exit, Exit::Converged, "{}", report.text());
+    let first = &report.log[0];
+    assert!(
+        first.text.starts_with("1P0 0P1 0P2: p = 1.0 reads past"),
+        "{}",
+        first.text
+    );
+}
