@@ -399,6 +399,17 @@ pub async fn ask(env: &ActEnv<'_>, change: &ChangeKey, question: &str) -> Result
         Workspace::new(root).map_err(|e| ActError::Invalid(e.to_string()))?,
         sandbox,
     );
+    // A small local model answers briefly: its context is small and it is slow under a grammar.
+    let small = env
+        .provider
+        .capabilities()
+        .context_tokens
+        .is_some_and(|c| c < 16_000);
+    let (max_tokens, answer_schema) = if small {
+        (640, serde_json::json!({"type": "string", "maxLength": 800}))
+    } else {
+        (4_096, serde_json::json!({"type": "string"}))
+    };
     let agent = Agent::new(env.provider.clone(), context, &env.runs_dir);
     let run = agent
         .run(Task {
@@ -413,13 +424,13 @@ pub async fn ask(env: &ActEnv<'_>, change: &ChangeKey, question: &str) -> Result
                 name: "answer".to_owned(),
                 schema: serde_json::json!({
                     "type": "object",
-                    "properties": {"answer": {"type": "string"}},
+                    "properties": {"answer": answer_schema},
                     "required": ["answer"],
                     "additionalProperties": false
                 }),
             }),
             max_turns: env.config.budgets.max_turns,
-            max_tokens: Some(4_096),
+            max_tokens: Some(max_tokens),
         })
         .await;
     Ok(match run.outcome? {

@@ -323,6 +323,15 @@ pub async fn build(env: &BuildEnv<'_>, bench: &Workbench, task: BuildTask) -> Bu
         usage: Usage::default(),
         transcript: PathBuf::new(),
     };
+    if !env.provider.capabilities().tools {
+        result.status = BuildStatus::AgentFailed {
+            error: format!(
+                "{} cannot call tools, and changing code needs a model that can (see the README's Models)",
+                env.provider.name()
+            ),
+        };
+        return result;
+    }
     let workspace = match Workspace::new(bench.path()) {
         Ok(w) => w,
         Err(error) => {
