@@ -5,7 +5,6 @@
 //! anything else, whatever happens (the worktree is removed on drop).
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 
 use bugloop_agent::{Agent, Outcome, Task};
@@ -531,22 +530,4 @@ pub fn net_change(git: &Git, from: &str, to: &str) -> Result<(usize, usize, usiz
             .unwrap_or(0);
     }
     Ok((files, added, removed))
-}
-
-/// Runs `git` in `dir` (for callers without a `Git`).
-pub fn git_in(dir: &Path, args: &[&str]) -> Result<String, BuildError> {
-    let output = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .output()
-        .map_err(|e| BuildError::Other(format!("cannot run git: {e}")))?;
-    if !output.status.success() {
-        return Err(BuildError::Other(format!(
-            "git {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&output.stderr).trim()
-        )));
-    }
-    Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
 }
