@@ -700,44 +700,25 @@ pub async fn settle_dispute(
         DISPUTE_PROMPT,
         &[("finding", &finding), ("thread", &thread_text(thread))],
     );
-    let context = ToolContext::new(
-        Workspace::new(env.git.root()).map_err(|e| ActError::Invalid(e.to_string()))?,
-        sandbox_settings(env.config, env.git.root(), Policy::ReadOnly),
-    );
-    let agent = Agent::new(env.provider.clone(), context, &env.runs_dir);
-    let run = agent
-        .run(Task {
-            name: "dispute".to_owned(),
-            system: "You are bugloop, a fair and careful code reviewer. Answer with JSON only."
-                .to_owned(),
-            messages: vec![Message::user(prompt)],
-            toolset: None,
-            extra_tools: Vec::new(),
-            submit_tool: None,
-            follow_ups: Vec::new(),
-            answer_schema: Some(JsonSchemaFormat {
-                name: "dispute".to_owned(),
-                schema: serde_json::json!({
-                    "type": "object",
-                    "properties": {
-                        "decision": {"type": "string", "enum": ["concede", "maintain", "escalate"]},
-                        "reasoning": {"type": "string"}
-                    },
-                    "required": ["decision", "reasoning"],
-                    "additionalProperties": false
-                }),
-            }),
-            max_turns: 1,
-            max_tokens: Some(1_024),
-        })
-        .await;
-    let value = match run.outcome? {
-        Outcome::Structured(v) | Outcome::Submitted(v) => v,
-        Outcome::Answer(text) => serde_json::from_str(bugloop_llm::structured::extract_json(&text))
-            .map_err(|e| ActError::Invalid(format!("the dispute answer is not JSON: {e}")))?,
-    };
-    let answer: DisputeAnswer = serde_json::from_value(value)
-        .map_err(|e| ActError::Invalid(format!("the dispute answer: {e}")))?;
+    let answer: DisputeAnswer = crate::structured_answer(
+        env.provider.clone(),
+        env.git.root(),
+        &env.runs_dir,
+        "dispute",
+        "You are bugloop, a fair and careful code reviewer. Answer with JSON only.",
+        prompt,
+        serde_json::json!({
+            "type": "object",
+            "properties": {
+                "decision": {"type": "string", "enum": ["concede", "maintain", "escalate"]},
+                "reasoning": {"type": "string"}
+            },
+            "required": ["decision", "reasoning"],
+            "additionalProperties": false
+        }),
+        1_024,
+    )
+    .await?;
     let reasoning = answer.reasoning.trim().to_owned();
     let status = match answer.decision {
         Decision::Concede => {

@@ -5,11 +5,9 @@
 
 use std::sync::Arc;
 
-use bugloop_agent::{Agent, Outcome, Task};
 use bugloop_domain::dedup::significant_words;
 use bugloop_domain::safety::{sanitize_user_comment, truncate_finding_body};
-use bugloop_llm::{JsonSchemaFormat, Message, Provider};
-use bugloop_tools::{ToolContext, Workspace};
+use bugloop_llm::Provider;
 use serde::{Deserialize, Serialize};
 
 use crate::review::prompt::fill;
@@ -239,36 +237,17 @@ pub async fn classify(
             ("comment", &sanitize_user_comment(comment)),
         ],
     );
-    let context = ToolContext::new(
-        Workspace::new(workspace)
-            .map_err(|e| bugloop_agent::AgentError::Misconfigured(e.to_string()))?,
-        bugloop_sandbox::SandboxSettings::new(workspace, bugloop_sandbox::Policy::ReadOnly),
-    );
-    let agent = Agent::new(provider, context, runs_dir);
-    let run = agent
-        .run(Task {
-            name: "intent".to_owned(),
-            system: "You classify developer comments. Answer with JSON only.".to_owned(),
-            messages: vec![Message::user(prompt)],
-            toolset: None,
-            extra_tools: Vec::new(),
-            submit_tool: None,
-            follow_ups: Vec::new(),
-            answer_schema: Some(JsonSchemaFormat {
-                name: "intent".to_owned(),
-                schema: schema(),
-            }),
-            max_turns: 1,
-            max_tokens: Some(512),
-        })
-        .await;
-    let value = match run.outcome? {
-        Outcome::Structured(v) | Outcome::Submitted(v) => v,
-        Outcome::Answer(text) => serde_json::from_str(bugloop_llm::structured::extract_json(&text))
-            .map_err(|e| bugloop_agent::AgentError::Misconfigured(format!("intent answer: {e}")))?,
-    };
-    let answer: ModelAnswer = serde_json::from_value(value)
-        .map_err(|e| bugloop_agent::AgentError::Misconfigured(format!("intent answer: {e}")))?;
+    let answer: ModelAnswer = crate::structured_answer(
+        provider,
+        workspace,
+        runs_dir,
+        "intent",
+        "You classify developer comments. Answer with JSON only.",
+        prompt,
+        schema(),
+        512,
+    )
+    .await?;
     let intent = if answer.is_fix_request {
         let mut ids: Vec<String> = answer
             .target_finding_ids

@@ -77,3 +77,50 @@ pub fn sandbox_settings(config: &Config, workspace: &Path, policy: Policy) -> Sa
     };
     settings
 }
+
+/// A one-call task that answers with JSON of `schema` (intent, dispute verdicts): no tools, the
+/// answer read as `T`. Errors say which task's answer was unusable.
+#[allow(clippy::too_many_arguments)]
+pub async fn structured_answer<T: serde::de::DeserializeOwned>(
+    provider: std::sync::Arc<dyn bugloop_llm::Provider>,
+    workspace: &Path,
+    runs_dir: &Path,
+    name: &str,
+    system: &str,
+    prompt: String,
+    schema: serde_json::Value,
+    max_tokens: u32,
+) -> Result<T, bugloop_agent::AgentError> {
+    use bugloop_agent::{Agent, AgentError, Outcome, Task};
+    let context = bugloop_tools::ToolContext::new(
+        bugloop_tools::Workspace::new(workspace)
+            .map_err(|e| AgentError::Misconfigured(e.to_string()))?,
+        SandboxSettings::new(workspace, Policy::ReadOnly),
+    );
+    let run = Agent::new(provider, context, runs_dir)
+        .run(Task {
+            name: name.to_owned(),
+            system: system.to_owned(),
+            messages: vec![bugloop_llm::Message::user(prompt)],
+            toolset: None,
+            extra_tools: Vec::new(),
+            submit_tool: None,
+            follow_ups: Vec::new(),
+            answer_schema: Some(bugloop_llm::JsonSchemaFormat {
+                name: name.to_owned(),
+                schema,
+            }),
+            max_turns: 1,
+            max_tokens: Some(max_tokens),
+        })
+        .await;
+    let unusable =
+        |e: serde_json::Error| AgentError::Misconfigured(format!("the {name} answer: {e}"));
+    let value = match run.outcome? {
+        Outcome::Structured(v) | Outcome::Submitted(v) => v,
+        Outcome::Answer(text) => {
+            serde_json::from_str(bugloop_llm::structured::extract_json(&text)).map_err(unusable)?
+        }
+    };
+    serde_json::from_value(value).map_err(unusable)
+}
