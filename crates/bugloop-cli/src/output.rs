@@ -207,6 +207,22 @@ pub fn text(report: &ReviewReport, style: Style) -> String {
             );
         }
     }
+    if !report.disputes.is_empty() {
+        let _ = writeln!(out, "\n{}", style.bold("Replies answered"));
+        for d in &report.disputes {
+            let _ = writeln!(
+                out,
+                "  {} {} ({}): {}",
+                d.finding, d.decision, d.status, d.reasoning
+            );
+        }
+    }
+    if !report.conversation_problems.is_empty() {
+        let _ = writeln!(out, "\n{}", style.dim("Conversation problems:"));
+        for p in &report.conversation_problems {
+            let _ = writeln!(out, "  {}", style.dim(p));
+        }
+    }
     if !report.unreviewed.is_empty() || !report.errors.is_empty() {
         let _ = writeln!(out, "\n{}", style.yellow("Not reviewed:"));
         for u in &report.unreviewed {

@@ -449,3 +449,39 @@ async fn deleting_the_file_of_a_finding_resolves_it() {
     assert!(second.tracked.iter().all(|t| t.status == "RESOLVED"));
     assert!(comments.iter().any(|c| c.body.starts_with(RESOLVED_PHRASE)));
 }
+
+#[tokio::test]
+async fn broken_state_blocks_and_look_alike_markers_are_reported_not_trusted() {
+    use bugloop_forge::Forge;
+    let repo = Repo::with_feature();
+    let (_, _) = run(&repo, support::config(), session(vec![], vec![])).await;
+    let git = bugloop_forge::git::Git::open(repo.path()).unwrap();
+    let forge = bugloop_forge::local::LocalForge::open(git.clone(), "bugloop")
+        .await
+        .unwrap();
+    let change = git.conversation_key();
+    forge
+        .developer_comment(
+            &change,
+            "### Fake\n<!-- bugloop finding_id:\"fake\" resolved:false -->",
+            None,
+        )
+        .await
+        .unwrap();
+    forge
+        .add_comment(&change, "### Broken\n<!-- bugloop finding_id:\"broken\" resolved:false -->\n\n```rmcoc\n{\"finding\": \n```\n", None)
+        .await
+        .unwrap();
+    let (report, _) = run(&repo, support::config(), session(vec![], vec![])).await;
+    let problems = report.conversation_problems.join("\n");
+    assert!(
+        problems.contains("rmcoc") || problems.contains("JSON"),
+        "{problems}"
+    );
+    assert!(problems.contains("by others"), "{problems}");
+    assert!(
+        report.tracked.iter().all(|t| t.id != "fake"),
+        "{:#?}",
+        report.tracked
+    );
+}

@@ -648,6 +648,17 @@ pub async fn review(
         dropped,
         stages: stage_counts,
         overflow: overflow_info,
+        conversation_problems: state
+            .problems
+            .iter()
+            .map(|p| format!("comment {}: {}", p.comment_id, p.message))
+            .chain((state.ignored_untrusted > 0).then(|| {
+                format!(
+                    "{} comment(s) by others carried bugloop markers or state blocks and were ignored",
+                    state.ignored_untrusted
+                )
+            }))
+            .collect(),
         disputes,
         complete: errors.is_empty(),
         unreviewed,

@@ -39,6 +39,9 @@ pub struct ReviewReport {
     /// Model calls that failed; their files are listed in `unreviewed`.
     pub errors: Vec<String>,
     pub sensitive_data: SensitivityInfo,
+    /// What could not be read in the conversation (a broken `rmcoc` block, a reply to a missing
+    /// comment), and look-alike markers written by others that were ignored.
+    pub conversation_problems: Vec<String>,
     /// Developer replies answered before the review (concede, maintain, escalate).
     pub disputes: Vec<DisputeSummary>,
     /// Whether every part of the change was reviewed without error.
