@@ -86,6 +86,7 @@ impl Progress for StderrProgress {
                 None => format!("part {call}: {findings} finding(s) reported"),
             },
             ProgressEvent::Publishing => "publishing".to_owned(),
+            ProgressEvent::Step(text) => text,
         };
         let mut stderr = std::io::stderr().lock();
         let _ = writeln!(stderr, "\x1b[2m· {line}\x1b[0m");

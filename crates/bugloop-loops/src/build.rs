@@ -423,6 +423,13 @@ async fn finish(
         });
     }
     result.verify = verify(env.config, bench.path(), &bench.read_only_paths()).await?;
+    for run in &result.verify {
+        env.progress.event(crate::ProgressEvent::Step(format!(
+            "verify `{}`: {}",
+            run.command,
+            if run.passed { "passed" } else { "failed" }
+        )));
+    }
     if let Some(failed) = result.verify.iter().find(|v| !v.passed) {
         return Ok(BuildStatus::VerifyFailed {
             command: failed.command.clone(),

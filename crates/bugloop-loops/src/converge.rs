@@ -377,20 +377,28 @@ pub async fn converge(
                         }
                     }
                     BuildStatus::AgentFailed { error } => {
-                        log.push(LoopLine {
-                            number: loop_count,
-                            kind: "fix".to_owned(),
-                            text: format!("error: {error}"),
-                        });
+                        record(
+                            &mut log,
+                            env.progress.as_ref(),
+                            LoopLine {
+                                number: loop_count,
+                                kind: "fix".to_owned(),
+                                text: format!("error: {error}"),
+                            },
+                        );
                         break (Exit::Error, format!("loop {loop_count} fix: {error}"));
                     }
                     other => format!("no commit: {}", status_text(other)),
                 };
-                log.push(LoopLine {
-                    number: loop_count,
-                    kind: "fix".to_owned(),
-                    text,
-                });
+                record(
+                    &mut log,
+                    env.progress.as_ref(),
+                    LoopLine {
+                        number: loop_count,
+                        kind: "fix".to_owned(),
+                        text,
+                    },
+                );
                 last = LastAction::Fixed { before };
             }
             LastAction::Fixed { ref before } if bench.head()? == *before => {
@@ -424,11 +432,15 @@ pub async fn converge(
                     match audit(env, &bench, &tree, change, &merge_base, loop_count).await {
                         Ok(findings) => findings,
                         Err(error) => {
-                            log.push(LoopLine {
-                                number: loop_count,
-                                kind: "audit".to_owned(),
-                                text: format!("error: {error}"),
-                            });
+                            record(
+                                &mut log,
+                                env.progress.as_ref(),
+                                LoopLine {
+                                    number: loop_count,
+                                    kind: "audit".to_owned(),
+                                    text: format!("error: {error}"),
+                                },
+                            );
                             break (Exit::Error, format!("loop {loop_count} audit: {error}"));
                         }
                     };
@@ -436,22 +448,26 @@ pub async fn converge(
                 env.forge
                     .add_comment(change, &loop_body(loop_count, &head, &findings), None)
                     .await?;
-                log.push(LoopLine {
-                    number: loop_count,
-                    kind: "audit".to_owned(),
-                    text: if findings.is_empty() {
-                        format!("{p0}P0 {p1}P1 {p2}P2 (clean)")
-                    } else {
-                        format!(
-                            "{p0}P0 {p1}P1 {p2}P2: {}",
-                            findings
-                                .iter()
-                                .map(|f| f.title.as_str())
-                                .collect::<Vec<_>>()
-                                .join("; ")
-                        )
+                record(
+                    &mut log,
+                    env.progress.as_ref(),
+                    LoopLine {
+                        number: loop_count,
+                        kind: "audit".to_owned(),
+                        text: if findings.is_empty() {
+                            format!("{p0}P0 {p1}P1 {p2}P2 (clean)")
+                        } else {
+                            format!(
+                                "{p0}P0 {p1}P1 {p2}P2: {}",
+                                findings
+                                    .iter()
+                                    .map(|f| f.title.as_str())
+                                    .collect::<Vec<_>>()
+                                    .join("; ")
+                            )
+                        },
                     },
-                });
+                );
                 last = LastAction::Audited(findings);
             }
         }
@@ -476,6 +492,15 @@ pub async fn converge(
         landing,
         earlier_dirty_loops: earlier_dirty,
     })
+}
+
+/// Adds a line to the loop log and reports it as progress.
+fn record(log: &mut Vec<LoopLine>, progress: &dyn crate::Progress, line: LoopLine) {
+    progress.event(crate::ProgressEvent::Step(format!(
+        "{} {}: {}",
+        line.number, line.kind, line.text
+    )));
+    log.push(line);
 }
 
 fn env_build<'a>(env: &'a ActEnv<'a>) -> crate::build::BuildEnv<'a> {
@@ -526,11 +551,15 @@ async fn gate(
         }
         failed_rounds += 1;
         let names: Vec<&str> = failures.iter().map(|f| f.command.as_str()).collect();
-        log.push(LoopLine {
-            number,
-            kind: "gate".to_owned(),
-            text: format!("failed: {} (round {failed_rounds})", names.join(", ")),
-        });
+        record(
+            log,
+            env.progress.as_ref(),
+            LoopLine {
+                number,
+                kind: "gate".to_owned(),
+                text: format!("failed: {} (round {failed_rounds})", names.join(", ")),
+            },
+        );
         if failed_rounds > env.config.gate.max_fix_rounds {
             return Ok(Err(format!(
                 "the gate failed before audit {number} after {} fix rounds: {}",

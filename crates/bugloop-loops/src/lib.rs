@@ -48,6 +48,8 @@ pub enum ProgressEvent {
         error: Option<String>,
     },
     Publishing,
+    /// A step of a longer loop (a converge loop line, a verify command's result).
+    Step(String),
 }
 
 /// Receives progress events; must not block.
