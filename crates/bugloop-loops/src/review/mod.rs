@@ -847,7 +847,10 @@ async fn run_session(
                 .map(|p| (*p).to_owned())
                 .collect(),
             answer_schema: None,
-            max_turns: env.config.budgets.max_turns,
+            // Each session gets its share of the run's turn budget, so the first parts of a
+            // large change cannot use it all; at least enough for the four passes and a look.
+            max_turns: (env.config.budgets.max_turns / u32::try_from(total).unwrap_or(1).max(1))
+                .max(6),
             max_tokens: Some(output_tokens),
         }
     } else {
