@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use bugloop_domain::finding::FindingId;
-use bugloop_domain::thread::reconstruct;
+use bugloop_domain::thread::{find_thread, reconstruct};
 use bugloop_forge::Forge;
 use bugloop_forge::git::Git;
 use bugloop_loops::act::{ActEnv, ActReport, Targets};
@@ -219,31 +219,7 @@ async fn thread_root(
         &bugloop_config::bot_identity(config),
         &bugloop_config::marker_syntax(config)?,
     );
-    let matching: Vec<_> = state
-        .threads
-        .iter()
-        .filter(|t| t.finding_id.as_ref().is_some_and(|f| f.as_str() == target))
-        .chain(state.threads.iter().filter(|t| {
-            t.finding_id
-                .as_ref()
-                .is_some_and(|f| f.as_str() != target && f.as_str().starts_with(target))
-        }))
-        .collect();
-    match matching.as_slice() {
-        [one, ..]
-            if one
-                .finding_id
-                .as_ref()
-                .is_some_and(|f| f.as_str() == target) =>
-        {
-            Ok((change, one.id.clone()))
-        }
-        [one] => Ok((change, one.id.clone())),
-        [] => anyhow::bail!(
-            "no finding or comment {target:?} in {change}; `bugloop findings` lists them"
-        ),
-        _ => anyhow::bail!("{target:?} matches several findings; give more of the id"),
-    }
+    Ok((change, find_thread(&state.threads, target)?.id.clone()))
 }
 
 pub fn comment(

@@ -7,9 +7,9 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use bugloop_config::Config;
-use bugloop_domain::thread::{ThreadState, ThreadStatus, reconstruct};
+use bugloop_domain::thread::{ThreadState, ThreadStatus, find_thread, reconstruct};
 use bugloop_forge::Forge;
 use bugloop_forge::git::{Git, HeadState, Selection};
 use bugloop_forge::local::{LocalForge, store_path};
@@ -290,36 +290,6 @@ fn status_order(status: ThreadStatus) -> u8 {
         ThreadStatus::Pending => 1,
         ThreadStatus::Disputed => 2,
         ThreadStatus::Resolved => 3,
-    }
-}
-
-fn find_thread<'a>(threads: &'a [ThreadState], id: &str) -> Result<&'a ThreadState> {
-    let exact: Vec<_> = threads
-        .iter()
-        .filter(|t| t.finding_id.as_ref().is_some_and(|f| f.as_str() == id) || t.id == id)
-        .collect();
-    if let Some(thread) = exact.first() {
-        return Ok(thread);
-    }
-    let prefixed: Vec<_> = threads
-        .iter()
-        .filter(|t| {
-            t.finding_id
-                .as_ref()
-                .is_some_and(|f| f.as_str().starts_with(id))
-        })
-        .collect();
-    match prefixed.as_slice() {
-        [one] => Ok(one),
-        [] => bail!("no finding {id:?} here; `bugloop findings` lists them"),
-        many => bail!(
-            "{id:?} matches {} findings: {}",
-            many.len(),
-            many.iter()
-                .filter_map(|t| t.finding_id.as_ref().map(|f| f.as_str().to_owned()))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
     }
 }
 

@@ -203,6 +203,44 @@ impl ReviewState {
     }
 }
 
+/// Why [`find_thread`] found nothing usable.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FindThreadError {
+    #[error("no finding {0:?} here; `bugloop findings` lists them")]
+    NotFound(String),
+    #[error("{query:?} matches {} findings: {}; give more of the id", matches.len(), matches.join(", "))]
+    Ambiguous { query: String, matches: Vec<String> },
+}
+
+/// The finding thread a person means: its finding id or its root comment's id exactly, else the
+/// one finding id that starts with `query`.
+pub fn find_thread<'a>(
+    threads: impl IntoIterator<Item = &'a ThreadState>,
+    query: &str,
+) -> Result<&'a ThreadState, FindThreadError> {
+    let threads: Vec<&ThreadState> = threads
+        .into_iter()
+        .filter(|t| t.finding_id.is_some())
+        .collect();
+    let id_of = |t: &ThreadState| t.finding_id.as_ref().map_or("", |f| f.as_str()).to_owned();
+    if let Some(exact) = threads.iter().find(|t| id_of(t) == query || t.id == query) {
+        return Ok(exact);
+    }
+    let prefixed: Vec<&ThreadState> = threads
+        .iter()
+        .copied()
+        .filter(|t| !query.is_empty() && id_of(t).starts_with(query))
+        .collect();
+    match prefixed.as_slice() {
+        [one] => Ok(one),
+        [] => Err(FindThreadError::NotFound(query.to_owned())),
+        many => Err(FindThreadError::Ambiguous {
+            query: query.to_owned(),
+            matches: many.iter().map(|t| id_of(t)).collect(),
+        }),
+    }
+}
+
 /// Rebuilds the review state from a conversation.
 pub fn reconstruct(comments: &[Comment], bot: &BotIdentity, markers: &MarkerSyntax) -> ReviewState {
     let index: HashMap<&str, usize> = comments
@@ -457,4 +495,51 @@ pub fn title_of(human: &str) -> Option<String> {
             line.trim().to_owned()
         })
         .find(|line| !line.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn thread(comment: &str, id: &str) -> ThreadState {
+        ThreadState {
+            id: comment.into(),
+            kind: CommentKind::Review,
+            forge_thread_id: None,
+            finding_id: Some(FindingId::new(id)),
+            file: None,
+            line: None,
+            status: ThreadStatus::Pending,
+            status_at: Timestamp::UNIX_EPOCH,
+            score: None,
+            assessment: None,
+            title: String::new(),
+            body: String::new(),
+            developer_replies: Vec::new(),
+            bot_replies: 0,
+            awaiting_bot: false,
+            forge_resolved: false,
+        }
+    }
+
+    #[test]
+    fn threads_are_found_by_id_comment_or_unique_prefix() {
+        let threads = [
+            thread("7", "index-out-of-bounds-1a2b3c"),
+            thread("9", "index-overflow-4d5e6f"),
+            thread("12", "sql-injection-777777"),
+        ];
+        assert_eq!(find_thread(&threads, "sql").unwrap().id, "12");
+        assert_eq!(find_thread(&threads, "9").unwrap().id, "9");
+        assert_eq!(find_thread(&threads, "index-out").unwrap().id, "7");
+        match find_thread(&threads, "index") {
+            Err(FindThreadError::Ambiguous { matches, .. }) => assert_eq!(matches.len(), 2),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            find_thread(&threads, "nope").unwrap_err().to_string(),
+            "no finding \"nope\" here; `bugloop findings` lists them"
+        );
+        assert!(find_thread(&threads, "").is_err());
+    }
 }

@@ -13,7 +13,8 @@ use bugloop_domain::safety::{
     MAX_FINDING_BODY_CHARS, sanitize_user_comment, truncate_finding_body,
 };
 use bugloop_domain::thread::{
-    BotIdentity, Comment, ESCALATED_PHRASE, ReviewState, ThreadState, ThreadStatus, reconstruct,
+    BotIdentity, Comment, ESCALATED_PHRASE, ReviewState, ThreadState, ThreadStatus, find_thread,
+    reconstruct,
 };
 use bugloop_forge::git::{Git, short};
 use bugloop_forge::{ChangeKey, Forge, ForgeError};
@@ -132,27 +133,6 @@ fn open_threads(state: &ReviewState) -> Vec<&ThreadState> {
         .collect()
 }
 
-fn find_open<'a>(open: &[&'a ThreadState], id: &str) -> Option<&'a ThreadState> {
-    open.iter()
-        .copied()
-        .find(|t| t.finding_id.as_ref().is_some_and(|f| f.as_str() == id))
-        .or_else(|| {
-            let prefixed: Vec<_> = open
-                .iter()
-                .copied()
-                .filter(|t| {
-                    t.finding_id
-                        .as_ref()
-                        .is_some_and(|f| f.as_str().starts_with(id))
-                })
-                .collect();
-            match prefixed.as_slice() {
-                [one] => Some(*one),
-                _ => None,
-            }
-        })
-}
-
 fn findings_block(threads: &[&ThreadState]) -> String {
     threads
         .iter()
@@ -186,7 +166,7 @@ pub async fn fix(
         Targets::Ids(ids) => {
             let mut chosen = Vec::new();
             for id in ids {
-                let thread = find_open(&open, id).ok_or_else(|| {
+                let thread = find_thread(open.iter().copied(), id).map_err(|_| {
                     ActError::Invalid(format!(
                         "{id:?} is not an open finding of {change}; open: {}",
                         if open.is_empty() {
