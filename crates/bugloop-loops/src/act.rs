@@ -599,10 +599,7 @@ fn code_around(root: &Path, thread: &ThreadState) -> String {
     let (Some(file), Some(line)) = (&thread.file, thread.line) else {
         return String::new();
     };
-    let Ok(safe) = bugloop_domain::paths::normalize_finding_path(file) else {
-        return String::new();
-    };
-    let Ok(text) = std::fs::read_to_string(root.join(safe)) else {
+    let Some(text) = crate::review::read_inside(root, file) else {
         return format!("\n({file} no longer exists.)\n");
     };
     let start = line.saturating_sub(8).max(1) as usize;

@@ -191,40 +191,6 @@ pub fn validate_and_merge(
     (findings, rejected)
 }
 
-struct HeadFiles {
-    root: std::path::PathBuf,
-    texts: std::collections::HashMap<String, Option<String>>,
-}
-
-impl HeadFiles {
-    fn new(root: &std::path::Path, findings: &[Vec<Finding>]) -> Self {
-        let mut texts = std::collections::HashMap::new();
-        for f in findings.iter().flatten() {
-            if let Some(file) = &f.file {
-                let text = bugloop_domain::paths::normalize_finding_path(file)
-                    .ok()
-                    .and_then(|p| std::fs::read_to_string(root.join(p)).ok());
-                texts.insert(file.clone(), text);
-            }
-        }
-        HeadFiles {
-            root: root.to_path_buf(),
-            texts,
-        }
-    }
-}
-
-impl Head for HeadFiles {
-    fn text(&self, path: &str) -> Option<&str> {
-        self.texts.get(path)?.as_deref()
-    }
-
-    fn in_diff(&self, _: &str, _: u32) -> Option<bool> {
-        let _ = &self.root;
-        None
-    }
-}
-
 fn findings_prompt(findings: &[Finding]) -> String {
     findings
         .iter()
@@ -654,7 +620,11 @@ async fn audit(
     if auditors == 1 {
         return Ok(audits.pop().unwrap_or_default());
     }
-    let files = HeadFiles::new(bench.path(), &audits);
+    let files = crate::review::HeadTree::load(
+        bench.path(),
+        None,
+        audits.iter().flatten().filter_map(|f| f.file.clone()),
+    );
     let (merged, _rejected) = validate_and_merge(number, audits, &files);
     Ok(merged)
 }

@@ -101,21 +101,25 @@ const SMALL_CONTEXT: u32 = 16_000;
 /// Output tokens per call in a tools session.
 const TOOLS_MAX_OUTPUT: u32 = 4_096;
 
-/// The code at head, for grounding: files are read once, only inside the workspace.
-struct HeadTree<'a> {
+/// The code at head, for grounding: files are read once, only inside the workspace. Without a
+/// diff (the converge validator) no line counts as shown in one.
+pub(crate) struct HeadTree<'a> {
     texts: HashMap<String, Option<String>>,
-    diff: &'a Diff,
+    diff: Option<&'a Diff>,
 }
 
 impl<'a> HeadTree<'a> {
-    fn load(root: &Path, diff: &'a Diff, paths: impl Iterator<Item = String>) -> Self {
-        let canonical_root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    pub(crate) fn load(
+        root: &Path,
+        diff: Option<&'a Diff>,
+        paths: impl Iterator<Item = String>,
+    ) -> Self {
         let mut texts = HashMap::new();
         for path in paths {
             if texts.contains_key(&path) {
                 continue;
             }
-            let text = read_inside(&canonical_root, &path);
+            let text = read_inside(root, &path);
             texts.insert(path, text);
         }
         HeadTree { texts, diff }
@@ -129,9 +133,11 @@ impl<'a> HeadTree<'a> {
 }
 
 /// A file's text if `path` stays inside `root` (symlinks included) and is a readable file.
-fn read_inside(root: &Path, path: &str) -> Option<String> {
+pub(crate) fn read_inside(root: &Path, path: &str) -> Option<String> {
+    let root = root.canonicalize().ok()?;
     let safe = bugloop_domain::paths::normalize_finding_path(path).ok()?;
     let full = root.join(&safe).canonicalize().ok()?;
+    let root = root.as_path();
     if !full.starts_with(root) || !full.is_file() {
         return None;
     }
@@ -145,7 +151,7 @@ impl Head for HeadTree<'_> {
     }
 
     fn in_diff(&self, path: &str, line: u32) -> Option<bool> {
-        self.diff
+        self.diff?
             .file(path)
             .map(|file| file.contains_line(Side::Right, line))
     }
@@ -424,7 +430,7 @@ pub async fn review(
         .collect();
     let head = HeadTree::load(
         &request.workspace,
-        &request.diff,
+        Some(&request.diff),
         safe.iter()
             .filter_map(|f| f.file.clone())
             .chain(open_files.iter().map(|(_, file)| file.clone())),
