@@ -153,7 +153,7 @@ async fn review_once(
         head: format!("{:?}", change.head),
         diff,
         workspace: checkout.path().to_path_buf(),
-        read_only_paths: checkout.read_only_paths(),
+        git_mount: checkout.git_mount(),
         publish: true,
         clean_room: false,
     };

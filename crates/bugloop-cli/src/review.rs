@@ -217,7 +217,7 @@ pub fn review_command(
         head,
         diff,
         workspace: checkout.path().to_path_buf(),
-        read_only_paths: checkout.read_only_paths(),
+        git_mount: checkout.git_mount(),
         publish: !args.dry_run,
         clean_room: false,
     };

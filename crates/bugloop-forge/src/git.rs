@@ -100,8 +100,17 @@ impl Git {
         command
             .arg("-C")
             .arg(&self.root)
-            // The user's diff settings must not change what we parse.
+            // The user's diff settings must not change what we parse, and nothing git can be told
+            // to run (hooks, fsmonitor, external diff, pager) runs.
             .args([
+                "-c",
+                "core.hooksPath=/dev/null",
+                "-c",
+                "core.fsmonitor=false",
+                "-c",
+                "diff.external=",
+                "-c",
+                "core.pager=cat",
                 "-c",
                 "diff.noprefix=false",
                 "-c",

@@ -372,9 +372,15 @@ pub async fn ask(env: &ActEnv<'_>, change: &ChangeKey, question: &str) -> Result
         ],
     );
     let mut sandbox = sandbox_settings(env.config, root, Policy::ReadOnly);
-    sandbox
-        .read_only_paths
-        .push(env.git.common_dir().map_err(ForgeError::from)?);
+    // The repository's own .git (its config, its hooks) is never shown; a sanitized one is.
+    let shadow = match env.git.head() {
+        Some(head) => Some(
+            bugloop_sandbox::ShadowGit::for_repository(root, &head)
+                .map_err(|e| ActError::Invalid(e.to_string()))?,
+        ),
+        None => None,
+    };
+    sandbox.git = shadow.as_ref().map(bugloop_sandbox::ShadowGit::mount);
     let context = ToolContext::new(
         Workspace::new(root).map_err(|e| ActError::Invalid(e.to_string()))?,
         sandbox,

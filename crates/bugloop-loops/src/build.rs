@@ -1,11 +1,12 @@
-//! Changing code for the user, safely: a Build agent works in a task worktree off HEAD, every
+//! Changing code for the user, safely: a Build agent works in a task tree off HEAD, every
 //! configured verify command runs in the sandbox, and only then is one commit made; it lands on the
 //! user's branch by fast-forward only when their tree is still clean and HEAD unchanged, otherwise
 //! it waits on a named branch. The user's working tree, index and branch are never touched by
-//! anything else, whatever happens (the worktree is removed on drop).
+//! anything else, whatever happens (the task tree is removed on drop). The commit is made from
+//! the task tree read as data, never by git running in it (see `bugloop_sandbox::TaskTree`).
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use bugloop_agent::{Agent, Outcome, Task};
 use bugloop_config::Config;
@@ -13,7 +14,7 @@ use bugloop_domain::paths::IgnoreMatcher;
 use bugloop_forge::git::{Git, short};
 use bugloop_llm::budget::Meter;
 use bugloop_llm::{Message, Provider, Usage};
-use bugloop_sandbox::{CommandSpec, Policy, Worktree};
+use bugloop_sandbox::{Changes, CommandSpec, GitMount, Policy, TaskTree};
 use bugloop_tools::{ToolContext, Toolset, Workspace};
 use serde::Serialize;
 
@@ -48,63 +49,78 @@ impl From<bugloop_config::ConfigError> for BuildError {
     }
 }
 
-/// A task worktree off the user's HEAD, and what the user's repository looked like at the start.
+/// A task tree off the user's HEAD, and what the user's repository looked like at the start.
 #[derive(Debug)]
 pub struct Workbench {
     git: Git,
-    worktree: Worktree,
-    git_dir: PathBuf,
+    tree: Mutex<TaskTree>,
+    path: PathBuf,
     pub start_head: String,
     pub start_branch: Option<String>,
 }
 
 impl Workbench {
-    /// Refuses a dirty tree (before anything starts) and checks out HEAD in a new worktree.
+    /// Refuses a dirty tree (before anything starts) and writes HEAD's files into a task tree.
     pub fn open(git: &Git, purpose: &str) -> Result<Workbench, BuildError> {
         let start_head = git.head().ok_or(BuildError::NoCommits)?;
         if !git.is_clean()? {
             return Err(BuildError::DirtyTree);
         }
-        let worktree = Worktree::create(git.root(), &start_head, purpose)?;
+        let tree = TaskTree::create(git.root(), &start_head, purpose)?;
         Ok(Workbench {
             git: git.clone(),
-            worktree,
-            git_dir: git.common_dir()?,
+            path: tree.path().to_path_buf(),
+            tree: Mutex::new(tree),
             start_head,
             start_branch: git.current_branch(),
         })
     }
 
-    pub fn path(&self) -> &Path {
-        self.worktree.path()
+    fn tree(&self) -> std::sync::MutexGuard<'_, TaskTree> {
+        self.tree
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The user's repository.
     pub fn git(&self) -> &Git {
         &self.git
     }
 
-    /// The worktree as a git repository.
-    pub fn tree(&self) -> Result<Git, BuildError> {
-        Ok(Git::open(self.path())?)
-    }
-
-    /// The worktree's HEAD.
+    /// The commit the task tree stands on.
     pub fn head(&self) -> Result<String, BuildError> {
-        self.tree()?
-            .head()
-            .ok_or_else(|| BuildError::Other("the worktree has no HEAD".to_owned()))
+        Ok(self.tree().head().to_owned())
     }
 
-    pub fn read_only_paths(&self) -> Vec<PathBuf> {
-        vec![self.git_dir.clone()]
+    /// The sanitized git directory sandboxed commands see in the task tree.
+    pub fn git_mount(&self) -> GitMount {
+        self.tree().git_mount()
     }
 
-    /// Drops uncommitted edits in the worktree (after a failed attempt).
+    /// What the task tree holds now against its HEAD, read as data.
+    pub fn changes(&self) -> Result<Changes, BuildError> {
+        Ok(self.tree().changes()?)
+    }
+
+    /// Commits `changes` as the bot (see [`TaskTree::commit`]).
+    pub fn commit(
+        &self,
+        config: &Config,
+        changes: &Changes,
+        message: &str,
+    ) -> Result<String, BuildError> {
+        let name = &config.identity.local_bot_name;
+        let email = format!("{name}@bugloop.invalid");
+        Ok(self.tree().commit(changes, message, (name, &email))?)
+    }
+
+    /// Drops uncommitted edits in the task tree (after a failed attempt).
     pub fn discard(&self) -> Result<(), BuildError> {
-        let tree = self.tree()?;
-        tree.run(&["reset", "-q", "--hard"])?;
-        tree.run(&["clean", "-q", "-fdx"])?;
-        Ok(())
+        Ok(self.tree().reset()?)
     }
 }
 
@@ -213,21 +229,21 @@ fn tail(text: &str, max: usize) -> String {
 pub async fn verify(
     config: &Config,
     workspace: &Path,
-    read_only: &[PathBuf],
+    git: Option<GitMount>,
 ) -> Result<Vec<VerifyRun>, BuildError> {
     let commands = bugloop_config::verify_commands(config)?;
-    run_commands(config, workspace, read_only, &commands).await
+    run_commands(config, workspace, git, &commands).await
 }
 
 /// Runs commands (verify or gate) in the sandbox with write access to the workspace.
 pub async fn run_commands(
     config: &Config,
     workspace: &Path,
-    read_only: &[PathBuf],
+    git: Option<GitMount>,
     commands: &[bugloop_domain::safety::VerifyCommand],
 ) -> Result<Vec<VerifyRun>, BuildError> {
     let mut settings = sandbox_settings(config, workspace, Policy::WorkspaceWrite);
-    settings.read_only_paths.extend(read_only.iter().cloned());
+    settings.git = git;
     let mut runs = Vec::new();
     for command in commands {
         let spec = CommandSpec::new(command.program.clone(), command.args.clone());
@@ -258,55 +274,6 @@ pub async fn run_commands(
         }
     }
     Ok(runs)
-}
-
-fn changed_files(tree: &Git) -> Result<Vec<String>, BuildError> {
-    let status = tree.run_bytes(&["status", "--porcelain", "-z", "--untracked-files=all"])?;
-    let mut files = Vec::new();
-    let mut entries = status.split(|b| *b == 0).filter(|e| !e.is_empty());
-    while let Some(entry) = entries.next() {
-        let text = String::from_utf8_lossy(entry);
-        let code = text.get(..2).unwrap_or("");
-        let path = text.get(3..).unwrap_or("").to_owned();
-        if code.starts_with('R') || code.starts_with('C') {
-            // The source path follows as its own entry.
-            if let Some(from) = entries.next() {
-                files.push(String::from_utf8_lossy(from).into_owned());
-            }
-        }
-        files.push(path);
-    }
-    files.sort();
-    files.dedup();
-    Ok(files)
-}
-
-/// Commits everything in the worktree as the bot, with the user's hooks off (repository code
-/// must not run outside the sandbox).
-pub fn commit(tree: &Git, config: &Config, message: &str) -> Result<String, BuildError> {
-    let name = format!("user.name={}", config.identity.local_bot_name);
-    let email = format!(
-        "user.email={}@bugloop.invalid",
-        config.identity.local_bot_name
-    );
-    tree.run(&["add", "-A"])?;
-    tree.run(&[
-        "-c",
-        &name,
-        "-c",
-        &email,
-        "-c",
-        "core.hooksPath=/dev/null",
-        "-c",
-        "commit.gpgsign=false",
-        "commit",
-        "-q",
-        "--no-verify",
-        "-m",
-        message,
-    ])?;
-    tree.head()
-        .ok_or_else(|| BuildError::Other("no commit after committing".to_owned()))
 }
 
 /// Runs the Build agent on `task` in the workbench, verifies, and commits when everything passed.
@@ -341,7 +308,7 @@ pub async fn build(env: &BuildEnv<'_>, bench: &Workbench, task: BuildTask) -> Bu
         }
     };
     let mut sandbox = sandbox_settings(env.config, bench.path(), Policy::WorkspaceWrite);
-    sandbox.read_only_paths.extend(bench.read_only_paths());
+    sandbox.git = Some(bench.git_mount());
     let mut context = ToolContext::new(workspace, sandbox);
     match IgnoreMatcher::new(&env.config.protected_paths) {
         Ok(protected) => context.protected = protected,
@@ -400,13 +367,18 @@ async fn finish(
             });
         }
     }
-    let tree = bench.tree()?;
-    let files = changed_files(&tree)?;
-    if files.is_empty() {
+    let changes = bench.changes()?;
+    if changes.is_empty() {
         return Ok(BuildStatus::NoChanges {
             summary: result.summary.clone(),
         });
     }
+    if !changes.refused.is_empty() {
+        return Ok(BuildStatus::Refused {
+            reason: changes.refused.join("; "),
+        });
+    }
+    let files = changes.paths();
     let protected = IgnoreMatcher::new(&env.config.protected_paths)
         .map_err(|e| BuildError::Other(format!("protected_paths: {e}")))?;
     let touched: Vec<&String> = files.iter().filter(|f| protected.is_ignored(f)).collect();
@@ -422,7 +394,7 @@ async fn finish(
             ),
         });
     }
-    result.verify = verify(env.config, bench.path(), &bench.read_only_paths()).await?;
+    result.verify = verify(env.config, bench.path(), Some(bench.git_mount())).await?;
     for run in &result.verify {
         env.progress.event(crate::ProgressEvent::Step(format!(
             "verify `{}`: {}",
@@ -437,19 +409,17 @@ async fn finish(
         });
     }
     // Verify commands may have written files (build output outside .gitignore): commit only what
-    // the agent changed.
-    let after = changed_files(&tree)?;
-    for extra in after.iter().filter(|f| !files.contains(f)) {
-        let _ = tree.run(&["checkout", "-q", "--", extra]);
-        let full = bench.path().join(extra);
-        if full.is_file() && tree.run(&["ls-files", "--error-unmatch", extra]).is_err() {
-            let _ = std::fs::remove_file(full);
-        }
+    // the agent changed, as it is now (a formatter may have touched it), read again as data.
+    let after = bench.changes()?.restricted_to(&files);
+    if !after.refused.is_empty() {
+        return Ok(BuildStatus::Refused {
+            reason: after.refused.join("; "),
+        });
     }
-    let commit = commit(&tree, env.config, message)?;
+    let commit = bench.commit(env.config, &after, message)?;
     Ok(BuildStatus::Committed {
         commit,
-        files,
+        files: after.paths(),
         unverified: env.config.fix.verify_commands.is_empty(),
     })
 }

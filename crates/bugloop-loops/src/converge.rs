@@ -278,7 +278,7 @@ pub async fn converge(
     }
 
     let bench = Workbench::open(git, "converge")?;
-    let tree = bench.tree()?;
+    let tree = bench.git().clone();
     let merge_base = selected.base.clone();
     let cap = env.config.converge.max_loops;
     let mut loop_count: u32 = 0;
@@ -504,13 +504,8 @@ async fn gate(
     }
     let mut failed_rounds = 0;
     loop {
-        let runs = run_commands(
-            env.config,
-            bench.path(),
-            &bench.read_only_paths(),
-            &commands,
-        )
-        .await?;
+        let runs =
+            run_commands(env.config, bench.path(), Some(bench.git_mount()), &commands).await?;
         let failures: Vec<_> = runs.iter().filter(|r| !r.passed).collect();
         if failures.is_empty() {
             return Ok(Ok(()));
@@ -583,7 +578,7 @@ async fn audit(
         head,
         diff: bugloop_diff::parse(&diff),
         workspace: bench.path().to_path_buf(),
-        read_only_paths: bench.read_only_paths(),
+        git_mount: Some(bench.git_mount()),
         publish: false,
         clean_room: true,
     };

@@ -1,24 +1,30 @@
-//! The sandbox every process an agent or a verify step starts runs in, and the git worktrees tasks
+//! The sandbox every process an agent or a verify step starts runs in, and the task trees tasks
 //! work in.
 //!
-//! Confinement is bubblewrap (`bwrap`): the whole file system read-only, the home directory hidden
-//! (toolchain directories shown again read-only), the workspace writable (or read-only under the
-//! read-only policy), a private `/tmp`, a new network namespace (no network, not even the host's
-//! loopback), a new PID namespace that dies with its parent, and an environment reduced to an
-//! allowlist. Every process runs in its own process group, is killed as a group at the timeout, and
+//! Confinement is bubblewrap (`bwrap`): a user namespace in which the command is an unprivileged
+//! user without capabilities (also when bugloop runs as root), a minimal read-only view of the
+//! system (see `view`), the home directory hidden (configured directories shown again read-only,
+//! credentials masked), the workspace writable (or read-only under the read-only policy) with a
+//! sanitized `.git`, a private `/tmp` of a fixed size, a new network namespace (no network, not
+//! even the host's loopback), a new PID namespace that dies with its parent, limits on processes,
+//! file size and workspace growth (see `limits`), and an environment reduced to an allowlist. Every process runs in its own process group, is killed as a group at the timeout, and
 //! has its output capped. Where `bwrap` is missing or the kernel refuses namespaces, [`probe`] says
 //! so and the configured [`WhenUnconfined`] decides between refusing and running with only the
 //! environment, timeout and output limits.
 
+mod limits;
 mod probe;
 mod run;
-mod worktree;
+mod tasktree;
+mod view;
 
-pub use probe::{Capabilities, probe};
+pub use limits::{LimitHit, Limits};
+pub use probe::{Capabilities, Protection, probe, protections};
 pub use run::{
     CommandSpec, Confinement, ExitState, Output, Policy, SandboxSettings, WhenUnconfined, run,
 };
-pub use worktree::Worktree;
+pub use tasktree::{Change, ChangeKind, Changes, ShadowGit, TaskTree, Worktree, common_git_dir};
+pub use view::{GitMount, OBJECTS_MOUNT, SYSTEM_PATHS};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SandboxError {
@@ -34,4 +40,6 @@ pub enum SandboxError {
     Git { args: String, message: String },
     #[error("{0}")]
     Io(String),
+    #[error("refused: {0}")]
+    Refused(String),
 }

@@ -43,9 +43,10 @@ fn probe_now() -> Capabilities {
     };
     // The very arguments the runner uses, so a probe that passes means commands will start.
     let workspace = std::env::temp_dir();
+    // The probe must not depend on the caller's home directories or git directory.
     let settings = crate::run::SandboxSettings::new(&workspace, crate::run::Policy::ReadOnly);
     let trial = std::process::Command::new(&path)
-        .args(crate::run::bwrap_arguments(
+        .args(crate::view::bwrap_arguments(
             &settings, &workspace, &workspace,
         ))
         .args(["--", "true"])
@@ -80,4 +81,80 @@ pub(crate) fn find_in_path(program: &str) -> Option<PathBuf> {
     std::env::split_paths(&path)
         .map(|dir| dir.join(program))
         .find(|candidate| candidate.is_file())
+}
+
+/// One protection and whether it is in force here.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Protection {
+    pub name: &'static str,
+    pub active: bool,
+    pub detail: String,
+}
+
+/// The protections every sandboxed command gets on this machine, for `bugloop doctor`.
+pub fn protections() -> Vec<Protection> {
+    let capabilities = probe();
+    let confined = capabilities.can_confine();
+    let root = nix::unistd::Uid::effective().is_root();
+    let prlimit = find_in_path("prlimit").is_some();
+    let pids_cgroup = crate::limits::pids_cgroup_root();
+    let userns = std::fs::read_to_string("/proc/sys/user/max_user_namespaces")
+        .map(|n| n.trim().to_owned())
+        .unwrap_or_else(|_| "unknown".into());
+    let defaults = crate::Limits::default();
+    vec![
+        Protection {
+            name: "user namespace",
+            active: confined,
+            detail: format!(
+                "commands run as uid 65534 in a user namespace of their own, no nested namespaces (max_user_namespaces = {userns}){}",
+                if root { "; bugloop runs as root, and root outside is no one inside" } else { "" }
+            ),
+        },
+        Protection {
+            name: "capabilities",
+            active: confined,
+            detail: "every capability dropped (bubblewrap --cap-drop ALL), no new privileges".into(),
+        },
+        Protection {
+            name: "file system view",
+            active: confined,
+            detail: "read-only system directories, /etc without credentials or anything not world-readable, configured home directories with credentials masked, the workspace, a sanitized .git; nothing else of the host".into(),
+        },
+        Protection {
+            name: "network",
+            active: confined,
+            detail: "a network namespace of its own: no network, not even the host's loopback or abstract sockets".into(),
+        },
+        Protection {
+            name: "seccomp / landlock",
+            active: false,
+            detail: "not used: installing either needs code between fork and exec, which bugloop's no-unsafe rule forbids; the user namespace without capabilities already refuses mount, ptrace of the host and namespace changes".into(),
+        },
+        Protection {
+            name: "process limit",
+            active: prlimit || pids_cgroup.is_some(),
+            detail: match (&pids_cgroup, prlimit) {
+                (Some(root), _) => format!("{} processes (a pids cgroup under {}, and RLIMIT_NPROC)", defaults.max_processes, root.display()),
+                (None, true) if root => "RLIMIT_NPROC only, which the kernel does not enforce for root's namespaces: no pids cgroup is available here".into(),
+                (None, true) => format!("{} processes (RLIMIT_NPROC, counted per sandbox)", defaults.max_processes),
+                (None, false) => "prlimit (util-linux) is missing".into(),
+            },
+        },
+        Protection {
+            name: "file size limit",
+            active: prlimit,
+            detail: if prlimit { "RLIMIT_FSIZE through prlimit".into() } else { "prlimit (util-linux) is missing".into() },
+        },
+        Protection {
+            name: "private /tmp",
+            active: confined,
+            detail: format!("a tmpfs of {} MiB", defaults.tmp_bytes >> 20),
+        },
+        Protection {
+            name: "workspace disk use",
+            active: true,
+            detail: format!("a watchdog stops a command whose workspace grows by more than {} MiB", defaults.workspace_growth_bytes >> 20),
+        },
+    ]
 }

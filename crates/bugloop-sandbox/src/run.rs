@@ -1,6 +1,6 @@
 //! Running one command under a policy.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -8,7 +8,9 @@ use serde::Serialize;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
 use crate::SandboxError;
-use crate::probe::probe;
+use crate::limits::{LimitHit, Limits, PidsCgroup, disk_use, watch_workspace};
+use crate::probe::{find_in_path, probe};
+use crate::view::{GitMount, bwrap_arguments};
 
 /// What a command may write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -39,11 +41,18 @@ pub struct SandboxSettings {
     pub max_output_bytes: usize,
     /// Environment variables passed through besides PATH, LANG, LC_ALL and HOME.
     pub env_allowlist: Vec<String>,
+    /// The home directory, hidden (from `HOME` by default).
+    pub home_dir: Option<PathBuf>,
     /// Directories under the home directory shown (read-only) although the home is hidden.
     pub visible_home_dirs: Vec<String>,
-    /// More paths shown read-only (for example the repository's git directory, which a worktree
-    /// needs and which may live under the hidden home).
+    /// More paths shown read-only.
     pub read_only_paths: Vec<PathBuf>,
+    /// System paths shown read-only besides [`crate::SYSTEM_PATHS`] (toolchains elsewhere).
+    pub system_paths: Vec<PathBuf>,
+    /// The sanitized git directory shown as the workspace's `.git`; without one, a `.git` in the
+    /// workspace is hidden.
+    pub git: Option<GitMount>,
+    pub limits: Limits,
     pub when_unconfined: WhenUnconfined,
 }
 
@@ -55,8 +64,12 @@ impl SandboxSettings {
             timeout: Duration::from_secs(600),
             max_output_bytes: 1 << 20,
             env_allowlist: Vec::new(),
+            home_dir: crate::view::home(),
             visible_home_dirs: vec![".cargo".into(), ".rustup".into()],
             read_only_paths: Vec::new(),
+            system_paths: Vec::new(),
+            git: None,
+            limits: Limits::default(),
             when_unconfined: WhenUnconfined::Refuse,
         }
     }
@@ -113,6 +126,8 @@ pub struct Output {
     pub stderr_total: u64,
     pub duration: Duration,
     pub confinement: Confinement,
+    /// Limits the command ran into.
+    pub limits_hit: Vec<LimitHit>,
 }
 
 impl Output {
@@ -145,6 +160,9 @@ fn text(kept: &[u8], total: u64) -> String {
 /// allowlist. Never tokens or keys unless a user put them on the allowlist.
 fn environment(settings: &SandboxSettings, spec: &CommandSpec) -> Vec<(String, String)> {
     let mut env: Vec<(String, String)> = Vec::new();
+    if let Some(home) = &settings.home_dir {
+        env.push(("HOME".into(), home.display().to_string()));
+    }
     for name in ["PATH", "LANG", "LC_ALL", "HOME"]
         .iter()
         .map(|n| (*n).to_owned())
@@ -166,69 +184,6 @@ fn environment(settings: &SandboxSettings, spec: &CommandSpec) -> Vec<(String, S
     env
 }
 
-pub(crate) fn bwrap_arguments(
-    settings: &SandboxSettings,
-    workspace: &Path,
-    cwd: &Path,
-) -> Vec<String> {
-    let path = |p: &Path| p.display().to_string();
-    let mut args: Vec<String> = [
-        "--ro-bind",
-        "/",
-        "/",
-        "--dev",
-        "/dev",
-        "--proc",
-        "/proc",
-        "--tmpfs",
-        "/tmp",
-    ]
-    .iter()
-    .map(|s| (*s).to_owned())
-    .collect();
-    // Hide the home directory (keys, tokens, shell history); show the toolchains again read-only.
-    let home = std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .filter(|h| h.is_dir() && h != Path::new("/"));
-    if let Some(home) = &home {
-        args.extend(["--tmpfs".into(), path(home)]);
-        for dir in &settings.visible_home_dirs {
-            let shown = home.join(dir);
-            if shown.exists() {
-                args.extend(["--ro-bind".into(), path(&shown), path(&shown)]);
-            }
-        }
-    }
-    for shown in &settings.read_only_paths {
-        if shown.exists() {
-            args.extend(["--ro-bind".into(), path(shown), path(shown)]);
-        }
-    }
-    let bind = match settings.policy {
-        Policy::WorkspaceWrite => "--bind",
-        Policy::ReadOnly => "--ro-bind",
-    };
-    args.extend([bind.into(), path(workspace), path(workspace)]);
-    if let Some(home) = &home {
-        args.extend(["--remount-ro".into(), path(home)]);
-    }
-    args.extend(
-        [
-            "--unshare-net",
-            "--unshare-pid",
-            "--unshare-ipc",
-            "--unshare-uts",
-            "--die-with-parent",
-            "--new-session",
-            "--clearenv",
-        ]
-        .iter()
-        .map(|s| (*s).to_owned()),
-    );
-    args.extend(["--chdir".into(), path(cwd)]);
-    args
-}
-
 /// Runs a command in the sandbox and collects its output.
 pub async fn run(settings: &SandboxSettings, spec: &CommandSpec) -> Result<Output, SandboxError> {
     let workspace = settings
@@ -241,35 +196,65 @@ pub async fn run(settings: &SandboxSettings, spec: &CommandSpec) -> Result<Outpu
     };
     let capabilities = probe();
     let env = environment(settings, spec);
-    let (mut command, confinement) = match (&capabilities.bwrap, capabilities.can_confine()) {
+    let confined = capabilities.can_confine();
+    if !confined {
+        let reason = capabilities
+            .problem
+            .clone()
+            .unwrap_or_else(|| "unknown".into());
+        if settings.when_unconfined == WhenUnconfined::Refuse {
+            return Err(SandboxError::Unconfined(reason));
+        }
+        tracing::warn!(%reason, program = %spec.program, "running a command UNCONFINED: no network or write isolation");
+    }
+    let cgroup = PidsCgroup::create(settings.limits.max_processes);
+    let mut argv: Vec<std::ffi::OsString> = Vec::new();
+    if let Some(cgroup) = &cgroup {
+        // A fixed script of ours: join the cgroup, then become the rest of the command line.
+        argv.extend(
+            [
+                "/bin/sh",
+                "-c",
+                "echo $$ > \"$0/cgroup.procs\" && exec \"$@\"",
+            ]
+            .map(Into::into),
+        );
+        argv.push(cgroup.dir().into());
+    }
+    let confinement = match (&capabilities.bwrap, confined) {
         (Some(bwrap), true) => {
-            let mut command = tokio::process::Command::new(bwrap);
-            command.args(bwrap_arguments(settings, &workspace, &cwd));
+            argv.push(bwrap.into());
+            argv.extend(
+                bwrap_arguments(settings, &workspace, &cwd)
+                    .into_iter()
+                    .map(Into::into),
+            );
             for (name, value) in &env {
-                command.args(["--setenv", name, value]);
+                argv.extend(["--setenv".into(), name.into(), value.into()]);
             }
-            command.arg("--").arg(&spec.program).args(&spec.args);
-            command.env_clear();
-            (command, Confinement::Bubblewrap)
+            argv.push("--".into());
+            Confinement::Bubblewrap
         }
-        _ => {
-            let reason = capabilities
-                .problem
-                .clone()
-                .unwrap_or_else(|| "unknown".into());
-            if settings.when_unconfined == WhenUnconfined::Refuse {
-                return Err(SandboxError::Unconfined(reason));
-            }
-            tracing::warn!(%reason, program = %spec.program, "running a command UNCONFINED: no network or write isolation");
-            let mut command = tokio::process::Command::new(&spec.program);
-            command
-                .args(&spec.args)
-                .current_dir(&cwd)
-                .env_clear()
-                .envs(env.iter().map(|(n, v)| (n, v)));
-            (command, Confinement::Unconfined)
-        }
+        _ => Confinement::Unconfined,
     };
+    // Resource limits are set inside the sandbox's user namespace, where the kernel counts only
+    // the sandbox's own processes (outside, every process of the same user on the host counts).
+    if let Some(prlimit) = find_in_path("prlimit") {
+        let limits = &settings.limits;
+        argv.push(prlimit.into());
+        argv.push(format!("--nproc={0}:{0}", limits.max_processes).into());
+        argv.push(format!("--fsize={0}:{0}", limits.max_file_bytes).into());
+        argv.push("--".into());
+    }
+    argv.push(spec.program.clone().into());
+    argv.extend(spec.args.iter().map(Into::into));
+    let mut command = tokio::process::Command::new(&argv[0]);
+    command.args(&argv[1..]).env_clear();
+    if confinement == Confinement::Unconfined {
+        command
+            .current_dir(&cwd)
+            .envs(env.iter().map(|(n, v)| (n, v)));
+    }
     command
         .process_group(0)
         .kill_on_drop(true)
@@ -281,6 +266,10 @@ pub async fn run(settings: &SandboxSettings, spec: &CommandSpec) -> Result<Outpu
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let started = Instant::now();
+    let workspace_at_start = match settings.policy {
+        Policy::WorkspaceWrite => Some(disk_use(&workspace)),
+        Policy::ReadOnly => None,
+    };
     let mut child = command.spawn().map_err(|e| SandboxError::Spawn {
         program: spec.program.clone(),
         message: e.to_string(),
@@ -301,22 +290,44 @@ pub async fn run(settings: &SandboxSettings, spec: &CommandSpec) -> Result<Outpu
         .stderr
         .take()
         .map(|s| tokio::spawn(read_capped(s, cap)));
-    let exit = match tokio::time::timeout(settings.timeout, child.wait()).await {
-        Ok(Ok(status)) => {
-            use std::os::unix::process::ExitStatusExt;
-            match (status.code(), status.signal()) {
-                (Some(code), _) => ExitState::Exited(code),
-                (None, Some(signal)) => ExitState::Signaled(signal),
-                (None, None) => ExitState::Exited(-1),
+    let watchdog = async {
+        match workspace_at_start {
+            Some(start) => {
+                watch_workspace(
+                    workspace.clone(),
+                    start,
+                    settings.limits.workspace_growth_bytes,
+                )
+                .await;
             }
+            None => std::future::pending::<()>().await,
         }
-        Ok(Err(error)) => {
-            return Err(SandboxError::Io(format!(
-                "waiting for {}: {error}",
-                spec.program
-            )));
+    };
+    let mut limits_hit = Vec::new();
+    let exit = tokio::select! {
+        waited = tokio::time::timeout(settings.timeout, child.wait()) => match waited {
+            Ok(Ok(status)) => {
+                use std::os::unix::process::ExitStatusExt;
+                match (status.code(), status.signal()) {
+                    (Some(code), _) => ExitState::Exited(code),
+                    (None, Some(signal)) => ExitState::Signaled(signal),
+                    (None, None) => ExitState::Exited(-1),
+                }
+            }
+            Ok(Err(error)) => {
+                return Err(SandboxError::Io(format!(
+                    "waiting for {}: {error}",
+                    spec.program
+                )));
+            }
+            Err(_) => ExitState::TimedOut,
+        },
+        () = watchdog => {
+            limits_hit.push(LimitHit::Workspace {
+                max_growth_bytes: settings.limits.workspace_growth_bytes,
+            });
+            ExitState::Signaled(nix::sys::signal::Signal::SIGKILL as i32)
         }
-        Err(_) => ExitState::TimedOut,
     };
     // Whatever happened, nothing of the command's process group may outlive it.
     if let Some(group) = group {
@@ -338,6 +349,12 @@ pub async fn run(settings: &SandboxSettings, spec: &CommandSpec) -> Result<Outpu
     };
     let (stdout, stdout_total) = collect(stdout).await;
     let (stderr, stderr_total) = collect(stderr).await;
+    limits_hit.extend(limits_from(
+        settings,
+        exit,
+        &stderr,
+        cgroup.as_ref().is_some_and(PidsCgroup::hit),
+    ));
     Ok(Output {
         exit,
         stdout,
@@ -346,7 +363,44 @@ pub async fn run(settings: &SandboxSettings, spec: &CommandSpec) -> Result<Outpu
         stderr_total,
         duration: started.elapsed(),
         confinement,
+        limits_hit,
     })
+}
+
+/// The limits a finished command ran into, from what it left: the cgroup's count of refused
+/// forks, `SIGXFSZ`, and the errors programs print when a limit refuses them.
+fn limits_from(
+    settings: &SandboxSettings,
+    exit: ExitState,
+    stderr: &[u8],
+    cgroup_refused_fork: bool,
+) -> Vec<LimitHit> {
+    let limits = &settings.limits;
+    let errors = String::from_utf8_lossy(stderr);
+    let mut hit = Vec::new();
+    if cgroup_refused_fork
+        || (errors.contains("fork") && errors.contains("Resource temporarily unavailable"))
+    {
+        hit.push(LimitHit::Processes {
+            max: limits.max_processes,
+        });
+    }
+    if exit == ExitState::Signaled(nix::sys::signal::Signal::SIGXFSZ as i32)
+        || errors.contains("File too large")
+        || errors.contains("File size limit exceeded")
+    {
+        hit.push(LimitHit::FileSize {
+            max_bytes: limits.max_file_bytes,
+        });
+    }
+    // The host's disks are not the sandbox's to fill but through the workspace (watched above), so
+    // a full device inside is the private /tmp.
+    if errors.contains("No space left on device") {
+        hit.push(LimitHit::Tmp {
+            max_bytes: limits.tmp_bytes,
+        });
+    }
+    hit
 }
 
 /// Reads everything, keeping the first `cap` bytes.

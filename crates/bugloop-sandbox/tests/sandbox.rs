@@ -6,8 +6,30 @@
 use std::time::Duration;
 
 use bugloop_sandbox::{
-    CommandSpec, Confinement, ExitState, Policy, SandboxSettings, Worktree, probe, run,
+    CommandSpec, Confinement, ExitState, Policy, SandboxSettings, TaskTree, probe, run,
 };
+
+#[path = "sandbox/escape.rs"]
+mod escape;
+#[path = "sandbox/users.rs"]
+mod users;
+
+/// git in a test repository, with an identity of its own; its standard output.
+fn git(repo: &std::path::Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args(["-c", "user.email=t@t", "-c", "user.name=t"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
 
 fn settings(workspace: &std::path::Path, policy: Policy) -> SandboxSettings {
     assert!(
@@ -234,45 +256,68 @@ async fn refuses_to_run_unconfined_unless_allowed() {
 }
 
 #[test]
-fn worktrees_are_created_detached_and_always_removed() {
+fn task_trees_hold_the_commit_without_git_and_are_always_removed() {
     let dir = tempfile::tempdir().unwrap();
     let repo = dir.path();
-    let git = |args: &[&str]| {
-        let out = std::process::Command::new("git")
-            .arg("-C")
-            .arg(repo)
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).trim().to_owned()
-    };
-    git(&["init", "-q", "-b", "main"]);
-    git(&[
-        "-c",
-        "user.email=t@t",
-        "-c",
-        "user.name=t",
-        "commit",
-        "-q",
-        "--allow-empty",
-        "-m",
-        "init",
-    ]);
+    git(repo, &["init", "-q", "-b", "main"]);
+    std::fs::create_dir_all(repo.join("src")).unwrap();
+    std::fs::write(repo.join("src/lib.rs"), "fn a() {}\n").unwrap();
+    std::fs::write(repo.join("run.sh"), "#!/bin/sh\n").unwrap();
+    std::fs::set_permissions(
+        repo.join("run.sh"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink("src/lib.rs", repo.join("link")).unwrap();
+    git(repo, &["add", "."]);
+    git(repo, &["commit", "-q", "-m", "init"]);
     std::fs::write(repo.join("dirty.txt"), "user's uncommitted work").unwrap();
-    let status_before = git(&["status", "--porcelain"]);
+    let status_before = git(repo, &["status", "--porcelain"]);
     let path = {
-        let worktree = Worktree::create(repo, "HEAD", "task one").unwrap();
-        assert!(worktree.path().join(".git").exists());
-        std::fs::write(worktree.path().join("agent.txt"), "agent's work").unwrap();
-        worktree.path().to_path_buf()
+        let tree = TaskTree::create(repo, "HEAD", "task one").unwrap();
+        assert!(!tree.path().join(".git").exists());
+        assert_eq!(
+            std::fs::read_to_string(tree.path().join("src/lib.rs")).unwrap(),
+            "fn a() {}\n"
+        );
+        assert_eq!(
+            std::fs::read_link(tree.path().join("link")).unwrap(),
+            std::path::Path::new("src/lib.rs")
+        );
+        let mode = std::fs::metadata(tree.path().join("run.sh")).unwrap();
+        assert_eq!(
+            std::os::unix::fs::PermissionsExt::mode(&mode.permissions()) & 0o111,
+            0o111
+        );
+        assert!(tree.changes().unwrap().is_empty());
+        std::fs::write(tree.path().join("agent.txt"), "agent's work").unwrap();
+        std::fs::remove_file(tree.path().join("link")).unwrap();
+        let changes = tree.changes().unwrap();
+        assert_eq!(changes.paths(), ["agent.txt", "link"]);
+        tree.path().to_path_buf()
     };
-    assert!(!path.exists(), "worktree left behind at {}", path.display());
-    assert_eq!(git(&["status", "--porcelain"]), status_before);
-    assert_eq!(git(&["worktree", "list"]).lines().count(), 1);
-    assert_eq!(git(&["branch", "--show-current"]), "main");
+    assert!(
+        !path.exists(),
+        "task tree left behind at {}",
+        path.display()
+    );
+    assert_eq!(git(repo, &["status", "--porcelain"]), status_before);
+    assert_eq!(git(repo, &["worktree", "list"]).lines().count(), 1);
+    assert_eq!(git(repo, &["branch", "--show-current"]), "main");
+    assert_eq!(git(repo, &["for-each-ref", "refs/bugloop"]), "");
+}
+
+#[test]
+fn a_task_tree_left_by_a_killed_run_is_removed_by_the_next() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path();
+    git(repo, &["init", "-q", "-b", "main"]);
+    git(repo, &["commit", "-q", "--allow-empty", "-m", "init"]);
+    // A process id that no process has (above the kernel's maximum).
+    let stale = repo.join(".git/bugloop/tasks/fix-99999999-0/tree");
+    std::fs::create_dir_all(&stale).unwrap();
+    std::fs::write(stale.join("left.txt"), "left behind").unwrap();
+    let tree = TaskTree::create(repo, "HEAD", "next").unwrap();
+    assert!(!stale.parent().unwrap().exists());
+    assert!(tree.path().exists());
 }

@@ -67,8 +67,8 @@ pub struct ReviewRequest {
     pub diff: Diff,
     /// The code at head (a worktree or the repository itself).
     pub workspace: PathBuf,
-    /// More paths the sandboxed read-only git may read (the git directory of a worktree).
-    pub read_only_paths: Vec<PathBuf>,
+    /// The sanitized git directory sandboxed commands see in the workspace (none: `.git` hidden).
+    pub git_mount: Option<bugloop_sandbox::GitMount>,
     /// Publish to the forge (false: a dry run that only reports).
     pub publish: bool,
     /// Ignore the conversation: no previous findings, no dedup against them, no disputes (the
@@ -805,9 +805,7 @@ async fn run_session(
         }
     };
     let mut sandbox = sandbox_settings(env.config, &request.workspace, Policy::ReadOnly);
-    sandbox
-        .read_only_paths
-        .extend(request.read_only_paths.iter().cloned());
+    sandbox.git = request.git_mount.clone();
     let agent = Agent::new(
         env.provider.clone(),
         ToolContext::new(workspace, sandbox),

@@ -226,7 +226,7 @@ pub async fn run(
         },
         diff: bugloop_diff::parse(&change.diff),
         workspace: checkout.path().to_path_buf(),
-        read_only_paths: checkout.read_only_paths(),
+        git_mount: checkout.git_mount(),
         publish: true,
         clean_room: false,
     };

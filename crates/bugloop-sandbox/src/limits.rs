@@ -1,0 +1,187 @@
+//! Resource limits of a sandboxed command: processes, file size, the private `/tmp` and the
+//! workspace's disk use, each reported when it was hit.
+//!
+//! - Processes: `RLIMIT_NPROC` (through util-linux's `prlimit`, since `pre_exec` would need unsafe
+//!   code); inside the sandbox's user namespace the kernel counts only the sandbox's own processes.
+//!   That is not enforced for a namespace created by root, so as root a `pids` cgroup holds the
+//!   command as well.
+//! - File size: `RLIMIT_FSIZE` (a larger write gets `SIGXFSZ`).
+//! - `/tmp`: a tmpfs of a fixed size (bubblewrap's `--size`).
+//! - Workspace: a watchdog measures the workspace's disk use while the command runs and kills the
+//!   command when it grew by more than the limit.
+
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Limits {
+    /// Processes (and threads) at once inside the sandbox.
+    pub max_processes: u64,
+    /// The largest file a command may write.
+    pub max_file_bytes: u64,
+    /// Size of the private `/tmp`.
+    pub tmp_bytes: u64,
+    /// How much the workspace's disk use may grow during one command.
+    pub workspace_growth_bytes: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_processes: 1024,
+            max_file_bytes: 1 << 30,
+            tmp_bytes: 512 << 20,
+            workspace_growth_bytes: 4 << 30,
+        }
+    }
+}
+
+/// A limit a command ran into.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "limit")]
+pub enum LimitHit {
+    Processes { max: u64 },
+    FileSize { max_bytes: u64 },
+    Tmp { max_bytes: u64 },
+    Workspace { max_growth_bytes: u64 },
+}
+
+impl std::fmt::Display for LimitHit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LimitHit::Processes { max } => write!(
+                f,
+                "the process limit ({max} processes, sandbox.max_processes) was reached"
+            ),
+            LimitHit::FileSize { max_bytes } => write!(
+                f,
+                "a file grew past the file size limit ({} MiB, sandbox.max_file_size_mb)",
+                max_bytes >> 20
+            ),
+            LimitHit::Tmp { max_bytes } => write!(
+                f,
+                "a command found no space left on a device: the private /tmp holds {} MiB (sandbox.tmp_size_mb)",
+                max_bytes >> 20
+            ),
+            LimitHit::Workspace { max_growth_bytes } => write!(
+                f,
+                "the command was stopped: the workspace grew by more than {} MiB (sandbox.workspace_growth_mb)",
+                max_growth_bytes >> 20
+            ),
+        }
+    }
+}
+
+static CGROUP_SEQUENCE: AtomicU64 = AtomicU64::new(0);
+
+/// A `pids` cgroup of one command (root only; removed on drop).
+#[derive(Debug)]
+pub(crate) struct PidsCgroup {
+    dir: PathBuf,
+}
+
+/// Where root can make `pids` cgroups: cgroup v1's `pids` hierarchy, or v2's unified one when its
+/// `pids` controller is available.
+pub(crate) fn pids_cgroup_root() -> Option<PathBuf> {
+    if !nix::unistd::Uid::effective().is_root() {
+        return None;
+    }
+    let v1 = Path::new("/sys/fs/cgroup/pids");
+    if v1.join("cgroup.procs").exists() {
+        return Some(v1.to_path_buf());
+    }
+    let v2 = Path::new("/sys/fs/cgroup");
+    let controllers = std::fs::read_to_string(v2.join("cgroup.subtree_control")).ok()?;
+    controllers
+        .split_whitespace()
+        .any(|c| c == "pids")
+        .then(|| v2.to_path_buf())
+}
+
+impl PidsCgroup {
+    pub(crate) fn create(max: u64) -> Option<PidsCgroup> {
+        let root = pids_cgroup_root()?;
+        let dir = root.join(format!(
+            "bugloop-{}-{}",
+            std::process::id(),
+            CGROUP_SEQUENCE.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir(&dir).ok()?;
+        let cgroup = PidsCgroup { dir };
+        std::fs::write(cgroup.dir.join("pids.max"), max.to_string()).ok()?;
+        Some(cgroup)
+    }
+
+    pub(crate) fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Whether a fork was refused for the limit.
+    pub(crate) fn hit(&self) -> bool {
+        std::fs::read_to_string(self.dir.join("pids.events"))
+            .ok()
+            .and_then(|events| {
+                events
+                    .lines()
+                    .find_map(|l| l.strip_prefix("max ").map(|n| n.trim().parse::<u64>()))
+            })
+            .and_then(Result::ok)
+            .is_some_and(|n| n > 0)
+    }
+}
+
+impl Drop for PidsCgroup {
+    fn drop(&mut self) {
+        // The processes die with the sandbox's PID namespace; give the kernel a moment.
+        for _ in 0..50 {
+            if std::fs::remove_dir(&self.dir).is_ok() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// Disk use of a tree in bytes (allocated blocks), not following symlinks.
+pub(crate) fn disk_use(root: &Path) -> u64 {
+    let mut total = 0u64;
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let Ok(metadata) = entry.metadata() else {
+                continue;
+            };
+            total = total.saturating_add(metadata.blocks().saturating_mul(512));
+            if metadata.is_dir() {
+                stack.push(entry.path());
+            }
+        }
+    }
+    total
+}
+
+/// Watches the workspace while a command runs; returns when the growth limit is crossed (never
+/// otherwise: the caller drops it when the command ends).
+pub(crate) async fn watch_workspace(root: PathBuf, start: u64, limit: u64) {
+    let mut interval = Duration::from_millis(500);
+    loop {
+        tokio::time::sleep(interval).await;
+        let path = root.clone();
+        let began = Instant::now();
+        let Ok(now) = tokio::task::spawn_blocking(move || disk_use(&path)).await else {
+            return std::future::pending().await;
+        };
+        if now.saturating_sub(start) > limit {
+            return;
+        }
+        // A large tree is measured less often, so the watchdog never costs more than ~5%.
+        interval = (began.elapsed() * 20).max(Duration::from_millis(500));
+    }
+}

@@ -1,0 +1,387 @@
+//! The escape suite: one test per class of escape, each run as root and as an unprivileged user
+//! (see `users`). Every attempt must fail and leave the host untouched.
+
+use std::path::Path;
+
+use bugloop_sandbox::{LimitHit, Policy, TaskTree, run};
+
+use crate::users::also_unprivileged;
+use crate::{bash, git, settings};
+
+fn lines(text: &str) -> Vec<&str> {
+    text.lines().collect()
+}
+
+#[tokio::test]
+async fn escape_the_view_of_the_file_system() {
+    also_unprivileged("escape::escape_the_view_of_the_file_system");
+    let dir = tempfile::tempdir().unwrap();
+    // A unix socket of the host outside /tmp and the home directory (a Docker socket would be one).
+    let sockets = tempfile::Builder::new().tempdir_in("/var/tmp").unwrap();
+    let socket = sockets.path().join("host.sock");
+    let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(home.path().join(".bash_history"), "secret history").unwrap();
+    let mut settings = settings(dir.path(), Policy::WorkspaceWrite);
+    settings.home_dir = Some(home.path().to_path_buf());
+    let script = format!(
+        r#"
+        for f in /etc/shadow /etc/gshadow /etc/sudoers /etc/gitconfig /root/.bash_history "$HOME/.bash_history" "{socket}"; do
+          if [ -e "$f" ]; then echo "VISIBLE $f"; fi
+        done
+        for d in /usr /etc / "$HOME" /var /run; do
+          (echo x > "$d/bugloop-escape") 2>/dev/null && echo "WROTE $d"
+        done
+        ls / | tr '\n' ' '; echo
+        ln /etc/hostname ./hardlink 2>/dev/null && echo "HARDLINK"
+        cat /proc/self/root/etc/shadow 2>/dev/null && echo "PROCROOT"
+        echo done
+        "#,
+        socket = socket.display()
+    );
+    let out = run(&settings, &bash(&script)).await.unwrap();
+    let stdout = out.stdout_text();
+    assert!(stdout.contains("done"), "{stdout}\n{}", out.stderr_text());
+    for line in lines(&stdout) {
+        assert!(
+            !line.starts_with("VISIBLE")
+                && !line.starts_with("WROTE")
+                && line != "HARDLINK"
+                && line != "PROCROOT",
+            "{line}\n{stdout}"
+        );
+    }
+    // Only the system directories, /dev, /proc, /tmp and the way to the workspace exist.
+    let root: Vec<&str> = lines(&stdout)
+        .into_iter()
+        .find(|l| l.contains("usr"))
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    for absent in ["root", "var", "srv", "mnt", "media", "sys", "boot"] {
+        if !dir.path().starts_with(format!("/{absent}"))
+            && !home.path().starts_with(format!("/{absent}"))
+        {
+            assert!(!root.contains(&absent), "/{absent} is visible: {root:?}");
+        }
+    }
+    assert!(!Path::new("/etc/bugloop-escape").exists());
+    assert!(!home.path().join("bugloop-escape").exists());
+}
+
+#[tokio::test]
+async fn escape_through_privileges() {
+    also_unprivileged("escape::escape_through_privileges");
+    let dir = tempfile::tempdir().unwrap();
+    let host_pid = std::process::id();
+    let script = format!(
+        r#"
+        id -u
+        grep -E '^(CapEff|CapPrm|CapBnd|NoNewPrivs)' /proc/self/status
+        umount /proc 2>/dev/null && echo "UMOUNTED"
+        mount -t tmpfs none /tmp 2>/dev/null && echo "MOUNTED"
+        mount -o remount,rw / 2>/dev/null && echo "REMOUNTED"
+        unshare -U true 2>/dev/null && echo "UNSHARED"
+        unshare -r -n true 2>/dev/null && echo "UNSHARED-ROOT"
+        nsenter -t 1 -n true 2>/dev/null && echo "NSENTERED"
+        kill -0 {host_pid} 2>/dev/null && echo "SEES-HOST"
+        cat /proc/*/environ 2>/dev/null | tr '\0' '\n' | grep -c BUGLOOP_ESCAPE_SECRET
+        su -c true root </dev/null 2>/dev/null && echo "SU"
+        echo done
+        "#
+    );
+    let mut spec = bash(&script);
+    spec.env.push(("HARMLESS".into(), "1".into()));
+    let out = run(&settings(dir.path(), Policy::WorkspaceWrite), &spec)
+        .await
+        .unwrap();
+    let stdout = out.stdout_text();
+    assert!(stdout.contains("done"), "{stdout}\n{}", out.stderr_text());
+    assert_eq!(lines(&stdout)[0], "65534", "{stdout}");
+    for cap in ["CapEff", "CapPrm", "CapBnd"] {
+        assert!(
+            stdout.contains(&format!("{cap}:\t0000000000000000")),
+            "{cap} not empty:\n{stdout}"
+        );
+    }
+    assert!(stdout.contains("NoNewPrivs:\t1"), "{stdout}");
+    for escaped in [
+        "UMOUNTED",
+        "MOUNTED",
+        "REMOUNTED",
+        "UNSHARED",
+        "UNSHARED-ROOT",
+        "NSENTERED",
+        "SEES-HOST",
+        "SU",
+    ] {
+        assert!(!lines(&stdout).contains(&escaped), "{escaped}\n{stdout}");
+    }
+}
+
+#[tokio::test]
+async fn escape_through_resources() {
+    also_unprivileged("escape::escape_through_resources");
+    let dir = tempfile::tempdir().unwrap();
+    let mut settings = settings(dir.path(), Policy::WorkspaceWrite);
+    settings.limits.max_processes = 48;
+    settings.limits.max_file_bytes = 1 << 20;
+    settings.limits.tmp_bytes = 4 << 20;
+    settings.limits.workspace_growth_bytes = 8 << 20;
+
+    // A fork bomb, bounded: far fewer processes than asked for, and the limit is reported. Each
+    // process that started leaves a file; all of them live until the timeout kills the sandbox.
+    let mut bomb = settings.clone();
+    bomb.timeout = std::time::Duration::from_secs(4);
+    let out = run(
+        &bomb,
+        &bash("for i in $(seq 200); do (touch started.$i; exec sleep 30) & done; wait"),
+    )
+    .await
+    .unwrap();
+    let count = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("started."))
+        .count();
+    assert!(
+        count > 0 && count < 48,
+        "{count} processes\n{:?}\n{}",
+        out.exit,
+        out.stderr_text()
+    );
+    assert!(
+        out.limits_hit.contains(&LimitHit::Processes { max: 48 }),
+        "{:?}\n{}",
+        out.limits_hit,
+        out.stderr_text()
+    );
+    for entry in std::fs::read_dir(dir.path()).unwrap().flatten() {
+        std::fs::remove_file(entry.path()).unwrap();
+    }
+
+    // One file past the size limit.
+    let out = run(&settings, &bash("head -c 3000000 /dev/zero > big; echo $?"))
+        .await
+        .unwrap();
+    assert!(
+        out.limits_hit
+            .contains(&LimitHit::FileSize { max_bytes: 1 << 20 }),
+        "{:?} {:?}",
+        out.exit,
+        out.limits_hit
+    );
+    assert!(std::fs::metadata(dir.path().join("big")).unwrap().len() <= 1 << 20);
+
+    // The private /tmp has a size.
+    let out = run(
+        &settings,
+        &bash("for i in 1 2 3 4 5 6; do head -c 1000000 /dev/zero > /tmp/f$i || exit 1; done"),
+    )
+    .await
+    .unwrap();
+    assert!(!out.success());
+    assert!(
+        out.limits_hit
+            .contains(&LimitHit::Tmp { max_bytes: 4 << 20 }),
+        "{:?} {}",
+        out.limits_hit,
+        out.stderr_text()
+    );
+
+    // The workspace may not grow without bound: the watchdog stops the command.
+    let out = run(
+        &settings,
+        &bash("for i in $(seq 400); do head -c 500000 /dev/zero > fill$i; sleep 0.02; done; echo finished"),
+    )
+    .await
+    .unwrap();
+    assert!(!out.stdout_text().contains("finished"));
+    assert!(
+        out.limits_hit.contains(&LimitHit::Workspace {
+            max_growth_bytes: 8 << 20
+        }),
+        "{:?}",
+        out.limits_hit
+    );
+}
+
+#[tokio::test]
+async fn escape_through_home_directories() {
+    also_unprivileged("escape::escape_through_home_directories");
+    let dir = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let cargo = home.path().join(".cargo");
+    std::fs::create_dir_all(cargo.join("bin")).unwrap();
+    std::fs::write(cargo.join("bin/tool"), "a toolchain file").unwrap();
+    std::fs::write(cargo.join("credentials.toml"), "token = \"cio_SECRET\"").unwrap();
+    std::fs::create_dir_all(home.path().join(".ssh")).unwrap();
+    std::fs::write(home.path().join(".ssh/id_ed25519"), "SECRET KEY").unwrap();
+    std::fs::write(home.path().join(".netrc"), "password SECRET").unwrap();
+    let mut settings = settings(dir.path(), Policy::WorkspaceWrite);
+    settings.home_dir = Some(home.path().to_path_buf());
+    settings.visible_home_dirs = vec![".cargo".into(), ".ssh".into()];
+    let out = run(
+        &settings,
+        &bash("cat \"$HOME/.cargo/bin/tool\"; echo; cat \"$HOME/.cargo/credentials.toml\" \"$HOME/.ssh/id_ed25519\" \"$HOME/.netrc\" 2>&1; echo end"),
+    )
+    .await
+    .unwrap();
+    let stdout = out.stdout_text();
+    assert!(stdout.contains("a toolchain file"), "{stdout}");
+    assert!(stdout.contains("end"), "{stdout}");
+    assert!(!stdout.contains("SECRET"), "{stdout}");
+}
+
+/// A repository whose git directory holds what an attacker wants: a token in its config and a
+/// hook that would run on the host.
+fn repository_with_secrets() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path();
+    git(repo, &["init", "-q", "-b", "main"]);
+    std::fs::write(repo.join("lib.rs"), "fn main() {}\n").unwrap();
+    std::fs::write(repo.join("check.sh"), "exit 0\n").unwrap();
+    git(repo, &["add", "."]);
+    git(repo, &["commit", "-q", "-m", "init"]);
+    git(
+        repo,
+        &[
+            "config",
+            "http.https://github.com/.extraheader",
+            "AUTHORIZATION: basic SECRET_CHECKOUT_TOKEN",
+        ],
+    );
+    dir
+}
+
+fn snapshot_of_repository(repo: &Path) -> String {
+    let hooks: Vec<String> = std::fs::read_dir(repo.join(".git/hooks"))
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    format!(
+        "{}\n{}\n{}\n{:?}\n{}",
+        std::fs::read_to_string(repo.join(".git/config")).unwrap(),
+        git(
+            repo,
+            &[
+                "for-each-ref",
+                "--format=%(refname) %(objectname)",
+                "refs/heads",
+                "refs/tags"
+            ]
+        ),
+        git(repo, &["status", "--porcelain"]),
+        hooks,
+        std::fs::read(repo.join(".git/index"))
+            .map(|i| i.len())
+            .unwrap_or(0)
+    )
+}
+
+#[tokio::test]
+async fn escape_through_the_repositorys_git_directory() {
+    also_unprivileged("escape::escape_through_the_repositorys_git_directory");
+    let dir = repository_with_secrets();
+    let repo = dir.path();
+    let before = snapshot_of_repository(repo);
+    let tree = TaskTree::create(repo, "HEAD", "escape").unwrap();
+    let mut settings = settings(tree.path(), Policy::WorkspaceWrite);
+    settings.git = Some(tree.git_mount());
+    let real_git = repo.join(".git").canonicalize().unwrap();
+    let script = format!(
+        r#"
+        git log --oneline | grep -c init
+        cat .git/config
+        grep -r SECRET .git 2>/dev/null && echo "SECRET-IN-SHADOW"
+        echo x > .git/hooks/post-checkout 2>/dev/null && echo "PLANTED-HOOK"
+        echo x > .git/config 2>/dev/null && echo "WROTE-CONFIG"
+        cat "{real}/config" 2>/dev/null && echo "REAL-GIT-VISIBLE"
+        ls "{real}/hooks" 2>/dev/null && echo "REAL-GIT-VISIBLE"
+        git status --porcelain | head -3
+        echo done
+        "#,
+        real = real_git.display()
+    );
+    let out = run(&settings, &bash(&script)).await.unwrap();
+    let stdout = out.stdout_text();
+    assert!(stdout.contains("done"), "{stdout}\n{}", out.stderr_text());
+    assert_eq!(
+        lines(&stdout)[0],
+        "1",
+        "git inside works:\n{stdout}\n{}",
+        out.stderr_text()
+    );
+    assert!(!stdout.contains("SECRET"), "{stdout}");
+    for escaped in [
+        "SECRET-IN-SHADOW",
+        "PLANTED-HOOK",
+        "WROTE-CONFIG",
+        "REAL-GIT-VISIBLE",
+    ] {
+        assert!(!lines(&stdout).contains(&escaped), "{escaped}\n{stdout}");
+    }
+    drop(tree);
+    assert_eq!(snapshot_of_repository(repo), before);
+}
+
+#[tokio::test]
+async fn escape_through_what_the_agent_leaves_in_the_tree() {
+    also_unprivileged("escape::escape_through_what_the_agent_leaves_in_the_tree");
+    let dir = repository_with_secrets();
+    let repo = dir.path();
+    let before = snapshot_of_repository(repo);
+    let markers = tempfile::tempdir().unwrap();
+    let marker = markers.path().join("host-ran-it");
+    let mut tree = TaskTree::create(repo, "HEAD", "escape").unwrap();
+    let mut settings = settings(tree.path(), Policy::WorkspaceWrite);
+    settings.git = Some(tree.git_mount());
+    // What a verify command of the branch could leave: git configuration that runs programs in a
+    // nested repository, attributes naming a filter, a FIFO, and a real change.
+    let script = format!(
+        r#"
+        mkdir -p sub/.git/hooks
+        printf '[core]\n\tfsmonitor = touch {marker}\n[filter "evil"]\n\tclean = touch {marker}\n' > sub/.git/config
+        printf '#!/bin/sh\ntouch {marker}\n' > sub/.git/hooks/pre-commit; chmod +x sub/.git/hooks/pre-commit
+        echo '* filter=evil' > .gitattributes
+        mkfifo pipe
+        echo 'fn main() {{ println!("fixed"); }}' > lib.rs
+        echo done
+        "#,
+        marker = marker.display()
+    );
+    let out = run(&settings, &bash(&script)).await.unwrap();
+    assert!(out.stdout_text().contains("done"), "{}", out.stderr_text());
+    let changes = tree.changes().unwrap();
+    let mut paths = changes.paths();
+    paths.sort();
+    assert_eq!(paths, [".gitattributes", "lib.rs"], "{changes:?}");
+    assert_eq!(changes.skipped.len(), 1, "{changes:?}");
+    assert!(changes.refused.is_empty(), "{changes:?}");
+    let commit = tree
+        .commit(&changes, "fix", ("bugloop", "bugloop@bugloop.invalid"))
+        .unwrap();
+    assert!(
+        !marker.exists(),
+        "the host ran something the tree asked for"
+    );
+    let files = git(repo, &["ls-tree", "-r", "--name-only", &commit]);
+    assert_eq!(lines(&files), [".gitattributes", "check.sh", "lib.rs"]);
+    assert!(git(repo, &["show", &format!("{commit}:lib.rs")]).contains("fixed"));
+
+    // A symlink out of the repository is refused, not committed.
+    std::os::unix::fs::symlink("/etc/passwd", tree.path().join("leak")).unwrap();
+    std::os::unix::fs::symlink("../../../../../../etc", tree.path().join("up")).unwrap();
+    std::os::unix::fs::symlink("lib.rs", tree.path().join("fine")).unwrap();
+    let changes = tree.changes().unwrap();
+    assert_eq!(changes.refused.len(), 2, "{changes:?}");
+    assert!(tree.commit(&changes, "leak", ("b", "b@b")).is_err());
+    assert_eq!(tree.head(), commit);
+    drop(tree);
+    assert!(!marker.exists());
+    // The user's repository: config, refs, hooks, index and tree as they were.
+    assert_eq!(snapshot_of_repository(repo), before);
+}
