@@ -491,6 +491,127 @@ async fn git_options_by_allow_list() {
     }
 }
 
+/// Runs a test body on its own runtime and fails (instead of hanging) if it takes longer than
+/// `seconds`: a tool blocked on a FIFO never returns.
+fn within(seconds: u64, body: impl Future<Output = ()> + Send + 'static) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let task = runtime.spawn(body);
+    let limit = std::time::Duration::from_secs(seconds);
+    let outcome = runtime.block_on(async { tokio::time::timeout(limit, task).await });
+    // A blocked worker must not hang the test at the runtime's end.
+    runtime.shutdown_background();
+    match outcome {
+        Ok(Ok(())) => {}
+        Ok(Err(failed)) => std::panic::resume_unwind(failed.into_panic()),
+        Err(_) => panic!("a tool blocked for {seconds}s on a special file"),
+    }
+}
+
+#[test]
+fn special_files_are_refused_without_blocking() {
+    within(10, async {
+        let dir = repo();
+        let root = dir.path();
+        nix::unistd::mkfifo(&root.join("pipe"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        std::os::unix::fs::symlink("pipe", root.join("pipe-link")).unwrap();
+        let _socket = std::os::unix::net::UnixListener::bind(root.join("socket")).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", root.join("zero")).unwrap();
+        std::fs::create_dir(root.join("special")).unwrap();
+        nix::unistd::mkfifo(&root.join("special/pipe.rs"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        std::fs::write(root.join("special/found.rs"), "// TODO: next to a FIFO\n").unwrap();
+        let context = context(root);
+        let registry = Registry::new(Toolset::Build);
+        let refusals = [
+            (
+                "read_file",
+                json!({"path": "pipe"}),
+                "pipe is a FIFO, not a regular file",
+            ),
+            (
+                "read_file",
+                json!({"path": "pipe-link"}),
+                "pipe-link is a FIFO",
+            ),
+            (
+                "read_file",
+                json!({"path": "socket"}),
+                "socket is a socket, not a regular file",
+            ),
+            // /dev/zero is outside the workspace: the path check refuses it before any open.
+            (
+                "read_file",
+                json!({"path": "zero"}),
+                "leads outside the repository",
+            ),
+            (
+                "read_file",
+                json!({"path": "src"}),
+                "is a directory; use list_dir",
+            ),
+            (
+                "grep",
+                json!({"pattern": "x", "path": "pipe"}),
+                "is a FIFO, not a regular file or directory",
+            ),
+            (
+                "list_dir",
+                json!({"path": "socket"}),
+                "is a socket, not a directory",
+            ),
+            (
+                "list_dir",
+                json!({"path": "README.md"}),
+                "is a file; use read_file",
+            ),
+            (
+                "edit_file",
+                json!({"path": "pipe", "old_text": "a", "new_text": "b"}),
+                "is a FIFO",
+            ),
+            (
+                "write_file",
+                json!({"path": "pipe", "content": "x"}),
+                "is a FIFO, not a regular file; it cannot be written",
+            ),
+        ];
+        for (tool, args, expected) in refusals {
+            match call(&registry, &context, tool, args.clone()).await {
+                Err(ToolError::Model(message)) => {
+                    assert!(message.contains(expected), "{tool} {args}: {message}");
+                }
+                other => panic!("{tool} {args}: {other:?}"),
+            }
+        }
+        let grep = call(&registry, &context, "grep", json!({"pattern": "TODO"}))
+            .await
+            .unwrap();
+        assert_eq!(
+            grep,
+            "README.md:2:TODO: write docs\nspecial/found.rs:1:// TODO: next to a FIFO\nsrc/lib.rs:2:    a - b // TODO: wrong"
+        );
+        let globbed = call(&registry, &context, "glob", json!({"pattern": "special/*"}))
+            .await
+            .unwrap();
+        assert_eq!(globbed, "special/found.rs");
+        let listing = call(&registry, &context, "list_dir", json!({}))
+            .await
+            .unwrap();
+        assert!(
+            listing.contains("\npipe (a FIFO; cannot be read)\n"),
+            "{listing}"
+        );
+        assert!(
+            listing.contains("\nsocket (a socket; cannot be read)\n"),
+            "{listing}"
+        );
+        assert!(listing.ends_with("\nzero@"), "{listing}");
+    });
+}
+
 #[tokio::test]
 async fn editing_tools() {
     let dir = repo();
