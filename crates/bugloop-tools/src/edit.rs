@@ -1,13 +1,18 @@
 //! The editing tools of a Build run: write a file, replace a unique string, apply a multi-file
 //! patch (checked completely before anything is written). Protected paths are refused.
 
-use std::path::PathBuf;
+use std::fs::OpenOptions;
+use std::io::{Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
 
 use async_trait::async_trait;
 use bugloop_diff::{ChangeKind, LineKind};
+use nix::fcntl::OFlag;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use crate::workspace::special_kind;
 use crate::{ToolContext, ToolError, TypedTool};
 
 fn writable(context: &ToolContext, raw: &str) -> Result<PathBuf, ToolError> {
@@ -22,13 +27,37 @@ fn writable(context: &ToolContext, raw: &str) -> Result<PathBuf, ToolError> {
     Ok(path)
 }
 
-fn write(path: &std::path::Path, content: &[u8]) -> Result<(), ToolError> {
+fn write(path: &Path, content: &[u8]) -> Result<(), ToolError> {
+    let cannot =
+        |e: std::io::Error| ToolError::Model(format!("cannot write {}: {e}", path.display()));
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent)
             .map_err(|e| ToolError::Model(format!("cannot create {}: {e}", parent.display())))?;
     }
-    std::fs::write(path, content)
-        .map_err(|e| ToolError::Model(format!("cannot write {}: {e}", path.display())))
+    if let Ok(metadata) = std::fs::metadata(path) {
+        refuse_special(path, metadata.file_type())?;
+    }
+    // Non-blocking, so a FIFO swapped in meanwhile cannot hang the open; the opened file is
+    // checked again before anything is written.
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .custom_flags((OFlag::O_NONBLOCK | OFlag::O_NOCTTY).bits())
+        .open(path)
+        .map_err(cannot)?;
+    refuse_special(path, file.metadata().map_err(cannot)?.file_type())?;
+    file.write_all(content).map_err(cannot)
+}
+
+fn refuse_special(path: &Path, kind: std::fs::FileType) -> Result<(), ToolError> {
+    match special_kind(kind) {
+        Some(what) => Err(ToolError::Model(format!(
+            "{} is {what}, not a regular file; it cannot be written",
+            path.display()
+        ))),
+        None => Ok(()),
+    }
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -89,8 +118,7 @@ impl TypedTool for EditFile {
         params: EditFileParams,
     ) -> Result<String, ToolError> {
         let path = writable(context, &params.path)?;
-        let content = std::fs::read_to_string(&path)
-            .map_err(|e| ToolError::Model(format!("cannot read {}: {e}", params.path)))?;
+        let content = read(context, &params.path, "")?;
         if params.old_text.is_empty() {
             return Err(ToolError::Model(
                 "old_text is empty; use write_file to create a file".into(),
@@ -178,14 +206,14 @@ impl TypedTool for ApplyPatch {
                 }
                 ChangeKind::Deleted => {
                     let path = writable(context, file.path())?;
-                    let current = read(&path, file.path())?;
+                    let current = read(context, file.path(), NOTHING_CHANGED)?;
                     apply(file, &current)?;
                     changes.push(Change::Delete(path));
                 }
                 _ => {
                     let old = file.old_path.as_deref().unwrap_or(file.path());
                     let old_path = writable(context, old)?;
-                    let current = read(&old_path, old)?;
+                    let current = read(context, old, NOTHING_CHANGED)?;
                     let updated = apply(file, &current)?;
                     let new_path = writable(context, file.path())?;
                     if new_path != old_path {
@@ -222,9 +250,21 @@ impl TypedTool for ApplyPatch {
     }
 }
 
-fn read(path: &std::path::Path, shown: &str) -> Result<String, ToolError> {
-    std::fs::read_to_string(path)
-        .map_err(|e| ToolError::Model(format!("cannot read {shown}: {e}; nothing was changed")))
+const NOTHING_CHANGED: &str = "; nothing was changed";
+
+/// A file's text, read as `read_file` reads (regular files only, never blocking); `then` is added
+/// to an error.
+fn read(context: &ToolContext, raw: &str, then: &str) -> Result<String, ToolError> {
+    let mut text = String::new();
+    context
+        .workspace
+        .open_file(raw)
+        .and_then(|mut file| {
+            file.read_to_string(&mut text)
+                .map_err(|e| ToolError::Model(format!("cannot read {raw}: {e}")))
+        })
+        .map_err(|e| ToolError::Model(format!("{e}{then}")))?;
+    Ok(text)
 }
 
 /// Applies one file's hunks to its current text, checking every context and removed line.

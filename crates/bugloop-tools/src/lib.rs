@@ -41,6 +41,8 @@ pub enum ToolError {
 pub struct Limits {
     pub max_read_lines: usize,
     pub max_read_bytes: usize,
+    /// The most of one file `read_file` loads (a sparse file could be any size).
+    pub max_file_bytes: usize,
     pub max_list_entries: usize,
     pub max_glob_results: usize,
     pub max_grep_matches: usize,
@@ -52,6 +54,7 @@ impl Default for Limits {
         Limits {
             max_read_lines: 2_000,
             max_read_bytes: 256 * 1024,
+            max_file_bytes: 64 * 1024 * 1024,
             max_list_entries: 1_000,
             max_glob_results: 500,
             max_grep_matches: 200,

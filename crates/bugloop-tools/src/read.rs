@@ -1,5 +1,6 @@
 //! The read-only tools: read a file, list a directory, find files by glob, search contents.
 
+use std::io::Read;
 use std::path::Path;
 
 use async_trait::async_trait;
@@ -10,6 +11,7 @@ use ignore::WalkBuilder;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use crate::workspace::{open_no_follow, special_kind};
 use crate::{ToolContext, ToolError, TypedTool, clip};
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -35,20 +37,20 @@ impl TypedTool for ReadFile {
         context: &ToolContext,
         params: ReadFileParams,
     ) -> Result<String, ToolError> {
-        let path = context.workspace.resolve(&params.path)?;
-        if path.is_dir() {
-            return Err(ToolError::Model(format!(
-                "{} is a directory; use list_dir",
-                params.path
-            )));
-        }
-        let bytes = std::fs::read(&path)
+        let file = context.workspace.open_file(&params.path)?;
+        let size = file.metadata().map_or(0, |m| m.len());
+        let cap = context.limits.max_file_bytes;
+        let mut bytes = Vec::new();
+        // One byte more than the cap tells a file that is too large from one that fits.
+        file.take(u64::try_from(cap).unwrap_or(u64::MAX).saturating_add(1))
+            .read_to_end(&mut bytes)
             .map_err(|e| ToolError::Model(format!("cannot read {}: {e}", params.path)))?;
+        let cut = bytes.len() > cap;
+        bytes.truncate(cap);
         if bytes.iter().take(8_000).any(|b| *b == 0) {
             return Ok(format!(
-                "{} is a binary file ({} bytes); not shown",
-                params.path,
-                bytes.len()
+                "{} is a binary file ({size} bytes); not shown",
+                params.path
             ));
         }
         let text = String::from_utf8_lossy(&bytes);
@@ -86,6 +88,12 @@ impl TypedTool for ReadFile {
         if total == 0 {
             out.push_str("(empty file)\n");
         }
+        if cut {
+            out.push_str(&format!(
+                "[... only the first {cap} of {size} bytes of {} were read; use grep to find the rest ...]\n",
+                params.path
+            ));
+        }
         Ok(out)
     }
 }
@@ -103,12 +111,26 @@ pub struct ListDir;
 impl TypedTool for ListDir {
     type Params = ListDirParams;
     const NAME: &'static str = "list_dir";
-    const DESCRIPTION: &'static str =
-        "List a directory of the repository: directories end with /, symbolic links with @.";
+    const DESCRIPTION: &'static str = "List a directory of the repository: directories end with /, symbolic links with @; FIFOs, sockets and devices are marked and cannot be read.";
 
     async fn run(&self, context: &ToolContext, params: ListDirParams) -> Result<String, ToolError> {
         let shown_path = params.path.unwrap_or_else(|| ".".into());
         let path = context.workspace.resolve(&shown_path)?;
+        let kind = std::fs::metadata(&path)
+            .map_err(|e| ToolError::Model(format!("cannot list {shown_path}: {e}")))?
+            .file_type();
+        if kind.is_file() {
+            return Err(ToolError::Model(format!(
+                "{shown_path} is a file; use read_file"
+            )));
+        }
+        if !kind.is_dir()
+            && let Some(what) = special_kind(kind)
+        {
+            return Err(ToolError::Model(format!(
+                "{shown_path} is {what}, not a directory"
+            )));
+        }
         let entries = std::fs::read_dir(&path)
             .map_err(|e| ToolError::Model(format!("cannot list {shown_path}: {e}")))?;
         let mut names: Vec<String> = entries
@@ -119,7 +141,11 @@ impl TypedTool for ListDir {
                 match e.file_type() {
                     Ok(t) if t.is_symlink() => format!("{name}@"),
                     Ok(t) if t.is_dir() => format!("{name}/"),
-                    _ => name,
+                    Ok(t) => match special_kind(t) {
+                        Some(what) => format!("{name} ({what}; cannot be read)"),
+                        None => name,
+                    },
+                    Err(_) => name,
                 }
             })
             .collect();
@@ -234,7 +260,20 @@ pub fn grep(
     case_insensitive: bool,
     cap: usize,
 ) -> Result<(Vec<GrepMatch>, usize), ToolError> {
-    let base = context.workspace.resolve(path.unwrap_or("."))?;
+    let shown = path.unwrap_or(".");
+    // The real location: the path may be an in-tree link, and files are opened without following
+    // links.
+    let base = context.workspace.existing(shown, "search")?;
+    let kind = std::fs::metadata(&base)
+        .map_err(|e| ToolError::Model(format!("cannot search {shown}: {e}")))?
+        .file_type();
+    if !kind.is_dir()
+        && let Some(what) = special_kind(kind)
+    {
+        return Err(ToolError::Model(format!(
+            "{shown} is {what}, not a regular file or directory; it cannot be searched"
+        )));
+    }
     let matcher = RegexMatcherBuilder::new()
         .case_insensitive(case_insensitive)
         .build(pattern)
@@ -265,6 +304,8 @@ pub fn grep(
             let Ok(entry) = entry else {
                 return ignore::WalkState::Continue;
             };
+            // The walker does not follow links, so FIFOs, sockets, devices and links are skipped
+            // here without being opened.
             if !entry.file_type().is_some_and(|t| t.is_file()) {
                 return ignore::WalkState::Continue;
             }
@@ -273,11 +314,19 @@ pub fn grep(
             {
                 return ignore::WalkState::Continue;
             }
+            // Opened without blocking or following a link, and checked again on the open file,
+            // in case something else was swapped in since the walk looked.
+            let Ok((file, kind)) = open_no_follow(entry.path()) else {
+                return ignore::WalkState::Continue;
+            };
+            if !kind.is_file() {
+                return ignore::WalkState::Continue;
+            }
             let relative = workspace.relative(entry.path());
             let mut local: Vec<GrepMatch> = Vec::new();
-            let _ = searcher.search_path(
+            let _ = searcher.search_file(
                 &matcher,
-                entry.path(),
+                &file,
                 Lossy(|line_number, line| {
                     local.push((
                         relative.clone(),

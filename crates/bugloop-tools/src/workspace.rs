@@ -1,6 +1,10 @@
 //! Paths as the model gives them, resolved inside the workspace or refused.
 
+use std::fs::{File, FileType, OpenOptions};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Component, Path, PathBuf};
+
+use nix::fcntl::OFlag;
 
 use crate::ToolError;
 
@@ -27,41 +31,7 @@ impl Workspace {
     /// (`.git`), and anything that (through a symlink) leads outside the workspace. The path need
     /// not exist; its nearest existing ancestor must be inside.
     pub fn resolve(&self, raw: &str) -> Result<PathBuf, ToolError> {
-        let trimmed = raw.trim();
-        if trimmed.contains('\0') {
-            return Err(ToolError::Model(format!(
-                "path {raw:?} contains a NUL byte"
-            )));
-        }
-        let path = Path::new(trimmed);
-        if path.is_absolute() || trimmed.starts_with('~') {
-            return Err(ToolError::Model(format!(
-                "path {raw:?} is absolute; give a path relative to the repository root"
-            )));
-        }
-        let mut clean = PathBuf::new();
-        for component in path.components() {
-            match component {
-                Component::Normal(part) => {
-                    if part == ".git" {
-                        return Err(ToolError::Model(format!(
-                            "path {raw:?} is inside .git, which tools may not touch"
-                        )));
-                    }
-                    clean.push(part);
-                }
-                Component::CurDir => {}
-                Component::ParentDir => {
-                    return Err(ToolError::Model(format!(
-                        "path {raw:?} uses `..`; paths must stay inside the repository"
-                    )));
-                }
-                Component::RootDir | Component::Prefix(_) => {
-                    return Err(ToolError::Model(format!("path {raw:?} is absolute")));
-                }
-            }
-        }
-        let full = self.root.join(&clean);
+        let full = self.root.join(lexically_relative(raw)?);
         // Follow symlinks as far as the path exists; the real location must be inside.
         let mut existing = full.as_path();
         while !existing.exists() && existing.symlink_metadata().is_err() {
@@ -73,6 +43,40 @@ impl Workspace {
         let real = existing
             .canonicalize()
             .map_err(|_| ToolError::Model(format!("path {raw:?} leads through a broken link")))?;
+        self.check_real(raw, &real)?;
+        Ok(full)
+    }
+
+    /// Opens an existing regular file for reading, never blocking and never following a symlink
+    /// that was not checked: the path is resolved as by [`Workspace::resolve`], its real location
+    /// (an in-tree symlink's target) is opened with `O_NOFOLLOW | O_NONBLOCK`, and the opened file
+    /// itself must be a regular file. So a FIFO cannot hang the open, and a FIFO, device or
+    /// outside link swapped in after the check is refused, not read.
+    pub fn open_file(&self, raw: &str) -> Result<File, ToolError> {
+        let cannot = |e: std::io::Error| ToolError::Model(format!("cannot read {raw}: {e}"));
+        let real = self.existing(raw, "read")?;
+        // Refuse by the path first, so a socket or device is not even opened.
+        let kind = real.symlink_metadata().map_err(cannot)?.file_type();
+        refuse_unless_regular(raw, kind)?;
+        let (file, kind) = open_no_follow(&real).map_err(cannot)?;
+        refuse_unless_regular(raw, kind)?;
+        Ok(file)
+    }
+
+    /// The real location (every symlink followed) of an existing path, checked as by
+    /// [`Workspace::resolve`]; a path that does not exist cannot be `verb`ed.
+    pub(crate) fn existing(&self, raw: &str, verb: &str) -> Result<PathBuf, ToolError> {
+        let real = self
+            .resolve(raw)?
+            .canonicalize()
+            .map_err(|e| ToolError::Model(format!("cannot {verb} {raw}: {e}")))?;
+        // Checked again: a link may have been swapped in since `resolve` looked.
+        self.check_real(raw, &real)?;
+        Ok(real)
+    }
+
+    /// The real location of a path must be inside the workspace and outside `.git`.
+    fn check_real(&self, raw: &str, real: &Path) -> Result<(), ToolError> {
         if !real.starts_with(&self.root) {
             return Err(ToolError::Model(format!(
                 "path {raw:?} leads outside the repository (through a symbolic link)"
@@ -85,7 +89,7 @@ impl Workspace {
                 "path {raw:?} leads into .git, which tools may not touch"
             )));
         }
-        Ok(full)
+        Ok(())
     }
 
     /// The workspace-relative form of a path under the root, with `/` separators.
@@ -94,5 +98,107 @@ impl Workspace {
             .unwrap_or(path)
             .to_string_lossy()
             .replace('\\', "/")
+    }
+}
+
+/// The lexical rules of [`Workspace::resolve`], without looking at the file system: the path made
+/// relative and clean, or refused for being absolute, using `..`, or naming `.git`.
+fn lexically_relative(raw: &str) -> Result<PathBuf, ToolError> {
+    let trimmed = raw.trim();
+    if trimmed.contains('\0') {
+        return Err(ToolError::Model(format!(
+            "path {raw:?} contains a NUL byte"
+        )));
+    }
+    let path = Path::new(trimmed);
+    if path.is_absolute() || trimmed.starts_with('~') {
+        return Err(ToolError::Model(format!(
+            "path {raw:?} is absolute; give a path relative to the repository root"
+        )));
+    }
+    let mut clean = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::Normal(part) => {
+                if part == ".git" {
+                    return Err(ToolError::Model(format!(
+                        "path {raw:?} is inside .git, which tools may not touch"
+                    )));
+                }
+                clean.push(part);
+            }
+            Component::CurDir => {}
+            Component::ParentDir => {
+                return Err(ToolError::Model(format!(
+                    "path {raw:?} uses `..`; paths must stay inside the repository"
+                )));
+            }
+            Component::RootDir | Component::Prefix(_) => {
+                return Err(ToolError::Model(format!("path {raw:?} is absolute")));
+            }
+        }
+    }
+    Ok(clean)
+}
+
+/// Opens a path for reading without following a final symlink and without blocking (a FIFO opens
+/// at once; `O_NOCTTY` keeps a terminal from becoming ours), and says what the opened file is.
+pub(crate) fn open_no_follow(path: &Path) -> std::io::Result<(File, FileType)> {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags((OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK | OFlag::O_NOCTTY).bits())
+        .open(path)?;
+    let kind = file.metadata()?.file_type();
+    Ok((file, kind))
+}
+
+/// What a file that is not a regular file is, for telling the model; `None` for a regular file.
+pub(crate) fn special_kind(kind: FileType) -> Option<&'static str> {
+    if kind.is_file() {
+        None
+    } else if kind.is_dir() {
+        Some("a directory")
+    } else if kind.is_symlink() {
+        Some("a symbolic link")
+    } else if kind.is_fifo() {
+        Some("a FIFO")
+    } else if kind.is_socket() {
+        Some("a socket")
+    } else if kind.is_char_device() {
+        Some("a character device")
+    } else if kind.is_block_device() {
+        Some("a block device")
+    } else {
+        Some("not a regular file")
+    }
+}
+
+fn refuse_unless_regular(raw: &str, kind: FileType) -> Result<(), ToolError> {
+    match special_kind(kind) {
+        None => Ok(()),
+        Some(_) if kind.is_dir() => Err(ToolError::Model(format!(
+            "{raw} is a directory; use list_dir"
+        ))),
+        Some(what) => Err(ToolError::Model(format!(
+            "{raw} is {what}, not a regular file; only regular files can be read"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn open_no_follow_refuses_a_final_symlink() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("file"), "text").unwrap();
+        std::os::unix::fs::symlink("file", dir.path().join("link")).unwrap();
+        let (_, kind) = open_no_follow(&dir.path().join("file")).unwrap();
+        assert!(kind.is_file());
+        // ELOOP: a link swapped in after the path check is not followed.
+        assert!(open_no_follow(&dir.path().join("link")).is_err());
     }
 }

@@ -316,6 +316,302 @@ async fn read_only_git() {
     assert!(bad.to_string().contains("git show failed"), "{bad}");
 }
 
+/// What a git call must do: succeed with output containing the text, or be refused with it.
+enum Expect {
+    Prints(&'static str),
+    Refused(&'static str),
+}
+
+#[tokio::test]
+async fn git_options_by_allow_list() {
+    use Expect::{Prints, Refused};
+    let dir = repo();
+    let context = context(dir.path());
+    let registry = Registry::new(Toolset::Plan);
+    let cases: &[(&str, &[&str], Expect)] = &[
+        // What a reviewer runs.
+        ("log", &["--oneline", "-n", "20"], Prints("second")),
+        ("log", &["-1", "--stat"], Prints("src/lib.rs | 2 +-")),
+        (
+            "log",
+            &["-n1", "--format=%s", "--name-status"],
+            Prints("M\tsrc/lib.rs"),
+        ),
+        (
+            "log",
+            &["--max-count=1", "--pretty=oneline"],
+            Prints("second"),
+        ),
+        (
+            "log",
+            &["-p", "--follow", "--", "src/lib.rs"],
+            Prints("+    a - b"),
+        ),
+        (
+            "log",
+            &[
+                "--since=2000-01-01",
+                "--author",
+                "t",
+                "--grep",
+                "first",
+                "--format=%s",
+            ],
+            Prints("first"),
+        ),
+        (
+            "log",
+            &["-L", "2,2:src/lib.rs", "--format=%s"],
+            Prints("second"),
+        ),
+        ("log", &["-S", "a + b", "--oneline"], Prints("first")),
+        ("diff", &["HEAD~1", "--stat"], Prints("1 file changed")),
+        (
+            "diff",
+            &["-U0", "-w", "HEAD~1", "--", "src/lib.rs"],
+            Prints("@@ -2 +2 @@"),
+        ),
+        (
+            "diff",
+            &["--cached", "--name-only"],
+            Prints("printed nothing"),
+        ),
+        (
+            "diff",
+            &["--word-diff", "HEAD~1", "HEAD"],
+            Prints("[-+-]{+-+}"),
+        ),
+        (
+            "show",
+            &["--name-only", "--format=%s", "HEAD"],
+            Prints("second\n\nsrc/lib.rs"),
+        ),
+        ("show", &["-s", "--oneline", "HEAD~1"], Prints("first")),
+        ("show", &["HEAD~1:src/lib.rs"], Prints("a + b")),
+        (
+            "blame",
+            &["-L", "2,2", "-w", "-s", "src/lib.rs"],
+            Prints("a - b"),
+        ),
+        ("ls-files", &[], Prints("README.md\nsrc/lib.rs")),
+        (
+            "ls-tree",
+            &["-r", "--name-only", "HEAD"],
+            Prints("src/lib.rs"),
+        ),
+        ("rev-parse", &["--abbrev-ref", "HEAD"], Prints("main")),
+        ("status", &["--short"], Prints("?? blob.bin")),
+        // Options that write files, run programs or leave the repository.
+        ("diff", &["--output=/tmp/x"], Refused("not allowed")),
+        ("diff", &["--out=/tmp/x"], Refused("not allowed")),
+        ("diff", &["--ext-diff"], Refused("not allowed")),
+        ("diff", &["--ext"], Refused("not allowed")),
+        ("log", &["-p", "--textconv"], Refused("not allowed")),
+        ("log", &["-p", "--text"], Refused("not allowed")),
+        ("log", &["--exec=sh"], Refused("not allowed")),
+        ("log", &["--upload-pack=sh"], Refused("not allowed")),
+        ("diff", &["-c", "core.pager=sh"], Refused("not allowed")),
+        (
+            "diff",
+            &["--no-index", "README.md", "src/lib.rs"],
+            Refused("not allowed"),
+        ),
+        ("diff", &["-O/etc/passwd"], Refused("not allowed")),
+        ("diff", &["--orderfile=/etc/passwd"], Refused("not allowed")),
+        ("log", &["--git-dir=/tmp"], Refused("not allowed")),
+        ("log", &["--work-tree=/"], Refused("not allowed")),
+        ("log", &["--exec-path=/tmp"], Refused("not allowed")),
+        (
+            "blame",
+            &["--contents", "/etc/passwd", "src/lib.rs"],
+            Refused("not allowed"),
+        ),
+        (
+            "blame",
+            &["-S", "/etc/passwd", "src/lib.rs"],
+            Refused("not allowed"),
+        ),
+        (
+            "log",
+            &["--name"],
+            Refused("write it in full: --name-only, --name-status"),
+        ),
+        ("diff", &["-pw"], Refused("one per argument")),
+        (
+            "log",
+            &["--format", "%s"],
+            Refused("needs its value attached: --format=<value>"),
+        ),
+        ("log", &["--format=%G?"], Refused("signature placeholders")),
+        (
+            "log",
+            &["-n", "--output=/tmp/x"],
+            Refused("may not begin with `-`"),
+        ),
+        ("log", &["-n", "many"], Refused("takes a number")),
+        ("log", &["-n"], Refused("needs a value")),
+        // Paths, after `--` or not, keep to the workspace (two paths outside turn into --no-index).
+        (
+            "diff",
+            &["HEAD", "--", "/etc/passwd"],
+            Refused("is absolute"),
+        ),
+        ("diff", &["HEAD", "--", "src/../../x"], Refused("uses `..`")),
+        ("log", &["--", ".git/config"], Refused("inside .git")),
+        ("log", &["--", ":(top)src"], Refused("pathspec magic")),
+        (
+            "diff",
+            &["/etc/passwd", "README.md"],
+            Refused("is absolute"),
+        ),
+        (
+            "diff",
+            &["etc-link/passwd", "README.md"],
+            Refused("leads outside the repository"),
+        ),
+    ];
+    for (command, args, expect) in cases {
+        let result = call(
+            &registry,
+            &context,
+            "git",
+            json!({"command": command, "args": args}),
+        )
+        .await;
+        match (expect, result) {
+            (Prints(text), Ok(output)) => {
+                assert!(output.contains(text), "git {command} {args:?}: {output}");
+            }
+            (Refused(text), Err(ToolError::Model(message))) => {
+                assert!(message.contains(text), "git {command} {args:?}: {message}");
+                assert!(!message.contains("failed"), "git ran: {message}");
+            }
+            (_, other) => panic!("git {command} {args:?}: {other:?}"),
+        }
+    }
+}
+
+/// Runs a test body on its own runtime and fails (instead of hanging) if it takes longer than
+/// `seconds`: a tool blocked on a FIFO never returns.
+fn within(seconds: u64, body: impl Future<Output = ()> + Send + 'static) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let task = runtime.spawn(body);
+    let limit = std::time::Duration::from_secs(seconds);
+    let outcome = runtime.block_on(async { tokio::time::timeout(limit, task).await });
+    // A blocked worker must not hang the test at the runtime's end.
+    runtime.shutdown_background();
+    match outcome {
+        Ok(Ok(())) => {}
+        Ok(Err(failed)) => std::panic::resume_unwind(failed.into_panic()),
+        Err(_) => panic!("a tool blocked for {seconds}s on a special file"),
+    }
+}
+
+#[test]
+fn special_files_are_refused_without_blocking() {
+    within(10, async {
+        let dir = repo();
+        let root = dir.path();
+        nix::unistd::mkfifo(&root.join("pipe"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        std::os::unix::fs::symlink("pipe", root.join("pipe-link")).unwrap();
+        let _socket = std::os::unix::net::UnixListener::bind(root.join("socket")).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", root.join("zero")).unwrap();
+        std::fs::create_dir(root.join("special")).unwrap();
+        nix::unistd::mkfifo(&root.join("special/pipe.rs"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        std::fs::write(root.join("special/found.rs"), "// TODO: next to a FIFO\n").unwrap();
+        let context = context(root);
+        let registry = Registry::new(Toolset::Build);
+        let refusals = [
+            (
+                "read_file",
+                json!({"path": "pipe"}),
+                "pipe is a FIFO, not a regular file",
+            ),
+            (
+                "read_file",
+                json!({"path": "pipe-link"}),
+                "pipe-link is a FIFO",
+            ),
+            (
+                "read_file",
+                json!({"path": "socket"}),
+                "socket is a socket, not a regular file",
+            ),
+            // /dev/zero is outside the workspace: the path check refuses it before any open.
+            (
+                "read_file",
+                json!({"path": "zero"}),
+                "leads outside the repository",
+            ),
+            (
+                "read_file",
+                json!({"path": "src"}),
+                "is a directory; use list_dir",
+            ),
+            (
+                "grep",
+                json!({"pattern": "x", "path": "pipe"}),
+                "is a FIFO, not a regular file or directory",
+            ),
+            (
+                "list_dir",
+                json!({"path": "socket"}),
+                "is a socket, not a directory",
+            ),
+            (
+                "list_dir",
+                json!({"path": "README.md"}),
+                "is a file; use read_file",
+            ),
+            (
+                "edit_file",
+                json!({"path": "pipe", "old_text": "a", "new_text": "b"}),
+                "is a FIFO",
+            ),
+            (
+                "write_file",
+                json!({"path": "pipe", "content": "x"}),
+                "is a FIFO, not a regular file; it cannot be written",
+            ),
+        ];
+        for (tool, args, expected) in refusals {
+            match call(&registry, &context, tool, args.clone()).await {
+                Err(ToolError::Model(message)) => {
+                    assert!(message.contains(expected), "{tool} {args}: {message}");
+                }
+                other => panic!("{tool} {args}: {other:?}"),
+            }
+        }
+        let grep = call(&registry, &context, "grep", json!({"pattern": "TODO"}))
+            .await
+            .unwrap();
+        assert_eq!(
+            grep,
+            "README.md:2:TODO: write docs\nspecial/found.rs:1:// TODO: next to a FIFO\nsrc/lib.rs:2:    a - b // TODO: wrong"
+        );
+        let globbed = call(&registry, &context, "glob", json!({"pattern": "special/*"}))
+            .await
+            .unwrap();
+        assert_eq!(globbed, "special/found.rs");
+        let listing = call(&registry, &context, "list_dir", json!({}))
+            .await
+            .unwrap();
+        assert!(
+            listing.contains("\npipe (a FIFO; cannot be read)\n"),
+            "{listing}"
+        );
+        assert!(
+            listing.contains("\nsocket (a socket; cannot be read)\n"),
+            "{listing}"
+        );
+        assert!(listing.ends_with("\nzero@"), "{listing}");
+    });
+}
+
 #[tokio::test]
 async fn editing_tools() {
     let dir = repo();
