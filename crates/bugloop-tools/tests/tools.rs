@@ -83,6 +83,20 @@ fn repo() -> tempfile::TempDir {
 fn context(root: &Path) -> ToolContext {
     let mut sandbox = SandboxSettings::new(root, Policy::ReadOnly);
     sandbox.timeout = std::time::Duration::from_secs(20);
+    // Sandboxed git sees a sanitized git directory, as in a real run; it lives as long as the
+    // temporary repository (which removes it).
+    let head = Command::new("git")
+        .arg("-C")
+        .arg(root)
+        .args(["rev-parse", "--verify", "-q", "HEAD"])
+        .output()
+        .unwrap();
+    if head.status.success() {
+        let head = String::from_utf8_lossy(&head.stdout).trim().to_owned();
+        let shadow = bugloop_sandbox::ShadowGit::for_repository(root, &head).unwrap();
+        sandbox.git = Some(shadow.mount());
+        std::mem::forget(shadow);
+    }
     let mut context = ToolContext::new(Workspace::new(root).unwrap(), sandbox);
     context.protected = IgnoreMatcher::new(&[".github/workflows/**", ".bugloop/**"]).unwrap();
     context
@@ -399,7 +413,7 @@ async fn git_options_by_allow_list() {
             &["-r", "--name-only", "HEAD"],
             Prints("src/lib.rs"),
         ),
-        ("rev-parse", &["--abbrev-ref", "HEAD"], Prints("main")),
+        ("rev-parse", &["--abbrev-ref", "HEAD"], Prints("HEAD")),
         ("status", &["--short"], Prints("?? blob.bin")),
         // Options that write files, run programs or leave the repository.
         ("diff", &["--output=/tmp/x"], Refused("not allowed")),
