@@ -610,6 +610,14 @@ fn doctor(out: &mut impl Write, config: &bugloop_config::Config) -> Result<ExitC
             out,
             "ok      sandbox: bubblewrap ({bwrap}): no network, writes only to the workspace"
         )?;
+        for protection in bugloop_sandbox::protections() {
+            let state = if protection.active { "ok" } else { "off" };
+            writeln!(
+                out,
+                "{state:<7} sandbox {}: {}",
+                protection.name, protection.detail
+            )?;
+        }
     } else {
         let problem = sandbox.problem.clone().unwrap_or_default();
         match config.sandbox.when_unconfined {

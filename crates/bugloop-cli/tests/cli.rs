@@ -78,6 +78,26 @@ fn doctor_reports_and_fails_on_a_missing_model() {
     assert_eq!(output.status.code(), Some(1), "{stdout}");
     let lines: Vec<&str> = stdout.lines().collect();
     assert!(lines.iter().any(|l| l.contains(" sandbox: ")), "{stdout}");
+    // Which protections are in force, one line each.
+    for protection in [
+        "ok      sandbox user namespace: ",
+        "ok      sandbox capabilities: ",
+        "ok      sandbox file system view: ",
+        "ok      sandbox network: ",
+        "off     sandbox seccomp / landlock: ",
+        "ok      sandbox file size limit: ",
+        "ok      sandbox private /tmp: ",
+        "ok      sandbox workspace disk use: ",
+    ] {
+        assert!(
+            lines.iter().any(|l| l.starts_with(protection)),
+            "{protection}\n{stdout}"
+        );
+    }
+    assert!(
+        lines.iter().any(|l| l.contains("sandbox process limit: ")),
+        "{stdout}"
+    );
     assert!(
         lines
             .iter()

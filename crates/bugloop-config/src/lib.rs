@@ -427,6 +427,40 @@ pub fn validate(config: &Config) -> Result<(), ConfigError> {
             "must be between 0 and 1".to_owned(),
         ));
     }
+    let sandbox = &config.sandbox;
+    for (key, value, least) in [
+        ("sandbox.max_processes", sandbox.max_processes, 16),
+        ("sandbox.max_file_size_mb", sandbox.max_file_size_mb, 1),
+        ("sandbox.tmp_size_mb", sandbox.tmp_size_mb, 1),
+        (
+            "sandbox.workspace_growth_mb",
+            sandbox.workspace_growth_mb,
+            1,
+        ),
+    ] {
+        if value < least {
+            return Err(invalid(key, format!("must be at least {least}")));
+        }
+    }
+    for (index, path) in sandbox.system_paths.iter().enumerate() {
+        let normalized = path.trim_end_matches('/');
+        if !path.starts_with('/')
+            || path.split('/').any(|c| c == "..")
+            || normalized.is_empty()
+            || [
+                "/proc", "/sys", "/run", "/var/run", "/dev", "/root", "/home", "/tmp",
+            ]
+            .iter()
+            .any(|denied| normalized == *denied || normalized.starts_with(&format!("{denied}/")))
+        {
+            return Err(invalid(
+                &format!("sandbox.system_paths[{index}]"),
+                format!(
+                    "`{path}`: must be an absolute system directory other than /, /proc, /sys, /run, /dev, /tmp and home directories (use sandbox.home_dirs for those)"
+                ),
+            ));
+        }
+    }
     if config.review.comment_limit == 0 {
         return Err(invalid(
             "review.comment_limit",

@@ -393,8 +393,18 @@ pub struct SandboxConfig {
     /// Environment variables passed to sandboxed commands (besides PATH, LANG, LC_ALL and HOME).
     pub env_allowlist: Vec<String>,
     /// Directories under the home directory that sandboxed commands may read (the rest of the home
-    /// is hidden): toolchains, package caches.
+    /// is hidden): toolchains, package caches. Credentials files in them are never shown.
     pub home_dirs: Vec<String>,
+    /// More system directories shown read-only (toolchains outside /usr, /opt and the home).
+    pub system_paths: Vec<String>,
+    /// Processes and threads at once inside the sandbox.
+    pub max_processes: u64,
+    /// The largest file a sandboxed command may write, in MiB.
+    pub max_file_size_mb: u64,
+    /// Size of the sandbox's private /tmp, in MiB.
+    pub tmp_size_mb: u64,
+    /// How much the workspace may grow during one command, in MiB.
+    pub workspace_growth_mb: u64,
 }
 
 impl Default for SandboxConfig {
@@ -409,6 +419,11 @@ impl Default for SandboxConfig {
                 "GOPATH".to_owned(),
             ],
             home_dirs: vec![".cargo".to_owned(), ".rustup".to_owned()],
+            system_paths: Vec::new(),
+            max_processes: 1024,
+            max_file_size_mb: 1024,
+            tmp_size_mb: 512,
+            workspace_growth_mb: 4096,
         }
     }
 }

@@ -409,11 +409,21 @@ async fn finish(
         });
     }
     // Verify commands may have written files (build output outside .gitignore): commit only what
-    // the agent changed, as it is now (a formatter may have touched it), read again as data.
-    let after = bench.changes()?.restricted_to(&files);
+    // the agent changed, and only as it was verified: a command of the branch's that rewrites the
+    // agent's files after they passed gets nothing committed.
+    let after = bench.changes()?.restricted_to(&changes);
     if !after.refused.is_empty() {
         return Ok(BuildStatus::Refused {
             reason: after.refused.join("; "),
+        });
+    }
+    let rewritten = changes.differences(&after);
+    if !rewritten.is_empty() {
+        return Ok(BuildStatus::Refused {
+            reason: format!(
+                "a verify command changed what the agent wrote ({}); nothing was committed",
+                rewritten.join(", ")
+            ),
         });
     }
     let commit = bench.commit(env.config, &after, message)?;

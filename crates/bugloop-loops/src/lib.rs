@@ -13,7 +13,7 @@ pub mod plan;
 pub mod publish;
 pub mod review;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use bugloop_config::{Config, Unconfined};
@@ -73,6 +73,13 @@ pub fn sandbox_settings(config: &Config, workspace: &Path, policy: Policy) -> Sa
     settings.max_output_bytes = usize::try_from(sandbox.max_output_bytes).unwrap_or(usize::MAX);
     settings.env_allowlist = sandbox.env_allowlist.clone();
     settings.visible_home_dirs = sandbox.home_dirs.clone();
+    settings.system_paths = sandbox.system_paths.iter().map(PathBuf::from).collect();
+    settings.limits = bugloop_sandbox::Limits {
+        max_processes: sandbox.max_processes,
+        max_file_bytes: sandbox.max_file_size_mb.saturating_mul(1 << 20),
+        tmp_bytes: sandbox.tmp_size_mb.saturating_mul(1 << 20),
+        workspace_growth_bytes: sandbox.workspace_growth_mb.saturating_mul(1 << 20),
+    };
     settings.when_unconfined = match sandbox.when_unconfined {
         Unconfined::Refuse => WhenUnconfined::Refuse,
         Unconfined::Warn => WhenUnconfined::Warn,

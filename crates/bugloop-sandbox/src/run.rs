@@ -224,14 +224,8 @@ pub async fn run(settings: &SandboxSettings, spec: &CommandSpec) -> Result<Outpu
     let confinement = match (&capabilities.bwrap, confined) {
         (Some(bwrap), true) => {
             argv.push(bwrap.into());
-            argv.extend(
-                bwrap_arguments(settings, &workspace, &cwd)
-                    .into_iter()
-                    .map(Into::into),
-            );
-            for (name, value) in &env {
-                argv.extend(["--setenv".into(), name.into(), value.into()]);
-            }
+            let arguments = bwrap_arguments(settings, &workspace, &cwd);
+            argv.extend(arguments.args.into_iter().map(Into::into));
             argv.push("--".into());
             Confinement::Bubblewrap
         }
@@ -248,12 +242,17 @@ pub async fn run(settings: &SandboxSettings, spec: &CommandSpec) -> Result<Outpu
     }
     argv.push(spec.program.clone().into());
     argv.extend(spec.args.iter().map(Into::into));
+    // The environment goes through the process environment, not the command line (which every
+    // local user can read in /proc).
     let mut command = tokio::process::Command::new(&argv[0]);
-    command.args(&argv[1..]).env_clear();
+    command
+        .args(&argv[1..])
+        .env_clear()
+        .envs(env.iter().map(|(n, v)| (n, v)));
     if confinement == Confinement::Unconfined {
-        command
-            .current_dir(&cwd)
-            .envs(env.iter().map(|(n, v)| (n, v)));
+        command.current_dir(&cwd);
+    } else {
+        command.current_dir("/");
     }
     command
         .process_group(0)

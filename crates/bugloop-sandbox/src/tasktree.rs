@@ -368,6 +368,17 @@ fn export(
     Ok(stamps)
 }
 
+/// Creates `dir` (and its parents) reachable by its owner only: whatever a sandboxed command leaves
+/// in a task tree (a setuid copy of a shell, say) is out of other local users' reach.
+fn make_private_dir(dir: &Path) -> Result<(), SandboxError> {
+    std::fs::create_dir_all(dir).map_err(|e| io_error(dir, e))?;
+    for private in [Some(dir), dir.parent()].into_iter().flatten() {
+        std::fs::set_permissions(private, std::fs::Permissions::from_mode(0o700))
+            .map_err(|e| io_error(private, e))?;
+    }
+    Ok(())
+}
+
 /// Removes a tree an agent may have made hard to remove (directories without permissions).
 fn force_remove(path: &Path) {
     if std::fs::remove_dir_all(path).is_ok() || !path.exists() {
@@ -455,7 +466,7 @@ impl ShadowGit {
             std::process::id(),
             SEQUENCE.fetch_add(1, Ordering::Relaxed)
         ));
-        std::fs::create_dir_all(&root).map_err(|e| io_error(&root, e))?;
+        make_private_dir(&root)?;
         match ShadowGit::create(&common, &root.join("git"), commit) {
             Ok(mut shadow) => {
                 shadow.owned = Some(root);
@@ -534,18 +545,28 @@ impl Changes {
         self.changes.is_empty()
     }
 
-    /// Only the changes to `paths`.
-    pub fn restricted_to(&self, paths: &[String]) -> Changes {
+    /// Only the changes to the paths `other` changed (compared as bytes, not as display names).
+    pub fn restricted_to(&self, other: &Changes) -> Changes {
+        let paths: BTreeSet<&[u8]> = other.changes.iter().map(|c| c.raw.as_slice()).collect();
         Changes {
             changes: self
                 .changes
                 .iter()
-                .filter(|c| paths.contains(&c.path))
+                .filter(|c| paths.contains(c.raw.as_slice()))
                 .cloned()
                 .collect(),
             refused: self.refused.clone(),
             skipped: self.skipped.clone(),
         }
+    }
+
+    /// The paths whose change is not the same in `other` (other content, mode or kind, or gone).
+    pub fn differences(&self, other: &Changes) -> Vec<String> {
+        self.changes
+            .iter()
+            .filter(|mine| !other.changes.iter().any(|theirs| theirs == *mine))
+            .map(|c| c.path.clone())
+            .collect()
     }
 }
 
@@ -754,7 +775,7 @@ impl TaskTree {
             SEQUENCE.fetch_add(1, Ordering::Relaxed)
         );
         let root = common.join("bugloop/tasks").join(&label);
-        std::fs::create_dir_all(&root).map_err(|e| io_error(&root, e))?;
+        make_private_dir(&root)?;
         let tree = root.join("tree");
         std::fs::create_dir(&tree).map_err(|e| io_error(&tree, e))?;
         let result = (|| {
@@ -877,6 +898,10 @@ impl TaskTree {
                 }
                 (0o120000, object_id(self.sha256, "blob", &target))
             } else if metadata.is_file() {
+                if metadata.mode() & 0o6000 != 0 {
+                    result.refused.push(format!("{shown} is setuid or setgid"));
+                    continue;
+                }
                 let mode = if metadata.mode() & 0o100 != 0 {
                     0o100755
                 } else {

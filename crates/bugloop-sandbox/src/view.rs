@@ -87,6 +87,18 @@ fn world_readable(metadata: &std::fs::Metadata) -> bool {
     }
 }
 
+/// Files that are configuration but may hold a token (cargo's `config.toml`, git's, pip's).
+const MAYBE_SECRET_CONFIG: &[&str] = &["config.toml", "config", "pip.conf", ".gitconfig"];
+
+fn holds_a_secret(path: &Path) -> bool {
+    std::fs::read(path).is_ok_and(|bytes| {
+        let text = String::from_utf8_lossy(&bytes).to_lowercase();
+        ["token", "password", "secret", "authorization", "_auth"]
+            .iter()
+            .any(|word| text.contains(word))
+    })
+}
+
 fn is_credential_name(name: &str) -> bool {
     CREDENTIAL_NAMES.contains(&name)
         || name.ends_with(".pem")
@@ -121,7 +133,12 @@ fn collect_masks(dir: &Path, depth: usize, credentials: bool, into: &mut Filtere
             continue;
         }
         let name = entry.file_name().to_string_lossy().into_owned();
-        let hide = !world_readable(&metadata) || (credentials && is_credential_name(&name));
+        let hide = !world_readable(&metadata)
+            || (credentials && is_credential_name(&name))
+            || (credentials
+                && metadata.is_file()
+                && MAYBE_SECRET_CONFIG.contains(&name.as_str())
+                && holds_a_secret(&path));
         if hide {
             if metadata.is_dir() {
                 into.masked_dirs.push(path);
@@ -172,39 +189,75 @@ fn etc_view() -> &'static Filtered {
     })
 }
 
-/// A visible home directory with credentials masked.
+/// A visible home directory with credentials masked (cached: a toolchain directory is large and
+/// does not change while bugloop runs).
 fn home_view(dir: &Path) -> Filtered {
-    let mut view = Filtered::default();
-    view.shown.push((dir.to_path_buf(), None));
-    collect_masks(dir, 2, true, &mut view);
-    view
+    static VIEWS: OnceLock<std::sync::Mutex<std::collections::HashMap<PathBuf, Filtered>>> =
+        OnceLock::new();
+    let views = VIEWS.get_or_init(Default::default);
+    let mut views = views
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    views
+        .entry(dir.to_path_buf())
+        .or_insert_with(|| {
+            let mut view = Filtered::default();
+            view.shown.push((dir.to_path_buf(), None));
+            collect_masks(dir, 5, true, &mut view);
+            view
+        })
+        .clone()
 }
 
-fn push_filtered(args: &mut Vec<String>, view: &Filtered) {
-    for (path, target) in &view.shown {
-        match target {
-            Some(target) => args.extend([
-                "--symlink".into(),
-                target.display().to_string(),
-                path.display().to_string(),
-            ]),
-            None => args.extend([
-                "--ro-bind".into(),
-                path.display().to_string(),
-                path.display().to_string(),
-            ]),
+/// bubblewrap's arguments.
+#[derive(Debug, Default)]
+pub(crate) struct Arguments {
+    pub args: Vec<String>,
+}
+
+impl Arguments {
+    fn push(&mut self, items: &[&str]) {
+        self.args.extend(items.iter().map(|s| (*s).to_owned()));
+    }
+
+    fn path(&mut self, option: &str, path: &Path) {
+        self.args.push(option.to_owned());
+        self.args.push(path.display().to_string());
+    }
+
+    /// Shows `source` at `dest`, read-only unless `writable`.
+    fn bind(&mut self, source: &Path, dest: &Path, writable: bool) {
+        let option = if writable { "--bind" } else { "--ro-bind" };
+        self.args.push(option.to_owned());
+        self.args.push(source.display().to_string());
+        self.args.push(dest.display().to_string());
+    }
+
+    fn filtered(&mut self, view: &Filtered) {
+        for (path, target) in &view.shown {
+            match target {
+                Some(target) => {
+                    self.path("--symlink", target);
+                    self.args.push(path.display().to_string());
+                }
+                None => self.bind(path, path, false),
+            }
+        }
+        for dir in &view.masked_dirs {
+            self.path("--tmpfs", dir);
+            self.path("--remount-ro", dir);
+        }
+        for file in &view.masked_files {
+            self.args.push("--ro-bind".into());
+            self.args.push("/dev/null".into());
+            self.args.push(file.display().to_string());
         }
     }
-    for dir in &view.masked_dirs {
-        args.extend(["--tmpfs".into(), dir.display().to_string()]);
-        args.extend(["--remount-ro".into(), dir.display().to_string()]);
-    }
-    for file in &view.masked_files {
-        args.extend([
-            "--ro-bind".into(),
-            "/dev/null".into(),
-            file.display().to_string(),
-        ]);
+
+    fn path_bind(&mut self, path: &Path) {
+        self.args.push("--ro-bind".into());
+        self.args.push(path.display().to_string());
+        self.args.push(path.display().to_string());
     }
 }
 
@@ -220,38 +273,53 @@ pub(crate) fn bwrap_arguments(
     settings: &SandboxSettings,
     workspace: &Path,
     cwd: &Path,
-) -> Vec<String> {
-    let path = |p: &Path| p.display().to_string();
-    let mut args: Vec<String> = Vec::new();
+) -> Arguments {
+    let mut a = Arguments::default();
     // Root of the sandbox is bubblewrap's own empty tmpfs; only what is listed here exists.
     for system in SYSTEM_PATHS.iter().map(Path::new) {
         match std::fs::symlink_metadata(system) {
             Ok(m) if m.file_type().is_symlink() => {
                 if let Ok(target) = std::fs::read_link(system) {
-                    args.extend(["--symlink".into(), path(&target), path(system)]);
+                    a.path("--symlink", &target);
+                    a.args.push(system.display().to_string());
                 }
             }
-            Ok(m) if m.is_dir() => args.extend(["--ro-bind".into(), path(system), path(system)]),
+            Ok(m) if m.is_dir() => a.path_bind(system),
             _ => {}
         }
     }
-    push_filtered(&mut args, etc_view());
+    a.filtered(etc_view());
     for extra in &settings.system_paths {
         if extra.exists() {
-            args.extend(["--ro-bind".into(), path(extra), path(extra)]);
+            a.bind(extra, extra, false);
         }
     }
-    args.extend([
-        "--dev".into(),
-        "/dev".into(),
-        "--proc".into(),
-        "/proc".into(),
+    // A fresh /dev with its shared memory sized and the rest read-only; a fresh /proc whose
+    // kernel settings are read-only (the host's, which they are anyway).
+    a.push(&["--dev", "/dev"]);
+    a.push(&[
+        "--size",
+        &settings.limits.tmp_bytes.to_string(),
+        "--tmpfs",
+        "/dev/shm",
     ]);
-    args.extend([
-        "--size".into(),
-        settings.limits.tmp_bytes.to_string(),
-        "--tmpfs".into(),
-        "/tmp".into(),
+    a.push(&["--remount-ro", "/dev", "--proc", "/proc"]);
+    for kernel in [
+        "/proc/sys",
+        "/proc/sysrq-trigger",
+        "/proc/irq",
+        "/proc/bus",
+        "/proc/fs",
+    ] {
+        if Path::new(kernel).exists() {
+            a.push(&["--ro-bind", kernel, kernel]);
+        }
+    }
+    a.push(&[
+        "--size",
+        &settings.limits.tmp_bytes.to_string(),
+        "--tmpfs",
+        "/tmp",
     ]);
     // The home directory exists (programs expect $HOME) but is empty and read-only, but for the
     // configured directories, shown read-only with their credentials masked.
@@ -260,79 +328,79 @@ pub(crate) fn bwrap_arguments(
         .as_ref()
         .filter(|h| h.is_dir() && h.as_path() != Path::new("/"))
     {
-        args.extend(["--tmpfs".into(), path(home)]);
+        a.path("--tmpfs", home);
         for dir in &settings.visible_home_dirs {
             let shown = home.join(dir);
             if shown.is_dir() && !shown.is_symlink() {
-                push_filtered(&mut args, &home_view(&shown));
+                a.filtered(&home_view(&shown));
             }
         }
-        args.extend(["--remount-ro".into(), path(home)]);
+        a.path("--remount-ro", home);
     }
     for shown in &settings.read_only_paths {
         if shown.exists() {
-            args.extend(["--ro-bind".into(), path(shown), path(shown)]);
+            a.bind(shown, shown, false);
         }
     }
-    let bind = match settings.policy {
-        Policy::WorkspaceWrite => "--bind",
-        Policy::ReadOnly => "--ro-bind",
-    };
-    args.extend([bind.into(), path(workspace), path(workspace)]);
+    a.bind(
+        workspace,
+        workspace,
+        settings.policy == Policy::WorkspaceWrite,
+    );
     // The repository's own git directory (its config holds tokens on CI, its hooks run on the
     // host) is never shown: a sanitized one takes its place.
     let dot_git = workspace.join(".git");
     match &settings.git {
         Some(git) => {
-            args.extend(["--ro-bind".into(), path(&git.objects), OBJECTS_MOUNT.into()]);
+            a.bind(&git.objects, Path::new(OBJECTS_MOUNT), false);
             for alternate in &git.alternates {
-                args.extend(["--ro-bind".into(), path(alternate), path(alternate)]);
+                a.bind(alternate, alternate, false);
             }
             if dot_git.is_file() {
                 // A linked worktree's `.git` file: replace it by one naming the shadow.
                 let file = git.shadow.with_extension("gitfile");
-                args.extend(["--ro-bind".into(), path(&git.shadow), path(&git.shadow)]);
-                args.extend(["--ro-bind".into(), path(&file), path(&dot_git)]);
+                a.bind(&git.shadow, &git.shadow, false);
+                a.bind(&file, &dot_git, false);
             } else {
-                args.extend(["--ro-bind".into(), path(&git.shadow), path(&dot_git)]);
+                a.bind(&git.shadow, &dot_git, false);
             }
         }
         None if dot_git.is_dir() => {
-            args.extend(["--tmpfs".into(), path(&dot_git)]);
-            args.extend(["--remount-ro".into(), path(&dot_git)]);
+            a.path("--tmpfs", &dot_git);
+            a.path("--remount-ro", &dot_git);
         }
         None if dot_git.exists() => {
-            args.extend(["--ro-bind".into(), "/dev/null".into(), path(&dot_git)]);
+            a.args.push("--ro-bind".into());
+            a.args.push("/dev/null".into());
+            a.args.push(dot_git.display().to_string());
         }
         None => {}
     }
-    args.extend(["--remount-ro".into(), "/".into()]);
-    args.extend(
-        [
-            // A user namespace in which the command is an unprivileged user with no capability,
-            // also when bugloop runs as root, and which cannot make further namespaces.
-            "--unshare-user",
-            "--uid",
-            "65534",
-            "--gid",
-            "65534",
-            "--disable-userns",
-            "--cap-drop",
-            "ALL",
-            "--unshare-net",
-            "--unshare-pid",
-            "--unshare-ipc",
-            "--unshare-uts",
-            "--unshare-cgroup-try",
-            "--hostname",
-            "sandbox",
-            "--die-with-parent",
-            "--new-session",
-            "--clearenv",
-        ]
-        .iter()
-        .map(|s| (*s).to_owned()),
-    );
-    args.extend(["--chdir".into(), path(cwd)]);
-    args
+    a.push(&["--remount-ro", "/"]);
+    a.push(&[
+        // A user namespace in which the command is an unprivileged user with no capability and
+        // which cannot make further namespaces. As root, the namespace maps that user to root on
+        // the host (bubblewrap maps its caller), which is why the view above shows nothing
+        // root-owned writable and nothing that is not world-readable, and /proc's kernel
+        // settings and /dev read-only.
+        "--unshare-user",
+        "--uid",
+        "65534",
+        "--gid",
+        "65534",
+        "--disable-userns",
+        "--cap-drop",
+        "ALL",
+        "--unshare-net",
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--hostname",
+        "sandbox",
+        "--die-with-parent",
+        "--new-session",
+    ]);
+    a.path("--chdir", cwd);
+    a
 }

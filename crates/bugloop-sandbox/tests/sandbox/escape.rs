@@ -87,6 +87,10 @@ async fn escape_through_privileges() {
         kill -0 {host_pid} 2>/dev/null && echo "SEES-HOST"
         cat /proc/*/environ 2>/dev/null | tr '\0' '\n' | grep -c BUGLOOP_ESCAPE_SECRET
         su -c true root </dev/null 2>/dev/null && echo "SU"
+        # Writing the host's own value back: harmless if it worked, and it must not.
+        cat /proc/sys/kernel/core_pattern > pattern
+        cat pattern 2>/dev/null > /proc/sys/kernel/core_pattern && echo "SYSCTL"
+        touch /dev/bugloop 2>/dev/null && echo "DEV"
         echo done
         "#
     );
@@ -114,6 +118,8 @@ async fn escape_through_privileges() {
         "NSENTERED",
         "SEES-HOST",
         "SU",
+        "SYSCTL",
+        "DEV",
     ] {
         assert!(!lines(&stdout).contains(&escaped), "{escaped}\n{stdout}");
     }
@@ -380,6 +386,35 @@ async fn escape_through_what_the_agent_leaves_in_the_tree() {
     assert_eq!(changes.refused.len(), 2, "{changes:?}");
     assert!(tree.commit(&changes, "leak", ("b", "b@b")).is_err());
     assert_eq!(tree.head(), commit);
+    for link in ["leak", "up", "fine"] {
+        std::fs::remove_file(tree.path().join(link)).unwrap();
+    }
+
+    // A setuid program left in the tree is refused, and no other local user can reach the tree.
+    let out = run(
+        &settings,
+        &bash("cp /bin/sh suid && chmod 4755 suid; ls -l suid"),
+    )
+    .await
+    .unwrap();
+    assert!(out.success(), "{}", out.stderr_text());
+    let changes = tree.changes().unwrap();
+    assert!(
+        changes.refused.iter().any(|r| r.contains("setuid")),
+        "{changes:?}"
+    );
+    let task_root = tree.path().parent().unwrap();
+    for private in [task_root, task_root.parent().unwrap()] {
+        let mode = std::os::unix::fs::PermissionsExt::mode(
+            &std::fs::metadata(private).unwrap().permissions(),
+        );
+        assert_eq!(
+            mode & 0o077,
+            0,
+            "{} is reachable by others",
+            private.display()
+        );
+    }
     drop(tree);
     assert!(!marker.exists());
     // The user's repository: config, refs, hooks, index and tree as they were.
