@@ -409,7 +409,7 @@ fn secrets_in_the_environment_reach_no_command() {
     std::fs::create_dir_all(dir.path().join(".bugloop")).unwrap();
     std::fs::write(
         dir.path().join(".bugloop/config.yml"),
-        "fix:\n  verify_commands:\n    - sh -c \"env; exit 1\"\n",
+        "fix:\n  verify_commands:\n    - shell: env; exit 1\n",
     )
     .unwrap();
     git(dir.path(), &["add", "."]);

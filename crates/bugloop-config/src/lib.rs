@@ -13,6 +13,7 @@ mod model;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+pub use bugloop_domain::safety::{CommandEntry, CommandList};
 pub use model::*;
 
 use bugloop_domain::dedup::DedupRule;
@@ -169,8 +170,36 @@ pub fn load(
 }
 
 /// The 1-based line and column of a dotted key path in YAML text, found by walking its keys in
-/// order (good enough for pointing at a value that failed validation).
+/// order (good enough for pointing at a value that failed validation); for `key[i]` the i-th item
+/// when items are written one per line.
 fn locate(text: &str, key_path: &str) -> Option<(usize, usize)> {
+    if let Some((key, index)) = key_path
+        .strip_suffix(']')
+        .and_then(|p| p.rsplit_once('['))
+        .and_then(|(key, index)| Some((key, index.parse::<usize>().ok()?)))
+    {
+        let (line, column) = locate(text, key)?;
+        let lines: Vec<&str> = text.lines().collect();
+        let mut items = lines
+            .iter()
+            .enumerate()
+            .skip(line)
+            .take_while(|(_, l)| {
+                let indent = l.len() - l.trim_start().len();
+                l.trim().is_empty() || l.trim_start().starts_with('#') || indent + 1 >= column
+            })
+            .filter(|(_, l)| l.trim_start().starts_with('-'));
+        let Some((first, first_line)) = items.next() else {
+            return Some((line, column));
+        };
+        let item_indent = first_line.len() - first_line.trim_start().len();
+        return std::iter::once((first, first_line))
+            .chain(items)
+            .filter(|(_, l)| l.len() - l.trim_start().len() == item_indent)
+            .nth(index)
+            .map(|(i, _)| (i + 1, item_indent + 1))
+            .or(Some((line, column)));
+    }
     let mut found = None;
     let mut from = 0;
     let mut min_indent = 0;
@@ -243,10 +272,11 @@ fn classify(origin: Origin, path: String, message: &str) -> ConfigError {
     .to_owned();
     if let Some((key, valid)) = backticked(&message, "unknown field `") {
         // The failing key is the last element of the path; report its parent.
-        let parent = match path.rsplit_once('.') {
-            Some((parent, _)) => parent.to_owned(),
-            None if path == key => String::new(),
-            None => path.clone(),
+        let parent = match path.strip_suffix(key.as_str()) {
+            Some("") => String::new(),
+            Some(parent) if parent.ends_with('.') => parent.trim_end_matches('.').to_owned(),
+            // The path ends before the key (a key inside a list item: `fix.verify_commands[0]`).
+            _ => path.clone(),
         };
         let suggestion = closest(&key, &valid);
         return ConfigError::UnknownKey {
@@ -413,12 +443,9 @@ pub fn validate(config: &Config) -> Result<(), ConfigError> {
     };
     filter_settings(config)?;
     marker_syntax(config)?;
-    parse_verify_commands(&config.fix.verify_commands)
-        .map_err(|e| invalid("fix.verify_commands", e.to_string()))?;
-    parse_verify_commands(&config.gate.commands)
-        .map_err(|e| invalid("gate.commands", e.to_string()))?;
-    parse_verify_commands(&config.solve.test_commands)
-        .map_err(|e| invalid("solve.test_commands", e.to_string()))?;
+    commands("fix.verify_commands", &config.fix.verify_commands)?;
+    commands("gate.commands", &config.gate.commands)?;
+    commands("solve.test_commands", &config.solve.test_commands)?;
     IgnoreMatcher::new(&config.protected_paths)
         .map_err(|e| invalid("protected_paths", e.to_string()))?;
     if !(0.0..=1.0).contains(&config.review.dedup_min_overlap) {
@@ -542,10 +569,19 @@ pub fn bot_identity(config: &Config) -> BotIdentity {
 }
 
 pub fn verify_commands(config: &Config) -> Result<Vec<VerifyCommand>, ConfigError> {
-    parse_verify_commands(&config.fix.verify_commands).map_err(|e| ConfigError::Invalid {
+    commands("fix.verify_commands", &config.fix.verify_commands)
+}
+
+/// A key's commands, split; an error names the entry (`fix.verify_commands[1]`, 0-based like
+/// every key path).
+pub fn commands(key: &str, list: &CommandList) -> Result<Vec<VerifyCommand>, ConfigError> {
+    parse_verify_commands(list).map_err(|error| ConfigError::Invalid {
         origin: Origin::Value,
-        path: "fix.verify_commands".to_owned(),
-        message: e.to_string(),
+        path: match error.index() {
+            Some(index) => format!("{key}[{}]", index.saturating_sub(1)),
+            None => key.to_owned(),
+        },
+        message: error.reason(),
     })
 }
 

@@ -50,6 +50,10 @@ fn errors_are_located_and_named() {
         "budgets:\n  max_cost_usd: .nan\n",
         "labels:\n  trigger: [a]\n",
         "fix:\n  verify_commands: [\"cargo test && rm -rf /\"]\n",
+        "fix:\n  verify_commands:\n    - cargo test\n    - sh -c 'make lint'\n",
+        "gate:\n  commands:\n  - cargo fmt --check\n  - env CI=1 bash scripts/lint\n",
+        "solve:\n  test_commands:\n    - {shell: ''}\n",
+        "fix:\n  verify_commands:\n    - {shel: make}\n",
         "review:\n  ignore_files: [\"a[b\"]\n",
         "identity:\n  marker_prefix: \"a b\"\n",
         "model:\n  default: gpt-4o\n",
@@ -87,7 +91,10 @@ fn the_specs_own_config_files_load() {
         bugloop_domain::Severity::Medium
     );
     assert_eq!(config.review.comment_limit, 10);
-    assert_eq!(config.fix.verify_commands, vec!["npm test"]);
+    assert_eq!(
+        config.fix.verify_commands,
+        CommandList::from(vec!["npm test"])
+    );
 }
 
 #[test]
@@ -114,7 +121,10 @@ fn env_overrides() {
     ];
     let (config, applied) = apply_env(Config::default(), env).unwrap();
     assert_eq!(config.review.threshold.get(), 8);
-    assert_eq!(config.fix.verify_commands, vec!["cargo test"]);
+    assert_eq!(
+        config.fix.verify_commands,
+        CommandList::from(vec!["cargo test"])
+    );
     assert_eq!(
         config.model.providers["groq"].base_url.as_deref(),
         Some("https://api.groq.com/openai/v1")
