@@ -1,5 +1,7 @@
-//! bugloop's configuration: `.bugloop/config.yml` with the spec's defaults, `BUGLOOP_*`
-//! environment overrides, validation into domain types, and the JSON Schema for editors.
+//! bugloop's configuration: `.bugloop/config.yml` with the spec's defaults, layered from trusted
+//! and untrusted sources (the base commit's file, the branch's, the user's own, `BUGLOOP_*`
+//! environment overrides; see [`load_layered`]), validation into domain types, and the JSON Schema
+//! for editors.
 //!
 //! Every error says where: the file, line and column (or the environment variable), the key path,
 //! and for an unknown key the closest valid one.
@@ -8,13 +10,17 @@
 // what the user needs to see.
 #![allow(clippy::result_large_err)]
 
+mod layered;
 mod model;
+mod show;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 
 pub use bugloop_domain::safety::{CommandEntry, CommandList};
+pub use layered::*;
 pub use model::*;
+pub use show::*;
 
 use bugloop_domain::dedup::DedupRule;
 use bugloop_domain::filter::FilterSettings;
@@ -103,120 +109,6 @@ fn hint(suggestion: &Option<String>, valid: &[String]) -> String {
         None if !valid.is_empty() => format!("; valid keys: {}", valid.join(", ")),
         None => String::new(),
     }
-}
-
-/// The configuration of a repository and where it came from.
-#[derive(Debug, Clone)]
-pub struct Loaded {
-    pub config: Config,
-    /// The file read, if there was one.
-    pub file: Option<PathBuf>,
-    /// Environment overrides applied, in order.
-    pub overrides: Vec<String>,
-}
-
-/// Reads `<repo>/.bugloop/config.yml` (or `explicit`), then applies `BUGLOOP_*` overrides from
-/// `env`, then validates. A missing default file means the defaults; a missing explicit file is an
-/// error.
-pub fn load(
-    repo_root: &Path,
-    explicit: Option<&Path>,
-    env: impl IntoIterator<Item = (String, String)>,
-) -> Result<Loaded, ConfigError> {
-    let (path, required) = match explicit {
-        Some(path) => (path.to_path_buf(), true),
-        None => (repo_root.join(CONFIG_PATH), false),
-    };
-    let (config, file, text) = match std::fs::read_to_string(&path) {
-        Ok(text) => (from_yaml(&text, &path)?, Some(path), text),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound && !required => {
-            (Config::default(), None, String::new())
-        }
-        Err(source) => return Err(ConfigError::Io { path, source }),
-    };
-    let (config, overrides) = apply_env(config, env)?;
-    if let Err(error) = validate(&config) {
-        return Err(match (error, &file) {
-            (
-                ConfigError::Invalid {
-                    origin: Origin::Value,
-                    path: key_path,
-                    message,
-                },
-                Some(file),
-            ) => {
-                let origin = match locate(&text, &key_path) {
-                    Some((line, column)) => Origin::File {
-                        path: file.clone(),
-                        line,
-                        column,
-                    },
-                    None => Origin::Value,
-                };
-                ConfigError::Invalid {
-                    origin,
-                    path: key_path,
-                    message,
-                }
-            }
-            (error, _) => error,
-        });
-    }
-    Ok(Loaded {
-        config,
-        file,
-        overrides,
-    })
-}
-
-/// The 1-based line and column of a dotted key path in YAML text, found by walking its keys in
-/// order (good enough for pointing at a value that failed validation); for `key[i]` the i-th item
-/// when items are written one per line.
-fn locate(text: &str, key_path: &str) -> Option<(usize, usize)> {
-    if let Some((key, index)) = key_path
-        .strip_suffix(']')
-        .and_then(|p| p.rsplit_once('['))
-        .and_then(|(key, index)| Some((key, index.parse::<usize>().ok()?)))
-    {
-        let (line, column) = locate(text, key)?;
-        let lines: Vec<&str> = text.lines().collect();
-        let mut items = lines
-            .iter()
-            .enumerate()
-            .skip(line)
-            .take_while(|(_, l)| {
-                let indent = l.len() - l.trim_start().len();
-                l.trim().is_empty() || l.trim_start().starts_with('#') || indent + 1 >= column
-            })
-            .filter(|(_, l)| l.trim_start().starts_with('-'));
-        let Some((first, first_line)) = items.next() else {
-            return Some((line, column));
-        };
-        let item_indent = first_line.len() - first_line.trim_start().len();
-        return std::iter::once((first, first_line))
-            .chain(items)
-            .filter(|(_, l)| l.len() - l.trim_start().len() == item_indent)
-            .nth(index)
-            .map(|(i, _)| (i + 1, item_indent + 1))
-            .or(Some((line, column)));
-    }
-    let mut found = None;
-    let mut from = 0;
-    let mut min_indent = 0;
-    for key in key_path.split('.').filter(|k| !k.is_empty()) {
-        let (index, indent) = text.lines().enumerate().skip(from).find_map(|(i, line)| {
-            let indent = line.len() - line.trim_start().len();
-            let body = line.trim_start().trim_start_matches("- ");
-            let matches = body.starts_with(&format!("{key}:"))
-                || body.starts_with(&format!("\"{key}\":"))
-                || body.starts_with(&format!("'{key}':"));
-            (matches && indent >= min_indent).then_some((i, indent))
-        })?;
-        found = Some((index + 1, indent + 1));
-        from = index + 1;
-        min_indent = indent + 1;
-    }
-    found
 }
 
 /// Parses a configuration file's text (an empty file is the defaults). Does not validate.
@@ -344,19 +236,33 @@ pub fn apply_env(
     config: Config,
     env: impl IntoIterator<Item = (String, String)>,
 ) -> Result<(Config, Vec<String>), ConfigError> {
-    let mut vars: Vec<(String, String)> = env
-        .into_iter()
-        .filter(|(name, _)| name.starts_with(ENV_PREFIX) && !ENV_RESERVED.contains(&name.as_str()))
-        .collect();
-    if vars.is_empty() {
-        return Ok((config, Vec::new()));
-    }
-    vars.sort();
     let mut tree = serde_yaml_ng::to_value(&config).map_err(|error| ConfigError::Invalid {
         origin: Origin::Value,
         path: String::new(),
         message: error.to_string(),
     })?;
+    let applied = apply_env_tree(&mut tree, env)?;
+    if applied.is_empty() {
+        return Ok((config, Vec::new()));
+    }
+    let config = serde_path_to_error::deserialize(tree).map_err(|error| {
+        let path = clean_path(&error.path().to_string());
+        classify(Origin::Value, path, &error.into_inner().to_string())
+    })?;
+    Ok((config, applied.into_iter().map(|(var, _)| var).collect()))
+}
+
+/// Applies the overrides to a configuration's tree; returns each variable applied with its key
+/// path, in order.
+pub(crate) fn apply_env_tree(
+    tree: &mut serde_yaml_ng::Value,
+    env: impl IntoIterator<Item = (String, String)>,
+) -> Result<Vec<(String, Vec<String>)>, ConfigError> {
+    let mut vars: Vec<(String, String)> = env
+        .into_iter()
+        .filter(|(name, _)| name.starts_with(ENV_PREFIX) && !ENV_RESERVED.contains(&name.as_str()))
+        .collect();
+    vars.sort();
     let mut applied = Vec::new();
     for (name, raw) in vars {
         let origin = Origin::Env { var: name.clone() };
@@ -366,19 +272,15 @@ pub fn apply_env(
             .collect();
         let value: serde_yaml_ng::Value =
             serde_yaml_ng::from_str(&raw).unwrap_or(serde_yaml_ng::Value::String(raw.clone()));
-        set_path(&mut tree, &keys, value, &origin)?;
+        set_path(tree, &keys, value, &origin)?;
         // Check each override on its own, so an error names the variable that caused it.
         serde_path_to_error::deserialize::<_, Config>(tree.clone()).map_err(|error| {
             let path = clean_path(&error.path().to_string());
             classify(origin.clone(), path, &error.into_inner().to_string())
         })?;
-        applied.push(name);
+        applied.push((name, keys));
     }
-    let config = serde_path_to_error::deserialize(tree).map_err(|error| {
-        let path = clean_path(&error.path().to_string());
-        classify(Origin::Value, path, &error.into_inner().to_string())
-    })?;
-    Ok((config, applied))
+    Ok(applied)
 }
 
 fn set_path(
