@@ -13,6 +13,7 @@ use bugloop_forge::git::Git;
 use bugloop_loops::act::{ActEnv, ActReport, Targets};
 use bugloop_loops::build::{BuildStatus, Landing};
 
+use crate::configuration::ConfigChoice;
 use crate::review::{connect_model, load_config, open_forge, progress, runtime};
 
 #[derive(Debug, clap::Args)]
@@ -114,7 +115,7 @@ fn print_report(
 /// Runs `work` with the acting environment of the repository at `cwd`.
 fn with_env<T>(
     cwd: &Path,
-    config_file: Option<&Path>,
+    config_file: &ConfigChoice,
     model: Option<&str>,
     runs_dir: &Path,
     work: impl AsyncFnOnce(&ActEnv<'_>, &bugloop_forge::local::LocalForge) -> Result<T>,
@@ -138,7 +139,7 @@ fn with_env<T>(
 
 pub fn fix(
     cwd: &Path,
-    config: Option<&Path>,
+    config: &ConfigChoice,
     args: &FixArgs,
     runs: &Path,
     out: &mut impl Write,
@@ -163,7 +164,7 @@ pub fn fix(
 
 pub fn do_request(
     cwd: &Path,
-    config: Option<&Path>,
+    config: &ConfigChoice,
     args: &TextArgs,
     runs: &Path,
     out: &mut impl Write,
@@ -180,7 +181,7 @@ pub fn do_request(
 
 pub fn ask(
     cwd: &Path,
-    config: Option<&Path>,
+    config: &ConfigChoice,
     args: &TextArgs,
     runs: &Path,
     out: &mut impl Write,
@@ -224,7 +225,7 @@ async fn thread_root(
 
 pub fn comment(
     cwd: &Path,
-    config: Option<&Path>,
+    config: &ConfigChoice,
     args: &CommentArgs,
     runs: &Path,
     out: &mut impl Write,
@@ -253,7 +254,7 @@ pub fn comment(
 
 pub fn reply(
     cwd: &Path,
-    config: Option<&Path>,
+    config: &ConfigChoice,
     args: &ReplyArgs,
     runs: &Path,
     out: &mut impl Write,
@@ -320,7 +321,7 @@ pub struct ConvergeArgs {
 
 pub fn converge(
     cwd: &Path,
-    config: Option<&Path>,
+    config: &ConfigChoice,
     args: &ConvergeArgs,
     runs: &Path,
     out: &mut impl Write,

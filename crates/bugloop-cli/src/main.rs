@@ -11,6 +11,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 mod act;
 mod bench;
 mod bench_review;
+mod configuration;
 mod models;
 mod output;
 mod review;
@@ -25,9 +26,15 @@ struct Cli {
     /// Run as if started in this directory.
     #[arg(short = 'C', long = "directory", global = true, value_name = "DIR")]
     directory: Option<PathBuf>,
-    /// Configuration file (default: <repository>/.bugloop/config.yml).
+    /// Your own configuration file, applied over the repository's (default:
+    /// $XDG_CONFIG_HOME/bugloop/config.yml, i.e. ~/.config/bugloop/config.yml, if it exists).
     #[arg(long, global = true, env = "BUGLOOP_CONFIG", value_name = "FILE")]
     config: Option<PathBuf>,
+    /// Accept this branch's own .bugloop/config.yml in full for this run, including commands,
+    /// sandbox, model, budget and identity settings (by default those come only from the base
+    /// commit's file, your own file and BUGLOOP_* variables).
+    #[arg(long, global = true)]
+    trust_branch_config: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -130,7 +137,9 @@ enum BenchCommand {
 
 #[derive(Debug, Subcommand)]
 enum ConfigCommand {
-    /// Print the effective configuration: defaults, the file, then BUGLOOP_* overrides.
+    /// Print the effective configuration and where each value came from: defaults, the base
+    /// commit's .bugloop/config.yml, this branch's review settings, your own file, BUGLOOP_*
+    /// overrides.
     Show {
         #[arg(long, value_enum, default_value_t = DataFormat::Yaml)]
         format: DataFormat,
@@ -191,55 +200,45 @@ fn run(cli: Cli, out: &mut impl Write) -> Result<ExitCode> {
         Some(dir) => dir.clone(),
         None => std::env::current_dir().context("cannot read the current directory")?,
     };
+    let choice = configuration::ConfigChoice {
+        file: cli.config.clone(),
+        trust_branch: cli.trust_branch_config,
+    };
     match cli.command {
         Command::Review(args) => {
-            return review::review_command(
-                &cwd,
-                cli.config.as_deref(),
-                &args,
-                &runs_dir(&cwd),
-                out,
-            );
+            return review::review_command(&cwd, &choice, &args, &runs_dir(&cwd), out);
         }
         Command::Findings(args) => {
-            return review::findings_command(&cwd, cli.config.as_deref(), &args, out);
+            return review::findings_command(&cwd, &choice, &args, out);
         }
         Command::Store(command) => return review::store_command(&cwd, &command, out),
         Command::Fix(args) => {
-            return act::fix(&cwd, cli.config.as_deref(), &args, &runs_dir(&cwd), out);
+            return act::fix(&cwd, &choice, &args, &runs_dir(&cwd), out);
         }
         Command::Do(args) => {
-            return act::do_request(&cwd, cli.config.as_deref(), &args, &runs_dir(&cwd), out);
+            return act::do_request(&cwd, &choice, &args, &runs_dir(&cwd), out);
         }
         Command::Ask(args) => {
-            return act::ask(&cwd, cli.config.as_deref(), &args, &runs_dir(&cwd), out);
+            return act::ask(&cwd, &choice, &args, &runs_dir(&cwd), out);
         }
         Command::Comment(args) => {
-            return act::comment(&cwd, cli.config.as_deref(), &args, &runs_dir(&cwd), out);
+            return act::comment(&cwd, &choice, &args, &runs_dir(&cwd), out);
         }
         Command::Converge(args) => {
-            return act::converge(&cwd, cli.config.as_deref(), &args, &runs_dir(&cwd), out);
+            return act::converge(&cwd, &choice, &args, &runs_dir(&cwd), out);
         }
         Command::Reply(args) => {
-            return act::reply(&cwd, cli.config.as_deref(), &args, &runs_dir(&cwd), out);
+            return act::reply(&cwd, &choice, &args, &runs_dir(&cwd), out);
         }
         Command::Config(ConfigCommand::Show { format }) => {
-            let root = repository_root(&cwd);
-            let loaded = bugloop_config::load(&root, cli.config.as_deref(), std::env::vars())?;
+            let (_, loaded) = configuration::load(&cwd, &choice)?;
             match format {
                 DataFormat::Yaml => {
-                    let source = match &loaded.file {
-                        Some(file) => format!("from {}", file.display()),
-                        None => format!("no {} found: defaults", bugloop_config::CONFIG_PATH),
-                    };
-                    writeln!(out, "# {source}")?;
-                    for var in &loaded.overrides {
-                        writeln!(out, "# overridden by {var}")?;
-                    }
-                    write!(out, "{}", serde_yaml_ng::to_string(&loaded.config)?)?;
+                    write!(out, "{}", bugloop_config::to_yaml_with_sources(&loaded))?;
                 }
                 DataFormat::Json => {
-                    writeln!(out, "{}", serde_json::to_string_pretty(&loaded.config)?)?;
+                    let shown = bugloop_config::to_json_with_sources(&loaded);
+                    writeln!(out, "{}", serde_json::to_string_pretty(&shown)?)?;
                 }
             }
         }
@@ -307,8 +306,7 @@ fn run(cli: Cli, out: &mut impl Write) -> Result<ExitCode> {
             }
         }
         Command::Doctor => {
-            let root = repository_root(&cwd);
-            let loaded = bugloop_config::load(&root, cli.config.as_deref(), std::env::vars())?;
+            let (_, loaded) = configuration::load(&cwd, &choice)?;
             return doctor(out, &loaded.config);
         }
         Command::Bench(BenchCommand::Model {
@@ -317,8 +315,7 @@ fn run(cli: Cli, out: &mut impl Write) -> Result<ExitCode> {
             max_tokens,
             format,
         }) => {
-            let root = repository_root(&cwd);
-            let loaded = bugloop_config::load(&root, cli.config.as_deref(), std::env::vars())?;
+            let (_, loaded) = configuration::load(&cwd, &choice)?;
             bench::model(out, &loaded.config, &model, runs, max_tokens, format)?;
         }
         Command::Bench(BenchCommand::Review {
@@ -353,8 +350,7 @@ fn run(cli: Cli, out: &mut impl Write) -> Result<ExitCode> {
             let Ok(body) = String::from_utf8(bytes) else {
                 bail!("{} is not UTF-8 text", input.display());
             };
-            let root = repository_root(&cwd);
-            let loaded = bugloop_config::load(&root, cli.config.as_deref(), std::env::vars())?;
+            let (_, loaded) = configuration::load(&cwd, &choice)?;
             let markers = bugloop_config::marker_syntax(&loaded.config)?.parse_all(&body);
             let parsed = bugloop_domain::rmcoc::parse_comment(&body);
             match format {
@@ -497,7 +493,7 @@ fn print_transcript(
 }
 
 /// The nearest enclosing directory with a `.git`, else `start` itself.
-fn repository_root(start: &Path) -> PathBuf {
+pub(crate) fn repository_root(start: &Path) -> PathBuf {
     start
         .ancestors()
         .find(|dir| dir.join(".git").exists())

@@ -15,10 +15,11 @@ use bugloop_forge::git::{Git, HeadState, Selection};
 use bugloop_forge::local::{LocalForge, store_path};
 use bugloop_llm::budget::{Meter, Metered, price_for};
 use bugloop_llm::{BudgetLimits, Price};
-use bugloop_loops::review::{ReviewEnv, ReviewRequest, review};
+use bugloop_loops::review::{ReviewEnv, ReviewRequest, review_with};
 use bugloop_loops::{Progress, ProgressEvent};
 use clap::ValueEnum;
 
+use crate::configuration::ConfigChoice;
 use crate::output::{Style, markdown, sarif, text};
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -93,10 +94,17 @@ impl Progress for StderrProgress {
     }
 }
 
-pub fn load_config(cwd: &Path, file: Option<&Path>) -> Result<(Git, Config)> {
-    let git = Git::open(cwd)?;
-    let loaded = bugloop_config::load(git.root(), file, std::env::vars())?;
+/// The repository at `cwd` and its configuration (warning about the branch's ignored settings).
+pub fn load_config(cwd: &Path, choice: &ConfigChoice) -> Result<(Git, Config)> {
+    let (git, loaded) = load_loaded(cwd, choice)?;
     Ok((git, loaded.config))
+}
+
+fn load_loaded(cwd: &Path, choice: &ConfigChoice) -> Result<(Git, bugloop_config::Loaded)> {
+    // Outside a repository this is the error to show, not a configuration problem.
+    let git = Git::open(cwd)?;
+    let (_, loaded) = crate::configuration::load(git.root(), choice)?;
+    Ok((git, loaded))
 }
 
 pub fn runtime() -> Result<tokio::runtime::Runtime> {
@@ -165,12 +173,17 @@ pub async fn open_forge(git: &Git, config: &Config) -> Result<LocalForge> {
 
 pub fn review_command(
     cwd: &Path,
-    config_file: Option<&Path>,
+    config_choice: &ConfigChoice,
     args: &ReviewArgs,
     runs_dir: &Path,
     out: &mut impl Write,
 ) -> Result<ExitCode> {
-    let (git, config) = load_config(cwd, config_file)?;
+    let (git, loaded) = load_loaded(cwd, config_choice)?;
+    // The branch's ignored changes to trusted settings are reported as a finding of their own.
+    let own_findings: Vec<_> = bugloop_config::ignored_settings_finding(&loaded.ignored)
+        .into_iter()
+        .collect();
+    let config = loaded.config;
     let selection = if args.staged {
         Selection::Staged
     } else if args.working {
@@ -233,7 +246,9 @@ pub fn review_command(
             runs_dir: runs_dir.to_path_buf(),
             progress,
         };
-        review(&env, request).await.map_err(anyhow::Error::from)
+        review_with(&env, request, own_findings)
+            .await
+            .map_err(anyhow::Error::from)
     })?;
     drop(checkout);
     match args.format {
@@ -295,11 +310,11 @@ fn status_order(status: ThreadStatus) -> u8 {
 
 pub fn findings_command(
     cwd: &Path,
-    config_file: Option<&Path>,
+    config_choice: &ConfigChoice,
     args: &FindingsArgs,
     out: &mut impl Write,
 ) -> Result<ExitCode> {
-    let (git, config) = load_config(cwd, config_file)?;
+    let (git, config) = load_config(cwd, config_choice)?;
     let key = args
         .change
         .clone()

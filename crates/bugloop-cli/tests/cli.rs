@@ -1,6 +1,9 @@
 //! The CLI's tests, one directory per case under `tests/cases/`: `args` (one line), optional
-//! `config.yml` (put at `.bugloop/config.yml` of a fresh git repository), `runs/` (transcripts put
-//! under `.git/bugloop/runs`), `env` (KEY=VALUE lines) and `stdin`. The snapshot is the exit code, standard output and standard error.
+//! `config.yml` (put at `.bugloop/config.yml` of a fresh repository), `base.yml` (when given, the
+//! repository is a real git repository: `base.yml` is committed as `.bugloop/config.yml` on
+//! `main`, then `config.yml`, if any, on the branch `feature`), `runs/` (transcripts put under
+//! `.git/bugloop/runs`), `env` (KEY=VALUE lines) and `stdin`. The snapshot is the exit code,
+//! standard output and standard error.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -12,10 +15,24 @@ fn cases() {
     insta::glob!("cases/*/args", |args_path| {
         let case = args_path.parent().unwrap();
         let repo = tempfile::tempdir().unwrap();
-        std::fs::create_dir(repo.path().join(".git")).unwrap();
-        if let Ok(config) = std::fs::read(case.join("config.yml")) {
+        let config_file = repo.path().join(".bugloop/config.yml");
+        if let Ok(base) = std::fs::read(case.join("base.yml")) {
+            git(repo.path(), &["init", "-q", "-b", "main"]);
             std::fs::create_dir_all(repo.path().join(".bugloop")).unwrap();
-            std::fs::write(repo.path().join(".bugloop/config.yml"), config).unwrap();
+            std::fs::write(&config_file, base).unwrap();
+            git(repo.path(), &["add", "."]);
+            git(repo.path(), &["commit", "-qm", "base"]);
+            git(repo.path(), &["switch", "-qc", "feature"]);
+            if let Ok(config) = std::fs::read(case.join("config.yml")) {
+                std::fs::write(&config_file, config).unwrap();
+                git(repo.path(), &["commit", "-qam", "branch"]);
+            }
+        } else {
+            std::fs::create_dir(repo.path().join(".git")).unwrap();
+            if let Ok(config) = std::fs::read(case.join("config.yml")) {
+                std::fs::create_dir_all(repo.path().join(".bugloop")).unwrap();
+                std::fs::write(&config_file, config).unwrap();
+            }
         }
         if let Ok(runs) = std::fs::read_dir(case.join("runs")) {
             let target = repo.path().join(".git/bugloop/runs");
@@ -58,19 +75,40 @@ fn cases() {
     });
 }
 
+/// git with a fixed identity and dates, so commit ids (shown in labels) are the same every run.
+fn git(dir: &std::path::Path, args: &[&str]) {
+    let output = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_AUTHOR_NAME", "Test")
+        .env("GIT_AUTHOR_EMAIL", "test@example.com")
+        .env("GIT_AUTHOR_DATE", "2025-01-01T00:00:00Z")
+        .env("GIT_COMMITTER_NAME", "Test")
+        .env("GIT_COMMITTER_EMAIL", "test@example.com")
+        .env("GIT_COMMITTER_DATE", "2025-01-01T00:00:00Z")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
 /// `doctor` reports each check on its own line and fails when the configured model is missing.
 /// (Not a snapshot: versions and paths are the machine's.)
 #[test]
 fn doctor_reports_and_fails_on_a_missing_model() {
     let repo = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(repo.path().join(".bugloop")).unwrap();
-    std::fs::write(
-        repo.path().join(".bugloop/config.yml"),
-        "model:\n  default: local:/nonexistent/model.gguf\n",
-    )
-    .unwrap();
+    // The model is trusted-only configuration: the environment chooses it, as the user's own file
+    // or the base commit's would.
     let output = Command::new(env!("CARGO_BIN_EXE_bugloop"))
         .arg("doctor")
+        .env("BUGLOOP_MODEL__DEFAULT", "local:/nonexistent/model.gguf")
         .current_dir(repo.path())
         .output()
         .unwrap();

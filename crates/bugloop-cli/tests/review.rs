@@ -409,7 +409,7 @@ fn secrets_in_the_environment_reach_no_command() {
     std::fs::create_dir_all(dir.path().join(".bugloop")).unwrap();
     std::fs::write(
         dir.path().join(".bugloop/config.yml"),
-        "fix:\n  verify_commands:\n    - sh -c \"env; exit 1\"\n",
+        "fix:\n  verify_commands:\n    - shell: env; exit 1\n",
     )
     .unwrap();
     git(dir.path(), &["add", "."]);
@@ -422,7 +422,8 @@ fn secrets_in_the_environment_reach_no_command() {
         ],
     );
     let output = Command::new(env!("CARGO_BIN_EXE_bugloop"))
-        .args(["fix", "--all", "--model", &model])
+        // The branch's own verify commands run only when trusted for the run.
+        .args(["fix", "--all", "--trust-branch-config", "--model", &model])
         .current_dir(dir.path())
         .env("NO_COLOR", "1")
         .env("OPENAI_API_KEY", "sk-test-secret-0451")
@@ -487,7 +488,7 @@ fn a_fix_killed_mid_run_leaves_the_user_tree_as_it_was() {
         ],
     );
     let mut child = Command::new(env!("CARGO_BIN_EXE_bugloop"))
-        .args(["fix", "--all", "--model", &model])
+        .args(["fix", "--all", "--trust-branch-config", "--model", &model])
         .current_dir(dir.path())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -587,5 +588,82 @@ fn comments_replies_and_converge_from_the_command_line() {
         stdout(&converged).starts_with("bugloop converge exit: converged\nLoops: 1\n"),
         "{}",
         stdout(&converged)
+    );
+}
+
+/// A branch that adds a verify command to `.bugloop/config.yml`: the command is not used (the
+/// base has none), `config show` says so, every command warns, and the review publishes one
+/// security finding on the file, which `--trust-branch-config` accepts for one run.
+#[test]
+fn a_branch_cannot_choose_its_own_commands() {
+    let dir = repo();
+    let scripts = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join(".bugloop")).unwrap();
+    std::fs::write(
+        dir.path().join(".bugloop/config.yml"),
+        "review:\n  threshold: 5\nfix:\n  verify_commands: [touch /tmp/pwned]\n",
+    )
+    .unwrap();
+    git(dir.path(), &["add", "."]);
+    git(dir.path(), &["commit", "-qm", "config"]);
+    let warning = "warning: .bugloop/config.yml on this branch sets fix.verify_commands (line 4); \
+                   ignored: commands and sandbox settings come from trusted configuration (the \
+                   base commit, your own config). Run with --trust-branch-config to accept them \
+                   for this run.\n";
+
+    let shown = bugloop(dir.path(), &["config", "show"]);
+    assert_eq!(shown.status.code(), Some(0), "{}", stderr(&shown));
+    assert_eq!(stderr(&shown), warning);
+    assert!(
+        stdout(&shown).contains("  verify_commands: []  # default\n"),
+        "{}",
+        stdout(&shown)
+    );
+    assert!(
+        stdout(&shown).contains("  threshold: 5  # from "),
+        "{}",
+        stdout(&shown)
+    );
+
+    let model = script(scripts.path(), &[]);
+    let run = bugloop(
+        dir.path(),
+        &["review", "--model", &model, "--format", "json"],
+    );
+    assert_eq!(run.status.code(), Some(0), "{}", stderr(&run));
+    assert!(stderr(&run).starts_with(warning), "{}", stderr(&run));
+    let report: Value = serde_json::from_str(&stdout(&run)).unwrap();
+    let findings = report["findings"].as_array().unwrap();
+    assert_eq!(findings.len(), 1, "{report:#}");
+    let finding = &findings[0];
+    assert_eq!(
+        finding["id"],
+        "branch-changes-trusted-bugloop-configuration"
+    );
+    assert_eq!(
+        finding["title"],
+        "This branch changes trusted bugloop configuration: fix.verify_commands"
+    );
+    assert_eq!(finding["file"], ".bugloop/config.yml");
+    assert_eq!(finding["line"], 4);
+    assert_eq!(finding["score"], 7);
+    assert_eq!(finding["category"], "security");
+    assert_eq!(finding["placement"], "line");
+
+    let trusted = bugloop(
+        dir.path(),
+        &[
+            "--trust-branch-config",
+            "config",
+            "show",
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(stderr(&trusted), "");
+    let shown: Value = serde_json::from_str(&stdout(&trusted)).unwrap();
+    assert_eq!(
+        shown["config"]["fix"]["verify_commands"],
+        json!(["touch /tmp/pwned"])
     );
 }

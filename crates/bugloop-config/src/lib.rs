@@ -1,5 +1,7 @@
-//! bugloop's configuration: `.bugloop/config.yml` with the spec's defaults, `BUGLOOP_*`
-//! environment overrides, validation into domain types, and the JSON Schema for editors.
+//! bugloop's configuration: `.bugloop/config.yml` with the spec's defaults, layered from trusted
+//! and untrusted sources (the base commit's file, the branch's, the user's own, `BUGLOOP_*`
+//! environment overrides; see [`load_layered`]), validation into domain types, and the JSON Schema
+//! for editors.
 //!
 //! Every error says where: the file, line and column (or the environment variable), the key path,
 //! and for an unknown key the closest valid one.
@@ -8,12 +10,17 @@
 // what the user needs to see.
 #![allow(clippy::result_large_err)]
 
+mod layered;
 mod model;
+mod show;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+pub use bugloop_domain::safety::{CommandEntry, CommandList};
+pub use layered::*;
 pub use model::*;
+pub use show::*;
 
 use bugloop_domain::dedup::DedupRule;
 use bugloop_domain::filter::FilterSettings;
@@ -104,92 +111,6 @@ fn hint(suggestion: &Option<String>, valid: &[String]) -> String {
     }
 }
 
-/// The configuration of a repository and where it came from.
-#[derive(Debug, Clone)]
-pub struct Loaded {
-    pub config: Config,
-    /// The file read, if there was one.
-    pub file: Option<PathBuf>,
-    /// Environment overrides applied, in order.
-    pub overrides: Vec<String>,
-}
-
-/// Reads `<repo>/.bugloop/config.yml` (or `explicit`), then applies `BUGLOOP_*` overrides from
-/// `env`, then validates. A missing default file means the defaults; a missing explicit file is an
-/// error.
-pub fn load(
-    repo_root: &Path,
-    explicit: Option<&Path>,
-    env: impl IntoIterator<Item = (String, String)>,
-) -> Result<Loaded, ConfigError> {
-    let (path, required) = match explicit {
-        Some(path) => (path.to_path_buf(), true),
-        None => (repo_root.join(CONFIG_PATH), false),
-    };
-    let (config, file, text) = match std::fs::read_to_string(&path) {
-        Ok(text) => (from_yaml(&text, &path)?, Some(path), text),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound && !required => {
-            (Config::default(), None, String::new())
-        }
-        Err(source) => return Err(ConfigError::Io { path, source }),
-    };
-    let (config, overrides) = apply_env(config, env)?;
-    if let Err(error) = validate(&config) {
-        return Err(match (error, &file) {
-            (
-                ConfigError::Invalid {
-                    origin: Origin::Value,
-                    path: key_path,
-                    message,
-                },
-                Some(file),
-            ) => {
-                let origin = match locate(&text, &key_path) {
-                    Some((line, column)) => Origin::File {
-                        path: file.clone(),
-                        line,
-                        column,
-                    },
-                    None => Origin::Value,
-                };
-                ConfigError::Invalid {
-                    origin,
-                    path: key_path,
-                    message,
-                }
-            }
-            (error, _) => error,
-        });
-    }
-    Ok(Loaded {
-        config,
-        file,
-        overrides,
-    })
-}
-
-/// The 1-based line and column of a dotted key path in YAML text, found by walking its keys in
-/// order (good enough for pointing at a value that failed validation).
-fn locate(text: &str, key_path: &str) -> Option<(usize, usize)> {
-    let mut found = None;
-    let mut from = 0;
-    let mut min_indent = 0;
-    for key in key_path.split('.').filter(|k| !k.is_empty()) {
-        let (index, indent) = text.lines().enumerate().skip(from).find_map(|(i, line)| {
-            let indent = line.len() - line.trim_start().len();
-            let body = line.trim_start().trim_start_matches("- ");
-            let matches = body.starts_with(&format!("{key}:"))
-                || body.starts_with(&format!("\"{key}\":"))
-                || body.starts_with(&format!("'{key}':"));
-            (matches && indent >= min_indent).then_some((i, indent))
-        })?;
-        found = Some((index + 1, indent + 1));
-        from = index + 1;
-        min_indent = indent + 1;
-    }
-    found
-}
-
 /// Parses a configuration file's text (an empty file is the defaults). Does not validate.
 pub fn from_yaml(text: &str, path: &Path) -> Result<Config, ConfigError> {
     if text.trim().is_empty()
@@ -243,10 +164,11 @@ fn classify(origin: Origin, path: String, message: &str) -> ConfigError {
     .to_owned();
     if let Some((key, valid)) = backticked(&message, "unknown field `") {
         // The failing key is the last element of the path; report its parent.
-        let parent = match path.rsplit_once('.') {
-            Some((parent, _)) => parent.to_owned(),
-            None if path == key => String::new(),
-            None => path.clone(),
+        let parent = match path.strip_suffix(key.as_str()) {
+            Some("") => String::new(),
+            Some(parent) if parent.ends_with('.') => parent.trim_end_matches('.').to_owned(),
+            // The path ends before the key (a key inside a list item: `fix.verify_commands[0]`).
+            _ => path.clone(),
         };
         let suggestion = closest(&key, &valid);
         return ConfigError::UnknownKey {
@@ -314,19 +236,33 @@ pub fn apply_env(
     config: Config,
     env: impl IntoIterator<Item = (String, String)>,
 ) -> Result<(Config, Vec<String>), ConfigError> {
-    let mut vars: Vec<(String, String)> = env
-        .into_iter()
-        .filter(|(name, _)| name.starts_with(ENV_PREFIX) && !ENV_RESERVED.contains(&name.as_str()))
-        .collect();
-    if vars.is_empty() {
-        return Ok((config, Vec::new()));
-    }
-    vars.sort();
     let mut tree = serde_yaml_ng::to_value(&config).map_err(|error| ConfigError::Invalid {
         origin: Origin::Value,
         path: String::new(),
         message: error.to_string(),
     })?;
+    let applied = apply_env_tree(&mut tree, env)?;
+    if applied.is_empty() {
+        return Ok((config, Vec::new()));
+    }
+    let config = serde_path_to_error::deserialize(tree).map_err(|error| {
+        let path = clean_path(&error.path().to_string());
+        classify(Origin::Value, path, &error.into_inner().to_string())
+    })?;
+    Ok((config, applied.into_iter().map(|(var, _)| var).collect()))
+}
+
+/// Applies the overrides to a configuration's tree; returns each variable applied with its key
+/// path, in order.
+pub(crate) fn apply_env_tree(
+    tree: &mut serde_yaml_ng::Value,
+    env: impl IntoIterator<Item = (String, String)>,
+) -> Result<Vec<(String, Vec<String>)>, ConfigError> {
+    let mut vars: Vec<(String, String)> = env
+        .into_iter()
+        .filter(|(name, _)| name.starts_with(ENV_PREFIX) && !ENV_RESERVED.contains(&name.as_str()))
+        .collect();
+    vars.sort();
     let mut applied = Vec::new();
     for (name, raw) in vars {
         let origin = Origin::Env { var: name.clone() };
@@ -336,19 +272,15 @@ pub fn apply_env(
             .collect();
         let value: serde_yaml_ng::Value =
             serde_yaml_ng::from_str(&raw).unwrap_or(serde_yaml_ng::Value::String(raw.clone()));
-        set_path(&mut tree, &keys, value, &origin)?;
+        set_path(tree, &keys, value, &origin)?;
         // Check each override on its own, so an error names the variable that caused it.
         serde_path_to_error::deserialize::<_, Config>(tree.clone()).map_err(|error| {
             let path = clean_path(&error.path().to_string());
             classify(origin.clone(), path, &error.into_inner().to_string())
         })?;
-        applied.push(name);
+        applied.push((name, keys));
     }
-    let config = serde_path_to_error::deserialize(tree).map_err(|error| {
-        let path = clean_path(&error.path().to_string());
-        classify(Origin::Value, path, &error.into_inner().to_string())
-    })?;
-    Ok((config, applied))
+    Ok(applied)
 }
 
 fn set_path(
@@ -413,12 +345,9 @@ pub fn validate(config: &Config) -> Result<(), ConfigError> {
     };
     filter_settings(config)?;
     marker_syntax(config)?;
-    parse_verify_commands(&config.fix.verify_commands)
-        .map_err(|e| invalid("fix.verify_commands", e.to_string()))?;
-    parse_verify_commands(&config.gate.commands)
-        .map_err(|e| invalid("gate.commands", e.to_string()))?;
-    parse_verify_commands(&config.solve.test_commands)
-        .map_err(|e| invalid("solve.test_commands", e.to_string()))?;
+    commands("fix.verify_commands", &config.fix.verify_commands)?;
+    commands("gate.commands", &config.gate.commands)?;
+    commands("solve.test_commands", &config.solve.test_commands)?;
     IgnoreMatcher::new(&config.protected_paths)
         .map_err(|e| invalid("protected_paths", e.to_string()))?;
     if !(0.0..=1.0).contains(&config.review.dedup_min_overlap) {
@@ -576,10 +505,19 @@ pub fn bot_identity(config: &Config) -> BotIdentity {
 }
 
 pub fn verify_commands(config: &Config) -> Result<Vec<VerifyCommand>, ConfigError> {
-    parse_verify_commands(&config.fix.verify_commands).map_err(|e| ConfigError::Invalid {
+    commands("fix.verify_commands", &config.fix.verify_commands)
+}
+
+/// A key's commands, split; an error names the entry (`fix.verify_commands[1]`, 0-based like
+/// every key path).
+pub fn commands(key: &str, list: &CommandList) -> Result<Vec<VerifyCommand>, ConfigError> {
+    parse_verify_commands(list).map_err(|error| ConfigError::Invalid {
         origin: Origin::Value,
-        path: "fix.verify_commands".to_owned(),
-        message: e.to_string(),
+        path: match error.index() {
+            Some(index) => format!("{key}[{}]", index.saturating_sub(1)),
+            None => key.to_owned(),
+        },
+        message: error.reason(),
     })
 }
 

@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 
+use bugloop_domain::safety::CommandList;
 use bugloop_domain::{Score, Severity};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -279,16 +280,17 @@ impl Default for IdentityConfig {
 #[serde(default, deny_unknown_fields)]
 pub struct FixConfig {
     /// Run (without a shell, in the sandbox) after every fix or do request; all must pass before a
-    /// commit. At most 20.
+    /// commit. At most 20. An entry is a command (`cargo test`) or an explicit shell script
+    /// (`{shell: "make lint && make test"}`, run as `sh -c`). Trusted configuration only.
     #[serde(alias = "bugbot-fix-verify-commands")]
-    pub verify_commands: Vec<String>,
+    pub verify_commands: CommandList,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct GateConfig {
     /// Formatters and linters run before each audit (same rules as verify commands).
-    pub commands: Vec<String>,
+    pub commands: CommandList,
     /// Gate-fix rounds before the loop stops with an error.
     pub max_fix_rounds: u32,
 }
@@ -296,7 +298,7 @@ pub struct GateConfig {
 impl Default for GateConfig {
     fn default() -> Self {
         GateConfig {
-            commands: Vec::new(),
+            commands: CommandList::default(),
             max_fix_rounds: 5,
         }
     }
@@ -334,8 +336,8 @@ pub struct SolveConfig {
     pub timeout_minutes: u64,
     /// A change larger than this is escalated instead of marked ready.
     pub max_diff_lines: u64,
-    /// Commands that must pass (build and tests).
-    pub test_commands: Vec<String>,
+    /// Commands that must pass (build and tests), same rules as verify commands.
+    pub test_commands: CommandList,
 }
 
 impl Default for SolveConfig {
@@ -345,7 +347,7 @@ impl Default for SolveConfig {
             max_review_iterations: 5,
             timeout_minutes: 30,
             max_diff_lines: 500,
-            test_commands: Vec::new(),
+            test_commands: CommandList::default(),
         }
     }
 }

@@ -188,6 +188,22 @@ impl Git {
             .map(str::to_owned)
     }
 
+    /// The commit whose `.bugloop/config.yml` a local run trusts, with a label like
+    /// `main@1a2b3c4`: the merge base of HEAD with the default branch (HEAD itself when it is on
+    /// the default branch; the default branch's tip for unrelated histories, as [`Git::select`]
+    /// does). `None` without commits or without a default branch.
+    pub fn trusted_base(&self) -> Option<(String, String)> {
+        let head = self.head()?;
+        let branch = self.default_branch()?;
+        let tip = self.resolve(&branch)?;
+        let base = self
+            .run(&["merge-base", &tip, &head])
+            .ok()
+            .filter(|s| !s.is_empty())
+            .unwrap_or(tip);
+        Some((format!("{branch}@{}", short(&base)), base))
+    }
+
     /// A revision's commit id.
     pub fn resolve(&self, revision: &str) -> Option<String> {
         if revision.starts_with('-') {

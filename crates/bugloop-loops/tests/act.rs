@@ -158,10 +158,12 @@ async fn a_failed_verification_commits_nothing_and_shows_the_output() {
     let before = snapshot(&repo);
     let before_text = repo.read("src/stats.rs");
     let script = ScriptedProvider::new([clamp_edit(), text_reply("Clamped.", usage())]);
-    let config = verifying(&[
-        "grep -q min( src/stats.rs",
-        "sh -c \"echo tests failed: 3 of 12; exit 1\"",
-    ]);
+    let mut config = verifying(&[]);
+    config.fix.verify_commands = vec![
+        bugloop_config::CommandEntry::from("grep -q min( src/stats.rs"),
+        bugloop_config::CommandEntry::shell("echo tests failed: 3 of 12; exit 1"),
+    ]
+    .into();
     let report = with_env(&repo, config, script, async |env| {
         act::fix(
             env,

@@ -193,7 +193,10 @@ async fn a_fix_that_changes_nothing_is_stuck_and_the_tree_is_untouched() {
 async fn a_gate_that_cannot_be_fixed_is_an_error() {
     let repo = Repo::with_feature();
     let mut config = support::config();
-    config.gate.commands = vec!["sh -c \"echo lint: 2 problems; exit 1\"".to_owned()];
+    config.gate.commands = vec![bugloop_config::CommandEntry::shell(
+        "echo lint: 2 problems; exit 1",
+    )]
+    .into();
     config.gate.max_fix_rounds = 2;
     let script = ScriptedProvider::new([]);
     for _ in 0..2 {

@@ -60,6 +60,29 @@ fn the_branch_against_its_merge_base_by_default() {
     assert!(g.select(&Selection::Branch).unwrap().diff.is_empty());
 }
 
+/// The commit whose configuration a local run trusts: the merge base with the default branch.
+#[test]
+fn the_trusted_base_is_the_merge_base_with_the_default_branch() {
+    let dir = repo();
+    let g = Git::open(dir.path()).unwrap();
+    let main = g.resolve("main").unwrap();
+    let (label, commit) = g.trusted_base().unwrap();
+    assert_eq!(commit, main);
+    assert_eq!(label, format!("main@{}", &main[..7]));
+    // main moves on: the branch still trusts where it started.
+    git(dir.path(), &["switch", "-q", "main"]);
+    std::fs::write(dir.path().join("b.txt"), "b\n").unwrap();
+    git(dir.path(), &["add", "."]);
+    git(dir.path(), &["commit", "-qm", "main moves"]);
+    let new_main = g.resolve("main").unwrap();
+    assert_eq!(g.trusted_base().unwrap().1, new_main);
+    git(dir.path(), &["switch", "-q", "feature"]);
+    assert_eq!(g.trusted_base().unwrap().1, main);
+    // Without a default branch there is nothing to trust.
+    git(dir.path(), &["branch", "-qm", "main", "trunk"]);
+    assert_eq!(g.trusted_base(), None);
+}
+
 #[test]
 fn staged_working_and_untracked_files() {
     let dir = repo();

@@ -224,6 +224,18 @@ pub async fn review(
     env: &ReviewEnv<'_>,
     request: ReviewRequest,
 ) -> Result<ReviewReport, ReviewError> {
+    review_with(env, request, Vec::new()).await
+}
+
+/// Runs one review, adding findings of bugloop's own (not the model's) to what the model
+/// reports, such as the branch's ignored changes to trusted configuration
+/// (`bugloop_config::ignored_settings_finding`). They are grounded, filtered and published like
+/// the model's.
+pub async fn review_with(
+    env: &ReviewEnv<'_>,
+    request: ReviewRequest,
+    own_findings: Vec<Finding>,
+) -> Result<ReviewReport, ReviewError> {
     let started = Instant::now();
     let config = env.config;
     let mut dispute_error = None;
@@ -332,7 +344,7 @@ pub async fn review(
     let mut unreviewed = plan.unreviewed.clone();
     let mut errors: Vec<String> = dispute_error.into_iter().collect();
     let mut passes = Vec::new();
-    let mut reported: Vec<Finding> = Vec::new();
+    let mut reported: Vec<Finding> = own_findings;
     let mut dropped = Vec::new();
     let mut resolutions: BTreeMap<String, String> = BTreeMap::new();
     let mut stopped: Option<String> = None;

@@ -1,0 +1,770 @@
+//! Configuration from several sources, and which of them may choose what.
+//!
+//! Code under review is untrusted, and so is its `.bugloop/config.yml`. Everything that runs a
+//! program, sends data somewhere, or decides identity and spend comes from trusted sources only:
+//! the repository's file at the change's base commit, the user's own file outside the repository,
+//! and `BUGLOOP_*` variables. The branch's own file may change review settings (see
+//! [`BRANCH_SETTABLE`]); what else it changes is ignored and listed ([`IgnoredBranchSetting`]).
+//!
+//! [`load_layered`] is a pure function of texts; [`load`] reads them from disk.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use serde_yaml_ng::{Mapping, Value};
+
+use crate::{CONFIG_PATH, Config, ConfigError, Origin, apply_env_tree, from_yaml, validate};
+
+/// The keys a branch's own file may set (when [`BranchConfig::ReviewSettings`]): how findings are
+/// judged and shown. Every other key is trusted-only: commands (`fix`, `gate`, `solve`), the
+/// sandbox, models and providers (where tokens go, what they cost), budgets, identity and marker
+/// prefixes, labels and assignees, the converge loop's size, protected paths, the branch prefix,
+/// and `review.enable_web` (the reviewer fetching from the web). New keys are trusted-only until
+/// they are listed here.
+pub const BRANCH_SETTABLE: &[&str] = &[
+    "review.threshold",
+    "review.elevation_threshold",
+    "review.elevation_min_score",
+    "review.severity_floor",
+    "review.comment_limit",
+    "review.sensitive_data",
+    "review.security_promotion",
+    "review.ignore_files",
+    "review.dedup_line_window",
+    "review.dedup_min_overlap",
+    "review.max_tokens_per_call",
+    "review.trigger_mention",
+    "review.review_drafts",
+];
+
+/// The spec's names of keys, accepted as aliases (see `model.rs`).
+pub(crate) const ALIASES: &[(&str, &str)] = &[
+    ("limits", "solve"),
+    ("max_ralph_iterations", "max_iterations"),
+    ("problem_score_threshold", "threshold"),
+    ("score_elevation_threshold", "elevation_threshold"),
+    ("bugbot-severity", "severity_floor"),
+    ("bugbot-comment-limit", "comment_limit"),
+    ("ai-ignore-files", "ignore_files"),
+    ("bugbot-fix-verify-commands", "verify_commands"),
+    ("in-progress", "in_progress"),
+    ("needs-human", "needs_human"),
+];
+
+/// Which of the branch's own `.bugloop/config.yml` applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BranchConfig {
+    /// Its review settings ([`BRANCH_SETTABLE`]); trusted-only keys come from trusted sources and
+    /// the branch's changes to them are listed. The local default.
+    #[default]
+    ReviewSettings,
+    /// Nothing: a pull request's head chooses no setting at all (GitHub). Its changes to
+    /// trusted-only keys are still listed, so they can be reported.
+    Ignore,
+    /// All of it, trusted-only keys included (`--trust-branch-config`, local only).
+    Trust,
+}
+
+/// One configuration file: its text and what messages call it (a path, or a label like
+/// `main@1a2b3c4:.bugloop/config.yml`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceText {
+    pub label: String,
+    pub text: String,
+}
+
+impl SourceText {
+    pub fn new(label: impl Into<String>, text: impl Into<String>) -> Self {
+        SourceText {
+            label: label.into(),
+            text: text.into(),
+        }
+    }
+}
+
+/// Everything a configuration is made of. They apply in this order: defaults, `base`, `branch`
+/// (as [`BranchConfig`] allows), `user`, `env`.
+#[derive(Debug, Clone, Default)]
+pub struct Sources {
+    /// The repository's file at the change's base commit (trusted).
+    pub base: Option<SourceText>,
+    /// The branch's own file, in the working tree or at head (untrusted).
+    pub branch: Option<SourceText>,
+    /// The user's own file outside the repository (trusted).
+    pub user: Option<SourceText>,
+    /// `BUGLOOP_*` overrides (trusted); other variables are ignored.
+    pub env: Vec<(String, String)>,
+    pub branch_config: BranchConfig,
+}
+
+/// Where a value came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", content = "from", rename_all = "snake_case")]
+pub enum ValueSource {
+    Default,
+    /// The base commit's file (its label).
+    Base(String),
+    /// The branch's own file (its path).
+    Branch(String),
+    /// The user's file (its path).
+    User(String),
+    /// An environment variable.
+    Env(String),
+}
+
+impl fmt::Display for ValueSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ValueSource::Default => f.write_str("default"),
+            ValueSource::Base(label) | ValueSource::User(label) | ValueSource::Env(label) => {
+                f.write_str(label)
+            }
+            ValueSource::Branch(path) => write!(f, "{path} (this branch)"),
+        }
+    }
+}
+
+/// A key's path, one element per level; map keys may themselves hold dots
+/// (`model.prices.openai:gpt-4.1`), so this is not a dotted string.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct KeyPath(pub Vec<String>);
+
+impl KeyPath {
+    fn starts_with(&self, prefix: &[String]) -> bool {
+        self.0.starts_with(prefix)
+    }
+}
+
+impl fmt::Display for KeyPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0.join("."))
+    }
+}
+
+/// Whether a key may only come from trusted configuration (see [`BRANCH_SETTABLE`]).
+pub fn is_trusted_only(key: &KeyPath) -> bool {
+    let dotted = key.to_string();
+    !BRANCH_SETTABLE.iter().any(|settable| {
+        dotted == *settable
+            || dotted
+                .strip_prefix(settable)
+                .is_some_and(|rest| rest.starts_with('.'))
+    })
+}
+
+/// A trusted-only setting the branch's file changes, which was not applied.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct IgnoredBranchSetting {
+    /// `fix.verify_commands`, `model.providers.openai.base_url`.
+    pub key: String,
+    /// The 1-based line in the branch's file (of the key, else of the nearest enclosing key that
+    /// is there; `None` when the file does not mention it: the branch removed it).
+    pub line: Option<usize>,
+    /// That line's text.
+    pub line_text: Option<String>,
+    /// What the branch's file gives the key, as YAML on one line (shortened).
+    pub branch_value: String,
+    /// What applies instead, from trusted configuration.
+    pub trusted_value: String,
+}
+
+/// The effective configuration and where each value came from.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    pub config: Config,
+    /// Every leaf key's source (a leaf is a value that is not a section: a scalar, a list, one
+    /// price).
+    pub sources: BTreeMap<KeyPath, ValueSource>,
+    /// The branch's changes to trusted-only keys that were not applied (empty with
+    /// [`BranchConfig::Trust`], and when the branch's file is the base's).
+    pub ignored: Vec<IgnoredBranchSetting>,
+    /// Environment overrides applied, in order.
+    pub overrides: Vec<String>,
+    /// Labels of the files read.
+    pub base: Option<String>,
+    pub branch: Option<String>,
+    pub user: Option<String>,
+    /// Whether the branch's file differs from the base's (when it does not, it is the base's).
+    pub branch_differs: bool,
+    pub branch_config: BranchConfig,
+}
+
+impl Loaded {
+    /// Where a key's value came from (a section: its first leaf's source).
+    pub fn source_of(&self, key: &[&str]) -> Option<&ValueSource> {
+        let key: Vec<String> = key.iter().map(|k| (*k).to_owned()).collect();
+        self.sources
+            .iter()
+            .find(|(path, _)| path.0 == key || path.starts_with(&key) || key.starts_with(&path.0))
+            .map(|(_, source)| source)
+    }
+}
+
+/// One file, read.
+struct Layer<'a> {
+    source: &'a SourceText,
+    /// Defaults plus the file.
+    tree: Value,
+    /// The leaves the file itself sets.
+    present: BTreeSet<KeyPath>,
+}
+
+impl<'a> Layer<'a> {
+    fn read(source: &'a SourceText) -> Result<Self, ConfigError> {
+        let config = from_yaml(&source.text, Path::new(&source.label))?;
+        let parsed = to_tree(&config)?;
+        let mut present = BTreeSet::new();
+        if let Ok(raw) = serde_yaml_ng::from_str::<Value>(&source.text) {
+            present_leaves(&raw, &parsed, &mut Vec::new(), &mut present);
+        }
+        // The defaults with what the file sets: entries of maps (providers, prices) are added to
+        // the default ones rather than replacing them all.
+        let mut tree = to_tree(&Config::default())?;
+        for leaf in &present {
+            put(&mut tree, &leaf.0, get(&parsed, &leaf.0).cloned());
+        }
+        Ok(Layer {
+            source,
+            tree,
+            present,
+        })
+    }
+}
+
+fn to_tree(config: &Config) -> Result<Value, ConfigError> {
+    serde_yaml_ng::to_value(config).map_err(|error| ConfigError::Invalid {
+        origin: Origin::Value,
+        path: String::new(),
+        message: error.to_string(),
+    })
+}
+
+/// A price is one value: its fields only make sense together.
+fn is_atomic(path: &[String]) -> bool {
+    path.len() == 3 && path[0] == "model" && path[1] == "prices"
+}
+
+fn key_text(key: &Value) -> String {
+    match key {
+        Value::String(s) => s.clone(),
+        other => serde_yaml_ng::to_string(other)
+            .map(|s| s.trim_end().to_owned())
+            .unwrap_or_default(),
+    }
+}
+
+/// The leaves of a full tree: values that are not sections (scalars, lists, empty maps, prices).
+fn leaves(tree: &Value) -> Vec<KeyPath> {
+    fn walk(node: &Value, path: &mut Vec<String>, out: &mut Vec<KeyPath>) {
+        match node {
+            Value::Mapping(map) if !map.is_empty() && !is_atomic(path) => {
+                for (key, value) in map {
+                    path.push(key_text(key));
+                    walk(value, path, out);
+                    path.pop();
+                }
+            }
+            _ if path.is_empty() => {}
+            _ => out.push(KeyPath(path.clone())),
+        }
+    }
+    let mut out = Vec::new();
+    walk(tree, &mut Vec::new(), &mut out);
+    out
+}
+
+/// The leaves a file's own text sets, under their canonical names (aliases resolved), matched
+/// against the file's full tree.
+fn present_leaves(raw: &Value, full: &Value, path: &mut Vec<String>, out: &mut BTreeSet<KeyPath>) {
+    match (raw, full) {
+        (Value::Mapping(raw_map), Value::Mapping(full_map))
+            if !is_atomic(path) && !full_map.is_empty() =>
+        {
+            for (key, value) in raw_map {
+                let name = key_text(key);
+                let name = ALIASES
+                    .iter()
+                    .find(|(alias, _)| *alias == name)
+                    .map_or(name, |(_, canonical)| (*canonical).to_owned());
+                match full_map.get(Value::String(name.clone())) {
+                    Some(child) => {
+                        path.push(name);
+                        present_leaves(value, child, path, out);
+                        path.pop();
+                    }
+                    // Not a key we know under this name: count the whole section as set.
+                    None if !path.is_empty() => {
+                        out.extend(
+                            leaves(full)
+                                .into_iter()
+                                .map(|leaf| KeyPath([path.clone(), leaf.0].concat())),
+                        );
+                    }
+                    None => {}
+                }
+            }
+        }
+        _ if path.is_empty() => {}
+        _ => {
+            out.insert(KeyPath(path.clone()));
+        }
+    }
+}
+
+fn get<'v>(tree: &'v Value, path: &[String]) -> Option<&'v Value> {
+    path.iter()
+        .try_fold(tree, |node, key| node.get(Value::String(key.clone())))
+}
+
+/// Sets `path` to `value` (creating sections), or removes it for `None`.
+fn put(tree: &mut Value, path: &[String], value: Option<Value>) {
+    let Some((last, parents)) = path.split_last() else {
+        return;
+    };
+    let mut node = tree;
+    for key in parents {
+        let Value::Mapping(map) = node else {
+            return;
+        };
+        let key = Value::String(key.clone());
+        if !map.contains_key(&key) {
+            if value.is_none() {
+                return;
+            }
+            map.insert(key.clone(), Value::Mapping(Mapping::new()));
+        }
+        let Some(next) = map.get_mut(&key) else {
+            return;
+        };
+        node = next;
+    }
+    let Value::Mapping(map) = node else {
+        return;
+    };
+    let key = Value::String(last.clone());
+    match value {
+        Some(value) => {
+            map.insert(key, value);
+        }
+        None => {
+            map.remove(&key);
+        }
+    }
+}
+
+/// Missing and null are the same value (an unset optional).
+fn same(a: Option<&Value>, b: Option<&Value>) -> bool {
+    let a = a.filter(|v| !v.is_null());
+    let b = b.filter(|v| !v.is_null());
+    a == b
+}
+
+/// A value as YAML on one line (JSON is YAML), cut at 200 characters.
+pub(crate) fn one_line(value: Option<&Value>) -> String {
+    let text = match value {
+        None => "null".to_owned(),
+        Some(value) => serde_json::to_value(value)
+            .ok()
+            .and_then(|json| serde_json::to_string(&json).ok())
+            .unwrap_or_else(|| "?".to_owned()),
+    };
+    if text.chars().count() > 200 {
+        format!("{}...", text.chars().take(200).collect::<String>())
+    } else {
+        text
+    }
+}
+
+/// Builds the effective configuration from its sources: defaults, then the base commit's file,
+/// then the branch's file as `branch_config` allows, then the user's file, then `BUGLOOP_*`
+/// variables; then validates it. A missing file is no layer. Pure: no IO.
+///
+/// The branch's file replaces the base's where it applies (a key it drops falls back to its
+/// default); the user's file and the variables change only the keys they set.
+pub fn load_layered(sources: &Sources) -> Result<Loaded, ConfigError> {
+    let defaults = to_tree(&Config::default())?;
+    let mut sources_of: BTreeMap<KeyPath, ValueSource> = leaves(&defaults)
+        .into_iter()
+        .map(|leaf| (leaf, ValueSource::Default))
+        .collect();
+    // Each file with the source its values carry, to point errors at.
+    let mut texts: Vec<(&SourceText, ValueSource)> = Vec::new();
+
+    // The base commit's file.
+    let base = sources.base.as_ref().map(Layer::read).transpose()?;
+    let mut effective = defaults.clone();
+    if let Some(base) = &base {
+        effective = base.tree.clone();
+        for leaf in &base.present {
+            sources_of.insert(leaf.clone(), ValueSource::Base(base.source.label.clone()));
+        }
+        texts.push((base.source, ValueSource::Base(base.source.label.clone())));
+    }
+    let base_tree = effective.clone();
+
+    // The branch's file, when it is not the base's.
+    let differs = match (&sources.base, &sources.branch) {
+        (Some(base), Some(branch)) => base.text != branch.text,
+        (None, None) => false,
+        // Not given at all: nothing to compare when the branch does not count anyway.
+        (Some(_), None) => sources.branch_config != BranchConfig::Ignore,
+        (None, Some(_)) => true,
+    };
+    let mut candidates: Vec<(KeyPath, Option<usize>, Option<String>, String)> = Vec::new();
+    if differs {
+        let branch = match (&sources.branch, sources.branch_config) {
+            (Some(text), BranchConfig::Ignore) => Layer::read(text).ok(),
+            (Some(text), _) => Some(Layer::read(text)?),
+            (None, _) => None,
+        };
+        let branch_tree = branch.as_ref().map_or(&defaults, |b| &b.tree);
+        let mut all: BTreeSet<KeyPath> = leaves(branch_tree).into_iter().collect();
+        all.extend(leaves(&base_tree));
+        for leaf in all {
+            let new = get(branch_tree, &leaf.0);
+            let applies = match sources.branch_config {
+                BranchConfig::Trust => true,
+                BranchConfig::ReviewSettings => !is_trusted_only(&leaf),
+                BranchConfig::Ignore => false,
+            };
+            if applies {
+                put(&mut effective, &leaf.0, new.cloned());
+                let set_here = branch.as_ref().is_some_and(|b| b.present.contains(&leaf));
+                match (&branch, set_here) {
+                    (Some(b), true) => {
+                        sources_of.insert(leaf, ValueSource::Branch(b.source.label.clone()));
+                    }
+                    _ if new.is_some() => {
+                        sources_of.insert(leaf, ValueSource::Default);
+                    }
+                    _ => {
+                        sources_of.remove(&leaf);
+                    }
+                }
+            } else if is_trusted_only(&leaf) && !same(new, get(&base_tree, &leaf.0)) {
+                let (line, line_text) = match &branch {
+                    Some(b) => match locate_leaf(&b.source.text, &leaf.0) {
+                        Some((line, _)) => (
+                            Some(line),
+                            b.source
+                                .text
+                                .lines()
+                                .nth(line - 1)
+                                .map(|l| l.trim_end().to_owned()),
+                        ),
+                        None => (None, None),
+                    },
+                    None => (None, None),
+                };
+                candidates.push((leaf, line, line_text, one_line(new)));
+            }
+        }
+        if let Some(branch) = &branch
+            && sources.branch_config != BranchConfig::Ignore
+        {
+            texts.push((
+                branch.source,
+                ValueSource::Branch(branch.source.label.clone()),
+            ));
+        }
+    }
+
+    // The user's own file.
+    let user = sources.user.as_ref().map(Layer::read).transpose()?;
+    if let Some(user) = &user {
+        for leaf in &user.present {
+            put(&mut effective, &leaf.0, get(&user.tree, &leaf.0).cloned());
+            sources_of.insert(leaf.clone(), ValueSource::User(user.source.label.clone()));
+        }
+        texts.push((user.source, ValueSource::User(user.source.label.clone())));
+    }
+
+    // The environment.
+    let applied = apply_env_tree(&mut effective, sources.env.iter().cloned())?;
+    let config: Config = serde_path_to_error::deserialize(effective).map_err(|error| {
+        let path = crate::clean_path(&error.path().to_string());
+        crate::classify(Origin::Value, path, &error.into_inner().to_string())
+    })?;
+    // As the configuration has it (a section an override replaced is filled with defaults).
+    let effective = to_tree(&config)?;
+    let final_leaves = leaves(&effective);
+    let mut overrides = Vec::new();
+    for (var, keys) in applied {
+        for leaf in &final_leaves {
+            if leaf.starts_with(&keys) || keys.starts_with(&leaf.0) {
+                sources_of.insert(leaf.clone(), ValueSource::Env(var.clone()));
+            }
+        }
+        overrides.push(var);
+    }
+    let present_now: BTreeSet<&KeyPath> = final_leaves.iter().collect();
+    sources_of.retain(|leaf, _| present_now.contains(leaf));
+    for leaf in final_leaves {
+        sources_of.entry(leaf).or_insert(ValueSource::Default);
+    }
+
+    if let Err(error) = validate(&config) {
+        return Err(locate_error(error, &sources_of, &texts));
+    }
+
+    // In the branch file's order: the first is the first a reader meets.
+    candidates.sort_by_key(|(leaf, line, ..)| (line.unwrap_or(usize::MAX), leaf.clone()));
+    let ignored = candidates
+        .into_iter()
+        .filter(|(leaf, ..)| {
+            !matches!(
+                sources_of.get(leaf),
+                Some(ValueSource::User(_) | ValueSource::Env(_))
+            )
+        })
+        .map(
+            |(leaf, line, line_text, branch_value)| IgnoredBranchSetting {
+                key: leaf.to_string(),
+                line,
+                line_text,
+                branch_value,
+                trusted_value: one_line(get(&effective, &leaf.0)),
+            },
+        )
+        .collect();
+    Ok(Loaded {
+        config,
+        sources: sources_of,
+        ignored,
+        overrides,
+        base: sources.base.as_ref().map(|s| s.label.clone()),
+        branch: sources.branch.as_ref().map(|s| s.label.clone()),
+        user: sources.user.as_ref().map(|s| s.label.clone()),
+        branch_differs: differs && sources.branch.is_some(),
+        branch_config: sources.branch_config,
+    })
+}
+
+/// Points a validation error (`Origin::Value`, a key path like `fix.verify_commands[1]`) at the
+/// file, line and column, or the variable, its value came from.
+fn locate_error(
+    error: ConfigError,
+    sources_of: &BTreeMap<KeyPath, ValueSource>,
+    texts: &[(&SourceText, ValueSource)],
+) -> ConfigError {
+    let ConfigError::Invalid {
+        origin: Origin::Value,
+        path,
+        message,
+    } = error
+    else {
+        return error;
+    };
+    let (dotted, index) = match path.strip_suffix(']').and_then(|p| p.rsplit_once('[')) {
+        Some((key, index)) => (key.to_owned(), index.parse::<usize>().ok()),
+        None => (path.clone(), None),
+    };
+    // The key's own path (its elements), and the source of its value.
+    let found = sources_of.iter().find_map(|(leaf, source)| {
+        (1..=leaf.0.len())
+            .map(|n| &leaf.0[..n])
+            .find(|prefix| prefix.join(".") == dotted)
+            .map(|prefix| (prefix.to_vec(), source))
+    });
+    let origin = match found {
+        Some((_, ValueSource::Env(var))) => Origin::Env { var: var.clone() },
+        Some((key, source)) => texts
+            .iter()
+            .find(|(_, of)| of == source)
+            .and_then(|(text, _)| {
+                let (line, column) = locate(&text.text, &key, index)?;
+                Some(Origin::File {
+                    path: PathBuf::from(&text.label),
+                    line,
+                    column,
+                })
+            })
+            .unwrap_or(Origin::Value),
+        None => Origin::Value,
+    };
+    ConfigError::Invalid {
+        origin,
+        path,
+        message,
+    }
+}
+
+/// The line and column of a key in YAML text, else of the nearest enclosing key that is there.
+fn locate_leaf(text: &str, key: &[String]) -> Option<(usize, usize)> {
+    (1..=key.len())
+        .rev()
+        .find_map(|n| locate(text, &key[..n], None))
+}
+
+/// The 1-based line and column of a key path in YAML text (aliases included), and of its
+/// `index`-th list item when given and written one per line; found by walking its keys in order
+/// (good enough for pointing at a value).
+pub(crate) fn locate(text: &str, key: &[String], index: Option<usize>) -> Option<(usize, usize)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut found = None;
+    let mut from = 0;
+    let mut min_indent = 0;
+    for name in key {
+        let names: Vec<&str> = std::iter::once(name.as_str())
+            .chain(
+                ALIASES
+                    .iter()
+                    .filter(|(_, canonical)| canonical == name)
+                    .map(|(alias, _)| *alias),
+            )
+            .collect();
+        let (i, indent) = lines.iter().enumerate().skip(from).find_map(|(i, line)| {
+            let indent = line.len() - line.trim_start().len();
+            let body = line.trim_start().trim_start_matches("- ");
+            let matches = names.iter().any(|name| {
+                body.starts_with(&format!("{name}:"))
+                    || body.starts_with(&format!("\"{name}\":"))
+                    || body.starts_with(&format!("'{name}':"))
+            });
+            (matches && indent >= min_indent).then_some((i, indent))
+        })?;
+        found = Some((i + 1, indent + 1));
+        from = i + 1;
+        min_indent = indent + 1;
+    }
+    let Some(index) = index else {
+        return found;
+    };
+    let (line, column) = found?;
+    // Items one per line (`- x`) after the key, at the indentation of the first one.
+    let mut items = lines
+        .iter()
+        .enumerate()
+        .skip(line)
+        .take_while(|(_, l)| {
+            let indent = l.len() - l.trim_start().len();
+            l.trim().is_empty() || l.trim_start().starts_with('#') || indent + 1 >= column
+        })
+        .filter(|(_, l)| l.trim_start().starts_with('-'));
+    let Some((first, first_line)) = items.next() else {
+        return found;
+    };
+    let item_indent = first_line.len() - first_line.trim_start().len();
+    std::iter::once((first, first_line))
+        .chain(items)
+        .filter(|(_, l)| l.len() - l.trim_start().len() == item_indent)
+        .nth(index)
+        .map(|(i, _)| (i + 1, item_indent + 1))
+        .or(found)
+}
+
+/// What [`load`] reads.
+#[derive(Debug, Clone, Default)]
+pub struct LocalFiles {
+    /// The repository's root: its `.bugloop/config.yml` is the branch's file.
+    pub repo_root: PathBuf,
+    /// `--config FILE` / `BUGLOOP_CONFIG`: the user's file, which must exist. Without it,
+    /// `$XDG_CONFIG_HOME/bugloop/config.yml` (default `~/.config/bugloop/config.yml`) if it exists.
+    pub user_file: Option<PathBuf>,
+    /// The base commit's file: its label (`main@1a2b3c4:.bugloop/config.yml`) and bytes
+    /// (`None` when there is no base or no file there).
+    pub base: Option<(String, Vec<u8>)>,
+    pub branch_config: BranchConfig,
+}
+
+/// The user's default configuration file, from `XDG_CONFIG_HOME` or `HOME` in `env`.
+pub fn default_user_file(env: &[(String, String)]) -> Option<PathBuf> {
+    let var = |name: &str| {
+        env.iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+            .filter(|v| !v.is_empty())
+    };
+    let dir = match var("XDG_CONFIG_HOME").filter(|d| Path::new(d).is_absolute()) {
+        Some(dir) => PathBuf::from(dir),
+        None => PathBuf::from(var("HOME")?).join(".config"),
+    };
+    Some(dir.join("bugloop/config.yml"))
+}
+
+fn read_text(path: &Path, required: bool) -> Result<Option<SourceText>, ConfigError> {
+    match std::fs::read(path) {
+        Ok(bytes) => Ok(Some(SourceText::new(
+            path.display().to_string(),
+            utf8(bytes, &path.display().to_string())?,
+        ))),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound && !required => Ok(None),
+        Err(source) => Err(ConfigError::Io {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+fn utf8(bytes: Vec<u8>, label: &str) -> Result<String, ConfigError> {
+    String::from_utf8(bytes).map_err(|error| {
+        let valid = &error.as_bytes()[..error.utf8_error().valid_up_to()];
+        let line = valid.iter().filter(|b| **b == b'\n').count() + 1;
+        let column = valid.iter().rev().take_while(|b| **b != b'\n').count() + 1;
+        ConfigError::Invalid {
+            origin: Origin::File {
+                path: PathBuf::from(label),
+                line,
+                column,
+            },
+            path: String::new(),
+            message: "is not UTF-8 text".to_owned(),
+        }
+    })
+}
+
+/// Reads the user's file and the branch's `.bugloop/config.yml` from disk, takes the base
+/// commit's file as given (the caller reads it from git), and builds the configuration with
+/// [`load_layered`].
+pub fn load(
+    files: &LocalFiles,
+    env: impl IntoIterator<Item = (String, String)>,
+) -> Result<Loaded, ConfigError> {
+    let env: Vec<(String, String)> = env.into_iter().collect();
+    let user = match &files.user_file {
+        Some(path) => read_text(path, true)?,
+        None => match default_user_file(&env) {
+            Some(path) => read_text(&path, false)?,
+            None => None,
+        },
+    };
+    let branch_path = files.repo_root.join(CONFIG_PATH);
+    // The branch chooses what this path is: only a regular file is read, never a link to a file
+    // elsewhere (whose values could end up in messages and findings).
+    let branch = if std::fs::symlink_metadata(&branch_path)
+        .is_ok_and(|m| m.file_type().is_symlink())
+    {
+        if files.branch_config == BranchConfig::Ignore {
+            None
+        } else {
+            return Err(ConfigError::Invalid {
+                origin: Origin::File {
+                    path: branch_path,
+                    line: 1,
+                    column: 1,
+                },
+                path: String::new(),
+                message: "is a symbolic link; bugloop reads only a regular file there".to_owned(),
+            });
+        }
+    } else if files.branch_config == BranchConfig::Ignore {
+        // Read only to list what it would change; it cannot stop the run.
+        read_text(&branch_path, false).ok().flatten()
+    } else {
+        read_text(&branch_path, false)?
+    };
+    let base = match &files.base {
+        Some((label, bytes)) => Some(SourceText::new(label, utf8(bytes.clone(), label)?)),
+        None => None,
+    };
+    load_layered(&Sources {
+        base,
+        branch,
+        user,
+        env,
+        branch_config: files.branch_config,
+    })
+}
