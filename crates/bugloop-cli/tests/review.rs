@@ -495,7 +495,7 @@ fn a_fix_killed_mid_run_leaves_the_user_tree_as_it_was() {
         .spawn()
         .unwrap();
     // Wait until the agent's edit is in the worktree (the verify command is running then).
-    let worktrees = dir.path().join(".git/bugloop/worktrees");
+    let worktrees = dir.path().join(".git/bugloop/tasks");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     loop {
         let edited = walk(&worktrees).iter().any(|p| {
@@ -525,6 +525,8 @@ fn a_fix_killed_mid_run_leaves_the_user_tree_as_it_was() {
         stderr(&output)
     );
     assert_eq!(user_view(dir.path()), before);
+    // The killed run's task tree is gone (removed by the next run), and so is the next run's own.
+    assert_eq!(walk(&worktrees), Vec::<std::path::PathBuf>::new());
 }
 
 #[test]

@@ -220,7 +220,7 @@ fn create_parents(root: &Path, relative: &Path) -> Result<(), SandboxError> {
 /// Streams blobs out of the object store (`git cat-file --batch`, which applies no filter).
 fn for_each_blob(
     git_dir: &Path,
-    oids: Vec<String>,
+    oids: &[String],
     mut each: impl FnMut(usize, &[u8]) -> Result<(), SandboxError>,
 ) -> Result<(), SandboxError> {
     if oids.is_empty() {
@@ -336,8 +336,8 @@ fn export(
         }
         blobs.push((path, entry));
     }
-    let oids = blobs.iter().map(|(_, e)| e.oid.clone()).collect();
-    for_each_blob(git_dir, oids, |index, content| {
+    let oids: Vec<String> = blobs.iter().map(|(_, e)| e.oid.clone()).collect();
+    for_each_blob(git_dir, &oids, |index, content| {
         let (path, entry) = blobs[index];
         let Some(relative) = safe_relative(path) else {
             return Ok(());
@@ -723,7 +723,7 @@ impl TaskTree {
                 &format!("{revision}^{{commit}}"),
             ],
         )?;
-        Self::create_from(&common, &commit, TreeSource::Commit(commit.clone()), name)
+        Self::create_from(&common, &commit, &TreeSource::Commit(commit.clone()), name)
     }
 
     /// A task tree holding the user's index (what is staged) on top of `head`.
@@ -749,7 +749,7 @@ impl TaskTree {
         let tree = Self::create_from(
             &common,
             head,
-            TreeSource::Index {
+            &TreeSource::Index {
                 index: copy.clone(),
             },
             name,
@@ -761,7 +761,7 @@ impl TaskTree {
     fn create_from(
         common: &Path,
         commit: &str,
-        source: TreeSource,
+        source: &TreeSource,
         name: &str,
     ) -> Result<TaskTree, SandboxError> {
         remove_stale(common);
@@ -779,7 +779,7 @@ impl TaskTree {
         let tree = root.join("tree");
         std::fs::create_dir(&tree).map_err(|e| io_error(&tree, e))?;
         let result = (|| {
-            let base_entries = list_tree(common, &source)?;
+            let base_entries = list_tree(common, source)?;
             let stamps = export(common, &tree, &base_entries)?;
             let shadow = ShadowGit::create(common, &root.join("git"), commit)?;
             let sha256 = git_text(common, &["rev-parse", "--show-object-format"])

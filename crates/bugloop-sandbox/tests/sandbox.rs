@@ -1,7 +1,12 @@
 //! Escape attempts, each of which must fail, and the limits every command runs under.
 //! Needs bubblewrap (scripts/test installs it).
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::print_stderr
+)]
 
 use std::time::Duration;
 
