@@ -146,7 +146,13 @@ impl Drop for PidsCgroup {
     }
 }
 
-/// Disk use of a tree in bytes (allocated blocks), not following symlinks.
+/// What each entry costs beyond its data: an inode and a directory slot. Counting it stops a
+/// command from exhausting the file system's inodes with empty files.
+const ENTRY_COST: u64 = 4096;
+
+/// Disk use of a tree in bytes, not following symlinks: the larger of a file's size and its
+/// allocated blocks (a sparse file counts at its size: the host may read all of it), plus
+/// [`ENTRY_COST`] per entry.
 pub(crate) fn disk_use(root: &Path) -> u64 {
     let mut total = 0u64;
     let mut stack = vec![root.to_path_buf()];
@@ -158,7 +164,8 @@ pub(crate) fn disk_use(root: &Path) -> u64 {
             let Ok(metadata) = entry.metadata() else {
                 continue;
             };
-            total = total.saturating_add(metadata.blocks().saturating_mul(512));
+            let data = metadata.len().max(metadata.blocks().saturating_mul(512));
+            total = total.saturating_add(data).saturating_add(ENTRY_COST);
             if metadata.is_dir() {
                 stack.push(entry.path());
             }

@@ -24,6 +24,9 @@ use crate::view::{GitMount, OBJECTS_MOUNT};
 
 /// Files larger than this are not committed (they are reported instead).
 const MAX_COMMITTED_FILE: u64 = 100 << 20;
+/// A commit whose files add up to more than this is not checked out: a small repository can name
+/// one large blob a thousand times.
+const MAX_TREE_BYTES: u64 = 8 << 30;
 
 static SEQUENCE: AtomicU64 = AtomicU64::new(0);
 
@@ -136,7 +139,7 @@ fn list_tree(
     let mut command = host_git(git_dir);
     match source {
         TreeSource::Commit(commit) => {
-            command.args(["ls-tree", "-r", "-z", "--full-tree", commit]);
+            command.args(["ls-tree", "-r", "-z", "-l", "--full-tree", commit]);
         }
         TreeSource::Index { index } => {
             command
@@ -146,15 +149,23 @@ fn list_tree(
     }
     let raw = run_git(command, "ls-tree")?;
     let mut entries = BTreeMap::new();
+    let mut total = 0u64;
     for record in raw.split(|b| *b == 0).filter(|r| !r.is_empty()) {
         let Some(tab) = record.iter().position(|b| *b == b'\t') else {
             continue;
         };
         let (meta, path) = (&record[..tab], &record[tab + 1..]);
-        let fields: Vec<&[u8]> = meta.split(|b| *b == b' ').collect();
-        // ls-tree: mode type oid; ls-files -s: mode oid stage.
+        let fields: Vec<&[u8]> = meta
+            .split(|b| *b == b' ')
+            .filter(|f| !f.is_empty())
+            .collect();
+        // ls-tree -l: mode type oid size; ls-files -s: mode oid stage.
         let (mode, oid) = match (source, fields.as_slice()) {
-            (TreeSource::Commit(_), [mode, _, oid]) => (*mode, *oid),
+            (TreeSource::Commit(_), [mode, _, oid, size]) => {
+                total =
+                    total.saturating_add(String::from_utf8_lossy(size).parse::<u64>().unwrap_or(0));
+                (*mode, *oid)
+            }
             (TreeSource::Index { .. }, [mode, oid, stage]) if *stage == b"0" => (*mode, *oid),
             _ => continue,
         };
@@ -168,6 +179,13 @@ fn list_tree(
                 oid: String::from_utf8_lossy(oid).into_owned(),
             },
         );
+    }
+    if total > MAX_TREE_BYTES {
+        return Err(SandboxError::Refused(format!(
+            "the commit's files add up to {} MiB, more than the {} MiB bugloop checks out",
+            total >> 20,
+            MAX_TREE_BYTES >> 20
+        )));
     }
     Ok(entries)
 }

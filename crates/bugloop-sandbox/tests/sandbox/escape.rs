@@ -195,6 +195,26 @@ async fn escape_through_resources() {
         out.stderr_text()
     );
 
+    // A sparse file counts at its size, and so do many empty files (inodes): both are stopped.
+    for script in [
+        "for i in $(seq 20); do truncate -s 1M sparse$i; done; sleep 5; echo finished",
+        "mkdir many && cd many && for i in $(seq 5000); do : > f$i; done; sleep 5; echo finished",
+    ] {
+        let out = run(&settings, &bash(script)).await.unwrap();
+        assert!(!out.stdout_text().contains("finished"), "{script}");
+        assert!(
+            out.limits_hit.contains(&LimitHit::Workspace {
+                max_growth_bytes: 8 << 20
+            }),
+            "{script}: {:?}",
+            out.limits_hit
+        );
+        for entry in std::fs::read_dir(dir.path()).unwrap().flatten() {
+            let _ = std::fs::remove_dir_all(entry.path());
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+
     // The workspace may not grow without bound: the watchdog stops the command.
     let out = run(
         &settings,
@@ -419,4 +439,48 @@ async fn escape_through_what_the_agent_leaves_in_the_tree() {
     assert!(!marker.exists());
     // The user's repository: config, refs, hooks, index and tree as they were.
     assert_eq!(snapshot_of_repository(repo), before);
+}
+
+#[test]
+fn escape_through_a_commit_that_expands_without_bound() {
+    also_unprivileged("escape::escape_through_a_commit_that_expands_without_bound");
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path();
+    git(repo, &["init", "-q", "-b", "main"]);
+    // One 1 GiB blob of zeros (about 1 MiB stored), named nine times in one tree.
+    let blob = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("head -c 1073741824 /dev/zero | git hash-object -w --stdin")
+        .current_dir(repo)
+        .output()
+        .unwrap();
+    assert!(blob.status.success());
+    let blob = String::from_utf8_lossy(&blob.stdout).trim().to_owned();
+    let listing: String = (0..9)
+        .map(|i| format!("100644 blob {blob}\tzero{i}\n"))
+        .collect();
+    let mut mktree = std::process::Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .arg("mktree")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut mktree.stdin.take().unwrap(), listing.as_bytes()).unwrap();
+    let tree = String::from_utf8_lossy(&mktree.wait_with_output().unwrap().stdout)
+        .trim()
+        .to_owned();
+    let commit = git(repo, &["commit-tree", &tree, "-m", "bomb"]);
+    let error = TaskTree::create(repo, &commit, "bomb")
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("add up to 9216 MiB"), "{error}");
+    assert_eq!(
+        std::fs::read_dir(repo.join(".git/bugloop/tasks"))
+            .map(|d| d.count())
+            .unwrap_or(0),
+        0,
+        "nothing was written"
+    );
 }
