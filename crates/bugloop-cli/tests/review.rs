@@ -10,6 +10,9 @@ use std::process::{Command, Output};
 
 use serde_json::{Value, json};
 
+#[path = "review/hostile.rs"]
+mod hostile;
+
 fn git(dir: &Path, args: &[&str]) {
     let output = Command::new("git")
         .arg("-C")

@@ -1,0 +1,276 @@
+//! A hostile branch, through the binary: its test script (run by a trusted verify command) and the
+//! agent (steered by a scripted model) attack the host while `bugloop fix` runs. Run as this test's
+//! user and, when that is root, again as an unprivileged user (uid 65534) from a copy of the binary.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::json;
+
+use super::{LAST, LIB, git, off_by_one, script, stderr, stdout, walk};
+
+const SECRET: &str = "sk-hostile-0451";
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+// Labels are split with "" in the scripts, so they appear joined only in what the scripts printed
+// (bugloop records the agent's tool arguments too).
+
+/// What an attacker would want changed in the user's repository, read back for comparison.
+fn repository_state(repo: &Path) -> String {
+    let hooks: Vec<String> = std::fs::read_dir(repo.join(".git/hooks"))
+        .map(|d| {
+            let mut names: Vec<String> = d
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect();
+            names.sort();
+            names
+        })
+        .unwrap_or_default();
+    format!(
+        "{}\n{hooks:?}",
+        std::fs::read_to_string(repo.join(".git/config")).unwrap()
+    )
+}
+
+fn attack(real_git: &Path, marker: &Path, label: &str) -> String {
+    format!(
+        r#"echo {label}-R""AN
+env | grep -c '04[5]1'
+cat /proc/[0-9]*/environ 2>/dev/null | tr '\0' '\n' | grep -c '04[5]1'
+cat "{git}/config" 2>/dev/null && echo {label}-READ-REAL""-GIT
+echo 'touch {marker}' > "{git}/hooks/post-commit" 2>/dev/null && echo {label}-WROTE""-HOOK
+echo x > .git/hooks/post-commit 2>/dev/null && echo {label}-WROTE""-SHADOW
+mkdir -p sub/.git/hooks
+printf '[core]\n\tfsmonitor = touch {marker}\n' > sub/.git/config
+printf '#!/bin/sh\ntouch {marker}\n' > sub/.git/hooks/pre-commit
+touch {marker} 2>/dev/null
+exit 0
+"#,
+        git = real_git.display(),
+        marker = marker.display(),
+    )
+}
+
+/// Builds the repository in `root`: main holds the trusted configuration (the verify command runs
+/// the branch's `check.sh`); `feature` adds the bug and a hostile `check.sh`. Returns the repo.
+fn hostile_repository(root: &Path, marker: &Path) -> PathBuf {
+    let repo = root.join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    std::fs::write(repo.join("lib.rs"), LIB).unwrap();
+    std::fs::write(repo.join("check.sh"), "exit 0\n").unwrap();
+    std::fs::create_dir_all(repo.join(".bugloop")).unwrap();
+    std::fs::write(
+        repo.join(".bugloop/config.yml"),
+        "fix:\n  verify_commands: [{shell: \"bash check.sh\"}]\n",
+    )
+    .unwrap();
+    git(&repo, &["add", "."]);
+    git(&repo, &["commit", "-qm", "one"]);
+    git(&repo, &["switch", "-qc", "feature"]);
+    std::fs::write(repo.join("lib.rs"), format!("{LIB}{LAST}")).unwrap();
+    let real_git = repo.join(".git");
+    std::fs::write(repo.join("check.sh"), attack(&real_git, marker, "VERIFY")).unwrap();
+    // The branch also tries to choose its own commands; they must not run.
+    std::fs::write(
+        repo.join(".bugloop/config.yml"),
+        format!(
+            "fix:\n  verify_commands: [touch {}]\nsandbox:\n  env_allowlist: [OPENAI_API_KEY]\n",
+            marker.display()
+        ),
+    )
+    .unwrap();
+    git(&repo, &["commit", "-qam", "two"]);
+    // The user's own configuration: a checkout token (as on CI), a name, a filter program.
+    git(
+        &repo,
+        &[
+            "config",
+            "http.https://github.com/.extraheader",
+            &format!("AUTHORIZATION: basic {SECRET}"),
+        ],
+    );
+    git(&repo, &["config", "user.name", "Dev"]);
+    git(&repo, &["config", "user.email", "dev@example.com"]);
+    git(
+        &repo,
+        &[
+            "config",
+            "filter.evil.clean",
+            &format!("touch {}", marker.display()),
+        ],
+    );
+    repo
+}
+
+struct Runner {
+    binary: PathBuf,
+    user: Option<u32>,
+    home: PathBuf,
+}
+
+impl Runner {
+    fn run(&self, repo: &Path, args: &[&str]) -> std::process::Output {
+        let mut command = match self.user {
+            Some(uid) => {
+                let mut c = Command::new("setpriv");
+                c.args([
+                    &format!("--reuid={uid}"),
+                    &format!("--regid={uid}"),
+                    "--clear-groups",
+                    "--",
+                ]);
+                c.arg(&self.binary);
+                c
+            }
+            None => Command::new(&self.binary),
+        };
+        command
+            .args(args)
+            .current_dir(repo)
+            .env_clear()
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .env("HOME", &self.home)
+            .env("NO_COLOR", "1")
+            .env("OPENAI_API_KEY", SECRET)
+            .env("GITHUB_TOKEN", SECRET)
+            .output()
+            .unwrap()
+    }
+}
+
+fn chown_all(path: &Path, uid: u32) {
+    let status = Command::new("chown")
+        .args(["-R", &format!("{uid}:{uid}")])
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+fn hostile_branch(user: Option<u32>) {
+    let root = tempfile::Builder::new()
+        .prefix("bugloop-hostile")
+        .tempdir_in("/tmp")
+        .unwrap();
+    std::fs::set_permissions(root.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let marker = root.path().join("host-ran-it");
+    let repo = hostile_repository(root.path(), &marker);
+    let home = root.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let binary = match user {
+        Some(_) => {
+            let copy = root.path().join("bugloop");
+            std::fs::copy(env!("CARGO_BIN_EXE_bugloop"), &copy).unwrap();
+            copy
+        }
+        None => PathBuf::from(env!("CARGO_BIN_EXE_bugloop")),
+    };
+    let scripts = root.path().join("scripts");
+    std::fs::create_dir_all(&scripts).unwrap();
+    let review_model = script(&scripts, &[off_by_one()]);
+    let agent_attack = attack(&repo.join(".git"), &marker, "AGENT");
+    let build: String = [
+        json!({"tool_calls": [{"name": "run", "arguments": {"program": "bash", "args": ["-c", agent_attack]}}]}),
+        json!({"tool_calls": [{"name": "edit_file", "arguments": {"path": "lib.rs", "old_text": "v[v.len()]", "new_text": "v[v.len() - 1]"}}]}),
+        json!({"text": "Done."}),
+    ]
+    .iter()
+    .map(|l| format!("{l}\n"))
+    .collect();
+    std::fs::write(scripts.join("build.jsonl"), build).unwrap();
+    let build_model = format!("script:{}", scripts.join("build.jsonl").display());
+    if let Some(uid) = user {
+        chown_all(root.path(), uid);
+    }
+    let before = repository_state(&repo);
+    let runner = Runner { binary, user, home };
+
+    let review = runner.run(
+        &repo,
+        &["review", "--model", &review_model, "--format", "json"],
+    );
+    assert_eq!(
+        review.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&review),
+        stderr(&review)
+    );
+    let report: serde_json::Value = serde_json::from_str(&stdout(&review)).unwrap();
+    let titles: Vec<&str> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["title"].as_str().unwrap())
+        .collect();
+    assert!(
+        titles.contains(&"This branch changes trusted bugloop configuration: fix.verify_commands, sandbox.env_allowlist"),
+        "a finding names the change: {titles:?}"
+    );
+    let fix = runner.run(&repo, &["fix", "--all", "--model", &build_model]);
+    let shown = format!("{}{}", stdout(&fix), stderr(&fix));
+    assert_eq!(fix.status.code(), Some(0), "{shown}");
+    assert!(
+        stderr(&fix).contains("fix.verify_commands"),
+        "the branch's commands are named: {shown}"
+    );
+
+    assert!(!marker.exists(), "something ran on the host:\n{shown}");
+    assert_eq!(
+        repository_state(&repo),
+        before,
+        "the user's git directory changed"
+    );
+    let committed = Command::new("git")
+        .arg("-C")
+        .arg(&repo)
+        .args([
+            "-c",
+            "safe.directory=*",
+            "show",
+            "--name-only",
+            "--format=",
+            "HEAD",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        stdout(&committed),
+        "lib.rs\n",
+        "{shown}\n{}",
+        stderr(&committed)
+    );
+    assert!(!shown.contains("0451"), "{shown}");
+    let recorded: String = walk(&repo.join(".git/bugloop"))
+        .iter()
+        .map(|p| String::from_utf8_lossy(&std::fs::read(p).unwrap_or_default()).into_owned())
+        .collect();
+    assert!(recorded.contains("AGENT-RAN"), "the agent's attack ran");
+    assert!(
+        shown.contains("verify `sh -c 'bash check.sh'`: passed"),
+        "the branch's check.sh ran as the trusted verify command: {shown}"
+    );
+    for escaped in ["0451", "READ-REAL-GIT", "WROTE-HOOK", "WROTE-SHADOW"] {
+        assert!(
+            !recorded.contains(escaped),
+            "{escaped} in what bugloop recorded"
+        );
+    }
+}
+
+#[test]
+fn a_hostile_branch_reaches_nothing_on_the_host() {
+    hostile_branch(None);
+    if is_root() {
+        hostile_branch(Some(65534));
+    }
+}
