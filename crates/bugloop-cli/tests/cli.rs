@@ -122,7 +122,7 @@ fn doctor_reports_and_fails_on_a_missing_model() {
         "ok      sandbox capabilities: ",
         "ok      sandbox file system view: ",
         "ok      sandbox network: ",
-        "off     sandbox seccomp / landlock: ",
+        "ok      sandbox seccomp: ",
         "ok      sandbox file size limit: ",
         "ok      sandbox private /tmp: ",
         "ok      sandbox workspace disk use: ",

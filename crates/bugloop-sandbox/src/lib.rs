@@ -15,6 +15,7 @@
 mod limits;
 mod probe;
 mod run;
+mod seccomp;
 mod tasktree;
 mod view;
 

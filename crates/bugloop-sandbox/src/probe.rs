@@ -125,9 +125,12 @@ pub fn protections() -> Vec<Protection> {
             detail: "a network namespace of its own: no network, not even the host's loopback or abstract sockets".into(),
         },
         Protection {
-            name: "seccomp / landlock",
-            active: false,
-            detail: "not used: installing either needs code between fork and exec, which bugloop's no-unsafe rule forbids; the user namespace without capabilities already refuses mount, ptrace of the host and namespace changes".into(),
+            name: "seccomp",
+            active: confined && crate::seccomp::program().is_ok(),
+            detail: match crate::seccomp::program() {
+                Ok(_) => "keyrings, ptrace, io_uring, BPF, perf, userfaultfd, file handles, the new mount API, module loading and TIOCSTI refused; other architectures' system calls kill".into(),
+                Err(reason) => reason.to_owned(),
+            },
         },
         Protection {
             name: "process limit",

@@ -221,11 +221,22 @@ pub async fn run(settings: &SandboxSettings, spec: &CommandSpec) -> Result<Outpu
         );
         argv.push(cgroup.dir().into());
     }
+    // The seccomp filter's descriptor lives until bubblewrap has started (it reads it then).
+    let mut filter = None;
     let confinement = match (&capabilities.bwrap, confined) {
         (Some(bwrap), true) => {
             argv.push(bwrap.into());
             let arguments = bwrap_arguments(settings, &workspace, &cwd);
             argv.extend(arguments.args.into_iter().map(Into::into));
+            match crate::seccomp::program() {
+                Ok(program) => {
+                    let fd = crate::seccomp::descriptor(program)?;
+                    argv.push("--seccomp".into());
+                    argv.push(std::os::fd::AsRawFd::as_raw_fd(&fd).to_string().into());
+                    filter = Some(fd);
+                }
+                Err(reason) => tracing::warn!(%reason, "commands run without a seccomp filter"),
+            }
             argv.push("--".into());
             Confinement::Bubblewrap
         }
@@ -269,7 +280,9 @@ pub async fn run(settings: &SandboxSettings, spec: &CommandSpec) -> Result<Outpu
         Policy::WorkspaceWrite => Some(disk_use(&workspace)),
         Policy::ReadOnly => None,
     };
-    let mut child = command.spawn().map_err(|e| SandboxError::Spawn {
+    let spawned = command.spawn();
+    drop(filter);
+    let mut child = spawned.map_err(|e| SandboxError::Spawn {
         program: spec.program.clone(),
         message: e.to_string(),
     })?;

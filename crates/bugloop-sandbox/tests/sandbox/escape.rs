@@ -91,6 +91,18 @@ async fn escape_through_privileges() {
         cat /proc/sys/kernel/core_pattern > pattern
         cat pattern 2>/dev/null > /proc/sys/kernel/core_pattern && echo "SYSCTL"
         touch /dev/bugloop 2>/dev/null && echo "DEV"
+        # System calls the seccomp filter refuses (numbers for x86-64).
+        if [ "$(uname -m)" = x86_64 ]; then
+          python3 -c '
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+for name, number, args in [("keyctl", 250, (0, -4, 0)), ("io_uring_setup", 425, (1, 0)),
+        ("userfaultfd", 323, (0,)), ("bpf", 321, (0, 0, 0)), ("perf_event_open", 298, (0, 0, -1, -1, 0)),
+        ("ptrace", 101, (16, 1, 0, 0)), ("open_by_handle_at", 304, (-100, 0, 0))]:
+    result = libc.syscall(number, *args)
+    print("SYSCALL", name, result, ctypes.get_errno())
+'
+        fi
         echo done
         "#
     );
@@ -109,6 +121,16 @@ async fn escape_through_privileges() {
         );
     }
     assert!(stdout.contains("NoNewPrivs:\t1"), "{stdout}");
+    if std::env::consts::ARCH == "x86_64" {
+        let refused: Vec<&str> = lines(&stdout)
+            .into_iter()
+            .filter(|l| l.starts_with("SYSCALL "))
+            .collect();
+        assert_eq!(refused.len(), 7, "{stdout}\n{}", out.stderr_text());
+        for line in refused {
+            assert!(line.ends_with(" -1 1"), "not refused with EPERM: {line}");
+        }
+    }
     for escaped in [
         "UMOUNTED",
         "MOUNTED",
