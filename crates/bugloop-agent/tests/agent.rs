@@ -445,7 +445,7 @@ async fn a_build_run_killed_mid_way_leaves_the_users_tree_untouched() {
     };
     let before = snapshot(root);
 
-    let worktree = bugloop_sandbox::Worktree::create(root, "HEAD", "fix").unwrap();
+    let worktree = bugloop_sandbox::TaskTree::create(root, "HEAD", "fix").unwrap();
     let worktree_path = worktree.path().to_path_buf();
     let scripted = Arc::new(ScriptedProvider::new([
         tool_reply(
@@ -462,7 +462,7 @@ async fn a_build_run_killed_mid_way_leaves_the_users_tree_untouched() {
         text_reply("never reached", usage()),
     ]));
     let mut sandbox = SandboxSettings::new(worktree.path(), Policy::WorkspaceWrite);
-    sandbox.read_only_paths.push(root.join(".git"));
+    sandbox.git = Some(worktree.git_mount());
     let context = ToolContext::new(Workspace::new(worktree.path()).unwrap(), sandbox);
     let runs = tempfile::tempdir().unwrap();
     let agent = Agent::new(scripted.clone(), context, runs.path());

@@ -35,8 +35,8 @@ pub enum BuildError {
     NoCommits,
     #[error(transparent)]
     Git(#[from] bugloop_forge::git::GitError),
-    #[error("cannot make the task worktree: {0}")]
-    Worktree(#[from] bugloop_sandbox::SandboxError),
+    #[error("the task tree: {0}")]
+    Tree(#[from] bugloop_sandbox::SandboxError),
     #[error(transparent)]
     Config(Box<bugloop_config::ConfigError>),
     #[error("{0}")]

@@ -24,7 +24,7 @@ pub use probe::{Capabilities, Protection, probe, protections};
 pub use run::{
     CommandSpec, Confinement, ExitState, Output, Policy, SandboxSettings, WhenUnconfined, run,
 };
-pub use tasktree::{Change, ChangeKind, Changes, ShadowGit, TaskTree, Worktree, common_git_dir};
+pub use tasktree::{Change, ChangeKind, Changes, ShadowGit, TaskTree, common_git_dir};
 pub use view::{GitMount, OBJECTS_MOUNT, SYSTEM_PATHS};
 
 #[derive(Debug, thiserror::Error)]

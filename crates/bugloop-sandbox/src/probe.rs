@@ -46,7 +46,7 @@ fn probe_now() -> Capabilities {
     // The probe must not depend on the caller's home directories or git directory.
     let settings = crate::run::SandboxSettings::new(&workspace, crate::run::Policy::ReadOnly);
     let trial = std::process::Command::new(&path)
-        .args(crate::view::bwrap_arguments(&settings, &workspace, &workspace).args)
+        .args(crate::view::bwrap_arguments(&settings, &workspace, &workspace, None).args)
         .args(["--", "true"])
         .stdin(Stdio::null())
         .stdout(Stdio::null())

@@ -1,6 +1,6 @@
 //! Running one command under a policy.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -184,6 +184,92 @@ fn environment(settings: &SandboxSettings, spec: &CommandSpec) -> Vec<(String, S
     env
 }
 
+/// The host user a sandbox runs as when bugloop runs as root.
+const SANDBOX_UID: u32 = 65534;
+
+/// Run as root in a private mount namespace: join the cgroup (if any), bind each real source onto
+/// its place in the stage, then become the rest of the command line. Fixed text; everything it
+/// works on comes as arguments.
+const STAGE_SCRIPT: &str = r#"set -e
+cgroup=$1; stage=$2; shift 2
+if [ -n "$cgroup" ]; then echo $$ > "$cgroup/cgroup.procs"; fi
+n=0
+while [ "$1" != "--" ]; do mount --bind "$1" "$stage/$n"; n=$((n + 1)); shift; done
+shift
+exec "$@"
+"#;
+
+static STAGE_SEQUENCE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// A directory of mount points for the sources of one root-run command; removed on drop (the
+/// mounts themselves only ever existed in the command's private mount namespace).
+#[derive(Debug)]
+struct Stage {
+    dir: PathBuf,
+}
+
+impl Stage {
+    fn create() -> Result<Stage, SandboxError> {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!(
+            "bugloop-stage-{}-{}",
+            std::process::id(),
+            STAGE_SEQUENCE.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        ));
+        std::fs::create_dir(&dir)
+            .map_err(|e| SandboxError::Io(format!("{}: {e}", dir.display())))?;
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755))
+            .map_err(|e| SandboxError::Io(format!("{}: {e}", dir.display())))?;
+        Ok(Stage { dir })
+    }
+
+    fn path(&self) -> &Path {
+        &self.dir
+    }
+
+    /// One mount point per source, of the source's kind.
+    fn prepare(&self, sources: &[PathBuf]) -> Result<(), SandboxError> {
+        for (index, source) in sources.iter().enumerate() {
+            let point = self.dir.join(index.to_string());
+            let made = if source.is_dir() {
+                std::fs::create_dir(&point)
+            } else {
+                std::fs::File::create(&point).map(drop)
+            };
+            made.map_err(|e| SandboxError::Io(format!("{}: {e}", point.display())))?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Stage {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Gives the workspace to the sandbox's user (bugloop as root): everything in it that is not
+/// already its own, without following symlinks.
+fn hand_over(workspace: &Path, uid: u32) -> Result<(), SandboxError> {
+    use std::os::unix::fs::MetadataExt;
+    let mut stack = vec![workspace.to_path_buf()];
+    while let Some(path) = stack.pop() {
+        let Ok(metadata) = std::fs::symlink_metadata(&path) else {
+            continue;
+        };
+        if metadata.uid() != uid || metadata.gid() != uid {
+            std::os::unix::fs::lchown(&path, Some(uid), Some(uid))
+                .map_err(|e| SandboxError::Io(format!("{}: {e}", path.display())))?;
+        }
+        if metadata.is_dir()
+            && let Ok(entries) = std::fs::read_dir(&path)
+        {
+            stack.extend(entries.flatten().map(|e| e.path()));
+        }
+    }
+    Ok(())
+}
+
 /// Runs a command in the sandbox and collects its output.
 pub async fn run(settings: &SandboxSettings, spec: &CommandSpec) -> Result<Output, SandboxError> {
     let workspace = settings
@@ -208,25 +294,76 @@ pub async fn run(settings: &SandboxSettings, spec: &CommandSpec) -> Result<Outpu
         tracing::warn!(%reason, program = %spec.program, "running a command UNCONFINED: no network or write isolation");
     }
     let cgroup = PidsCgroup::create(settings.limits.max_processes);
+    let as_root = nix::unistd::Uid::effective().is_root();
     let mut argv: Vec<std::ffi::OsString> = Vec::new();
-    if let Some(cgroup) = &cgroup {
-        // A fixed script of ours: join the cgroup, then become the rest of the command line.
-        argv.extend(
-            [
-                "/bin/sh",
-                "-c",
-                "echo $$ > \"$0/cgroup.procs\" && exec \"$@\"",
-            ]
-            .map(Into::into),
-        );
-        argv.push(cgroup.dir().into());
-    }
     // The seccomp filter's descriptor lives until bubblewrap has started (it reads it then).
     let mut filter = None;
+    let mut stage = None;
     let confinement = match (&capabilities.bwrap, confined) {
         (Some(bwrap), true) => {
+            let mut arguments = None;
+            if as_root {
+                // As root, bubblewrap runs as an unprivileged user, so the sandbox is that user on
+                // the host too (a namespace root makes maps its user to root, the owner of /dev's
+                // nodes and every root-owned file shown). That user cannot reach the workspace or
+                // the toolchains under /root, so a private mount namespace of ours first binds them
+                // into a stage it can reach; the workspace becomes that user's.
+                let staging = Stage::create()?;
+                let built = bwrap_arguments(settings, &workspace, &cwd, Some(staging.path()));
+                staging.prepare(&built.staged)?;
+                if settings.policy == Policy::WorkspaceWrite {
+                    hand_over(&workspace, SANDBOX_UID)?;
+                }
+                argv.extend(
+                    [
+                        "unshare",
+                        "--mount",
+                        "--propagation",
+                        "private",
+                        "--",
+                        "/bin/sh",
+                        "-c",
+                        STAGE_SCRIPT,
+                        "sh",
+                    ]
+                    .map(Into::into),
+                );
+                argv.push(
+                    cgroup
+                        .as_ref()
+                        .map(|c| c.dir().as_os_str().to_owned())
+                        .unwrap_or_default(),
+                );
+                argv.push(staging.path().into());
+                argv.extend(built.staged.iter().map(Into::into));
+                argv.push("--".into());
+                argv.extend(
+                    [
+                        "setpriv",
+                        "--reuid=65534",
+                        "--regid=65534",
+                        "--clear-groups",
+                        "--",
+                    ]
+                    .map(Into::into),
+                );
+                arguments = Some(built);
+                stage = Some(staging);
+            } else if let Some(cgroup) = &cgroup {
+                // A fixed script of ours: join the cgroup, then become the rest of the command line.
+                argv.extend(
+                    [
+                        "/bin/sh",
+                        "-c",
+                        "echo $$ > \"$0/cgroup.procs\" && exec \"$@\"",
+                    ]
+                    .map(Into::into),
+                );
+                argv.push(cgroup.dir().into());
+            }
+            let arguments =
+                arguments.unwrap_or_else(|| bwrap_arguments(settings, &workspace, &cwd, None));
             argv.push(bwrap.into());
-            let arguments = bwrap_arguments(settings, &workspace, &cwd);
             argv.extend(arguments.args.into_iter().map(Into::into));
             match crate::seccomp::program() {
                 Ok(program) => {
@@ -282,6 +419,9 @@ pub async fn run(settings: &SandboxSettings, spec: &CommandSpec) -> Result<Outpu
     };
     let spawned = command.spawn();
     drop(filter);
+    // The stage is only needed until the command's namespace has its mounts; it stays until the
+    // command ends, which is simpler than knowing when that was.
+    let _stage = stage;
     let mut child = spawned.map_err(|e| SandboxError::Spawn {
         program: spec.program.clone(),
         message: e.to_string(),

@@ -694,9 +694,6 @@ pub struct TaskTree {
     removed: bool,
 }
 
-/// The old name, for callers that think of it as a worktree.
-pub type Worktree = TaskTree;
-
 fn process_alive(pid: i32) -> bool {
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok()
 }

@@ -213,6 +213,10 @@ fn home_view(dir: &Path) -> Filtered {
 #[derive(Debug, Default)]
 pub(crate) struct Arguments {
     pub args: Vec<String>,
+    /// Where sources are staged (bugloop as root, see `run`): each bind's source is then
+    /// `<stage>/<n>`, and `staged[n]` is the real source the caller mounts there first.
+    stage: Option<PathBuf>,
+    pub staged: Vec<PathBuf>,
 }
 
 impl Arguments {
@@ -229,17 +233,30 @@ impl Arguments {
     fn bind(&mut self, source: &Path, dest: &Path, writable: bool) {
         let option = if writable { "--bind" } else { "--ro-bind" };
         self.args.push(option.to_owned());
-        self.args.push(source.display().to_string());
+        match &self.stage {
+            Some(stage) => {
+                self.args.push(
+                    stage
+                        .join(self.staged.len().to_string())
+                        .display()
+                        .to_string(),
+                );
+                self.staged.push(source.to_path_buf());
+            }
+            None => self.args.push(source.display().to_string()),
+        }
         self.args.push(dest.display().to_string());
     }
 
-    fn filtered(&mut self, view: &Filtered) {
+    /// `world`: the entries are world-readable system files, bound by path whoever binds them.
+    fn filtered(&mut self, view: &Filtered, world: bool) {
         for (path, target) in &view.shown {
             match target {
                 Some(target) => {
                     self.path("--symlink", target);
                     self.args.push(path.display().to_string());
                 }
+                None if world => self.path_bind(path),
                 None => self.bind(path, path, false),
             }
         }
@@ -268,13 +285,18 @@ pub(crate) fn home() -> Option<PathBuf> {
         .filter(|h| h.is_dir() && h != Path::new("/"))
 }
 
-/// bubblewrap's arguments for a command in `workspace` with working directory `cwd`.
+/// bubblewrap's arguments for a command in `workspace` with working directory `cwd`; with a
+/// `stage`, every source that is not a world-readable system path is bound from there.
 pub(crate) fn bwrap_arguments(
     settings: &SandboxSettings,
     workspace: &Path,
     cwd: &Path,
+    stage: Option<&Path>,
 ) -> Arguments {
-    let mut a = Arguments::default();
+    let mut a = Arguments {
+        stage: stage.map(Path::to_path_buf),
+        ..Arguments::default()
+    };
     // Root of the sandbox is bubblewrap's own empty tmpfs; only what is listed here exists.
     for system in SYSTEM_PATHS.iter().map(Path::new) {
         match std::fs::symlink_metadata(system) {
@@ -288,7 +310,7 @@ pub(crate) fn bwrap_arguments(
             _ => {}
         }
     }
-    a.filtered(etc_view());
+    a.filtered(etc_view(), true);
     for extra in &settings.system_paths {
         if extra.exists() {
             a.bind(extra, extra, false);
@@ -332,7 +354,7 @@ pub(crate) fn bwrap_arguments(
         for dir in &settings.visible_home_dirs {
             let shown = home.join(dir);
             if shown.is_dir() && !shown.is_symlink() {
-                a.filtered(&home_view(&shown));
+                a.filtered(&home_view(&shown), false);
             }
         }
         a.path("--remount-ro", home);

@@ -91,6 +91,9 @@ async fn escape_through_privileges() {
         cat /proc/sys/kernel/core_pattern > pattern
         cat pattern 2>/dev/null > /proc/sys/kernel/core_pattern && echo "SYSCTL"
         touch /dev/bugloop 2>/dev/null && echo "DEV"
+        # /dev/null's mode is 666 already: harmless if it worked, and it must not.
+        chmod 666 /dev/null 2>/dev/null && echo "CHMOD-DEV"
+        echo mine > made-inside
         # System calls the seccomp filter refuses (numbers for x86-64).
         if [ "$(uname -m)" = x86_64 ]; then
           python3 -c '
@@ -121,6 +124,12 @@ for name, number, args in [("keyctl", 250, (0, -4, 0)), ("io_uring_setup", 425, 
         );
     }
     assert!(stdout.contains("NoNewPrivs:\t1"), "{stdout}");
+    // On the host, what the command made belongs to an unprivileged user, also when the test
+    // runs as root: root outside is no one inside.
+    let owner = std::os::unix::fs::MetadataExt::uid(
+        &std::fs::metadata(dir.path().join("made-inside")).unwrap(),
+    );
+    assert_ne!(owner, 0, "the sandbox wrote as root on the host");
     if std::env::consts::ARCH == "x86_64" {
         let refused: Vec<&str> = lines(&stdout)
             .into_iter()
@@ -142,6 +151,7 @@ for name, number, args in [("keyctl", 250, (0, -4, 0)), ("io_uring_setup", 425, 
         "SU",
         "SYSCTL",
         "DEV",
+        "CHMOD-DEV",
     ] {
         assert!(!lines(&stdout).contains(&escaped), "{escaped}\n{stdout}");
     }
