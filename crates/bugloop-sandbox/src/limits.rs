@@ -10,7 +10,6 @@
 //! - Workspace: a watchdog measures the workspace's disk use while the command runs and kills the
 //!   command when it grew by more than the limit.
 
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -152,22 +151,58 @@ const ENTRY_COST: u64 = 4096;
 
 /// Disk use of a tree in bytes, not following symlinks: the larger of a file's size and its
 /// allocated blocks (a sparse file counts at its size: the host may read all of it), plus
-/// [`ENTRY_COST`] per entry.
+/// [`ENTRY_COST`] per entry. Directories are opened relative to their parent's handle, so a tree
+/// deeper than a path can be long is measured too.
 pub(crate) fn disk_use(root: &Path) -> u64 {
+    use nix::dir::Dir;
+    use nix::fcntl::{AtFlags, OFlag};
+    use nix::sys::stat::{Mode, SFlag, fstatat};
+    use std::rc::Rc;
+    let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+    let Ok(top) = Dir::open(root, flags, Mode::empty()) else {
+        return 0;
+    };
     let mut total = 0u64;
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
+    let mut first = Some(top);
+    // Directories still to read: (parent handle, name). A parent stays open only while children
+    // of it are pending, so open handles grow with the depth, not the width.
+    let mut pending: Vec<(Rc<Dir>, std::ffi::CString)> = Vec::new();
+    loop {
+        let mut dir = match first.take() {
+            Some(dir) => dir,
+            None => {
+                let Some((parent, name)) = pending.pop() else {
+                    break;
+                };
+                match Dir::openat(parent.as_ref(), name.as_c_str(), flags, Mode::empty()) {
+                    Ok(dir) => dir,
+                    Err(_) => continue,
+                }
+            }
         };
-        for entry in entries.flatten() {
-            let Ok(metadata) = entry.metadata() else {
+        let mut children = Vec::new();
+        for entry in dir.iter().flatten() {
+            let name = entry.file_name();
+            if name == c"." || name == c".." {
+                continue;
+            }
+            children.push(name.to_owned());
+        }
+        let dir = Rc::new(dir);
+        for name in children {
+            let Ok(stat) = fstatat(dir.as_ref(), name.as_c_str(), AtFlags::AT_SYMLINK_NOFOLLOW)
+            else {
                 continue;
             };
-            let data = metadata.len().max(metadata.blocks().saturating_mul(512));
-            total = total.saturating_add(data).saturating_add(ENTRY_COST);
-            if metadata.is_dir() {
-                stack.push(entry.path());
+            let size = u64::try_from(stat.st_size).unwrap_or(0);
+            let blocks = u64::try_from(stat.st_blocks)
+                .unwrap_or(0)
+                .saturating_mul(512);
+            total = total
+                .saturating_add(size.max(blocks))
+                .saturating_add(ENTRY_COST);
+            if SFlag::from_bits_truncate(stat.st_mode) & SFlag::S_IFMT == SFlag::S_IFDIR {
+                pending.push((dir.clone(), name));
             }
         }
     }

@@ -260,7 +260,7 @@ fn hostile_branch(user: Option<u32>) {
         "{shown}\n{}",
         stderr(&committed)
     );
-    assert!(!shown.contains("0451"), "{shown}");
+    assert!(!shown.contains(SECRET), "{shown}");
 
     // The audit-fix loop on the same branch: the branch's gate command must not run either.
     let audits = root.path().join("scripts/converge");
@@ -285,7 +285,8 @@ fn hostile_branch(user: Option<u32>) {
         shown.contains("verify `sh -c 'bash check.sh'`: passed"),
         "the branch's check.sh ran as the trusted verify command: {shown}"
     );
-    for escaped in ["0451", "READ-REAL-GIT", "WROTE-HOOK", "WROTE-SHADOW"] {
+    // The whole secret, not a fragment: a digest or a duration in the store may contain "0451".
+    for escaped in [SECRET, "READ-REAL-GIT", "WROTE-HOOK", "WROTE-SHADOW"] {
         assert!(
             !recorded.contains(escaped),
             "{escaped} in what bugloop recorded"

@@ -231,6 +231,8 @@ async fn escape_through_resources() {
     for script in [
         "for i in $(seq 20); do truncate -s 1M sparse$i; done; sleep 5; echo finished",
         "mkdir many && cd many && for i in $(seq 5000); do : > f$i; done; sleep 5; echo finished",
+        // Deeper than a path can be long: measured through directory handles, not paths.
+        "n=$(printf 'd%.0s' $(seq 250)); for i in $(seq 20); do mkdir $n && cd $n; done; for i in $(seq 12); do head -c 1000000 /dev/zero > f$i; done; sleep 5; echo finished",
     ] {
         let out = run(&settings, &bash(script)).await.unwrap();
         assert!(!out.stdout_text().contains("finished"), "{script}");
