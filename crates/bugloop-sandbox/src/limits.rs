@@ -7,8 +7,8 @@
 //!   command as well.
 //! - File size: `RLIMIT_FSIZE` (a larger write gets `SIGXFSZ`).
 //! - `/tmp`: a tmpfs of a fixed size (bubblewrap's `--size`).
-//! - Workspace: a watchdog measures the workspace's disk use while the command runs and kills the
-//!   command when it grew by more than the limit.
+//! - Workspace: a watchdog measures the workspace's disk use while a command runs and kills the
+//!   command when it grew by more than the limit since the task's first command.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -24,7 +24,7 @@ pub struct Limits {
     pub max_file_bytes: u64,
     /// Size of the private `/tmp`.
     pub tmp_bytes: u64,
-    /// How much the workspace's disk use may grow during one command.
+    /// How much the workspace's disk use may grow, counted from the first command of a task.
     pub workspace_growth_bytes: u64,
 }
 

@@ -54,6 +54,10 @@ pub struct SandboxSettings {
     pub git: Option<GitMount>,
     pub limits: Limits,
     pub when_unconfined: WhenUnconfined,
+    /// The workspace's disk use when the first command of these settings (and their clones) ran:
+    /// growth is counted from there, so a task's commands share one budget.
+    #[serde(skip)]
+    pub workspace_baseline: std::sync::Arc<std::sync::OnceLock<u64>>,
 }
 
 impl SandboxSettings {
@@ -71,6 +75,7 @@ impl SandboxSettings {
             git: None,
             limits: Limits::default(),
             when_unconfined: WhenUnconfined::Refuse,
+            workspace_baseline: std::sync::Arc::default(),
         }
     }
 }
@@ -414,7 +419,11 @@ pub async fn run(settings: &SandboxSettings, spec: &CommandSpec) -> Result<Outpu
         .stderr(Stdio::piped());
     let started = Instant::now();
     let workspace_at_start = match settings.policy {
-        Policy::WorkspaceWrite => Some(disk_use(&workspace)),
+        Policy::WorkspaceWrite => Some(
+            *settings
+                .workspace_baseline
+                .get_or_init(|| disk_use(&workspace)),
+        ),
         Policy::ReadOnly => None,
     };
     let spawned = command.spawn();

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use bugloop_sandbox::{LimitHit, Policy, TaskTree, run};
+use bugloop_sandbox::{CommandSpec, LimitHit, Policy, TaskTree, run};
 
 use crate::users::also_unprivileged;
 use crate::{bash, git, settings};
@@ -247,6 +247,31 @@ async fn escape_through_resources() {
             let _ = std::fs::remove_dir_all(entry.path());
             let _ = std::fs::remove_file(entry.path());
         }
+    }
+
+    // The budget is the task's, not each command's: two commands of 5 MB each cross 8 MiB.
+    let mut task = settings.clone();
+    task.workspace_baseline = Default::default();
+    let five =
+        "for i in 1 2 3 4 5; do head -c 1000000 /dev/zero > $0$i; done; sleep 2; echo finished";
+    let first = run(&task, &CommandSpec::new("bash", ["-c", five, "a"]))
+        .await
+        .unwrap();
+    assert!(
+        first.stdout_text().contains("finished"),
+        "{:?}",
+        first.limits_hit
+    );
+    let second = run(&task, &CommandSpec::new("bash", ["-c", five, "b"]))
+        .await
+        .unwrap();
+    assert!(
+        !second.stdout_text().contains("finished"),
+        "{:?}",
+        second.limits_hit
+    );
+    for entry in std::fs::read_dir(dir.path()).unwrap().flatten() {
+        let _ = std::fs::remove_file(entry.path());
     }
 
     // The workspace may not grow without bound: the watchdog stops the command.
