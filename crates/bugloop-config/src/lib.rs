@@ -366,6 +366,7 @@ pub fn validate(config: &Config) -> Result<(), ConfigError> {
             sandbox.workspace_growth_mb,
             1,
         ),
+        ("sandbox.max_memory_mb", sandbox.max_memory_mb, 64),
     ] {
         if value < least {
             return Err(invalid(key, format!("must be at least {least}")));

@@ -405,8 +405,11 @@ pub struct SandboxConfig {
     pub max_file_size_mb: u64,
     /// Size of the sandbox's private /tmp, in MiB.
     pub tmp_size_mb: u64,
-    /// How much the workspace may grow during one command, in MiB.
+    /// How much the workspace may grow during one task (its commands together), in MiB.
     pub workspace_growth_mb: u64,
+    /// Memory of all of a command's processes together, in MiB (held by a cgroup, where bugloop
+    /// runs as root).
+    pub max_memory_mb: u64,
 }
 
 impl Default for SandboxConfig {
@@ -426,6 +429,7 @@ impl Default for SandboxConfig {
             max_file_size_mb: 1024,
             tmp_size_mb: 512,
             workspace_growth_mb: 4096,
+            max_memory_mb: 8192,
         }
     }
 }

@@ -79,6 +79,7 @@ pub fn sandbox_settings(config: &Config, workspace: &Path, policy: Policy) -> Sa
         max_file_bytes: sandbox.max_file_size_mb.saturating_mul(1 << 20),
         tmp_bytes: sandbox.tmp_size_mb.saturating_mul(1 << 20),
         workspace_growth_bytes: sandbox.workspace_growth_mb.saturating_mul(1 << 20),
+        max_memory_bytes: sandbox.max_memory_mb.saturating_mul(1 << 20),
     };
     settings.when_unconfined = match sandbox.when_unconfined {
         Unconfined::Refuse => WhenUnconfined::Refuse,

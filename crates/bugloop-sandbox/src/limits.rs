@@ -26,6 +26,8 @@ pub struct Limits {
     pub tmp_bytes: u64,
     /// How much the workspace's disk use may grow, counted from the first command of a task.
     pub workspace_growth_bytes: u64,
+    /// Memory of all the sandbox's processes together (where cgroups can hold it: as root).
+    pub max_memory_bytes: u64,
 }
 
 impl Default for Limits {
@@ -35,6 +37,7 @@ impl Default for Limits {
             max_file_bytes: 1 << 30,
             tmp_bytes: 512 << 20,
             workspace_growth_bytes: 4 << 30,
+            max_memory_bytes: 8 << 30,
         }
     }
 }
@@ -47,6 +50,7 @@ pub enum LimitHit {
     FileSize { max_bytes: u64 },
     Tmp { max_bytes: u64 },
     Workspace { max_growth_bytes: u64 },
+    Memory { max_bytes: u64 },
 }
 
 impl std::fmt::Display for LimitHit {
@@ -66,6 +70,11 @@ impl std::fmt::Display for LimitHit {
                 "a command found no space left on a device: the private /tmp holds {} MiB (sandbox.tmp_size_mb)",
                 max_bytes >> 20
             ),
+            LimitHit::Memory { max_bytes } => write!(
+                f,
+                "a process was killed at the memory limit ({} MiB, sandbox.max_memory_mb)",
+                max_bytes >> 20
+            ),
             LimitHit::Workspace { max_growth_bytes } => write!(
                 f,
                 "the command was stopped: the workspace grew by more than {} MiB (sandbox.workspace_growth_mb)",
@@ -77,70 +86,129 @@ impl std::fmt::Display for LimitHit {
 
 static CGROUP_SEQUENCE: AtomicU64 = AtomicU64::new(0);
 
-/// A `pids` cgroup of one command (root only; removed on drop).
-#[derive(Debug)]
-pub(crate) struct PidsCgroup {
-    dir: PathBuf,
+/// The cgroups of one command (root only; removed on drop): a `pids` limit and a memory limit,
+/// each where this machine's cgroup hierarchy offers the controller.
+#[derive(Debug, Default)]
+pub(crate) struct Cgroups {
+    /// (directory, controls pids, controls memory)
+    dirs: Vec<(PathBuf, bool, bool)>,
 }
 
-/// Where root can make `pids` cgroups: cgroup v1's `pids` hierarchy, or v2's unified one when its
-/// `pids` controller is available.
-pub(crate) fn pids_cgroup_root() -> Option<PathBuf> {
+/// Where root can make cgroups for `controller`: cgroup v1's hierarchy of that name, or v2's
+/// unified one when the controller is enabled there. The bool says v2.
+fn controller_root(controller: &str) -> Option<(PathBuf, bool)> {
     if !nix::unistd::Uid::effective().is_root() {
         return None;
     }
-    let v1 = Path::new("/sys/fs/cgroup/pids");
+    let v1 = Path::new("/sys/fs/cgroup").join(controller);
     if v1.join("cgroup.procs").exists() {
-        return Some(v1.to_path_buf());
+        return Some((v1, false));
     }
     let v2 = Path::new("/sys/fs/cgroup");
     let controllers = std::fs::read_to_string(v2.join("cgroup.subtree_control")).ok()?;
     controllers
         .split_whitespace()
-        .any(|c| c == "pids")
-        .then(|| v2.to_path_buf())
+        .any(|c| c == controller)
+        .then(|| (v2.to_path_buf(), true))
 }
 
-impl PidsCgroup {
-    pub(crate) fn create(max: u64) -> Option<PidsCgroup> {
-        let root = pids_cgroup_root()?;
-        let dir = root.join(format!(
+/// Where `pids` cgroups can be made (for `bugloop doctor`).
+pub(crate) fn pids_cgroup_root() -> Option<PathBuf> {
+    controller_root("pids").map(|(root, _)| root)
+}
+
+/// Where memory cgroups can be made (for `bugloop doctor`).
+pub(crate) fn memory_cgroup_root() -> Option<PathBuf> {
+    controller_root("memory").map(|(root, _)| root)
+}
+
+impl Cgroups {
+    pub(crate) fn create(limits: &Limits) -> Cgroups {
+        let mut cgroups = Cgroups::default();
+        let name = format!(
             "bugloop-{}-{}",
             std::process::id(),
             CGROUP_SEQUENCE.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::create_dir(&dir).ok()?;
-        let cgroup = PidsCgroup { dir };
-        std::fs::write(cgroup.dir.join("pids.max"), max.to_string()).ok()?;
-        Some(cgroup)
+        );
+        for (controller, pids) in [("pids", true), ("memory", false)] {
+            let Some((root, v2)) = controller_root(controller) else {
+                continue;
+            };
+            let dir = root.join(&name);
+            if !cgroups.dirs.iter().any(|(d, _, _)| *d == dir) {
+                if std::fs::create_dir(&dir).is_err() {
+                    continue;
+                }
+                cgroups.dirs.push((dir.clone(), false, false));
+            }
+            let written = if pids {
+                std::fs::write(dir.join("pids.max"), limits.max_processes.to_string()).is_ok()
+            } else if v2 {
+                let _ = std::fs::write(dir.join("memory.swap.max"), "0");
+                std::fs::write(dir.join("memory.max"), limits.max_memory_bytes.to_string()).is_ok()
+            } else {
+                let ok = std::fs::write(
+                    dir.join("memory.limit_in_bytes"),
+                    limits.max_memory_bytes.to_string(),
+                )
+                .is_ok();
+                // Swap counts too where the kernel accounts it.
+                let _ = std::fs::write(
+                    dir.join("memory.memsw.limit_in_bytes"),
+                    limits.max_memory_bytes.to_string(),
+                );
+                ok
+            };
+            if written && let Some(entry) = cgroups.dirs.iter_mut().find(|(d, _, _)| *d == dir) {
+                if pids {
+                    entry.1 = true;
+                } else {
+                    entry.2 = true;
+                }
+            }
+        }
+        cgroups
     }
 
-    pub(crate) fn dir(&self) -> &Path {
-        &self.dir
+    /// The directories whose `cgroup.procs` the command joins.
+    pub(crate) fn dirs(&self) -> Vec<&Path> {
+        self.dirs.iter().map(|(d, _, _)| d.as_path()).collect()
+    }
+
+    fn counter(&self, file: &str, key: &str) -> bool {
+        self.dirs.iter().any(|(dir, _, _)| {
+            std::fs::read_to_string(dir.join(file)).is_ok_and(|text| {
+                text.lines().any(|l| {
+                    l.strip_prefix(key)
+                        .and_then(|n| n.trim().parse::<u64>().ok())
+                        .is_some_and(|n| n > 0)
+                })
+            })
+        })
     }
 
     /// Whether a fork was refused for the limit.
-    pub(crate) fn hit(&self) -> bool {
-        std::fs::read_to_string(self.dir.join("pids.events"))
-            .ok()
-            .and_then(|events| {
-                events
-                    .lines()
-                    .find_map(|l| l.strip_prefix("max ").map(|n| n.trim().parse::<u64>()))
-            })
-            .and_then(Result::ok)
-            .is_some_and(|n| n > 0)
+    pub(crate) fn pids_hit(&self) -> bool {
+        self.counter("pids.events", "max ")
+    }
+
+    /// Whether the kernel killed a process for the memory limit.
+    pub(crate) fn memory_hit(&self) -> bool {
+        self.counter("memory.oom_control", "oom_kill ")
+            || self.counter("memory.events", "oom_kill ")
     }
 }
 
-impl Drop for PidsCgroup {
+impl Drop for Cgroups {
     fn drop(&mut self) {
         // The processes die with the sandbox's PID namespace; give the kernel a moment.
-        for _ in 0..50 {
-            if std::fs::remove_dir(&self.dir).is_ok() {
-                return;
+        for (dir, _, _) in &self.dirs {
+            for _ in 0..50 {
+                if std::fs::remove_dir(dir).is_ok() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
             }
-            std::thread::sleep(Duration::from_millis(20));
         }
     }
 }

@@ -143,6 +143,14 @@ pub fn protections() -> Vec<Protection> {
             },
         },
         Protection {
+            name: "memory limit",
+            active: confined && crate::limits::memory_cgroup_root().is_some(),
+            detail: match crate::limits::memory_cgroup_root() {
+                Some(root) => format!("{} MiB for all of a command's processes (a memory cgroup under {}, swap included)", defaults.max_memory_bytes >> 20, root.display()),
+                None => "none: a memory limit needs a cgroup, which only root can make here".into(),
+            },
+        },
+        Protection {
             name: "file size limit",
             active: prlimit,
             detail: if prlimit { "RLIMIT_FSIZE through prlimit".into() } else { "prlimit (util-linux) is missing".into() },

@@ -8,7 +8,7 @@ use serde::Serialize;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
 use crate::SandboxError;
-use crate::limits::{LimitHit, Limits, PidsCgroup, disk_use, watch_workspace};
+use crate::limits::{Cgroups, LimitHit, Limits, disk_use, watch_workspace};
 use crate::probe::{find_in_path, probe};
 use crate::view::{GitMount, bwrap_arguments};
 
@@ -192,12 +192,12 @@ fn environment(settings: &SandboxSettings, spec: &CommandSpec) -> Vec<(String, S
 /// The host user a sandbox runs as when bugloop runs as root.
 const SANDBOX_UID: u32 = 65534;
 
-/// Run as root in a private mount namespace: join the cgroup (if any), bind each real source onto
+/// Run as root in a private mount namespace: join the cgroups (if any), bind each real source onto
 /// its place in the stage, then become the rest of the command line. Fixed text; everything it
 /// works on comes as arguments.
 const STAGE_SCRIPT: &str = r#"set -e
-cgroup=$1; stage=$2; shift 2
-if [ -n "$cgroup" ]; then echo $$ > "$cgroup/cgroup.procs"; fi
+cgroups=$1; stage=$2; shift 2
+for cgroup in $cgroups; do echo $$ > "$cgroup/cgroup.procs"; done
 n=0
 while [ "$1" != "--" ]; do mount --bind "$1" "$stage/$n"; n=$((n + 1)); shift; done
 shift
@@ -298,7 +298,7 @@ pub async fn run(settings: &SandboxSettings, spec: &CommandSpec) -> Result<Outpu
         }
         tracing::warn!(%reason, program = %spec.program, "running a command UNCONFINED: no network or write isolation");
     }
-    let cgroup = PidsCgroup::create(settings.limits.max_processes);
+    let cgroups = Cgroups::create(&settings.limits);
     let as_root = nix::unistd::Uid::effective().is_root();
     let mut argv: Vec<std::ffi::OsString> = Vec::new();
     // The seccomp filter's descriptor lives until bubblewrap has started (it reads it then).
@@ -334,10 +334,13 @@ pub async fn run(settings: &SandboxSettings, spec: &CommandSpec) -> Result<Outpu
                     .map(Into::into),
                 );
                 argv.push(
-                    cgroup
-                        .as_ref()
-                        .map(|c| c.dir().as_os_str().to_owned())
-                        .unwrap_or_default(),
+                    cgroups
+                        .dirs()
+                        .iter()
+                        .map(|d| d.display().to_string())
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                        .into(),
                 );
                 argv.push(staging.path().into());
                 argv.extend(built.staged.iter().map(Into::into));
@@ -354,17 +357,6 @@ pub async fn run(settings: &SandboxSettings, spec: &CommandSpec) -> Result<Outpu
                 );
                 arguments = Some(built);
                 stage = Some(staging);
-            } else if let Some(cgroup) = &cgroup {
-                // A fixed script of ours: join the cgroup, then become the rest of the command line.
-                argv.extend(
-                    [
-                        "/bin/sh",
-                        "-c",
-                        "echo $$ > \"$0/cgroup.procs\" && exec \"$@\"",
-                    ]
-                    .map(Into::into),
-                );
-                argv.push(cgroup.dir().into());
             }
             let arguments =
                 arguments.unwrap_or_else(|| bwrap_arguments(settings, &workspace, &cwd, None));
@@ -510,12 +502,7 @@ pub async fn run(settings: &SandboxSettings, spec: &CommandSpec) -> Result<Outpu
     };
     let (stdout, stdout_total) = collect(stdout).await;
     let (stderr, stderr_total) = collect(stderr).await;
-    limits_hit.extend(limits_from(
-        settings,
-        exit,
-        &stderr,
-        cgroup.as_ref().is_some_and(PidsCgroup::hit),
-    ));
+    limits_hit.extend(limits_from(settings, exit, &stderr, &cgroups));
     Ok(Output {
         exit,
         stdout,
@@ -534,12 +521,17 @@ fn limits_from(
     settings: &SandboxSettings,
     exit: ExitState,
     stderr: &[u8],
-    cgroup_refused_fork: bool,
+    cgroups: &Cgroups,
 ) -> Vec<LimitHit> {
     let limits = &settings.limits;
     let errors = String::from_utf8_lossy(stderr);
     let mut hit = Vec::new();
-    if cgroup_refused_fork
+    if cgroups.memory_hit() {
+        hit.push(LimitHit::Memory {
+            max_bytes: limits.max_memory_bytes,
+        });
+    }
+    if cgroups.pids_hit()
         || (errors.contains("fork") && errors.contains("Resource temporarily unavailable"))
     {
         hit.push(LimitHit::Processes {

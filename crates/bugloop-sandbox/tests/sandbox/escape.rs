@@ -249,6 +249,36 @@ async fn escape_through_resources() {
         }
     }
 
+    // Memory, where this machine lets bugloop hold it (a cgroup: as root).
+    let memory = bugloop_sandbox::protections()
+        .into_iter()
+        .any(|p| p.name == "memory limit" && p.active);
+    if memory {
+        let mut small = settings.clone();
+        small.limits.max_memory_bytes = 128 << 20;
+        let out = run(
+            &small,
+            &bash("python3 -c \"b = b'x' * (512 << 20); print('allocated')\""),
+        )
+        .await
+        .unwrap();
+        assert!(
+            !out.stdout_text().contains("allocated"),
+            "{}",
+            out.stderr_text()
+        );
+        assert!(
+            out.limits_hit.contains(&LimitHit::Memory {
+                max_bytes: 128 << 20
+            }),
+            "{:?} {}",
+            out.limits_hit,
+            out.stderr_text()
+        );
+    } else {
+        eprintln!("no memory limit can be set here (not root): that part is not checked");
+    }
+
     // The budget is the task's, not each command's: two commands of 5 MB each cross 8 MiB.
     let mut task = settings.clone();
     task.workspace_baseline = Default::default();
