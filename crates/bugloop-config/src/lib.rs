@@ -112,7 +112,80 @@ fn hint(suggestion: &Option<String>, valid: &[String]) -> String {
 }
 
 /// Parses a configuration file's text (an empty file is the defaults). Does not validate.
+/// The largest configuration file read.
+const MAX_CONFIG_BYTES: usize = 1 << 20;
+/// The deepest nesting a configuration file may have; bugloop's own keys go 4 deep. (The YAML
+/// parser's time grows with the square of the depth: a 300 KB file of nested lists took minutes.)
+const MAX_CONFIG_DEPTH: usize = 32;
+
+/// Refuses a file too large or nested too deep before the parser sees it: block nesting by
+/// indentation and `- ` entries, flow nesting by brackets outside quotes (across lines).
+fn check_shape(text: &str, path: &Path) -> Result<(), ConfigError> {
+    let refuse = |line: usize, column: usize, message: String| ConfigError::Invalid {
+        origin: Origin::File {
+            path: path.to_path_buf(),
+            line,
+            column,
+        },
+        path: String::new(),
+        message,
+    };
+    if text.len() > MAX_CONFIG_BYTES {
+        return Err(refuse(
+            1,
+            1,
+            format!(
+                "the file is {} KiB; a configuration file may have at most {} KiB",
+                text.len() >> 10,
+                MAX_CONFIG_BYTES >> 10
+            ),
+        ));
+    }
+    let mut indents: Vec<usize> = Vec::new();
+    let mut flow = 0usize;
+    for (index, line) in text.lines().enumerate() {
+        let trimmed = line.trim_start();
+        if flow == 0 {
+            if trimmed.is_empty() || trimmed.starts_with('#') {
+                continue;
+            }
+            let indent = line.len() - trimmed.len();
+            while indents.last().is_some_and(|&i| i >= indent) {
+                indents.pop();
+            }
+            indents.push(indent);
+        }
+        let mut depth = indents.len();
+        let mut rest = trimmed;
+        while let Some(after) = rest.strip_prefix("- ") {
+            depth += 1;
+            rest = after.trim_start();
+        }
+        let mut quote: Option<char> = None;
+        for (column, c) in line.char_indices() {
+            match (quote, c) {
+                (Some(q), c) if c == q => quote = None,
+                (Some(_), _) => {}
+                (None, '\'' | '"') => quote = Some(c),
+                (None, '#') if column == 0 || line[..column].ends_with(' ') => break,
+                (None, '[' | '{') => flow += 1,
+                (None, ']' | '}') => flow = flow.saturating_sub(1),
+                _ => {}
+            }
+            if depth + flow > MAX_CONFIG_DEPTH {
+                return Err(refuse(
+                    index + 1,
+                    column + 1,
+                    format!("nested more than {MAX_CONFIG_DEPTH} levels deep"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 pub fn from_yaml(text: &str, path: &Path) -> Result<Config, ConfigError> {
+    check_shape(text, path)?;
     if text.trim().is_empty()
         || text
             .lines()

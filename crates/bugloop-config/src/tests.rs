@@ -567,3 +567,34 @@ fn schema_lists_every_section() {
         serde_json::Value::Bool(false)
     );
 }
+
+#[test]
+fn deep_or_huge_files_are_refused_before_parsing() {
+    let flow = format!(
+        "review:\n  ignore_files: {}{}\n",
+        "[".repeat(20_000),
+        "]".repeat(20_000)
+    );
+    let message = err(&flow);
+    assert!(
+        message.contains("config.yml:2:") && message.contains("nested more than 32 levels deep"),
+        "{message}"
+    );
+    let mut block = String::from("review:\n  ignore_files:\n");
+    for level in 0..40 {
+        block.push_str(&format!("{}- \n", "  ".repeat(level + 2)));
+    }
+    assert!(
+        err(&block).contains("nested more than 32 levels deep"),
+        "{}",
+        err(&block)
+    );
+    let huge = format!("review:\n  threshold: 5\n{}", "# padding\n".repeat(200_000));
+    assert!(
+        err(&huge).contains("may have at most 1024 KiB"),
+        "{}",
+        err(&huge)
+    );
+    // Brackets inside quotes and comments are text, and ordinary files pass.
+    assert!(parse("review:\n  ignore_files: [\"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\"] # [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\n").is_ok());
+}
