@@ -627,26 +627,21 @@ fn symlink_stays_inside(link: &Path, target: &[u8]) -> bool {
 }
 
 fn object_id(format_sha256: bool, kind: &str, content: &[u8]) -> String {
-    use sha2::Digest as _;
+    fn hex<D: sha2::Digest>(header: &str, content: &[u8]) -> String {
+        let mut hasher = D::new();
+        hasher.update(header.as_bytes());
+        hasher.update(content);
+        hasher
+            .finalize()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
     let header = format!("{kind} {}\0", content.len());
     if format_sha256 {
-        let mut hasher = sha2::Sha256::new();
-        hasher.update(header.as_bytes());
-        hasher.update(content);
-        hasher
-            .finalize()
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect()
+        hex::<sha2::Sha256>(&header, content)
     } else {
-        let mut hasher = sha1::Sha1::new();
-        hasher.update(header.as_bytes());
-        hasher.update(content);
-        hasher
-            .finalize()
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect()
+        hex::<sha1::Sha1>(&header, content)
     }
 }
 
@@ -802,25 +797,18 @@ impl TaskTree {
             Ok::<_, SandboxError>((base_entries, stamps, shadow, sha256))
         })();
         match result {
-            Ok((base_entries, stamps, shadow, sha256)) => {
-                let mut task = TaskTree {
-                    common: common.to_path_buf(),
-                    root,
-                    tree,
-                    shadow,
-                    head: commit.to_owned(),
-                    base_entries,
-                    stamps,
-                    sha256,
-                    reference: format!("refs/bugloop/tasks/{label}"),
-                    removed: false,
-                };
-                if matches!(source, TreeSource::Index { .. }) {
-                    // The staged state is not a commit: compare against it, stand on HEAD.
-                    task.head = commit.to_owned();
-                }
-                Ok(task)
-            }
+            Ok((base_entries, stamps, shadow, sha256)) => Ok(TaskTree {
+                common: common.to_path_buf(),
+                root,
+                tree,
+                shadow,
+                head: commit.to_owned(),
+                base_entries,
+                stamps,
+                sha256,
+                reference: format!("refs/bugloop/tasks/{label}"),
+                removed: false,
+            }),
             Err(error) => {
                 force_remove(&root);
                 Err(error)
