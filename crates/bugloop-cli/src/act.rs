@@ -215,11 +215,7 @@ async fn thread_root(
     if comments.iter().any(|c| c.id == target) {
         return Ok((change, target.to_owned()));
     }
-    let state = reconstruct(
-        &comments,
-        &bugloop_config::bot_identity(config),
-        &bugloop_config::marker_syntax(config)?,
-    );
+    let state = reconstruct(&comments, &bugloop_config::marker_syntax(config)?);
     Ok((change, find_thread(&state.threads, target)?.id.clone()))
 }
 
@@ -273,11 +269,7 @@ pub fn reply(
                 return Ok(None);
             }
             let comments = forge.comments(&change).await?;
-            let state = reconstruct(
-                &comments,
-                &bugloop_config::bot_identity(env.config),
-                &bugloop_config::marker_syntax(env.config)?,
-            );
+            let state = reconstruct(&comments, &bugloop_config::marker_syntax(env.config)?);
             let id: FindingId = state
                 .threads
                 .iter()

@@ -351,19 +351,38 @@ fn run(cli: Cli, out: &mut impl Write) -> Result<ExitCode> {
                 bail!("{} is not UTF-8 text", input.display());
             };
             let (_, loaded) = configuration::load(&cwd, &choice)?;
-            let markers = bugloop_config::marker_syntax(&loaded.config)?.parse_all(&body);
+            let syntax = bugloop_config::marker_syntax(&loaded.config)?;
+            // What bugloop reads as the comment's state (own marker, state block, reply tag),
+            // and every other marker outside code (quoted text; never read as state).
+            let own = syntax.own(&body);
+            let reply = syntax.read_reply_tag(&body);
+            let markers = syntax.parse_all(&body);
             let parsed = bugloop_domain::rmcoc::parse_comment(&body);
             match format {
                 Format::Json => writeln!(
                     out,
                     "{}",
                     serde_json::to_string_pretty(&serde_json::json!({
+                        "own_marker": own,
+                        "reply_tag": reply,
                         "markers": markers,
                         "rmcoc": parsed,
                     }))?
                 )?,
                 Format::Text => {
-                    writeln!(out, "markers: {}", markers.len())?;
+                    match &own {
+                        Some(marker) => writeln!(
+                            out,
+                            "own marker: {} finding_id={} resolved={}",
+                            marker.prefix, marker.finding_id, marker.resolved
+                        )?,
+                        None => writeln!(out, "own marker: none")?,
+                    }
+                    match reply {
+                        Some(kind) => writeln!(out, "reply tag: {kind:?}")?,
+                        None => writeln!(out, "reply tag: none")?,
+                    }
+                    writeln!(out, "markers outside code: {}", markers.len())?;
                     for marker in &markers {
                         writeln!(
                             out,
@@ -371,13 +390,19 @@ fn run(cli: Cli, out: &mut impl Write) -> Result<ExitCode> {
                             marker.prefix, marker.finding_id, marker.resolved
                         )?;
                     }
-                    writeln!(out, "rmcoc blocks: {}", parsed.blocks.len())?;
-                    for block in &parsed.blocks {
-                        let status = block
-                            .status
-                            .map(|s| format!(" status={s}"))
-                            .unwrap_or_default();
-                        writeln!(out, "  score={}{status}: {}", block.score, block.finding)?;
+                    match &parsed.block {
+                        Some(block) => {
+                            let status = block
+                                .status
+                                .map(|s| format!(" status={s}"))
+                                .unwrap_or_default();
+                            writeln!(
+                                out,
+                                "state block: score={}{status}: {}",
+                                block.score, block.finding
+                            )?;
+                        }
+                        None => writeln!(out, "state block: none")?,
                     }
                     for problem in &parsed.problems {
                         writeln!(out, "problem at line {}: {}", problem.line, problem.message)?;

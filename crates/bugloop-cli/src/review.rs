@@ -320,12 +320,11 @@ pub fn findings_command(
         .clone()
         .map_or_else(|| git.conversation_key(), bugloop_forge::ChangeKey);
     let markers = bugloop_config::marker_syntax(&config)?;
-    let bot = bugloop_config::bot_identity(&config);
     let comments = runtime()?.block_on(async {
         let forge = open_forge(&git, &config).await?;
         forge.comments(&key).await.map_err(anyhow::Error::from)
     })?;
-    let state = reconstruct(&comments, &bot, &markers);
+    let state = reconstruct(&comments, &markers);
     let mut threads: Vec<ThreadState> = state
         .threads
         .into_iter()

@@ -10,6 +10,8 @@ use std::process::{Command, Output};
 
 use serde_json::{Value, json};
 
+#[path = "review/conversation.rs"]
+mod conversation;
 #[path = "review/hostile.rs"]
 mod hostile;
 

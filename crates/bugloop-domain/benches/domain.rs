@@ -8,9 +8,7 @@ use std::hint::black_box;
 use bugloop_domain::filter::{ExistingFinding, FilterSettings, dedup_existing};
 use bugloop_domain::rmcoc::{RmcocBlock, build_comment};
 use bugloop_domain::thread::{CommentKind, reconstruct};
-use bugloop_domain::{
-    BotIdentity, Category, Comment, Finding, FindingId, MarkerSyntax, Score, ThreadStatus,
-};
+use bugloop_domain::{Category, Comment, Finding, FindingId, MarkerSyntax, Score, ThreadStatus};
 use criterion::{Criterion, criterion_group, criterion_main};
 
 /// A small deterministic generator, so every run measures the same data.
@@ -126,6 +124,7 @@ fn conversation(threads: usize) -> Vec<Comment> {
             path: Some(format!("src/file_{}.rs", t % 300)),
             line: Some(rng.below(500) as u32 + 1),
             thread_resolved: false,
+            by_bugloop: true,
         });
         for k in 1..4 {
             let bot = k % 2 == 0;
@@ -137,7 +136,8 @@ fn conversation(threads: usize) -> Vec<Comment> {
                     "dev".into()
                 },
                 body: if bot && rng.below(3) == 0 {
-                    "✅ **Issue Resolved**\n\nFixed.".into()
+                    "✅ **Issue Resolved**\n\nFixed.\n\n<!-- bugloop reply:status=RESOLVED -->"
+                        .into()
                 } else {
                     sentence(&mut rng, 25)
                 },
@@ -148,6 +148,7 @@ fn conversation(threads: usize) -> Vec<Comment> {
                 path: None,
                 line: None,
                 thread_resolved: false,
+                by_bugloop: bot,
             });
         }
     }
@@ -172,11 +173,10 @@ fn finding(rng: &mut Lcg, id: String) -> Finding {
 fn bench(c: &mut Criterion) {
     let comments = conversation(2_500);
     assert_eq!(comments.len(), 10_000);
-    let bot = BotIdentity::new(["bugloop[bot]"]);
     let markers = MarkerSyntax::default();
     c.bench_function("thread state from 10000 comments", |b| {
         b.iter(|| {
-            let state = reconstruct(black_box(&comments), &bot, &markers);
+            let state = reconstruct(black_box(&comments), &markers);
             assert_eq!(state.threads.len(), 2_500);
             state
         });

@@ -6,6 +6,7 @@ pub mod dedup;
 pub mod filter;
 pub mod finding;
 pub mod grounding;
+pub mod markdown;
 pub mod marker;
 pub mod paths;
 pub mod rmcoc;
@@ -14,7 +15,7 @@ pub mod score;
 pub mod thread;
 
 pub use finding::{Category, Finding, FindingId};
-pub use marker::{Marker, MarkerSyntax};
+pub use marker::{Marker, MarkerSyntax, ReplyKind};
 pub use rmcoc::RmcocBlock;
 pub use score::{Priority, Score, Severity};
 pub use thread::{BotIdentity, Comment, ReviewState, ThreadState, ThreadStatus};

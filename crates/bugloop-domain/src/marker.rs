@@ -8,6 +8,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::finding::FindingId;
+use crate::markdown::{LineRole, line_roles};
+use crate::thread::ThreadStatus;
 
 /// The default marker prefix.
 pub const DEFAULT_MARKER_PREFIX: &str = "bugloop";
@@ -73,42 +75,120 @@ impl MarkerSyntax {
         )
     }
 
-    /// Every well-formed marker in `body` with an accepted prefix, in order. Malformed candidates
-    /// are skipped: a marker is data from a comment and anyone can type one.
+    /// Every well-formed marker in `body` outside fenced code with an accepted prefix, in order.
+    /// Malformed candidates are skipped: a marker is data from a comment and anyone can type one.
+    /// This finds markers anywhere (to count what others typed); a comment's own marker is
+    /// [`MarkerSyntax::own`].
     pub fn parse_all(&self, body: &str) -> Vec<Marker> {
         let mut found = Vec::new();
-        let mut from = 0;
-        while let Some(rel) = body.get(from..).and_then(|rest| rest.find("<!--")) {
-            let start = from + rel;
-            match self.parse_at(body, start) {
-                Some(marker) => {
-                    from = marker.span.1;
-                    found.push(marker);
+        let mut offset = 0;
+        let lines: Vec<&str> = body.split('\n').collect();
+        for (line, role) in lines.iter().zip(line_roles(&lines)) {
+            if role == LineRole::Text {
+                let mut from = 0;
+                while let Some(rel) = line.get(from..).and_then(|rest| rest.find("<!--")) {
+                    let start = from + rel;
+                    match self.parse_at(line, start) {
+                        Some(mut marker) => {
+                            from = marker.span.1;
+                            marker.span = (offset + marker.span.0, offset + marker.span.1);
+                            found.push(marker);
+                        }
+                        None => from = start + 4,
+                    }
                 }
-                None => from = start + 4,
             }
+            offset += line.len() + 1;
         }
         found
     }
 
-    /// Rewrites every marker for `id` to `resolved` (and to the current prefix). `None` when the
-    /// body has no marker for `id`.
-    pub fn replace(&self, body: &str, id: &FindingId, resolved: bool) -> Option<String> {
-        let markers = self.parse_all(body);
-        let mut out = String::with_capacity(body.len());
-        let mut last = 0;
-        let mut replaced = false;
-        for marker in markers.iter().filter(|m| &m.finding_id == id) {
-            out.push_str(body.get(last..marker.span.0)?);
-            out.push_str(&self.build(id, resolved));
-            last = marker.span.1;
-            replaced = true;
-        }
-        if !replaced {
+    /// The marker bugloop put in a comment it wrote: alone on the last non-blank line of the
+    /// human text (just before the `---` and `rmcoc` block that end the comment), outside code.
+    /// Markers anywhere else are quoted text, never the comment's identity.
+    pub fn own(&self, body: &str) -> Option<Marker> {
+        let human = crate::rmcoc::parse_comment(body).human;
+        let lines: Vec<&str> = human.split('\n').collect();
+        let last = lines.iter().rposition(|line| !line.trim().is_empty())?;
+        if line_roles(&lines).get(last) != Some(&LineRole::Text) {
             return None;
         }
-        out.push_str(body.get(last..)?);
-        Some(out)
+        let line = lines[last];
+        let start = line.find("<!--")?;
+        if !line[..start].trim().is_empty() {
+            return None;
+        }
+        let marker = self.parse_at(line, start)?;
+        if !line[marker.span.1..].trim().is_empty() {
+            return None;
+        }
+        // `human` is a prefix of `body`, so the offsets carry over.
+        let offset: usize = lines[..last].iter().map(|l| l.len() + 1).sum();
+        Some(Marker {
+            span: (offset + marker.span.0, offset + marker.span.1),
+            ..marker
+        })
+    }
+
+    /// Rewrites the comment's own marker (see [`MarkerSyntax::own`]) to `resolved` and to the
+    /// current prefix. `None` when the body has no own marker for `id`.
+    pub fn replace(&self, body: &str, id: &FindingId, resolved: bool) -> Option<String> {
+        let marker = self.own(body).filter(|m| &m.finding_id == id)?;
+        Some(format!(
+            "{}{}{}",
+            body.get(..marker.span.0)?,
+            self.build(id, resolved),
+            body.get(marker.span.1..)?
+        ))
+    }
+
+    /// The tag that ends every reply bugloop writes in a finding's thread: what the reply is.
+    pub fn reply_tag(&self, kind: ReplyKind) -> String {
+        match kind {
+            ReplyKind::Info => format!("<!-- {} reply:info -->", self.prefix),
+            ReplyKind::Status(status) => {
+                format!("<!-- {} reply:status={} -->", self.prefix, status.as_str())
+            }
+        }
+    }
+
+    /// The reply tag on the last non-blank line of `body`, outside code: the only place bugloop
+    /// writes it. `None` for replies written before replies were tagged (and for anything else).
+    pub fn read_reply_tag(&self, body: &str) -> Option<ReplyKind> {
+        let lines: Vec<&str> = body.split('\n').collect();
+        let last = lines.iter().rposition(|line| !line.trim().is_empty())?;
+        if line_roles(&lines).get(last) != Some(&LineRole::Text) {
+            return None;
+        }
+        let mut cursor = Cursor {
+            text: lines[last].trim(),
+            pos: 0,
+        };
+        cursor.eat("<!--")?;
+        cursor.skip_spaces(1)?;
+        let prefix =
+            cursor.take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+        if !self.accepts(prefix) {
+            return None;
+        }
+        cursor.skip_spaces(1)?;
+        cursor.eat("reply:")?;
+        let kind = if cursor.eat("info").is_some() {
+            ReplyKind::Info
+        } else {
+            cursor.eat("status=")?;
+            let word = cursor.take_while(|c| c.is_ascii_uppercase());
+            ReplyKind::Status(match word {
+                "PENDING" => ThreadStatus::Pending,
+                "RESOLVED" => ThreadStatus::Resolved,
+                "DISPUTED" => ThreadStatus::Disputed,
+                "ESCALATED" => ThreadStatus::Escalated,
+                _ => return None,
+            })
+        };
+        cursor.skip_spaces(1)?;
+        cursor.eat("-->")?;
+        cursor.rest().is_empty().then_some(kind)
     }
 
     fn parse_at(&self, body: &str, start: usize) -> Option<Marker> {
@@ -153,6 +233,14 @@ impl MarkerSyntax {
             span: (start, cursor.pos),
         })
     }
+}
+
+/// What a reply of bugloop's in a finding's thread is: a change of the finding's status, or
+/// information (an answer, a fix that could not be made, a branch to merge) that changes nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ReplyKind {
+    Info,
+    Status(ThreadStatus),
 }
 
 /// A parsed marker.
@@ -228,16 +316,60 @@ mod tests {
     }
 
     #[test]
-    fn replace_rewrites_legacy_prefix_and_only_that_id() {
+    fn replace_rewrites_the_own_marker_only_and_migrates_its_prefix() {
         let syntax = MarkerSyntax::default();
-        let body = "a <!-- copilot-bugbot finding_id:\"x\" resolved:false --> b \
-                    <!-- bugloop finding_id:\"y\" resolved:false -->";
+        let body = "quoted <!-- bugloop finding_id:\"x\" resolved:false -->\n\
+                    ```\n<!-- bugloop finding_id:\"x\" resolved:false -->\n```\n\
+                    <!-- copilot-bugbot finding_id:\"x\" resolved:false -->\n\n---\n\n\
+                    ```rmcoc\n{}\n```\n";
         let out = syntax.replace(body, &FindingId::new("x"), true).unwrap();
         assert_eq!(
             out,
-            "a <!-- bugloop finding_id:\"x\" resolved:true --> b \
-             <!-- bugloop finding_id:\"y\" resolved:false -->"
+            body.replace(
+                "<!-- copilot-bugbot finding_id:\"x\" resolved:false -->",
+                "<!-- bugloop finding_id:\"x\" resolved:true -->"
+            )
         );
         assert!(syntax.replace(body, &FindingId::new("z"), true).is_none());
+        // The marker inside code is not a marker at all; the one in the text is counted.
+        assert_eq!(syntax.parse_all(body).len(), 2);
+    }
+
+    #[test]
+    fn a_marker_that_is_not_alone_on_the_last_line_is_not_the_comments_own() {
+        let syntax = MarkerSyntax::default();
+        for body in [
+            "text <!-- bugloop finding_id:\"x\" resolved:false -->",
+            "<!-- bugloop finding_id:\"x\" resolved:false -->\nmore text",
+            "```\n<!-- bugloop finding_id:\"x\" resolved:false -->",
+        ] {
+            assert_eq!(syntax.own(body), None, "{body:?}");
+        }
+        let own = syntax.own("t\n\n<!-- bugloop finding_id:\"x\" resolved:true -->\n");
+        assert!(own.is_some_and(|m| m.resolved));
+    }
+
+    #[test]
+    fn reply_tags_round_trip_and_are_read_only_at_the_end() {
+        let syntax = MarkerSyntax::default();
+        for kind in [
+            ReplyKind::Info,
+            ReplyKind::Status(ThreadStatus::Pending),
+            ReplyKind::Status(ThreadStatus::Resolved),
+            ReplyKind::Status(ThreadStatus::Disputed),
+            ReplyKind::Status(ThreadStatus::Escalated),
+        ] {
+            let body = format!("text\n\n{}\n", syntax.reply_tag(kind));
+            assert_eq!(syntax.read_reply_tag(&body), Some(kind));
+            assert_eq!(syntax.read_reply_tag(&format!("{body}\nmore")), None);
+            assert_eq!(syntax.read_reply_tag(&format!("```\n{body}")), None);
+        }
+        let legacy = "x\n<!-- copilot-bugbot reply:status=RESOLVED -->";
+        assert!(syntax.read_reply_tag(legacy).is_some());
+        assert_eq!(syntax.read_reply_tag("<!-- other reply:info -->"), None);
+        assert_eq!(
+            syntax.read_reply_tag("<!-- bugloop reply:status=DONE -->"),
+            None
+        );
     }
 }

@@ -18,6 +18,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::markdown::{LineRole, line_roles};
 use crate::score::Score;
 use crate::thread::ThreadStatus;
 
@@ -66,9 +67,10 @@ pub struct RmcocProblem {
 /// What a comment body holds.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ParsedRmcoc {
-    /// The text before the first block, without the `---` separator.
+    /// The text before the state block, without the `---` separator (the whole body if none).
     pub human: String,
-    pub blocks: Vec<RmcocBlock>,
+    /// The state block: the `rmcoc` fence that ends the body, outside any other fenced code.
+    pub block: Option<RmcocBlock>,
     pub problems: Vec<RmcocProblem>,
 }
 
@@ -104,52 +106,57 @@ pub fn fence_for(content: &str) -> String {
     "`".repeat((longest + 1).max(3))
 }
 
-/// Finds every `rmcoc` fence in `body` and parses it.
+/// Reads the state block where bugloop puts it: an `rmcoc` fence that ends the body (only blank
+/// lines after it). Blocks anywhere else, and anything inside other fenced code, are text: a
+/// comment can quote code or a model's words without them being read as its state.
 pub fn parse_comment(body: &str) -> ParsedRmcoc {
     let lines: Vec<&str> = body.split('\n').collect();
-    let mut blocks = Vec::new();
-    let mut problems = Vec::new();
-    let mut human_end: Option<usize> = None;
-    let mut index = 0;
-    while index < lines.len() {
-        let Some((fence_char, fence_len)) = opening_fence(lines[index]) else {
-            index += 1;
-            continue;
-        };
-        let open = index;
-        human_end.get_or_insert(open);
-        let mut close = None;
-        let mut cursor = open + 1;
-        while cursor < lines.len() {
-            if is_closing_fence(lines[cursor], fence_char, fence_len) {
-                close = Some(cursor);
-                break;
+    let roles = line_roles(&lines);
+    let mut parsed = ParsedRmcoc {
+        human: String::new(),
+        block: None,
+        problems: Vec::new(),
+    };
+    let last = lines.iter().rposition(|line| !line.trim().is_empty());
+    // The fence the body ends in (closed on its last line, or never closed).
+    let ending_fence = last.and_then(|last| {
+        let open = roles[..=last]
+            .iter()
+            .rposition(|role| matches!(role, LineRole::Open(_)))?;
+        let closed_at_end = roles[last] == LineRole::Close;
+        let still_open = roles[open..].iter().all(|r| *r != LineRole::Close);
+        match &roles[open] {
+            LineRole::Open(fence)
+                if fence.lang.eq_ignore_ascii_case(RMCOC_LANG) && (closed_at_end || still_open) =>
+            {
+                Some((open, closed_at_end.then_some(last)))
             }
-            cursor += 1;
+            _ => None,
         }
-        let Some(close) = close else {
-            problems.push(RmcocProblem {
+    });
+    let human_end = match ending_fence {
+        Some((open, Some(close))) => {
+            let json = lines[open + 1..close].join("\n");
+            match parse_block(&json) {
+                Ok(block) => parsed.block = Some(block),
+                Err(message) => parsed.problems.push(RmcocProblem {
+                    line: open + 1,
+                    message,
+                }),
+            }
+            open
+        }
+        Some((open, None)) => {
+            parsed.problems.push(RmcocProblem {
                 line: open + 1,
                 message: "rmcoc block is not closed".to_owned(),
             });
-            break;
-        };
-        let json = lines[open + 1..close].join("\n");
-        match parse_block(&json) {
-            Ok(block) => blocks.push(block),
-            Err(message) => problems.push(RmcocProblem {
-                line: open + 1,
-                message,
-            }),
+            open
         }
-        index = close + 1;
-    }
-    let human_lines = &lines[..human_end.unwrap_or(lines.len())];
-    ParsedRmcoc {
-        human: human_text(human_lines),
-        blocks,
-        problems,
-    }
+        None => lines.len(),
+    };
+    parsed.human = human_text(&lines[..human_end]);
+    parsed
 }
 
 fn human_text(lines: &[&str]) -> String {
@@ -165,29 +172,6 @@ fn human_text(lines: &[&str]) -> String {
         }
     }
     lines[..end].join("\n").trim_end_matches('\r').to_owned()
-}
-
-fn opening_fence(line: &str) -> Option<(char, usize)> {
-    let trimmed = line.trim_end_matches('\r');
-    let indent = trimmed.len() - trimmed.trim_start_matches(' ').len();
-    if indent > 3 {
-        return None;
-    }
-    let rest = &trimmed[indent..];
-    let fence_char = rest.chars().next().filter(|c| *c == '`' || *c == '~')?;
-    let fence_len = rest.len() - rest.trim_start_matches(fence_char).len();
-    if fence_len < 3 {
-        return None;
-    }
-    let info = rest[fence_len..].trim();
-    let lang = info.split_whitespace().next().unwrap_or("");
-    lang.eq_ignore_ascii_case(RMCOC_LANG)
-        .then_some((fence_char, fence_len))
-}
-
-fn is_closing_fence(line: &str, fence_char: char, fence_len: usize) -> bool {
-    let trimmed = line.trim();
-    trimmed.len() >= fence_len && trimmed.chars().all(|c| c == fence_char)
 }
 
 fn parse_block(json: &str) -> Result<RmcocBlock, String> {
@@ -248,14 +232,14 @@ mod tests {
         let body = build_comment("The loop reads one element too far.", &block);
         let parsed = parse_comment(&body);
         assert_eq!(parsed.problems, vec![]);
-        assert_eq!(parsed.blocks, vec![block]);
+        assert_eq!(parsed.block, Some(block));
         assert_eq!(parsed.human, "The loop reads one element too far.");
     }
 
     #[test]
     fn broken_block_is_a_problem_not_a_crash() {
         let parsed = parse_comment("text\n\n---\n\n```rmcoc\n{\"finding\": \n```\n");
-        assert!(parsed.blocks.is_empty());
+        assert!(parsed.block.is_none());
         assert_eq!(parsed.problems.len(), 1);
         assert_eq!(parsed.problems[0].line, 5);
     }

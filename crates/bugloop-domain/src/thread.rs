@@ -1,8 +1,10 @@
 //! Review state reconstructed from a conversation (pr-reviewer-design.md 3.2 and 4.2).
 //!
-//! [`reconstruct`] is a pure function: comments in, threads out. Only comments written by the bot
-//! identity create findings or change a finding's status; markers, `rmcoc` blocks and status
-//! phrases typed by anyone else are ignored (and counted).
+//! [`reconstruct`] is a pure function: comments in, threads out. Only comments bugloop wrote (as
+//! the forge establishes it: [`Comment::by_bugloop`], never a name) create findings or change a
+//! finding's status; markers, `rmcoc` blocks and status phrases typed by anyone else are ignored
+//! (and counted). Within bugloop's comments only its own state counts: the marker and block at
+//! the end of a finding comment, and the tag at the end of a reply (see `marker.rs`).
 
 use std::collections::HashMap;
 use std::fmt;
@@ -12,7 +14,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::finding::FindingId;
-use crate::marker::MarkerSyntax;
+use crate::marker::{Marker, MarkerSyntax, ReplyKind};
 use crate::rmcoc::{RmcocBlock, parse_comment};
 use crate::score::Score;
 
@@ -86,9 +88,14 @@ pub struct Comment {
     /// Whether the forge shows the comment's thread as resolved.
     #[serde(default)]
     pub thread_resolved: bool,
+    /// bugloop wrote this comment: the local store records it when bugloop writes, GitHub knows
+    /// it by the login bugloop resolved at start. Never inferred from a name a person can pick.
+    #[serde(default)]
+    pub by_bugloop: bool,
 }
 
-/// The logins the bot writes as (for example `bugloop[bot]` and `github-actions[bot]`).
+/// The logins the bot writes as (for example `bugloop[bot]` and `github-actions[bot]`), for a
+/// forge deciding [`Comment::by_bugloop`] from an account it authenticated as.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BotIdentity {
     logins: Vec<String>,
@@ -242,7 +249,7 @@ pub fn find_thread<'a>(
 }
 
 /// Rebuilds the review state from a conversation.
-pub fn reconstruct(comments: &[Comment], bot: &BotIdentity, markers: &MarkerSyntax) -> ReviewState {
+pub fn reconstruct(comments: &[Comment], markers: &MarkerSyntax) -> ReviewState {
     let index: HashMap<&str, usize> = comments
         .iter()
         .enumerate()
@@ -332,19 +339,17 @@ pub fn reconstruct(comments: &[Comment], bot: &BotIdentity, markers: &MarkerSynt
         let comment = &comments[root];
         let mut members = replies.remove(&root).unwrap_or_default();
         members.sort_by(|a, b| order_key(&comments[*a]).cmp(&order_key(&comments[*b])));
-        if !bot.is_bot(&comment.author) {
+        if !comment.by_bugloop {
             if carries_state(comment, markers) {
                 state.ignored_untrusted += 1;
             }
             state.ignored_untrusted += members
                 .iter()
-                .filter(|&&m| {
-                    !bot.is_bot(&comments[m].author) && carries_state(&comments[m], markers)
-                })
+                .filter(|&&m| !comments[m].by_bugloop && carries_state(&comments[m], markers))
                 .count();
             continue;
         }
-        if let Some(thread) = build_thread(comment, &members, comments, bot, markers, &mut state) {
+        if let Some(thread) = build_thread(comment, &members, comments, markers, &mut state) {
             state.threads.push(thread);
         }
     }
@@ -359,14 +364,53 @@ fn carries_state(comment: &Comment, markers: &MarkerSyntax) -> bool {
     comment.body.contains(RESOLVED_PHRASE)
         || comment.body.contains(ESCALATED_PHRASE)
         || !markers.parse_all(&comment.body).is_empty()
-        || !parse_comment(&comment.body).blocks.is_empty()
+        || markers.read_reply_tag(&comment.body).is_some()
+        || parse_comment(&comment.body).block.is_some()
+}
+
+/// Replies bugloop wrote before it tagged its replies that are known to carry no verdict.
+const LEGACY_INFORMATIONAL_OPENINGS: [&str; 3] = [
+    "Could not fix this:",
+    "A verified fix waits on branch",
+    "bugloop: ",
+];
+
+/// What an untagged reply of bugloop's meant, as far as it can be told (replies written before
+/// replies were tagged): explicit phrases and markers first, then known informational replies,
+/// and otherwise an answer to a developer without conceding, as it was read then.
+fn legacy_reply_status(
+    reply: &Comment,
+    reply_marker: Option<Marker>,
+    developer_spoke_since_bot: bool,
+) -> Option<ThreadStatus> {
+    if let Some(explicit) = parse_comment(&reply.body).block.and_then(|b| b.status) {
+        Some(explicit)
+    } else if reply.body.contains(ESCALATED_PHRASE) {
+        Some(ThreadStatus::Escalated)
+    } else if reply.body.contains(RESOLVED_PHRASE) {
+        Some(ThreadStatus::Resolved)
+    } else if let Some(marker) = reply_marker {
+        Some(if marker.resolved {
+            ThreadStatus::Resolved
+        } else {
+            ThreadStatus::Pending
+        })
+    } else if LEGACY_INFORMATIONAL_OPENINGS
+        .iter()
+        .any(|opening| reply.body.trim_start().starts_with(opening))
+    {
+        None
+    } else if developer_spoke_since_bot {
+        Some(ThreadStatus::Disputed)
+    } else {
+        None
+    }
 }
 
 fn build_thread(
     root: &Comment,
     members: &[usize],
     comments: &[Comment],
-    bot: &BotIdentity,
     markers: &MarkerSyntax,
     state: &mut ReviewState,
 ) -> Option<ThreadState> {
@@ -377,15 +421,15 @@ fn build_thread(
             message: format!("line {}: {}", problem.line, problem.message),
         });
     }
-    let root_markers = markers.parse_all(&root.body);
-    let assessment = parsed.blocks.into_iter().next();
+    let root_marker = markers.own(&root.body);
+    let assessment = parsed.block;
     // Only bot comments with a valid rmcoc block or a finding marker are findings; anything else
     // the bot wrote (summaries, overflow lists, answers) is not.
-    if assessment.is_none() && root_markers.is_empty() {
+    if assessment.is_none() && root_marker.is_none() {
         return None;
     }
-    let finding_id = root_markers.first().map(|m| m.finding_id.clone());
-    let mut status = match (&assessment, root_markers.first()) {
+    let finding_id = root_marker.as_ref().map(|m| m.finding_id.clone());
+    let mut status = match (&assessment, &root_marker) {
         (
             Some(RmcocBlock {
                 status: Some(status),
@@ -405,7 +449,7 @@ fn build_thread(
     for &member in members {
         let reply = &comments[member];
         forge_resolved |= reply.thread_resolved;
-        if !bot.is_bot(&reply.author) {
+        if !reply.by_bugloop {
             if carries_state(reply, markers) {
                 state.ignored_untrusted += 1;
             }
@@ -419,34 +463,22 @@ fn build_thread(
             continue;
         }
         bot_replies += 1;
-        let parsed_reply = parse_comment(&reply.body);
-        for problem in &parsed_reply.problems {
-            state.problems.push(StateProblem {
-                comment_id: reply.id.clone(),
-                message: format!("line {}: {}", problem.line, problem.message),
-            });
-        }
-        let reply_marker = markers
-            .parse_all(&reply.body)
-            .into_iter()
-            .find(|m| finding_id.as_ref().is_none_or(|id| &m.finding_id == id));
-        let next = if let Some(explicit) = parsed_reply.blocks.iter().find_map(|b| b.status) {
-            Some(explicit)
-        } else if reply.body.contains(ESCALATED_PHRASE) {
-            Some(ThreadStatus::Escalated)
-        } else if reply.body.contains(RESOLVED_PHRASE) {
-            Some(ThreadStatus::Resolved)
-        } else if let Some(marker) = reply_marker {
-            Some(if marker.resolved {
-                ThreadStatus::Resolved
-            } else {
-                ThreadStatus::Pending
-            })
-        } else if developer_spoke_since_bot {
-            // The bot answered a developer without conceding: it maintains its position.
-            Some(ThreadStatus::Disputed)
-        } else {
-            None
+        let next = match markers.read_reply_tag(&reply.body) {
+            Some(ReplyKind::Status(status)) => Some(status),
+            Some(ReplyKind::Info) => None,
+            None => {
+                let parsed_reply = parse_comment(&reply.body);
+                for problem in &parsed_reply.problems {
+                    state.problems.push(StateProblem {
+                        comment_id: reply.id.clone(),
+                        message: format!("line {}: {}", problem.line, problem.message),
+                    });
+                }
+                let reply_marker = markers
+                    .own(&reply.body)
+                    .filter(|m| finding_id.as_ref().is_none_or(|id| &m.finding_id == id));
+                legacy_reply_status(reply, reply_marker, developer_spoke_since_bot)
+            }
         };
         if let Some(next) = next
             && next != status

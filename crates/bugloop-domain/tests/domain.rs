@@ -5,11 +5,13 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use bugloop_domain::filter::{ExistingFinding, FilterSettings, run_pipeline};
+use bugloop_domain::markdown::neutralise;
 use bugloop_domain::paths::IgnoreMatcher;
 use bugloop_domain::rmcoc::{RmcocBlock, build_comment, parse_comment};
-use bugloop_domain::thread::reconstruct;
+use bugloop_domain::thread::{RESOLVED_PHRASE, reconstruct};
 use bugloop_domain::{
-    BotIdentity, Comment, Finding, FindingId, MarkerSyntax, Score, Severity, ThreadStatus,
+    BotIdentity, Comment, Finding, FindingId, MarkerSyntax, ReplyKind, Score, Severity,
+    ThreadStatus,
 };
 use proptest::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -20,6 +22,8 @@ fn markers() {
         let body = std::fs::read_to_string(path).unwrap();
         let syntax = MarkerSyntax::default();
         let markers = syntax.parse_all(&body);
+        // Only the comment's own marker (alone on its last line) is ever rewritten.
+        let own = syntax.own(&body);
         let flipped: Vec<(String, Option<String>)> = markers
             .iter()
             .map(|m| {
@@ -29,7 +33,7 @@ fn markers() {
                 )
             })
             .collect();
-        insta::assert_yaml_snapshot!((markers, flipped));
+        insta::assert_yaml_snapshot!((markers, own, flipped));
     });
 }
 
@@ -41,10 +45,13 @@ fn rmcoc() {
     });
 }
 
+/// A conversation as a forge would report it. `bot` plays the forge's part of knowing which
+/// account is bugloop's: a comment by one of those logins is bugloop's unless the fixture says
+/// `by_bugloop` itself (a person who named themself like the bot).
 #[derive(Deserialize)]
 struct ThreadCase {
     bot: Vec<String>,
-    comments: Vec<Comment>,
+    comments: Vec<serde_yaml_ng::Mapping>,
 }
 
 #[test]
@@ -52,11 +59,20 @@ fn threads() {
     insta::glob!("fixtures/threads/*.yaml", |path| {
         let case: ThreadCase =
             serde_yaml_ng::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-        let state = reconstruct(
-            &case.comments,
-            &BotIdentity::new(&case.bot),
-            &MarkerSyntax::default(),
-        );
+        let bot = BotIdentity::new(&case.bot);
+        let comments: Vec<Comment> = case
+            .comments
+            .into_iter()
+            .map(|mut raw| {
+                if !raw.contains_key("by_bugloop") {
+                    let author = raw.get("author").and_then(|a| a.as_str()).unwrap_or("");
+                    let ours = bot.is_bot(author);
+                    raw.insert("by_bugloop".into(), ours.into());
+                }
+                serde_yaml_ng::from_value(serde_yaml_ng::Value::Mapping(raw)).unwrap()
+            })
+            .collect();
+        let state = reconstruct(&comments, &MarkerSyntax::default());
         insta::assert_yaml_snapshot!(state);
     });
 }
@@ -175,15 +191,59 @@ proptest! {
     fn marker_round_trip(raw in any::<String>(), resolved in any::<bool>(), before in any::<String>(), after in any::<String>()) {
         let syntax = MarkerSyntax::default();
         let id = FindingId::new(&raw);
-        // The sanitized id is stable and round-trips through a marker inside arbitrary text.
+        // The sanitized id is stable and round-trips through a marker placed where bugloop
+        // places it, after any text it quotes.
         prop_assert_eq!(&FindingId::new(id.as_str()), &id);
         let marker = syntax.build(&id, resolved);
-        let body = format!("{before}\n{marker}\n{after}");
-        let parsed = syntax.parse_all(&body);
-        prop_assert!(parsed.iter().any(|m| m.finding_id == id && m.resolved == resolved));
+        let quoted = neutralise(&before);
+        let body = format!("{quoted}\n\n{marker}\n");
+        let own = syntax.own(&body).unwrap();
+        prop_assert!(own.finding_id == id && own.resolved == resolved);
         let flipped = syntax.replace(&body, &id, !resolved).unwrap();
-        prop_assert!(syntax.parse_all(&flipped).iter().any(|m| m.finding_id == id && m.resolved != resolved));
-        prop_assert!(flipped.starts_with(&before) || before.contains("<!--"));
+        let own = syntax.own(&flipped).unwrap();
+        prop_assert!(own.finding_id == id && own.resolved != resolved);
+        prop_assert!(flipped.starts_with(&quoted));
+        // Anything after the marker means it is not the comment's own.
+        if !after.trim().is_empty() {
+            let longer = format!("{body}{}", neutralise(&after));
+            prop_assert!(syntax.own(&longer).is_none());
+        }
+    }
+
+    /// Status changes come only from bugloop's comments that carry a status; whatever anyone
+    /// else writes, and whatever bugloop writes as information, leaves every status as it was.
+    #[test]
+    fn only_bugloops_status_replies_change_a_status(
+        steps in prop::collection::vec((0u8..6, any::<String>()), 0..24)
+    ) {
+        let syntax = MarkerSyntax::default();
+        let root_body = build_comment(
+            &format!("### A finding\n\n{}", syntax.build(&FindingId::new("f"), false)),
+            &RmcocBlock::new("A finding", "Why.", Score::saturating(6)),
+        );
+        let at = |i: usize| jiff::Timestamp::from_second(1_700_000_000 + i as i64).unwrap();
+        let mut comments = vec![comment("0", root_body, at(0), true, None)];
+        let mut expected = ThreadStatus::Pending;
+        for (i, (kind, text)) in steps.iter().enumerate() {
+            let id = (i + 1).to_string();
+            let (body, by_bugloop) = match kind {
+                // A developer typing anything, including our phrases, markers and tags.
+                0 => (text.clone(), false),
+                1 => (format!("{}\n\n{}", RESOLVED_PHRASE, syntax.reply_tag(ReplyKind::Status(ThreadStatus::Resolved))), false),
+                // bugloop informing: any text, neutralised, tagged as information.
+                2 | 3 => (format!("{}\n\n{}", neutralise(text), syntax.reply_tag(ReplyKind::Info)), true),
+                // bugloop changing the status.
+                _ => {
+                    let status = [ThreadStatus::Resolved, ThreadStatus::Disputed, ThreadStatus::Escalated, ThreadStatus::Pending][text.len() % 4];
+                    expected = status;
+                    (format!("{}\n\n{}", neutralise(text), syntax.reply_tag(ReplyKind::Status(status))), true)
+                }
+            };
+            comments.push(comment(&id, body, at(i + 1), by_bugloop, Some("0")));
+        }
+        let state = reconstruct(&comments, &syntax);
+        prop_assert_eq!(state.threads.len(), 1);
+        prop_assert_eq!(state.threads[0].status, expected);
     }
 
     #[test]
@@ -199,7 +259,7 @@ proptest! {
         let body = build_comment(&human, &block);
         let parsed = parse_comment(&body);
         prop_assert!(parsed.problems.is_empty(), "{:?}", parsed.problems);
-        prop_assert_eq!(parsed.blocks, vec![block]);
+        prop_assert_eq!(parsed.block, Some(block));
         prop_assert_eq!(parsed.human, human.trim_end());
     }
 
@@ -250,7 +310,30 @@ proptest! {
             path: None,
             line: None,
             thread_resolved: false,
+            by_bugloop: i % 2 == 0,
         }).collect();
-        let _ = reconstruct(&comments, &BotIdentity::new(["bugloop"]), &MarkerSyntax::default());
+        let _ = reconstruct(&comments, &MarkerSyntax::default());
+    }
+}
+
+fn comment(
+    id: &str,
+    body: String,
+    created_at: jiff::Timestamp,
+    by_bugloop: bool,
+    in_reply_to: Option<&str>,
+) -> Comment {
+    Comment {
+        id: id.into(),
+        author: "bugloop".into(),
+        body,
+        created_at,
+        kind: Default::default(),
+        in_reply_to: in_reply_to.map(Into::into),
+        thread_id: None,
+        path: None,
+        line: None,
+        thread_resolved: false,
+        by_bugloop,
     }
 }

@@ -13,7 +13,7 @@ pub mod local;
 use async_trait::async_trait;
 use bugloop_domain::finding::FindingId;
 use bugloop_domain::marker::MarkerSyntax;
-use bugloop_domain::thread::{BotIdentity, Comment};
+use bugloop_domain::thread::Comment;
 use serde::Serialize;
 
 #[derive(Debug, thiserror::Error)]
@@ -177,7 +177,6 @@ pub trait Forge: Send + Sync + std::fmt::Debug {
         &self,
         change: &ChangeKey,
         markers: &MarkerSyntax,
-        bot: &BotIdentity,
         id: &FindingId,
         body: &str,
         anchor: Option<&LineAnchor>,
@@ -185,13 +184,10 @@ pub trait Forge: Send + Sync + std::fmt::Debug {
         let comments = self.comments(change).await?;
         let want_review = anchor.is_some();
         let existing = comments.iter().find(|c| {
-            bot.is_bot(&c.author)
+            c.by_bugloop
                 && c.in_reply_to.is_none()
                 && (c.kind == bugloop_domain::thread::CommentKind::Review) == want_review
-                && markers
-                    .parse_all(&c.body)
-                    .iter()
-                    .any(|m| &m.finding_id == id)
+                && markers.own(&c.body).is_some_and(|m| &m.finding_id == id)
         });
         match existing {
             Some(comment) if comment.body == body => Ok(Upsert::Unchanged),

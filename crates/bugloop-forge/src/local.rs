@@ -24,8 +24,11 @@ pub fn store_path(git: &Git) -> Result<PathBuf, ForgeError> {
     Ok(git.common_dir()?.join("bugloop").join("store.db"))
 }
 
-fn to_comment(stored: StoredComment) -> Comment {
+/// `bot` decides only for comments stored before the store recorded who wrote what.
+fn to_comment(stored: StoredComment, bot: &str) -> Comment {
+    let by_bugloop = stored.by_bugloop.unwrap_or(stored.author == bot);
     Comment {
+        by_bugloop,
         id: stored.id.to_string(),
         author: stored.author,
         body: stored.body,
@@ -97,13 +100,14 @@ impl LocalForge {
                 &change.0,
                 NewComment {
                     author: self.developer.clone(),
+                    by_bugloop: false,
                     body: body.to_owned(),
                     in_reply_to: parent,
                     anchor: None,
                 },
             )
             .await?;
-        Ok(to_comment(stored))
+        Ok(to_comment(stored, &self.bot))
     }
 }
 
@@ -153,7 +157,7 @@ impl Forge for LocalForge {
             .comments(&change.0)
             .await?
             .into_iter()
-            .map(to_comment)
+            .map(|stored| to_comment(stored, &self.bot))
             .collect())
     }
 
@@ -169,6 +173,7 @@ impl Forge for LocalForge {
                 &change.0,
                 NewComment {
                     author: self.bot.clone(),
+                    by_bugloop: true,
                     body: body.to_owned(),
                     in_reply_to: None,
                     anchor: anchor.map(|a| Anchor {
@@ -179,7 +184,7 @@ impl Forge for LocalForge {
                 },
             )
             .await?;
-        Ok(to_comment(stored))
+        Ok(to_comment(stored, &self.bot))
     }
 
     async fn update_comment(
@@ -188,10 +193,15 @@ impl Forge for LocalForge {
         comment: &Comment,
         body: &str,
     ) -> Result<(), ForgeError> {
-        Ok(self
-            .store
-            .update_body(&change.0, local_id(&comment.id)?, body)
-            .await?)
+        let id = local_id(&comment.id)?;
+        // Judged by what the store recorded, not by the caller's copy of the comment.
+        let stored = to_comment(self.store.comment(id).await?, &self.bot);
+        if !stored.by_bugloop {
+            return Err(ForgeError::Invalid(format!(
+                "comment {id} was not written by bugloop; bugloop only edits its own comments"
+            )));
+        }
+        Ok(self.store.update_body(&change.0, id, body).await?)
     }
 
     async fn reply(
@@ -206,13 +216,14 @@ impl Forge for LocalForge {
                 &change.0,
                 NewComment {
                     author: self.bot.clone(),
+                    by_bugloop: true,
                     body: body.to_owned(),
                     in_reply_to: Some(local_id(&to.id)?),
                     anchor: None,
                 },
             )
             .await?;
-        Ok(to_comment(stored))
+        Ok(to_comment(stored, &self.bot))
     }
 
     async fn set_thread_resolved(

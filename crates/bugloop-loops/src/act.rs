@@ -13,8 +13,7 @@ use bugloop_domain::safety::{
     MAX_FINDING_BODY_CHARS, sanitize_user_comment, truncate_finding_body,
 };
 use bugloop_domain::thread::{
-    BotIdentity, Comment, ESCALATED_PHRASE, ReviewState, ThreadState, ThreadStatus, find_thread,
-    reconstruct,
+    Comment, ReviewState, ThreadState, ThreadStatus, find_thread, reconstruct,
 };
 use bugloop_forge::git::{Git, short};
 use bugloop_forge::{ChangeKey, Forge, ForgeError};
@@ -29,6 +28,7 @@ use crate::build::{
 };
 use crate::context::read_rules;
 use crate::intent::{Classified, Intent, OpenFinding, classify};
+use crate::publish::{disputed_reply, escalated_reply, info_reply};
 use crate::review::prompt::{fill, rules_block};
 use crate::review::resolve_thread;
 use crate::{Progress, sandbox_settings};
@@ -88,14 +88,10 @@ impl ActEnv<'_> {
         }
     }
 
-    fn bot(&self) -> BotIdentity {
-        bugloop_config::bot_identity(self.config)
-    }
-
     async fn state(&self, change: &ChangeKey) -> Result<(Vec<Comment>, ReviewState), ActError> {
         let markers = bugloop_config::marker_syntax(self.config)?;
         let comments = self.forge.comments(change).await?;
-        let state = reconstruct(&comments, &self.bot(), &markers);
+        let state = reconstruct(&comments, &markers);
         Ok((comments, state))
     }
 }
@@ -254,7 +250,10 @@ pub async fn fix(
                     .reply(
                         change,
                         root,
-                        &format!("A verified fix waits on branch `{name}` ({reason}); merge it to resolve this."),
+                        &info_reply(
+                            &markers,
+                            &format!("A verified fix waits on branch `{name}` ({reason}); merge it to resolve this."),
+                        ),
                     )
                     .await?;
             }
@@ -263,7 +262,10 @@ pub async fn fix(
                     .reply(
                         change,
                         root,
-                        &format!("Could not fix this: {}", status_line(&result.status)),
+                        &info_reply(
+                            &markers,
+                            &format!("Could not fix this: {}", status_line(&result.status)),
+                        ),
                     )
                     .await?;
             }
@@ -482,8 +484,13 @@ pub async fn on_comment(
         }
         (Intent::Do, true) => {
             let report = do_request(env, &comment.body).await?;
+            let markers = bugloop_config::marker_syntax(env.config)?;
             env.forge
-                .reply(change, comment, &format!("bugloop: {}", report.message))
+                .reply(
+                    change,
+                    comment,
+                    &info_reply(&markers, &format!("bugloop: {}", report.message)),
+                )
                 .await?;
             report
         }
@@ -532,7 +539,10 @@ pub async fn on_comment(
             let reply_to = parent_thread
                 .and_then(|t| comments.iter().find(|c| c.id == t.id))
                 .unwrap_or(comment);
-            env.forge.reply(change, reply_to, &answer).await?;
+            let markers = bugloop_config::marker_syntax(env.config)?;
+            env.forge
+                .reply(change, reply_to, &info_reply(&markers, &answer))
+                .await?;
             ActReport {
                 action: Intent::Think,
                 chosen_by: String::new(),
@@ -717,12 +727,14 @@ pub async fn settle_dispute(
             ThreadStatus::Resolved
         }
         Decision::Maintain => {
-            env.forge.reply(change, root, &reasoning).await?;
+            env.forge
+                .reply(change, root, &disputed_reply(&markers, &reasoning))
+                .await?;
             ThreadStatus::Disputed
         }
         Decision::Escalate => {
             env.forge
-                .reply(change, root, &format!("{ESCALATED_PHRASE}\n\n{reasoning}"))
+                .reply(change, root, &escalated_reply(&markers, &reasoning))
                 .await?;
             ThreadStatus::Escalated
         }

@@ -245,11 +245,10 @@ pub async fn converge(
     }
     let head_now = git.head().unwrap_or_default();
     // Earlier loop reviews, newest first: a clean one on this HEAD means there is nothing to do.
-    let bot = bugloop_config::bot_identity(env.config);
     let comments = env.forge.comments(change).await?;
     let mut loop_reviews: Vec<&bugloop_domain::thread::Comment> = comments
         .iter()
-        .filter(|c| bot.is_bot(&c.author) && c.body.starts_with(LOOP_TAG))
+        .filter(|c| c.by_bugloop && c.body.starts_with(LOOP_TAG))
         .collect();
     loop_reviews
         .sort_by_key(|c| std::cmp::Reverse((c.created_at, c.id.parse::<u64>().unwrap_or(0))));

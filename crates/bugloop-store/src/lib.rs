@@ -16,7 +16,10 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 use sqlx::{Row, SqlitePool};
 
 /// Schema migrations, applied in order; `PRAGMA user_version` records how many ran.
-const MIGRATIONS: &[&str] = &[include_str!("../migrations/0001_conversation.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("../migrations/0001_conversation.sql"),
+    include_str!("../migrations/0002_written_by_bugloop.sql"),
+];
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -94,12 +97,16 @@ pub struct StoredComment {
     pub line: Option<u32>,
     pub commit: Option<String>,
     pub thread_resolved: bool,
+    /// Whether bugloop wrote the comment (`None`: stored before this was recorded).
+    pub by_bugloop: Option<bool>,
 }
 
 /// A comment to add.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct NewComment {
     pub author: String,
+    /// Written by bugloop itself (its publishing code), not typed by a person.
+    pub by_bugloop: bool,
     pub body: String,
     /// Answer this comment (the new comment joins its thread and takes its kind and place).
     pub in_reply_to: Option<i64>,
@@ -278,7 +285,7 @@ impl Store {
     pub async fn comments(&self, change: &str) -> Result<Vec<StoredComment>, StoreError> {
         let rows = sqlx::query(
             "SELECT c.id, c.change, c.kind, c.author, c.body, c.created_at, c.updated_at, \
-             c.in_reply_to, c.thread_id, c.path, c.line, c.commit_sha, \
+             c.in_reply_to, c.thread_id, c.path, c.line, c.commit_sha, c.by_bugloop, \
              COALESCE(t.resolved, 0) AS resolved \
              FROM comments c LEFT JOIN threads t ON t.id = c.thread_id \
              WHERE c.change = ? ORDER BY c.id",
@@ -294,7 +301,7 @@ impl Store {
     pub async fn comment(&self, id: i64) -> Result<StoredComment, StoreError> {
         let row = sqlx::query(
             "SELECT c.id, c.change, c.kind, c.author, c.body, c.created_at, c.updated_at, \
-             c.in_reply_to, c.thread_id, c.path, c.line, c.commit_sha, \
+             c.in_reply_to, c.thread_id, c.path, c.line, c.commit_sha, c.by_bugloop, \
              COALESCE(t.resolved, 0) AS resolved \
              FROM comments c LEFT JOIN threads t ON t.id = c.thread_id WHERE c.id = ?",
         )
@@ -345,6 +352,10 @@ impl Store {
                 .try_get::<i64, _>("resolved")
                 .map_err(query_error("read resolved"))?
                 != 0,
+            by_bugloop: row
+                .try_get::<Option<i64>, _>("by_bugloop")
+                .map_err(query_error("read by_bugloop"))?
+                .map(|flag| flag != 0),
         })
     }
 
@@ -403,8 +414,8 @@ impl Store {
         };
         let id: i64 = sqlx::query_scalar(
             "INSERT INTO comments (change, kind, author, body, created_at, updated_at, \
-             in_reply_to, thread_id, path, line, commit_sha) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+             in_reply_to, thread_id, path, line, commit_sha, by_bugloop) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
         )
         .bind(change)
         .bind(kind.as_str())
@@ -417,6 +428,7 @@ impl Store {
         .bind(&anchor.0)
         .bind(anchor.1)
         .bind(&anchor.2)
+        .bind(i64::from(new.by_bugloop))
         .fetch_one(&mut *tx)
         .await
         .map_err(query_error("insert comment"))?;

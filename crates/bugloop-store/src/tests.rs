@@ -122,3 +122,40 @@ async fn a_database_of_someone_else_is_not_taken_for_ours() {
     let error = Store::open(&path).await.unwrap_err();
     assert!(error.to_string().contains("tables are missing"), "{error}");
 }
+
+#[tokio::test]
+async fn who_wrote_a_comment_is_recorded_not_inferred_and_older_rows_say_unknown() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.db");
+    {
+        // A store as the first schema wrote it, with one comment in it.
+        let store = Store::open(&path).await.unwrap();
+        sqlx::raw_sql(
+            "ALTER TABLE comments DROP COLUMN by_bugloop; PRAGMA user_version = 1; \
+             INSERT INTO comments (change, kind, author, body, created_at, updated_at, thread_id) \
+             VALUES ('b', 'issue', 'bugloop', 'old', '2026-01-01T00:00:00Z', \
+             '2026-01-01T00:00:00Z', 1);",
+        )
+        .execute(&store.pool)
+        .await
+        .unwrap();
+        store.close().await;
+    }
+    let store = Store::open(&path).await.unwrap();
+    let old = &store.comments("b").await.unwrap()[0];
+    assert_eq!(old.by_bugloop, None);
+    let by_us = store
+        .add(
+            "b",
+            NewComment {
+                by_bugloop: true,
+                ..new("bugloop", "ours")
+            },
+        )
+        .await
+        .unwrap();
+    // A person may call themself anything; the flag says who wrote it.
+    let by_person = store.add("b", new("bugloop", "theirs")).await.unwrap();
+    assert_eq!(by_us.by_bugloop, Some(true));
+    assert_eq!(by_person.by_bugloop, Some(false));
+}

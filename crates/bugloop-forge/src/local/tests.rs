@@ -4,7 +4,6 @@ use std::process::Command;
 
 use bugloop_domain::finding::FindingId;
 use bugloop_domain::marker::MarkerSyntax;
-use bugloop_domain::thread::BotIdentity;
 
 use super::*;
 use crate::Upsert;
@@ -154,7 +153,6 @@ async fn upserts_are_idempotent_and_threads_resolve() {
     assert!(dir.path().join(".git/bugloop/store.db").exists());
     let change = ChangeKey("branch:feature".into());
     let markers = MarkerSyntax::new("bugloop", &[]).unwrap();
-    let bot = BotIdentity::new(["bugloop"]);
     let id = FindingId::new("off-by-one");
     let body = format!("### Off by one\n{}", markers.build(&id, false));
     let anchor = LineAnchor {
@@ -163,20 +161,19 @@ async fn upserts_are_idempotent_and_threads_resolve() {
         commit: "abc".into(),
     };
     let first = forge
-        .upsert_by_marker(&change, &markers, &bot, &id, &body, Some(&anchor))
+        .upsert_by_marker(&change, &markers, &id, &body, Some(&anchor))
         .await
         .unwrap();
     let again = forge
-        .upsert_by_marker(&change, &markers, &bot, &id, &body, Some(&anchor))
+        .upsert_by_marker(&change, &markers, &id, &body, Some(&anchor))
         .await
         .unwrap();
     let edited = forge
         .upsert_by_marker(
             &change,
             &markers,
-            &bot,
             &id,
-            &format!("{body}\nmore"),
+            &format!("### Off by one, reworded\n{}", markers.build(&id, false)),
             Some(&anchor),
         )
         .await
@@ -188,7 +185,7 @@ async fn upserts_are_idempotent_and_threads_resolve() {
     // A look-alike written by the developer is not bugloop's comment.
     forge.developer_comment(&change, &body, None).await.unwrap();
     let issue = forge
-        .upsert_by_marker(&change, &markers, &bot, &id, &body, None)
+        .upsert_by_marker(&change, &markers, &id, &body, None)
         .await
         .unwrap();
     assert_eq!(issue, Upsert::Added);
@@ -209,6 +206,15 @@ async fn upserts_are_idempotent_and_threads_resolve() {
     let comments = forge.comments(&change).await.unwrap();
     assert!(comments[0].thread_resolved);
     assert_eq!(forge.permission("Dev").await.unwrap(), Permission::Admin);
+    // bugloop edits only what it wrote.
+    let error = forge
+        .update_comment(&change, &reply, "rewritten")
+        .await
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("not written by bugloop"),
+        "{error}"
+    );
     assert_eq!(forge.permission("someone").await.unwrap(), Permission::Read);
 }
 
@@ -241,4 +247,32 @@ async fn the_change_of_a_conversation() {
     );
     assert!(text(&change.diff).contains("+TWO"));
     assert!(forge.change(&ChangeKey("pr:12".into())).await.is_err());
+}
+
+#[tokio::test]
+async fn a_developer_named_like_the_bot_is_still_a_developer() {
+    let dir = repo();
+    git(dir.path(), &["config", "user.name", "bugloop"]);
+    let forge = LocalForge::open(Git::open(dir.path()).unwrap(), "bugloop")
+        .await
+        .unwrap();
+    let change = ChangeKey("branch:feature".into());
+    let ours = forge
+        .add_comment(&change, "by bugloop", None)
+        .await
+        .unwrap();
+    let theirs = forge
+        .developer_comment(&change, "by a person", Some(&ours.id))
+        .await
+        .unwrap();
+    assert_eq!(
+        (ours.author.as_str(), theirs.author.as_str()),
+        ("bugloop", "bugloop")
+    );
+    assert!(ours.by_bugloop && !theirs.by_bugloop);
+    let listed = forge.comments(&change).await.unwrap();
+    assert_eq!(
+        listed.iter().map(|c| c.by_bugloop).collect::<Vec<_>>(),
+        [true, false]
+    );
 }

@@ -21,7 +21,7 @@ use bugloop_domain::filter::{
 use bugloop_domain::finding::{Finding, FindingId};
 use bugloop_domain::grounding::{self, Head};
 use bugloop_domain::marker::MarkerSyntax;
-use bugloop_domain::thread::{BotIdentity, Comment, ReviewState, ThreadStatus, reconstruct};
+use bugloop_domain::thread::{Comment, ReviewState, ThreadStatus, reconstruct};
 use bugloop_forge::{ChangeKey, Forge, ForgeError, LineAnchor, Upsert};
 use bugloop_llm::budget::Meter;
 use bugloop_llm::{JsonSchemaFormat, LlmError, Message, Provider};
@@ -240,7 +240,6 @@ pub async fn review_with(
     let config = env.config;
     let mut dispute_error = None;
     let markers = bugloop_config::marker_syntax(config)?;
-    let bot = bugloop_config::bot_identity(config);
 
     // 0. Developers' replies since the last run are answered first (pr-reviewer-design.md 3.2).
     let mut disputes = Vec::new();
@@ -278,7 +277,7 @@ pub async fn review_with(
     } else {
         env.forge.comments(&request.change).await?
     };
-    let state = reconstruct(&comments, &bot, &markers);
+    let state = reconstruct(&comments, &markers);
     let existing = existing_of(&state);
     let open: Vec<_> = state.unresolved().collect();
     let open_ids: Vec<String> = open
@@ -537,7 +536,6 @@ pub async fn review_with(
                 .upsert_by_marker(
                     &request.change,
                     &markers,
-                    &bot,
                     &finding.id,
                     &body,
                     anchor.as_ref(),
@@ -628,21 +626,13 @@ pub async fn review_with(
     };
     if request.publish && overflow.count > 0 {
         let body = overflow_body(overflow.count, &overflow.titles, comment_limit);
-        upsert_tagged(
-            env.forge,
-            &request.change,
-            &bot,
-            &comments,
-            OVERFLOW_TAG,
-            &body,
-        )
-        .await?;
+        upsert_tagged(env.forge, &request.change, &comments, OVERFLOW_TAG, &body).await?;
     }
 
     // 7. The report, and the summary comment made from it.
     let tracked = if request.publish {
         let after = env.forge.comments(&request.change).await?;
-        tracked_of(&reconstruct(&after, &bot, &markers))
+        tracked_of(&reconstruct(&after, &markers))
     } else {
         tracked_of(&state)
     };
@@ -704,7 +694,6 @@ pub async fn review_with(
         upsert_tagged(
             env.forge,
             &request.change,
-            &bot,
             &comments,
             SUMMARY_TAG,
             &summary_body(&report),
@@ -770,7 +759,9 @@ pub async fn resolve_thread(
     {
         forge.update_comment(change, root, &body).await?;
     }
-    forge.reply(change, root, &resolved_reply(reason)).await?;
+    forge
+        .reply(change, root, &resolved_reply(markers, reason))
+        .await?;
     if let Some(thread) = &root.thread_id {
         forge.set_thread_resolved(change, thread, true).await?;
     }
@@ -780,12 +771,11 @@ pub async fn resolve_thread(
 async fn upsert_tagged(
     forge: &dyn Forge,
     change: &ChangeKey,
-    bot: &BotIdentity,
     comments: &[Comment],
     tag: &str,
     body: &str,
 ) -> Result<(), ForgeError> {
-    match find_tagged(comments, bot, tag) {
+    match find_tagged(comments, tag) {
         Some(existing) if existing.body == body => Ok(()),
         Some(existing) => forge.update_comment(change, existing, body).await,
         None => forge.add_comment(change, body, None).await.map(|_| ()),
