@@ -462,7 +462,7 @@ pub fn dedup_run(
         if let Some(count) = ids.get_mut(&finding.id) {
             // Same id, different finding: keep both, renamed so markers stay unique.
             *count += 1;
-            let renamed = FindingId::new(format!("{}-{}", finding.id, count));
+            let renamed = finding.id.with_suffix(*count);
             stage.changed.push(Changed {
                 id: renamed.clone(),
                 note: format!("id {} was already used in this run", finding.id),

@@ -26,6 +26,15 @@ impl FindingId {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// This id with `-<n>` appended, the base cut so the suffix always fits: two findings that
+    /// share an id get distinct ones however long the id is.
+    pub fn with_suffix(&self, n: usize) -> FindingId {
+        let suffix = format!("-{n}");
+        let room = MAX_FINDING_ID_LEN.saturating_sub(suffix.chars().count());
+        let base: String = self.0.chars().take(room).collect();
+        FindingId::new(format!("{}{suffix}", base.trim_end_matches('-')))
+    }
 }
 
 impl From<String> for FindingId {
@@ -243,5 +252,16 @@ mod tests {
     fn finding_id_deserializes_sanitized() {
         let id: FindingId = serde_json::from_str("\"a --> b\"").unwrap();
         assert_eq!(id.as_str(), "a-b");
+    }
+
+    #[test]
+    fn a_suffix_always_makes_a_new_id() {
+        for len in [1, 126, 127, 128, 300] {
+            let id = FindingId::new("a".repeat(len));
+            let two = id.with_suffix(2);
+            let three = id.with_suffix(3);
+            assert!(two != id && three != id && two != three, "{len}");
+            assert!(two.as_str().ends_with("-2"));
+        }
     }
 }

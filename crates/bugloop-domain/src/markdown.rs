@@ -85,7 +85,12 @@ pub(crate) fn line_roles(lines: &[&str]) -> Vec<LineRole> {
 /// made safe to place in a comment bugloop signs: outside code, `<!--` becomes `&lt;!--` (shown
 /// the same), a fence that would open an `rmcoc` block is relabelled, and a fence left open is
 /// closed. Inside fenced code nothing changes: parsers skip code, and the quote stays exact.
+/// Line ends become `\n` first: a lone `\r` ends a line for CommonMark (and for a forge that
+/// normalises it) but not for a reader splitting on `\n`, and the two must see the same lines.
+/// A `suggestion` fence is relabelled too: on GitHub it would be a one-click commit offered in
+/// bugloop's name.
 pub fn neutralise(text: &str) -> String {
+    let text = text.replace("\r\n", "\n").replace('\r', "\n");
     let lines: Vec<&str> = text.split('\n').collect();
     let roles = line_roles(&lines);
     let mut out = String::with_capacity(text.len() + 16);
@@ -98,7 +103,9 @@ pub fn neutralise(text: &str) -> String {
             LineRole::Text => out.push_str(&line.replace("<!--", "&lt;!--")),
             LineRole::Open(fence) => {
                 open = Some(fence);
-                if fence.lang.eq_ignore_ascii_case(crate::rmcoc::RMCOC_LANG) {
+                if fence.lang.eq_ignore_ascii_case(crate::rmcoc::RMCOC_LANG)
+                    || fence.lang.eq_ignore_ascii_case("suggestion")
+                {
                     let indent = line.len() - line.trim_start_matches(' ').len();
                     out.push_str(&line[..indent]);
                     out.push_str(&fence.ch.to_string().repeat(fence.len));
@@ -124,6 +131,7 @@ pub fn neutralise(text: &str) -> String {
 /// Text for a place inside a line (a heading, a list item, a file name): made one line, so it
 /// can open no fence and no block, and with `<!--` shown but inert.
 pub fn inline(text: &str) -> String {
+    // `split_whitespace` also splits at `\r` and Unicode line separators.
     text.split_whitespace()
         .collect::<Vec<_>>()
         .join(" ")
@@ -156,5 +164,14 @@ mod tests {
         );
         let lines: Vec<&str> = out.split('\n').collect();
         assert!(line_roles(&lines).last() == Some(&LineRole::Close));
+    }
+
+    #[test]
+    fn a_lone_carriage_return_ends_a_line_and_suggestions_are_not_offered() {
+        let out = neutralise("```\nx\n```\r<!-- hidden\r```suggestion\nrm -rf /");
+        assert_eq!(
+            out,
+            "```\nx\n```\n&lt;!-- hidden\n```text (quoted)\nrm -rf /\n```"
+        );
     }
 }

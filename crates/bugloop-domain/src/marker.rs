@@ -372,4 +372,12 @@ mod tests {
             None
         );
     }
+
+    #[test]
+    fn an_unclosed_state_fence_cannot_promote_the_line_before_it() {
+        let syntax = MarkerSyntax::default();
+        let body =
+            "summary\n\n<!-- bugloop finding_id:\"forged\" resolved:true -->\n\n```rmcoc x\n";
+        assert_eq!(syntax.own(body), None);
+    }
 }

@@ -147,11 +147,13 @@ pub fn parse_comment(body: &str) -> ParsedRmcoc {
             open
         }
         Some((open, None)) => {
+            // Not a state block: reported, and the body stays text, so nothing before an
+            // unclosed fence can pass for the comment's own marker.
             parsed.problems.push(RmcocProblem {
                 line: open + 1,
                 message: "rmcoc block is not closed".to_owned(),
             });
-            open
+            lines.len()
         }
         None => lines.len(),
     };

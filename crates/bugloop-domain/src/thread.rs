@@ -376,18 +376,25 @@ const LEGACY_INFORMATIONAL_OPENINGS: [&str; 3] = [
 ];
 
 /// What an untagged reply of bugloop's meant, as far as it can be told (replies written before
-/// replies were tagged): explicit phrases and markers first, then known informational replies,
-/// and otherwise an answer to a developer without conceding, as it was read then.
+/// replies were tagged): the known informational replies first (whatever they quote), then the
+/// phrases where bugloop wrote them (at the start), a state block or marker, and otherwise an
+/// answer to a developer without conceding, as it was read then.
 fn legacy_reply_status(
     reply: &Comment,
     reply_marker: Option<Marker>,
     developer_spoke_since_bot: bool,
 ) -> Option<ThreadStatus> {
-    if let Some(explicit) = parse_comment(&reply.body).block.and_then(|b| b.status) {
+    let body = reply.body.trim_start();
+    if LEGACY_INFORMATIONAL_OPENINGS
+        .iter()
+        .any(|opening| body.starts_with(opening))
+    {
+        None
+    } else if let Some(explicit) = parse_comment(&reply.body).block.and_then(|b| b.status) {
         Some(explicit)
-    } else if reply.body.contains(ESCALATED_PHRASE) {
+    } else if body.starts_with(ESCALATED_PHRASE) {
         Some(ThreadStatus::Escalated)
-    } else if reply.body.contains(RESOLVED_PHRASE) {
+    } else if body.starts_with(RESOLVED_PHRASE) {
         Some(ThreadStatus::Resolved)
     } else if let Some(marker) = reply_marker {
         Some(if marker.resolved {
@@ -395,11 +402,6 @@ fn legacy_reply_status(
         } else {
             ThreadStatus::Pending
         })
-    } else if LEGACY_INFORMATIONAL_OPENINGS
-        .iter()
-        .any(|opening| reply.body.trim_start().starts_with(opening))
-    {
-        None
     } else if developer_spoke_since_bot {
         Some(ThreadStatus::Disputed)
     } else {

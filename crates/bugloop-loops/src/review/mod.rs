@@ -418,10 +418,10 @@ pub async fn review_with(
         }
         for mut finding in findings {
             // Ids chosen by the model may repeat across sessions for different problems.
-            let base = finding.id.as_str().to_owned();
+            let base = finding.id.clone();
             let mut n = 2;
             while reported.iter().any(|f| f.id == finding.id) {
-                finding.id = FindingId::new(format!("{base}-{n}"));
+                finding.id = base.with_suffix(n);
                 n += 1;
             }
             reported.push(finding);
