@@ -31,15 +31,15 @@ use bugloop_tools::{ToolContext, Toolset, Workspace, typed};
 use crate::context::{read_rules, sensitivity};
 use crate::plan::{Batch, Unreviewed, estimate_tokens, plan};
 use crate::publish::{
-    OVERFLOW_TAG, SUMMARY_TAG, find_tagged, finding_body, overflow_body, resolved_reply,
-    summary_body,
+    OVERFLOW_TAG, SUMMARY_TAG, find_tagged, finding_body, overflow_body, overflow_cleared_body,
+    resolved_reply, summary_body,
 };
 use crate::{Progress, ProgressEvent, sandbox_settings};
 
 use self::report::{
     ChangeInfo, CommentAction, DisputeSummary, DroppedFinding, OverflowInfo, PassSummary,
     Placement, PublishedFinding, REPORT_VERSION, ResolvedFinding, ReviewReport, SensitivityInfo,
-    StageCount, TrackedFinding, UsageInfo,
+    StageChange, StageCount, TrackedFinding, UsageInfo,
 };
 use self::tools::{
     Collected, ReportFinding, ResolveFinding, SUBMIT_PASS, StructuredAnswer, SubmitPass, accept,
@@ -346,6 +346,7 @@ pub async fn review_with(
     let mut passes = Vec::new();
     let mut reported: Vec<Finding> = own_findings;
     let mut dropped = Vec::new();
+    let mut changes: Vec<StageChange> = Vec::new();
     let mut resolutions: BTreeMap<String, String> = BTreeMap::new();
     let mut stopped: Option<String> = None;
     let total = plan.batches.len();
@@ -425,6 +426,15 @@ pub async fn review_with(
                 finding.id = FindingId::new(format!("{base}-{n}"));
                 n += 1;
             }
+            if finding.id.as_str() != base {
+                changes.push(StageChange {
+                    stage: "reported".to_owned(),
+                    id: finding.id.as_str().to_owned(),
+                    note: format!(
+                        "renamed from {base}: an earlier part of this review used that id"
+                    ),
+                });
+            }
             reported.push(finding);
         }
         resolutions.extend(resolved);
@@ -475,11 +485,17 @@ pub async fn review_with(
         });
     }
     let mut notes: HashMap<FindingId, String> = HashMap::new();
+    let mut grounding_changes = Vec::new();
     let findings: Vec<Finding> = grounded
         .kept
         .into_iter()
         .map(|g| {
             if let Some(note) = g.note {
+                grounding_changes.push(StageChange {
+                    stage: "grounding".to_owned(),
+                    id: g.finding.id.as_str().to_owned(),
+                    note: note.clone(),
+                });
                 notes.insert(g.finding.id.clone(), note);
             }
             g.finding
@@ -505,9 +521,17 @@ pub async fn review_with(
             input: report.input,
             output: report.output,
         });
+        for c in &report.changed {
+            changes.push(StageChange {
+                stage: name.clone(),
+                id: c.id.as_str().to_owned(),
+                note: c.note.clone(),
+            });
+        }
         if report.stage == Stage::PathSafety {
             // Grounding runs right after path safety.
             stage_counts.push(grounding_stage.clone());
+            changes.append(&mut grounding_changes);
         }
         for d in &report.dropped {
             dropped.push(DroppedFinding {
@@ -626,8 +650,19 @@ pub async fn review_with(
         count: overflow.count,
         titles: overflow.titles.clone(),
     };
-    if request.publish && overflow.count > 0 {
-        let body = overflow_body(overflow.count, &overflow.titles, comment_limit);
+    let overflow_text = if overflow.count > 0 {
+        Some(overflow_body(
+            overflow.count,
+            &overflow.titles,
+            comment_limit,
+        ))
+    } else {
+        // A list left by an earlier run would otherwise claim findings that now have comments.
+        find_tagged(&comments, &bot, OVERFLOW_TAG).map(|_| overflow_cleared_body(comment_limit))
+    };
+    if request.publish
+        && let Some(body) = overflow_text
+    {
         upsert_tagged(
             env.forge,
             &request.change,
@@ -664,6 +699,7 @@ pub async fn review_with(
         resolved,
         tracked,
         dropped,
+        changes,
         stages: stage_counts,
         overflow: overflow_info,
         conversation_problems: state

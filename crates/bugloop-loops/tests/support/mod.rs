@@ -253,6 +253,7 @@ pub fn digest(report: &ReviewReport) -> Value {
         "resolved": report.resolved,
         "tracked": report.tracked.iter().map(|t| json!({"id": t.id, "status": t.status, "score": t.score})).collect::<Vec<_>>(),
         "dropped": report.dropped.iter().map(|d| json!({"stage": d.stage, "title": d.title, "reason": d.reason})).collect::<Vec<_>>(),
+        "changes": report.changes.iter().map(|c| json!({"stage": c.stage, "id": c.id, "note": c.note})).collect::<Vec<_>>(),
         "stages": report.stages,
         "overflow": report.overflow,
         "unreviewed": report.unreviewed,
