@@ -74,6 +74,9 @@ pub struct ReviewRequest {
     /// Ignore the conversation: no previous findings, no dedup against them, no disputes (the
     /// converge loop's audits start from scratch every loop).
     pub clean_room: bool,
+    /// What this reviewer looks at first (a converge auditor's focus, markdown), added to the
+    /// system prompt.
+    pub focus: Option<String>,
 }
 
 /// What the review loop works with.
@@ -309,7 +312,7 @@ pub async fn review_with(
     } else {
         prompt::rules_block(&rules)
     };
-    let system = prompt::system(&prompt::SystemInputs {
+    let mut system = prompt::system(&prompt::SystemInputs {
         compact,
         tools: tools_mode,
         threshold: settings.threshold,
@@ -318,6 +321,11 @@ pub async fn review_with(
         rules: &rules_text,
         previous: &prompt::previous_block(&open, previous_chars),
     });
+    if let Some(focus) = &request.focus {
+        system.push_str("\n\n");
+        system.push_str(focus.trim());
+        system.push('\n');
+    }
     let output_tokens = match capabilities.context_tokens {
         // Two findings' worth: small models are slow under a grammar and rarely find more.
         Some(context) if !tools_mode => (context / 5).clamp(256, 768),

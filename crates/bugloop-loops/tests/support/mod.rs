@@ -229,6 +229,7 @@ pub async fn run(
         git_mount: checkout.git_mount(),
         publish: true,
         clean_room: false,
+        focus: None,
     };
     let report = review(&env, request).await.unwrap();
     let comments = forge.comments(&change.key).await.unwrap();
