@@ -4,6 +4,7 @@
 use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::Result;
 use bugloop_domain::finding::FindingId;
@@ -325,7 +326,18 @@ pub fn converge(
         runs,
         async |env, _| {
             let change = env.git.conversation_key();
-            Ok(bugloop_loops::converge::converge(env, &change, args.base.clone()).await?)
+            let settings = crate::models::llm_settings(env.config);
+            let meter = env.meter.clone();
+            // Auditors with a model of their own spend from the run's one budget.
+            let connect = move |model: &str| {
+                let inner = bugloop_llm::connect(model, &settings, &|var| std::env::var(var).ok())?;
+                Ok(Arc::new(bugloop_llm::Metered::new(inner, meter.clone()))
+                    as Arc<dyn bugloop_llm::Provider>)
+            };
+            Ok(
+                bugloop_loops::converge::converge(env, &change, args.base.clone(), &connect)
+                    .await?,
+            )
         },
     )?;
     match args.common.format {

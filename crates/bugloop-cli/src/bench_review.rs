@@ -156,6 +156,7 @@ async fn review_once(
         git_mount: checkout.git_mount(),
         publish: true,
         clean_room: false,
+        focus: None,
     };
     Ok(review(&env, request).await?)
 }

@@ -190,6 +190,12 @@ pub fn text(report: &ReviewReport, style: Style) -> String {
             ))
         );
     }
+    if !report.changes.is_empty() {
+        let _ = writeln!(out, "\n{}", style.bold("Changed before publishing"));
+        for c in &report.changes {
+            let _ = writeln!(out, "  {}: {} {}", c.stage, style.dim(&c.id), c.note);
+        }
+    }
     if !report.dropped.is_empty() {
         let _ = writeln!(
             out,
@@ -287,6 +293,12 @@ pub fn markdown(report: &ReviewReport) -> String {
         out.push_str("\n### Resolved\n\n");
         for r in &report.resolved {
             let _ = writeln!(out, "- {} (`{}`): {}", r.title, r.id, r.reason);
+        }
+    }
+    if !report.changes.is_empty() {
+        out.push_str("\n### Changed before publishing\n\n");
+        for c in &report.changes {
+            let _ = writeln!(out, "- {} `{}`: {}", c.stage, c.id, c.note);
         }
     }
     if !report.dropped.is_empty() {

@@ -233,6 +233,7 @@ pub fn review_command(
         git_mount: checkout.git_mount(),
         publish: !args.dry_run,
         clean_room: false,
+        focus: None,
     };
     let progress = progress();
     let runtime = runtime()?;

@@ -604,6 +604,85 @@ fn comments_replies_and_converge_from_the_command_line() {
     );
 }
 
+/// An audit answered only to the auditor whose focus heading is `focus`.
+fn audit_lines(focus: &str, findings: &[Value]) -> Vec<Value> {
+    let when = format!("## Audit focus: {focus}");
+    let mut first: Vec<Value> = findings
+        .iter()
+        .map(|f| json!({"name": "report_finding", "arguments": f}))
+        .collect();
+    first.push(
+        json!({"name": "submit_pass_results", "arguments": {"pass_number": 1, "summary": "diff"}}),
+    );
+    let mut lines = vec![json!({"tool_calls": first, "when": when})];
+    for pass in 2..=4 {
+        lines.push(json!({"tool_calls": [{"name": "submit_pass_results", "arguments": {"pass_number": pass, "summary": "ok"}}], "when": when}));
+    }
+    lines
+}
+
+/// Two auditors at once from the first loop (configured by variables, trusted): the security
+/// auditor quotes code that is not there; the loop is clean, and the text and JSON reports say
+/// what was quarantined, by whom and why.
+#[test]
+fn parallel_auditors_rejected_findings_are_in_the_converge_report() {
+    let invented = json!({"file": "lib.rs", "line": 6, "evidence": "unsafe { v.get_unchecked(0) }",
+        "title": "Unchecked access", "description": "Reads without a bounds check.", "score": 9,
+        "category": "security"});
+    for format in ["text", "json"] {
+        let dir = repo();
+        let scripts = tempfile::tempdir().unwrap();
+        let mut lines = audit_lines("security", std::slice::from_ref(&invented));
+        lines.extend(audit_lines("correctness", &[]));
+        let path = scripts.path().join("auditors.jsonl");
+        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        std::fs::write(&path, text).unwrap();
+        let model = format!("script:{}", path.display());
+        let output = Command::new(env!("CARGO_BIN_EXE_bugloop"))
+            .args(["converge", "--model", &model, "--format", format])
+            .current_dir(dir.path())
+            .env("NO_COLOR", "1")
+            .env_remove("BUGLOOP_CONFIG")
+            .env("BUGLOOP_CONVERGE__PARALLEL_AUDITORS", "2")
+            .env("BUGLOOP_CONVERGE__PARALLEL_FROM_LOOP", "1")
+            .output()
+            .unwrap();
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{}{}",
+            stdout(&output),
+            stderr(&output)
+        );
+        let out = stdout(&output);
+        if format == "text" {
+            assert!(
+                out.contains("1 audit: 0P0 0P1 0P2 (clean) (1 quarantined)\n"),
+                "{out}"
+            );
+            assert!(
+                out.contains("Quarantined (1):\n1 auditor 2 (security): Unchecked access (lib.rs:6): grounding: "),
+                "{out}"
+            );
+        } else {
+            let report: Value = serde_json::from_str(&out).unwrap();
+            assert_eq!(report["exit"], "converged");
+            let quarantined = report["quarantined"].as_array().unwrap();
+            assert_eq!(quarantined.len(), 1, "{report:#}");
+            assert_eq!(quarantined[0]["auditor"], "auditor 2 (security)");
+            assert_eq!(quarantined[0]["title"], "Unchecked access");
+            assert_eq!(quarantined[0]["loop"], 1);
+            assert!(
+                quarantined[0]["reason"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("grounding: "),
+                "{report:#}"
+            );
+        }
+    }
+}
+
 /// A branch that adds a verify command to `.bugloop/config.yml`: the command is not used (the
 /// base has none), `config show` says so, every command warns, and the review publishes one
 /// security finding on the file, which `--trust-branch-config` accepts for one run.

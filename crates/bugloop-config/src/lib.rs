@@ -481,6 +481,39 @@ pub fn validate(config: &Config) -> Result<(), ConfigError> {
             "needs at least one login".to_owned(),
         ));
     }
+    let converge = &config.converge;
+    if converge.auditors.len() > converge.parallel_auditors as usize {
+        return Err(invalid(
+            "converge.auditors",
+            format!(
+                "lists {} auditors but converge.parallel_auditors is {}: set parallel_auditors to {} or list fewer",
+                converge.auditors.len(),
+                converge.parallel_auditors,
+                converge.auditors.len()
+            ),
+        ));
+    }
+    for (index, auditor) in converge.auditors.iter().enumerate() {
+        if let Some(model) = &auditor.model
+            && (model.trim().is_empty() || !model.contains(':'))
+        {
+            // The item's path, not the field's, so the error points at the item's line.
+            return Err(invalid(
+                &format!("converge.auditors[{index}]"),
+                format!(
+                    "model {model:?} is not a model string; use provider:model, e.g. openai:gpt-4o-mini"
+                ),
+            ));
+        }
+        if let Some(temperature) = auditor.temperature
+            && !(0.0..=2.0).contains(&temperature)
+        {
+            return Err(invalid(
+                &format!("converge.auditors[{index}]"),
+                format!("temperature {temperature} is outside 0-2"),
+            ));
+        }
+    }
     if config.converge.max_loops == 0 {
         return Err(invalid(
             "converge.max_loops",

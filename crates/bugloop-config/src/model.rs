@@ -304,15 +304,24 @@ impl Default for GateConfig {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct ConvergeConfig {
     /// Audit loops before the loop stops with "cap reached".
     pub max_loops: u32,
     /// From this loop on, several auditors and a validator run (when `parallel_auditors` > 0).
     pub parallel_from_loop: u32,
-    /// Auditors in parallel mode; 0 turns it off.
+    /// Auditors in parallel mode (they run at the same time); 0 turns it off.
     pub parallel_auditors: u32,
+    /// The parallel auditors in order: each one's focus and, optionally, its own model and
+    /// temperature. Auditors without an entry take the next focus of correctness, security,
+    /// concurrency_and_resources, error_handling and the default model. At most
+    /// `parallel_auditors` entries.
+    pub auditors: Vec<AuditorConfig>,
+    /// What checks the audits' findings after the code checks (grounding, merging): `code`
+    /// (nothing more) or `model` (the default model judges each finding against the code; the
+    /// ones it rejects are quarantined with its reason).
+    pub validator: Validator,
 }
 
 impl Default for ConvergeConfig {
@@ -321,8 +330,63 @@ impl Default for ConvergeConfig {
             max_loops: 10,
             parallel_from_loop: 4,
             parallel_auditors: 0,
+            auditors: Vec::new(),
+            validator: Validator::Code,
         }
     }
+}
+
+/// One parallel auditor of the converge loop.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AuditorConfig {
+    pub focus: AuditFocus,
+    /// A model string (`provider:model`); default: the run's model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Sampling temperature, 0-2; default: the provider's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+}
+
+/// What a parallel auditor looks for first (its prompt is `prompts/audit-focus-<focus>.md`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AuditFocus {
+    Correctness,
+    Security,
+    ConcurrencyAndResources,
+    ErrorHandling,
+}
+
+impl AuditFocus {
+    /// The rotation auditors without an entry in `converge.auditors` take.
+    pub const ALL: [AuditFocus; 4] = [
+        AuditFocus::Correctness,
+        AuditFocus::Security,
+        AuditFocus::ConcurrencyAndResources,
+        AuditFocus::ErrorHandling,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AuditFocus::Correctness => "correctness",
+            AuditFocus::Security => "security",
+            AuditFocus::ConcurrencyAndResources => "concurrency_and_resources",
+            AuditFocus::ErrorHandling => "error_handling",
+        }
+    }
+}
+
+/// The converge validator after the code checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Validator {
+    /// Grounding and merging only.
+    #[default]
+    Code,
+    /// Then the default model keeps or rejects each finding, with a reason.
+    Model,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -61,6 +61,11 @@ fn errors_are_located_and_named() {
         "model:\n  default: gpt-4o\n",
         "model:\n  prices:\n    openai:x: {input_per_mtok: 1}\n",
         "sandbox:\n  when_unconfined: maybe\n",
+        "converge:\n  parallel_auditors: 1\n  auditors:\n    - focus: security\n    - focus: correctness\n",
+        "converge:\n  parallel_auditors: 2\n  auditors:\n    - focus: securty\n",
+        "converge:\n  parallel_auditors: 2\n  auditors:\n    - focus: security\n    - {focus: correctness, temperature: 3}\n",
+        "converge:\n  parallel_auditors: 2\n  auditors:\n    - {focus: security, model: gpt-4o}\n",
+        "converge:\n  validator: human\n",
     ];
     let mut report = String::new();
     for case in cases {

@@ -305,11 +305,14 @@ pub fn elevation(
         for &member in &members {
             combined_into.insert(member, finding.id.clone());
         }
+        let mut member_ids: Vec<&str> = parts.iter().map(|f| f.id.as_str()).collect();
+        member_ids.sort_unstable();
         stage.changed.push(Changed {
             id: finding.id.clone(),
             note: format!(
-                "{} findings below the threshold combined, score {}",
+                "{} findings below the threshold combined ({}), score {}",
                 parts.len(),
+                member_ids.join(", "),
                 finding.score
             ),
         });

@@ -19,7 +19,8 @@ type Step = Box<dyn FnOnce(&ChatRequest) -> Result<ChatResponse, LlmError> + Sen
 pub struct ScriptedProvider {
     label: String,
     capabilities: Capabilities,
-    script: Mutex<VecDeque<Step>>,
+    /// Each answer with the text its request's system prompt must contain, if any.
+    script: Mutex<VecDeque<(Option<String>, Step)>>,
     requests: Mutex<Vec<ChatRequest>>,
 }
 
@@ -41,6 +42,10 @@ struct ScriptLine {
     text: Option<String>,
     #[serde(default)]
     tool_calls: Option<Vec<ScriptCall>>,
+    /// Only a request whose system prompt contains this takes the answer (for reviewers that
+    /// run at the same time, told apart by their focus).
+    #[serde(default)]
+    when: Option<String>,
 }
 
 #[derive(serde::Deserialize)]
@@ -65,9 +70,10 @@ struct ScriptCall {
 
 impl ScriptedProvider {
     /// A script file (`script:<path>` models): JSON Lines, one answer per line, handed out in
-    /// order: `{"text": "..."}` or `{"tool_calls": [{"name": ..., "arguments": {...}}]}`; an
-    /// optional first line `{"capabilities": {"tools": false, "json_schema": true}}`. For
-    /// reproducible runs of the whole program without a model.
+    /// order: `{"text": "..."}` or `{"tool_calls": [{"name": ..., "arguments": {...}}]}`, either
+    /// with an optional `"when": "<text>"` that only a request whose system prompt contains the
+    /// text takes; an optional first line `{"capabilities": {"tools": false, "json_schema":
+    /// true}}`. For reproducible runs of the whole program without a model.
     pub fn from_file(path: &std::path::Path) -> Result<Self, LlmError> {
         let error =
             |message: String| LlmError::Config(format!("script {}: {message}", path.display()));
@@ -90,6 +96,7 @@ impl ScriptedProvider {
                     capabilities: Some(c),
                     text: None,
                     tool_calls: None,
+                    when: None,
                 } if index == 0 => {
                     provider.capabilities.tools = c.tools;
                     provider.capabilities.json_schema = c.json_schema;
@@ -98,17 +105,19 @@ impl ScriptedProvider {
                     capabilities: None,
                     text: Some(text),
                     tool_calls: None,
-                } => provider.push(text_reply(text, usage)),
+                    when,
+                } => provider.push_when(when, text_reply(text, usage)),
                 ScriptLine {
                     capabilities: None,
                     text: None,
                     tool_calls: Some(calls),
+                    when,
                 } => {
                     let calls: Vec<(&str, serde_json::Value)> = calls
                         .iter()
                         .map(|c| (c.name.as_str(), c.arguments.clone()))
                         .collect();
-                    provider.push(tool_reply(&calls, usage));
+                    provider.push_when(when, tool_reply(&calls, usage));
                 }
                 _ => {
                     return Err(error(format!(
@@ -148,6 +157,15 @@ impl ScriptedProvider {
         self.push_step(Box::new(move |_| Ok(reply)));
     }
 
+    /// An answer only a request whose system prompt contains `needle` takes (any request when
+    /// `None`); earlier answers for other requests stay queued.
+    pub fn push_when(&self, needle: Option<String>, reply: ChatResponse) {
+        self.script
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push_back((needle, Box::new(move |_| Ok(reply))));
+    }
+
     /// The next call fails with the error `make` builds.
     pub fn push_error(&self, make: impl FnOnce() -> LlmError + Send + 'static) {
         self.push_step(Box::new(move |_| Err(make())));
@@ -165,7 +183,7 @@ impl ScriptedProvider {
         self.script
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .push_back(step);
+            .push_back((None, step));
     }
 
     /// Every request received so far.
@@ -203,11 +221,18 @@ impl Provider for ScriptedProvider {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .push(request.clone());
-        let step = self
-            .script
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .pop_front();
+        let step = {
+            let mut script = self
+                .script
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let system = request.system.as_deref().unwrap_or("");
+            script
+                .iter()
+                .position(|(needle, _)| needle.as_deref().is_none_or(|n| system.contains(n)))
+                .and_then(|at| script.remove(at))
+                .map(|(_, step)| step)
+        };
         let Some(step) = step else {
             return Err(LlmError::InvalidResponse(
                 "the scripted model has no more answers".into(),
@@ -281,6 +306,30 @@ mod tests {
         let second = provider.chat(&request, None).await.unwrap();
         assert_eq!(second.message.tool_calls[0].name, "t");
         assert!(provider.chat(&request, None).await.is_err());
+
+        // Answers meant for a request that has not come stay queued for it.
+        std::fs::write(
+            &path,
+            "{\"text\": \"for b\", \"when\": \"focus b\"}\n{\"text\": \"for a\", \"when\": \"focus a\"}\n{\"text\": \"any\"}\n",
+        )
+        .unwrap();
+        let provider = ScriptedProvider::from_file(&path).unwrap();
+        let asking = |system: &str| ChatRequest {
+            system: Some(system.to_owned()),
+            ..ChatRequest::default()
+        };
+        let answer = async |system: &str| {
+            provider
+                .chat(&asking(system), None)
+                .await
+                .unwrap()
+                .message
+                .content
+        };
+        assert_eq!(answer("focus a").await, "for a");
+        assert_eq!(answer("focus c").await, "any");
+        assert_eq!(answer("x focus b x").await, "for b");
+        assert!(provider.chat(&asking("focus a"), None).await.is_err());
 
         std::fs::write(&path, "{\"text\": \"a\", \"tool_calls\": []}\n").unwrap();
         let error = ScriptedProvider::from_file(&path).unwrap_err().to_string();

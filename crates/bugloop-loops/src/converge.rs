@@ -5,16 +5,27 @@
 //! `loop <L> audit: <a>P0 / <b>P1 / <c>P2`; a run on a HEAD whose last loop was clean stops at
 //! once. At the end the worktree's commits land on the user's branch (fast-forward) or wait on a
 //! named branch; the worktree is always removed.
+//!
+//! From `parallel_from_loop` on, `parallel_auditors` auditors run at the same time, each with its
+//! own focus (and model or temperature when configured); the validator grounds and merges their
+//! findings and, with `converge.validator: model`, has the model judge each one. Nothing it
+//! rejects is lost: it is quarantined, with the reason, in the loop review and the final report.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
+use async_trait::async_trait;
+use bugloop_config::{AuditFocus, Validator};
+
+use bugloop_domain::markdown::inline;
 use bugloop_domain::finding::{Finding, FindingId};
 use bugloop_domain::grounding::{Head, ground};
 use bugloop_domain::safety::{MAX_FINDING_BODY_CHARS, truncate_finding_body};
 use bugloop_domain::score::Priority;
 use bugloop_forge::ChangeKey;
 use bugloop_forge::git::{Git, Selection, short};
-use serde::Serialize;
+use bugloop_llm::{ChatRequest, ChatResponse, LlmError, Provider, StreamSink};
+use serde::{Deserialize, Serialize};
 
 use crate::act::{ActEnv, ActError};
 use crate::build::{
@@ -25,6 +36,7 @@ use crate::review::{ReviewEnv, ReviewRequest, review};
 
 pub const GATE_FIX_PROMPT: &str = include_str!("../prompts/gate-fix.md");
 const FIX_PROMPT: &str = include_str!("../prompts/fix.md");
+const VALIDATOR_PROMPT: &str = include_str!("../prompts/audit-validator.md");
 /// Tags the loop reviews in the conversation: `<!-- bugloop:converge loop=3 head=<sha> -->`.
 pub const LOOP_TAG: &str = "<!-- bugloop:converge";
 /// How a clean loop review ends.
@@ -75,6 +87,23 @@ pub struct ConvergeReport {
     pub landing: Option<Landing>,
     /// Loop reviews of earlier runs that were not clean.
     pub earlier_dirty_loops: usize,
+    /// Findings the auditors' code checks or the validator rejected, with the reason.
+    pub quarantined: Vec<Quarantined>,
+}
+
+/// A finding an audit reported that was not counted, and why: kept for the record rather than
+/// discarded, so a wrong rejection can be seen.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Quarantined {
+    #[serde(rename = "loop")]
+    pub loop_number: u32,
+    /// Who reported it: `auditor` alone, or `auditor 2 (security)` among parallel ones.
+    pub auditor: String,
+    pub title: String,
+    pub location: String,
+    /// The check that rejected it (`grounding`, `validation`, `path_safety`, `validator`,
+    /// `validator model`) and why.
+    pub reason: String,
 }
 
 impl ConvergeReport {
@@ -94,6 +123,15 @@ impl ConvergeReport {
             out.push_str("Loop log:\n");
             for line in &self.log {
                 out.push_str(&format!("{} {}: {}\n", line.number, line.kind, line.text));
+            }
+        }
+        if !self.quarantined.is_empty() {
+            out.push_str(&format!("Quarantined ({}):\n", self.quarantined.len()));
+            for q in &self.quarantined {
+                out.push_str(&format!(
+                    "{} {}: {} ({}): {}\n",
+                    q.loop_number, q.auditor, q.title, q.location, q.reason
+                ));
             }
         }
         if !self.detail.is_empty() {
@@ -125,7 +163,7 @@ fn counts(findings: &[Finding]) -> (usize, usize, usize) {
     c
 }
 
-fn loop_body(number: u32, head: &str, findings: &[Finding]) -> String {
+fn loop_body(number: u32, head: &str, findings: &[Finding], quarantined: &[Quarantined]) -> String {
     let (p0, p1, p2) = counts(findings);
     let mut body = format!(
         "{LOOP_TAG} loop={number} head={head} -->\n## bugloop loop {number} audit: {p0}P0 / {p1}P1 / {p2}P2"
@@ -138,34 +176,70 @@ fn loop_body(number: u32, head: &str, findings: &[Finding]) -> String {
             body.push_str(&format!(
                 "- **[{:?}] {}** — {} — {}\n",
                 f.priority(),
-                f.title,
-                f.location(),
-                f.description.lines().next().unwrap_or("")
+                inline(&f.title),
+                inline(&f.location()),
+                inline(f.description.lines().next().unwrap_or(""))
+            ));
+        }
+    }
+    if !quarantined.is_empty() {
+        body.push_str(&format!(
+            "\n### Quarantined ({}): not counted\n\n",
+            quarantined.len()
+        ));
+        for q in quarantined {
+            body.push_str(&format!(
+                "- **{}** — {} — {} — {}\n",
+                inline(&q.title),
+                inline(&q.location),
+                q.auditor,
+                inline(&q.reason)
             ));
         }
     }
     body
 }
 
-/// The validator of parallel audits: drops findings that are not grounded at head (file, line,
-/// quoted text), merges the rest by (file, line, category) keeping the highest score and the
-/// longest description, and re-ids them `loop<L>-<K>`. Categories and scores are typed, so an
-/// invalid one never gets this far.
+/// Whether a loop review says its audit was clean (the header line, so a quarantine list after
+/// it does not hide a clean loop).
+fn is_clean(body: &str) -> bool {
+    body.lines()
+        .nth(1)
+        .is_some_and(|header| header.trim_end().ends_with(CLEAN_MARK))
+}
+
+/// One auditor's findings.
+#[derive(Debug, Clone)]
+pub struct AuditFindings {
+    /// `auditor 2 (security)`.
+    pub auditor: String,
+    pub findings: Vec<Finding>,
+}
+
+/// The code validator of parallel audits: quarantines findings that are not grounded at head
+/// (file, line, quoted text) with the reason, merges the rest by (file, line, category) keeping
+/// the highest score and the longest description, and re-ids them `loop<L>-<K>`. Categories and
+/// scores are typed, so an invalid one never gets this far.
 pub fn validate_and_merge(
     number: u32,
-    audits: Vec<Vec<Finding>>,
+    audits: Vec<AuditFindings>,
     head: &dyn Head,
-) -> (Vec<Finding>, Vec<String>) {
-    let all: Vec<Finding> = audits.into_iter().flatten().collect();
-    let report = ground(all, head);
-    let rejected: Vec<String> = report
-        .dropped
-        .iter()
-        .map(|d| format!("{} ({}): {}", d.title, d.location, d.reason))
-        .collect();
+) -> (Vec<Finding>, Vec<Quarantined>) {
+    let mut quarantined = Vec::new();
+    let mut grounded = Vec::new();
+    for audit in audits {
+        let report = ground(audit.findings, head);
+        quarantined.extend(report.dropped.into_iter().map(|d| Quarantined {
+            loop_number: number,
+            auditor: audit.auditor.clone(),
+            title: d.title,
+            location: d.location,
+            reason: format!("validator: {}", d.reason),
+        }));
+        grounded.extend(report.kept.into_iter().map(|k| k.finding));
+    }
     let mut merged: BTreeMap<(Option<String>, Option<u32>, String), Finding> = BTreeMap::new();
-    for kept in report.kept {
-        let f = kept.finding;
+    for f in grounded {
         let key = (f.file.clone(), f.line, f.category.as_str().to_owned());
         match merged.get_mut(&key) {
             Some(existing) => {
@@ -188,7 +262,7 @@ pub fn validate_and_merge(
             f
         })
         .collect();
-    (findings, rejected)
+    (findings, quarantined)
 }
 
 fn findings_prompt(findings: &[Finding]) -> String {
@@ -219,12 +293,18 @@ enum LastAction {
     Fixed { before: String },
 }
 
+/// Connects a model string of `converge.auditors` (metered by the run's meter, so every auditor
+/// spends from the same budget).
+pub type Connect<'a> = &'a (dyn Fn(&str) -> Result<Arc<dyn Provider>, LlmError> + Send + Sync);
+
 /// Runs the loop on the change of `change` (its conversation) from `base` (default: the merge
-/// base with the default branch).
+/// base with the default branch). `connect` gives the auditors configured with a model of their
+/// own their provider.
 pub async fn converge(
     env: &ActEnv<'_>,
     change: &ChangeKey,
     base: Option<String>,
+    connect: Connect<'_>,
 ) -> Result<ConvergeReport, ActError> {
     let git = env.git;
     let selection = match &base {
@@ -254,7 +334,7 @@ pub async fn converge(
         .sort_by_key(|c| std::cmp::Reverse((c.created_at, c.id.parse::<u64>().unwrap_or(0))));
     let mut earlier_dirty = 0;
     for review in &loop_reviews {
-        let clean = review.body.trim_end().ends_with(CLEAN_MARK);
+        let clean = is_clean(&review.body);
         if clean {
             if review.body.contains(&format!("head={head_now} ")) && earlier_dirty == 0 {
                 return Ok(ConvergeReport {
@@ -269,6 +349,7 @@ pub async fn converge(
                     log: Vec::new(),
                     landing: None,
                     earlier_dirty_loops: 0,
+                    quarantined: Vec::new(),
                 });
             }
             break;
@@ -282,6 +363,7 @@ pub async fn converge(
     let cap = env.config.converge.max_loops;
     let mut loop_count: u32 = 0;
     let mut log = Vec::new();
+    let mut quarantined = Vec::new();
     let mut last = LastAction::Fresh;
     let (exit, detail) = loop {
         match last {
@@ -393,26 +475,39 @@ pub async fn converge(
                     );
                 }
                 let head = bench.head()?;
-                let findings =
-                    match audit(env, &bench, &tree, change, &merge_base, loop_count).await {
-                        Ok(findings) => findings,
-                        Err(error) => {
-                            record(
-                                &mut log,
-                                env.progress.as_ref(),
-                                LoopLine {
-                                    number: loop_count,
-                                    kind: "audit".to_owned(),
-                                    text: format!("error: {error}"),
-                                },
-                            );
-                            break (Exit::Error, format!("loop {loop_count} audit: {error}"));
-                        }
-                    };
+                let Audit {
+                    findings,
+                    quarantined: rejected,
+                } = match audit(env, connect, &bench, &tree, change, &merge_base, loop_count).await
+                {
+                    Ok(audit) => audit,
+                    Err(error) => {
+                        record(
+                            &mut log,
+                            env.progress.as_ref(),
+                            LoopLine {
+                                number: loop_count,
+                                kind: "audit".to_owned(),
+                                text: format!("error: {error}"),
+                            },
+                        );
+                        break (Exit::Error, format!("loop {loop_count} audit: {error}"));
+                    }
+                };
                 let (p0, p1, p2) = counts(&findings);
                 env.forge
-                    .add_comment(change, &loop_body(loop_count, &head, &findings), None)
+                    .add_comment(
+                        change,
+                        &loop_body(loop_count, &head, &findings, &rejected),
+                        None,
+                    )
                     .await?;
+                let aside = if rejected.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({} quarantined)", rejected.len())
+                };
+                quarantined.extend(rejected);
                 record(
                     &mut log,
                     env.progress.as_ref(),
@@ -420,10 +515,10 @@ pub async fn converge(
                         number: loop_count,
                         kind: "audit".to_owned(),
                         text: if findings.is_empty() {
-                            format!("{p0}P0 {p1}P1 {p2}P2 (clean)")
+                            format!("{p0}P0 {p1}P1 {p2}P2 (clean){aside}")
                         } else {
                             format!(
-                                "{p0}P0 {p1}P1 {p2}P2: {}",
+                                "{p0}P0 {p1}P1 {p2}P2: {}{aside}",
                                 findings
                                     .iter()
                                     .map(|f| f.title.as_str())
@@ -456,6 +551,7 @@ pub async fn converge(
         log,
         landing,
         earlier_dirty_loops: earlier_dirty,
+        quarantined,
     })
 }
 
@@ -549,16 +645,118 @@ async fn gate(
     }
 }
 
-/// One clean-room audit of the worktree's change (several auditors and the validator from
-/// `parallel_from_loop` when `parallel_auditors` > 0).
+/// What one loop's audit counts, and what it set aside.
+struct Audit {
+    findings: Vec<Finding>,
+    quarantined: Vec<Quarantined>,
+}
+
+/// One reviewer of an audit.
+struct Auditor {
+    label: String,
+    focus: Option<AuditFocus>,
+    provider: Arc<dyn Provider>,
+}
+
+/// The focus prompt of `focus`.
+pub fn focus_prompt(focus: AuditFocus) -> &'static str {
+    match focus {
+        AuditFocus::Correctness => include_str!("../prompts/audit-focus-correctness.md"),
+        AuditFocus::Security => include_str!("../prompts/audit-focus-security.md"),
+        AuditFocus::ConcurrencyAndResources => {
+            include_str!("../prompts/audit-focus-concurrency_and_resources.md")
+        }
+        AuditFocus::ErrorHandling => include_str!("../prompts/audit-focus-error_handling.md"),
+    }
+}
+
+/// The auditors of loop `number`: one with the run's model, or from `parallel_from_loop` on
+/// `parallel_auditors` of them, each with its focus (configured, else the next of
+/// `AuditFocus::ALL`) and its own model or temperature when configured.
+fn auditors(env: &ActEnv<'_>, connect: Connect<'_>, number: u32) -> Result<Vec<Auditor>, ActError> {
+    let settings = &env.config.converge;
+    if settings.parallel_auditors == 0 || number < settings.parallel_from_loop {
+        return Ok(vec![Auditor {
+            label: "auditor".to_owned(),
+            focus: None,
+            provider: env.provider.clone(),
+        }]);
+    }
+    let focuses = AuditFocus::ALL.iter().copied().cycle();
+    (0..settings.parallel_auditors as usize)
+        .zip(focuses)
+        .map(|(index, rotation)| {
+            let configured = settings.auditors.get(index);
+            let focus = configured.map_or(rotation, |a| a.focus);
+            let mut label = format!("auditor {} ({}", index + 1, focus.as_str());
+            let mut provider = env.provider.clone();
+            if let Some(model) = configured.and_then(|a| a.model.as_deref()) {
+                provider = connect(model).map_err(|e| {
+                    ActError::Invalid(format!("converge.auditors[{index}].model {model}: {e}"))
+                })?;
+                label.push_str(&format!(", {model}"));
+            }
+            if let Some(temperature) = configured.and_then(|a| a.temperature) {
+                provider = Arc::new(Tempered {
+                    inner: provider,
+                    // The wire format carries f32; the configured value is checked to be 0-2.
+                    temperature: temperature as f32,
+                });
+                label.push_str(&format!(", temperature {temperature}"));
+            }
+            label.push(')');
+            Ok(Auditor {
+                label,
+                focus: Some(focus),
+                provider,
+            })
+        })
+        .collect()
+}
+
+/// A provider whose every request is sampled at one temperature (an auditor's own).
+#[derive(Debug)]
+struct Tempered {
+    inner: Arc<dyn Provider>,
+    temperature: f32,
+}
+
+#[async_trait]
+impl Provider for Tempered {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn capabilities(&self) -> bugloop_llm::Capabilities {
+        self.inner.capabilities()
+    }
+
+    async fn chat(
+        &self,
+        request: &ChatRequest,
+        sink: Option<StreamSink<'_>>,
+    ) -> Result<ChatResponse, LlmError> {
+        let mut request = request.clone();
+        request.temperature = Some(self.temperature);
+        self.inner.chat(&request, sink).await
+    }
+}
+
+/// Stages of an auditor's own review whose drops are rejections of what it claimed (not filter
+/// decisions such as the threshold or dedup): they are quarantined.
+const REJECTING_STAGES: [&str; 3] = ["validation", "path_safety", "grounding"];
+
+/// One clean-room audit of the worktree's change: the auditors at the same time, then the
+/// validator (code checks, merging, and the model when `converge.validator` is `model`).
 async fn audit(
     env: &ActEnv<'_>,
+    connect: Connect<'_>,
     bench: &Workbench,
     tree: &Git,
     change: &ChangeKey,
     base: &str,
     number: u32,
-) -> Result<Vec<Finding>, ActError> {
+) -> Result<Audit, ActError> {
     let head = bench.head()?;
     let diff = tree
         .run_bytes(&[
@@ -580,47 +778,169 @@ async fn audit(
         git_mount: Some(bench.git_mount()),
         publish: false,
         clean_room: true,
+        focus: None,
     };
-    let review_env = ReviewEnv {
-        forge: env.forge,
-        config: env.config,
-        provider: env.provider.clone(),
-        meter: env.meter.clone(),
-        runs_dir: env.runs_dir.clone(),
-        progress: env.progress.clone(),
-    };
-    let parallel = env.config.converge.parallel_auditors;
-    let auditors = if parallel > 0 && number >= env.config.converge.parallel_from_loop {
-        parallel
-    } else {
-        1
-    };
+    // An audit publishes no finding comments, so the limit on them does not apply: every
+    // finding counts toward the loop's P0/P1/P2 and goes to the fix.
+    let mut config = env.config.clone();
+    config.review.comment_limit = usize::MAX;
+    let auditors = auditors(env, connect, number)?;
+    let reviews = auditors.iter().map(|auditor| {
+        let review_env = ReviewEnv {
+            forge: env.forge,
+            config: &config,
+            provider: auditor.provider.clone(),
+            meter: env.meter.clone(),
+            runs_dir: env.runs_dir.clone(),
+            progress: env.progress.clone(),
+        };
+        let mut request = request.clone();
+        request.focus = auditor.focus.map(|f| focus_prompt(f).to_owned());
+        async move { review(&review_env, request).await }
+    });
+    // At the same time: the auditors share the run's meter (one budget), not a turn each.
+    let reports = futures_util::future::join_all(reviews).await;
     let mut audits = Vec::new();
-    for _ in 0..auditors {
-        let report = review(&review_env, request.clone())
-            .await
-            .map_err(|e| ActError::Invalid(e.to_string()))?;
+    let mut quarantined = Vec::new();
+    for (auditor, report) in auditors.iter().zip(reports) {
+        let report = report.map_err(|e| ActError::Invalid(e.to_string()))?;
         if !report.errors.is_empty() {
-            return Err(ActError::Invalid(report.errors.join("; ")));
+            return Err(ActError::Invalid(format!(
+                "{}: {}",
+                auditor.label,
+                report.errors.join("; ")
+            )));
         }
-        audits.push(
+        quarantined.extend(
             report
-                .findings
-                .into_iter()
-                .map(|p| p.finding)
-                .collect::<Vec<_>>(),
+                .dropped
+                .iter()
+                .filter(|d| REJECTING_STAGES.contains(&d.stage.as_str()))
+                .map(|d| Quarantined {
+                    loop_number: number,
+                    auditor: auditor.label.clone(),
+                    title: d.title.clone(),
+                    location: d.location.clone(),
+                    reason: format!("{}: {}", d.stage, d.reason),
+                }),
         );
-    }
-    if auditors == 1 {
-        return Ok(audits.pop().unwrap_or_default());
+        audits.push(AuditFindings {
+            auditor: auditor.label.clone(),
+            findings: report.findings.into_iter().map(|p| p.finding).collect(),
+        });
     }
     let files = crate::review::HeadTree::load(
         bench.path(),
         None,
-        audits.iter().flatten().filter_map(|f| f.file.clone()),
+        audits
+            .iter()
+            .flat_map(|a| &a.findings)
+            .filter_map(|f| f.file.clone()),
     );
-    let (merged, _rejected) = validate_and_merge(number, audits, &files);
-    Ok(merged)
+    let findings = if audits.len() == 1 {
+        audits.pop().map(|a| a.findings).unwrap_or_default()
+    } else {
+        let (merged, rejected) = validate_and_merge(number, audits, &files);
+        quarantined.extend(rejected);
+        merged
+    };
+    let findings = match env.config.converge.validator {
+        Validator::Code => findings,
+        Validator::Model => {
+            let (kept, rejected) = judge(env, bench, number, findings, &files).await?;
+            quarantined.extend(rejected);
+            kept
+        }
+    };
+    Ok(Audit {
+        findings,
+        quarantined,
+    })
+}
+
+#[derive(Debug, Deserialize)]
+struct Verdict {
+    keep: bool,
+    reason: String,
+}
+
+/// Lines around a finding's line (numbered), for the model validator.
+fn excerpt(head: &dyn Head, finding: &Finding) -> String {
+    let Some(text) = finding.file.as_deref().and_then(|f| head.text(f)) else {
+        return "(no file: the finding is about the change as a whole)".to_owned();
+    };
+    let lines: Vec<&str> = text.lines().collect();
+    let (first, last) = match finding.line {
+        Some(line) => {
+            let line = line as usize;
+            let end = finding.end_line.map_or(line, |e| e as usize).max(line);
+            (line.saturating_sub(15), (end + 15).min(lines.len()))
+        }
+        None => (0, lines.len().min(200)),
+    };
+    let body: String = lines
+        .iter()
+        .enumerate()
+        .skip(first)
+        .take(last.saturating_sub(first))
+        .map(|(i, l)| format!("{:>5} | {l}\n", i + 1))
+        .collect();
+    let fence = crate::publish::fence_for(&body);
+    format!("{fence}text\n{body}{fence}")
+}
+
+/// The model validator: one question per finding, after the code checks; what it rejects is
+/// quarantined with its reason. A validator that cannot answer stops the audit (it would
+/// otherwise pass findings it never judged).
+async fn judge(
+    env: &ActEnv<'_>,
+    bench: &Workbench,
+    number: u32,
+    findings: Vec<Finding>,
+    head: &dyn Head,
+) -> Result<(Vec<Finding>, Vec<Quarantined>), ActError> {
+    let mut kept = Vec::new();
+    let mut quarantined = Vec::new();
+    for finding in findings {
+        let question = format!(
+            "## The finding\n\n{}\n\n## The code at {}\n\n{}\n",
+            findings_prompt(std::slice::from_ref(&finding)),
+            finding.location(),
+            excerpt(head, &finding)
+        );
+        let verdict: Verdict = crate::structured_answer(
+            env.provider.clone(),
+            bench.path(),
+            &env.runs_dir,
+            "audit-validator",
+            VALIDATOR_PROMPT,
+            question,
+            serde_json::json!({
+                "type": "object",
+                "properties": {
+                    "keep": {"type": "boolean"},
+                    "reason": {"type": "string"}
+                },
+                "required": ["keep", "reason"],
+                "additionalProperties": false
+            }),
+            512,
+        )
+        .await
+        .map_err(|e| ActError::Invalid(format!("the validator model on {}: {e}", finding.id)))?;
+        if verdict.keep {
+            kept.push(finding);
+        } else {
+            quarantined.push(Quarantined {
+                loop_number: number,
+                auditor: "validator".to_owned(),
+                title: finding.title.clone(),
+                location: finding.location(),
+                reason: format!("validator model: {}", verdict.reason.trim()),
+            });
+        }
+    }
+    Ok((kept, quarantined))
 }
 
 #[cfg(test)]

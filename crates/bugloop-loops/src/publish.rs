@@ -125,6 +125,15 @@ pub fn overflow_body(count: usize, titles: &[String], limit: usize) -> String {
     format!("{OVERFLOW_TAG}\n{}", neutralise(&out))
 }
 
+/// The overflow comment once nothing is over the limit: a forge cannot always delete a comment,
+/// so the stale list is replaced by this.
+pub fn overflow_cleared_body(limit: usize) -> String {
+    format!(
+        "{OVERFLOW_TAG}\n### No findings over the comment limit\n\nEvery open finding of this \
+         change has its own comment (at most {limit}); the earlier list is out of date.\n"
+    )
+}
+
 fn usage_line(usage: &UsageInfo) -> String {
     let cost = usage
         .cost_usd
@@ -192,6 +201,15 @@ fn summary_text(report: &ReviewReport) -> String {
             ));
         }
         out.push_str("\n</details>\n");
+    }
+    if !report.changes.is_empty() {
+        out.push_str("\n#### Changed before publishing\n\n");
+        for change in &report.changes {
+            out.push_str(&format!(
+                "- `{}` {}: {}\n",
+                change.stage, change.id, change.note
+            ));
+        }
     }
     if !report.resolved.is_empty() {
         out.push_str("\n#### Resolved\n\n");

@@ -8,12 +8,13 @@ mod support;
 
 use std::sync::Arc;
 
+use bugloop_config::{AuditFocus, AuditorConfig, Validator};
 use bugloop_forge::Forge;
 use bugloop_forge::git::Git;
 use bugloop_forge::local::LocalForge;
-use bugloop_llm::BudgetLimits;
 use bugloop_llm::budget::{Meter, Metered};
 use bugloop_llm::scripted::{ScriptedProvider, text_reply, tool_reply};
+use bugloop_llm::{BudgetLimits, ChatRequest, ChatResponse, LlmError, Provider, StreamSink};
 use bugloop_loops::act::ActEnv;
 use bugloop_loops::build::Landing;
 use bugloop_loops::converge::{ConvergeReport, Exit, converge};
@@ -23,6 +24,12 @@ use support::{Repo, finding, git, usage};
 
 /// One audit: the findings in pass 1, then passes 2-4.
 fn audit(script: &ScriptedProvider, findings: Vec<Value>) {
+    audit_when(script, None, findings);
+}
+
+/// One audit answered only to the auditor whose system prompt contains `focus`.
+fn audit_when(script: &ScriptedProvider, focus: Option<&str>, findings: Vec<Value>) {
+    let when = focus.map(str::to_owned);
     let mut first: Vec<(&str, Value)> = findings
         .into_iter()
         .map(|f| ("report_finding", f))
@@ -31,16 +38,24 @@ fn audit(script: &ScriptedProvider, findings: Vec<Value>) {
         "submit_pass_results",
         json!({"pass_number": 1, "summary": "audit"}),
     ));
-    script.push(tool_reply(&first, usage()));
+    script.push_when(when.clone(), tool_reply(&first, usage()));
     for pass in 2..=4 {
-        script.push(tool_reply(
-            &[(
-                "submit_pass_results",
-                json!({"pass_number": pass, "summary": "ok"}),
-            )],
-            usage(),
-        ));
+        script.push_when(
+            when.clone(),
+            tool_reply(
+                &[(
+                    "submit_pass_results",
+                    json!({"pass_number": pass, "summary": "ok"}),
+                )],
+                usage(),
+            ),
+        );
     }
+}
+
+/// For runs whose configuration names no model of its own for an auditor.
+fn no_models(model: &str) -> Result<Arc<dyn Provider>, LlmError> {
+    Err(LlmError::Config(format!("no model {model} in this test")))
 }
 
 fn index_finding(repo: &Repo) -> Value {
@@ -70,6 +85,16 @@ async fn run(
     script: ScriptedProvider,
 ) -> (ConvergeReport, Arc<ScriptedProvider>) {
     let script = Arc::new(script);
+    let provider: Arc<dyn Provider> = script.clone();
+    (run_with(repo, config, provider, &no_models).await, script)
+}
+
+async fn run_with(
+    repo: &Repo,
+    config: bugloop_config::Config,
+    script: Arc<dyn Provider>,
+    connect: bugloop_loops::converge::Connect<'_>,
+) -> ConvergeReport {
     let git = Git::open(repo.path()).unwrap();
     let forge = LocalForge::open(git.clone(), "bugloop").await.unwrap();
     let meter = Arc::new(Meter::new("scripted", BudgetLimits::default(), None));
@@ -78,13 +103,14 @@ async fn run(
         forge: &forge,
         git: &git,
         config: &config,
-        provider: Arc::new(Metered::new(script.clone(), meter.clone())),
+        provider: Arc::new(Metered::new(script, meter.clone())),
         meter,
         runs_dir: runs.path().to_path_buf(),
         progress: Arc::new(bugloop_loops::Silent),
     };
-    let report = converge(&env, &git.conversation_key(), None).await.unwrap();
-    (report, script)
+    converge(&env, &git.conversation_key(), None, connect)
+        .await
+        .unwrap()
 }
 
 fn worktrees(repo: &Repo) -> usize {
@@ -254,7 +280,7 @@ async fn dirty_trees_and_empty_changes_are_refused() {
         runs_dir: repo.path().join(".git/bugloop/runs"),
         progress: Arc::new(bugloop_loops::Silent),
     };
-    let error = converge(&env, &git_.conversation_key(), None)
+    let error = converge(&env, &git_.conversation_key(), None, &no_models)
         .await
         .unwrap_err();
     assert!(
@@ -263,38 +289,301 @@ async fn dirty_trees_and_empty_changes_are_refused() {
     );
     std::fs::remove_file(repo.path().join("scratch.txt")).unwrap();
     git(repo.path(), &["switch", "-q", "main"]);
-    let error = converge(&env, &git_.conversation_key(), None)
+    let error = converge(&env, &git_.conversation_key(), None, &no_models)
         .await
         .unwrap_err();
     assert!(error.to_string().contains("No upstream diff"), "{error}");
 }
 
-#[tokio::test]
-async fn parallel_auditors_are_validated_and_merged() {
-    let repo = Repo::with_feature();
+fn parallel(auditors: u32) -> bugloop_config::Config {
     let mut config = support::config();
-    config.converge.parallel_auditors = 2;
+    config.converge.parallel_auditors = auditors;
     config.converge.parallel_from_loop = 1;
+    config
+}
+
+const CORRECTNESS: &str = "## Audit focus: correctness";
+const SECURITY: &str = "## Audit focus: security";
+
+#[tokio::test]
+async fn parallel_auditors_are_validated_merged_and_their_rejects_quarantined() {
+    let repo = Repo::with_feature();
     let script = ScriptedProvider::new([]);
-    // Two auditors report the same problem in other words; grounding keeps both, the validator
-    // merges them into one (highest score, longest description).
+    // Two auditors with different focuses report the same problem in other words; the validator
+    // merges them into one (highest score, longest description). The security auditor also
+    // invents a line that is not there: quarantined, with who said it and why.
     let mut other = index_finding(&repo);
     other["title"] = json!("p = 1.0 reads past the end of sorted");
     other["description"] = json!(
         "With p equal to 1.0 the computed index equals the length, so the lookup panics at run time."
     );
     other["score"] = json!(8);
-    audit(&script, vec![index_finding(&repo)]);
-    audit(&script, vec![other]);
+    let invented = finding(
+        "src/stats.rs",
+        2,
+        "unsafe { ptr.read() }",
+        "Raw pointer read without a bounds check",
+        "Reads through a raw pointer.",
+        9,
+        "security",
+    );
+    // The security auditor's answers come first in the script: each auditor takes only its own.
+    audit_when(&script, Some(SECURITY), vec![other, invented]);
+    audit_when(&script, Some(CORRECTNESS), vec![index_finding(&repo)]);
     clamp(&script);
-    audit(&script, vec![]);
-    audit(&script, vec![]);
-    let (report, _) = run(&repo, config, script).await;
+    audit_when(&script, Some(SECURITY), vec![]);
+    audit_when(&script, Some(CORRECTNESS), vec![]);
+    let (report, script) = run(&repo, parallel(2), script).await;
     assert_eq!(report.exit, Exit::Converged, "{}", report.text());
     let first = &report.log[0];
+    assert_eq!(
+        first.text,
+        "1P0 0P1 0P2: p = 1.0 reads past the end of sorted (1 quarantined)"
+    );
+    assert_eq!(report.quarantined.len(), 1, "{:#?}", report.quarantined);
+    let q = &report.quarantined[0];
+    assert_eq!(
+        (q.loop_number, q.auditor.as_str(), q.title.as_str()),
+        (
+            1,
+            "auditor 2 (security)",
+            "Raw pointer read without a bounds check"
+        )
+    );
+    assert!(q.reason.starts_with("grounding: "), "{}", q.reason);
+    let text = report.text();
     assert!(
-        first.text.starts_with("1P0 0P1 0P2: p = 1.0 reads past"),
+        text.contains("Quarantined (1):\n1 auditor 2 (security): Raw pointer read without a bounds check (src/stats.rs:2): grounding: "),
+        "{text}"
+    );
+    // The loop review in the conversation lists it too.
+    let git_ = Git::open(repo.path()).unwrap();
+    let forge = LocalForge::open(git_.clone(), "bugloop").await.unwrap();
+    let comments = forge.comments(&git_.conversation_key()).await.unwrap();
+    let loop_one = comments
+        .iter()
+        .find(|c| c.body.contains("## bugloop loop 1 audit:"))
+        .unwrap();
+    assert!(
+        loop_one.body.contains("### Quarantined (1): not counted")
+            && loop_one
+                .body
+                .contains("**Raw pointer read without a bounds check**"),
         "{}",
-        first.text
+        loop_one.body
+    );
+    // Each auditor had its own focus, and only its own.
+    let systems: Vec<String> = script
+        .requests()
+        .iter()
+        .filter_map(|r| r.system.clone())
+        .filter(|s| s.contains("## Audit focus:"))
+        .collect();
+    assert_eq!(systems.len(), 16, "two auditors, four passes, two audits");
+    assert!(
+        systems
+            .iter()
+            .all(|s| s.contains(CORRECTNESS) != s.contains(SECURITY))
+    );
+}
+
+/// A model that holds each auditor's first request until `parties` requests are in flight at
+/// once: auditors run one after another never get past it.
+#[derive(Debug)]
+struct Rendezvous {
+    inner: Arc<ScriptedProvider>,
+    barrier: tokio::sync::Barrier,
+    in_flight: std::sync::atomic::AtomicUsize,
+    most_in_flight: std::sync::atomic::AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl Provider for Rendezvous {
+    fn name(&self) -> &str {
+        "rendezvous"
+    }
+
+    fn capabilities(&self) -> bugloop_llm::Capabilities {
+        self.inner.capabilities()
+    }
+
+    async fn chat(
+        &self,
+        request: &ChatRequest,
+        sink: Option<StreamSink<'_>>,
+    ) -> Result<ChatResponse, LlmError> {
+        use std::sync::atomic::Ordering;
+        let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        self.most_in_flight.fetch_max(now, Ordering::SeqCst);
+        if request.messages.len() == 1 {
+            let met =
+                tokio::time::timeout(std::time::Duration::from_secs(20), self.barrier.wait()).await;
+            if met.is_err() {
+                self.in_flight.fetch_sub(1, Ordering::SeqCst);
+                return Err(LlmError::InvalidResponse(
+                    "the auditors did not run at the same time".to_owned(),
+                ));
+            }
+        }
+        let answer = self.inner.chat(request, sink).await;
+        self.in_flight.fetch_sub(1, Ordering::SeqCst);
+        answer
+    }
+}
+
+#[tokio::test]
+async fn parallel_auditors_run_at_the_same_time() {
+    let repo = Repo::with_feature();
+    let script = Arc::new(ScriptedProvider::new([]));
+    audit_when(&script, Some(CORRECTNESS), vec![]);
+    audit_when(&script, Some(SECURITY), vec![]);
+    let model = Arc::new(Rendezvous {
+        inner: script.clone(),
+        barrier: tokio::sync::Barrier::new(2),
+        in_flight: std::sync::atomic::AtomicUsize::new(0),
+        most_in_flight: std::sync::atomic::AtomicUsize::new(0),
+    });
+    let report = run_with(&repo, parallel(2), model.clone(), &no_models).await;
+    assert_eq!(report.exit, Exit::Converged, "{}", report.text());
+    assert_eq!(
+        model
+            .most_in_flight
+            .load(std::sync::atomic::Ordering::SeqCst),
+        2
+    );
+    assert_eq!(script.remaining(), 0);
+}
+
+#[tokio::test]
+async fn configured_auditors_get_their_focus_model_and_temperature() {
+    let repo = Repo::with_feature();
+    let mut config = parallel(2);
+    config.converge.auditors = vec![AuditorConfig {
+        focus: AuditFocus::ErrorHandling,
+        model: Some("other:model".to_owned()),
+        temperature: Some(0.25),
+    }];
+    // The second auditor has no entry: the second focus of the rotation, the run's model.
+    let own = ScriptedProvider::new([]);
+    audit(&own, vec![]);
+    let other = Arc::new(ScriptedProvider::new([]));
+    audit(&other, vec![]);
+    let asked = std::sync::Mutex::new(Vec::new());
+    let connect = |model: &str| {
+        asked.lock().unwrap().push(model.to_owned());
+        Ok::<_, LlmError>(other.clone() as Arc<dyn Provider>)
+    };
+    let own = Arc::new(own);
+    let report = run_with(&repo, config, own.clone(), &connect).await;
+    assert_eq!(report.exit, Exit::Converged, "{}", report.text());
+    assert_eq!(*asked.lock().unwrap(), vec!["other:model".to_owned()]);
+    let theirs = other.requests();
+    assert_eq!(theirs.len(), 4);
+    assert!(theirs.iter().all(|r| r.temperature == Some(0.25)));
+    assert!(theirs.iter().all(|r| {
+        r.system
+            .as_deref()
+            .unwrap()
+            .contains("## Audit focus: error handling")
+    }));
+    let ours = own.requests();
+    assert_eq!(ours.len(), 4);
+    assert!(
+        ours.iter()
+            .all(|r| r.temperature.is_none() && r.system.as_deref().unwrap().contains(SECURITY))
+    );
+}
+
+#[tokio::test]
+async fn the_model_validator_quarantines_what_it_rejects() {
+    let repo = Repo::with_feature();
+    let mut config = support::config();
+    config.converge.validator = Validator::Model;
+    let script = ScriptedProvider::new([]);
+    let db = repo.line_of("src/db.rs", "format!(\"SELECT");
+    let sql = finding(
+        "src/db.rs",
+        db,
+        "format!(\"SELECT",
+        "SQL built with format!",
+        "Injection risk when name has quotes.",
+        8,
+        "security",
+    );
+    audit(&script, vec![index_finding(&repo), sql]);
+    // One verdict per finding, in the audit's order (highest score first).
+    script.push(text_reply(
+        r#"{"keep": true, "reason": "index equals len when p is 1.0"}"#,
+        usage(),
+    ));
+    script.push(text_reply(
+        r#"{"keep": false, "reason": "the query is only built for logging here"}"#,
+        usage(),
+    ));
+    clamp(&script);
+    audit(&script, vec![]);
+    let (report, script) = run(&repo, config, script).await;
+    assert_eq!(report.exit, Exit::Converged, "{}", report.text());
+    assert_eq!(
+        report.log[0].text,
+        "1P0 0P1 0P2: Index out of bounds when p is 1.0 (1 quarantined)"
+    );
+    let q = &report.quarantined[0];
+    assert_eq!(q.auditor, "validator");
+    assert_eq!(q.title, "SQL built with format!");
+    assert_eq!(
+        q.reason,
+        "validator model: the query is only built for logging here"
+    );
+    // The validator saw the finding and the code around its line.
+    let asked = script
+        .requests()
+        .into_iter()
+        .find(|r| {
+            r.messages
+                .first()
+                .is_some_and(|m| m.content.contains("SQL built with format!"))
+                && r.system
+                    .as_deref()
+                    .unwrap_or("")
+                    .contains("validator of a code audit")
+        })
+        .unwrap();
+    assert!(
+        asked.messages[0]
+            .content
+            .contains(&format!("{db:>5} |     let query = format!(")),
+        "{}",
+        asked.messages[0].content
+    );
+}
+
+#[tokio::test]
+async fn findings_over_the_comment_limit_still_count_in_the_audit() {
+    let repo = Repo::with_feature();
+    let mut config = support::config();
+    config.review.comment_limit = 1;
+    let db = repo.line_of("src/db.rs", "format!(\"SELECT");
+    let sql = finding(
+        "src/db.rs",
+        db,
+        "format!(\"SELECT",
+        "SQL built with format!",
+        "Injection risk when name has quotes.",
+        8,
+        "security",
+    );
+    let script = ScriptedProvider::new([]);
+    audit(&script, vec![index_finding(&repo), sql]);
+    let (report, _) = {
+        let mut config = config;
+        config.converge.max_loops = 1;
+        run(&repo, config, script).await
+    };
+    assert_eq!(report.exit, Exit::CapReached, "{}", report.text());
+    assert!(
+        report.log[0].text.starts_with("1P0 1P1 0P2: "),
+        "{}",
+        report.log[0].text
     );
 }

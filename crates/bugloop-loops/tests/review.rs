@@ -7,6 +7,7 @@ mod support;
 
 use bugloop_domain::score::Score;
 use bugloop_domain::thread::{CommentKind, RESOLVED_PHRASE};
+use bugloop_loops::review::report::CommentAction;
 use serde_json::json;
 
 use support::{Repo, finding, run, session, structured_session};
@@ -126,10 +127,7 @@ async fn first_run_publishes_second_run_resolves_and_repeats_nothing() {
         vec![],
     );
     let (third, again) = run(&repo, support::config(), script).await;
-    assert_eq!(
-        third.findings[0].action,
-        bugloop_loops::review::report::CommentAction::Unchanged
-    );
+    assert_eq!(third.findings[0].action, CommentAction::Unchanged);
     assert_eq!(again.iter().filter(|c| c.in_reply_to.is_none()).count(), 3);
     assert_eq!(again.len(), after.len(), "no new comment or reply");
 }
@@ -290,7 +288,7 @@ async fn ignore_globs_threshold_promotion_elevation_and_overflow() {
     let (report, comments) = run(&repo, config.clone(), session(findings.clone(), vec![])).await;
     insta::assert_json_snapshot!("filters", support::digest(&report));
     // The same review again: the limit holds per change, so nothing is added.
-    let (again, after) = run(&repo, config, session(findings, vec![])).await;
+    let (again, after) = run(&repo, config, session(findings.clone(), vec![])).await;
     assert_eq!(after.len(), comments.len(), "{:#?}", again.findings);
     assert_eq!(again.overflow.count, 2);
     assert!(report.sensitive_data.sensitive);
@@ -302,10 +300,171 @@ async fn ignore_globs_threshold_promotion_elevation_and_overflow() {
     assert_eq!(sql.finding.score, Score::saturating(8));
     assert_eq!(report.findings.len(), 3);
     assert_eq!(report.overflow.count, 2);
-    assert!(
+    let overflow_comment = |comments: &[bugloop_domain::thread::Comment]| {
         comments
             .iter()
-            .any(|c| c.body.starts_with(bugloop_loops::publish::OVERFLOW_TAG))
+            .find(|c| c.body.starts_with(bugloop_loops::publish::OVERFLOW_TAG))
+            .map(|c| c.body.clone())
+            .unwrap()
+    };
+    assert!(overflow_comment(&comments).contains("Zero divisor reaches the modulo"));
+
+    // What the stages changed is in the summary comment, not only in the report.
+    let summary = comments
+        .iter()
+        .find(|c| c.body.starts_with(bugloop_loops::publish::SUMMARY_TAG))
+        .unwrap();
+    assert!(
+        summary.body.contains("#### Changed before publishing")
+            && summary
+                .body
+                .contains("`security_promotion` sql-built-with-format")
+            && summary.body.contains("score 6 -> 8")
+            && summary.body.contains("`elevation` elevated-")
+            && summary
+                .body
+                .contains("5 findings below the threshold combined"),
+        "{}",
+        summary.body
+    );
+
+    // A limit that leaves nothing over it: the two findings get their comments and the old list
+    // is replaced, not left claiming they have none.
+    let mut roomy = support::config();
+    roomy.review.ignore_files = vec!["generated/**".to_owned()];
+    let (cleared, after) = run(&repo, roomy, session(findings, vec![])).await;
+    assert_eq!(cleared.overflow.count, 0);
+    assert_eq!(
+        cleared
+            .findings
+            .iter()
+            .filter(|f| f.action == CommentAction::Added)
+            .count(),
+        2
+    );
+    let body = overflow_comment(&after);
+    assert!(
+        body.contains("No findings over the comment limit"),
+        "{body}"
+    );
+    assert!(!body.contains("Zero divisor"), "{body}");
+    let overflow_comments = after
+        .iter()
+        .filter(|c| c.body.starts_with(bugloop_loops::publish::OVERFLOW_TAG))
+        .count();
+    assert_eq!(overflow_comments, 1);
+}
+
+/// Answers every turn of every session: in pass 1 a finding with the same id for each file of
+/// the part it is shown, then the passes.
+fn same_id_in_every_part(
+    stats_line: u32,
+    db_line: u32,
+) -> impl FnOnce(&bugloop_llm::ChatRequest) -> Result<bugloop_llm::ChatResponse, bugloop_llm::LlmError>
++ Send
++ 'static {
+    move |request| {
+        let done = request
+            .messages
+            .iter()
+            .flat_map(|m| &m.tool_calls)
+            .filter(|c| c.name == "submit_pass_results")
+            .count();
+        let pass = done + 1;
+        let mut calls = Vec::new();
+        let shown = request.messages.first().map_or("", |m| m.content.as_str());
+        if pass == 1 && shown.contains("sorted[index]") {
+            let mut f = finding(
+                "src/stats.rs",
+                stats_line,
+                "sorted[index]",
+                "Index out of bounds when p is 1.0",
+                "p = 1.0 indexes one past the end.",
+                8,
+                "logic",
+            );
+            f["id"] = json!("shared");
+            calls.push(("report_finding", f));
+        }
+        if pass == 1 && shown.contains("SELECT * FROM users") {
+            let mut f = finding(
+                "src/db.rs",
+                db_line,
+                "format!(\"SELECT",
+                "SQL built with format!",
+                "Injection risk when name has quotes.",
+                8,
+                "security",
+            );
+            f["id"] = json!("shared");
+            calls.push(("report_finding", f));
+        }
+        calls.push((
+            "submit_pass_results",
+            json!({"pass_number": pass, "summary": "ok"}),
+        ));
+        Ok(bugloop_llm::scripted::tool_reply(&calls, support::usage()))
+    }
+}
+
+#[tokio::test]
+async fn renamed_ids_and_corrected_lines_reach_the_report_and_the_summary() {
+    let repo = Repo::with_feature();
+    let stats_line = repo.line_of("src/stats.rs", "sorted[index]");
+    let db_line = repo.line_of("src/db.rs", "format!(\"SELECT");
+    let mut config = support::config();
+    // One file per part, so each part's model picks the same id for its own problem.
+    config.review.max_tokens_per_call = 160;
+    let scripted = bugloop_llm::scripted::ScriptedProvider::new([]);
+    for _ in 0..40 {
+        // The stats finding is reported two lines off; grounding corrects it.
+        scripted.push_fn(same_id_in_every_part(stats_line - 2, db_line));
+    }
+    let (report, comments) = run(&repo, config, scripted).await;
+    assert!(report.usage.sessions >= 2, "{report:#?}");
+    let ids: Vec<&str> = report
+        .findings
+        .iter()
+        .map(|f| f.finding.id.as_str())
+        .collect();
+    assert!(
+        ids.contains(&"shared") && ids.contains(&"shared-2"),
+        "{ids:?}"
+    );
+    let renamed = report
+        .changes
+        .iter()
+        .find(|c| c.stage == "reported")
+        .unwrap();
+    assert_eq!(renamed.id, "shared-2");
+    assert!(
+        renamed.note.contains("renamed from shared"),
+        "{}",
+        renamed.note
+    );
+    let corrected = report
+        .changes
+        .iter()
+        .find(|c| c.stage == "grounding")
+        .unwrap();
+    assert!(
+        corrected.note.contains(&stats_line.to_string()),
+        "{}",
+        corrected.note
+    );
+    let summary = comments
+        .iter()
+        .find(|c| c.body.starts_with(bugloop_loops::publish::SUMMARY_TAG))
+        .unwrap();
+    assert!(
+        summary
+            .body
+            .contains("`reported` shared-2: renamed from shared")
+            && summary
+                .body
+                .contains(&format!("`grounding` {}: {}", corrected.id, corrected.note)),
+        "{}",
+        summary.body
     );
 }
 

@@ -31,15 +31,15 @@ use bugloop_tools::{ToolContext, Toolset, Workspace, typed};
 use crate::context::{read_rules, sensitivity};
 use crate::plan::{Batch, Unreviewed, estimate_tokens, plan};
 use crate::publish::{
-    OVERFLOW_TAG, SUMMARY_TAG, find_tagged, finding_body, overflow_body, resolved_reply,
-    summary_body,
+    OVERFLOW_TAG, SUMMARY_TAG, find_tagged, finding_body, overflow_body, overflow_cleared_body,
+    resolved_reply, summary_body,
 };
 use crate::{Progress, ProgressEvent, sandbox_settings};
 
 use self::report::{
     ChangeInfo, CommentAction, DisputeSummary, DroppedFinding, OverflowInfo, PassSummary,
     Placement, PublishedFinding, REPORT_VERSION, ResolvedFinding, ReviewReport, SensitivityInfo,
-    StageCount, TrackedFinding, UsageInfo,
+    StageChange, StageCount, TrackedFinding, UsageInfo,
 };
 use self::tools::{
     Collected, ReportFinding, ResolveFinding, SUBMIT_PASS, StructuredAnswer, SubmitPass, accept,
@@ -74,6 +74,9 @@ pub struct ReviewRequest {
     /// Ignore the conversation: no previous findings, no dedup against them, no disputes (the
     /// converge loop's audits start from scratch every loop).
     pub clean_room: bool,
+    /// What this reviewer looks at first (a converge auditor's focus, markdown), added to the
+    /// system prompt.
+    pub focus: Option<String>,
 }
 
 /// What the review loop works with.
@@ -308,7 +311,7 @@ pub async fn review_with(
     } else {
         prompt::rules_block(&rules)
     };
-    let system = prompt::system(&prompt::SystemInputs {
+    let mut system = prompt::system(&prompt::SystemInputs {
         compact,
         tools: tools_mode,
         threshold: settings.threshold,
@@ -317,6 +320,11 @@ pub async fn review_with(
         rules: &rules_text,
         previous: &prompt::previous_block(&open, previous_chars),
     });
+    if let Some(focus) = &request.focus {
+        system.push_str("\n\n");
+        system.push_str(focus.trim());
+        system.push('\n');
+    }
     let output_tokens = match capabilities.context_tokens {
         // Two findings' worth: small models are slow under a grammar and rarely find more.
         Some(context) if !tools_mode => (context / 5).clamp(256, 768),
@@ -345,6 +353,7 @@ pub async fn review_with(
     let mut passes = Vec::new();
     let mut reported: Vec<Finding> = own_findings;
     let mut dropped = Vec::new();
+    let mut changes: Vec<StageChange> = Vec::new();
     let mut resolutions: BTreeMap<String, String> = BTreeMap::new();
     let mut stopped: Option<String> = None;
     let total = plan.batches.len();
@@ -424,6 +433,15 @@ pub async fn review_with(
                 finding.id = base.with_suffix(n);
                 n += 1;
             }
+            if finding.id != base {
+                changes.push(StageChange {
+                    stage: "reported".to_owned(),
+                    id: finding.id.as_str().to_owned(),
+                    note: format!(
+                        "renamed from {base}: an earlier part of this review used that id"
+                    ),
+                });
+            }
             reported.push(finding);
         }
         resolutions.extend(resolved);
@@ -474,11 +492,17 @@ pub async fn review_with(
         });
     }
     let mut notes: HashMap<FindingId, String> = HashMap::new();
+    let mut grounding_changes = Vec::new();
     let findings: Vec<Finding> = grounded
         .kept
         .into_iter()
         .map(|g| {
             if let Some(note) = g.note {
+                grounding_changes.push(StageChange {
+                    stage: "grounding".to_owned(),
+                    id: g.finding.id.as_str().to_owned(),
+                    note: note.clone(),
+                });
                 notes.insert(g.finding.id.clone(), note);
             }
             g.finding
@@ -504,9 +528,17 @@ pub async fn review_with(
             input: report.input,
             output: report.output,
         });
+        for c in &report.changed {
+            changes.push(StageChange {
+                stage: name.clone(),
+                id: c.id.as_str().to_owned(),
+                note: c.note.clone(),
+            });
+        }
         if report.stage == Stage::PathSafety {
             // Grounding runs right after path safety.
             stage_counts.push(grounding_stage.clone());
+            changes.append(&mut grounding_changes);
         }
         for d in &report.dropped {
             dropped.push(DroppedFinding {
@@ -624,9 +656,27 @@ pub async fn review_with(
         count: overflow.count,
         titles: overflow.titles.clone(),
     };
-    if request.publish && overflow.count > 0 {
-        let body = overflow_body(overflow.count, &overflow.titles, comment_limit);
-        upsert_tagged(env.forge, &request.change, &comments, OVERFLOW_TAG, &body).await?;
+    let overflow_text = if overflow.count > 0 {
+        Some(overflow_body(
+            overflow.count,
+            &overflow.titles,
+            comment_limit,
+        ))
+    } else {
+        // A list left by an earlier run would otherwise claim findings that now have comments.
+        find_tagged(&comments, OVERFLOW_TAG).map(|_| overflow_cleared_body(comment_limit))
+    };
+    if request.publish
+        && let Some(body) = overflow_text
+    {
+        upsert_tagged(
+            env.forge,
+            &request.change,
+            &comments,
+            OVERFLOW_TAG,
+            &body,
+        )
+        .await?;
     }
 
     // 7. The report, and the summary comment made from it.
@@ -654,6 +704,7 @@ pub async fn review_with(
         resolved,
         tracked,
         dropped,
+        changes,
         stages: stage_counts,
         overflow: overflow_info,
         conversation_problems: state

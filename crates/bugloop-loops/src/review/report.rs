@@ -24,6 +24,10 @@ pub struct ReviewReport {
     pub tracked: Vec<TrackedFinding>,
     /// Findings the model reported that were not published, with the stage and reason.
     pub dropped: Vec<DroppedFinding>,
+    /// What the stages changed in findings they kept (a renamed id, a corrected line, a
+    /// normalized path, a security promotion, an elevation merge, a rediscovery), so no stage
+    /// changes a finding behind the user's back.
+    pub changes: Vec<StageChange>,
     /// How many findings entered and left each stage.
     pub stages: Vec<StageCount>,
     pub overflow: OverflowInfo,
@@ -143,6 +147,17 @@ pub struct DroppedFinding {
     pub title: String,
     pub location: String,
     pub reason: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct StageChange {
+    /// `reported` (an id another part of the review already used, renamed), `path_safety`,
+    /// `grounding` (a corrected line), `security_promotion`, `elevation`, `dedup_run` (an id
+    /// already used in the run, renamed) or `dedup_existing` (an existing finding reported again).
+    pub stage: String,
+    /// The finding's id after the change.
+    pub id: String,
+    pub note: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]

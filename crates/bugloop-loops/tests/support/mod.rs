@@ -229,6 +229,7 @@ pub async fn run(
         git_mount: checkout.git_mount(),
         publish: true,
         clean_room: false,
+        focus: None,
     };
     let report = review(&env, request).await.unwrap();
     let comments = forge.comments(&change.key).await.unwrap();
@@ -253,6 +254,7 @@ pub fn digest(report: &ReviewReport) -> Value {
         "resolved": report.resolved,
         "tracked": report.tracked.iter().map(|t| json!({"id": t.id, "status": t.status, "score": t.score})).collect::<Vec<_>>(),
         "dropped": report.dropped.iter().map(|d| json!({"stage": d.stage, "title": d.title, "reason": d.reason})).collect::<Vec<_>>(),
+        "changes": report.changes.iter().map(|c| json!({"stage": c.stage, "id": c.id, "note": c.note})).collect::<Vec<_>>(),
         "stages": report.stages,
         "overflow": report.overflow,
         "unreviewed": report.unreviewed,
