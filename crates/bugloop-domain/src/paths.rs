@@ -49,17 +49,62 @@ fn has_drive_prefix(path: &str) -> bool {
     bytes.len() >= 2 && bytes[0].is_ascii_alphabetic() && bytes[1] == b':'
 }
 
+/// The most patterns one list may hold. Every pattern becomes part of one matcher; 20,000 took
+/// 399 MB and then failed. (A repository with more names to skip wants directory patterns.)
+pub const MAX_IGNORE_PATTERNS: usize = 1_000;
+/// The longest pattern, in bytes.
+pub const MAX_IGNORE_PATTERN_BYTES: usize = 1_024;
+
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("ignore pattern {pattern:?} (entry {}) is invalid: {message}", .index + 1)]
-pub struct IgnorePatternError {
-    pub index: usize,
-    pub pattern: String,
-    pub message: String,
+pub enum IgnorePatternError {
+    /// One pattern cannot be compiled (`index` is 0-based).
+    #[error("pattern {number} ({pattern:?}) is invalid: {message}", number = .index + 1)]
+    Invalid {
+        index: usize,
+        pattern: String,
+        message: String,
+    },
+    #[error("pattern {number} is {bytes} bytes long; a pattern may have at most {MAX_IGNORE_PATTERN_BYTES}", number = .index + 1)]
+    TooLong { index: usize, bytes: usize },
+    #[error(
+        "{count} patterns; a list may have at most {MAX_IGNORE_PATTERNS} (name directories rather than many files)"
+    )]
+    TooMany { count: usize },
+    /// Each pattern compiles, but not all of them together.
+    #[error(
+        "the {count} patterns together are too complex to match ({message}); use fewer or simpler patterns"
+    )]
+    TooComplex { count: usize, message: String },
+}
+
+impl IgnorePatternError {
+    /// The 0-based entry the error is about, when it is about one.
+    pub fn index(&self) -> Option<usize> {
+        match self {
+            IgnorePatternError::Invalid { index, .. }
+            | IgnorePatternError::TooLong { index, .. } => Some(*index),
+            IgnorePatternError::TooMany { .. } | IgnorePatternError::TooComplex { .. } => None,
+        }
+    }
+
+    /// What is wrong, without the entry's number (for messages that name the entry already).
+    pub fn reason(&self) -> String {
+        match self {
+            IgnorePatternError::Invalid {
+                pattern, message, ..
+            } => format!("pattern {pattern:?} is invalid: {message}"),
+            IgnorePatternError::TooLong { bytes, .. } => format!(
+                "the pattern is {bytes} bytes long; a pattern may have at most {MAX_IGNORE_PATTERN_BYTES}"
+            ),
+            other => other.to_string(),
+        }
+    }
 }
 
 /// Ignore patterns with `.gitignore` semantics: a pattern without a slash matches at any depth, a
 /// leading slash anchors it at the root, a trailing slash matches a directory and everything below
 /// it, `*` does not cross `/` but `**` does, `!` re-includes, and the last matching pattern wins.
+/// At most [`MAX_IGNORE_PATTERNS`] patterns of at most [`MAX_IGNORE_PATTERN_BYTES`] each.
 #[derive(Debug, Clone)]
 pub struct IgnoreMatcher {
     set: GlobSet,
@@ -77,7 +122,24 @@ impl IgnoreMatcher {
     }
 
     pub fn new<S: AsRef<str>>(patterns: &[S]) -> Result<Self, IgnorePatternError> {
+        // Checked before anything is compiled: the matcher's size grows with the patterns.
+        if patterns.len() > MAX_IGNORE_PATTERNS {
+            return Err(IgnorePatternError::TooMany {
+                count: patterns.len(),
+            });
+        }
+        if let Some((index, raw)) = patterns
+            .iter()
+            .enumerate()
+            .find(|(_, raw)| raw.as_ref().len() > MAX_IGNORE_PATTERN_BYTES)
+        {
+            return Err(IgnorePatternError::TooLong {
+                index,
+                bytes: raw.as_ref().len(),
+            });
+        }
         let mut builder = GlobSetBuilder::new();
+        let mut globs = Vec::new();
         let mut owners = Vec::new();
         for (index, raw) in patterns.iter().enumerate() {
             let raw = raw.as_ref();
@@ -85,6 +147,11 @@ impl IgnoreMatcher {
             if line.is_empty() || line.starts_with('#') {
                 continue;
             }
+            let invalid = |message: String| IgnorePatternError::Invalid {
+                index,
+                pattern: raw.to_owned(),
+                message,
+            };
             let (negated, body) = match line.strip_prefix('!') {
                 Some(rest) => (true, rest),
                 None => (false, line.strip_prefix('\\').unwrap_or(line)),
@@ -92,11 +159,7 @@ impl IgnoreMatcher {
             let dir_only = body.ends_with('/');
             let body = body.trim_end_matches('/');
             if body.is_empty() {
-                return Err(IgnorePatternError {
-                    index,
-                    pattern: raw.to_owned(),
-                    message: "pattern matches nothing".to_owned(),
-                });
+                return Err(invalid("pattern matches nothing".to_owned()));
             }
             let anchored = body.contains('/');
             let body = body.trim_start_matches('/');
@@ -105,25 +168,20 @@ impl IgnoreMatcher {
             } else {
                 format!("**/{body}")
             };
-            let mut globs = vec![format!("{base}/**")];
+            let mut texts = vec![format!("{base}/**")];
             if !dir_only {
-                globs.push(base);
+                texts.push(base);
             }
-            for glob in globs {
-                let compiled = compile(&glob).map_err(|error| IgnorePatternError {
-                    index,
-                    pattern: raw.to_owned(),
-                    message: error.kind().to_string(),
-                })?;
-                builder.add(compiled);
+            for text in texts {
+                let compiled = compile(&text).map_err(|error| invalid(error.kind().to_string()))?;
+                builder.add(compiled.clone());
+                globs.push(compiled);
                 owners.push((index, negated));
             }
         }
-        let set = builder.build().map_err(|error| IgnorePatternError {
-            index: 0,
-            pattern: String::new(),
-            message: error.to_string(),
-        })?;
+        let set = builder
+            .build()
+            .map_err(|error| too_complex(patterns, &globs, &owners, &error))?;
         Ok(IgnoreMatcher { set, owners })
     }
 
@@ -150,6 +208,31 @@ impl IgnoreMatcher {
 
     pub fn is_ignored(&self, path: &str) -> bool {
         self.matched(path).is_some()
+    }
+}
+
+/// Why the set did not build: the first pattern that does not build on its own, else all of them.
+fn too_complex<S: AsRef<str>>(
+    patterns: &[S],
+    globs: &[Glob],
+    owners: &[(usize, bool)],
+    error: &globset::Error,
+) -> IgnorePatternError {
+    for (glob, (index, _)) in globs.iter().zip(owners) {
+        if let Err(alone) = GlobSetBuilder::new().add(glob.clone()).build() {
+            return IgnorePatternError::Invalid {
+                index: *index,
+                pattern: patterns
+                    .get(*index)
+                    .map(|p| p.as_ref().to_owned())
+                    .unwrap_or_default(),
+                message: alone.kind().to_string(),
+            };
+        }
+    }
+    IgnorePatternError::TooComplex {
+        count: patterns.len(),
+        message: error.kind().to_string(),
     }
 }
 
@@ -214,7 +297,34 @@ mod tests {
     #[test]
     fn bad_pattern_is_named() {
         let error = IgnoreMatcher::new(&["ok", "a[b"]).unwrap_err();
-        assert_eq!(error.index, 1);
-        assert!(error.to_string().contains("a[b"));
+        assert_eq!(error.index(), Some(1));
+        assert_eq!(
+            error.to_string(),
+            "pattern 2 (\"a[b\") is invalid: unclosed character class; missing ']'"
+        );
+        let error = IgnoreMatcher::new(&["ok", "/", "x"]).unwrap_err();
+        assert_eq!(error.index(), Some(1));
+        assert_eq!(
+            error.reason(),
+            "pattern \"/\" is invalid: pattern matches nothing"
+        );
+    }
+
+    #[test]
+    fn pattern_lists_are_bounded_before_compiling() {
+        let many: Vec<String> = (0..MAX_IGNORE_PATTERNS + 1)
+            .map(|i| format!("dir{i}/*.py"))
+            .collect();
+        let error = IgnoreMatcher::new(&many).unwrap_err();
+        assert_eq!(error, IgnorePatternError::TooMany { count: 1_001 });
+        assert_eq!(error.index(), None);
+        assert!(IgnoreMatcher::new(&many[..MAX_IGNORE_PATTERNS]).is_ok());
+        let long = "a".repeat(MAX_IGNORE_PATTERN_BYTES + 1);
+        let error = IgnoreMatcher::new(&["ok", "fine", long.as_str()]).unwrap_err();
+        assert_eq!(error.index(), Some(2));
+        assert_eq!(
+            error.reason(),
+            "the pattern is 1025 bytes long; a pattern may have at most 1024"
+        );
     }
 }
