@@ -15,14 +15,101 @@ pub enum UnsafePath {
     ParentTraversal,
     #[error("path contains a control character")]
     Control,
+    #[error(
+        "path starts with a double quote but is not a well-formed quoted name like \"bad\\377.py\""
+    )]
+    BadQuoting,
+}
+
+/// How a file is named in findings, prompts, comments and reports: its name when that is UTF-8
+/// text that does not start with a double quote, otherwise git's C-style quoted form with its
+/// quotes (`"bad\377.py"` for the bytes `bad\xff.py`), which names the bytes exactly. So a file
+/// whose name is not UTF-8 keeps one name from the diff to the published comment, and
+/// [`path_bytes`] turns it back into the name on disk.
+pub fn display_path(bytes: &[u8]) -> String {
+    match std::str::from_utf8(bytes) {
+        Ok(text) if !text.starts_with('"') => text.to_owned(),
+        _ => quote_c_style(bytes),
+    }
+}
+
+/// git's C-style quoting (`core.quotePath`): `"`, `\\`, control bytes and every byte from 0x80
+/// escaped.
+fn quote_c_style(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len() + 2);
+    out.push('"');
+    for &byte in bytes {
+        match byte {
+            b'"' => out.push_str("\\\""),
+            b'\\' => out.push_str("\\\\"),
+            b'\n' => out.push_str("\\n"),
+            b'\t' => out.push_str("\\t"),
+            b'\r' => out.push_str("\\r"),
+            0x07 => out.push_str("\\a"),
+            0x08 => out.push_str("\\b"),
+            0x0b => out.push_str("\\v"),
+            0x0c => out.push_str("\\f"),
+            0x20..=0x7e => out.push(char::from(byte)),
+            other => out.push_str(&format!("\\{other:03o}")),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// The name on disk of a path as [`display_path`] shows it: a quoted form is unquoted, anything
+/// else is its own bytes. `None` for a quoted form that is not well formed (not closed, text
+/// after the closing quote, an unknown escape).
+pub fn path_bytes(display: &str) -> Option<Vec<u8>> {
+    let Some(quoted) = display.strip_prefix('"') else {
+        return Some(display.as_bytes().to_vec());
+    };
+    let mut out = Vec::with_capacity(quoted.len());
+    let mut bytes = quoted.bytes();
+    while let Some(byte) = bytes.next() {
+        match byte {
+            b'"' => return bytes.next().is_none().then_some(out),
+            b'\\' => {
+                let escaped = bytes.next()?;
+                out.push(match escaped {
+                    b'"' | b'\\' => escaped,
+                    b'n' => b'\n',
+                    b't' => b'\t',
+                    b'r' => b'\r',
+                    b'a' => 0x07,
+                    b'b' => 0x08,
+                    b'v' => 0x0b,
+                    b'f' => 0x0c,
+                    b'0'..=b'3' => {
+                        let mut value = escaped - b'0';
+                        for _ in 0..2 {
+                            match bytes.next()? {
+                                digit @ b'0'..=b'7' => value = value * 8 + (digit - b'0'),
+                                _ => return None,
+                            }
+                        }
+                        value
+                    }
+                    _ => return None,
+                });
+            }
+            other => out.push(other),
+        }
+    }
+    None
 }
 
 /// Normalizes a repository-relative path (`./a//b` -> `a/b`, `\` -> `/`) or says why it is unsafe.
+/// A quoted path ([`display_path`]) is checked on the bytes it names and comes back in its
+/// canonical form.
 pub fn normalize_finding_path(raw: &str) -> Result<String, UnsafePath> {
     if raw.contains('\0') {
         return Err(UnsafePath::Nul);
     }
     let trimmed = raw.trim();
+    if trimmed.starts_with('"') {
+        return normalize_quoted(trimmed);
+    }
     if trimmed.chars().any(char::is_control) {
         return Err(UnsafePath::Control);
     }
@@ -42,6 +129,36 @@ pub fn normalize_finding_path(raw: &str) -> Result<String, UnsafePath> {
         return Err(UnsafePath::Empty);
     }
     Ok(parts.join("/"))
+}
+
+fn normalize_quoted(quoted: &str) -> Result<String, UnsafePath> {
+    let bytes = path_bytes(quoted).ok_or(UnsafePath::BadQuoting)?;
+    if bytes.contains(&0) {
+        return Err(UnsafePath::Nul);
+    }
+    if bytes.iter().any(|b| *b < 0x20 || *b == 0x7f) {
+        return Err(UnsafePath::Control);
+    }
+    if bytes.first() == Some(&b'/') {
+        return Err(UnsafePath::Absolute);
+    }
+    let mut parts: Vec<&[u8]> = Vec::new();
+    for part in bytes.split(|b| *b == b'/') {
+        match part {
+            b"" | b"." => {}
+            b".." => return Err(UnsafePath::ParentTraversal),
+            other => parts.push(other),
+        }
+    }
+    if parts.is_empty() {
+        return Err(UnsafePath::Empty);
+    }
+    let joined = parts.join(&b'/');
+    // A quoted name that turns out to be plain text is written plainly, like the diff does.
+    match std::str::from_utf8(&joined) {
+        Ok(text) if !text.starts_with('"') => normalize_finding_path(text),
+        _ => Ok(display_path(&joined)),
+    }
 }
 
 fn has_drive_prefix(path: &str) -> bool {
@@ -268,6 +385,52 @@ mod tests {
         assert_eq!(normalize_finding_path("a\0b"), Err(UnsafePath::Nul));
         assert_eq!(normalize_finding_path("./"), Err(UnsafePath::Empty));
         assert_eq!(normalize_finding_path("a\nb"), Err(UnsafePath::Control));
+    }
+
+    #[test]
+    fn names_that_are_not_utf8_are_shown_quoted_and_read_back() {
+        let cases: [(&[u8], &str); 5] = [
+            (b"src/lib.rs", "src/lib.rs"),
+            ("caf\u{e9}.py".as_bytes(), "caf\u{e9}.py"),
+            (b"bad\xff.py", r#""bad\377.py""#),
+            (b"dir\xfe/a \"b\"\\c\tx", r#""dir\376/a \"b\"\\c\tx""#),
+            // A name that starts with a quote is quoted, so a quoted form is never a plain name.
+            (b"\"x\"", r#""\"x\"""#),
+        ];
+        for (bytes, shown) in cases {
+            assert_eq!(display_path(bytes), shown);
+            assert_eq!(path_bytes(shown).as_deref(), Some(bytes));
+        }
+        for malformed in [r#""open"#, r#""a"b"#, r#""\x41""#, r#""\9""#, r#""\47""#] {
+            assert_eq!(path_bytes(malformed), None, "{malformed}");
+        }
+    }
+
+    #[test]
+    fn quoted_paths_are_checked_on_their_bytes() {
+        assert_eq!(
+            normalize_finding_path(r#""./dir//bad\377.py""#).unwrap(),
+            r#""dir/bad\377.py""#
+        );
+        // Quoted without need: written plainly, as the diff shows it.
+        assert_eq!(normalize_finding_path(r#""src/a.rs""#).unwrap(), "src/a.rs");
+        assert_eq!(
+            normalize_finding_path(r#""a/\056\056/\377""#),
+            Err(UnsafePath::ParentTraversal)
+        );
+        assert_eq!(
+            normalize_finding_path(r#""\057etc/passwd""#),
+            Err(UnsafePath::Absolute)
+        );
+        assert_eq!(
+            normalize_finding_path(r#""a\nb""#),
+            Err(UnsafePath::Control)
+        );
+        assert_eq!(normalize_finding_path(r#""a\000b""#), Err(UnsafePath::Nul));
+        assert_eq!(
+            normalize_finding_path(r#""bad"#),
+            Err(UnsafePath::BadQuoting)
+        );
     }
 
     #[test]
