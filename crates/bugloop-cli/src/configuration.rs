@@ -40,7 +40,8 @@ pub fn load(cwd: &Path, choice: &ConfigChoice) -> Result<(Option<Git>, Loaded)> 
             BranchConfig::ReviewSettings
         },
     };
-    let loaded = bugloop_config::load(&files, std::env::vars())?;
+    let env = bugloop_config::environment(std::env::vars_os())?;
+    let loaded = bugloop_config::load(&files, env)?;
     warn_ignored(&loaded)?;
     Ok((git, loaded))
 }

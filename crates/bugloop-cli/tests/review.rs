@@ -305,6 +305,64 @@ fn binary_huge_and_non_utf8_files_are_reviewed_or_listed() {
 }
 
 #[test]
+fn a_file_whose_name_is_not_utf8_carries_a_finding() {
+    // git's quoted form names the bytes `bad\xff.py` exactly; U+FFFD would name no file.
+    let shown_name = r#""bad\377.py""#;
+    let dir = repo();
+    std::fs::write(
+        dir.path().join(std::ffi::OsStr::from_bytes(b"bad\xff.py")),
+        "def first(items):\n    return items[len(items)]\n",
+    )
+    .unwrap();
+    git(dir.path(), &["add", "-A"]);
+    git(dir.path(), &["commit", "-qm", "odd name"]);
+    let scripts = tempfile::tempdir().unwrap();
+    let finding = json!({"file": shown_name, "line": 2, "evidence": "return items[len(items)]",
+        "title": "Index past the end", "description": "`items[len(items)]` always raises IndexError.",
+        "score": 8, "category": "logic"});
+    let model = script(scripts.path(), &[finding]);
+    let output = bugloop(
+        dir.path(),
+        &["review", "--model", &model, "--format", "json"],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(report["dropped"], json!([]), "{report:#}");
+    let published = &report["findings"][0];
+    assert_eq!(published["file"], shown_name, "{report:#}");
+    assert_eq!(published["line"], 2);
+    assert_eq!(published["placement"], "line");
+    assert_eq!(published["action"], "added");
+    // The model was shown the name it has to report.
+    let runs = walk(&dir.path().join(".git/bugloop/runs"));
+    let transcripts: String = runs
+        .iter()
+        .map(|path| std::fs::read_to_string(path).unwrap())
+        .collect();
+    let in_json = serde_json::to_string(shown_name).unwrap();
+    assert!(
+        transcripts.contains(&in_json[1..in_json.len() - 1]),
+        "the prompt does not name {shown_name}"
+    );
+
+    let list = stdout(&bugloop(dir.path(), &["findings"]));
+    assert!(
+        list.contains(shown_name) && list.contains("PENDING"),
+        "{list}"
+    );
+    let id = published["id"].as_str().unwrap();
+    let show = stdout(&bugloop(dir.path(), &["findings", "show", id]));
+    assert!(show.contains(shown_name), "{show}");
+    // Found again on the next run: the same comment, not a second one.
+    let again = bugloop(
+        dir.path(),
+        &["review", "--model", &model, "--format", "json"],
+    );
+    let report: Value = serde_json::from_str(&stdout(&again)).unwrap();
+    assert_eq!(report["findings"][0]["action"], "unchanged", "{report:#}");
+}
+
+#[test]
 fn a_damaged_store_is_reported_and_can_be_reset() {
     let dir = repo();
     let store = dir.path().join(".git/bugloop/store.db");

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde_yaml_ng::{Mapping, Value};
 
-use crate::{CONFIG_PATH, Config, ConfigError, Origin, apply_env_tree, from_yaml, validate};
+use crate::{CONFIG_PATH, Config, ConfigError, Origin, apply_env_tree, validate};
 
 /// The keys a branch's own file may set (when [`BranchConfig::ReviewSettings`]): how findings are
 /// judged and shown. Every other key is trusted-only: commands (`fix`, `gate`, `solve`), the
@@ -214,12 +214,10 @@ struct Layer<'a> {
 
 impl<'a> Layer<'a> {
     fn read(source: &'a SourceText) -> Result<Self, ConfigError> {
-        let config = from_yaml(&source.text, Path::new(&source.label))?;
+        let (config, raw) = crate::from_yaml_with_tree(&source.text, Path::new(&source.label))?;
         let parsed = to_tree(&config)?;
         let mut present = BTreeSet::new();
-        if let Ok(raw) = serde_yaml_ng::from_str::<Value>(&source.text) {
-            present_leaves(&raw, &parsed, &mut Vec::new(), &mut present);
-        }
+        present_leaves(&raw, &parsed, &mut Vec::new(), &mut present);
         // The defaults with what the file sets: entries of maps (providers, prices) are added to
         // the default ones rather than replacing them all.
         let mut tree = to_tree(&Config::default())?;
@@ -685,6 +683,48 @@ pub fn default_user_file(env: &[(String, String)]) -> Option<PathBuf> {
     Some(dir.join("bugloop/config.yml"))
 }
 
+/// The process environment as configuration reads it: a `BUGLOOP_*` variable whose name or value
+/// is not UTF-8 is an error naming it; other such variables are not configuration and are left
+/// out. (`std::env::vars` would panic on them.)
+pub fn environment(
+    vars: impl IntoIterator<Item = (std::ffi::OsString, std::ffi::OsString)>,
+) -> Result<Vec<(String, String)>, ConfigError> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut out = Vec::new();
+    for (name, value) in vars {
+        match (name.to_str(), value.to_str()) {
+            (Some(name), Some(value)) => out.push((name.to_owned(), value.to_owned())),
+            _ if name.as_bytes().starts_with(crate::ENV_PREFIX.as_bytes()) => {
+                let (what, bytes) = match name.to_str() {
+                    Some(_) => ("value", value.as_bytes()),
+                    None => ("name", name.as_bytes()),
+                };
+                return Err(ConfigError::Invalid {
+                    origin: Origin::Env {
+                        var: name.to_string_lossy().into_owned(),
+                    },
+                    path: String::new(),
+                    message: format!("its {what} is not UTF-8 text ({})", first_bad_byte(bytes)),
+                });
+            }
+            _ => {}
+        }
+    }
+    Ok(out)
+}
+
+/// `byte 0xff at offset 4`: the first byte that is not UTF-8.
+fn first_bad_byte(bytes: &[u8]) -> String {
+    let offset = match std::str::from_utf8(bytes) {
+        Ok(_) => bytes.len(),
+        Err(error) => error.valid_up_to(),
+    };
+    match bytes.get(offset) {
+        Some(byte) => format!("byte {byte:#04x} at offset {offset}"),
+        None => format!("offset {offset}"),
+    }
+}
+
 fn read_text(path: &Path, required: bool) -> Result<Option<SourceText>, ConfigError> {
     match std::fs::read(path) {
         Ok(bytes) => Ok(Some(SourceText::new(
@@ -699,9 +739,14 @@ fn read_text(path: &Path, required: bool) -> Result<Option<SourceText>, ConfigEr
     }
 }
 
+/// The file's text; otherwise an error with the line, column (in bytes) and offset of the first
+/// byte that is not UTF-8.
 fn utf8(bytes: Vec<u8>, label: &str) -> Result<String, ConfigError> {
     String::from_utf8(bytes).map_err(|error| {
-        let valid = &error.as_bytes()[..error.utf8_error().valid_up_to()];
+        let bytes = error.as_bytes();
+        let valid = bytes
+            .get(..error.utf8_error().valid_up_to())
+            .unwrap_or(bytes);
         let line = valid.iter().filter(|b| **b == b'\n').count() + 1;
         let column = valid.iter().rev().take_while(|b| **b != b'\n').count() + 1;
         ConfigError::Invalid {
@@ -711,7 +756,7 @@ fn utf8(bytes: Vec<u8>, label: &str) -> Result<String, ConfigError> {
                 column,
             },
             path: String::new(),
-            message: "is not UTF-8 text".to_owned(),
+            message: format!("is not UTF-8 text ({})", first_bad_byte(bytes)),
         }
     })
 }

@@ -120,13 +120,10 @@ const MAX_CONFIG_DEPTH: usize = 32;
 
 /// Refuses a file too large or nested too deep before the parser sees it: block nesting by
 /// indentation and `- ` entries, flow nesting by brackets outside quotes (across lines).
-fn check_shape(text: &str, path: &Path) -> Result<(), ConfigError> {
+/// `origin` says where a line and column are (a file's, or an environment variable's value).
+fn check_shape(text: &str, origin: impl Fn(usize, usize) -> Origin) -> Result<(), ConfigError> {
     let refuse = |line: usize, column: usize, message: String| ConfigError::Invalid {
-        origin: Origin::File {
-            path: path.to_path_buf(),
-            line,
-            column,
-        },
+        origin: origin(line, column),
         path: String::new(),
         message,
     };
@@ -135,7 +132,7 @@ fn check_shape(text: &str, path: &Path) -> Result<(), ConfigError> {
             1,
             1,
             format!(
-                "the file is {} KiB; a configuration file may have at most {} KiB",
+                "{} KiB of text; a configuration file or value may have at most {} KiB",
                 text.len() >> 10,
                 MAX_CONFIG_BYTES >> 10
             ),
@@ -161,38 +158,84 @@ fn check_shape(text: &str, path: &Path) -> Result<(), ConfigError> {
             depth += 1;
             rest = after.trim_start();
         }
-        let mut quote: Option<char> = None;
-        for (column, c) in line.char_indices() {
-            match (quote, c) {
-                (Some(q), c) if c == q => quote = None,
+        let too_deep = |column: usize| {
+            refuse(
+                index + 1,
+                column + 1,
+                format!("nested more than {MAX_CONFIG_DEPTH} levels deep"),
+            )
+        };
+        if !line.is_empty() && depth + flow > MAX_CONFIG_DEPTH {
+            return Err(too_deep(0));
+        }
+        // Bytes, not characters: every byte looked for is ASCII, which UTF-8 never uses inside a
+        // multi-byte character (and bytes are what makes this fast enough for a 1 MiB file).
+        let mut quote: Option<u8> = None;
+        let mut previous = b' ';
+        for (column, byte) in line.bytes().enumerate() {
+            match (quote, byte) {
+                (Some(q), b) if b == q => quote = None,
                 (Some(_), _) => {}
-                (None, '\'' | '"') => quote = Some(c),
-                (None, '#') if column == 0 || line[..column].ends_with(' ') => break,
-                (None, '[' | '{') => flow += 1,
-                (None, ']' | '}') => flow = flow.saturating_sub(1),
+                (None, b'\'' | b'"') => quote = Some(byte),
+                (None, b'#') if previous == b' ' => break,
+                (None, b'[' | b'{') => {
+                    flow += 1;
+                    if depth + flow > MAX_CONFIG_DEPTH {
+                        return Err(too_deep(column));
+                    }
+                }
+                (None, b']' | b'}') => flow = flow.saturating_sub(1),
                 _ => {}
             }
-            if depth + flow > MAX_CONFIG_DEPTH {
-                return Err(refuse(
-                    index + 1,
-                    column + 1,
-                    format!("nested more than {MAX_CONFIG_DEPTH} levels deep"),
-                ));
-            }
+            previous = byte;
         }
     }
     Ok(())
 }
 
 pub fn from_yaml(text: &str, path: &Path) -> Result<Config, ConfigError> {
-    check_shape(text, path)?;
-    if text.trim().is_empty()
-        || text
-            .lines()
-            .all(|l| l.trim().is_empty() || l.trim_start().starts_with('#'))
-    {
+    check_shape(text, |line, column| Origin::File {
+        path: path.to_path_buf(),
+        line,
+        column,
+    })?;
+    if is_blank(text) {
         return Ok(Config::default());
     }
+    deserialize_located(text, path)
+}
+
+fn is_blank(text: &str) -> bool {
+    text.lines()
+        .all(|l| l.trim().is_empty() || l.trim_start().starts_with('#'))
+}
+
+/// The configuration and the file's YAML tree (which says what the file itself sets), parsed
+/// once; a file that does not read is parsed again from its text for an error with its place.
+pub(crate) fn from_yaml_with_tree(
+    text: &str,
+    path: &Path,
+) -> Result<(Config, serde_yaml_ng::Value), ConfigError> {
+    check_shape(text, |line, column| Origin::File {
+        path: path.to_path_buf(),
+        line,
+        column,
+    })?;
+    if is_blank(text) {
+        return Ok((Config::default(), serde_yaml_ng::Value::Null));
+    }
+    if let Ok(tree) = serde_yaml_ng::from_str::<serde_yaml_ng::Value>(text)
+        && let Ok(config) = serde_path_to_error::deserialize::<_, Config>(&tree)
+    {
+        return Ok((config, tree));
+    }
+    let config = deserialize_located(text, path)?;
+    // Read from the text but not from its tree: nothing is known to be set by the file.
+    Ok((config, serde_yaml_ng::Value::Null))
+}
+
+/// Reads the configuration straight from the text, so an error has its line and column.
+fn deserialize_located(text: &str, path: &Path) -> Result<Config, ConfigError> {
     let deserializer = serde_yaml_ng::Deserializer::from_str(text);
     serde_path_to_error::deserialize(deserializer).map_err(|error| {
         let path_text = clean_path(&error.path().to_string());
@@ -343,6 +386,8 @@ pub(crate) fn apply_env_tree(
             .split("__")
             .map(str::to_lowercase)
             .collect();
+        // A value is YAML too, and as costly to parse when nested deep.
+        check_shape(&raw, |_, _| origin.clone())?;
         let value: serde_yaml_ng::Value =
             serde_yaml_ng::from_str(&raw).unwrap_or(serde_yaml_ng::Value::String(raw.clone()));
         set_path(tree, &keys, value, &origin)?;
@@ -421,8 +466,7 @@ pub fn validate(config: &Config) -> Result<(), ConfigError> {
     commands("fix.verify_commands", &config.fix.verify_commands)?;
     commands("gate.commands", &config.gate.commands)?;
     commands("solve.test_commands", &config.solve.test_commands)?;
-    IgnoreMatcher::new(&config.protected_paths)
-        .map_err(|e| invalid("protected_paths", e.to_string()))?;
+    ignore_matcher("protected_paths", &config.protected_paths)?;
     if !(0.0..=1.0).contains(&config.review.dedup_min_overlap) {
         return Err(invalid(
             "review.dedup_min_overlap",
@@ -430,7 +474,68 @@ pub fn validate(config: &Config) -> Result<(), ConfigError> {
         ));
     }
     let sandbox = &config.sandbox;
+    // Counts, sizes and durations where 0 (or a tiny value) would stop everything or mean nothing.
+    // Keys where 0 has a meaning are not here: `model.max_retries` (no retry),
+    // `review.elevation_threshold` and `converge.parallel_auditors` (off),
+    // `review.security_promotion`, `review.dedup_line_window` (same line only),
+    // `gate.max_fix_rounds` and `solve.max_review_iterations` (no rounds),
+    // `converge.parallel_from_loop` (from the first loop), `budgets.max_cost_usd` (unpriced
+    // models only).
     for (key, value, least) in [
+        (
+            "model.connect_timeout_seconds",
+            config.model.connect_timeout_seconds,
+            1,
+        ),
+        (
+            "model.idle_timeout_seconds",
+            config.model.idle_timeout_seconds,
+            1,
+        ),
+        (
+            "budgets.max_input_tokens",
+            config.budgets.max_input_tokens,
+            1,
+        ),
+        (
+            "budgets.max_output_tokens",
+            config.budgets.max_output_tokens,
+            1,
+        ),
+        ("budgets.max_turns", u64::from(config.budgets.max_turns), 1),
+        (
+            "budgets.max_wall_seconds",
+            config.budgets.max_wall_seconds,
+            1,
+        ),
+        (
+            "review.comment_limit",
+            to_u64(config.review.comment_limit),
+            1,
+        ),
+        (
+            "review.max_tokens_per_call",
+            config.review.max_tokens_per_call,
+            1,
+        ),
+        (
+            "converge.max_loops",
+            u64::from(config.converge.max_loops),
+            1,
+        ),
+        (
+            "solve.max_iterations",
+            u64::from(config.solve.max_iterations),
+            1,
+        ),
+        ("solve.timeout_minutes", config.solve.timeout_minutes, 1),
+        ("solve.max_diff_lines", config.solve.max_diff_lines, 1),
+        (
+            "sandbox.command_timeout_seconds",
+            sandbox.command_timeout_seconds,
+            1,
+        ),
+        ("sandbox.max_output_bytes", sandbox.max_output_bytes, 1),
         ("sandbox.max_processes", sandbox.max_processes, 16),
         ("sandbox.max_file_size_mb", sandbox.max_file_size_mb, 1),
         ("sandbox.tmp_size_mb", sandbox.tmp_size_mb, 1),
@@ -442,7 +547,10 @@ pub fn validate(config: &Config) -> Result<(), ConfigError> {
         ("sandbox.max_memory_mb", sandbox.max_memory_mb, 64),
     ] {
         if value < least {
-            return Err(invalid(key, format!("must be at least {least}")));
+            return Err(invalid(
+                key,
+                format!("{value} is too small: must be at least {least}"),
+            ));
         }
     }
     for (index, path) in sandbox.system_paths.iter().enumerate() {
@@ -463,12 +571,6 @@ pub fn validate(config: &Config) -> Result<(), ConfigError> {
                 ),
             ));
         }
-    }
-    if config.review.comment_limit == 0 {
-        return Err(invalid(
-            "review.comment_limit",
-            "must be at least 1".to_owned(),
-        ));
     }
     if config
         .identity
@@ -514,12 +616,6 @@ pub fn validate(config: &Config) -> Result<(), ConfigError> {
             ));
         }
     }
-    if config.converge.max_loops == 0 {
-        return Err(invalid(
-            "converge.max_loops",
-            "must be at least 1".to_owned(),
-        ));
-    }
     if config.model.default.trim().is_empty() || !config.model.default.contains(':') {
         return Err(invalid(
             "model.default",
@@ -555,17 +651,17 @@ pub fn validate(config: &Config) -> Result<(), ConfigError> {
     Ok(())
 }
 
+fn to_u64(value: usize) -> u64 {
+    u64::try_from(value).unwrap_or(u64::MAX)
+}
+
 /// The filter pipeline's settings; `sensitive` is the resolved [`Sensitivity`].
 pub fn filter_settings_for(
     config: &Config,
     sensitive: bool,
 ) -> Result<FilterSettings, ConfigError> {
     let review = &config.review;
-    let ignore = IgnoreMatcher::new(&review.ignore_files).map_err(|e| ConfigError::Invalid {
-        origin: Origin::Value,
-        path: "review.ignore_files".to_owned(),
-        message: e.to_string(),
-    })?;
+    let ignore = ignore_matcher("review.ignore_files", &review.ignore_files)?;
     Ok(FilterSettings {
         ignore,
         threshold: review.threshold,
@@ -579,6 +675,19 @@ pub fn filter_settings_for(
             min_overlap: review.dedup_min_overlap,
         },
         comment_limit: review.comment_limit,
+    })
+}
+
+/// A key's glob list as a matcher; an error names the entry (`review.ignore_files[3]`, 0-based
+/// like every key path), so it is found in the file it came from.
+fn ignore_matcher(key: &str, patterns: &[String]) -> Result<IgnoreMatcher, ConfigError> {
+    IgnoreMatcher::new(patterns).map_err(|error| ConfigError::Invalid {
+        origin: Origin::Value,
+        path: match error.index() {
+            Some(index) => format!("{key}[{index}]"),
+            None => key.to_owned(),
+        },
+        message: error.reason(),
     })
 }
 

@@ -76,7 +76,8 @@ pub struct Hunk {
 /// One file of a diff.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct FileDiff {
-    /// Path before the change; `None` for a new file.
+    /// Path before the change; `None` for a new file. A name that is not UTF-8 is in git's quoted
+    /// form (`"bad\377.py"`, see `bugloop_domain::paths::display_path`), never read lossily.
     pub old_path: Option<String>,
     /// Path after the change; `None` for a deleted file.
     pub new_path: Option<String>,

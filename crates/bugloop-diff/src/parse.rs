@@ -3,6 +3,8 @@
 
 use std::borrow::Cow;
 
+use bugloop_domain::paths::display_path;
+
 use crate::{ChangeKind, Diff, DiffLine, FileDiff, Hunk, LineKind, Problem};
 
 /// Parses a multi-file diff (`git diff`, `git format-patch`, `diff -u`).
@@ -510,18 +512,16 @@ fn header_path(raw: &[u8]) -> String {
     if raw.first() == Some(&b'"')
         && let Some((path, _)) = unquote(raw)
     {
-        return path;
+        return display_path(&path);
     }
-    text(raw).0
+    display_path(raw)
 }
 
 /// A path from a `---` or `+++` line: `/dev/null` is no file; quoted paths are unquoted; a tab
 /// starts the timestamp of `diff -u`; the side's `a/` or `b/` prefix is removed.
 fn side_path(raw: &[u8], prefix: &[u8]) -> Option<String> {
     let path = if raw.first() == Some(&b'"') {
-        unquote(raw)
-            .map(|(p, _)| p.into_bytes())
-            .unwrap_or_else(|| raw.to_vec())
+        unquote(raw).map(|(p, _)| p).unwrap_or_else(|| raw.to_vec())
     } else {
         let end = raw.iter().position(|b| *b == b'\t').unwrap_or(raw.len());
         raw.get(..end).unwrap_or(raw).to_vec()
@@ -535,13 +535,13 @@ fn side_path(raw: &[u8], prefix: &[u8]) -> Option<String> {
         return None;
     }
     let stripped = path.strip_prefix(prefix).unwrap_or(&path);
-    Some(text(stripped).0)
+    Some(display_path(stripped))
 }
 
 /// The two paths of `diff --git a/x b/y`, which may be quoted or contain spaces.
 fn git_header_paths(rest: &[u8]) -> (Option<String>, Option<String>) {
     let strip = |bytes: &[u8], prefix: &[u8]| -> String {
-        text(bytes.strip_prefix(prefix).unwrap_or(bytes)).0
+        display_path(bytes.strip_prefix(prefix).unwrap_or(bytes))
     };
     if rest.first() == Some(&b'"') {
         let Some((old, used)) = unquote(rest) else {
@@ -551,16 +551,13 @@ fn git_header_paths(rest: &[u8]) -> (Option<String>, Option<String>) {
         let new = if tail.first() == Some(&b'"') {
             unquote(tail).map(|(p, _)| p)
         } else {
-            Some(text(tail).0)
+            Some(tail.to_vec())
         };
-        let old = old.strip_prefix("a/").map(str::to_owned).unwrap_or(old);
-        let new = new.map(|n| n.strip_prefix("b/").map(str::to_owned).unwrap_or(n));
-        return (Some(old), new);
+        return (Some(strip(&old, b"a/")), new.map(|n| strip(&n, b"b/")));
     }
     if let Some(at) = find(rest, b" \"") {
         let old = rest.get(..at).unwrap_or_default();
-        let new = unquote(rest.get(at + 1..).unwrap_or_default()).map(|(p, _)| p);
-        let new = new.map(|n| n.strip_prefix("b/").map(str::to_owned).unwrap_or(n));
+        let new = unquote(rest.get(at + 1..).unwrap_or_default()).map(|(p, _)| strip(&p, b"b/"));
         return (Some(strip(old, b"a/")), new);
     }
     // Same path on both sides (the common case, spaces allowed): `a/<p> b/<p>`.
@@ -572,7 +569,7 @@ fn git_header_paths(rest: &[u8]) -> (Option<String>, Option<String>) {
             let old_body = old.strip_prefix(b"a/").unwrap_or(old);
             let new_body = new.strip_prefix(b"b/").unwrap_or(new);
             if old_body == new_body {
-                return (Some(text(old_body).0), Some(text(new_body).0));
+                return (Some(display_path(old_body)), Some(display_path(new_body)));
             }
         }
     }
@@ -583,7 +580,7 @@ fn git_header_paths(rest: &[u8]) -> (Option<String>, Option<String>) {
             Some(strip(rest.get(at + 1..).unwrap_or_default(), b"b/")),
         ),
         None => match split_once(rest, b' ') {
-            Some((old, new)) => (Some(text(old).0), Some(text(new).0)),
+            Some((old, new)) => (Some(display_path(old)), Some(display_path(new))),
             None => (None, None),
         },
     }
@@ -608,15 +605,15 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     haystack.windows(needle.len()).position(|w| w == needle)
 }
 
-/// Reads a C-style quoted path as git writes it (`"a/\303\251 \"x\""`); returns the path and the
-/// number of bytes consumed, or `None` when the quote is not closed.
-fn unquote(raw: &[u8]) -> Option<(String, usize)> {
+/// Reads a C-style quoted path as git writes it (`"a/\303\251 \"x\""`); returns the path's bytes
+/// and the number of bytes consumed, or `None` when the quote is not closed.
+fn unquote(raw: &[u8]) -> Option<(Vec<u8>, usize)> {
     let mut out = Vec::new();
     let mut i = 1;
     loop {
         let byte = *raw.get(i)?;
         match byte {
-            b'"' => return Some((text(&out).0, i + 1)),
+            b'"' => return Some((out, i + 1)),
             b'\\' => {
                 let escaped = *raw.get(i + 1)?;
                 i += 2;
@@ -665,6 +662,18 @@ mod tests {
         assert_eq!(
             git_header_paths(b"\"a/\\303\\251t\\303\\251.txt\" \"b/\\303\\251t\\303\\251.txt\""),
             (Some("été.txt".into()), Some("été.txt".into()))
+        );
+        // Not UTF-8: git's quoted form names the bytes (never U+FFFD, which names no file).
+        assert_eq!(
+            git_header_paths(b"\"a/bad\\377.py\" \"b/bad\\377.py\""),
+            (
+                Some("\"bad\\377.py\"".into()),
+                Some("\"bad\\377.py\"".into())
+            )
+        );
+        assert_eq!(
+            side_path(b"b/raw\xff name", b"b/"),
+            Some("\"raw\\377 name\"".into())
         );
         assert_eq!(
             git_header_paths(b"a/old b/new"),

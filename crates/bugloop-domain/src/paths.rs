@@ -15,14 +15,101 @@ pub enum UnsafePath {
     ParentTraversal,
     #[error("path contains a control character")]
     Control,
+    #[error(
+        "path starts with a double quote but is not a well-formed quoted name like \"bad\\377.py\""
+    )]
+    BadQuoting,
+}
+
+/// How a file is named in findings, prompts, comments and reports: its name when that is UTF-8
+/// text that does not start with a double quote, otherwise git's C-style quoted form with its
+/// quotes (`"bad\377.py"` for the bytes `bad\xff.py`), which names the bytes exactly. So a file
+/// whose name is not UTF-8 keeps one name from the diff to the published comment, and
+/// [`path_bytes`] turns it back into the name on disk.
+pub fn display_path(bytes: &[u8]) -> String {
+    match std::str::from_utf8(bytes) {
+        Ok(text) if !text.starts_with('"') => text.to_owned(),
+        _ => quote_c_style(bytes),
+    }
+}
+
+/// git's C-style quoting (`core.quotePath`): `"`, `\\`, control bytes and every byte from 0x80
+/// escaped.
+fn quote_c_style(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len() + 2);
+    out.push('"');
+    for &byte in bytes {
+        match byte {
+            b'"' => out.push_str("\\\""),
+            b'\\' => out.push_str("\\\\"),
+            b'\n' => out.push_str("\\n"),
+            b'\t' => out.push_str("\\t"),
+            b'\r' => out.push_str("\\r"),
+            0x07 => out.push_str("\\a"),
+            0x08 => out.push_str("\\b"),
+            0x0b => out.push_str("\\v"),
+            0x0c => out.push_str("\\f"),
+            0x20..=0x7e => out.push(char::from(byte)),
+            other => out.push_str(&format!("\\{other:03o}")),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// The name on disk of a path as [`display_path`] shows it: a quoted form is unquoted, anything
+/// else is its own bytes. `None` for a quoted form that is not well formed (not closed, text
+/// after the closing quote, an unknown escape).
+pub fn path_bytes(display: &str) -> Option<Vec<u8>> {
+    let Some(quoted) = display.strip_prefix('"') else {
+        return Some(display.as_bytes().to_vec());
+    };
+    let mut out = Vec::with_capacity(quoted.len());
+    let mut bytes = quoted.bytes();
+    while let Some(byte) = bytes.next() {
+        match byte {
+            b'"' => return bytes.next().is_none().then_some(out),
+            b'\\' => {
+                let escaped = bytes.next()?;
+                out.push(match escaped {
+                    b'"' | b'\\' => escaped,
+                    b'n' => b'\n',
+                    b't' => b'\t',
+                    b'r' => b'\r',
+                    b'a' => 0x07,
+                    b'b' => 0x08,
+                    b'v' => 0x0b,
+                    b'f' => 0x0c,
+                    b'0'..=b'3' => {
+                        let mut value = escaped - b'0';
+                        for _ in 0..2 {
+                            match bytes.next()? {
+                                digit @ b'0'..=b'7' => value = value * 8 + (digit - b'0'),
+                                _ => return None,
+                            }
+                        }
+                        value
+                    }
+                    _ => return None,
+                });
+            }
+            other => out.push(other),
+        }
+    }
+    None
 }
 
 /// Normalizes a repository-relative path (`./a//b` -> `a/b`, `\` -> `/`) or says why it is unsafe.
+/// A quoted path ([`display_path`]) is checked on the bytes it names and comes back in its
+/// canonical form.
 pub fn normalize_finding_path(raw: &str) -> Result<String, UnsafePath> {
     if raw.contains('\0') {
         return Err(UnsafePath::Nul);
     }
     let trimmed = raw.trim();
+    if trimmed.starts_with('"') {
+        return normalize_quoted(trimmed);
+    }
     if trimmed.chars().any(char::is_control) {
         return Err(UnsafePath::Control);
     }
@@ -44,22 +131,97 @@ pub fn normalize_finding_path(raw: &str) -> Result<String, UnsafePath> {
     Ok(parts.join("/"))
 }
 
+fn normalize_quoted(quoted: &str) -> Result<String, UnsafePath> {
+    let bytes = path_bytes(quoted).ok_or(UnsafePath::BadQuoting)?;
+    if bytes.contains(&0) {
+        return Err(UnsafePath::Nul);
+    }
+    if bytes.iter().any(|b| *b < 0x20 || *b == 0x7f) {
+        return Err(UnsafePath::Control);
+    }
+    if bytes.first() == Some(&b'/') {
+        return Err(UnsafePath::Absolute);
+    }
+    let mut parts: Vec<&[u8]> = Vec::new();
+    for part in bytes.split(|b| *b == b'/') {
+        match part {
+            b"" | b"." => {}
+            b".." => return Err(UnsafePath::ParentTraversal),
+            other => parts.push(other),
+        }
+    }
+    if parts.is_empty() {
+        return Err(UnsafePath::Empty);
+    }
+    let joined = parts.join(&b'/');
+    // A quoted name that turns out to be plain text is written plainly, like the diff does.
+    match std::str::from_utf8(&joined) {
+        Ok(text) if !text.starts_with('"') => normalize_finding_path(text),
+        _ => Ok(display_path(&joined)),
+    }
+}
+
 fn has_drive_prefix(path: &str) -> bool {
     let bytes = path.as_bytes();
     bytes.len() >= 2 && bytes[0].is_ascii_alphabetic() && bytes[1] == b':'
 }
 
+/// The most patterns one list may hold. Every pattern becomes part of one matcher; 20,000 took
+/// 399 MB and then failed. (A repository with more names to skip wants directory patterns.)
+pub const MAX_IGNORE_PATTERNS: usize = 1_000;
+/// The longest pattern, in bytes.
+pub const MAX_IGNORE_PATTERN_BYTES: usize = 1_024;
+
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("ignore pattern {pattern:?} (entry {}) is invalid: {message}", .index + 1)]
-pub struct IgnorePatternError {
-    pub index: usize,
-    pub pattern: String,
-    pub message: String,
+pub enum IgnorePatternError {
+    /// One pattern cannot be compiled (`index` is 0-based).
+    #[error("pattern {number} ({pattern:?}) is invalid: {message}", number = .index + 1)]
+    Invalid {
+        index: usize,
+        pattern: String,
+        message: String,
+    },
+    #[error("pattern {number} is {bytes} bytes long; a pattern may have at most {MAX_IGNORE_PATTERN_BYTES}", number = .index + 1)]
+    TooLong { index: usize, bytes: usize },
+    #[error(
+        "{count} patterns; a list may have at most {MAX_IGNORE_PATTERNS} (name directories rather than many files)"
+    )]
+    TooMany { count: usize },
+    /// Each pattern compiles, but not all of them together.
+    #[error(
+        "the {count} patterns together are too complex to match ({message}); use fewer or simpler patterns"
+    )]
+    TooComplex { count: usize, message: String },
+}
+
+impl IgnorePatternError {
+    /// The 0-based entry the error is about, when it is about one.
+    pub fn index(&self) -> Option<usize> {
+        match self {
+            IgnorePatternError::Invalid { index, .. }
+            | IgnorePatternError::TooLong { index, .. } => Some(*index),
+            IgnorePatternError::TooMany { .. } | IgnorePatternError::TooComplex { .. } => None,
+        }
+    }
+
+    /// What is wrong, without the entry's number (for messages that name the entry already).
+    pub fn reason(&self) -> String {
+        match self {
+            IgnorePatternError::Invalid {
+                pattern, message, ..
+            } => format!("pattern {pattern:?} is invalid: {message}"),
+            IgnorePatternError::TooLong { bytes, .. } => format!(
+                "the pattern is {bytes} bytes long; a pattern may have at most {MAX_IGNORE_PATTERN_BYTES}"
+            ),
+            other => other.to_string(),
+        }
+    }
 }
 
 /// Ignore patterns with `.gitignore` semantics: a pattern without a slash matches at any depth, a
 /// leading slash anchors it at the root, a trailing slash matches a directory and everything below
 /// it, `*` does not cross `/` but `**` does, `!` re-includes, and the last matching pattern wins.
+/// At most [`MAX_IGNORE_PATTERNS`] patterns of at most [`MAX_IGNORE_PATTERN_BYTES`] each.
 #[derive(Debug, Clone)]
 pub struct IgnoreMatcher {
     set: GlobSet,
@@ -77,7 +239,24 @@ impl IgnoreMatcher {
     }
 
     pub fn new<S: AsRef<str>>(patterns: &[S]) -> Result<Self, IgnorePatternError> {
+        // Checked before anything is compiled: the matcher's size grows with the patterns.
+        if patterns.len() > MAX_IGNORE_PATTERNS {
+            return Err(IgnorePatternError::TooMany {
+                count: patterns.len(),
+            });
+        }
+        if let Some((index, raw)) = patterns
+            .iter()
+            .enumerate()
+            .find(|(_, raw)| raw.as_ref().len() > MAX_IGNORE_PATTERN_BYTES)
+        {
+            return Err(IgnorePatternError::TooLong {
+                index,
+                bytes: raw.as_ref().len(),
+            });
+        }
         let mut builder = GlobSetBuilder::new();
+        let mut globs = Vec::new();
         let mut owners = Vec::new();
         for (index, raw) in patterns.iter().enumerate() {
             let raw = raw.as_ref();
@@ -85,6 +264,11 @@ impl IgnoreMatcher {
             if line.is_empty() || line.starts_with('#') {
                 continue;
             }
+            let invalid = |message: String| IgnorePatternError::Invalid {
+                index,
+                pattern: raw.to_owned(),
+                message,
+            };
             let (negated, body) = match line.strip_prefix('!') {
                 Some(rest) => (true, rest),
                 None => (false, line.strip_prefix('\\').unwrap_or(line)),
@@ -92,11 +276,7 @@ impl IgnoreMatcher {
             let dir_only = body.ends_with('/');
             let body = body.trim_end_matches('/');
             if body.is_empty() {
-                return Err(IgnorePatternError {
-                    index,
-                    pattern: raw.to_owned(),
-                    message: "pattern matches nothing".to_owned(),
-                });
+                return Err(invalid("pattern matches nothing".to_owned()));
             }
             let anchored = body.contains('/');
             let body = body.trim_start_matches('/');
@@ -105,25 +285,20 @@ impl IgnoreMatcher {
             } else {
                 format!("**/{body}")
             };
-            let mut globs = vec![format!("{base}/**")];
+            let mut texts = vec![format!("{base}/**")];
             if !dir_only {
-                globs.push(base);
+                texts.push(base);
             }
-            for glob in globs {
-                let compiled = compile(&glob).map_err(|error| IgnorePatternError {
-                    index,
-                    pattern: raw.to_owned(),
-                    message: error.kind().to_string(),
-                })?;
-                builder.add(compiled);
+            for text in texts {
+                let compiled = compile(&text).map_err(|error| invalid(error.kind().to_string()))?;
+                builder.add(compiled.clone());
+                globs.push(compiled);
                 owners.push((index, negated));
             }
         }
-        let set = builder.build().map_err(|error| IgnorePatternError {
-            index: 0,
-            pattern: String::new(),
-            message: error.to_string(),
-        })?;
+        let set = builder
+            .build()
+            .map_err(|error| too_complex(patterns, &globs, &owners, &error))?;
         Ok(IgnoreMatcher { set, owners })
     }
 
@@ -150,6 +325,31 @@ impl IgnoreMatcher {
 
     pub fn is_ignored(&self, path: &str) -> bool {
         self.matched(path).is_some()
+    }
+}
+
+/// Why the set did not build: the first pattern that does not build on its own, else all of them.
+fn too_complex<S: AsRef<str>>(
+    patterns: &[S],
+    globs: &[Glob],
+    owners: &[(usize, bool)],
+    error: &globset::Error,
+) -> IgnorePatternError {
+    for (glob, (index, _)) in globs.iter().zip(owners) {
+        if let Err(alone) = GlobSetBuilder::new().add(glob.clone()).build() {
+            return IgnorePatternError::Invalid {
+                index: *index,
+                pattern: patterns
+                    .get(*index)
+                    .map(|p| p.as_ref().to_owned())
+                    .unwrap_or_default(),
+                message: alone.kind().to_string(),
+            };
+        }
+    }
+    IgnorePatternError::TooComplex {
+        count: patterns.len(),
+        message: error.kind().to_string(),
     }
 }
 
@@ -188,6 +388,52 @@ mod tests {
     }
 
     #[test]
+    fn names_that_are_not_utf8_are_shown_quoted_and_read_back() {
+        let cases: [(&[u8], &str); 5] = [
+            (b"src/lib.rs", "src/lib.rs"),
+            ("caf\u{e9}.py".as_bytes(), "caf\u{e9}.py"),
+            (b"bad\xff.py", r#""bad\377.py""#),
+            (b"dir\xfe/a \"b\"\\c\tx", r#""dir\376/a \"b\"\\c\tx""#),
+            // A name that starts with a quote is quoted, so a quoted form is never a plain name.
+            (b"\"x\"", r#""\"x\"""#),
+        ];
+        for (bytes, shown) in cases {
+            assert_eq!(display_path(bytes), shown);
+            assert_eq!(path_bytes(shown).as_deref(), Some(bytes));
+        }
+        for malformed in [r#""open"#, r#""a"b"#, r#""\x41""#, r#""\9""#, r#""\47""#] {
+            assert_eq!(path_bytes(malformed), None, "{malformed}");
+        }
+    }
+
+    #[test]
+    fn quoted_paths_are_checked_on_their_bytes() {
+        assert_eq!(
+            normalize_finding_path(r#""./dir//bad\377.py""#).unwrap(),
+            r#""dir/bad\377.py""#
+        );
+        // Quoted without need: written plainly, as the diff shows it.
+        assert_eq!(normalize_finding_path(r#""src/a.rs""#).unwrap(), "src/a.rs");
+        assert_eq!(
+            normalize_finding_path(r#""a/\056\056/\377""#),
+            Err(UnsafePath::ParentTraversal)
+        );
+        assert_eq!(
+            normalize_finding_path(r#""\057etc/passwd""#),
+            Err(UnsafePath::Absolute)
+        );
+        assert_eq!(
+            normalize_finding_path(r#""a\nb""#),
+            Err(UnsafePath::Control)
+        );
+        assert_eq!(normalize_finding_path(r#""a\000b""#), Err(UnsafePath::Nul));
+        assert_eq!(
+            normalize_finding_path(r#""bad"#),
+            Err(UnsafePath::BadQuoting)
+        );
+    }
+
+    #[test]
     fn gitignore_semantics() {
         let m = IgnoreMatcher::new(&[
             "*.lock",
@@ -214,7 +460,34 @@ mod tests {
     #[test]
     fn bad_pattern_is_named() {
         let error = IgnoreMatcher::new(&["ok", "a[b"]).unwrap_err();
-        assert_eq!(error.index, 1);
-        assert!(error.to_string().contains("a[b"));
+        assert_eq!(error.index(), Some(1));
+        assert_eq!(
+            error.to_string(),
+            "pattern 2 (\"a[b\") is invalid: unclosed character class; missing ']'"
+        );
+        let error = IgnoreMatcher::new(&["ok", "/", "x"]).unwrap_err();
+        assert_eq!(error.index(), Some(1));
+        assert_eq!(
+            error.reason(),
+            "pattern \"/\" is invalid: pattern matches nothing"
+        );
+    }
+
+    #[test]
+    fn pattern_lists_are_bounded_before_compiling() {
+        let many: Vec<String> = (0..MAX_IGNORE_PATTERNS + 1)
+            .map(|i| format!("dir{i}/*.py"))
+            .collect();
+        let error = IgnoreMatcher::new(&many).unwrap_err();
+        assert_eq!(error, IgnorePatternError::TooMany { count: 1_001 });
+        assert_eq!(error.index(), None);
+        assert!(IgnoreMatcher::new(&many[..MAX_IGNORE_PATTERNS]).is_ok());
+        let long = "a".repeat(MAX_IGNORE_PATTERN_BYTES + 1);
+        let error = IgnoreMatcher::new(&["ok", "fine", long.as_str()]).unwrap_err();
+        assert_eq!(error.index(), Some(2));
+        assert_eq!(
+            error.reason(),
+            "the pattern is 1025 bytes long; a pattern may have at most 1024"
+        );
     }
 }

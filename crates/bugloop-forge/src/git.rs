@@ -400,7 +400,8 @@ impl Git {
         )?;
         let mut fields = raw
             .split(|b| *b == 0)
-            .map(|f| String::from_utf8_lossy(f).into_owned());
+            // Names as the diff shows them: a name that is not UTF-8 in git's quoted form.
+            .map(bugloop_domain::paths::display_path);
         let mut files = Vec::new();
         while let Some(status) = fields.next() {
             if status.is_empty() {

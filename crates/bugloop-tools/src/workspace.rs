@@ -1,6 +1,7 @@
 //! Paths as the model gives them, resolved inside the workspace or refused.
 
 use std::fs::{File, FileType, OpenOptions};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Component, Path, PathBuf};
 
@@ -110,7 +111,22 @@ fn lexically_relative(raw: &str) -> Result<PathBuf, ToolError> {
             "path {raw:?} contains a NUL byte"
         )));
     }
-    let path = Path::new(trimmed);
+    // A name that is not UTF-8 is shown (in diffs and findings) in git's quoted form; it names
+    // the bytes on disk.
+    let unquoted = match trimmed.strip_prefix('"') {
+        Some(_) => bugloop_domain::paths::path_bytes(trimmed).ok_or_else(|| {
+            ToolError::Model(format!(
+                "path {raw:?} starts with a double quote but is not a quoted name like \"bad\\377.py\""
+            ))
+        })?,
+        None => trimmed.as_bytes().to_vec(),
+    };
+    if unquoted.contains(&0) {
+        return Err(ToolError::Model(format!(
+            "path {raw:?} contains a NUL byte"
+        )));
+    }
+    let path = Path::new(std::ffi::OsStr::from_bytes(&unquoted));
     if path.is_absolute() || trimmed.starts_with('~') {
         return Err(ToolError::Model(format!(
             "path {raw:?} is absolute; give a path relative to the repository root"
@@ -200,5 +216,28 @@ mod tests {
         assert!(kind.is_file());
         // ELOOP: a link swapped in after the path check is not followed.
         assert!(open_no_follow(&dir.path().join("link")).is_err());
+    }
+
+    #[test]
+    fn a_quoted_name_reads_the_file_it_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let name = std::ffi::OsStr::from_bytes(b"bad\xff.py");
+        std::fs::write(dir.path().join(name), "x = 1\n").unwrap();
+        let workspace = Workspace::new(dir.path()).unwrap();
+        let mut text = String::new();
+        std::io::Read::read_to_string(
+            &mut workspace.open_file(r#""bad\377.py""#).unwrap(),
+            &mut text,
+        )
+        .unwrap();
+        assert_eq!(text, "x = 1\n");
+        for refused in [
+            r#""..\057etc/passwd""#,
+            r#""\057etc/passwd""#,
+            r#""a\000""#,
+            r#""open"#,
+        ] {
+            assert!(workspace.resolve(refused).is_err(), "{refused}");
+        }
     }
 }

@@ -8,6 +8,7 @@ pub mod report;
 pub mod tools;
 
 use std::collections::{BTreeMap, HashMap};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -139,7 +140,12 @@ impl<'a> HeadTree<'a> {
 pub(crate) fn read_inside(root: &Path, path: &str) -> Option<String> {
     let root = root.canonicalize().ok()?;
     let safe = bugloop_domain::paths::normalize_finding_path(path).ok()?;
-    let full = root.join(&safe).canonicalize().ok()?;
+    // A name that is not UTF-8 is shown quoted; the file on disk has the bytes it names.
+    let name = bugloop_domain::paths::path_bytes(&safe)?;
+    let full = root
+        .join(std::ffi::OsStr::from_bytes(&name))
+        .canonicalize()
+        .ok()?;
     let root = root.as_path();
     if !full.starts_with(root) || !full.is_file() {
         return None;
@@ -467,9 +473,14 @@ pub async fn review_with(
     // An open finding whose file no longer exists at head is resolved without asking the model:
     // the code it was about is gone.
     for (id, file) in &open_files {
-        let safe = bugloop_domain::paths::normalize_finding_path(file).is_ok();
-        if safe
-            && !request.workspace.join(file).exists()
+        let on_disk = bugloop_domain::paths::normalize_finding_path(file)
+            .ok()
+            .and_then(|safe| bugloop_domain::paths::path_bytes(&safe));
+        if let Some(name) = on_disk
+            && !request
+                .workspace
+                .join(std::ffi::OsStr::from_bytes(&name))
+                .exists()
             && head.text(file).is_none()
             && !resolutions.contains_key(id)
         {
