@@ -5,6 +5,9 @@
 
 mod support;
 
+#[path = "review/schemas.rs"]
+mod schemas;
+
 use bugloop_domain::score::Score;
 use bugloop_domain::thread::{CommentKind, RESOLVED_PHRASE};
 use serde_json::json;
