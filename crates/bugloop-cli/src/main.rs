@@ -328,7 +328,10 @@ fn run(cli: Cli, out: &mut impl Write) -> Result<ExitCode> {
             files,
             lines,
             format,
-        }) => bench_review::review_speed(out, files, lines, format)?,
+        }) => {
+            let (_, loaded) = configuration::load(&cwd, &choice)?;
+            bench_review::review_speed(out, &loaded.config, files, lines, format)?;
+        }
         Command::Bench(BenchCommand::Tokens { example, format }) => {
             bench_review::tokens(out, &example, format)?;
         }
