@@ -142,14 +142,17 @@ impl fmt::Display for Refused {
 #[error("budget exhausted: {limit} reached{} (spent {spent})", refused_text(.refused))]
 pub struct BudgetExceeded {
     pub limit: Limit,
-    /// Set when the limit stopped a call before it was sent.
+    /// Set when the limit stopped a call before it was sent (boxed: `LlmError` carries this).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub refused: Option<Refused>,
+    pub refused: Option<Box<Refused>>,
     pub spent: UsageSummary,
 }
 
-fn refused_text(refused: &Option<Refused>) -> String {
-    refused.map(|r| format!(": {r}")).unwrap_or_default()
+fn refused_text(refused: &Option<Box<Refused>>) -> String {
+    refused
+        .as_ref()
+        .map(|r| format!(": {r}"))
+        .unwrap_or_default()
 }
 
 #[derive(Debug, Default)]
@@ -210,7 +213,7 @@ impl Meter {
 
     fn refused(&self, limit: Limit, refused: Refused) -> BudgetExceeded {
         BudgetExceeded {
-            refused: Some(refused),
+            refused: Some(Box::new(refused)),
             ..self.exceeded(limit)
         }
     }

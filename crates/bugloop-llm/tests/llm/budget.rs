@@ -87,8 +87,8 @@ async fn input_token_limit() {
     let exceeded = exceeded(&error);
     assert_eq!(exceeded.limit, Limit::InputTokens(2_500));
     assert_eq!(
-        exceeded.refused,
-        Some(bugloop_llm::Refused::InputTokens {
+        exceeded.refused.as_deref(),
+        Some(&bugloop_llm::Refused::InputTokens {
             estimate: 1_000,
             left: 500
         })
@@ -148,8 +148,8 @@ async fn the_input_estimate_follows_the_providers_count() {
     assert_eq!(scripted.requests().len(), 2);
     let error = metered.chat(&asking(6), None).await.unwrap_err();
     assert_eq!(
-        exceeded(&error).refused,
-        Some(bugloop_llm::Refused::InputTokens {
+        exceeded(&error).refused.as_deref(),
+        Some(&bugloop_llm::Refused::InputTokens {
             estimate: 1,
             left: 0
         })
@@ -244,7 +244,7 @@ async fn cost_limit() {
     // nothing for its answer, so it is not sent.
     assert_eq!(completed, 2);
     assert!(matches!(
-        exceeded.refused,
+        exceeded.refused.as_deref(),
         Some(bugloop_llm::Refused::CostUsd { .. })
     ));
     let cost = exceeded.spent.cost_usd.unwrap();
