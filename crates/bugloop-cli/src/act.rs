@@ -73,6 +73,37 @@ pub struct ReplyArgs {
     pub common: ModelArg,
 }
 
+/// An error after the developer's comment (or reply) was stored: the comment stays in the
+/// conversation, so the exit status (3) must not say "nothing happened" as an error before it
+/// does (2).
+#[derive(Debug)]
+pub struct StoredNotActedOn {
+    pub comment: String,
+    pub change: String,
+}
+
+impl std::fmt::Display for StoredNotActedOn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "your comment was stored (comment {} of {}), but acting on it failed",
+            self.comment, self.change
+        )
+    }
+}
+
+/// Marks an error that happened after `comment` was stored.
+fn after_storing(
+    error: impl Into<anyhow::Error>,
+    comment: &bugloop_domain::thread::Comment,
+    change: &bugloop_forge::ChangeKey,
+) -> anyhow::Error {
+    error.into().context(StoredNotActedOn {
+        comment: comment.id.clone(),
+        change: change.to_string(),
+    })
+}
+
 fn print_report(
     out: &mut impl Write,
     report: &ActReport,
@@ -243,7 +274,9 @@ pub fn comment(
             let comment = forge
                 .developer_comment(&change, &args.text, parent.as_deref())
                 .await?;
-            Ok(bugloop_loops::act::on_comment(env, &change, &comment).await?)
+            bugloop_loops::act::on_comment(env, &change, &comment)
+                .await
+                .map_err(|e| after_storing(e, &comment, &change))
         },
     )?;
     print_report(out, &report, args.common.format)
@@ -263,22 +296,27 @@ pub fn reply(
         runs,
         async |env, forge| {
             let (change, root) = thread_root(forge, env.config, env.git, &args.id).await?;
-            forge
+            let comment = forge
                 .developer_comment(&change, &args.text, Some(&root))
                 .await?;
             if !args.now {
                 return Ok(None);
             }
-            let comments = forge.comments(&change).await?;
-            let state = reconstruct(&comments, &bugloop_config::marker_syntax(env.config)?);
-            let id: FindingId = state
-                .threads
-                .iter()
-                .find(|t| t.id == root)
-                .and_then(|t| t.finding_id.clone())
-                .ok_or_else(|| anyhow::anyhow!("comment {root} is not a finding"))?;
+            let settle = async {
+                let comments = forge.comments(&change).await?;
+                let state = reconstruct(&comments, &bugloop_config::marker_syntax(env.config)?);
+                let id: FindingId = state
+                    .threads
+                    .iter()
+                    .find(|t| t.id == root)
+                    .and_then(|t| t.finding_id.clone())
+                    .ok_or_else(|| anyhow::anyhow!("comment {root} is not a finding"))?;
+                anyhow::Ok(bugloop_loops::act::settle_dispute(env, &change, &id).await?)
+            };
             Ok(Some(
-                bugloop_loops::act::settle_dispute(env, &change, &id).await?,
+                settle
+                    .await
+                    .map_err(|e| after_storing(e, &comment, &change))?,
             ))
         },
     )?;

@@ -1,7 +1,9 @@
 //! `bugloop bench review`: everything a review does except the model's own time, on a synthetic
 //! change (default 2,000 files, 100,000 added lines): change selection and diff, parsing, planning,
-//! the agent sessions (answered instantly), grounding, the filter pipeline, publishing to the local
-//! store and the report. And `bugloop bench tokens`: what a review of a reference change sends to
+//! the agent sessions of a tool-calling model (answered instantly: four passes, a finding reported
+//! with `report_finding`), the configured budgets (metered as `bugloop review` meters them, so a
+//! change too large for them stops as a real review would), grounding, the filter pipeline,
+//! publishing to the local store and the report. And `bugloop bench tokens`: what a review of a reference change sends to
 //! the model.
 
 use std::io::Write;
@@ -118,6 +120,84 @@ impl Provider for InstantModel {
     }
 }
 
+/// A tool-calling model that answers at once, as a real review's model is driven: in the first
+/// pass it reports one grounded finding (on the first added line of the first file it is shown)
+/// with `report_finding`, and it finishes each of the four passes with `submit_pass_results`.
+#[derive(Debug, Default)]
+struct InstantReviewer;
+
+#[async_trait]
+impl Provider for InstantReviewer {
+    fn name(&self) -> &str {
+        "bench:instant"
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            tools: true,
+            json_schema: false,
+            streaming: false,
+            context_tokens: None,
+        }
+    }
+
+    async fn chat(
+        &self,
+        request: &ChatRequest,
+        _: Option<StreamSink<'_>>,
+    ) -> Result<ChatResponse, LlmError> {
+        let pass = request
+            .messages
+            .iter()
+            .filter(|m| m.role == Role::User)
+            .count();
+        let change = request
+            .messages
+            .iter()
+            .find(|m| m.role == Role::User)
+            .map(|m| m.content.as_str())
+            .unwrap_or_default();
+        let mut calls = Vec::new();
+        if pass == 1
+            && let Some(finding) = synthetic_finding(change)
+        {
+            calls.push(("report_finding", finding));
+        }
+        calls.push((
+            "submit_pass_results",
+            json!({"pass_number": pass, "summary": "bench"}),
+        ));
+        let mut reply = tool_reply(
+            &calls,
+            Usage {
+                input_tokens: estimate_input_tokens(request),
+                output_tokens: 50,
+                cached_input_tokens: 0,
+            },
+        );
+        reply.model = "bench:instant".to_owned();
+        Ok(reply)
+    }
+}
+
+/// A finding on the first added line of the first file of a prompt.
+fn synthetic_finding(prompt: &str) -> Option<serde_json::Value> {
+    let file = prompt
+        .lines()
+        .find_map(|l| l.strip_prefix("## "))
+        .and_then(|l| l.split(" (").next())?;
+    let (line, text) = prompt.lines().find_map(|l| {
+        let (number, rest) = l.trim_start().split_once(" + ")?;
+        Some((number.parse::<u32>().ok()?, rest.to_owned()))
+    })?;
+    Some(json!({
+        "file": file, "line": line, "evidence": text,
+        "title": format!("Synthetic finding in {file}"),
+        "description": format!("Generated for the benchmark on {file} line {line}."),
+        "score": 7, "category": "logic"
+    }))
+}
+
 fn peak_rss_mb() -> Option<f64> {
     crate::bench::peak_rss_kib().map(|kib| kib as f64 / 1024.0)
 }
@@ -130,6 +210,7 @@ async fn review_once(
     repo: &Path,
     config: &bugloop_config::Config,
     provider: Arc<dyn Provider>,
+    meter: Arc<Meter>,
     runs: &Path,
 ) -> Result<ReviewReport> {
     let git = Git::open(repo)?;
@@ -137,7 +218,6 @@ async fn review_once(
     let diff = bugloop_diff::parse(&change.diff);
     let checkout = bugloop_loops::checkout::checkout(&git, &change)?;
     let forge = LocalForge::open(git.clone(), "bugloop").await?;
-    let meter = unlimited(provider.name());
     let env = ReviewEnv {
         forge: &forge,
         config,
@@ -161,8 +241,10 @@ async fn review_once(
     Ok(review(&env, request).await?)
 }
 
+/// `config` is the configuration `bugloop review` would use here (its budgets above all).
 pub fn review_speed(
     out: &mut impl Write,
+    config: &bugloop_config::Config,
     files: usize,
     lines: usize,
     format: Format,
@@ -195,24 +277,30 @@ pub fn review_speed(
     git(repo, &["add", "-A"])?;
     git(repo, &["commit", "-qm", "change"])?;
     let runs = tempfile::tempdir()?;
-    let config = bugloop_config::Config::default();
     let runtime = crate::review::runtime()?;
     let mut timings = Vec::new();
-    let mut last = None;
+    let mut reports = Vec::new();
     for _ in 0..2 {
-        let model = Arc::new(InstantModel::default());
+        let model: Arc<dyn Provider> = Arc::new(InstantReviewer);
+        let meter = Arc::new(crate::review::meter_for(config, model.name()));
         let started = Instant::now();
-        let report = runtime.block_on(review_once(repo, &config, model.clone(), runs.path()))?;
+        let report = runtime.block_on(review_once(repo, config, model, meter, runs.path()))?;
         timings.push(started.elapsed().as_secs_f64());
-        last = Some(report);
+        reports.push(report);
     }
-    let report = last.context("no run")?;
+    let first = reports.first().context("no run")?;
+    let report = reports.last().context("no run")?;
     let result = json!({
         "files": files,
         "added_lines": per_file * files,
         "first_run_seconds": timings[0],
         "rerun_seconds": timings[1],
         "sessions": report.usage.sessions,
+        "model_calls": first.usage.model_calls,
+        "input_tokens": first.usage.input_tokens,
+        "complete": first.complete,
+        "errors": first.errors,
+        "unreviewed_files": first.unreviewed.len(),
         "findings_in_report": report.findings.len(),
         "overflow": report.overflow.count,
         "tracked": report.tracked.len(),
@@ -228,12 +316,21 @@ pub fn review_speed(
             )?;
             writeln!(
                 out,
-                "first run   {:.3} s ({} sessions, {} findings in the report, {} over the limit)",
+                "first run   {:.3} s ({} sessions, {} model calls, {} findings in the report, {} over the limit)",
                 timings[0],
-                report.usage.sessions,
+                first.usage.sessions,
+                first.usage.model_calls,
                 report.findings.len(),
                 report.overflow.count
             )?;
+            if !first.complete {
+                writeln!(
+                    out,
+                    "incomplete  {} files not reviewed: {}",
+                    first.unreviewed.len(),
+                    first.errors.join("; ")
+                )?;
+            }
             writeln!(
                 out,
                 "re-run      {:.3} s (everything already published)",
@@ -313,7 +410,13 @@ pub fn tokens(out: &mut impl Write, example: &Path, format: Format) -> Result<()
     let config = bugloop_config::Config::default();
     let runtime = crate::review::runtime()?;
     let passes = Arc::new(PassModel::default());
-    runtime.block_on(review_once(&repo, &config, passes.clone(), runs.path()))?;
+    runtime.block_on(review_once(
+        &repo,
+        &config,
+        passes.clone(),
+        unlimited(passes.name()),
+        runs.path(),
+    ))?;
     let once = Arc::new(InstantModel::default());
     // A second repository: the first one's conversation now holds findings.
     let repo2 = dir.path().join("repo2");
@@ -321,7 +424,13 @@ pub fn tokens(out: &mut impl Write, example: &Path, format: Format) -> Result<()
     if !made.status.success() {
         bail!("{}", String::from_utf8_lossy(&made.stderr));
     }
-    runtime.block_on(review_once(&repo2, &config, once.clone(), runs.path()))?;
+    runtime.block_on(review_once(
+        &repo2,
+        &config,
+        once.clone(),
+        unlimited(once.name()),
+        runs.path(),
+    ))?;
     let tools: Vec<u64> = passes
         .requests
         .lock()

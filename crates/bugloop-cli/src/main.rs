@@ -54,9 +54,11 @@ enum Command {
     /// Ask a question about the code; nothing is changed.
     Ask(act::TextArgs),
     /// Write a comment as on a pull request; bugloop decides whether to fix, do, answer or weigh
-    /// it as a dispute.
+    /// it as a dispute (exit 0 done; 1 a fix or change was not committed; 4 left on a branch;
+    /// 3 the comment was stored but acting on it failed; 2 an error, nothing stored).
     Comment(act::CommentArgs),
-    /// Reply in a finding's thread (disagree, explain); weighed at the next review or with --now.
+    /// Reply in a finding's thread (disagree, explain); weighed at the next review or with --now
+    /// (exit 3: the reply was stored but weighing it failed).
     Reply(act::ReplyArgs),
     /// Audit and fix this branch until an audit is clean (at most `converge.max_loops` loops);
     /// exit 0 converged, 1 cap reached or stuck, 2 error.
@@ -190,7 +192,11 @@ fn main() -> ExitCode {
             for cause in error.chain().skip(1) {
                 let _ = writeln!(stderr, "  caused by: {cause}");
             }
-            ExitCode::from(2)
+            if error.downcast_ref::<act::StoredNotActedOn>().is_some() {
+                ExitCode::from(3)
+            } else {
+                ExitCode::from(2)
+            }
         }
     }
 }
@@ -322,7 +328,10 @@ fn run(cli: Cli, out: &mut impl Write) -> Result<ExitCode> {
             files,
             lines,
             format,
-        }) => bench_review::review_speed(out, files, lines, format)?,
+        }) => {
+            let (_, loaded) = configuration::load(&cwd, &choice)?;
+            bench_review::review_speed(out, &loaded.config, files, lines, format)?;
+        }
         Command::Bench(BenchCommand::Tokens { example, format }) => {
             bench_review::tokens(out, &example, format)?;
         }

@@ -100,10 +100,30 @@ pub fn load_config(cwd: &Path, choice: &ConfigChoice) -> Result<(Git, Config)> {
     Ok((git, loaded.config))
 }
 
+/// `sandbox.when_unconfined: warn` promises a warning when commands will run unconfined; the
+/// sandbox's own log line reaches no one without a subscriber, so it is said here, once per run.
+fn warn_if_unconfined(config: &Config) -> Result<()> {
+    if config.sandbox.when_unconfined == bugloop_config::Unconfined::Warn {
+        let sandbox = bugloop_sandbox::probe();
+        if !sandbox.can_confine() {
+            writeln!(
+                std::io::stderr().lock(),
+                "warning: {}; commands will run UNCONFINED (sandbox.when_unconfined: warn)",
+                sandbox
+                    .problem
+                    .as_deref()
+                    .unwrap_or("the sandbox cannot confine commands here")
+            )?;
+        }
+    }
+    Ok(())
+}
+
 fn load_loaded(cwd: &Path, choice: &ConfigChoice) -> Result<(Git, bugloop_config::Loaded)> {
     // Outside a repository this is the error to show, not a configuration problem.
     let git = Git::open(cwd)?;
     let (_, loaded) = crate::configuration::load(git.root(), choice)?;
+    warn_if_unconfined(&loaded.config)?;
     Ok((git, loaded))
 }
 
@@ -115,7 +135,7 @@ pub fn runtime() -> Result<tokio::runtime::Runtime> {
         .context("cannot start the async runtime")
 }
 
-fn meter_for(config: &Config, model: &str) -> Meter {
+pub(crate) fn meter_for(config: &Config, model: &str) -> Meter {
     let b = &config.budgets;
     let limits = BudgetLimits {
         max_input_tokens: Some(b.max_input_tokens),

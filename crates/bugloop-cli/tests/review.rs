@@ -817,3 +817,284 @@ fn a_branch_cannot_choose_its_own_commands() {
         json!(["touch /tmp/pwned"])
     );
 }
+
+/// A script whose first pass reports `findings` after the tool `calls`, then passes 2-4.
+fn script_with_calls(dir: &Path, calls: &[Value], findings: &[Value]) -> String {
+    let model = script(dir, findings);
+    let path = dir.join("script.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    if !calls.is_empty() {
+        let first: Vec<Value> = calls
+            .iter()
+            .map(|c| json!({"name": c["name"], "arguments": c["arguments"]}))
+            .collect();
+        lines.insert(0, json!({"tool_calls": first}).to_string());
+    }
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    model
+}
+
+/// `--staged` reviews the index, not the working tree: the finding's line is grounded in the
+/// staged text even though the file on disk says something else there now.
+#[test]
+fn staged_changes_are_reviewed_as_staged() {
+    let dir = repo();
+    git(dir.path(), &["switch", "-q", "main"]);
+    std::fs::write(dir.path().join("lib.rs"), format!("{LIB}{LAST}")).unwrap();
+    git(dir.path(), &["add", "lib.rs"]);
+    // Not staged: line 6 is different on disk.
+    let on_disk = format!("{LIB}\npub fn last(v: &[u8]) -> u8 {{\n    v[0]\n}}\n");
+    std::fs::write(dir.path().join("lib.rs"), &on_disk).unwrap();
+    let scripts = tempfile::tempdir().unwrap();
+    let model = script(scripts.path(), &[off_by_one()]);
+    let output = bugloop(
+        dir.path(),
+        &["review", "--staged", "--model", &model, "--format", "json"],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(report["change"]["head"], "index", "{report:#}");
+    assert_eq!(
+        report["findings"].as_array().unwrap().len(),
+        1,
+        "{report:#}"
+    );
+    assert_eq!(report["findings"][0]["line"], 6);
+    // The user's files and index are as they were.
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("lib.rs")).unwrap(),
+        on_disk
+    );
+    let staged = Command::new("git")
+        .arg("-C")
+        .arg(dir.path())
+        .args(["diff", "--cached", "--name-only"])
+        .output()
+        .unwrap();
+    assert_eq!(stdout(&staged), "lib.rs\n");
+}
+
+/// `--base main --head feature` while `main` is checked out: the review runs on a task tree of
+/// `feature`'s commit (the finding is grounded in code that is not on disk), and the user's
+/// branch, tree and index are untouched.
+#[test]
+fn a_branch_that_is_not_checked_out_is_reviewed_in_a_task_tree() {
+    let dir = repo();
+    git(dir.path(), &["switch", "-q", "main"]);
+    let before = user_view(dir.path());
+    let scripts = tempfile::tempdir().unwrap();
+    let model = script(scripts.path(), &[off_by_one()]);
+    let output = bugloop(
+        dir.path(),
+        &[
+            "review", "--base", "main", "--head", "feature", "--model", &model, "--format", "json",
+        ],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(
+        report["findings"].as_array().unwrap().len(),
+        1,
+        "{report:#}"
+    );
+    assert_eq!(report["findings"][0]["file"], "lib.rs");
+    assert_eq!(user_view(dir.path()), before);
+    // No task tree is left behind.
+    let tasks = dir.path().join(".git/bugloop/tasks");
+    let left: Vec<_> = std::fs::read_dir(&tasks)
+        .map(|entries| entries.filter_map(Result::ok).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+/// Models send `end_line: 0` (or a line before `line`) for "no end line": the finding is
+/// published, without an end line.
+#[test]
+fn an_end_line_of_zero_publishes() {
+    let dir = repo();
+    let scripts = tempfile::tempdir().unwrap();
+    let mut finding = off_by_one();
+    finding["end_line"] = json!(0);
+    let model = script(scripts.path(), &[finding]);
+    let output = bugloop(
+        dir.path(),
+        &["review", "--model", &model, "--format", "json"],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(
+        report["findings"].as_array().unwrap().len(),
+        1,
+        "{report:#}"
+    );
+    assert_eq!(report["findings"][0]["action"], "added");
+    assert_eq!(report["findings"][0]["line"], 6);
+    assert!(
+        report["findings"][0].get("end_line").is_none(),
+        "{report:#}"
+    );
+}
+
+/// A PATH with git but no bubblewrap: the sandbox cannot confine. With
+/// `sandbox.when_unconfined: refuse` (the default) the agent's `git` command is not run and the
+/// review says why (incomplete, exit 3); with `warn` it runs unconfined, with a warning.
+#[test]
+fn when_unconfined_refuses_or_warns() {
+    let dir = repo();
+    let scripts = tempfile::tempdir().unwrap();
+    let bin = tempfile::tempdir().unwrap();
+    let real_git = String::from_utf8(
+        Command::new("sh")
+            .args(["-c", "command -v git"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(real_git.trim(), bin.path().join("git")).unwrap();
+    let review = |when: &str| {
+        let model = script_with_calls(
+            scripts.path(),
+            &[json!({"name": "git", "arguments": {"command": "log", "args": ["--oneline"]}})],
+            &[off_by_one()],
+        );
+        Command::new(env!("CARGO_BIN_EXE_bugloop"))
+            .args(["review", "--model", &model, "--format", "json", "--dry-run"])
+            .current_dir(dir.path())
+            .env("NO_COLOR", "1")
+            .env("PATH", bin.path())
+            .env("BUGLOOP_SANDBOX__WHEN_UNCONFINED", when)
+            .env_remove("BUGLOOP_CONFIG")
+            .output()
+            .unwrap()
+    };
+    let refused = review("refuse");
+    assert_eq!(refused.status.code(), Some(3), "{}", stderr(&refused));
+    let report: Value = serde_json::from_str(&stdout(&refused)).unwrap();
+    assert_eq!(report["complete"], false);
+    let errors = report["errors"].to_string();
+    assert!(errors.contains("when_unconfined"), "{errors}");
+
+    let warned = review("warn");
+    assert_eq!(warned.status.code(), Some(0), "{}", stderr(&warned));
+    let report: Value = serde_json::from_str(&stdout(&warned)).unwrap();
+    assert_eq!(report["complete"], true, "{report:#}");
+    assert_eq!(report["findings"].as_array().unwrap().len(), 1);
+    assert!(
+        stderr(&warned).contains("commands will run UNCONFINED (sandbox.when_unconfined: warn)"),
+        "{}",
+        stderr(&warned)
+    );
+    assert!(
+        !stderr(&refused).contains("UNCONFINED"),
+        "{}",
+        stderr(&refused)
+    );
+}
+
+/// `bench review` runs a review as `bugloop review` would: a tool-calling model through the four
+/// passes and the configured budgets. With the default budgets the synthetic change is reviewed
+/// completely; with two turns it stops where a real review would.
+#[test]
+fn bench_review_uses_the_budgets_and_tools_of_a_real_review() {
+    let dir = tempfile::tempdir().unwrap();
+    let bench = |turns: Option<&str>| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_bugloop"));
+        command
+            .args([
+                "bench", "review", "--files", "4", "--lines", "40", "--format", "json",
+            ])
+            .current_dir(dir.path())
+            .env_remove("BUGLOOP_CONFIG");
+        if let Some(turns) = turns {
+            command.env("BUGLOOP_BUDGETS__MAX_TURNS", turns);
+        }
+        let output = command.output().unwrap();
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        serde_json::from_str::<Value>(&stdout(&output)).unwrap()
+    };
+    let full = bench(None);
+    let sessions = full["sessions"].as_u64().unwrap();
+    assert!(sessions >= 1, "{full:#}");
+    // Four passes a session, each a tool call of the model.
+    assert_eq!(
+        full["model_calls"].as_u64().unwrap(),
+        4 * sessions,
+        "{full:#}"
+    );
+    assert_eq!(full["complete"], true, "{full:#}");
+    assert!(
+        full["findings_in_report"].as_u64().unwrap() >= 1,
+        "{full:#}"
+    );
+
+    let stopped = bench(Some("2"));
+    assert_eq!(stopped["model_calls"], 2, "{stopped:#}");
+    assert_eq!(stopped["complete"], false, "{stopped:#}");
+    assert!(
+        stopped["errors"]
+            .to_string()
+            .contains("limit of 2 model turns"),
+        "{stopped:#}"
+    );
+}
+
+/// What `bugloop comment` did is in its exit status: an unknown `--reply-to` stores nothing (2);
+/// a question the model cannot answer leaves the comment stored (3, and says so); a fix that
+/// commits nothing is 1; an acknowledgement is 0.
+#[test]
+fn comment_exit_codes_say_what_happened() {
+    let dir = repo();
+    let scripts = tempfile::tempdir().unwrap();
+    let id = reviewed(dir.path(), scripts.path());
+    let empty = scripts.path().join("empty.jsonl");
+    std::fs::write(&empty, "").unwrap();
+    let model = format!("script:{}", empty.display());
+    let comments = |dir: &Path| stdout(&bugloop(dir, &["findings", "show", &id]));
+
+    let unknown = bugloop(
+        dir.path(),
+        &[
+            "comment",
+            "why?",
+            "--reply-to",
+            "no-such-finding",
+            "--model",
+            &model,
+        ],
+    );
+    assert_eq!(unknown.status.code(), Some(2), "{}", stderr(&unknown));
+    let before = comments(dir.path());
+
+    let question = "why does last index at len?";
+    let failed = bugloop(
+        dir.path(),
+        &["comment", question, "--reply-to", &id, "--model", &model],
+    );
+    assert_eq!(failed.status.code(), Some(3), "{}", stderr(&failed));
+    assert!(
+        stderr(&failed).starts_with("error: your comment was stored (comment "),
+        "{}",
+        stderr(&failed)
+    );
+    assert!(
+        stderr(&failed).contains("caused by:"),
+        "{}",
+        stderr(&failed)
+    );
+    let after = comments(dir.path());
+    assert!(
+        !before.contains(question) && after.contains(question),
+        "{after}"
+    );
+
+    let not_fixed = bugloop(
+        dir.path(),
+        &["comment", "fix it", "--reply-to", &id, "--model", &model],
+    );
+    assert_eq!(not_fixed.status.code(), Some(1), "{}", stderr(&not_fixed));
+
+    let ack = bugloop(dir.path(), &["comment", "lgtm", "--model", &model]);
+    assert_eq!(ack.status.code(), Some(0), "{}", stderr(&ack));
+}

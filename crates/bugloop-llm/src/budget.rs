@@ -77,7 +77,8 @@ impl fmt::Display for Limit {
         match self {
             Limit::InputTokens(n) => write!(f, "input token limit of {n}"),
             Limit::OutputTokens(n) => write!(f, "output token limit of {n}"),
-            Limit::CostUsd(n) => write!(f, "cost limit of ${n:.2}"),
+            // Shortest exact form: a limit of $0.005 is not "$0.01".
+            Limit::CostUsd(n) => write!(f, "cost limit of ${n}"),
             Limit::Turns(n) => write!(f, "limit of {n} model turns"),
             Limit::WallTime(d) => write!(f, "time limit of {}s", d.as_secs()),
         }
@@ -114,17 +115,52 @@ impl fmt::Display for UsageSummary {
     }
 }
 
+/// A call refused before it was sent: what it would have needed and what was left of the limit.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "of")]
+pub enum Refused {
+    InputTokens { estimate: u64, left: u64 },
+    CostUsd { estimate: f64, left: f64 },
+}
+
+impl fmt::Display for Refused {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Refused::InputTokens { estimate, left } => write!(
+                f,
+                "the next call would send about {estimate} input tokens and {left} are left"
+            ),
+            Refused::CostUsd { estimate, left } => write!(
+                f,
+                "the next call's input would cost about ${estimate:.4} and ${left:.4} is left"
+            ),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, thiserror::Error, Serialize)]
-#[error("budget exhausted: {limit} reached (spent {spent})")]
+#[error("budget exhausted: {limit} reached{} (spent {spent})", refused_text(.refused))]
 pub struct BudgetExceeded {
     pub limit: Limit,
+    /// Set when the limit stopped a call before it was sent (boxed: `LlmError` carries this).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refused: Option<Box<Refused>>,
     pub spent: UsageSummary,
+}
+
+fn refused_text(refused: &Option<Box<Refused>>) -> String {
+    refused
+        .as_ref()
+        .map(|r| format!(": {r}"))
+        .unwrap_or_default()
 }
 
 #[derive(Debug, Default)]
 struct Spent {
     usage: Usage,
     turns: u32,
+    /// The last answered call: its size by [`request_chars`] and the input the provider counted.
+    last_call: Option<(u64, Usage)>,
 }
 
 /// Tracks one run's spending against its limits. Shared by every call of the run.
@@ -170,7 +206,54 @@ impl Meter {
     fn exceeded(&self, limit: Limit) -> BudgetExceeded {
         BudgetExceeded {
             limit,
+            refused: None,
             spent: self.summary(),
+        }
+    }
+
+    fn refused(&self, limit: Limit, refused: Refused) -> BudgetExceeded {
+        BudgetExceeded {
+            refused: Some(Box::new(refused)),
+            ..self.exceeded(limit)
+        }
+    }
+
+    /// The input a request will use, in tokens, and how many of them the provider will serve
+    /// from its cache. Until a call has been answered this is 4 characters a token with nothing
+    /// cached; after that, the provider's own count of the last call sets both ratios. A fixed
+    /// ratio refuses calls that fit: prose and indented code take 5-6 characters a token with
+    /// hosted tokenizers, and most of a conversation's prefix is cached after its first turn.
+    pub fn estimate(&self, request: &ChatRequest) -> Usage {
+        let chars = request_chars(request);
+        match self.spent().last_call {
+            Some((last_chars, last)) if last_chars > 0 && last.input_tokens > 0 => {
+                let scale = |value: u64, numerator: u64, denominator: u64| {
+                    u64::try_from(
+                        u128::from(value) * u128::from(numerator) / u128::from(denominator),
+                    )
+                    .unwrap_or(u64::MAX)
+                };
+                let input_tokens = scale(chars, last.input_tokens, last_chars);
+                let cached = last.cached_input_tokens.min(last.input_tokens);
+                Usage {
+                    input_tokens,
+                    output_tokens: 0,
+                    // At the last call's share, and never more than that call sent.
+                    cached_input_tokens: scale(input_tokens, cached, last.input_tokens)
+                        .min(last.input_tokens),
+                }
+            }
+            _ => Usage {
+                input_tokens: chars.div_ceil(4),
+                ..Usage::default()
+            },
+        }
+    }
+
+    /// Remembers the size of an answered request and the input the provider counted for it.
+    pub fn calibrate(&self, request_chars: u64, usage: Usage) {
+        if request_chars > 0 && usage.input_tokens > 0 {
+            self.spent().last_call = Some((request_chars, usage));
         }
     }
 
@@ -198,11 +281,18 @@ impl Meter {
         {
             return Err(self.exceeded(Limit::WallTime(max)));
         }
-        let estimate = estimate_input_tokens(request);
-        if let Some(max) = limits.max_input_tokens
-            && usage.input_tokens + estimate > max
-        {
-            return Err(self.exceeded(Limit::InputTokens(max)));
+        let estimate = self.estimate(request);
+        if let Some(max) = limits.max_input_tokens {
+            let left = max.saturating_sub(usage.input_tokens);
+            if estimate.input_tokens > left {
+                return Err(self.refused(
+                    Limit::InputTokens(max),
+                    Refused::InputTokens {
+                        estimate: estimate.input_tokens,
+                        left,
+                    },
+                ));
+            }
         }
         let mut cap: Option<u64> = None;
         if let Some(max) = limits.max_output_tokens {
@@ -214,17 +304,27 @@ impl Meter {
         }
         if let (Some(max), Some(price)) = (limits.max_cost_usd, self.price) {
             let left = max - price.cost(usage);
-            let input_cost = price.cost(Usage {
-                input_tokens: estimate,
-                ..Usage::default()
-            });
+            let input_cost = price.cost(estimate);
+            // The answer needs at least one token, so the input alone must leave room for it.
             if left <= input_cost {
-                return Err(self.exceeded(Limit::CostUsd(max)));
+                return Err(self.refused(
+                    Limit::CostUsd(max),
+                    Refused::CostUsd {
+                        estimate: input_cost,
+                        left: left.max(0.0),
+                    },
+                ));
             }
             if price.output_per_mtok > 0.0 {
                 let affordable = ((left - input_cost) * 1_000_000.0 / price.output_per_mtok) as u64;
                 if affordable == 0 {
-                    return Err(self.exceeded(Limit::CostUsd(max)));
+                    return Err(self.refused(
+                        Limit::CostUsd(max),
+                        Refused::CostUsd {
+                            estimate: input_cost,
+                            left,
+                        },
+                    ));
                 }
                 cap = Some(cap.map_or(affordable, |c| c.min(affordable)));
             }
@@ -264,23 +364,29 @@ impl Meter {
     }
 }
 
-/// A rough count of the tokens a request sends (4 characters a token), used only to refuse a call
-/// that would surely cross the input limit before it is sent.
-pub fn estimate_input_tokens(request: &ChatRequest) -> u64 {
+/// The characters a request sends: system prompt, messages, tool calls and tool definitions.
+pub fn request_chars(request: &ChatRequest) -> u64 {
     let mut chars = request.system.as_ref().map_or(0, |s| s.chars().count());
     for message in &request.messages {
         chars += message.content.chars().count();
         chars += message
             .tool_calls
             .iter()
-            .map(|c| c.name.len() + c.arguments.chars().count())
+            .map(|c| c.name.chars().count() + c.arguments.chars().count())
             .sum::<usize>();
     }
     for tool in &request.tools {
-        chars +=
-            tool.name.len() + tool.description.chars().count() + tool.parameters.to_string().len();
+        chars += tool.name.chars().count()
+            + tool.description.chars().count()
+            + tool.parameters.to_string().chars().count();
     }
-    (chars as u64).div_ceil(4)
+    u64::try_from(chars).unwrap_or(u64::MAX)
+}
+
+/// A rough count of the tokens a request sends (4 characters a token), for planning before any
+/// call was answered; [`Meter::estimate`] uses the provider's own count once it has one.
+pub fn estimate_input_tokens(request: &ChatRequest) -> u64 {
+    request_chars(request).div_ceil(4)
 }
 
 /// A provider whose every call is metered.
@@ -328,6 +434,8 @@ impl Provider for Metered {
             },
             None => call.await?,
         };
+        self.meter
+            .calibrate(request_chars(&request), response.usage);
         self.meter.after_call(response.usage)?;
         Ok(response)
     }

@@ -64,7 +64,9 @@ fn retry_after_text(retry_after: &Option<Duration>) -> String {
 }
 
 impl LlmError {
-    /// Whether the client retries this error by itself.
+    /// Whether the client retries this error by itself. A body that cannot be read (not JSON,
+    /// cut short, the wrong shape) is retried like a cut stream: proxies and overloaded servers
+    /// send such bodies with a success status, and the same request usually gets a whole answer.
     pub fn is_retryable(&self) -> bool {
         matches!(
             self,
@@ -73,6 +75,7 @@ impl LlmError {
                 | LlmError::Connection(_)
                 | LlmError::Timeout(_)
                 | LlmError::StreamInterrupted(_)
+                | LlmError::InvalidResponse(_)
         )
     }
 

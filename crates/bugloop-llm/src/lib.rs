@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-pub use budget::{BudgetExceeded, BudgetLimits, Meter, Metered, Price, UsageSummary};
+pub use budget::{BudgetExceeded, BudgetLimits, Meter, Metered, Price, Refused, UsageSummary};
 pub use error::{Advice, LlmError};
 pub use http::HttpSettings;
 pub use types::*;

@@ -5,11 +5,16 @@
 
 mod support;
 
+#[path = "review/schemas.rs"]
+mod schemas;
+
 use bugloop_domain::score::Score;
 use bugloop_domain::thread::{CommentKind, RESOLVED_PHRASE};
 use bugloop_loops::review::report::CommentAction;
 use serde_json::json;
 
+use bugloop_llm::Role;
+use bugloop_llm::scripted::{ScriptedProvider, tool_reply};
 use support::{Repo, finding, run, session, structured_session};
 
 #[tokio::test]
@@ -403,7 +408,7 @@ fn same_id_in_every_part(
             "submit_pass_results",
             json!({"pass_number": pass, "summary": "ok"}),
         ));
-        Ok(bugloop_llm::scripted::tool_reply(&calls, support::usage()))
+        Ok(tool_reply(&calls, support::usage()))
     }
 }
 
@@ -415,7 +420,7 @@ async fn renamed_ids_and_corrected_lines_reach_the_report_and_the_summary() {
     let mut config = support::config();
     // One file per part, so each part's model picks the same id for its own problem.
     config.review.max_tokens_per_call = 160;
-    let scripted = bugloop_llm::scripted::ScriptedProvider::new([]);
+    let scripted = ScriptedProvider::new([]);
     for _ in 0..40 {
         // The stats finding is reported two lines off; grounding corrects it.
         scripted.push_fn(same_id_in_every_part(stats_line - 2, db_line));
@@ -551,10 +556,10 @@ async fn large_changes_are_split_and_what_does_not_fit_is_listed() {
     let mut config = support::config();
     config.review.max_tokens_per_call = 700;
     // Every session ends at once; how many there were is what matters.
-    let scripted = bugloop_llm::scripted::ScriptedProvider::new([]);
+    let scripted = ScriptedProvider::new([]);
     for _ in 0..40 {
         for pass in 1..=4 {
-            scripted.push(bugloop_llm::scripted::tool_reply(
+            scripted.push(tool_reply(
                 &[(
                     "submit_pass_results",
                     json!({"pass_number": pass, "summary": "ok"}),
@@ -580,6 +585,133 @@ async fn a_budget_stop_lists_the_rest_as_unreviewed() {
     assert!(!report.complete);
     assert!(report.errors[0].contains("budget"), "{:?}", report.errors);
     assert!(!report.unreviewed.is_empty());
+}
+
+/// The feature branch plus six generated files, so that at 700 tokens a call the change is
+/// reviewed in several sessions.
+fn split_change() -> (Repo, bugloop_config::Config) {
+    let repo = Repo::with_feature();
+    for i in 0..6 {
+        let body: String = (0..40)
+            .map(|l| format!("pub const C{i}_{l}: u32 = {l};\n"))
+            .collect();
+        repo.write(&format!("src/gen{i}.rs"), &body);
+    }
+    repo.commit("many files");
+    let mut config = support::config();
+    config.review.max_tokens_per_call = 700;
+    (repo, config)
+}
+
+/// A model that finishes every pass at once, except in the session shown `stubborn` (a file
+/// name), where it only ever reads its todo list; it answers up to `calls` requests.
+fn passes_except(stubborn: Option<&'static str>, calls: usize) -> ScriptedProvider {
+    let provider = ScriptedProvider::new([]);
+    for _ in 0..calls {
+        provider.push_fn(move |request| {
+            let change = request
+                .messages
+                .iter()
+                .find(|m| m.role == Role::User)
+                .map(|m| m.content.clone())
+                .unwrap_or_default();
+            if stubborn.is_some_and(|file| change.contains(file)) {
+                return Ok(tool_reply(&[("todo_read", json!({}))], support::usage()));
+            }
+            let pass = request
+                .messages
+                .iter()
+                .filter(|m| m.role == Role::User)
+                .count();
+            Ok(tool_reply(
+                &[(
+                    "submit_pass_results",
+                    json!({"pass_number": pass, "summary": "ok"}),
+                )],
+                support::usage(),
+            ))
+        });
+    }
+    provider
+}
+
+/// The run's turn budget (6) lets the first session finish its four passes and stops the second
+/// after two calls: the first session's files are reviewed, the second's and every later one's
+/// are listed as not reviewed, with the budget as the reason.
+#[tokio::test]
+async fn a_budget_stops_the_review_in_its_second_session() {
+    let (repo, mut config) = split_change();
+    config.budgets.max_turns = 6;
+    let (report, _) = run(&repo, config, passes_except(None, 40)).await;
+    assert!(report.usage.sessions > 2, "{}", report.usage.sessions);
+    assert_eq!(report.usage.model_calls, 6);
+    assert!(!report.complete);
+    assert_eq!(report.errors.len(), 1, "{:?}", report.errors);
+    assert!(
+        report.errors[0].contains("limit of 6 model turns"),
+        "{:?}",
+        report.errors
+    );
+    let first: Vec<u32> = report
+        .passes
+        .iter()
+        .filter(|p| p.call == 1)
+        .map(|p| p.pass)
+        .collect();
+    assert_eq!(first, [1, 2, 3, 4]);
+    let second: Vec<u32> = report
+        .passes
+        .iter()
+        .filter(|p| p.call == 2)
+        .map(|p| p.pass)
+        .collect();
+    assert_eq!(second, [1, 2]);
+    assert!(report.passes.iter().all(|p| p.call <= 2));
+    // Everything from the second session on is listed; nothing of the first.
+    let unreviewed: Vec<&str> = report.unreviewed.iter().map(|u| u.path.as_str()).collect();
+    assert!(!unreviewed.is_empty());
+    let files = repo_files_changed(&repo);
+    assert!(unreviewed.len() < files.len(), "{unreviewed:?}");
+    for entry in &report.unreviewed {
+        assert!(entry.reason.contains("budget"), "{entry:?}");
+    }
+}
+
+fn repo_files_changed(repo: &Repo) -> Vec<String> {
+    support::git(repo.path(), &["diff", "--name-only", "main...HEAD"])
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Each session of a split change gets its share of the run's turns (60 over the sessions), so
+/// a session that never finishes stops at its share and the others still run all four passes.
+#[tokio::test]
+async fn sessions_share_the_turn_budget() {
+    let (repo, mut config) = split_change();
+    config.budgets.max_turns = 60;
+    let scripted = passes_except(Some("src/gen3.rs"), 200);
+    let (report, _) = run(&repo, config, scripted).await;
+    let sessions = u32::try_from(report.usage.sessions).unwrap();
+    assert!(sessions > 2, "{sessions}");
+    let share = (60 / sessions).max(6);
+    assert!(share > 6, "the share should not be the floor here: {share}");
+    assert!(!report.complete);
+    assert_eq!(report.errors.len(), 1, "{:?}", report.errors);
+    assert!(
+        report.errors[0].contains(&format!("{share}")),
+        "{:?}",
+        report.errors
+    );
+    // The stubborn session made exactly its share of calls; every other one its four passes.
+    assert_eq!(report.usage.model_calls, share + 4 * (sessions - 1));
+    let finished = report.passes.iter().filter(|p| p.pass == 4).count();
+    assert_eq!(finished, report.usage.sessions - 1);
+    assert!(
+        report.unreviewed.iter().any(|u| u.path == "src/gen3.rs"),
+        "{:?}",
+        report.unreviewed
+    );
 }
 
 #[tokio::test]

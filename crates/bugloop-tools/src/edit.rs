@@ -63,6 +63,7 @@ fn refuse_special(path: &Path, kind: std::fs::FileType) -> Result<(), ToolError>
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct WriteFileParams {
     /// Path relative to the repository root; parent directories are created.
+    #[schemars(length(min = 1))]
     pub path: String,
     /// The whole new content of the file.
     pub content: String,
@@ -98,8 +99,10 @@ impl TypedTool for WriteFile {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct EditFileParams {
+    #[schemars(length(min = 1))]
     pub path: String,
     /// The exact text to replace; it must occur exactly once in the file.
+    #[schemars(length(min = 1))]
     pub old_text: String,
     pub new_text: String,
 }
@@ -147,6 +150,7 @@ impl TypedTool for EditFile {
 pub struct ApplyPatchParams {
     /// A unified diff (as `git diff` prints it) of one or more files; new files from /dev/null,
     /// deleted files to /dev/null.
+    #[schemars(length(min = 1))]
     pub patch: String,
 }
 

@@ -27,7 +27,12 @@ pub enum GitCommand {
     Status,
 }
 
+/// `blame` needs a file and `ls-tree` a tree, so the schema asks for an argument there.
 #[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(extend(
+    "if" = {"required": ["command"], "properties": {"command": {"enum": ["blame", "ls-tree"]}}},
+    "then" = {"required": ["args"], "properties": {"args": {"minItems": 1}}}
+))]
 pub struct GitParams {
     pub command: GitCommand,
     /// Arguments, e.g. `["HEAD~1", "--", "src/lib.rs"]` or `["--oneline", "-n", "20"]`. Options

@@ -108,6 +108,13 @@ pub trait TypedTool: Send + Sync {
     const NAME: &'static str;
     const DESCRIPTION: &'static str;
     async fn run(&self, context: &ToolContext, params: Self::Params) -> Result<String, ToolError>;
+
+    /// The parameters' schema as this instance offers it. A tool whose valid values depend on the
+    /// run (the open findings a resolve may name) narrows the derived schema here, so the model is
+    /// shown exactly what the tool's own check accepts.
+    fn narrow_schema(&self, schema: serde_json::Value) -> serde_json::Value {
+        schema
+    }
 }
 
 struct Typed<T>(T);
@@ -128,7 +135,8 @@ impl<T: TypedTool> Tool for Typed<T> {
             object.remove("$schema");
             object.remove("title");
         }
-        schema
+        bound_integer_formats(&mut schema);
+        self.0.narrow_schema(schema)
     }
 
     async fn call(
@@ -233,6 +241,31 @@ impl Registry {
             })?
         };
         tool.call(context, arguments).await
+    }
+}
+
+/// Makes the range an integer `format` implies explicit. `schemars` writes `"format": "uint32"`
+/// for a `u32`, but a format is only an annotation to validators and models: without `maximum`,
+/// the schema admits 2^32, which the argument check then refuses.
+fn bound_integer_formats(schema: &mut serde_json::Value) {
+    match schema {
+        serde_json::Value::Object(object) => {
+            let range = match object.get("format").and_then(serde_json::Value::as_str) {
+                Some("uint8") => Some((0, u64::from(u8::MAX))),
+                Some("uint16") => Some((0, u64::from(u16::MAX))),
+                Some("uint32") => Some((0, u64::from(u32::MAX))),
+                Some("uint64") => Some((0, u64::MAX)),
+                Some("uint") => Some((0, u64::try_from(usize::MAX).unwrap_or(u64::MAX))),
+                _ => None,
+            };
+            if let Some((min, max)) = range {
+                object.entry("minimum").or_insert(min.into());
+                object.entry("maximum").or_insert(max.into());
+            }
+            object.values_mut().for_each(bound_integer_formats);
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(bound_integer_formats),
+        _ => {}
     }
 }
 

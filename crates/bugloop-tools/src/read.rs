@@ -17,10 +17,11 @@ use crate::{ToolContext, ToolError, TypedTool, clip};
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ReadFileParams {
     /// Path relative to the repository root.
+    #[schemars(length(min = 1))]
     pub path: String,
-    /// First line to show (1-based, default 1).
+    /// First line to show (1-based, default 1; 0 is read as 1).
     pub start_line: Option<usize>,
-    /// Last line to show (inclusive).
+    /// Last line to show (inclusive); 0 or a line before `start_line` means no end line.
     pub end_line: Option<usize>,
 }
 
@@ -56,12 +57,18 @@ impl TypedTool for ReadFile {
         let text = String::from_utf8_lossy(&bytes);
         let total = text.lines().count();
         let start = params.start_line.unwrap_or(1).max(1);
-        let end = params.end_line.unwrap_or(usize::MAX).min(total);
-        if start > total.max(1) || (total > 0 && start > end) {
-            return Err(ToolError::Model(format!(
-                "{} has {total} lines; lines {start}-{end} do not exist",
+        // Models send 0, or a line before the start, for "no end line".
+        let end = params
+            .end_line
+            .filter(|end| *end >= start)
+            .unwrap_or(usize::MAX)
+            .min(total);
+        if start > total.max(1) {
+            // Past the end is an answer, not a mistake in the arguments.
+            return Ok(format!(
+                "{} has {total} lines; there is nothing from line {start} on\n",
                 params.path
-            )));
+            ));
         }
         let limits = &context.limits;
         let mut out = String::new();

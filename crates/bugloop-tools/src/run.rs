@@ -12,6 +12,7 @@ use crate::{ToolContext, ToolError, TypedTool};
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct RunParams {
     /// The program, e.g. `cargo` (no shell line: use args).
+    #[schemars(length(min = 1))]
     pub program: String,
     #[serde(default)]
     pub args: Vec<String>,

@@ -376,6 +376,11 @@ async fn rate_limit_server_error_malformed_and_hung() {
         .mount(&server)
         .await;
     Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(message("whole")))
+        .up_to_n_times(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
         .respond_with(
             ResponseTemplate::new(200)
                 .set_body_json(message("late"))
@@ -393,11 +398,10 @@ async fn rate_limit_server_error_malformed_and_hung() {
     assert_eq!(response.message.content, "fine");
     assert!(started.elapsed() >= std::time::Duration::from_millis(950));
     assert_eq!(bodies(&server).await.len(), 3);
-    let malformed = provider(&server).chat(&request, None).await.unwrap_err();
-    assert!(
-        matches!(malformed, LlmError::InvalidResponse(_)),
-        "{malformed}"
-    );
+    // A malformed body is retried like a cut stream.
+    let retried = provider(&server).chat(&request, None).await.unwrap();
+    assert_eq!(retried.message.content, "whole");
+    assert_eq!(bodies(&server).await.len(), 5);
     let mut settings = fast_settings();
     settings.idle_timeout = std::time::Duration::from_millis(300);
     settings.max_retries = 0;

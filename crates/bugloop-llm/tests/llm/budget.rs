@@ -81,12 +81,20 @@ async fn input_token_limit() {
         None,
     )
     .await;
-    // Two calls fit (2,000); the third would cross 2,500 once it returns: it is sent, counted, and stops the run.
+    // Two calls fit (2,000). Each "next" was counted as 1,000 tokens, so the third is estimated
+    // at 1,000 with 500 left: it would cross 2,500 and is not sent.
     assert_eq!(completed, 2);
     let exceeded = exceeded(&error);
     assert_eq!(exceeded.limit, Limit::InputTokens(2_500));
-    assert_eq!(exceeded.spent.usage.input_tokens, 3_000);
-    assert_eq!(scripted.requests().len(), 3);
+    assert_eq!(
+        exceeded.refused.as_deref(),
+        Some(&bugloop_llm::Refused::InputTokens {
+            estimate: 1_000,
+            left: 500
+        })
+    );
+    assert_eq!(exceeded.spent.usage.input_tokens, 2_000);
+    assert_eq!(scripted.requests().len(), 2);
 
     // A request whose own size already crosses the limit is never sent.
     let scripted = conversation();
@@ -108,6 +116,87 @@ async fn input_token_limit() {
     let error = metered.chat(&big, None).await.unwrap_err();
     assert_eq!(exceeded_limit(&error), Limit::InputTokens(10));
     assert!(scripted.requests().is_empty());
+    // The error says what the call needed and what was left, not only the limit.
+    insta::assert_snapshot!(error.to_string(), @"budget exhausted: input token limit of 10 reached: the next call would send about 100 input tokens and 10 are left (spent m: 0 input tokens (0 cached), 0 output tokens, cost unknown, 0 turns, 0.0s)");
+}
+
+/// Before any answer the estimate is 4 characters a token; after one, the provider's own count
+/// sets the ratio. Text at 6 characters a token is not refused on the fixed ratio's guess.
+#[tokio::test]
+async fn the_input_estimate_follows_the_providers_count() {
+    let scripted = Arc::new(ScriptedProvider::new(
+        [usage(100, 10), usage(150, 10)].map(|u| text_reply("ok", u)),
+    ));
+    let meter = Arc::new(Meter::new(
+        "m",
+        BudgetLimits {
+            max_input_tokens: Some(250),
+            ..BudgetLimits::default()
+        },
+        None,
+    ));
+    let metered = Metered::new(scripted.clone(), meter.clone());
+    let asking = |chars: usize| ChatRequest {
+        messages: vec![Message::user("y".repeat(chars))],
+        ..ChatRequest::default()
+    };
+    assert_eq!(meter.estimate(&asking(600)).input_tokens, 150);
+    metered.chat(&asking(600), None).await.unwrap();
+    // 600 characters were 100 tokens: 900 are 150, exactly what is left (225 at 4 a token).
+    assert_eq!(meter.estimate(&asking(900)).input_tokens, 150);
+    metered.chat(&asking(900), None).await.unwrap();
+    assert_eq!(scripted.requests().len(), 2);
+    let error = metered.chat(&asking(6), None).await.unwrap_err();
+    assert_eq!(
+        exceeded(&error).refused.as_deref(),
+        Some(&bugloop_llm::Refused::InputTokens {
+            estimate: 1,
+            left: 0
+        })
+    );
+    assert_eq!(scripted.requests().len(), 2);
+}
+
+/// Input the provider served from its cache last time is priced as cached in the estimate (up to
+/// what that call sent), so a grown conversation is not refused at the full input price.
+#[tokio::test]
+async fn the_cost_estimate_counts_the_cached_share() {
+    let price = Price {
+        input_per_mtok: 10.0,
+        cached_input_per_mtok: Some(1.0),
+        output_per_mtok: 0.0,
+    };
+    let reported = Usage {
+        input_tokens: 1_000,
+        output_tokens: 0,
+        cached_input_tokens: 900,
+    };
+    let scripted = Arc::new(ScriptedProvider::new(
+        [reported, reported].map(|u| text_reply("ok", u)),
+    ));
+    let meter = Arc::new(Meter::new(
+        "m",
+        BudgetLimits {
+            max_cost_usd: Some(0.02),
+            ..BudgetLimits::default()
+        },
+        Some(price),
+    ));
+    let metered = Metered::new(scripted.clone(), meter.clone());
+    let asking = |chars: usize| ChatRequest {
+        messages: vec![Message::user("z".repeat(chars))],
+        ..ChatRequest::default()
+    };
+    // $0.01 at the full price, $0.0019 as answered: $0.0181 left.
+    metered.chat(&asking(4_000), None).await.unwrap();
+    // 8,000 characters: 2,000 tokens, $0.02 at the full price; 1,000 of them cached: $0.011.
+    let estimate = meter.estimate(&asking(8_000));
+    assert_eq!(
+        (estimate.input_tokens, estimate.cached_input_tokens),
+        (2_000, 1_000)
+    );
+    metered.chat(&asking(8_000), None).await.unwrap();
+    assert_eq!(scripted.requests().len(), 2);
 }
 
 fn exceeded_limit(error: &LlmError) -> Limit {
@@ -151,10 +240,16 @@ async fn cost_limit() {
     .await;
     let exceeded = exceeded(&error);
     assert_eq!(exceeded.limit, Limit::CostUsd(0.005));
+    // $0.004 spent; the third call's input alone ($0.001, as the last ones were counted) leaves
+    // nothing for its answer, so it is not sent.
     assert_eq!(completed, 2);
+    assert!(matches!(
+        exceeded.refused.as_deref(),
+        Some(bugloop_llm::Refused::CostUsd { .. })
+    ));
     let cost = exceeded.spent.cost_usd.unwrap();
-    assert!(cost > 0.005 && cost <= 0.0061, "{cost}");
-    insta::assert_snapshot!(error.to_string(), @"budget exhausted: cost limit of $0.01 reached (spent openai:gpt-test: 3000 input tokens (0 cached), 300 output tokens, $0.0060, 3 turns, 0.0s)");
+    assert!((cost - 0.004).abs() < 1e-9, "{cost}");
+    insta::assert_snapshot!(error.to_string(), @"budget exhausted: cost limit of $0.005 reached: the next call's input would cost about $0.0010 and $0.0010 is left (spent openai:gpt-test: 2000 input tokens (0 cached), 200 output tokens, $0.0040, 2 turns, 0.0s)");
 }
 
 #[derive(Debug)]

@@ -458,14 +458,87 @@ async fn errors_are_classified_and_not_retried_when_pointless() {
         "{down}"
     );
     assert_eq!(down.advice(), Advice::Retry);
-    // auth, long and bad once each; down three times (two retries).
-    assert_eq!(bodies(&server).await.len(), 6);
+    // auth and long once each; bad and down three times (two retries).
+    assert_eq!(bodies(&server).await.len(), 8);
     insta::assert_snapshot!(format!("{auth}\n{long}\n{bad}\n{down}"), @r#"
     authentication failed (HTTP 401): Incorrect API key (invalid_api_key)
     the input is too long for the model's context: This model's maximum context length is 8192 tokens (context_length_exceeded)
     the provider's answer could not be read: not JSON (expected ident at line 1 column 16): {"choices": [ this is not json
     the provider failed (HTTP 503): maintenance
     "#);
+}
+
+/// A body that is not JSON, one cut short, and one of the wrong shape, each served once before a
+/// whole answer: every one is retried like a cut stream, plain and streamed.
+#[tokio::test]
+async fn malformed_bodies_are_retried_like_a_cut_stream() {
+    let whole = answer("whole").to_string();
+    let plain_bodies = [
+        "<html>502 bad gateway</html>".to_owned(),
+        whole[..whole.len() / 2].to_owned(),
+        json!({"object": "chat.completion", "choices": []}).to_string(),
+    ];
+    for body in plain_bodies {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(200).set_body_string(body.clone()))
+            .up_to_n_times(1)
+            .mount(&server)
+            .await;
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(answer("whole")))
+            .mount(&server)
+            .await;
+        let response = provider(&server, true).chat(&request("x"), None).await;
+        assert_eq!(response.unwrap().message.content, "whole", "after {body}");
+        assert_eq!(bodies(&server).await.len(), 2, "after {body}");
+    }
+
+    let server = MockServer::start().await;
+    let mut garbled = sse(&[(
+        None,
+        json!({"choices": [{"index": 0, "delta": {"content": "Half"}, "finish_reason": null}]}),
+    )]);
+    garbled.push_str("data: {\"choices\": [ not json\n\n");
+    Mock::given(method("POST"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .insert_header("content-type", "text/event-stream")
+                .set_body_string(garbled),
+        )
+        .up_to_n_times(1)
+        .mount(&server)
+        .await;
+    let mut streamed = sse(&[(
+        None,
+        json!({"choices": [{"index": 0, "delta": {"content": "Whole"}, "finish_reason": "stop"}]}),
+    )]);
+    streamed.push_str("data: [DONE]\n\n");
+    Mock::given(method("POST"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .insert_header("content-type", "text/event-stream")
+                .set_body_string(streamed),
+        )
+        .mount(&server)
+        .await;
+    let collected = Collected::default();
+    let sink = collected.sink();
+    let mut req = request("x");
+    req.stream = true;
+    let response = provider(&server, true)
+        .chat(&req, Some(&sink))
+        .await
+        .unwrap();
+    assert_eq!(response.message.content, "Whole");
+    assert_eq!(
+        collected.events(),
+        vec![
+            StreamEvent::Text("Half".into()),
+            StreamEvent::Restart,
+            StreamEvent::Text("Whole".into())
+        ]
+    );
 }
 
 #[tokio::test]

@@ -1019,3 +1019,38 @@ fn read_structured(value: serde_json::Value, open_ids: &[String], collected: &mu
         });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::read_inside;
+
+    /// Grounding reads through `read_inside`: a symlink in the repository that leads outside it is
+    /// refused (its target is never read), one that stays inside is followed.
+    #[test]
+    fn read_inside_follows_links_only_inside_the_root() {
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret"), "token=hunter2\n").unwrap();
+        let repo = tempfile::tempdir().unwrap();
+        let root = repo.path();
+        std::fs::create_dir(root.join("src")).unwrap();
+        std::fs::write(root.join("src/lib.rs"), "pub fn f() {}\n").unwrap();
+        std::os::unix::fs::symlink(outside.path().join("secret"), root.join("leak")).unwrap();
+        std::os::unix::fs::symlink(outside.path(), root.join("out")).unwrap();
+        std::os::unix::fs::symlink("src/lib.rs", root.join("alias.rs")).unwrap();
+        std::os::unix::fs::symlink("../src", root.join("src/up")).unwrap();
+
+        assert_eq!(read_inside(root, "leak"), None);
+        assert_eq!(read_inside(root, "out/secret"), None);
+        assert_eq!(
+            read_inside(root, "alias.rs").as_deref(),
+            Some("pub fn f() {}\n")
+        );
+        assert_eq!(
+            read_inside(root, "src/up/lib.rs").as_deref(),
+            Some("pub fn f() {}\n")
+        );
+        // A path that is not a file, or leaves the root by itself, is no text either.
+        assert_eq!(read_inside(root, "src"), None);
+        assert_eq!(read_inside(root, "../secret"), None);
+    }
+}

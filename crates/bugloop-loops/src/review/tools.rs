@@ -15,26 +15,37 @@ use sha2::{Digest, Sha256};
 
 use crate::Progress;
 
-/// A finding as the model reports it.
+/// A finding as the model reports it. The schema says what [`accept`] checks: a line is 1-based
+/// and needs a file, title and description have some text; an `end_line` of 0 or before `line`
+/// is how models say "no end line", so the schema admits it and [`accept`] drops it.
 #[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[schemars(extend(
+    "if" = {"required": ["line"], "properties": {"line": {"type": "integer"}}},
+    "then" = {"required": ["file"], "properties": {"file": {"type": "string"}}}
+))]
 pub struct ReportedFinding {
     /// Only to update a finding reported earlier in this review (pass 4 consolidation).
     #[serde(default)]
     pub id: Option<String>,
     /// Repository-relative path at head.
     #[serde(default)]
+    #[schemars(length(min = 1))]
     pub file: Option<String>,
     /// 1-based line at head (new side of the diff).
     #[serde(default)]
+    #[schemars(range(min = 1))]
     pub line: Option<u32>,
+    /// Last line of a range; 0 or a line before `line` means none.
     #[serde(default)]
     pub end_line: Option<u32>,
     /// The code on `line`, quoted exactly.
     #[serde(default)]
     pub evidence: Option<String>,
     /// One line: what is wrong.
+    #[schemars(pattern(r"\S"))]
     pub title: String,
     /// Why it matters and when it fails.
+    #[schemars(pattern(r"\S"))]
     pub description: String,
     /// 1-10 by the rubric.
     pub score: Score,
@@ -48,6 +59,7 @@ pub struct ReportedFinding {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 pub struct Resolution {
     pub id: String,
+    #[schemars(pattern(r"\S"))]
     pub reason: String,
 }
 
@@ -107,14 +119,21 @@ pub fn accept(reported: ReportedFinding) -> Result<Finding, String> {
     if reported.line == Some(0) {
         return Err("`line` is 1-based; 0 is not a line".to_owned());
     }
-    if reported.line.is_some() && reported.file.is_none() {
+    let file = reported
+        .file
+        .as_deref()
+        .map(str::trim)
+        .filter(|f| !f.is_empty())
+        .map(str::to_owned);
+    if reported.line.is_some() && file.is_none() {
         return Err("`line` was given without `file`".to_owned());
     }
-    if let (Some(start), Some(end)) = (reported.line, reported.end_line)
-        && end < start
-    {
-        return Err(format!("`end_line` {end} is before `line` {start}"));
-    }
+    // Models send 0, or a line before the start, for "no end line"; without a line there is no
+    // range at all.
+    let end_line = match (reported.line, reported.end_line) {
+        (Some(start), Some(end)) if end >= start => Some(end),
+        _ => None,
+    };
     let id = match reported.id.as_deref().map(str::trim) {
         Some(id) if !id.is_empty() => FindingId::new(id),
         _ => derive_id(&reported),
@@ -123,16 +142,16 @@ pub fn accept(reported: ReportedFinding) -> Result<Finding, String> {
         id,
         title: reported.title.trim().to_owned(),
         description: reported.description.trim().to_owned(),
-        file: reported
-            .file
-            .map(|f| f.trim().to_owned())
-            .filter(|f| !f.is_empty()),
+        file,
         line: reported.line,
-        end_line: reported.end_line,
+        end_line,
         score: reported.score,
         category: reported.category,
         evidence: reported.evidence.filter(|e| !e.trim().is_empty()),
-        suggestion: reported.suggestion.map(|s| defuse_suggestion(&s)),
+        suggestion: reported
+            .suggestion
+            .filter(|s| !s.trim().is_empty())
+            .map(|s| defuse_suggestion(&s)),
     })
 }
 
@@ -219,6 +238,18 @@ impl TypedTool for ResolveFinding {
     const NAME: &'static str = "resolve_finding";
     const DESCRIPTION: &'static str = "Mark a previous finding (by its id from the previous \
         findings list) as fixed by this change, with the reason.";
+
+    /// Only an open previous finding can be resolved, so the schema lists them. With none open
+    /// the schema stays as derived: an empty `enum` is refused by some providers' schema checks,
+    /// which would fail the whole request.
+    fn narrow_schema(&self, mut schema: serde_json::Value) -> serde_json::Value {
+        if !self.open_ids.is_empty()
+            && let Some(id) = schema.pointer_mut("/properties/id")
+        {
+            id["enum"] = serde_json::json!(self.open_ids);
+        }
+        schema
+    }
 
     async fn run(&self, _: &ToolContext, params: Resolution) -> Result<String, ToolError> {
         let id = FindingId::new(&params.id);
@@ -403,12 +434,31 @@ mod tests {
         r.line = Some(0);
         assert!(accept(r).unwrap_err().contains("1-based"));
         let mut r = reported("t");
-        r.end_line = Some(1);
-        assert!(accept(r).unwrap_err().contains("before"));
+        r.file = Some(String::new());
+        assert!(accept(r).unwrap_err().contains("without `file`"));
         let mut r = reported("t");
         r.file = None;
         assert!(accept(r).unwrap_err().contains("without `file`"));
         assert!(accept(reported(" ")).unwrap_err().contains("title"));
+    }
+
+    #[test]
+    fn an_end_line_of_zero_or_before_the_line_is_no_end_line() {
+        for (end_line, kept) in [
+            (Some(0), None),
+            (Some(2), None),
+            (Some(3), Some(3)),
+            (Some(9), Some(9)),
+            (None, None),
+        ] {
+            let mut r = reported("t");
+            r.end_line = end_line;
+            assert_eq!(accept(r).unwrap().end_line, kept, "{end_line:?}");
+        }
+        let mut r = reported("t");
+        r.line = None;
+        r.end_line = Some(9);
+        assert_eq!(accept(r).unwrap().end_line, None);
     }
 
     #[test]
