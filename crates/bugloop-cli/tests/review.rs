@@ -10,8 +10,12 @@ use std::process::{Command, Output};
 
 use serde_json::{Value, json};
 
+#[path = "review/context.rs"]
+mod context;
 #[path = "review/hostile.rs"]
 mod hostile;
+#[path = "review/sameness.rs"]
+mod sameness;
 
 fn git(dir: &Path, args: &[&str]) {
     let output = Command::new("git")

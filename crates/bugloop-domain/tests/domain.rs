@@ -89,6 +89,10 @@ struct ExistingCase {
     description: String,
     file: Option<String>,
     line: Option<u32>,
+    #[serde(default)]
+    end_line: Option<u32>,
+    #[serde(default)]
+    evidence: Option<String>,
     status: ThreadStatus,
 }
 
@@ -123,6 +127,8 @@ fn filter() {
                 description: e.description,
                 file: e.file,
                 line: e.line,
+                end_line: e.end_line,
+                evidence: e.evidence,
                 status: e.status,
             })
             .collect();

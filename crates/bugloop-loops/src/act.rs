@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 use crate::build::{
     BuildEnv, BuildError, BuildResult, BuildStatus, BuildTask, Landing, Workbench, build, land,
 };
-use crate::context::read_rules;
+use crate::context::rules_of;
 use crate::intent::{Classified, Intent, OpenFinding, classify};
 use crate::review::prompt::{fill, rules_block};
 use crate::review::resolve_thread;
@@ -367,7 +367,8 @@ pub async fn ask(env: &ActEnv<'_>, change: &ChangeKey, question: &str) -> Result
             ("findings", &findings),
             (
                 "rules",
-                &crate::context::cut(&rules_block(&read_rules(root)), 12_000).0,
+                &crate::context::cut(&rules_block(&rules_of(root, env.progress.as_ref())), 12_000)
+                    .0,
             ),
         ],
     );
