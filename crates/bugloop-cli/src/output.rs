@@ -223,6 +223,16 @@ pub fn text(report: &ReviewReport, style: Style) -> String {
             );
         }
     }
+    if !report.refused_context.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n{}",
+            style.yellow("Not given to the model (outside the repository or not a file):")
+        );
+        for r in &report.refused_context {
+            let _ = writeln!(out, "  {}: {}", r.path, r.reason);
+        }
+    }
     if !report.conversation_problems.is_empty() {
         let _ = writeln!(out, "\n{}", style.dim("Conversation problems:"));
         for p in &report.conversation_problems {
@@ -315,6 +325,12 @@ pub fn markdown(report: &ReviewReport) -> String {
             );
         }
         out.push_str("\n</details>\n");
+    }
+    if !report.refused_context.is_empty() {
+        out.push_str("\n### Not given to the model\n\n");
+        for r in &report.refused_context {
+            let _ = writeln!(out, "- `{}`: {}", r.path, r.reason);
+        }
     }
     if !report.unreviewed.is_empty() || !report.errors.is_empty() {
         out.push_str("\n### Not reviewed\n\n");

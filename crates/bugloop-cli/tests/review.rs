@@ -10,10 +10,14 @@ use std::process::{Command, Output};
 
 use serde_json::{Value, json};
 
+#[path = "review/context.rs"]
+mod context;
 #[path = "review/conversation.rs"]
 mod conversation;
 #[path = "review/hostile.rs"]
 mod hostile;
+#[path = "review/sameness.rs"]
+mod sameness;
 
 fn git(dir: &Path, args: &[&str]) {
     let output = Command::new("git")

@@ -20,9 +20,9 @@ use crate::{CONFIG_PATH, Config, ConfigError, Origin, apply_env_tree, validate};
 /// The keys a branch's own file may set (when [`BranchConfig::ReviewSettings`]): how findings are
 /// judged and shown. Every other key is trusted-only: commands (`fix`, `gate`, `solve`), the
 /// sandbox, models and providers (where tokens go, what they cost), budgets, identity and marker
-/// prefixes, labels and assignees, the converge loop's size, protected paths, the branch prefix,
-/// and `review.enable_web` (the reviewer fetching from the web). New keys are trusted-only until
-/// they are listed here.
+/// prefixes, labels, the converge loop's size, protected paths, the branch prefix, and
+/// `review.enable_web` and `review.web` (where the reviewer may send requests). New keys are
+/// trusted-only until they are listed here.
 pub const BRANCH_SETTABLE: &[&str] = &[
     "review.threshold",
     "review.elevation_threshold",
@@ -35,8 +35,6 @@ pub const BRANCH_SETTABLE: &[&str] = &[
     "review.dedup_line_window",
     "review.dedup_min_overlap",
     "review.max_tokens_per_call",
-    "review.trigger_mention",
-    "review.review_drafts",
 ];
 
 /// The spec's names of keys, accepted as aliases (see `model.rs`).

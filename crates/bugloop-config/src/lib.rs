@@ -22,11 +22,11 @@ pub use layered::*;
 pub use model::*;
 pub use show::*;
 
+use bugloop_domain::MarkerSyntax;
 use bugloop_domain::dedup::DedupRule;
 use bugloop_domain::filter::FilterSettings;
 use bugloop_domain::paths::IgnoreMatcher;
 use bugloop_domain::safety::{VerifyCommand, parse_verify_commands};
-use bugloop_domain::{BotIdentity, MarkerSyntax};
 
 /// Where the configuration lives, relative to the repository root.
 pub const CONFIG_PATH: &str = ".bugloop/config.yml";
@@ -265,6 +265,52 @@ fn clean_path(path: &str) -> String {
     }
 }
 
+/// Keys the spec names (or bugloop once read) that configure nothing bugloop has: refused with why
+/// and what to do instead, rather than accepted and ignored. A key under a listed section is
+/// refused with it.
+pub const UNSUPPORTED_KEYS: &[(&str, &str)] = &[
+    (
+        "review.trigger_mention",
+        "the mention trigger belongs to the GitHub forge, which bugloop does not have yet (locally, \
+         `bugloop review` is the trigger); remove the key",
+    ),
+    (
+        "review.review_drafts",
+        "reviewing draft pull requests belongs to the GitHub forge, which bugloop does not have yet \
+         (locally, every review is asked for); remove the key",
+    ),
+    (
+        "identity.bot_logins",
+        "bugloop no longer trusts a comment for its author's name: it knows its own comments by \
+         the record it keeps when it writes them (locally) and by the account it authenticates as \
+         (on GitHub); remove the key",
+    ),
+    (
+        "agents",
+        "an assignee for the solve loop and an external reviewer configure the solve loop, which \
+         bugloop does not have yet; remove the section",
+    ),
+];
+
+/// Why `key` (a dotted path) is refused, when it is an unsupported key or under one.
+pub fn unsupported(key: &str) -> Option<&'static str> {
+    UNSUPPORTED_KEYS.iter().find_map(|(known, why)| {
+        (key == *known
+            || key
+                .strip_prefix(known)
+                .is_some_and(|rest| rest.starts_with('.')))
+        .then_some(*why)
+    })
+}
+
+fn dotted(parent: &str, key: &str) -> String {
+    if parent.is_empty() {
+        key.to_owned()
+    } else {
+        format!("{parent}.{key}")
+    }
+}
+
 /// Turns a serde message into an error: unknown keys get the closest valid key.
 fn classify(origin: Origin, path: String, message: &str) -> ConfigError {
     // serde's standard wording: "unknown field `x`, expected one of `a`, `b`" (or "expected `a`",
@@ -286,6 +332,14 @@ fn classify(origin: Origin, path: String, message: &str) -> ConfigError {
             // The path ends before the key (a key inside a list item: `fix.verify_commands[0]`).
             _ => path.clone(),
         };
+        let full = dotted(&parent, &key);
+        if let Some(why) = unsupported(&full) {
+            return ConfigError::Invalid {
+                origin,
+                path: full,
+                message: format!("is not supported: {why}"),
+            };
+        }
         let suggestion = closest(&key, &valid);
         return ConfigError::UnknownKey {
             origin,
@@ -427,6 +481,14 @@ fn set_path(
             // Maps with free keys (providers, prices) accept new entries.
             let free = inside_new_entry || matches!(walked.last(), Some(&"providers" | &"prices"));
             if !free {
+                let full = dotted(&walked.join("."), key);
+                if let Some(why) = unsupported(&full) {
+                    return Err(ConfigError::Invalid {
+                        origin: origin.clone(),
+                        path: full,
+                        message: format!("is not supported: {why}"),
+                    });
+                }
                 return Err(ConfigError::UnknownKey {
                     origin: origin.clone(),
                     path: walked.join("."),
@@ -455,6 +517,84 @@ fn set_path(
 }
 
 /// Checks what types cannot: ranges, patterns, commands, prefixes.
+/// A host name as `review.web.allow` takes it: a name or an IP address, optionally `*.` first,
+/// without scheme, port, path or user.
+fn is_host_pattern(entry: &str) -> bool {
+    let name = entry.strip_prefix("*.").unwrap_or(entry);
+    !name.is_empty()
+        && name.len() <= 253
+        && (name.parse::<std::net::IpAddr>().is_ok()
+            || name.split('.').all(|label| {
+                !label.is_empty()
+                    && !label.starts_with('-')
+                    && label.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+            }))
+}
+
+/// Checks `review.enable_web` and `review.web`.
+fn web_settings(review: &ReviewConfig) -> Result<(), ConfigError> {
+    let invalid = |path: String, message: String| ConfigError::Invalid {
+        origin: Origin::Value,
+        path,
+        message,
+    };
+    let web = &review.web;
+    for (list, entries) in [("allow", &web.allow), ("allow_private", &web.allow_private)] {
+        for (index, entry) in entries.iter().enumerate() {
+            if !is_host_pattern(entry) {
+                let host = entry
+                    .split("://")
+                    .last()
+                    .unwrap_or(entry)
+                    .split(['/', ':', '?', '#'])
+                    .next()
+                    .unwrap_or_default();
+                return Err(invalid(
+                    format!("review.web.{list}[{index}]"),
+                    format!(
+                        "`{entry}` is not a host name; write the host alone, like `{}`",
+                        if host.is_empty() { "docs.rs" } else { host }
+                    ),
+                ));
+            }
+        }
+    }
+    if let Some(url) = &web.search_url {
+        let scheme_ok = url.starts_with("https://") || url.starts_with("http://");
+        if !scheme_ok || !url.contains("{query}") {
+            return Err(invalid(
+                "review.web.search_url".to_owned(),
+                format!(
+                    "`{url}` must be an http(s) URL with `{{query}}` where the query goes, like \
+                     `https://searx.example/search?format=json&q={{query}}`"
+                ),
+            ));
+        }
+    }
+    if !(1..=16_384).contains(&web.max_kib) {
+        return Err(invalid(
+            "review.web.max_kib".to_owned(),
+            format!("must be between 1 and 16384, not {}", web.max_kib),
+        ));
+    }
+    if !(1..=120).contains(&web.timeout_seconds) {
+        return Err(invalid(
+            "review.web.timeout_seconds".to_owned(),
+            format!("must be between 1 and 120, not {}", web.timeout_seconds),
+        ));
+    }
+    if review.enable_web && web.allow.is_empty() && web.search_url.is_none() {
+        return Err(invalid(
+            "review.enable_web".to_owned(),
+            "is true, but `review.web.allow` lists no host and `review.web.search_url` is not \
+             set, so the reviewer could reach nothing; list the hosts it may read (like \
+             `docs.rs`)"
+                .to_owned(),
+        ));
+    }
+    Ok(())
+}
+
 pub fn validate(config: &Config) -> Result<(), ConfigError> {
     let invalid = |path: &str, message: String| ConfigError::Invalid {
         origin: Origin::Value,
@@ -467,6 +607,7 @@ pub fn validate(config: &Config) -> Result<(), ConfigError> {
     commands("gate.commands", &config.gate.commands)?;
     commands("solve.test_commands", &config.solve.test_commands)?;
     ignore_matcher("protected_paths", &config.protected_paths)?;
+    web_settings(&config.review)?;
     if !(0.0..=1.0).contains(&config.review.dedup_min_overlap) {
         return Err(invalid(
             "review.dedup_min_overlap",
@@ -571,17 +712,6 @@ pub fn validate(config: &Config) -> Result<(), ConfigError> {
                 ),
             ));
         }
-    }
-    if config
-        .identity
-        .bot_logins
-        .iter()
-        .all(|l| l.trim().is_empty())
-    {
-        return Err(invalid(
-            "identity.bot_logins",
-            "needs at least one login".to_owned(),
-        ));
     }
     let converge = &config.converge;
     if converge.auditors.len() > converge.parallel_auditors as usize {
@@ -708,16 +838,6 @@ pub fn marker_syntax(config: &Config) -> Result<MarkerSyntax, ConfigError> {
         path: "identity.marker_prefix".to_owned(),
         message: e.to_string(),
     })
-}
-
-pub fn bot_identity(config: &Config) -> BotIdentity {
-    BotIdentity::new(
-        config
-            .identity
-            .bot_logins
-            .iter()
-            .chain(std::iter::once(&config.identity.local_bot_name)),
-    )
 }
 
 pub fn verify_commands(config: &Config) -> Result<Vec<VerifyCommand>, ConfigError> {

@@ -28,8 +28,6 @@ pub struct Config {
     /// The solve loop (error report -> issue -> draft PR -> ready). `limits` is the spec's name.
     #[serde(alias = "limits")]
     pub solve: SolveConfig,
-    /// Who the solve loop assigns, and whether an external reviewer reviews its pull requests.
-    pub agents: AgentsConfig,
     /// Labels bugloop reads and writes on issues.
     pub labels: Labels,
     /// Prefix of the branches bugloop creates.
@@ -51,7 +49,6 @@ impl Default for Config {
             gate: GateConfig::default(),
             converge: ConvergeConfig::default(),
             solve: SolveConfig::default(),
-            agents: AgentsConfig::default(),
             labels: Labels::default(),
             branch_prefix: "bugloop/".to_owned(),
             protected_paths: vec![
@@ -224,12 +221,45 @@ pub struct ReviewConfig {
     pub dedup_min_overlap: f64,
     /// Token budget for the change shown to the model in one call.
     pub max_tokens_per_call: u64,
-    /// A comment mentioning this asks for a review, also on a draft pull request.
-    pub trigger_mention: String,
-    /// Review draft pull requests on push.
-    pub review_drafts: bool,
-    /// Let the reviewer search and fetch the web (library documentation, CVEs).
+    /// Let the reviewer search and fetch the web (library documentation, CVEs) through
+    /// `web_search` and `web_fetch`, limited to the hosts of `review.web.allow`.
     pub enable_web: bool,
+    /// Where the reviewer's web tools may go, and how much they may read.
+    pub web: WebConfig,
+}
+
+/// The reviewer's web access (`review.enable_web`). The code under review is written by whoever
+/// opened the change, and it steers the model: the allow-list is what keeps a prompt injection from
+/// sending the code, or requests, anywhere else.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct WebConfig {
+    /// Hosts `web_fetch` may read: a name (`docs.rs`), or `*.` and a name for its subdomains
+    /// (`*.python.org`). Redirects are followed only to these hosts.
+    pub allow: Vec<String>,
+    /// Hosts (of `allow` or of `search_url`) that may resolve to private, loopback or link-local
+    /// addresses, such as an internal documentation server; every other host that does is refused.
+    pub allow_private: Vec<String>,
+    /// A search endpoint answering SearXNG's JSON (`results: [{title, url, content}]`), with
+    /// `{query}` where the query goes, e.g. `https://searx.example/search?format=json&q={query}`.
+    /// Without one only `web_fetch` is offered.
+    pub search_url: Option<String>,
+    /// Largest response read, in KiB; the rest is cut.
+    pub max_kib: u32,
+    /// Longest a request may take, redirects included.
+    pub timeout_seconds: u32,
+}
+
+impl Default for WebConfig {
+    fn default() -> Self {
+        WebConfig {
+            allow: Vec::new(),
+            allow_private: Vec::new(),
+            search_url: None,
+            max_kib: 256,
+            timeout_seconds: 15,
+        }
+    }
 }
 
 impl Default for ReviewConfig {
@@ -246,9 +276,8 @@ impl Default for ReviewConfig {
             dedup_line_window: 3,
             dedup_min_overlap: 0.5,
             max_tokens_per_call: 24_000,
-            trigger_mention: "@bugloop".to_owned(),
-            review_drafts: false,
             enable_web: false,
+            web: WebConfig::default(),
         }
     }
 }
@@ -256,8 +285,6 @@ impl Default for ReviewConfig {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct IdentityConfig {
-    /// Logins whose comments are bugloop's own; only these are parsed for state.
-    pub bot_logins: Vec<String>,
     /// Name bugloop writes as in the local store.
     pub local_bot_name: String,
     pub marker_prefix: String,
@@ -268,7 +295,6 @@ pub struct IdentityConfig {
 impl Default for IdentityConfig {
     fn default() -> Self {
         IdentityConfig {
-            bot_logins: vec!["bugloop[bot]".to_owned(), "github-actions[bot]".to_owned()],
             local_bot_name: "bugloop".to_owned(),
             marker_prefix: bugloop_domain::marker::DEFAULT_MARKER_PREFIX.to_owned(),
             legacy_marker_prefixes: vec![bugloop_domain::marker::LEGACY_MARKER_PREFIX.to_owned()],
@@ -496,26 +522,4 @@ impl Default for SandboxConfig {
             max_memory_mb: 8192,
         }
     }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
-#[serde(default, deny_unknown_fields)]
-pub struct AgentsConfig {
-    pub bugsolver: BugsolverConfig,
-    pub reviewer: ReviewerConfig,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
-#[serde(default, deny_unknown_fields)]
-pub struct BugsolverConfig {
-    /// The account issues are assigned to while bugloop solves them.
-    pub assignee: Option<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
-#[serde(default, deny_unknown_fields)]
-pub struct ReviewerConfig {
-    /// Another tool (CodeRabbit and the like) reviews the solver's pull requests; bugloop then only
-    /// resolves their threads instead of reviewing itself.
-    pub external: bool,
 }

@@ -110,20 +110,21 @@ fn env_errors_name_the_variable() {
 
 #[test]
 fn the_specs_own_config_files_load() {
-    // bugloop-architecture.md's example, verbatim.
-    let config = parse(
-        "labels:\n  trigger: \"bug:autofix\"\n  in-progress: \"bugloop:solving\"\n  needs-human: \"bugloop:escalated\"\n\nlimits:\n  max_ralph_iterations: 10\n  max_review_iterations: 5\n  timeout_minutes: 30\n  max_diff_lines: 500\n\nbranch_prefix: \"bugloop/\"\n\nagents:\n  bugsolver:\n    assignee: \"bugsolver-bot\"\n  reviewer:\n    # CodeRabbit handles this automatically\n    external: true\n",
-    )
-    .unwrap();
+    // bugloop-architecture.md's example, verbatim but for its `agents` section, which configures
+    // the solve loop bugloop does not have: that is refused, not ignored.
+    let spec = "labels:\n  trigger: \"bug:autofix\"\n  in-progress: \"bugloop:solving\"\n  needs-human: \"bugloop:escalated\"\n\nlimits:\n  max_ralph_iterations: 10\n  max_review_iterations: 5\n  timeout_minutes: 30\n  max_diff_lines: 500\n\nbranch_prefix: \"bugloop/\"\n";
+    let config = parse(spec).unwrap();
     assert_eq!(config.solve.max_iterations, 10);
-    assert_eq!(
-        config.agents.bugsolver.assignee.as_deref(),
-        Some("bugsolver-bot")
+    let agents = "\nagents:\n  bugsolver:\n    assignee: \"bugsolver-bot\"\n  reviewer:\n    # CodeRabbit handles this automatically\n    external: true\n";
+    let error = parse(&format!("{spec}{agents}")).unwrap_err().to_string();
+    assert!(
+        error.starts_with(".bugloop/config.yml:14:1: `agents`: is not supported: "),
+        "{error}"
     );
-    assert!(config.agents.reviewer.external);
+    assert!(error.contains("remove the section"), "{error}");
     // The reviewer's and bugbot's setting names.
     let config = parse(
-        "review:\n  problem_score_threshold: 6\n  score_elevation_threshold: 5\n  bugbot-severity: medium\n  bugbot-comment-limit: 10\n  ai-ignore-files: [\"*.md\"]\n  enable_web: true\nfix:\n  bugbot-fix-verify-commands: [npm test]\n",
+        "review:\n  problem_score_threshold: 6\n  score_elevation_threshold: 5\n  bugbot-severity: medium\n  bugbot-comment-limit: 10\n  ai-ignore-files: [\"*.md\"]\n  enable_web: true\n  web:\n    allow: [docs.rs]\nfix:\n  bugbot-fix-verify-commands: [npm test]\n",
     )
     .unwrap();
     assert_eq!(config.review.threshold.get(), 6);
@@ -136,6 +137,52 @@ fn the_specs_own_config_files_load() {
         config.fix.verify_commands,
         CommandList::from(vec!["npm test"])
     );
+    assert!(config.review.enable_web);
+    validate(&config).unwrap();
+}
+
+#[test]
+fn keys_that_configure_nothing_are_refused_with_what_to_do() {
+    let mut report = String::new();
+    for text in [
+        "review:\n  trigger_mention: \"@bot\"\n",
+        "review:\n  threshold: 6\n  review_drafts: true\n",
+        "agents:\n  bugsolver:\n    assignee: someone\n",
+        "identity:\n  bot_logins: [me]\n",
+    ] {
+        report.push_str(&format!("{text}  => {}\n", parse(text).unwrap_err()));
+    }
+    for (var, value) in [
+        ("BUGLOOP_REVIEW__REVIEW_DRAFTS", "true"),
+        ("BUGLOOP_AGENTS__REVIEWER__EXTERNAL", "true"),
+    ] {
+        let error =
+            apply_env(Config::default(), vec![(var.to_owned(), value.to_owned())]).unwrap_err();
+        report.push_str(&format!("{var}={value}\n  => {error}\n"));
+    }
+    insta::assert_snapshot!(report);
+}
+
+#[test]
+fn web_access_names_what_is_wrong() {
+    let mut report = String::new();
+    for text in [
+        "review:\n  enable_web: true\n",
+        "review:\n  enable_web: true\n  web:\n    allow: [docs.rs, \"https://example.com/x\"]\n",
+        "review:\n  web:\n    allow_private: [\"intranet:8080\"]\n",
+        "review:\n  web:\n    search_url: \"https://searx.example/search?q=\"\n",
+        "review:\n  web:\n    max_kib: 0\n",
+        "review:\n  web:\n    timeout_seconds: 600\n",
+    ] {
+        let config = parse(text).unwrap();
+        report.push_str(&format!("{text}  => {}\n", validate(&config).unwrap_err()));
+    }
+    insta::assert_snapshot!(report);
+    let fine = parse(
+        "review:\n  enable_web: true\n  web:\n    allow: [docs.rs, \"*.python.org\", 10.0.0.7]\n    allow_private: [10.0.0.7]\n    search_url: \"http://10.0.0.7/search?format=json&q={query}\"\n",
+    )
+    .unwrap();
+    validate(&fine).unwrap();
 }
 
 #[test]

@@ -192,6 +192,8 @@ fn bench(c: &mut Criterion) {
                 description: f.description,
                 file: f.file,
                 line: f.line,
+                end_line: f.end_line,
+                evidence: f.evidence,
                 status: ThreadStatus::Pending,
             }
         })

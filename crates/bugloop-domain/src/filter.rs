@@ -5,11 +5,11 @@
 //! Order: path safety -> ignore globs -> security promotion -> score elevation -> threshold and
 //! severity floor -> dedup (within the run, then against existing findings) -> comment limit.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use crate::dedup::{DedupIndex, DedupRule};
+use crate::dedup::{Candidate, DedupIndex, DedupRule, Place};
 use crate::finding::{Category, Finding, FindingId};
 use crate::paths::{IgnoreMatcher, normalize_finding_path};
 use crate::score::{Score, Severity};
@@ -61,7 +61,20 @@ pub struct ExistingFinding {
     pub description: String,
     pub file: Option<String>,
     pub line: Option<u32>,
+    pub end_line: Option<u32>,
+    /// The code the finding quoted (read back from its comment; older comments have none).
+    pub evidence: Option<String>,
     pub status: ThreadStatus,
+}
+
+impl ExistingFinding {
+    fn place(&self) -> Place<'_> {
+        Place {
+            file: self.file.as_deref(),
+            line: self.line,
+            end_line: self.end_line,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -433,6 +446,36 @@ fn text_of(title: &str, description: &str) -> String {
     format!("{title}\n{description}")
 }
 
+fn place_of(finding: &Finding) -> Place<'_> {
+    Place {
+        file: finding.file.as_deref(),
+        line: finding.line,
+        end_line: finding.end_line,
+    }
+}
+
+fn candidate<'a>(finding: &'a Finding, text: &'a str) -> Candidate<'a> {
+    Candidate {
+        place: place_of(finding),
+        text,
+        evidence: finding.evidence.as_deref(),
+    }
+}
+
+/// `id` itself when free, else the first `id-N` (N from 2) that is.
+fn fresh_id(id: &FindingId, taken: impl Fn(&FindingId) -> bool) -> FindingId {
+    if !taken(id) {
+        return id.clone();
+    }
+    // `with_suffix` keeps the suffix even on the longest ids, so this always ends.
+    (2usize..)
+        .map(|n| id.with_suffix(n))
+        .find(|candidate| !taken(candidate))
+        .unwrap_or_else(|| id.clone())
+}
+
+/// Findings of this run that are the same problem (see [`crate::dedup`]) become one: the highest
+/// score is kept. A reused id on a different problem is renamed so markers stay unique.
 pub fn dedup_run(
     mut findings: Vec<Finding>,
     settings: &FilterSettings,
@@ -443,37 +486,30 @@ pub fn dedup_run(
     findings.sort_by_key(|f| std::cmp::Reverse(f.score));
     let mut index = DedupIndex::new();
     let mut kept: Vec<Finding> = Vec::with_capacity(findings.len());
-    let mut ids: BTreeMap<FindingId, usize> = BTreeMap::new();
+    let mut ids: BTreeSet<FindingId> = BTreeSet::new();
     for mut finding in findings {
         let text = text_of(&finding.title, &finding.description);
-        if let Some(found) =
-            index.find(settings.dedup, finding.file.as_deref(), finding.line, &text)
-        {
+        if let Some(found) = index.find(settings.dedup, candidate(&finding, &text)) {
             let original = kept
                 .get(found.entry)
                 .map(|f| f.id.to_string())
                 .unwrap_or_default();
             stage.dropped.push(Dropped::new(
                 &finding,
-                format!(
-                    "duplicate of {original} in this run ({:.0}% word overlap)",
-                    found.overlap * 100.0
-                ),
+                format!("duplicate of {original} in this run ({})", found.reason),
             ));
             continue;
         }
-        if let Some(count) = ids.get_mut(&finding.id) {
-            // Same id, different finding: keep both, renamed so markers stay unique.
-            *count += 1;
-            let renamed = finding.id.with_suffix(*count);
+        let id = fresh_id(&finding.id, |id| ids.contains(id));
+        if id != finding.id {
             stage.changed.push(Changed {
-                id: renamed.clone(),
+                id: id.clone(),
                 note: format!("id {} was already used in this run", finding.id),
             });
-            finding.id = renamed;
+            finding.id = id;
         }
-        ids.insert(finding.id.clone(), 1);
-        index.insert(finding.file.as_deref(), finding.line, &text);
+        ids.insert(finding.id.clone());
+        index.insert(candidate(&finding, &text));
         kept.push(finding);
     }
     stage.output = kept.len();
@@ -481,6 +517,10 @@ pub fn dedup_run(
     kept
 }
 
+/// Findings that are an existing one reported again update it (PENDING, ESCALATED) or are dropped
+/// (RESOLVED, DISPUTED: never raised again). An id the model repeats is that finding only when the
+/// place agrees (same file, and the same lines or the same quoted evidence); otherwise the finding
+/// is new and gets a fresh id, since the model reuses ids for other problems.
 pub fn dedup_existing(
     findings: Vec<Finding>,
     existing: &[ExistingFinding],
@@ -490,45 +530,63 @@ pub fn dedup_existing(
     let mut stage = report(Stage::DedupExisting, findings.len(), 0);
     let mut index = DedupIndex::new();
     let mut by_id: BTreeMap<&FindingId, usize> = BTreeMap::new();
-    for (position, old) in existing.iter().enumerate() {
-        index.insert(
-            old.file.as_deref(),
-            old.line,
-            &text_of(&old.title, &old.description),
-        );
+    let texts: Vec<String> = existing
+        .iter()
+        .map(|old| text_of(&old.title, &old.description))
+        .collect();
+    for (old, text) in existing.iter().zip(&texts) {
+        let position = index.insert(Candidate {
+            place: old.place(),
+            text,
+            evidence: old.evidence.as_deref(),
+        });
         by_id.insert(&old.id, position);
     }
+    let mut taken: BTreeSet<FindingId> = findings.iter().map(|f| f.id.clone()).collect();
     let mut kept = Vec::new();
     let mut rediscovered = Vec::new();
-    for finding in findings {
-        let matched = by_id
+    for mut finding in findings {
+        let text = text_of(&finding.title, &finding.description);
+        let same_id = by_id
             .get(&finding.id)
-            .copied()
-            .map(|i| (i, 1.0))
-            .or_else(|| {
-                index
-                    .find(
-                        settings.dedup,
-                        finding.file.as_deref(),
-                        finding.line,
-                        &text_of(&finding.title, &finding.description),
-                    )
-                    .map(|m| (m.entry, m.overlap))
+            .and_then(|&i| existing.get(i))
+            .map(|old| (old, same_place(old, &finding, settings.dedup)));
+        let matched = match same_id {
+            Some((old, true)) => Some((old, "same id at the same place".to_owned())),
+            _ => index
+                .find(settings.dedup, candidate(&finding, &text))
+                .and_then(|m| existing.get(m.entry).map(|old| (old, m.reason.to_string()))),
+        };
+        if matched.is_none()
+            && let Some((old, false)) = same_id
+        {
+            let fresh = fresh_id(&finding.id, |id| {
+                by_id.contains_key(id) || taken.contains(id)
             });
-        let Some(old) = matched.and_then(|(i, overlap)| existing.get(i).map(|old| (old, overlap)))
-        else {
+            stage.changed.push(Changed {
+                id: fresh.clone(),
+                note: format!(
+                    "id {} is the existing finding at {}; this one at {} is another problem, \
+                     renamed {fresh}",
+                    finding.id,
+                    location_of(old),
+                    finding.location()
+                ),
+            });
+            taken.insert(fresh.clone());
+            finding.id = fresh;
+        }
+        let Some((old, why)) = matched else {
             kept.push(finding);
             continue;
         };
-        let (old, overlap) = old;
         match old.status {
             ThreadStatus::Pending | ThreadStatus::Escalated => {
                 stage.changed.push(Changed {
                     id: old.id.clone(),
                     note: format!(
-                        "reported again as {} ({:.0}% word overlap): updates the existing comment",
-                        finding.id,
-                        overlap * 100.0
+                        "reported again as {} ({why}): updates the existing comment",
+                        finding.id
                     ),
                 });
                 rediscovered.push(Rediscovered {
@@ -540,7 +598,7 @@ pub fn dedup_existing(
                 stage.dropped.push(Dropped::new(
                     &finding,
                     format!(
-                        "already raised as {} and {}",
+                        "already raised as {} and {} ({why})",
                         old.id,
                         status.as_str().to_lowercase()
                     ),
@@ -551,6 +609,30 @@ pub fn dedup_existing(
     stage.output = kept.len() + rediscovered.len();
     stages.push(stage);
     (kept, rediscovered)
+}
+
+/// Whether a finding under an existing finding's id is about the same place: same file, and
+/// line ranges within the window or the same quoted evidence (the code moved since).
+fn same_place(old: &ExistingFinding, new: &Finding, rule: DedupRule) -> bool {
+    if old.place().same_as(&place_of(new), rule) {
+        return true;
+    }
+    old.file == new.file
+        && match (
+            crate::dedup::evidence_key(old.evidence.as_deref()),
+            crate::dedup::evidence_key(new.evidence.as_deref()),
+        ) {
+            (Some(a), Some(b)) => crate::dedup::same_evidence(&a, &b),
+            _ => false,
+        }
+}
+
+fn location_of(old: &ExistingFinding) -> String {
+    match (&old.file, old.line) {
+        (Some(file), Some(line)) => format!("{file}:{line}"),
+        (Some(file), None) => file.clone(),
+        _ => "(no file)".to_owned(),
+    }
 }
 
 pub fn comment_limit(

@@ -105,6 +105,10 @@ struct ExistingCase {
     description: String,
     file: Option<String>,
     line: Option<u32>,
+    #[serde(default)]
+    end_line: Option<u32>,
+    #[serde(default)]
+    evidence: Option<String>,
     status: ThreadStatus,
 }
 
@@ -139,6 +143,8 @@ fn filter() {
                 description: e.description,
                 file: e.file,
                 line: e.line,
+                end_line: e.end_line,
+                evidence: e.evidence,
                 status: e.status,
             })
             .collect();

@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 use crate::build::{
     BuildEnv, BuildError, BuildResult, BuildStatus, BuildTask, Landing, Workbench, build, land,
 };
-use crate::context::read_rules;
+use crate::context::rules_of;
 use crate::intent::{Classified, Intent, OpenFinding, classify};
 use crate::publish::{disputed_reply, escalated_reply, info_reply};
 use crate::review::prompt::{fill, rules_block};
@@ -369,7 +369,8 @@ pub async fn ask(env: &ActEnv<'_>, change: &ChangeKey, question: &str) -> Result
             ("findings", &findings),
             (
                 "rules",
-                &crate::context::cut(&rules_block(&read_rules(root)), 12_000).0,
+                &crate::context::cut(&rules_block(&rules_of(root, env.progress.as_ref())), 12_000)
+                    .0,
             ),
         ],
     );

@@ -18,7 +18,7 @@ use bugloop_sandbox::{Changes, CommandSpec, GitMount, Policy, TaskTree};
 use bugloop_tools::{ToolContext, Toolset, Workspace};
 use serde::Serialize;
 
-use crate::context::{cut, read_rules};
+use crate::context::{cut, rules_of};
 use crate::review::prompt::{fill, rules_block};
 use crate::{Progress, sandbox_settings};
 
@@ -189,7 +189,7 @@ pub struct BuildTask {
 }
 
 /// The Build agent's system prompt for this repository.
-pub fn system_prompt(config: &Config, root: &Path) -> String {
+pub fn system_prompt(config: &Config, root: &Path, progress: &dyn Progress) -> String {
     let verify = if config.fix.verify_commands.is_empty() {
         "None are configured (`fix.verify_commands`): the change is committed unverified, so be \
          careful."
@@ -203,7 +203,7 @@ pub fn system_prompt(config: &Config, root: &Path) -> String {
             .collect::<Vec<_>>()
             .join("\n")
     };
-    let (rules, _) = cut(&rules_block(&read_rules(root)), 16_000);
+    let (rules, _) = cut(&rules_block(&rules_of(root, progress)), 16_000);
     fill(
         SYSTEM,
         &[
@@ -279,7 +279,7 @@ pub async fn run_commands(
 /// Runs the Build agent on `task` in the workbench, verifies, and commits when everything passed.
 /// On any failure the worktree is reset, so nothing of the attempt remains.
 pub async fn build(env: &BuildEnv<'_>, bench: &Workbench, task: BuildTask) -> BuildResult {
-    let system = system_prompt(env.config, bench.path());
+    let system = system_prompt(env.config, bench.path(), env.progress.as_ref());
     let mut result = BuildResult {
         status: BuildStatus::AgentFailed {
             error: "not started".to_owned(),

@@ -17,9 +17,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use bugloop_config::{AuditFocus, Validator};
 
-use bugloop_domain::markdown::inline;
 use bugloop_domain::finding::{Finding, FindingId};
 use bugloop_domain::grounding::{Head, ground};
+use bugloop_domain::markdown::inline;
 use bugloop_domain::safety::{MAX_FINDING_BODY_CHARS, truncate_finding_body};
 use bugloop_domain::score::Priority;
 use bugloop_forge::ChangeKey;

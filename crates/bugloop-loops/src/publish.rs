@@ -68,6 +68,13 @@ pub fn finding_body(finding: &Finding, markers: &MarkerSyntax, resolved: bool) -
     if let Some(line) = finding.line {
         extra.insert("line".to_owned(), serde_json::json!(line));
     }
+    // Read back to recognise the same problem in a later run, whatever its words (dedup).
+    if let Some(end_line) = finding.end_line {
+        extra.insert("end_line".to_owned(), serde_json::json!(end_line));
+    }
+    if let Some(evidence) = &finding.evidence {
+        extra.insert("evidence".to_owned(), serde_json::json!(evidence));
+    }
     block.extra = extra;
     build_comment(&human, &block)
 }

@@ -6,6 +6,7 @@
 pub mod prompt;
 pub mod report;
 pub mod tools;
+pub mod web;
 
 use std::collections::{BTreeMap, HashMap};
 use std::os::unix::ffi::OsStrExt;
@@ -29,7 +30,7 @@ use bugloop_llm::{JsonSchemaFormat, LlmError, Message, Provider};
 use bugloop_sandbox::Policy;
 use bugloop_tools::{ToolContext, Toolset, Workspace, typed};
 
-use crate::context::{read_rules, sensitivity};
+use crate::context::{ContextReader, read_rules, sensitivity};
 use crate::plan::{Batch, Unreviewed, estimate_tokens, plan};
 use crate::publish::{
     OVERFLOW_TAG, SUMMARY_TAG, find_tagged, finding_body, overflow_body, overflow_cleared_body,
@@ -55,6 +56,8 @@ pub enum ReviewError {
     Config(#[from] ConfigError),
     #[error("the review workspace {path}: {message}")]
     Workspace { path: PathBuf, message: String },
+    #[error(transparent)]
+    Web(#[from] web::WebError),
 }
 
 /// The change to review and where its head is checked out.
@@ -136,21 +139,15 @@ impl<'a> HeadTree<'a> {
     }
 }
 
-/// A file's text if `path` stays inside `root` (symlinks included) and is a readable file.
+/// A file's text if `path` stays inside `root` and is a regular file, checked as the tools check
+/// it ([`bugloop_tools::Workspace::open_file`]: symlinks leading out, `.git`, FIFOs and devices
+/// are refused).
 pub(crate) fn read_inside(root: &Path, path: &str) -> Option<String> {
-    let root = root.canonicalize().ok()?;
+    use std::io::Read;
     let safe = bugloop_domain::paths::normalize_finding_path(path).ok()?;
-    // A name that is not UTF-8 is shown quoted; the file on disk has the bytes it names.
-    let name = bugloop_domain::paths::path_bytes(&safe)?;
-    let full = root
-        .join(std::ffi::OsStr::from_bytes(&name))
-        .canonicalize()
-        .ok()?;
-    let root = root.as_path();
-    if !full.starts_with(root) || !full.is_file() {
-        return None;
-    }
-    let bytes = std::fs::read(full).ok()?;
+    let mut file = Workspace::new(root).ok()?.open_file(&safe).ok()?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).ok()?;
     Some(String::from_utf8_lossy(&bytes).into_owned())
 }
 
@@ -192,6 +189,14 @@ fn existing_of(state: &ReviewState) -> Vec<ExistingFinding> {
                     .and_then(serde_json::Value::as_u64)
                     .and_then(|l| u32::try_from(l).ok())
             });
+            let end_line = extra
+                .and_then(|e| e.get("end_line"))
+                .and_then(serde_json::Value::as_u64)
+                .and_then(|l| u32::try_from(l).ok());
+            let evidence = extra
+                .and_then(|e| e.get("evidence"))
+                .and_then(|v| v.as_str())
+                .map(str::to_owned);
             Some(ExistingFinding {
                 id,
                 title: thread.title.clone(),
@@ -201,6 +206,8 @@ fn existing_of(state: &ReviewState) -> Vec<ExistingFinding> {
                     .map_or_else(|| thread.body.clone(), |a| a.assessment.clone()),
                 file,
                 line,
+                end_line,
+                evidence,
                 status: thread.status,
             })
         })
@@ -295,8 +302,10 @@ pub async fn review_with(
         .collect();
 
     // 2. What the reviewer is told besides the change.
-    let rules = read_rules(&request.workspace);
-    let verdict = sensitivity(&request.workspace, config.review.sensitive_data);
+    let mut context_reader = ContextReader::new(&request.workspace);
+    let rules = read_rules(&mut context_reader);
+    let verdict = sensitivity(&mut context_reader, config.review.sensitive_data);
+    let refused_context = context_reader.into_refused();
     let mut settings = bugloop_config::filter_settings_for(config, verdict.sensitive)?;
     // The comment limit is per change, as on a pull request: open findings count against it, so
     // re-runs never add comments beyond it.
@@ -331,6 +340,40 @@ pub async fn review_with(
         system.push_str(focus.trim());
         system.push('\n');
     }
+    // Web access needs tools; a model answering in one structured reply cannot use it.
+    let web = if tools_mode {
+        web::WebAccess::new(&config.review)?
+    } else {
+        None
+    };
+    let system = match &web {
+        Some(web) => format!(
+            "{system}\n\n{}",
+            prompt::fill(
+                web::PROMPT,
+                &[
+                    (
+                        "hosts",
+                        &if web.allowed_hosts().is_empty() {
+                            "none (only search results can be seen)".to_owned()
+                        } else {
+                            web.allowed_hosts().join(", ")
+                        },
+                    ),
+                    (
+                        "search",
+                        if web.can_search() {
+                            "`web_search(query)` searches the web and returns titles, URLs and \
+                             snippets."
+                        } else {
+                            "There is no web search; fetch documentation pages directly."
+                        },
+                    ),
+                ],
+            )
+        ),
+        None => system,
+    };
     let output_tokens = match capabilities.context_tokens {
         // Two findings' worth: small models are slow under a grammar and rarely find more.
         Some(context) if !tools_mode => (context / 5).clamp(256, 768),
@@ -389,6 +432,7 @@ pub async fn review_with(
             compact,
             &open_ids,
             output_tokens,
+            web.as_ref(),
         )
         .await;
         env.progress.event(ProgressEvent::CallDone {
@@ -680,14 +724,7 @@ pub async fn review_with(
     if request.publish
         && let Some(body) = overflow_text
     {
-        upsert_tagged(
-            env.forge,
-            &request.change,
-            &comments,
-            OVERFLOW_TAG,
-            &body,
-        )
-        .await?;
+        upsert_tagged(env.forge, &request.change, &comments, OVERFLOW_TAG, &body).await?;
     }
 
     // 7. The report, and the summary comment made from it.
@@ -730,6 +767,7 @@ pub async fn review_with(
             }))
             .collect(),
         disputes,
+        refused_context,
         complete: errors.is_empty(),
         unreviewed,
         summarized: plan.summarized.clone(),
@@ -855,6 +893,7 @@ async fn run_session(
     compact: bool,
     open_ids: &[String],
     output_tokens: u32,
+    web: Option<&Arc<web::WebAccess>>,
 ) -> Session {
     let mut session = Session {
         collected: Collected::default(),
@@ -887,28 +926,35 @@ async fn run_session(
     let change = prompt::change(&request.description, &scope, &batch.text);
     let shared = Arc::new(Mutex::new(Collected::default()));
     let task = if tools_mode {
+        let mut extra_tools = vec![
+            typed(ReportFinding {
+                collected: shared.clone(),
+                progress: env.progress.clone(),
+                batch: call,
+            }),
+            typed(ResolveFinding {
+                collected: shared.clone(),
+                open_ids: open_ids.to_vec(),
+            }),
+            typed(SubmitPass {
+                collected: shared.clone(),
+                progress: env.progress.clone(),
+                batch: call,
+                passes: 4,
+            }),
+        ];
+        if let Some(web) = web {
+            extra_tools.push(typed(web::WebFetch { web: web.clone() }));
+            if web.can_search() {
+                extra_tools.push(typed(web::WebSearch { web: web.clone() }));
+            }
+        }
         Task {
             name: "review".to_owned(),
             system: system.to_owned(),
             messages: vec![Message::user(format!("{change}\n\n{}", prompt::PASSES[0]))],
             toolset: Some(Toolset::Plan),
-            extra_tools: vec![
-                typed(ReportFinding {
-                    collected: shared.clone(),
-                    progress: env.progress.clone(),
-                    batch: call,
-                }),
-                typed(ResolveFinding {
-                    collected: shared.clone(),
-                    open_ids: open_ids.to_vec(),
-                }),
-                typed(SubmitPass {
-                    collected: shared.clone(),
-                    progress: env.progress.clone(),
-                    batch: call,
-                    passes: 4,
-                }),
-            ],
+            extra_tools,
             submit_tool: Some(SUBMIT_PASS.to_owned()),
             follow_ups: prompt::PASSES[1..]
                 .iter()

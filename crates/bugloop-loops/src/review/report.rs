@@ -6,6 +6,7 @@ use bugloop_domain::finding::Finding;
 use schemars::JsonSchema;
 use serde::Serialize;
 
+use crate::context::RefusedFile;
 use crate::plan::Unreviewed;
 
 /// Version of the report's shape; bumped on incompatible changes.
@@ -48,6 +49,9 @@ pub struct ReviewReport {
     pub conversation_problems: Vec<String>,
     /// Developer replies answered before the review (concede, maintain, escalate).
     pub disputes: Vec<DisputeSummary>,
+    /// Files read for context (rule files, README, manifests) that were refused and not shown to
+    /// the model: they lead outside the repository, into `.git`, or are not regular files.
+    pub refused_context: Vec<RefusedFile>,
     /// Whether every part of the change was reviewed without error.
     pub complete: bool,
 }

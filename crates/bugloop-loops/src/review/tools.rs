@@ -74,7 +74,8 @@ pub struct PassResults {
 /// What one review session reported.
 #[derive(Debug, Default)]
 pub struct Collected {
-    /// By id, in order of first report; a re-report under the same id replaces the finding.
+    /// In order of first report; a re-report under the same id in the same file replaces the
+    /// finding.
     pub findings: Vec<Finding>,
     pub resolutions: BTreeMap<String, String>,
     pub passes: Vec<PassResults>,
@@ -177,8 +178,14 @@ pub fn defuse_suggestion(text: &str) -> String {
 }
 
 impl Collected {
+    /// Adds a finding, or replaces the one with its id in the same file (a correction). The same
+    /// id in another file is another problem; the review renames it.
     pub fn add(&mut self, finding: Finding) -> bool {
-        if let Some(existing) = self.findings.iter_mut().find(|f| f.id == finding.id) {
+        if let Some(existing) = self
+            .findings
+            .iter_mut()
+            .find(|f| f.id == finding.id && f.file == finding.file)
+        {
             *existing = finding;
             false
         } else {
@@ -203,7 +210,8 @@ impl TypedTool for ReportFinding {
     const NAME: &'static str = "report_finding";
     const DESCRIPTION: &'static str = "Report one problem in the change: file and line at head, \
         the line quoted as evidence, title, description, score (1-10 by the rubric), category and \
-        an optional markdown suggestion. Reporting again with the same id replaces the finding.";
+        an optional markdown suggestion. Reporting again with the same id in the same file replaces \
+        the finding.";
 
     async fn run(&self, _: &ToolContext, params: ReportedFinding) -> Result<String, ToolError> {
         let finding = accept(params).map_err(ToolError::Model)?;

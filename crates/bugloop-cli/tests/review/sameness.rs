@@ -1,0 +1,108 @@
+//! What is the same finding, through the binary: the same problem at the same place whatever the
+//! words, and an id the model repeats at another place is a new finding.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use super::{bugloop, off_by_one, repo, script, stderr, stdout};
+
+fn review_json(dir: &Path, model: &str) -> Value {
+    let output = bugloop(dir, &["review", "--model", model, "--format", "json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    serde_json::from_str(&stdout(&output))
+        .unwrap_or_else(|e| panic!("{e}: {}{}", stdout(&output), stderr(&output)))
+}
+
+/// The finding comments in the store, by id, from `bugloop findings --format json`.
+fn finding_ids(dir: &Path) -> Vec<String> {
+    let output = bugloop(dir, &["findings", "--format", "json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let listed: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let mut ids: Vec<String> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["finding_id"].as_str().unwrap().to_owned())
+        .collect();
+    ids.sort();
+    ids
+}
+
+#[test]
+fn three_paraphrases_of_one_bug_at_one_place_are_one_finding() {
+    let dir = repo();
+    let scripts = tempfile::tempdir().unwrap();
+    let first = review_json(dir.path(), &script(scripts.path(), &[off_by_one()]));
+    let id = first["findings"][0]["id"].as_str().unwrap().to_owned();
+
+    // Two more wordings, sharing almost no significant word with the first or each other, at the
+    // same line (one a line off, as models do), quoting the same code: one in a later run is a
+    // rediscovery of the first, and the two in one run merge.
+    let paraphrases = [
+        json!({"file": "lib.rs", "line": 6, "evidence": "v[v.len()]",
+               "title": "Out-of-bounds read in last()",
+               "description": "Accessing position len crashes for every input slice.",
+               "score": 7, "category": "reliability"}),
+        json!({"file": "lib.rs", "line": 5, "end_line": 6, "evidence": "    v[v.len()]",
+               "title": "Function panics unconditionally",
+               "description": "No element exists at that offset; callers always abort.",
+               "score": 8, "category": "logic"}),
+    ];
+    let second = review_json(dir.path(), &script(scripts.path(), &paraphrases));
+    assert_eq!(finding_ids(dir.path()), vec![id.clone()], "{second:#}");
+    let published = second["findings"].as_array().unwrap();
+    assert_eq!(published.len(), 1, "{second:#}");
+    assert_eq!(published[0]["id"], id.as_str());
+    assert_eq!(published[0]["action"], "updated", "{second:#}");
+    let merged: Vec<&Value> = second["dropped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["stage"] == "dedup_run")
+        .collect();
+    assert_eq!(merged.len(), 1, "{second:#}");
+    assert!(
+        merged[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("same quoted evidence at the same place"),
+        "{second:#}"
+    );
+}
+
+#[test]
+fn an_id_repeated_at_another_place_is_a_new_finding() {
+    let dir = repo();
+    let scripts = tempfile::tempdir().unwrap();
+    let first = review_json(dir.path(), &script(scripts.path(), &[off_by_one()]));
+    let id = first["findings"][0]["id"].as_str().unwrap().to_owned();
+
+    // The model reuses the id of the previous finding for another problem, in `average`.
+    let other = json!({"id": id, "file": "lib.rs", "line": 2,
+        "evidence": "v.iter().sum::<f64>() / v.len() as f64",
+        "title": "Average of an empty slice is NaN",
+        "description": "Dividing by a zero length gives NaN, which callers do not expect.",
+        "score": 6, "category": "logic"});
+    let second = review_json(dir.path(), &script(scripts.path(), &[other]));
+    let fresh = format!("{id}-2");
+    assert_eq!(
+        finding_ids(dir.path()),
+        [id.clone(), fresh.clone()],
+        "{second:#}"
+    );
+    let published = second["findings"].as_array().unwrap();
+    assert_eq!(published.len(), 1, "{second:#}");
+    assert_eq!(published[0]["id"], fresh.as_str());
+    assert_eq!(published[0]["action"], "added");
+    assert_eq!(published[0]["line"], 2);
+
+    // The original comment still describes the original problem at its place.
+    let show = bugloop(dir.path(), &["findings", "show", &id]);
+    assert!(
+        stdout(&show).contains("Index one past the end"),
+        "{}",
+        stdout(&show)
+    );
+    assert!(!stdout(&show).contains("NaN"), "{}", stdout(&show));
+}
