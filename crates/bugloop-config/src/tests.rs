@@ -1,3 +1,5 @@
+//! Unit tests of configuration loading and validation.
+
 use super::*;
 
 fn parse(text: &str) -> Result<Config, ConfigError> {

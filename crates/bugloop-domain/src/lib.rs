@@ -12,6 +12,7 @@ pub mod paths;
 pub mod rmcoc;
 pub mod safety;
 pub mod score;
+pub mod status;
 pub mod thread;
 
 pub use finding::{Category, Finding, FindingId};

@@ -5,6 +5,9 @@
 //! Hand-written rather than a Markdown crate: we need line roles (not events), and the rules used
 //! here are the few CommonMark fence rules, identical on every forge.
 
+/// The info string of the fence that holds a comment's state (see `rmcoc`).
+pub const RMCOC_LANG: &str = "rmcoc";
+
 /// An opening code fence: ```` ``` ```` or `~~~`, three or more, indented at most three spaces.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Fence {
@@ -103,7 +106,7 @@ pub fn neutralise(text: &str) -> String {
             LineRole::Text => out.push_str(&line.replace("<!--", "&lt;!--")),
             LineRole::Open(fence) => {
                 open = Some(fence);
-                if fence.lang.eq_ignore_ascii_case(crate::rmcoc::RMCOC_LANG)
+                if fence.lang.eq_ignore_ascii_case(RMCOC_LANG)
                     || fence.lang.eq_ignore_ascii_case("suggestion")
                 {
                     let indent = line.len() - line.trim_start_matches(' ').len();

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::finding::FindingId;
 use crate::markdown::{LineRole, line_roles};
-use crate::thread::ThreadStatus;
+use crate::status::ThreadStatus;
 
 /// The default marker prefix.
 pub const DEFAULT_MARKER_PREFIX: &str = "bugloop";

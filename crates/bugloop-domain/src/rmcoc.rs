@@ -20,10 +20,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::markdown::{LineRole, line_roles};
 use crate::score::Score;
-use crate::thread::ThreadStatus;
+use crate::status::ThreadStatus;
 
-/// The info string of the fence.
-pub const RMCOC_LANG: &str = "rmcoc";
+pub use crate::markdown::RMCOC_LANG;
 
 /// The state of one finding as stored in a comment.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

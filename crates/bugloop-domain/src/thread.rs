@@ -7,53 +7,20 @@
 //! the end of a finding comment, and the tag at the end of a reply (see `marker.rs`).
 
 use std::collections::HashMap;
-use std::fmt;
 
 use jiff::Timestamp;
-use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::finding::FindingId;
 use crate::marker::{Marker, MarkerSyntax, ReplyKind};
 use crate::rmcoc::{RmcocBlock, parse_comment};
 use crate::score::Score;
+pub use crate::status::ThreadStatus;
 
 /// What the bot writes to resolve a thread.
 pub const RESOLVED_PHRASE: &str = "✅ **Issue Resolved**";
 /// What the bot writes to hand a thread to a human.
 pub const ESCALATED_PHRASE: &str = "🔺 **Escalated to Human Review**";
-
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
-)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-pub enum ThreadStatus {
-    /// Raised; no verdict yet, or discussion ongoing.
-    Pending,
-    /// Fixed, or the bot accepted the developer's reasoning.
-    Resolved,
-    /// The bot replied to a developer without conceding.
-    Disputed,
-    /// Left to a human reviewer.
-    Escalated,
-}
-
-impl ThreadStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ThreadStatus::Pending => "PENDING",
-            ThreadStatus::Resolved => "RESOLVED",
-            ThreadStatus::Disputed => "DISPUTED",
-            ThreadStatus::Escalated => "ESCALATED",
-        }
-    }
-}
-
-impl fmt::Display for ThreadStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 /// Where a comment lives on the forge.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::budget::BudgetExceeded;
+use crate::overrun::BudgetExceeded;
 
 /// What a caller should do about an error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -10,6 +10,7 @@ mod http;
 #[cfg(feature = "local")]
 pub mod local;
 pub mod openai;
+pub mod overrun;
 pub mod replay;
 pub mod scripted;
 pub mod structured;

@@ -28,9 +28,9 @@ use crate::build::{
 };
 use crate::context::rules_of;
 use crate::intent::{Classified, Intent, OpenFinding, classify};
+use crate::prompt::{fill, rules_block};
+use crate::publish::resolve_thread;
 use crate::publish::{disputed_reply, escalated_reply, info_reply};
-use crate::review::prompt::{fill, rules_block};
-use crate::review::resolve_thread;
 use crate::{Progress, sandbox_settings};
 
 pub const FIX_PROMPT: &str = include_str!("../prompts/fix.md");
@@ -616,7 +616,7 @@ fn code_around(root: &Path, thread: &ThreadState) -> String {
     let (Some(file), Some(line)) = (&thread.file, thread.line) else {
         return String::new();
     };
-    let Some(text) = crate::review::read_inside(root, file) else {
+    let Some(text) = crate::context::read_inside(root, file) else {
         return format!("\n({file} no longer exists.)\n");
     };
     let start = line.saturating_sub(8).max(1) as usize;

@@ -19,7 +19,7 @@ use bugloop_tools::{ToolContext, Toolset, Workspace};
 use serde::Serialize;
 
 use crate::context::{cut, rules_of};
-use crate::review::prompt::{fill, rules_block};
+use crate::prompt::{fill, rules_block};
 use crate::{Progress, sandbox_settings};
 
 pub const SYSTEM: &str = include_str!("../prompts/build-system.md");

@@ -237,6 +237,18 @@ pub fn sensitivity(reader: &mut ContextReader, configured: Sensitivity) -> Sensi
     }
 }
 
+/// A file's text if `path` stays inside `root` and is a regular file, checked as the tools check
+/// it ([`bugloop_tools::Workspace::open_file`]: symlinks leading out, `.git`, FIFOs and devices
+/// are refused).
+pub fn read_inside(root: &Path, path: &str) -> Option<String> {
+    use std::io::Read;
+    let safe = bugloop_domain::paths::normalize_finding_path(path).ok()?;
+    let mut file = Workspace::new(root).ok()?.open_file(&safe).ok()?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).ok()?;
+    Some(String::from_utf8_lossy(&bytes).into_owned())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -31,7 +31,7 @@ use crate::act::{ActEnv, ActError};
 use crate::build::{
     BuildStatus, BuildTask, Landing, Workbench, build, land, net_change, run_commands,
 };
-use crate::review::prompt::fill;
+use crate::prompt::fill;
 use crate::review::{ReviewEnv, ReviewRequest, review};
 
 pub const GATE_FIX_PROMPT: &str = include_str!("../prompts/gate-fix.md");

@@ -10,7 +10,7 @@ use bugloop_domain::safety::{sanitize_user_comment, truncate_finding_body};
 use bugloop_llm::Provider;
 use serde::{Deserialize, Serialize};
 
-use crate::review::prompt::fill;
+use crate::prompt::fill;
 
 pub const PROMPT: &str = include_str!("../prompts/intent.md");
 

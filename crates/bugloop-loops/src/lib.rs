@@ -10,6 +10,7 @@ pub mod context;
 pub mod converge;
 pub mod intent;
 pub mod plan;
+pub mod prompt;
 pub mod publish;
 pub mod review;
 

@@ -7,11 +7,12 @@
 
 use std::collections::BTreeMap;
 
-use bugloop_domain::finding::Finding;
+use bugloop_domain::finding::{Finding, FindingId};
 use bugloop_domain::markdown::{inline, neutralise};
 use bugloop_domain::marker::{MarkerSyntax, ReplyKind};
 use bugloop_domain::rmcoc::{RmcocBlock, build_comment};
 use bugloop_domain::thread::{Comment, ESCALATED_PHRASE, RESOLVED_PHRASE, ThreadStatus};
+use bugloop_forge::{ChangeKey, Forge, ForgeError};
 
 use crate::review::report::{ReviewReport, UsageInfo};
 
@@ -245,6 +246,29 @@ pub fn find_tagged<'a>(comments: &'a [Comment], tag: &str) -> Option<&'a Comment
     comments
         .iter()
         .find(|c| c.by_bugloop && c.in_reply_to.is_none() && c.body.starts_with(tag))
+}
+
+/// Flips the marker, says why in the thread, and resolves the thread.
+pub async fn resolve_thread(
+    forge: &dyn Forge,
+    change: &ChangeKey,
+    markers: &MarkerSyntax,
+    root: &Comment,
+    id: &FindingId,
+    reason: &str,
+) -> Result<(), ForgeError> {
+    if let Some(body) = markers.replace(&root.body, id, true)
+        && body != root.body
+    {
+        forge.update_comment(change, root, &body).await?;
+    }
+    forge
+        .reply(change, root, &resolved_reply(markers, reason))
+        .await?;
+    if let Some(thread) = &root.thread_id {
+        forge.set_thread_resolved(change, thread, true).await?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@ mod limits;
 mod probe;
 mod run;
 mod seccomp;
+mod settings;
 mod tasktree;
 mod view;
 
@@ -24,8 +25,9 @@ pub use probe::{Capabilities, Protection, probe, protections};
 pub use run::{
     CommandSpec, Confinement, ExitState, Output, Policy, SandboxSettings, WhenUnconfined, run,
 };
+pub use settings::{GitMount, OBJECTS_MOUNT};
 pub use tasktree::{Change, ChangeKind, Changes, ShadowGit, TaskTree, common_git_dir};
-pub use view::{GitMount, OBJECTS_MOUNT, SYSTEM_PATHS};
+pub use view::SYSTEM_PATHS;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SandboxError {

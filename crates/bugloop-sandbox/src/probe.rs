@@ -44,7 +44,8 @@ fn probe_now() -> Capabilities {
     // The very arguments the runner uses, so a probe that passes means commands will start.
     let workspace = std::env::temp_dir();
     // The probe must not depend on the caller's home directories or git directory.
-    let settings = crate::run::SandboxSettings::new(&workspace, crate::run::Policy::ReadOnly);
+    let settings =
+        crate::settings::SandboxSettings::new(&workspace, crate::settings::Policy::ReadOnly);
     let trial = std::process::Command::new(&path)
         .args(crate::view::bwrap_arguments(&settings, &workspace, &workspace, None).args)
         .args(["--", "true"])

@@ -8,77 +8,11 @@ use serde::Serialize;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
 use crate::SandboxError;
-use crate::limits::{Cgroups, LimitHit, Limits, disk_use, watch_workspace};
+use crate::limits::{Cgroups, LimitHit, disk_use, watch_workspace};
 use crate::probe::{find_in_path, probe};
-use crate::view::{GitMount, bwrap_arguments};
+use crate::view::bwrap_arguments;
 
-/// What a command may write.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Policy {
-    /// Nothing but its private `/tmp`.
-    ReadOnly,
-    /// The workspace and its private `/tmp`.
-    WorkspaceWrite,
-}
-
-/// What to do where the kernel cannot confine.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum WhenUnconfined {
-    Refuse,
-    /// Run with only the environment, timeout and output limits, and say so loudly.
-    Warn,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct SandboxSettings {
-    /// The task's worktree: the working directory and the only writable place.
-    pub workspace: PathBuf,
-    pub policy: Policy,
-    pub timeout: Duration,
-    /// Bytes kept of each of stdout and stderr; the rest is counted and dropped.
-    pub max_output_bytes: usize,
-    /// Environment variables passed through besides PATH, LANG, LC_ALL and HOME.
-    pub env_allowlist: Vec<String>,
-    /// The home directory, hidden (from `HOME` by default).
-    pub home_dir: Option<PathBuf>,
-    /// Directories under the home directory shown (read-only) although the home is hidden.
-    pub visible_home_dirs: Vec<String>,
-    /// More paths shown read-only.
-    pub read_only_paths: Vec<PathBuf>,
-    /// System paths shown read-only besides [`crate::SYSTEM_PATHS`] (toolchains elsewhere).
-    pub system_paths: Vec<PathBuf>,
-    /// The sanitized git directory shown as the workspace's `.git`; without one, a `.git` in the
-    /// workspace is hidden.
-    pub git: Option<GitMount>,
-    pub limits: Limits,
-    pub when_unconfined: WhenUnconfined,
-    /// The workspace's disk use when the first command of these settings (and their clones) ran:
-    /// growth is counted from there, so a task's commands share one budget.
-    #[serde(skip)]
-    pub workspace_baseline: std::sync::Arc<std::sync::OnceLock<u64>>,
-}
-
-impl SandboxSettings {
-    pub fn new(workspace: impl Into<PathBuf>, policy: Policy) -> Self {
-        SandboxSettings {
-            workspace: workspace.into(),
-            policy,
-            timeout: Duration::from_secs(600),
-            max_output_bytes: 1 << 20,
-            env_allowlist: Vec::new(),
-            home_dir: crate::view::home(),
-            visible_home_dirs: vec![".cargo".into(), ".rustup".into()],
-            read_only_paths: Vec::new(),
-            system_paths: Vec::new(),
-            git: None,
-            limits: Limits::default(),
-            when_unconfined: WhenUnconfined::Refuse,
-            workspace_baseline: std::sync::Arc::default(),
-        }
-    }
-}
+pub use crate::settings::{Policy, SandboxSettings, WhenUnconfined};
 
 /// A command: program and arguments, never a shell line.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]

@@ -20,7 +20,7 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::SandboxError;
-use crate::view::{GitMount, OBJECTS_MOUNT};
+use crate::settings::{GitMount, OBJECTS_MOUNT};
 
 /// Files larger than this are not committed (they are reported instead).
 const MAX_COMMITTED_FILE: u64 = 100 << 20;

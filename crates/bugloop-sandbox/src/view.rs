@@ -8,16 +8,12 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use crate::run::{Policy, SandboxSettings};
+use crate::settings::{OBJECTS_MOUNT, Policy, SandboxSettings};
 
 /// System directories shown read-only (when they exist). `/etc` is filtered (see [`etc_view`]).
 pub const SYSTEM_PATHS: &[&str] = &[
     "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt", "/nix",
 ];
-
-/// Where the repository's object store is shown inside the sandbox; the sanitized git directory's
-/// `objects/info/alternates` points here.
-pub const OBJECTS_MOUNT: &str = "/run/bugloop/git-objects";
 
 /// Entries of `/etc` never shown, even when world-readable: system-wide git configuration (it can
 /// name credential helpers and programs), environment files (proxies with passwords), and
@@ -66,17 +62,6 @@ const CREDENTIAL_NAMES: &[&str] = &[
     ".aws",
     ".kube",
 ];
-
-/// A sanitized git directory shown at the workspace's `.git` (see `ShadowGit`).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct GitMount {
-    /// The sanitized git directory on the host.
-    pub shadow: PathBuf,
-    /// The repository's object directory on the host, shown read-only at [`OBJECTS_MOUNT`].
-    pub objects: PathBuf,
-    /// Object directories the repository itself borrows from (its own alternates).
-    pub alternates: Vec<PathBuf>,
-}
 
 fn world_readable(metadata: &std::fs::Metadata) -> bool {
     let mode = metadata.permissions().mode();
@@ -276,13 +261,6 @@ impl Arguments {
         self.args.push(path.display().to_string());
         self.args.push(path.display().to_string());
     }
-}
-
-/// The home directory, when there is one worth hiding.
-pub(crate) fn home() -> Option<PathBuf> {
-    std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .filter(|h| h.is_dir() && h != Path::new("/"))
 }
 
 /// bubblewrap's arguments for a command in `workspace` with working directory `cwd`; with a

@@ -1,3 +1,5 @@
+//! Unit tests of the store.
+
 use super::*;
 
 fn new(author: &str, body: &str) -> NewComment {

@@ -1,3 +1,5 @@
+//! Unit tests of the local forge.
+
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::process::Command;

@@ -1,3 +1,5 @@
+//! Unit tests of the converge loop.
+
 use bugloop_domain::finding::Category;
 use bugloop_domain::score::Score;
 

@@ -1,3 +1,5 @@
+//! Unit tests of intent classification.
+
 use super::*;
 
 fn open() -> Vec<OpenFinding> {

@@ -1,3 +1,5 @@
+//! Unit tests of the review planner.
+
 use super::*;
 
 fn file_diff(path: &str, lines: usize) -> String {

@@ -3,7 +3,6 @@
 //! answer for models without tools), ground and filter what the model reported, publish, and
 //! report.
 
-pub mod prompt;
 pub mod report;
 pub mod tools;
 pub mod web;
@@ -22,7 +21,6 @@ use bugloop_domain::filter::{
 };
 use bugloop_domain::finding::{Finding, FindingId};
 use bugloop_domain::grounding::{self, Head};
-use bugloop_domain::marker::MarkerSyntax;
 use bugloop_domain::thread::{Comment, ReviewState, ThreadStatus, reconstruct};
 use bugloop_forge::{ChangeKey, Forge, ForgeError, LineAnchor, Upsert};
 use bugloop_llm::budget::Meter;
@@ -32,9 +30,10 @@ use bugloop_tools::{ToolContext, Toolset, Workspace, typed};
 
 use crate::context::{ContextReader, read_rules, sensitivity};
 use crate::plan::{Batch, Unreviewed, estimate_tokens, plan};
+use crate::prompt;
 use crate::publish::{
     OVERFLOW_TAG, SUMMARY_TAG, find_tagged, finding_body, overflow_body, overflow_cleared_body,
-    resolved_reply, summary_body,
+    summary_body,
 };
 use crate::{Progress, ProgressEvent, sandbox_settings};
 
@@ -126,7 +125,7 @@ impl<'a> HeadTree<'a> {
             if texts.contains_key(&path) {
                 continue;
             }
-            let text = read_inside(root, &path);
+            let text = crate::context::read_inside(root, &path);
             texts.insert(path, text);
         }
         HeadTree { texts, diff }
@@ -137,18 +136,6 @@ impl<'a> HeadTree<'a> {
         let index = usize::try_from(line).ok()?.checked_sub(1)?;
         text.lines().nth(index).map(|l| l.trim_end().to_owned())
     }
-}
-
-/// A file's text if `path` stays inside `root` and is a regular file, checked as the tools check
-/// it ([`bugloop_tools::Workspace::open_file`]: symlinks leading out, `.git`, FIFOs and devices
-/// are refused).
-pub(crate) fn read_inside(root: &Path, path: &str) -> Option<String> {
-    use std::io::Read;
-    let safe = bugloop_domain::paths::normalize_finding_path(path).ok()?;
-    let mut file = Workspace::new(root).ok()?.open_file(&safe).ok()?;
-    let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes).ok()?;
-    Some(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 impl Head for HeadTree<'_> {
@@ -698,7 +685,8 @@ pub async fn review_with(
         if request.publish
             && let Some(root) = comments.iter().find(|c| c.id == thread.id)
         {
-            resolve_thread(env.forge, &request.change, &markers, root, &id, reason).await?;
+            crate::publish::resolve_thread(env.forge, &request.change, &markers, root, &id, reason)
+                .await?;
         }
         resolved.push(ResolvedFinding {
             id: id.as_str().to_owned(),
@@ -843,29 +831,6 @@ fn published_finding(
         note: notes.get(&finding.id).cloned(),
         finding: finding.clone(),
     }
-}
-
-/// Flips the marker, says why in the thread, and resolves the thread.
-pub async fn resolve_thread(
-    forge: &dyn Forge,
-    change: &ChangeKey,
-    markers: &MarkerSyntax,
-    root: &Comment,
-    id: &FindingId,
-    reason: &str,
-) -> Result<(), ForgeError> {
-    if let Some(body) = markers.replace(&root.body, id, true)
-        && body != root.body
-    {
-        forge.update_comment(change, root, &body).await?;
-    }
-    forge
-        .reply(change, root, &resolved_reply(markers, reason))
-        .await?;
-    if let Some(thread) = &root.thread_id {
-        forge.set_thread_resolved(change, thread, true).await?;
-    }
-    Ok(())
 }
 
 async fn upsert_tagged(
@@ -1068,7 +1033,7 @@ fn read_structured(value: serde_json::Value, open_ids: &[String], collected: &mu
 
 #[cfg(test)]
 mod tests {
-    use super::read_inside;
+    use crate::context::read_inside;
 
     /// Grounding reads through `read_inside`: a symlink in the repository that leads outside it is
     /// refused (its target is never read), one that stays inside is followed.

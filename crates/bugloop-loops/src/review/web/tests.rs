@@ -1,3 +1,5 @@
+//! Unit tests of the reviewer's web access.
+
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use wiremock::matchers::{method, path, query_param};

@@ -7,15 +7,15 @@ use bugloop_domain::thread::ThreadState;
 
 use crate::context::{RuleFile, SensitivityVerdict};
 
-pub const SYSTEM: &str = include_str!("../../prompts/review-system.md");
-pub const WORKFLOW_TOOLS: &str = include_str!("../../prompts/review-workflow-tools.md");
-pub const WORKFLOW_STRUCTURED: &str = include_str!("../../prompts/review-workflow-structured.md");
-pub const CHANGE: &str = include_str!("../../prompts/review-change.md");
+pub const SYSTEM: &str = include_str!("../prompts/review-system.md");
+pub const WORKFLOW_TOOLS: &str = include_str!("../prompts/review-workflow-tools.md");
+pub const WORKFLOW_STRUCTURED: &str = include_str!("../prompts/review-workflow-structured.md");
+pub const CHANGE: &str = include_str!("../prompts/review-change.md");
 pub const PASSES: [&str; 4] = [
-    include_str!("../../prompts/review-pass-1.md"),
-    include_str!("../../prompts/review-pass-2.md"),
-    include_str!("../../prompts/review-pass-3.md"),
-    include_str!("../../prompts/review-pass-4.md"),
+    include_str!("../prompts/review-pass-1.md"),
+    include_str!("../prompts/review-pass-2.md"),
+    include_str!("../prompts/review-pass-3.md"),
+    include_str!("../prompts/review-pass-4.md"),
 ];
 
 /// Replaces each `{{name}}` with its value (values are inserted verbatim, never re-expanded).

@@ -1,0 +1,235 @@
+//! Repository tidiness that no compiler checks: every source file says what it is (`//!`), every
+//! crate has its place in ARCHITECTURE.md's code map, and no two files of a crate import each
+//! other, directly or around a circle (a circle is one type in the wrong file).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .unwrap()
+        .to_path_buf()
+}
+
+fn crates() -> Vec<PathBuf> {
+    let mut crates: Vec<PathBuf> = std::fs::read_dir(workspace().join("crates"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.join("Cargo.toml").is_file())
+        .collect();
+    crates.sort();
+    crates
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// A file's module path inside its crate (`review::tools`); `None` for the crate root.
+fn module_of(src: &Path, file: &Path) -> Option<String> {
+    let relative = file.strip_prefix(src).unwrap().with_extension("");
+    let mut parts: Vec<String> = relative
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    if parts.last().is_some_and(|last| last == "mod") {
+        parts.pop();
+    }
+    match parts.as_slice() {
+        [] => None,
+        [only] if only == "lib" || only == "main" => None,
+        _ => Some(parts.join("::")),
+    }
+}
+
+/// `crate::a::b::Item` references in code (not in comments), as the longest known module.
+fn references(text: &str, modules: &BTreeSet<String>) -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    for line in text.lines() {
+        let code = line.trim_start();
+        if code.starts_with("//") {
+            continue;
+        }
+        for (start, _) in code.match_indices("crate::") {
+            let rest = &code[start + "crate::".len()..];
+            let path: String = rest
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == ':')
+                .collect();
+            let parts: Vec<&str> = path.split("::").filter(|p| !p.is_empty()).collect();
+            if let Some(module) = (1..=parts.len())
+                .rev()
+                .map(|n| parts[..n].join("::"))
+                .find(|candidate| modules.contains(candidate))
+            {
+                found.insert(module);
+            }
+        }
+    }
+    found
+}
+
+/// Strongly connected groups of more than one module (Tarjan).
+fn circles(edges: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
+    struct State<'a> {
+        edges: &'a BTreeMap<String, BTreeSet<String>>,
+        index: BTreeMap<&'a str, usize>,
+        low: BTreeMap<&'a str, usize>,
+        stack: Vec<&'a str>,
+        found: Vec<Vec<String>>,
+    }
+    fn visit<'a>(state: &mut State<'a>, node: &'a str) {
+        let next = state.index.len();
+        state.index.insert(node, next);
+        state.low.insert(node, next);
+        state.stack.push(node);
+        for target in &state.edges[node] {
+            let target = target.as_str();
+            if !state.index.contains_key(target) {
+                visit(state, target);
+                let low = state.low[node].min(state.low[target]);
+                state.low.insert(node, low);
+            } else if state.stack.contains(&target) {
+                let low = state.low[node].min(state.index[target]);
+                state.low.insert(node, low);
+            }
+        }
+        if state.low[node] == state.index[node] {
+            let mut group = Vec::new();
+            while let Some(member) = state.stack.pop() {
+                group.push(member.to_owned());
+                if member == node {
+                    break;
+                }
+            }
+            if group.len() > 1 {
+                group.sort();
+                state.found.push(group);
+            }
+        }
+    }
+    let mut state = State {
+        edges,
+        index: BTreeMap::new(),
+        low: BTreeMap::new(),
+        stack: Vec::new(),
+        found: Vec::new(),
+    };
+    for node in edges.keys() {
+        if !state.index.contains_key(node.as_str()) {
+            visit(&mut state, node);
+        }
+    }
+    state.found
+}
+
+#[test]
+fn every_source_file_says_what_it_is() {
+    let mut missing = Vec::new();
+    for krate in crates() {
+        let mut files = Vec::new();
+        rust_files(&krate.join("src"), &mut files);
+        for file in files {
+            let text = std::fs::read_to_string(&file).unwrap();
+            if !text.trim_start().starts_with("//!") {
+                missing.push(
+                    file.strip_prefix(workspace())
+                        .unwrap()
+                        .display()
+                        .to_string(),
+                );
+            }
+        }
+    }
+    assert_eq!(
+        missing,
+        Vec::<String>::new(),
+        "files without a `//!` header"
+    );
+}
+
+#[test]
+fn every_crate_is_in_the_code_map() {
+    let architecture = std::fs::read_to_string(workspace().join("ARCHITECTURE.md")).unwrap();
+    let missing: Vec<String> = crates()
+        .iter()
+        .map(|krate| krate.file_name().unwrap().to_string_lossy().into_owned())
+        .filter(|name| !architecture.contains(&format!("### `crates/{name}`")))
+        .collect();
+    assert_eq!(
+        missing,
+        Vec::<String>::new(),
+        "crates missing from ARCHITECTURE.md"
+    );
+}
+
+#[test]
+fn no_two_files_of_a_crate_import_each_other() {
+    let mut found = Vec::new();
+    for krate in crates() {
+        let src = krate.join("src");
+        let mut files = Vec::new();
+        rust_files(&src, &mut files);
+        let modules: BTreeMap<String, PathBuf> = files
+            .iter()
+            .filter_map(|file| module_of(&src, file).map(|m| (m, file.clone())))
+            .collect();
+        let names: BTreeSet<String> = modules.keys().cloned().collect();
+        let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for (module, file) in &modules {
+            let text = std::fs::read_to_string(file).unwrap();
+            let targets = references(&text, &names)
+                .into_iter()
+                // A module and its own children are one unit (a parent declares its children).
+                .filter(|target| {
+                    target != module
+                        && !module.starts_with(&format!("{target}::"))
+                        && !target.starts_with(&format!("{module}::"))
+                })
+                .collect();
+            edges.insert(module.clone(), targets);
+        }
+        for group in circles(&edges) {
+            found.push(format!(
+                "{}: {}",
+                krate.file_name().unwrap().to_string_lossy(),
+                group.join(" <-> ")
+            ));
+        }
+    }
+    assert_eq!(found, Vec::<String>::new(), "import circles between files");
+}
+
+#[test]
+fn a_circle_is_found() {
+    let edges: BTreeMap<String, BTreeSet<String>> = [
+        ("a", vec!["b"]),
+        ("b", vec!["c"]),
+        ("c", vec!["a"]),
+        ("d", vec!["a"]),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.into_iter().map(str::to_owned).collect()))
+    .collect();
+    assert_eq!(circles(&edges), vec![vec!["a", "b", "c"]]);
+    let names: BTreeSet<String> = ["review".to_owned(), "review::tools".to_owned()].into();
+    let found = references(
+        "// crate::act::x\nuse crate::review::tools::Thing;\nlet x = crate::review::run();",
+        &names,
+    );
+    assert_eq!(
+        found,
+        ["review".to_owned(), "review::tools".to_owned()].into()
+    );
+}

@@ -1,0 +1,39 @@
+//! A finding's status in its conversation (pr-reviewer-design.md 3.2): its own module because
+//! the state block, the reply tags and the thread rebuild all name it.
+
+use std::fmt;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ThreadStatus {
+    /// Raised; no verdict yet, or discussion ongoing.
+    Pending,
+    /// Fixed, or the bot accepted the developer's reasoning.
+    Resolved,
+    /// The bot replied to a developer without conceding.
+    Disputed,
+    /// Left to a human reviewer.
+    Escalated,
+}
+
+impl ThreadStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ThreadStatus::Pending => "PENDING",
+            ThreadStatus::Resolved => "RESOLVED",
+            ThreadStatus::Disputed => "DISPUTED",
+            ThreadStatus::Escalated => "ESCALATED",
+        }
+    }
+}
+
+impl fmt::Display for ThreadStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
