@@ -83,24 +83,7 @@ impl Provider for InstantModel {
             .last()
             .map(|m| m.content.as_str())
             .unwrap_or_default();
-        let file = prompt
-            .lines()
-            .find_map(|l| l.strip_prefix("## "))
-            .and_then(|l| l.split(" (").next())
-            .unwrap_or_default();
-        let added = prompt.lines().find_map(|l| {
-            let (number, rest) = l.trim_start().split_once(" + ")?;
-            Some((number.parse::<u32>().ok()?, rest.to_owned()))
-        });
-        let findings = match added {
-            Some((line, text)) => vec![json!({
-                "file": file, "line": line, "evidence": text,
-                "title": format!("Synthetic finding in {file}"),
-                "description": format!("Generated for the benchmark on {file} line {line}."),
-                "score": 7, "category": "logic"
-            })],
-            None => Vec::new(),
-        };
+        let findings: Vec<serde_json::Value> = synthetic_finding(prompt).into_iter().collect();
         let answer = json!({"findings": findings, "resolved": [], "summary": "bench"});
         Ok(ChatResponse {
             message: Message {
@@ -117,66 +100,6 @@ impl Provider for InstantModel {
             },
             model: "bench:instant".to_owned(),
         })
-    }
-}
-
-/// A tool-calling model that answers at once, as a real review's model is driven: in the first
-/// pass it reports one grounded finding (on the first added line of the first file it is shown)
-/// with `report_finding`, and it finishes each of the four passes with `submit_pass_results`.
-#[derive(Debug, Default)]
-struct InstantReviewer;
-
-#[async_trait]
-impl Provider for InstantReviewer {
-    fn name(&self) -> &str {
-        "bench:instant"
-    }
-
-    fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            tools: true,
-            json_schema: false,
-            streaming: false,
-            context_tokens: None,
-        }
-    }
-
-    async fn chat(
-        &self,
-        request: &ChatRequest,
-        _: Option<StreamSink<'_>>,
-    ) -> Result<ChatResponse, LlmError> {
-        let pass = request
-            .messages
-            .iter()
-            .filter(|m| m.role == Role::User)
-            .count();
-        let change = request
-            .messages
-            .iter()
-            .find(|m| m.role == Role::User)
-            .map(|m| m.content.as_str())
-            .unwrap_or_default();
-        let mut calls = Vec::new();
-        if pass == 1
-            && let Some(finding) = synthetic_finding(change)
-        {
-            calls.push(("report_finding", finding));
-        }
-        calls.push((
-            "submit_pass_results",
-            json!({"pass_number": pass, "summary": "bench"}),
-        ));
-        let mut reply = tool_reply(
-            &calls,
-            Usage {
-                input_tokens: estimate_input_tokens(request),
-                output_tokens: 50,
-                cached_input_tokens: 0,
-            },
-        );
-        reply.model = "bench:instant".to_owned();
-        Ok(reply)
     }
 }
 
@@ -281,7 +204,10 @@ pub fn review_speed(
     let mut timings = Vec::new();
     let mut reports = Vec::new();
     for _ in 0..2 {
-        let model: Arc<dyn Provider> = Arc::new(InstantReviewer);
+        let model: Arc<dyn Provider> = Arc::new(PassModel {
+            reports_finding: true,
+            ..PassModel::default()
+        });
         let meter = Arc::new(crate::review::meter_for(config, model.name()));
         let started = Instant::now();
         let report = runtime.block_on(review_once(repo, config, model, meter, runs.path()))?;
@@ -344,17 +270,24 @@ pub fn review_speed(
     Ok(())
 }
 
-/// A tools-capable model that runs the four passes without exploring (the least a tools session
-/// sends), recording the estimated input of every request.
+/// A tool-calling model that answers at once and runs the four passes without exploring (the
+/// least a tools session sends), recording the estimated input of every request. With
+/// `reports_finding` it reports one grounded finding in the first pass (on the first added line of
+/// the first file it is shown), as a real review's model is driven.
 #[derive(Debug, Default)]
 struct PassModel {
+    reports_finding: bool,
     requests: Mutex<Vec<u64>>,
 }
 
 #[async_trait]
 impl Provider for PassModel {
     fn name(&self) -> &str {
-        "bench:passes"
+        if self.reports_finding {
+            "bench:instant"
+        } else {
+            "bench:passes"
+        }
     }
 
     fn capabilities(&self) -> Capabilities {
@@ -371,21 +304,42 @@ impl Provider for PassModel {
         request: &ChatRequest,
         _: Option<StreamSink<'_>>,
     ) -> Result<ChatResponse, LlmError> {
+        let input = estimate_input_tokens(request);
+        if let Ok(mut requests) = self.requests.lock() {
+            requests.push(input);
+        }
         let pass = request
             .messages
             .iter()
             .filter(|m| m.role == Role::User)
             .count();
-        if let Ok(mut requests) = self.requests.lock() {
-            requests.push(estimate_input_tokens(request));
+        let change = request
+            .messages
+            .iter()
+            .find(|m| m.role == Role::User)
+            .map(|m| m.content.as_str())
+            .unwrap_or_default();
+        let mut calls = Vec::new();
+        if self.reports_finding
+            && pass == 1
+            && let Some(finding) = synthetic_finding(change)
+        {
+            calls.push(("report_finding", finding));
         }
-        Ok(tool_reply(
-            &[(
-                "submit_pass_results",
-                json!({"pass_number": pass, "summary": "bench"}),
-            )],
-            Usage::default(),
-        ))
+        calls.push((
+            "submit_pass_results",
+            json!({"pass_number": pass, "summary": "bench"}),
+        ));
+        let mut reply = tool_reply(
+            &calls,
+            Usage {
+                input_tokens: input,
+                output_tokens: 50,
+                cached_input_tokens: 0,
+            },
+        );
+        reply.model = self.name().to_owned();
+        Ok(reply)
     }
 }
 
