@@ -1,21 +1,16 @@
-//! `bugloop fix`, `do`, `ask`, `comment` and `reply`: what a forge comment would trigger, run
-//! locally. The loops are `bugloop_loops::act`; this file parses, connects and prints.
+//! `bugloop fix`, `do`, `ask`, `comment`, `reply` and `converge`: what a forge comment would
+//! trigger, run locally. This file parses, calls the application layer and prints.
 
 use std::io::Write;
 use std::path::Path;
-use std::process::ExitCode;
-use std::sync::Arc;
 
 use anyhow::Result;
-use bugloop_domain::finding::FindingId;
-use bugloop_domain::thread::{find_thread, reconstruct};
-use bugloop_forge::Forge;
-use bugloop_forge::git::Git;
-use bugloop_loops::act::{ActEnv, ActReport, Targets};
-use bugloop_loops::build::{BuildStatus, Landing};
+use bugloop_app::types::{ActReport, BuildStatus};
+use bugloop_app::{
+    App, CommentJob, ConfigChoice, ConvergeJob, FixJob, Outcome, ReplyJob, ReplyOutcome, Verdict,
+};
 
-use crate::configuration::ConfigChoice;
-use crate::review::{connect_model, load_config, open_forge, progress, runtime};
+use crate::{open_app, runtime};
 
 #[derive(Debug, clap::Args)]
 pub struct ModelArg {
@@ -73,42 +68,23 @@ pub struct ReplyArgs {
     pub common: ModelArg,
 }
 
-/// An error after the developer's comment (or reply) was stored: the comment stays in the
-/// conversation, so the exit status (3) must not say "nothing happened" as an error before it
-/// does (2).
-#[derive(Debug)]
-pub struct StoredNotActedOn {
-    pub comment: String,
-    pub change: String,
-}
-
-impl std::fmt::Display for StoredNotActedOn {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "your comment was stored (comment {} of {}), but acting on it failed",
-            self.comment, self.change
-        )
-    }
-}
-
-/// Marks an error that happened after `comment` was stored.
-fn after_storing(
-    error: impl Into<anyhow::Error>,
-    comment: &bugloop_domain::thread::Comment,
-    change: &bugloop_forge::ChangeKey,
-) -> anyhow::Error {
-    error.into().context(StoredNotActedOn {
-        comment: comment.id.clone(),
-        change: change.to_string(),
-    })
+/// Runs `job` on the repository at `cwd`.
+fn with_app<T>(
+    cwd: &Path,
+    choice: &ConfigChoice,
+    job: impl AsyncFnOnce(&App) -> Result<T, bugloop_app::AppError>,
+) -> Result<T> {
+    let runtime = runtime()?;
+    let app = open_app(&runtime, cwd, choice)?;
+    Ok(runtime.block_on(job(&app))?)
 }
 
 fn print_report(
     out: &mut impl Write,
-    report: &ActReport,
+    outcome: Outcome<ActReport>,
     format: crate::Format,
-) -> Result<ExitCode> {
+) -> Result<Verdict> {
+    let report = &outcome.report;
     if let crate::Format::Json = format {
         writeln!(out, "{}", serde_json::to_string_pretty(report)?)?;
     } else {
@@ -133,212 +109,107 @@ fn print_report(
             writeln!(out, "\n{}", answer.trim_end())?;
         }
     }
-    let ok = match &report.build {
-        Some(build) => matches!(build.status, BuildStatus::Committed { .. }),
-        None => true,
-    };
-    Ok(match (&report.landing, ok) {
-        (_, false) => ExitCode::from(1),
-        (Some(Landing::Branch { .. }), true) => ExitCode::from(4),
-        _ => ExitCode::SUCCESS,
-    })
-}
-
-/// Runs `work` with the acting environment of the repository at `cwd`.
-fn with_env<T>(
-    cwd: &Path,
-    config_file: &ConfigChoice,
-    model: Option<&str>,
-    runs_dir: &Path,
-    work: impl AsyncFnOnce(&ActEnv<'_>, &bugloop_forge::local::LocalForge) -> Result<T>,
-) -> Result<T> {
-    let (git, config) = load_config(cwd, config_file)?;
-    let (provider, meter) = connect_model(&config, model)?;
-    runtime()?.block_on(async {
-        let forge = open_forge(&git, &config).await?;
-        let env = ActEnv {
-            forge: &forge,
-            git: &git,
-            config: &config,
-            provider,
-            meter,
-            runs_dir: runs_dir.to_path_buf(),
-            progress: progress(),
-        };
-        work(&env, &forge).await
-    })
+    Ok(outcome.verdict)
 }
 
 pub fn fix(
     cwd: &Path,
-    config: &ConfigChoice,
+    choice: &ConfigChoice,
     args: &FixArgs,
-    runs: &Path,
     out: &mut impl Write,
-) -> Result<ExitCode> {
-    let targets = if args.all {
-        Targets::All
-    } else {
-        Targets::Ids(args.ids.clone())
-    };
-    let report = with_env(
-        cwd,
-        config,
-        args.common.model.as_deref(),
-        runs,
-        async |env, _| {
-            let change = env.git.conversation_key();
-            Ok(bugloop_loops::act::fix(env, &change, &targets, args.comment.as_deref()).await?)
+) -> Result<Verdict> {
+    let job = FixJob {
+        ids: if args.all {
+            Vec::new()
+        } else {
+            args.ids.clone()
         },
-    )?;
-    print_report(out, &report, args.common.format)
+        guidance: args.comment.clone(),
+        model: args.common.model.clone(),
+    };
+    let outcome = with_app(cwd, choice, async |app| app.fix(job).await)?;
+    print_report(out, outcome, args.common.format)
 }
 
 pub fn do_request(
     cwd: &Path,
-    config: &ConfigChoice,
+    choice: &ConfigChoice,
     args: &TextArgs,
-    runs: &Path,
     out: &mut impl Write,
-) -> Result<ExitCode> {
-    let report = with_env(
-        cwd,
-        config,
-        args.common.model.as_deref(),
-        runs,
-        async |env, _| Ok(bugloop_loops::act::do_request(env, &args.text).await?),
-    )?;
-    print_report(out, &report, args.common.format)
+) -> Result<Verdict> {
+    let model = args.common.model.as_deref();
+    let outcome = with_app(cwd, choice, async |app| {
+        app.do_request(&args.text, model).await
+    })?;
+    print_report(out, outcome, args.common.format)
 }
 
 pub fn ask(
     cwd: &Path,
-    config: &ConfigChoice,
+    choice: &ConfigChoice,
     args: &TextArgs,
-    runs: &Path,
     out: &mut impl Write,
-) -> Result<ExitCode> {
-    let answer = with_env(
-        cwd,
-        config,
-        args.common.model.as_deref(),
-        runs,
-        async |env, _| {
-            let change = env.git.conversation_key();
-            Ok(bugloop_loops::act::ask(env, &change, &args.text).await?)
-        },
-    )?;
+) -> Result<Verdict> {
+    let model = args.common.model.as_deref();
+    let outcome = with_app(cwd, choice, async |app| app.ask(&args.text, model).await)?;
     match args.common.format {
-        crate::Format::Json => writeln!(out, "{}", serde_json::json!({"answer": answer}))?,
-        crate::Format::Text => writeln!(out, "{}", answer.trim_end())?,
+        crate::Format::Json => {
+            writeln!(out, "{}", serde_json::json!({"answer": outcome.report}))?;
+        }
+        crate::Format::Text => writeln!(out, "{}", outcome.report.trim_end())?,
     }
-    Ok(ExitCode::SUCCESS)
-}
-
-/// The root comment of a finding (by id or prefix) or a comment by its number.
-async fn thread_root(
-    forge: &bugloop_forge::local::LocalForge,
-    config: &bugloop_config::Config,
-    git: &Git,
-    target: &str,
-) -> Result<(bugloop_forge::ChangeKey, String)> {
-    let change = git.conversation_key();
-    let comments = forge.comments(&change).await?;
-    if comments.iter().any(|c| c.id == target) {
-        return Ok((change, target.to_owned()));
-    }
-    let state = reconstruct(&comments, &bugloop_config::marker_syntax(config)?);
-    Ok((change, find_thread(&state.threads, target)?.id.clone()))
+    Ok(outcome.verdict)
 }
 
 pub fn comment(
     cwd: &Path,
-    config: &ConfigChoice,
+    choice: &ConfigChoice,
     args: &CommentArgs,
-    runs: &Path,
     out: &mut impl Write,
-) -> Result<ExitCode> {
-    let report = with_env(
-        cwd,
-        config,
-        args.common.model.as_deref(),
-        runs,
-        async |env, forge| {
-            let (change, parent) = match &args.reply_to {
-                Some(target) => {
-                    let (change, root) = thread_root(forge, env.config, env.git, target).await?;
-                    (change, Some(root))
-                }
-                None => (env.git.conversation_key(), None),
-            };
-            let comment = forge
-                .developer_comment(&change, &args.text, parent.as_deref())
-                .await?;
-            bugloop_loops::act::on_comment(env, &change, &comment)
-                .await
-                .map_err(|e| after_storing(e, &comment, &change))
-        },
-    )?;
-    print_report(out, &report, args.common.format)
+) -> Result<Verdict> {
+    let job = CommentJob {
+        text: args.text.clone(),
+        reply_to: args.reply_to.clone(),
+        model: args.common.model.clone(),
+    };
+    let outcome = with_app(cwd, choice, async |app| app.comment(job).await)?;
+    print_report(out, outcome, args.common.format)
 }
 
 pub fn reply(
     cwd: &Path,
-    config: &ConfigChoice,
+    choice: &ConfigChoice,
     args: &ReplyArgs,
-    runs: &Path,
     out: &mut impl Write,
-) -> Result<ExitCode> {
-    let outcome = with_env(
-        cwd,
-        config,
-        args.common.model.as_deref(),
-        runs,
-        async |env, forge| {
-            let (change, root) = thread_root(forge, env.config, env.git, &args.id).await?;
-            let comment = forge
-                .developer_comment(&change, &args.text, Some(&root))
-                .await?;
-            if !args.now {
-                return Ok(None);
-            }
-            let settle = async {
-                let comments = forge.comments(&change).await?;
-                let state = reconstruct(&comments, &bugloop_config::marker_syntax(env.config)?);
-                let id: FindingId = state
-                    .threads
-                    .iter()
-                    .find(|t| t.id == root)
-                    .and_then(|t| t.finding_id.clone())
-                    .ok_or_else(|| anyhow::anyhow!("comment {root} is not a finding"))?;
-                anyhow::Ok(bugloop_loops::act::settle_dispute(env, &change, &id).await?)
-            };
-            Ok(Some(
-                settle
-                    .await
-                    .map_err(|e| after_storing(e, &comment, &change))?,
-            ))
-        },
-    )?;
-    match (outcome, args.common.format) {
-        (None, crate::Format::Text) => writeln!(
+) -> Result<Verdict> {
+    let job = ReplyJob {
+        finding: args.id.clone(),
+        text: args.text.clone(),
+        now: args.now,
+        model: args.common.model.clone(),
+    };
+    let outcome = with_app(cwd, choice, async |app| app.reply(job).await)?;
+    match (&outcome.report, args.common.format) {
+        (ReplyOutcome::Stored, crate::Format::Text) => writeln!(
             out,
             "Reply added; the next `bugloop review` (or `bugloop reply --now`) answers it."
         )?,
-        (None, crate::Format::Json) => writeln!(out, "{}", serde_json::json!({"added": true}))?,
-        (Some(outcome), crate::Format::Json) => {
-            writeln!(out, "{}", serde_json::to_string_pretty(&outcome)?)?;
+        (ReplyOutcome::Stored, crate::Format::Json) => {
+            writeln!(out, "{}", serde_json::json!({"added": true}))?;
         }
-        (Some(outcome), crate::Format::Text) => writeln!(
+        (ReplyOutcome::Weighed(weighed), crate::Format::Json) => {
+            writeln!(out, "{}", serde_json::to_string_pretty(weighed)?)?;
+        }
+        (ReplyOutcome::Weighed(weighed), crate::Format::Text) => writeln!(
             out,
             "{}: {} ({})\n\n{}",
-            outcome.finding,
-            outcome.decision_label(),
-            outcome.status,
-            outcome.reasoning
+            weighed.finding,
+            weighed.decision_label(),
+            weighed.status,
+            weighed.reasoning
         )?,
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(outcome.verdict)
 }
 
 #[derive(Debug, clap::Args)]
@@ -352,41 +223,18 @@ pub struct ConvergeArgs {
 
 pub fn converge(
     cwd: &Path,
-    config: &ConfigChoice,
+    choice: &ConfigChoice,
     args: &ConvergeArgs,
-    runs: &Path,
     out: &mut impl Write,
-) -> Result<ExitCode> {
-    let report = with_env(
-        cwd,
-        config,
-        args.common.model.as_deref(),
-        runs,
-        async |env, _| {
-            let change = env.git.conversation_key();
-            let settings = crate::models::llm_settings(env.config);
-            let meter = env.meter.clone();
-            // Auditors with a model of their own spend from the run's one budget.
-            let connect = move |model: &str| {
-                let inner = bugloop_llm::connect(model, &settings, &|var| std::env::var(var).ok())?;
-                Ok(Arc::new(bugloop_llm::Metered::new(inner, meter.clone()))
-                    as Arc<dyn bugloop_llm::Provider>)
-            };
-            Ok(
-                bugloop_loops::converge::converge(env, &change, args.base.clone(), &connect)
-                    .await?,
-            )
-        },
-    )?;
+) -> Result<Verdict> {
+    let job = ConvergeJob {
+        base: args.base.clone(),
+        model: args.common.model.clone(),
+    };
+    let outcome = with_app(cwd, choice, async |app| app.converge(job).await)?;
     match args.common.format {
-        crate::Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?,
-        crate::Format::Text => write!(out, "{}", report.text())?,
+        crate::Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&outcome.report)?)?,
+        crate::Format::Text => write!(out, "{}", outcome.report.text())?,
     }
-    Ok(match report.exit {
-        bugloop_loops::converge::Exit::Converged => ExitCode::SUCCESS,
-        bugloop_loops::converge::Exit::CapReached | bugloop_loops::converge::Exit::Stuck => {
-            ExitCode::from(1)
-        }
-        bugloop_loops::converge::Exit::Error => ExitCode::from(2),
-    })
+    Ok(outcome.verdict)
 }

@@ -28,7 +28,7 @@ pub fn model(
             "`bench model` measures the embedded model: give a local: model, not {model}"
         );
     }
-    let settings = crate::models::llm_settings(config);
+    let settings = bugloop_app::Models::new(config).settings().clone();
     let path = resolve_model(&spec.model, settings.model_dir.as_deref())?;
     let provider = LocalProvider::load(model, &path)?;
     let request = ChatRequest {

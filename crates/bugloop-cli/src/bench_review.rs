@@ -200,7 +200,7 @@ pub fn review_speed(
     git(repo, &["add", "-A"])?;
     git(repo, &["commit", "-qm", "change"])?;
     let runs = tempfile::tempdir()?;
-    let runtime = crate::review::runtime()?;
+    let runtime = crate::runtime()?;
     let mut timings = Vec::new();
     let mut reports = Vec::new();
     for _ in 0..2 {
@@ -208,7 +208,7 @@ pub fn review_speed(
             reports_finding: true,
             ..PassModel::default()
         });
-        let meter = Arc::new(crate::review::meter_for(config, model.name()));
+        let meter = Arc::new(bugloop_app::Models::new(config).meter(model.name()));
         let started = Instant::now();
         let report = runtime.block_on(review_once(repo, config, model, meter, runs.path()))?;
         timings.push(started.elapsed().as_secs_f64());
@@ -362,7 +362,7 @@ pub fn tokens(out: &mut impl Write, example: &Path, format: Format) -> Result<()
     }
     let runs = tempfile::tempdir()?;
     let config = bugloop_config::Config::default();
-    let runtime = crate::review::runtime()?;
+    let runtime = crate::runtime()?;
     let passes = Arc::new(PassModel::default());
     runtime.block_on(review_once(
         &repo,

@@ -1,20 +1,23 @@
-//! The `bugloop` command. It parses arguments, loads configuration and prints; the work is done
-//! by the library crates.
+//! The `bugloop` command. It parses arguments, calls the application layer (`bugloop-app`) and
+//! renders what comes back; the exit code of every verdict is decided in [`exit_code`].
 
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
+use bugloop_app::{
+    App, AppError, AppOptions, ConfigChoice, Verdict, inspect, load_configuration, runs,
+};
 use clap::{Parser, Subcommand, ValueEnum};
 
 mod act;
 mod bench;
 mod bench_review;
-mod configuration;
-mod models;
 mod output;
+mod progress;
 mod review;
+mod show;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -184,7 +187,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let mut stdout = io::stdout().lock();
     match run(cli, &mut stdout) {
-        Ok(code) => code,
+        Ok(verdict) => exit_code(&verdict),
         Err(error) => {
             let _ = stdout.flush();
             let mut stderr = io::stderr().lock();
@@ -192,52 +195,96 @@ fn main() -> ExitCode {
             for cause in error.chain().skip(1) {
                 let _ = writeln!(stderr, "  caused by: {cause}");
             }
-            if error.downcast_ref::<act::StoredNotActedOn>().is_some() {
-                ExitCode::from(3)
-            } else {
-                ExitCode::from(2)
-            }
+            error_exit_code(&error)
         }
     }
 }
 
-fn run(cli: Cli, out: &mut impl Write) -> Result<ExitCode> {
+/// The one place verdicts become exit codes: 0 done, 1 findings at the threshold / nothing
+/// committed / refused / not converged / problems found, 2 an error, 3 incomplete (or the
+/// comment was stored and acting on it failed), 4 a verified commit left on a branch.
+fn exit_code(verdict: &Verdict) -> ExitCode {
+    match verdict {
+        Verdict::Done | Verdict::NothingToDo { .. } => ExitCode::SUCCESS,
+        Verdict::FindingsAtThreshold { .. }
+        | Verdict::NotCommitted { .. }
+        | Verdict::Refused { .. }
+        | Verdict::NotConverged { .. }
+        | Verdict::Problems { .. } => ExitCode::from(1),
+        Verdict::Failed { .. } => ExitCode::from(2),
+        Verdict::Incomplete { .. } => ExitCode::from(3),
+        Verdict::LeftOnBranch { .. } => ExitCode::from(4),
+    }
+}
+
+/// An error is exit 2, except after the developer's comment was stored (3): the comment stays in
+/// the conversation, so the status must not say that nothing happened.
+fn error_exit_code(error: &anyhow::Error) -> ExitCode {
+    match error.downcast_ref::<AppError>() {
+        Some(AppError::AfterStoring { .. }) => ExitCode::from(3),
+        _ => ExitCode::from(2),
+    }
+}
+
+/// Opens the repository at `cwd` as an [`App`], printing its warnings on standard error.
+pub(crate) fn open_app(
+    runtime: &tokio::runtime::Runtime,
+    cwd: &Path,
+    choice: &ConfigChoice,
+) -> Result<App> {
+    let app = runtime.block_on(App::open(AppOptions {
+        directory: cwd.to_path_buf(),
+        config: choice.clone(),
+        progress: progress::progress(),
+    }))?;
+    warn(app.warnings())?;
+    Ok(app)
+}
+
+pub(crate) fn warn(warnings: &[String]) -> Result<()> {
+    let mut stderr = io::stderr().lock();
+    for warning in warnings {
+        writeln!(stderr, "warning: {warning}")?;
+    }
+    Ok(())
+}
+
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
+}
+
+/// Configuration for commands that work outside a repository too (its warnings printed).
+fn configuration(cwd: &Path, choice: &ConfigChoice) -> Result<bugloop_app::Configuration> {
+    let configuration = load_configuration(cwd, choice)?;
+    warn(&configuration.warnings)?;
+    Ok(configuration)
+}
+
+fn run(cli: Cli, out: &mut impl Write) -> Result<Verdict> {
     let cwd = match &cli.directory {
         Some(dir) => dir.clone(),
         None => std::env::current_dir().context("cannot read the current directory")?,
     };
-    let choice = configuration::ConfigChoice {
+    let choice = ConfigChoice {
         file: cli.config.clone(),
         trust_branch: cli.trust_branch_config,
     };
     match cli.command {
-        Command::Review(args) => {
-            return review::review_command(&cwd, &choice, &args, &runs_dir(&cwd), out);
-        }
-        Command::Findings(args) => {
-            return review::findings_command(&cwd, &choice, &args, out);
-        }
-        Command::Store(command) => return review::store_command(&cwd, &command, out),
-        Command::Fix(args) => {
-            return act::fix(&cwd, &choice, &args, &runs_dir(&cwd), out);
-        }
-        Command::Do(args) => {
-            return act::do_request(&cwd, &choice, &args, &runs_dir(&cwd), out);
-        }
-        Command::Ask(args) => {
-            return act::ask(&cwd, &choice, &args, &runs_dir(&cwd), out);
-        }
-        Command::Comment(args) => {
-            return act::comment(&cwd, &choice, &args, &runs_dir(&cwd), out);
-        }
-        Command::Converge(args) => {
-            return act::converge(&cwd, &choice, &args, &runs_dir(&cwd), out);
-        }
-        Command::Reply(args) => {
-            return act::reply(&cwd, &choice, &args, &runs_dir(&cwd), out);
-        }
+        Command::Review(args) => review::review(&cwd, &choice, &args, out),
+        Command::Findings(args) => review::findings(&cwd, &choice, &args, out),
+        Command::Store(command) => review::store(&cwd, command, out),
+        Command::Fix(args) => act::fix(&cwd, &choice, &args, out),
+        Command::Do(args) => act::do_request(&cwd, &choice, &args, out),
+        Command::Ask(args) => act::ask(&cwd, &choice, &args, out),
+        Command::Comment(args) => act::comment(&cwd, &choice, &args, out),
+        Command::Converge(args) => act::converge(&cwd, &choice, &args, out),
+        Command::Reply(args) => act::reply(&cwd, &choice, &args, out),
         Command::Config(ConfigCommand::Show { format }) => {
-            let (_, loaded) = configuration::load(&cwd, &choice)?;
+            let loaded = configuration(&cwd, &choice)?.loaded;
             match format {
                 DataFormat::Yaml => {
                     write!(out, "{}", bugloop_config::to_yaml_with_sources(&loaded))?;
@@ -247,6 +294,7 @@ fn run(cli: Cli, out: &mut impl Write) -> Result<ExitCode> {
                     writeln!(out, "{}", serde_json::to_string_pretty(&shown)?)?;
                 }
             }
+            Ok(Verdict::Done)
         }
         Command::Config(ConfigCommand::Schema) => {
             writeln!(
@@ -254,285 +302,62 @@ fn run(cli: Cli, out: &mut impl Write) -> Result<ExitCode> {
                 "{}",
                 serde_json::to_string_pretty(&bugloop_config::schema())?
             )?;
+            Ok(Verdict::Done)
         }
-        Command::Rubric { format } => print_rubric(out, format)?,
+        Command::Rubric { format } => {
+            show::rubric(out, format)?;
+            Ok(Verdict::Done)
+        }
         Command::Runs(RunsCommand::List { format }) => {
-            let runs = bugloop_agent::transcript::list(&runs_dir(&cwd));
-            match format {
-                Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&runs)?)?,
-                Format::Text if runs.is_empty() => {
-                    writeln!(out, "no runs recorded in {}", runs_dir(&cwd).display())?;
-                }
-                Format::Text => {
-                    for run in runs {
-                        writeln!(
-                            out,
-                            "{}  {}  {}  {} turns, {} tool calls, {} in / {} out tokens  {}",
-                            run.run,
-                            run.task,
-                            run.model,
-                            run.turns,
-                            run.tool_calls,
-                            run.input_tokens,
-                            run.output_tokens,
-                            run.outcome
-                        )?;
-                    }
-                }
-            }
+            let dir = runs::runs_dir_of(&cwd);
+            show::runs(out, &dir, &runs::list(&dir), format)?;
+            Ok(Verdict::Done)
         }
         Command::Runs(RunsCommand::Show { id, format }) => {
-            let dir = runs_dir(&cwd);
-            let matches: Vec<PathBuf> = std::fs::read_dir(&dir)
-                .map(|entries| {
-                    entries
-                        .filter_map(Result::ok)
-                        .map(|e| e.path())
-                        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
-                        .filter(|p| {
-                            p.file_stem()
-                                .is_some_and(|s| s.to_string_lossy().starts_with(&id))
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
-            let path = match matches.as_slice() {
-                [one] => one.clone(),
-                [] => bail!(
-                    "no run {id:?} in {}; `bugloop runs list` shows them",
-                    dir.display()
-                ),
-                many => bail!("{} runs start with {id:?}; give more of the id", many.len()),
-            };
-            let events = bugloop_agent::transcript::read(&path)
-                .with_context(|| format!("cannot read {}", path.display()))?;
+            let events = runs::show(&runs::runs_dir_of(&cwd), &id)?;
             match format {
                 Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&events)?)?,
-                Format::Text => print_transcript(out, &events)?,
+                Format::Text => show::transcript(out, &events)?,
             }
+            Ok(Verdict::Done)
         }
         Command::Doctor => {
-            let (_, loaded) = configuration::load(&cwd, &choice)?;
-            return doctor(out, &loaded.config);
+            let config = configuration(&cwd, &choice)?.loaded.config;
+            show::doctor(out, &bugloop_app::doctor::checks(&config))
         }
-        Command::Bench(BenchCommand::Model {
-            model,
-            runs,
-            max_tokens,
-            format,
-        }) => {
-            let (_, loaded) = configuration::load(&cwd, &choice)?;
-            bench::model(out, &loaded.config, &model, runs, max_tokens, format)?;
-        }
-        Command::Bench(BenchCommand::Review {
-            files,
-            lines,
-            format,
-        }) => {
-            let (_, loaded) = configuration::load(&cwd, &choice)?;
-            bench_review::review_speed(out, &loaded.config, files, lines, format)?;
-        }
-        Command::Bench(BenchCommand::Tokens { example, format }) => {
-            bench_review::tokens(out, &example, format)?;
-        }
-        Command::Bench(BenchCommand::Prompt) => {
-            let (system, prompt) = bench::prompt_texts();
-            writeln!(
-                out,
-                "{}",
-                serde_json::json!({"system": system, "user": prompt})
-            )?;
-        }
+        Command::Bench(command) => bench(&cwd, &choice, command, out),
         Command::Inspect(InspectCommand::Diff { input, format }) => {
-            let bytes = read_input(&cwd, &input)?;
-            let diff = bugloop_diff::parse(&bytes);
+            let diff = inspect::diff(&read_input(&cwd, &input)?);
             match format {
                 Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&diff)?)?,
-                Format::Text => print_diff(out, &diff)?,
+                Format::Text => show::diff(out, &diff)?,
             }
-            if !diff.problems.is_empty() {
-                return Ok(ExitCode::from(1));
-            }
+            Ok(problems(diff.problems.len(), "diff"))
         }
         Command::Inspect(InspectCommand::Comment { input, format }) => {
             let bytes = read_input(&cwd, &input)?;
             let Ok(body) = String::from_utf8(bytes) else {
                 bail!("{} is not UTF-8 text", input.display());
             };
-            let (_, loaded) = configuration::load(&cwd, &choice)?;
-            let syntax = bugloop_config::marker_syntax(&loaded.config)?;
-            // What bugloop reads as the comment's state (own marker, state block, reply tag),
-            // and every other marker outside code (quoted text; never read as state).
-            let own = syntax.own(&body);
-            let reply = syntax.read_reply_tag(&body);
-            let markers = syntax.parse_all(&body);
-            let parsed = bugloop_domain::rmcoc::parse_comment(&body);
+            let config = configuration(&cwd, &choice)?.loaded.config;
+            let reading = inspect::comment(&body, &config)?;
             match format {
-                Format::Json => writeln!(
-                    out,
-                    "{}",
-                    serde_json::to_string_pretty(&serde_json::json!({
-                        "own_marker": own,
-                        "reply_tag": reply,
-                        "markers": markers,
-                        "rmcoc": parsed,
-                    }))?
-                )?,
-                Format::Text => {
-                    match &own {
-                        Some(marker) => writeln!(
-                            out,
-                            "own marker: {} finding_id={} resolved={}",
-                            marker.prefix, marker.finding_id, marker.resolved
-                        )?,
-                        None => writeln!(out, "own marker: none")?,
-                    }
-                    match reply {
-                        Some(kind) => writeln!(out, "reply tag: {kind:?}")?,
-                        None => writeln!(out, "reply tag: none")?,
-                    }
-                    writeln!(out, "markers outside code: {}", markers.len())?;
-                    for marker in &markers {
-                        writeln!(
-                            out,
-                            "  {} finding_id={} resolved={}",
-                            marker.prefix, marker.finding_id, marker.resolved
-                        )?;
-                    }
-                    match &parsed.block {
-                        Some(block) => {
-                            let status = block
-                                .status
-                                .map(|s| format!(" status={s}"))
-                                .unwrap_or_default();
-                            writeln!(
-                                out,
-                                "state block: score={}{status}: {}",
-                                block.score, block.finding
-                            )?;
-                        }
-                        None => writeln!(out, "state block: none")?,
-                    }
-                    for problem in &parsed.problems {
-                        writeln!(out, "problem at line {}: {}", problem.line, problem.message)?;
-                    }
-                }
+                Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&reading)?)?,
+                Format::Text => show::comment(out, &reading)?,
             }
-            if !parsed.problems.is_empty() {
-                return Ok(ExitCode::from(1));
-            }
+            Ok(problems(reading.rmcoc.problems.len(), "comment"))
         }
     }
-    Ok(ExitCode::SUCCESS)
 }
 
-/// Where agent transcripts are kept: `<git common dir>/bugloop/runs` (shared by worktrees).
-fn runs_dir(cwd: &Path) -> PathBuf {
-    let common = std::process::Command::new("git")
-        .arg("-C")
-        .arg(cwd)
-        .args(["rev-parse", "--path-format=absolute", "--git-common-dir"])
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()));
-    common
-        .unwrap_or_else(|| repository_root(cwd).join(".git"))
-        .join("bugloop/runs")
-}
-
-fn print_transcript(
-    out: &mut impl Write,
-    events: &[bugloop_agent::transcript::Event],
-) -> Result<()> {
-    use bugloop_agent::transcript::Event;
-    for event in events {
-        match event {
-            Event::Start {
-                run,
-                task,
-                model,
-                tools,
-                at,
-                system,
-                messages,
-            } => {
-                writeln!(out, "run {run}: task {task} with {model} at {at}")?;
-                writeln!(
-                    out,
-                    "tools: {}",
-                    if tools.is_empty() {
-                        "none".to_owned()
-                    } else {
-                        tools.join(", ")
-                    }
-                )?;
-                writeln!(out, "--- system\n{system}")?;
-                for message in messages {
-                    let role = message.get("role").and_then(|r| r.as_str()).unwrap_or("?");
-                    let content = message
-                        .get("content")
-                        .and_then(|c| c.as_str())
-                        .unwrap_or("");
-                    writeln!(out, "--- {role}\n{content}")?;
-                }
-            }
-            Event::Response {
-                turn,
-                content,
-                tool_calls,
-                finish,
-                input_tokens,
-                output_tokens,
-                ..
-            } => {
-                writeln!(
-                    out,
-                    "=== turn {turn}: model ({input_tokens} in, {output_tokens} out, {finish})"
-                )?;
-                if !content.is_empty() {
-                    writeln!(out, "{content}")?;
-                }
-                for call in tool_calls {
-                    let name = call.get("name").and_then(|n| n.as_str()).unwrap_or("?");
-                    let arguments = call.get("arguments").and_then(|a| a.as_str()).unwrap_or("");
-                    writeln!(out, "-> {name} {arguments}")?;
-                }
-            }
-            Event::Tool {
-                name, ok, result, ..
-            } => {
-                let shown: String = result.chars().take(2_000).collect();
-                writeln!(
-                    out,
-                    "<- {name} {}:\n{shown}",
-                    if *ok { "ok" } else { "failed" }
-                )?;
-            }
-            Event::Note { text } => writeln!(out, "--- note: {text}")?,
-            Event::End {
-                outcome,
-                detail,
-                at,
-                ..
-            } => {
-                writeln!(out, "=== end at {at}: {outcome}")?;
-                if !detail.is_empty() {
-                    writeln!(out, "{detail}")?;
-                }
-            }
+fn problems(count: usize, what: &str) -> Verdict {
+    if count == 0 {
+        Verdict::Done
+    } else {
+        Verdict::Problems {
+            what: format!("{count} problem(s) reading the {what}"),
         }
     }
-    Ok(())
-}
-
-/// The nearest enclosing directory with a `.git`, else `start` itself.
-pub(crate) fn repository_root(start: &Path) -> PathBuf {
-    start
-        .ancestors()
-        .find(|dir| dir.join(".git").exists())
-        .unwrap_or(start)
-        .to_path_buf()
 }
 
 fn read_input(cwd: &Path, input: &Path) -> Result<Vec<u8>> {
@@ -547,165 +372,42 @@ fn read_input(cwd: &Path, input: &Path) -> Result<Vec<u8>> {
     std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))
 }
 
-fn print_rubric(out: &mut impl Write, format: Format) -> Result<()> {
-    use bugloop_domain::Score;
-    use bugloop_domain::score::RUBRIC;
-    if let Format::Json = format {
-        let levels: Vec<serde_json::Value> = RUBRIC
-            .iter()
-            .map(|level| {
-                let score = Score::saturating(i64::from(level.score));
-                serde_json::json!({
-                    "score": level.score,
-                    "name": level.name,
-                    "band": level.band,
-                    "description": level.description,
-                    "example": level.example,
-                    "severity": score.severity(),
-                    "priority": score.priority(),
-                })
-            })
-            .collect();
-        writeln!(out, "{}", serde_json::to_string_pretty(&levels)?)?;
-        return Ok(());
-    }
-    for level in &RUBRIC {
-        let score = Score::saturating(i64::from(level.score));
-        writeln!(
-            out,
-            "{:>2}  {:<28} {:<6} {}  {}",
-            level.score,
-            level.name,
-            score.severity(),
-            score.priority(),
-            level.description
-        )?;
-    }
-    Ok(())
-}
-
-fn print_diff(out: &mut impl Write, diff: &bugloop_diff::Diff) -> Result<()> {
-    for file in &diff.files {
-        let (added, removed) = file.stats();
-        let name = match (&file.old_path, &file.new_path) {
-            (Some(old), Some(new)) if old != new => format!("{old} -> {new}"),
-            _ => file.path().to_owned(),
-        };
-        let mut notes = Vec::new();
-        if file.binary {
-            notes.push("binary".to_owned());
+/// `bugloop bench ...`.
+fn bench(
+    cwd: &Path,
+    choice: &ConfigChoice,
+    command: BenchCommand,
+    out: &mut impl Write,
+) -> Result<Verdict> {
+    match command {
+        BenchCommand::Model {
+            model,
+            runs,
+            max_tokens,
+            format,
+        } => {
+            let config = configuration(cwd, choice)?.loaded.config;
+            bench::model(out, &config, &model, runs, max_tokens, format)?;
         }
-        if let (Some(old), Some(new)) = (&file.old_mode, &file.new_mode)
-            && old != new
-        {
-            notes.push(format!("mode {old} -> {new}"));
+        BenchCommand::Review {
+            files,
+            lines,
+            format,
+        } => {
+            let config = configuration(cwd, choice)?.loaded.config;
+            bench_review::review_speed(out, &config, files, lines, format)?;
         }
-        if file.lossy {
-            notes.push("not UTF-8".to_owned());
+        BenchCommand::Tokens { example, format } => {
+            bench_review::tokens(out, &example, format)?;
         }
-        let notes = if notes.is_empty() {
-            String::new()
-        } else {
-            format!(" ({})", notes.join(", "))
-        };
-        writeln!(
-            out,
-            "{:?} {name}: +{added} -{removed}, {} hunks{notes}",
-            file.change,
-            file.hunks.len()
-        )?;
-        if let Some(anchor) = file.first_diff_line() {
-            writeln!(out, "  first diff line: {:?} {}", anchor.side, anchor.line)?;
-        }
-    }
-    let (added, removed) = diff.stats();
-    writeln!(out, "{} files, +{added} -{removed}", diff.files.len())?;
-    for problem in &diff.problems {
-        writeln!(out, "problem at line {}: {}", problem.line, problem.message)?;
-    }
-    Ok(())
-}
-
-/// Reports what bugloop can do here. Exit 1 when something the configuration relies on is missing.
-fn doctor(out: &mut impl Write, config: &bugloop_config::Config) -> Result<ExitCode> {
-    let mut ok = true;
-    let sandbox = bugloop_sandbox::probe();
-    if sandbox.can_confine() {
-        let bwrap = sandbox
-            .bwrap
-            .as_ref()
-            .map(|p| p.display().to_string())
-            .unwrap_or_default();
-        writeln!(
-            out,
-            "ok      sandbox: bubblewrap ({bwrap}): no network, writes only to the workspace"
-        )?;
-        for protection in bugloop_sandbox::protections() {
-            let state = if protection.active { "ok" } else { "off" };
+        BenchCommand::Prompt => {
+            let (system, prompt) = bench::prompt_texts();
             writeln!(
                 out,
-                "{state:<7} sandbox {}: {}",
-                protection.name, protection.detail
+                "{}",
+                serde_json::json!({"system": system, "user": prompt})
             )?;
         }
-    } else {
-        let problem = sandbox.problem.clone().unwrap_or_default();
-        match config.sandbox.when_unconfined {
-            bugloop_config::Unconfined::Refuse => {
-                ok = false;
-                writeln!(
-                    out,
-                    "FAIL    sandbox: {problem}; commands will be refused (sandbox.when_unconfined: refuse)"
-                )?;
-            }
-            bugloop_config::Unconfined::Warn => {
-                writeln!(
-                    out,
-                    "WARNING sandbox: {problem}; commands will run UNCONFINED (sandbox.when_unconfined: warn)"
-                )?;
-            }
-        }
     }
-    match std::process::Command::new("git").arg("--version").output() {
-        Ok(version) if version.status.success() => {
-            writeln!(
-                out,
-                "ok      git: {}",
-                String::from_utf8_lossy(&version.stdout).trim()
-            )?;
-        }
-        _ => {
-            ok = false;
-            writeln!(out, "FAIL    git: not found")?;
-        }
-    }
-    let model = &config.model.default;
-    writeln!(out, "info    model: {model}")?;
-    if let Some(name) = model.strip_prefix("local:") {
-        let settings = models::llm_settings(config);
-        match local_model_file(name, settings.model_dir.as_deref()) {
-            Ok(path) => writeln!(out, "ok      embedded model: {path}")?,
-            Err(problem) => {
-                ok = false;
-                writeln!(out, "FAIL    embedded model: {problem}")?;
-            }
-        }
-    }
-    Ok(if ok {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
-}
-
-#[cfg(feature = "local")]
-fn local_model_file(name: &str, dir: Option<&Path>) -> Result<String, String> {
-    bugloop_llm::local::resolve_model(name, dir)
-        .map(|path| path.display().to_string())
-        .map_err(|error| error.to_string())
-}
-
-#[cfg(not(feature = "local"))]
-fn local_model_file(_: &str, _: Option<&Path>) -> Result<String, String> {
-    Err("this build has no embedded model (built without the `local` feature)".to_owned())
+    Ok(Verdict::Done)
 }

@@ -1,26 +1,15 @@
-//! `bugloop review`, `bugloop findings` and `bugloop store`: argument handling, the glue from
-//! configuration to the review loop, and printing. The loop itself is `bugloop_loops::review`.
+//! `bugloop review`, `bugloop findings` and `bugloop store`: their arguments, the call into the
+//! application layer, and printing.
 
 use std::io::{IsTerminal, Write};
-use std::path::{Path, PathBuf};
-use std::process::ExitCode;
-use std::sync::Arc;
-use std::time::Duration;
+use std::path::Path;
 
-use anyhow::{Context, Result};
-use bugloop_config::Config;
-use bugloop_domain::thread::{ThreadState, ThreadStatus, find_thread, reconstruct};
-use bugloop_forge::Forge;
-use bugloop_forge::git::{Git, HeadState, Selection};
-use bugloop_forge::local::{LocalForge, store_path};
-use bugloop_llm::budget::{Meter, Metered, price_for};
-use bugloop_llm::{BudgetLimits, Price};
-use bugloop_loops::review::{ReviewEnv, ReviewRequest, review_with};
-use bugloop_loops::{Progress, ProgressEvent};
+use anyhow::Result;
+use bugloop_app::{ConfigChoice, ReviewJob, ReviewScope, StoreAction, StoreResult, Verdict};
 use clap::ValueEnum;
 
-use crate::configuration::ConfigChoice;
 use crate::output::{Style, markdown, sarif, text};
+use crate::{open_app, runtime, warn};
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
 pub enum ReportFormat {
@@ -57,245 +46,58 @@ pub struct ReviewArgs {
     pub dry_run: bool,
 }
 
-/// Progress lines on standard error while a review runs on a terminal.
-#[derive(Debug)]
-struct StderrProgress;
-
-impl Progress for StderrProgress {
-    fn event(&self, event: ProgressEvent) {
-        let line = match event {
-            ProgressEvent::Planned {
-                calls,
-                files,
-                tokens,
-            } => {
-                format!("planned: {files} file(s) in {calls} session(s), ~{tokens} tokens of diff")
-            }
-            ProgressEvent::CallStarted { call, of, files } => {
-                format!("part {call}/{of}: reviewing {files} file(s)")
-            }
-            ProgressEvent::PassDone { batch, pass, of } => {
-                format!("part {batch}: pass {pass}/{of} done")
-            }
-            ProgressEvent::Finding { batch, title } => format!("part {batch}: found: {title}"),
-            ProgressEvent::CallDone {
-                call,
-                findings,
-                error,
-            } => match error {
-                Some(error) => format!("part {call}: stopped: {error}"),
-                None => format!("part {call}: {findings} finding(s) reported"),
-            },
-            ProgressEvent::Publishing => "publishing".to_owned(),
-            ProgressEvent::Step(text) => text,
-        };
-        let mut stderr = std::io::stderr().lock();
-        let _ = writeln!(stderr, "\x1b[2m· {line}\x1b[0m");
-    }
-}
-
-/// The repository at `cwd` and its configuration (warning about the branch's ignored settings).
-pub fn load_config(cwd: &Path, choice: &ConfigChoice) -> Result<(Git, Config)> {
-    let (git, loaded) = load_loaded(cwd, choice)?;
-    Ok((git, loaded.config))
-}
-
-/// `sandbox.when_unconfined: warn` promises a warning when commands will run unconfined; the
-/// sandbox's own log line reaches no one without a subscriber, so it is said here, once per run.
-fn warn_if_unconfined(config: &Config) -> Result<()> {
-    if config.sandbox.when_unconfined == bugloop_config::Unconfined::Warn {
-        let sandbox = bugloop_sandbox::probe();
-        if !sandbox.can_confine() {
-            writeln!(
-                std::io::stderr().lock(),
-                "warning: {}; commands will run UNCONFINED (sandbox.when_unconfined: warn)",
-                sandbox
-                    .problem
-                    .as_deref()
-                    .unwrap_or("the sandbox cannot confine commands here")
-            )?;
-        }
-    }
-    Ok(())
-}
-
-fn load_loaded(cwd: &Path, choice: &ConfigChoice) -> Result<(Git, bugloop_config::Loaded)> {
-    // Outside a repository this is the error to show, not a configuration problem.
-    let git = Git::open(cwd)?;
-    let (_, loaded) = crate::configuration::load(git.root(), choice)?;
-    warn_if_unconfined(&loaded.config)?;
-    Ok((git, loaded))
-}
-
-pub fn runtime() -> Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")
-}
-
-pub(crate) fn meter_for(config: &Config, model: &str) -> Meter {
-    let b = &config.budgets;
-    let limits = BudgetLimits {
-        max_input_tokens: Some(b.max_input_tokens),
-        max_output_tokens: Some(b.max_output_tokens),
-        max_cost_usd: Some(b.max_cost_usd),
-        max_turns: Some(b.max_turns),
-        max_wall_time: Some(Duration::from_secs(b.max_wall_seconds)),
-    };
-    let prices: Vec<(String, Price)> = config
-        .model
-        .prices
-        .iter()
-        .map(|(name, p)| {
-            (
-                name.clone(),
-                Price {
-                    input_per_mtok: p.input_per_mtok,
-                    cached_input_per_mtok: p.cached_input_per_mtok,
-                    output_per_mtok: p.output_per_mtok,
-                },
-            )
-        })
-        .collect();
-    let price = price_for(prices.iter().map(|(k, v)| (k, v)), model);
-    Meter::new(model, limits, price)
-}
-
-/// The configured model (or `model`), metered by the configured budgets.
-pub fn connect_model(
-    config: &Config,
-    model: Option<&str>,
-) -> Result<(Arc<dyn bugloop_llm::Provider>, Arc<Meter>)> {
-    let model = model.map_or_else(|| config.model.default.clone(), str::to_owned);
-    let settings = crate::models::llm_settings(config);
-    let inner = bugloop_llm::connect(&model, &settings, &|var| std::env::var(var).ok())
-        .with_context(|| format!("cannot use the model {model}"))?;
-    let meter = Arc::new(meter_for(config, &model));
-    Ok((Arc::new(Metered::new(inner, meter.clone())), meter))
-}
-
-/// Progress on standard error when it is a terminal.
-pub fn progress() -> Arc<dyn Progress> {
-    if std::io::stderr().is_terminal() {
-        Arc::new(StderrProgress)
-    } else {
-        Arc::new(bugloop_loops::Silent)
-    }
-}
-
-pub async fn open_forge(git: &Git, config: &Config) -> Result<LocalForge> {
-    LocalForge::open(git.clone(), &config.identity.local_bot_name)
-        .await
-        .with_context(|| format!("the local store of {}", git.root().display()))
-}
-
-pub fn review_command(
+pub fn review(
     cwd: &Path,
-    config_choice: &ConfigChoice,
+    choice: &ConfigChoice,
     args: &ReviewArgs,
-    runs_dir: &Path,
     out: &mut impl Write,
-) -> Result<ExitCode> {
-    let (git, loaded) = load_loaded(cwd, config_choice)?;
-    // The branch's ignored changes to trusted settings are reported as a finding of their own.
-    let own_findings: Vec<_> = bugloop_config::ignored_settings_finding(&loaded.ignored)
-        .into_iter()
-        .collect();
-    let config = loaded.config;
-    let selection = if args.staged {
-        Selection::Staged
+) -> Result<Verdict> {
+    let runtime = runtime()?;
+    let app = open_app(&runtime, cwd, choice)?;
+    let scope = if args.staged {
+        ReviewScope::Staged
     } else if args.working {
-        Selection::Working
+        ReviewScope::Working
     } else if args.base.is_some() || args.head.is_some() {
-        Selection::Range {
+        ReviewScope::Range {
             base: args.base.clone(),
             head: args.head.clone(),
         }
     } else {
-        Selection::Branch
+        ReviewScope::Branch
     };
-    let change = git.select(&selection)?;
-    let diff = bugloop_diff::parse(&change.diff);
-    if diff.files.is_empty() {
-        let message = format!("Nothing to review: no changes in {}.", change.description);
+    let outcome = runtime.block_on(app.review(ReviewJob {
+        scope,
+        fail_on: args.fail_on,
+        model: args.model.clone(),
+        dry_run: args.dry_run,
+    }))?;
+    if let Verdict::NothingToDo { reason } = &outcome.verdict {
         if args.format == ReportFormat::Text {
-            writeln!(out, "{message}")?;
+            writeln!(out, "{reason}")?;
         } else {
-            let mut stderr = std::io::stderr().lock();
-            writeln!(stderr, "{message}")?;
+            writeln!(std::io::stderr().lock(), "{reason}")?;
         }
-        return Ok(ExitCode::SUCCESS);
     }
-    for problem in &diff.problems {
-        let mut stderr = std::io::stderr().lock();
-        writeln!(
-            stderr,
-            "warning: diff line {}: {} (the rest of the change is reviewed)",
-            problem.line, problem.message
-        )?;
-    }
-    let (provider, meter) = connect_model(&config, args.model.as_deref())?;
-    let checkout = bugloop_loops::checkout::checkout(&git, &change)?;
-    let head = match &change.head {
-        HeadState::Commit(sha) => sha.clone(),
-        HeadState::Index => "index".to_owned(),
-        HeadState::WorkingTree => "working-tree".to_owned(),
-    };
-    let request = ReviewRequest {
-        change: change.key.clone(),
-        description: change.description.clone(),
-        base: change.base,
-        head,
-        diff,
-        workspace: checkout.path().to_path_buf(),
-        git_mount: checkout.git_mount(),
-        publish: !args.dry_run,
-        clean_room: false,
-        focus: None,
-    };
-    let progress = progress();
-    let runtime = runtime()?;
-    let report = runtime.block_on(async {
-        let forge = open_forge(&git, &config).await?;
-        let env = ReviewEnv {
-            forge: &forge,
-            config: &config,
-            provider,
-            meter,
-            runs_dir: runs_dir.to_path_buf(),
-            progress,
-        };
-        review_with(&env, request, own_findings)
-            .await
-            .map_err(anyhow::Error::from)
-    })?;
-    drop(checkout);
-    match args.format {
-        ReportFormat::Text => {
-            let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-            write!(out, "{}", text(&report, Style::new(color)))?;
+    warn(&outcome.warnings)?;
+    if let Some(report) = &outcome.report {
+        match args.format {
+            ReportFormat::Text => {
+                let color =
+                    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+                write!(out, "{}", text(report, Style::new(color)))?;
+            }
+            ReportFormat::Json => writeln!(out, "{}", serde_json::to_string_pretty(report)?)?,
+            ReportFormat::Sarif => {
+                writeln!(out, "{}", serde_json::to_string_pretty(&sarif(report))?)?;
+            }
+            ReportFormat::Markdown => write!(out, "{}", markdown(report))?,
         }
-        ReportFormat::Json => writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?,
-        ReportFormat::Sarif => writeln!(out, "{}", serde_json::to_string_pretty(&sarif(&report))?)?,
-        ReportFormat::Markdown => write!(out, "{}", markdown(&report))?,
     }
-    if !report.complete {
-        let mut stderr = std::io::stderr().lock();
-        writeln!(
-            stderr,
-            "warning: the review is incomplete ({} part(s) failed); see \"Not reviewed\"",
-            report.errors.len()
-        )?;
-        return Ok(ExitCode::from(3));
+    if let Verdict::Incomplete { cause } = &outcome.verdict {
+        warn(&[format!("the review is incomplete: {cause}")])?;
     }
-    if let (Some(limit), Some(max)) = (args.fail_on, report.max_open_score())
-        && max >= limit
-    {
-        return Ok(ExitCode::from(1));
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok(outcome.verdict)
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -320,90 +122,63 @@ pub struct FindingsArgs {
     pub format: crate::Format,
 }
 
-fn status_order(status: ThreadStatus) -> u8 {
-    match status {
-        ThreadStatus::Escalated => 0,
-        ThreadStatus::Pending => 1,
-        ThreadStatus::Disputed => 2,
-        ThreadStatus::Resolved => 3,
-    }
-}
-
-pub fn findings_command(
+pub fn findings(
     cwd: &Path,
-    config_choice: &ConfigChoice,
+    choice: &ConfigChoice,
     args: &FindingsArgs,
     out: &mut impl Write,
-) -> Result<ExitCode> {
-    let (git, config) = load_config(cwd, config_choice)?;
-    let key = args
-        .change
-        .clone()
-        .map_or_else(|| git.conversation_key(), bugloop_forge::ChangeKey);
-    let markers = bugloop_config::marker_syntax(&config)?;
-    let comments = runtime()?.block_on(async {
-        let forge = open_forge(&git, &config).await?;
-        forge.comments(&key).await.map_err(anyhow::Error::from)
-    })?;
-    let state = reconstruct(&comments, &markers);
-    let mut threads: Vec<ThreadState> = state
-        .threads
-        .into_iter()
-        .filter(|t| t.finding_id.is_some())
-        .collect();
-    threads.sort_by_key(|t| {
-        (
-            status_order(t.status),
-            std::cmp::Reverse(t.score),
-            t.status_at,
-        )
-    });
+) -> Result<Verdict> {
+    let runtime = runtime()?;
+    let app = open_app(&runtime, cwd, choice)?;
+    let key = app.change_key(args.change.as_deref());
     match &args.command {
-        None => match args.format {
-            crate::Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&threads)?)?,
-            crate::Format::Text if threads.is_empty() => {
-                writeln!(out, "No findings tracked for {key}.")?;
-            }
-            crate::Format::Text => {
-                writeln!(out, "Findings of {key}:")?;
-                for t in &threads {
-                    let place = match (&t.file, t.line) {
-                        (Some(f), Some(l)) => format!("{f}:{l}"),
-                        (Some(f), None) => f.clone(),
-                        _ => String::new(),
-                    };
-                    let score = t.score.map_or("-".to_owned(), |s| format!("{s}/10"));
-                    let replies = if t.developer_replies.is_empty() {
-                        String::new()
-                    } else {
-                        format!(
-                            " ({} repl{})",
-                            t.developer_replies.len(),
-                            if t.developer_replies.len() == 1 {
-                                "y"
-                            } else {
-                                "ies"
-                            }
-                        )
-                    };
-                    writeln!(
-                        out,
-                        "  {:<9} {:>5}  {}{replies}\n                   {}  {}",
-                        t.status.as_str(),
-                        score,
-                        t.title,
-                        t.finding_id.as_ref().map_or("", |f| f.as_str()),
-                        place
-                    )?;
+        None => {
+            let threads = runtime.block_on(app.findings(&key))?;
+            match args.format {
+                crate::Format::Json => {
+                    writeln!(out, "{}", serde_json::to_string_pretty(&threads)?)?;
+                }
+                crate::Format::Text if threads.is_empty() => {
+                    writeln!(out, "No findings tracked for {key}.")?;
+                }
+                crate::Format::Text => {
+                    writeln!(out, "Findings of {key}:")?;
+                    for t in &threads {
+                        let place = match (&t.file, t.line) {
+                            (Some(f), Some(l)) => format!("{f}:{l}"),
+                            (Some(f), None) => f.clone(),
+                            _ => String::new(),
+                        };
+                        let score = t.score.map_or("-".to_owned(), |s| format!("{s}/10"));
+                        let replies = if t.developer_replies.is_empty() {
+                            String::new()
+                        } else {
+                            format!(
+                                " ({} repl{})",
+                                t.developer_replies.len(),
+                                if t.developer_replies.len() == 1 {
+                                    "y"
+                                } else {
+                                    "ies"
+                                }
+                            )
+                        };
+                        writeln!(
+                            out,
+                            "  {:<9} {:>5}  {}{replies}\n                   {}  {}",
+                            t.status.as_str(),
+                            score,
+                            t.title,
+                            t.finding_id.as_ref().map_or("", |f| f.as_str()),
+                            place
+                        )?;
+                    }
                 }
             }
-        },
+        }
         Some(FindingsCommand::Show { id, format }) => {
-            let thread = find_thread(&threads, id)?;
-            let members: Vec<_> = comments
-                .iter()
-                .filter(|c| c.thread_id.is_some() && c.thread_id == thread.forge_thread_id)
-                .collect();
+            let found = runtime.block_on(app.finding(&key, id))?;
+            let (thread, members) = (&found.finding, &found.comments);
             match format {
                 crate::Format::Json => writeln!(
                     out,
@@ -439,10 +214,10 @@ pub fn findings_command(
             }
         }
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(Verdict::Done)
 }
 
-#[derive(Debug, clap::Subcommand)]
+#[derive(Debug, Clone, Copy, clap::Subcommand)]
 pub enum StoreCommand {
     /// Print where the local store is.
     Path,
@@ -450,24 +225,22 @@ pub enum StoreCommand {
     Reset,
 }
 
-pub fn store_command(cwd: &Path, command: &StoreCommand, out: &mut impl Write) -> Result<ExitCode> {
-    let git = Git::open(cwd)?;
-    let path: PathBuf = store_path(&git)?;
-    match command {
-        StoreCommand::Path => writeln!(out, "{}", path.display())?,
-        StoreCommand::Reset => {
-            if !path.exists() {
-                writeln!(out, "There is no store at {} yet.", path.display())?;
-                return Ok(ExitCode::SUCCESS);
-            }
-            let moved = bugloop_store::Store::quarantine(&path)?;
-            writeln!(
-                out,
-                "Moved {} to {}; the next command starts an empty store.",
-                path.display(),
-                moved.display()
-            )?;
+pub fn store(cwd: &Path, command: StoreCommand, out: &mut impl Write) -> Result<Verdict> {
+    let action = match command {
+        StoreCommand::Path => StoreAction::Path,
+        StoreCommand::Reset => StoreAction::Reset,
+    };
+    match bugloop_app::store_action(cwd, action)? {
+        StoreResult::Location(path) => writeln!(out, "{}", path.display())?,
+        StoreResult::NothingToReset(path) => {
+            writeln!(out, "There is no store at {} yet.", path.display())?;
         }
+        StoreResult::MovedAside { from, to } => writeln!(
+            out,
+            "Moved {} to {}; the next command starts an empty store.",
+            from.display(),
+            to.display()
+        )?,
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(Verdict::Done)
 }

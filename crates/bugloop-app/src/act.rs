@@ -1,0 +1,179 @@
+//! The jobs a developer's comment triggers: fix findings, do a requested change, answer a
+//! question, act on a comment (choosing among those or weighing it as a dispute), and reply in a
+//! finding's thread.
+
+use bugloop_domain::finding::FindingId;
+use bugloop_domain::thread::{Comment, find_thread, reconstruct};
+use bugloop_forge::{ChangeKey, Forge};
+use bugloop_loops::act::{ActEnv, ActReport, DisputeOutcome, Targets};
+
+use crate::outcome::act_verdict;
+use crate::{App, AppError, Outcome, Verdict};
+
+/// Fix open findings.
+#[derive(Debug, Clone, Default)]
+pub struct FixJob {
+    /// Finding ids or unique prefixes; empty means every open finding.
+    pub ids: Vec<String>,
+    /// Extra guidance for the fix.
+    pub guidance: Option<String>,
+    pub model: Option<String>,
+}
+
+/// A developer's comment on the change, as on a pull request.
+#[derive(Debug, Clone, Default)]
+pub struct CommentJob {
+    pub text: String,
+    /// Reply in the thread of this finding (id or prefix) or comment (number).
+    pub reply_to: Option<String>,
+    pub model: Option<String>,
+}
+
+/// A developer's reply in a finding's thread.
+#[derive(Debug, Clone, Default)]
+pub struct ReplyJob {
+    /// The finding (id or unique prefix).
+    pub finding: String,
+    pub text: String,
+    /// Weigh it now (otherwise the next review does).
+    pub now: bool,
+    pub model: Option<String>,
+}
+
+/// What a reply did: stored only, or stored and weighed.
+#[derive(Debug, Clone)]
+pub enum ReplyOutcome {
+    Stored,
+    Weighed(DisputeOutcome),
+}
+
+impl App {
+    pub(crate) fn act_env(&self, model: Option<&str>) -> Result<ActEnv<'_>, AppError> {
+        let model = self.models.connect(model)?;
+        Ok(ActEnv {
+            forge: &self.forge,
+            git: &self.git,
+            config: &self.config,
+            provider: model.provider,
+            meter: model.meter,
+            runs_dir: self.runs_dir.clone(),
+            progress: self.progress.clone(),
+        })
+    }
+
+    /// The conversation of the checked-out branch.
+    pub fn conversation_key(&self) -> ChangeKey {
+        self.git.conversation_key()
+    }
+
+    /// Fixes open findings with one verified commit.
+    pub async fn fix(&self, job: FixJob) -> Result<Outcome<ActReport>, AppError> {
+        let targets = if job.ids.is_empty() {
+            Targets::All
+        } else {
+            Targets::Ids(job.ids)
+        };
+        let env = self.act_env(job.model.as_deref())?;
+        let change = self.conversation_key();
+        let report =
+            bugloop_loops::act::fix(&env, &change, &targets, job.guidance.as_deref()).await?;
+        Ok(judged(report))
+    }
+
+    /// Makes a requested change (`chore: apply user request`).
+    pub async fn do_request(
+        &self,
+        request: &str,
+        model: Option<&str>,
+    ) -> Result<Outcome<ActReport>, AppError> {
+        let env = self.act_env(model)?;
+        Ok(judged(bugloop_loops::act::do_request(&env, request).await?))
+    }
+
+    /// Answers a question about the code; changes nothing.
+    pub async fn ask(
+        &self,
+        question: &str,
+        model: Option<&str>,
+    ) -> Result<Outcome<String>, AppError> {
+        let env = self.act_env(model)?;
+        let change = self.conversation_key();
+        let answer = bugloop_loops::act::ask(&env, &change, question).await?;
+        Ok(Outcome::new(answer, Verdict::Done))
+    }
+
+    /// Stores a developer's comment and acts on it (fix, do, answer, or weigh it as a dispute).
+    /// An error after the comment is stored is [`AppError::AfterStoring`].
+    pub async fn comment(&self, job: CommentJob) -> Result<Outcome<ActReport>, AppError> {
+        let env = self.act_env(job.model.as_deref())?;
+        let change = self.conversation_key();
+        let parent = match &job.reply_to {
+            Some(target) => Some(self.thread_root(&change, target).await?),
+            None => None,
+        };
+        let comment = self
+            .forge
+            .developer_comment(&change, &job.text, parent.as_deref())
+            .await?;
+        let report = bugloop_loops::act::on_comment(&env, &change, &comment)
+            .await
+            .map_err(|e| after_storing(e.into(), &comment, &change))?;
+        Ok(judged(report))
+    }
+
+    /// Stores a developer's reply in a finding's thread and, with `now`, weighs it.
+    pub async fn reply(&self, job: ReplyJob) -> Result<Outcome<ReplyOutcome>, AppError> {
+        let change = self.conversation_key();
+        let root = self.thread_root(&change, &job.finding).await?;
+        // Connect before storing: a model that cannot be used fails with nothing stored.
+        let env = if job.now {
+            Some(self.act_env(job.model.as_deref())?)
+        } else {
+            None
+        };
+        let comment = self
+            .forge
+            .developer_comment(&change, &job.text, Some(&root))
+            .await?;
+        let Some(env) = env else {
+            return Ok(Outcome::new(ReplyOutcome::Stored, Verdict::Done));
+        };
+        let weighed = async {
+            let comments = self.forge.comments(&change).await?;
+            let state = reconstruct(&comments, &self.markers);
+            let id: FindingId = state
+                .threads
+                .iter()
+                .find(|t| t.id == root)
+                .and_then(|t| t.finding_id.clone())
+                .ok_or_else(|| AppError::Invalid(format!("comment {root} is not a finding")))?;
+            Ok::<_, AppError>(bugloop_loops::act::settle_dispute(&env, &change, &id).await?)
+        }
+        .await
+        .map_err(|e| after_storing(e, &comment, &change))?;
+        Ok(Outcome::new(ReplyOutcome::Weighed(weighed), Verdict::Done))
+    }
+
+    /// The root comment of a finding (by id or prefix) or a comment by its number.
+    async fn thread_root(&self, change: &ChangeKey, target: &str) -> Result<String, AppError> {
+        let comments = self.forge.comments(change).await?;
+        if comments.iter().any(|c| c.id == target) {
+            return Ok(target.to_owned());
+        }
+        let state = reconstruct(&comments, &self.markers);
+        Ok(find_thread(&state.threads, target)?.id.clone())
+    }
+}
+
+fn judged(report: ActReport) -> Outcome<ActReport> {
+    let verdict = act_verdict(&report);
+    Outcome::new(report, verdict)
+}
+
+fn after_storing(error: AppError, comment: &Comment, change: &ChangeKey) -> AppError {
+    AppError::AfterStoring {
+        comment: comment.id.clone(),
+        change: change.to_string(),
+        source: Box::new(error),
+    }
+}

@@ -1,0 +1,82 @@
+//! Loading configuration for a job: the base commit's `.bugloop/config.yml` (read from git),
+//! the branch's own file, the user's file and `BUGLOOP_*` variables. The branch's settings that
+//! were ignored come back as warnings for the front end to show.
+
+use std::path::{Path, PathBuf};
+
+use bugloop_config::{BranchConfig, CONFIG_PATH, Loaded, LocalFiles};
+use bugloop_forge::git::Git;
+
+use crate::AppError;
+
+/// Which configuration the user asked for.
+#[derive(Debug, Clone, Default)]
+pub struct ConfigChoice {
+    /// `--config FILE` / `BUGLOOP_CONFIG`.
+    pub file: Option<PathBuf>,
+    /// `--trust-branch-config`: accept the branch's own file in full.
+    pub trust_branch: bool,
+}
+
+/// The configuration of a directory, with where each value came from.
+#[derive(Debug)]
+pub struct Configuration {
+    pub loaded: Loaded,
+    /// One line per branch setting that was ignored.
+    pub warnings: Vec<String>,
+}
+
+/// Loads the configuration of the repository at `cwd` (or of `cwd` itself outside one).
+pub fn load_configuration(cwd: &Path, choice: &ConfigChoice) -> Result<Configuration, AppError> {
+    let git = Git::open(cwd).ok();
+    let repo_root = git
+        .as_ref()
+        .map_or_else(|| repository_root(cwd), |g| g.root().to_path_buf());
+    let base = git.as_ref().and_then(|git| {
+        let (label, commit) = git.trusted_base()?;
+        let bytes = git.show(&commit, CONFIG_PATH)?;
+        Some((format!("{label}:{CONFIG_PATH}"), bytes))
+    });
+    let files = LocalFiles {
+        repo_root,
+        user_file: choice.file.clone(),
+        base,
+        branch_config: if choice.trust_branch {
+            BranchConfig::Trust
+        } else {
+            BranchConfig::ReviewSettings
+        },
+    };
+    let env = bugloop_config::environment(std::env::vars_os())?;
+    let loaded = bugloop_config::load(&files, env)?;
+    let warnings = ignored_warnings(&loaded);
+    Ok(Configuration { loaded, warnings })
+}
+
+fn ignored_warnings(loaded: &Loaded) -> Vec<String> {
+    loaded
+        .ignored
+        .iter()
+        .map(|ignored| {
+            let (verb, at) = match ignored.line {
+                Some(line) => ("sets", format!(" (line {line})")),
+                None => ("removes", String::new()),
+            };
+            format!(
+                "{CONFIG_PATH} on this branch {verb} {}{at}; ignored: commands and sandbox \
+                 settings come from trusted configuration (the base commit, your own config). Run \
+                 with --trust-branch-config to accept them for this run.",
+                ignored.key
+            )
+        })
+        .collect()
+}
+
+/// The nearest enclosing directory with a `.git`, else `start` itself.
+fn repository_root(start: &Path) -> PathBuf {
+    start
+        .ancestors()
+        .find(|dir| dir.join(".git").exists())
+        .unwrap_or(start)
+        .to_path_buf()
+}

@@ -1,0 +1,133 @@
+//! What bugloop can do on this machine: sandbox confinement and its protections, git, the
+//! embedded model. Each check says whether what the configuration relies on is there.
+
+use std::path::Path;
+
+use bugloop_config::{Config, Unconfined};
+
+/// How a check came out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CheckState {
+    Ok,
+    /// A protection that is not active (not a failure on its own).
+    Off,
+    Info,
+    /// Works, unsafely (commands run unconfined because the configuration allows it).
+    Warning,
+    /// Something the configuration relies on is missing.
+    Fail,
+}
+
+/// One line of the doctor's report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Check {
+    pub state: CheckState,
+    pub subject: String,
+    pub detail: String,
+}
+
+impl Check {
+    fn new(state: CheckState, subject: impl Into<String>, detail: impl Into<String>) -> Check {
+        Check {
+            state,
+            subject: subject.into(),
+            detail: detail.into(),
+        }
+    }
+}
+
+/// Every check, in order. The machine is fit when none is [`CheckState::Fail`].
+pub fn checks(config: &Config) -> Vec<Check> {
+    let mut checks = Vec::new();
+    let sandbox = bugloop_sandbox::probe();
+    if sandbox.can_confine() {
+        let bwrap = sandbox
+            .bwrap
+            .as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
+        checks.push(Check::new(
+            CheckState::Ok,
+            "sandbox",
+            format!("bubblewrap ({bwrap}): no network, writes only to the workspace"),
+        ));
+        for protection in bugloop_sandbox::protections() {
+            let state = if protection.active {
+                CheckState::Ok
+            } else {
+                CheckState::Off
+            };
+            checks.push(Check::new(
+                state,
+                format!("sandbox {}", protection.name),
+                protection.detail,
+            ));
+        }
+    } else {
+        let problem = sandbox.problem.clone().unwrap_or_default();
+        checks.push(match config.sandbox.when_unconfined {
+            Unconfined::Refuse => Check::new(
+                CheckState::Fail,
+                "sandbox",
+                format!("{problem}; commands will be refused (sandbox.when_unconfined: refuse)"),
+            ),
+            Unconfined::Warn => Check::new(
+                CheckState::Warning,
+                "sandbox",
+                format!("{problem}; commands will run UNCONFINED (sandbox.when_unconfined: warn)"),
+            ),
+        });
+    }
+    checks.push(
+        match std::process::Command::new("git").arg("--version").output() {
+            Ok(version) if version.status.success() => Check::new(
+                CheckState::Ok,
+                "git",
+                String::from_utf8_lossy(&version.stdout).trim().to_owned(),
+            ),
+            _ => Check::new(CheckState::Fail, "git", "not found"),
+        },
+    );
+    let model = &config.model.default;
+    checks.push(Check::new(CheckState::Info, "model", model.clone()));
+    if let Some(name) = model.strip_prefix("local:") {
+        let settings = crate::models::llm_settings(config);
+        checks.push(
+            match local_model_file(name, settings.model_dir.as_deref()) {
+                Ok(path) => Check::new(CheckState::Ok, "embedded model", path),
+                Err(problem) => Check::new(CheckState::Fail, "embedded model", problem),
+            },
+        );
+    }
+    checks
+}
+
+/// `sandbox.when_unconfined: warn` promises a warning when commands will run unconfined; the
+/// sandbox's own log line reaches no one without a subscriber, so a job says it, once.
+pub(crate) fn unconfined_warning(config: &Config) -> Option<String> {
+    if config.sandbox.when_unconfined != Unconfined::Warn {
+        return None;
+    }
+    let sandbox = bugloop_sandbox::probe();
+    (!sandbox.can_confine()).then(|| {
+        format!(
+            "{}; commands will run UNCONFINED (sandbox.when_unconfined: warn)",
+            sandbox
+                .problem
+                .as_deref()
+                .unwrap_or("the sandbox cannot confine commands here")
+        )
+    })
+}
+
+#[cfg(feature = "local")]
+fn local_model_file(name: &str, dir: Option<&Path>) -> Result<String, String> {
+    bugloop_llm::local::resolve_model(name, dir)
+        .map(|path| path.display().to_string())
+        .map_err(|error| error.to_string())
+}
+
+#[cfg(not(feature = "local"))]
+fn local_model_file(_: &str, _: Option<&Path>) -> Result<String, String> {
+    Err("this build has no embedded model (built without the `local` feature)".to_owned())
+}

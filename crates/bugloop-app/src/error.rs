@@ -1,0 +1,68 @@
+//! What can stop a job before it has an outcome. Each variant names what was wrong and where;
+//! [`AppError::AfterStoring`] marks errors that happened after the developer's comment was
+//! stored, so a front end does not report "nothing happened".
+
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    #[error(transparent)]
+    Git(Box<bugloop_forge::git::GitError>),
+    #[error(transparent)]
+    Config(Box<bugloop_config::ConfigError>),
+    #[error("the local store of {}: {source}", repository.display())]
+    Store {
+        repository: PathBuf,
+        source: bugloop_forge::ForgeError,
+    },
+    #[error(transparent)]
+    Forge(Box<bugloop_forge::ForgeError>),
+    #[error("cannot use the model {model}: {source}")]
+    Model {
+        model: String,
+        source: Box<bugloop_llm::LlmError>,
+    },
+    #[error(transparent)]
+    Checkout(Box<bugloop_loops::checkout::CheckoutError>),
+    #[error(transparent)]
+    Review(Box<bugloop_loops::review::ReviewError>),
+    #[error(transparent)]
+    Act(Box<bugloop_loops::act::ActError>),
+    #[error(transparent)]
+    Thread(Box<bugloop_domain::thread::FindThreadError>),
+    #[error(transparent)]
+    StoreFile(Box<bugloop_store::StoreError>),
+    #[error("{0}")]
+    Invalid(String),
+    /// The developer's comment (or reply) is in the conversation; acting on it failed.
+    #[error("your comment was stored (comment {comment} of {change}), but acting on it failed")]
+    AfterStoring {
+        comment: String,
+        change: String,
+        #[source]
+        source: Box<AppError>,
+    },
+}
+
+/// The sources are boxed: a job's error travels through every layer, and the largest of them
+/// would otherwise make every `Result` of the application that large.
+macro_rules! boxed_from {
+    ($($variant:ident: $source:ty),* $(,)?) => {
+        $(impl From<$source> for AppError {
+            fn from(error: $source) -> Self {
+                AppError::$variant(Box::new(error))
+            }
+        })*
+    };
+}
+
+boxed_from!(
+    Git: bugloop_forge::git::GitError,
+    Config: bugloop_config::ConfigError,
+    Forge: bugloop_forge::ForgeError,
+    Checkout: bugloop_loops::checkout::CheckoutError,
+    Review: bugloop_loops::review::ReviewError,
+    Act: bugloop_loops::act::ActError,
+    Thread: bugloop_domain::thread::FindThreadError,
+    StoreFile: bugloop_store::StoreError,
+);

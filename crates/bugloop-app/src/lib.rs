@@ -1,0 +1,122 @@
+//! bugloop's application layer: the one entry per job that every front end calls. The CLI, the
+//! GitHub Action and the server parse their input, open an [`App`] and call a job (review a
+//! change, fix, do, ask, act on a comment, reply, converge); each job returns an [`Outcome`]: the
+//! report to render and a [`Verdict`] the front end maps to its exit code, check result or job
+//! state. No front end wires the crates below (forge, model, meter, checkout, sandbox) itself.
+
+mod act;
+mod configuration;
+mod converge;
+mod conversation;
+pub mod doctor;
+mod error;
+pub mod inspect;
+mod models;
+mod outcome;
+mod review;
+pub mod runs;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use bugloop_config::Config;
+use bugloop_domain::marker::MarkerSyntax;
+use bugloop_forge::git::Git;
+use bugloop_forge::local::LocalForge;
+
+pub use self::act::{CommentJob, FixJob, ReplyJob, ReplyOutcome};
+pub use self::configuration::{ConfigChoice, Configuration, load_configuration};
+pub use self::converge::ConvergeJob;
+pub use self::conversation::{FindingThread, StoreAction, StoreResult, store_action};
+pub use self::error::AppError;
+pub use self::models::Models;
+pub use self::outcome::{Outcome, Verdict};
+pub use self::review::{ReviewJob, ReviewScope};
+
+/// The types a front end renders, from the crates below (it depends on nothing else of theirs).
+pub mod types {
+    pub use bugloop_loops::act::{ActReport, DisputeOutcome};
+    pub use bugloop_loops::build::{BuildStatus, Landing};
+    pub use bugloop_loops::converge::{ConvergeReport, Exit as ConvergeExit};
+    pub use bugloop_loops::review::report::{CommentAction, PublishedFinding, ReviewReport};
+    pub use bugloop_loops::{Progress, ProgressEvent, Silent};
+}
+
+/// How to open an [`App`].
+#[derive(Debug, Clone)]
+pub struct AppOptions {
+    /// A directory inside the repository to work on.
+    pub directory: PathBuf,
+    pub config: ConfigChoice,
+    /// Where progress goes while a job runs (`Silent` for none).
+    pub progress: Arc<dyn bugloop_loops::Progress>,
+}
+
+/// One repository's bugloop, opened once from resolved settings: its forge, a model factory
+/// that gives each job a fresh budget meter, the runs directory and the progress sink.
+#[derive(Debug)]
+pub struct App {
+    git: Git,
+    config: Config,
+    /// Read once at open, so a bad marker prefix fails before any work.
+    markers: MarkerSyntax,
+    /// The branch's changes to trusted settings that were ignored (a review reports them as a
+    /// finding of bugloop's own).
+    ignored: Vec<bugloop_config::IgnoredBranchSetting>,
+    warnings: Vec<String>,
+    forge: LocalForge,
+    models: Models,
+    runs_dir: PathBuf,
+    progress: Arc<dyn bugloop_loops::Progress>,
+}
+
+impl App {
+    /// Opens the repository containing `options.directory`: its configuration (every layer,
+    /// validated), the local conversation store and the model settings.
+    pub async fn open(options: AppOptions) -> Result<App, AppError> {
+        // Outside a repository this is the error to show, not a configuration problem.
+        let git = Git::open(&options.directory)?;
+        let configuration = load_configuration(git.root(), &options.config)?;
+        let mut warnings = configuration.warnings;
+        let config = configuration.loaded.config;
+        warnings.extend(doctor::unconfined_warning(&config));
+        let markers = bugloop_config::marker_syntax(&config)?;
+        let forge = LocalForge::open(git.clone(), &config.identity.local_bot_name)
+            .await
+            .map_err(|source| AppError::Store {
+                repository: git.root().to_path_buf(),
+                source,
+            })?;
+        let runs_dir = runs::runs_dir(&git);
+        Ok(App {
+            models: Models::new(&config),
+            git,
+            markers,
+            ignored: configuration.loaded.ignored,
+            warnings,
+            config,
+            forge,
+            runs_dir,
+            progress: options.progress,
+        })
+    }
+
+    /// What the user should know before the job's output: the branch's ignored settings,
+    /// commands that will run unconfined.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    pub fn root(&self) -> &Path {
+        self.git.root()
+    }
+
+    /// Where agent transcripts are kept.
+    pub fn runs_dir(&self) -> &Path {
+        &self.runs_dir
+    }
+}

@@ -1,0 +1,110 @@
+//! The review job: select the change, check it out, run the review loop against the
+//! conversation, and judge the report.
+
+use bugloop_forge::git::{HeadState, Selection};
+use bugloop_loops::review::report::ReviewReport;
+use bugloop_loops::review::{ReviewEnv, ReviewRequest, review_with};
+
+use crate::outcome::review_verdict;
+use crate::{App, AppError, Outcome, Verdict};
+
+/// Which change a review covers.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum ReviewScope {
+    /// The branch against its merge base with the default branch.
+    #[default]
+    Branch,
+    /// `base..head` (either defaulted).
+    Range {
+        base: Option<String>,
+        head: Option<String>,
+    },
+    /// What is staged, against HEAD.
+    Staged,
+    /// Every uncommitted change, against HEAD.
+    Working,
+}
+
+/// A review to run.
+#[derive(Debug, Clone, Default)]
+pub struct ReviewJob {
+    pub scope: ReviewScope,
+    /// Open findings at or above this score make the verdict [`Verdict::FindingsAtThreshold`].
+    pub fail_on: Option<u8>,
+    /// The model, instead of the configured one.
+    pub model: Option<String>,
+    /// Report only: publish nothing.
+    pub dry_run: bool,
+}
+
+impl App {
+    /// Reviews a change and tracks its findings in the conversation. An empty change is
+    /// [`Verdict::NothingToDo`] with no report.
+    pub async fn review(&self, job: ReviewJob) -> Result<Outcome<Option<ReviewReport>>, AppError> {
+        let selection = match job.scope {
+            ReviewScope::Branch => Selection::Branch,
+            ReviewScope::Range { base, head } => Selection::Range { base, head },
+            ReviewScope::Staged => Selection::Staged,
+            ReviewScope::Working => Selection::Working,
+        };
+        let change = self.git.select(&selection)?;
+        let diff = bugloop_diff::parse(&change.diff);
+        if diff.files.is_empty() {
+            return Ok(Outcome::new(
+                None,
+                Verdict::NothingToDo {
+                    reason: format!("Nothing to review: no changes in {}.", change.description),
+                },
+            ));
+        }
+        let warnings: Vec<String> = diff
+            .problems
+            .iter()
+            .map(|problem| {
+                format!(
+                    "diff line {}: {} (the rest of the change is reviewed)",
+                    problem.line, problem.message
+                )
+            })
+            .collect();
+        // The branch's ignored changes to trusted settings are reported as a finding of their own.
+        let own_findings: Vec<_> = bugloop_config::ignored_settings_finding(&self.ignored)
+            .into_iter()
+            .collect();
+        let model = self.models.connect(job.model.as_deref())?;
+        let checkout = bugloop_loops::checkout::checkout(&self.git, &change)?;
+        let head = match &change.head {
+            HeadState::Commit(sha) => sha.clone(),
+            HeadState::Index => "index".to_owned(),
+            HeadState::WorkingTree => "working-tree".to_owned(),
+        };
+        let request = ReviewRequest {
+            change: change.key.clone(),
+            description: change.description.clone(),
+            base: change.base,
+            head,
+            diff,
+            workspace: checkout.path().to_path_buf(),
+            git_mount: checkout.git_mount(),
+            publish: !job.dry_run,
+            clean_room: false,
+            focus: None,
+        };
+        let env = ReviewEnv {
+            forge: &self.forge,
+            config: &self.config,
+            provider: model.provider,
+            meter: model.meter,
+            runs_dir: self.runs_dir.clone(),
+            progress: self.progress.clone(),
+        };
+        let report = review_with(&env, request, own_findings).await?;
+        drop(checkout);
+        let verdict = review_verdict(&report, job.fail_on);
+        Ok(Outcome {
+            report: Some(report),
+            verdict,
+            warnings,
+        })
+    }
+}
