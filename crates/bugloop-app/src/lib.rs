@@ -5,6 +5,7 @@
 //! state. No front end wires the crates below (forge, model, meter, checkout, sandbox) itself.
 
 mod act;
+pub mod bench;
 mod configuration;
 mod converge;
 mod conversation;

@@ -13,7 +13,6 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 mod act;
 mod bench;
-mod bench_review;
 mod output;
 mod progress;
 mod review;
@@ -107,7 +106,7 @@ enum RunsCommand {
 }
 
 #[derive(Debug, Subcommand)]
-enum BenchCommand {
+pub(crate) enum BenchCommand {
     /// The embedded model: load time, prompt and generation tokens per second, peak memory.
     Model {
         #[arg(long, default_value = "local:smollm2")]
@@ -325,7 +324,7 @@ fn run(cli: Cli, out: &mut impl Write) -> Result<Verdict> {
             let config = configuration(&cwd, &choice)?.loaded.config;
             show::doctor(out, &bugloop_app::doctor::checks(&config))
         }
-        Command::Bench(command) => bench(&cwd, &choice, command, out),
+        Command::Bench(command) => bench::run(&cwd, &choice, command, out),
         Command::Inspect(InspectCommand::Diff { input, format }) => {
             let diff = inspect::diff(&read_input(&cwd, &input)?);
             match format {
@@ -370,44 +369,4 @@ fn read_input(cwd: &Path, input: &Path) -> Result<Vec<u8>> {
     }
     let path = cwd.join(input);
     std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))
-}
-
-/// `bugloop bench ...`.
-fn bench(
-    cwd: &Path,
-    choice: &ConfigChoice,
-    command: BenchCommand,
-    out: &mut impl Write,
-) -> Result<Verdict> {
-    match command {
-        BenchCommand::Model {
-            model,
-            runs,
-            max_tokens,
-            format,
-        } => {
-            let config = configuration(cwd, choice)?.loaded.config;
-            bench::model(out, &config, &model, runs, max_tokens, format)?;
-        }
-        BenchCommand::Review {
-            files,
-            lines,
-            format,
-        } => {
-            let config = configuration(cwd, choice)?.loaded.config;
-            bench_review::review_speed(out, &config, files, lines, format)?;
-        }
-        BenchCommand::Tokens { example, format } => {
-            bench_review::tokens(out, &example, format)?;
-        }
-        BenchCommand::Prompt => {
-            let (system, prompt) = bench::prompt_texts();
-            writeln!(
-                out,
-                "{}",
-                serde_json::json!({"system": system, "user": prompt})
-            )?;
-        }
-    }
-    Ok(Verdict::Done)
 }
