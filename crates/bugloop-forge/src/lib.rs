@@ -9,6 +9,7 @@
 
 pub mod git;
 pub mod local;
+pub mod recording;
 
 use async_trait::async_trait;
 use bugloop_domain::finding::FindingId;
@@ -119,6 +120,12 @@ pub trait Forge: Send + Sync + std::fmt::Debug {
 
     /// The login bugloop writes as here.
     fn bot_login(&self) -> &str;
+
+    /// Whether writes reach the conversation (false for a dry run's
+    /// [`recording::RecordingForge`], which records them instead).
+    fn publishes(&self) -> bool {
+        true
+    }
 
     /// The change a conversation is about: its base and head, files and diff.
     async fn change(&self, change: &ChangeKey) -> Result<Change, ForgeError>;

@@ -278,3 +278,82 @@ async fn a_developer_named_like_the_bot_is_still_a_developer() {
         [true, false]
     );
 }
+
+#[tokio::test]
+async fn a_recording_forge_writes_nothing_and_shows_the_run_what_it_would_have_written() {
+    use crate::recording::{RecordedWrite, RecordingForge};
+    let dir = repo();
+    let forge = LocalForge::open(Git::open(dir.path()).unwrap(), "bugloop")
+        .await
+        .unwrap();
+    let change = ChangeKey("branch:feature".into());
+    let markers = MarkerSyntax::new("bugloop", &[]).unwrap();
+    let kept = FindingId::new("kept");
+    let kept_body = format!("### Kept\n{}", markers.build(&kept, false));
+    forge
+        .upsert_by_marker(&change, &markers, &kept, &kept_body, None)
+        .await
+        .unwrap();
+    let before = forge.comments(&change).await.unwrap();
+
+    let dry = RecordingForge::new(&forge);
+    assert!(forge.publishes() && !dry.publishes());
+    let id = FindingId::new("off-by-one");
+    let body = format!("### Off by one\n{}", markers.build(&id, false));
+    let anchor = LineAnchor {
+        path: "a.txt".into(),
+        line: 2,
+        commit: "abc".into(),
+    };
+    // The same upserts as a real run: added once, then unchanged (the run sees its own write).
+    let first = dry
+        .upsert_by_marker(&change, &markers, &id, &body, Some(&anchor))
+        .await
+        .unwrap();
+    let again = dry
+        .upsert_by_marker(&change, &markers, &id, &body, Some(&anchor))
+        .await
+        .unwrap();
+    assert_eq!((first, again), (Upsert::Added, Upsert::Unchanged));
+    let reworded = format!("### Kept, reworded\n{}", markers.build(&kept, true));
+    let updated = dry
+        .upsert_by_marker(&change, &markers, &kept, &reworded, None)
+        .await
+        .unwrap();
+    assert_eq!(updated, Upsert::Updated);
+    let seen = dry.comments(&change).await.unwrap();
+    let added = seen.iter().find(|c| c.body == body).unwrap();
+    assert!(added.by_bugloop && added.kind == CommentKind::Review);
+    assert_eq!(added.path.as_deref(), Some("a.txt"));
+    let reply = dry.reply(&change, added, "a reply").await.unwrap();
+    assert_eq!(reply.in_reply_to.as_deref(), Some(added.id.as_str()));
+    assert_eq!(reply.thread_id, added.thread_id);
+    dry.set_thread_resolved(&change, added.thread_id.as_deref().unwrap(), true)
+        .await
+        .unwrap();
+    let seen = dry.comments(&change).await.unwrap();
+    assert_eq!(seen.len(), before.len() + 2);
+    assert!(seen.iter().any(|c| c.body == reworded));
+    assert!(
+        seen.iter()
+            .filter(|c| c.thread_id == added.thread_id)
+            .all(|c| c.thread_resolved)
+    );
+    // Another conversation sees none of it.
+    let other = ChangeKey("branch:other".into());
+    assert!(dry.comments(&other).await.unwrap().is_empty());
+
+    // Nothing reached the store; the record lists every write in order.
+    assert_eq!(forge.comments(&change).await.unwrap(), before);
+    let kinds: Vec<&str> = dry
+        .writes()
+        .iter()
+        .map(|w| match w {
+            RecordedWrite::AddComment { .. } => "add",
+            RecordedWrite::UpdateComment { .. } => "update",
+            RecordedWrite::Reply { .. } => "reply",
+            RecordedWrite::SetThreadResolved { .. } => "resolve",
+        })
+        .collect();
+    assert_eq!(kinds, ["add", "update", "reply", "resolve"]);
+}
