@@ -5,7 +5,8 @@
 use bugloop_domain::finding::FindingId;
 use bugloop_domain::thread::{Comment, find_thread, reconstruct};
 use bugloop_forge::{ChangeKey, Forge};
-use bugloop_loops::act::{ActEnv, ActReport, DisputeOutcome, Targets};
+use bugloop_loops::LoopEnv;
+use bugloop_loops::act::{ActReport, DisputeOutcome, Targets};
 
 use crate::outcome::act_verdict;
 use crate::{App, AppError, Outcome, Verdict};
@@ -48,12 +49,13 @@ pub enum ReplyOutcome {
 }
 
 impl App {
-    pub(crate) fn act_env(&self, model: Option<&str>) -> Result<ActEnv<'_>, AppError> {
+    /// The loops' environment for one job, with a fresh meter on `model`.
+    pub(crate) fn loop_env(&self, model: Option<&str>) -> Result<LoopEnv<'_>, AppError> {
         let model = self.models.connect(model)?;
-        Ok(ActEnv {
+        Ok(LoopEnv {
             forge: &self.forge,
             git: &self.git,
-            config: &self.config,
+            settings: &self.settings,
             provider: model.provider,
             meter: model.meter,
             runs_dir: self.runs_dir.clone(),
@@ -73,7 +75,7 @@ impl App {
         } else {
             Targets::Ids(job.ids)
         };
-        let env = self.act_env(job.model.as_deref())?;
+        let env = self.loop_env(job.model.as_deref())?;
         let change = self.conversation_key();
         let report =
             bugloop_loops::act::fix(&env, &change, &targets, job.guidance.as_deref()).await?;
@@ -86,7 +88,7 @@ impl App {
         request: &str,
         model: Option<&str>,
     ) -> Result<Outcome<ActReport>, AppError> {
-        let env = self.act_env(model)?;
+        let env = self.loop_env(model)?;
         Ok(judged(bugloop_loops::act::do_request(&env, request).await?))
     }
 
@@ -96,7 +98,7 @@ impl App {
         question: &str,
         model: Option<&str>,
     ) -> Result<Outcome<String>, AppError> {
-        let env = self.act_env(model)?;
+        let env = self.loop_env(model)?;
         let change = self.conversation_key();
         let answer = bugloop_loops::act::ask(&env, &change, question).await?;
         Ok(Outcome::new(answer, Verdict::Done))
@@ -105,7 +107,7 @@ impl App {
     /// Stores a developer's comment and acts on it (fix, do, answer, or weigh it as a dispute).
     /// An error after the comment is stored is [`AppError::AfterStoring`].
     pub async fn comment(&self, job: CommentJob) -> Result<Outcome<ActReport>, AppError> {
-        let env = self.act_env(job.model.as_deref())?;
+        let env = self.loop_env(job.model.as_deref())?;
         let change = self.conversation_key();
         let parent = match &job.reply_to {
             Some(target) => Some(self.thread_root(&change, target).await?),
@@ -127,7 +129,7 @@ impl App {
         let root = self.thread_root(&change, &job.finding).await?;
         // Connect before storing: a model that cannot be used fails with nothing stored.
         let env = if job.now {
-            Some(self.act_env(job.model.as_deref())?)
+            Some(self.loop_env(job.model.as_deref())?)
         } else {
             None
         };
@@ -140,7 +142,7 @@ impl App {
         };
         let weighed = async {
             let comments = self.forge.comments(&change).await?;
-            let state = reconstruct(&comments, &self.markers);
+            let state = reconstruct(&comments, &self.settings.markers);
             let id: FindingId = state
                 .threads
                 .iter()
@@ -160,7 +162,7 @@ impl App {
         if comments.iter().any(|c| c.id == target) {
             return Ok(target.to_owned());
         }
-        let state = reconstruct(&comments, &self.markers);
+        let state = reconstruct(&comments, &self.settings.markers);
         Ok(find_thread(&state.threads, target)?.id.clone())
     }
 }

@@ -16,7 +16,7 @@ pub struct ConvergeJob {
 impl App {
     /// Audits and fixes the branch until an audit is clean, at most `converge.max_loops` loops.
     pub async fn converge(&self, job: ConvergeJob) -> Result<Outcome<ConvergeReport>, AppError> {
-        let env = self.act_env(job.model.as_deref())?;
+        let env = self.loop_env(job.model.as_deref())?;
         let change = self.conversation_key();
         let meter = env.meter.clone();
         // Auditors with a model of their own spend from the run's one budget.

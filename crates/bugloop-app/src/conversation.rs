@@ -76,7 +76,7 @@ impl App {
         change: &ChangeKey,
     ) -> Result<(Vec<Comment>, Vec<ThreadState>), AppError> {
         let comments = self.forge.comments(change).await?;
-        let state = reconstruct(&comments, &self.markers);
+        let state = reconstruct(&comments, &self.settings.markers);
         let mut threads: Vec<ThreadState> = state
             .threads
             .into_iter()

@@ -21,9 +21,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use bugloop_config::Config;
-use bugloop_domain::marker::MarkerSyntax;
 use bugloop_forge::git::Git;
 use bugloop_forge::local::LocalForge;
+use bugloop_loops::LoopSettings;
 
 pub use self::act::{CommentJob, FixJob, ReplyJob, ReplyOutcome};
 pub use self::configuration::{ConfigChoice, Configuration, load_configuration};
@@ -58,9 +58,8 @@ pub struct AppOptions {
 #[derive(Debug)]
 pub struct App {
     git: Git,
-    config: Config,
-    /// Read once at open, so a bad marker prefix fails before any work.
-    markers: MarkerSyntax,
+    /// Resolved once at open, so a bad value fails before any work.
+    settings: LoopSettings,
     /// The branch's changes to trusted settings that were ignored (a review reports them as a
     /// finding of bugloop's own).
     ignored: Vec<bugloop_config::IgnoredBranchSetting>,
@@ -81,7 +80,6 @@ impl App {
         let mut warnings = configuration.warnings;
         let config = configuration.loaded.config;
         warnings.extend(doctor::unconfined_warning(&config));
-        let markers = bugloop_config::marker_syntax(&config)?;
         let forge = LocalForge::open(git.clone(), &config.identity.local_bot_name)
             .await
             .map_err(|source| AppError::Store {
@@ -91,11 +89,10 @@ impl App {
         let runs_dir = runs::runs_dir(&git);
         Ok(App {
             models: Models::new(&config),
+            settings: LoopSettings::resolve(config).map_err(AppError::Config)?,
             git,
-            markers,
             ignored: configuration.loaded.ignored,
             warnings,
-            config,
             forge,
             runs_dir,
             progress: options.progress,
@@ -109,7 +106,7 @@ impl App {
     }
 
     pub fn config(&self) -> &Config {
-        &self.config
+        &self.settings.config
     }
 
     pub fn root(&self) -> &Path {

@@ -3,7 +3,7 @@
 
 use bugloop_forge::git::{HeadState, Selection};
 use bugloop_loops::review::report::ReviewReport;
-use bugloop_loops::review::{ReviewEnv, ReviewRequest, review_with};
+use bugloop_loops::review::{ReviewRequest, review_with};
 
 use crate::outcome::review_verdict;
 use crate::{App, AppError, Outcome, Verdict};
@@ -71,7 +71,7 @@ impl App {
         let own_findings: Vec<_> = bugloop_config::ignored_settings_finding(&self.ignored)
             .into_iter()
             .collect();
-        let model = self.models.connect(job.model.as_deref())?;
+        let env = self.loop_env(job.model.as_deref())?;
         let checkout = bugloop_loops::checkout::checkout(&self.git, &change)?;
         let head = match &change.head {
             HeadState::Commit(sha) => sha.clone(),
@@ -89,14 +89,6 @@ impl App {
             publish: !job.dry_run,
             clean_room: false,
             focus: None,
-        };
-        let env = ReviewEnv {
-            forge: &self.forge,
-            config: &self.config,
-            provider: model.provider,
-            meter: model.meter,
-            runs_dir: self.runs_dir.clone(),
-            progress: self.progress.clone(),
         };
         let report = review_with(&env, request, own_findings).await?;
         drop(checkout);

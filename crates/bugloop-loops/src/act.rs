@@ -3,35 +3,31 @@
 //! for a general request), `ask` (the Plan agent answers), `on_comment` (intent, permission, then
 //! one of those), and `settle_dispute` (concede, maintain or escalate a developer's reply).
 
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::path::Path;
 
 use bugloop_agent::{Agent, Outcome, Task};
-use bugloop_config::Config;
 use bugloop_domain::finding::FindingId;
 use bugloop_domain::safety::{
     MAX_FINDING_BODY_CHARS, sanitize_user_comment, truncate_finding_body,
 };
-use bugloop_domain::thread::{
-    Comment, ReviewState, ThreadState, ThreadStatus, find_thread, reconstruct,
-};
-use bugloop_forge::git::{Git, short};
-use bugloop_forge::{ChangeKey, Forge, ForgeError};
-use bugloop_llm::budget::Meter;
+use bugloop_domain::thread::{Comment, ReviewState, ThreadState, ThreadStatus, find_thread};
+use bugloop_forge::git::short;
+use bugloop_forge::{ChangeKey, ForgeError};
 use bugloop_llm::{JsonSchemaFormat, Message, Provider};
 use bugloop_sandbox::Policy;
 use bugloop_tools::{ToolContext, Toolset, Workspace};
 use serde::{Deserialize, Serialize};
 
 use crate::build::{
-    BuildEnv, BuildError, BuildResult, BuildStatus, BuildTask, Landing, Workbench, build, land,
+    BuildError, BuildResult, BuildStatus, BuildTask, Landing, Workbench, build, land,
 };
 use crate::context::rules_of;
+use crate::env::LoopEnv;
 use crate::intent::{Classified, Intent, OpenFinding, classify};
 use crate::prompt::{fill, rules_block};
 use crate::publish::resolve_thread;
 use crate::publish::{disputed_reply, escalated_reply, info_reply};
-use crate::{Progress, sandbox_settings};
+use crate::sandbox_settings;
 
 pub const FIX_PROMPT: &str = include_str!("../prompts/fix.md");
 pub const DO_PROMPT: &str = include_str!("../prompts/do.md");
@@ -55,44 +51,6 @@ pub enum ActError {
 impl From<bugloop_config::ConfigError> for ActError {
     fn from(error: bugloop_config::ConfigError) -> Self {
         ActError::Config(Box::new(error))
-    }
-}
-
-/// What the acting loops work with.
-pub struct ActEnv<'a> {
-    pub forge: &'a dyn Forge,
-    pub git: &'a Git,
-    pub config: &'a Config,
-    pub provider: Arc<dyn Provider>,
-    pub meter: Arc<Meter>,
-    pub runs_dir: PathBuf,
-    pub progress: Arc<dyn Progress>,
-}
-
-impl std::fmt::Debug for ActEnv<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ActEnv")
-            .field("forge", &self.forge.name())
-            .finish_non_exhaustive()
-    }
-}
-
-impl ActEnv<'_> {
-    fn build_env(&self) -> BuildEnv<'_> {
-        BuildEnv {
-            config: self.config,
-            provider: self.provider.clone(),
-            meter: self.meter.clone(),
-            runs_dir: self.runs_dir.clone(),
-            progress: self.progress.clone(),
-        }
-    }
-
-    async fn state(&self, change: &ChangeKey) -> Result<(Vec<Comment>, ReviewState), ActError> {
-        let markers = bugloop_config::marker_syntax(self.config)?;
-        let comments = self.forge.comments(change).await?;
-        let state = reconstruct(&comments, &markers);
-        Ok((comments, state))
     }
 }
 
@@ -150,12 +108,12 @@ fn findings_block(threads: &[&ThreadState]) -> String {
 
 /// Fixes open findings: one verified commit `fix: bugloop autofix - resolve <ids>`.
 pub async fn fix(
-    env: &ActEnv<'_>,
+    env: &LoopEnv<'_>,
     change: &ChangeKey,
     targets: &Targets,
     user_comment: Option<&str>,
 ) -> Result<ActReport, ActError> {
-    let (comments, state) = env.state(change).await?;
+    let (comments, state) = env.conversation(change).await?;
     let open = open_threads(&state);
     let chosen: Vec<&ThreadState> = match targets {
         Targets::All => open.clone(),
@@ -209,7 +167,7 @@ pub async fn fix(
         ],
     );
     let result = build(
-        &env.build_env(),
+        env,
         &bench,
         BuildTask {
             name: "fix".to_owned(),
@@ -219,11 +177,11 @@ pub async fn fix(
     )
     .await;
     let landing = match &result.status {
-        BuildStatus::Committed { .. } => land(&bench, env.config, "fix")?,
+        BuildStatus::Committed { .. } => land(&bench, env.config(), "fix")?,
         _ => None,
     };
     drop(bench);
-    let markers = bugloop_config::marker_syntax(env.config)?;
+    let markers = &env.settings.markers;
     let mut resolved = Vec::new();
     for thread in &chosen {
         let Some(root) = comments.iter().find(|c| c.id == thread.id) else {
@@ -237,7 +195,7 @@ pub async fn fix(
                 resolve_thread(
                     env.forge,
                     change,
-                    &markers,
+                    markers,
                     root,
                     id,
                     &format!("Fixed in {} (`bugloop fix`, verified).", short(commit)),
@@ -251,7 +209,7 @@ pub async fn fix(
                         change,
                         root,
                         &info_reply(
-                            &markers,
+                            markers,
                             &format!("A verified fix waits on branch `{name}` ({reason}); merge it to resolve this."),
                         ),
                     )
@@ -263,7 +221,7 @@ pub async fn fix(
                         change,
                         root,
                         &info_reply(
-                            &markers,
+                            markers,
                             &format!("Could not fix this: {}", status_line(&result.status)),
                         ),
                     )
@@ -322,14 +280,14 @@ fn outcome_line(status: &BuildStatus, landing: Option<&Landing>) -> String {
 }
 
 /// Carries out a general request: one verified commit `chore: apply user request`.
-pub async fn do_request(env: &ActEnv<'_>, request: &str) -> Result<ActReport, ActError> {
+pub async fn do_request(env: &LoopEnv<'_>, request: &str) -> Result<ActReport, ActError> {
     if request.trim().is_empty() {
         return Err(ActError::Invalid("the request is empty".to_owned()));
     }
     let bench = Workbench::open(env.git, "do")?;
     let prompt = fill(DO_PROMPT, &[("request", &sanitize_user_comment(request))]);
     let result = build(
-        &env.build_env(),
+        env,
         &bench,
         BuildTask {
             name: "do".to_owned(),
@@ -339,7 +297,7 @@ pub async fn do_request(env: &ActEnv<'_>, request: &str) -> Result<ActReport, Ac
     )
     .await;
     let landing = match &result.status {
-        BuildStatus::Committed { .. } => land(&bench, env.config, "do")?,
+        BuildStatus::Committed { .. } => land(&bench, env.config(), "do")?,
         _ => None,
     };
     Ok(ActReport {
@@ -354,8 +312,12 @@ pub async fn do_request(env: &ActEnv<'_>, request: &str) -> Result<ActReport, Ac
 }
 
 /// Answers a question with the Plan agent (no file changes), in the repository at HEAD.
-pub async fn ask(env: &ActEnv<'_>, change: &ChangeKey, question: &str) -> Result<String, ActError> {
-    let (_, state) = env.state(change).await?;
+pub async fn ask(
+    env: &LoopEnv<'_>,
+    change: &ChangeKey,
+    question: &str,
+) -> Result<String, ActError> {
+    let (_, state) = env.conversation(change).await?;
     let open = open_threads(&state);
     let findings = if open.is_empty() {
         "None.".to_owned()
@@ -374,7 +336,7 @@ pub async fn ask(env: &ActEnv<'_>, change: &ChangeKey, question: &str) -> Result
             ),
         ],
     );
-    let mut sandbox = sandbox_settings(env.config, root, Policy::ReadOnly);
+    let mut sandbox = sandbox_settings(env.config(), root, Policy::ReadOnly);
     // The repository's own .git (its config, its hooks) is never shown; a sanitized one is.
     let shadow = match env.git.head() {
         Some(head) => Some(
@@ -418,7 +380,7 @@ pub async fn ask(env: &ActEnv<'_>, change: &ChangeKey, question: &str) -> Result
                     "additionalProperties": false
                 }),
             }),
-            max_turns: env.config.budgets.max_turns,
+            max_turns: env.config().budgets.max_turns,
             max_tokens: Some(max_tokens),
         })
         .await;
@@ -434,11 +396,11 @@ pub async fn ask(env: &ActEnv<'_>, change: &ChangeKey, question: &str) -> Result
 /// A comment arrived (on GitHub: a webhook; locally: `bugloop comment`). Classify it, check the
 /// author's permission, and fix, do, dispute or answer.
 pub async fn on_comment(
-    env: &ActEnv<'_>,
+    env: &LoopEnv<'_>,
     change: &ChangeKey,
     comment: &Comment,
 ) -> Result<ActReport, ActError> {
-    let (comments, state) = env.state(change).await?;
+    let (comments, state) = env.conversation(change).await?;
     let open = open_threads(&state);
     let open_findings: Vec<OpenFinding> = open
         .iter()
@@ -485,12 +447,12 @@ pub async fn on_comment(
         }
         (Intent::Do, true) => {
             let report = do_request(env, &comment.body).await?;
-            let markers = bugloop_config::marker_syntax(env.config)?;
+            let markers = &env.settings.markers;
             env.forge
                 .reply(
                     change,
                     comment,
-                    &info_reply(&markers, &format!("bugloop: {}", report.message)),
+                    &info_reply(markers, &format!("bugloop: {}", report.message)),
                 )
                 .await?;
             report
@@ -540,9 +502,9 @@ pub async fn on_comment(
             let reply_to = parent_thread
                 .and_then(|t| comments.iter().find(|c| c.id == t.id))
                 .unwrap_or(comment);
-            let markers = bugloop_config::marker_syntax(env.config)?;
+            let markers = &env.settings.markers;
             env.forge
-                .reply(change, reply_to, &info_reply(&markers, &answer))
+                .reply(change, reply_to, &info_reply(markers, &answer))
                 .await?;
             ActReport {
                 action: Intent::Think,
@@ -637,12 +599,12 @@ fn code_around(root: &Path, thread: &ThreadState) -> String {
 /// thread already disputed or escalated where the developer still disagrees is settled in the
 /// developer's favour when the change has no human reviewer.
 pub async fn settle_dispute(
-    env: &ActEnv<'_>,
+    env: &LoopEnv<'_>,
     change: &ChangeKey,
     id: &FindingId,
 ) -> Result<DisputeOutcome, ActError> {
-    let markers = bugloop_config::marker_syntax(env.config)?;
-    let (comments, state) = env.state(change).await?;
+    let markers = &env.settings.markers;
+    let (comments, state) = env.conversation(change).await?;
     let thread = state
         .threads
         .iter()
@@ -674,7 +636,7 @@ pub async fn settle_dispute(
             let reasoning = "The developer still disagrees and this change has no human \
                              reviewer to decide, so the developer's decision stands."
                 .to_owned();
-            resolve_thread(env.forge, change, &markers, root, id, &reasoning).await?;
+            resolve_thread(env.forge, change, markers, root, id, &reasoning).await?;
             return Ok(DisputeOutcome {
                 finding: id.as_str().to_owned(),
                 decision: None,
@@ -719,7 +681,7 @@ pub async fn settle_dispute(
             resolve_thread(
                 env.forge,
                 change,
-                &markers,
+                markers,
                 root,
                 id,
                 &format!("Conceded: {reasoning}"),
@@ -729,13 +691,13 @@ pub async fn settle_dispute(
         }
         Decision::Maintain => {
             env.forge
-                .reply(change, root, &disputed_reply(&markers, &reasoning))
+                .reply(change, root, &disputed_reply(markers, &reasoning))
                 .await?;
             ThreadStatus::Disputed
         }
         Decision::Escalate => {
             env.forge
-                .reply(change, root, &escalated_reply(&markers, &reasoning))
+                .reply(change, root, &escalated_reply(markers, &reasoning))
                 .await?;
             ThreadStatus::Escalated
         }
@@ -750,10 +712,10 @@ pub async fn settle_dispute(
 
 /// Every thread where a developer spoke last, settled (the review loop runs this first).
 pub async fn settle_all_disputes(
-    env: &ActEnv<'_>,
+    env: &LoopEnv<'_>,
     change: &ChangeKey,
 ) -> Result<Vec<DisputeOutcome>, ActError> {
-    let (_, state) = env.state(change).await?;
+    let (_, state) = env.conversation(change).await?;
     let waiting: Vec<FindingId> = state
         .threads
         .iter()

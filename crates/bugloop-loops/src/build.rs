@@ -6,19 +6,19 @@
 //! the task tree read as data, never by git running in it (see `bugloop_sandbox::TaskTree`).
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use bugloop_agent::{Agent, Outcome, Task};
 use bugloop_config::Config;
 use bugloop_domain::paths::IgnoreMatcher;
 use bugloop_forge::git::{Git, short};
-use bugloop_llm::budget::Meter;
 use bugloop_llm::{Message, Provider, Usage};
 use bugloop_sandbox::{Changes, CommandSpec, GitMount, Policy, TaskTree};
 use bugloop_tools::{ToolContext, Toolset, Workspace};
 use serde::Serialize;
 
 use crate::context::{cut, rules_of};
+use crate::env::LoopEnv;
 use crate::prompt::{fill, rules_block};
 use crate::{Progress, sandbox_settings};
 
@@ -124,24 +124,6 @@ impl Workbench {
     }
 }
 
-/// What a Build run needs.
-#[derive(Clone)]
-pub struct BuildEnv<'a> {
-    pub config: &'a Config,
-    pub provider: Arc<dyn Provider>,
-    pub meter: Arc<Meter>,
-    pub runs_dir: PathBuf,
-    pub progress: Arc<dyn Progress>,
-}
-
-impl std::fmt::Debug for BuildEnv<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("BuildEnv")
-            .field("provider", &self.provider.name())
-            .finish_non_exhaustive()
-    }
-}
-
 /// One verify command's run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct VerifyRun {
@@ -225,16 +207,6 @@ fn tail(text: &str, max: usize) -> String {
     format!("[... {} bytes cut]\n{}", start, &text[start..])
 }
 
-/// Runs the configured verify commands in the sandbox, in order, stopping at the first failure.
-pub async fn verify(
-    config: &Config,
-    workspace: &Path,
-    git: Option<GitMount>,
-) -> Result<Vec<VerifyRun>, BuildError> {
-    let commands = bugloop_config::verify_commands(config)?;
-    run_commands(config, workspace, git, &commands).await
-}
-
 /// Runs commands (verify or gate) in the sandbox with write access to the workspace.
 pub async fn run_commands(
     config: &Config,
@@ -278,8 +250,8 @@ pub async fn run_commands(
 
 /// Runs the Build agent on `task` in the workbench, verifies, and commits when everything passed.
 /// On any failure the worktree is reset, so nothing of the attempt remains.
-pub async fn build(env: &BuildEnv<'_>, bench: &Workbench, task: BuildTask) -> BuildResult {
-    let system = system_prompt(env.config, bench.path(), env.progress.as_ref());
+pub async fn build(env: &LoopEnv<'_>, bench: &Workbench, task: BuildTask) -> BuildResult {
+    let system = system_prompt(env.config(), bench.path(), env.progress.as_ref());
     let mut result = BuildResult {
         status: BuildStatus::AgentFailed {
             error: "not started".to_owned(),
@@ -307,10 +279,10 @@ pub async fn build(env: &BuildEnv<'_>, bench: &Workbench, task: BuildTask) -> Bu
             return result;
         }
     };
-    let mut sandbox = sandbox_settings(env.config, bench.path(), Policy::WorkspaceWrite);
+    let mut sandbox = sandbox_settings(env.config(), bench.path(), Policy::WorkspaceWrite);
     sandbox.git = Some(bench.git_mount());
     let mut context = ToolContext::new(workspace, sandbox);
-    match IgnoreMatcher::new(&env.config.protected_paths) {
+    match IgnoreMatcher::new(&env.config().protected_paths) {
         Ok(protected) => context.protected = protected,
         Err(error) => {
             result.status = BuildStatus::Refused {
@@ -330,7 +302,7 @@ pub async fn build(env: &BuildEnv<'_>, bench: &Workbench, task: BuildTask) -> Bu
             submit_tool: None,
             follow_ups: Vec::new(),
             answer_schema: None,
-            max_turns: env.config.budgets.max_turns,
+            max_turns: env.config().budgets.max_turns,
             max_tokens: Some(8_192),
         })
         .await;
@@ -350,7 +322,7 @@ pub async fn build(env: &BuildEnv<'_>, bench: &Workbench, task: BuildTask) -> Bu
 }
 
 async fn finish(
-    env: &BuildEnv<'_>,
+    env: &LoopEnv<'_>,
     bench: &Workbench,
     message: &str,
     outcome: Result<Outcome, bugloop_agent::AgentError>,
@@ -379,7 +351,7 @@ async fn finish(
         });
     }
     let files = changes.paths();
-    let protected = IgnoreMatcher::new(&env.config.protected_paths)
+    let protected = IgnoreMatcher::new(&env.config().protected_paths)
         .map_err(|e| BuildError::Other(format!("protected_paths: {e}")))?;
     let touched: Vec<&String> = files.iter().filter(|f| protected.is_ignored(f)).collect();
     if !touched.is_empty() {
@@ -394,7 +366,13 @@ async fn finish(
             ),
         });
     }
-    result.verify = verify(env.config, bench.path(), Some(bench.git_mount())).await?;
+    result.verify = run_commands(
+        env.config(),
+        bench.path(),
+        Some(bench.git_mount()),
+        &env.settings.verify_commands,
+    )
+    .await?;
     for run in &result.verify {
         env.progress.event(crate::ProgressEvent::Step(format!(
             "verify `{}`: {}",
@@ -426,11 +404,11 @@ async fn finish(
             ),
         });
     }
-    let commit = bench.commit(env.config, &after, message)?;
+    let commit = bench.commit(env.config(), &after, message)?;
     Ok(BuildStatus::Committed {
         commit,
         files: after.paths(),
-        unverified: env.config.fix.verify_commands.is_empty(),
+        unverified: env.config().fix.verify_commands.is_empty(),
     })
 }
 

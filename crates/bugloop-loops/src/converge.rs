@@ -27,12 +27,13 @@ use bugloop_forge::git::{Git, Selection, short};
 use bugloop_llm::{ChatRequest, ChatResponse, LlmError, Provider, StreamSink};
 use serde::{Deserialize, Serialize};
 
-use crate::act::{ActEnv, ActError};
+use crate::act::ActError;
 use crate::build::{
     BuildStatus, BuildTask, Landing, Workbench, build, land, net_change, run_commands,
 };
+use crate::env::LoopEnv;
 use crate::prompt::fill;
-use crate::review::{ReviewEnv, ReviewRequest, review};
+use crate::review::{ReviewRequest, review};
 
 pub const GATE_FIX_PROMPT: &str = include_str!("../prompts/gate-fix.md");
 const FIX_PROMPT: &str = include_str!("../prompts/fix.md");
@@ -301,7 +302,7 @@ pub type Connect<'a> = &'a (dyn Fn(&str) -> Result<Arc<dyn Provider>, LlmError> 
 /// base with the default branch). `connect` gives the auditors configured with a model of their
 /// own their provider.
 pub async fn converge(
-    env: &ActEnv<'_>,
+    env: &LoopEnv<'_>,
     change: &ChangeKey,
     base: Option<String>,
     connect: Connect<'_>,
@@ -360,7 +361,7 @@ pub async fn converge(
     let bench = Workbench::open(git, "converge")?;
     let tree = bench.git().clone();
     let merge_base = selected.base.clone();
-    let cap = env.config.converge.max_loops;
+    let cap = env.config().converge.max_loops;
     let mut loop_count: u32 = 0;
     let mut log = Vec::new();
     let mut quarantined = Vec::new();
@@ -388,7 +389,7 @@ pub async fn converge(
                     &[("findings", &findings_prompt(findings)), ("comment", "")],
                 );
                 let result = build(
-                    &env_build(env),
+                    env,
                     &bench,
                     BuildTask {
                         name: "converge-fix".to_owned(),
@@ -535,7 +536,7 @@ pub async fn converge(
     let final_commit = bench.head()?;
     let (files_changed, additions, deletions) =
         net_change(&tree, &bench.start_head, &final_commit)?;
-    let landing = land(&bench, env.config, "converge")?;
+    let landing = land(&bench, env.config(), "converge")?;
     let start_commit = bench.start_head.clone();
     drop(bench);
     Ok(ConvergeReport {
@@ -564,16 +565,6 @@ fn record(log: &mut Vec<LoopLine>, progress: &dyn crate::Progress, line: LoopLin
     log.push(line);
 }
 
-fn env_build<'a>(env: &'a ActEnv<'a>) -> crate::build::BuildEnv<'a> {
-    crate::build::BuildEnv {
-        config: env.config,
-        provider: env.provider.clone(),
-        meter: env.meter.clone(),
-        runs_dir: env.runs_dir.clone(),
-        progress: env.progress.clone(),
-    }
-}
-
 fn status_text(status: &BuildStatus) -> String {
     match status {
         BuildStatus::NoChanges { .. } => "the fix changed nothing".to_owned(),
@@ -587,20 +578,24 @@ fn status_text(status: &BuildStatus) -> String {
 /// The gate before an audit: the configured commands must pass, with at most `max_fix_rounds`
 /// gate-fix rounds. `Ok(Err(detail))` stops the loop with an error.
 async fn gate(
-    env: &ActEnv<'_>,
+    env: &LoopEnv<'_>,
     bench: &Workbench,
     number: u32,
     log: &mut Vec<LoopLine>,
 ) -> Result<Result<(), String>, ActError> {
-    let commands = bugloop_domain::safety::parse_verify_commands(&env.config.gate.commands)
-        .map_err(|e| ActError::Invalid(format!("gate.commands: {e}")))?;
+    let commands = &env.settings.gate_commands;
     if commands.is_empty() {
         return Ok(Ok(()));
     }
     let mut failed_rounds = 0;
     loop {
-        let runs =
-            run_commands(env.config, bench.path(), Some(bench.git_mount()), &commands).await?;
+        let runs = run_commands(
+            env.config(),
+            bench.path(),
+            Some(bench.git_mount()),
+            commands,
+        )
+        .await?;
         let failures: Vec<_> = runs.iter().filter(|r| !r.passed).collect();
         if failures.is_empty() {
             return Ok(Ok(()));
@@ -616,10 +611,10 @@ async fn gate(
                 text: format!("failed: {} (round {failed_rounds})", names.join(", ")),
             },
         );
-        if failed_rounds > env.config.gate.max_fix_rounds {
+        if failed_rounds > env.config().gate.max_fix_rounds {
             return Ok(Err(format!(
                 "the gate failed before audit {number} after {} fix rounds: {}",
-                env.config.gate.max_fix_rounds,
+                env.config().gate.max_fix_rounds,
                 names.join(", ")
             )));
         }
@@ -628,7 +623,7 @@ async fn gate(
             .map(|f| format!("### `{}`\n\n```\n{}\n```\n", f.command, f.output.trim_end()))
             .collect();
         let result = build(
-            &env_build(env),
+            env,
             bench,
             BuildTask {
                 name: "gate-fix".to_owned(),
@@ -673,8 +668,12 @@ pub fn focus_prompt(focus: AuditFocus) -> &'static str {
 /// The auditors of loop `number`: one with the run's model, or from `parallel_from_loop` on
 /// `parallel_auditors` of them, each with its focus (configured, else the next of
 /// `AuditFocus::ALL`) and its own model or temperature when configured.
-fn auditors(env: &ActEnv<'_>, connect: Connect<'_>, number: u32) -> Result<Vec<Auditor>, ActError> {
-    let settings = &env.config.converge;
+fn auditors(
+    env: &LoopEnv<'_>,
+    connect: Connect<'_>,
+    number: u32,
+) -> Result<Vec<Auditor>, ActError> {
+    let settings = &env.config().converge;
     if settings.parallel_auditors == 0 || number < settings.parallel_from_loop {
         return Ok(vec![Auditor {
             label: "auditor".to_owned(),
@@ -749,7 +748,7 @@ const REJECTING_STAGES: [&str; 3] = ["validation", "path_safety", "grounding"];
 /// One clean-room audit of the worktree's change: the auditors at the same time, then the
 /// validator (code checks, merging, and the model when `converge.validator` is `model`).
 async fn audit(
-    env: &ActEnv<'_>,
+    env: &LoopEnv<'_>,
     connect: Connect<'_>,
     bench: &Workbench,
     tree: &Git,
@@ -782,18 +781,13 @@ async fn audit(
     };
     // An audit publishes no finding comments, so the limit on them does not apply: every
     // finding counts toward the loop's P0/P1/P2 and goes to the fix.
-    let mut config = env.config.clone();
-    config.review.comment_limit = usize::MAX;
+    let mut settings = env.settings.clone();
+    settings.config.review.comment_limit = usize::MAX;
     let auditors = auditors(env, connect, number)?;
     let reviews = auditors.iter().map(|auditor| {
-        let review_env = ReviewEnv {
-            forge: env.forge,
-            config: &config,
-            provider: auditor.provider.clone(),
-            meter: env.meter.clone(),
-            runs_dir: env.runs_dir.clone(),
-            progress: env.progress.clone(),
-        };
+        let review_env = env
+            .with_settings(&settings)
+            .with_provider(auditor.provider.clone());
         let mut request = request.clone();
         request.focus = auditor.focus.map(|f| focus_prompt(f).to_owned());
         async move { review(&review_env, request).await }
@@ -844,7 +838,7 @@ async fn audit(
         quarantined.extend(rejected);
         merged
     };
-    let findings = match env.config.converge.validator {
+    let findings = match env.config().converge.validator {
         Validator::Code => findings,
         Validator::Model => {
             let (kept, rejected) = judge(env, bench, number, findings, &files).await?;
@@ -893,7 +887,7 @@ fn excerpt(head: &dyn Head, finding: &Finding) -> String {
 /// quarantined with its reason. A validator that cannot answer stops the audit (it would
 /// otherwise pass findings it never judged).
 async fn judge(
-    env: &ActEnv<'_>,
+    env: &LoopEnv<'_>,
     bench: &Workbench,
     number: u32,
     findings: Vec<Finding>,

@@ -8,11 +8,16 @@ pub mod build;
 pub mod checkout;
 pub mod context;
 pub mod converge;
+pub mod env;
 pub mod intent;
 pub mod plan;
 pub mod prompt;
 pub mod publish;
 pub mod review;
+pub mod settings;
+
+pub use self::env::LoopEnv;
+pub use self::settings::LoopSettings;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

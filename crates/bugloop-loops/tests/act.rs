@@ -16,9 +16,10 @@ use bugloop_forge::local::LocalForge;
 use bugloop_llm::budget::{Meter, Metered};
 use bugloop_llm::scripted::{ScriptedProvider, text_reply, tool_reply};
 use bugloop_llm::{BudgetLimits, Capabilities};
-use bugloop_loops::act::{self, ActEnv, Targets};
+use bugloop_loops::act::{self, Targets};
 use bugloop_loops::build::{BuildStatus, Landing};
 use bugloop_loops::intent::Intent;
+use bugloop_loops::{LoopEnv, LoopSettings};
 use serde_json::json;
 
 use support::{Repo, finding, git, run, session, usage};
@@ -71,17 +72,17 @@ async fn with_env<T>(
     repo: &Repo,
     config: bugloop_config::Config,
     scripted: ScriptedProvider,
-    work: impl AsyncFnOnce(&ActEnv<'_>) -> T,
+    work: impl AsyncFnOnce(&LoopEnv<'_>) -> T,
 ) -> T {
     let git = Git::open(repo.path()).unwrap();
     let forge = LocalForge::open(git.clone(), "bugloop").await.unwrap();
     let meter = Arc::new(Meter::new("scripted", BudgetLimits::default(), None));
     let provider = Arc::new(Metered::new(Arc::new(scripted), meter.clone()));
     let runs = tempfile::tempdir().unwrap();
-    let env = ActEnv {
+    let env = LoopEnv {
         forge: &forge,
         git: &git,
-        config: &config,
+        settings: &LoopSettings::resolve(config.clone()).unwrap(),
         provider,
         meter,
         runs_dir: runs.path().to_path_buf(),
@@ -199,10 +200,10 @@ async fn a_dirty_tree_is_refused_before_anything_starts() {
     let forge = LocalForge::open(git.clone(), "bugloop").await.unwrap();
     let meter = Arc::new(Meter::new("scripted", BudgetLimits::default(), None));
     let config = support::config();
-    let env = ActEnv {
+    let env = LoopEnv {
         forge: &forge,
         git: &git,
-        config: &config,
+        settings: &LoopSettings::resolve(config.clone()).unwrap(),
         provider: Arc::new(Metered::new(script.clone(), meter.clone())),
         meter,
         runs_dir: repo.path().join(".git/bugloop/runs"),

@@ -15,9 +15,9 @@ use bugloop_forge::local::LocalForge;
 use bugloop_llm::budget::{Meter, Metered};
 use bugloop_llm::scripted::{ScriptedProvider, text_reply, tool_reply};
 use bugloop_llm::{BudgetLimits, ChatRequest, ChatResponse, LlmError, Provider, StreamSink};
-use bugloop_loops::act::ActEnv;
 use bugloop_loops::build::Landing;
 use bugloop_loops::converge::{ConvergeReport, Exit, converge};
+use bugloop_loops::{LoopEnv, LoopSettings};
 use serde_json::{Value, json};
 
 use support::{Repo, finding, git, usage};
@@ -99,10 +99,10 @@ async fn run_with(
     let forge = LocalForge::open(git.clone(), "bugloop").await.unwrap();
     let meter = Arc::new(Meter::new("scripted", BudgetLimits::default(), None));
     let runs = tempfile::tempdir().unwrap();
-    let env = ActEnv {
+    let env = LoopEnv {
         forge: &forge,
         git: &git,
-        config: &config,
+        settings: &LoopSettings::resolve(config.clone()).unwrap(),
         provider: Arc::new(Metered::new(script, meter.clone())),
         meter,
         runs_dir: runs.path().to_path_buf(),
@@ -268,10 +268,10 @@ async fn dirty_trees_and_empty_changes_are_refused() {
     let forge = LocalForge::open(git_.clone(), "bugloop").await.unwrap();
     let meter = Arc::new(Meter::new("scripted", BudgetLimits::default(), None));
     let config = support::config();
-    let env = ActEnv {
+    let env = LoopEnv {
         forge: &forge,
         git: &git_,
-        config: &config,
+        settings: &LoopSettings::resolve(config.clone()).unwrap(),
         provider: Arc::new(Metered::new(
             Arc::new(ScriptedProvider::new([])),
             meter.clone(),

@@ -14,8 +14,9 @@ use bugloop_forge::git::{Git, Selection};
 use bugloop_forge::local::LocalForge;
 use bugloop_llm::Provider;
 use bugloop_llm::budget::{Meter, Metered};
+use bugloop_loops::review::ReviewRequest;
 use bugloop_loops::review::report::ReviewReport;
-use bugloop_loops::review::{ReviewEnv, ReviewRequest};
+use bugloop_loops::{LoopEnv, LoopSettings};
 use serde::Serialize;
 
 use super::models::PassModel;
@@ -54,9 +55,11 @@ pub(crate) async fn review_once(
     let diff = bugloop_diff::parse(&change.diff);
     let checkout = bugloop_loops::checkout::checkout(&git, &change)?;
     let forge = LocalForge::open(git.clone(), "bugloop").await?;
-    let env = ReviewEnv {
+    let settings = LoopSettings::resolve(config.clone()).map_err(AppError::Config)?;
+    let env = LoopEnv {
         forge: &forge,
-        config,
+        git: &git,
+        settings: &settings,
         provider: Arc::new(Metered::new(provider, meter.clone())),
         meter,
         runs_dir: runs.to_path_buf(),

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use bugloop_agent::{Agent, Outcome, Task};
-use bugloop_config::{Config, ConfigError};
+use bugloop_config::ConfigError;
 use bugloop_diff::{Diff, Side};
 use bugloop_domain::filter::{
     self, ExistingFinding, FilterOutcome, Stage, StageReport, run_pipeline,
@@ -23,19 +23,19 @@ use bugloop_domain::finding::{Finding, FindingId};
 use bugloop_domain::grounding::{self, Head};
 use bugloop_domain::thread::{Comment, ReviewState, ThreadStatus, reconstruct};
 use bugloop_forge::{ChangeKey, Forge, ForgeError, LineAnchor, Upsert};
-use bugloop_llm::budget::Meter;
 use bugloop_llm::{JsonSchemaFormat, LlmError, Message, Provider};
 use bugloop_sandbox::Policy;
 use bugloop_tools::{ToolContext, Toolset, Workspace, typed};
 
 use crate::context::{ContextReader, read_rules, sensitivity};
+use crate::env::LoopEnv;
 use crate::plan::{Batch, Unreviewed, estimate_tokens, plan};
 use crate::prompt;
 use crate::publish::{
     OVERFLOW_TAG, SUMMARY_TAG, find_tagged, finding_body, overflow_body, overflow_cleared_body,
     summary_body,
 };
-use crate::{Progress, ProgressEvent, sandbox_settings};
+use crate::{ProgressEvent, sandbox_settings};
 
 use self::report::{
     ChangeInfo, CommentAction, DisputeSummary, DroppedFinding, OverflowInfo, PassSummary,
@@ -80,26 +80,6 @@ pub struct ReviewRequest {
     /// What this reviewer looks at first (a converge auditor's focus, markdown), added to the
     /// system prompt.
     pub focus: Option<String>,
-}
-
-/// What the review loop works with.
-pub struct ReviewEnv<'a> {
-    pub forge: &'a dyn Forge,
-    pub config: &'a Config,
-    /// Metered by `meter`.
-    pub provider: Arc<dyn Provider>,
-    pub meter: Arc<Meter>,
-    pub runs_dir: PathBuf,
-    pub progress: Arc<dyn Progress>,
-}
-
-impl std::fmt::Debug for ReviewEnv<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ReviewEnv")
-            .field("forge", &self.forge.name())
-            .field("provider", &self.provider.name())
-            .finish_non_exhaustive()
-    }
 }
 
 /// Below this many tokens of context a model gets the compact prompt.
@@ -224,7 +204,7 @@ fn tracked_of(state: &ReviewState) -> Vec<TrackedFinding> {
 
 /// Runs one review.
 pub async fn review(
-    env: &ReviewEnv<'_>,
+    env: &LoopEnv<'_>,
     request: ReviewRequest,
 ) -> Result<ReviewReport, ReviewError> {
     review_with(env, request, Vec::new()).await
@@ -235,29 +215,25 @@ pub async fn review(
 /// (`bugloop_config::ignored_settings_finding`). They are grounded, filtered and published like
 /// the model's.
 pub async fn review_with(
-    env: &ReviewEnv<'_>,
+    env: &LoopEnv<'_>,
     request: ReviewRequest,
     own_findings: Vec<Finding>,
 ) -> Result<ReviewReport, ReviewError> {
     let started = Instant::now();
-    let config = env.config;
+    let config = env.config();
     let mut dispute_error = None;
-    let markers = bugloop_config::marker_syntax(config)?;
+    let markers = &env.settings.markers;
 
     // 0. Developers' replies since the last run are answered first (pr-reviewer-design.md 3.2).
     let mut disputes = Vec::new();
+    // Disputes read the code under review: the git of the review's workspace.
     if request.publish
         && !request.clean_room
         && let Ok(git) = bugloop_forge::git::Git::open(&request.workspace)
     {
-        let act = crate::act::ActEnv {
-            forge: env.forge,
+        let act = LoopEnv {
             git: &git,
-            config,
-            provider: env.provider.clone(),
-            meter: env.meter.clone(),
-            runs_dir: env.runs_dir.clone(),
-            progress: env.progress.clone(),
+            ..env.clone()
         };
         match crate::act::settle_all_disputes(&act, &request.change).await {
             Ok(outcomes) => {
@@ -280,7 +256,7 @@ pub async fn review_with(
     } else {
         env.forge.comments(&request.change).await?
     };
-    let state = reconstruct(&comments, &markers);
+    let state = reconstruct(&comments, markers);
     let existing = existing_of(&state);
     let open: Vec<_> = state.unresolved().collect();
     let open_ids: Vec<String> = open
@@ -603,13 +579,13 @@ pub async fn review_with(
     for finding in publish {
         let placement = placement_of(&finding);
         let action = if request.publish {
-            let body = finding_body(&finding, &markers, false);
+            let body = finding_body(&finding, markers, false);
             let anchor = anchor_for(&finding, placement, &request.head);
             let upsert = env
                 .forge
                 .upsert_by_marker(
                     &request.change,
-                    &markers,
+                    markers,
                     &finding.id,
                     &body,
                     anchor.as_ref(),
@@ -644,7 +620,7 @@ pub async fn review_with(
             });
         let action = match (request.publish, by_finding.get(&again.existing)) {
             (true, Some(thread)) => {
-                let body = finding_body(&finding, &markers, false);
+                let body = finding_body(&finding, markers, false);
                 match comments.iter().find(|c| c.id == thread.id) {
                     Some(root) if root.body == body => CommentAction::Unchanged,
                     Some(root) => {
@@ -685,7 +661,7 @@ pub async fn review_with(
         if request.publish
             && let Some(root) = comments.iter().find(|c| c.id == thread.id)
         {
-            crate::publish::resolve_thread(env.forge, &request.change, &markers, root, &id, reason)
+            crate::publish::resolve_thread(env.forge, &request.change, markers, root, &id, reason)
                 .await?;
         }
         resolved.push(ResolvedFinding {
@@ -718,7 +694,7 @@ pub async fn review_with(
     // 7. The report, and the summary comment made from it.
     let tracked = if request.publish {
         let after = env.forge.comments(&request.change).await?;
-        tracked_of(&reconstruct(&after, &markers))
+        tracked_of(&reconstruct(&after, markers))
     } else {
         tracked_of(&state)
     };
@@ -849,7 +825,7 @@ async fn upsert_tagged(
 
 #[allow(clippy::too_many_arguments)]
 async fn run_session(
-    env: &ReviewEnv<'_>,
+    env: &LoopEnv<'_>,
     request: &ReviewRequest,
     system: &str,
     batch: &Batch,
@@ -872,7 +848,7 @@ async fn run_session(
             return session;
         }
     };
-    let mut sandbox = sandbox_settings(env.config, &request.workspace, Policy::ReadOnly);
+    let mut sandbox = sandbox_settings(env.config(), &request.workspace, Policy::ReadOnly);
     sandbox.git = request.git_mount.clone();
     let agent = Agent::new(
         env.provider.clone(),
@@ -928,7 +904,7 @@ async fn run_session(
             answer_schema: None,
             // Each session gets its share of the run's turn budget, so the first parts of a
             // large change cannot use it all; at least enough for the four passes and a look.
-            max_turns: (env.config.budgets.max_turns / u32::try_from(total).unwrap_or(1).max(1))
+            max_turns: (env.config().budgets.max_turns / u32::try_from(total).unwrap_or(1).max(1))
                 .max(6),
             max_tokens: Some(output_tokens),
         }

@@ -16,7 +16,8 @@ use bugloop_llm::budget::{Meter, Metered};
 use bugloop_llm::scripted::{ScriptedProvider, text_reply, tool_reply};
 use bugloop_llm::{BudgetLimits, Capabilities, ChatResponse, Usage};
 use bugloop_loops::review::report::ReviewReport;
-use bugloop_loops::review::{ReviewEnv, ReviewRequest, review};
+use bugloop_loops::review::{ReviewRequest, review};
+use bugloop_loops::{LoopEnv, LoopSettings};
 use serde_json::{Value, json};
 
 pub struct Repo {
@@ -208,9 +209,10 @@ pub async fn run(
     let meter = Arc::new(Meter::new("scripted", limits(&config), None));
     let provider = Arc::new(Metered::new(Arc::new(scripted), meter.clone()));
     let runs = tempfile::tempdir().unwrap();
-    let env = ReviewEnv {
+    let env = LoopEnv {
         forge: &forge,
-        config: &config,
+        git: &git,
+        settings: &LoopSettings::resolve(config.clone()).unwrap(),
         provider,
         meter,
         runs_dir: runs.path().to_path_buf(),

@@ -1,0 +1,31 @@
+//! What the loops read from the configuration, resolved once when a job starts: a bad marker
+//! prefix or an unparsable command list fails before any model is called or any file changed,
+//! instead of halfway through a loop.
+
+use bugloop_config::{Config, ConfigError};
+use bugloop_domain::marker::MarkerSyntax;
+use bugloop_domain::safety::VerifyCommand;
+
+/// The configuration and what is derived from it.
+#[derive(Debug, Clone)]
+pub struct LoopSettings {
+    pub config: Config,
+    /// The finding marker syntax (`identity.marker_prefix` and the legacy prefixes).
+    pub markers: MarkerSyntax,
+    /// `fix.verify_commands`, parsed.
+    pub verify_commands: Vec<VerifyCommand>,
+    /// `gate.commands`, parsed.
+    pub gate_commands: Vec<VerifyCommand>,
+}
+
+impl LoopSettings {
+    /// The error is boxed: it is rare and large, and every caller passes it on.
+    pub fn resolve(config: Config) -> Result<LoopSettings, Box<ConfigError>> {
+        Ok(LoopSettings {
+            markers: bugloop_config::marker_syntax(&config)?,
+            verify_commands: bugloop_config::verify_commands(&config)?,
+            gate_commands: bugloop_config::commands("gate.commands", &config.gate.commands)?,
+            config,
+        })
+    }
+}
