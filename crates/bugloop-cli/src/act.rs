@@ -11,8 +11,9 @@ use bugloop_domain::finding::FindingId;
 use bugloop_domain::thread::{find_thread, reconstruct};
 use bugloop_forge::Forge;
 use bugloop_forge::git::Git;
-use bugloop_loops::act::{ActEnv, ActReport, Targets};
-use bugloop_loops::build::{BuildStatus, Landing};
+use bugloop_loops::act::{ActEnv, Targets};
+use bugloop_report::act::{ActOutcome, ActReport};
+use bugloop_report::converge::Exit;
 
 use crate::configuration::ConfigChoice;
 use crate::review::{connect_model, load_config, open_forge, progress, runtime};
@@ -109,38 +110,14 @@ fn print_report(
     report: &ActReport,
     format: crate::Format,
 ) -> Result<ExitCode> {
-    if let crate::Format::Json = format {
-        writeln!(out, "{}", serde_json::to_string_pretty(report)?)?;
-    } else {
-        writeln!(out, "{}", report.message)?;
-        if let Some(build) = &report.build {
-            for run in &build.verify {
-                writeln!(
-                    out,
-                    "  verify `{}`: {}",
-                    run.command,
-                    if run.passed { "passed" } else { "FAILED" }
-                )?;
-            }
-            if let BuildStatus::VerifyFailed { output, .. } = &build.status {
-                writeln!(out, "\n{}", output.trim_end())?;
-            }
-        }
-        if !report.resolved.is_empty() {
-            writeln!(out, "resolved: {}", report.resolved.join(", "))?;
-        }
-        if let Some(answer) = &report.answer {
-            writeln!(out, "\n{}", answer.trim_end())?;
-        }
+    match format {
+        crate::Format::Json => writeln!(out, "{}", bugloop_report::json::to_json(report)?)?,
+        crate::Format::Text => write!(out, "{}", bugloop_report::text::act(report))?,
     }
-    let ok = match &report.build {
-        Some(build) => matches!(build.status, BuildStatus::Committed { .. }),
-        None => true,
-    };
-    Ok(match (&report.landing, ok) {
-        (_, false) => ExitCode::from(1),
-        (Some(Landing::Branch { .. }), true) => ExitCode::from(4),
-        _ => ExitCode::SUCCESS,
+    Ok(match report.outcome() {
+        ActOutcome::NotCommitted => ExitCode::from(1),
+        ActOutcome::WaitsOnBranch => ExitCode::from(4),
+        ActOutcome::Done => ExitCode::SUCCESS,
     })
 }
 
@@ -327,16 +304,11 @@ pub fn reply(
         )?,
         (None, crate::Format::Json) => writeln!(out, "{}", serde_json::json!({"added": true}))?,
         (Some(outcome), crate::Format::Json) => {
-            writeln!(out, "{}", serde_json::to_string_pretty(&outcome)?)?;
+            writeln!(out, "{}", bugloop_report::json::to_json(&outcome)?)?;
         }
-        (Some(outcome), crate::Format::Text) => writeln!(
-            out,
-            "{}: {} ({})\n\n{}",
-            outcome.finding,
-            outcome.decision_label(),
-            outcome.status,
-            outcome.reasoning
-        )?,
+        (Some(outcome), crate::Format::Text) => {
+            write!(out, "{}", bugloop_report::text::dispute(&outcome))?;
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -379,14 +351,12 @@ pub fn converge(
         },
     )?;
     match args.common.format {
-        crate::Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?,
-        crate::Format::Text => write!(out, "{}", report.text())?,
+        crate::Format::Json => writeln!(out, "{}", bugloop_report::json::to_json(&report)?)?,
+        crate::Format::Text => write!(out, "{}", bugloop_report::text::converge(&report))?,
     }
     Ok(match report.exit {
-        bugloop_loops::converge::Exit::Converged => ExitCode::SUCCESS,
-        bugloop_loops::converge::Exit::CapReached | bugloop_loops::converge::Exit::Stuck => {
-            ExitCode::from(1)
-        }
-        bugloop_loops::converge::Exit::Error => ExitCode::from(2),
+        Exit::Converged => ExitCode::SUCCESS,
+        Exit::CapReached | Exit::Stuck => ExitCode::from(1),
+        Exit::Error => ExitCode::from(2),
     })
 }

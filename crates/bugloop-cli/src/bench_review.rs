@@ -22,8 +22,8 @@ use bugloop_llm::{
     BudgetLimits, Capabilities, ChatRequest, ChatResponse, FinishReason, LlmError, Message,
     Provider, Role, StreamSink, Usage,
 };
-use bugloop_loops::review::report::ReviewReport;
 use bugloop_loops::review::{ReviewEnv, ReviewRequest, review};
+use bugloop_report::review::ReviewReport;
 use serde_json::json;
 
 use crate::Format;

@@ -13,7 +13,6 @@ mod bench;
 mod bench_review;
 mod configuration;
 mod models;
-mod output;
 mod review;
 
 #[derive(Debug, Parser)]

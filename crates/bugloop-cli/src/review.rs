@@ -17,10 +17,10 @@ use bugloop_llm::budget::{Meter, Metered, price_for};
 use bugloop_llm::{BudgetLimits, Price};
 use bugloop_loops::review::{ReviewEnv, ReviewRequest, review_with};
 use bugloop_loops::{Progress, ProgressEvent};
+use bugloop_report::style::Style;
 use clap::ValueEnum;
 
 use crate::configuration::ConfigChoice;
-use crate::output::{Style, markdown, sarif, text};
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
 pub enum ReportFormat {
@@ -275,11 +275,19 @@ pub fn review_command(
     match args.format {
         ReportFormat::Text => {
             let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-            write!(out, "{}", text(&report, Style::new(color)))?;
+            write!(
+                out,
+                "{}",
+                bugloop_report::text::review(&report, Style::new(color))
+            )?;
         }
-        ReportFormat::Json => writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?,
-        ReportFormat::Sarif => writeln!(out, "{}", serde_json::to_string_pretty(&sarif(&report))?)?,
-        ReportFormat::Markdown => write!(out, "{}", markdown(&report))?,
+        ReportFormat::Json => writeln!(out, "{}", bugloop_report::json::to_json(&report)?)?,
+        ReportFormat::Sarif => writeln!(
+            out,
+            "{}",
+            bugloop_report::json::to_json(&bugloop_report::sarif::review(&report))?
+        )?,
+        ReportFormat::Markdown => write!(out, "{}", bugloop_report::markdown::review(&report))?,
     }
     if !report.complete {
         let mut stderr = std::io::stderr().lock();
