@@ -66,7 +66,7 @@ fn loop_body(number: u32, head: &str, findings: &[Finding], quarantined: &[Quara
         body.push_str("\n\n");
         for f in findings {
             body.push_str(&format!(
-                "- **[{:?}] {}** — {} — {}\n",
+                "- **[{}] {}** — {} — {}\n",
                 f.priority(),
                 inline(&f.title),
                 inline(&f.location()),

@@ -30,11 +30,10 @@ fn capitalized(word: &str) -> String {
 
 /// The comment of one finding.
 pub fn finding_body(finding: &Finding, markers: &MarkerSyntax, resolved: bool) -> String {
-    let severity = format!("{:?}", finding.severity()).to_lowercase();
     let mut human = format!(
         "### {}\n\n**{} · score {}/10 · {}** · `{}`\n\n{}\n",
         inline(&finding.title),
-        capitalized(&severity),
+        capitalized(finding.severity().as_str()),
         finding.score,
         finding.category,
         inline(&finding.location()).replace('`', "'"),
