@@ -6,7 +6,9 @@ use bugloop_domain::finding::FindingId;
 use bugloop_domain::thread::{Comment, find_thread, reconstruct};
 use bugloop_forge::{ChangeKey, Forge};
 use bugloop_loops::LoopEnv;
-use bugloop_loops::act::{ActReport, DisputeOutcome, Targets};
+use bugloop_loops::act::Targets;
+use bugloop_report::act::ActReport;
+use bugloop_report::dispute::DisputeOutcome;
 
 use crate::outcome::act_verdict;
 use crate::{App, AppError, Outcome, Verdict};

@@ -1,6 +1,6 @@
 //! The converge job: audit and fix the branch until an audit is clean.
 
-use bugloop_loops::converge::ConvergeReport;
+use bugloop_report::converge::ConvergeReport;
 
 use crate::outcome::converge_verdict;
 use crate::{App, AppError, Outcome};

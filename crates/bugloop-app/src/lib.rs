@@ -36,11 +36,11 @@ pub use self::review::{ReviewJob, ReviewScope};
 
 /// The types a front end renders, from the crates below (it depends on nothing else of theirs).
 pub mod types {
-    pub use bugloop_loops::act::{ActReport, DisputeOutcome};
-    pub use bugloop_loops::build::{BuildStatus, Landing};
-    pub use bugloop_loops::converge::{ConvergeReport, Exit as ConvergeExit};
-    pub use bugloop_loops::review::report::{CommentAction, PublishedFinding, ReviewReport};
     pub use bugloop_loops::{Progress, ProgressEvent, Silent};
+    pub use bugloop_report::act::ActReport;
+    pub use bugloop_report::converge::ConvergeReport;
+    pub use bugloop_report::dispute::DisputeOutcome;
+    pub use bugloop_report::review::ReviewReport;
 }
 
 /// How to open an [`App`].

@@ -2,10 +2,10 @@
 //! front end maps from (the CLI to an exit code, the Action to a check conclusion, the server to
 //! a job state).
 
-use bugloop_loops::act::ActReport;
-use bugloop_loops::build::{BuildStatus, Landing};
-use bugloop_loops::converge::{ConvergeReport, Exit};
-use bugloop_loops::review::report::ReviewReport;
+use bugloop_report::act::ActReport;
+use bugloop_report::build::{BuildStatus, Landing};
+use bugloop_report::converge::{ConvergeReport, Exit};
+use bugloop_report::review::ReviewReport;
 
 /// What a job did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -115,13 +115,12 @@ pub(crate) fn converge_verdict(report: &ConvergeReport) -> Verdict {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bugloop_loops::act::ActReport;
-    use bugloop_loops::build::BuildResult;
+    use bugloop_report::build::BuildResult;
 
     fn act_report(status: Option<BuildStatus>, landing: Option<Landing>) -> ActReport {
         ActReport {
-            action: bugloop_loops::intent::Intent::Fix(vec!["a".to_owned()]),
-            chosen_by: "command".to_owned(),
+            action: bugloop_report::act::Intent::Fix(vec!["a".to_owned()]),
+            chosen_by: bugloop_report::act::ChosenBy::Command,
             build: status.map(|status| BuildResult {
                 status,
                 summary: String::new(),

@@ -2,8 +2,8 @@
 //! conversation, and judge the report.
 
 use bugloop_forge::git::{HeadState, Selection};
-use bugloop_loops::review::report::ReviewReport;
 use bugloop_loops::review::{ReviewRequest, review_with};
+use bugloop_report::review::ReviewReport;
 
 use crate::outcome::review_verdict;
 use crate::{App, AppError, Outcome, Verdict};

@@ -5,10 +5,11 @@ use std::io::Write;
 use std::path::Path;
 
 use anyhow::Result;
-use bugloop_app::types::{ActReport, BuildStatus};
+use bugloop_app::types::ActReport;
 use bugloop_app::{
     App, CommentJob, ConfigChoice, ConvergeJob, FixJob, Outcome, ReplyJob, ReplyOutcome, Verdict,
 };
+use bugloop_report::{json, text};
 
 use crate::{open_app, runtime};
 
@@ -84,30 +85,9 @@ fn print_report(
     outcome: Outcome<ActReport>,
     format: crate::Format,
 ) -> Result<Verdict> {
-    let report = &outcome.report;
-    if let crate::Format::Json = format {
-        writeln!(out, "{}", serde_json::to_string_pretty(report)?)?;
-    } else {
-        writeln!(out, "{}", report.message)?;
-        if let Some(build) = &report.build {
-            for run in &build.verify {
-                writeln!(
-                    out,
-                    "  verify `{}`: {}",
-                    run.command,
-                    if run.passed { "passed" } else { "FAILED" }
-                )?;
-            }
-            if let BuildStatus::VerifyFailed { output, .. } = &build.status {
-                writeln!(out, "\n{}", output.trim_end())?;
-            }
-        }
-        if !report.resolved.is_empty() {
-            writeln!(out, "resolved: {}", report.resolved.join(", "))?;
-        }
-        if let Some(answer) = &report.answer {
-            writeln!(out, "\n{}", answer.trim_end())?;
-        }
+    match format {
+        crate::Format::Json => writeln!(out, "{}", json::to_json(&outcome.report)?)?,
+        crate::Format::Text => write!(out, "{}", text::act(&outcome.report))?,
     }
     Ok(outcome.verdict)
 }
@@ -198,16 +178,11 @@ pub fn reply(
             writeln!(out, "{}", serde_json::json!({"added": true}))?;
         }
         (ReplyOutcome::Weighed(weighed), crate::Format::Json) => {
-            writeln!(out, "{}", serde_json::to_string_pretty(weighed)?)?;
+            writeln!(out, "{}", json::to_json(weighed)?)?;
         }
-        (ReplyOutcome::Weighed(weighed), crate::Format::Text) => writeln!(
-            out,
-            "{}: {} ({})\n\n{}",
-            weighed.finding,
-            weighed.decision_label(),
-            weighed.status,
-            weighed.reasoning
-        )?,
+        (ReplyOutcome::Weighed(weighed), crate::Format::Text) => {
+            write!(out, "{}", text::dispute(weighed))?;
+        }
     }
     Ok(outcome.verdict)
 }
@@ -233,8 +208,8 @@ pub fn converge(
     };
     let outcome = with_app(cwd, choice, async |app| app.converge(job).await)?;
     match args.common.format {
-        crate::Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&outcome.report)?)?,
-        crate::Format::Text => write!(out, "{}", outcome.report.text())?,
+        crate::Format::Json => writeln!(out, "{}", json::to_json(&outcome.report)?)?,
+        crate::Format::Text => write!(out, "{}", text::converge(&outcome.report))?,
     }
     Ok(outcome.verdict)
 }

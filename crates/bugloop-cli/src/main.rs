@@ -13,7 +13,6 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 mod act;
 mod bench;
-mod output;
 mod progress;
 mod review;
 mod show;

@@ -6,9 +6,10 @@ use std::path::Path;
 
 use anyhow::Result;
 use bugloop_app::{ConfigChoice, ReviewJob, ReviewScope, StoreAction, StoreResult, Verdict};
+use bugloop_report::style::Style;
+use bugloop_report::{json, markdown, sarif, text};
 use clap::ValueEnum;
 
-use crate::output::{Style, markdown, sarif, text};
 use crate::{open_app, runtime, warn};
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -85,13 +86,13 @@ pub fn review(
             ReportFormat::Text => {
                 let color =
                     std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-                write!(out, "{}", text(report, Style::new(color)))?;
+                write!(out, "{}", text::review(report, Style::new(color)))?;
             }
-            ReportFormat::Json => writeln!(out, "{}", serde_json::to_string_pretty(report)?)?,
+            ReportFormat::Json => writeln!(out, "{}", json::to_json(report)?)?,
             ReportFormat::Sarif => {
-                writeln!(out, "{}", serde_json::to_string_pretty(&sarif(report))?)?;
+                writeln!(out, "{}", json::to_json(&sarif::review(report))?)?;
             }
-            ReportFormat::Markdown => write!(out, "{}", markdown(report))?,
+            ReportFormat::Markdown => write!(out, "{}", markdown::review(report))?,
         }
     }
     if let Verdict::Incomplete { cause } = &outcome.verdict {

@@ -14,16 +14,18 @@ use bugloop_domain::thread::{Comment, ReviewState, ThreadState, ThreadStatus, fi
 use bugloop_forge::git::short;
 use bugloop_forge::{ChangeKey, ForgeError};
 use bugloop_llm::{JsonSchemaFormat, Message, Provider};
+use bugloop_report::act::{ActReport, ChosenBy, Intent};
+use bugloop_report::build::{BuildStatus, Landing};
+use bugloop_report::dispute::{Decision, DisputeOutcome};
+use bugloop_report::text::{build_outcome, build_status};
 use bugloop_sandbox::Policy;
 use bugloop_tools::{ToolContext, Toolset, Workspace};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
-use crate::build::{
-    BuildError, BuildResult, BuildStatus, BuildTask, Landing, Workbench, build, land,
-};
+use crate::build::{BuildError, BuildTask, Workbench, build, land};
 use crate::context::rules_of;
 use crate::env::LoopEnv;
-use crate::intent::{Classified, Intent, OpenFinding, classify};
+use crate::intent::{Classified, OpenFinding, classify};
 use crate::prompt::{fill, rules_block};
 use crate::publish::resolve_thread;
 use crate::publish::{disputed_reply, escalated_reply, info_reply};
@@ -52,24 +54,6 @@ impl From<bugloop_config::ConfigError> for ActError {
     fn from(error: bugloop_config::ConfigError) -> Self {
         ActError::Config(Box::new(error))
     }
-}
-
-/// What an action did, for the caller to show.
-#[derive(Debug, Clone, Serialize)]
-pub struct ActReport {
-    pub action: Intent,
-    /// How the action was chosen (`command`, `rules`, `model`).
-    pub chosen_by: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub build: Option<BuildResult>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub landing: Option<Landing>,
-    /// The answer (think) or the summary posted.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub answer: Option<String>,
-    pub resolved: Vec<String>,
-    /// One line for people.
-    pub message: String,
 }
 
 /// Which findings to fix.
@@ -222,7 +206,7 @@ pub async fn fix(
                         root,
                         &info_reply(
                             markers,
-                            &format!("Could not fix this: {}", status_line(&result.status)),
+                            &format!("Could not fix this: {}", build_status(&result.status)),
                         ),
                     )
                     .await?;
@@ -231,52 +215,13 @@ pub async fn fix(
     }
     Ok(ActReport {
         action: Intent::Fix(ids),
-        chosen_by: "command".to_owned(),
-        message: outcome_line(&result.status, landing.as_ref()),
+        chosen_by: ChosenBy::Command,
+        message: build_outcome(&result.status, landing.as_ref()),
         answer: Some(result.summary.clone()).filter(|s| !s.is_empty()),
         build: Some(result),
         landing,
         resolved,
     })
-}
-
-fn status_line(status: &BuildStatus) -> String {
-    match status {
-        BuildStatus::Committed {
-            commit, unverified, ..
-        } => format!(
-            "committed {}{}",
-            short(commit),
-            if *unverified {
-                " (no verify commands configured: unverified)"
-            } else {
-                ""
-            }
-        ),
-        BuildStatus::NoChanges { .. } => "the agent changed nothing".to_owned(),
-        BuildStatus::VerifyFailed { command, .. } => {
-            format!("the verify command `{command}` failed; nothing was committed")
-        }
-        BuildStatus::Refused { reason } => format!("{reason}; nothing was committed"),
-        BuildStatus::AgentFailed { error } => format!("the agent did not finish: {error}"),
-    }
-}
-
-fn outcome_line(status: &BuildStatus, landing: Option<&Landing>) -> String {
-    match landing {
-        Some(Landing::FastForwarded { branch, commit }) => {
-            format!(
-                "{}; {branch} fast-forwarded to {}",
-                status_line(status),
-                short(commit)
-            )
-        }
-        Some(Landing::Branch { name, reason, .. }) => format!(
-            "{}; left on branch {name} because {reason} (merge it yourself)",
-            status_line(status)
-        ),
-        None => status_line(status),
-    }
 }
 
 /// Carries out a general request: one verified commit `chore: apply user request`.
@@ -302,8 +247,8 @@ pub async fn do_request(env: &LoopEnv<'_>, request: &str) -> Result<ActReport, A
     };
     Ok(ActReport {
         action: Intent::Do,
-        chosen_by: "command".to_owned(),
-        message: outcome_line(&result.status, landing.as_ref()),
+        chosen_by: ChosenBy::Command,
+        message: build_outcome(&result.status, landing.as_ref()),
         answer: Some(result.summary.clone()).filter(|s| !s.is_empty()),
         build: Some(result),
         landing,
@@ -459,7 +404,7 @@ pub async fn on_comment(
         }
         (Intent::Acknowledge, _) => ActReport {
             action: Intent::Acknowledge,
-            chosen_by: String::new(),
+            chosen_by: by,
             build: None,
             landing: None,
             answer: None,
@@ -479,7 +424,7 @@ pub async fn on_comment(
             let outcome = settle_dispute(env, change, &id).await?;
             ActReport {
                 action: Intent::Think,
-                chosen_by: String::new(),
+                chosen_by: by,
                 build: None,
                 landing: None,
                 answer: Some(outcome.reasoning.clone()),
@@ -508,7 +453,7 @@ pub async fn on_comment(
                 .await?;
             ActReport {
                 action: Intent::Think,
-                chosen_by: String::new(),
+                chosen_by: by,
                 build: None,
                 landing: None,
                 answer: Some(answer),
@@ -517,7 +462,7 @@ pub async fn on_comment(
             }
         }
     };
-    report.chosen_by = by.to_owned();
+    report.chosen_by = by;
     if !allowed && matches!(intent, Intent::Fix(_) | Intent::Do) {
         report.message = format!(
             "{} (not permitted to change files: answered instead)",
@@ -527,39 +472,10 @@ pub async fn on_comment(
     Ok(report)
 }
 
-/// The reviewer's verdict on a developer's reply.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Decision {
-    Concede,
-    Maintain,
-    Escalate,
-}
-
 #[derive(Debug, Deserialize)]
 struct DisputeAnswer {
     decision: Decision,
     reasoning: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct DisputeOutcome {
-    pub finding: String,
-    /// `None` when the developer prevailed without asking the model.
-    pub decision: Option<Decision>,
-    pub reasoning: String,
-    pub status: ThreadStatus,
-}
-
-impl DisputeOutcome {
-    pub fn decision_label(&self) -> &'static str {
-        match self.decision {
-            Some(Decision::Concede) => "conceded",
-            Some(Decision::Maintain) => "maintained",
-            Some(Decision::Escalate) => "escalated",
-            None => "the developer's decision stands",
-        }
-    }
 }
 
 fn thread_text(thread: &ThreadState) -> String {

@@ -13,9 +13,9 @@ use bugloop_config::Config;
 use bugloop_domain::paths::IgnoreMatcher;
 use bugloop_forge::git::{Git, short};
 use bugloop_llm::{Message, Provider, Usage};
+use bugloop_report::build::{BuildResult, BuildStatus, Landing, VerifyRun};
 use bugloop_sandbox::{Changes, CommandSpec, GitMount, Policy, TaskTree};
 use bugloop_tools::{ToolContext, Toolset, Workspace};
-use serde::Serialize;
 
 use crate::context::{cut, rules_of};
 use crate::env::LoopEnv;
@@ -122,44 +122,6 @@ impl Workbench {
     pub fn discard(&self) -> Result<(), BuildError> {
         Ok(self.tree().reset()?)
     }
-}
-
-/// One verify command's run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct VerifyRun {
-    pub command: String,
-    pub passed: bool,
-    /// The end of its output (standard output, then standard error).
-    pub output: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case", tag = "status")]
-pub enum BuildStatus {
-    /// Verified and committed in the worktree.
-    Committed {
-        commit: String,
-        files: Vec<String>,
-        /// No verify command is configured: committed without verification.
-        unverified: bool,
-    },
-    /// The agent changed nothing.
-    NoChanges { summary: String },
-    /// A verify command failed: nothing was committed.
-    VerifyFailed { command: String, output: String },
-    /// The change touched protected paths: nothing was committed.
-    Refused { reason: String },
-    /// The agent did not finish (model error, budget, turn limit).
-    AgentFailed { error: String },
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct BuildResult {
-    pub status: BuildStatus,
-    pub summary: String,
-    pub verify: Vec<VerifyRun>,
-    pub usage: Usage,
-    pub transcript: PathBuf,
 }
 
 /// A Build task: its prompt and the commit message of its result.
@@ -410,20 +372,6 @@ async fn finish(
         files: after.paths(),
         unverified: env.config().fix.verify_commands.is_empty(),
     })
-}
-
-/// Where a finished change went.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case", tag = "landed")]
-pub enum Landing {
-    /// The user's branch was fast-forwarded to the commit.
-    FastForwarded { branch: String, commit: String },
-    /// The commit waits on a branch of its own.
-    Branch {
-        name: String,
-        commit: String,
-        reason: String,
-    },
 }
 
 /// Lands the worktree's HEAD (when it advanced past the start) on the user's branch.

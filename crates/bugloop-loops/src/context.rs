@@ -5,6 +5,7 @@ use std::io::Read;
 use std::path::Path;
 
 use bugloop_config::Sensitivity;
+use bugloop_report::review::RefusedFile;
 use bugloop_tools::Workspace;
 use serde::Serialize;
 
@@ -26,14 +27,6 @@ pub struct RuleFile {
     pub path: String,
     pub text: String,
     pub truncated: bool,
-}
-
-/// A file bugloop would have read for context but did not: it leads outside the repository
-/// (a symlink), into `.git`, or is not a regular file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-pub struct RefusedFile {
-    pub path: String,
-    pub reason: String,
 }
 
 /// Reads the files bugloop gives the model for context (rule files, README and manifests) with

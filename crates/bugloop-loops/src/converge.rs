@@ -25,12 +25,12 @@ use bugloop_domain::score::Priority;
 use bugloop_forge::ChangeKey;
 use bugloop_forge::git::{Git, Selection, short};
 use bugloop_llm::{ChatRequest, ChatResponse, LlmError, Provider, StreamSink};
-use serde::{Deserialize, Serialize};
+use bugloop_report::build::BuildStatus;
+use bugloop_report::converge::{ConvergeReport, Exit, LoopKind, LoopLine, Quarantined};
+use serde::Deserialize;
 
 use crate::act::ActError;
-use crate::build::{
-    BuildStatus, BuildTask, Landing, Workbench, build, land, net_change, run_commands,
-};
+use crate::build::{BuildTask, Workbench, build, land, net_change, run_commands};
 use crate::env::LoopEnv;
 use crate::prompt::fill;
 use crate::review::{ReviewRequest, review};
@@ -42,114 +42,6 @@ const VALIDATOR_PROMPT: &str = include_str!("../prompts/audit-validator.md");
 pub const LOOP_TAG: &str = "<!-- bugloop:converge";
 /// How a clean loop review ends.
 pub const CLEAN_MARK: &str = "→ clean";
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Exit {
-    Converged,
-    CapReached,
-    Stuck,
-    Error,
-}
-
-impl Exit {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Exit::Converged => "converged",
-            Exit::CapReached => "cap reached",
-            Exit::Stuck => "stuck",
-            Exit::Error => "error",
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct LoopLine {
-    pub number: u32,
-    /// `audit`, `fix` or `gate`.
-    pub kind: String,
-    pub text: String,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct ConvergeReport {
-    pub exit: Exit,
-    /// Why it stopped (stuck: which findings; error: what failed in which loop; cap reached: what
-    /// is left).
-    pub detail: String,
-    pub loops: u32,
-    pub start_commit: String,
-    pub final_commit: String,
-    pub files_changed: usize,
-    pub additions: usize,
-    pub deletions: usize,
-    pub log: Vec<LoopLine>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub landing: Option<Landing>,
-    /// Loop reviews of earlier runs that were not clean.
-    pub earlier_dirty_loops: usize,
-    /// Findings the auditors' code checks or the validator rejected, with the reason.
-    pub quarantined: Vec<Quarantined>,
-}
-
-/// A finding an audit reported that was not counted, and why: kept for the record rather than
-/// discarded, so a wrong rejection can be seen.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Quarantined {
-    #[serde(rename = "loop")]
-    pub loop_number: u32,
-    /// Who reported it: `auditor` alone, or `auditor 2 (security)` among parallel ones.
-    pub auditor: String,
-    pub title: String,
-    pub location: String,
-    /// The check that rejected it (`grounding`, `validation`, `path_safety`, `validator`,
-    /// `validator model`) and why.
-    pub reason: String,
-}
-
-impl ConvergeReport {
-    /// The final report, as the spec prints it.
-    pub fn text(&self) -> String {
-        let mut out = format!(
-            "bugloop converge exit: {}\nLoops: {}\nStarting commit: {}\nFinal commit: {}\nNet change: {} files, +{}/-{}\n",
-            self.exit.as_str(),
-            self.loops,
-            short(&self.start_commit),
-            short(&self.final_commit),
-            self.files_changed,
-            self.additions,
-            self.deletions
-        );
-        if !self.log.is_empty() {
-            out.push_str("Loop log:\n");
-            for line in &self.log {
-                out.push_str(&format!("{} {}: {}\n", line.number, line.kind, line.text));
-            }
-        }
-        if !self.quarantined.is_empty() {
-            out.push_str(&format!("Quarantined ({}):\n", self.quarantined.len()));
-            for q in &self.quarantined {
-                out.push_str(&format!(
-                    "{} {}: {} ({}): {}\n",
-                    q.loop_number, q.auditor, q.title, q.location, q.reason
-                ));
-            }
-        }
-        if !self.detail.is_empty() {
-            out.push_str(&format!("{}\n", self.detail));
-        }
-        match &self.landing {
-            Some(Landing::FastForwarded { branch, commit }) => {
-                out.push_str(&format!("{branch} fast-forwarded to {}\n", short(commit)));
-            }
-            Some(Landing::Branch { name, reason, .. }) => {
-                out.push_str(&format!("The commits wait on branch {name} ({reason}).\n"));
-            }
-            None => {}
-        }
-        out
-    }
-}
 
 /// P0/P1/P2 counts.
 fn counts(findings: &[Finding]) -> (usize, usize, usize) {
@@ -175,7 +67,7 @@ fn loop_body(number: u32, head: &str, findings: &[Finding], quarantined: &[Quara
         body.push_str("\n\n");
         for f in findings {
             body.push_str(&format!(
-                "- **[{:?}] {}** — {} — {}\n",
+                "- **[{}] {}** — {} — {}\n",
                 f.priority(),
                 inline(&f.title),
                 inline(&f.location()),
@@ -430,7 +322,7 @@ pub async fn converge(
                             env.progress.as_ref(),
                             LoopLine {
                                 number: loop_count,
-                                kind: "fix".to_owned(),
+                                kind: LoopKind::Fix,
                                 text: format!("error: {error}"),
                             },
                         );
@@ -443,7 +335,7 @@ pub async fn converge(
                     env.progress.as_ref(),
                     LoopLine {
                         number: loop_count,
-                        kind: "fix".to_owned(),
+                        kind: LoopKind::Fix,
                         text,
                     },
                 );
@@ -453,7 +345,7 @@ pub async fn converge(
                 let ids: Vec<String> = log
                     .iter()
                     .rev()
-                    .find(|l| l.kind == "audit")
+                    .find(|l| l.kind == LoopKind::Audit)
                     .map(|l| vec![l.text.clone()])
                     .unwrap_or_default();
                 break (
@@ -488,7 +380,7 @@ pub async fn converge(
                             env.progress.as_ref(),
                             LoopLine {
                                 number: loop_count,
-                                kind: "audit".to_owned(),
+                                kind: LoopKind::Audit,
                                 text: format!("error: {error}"),
                             },
                         );
@@ -514,7 +406,7 @@ pub async fn converge(
                     env.progress.as_ref(),
                     LoopLine {
                         number: loop_count,
-                        kind: "audit".to_owned(),
+                        kind: LoopKind::Audit,
                         text: if findings.is_empty() {
                             format!("{p0}P0 {p1}P1 {p2}P2 (clean){aside}")
                         } else {
@@ -607,7 +499,7 @@ async fn gate(
             env.progress.as_ref(),
             LoopLine {
                 number,
-                kind: "gate".to_owned(),
+                kind: LoopKind::Gate,
                 text: format!("failed: {} (round {failed_rounds})", names.join(", ")),
             },
         );

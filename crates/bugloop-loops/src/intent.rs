@@ -8,6 +8,7 @@ use std::sync::Arc;
 use bugloop_domain::dedup::significant_words;
 use bugloop_domain::safety::{sanitize_user_comment, truncate_finding_body};
 use bugloop_llm::Provider;
+use bugloop_report::act::{ChosenBy, Intent};
 use serde::{Deserialize, Serialize};
 
 use crate::prompt::fill;
@@ -23,23 +24,10 @@ pub struct OpenFinding {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case", tag = "action", content = "ids")]
-pub enum Intent {
-    /// Fix these open findings.
-    Fix(Vec<String>),
-    /// Make another change.
-    Do,
-    /// Answer (a question, or anything that is not a request).
-    Think,
-    /// Nothing to do (approval, thanks).
-    Acknowledge,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Classified {
     pub intent: Intent,
-    /// `rules` when recognised without a model, `model` otherwise.
-    pub by: &'static str,
+    /// `Rules` when recognised without a model, `Model` otherwise.
+    pub by: ChosenBy,
 }
 
 #[derive(Debug, Deserialize)]
@@ -219,7 +207,7 @@ pub async fn classify(
     if let Some(intent) = by_rules(comment, parent.map(|(id, _)| id), open) {
         return Ok(Classified {
             intent,
-            by: "rules",
+            by: ChosenBy::Rules,
         });
     }
     let parent_text = match parent {
@@ -273,7 +261,7 @@ pub async fn classify(
     };
     Ok(Classified {
         intent,
-        by: "model",
+        by: ChosenBy::Model,
     })
 }
 

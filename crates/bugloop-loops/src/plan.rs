@@ -6,6 +6,7 @@
 
 use bugloop_diff::{ChangeKind, Diff, FileDiff, Hunk, LineKind};
 use bugloop_domain::paths::IgnoreMatcher;
+use bugloop_report::review::Unreviewed;
 use serde::Serialize;
 
 /// A conservative estimate (code tokenizes at about 3-4 bytes a token).
@@ -15,13 +16,6 @@ pub fn estimate_tokens(text: &str) -> u64 {
 
 /// Lines longer than this (minified code, data) are cut in the prompt.
 pub const MAX_LINE_CHARS: usize = 400;
-
-/// A part of a change that was not shown to the model in full.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-pub struct Unreviewed {
-    pub path: String,
-    pub reason: String,
-}
 
 /// One model call's share of the change.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -1,7 +1,7 @@
 //! Comment bodies bugloop publishes: one per finding (human text, hidden marker, `rmcoc` block),
-//! replies in a finding's thread (each tagged with what it is), the overflow list, and the run
-//! summary. Meta comments (summary, overflow) carry a tag instead of a finding marker, so they are
-//! never taken for findings. Every piece of text bugloop did not write itself (the model's words,
+//! replies in a finding's thread (each tagged with what it is) and the overflow list; the run
+//! summary is `bugloop_report::summary`. Meta comments (summary, overflow) carry a tag instead of
+//! a finding marker, so they are never taken for findings. Every piece of text bugloop did not write itself (the model's words,
 //! quoted code, names from the repository) is neutralised before it is placed, and bugloop's own
 //! marker, block and tags come last, where the parsers look for them.
 
@@ -14,9 +14,8 @@ use bugloop_domain::rmcoc::{RmcocBlock, build_comment};
 use bugloop_domain::thread::{Comment, ESCALATED_PHRASE, RESOLVED_PHRASE, ThreadStatus};
 use bugloop_forge::{ChangeKey, Forge, ForgeError};
 
-use crate::review::report::{ReviewReport, UsageInfo};
-
-pub const SUMMARY_TAG: &str = "<!-- bugloop:summary -->";
+// The summary comment is rendered with the reports; its tag is found here like the overflow one.
+pub use bugloop_report::summary::SUMMARY_TAG;
 pub const OVERFLOW_TAG: &str = "<!-- bugloop:overflow -->";
 
 pub use bugloop_domain::rmcoc::fence_for;
@@ -31,11 +30,10 @@ fn capitalized(word: &str) -> String {
 
 /// The comment of one finding.
 pub fn finding_body(finding: &Finding, markers: &MarkerSyntax, resolved: bool) -> String {
-    let severity = format!("{:?}", finding.severity()).to_lowercase();
     let mut human = format!(
         "### {}\n\n**{} · score {}/10 · {}** · `{}`\n\n{}\n",
         inline(&finding.title),
-        capitalized(&severity),
+        capitalized(finding.severity().as_str()),
         finding.score,
         finding.category,
         inline(&finding.location()).replace('`', "'"),
@@ -140,105 +138,6 @@ pub fn overflow_cleared_body(limit: usize) -> String {
         "{OVERFLOW_TAG}\n### No findings over the comment limit\n\nEvery open finding of this \
          change has its own comment (at most {limit}); the earlier list is out of date.\n"
     )
-}
-
-fn usage_line(usage: &UsageInfo) -> String {
-    let cost = usage
-        .cost_usd
-        .map_or("cost unknown".to_owned(), |c| format!("${c:.4}"));
-    format!(
-        "{} input tokens ({} cached), {} output tokens, {cost}, {} model calls in {} session(s), {:.1}s",
-        usage.input_tokens,
-        usage.cached_input_tokens,
-        usage.output_tokens,
-        usage.model_calls,
-        usage.sessions,
-        usage.seconds
-    )
-}
-
-/// The run summary comment.
-pub fn summary_body(report: &ReviewReport) -> String {
-    format!("{SUMMARY_TAG}\n{}", neutralise(&summary_text(report)))
-}
-
-fn summary_text(report: &ReviewReport) -> String {
-    let mut out = format!(
-        "### bugloop review\n\n{} · model `{}`\n\n",
-        report.change.description, report.model
-    );
-    let open = report
-        .tracked
-        .iter()
-        .filter(|t| t.status != "RESOLVED")
-        .count();
-    out.push_str(&format!(
-        "**{} new or updated finding(s), {} resolved, {open} open in total.**\n\n",
-        report.findings.len(),
-        report.resolved.len()
-    ));
-    if !report.passes.is_empty() {
-        out.push_str("#### Passes\n\n");
-        for pass in &report.passes {
-            let label = if pass.pass == 0 {
-                "answer".to_owned()
-            } else {
-                format!("pass {}", pass.pass)
-            };
-            out.push_str(&format!(
-                "- part {} {label}: {}\n",
-                pass.call,
-                pass.summary.trim().replace('\n', " ")
-            ));
-        }
-        out.push('\n');
-    }
-    out.push_str("#### Filter\n\n| stage | in | out |\n|---|---|---|\n");
-    for stage in &report.stages {
-        out.push_str(&format!(
-            "| {} | {} | {} |\n",
-            stage.stage, stage.input, stage.output
-        ));
-    }
-    if !report.dropped.is_empty() {
-        out.push_str("\n<details><summary>Not published</summary>\n\n");
-        for dropped in &report.dropped {
-            out.push_str(&format!(
-                "- `{}` {} ({}): {} — {}\n",
-                dropped.stage, dropped.title, dropped.location, dropped.id, dropped.reason
-            ));
-        }
-        out.push_str("\n</details>\n");
-    }
-    if !report.changes.is_empty() {
-        out.push_str("\n#### Changed before publishing\n\n");
-        for change in &report.changes {
-            out.push_str(&format!(
-                "- `{}` {}: {}\n",
-                change.stage, change.id, change.note
-            ));
-        }
-    }
-    if !report.resolved.is_empty() {
-        out.push_str("\n#### Resolved\n\n");
-        for resolved in &report.resolved {
-            out.push_str(&format!(
-                "- `{}` {}: {}\n",
-                resolved.id, resolved.title, resolved.reason
-            ));
-        }
-    }
-    if !report.unreviewed.is_empty() || !report.errors.is_empty() {
-        out.push_str("\n#### Not reviewed\n\n");
-        for part in &report.unreviewed {
-            out.push_str(&format!("- {}: {}\n", part.path, part.reason));
-        }
-        for error in &report.errors {
-            out.push_str(&format!("- error: {error}\n"));
-        }
-    }
-    out.push_str(&format!("\n{}\n", usage_line(&report.usage)));
-    out
 }
 
 /// The bot's meta comment carrying `tag`, if any.

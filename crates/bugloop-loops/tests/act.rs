@@ -17,9 +17,10 @@ use bugloop_llm::budget::{Meter, Metered};
 use bugloop_llm::scripted::{ScriptedProvider, text_reply, tool_reply};
 use bugloop_llm::{BudgetLimits, Capabilities};
 use bugloop_loops::act::{self, Targets};
-use bugloop_loops::build::{BuildStatus, Landing};
-use bugloop_loops::intent::Intent;
 use bugloop_loops::{LoopEnv, LoopSettings};
+use bugloop_report::act::{ChosenBy, Intent};
+use bugloop_report::build::{BuildStatus, Landing};
+use bugloop_report::dispute::{DisputeOutcome, DisputeResult};
 use serde_json::json;
 
 use support::{Repo, finding, git, run, session, usage};
@@ -342,7 +343,7 @@ async fn comments_are_routed_by_intent() {
     })
     .await;
     assert_eq!(report.action, Intent::Fix(vec![id.clone()]));
-    assert_eq!(report.chosen_by, "rules");
+    assert_eq!(report.chosen_by, ChosenBy::Rules);
     assert_eq!(report.resolved, [id]);
 
     // A question: answered by the Plan agent, reply posted.
@@ -375,12 +376,7 @@ fn deciding(decision: &str, reasoning: &str) -> ScriptedProvider {
     })
 }
 
-async fn dispute(
-    repo: &Repo,
-    id: &str,
-    reply: &str,
-    model: ScriptedProvider,
-) -> act::DisputeOutcome {
+async fn dispute(repo: &Repo, id: &str, reply: &str, model: ScriptedProvider) -> DisputeOutcome {
     with_env(repo, support::config(), model, async |env| {
         let change = env.git.conversation_key();
         let forge = LocalForge::open(env.git.clone(), "bugloop").await.unwrap();
@@ -447,7 +443,7 @@ async fn disputes_concede_maintain_or_escalate() {
         .await
         .0
         .tracked;
-    assert_eq!(tracked[0].status, "DISPUTED");
+    assert_eq!(tracked[0].status, ThreadStatus::Disputed);
     let outcome = dispute(&repo, &id, "I still disagree", ScriptedProvider::new([])).await;
     assert_eq!(outcome.status, ThreadStatus::Resolved);
     assert!(outcome.decision.is_none());
@@ -504,6 +500,6 @@ async fn the_next_review_answers_pending_replies() {
     }
     let (report, _) = run(&repo, support::config(), scripted).await;
     assert_eq!(report.disputes.len(), 1, "{:#?}", report.errors);
-    assert_eq!(report.disputes[0].decision, "conceded");
-    assert_eq!(report.tracked[0].status, "RESOLVED");
+    assert_eq!(report.disputes[0].decision, DisputeResult::Conceded);
+    assert_eq!(report.tracked[0].status, ThreadStatus::Resolved);
 }

@@ -15,9 +15,10 @@ use bugloop_forge::local::LocalForge;
 use bugloop_llm::budget::{Meter, Metered};
 use bugloop_llm::scripted::{ScriptedProvider, text_reply, tool_reply};
 use bugloop_llm::{BudgetLimits, ChatRequest, ChatResponse, LlmError, Provider, StreamSink};
-use bugloop_loops::build::Landing;
-use bugloop_loops::converge::{ConvergeReport, Exit, converge};
+use bugloop_loops::converge::converge;
 use bugloop_loops::{LoopEnv, LoopSettings};
+use bugloop_report::build::Landing;
+use bugloop_report::converge::{ConvergeReport, Exit, LoopKind};
 use serde_json::{Value, json};
 
 use support::{Repo, finding, git, usage};
@@ -231,7 +232,14 @@ async fn a_gate_that_cannot_be_fixed_is_an_error() {
     let (report, _) = run(&repo, config, script).await;
     assert_eq!(report.exit, Exit::Error, "{}", report.text());
     assert!(report.detail.contains("gate failed"), "{}", report.detail);
-    assert_eq!(report.log.iter().filter(|l| l.kind == "gate").count(), 3);
+    assert_eq!(
+        report
+            .log
+            .iter()
+            .filter(|l| l.kind == LoopKind::Gate)
+            .count(),
+        3
+    );
     assert_eq!(worktrees(&repo), 1);
 }
 
@@ -251,7 +259,7 @@ async fn a_fix_outside_its_findings_is_marked_unverified() {
     audit(&script, vec![]);
     let (report, _) = run(&repo, support::config(), script).await;
     assert_eq!(report.exit, Exit::Converged);
-    let fix = report.log.iter().find(|l| l.kind == "fix").unwrap();
+    let fix = report.log.iter().find(|l| l.kind == LoopKind::Fix).unwrap();
     assert!(
         fix.text
             .contains("unverified: commit touched unexpected files: src/unrelated.rs"),

@@ -9,8 +9,8 @@ mod support;
 mod schemas;
 
 use bugloop_domain::score::Score;
-use bugloop_domain::thread::{CommentKind, RESOLVED_PHRASE};
-use bugloop_loops::review::report::CommentAction;
+use bugloop_domain::thread::{CommentKind, RESOLVED_PHRASE, ThreadStatus};
+use bugloop_report::review::{CommentAction, ReportStage};
 use serde_json::json;
 
 use bugloop_llm::Role;
@@ -439,7 +439,7 @@ async fn renamed_ids_and_corrected_lines_reach_the_report_and_the_summary() {
     let renamed = report
         .changes
         .iter()
-        .find(|c| c.stage == "reported")
+        .find(|c| c.stage == ReportStage::Reported)
         .unwrap();
     assert_eq!(renamed.id, "shared-2");
     assert!(
@@ -450,7 +450,7 @@ async fn renamed_ids_and_corrected_lines_reach_the_report_and_the_summary() {
     let corrected = report
         .changes
         .iter()
-        .find(|c| c.stage == "grounding")
+        .find(|c| c.stage == ReportStage::Grounding)
         .unwrap();
     assert!(
         corrected.note.contains(&stats_line.to_string()),
@@ -493,7 +493,7 @@ async fn models_without_tools_answer_once_and_bad_entries_are_counted() {
         report
             .dropped
             .iter()
-            .filter(|d| d.stage == "validation")
+            .filter(|d| d.stage == ReportStage::Validation)
             .count(),
         3
     );
@@ -520,7 +520,7 @@ async fn the_report_matches_its_documented_schema() {
         env!("CARGO_MANIFEST_DIR"),
         "/../../docs/review-report.schema.json"
     );
-    let generated = bugloop_loops::review::report::report_schema();
+    let generated = bugloop_report::review::report_schema();
     if std::env::var_os("BUGLOOP_UPDATE_SCHEMA").is_some() {
         std::fs::write(
             path,
@@ -737,7 +737,12 @@ async fn deleting_the_file_of_a_finding_resolves_it() {
     let (second, comments) = run(&repo, support::config(), session(vec![], vec![])).await;
     assert_eq!(second.resolved.len(), 1, "{:#?}", second.resolved);
     assert!(second.resolved[0].reason.contains("deleted"));
-    assert!(second.tracked.iter().all(|t| t.status == "RESOLVED"));
+    assert!(
+        second
+            .tracked
+            .iter()
+            .all(|t| t.status == ThreadStatus::Resolved)
+    );
     assert!(comments.iter().any(|c| c.body.starts_with(RESOLVED_PHRASE)));
 }
 

@@ -15,8 +15,8 @@ use bugloop_forge::local::LocalForge;
 use bugloop_llm::Provider;
 use bugloop_llm::budget::{Meter, Metered};
 use bugloop_loops::review::ReviewRequest;
-use bugloop_loops::review::report::ReviewReport;
 use bugloop_loops::{LoopEnv, LoopSettings};
+use bugloop_report::review::ReviewReport;
 use serde::Serialize;
 
 use super::models::PassModel;

@@ -105,7 +105,7 @@ async fn the_model_decides_the_rest_and_only_open_ids_survive() {
         got,
         Classified {
             intent: Intent::Fix(vec!["off-by-one-4d5e6f".into()]),
-            by: "model"
+            by: ChosenBy::Model
         }
     );
 

@@ -3,7 +3,6 @@
 //! answer for models without tools), ground and filter what the model reported, publish, and
 //! report.
 
-pub mod report;
 pub mod tools;
 pub mod web;
 
@@ -24,24 +23,25 @@ use bugloop_domain::grounding::{self, Head};
 use bugloop_domain::thread::{Comment, ReviewState, ThreadStatus, reconstruct};
 use bugloop_forge::{ChangeKey, Forge, ForgeError, LineAnchor, Upsert};
 use bugloop_llm::{JsonSchemaFormat, LlmError, Message, Provider};
+use bugloop_report::dispute::DisputeSummary;
+use bugloop_report::review::{
+    ChangeInfo, CommentAction, DroppedFinding, OverflowInfo, PassSummary, Placement,
+    PublishedFinding, REPORT_VERSION, ReportStage, ResolvedFinding, ReviewReport, SensitivityInfo,
+    StageChange, StageCount, TrackedFinding, Unreviewed, UsageInfo,
+};
+use bugloop_report::summary::{SUMMARY_TAG, comment_body as summary_body};
 use bugloop_sandbox::Policy;
 use bugloop_tools::{ToolContext, Toolset, Workspace, typed};
 
 use crate::context::{ContextReader, read_rules, sensitivity};
 use crate::env::LoopEnv;
-use crate::plan::{Batch, Unreviewed, estimate_tokens, plan};
+use crate::plan::{Batch, estimate_tokens, plan};
 use crate::prompt;
 use crate::publish::{
-    OVERFLOW_TAG, SUMMARY_TAG, find_tagged, finding_body, overflow_body, overflow_cleared_body,
-    summary_body,
+    OVERFLOW_TAG, find_tagged, finding_body, overflow_body, overflow_cleared_body,
 };
 use crate::{ProgressEvent, sandbox_settings};
 
-use self::report::{
-    ChangeInfo, CommentAction, DisputeSummary, DroppedFinding, OverflowInfo, PassSummary,
-    Placement, PublishedFinding, REPORT_VERSION, ResolvedFinding, ReviewReport, SensitivityInfo,
-    StageChange, StageCount, TrackedFinding, UsageInfo,
-};
 use self::tools::{
     Collected, ReportFinding, ResolveFinding, SUBMIT_PASS, StructuredAnswer, SubmitPass, accept,
     structured_schema,
@@ -192,7 +192,7 @@ fn tracked_of(state: &ReviewState) -> Vec<TrackedFinding> {
             Some(TrackedFinding {
                 id: id.as_str().to_owned(),
                 title: thread.title.clone(),
-                status: thread.status.as_str().to_owned(),
+                status: thread.status,
                 score: thread.score.map(|s| s.get()),
                 file: place.and_then(|p| p.file.clone()),
                 line: place.and_then(|p| p.line),
@@ -237,14 +237,7 @@ pub async fn review_with(
         };
         match crate::act::settle_all_disputes(&act, &request.change).await {
             Ok(outcomes) => {
-                for outcome in outcomes {
-                    disputes.push(DisputeSummary {
-                        decision: outcome.decision_label().to_owned(),
-                        status: outcome.status.as_str().to_owned(),
-                        finding: outcome.finding,
-                        reasoning: outcome.reasoning,
-                    });
-                }
+                disputes.extend(outcomes.into_iter().map(DisputeSummary::from));
             }
             Err(error) => dispute_error = Some(format!("answering developer replies: {error}")),
         }
@@ -423,7 +416,7 @@ pub async fn review_with(
         } = session.collected;
         for (position, problem) in invalid.into_iter().enumerate() {
             dropped.push(DroppedFinding {
-                stage: "validation".to_owned(),
+                stage: ReportStage::Validation,
                 id: format!("part-{call}-report-{}", position + 1),
                 title: "(unusable report)".to_owned(),
                 location: "(model output)".to_owned(),
@@ -448,7 +441,7 @@ pub async fn review_with(
             }
             if finding.id != base {
                 changes.push(StageChange {
-                    stage: "reported".to_owned(),
+                    stage: ReportStage::Reported,
                     id: finding.id.as_str().to_owned(),
                     note: format!(
                         "renamed from {base}: an earlier part of this review used that id"
@@ -496,13 +489,13 @@ pub async fn review_with(
     }
     let grounded = grounding::ground(safe, &head);
     let grounding_stage = StageCount {
-        stage: "grounding".to_owned(),
+        stage: ReportStage::Grounding,
         input: grounded.kept.len() + grounded.dropped.len(),
         output: grounded.kept.len(),
     };
     for d in &grounded.dropped {
         dropped.push(DroppedFinding {
-            stage: "grounding".to_owned(),
+            stage: ReportStage::Grounding,
             id: d.id.as_str().to_owned(),
             title: d.title.clone(),
             location: d.location.clone(),
@@ -517,7 +510,7 @@ pub async fn review_with(
         .map(|g| {
             if let Some(note) = g.note {
                 grounding_changes.push(StageChange {
-                    stage: "grounding".to_owned(),
+                    stage: ReportStage::Grounding,
                     id: g.finding.id.as_str().to_owned(),
                     note: note.clone(),
                 });
@@ -535,20 +528,20 @@ pub async fn review_with(
     let mut stage_reports: Vec<StageReport> = safety_stages;
     stage_reports.extend(stages.into_iter().filter(|s| s.stage != Stage::PathSafety));
     let mut stage_counts = vec![StageCount {
-        stage: "reported".to_owned(),
+        stage: ReportStage::Reported,
         input: reported_count,
         output: reported_count,
     }];
     for report in &stage_reports {
-        let name = stage_name(report.stage);
+        let name = ReportStage::from(report.stage);
         stage_counts.push(StageCount {
-            stage: name.clone(),
+            stage: name,
             input: report.input,
             output: report.output,
         });
         for c in &report.changed {
             changes.push(StageChange {
-                stage: name.clone(),
+                stage: name,
                 id: c.id.as_str().to_owned(),
                 note: c.note.clone(),
             });
@@ -560,7 +553,7 @@ pub async fn review_with(
         }
         for d in &report.dropped {
             dropped.push(DroppedFinding {
-                stage: name.clone(),
+                stage: name,
                 id: d.id.as_str().to_owned(),
                 title: d.title.clone(),
                 location: d.location.clone(),
@@ -767,13 +760,6 @@ pub async fn review_with(
     Ok(report)
 }
 
-fn stage_name(stage: Stage) -> String {
-    serde_json::to_value(stage)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_owned))
-        .unwrap_or_else(|| format!("{stage:?}"))
-}
-
 fn anchor_for(finding: &Finding, placement: Placement, head: &str) -> Option<LineAnchor> {
     match (placement, &finding.file, finding.line) {
         (Placement::Line, Some(path), Some(line)) => Some(LineAnchor {
@@ -798,8 +784,8 @@ fn published_finding(
         _ => None,
     };
     PublishedFinding {
-        severity: format!("{:?}", finding.severity()).to_lowercase(),
-        priority: format!("{:?}", finding.priority()),
+        severity: finding.severity(),
+        priority: finding.priority(),
         placement,
         action,
         rediscovered_as,

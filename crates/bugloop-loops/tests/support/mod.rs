@@ -15,9 +15,9 @@ use bugloop_forge::local::LocalForge;
 use bugloop_llm::budget::{Meter, Metered};
 use bugloop_llm::scripted::{ScriptedProvider, text_reply, tool_reply};
 use bugloop_llm::{BudgetLimits, Capabilities, ChatResponse, Usage};
-use bugloop_loops::review::report::ReviewReport;
 use bugloop_loops::review::{ReviewRequest, review};
 use bugloop_loops::{LoopEnv, LoopSettings};
+use bugloop_report::review::ReviewReport;
 use serde_json::{Value, json};
 
 pub struct Repo {

@@ -1,13 +1,19 @@
 //! What a review run produced: the machine-readable report behind `--format json` (its schema is
 //! `docs/review-report.schema.json`, generated from these types) and the base of every other
-//! output format and of the summary comment.
+//! output format and of the summary comment. Status, stage, severity and priority fields are
+//! enums serialized to the strings the schema has always had (a plain string there, so the
+//! published schema does not change).
 
+use std::fmt;
+
+use bugloop_domain::filter::Stage;
 use bugloop_domain::finding::Finding;
+use bugloop_domain::score::{Priority, Severity};
+use bugloop_domain::status::ThreadStatus;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::context::RefusedFile;
-use crate::plan::Unreviewed;
+use crate::dispute::DisputeSummary;
 
 /// Version of the report's shape; bumped on incompatible changes.
 pub const REPORT_VERSION: u32 = 1;
@@ -57,16 +63,6 @@ pub struct ReviewReport {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
-pub struct DisputeSummary {
-    pub finding: String,
-    /// conceded, maintained, escalated, or the developer's decision stands.
-    pub decision: String,
-    /// The thread's status after it.
-    pub status: String,
-    pub reasoning: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct ChangeInfo {
     /// The conversation the findings belong to (`branch:<name>`, `commit:<sha>`, a pull request).
     pub key: String,
@@ -103,9 +99,11 @@ pub struct PublishedFinding {
     #[serde(flatten)]
     pub finding: Finding,
     /// info, low, medium or high.
-    pub severity: String,
+    #[schemars(with = "String")]
+    pub severity: Severity,
     /// P0, P1 or P2.
-    pub priority: String,
+    #[schemars(with = "String")]
+    pub priority: Priority,
     pub placement: Placement,
     pub action: CommentAction,
     /// Set when this re-reports an existing finding (which keeps its id).
@@ -131,7 +129,8 @@ pub struct TrackedFinding {
     pub id: String,
     pub title: String,
     /// PENDING, RESOLVED, DISPUTED or ESCALATED.
-    pub status: String,
+    #[schemars(with = "String")]
+    pub status: ThreadStatus,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub score: Option<u8>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -146,7 +145,8 @@ pub struct TrackedFinding {
 pub struct DroppedFinding {
     /// `validation`, `grounding`, or a filter stage (`path_safety`, `ignore_globs`, `threshold`,
     /// `dedup_run`, `dedup_existing`, `comment_limit`, ...).
-    pub stage: String,
+    #[schemars(with = "String")]
+    pub stage: ReportStage,
     pub id: String,
     pub title: String,
     pub location: String,
@@ -158,7 +158,8 @@ pub struct StageChange {
     /// `reported` (an id another part of the review already used, renamed), `path_safety`,
     /// `grounding` (a corrected line), `security_promotion`, `elevation`, `dedup_run` (an id
     /// already used in the run, renamed) or `dedup_existing` (an existing finding reported again).
-    pub stage: String,
+    #[schemars(with = "String")]
+    pub stage: ReportStage,
     /// The finding's id after the change.
     pub id: String,
     pub note: String,
@@ -166,7 +167,8 @@ pub struct StageChange {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct StageCount {
-    pub stage: String,
+    #[schemars(with = "String")]
+    pub stage: ReportStage,
     pub input: usize,
     pub output: usize,
 }
@@ -207,12 +209,103 @@ pub struct SensitivityInfo {
     pub reason: String,
 }
 
+/// A part of a change that was not shown to the model in full.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct Unreviewed {
+    pub path: String,
+    pub reason: String,
+}
+
+/// A file bugloop would have read for context but did not: it leads outside the repository
+/// (a symlink), into `.git`, or is not a regular file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct RefusedFile {
+    pub path: String,
+    pub reason: String,
+}
+
+/// Where a finding was counted, changed or dropped: the review's own steps around the filter
+/// pipeline (`validation`, `reported`, `grounding`) and the pipeline's stages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReportStage {
+    /// The model's report could not be read as a finding.
+    Validation,
+    /// What the model reported (an id renamed when another part of the review used it).
+    Reported,
+    Grounding,
+    PathSafety,
+    IgnoreGlobs,
+    SecurityPromotion,
+    Elevation,
+    Threshold,
+    DedupRun,
+    DedupExisting,
+    CommentLimit,
+}
+
+impl ReportStage {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReportStage::Validation => "validation",
+            ReportStage::Reported => "reported",
+            ReportStage::Grounding => "grounding",
+            ReportStage::PathSafety => "path_safety",
+            ReportStage::IgnoreGlobs => "ignore_globs",
+            ReportStage::SecurityPromotion => "security_promotion",
+            ReportStage::Elevation => "elevation",
+            ReportStage::Threshold => "threshold",
+            ReportStage::DedupRun => "dedup_run",
+            ReportStage::DedupExisting => "dedup_existing",
+            ReportStage::CommentLimit => "comment_limit",
+        }
+    }
+}
+
+impl From<Stage> for ReportStage {
+    fn from(stage: Stage) -> Self {
+        match stage {
+            Stage::PathSafety => ReportStage::PathSafety,
+            Stage::IgnoreGlobs => ReportStage::IgnoreGlobs,
+            Stage::SecurityPromotion => ReportStage::SecurityPromotion,
+            Stage::Elevation => ReportStage::Elevation,
+            Stage::Threshold => ReportStage::Threshold,
+            Stage::DedupRun => ReportStage::DedupRun,
+            Stage::DedupExisting => ReportStage::DedupExisting,
+            Stage::CommentLimit => ReportStage::CommentLimit,
+        }
+    }
+}
+
+impl fmt::Display for ReportStage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 impl ReviewReport {
+    /// The findings of the change still open after this run (any status but RESOLVED) that this
+    /// run did not publish: what earlier reviews raised.
+    pub fn open_from_earlier(&self) -> impl Iterator<Item = &TrackedFinding> {
+        self.tracked.iter().filter(|t| {
+            t.status != ThreadStatus::Resolved
+                && !self.findings.iter().any(|f| f.finding.id.as_str() == t.id)
+        })
+    }
+
+    /// How many findings of the change are open after this run.
+    pub fn open_count(&self) -> usize {
+        self.tracked
+            .iter()
+            .filter(|t| t.status != ThreadStatus::Resolved)
+            .count()
+    }
+
     /// The highest score among published findings and open tracked ones.
     pub fn max_open_score(&self) -> Option<u8> {
         self.tracked
             .iter()
-            .filter(|t| t.status != "RESOLVED")
+            .filter(|t| t.status != ThreadStatus::Resolved)
             .filter_map(|t| t.score)
             .chain(self.findings.iter().map(|f| f.finding.score.get()))
             .max()

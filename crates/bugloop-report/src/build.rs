@@ -1,0 +1,66 @@
+//! What a Build run (fix, do, a converge fix) produced: its status, verify runs and usage, and
+//! where its commit landed. Pure data, filled in by the build loop and shown by the act and
+//! converge reports.
+
+use std::path::PathBuf;
+
+use bugloop_llm::Usage;
+use serde::Serialize;
+
+/// One verify command's run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct VerifyRun {
+    pub command: String,
+    pub passed: bool,
+    /// The end of its output (standard output, then standard error).
+    pub output: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "status")]
+pub enum BuildStatus {
+    /// Verified and committed in the worktree.
+    Committed {
+        commit: String,
+        files: Vec<String>,
+        /// No verify command is configured: committed without verification.
+        unverified: bool,
+    },
+    /// The agent changed nothing.
+    NoChanges { summary: String },
+    /// A verify command failed: nothing was committed.
+    VerifyFailed { command: String, output: String },
+    /// The change touched protected paths: nothing was committed.
+    Refused { reason: String },
+    /// The agent did not finish (model error, budget, turn limit).
+    AgentFailed { error: String },
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct BuildResult {
+    pub status: BuildStatus,
+    pub summary: String,
+    pub verify: Vec<VerifyRun>,
+    pub usage: Usage,
+    pub transcript: PathBuf,
+}
+
+/// Where a finished change went.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "landed")]
+pub enum Landing {
+    /// The user's branch was fast-forwarded to the commit.
+    FastForwarded { branch: String, commit: String },
+    /// The commit waits on a branch of its own.
+    Branch {
+        name: String,
+        commit: String,
+        reason: String,
+    },
+}
+
+impl BuildStatus {
+    pub fn is_committed(&self) -> bool {
+        matches!(self, BuildStatus::Committed { .. })
+    }
+}

@@ -1,0 +1,122 @@
+//! How a developer's reply to a finding was settled: the reviewer's `Decision` (the model's
+//! answer), the `DisputeOutcome` of `bugloop reply --now`, and the `DisputeSummary` a review
+//! report lists, whose decision reads as what happened (`conceded`, ...).
+
+use std::fmt;
+
+use bugloop_domain::status::ThreadStatus;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// The reviewer's verdict on a developer's reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    Concede,
+    Maintain,
+    Escalate,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DisputeOutcome {
+    pub finding: String,
+    /// `None` when the developer prevailed without asking the model.
+    pub decision: Option<Decision>,
+    pub reasoning: String,
+    pub status: ThreadStatus,
+}
+
+impl DisputeOutcome {
+    /// What happened, in words (`conceded`, ..., `the developer's decision stands`).
+    pub fn decision_label(&self) -> &'static str {
+        DisputeResult::from(self.decision).as_str()
+    }
+}
+
+/// What became of a dispute, as reports say it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum DisputeResult {
+    #[serde(rename = "conceded")]
+    Conceded,
+    #[serde(rename = "maintained")]
+    Maintained,
+    #[serde(rename = "escalated")]
+    Escalated,
+    /// The developer prevailed without asking the model (no human reviewer to decide).
+    #[serde(rename = "the developer's decision stands")]
+    DeveloperPrevails,
+}
+
+impl DisputeResult {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DisputeResult::Conceded => "conceded",
+            DisputeResult::Maintained => "maintained",
+            DisputeResult::Escalated => "escalated",
+            DisputeResult::DeveloperPrevails => "the developer's decision stands",
+        }
+    }
+}
+
+impl From<Option<Decision>> for DisputeResult {
+    fn from(decision: Option<Decision>) -> Self {
+        match decision {
+            Some(Decision::Concede) => DisputeResult::Conceded,
+            Some(Decision::Maintain) => DisputeResult::Maintained,
+            Some(Decision::Escalate) => DisputeResult::Escalated,
+            None => DisputeResult::DeveloperPrevails,
+        }
+    }
+}
+
+impl fmt::Display for DisputeResult {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+// A developer's reply answered before a review, as the review report lists it. (A plain comment:
+// a doc comment would become a description in the published schema.)
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct DisputeSummary {
+    pub finding: String,
+    /// conceded, maintained, escalated, or the developer's decision stands.
+    #[schemars(with = "String")]
+    pub decision: DisputeResult,
+    /// The thread's status after it.
+    #[schemars(with = "String")]
+    pub status: ThreadStatus,
+    pub reasoning: String,
+}
+
+impl From<DisputeOutcome> for DisputeSummary {
+    fn from(outcome: DisputeOutcome) -> Self {
+        DisputeSummary {
+            decision: DisputeResult::from(outcome.decision),
+            status: outcome.status,
+            finding: outcome.finding,
+            reasoning: outcome.reasoning,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_dispute_result_serializes_as_its_label() {
+        for decision in [
+            None,
+            Some(Decision::Concede),
+            Some(Decision::Maintain),
+            Some(Decision::Escalate),
+        ] {
+            let result = DisputeResult::from(decision);
+            assert_eq!(
+                serde_json::to_value(result).unwrap(),
+                serde_json::json!(result.as_str())
+            );
+        }
+    }
+}

@@ -1,0 +1,102 @@
+//! The Markdown renderer of the review report (also the GitHub Action's job summary).
+
+use std::fmt::Write as _;
+
+use bugloop_domain::rmcoc::fence_for;
+
+use crate::review::ReviewReport;
+use crate::text::usage_text;
+
+/// The review report as Markdown, for a pull request description or a CI summary. It is also the
+/// GitHub Action's job summary (`$GITHUB_STEP_SUMMARY`): the same content, no separate renderer.
+pub fn review(report: &ReviewReport) -> String {
+    let mut out = String::new();
+    let c = &report.change;
+    let _ = writeln!(
+        out,
+        "## bugloop review\n\n{} · {} file(s), +{} -{} · model `{}` · {}\n",
+        c.description,
+        c.files,
+        c.additions,
+        c.deletions,
+        report.model,
+        usage_text(report)
+    );
+    if report.findings.is_empty() {
+        out.push_str("No new findings.\n");
+    } else {
+        out.push_str("| score | severity | location | finding | id |\n|---|---|---|---|---|\n");
+        for f in &report.findings {
+            let _ = writeln!(
+                out,
+                "| {} | {} | `{}` | {} | `{}` |",
+                f.finding.score,
+                f.severity,
+                f.finding.location(),
+                f.finding.title.replace('|', "\\|"),
+                f.finding.id
+            );
+        }
+        for f in &report.findings {
+            let _ = writeln!(
+                out,
+                "\n### {}\n\n`{}` · score {}/10 · {}\n\n{}",
+                f.finding.title,
+                f.finding.location(),
+                f.finding.score,
+                f.finding.category,
+                f.finding.description
+            );
+            if let Some(code) = &f.code {
+                let fence = fence_for(code);
+                let _ = writeln!(out, "\n{fence}\n{}\n{fence}", code.trim_end());
+            }
+            if let Some(suggestion) = &f.finding.suggestion {
+                let _ = writeln!(out, "\n**Suggestion**\n\n{suggestion}");
+            }
+        }
+    }
+    if !report.resolved.is_empty() {
+        out.push_str("\n### Resolved\n\n");
+        for r in &report.resolved {
+            let _ = writeln!(out, "- {} (`{}`): {}", r.title, r.id, r.reason);
+        }
+    }
+    if !report.changes.is_empty() {
+        out.push_str("\n### Changed before publishing\n\n");
+        for c in &report.changes {
+            let _ = writeln!(out, "- {} `{}`: {}", c.stage, c.id, c.note);
+        }
+    }
+    if !report.dropped.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n<details><summary>Not published ({})</summary>\n",
+            report.dropped.len()
+        );
+        for d in &report.dropped {
+            let _ = writeln!(
+                out,
+                "- {}: {} ({}) — {}",
+                d.stage, d.title, d.location, d.reason
+            );
+        }
+        out.push_str("\n</details>\n");
+    }
+    if !report.refused_context.is_empty() {
+        out.push_str("\n### Not given to the model\n\n");
+        for r in &report.refused_context {
+            let _ = writeln!(out, "- `{}`: {}", r.path, r.reason);
+        }
+    }
+    if !report.unreviewed.is_empty() || !report.errors.is_empty() {
+        out.push_str("\n### Not reviewed\n\n");
+        for u in &report.unreviewed {
+            let _ = writeln!(out, "- `{}`: {}", u.path, u.reason);
+        }
+        for e in &report.errors {
+            let _ = writeln!(out, "- error: {e}");
+        }
+    }
+    out
+}

@@ -1,0 +1,339 @@
+//! The terminal renderers: the review report (grouped by file, with the code line and score,
+//! coloured through [`Style`]), the act report, the converge report as the spec prints it, and a
+//! settled dispute.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use crate::act::ActReport;
+use crate::build::{BuildStatus, Landing};
+use crate::converge::ConvergeReport;
+use crate::dispute::DisputeOutcome;
+use crate::review::{CommentAction, PublishedFinding, ReviewReport};
+use crate::style::Style;
+
+fn action_label(action: CommentAction, rediscovered: bool) -> &'static str {
+    match (action, rediscovered) {
+        (_, true) => "seen again",
+        (CommentAction::Added, _) => "new",
+        (CommentAction::Updated, _) => "updated",
+        (CommentAction::Unchanged, _) => "unchanged",
+        (CommentAction::NotPublished, _) => "not published",
+    }
+}
+
+pub(crate) fn usage_text(report: &ReviewReport) -> String {
+    let u = &report.usage;
+    let cost = u
+        .cost_usd
+        .map_or("cost unknown".to_owned(), |c| format!("${c:.4}"));
+    format!(
+        "{} in / {} out tokens, {cost}, {} model calls, {:.1}s",
+        u.input_tokens, u.output_tokens, u.model_calls, u.seconds
+    )
+}
+
+/// The review report for a terminal: findings grouped by file, with the code line and score.
+pub fn review(report: &ReviewReport, style: Style) -> String {
+    let mut out = String::new();
+    let c = &report.change;
+    let _ = writeln!(
+        out,
+        "{} {}\n{}",
+        style.bold("bugloop review:"),
+        c.description,
+        style.dim(&format!(
+            "{} file(s), +{} -{} · model {} · {}",
+            c.files,
+            c.additions,
+            c.deletions,
+            report.model,
+            usage_text(report)
+        ))
+    );
+    let mut by_file: BTreeMap<String, Vec<&PublishedFinding>> = BTreeMap::new();
+    for finding in &report.findings {
+        by_file
+            .entry(
+                finding
+                    .finding
+                    .file
+                    .clone()
+                    .unwrap_or_else(|| "(the change as a whole)".to_owned()),
+            )
+            .or_default()
+            .push(finding);
+    }
+    if report.findings.is_empty() {
+        let _ = writeln!(out, "\n{}", style.green("No new findings."));
+    }
+    for (file, findings) in &by_file {
+        let _ = writeln!(out, "\n{}", style.bold(file));
+        for f in findings {
+            let finding = &f.finding;
+            let score = finding.score.get();
+            let line = finding.line.map_or(String::new(), |l| format!("{l}"));
+            let _ = writeln!(
+                out,
+                "  {:>5}  {}  {}  {}  {}",
+                line,
+                style.score(score, &format!("{} {score}/10", f.severity)),
+                finding.category,
+                style.bold(&finding.title),
+                style.dim(&format!(
+                    "[{}] {}",
+                    action_label(f.action, f.rediscovered_as.is_some()),
+                    finding.id
+                ))
+            );
+            if let Some(code) = &f.code {
+                let _ = writeln!(out, "         {} {}", style.dim("│"), code.trim_end());
+            }
+            for text_line in finding.description.lines() {
+                let _ = writeln!(out, "         {text_line}");
+            }
+            if let Some(note) = &f.note {
+                let _ = writeln!(out, "         {}", style.dim(&format!("({note})")));
+            }
+        }
+    }
+    if !report.resolved.is_empty() {
+        let _ = writeln!(out, "\n{}", style.bold("Resolved"));
+        for r in &report.resolved {
+            let _ = writeln!(
+                out,
+                "  {} {} {}: {}",
+                style.green("✓"),
+                r.title,
+                style.dim(&r.id),
+                r.reason
+            );
+        }
+    }
+    let earlier: Vec<_> = report.open_from_earlier().collect();
+    if !earlier.is_empty() {
+        let _ = writeln!(out, "\n{}", style.bold("Still open from earlier reviews"));
+        for t in earlier {
+            let place = match (&t.file, t.line) {
+                (Some(f), Some(l)) => format!("{f}:{l}"),
+                (Some(f), None) => f.clone(),
+                _ => String::new(),
+            };
+            let score = t.score.unwrap_or(0);
+            let _ = writeln!(
+                out,
+                "  {}  {}  {} {}",
+                style.score(score, &format!("{score}/10")),
+                t.status,
+                t.title,
+                style.dim(&format!("{place} {}", t.id))
+            );
+        }
+    }
+    if report.overflow.count > 0 {
+        let _ = writeln!(
+            out,
+            "\n{}",
+            style.yellow(&format!(
+                "{} more finding(s) over the comment limit: {}",
+                report.overflow.count,
+                report.overflow.titles.join("; ")
+            ))
+        );
+    }
+    if !report.changes.is_empty() {
+        let _ = writeln!(out, "\n{}", style.bold("Changed before publishing"));
+        for c in &report.changes {
+            let _ = writeln!(out, "  {}: {} {}", c.stage, style.dim(&c.id), c.note);
+        }
+    }
+    if !report.dropped.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n{}",
+            style.dim(&format!("Not published ({}):", report.dropped.len()))
+        );
+        for d in &report.dropped {
+            let _ = writeln!(
+                out,
+                "  {}",
+                style.dim(&format!(
+                    "{}: {} ({}) — {}",
+                    d.stage, d.title, d.location, d.reason
+                ))
+            );
+        }
+    }
+    if !report.disputes.is_empty() {
+        let _ = writeln!(out, "\n{}", style.bold("Replies answered"));
+        for d in &report.disputes {
+            let _ = writeln!(
+                out,
+                "  {} {} ({}): {}",
+                d.finding, d.decision, d.status, d.reasoning
+            );
+        }
+    }
+    if !report.refused_context.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n{}",
+            style.yellow("Not given to the model (outside the repository or not a file):")
+        );
+        for r in &report.refused_context {
+            let _ = writeln!(out, "  {}: {}", r.path, r.reason);
+        }
+    }
+    if !report.conversation_problems.is_empty() {
+        let _ = writeln!(out, "\n{}", style.dim("Conversation problems:"));
+        for p in &report.conversation_problems {
+            let _ = writeln!(out, "  {}", style.dim(p));
+        }
+    }
+    if !report.unreviewed.is_empty() || !report.errors.is_empty() {
+        let _ = writeln!(out, "\n{}", style.yellow("Not reviewed:"));
+        for u in &report.unreviewed {
+            let _ = writeln!(out, "  {}: {}", u.path, u.reason);
+        }
+        for e in &report.errors {
+            let _ = writeln!(out, "  error: {e}");
+        }
+    }
+    out
+}
+
+/// The converge report for a terminal, as the spec prints it.
+pub fn converge(report: &ConvergeReport) -> String {
+    let mut out = format!(
+        "bugloop converge exit: {}\nLoops: {}\nStarting commit: {}\nFinal commit: {}\nNet change: {} files, +{}/-{}\n",
+        report.exit.as_str(),
+        report.loops,
+        short_commit(&report.start_commit),
+        short_commit(&report.final_commit),
+        report.files_changed,
+        report.additions,
+        report.deletions
+    );
+    if !report.log.is_empty() {
+        out.push_str("Loop log:\n");
+        for line in &report.log {
+            out.push_str(&format!("{} {}: {}\n", line.number, line.kind, line.text));
+        }
+    }
+    if !report.quarantined.is_empty() {
+        out.push_str(&format!("Quarantined ({}):\n", report.quarantined.len()));
+        for q in &report.quarantined {
+            out.push_str(&format!(
+                "{} {}: {} ({}): {}\n",
+                q.loop_number, q.auditor, q.title, q.location, q.reason
+            ));
+        }
+    }
+    if !report.detail.is_empty() {
+        out.push_str(&format!("{}\n", report.detail));
+    }
+    match &report.landing {
+        Some(Landing::FastForwarded { branch, commit }) => {
+            out.push_str(&format!(
+                "{branch} fast-forwarded to {}\n",
+                short_commit(commit)
+            ));
+        }
+        Some(Landing::Branch { name, reason, .. }) => {
+            out.push_str(&format!("The commits wait on branch {name} ({reason}).\n"));
+        }
+        None => {}
+    }
+    out
+}
+
+impl ConvergeReport {
+    /// The final report, as the spec prints it ([`converge`]).
+    pub fn text(&self) -> String {
+        converge(self)
+    }
+}
+
+/// A commit as people read it: its first 7 characters (git's own abbreviation length).
+fn short_commit(sha: &str) -> &str {
+    sha.get(..7).unwrap_or(sha)
+}
+
+/// The act report for a terminal: the one-line message, the verify runs (and the failing
+/// command's output), the findings resolved and the answer.
+pub fn act(report: &ActReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{}", report.message);
+    if let Some(build) = &report.build {
+        for run in &build.verify {
+            let _ = writeln!(
+                out,
+                "  verify `{}`: {}",
+                run.command,
+                if run.passed { "passed" } else { "FAILED" }
+            );
+        }
+        if let BuildStatus::VerifyFailed { output, .. } = &build.status {
+            let _ = writeln!(out, "\n{}", output.trim_end());
+        }
+    }
+    if !report.resolved.is_empty() {
+        let _ = writeln!(out, "resolved: {}", report.resolved.join(", "));
+    }
+    if let Some(answer) = &report.answer {
+        let _ = writeln!(out, "\n{}", answer.trim_end());
+    }
+    out
+}
+
+/// A settled dispute for a terminal: the finding, what was decided, the thread's status and why.
+pub fn dispute(outcome: &DisputeOutcome) -> String {
+    format!(
+        "{}: {} ({})\n\n{}\n",
+        outcome.finding,
+        outcome.decision_label(),
+        outcome.status,
+        outcome.reasoning
+    )
+}
+
+/// What a Build run ended with, in one line.
+pub fn build_status(status: &BuildStatus) -> String {
+    match status {
+        BuildStatus::Committed {
+            commit, unverified, ..
+        } => format!(
+            "committed {}{}",
+            short_commit(commit),
+            if *unverified {
+                " (no verify commands configured: unverified)"
+            } else {
+                ""
+            }
+        ),
+        BuildStatus::NoChanges { .. } => "the agent changed nothing".to_owned(),
+        BuildStatus::VerifyFailed { command, .. } => {
+            format!("the verify command `{command}` failed; nothing was committed")
+        }
+        BuildStatus::Refused { reason } => format!("{reason}; nothing was committed"),
+        BuildStatus::AgentFailed { error } => format!("the agent did not finish: {error}"),
+    }
+}
+
+/// What a Build run ended with and where its commit went, in one line (an act report's message).
+pub fn build_outcome(status: &BuildStatus, landing: Option<&Landing>) -> String {
+    match landing {
+        Some(Landing::FastForwarded { branch, commit }) => {
+            format!(
+                "{}; {branch} fast-forwarded to {}",
+                build_status(status),
+                short_commit(commit)
+            )
+        }
+        Some(Landing::Branch { name, reason, .. }) => format!(
+            "{}; left on branch {name} because {reason} (merge it yourself)",
+            build_status(status)
+        ),
+        None => build_status(status),
+    }
+}

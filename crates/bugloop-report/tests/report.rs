@@ -1,0 +1,501 @@
+//! The renderers on one report of each kind that fills every section: the terminal text,
+//! Markdown, SARIF (checked against the official 2.1.0 schema), JSON (the enums' strings) and the
+//! summary comment, the act, converge and dispute reports, and the exit outcome of an act.
+
+use std::path::PathBuf;
+
+use bugloop_domain::filter::Stage;
+use bugloop_domain::finding::{Category, Finding, FindingId};
+use bugloop_domain::score::Score;
+use bugloop_domain::status::ThreadStatus;
+use bugloop_llm::Usage;
+use bugloop_report::act::{ActReport, ChosenBy, Intent};
+use bugloop_report::build::{BuildResult, BuildStatus, Landing, VerifyRun};
+use bugloop_report::converge::{ConvergeReport, Exit, LoopKind, LoopLine, Quarantined};
+use bugloop_report::dispute::{Decision, DisputeOutcome, DisputeSummary};
+use bugloop_report::review::{
+    ChangeInfo, CommentAction, DroppedFinding, OverflowInfo, PassSummary, Placement,
+    PublishedFinding, REPORT_VERSION, RefusedFile, ReportStage, ResolvedFinding, ReviewReport,
+    SensitivityInfo, StageChange, StageCount, TrackedFinding, Unreviewed, UsageInfo,
+};
+use bugloop_report::style::Style;
+use bugloop_report::{json, markdown, sarif, summary, text};
+use serde_json::Value;
+
+fn finding(id: &str, file: Option<&str>, line: Option<u32>, score: i64) -> Finding {
+    Finding {
+        id: FindingId::new(id),
+        title: format!("Title of {id} | with a pipe"),
+        description: format!("Why {id} matters.\nSecond line."),
+        file: file.map(str::to_owned),
+        line,
+        end_line: line.map(|l| l + 1),
+        score: Score::saturating(score),
+        category: Category::Logic,
+        evidence: Some("let x = v[i];".to_owned()),
+        suggestion: Some("Check the bounds first.".to_owned()),
+    }
+}
+
+fn published(finding: Finding, action: CommentAction, code: Option<&str>) -> PublishedFinding {
+    PublishedFinding {
+        severity: finding.severity(),
+        priority: finding.priority(),
+        placement: if finding.line.is_some() {
+            Placement::Line
+        } else {
+            Placement::Summary
+        },
+        action,
+        rediscovered_as: None,
+        code: code.map(str::to_owned),
+        note: None,
+        finding,
+    }
+}
+
+/// A review report with something in every section.
+fn review_report() -> ReviewReport {
+    let mut rediscovered = published(
+        finding("seen-again", Some("src/b.rs"), Some(3), 5),
+        CommentAction::Updated,
+        Some("    b();"),
+    );
+    rediscovered.rediscovered_as = Some("b-problem".to_owned());
+    rediscovered.note = Some("line corrected from 5 to 3".to_owned());
+    ReviewReport {
+        version: REPORT_VERSION,
+        change: ChangeInfo {
+            key: "branch:feature".to_owned(),
+            description: "branch feature against main".to_owned(),
+            base: "0123456789abcdef".to_owned(),
+            head: "fedcba9876543210".to_owned(),
+            files: 3,
+            additions: 12,
+            deletions: 4,
+        },
+        model: "script:test".to_owned(),
+        findings: vec![
+            published(
+                finding("off-by-one", Some("src/a.rs"), Some(7), 9),
+                CommentAction::Added,
+                Some("    v[v.len()]"),
+            ),
+            rediscovered,
+            published(
+                finding("whole-change", None, None, 3),
+                CommentAction::NotPublished,
+                None,
+            ),
+        ],
+        resolved: vec![ResolvedFinding {
+            id: "old-bug".to_owned(),
+            title: "An old bug".to_owned(),
+            reason: "fixed by the change".to_owned(),
+        }],
+        tracked: vec![
+            TrackedFinding {
+                id: "off-by-one".to_owned(),
+                title: "Title of off-by-one".to_owned(),
+                status: ThreadStatus::Pending,
+                score: Some(9),
+                file: Some("src/a.rs".to_owned()),
+                line: Some(7),
+                comment: "1".to_owned(),
+            },
+            TrackedFinding {
+                id: "earlier".to_owned(),
+                title: "Raised by an earlier review".to_owned(),
+                status: ThreadStatus::Disputed,
+                score: Some(6),
+                file: Some("src/c.rs".to_owned()),
+                line: Some(2),
+                comment: "2".to_owned(),
+            },
+            TrackedFinding {
+                id: "old-bug".to_owned(),
+                title: "An old bug".to_owned(),
+                status: ThreadStatus::Resolved,
+                score: Some(8),
+                file: None,
+                line: None,
+                comment: "3".to_owned(),
+            },
+        ],
+        dropped: vec![
+            DroppedFinding {
+                stage: ReportStage::Grounding,
+                id: "made-up".to_owned(),
+                title: "A made-up problem".to_owned(),
+                location: "src/a.rs:99".to_owned(),
+                reason: "line 99 is outside the file".to_owned(),
+            },
+            DroppedFinding {
+                stage: Stage::Threshold.into(),
+                id: "nit".to_owned(),
+                title: "A nit".to_owned(),
+                location: "src/b.rs:1".to_owned(),
+                reason: "score 2 is below the threshold 5".to_owned(),
+            },
+        ],
+        changes: vec![StageChange {
+            stage: ReportStage::DedupExisting,
+            id: "seen-again".to_owned(),
+            note: "the same problem as b-problem".to_owned(),
+        }],
+        stages: vec![
+            StageCount {
+                stage: ReportStage::Reported,
+                input: 5,
+                output: 5,
+            },
+            StageCount {
+                stage: Stage::PathSafety.into(),
+                input: 5,
+                output: 5,
+            },
+            StageCount {
+                stage: ReportStage::Grounding,
+                input: 5,
+                output: 4,
+            },
+            StageCount {
+                stage: Stage::Threshold.into(),
+                input: 4,
+                output: 3,
+            },
+        ],
+        overflow: OverflowInfo {
+            count: 1,
+            titles: vec!["One too many".to_owned()],
+        },
+        unreviewed: vec![Unreviewed {
+            path: "src/huge.rs".to_owned(),
+            reason: "cut at the token budget".to_owned(),
+        }],
+        summarized: vec![Unreviewed {
+            path: "Cargo.lock".to_owned(),
+            reason: "lockfile".to_owned(),
+        }],
+        ignored: vec!["vendor/x.rs".to_owned()],
+        passes: vec![
+            PassSummary {
+                call: 1,
+                pass: 1,
+                summary: "Logic looked at.\nOne bug.".to_owned(),
+                blocking: true,
+            },
+            PassSummary {
+                call: 2,
+                pass: 0,
+                summary: "A structured answer.".to_owned(),
+                blocking: false,
+            },
+        ],
+        usage: UsageInfo {
+            input_tokens: 1200,
+            cached_input_tokens: 200,
+            output_tokens: 300,
+            cost_usd: Some(0.0123),
+            model_calls: 4,
+            sessions: 2,
+            seconds: 3.25,
+        },
+        errors: vec!["part 2 of 2: the model timed out".to_owned()],
+        sensitive_data: SensitivityInfo {
+            sensitive: false,
+            reason: "no sensitive keywords".to_owned(),
+        },
+        conversation_problems: vec!["comment 9: a broken rmcoc block".to_owned()],
+        disputes: vec![DisputeSummary::from(DisputeOutcome {
+            finding: "earlier".to_owned(),
+            decision: Some(Decision::Maintain),
+            reasoning: "The bound is still off.".to_owned(),
+            status: ThreadStatus::Disputed,
+        })],
+        refused_context: vec![RefusedFile {
+            path: "AGENTS.md".to_owned(),
+            reason: "a symlink out of the repository".to_owned(),
+        }],
+        complete: false,
+    }
+}
+
+#[test]
+fn the_review_as_terminal_text() {
+    insta::assert_snapshot!(text::review(&review_report(), Style::new(false)));
+}
+
+#[test]
+fn terminal_colour_is_only_on_when_asked() {
+    let plain = text::review(&review_report(), Style::new(false));
+    let coloured = text::review(&review_report(), Style::new(true));
+    assert!(!plain.contains('\x1b'));
+    // The highest score (9) is bold red.
+    assert!(
+        coloured.contains("\x1b[1;31mhigh 9/10\x1b[0m"),
+        "{coloured}"
+    );
+}
+
+#[test]
+fn the_review_as_markdown_and_job_summary() {
+    insta::assert_snapshot!(markdown::review(&review_report()));
+}
+
+#[test]
+fn the_review_as_summary_comment() {
+    let body = summary::comment_body(&review_report());
+    assert!(body.starts_with(summary::SUMMARY_TAG));
+    insta::assert_snapshot!(body);
+}
+
+#[test]
+fn the_review_as_sarif_follows_the_official_schema() {
+    let mut sarif = sarif::review(&review_report());
+    // The official schema writes one pattern with a stray `]` (a literal in ECMAScript regexes,
+    // an error in Rust's); escaping it keeps the meaning and lets the validator compile it.
+    let official = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../bugloop-cli/tests/schemas/sarif-2.1.0-rtm.5.json"
+    ))
+    .unwrap();
+    let typo = r#""^[a-zA-Z]{2}|^[a-zA-Z]{2}-[a-zA-Z]{2}]?$""#;
+    assert!(official.contains(typo));
+    let schema: Value = serde_json::from_str(
+        &official.replace(typo, r#""^[a-zA-Z]{2}|^[a-zA-Z]{2}-[a-zA-Z]{2}\\]?$""#),
+    )
+    .unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(&sarif)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+    // The tool's version changes with every release, the rest must not.
+    sarif["runs"][0]["tool"]["driver"]["version"] = "[version]".into();
+    insta::assert_json_snapshot!(sarif);
+}
+
+#[test]
+fn the_review_as_json_keeps_the_strings_of_its_enums() {
+    let value: Value = serde_json::from_str(&json::to_json(&review_report()).unwrap()).unwrap();
+    let findings = &value["findings"];
+    assert_eq!(findings[0]["severity"], "high");
+    assert_eq!(findings[0]["priority"], "P0");
+    assert_eq!(findings[1]["severity"], "medium");
+    assert_eq!(findings[1]["priority"], "P2");
+    assert_eq!(value["tracked"][1]["status"], "DISPUTED");
+    assert_eq!(value["dropped"][0]["stage"], "grounding");
+    assert_eq!(value["dropped"][1]["stage"], "threshold");
+    assert_eq!(value["changes"][0]["stage"], "dedup_existing");
+    let stages: Vec<&str> = value["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["stage"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        stages,
+        ["reported", "path_safety", "grounding", "threshold"]
+    );
+    assert_eq!(value["disputes"][0]["decision"], "maintained");
+    assert_eq!(value["disputes"][0]["status"], "DISPUTED");
+    let developer = DisputeSummary::from(DisputeOutcome {
+        finding: "x".to_owned(),
+        decision: None,
+        reasoning: String::new(),
+        status: ThreadStatus::Resolved,
+    });
+    assert_eq!(
+        serde_json::to_value(&developer).unwrap()["decision"],
+        "the developer's decision stands"
+    );
+}
+
+#[test]
+fn every_report_stage_serializes_as_its_name() {
+    for stage in [
+        ReportStage::Validation,
+        ReportStage::Reported,
+        ReportStage::Grounding,
+        ReportStage::PathSafety,
+        ReportStage::IgnoreGlobs,
+        ReportStage::SecurityPromotion,
+        ReportStage::Elevation,
+        ReportStage::Threshold,
+        ReportStage::DedupRun,
+        ReportStage::DedupExisting,
+        ReportStage::CommentLimit,
+    ] {
+        assert_eq!(serde_json::to_value(stage).unwrap(), stage.as_str());
+    }
+    // The filter's own names are the report's.
+    for stage in [Stage::PathSafety, Stage::DedupRun, Stage::CommentLimit] {
+        assert_eq!(
+            serde_json::to_value(stage).unwrap(),
+            serde_json::to_value(ReportStage::from(stage)).unwrap()
+        );
+    }
+}
+
+#[test]
+fn open_findings_of_earlier_reviews_are_the_unresolved_unpublished_ones() {
+    let report = review_report();
+    let earlier: Vec<&str> = report.open_from_earlier().map(|t| t.id.as_str()).collect();
+    assert_eq!(earlier, ["earlier"]);
+    assert_eq!(report.open_count(), 2);
+    assert_eq!(report.max_open_score(), Some(9));
+}
+
+fn build(status: BuildStatus) -> BuildResult {
+    BuildResult {
+        status,
+        summary: "Bounds checked.".to_owned(),
+        verify: vec![
+            VerifyRun {
+                command: "cargo build".to_owned(),
+                passed: true,
+                output: String::new(),
+            },
+            VerifyRun {
+                command: "cargo test".to_owned(),
+                passed: false,
+                output: "1 failed".to_owned(),
+            },
+        ],
+        usage: Usage::default(),
+        transcript: PathBuf::from("runs/fix.jsonl"),
+    }
+}
+
+fn act_report(status: BuildStatus, landing: Option<Landing>) -> ActReport {
+    ActReport {
+        action: Intent::Fix(vec!["off-by-one".to_owned()]),
+        chosen_by: ChosenBy::Command,
+        message: text::build_outcome(&status, landing.as_ref()),
+        build: Some(build(status)),
+        landing,
+        answer: Some("Bounds checked.".to_owned()),
+        resolved: vec!["off-by-one".to_owned()],
+    }
+}
+
+fn committed() -> BuildStatus {
+    BuildStatus::Committed {
+        commit: "abcdef0123456789".to_owned(),
+        files: vec!["src/a.rs".to_owned()],
+        unverified: false,
+    }
+}
+
+#[test]
+fn act_reports_as_text() {
+    let landed = act_report(
+        committed(),
+        Some(Landing::FastForwarded {
+            branch: "feature".to_owned(),
+            commit: "abcdef0123456789".to_owned(),
+        }),
+    );
+    let failed = act_report(
+        BuildStatus::VerifyFailed {
+            command: "cargo test".to_owned(),
+            output: "test a ... FAILED\n".to_owned(),
+        },
+        None,
+    );
+    let waiting = act_report(
+        committed(),
+        Some(Landing::Branch {
+            name: "bugloop/fix-abcdef0".to_owned(),
+            commit: "abcdef0123456789".to_owned(),
+            reason: "the branch moved".to_owned(),
+        }),
+    );
+    let answered = ActReport {
+        action: Intent::Think,
+        chosen_by: ChosenBy::Model,
+        build: None,
+        landing: None,
+        answer: Some("It is fine.".to_owned()),
+        resolved: Vec::new(),
+        message: "answered".to_owned(),
+    };
+    insta::assert_snapshot!(
+        [&landed, &failed, &waiting, &answered]
+            .map(text::act)
+            .join("-----\n")
+    );
+    let value = serde_json::to_value(&answered).unwrap();
+    assert_eq!(value["chosen_by"], "model");
+    assert_eq!(value["action"]["action"], "think");
+}
+
+#[test]
+fn a_converge_report_as_the_spec_prints_it() {
+    let report = ConvergeReport {
+        exit: Exit::CapReached,
+        detail: "2 findings are left.".to_owned(),
+        loops: 2,
+        start_commit: "1111111aaaaaaa".to_owned(),
+        final_commit: "2222222bbbbbbb".to_owned(),
+        files_changed: 1,
+        additions: 3,
+        deletions: 1,
+        log: vec![
+            LoopLine {
+                number: 1,
+                kind: LoopKind::Gate,
+                text: "passed".to_owned(),
+            },
+            LoopLine {
+                number: 1,
+                kind: LoopKind::Audit,
+                text: "1P0 / 0P1 / 0P2".to_owned(),
+            },
+            LoopLine {
+                number: 2,
+                kind: LoopKind::Fix,
+                text: "committed 2222222".to_owned(),
+            },
+        ],
+        landing: Some(Landing::Branch {
+            name: "bugloop/converge-2222222".to_owned(),
+            commit: "2222222bbbbbbb".to_owned(),
+            reason: "the tree is dirty".to_owned(),
+        }),
+        earlier_dirty_loops: 0,
+        quarantined: vec![Quarantined {
+            loop_number: 1,
+            auditor: "auditor 2 (security)".to_owned(),
+            title: "Not there".to_owned(),
+            location: "src/a.rs:40".to_owned(),
+            reason: "validator: line 40 is outside the file".to_owned(),
+        }],
+    };
+    assert_eq!(report.text(), text::converge(&report));
+    assert_eq!(
+        serde_json::to_value(&report).unwrap()["log"][1]["kind"],
+        "audit"
+    );
+    insta::assert_snapshot!(text::converge(&report));
+}
+
+#[test]
+fn a_settled_dispute_as_text() {
+    let outcome = DisputeOutcome {
+        finding: "off-by-one".to_owned(),
+        decision: Some(Decision::Concede),
+        reasoning: "The caller checks the length.".to_owned(),
+        status: ThreadStatus::Resolved,
+    };
+    assert_eq!(
+        text::dispute(&outcome),
+        "off-by-one: conceded (RESOLVED)\n\nThe caller checks the length.\n"
+    );
+    assert_eq!(
+        serde_json::to_value(&outcome).unwrap()["decision"],
+        "concede"
+    );
+}
