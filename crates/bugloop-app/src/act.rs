@@ -151,7 +151,7 @@ impl App {
                 .find(|t| t.id == root)
                 .and_then(|t| t.finding_id.clone())
                 .ok_or_else(|| AppError::Invalid(format!("comment {root} is not a finding")))?;
-            Ok::<_, AppError>(bugloop_loops::act::settle_dispute(&env, &change, &id).await?)
+            Ok::<_, AppError>(bugloop_loops::disputes::settle_dispute(&env, &change, &id).await?)
         }
         .await
         .map_err(|e| after_storing(e, &comment, &change))?;

@@ -389,7 +389,7 @@ async fn dispute(repo: &Repo, id: &str, reply: &str, model: ScriptedProvider) ->
             .developer_comment(&change, reply, Some(&root.id))
             .await
             .unwrap();
-        act::settle_dispute(env, &change, &FindingId::new(id))
+        bugloop_loops::disputes::settle_dispute(env, &change, &FindingId::new(id))
             .await
             .unwrap()
     })

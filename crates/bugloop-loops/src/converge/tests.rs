@@ -1,8 +1,14 @@
 //! Unit tests of the converge loop.
 
+use bugloop_config::AuditFocus;
 use bugloop_domain::finding::Category;
 use bugloop_domain::score::Score;
 
+use bugloop_domain::finding::FindingId;
+use bugloop_domain::grounding::Head;
+use bugloop_report::converge::Quarantined;
+
+use super::record::{is_clean, loop_body};
 use super::*;
 
 struct Files;

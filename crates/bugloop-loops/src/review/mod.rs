@@ -235,7 +235,7 @@ pub async fn review_with(
             git: &git,
             ..env.clone()
         };
-        match crate::act::settle_all_disputes(&act, &request.change).await {
+        match crate::disputes::settle_all_disputes(&act, &request.change).await {
             Ok(outcomes) => {
                 disputes.extend(outcomes.into_iter().map(DisputeSummary::from));
             }

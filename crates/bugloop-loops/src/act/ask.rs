@@ -1,0 +1,97 @@
+//! `ask`: the Plan agent answers a question about the code, read-only.
+
+use bugloop_agent::{Agent, Outcome, Task};
+use bugloop_domain::safety::sanitize_user_comment;
+use bugloop_forge::ChangeKey;
+use bugloop_llm::{JsonSchemaFormat, Message, Provider};
+use bugloop_sandbox::Policy;
+use bugloop_tools::{ToolContext, Toolset, Workspace};
+
+use crate::context::rules_of;
+use crate::env::LoopEnv;
+use crate::prompt::{fill, rules_block};
+use crate::sandbox_settings;
+
+use super::{ASK_PROMPT, ActError, findings_block, open_threads};
+
+/// Answers a question with the Plan agent (no file changes), in the repository at HEAD.
+pub async fn ask(
+    env: &LoopEnv<'_>,
+    change: &ChangeKey,
+    question: &str,
+) -> Result<String, ActError> {
+    let (_, state) = env.conversation(change).await?;
+    let open = open_threads(&state);
+    let findings = if open.is_empty() {
+        "None.".to_owned()
+    } else {
+        crate::context::cut(&findings_block(&open), 12_000).0
+    };
+    let root = env.git.root();
+    let system = fill(
+        ASK_PROMPT,
+        &[
+            ("findings", &findings),
+            (
+                "rules",
+                &crate::context::cut(&rules_block(&rules_of(root, env.progress.as_ref())), 12_000)
+                    .0,
+            ),
+        ],
+    );
+    let mut sandbox = sandbox_settings(env.config(), root, Policy::ReadOnly);
+    // The repository's own .git (its config, its hooks) is never shown; a sanitized one is.
+    let shadow = match env.git.head() {
+        Some(head) => Some(
+            bugloop_sandbox::ShadowGit::for_repository(root, &head)
+                .map_err(|e| ActError::Invalid(e.to_string()))?,
+        ),
+        None => None,
+    };
+    sandbox.git = shadow.as_ref().map(bugloop_sandbox::ShadowGit::mount);
+    let context = ToolContext::new(
+        Workspace::new(root).map_err(|e| ActError::Invalid(e.to_string()))?,
+        sandbox,
+    );
+    // A small local model answers briefly: its context is small and it is slow under a grammar.
+    let small = env
+        .provider
+        .capabilities()
+        .context_tokens
+        .is_some_and(|c| c < 16_000);
+    let (max_tokens, answer_schema) = if small {
+        (640, serde_json::json!({"type": "string", "maxLength": 800}))
+    } else {
+        (4_096, serde_json::json!({"type": "string"}))
+    };
+    let agent = Agent::new(env.provider.clone(), context, &env.runs_dir);
+    let run = agent
+        .run(Task {
+            name: "ask".to_owned(),
+            system,
+            messages: vec![Message::user(sanitize_user_comment(question))],
+            toolset: Some(Toolset::Plan),
+            extra_tools: Vec::new(),
+            submit_tool: None,
+            follow_ups: Vec::new(),
+            answer_schema: Some(JsonSchemaFormat {
+                name: "answer".to_owned(),
+                schema: serde_json::json!({
+                    "type": "object",
+                    "properties": {"answer": answer_schema},
+                    "required": ["answer"],
+                    "additionalProperties": false
+                }),
+            }),
+            max_turns: env.config().budgets.max_turns,
+            max_tokens: Some(max_tokens),
+        })
+        .await;
+    Ok(match run.outcome? {
+        Outcome::Answer(text) => text,
+        Outcome::Structured(value) | Outcome::Submitted(value) => value
+            .get("answer")
+            .and_then(|a| a.as_str())
+            .map_or_else(|| value.to_string(), str::to_owned),
+    })
+}

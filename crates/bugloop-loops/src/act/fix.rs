@@ -1,0 +1,152 @@
+//! `fix`: a Build agent fixes open findings in a worktree; one verified commit lands and the
+//! findings are resolved.
+
+use bugloop_domain::safety::sanitize_user_comment;
+use bugloop_domain::thread::{ThreadState, find_thread};
+use bugloop_forge::ChangeKey;
+use bugloop_forge::git::short;
+use bugloop_report::act::{ActReport, ChosenBy, Intent};
+use bugloop_report::build::{BuildStatus, Landing};
+use bugloop_report::text::{build_outcome, build_status};
+
+use crate::build::{BuildTask, Workbench, build, land};
+use crate::env::LoopEnv;
+use crate::prompt::fill;
+use crate::publish::info_reply;
+use crate::publish::resolve_thread;
+
+use super::{ActError, FIX_PROMPT, Targets, findings_block, open_threads};
+
+/// Fixes open findings: one verified commit `fix: bugloop autofix - resolve <ids>`.
+pub async fn fix(
+    env: &LoopEnv<'_>,
+    change: &ChangeKey,
+    targets: &Targets,
+    user_comment: Option<&str>,
+) -> Result<ActReport, ActError> {
+    let (comments, state) = env.conversation(change).await?;
+    let open = open_threads(&state);
+    let chosen: Vec<&ThreadState> = match targets {
+        Targets::All => open.clone(),
+        Targets::Ids(ids) => {
+            let mut chosen = Vec::new();
+            for id in ids {
+                let thread = find_thread(open.iter().copied(), id).map_err(|_| {
+                    ActError::Invalid(format!(
+                        "{id:?} is not an open finding of {change}; open: {}",
+                        if open.is_empty() {
+                            "none".to_owned()
+                        } else {
+                            open.iter()
+                                .filter_map(|t| {
+                                    t.finding_id.as_ref().map(|f| f.as_str().to_owned())
+                                })
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        }
+                    ))
+                })?;
+                if !chosen.iter().any(|c: &&ThreadState| c.id == thread.id) {
+                    chosen.push(thread);
+                }
+            }
+            chosen
+        }
+    };
+    if chosen.is_empty() {
+        return Err(ActError::Invalid(format!(
+            "{change} has no open findings to fix"
+        )));
+    }
+    let ids: Vec<String> = chosen
+        .iter()
+        .filter_map(|t| t.finding_id.as_ref().map(|f| f.as_str().to_owned()))
+        .collect();
+    let bench = Workbench::open(env.git, "fix")?;
+    let comment = match user_comment {
+        Some(text) if !text.trim().is_empty() => format!(
+            "The developer's comment with the request:\n\n\"\"\"\n{}\n\"\"\"",
+            sanitize_user_comment(text)
+        ),
+        _ => String::new(),
+    };
+    let prompt = fill(
+        FIX_PROMPT,
+        &[
+            ("findings", &findings_block(&chosen)),
+            ("comment", &comment),
+        ],
+    );
+    let result = build(
+        env,
+        &bench,
+        BuildTask {
+            name: "fix".to_owned(),
+            prompt,
+            commit_message: format!("fix: bugloop autofix - resolve {}", ids.join(", ")),
+        },
+    )
+    .await;
+    let landing = match &result.status {
+        BuildStatus::Committed { .. } => land(&bench, env.config(), "fix")?,
+        _ => None,
+    };
+    drop(bench);
+    let markers = &env.settings.markers;
+    let mut resolved = Vec::new();
+    for thread in &chosen {
+        let Some(root) = comments.iter().find(|c| c.id == thread.id) else {
+            continue;
+        };
+        let Some(id) = &thread.finding_id else {
+            continue;
+        };
+        match &landing {
+            Some(Landing::FastForwarded { commit, .. }) => {
+                resolve_thread(
+                    env.forge,
+                    change,
+                    markers,
+                    root,
+                    id,
+                    &format!("Fixed in {} (`bugloop fix`, verified).", short(commit)),
+                )
+                .await?;
+                resolved.push(id.as_str().to_owned());
+            }
+            Some(Landing::Branch { name, reason, .. }) => {
+                env.forge
+                    .reply(
+                        change,
+                        root,
+                        &info_reply(
+                            markers,
+                            &format!("A verified fix waits on branch `{name}` ({reason}); merge it to resolve this."),
+                        ),
+                    )
+                    .await?;
+            }
+            None => {
+                env.forge
+                    .reply(
+                        change,
+                        root,
+                        &info_reply(
+                            markers,
+                            &format!("Could not fix this: {}", build_status(&result.status)),
+                        ),
+                    )
+                    .await?;
+            }
+        }
+    }
+    Ok(ActReport {
+        action: Intent::Fix(ids),
+        chosen_by: ChosenBy::Command,
+        message: build_outcome(&result.status, landing.as_ref()),
+        answer: Some(result.summary.clone()).filter(|s| !s.is_empty()),
+        build: Some(result),
+        landing,
+        resolved,
+    })
+}

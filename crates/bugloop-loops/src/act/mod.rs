@@ -1,0 +1,56 @@
+//! Acting on findings and comments (bugbot's fix/do/think): `fix` (Build agent on the findings,
+//! verified, committed, landed, findings resolved), `do_request` (the same for a general
+//! request), `ask` (the Plan agent answers) and `on_comment` (intent, permission, then one of
+//! those, or a dispute for [`crate::disputes`]). One file per job; what they share is here.
+
+mod ask;
+mod comment;
+mod fix;
+mod request;
+
+use bugloop_domain::safety::{MAX_FINDING_BODY_CHARS, truncate_finding_body};
+use bugloop_domain::thread::{ReviewState, ThreadState, ThreadStatus};
+
+pub use self::ask::ask;
+pub use self::comment::on_comment;
+pub use self::fix::fix;
+pub use self::request::do_request;
+pub use crate::error::ActError;
+
+pub const FIX_PROMPT: &str = include_str!("../../prompts/fix.md");
+pub const DO_PROMPT: &str = include_str!("../../prompts/do.md");
+pub const ASK_PROMPT: &str = include_str!("../../prompts/ask.md");
+
+/// Which findings to fix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Targets {
+    All,
+    Ids(Vec<String>),
+}
+
+pub(crate) fn open_threads(state: &ReviewState) -> Vec<&ThreadState> {
+    state
+        .threads
+        .iter()
+        .filter(|t| t.finding_id.is_some() && t.status != ThreadStatus::Resolved)
+        .collect()
+}
+
+pub(crate) fn findings_block(threads: &[&ThreadState]) -> String {
+    threads
+        .iter()
+        .map(|t| {
+            let id = t.finding_id.as_ref().map_or("", |f| f.as_str());
+            let place = match (&t.file, t.line) {
+                (Some(f), Some(l)) => format!("{f}:{l}"),
+                (Some(f), None) => f.clone(),
+                _ => "(no file)".to_owned(),
+            };
+            format!(
+                "## Finding `{id}` at {place}\n\n{}\n",
+                truncate_finding_body(t.body.trim(), MAX_FINDING_BODY_CHARS)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}

@@ -1,0 +1,234 @@
+//! One clean-room audit of the worktree's change: the auditors (one, or several at the same
+//! time each with its focus, model or temperature), their reviews, and what is quarantined.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use bugloop_config::{AuditFocus, Validator};
+
+use bugloop_domain::finding::Finding;
+use bugloop_forge::ChangeKey;
+use bugloop_forge::git::{Git, short};
+use bugloop_llm::{ChatRequest, ChatResponse, LlmError, Provider, StreamSink};
+use bugloop_report::converge::Quarantined;
+
+use crate::act::ActError;
+use crate::build::Workbench;
+use crate::env::LoopEnv;
+use crate::review::{ReviewRequest, review};
+
+use super::Connect;
+use super::judge::judge;
+use super::validate::{AuditFindings, validate_and_merge};
+
+/// What one loop's audit counts, and what it set aside.
+pub(super) struct Audit {
+    pub(super) findings: Vec<Finding>,
+    pub(super) quarantined: Vec<Quarantined>,
+}
+
+/// One reviewer of an audit.
+pub(super) struct Auditor {
+    label: String,
+    focus: Option<AuditFocus>,
+    provider: Arc<dyn Provider>,
+}
+
+/// The focus prompt of `focus`.
+pub fn focus_prompt(focus: AuditFocus) -> &'static str {
+    match focus {
+        AuditFocus::Correctness => include_str!("../../prompts/audit-focus-correctness.md"),
+        AuditFocus::Security => include_str!("../../prompts/audit-focus-security.md"),
+        AuditFocus::ConcurrencyAndResources => {
+            include_str!("../../prompts/audit-focus-concurrency_and_resources.md")
+        }
+        AuditFocus::ErrorHandling => include_str!("../../prompts/audit-focus-error_handling.md"),
+    }
+}
+
+/// The auditors of loop `number`: one with the run's model, or from `parallel_from_loop` on
+/// `parallel_auditors` of them, each with its focus (configured, else the next of
+/// `AuditFocus::ALL`) and its own model or temperature when configured.
+pub(super) fn auditors(
+    env: &LoopEnv<'_>,
+    connect: Connect<'_>,
+    number: u32,
+) -> Result<Vec<Auditor>, ActError> {
+    let settings = &env.config().converge;
+    if settings.parallel_auditors == 0 || number < settings.parallel_from_loop {
+        return Ok(vec![Auditor {
+            label: "auditor".to_owned(),
+            focus: None,
+            provider: env.provider.clone(),
+        }]);
+    }
+    let focuses = AuditFocus::ALL.iter().copied().cycle();
+    (0..settings.parallel_auditors as usize)
+        .zip(focuses)
+        .map(|(index, rotation)| {
+            let configured = settings.auditors.get(index);
+            let focus = configured.map_or(rotation, |a| a.focus);
+            let mut label = format!("auditor {} ({}", index + 1, focus.as_str());
+            let mut provider = env.provider.clone();
+            if let Some(model) = configured.and_then(|a| a.model.as_deref()) {
+                provider = connect(model).map_err(|e| {
+                    ActError::Invalid(format!("converge.auditors[{index}].model {model}: {e}"))
+                })?;
+                label.push_str(&format!(", {model}"));
+            }
+            if let Some(temperature) = configured.and_then(|a| a.temperature) {
+                provider = Arc::new(Tempered {
+                    inner: provider,
+                    // The wire format carries f32; the configured value is checked to be 0-2.
+                    temperature: temperature as f32,
+                });
+                label.push_str(&format!(", temperature {temperature}"));
+            }
+            label.push(')');
+            Ok(Auditor {
+                label,
+                focus: Some(focus),
+                provider,
+            })
+        })
+        .collect()
+}
+
+/// A provider whose every request is sampled at one temperature (an auditor's own).
+#[derive(Debug)]
+pub(super) struct Tempered {
+    inner: Arc<dyn Provider>,
+    temperature: f32,
+}
+
+#[async_trait]
+impl Provider for Tempered {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn capabilities(&self) -> bugloop_llm::Capabilities {
+        self.inner.capabilities()
+    }
+
+    async fn chat(
+        &self,
+        request: &ChatRequest,
+        sink: Option<StreamSink<'_>>,
+    ) -> Result<ChatResponse, LlmError> {
+        let mut request = request.clone();
+        request.temperature = Some(self.temperature);
+        self.inner.chat(&request, sink).await
+    }
+}
+
+/// Stages of an auditor's own review whose drops are rejections of what it claimed (not filter
+/// decisions such as the threshold or dedup): they are quarantined.
+pub(super) const REJECTING_STAGES: [&str; 3] = ["validation", "path_safety", "grounding"];
+
+/// One clean-room audit of the worktree's change: the auditors at the same time, then the
+/// validator (code checks, merging, and the model when `converge.validator` is `model`).
+pub(super) async fn audit(
+    env: &LoopEnv<'_>,
+    connect: Connect<'_>,
+    bench: &Workbench,
+    tree: &Git,
+    change: &ChangeKey,
+    base: &str,
+    number: u32,
+) -> Result<Audit, ActError> {
+    let head = bench.head()?;
+    let diff = tree
+        .run_bytes(&[
+            "diff",
+            "--no-ext-diff",
+            "--no-textconv",
+            "--find-renames",
+            base,
+            &head,
+        ])
+        .map_err(bugloop_forge::ForgeError::from)?;
+    let request = ReviewRequest {
+        change: change.clone(),
+        description: format!("audit loop {number} of the change from {}", short(base)),
+        base: base.to_owned(),
+        head,
+        diff: bugloop_diff::parse(&diff),
+        workspace: bench.path().to_path_buf(),
+        git_mount: Some(bench.git_mount()),
+        publish: false,
+        clean_room: true,
+        focus: None,
+    };
+    // An audit publishes no finding comments, so the limit on them does not apply: every
+    // finding counts toward the loop's P0/P1/P2 and goes to the fix.
+    let mut settings = env.settings.clone();
+    settings.config.review.comment_limit = usize::MAX;
+    let auditors = auditors(env, connect, number)?;
+    let reviews = auditors.iter().map(|auditor| {
+        let review_env = env
+            .with_settings(&settings)
+            .with_provider(auditor.provider.clone());
+        let mut request = request.clone();
+        request.focus = auditor.focus.map(|f| focus_prompt(f).to_owned());
+        async move { review(&review_env, request).await }
+    });
+    // At the same time: the auditors share the run's meter (one budget), not a turn each.
+    let reports = futures_util::future::join_all(reviews).await;
+    let mut audits = Vec::new();
+    let mut quarantined = Vec::new();
+    for (auditor, report) in auditors.iter().zip(reports) {
+        let report = report.map_err(|e| ActError::Invalid(e.to_string()))?;
+        if !report.errors.is_empty() {
+            return Err(ActError::Invalid(format!(
+                "{}: {}",
+                auditor.label,
+                report.errors.join("; ")
+            )));
+        }
+        quarantined.extend(
+            report
+                .dropped
+                .iter()
+                .filter(|d| REJECTING_STAGES.contains(&d.stage.as_str()))
+                .map(|d| Quarantined {
+                    loop_number: number,
+                    auditor: auditor.label.clone(),
+                    title: d.title.clone(),
+                    location: d.location.clone(),
+                    reason: format!("{}: {}", d.stage, d.reason),
+                }),
+        );
+        audits.push(AuditFindings {
+            auditor: auditor.label.clone(),
+            findings: report.findings.into_iter().map(|p| p.finding).collect(),
+        });
+    }
+    let files = crate::review::HeadTree::load(
+        bench.path(),
+        None,
+        audits
+            .iter()
+            .flat_map(|a| &a.findings)
+            .filter_map(|f| f.file.clone()),
+    );
+    let findings = if audits.len() == 1 {
+        audits.pop().map(|a| a.findings).unwrap_or_default()
+    } else {
+        let (merged, rejected) = validate_and_merge(number, audits, &files);
+        quarantined.extend(rejected);
+        merged
+    };
+    let findings = match env.config().converge.validator {
+        Validator::Code => findings,
+        Validator::Model => {
+            let (kept, rejected) = judge(env, bench, number, findings, &files).await?;
+            quarantined.extend(rejected);
+            kept
+        }
+    };
+    Ok(Audit {
+        findings,
+        quarantined,
+    })
+}

@@ -1,0 +1,194 @@
+//! Disputes (pr-reviewer-design.md 3.2): a developer's reply to a finding is weighed by the
+//! model, which concedes (the thread is resolved), maintains (DISPUTED) or escalates to a person
+//! (ESCALATED); a dispute the two cannot settle goes the developer's way when the change has no
+//! human reviewer. The review loop settles every open dispute before it reviews.
+
+use std::path::Path;
+
+use bugloop_domain::finding::FindingId;
+use bugloop_domain::safety::truncate_finding_body;
+use bugloop_domain::thread::{ThreadState, ThreadStatus};
+use bugloop_forge::ChangeKey;
+use bugloop_report::dispute::{Decision, DisputeOutcome};
+use serde::Deserialize;
+
+use crate::env::LoopEnv;
+use crate::error::ActError;
+use crate::prompt::fill;
+use crate::publish::resolve_thread;
+use crate::publish::{disputed_reply, escalated_reply};
+
+pub const DISPUTE_PROMPT: &str = include_str!("../prompts/dispute.md");
+
+#[derive(Debug, Deserialize)]
+struct DisputeAnswer {
+    decision: Decision,
+    reasoning: String,
+}
+
+fn thread_text(thread: &ThreadState) -> String {
+    let mut out = String::new();
+    for reply in &thread.developer_replies {
+        out.push_str(&format!(
+            "- {} (developer): {}\n",
+            reply.author,
+            truncate_finding_body(reply.body.trim(), 2_000)
+        ));
+    }
+    out
+}
+
+fn code_around(root: &Path, thread: &ThreadState) -> String {
+    let (Some(file), Some(line)) = (&thread.file, thread.line) else {
+        return String::new();
+    };
+    let Some(text) = crate::context::read_inside(root, file) else {
+        return format!("\n({file} no longer exists.)\n");
+    };
+    let start = line.saturating_sub(8).max(1) as usize;
+    let lines: Vec<String> = text
+        .lines()
+        .enumerate()
+        .skip(start - 1)
+        .take(16)
+        .map(|(i, l)| format!("{:>5} {l}", i + 1))
+        .collect();
+    format!(
+        "\nThe code at {file} now:\n\n```\n{}\n```\n",
+        lines.join("\n")
+    )
+}
+
+/// Weighs the developer's latest reply in a finding's thread (pr-reviewer-design.md 3.2). A
+/// thread already disputed or escalated where the developer still disagrees is settled in the
+/// developer's favour when the change has no human reviewer.
+pub async fn settle_dispute(
+    env: &LoopEnv<'_>,
+    change: &ChangeKey,
+    id: &FindingId,
+) -> Result<DisputeOutcome, ActError> {
+    let markers = &env.settings.markers;
+    let (comments, state) = env.conversation(change).await?;
+    let thread = state
+        .threads
+        .iter()
+        .find(|t| t.finding_id.as_ref() == Some(id))
+        .ok_or_else(|| ActError::Invalid(format!("no finding {id} in {change}")))?;
+    let root = comments
+        .iter()
+        .find(|c| c.id == thread.id)
+        .ok_or_else(|| ActError::Invalid(format!("the comment of {id} is missing")))?;
+    if thread.status == ThreadStatus::Resolved {
+        return Ok(DisputeOutcome {
+            finding: id.as_str().to_owned(),
+            decision: None,
+            reasoning: "already resolved".to_owned(),
+            status: ThreadStatus::Resolved,
+        });
+    }
+    if !thread.awaiting_bot {
+        return Err(ActError::Invalid(format!(
+            "{id} has no developer reply awaiting an answer"
+        )));
+    }
+    if matches!(
+        thread.status,
+        ThreadStatus::Disputed | ThreadStatus::Escalated
+    ) {
+        let reviewers = env.forge.human_reviewers(change).await?;
+        if reviewers.is_empty() {
+            let reasoning = "The developer still disagrees and this change has no human \
+                             reviewer to decide, so the developer's decision stands."
+                .to_owned();
+            resolve_thread(env.forge, change, markers, root, id, &reasoning).await?;
+            return Ok(DisputeOutcome {
+                finding: id.as_str().to_owned(),
+                decision: None,
+                reasoning,
+                status: ThreadStatus::Resolved,
+            });
+        }
+    }
+    let finding = format!(
+        "`{id}` (score {}): {}\n\n{}{}",
+        thread.score.map_or("-".to_owned(), |s| s.to_string()),
+        thread.title,
+        truncate_finding_body(thread.body.trim(), 6_000),
+        code_around(env.git.root(), thread)
+    );
+    let prompt = fill(
+        DISPUTE_PROMPT,
+        &[("finding", &finding), ("thread", &thread_text(thread))],
+    );
+    let answer: DisputeAnswer = crate::structured_answer(
+        env.provider.clone(),
+        env.git.root(),
+        &env.runs_dir,
+        "dispute",
+        "You are bugloop, a fair and careful code reviewer. Answer with JSON only.",
+        prompt,
+        serde_json::json!({
+            "type": "object",
+            "properties": {
+                "decision": {"type": "string", "enum": ["concede", "maintain", "escalate"]},
+                "reasoning": {"type": "string"}
+            },
+            "required": ["decision", "reasoning"],
+            "additionalProperties": false
+        }),
+        1_024,
+    )
+    .await?;
+    let reasoning = answer.reasoning.trim().to_owned();
+    let status = match answer.decision {
+        Decision::Concede => {
+            resolve_thread(
+                env.forge,
+                change,
+                markers,
+                root,
+                id,
+                &format!("Conceded: {reasoning}"),
+            )
+            .await?;
+            ThreadStatus::Resolved
+        }
+        Decision::Maintain => {
+            env.forge
+                .reply(change, root, &disputed_reply(markers, &reasoning))
+                .await?;
+            ThreadStatus::Disputed
+        }
+        Decision::Escalate => {
+            env.forge
+                .reply(change, root, &escalated_reply(markers, &reasoning))
+                .await?;
+            ThreadStatus::Escalated
+        }
+    };
+    Ok(DisputeOutcome {
+        finding: id.as_str().to_owned(),
+        decision: Some(answer.decision),
+        reasoning,
+        status,
+    })
+}
+
+/// Every thread where a developer spoke last, settled (the review loop runs this first).
+pub async fn settle_all_disputes(
+    env: &LoopEnv<'_>,
+    change: &ChangeKey,
+) -> Result<Vec<DisputeOutcome>, ActError> {
+    let (_, state) = env.conversation(change).await?;
+    let waiting: Vec<FindingId> = state
+        .threads
+        .iter()
+        .filter(|t| t.awaiting_bot && t.status != ThreadStatus::Resolved)
+        .filter_map(|t| t.finding_id.clone())
+        .collect();
+    let mut outcomes = Vec::new();
+    for id in waiting {
+        outcomes.push(settle_dispute(env, change, &id).await?);
+    }
+    Ok(outcomes)
+}
