@@ -15,8 +15,8 @@ use bugloop_domain::safety::{
 use bugloop_domain::thread::{
     Comment, ReviewState, ThreadState, ThreadStatus, find_thread, reconstruct,
 };
-use bugloop_forge::git::{Git, short};
 use bugloop_forge::{ChangeKey, Forge, ForgeError};
+use bugloop_git::{Git, short};
 use bugloop_llm::budget::Meter;
 use bugloop_llm::{JsonSchemaFormat, Message, Provider};
 use bugloop_sandbox::Policy;

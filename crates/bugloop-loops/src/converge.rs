@@ -23,7 +23,7 @@ use bugloop_domain::markdown::inline;
 use bugloop_domain::safety::{MAX_FINDING_BODY_CHARS, truncate_finding_body};
 use bugloop_domain::score::Priority;
 use bugloop_forge::ChangeKey;
-use bugloop_forge::git::{Git, Selection, short};
+use bugloop_git::{Git, Selection, short};
 use bugloop_llm::{ChatRequest, ChatResponse, LlmError, Provider, StreamSink};
 use serde::{Deserialize, Serialize};
 

@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use bugloop_config::{AuditFocus, AuditorConfig, Validator};
 use bugloop_forge::Forge;
-use bugloop_forge::git::Git;
 use bugloop_forge::local::LocalForge;
+use bugloop_git::Git;
 use bugloop_llm::budget::{Meter, Metered};
 use bugloop_llm::scripted::{ScriptedProvider, text_reply, tool_reply};
 use bugloop_llm::{BudgetLimits, ChatRequest, ChatResponse, LlmError, Provider, StreamSink};

@@ -746,7 +746,7 @@ async fn broken_state_blocks_and_look_alike_markers_are_reported_not_trusted() {
     use bugloop_forge::Forge;
     let repo = Repo::with_feature();
     let (_, _) = run(&repo, support::config(), session(vec![], vec![])).await;
-    let git = bugloop_forge::git::Git::open(repo.path()).unwrap();
+    let git = bugloop_git::Git::open(repo.path()).unwrap();
     let forge = bugloop_forge::local::LocalForge::open(git.clone(), "bugloop")
         .await
         .unwrap();

@@ -9,7 +9,7 @@ use bugloop_domain::marker::MarkerSyntax;
 
 use super::*;
 use crate::Upsert;
-use crate::git::{HeadState, Selection};
+use bugloop_git::{HeadState, Selection};
 
 fn git(dir: &Path, args: &[&str]) {
     let status = Command::new("git")

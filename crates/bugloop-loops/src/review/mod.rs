@@ -248,7 +248,7 @@ pub async fn review_with(
     let mut disputes = Vec::new();
     if request.publish
         && !request.clean_room
-        && let Ok(git) = bugloop_forge::git::Git::open(&request.workspace)
+        && let Ok(git) = bugloop_git::Git::open(&request.workspace)
     {
         let act = crate::act::ActEnv {
             forge: env.forge,

@@ -10,8 +10,8 @@ use std::sync::Arc;
 use bugloop_config::Config;
 use bugloop_domain::thread::Comment;
 use bugloop_forge::Forge;
-use bugloop_forge::git::{Git, Selection};
 use bugloop_forge::local::LocalForge;
+use bugloop_git::{Git, Selection};
 use bugloop_llm::budget::{Meter, Metered};
 use bugloop_llm::scripted::{ScriptedProvider, text_reply, tool_reply};
 use bugloop_llm::{BudgetLimits, Capabilities, ChatResponse, Usage};
@@ -221,7 +221,7 @@ pub async fn run(
         description: change.description.clone(),
         base: change.base.clone(),
         head: match &change.head {
-            bugloop_forge::git::HeadState::Commit(sha) => sha.clone(),
+            bugloop_git::HeadState::Commit(sha) => sha.clone(),
             other => format!("{other:?}"),
         },
         diff: bugloop_diff::parse(&change.diff),
