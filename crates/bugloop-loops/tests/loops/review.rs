@@ -1,11 +1,8 @@
 //! End-to-end reviews with a scripted model over git repositories built by the tests: the local
 //! forge, the four passes, grounding, every filter stage, publishing and re-runs.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+use crate::support;
 
-mod support;
-
-#[path = "review/schemas.rs"]
 mod schemas;
 
 use bugloop_domain::score::Score;
@@ -13,9 +10,9 @@ use bugloop_domain::thread::{CommentKind, RESOLVED_PHRASE};
 use bugloop_loops::review::report::CommentAction;
 use serde_json::json;
 
+use crate::support::{Repo, finding, run, session, structured_session};
 use bugloop_llm::Role;
 use bugloop_llm::scripted::{ScriptedProvider, tool_reply};
-use support::{Repo, finding, run, session, structured_session};
 
 #[tokio::test]
 async fn first_run_publishes_second_run_resolves_and_repeats_nothing() {

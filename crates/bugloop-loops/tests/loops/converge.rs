@@ -2,9 +2,7 @@
 //! fix outside its findings' files marked unverified, the loop reviews recorded, a clean HEAD
 //! stopping at once, and the user's tree untouched unless the result lands.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 
@@ -20,7 +18,7 @@ use bugloop_loops::build::Landing;
 use bugloop_loops::converge::{ConvergeReport, Exit, converge};
 use serde_json::{Value, json};
 
-use support::{Repo, finding, git, usage};
+use crate::support::{Repo, finding, git, usage};
 
 /// One audit: the findings in pass 1, then passes 2-4.
 fn audit(script: &ScriptedProvider, findings: Vec<Value>) {

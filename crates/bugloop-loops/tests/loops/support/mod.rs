@@ -1,8 +1,5 @@
 //! Repositories, scripted sessions and a stable digest of reports for the loop tests.
 
-// Each test binary uses a part of this module.
-#![allow(dead_code)]
-
 use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;

@@ -2,9 +2,7 @@
 //! land, fixes whose verification fails (nothing committed, tree untouched), dirty trees refused,
 //! a HEAD that moved meanwhile, `do`, comments routed by intent, and disputes.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 
@@ -21,7 +19,7 @@ use bugloop_loops::build::{BuildStatus, Landing};
 use bugloop_loops::intent::Intent;
 use serde_json::json;
 
-use support::{Repo, finding, git, run, session, usage};
+use crate::support::{Repo, finding, git, run, session, usage};
 
 /// Everything a repository looks like to its user: branch, HEAD, index and working tree.
 fn snapshot(repo: &Repo) -> (String, String, String, String) {
