@@ -2,7 +2,6 @@
 
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::process::Command;
 
 use bugloop_domain::finding::FindingId;
 use bugloop_domain::marker::MarkerSyntax;
@@ -10,33 +9,17 @@ use bugloop_domain::marker::MarkerSyntax;
 use super::*;
 use crate::Upsert;
 use bugloop_git::{HeadState, Selection};
+use bugloop_testkit::{TestRepo, git};
 
-fn git(dir: &Path, args: &[&str]) {
-    let status = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(["-c", "user.name=Dev", "-c", "user.email=dev@example.com"])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        status.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&status.stderr)
-    );
-}
-
-fn repo() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    git(dir.path(), &["init", "-q", "-b", "main"]);
-    git(dir.path(), &["config", "user.name", "Dev"]);
-    std::fs::write(dir.path().join("a.txt"), "one\ntwo\n").unwrap();
-    git(dir.path(), &["add", "."]);
-    git(dir.path(), &["commit", "-qm", "first"]);
-    git(dir.path(), &["switch", "-qc", "feature"]);
-    std::fs::write(dir.path().join("a.txt"), "one\nTWO\n").unwrap();
-    git(dir.path(), &["commit", "-qam", "second"]);
-    dir
+fn repo() -> TestRepo {
+    let repo = TestRepo::init("main");
+    repo.git(&["config", "user.name", "Dev"]);
+    repo.write("a.txt", "one\ntwo\n");
+    repo.commit("first");
+    repo.branch("feature");
+    repo.write("a.txt", "one\nTWO\n");
+    repo.commit("second");
+    repo
 }
 
 fn text(diff: &[u8]) -> String {
