@@ -854,13 +854,10 @@ fn staged_changes_are_reviewed_as_staged() {
         std::fs::read_to_string(dir.path().join("lib.rs")).unwrap(),
         on_disk
     );
-    let staged = Command::new("git")
-        .arg("-C")
-        .arg(dir.path())
-        .args(["diff", "--cached", "--name-only"])
-        .output()
-        .unwrap();
-    assert_eq!(stdout(&staged), "lib.rs\n");
+    assert_eq!(
+        git(dir.path(), &["diff", "--cached", "--name-only"]),
+        "lib.rs"
+    );
 }
 
 /// `--base main --head feature` while `main` is checked out: the review runs on a task tree of

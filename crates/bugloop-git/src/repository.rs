@@ -351,3 +351,6 @@ impl Git {
 pub fn short(sha: &str) -> &str {
     sha.get(..7).unwrap_or(sha)
 }
+
+#[cfg(test)]
+mod tests;

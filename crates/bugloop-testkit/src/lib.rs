@@ -86,6 +86,16 @@ impl TestRepo {
         repo
     }
 
+    /// A repository where `main` has `path` with `main_text` (commit `first`) and the branch
+    /// `feature`, checked out, changes it to `feature_text` (commit `second`).
+    pub fn with_feature_branch(path: &str, main_text: &str, feature_text: &str) -> TestRepo {
+        let repo = TestRepo::with_files(&[(path, main_text)]);
+        repo.branch("feature");
+        repo.write(path, feature_text);
+        repo.commit("second");
+        repo
+    }
+
     pub fn path(&self) -> &Path {
         self.dir.path()
     }
@@ -141,10 +151,7 @@ mod tests {
 
     #[test]
     fn a_repository_is_built_and_committed() {
-        let repo = TestRepo::with_files(&[("src/a.txt", "one\ntwo\n")]);
-        repo.branch("feature");
-        repo.write("src/a.txt", "one\nTWO\n");
-        repo.commit("second");
+        let repo = TestRepo::with_feature_branch("src/a.txt", "one\ntwo\n", "one\nTWO\n");
         assert_eq!(repo.git(&["branch", "--show-current"]), "feature");
         assert_eq!(repo.line_of("src/a.txt", "TWO"), 2);
         assert_eq!(repo.git(&["log", "--format=%an %s", "-1"]), "Dev second");
