@@ -13,6 +13,7 @@ use bugloop_llm::budget::{Limit, Meter, Metered};
 use bugloop_llm::scripted::{ScriptedProvider, text_reply, tool_reply};
 use bugloop_llm::{BudgetLimits, Capabilities, JsonSchemaFormat, LlmError, Message, Role, Usage};
 use bugloop_sandbox::{Policy, SandboxSettings};
+use bugloop_testkit::git;
 use bugloop_tools::{ToolContext, Toolset, Workspace};
 use serde_json::json;
 
@@ -392,21 +393,6 @@ async fn models_without_tools_give_one_structured_answer() {
     );
     let run = s.agent.run(task(Some(Toolset::Plan))).await;
     assert!(matches!(run.outcome, Err(AgentError::Misconfigured(_))));
-}
-
-fn git(repo: &std::path::Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .arg("-C")
-        .arg(repo)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// A Build run edits its worktree, never the user's tree; killed in the middle (its future

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use bugloop_config::{BranchConfig, CONFIG_PATH, Loaded, LocalFiles};
-use bugloop_forge::git::Git;
+use bugloop_git::Git;
 
 use crate::AppError;
 

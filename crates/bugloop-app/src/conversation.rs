@@ -5,9 +5,9 @@
 use std::path::{Path, PathBuf};
 
 use bugloop_domain::thread::{Comment, ThreadState, ThreadStatus, find_thread, reconstruct};
-use bugloop_forge::git::Git;
 use bugloop_forge::local::store_path;
 use bugloop_forge::{ChangeKey, Forge};
+use bugloop_git::Git;
 
 use crate::{App, AppError};
 

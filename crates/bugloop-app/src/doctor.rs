@@ -78,16 +78,10 @@ pub fn checks(config: &Config) -> Vec<Check> {
             ),
         });
     }
-    checks.push(
-        match std::process::Command::new("git").arg("--version").output() {
-            Ok(version) if version.status.success() => Check::new(
-                CheckState::Ok,
-                "git",
-                String::from_utf8_lossy(&version.stdout).trim().to_owned(),
-            ),
-            _ => Check::new(CheckState::Fail, "git", "not found"),
-        },
-    );
+    checks.push(match bugloop_git::version() {
+        Ok(version) => Check::new(CheckState::Ok, "git", version),
+        Err(error) => Check::new(CheckState::Fail, "git", format!("not usable: {error}")),
+    });
     let model = &config.model.default;
     checks.push(Check::new(CheckState::Info, "model", model.clone()));
     if let Some(name) = model.strip_prefix("local:") {

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {
     #[error(transparent)]
-    Git(Box<bugloop_forge::git::GitError>),
+    Git(Box<bugloop_git::GitError>),
     #[error(transparent)]
     Config(Box<bugloop_config::ConfigError>),
     #[error("the local store of {}: {source}", repository.display())]
@@ -57,7 +57,7 @@ macro_rules! boxed_from {
 }
 
 boxed_from!(
-    Git: bugloop_forge::git::GitError,
+    Git: bugloop_git::GitError,
     Config: bugloop_config::ConfigError,
     Forge: bugloop_forge::ForgeError,
     Checkout: bugloop_loops::checkout::CheckoutError,

@@ -21,8 +21,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use bugloop_config::Config;
-use bugloop_forge::git::Git;
 use bugloop_forge::local::LocalForge;
+use bugloop_git::Git;
 use bugloop_loops::LoopSettings;
 
 pub use self::act::{CommentJob, FixJob, ReplyJob, ReplyOutcome};

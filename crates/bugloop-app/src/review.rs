@@ -1,7 +1,7 @@
 //! The review job: select the change, check it out, run the review loop against the
 //! conversation, and judge the report.
 
-use bugloop_forge::git::{HeadState, Selection};
+use bugloop_git::{HeadState, Selection};
 use bugloop_loops::review::{ReviewRequest, review_with};
 use bugloop_report::review::ReviewReport;
 

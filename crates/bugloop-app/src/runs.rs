@@ -5,15 +5,14 @@ use std::path::{Path, PathBuf};
 
 use bugloop_agent::transcript;
 pub use bugloop_agent::transcript::{Event, RunSummary};
-use bugloop_forge::git::Git;
+use bugloop_git::Git;
 
 use crate::AppError;
 
 /// The runs directory of the repository `git`.
 pub(crate) fn runs_dir(git: &Git) -> PathBuf {
-    git.common_dir()
-        .unwrap_or_else(|_| git.root().join(".git"))
-        .join("bugloop/runs")
+    git.runs_dir()
+        .unwrap_or_else(|_| git.root().join(".git/bugloop/runs"))
 }
 
 /// The runs directory of the repository containing `directory` (outside one: `directory/.git`).

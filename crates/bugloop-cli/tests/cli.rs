@@ -10,6 +10,8 @@
 use std::io::Write;
 use std::process::{Command, Stdio};
 
+use bugloop_testkit::git_reproducible;
+
 #[test]
 fn cases() {
     insta::glob!("cases/*/args", |args_path| {
@@ -17,15 +19,15 @@ fn cases() {
         let repo = tempfile::tempdir().unwrap();
         let config_file = repo.path().join(".bugloop/config.yml");
         if let Ok(base) = std::fs::read(case.join("base.yml")) {
-            git(repo.path(), &["init", "-q", "-b", "main"]);
+            git_reproducible(repo.path(), &["init", "-q", "-b", "main"]);
             std::fs::create_dir_all(repo.path().join(".bugloop")).unwrap();
             std::fs::write(&config_file, base).unwrap();
-            git(repo.path(), &["add", "."]);
-            git(repo.path(), &["commit", "-qm", "base"]);
-            git(repo.path(), &["switch", "-qc", "feature"]);
+            git_reproducible(repo.path(), &["add", "."]);
+            git_reproducible(repo.path(), &["commit", "-qm", "base"]);
+            git_reproducible(repo.path(), &["switch", "-qc", "feature"]);
             if let Ok(config) = std::fs::read(case.join("config.yml")) {
                 std::fs::write(&config_file, config).unwrap();
-                git(repo.path(), &["commit", "-qam", "branch"]);
+                git_reproducible(repo.path(), &["commit", "-qam", "branch"]);
             }
         } else {
             std::fs::create_dir(repo.path().join(".git")).unwrap();
@@ -73,30 +75,6 @@ fn cases() {
         );
         insta::assert_snapshot!(snapshot);
     });
-}
-
-/// git with a fixed identity and dates, so commit ids (shown in labels) are the same every run.
-fn git(dir: &std::path::Path, args: &[&str]) {
-    let output = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_AUTHOR_NAME", "Test")
-        .env("GIT_AUTHOR_EMAIL", "test@example.com")
-        .env("GIT_AUTHOR_DATE", "2025-01-01T00:00:00Z")
-        .env("GIT_COMMITTER_NAME", "Test")
-        .env("GIT_COMMITTER_EMAIL", "test@example.com")
-        .env("GIT_COMMITTER_DATE", "2025-01-01T00:00:00Z")
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
 }
 
 /// `doctor` reports each check on its own line and fails when the configured model is missing.

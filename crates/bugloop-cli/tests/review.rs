@@ -8,6 +8,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::process::{Command, Output};
 
+use bugloop_testkit::{TestRepo, git};
 use serde_json::{Value, json};
 
 #[path = "review/context.rs"]
@@ -19,36 +20,19 @@ mod hostile;
 #[path = "review/sameness.rs"]
 mod sameness;
 
-fn git(dir: &Path, args: &[&str]) {
-    let output = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(["-c", "user.name=Dev", "-c", "user.email=dev@example.com"])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-}
-
 const LIB: &str =
     "pub fn average(v: &[f64]) -> f64 {\n    v.iter().sum::<f64>() / v.len() as f64\n}\n";
 const LAST: &str = "\npub fn last(v: &[u8]) -> u8 {\n    v[v.len()]\n}\n";
 
 /// main with lib.rs; the branch `feature` adds `last`, which indexes one past the end (line 6).
-fn repo() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    git(dir.path(), &["init", "-q", "-b", "main"]);
-    std::fs::write(dir.path().join("lib.rs"), LIB).unwrap();
-    git(dir.path(), &["add", "."]);
-    git(dir.path(), &["commit", "-qm", "one"]);
-    git(dir.path(), &["switch", "-qc", "feature"]);
-    std::fs::write(dir.path().join("lib.rs"), format!("{LIB}{LAST}")).unwrap();
-    git(dir.path(), &["commit", "-qam", "two"]);
-    dir
+fn repo() -> TestRepo {
+    let repo = TestRepo::init("main");
+    repo.write("lib.rs", LIB);
+    repo.commit("one");
+    repo.branch("feature");
+    repo.write("lib.rs", &format!("{LIB}{LAST}"));
+    repo.commit("two");
+    repo
 }
 
 /// A script: the finding in pass 1, then passes 2-4.
@@ -870,13 +854,10 @@ fn staged_changes_are_reviewed_as_staged() {
         std::fs::read_to_string(dir.path().join("lib.rs")).unwrap(),
         on_disk
     );
-    let staged = Command::new("git")
-        .arg("-C")
-        .arg(dir.path())
-        .args(["diff", "--cached", "--name-only"])
-        .output()
-        .unwrap();
-    assert_eq!(stdout(&staged), "lib.rs\n");
+    assert_eq!(
+        git(dir.path(), &["diff", "--cached", "--name-only"]),
+        "lib.rs"
+    );
 }
 
 /// `--base main --head feature` while `main` is checked out: the review runs on a task tree of

@@ -7,9 +7,10 @@
 //! store) and, later, GitHub. No forge wire type leaves this crate: everything is expressed in
 //! `bugloop_domain` types and the small types below.
 
-pub mod git;
 pub mod local;
 pub mod recording;
+
+pub use bugloop_git::{ChangeKey, ChangedFile, FileStatus};
 
 use async_trait::async_trait;
 use bugloop_domain::finding::FindingId;
@@ -22,44 +23,11 @@ pub enum ForgeError {
     #[error(transparent)]
     Store(#[from] bugloop_store::StoreError),
     #[error(transparent)]
-    Git(#[from] git::GitError),
+    Git(#[from] bugloop_git::GitError),
     #[error("{0}")]
     NotFound(String),
     #[error("{0}")]
     Invalid(String),
-}
-
-/// The conversation a change's comments belong to (a pull request, an issue, a local branch).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
-#[serde(transparent)]
-pub struct ChangeKey(pub String);
-
-impl std::fmt::Display for ChangeKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-/// What happened to a file in a change.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FileStatus {
-    Added,
-    Modified,
-    Deleted,
-    Renamed,
-    Copied,
-    /// Type changes and anything else the forge reports.
-    Other,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ChangedFile {
-    pub path: String,
-    /// The path before a rename or copy.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub previous_path: Option<String>,
-    pub status: FileStatus,
 }
 
 /// A change under review: a pull request, or a local branch against its base.

@@ -8,8 +8,8 @@ use async_trait::async_trait;
 use bugloop_domain::thread::{Comment, CommentKind};
 use bugloop_store::{Anchor, NewComment, Store, StoredComment, StoredKind};
 
-use crate::git::{Git, HeadState, Selection};
 use crate::{Change, ChangeKey, Forge, ForgeError, LineAnchor, Permission};
+use bugloop_git::{Git, HeadState, Selection};
 
 #[derive(Debug, Clone)]
 pub struct LocalForge {

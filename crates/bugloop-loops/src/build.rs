@@ -11,7 +11,7 @@ use std::sync::Mutex;
 use bugloop_agent::{Agent, Outcome, Task};
 use bugloop_config::Config;
 use bugloop_domain::paths::IgnoreMatcher;
-use bugloop_forge::git::{Git, short};
+use bugloop_git::{Git, short};
 use bugloop_llm::{Message, Provider, Usage};
 use bugloop_report::build::{BuildResult, BuildStatus, Landing, VerifyRun};
 use bugloop_sandbox::{Changes, CommandSpec, GitMount, Policy, TaskTree};
@@ -34,7 +34,7 @@ pub enum BuildError {
     #[error("the repository has no commits yet; commit something first")]
     NoCommits,
     #[error(transparent)]
-    Git(#[from] bugloop_forge::git::GitError),
+    Git(#[from] bugloop_git::GitError),
     #[error("the task tree: {0}")]
     Tree(#[from] bugloop_sandbox::SandboxError),
     #[error(transparent)]

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use bugloop_forge::git::{Git, HeadState, SelectedChange};
+use bugloop_git::{Git, HeadState, SelectedChange};
 use bugloop_sandbox::{GitMount, ShadowGit, TaskTree};
 
 #[derive(Debug, thiserror::Error)]
@@ -13,7 +13,7 @@ pub enum CheckoutError {
     #[error("cannot check out the change's head: {0}")]
     Tree(#[from] bugloop_sandbox::SandboxError),
     #[error(transparent)]
-    Git(#[from] bugloop_forge::git::GitError),
+    Git(#[from] bugloop_git::GitError),
 }
 
 #[derive(Debug)]

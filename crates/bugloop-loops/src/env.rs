@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use bugloop_config::Config;
 use bugloop_forge::Forge;
-use bugloop_forge::git::Git;
+use bugloop_git::Git;
 use bugloop_llm::Provider;
 use bugloop_llm::budget::Meter;
 

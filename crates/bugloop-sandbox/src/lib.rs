@@ -26,7 +26,7 @@ pub use run::{
     CommandSpec, Confinement, ExitState, Output, Policy, SandboxSettings, WhenUnconfined, run,
 };
 pub use settings::{GitMount, OBJECTS_MOUNT};
-pub use tasktree::{Change, ChangeKind, Changes, ShadowGit, TaskTree, common_git_dir};
+pub use tasktree::{Change, ChangeKind, Changes, ShadowGit, TaskTree};
 pub use view::SYSTEM_PATHS;
 
 #[derive(Debug, thiserror::Error)]
@@ -39,8 +39,8 @@ pub enum SandboxError {
     Spawn { program: String, message: String },
     #[error("the workspace {0} does not exist")]
     NoWorkspace(String),
-    #[error("git {args}: {message}")]
-    Git { args: String, message: String },
+    #[error(transparent)]
+    Git(#[from] bugloop_git::GitError),
     #[error("{0}")]
     Io(String),
     #[error("refused: {0}")]

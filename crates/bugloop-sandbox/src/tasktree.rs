@@ -16,8 +16,10 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Component, Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
+
+use bugloop_git::{GitCommand, GitError};
 
 use crate::SandboxError;
 use crate::settings::{GitMount, OBJECTS_MOUNT};
@@ -35,94 +37,13 @@ fn io_error(path: &Path, error: impl std::fmt::Display) -> SandboxError {
 }
 
 /// git run by bugloop on the host: always against an explicit git directory, from inside it (so
-/// no discovery ever starts in a tree an agent wrote), with everything that can run a program
-/// switched off and the caller's `GIT_*` variables removed.
-pub(crate) fn host_git(git_dir: &Path) -> Command {
-    let mut command = Command::new("git");
-    command
-        .current_dir(git_dir)
-        .arg("--git-dir")
-        .arg(git_dir)
-        .args([
-            "-c",
-            "core.hooksPath=/dev/null",
-            "-c",
-            "core.fsmonitor=false",
-            "-c",
-            "core.pager=cat",
-            "-c",
-            "diff.external=",
-            "-c",
-            "commit.gpgSign=false",
-            "-c",
-            "gc.auto=0",
-        ])
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .env("GIT_OPTIONAL_LOCKS", "0");
-    for name in [
-        "GIT_DIR",
-        "GIT_WORK_TREE",
-        "GIT_INDEX_FILE",
-        "GIT_OBJECT_DIRECTORY",
-        "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-        "GIT_COMMON_DIR",
-        "GIT_NAMESPACE",
-        "GIT_EXTERNAL_DIFF",
-        "GIT_PAGER",
-        "GIT_EDITOR",
-        "GIT_SSH",
-        "GIT_SSH_COMMAND",
-        "GIT_ASKPASS",
-    ] {
-        command.env_remove(name);
-    }
-    command
-}
-
-fn run_git(mut command: Command, what: &str) -> Result<Vec<u8>, SandboxError> {
-    let output = command
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| SandboxError::Git {
-            args: what.to_owned(),
-            message: e.to_string(),
-        })?;
-    if !output.status.success() {
-        return Err(SandboxError::Git {
-            args: what.to_owned(),
-            message: String::from_utf8_lossy(&output.stderr).trim().to_owned(),
-        });
-    }
-    Ok(output.stdout)
+/// no discovery ever starts in a tree an agent wrote), hardened by [`GitCommand::in_git_dir`].
+fn host_git(git_dir: &Path) -> GitCommand {
+    GitCommand::in_git_dir(git_dir)
 }
 
 fn git_text(git_dir: &Path, args: &[&str]) -> Result<String, SandboxError> {
-    let mut command = host_git(git_dir);
-    command.args(args);
-    Ok(String::from_utf8_lossy(&run_git(command, &args.join(" "))?)
-        .trim()
-        .to_owned())
-}
-
-/// The repository's shared git directory, found from a directory of the user's (never from a
-/// task tree).
-pub fn common_git_dir(repo: &Path) -> Result<PathBuf, SandboxError> {
-    let output = Command::new("git")
-        .arg("-C")
-        .arg(repo)
-        .args(["rev-parse", "--path-format=absolute", "--git-common-dir"])
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| io_error(repo, e))?;
-    if !output.status.success() {
-        return Err(SandboxError::Git {
-            args: "rev-parse --git-common-dir".into(),
-            message: String::from_utf8_lossy(&output.stderr).trim().to_owned(),
-        });
-    }
-    Ok(PathBuf::from(
-        String::from_utf8_lossy(&output.stdout).trim().to_owned(),
-    ))
+    Ok(host_git(git_dir).args(args).text()?)
 }
 
 /// One entry of a git tree: mode, object id, path (bytes, as git stores it).
@@ -136,18 +57,16 @@ fn list_tree(
     git_dir: &Path,
     source: &TreeSource,
 ) -> Result<BTreeMap<Vec<u8>, TreeEntry>, SandboxError> {
-    let mut command = host_git(git_dir);
-    match source {
-        TreeSource::Commit(commit) => {
-            command.args(["ls-tree", "-r", "-z", "-l", "--full-tree", commit]);
-        }
-        TreeSource::Index { index } => {
-            command
-                .env("GIT_INDEX_FILE", index)
-                .args(["ls-files", "-s", "-z"]);
-        }
-    }
-    let raw = run_git(command, "ls-tree")?;
+    let command = host_git(git_dir);
+    let raw = match source {
+        TreeSource::Commit(commit) => command
+            .args(["ls-tree", "-r", "-z", "-l", "--full-tree", commit])
+            .output()?,
+        TreeSource::Index { index } => command
+            .env("GIT_INDEX_FILE", index)
+            .args(["ls-files", "-s", "-z"])
+            .output()?,
+    };
     let mut entries = BTreeMap::new();
     let mut total = 0u64;
     for record in raw.split(|b| *b == 0).filter(|r| !r.is_empty()) {
@@ -244,16 +163,11 @@ fn for_each_blob(
     if oids.is_empty() {
         return Ok(());
     }
-    let mut command = host_git(git_dir);
-    command
-        .args(["cat-file", "--batch"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null());
-    let mut child = command.spawn().map_err(|e| SandboxError::Git {
-        args: "cat-file --batch".into(),
-        message: e.to_string(),
-    })?;
+    let mut child = host_git(git_dir).args(["cat-file", "--batch"]).spawn(
+        Stdio::piped(),
+        Stdio::piped(),
+        Stdio::null(),
+    )?;
     let mut stdin = child
         .stdin
         .take()
@@ -274,10 +188,10 @@ fn for_each_blob(
     for (index, oid) in oids.iter().enumerate() {
         let mut header = String::new();
         if reader.read_line(&mut header).unwrap_or(0) == 0 {
-            result = Err(SandboxError::Git {
+            result = Err(SandboxError::Git(GitError::Failed {
                 args: "cat-file --batch".into(),
                 message: format!("no answer for {oid}"),
-            });
+            }));
             break;
         }
         let size = header
@@ -285,10 +199,10 @@ fn for_each_blob(
             .nth(2)
             .and_then(|s| s.parse::<u64>().ok());
         let Some(size) = size else {
-            result = Err(SandboxError::Git {
+            result = Err(SandboxError::Git(GitError::Failed {
                 args: "cat-file --batch".into(),
                 message: format!("{oid}: {}", header.trim()),
-            });
+            }));
             break;
         };
         let mut content = Vec::new();
@@ -477,7 +391,7 @@ impl ShadowGit {
     /// One for sandboxed commands that work in the user's own repository (a review of the working
     /// tree): at `commit`, in a directory of its own under the git directory, removed on drop.
     pub fn for_repository(repo: &Path, commit: &str) -> Result<ShadowGit, SandboxError> {
-        let common = common_git_dir(repo)?;
+        let common = bugloop_git::common_dir(repo)?;
         remove_stale(&common);
         let root = common.join("bugloop/tasks").join(format!(
             "shadow-{}-{}",
@@ -503,16 +417,15 @@ impl ShadowGit {
             .map_err(|e| io_error(&self.dir, e))?;
         // The index is built with the repository's objects (the alternate points into the
         // sandbox's view, which does not exist out here).
-        let mut command = host_git(&self.dir);
-        command
+        host_git(&self.dir)
             .env("GIT_OBJECT_DIRECTORY", &self.objects)
             .env(
                 "GIT_ALTERNATE_OBJECT_DIRECTORIES",
                 std::env::join_paths(&self.alternates).unwrap_or_default(),
             )
             .env("GIT_INDEX_FILE", self.dir.join("index"))
-            .args(["read-tree", commit]);
-        run_git(command, "read-tree")?;
+            .args(["read-tree", commit])
+            .output()?;
         Ok(())
     }
 
@@ -723,7 +636,7 @@ impl TaskTree {
     /// Writes the files of `revision` of the repository at `repo` into a new task tree under
     /// `<git common dir>/bugloop/tasks/`.
     pub fn create(repo: &Path, revision: &str, name: &str) -> Result<TaskTree, SandboxError> {
-        let common = common_git_dir(repo)?;
+        let common = bugloop_git::common_dir(repo)?;
         let commit = git_text(
             &common,
             &[
@@ -738,14 +651,12 @@ impl TaskTree {
 
     /// A task tree holding the user's index (what is staged) on top of `head`.
     pub fn from_index(repo: &Path, head: &str, name: &str) -> Result<TaskTree, SandboxError> {
-        let common = common_git_dir(repo)?;
-        let index = Command::new("git")
-            .arg("-C")
-            .arg(repo)
-            .args(["rev-parse", "--path-format=absolute", "--git-path", "index"])
-            .output()
-            .map_err(|e| io_error(repo, e))?;
-        let index = PathBuf::from(String::from_utf8_lossy(&index.stdout).trim());
+        let common = bugloop_git::common_dir(repo)?;
+        let index = PathBuf::from(
+            GitCommand::in_work_tree(repo)
+                .args(["rev-parse", "--path-format=absolute", "--git-path", "index"])
+                .text()?,
+        );
         // A copy, so git's own reads never touch the user's index file.
         let copy = common.join(format!(
             "bugloop/index-{}-{}",
@@ -1034,30 +945,15 @@ impl TaskTree {
             }
         }
         stream.extend_from_slice(b"done\n");
-        let mut command = host_git(&self.common);
-        command
-            .args(["fast-import", "--quiet", "--done", "--date-format=now"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
-        let mut child = command.spawn().map_err(|e| SandboxError::Git {
-            args: "fast-import".into(),
-            message: e.to_string(),
-        })?;
+        let import =
+            host_git(&self.common).args(["fast-import", "--quiet", "--done", "--date-format=now"]);
+        let args = import.describe();
+        let mut child = import.spawn(Stdio::piped(), Stdio::null(), Stdio::piped())?;
         if let Some(mut stdin) = child.stdin.take() {
             let writer = std::thread::spawn(move || stdin.write_all(&stream));
             let _ = writer.join();
         }
-        let output = child.wait_with_output().map_err(|e| SandboxError::Git {
-            args: "fast-import".into(),
-            message: e.to_string(),
-        })?;
-        if !output.status.success() {
-            return Err(SandboxError::Git {
-                args: "fast-import".into(),
-                message: String::from_utf8_lossy(&output.stderr).trim().to_owned(),
-            });
-        }
+        GitCommand::finish(&args, child)?;
         let commit = git_text(&self.common, &["rev-parse", "--verify", &self.reference])?;
         self.advance(&commit)?;
         Ok(commit)

@@ -10,6 +10,8 @@
 
 use std::time::Duration;
 
+use bugloop_testkit::git;
+
 use bugloop_sandbox::{
     CommandSpec, Confinement, ExitState, Policy, SandboxSettings, TaskTree, probe, run,
 };
@@ -18,23 +20,6 @@ use bugloop_sandbox::{
 mod escape;
 #[path = "sandbox/users.rs"]
 mod users;
-
-/// git in a test repository, with an identity of its own; its standard output.
-fn git(repo: &std::path::Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .arg("-C")
-        .arg(repo)
-        .args(["-c", "user.email=t@t", "-c", "user.name=t"])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
-}
 
 fn settings(workspace: &std::path::Path, policy: Policy) -> SandboxSettings {
     assert!(

@@ -7,26 +7,12 @@ use std::process::Command;
 
 use bugloop_domain::paths::IgnoreMatcher;
 use bugloop_sandbox::{Policy, SandboxSettings};
+use bugloop_testkit::git;
 use bugloop_tools::{Registry, ToolContext, ToolError, Toolset, Workspace};
 use serde_json::json;
 
 #[path = "support/corpus.rs"]
 mod corpus;
-
-fn git(repo: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(repo)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
 
 /// A small repository: two commits, a .gitignore, a binary file, a symlink out.
 fn repo() -> tempfile::TempDir {

@@ -6,12 +6,11 @@
 //! publishing to the local store and the report.
 
 use std::path::Path;
-use std::process::Command;
 use std::sync::Arc;
 use std::time::Instant;
 
-use bugloop_forge::git::{Git, Selection};
 use bugloop_forge::local::LocalForge;
+use bugloop_git::{Git, Selection};
 use bugloop_llm::Provider;
 use bugloop_llm::budget::{Meter, Metered};
 use bugloop_loops::review::ReviewRequest;
@@ -81,9 +80,7 @@ pub(crate) async fn review_once(
 }
 
 fn git(dir: &Path, args: &[&str]) -> Result<(), AppError> {
-    let output = Command::new("git")
-        .arg("-C")
-        .arg(dir)
+    bugloop_git::GitCommand::in_work_tree(dir)
         .args([
             "-c",
             "user.name=bench",
@@ -91,14 +88,7 @@ fn git(dir: &Path, args: &[&str]) -> Result<(), AppError> {
             "user.email=bench@bugloop.invalid",
         ])
         .args(args)
-        .output()
-        .map_err(|e| setup_error(format!("cannot run git: {e}")))?;
-    if !output.status.success() {
-        return Err(setup_error(format!(
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&output.stderr)
-        )));
-    }
+        .output()?;
     Ok(())
 }
 

@@ -1,150 +1,17 @@
 //! Unit tests of the local forge.
 
-use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
-use std::process::Command;
-
 use bugloop_domain::finding::FindingId;
 use bugloop_domain::marker::MarkerSyntax;
 
 use super::*;
 use crate::Upsert;
-use crate::git::{HeadState, Selection};
+use bugloop_testkit::{TestRepo, git};
 
-fn git(dir: &Path, args: &[&str]) {
-    let status = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(["-c", "user.name=Dev", "-c", "user.email=dev@example.com"])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        status.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&status.stderr)
-    );
-}
-
-fn repo() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    git(dir.path(), &["init", "-q", "-b", "main"]);
-    git(dir.path(), &["config", "user.name", "Dev"]);
-    std::fs::write(dir.path().join("a.txt"), "one\ntwo\n").unwrap();
-    git(dir.path(), &["add", "."]);
-    git(dir.path(), &["commit", "-qm", "first"]);
-    git(dir.path(), &["switch", "-qc", "feature"]);
-    std::fs::write(dir.path().join("a.txt"), "one\nTWO\n").unwrap();
-    git(dir.path(), &["commit", "-qam", "second"]);
-    dir
-}
-
-fn text(diff: &[u8]) -> String {
-    String::from_utf8_lossy(diff).into_owned()
-}
-
-#[test]
-fn the_branch_against_its_merge_base_by_default() {
-    let dir = repo();
-    let g = Git::open(dir.path()).unwrap();
-    let change = g.select(&Selection::Branch).unwrap();
-    assert_eq!(change.key.0, "branch:feature");
-    assert!(
-        change.description.starts_with("feature against main"),
-        "{}",
-        change.description
-    );
-    assert!(text(&change.diff).contains("+TWO"));
-    assert!(matches!(change.head, HeadState::Commit(_)));
-    // On main itself there is nothing to review.
-    git(dir.path(), &["switch", "-q", "main"]);
-    assert!(g.select(&Selection::Branch).unwrap().diff.is_empty());
-}
-
-/// The commit whose configuration a local run trusts: the merge base with the default branch.
-#[test]
-fn the_trusted_base_is_the_merge_base_with_the_default_branch() {
-    let dir = repo();
-    let g = Git::open(dir.path()).unwrap();
-    let main = g.resolve("main").unwrap();
-    let (label, commit) = g.trusted_base().unwrap();
-    assert_eq!(commit, main);
-    assert_eq!(label, format!("main@{}", &main[..7]));
-    // main moves on: the branch still trusts where it started.
-    git(dir.path(), &["switch", "-q", "main"]);
-    std::fs::write(dir.path().join("b.txt"), "b\n").unwrap();
-    git(dir.path(), &["add", "."]);
-    git(dir.path(), &["commit", "-qm", "main moves"]);
-    let new_main = g.resolve("main").unwrap();
-    assert_eq!(g.trusted_base().unwrap().1, new_main);
-    git(dir.path(), &["switch", "-q", "feature"]);
-    assert_eq!(g.trusted_base().unwrap().1, main);
-    // Without a default branch there is nothing to trust.
-    git(dir.path(), &["branch", "-qm", "main", "trunk"]);
-    assert_eq!(g.trusted_base(), None);
-}
-
-#[test]
-fn staged_working_and_untracked_files() {
-    let dir = repo();
-    std::fs::write(dir.path().join("a.txt"), "one\nTWO\nthree\n").unwrap();
-    let odd = std::ffi::OsStr::from_bytes(b"caf\xe9.txt");
-    std::fs::write(dir.path().join(odd), "latin-1 name\n").unwrap();
-    let g = Git::open(dir.path()).unwrap();
-    assert!(g.select(&Selection::Staged).unwrap().diff.is_empty());
-    let working = text(&g.select(&Selection::Working).unwrap().diff);
-    assert!(working.contains("+three"), "{working}");
-    assert!(working.contains("+latin-1 name"), "{working}");
-    git(dir.path(), &["add", "a.txt"]);
-    let staged = g.select(&Selection::Staged).unwrap();
-    assert_eq!(staged.head, HeadState::Index);
-    assert!(text(&staged.diff).contains("+three"));
-    assert!(!text(&staged.diff).contains("latin-1"));
-}
-
-#[test]
-fn no_commits_and_detached_heads() {
-    let dir = tempfile::tempdir().unwrap();
-    git(dir.path(), &["init", "-q", "-b", "main"]);
-    std::fs::write(dir.path().join("new.txt"), "hello\n").unwrap();
-    let g = Git::open(dir.path()).unwrap();
-    let error = g.select(&Selection::Branch).unwrap_err().to_string();
-    assert!(
-        error.contains("no commits yet") && error.contains("--working"),
-        "{error}"
-    );
-    let working = g.select(&Selection::Working).unwrap();
-    assert!(text(&working.diff).contains("+hello"));
-    assert_eq!(working.key.0, "branch:main");
-
-    let dir = repo();
-    git(dir.path(), &["switch", "-q", "--detach", "HEAD"]);
-    let g = Git::open(dir.path()).unwrap();
-    let change = g.select(&Selection::Branch).unwrap();
-    assert!(change.key.0.starts_with("commit:"), "{}", change.key);
-    assert!(text(&change.diff).contains("+TWO"));
-}
-
-#[test]
-fn ranges_name_their_errors() {
-    let dir = repo();
-    let g = Git::open(dir.path()).unwrap();
-    let error = g
-        .select(&Selection::Range {
-            base: Some("nope".into()),
-            head: None,
-        })
-        .unwrap_err()
-        .to_string();
-    assert!(error.contains("--base \"nope\""), "{error}");
-    let change = g
-        .select(&Selection::Range {
-            base: Some("main".into()),
-            head: Some("feature".into()),
-        })
-        .unwrap();
-    assert_eq!(change.key.0, "branch:feature");
-    assert!(Git::open(Path::new("/")).is_err());
+fn repo() -> TestRepo {
+    let repo = TestRepo::with_feature_branch("a.txt", "one\ntwo\n", "one\nTWO\n");
+    // The developer's name, as the local forge reads it.
+    repo.git(&["config", "user.name", "Dev"]);
+    repo
 }
 
 #[tokio::test]
@@ -247,7 +114,7 @@ async fn the_change_of_a_conversation() {
             ("c.txt", crate::FileStatus::Added)
         ]
     );
-    assert!(text(&change.diff).contains("+TWO"));
+    assert!(String::from_utf8_lossy(&change.diff).contains("+TWO"));
     assert!(forge.change(&ChangeKey("pr:12".into())).await.is_err());
 }
 

@@ -4,7 +4,7 @@
 use bugloop_domain::safety::sanitize_user_comment;
 use bugloop_domain::thread::{ThreadState, find_thread};
 use bugloop_forge::ChangeKey;
-use bugloop_forge::git::short;
+use bugloop_git::short;
 use bugloop_report::act::{ActReport, ChosenBy, Intent};
 use bugloop_report::build::{BuildStatus, Landing};
 use bugloop_report::text::{build_outcome, build_status};

@@ -8,7 +8,7 @@ use bugloop_config::{AuditFocus, Validator};
 
 use bugloop_domain::finding::Finding;
 use bugloop_forge::ChangeKey;
-use bugloop_forge::git::{Git, short};
+use bugloop_git::{Git, short};
 use bugloop_llm::{ChatRequest, ChatResponse, LlmError, Provider, StreamSink};
 use bugloop_report::converge::Quarantined;
 

@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use bugloop_domain::finding::Finding;
 use bugloop_forge::ChangeKey;
-use bugloop_forge::git::{Selection, short};
+use bugloop_git::{Selection, short};
 use bugloop_llm::{LlmError, Provider};
 use bugloop_report::build::BuildStatus;
 use bugloop_report::converge::{ConvergeReport, Exit, LoopKind, LoopLine};

@@ -229,7 +229,7 @@ pub async fn review_with(
     // Disputes read the code under review: the git of the review's workspace.
     if request.publish
         && !request.clean_room
-        && let Ok(git) = bugloop_forge::git::Git::open(&request.workspace)
+        && let Ok(git) = bugloop_git::Git::open(&request.workspace)
     {
         let act = LoopEnv {
             git: &git,

@@ -2,17 +2,15 @@
 //! land, fixes whose verification fails (nothing committed, tree untouched), dirty trees refused,
 //! a HEAD that moved meanwhile, `do`, comments routed by intent, and disputes.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 
 use bugloop_domain::finding::FindingId;
 use bugloop_domain::thread::ThreadStatus;
 use bugloop_forge::Forge;
-use bugloop_forge::git::Git;
 use bugloop_forge::local::LocalForge;
+use bugloop_git::Git;
 use bugloop_llm::budget::{Meter, Metered};
 use bugloop_llm::scripted::{ScriptedProvider, text_reply, tool_reply};
 use bugloop_llm::{BudgetLimits, Capabilities};
@@ -23,7 +21,7 @@ use bugloop_report::build::{BuildStatus, Landing};
 use bugloop_report::dispute::{DisputeOutcome, DisputeResult};
 use serde_json::json;
 
-use support::{Repo, finding, git, run, session, usage};
+use crate::support::{Repo, finding, git, run, session, usage};
 
 /// Everything a repository looks like to its user: branch, HEAD, index and working tree.
 fn snapshot(repo: &Repo) -> (String, String, String, String) {

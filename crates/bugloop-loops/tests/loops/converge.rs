@@ -2,16 +2,14 @@
 //! fix outside its findings' files marked unverified, the loop reviews recorded, a clean HEAD
 //! stopping at once, and the user's tree untouched unless the result lands.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 
 use bugloop_config::{AuditFocus, AuditorConfig, Validator};
 use bugloop_forge::Forge;
-use bugloop_forge::git::Git;
 use bugloop_forge::local::LocalForge;
+use bugloop_git::Git;
 use bugloop_llm::budget::{Meter, Metered};
 use bugloop_llm::scripted::{ScriptedProvider, text_reply, tool_reply};
 use bugloop_llm::{BudgetLimits, ChatRequest, ChatResponse, LlmError, Provider, StreamSink};
@@ -21,7 +19,7 @@ use bugloop_report::build::Landing;
 use bugloop_report::converge::{ConvergeReport, Exit, LoopKind};
 use serde_json::{Value, json};
 
-use support::{Repo, finding, git, usage};
+use crate::support::{Repo, finding, git, usage};
 
 /// One audit: the findings in pass 1, then passes 2-4.
 fn audit(script: &ScriptedProvider, findings: Vec<Value>) {

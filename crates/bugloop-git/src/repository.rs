@@ -1,28 +1,16 @@
-//! The git plumbing of the local forge: which change to review (a branch against its merge base,
-//! a range, the index, the working tree) and its diff.
+//! A repository's work tree and the queries bugloop asks of it: which change to review (a branch
+//! against its merge base, a range, the index, the working tree) and its diff, the conversation
+//! key, the trusted base, a file at a commit, the shared git directory.
 
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-use serde::Serialize;
-
-use crate::ChangeKey;
+use crate::GitError;
+use crate::change::{ChangeKey, ChangedFile, FileStatus, HeadState, SelectedChange, Selection};
+use crate::command::GitCommand;
 
 /// git's empty tree: the base of a repository without commits.
 pub const EMPTY_TREE: &str = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
-
-#[derive(Debug, thiserror::Error)]
-pub enum GitError {
-    #[error("{0} is not inside a git repository")]
-    NotARepository(PathBuf),
-    #[error("cannot run git: {0}")]
-    Spawn(std::io::Error),
-    #[error("git {args} failed: {message}")]
-    Failed { args: String, message: String },
-    #[error("{0}")]
-    Selection(String),
-}
 
 /// A git repository's work tree.
 #[derive(Debug, Clone)]
@@ -30,62 +18,26 @@ pub struct Git {
     root: PathBuf,
 }
 
-/// Which change to review.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub enum Selection {
-    /// The current branch against its merge base with the default branch.
-    #[default]
-    Branch,
-    /// `base..head` (merge base of the two); either may be left to its default.
-    Range {
-        base: Option<String>,
-        head: Option<String>,
-    },
-    /// What is staged, against HEAD.
-    Staged,
-    /// Every uncommitted change (staged, unstaged and untracked files), against HEAD.
-    Working,
-}
-
-/// Where the change's new side is.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case", tag = "kind", content = "commit")]
-pub enum HeadState {
-    Commit(String),
-    /// The index (staged changes) on top of the current HEAD.
-    Index,
-    /// The working tree as it is.
-    WorkingTree,
-}
-
-/// A selected change.
-#[derive(Debug, Clone, Serialize)]
-pub struct SelectedChange {
-    /// The conversation this change's findings belong to.
-    pub key: ChangeKey,
-    /// For humans: `feature against main (merge base 1a2b3c4)`.
-    pub description: String,
-    pub base: String,
-    pub head: HeadState,
-    /// HEAD's commit when the change is staged or in the working tree (`None` without commits).
-    pub head_commit: Option<String>,
-    #[serde(skip)]
-    pub diff: Vec<u8>,
+/// The shared git directory (`.git`, also from a linked worktree) of the repository containing
+/// `dir`.
+pub fn common_dir(dir: &Path) -> Result<PathBuf, GitError> {
+    Ok(PathBuf::from(
+        GitCommand::in_work_tree(dir)
+            .args(["rev-parse", "--path-format=absolute", "--git-common-dir"])
+            .text()?,
+    ))
 }
 
 impl Git {
     /// The repository containing `dir`.
     pub fn open(dir: &Path) -> Result<Git, GitError> {
-        let output = Command::new("git")
-            .arg("-C")
-            .arg(dir)
+        let root = GitCommand::in_work_tree(dir)
             .args(["rev-parse", "--show-toplevel"])
-            .output()
-            .map_err(GitError::Spawn)?;
-        if !output.status.success() {
-            return Err(GitError::NotARepository(dir.to_owned()));
-        }
-        let root = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+            .text()
+            .map_err(|error| match error {
+                GitError::Failed { .. } => GitError::NotARepository(dir.to_owned()),
+                other => other,
+            })?;
         Ok(Git {
             root: PathBuf::from(root),
         })
@@ -95,46 +47,15 @@ impl Git {
         &self.root
     }
 
-    fn command(&self, args: &[&str]) -> Command {
-        let mut command = Command::new("git");
-        command
-            .arg("-C")
-            .arg(&self.root)
-            // The user's diff settings must not change what we parse, and nothing git can be told
-            // to run (hooks, fsmonitor, external diff, pager) runs.
-            .args([
-                "-c",
-                "core.hooksPath=/dev/null",
-                "-c",
-                "core.fsmonitor=false",
-                "-c",
-                "diff.external=",
-                "-c",
-                "core.pager=cat",
-                "-c",
-                "diff.noprefix=false",
-                "-c",
-                "diff.mnemonicPrefix=false",
-                "-c",
-                "core.quotePath=true",
-                "-c",
-                "color.ui=false",
-            ])
-            .args(args);
-        command
+    /// git in this repository (see [`GitCommand`] for what is switched off).
+    pub fn command(&self) -> GitCommand {
+        GitCommand::in_work_tree(&self.root)
     }
 
     /// Runs git; exit status 1 counts as success where `allow_one` (diff --no-index).
     fn run_raw(&self, args: &[&str], allow_one: bool) -> Result<Vec<u8>, GitError> {
-        let output = self.command(args).output().map_err(GitError::Spawn)?;
-        let ok = output.status.success() || (allow_one && output.status.code() == Some(1));
-        if !ok {
-            return Err(GitError::Failed {
-                args: args.join(" "),
-                message: String::from_utf8_lossy(&output.stderr).trim().to_owned(),
-            });
-        }
-        Ok(output.stdout)
+        let accepted: &[i32] = if allow_one { &[0, 1] } else { &[0] };
+        self.command().args(args).output_accepting(accepted)
     }
 
     /// Runs git and returns its raw output.
@@ -150,11 +71,12 @@ impl Git {
 
     /// The shared git directory (`.git`, also from a linked worktree).
     pub fn common_dir(&self) -> Result<PathBuf, GitError> {
-        Ok(PathBuf::from(self.run(&[
-            "rev-parse",
-            "--path-format=absolute",
-            "--git-common-dir",
-        ])?))
+        common_dir(&self.root)
+    }
+
+    /// Where agent transcripts are kept: `<git common dir>/bugloop/runs`, shared by worktrees.
+    pub fn runs_dir(&self) -> Result<PathBuf, GitError> {
+        Ok(self.common_dir()?.join("bugloop").join("runs"))
     }
 
     /// HEAD's commit, or `None` in a repository without commits.
@@ -362,30 +284,17 @@ impl Git {
             let args = Self::diff_args(&["--no-index", "--", "/dev/null"]);
             let refs: Vec<&str> = args.iter().map(String::as_str).collect();
             let output = self
-                .command(&refs)
+                .command()
+                .args(&refs)
                 .arg(std::ffi::OsStr::from_bytes(path))
-                .output()
-                .map_err(GitError::Spawn)?;
-            if !(output.status.success() || output.status.code() == Some(1)) {
-                return Err(GitError::Failed {
-                    args: format!(
-                        "diff --no-index /dev/null {}",
-                        String::from_utf8_lossy(path)
-                    ),
-                    message: String::from_utf8_lossy(&output.stderr).trim().to_owned(),
-                });
-            }
-            out.extend(output.stdout);
+                .output_accepting(&[0, 1])?;
+            out.extend(output);
         }
         Ok(out)
     }
 
     /// The files changed between two commits, with renames and copies detected.
-    pub fn changed_files(
-        &self,
-        base: &str,
-        head: &str,
-    ) -> Result<Vec<crate::ChangedFile>, GitError> {
+    pub fn changed_files(&self, base: &str, head: &str) -> Result<Vec<ChangedFile>, GitError> {
         let raw = self.run_raw(
             &[
                 "diff",
@@ -408,21 +317,21 @@ impl Git {
                 continue;
             }
             let kind = match status.as_bytes().first() {
-                Some(b'A') => crate::FileStatus::Added,
-                Some(b'M') => crate::FileStatus::Modified,
-                Some(b'D') => crate::FileStatus::Deleted,
-                Some(b'R') => crate::FileStatus::Renamed,
-                Some(b'C') => crate::FileStatus::Copied,
-                _ => crate::FileStatus::Other,
+                Some(b'A') => FileStatus::Added,
+                Some(b'M') => FileStatus::Modified,
+                Some(b'D') => FileStatus::Deleted,
+                Some(b'R') => FileStatus::Renamed,
+                Some(b'C') => FileStatus::Copied,
+                _ => FileStatus::Other,
             };
             let first = fields.next().unwrap_or_default();
-            let (path, previous_path) =
-                if matches!(kind, crate::FileStatus::Renamed | crate::FileStatus::Copied) {
-                    (fields.next().unwrap_or_default(), Some(first))
-                } else {
-                    (first, None)
-                };
-            files.push(crate::ChangedFile {
+            let (path, previous_path) = if matches!(kind, FileStatus::Renamed | FileStatus::Copied)
+            {
+                (fields.next().unwrap_or_default(), Some(first))
+            } else {
+                (first, None)
+            };
+            files.push(ChangedFile {
                 path,
                 previous_path,
                 status: kind,
@@ -442,3 +351,6 @@ impl Git {
 pub fn short(sha: &str) -> &str {
     sha.get(..7).unwrap_or(sha)
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,11 +1,8 @@
 //! End-to-end reviews with a scripted model over git repositories built by the tests: the local
 //! forge, the four passes, grounding, every filter stage, publishing and re-runs.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+use crate::support;
 
-mod support;
-
-#[path = "review/schemas.rs"]
 mod schemas;
 
 use bugloop_domain::score::Score;
@@ -13,9 +10,9 @@ use bugloop_domain::thread::{CommentKind, RESOLVED_PHRASE, ThreadStatus};
 use bugloop_report::review::{CommentAction, ReportStage};
 use serde_json::json;
 
+use crate::support::{Repo, finding, run, session, structured_session};
 use bugloop_llm::Role;
 use bugloop_llm::scripted::{ScriptedProvider, tool_reply};
-use support::{Repo, finding, run, session, structured_session};
 
 #[tokio::test]
 async fn first_run_publishes_second_run_resolves_and_repeats_nothing() {
@@ -751,7 +748,7 @@ async fn broken_state_blocks_and_look_alike_markers_are_reported_not_trusted() {
     use bugloop_forge::Forge;
     let repo = Repo::with_feature();
     let (_, _) = run(&repo, support::config(), session(vec![], vec![])).await;
-    let git = bugloop_forge::git::Git::open(repo.path()).unwrap();
+    let git = bugloop_git::Git::open(repo.path()).unwrap();
     let forge = bugloop_forge::local::LocalForge::open(git.clone(), "bugloop")
         .await
         .unwrap();

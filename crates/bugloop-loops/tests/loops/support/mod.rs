@@ -1,43 +1,31 @@
 //! Repositories, scripted sessions and a stable digest of reports for the loop tests.
 
-// Each test binary uses a part of this module.
-#![allow(dead_code)]
-
-use std::path::Path;
-use std::process::Command;
 use std::sync::Arc;
 
 use bugloop_config::Config;
 use bugloop_domain::thread::Comment;
 use bugloop_forge::Forge;
-use bugloop_forge::git::{Git, Selection};
 use bugloop_forge::local::LocalForge;
+use bugloop_git::{Git, Selection};
 use bugloop_llm::budget::{Meter, Metered};
 use bugloop_llm::scripted::{ScriptedProvider, text_reply, tool_reply};
 use bugloop_llm::{BudgetLimits, Capabilities, ChatResponse, Usage};
 use bugloop_loops::review::{ReviewRequest, review};
 use bugloop_loops::{LoopEnv, LoopSettings};
 use bugloop_report::review::ReviewReport;
+use bugloop_testkit::TestRepo;
+pub use bugloop_testkit::git;
 use serde_json::{Value, json};
 
-pub struct Repo {
-    pub dir: tempfile::TempDir,
-}
+/// A repository the loop tests work on (see [`Repo::with_feature`]).
+pub struct Repo(TestRepo);
 
-pub fn git(dir: &Path, args: &[&str]) -> String {
-    let output = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(["-c", "user.name=Dev", "-c", "user.email=dev@example.com"])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).trim().to_owned()
+impl std::ops::Deref for Repo {
+    type Target = TestRepo;
+
+    fn deref(&self) -> &TestRepo {
+        &self.0
+    }
 }
 
 const STATS: &str = "pub fn average(values: &[f64]) -> f64 {
@@ -67,48 +55,18 @@ const DB: &str = "pub fn find_user(db: &Db, name: &str) -> Option<User> {
 impl Repo {
     /// `main` with src/stats.rs; `feature` adds a percentile function and src/db.rs.
     pub fn with_feature() -> Repo {
-        let dir = tempfile::tempdir().unwrap();
-        git(dir.path(), &["init", "-q", "-b", "main"]);
-        git(dir.path(), &["config", "user.name", "Dev"]);
-        git(dir.path(), &["config", "user.email", "dev@example.com"]);
-        let repo = Repo { dir };
+        let repo = TestRepo::init("main");
+        // The developer's name is the repository's own, as the local forge reads it.
+        repo.git(&["config", "user.name", "Dev"]);
+        repo.git(&["config", "user.email", "dev@example.com"]);
         repo.write("src/stats.rs", STATS);
         repo.write("README.md", "# Tools\n");
         repo.commit("first");
-        git(repo.dir.path(), &["switch", "-qc", "feature"]);
+        repo.branch("feature");
         repo.write("src/stats.rs", &format!("{STATS}{PERCENTILE}"));
         repo.write("src/db.rs", DB);
         repo.commit("percentile and users");
-        repo
-    }
-
-    pub fn path(&self) -> &Path {
-        self.dir.path()
-    }
-
-    pub fn write(&self, path: &str, text: &str) {
-        let full = self.dir.path().join(path);
-        std::fs::create_dir_all(full.parent().unwrap()).unwrap();
-        std::fs::write(full, text).unwrap();
-    }
-
-    pub fn read(&self, path: &str) -> String {
-        std::fs::read_to_string(self.dir.path().join(path)).unwrap()
-    }
-
-    pub fn commit(&self, message: &str) {
-        git(self.dir.path(), &["add", "-A"]);
-        git(self.dir.path(), &["commit", "-qm", message]);
-    }
-
-    /// The 1-based line of the first line containing `needle`.
-    pub fn line_of(&self, path: &str, needle: &str) -> u32 {
-        let text = self.read(path);
-        let index = text
-            .lines()
-            .position(|l| l.contains(needle))
-            .unwrap_or_else(|| panic!("{needle:?} not in {path}"));
-        u32::try_from(index + 1).unwrap()
+        Repo(repo)
     }
 }
 
@@ -223,7 +181,7 @@ pub async fn run(
         description: change.description.clone(),
         base: change.base.clone(),
         head: match &change.head {
-            bugloop_forge::git::HeadState::Commit(sha) => sha.clone(),
+            bugloop_git::HeadState::Commit(sha) => sha.clone(),
             other => format!("{other:?}"),
         },
         diff: bugloop_diff::parse(&change.diff),

@@ -6,12 +6,12 @@
 //! the check keeps (or a check stricter than its schema) fails here, whichever of the two changes.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use bugloop_loops::Silent;
 use bugloop_loops::review::tools::{Collected, ReportFinding, ResolveFinding, SubmitPass};
 use bugloop_sandbox::{Policy, SandboxSettings, ShadowGit};
+use bugloop_testkit::git;
 use bugloop_tools::{Registry, ToolContext, Toolset, Workspace, typed};
 use serde_json::{Value, json};
 
@@ -67,18 +67,6 @@ fn valid_calls() -> BTreeMap<&'static str, Value> {
             json!({"pass_number": 1, "summary": "diff read", "has_blocking_issues": false}),
         ),
     ])
-}
-
-fn git(root: &Path, args: &[&str]) -> String {
-    let output = std::process::Command::new("git")
-        .arg("-C")
-        .arg(root)
-        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "git {args:?}");
-    String::from_utf8_lossy(&output.stdout).trim().to_owned()
 }
 
 /// A repository with `src/lib.rs` committed, and the context a Build run gets on it.

@@ -1,0 +1,32 @@
+//! The one home of git on the host. [`GitCommand`] is how every bugloop crate runs git (hardened:
+//! no hook, fsmonitor, external diff, pager or signing program runs, and output has the plain
+//! form the parsers expect); [`Git`] is a repository's work tree and the queries bugloop asks of
+//! it: which change to review and its diff, the conversation it belongs to, the trusted base, a
+//! file at a commit, the shared git directory and what bugloop keeps there.
+//!
+//! git inside the sandbox is not run from here: that git sees only the sandbox's view (see
+//! `bugloop-sandbox`).
+
+mod change;
+mod command;
+mod repository;
+
+pub use change::{ChangeKey, ChangedFile, FileStatus, HeadState, SelectedChange, Selection};
+pub use command::{GitCommand, version};
+pub use repository::{EMPTY_TREE, Git, common_dir, short};
+
+/// Why git could not answer.
+#[derive(Debug, thiserror::Error)]
+pub enum GitError {
+    #[error("{0} is not inside a git repository")]
+    NotARepository(std::path::PathBuf),
+    #[error("cannot run git {args}: {source}")]
+    Spawn {
+        args: String,
+        source: std::io::Error,
+    },
+    #[error("git {args} failed: {message}")]
+    Failed { args: String, message: String },
+    #[error("{0}")]
+    Selection(String),
+}

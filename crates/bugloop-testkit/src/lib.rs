@@ -1,0 +1,180 @@
+//! Test support shared by bugloop's suites (a dev-dependency only): git run in the repositories
+//! the tests build, and a builder for those repositories. Every helper panics with git's message
+//! on failure, since a test that cannot build its fixture has failed.
+//!
+//! This is the tests' own git, run plainly (hooks and the user's configuration apply) as a
+//! developer would run it; bugloop's own git is `bugloop-git`.
+
+// A test helper's job is to stop the test at the first thing that went wrong.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+/// The identity commits made by [`git`] carry.
+pub const NAME: &str = "Dev";
+pub const EMAIL: &str = "dev@example.com";
+
+fn checked(args: &[&str], output: std::io::Result<Output>) -> String {
+    let output = output.unwrap_or_else(|error| panic!("cannot run git {args:?}: {error}"));
+    assert!(
+        output.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).trim().to_owned()
+}
+
+/// Runs git in `dir` as the developer [`NAME`] and returns its standard output, trimmed.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let output = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .arg("-c")
+        .arg(format!("user.name={NAME}"))
+        .arg("-c")
+        .arg(format!("user.email={EMAIL}"))
+        .args(args)
+        .output();
+    checked(args, output)
+}
+
+/// Runs git in `dir` with nothing of the machine's (no system or global configuration, no
+/// variables but `PATH`) and a fixed identity and date, so commit ids, which snapshots show, are
+/// the same on every run and machine.
+pub fn git_reproducible(dir: &Path, args: &[&str]) -> String {
+    let output = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_AUTHOR_NAME", "Test")
+        .env("GIT_AUTHOR_EMAIL", "test@example.com")
+        .env("GIT_AUTHOR_DATE", "2025-01-01T00:00:00Z")
+        .env("GIT_COMMITTER_NAME", "Test")
+        .env("GIT_COMMITTER_EMAIL", "test@example.com")
+        .env("GIT_COMMITTER_DATE", "2025-01-01T00:00:00Z")
+        .output();
+    checked(args, output)
+}
+
+/// A git repository in a temporary directory (removed on drop), built step by step.
+#[derive(Debug)]
+pub struct TestRepo {
+    dir: tempfile::TempDir,
+}
+
+impl TestRepo {
+    /// An empty repository whose first branch is `branch`.
+    pub fn init(branch: &str) -> TestRepo {
+        let repo = TestRepo {
+            dir: tempfile::tempdir().unwrap(),
+        };
+        repo.git(&["init", "-q", "-b", branch]);
+        repo
+    }
+
+    /// A repository on `main` with `files` committed as `first`.
+    pub fn with_files(files: &[(&str, &str)]) -> TestRepo {
+        let repo = TestRepo::init("main");
+        for (path, text) in files {
+            repo.write(path, text);
+        }
+        repo.commit("first");
+        repo
+    }
+
+    /// A repository where `main` has `path` with `main_text` (commit `first`) and the branch
+    /// `feature`, checked out, changes it to `feature_text` (commit `second`).
+    pub fn with_feature_branch(path: &str, main_text: &str, feature_text: &str) -> TestRepo {
+        let repo = TestRepo::with_files(&[(path, main_text)]);
+        repo.branch("feature");
+        repo.write(path, feature_text);
+        repo.commit("second");
+        repo
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// [`git`] in this repository.
+    pub fn git(&self, args: &[&str]) -> String {
+        git(self.path(), args)
+    }
+
+    /// Writes a file (its directories too), relative to the work tree.
+    pub fn write(&self, path: &str, text: &str) {
+        let full = self.path().join(path);
+        if let Some(parent) = full.parent() {
+            std::fs::create_dir_all(parent).unwrap();
+        }
+        std::fs::write(full, text).unwrap();
+    }
+
+    pub fn read(&self, path: &str) -> String {
+        std::fs::read_to_string(self.path().join(path)).unwrap()
+    }
+
+    /// Commits every change in the work tree (new files too).
+    pub fn commit(&self, message: &str) {
+        self.git(&["add", "-A"]);
+        self.git(&["commit", "-qm", message]);
+    }
+
+    /// Creates `branch` at HEAD and switches to it.
+    pub fn branch(&self, branch: &str) {
+        self.git(&["switch", "-qc", branch]);
+    }
+
+    /// HEAD's commit id.
+    pub fn head(&self) -> String {
+        self.git(&["rev-parse", "HEAD"])
+    }
+
+    /// The 1-based number of the first line of `path` containing `needle`.
+    pub fn line_of(&self, path: &str, needle: &str) -> u32 {
+        let index = self
+            .read(path)
+            .lines()
+            .position(|line| line.contains(needle))
+            .unwrap_or_else(|| panic!("{needle:?} not in {path}"));
+        u32::try_from(index + 1).unwrap()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_repository_is_built_and_committed() {
+        let repo = TestRepo::with_feature_branch("src/a.txt", "one\ntwo\n", "one\nTWO\n");
+        assert_eq!(repo.git(&["branch", "--show-current"]), "feature");
+        assert_eq!(repo.line_of("src/a.txt", "TWO"), 2);
+        assert_eq!(repo.git(&["log", "--format=%an %s", "-1"]), "Dev second");
+        assert_eq!(repo.head().len(), 40);
+    }
+
+    #[test]
+    fn reproducible_commits_have_the_same_id_everywhere() {
+        let commit = || {
+            let dir = tempfile::tempdir().unwrap();
+            git_reproducible(dir.path(), &["init", "-q", "-b", "main"]);
+            std::fs::write(dir.path().join("a"), "a\n").unwrap();
+            git_reproducible(dir.path(), &["add", "."]);
+            git_reproducible(dir.path(), &["commit", "-qm", "one"]);
+            git_reproducible(dir.path(), &["rev-parse", "HEAD"])
+        };
+        assert_eq!(commit(), commit());
+    }
+
+    #[test]
+    #[should_panic(expected = "not a git repository")]
+    fn a_failing_git_fails_the_test_with_its_message() {
+        let dir = tempfile::tempdir().unwrap();
+        git(dir.path(), &["rev-parse", "HEAD"]);
+    }
+}
