@@ -1,7 +1,9 @@
 //! The review job: select the change, check it out, run the review loop against the
 //! conversation, and judge the report.
 
+use bugloop_forge::recording::RecordingForge;
 use bugloop_git::{HeadState, Selection};
+use bugloop_loops::LoopEnv;
 use bugloop_loops::review::{ReviewRequest, review_with};
 use bugloop_report::review::ReviewReport;
 
@@ -86,9 +88,18 @@ impl App {
             diff,
             workspace: checkout.path().to_path_buf(),
             git_mount: checkout.git_mount(),
-            publish: !job.dry_run,
             clean_room: false,
             focus: None,
+        };
+        // A dry run takes the same steps on a forge that records its writes instead of making them.
+        let recording = RecordingForge::new(&self.forge);
+        let env = if job.dry_run {
+            LoopEnv {
+                forge: &recording,
+                ..env
+            }
+        } else {
+            env
         };
         let report = review_with(&env, request, own_findings).await?;
         drop(checkout);

@@ -11,6 +11,7 @@ pub mod converge;
 pub mod disputes;
 pub mod env;
 pub mod error;
+pub mod head;
 pub mod intent;
 pub mod plan;
 pub mod prompt;

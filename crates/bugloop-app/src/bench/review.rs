@@ -72,7 +72,6 @@ pub(crate) async fn review_once(
         diff,
         workspace: checkout.path().to_path_buf(),
         git_mount: checkout.git_mount(),
-        publish: true,
         clean_room: false,
         focus: None,
     };

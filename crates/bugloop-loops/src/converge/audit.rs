@@ -16,6 +16,7 @@ use crate::act::ActError;
 use crate::build::Workbench;
 use crate::env::LoopEnv;
 use crate::review::{ReviewRequest, review};
+use bugloop_forge::recording::RecordingForge;
 
 use super::Connect;
 use super::judge::judge;
@@ -156,7 +157,6 @@ pub(super) async fn audit(
         diff: bugloop_diff::parse(&diff),
         workspace: bench.path().to_path_buf(),
         git_mount: Some(bench.git_mount()),
-        publish: false,
         clean_room: true,
         focus: None,
     };
@@ -165,10 +165,18 @@ pub(super) async fn audit(
     let mut settings = env.settings.clone();
     settings.config.review.comment_limit = usize::MAX;
     let auditors = auditors(env, connect, number)?;
-    let reviews = auditors.iter().map(|auditor| {
-        let review_env = env
-            .with_settings(&settings)
-            .with_provider(auditor.provider.clone());
+    // Audits write nothing to the conversation: each reviews on a forge of its own that records.
+    let forges: Vec<RecordingForge<'_>> = auditors
+        .iter()
+        .map(|_| RecordingForge::new(env.forge))
+        .collect();
+    let reviews = auditors.iter().zip(&forges).map(|(auditor, forge)| {
+        let review_env = LoopEnv {
+            forge,
+            ..env
+                .with_settings(&settings)
+                .with_provider(auditor.provider.clone())
+        };
         let mut request = request.clone();
         request.focus = auditor.focus.map(|f| focus_prompt(f).to_owned());
         async move { review(&review_env, request).await }
@@ -204,7 +212,7 @@ pub(super) async fn audit(
             findings: report.findings.into_iter().map(|p| p.finding).collect(),
         });
     }
-    let files = crate::review::HeadTree::load(
+    let files = crate::head::HeadTree::load(
         bench.path(),
         None,
         audits

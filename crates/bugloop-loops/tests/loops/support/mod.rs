@@ -187,7 +187,6 @@ pub async fn run(
         diff: bugloop_diff::parse(&change.diff),
         workspace: checkout.path().to_path_buf(),
         git_mount: checkout.git_mount(),
-        publish: true,
         clean_room: false,
         focus: None,
     };

@@ -1,0 +1,84 @@
+//! The code at head, as grounding and reports read it: the files a review's findings name, read
+//! once and only inside the workspace, and which lines the change's diff shows.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use bugloop_diff::{Diff, Side};
+use bugloop_domain::grounding::Head;
+
+/// The code at head, for grounding: files are read once, only inside the workspace. Without a
+/// diff (the converge validator) no line counts as shown in one.
+#[derive(Debug)]
+pub struct HeadTree<'a> {
+    texts: HashMap<String, Option<String>>,
+    diff: Option<&'a Diff>,
+}
+
+impl<'a> HeadTree<'a> {
+    pub fn load(root: &Path, diff: Option<&'a Diff>, paths: impl Iterator<Item = String>) -> Self {
+        let mut texts = HashMap::new();
+        for path in paths {
+            if texts.contains_key(&path) {
+                continue;
+            }
+            let text = crate::context::read_inside(root, &path);
+            texts.insert(path, text);
+        }
+        HeadTree { texts, diff }
+    }
+
+    /// The text of line `line` of `path` at head, for reports.
+    pub fn line(&self, path: &str, line: u32) -> Option<String> {
+        let text = self.texts.get(path)?.as_deref()?;
+        let index = usize::try_from(line).ok()?.checked_sub(1)?;
+        text.lines().nth(index).map(|l| l.trim_end().to_owned())
+    }
+}
+
+impl Head for HeadTree<'_> {
+    fn text(&self, path: &str) -> Option<&str> {
+        self.texts.get(path)?.as_deref()
+    }
+
+    fn in_diff(&self, path: &str, line: u32) -> Option<bool> {
+        self.diff?
+            .file(path)
+            .map(|file| file.contains_line(Side::Right, line))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::context::read_inside;
+
+    /// Grounding reads through `read_inside`: a symlink in the repository that leads outside it is
+    /// refused (its target is never read), one that stays inside is followed.
+    #[test]
+    fn read_inside_follows_links_only_inside_the_root() {
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret"), "token=hunter2\n").unwrap();
+        let repo = tempfile::tempdir().unwrap();
+        let root = repo.path();
+        std::fs::create_dir(root.join("src")).unwrap();
+        std::fs::write(root.join("src/lib.rs"), "pub fn f() {}\n").unwrap();
+        std::os::unix::fs::symlink(outside.path().join("secret"), root.join("leak")).unwrap();
+        std::os::unix::fs::symlink(outside.path(), root.join("out")).unwrap();
+        std::os::unix::fs::symlink("src/lib.rs", root.join("alias.rs")).unwrap();
+        std::os::unix::fs::symlink("../src", root.join("src/up")).unwrap();
+
+        assert_eq!(read_inside(root, "leak"), None);
+        assert_eq!(read_inside(root, "out/secret"), None);
+        assert_eq!(
+            read_inside(root, "alias.rs").as_deref(),
+            Some("pub fn f() {}\n")
+        );
+        assert_eq!(
+            read_inside(root, "src/up/lib.rs").as_deref(),
+            Some("pub fn f() {}\n")
+        );
+        // A path that is not a file, or leaves the root by itself, is no text either.
+        assert_eq!(read_inside(root, "src"), None);
+        assert_eq!(read_inside(root, "../secret"), None);
+    }
+}

@@ -1,0 +1,121 @@
+//! Stage 7 of a review: the report (what every front end renders; its JSON schema is
+//! `docs/review-report.schema.json`) and the summary comment made from it.
+
+use std::time::Instant;
+
+use bugloop_domain::thread::reconstruct;
+use bugloop_forge::ForgeError;
+use bugloop_report::dispute::DisputeSummary;
+use bugloop_report::review::{
+    ChangeInfo, REPORT_VERSION, ReviewReport, SensitivityInfo, UsageInfo,
+};
+use bugloop_report::summary::{SUMMARY_TAG, comment_body as summary_body};
+
+use super::ReviewRequest;
+use super::brief::Brief;
+use super::conversation::{Conversation, tracked_of};
+use super::filtering::Filtered;
+use super::publishing::{Published, upsert_tagged};
+use crate::ProgressEvent;
+use crate::env::LoopEnv;
+
+/// Everything the stages produced, handed to the report.
+pub(super) struct Stages<'a> {
+    pub started: Instant,
+    pub disputes: Vec<DisputeSummary>,
+    pub conversation: Conversation,
+    pub brief: Brief,
+    pub filtered: Filtered<'a>,
+    pub published: Published,
+}
+
+pub(super) async fn report(
+    env: &LoopEnv<'_>,
+    request: &ReviewRequest,
+    stages: Stages<'_>,
+) -> Result<ReviewReport, ForgeError> {
+    let Stages {
+        started,
+        disputes,
+        conversation,
+        brief,
+        filtered,
+        published,
+    } = stages;
+    // After publishing, from the forge (a dry run's recording forge shows what a real run would
+    // track); a clean room ignores the conversation.
+    let tracked = if request.clean_room {
+        tracked_of(&conversation.state)
+    } else {
+        let after = env.forge.comments(&request.change).await?;
+        tracked_of(&reconstruct(&after, &env.settings.markers))
+    };
+    let spent = env.meter.summary();
+    let (additions, deletions) = request.diff.stats();
+    let mut report = ReviewReport {
+        version: REPORT_VERSION,
+        change: ChangeInfo {
+            key: request.change.0.clone(),
+            description: request.description.clone(),
+            base: request.base.clone(),
+            head: request.head.clone(),
+            files: request.diff.files.len(),
+            additions,
+            deletions,
+        },
+        model: env.provider.name().to_owned(),
+        findings: published.findings,
+        resolved: published.resolved,
+        tracked,
+        dropped: filtered.dropped,
+        changes: filtered.changes,
+        stages: filtered.stage_counts,
+        overflow: published.overflow,
+        conversation_problems: conversation
+            .state
+            .problems
+            .iter()
+            .map(|p| format!("comment {}: {}", p.comment_id, p.message))
+            .chain((conversation.state.ignored_untrusted > 0).then(|| {
+                format!(
+                    "{} comment(s) by others carried bugloop markers or state blocks and were ignored",
+                    conversation.state.ignored_untrusted
+                )
+            }))
+            .collect(),
+        disputes,
+        refused_context: brief.refused_context,
+        complete: filtered.errors.is_empty(),
+        unreviewed: filtered.unreviewed,
+        summarized: brief.plan.summarized,
+        ignored: brief.plan.ignored,
+        passes: filtered.passes,
+        usage: UsageInfo {
+            input_tokens: spent.usage.input_tokens,
+            cached_input_tokens: spent.usage.cached_input_tokens,
+            output_tokens: spent.usage.output_tokens,
+            cost_usd: spent.cost_usd,
+            model_calls: spent.turns,
+            sessions: brief.plan.batches.len(),
+            seconds: 0.0,
+        },
+        errors: filtered.errors,
+        sensitive_data: SensitivityInfo {
+            sensitive: brief.sensitivity.sensitive,
+            reason: brief.sensitivity.reason,
+        },
+    };
+    report.usage.seconds = (started.elapsed().as_secs_f64() * 10.0).round() / 10.0;
+    if env.forge.publishes() {
+        env.progress.event(ProgressEvent::Publishing);
+    }
+    upsert_tagged(
+        env.forge,
+        &request.change,
+        &conversation.comments,
+        SUMMARY_TAG,
+        &summary_body(&report),
+    )
+    .await?;
+    Ok(report)
+}

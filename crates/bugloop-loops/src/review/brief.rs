@@ -1,0 +1,154 @@
+//! Stages 2 and 3 of a review: what the reviewer is told besides the change (rule files, the
+//! sensitive-data verdict, the open findings, a converge auditor's focus, web access) and the plan
+//! of model sessions that fits the per-call budget.
+
+use std::sync::Arc;
+
+use bugloop_domain::filter::FilterSettings;
+use bugloop_report::review::RefusedFile;
+
+use super::conversation::Conversation;
+use super::{ReviewError, ReviewRequest, web};
+use crate::ProgressEvent;
+use crate::context::{ContextReader, SensitivityVerdict, read_rules, sensitivity};
+use crate::env::LoopEnv;
+use crate::plan::{Plan, estimate_tokens, plan};
+use crate::prompt;
+
+/// Below this many tokens of context a model gets the compact prompt.
+const SMALL_CONTEXT: u32 = 16_000;
+/// Output tokens per call in a tools session.
+const TOOLS_MAX_OUTPUT: u32 = 4_096;
+
+/// Everything the sessions are given.
+pub(super) struct Brief {
+    pub system: String,
+    /// The model calls tools (four passes); otherwise it gives one structured answer.
+    pub tools_mode: bool,
+    /// A small model: the compact prompt and bounded answers.
+    pub compact: bool,
+    pub output_tokens: u32,
+    pub web: Option<Arc<web::WebAccess>>,
+    /// The filter pipeline's settings, the comment limit already reduced by the open findings.
+    pub filter: FilterSettings,
+    /// The comment limit per change, as configured.
+    pub comment_limit: usize,
+    pub sensitivity: SensitivityVerdict,
+    pub refused_context: Vec<RefusedFile>,
+    pub plan: Plan,
+}
+
+pub(super) fn prepare(
+    env: &LoopEnv<'_>,
+    request: &ReviewRequest,
+    conversation: &Conversation,
+) -> Result<Brief, ReviewError> {
+    // 2. What the reviewer is told besides the change.
+    let config = env.config();
+    let open: Vec<_> = conversation.state.unresolved().collect();
+    let mut context_reader = ContextReader::new(&request.workspace);
+    let rules = read_rules(&mut context_reader);
+    let verdict = sensitivity(&mut context_reader, config.review.sensitive_data);
+    let refused_context = context_reader.into_refused();
+    let mut settings = bugloop_config::filter_settings_for(config, verdict.sensitive)?;
+    // The comment limit is per change, as on a pull request: open findings count against it, so
+    // re-runs never add comments beyond it.
+    let comment_limit = settings.comment_limit;
+    settings.comment_limit = comment_limit.saturating_sub(conversation.open_ids.len());
+
+    // 3. Model calls within the budget.
+    let capabilities = env.provider.capabilities();
+    let tools_mode = capabilities.tools;
+    let compact = capabilities
+        .context_tokens
+        .is_some_and(|context| context < SMALL_CONTEXT);
+    let previous_chars = if compact { 2_000 } else { 16_000 };
+    let rules_text = if compact && !rules.is_empty() {
+        // A small model cannot take long rule files; give it the first of them, cut.
+        let (text, _) = crate::context::cut(&prompt::rules_block(&rules), 1_200);
+        text
+    } else {
+        prompt::rules_block(&rules)
+    };
+    let mut system = prompt::system(&prompt::SystemInputs {
+        compact,
+        tools: tools_mode,
+        threshold: settings.threshold,
+        sensitivity: &verdict,
+        promotion: settings.security_promotion,
+        rules: &rules_text,
+        previous: &prompt::previous_block(&open, previous_chars),
+    });
+    if let Some(focus) = &request.focus {
+        system.push_str("\n\n");
+        system.push_str(focus.trim());
+        system.push('\n');
+    }
+    // Web access needs tools; a model answering in one structured reply cannot use it.
+    let web = if tools_mode {
+        web::WebAccess::new(&config.review)?
+    } else {
+        None
+    };
+    let system = match &web {
+        Some(web) => format!(
+            "{system}\n\n{}",
+            prompt::fill(
+                web::PROMPT,
+                &[
+                    (
+                        "hosts",
+                        &if web.allowed_hosts().is_empty() {
+                            "none (only search results can be seen)".to_owned()
+                        } else {
+                            web.allowed_hosts().join(", ")
+                        },
+                    ),
+                    (
+                        "search",
+                        if web.can_search() {
+                            "`web_search(query)` searches the web and returns titles, URLs and \
+                             snippets."
+                        } else {
+                            "There is no web search; fetch documentation pages directly."
+                        },
+                    ),
+                ],
+            )
+        ),
+        None => system,
+    };
+    let output_tokens = match capabilities.context_tokens {
+        // Two findings' worth: small models are slow under a grammar and rarely find more.
+        Some(context) if !tools_mode => (context / 5).clamp(256, 768),
+        _ => TOOLS_MAX_OUTPUT,
+    };
+    let budget = match capabilities.context_tokens {
+        Some(context) => {
+            let room = u64::from(context)
+                .saturating_sub(estimate_tokens(&system))
+                .saturating_sub(u64::from(output_tokens))
+                .saturating_sub(300);
+            room.min(config.review.max_tokens_per_call)
+        }
+        None => config.review.max_tokens_per_call,
+    };
+    let plan = plan(&request.diff, &settings.ignore, budget);
+    env.progress.event(ProgressEvent::Planned {
+        calls: plan.batches.len(),
+        files: plan.files,
+        tokens: plan.batches.iter().map(|b| b.tokens).sum(),
+    });
+    Ok(Brief {
+        system,
+        tools_mode,
+        compact,
+        output_tokens,
+        web,
+        filter: settings,
+        comment_limit,
+        sensitivity: verdict,
+        refused_context,
+        plan,
+    })
+}

@@ -1,0 +1,108 @@
+//! Stage 1 of a review: the conversation as the review reads it: its comments, the review state
+//! rebuilt from them, the findings it already holds and which of them are open. A clean room (a
+//! converge audit) starts from an empty conversation.
+
+use bugloop_domain::filter::ExistingFinding;
+use bugloop_domain::thread::{Comment, ReviewState, reconstruct};
+use bugloop_forge::ForgeError;
+use bugloop_report::review::TrackedFinding;
+
+use super::ReviewRequest;
+use crate::env::LoopEnv;
+
+/// What the review knows of the conversation before it starts.
+pub(super) struct Conversation {
+    pub comments: Vec<Comment>,
+    pub state: ReviewState,
+    pub existing: Vec<ExistingFinding>,
+    /// The ids of the findings still open (not resolved).
+    pub open_ids: Vec<String>,
+}
+
+pub(super) async fn load(
+    env: &LoopEnv<'_>,
+    request: &ReviewRequest,
+) -> Result<Conversation, ForgeError> {
+    let comments = if request.clean_room {
+        Vec::new()
+    } else {
+        env.forge.comments(&request.change).await?
+    };
+    let state = reconstruct(&comments, &env.settings.markers);
+    let existing = existing_of(&state);
+    let open_ids = state
+        .unresolved()
+        .filter_map(|t| t.finding_id.as_ref().map(|id| id.as_str().to_owned()))
+        .collect();
+    Ok(Conversation {
+        comments,
+        state,
+        existing,
+        open_ids,
+    })
+}
+
+pub(super) fn existing_of(state: &ReviewState) -> Vec<ExistingFinding> {
+    state
+        .threads
+        .iter()
+        .filter_map(|thread| {
+            let id = thread.finding_id.clone()?;
+            let extra = thread.assessment.as_ref().map(|a| &a.extra);
+            let file = thread.file.clone().or_else(|| {
+                extra
+                    .and_then(|e| e.get("file"))
+                    .and_then(|v| v.as_str())
+                    .map(str::to_owned)
+            });
+            let line = thread.line.or_else(|| {
+                extra
+                    .and_then(|e| e.get("line"))
+                    .and_then(serde_json::Value::as_u64)
+                    .and_then(|l| u32::try_from(l).ok())
+            });
+            let end_line = extra
+                .and_then(|e| e.get("end_line"))
+                .and_then(serde_json::Value::as_u64)
+                .and_then(|l| u32::try_from(l).ok());
+            let evidence = extra
+                .and_then(|e| e.get("evidence"))
+                .and_then(|v| v.as_str())
+                .map(str::to_owned);
+            Some(ExistingFinding {
+                id,
+                title: thread.title.clone(),
+                description: thread
+                    .assessment
+                    .as_ref()
+                    .map_or_else(|| thread.body.clone(), |a| a.assessment.clone()),
+                file,
+                line,
+                end_line,
+                evidence,
+                status: thread.status,
+            })
+        })
+        .collect()
+}
+
+pub(super) fn tracked_of(state: &ReviewState) -> Vec<TrackedFinding> {
+    let existing = existing_of(state);
+    state
+        .threads
+        .iter()
+        .filter_map(|thread| {
+            let id = thread.finding_id.as_ref()?;
+            let place = existing.iter().find(|e| &e.id == id);
+            Some(TrackedFinding {
+                id: id.as_str().to_owned(),
+                title: thread.title.clone(),
+                status: thread.status,
+                score: thread.score.map(|s| s.get()),
+                file: place.and_then(|p| p.file.clone()),
+                line: place.and_then(|p| p.line),
+                comment: thread.id.clone(),
+            })
+        })
+        .collect()
+}

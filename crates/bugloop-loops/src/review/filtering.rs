@@ -1,0 +1,185 @@
+//! Stage 5 of a review: path safety first (nothing outside the repository is read to ground a
+//! finding), grounding against the code at head, then the filter pipeline (validation, threshold,
+//! dedup against the conversation, the comment limit). Every drop and every change a stage makes
+//! to a finding it keeps is recorded for the report.
+
+use std::collections::{BTreeMap, HashMap};
+use std::os::unix::ffi::OsStrExt;
+
+use bugloop_domain::filter::{
+    self, FilterOutcome, Overflow, Rediscovered, Stage, StageReport, run_pipeline,
+};
+use bugloop_domain::finding::{Finding, FindingId};
+use bugloop_domain::grounding::{self, Head};
+use bugloop_report::review::{
+    DroppedFinding, PassSummary, ReportStage, StageChange, StageCount, Unreviewed,
+};
+
+use super::ReviewRequest;
+use super::brief::Brief;
+use super::conversation::Conversation;
+use super::sessions::Reported;
+use crate::head::HeadTree;
+
+/// What survived the stages, and the record of each.
+pub(super) struct Filtered<'a> {
+    /// The code at head of every finding's file (for placement and reports).
+    pub head: HeadTree<'a>,
+    /// New findings to publish, highest score first.
+    pub publish: Vec<Finding>,
+    /// Findings that are ones the conversation holds.
+    pub rediscovered: Vec<Rediscovered>,
+    /// Findings over the comment limit.
+    pub overflow: Overflow,
+    /// What grounding corrected, by finding.
+    pub notes: HashMap<FindingId, String>,
+    pub stage_counts: Vec<StageCount>,
+    /// Open findings resolved: by the model, or because their file is gone.
+    pub resolutions: BTreeMap<String, String>,
+    pub unreviewed: Vec<Unreviewed>,
+    pub errors: Vec<String>,
+    pub passes: Vec<PassSummary>,
+    pub dropped: Vec<DroppedFinding>,
+    pub changes: Vec<StageChange>,
+}
+
+pub(super) fn ground_and_filter<'a>(
+    request: &'a ReviewRequest,
+    conversation: &Conversation,
+    brief: &Brief,
+    reported: Reported,
+) -> Filtered<'a> {
+    let Reported {
+        findings: reported,
+        mut resolutions,
+        unreviewed,
+        errors,
+        passes,
+        mut dropped,
+        mut changes,
+    } = reported;
+    let (existing, open_ids) = (&conversation.existing, &conversation.open_ids);
+    let reported_count = reported.len();
+
+    // 5. Grounding and the filter pipeline (path safety first: nothing outside the repository is
+    // read to ground a finding).
+    let mut safety_stages = Vec::new();
+    let safe = filter::path_safety(reported, &mut safety_stages);
+    let open_files: Vec<(String, String)> = existing
+        .iter()
+        .filter(|e| open_ids.iter().any(|id| id == e.id.as_str()))
+        .filter_map(|e| Some((e.id.as_str().to_owned(), e.file.clone()?)))
+        .collect();
+    let head = HeadTree::load(
+        &request.workspace,
+        Some(&request.diff),
+        safe.iter()
+            .filter_map(|f| f.file.clone())
+            .chain(open_files.iter().map(|(_, file)| file.clone())),
+    );
+    // An open finding whose file no longer exists at head is resolved without asking the model:
+    // the code it was about is gone.
+    for (id, file) in &open_files {
+        let on_disk = bugloop_domain::paths::normalize_finding_path(file)
+            .ok()
+            .and_then(|safe| bugloop_domain::paths::path_bytes(&safe));
+        if let Some(name) = on_disk
+            && !request
+                .workspace
+                .join(std::ffi::OsStr::from_bytes(&name))
+                .exists()
+            && head.text(file).is_none()
+            && !resolutions.contains_key(id)
+        {
+            resolutions.insert(id.clone(), format!("{file} was deleted"));
+        }
+    }
+    let grounded = grounding::ground(safe, &head);
+    let grounding_stage = StageCount {
+        stage: ReportStage::Grounding,
+        input: grounded.kept.len() + grounded.dropped.len(),
+        output: grounded.kept.len(),
+    };
+    for d in &grounded.dropped {
+        dropped.push(DroppedFinding {
+            stage: ReportStage::Grounding,
+            id: d.id.as_str().to_owned(),
+            title: d.title.clone(),
+            location: d.location.clone(),
+            reason: d.reason.clone(),
+        });
+    }
+    let mut notes: HashMap<FindingId, String> = HashMap::new();
+    let mut grounding_changes = Vec::new();
+    let findings: Vec<Finding> = grounded
+        .kept
+        .into_iter()
+        .map(|g| {
+            if let Some(note) = g.note {
+                grounding_changes.push(StageChange {
+                    stage: ReportStage::Grounding,
+                    id: g.finding.id.as_str().to_owned(),
+                    note: note.clone(),
+                });
+                notes.insert(g.finding.id.clone(), note);
+            }
+            g.finding
+        })
+        .collect();
+    let FilterOutcome {
+        publish,
+        rediscovered,
+        overflow,
+        stages,
+    } = run_pipeline(findings, existing, &brief.filter);
+    let mut stage_reports: Vec<StageReport> = safety_stages;
+    stage_reports.extend(stages.into_iter().filter(|s| s.stage != Stage::PathSafety));
+    let mut stage_counts = vec![StageCount {
+        stage: ReportStage::Reported,
+        input: reported_count,
+        output: reported_count,
+    }];
+    for report in &stage_reports {
+        let name = ReportStage::from(report.stage);
+        stage_counts.push(StageCount {
+            stage: name,
+            input: report.input,
+            output: report.output,
+        });
+        for c in &report.changed {
+            changes.push(StageChange {
+                stage: name,
+                id: c.id.as_str().to_owned(),
+                note: c.note.clone(),
+            });
+        }
+        if report.stage == Stage::PathSafety {
+            // Grounding runs right after path safety.
+            stage_counts.push(grounding_stage.clone());
+            changes.append(&mut grounding_changes);
+        }
+        for d in &report.dropped {
+            dropped.push(DroppedFinding {
+                stage: name,
+                id: d.id.as_str().to_owned(),
+                title: d.title.clone(),
+                location: d.location.clone(),
+                reason: d.reason.clone(),
+            });
+        }
+    }
+    Filtered {
+        head,
+        publish,
+        rediscovered,
+        overflow,
+        notes,
+        stage_counts,
+        resolutions,
+        unreviewed,
+        errors,
+        passes,
+        dropped,
+        changes,
+    }
+}

@@ -1,0 +1,339 @@
+//! Stage 4 of a review: the model sessions, one per planned batch (the four passes with tools, or
+//! one structured answer), and what they reported: findings (ids made unique across sessions),
+//! resolutions of open findings, pass summaries, unusable reports, and the parts not reviewed.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use bugloop_agent::{Agent, Outcome, Task};
+use bugloop_domain::finding::Finding;
+use bugloop_llm::{JsonSchemaFormat, LlmError, Message};
+use bugloop_report::review::{DroppedFinding, PassSummary, ReportStage, StageChange, Unreviewed};
+use bugloop_sandbox::Policy;
+use bugloop_tools::{ToolContext, Toolset, Workspace, typed};
+
+use super::brief::Brief;
+use super::tools::{
+    self, Collected, ReportFinding, ResolveFinding, SUBMIT_PASS, StructuredAnswer, SubmitPass,
+    accept, structured_schema,
+};
+use super::{ReviewRequest, web};
+use crate::env::LoopEnv;
+use crate::plan::Batch;
+use crate::{ProgressEvent, prompt, sandbox_settings};
+
+/// What the sessions reported, before grounding and filtering.
+pub(super) struct Reported {
+    /// bugloop's own findings first, then the model's, in order.
+    pub findings: Vec<Finding>,
+    /// Open findings the model said are resolved, with why.
+    pub resolutions: BTreeMap<String, String>,
+    pub unreviewed: Vec<Unreviewed>,
+    pub errors: Vec<String>,
+    pub passes: Vec<PassSummary>,
+    pub dropped: Vec<DroppedFinding>,
+    pub changes: Vec<StageChange>,
+}
+
+/// One model session's result.
+struct Session {
+    collected: Collected,
+    error: Option<String>,
+    budget_exhausted: bool,
+}
+
+/// Runs the planned sessions; a session that exhausts the budget stops the rest (their files are
+/// listed as not reviewed). `errors` holds what failed before (answering disputes).
+pub(super) async fn run(
+    env: &LoopEnv<'_>,
+    request: &ReviewRequest,
+    brief: &Brief,
+    open_ids: &[String],
+    own_findings: Vec<Finding>,
+    mut errors: Vec<String>,
+) -> Reported {
+    // 4. The sessions.
+    let plan = &brief.plan;
+    let mut unreviewed = plan.unreviewed.clone();
+    let mut passes = Vec::new();
+    let mut reported: Vec<Finding> = own_findings;
+    let mut dropped = Vec::new();
+    let mut changes: Vec<StageChange> = Vec::new();
+    let mut resolutions: BTreeMap<String, String> = BTreeMap::new();
+    let mut stopped: Option<String> = None;
+    let total = plan.batches.len();
+    for (index, batch) in plan.batches.iter().enumerate() {
+        let call = index + 1;
+        if let Some(reason) = &stopped {
+            for file in &batch.files {
+                unreviewed.push(Unreviewed {
+                    path: file.clone(),
+                    reason: format!("not reviewed: {reason}"),
+                });
+            }
+            continue;
+        }
+        env.progress.event(ProgressEvent::CallStarted {
+            call,
+            of: total,
+            files: batch.files.len(),
+        });
+        let session = run_session(env, request, brief, batch, (call, total), open_ids).await;
+        env.progress.event(ProgressEvent::CallDone {
+            call,
+            findings: session.collected.findings.len(),
+            error: session.error.clone(),
+        });
+        if let Some(error) = &session.error {
+            errors.push(format!("part {call} of {total}: {error}"));
+            for file in &batch.files {
+                unreviewed.push(Unreviewed {
+                    path: file.clone(),
+                    reason: format!("the review of this part stopped: {error}"),
+                });
+            }
+            if session.budget_exhausted {
+                stopped = Some(error.clone());
+            }
+        }
+        let Collected {
+            findings,
+            resolutions: resolved,
+            passes: pass_results,
+            invalid,
+        } = session.collected;
+        for (position, problem) in invalid.into_iter().enumerate() {
+            dropped.push(DroppedFinding {
+                stage: ReportStage::Validation,
+                id: format!("part-{call}-report-{}", position + 1),
+                title: "(unusable report)".to_owned(),
+                location: "(model output)".to_owned(),
+                reason: problem,
+            });
+        }
+        for pass in pass_results {
+            passes.push(PassSummary {
+                call,
+                pass: pass.pass_number,
+                summary: pass.summary,
+                blocking: pass.has_blocking_issues,
+            });
+        }
+        for mut finding in findings {
+            // Ids chosen by the model may repeat across sessions for different problems.
+            let base = finding.id.clone();
+            let mut n = 2;
+            while reported.iter().any(|f| f.id == finding.id) {
+                finding.id = base.with_suffix(n);
+                n += 1;
+            }
+            if finding.id != base {
+                changes.push(StageChange {
+                    stage: ReportStage::Reported,
+                    id: finding.id.as_str().to_owned(),
+                    note: format!(
+                        "renamed from {base}: an earlier part of this review used that id"
+                    ),
+                });
+            }
+            reported.push(finding);
+        }
+        resolutions.extend(resolved);
+    }
+    Reported {
+        findings: reported,
+        resolutions,
+        unreviewed,
+        errors,
+        passes,
+        dropped,
+        changes,
+    }
+}
+
+/// One model session on one batch of the change: the four passes with tools, or one structured
+/// answer.
+async fn run_session(
+    env: &LoopEnv<'_>,
+    request: &ReviewRequest,
+    brief: &Brief,
+    batch: &Batch,
+    (call, total): (usize, usize),
+    open_ids: &[String],
+) -> Session {
+    let (system, tools_mode, compact, output_tokens) = (
+        brief.system.as_str(),
+        brief.tools_mode,
+        brief.compact,
+        brief.output_tokens,
+    );
+    let mut session = Session {
+        collected: Collected::default(),
+        error: None,
+        budget_exhausted: false,
+    };
+    let workspace = match Workspace::new(&request.workspace) {
+        Ok(workspace) => workspace,
+        Err(error) => {
+            session.error = Some(error.to_string());
+            return session;
+        }
+    };
+    let mut sandbox = sandbox_settings(env.config(), &request.workspace, Policy::ReadOnly);
+    sandbox.git = request.git_mount.clone();
+    let agent = Agent::new(
+        env.provider.clone(),
+        ToolContext::new(workspace, sandbox),
+        &env.runs_dir,
+    );
+    let scope = if total > 1 {
+        format!(
+            "This is part {call} of {total} of the change (files: {}). The other parts are \
+             reviewed separately; you may still read any file.",
+            batch.files.join(", ")
+        )
+    } else {
+        String::new()
+    };
+    let change = prompt::change(&request.description, &scope, &batch.text);
+    let shared = Arc::new(Mutex::new(Collected::default()));
+    let task = if tools_mode {
+        let mut extra_tools = vec![
+            typed(ReportFinding {
+                collected: shared.clone(),
+                progress: env.progress.clone(),
+                batch: call,
+            }),
+            typed(ResolveFinding {
+                collected: shared.clone(),
+                open_ids: open_ids.to_vec(),
+            }),
+            typed(SubmitPass {
+                collected: shared.clone(),
+                progress: env.progress.clone(),
+                batch: call,
+                passes: 4,
+            }),
+        ];
+        if let Some(web) = &brief.web {
+            extra_tools.push(typed(web::WebFetch { web: web.clone() }));
+            if web.can_search() {
+                extra_tools.push(typed(web::WebSearch { web: web.clone() }));
+            }
+        }
+        Task {
+            name: "review".to_owned(),
+            system: system.to_owned(),
+            messages: vec![Message::user(format!("{change}\n\n{}", prompt::PASSES[0]))],
+            toolset: Some(Toolset::Plan),
+            extra_tools,
+            submit_tool: Some(SUBMIT_PASS.to_owned()),
+            follow_ups: prompt::PASSES[1..]
+                .iter()
+                .map(|p| (*p).to_owned())
+                .collect(),
+            answer_schema: None,
+            // Each session gets its share of the run's turn budget, so the first parts of a
+            // large change cannot use it all; at least enough for the four passes and a look.
+            max_turns: (env.config().budgets.max_turns / u32::try_from(total).unwrap_or(1).max(1))
+                .max(6),
+            max_tokens: Some(output_tokens),
+        }
+    } else {
+        Task {
+            name: "review".to_owned(),
+            system: system.to_owned(),
+            messages: vec![Message::user(change)],
+            toolset: None,
+            extra_tools: Vec::new(),
+            submit_tool: None,
+            follow_ups: Vec::new(),
+            answer_schema: Some(JsonSchemaFormat {
+                name: "review".to_owned(),
+                schema: structured_schema(compact.then_some(tools::AnswerBounds {
+                    max_findings: usize::try_from(output_tokens / 350).unwrap_or(1).max(1),
+                    max_resolved: open_ids.len(),
+                })),
+            }),
+            max_turns: 1,
+            max_tokens: Some(output_tokens),
+        }
+    };
+    let run = agent.run(task).await;
+    if let Ok(mut shared) = shared.lock() {
+        session.collected = std::mem::take(&mut *shared);
+    }
+    match run.outcome {
+        Ok(Outcome::Structured(value)) => {
+            read_structured(value, open_ids, &mut session.collected);
+        }
+        Ok(Outcome::Submitted(_)) => {}
+        Ok(Outcome::Answer(_)) => {
+            let done = session.collected.passes.len();
+            if done < 4 {
+                session.error = Some(format!(
+                    "the model stopped after {done} of 4 passes without submitting the rest"
+                ));
+            }
+        }
+        Err(error) => {
+            session.budget_exhausted =
+                matches!(error, bugloop_agent::AgentError::Model(LlmError::Budget(_)));
+            session.error = Some(format!(
+                "{error} (transcript: {})",
+                run.transcript.display()
+            ));
+        }
+    }
+    session
+}
+
+/// Reads the tool-less answer; unusable entries are kept as reasons, not lost.
+fn read_structured(value: serde_json::Value, open_ids: &[String], collected: &mut Collected) {
+    let answer: StructuredAnswer = match serde_json::from_value(value) {
+        Ok(answer) => answer,
+        Err(error) => {
+            collected.invalid.push(format!(
+                "the answer does not have the review's shape: {error}"
+            ));
+            return;
+        }
+    };
+    for (index, raw) in answer.findings.into_iter().enumerate() {
+        let parsed = serde_json::from_value::<tools::ReportedFinding>(raw)
+            .map_err(|e| e.to_string())
+            .and_then(accept);
+        match parsed {
+            Ok(finding) => {
+                collected.add(finding);
+            }
+            Err(error) => collected
+                .invalid
+                .push(format!("finding {} of the answer: {error}", index + 1)),
+        }
+    }
+    for (index, raw) in answer.resolved.into_iter().enumerate() {
+        match serde_json::from_value::<tools::Resolution>(raw) {
+            Ok(resolution) if open_ids.iter().any(|id| id == &resolution.id) => {
+                collected
+                    .resolutions
+                    .insert(resolution.id, resolution.reason);
+            }
+            Ok(resolution) => collected.invalid.push(format!(
+                "resolved entry {}: {:?} is not an open previous finding",
+                index + 1,
+                resolution.id
+            )),
+            Err(error) => collected
+                .invalid
+                .push(format!("resolved entry {}: {error}", index + 1)),
+        }
+    }
+    if !answer.summary.trim().is_empty() {
+        collected.passes.push(tools::PassResults {
+            pass_number: 0,
+            summary: answer.summary,
+            has_blocking_issues: false,
+        });
+    }
+}
