@@ -15,6 +15,7 @@ mod audit;
 mod gate;
 mod judge;
 mod record;
+mod rounds;
 mod validate;
 
 use std::sync::Arc;
@@ -24,17 +25,13 @@ use bugloop_forge::ChangeKey;
 use bugloop_git::{Selection, short};
 use bugloop_llm::{LlmError, Provider};
 use bugloop_report::build::BuildStatus;
-use bugloop_report::converge::{ConvergeReport, Exit, LoopKind, LoopLine};
+use bugloop_report::converge::{ConvergeReport, Exit, LoopLine};
 
 use crate::act::ActError;
-use crate::build::{BuildTask, Workbench, build, land, net_change};
+use crate::build::Workbench;
 use crate::env::LoopEnv;
-use crate::prompt::fill;
 
-use self::audit::{Audit, audit};
-use self::gate::gate;
-use self::record::{counts, is_clean, loop_body};
-use self::validate::findings_prompt;
+use self::rounds::{Run, Stop};
 
 pub use self::audit::focus_prompt;
 pub use self::validate::{AuditFindings, validate_and_merge};
@@ -46,6 +43,7 @@ pub const LOOP_TAG: &str = "<!-- bugloop:converge";
 /// How a clean loop review ends.
 pub const CLEAN_MARK: &str = "→ clean";
 
+/// What the loop did last, which decides what it does next.
 enum LastAction {
     Fresh,
     Audited(Vec<Finding>),
@@ -58,7 +56,8 @@ pub type Connect<'a> = &'a (dyn Fn(&str) -> Result<Arc<dyn Provider>, LlmError> 
 
 /// Runs the loop on the change of `change` (its conversation) from `base` (default: the merge
 /// base with the default branch). `connect` gives the auditors configured with a model of their
-/// own their provider.
+/// own their provider. The stages: the change and the conversation's loop history, then rounds
+/// of gate and audit, fix, until an audit is clean or the loop stops, then landing.
 pub async fn converge(
     env: &LoopEnv<'_>,
     change: &ChangeKey,
@@ -83,235 +82,55 @@ pub async fn converge(
         )));
     }
     let head_now = git.head().unwrap_or_default();
-    // Earlier loop reviews, newest first: a clean one on this HEAD means there is nothing to do.
-    let comments = env.forge.comments(change).await?;
-    let mut loop_reviews: Vec<&bugloop_domain::thread::Comment> = comments
-        .iter()
-        .filter(|c| c.by_bugloop && c.body.starts_with(LOOP_TAG))
-        .collect();
-    loop_reviews
-        .sort_by_key(|c| std::cmp::Reverse((c.created_at, c.id.parse::<u64>().unwrap_or(0))));
-    let mut earlier_dirty = 0;
-    for review in &loop_reviews {
-        let clean = is_clean(&review.body);
-        if clean {
-            if review.body.contains(&format!("head={head_now} ")) && earlier_dirty == 0 {
-                return Ok(ConvergeReport {
-                    exit: Exit::Converged,
-                    detail: "The last loop was clean on this HEAD: nothing to do.".to_owned(),
-                    loops: 0,
-                    start_commit: head_now.clone(),
-                    final_commit: head_now,
-                    files_changed: 0,
-                    additions: 0,
-                    deletions: 0,
-                    log: Vec::new(),
-                    landing: None,
-                    earlier_dirty_loops: 0,
-                    quarantined: Vec::new(),
-                });
-            }
-            break;
-        }
-        earlier_dirty += 1;
+    let history = record::history(&env.forge.comments(change).await?, &head_now);
+    if history.clean_on_head {
+        return Ok(ConvergeReport {
+            exit: Exit::Converged,
+            detail: "The last loop was clean on this HEAD: nothing to do.".to_owned(),
+            loops: 0,
+            start_commit: head_now.clone(),
+            final_commit: head_now,
+            files_changed: 0,
+            additions: 0,
+            deletions: 0,
+            log: Vec::new(),
+            landing: None,
+            earlier_dirty_loops: 0,
+            quarantined: Vec::new(),
+        });
     }
 
     let bench = Workbench::open(git, "converge")?;
-    let tree = bench.git().clone();
-    let merge_base = selected.base.clone();
-    let cap = env.config().converge.max_loops;
-    let mut loop_count: u32 = 0;
-    let mut log = Vec::new();
-    let mut quarantined = Vec::new();
-    let mut last = LastAction::Fresh;
-    let (exit, detail) = loop {
-        match last {
-            LastAction::Audited(ref findings) if findings.is_empty() => {
-                break (Exit::Converged, String::new());
-            }
-            LastAction::Audited(ref findings) => {
-                loop_count += 1;
-                if loop_count > cap {
-                    break (
-                        Exit::CapReached,
-                        format!(
-                            "{} finding(s) still open after {cap} loops; review them with `bugloop review`.",
-                            findings.len()
-                        ),
-                    );
-                }
-                let before = bench.head()?;
-                let ids: Vec<String> = findings.iter().map(|f| f.id.as_str().to_owned()).collect();
-                let prompt = fill(
-                    FIX_PROMPT,
-                    &[("findings", &findings_prompt(findings)), ("comment", "")],
-                );
-                let result = build(
-                    env,
-                    &bench,
-                    BuildTask {
-                        name: "converge-fix".to_owned(),
-                        prompt,
-                        commit_message: format!(
-                            "fix: bugloop converge loop {loop_count} - resolve {}",
-                            ids.join(", ")
-                        ),
-                    },
-                )
-                .await;
-                let text = match &result.status {
-                    BuildStatus::Committed { commit, files, .. } => {
-                        let expected: Vec<&str> =
-                            findings.iter().filter_map(|f| f.file.as_deref()).collect();
-                        let outside: Vec<&String> = files
-                            .iter()
-                            .filter(|f| !expected.contains(&f.as_str()))
-                            .collect();
-                        if outside.is_empty() {
-                            format!("{} -> {} (verified)", short(&before), short(commit))
-                        } else {
-                            format!(
-                                "{} -> {} (unverified: commit touched unexpected files: {})",
-                                short(&before),
-                                short(commit),
-                                outside
-                                    .iter()
-                                    .map(|s| s.as_str())
-                                    .collect::<Vec<_>>()
-                                    .join(", ")
-                            )
-                        }
-                    }
-                    BuildStatus::AgentFailed { error } => {
-                        record(
-                            &mut log,
-                            env.progress.as_ref(),
-                            LoopLine {
-                                number: loop_count,
-                                kind: LoopKind::Fix,
-                                text: format!("error: {error}"),
-                            },
-                        );
-                        break (Exit::Error, format!("loop {loop_count} fix: {error}"));
-                    }
-                    other => format!("no commit: {}", status_text(other)),
-                };
-                record(
-                    &mut log,
-                    env.progress.as_ref(),
-                    LoopLine {
-                        number: loop_count,
-                        kind: LoopKind::Fix,
-                        text,
-                    },
-                );
-                last = LastAction::Fixed { before };
-            }
-            LastAction::Fixed { ref before } if bench.head()? == *before => {
-                let ids: Vec<String> = log
-                    .iter()
-                    .rev()
-                    .find(|l| l.kind == LoopKind::Audit)
-                    .map(|l| vec![l.text.clone()])
-                    .unwrap_or_default();
-                break (
-                    Exit::Stuck,
-                    format!(
-                        "The fix left HEAD unchanged; still open: {}",
-                        ids.join("; ")
-                    ),
-                );
-            }
-            LastAction::Fresh | LastAction::Fixed { .. } => {
-                if let Err(detail) = gate(env, &bench, loop_count + 1, &mut log).await? {
-                    break (Exit::Error, detail);
-                }
-                loop_count += 1;
-                if loop_count > cap {
-                    break (
-                        Exit::CapReached,
-                        format!("{cap} loops used before the audit."),
-                    );
-                }
-                let head = bench.head()?;
-                let Audit {
-                    findings,
-                    quarantined: rejected,
-                } = match audit(env, connect, &bench, &tree, change, &merge_base, loop_count).await
-                {
-                    Ok(audit) => audit,
-                    Err(error) => {
-                        record(
-                            &mut log,
-                            env.progress.as_ref(),
-                            LoopLine {
-                                number: loop_count,
-                                kind: LoopKind::Audit,
-                                text: format!("error: {error}"),
-                            },
-                        );
-                        break (Exit::Error, format!("loop {loop_count} audit: {error}"));
-                    }
-                };
-                let (p0, p1, p2) = counts(&findings);
-                env.forge
-                    .add_comment(
-                        change,
-                        &loop_body(loop_count, &head, &findings, &rejected),
-                        None,
-                    )
-                    .await?;
-                let aside = if rejected.is_empty() {
-                    String::new()
-                } else {
-                    format!(" ({} quarantined)", rejected.len())
-                };
-                quarantined.extend(rejected);
-                record(
-                    &mut log,
-                    env.progress.as_ref(),
-                    LoopLine {
-                        number: loop_count,
-                        kind: LoopKind::Audit,
-                        text: if findings.is_empty() {
-                            format!("{p0}P0 {p1}P1 {p2}P2 (clean){aside}")
-                        } else {
-                            format!(
-                                "{p0}P0 {p1}P1 {p2}P2: {}{aside}",
-                                findings
-                                    .iter()
-                                    .map(|f| f.title.as_str())
-                                    .collect::<Vec<_>>()
-                                    .join("; ")
-                            )
-                        },
-                    },
-                );
-                last = LastAction::Audited(findings);
-            }
-        }
+    let mut run = Run {
+        env,
+        connect,
+        change,
+        tree: bench.git().clone(),
+        bench,
+        merge_base: selected.base.clone(),
+        cap: env.config().converge.max_loops,
+        loops: 0,
+        log: Vec::new(),
+        quarantined: Vec::new(),
     };
-    let final_commit = bench.head()?;
-    let (files_changed, additions, deletions) =
-        net_change(&tree, &bench.start_head, &final_commit)?;
-    let landing = land(&bench, env.config(), "converge")?;
-    let start_commit = bench.start_head.clone();
-    drop(bench);
-    Ok(ConvergeReport {
-        exit,
-        detail,
-        // The count is raised before the cap is checked; report the loops that ran.
-        loops: loop_count.min(cap),
-        start_commit,
-        final_commit,
-        files_changed,
-        additions,
-        deletions,
-        log,
-        landing,
-        earlier_dirty_loops: earlier_dirty,
-        quarantined,
-    })
+    let mut last = LastAction::Fresh;
+    let stop = loop {
+        last = match last {
+            LastAction::Audited(findings) if findings.is_empty() => {
+                break Stop::new(Exit::Converged, String::new());
+            }
+            LastAction::Audited(findings) => match run.fix_round(&findings).await? {
+                Ok(before) => LastAction::Fixed { before },
+                Err(stop) => break stop,
+            },
+            LastAction::Fixed { before } if run.bench.head()? == before => break run.stuck(),
+            LastAction::Fresh | LastAction::Fixed { .. } => match run.audit_round().await? {
+                Ok(findings) => LastAction::Audited(findings),
+                Err(stop) => break stop,
+            },
+        };
+    };
+    run.finish(stop, history.earlier_dirty)
 }
 
 /// Adds a line to the loop log and reports it as progress.

@@ -7,6 +7,8 @@ use bugloop_domain::markdown::inline;
 use bugloop_domain::score::Priority;
 use bugloop_report::converge::Quarantined;
 
+use bugloop_domain::thread::Comment;
+
 use super::{CLEAN_MARK, LOOP_TAG};
 
 /// P0/P1/P2 counts.
@@ -70,4 +72,39 @@ pub(super) fn is_clean(body: &str) -> bool {
     body.lines()
         .nth(1)
         .is_some_and(|header| header.trim_end().ends_with(CLEAN_MARK))
+}
+
+/// The loop reviews earlier runs left on the conversation.
+pub(super) struct History {
+    /// The newest loop review is clean and was made on this HEAD, with no dirty one after it:
+    /// there is nothing to do.
+    pub clean_on_head: bool,
+    /// Loop reviews of earlier runs that were not clean, newest first, up to the last clean one.
+    pub earlier_dirty: usize,
+}
+
+/// Reads the loop history from the conversation's comments (bugloop's own loop reviews only).
+pub(super) fn history(comments: &[Comment], head_now: &str) -> History {
+    let mut loop_reviews: Vec<&Comment> = comments
+        .iter()
+        .filter(|c| c.by_bugloop && c.body.starts_with(LOOP_TAG))
+        .collect();
+    loop_reviews
+        .sort_by_key(|c| std::cmp::Reverse((c.created_at, c.id.parse::<u64>().unwrap_or(0))));
+    let mut earlier_dirty = 0;
+    for review in &loop_reviews {
+        if is_clean(&review.body) {
+            let clean_on_head =
+                review.body.contains(&format!("head={head_now} ")) && earlier_dirty == 0;
+            return History {
+                clean_on_head,
+                earlier_dirty,
+            };
+        }
+        earlier_dirty += 1;
+    }
+    History {
+        clean_on_head: false,
+        earlier_dirty,
+    }
 }

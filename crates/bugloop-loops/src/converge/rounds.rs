@@ -1,0 +1,241 @@
+//! The rounds of a converge run, as named stages over one [`Run`]: `audit_round` (the gate, a
+//! clean-room audit, its loop review in the conversation), `fix_round` (a verified Build run on
+//! the audit's findings), and how a run ends (`stuck`, `finish`: the net change and landing).
+//! A round either hands the next stage its result or says why the loop stops ([`Stop`]).
+
+use bugloop_domain::finding::Finding;
+use bugloop_forge::ChangeKey;
+use bugloop_git::{Git, short};
+use bugloop_report::build::BuildStatus;
+use bugloop_report::converge::{ConvergeReport, Exit, LoopKind, LoopLine, Quarantined};
+
+use super::audit::{Audit, audit};
+use super::gate::gate;
+use super::record::{counts, loop_body};
+use super::validate::findings_prompt;
+use super::{Connect, FIX_PROMPT, record, status_text};
+use crate::act::ActError;
+use crate::build::{BuildTask, Workbench, build, land, net_change};
+use crate::env::LoopEnv;
+use crate::prompt::fill;
+
+/// Why the loop stopped, and the detail the report gives.
+pub(super) struct Stop {
+    exit: Exit,
+    detail: String,
+}
+
+impl Stop {
+    pub(super) fn new(exit: Exit, detail: String) -> Stop {
+        Stop { exit, detail }
+    }
+}
+
+/// One converge run in its task worktree.
+pub(super) struct Run<'r, 'e> {
+    pub env: &'r LoopEnv<'e>,
+    pub connect: Connect<'r>,
+    pub change: &'r ChangeKey,
+    pub bench: Workbench,
+    /// The task worktree's git.
+    pub tree: Git,
+    pub merge_base: String,
+    pub cap: u32,
+    /// Loops started (raised before the cap is checked).
+    pub loops: u32,
+    pub log: Vec<LoopLine>,
+    pub quarantined: Vec<Quarantined>,
+}
+
+impl Run<'_, '_> {
+    /// Adds a line to the run's log (and reports it as progress).
+    fn note(&mut self, kind: LoopKind, text: String) {
+        let line = LoopLine {
+            number: self.loops,
+            kind,
+            text,
+        };
+        record(&mut self.log, self.env.progress.as_ref(), line);
+    }
+
+    /// The gate, then a clean-room audit whose loop review is added to the conversation.
+    pub(super) async fn audit_round(&mut self) -> Result<Result<Vec<Finding>, Stop>, ActError> {
+        let env = self.env;
+        if let Err(detail) = gate(env, &self.bench, self.loops + 1, &mut self.log).await? {
+            return Ok(Err(Stop::new(Exit::Error, detail)));
+        }
+        self.loops += 1;
+        if self.loops > self.cap {
+            return Ok(Err(Stop::new(
+                Exit::CapReached,
+                format!("{} loops used before the audit.", self.cap),
+            )));
+        }
+        let head = self.bench.head()?;
+        let audited = audit(
+            env,
+            self.connect,
+            &self.bench,
+            &self.tree,
+            self.change,
+            &self.merge_base,
+            self.loops,
+        )
+        .await;
+        let Audit {
+            findings,
+            quarantined: rejected,
+        } = match audited {
+            Ok(audit) => audit,
+            Err(error) => {
+                self.note(LoopKind::Audit, format!("error: {error}"));
+                let detail = format!("loop {} audit: {error}", self.loops);
+                return Ok(Err(Stop::new(Exit::Error, detail)));
+            }
+        };
+        let (p0, p1, p2) = counts(&findings);
+        env.forge
+            .add_comment(
+                self.change,
+                &loop_body(self.loops, &head, &findings, &rejected),
+                None,
+            )
+            .await?;
+        let aside = if rejected.is_empty() {
+            String::new()
+        } else {
+            format!(" ({} quarantined)", rejected.len())
+        };
+        self.quarantined.extend(rejected);
+        let text = if findings.is_empty() {
+            format!("{p0}P0 {p1}P1 {p2}P2 (clean){aside}")
+        } else {
+            format!(
+                "{p0}P0 {p1}P1 {p2}P2: {}{aside}",
+                findings
+                    .iter()
+                    .map(|f| f.title.as_str())
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            )
+        };
+        self.note(LoopKind::Audit, text);
+        Ok(Ok(findings))
+    }
+
+    /// A verified Build run on the audit's findings; hands on the head it started from, so the
+    /// next stage can tell whether it moved.
+    pub(super) async fn fix_round(
+        &mut self,
+        findings: &[Finding],
+    ) -> Result<Result<String, Stop>, ActError> {
+        self.loops += 1;
+        if self.loops > self.cap {
+            return Ok(Err(Stop::new(
+                Exit::CapReached,
+                format!(
+                    "{} finding(s) still open after {} loops; review them with `bugloop review`.",
+                    findings.len(),
+                    self.cap
+                ),
+            )));
+        }
+        let before = self.bench.head()?;
+        let ids: Vec<String> = findings.iter().map(|f| f.id.as_str().to_owned()).collect();
+        let prompt = fill(
+            FIX_PROMPT,
+            &[("findings", &findings_prompt(findings)), ("comment", "")],
+        );
+        let result = build(
+            self.env,
+            &self.bench,
+            BuildTask {
+                name: "converge-fix".to_owned(),
+                prompt,
+                commit_message: format!(
+                    "fix: bugloop converge loop {} - resolve {}",
+                    self.loops,
+                    ids.join(", ")
+                ),
+            },
+        )
+        .await;
+        let text = match &result.status {
+            BuildStatus::Committed { commit, files, .. } => {
+                let expected: Vec<&str> =
+                    findings.iter().filter_map(|f| f.file.as_deref()).collect();
+                let outside: Vec<&str> = files
+                    .iter()
+                    .map(String::as_str)
+                    .filter(|f| !expected.contains(f))
+                    .collect();
+                if outside.is_empty() {
+                    format!("{} -> {} (verified)", short(&before), short(commit))
+                } else {
+                    format!(
+                        "{} -> {} (unverified: commit touched unexpected files: {})",
+                        short(&before),
+                        short(commit),
+                        outside.join(", ")
+                    )
+                }
+            }
+            BuildStatus::AgentFailed { error } => {
+                self.note(LoopKind::Fix, format!("error: {error}"));
+                let detail = format!("loop {} fix: {error}", self.loops);
+                return Ok(Err(Stop::new(Exit::Error, detail)));
+            }
+            other => format!("no commit: {}", status_text(other)),
+        };
+        self.note(LoopKind::Fix, text);
+        Ok(Ok(before))
+    }
+
+    /// The fix left HEAD where it was: what the last audit found is still open.
+    pub(super) fn stuck(&self) -> Stop {
+        let open: Vec<String> = self
+            .log
+            .iter()
+            .rev()
+            .find(|l| l.kind == LoopKind::Audit)
+            .map(|l| vec![l.text.clone()])
+            .unwrap_or_default();
+        Stop::new(
+            Exit::Stuck,
+            format!(
+                "The fix left HEAD unchanged; still open: {}",
+                open.join("; ")
+            ),
+        )
+    }
+
+    /// The net change of the run, landed (fast-forward, or a branch of its own); the worktree is
+    /// removed.
+    pub(super) fn finish(
+        self,
+        stop: Stop,
+        earlier_dirty: usize,
+    ) -> Result<ConvergeReport, ActError> {
+        let final_commit = self.bench.head()?;
+        let (files_changed, additions, deletions) =
+            net_change(&self.tree, &self.bench.start_head, &final_commit)?;
+        let landing = land(&self.bench, self.env.config(), "converge")?;
+        let start_commit = self.bench.start_head.clone();
+        drop(self.bench);
+        Ok(ConvergeReport {
+            exit: stop.exit,
+            detail: stop.detail,
+            // The count is raised before the cap is checked; report the loops that ran.
+            loops: self.loops.min(self.cap),
+            start_commit,
+            final_commit,
+            files_changed,
+            additions,
+            deletions,
+            log: self.log,
+            landing,
+            earlier_dirty_loops: earlier_dirty,
+            quarantined: self.quarantined,
+        })
+    }
+}
