@@ -5,14 +5,15 @@
 //! [`bugloop_forge::recording::RecordingForge`]: nothing is written and the report says "not
 //! published".
 
+use bugloop_domain::filter::{Overflow, Rediscovered};
 use bugloop_domain::finding::{Finding, FindingId};
 use bugloop_domain::grounding::Head;
-use bugloop_domain::thread::{Comment, ThreadStatus};
+use bugloop_domain::thread::{Comment, CommentKind, ThreadStatus};
 use bugloop_forge::{ChangeKey, Forge, ForgeError, LineAnchor, Upsert};
 use bugloop_report::review::{
     CommentAction, OverflowInfo, Placement, PublishedFinding, ResolvedFinding,
 };
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use super::ReviewRequest;
 use super::brief::Brief;
@@ -21,7 +22,7 @@ use super::filtering::Filtered;
 use crate::env::LoopEnv;
 use crate::head::HeadTree;
 use crate::publish::{
-    OVERFLOW_TAG, find_tagged, finding_body, overflow_body, overflow_cleared_body,
+    OVERFLOW_TAG, find_tagged, finding_body, overflow_body, overflow_cleared_body, resolve_thread,
 };
 
 /// What the conversation shows after publishing.
@@ -48,26 +49,66 @@ pub(super) async fn publish(
     brief: &Brief,
     filtered: &mut Filtered<'_>,
 ) -> Result<Published, ForgeError> {
-    let publishing = env.forge.publishes();
-    let markers = &env.settings.markers;
-    let (comments, state) = (&conversation.comments, &conversation.state);
-    let comment_limit = brief.comment_limit;
-    let placement_of = |finding: &Finding| match (&finding.file, finding.line) {
-        (Some(file), Some(line)) if filtered.head.in_diff(file, line) == Some(true) => {
-            Placement::Line
-        }
-        _ => Placement::Summary,
+    let writer = Writer {
+        env,
+        request,
+        conversation,
+        publishing: env.forge.publishes(),
     };
-    let by_finding = state.by_finding();
     let mut published = Vec::new();
-    for finding in filtered.publish.drain(..) {
-        let placement = placement_of(&finding);
+    for finding in std::mem::take(&mut filtered.publish) {
+        published.push(writer.new_finding(finding, filtered).await?);
+    }
+    let mut rediscovered_ids = Vec::new();
+    for again in std::mem::take(&mut filtered.rediscovered) {
+        rediscovered_ids.push(again.existing.clone());
+        published.push(writer.rediscovered(again, filtered).await?);
+    }
+    published.sort_by_key(|p| std::cmp::Reverse(p.finding.score));
+    let resolved = writer
+        .resolve(&filtered.resolutions, &rediscovered_ids)
+        .await?;
+    let overflow = writer
+        .overflow(&filtered.overflow, brief.comment_limit)
+        .await?;
+    Ok(Published {
+        findings: published,
+        resolved,
+        overflow,
+    })
+}
+
+/// Writes one review's comments to the conversation.
+struct Writer<'w, 'e> {
+    env: &'w LoopEnv<'e>,
+    request: &'w ReviewRequest,
+    conversation: &'w Conversation,
+    /// False for a dry run: its actions are reported as not published.
+    publishing: bool,
+}
+
+impl Writer<'_, '_> {
+    /// A new finding's comment, upserted by its marker: a line comment where its line is in the
+    /// diff, else in the conversation.
+    async fn new_finding(
+        &self,
+        finding: Finding,
+        filtered: &Filtered<'_>,
+    ) -> Result<PublishedFinding, ForgeError> {
+        let markers = &self.env.settings.markers;
+        let placement = match (&finding.file, finding.line) {
+            (Some(file), Some(line)) if filtered.head.in_diff(file, line) == Some(true) => {
+                Placement::Line
+            }
+            _ => Placement::Summary,
+        };
         let body = finding_body(&finding, markers, false);
-        let anchor = anchor_for(&finding, placement, &request.head);
-        let upsert = env
+        let anchor = anchor_for(&finding, placement, &self.request.head);
+        let upsert = self
+            .env
             .forge
             .upsert_by_marker(
-                &request.change,
+                &self.request.change,
                 markers,
                 &finding.id,
                 &body,
@@ -75,45 +116,55 @@ pub(super) async fn publish(
             )
             .await?;
         let action = shown(
-            publishing,
+            self.publishing,
             match upsert {
                 Upsert::Added => CommentAction::Added,
                 Upsert::Updated => CommentAction::Updated,
                 Upsert::Unchanged => CommentAction::Unchanged,
             },
         );
-        published.push(published_finding(
+        Ok(published_finding(
             &finding,
             placement,
             action,
             None,
             &filtered.head,
             &filtered.notes,
-        ));
+        ))
     }
-    let mut rediscovered_ids = Vec::new();
-    for again in filtered.rediscovered.drain(..) {
+
+    /// A finding the conversation already holds: it keeps its id and its comment is refreshed.
+    async fn rediscovered(
+        &self,
+        again: Rediscovered,
+        filtered: &Filtered<'_>,
+    ) -> Result<PublishedFinding, ForgeError> {
+        let by_finding = self.conversation.state.by_finding();
         let mut finding = again.finding;
         let reported_as = finding.id.as_str().to_owned();
         finding.id = again.existing.clone();
-        rediscovered_ids.push(again.existing.clone());
-        let placement = by_finding
-            .get(&again.existing)
-            .map_or(Placement::Summary, |t| {
-                if t.kind == bugloop_domain::thread::CommentKind::Review {
-                    Placement::Line
-                } else {
-                    Placement::Summary
-                }
-            });
-        let action = match by_finding.get(&again.existing) {
+        let thread = by_finding.get(&again.existing);
+        let placement = thread.map_or(Placement::Summary, |t| {
+            if t.kind == CommentKind::Review {
+                Placement::Line
+            } else {
+                Placement::Summary
+            }
+        });
+        let action = match thread {
             Some(thread) => {
-                let body = finding_body(&finding, markers, false);
-                match comments.iter().find(|c| c.id == thread.id) {
+                let body = finding_body(&finding, &self.env.settings.markers, false);
+                let root = self
+                    .conversation
+                    .comments
+                    .iter()
+                    .find(|c| c.id == thread.id);
+                match root {
                     Some(root) if root.body == body => CommentAction::Unchanged,
                     Some(root) => {
-                        env.forge
-                            .update_comment(&request.change, root, &body)
+                        self.env
+                            .forge
+                            .update_comment(&self.request.change, root, &body)
                             .await?;
                         CommentAction::Updated
                     }
@@ -122,64 +173,93 @@ pub(super) async fn publish(
             }
             None => CommentAction::NotPublished,
         };
-        let action = shown(publishing, action);
-        published.push(published_finding(
+        Ok(published_finding(
             &finding,
             placement,
-            action,
+            shown(self.publishing, action),
             Some(reported_as),
             &filtered.head,
             &filtered.notes,
-        ));
-    }
-    published.sort_by_key(|p| std::cmp::Reverse(p.finding.score));
-
-    let mut resolved = Vec::new();
-    for (id, reason) in &filtered.resolutions {
-        let id = FindingId::new(id);
-        // A finding reported again in this same run is evidently not fixed.
-        if rediscovered_ids.contains(&id) {
-            continue;
-        }
-        let Some(thread) = by_finding.get(&id) else {
-            continue;
-        };
-        if thread.status == ThreadStatus::Resolved {
-            continue;
-        }
-        if let Some(root) = comments.iter().find(|c| c.id == thread.id) {
-            crate::publish::resolve_thread(env.forge, &request.change, markers, root, &id, reason)
-                .await?;
-        }
-        resolved.push(ResolvedFinding {
-            id: id.as_str().to_owned(),
-            title: thread.title.clone(),
-            reason: reason.clone(),
-        });
-    }
-
-    let overflow_info = OverflowInfo {
-        count: filtered.overflow.count,
-        titles: filtered.overflow.titles.clone(),
-    };
-    let overflow_text = if filtered.overflow.count > 0 {
-        Some(overflow_body(
-            filtered.overflow.count,
-            &filtered.overflow.titles,
-            comment_limit,
         ))
-    } else {
-        // A list left by an earlier run would otherwise claim findings that now have comments.
-        find_tagged(comments, OVERFLOW_TAG).map(|_| overflow_cleared_body(comment_limit))
-    };
-    if let Some(body) = overflow_text {
-        upsert_tagged(env.forge, &request.change, comments, OVERFLOW_TAG, &body).await?;
     }
-    Ok(Published {
-        findings: published,
-        resolved,
-        overflow: overflow_info,
-    })
+
+    /// Open findings the model (or a deleted file) resolved; one reported again in this same run
+    /// is evidently not fixed.
+    async fn resolve(
+        &self,
+        resolutions: &BTreeMap<String, String>,
+        rediscovered: &[FindingId],
+    ) -> Result<Vec<ResolvedFinding>, ForgeError> {
+        let by_finding = self.conversation.state.by_finding();
+        let mut resolved = Vec::new();
+        for (id, reason) in resolutions {
+            let id = FindingId::new(id);
+            if rediscovered.contains(&id) {
+                continue;
+            }
+            let Some(thread) = by_finding.get(&id) else {
+                continue;
+            };
+            if thread.status == ThreadStatus::Resolved {
+                continue;
+            }
+            let root = self
+                .conversation
+                .comments
+                .iter()
+                .find(|c| c.id == thread.id);
+            if let Some(root) = root {
+                resolve_thread(
+                    self.env.forge,
+                    &self.request.change,
+                    &self.env.settings.markers,
+                    root,
+                    &id,
+                    reason,
+                )
+                .await?;
+            }
+            resolved.push(ResolvedFinding {
+                id: id.as_str().to_owned(),
+                title: thread.title.clone(),
+                reason: reason.clone(),
+            });
+        }
+        Ok(resolved)
+    }
+
+    /// The list of findings over the comment limit; when none is over it any more, an earlier
+    /// list is replaced (it would otherwise claim findings that now have comments).
+    async fn overflow(
+        &self,
+        overflow: &Overflow,
+        comment_limit: usize,
+    ) -> Result<OverflowInfo, ForgeError> {
+        let comments = &self.conversation.comments;
+        let text = if overflow.count > 0 {
+            Some(overflow_body(
+                overflow.count,
+                &overflow.titles,
+                comment_limit,
+            ))
+        } else {
+            find_tagged(comments, OVERFLOW_TAG).map(|_| overflow_cleared_body(comment_limit))
+        };
+        if let Some(body) = text {
+            upsert_tagged(
+                self.env.forge,
+                &self.request.change,
+                comments,
+                OVERFLOW_TAG,
+                &body,
+            )
+            .await?;
+        }
+        Ok(OverflowInfo {
+            count: overflow.count,
+            titles: overflow.titles.clone(),
+        })
+    }
 }
 
 fn anchor_for(finding: &Finding, placement: Placement, head: &str) -> Option<LineAnchor> {
