@@ -61,8 +61,6 @@ pub(super) fn ground_and_filter<'a>(
     let (existing, open_ids) = (&conversation.existing, &conversation.open_ids);
     let reported_count = reported.len();
 
-    // 5. Grounding and the filter pipeline (path safety first: nothing outside the repository is
-    // read to ground a finding).
     let mut safety_stages = Vec::new();
     let safe = filter::path_safety(reported, &mut safety_stages);
     let open_files: Vec<(String, String)> = existing
@@ -77,23 +75,7 @@ pub(super) fn ground_and_filter<'a>(
             .filter_map(|f| f.file.clone())
             .chain(open_files.iter().map(|(_, file)| file.clone())),
     );
-    // An open finding whose file no longer exists at head is resolved without asking the model:
-    // the code it was about is gone.
-    for (id, file) in &open_files {
-        let on_disk = bugloop_domain::paths::normalize_finding_path(file)
-            .ok()
-            .and_then(|safe| bugloop_domain::paths::path_bytes(&safe));
-        if let Some(name) = on_disk
-            && !request
-                .workspace
-                .join(std::ffi::OsStr::from_bytes(&name))
-                .exists()
-            && head.text(file).is_none()
-            && !resolutions.contains_key(id)
-        {
-            resolutions.insert(id.clone(), format!("{file} was deleted"));
-        }
-    }
+    resolve_deleted(request, &open_files, &head, &mut resolutions);
     let grounded = grounding::ground(safe, &head);
     let grounding_stage = StageCount {
         stage: ReportStage::Grounding,
@@ -134,12 +116,69 @@ pub(super) fn ground_and_filter<'a>(
     } = run_pipeline(findings, existing, &brief.filter);
     let mut stage_reports: Vec<StageReport> = safety_stages;
     stage_reports.extend(stages.into_iter().filter(|s| s.stage != Stage::PathSafety));
+    let stage_counts = record_stages(
+        reported_count,
+        &stage_reports,
+        (grounding_stage, grounding_changes),
+        &mut dropped,
+        &mut changes,
+    );
+    Filtered {
+        head,
+        publish,
+        rediscovered,
+        overflow,
+        notes,
+        stage_counts,
+        resolutions,
+        unreviewed,
+        errors,
+        passes,
+        dropped,
+        changes,
+    }
+}
+
+/// An open finding whose file no longer exists at head is resolved without asking the model: the
+/// code it was about is gone.
+fn resolve_deleted(
+    request: &ReviewRequest,
+    open_files: &[(String, String)],
+    head: &HeadTree<'_>,
+    resolutions: &mut BTreeMap<String, String>,
+) {
+    for (id, file) in open_files {
+        let on_disk = bugloop_domain::paths::normalize_finding_path(file)
+            .ok()
+            .and_then(|safe| bugloop_domain::paths::path_bytes(&safe));
+        if let Some(name) = on_disk
+            && !request
+                .workspace
+                .join(std::ffi::OsStr::from_bytes(&name))
+                .exists()
+            && head.text(file).is_none()
+            && !resolutions.contains_key(id)
+        {
+            resolutions.insert(id.clone(), format!("{file} was deleted"));
+        }
+    }
+}
+
+/// The report's record of the stages, in the order they ran (reported, path safety, grounding,
+/// then the filter pipeline): counts in and out, every drop, every change to a kept finding.
+fn record_stages(
+    reported: usize,
+    stage_reports: &[StageReport],
+    (grounding, mut grounding_changes): (StageCount, Vec<StageChange>),
+    dropped: &mut Vec<DroppedFinding>,
+    changes: &mut Vec<StageChange>,
+) -> Vec<StageCount> {
     let mut stage_counts = vec![StageCount {
         stage: ReportStage::Reported,
-        input: reported_count,
-        output: reported_count,
+        input: reported,
+        output: reported,
     }];
-    for report in &stage_reports {
+    for report in stage_reports {
         let name = ReportStage::from(report.stage);
         stage_counts.push(StageCount {
             stage: name,
@@ -155,7 +194,7 @@ pub(super) fn ground_and_filter<'a>(
         }
         if report.stage == Stage::PathSafety {
             // Grounding runs right after path safety.
-            stage_counts.push(grounding_stage.clone());
+            stage_counts.push(grounding.clone());
             changes.append(&mut grounding_changes);
         }
         for d in &report.dropped {
@@ -168,18 +207,5 @@ pub(super) fn ground_and_filter<'a>(
             });
         }
     }
-    Filtered {
-        head,
-        publish,
-        rediscovered,
-        overflow,
-        notes,
-        stage_counts,
-        resolutions,
-        unreviewed,
-        errors,
-        passes,
-        dropped,
-        changes,
-    }
+    stage_counts
 }
