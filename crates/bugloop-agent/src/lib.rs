@@ -84,6 +84,23 @@ pub struct Run {
     pub transcript: PathBuf,
 }
 
+/// What one run is asked: the parts of its [`Task`] the turns read, borrowed.
+struct Asked<'a> {
+    system: &'a str,
+    submit_tool: Option<&'a str>,
+    follow_ups: &'a [String],
+    answer_schema: Option<&'a JsonSchemaFormat>,
+    max_turns: u32,
+    max_tokens: Option<u32>,
+}
+
+/// What a run accumulates while it goes; [`Run`] reports it at the end.
+struct RunProgress {
+    transcript: Transcript,
+    usage: Usage,
+    turns: u32,
+}
+
 /// Runs tasks with one model and one workspace.
 pub struct Agent {
     provider: Arc<dyn Provider>,
@@ -165,35 +182,31 @@ impl Agent {
                 .filter_map(|m| serde_json::to_value(m).ok())
                 .collect(),
         });
-        let mut usage = Usage::default();
-        let mut turns = 0;
+        let asked = Asked {
+            system: &system,
+            submit_tool: submit_tool.as_deref(),
+            follow_ups: &follow_ups,
+            answer_schema: answer_schema.as_ref(),
+            max_turns,
+            max_tokens,
+        };
+        let mut progress = RunProgress {
+            transcript,
+            usage: Usage::default(),
+            turns: 0,
+        };
         let use_tools = !registry.names().is_empty() && self.provider.capabilities().tools;
         let outcome = if use_tools {
-            self.turn_loop(
-                &registry,
-                &system,
-                messages,
-                submit_tool.as_deref(),
-                follow_ups,
-                max_turns,
-                max_tokens,
-                &mut transcript,
-                &mut usage,
-                &mut turns,
-            )
-            .await
+            self.turn_loop(&registry, &asked, messages, &mut progress)
+                .await
         } else {
-            self.structured(
-                &system,
-                messages,
-                answer_schema,
-                max_tokens,
-                &mut transcript,
-                &mut usage,
-                &mut turns,
-            )
-            .await
+            self.structured(&asked, messages, &mut progress).await
         };
+        let RunProgress {
+            mut transcript,
+            usage,
+            turns,
+        } = progress;
         let (label, detail) = match &outcome {
             Ok(Outcome::Answer(text)) => ("answered", text.clone()),
             Ok(Outcome::Submitted(value)) | Ok(Outcome::Structured(value)) => {
@@ -233,20 +246,27 @@ impl Agent {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// The tool-calling run: `messages` is the conversation so far, and grows turn by turn.
     async fn turn_loop(
         &self,
         registry: &Registry,
-        system: &str,
+        asked: &Asked<'_>,
         mut messages: Vec<Message>,
-        submit_tool: Option<&str>,
-        follow_ups: Vec<String>,
-        max_turns: u32,
-        max_tokens: Option<u32>,
-        transcript: &mut Transcript,
-        usage: &mut Usage,
-        turns: &mut u32,
+        progress: &mut RunProgress,
     ) -> Result<Outcome, AgentError> {
+        let &Asked {
+            system,
+            submit_tool,
+            follow_ups,
+            max_turns,
+            max_tokens,
+            ..
+        } = asked;
+        let RunProgress {
+            transcript,
+            usage,
+            turns,
+        } = progress;
         let tools: Vec<ToolDefinition> = registry
             .definitions()
             .into_iter()
@@ -257,7 +277,7 @@ impl Agent {
             })
             .collect();
         let mut reminded = false;
-        let mut follow_ups = follow_ups.into_iter();
+        let mut follow_ups = follow_ups.iter().cloned();
         while *turns < max_turns {
             *turns += 1;
             let turn = *turns;
@@ -413,27 +433,28 @@ impl Agent {
         Err(AgentError::TurnLimit(max_turns))
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// The tool-less run: one structured answer of the task's schema.
     async fn structured(
         &self,
-        system: &str,
+        asked: &Asked<'_>,
         messages: Vec<Message>,
-        schema: Option<JsonSchemaFormat>,
-        max_tokens: Option<u32>,
-        transcript: &mut Transcript,
-        usage: &mut Usage,
-        turns: &mut u32,
+        progress: &mut RunProgress,
     ) -> Result<Outcome, AgentError> {
-        let Some(schema) = schema else {
+        let RunProgress {
+            transcript,
+            usage,
+            turns,
+        } = progress;
+        let Some(schema) = asked.answer_schema.cloned() else {
             return Err(AgentError::Misconfigured(format!(
                 "{} cannot call tools and the task has no answer schema",
                 self.provider.name()
             )));
         };
         let request = ChatRequest {
-            system: Some(system.to_owned()),
+            system: Some(asked.system.to_owned()),
             messages,
-            max_tokens,
+            max_tokens: asked.max_tokens,
             ..ChatRequest::default()
         };
         let result = complete_json(self.provider.as_ref(), request, schema, None).await;

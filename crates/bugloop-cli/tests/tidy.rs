@@ -1,6 +1,7 @@
 //! Repository tidiness that no compiler checks: every source file says what it is (`//!`), every
-//! crate has its place in ARCHITECTURE.md's code map, and no two files of a crate import each
-//! other, directly or around a circle (a circle is one type in the wrong file).
+//! crate has its place in ARCHITECTURE.md's code map, no two files of a crate import each
+//! other, directly or around a circle (a circle is one type in the wrong file), and the CLI
+//! reaches the rest only through the application layer and the types it renders.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -231,5 +232,160 @@ fn a_circle_is_found() {
     assert_eq!(
         found,
         ["review".to_owned(), "review::tools".to_owned()].into()
+    );
+}
+
+/// The bugloop crates the CLI may depend on: the application layer and the types it renders.
+const CLI_MAY_USE: [&str; 5] = [
+    "bugloop-app",
+    "bugloop-report",
+    "bugloop-domain",
+    "bugloop-diff",
+    "bugloop-config",
+];
+
+/// Crates below the application layer, which the CLI's code must not name.
+const BELOW_THE_APP: [&str; 8] = [
+    "bugloop_loops",
+    "bugloop_forge",
+    "bugloop_llm",
+    "bugloop_agent",
+    "bugloop_sandbox",
+    "bugloop_tools",
+    "bugloop_store",
+    "bugloop_git",
+];
+
+/// The crates a manifest depends on normally (`[dependencies]`, `[dependencies.x]` and their
+/// `[target.*]` forms; not dev or build dependencies), by package name (a renamed dependency
+/// counts as what it renames).
+fn normal_dependencies(manifest: &str) -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    let mut in_normal = false;
+    for line in manifest.lines() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        if let Some(header) = line.strip_prefix('[') {
+            let header = header.trim_end_matches(']').trim();
+            let parts: Vec<&str> = header.split('.').collect();
+            let position = parts.iter().position(|part| *part == "dependencies");
+            let normal = match position {
+                Some(0) => true,
+                Some(_) => parts.first() == Some(&"target"),
+                None => false,
+            };
+            in_normal = false;
+            if let (true, Some(at)) = (normal, position) {
+                match parts.get(at + 1) {
+                    // `[dependencies.name]`: the table is one dependency.
+                    Some(name) => {
+                        found.insert((*name).to_owned());
+                    }
+                    None => in_normal = true,
+                }
+            }
+            continue;
+        }
+        if !in_normal {
+            continue;
+        }
+        let key: String = line
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+            .collect();
+        let renamed = line.split_once("package").and_then(|(_, rest)| {
+            let rest = rest.trim_start().strip_prefix('=')?.trim_start();
+            let rest = rest.strip_prefix('"')?;
+            rest.split_once('"').map(|(name, _)| name.to_owned())
+        });
+        if !key.is_empty() {
+            found.insert(renamed.unwrap_or(key));
+        }
+    }
+    found
+}
+
+/// The bugloop dependencies of `manifest` outside `allowed`.
+fn unexpected_bugloop_dependencies(manifest: &str, allowed: &[&str]) -> Vec<String> {
+    normal_dependencies(manifest)
+        .into_iter()
+        .filter(|name| name.starts_with("bugloop-") && !allowed.contains(&name.as_str()))
+        .collect()
+}
+
+#[test]
+fn the_cli_depends_only_on_the_application_layer_and_what_it_renders() {
+    let manifest =
+        std::fs::read_to_string(workspace().join("crates/bugloop-cli/Cargo.toml")).unwrap();
+    assert!(
+        normal_dependencies(&manifest).contains("bugloop-app"),
+        "the manifest was not read: bugloop-app is missing"
+    );
+    assert_eq!(
+        unexpected_bugloop_dependencies(&manifest, &CLI_MAY_USE),
+        Vec::<String>::new(),
+        "bugloop-cli depends on crates below the application layer; go through bugloop-app"
+    );
+}
+
+#[test]
+fn the_cli_code_names_no_crate_below_the_application_layer() {
+    let src = workspace().join("crates/bugloop-cli/src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    assert!(!files.is_empty(), "no sources under {}", src.display());
+    let mut found = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for name in BELOW_THE_APP {
+            if text.contains(name) {
+                found.push(format!(
+                    "{} names {name}",
+                    file.strip_prefix(workspace()).unwrap().display()
+                ));
+            }
+        }
+    }
+    assert_eq!(
+        found,
+        Vec::<String>::new(),
+        "the CLI reaches below the application layer; go through bugloop-app"
+    );
+}
+
+#[test]
+fn dependencies_outside_the_list_are_named() {
+    let manifest = r#"
+[package]
+name = "bugloop-cli"
+
+[dependencies]
+anyhow.workspace = true
+bugloop-app.workspace = true
+bugloop-loops = { workspace = true }
+llm = { package = "bugloop-llm", path = "../bugloop-llm" }
+
+[dependencies.bugloop-forge]
+workspace = true
+
+[target.'cfg(unix)'.dependencies]
+bugloop-sandbox.workspace = true
+
+[dev-dependencies]
+bugloop-testkit.workspace = true
+
+[build-dependencies]
+bugloop-git.workspace = true
+"#;
+    assert_eq!(
+        unexpected_bugloop_dependencies(manifest, &CLI_MAY_USE),
+        vec![
+            "bugloop-forge",
+            "bugloop-llm",
+            "bugloop-loops",
+            "bugloop-sandbox"
+        ]
     );
 }

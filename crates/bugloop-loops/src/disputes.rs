@@ -120,14 +120,11 @@ pub async fn settle_dispute(
         DISPUTE_PROMPT,
         &[("finding", &finding), ("thread", &thread_text(thread))],
     );
-    let answer: DisputeAnswer = crate::structured_answer(
-        env.provider.clone(),
-        env.git.root(),
-        &env.runs_dir,
-        "dispute",
-        "You are bugloop, a fair and careful code reviewer. Answer with JSON only.",
+    let question = crate::Question {
+        name: "dispute",
+        system: "You are bugloop, a fair and careful code reviewer. Answer with JSON only.",
         prompt,
-        serde_json::json!({
+        schema: serde_json::json!({
             "type": "object",
             "properties": {
                 "decision": {"type": "string", "enum": ["concede", "maintain", "escalate"]},
@@ -136,9 +133,9 @@ pub async fn settle_dispute(
             "required": ["decision", "reasoning"],
             "additionalProperties": false
         }),
-        1_024,
-    )
-    .await?;
+        max_tokens: 1_024,
+    };
+    let answer: DisputeAnswer = crate::structured_answer(env, env.git.root(), question).await?;
     let reasoning = answer.reasoning.trim().to_owned();
     let status = match answer.decision {
         Decision::Concede => {

@@ -3,15 +3,14 @@
 //! all", "lgtm", a question) are recognised without a model; everything else is the model's call
 //! (`prompts/intent.md`), and its answer is checked: only open finding ids survive.
 
-use std::sync::Arc;
-
 use bugloop_domain::dedup::significant_words;
 use bugloop_domain::safety::{sanitize_user_comment, truncate_finding_body};
-use bugloop_llm::Provider;
 use bugloop_report::act::{ChosenBy, Intent};
 use serde::{Deserialize, Serialize};
 
+use crate::env::LoopEnv;
 use crate::prompt::fill;
+use crate::{Question, structured_answer};
 
 pub const PROMPT: &str = include_str!("../prompts/intent.md");
 
@@ -194,12 +193,10 @@ fn schema() -> serde_json::Value {
     })
 }
 
-/// Classifies a comment. `parent` is the finding id of the thread the comment replies in, and
-/// `parent_body` that comment's text.
+/// Classifies a comment, asking `env`'s model when the rules do not decide. `parent` is the
+/// finding id of the thread the comment replies in, and that comment's text.
 pub async fn classify(
-    provider: Arc<dyn Provider>,
-    workspace: &std::path::Path,
-    runs_dir: &std::path::Path,
+    env: &LoopEnv<'_>,
     comment: &str,
     parent: Option<(&str, &str)>,
     open: &[OpenFinding],
@@ -225,17 +222,14 @@ pub async fn classify(
             ("comment", &sanitize_user_comment(comment)),
         ],
     );
-    let answer: ModelAnswer = crate::structured_answer(
-        provider,
-        workspace,
-        runs_dir,
-        "intent",
-        "You classify developer comments. Answer with JSON only.",
+    let question = Question {
+        name: "intent",
+        system: "You classify developer comments. Answer with JSON only.",
         prompt,
-        schema(),
-        512,
-    )
-    .await?;
+        schema: schema(),
+        max_tokens: 512,
+    };
+    let answer: ModelAnswer = structured_answer(env, env.git.root(), question).await?;
     let intent = if answer.is_fix_request {
         let mut ids: Vec<String> = answer
             .target_finding_ids

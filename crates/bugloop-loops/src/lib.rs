@@ -97,26 +97,40 @@ pub fn sandbox_settings(config: &Config, workspace: &Path, policy: Policy) -> Sa
     settings
 }
 
-/// A one-call task that answers with JSON of `schema` (intent, dispute verdicts): no tools, the
-/// answer read as `T`. Errors say which task's answer was unusable.
-#[allow(clippy::too_many_arguments)]
+/// One question asked for a JSON answer (an intent, a dispute verdict, a validator's verdict).
+#[derive(Debug, Clone)]
+pub struct Question<'a> {
+    /// The task's name in transcripts and the answer schema's name.
+    pub name: &'a str,
+    pub system: &'a str,
+    pub prompt: String,
+    pub schema: serde_json::Value,
+    pub max_tokens: u32,
+}
+
+/// A one-call task that answers `question` with JSON of its schema: no tools, the answer read as
+/// `T`, asked of `env`'s model (a caller wanting another model passes
+/// [`LoopEnv::with_provider`]) with the transcript in `env`'s runs directory. `workspace` is the
+/// tree the task is about. Errors say which task's answer was unusable.
 pub async fn structured_answer<T: serde::de::DeserializeOwned>(
-    provider: std::sync::Arc<dyn bugloop_llm::Provider>,
+    env: &LoopEnv<'_>,
     workspace: &Path,
-    runs_dir: &Path,
-    name: &str,
-    system: &str,
-    prompt: String,
-    schema: serde_json::Value,
-    max_tokens: u32,
+    question: Question<'_>,
 ) -> Result<T, bugloop_agent::AgentError> {
+    let Question {
+        name,
+        system,
+        prompt,
+        schema,
+        max_tokens,
+    } = question;
     use bugloop_agent::{Agent, AgentError, Outcome, Task};
     let context = bugloop_tools::ToolContext::new(
         bugloop_tools::Workspace::new(workspace)
             .map_err(|e| AgentError::Misconfigured(e.to_string()))?,
         SandboxSettings::new(workspace, Policy::ReadOnly),
     );
-    let run = Agent::new(provider, context, runs_dir)
+    let run = Agent::new(env.provider.clone(), context, &env.runs_dir)
         .run(Task {
             name: name.to_owned(),
             system: system.to_owned(),

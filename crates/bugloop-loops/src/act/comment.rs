@@ -50,9 +50,7 @@ pub async fn on_comment(
             .map(|id| (id.as_str().to_owned(), t.body.clone()))
     });
     let Classified { intent, by } = classify(
-        env.provider.clone(),
-        env.git.root(),
-        &env.runs_dir,
+        env,
         &comment.body,
         parent
             .as_ref()

@@ -64,14 +64,11 @@ pub(super) async fn judge(
             finding.location(),
             excerpt(head, &finding)
         );
-        let verdict: Verdict = crate::structured_answer(
-            env.provider.clone(),
-            bench.path(),
-            &env.runs_dir,
-            "audit-validator",
-            VALIDATOR_PROMPT,
-            question,
-            serde_json::json!({
+        let question = crate::Question {
+            name: "audit-validator",
+            system: VALIDATOR_PROMPT,
+            prompt: question,
+            schema: serde_json::json!({
                 "type": "object",
                 "properties": {
                     "keep": {"type": "boolean"},
@@ -80,10 +77,13 @@ pub(super) async fn judge(
                 "required": ["keep", "reason"],
                 "additionalProperties": false
             }),
-            512,
-        )
-        .await
-        .map_err(|e| ActError::Invalid(format!("the validator model on {}: {e}", finding.id)))?;
+            max_tokens: 512,
+        };
+        let verdict: Verdict = crate::structured_answer(env, bench.path(), question)
+            .await
+            .map_err(|e| {
+                ActError::Invalid(format!("the validator model on {}: {e}", finding.id))
+            })?;
         if verdict.keep {
             kept.push(finding);
         } else {

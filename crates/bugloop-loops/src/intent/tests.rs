@@ -1,5 +1,9 @@
 //! Unit tests of intent classification.
 
+use std::sync::Arc;
+
+use bugloop_llm::Provider;
+
 use super::*;
 
 fn open() -> Vec<OpenFinding> {
@@ -82,25 +86,51 @@ fn scripted(answer: &serde_json::Value) -> Arc<dyn Provider> {
     )
 }
 
+/// Classifies `comment` in a throwaway repository whose model answers `answer`.
+async fn classify_with(
+    answer: &serde_json::Value,
+    comment: &str,
+    parent: Option<(&str, &str)>,
+    open: &[OpenFinding],
+) -> Classified {
+    let repo = bugloop_testkit::TestRepo::init("main");
+    let git = bugloop_git::Git::open(repo.path()).unwrap();
+    let forge = bugloop_forge::local::LocalForge::open(git.clone(), "bugloop")
+        .await
+        .unwrap();
+    let settings = crate::LoopSettings::resolve(bugloop_config::Config::default()).unwrap();
+    let runs = tempfile::tempdir().unwrap();
+    let env = LoopEnv {
+        forge: &forge,
+        git: &git,
+        settings: &settings,
+        provider: scripted(answer),
+        meter: Arc::new(bugloop_llm::budget::Meter::new(
+            "scripted",
+            bugloop_llm::budget::BudgetLimits::default(),
+            None,
+        )),
+        runs_dir: runs.path().to_path_buf(),
+        progress: Arc::new(crate::Silent),
+    };
+    classify(&env, comment, parent, open).await.unwrap()
+}
+
 #[tokio::test]
 async fn the_model_decides_the_rest_and_only_open_ids_survive() {
-    let dir = tempfile::tempdir().unwrap();
     let open = open();
     let answer = serde_json::json!({
         "is_fix_request": true,
         "target_finding_ids": ["off-by-one-4d5e6f", "made-up"],
         "is_do_request": false
     });
-    let got = classify(
-        scripted(&answer),
-        dir.path(),
-        dir.path(),
+    let got = classify_with(
+        &answer,
         "deal with the loop bound and the session problem",
         None,
         &open,
     )
-    .await
-    .unwrap();
+    .await;
     assert_eq!(
         got,
         Classified {
@@ -110,16 +140,7 @@ async fn the_model_decides_the_rest_and_only_open_ids_survive() {
     );
 
     let answer = serde_json::json!({"is_fix_request": true, "target_finding_ids": ["nope"], "is_do_request": false});
-    let got = classify(
-        scripted(&answer),
-        dir.path(),
-        dir.path(),
-        "fix it",
-        None,
-        &open,
-    )
-    .await
-    .unwrap();
+    let got = classify_with(&answer, "fix it", None, &open).await;
     assert_eq!(
         got.intent,
         Intent::Think,
@@ -127,15 +148,12 @@ async fn the_model_decides_the_rest_and_only_open_ids_survive() {
     );
 
     let answer = serde_json::json!({"is_fix_request": false, "target_finding_ids": [], "is_do_request": false});
-    let got = classify(
-        scripted(&answer),
-        dir.path(),
-        dir.path(),
+    let got = classify_with(
+        &answer,
         "this is intended, the caller checks",
         Some(("off-by-one-4d5e6f", "Loop runs one past the end")),
         &open,
     )
-    .await
-    .unwrap();
+    .await;
     assert_eq!(got.intent, Intent::Think);
 }
