@@ -2,7 +2,7 @@
 //! conversation, and judge the report.
 
 use bugloop_forge::recording::RecordingForge;
-use bugloop_git::{HeadState, Selection};
+use bugloop_git::HeadState;
 use bugloop_loops::LoopEnv;
 use bugloop_loops::review::{ReviewRequest, review_with};
 use bugloop_report::review::ReviewReport;
@@ -10,22 +10,9 @@ use bugloop_report::review::ReviewReport;
 use crate::outcome::review_verdict;
 use crate::{App, AppError, Outcome, Verdict};
 
-/// Which change a review covers.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub enum ReviewScope {
-    /// The branch against its merge base with the default branch.
-    #[default]
-    Branch,
-    /// `base..head` (either defaulted).
-    Range {
-        base: Option<String>,
-        head: Option<String>,
-    },
-    /// What is staged, against HEAD.
-    Staged,
-    /// Every uncommitted change, against HEAD.
-    Working,
-}
+/// Which change a review covers: the branch (the default), a range, what is staged, or every
+/// uncommitted change. The selection git makes, named for the front ends.
+pub use bugloop_git::Selection as ReviewScope;
 
 /// A review to run.
 #[derive(Debug, Clone, Default)]
@@ -43,13 +30,7 @@ impl App {
     /// Reviews a change and tracks its findings in the conversation. An empty change is
     /// [`Verdict::NothingToDo`] with no report.
     pub async fn review(&self, job: ReviewJob) -> Result<Outcome<Option<ReviewReport>>, AppError> {
-        let selection = match job.scope {
-            ReviewScope::Branch => Selection::Branch,
-            ReviewScope::Range { base, head } => Selection::Range { base, head },
-            ReviewScope::Staged => Selection::Staged,
-            ReviewScope::Working => Selection::Working,
-        };
-        let change = self.git.select(&selection)?;
+        let change = self.git.select(&job.scope)?;
         let diff = bugloop_diff::parse(&change.diff);
         if diff.files.is_empty() {
             return Ok(Outcome::new(
