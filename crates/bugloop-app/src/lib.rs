@@ -34,13 +34,20 @@ pub use self::models::Models;
 pub use self::outcome::{Outcome, Verdict};
 pub use self::review::{ReviewJob, ReviewScope};
 
-/// The types a front end renders, from the crates below (it depends on nothing else of theirs).
+/// What a front end renders, and the renderers, from the crates below: a front end depends on
+/// this crate alone.
 pub mod types {
+    pub use bugloop_config::{schema as config_schema, to_json_with_sources, to_yaml_with_sources};
+    pub use bugloop_diff::Diff;
+    pub use bugloop_domain::Score;
+    pub use bugloop_domain::score::RUBRIC;
     pub use bugloop_loops::{Progress, ProgressEvent, Silent};
     pub use bugloop_report::act::ActReport;
     pub use bugloop_report::converge::ConvergeReport;
     pub use bugloop_report::dispute::DisputeOutcome;
     pub use bugloop_report::review::ReviewReport;
+    /// The renderers (text, Markdown, SARIF, JSON) every front end prints reports with.
+    pub use bugloop_report::{json, markdown, sarif, style, text};
 }
 
 /// How to open an [`App`].

@@ -6,10 +6,10 @@ use std::path::Path;
 
 use anyhow::Result;
 use bugloop_app::types::ActReport;
+use bugloop_app::types::{json, text};
 use bugloop_app::{
     App, CommentJob, ConfigChoice, ConvergeJob, FixJob, Outcome, ReplyJob, ReplyOutcome, Verdict,
 };
-use bugloop_report::{json, text};
 
 use crate::{open_app, runtime};
 

@@ -285,10 +285,10 @@ fn run(cli: Cli, out: &mut impl Write) -> Result<Verdict> {
             let loaded = configuration(&cwd, &choice)?.loaded;
             match format {
                 DataFormat::Yaml => {
-                    write!(out, "{}", bugloop_config::to_yaml_with_sources(&loaded))?;
+                    write!(out, "{}", bugloop_app::types::to_yaml_with_sources(&loaded))?;
                 }
                 DataFormat::Json => {
-                    let shown = bugloop_config::to_json_with_sources(&loaded);
+                    let shown = bugloop_app::types::to_json_with_sources(&loaded);
                     writeln!(out, "{}", serde_json::to_string_pretty(&shown)?)?;
                 }
             }
@@ -298,7 +298,7 @@ fn run(cli: Cli, out: &mut impl Write) -> Result<Verdict> {
             writeln!(
                 out,
                 "{}",
-                serde_json::to_string_pretty(&bugloop_config::schema())?
+                serde_json::to_string_pretty(&bugloop_app::types::config_schema())?
             )?;
             Ok(Verdict::Done)
         }

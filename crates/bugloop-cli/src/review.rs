@@ -5,9 +5,9 @@ use std::io::{IsTerminal, Write};
 use std::path::Path;
 
 use anyhow::Result;
+use bugloop_app::types::style::Style;
+use bugloop_app::types::{json, markdown, sarif, text};
 use bugloop_app::{ConfigChoice, ReviewJob, ReviewScope, StoreAction, StoreResult, Verdict};
-use bugloop_report::style::Style;
-use bugloop_report::{json, markdown, sarif, text};
 use clap::ValueEnum;
 
 use crate::{open_app, runtime, warn};

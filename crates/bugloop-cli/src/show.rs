@@ -9,9 +9,7 @@ use bugloop_app::Verdict;
 use bugloop_app::doctor::{Check, CheckState};
 use bugloop_app::inspect::CommentReading;
 use bugloop_app::runs::{Event, RunSummary};
-use bugloop_diff::Diff;
-use bugloop_domain::Score;
-use bugloop_domain::score::RUBRIC;
+use bugloop_app::types::{Diff, RUBRIC, Score};
 
 use crate::Format;
 
