@@ -5,7 +5,7 @@ use std::io::Write;
 use std::path::Path;
 
 use anyhow::Result;
-use bugloop_app::bench::{self, ModelBench, ReviewBench, TokensBench};
+use bugloop_app::bench::{self, ModelBench, ReviewBench, TokensBench, TokensSource};
 use bugloop_app::{ConfigChoice, Verdict};
 
 use crate::{BenchCommand, Format, configuration, runtime};
@@ -42,8 +42,16 @@ pub fn run(
                 Format::Text => review_text(out, &figures)?,
             }
         }
-        BenchCommand::Tokens { example, format } => {
-            let figures = runtime()?.block_on(bench::tokens(&example))?;
+        BenchCommand::Tokens {
+            example,
+            repo,
+            format,
+        } => {
+            let source = match repo {
+                Some(repo) => TokensSource::Repository(repo),
+                None => TokensSource::Example(example),
+            };
+            let figures = runtime()?.block_on(bench::tokens(&source))?;
             match format {
                 Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&figures)?)?,
                 Format::Text => tokens_text(out, &figures)?,
@@ -111,18 +119,39 @@ fn review_text(out: &mut impl Write, b: &ReviewBench) -> Result<()> {
 }
 
 fn tokens_text(out: &mut impl Write, b: &TokensBench) -> Result<()> {
-    writeln!(out, "change                 {}", b.change)?;
+    writeln!(out, "change     {}", b.change)?;
     writeln!(
         out,
-        "four-pass session      {} input tokens over {} requests {:?} (no exploration)",
-        b.tools_session_total,
-        b.tools_session_requests.len(),
-        b.tools_session_requests
+        "size       {} files, +{} -{} (tokens counted with {})",
+        b.files, b.additions, b.deletions, b.tokenizer
     )?;
-    writeln!(
-        out,
-        "one structured answer  {} input tokens",
-        b.structured_answer_total
-    )?;
+    for s in &b.scenarios {
+        writeln!(out, "\n{}", s.name)?;
+        writeln!(
+            out,
+            "  input    {} tokens in {} requests ({} of them tool definitions)",
+            s.input_tokens,
+            s.requests.len(),
+            s.tool_tokens
+        )?;
+        writeln!(
+            out,
+            "  cached   {} tokens; billed equivalent {} (cached at 10%)",
+            s.cached_tokens, s.billed_equivalent
+        )?;
+        writeln!(
+            out,
+            "  files    {} reviewed, {} not reviewed; {} findings tracked",
+            s.files_reviewed, s.unreviewed, s.findings
+        )?;
+        writeln!(
+            out,
+            "  requests {:?}",
+            s.requests.iter().map(|r| r.input).collect::<Vec<_>>()
+        )?;
+        for error in &s.errors {
+            writeln!(out, "  error    {error}")?;
+        }
+    }
     Ok(())
 }

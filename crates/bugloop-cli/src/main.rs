@@ -128,11 +128,17 @@ pub(crate) enum BenchCommand {
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
-    /// The input tokens a review of a reference change sends to the model (run in bugloop's
-    /// checkout).
+    /// The tokens reviews of a change send to the model, counted with o200k_base through a
+    /// local OpenAI-compatible server: the first review, then a re-review after a one-line push
+    /// (run in bugloop's checkout).
     Tokens {
-        #[arg(long, default_value = "examples/review-demo")]
+        /// An example under examples/, made into a repository.
+        #[arg(long, default_value = "examples/review-demo", conflicts_with = "repo")]
         example: PathBuf,
+        /// A repository with the change's branch checked out (copied, not touched), such as the
+        /// one `scripts/bench-reference-change` makes.
+        #[arg(long)]
+        repo: Option<PathBuf>,
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },

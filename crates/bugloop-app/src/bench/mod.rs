@@ -3,11 +3,13 @@
 //! time on a synthetic change, and the input tokens a review of a reference change sends.
 
 mod models;
+mod recorder;
 mod review;
 mod tokens;
 
 pub use self::review::{ReviewBench, review};
-pub use self::tokens::{TokensBench, tokens};
+pub use self::recorder::RequestTokens;
+pub use self::tokens::{ScenarioTokens, TokensBench, TokensSource, tokens};
 
 use serde::Serialize;
 

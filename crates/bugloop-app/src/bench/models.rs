@@ -1,6 +1,6 @@
 //! The benchmark's models: they answer at once, so a benchmark measures everything a review does
-//! except the model's own time. `InstantModel` gives one structured answer (models without tools);
-//! `PassModel` runs the four tool passes; both record each request's estimated input tokens.
+//! except the model's own time. `PassModel` runs the four tool passes and records each request's
+//! estimated input tokens.
 
 use std::sync::Mutex;
 
@@ -8,69 +8,13 @@ use async_trait::async_trait;
 use bugloop_llm::budget::estimate_input_tokens;
 use bugloop_llm::scripted::tool_reply;
 use bugloop_llm::{
-    Capabilities, ChatRequest, ChatResponse, FinishReason, LlmError, Message, Provider, Role,
+    Capabilities, ChatRequest, ChatResponse, LlmError, Provider, Role,
     StreamSink, Usage,
 };
 use serde_json::json;
 
-/// A model that answers at once: one grounded finding per session, on the first added line of
-/// the first file it is shown (so grounding, the filter and publishing all have work).
-#[derive(Debug, Default)]
-pub(crate) struct InstantModel {
-    pub(crate) requests: Mutex<Vec<u64>>,
-}
-
-#[async_trait]
-impl Provider for InstantModel {
-    fn name(&self) -> &str {
-        "bench:instant"
-    }
-
-    fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            tools: false,
-            json_schema: true,
-            streaming: false,
-            context_tokens: None,
-        }
-    }
-
-    async fn chat(
-        &self,
-        request: &ChatRequest,
-        _: Option<StreamSink<'_>>,
-    ) -> Result<ChatResponse, LlmError> {
-        let input = estimate_input_tokens(request);
-        if let Ok(mut requests) = self.requests.lock() {
-            requests.push(input);
-        }
-        let prompt = request
-            .messages
-            .last()
-            .map(|m| m.content.as_str())
-            .unwrap_or_default();
-        let findings: Vec<serde_json::Value> = synthetic_finding(prompt).into_iter().collect();
-        let answer = json!({"findings": findings, "resolved": [], "summary": "bench"});
-        Ok(ChatResponse {
-            message: Message {
-                role: Role::Assistant,
-                content: answer.to_string(),
-                tool_calls: Vec::new(),
-                tool_call_id: None,
-            },
-            finish: FinishReason::Stop,
-            usage: Usage {
-                input_tokens: input,
-                output_tokens: 50,
-                cached_input_tokens: 0,
-            },
-            model: "bench:instant".to_owned(),
-        })
-    }
-}
-
 /// A finding on the first added line of the first file of a prompt.
-fn synthetic_finding(prompt: &str) -> Option<serde_json::Value> {
+pub(crate) fn synthetic_finding(prompt: &str) -> Option<serde_json::Value> {
     let file = prompt
         .lines()
         .find_map(|l| l.strip_prefix("## "))
