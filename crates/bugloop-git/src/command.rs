@@ -122,7 +122,11 @@ impl GitCommand {
 
     /// Runs git; the exit statuses in `accepted` count as success (1 for `diff --no-index`,
     /// which says "the files differ").
-    pub fn output_accepting(mut self, accepted: &[i32]) -> Result<Vec<u8>, GitError> {
+    pub fn output_accepting(self, accepted: &[i32]) -> Result<Vec<u8>, GitError> {
+        Ok(self.run_accepting(accepted)?.stdout)
+    }
+
+    fn run_accepting(mut self, accepted: &[i32]) -> Result<std::process::Output, GitError> {
         let args = self.describe();
         let output = self.command.output().map_err(|source| GitError::Spawn {
             args: args.clone(),
@@ -138,7 +142,17 @@ impl GitCommand {
                 message: String::from_utf8_lossy(&output.stderr).trim().to_owned(),
             });
         }
-        Ok(output.stdout)
+        Ok(output)
+    }
+
+    /// Runs git for its answer in the exit status; a status outside `accepted` is a failure.
+    pub fn exit_code(self, accepted: &[i32]) -> Result<i32, GitError> {
+        // Accepted statuses are codes, so a process killed by a signal is never accepted.
+        Ok(self
+            .run_accepting(accepted)?
+            .status
+            .code()
+            .unwrap_or(-1))
     }
 
     /// Runs git and returns its output as trimmed text (lossy for bytes that are not UTF-8).

@@ -275,6 +275,30 @@ impl Git {
         }
     }
 
+    /// What changed from an earlier head of a change to its current head, as a diff in the
+    /// same format as the change's, when the earlier head is an ancestor of the current one.
+    /// `None` when it is not (the branch was rewritten: a force-push or a rebase) or is not in
+    /// this repository.
+    pub fn interdiff(&self, since: &str, head: &str) -> Result<Option<Vec<u8>>, GitError> {
+        let (Some(since), Some(head)) = (self.resolve(since), self.resolve(head)) else {
+            return Ok(None);
+        };
+        if self.is_ancestor(&since, &head)? {
+            Ok(Some(self.diff(&[&since, &head])?))
+        } else {
+            Ok(None)
+        }
+    }
+
+    fn is_ancestor(&self, ancestor: &str, of: &str) -> Result<bool, GitError> {
+        // `--is-ancestor` answers with its exit status: 0 yes, 1 no.
+        let code = self
+            .command()
+            .args(["merge-base", "--is-ancestor", ancestor, of])
+            .exit_code(&[0, 1])?;
+        Ok(code == 0)
+    }
+
     /// Untracked (not ignored) files as additions, so `--working` sees new files too.
     fn untracked_diff(&self) -> Result<Vec<u8>, GitError> {
         let listed = self.run_raw(&["ls-files", "--others", "--exclude-standard", "-z"], false)?;

@@ -119,3 +119,26 @@ fn ranges_name_their_errors() {
     assert_eq!(change.key.0, "branch:feature");
     assert!(Git::open(Path::new("/")).is_err());
 }
+
+/// A later head of the branch: the interdiff holds only what changed since the earlier head; a
+/// rewritten branch (the earlier head is not an ancestor) or an unknown head has none.
+#[test]
+fn the_interdiff_since_an_earlier_head_and_none_after_a_rewrite() {
+    let dir = repo();
+    let g = Git::open(dir.path()).unwrap();
+    let first = g.head().unwrap();
+    std::fs::write(dir.path().join("a.txt"), "one\nTWO\nthree\n").unwrap();
+    git(dir.path(), &["commit", "-qam", "three"]);
+    let second = g.head().unwrap();
+    let interdiff = text(&g.interdiff(&first, &second).unwrap().unwrap());
+    assert!(interdiff.contains("+three"), "{interdiff}");
+    assert!(!interdiff.contains("+TWO"), "{interdiff}");
+    assert_eq!(g.interdiff(&second, &second).unwrap().unwrap(), b"");
+    // The branch is rewritten: the earlier head is no longer its ancestor.
+    git(dir.path(), &["reset", "-q", "--hard", "main"]);
+    std::fs::write(dir.path().join("a.txt"), "one\nzwei\n").unwrap();
+    git(dir.path(), &["commit", "-qam", "rewritten"]);
+    let rewritten = g.head().unwrap();
+    assert_eq!(g.interdiff(&second, &rewritten).unwrap(), None);
+    assert_eq!(g.interdiff(&"0".repeat(40), &rewritten).unwrap(), None);
+}
