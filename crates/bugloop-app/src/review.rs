@@ -24,6 +24,8 @@ pub struct ReviewJob {
     pub model: Option<String>,
     /// Report only: publish nothing.
     pub dry_run: bool,
+    /// Show the model the whole change, not only what changed since the last review.
+    pub full: bool,
 }
 
 impl App {
@@ -71,6 +73,7 @@ impl App {
             git_mount: checkout.git_mount(),
             clean_room: false,
             focus: None,
+            full: job.full,
         };
         // A dry run takes the same steps on a forge that records its writes instead of making them.
         let recording = RecordingForge::new(&self.forge);

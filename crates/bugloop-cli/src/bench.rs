@@ -127,6 +127,7 @@ fn tokens_text(out: &mut impl Write, b: &TokensBench) -> Result<()> {
     )?;
     for s in &b.scenarios {
         writeln!(out, "\n{}", s.name)?;
+        writeln!(out, "  scope    {}", s.scope)?;
         writeln!(
             out,
             "  input    {} tokens in {} requests ({} of them tool definitions)",

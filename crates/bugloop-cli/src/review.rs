@@ -45,6 +45,10 @@ pub struct ReviewArgs {
     /// Report only: publish nothing to the local conversation.
     #[arg(long)]
     pub dry_run: bool,
+    /// Show the model the whole change, even when an earlier commit of it was reviewed
+    /// (otherwise only what changed since that review is shown).
+    #[arg(long)]
+    pub full: bool,
 }
 
 pub fn review(
@@ -72,6 +76,7 @@ pub fn review(
         fail_on: args.fail_on,
         model: args.model.clone(),
         dry_run: args.dry_run,
+        full: args.full,
     }))?;
     if let Verdict::NothingToDo { reason } = &outcome.verdict {
         if args.format == ReportFormat::Text {

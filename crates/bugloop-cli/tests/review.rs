@@ -109,11 +109,12 @@ fn every_format_and_the_fail_on_exit_code() {
     );
     assert!(shown.contains("│     v[v.len()]"), "{shown}");
 
-    // Re-runs leave one finding; JSON follows the documented schema.
+    // Full re-runs leave one finding; JSON follows the documented schema.
     let json_run = bugloop(
         dir.path(),
         &[
             "review",
+            "--full",
             "--model",
             &model,
             "--format",
@@ -145,7 +146,7 @@ fn every_format_and_the_fail_on_exit_code() {
 
     let sarif_run = bugloop(
         dir.path(),
-        &["review", "--model", &model, "--format", "sarif"],
+        &["review", "--full", "--model", &model, "--format", "sarif"],
     );
     let sarif: Value = serde_json::from_str(&stdout(&sarif_run)).unwrap();
     // The official schema writes one pattern with a stray `]` (a literal in ECMAScript regexes,
@@ -169,7 +170,9 @@ fn every_format_and_the_fail_on_exit_code() {
 
     let markdown = bugloop(
         dir.path(),
-        &["review", "--model", &model, "--format", "markdown"],
+        &[
+            "review", "--full", "--model", &model, "--format", "markdown",
+        ],
     );
     let md = stdout(&markdown);
     assert!(md.starts_with("## bugloop review\n"), "{md}");
@@ -341,10 +344,10 @@ fn a_file_whose_name_is_not_utf8_carries_a_finding() {
     let id = published["id"].as_str().unwrap();
     let show = stdout(&bugloop(dir.path(), &["findings", "show", id]));
     assert!(show.contains(shown_name), "{show}");
-    // Found again on the next run: the same comment, not a second one.
+    // Found again on the next full run: the same comment, not a second one.
     let again = bugloop(
         dir.path(),
-        &["review", "--model", &model, "--format", "json"],
+        &["review", "--full", "--model", &model, "--format", "json"],
     );
     let report: Value = serde_json::from_str(&stdout(&again)).unwrap();
     assert_eq!(report["findings"][0]["action"], "unchanged", "{report:#}");

@@ -148,11 +148,7 @@ impl GitCommand {
     /// Runs git for its answer in the exit status; a status outside `accepted` is a failure.
     pub fn exit_code(self, accepted: &[i32]) -> Result<i32, GitError> {
         // Accepted statuses are codes, so a process killed by a signal is never accepted.
-        Ok(self
-            .run_accepting(accepted)?
-            .status
-            .code()
-            .unwrap_or(-1))
+        Ok(self.run_accepting(accepted)?.status.code().unwrap_or(-1))
     }
 
     /// Runs git and returns its output as trimmed text (lossy for bytes that are not UTF-8).

@@ -17,3 +17,12 @@ pub mod sarif;
 pub mod style;
 pub mod summary;
 pub mod text;
+
+/// A commit's short form for people: its first 7 characters (anything else as it is).
+pub(crate) fn short_sha(sha: &str) -> &str {
+    if sha.len() > 7 && sha.bytes().all(|b| b.is_ascii_hexdigit()) {
+        &sha[..7]
+    } else {
+        sha
+    }
+}

@@ -22,6 +22,9 @@ pub fn review(report: &ReviewReport) -> String {
         report.model,
         usage_text(report)
     );
+    if report.scope.worth_saying() {
+        let _ = writeln!(out, "Reviewed {}.\n", report.scope.describe());
+    }
     if report.findings.is_empty() {
         out.push_str("No new findings.\n");
     } else {

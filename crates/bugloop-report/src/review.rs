@@ -60,6 +60,55 @@ pub struct ReviewReport {
     pub refused_context: Vec<RefusedFile>,
     /// Whether every part of the change was reviewed without error.
     pub complete: bool,
+    /// How much of the change the model was shown: all of it, or what changed since an earlier
+    /// review.
+    pub scope: ReviewedScope,
+}
+
+/// How much of the change a review showed the model.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ReviewedScope {
+    /// The whole change, and why (the first review, `--full`, a rewritten branch, ...).
+    Full { reason: String },
+    /// Only what changed since an earlier head that was reviewed in full or in steps (the
+    /// interdiff, on head lines). Open findings elsewhere were kept as they were, not asked
+    /// about again.
+    Incremental {
+        /// The earlier head.
+        since: String,
+        /// The files of the change that changed since then.
+        files: Vec<String>,
+        /// Open findings in code that did not change, kept without asking the model.
+        kept_findings: usize,
+    },
+}
+
+/// Why the first review of a change is a full one.
+pub const FIRST_REVIEW: &str = "no earlier review of a commit of this change";
+
+impl ReviewedScope {
+    /// Whether people should be told: an incremental review, or a full one for another reason
+    /// than being the first.
+    pub fn worth_saying(&self) -> bool {
+        !matches!(self, ReviewedScope::Full { reason } if reason == FIRST_REVIEW)
+    }
+
+    /// One line for people: "the whole change (first review of this change)".
+    pub fn describe(&self) -> String {
+        match self {
+            ReviewedScope::Full { reason } => format!("the whole change ({reason})"),
+            ReviewedScope::Incremental {
+                since,
+                files,
+                kept_findings,
+            } => format!(
+                "what changed since {} ({} file(s)); {kept_findings} open finding(s) in unchanged code kept",
+                crate::short_sha(since),
+                files.len()
+            ),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]

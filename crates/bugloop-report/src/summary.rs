@@ -23,16 +23,62 @@ fn usage_line(usage: &UsageInfo) -> String {
     )
 }
 
-/// The run summary comment: its tag first (so the next run finds and updates it), then the text,
-/// neutralised (it quotes the model's summaries and the findings' titles).
+/// Starts the summary comment's second line, the record of what the review covered.
+const REVIEWED_PREFIX: &str = "<!-- bugloop:reviewed ";
+
+/// What an earlier review of the change covered, as its summary comment records it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReviewedHead {
+    /// The commit reviewed.
+    pub head: String,
+    /// Every part of the change was reviewed without error.
+    pub complete: bool,
+}
+
+/// The run summary comment: its tag first (so the next run finds and updates it), then the
+/// record of the head it reviewed (so the next review can show only what changed since), then
+/// the text, neutralised (it quotes the model's summaries and the findings' titles).
 pub fn comment_body(report: &ReviewReport) -> String {
-    format!("{SUMMARY_TAG}\n{}", neutralise(&summary_text(report)))
+    format!(
+        "{SUMMARY_TAG}\n{REVIEWED_PREFIX}head={} complete={} -->\n{}",
+        report.change.head,
+        report.complete,
+        neutralise(&summary_text(report))
+    )
+}
+
+/// Reads the record of the reviewed head from a summary comment's second line. The caller
+/// passes only bugloop's own summary comment; a head that is not a commit id (a review of
+/// staged or uncommitted changes) records nothing usable.
+pub fn read_reviewed(body: &str) -> Option<ReviewedHead> {
+    let mut lines = body.lines();
+    if lines.next()? != SUMMARY_TAG {
+        return None;
+    }
+    let record = lines
+        .next()?
+        .strip_prefix(REVIEWED_PREFIX)?
+        .strip_suffix(" -->")?;
+    let (head, complete) = record.split_once(' ')?;
+    let head = head.strip_prefix("head=")?;
+    let complete = match complete {
+        "complete=true" => true,
+        "complete=false" => false,
+        _ => return None,
+    };
+    let is_commit = matches!(head.len(), 40 | 64) && head.bytes().all(|b| b.is_ascii_hexdigit());
+    is_commit.then(|| ReviewedHead {
+        head: head.to_owned(),
+        complete,
+    })
 }
 
 fn summary_text(report: &ReviewReport) -> String {
     let mut out = format!(
-        "### bugloop review\n\n{} · model `{}`\n\n",
-        report.change.description, report.model
+        "### bugloop review\n\n{} · model `{}`\n\nReviewed {}.\n\n",
+        report.change.description,
+        report.model,
+        report.scope.describe()
     );
     let open = report.open_count();
     out.push_str(&format!(
@@ -102,4 +148,35 @@ fn summary_text(report: &ReviewReport) -> String {
     }
     out.push_str(&format!("\n{}\n", usage_line(&report.usage)));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEAD: &str = "0123456789abcdef0123456789abcdef01234567";
+
+    #[test]
+    fn the_reviewed_head_is_read_back_from_the_second_line_only() {
+        let body = format!("{SUMMARY_TAG}\n{REVIEWED_PREFIX}head={HEAD} complete=true -->\ntext");
+        assert_eq!(
+            read_reviewed(&body),
+            Some(ReviewedHead {
+                head: HEAD.to_owned(),
+                complete: true
+            })
+        );
+        let incomplete = body.replace("complete=true", "complete=false");
+        assert_eq!(read_reviewed(&incomplete).map(|r| r.complete), Some(false));
+        // Elsewhere in the body (quoted text), or without the tag first, it means nothing.
+        let later = format!("{SUMMARY_TAG}\ntext\n{REVIEWED_PREFIX}head={HEAD} complete=true -->");
+        assert_eq!(read_reviewed(&later), None);
+        assert_eq!(read_reviewed(&body.replacen(SUMMARY_TAG, "", 1)), None);
+        // Staged or uncommitted reviews record no commit.
+        assert_eq!(read_reviewed(&body.replace(HEAD, "index")), None);
+        assert_eq!(
+            read_reviewed(&body.replace("complete=true", "complete=yes")),
+            None
+        );
+    }
 }

@@ -51,6 +51,13 @@ pub fn review(report: &ReviewReport, style: Style) -> String {
             usage_text(report)
         ))
     );
+    if report.scope.worth_saying() {
+        let _ = writeln!(
+            out,
+            "{}",
+            style.dim(&format!("reviewed {}", report.scope.describe()))
+        );
+    }
     let mut by_file: BTreeMap<String, Vec<&PublishedFinding>> = BTreeMap::new();
     for finding in &report.findings {
         by_file

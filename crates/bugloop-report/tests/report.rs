@@ -16,7 +16,7 @@ use bugloop_report::dispute::{Decision, DisputeOutcome, DisputeSummary};
 use bugloop_report::review::{
     ChangeInfo, CommentAction, DroppedFinding, OverflowInfo, PassSummary, Placement,
     PublishedFinding, REPORT_VERSION, RefusedFile, ReportStage, ResolvedFinding, ReviewReport,
-    SensitivityInfo, StageChange, StageCount, TrackedFinding, Unreviewed, UsageInfo,
+    ReviewedScope, SensitivityInfo, StageChange, StageCount, TrackedFinding, Unreviewed, UsageInfo,
 };
 use bugloop_report::style::Style;
 use bugloop_report::{json, markdown, sarif, summary, text};
@@ -218,6 +218,11 @@ fn review_report() -> ReviewReport {
             reason: "a symlink out of the repository".to_owned(),
         }],
         complete: false,
+        scope: ReviewedScope::Incremental {
+            since: "0123456789abcdef0123456789abcdef01234567".to_owned(),
+            files: vec!["src/lib.rs".to_owned()],
+            kept_findings: 1,
+        },
     }
 }
 

@@ -7,8 +7,8 @@ mod recorder;
 mod review;
 mod tokens;
 
-pub use self::review::{ReviewBench, review};
 pub use self::recorder::RequestTokens;
+pub use self::review::{ReviewBench, review};
 pub use self::tokens::{ScenarioTokens, TokensBench, TokensSource, tokens};
 
 use serde::Serialize;

@@ -8,8 +8,7 @@ use async_trait::async_trait;
 use bugloop_llm::budget::estimate_input_tokens;
 use bugloop_llm::scripted::tool_reply;
 use bugloop_llm::{
-    Capabilities, ChatRequest, ChatResponse, LlmError, Provider, Role,
-    StreamSink, Usage,
+    Capabilities, ChatRequest, ChatResponse, LlmError, Provider, Role, StreamSink, Usage,
 };
 use serde_json::json;
 

@@ -159,10 +159,7 @@ fn common_prefix(a: &[u32], b: &[u32]) -> usize {
 /// The request as the model reads it: the tool definitions (servers put them first), then each
 /// message with its role, text and tool calls.
 fn render(body: &Value) -> (String, String) {
-    let tools = body
-        .get("tools")
-        .map(Value::to_string)
-        .unwrap_or_default();
+    let tools = body.get("tools").map(Value::to_string).unwrap_or_default();
     let mut messages = String::new();
     for message in body
         .get("messages")
@@ -271,8 +268,10 @@ mod tests {
     }
 
     fn request(user: &str, turns: usize) -> Value {
-        let mut messages = vec![json!({"role": "system", "content": "review"}),
-                                json!({"role": "user", "content": user})];
+        let mut messages = vec![
+            json!({"role": "system", "content": "review"}),
+            json!({"role": "user", "content": user}),
+        ];
         for turn in 0..turns {
             messages.push(json!({"role": "assistant", "content": format!("turn {turn}")}));
         }
@@ -308,15 +307,22 @@ mod tests {
         let tools = json!([{"type": "function", "function": {"name": "report_finding"}},
                            {"type": "function", "function": {"name": "submit_pass_results"}}]);
         let change = "## a.py (added)\n 3 + x = 1 / 0\n";
-        let first = reply(&json!({"tools": tools, "messages": [{"role": "user", "content": change}]}));
-        let names: Vec<&str> = first["tool_calls"].as_array().unwrap().iter()
-            .map(|c| c["function"]["name"].as_str().unwrap()).collect();
+        let first =
+            reply(&json!({"tools": tools, "messages": [{"role": "user", "content": change}]}));
+        let names: Vec<&str> = first["tool_calls"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["function"]["name"].as_str().unwrap())
+            .collect();
         assert_eq!(names, ["report_finding", "submit_pass_results"]);
         let second = reply(&json!({"tools": tools, "messages": [
             {"role": "user", "content": change},
             {"role": "assistant", "tool_calls": first["tool_calls"]},
         ]}));
-        let arguments = second["tool_calls"][0]["function"]["arguments"].as_str().unwrap();
+        let arguments = second["tool_calls"][0]["function"]["arguments"]
+            .as_str()
+            .unwrap();
         assert!(arguments.contains("\"pass_number\":2"), "{arguments}");
     }
 }

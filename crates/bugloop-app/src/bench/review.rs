@@ -74,6 +74,8 @@ pub(crate) async fn review_once(
         git_mount: checkout.git_mount(),
         clean_room: false,
         focus: None,
+        // The re-run measures a whole review again, not an incremental one.
+        full: true,
     };
     Ok(bugloop_loops::review::review(&env, request).await?)
 }

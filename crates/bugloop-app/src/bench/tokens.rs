@@ -10,7 +10,7 @@ use std::sync::Arc;
 use bugloop_diff::LineKind;
 use bugloop_git::{Git, Selection};
 use bugloop_loops::Silent;
-use bugloop_report::review::ReviewReport;
+use bugloop_report::review::{ReviewReport, ReviewedScope};
 use serde::Serialize;
 
 use super::recorder::{Recorder, RequestTokens};
@@ -35,6 +35,8 @@ pub struct TokensBench {
 #[derive(Debug, Clone, Serialize)]
 pub struct ScenarioTokens {
     pub name: String,
+    /// What the review showed the model: the whole change, or what changed since a head.
+    pub scope: String,
     pub requests: Vec<RequestTokens>,
     pub input_tokens: u64,
     pub tool_tokens: u64,
@@ -122,15 +124,19 @@ fn scenario(name: &str, report: &ReviewReport, requests: Vec<RequestTokens>) -> 
     let cached: u64 = requests.iter().map(|r| r.cached).sum();
     ScenarioTokens {
         name: name.to_owned(),
+        scope: report.scope.describe(),
         input_tokens: input,
         tool_tokens: requests.iter().map(|r| r.tools).sum(),
         cached_tokens: cached,
         billed_equivalent: (input - cached) + (cached as f64 * CACHED_PRICE).round() as u64,
         requests,
-        files_reviewed: report
-            .change
-            .files
-            .saturating_sub(report.unreviewed.len() + report.ignored.len()),
+        files_reviewed: match &report.scope {
+            ReviewedScope::Incremental { files, .. } => files.len(),
+            ReviewedScope::Full { .. } => report
+                .change
+                .files
+                .saturating_sub(report.unreviewed.len() + report.ignored.len()),
+        },
         unreviewed: report.unreviewed.len(),
         findings: report.tracked.len(),
         errors: report.errors.clone(),
@@ -191,7 +197,11 @@ fn run_script(script: &str, input: &Path, repo: &Path) -> Result<(), AppError> {
         .arg(input)
         .arg(repo)
         .output()
-        .map_err(|e| setup_error(format!("cannot run {script} (run from bugloop's checkout): {e}")))?;
+        .map_err(|e| {
+            setup_error(format!(
+                "cannot run {script} (run from bugloop's checkout): {e}"
+            ))
+        })?;
     if !made.status.success() {
         return Err(setup_error(String::from_utf8_lossy(&made.stderr)));
     }

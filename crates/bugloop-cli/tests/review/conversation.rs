@@ -54,7 +54,7 @@ fn a_failed_fix_request_leaves_the_finding_raised() {
     let model = script(scripts.path(), &[super::off_by_one()]);
     let again = bugloop(
         dir.path(),
-        &["review", "--model", &model, "--format", "json"],
+        &["review", "--full", "--model", &model, "--format", "json"],
     );
     let report: Value = serde_json::from_str(&stdout(&again)).unwrap();
     let ids: Vec<&str> = report["findings"]

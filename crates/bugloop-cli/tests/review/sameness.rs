@@ -7,8 +7,12 @@ use serde_json::{Value, json};
 
 use super::{bugloop, off_by_one, repo, script, stderr, stdout};
 
+/// A full review (these runs are all on the same code: an incremental one would not ask).
 fn review_json(dir: &Path, model: &str) -> Value {
-    let output = bugloop(dir, &["review", "--model", model, "--format", "json"]);
+    let output = bugloop(
+        dir,
+        &["review", "--full", "--model", model, "--format", "json"],
+    );
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     serde_json::from_str(&stdout(&output))
         .unwrap_or_else(|e| panic!("{e}: {}{}", stdout(&output), stderr(&output)))

@@ -159,6 +159,7 @@ pub(super) async fn audit(
         git_mount: Some(bench.git_mount()),
         clean_room: true,
         focus: None,
+        full: false,
     };
     // An audit publishes no finding comments, so the limit on them does not apply: every
     // finding counts toward the loop's P0/P1/P2 and goes to the fix.

@@ -1,4 +1,4 @@
-//! Stage 7 of a review: the report (what every front end renders; its JSON schema is
+//! Stage 8 of a review: the report (what every front end renders; its JSON schema is
 //! `docs/review-report.schema.json`) and the summary comment made from it.
 
 use std::time::Instant;
@@ -7,7 +7,7 @@ use bugloop_domain::thread::reconstruct;
 use bugloop_forge::ForgeError;
 use bugloop_report::dispute::DisputeSummary;
 use bugloop_report::review::{
-    ChangeInfo, REPORT_VERSION, ReviewReport, SensitivityInfo, UsageInfo,
+    ChangeInfo, REPORT_VERSION, ReviewReport, ReviewedScope, SensitivityInfo, UsageInfo,
 };
 use bugloop_report::summary::{SUMMARY_TAG, comment_body as summary_body};
 
@@ -25,6 +25,7 @@ pub(super) struct Stages<'a> {
     pub disputes: Vec<DisputeSummary>,
     pub conversation: Conversation,
     pub brief: Brief,
+    pub scope: ReviewedScope,
     pub filtered: Filtered<'a>,
     pub published: Published,
 }
@@ -39,6 +40,7 @@ pub(super) async fn report(
         disputes,
         conversation,
         brief,
+        scope,
         filtered,
         published,
     } = stages;
@@ -86,6 +88,7 @@ pub(super) async fn report(
         disputes,
         refused_context: brief.refused_context,
         complete: filtered.errors.is_empty(),
+        scope,
         unreviewed: filtered.unreviewed,
         summarized: brief.plan.summarized,
         ignored: brief.plan.ignored,

@@ -1,13 +1,14 @@
-//! Stages 2 and 3 of a review: what the reviewer is told besides the change (rule files, the
+//! Stages 3 and 4 of a review: what the reviewer is told besides the change (rule files, the
 //! sensitive-data verdict, the open findings, a converge auditor's focus, web access) and the plan
 //! of model sessions that fits the per-call budget.
 
 use std::sync::Arc;
 
 use bugloop_domain::filter::FilterSettings;
-use bugloop_report::review::RefusedFile;
+use bugloop_report::review::{RefusedFile, ReviewedScope};
 
 use super::conversation::Conversation;
+use super::increment::Shown;
 use super::{ReviewError, ReviewRequest, web};
 use crate::ProgressEvent;
 use crate::context::{ContextReader, SensitivityVerdict, read_rules, sensitivity};
@@ -36,16 +37,29 @@ pub(super) struct Brief {
     pub sensitivity: SensitivityVerdict,
     pub refused_context: Vec<RefusedFile>,
     pub plan: Plan,
+    /// What the change's prompt says first about the diff it shows (an incremental review's
+    /// note), or nothing.
+    pub preface: String,
 }
 
 pub(super) fn prepare(
     env: &LoopEnv<'_>,
     request: &ReviewRequest,
     conversation: &Conversation,
+    shown: &Shown,
 ) -> Result<Brief, ReviewError> {
-    // 2. What the reviewer is told besides the change.
+    // 3. What the reviewer is told besides the change: the open findings it is asked about.
     let config = env.config();
-    let open: Vec<_> = conversation.state.unresolved().collect();
+    let open: Vec<_> = conversation
+        .state
+        .unresolved()
+        .filter(|thread| {
+            thread
+                .finding_id
+                .as_ref()
+                .is_some_and(|id| shown.asked_ids.iter().any(|asked| asked == id.as_str()))
+        })
+        .collect();
     let mut context_reader = ContextReader::new(&request.workspace);
     let rules = read_rules(&mut context_reader);
     let verdict = sensitivity(&mut context_reader, config.review.sensitive_data);
@@ -56,7 +70,7 @@ pub(super) fn prepare(
     let comment_limit = settings.comment_limit;
     settings.comment_limit = comment_limit.saturating_sub(conversation.open_ids.len());
 
-    // 3. Model calls within the budget.
+    // 4. Model calls within the budget.
     let capabilities = env.provider.capabilities();
     let tools_mode = capabilities.tools;
     let compact = capabilities
@@ -133,7 +147,7 @@ pub(super) fn prepare(
         }
         None => config.review.max_tokens_per_call,
     };
-    let plan = plan(&request.diff, &settings.ignore, budget);
+    let plan = plan(&shown.diff, &settings.ignore, budget);
     env.progress.event(ProgressEvent::Planned {
         calls: plan.batches.len(),
         files: plan.files,
@@ -150,5 +164,11 @@ pub(super) fn prepare(
         sensitivity: verdict,
         refused_context,
         plan,
+        preface: match &shown.scope {
+            ReviewedScope::Incremental { since, .. } => {
+                prompt::fill(prompt::INCREMENT, &[("since", bugloop_git::short(since))])
+            }
+            ReviewedScope::Full { .. } => String::new(),
+        },
     })
 }

@@ -1,4 +1,4 @@
-//! Stage 5 of a review: path safety first (nothing outside the repository is read to ground a
+//! Stage 6 of a review: path safety first (nothing outside the repository is read to ground a
 //! finding), grounding against the code at head, then the filter pipeline (validation, threshold,
 //! dedup against the conversation, the comment limit). Every drop and every change a stage makes
 //! to a finding it keeps is recorded for the report.

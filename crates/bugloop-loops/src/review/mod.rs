@@ -4,6 +4,7 @@
 //! ```text
 //! disputes      developers' replies since the last run are answered first
 //! conversation  the review state rebuilt from the forge's comments       -> Conversation
+//! increment     the whole change, or what changed since the last review  -> Shown
 //! brief         rules, sensitivity, system prompt, web, the session plan -> Brief
 //! sessions      the model sessions (four passes, or one structured answer) -> Reported
 //! filtering     path safety, grounding, the filter pipeline             -> Filtered
@@ -19,6 +20,7 @@ mod assemble;
 mod brief;
 mod conversation;
 mod filtering;
+mod increment;
 mod publishing;
 mod sessions;
 pub mod tools;
@@ -67,6 +69,9 @@ pub struct ReviewRequest {
     /// What this reviewer looks at first (a converge auditor's focus, markdown), added to the
     /// system prompt.
     pub focus: Option<String>,
+    /// Show the model the whole change even when an earlier head was reviewed (otherwise only
+    /// what changed since is shown).
+    pub full: bool,
 }
 
 impl From<ConfigError> for ReviewError {
@@ -95,12 +100,13 @@ pub async fn review_with(
     let started = Instant::now();
     let (disputes, dispute_error) = settle_disputes(env, &request).await;
     let conversation = conversation::load(env, &request).await?;
-    let brief = brief::prepare(env, &request, &conversation)?;
+    let shown = increment::decide(env, &request, &conversation);
+    let brief = brief::prepare(env, &request, &conversation, &shown)?;
     let reported = sessions::run(
         env,
         &request,
         &brief,
-        &conversation.open_ids,
+        &shown.asked_ids,
         own_findings,
         dispute_error.into_iter().collect(),
     )
@@ -113,6 +119,7 @@ pub async fn review_with(
         disputes,
         conversation,
         brief,
+        scope: shown.scope,
         filtered,
         published,
     };

@@ -1,4 +1,4 @@
-//! Stage 6 of a review: the conversation is brought up to date: a comment per new finding (a line
+//! Stage 7 of a review: the conversation is brought up to date: a comment per new finding (a line
 //! comment where its line is in the diff, else in the conversation; upserted by marker, so re-runs
 //! never repeat one), rediscovered findings' comments refreshed, resolved threads flipped, and the
 //! list of findings over the comment limit. A dry run goes through the same steps on a

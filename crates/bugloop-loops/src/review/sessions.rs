@@ -1,4 +1,4 @@
-//! Stage 4 of a review: the model sessions, one per planned batch (the four passes with tools, or
+//! Stage 5 of a review: the model sessions, one per planned batch (the four passes with tools, or
 //! one structured answer), and what they reported: findings (ids made unique across sessions),
 //! resolutions of open findings, pass summaries, unusable reports, and the parts not reviewed.
 
@@ -52,7 +52,7 @@ pub(super) async fn run(
     own_findings: Vec<Finding>,
     mut errors: Vec<String>,
 ) -> Reported {
-    // 4. The sessions.
+    // 5. The sessions.
     let plan = &brief.plan;
     let mut unreviewed = plan.unreviewed.clone();
     let mut passes = Vec::new();
@@ -195,6 +195,11 @@ async fn run_session(
     } else {
         String::new()
     };
+    let scope = [brief.preface.trim(), scope.as_str()]
+        .into_iter()
+        .filter(|part| !part.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n\n");
     let change = prompt::change(&request.description, &scope, &batch.text);
     let shared = Arc::new(Mutex::new(Collected::default()));
     let task = if tools_mode {

@@ -21,7 +21,7 @@ use bugloop_report::build::{BuildStatus, Landing};
 use bugloop_report::dispute::{DisputeOutcome, DisputeResult};
 use serde_json::json;
 
-use crate::support::{Repo, finding, git, run, session, usage};
+use crate::support::{Repo, finding, git, run, run_full, session, usage};
 
 /// Everything a repository looks like to its user: branch, HEAD, index and working tree.
 fn snapshot(repo: &Repo) -> (String, String, String, String) {
@@ -419,7 +419,7 @@ async fn disputes_concede_maintain_or_escalate() {
         )],
         vec![],
     );
-    let (report, _) = run(&repo, support::config(), again).await;
+    let (report, _) = run_full(&repo, support::config(), again).await;
     assert!(report.findings.is_empty(), "{:#?}", report.findings);
     assert!(
         report.dropped.iter().any(|d| d.reason.contains("resolved")),

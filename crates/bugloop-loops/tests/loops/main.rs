@@ -6,5 +6,6 @@
 
 mod act;
 mod converge;
+mod increment;
 mod review;
 mod support;

@@ -10,7 +10,7 @@ use bugloop_domain::thread::{CommentKind, RESOLVED_PHRASE, ThreadStatus};
 use bugloop_report::review::{CommentAction, ReportStage};
 use serde_json::json;
 
-use crate::support::{Repo, finding, run, session, structured_session};
+use crate::support::{Repo, finding, run, run_full, session, structured_session};
 use bugloop_llm::Role;
 use bugloop_llm::scripted::{ScriptedProvider, tool_reply};
 
@@ -115,7 +115,8 @@ async fn first_run_publishes_second_run_resolves_and_repeats_nothing() {
     assert!(resolved_reply.body.contains("clamped"));
     assert!(after.iter().any(|c| c.thread_resolved));
 
-    // A third run on unchanged code where the model says the same again: nothing changes.
+    // A third run on unchanged code where the model says the same again (a full review: an
+    // incremental one would not ask): nothing changes.
     let script = session(
         vec![finding(
             "src/db.rs",
@@ -128,7 +129,7 @@ async fn first_run_publishes_second_run_resolves_and_repeats_nothing() {
         )],
         vec![],
     );
-    let (third, again) = run(&repo, support::config(), script).await;
+    let (third, again) = run_full(&repo, support::config(), script).await;
     assert_eq!(third.findings[0].action, CommentAction::Unchanged);
     assert_eq!(again.iter().filter(|c| c.in_reply_to.is_none()).count(), 3);
     assert_eq!(again.len(), after.len(), "no new comment or reply");
@@ -289,8 +290,8 @@ async fn ignore_globs_threshold_promotion_elevation_and_overflow() {
     config.review.comment_limit = 3;
     let (report, comments) = run(&repo, config.clone(), session(findings.clone(), vec![])).await;
     insta::assert_json_snapshot!("filters", support::digest(&report));
-    // The same review again: the limit holds per change, so nothing is added.
-    let (again, after) = run(&repo, config, session(findings.clone(), vec![])).await;
+    // The same review again, in full: the limit holds per change, so nothing is added.
+    let (again, after) = run_full(&repo, config, session(findings.clone(), vec![])).await;
     assert_eq!(after.len(), comments.len(), "{:#?}", again.findings);
     assert_eq!(again.overflow.count, 2);
     assert!(report.sensitive_data.sensitive);
@@ -334,7 +335,7 @@ async fn ignore_globs_threshold_promotion_elevation_and_overflow() {
     // is replaced, not left claiming they have none.
     let mut roomy = support::config();
     roomy.review.ignore_files = vec!["generated/**".to_owned()];
-    let (cleared, after) = run(&repo, roomy, session(findings, vec![])).await;
+    let (cleared, after) = run_full(&repo, roomy, session(findings, vec![])).await;
     assert_eq!(cleared.overflow.count, 0);
     assert_eq!(
         cleared

@@ -154,18 +154,37 @@ fn limits(config: &Config) -> BudgetLimits {
 }
 
 /// Reviews the checked-out branch of `repo` against main and returns the report and the
-/// conversation after it.
+/// conversation after it. After an earlier review only what changed since is shown.
 pub async fn run(
     repo: &Repo,
     config: Config,
     scripted: ScriptedProvider,
+) -> (ReviewReport, Vec<Comment>) {
+    review_branch(repo, config, Arc::new(scripted), false).await
+}
+
+/// [`run`] showing the model the whole change whatever was reviewed before (`--full`).
+pub async fn run_full(
+    repo: &Repo,
+    config: Config,
+    scripted: ScriptedProvider,
+) -> (ReviewReport, Vec<Comment>) {
+    review_branch(repo, config, Arc::new(scripted), true).await
+}
+
+/// [`run`] or [`run_full`] with a model the caller keeps, to read what it was sent.
+pub async fn review_branch(
+    repo: &Repo,
+    config: Config,
+    scripted: Arc<ScriptedProvider>,
+    full: bool,
 ) -> (ReviewReport, Vec<Comment>) {
     let git = Git::open(repo.path()).unwrap();
     let forge = LocalForge::open(git.clone(), "bugloop").await.unwrap();
     let change = git.select(&Selection::Branch).unwrap();
     let checkout = bugloop_loops::checkout::checkout(&git, &change).unwrap();
     let meter = Arc::new(Meter::new("scripted", limits(&config), None));
-    let provider = Arc::new(Metered::new(Arc::new(scripted), meter.clone()));
+    let provider = Arc::new(Metered::new(scripted, meter.clone()));
     let runs = tempfile::tempdir().unwrap();
     let env = LoopEnv {
         forge: &forge,
@@ -189,6 +208,7 @@ pub async fn run(
         git_mount: checkout.git_mount(),
         clean_room: false,
         focus: None,
+        full,
     };
     let report = review(&env, request).await.unwrap();
     let comments = forge.comments(&change.key).await.unwrap();

@@ -1,0 +1,178 @@
+//! Stage 2 of a review: how much of the change the model is shown. When bugloop's summary
+//! comment records a complete review of an earlier head, and that head is an ancestor of this
+//! one, the model sees only what changed since (the interdiff, kept to lines the change itself
+//! adds, so commits merged in from the base are not reviewed again) and is asked only about the
+//! open findings in the files it touches; the other open findings stay as they are. Otherwise
+//! the whole change, with the reason.
+
+use std::collections::BTreeSet;
+
+use bugloop_diff::{Diff, FileDiff, LineKind};
+use bugloop_report::review::{FIRST_REVIEW, ReviewedScope};
+use bugloop_report::summary::{SUMMARY_TAG, read_reviewed};
+
+use super::ReviewRequest;
+use super::conversation::Conversation;
+use crate::env::LoopEnv;
+use crate::publish::find_tagged;
+
+/// What the model is shown of the change.
+pub(super) struct Shown {
+    pub scope: ReviewedScope,
+    /// The change's diff, or what changed since the earlier review.
+    pub diff: Diff,
+    /// The open findings the model is told about and may resolve.
+    pub asked_ids: Vec<String>,
+}
+
+pub(super) fn decide(
+    env: &LoopEnv<'_>,
+    request: &ReviewRequest,
+    conversation: &Conversation,
+) -> Shown {
+    match interdiff(env, request, conversation) {
+        Ok((since, diff)) => {
+            let files: BTreeSet<&str> = diff.files.iter().map(FileDiff::path).collect();
+            // An open finding is asked about when its file changed; one without a file always.
+            let asked_ids: Vec<String> = conversation
+                .existing
+                .iter()
+                .filter(|e| conversation.open_ids.iter().any(|id| id == e.id.as_str()))
+                .filter(|e| e.file.as_deref().is_none_or(|file| files.contains(file)))
+                .map(|e| e.id.as_str().to_owned())
+                .collect();
+            Shown {
+                scope: ReviewedScope::Incremental {
+                    since,
+                    files: files.iter().map(|f| (*f).to_owned()).collect(),
+                    kept_findings: conversation.open_ids.len() - asked_ids.len(),
+                },
+                diff,
+                asked_ids,
+            }
+        }
+        Err(reason) => Shown {
+            scope: ReviewedScope::Full { reason },
+            diff: request.diff.clone(),
+            asked_ids: conversation.open_ids.clone(),
+        },
+    }
+}
+
+/// The earlier head and the interdiff, or why the whole change is shown.
+fn interdiff(
+    env: &LoopEnv<'_>,
+    request: &ReviewRequest,
+    conversation: &Conversation,
+) -> Result<(String, Diff), String> {
+    if request.full {
+        return Err("a full review was asked for".to_owned());
+    }
+    if request.clean_room {
+        return Err("a clean-room review ignores earlier ones".to_owned());
+    }
+    let Some(earlier) = find_tagged(&conversation.comments, SUMMARY_TAG)
+        .and_then(|summary| read_reviewed(&summary.body))
+    else {
+        return Err(FIRST_REVIEW.to_owned());
+    };
+    let since = bugloop_git::short(&earlier.head).to_owned();
+    if !earlier.complete {
+        return Err(format!("the review of {since} was incomplete"));
+    }
+    if !is_commit(&request.head) {
+        return Err("uncommitted changes are reviewed in full".to_owned());
+    }
+    let raw = match env.git.interdiff(&earlier.head, &request.head) {
+        Ok(Some(raw)) => raw,
+        Ok(None) => {
+            return Err(format!(
+                "the branch was rewritten since {since} (a force-push or a rebase)"
+            ));
+        }
+        Err(error) => return Err(format!("the changes since {since} are unknown: {error}")),
+    };
+    let interdiff = bugloop_diff::parse(&raw);
+    if !interdiff.problems.is_empty() {
+        return Err(format!("the changes since {since} could not be read"));
+    }
+    Ok((earlier.head, within_change(interdiff, &request.diff)))
+}
+
+/// Keeps the parts of the interdiff that are part of the change: files the change touches, and
+/// hunks that add a line the change adds (a hunk that only brings a line back to the base, or
+/// comes from the base branch merged in, is not the change's). A hunk that only removes lines
+/// of a changed file is kept: it is cheap and may remove what a finding is about.
+fn within_change(interdiff: Diff, change: &Diff) -> Diff {
+    let files = interdiff
+        .files
+        .into_iter()
+        .filter_map(|mut file| {
+            let changed = change.file(file.path())?;
+            let added: BTreeSet<u32> = added_lines(changed).collect();
+            file.hunks.retain(|hunk| {
+                let mut adds = hunk
+                    .lines
+                    .iter()
+                    .filter(|l| l.kind == LineKind::Added)
+                    .filter_map(|l| l.new_line)
+                    .peekable();
+                adds.peek().is_none() || adds.any(|line| added.contains(&line))
+            });
+            (!file.hunks.is_empty() || file.binary).then_some(file)
+        })
+        .collect();
+    Diff {
+        files,
+        problems: Vec::new(),
+    }
+}
+
+fn added_lines(file: &FileDiff) -> impl Iterator<Item = u32> + '_ {
+    file.hunks
+        .iter()
+        .flat_map(|hunk| &hunk.lines)
+        .filter(|l| l.kind == LineKind::Added)
+        .filter_map(|l| l.new_line)
+}
+
+fn is_commit(head: &str) -> bool {
+    matches!(head.len(), 40 | 64) && head.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn diff(text: &str) -> Diff {
+        bugloop_diff::parse(text.as_bytes())
+    }
+
+    const CHANGE: &str = "diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n@@ -1,2 +1,4 @@\n one\n+two\n+three\n four\n";
+
+    #[test]
+    fn the_interdiff_keeps_what_the_change_adds_and_drops_the_rest() {
+        let interdiff = diff(concat!(
+            // Line 3 was edited since: the change adds it, so it is shown.
+            "diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n@@ -3 +3 @@\n-three\n+THREE\n",
+            // A file the change does not touch (merged in from the base): not shown.
+            "diff --git a/b.py b/b.py\n--- a/b.py\n+++ b/b.py\n@@ -1 +1 @@\n-x\n+y\n",
+        ));
+        let kept = within_change(interdiff, &diff(&CHANGE.replace("+three", "+THREE")));
+        assert_eq!(kept.files.len(), 1);
+        assert_eq!(kept.files[0].path(), "a.py");
+        assert_eq!(kept.files[0].hunks.len(), 1);
+    }
+
+    #[test]
+    fn a_hunk_that_goes_back_to_the_base_is_not_the_changes() {
+        // Line 1 is the base's line: the change does not add it.
+        let interdiff =
+            diff("diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-uno\n+one\n");
+        assert!(within_change(interdiff, &diff(CHANGE)).files.is_empty());
+        // Only removed lines: kept.
+        let removal =
+            diff("diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n@@ -3,1 +2,0 @@\n-gone\n");
+        assert_eq!(within_change(removal, &diff(CHANGE)).files.len(), 1);
+    }
+}

@@ -1,0 +1,205 @@
+//! Incremental re-review: after a review of an earlier head, the model is shown only what
+//! changed since and asked only about the open findings in the files that changed; the others
+//! keep their status. A rewritten branch, or `--full`, is reviewed in full.
+
+use std::sync::Arc;
+
+use bugloop_domain::thread::ThreadStatus;
+use bugloop_llm::{ChatRequest, Role};
+use bugloop_report::review::{ReviewReport, ReviewedScope};
+
+use crate::support::{self, Repo, finding, review_branch, session};
+
+/// The first review: a finding in src/stats.rs and one in src/db.rs.
+async fn reviewed() -> (Repo, ReviewReport) {
+    let repo = Repo::with_feature();
+    let percentile = repo.line_of("src/stats.rs", "sorted[index]");
+    let query = repo.line_of("src/db.rs", "format!(\"SELECT");
+    let script = session(
+        vec![
+            finding(
+                "src/stats.rs",
+                percentile,
+                "sorted[index]",
+                "Index out of bounds when p is 1.0",
+                "With p = 1.0 the index equals the length and the lookup panics.",
+                7,
+                "logic",
+            ),
+            finding(
+                "src/db.rs",
+                query,
+                "let query = format!(\"SELECT * FROM users WHERE name = '{}'\", name);",
+                "SQL injection through the user name",
+                "The name is formatted into the SQL text; a quote in it changes the query.",
+                9,
+                "security",
+            ),
+        ],
+        vec![],
+    );
+    let (report, _) = review_branch(&repo, support::config(), Arc::new(script), false).await;
+    assert!(
+        matches!(&report.scope, ReviewedScope::Full { reason } if reason.contains("no earlier review")),
+        "{:?}",
+        report.scope
+    );
+    assert_eq!(report.tracked.len(), 2);
+    (repo, report)
+}
+
+fn first_user_message(requests: &[ChatRequest]) -> String {
+    requests[0]
+        .messages
+        .iter()
+        .find(|m| m.role == Role::User)
+        .map(|m| m.content.clone())
+        .unwrap()
+}
+
+fn offered_ids(requests: &[ChatRequest]) -> serde_json::Value {
+    let resolve = requests[0]
+        .tools
+        .iter()
+        .find(|t| t.name == "resolve_finding")
+        .unwrap();
+    resolve.parameters["properties"]["id"]["enum"].clone()
+}
+
+fn id_in(report: &ReviewReport, file: &str) -> String {
+    report
+        .tracked
+        .iter()
+        .find(|t| t.file.as_deref() == Some(file))
+        .unwrap()
+        .id
+        .clone()
+}
+
+#[tokio::test]
+async fn a_one_line_commit_is_reviewed_alone_and_other_findings_keep_their_status() {
+    let (repo, first) = reviewed().await;
+    let stats_id = id_in(&first, "src/stats.rs");
+    let db_id = id_in(&first, "src/db.rs");
+    // One line of the change edited in src/stats.rs.
+    let text = std::fs::read_to_string(repo.path().join("src/stats.rs")).unwrap();
+    repo.write(
+        "src/stats.rs",
+        &text.replace(
+            "    sorted[index]",
+            "    sorted[index.min(sorted.len() - 1)]",
+        ),
+    );
+    repo.commit("clamp the index");
+    let script = Arc::new(session(
+        vec![],
+        vec![(stats_id.clone(), "the index is clamped".to_owned())],
+    ));
+    let (second, comments) = review_branch(&repo, support::config(), script.clone(), false).await;
+
+    let ReviewedScope::Incremental {
+        since,
+        files,
+        kept_findings,
+    } = &second.scope
+    else {
+        panic!("{:?}", second.scope);
+    };
+    assert_eq!(since, &first.change.head);
+    assert_eq!(files, &["src/stats.rs"]);
+    assert_eq!(*kept_findings, 1);
+
+    let requests = script.requests();
+    let change = first_user_message(&requests);
+    // The commit's line, and nothing of the change that was reviewed already.
+    assert!(
+        change.contains("sorted[index.min(sorted.len() - 1)]"),
+        "{change}"
+    );
+    assert!(change.contains(&first.change.head[..7]), "{change}");
+    assert!(!change.contains("src/db.rs"), "{change}");
+    let added = |text: &str| {
+        text.lines()
+            .filter(|l| {
+                l.trim_start()
+                    .split_once(" + ")
+                    .is_some_and(|(n, _)| n.parse::<u32>().is_ok())
+            })
+            .count()
+    };
+    assert_eq!(added(&change), 1, "{change}");
+    // Only the open finding in the changed file is asked about.
+    let system = requests[0].system.clone().unwrap();
+    assert!(system.contains(&stats_id), "{system}");
+    assert!(!system.contains(&db_id), "{system}");
+    assert_eq!(offered_ids(&requests), serde_json::json!([stats_id]));
+
+    // The asked finding is resolved; the one on untouched code is still open, untouched.
+    let status = |id: &str| {
+        second
+            .tracked
+            .iter()
+            .find(|t| t.id == id)
+            .map(|t| t.status)
+            .unwrap()
+    };
+    assert_eq!(status(&stats_id), ThreadStatus::Resolved);
+    assert_ne!(status(&db_id), ThreadStatus::Resolved);
+    let db_comment = comments
+        .iter()
+        .find(|c| c.in_reply_to.is_none() && c.path.as_deref() == Some("src/db.rs"))
+        .unwrap();
+    assert!(
+        !comments
+            .iter()
+            .any(|c| c.in_reply_to.as_deref() == Some(db_comment.id.as_str())),
+        "nothing was said in the untouched finding's thread"
+    );
+
+    // Nothing changed since: no model call, everything kept.
+    let idle = Arc::new(session(vec![], vec![]));
+    let (third, _) = review_branch(&repo, support::config(), idle.clone(), false).await;
+    assert!(idle.requests().is_empty(), "the model was not asked");
+    assert!(third.complete);
+    assert!(matches!(&third.scope, ReviewedScope::Incremental { files, .. } if files.is_empty()));
+    assert_eq!(third.tracked, second.tracked);
+}
+
+#[tokio::test]
+async fn a_rewritten_branch_or_a_full_review_shows_the_whole_change() {
+    let (repo, first) = reviewed().await;
+    // Force-push: the branch is rebuilt from main with the same change in another commit.
+    let stats = std::fs::read_to_string(repo.path().join("src/stats.rs")).unwrap();
+    let db = std::fs::read_to_string(repo.path().join("src/db.rs")).unwrap();
+    repo.git(&["reset", "-q", "--hard", "main"]);
+    repo.write("src/stats.rs", &stats);
+    repo.write("src/db.rs", &db);
+    repo.commit("the change again, rewritten");
+    let script = Arc::new(session(vec![], vec![]));
+    let (second, _) = review_branch(&repo, support::config(), script.clone(), false).await;
+    let ReviewedScope::Full { reason } = &second.scope else {
+        panic!("{:?}", second.scope);
+    };
+    assert!(
+        reason.contains("rewritten") && reason.contains(&first.change.head[..7]),
+        "{reason}"
+    );
+    let change = first_user_message(&script.requests());
+    assert!(
+        change.contains("src/db.rs") && change.contains("+     let mut sorted"),
+        "{change}"
+    );
+    // Both open findings are asked about again.
+    assert_eq!(offered_ids(&script.requests()).as_array().unwrap().len(), 2);
+
+    // `--full` on an unchanged head: the whole change again, and said so.
+    let script = Arc::new(session(vec![], vec![]));
+    let (third, _) = review_branch(&repo, support::config(), script.clone(), true).await;
+    assert_eq!(
+        third.scope,
+        ReviewedScope::Full {
+            reason: "a full review was asked for".to_owned()
+        }
+    );
+    assert!(first_user_message(&script.requests()).contains("src/db.rs"));
+}
