@@ -1,5 +1,8 @@
-//! Anthropic's Messages API, with tool use and prompt caching of the stable prefix (the system
-//! prompt and the tool definitions carry `cache_control`).
+//! Anthropic's Messages API, with tool use and prompt caching by construction: bugloop's requests
+//! are a stable prefix (tools, system prompt, the task's first message: the change under review)
+//! followed by appended turns, and three of Anthropic's four cache breakpoints mark it: the system
+//! prompt (tools and system), the first message, and the last message (the conversation so far,
+//! read back by the next turn).
 
 use std::collections::BTreeMap;
 
@@ -51,10 +54,12 @@ impl AnthropicProvider {
         } else {
             &request.model
         };
+        let mut messages = wire_messages(&request.messages);
+        mark_cache_breakpoints(&mut messages);
         let mut body = json!({
             "model": model,
             "max_tokens": request.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
-            "messages": wire_messages(&request.messages),
+            "messages": messages,
         });
         let Some(object) = body.as_object_mut() else {
             return body;
@@ -66,19 +71,11 @@ impl AnthropicProvider {
             );
         }
         if !request.tools.is_empty() {
-            let count = request.tools.len();
+            // Tools come first in the cached prefix; the system prompt's breakpoint covers them.
             let tools: Vec<Value> = request
                 .tools
                 .iter()
-                .enumerate()
-                .map(|(i, t)| {
-                    let mut tool = json!({"name": t.name, "description": t.description, "input_schema": t.parameters});
-                    // The cache breakpoint on the last tool caches all tools (and the system).
-                    if i + 1 == count {
-                        tool["cache_control"] = json!({"type": "ephemeral"});
-                    }
-                    tool
-                })
+                .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}))
                 .collect();
             object.insert("tools".into(), Value::Array(tools));
             let choice = match &request.tool_choice {
@@ -192,6 +189,23 @@ fn wire_messages(messages: &[Message]) -> Vec<Value> {
     out.into_iter()
         .map(|(role, content)| json!({"role": role, "content": content}))
         .collect()
+}
+
+/// Cache breakpoints on the last block of the first message (the task: the change under review,
+/// the same in every pass) and of the last message (everything so far, which the next turn reads
+/// back). With the system prompt's, three of the four Anthropic allows.
+fn mark_cache_breakpoints(messages: &mut [Value]) {
+    let last = messages.len().saturating_sub(1);
+    for index in [0, last] {
+        let block = messages
+            .get_mut(index)
+            .and_then(|m| m.get_mut("content"))
+            .and_then(Value::as_array_mut)
+            .and_then(|blocks| blocks.last_mut());
+        if let Some(block) = block {
+            block["cache_control"] = json!({"type": "ephemeral"});
+        }
+    }
 }
 
 fn finish_reason(text: Option<&str>) -> FinishReason {

@@ -87,6 +87,9 @@ async fn plain_answer_with_tool_use_caching_and_headers() {
         {
           "content": [
             {
+              "cache_control": {
+                "type": "ephemeral"
+              },
               "text": "Find the bug",
               "type": "text"
             }
@@ -114,6 +117,9 @@ async fn plain_answer_with_tool_use_caching_and_headers() {
               "type": "tool_result"
             },
             {
+              "cache_control": {
+                "type": "ephemeral"
+              },
               "text": "Keep going",
               "type": "text"
             }
@@ -148,9 +154,6 @@ async fn plain_answer_with_tool_use_caching_and_headers() {
           "name": "read_file"
         },
         {
-          "cache_control": {
-            "type": "ephemeral"
-          },
           "description": "grep tool",
           "input_schema": {
             "properties": {

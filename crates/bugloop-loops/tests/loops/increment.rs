@@ -203,3 +203,28 @@ async fn a_rewritten_branch_or_a_full_review_shows_the_whole_change() {
     );
     assert!(first_user_message(&script.requests()).contains("src/db.rs"));
 }
+
+/// Caching by construction: every pass of a session re-sends the same bytes (tools, system
+/// prompt, the change, the earlier passes) and appends its own turn, so a provider's prefix
+/// cache serves all but the new turn.
+#[tokio::test]
+async fn each_pass_appends_to_a_byte_identical_prefix() {
+    let repo = Repo::with_feature();
+    let script = Arc::new(session(vec![], vec![]));
+    review_branch(&repo, support::config(), script.clone(), false).await;
+    let requests = script.requests();
+    assert_eq!(requests.len(), 4, "one request per pass");
+    fn bytes<T: serde::Serialize + ?Sized>(value: &T) -> String {
+        serde_json::to_string(value).unwrap()
+    }
+    for pair in requests.windows(2) {
+        let (earlier, later) = (&pair[0], &pair[1]);
+        assert_eq!(bytes(&earlier.tools), bytes(&later.tools));
+        assert_eq!(earlier.system, later.system);
+        assert!(later.messages.len() > earlier.messages.len());
+        assert_eq!(
+            bytes(&earlier.messages),
+            bytes(&later.messages[..earlier.messages.len()])
+        );
+    }
+}
