@@ -123,24 +123,70 @@ fn clip(text: &str) -> String {
     format!("{} [... line cut]", &text[..end])
 }
 
+/// A hunk's header: its section (the enclosing function, as git finds it). The ranges are left
+/// out: every shown line carries its head line number.
 fn hunk_header(hunk: &Hunk) -> String {
-    let section = if hunk.section.is_empty() {
-        String::new()
+    if hunk.section.is_empty() {
+        "@@\n".to_owned()
     } else {
-        format!(" {}", hunk.section)
-    };
-    format!(
-        "@@ -{},{} +{},{} @@{section}\n",
-        hunk.old_start, hunk.old_len, hunk.new_start, hunk.new_len
-    )
+        format!("@@ {}\n", hunk.section)
+    }
 }
 
+/// A shown line: `<head line><+ or space><text>`, or `-<text>` for a removed line. Numbers are
+/// not padded: padding costs tokens and tells the model nothing.
 fn render_line(line: &bugloop_diff::DiffLine) -> String {
     match line.kind {
-        LineKind::Added => format!("{:>6} + {}\n", line.new_line.unwrap_or(0), clip(&line.text)),
-        LineKind::Context => format!("{:>6}   {}\n", line.new_line.unwrap_or(0), clip(&line.text)),
-        LineKind::Removed => format!("       - {}\n", clip(&line.text)),
+        LineKind::Added => format!("{}+{}\n", line.new_line.unwrap_or(0), clip(&line.text)),
+        LineKind::Context => format!("{} {}\n", line.new_line.unwrap_or(0), clip(&line.text)),
+        LineKind::Removed => format!("-{}\n", clip(&line.text)),
     }
+}
+
+/// Runs of this many encoded-data lines or more are shown as one line.
+const DATA_RUN: usize = 4;
+
+/// A line of base64 or hex data (a PEM body, an embedded blob): nothing a reviewer reads.
+fn is_data_line(text: &str) -> bool {
+    let text = text.trim();
+    text.len() >= 40
+        && !text.contains(' ')
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'='))
+        // Words have vowels in runs; data has digits or mixed case throughout.
+        && text.bytes().filter(u8::is_ascii_digit).count() * 20 >= text.len()
+}
+
+/// The hunk's lines as shown, with runs of encoded data collapsed into one line that says what
+/// was there and where.
+fn render_lines(lines: &[bugloop_diff::DiffLine]) -> String {
+    let mut out = String::new();
+    let mut index = 0;
+    while index < lines.len() {
+        let line = &lines[index];
+        let run = lines[index..]
+            .iter()
+            .take_while(|l| l.kind == line.kind && is_data_line(&l.text))
+            .count();
+        if run >= DATA_RUN {
+            let last = &lines[index + run - 1];
+            let what = format!("[{run} lines of encoded data (base64 or hex), not shown]");
+            out.push_str(&match (line.kind, line.new_line, last.new_line) {
+                (LineKind::Removed, _, _) => format!("-{what}\n"),
+                (kind, Some(first), Some(end)) => format!(
+                    "{first}-{end}{}{what}\n",
+                    if kind == LineKind::Added { '+' } else { ' ' }
+                ),
+                _ => format!("{what}\n"),
+            });
+            index += run;
+        } else {
+            out.push_str(&render_line(line));
+            index += 1;
+        }
+    }
+    out
 }
 
 /// A hunk as shown: delete-only hunks in one line.
@@ -176,20 +222,17 @@ fn render_hunk(hunk: &Hunk) -> String {
                 hunk.new_start.saturating_sub(1)
             });
         return format!(
-            "@@ -{},{} @@ removes {removed} line(s) after head line {after}, starting with `{first}`\n",
-            hunk.old_start, hunk.old_len
+            "@@ removes {removed} line(s) after head line {after}, starting with `{first}`\n"
         );
     }
     let mut out = hunk_header(hunk);
-    for line in &hunk.lines {
-        out.push_str(&render_line(line));
-    }
+    out.push_str(&render_lines(&hunk.lines));
     out
 }
 
 /// Plans the calls for `diff` with at most `budget` tokens of change per call.
 pub fn plan(diff: &Diff, ignore: &IgnoreMatcher, budget: u64) -> Plan {
-    let budget = budget.max(200);
+    let budget = budget.max(100);
     let mut out = Plan {
         files: diff.files.len(),
         ..Plan::default()

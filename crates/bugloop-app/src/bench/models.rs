@@ -18,8 +18,9 @@ pub(crate) fn synthetic_finding(prompt: &str) -> Option<serde_json::Value> {
         .lines()
         .find_map(|l| l.strip_prefix("## "))
         .and_then(|l| l.split(" (").next())?;
+    // Added lines are shown as `<head line>+<text>`.
     let (line, text) = prompt.lines().find_map(|l| {
-        let (number, rest) = l.trim_start().split_once(" + ")?;
+        let (number, rest) = l.split_once('+')?;
         Some((number.parse::<u32>().ok()?, rest.to_owned()))
     })?;
     Some(json!({

@@ -306,7 +306,7 @@ mod tests {
     fn the_reviewer_reports_in_the_first_pass_and_submits_each() {
         let tools = json!([{"type": "function", "function": {"name": "report_finding"}},
                            {"type": "function", "function": {"name": "submit_pass_results"}}]);
-        let change = "## a.py (added)\n 3 + x = 1 / 0\n";
+        let change = "## a.py (added)\n@@\n3+x = 1 / 0\n";
         let first =
             reply(&json!({"tools": tools, "messages": [{"role": "user", "content": change}]}));
         let names: Vec<&str> = first["tool_calls"]

@@ -61,7 +61,7 @@ fn files_go_by_importance_and_every_one_is_placed() {
 fn small_budgets_split_files_hunks_and_list_what_did_not_fit() {
     let mut text = String::new();
     for i in 0..6 {
-        text.push_str(&file_diff(&format!("src/f{i}.rs"), 10));
+        text.push_str(&file_diff(&format!("src/f{i}.rs"), 20));
     }
     // One file with a hunk far over the budget.
     text.push_str(&file_diff("src/huge.rs", 400));
@@ -94,9 +94,40 @@ fn delete_only_hunks_are_one_line_and_lines_carry_head_numbers() {
     let plan = plan(&diff, &IgnoreMatcher::empty(), 10_000);
     insta::assert_snapshot!(plan.batches[0].text, @r"
     ## a.rs (modified, +1 -2)
-    @@ -1,2 @@ removes 2 line(s) after head line 0, starting with `gone one`
-    @@ -10,1 +8,2 @@ fn f
-         8   ctx
-         9 + new
+    @@ removes 2 line(s) after head line 0, starting with `gone one`
+    @@ fn f
+    8 ctx
+    9+new
     ");
+}
+
+/// A PEM body or an embedded blob is one line saying what it is and where; the lines around it
+/// (the PEM armour) are shown as they are.
+#[test]
+fn encoded_data_is_one_line() {
+    let body: String = (0..6)
+        .map(|i| format!("+MIIEpAIBAAKCAQEA{i}x7Jq0vZ3c9KfR2mH8tLwQe5Yb1NsXo4Gd6Up8Vr2Ck\n"))
+        .collect();
+    let text = format!(
+        "diff --git a/k.pem b/k.pem\nnew file mode 100644\n--- /dev/null\n+++ b/k.pem\n@@ -0,0 +1,8 @@\n+-----BEGIN RSA PRIVATE KEY-----\n{body}+-----END RSA PRIVATE KEY-----\n"
+    );
+    let diff = bugloop_diff::parse(text.as_bytes());
+    let plan = plan(&diff, &IgnoreMatcher::empty(), 10_000);
+    insta::assert_snapshot!(plan.batches[0].text, @r"
+    ## k.pem (added, +8 -0)
+    @@
+    1+-----BEGIN RSA PRIVATE KEY-----
+    2-7+[6 lines of encoded data (base64 or hex), not shown]
+    8+-----END RSA PRIVATE KEY-----
+    ");
+    // Three lines are shown as they are, and so is prose.
+    assert!(!is_data_line(
+        "the quick brown fox jumps over the lazy dog again and again"
+    ));
+    assert!(!is_data_line(
+        "abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyz"
+    ));
+    assert!(is_data_line(
+        "0123456789abcdef0123456789abcdef0123456789abcdef"
+    ));
 }

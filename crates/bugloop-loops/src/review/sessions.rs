@@ -187,10 +187,10 @@ async fn run_session(
         &env.runs_dir,
     );
     let scope = if total > 1 {
+        // The part's files are the ones shown below; naming them again costs tokens.
         format!(
-            "This is part {call} of {total} of the change (files: {}). The other parts are \
-             reviewed separately; you may still read any file.",
-            batch.files.join(", ")
+            "This is part {call} of {total} of the change. The other parts are reviewed \
+             separately; you may still read any file."
         )
     } else {
         String::new()

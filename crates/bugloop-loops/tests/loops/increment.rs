@@ -121,8 +121,7 @@ async fn a_one_line_commit_is_reviewed_alone_and_other_findings_keep_their_statu
     let added = |text: &str| {
         text.lines()
             .filter(|l| {
-                l.trim_start()
-                    .split_once(" + ")
+                l.split_once('+')
                     .is_some_and(|(n, _)| n.parse::<u32>().is_ok())
             })
             .count()
@@ -186,7 +185,7 @@ async fn a_rewritten_branch_or_a_full_review_shows_the_whole_change() {
     );
     let change = first_user_message(&script.requests());
     assert!(
-        change.contains("src/db.rs") && change.contains("+     let mut sorted"),
+        change.contains("src/db.rs") && change.contains("+    let mut sorted"),
         "{change}"
     );
     // Both open findings are asked about again.

@@ -417,7 +417,7 @@ async fn renamed_ids_and_corrected_lines_reach_the_report_and_the_summary() {
     let db_line = repo.line_of("src/db.rs", "format!(\"SELECT");
     let mut config = support::config();
     // One file per part, so each part's model picks the same id for its own problem.
-    config.review.max_tokens_per_call = 160;
+    config.review.max_tokens_per_call = 120;
     let scripted = ScriptedProvider::new([]);
     for _ in 0..40 {
         // The stats finding is reported two lines off; grounding corrects it.
