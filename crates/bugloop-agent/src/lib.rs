@@ -33,6 +33,10 @@ pub struct Task {
     /// called, the next of these is sent as a user message and the session goes on with all its
     /// context. The task ends with the submission after the last one.
     pub follow_ups: Vec<String>,
+    /// The first message already holds every stage's instructions: the model may finish several
+    /// stages in one turn (a submission each), and a follow-up is sent only when a turn ends
+    /// with stages left, for the next of them.
+    pub stages_up_front: bool,
     /// The answer's schema when the task runs without tools (or the model cannot call them).
     pub answer_schema: Option<JsonSchemaFormat>,
     pub max_turns: u32,
@@ -89,6 +93,7 @@ struct Asked<'a> {
     system: &'a str,
     submit_tool: Option<&'a str>,
     follow_ups: &'a [String],
+    stages_up_front: bool,
     answer_schema: Option<&'a JsonSchemaFormat>,
     max_turns: u32,
     max_tokens: Option<u32>,
@@ -162,6 +167,7 @@ impl Agent {
             extra_tools,
             submit_tool,
             follow_ups,
+            stages_up_front,
             answer_schema,
             max_turns,
             max_tokens,
@@ -186,6 +192,7 @@ impl Agent {
             system: &system,
             submit_tool: submit_tool.as_deref(),
             follow_ups: &follow_ups,
+            stages_up_front,
             answer_schema: answer_schema.as_ref(),
             max_turns,
             max_tokens,
@@ -258,6 +265,7 @@ impl Agent {
             system,
             submit_tool,
             follow_ups,
+            stages_up_front,
             max_turns,
             max_tokens,
             ..
@@ -323,8 +331,9 @@ impl Agent {
             }
             let mut next_stage = None;
             for call in calls {
-                if next_stage.is_some() {
-                    // The stage was submitted: later calls of the same turn belong to no stage.
+                if next_stage.is_some() && !stages_up_front {
+                    // The stage was submitted: later calls of the same turn belong to no stage
+                    // (the model has not seen the next stage's instructions yet).
                     let text = "error: ignored, the stage was already submitted in this turn";
                     messages.push(Message::tool_result(call.id, text));
                     continue;

@@ -74,6 +74,7 @@ fn task(toolset: Option<Toolset>) -> Task {
         extra_tools: Vec::new(),
         submit_tool: None,
         follow_ups: Vec::new(),
+        stages_up_front: false,
         answer_schema: None,
         max_turns: 10,
         max_tokens: None,
@@ -271,6 +272,67 @@ async fn follow_ups_continue_the_same_session_after_each_submission() {
     assert_eq!(results.len(), 4, "{third:#?}");
     assert!(results[3].content.contains("already submitted"));
     assert_eq!(third.last().unwrap().content, "Pass 3 of 3");
+}
+
+/// With every stage's instructions up front, the model may finish several stages in one turn;
+/// a follow-up goes out only when a turn ends with stages left, for the next of them.
+#[tokio::test]
+async fn stages_up_front_may_be_submitted_together() {
+    let s = setup(
+        ScriptedProvider::new([
+            tool_reply(
+                &[
+                    ("submit", json!({"pass": 1})),
+                    ("read_file", json!({"path": "src/lib.rs"})),
+                    ("submit", json!({"pass": 2})),
+                ],
+                usage(),
+            ),
+            tool_reply(&[("submit", json!({"pass": 3}))], usage()),
+        ]),
+        BudgetLimits::default(),
+    );
+    let mut t = task(Some(Toolset::Plan));
+    t.extra_tools.push(Box::new(Submit));
+    t.submit_tool = Some("submit".into());
+    t.follow_ups = vec!["Pass 2 of 3".into(), "Pass 3 of 3".into()];
+    t.stages_up_front = true;
+    let run = s.agent.run(t).await;
+    assert_eq!(run.outcome.unwrap(), Outcome::Submitted(json!({"pass": 3})));
+    let requests = s.scripted.requests();
+    assert_eq!(requests.len(), 2);
+    let second = &requests[1].messages;
+    // Every call was carried out (none "already submitted"), and only pass 3 was asked for.
+    let results: Vec<_> = second.iter().filter(|m| m.role == Role::Tool).collect();
+    assert_eq!(results.len(), 3, "{second:#?}");
+    assert!(
+        results
+            .iter()
+            .all(|r| !r.content.contains("already submitted"))
+    );
+    assert_eq!(second.last().unwrap().content, "Pass 3 of 3");
+    assert!(!second.iter().any(|m| m.content == "Pass 2 of 3"));
+
+    // All three in one turn: one request.
+    let s = setup(
+        ScriptedProvider::new([tool_reply(
+            &[
+                ("submit", json!({"pass": 1})),
+                ("submit", json!({"pass": 2})),
+                ("submit", json!({"pass": 3})),
+            ],
+            usage(),
+        )]),
+        BudgetLimits::default(),
+    );
+    let mut t = task(Some(Toolset::Plan));
+    t.extra_tools.push(Box::new(Submit));
+    t.submit_tool = Some("submit".into());
+    t.follow_ups = vec!["Pass 2 of 3".into(), "Pass 3 of 3".into()];
+    t.stages_up_front = true;
+    let run = s.agent.run(t).await;
+    assert_eq!(run.outcome.unwrap(), Outcome::Submitted(json!({"pass": 3})));
+    assert_eq!(s.scripted.requests().len(), 1);
 }
 
 #[tokio::test]

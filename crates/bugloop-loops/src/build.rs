@@ -263,6 +263,7 @@ pub async fn build(env: &LoopEnv<'_>, bench: &Workbench, task: BuildTask) -> Bui
             extra_tools: Vec::new(),
             submit_tool: None,
             follow_ups: Vec::new(),
+            stages_up_front: false,
             answer_schema: None,
             max_turns: env.config().budgets.max_turns,
             max_tokens: Some(8_192),

@@ -139,6 +139,7 @@ pub async fn structured_answer<T: serde::de::DeserializeOwned>(
             extra_tools: Vec::new(),
             submit_tool: None,
             follow_ups: Vec::new(),
+            stages_up_front: false,
             answer_schema: Some(bugloop_llm::JsonSchemaFormat {
                 name: name.to_owned(),
                 schema,

@@ -11,6 +11,8 @@ pub const SYSTEM: &str = include_str!("../prompts/review-system.md");
 pub const WORKFLOW_TOOLS: &str = include_str!("../prompts/review-workflow-tools.md");
 pub const WORKFLOW_STRUCTURED: &str = include_str!("../prompts/review-workflow-structured.md");
 pub const CHANGE: &str = include_str!("../prompts/review-change.md");
+/// Says that the four passes of a small change are given at once.
+pub const PASSES_TOGETHER: &str = include_str!("../prompts/review-passes-together.md");
 /// What an incremental review says about the diff it shows.
 pub const INCREMENT: &str = include_str!("../prompts/review-increment.md");
 pub const PASSES: [&str; 4] = [

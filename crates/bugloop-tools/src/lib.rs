@@ -131,11 +131,8 @@ impl<T: TypedTool> Tool for Typed<T> {
 
     fn parameters(&self) -> serde_json::Value {
         let mut schema = schemars::schema_for!(T::Params).to_value();
-        if let Some(object) = schema.as_object_mut() {
-            object.remove("$schema");
-            object.remove("title");
-        }
         bound_integer_formats(&mut schema);
+        for_the_model(&mut schema);
         self.0.narrow_schema(schema)
     }
 
@@ -157,7 +154,10 @@ pub fn typed<T: TypedTool + 'static>(tool: T) -> Box<dyn Tool> {
 /// Which tools a run gets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Toolset {
-    /// Read-only: read, list, glob, grep, git (read-only), todos.
+    /// Read-only code tools: read, list, glob, grep, git (read-only). A review's passes give its
+    /// work a structure, so it has no todo list to pay for in every request.
+    Read,
+    /// Read's tools and the todo list.
     Plan,
     /// Plan's tools plus write, edit, apply_patch and run.
     Build,
@@ -188,6 +188,9 @@ impl Registry {
         registry.add(typed(read::GlobFiles));
         registry.add(typed(read::Grep));
         registry.add(typed(git::Git));
+        if toolset == Toolset::Read {
+            return registry;
+        }
         registry.add(typed(todo::TodoWrite));
         registry.add(typed(todo::TodoRead));
         if toolset == Toolset::Build {
@@ -267,6 +270,51 @@ fn bound_integer_formats(schema: &mut serde_json::Value) {
         serde_json::Value::Array(items) => items.iter_mut().for_each(bound_integer_formats),
         _ => {}
     }
+}
+
+/// Leaves out of a derived schema what the model does not need and every request would pay
+/// for: the type-level doc comments (written for bugloop's developers; the tool's description
+/// says what the model needs), `format` annotations (their range is explicit), `"default": null`
+/// and the schema's own metadata. Field descriptions stay.
+fn for_the_model(schema: &mut serde_json::Value) {
+    /// `value` is a schema (or a list of them); maps of named schemas (`properties`, `$defs`)
+    /// are walked by name, so a property called `format` or `default` is kept.
+    fn strip(value: &mut serde_json::Value) {
+        match value {
+            serde_json::Value::Object(object) => {
+                object.remove("format");
+                if object.get("default") == Some(&serde_json::Value::Null) {
+                    object.remove("default");
+                }
+                for (key, child) in object.iter_mut() {
+                    match (key.as_str(), child) {
+                        ("properties" | "$defs", serde_json::Value::Object(named)) => {
+                            named.values_mut().for_each(strip);
+                        }
+                        (_, child) => strip(child),
+                    }
+                }
+            }
+            serde_json::Value::Array(items) => items.iter_mut().for_each(strip),
+            _ => {}
+        }
+    }
+    if let Some(object) = schema.as_object_mut() {
+        for key in ["$schema", "title", "description"] {
+            object.remove(key);
+        }
+        if let Some(definitions) = object
+            .get_mut("$defs")
+            .and_then(serde_json::Value::as_object_mut)
+        {
+            for definition in definitions.values_mut() {
+                if let Some(definition) = definition.as_object_mut() {
+                    definition.remove("description");
+                }
+            }
+        }
+    }
+    strip(schema);
 }
 
 /// Cuts a line to `max` characters, marking the cut.

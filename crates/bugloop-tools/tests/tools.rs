@@ -112,6 +112,11 @@ async fn plan_has_no_editing_tools() {
             "todo_write"
         ]
     );
+    let read = Registry::new(Toolset::Read);
+    assert_eq!(
+        read.names(),
+        vec!["git", "glob", "grep", "list_dir", "read_file"]
+    );
     let build = Registry::new(Toolset::Build);
     for name in ["write_file", "edit_file", "apply_patch", "run"] {
         assert!(build.get(name).is_some());
@@ -128,6 +133,49 @@ async fn plan_has_no_editing_tools() {
         read["properties"]["start_line"]["type"],
         json!(["integer", "null"])
     );
+    // What the model does not need is not sent: no type docs, formats or null defaults, but the
+    // range of an integer and each field's description are kept.
+    for (name, _, schema) in &definitions {
+        let text = schema.to_string();
+        assert!(!text.contains("\"format\""), "{name}: {text}");
+        assert!(!text.contains("\"default\":null"), "{name}: {text}");
+        assert!(schema.get("description").is_none(), "{name}: {text}");
+    }
+    assert_eq!(read["properties"]["start_line"]["minimum"], json!(0));
+    assert!(read["properties"]["path"]["description"].is_string());
+}
+
+/// A parameter named like a schema keyword is a parameter, not a keyword: it is kept.
+#[test]
+fn parameters_named_like_keywords_are_kept() {
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    #[allow(dead_code)]
+    struct Params {
+        /// Output format.
+        format: Option<String>,
+        default: Option<u32>,
+    }
+    struct Shaped;
+    #[async_trait::async_trait]
+    impl bugloop_tools::TypedTool for Shaped {
+        type Params = Params;
+        const NAME: &'static str = "shaped";
+        const DESCRIPTION: &'static str = "A tool with keyword-named parameters.";
+        async fn run(
+            &self,
+            _: &ToolContext,
+            _: Params,
+        ) -> Result<String, ToolError> {
+            Ok(String::new())
+        }
+    }
+    let schema = bugloop_tools::typed(Shaped).parameters();
+    let properties = schema["properties"].as_object().unwrap();
+    assert!(
+        properties.contains_key("format") && properties.contains_key("default"),
+        "{schema}"
+    );
+    assert_eq!(properties["format"]["description"], "Output format.");
 }
 
 #[tokio::test]

@@ -199,7 +199,8 @@ fn render(body: &Value) -> (String, String) {
 }
 
 /// A reviewer that answers at once: in a tools session, a grounded finding with the first pass
-/// and each pass submitted; asked for one structured answer, an empty review.
+/// and each pass submitted (all in one reply when all were asked for together); asked for one
+/// structured answer, an empty review.
 fn reply(body: &Value) -> Value {
     let offered: Vec<&str> = body
         .get("tools")
@@ -233,6 +234,9 @@ fn reply(body: &Value) -> Value {
         .and_then(|m| m.get("content"))
         .and_then(Value::as_str)
         .unwrap_or("");
+    // Given every pass's instructions at once, it runs the passes left in one reply, as asked.
+    let given = change.lines().filter(|l| l.starts_with("# Pass ")).count();
+    let last = if given > 1 { given.max(pass) } else { pass };
     let mut calls = Vec::new();
     if pass == 1
         && offered.contains(&"report_finding")
@@ -240,10 +244,12 @@ fn reply(body: &Value) -> Value {
     {
         calls.push(("report_finding", finding));
     }
-    calls.push((
-        "submit_pass_results",
-        json!({"pass_number": pass, "summary": "bench", "has_blocking_issues": false}),
-    ));
+    for number in pass..=last {
+        calls.push((
+            "submit_pass_results",
+            json!({"pass_number": number, "summary": "bench", "has_blocking_issues": false}),
+        ));
+    }
     let tool_calls: Vec<Value> = calls
         .iter()
         .enumerate()
@@ -324,5 +330,11 @@ mod tests {
             .as_str()
             .unwrap();
         assert!(arguments.contains("\"pass_number\":2"), "{arguments}");
+        // All four passes asked for at once: all four submitted in one reply.
+        let together =
+            format!("{change}\n# Pass 1 of 4\n# Pass 2 of 4\n# Pass 3 of 4\n# Pass 4 of 4\n");
+        let all =
+            reply(&json!({"tools": tools, "messages": [{"role": "user", "content": together}]}));
+        assert_eq!(all["tool_calls"].as_array().unwrap().len(), 5);
     }
 }

@@ -74,6 +74,7 @@ pub async fn ask(
             extra_tools: Vec::new(),
             submit_tool: None,
             follow_ups: Vec::new(),
+            stages_up_front: false,
             answer_schema: Some(JsonSchemaFormat {
                 name: "answer".to_owned(),
                 schema: serde_json::json!({

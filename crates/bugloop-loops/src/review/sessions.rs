@@ -22,6 +22,11 @@ use crate::env::LoopEnv;
 use crate::plan::Batch;
 use crate::{ProgressEvent, prompt, sandbox_settings};
 
+/// A change shown in one session with at most this many (estimated) tokens gets its four passes
+/// in its first message. Larger ones get a pass at a time, so each pass has the model's whole
+/// attention; on them the passes' cost is mostly cached input.
+const PASSES_TOGETHER_BELOW: u64 = 1_500;
+
 /// What the sessions reported, before grounding and filtering.
 pub(super) struct Reported {
     /// bugloop's own findings first, then the model's, in order.
@@ -226,17 +231,30 @@ async fn run_session(
                 extra_tools.push(typed(web::WebSearch { web: web.clone() }));
             }
         }
+        // A small change gets its four passes at once: the model may run them in one turn
+        // instead of re-reading the change for each (a follow-up is sent only for a pass left).
+        let together = total == 1 && batch.tokens <= PASSES_TOGETHER_BELOW;
+        let first = if together {
+            format!(
+                "{change}\n\n{}\n{}",
+                prompt::PASSES_TOGETHER,
+                prompt::PASSES.join("\n")
+            )
+        } else {
+            format!("{change}\n\n{}", prompt::PASSES[0])
+        };
         Task {
             name: "review".to_owned(),
             system: system.to_owned(),
-            messages: vec![Message::user(format!("{change}\n\n{}", prompt::PASSES[0]))],
-            toolset: Some(Toolset::Plan),
+            messages: vec![Message::user(first)],
+            toolset: Some(Toolset::Read),
             extra_tools,
             submit_tool: Some(SUBMIT_PASS.to_owned()),
             follow_ups: prompt::PASSES[1..]
                 .iter()
                 .map(|p| (*p).to_owned())
                 .collect(),
+            stages_up_front: together,
             answer_schema: None,
             // Each session gets its share of the run's turn budget, so the first parts of a
             // large change cannot use it all; at least enough for the four passes and a look.
@@ -253,6 +271,7 @@ async fn run_session(
             extra_tools: Vec::new(),
             submit_tool: None,
             follow_ups: Vec::new(),
+            stages_up_front: false,
             answer_schema: Some(JsonSchemaFormat {
                 name: "review".to_owned(),
                 schema: structured_schema(compact.then_some(tools::AnswerBounds {
