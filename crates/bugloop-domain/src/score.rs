@@ -172,17 +172,19 @@ pub const RUBRIC: [RubricLevel; 10] = [
     },
 ];
 
-/// The rubric as a markdown block, the form the system prompts embed.
+/// The rubric as a markdown list, one score a line with its meaning and example: the form the
+/// system prompts embed (a table says the same in about a fifth more tokens; the band is implied
+/// by the score).
 pub fn rubric_markdown() -> String {
-    let mut out =
-        String::from("| score | level | band | meaning | example |\n|---|---|---|---|---|\n");
-    for level in &RUBRIC {
-        out.push_str(&format!(
-            "| {} | {} | {} | {} | {} |\n",
-            level.score, level.name, level.band, level.description, level.example
-        ));
-    }
-    out
+    RUBRIC
+        .iter()
+        .map(|level| {
+            format!(
+                "- {} {}: {} E.g. {}\n",
+                level.score, level.name, level.description, level.example
+            )
+        })
+        .collect()
 }
 
 /// The bugbot severities. Mapping (documented in ARCHITECTURE.md):
@@ -341,6 +343,6 @@ mod tests {
         for level in &RUBRIC {
             assert!(markdown.contains(level.name));
         }
-        assert_eq!(markdown.lines().count(), 12);
+        assert_eq!(markdown.lines().count(), 10);
     }
 }

@@ -89,7 +89,16 @@ pub fn previous_block(threads: &[&ThreadState], max_chars: usize) -> String {
             thread.status, thread.title
         );
         let body = truncate_finding_body(&thread.body, 1_500);
-        for line in body.lines().filter(|l| !l.trim().is_empty()).take(12) {
+        // The entry's first line already says the title, score and place; markers say nothing
+        // to the model.
+        let said = |line: &str| {
+            let line = line.trim();
+            line.is_empty()
+                || line.starts_with("<!--")
+                || line.trim_start_matches('#').trim() == thread.title.trim()
+                || (line.starts_with("**") && line.contains(" · score "))
+        };
+        for line in body.lines().filter(|l| !said(l)).take(12) {
             entry.push_str(&format!("  > {line}\n"));
         }
         for reply in &thread.developer_replies {

@@ -161,11 +161,7 @@ fn parameters_named_like_keywords_are_kept() {
         type Params = Params;
         const NAME: &'static str = "shaped";
         const DESCRIPTION: &'static str = "A tool with keyword-named parameters.";
-        async fn run(
-            &self,
-            _: &ToolContext,
-            _: Params,
-        ) -> Result<String, ToolError> {
+        async fn run(&self, _: &ToolContext, _: Params) -> Result<String, ToolError> {
             Ok(String::new())
         }
     }
