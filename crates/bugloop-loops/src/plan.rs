@@ -112,7 +112,7 @@ fn header(file: &FileDiff) -> String {
     )
 }
 
-fn clip(text: &str) -> String {
+pub(crate) fn clip(text: &str) -> String {
     if text.len() <= MAX_LINE_CHARS {
         return text.to_owned();
     }

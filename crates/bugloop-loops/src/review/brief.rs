@@ -165,9 +165,11 @@ pub(super) fn prepare(
         refused_context,
         plan,
         preface: match &shown.scope {
-            ReviewedScope::Incremental { since, .. } => {
-                prompt::fill(prompt::INCREMENT, &[("since", bugloop_git::short(since))])
-            }
+            ReviewedScope::Incremental { since, .. } => format!(
+                "{}\n{}",
+                prompt::fill(prompt::INCREMENT, &[("since", bugloop_git::short(since))]),
+                shown.finding_context
+            ),
             ReviewedScope::Full { .. } => String::new(),
         },
     })

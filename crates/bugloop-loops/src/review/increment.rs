@@ -7,13 +7,15 @@
 
 use std::collections::BTreeSet;
 
-use bugloop_diff::{Diff, FileDiff, LineKind};
+use bugloop_diff::{Diff, FileDiff, LineKind, Side};
+use bugloop_domain::grounding::Head;
 use bugloop_report::review::{FIRST_REVIEW, ReviewedScope};
 use bugloop_report::summary::{SUMMARY_TAG, read_reviewed};
 
 use super::ReviewRequest;
 use super::conversation::Conversation;
 use crate::env::LoopEnv;
+use crate::head::HeadTree;
 use crate::publish::find_tagged;
 
 /// What the model is shown of the change.
@@ -23,6 +25,9 @@ pub(super) struct Shown {
     pub diff: Diff,
     /// The open findings the model is told about and may resolve.
     pub asked_ids: Vec<String>,
+    /// In an incremental review, the code at head around each asked finding that the shown
+    /// diff does not show, so a model without tools can judge it too.
+    pub finding_context: String,
 }
 
 pub(super) fn decide(
@@ -41,6 +46,7 @@ pub(super) fn decide(
                 .filter(|e| e.file.as_deref().is_none_or(|file| files.contains(file)))
                 .map(|e| e.id.as_str().to_owned())
                 .collect();
+            let finding_context = finding_context(request, conversation, &asked_ids, &diff);
             Shown {
                 scope: ReviewedScope::Incremental {
                     since,
@@ -49,12 +55,14 @@ pub(super) fn decide(
                 },
                 diff,
                 asked_ids,
+                finding_context,
             }
         }
         Err(reason) => Shown {
             scope: ReviewedScope::Full { reason },
             diff: request.diff.clone(),
             asked_ids: conversation.open_ids.clone(),
+            finding_context: String::new(),
         },
     }
 }
@@ -97,6 +105,80 @@ fn interdiff(
         return Err(format!("the changes since {since} could not be read"));
     }
     Ok((earlier.head, within_change(interdiff, &request.diff)))
+}
+
+/// Lines shown around a finding's code.
+const AROUND: u32 = 3;
+
+/// The code at head around each asked finding the shown diff does not show. The finding's line
+/// was recorded at an earlier head, so its quoted code is looked for (nearest the recorded line);
+/// code that is gone is said, which is often the news that it was fixed.
+fn finding_context(
+    request: &ReviewRequest,
+    conversation: &Conversation,
+    asked_ids: &[String],
+    shown: &Diff,
+) -> String {
+    let asked: Vec<_> = conversation
+        .existing
+        .iter()
+        .filter(|e| asked_ids.iter().any(|id| id == e.id.as_str()))
+        .filter_map(|e| Some((e, e.file.as_deref()?, e.line?)))
+        .collect();
+    let head = HeadTree::load(
+        &request.workspace,
+        None,
+        asked.iter().map(|(_, file, _)| (*file).to_owned()),
+    );
+    let mut out = String::new();
+    for (finding, file, recorded) in asked {
+        let Some(text) = head.text(file) else {
+            continue;
+        };
+        let lines: Vec<&str> = text.lines().collect();
+        let evidence = finding
+            .evidence
+            .as_deref()
+            .map(str::trim)
+            .filter(|e| !e.is_empty());
+        let found = match evidence {
+            Some(quoted) => lines
+                .iter()
+                .enumerate()
+                .filter(|(_, line)| line.trim() == quoted.lines().next().unwrap_or(quoted).trim())
+                .map(|(index, _)| u32::try_from(index + 1).unwrap_or(u32::MAX))
+                .min_by_key(|line| line.abs_diff(recorded)),
+            None => Some(recorded),
+        };
+        let Some(line) = found else {
+            out.push_str(&format!(
+                "- `{}` ({file}:{recorded}): its quoted code `{}` is no longer in the file.\n",
+                finding.id,
+                evidence
+                    .unwrap_or_default()
+                    .lines()
+                    .next()
+                    .unwrap_or_default()
+            ));
+            continue;
+        };
+        if shown
+            .file(file)
+            .is_some_and(|f| f.contains_line(Side::Right, line))
+        {
+            continue;
+        }
+        out.push_str(&format!("- `{}` at {file}:{line}:\n", finding.id));
+        let first = line.saturating_sub(AROUND).max(1);
+        let last = line.saturating_add(AROUND);
+        for (number, text) in (first..=last).zip(lines.iter().skip(first as usize - 1)) {
+            out.push_str(&format!("{number} {}\n", crate::plan::clip(text)));
+        }
+    }
+    if out.is_empty() {
+        return out;
+    }
+    format!("The open findings asked about, with their code at head:\n\n{out}")
 }
 
 /// Keeps the parts of the interdiff that are part of the change: files the change touches, and

@@ -132,6 +132,11 @@ async fn a_one_line_commit_is_reviewed_alone_and_other_findings_keep_their_statu
     assert!(system.contains(&stats_id), "{system}");
     assert!(!system.contains(&db_id), "{system}");
     assert_eq!(offered_ids(&requests), serde_json::json!([stats_id]));
+    // Its quoted code was edited away, and the model is told so.
+    assert!(
+        change.contains(&format!("`{stats_id}`")) && change.contains("is no longer in the file"),
+        "{change}"
+    );
 
     // The asked finding is resolved; the one on untouched code is still open, untouched.
     let status = |id: &str| {
@@ -226,4 +231,55 @@ async fn each_pass_appends_to_a_byte_identical_prefix() {
             bytes(&later.messages[..earlier.messages.len()])
         );
     }
+}
+
+/// An asked finding whose code the shown diff does not reach: its code at head is shown, found
+/// by its quoted line even after the lines above it moved.
+#[tokio::test]
+async fn an_asked_finding_away_from_the_new_lines_is_shown_with_its_code() {
+    let body: String = (1..=30).map(|i| format!("    step_{i}()\n")).collect();
+    let change = format!("def run():\n{body}    return divide(total, 0)\n");
+    let repo = Repo::with_change("job.py", "", &change);
+    let line = repo.line_of("job.py", "divide(total, 0)");
+    let script = session(
+        vec![finding(
+            "job.py",
+            line,
+            "    return divide(total, 0)",
+            "Division by zero on every run",
+            "The divisor is the constant 0, so every run fails.",
+            8,
+            "logic",
+        )],
+        vec![],
+    );
+    let (first, _) = review_branch(&repo, support::config(), Arc::new(script), false).await;
+    let id = first.tracked[0].id.clone();
+    // Two lines inserted at the top: the finding's code moves down two lines.
+    repo.write(
+        "job.py",
+        &change.replace("def run():\n", "def run():\n    setup()\n    check()\n"),
+    );
+    repo.commit("set up first");
+    let script = Arc::new(session(vec![], vec![]));
+    let (second, _) = review_branch(&repo, support::config(), script.clone(), false).await;
+    assert!(
+        matches!(second.scope, ReviewedScope::Incremental { .. }),
+        "{:?}",
+        second.scope
+    );
+    let change = first_user_message(&script.requests());
+    let moved = line + 2;
+    assert!(
+        change.contains(&format!("`{id}` at job.py:{moved}:")),
+        "{change}"
+    );
+    assert!(
+        change.contains(&format!("{moved}     return divide(total, 0)")),
+        "{change}"
+    );
+    assert!(
+        change.contains(&format!("{}     step_30()", moved - 1)),
+        "{change}"
+    );
 }

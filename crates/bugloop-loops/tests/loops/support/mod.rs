@@ -53,6 +53,19 @@ const DB: &str = "pub fn find_user(db: &Db, name: &str) -> Option<User> {
 ";
 
 impl Repo {
+    /// `main` with `path` as `base`; `feature` (checked out) changes it to `change`.
+    pub fn with_change(path: &str, base: &str, change: &str) -> Repo {
+        let repo = TestRepo::init("main");
+        repo.git(&["config", "user.name", "Dev"]);
+        repo.git(&["config", "user.email", "dev@example.com"]);
+        repo.write(path, base);
+        repo.commit("first");
+        repo.branch("feature");
+        repo.write(path, change);
+        repo.commit("the change");
+        Repo(repo)
+    }
+
     /// `main` with src/stats.rs; `feature` adds a percentile function and src/db.rs.
     pub fn with_feature() -> Repo {
         let repo = TestRepo::init("main");
