@@ -79,10 +79,14 @@ fn interdiff(
     if request.clean_room {
         return Err("a clean-room review ignores earlier ones".to_owned());
     }
-    let Some(earlier) = find_tagged(&conversation.comments, SUMMARY_TAG)
-        .and_then(|summary| read_reviewed(&summary.body))
-    else {
+    let Some(summary) = find_tagged(&conversation.comments, SUMMARY_TAG) else {
         return Err(FIRST_REVIEW.to_owned());
+    };
+    let Some(earlier) = read_reviewed(&summary.body) else {
+        return Err(
+            "the last review recorded no commit (uncommitted changes, or an older bugloop)"
+                .to_owned(),
+        );
     };
     let since = bugloop_git::short(&earlier.head).to_owned();
     if !earlier.complete {
