@@ -323,8 +323,14 @@ pub fn reconstruct(comments: &[Comment], markers: &MarkerSyntax) -> ReviewState 
     state
 }
 
-fn order_key(comment: &Comment) -> (Timestamp, &str) {
-    (comment.created_at, comment.id.as_str())
+/// Forges give times in whole seconds, so comments of one second are ordered by their ids, which
+/// increase with creation (GitHub's within a kind, the local store's overall). An id compares by
+/// its number (`"9"` before `"10"`, `"review-9"` before `"review-10"`), never as text.
+fn order_key(comment: &Comment) -> (Timestamp, Option<u64>, &str) {
+    let id = comment.id.as_str();
+    let digits = id.len() - id.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+    let number = id[id.len() - digits..].parse::<u64>().ok();
+    (comment.created_at, number, id)
 }
 
 fn carries_state(comment: &Comment, markers: &MarkerSyntax) -> bool {
@@ -542,5 +548,42 @@ mod tests {
             "no finding \"nope\" here; `bugloop findings` lists them"
         );
         assert!(find_thread(&threads, "").is_err());
+    }
+
+    /// Forges give whole seconds: comments of the same second are ordered by their ids' numbers,
+    /// not as text ("10" after "9"), whatever order the forge listed them in.
+    #[test]
+    fn comments_of_one_second_are_ordered_by_id_number() {
+        let at = Timestamp::UNIX_EPOCH;
+        let comment = |id: &str, body: &str, reply_to: Option<&str>, bot: bool| Comment {
+            id: id.to_owned(),
+            author: if bot { "bugloop" } else { "dev" }.to_owned(),
+            body: body.to_owned(),
+            created_at: at,
+            kind: CommentKind::Review,
+            in_reply_to: reply_to.map(str::to_owned),
+            thread_id: None,
+            path: Some("a.rs".to_owned()),
+            line: Some(1),
+            thread_resolved: false,
+            by_bugloop: bot,
+        };
+        let markers = crate::marker::MarkerSyntax::default();
+        let root_body = format!(
+            "### A bug\n\n{}",
+            markers.build(&FindingId::new("a-bug"), false)
+        );
+        let listed = [
+            comment("review-10", "second", Some("review-8"), false),
+            comment("review-9", "first", Some("review-8"), false),
+            comment("review-8", &root_body, None, true),
+        ];
+        let state = reconstruct(&listed, &markers);
+        let replies: Vec<&str> = state.threads[0]
+            .developer_replies
+            .iter()
+            .map(|r| r.body.as_str())
+            .collect();
+        assert_eq!(replies, ["first", "second"]);
     }
 }
