@@ -568,7 +568,7 @@ mod tests {
             thread_resolved: false,
             by_bugloop: bot,
         };
-        let markers = crate::marker::MarkerSyntax::default();
+        let markers = MarkerSyntax::default();
         let root_body = format!(
             "### A bug\n\n{}",
             markers.build(&FindingId::new("a-bug"), false)

@@ -18,6 +18,8 @@ use bugloop_domain::marker::MarkerSyntax;
 use bugloop_domain::thread::Comment;
 use serde::Serialize;
 
+/// What went wrong, classified so a loop can react: wait and retry later, fall back (a line the
+/// forge will not anchor a comment to), or stop. Every message names the operation.
 #[derive(Debug, thiserror::Error)]
 pub enum ForgeError {
     #[error(transparent)]
@@ -28,6 +30,36 @@ pub enum ForgeError {
     NotFound(String),
     #[error("{0}")]
     Invalid(String),
+    /// The forge asks to wait (a primary or secondary rate limit).
+    #[error("{message} (rate limited{})", retry_after.map(|d| format!("; retry after {} s", d.as_secs())).unwrap_or_default())]
+    RateLimited {
+        message: String,
+        retry_after: Option<std::time::Duration>,
+    },
+    /// The forge refused the request's content (GitHub's 422), such as a line comment on a line
+    /// outside the pull request's diff.
+    #[error("{0}")]
+    Unprocessable(String),
+    /// The credentials may not do this.
+    #[error("{0}")]
+    Forbidden(String),
+    /// A failure that may pass (a 5xx, a dropped connection) after the retries that were safe.
+    #[error("{0}")]
+    Transient(String),
+    /// A write that may or may not have happened (it failed after it was sent): look before
+    /// writing again.
+    #[error("{0}")]
+    Ambiguous(String),
+    /// A body or request over the forge's limits.
+    #[error("{0}")]
+    TooLarge(String),
+}
+
+impl ForgeError {
+    /// A refusal of a comment's anchor (its line), which a comment without one may not meet.
+    pub fn refuses_anchor(&self) -> bool {
+        matches!(self, ForgeError::Unprocessable(_))
+    }
 }
 
 /// A change under review: a pull request, or a local branch against its base.
@@ -44,12 +76,16 @@ pub struct Change {
     pub diff: Vec<u8>,
 }
 
-/// Where a line comment goes.
+/// Where a line comment goes. bugloop comments on head lines only (the new side of the diff;
+/// GitHub's `side: RIGHT`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct LineAnchor {
     pub path: String,
     /// New-side line; it must be shown in the change's diff.
     pub line: u32,
+    /// The last line of a range starting at `line` (GitHub's multi-line comment: `start_line` is
+    /// `line`, `line` is this), also in the diff.
+    pub end_line: Option<u32>,
     /// The head commit the line refers to.
     pub commit: String,
 }
@@ -147,7 +183,9 @@ pub trait Forge: Send + Sync + std::fmt::Debug {
 
     /// Adds the comment carrying `id`'s marker, or updates the bot's comment that already carries
     /// it (of the same kind: a line comment and a conversation comment are separate places).
-    /// Idempotent: running it twice leaves one comment.
+    /// `known` is the conversation as the run read it (one listing per run, not one per finding);
+    /// a comment this run wrote is not in it, and one run writes each marker once. Idempotent
+    /// across runs: running it twice leaves one comment.
     async fn upsert_by_marker(
         &self,
         change: &ChangeKey,
@@ -155,8 +193,9 @@ pub trait Forge: Send + Sync + std::fmt::Debug {
         id: &FindingId,
         body: &str,
         anchor: Option<&LineAnchor>,
+        known: &[Comment],
     ) -> Result<Upsert, ForgeError> {
-        let comments = self.comments(change).await?;
+        let comments = known;
         let want_review = anchor.is_some();
         let existing = comments.iter().find(|c| {
             c.by_bugloop

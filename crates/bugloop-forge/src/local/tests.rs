@@ -27,34 +27,32 @@ async fn upserts_are_idempotent_and_threads_resolve() {
     let anchor = LineAnchor {
         path: "a.txt".into(),
         line: 2,
+        end_line: None,
         commit: "abc".into(),
     };
-    let first = forge
-        .upsert_by_marker(&change, &markers, &id, &body, Some(&anchor))
+    let first = upsert(&forge, &change, &markers, &id, &body, Some(&anchor))
         .await
         .unwrap();
-    let again = forge
-        .upsert_by_marker(&change, &markers, &id, &body, Some(&anchor))
+    let again = upsert(&forge, &change, &markers, &id, &body, Some(&anchor))
         .await
         .unwrap();
-    let edited = forge
-        .upsert_by_marker(
-            &change,
-            &markers,
-            &id,
-            &format!("### Off by one, reworded\n{}", markers.build(&id, false)),
-            Some(&anchor),
-        )
-        .await
-        .unwrap();
+    let edited = upsert(
+        &forge,
+        &change,
+        &markers,
+        &id,
+        &format!("### Off by one, reworded\n{}", markers.build(&id, false)),
+        Some(&anchor),
+    )
+    .await
+    .unwrap();
     assert_eq!(
         (first, again, edited),
         (Upsert::Added, Upsert::Unchanged, Upsert::Updated)
     );
     // A look-alike written by the developer is not bugloop's comment.
     forge.developer_comment(&change, &body, None).await.unwrap();
-    let issue = forge
-        .upsert_by_marker(&change, &markers, &id, &body, None)
+    let issue = upsert(&forge, &change, &markers, &id, &body, None)
         .await
         .unwrap();
     assert_eq!(issue, Upsert::Added);
@@ -157,8 +155,7 @@ async fn a_recording_forge_writes_nothing_and_shows_the_run_what_it_would_have_w
     let markers = MarkerSyntax::new("bugloop", &[]).unwrap();
     let kept = FindingId::new("kept");
     let kept_body = format!("### Kept\n{}", markers.build(&kept, false));
-    forge
-        .upsert_by_marker(&change, &markers, &kept, &kept_body, None)
+    upsert(&forge, &change, &markers, &kept, &kept_body, None)
         .await
         .unwrap();
     let before = forge.comments(&change).await.unwrap();
@@ -170,21 +167,19 @@ async fn a_recording_forge_writes_nothing_and_shows_the_run_what_it_would_have_w
     let anchor = LineAnchor {
         path: "a.txt".into(),
         line: 2,
+        end_line: None,
         commit: "abc".into(),
     };
     // The same upserts as a real run: added once, then unchanged (the run sees its own write).
-    let first = dry
-        .upsert_by_marker(&change, &markers, &id, &body, Some(&anchor))
+    let first = upsert(&dry, &change, &markers, &id, &body, Some(&anchor))
         .await
         .unwrap();
-    let again = dry
-        .upsert_by_marker(&change, &markers, &id, &body, Some(&anchor))
+    let again = upsert(&dry, &change, &markers, &id, &body, Some(&anchor))
         .await
         .unwrap();
     assert_eq!((first, again), (Upsert::Added, Upsert::Unchanged));
     let reworded = format!("### Kept, reworded\n{}", markers.build(&kept, true));
-    let updated = dry
-        .upsert_by_marker(&change, &markers, &kept, &reworded, None)
+    let updated = upsert(&dry, &change, &markers, &kept, &reworded, None)
         .await
         .unwrap();
     assert_eq!(updated, Upsert::Updated);
@@ -223,4 +218,19 @@ async fn a_recording_forge_writes_nothing_and_shows_the_run_what_it_would_have_w
         })
         .collect();
     assert_eq!(kinds, ["add", "update", "reply", "resolve"]);
+}
+
+/// An upsert as a run makes it: after reading the conversation.
+async fn upsert(
+    forge: &dyn Forge,
+    change: &ChangeKey,
+    markers: &MarkerSyntax,
+    id: &FindingId,
+    body: &str,
+    anchor: Option<&LineAnchor>,
+) -> Result<Upsert, ForgeError> {
+    let known = forge.comments(change).await?;
+    forge
+        .upsert_by_marker(change, markers, id, body, anchor, &known)
+        .await
 }

@@ -103,18 +103,24 @@ impl Writer<'_, '_> {
             _ => Placement::Summary,
         };
         let body = finding_body(&finding, markers, false);
-        let anchor = anchor_for(&finding, placement, &self.request.head);
-        let upsert = self
-            .env
-            .forge
-            .upsert_by_marker(
-                &self.request.change,
-                markers,
-                &finding.id,
-                &body,
-                anchor.as_ref(),
-            )
-            .await?;
+        let anchor = anchor_for(&finding, placement, &self.request.head, &filtered.head);
+        let forge = self.env.forge;
+        let known = &self.conversation.comments;
+        let change = &self.request.change;
+        let (upsert, placement) = match forge
+            .upsert_by_marker(change, markers, &finding.id, &body, anchor.as_ref(), known)
+            .await
+        {
+            // The forge will not anchor it there (GitHub: a line outside its view of the diff):
+            // one refused line never loses the finding, it goes to the conversation instead.
+            Err(error) if anchor.is_some() && error.refuses_anchor() => (
+                forge
+                    .upsert_by_marker(change, markers, &finding.id, &body, None, known)
+                    .await?,
+                Placement::Summary,
+            ),
+            other => (other?, placement),
+        };
         let action = shown(
             self.publishing,
             match upsert {
@@ -262,12 +268,21 @@ impl Writer<'_, '_> {
     }
 }
 
-fn anchor_for(finding: &Finding, placement: Placement, head: &str) -> Option<LineAnchor> {
+fn anchor_for(
+    finding: &Finding,
+    placement: Placement,
+    commit: &str,
+    head: &HeadTree<'_>,
+) -> Option<LineAnchor> {
     match (placement, &finding.file, finding.line) {
         (Placement::Line, Some(path), Some(line)) => Some(LineAnchor {
             path: path.clone(),
             line,
-            commit: head.to_owned(),
+            // A range only when its end is in the diff too, as its start is.
+            end_line: finding
+                .end_line
+                .filter(|end| *end > line && head.in_diff(path, *end) == Some(true)),
+            commit: commit.to_owned(),
         }),
         _ => None,
     }

@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod act;
+mod anchors;
 mod converge;
 mod increment;
 mod review;

@@ -194,13 +194,25 @@ pub async fn review_branch(
 ) -> (ReviewReport, Vec<Comment>) {
     let git = Git::open(repo.path()).unwrap();
     let forge = LocalForge::open(git.clone(), "bugloop").await.unwrap();
+    review_on(&forge, repo, config, scripted, full).await
+}
+
+/// [`review_branch`] publishing to `forge` (one wrapping the repository's local forge).
+pub async fn review_on(
+    forge: &dyn Forge,
+    repo: &Repo,
+    config: Config,
+    scripted: Arc<ScriptedProvider>,
+    full: bool,
+) -> (ReviewReport, Vec<Comment>) {
+    let git = Git::open(repo.path()).unwrap();
     let change = git.select(&Selection::Branch).unwrap();
     let checkout = bugloop_loops::checkout::checkout(&git, &change).unwrap();
     let meter = Arc::new(Meter::new("scripted", limits(&config), None));
     let provider = Arc::new(Metered::new(scripted, meter.clone()));
     let runs = tempfile::tempdir().unwrap();
     let env = LoopEnv {
-        forge: &forge,
+        forge,
         git: &git,
         settings: &LoopSettings::resolve(config.clone()).unwrap(),
         provider,
