@@ -9,6 +9,7 @@
 
 pub mod local;
 pub mod recording;
+pub mod signing;
 
 pub use bugloop_git::{ChangeKey, ChangedFile, FileStatus};
 

@@ -9,4 +9,5 @@ mod anchors;
 mod converge;
 mod increment;
 mod review;
+mod signed;
 mod support;

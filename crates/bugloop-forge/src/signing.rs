@@ -1,0 +1,193 @@
+//! Signed state. On GitHub, bugloop's login in an Action (`github-actions[bot]`) is shared by
+//! every workflow of the repository, so "written by the bot's login" does not prove "written by
+//! bugloop": another workflow could post a look-alike marker and close a finding. With a key,
+//! [`SigningForge`] signs every body bugloop writes (an HMAC-SHA256 of the whole body, which holds
+//! the finding's id, its status and its text, in a last line) and, when reading, keeps a comment
+//! as bugloop's only when its signature verifies; an unsigned or badly signed one is treated as
+//! written by someone else, so its markers are ignored and counted like any other look-alike.
+
+use async_trait::async_trait;
+use bugloop_domain::thread::Comment;
+use ring::hmac;
+
+use crate::{Change, ChangeKey, Forge, ForgeError, LineAnchor, Permission};
+
+/// Starts the signature line bugloop appends to what it writes.
+const SIGNATURE_PREFIX: &str = "<!-- bugloop:sig v1 ";
+
+/// The key bugloop signs its state with (from the environment, never from the repository).
+#[derive(Clone)]
+pub struct StateKey(hmac::Key);
+
+impl std::fmt::Debug for StateKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StateKey(..)")
+    }
+}
+
+/// A key too short to sign with.
+#[derive(Debug, thiserror::Error)]
+#[error("the state signing key must be at least {MINIMUM_KEY_BYTES} bytes long (it has {0})")]
+pub struct WeakKey(usize);
+
+const MINIMUM_KEY_BYTES: usize = 32;
+
+impl StateKey {
+    pub fn new(bytes: impl Into<Vec<u8>>) -> Result<StateKey, WeakKey> {
+        let bytes = bytes.into();
+        if bytes.len() < MINIMUM_KEY_BYTES {
+            return Err(WeakKey(bytes.len()));
+        }
+        Ok(StateKey(hmac::Key::new(hmac::HMAC_SHA256, &bytes)))
+    }
+
+    /// `body` with its signature line appended.
+    pub fn sign(&self, body: &str) -> String {
+        let tag = hex::encode(hmac::sign(&self.0, body.as_bytes()).as_ref());
+        format!("{body}\n{SIGNATURE_PREFIX}{tag} -->")
+    }
+
+    /// The body without its signature line when the signature verifies (in constant time);
+    /// `None` when it is missing or wrong.
+    pub fn verify<'a>(&self, signed: &'a str) -> Option<&'a str> {
+        let (body, line) = signed.rsplit_once('\n')?;
+        let tag = line.strip_prefix(SIGNATURE_PREFIX)?.strip_suffix(" -->")?;
+        let tag = hex::decode(tag).ok()?;
+        hmac::verify(&self.0, body.as_bytes(), &tag)
+            .ok()
+            .map(|()| body)
+    }
+}
+
+/// A forge whose bot writes are signed and whose bot comments count as bugloop's only when
+/// their signature verifies (the signature line is taken off what the loops read).
+#[derive(Debug)]
+pub struct SigningForge<'a> {
+    inner: &'a dyn Forge,
+    key: StateKey,
+}
+
+impl<'a> SigningForge<'a> {
+    pub fn new(inner: &'a dyn Forge, key: StateKey) -> Self {
+        SigningForge { inner, key }
+    }
+
+    fn checked(&self, mut comment: Comment) -> Comment {
+        if comment.by_bugloop {
+            match self.key.verify(&comment.body) {
+                Some(body) => comment.body = body.to_owned(),
+                // Written under the bot's login but not by bugloop (or altered): someone else's.
+                None => comment.by_bugloop = false,
+            }
+        }
+        comment
+    }
+}
+
+#[async_trait]
+impl Forge for SigningForge<'_> {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn bot_login(&self) -> &str {
+        self.inner.bot_login()
+    }
+
+    fn publishes(&self) -> bool {
+        self.inner.publishes()
+    }
+
+    async fn change(&self, change: &ChangeKey) -> Result<Change, ForgeError> {
+        self.inner.change(change).await
+    }
+
+    async fn comments(&self, change: &ChangeKey) -> Result<Vec<Comment>, ForgeError> {
+        Ok(self
+            .inner
+            .comments(change)
+            .await?
+            .into_iter()
+            .map(|comment| self.checked(comment))
+            .collect())
+    }
+
+    async fn add_comment(
+        &self,
+        change: &ChangeKey,
+        body: &str,
+        anchor: Option<&LineAnchor>,
+    ) -> Result<Comment, ForgeError> {
+        let written = self
+            .inner
+            .add_comment(change, &self.key.sign(body), anchor)
+            .await?;
+        Ok(self.checked(written))
+    }
+
+    async fn update_comment(
+        &self,
+        change: &ChangeKey,
+        comment: &Comment,
+        body: &str,
+    ) -> Result<(), ForgeError> {
+        self.inner
+            .update_comment(change, comment, &self.key.sign(body))
+            .await
+    }
+
+    async fn reply(
+        &self,
+        change: &ChangeKey,
+        to: &Comment,
+        body: &str,
+    ) -> Result<Comment, ForgeError> {
+        let written = self.inner.reply(change, to, &self.key.sign(body)).await?;
+        Ok(self.checked(written))
+    }
+
+    async fn set_thread_resolved(
+        &self,
+        change: &ChangeKey,
+        thread_id: &str,
+        resolved: bool,
+    ) -> Result<(), ForgeError> {
+        self.inner
+            .set_thread_resolved(change, thread_id, resolved)
+            .await
+    }
+
+    async fn permission(&self, actor: &str) -> Result<Permission, ForgeError> {
+        self.inner.permission(actor).await
+    }
+
+    async fn human_reviewers(&self, change: &ChangeKey) -> Result<Vec<String>, ForgeError> {
+        self.inner.human_reviewers(change).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key() -> StateKey {
+        StateKey::new(b"0123456789abcdef0123456789abcdef".to_vec()).unwrap()
+    }
+
+    #[test]
+    fn a_signed_body_verifies_and_any_change_breaks_it() {
+        let body = "### Off by one\n<!-- bugloop finding_id:\"a\" resolved:false -->";
+        let signed = key().sign(body);
+        assert_eq!(key().verify(&signed), Some(body));
+        // The status flipped by someone else, the text edited, or no signature: not bugloop's.
+        assert_eq!(
+            key().verify(&signed.replace("resolved:false", "resolved:true")),
+            None
+        );
+        assert_eq!(key().verify(&signed.replace("Off", "Of")), None);
+        assert_eq!(key().verify(body), None);
+        let other = StateKey::new(vec![7; 32]).unwrap();
+        assert_eq!(other.verify(&signed), None);
+        assert!(StateKey::new(b"short".to_vec()).is_err());
+    }
+}
