@@ -8,6 +8,7 @@ pub mod finding;
 pub mod grounding;
 pub mod markdown;
 pub mod marker;
+pub mod mention;
 pub mod paths;
 pub mod rmcoc;
 pub mod safety;

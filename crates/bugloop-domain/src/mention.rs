@@ -1,0 +1,103 @@
+//! Whether a comment addresses bugloop: `@name` as a word of its own, in the comment's own text.
+//! Not a longer name (`@bugloop-dev`), an e-mail address (`ci@bugloop.dev`), part of a URL
+//! (`https://example.com/@bugloop`), inline code, a code block or a quoted line (`> @bugloop fix`
+//! quotes someone else's request; answering it again would repeat a fix).
+
+/// Whether `body` mentions `@name` (case-insensitive, as GitHub's mentions are).
+pub fn mentions(body: &str, name: &str) -> bool {
+    let wanted = format!("@{}", name.trim_start_matches('@')).to_lowercase();
+    let mut fence: Option<&str> = None;
+    for line in body.lines() {
+        let trimmed = line.trim_start();
+        if let Some(open) = fence {
+            if trimmed.starts_with(open) {
+                fence = None;
+            }
+            continue;
+        }
+        if let Some(marker) = ["```", "~~~"].into_iter().find(|m| trimmed.starts_with(m)) {
+            fence = Some(marker);
+            continue;
+        }
+        if trimmed.starts_with('>') {
+            continue;
+        }
+        if without_code_spans(line)
+            .split(|c: char| c.is_whitespace() || c == '[' || c == ']' || c == '(')
+            .any(|word| is_mention(word, &wanted))
+        {
+            return true;
+        }
+    }
+    false
+}
+
+/// A word that is the mention, give or take punctuation after it (`@bugloop,` `@bugloop:`).
+fn is_mention(word: &str, wanted: &str) -> bool {
+    let word =
+        word.trim_end_matches(|c: char| matches!(c, ',' | '.' | ':' | ';' | '!' | '?' | ')'));
+    word.to_lowercase() == wanted
+}
+
+/// The line with its `inline code` spans blanked.
+fn without_code_spans(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut in_code = false;
+    for c in line.chars() {
+        if c == '`' {
+            in_code = !in_code;
+            out.push(' ');
+        } else if in_code {
+            out.push(' ');
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn a_mention_is_a_word_of_the_comments_own_text() {
+        for body in [
+            "@bugloop fix",
+            "@bugloop, fix all please",
+            "Hey @BugLoop: why is this wrong?",
+            "please (@bugloop) do add a test",
+            "[@bugloop] think about it",
+            "first line\n  @bugloop fix it",
+        ] {
+            assert!(mentions(body, "bugloop"), "{body:?}");
+        }
+        for body in [
+            "see https://example.com/@bugloop for details",
+            "mail ci@bugloop.dev",
+            "@bugloop-dev fix",
+            "@bugloops fix",
+            "`@bugloop fix` is how you ask",
+            "```\n@bugloop fix\n```",
+            "~~~text\n@bugloop fix\n~~~\nthanks",
+            "> @bugloop fix all\nI disagree with this",
+            "bugloop fix",
+        ] {
+            assert!(!mentions(body, "bugloop"), "{body:?}");
+        }
+        // The App's name may be given with its @.
+        assert!(mentions("@my-app fix", "@my-app"));
+    }
+
+    proptest! {
+        /// Inside a URL or an e-mail address the name never counts, whatever surrounds it.
+        #[test]
+        fn never_inside_a_url_or_an_address(prefix in "[a-z0-9./:-]{1,20}", suffix in "[a-z0-9/.-]{0,10}") {
+            let in_url = format!("see https://{prefix}/@bugloop{suffix} now");
+            prop_assert!(!mentions(&in_url, "bugloop"));
+            let address = format!("{prefix}x@bugloop{suffix}");
+            prop_assert!(!mentions(&address, "bugloop"));
+        }
+    }
+}
