@@ -34,8 +34,7 @@ pub fn mentions(body: &str, name: &str) -> bool {
 
 /// A word that is the mention, give or take punctuation after it (`@bugloop,` `@bugloop:`).
 fn is_mention(word: &str, wanted: &str) -> bool {
-    let word =
-        word.trim_end_matches(|c: char| matches!(c, ',' | '.' | ':' | ';' | '!' | '?' | ')'));
+    let word = word.trim_end_matches([',', '.', ':', ';', '!', '?', ')']);
     word.to_lowercase() == wanted
 }
 
