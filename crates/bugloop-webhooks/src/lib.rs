@@ -1,0 +1,47 @@
+//! GitHub's events as bugloop reads them, from an Action's event file (`GITHUB_EVENT_NAME`,
+//! `GITHUB_EVENT_PATH`) or from the App's webhooks: the payloads bugloop handles, parsed with
+//! errors that name the field; the webhook signature (`X-Hub-Signature-256`) checked in constant
+//! time; and the job an event asks for ([`trigger`]), or why it asks for none. Events sent by bots,
+//! bugloop's own included, are dropped here, before any work.
+
+mod payload;
+mod trigger;
+
+pub use self::payload::{
+    Account, Comment, Event, Issue, IssueCommentEvent, IssuesEvent, Label, PullRequest,
+    PullRequestEvent, Ref, Repository, Review, ReviewCommentEvent, ReviewEvent,
+};
+pub use self::trigger::{CommentKind, Skip, Trigger, TriggerSettings, trigger};
+
+/// An event that could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum WebhookError {
+    #[error("the {event} event is not JSON bugloop can read: at `{path}`: {message}")]
+    Payload {
+        event: String,
+        path: String,
+        message: String,
+    },
+}
+
+/// Reads the payload of the event called `name` (`X-GitHub-Event`, `GITHUB_EVENT_NAME`). Events
+/// bugloop does not handle are [`Event::Unhandled`], not errors.
+pub fn parse(name: &str, body: &[u8]) -> Result<Event, WebhookError> {
+    payload::parse(name, body)
+}
+
+/// Whether `header` (`X-Hub-Signature-256: sha256=<hex>`) is the HMAC-SHA256 of `body` under the
+/// webhook secret. Checked on the raw body before anything is parsed, in constant time.
+pub fn signature_is_valid(secret: &[u8], body: &[u8], header: &str) -> bool {
+    let Some(tag) = header
+        .strip_prefix("sha256=")
+        .and_then(|hex_tag| hex::decode(hex_tag).ok())
+    else {
+        return false;
+    };
+    let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, secret);
+    ring::hmac::verify(&key, body, &tag).is_ok()
+}
+
+#[cfg(test)]
+mod tests;

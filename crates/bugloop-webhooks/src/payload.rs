@@ -1,0 +1,194 @@
+//! The payloads of the events bugloop handles, with only the fields it reads. GitHub's older
+//! payloads lack some fields newer ones have, so whatever a job can do without is optional.
+
+use serde::Deserialize;
+
+use crate::WebhookError;
+
+/// A user, an organisation or a bot.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Account {
+    pub login: String,
+    /// `User`, `Bot` or `Organization`.
+    #[serde(rename = "type", default)]
+    pub kind: Option<String>,
+}
+
+impl Account {
+    pub fn is_bot(&self) -> bool {
+        self.kind.as_deref() == Some("Bot") || self.login.ends_with("[bot]")
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Repository {
+    pub full_name: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Installation {
+    pub id: u64,
+}
+
+/// One side of a pull request: its branch and commit, and the repository it lives in (none when
+/// a fork was deleted).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Ref {
+    #[serde(rename = "ref")]
+    pub branch: String,
+    pub sha: String,
+    #[serde(default)]
+    pub repo: Option<Repository>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct PullRequest {
+    pub number: u64,
+    #[serde(default)]
+    pub title: String,
+    #[serde(default)]
+    pub draft: Option<bool>,
+    pub user: Account,
+    pub head: Ref,
+    pub base: Ref,
+}
+
+impl PullRequest {
+    /// From another repository (a fork, or a deleted one): review only, never writes or secrets.
+    pub fn is_from_fork(&self) -> bool {
+        match (&self.head.repo, &self.base.repo) {
+            (Some(head), Some(base)) => head.full_name != base.full_name,
+            _ => true,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Label {
+    pub name: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Issue {
+    pub number: u64,
+    #[serde(default)]
+    pub title: String,
+    pub user: Account,
+    /// Present when the issue is a pull request.
+    #[serde(default)]
+    pub pull_request: Option<serde_json::Value>,
+    #[serde(default)]
+    pub labels: Vec<Label>,
+}
+
+/// An issue comment or a pull request review comment.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Comment {
+    pub id: u64,
+    #[serde(default)]
+    pub body: Option<String>,
+    pub user: Account,
+    /// A review comment's thread: the comment it answers.
+    #[serde(default)]
+    pub in_reply_to_id: Option<u64>,
+    #[serde(default)]
+    pub path: Option<String>,
+    #[serde(default)]
+    pub line: Option<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Review {
+    pub id: u64,
+    #[serde(default)]
+    pub body: Option<String>,
+    pub user: Account,
+    /// `commented`, `approved`, `changes_requested`, `dismissed`.
+    #[serde(default)]
+    pub state: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct PullRequestEvent {
+    pub action: String,
+    pub pull_request: PullRequest,
+    pub repository: Repository,
+    pub sender: Account,
+    #[serde(default)]
+    pub installation: Option<Installation>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct IssueCommentEvent {
+    pub action: String,
+    pub issue: Issue,
+    pub comment: Comment,
+    pub repository: Repository,
+    pub sender: Account,
+    #[serde(default)]
+    pub installation: Option<Installation>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct ReviewCommentEvent {
+    pub action: String,
+    pub pull_request: PullRequest,
+    pub comment: Comment,
+    pub repository: Repository,
+    pub sender: Account,
+    #[serde(default)]
+    pub installation: Option<Installation>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct ReviewEvent {
+    pub action: String,
+    pub pull_request: PullRequest,
+    pub review: Review,
+    pub repository: Repository,
+    pub sender: Account,
+    #[serde(default)]
+    pub installation: Option<Installation>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct IssuesEvent {
+    pub action: String,
+    pub issue: Issue,
+    #[serde(default)]
+    pub label: Option<Label>,
+    pub repository: Repository,
+    pub sender: Account,
+    #[serde(default)]
+    pub installation: Option<Installation>,
+}
+
+/// An event bugloop handles, or the name of one it does not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    PullRequest(Box<PullRequestEvent>),
+    IssueComment(Box<IssueCommentEvent>),
+    ReviewComment(Box<ReviewCommentEvent>),
+    Review(Box<ReviewEvent>),
+    Issues(Box<IssuesEvent>),
+    Unhandled(String),
+}
+
+pub(crate) fn parse(name: &str, body: &[u8]) -> Result<Event, WebhookError> {
+    fn read<T: serde::de::DeserializeOwned>(name: &str, body: &[u8]) -> Result<T, WebhookError> {
+        let deserializer = &mut serde_json::Deserializer::from_slice(body);
+        serde_path_to_error::deserialize(deserializer).map_err(|error| WebhookError::Payload {
+            event: name.to_owned(),
+            path: error.path().to_string(),
+            message: error.into_inner().to_string(),
+        })
+    }
+    Ok(match name {
+        "pull_request" => Event::PullRequest(Box::new(read(name, body)?)),
+        "issue_comment" => Event::IssueComment(Box::new(read(name, body)?)),
+        "pull_request_review_comment" => Event::ReviewComment(Box::new(read(name, body)?)),
+        "pull_request_review" => Event::Review(Box::new(read(name, body)?)),
+        "issues" => Event::Issues(Box::new(read(name, body)?)),
+        other => Event::Unhandled(other.to_owned()),
+    })
+}

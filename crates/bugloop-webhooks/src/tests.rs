@@ -1,0 +1,238 @@
+//! Every example GitHub publishes of the events bugloop handles (`@octokit/webhooks-examples`,
+//! installed by the test command) parses; triggers are decided from real payloads, edited.
+
+use std::path::PathBuf;
+
+use serde_json::{Value, json};
+
+use super::*;
+use crate::trigger::TriggerSettings;
+
+const HANDLED: [&str; 5] = [
+    "pull_request",
+    "issue_comment",
+    "pull_request_review_comment",
+    "pull_request_review",
+    "issues",
+];
+
+fn examples_file() -> PathBuf {
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")))
+        .unwrap();
+    cache.join(
+        "bugloop/github-assets/node_modules/@octokit/webhooks-examples/api.github.com/index.json",
+    )
+}
+
+/// Every example of `event`.
+fn examples(event: &str) -> Vec<Value> {
+    let file = examples_file();
+    let text = std::fs::read_to_string(&file).unwrap_or_else(|error| {
+        panic!(
+            "{}: {error}; `scripts/setup --test` installs GitHub's webhook examples",
+            file.display()
+        )
+    });
+    let all: Vec<Value> = serde_json::from_str(&text).unwrap();
+    all.into_iter()
+        .find(|e| e["name"] == event)
+        .and_then(|e| e["examples"].as_array().cloned())
+        .unwrap_or_default()
+}
+
+fn example(event: &str, action: &str) -> Value {
+    examples(event)
+        .into_iter()
+        .find(|e| e["action"] == action)
+        .unwrap_or_else(|| panic!("no {event} {action} example"))
+}
+
+fn settings() -> TriggerSettings {
+    TriggerSettings {
+        bot_logins: vec!["bugloop-app[bot]".to_owned()],
+        mention: "bugloop".to_owned(),
+        autofix_label: "bug:autofix".to_owned(),
+    }
+}
+
+fn decide(event: &str, payload: &Value) -> Result<Trigger, Skip> {
+    let parsed = parse(event, payload.to_string().as_bytes()).unwrap();
+    trigger(&parsed, &settings())
+}
+
+#[test]
+fn every_example_of_a_handled_event_parses() {
+    let mut count = 0;
+    for event in HANDLED {
+        let examples = examples(event);
+        assert!(!examples.is_empty(), "no examples of {event}");
+        for payload in examples {
+            let parsed = parse(event, payload.to_string().as_bytes());
+            assert!(parsed.is_ok(), "{event} {}: {parsed:?}", payload["action"]);
+            count += 1;
+        }
+    }
+    // 29 pull_request, 9 issue_comment, 5 review comments, 4 reviews, 29 issues in 7.6.1.
+    assert!(count >= 70, "{count}");
+    assert_eq!(
+        parse("star", b"{}").unwrap(),
+        Event::Unhandled("star".to_owned())
+    );
+}
+
+#[test]
+fn a_payload_that_does_not_parse_names_the_field() {
+    let mut payload = example("pull_request", "opened");
+    payload["pull_request"]["number"] = json!("seven");
+    let error = parse("pull_request", payload.to_string().as_bytes()).unwrap_err();
+    let text = error.to_string();
+    assert!(text.contains("pull_request.number"), "{text}");
+    assert!(parse("issue_comment", b"not json").is_err());
+}
+
+#[test]
+fn pushes_to_a_pull_request_ask_for_a_review() {
+    let opened = example("pull_request", "opened");
+    match decide("pull_request", &opened).unwrap() {
+        Trigger::Review {
+            number, head, fork, ..
+        } => {
+            assert_eq!(number, opened["pull_request"]["number"].as_u64().unwrap());
+            assert_eq!(
+                head,
+                opened["pull_request"]["head"]["sha"].as_str().unwrap()
+            );
+            assert!(!fork);
+        }
+        other => panic!("{other:?}"),
+    }
+    let synchronize = example("pull_request", "synchronize");
+    assert!(matches!(
+        decide("pull_request", &synchronize),
+        Ok(Trigger::Review { .. })
+    ));
+    // A fork's pull request is reviewed, and marked a fork.
+    let mut forked = opened.clone();
+    forked["pull_request"]["head"]["repo"]["full_name"] = json!("stranger/Hello-World");
+    assert!(matches!(
+        decide("pull_request", &forked),
+        Ok(Trigger::Review { fork: true, .. })
+    ));
+    // Drafts wait for ready_for_review; closing asks for nothing.
+    let mut draft = opened;
+    draft["pull_request"]["draft"] = json!(true);
+    assert_eq!(decide("pull_request", &draft), Err(Skip::Draft));
+    let closed = example("pull_request", "closed");
+    assert!(matches!(
+        decide("pull_request", &closed),
+        Err(Skip::Action { .. })
+    ));
+}
+
+#[test]
+fn events_sent_by_bots_are_dropped_before_any_work() {
+    let mut own = example("pull_request", "opened");
+    own["sender"] = json!({"login": "bugloop-app[bot]", "type": "Bot"});
+    assert_eq!(
+        decide("pull_request", &own),
+        Err(Skip::FromBot("bugloop-app[bot]".to_owned()))
+    );
+    let mut other_bot = example("issue_comment", "created");
+    other_bot["sender"] = json!({"login": "dependabot[bot]", "type": "Bot"});
+    other_bot["comment"]["body"] = json!("@bugloop fix all");
+    assert!(matches!(
+        decide("issue_comment", &other_bot),
+        Err(Skip::FromBot(_))
+    ));
+}
+
+#[test]
+fn comments_must_address_bugloop_or_answer_a_review_thread() {
+    let mut comment = example("issue_comment", "created");
+    comment["issue"]["pull_request"] = json!({"url": "https://api.github.com/repos/o/r/pulls/1"});
+    comment["comment"]["body"] = json!("@bugloop fix all");
+    match decide("issue_comment", &comment).unwrap() {
+        Trigger::Comment { kind, body, id, .. } => {
+            assert_eq!(kind, CommentKind::Issue);
+            assert_eq!(body, "@bugloop fix all");
+            assert_eq!(id, comment["comment"]["id"].as_u64().unwrap());
+        }
+        other => panic!("{other:?}"),
+    }
+    comment["comment"]["body"] = json!("see https://example.com/@bugloop");
+    assert_eq!(
+        decide("issue_comment", &comment),
+        Err(Skip::NoMention("bugloop".to_owned()))
+    );
+    // On an issue that is not a pull request.
+    let mut on_issue = comment.clone();
+    on_issue["issue"]
+        .as_object_mut()
+        .unwrap()
+        .remove("pull_request");
+    on_issue["comment"]["body"] = json!("@bugloop fix");
+    assert!(matches!(
+        decide("issue_comment", &on_issue),
+        Err(Skip::NotAPullRequest(_))
+    ));
+
+    // A reply in a review thread goes to the job (it may answer a finding), mention or not.
+    let mut reply = example("pull_request_review_comment", "created");
+    reply["comment"]["in_reply_to_id"] = json!(3_000_000_001_u64);
+    reply["comment"]["body"] = json!("this is intended");
+    assert!(matches!(
+        decide("pull_request_review_comment", &reply),
+        Ok(Trigger::Comment {
+            kind: CommentKind::Review,
+            in_reply_to: Some(3_000_000_001),
+            ..
+        })
+    ));
+    let mut fresh = example("pull_request_review_comment", "created");
+    fresh["comment"]["body"] = json!("nice");
+    assert!(matches!(
+        decide("pull_request_review_comment", &fresh),
+        Err(Skip::NoMention(_))
+    ));
+
+    // A review's body.
+    let mut review = example("pull_request_review", "submitted");
+    review["review"]["body"] = json!("@bugloop think: is the lock needed?");
+    assert!(matches!(
+        decide("pull_request_review", &review),
+        Ok(Trigger::Comment {
+            kind: CommentKind::ReviewBody,
+            ..
+        })
+    ));
+}
+
+#[test]
+fn an_issue_labelled_for_autofix_asks_for_a_fix() {
+    let mut labelled = example("issues", "labeled");
+    labelled["label"]["name"] = json!("bug:autofix");
+    assert!(matches!(
+        decide("issues", &labelled),
+        Ok(Trigger::Autofix { .. })
+    ));
+    labelled["label"]["name"] = json!("bug");
+    assert_eq!(
+        decide("issues", &labelled),
+        Err(Skip::Label("bug".to_owned()))
+    );
+}
+
+/// GitHub's own example ("Validating webhook deliveries").
+#[test]
+fn the_webhook_signature_is_checked() {
+    let secret = b"It's a Secret to Everybody";
+    let body = b"Hello, World!";
+    let header = "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17";
+    assert!(signature_is_valid(secret, body, header));
+    assert!(!signature_is_valid(secret, b"Hello, World?", header));
+    assert!(!signature_is_valid(b"another secret", body, header));
+    assert!(!signature_is_valid(secret, body, "sha1=757107ea"));
+    assert!(!signature_is_valid(secret, body, "sha256=not-hex"));
+}

@@ -1,0 +1,207 @@
+//! The job an event asks for, or why it asks for none. Decided from the payload alone, before
+//! any work: events sent by bots (bugloop's own included) are dropped, comments must address
+//! bugloop (a mention) or answer a review thread, and only the actions a loop handles count.
+
+use bugloop_domain::mention::mentions;
+
+use crate::payload::{Account, Event};
+
+/// Where a developer's comment was written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommentKind {
+    /// On the pull request's conversation.
+    Issue,
+    /// On a line of the diff (possibly a reply in a review thread).
+    Review,
+    /// The body of a submitted review.
+    ReviewBody,
+}
+
+/// What an event asks bugloop to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Trigger {
+    /// Review the pull request at this head (detection on push).
+    Review {
+        repository: String,
+        number: u64,
+        head: String,
+        base: String,
+        /// From a fork: review only, no writes to its branch and no secrets.
+        fork: bool,
+        installation: Option<u64>,
+    },
+    /// Act on a developer's comment (fix, do, think, or a reply in a finding's thread).
+    Comment {
+        repository: String,
+        number: u64,
+        kind: CommentKind,
+        id: u64,
+        body: String,
+        author: String,
+        in_reply_to: Option<u64>,
+        installation: Option<u64>,
+    },
+    /// An issue labelled for autofix (the solve pipeline).
+    Autofix {
+        repository: String,
+        issue: u64,
+        installation: Option<u64>,
+    },
+}
+
+/// Why an event asks for nothing.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Skip {
+    #[error("sent by {0}, a bot")]
+    FromBot(String),
+    #[error("{event} `{action}` is not something bugloop acts on")]
+    Action { event: String, action: String },
+    #[error("the pull request is a draft")]
+    Draft,
+    #[error("the comment does not mention @{0}")]
+    NoMention(String),
+    #[error("issue #{0} is not a pull request")]
+    NotAPullRequest(u64),
+    #[error("the label `{0}` is not bugloop's")]
+    Label(String),
+    #[error("bugloop does not handle {0} events")]
+    Unhandled(String),
+}
+
+/// Who bugloop is and what it answers to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TriggerSettings {
+    /// The logins bugloop writes as (`my-app[bot]`, `github-actions[bot]`).
+    pub bot_logins: Vec<String>,
+    /// The name developers mention (`bugloop` for `@bugloop`).
+    pub mention: String,
+    /// The label that asks for a fix of an issue (`labels.autofix`).
+    pub autofix_label: String,
+}
+
+/// The job `event` asks for.
+pub fn trigger(event: &Event, settings: &TriggerSettings) -> Result<Trigger, Skip> {
+    let from_bot = |sender: &Account| {
+        (sender.is_bot() || settings.bot_logins.iter().any(|l| l == &sender.login))
+            .then(|| Skip::FromBot(sender.login.clone()))
+    };
+    let action = |event: &str, action: &str| Skip::Action {
+        event: event.to_owned(),
+        action: action.to_owned(),
+    };
+    let addressed = |body: &str| mentions(body, &settings.mention);
+    match event {
+        Event::PullRequest(e) => {
+            if let Some(skip) = from_bot(&e.sender) {
+                return Err(skip);
+            }
+            if !matches!(
+                e.action.as_str(),
+                "opened" | "synchronize" | "reopened" | "ready_for_review"
+            ) {
+                return Err(action("pull_request", &e.action));
+            }
+            let pr = &e.pull_request;
+            if pr.draft == Some(true) {
+                return Err(Skip::Draft);
+            }
+            Ok(Trigger::Review {
+                repository: e.repository.full_name.clone(),
+                number: pr.number,
+                head: pr.head.sha.clone(),
+                base: pr.base.sha.clone(),
+                fork: pr.is_from_fork(),
+                installation: e.installation.as_ref().map(|i| i.id),
+            })
+        }
+        Event::IssueComment(e) => {
+            if let Some(skip) = from_bot(&e.sender) {
+                return Err(skip);
+            }
+            if e.action != "created" {
+                return Err(action("issue_comment", &e.action));
+            }
+            if e.issue.pull_request.is_none() {
+                return Err(Skip::NotAPullRequest(e.issue.number));
+            }
+            let body = e.comment.body.clone().unwrap_or_default();
+            if !addressed(&body) {
+                return Err(Skip::NoMention(settings.mention.clone()));
+            }
+            Ok(Trigger::Comment {
+                repository: e.repository.full_name.clone(),
+                number: e.issue.number,
+                kind: CommentKind::Issue,
+                id: e.comment.id,
+                body,
+                author: e.comment.user.login.clone(),
+                in_reply_to: None,
+                installation: e.installation.as_ref().map(|i| i.id),
+            })
+        }
+        Event::ReviewComment(e) => {
+            if let Some(skip) = from_bot(&e.sender) {
+                return Err(skip);
+            }
+            if e.action != "created" {
+                return Err(action("pull_request_review_comment", &e.action));
+            }
+            let body = e.comment.body.clone().unwrap_or_default();
+            // A reply in a review thread may answer one of bugloop's findings: the job reads
+            // the thread to know.
+            if !addressed(&body) && e.comment.in_reply_to_id.is_none() {
+                return Err(Skip::NoMention(settings.mention.clone()));
+            }
+            Ok(Trigger::Comment {
+                repository: e.repository.full_name.clone(),
+                number: e.pull_request.number,
+                kind: CommentKind::Review,
+                id: e.comment.id,
+                body,
+                author: e.comment.user.login.clone(),
+                in_reply_to: e.comment.in_reply_to_id,
+                installation: e.installation.as_ref().map(|i| i.id),
+            })
+        }
+        Event::Review(e) => {
+            if let Some(skip) = from_bot(&e.sender) {
+                return Err(skip);
+            }
+            if e.action != "submitted" {
+                return Err(action("pull_request_review", &e.action));
+            }
+            let body = e.review.body.clone().unwrap_or_default();
+            if !addressed(&body) {
+                return Err(Skip::NoMention(settings.mention.clone()));
+            }
+            Ok(Trigger::Comment {
+                repository: e.repository.full_name.clone(),
+                number: e.pull_request.number,
+                kind: CommentKind::ReviewBody,
+                id: e.review.id,
+                body,
+                author: e.review.user.login.clone(),
+                in_reply_to: None,
+                installation: e.installation.as_ref().map(|i| i.id),
+            })
+        }
+        Event::Issues(e) => {
+            if let Some(skip) = from_bot(&e.sender) {
+                return Err(skip);
+            }
+            if e.action != "labeled" {
+                return Err(action("issues", &e.action));
+            }
+            let label = e.label.as_ref().map(|l| l.name.clone()).unwrap_or_default();
+            if label != settings.autofix_label {
+                return Err(Skip::Label(label));
+            }
+            Ok(Trigger::Autofix {
+                repository: e.repository.full_name.clone(),
+                issue: e.issue.number,
+                installation: e.installation.as_ref().map(|i| i.id),
+            })
+        }
+        Event::Unhandled(name) => Err(Skip::Unhandled(name.clone())),
+    }
+}
