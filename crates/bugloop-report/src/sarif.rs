@@ -1,4 +1,9 @@
-//! The SARIF 2.1.0 renderer of the review report, for code scanning (the GitHub Action uploads it).
+//! The SARIF 2.1.0 renderer of the review report, for code scanning (the GitHub Action uploads
+//! it). What GitHub Advanced Security requires is checked with Microsoft's SARIF Multitool in the
+//! tests (rule kinds `Sarif` and `Gh`, no error and no warning): every rule has a name, a full
+//! description and help; every result has a location; security findings carry
+//! `security-severity`. A finding's fingerprint is its id, which bugloop keeps for the same
+//! problem across runs and line moves, so an edit above it never closes and reopens its alert.
 
 use serde_json::{Value, json};
 
@@ -12,117 +17,249 @@ fn level(score: u8) -> &'static str {
     }
 }
 
-/// SARIF 2.1.0: one run, rules per category, a result per open finding.
+/// A rule: one per category, and one for findings still open from earlier runs.
+struct Rule {
+    id: &'static str,
+    /// A Pascal-case name, as SARIF's conventions ask.
+    name: &'static str,
+    short: &'static str,
+    full: &'static str,
+}
+
+const RULES: [Rule; 11] = [
+    Rule {
+        id: "logic",
+        name: "LogicError",
+        short: "Wrong result, missing edge case, off-by-one",
+        full: "The code computes a wrong result or fails on inputs it should handle: a wrong condition, an off-by-one, a missing edge case (empty, null, zero, overflow).",
+    },
+    Rule {
+        id: "security",
+        name: "SecurityVulnerability",
+        short: "Access control, injection, secrets, cryptography, data exposure",
+        full: "The change lets someone read, change or run what they should not: missing authorization, injection, secrets in code, weak cryptography, data exposure.",
+    },
+    Rule {
+        id: "reliability",
+        name: "ReliabilityRisk",
+        short: "Error handling, resource leaks, crashes",
+        full: "The code fails badly when something goes wrong: errors ignored or swallowed, resources not released, crashes on unexpected input.",
+    },
+    Rule {
+        id: "concurrency",
+        name: "ConcurrencyHazard",
+        short: "Races, deadlocks, ordering",
+        full: "Concurrent use breaks the code: data races, deadlocks, lost updates, order assumed where none is guaranteed.",
+    },
+    Rule {
+        id: "data_integrity",
+        name: "DataIntegrityRisk",
+        short: "Corruption or loss of stored data",
+        full: "Stored data can be corrupted or lost: partial writes, unsafe migrations, missing constraints or transactions.",
+    },
+    Rule {
+        id: "performance",
+        name: "PerformanceProblem",
+        short: "Unnecessary work or complexity",
+        full: "The code does much more work than it needs to: repeated passes, nested loops over large inputs, needless allocation or I/O.",
+    },
+    Rule {
+        id: "compatibility",
+        name: "CompatibilityBreak",
+        short: "Breaking public interfaces or contracts",
+        full: "The change breaks what callers rely on: a public interface, a wire or file format, documented behaviour.",
+    },
+    Rule {
+        id: "rules",
+        name: "RepositoryRuleViolation",
+        short: "Violation of the repository's own rules or architecture",
+        full: "The change goes against the repository's own rules (AGENTS.md and the like) or its architecture.",
+    },
+    Rule {
+        id: "testing",
+        name: "TestingGap",
+        short: "Missing or wrong tests",
+        full: "A behaviour the change adds or alters is not tested, or a test does not check what it claims to.",
+    },
+    Rule {
+        id: "maintainability",
+        name: "MaintainabilityIssue",
+        short: "Naming, redundancy, documentation",
+        full: "The code is harder to read or change than it needs to be: misleading names, duplication, missing documentation of something complex.",
+    },
+    Rule {
+        id: "tracked",
+        name: "OpenEarlierFinding",
+        short: "A finding raised by an earlier review that is still open",
+        full: "A finding an earlier review of this change raised that is not resolved yet; its thread in the pull request has the discussion.",
+    },
+];
+
+/// How every rule's help explains a finding's score.
+const SCORE_HELP: &str = "Each finding has a score from 1 to 10 on bugloop's rubric: 1-2 nit-picks, 3-4 quality and maintenance, 5-6 best practices and efficiency, 7-8 logic, edge cases and rule violations, 9-10 critical failures (major bugs, security leaks, systemic catastrophes). Findings below the configured threshold are not published. The result's level follows the score: error from 7, warning at 5-6, note below.";
+
+fn rule_of(id: &str) -> &'static Rule {
+    RULES.iter().find(|rule| rule.id == id).unwrap_or(&RULES[0])
+}
+
+fn rule_json(rule: &Rule, security_severity: Option<u8>) -> Value {
+    let mut value = json!({
+        "id": rule.id,
+        "name": rule.name,
+        "shortDescription": {"text": format!("{}.", rule.short)},
+        "fullDescription": {"text": rule.full},
+        "help": {
+            "text": format!("{} {SCORE_HELP}", rule.full),
+            "markdown": format!("**{}**\n\n{}\n\n{SCORE_HELP}", rule.short, rule.full),
+        },
+    });
+    if let Some(score) = security_severity {
+        value["properties"] = json!({
+            "tags": ["security"],
+            "security-severity": severity_text(score),
+        });
+    }
+    value
+}
+
+/// Where people learn about bugloop: the project's own metadata (the workspace's `homepage`, else
+/// its `repository`), never a URL written here.
+fn information_uri() -> Option<&'static str> {
+    [
+        option_env!("CARGO_PKG_HOMEPAGE"),
+        option_env!("CARGO_PKG_REPOSITORY"),
+    ]
+    .into_iter()
+    .flatten()
+    .find(|uri| !uri.is_empty())
+}
+
+/// GitHub ranks security alerts by `security-severity`, a number from 0.0 to 10.0 in a string.
+fn severity_text(score: u8) -> String {
+    format!("{score}.0")
+}
+
+/// A result's place in the code; `None` for a finding about no file (GitHub requires one).
+fn location(file: &str, line: Option<u32>, end_line: Option<u32>, code: Option<&str>) -> Value {
+    let mut physical = json!({"artifactLocation": {"uri": file, "uriBaseId": "%SRCROOT%"}});
+    if let Some(line) = line {
+        let mut region = json!({"startLine": line});
+        if let Some(end) = end_line.filter(|end| *end >= line) {
+            region["endLine"] = json!(end);
+        }
+        if let Some(code) = code {
+            region["snippet"] = json!({"text": code});
+        }
+        physical["region"] = region;
+    }
+    json!([{"physicalLocation": physical}])
+}
+
+/// SARIF 2.1.0: one run, a rule per category used, a result per open finding with a place in the
+/// code. Findings about no file cannot be code scanning alerts; they are reported as the run's
+/// notifications instead, so nothing is left out.
 pub fn review(report: &ReviewReport) -> Value {
-    let mut rules: Vec<String> = Vec::new();
-    let mut rule_index = |rule: &str| -> usize {
-        match rules.iter().position(|r| r == rule) {
-            Some(i) => i,
+    let mut used: Vec<(&'static str, Option<u8>)> = Vec::new();
+    let mut use_rule = |id: &'static str, security_score: Option<u8>| -> usize {
+        match used.iter().position(|(rule, _)| *rule == id) {
+            Some(index) => {
+                let highest = used[index].1.max(security_score);
+                used[index].1 = highest;
+                index
+            }
             None => {
-                rules.push(rule.to_owned());
-                rules.len() - 1
+                used.push((id, security_score));
+                used.len() - 1
             }
         }
     };
     let mut results = Vec::new();
+    let mut unplaced = Vec::new();
     for f in &report.findings {
         let finding = &f.finding;
-        let rule = finding.category.as_str();
-        let index = rule_index(rule);
-        let mut result = json!({
-            "ruleId": rule,
-            "ruleIndex": index,
-            "level": level(finding.score.get()),
-            "message": {"text": format!("{}\n\n{}", finding.title, finding.description)},
-            "partialFingerprints": {"bugloopFindingId/v1": finding.id.as_str()},
-            "properties": {
-                "bugloopId": finding.id.as_str(),
-                "score": finding.score.get(),
-                "severity": f.severity,
-                "priority": f.priority,
-            }
+        let rule = rule_of(finding.category.as_str());
+        let score = finding.score.get();
+        let Some(file) = &finding.file else {
+            unplaced.push(format!(
+                "{} ({}, score {score}): {}",
+                finding.title, rule.id, finding.description
+            ));
+            continue;
+        };
+        let security = (rule.id == "security").then_some(score);
+        let index = use_rule(rule.id, security);
+        let mut properties = json!({
+            "bugloopId": finding.id.as_str(),
+            "score": score,
+            "severity": f.severity,
+            "priority": f.priority,
         });
-        if let Some(file) = &finding.file {
-            let mut region = json!({});
-            if let Some(line) = finding.line {
-                region["startLine"] = json!(line);
-                if let Some(end) = finding.end_line {
-                    region["endLine"] = json!(end);
-                }
-                if let Some(code) = &f.code {
-                    region["snippet"] = json!({"text": code});
-                }
-            }
-            let mut location = json!({
-                "artifactLocation": {"uri": file, "uriBaseId": "%SRCROOT%"}
-            });
-            if finding.line.is_some() {
-                location["region"] = region;
-            }
-            result["locations"] = json!([{"physicalLocation": location}]);
+        if let Some(score) = security {
+            properties["security-severity"] = json!(severity_text(score));
         }
-        results.push(result);
+        results.push(json!({
+            "ruleId": rule.id,
+            "ruleIndex": index,
+            "level": level(score),
+            "message": {"text": format!("{}\n\n{}", finding.title, finding.description)},
+            "locations": location(file, finding.line, finding.end_line, f.code.as_deref()),
+            "partialFingerprints": {"bugloopFindingId/v1": finding.id.as_str()},
+            "properties": properties,
+        }));
     }
     // Findings still open from earlier runs are part of the change's state too.
     for t in report.open_from_earlier() {
-        let index = rule_index("tracked");
         let score = t.score.unwrap_or(5);
-        let mut result = json!({
+        let Some(file) = &t.file else {
+            unplaced.push(format!(
+                "{} (still open, {}, score {score})",
+                t.title, t.status
+            ));
+            continue;
+        };
+        let index = use_rule("tracked", None);
+        results.push(json!({
             "ruleId": "tracked",
             "ruleIndex": index,
             "level": level(score),
-            "message": {"text": format!("{} ({})", t.title, t.status)},
+            "message": {"text": format!("{} ({}).", t.title, t.status)},
+            "locations": location(file, t.line, None, None),
             "partialFingerprints": {"bugloopFindingId/v1": t.id},
-            "properties": {"bugloopId": t.id, "score": score, "status": t.status}
-        });
-        if let Some(file) = &t.file {
-            let mut location = json!({"artifactLocation": {"uri": file, "uriBaseId": "%SRCROOT%"}});
-            if let Some(line) = t.line {
-                location["region"] = json!({"startLine": line});
-            }
-            result["locations"] = json!([{"physicalLocation": location}]);
-        }
-        results.push(result);
+            "properties": {"bugloopId": t.id, "score": score, "status": t.status},
+        }));
     }
-    let rules: Vec<Value> = rules
+    let rules: Vec<Value> = used
         .iter()
-        .map(|rule| {
+        .map(|(id, security)| rule_json(rule_of(id), *security))
+        .collect();
+    let notifications: Vec<Value> = unplaced
+        .iter()
+        .map(|text| {
             json!({
-                "id": rule,
-                "name": rule,
-                "shortDescription": {"text": rule_description(rule)},
+                "level": "note",
+                "message": {"text": format!("A finding about no file in particular: {text}")},
             })
         })
         .collect();
+    let mut driver = json!({
+        "name": "bugloop",
+        "version": env!("CARGO_PKG_VERSION"),
+        "rules": rules,
+    });
+    if let Some(uri) = information_uri() {
+        driver["informationUri"] = json!(uri);
+    }
     json!({
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",
         "runs": [{
-            "tool": {"driver": {
-                "name": "bugloop",
-                "version": env!("CARGO_PKG_VERSION"),
-                "informationUri": "https://github.com/bugloop/bugloop",
-                "rules": rules,
-            }},
+            "tool": {"driver": driver},
+            "invocations": [{
+                "executionSuccessful": report.complete,
+                "toolExecutionNotifications": notifications,
+            }],
             "automationDetails": {"id": format!("bugloop/{}", report.change.key)},
             "results": results,
         }]
     })
-}
-
-fn rule_description(rule: &str) -> &'static str {
-    match rule {
-        "logic" => "Wrong result, missing edge case, off-by-one",
-        "security" => "Access control, injection, secrets, cryptography, data exposure",
-        "reliability" => "Error handling, resource leaks, crashes",
-        "concurrency" => "Races, deadlocks, ordering",
-        "data_integrity" => "Corruption or loss of stored data",
-        "performance" => "Unnecessary work or complexity",
-        "compatibility" => "Breaking public interfaces or contracts",
-        "rules" => "Violation of the repository's own rules or architecture",
-        "testing" => "Missing or wrong tests",
-        "maintainability" => "Naming, redundancy, documentation",
-        "tracked" => "A finding raised by an earlier review that is still open",
-        _ => "bugloop finding",
-    }
 }

@@ -504,3 +504,143 @@ fn a_settled_dispute_as_text() {
         "concede"
     );
 }
+
+/// The SARIF Multitool (`@microsoft/sarif-multitool-linux`, installed by the test command).
+fn multitool() -> PathBuf {
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache")
+        });
+    let tool = cache
+        .join("bugloop/test-assets/node_modules/@microsoft/sarif-multitool-linux/Sarif.Multitool");
+    assert!(
+        tool.exists(),
+        "{} is missing; `scripts/setup --test` installs the SARIF Multitool",
+        tool.display()
+    );
+    tool
+}
+
+/// A report with a finding in every category (a security one at 9), one about no file, and one
+/// still open from an earlier run.
+fn every_category_report() -> ReviewReport {
+    let mut report = review_report();
+    report.findings = (10_u32..)
+        .zip(Category::ALL.iter())
+        .map(|(line, category)| {
+            let mut f = finding(category.as_str(), Some("src/lib.rs"), Some(line), 6);
+            f.category = *category;
+            if *category == Category::Security {
+                f.score = Score::saturating(9);
+            }
+            published(f, CommentAction::Added, Some("let x = v[i];"))
+        })
+        .chain(std::iter::once(published(
+            finding("no-file", None, None, 7),
+            CommentAction::Added,
+            None,
+        )))
+        .collect();
+    report
+}
+
+/// GitHub code scanning takes what the Multitool's `Gh` rules accept; `Sarif` is the format's
+/// own guidance. Neither may report an error or a warning (notes are advice).
+#[test]
+fn the_sarif_passes_the_multitool_for_sarif_and_github() {
+    let tool = multitool();
+    let dir = tempfile::tempdir().unwrap();
+    let sarif = sarif::review(&every_category_report());
+    let problems = |sarif: &Value, kind: &str| -> Vec<String> {
+        let input = dir.path().join(format!("review-{kind}.sarif"));
+        std::fs::write(&input, serde_json::to_string_pretty(sarif).unwrap()).unwrap();
+        let output = dir.path().join(format!("validation-{kind}.sarif"));
+        let run = std::process::Command::new(&tool)
+            .arg("validate")
+            .arg(&input)
+            .args([
+                "--rule-kind",
+                kind,
+                "--level",
+                "Error;Warning",
+                "--log",
+                "ForceOverwrite",
+            ])
+            .arg("--output")
+            .arg(&output)
+            .env("DOTNET_SYSTEM_GLOBALIZATION_INVARIANT", "1")
+            .output()
+            .unwrap();
+        assert!(
+            run.status.success(),
+            "{kind}: {}{}",
+            String::from_utf8_lossy(&run.stdout),
+            String::from_utf8_lossy(&run.stderr)
+        );
+        let log: Value = serde_json::from_str(&std::fs::read_to_string(&output).unwrap()).unwrap();
+        log["runs"][0]["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| matches!(r["level"].as_str(), Some("error" | "warning") | None))
+            .map(|r| format!("{} {}", r["ruleId"], r["message"]))
+            .collect()
+    };
+    for kind in ["Sarif", "Gh"] {
+        let found = problems(&sarif, kind);
+        assert!(found.is_empty(), "{kind}: {found:#?}");
+    }
+    // The check can fail: without help and a full description, GitHub's rules refuse a rule.
+    let mut bare = sarif.clone();
+    for rule in bare["runs"][0]["tool"]["driver"]["rules"]
+        .as_array_mut()
+        .unwrap()
+    {
+        let rule = rule.as_object_mut().unwrap();
+        rule.remove("help");
+        rule.remove("fullDescription");
+    }
+    assert!(!problems(&bare, "Gh").is_empty());
+    // What GitHub ranks security alerts by, and what every rule must have.
+    let rules = sarif["runs"][0]["tool"]["driver"]["rules"]
+        .as_array()
+        .unwrap();
+    for category in Category::ALL {
+        assert!(
+            rules.iter().any(|r| r["id"] == category.as_str()),
+            "{category:?}"
+        );
+    }
+    let security = rules.iter().find(|r| r["id"] == "security").unwrap();
+    assert_eq!(security["properties"]["security-severity"], "9.0");
+    for rule in rules {
+        assert_ne!(rule["name"], rule["id"]);
+        assert!(
+            rule["fullDescription"]["text"].is_string() && rule["help"]["markdown"].is_string()
+        );
+    }
+    // The finding about no file is in the run, as a notification.
+    let notes = sarif["runs"][0]["invocations"][0]["toolExecutionNotifications"].to_string();
+    assert!(notes.contains("no-file"), "{notes}");
+}
+
+/// An alert follows its finding: re-running, or moving the code below an edit, keeps the
+/// fingerprint; another finding has another.
+#[test]
+fn sarif_fingerprints_survive_re_runs_and_line_moves() {
+    let fingerprint = |line: u32, id: &str| {
+        let mut report = review_report();
+        report.findings = vec![published(
+            finding(id, Some("src/lib.rs"), Some(line), 7),
+            CommentAction::Added,
+            None,
+        )];
+        report.tracked.clear();
+        sarif::review(&report)["runs"][0]["results"][0]["partialFingerprints"].clone()
+    };
+    let first = fingerprint(10, "index-out-of-bounds");
+    assert_eq!(first, fingerprint(10, "index-out-of-bounds"));
+    assert_eq!(first, fingerprint(14, "index-out-of-bounds"));
+    assert_ne!(first, fingerprint(10, "sql-injection"));
+}

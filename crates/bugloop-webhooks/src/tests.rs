@@ -22,7 +22,7 @@ fn examples_file() -> PathBuf {
         .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")))
         .unwrap();
     cache.join(
-        "bugloop/github-assets/node_modules/@octokit/webhooks-examples/api.github.com/index.json",
+        "bugloop/test-assets/node_modules/@octokit/webhooks-examples/api.github.com/index.json",
     )
 }
 
