@@ -135,6 +135,13 @@ pub trait Forge: Send + Sync + std::fmt::Debug {
     /// The change a conversation is about: its base and head, files and diff.
     async fn change(&self, change: &ChangeKey) -> Result<Change, ForgeError>;
 
+    /// The change's head commit now, to notice a push during a job (its head is pinned when it
+    /// starts and checked again before anything is published or pushed). `None` when the forge
+    /// cannot tell.
+    async fn head(&self, change: &ChangeKey) -> Result<Option<String>, ForgeError> {
+        Ok(Some(self.change(change).await?.head))
+    }
+
     /// Every comment of the change's conversation, oldest first: issue-level comments and line
     /// comments, with replies (`in_reply_to`), thread ids and the forge's resolved flags.
     async fn comments(&self, change: &ChangeKey) -> Result<Vec<Comment>, ForgeError>;

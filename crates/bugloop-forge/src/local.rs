@@ -151,6 +151,16 @@ impl Forge for LocalForge {
         })
     }
 
+    /// The branch's tip (a `commit:` conversation's commit never moves), without a diff.
+    async fn head(&self, change: &ChangeKey) -> Result<Option<String>, ForgeError> {
+        let name = change
+            .0
+            .strip_prefix("branch:")
+            .map(|branch| format!("refs/heads/{branch}"))
+            .or_else(|| change.0.strip_prefix("commit:").map(str::to_owned));
+        Ok(name.and_then(|name| self.git.resolve(&name)))
+    }
+
     async fn comments(&self, change: &ChangeKey) -> Result<Vec<Comment>, ForgeError> {
         Ok(self
             .store

@@ -104,6 +104,10 @@ impl Forge for RecordingForge<'_> {
         false
     }
 
+    async fn head(&self, change: &ChangeKey) -> Result<Option<String>, ForgeError> {
+        self.inner.head(change).await
+    }
+
     async fn change(&self, change: &ChangeKey) -> Result<Change, ForgeError> {
         self.inner.change(change).await
     }

@@ -98,6 +98,10 @@ impl Forge for SigningForge<'_> {
         self.inner.publishes()
     }
 
+    async fn head(&self, change: &ChangeKey) -> Result<Option<String>, ForgeError> {
+        self.inner.head(change).await
+    }
+
     async fn change(&self, change: &ChangeKey) -> Result<Change, ForgeError> {
         self.inner.change(change).await
     }

@@ -112,13 +112,15 @@ pub(super) async fn report(
     if env.forge.publishes() {
         env.progress.event(ProgressEvent::Publishing);
     }
-    upsert_tagged(
-        env.forge,
-        &request.change,
-        &conversation.comments,
-        SUMMARY_TAG,
-        &summary_body(&report),
-    )
-    .await?;
+    if !published.head_moved {
+        upsert_tagged(
+            env.forge,
+            &request.change,
+            &conversation.comments,
+            SUMMARY_TAG,
+            &summary_body(&report),
+        )
+        .await?;
+    }
     Ok(report)
 }

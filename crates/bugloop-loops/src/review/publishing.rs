@@ -31,6 +31,8 @@ pub(super) struct Published {
     pub findings: Vec<PublishedFinding>,
     pub resolved: Vec<ResolvedFinding>,
     pub overflow: OverflowInfo,
+    /// The change's head moved during the review: nothing was written (not even the summary).
+    pub head_moved: bool,
 }
 
 /// A dry run reports every finding as not published, whatever its recorded write was.
@@ -49,6 +51,31 @@ pub(super) async fn publish(
     brief: &Brief,
     filtered: &mut Filtered<'_>,
 ) -> Result<Published, ForgeError> {
+    // The head was pinned when the review started: findings about an older head are not
+    // published on a newer one (their lines may be wrong); the next review covers the new head.
+    if let Some(moved) = moved_head(env, request).await? {
+        filtered.errors.push(moved);
+        let findings = std::mem::take(&mut filtered.publish)
+            .iter()
+            .chain(filtered.rediscovered.iter().map(|r| &r.finding))
+            .map(|finding| {
+                published_finding(
+                    finding,
+                    Placement::Summary,
+                    CommentAction::NotPublished,
+                    None,
+                    &filtered.head,
+                    &filtered.notes,
+                )
+            })
+            .collect();
+        return Ok(Published {
+            findings,
+            resolved: Vec::new(),
+            overflow: OverflowInfo::default(),
+            head_moved: true,
+        });
+    }
     let writer = Writer {
         env,
         request,
@@ -75,6 +102,31 @@ pub(super) async fn publish(
         findings: published,
         resolved,
         overflow,
+        head_moved: false,
+    })
+}
+
+/// Why nothing may be published: the change's head is no longer the reviewed commit.
+async fn moved_head(
+    env: &LoopEnv<'_>,
+    request: &ReviewRequest,
+) -> Result<Option<String>, ForgeError> {
+    let reviewed = &request.head;
+    // Uncommitted changes have no head to move; a clean room reviews a copy of its own.
+    let is_commit =
+        matches!(reviewed.len(), 40 | 64) && reviewed.bytes().all(|b| b.is_ascii_hexdigit());
+    if !is_commit || request.clean_room {
+        return Ok(None);
+    }
+    Ok(match env.forge.head(&request.change).await? {
+        Some(now) if &now != reviewed => Some(format!(
+            "the change's head moved from {} to {} during the review: nothing was published, \
+             the next review covers {}",
+            bugloop_git::short(reviewed),
+            bugloop_git::short(&now),
+            bugloop_git::short(&now)
+        )),
+        _ => None,
     })
 }
 

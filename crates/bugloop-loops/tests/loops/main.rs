@@ -8,6 +8,7 @@ mod act;
 mod anchors;
 mod converge;
 mod increment;
+mod moved;
 mod review;
 mod signed;
 mod support;

@@ -9,7 +9,7 @@ use bugloop_forge::local::LocalForge;
 use bugloop_git::{Git, Selection};
 use bugloop_llm::budget::{Meter, Metered};
 use bugloop_llm::scripted::{ScriptedProvider, text_reply, tool_reply};
-use bugloop_llm::{BudgetLimits, Capabilities, ChatResponse, Usage};
+use bugloop_llm::{BudgetLimits, Capabilities, ChatResponse, Provider, Usage};
 use bugloop_loops::review::{ReviewRequest, review};
 use bugloop_loops::{LoopEnv, LoopSettings};
 use bugloop_report::review::ReviewReport;
@@ -189,7 +189,7 @@ pub async fn run_full(
 pub async fn review_branch(
     repo: &Repo,
     config: Config,
-    scripted: Arc<ScriptedProvider>,
+    scripted: Arc<dyn Provider>,
     full: bool,
 ) -> (ReviewReport, Vec<Comment>) {
     let git = Git::open(repo.path()).unwrap();
@@ -202,7 +202,7 @@ pub async fn review_on(
     forge: &dyn Forge,
     repo: &Repo,
     config: Config,
-    scripted: Arc<ScriptedProvider>,
+    scripted: Arc<dyn Provider>,
     full: bool,
 ) -> (ReviewReport, Vec<Comment>) {
     let git = Git::open(repo.path()).unwrap();
