@@ -1,0 +1,182 @@
+//! GitHub's REST and GraphQL APIs as bugloop uses them. Hand-written on reqwest rather than a
+//! generated or general client (octocrab) because bugloop must control what is retried: a
+//! comment create that failed after it was sent is reported as [`GitHubError::Ambiguous`], never
+//! sent again, so the caller can look for its marker first; see `transport.rs` for the rules.
+//! Ids are `u64` (they exceed 2^31), and issue comments and review comments keep their kind.
+
+mod graphql;
+mod rest;
+mod transport;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use self::graphql::{DOCUMENTS, ReviewThread};
+pub use self::rest::{
+    Account, CollaboratorPermission, IssueComment, NewReviewComment, PullRequest, PullRequestSide,
+    RepoRef, ReviewComment,
+};
+pub use self::transport::{Counters, Policy, RateLimit, Sleeper, TokioSleeper};
+
+use self::transport::Transport;
+
+/// GitHub caps a comment body at this many characters.
+pub const MAX_BODY_CHARS: usize = 65_536;
+
+/// What went wrong, classified; every error names the operation (method and path).
+#[derive(Debug, thiserror::Error)]
+pub enum GitHubError {
+    #[error("{operation}: rate limited ({message}); retry after {} s", retry_after.as_secs())]
+    RateLimited {
+        operation: String,
+        retry_after: Duration,
+        message: String,
+    },
+    #[error("{operation}: {message}{}", if errors.is_empty() { String::new() } else { format!(" ({})", errors.join("; ")) })]
+    Unprocessable {
+        operation: String,
+        message: String,
+        errors: Vec<String>,
+    },
+    #[error("{operation}: forbidden: {message}")]
+    Forbidden { operation: String, message: String },
+    #[error("{operation}: not found: {message}")]
+    NotFound { operation: String, message: String },
+    #[error("{operation}: the credentials were refused: {message}")]
+    Unauthorized { operation: String, message: String },
+    #[error("{operation}: {message}")]
+    Transient { operation: String, message: String },
+    #[error("{operation}: it may or may not have been done ({message}); look before trying again")]
+    Ambiguous { operation: String, message: String },
+    #[error("{operation}: too large: {message}")]
+    TooLarge { operation: String, message: String },
+    #[error("{operation}: the answer could not be read: {message}")]
+    Decode { operation: String, message: String },
+    #[error("{operation}: {}", messages.join("; "))]
+    GraphQl {
+        operation: String,
+        messages: Vec<String>,
+    },
+}
+
+/// Where the APIs are: github.com's, or a GitHub Enterprise Server's (`GITHUB_API_URL`,
+/// `GITHUB_GRAPHQL_URL` in an Action).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    pub api_url: String,
+    pub graphql_url: String,
+}
+
+impl Default for Endpoint {
+    fn default() -> Self {
+        Endpoint {
+            api_url: "https://api.github.com".to_owned(),
+            graphql_url: "https://api.github.com/graphql".to_owned(),
+        }
+    }
+}
+
+impl Endpoint {
+    /// From the values an Action sets; an unset one keeps github.com's (the GraphQL URL defaults
+    /// to `<api url>/graphql`).
+    pub fn from_values(api_url: Option<&str>, graphql_url: Option<&str>) -> Endpoint {
+        let api = api_url
+            .filter(|u| !u.is_empty())
+            .unwrap_or("https://api.github.com")
+            .trim_end_matches('/')
+            .to_owned();
+        let graphql = graphql_url.filter(|u| !u.is_empty()).map_or_else(
+            || format!("{api}/graphql"),
+            |u| u.trim_end_matches('/').to_owned(),
+        );
+        Endpoint {
+            api_url: api,
+            graphql_url: graphql,
+        }
+    }
+}
+
+/// A repository: `owner/name`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Repo {
+    pub owner: String,
+    pub name: String,
+}
+
+impl Repo {
+    /// `owner/name`, as `GITHUB_REPOSITORY` and payloads give it.
+    pub fn parse(full_name: &str) -> Option<Repo> {
+        let (owner, name) = full_name.split_once('/')?;
+        let valid = |part: &str| {
+            !part.is_empty()
+                && part
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+                && part != "."
+                && part != ".."
+        };
+        (valid(owner) && valid(name)).then(|| Repo {
+            owner: owner.to_owned(),
+            name: name.to_owned(),
+        })
+    }
+}
+
+impl std::fmt::Display for Repo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.owner, self.name)
+    }
+}
+
+/// A client of one GitHub, authenticated with a token (an Action's `GITHUB_TOKEN` or an App
+/// installation's).
+#[derive(Debug)]
+pub struct GitHubClient {
+    endpoint: Endpoint,
+    transport: Transport,
+}
+
+impl GitHubClient {
+    pub fn new(endpoint: Endpoint, token: String, policy: Policy) -> Result<Self, GitHubError> {
+        Self::with_sleeper(endpoint, token, policy, Arc::new(TokioSleeper))
+    }
+
+    /// With the waits going to `sleeper` (tests record them instead of waiting).
+    pub fn with_sleeper(
+        endpoint: Endpoint,
+        token: String,
+        policy: Policy,
+        sleeper: Arc<dyn Sleeper>,
+    ) -> Result<Self, GitHubError> {
+        Ok(GitHubClient {
+            endpoint,
+            transport: Transport::new(token, policy, sleeper)?,
+        })
+    }
+
+    /// Requests made so far.
+    pub fn counters(&self) -> Counters {
+        self.transport.counters()
+    }
+
+    /// The rate limit as GitHub last reported it.
+    pub fn rate_limit(&self) -> Option<RateLimit> {
+        self.transport.rate_limit()
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.endpoint.api_url)
+    }
+}
+
+/// Refuses a body GitHub would refuse, before sending it.
+fn check_body(operation: &str, body: &str) -> Result<(), GitHubError> {
+    let chars = body.chars().count();
+    if chars > MAX_BODY_CHARS {
+        return Err(GitHubError::TooLarge {
+            operation: operation.to_owned(),
+            message: format!("a body of {chars} characters (GitHub takes {MAX_BODY_CHARS})"),
+        });
+    }
+    Ok(())
+}

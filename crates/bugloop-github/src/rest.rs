@@ -1,0 +1,311 @@
+//! The REST operations a review bot needs, typed, with only the fields bugloop reads. Listings
+//! follow every page (100 a page).
+
+use reqwest::Method;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::transport::Safety;
+use crate::{GitHubClient, GitHubError, Repo, check_body};
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Account {
+    pub login: String,
+    #[serde(rename = "type", default)]
+    pub kind: Option<String>,
+}
+
+/// A comment on a pull request's conversation (an issue comment).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct IssueComment {
+    pub id: u64,
+    #[serde(default)]
+    pub body: Option<String>,
+    pub user: Option<Account>,
+    pub created_at: jiff::Timestamp,
+}
+
+/// A comment on a line (or a file) of a pull request's diff.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct ReviewComment {
+    pub id: u64,
+    pub body: String,
+    pub user: Option<Account>,
+    pub created_at: jiff::Timestamp,
+    pub path: String,
+    #[serde(default)]
+    pub line: Option<u32>,
+    #[serde(default)]
+    pub start_line: Option<u32>,
+    #[serde(default)]
+    pub in_reply_to_id: Option<u64>,
+    pub commit_id: String,
+}
+
+/// Which side of the diff a line comment is on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum PullRequestSide {
+    Left,
+    Right,
+}
+
+/// A new review comment: on a line (or a range ending at `line`) of the head side, or, with no
+/// line, on the file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewReviewComment {
+    pub body: String,
+    pub commit_id: String,
+    pub path: String,
+    pub line: Option<u32>,
+    pub start_line: Option<u32>,
+    pub side: PullRequestSide,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct RepoRef {
+    pub full_name: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct PullRequestSideRef {
+    #[serde(rename = "ref")]
+    pub branch: String,
+    pub sha: String,
+    #[serde(default)]
+    pub repo: Option<RepoRef>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct PullRequest {
+    pub number: u64,
+    pub node_id: String,
+    #[serde(default)]
+    pub title: String,
+    pub state: String,
+    #[serde(default)]
+    pub draft: Option<bool>,
+    pub user: Option<Account>,
+    pub head: PullRequestSideRef,
+    pub base: PullRequestSideRef,
+}
+
+/// What a user may do in a repository.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct CollaboratorPermission {
+    /// `admin`, `write`, `read` or `none` (GitHub folds maintain into write, triage into read).
+    pub permission: String,
+    /// The role itself: `admin`, `maintain`, `write`, `triage`, `read` or a custom role.
+    #[serde(default)]
+    pub role_name: Option<String>,
+}
+
+impl CollaboratorPermission {
+    /// May this user have bugloop change the branch, or get a finding conceded?
+    pub fn can_write(&self) -> bool {
+        matches!(self.permission.as_str(), "admin" | "write")
+            || matches!(
+                self.role_name.as_deref(),
+                Some("admin" | "maintain" | "write")
+            )
+    }
+}
+
+fn decode<T: DeserializeOwned>(operation: &str, value: Value) -> Result<T, GitHubError> {
+    serde_json::from_value(value).map_err(|e| GitHubError::Decode {
+        operation: operation.to_owned(),
+        message: e.to_string(),
+    })
+}
+
+impl GitHubClient {
+    /// Every item of a listing, page by page.
+    async fn list<T: DeserializeOwned>(&self, path: &str) -> Result<Vec<T>, GitHubError> {
+        let mut url = Some(format!("{}?per_page=100", self.url(path)));
+        let mut items = Vec::new();
+        while let Some(current) = url {
+            let page = self
+                .transport
+                .send(Method::GET, &current, None, Safety::Read)
+                .await?;
+            let batch: Vec<T> = decode(&format!("GET {path}"), page.body)?;
+            items.extend(batch);
+            url = page.next;
+        }
+        Ok(items)
+    }
+
+    async fn call<T: DeserializeOwned>(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+        safety: Safety,
+    ) -> Result<T, GitHubError> {
+        let operation = format!("{method} {path}");
+        let page = self
+            .transport
+            .send(method, &self.url(path), body, safety)
+            .await?;
+        decode(&operation, page.body)
+    }
+
+    pub async fn issue_comments(
+        &self,
+        repo: &Repo,
+        number: u64,
+    ) -> Result<Vec<IssueComment>, GitHubError> {
+        self.list(&format!("/repos/{repo}/issues/{number}/comments"))
+            .await
+    }
+
+    pub async fn create_issue_comment(
+        &self,
+        repo: &Repo,
+        number: u64,
+        body: &str,
+    ) -> Result<IssueComment, GitHubError> {
+        let path = format!("/repos/{repo}/issues/{number}/comments");
+        check_body(&format!("POST {path}"), body)?;
+        self.call(
+            Method::POST,
+            &path,
+            Some(&json!({"body": body})),
+            Safety::Create,
+        )
+        .await
+    }
+
+    pub async fn update_issue_comment(
+        &self,
+        repo: &Repo,
+        id: u64,
+        body: &str,
+    ) -> Result<IssueComment, GitHubError> {
+        let path = format!("/repos/{repo}/issues/comments/{id}");
+        check_body(&format!("PATCH {path}"), body)?;
+        self.call(
+            Method::PATCH,
+            &path,
+            Some(&json!({"body": body})),
+            Safety::Idempotent,
+        )
+        .await
+    }
+
+    pub async fn review_comments(
+        &self,
+        repo: &Repo,
+        number: u64,
+    ) -> Result<Vec<ReviewComment>, GitHubError> {
+        self.list(&format!("/repos/{repo}/pulls/{number}/comments"))
+            .await
+    }
+
+    pub async fn create_review_comment(
+        &self,
+        repo: &Repo,
+        number: u64,
+        comment: &NewReviewComment,
+    ) -> Result<ReviewComment, GitHubError> {
+        let path = format!("/repos/{repo}/pulls/{number}/comments");
+        check_body(&format!("POST {path}"), &comment.body)?;
+        let mut body = json!({
+            "body": comment.body,
+            "commit_id": comment.commit_id,
+            "path": comment.path,
+        });
+        match comment.line {
+            Some(line) => {
+                body["line"] = json!(line);
+                body["side"] = json!(comment.side);
+                if let Some(start) = comment.start_line.filter(|start| *start < line) {
+                    body["start_line"] = json!(start);
+                    body["start_side"] = json!(comment.side);
+                }
+            }
+            None => body["subject_type"] = json!("file"),
+        }
+        self.call(Method::POST, &path, Some(&body), Safety::Create)
+            .await
+    }
+
+    pub async fn reply_to_review_comment(
+        &self,
+        repo: &Repo,
+        number: u64,
+        to: u64,
+        body: &str,
+    ) -> Result<ReviewComment, GitHubError> {
+        let path = format!("/repos/{repo}/pulls/{number}/comments/{to}/replies");
+        check_body(&format!("POST {path}"), body)?;
+        self.call(
+            Method::POST,
+            &path,
+            Some(&json!({"body": body})),
+            Safety::Create,
+        )
+        .await
+    }
+
+    pub async fn update_review_comment(
+        &self,
+        repo: &Repo,
+        id: u64,
+        body: &str,
+    ) -> Result<ReviewComment, GitHubError> {
+        let path = format!("/repos/{repo}/pulls/comments/{id}");
+        check_body(&format!("PATCH {path}"), body)?;
+        self.call(
+            Method::PATCH,
+            &path,
+            Some(&json!({"body": body})),
+            Safety::Idempotent,
+        )
+        .await
+    }
+
+    pub async fn pull_request(&self, repo: &Repo, number: u64) -> Result<PullRequest, GitHubError> {
+        self.call(
+            Method::GET,
+            &format!("/repos/{repo}/pulls/{number}"),
+            None,
+            Safety::Read,
+        )
+        .await
+    }
+
+    pub async fn collaborator_permission(
+        &self,
+        repo: &Repo,
+        user: &str,
+    ) -> Result<CollaboratorPermission, GitHubError> {
+        self.call(
+            Method::GET,
+            &format!("/repos/{repo}/collaborators/{user}/permission"),
+            None,
+            Safety::Read,
+        )
+        .await
+    }
+
+    /// The login the token writes as, for a user token (`GET /user`).
+    pub async fn user_login(&self) -> Result<String, GitHubError> {
+        let account: Account = self.call(Method::GET, "/user", None, Safety::Read).await?;
+        Ok(account.login)
+    }
+
+    /// An App's bot login (`<slug>[bot]`), from `GET /app` with the App's JWT.
+    pub async fn app_bot_login(&self) -> Result<String, GitHubError> {
+        let app: Value = self.call(Method::GET, "/app", None, Safety::Read).await?;
+        let slug = app
+            .get("slug")
+            .and_then(Value::as_str)
+            .ok_or_else(|| GitHubError::Decode {
+                operation: "GET /app".to_owned(),
+                message: "no `slug`".to_owned(),
+            })?;
+        Ok(format!("{slug}[bot]"))
+    }
+}

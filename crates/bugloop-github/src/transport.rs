@@ -1,0 +1,402 @@
+//! The one place requests go through, with GitHub's rules for integrators: pagination by `Link`,
+//! ETags on listings (a 304 is answered from the cache and costs no rate limit), waiting out
+//! primary and secondary rate limits (`Retry-After`, `x-ratelimit-reset`), content-creating
+//! requests spaced apart, retries only where repeating is safe, and a create that failed after it
+//! was sent reported as ambiguous (the caller looks before writing again), never retried.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use reqwest::header::{HeaderMap, HeaderValue};
+use reqwest::{Method, StatusCode};
+use serde_json::Value;
+
+use crate::GitHubError;
+
+/// Whether a request may be sent again after a failure that left its effect unknown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Safety {
+    /// A read.
+    Read,
+    /// A write whose repetition changes nothing more (PATCH, PUT, DELETE, a thread resolve).
+    Idempotent,
+    /// A write that creates (a POST of a comment): sent at most once unless GitHub said it was
+    /// not done.
+    Create,
+}
+
+impl Safety {
+    fn writes(self) -> bool {
+        self != Safety::Read
+    }
+}
+
+/// Waits, so tests can see what the client asked to wait for instead of waiting.
+pub trait Sleeper: Send + Sync + std::fmt::Debug {
+    fn sleep(&self, duration: Duration) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send>>;
+}
+
+/// Waits for real.
+#[derive(Debug, Default)]
+pub struct TokioSleeper;
+
+impl Sleeper for TokioSleeper {
+    fn sleep(&self, duration: Duration) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send>> {
+        Box::pin(tokio::time::sleep(duration))
+    }
+}
+
+/// How patient and how careful the client is.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    /// GitHub asks for about a second between content-creating requests.
+    pub write_spacing: Duration,
+    /// A rate limit that asks to wait longer than this is returned as an error instead.
+    pub max_wait: Duration,
+    /// Retries of a safe request after a transient failure.
+    pub retries: u32,
+    pub backoff: Duration,
+    pub timeout: Duration,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            write_spacing: Duration::from_secs(1),
+            max_wait: Duration::from_secs(120),
+            retries: 3,
+            backoff: Duration::from_millis(500),
+            timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// The rate limit as GitHub last reported it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RateLimit {
+    pub limit: u64,
+    pub remaining: u64,
+    /// Seconds since the Unix epoch when the window resets.
+    pub reset: u64,
+}
+
+/// Requests made, for benchmarks and tests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Counters {
+    pub requests: u64,
+    /// Listing pages answered `304 Not Modified` (served from the cache, free of rate limit).
+    pub not_modified: u64,
+    pub writes: u64,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    last_write: Option<std::time::Instant>,
+    /// URL -> (ETag, body, next page) of listing pages.
+    etags: HashMap<String, (HeaderValue, Value, Option<String>)>,
+    rate: Option<RateLimit>,
+    counters: Counters,
+}
+
+/// A response's JSON and where the next page is.
+pub(crate) struct Page {
+    pub body: Value,
+    pub next: Option<String>,
+}
+
+#[derive(Debug)]
+pub(crate) struct Transport {
+    http: reqwest::Client,
+    token: String,
+    policy: Policy,
+    sleeper: Arc<dyn Sleeper>,
+    state: Mutex<State>,
+}
+
+impl Transport {
+    pub(crate) fn new(
+        token: String,
+        policy: Policy,
+        sleeper: Arc<dyn Sleeper>,
+    ) -> Result<Transport, GitHubError> {
+        let http = reqwest::Client::builder()
+            .user_agent(concat!("bugloop/", env!("CARGO_PKG_VERSION")))
+            .timeout(policy.timeout)
+            .build()
+            .map_err(|e| GitHubError::Transient {
+                operation: "creating the HTTP client".to_owned(),
+                message: e.to_string(),
+            })?;
+        Ok(Transport {
+            http,
+            token,
+            policy,
+            sleeper,
+            state: Mutex::new(State::default()),
+        })
+    }
+
+    pub(crate) fn counters(&self) -> Counters {
+        self.state.lock().map(|s| s.counters).unwrap_or_default()
+    }
+
+    pub(crate) fn rate_limit(&self) -> Option<RateLimit> {
+        self.state.lock().ok().and_then(|s| s.rate)
+    }
+
+    fn with_state<T>(&self, f: impl FnOnce(&mut State) -> T) -> Option<T> {
+        self.state.lock().ok().map(|mut state| f(&mut state))
+    }
+
+    /// Sends one request (a listing page is cached by ETag) and returns its JSON.
+    pub(crate) async fn send(
+        &self,
+        method: Method,
+        url: &str,
+        body: Option<&Value>,
+        safety: Safety,
+    ) -> Result<Page, GitHubError> {
+        let operation = format!("{method} {}", path_of(url));
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            if safety.writes() {
+                self.space_writes().await;
+            }
+            let cached = if method == Method::GET {
+                self.with_state(|s| s.etags.get(url).cloned()).flatten()
+            } else {
+                None
+            };
+            let mut request = self
+                .http
+                .request(method.clone(), url)
+                .header("authorization", format!("Bearer {}", self.token))
+                .header("accept", "application/vnd.github+json")
+                .header("x-github-api-version", "2022-11-28");
+            if let Some((etag, _, _)) = &cached {
+                request = request.header("if-none-match", etag.clone());
+            }
+            if let Some(body) = body {
+                request = request.json(body);
+            }
+            self.with_state(|s| {
+                s.counters.requests += 1;
+                if safety.writes() {
+                    s.counters.writes += 1;
+                    s.last_write = Some(std::time::Instant::now());
+                }
+            });
+            let response = match request.send().await {
+                Ok(response) => response,
+                Err(error) => {
+                    // Sent or not, the effect of a create is unknown: the caller looks first.
+                    if safety == Safety::Create {
+                        return Err(GitHubError::Ambiguous {
+                            operation,
+                            message: error.to_string(),
+                        });
+                    }
+                    if attempt <= self.policy.retries {
+                        self.sleeper.sleep(self.backoff(attempt)).await;
+                        continue;
+                    }
+                    return Err(GitHubError::Transient {
+                        operation,
+                        message: error.to_string(),
+                    });
+                }
+            };
+            let status = response.status();
+            let headers = response.headers().clone();
+            self.note_rate_limit(&headers);
+            if status == StatusCode::NOT_MODIFIED
+                && let Some((_, body, next)) = cached
+            {
+                self.with_state(|s| s.counters.not_modified += 1);
+                return Ok(Page { body, next });
+            }
+            if let Some(wait) = rate_limited(status, &headers) {
+                // GitHub refused the request before doing it: waiting and asking again is safe,
+                // even for a create.
+                if wait <= self.policy.max_wait && attempt <= self.policy.retries + 1 {
+                    self.sleeper.sleep(wait).await;
+                    continue;
+                }
+                let text = response.text().await.unwrap_or_default();
+                return Err(GitHubError::RateLimited {
+                    operation,
+                    retry_after: wait,
+                    message: message_of(&text),
+                });
+            }
+            if status.is_server_error() {
+                let text = response.text().await.unwrap_or_default();
+                if safety == Safety::Create {
+                    return Err(GitHubError::Ambiguous {
+                        operation,
+                        message: format!("{status}: {}", message_of(&text)),
+                    });
+                }
+                if attempt <= self.policy.retries {
+                    self.sleeper.sleep(self.backoff(attempt)).await;
+                    continue;
+                }
+                return Err(GitHubError::Transient {
+                    operation,
+                    message: format!("{status}: {}", message_of(&text)),
+                });
+            }
+            let next = next_link(&headers);
+            let text = response.text().await.map_err(|e| GitHubError::Transient {
+                operation: operation.clone(),
+                message: e.to_string(),
+            })?;
+            if !status.is_success() {
+                return Err(classify(status, &operation, &text));
+            }
+            let body: Value = if text.trim().is_empty() {
+                Value::Null
+            } else {
+                serde_json::from_str(&text).map_err(|e| GitHubError::Decode {
+                    operation: operation.clone(),
+                    message: e.to_string(),
+                })?
+            };
+            if method == Method::GET
+                && let Some(etag) = headers.get("etag")
+            {
+                let entry = (etag.clone(), body.clone(), next.clone());
+                self.with_state(|s| s.etags.insert(url.to_owned(), entry));
+            }
+            return Ok(Page { body, next });
+        }
+    }
+
+    async fn space_writes(&self) {
+        let since = self
+            .with_state(|s| s.last_write.map(|at| at.elapsed()))
+            .flatten();
+        if let Some(since) = since
+            && since < self.policy.write_spacing
+        {
+            self.sleeper.sleep(self.policy.write_spacing - since).await;
+        }
+    }
+
+    fn backoff(&self, attempt: u32) -> Duration {
+        self.policy.backoff * 2_u32.saturating_pow(attempt.saturating_sub(1))
+    }
+
+    fn note_rate_limit(&self, headers: &HeaderMap) {
+        let number = |name: &str| {
+            headers
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.parse::<u64>().ok())
+        };
+        if let (Some(limit), Some(remaining), Some(reset)) = (
+            number("x-ratelimit-limit"),
+            number("x-ratelimit-remaining"),
+            number("x-ratelimit-reset"),
+        ) {
+            self.with_state(|s| {
+                s.rate = Some(RateLimit {
+                    limit,
+                    remaining,
+                    reset,
+                });
+            });
+        }
+    }
+}
+
+/// How long GitHub asks to wait, when the answer is a rate limit: `Retry-After` (secondary
+/// limits), else until `x-ratelimit-reset` when none remain (the primary limit), else a minute
+/// for a secondary limit that names no time (GitHub's advice).
+fn rate_limited(status: StatusCode, headers: &HeaderMap) -> Option<Duration> {
+    if status != StatusCode::FORBIDDEN && status != StatusCode::TOO_MANY_REQUESTS {
+        return None;
+    }
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    if let Some(seconds) = header("retry-after").and_then(|v| v.trim().parse::<u64>().ok()) {
+        return Some(Duration::from_secs(seconds));
+    }
+    if header("x-ratelimit-remaining") == Some("0") {
+        let reset = header("x-ratelimit-reset")?.parse::<u64>().ok()?;
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        return Some(Duration::from_secs(reset.saturating_sub(now).max(1)));
+    }
+    (status == StatusCode::TOO_MANY_REQUESTS).then(|| Duration::from_secs(60))
+}
+
+/// The `rel="next"` URL of a `Link` header.
+fn next_link(headers: &HeaderMap) -> Option<String> {
+    let link = headers.get("link")?.to_str().ok()?;
+    link.split(',').find_map(|part| {
+        let (url, params) = part.split_once(';')?;
+        params
+            .split(';')
+            .any(|p| p.trim() == "rel=\"next\"")
+            .then(|| {
+                url.trim()
+                    .trim_start_matches('<')
+                    .trim_end_matches('>')
+                    .to_owned()
+            })
+    })
+}
+
+fn message_of(text: &str) -> String {
+    serde_json::from_str::<Value>(text)
+        .ok()
+        .and_then(|v| v.get("message").and_then(Value::as_str).map(str::to_owned))
+        .unwrap_or_else(|| text.chars().take(300).collect())
+}
+
+/// A refusal, classified; GitHub's message and its `errors` kept (a 422 says which field).
+fn classify(status: StatusCode, operation: &str, text: &str) -> GitHubError {
+    let operation = operation.to_owned();
+    let message = message_of(text);
+    match status {
+        StatusCode::UNAUTHORIZED => GitHubError::Unauthorized { operation, message },
+        StatusCode::FORBIDDEN => GitHubError::Forbidden { operation, message },
+        StatusCode::NOT_FOUND => GitHubError::NotFound { operation, message },
+        StatusCode::UNPROCESSABLE_ENTITY => {
+            let errors = serde_json::from_str::<Value>(text)
+                .ok()
+                .and_then(|v| v.get("errors").and_then(Value::as_array).cloned())
+                .unwrap_or_default()
+                .iter()
+                .map(|e| match e {
+                    Value::String(text) => text.clone(),
+                    other => other
+                        .get("message")
+                        .and_then(Value::as_str)
+                        .map_or_else(|| other.to_string(), str::to_owned),
+                })
+                .collect();
+            GitHubError::Unprocessable {
+                operation,
+                message,
+                errors,
+            }
+        }
+        StatusCode::PAYLOAD_TOO_LARGE => GitHubError::TooLarge { operation, message },
+        _ => GitHubError::Transient {
+            operation,
+            message: format!("{status}: {message}"),
+        },
+    }
+}
+
+/// The path of a URL, for error messages (never the query, which may name things).
+fn path_of(url: &str) -> &str {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let path = rest.find('/').map_or("/", |at| &rest[at..]);
+    path.split('?').next().unwrap_or(path)
+}
