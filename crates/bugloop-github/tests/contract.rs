@@ -1,0 +1,319 @@
+//! The client against GitHub's own description of its REST API (`@octokit/openapi`, installed by
+//! the test command): every request it sends matches exactly one operation (method and path
+//! template; query parameters the operation declares), its JSON body validates against that
+//! operation's request schema, and the answers it reads are the operations' own examples, with
+//! every id moved above 2^32.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use bugloop_github::{Endpoint, GitHubClient, NewReviewComment, Policy, PullRequestSide, Repo};
+use serde_json::{Value, json};
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+struct OpenApi(Value);
+
+impl OpenApi {
+    fn load() -> OpenApi {
+        let cache = std::env::var_os("XDG_CACHE_HOME")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache"));
+        let file = cache.join(
+            "bugloop/test-assets/node_modules/@octokit/openapi/generated/api.github.com.json",
+        );
+        let text = std::fs::read_to_string(&file).unwrap_or_else(|error| {
+            panic!(
+                "{}: {error}; `scripts/setup --test` installs GitHub's OpenAPI description",
+                file.display()
+            )
+        });
+        OpenApi(serde_json::from_str(&text).unwrap())
+    }
+
+    fn resolve<'a>(&'a self, value: &'a Value) -> &'a Value {
+        match value.get("$ref").and_then(Value::as_str) {
+            Some(reference) => self
+                .0
+                .pointer(reference.trim_start_matches('#'))
+                .unwrap_or_else(|| panic!("no {reference}")),
+            None => value,
+        }
+    }
+
+    /// The operations whose method and path template match a request.
+    fn operations(&self, method: &str, path: &str) -> Vec<(String, &Value)> {
+        let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
+        self.0["paths"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .filter(|(template, _)| {
+                let parts: Vec<&str> = template.trim_matches('/').split('/').collect();
+                parts.len() == segments.len()
+                    && parts.iter().zip(&segments).all(|(part, segment)| {
+                        (part.starts_with('{') && part.ends_with('}') && !segment.is_empty())
+                            || part == segment
+                    })
+            })
+            .filter_map(|(template, item)| {
+                item.get(method.to_lowercase())
+                    .map(|operation| (template.clone(), operation))
+            })
+            .collect()
+    }
+
+    /// The first example of an operation's answer, ids moved above 2^32.
+    fn example(&self, method: &str, template: &str, status: &str) -> Value {
+        let operation = &self.0["paths"][template][method.to_lowercase()];
+        let content = &self.resolve(&operation["responses"][status])["content"]["application/json"];
+        let example = content["examples"]
+            .as_object()
+            .and_then(|examples| examples.values().next())
+            .map(|example| self.resolve(example)["value"].clone())
+            .unwrap_or_else(|| panic!("no example for {method} {template} {status}"));
+        big_ids(example)
+    }
+
+    /// The operation's request body schema, with `components` alongside so its `$ref`s resolve,
+    /// and OpenAPI's `nullable` written as JSON Schema's null type.
+    fn request_schema(&self, operation: &Value) -> Option<Value> {
+        let body = self.resolve(operation.get("requestBody")?);
+        let mut schema = body["content"]["application/json"]["schema"].clone();
+        schema["components"] = self.0["components"].clone();
+        nullable_as_null(&mut schema);
+        Some(schema)
+    }
+}
+
+fn big_ids(mut value: Value) -> Value {
+    fn walk(value: &mut Value) {
+        match value {
+            Value::Object(object) => {
+                for (key, child) in object.iter_mut() {
+                    if (key == "id" || key.ends_with("_id"))
+                        && let Some(id) = child.as_u64()
+                    {
+                        *child = json!(id + 5_000_000_000);
+                    } else {
+                        walk(child);
+                    }
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(walk),
+            _ => {}
+        }
+    }
+    walk(&mut value);
+    value
+}
+
+fn nullable_as_null(value: &mut Value) {
+    match value {
+        Value::Object(object) => {
+            if object.remove("nullable") == Some(Value::Bool(true)) {
+                match object.get("type").cloned() {
+                    Some(Value::String(kind)) => {
+                        object.insert("type".to_owned(), json!([kind, "null"]));
+                    }
+                    _ => {
+                        let inner = Value::Object(object.clone());
+                        object.clear();
+                        object.insert("anyOf".to_owned(), json!([inner, {"type": "null"}]));
+                    }
+                }
+            }
+            object.values_mut().for_each(nullable_as_null);
+        }
+        Value::Array(items) => items.iter_mut().for_each(nullable_as_null),
+        _ => {}
+    }
+}
+
+/// Answers `method path` with the example of `template` at `status`.
+async fn answer(server: &MockServer, api: &OpenApi, call: (&str, &str, &str, &str)) {
+    let (verb, concrete, template, status) = call;
+    Mock::given(method(verb))
+        .and(path(concrete))
+        .respond_with(
+            ResponseTemplate::new(status.parse::<u16>().unwrap())
+                .set_body_json(api.example(verb, template, status)),
+        )
+        .mount(server)
+        .await;
+}
+
+#[tokio::test]
+async fn every_request_matches_one_operation_of_githubs_description() {
+    let api = OpenApi::load();
+    let server = MockServer::start().await;
+    let calls = [
+        (
+            "GET",
+            "/repos/octo/hello/issues/7/comments",
+            "/repos/{owner}/{repo}/issues/{issue_number}/comments",
+            "200",
+        ),
+        (
+            "POST",
+            "/repos/octo/hello/issues/7/comments",
+            "/repos/{owner}/{repo}/issues/{issue_number}/comments",
+            "201",
+        ),
+        (
+            "PATCH",
+            "/repos/octo/hello/issues/comments/3000000001",
+            "/repos/{owner}/{repo}/issues/comments/{comment_id}",
+            "200",
+        ),
+        (
+            "GET",
+            "/repos/octo/hello/pulls/7/comments",
+            "/repos/{owner}/{repo}/pulls/{pull_number}/comments",
+            "200",
+        ),
+        (
+            "POST",
+            "/repos/octo/hello/pulls/7/comments",
+            "/repos/{owner}/{repo}/pulls/{pull_number}/comments",
+            "201",
+        ),
+        (
+            "POST",
+            "/repos/octo/hello/pulls/7/comments/3000000010/replies",
+            "/repos/{owner}/{repo}/pulls/{pull_number}/comments/{comment_id}/replies",
+            "201",
+        ),
+        (
+            "PATCH",
+            "/repos/octo/hello/pulls/comments/3000000010",
+            "/repos/{owner}/{repo}/pulls/comments/{comment_id}",
+            "200",
+        ),
+        (
+            "GET",
+            "/repos/octo/hello/pulls/7",
+            "/repos/{owner}/{repo}/pulls/{pull_number}",
+            "200",
+        ),
+        (
+            "GET",
+            "/repos/octo/hello/collaborators/dev/permission",
+            "/repos/{owner}/{repo}/collaborators/{username}/permission",
+            "200",
+        ),
+        ("GET", "/user", "/user", "200"),
+        ("GET", "/app", "/app", "200"),
+    ];
+    for call in calls {
+        answer(&server, &api, call).await;
+    }
+    let client = GitHubClient::new(
+        Endpoint::from_values(Some(&server.uri()), None),
+        "t0ken".to_owned(),
+        Policy {
+            write_spacing: Duration::ZERO,
+            ..Policy::default()
+        },
+    )
+    .unwrap();
+    let repo = Repo::parse("octo/hello").unwrap();
+
+    // Every operation, reading GitHub's own example answers.
+    let listed = client.issue_comments(&repo, 7).await.unwrap();
+    assert!(listed[0].id > u64::from(u32::MAX));
+    client
+        .create_issue_comment(&repo, 7, "Me too")
+        .await
+        .unwrap();
+    client
+        .update_issue_comment(&repo, 3_000_000_001, "edited")
+        .await
+        .unwrap();
+    let review = client.review_comments(&repo, 7).await.unwrap();
+    assert!(review[0].id > u64::from(u32::MAX));
+    for (line, start_line) in [(Some(12), None), (Some(14), Some(12)), (None, None)] {
+        client
+            .create_review_comment(
+                &repo,
+                7,
+                &NewReviewComment {
+                    body: "A finding".to_owned(),
+                    commit_id: "6dcb09b5b57875f334f61aebed695e2e4193db5e".to_owned(),
+                    path: "src/lib.rs".to_owned(),
+                    line,
+                    start_line,
+                    side: PullRequestSide::Right,
+                },
+            )
+            .await
+            .unwrap();
+    }
+    client
+        .reply_to_review_comment(&repo, 7, 3_000_000_010, "Fixed.")
+        .await
+        .unwrap();
+    client
+        .update_review_comment(&repo, 3_000_000_010, "edited")
+        .await
+        .unwrap();
+    let pull = client.pull_request(&repo, 7).await.unwrap();
+    assert!(!pull.head.sha.is_empty());
+    let permission = client.collaborator_permission(&repo, "dev").await.unwrap();
+    assert!(permission.can_write());
+    assert!(!client.user_login().await.unwrap().is_empty());
+    assert!(client.app_bot_login().await.unwrap().ends_with("[bot]"));
+
+    // Every request the client sent, against the description.
+    let requests = server.received_requests().await.unwrap();
+    assert_eq!(requests.len(), 13);
+    for request in requests {
+        let verb = request.method.as_str();
+        let target = request.url.path();
+        let matched = api.operations(verb, target);
+        assert_eq!(
+            matched.len(),
+            1,
+            "{verb} {target}: {:?}",
+            matched.iter().map(|m| &m.0).collect::<Vec<_>>()
+        );
+        let (template, operation) = &matched[0];
+        let declared: Vec<&str> = operation["parameters"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|p| api.resolve(p))
+            .filter(|p| p["in"] == "query")
+            .filter_map(|p| p["name"].as_str())
+            .collect();
+        for (name, _) in request.url.query_pairs() {
+            assert!(
+                declared.contains(&name.as_ref()),
+                "{verb} {template}: query `{name}`"
+            );
+        }
+        if let Some(schema) = api.request_schema(operation) {
+            let body: Value = serde_json::from_slice(&request.body).unwrap();
+            let validator = jsonschema::validator_for(&schema).unwrap();
+            let errors: Vec<String> = validator
+                .iter_errors(&body)
+                .map(|e| format!("{e} at {}", e.instance_path()))
+                .collect();
+            assert!(errors.is_empty(), "{verb} {template} {body}: {errors:#?}");
+        }
+    }
+    // The checks can fail: a body without its required field, a path GitHub does not have.
+    let (_, create) = &api.operations("POST", "/repos/octo/hello/issues/7/comments")[0];
+    let schema = api.request_schema(create).unwrap();
+    assert!(
+        !jsonschema::validator_for(&schema)
+            .unwrap()
+            .is_valid(&json!({"text": "x"}))
+    );
+    assert!(
+        api.operations("POST", "/repos/octo/hello/issues/7/remarks")
+            .is_empty()
+    );
+}
