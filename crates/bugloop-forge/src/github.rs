@@ -1,0 +1,392 @@
+//! The conversation of a GitHub pull request, on [`bugloop_github::GitHubClient`]. A change is
+//! `github:<owner>/<repo>#<number>`. Comment ids keep their kind (`issue-<id>`, `review-<id>`:
+//! GitHub numbers the two apart); review threads and their resolved flags come from GraphQL; a
+//! line GitHub will not anchor a comment to is tried again as a comment on the file, then
+//! refused as [`ForgeError::Unprocessable`] (the review publishes the finding in the
+//! conversation); a create that may have happened is looked for before it is reported, never
+//! sent twice. GitHub has no replies to conversation comments, so bugloop's answer to one
+//! starts with a hidden reference to it, read back only from bugloop's own comments.
+
+use std::collections::HashMap;
+
+use async_trait::async_trait;
+use bugloop_domain::thread::{BotIdentity, Comment, CommentKind};
+use bugloop_git::Git;
+use bugloop_github::{
+    GitHubClient, GitHubError, IssueComment, NewReviewComment, PullRequestSide, Repo, ReviewComment,
+};
+
+use crate::{Change, ChangeKey, Forge, ForgeError, LineAnchor, Permission};
+
+const REPLY_PREFIX: &str = "<!-- bugloop:reply-to ";
+
+/// A pull request's forge.
+#[derive(Debug)]
+pub struct GitHubForge {
+    client: GitHubClient,
+    repo: Repo,
+    /// The login bugloop writes as, resolved at start (`GET /app` for an App,
+    /// `github-actions[bot]` in an Action).
+    bot: String,
+    identity: BotIdentity,
+    /// The local clone, where the change's diff comes from (GitHub's diff endpoint refuses
+    /// large pull requests).
+    git: Option<Git>,
+}
+
+impl GitHubForge {
+    pub fn new(client: GitHubClient, repo: Repo, bot: &str, git: Option<Git>) -> GitHubForge {
+        GitHubForge {
+            client,
+            repo,
+            bot: bot.to_owned(),
+            identity: BotIdentity::new([bot]),
+            git,
+        }
+    }
+
+    /// The change key of pull request `number` of `repo`.
+    pub fn change_key(repo: &Repo, number: u64) -> ChangeKey {
+        ChangeKey(format!("github:{repo}#{number}"))
+    }
+
+    fn number(&self, change: &ChangeKey) -> Result<u64, ForgeError> {
+        let prefix = format!("github:{}#", self.repo);
+        change
+            .0
+            .strip_prefix(&prefix)
+            .and_then(|n| n.parse().ok())
+            .ok_or_else(|| {
+                ForgeError::Invalid(format!("{change} is not a pull request of {}", self.repo))
+            })
+    }
+
+    fn is_bot(&self, login: Option<&str>) -> bool {
+        login.is_some_and(|login| self.identity.is_bot(login))
+    }
+
+    fn issue_comment_of(&self, comment: IssueComment) -> Comment {
+        let author = comment.user.map(|u| u.login);
+        let by_bugloop = self.is_bot(author.as_deref());
+        let body = comment.body.unwrap_or_default();
+        // Only bugloop's own reference counts: anyone can type the hidden line.
+        let in_reply_to = by_bugloop
+            .then(|| {
+                body.strip_prefix(REPLY_PREFIX)
+                    .and_then(|rest| rest.split_once(" -->"))
+                    .map(|(id, _)| id.to_owned())
+            })
+            .flatten();
+        Comment {
+            id: format!("issue-{}", comment.id),
+            author: author.unwrap_or_default(),
+            body,
+            created_at: comment.created_at,
+            kind: CommentKind::Issue,
+            in_reply_to,
+            thread_id: None,
+            path: None,
+            line: None,
+            thread_resolved: false,
+            by_bugloop,
+        }
+    }
+
+    fn review_comment_of(&self, comment: ReviewComment) -> Comment {
+        let author = comment.user.map(|u| u.login);
+        let by_bugloop = self.is_bot(author.as_deref());
+        Comment {
+            id: format!("review-{}", comment.id),
+            author: author.unwrap_or_default(),
+            body: comment.body,
+            created_at: comment.created_at,
+            kind: CommentKind::Review,
+            in_reply_to: comment.in_reply_to_id.map(|id| format!("review-{id}")),
+            thread_id: None,
+            path: Some(comment.path),
+            line: comment.line,
+            thread_resolved: false,
+            by_bugloop,
+        }
+    }
+
+    /// After a create that may have happened: the comment bugloop wrote with this body, if the
+    /// listing shows it.
+    async fn written(
+        &self,
+        change: &ChangeKey,
+        kind: CommentKind,
+        body: &str,
+    ) -> Result<Option<Comment>, ForgeError> {
+        Ok(self
+            .comments(change)
+            .await?
+            .into_iter()
+            .rev()
+            .find(|c| c.by_bugloop && c.kind == kind && c.body == body))
+    }
+}
+
+fn comment_id(id: &str, kind: &str) -> Result<u64, ForgeError> {
+    id.strip_prefix(kind)
+        .and_then(|n| n.strip_prefix('-'))
+        .and_then(|n| n.parse().ok())
+        .ok_or_else(|| ForgeError::Invalid(format!("{id:?} is not a GitHub {kind} comment id")))
+}
+
+impl From<GitHubError> for ForgeError {
+    fn from(error: GitHubError) -> Self {
+        let message = error.to_string();
+        match error {
+            GitHubError::RateLimited { retry_after, .. } => ForgeError::RateLimited {
+                message,
+                retry_after: Some(retry_after),
+            },
+            GitHubError::Unprocessable { .. } => ForgeError::Unprocessable(message),
+            GitHubError::Forbidden { .. } | GitHubError::Unauthorized { .. } => {
+                ForgeError::Forbidden(message)
+            }
+            GitHubError::NotFound { .. } => ForgeError::NotFound(message),
+            GitHubError::Ambiguous { .. } => ForgeError::Ambiguous(message),
+            GitHubError::TooLarge { .. } => ForgeError::TooLarge(message),
+            GitHubError::Transient { .. }
+            | GitHubError::Decode { .. }
+            | GitHubError::GraphQl { .. } => ForgeError::Transient(message),
+        }
+    }
+}
+
+#[async_trait]
+impl Forge for GitHubForge {
+    fn name(&self) -> &str {
+        "github"
+    }
+
+    fn bot_login(&self) -> &str {
+        &self.bot
+    }
+
+    async fn head(&self, change: &ChangeKey) -> Result<Option<String>, ForgeError> {
+        let number = self.number(change)?;
+        Ok(Some(
+            self.client.pull_request(&self.repo, number).await?.head.sha,
+        ))
+    }
+
+    /// The pull request's base and head from GitHub; its files and diff from the local clone
+    /// (the merge base of the two commits), which must hold both.
+    async fn change(&self, change: &ChangeKey) -> Result<Change, ForgeError> {
+        let number = self.number(change)?;
+        let pull = self.client.pull_request(&self.repo, number).await?;
+        let git = self.git.as_ref().ok_or_else(|| {
+            ForgeError::Invalid(format!("{change}: no local clone to read the diff from"))
+        })?;
+        let missing = |sha: &str| {
+            ForgeError::Invalid(format!(
+                "{change}: commit {sha} is not in the local clone; fetch `refs/pull/{number}/head` and the base branch first"
+            ))
+        };
+        let head = git
+            .resolve(&pull.head.sha)
+            .ok_or_else(|| missing(&pull.head.sha))?;
+        let base_tip = git
+            .resolve(&pull.base.sha)
+            .ok_or_else(|| missing(&pull.base.sha))?;
+        let base = git.run(&["merge-base", &base_tip, &head])?;
+        let files = git.changed_files(&base, &head)?;
+        let diff = git.run_bytes(&["diff", "--no-color", "--no-ext-diff", "-M", &base, &head])?;
+        Ok(Change {
+            key: change.clone(),
+            description: format!("#{number} {}", pull.title),
+            base,
+            head,
+            files,
+            diff,
+        })
+    }
+
+    async fn comments(&self, change: &ChangeKey) -> Result<Vec<Comment>, ForgeError> {
+        let number = self.number(change)?;
+        let issue = self.client.issue_comments(&self.repo, number).await?;
+        let review = self.client.review_comments(&self.repo, number).await?;
+        let threads = self.client.review_threads(&self.repo, number).await?;
+        let mut comments: Vec<Comment> = issue
+            .into_iter()
+            .map(|c| self.issue_comment_of(c))
+            .chain(review.into_iter().map(|c| self.review_comment_of(c)))
+            .collect();
+        // A thread is known by its first comment; replies join their root's thread.
+        let by_root: HashMap<String, (&str, bool)> = threads
+            .iter()
+            .filter_map(|t| {
+                Some((
+                    format!("review-{}", t.first_comment?),
+                    (t.id.as_str(), t.is_resolved),
+                ))
+            })
+            .collect();
+        for comment in comments
+            .iter_mut()
+            .filter(|c| c.kind == CommentKind::Review)
+        {
+            let root = comment
+                .in_reply_to
+                .clone()
+                .unwrap_or_else(|| comment.id.clone());
+            if let Some((thread, resolved)) = by_root.get(&root) {
+                comment.thread_id = Some((*thread).to_owned());
+                comment.thread_resolved = *resolved;
+            }
+        }
+        Ok(comments)
+    }
+
+    async fn add_comment(
+        &self,
+        change: &ChangeKey,
+        body: &str,
+        anchor: Option<&LineAnchor>,
+    ) -> Result<Comment, ForgeError> {
+        let number = self.number(change)?;
+        let Some(anchor) = anchor else {
+            return match self
+                .client
+                .create_issue_comment(&self.repo, number, body)
+                .await
+            {
+                Ok(comment) => Ok(self.issue_comment_of(comment)),
+                Err(GitHubError::Ambiguous { .. }) => self
+                    .written(change, CommentKind::Issue, body)
+                    .await?
+                    .ok_or_else(|| {
+                        ForgeError::Ambiguous(format!(
+                            "{change}: a comment may not have been written"
+                        ))
+                    }),
+                Err(error) => Err(error.into()),
+            };
+        };
+        let mut comment = NewReviewComment {
+            body: body.to_owned(),
+            commit_id: anchor.commit.clone(),
+            path: anchor.path.clone(),
+            line: Some(anchor.end_line.unwrap_or(anchor.line)),
+            start_line: anchor.end_line.map(|_| anchor.line),
+            side: PullRequestSide::Right,
+        };
+        let mut result = self
+            .client
+            .create_review_comment(&self.repo, number, &comment)
+            .await;
+        if matches!(result, Err(GitHubError::Unprocessable { .. })) {
+            // The line is outside GitHub's view of the diff: the file, then the conversation.
+            comment.line = None;
+            comment.start_line = None;
+            result = self
+                .client
+                .create_review_comment(&self.repo, number, &comment)
+                .await;
+        }
+        match result {
+            Ok(created) => Ok(self.review_comment_of(created)),
+            Err(GitHubError::Ambiguous { .. }) => self
+                .written(change, CommentKind::Review, body)
+                .await?
+                .ok_or_else(|| {
+                    ForgeError::Ambiguous(format!(
+                        "{change}: a line comment may not have been written"
+                    ))
+                }),
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    async fn update_comment(
+        &self,
+        change: &ChangeKey,
+        comment: &Comment,
+        body: &str,
+    ) -> Result<(), ForgeError> {
+        self.number(change)?;
+        if !comment.by_bugloop {
+            return Err(ForgeError::Invalid(format!(
+                "comment {} was not written by bugloop; bugloop only edits its own comments",
+                comment.id
+            )));
+        }
+        match comment.kind {
+            CommentKind::Issue => {
+                let id = comment_id(&comment.id, "issue")?;
+                self.client
+                    .update_issue_comment(&self.repo, id, body)
+                    .await?;
+            }
+            CommentKind::Review => {
+                let id = comment_id(&comment.id, "review")?;
+                self.client
+                    .update_review_comment(&self.repo, id, body)
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn reply(
+        &self,
+        change: &ChangeKey,
+        to: &Comment,
+        body: &str,
+    ) -> Result<Comment, ForgeError> {
+        let number = self.number(change)?;
+        match to.kind {
+            CommentKind::Review => {
+                let id = comment_id(to.in_reply_to.as_deref().unwrap_or(&to.id), "review")?;
+                match self
+                    .client
+                    .reply_to_review_comment(&self.repo, number, id, body)
+                    .await
+                {
+                    Ok(reply) => Ok(self.review_comment_of(reply)),
+                    Err(GitHubError::Ambiguous { .. }) => self
+                        .written(change, CommentKind::Review, body)
+                        .await?
+                        .ok_or_else(|| {
+                            ForgeError::Ambiguous(format!(
+                                "{change}: a reply may not have been written"
+                            ))
+                        }),
+                    Err(error) => Err(error.into()),
+                }
+            }
+            CommentKind::Issue => {
+                let root = to.in_reply_to.as_deref().unwrap_or(&to.id);
+                let referenced = format!("{REPLY_PREFIX}{root} -->\n{body}");
+                self.add_comment(change, &referenced, None).await
+            }
+        }
+    }
+
+    async fn set_thread_resolved(
+        &self,
+        change: &ChangeKey,
+        thread_id: &str,
+        resolved: bool,
+    ) -> Result<(), ForgeError> {
+        self.number(change)?;
+        Ok(self.client.set_thread_resolved(thread_id, resolved).await?)
+    }
+
+    /// From the collaborator endpoint: write, maintain or admin may have bugloop change the
+    /// branch (and get a finding conceded); anyone else reads.
+    async fn permission(&self, actor: &str) -> Result<Permission, ForgeError> {
+        match self.client.collaborator_permission(&self.repo, actor).await {
+            Ok(permission) if permission.permission == "admin" => Ok(Permission::Admin),
+            Ok(permission) if permission.can_write() => Ok(Permission::Write),
+            Ok(permission) if permission.permission == "none" => Ok(Permission::None),
+            Ok(_) => Ok(Permission::Read),
+            // Not a collaborator at all.
+            Err(GitHubError::NotFound { .. }) => Ok(Permission::None),
+            Err(error) => Err(error.into()),
+        }
+    }
+}
