@@ -4,6 +4,7 @@
 //! sent again, so the caller can look for its marker first; see `transport.rs` for the rules.
 //! Ids are `u64` (they exceed 2^31), and issue comments and review comments keep their kind.
 
+mod app;
 mod graphql;
 mod rest;
 mod transport;
@@ -11,6 +12,9 @@ mod transport;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use self::app::{
+    AppCredentials, AppKeyError, Clock, Installation, RENEW_BEFORE_SECONDS, SystemClock,
+};
 pub use self::graphql::{DOCUMENTS, ReviewThread};
 pub use self::rest::{
     Account, CollaboratorPermission, IssueComment, NewReviewComment, PullRequest, PullRequestSide,
@@ -18,7 +22,7 @@ pub use self::rest::{
 };
 pub use self::transport::{Counters, Policy, RateLimit, Sleeper, TokioSleeper};
 
-use self::transport::Transport;
+use self::transport::{Auth, Transport};
 
 /// GitHub caps a comment body at this many characters.
 pub const MAX_BODY_CHARS: usize = 65_536;
@@ -149,8 +153,26 @@ impl GitHubClient {
         sleeper: Arc<dyn Sleeper>,
     ) -> Result<Self, GitHubError> {
         Ok(GitHubClient {
+            transport: Transport::new(&endpoint.api_url, Auth::Token(token), policy, sleeper)?,
             endpoint,
-            transport: Transport::new(token, policy, sleeper)?,
+        })
+    }
+
+    /// A client acting as an App installation: its token is obtained with the App's JWT and
+    /// renewed while more than five minutes remain.
+    pub fn for_installation(
+        endpoint: Endpoint,
+        installation: Installation,
+        policy: Policy,
+        sleeper: Arc<dyn Sleeper>,
+    ) -> Result<Self, GitHubError> {
+        let auth = Auth::Installation {
+            installation,
+            cached: tokio::sync::Mutex::new(None),
+        };
+        Ok(GitHubClient {
+            transport: Transport::new(&endpoint.api_url, auth, policy, sleeper)?,
+            endpoint,
         })
     }
 

@@ -105,10 +105,24 @@ pub(crate) struct Page {
     pub next: Option<String>,
 }
 
+/// How requests are authenticated.
+#[derive(Debug)]
+pub(crate) enum Auth {
+    /// A token (an Action's `GITHUB_TOKEN`, a personal token).
+    Token(String),
+    /// An App installation's token, renewed before it expires.
+    Installation {
+        installation: crate::app::Installation,
+        /// The token and when it expires (seconds since the epoch).
+        cached: tokio::sync::Mutex<Option<(String, u64)>>,
+    },
+}
+
 #[derive(Debug)]
 pub(crate) struct Transport {
     http: reqwest::Client,
-    token: String,
+    api_url: String,
+    auth: Auth,
     policy: Policy,
     sleeper: Arc<dyn Sleeper>,
     state: Mutex<State>,
@@ -116,7 +130,8 @@ pub(crate) struct Transport {
 
 impl Transport {
     pub(crate) fn new(
-        token: String,
+        api_url: &str,
+        auth: Auth,
         policy: Policy,
         sleeper: Arc<dyn Sleeper>,
     ) -> Result<Transport, GitHubError> {
@@ -130,7 +145,8 @@ impl Transport {
             })?;
         Ok(Transport {
             http,
-            token,
+            api_url: api_url.to_owned(),
+            auth,
             policy,
             sleeper,
             state: Mutex::new(State::default()),
@@ -169,10 +185,11 @@ impl Transport {
             } else {
                 None
             };
+            let bearer = self.bearer().await?;
             let mut request = self
                 .http
                 .request(method.clone(), url)
-                .header("authorization", format!("Bearer {}", self.token))
+                .header("authorization", format!("Bearer {bearer}"))
                 .header("accept", "application/vnd.github+json")
                 .header("x-github-api-version", "2022-11-28");
             if let Some((etag, _, _)) = &cached {
@@ -272,6 +289,71 @@ impl Transport {
             }
             return Ok(Page { body, next });
         }
+    }
+
+    /// The token to send: the configured one, or the installation's, renewed when fewer than
+    /// five minutes remain.
+    async fn bearer(&self) -> Result<String, GitHubError> {
+        let (installation, cached) = match &self.auth {
+            Auth::Token(token) => return Ok(token.clone()),
+            Auth::Installation {
+                installation,
+                cached,
+            } => (installation, cached),
+        };
+        let mut cached = cached.lock().await;
+        let now = installation.clock.now();
+        if let Some((token, expires)) = cached.as_ref()
+            && expires.saturating_sub(now) > crate::app::RENEW_BEFORE_SECONDS
+        {
+            return Ok(token.clone());
+        }
+        let operation = format!("POST /app/installations/{}/access_tokens", installation.id);
+        let jwt = installation
+            .credentials
+            .jwt(now)
+            .map_err(|e| GitHubError::Unauthorized {
+                operation: operation.clone(),
+                message: e.to_string(),
+            })?;
+        let url = format!(
+            "{}/app/installations/{}/access_tokens",
+            self.api_url, installation.id
+        );
+        let response = self
+            .http
+            .post(&url)
+            .header("authorization", format!("Bearer {jwt}"))
+            .header("accept", "application/vnd.github+json")
+            .header("x-github-api-version", "2022-11-28")
+            .send()
+            .await
+            .map_err(|e| GitHubError::Transient {
+                operation: operation.clone(),
+                message: e.to_string(),
+            })?;
+        self.with_state(|s| s.counters.requests += 1);
+        let status = response.status();
+        let text = response.text().await.unwrap_or_default();
+        if !status.is_success() {
+            return Err(classify(status, &operation, &text));
+        }
+        let decode = |message: String| GitHubError::Decode {
+            operation: operation.clone(),
+            message,
+        };
+        let value: Value = serde_json::from_str(&text).map_err(|e| decode(e.to_string()))?;
+        let token = value["token"]
+            .as_str()
+            .ok_or_else(|| decode("no `token`".to_owned()))?
+            .to_owned();
+        let expires = value["expires_at"]
+            .as_str()
+            .and_then(|at| at.parse::<jiff::Timestamp>().ok())
+            .and_then(|at| u64::try_from(at.as_second()).ok())
+            .ok_or_else(|| decode("no `expires_at`".to_owned()))?;
+        *cached = Some((token.clone(), expires));
+        Ok(token)
     }
 
     async fn space_writes(&self) {
