@@ -376,6 +376,11 @@ impl Forge for GitHubForge {
         Ok(self.client.set_thread_resolved(thread_id, resolved).await?)
     }
 
+    async fn human_reviewers(&self, change: &ChangeKey) -> Result<Vec<String>, ForgeError> {
+        let number = self.number(change)?;
+        Ok(self.client.requested_reviewers(&self.repo, number).await?)
+    }
+
     /// From the collaborator endpoint: write, maintain or admin may have bugloop change the
     /// branch (and get a finding conceded); anyone else reads.
     async fn permission(&self, actor: &str) -> Result<Permission, ForgeError> {

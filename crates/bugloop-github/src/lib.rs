@@ -17,8 +17,8 @@ pub use self::app::{
 };
 pub use self::graphql::{DOCUMENTS, ReviewThread};
 pub use self::rest::{
-    Account, CollaboratorPermission, IssueComment, NewReviewComment, PullRequest, PullRequestSide,
-    RepoRef, ReviewComment,
+    Account, CollaboratorPermission, CommitChecks, Issue, IssueComment, NewPullRequest,
+    NewReviewComment, PullRequest, PullRequestSide, RepoRef, ReviewComment,
 };
 pub use self::transport::{Counters, Policy, RateLimit, Sleeper, TokioSleeper};
 

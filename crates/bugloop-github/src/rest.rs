@@ -112,6 +112,51 @@ impl CollaboratorPermission {
     }
 }
 
+/// A new pull request (bugloop opens drafts).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewPullRequest {
+    pub title: String,
+    pub body: String,
+    /// The branch with the change.
+    pub head: String,
+    /// The branch it goes into.
+    pub base: String,
+    pub draft: bool,
+}
+
+/// An issue, as created or read.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Issue {
+    pub number: u64,
+    pub title: String,
+    #[serde(default)]
+    pub body: Option<String>,
+    pub state: String,
+}
+
+/// What the checks and statuses on a commit say.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct CommitChecks {
+    /// Check runs by name: (status, conclusion once completed).
+    pub runs: Vec<(String, String, Option<String>)>,
+    /// The combined commit status: `success`, `pending` or `failure`.
+    pub combined_status: String,
+}
+
+impl CommitChecks {
+    /// Every check run completed without failing, and the combined status is not a failure.
+    pub fn all_green(&self) -> bool {
+        self.runs.iter().all(|(_, status, conclusion)| {
+            status == "completed"
+                && matches!(
+                    conclusion.as_deref(),
+                    Some("success" | "neutral" | "skipped")
+                )
+        }) && self.combined_status != "failure"
+            && self.combined_status != "error"
+    }
+}
+
 fn decode<T: DeserializeOwned>(operation: &str, value: Value) -> Result<T, GitHubError> {
     serde_json::from_value(value).map_err(|e| GitHubError::Decode {
         operation: operation.to_owned(),
@@ -288,6 +333,138 @@ impl GitHubClient {
             Safety::Read,
         )
         .await
+    }
+
+    pub async fn add_labels(
+        &self,
+        repo: &Repo,
+        number: u64,
+        labels: &[&str],
+    ) -> Result<(), GitHubError> {
+        let path = format!("/repos/{repo}/issues/{number}/labels");
+        let _: Value = self
+            .call(
+                Method::POST,
+                &path,
+                Some(&json!({"labels": labels})),
+                Safety::Idempotent,
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// Removes a label; one that is not there is not an error.
+    pub async fn remove_label(
+        &self,
+        repo: &Repo,
+        number: u64,
+        label: &str,
+    ) -> Result<(), GitHubError> {
+        let encoded: String = label
+            .bytes()
+            .map(|b| {
+                if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+                    (b as char).to_string()
+                } else {
+                    format!("%{b:02X}")
+                }
+            })
+            .collect();
+        let path = format!("/repos/{repo}/issues/{number}/labels/{encoded}");
+        match self
+            .call::<Value>(Method::DELETE, &path, None, Safety::Idempotent)
+            .await
+        {
+            Ok(_) | Err(GitHubError::NotFound { .. }) => Ok(()),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// The people asked to review a pull request (who decide disputes bot and author cannot).
+    pub async fn requested_reviewers(
+        &self,
+        repo: &Repo,
+        number: u64,
+    ) -> Result<Vec<String>, GitHubError> {
+        let value: Value = self
+            .call(
+                Method::GET,
+                &format!("/repos/{repo}/pulls/{number}/requested_reviewers"),
+                None,
+                Safety::Read,
+            )
+            .await?;
+        let users: Vec<Account> = decode(
+            "GET requested_reviewers",
+            value.get("users").cloned().unwrap_or(json!([])),
+        )?;
+        Ok(users.into_iter().map(|u| u.login).collect())
+    }
+
+    pub async fn create_pull_request(
+        &self,
+        repo: &Repo,
+        pull: &NewPullRequest,
+    ) -> Result<PullRequest, GitHubError> {
+        let path = format!("/repos/{repo}/pulls");
+        check_body(&format!("POST {path}"), &pull.body)?;
+        let body = json!({"title": pull.title, "body": pull.body, "head": pull.head,
+                          "base": pull.base, "draft": pull.draft});
+        self.call(Method::POST, &path, Some(&body), Safety::Create)
+            .await
+    }
+
+    pub async fn create_issue(
+        &self,
+        repo: &Repo,
+        title: &str,
+        body: &str,
+        labels: &[&str],
+    ) -> Result<Issue, GitHubError> {
+        let path = format!("/repos/{repo}/issues");
+        check_body(&format!("POST {path}"), body)?;
+        let request = json!({"title": title, "body": body, "labels": labels});
+        self.call(Method::POST, &path, Some(&request), Safety::Create)
+            .await
+    }
+
+    /// The check runs and the combined status of a commit.
+    pub async fn commit_checks(
+        &self,
+        repo: &Repo,
+        commit: &str,
+    ) -> Result<CommitChecks, GitHubError> {
+        let runs: Value = self
+            .call(
+                Method::GET,
+                &format!("/repos/{repo}/commits/{commit}/check-runs?per_page=100"),
+                None,
+                Safety::Read,
+            )
+            .await?;
+        let status: Value = self
+            .call(
+                Method::GET,
+                &format!("/repos/{repo}/commits/{commit}/status"),
+                None,
+                Safety::Read,
+            )
+            .await?;
+        Ok(CommitChecks {
+            runs: runs["check_runs"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|run| {
+                    (
+                        run["name"].as_str().unwrap_or_default().to_owned(),
+                        run["status"].as_str().unwrap_or_default().to_owned(),
+                        run["conclusion"].as_str().map(str::to_owned),
+                    )
+                })
+                .collect(),
+            combined_status: status["state"].as_str().unwrap_or("pending").to_owned(),
+        })
     }
 
     /// The login the token writes as, for a user token (`GET /user`).

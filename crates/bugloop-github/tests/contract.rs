@@ -206,6 +206,48 @@ async fn every_request_matches_one_operation_of_githubs_description() {
         ),
         ("GET", "/user", "/user", "200"),
         ("GET", "/app", "/app", "200"),
+        (
+            "POST",
+            "/repos/octo/hello/issues/7/labels",
+            "/repos/{owner}/{repo}/issues/{issue_number}/labels",
+            "200",
+        ),
+        (
+            "DELETE",
+            "/repos/octo/hello/issues/7/labels/bug%3Aautofix",
+            "/repos/{owner}/{repo}/issues/{issue_number}/labels/{name}",
+            "200",
+        ),
+        (
+            "GET",
+            "/repos/octo/hello/pulls/7/requested_reviewers",
+            "/repos/{owner}/{repo}/pulls/{pull_number}/requested_reviewers",
+            "200",
+        ),
+        (
+            "POST",
+            "/repos/octo/hello/pulls",
+            "/repos/{owner}/{repo}/pulls",
+            "201",
+        ),
+        (
+            "POST",
+            "/repos/octo/hello/issues",
+            "/repos/{owner}/{repo}/issues",
+            "201",
+        ),
+        (
+            "GET",
+            "/repos/octo/hello/commits/abc123/check-runs",
+            "/repos/{owner}/{repo}/commits/{ref}/check-runs",
+            "200",
+        ),
+        (
+            "GET",
+            "/repos/octo/hello/commits/abc123/status",
+            "/repos/{owner}/{repo}/commits/{ref}/status",
+            "200",
+        ),
     ];
     for call in calls {
         answer(&server, &api, call).await;
@@ -265,10 +307,42 @@ async fn every_request_matches_one_operation_of_githubs_description() {
     assert!(permission.can_write());
     assert!(!client.user_login().await.unwrap().is_empty());
     assert!(client.app_bot_login().await.unwrap().ends_with("[bot]"));
+    client
+        .add_labels(&repo, 7, &["bug", "bug:autofix"])
+        .await
+        .unwrap();
+    client.remove_label(&repo, 7, "bug:autofix").await.unwrap();
+    assert!(
+        !client
+            .requested_reviewers(&repo, 7)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let draft = bugloop_github::NewPullRequest {
+        title: "fix(#12): division by zero".to_owned(),
+        body: "Closes #12".to_owned(),
+        head: "bugloop/12-division-by-zero".to_owned(),
+        base: "main".to_owned(),
+        draft: true,
+    };
+    client.create_pull_request(&repo, &draft).await.unwrap();
+    let issue = client
+        .create_issue(
+            &repo,
+            "ZeroDivisionError in restock_ratio",
+            "trace",
+            &["bug", "bug:autofix"],
+        )
+        .await
+        .unwrap();
+    assert!(issue.number > 0);
+    let checks = client.commit_checks(&repo, "abc123").await.unwrap();
+    assert!(!checks.runs.is_empty());
 
     // Every request the client sent, against the description.
     let requests = server.received_requests().await.unwrap();
-    assert_eq!(requests.len(), 13);
+    assert_eq!(requests.len(), 20);
     for request in requests {
         let verb = request.method.as_str();
         let target = request.url.path();
