@@ -41,19 +41,26 @@ impl StateKey {
         Ok(StateKey(hmac::Key::new(hmac::HMAC_SHA256, &bytes)))
     }
 
-    /// `body` with its signature line appended.
-    pub fn sign(&self, body: &str) -> String {
-        let tag = hex::encode(hmac::sign(&self.0, body.as_bytes()).as_ref());
+    /// What is signed: where the comment is (the change, and the thread of a reply) and its
+    /// body, so a signed comment copied elsewhere (a status reply into another finding's
+    /// thread, or another pull request) does not verify there.
+    fn message(scope: &str, body: &str) -> Vec<u8> {
+        format!("{}\n{scope}\n{body}", scope.len()).into_bytes()
+    }
+
+    /// `body` with its signature for `scope` appended as a last line.
+    pub fn sign(&self, scope: &str, body: &str) -> String {
+        let tag = hex::encode(hmac::sign(&self.0, &Self::message(scope, body)).as_ref());
         format!("{body}\n{SIGNATURE_PREFIX}{tag} -->")
     }
 
-    /// The body without its signature line when the signature verifies (in constant time);
-    /// `None` when it is missing or wrong.
-    pub fn verify<'a>(&self, signed: &'a str) -> Option<&'a str> {
+    /// The body without its signature line when the signature verifies for `scope` (in
+    /// constant time); `None` when it is missing or wrong.
+    pub fn verify<'a>(&self, scope: &str, signed: &'a str) -> Option<&'a str> {
         let (body, line) = signed.rsplit_once('\n')?;
         let tag = line.strip_prefix(SIGNATURE_PREFIX)?.strip_suffix(" -->")?;
         let tag = hex::decode(tag).ok()?;
-        hmac::verify(&self.0, body.as_bytes(), &tag)
+        hmac::verify(&self.0, &Self::message(scope, body), &tag)
             .ok()
             .map(|()| body)
     }
@@ -72,9 +79,9 @@ impl<'a> SigningForge<'a> {
         SigningForge { inner, key }
     }
 
-    fn checked(&self, mut comment: Comment) -> Comment {
+    fn checked(&self, change: &ChangeKey, mut comment: Comment) -> Comment {
         if comment.by_bugloop {
-            match self.key.verify(&comment.body) {
+            match self.key.verify(&scope_of(change, &comment), &comment.body) {
                 Some(body) => comment.body = body.to_owned(),
                 // Written under the bot's login but not by bugloop (or altered): someone else's.
                 None => comment.by_bugloop = false,
@@ -112,7 +119,7 @@ impl Forge for SigningForge<'_> {
             .comments(change)
             .await?
             .into_iter()
-            .map(|comment| self.checked(comment))
+            .map(|comment| self.checked(change, comment))
             .collect())
     }
 
@@ -124,9 +131,9 @@ impl Forge for SigningForge<'_> {
     ) -> Result<Comment, ForgeError> {
         let written = self
             .inner
-            .add_comment(change, &self.key.sign(body), anchor)
+            .add_comment(change, &self.key.sign(&change.0, body), anchor)
             .await?;
-        Ok(self.checked(written))
+        Ok(self.checked(change, written))
     }
 
     async fn update_comment(
@@ -136,7 +143,11 @@ impl Forge for SigningForge<'_> {
         body: &str,
     ) -> Result<(), ForgeError> {
         self.inner
-            .update_comment(change, comment, &self.key.sign(body))
+            .update_comment(
+                change,
+                comment,
+                &self.key.sign(&scope_of(change, comment), body),
+            )
             .await
     }
 
@@ -146,8 +157,17 @@ impl Forge for SigningForge<'_> {
         to: &Comment,
         body: &str,
     ) -> Result<Comment, ForgeError> {
-        let written = self.inner.reply(change, to, &self.key.sign(body)).await?;
-        Ok(self.checked(written))
+        // The reply will be in `to`'s thread.
+        let thread = to
+            .thread_id
+            .clone()
+            .unwrap_or_else(|| to.in_reply_to.clone().unwrap_or_else(|| to.id.clone()));
+        let scope = format!("{}\n{thread}", change.0);
+        let written = self
+            .inner
+            .reply(change, to, &self.key.sign(&scope, body))
+            .await?;
+        Ok(self.checked(change, written))
     }
 
     async fn set_thread_resolved(
@@ -170,6 +190,19 @@ impl Forge for SigningForge<'_> {
     }
 }
 
+/// Where a comment is, as its signature covers it: the change, and for a reply its thread (the
+/// forge's thread id, else the comment it answers).
+fn scope_of(change: &ChangeKey, comment: &Comment) -> String {
+    match &comment.in_reply_to {
+        None => change.0.clone(),
+        Some(parent) => format!(
+            "{}\n{}",
+            change.0,
+            comment.thread_id.as_deref().unwrap_or(parent)
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -181,17 +214,19 @@ mod tests {
     #[test]
     fn a_signed_body_verifies_and_any_change_breaks_it() {
         let body = "### Off by one\n<!-- bugloop finding_id:\"a\" resolved:false -->";
-        let signed = key().sign(body);
-        assert_eq!(key().verify(&signed), Some(body));
+        let scope = "branch:feature\n17";
+        let signed = key().sign(scope, body);
+        assert_eq!(key().verify(scope, &signed), Some(body));
         // The status flipped by someone else, the text edited, or no signature: not bugloop's.
-        assert_eq!(
-            key().verify(&signed.replace("resolved:false", "resolved:true")),
-            None
-        );
-        assert_eq!(key().verify(&signed.replace("Off", "Of")), None);
-        assert_eq!(key().verify(body), None);
+        let flipped = signed.replace("resolved:false", "resolved:true");
+        assert_eq!(key().verify(scope, &flipped), None);
+        assert_eq!(key().verify(scope, &signed.replace("Off", "Of")), None);
+        assert_eq!(key().verify(scope, body), None);
         let other = StateKey::new(vec![7; 32]).unwrap();
-        assert_eq!(other.verify(&signed), None);
+        assert_eq!(other.verify(scope, &signed), None);
+        // Copied into another thread, or another change: not valid there.
+        assert_eq!(key().verify("branch:feature\n18", &signed), None);
+        assert_eq!(key().verify("branch:other\n17", &signed), None);
         assert!(StateKey::new(b"short".to_vec()).is_err());
     }
 }
