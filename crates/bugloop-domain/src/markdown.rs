@@ -131,6 +131,40 @@ pub fn neutralise(text: &str) -> String {
     out
 }
 
+/// Said where a comment was cut to fit a forge's limit.
+pub const CUT_NOTE: &str = "\n\n*(cut here: the comment was longer than the forge allows)*\n\n";
+
+/// `body` cut to at most `max_chars` characters, keeping what bugloop reads back intact: the
+/// leading `<!-- ... -->` lines (a summary's tag and record) and everything from the last line
+/// that starts with `<!-- bugloop` (a finding's marker and its rmcoc block). The text between
+/// is cut, and the cut is said. A body whose kept parts alone are too long is cut at the end.
+pub fn cap_body(body: &str, max_chars: usize) -> std::borrow::Cow<'_, str> {
+    if body.chars().count() <= max_chars {
+        return std::borrow::Cow::Borrowed(body);
+    }
+    let lines: Vec<&str> = body.split_inclusive('\n').collect();
+    let head_lines = lines
+        .iter()
+        .take_while(|line| line.trim_start().starts_with("<!--"))
+        .count();
+    let tail_start = lines
+        .iter()
+        .rposition(|line| line.trim_start().starts_with("<!-- bugloop"))
+        .filter(|at| *at >= head_lines)
+        .unwrap_or(lines.len());
+    let head: String = lines[..head_lines].concat();
+    let tail: String = lines[tail_start..].concat();
+    let middle: String = lines[head_lines..tail_start].concat();
+    let fixed = head.chars().count() + tail.chars().count() + CUT_NOTE.chars().count();
+    let out = if fixed <= max_chars {
+        let kept: String = middle.chars().take(max_chars - fixed).collect();
+        format!("{head}{kept}{CUT_NOTE}{tail}")
+    } else {
+        body.chars().take(max_chars).collect()
+    };
+    std::borrow::Cow::Owned(out)
+}
+
 /// Text for a place inside a line (a heading, a list item, a file name): made one line, so it
 /// can open no fence and no block, and with `<!--` shown but inert.
 pub fn inline(text: &str) -> String {
@@ -176,5 +210,29 @@ mod tests {
             out,
             "```\nx\n```\n&lt;!-- hidden\n```text (quoted)\nrm -rf /\n```"
         );
+    }
+
+    #[test]
+    fn a_capped_body_keeps_its_markers_and_says_where_it_was_cut() {
+        let marker = "<!-- bugloop finding_id:\"a\" resolved:false -->\n";
+        let rmcoc = "```rmcoc\n{\"title\": \"t\"}\n```\n";
+        let body = format!("### A bug\n\n{}\n\n{marker}{rmcoc}", "word ".repeat(5_000));
+        assert_eq!(cap_body(&body, body.chars().count()), body.as_str());
+        let capped = cap_body(&body, 1_000);
+        assert!(capped.chars().count() <= 1_000, "{}", capped.len());
+        assert!(capped.starts_with("### A bug"));
+        assert!(capped.ends_with(&format!("{marker}{rmcoc}")), "{capped}");
+        assert!(capped.contains(CUT_NOTE));
+        // A summary: its leading tag and record stay first.
+        let summary = format!(
+            "<!-- bugloop:summary -->\n<!-- bugloop:reviewed head=x complete=true -->\n{}",
+            "line\n".repeat(3_000)
+        );
+        let capped = cap_body(&summary, 500);
+        assert!(capped.starts_with("<!-- bugloop:summary -->\n<!-- bugloop:reviewed"));
+        assert!(capped.chars().count() <= 500);
+        // Multi-byte text is cut on a character.
+        let wide = format!("{}\n{marker}", "é".repeat(2_000));
+        assert!(cap_body(&wide, 300).ends_with(marker));
     }
 }

@@ -10,6 +10,7 @@
 use std::collections::HashMap;
 
 use async_trait::async_trait;
+use bugloop_domain::markdown::cap_body;
 use bugloop_domain::thread::{BotIdentity, Comment, CommentKind};
 use bugloop_git::Git;
 use bugloop_github::{
@@ -166,6 +167,10 @@ impl Forge for GitHubForge {
         &self.bot
     }
 
+    fn max_body_chars(&self) -> Option<usize> {
+        Some(bugloop_github::MAX_BODY_CHARS)
+    }
+
     async fn head(&self, change: &ChangeKey) -> Result<Option<String>, ForgeError> {
         let number = self.number(change)?;
         Ok(Some(
@@ -248,6 +253,7 @@ impl Forge for GitHubForge {
         anchor: Option<&LineAnchor>,
     ) -> Result<Comment, ForgeError> {
         let number = self.number(change)?;
+        let body = &*cap_body(body, bugloop_github::MAX_BODY_CHARS);
         let Some(anchor) = anchor else {
             return match self
                 .client
@@ -314,6 +320,7 @@ impl Forge for GitHubForge {
                 comment.id
             )));
         }
+        let body = &*cap_body(body, bugloop_github::MAX_BODY_CHARS);
         match comment.kind {
             CommentKind::Issue => {
                 let id = comment_id(&comment.id, "issue")?;
@@ -338,6 +345,7 @@ impl Forge for GitHubForge {
         body: &str,
     ) -> Result<Comment, ForgeError> {
         let number = self.number(change)?;
+        let body = &*cap_body(body, bugloop_github::MAX_BODY_CHARS);
         match to.kind {
             CommentKind::Review => {
                 let id = comment_id(to.in_reply_to.as_deref().unwrap_or(&to.id), "review")?;

@@ -127,6 +127,12 @@ pub trait Forge: Send + Sync + std::fmt::Debug {
     /// The login bugloop writes as here.
     fn bot_login(&self) -> &str;
 
+    /// The longest comment body the forge takes, in characters (`None`: no limit). Bodies are
+    /// cut to it with `bugloop_domain::markdown::cap_body`, which keeps markers and state.
+    fn max_body_chars(&self) -> Option<usize> {
+        None
+    }
+
     /// Whether writes reach the conversation (false for a dry run's
     /// [`recording::RecordingForge`], which records them instead).
     fn publishes(&self) -> bool {

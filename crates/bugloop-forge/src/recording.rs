@@ -104,6 +104,10 @@ impl Forge for RecordingForge<'_> {
         false
     }
 
+    fn max_body_chars(&self) -> Option<usize> {
+        self.inner.max_body_chars()
+    }
+
     async fn head(&self, change: &ChangeKey) -> Result<Option<String>, ForgeError> {
         self.inner.head(change).await
     }

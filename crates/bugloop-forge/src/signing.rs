@@ -7,6 +7,7 @@
 //! written by someone else, so its markers are ignored and counted like any other look-alike.
 
 use async_trait::async_trait;
+use bugloop_domain::markdown::cap_body;
 use bugloop_domain::thread::Comment;
 use ring::hmac;
 
@@ -14,6 +15,8 @@ use crate::{Change, ChangeKey, Forge, ForgeError, LineAnchor, Permission};
 
 /// Starts the signature line bugloop appends to what it writes.
 const SIGNATURE_PREFIX: &str = "<!-- bugloop:sig v1 ";
+/// The signature line's length: a newline, the prefix, 64 hex digits and ` -->`.
+const SIGNATURE_LINE_CHARS: usize = 1 + SIGNATURE_PREFIX.len() + 64 + 4;
 
 /// The key bugloop signs its state with (from the environment, never from the repository).
 #[derive(Clone)]
@@ -79,6 +82,15 @@ impl<'a> SigningForge<'a> {
         SigningForge { inner, key }
     }
 
+    /// The body signed for `scope`, cut first so that with its signature it fits the forge.
+    fn signed(&self, scope: &str, body: &str) -> String {
+        let body = match self.inner.max_body_chars() {
+            Some(max) => cap_body(body, max.saturating_sub(SIGNATURE_LINE_CHARS)),
+            None => std::borrow::Cow::Borrowed(body),
+        };
+        self.key.sign(scope, &body)
+    }
+
     fn checked(&self, change: &ChangeKey, mut comment: Comment) -> Comment {
         if comment.by_bugloop {
             match self.key.verify(&scope_of(change, &comment), &comment.body) {
@@ -103,6 +115,10 @@ impl Forge for SigningForge<'_> {
 
     fn publishes(&self) -> bool {
         self.inner.publishes()
+    }
+
+    fn max_body_chars(&self) -> Option<usize> {
+        self.inner.max_body_chars()
     }
 
     async fn head(&self, change: &ChangeKey) -> Result<Option<String>, ForgeError> {
@@ -131,7 +147,7 @@ impl Forge for SigningForge<'_> {
     ) -> Result<Comment, ForgeError> {
         let written = self
             .inner
-            .add_comment(change, &self.key.sign(&change.0, body), anchor)
+            .add_comment(change, &self.signed(&change.0, body), anchor)
             .await?;
         Ok(self.checked(change, written))
     }
@@ -165,7 +181,7 @@ impl Forge for SigningForge<'_> {
         let scope = format!("{}\n{thread}", change.0);
         let written = self
             .inner
-            .reply(change, to, &self.key.sign(&scope, body))
+            .reply(change, to, &self.signed(&scope, body))
             .await?;
         Ok(self.checked(change, written))
     }

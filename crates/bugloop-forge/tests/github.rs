@@ -216,3 +216,34 @@ async fn permission_comes_from_the_collaborator_endpoint() {
         Permission::None
     );
 }
+
+/// A body over GitHub's limit is cut to fit, keeping the marker and state at its end, and the
+/// cut is said: the comment is written, not refused.
+#[tokio::test]
+async fn a_body_over_githubs_limit_is_cut_with_its_marker_intact() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/repos/octo/hello/issues/7/comments"))
+        .respond_with(ResponseTemplate::new(201).set_body_json(issue_comment(
+            3_000_000_020,
+            BOT,
+            "x",
+        )))
+        .mount(&server)
+        .await;
+    let marker = "<!-- bugloop finding_id:\"a\" resolved:false -->\n";
+    let body = format!("### A bug\n\n{}\n\n{marker}", "word ".repeat(20_000));
+    forge(&server)
+        .add_comment(&change(), &body, None)
+        .await
+        .unwrap();
+    let sent = &server.received_requests().await.unwrap()[0];
+    let sent: Value = serde_json::from_slice(&sent.body).unwrap();
+    let text = sent["body"].as_str().unwrap();
+    assert!(text.chars().count() <= bugloop_github::MAX_BODY_CHARS);
+    assert!(
+        text.ends_with(marker) && text.contains("cut here"),
+        "{}",
+        &text[text.len() - 200..]
+    );
+}
