@@ -196,6 +196,20 @@ impl GitHubClient {
         decode(&operation, page.body)
     }
 
+    /// A write whose JSON is `{"body": body}` (comments and replies), refused before sending
+    /// when GitHub would refuse the body's length.
+    async fn with_body<T: DeserializeOwned>(
+        &self,
+        method: Method,
+        path: &str,
+        body: &str,
+        safety: Safety,
+    ) -> Result<T, GitHubError> {
+        check_body(&format!("{method} {path}"), body)?;
+        self.call(method, path, Some(&json!({"body": body})), safety)
+            .await
+    }
+
     pub async fn issue_comments(
         &self,
         repo: &Repo,
@@ -212,14 +226,8 @@ impl GitHubClient {
         body: &str,
     ) -> Result<IssueComment, GitHubError> {
         let path = format!("/repos/{repo}/issues/{number}/comments");
-        check_body(&format!("POST {path}"), body)?;
-        self.call(
-            Method::POST,
-            &path,
-            Some(&json!({"body": body})),
-            Safety::Create,
-        )
-        .await
+        self.with_body(Method::POST, &path, body, Safety::Create)
+            .await
     }
 
     pub async fn update_issue_comment(
@@ -229,14 +237,8 @@ impl GitHubClient {
         body: &str,
     ) -> Result<IssueComment, GitHubError> {
         let path = format!("/repos/{repo}/issues/comments/{id}");
-        check_body(&format!("PATCH {path}"), body)?;
-        self.call(
-            Method::PATCH,
-            &path,
-            Some(&json!({"body": body})),
-            Safety::Idempotent,
-        )
-        .await
+        self.with_body(Method::PATCH, &path, body, Safety::Idempotent)
+            .await
     }
 
     pub async fn review_comments(
@@ -284,14 +286,8 @@ impl GitHubClient {
         body: &str,
     ) -> Result<ReviewComment, GitHubError> {
         let path = format!("/repos/{repo}/pulls/{number}/comments/{to}/replies");
-        check_body(&format!("POST {path}"), body)?;
-        self.call(
-            Method::POST,
-            &path,
-            Some(&json!({"body": body})),
-            Safety::Create,
-        )
-        .await
+        self.with_body(Method::POST, &path, body, Safety::Create)
+            .await
     }
 
     pub async fn update_review_comment(
@@ -301,14 +297,8 @@ impl GitHubClient {
         body: &str,
     ) -> Result<ReviewComment, GitHubError> {
         let path = format!("/repos/{repo}/pulls/comments/{id}");
-        check_body(&format!("PATCH {path}"), body)?;
-        self.call(
-            Method::PATCH,
-            &path,
-            Some(&json!({"body": body})),
-            Safety::Idempotent,
-        )
-        .await
+        self.with_body(Method::PATCH, &path, body, Safety::Idempotent)
+            .await
     }
 
     pub async fn pull_request(&self, repo: &Repo, number: u64) -> Result<PullRequest, GitHubError> {

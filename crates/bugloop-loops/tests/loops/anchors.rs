@@ -10,7 +10,7 @@ use bugloop_forge::{Change, ChangeKey, Forge, ForgeError, LineAnchor, Permission
 use bugloop_git::Git;
 use bugloop_report::review::Placement;
 
-use crate::support::{self, Repo, finding, review_on, session};
+use crate::support::{self, Repo, off_by_one, review_on, session};
 
 /// The local forge, except that every line comment is refused as GitHub refuses one.
 #[derive(Debug)]
@@ -79,18 +79,7 @@ impl Forge for RefusesLines<'_> {
 async fn a_refused_line_anchor_publishes_the_finding_in_the_conversation() {
     let repo = Repo::with_feature();
     let line = repo.line_of("src/stats.rs", "sorted[index]");
-    let script = session(
-        vec![finding(
-            "src/stats.rs",
-            line,
-            "sorted[index]",
-            "Index out of bounds when p is 1.0",
-            "With p = 1.0 the index equals the length and the lookup panics.",
-            7,
-            "logic",
-        )],
-        vec![],
-    );
+    let script = session(vec![off_by_one(line)], vec![]);
     let local = LocalForge::open(Git::open(repo.path()).unwrap(), "bugloop")
         .await
         .unwrap();

@@ -8,7 +8,7 @@ use bugloop_domain::thread::ThreadStatus;
 use bugloop_llm::{ChatRequest, Role};
 use bugloop_report::review::{ReviewReport, ReviewedScope};
 
-use crate::support::{self, Repo, finding, review_branch, session};
+use crate::support::{self, Repo, finding, off_by_one, review_branch, session};
 
 /// The first review: a finding in src/stats.rs and one in src/db.rs.
 async fn reviewed() -> (Repo, ReviewReport) {
@@ -17,15 +17,7 @@ async fn reviewed() -> (Repo, ReviewReport) {
     let query = repo.line_of("src/db.rs", "format!(\"SELECT");
     let script = session(
         vec![
-            finding(
-                "src/stats.rs",
-                percentile,
-                "sorted[index]",
-                "Index out of bounds when p is 1.0",
-                "With p = 1.0 the index equals the length and the lookup panics.",
-                7,
-                "logic",
-            ),
+            off_by_one(percentile),
             finding(
                 "src/db.rs",
                 query,

@@ -11,7 +11,7 @@ use bugloop_domain::thread::Comment;
 use bugloop_llm::scripted::ScriptedProvider;
 use bugloop_llm::{Capabilities, ChatRequest, ChatResponse, LlmError, Provider, StreamSink};
 
-use crate::support::{self, Repo, finding, review_branch, session};
+use crate::support::{self, Repo, off_by_one, review_branch, session};
 
 /// The scripted model, and a developer who pushes to the branch while it answers the first call.
 #[derive(Debug)]
@@ -41,18 +41,6 @@ impl Provider for PushDuringReview {
         }
         self.model.chat(request, sink).await
     }
-}
-
-fn off_by_one(line: u32) -> serde_json::Value {
-    finding(
-        "src/stats.rs",
-        line,
-        "sorted[index]",
-        "Index out of bounds when p is 1.0",
-        "With p = 1.0 the index equals the length and the lookup panics.",
-        7,
-        "logic",
-    )
 }
 
 /// bugloop's own top-level comments: findings and the summary.

@@ -13,7 +13,7 @@ use bugloop_forge::signing::{SigningForge, StateKey};
 use bugloop_git::{Git, Selection};
 use bugloop_loops::publish::resolve_thread;
 
-use crate::support::{self, Repo, finding, review_on, session};
+use crate::support::{self, Repo, off_by_one, review_on, session};
 
 /// Reviews (through `forge`), then another workflow under the bot's login (writing straight to
 /// the store, unsigned) does exactly what bugloop does to resolve the finding, then bugloop
@@ -28,20 +28,7 @@ async fn impostor_resolves(signing: bool) -> [(Option<ThreadStatus>, usize); 2] 
     let key = StateKey::new(b"a key of 32 bytes from a secret!".to_vec()).unwrap();
     let signed = SigningForge::new(&local, key);
     let forge: &dyn Forge = if signing { &signed } else { &local };
-    let script = || {
-        session(
-            vec![finding(
-                "src/stats.rs",
-                line,
-                "sorted[index]",
-                "Index out of bounds when p is 1.0",
-                "With p = 1.0 the index equals the length and the lookup panics.",
-                7,
-                "logic",
-            )],
-            vec![],
-        )
-    };
+    let script = || session(vec![off_by_one(line)], vec![]);
     let (report, _) = review_on(forge, &repo, support::config(), Arc::new(script()), false).await;
     let id = FindingId::new(report.findings[0].finding.id.as_str());
     let change = Git::open(repo.path())

@@ -111,6 +111,19 @@ pub fn finding(
     })
 }
 
+/// The feature branch's off-by-one in `percentile`, as the model reports it at `line`.
+pub fn off_by_one(line: u32) -> Value {
+    finding(
+        "src/stats.rs",
+        line,
+        "sorted[index]",
+        "Index out of bounds when p is 1.0",
+        "With p = 1.0 the index equals the length and the lookup panics.",
+        7,
+        "logic",
+    )
+}
+
 /// One tools session: the findings in pass 1, the resolutions in pass 2, then passes 3 and 4.
 pub fn session(findings: Vec<Value>, resolved: Vec<(String, String)>) -> ScriptedProvider {
     let provider = ScriptedProvider::new([]);
