@@ -4,9 +4,10 @@
 
 use bugloop_domain::finding::FindingId;
 use bugloop_domain::thread::{Comment, find_thread, reconstruct};
-use bugloop_forge::{ChangeKey, Forge};
+use bugloop_forge::ChangeKey;
 use bugloop_loops::LoopEnv;
 use bugloop_loops::act::Targets;
+use bugloop_loops::build::WorkTarget;
 use bugloop_report::act::ActReport;
 use bugloop_report::dispute::DisputeOutcome;
 
@@ -55,19 +56,32 @@ impl App {
     pub(crate) fn loop_env(&self, model: Option<&str>) -> Result<LoopEnv<'_>, AppError> {
         let model = self.models.connect(model)?;
         Ok(LoopEnv {
-            forge: &self.forge,
+            forge: self.forge.as_ref(),
             git: &self.git,
             settings: &self.settings,
             provider: model.provider,
             meter: model.meter,
             runs_dir: self.runs_dir.clone(),
             progress: self.progress.clone(),
+            work: match &self.pull_request {
+                Some(pull) => WorkTarget::PullRequest {
+                    change: pull.key.clone(),
+                    number: pull.number,
+                    head: pull.head_sha.clone(),
+                    remote: pull.remote.clone(),
+                    branch: pull.head_branch.clone(),
+                },
+                None => WorkTarget::LocalBranch,
+            },
         })
     }
 
-    /// The conversation of the checked-out branch.
+    /// The conversation jobs work on: the pull request's, or the checked-out branch's.
     pub fn conversation_key(&self) -> ChangeKey {
-        self.git.conversation_key()
+        match &self.pull_request {
+            Some(pull) => pull.key.clone(),
+            None => self.git.conversation_key(),
+        }
     }
 
     /// Fixes open findings with one verified commit.
@@ -116,7 +130,7 @@ impl App {
             None => None,
         };
         let comment = self
-            .forge
+            .local_store("bugloop comment")?
             .developer_comment(&change, &job.text, parent.as_deref())
             .await?;
         let report = bugloop_loops::act::on_comment(&env, &change, &comment)
@@ -136,7 +150,7 @@ impl App {
             None
         };
         let comment = self
-            .forge
+            .local_store("bugloop reply")?
             .developer_comment(&change, &job.text, Some(&root))
             .await?;
         let Some(env) = env else {

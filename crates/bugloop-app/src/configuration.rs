@@ -37,23 +37,49 @@ pub fn load_configuration(cwd: &Path, choice: &ConfigChoice) -> Result<Configura
         let bytes = git.show(&commit, CONFIG_PATH)?;
         Some((format!("{label}:{CONFIG_PATH}"), bytes))
     });
+    let branch_config = if choice.trust_branch {
+        BranchConfig::Trust
+    } else {
+        BranchConfig::ReviewSettings
+    };
+    load(repo_root, base, choice, branch_config)
+}
+
+/// The configuration for a pull request: the base commit's file and the user's, never the
+/// head's (a pull request chooses no setting; what it changes is listed to be reported).
+pub(crate) fn load_for_pull_request(
+    git: &Git,
+    base_sha: &str,
+    choice: &ConfigChoice,
+) -> Result<Configuration, AppError> {
+    let base = git.show(base_sha, CONFIG_PATH).map(|bytes| {
+        (
+            format!("{}:{CONFIG_PATH}", bugloop_git::short(base_sha)),
+            bytes,
+        )
+    });
+    load(git.root().to_path_buf(), base, choice, BranchConfig::Ignore)
+}
+
+fn load(
+    repo_root: PathBuf,
+    base: Option<(String, Vec<u8>)>,
+    choice: &ConfigChoice,
+    branch_config: BranchConfig,
+) -> Result<Configuration, AppError> {
     let files = LocalFiles {
         repo_root,
         user_file: choice.file.clone(),
         base,
-        branch_config: if choice.trust_branch {
-            BranchConfig::Trust
-        } else {
-            BranchConfig::ReviewSettings
-        },
+        branch_config,
     };
     let env = bugloop_config::environment(std::env::vars_os())?;
     let loaded = bugloop_config::load(&files, env)?;
-    let warnings = ignored_warnings(&loaded);
+    let warnings = ignored_warnings(&loaded, branch_config);
     Ok(Configuration { loaded, warnings })
 }
 
-fn ignored_warnings(loaded: &Loaded) -> Vec<String> {
+fn ignored_warnings(loaded: &Loaded, branch_config: BranchConfig) -> Vec<String> {
     loaded
         .ignored
         .iter()
@@ -62,6 +88,13 @@ fn ignored_warnings(loaded: &Loaded) -> Vec<String> {
                 Some(line) => ("sets", format!(" (line {line})")),
                 None => ("removes", String::new()),
             };
+            if branch_config == BranchConfig::Ignore {
+                return format!(
+                    "{CONFIG_PATH} in the pull request {verb} {}{at}; ignored: a pull request's \
+                     configuration comes from its base commit",
+                    ignored.key
+                );
+            }
             format!(
                 "{CONFIG_PATH} on this branch {verb} {}{at}; ignored: commands and sandbox \
                  settings come from trusted configuration (the base commit, your own config). Run \

@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 
 use bugloop_domain::thread::{Comment, ThreadState, ThreadStatus, find_thread, reconstruct};
+use bugloop_forge::ChangeKey;
 use bugloop_forge::local::store_path;
-use bugloop_forge::{ChangeKey, Forge};
 use bugloop_git::Git;
 
 use crate::{App, AppError};

@@ -17,6 +17,8 @@ pub enum AppError {
     },
     #[error(transparent)]
     Forge(Box<bugloop_forge::ForgeError>),
+    #[error(transparent)]
+    GitHub(Box<bugloop_github::GitHubError>),
     #[error("cannot use the model {model}: {source}")]
     Model {
         model: String,

@@ -11,9 +11,11 @@ mod converge;
 mod conversation;
 pub mod doctor;
 mod error;
+mod github;
 pub mod inspect;
 mod models;
 mod outcome;
+mod pull_request;
 mod review;
 pub mod runs;
 
@@ -21,6 +23,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use bugloop_config::Config;
+use bugloop_forge::Forge;
 use bugloop_forge::local::LocalForge;
 use bugloop_git::Git;
 use bugloop_loops::LoopSettings;
@@ -30,8 +33,10 @@ pub use self::configuration::{ConfigChoice, Configuration, load_configuration};
 pub use self::converge::ConvergeJob;
 pub use self::conversation::{FindingThread, StoreAction, StoreResult, store_action};
 pub use self::error::AppError;
+pub use self::github::{GitHubAuth, GitHubTarget, PullRequestRun};
 pub use self::models::Models;
 pub use self::outcome::{Outcome, Verdict};
+pub use self::pull_request::{PullRequestComment, PullRequestCommentKind};
 pub use self::review::{ReviewJob, ReviewScope};
 
 /// What a front end renders, and the renderers, from the crates below: a front end depends on
@@ -58,6 +63,18 @@ pub struct AppOptions {
     pub config: ConfigChoice,
     /// Where progress goes while a job runs (`Silent` for none).
     pub progress: Arc<dyn bugloop_loops::Progress>,
+    /// Where the conversation is.
+    pub forge: ForgeChoice,
+}
+
+/// Where a repository's conversations are.
+#[derive(Debug, Clone, Default)]
+pub enum ForgeChoice {
+    /// In the embedded store of the repository (the local product).
+    #[default]
+    Local,
+    /// On a GitHub pull request; the directory is a clone of its repository.
+    GitHub(Box<GitHubTarget>),
 }
 
 /// One repository's bugloop, opened once from resolved settings: its forge, a model factory
@@ -71,7 +88,13 @@ pub struct App {
     /// finding of bugloop's own).
     ignored: Vec<bugloop_config::IgnoredBranchSetting>,
     warnings: Vec<String>,
-    forge: LocalForge,
+    /// The forge every job reads and writes the conversation through.
+    forge: Arc<dyn Forge>,
+    /// The local store itself, where developers' comments are written by bugloop (`None` on
+    /// GitHub, where they are written on the pull request).
+    local: Option<Arc<LocalForge>>,
+    /// The pull request of a GitHub run.
+    pull_request: Option<PullRequestRun>,
     models: Models,
     runs_dir: PathBuf,
     progress: Arc<dyn bugloop_loops::Progress>,
@@ -83,16 +106,36 @@ impl App {
     pub async fn open(options: AppOptions) -> Result<App, AppError> {
         // Outside a repository this is the error to show, not a configuration problem.
         let git = Git::open(&options.directory)?;
-        let configuration = load_configuration(git.root(), &options.config)?;
+        let (configuration, forge, local, pull_request) = match &options.forge {
+            ForgeChoice::Local => {
+                let configuration = load_configuration(git.root(), &options.config)?;
+                let local = LocalForge::open(
+                    git.clone(),
+                    &configuration.loaded.config.identity.local_bot_name,
+                )
+                .await
+                .map_err(|source| AppError::Store {
+                    repository: git.root().to_path_buf(),
+                    source,
+                })?;
+                let local = Arc::new(local);
+                let forge: Arc<dyn Forge> = local.clone();
+                (configuration, forge, Some(local), None)
+            }
+            ForgeChoice::GitHub(target) => {
+                let opened = github::open_pull_request(&git, target).await?;
+                let configuration = configuration::load_for_pull_request(
+                    &git,
+                    &opened.run.base_sha,
+                    &options.config,
+                )?;
+                (configuration, opened.forge, None, Some(opened.run))
+            }
+        };
         let mut warnings = configuration.warnings;
+        warnings.extend(pull_request.as_ref().and_then(|p| p.read_only.clone()));
         let config = configuration.loaded.config;
         warnings.extend(doctor::unconfined_warning(&config));
-        let forge = LocalForge::open(git.clone(), &config.identity.local_bot_name)
-            .await
-            .map_err(|source| AppError::Store {
-                repository: git.root().to_path_buf(),
-                source,
-            })?;
         let runs_dir = runs::runs_dir(&git);
         Ok(App {
             models: Models::new(&config),
@@ -101,8 +144,25 @@ impl App {
             ignored: configuration.loaded.ignored,
             warnings,
             forge,
+            local,
+            pull_request,
             runs_dir,
             progress: options.progress,
+        })
+    }
+
+    /// The pull request of a GitHub run.
+    pub fn pull_request(&self) -> Option<&PullRequestRun> {
+        self.pull_request.as_ref()
+    }
+
+    /// The local store, for the jobs that write a developer's comment into it.
+    fn local_store(&self, what: &str) -> Result<&LocalForge, AppError> {
+        self.local.as_deref().ok_or_else(|| {
+            AppError::Invalid(format!(
+                "{what} works on a local repository's conversation; on a pull request, write \
+                 the comment there and bugloop acts on it"
+            ))
         })
     }
 

@@ -14,6 +14,9 @@ pub enum Verdict {
     Done,
     /// There was nothing to do (an empty change); the reason says why.
     NothingToDo { reason: String },
+    /// The job was not run here, by design (a write asked for on a fork's pull request); the
+    /// reason says why. A check reports it as neutral.
+    Skipped { reason: String },
     /// Open findings score at or above the threshold the caller set.
     FindingsAtThreshold { max_score: u8, threshold: u8 },
     /// Part of the work failed; the report shows what was done and what was not.

@@ -32,7 +32,19 @@ impl App {
     /// Reviews a change and tracks its findings in the conversation. An empty change is
     /// [`Verdict::NothingToDo`] with no report.
     pub async fn review(&self, job: ReviewJob) -> Result<Outcome<Option<ReviewReport>>, AppError> {
-        let change = self.git.select(&job.scope)?;
+        let change = match &self.pull_request {
+            // The head pinned when the run started, against the merge base with the base
+            // branch's commit: the pull request's change as GitHub shows it.
+            Some(pull) => bugloop_git::SelectedChange {
+                key: pull.key.clone(),
+                description: format!("#{} {}", pull.number, pull.title),
+                ..self.git.select(&ReviewScope::Range {
+                    base: Some(pull.base_sha.clone()),
+                    head: Some(pull.head_sha.clone()),
+                })?
+            },
+            None => self.git.select(&job.scope)?,
+        };
         let diff = bugloop_diff::parse(&change.diff);
         if diff.files.is_empty() {
             return Ok(Outcome::new(
@@ -76,8 +88,12 @@ impl App {
             full: job.full,
         };
         // A dry run takes the same steps on a forge that records its writes instead of making them.
-        let recording = RecordingForge::new(&self.forge);
-        let env = if job.dry_run {
+        let recording = RecordingForge::new(self.forge.as_ref());
+        let read_only = self
+            .pull_request
+            .as_ref()
+            .is_some_and(|p| p.read_only.is_some());
+        let env = if job.dry_run || read_only {
             LoopEnv {
                 forge: &recording,
                 ..env

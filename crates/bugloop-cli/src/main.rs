@@ -209,7 +209,7 @@ fn main() -> ExitCode {
 /// comment was stored and acting on it failed), 4 a verified commit left on a branch.
 fn exit_code(verdict: &Verdict) -> ExitCode {
     match verdict {
-        Verdict::Done | Verdict::NothingToDo { .. } => ExitCode::SUCCESS,
+        Verdict::Done | Verdict::NothingToDo { .. } | Verdict::Skipped { .. } => ExitCode::SUCCESS,
         Verdict::FindingsAtThreshold { .. }
         | Verdict::NotCommitted { .. }
         | Verdict::Refused { .. }
@@ -240,6 +240,7 @@ pub(crate) fn open_app(
         directory: cwd.to_path_buf(),
         config: choice.clone(),
         progress: progress::progress(),
+        forge: bugloop_app::ForgeChoice::Local,
     }))?;
     warn(app.warnings())?;
     Ok(app)

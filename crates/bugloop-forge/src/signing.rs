@@ -6,6 +6,8 @@
 //! as bugloop's only when its signature verifies; an unsigned or badly signed one is treated as
 //! written by someone else, so its markers are ignored and counted like any other look-alike.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use bugloop_domain::markdown::cap_body;
 use bugloop_domain::thread::Comment;
@@ -72,13 +74,13 @@ impl StateKey {
 /// A forge whose bot writes are signed and whose bot comments count as bugloop's only when
 /// their signature verifies (the signature line is taken off what the loops read).
 #[derive(Debug)]
-pub struct SigningForge<'a> {
-    inner: &'a dyn Forge,
+pub struct SigningForge {
+    inner: Arc<dyn Forge>,
     key: StateKey,
 }
 
-impl<'a> SigningForge<'a> {
-    pub fn new(inner: &'a dyn Forge, key: StateKey) -> Self {
+impl SigningForge {
+    pub fn new(inner: Arc<dyn Forge>, key: StateKey) -> Self {
         SigningForge { inner, key }
     }
 
@@ -104,7 +106,7 @@ impl<'a> SigningForge<'a> {
 }
 
 #[async_trait]
-impl Forge for SigningForge<'_> {
+impl Forge for SigningForge {
     fn name(&self) -> &str {
         self.inner.name()
     }
@@ -162,7 +164,7 @@ impl Forge for SigningForge<'_> {
             .update_comment(
                 change,
                 comment,
-                &self.key.sign(&scope_of(change, comment), body),
+                &self.signed(&scope_of(change, comment), body),
             )
             .await
     }

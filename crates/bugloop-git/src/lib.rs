@@ -29,4 +29,7 @@ pub enum GitError {
     Failed { args: String, message: String },
     #[error("{0}")]
     Selection(String),
+    /// A name from outside (a forge's branch name) that git must not be given.
+    #[error("{0}")]
+    Invalid(String),
 }

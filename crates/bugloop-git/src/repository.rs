@@ -126,6 +126,36 @@ impl Git {
         Some((format!("{branch}@{}", short(&base)), base))
     }
 
+    /// Fetches a pull request's head (`refs/pull/<number>/head`, which holds a fork's commits
+    /// too) and its base branch from `remote`, the whole history when the clone is shallow (an
+    /// Action's checkout is), so the merge base and the diff can be computed locally. The refs
+    /// land under `refs/bugloop/pull/<number>/`; nothing checked out changes.
+    pub fn fetch_pull_request(
+        &self,
+        remote: &str,
+        number: u64,
+        base_branch: &str,
+    ) -> Result<(), GitError> {
+        // The base branch's name comes from the forge; make sure it is one, not an option.
+        let valid = !base_branch.starts_with('-')
+            && self
+                .run(&["check-ref-format", "--branch", base_branch])
+                .is_ok();
+        if !valid || remote.starts_with('-') {
+            return Err(GitError::Invalid(format!(
+                "cannot fetch pull request {number}: {base_branch:?} from {remote:?} is not a branch of a remote"
+            )));
+        }
+        let head = format!("+refs/pull/{number}/head:refs/bugloop/pull/{number}/head");
+        let base = format!("+refs/heads/{base_branch}:refs/bugloop/pull/{number}/base");
+        let mut args = vec!["fetch", "--quiet", "--no-tags", "--no-recurse-submodules"];
+        if self.run(&["rev-parse", "--is-shallow-repository"])? == "true" {
+            args.push("--unshallow");
+        }
+        args.extend([remote, head.as_str(), base.as_str()]);
+        self.run(&args).map(drop)
+    }
+
     /// A revision's commit id.
     pub fn resolve(&self, revision: &str) -> Option<String> {
         if revision.starts_with('-') {

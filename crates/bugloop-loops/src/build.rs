@@ -39,6 +39,8 @@ pub enum BuildError {
     Tree(#[from] bugloop_sandbox::SandboxError),
     #[error(transparent)]
     Config(Box<bugloop_config::ConfigError>),
+    #[error(transparent)]
+    Forge(#[from] Box<bugloop_forge::ForgeError>),
     #[error("{0}")]
     Other(String),
 }
@@ -46,6 +48,35 @@ pub enum BuildError {
 impl From<bugloop_config::ConfigError> for BuildError {
     fn from(error: bugloop_config::ConfigError) -> Self {
         BuildError::Config(Box::new(error))
+    }
+}
+
+/// Where a change bugloop makes starts and lands.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum WorkTarget {
+    /// The user's checked-out branch: the work starts from HEAD (a dirty tree is refused) and
+    /// lands by fast-forward when the branch has not moved.
+    #[default]
+    LocalBranch,
+    /// A pull request's branch on a remote: the work starts from the head pinned when the job
+    /// started (the clone's own checkout is not used) and lands as one pushed commit,
+    /// fast-forward only, never forced.
+    PullRequest {
+        change: bugloop_git::ChangeKey,
+        number: u64,
+        head: String,
+        remote: String,
+        branch: String,
+    },
+}
+
+impl WorkTarget {
+    /// The conventional-commit scope of bugloop's commits: `(#12)` on a pull request.
+    pub fn commit_scope(&self) -> String {
+        match self {
+            WorkTarget::LocalBranch => String::new(),
+            WorkTarget::PullRequest { number, .. } => format!("(#{number})"),
+        }
     }
 }
 
@@ -60,8 +91,19 @@ pub struct Workbench {
 }
 
 impl Workbench {
-    /// Refuses a dirty tree (before anything starts) and writes HEAD's files into a task tree.
-    pub fn open(git: &Git, purpose: &str) -> Result<Workbench, BuildError> {
+    /// Refuses a dirty tree (before anything starts) and writes HEAD's files into a task tree;
+    /// on a pull request, the pinned head's files.
+    pub fn open(git: &Git, purpose: &str, target: &WorkTarget) -> Result<Workbench, BuildError> {
+        if let WorkTarget::PullRequest { head, branch, .. } = target {
+            let tree = TaskTree::create(git.root(), head, purpose)?;
+            return Ok(Workbench {
+                git: git.clone(),
+                path: tree.path().to_path_buf(),
+                tree: Mutex::new(tree),
+                start_head: head.clone(),
+                start_branch: Some(branch.clone()),
+            });
+        }
         let start_head = git.head().ok_or(BuildError::NoCommits)?;
         if !git.is_clean()? {
             return Err(BuildError::DirtyTree);
@@ -373,6 +415,66 @@ async fn finish(
         files: after.paths(),
         unverified: env.config().fix.verify_commands.is_empty(),
     })
+}
+
+/// Lands the work where `env.work` says: the user's branch, or the pull request's branch.
+pub async fn land_on_target(
+    env: &LoopEnv<'_>,
+    bench: &Workbench,
+    label: &str,
+) -> Result<Option<Landing>, BuildError> {
+    match &env.work {
+        WorkTarget::LocalBranch => land(bench, env.config(), label),
+        WorkTarget::PullRequest {
+            change,
+            head,
+            remote,
+            branch,
+            ..
+        } => {
+            let commit = bench.head()?;
+            if commit == bench.start_head {
+                return Ok(None);
+            }
+            // Pushed only onto the head the job started from; a push meanwhile wins.
+            let now = env.forge.head(change).await.map_err(Box::new)?;
+            let moved = now.as_deref().is_some_and(|now| now != head);
+            let git = bench.git();
+            if !moved {
+                let pushed = git.run(&[
+                    "push",
+                    "--quiet",
+                    "--no-verify",
+                    remote,
+                    &format!("{commit}:refs/heads/{branch}"),
+                ]);
+                match pushed {
+                    Ok(_) => {
+                        return Ok(Some(Landing::FastForwarded {
+                            branch: branch.clone(),
+                            commit,
+                        }));
+                    }
+                    // Refused as not a fast-forward: the branch moved after the check.
+                    Err(bugloop_git::GitError::Failed { .. }) => {}
+                    Err(other) => return Err(other.into()),
+                }
+            }
+            let name = format!("{}{label}-{}", env.config().branch_prefix, short(&commit));
+            git.run(&[
+                "push",
+                "--quiet",
+                "--no-verify",
+                remote,
+                &format!("{commit}:refs/heads/{name}"),
+            ])?;
+            Ok(Some(Landing::Branch {
+                name,
+                commit,
+                reason: format!("the pull request's branch `{branch}` moved meanwhile"),
+            }))
+        }
+    }
 }
 
 /// Lands the worktree's HEAD (when it advanced past the start) on the user's branch.

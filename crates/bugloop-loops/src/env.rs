@@ -26,6 +26,8 @@ pub struct LoopEnv<'a> {
     pub meter: Arc<Meter>,
     pub runs_dir: PathBuf,
     pub progress: Arc<dyn Progress>,
+    /// Where changes bugloop makes start and land.
+    pub work: crate::build::WorkTarget,
 }
 
 impl<'a> LoopEnv<'a> {

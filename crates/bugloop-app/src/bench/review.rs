@@ -63,6 +63,7 @@ pub(crate) async fn review_once(
         meter,
         runs_dir: runs.to_path_buf(),
         progress: Arc::new(bugloop_loops::Silent),
+        work: bugloop_loops::build::WorkTarget::LocalBranch,
     };
     let request = ReviewRequest {
         change: change.key.clone(),

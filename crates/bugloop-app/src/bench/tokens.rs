@@ -82,6 +82,7 @@ pub async fn tokens(source: &TokensSource) -> Result<TokensBench, AppError> {
             trust_branch: false,
         },
         progress: Arc::new(Silent),
+        forge: crate::ForgeChoice::Local,
     })
     .await?;
     let git = Git::open(&repo)?;

@@ -9,7 +9,7 @@ use bugloop_report::act::{ActReport, ChosenBy, Intent};
 use bugloop_report::build::{BuildStatus, Landing};
 use bugloop_report::text::{build_outcome, build_status};
 
-use crate::build::{BuildTask, Workbench, build, land};
+use crate::build::{BuildTask, Workbench, build, land_on_target};
 use crate::env::LoopEnv;
 use crate::prompt::fill;
 use crate::publish::info_reply;
@@ -62,7 +62,7 @@ pub async fn fix(
         .iter()
         .filter_map(|t| t.finding_id.as_ref().map(|f| f.as_str().to_owned()))
         .collect();
-    let bench = Workbench::open(env.git, "fix")?;
+    let bench = Workbench::open(env.git, "fix", &env.work)?;
     let comment = match user_comment {
         Some(text) if !text.trim().is_empty() => format!(
             "The developer's comment with the request:\n\n\"\"\"\n{}\n\"\"\"",
@@ -83,12 +83,16 @@ pub async fn fix(
         BuildTask {
             name: "fix".to_owned(),
             prompt,
-            commit_message: format!("fix: bugloop autofix - resolve {}", ids.join(", ")),
+            commit_message: format!(
+                "fix{}: bugloop autofix - resolve {}",
+                env.work.commit_scope(),
+                ids.join(", ")
+            ),
         },
     )
     .await;
     let landing = match &result.status {
-        BuildStatus::Committed { .. } => land(&bench, env.config(), "fix")?,
+        BuildStatus::Committed { .. } => land_on_target(env, &bench, "fix").await?,
         _ => None,
     };
     drop(bench);

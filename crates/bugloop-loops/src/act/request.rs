@@ -5,7 +5,7 @@ use bugloop_report::act::{ActReport, ChosenBy, Intent};
 use bugloop_report::build::BuildStatus;
 use bugloop_report::text::build_outcome;
 
-use crate::build::{BuildTask, Workbench, build, land};
+use crate::build::{BuildTask, Workbench, build, land_on_target};
 use crate::env::LoopEnv;
 use crate::prompt::fill;
 
@@ -16,7 +16,7 @@ pub async fn do_request(env: &LoopEnv<'_>, request: &str) -> Result<ActReport, A
     if request.trim().is_empty() {
         return Err(ActError::Invalid("the request is empty".to_owned()));
     }
-    let bench = Workbench::open(env.git, "do")?;
+    let bench = Workbench::open(env.git, "do", &env.work)?;
     let prompt = fill(DO_PROMPT, &[("request", &sanitize_user_comment(request))]);
     let result = build(
         env,
@@ -24,12 +24,12 @@ pub async fn do_request(env: &LoopEnv<'_>, request: &str) -> Result<ActReport, A
         BuildTask {
             name: "do".to_owned(),
             prompt,
-            commit_message: "chore: apply user request".to_owned(),
+            commit_message: format!("chore{}: apply user request", env.work.commit_scope()),
         },
     )
     .await;
     let landing = match &result.status {
-        BuildStatus::Committed { .. } => land(&bench, env.config(), "do")?,
+        BuildStatus::Committed { .. } => land_on_target(env, &bench, "do").await?,
         _ => None,
     };
     Ok(ActReport {

@@ -28,7 +28,7 @@ use bugloop_report::build::BuildStatus;
 use bugloop_report::converge::{ConvergeReport, Exit, LoopLine};
 
 use crate::act::ActError;
-use crate::build::Workbench;
+use crate::build::{WorkTarget, Workbench};
 use crate::env::LoopEnv;
 
 use self::rounds::{Run, Stop};
@@ -65,12 +65,17 @@ pub async fn converge(
     connect: Connect<'_>,
 ) -> Result<ConvergeReport, ActError> {
     let git = env.git;
-    let selection = match &base {
-        Some(base) => Selection::Range {
-            base: Some(base.clone()),
-            head: None,
+    // On a pull request, its pinned head; locally, HEAD.
+    let pinned = match &env.work {
+        WorkTarget::PullRequest { head, .. } => Some(head.clone()),
+        WorkTarget::LocalBranch => None,
+    };
+    let selection = match (&base, &pinned) {
+        (None, None) => Selection::Branch,
+        (base, head) => Selection::Range {
+            base: base.clone(),
+            head: head.clone(),
         },
-        None => Selection::Branch,
     };
     let selected = git
         .select(&selection)
@@ -81,7 +86,7 @@ pub async fn converge(
             selected.description
         )));
     }
-    let head_now = git.head().unwrap_or_default();
+    let head_now = pinned.unwrap_or_else(|| git.head().unwrap_or_default());
     let history = record::history(&env.forge.comments(change).await?, &head_now);
     if history.clean_on_head {
         return Ok(ConvergeReport {
@@ -100,7 +105,7 @@ pub async fn converge(
         });
     }
 
-    let bench = Workbench::open(git, "converge")?;
+    let bench = Workbench::open(git, "converge", &env.work)?;
     let mut run = Run {
         env,
         connect,
@@ -130,7 +135,7 @@ pub async fn converge(
             },
         };
     };
-    run.finish(stop, history.earlier_dirty)
+    run.finish(stop, history.earlier_dirty).await
 }
 
 /// Adds a line to the loop log and reports it as progress.

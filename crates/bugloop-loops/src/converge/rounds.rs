@@ -15,7 +15,7 @@ use super::record::{counts, loop_body};
 use super::validate::findings_prompt;
 use super::{Connect, FIX_PROMPT, record, status_text};
 use crate::act::ActError;
-use crate::build::{BuildTask, Workbench, build, land, net_change};
+use crate::build::{BuildTask, Workbench, build, land_on_target, net_change};
 use crate::env::LoopEnv;
 use crate::prompt::fill;
 
@@ -153,7 +153,8 @@ impl Run<'_, '_> {
                 name: "converge-fix".to_owned(),
                 prompt,
                 commit_message: format!(
-                    "fix: bugloop converge loop {} - resolve {}",
+                    "fix{}: bugloop converge loop {} - resolve {}",
+                    self.env.work.commit_scope(),
                     self.loops,
                     ids.join(", ")
                 ),
@@ -211,7 +212,7 @@ impl Run<'_, '_> {
 
     /// The net change of the run, landed (fast-forward, or a branch of its own); the worktree is
     /// removed.
-    pub(super) fn finish(
+    pub(super) async fn finish(
         self,
         stop: Stop,
         earlier_dirty: usize,
@@ -219,7 +220,7 @@ impl Run<'_, '_> {
         let final_commit = self.bench.head()?;
         let (files_changed, additions, deletions) =
             net_change(&self.tree, &self.bench.start_head, &final_commit)?;
-        let landing = land(&self.bench, self.env.config(), "converge")?;
+        let landing = land_on_target(self.env, &self.bench, "converge").await?;
         let start_commit = self.bench.start_head.clone();
         drop(self.bench);
         Ok(ConvergeReport {

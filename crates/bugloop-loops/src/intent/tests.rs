@@ -112,6 +112,7 @@ async fn classify_with(
         )),
         runs_dir: runs.path().to_path_buf(),
         progress: Arc::new(crate::Silent),
+        work: crate::build::WorkTarget::LocalBranch,
     };
     classify(&env, comment, parent, open).await.unwrap()
 }

@@ -86,6 +86,7 @@ async fn with_env<T>(
         meter,
         runs_dir: runs.path().to_path_buf(),
         progress: Arc::new(bugloop_loops::Silent),
+        work: bugloop_loops::build::WorkTarget::LocalBranch,
     };
     work(&env).await
 }
@@ -207,6 +208,7 @@ async fn a_dirty_tree_is_refused_before_anything_starts() {
         meter,
         runs_dir: repo.path().join(".git/bugloop/runs"),
         progress: Arc::new(bugloop_loops::Silent),
+        work: bugloop_loops::build::WorkTarget::LocalBranch,
     };
     let error = act::fix(&env, &git.conversation_key(), &Targets::Ids(vec![id]), None)
         .await

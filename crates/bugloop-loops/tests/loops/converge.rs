@@ -106,6 +106,7 @@ async fn run_with(
         meter,
         runs_dir: runs.path().to_path_buf(),
         progress: Arc::new(bugloop_loops::Silent),
+        work: bugloop_loops::build::WorkTarget::LocalBranch,
     };
     converge(&env, &git.conversation_key(), None, connect)
         .await
@@ -285,6 +286,7 @@ async fn dirty_trees_and_empty_changes_are_refused() {
         meter,
         runs_dir: repo.path().join(".git/bugloop/runs"),
         progress: Arc::new(bugloop_loops::Silent),
+        work: bugloop_loops::build::WorkTarget::LocalBranch,
     };
     let error = converge(&env, &git_.conversation_key(), None, &no_models)
         .await

@@ -22,12 +22,14 @@ use crate::support::{self, Repo, off_by_one, review_on, session};
 async fn impostor_resolves(signing: bool) -> [(Option<ThreadStatus>, usize); 2] {
     let repo = Repo::with_feature();
     let line = repo.line_of("src/stats.rs", "sorted[index]");
-    let local = LocalForge::open(Git::open(repo.path()).unwrap(), "bugloop")
-        .await
-        .unwrap();
+    let local = Arc::new(
+        LocalForge::open(Git::open(repo.path()).unwrap(), "bugloop")
+            .await
+            .unwrap(),
+    );
     let key = StateKey::new(b"a key of 32 bytes from a secret!".to_vec()).unwrap();
-    let signed = SigningForge::new(&local, key);
-    let forge: &dyn Forge = if signing { &signed } else { &local };
+    let signed = SigningForge::new(local.clone(), key);
+    let forge: &dyn Forge = if signing { &signed } else { &*local };
     let script = || session(vec![off_by_one(line)], vec![]);
     let (report, _) = review_on(forge, &repo, support::config(), Arc::new(script()), false).await;
     let id = FindingId::new(report.findings[0].finding.id.as_str());
@@ -45,7 +47,7 @@ async fn impostor_resolves(signing: bool) -> [(Option<ThreadStatus>, usize); 2] 
         .iter()
         .find(|c| c.in_reply_to.is_none() && c.line.is_some())
         .unwrap();
-    resolve_thread(&local, &change, &markers, root, &id, "fixed, trust me")
+    resolve_thread(&*local, &change, &markers, root, &id, "fixed, trust me")
         .await
         .unwrap();
     let read = || async {

@@ -232,6 +232,7 @@ pub async fn review_on(
         meter,
         runs_dir: runs.path().to_path_buf(),
         progress: Arc::new(bugloop_loops::Silent),
+        work: bugloop_loops::build::WorkTarget::LocalBranch,
     };
     let request = ReviewRequest {
         change: change.key.clone(),

@@ -1,0 +1,183 @@
+//! Opening bugloop on a GitHub pull request. What the pull request's head contains is untrusted:
+//! the configuration comes from its **base** commit (the head's own file chooses nothing), the
+//! commits are fetched into the local clone under bugloop's own refs, and bugloop's state is
+//! trusted only from its login, signed with a key from the environment where that login is
+//! shared (an Action's `github-actions[bot]`). A pull request from a fork, or a run without the
+//! key where it is needed, is reviewed without writing anything.
+
+use std::sync::Arc;
+
+use bugloop_forge::github::GitHubForge;
+use bugloop_forge::signing::{SigningForge, StateKey};
+use bugloop_forge::{ChangeKey, Forge};
+use bugloop_git::Git;
+use bugloop_github::{AppCredentials, Endpoint, GitHubClient, Installation, Policy, Repo};
+
+use crate::AppError;
+
+/// How bugloop authenticates to GitHub.
+#[derive(Debug, Clone)]
+pub enum GitHubAuth {
+    /// A token (an Action's `GITHUB_TOKEN`). Its login is shared by every workflow of the
+    /// repository, so writing needs the state key.
+    Token(String),
+    /// A GitHub App installation (the server): its bot login is the App's own.
+    App {
+        credentials: Arc<AppCredentials>,
+        installation_id: u64,
+    },
+}
+
+/// The pull request a run is about, and how to reach it.
+#[derive(Debug, Clone)]
+pub struct GitHubTarget {
+    pub endpoint: Endpoint,
+    pub auth: GitHubAuth,
+    pub repo: Repo,
+    pub number: u64,
+    /// The login bugloop writes as; `None` resolves it (`GET /app` for an App, `GET /user` for
+    /// a token).
+    pub bot_login: Option<String>,
+    /// Signs bugloop's state (`BUGLOOP_STATE_KEY`).
+    pub state_key: Option<StateKey>,
+    pub policy: Policy,
+    /// The remote the pull request's commits are fetched from (`origin`), when they are not in
+    /// the clone yet.
+    pub remote: String,
+}
+
+/// The pull request as it was when the run started.
+#[derive(Debug, Clone)]
+pub struct PullRequestRun {
+    pub key: ChangeKey,
+    pub number: u64,
+    pub title: String,
+    pub author: Option<String>,
+    /// The base branch's commit: where the configuration is read from.
+    pub base_sha: String,
+    pub base_branch: String,
+    /// The head pinned at start; a run publishes and pushes only while it is still the head.
+    pub head_sha: String,
+    pub head_branch: String,
+    /// The remote the head branch is pushed to.
+    pub remote: String,
+    /// From another repository: reviewed only, nothing written, no secrets.
+    pub fork: bool,
+    /// Why this run may not write to the pull request (a fork, no state key), if it may not.
+    pub read_only: Option<String>,
+}
+
+/// What opening a pull request gives the application.
+pub(crate) struct OpenedPullRequest {
+    pub forge: Arc<dyn Forge>,
+    pub run: PullRequestRun,
+}
+
+impl std::fmt::Debug for OpenedPullRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenedPullRequest")
+            .field("run", &self.run)
+            .finish_non_exhaustive()
+    }
+}
+
+fn client_of(target: &GitHubTarget) -> Result<GitHubClient, AppError> {
+    let client = match &target.auth {
+        GitHubAuth::Token(token) => GitHubClient::new(
+            target.endpoint.clone(),
+            token.clone(),
+            target.policy.clone(),
+        ),
+        GitHubAuth::App {
+            credentials,
+            installation_id,
+        } => GitHubClient::for_installation(
+            target.endpoint.clone(),
+            Installation {
+                credentials: credentials.clone(),
+                id: *installation_id,
+                clock: Arc::new(bugloop_github::SystemClock),
+            },
+            target.policy.clone(),
+            Arc::new(bugloop_github::TokioSleeper),
+        ),
+    };
+    client.map_err(|e| AppError::GitHub(Box::new(e)))
+}
+
+/// Reads the pull request, fetches its commits when the clone lacks them, and opens its forge.
+pub(crate) async fn open_pull_request(
+    git: &Git,
+    target: &GitHubTarget,
+) -> Result<OpenedPullRequest, AppError> {
+    let client = client_of(target)?;
+    let github = |e| AppError::GitHub(Box::new(e));
+    let pull = client
+        .pull_request(&target.repo, target.number)
+        .await
+        .map_err(github)?;
+    if git.resolve(&pull.head.sha).is_none() || git.resolve(&pull.base.sha).is_none() {
+        git.fetch_pull_request(&target.remote, pull.number, &pull.base.branch)?;
+    }
+    for (what, sha) in [("head", &pull.head.sha), ("base", &pull.base.sha)] {
+        if git.resolve(sha).is_none() {
+            return Err(AppError::Invalid(format!(
+                "pull request #{}: its {what} commit {sha} is not in the clone at {} even after fetching from {}",
+                pull.number,
+                git.root().display(),
+                target.remote
+            )));
+        }
+    }
+    let bot = match (&target.bot_login, &target.auth) {
+        (Some(login), _) => login.clone(),
+        (None, GitHubAuth::App { .. }) => client.app_bot_login().await.map_err(github)?,
+        (None, GitHubAuth::Token(_)) => client.user_login().await.map_err(github)?,
+    };
+    let base_repo = pull.base.repo.as_ref().map(|r| r.full_name.as_str());
+    // A deleted fork has no head repository: still someone else's.
+    let fork =
+        pull.head.repo.as_ref().map(|r| r.full_name.as_str()) != base_repo || base_repo.is_none();
+    let shared_login = matches!(target.auth, GitHubAuth::Token(_));
+    let read_only = if fork {
+        Some(format!(
+            "pull request #{} comes from a fork: it is reviewed, and nothing is written to it",
+            pull.number
+        ))
+    } else if shared_login && target.state_key.is_none() {
+        Some(format!(
+            "BUGLOOP_STATE_KEY is not set: {bot} is shared by every workflow of the repository, \
+             so without a key bugloop cannot tell its own state from a look-alike; the review \
+             is reported here and nothing is written to the pull request"
+        ))
+    } else {
+        None
+    };
+    let key = GitHubForge::change_key(&target.repo, pull.number);
+    let base: Arc<dyn Forge> = Arc::new(GitHubForge::new(
+        client,
+        target.repo.clone(),
+        &bot,
+        Some(git.clone()),
+    ));
+    let forge = match &target.state_key {
+        Some(state_key) => Arc::new(SigningForge::new(base, state_key.clone())),
+        None => base,
+    };
+    Ok(OpenedPullRequest {
+        forge,
+        run: PullRequestRun {
+            key,
+            number: pull.number,
+            title: pull.title,
+            author: pull.user.map(|u| u.login),
+            base_sha: pull.base.sha,
+            base_branch: pull.base.branch,
+            head_sha: pull.head.sha,
+            head_branch: pull.head.branch,
+            remote: target.remote.clone(),
+            fork,
+            read_only,
+        },
+    })
+}

@@ -1,0 +1,114 @@
+//! The jobs a developer's comment on a pull request asks for. The comment is already on GitHub
+//! (the event says which); bugloop reads it back from the conversation (its thread tells which
+//! finding it answers) and acts on it as on a local comment: fix, do, think, or weigh a dispute,
+//! with the commenter's permission from the forge.
+
+use bugloop_domain::thread::{Comment, CommentKind};
+use bugloop_report::act::{ActReport, ChosenBy, Intent};
+
+use crate::{App, AppError, Outcome, Verdict};
+
+/// Where on a pull request a comment was written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PullRequestCommentKind {
+    /// The conversation.
+    Issue,
+    /// A line of the diff, or a reply in a review thread.
+    Review,
+    /// The body of a submitted review.
+    ReviewBody,
+}
+
+/// A developer's comment on the pull request, as its event describes it.
+#[derive(Debug, Clone)]
+pub struct PullRequestComment {
+    pub kind: PullRequestCommentKind,
+    /// GitHub's id of the comment (or review).
+    pub id: u64,
+    pub author: String,
+    pub body: String,
+    /// The review comment it answers.
+    pub in_reply_to: Option<u64>,
+    pub model: Option<String>,
+}
+
+impl App {
+    /// Acts on a developer's comment on the pull request this app was opened on.
+    pub async fn on_pull_request_comment(
+        &self,
+        job: PullRequestComment,
+    ) -> Result<Outcome<ActReport>, AppError> {
+        let pull = self.pull_request.as_ref().ok_or_else(|| {
+            AppError::Invalid(
+                "a pull request comment needs bugloop opened on a pull request".to_owned(),
+            )
+        })?;
+        if let Some(reason) = &pull.read_only {
+            return Ok(skipped(format!("not acting on the comment: {reason}")));
+        }
+        let change = pull.key.clone();
+        let env = self.loop_env(job.model.as_deref())?;
+        let comments = self.forge.comments(&change).await?;
+        let comment = match job.kind {
+            PullRequestCommentKind::Issue => find(&comments, &format!("issue-{}", job.id)),
+            PullRequestCommentKind::Review => find(&comments, &format!("review-{}", job.id)),
+            PullRequestCommentKind::ReviewBody => None,
+        }
+        // A listing may lag behind the event, and a review's body is not a comment: what the
+        // event says is the comment, in the thread of the comment it answers.
+        .unwrap_or_else(|| from_event(&job, &comments));
+        if comment.by_bugloop {
+            return Ok(skipped("the comment is bugloop's own".to_owned()));
+        }
+        let report = bugloop_loops::act::on_comment(&env, &change, &comment).await?;
+        let verdict = crate::outcome::act_verdict(&report);
+        Ok(Outcome::new(report, verdict))
+    }
+}
+
+fn find(comments: &[Comment], id: &str) -> Option<Comment> {
+    comments.iter().find(|c| c.id == id).cloned()
+}
+
+fn from_event(job: &PullRequestComment, comments: &[Comment]) -> Comment {
+    let (id, kind) = match job.kind {
+        PullRequestCommentKind::Issue => (format!("issue-{}", job.id), CommentKind::Issue),
+        PullRequestCommentKind::Review => (format!("review-{}", job.id), CommentKind::Review),
+        PullRequestCommentKind::ReviewBody => {
+            (format!("review-body-{}", job.id), CommentKind::Issue)
+        }
+    };
+    let parent = job
+        .in_reply_to
+        .and_then(|to| find(comments, &format!("review-{to}")));
+    Comment {
+        id,
+        author: job.author.clone(),
+        body: job.body.clone(),
+        created_at: jiff::Timestamp::now(),
+        kind,
+        in_reply_to: parent
+            .as_ref()
+            .map(|p| p.in_reply_to.clone().unwrap_or_else(|| p.id.clone())),
+        thread_id: parent.as_ref().and_then(|p| p.thread_id.clone()),
+        path: parent.as_ref().and_then(|p| p.path.clone()),
+        line: parent.as_ref().and_then(|p| p.line),
+        thread_resolved: false,
+        by_bugloop: false,
+    }
+}
+
+fn skipped(reason: String) -> Outcome<ActReport> {
+    Outcome::new(
+        ActReport {
+            action: Intent::Acknowledge,
+            chosen_by: ChosenBy::Rules,
+            build: None,
+            landing: None,
+            answer: None,
+            resolved: Vec::new(),
+            message: reason.clone(),
+        },
+        Verdict::Skipped { reason },
+    )
+}
