@@ -11,6 +11,7 @@ mod converge;
 mod conversation;
 pub mod doctor;
 mod error;
+mod event;
 mod github;
 pub mod inspect;
 mod models;
@@ -33,6 +34,7 @@ pub use self::configuration::{ConfigChoice, Configuration, load_configuration};
 pub use self::converge::ConvergeJob;
 pub use self::conversation::{FindingThread, StoreAction, StoreResult, store_action};
 pub use self::error::AppError;
+pub use self::event::{EventJob, EventOutcome, run_event};
 pub use self::github::{GitHubAuth, GitHubTarget, PullRequestRun};
 pub use self::models::Models;
 pub use self::outcome::{Outcome, Verdict};
@@ -53,6 +55,17 @@ pub mod types {
     pub use bugloop_report::review::ReviewReport;
     /// The renderers (text, Markdown, SARIF, JSON) every front end prints reports with.
     pub use bugloop_report::{json, markdown, sarif, style, text};
+}
+
+/// What a GitHub front end (the Action, the server) reads its input into: events and their
+/// triggers, where GitHub is and how to talk to it, the state key.
+pub mod github_types {
+    pub use bugloop_forge::signing::StateKey;
+    pub use bugloop_github::{AppCredentials, Endpoint, Policy, Repo};
+    pub use bugloop_webhooks::{
+        Event, Skip, Trigger, TriggerSettings, WebhookError, parse as parse_event,
+        signature_is_valid, trigger,
+    };
 }
 
 /// How to open an [`App`].

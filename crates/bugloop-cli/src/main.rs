@@ -12,6 +12,7 @@ use bugloop_app::{
 use clap::{Parser, Subcommand, ValueEnum};
 
 mod act;
+mod action;
 mod bench;
 mod progress;
 mod review;
@@ -86,6 +87,10 @@ enum Command {
     /// Measure speed and memory (results belong in BENCHMARKS.md).
     #[command(subcommand)]
     Bench(BenchCommand),
+    /// Run as a GitHub Actions step: the job the workflow's event asks for (a review of the
+    /// pull request, or a developer's comment), with the report in the job summary and a
+    /// review's SARIF file for code scanning. Exit 0 also when there is nothing to do.
+    Action(action::ActionArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -280,6 +285,7 @@ fn run(cli: Cli, out: &mut impl Write) -> Result<Verdict> {
     };
     match cli.command {
         Command::Review(args) => review::review(&cwd, &choice, &args, out),
+        Command::Action(args) => action::action(&cwd, &choice, &args, out),
         Command::Findings(args) => review::findings(&cwd, &choice, &args, out),
         Command::Store(command) => review::store(&cwd, command, out),
         Command::Fix(args) => act::fix(&cwd, &choice, &args, out),

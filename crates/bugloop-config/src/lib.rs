@@ -271,13 +271,13 @@ fn clean_path(path: &str) -> String {
 pub const UNSUPPORTED_KEYS: &[(&str, &str)] = &[
     (
         "review.trigger_mention",
-        "the mention trigger belongs to the GitHub forge, which bugloop does not have yet (locally, \
-         `bugloop review` is the trigger); remove the key",
+        "bugloop answers to `@bugloop` on a pull request (a mention as a word, not inside a URL), \
+         which is not configurable; locally, `bugloop review` is the trigger; remove the key",
     ),
     (
         "review.review_drafts",
-        "reviewing draft pull requests belongs to the GitHub forge, which bugloop does not have yet \
-         (locally, every review is asked for); remove the key",
+        "a draft pull request is reviewed when it is marked ready for review (and whenever a \
+         review is asked for locally), which is not configurable; remove the key",
     ),
     (
         "identity.bot_logins",

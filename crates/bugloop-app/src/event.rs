@@ -1,0 +1,145 @@
+//! Running the job a GitHub event asks for: the one entry the Action (`bugloop action`) and the
+//! App server share. The front end reads the event (a file or a webhook), decides with
+//! `bugloop_webhooks::trigger` whether it asks for anything, and hands the [`Trigger`] here with
+//! how to reach GitHub; this opens bugloop on the pull request and calls the same jobs as the CLI.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use bugloop_github::Repo;
+use bugloop_report::act::ActReport;
+use bugloop_report::review::ReviewReport;
+use bugloop_webhooks::{CommentKind, Trigger};
+
+use crate::{
+    App, AppError, AppOptions, ConfigChoice, ForgeChoice, GitHubTarget, Outcome,
+    PullRequestComment, PullRequestCommentKind, PullRequestRun, ReviewJob,
+};
+
+/// A job from an event.
+#[derive(Debug, Clone)]
+pub struct EventJob {
+    /// The clone of the repository (an Action's `GITHUB_WORKSPACE`).
+    pub directory: PathBuf,
+    pub config: ConfigChoice,
+    pub progress: Arc<dyn bugloop_loops::Progress>,
+    /// How to reach GitHub; the repository and pull request number come from the trigger.
+    pub github: GitHubTarget,
+    pub trigger: Trigger,
+    /// The model, instead of the configured one.
+    pub model: Option<String>,
+    /// A review's findings at or above this score make its verdict a failure.
+    pub fail_on: Option<u8>,
+}
+
+/// What an event's job did.
+#[derive(Debug)]
+pub enum EventOutcome {
+    Review {
+        pull_request: PullRequestRun,
+        outcome: Outcome<Option<ReviewReport>>,
+    },
+    Comment {
+        pull_request: PullRequestRun,
+        outcome: Outcome<ActReport>,
+    },
+    /// The event asks for a job this front end does not run; the reason says which.
+    NotRun { reason: String },
+}
+
+/// Opens bugloop on the trigger's pull request and runs its job.
+pub async fn run_event(job: EventJob) -> Result<EventOutcome, AppError> {
+    let (repository, number) = match &job.trigger {
+        Trigger::Review {
+            repository, number, ..
+        }
+        | Trigger::Comment {
+            repository, number, ..
+        } => (repository, *number),
+        Trigger::Autofix { issue, .. } => {
+            return Ok(EventOutcome::NotRun {
+                reason: format!(
+                    "issue #{issue} is labelled for autofix; solving issues is not part of this \
+                     release of bugloop, so nothing was done"
+                ),
+            });
+        }
+    };
+    let repo = Repo::parse(repository).ok_or_else(|| {
+        AppError::Invalid(format!(
+            "the event names the repository {repository:?}, which is not owner/name"
+        ))
+    })?;
+    if repo != job.github.repo {
+        return Err(AppError::Invalid(format!(
+            "the event is about {repo}, but bugloop was given {}",
+            job.github.repo
+        )));
+    }
+    let app = App::open(AppOptions {
+        directory: job.directory,
+        config: job.config,
+        progress: job.progress,
+        forge: ForgeChoice::GitHub(Box::new(GitHubTarget {
+            number,
+            ..job.github
+        })),
+    })
+    .await?;
+    let pull_request = app
+        .pull_request()
+        .cloned()
+        .ok_or_else(|| AppError::Invalid("no pull request was opened".to_owned()))?;
+    let with_warnings = |mut warnings: Vec<String>| {
+        let mut all = app.warnings().to_vec();
+        all.append(&mut warnings);
+        all
+    };
+    match job.trigger {
+        Trigger::Review { .. } => {
+            let mut outcome = app
+                .review(ReviewJob {
+                    fail_on: job.fail_on,
+                    model: job.model,
+                    ..ReviewJob::default()
+                })
+                .await?;
+            outcome.warnings = with_warnings(outcome.warnings);
+            Ok(EventOutcome::Review {
+                pull_request,
+                outcome,
+            })
+        }
+        Trigger::Comment {
+            kind,
+            id,
+            body,
+            author,
+            in_reply_to,
+            ..
+        } => {
+            let mut outcome = app
+                .on_pull_request_comment(PullRequestComment {
+                    kind: match kind {
+                        CommentKind::Issue => PullRequestCommentKind::Issue,
+                        CommentKind::Review => PullRequestCommentKind::Review,
+                        CommentKind::ReviewBody => PullRequestCommentKind::ReviewBody,
+                    },
+                    id,
+                    author,
+                    body,
+                    in_reply_to,
+                    model: job.model,
+                })
+                .await?;
+            outcome.warnings = with_warnings(outcome.warnings);
+            Ok(EventOutcome::Comment {
+                pull_request,
+                outcome,
+            })
+        }
+        Trigger::Autofix { .. } => Err(AppError::Invalid(
+            "an autofix trigger has no pull request".to_owned(),
+        )),
+    }
+}

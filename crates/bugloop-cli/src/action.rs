@@ -1,0 +1,314 @@
+//! `bugloop action`: the GitHub Action. It reads what Actions sets (`GITHUB_EVENT_NAME`,
+//! `GITHUB_EVENT_PATH`, `GITHUB_REPOSITORY`, `GITHUB_WORKSPACE`, `GITHUB_TOKEN`, `GITHUB_API_URL`,
+//! `GITHUB_GRAPHQL_URL`), decides from the event whether there is a job, and hands it to the
+//! application layer; then prints the report, appends it to the job summary
+//! (`GITHUB_STEP_SUMMARY`) and writes a review's SARIF file for code scanning (its path also as
+//! the step output `sarif`). A run that cannot or must not write (no token, a fork) ends
+//! neutral: exit 0 with the reason.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result, anyhow};
+use bugloop_app::github_types::{
+    Endpoint, Policy, Repo, StateKey, Trigger, TriggerSettings, parse_event, trigger,
+};
+use bugloop_app::types::style::Style;
+use bugloop_app::types::{json, markdown, sarif, text};
+use bugloop_app::{
+    ConfigChoice, EventJob, EventOutcome, GitHubAuth, GitHubTarget, PullRequestRun, Verdict,
+};
+
+use crate::runtime;
+
+/// The login an Action's `GITHUB_TOKEN` writes as.
+const ACTIONS_BOT: &str = "github-actions[bot]";
+
+#[derive(Debug, clap::Args)]
+pub struct ActionArgs {
+    /// Where a review's SARIF goes (default: `$RUNNER_TEMP/bugloop.sarif`).
+    #[arg(long, value_name = "FILE")]
+    pub sarif: Option<PathBuf>,
+    /// Fail the step when an open finding scores at least this (1-10).
+    #[arg(long, value_name = "SCORE", value_parser = clap::value_parser!(u8).range(1..=10))]
+    pub fail_on: Option<u8>,
+    /// The model (provider:model), instead of the configured one.
+    #[arg(long, value_name = "MODEL")]
+    pub model: Option<String>,
+}
+
+/// What Actions gives a step, read once (`var` is the environment; tests give their own).
+#[derive(Debug)]
+struct ActionEnv {
+    event_name: String,
+    event_path: PathBuf,
+    repository: Repo,
+    workspace: PathBuf,
+    token: Option<String>,
+    endpoint: Endpoint,
+    state_key: Option<StateKey>,
+    bot_login: String,
+    summary: Option<PathBuf>,
+    output: Option<PathBuf>,
+    runner_temp: Option<PathBuf>,
+    write_spacing: Option<Duration>,
+}
+
+impl ActionEnv {
+    fn read(var: impl Fn(&str) -> Option<String>, cwd: &Path) -> Result<ActionEnv> {
+        let set = |name: &str| var(name).filter(|v| !v.is_empty());
+        let required = |name: &str| {
+            set(name).ok_or_else(|| {
+                anyhow!("{name} is not set: `bugloop action` runs as a step of a GitHub Actions workflow")
+            })
+        };
+        let repository = required("GITHUB_REPOSITORY")?;
+        let state_key = set("BUGLOOP_STATE_KEY")
+            .map(|key| StateKey::new(key.into_bytes()))
+            .transpose()
+            .context("BUGLOOP_STATE_KEY")?;
+        let write_spacing = set("BUGLOOP_GITHUB_WRITE_SPACING_MS")
+            .map(|ms| {
+                ms.parse::<u64>().map(Duration::from_millis).map_err(|_| {
+                    anyhow!(
+                        "BUGLOOP_GITHUB_WRITE_SPACING_MS is {ms:?}, not a number of milliseconds"
+                    )
+                })
+            })
+            .transpose()?;
+        Ok(ActionEnv {
+            event_name: required("GITHUB_EVENT_NAME")?,
+            event_path: PathBuf::from(required("GITHUB_EVENT_PATH")?),
+            repository: Repo::parse(&repository)
+                .ok_or_else(|| anyhow!("GITHUB_REPOSITORY is {repository:?}, not owner/name"))?,
+            workspace: set("GITHUB_WORKSPACE").map_or_else(|| cwd.to_path_buf(), PathBuf::from),
+            token: set("GITHUB_TOKEN"),
+            endpoint: Endpoint::from_values(
+                set("GITHUB_API_URL").as_deref(),
+                set("GITHUB_GRAPHQL_URL").as_deref(),
+            ),
+            state_key,
+            bot_login: set("BUGLOOP_BOT_LOGIN").unwrap_or_else(|| ACTIONS_BOT.to_owned()),
+            summary: set("GITHUB_STEP_SUMMARY").map(PathBuf::from),
+            output: set("GITHUB_OUTPUT").map(PathBuf::from),
+            runner_temp: set("RUNNER_TEMP").map(PathBuf::from),
+            write_spacing,
+        })
+    }
+}
+
+pub fn action(
+    cwd: &Path,
+    choice: &ConfigChoice,
+    args: &ActionArgs,
+    out: &mut impl Write,
+) -> Result<Verdict> {
+    let env = ActionEnv::read(|name| std::env::var(name).ok(), cwd)?;
+    let body = std::fs::read(&env.event_path)
+        .with_context(|| format!("cannot read the event file {}", env.event_path.display()))?;
+    let event = parse_event(&env.event_name, &body)?;
+    let settings = TriggerSettings {
+        bot_logins: vec![env.bot_login.clone()],
+        mention: "bugloop".to_owned(),
+        autofix_label: "bug:autofix".to_owned(),
+    };
+    let trigger = match trigger(&event, &settings) {
+        Ok(trigger) => trigger,
+        Err(skip) => return neutral(&env, out, &format!("nothing to do: {skip}")),
+    };
+    let Some(token) = env.token.clone() else {
+        return neutral(
+            &env,
+            out,
+            "GITHUB_TOKEN is not set (a fork's pull request gets no secrets): nothing was done",
+        );
+    };
+    let mut policy = Policy::default();
+    if let Some(spacing) = env.write_spacing {
+        policy.write_spacing = spacing;
+    }
+    let job = EventJob {
+        directory: env.workspace.clone(),
+        config: choice.clone(),
+        progress: crate::progress::progress(),
+        github: GitHubTarget {
+            endpoint: env.endpoint.clone(),
+            auth: GitHubAuth::Token(token),
+            repo: env.repository.clone(),
+            number: 0,
+            bot_login: Some(env.bot_login.clone()),
+            state_key: env.state_key.clone(),
+            policy,
+            remote: "origin".to_owned(),
+        },
+        trigger: trigger.clone(),
+        model: args.model.clone(),
+        fail_on: args.fail_on,
+    };
+    let runtime = runtime()?;
+    match runtime.block_on(bugloop_app::run_event(job))? {
+        EventOutcome::NotRun { reason } => neutral(&env, out, &reason),
+        EventOutcome::Review {
+            pull_request,
+            outcome,
+        } => {
+            crate::warn(&outcome.warnings)?;
+            let Some(report) = &outcome.report else {
+                let reason = match &outcome.verdict {
+                    Verdict::NothingToDo { reason } => reason.clone(),
+                    other => format!("{other:?}"),
+                };
+                return neutral(&env, out, &reason);
+            };
+            write!(out, "{}", text::review(report, Style::new(false)))?;
+            let sarif_path = args.sarif.clone().unwrap_or_else(|| {
+                env.runner_temp
+                    .clone()
+                    .unwrap_or_else(|| env.workspace.clone())
+                    .join("bugloop.sarif")
+            });
+            std::fs::write(&sarif_path, json::to_json(&sarif::review(report))?)
+                .with_context(|| format!("cannot write {}", sarif_path.display()))?;
+            append(
+                env.output.as_deref(),
+                &format!("sarif={}\n", sarif_path.display()),
+            )?;
+            let mut summary = heading(&pull_request, &trigger);
+            summary.push_str(&notes(&outcome.warnings));
+            summary.push_str(&markdown::review(report));
+            append(env.summary.as_deref(), &summary)?;
+            Ok(outcome.verdict)
+        }
+        EventOutcome::Comment {
+            pull_request,
+            outcome,
+        } => {
+            crate::warn(&outcome.warnings)?;
+            let said = text::act(&outcome.report);
+            write!(out, "{said}")?;
+            let mut summary = heading(&pull_request, &trigger);
+            summary.push_str(&notes(&outcome.warnings));
+            summary.push_str(&format!("```text\n{}\n```\n", said.trim_end()));
+            append(env.summary.as_deref(), &summary)?;
+            Ok(outcome.verdict)
+        }
+    }
+}
+
+/// Ends the step without a job: exit 0, the reason printed and in the summary.
+fn neutral(env: &ActionEnv, out: &mut impl Write, reason: &str) -> Result<Verdict> {
+    writeln!(out, "bugloop: {reason}")?;
+    append(
+        env.summary.as_deref(),
+        &format!("### bugloop\n\n{reason}\n"),
+    )?;
+    Ok(Verdict::Skipped {
+        reason: reason.to_owned(),
+    })
+}
+
+fn heading(pull: &PullRequestRun, trigger: &Trigger) -> String {
+    let what = match trigger {
+        Trigger::Review { .. } => "review",
+        Trigger::Comment { .. } => "comment",
+        Trigger::Autofix { .. } => "autofix",
+    };
+    format!(
+        "### bugloop {what}: #{} at {}\n\n",
+        pull.number,
+        pull.head_sha.get(..7).unwrap_or(&pull.head_sha)
+    )
+}
+
+fn notes(warnings: &[String]) -> String {
+    warnings
+        .iter()
+        .map(|w| format!("> [!NOTE]\n> {w}\n\n"))
+        .collect()
+}
+
+/// Appends to a file Actions reads after the step (summary, outputs); nothing outside Actions.
+fn append(path: Option<&Path>, text: &str) -> Result<()> {
+    let Some(path) = path else {
+        return Ok(());
+    };
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .with_context(|| format!("cannot open {}", path.display()))?;
+    file.write_all(text.as_bytes())
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Result<ActionEnv> {
+        let pairs: Vec<(String, String)> = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        ActionEnv::read(
+            |name| {
+                pairs
+                    .iter()
+                    .find(|(k, _)| k == name)
+                    .map(|(_, v)| v.clone())
+            },
+            Path::new("/work"),
+        )
+    }
+
+    const BASE: &[(&str, &str)] = &[
+        ("GITHUB_EVENT_NAME", "pull_request"),
+        ("GITHUB_EVENT_PATH", "/tmp/event.json"),
+        ("GITHUB_REPOSITORY", "acme/widgets"),
+    ];
+
+    #[test]
+    fn actions_variables_are_read_with_github_com_defaults() {
+        let read = env(BASE).unwrap();
+        assert_eq!(read.repository.to_string(), "acme/widgets");
+        assert_eq!(read.workspace, Path::new("/work"));
+        assert_eq!(read.endpoint, Endpoint::default());
+        assert_eq!(read.bot_login, ACTIONS_BOT);
+        assert!(read.token.is_none() && read.state_key.is_none());
+        let ghes = env(&[
+            BASE[0],
+            BASE[1],
+            BASE[2],
+            ("GITHUB_API_URL", "https://ghe.example.com/api/v3"),
+            ("GITHUB_GRAPHQL_URL", "https://ghe.example.com/api/graphql"),
+            ("GITHUB_WORKSPACE", "/runner/work/widgets"),
+        ])
+        .unwrap();
+        assert_eq!(ghes.endpoint.api_url, "https://ghe.example.com/api/v3");
+        assert_eq!(
+            ghes.endpoint.graphql_url,
+            "https://ghe.example.com/api/graphql"
+        );
+        assert_eq!(ghes.workspace, Path::new("/runner/work/widgets"));
+    }
+
+    #[test]
+    fn missing_or_bad_variables_say_which() {
+        let error = env(&BASE[..2]).unwrap_err().to_string();
+        assert!(error.contains("GITHUB_REPOSITORY is not set"), "{error}");
+        let error = env(&[BASE[0], BASE[1], ("GITHUB_REPOSITORY", "widgets")])
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("not owner/name"), "{error}");
+        let error = format!(
+            "{:#}",
+            env(&[BASE[0], BASE[1], BASE[2], ("BUGLOOP_STATE_KEY", "short")]).unwrap_err()
+        );
+        assert!(
+            error.contains("BUGLOOP_STATE_KEY") && error.contains("32"),
+            "{error}"
+        );
+    }
+}
