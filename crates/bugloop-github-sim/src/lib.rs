@@ -1,0 +1,265 @@
+//! A GitHub for bugloop's tests: the REST and GraphQL operations bugloop's client uses, on one
+//! repository held in memory, served on 127.0.0.1 by a real HTTP server, with GitHub's rules
+//! where bugloop depends on them (comment ids above 2^32 and numbered per kind, review comments
+//! only on lines inside the diff, bodies at most 65,536 characters, pagination by `Link`, ETags
+//! and 304s, rate-limit headers, tokens mapped to logins) and faults a test injects: a failure
+//! after a write was done, a secondary rate limit, listings that lag behind writes, a refused
+//! anchor, a head that moves during a run. Tests read the state and the request log after.
+//!
+//! The state API panics on a poisoned lock only in the sense that it recovers the state: a
+//! handler cannot leave it half-written (each one changes it under one lock).
+
+mod diff;
+mod graphql;
+mod rest;
+mod state;
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+pub use self::state::{
+    FIRST_ISSUE_COMMENT_ID, FIRST_REVIEW_COMMENT_ID, Fault, IssueComment, PullSpec, RequestRecord,
+    ReviewComment, Thread,
+};
+use self::state::{Pull, State};
+
+/// The most a comment body may hold.
+pub const MAX_BODY_CHARS: usize = 65_536;
+
+pub(crate) type Shared = Arc<Mutex<State>>;
+
+pub(crate) fn lock(state: &Shared) -> MutexGuard<'_, State> {
+    state.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A running simulator; it stops when dropped.
+#[derive(Debug)]
+pub struct Simulator {
+    state: Shared,
+    addr: SocketAddr,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Simulator {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+impl Simulator {
+    /// Serves the repository `owner/name` on a free port of 127.0.0.1.
+    pub async fn start(full_name: &str) -> std::io::Result<Simulator> {
+        let (owner, name) = full_name.split_once('/').ok_or_else(|| {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("{full_name:?} is not owner/name"),
+            )
+        })?;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let mut state = State::new(owner, name);
+        state.base_url = format!("http://{addr}");
+        let state: Shared = Arc::new(Mutex::new(state));
+        let app = axum::Router::new()
+            .fallback(rest::handle)
+            .with_state(state.clone());
+        let server = tokio::spawn(async move {
+            // The server runs until the simulator is dropped (the task is aborted).
+            let _ = axum::serve(listener, app).await;
+        });
+        Ok(Simulator {
+            state,
+            addr,
+            server,
+        })
+    }
+
+    /// `GITHUB_API_URL`.
+    pub fn api_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// `GITHUB_GRAPHQL_URL`.
+    pub fn graphql_url(&self) -> String {
+        format!("http://{}/graphql", self.addr)
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        lock(&self.state)
+    }
+
+    /// Requests with `token` act as `login`.
+    pub fn add_token(&self, token: &str, login: &str) {
+        self.state()
+            .tokens
+            .insert(token.to_owned(), login.to_owned());
+    }
+
+    /// The App's slug (`GET /app`); its bot login is `<slug>[bot]`.
+    pub fn set_app_slug(&self, slug: &str) {
+        slug.clone_into(&mut self.state().app_slug);
+    }
+
+    /// A collaborator's role: `admin`, `maintain`, `write`, `triage` or `read`.
+    pub fn set_permission(&self, login: &str, role: &str) {
+        self.state()
+            .permissions
+            .insert(login.to_owned(), role.to_owned());
+    }
+
+    pub fn add_pull_request(&self, spec: PullSpec) {
+        let mut state = self.state();
+        let pull = Pull {
+            node_id: format!("PR_kwDOsim{}", spec.number),
+            heads: vec![spec.head_sha.clone()],
+            reads: 0,
+            labels: Vec::new(),
+            requested_reviewers: Vec::new(),
+            spec,
+        };
+        state.pulls.insert(pull.spec.number, pull);
+    }
+
+    /// A push: the pull request's head (and diff) move on.
+    pub fn set_head(&self, number: u64, sha: &str, diff: Option<String>) {
+        let mut state = self.state();
+        if let Some(pull) = state.pulls.get_mut(&number) {
+            sha.clone_into(&mut pull.spec.head_sha);
+            pull.heads.push(sha.to_owned());
+            if diff.is_some() {
+                pull.spec.diff = diff;
+            }
+        }
+    }
+
+    /// The pull request's head now.
+    pub fn head(&self, number: u64) -> Option<String> {
+        self.state()
+            .pulls
+            .get(&number)
+            .map(|p| p.spec.head_sha.clone())
+    }
+
+    pub fn is_draft(&self, number: u64) -> Option<bool> {
+        self.state().pulls.get(&number).map(|p| p.spec.draft)
+    }
+
+    pub fn labels(&self, number: u64) -> Vec<String> {
+        self.state()
+            .pulls
+            .get(&number)
+            .map(|p| p.labels.clone())
+            .unwrap_or_default()
+    }
+
+    pub fn request_reviewer(&self, number: u64, login: &str) {
+        if let Some(pull) = self.state().pulls.get_mut(&number) {
+            pull.requested_reviewers.push(login.to_owned());
+        }
+    }
+
+    /// A comment on the conversation by `login` (anyone, the bot's login included: another
+    /// workflow sharing it); its id.
+    pub fn comment_as(&self, number: u64, login: &str, body: &str) -> u64 {
+        rest::create_issue_comment(&mut self.state(), number, login, body)
+    }
+
+    /// A person's comment on a line of the diff (not checked against it); its id.
+    pub fn review_comment_as(
+        &self,
+        number: u64,
+        login: &str,
+        path: &str,
+        line: u32,
+        body: &str,
+    ) -> u64 {
+        let mut state = self.state();
+        let commit = state
+            .pulls
+            .get(&number)
+            .map(|p| p.spec.head_sha.clone())
+            .unwrap_or_default();
+        rest::create_review_comment(
+            &mut state,
+            number,
+            login,
+            rest::NewReview {
+                body: body.to_owned(),
+                path: path.to_owned(),
+                line: Some(line),
+                start_line: None,
+                commit_id: commit,
+                in_reply_to: None,
+            },
+        )
+    }
+
+    /// A person's reply in the thread of review comment `to`; its id.
+    pub fn reply_as(&self, number: u64, login: &str, to: u64, body: &str) -> Option<u64> {
+        let mut state = self.state();
+        rest::reply(&mut state, number, login, to, body)
+    }
+
+    /// The conversation comments of a pull request, hidden ones included.
+    pub fn issue_comments(&self, number: u64) -> Vec<IssueComment> {
+        self.state()
+            .issue_comments
+            .iter()
+            .filter(|c| c.number == number)
+            .cloned()
+            .collect()
+    }
+
+    pub fn review_comments(&self, number: u64) -> Vec<ReviewComment> {
+        self.state()
+            .review_comments
+            .iter()
+            .filter(|c| c.number == number)
+            .cloned()
+            .collect()
+    }
+
+    pub fn threads(&self, number: u64) -> Vec<Thread> {
+        self.state()
+            .threads
+            .iter()
+            .filter(|t| t.number == number)
+            .cloned()
+            .collect()
+    }
+
+    /// Rewrites a comment's body as another writer would (an edit outside bugloop).
+    pub fn edit_issue_comment(&self, id: u64, body: &str) {
+        if let Some(comment) = self.state().issue_comments.iter_mut().find(|c| c.id == id) {
+            body.clone_into(&mut comment.body);
+        }
+    }
+
+    pub fn inject(&self, fault: Fault) {
+        let mut state = self.state();
+        match fault {
+            Fault::RefuseAnchor { path, line } => state.refused_anchors.push((path, line)),
+            Fault::ListingLag { writes, listings } => {
+                state.lag = (writes > 0).then_some((writes, listings));
+            }
+            other => state.faults.push(other),
+        }
+    }
+
+    /// Faults injected and not used yet.
+    pub fn pending_faults(&self) -> Vec<Fault> {
+        self.state().faults.clone()
+    }
+
+    /// Every request answered so far, oldest first.
+    pub fn requests(&self) -> Vec<RequestRecord> {
+        self.state().requests.clone()
+    }
+
+    pub fn clear_requests(&self) {
+        self.state().requests.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests;

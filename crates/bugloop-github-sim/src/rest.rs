@@ -1,0 +1,727 @@
+//! The HTTP side: every request is authenticated, logged, checked against the injected faults,
+//! then routed by method and path to the REST operation (or to GraphQL), all under one lock.
+
+use axum::body::{Body, to_bytes};
+use axum::extract::State as AxumState;
+use axum::http::{HeaderMap, HeaderValue, Request, Response, StatusCode};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::state::{Fault, IssueComment, RequestRecord, ReviewComment, State, Thread, timestamp};
+use crate::{MAX_BODY_CHARS, Shared, lock};
+
+/// An answer before headers: status and JSON (or nothing).
+pub(crate) struct Answer {
+    pub status: StatusCode,
+    pub body: Option<Value>,
+    pub link: Option<String>,
+    pub retry_after: Option<u64>,
+    /// A listing's body hashes to an ETag.
+    pub etag: bool,
+}
+
+impl Answer {
+    pub fn json(status: StatusCode, body: Value) -> Answer {
+        Answer {
+            status,
+            body: Some(body),
+            link: None,
+            retry_after: None,
+            etag: false,
+        }
+    }
+
+    pub fn ok(body: Value) -> Answer {
+        Answer::json(StatusCode::OK, body)
+    }
+
+    pub fn error(status: StatusCode, message: &str) -> Answer {
+        Answer::json(
+            status,
+            json!({"message": message, "documentation_url": "https://docs.github.com/rest"}),
+        )
+    }
+
+    fn not_found() -> Answer {
+        Answer::error(StatusCode::NOT_FOUND, "Not Found")
+    }
+
+    fn unprocessable(field: &str, message: &str) -> Answer {
+        Answer::json(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            json!({
+                "message": "Validation Failed",
+                "errors": [{"resource": "PullRequestReviewComment", "code": "custom", "field": field, "message": message}],
+                "documentation_url": "https://docs.github.com/rest/pulls/comments#create-a-review-comment-for-a-pull-request"
+            }),
+        )
+    }
+}
+
+pub(crate) async fn handle(
+    AxumState(shared): AxumState<Shared>,
+    request: Request<Body>,
+) -> Response<Body> {
+    let (parts, body) = request.into_parts();
+    let body = to_bytes(body, 16 * 1024 * 1024).await.unwrap_or_default();
+    let method = parts.method.as_str().to_owned();
+    let path = parts.uri.path().to_owned();
+    let query = parts.uri.query().unwrap_or_default().to_owned();
+    let json: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let operation = (path == "/graphql").then(|| {
+        json.get("operationName")
+            .and_then(Value::as_str)
+            .unwrap_or("?")
+            .to_owned()
+    });
+    let mut state = lock(&shared);
+    let (answer, after_write_status) =
+        answer(&mut state, &parts.headers, &method, &path, &query, &json);
+    let mut status = after_write_status.unwrap_or(answer.status);
+    // A listing whose body the client already has costs nothing and carries nothing.
+    let etag = answer.etag.then(|| {
+        let text = answer
+            .body
+            .as_ref()
+            .map(Value::to_string)
+            .unwrap_or_default();
+        format!("W/\"{}\"", hex::encode(Sha256::digest(text.as_bytes())))
+    });
+    let not_modified = etag.as_deref().is_some_and(|etag| {
+        parts
+            .headers
+            .get("if-none-match")
+            .and_then(|v| v.to_str().ok())
+            == Some(etag)
+    });
+    if not_modified {
+        status = StatusCode::NOT_MODIFIED;
+    } else {
+        state.rate_remaining = state.rate_remaining.saturating_sub(1);
+    }
+    state.requests.push(RequestRecord {
+        method,
+        path,
+        query,
+        status: status.as_u16(),
+        operation,
+    });
+    let mut builder = Response::builder()
+        .status(status)
+        .header("content-type", "application/json; charset=utf-8")
+        .header("x-ratelimit-limit", "5000")
+        .header("x-ratelimit-remaining", state.rate_remaining.to_string())
+        .header(
+            "x-ratelimit-used",
+            (5000 - state.rate_remaining).to_string(),
+        )
+        .header("x-ratelimit-reset", (state.clock + 3600).to_string())
+        .header("x-ratelimit-resource", "core");
+    drop(state);
+    if let Some(etag) = &etag {
+        builder = builder.header("etag", etag);
+    }
+    if let Some(link) = &answer.link {
+        builder = builder.header("link", link);
+    }
+    if let Some(seconds) = answer.retry_after {
+        builder = builder.header("retry-after", seconds.to_string());
+    }
+    let text = match (after_write_status, not_modified, &answer.body) {
+        (Some(_), _, _) => "<html><body><h1>502 Bad Gateway</h1></body></html>".to_owned(),
+        (None, true, _) | (None, false, None) => String::new(),
+        (None, false, Some(body)) => body.to_string(),
+    };
+    builder
+        .body(Body::from(text))
+        .unwrap_or_else(|_| Response::new(Body::empty()))
+}
+
+/// The answer, and the status a fault puts in its place after the work was done.
+fn answer(
+    state: &mut State,
+    headers: &HeaderMap,
+    method: &str,
+    path: &str,
+    query: &str,
+    body: &Value,
+) -> (Answer, Option<StatusCode>) {
+    let Some(login) = authenticated(state, headers) else {
+        return (
+            Answer::error(StatusCode::UNAUTHORIZED, "Bad credentials"),
+            None,
+        );
+    };
+    let fault = state
+        .faults
+        .iter()
+        .position(|f| f.matches(method, path))
+        .map(|at| state.faults.remove(at));
+    match fault {
+        Some(Fault::Fail { status, .. }) => (
+            Answer::error(
+                StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY),
+                "Server Error",
+            ),
+            None,
+        ),
+        Some(Fault::SecondaryRateLimit {
+            retry_after_secs, ..
+        }) => {
+            let mut answer = Answer::error(
+                StatusCode::FORBIDDEN,
+                "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.",
+            );
+            answer.retry_after = Some(retry_after_secs);
+            (answer, None)
+        }
+        Some(Fault::FailAfterWrite { status, .. }) => (
+            route(state, &login, method, path, query, body),
+            Some(StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY)),
+        ),
+        _ => (route(state, &login, method, path, query, body), None),
+    }
+}
+
+fn authenticated(state: &State, headers: &HeaderMap) -> Option<String> {
+    let value = headers
+        .get("authorization")
+        .map(HeaderValue::to_str)?
+        .ok()?;
+    let token = value
+        .strip_prefix("Bearer ")
+        .or_else(|| value.strip_prefix("token "))?;
+    state.tokens.get(token).cloned()
+}
+
+fn route(
+    state: &mut State,
+    login: &str,
+    method: &str,
+    path: &str,
+    query: &str,
+    body: &Value,
+) -> Answer {
+    if path == "/graphql" && method == "POST" {
+        return crate::graphql::answer(state, body);
+    }
+    let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    match (method, segments.as_slice()) {
+        ("GET", ["user"]) => Answer::ok(state.account(login)),
+        ("GET", ["app"]) => {
+            Answer::ok(json!({"id": 1, "slug": state.app_slug, "name": state.app_slug}))
+        }
+        (_, ["repos", owner, name, rest @ ..]) if *owner == state.owner && *name == state.name => {
+            repository(state, login, method, rest, query, body)
+        }
+        _ => Answer::not_found(),
+    }
+}
+
+fn number(text: &str) -> Option<u64> {
+    text.parse().ok()
+}
+
+fn repository(
+    state: &mut State,
+    login: &str,
+    method: &str,
+    rest: &[&str],
+    query: &str,
+    body: &Value,
+) -> Answer {
+    let text = |key: &str| body.get(key).and_then(Value::as_str).map(str::to_owned);
+    match (method, rest) {
+        ("GET", ["pulls", n]) => number(n).map_or_else(Answer::not_found, |n| pull(state, n)),
+        ("GET", ["pulls", n, "comments"]) => match number(n) {
+            Some(n) if state.pulls.contains_key(&n) => {
+                let items: Vec<Value> = state
+                    .review_comments
+                    .iter()
+                    .filter(|c| c.number == n && !state.is_hidden(true, c.id))
+                    .map(|c| review_json(state, c))
+                    .collect();
+                state.listed(true);
+                page(
+                    state,
+                    &format!("/repos/{}/pulls/{n}/comments", state.full_name()),
+                    query,
+                    items,
+                )
+            }
+            _ => Answer::not_found(),
+        },
+        ("POST", ["pulls", n, "comments"]) => match number(n) {
+            Some(n) if state.pulls.contains_key(&n) => new_review_comment(state, login, n, body),
+            _ => Answer::not_found(),
+        },
+        ("POST", ["pulls", n, "comments", id, "replies"]) => {
+            let (Some(n), Some(id), Some(text)) = (number(n), number(id), text("body")) else {
+                return Answer::not_found();
+            };
+            if let Some(too_long) = body_too_long(&text) {
+                return too_long;
+            }
+            match reply(state, n, login, id, &text) {
+                Some(created) => created_review(state, created),
+                None => Answer::not_found(),
+            }
+        }
+        ("PATCH", ["pulls", "comments", id]) => {
+            let (Some(id), Some(text)) = (number(id), text("body")) else {
+                return Answer::not_found();
+            };
+            if let Some(too_long) = body_too_long(&text) {
+                return too_long;
+            }
+            let now = state.tick();
+            let Some(comment) = state.review_comments.iter_mut().find(|c| c.id == id) else {
+                return Answer::not_found();
+            };
+            if comment.author != login {
+                return Answer::error(
+                    StatusCode::FORBIDDEN,
+                    "Must have admin rights to Repository.",
+                );
+            }
+            comment.body = text;
+            comment.updated_at = now;
+            let comment = comment.clone();
+            Answer::ok(review_json(state, &comment))
+        }
+        ("GET", ["issues", n, "comments"]) => match number(n) {
+            Some(n) if state.pulls.contains_key(&n) => {
+                let items: Vec<Value> = state
+                    .issue_comments
+                    .iter()
+                    .filter(|c| c.number == n && !state.is_hidden(false, c.id))
+                    .map(|c| issue_json(state, c))
+                    .collect();
+                state.listed(false);
+                page(
+                    state,
+                    &format!("/repos/{}/issues/{n}/comments", state.full_name()),
+                    query,
+                    items,
+                )
+            }
+            _ => Answer::not_found(),
+        },
+        ("POST", ["issues", n, "comments"]) => match (number(n), text("body")) {
+            (Some(n), Some(text)) if state.pulls.contains_key(&n) => {
+                if let Some(too_long) = body_too_long(&text) {
+                    return too_long;
+                }
+                let id = create_issue_comment(state, n, login, &text);
+                let comment = state.issue_comments.iter().find(|c| c.id == id).cloned();
+                comment.map_or_else(Answer::not_found, |c| {
+                    Answer::json(StatusCode::CREATED, issue_json(state, &c))
+                })
+            }
+            _ => Answer::not_found(),
+        },
+        ("PATCH", ["issues", "comments", id]) => {
+            let (Some(id), Some(text)) = (number(id), text("body")) else {
+                return Answer::not_found();
+            };
+            if let Some(too_long) = body_too_long(&text) {
+                return too_long;
+            }
+            let now = state.tick();
+            let Some(comment) = state.issue_comments.iter_mut().find(|c| c.id == id) else {
+                return Answer::not_found();
+            };
+            if comment.author != login {
+                return Answer::error(
+                    StatusCode::FORBIDDEN,
+                    "Must have admin rights to Repository.",
+                );
+            }
+            comment.body = text;
+            comment.updated_at = now;
+            let comment = comment.clone();
+            Answer::ok(issue_json(state, &comment))
+        }
+        ("GET", ["collaborators", user, "permission"]) => match state.permissions.get(*user) {
+            Some(role) => {
+                // The legacy field folds maintain into write and triage into read.
+                let permission = match role.as_str() {
+                    "admin" => "admin",
+                    "maintain" | "write" => "write",
+                    _ => "read",
+                };
+                Answer::ok(
+                    json!({"permission": permission, "role_name": role, "user": state.account(user)}),
+                )
+            }
+            None => Answer::error(StatusCode::NOT_FOUND, &format!("{user} is not a user")),
+        },
+        ("GET", ["pulls", n, "requested_reviewers"]) => {
+            match number(n).and_then(|n| state.pulls.get(&n)) {
+                Some(pull) => {
+                    let users: Vec<Value> = pull
+                        .requested_reviewers
+                        .iter()
+                        .map(|l| state.account(l))
+                        .collect();
+                    Answer::ok(json!({"users": users, "teams": []}))
+                }
+                None => Answer::not_found(),
+            }
+        }
+        ("POST", ["issues", n, "labels"]) => {
+            let labels: Vec<String> = body
+                .get("labels")
+                .and_then(Value::as_array)
+                .map(|l| {
+                    l.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_owned)
+                        .collect()
+                })
+                .unwrap_or_default();
+            match number(n).and_then(|n| state.pulls.get_mut(&n)) {
+                Some(pull) => {
+                    for label in labels {
+                        if !pull.labels.contains(&label) {
+                            pull.labels.push(label);
+                        }
+                    }
+                    Answer::ok(json!(
+                        pull.labels
+                            .iter()
+                            .map(|name| json!({"name": name}))
+                            .collect::<Vec<_>>()
+                    ))
+                }
+                None => Answer::not_found(),
+            }
+        }
+        ("DELETE", ["issues", n, "labels", label]) => {
+            match number(n).and_then(|n| state.pulls.get_mut(&n)) {
+                Some(pull) if pull.labels.iter().any(|l| l == label) => {
+                    pull.labels.retain(|l| l != label);
+                    Answer::ok(json!(
+                        pull.labels
+                            .iter()
+                            .map(|name| json!({"name": name}))
+                            .collect::<Vec<_>>()
+                    ))
+                }
+                _ => Answer::error(StatusCode::NOT_FOUND, "Label does not exist"),
+            }
+        }
+        ("GET", ["commits", _, "check-runs"]) => {
+            Answer::ok(json!({"total_count": 0, "check_runs": []}))
+        }
+        ("GET", ["commits", _, "status"]) => {
+            Answer::ok(json!({"state": "success", "statuses": [], "total_count": 0}))
+        }
+        _ => Answer::not_found(),
+    }
+}
+
+fn body_too_long(body: &str) -> Option<Answer> {
+    (body.chars().count() > MAX_BODY_CHARS).then(|| {
+        Answer::json(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            json!({"message": "Validation Failed", "errors": [{"resource": "IssueComment", "code": "custom", "field": "body", "message": format!("body is too long (maximum is {MAX_BODY_CHARS} characters)")}]}),
+        )
+    })
+}
+
+fn pull(state: &mut State, number: u64) -> Answer {
+    // A head move waiting on this many reads happens now.
+    let reads = state.pulls.get(&number).map(|p| p.reads);
+    let Some(reads) = reads else {
+        return Answer::not_found();
+    };
+    let moved = state.faults.iter().position(|f| {
+        matches!(f, Fault::MoveHead { number: n, after_pull_reads, .. } if *n == number && reads >= *after_pull_reads)
+    });
+    if let Some(at) = moved
+        && let Fault::MoveHead { sha, .. } = state.faults.remove(at)
+        && let Some(pull) = state.pulls.get_mut(&number)
+    {
+        pull.spec.head_sha.clone_from(&sha);
+        pull.heads.push(sha);
+    }
+    let full_name = state.full_name();
+    let Some(pull) = state.pulls.get_mut(&number) else {
+        return Answer::not_found();
+    };
+    pull.reads += 1;
+    let spec = pull.spec.clone();
+    let node_id = pull.node_id.clone();
+    let head_repo = if spec.fork {
+        format!(
+            "{}/{}",
+            spec.author,
+            full_name.split('/').nth(1).unwrap_or_default()
+        )
+    } else {
+        full_name.clone()
+    };
+    Answer::ok(json!({
+        "url": format!("{}/repos/{full_name}/pulls/{number}", state.base_url),
+        "id": 900_000_000 + number,
+        "node_id": node_id,
+        "number": number,
+        "state": "open",
+        "locked": false,
+        "title": spec.title,
+        "user": state.account(&spec.author),
+        "body": null,
+        "draft": spec.draft,
+        "head": {"label": format!("{}:{}", spec.author, spec.head_ref), "ref": spec.head_ref, "sha": spec.head_sha, "repo": {"full_name": head_repo, "fork": spec.fork}},
+        "base": {"label": format!("{}:{}", state.owner, spec.base_ref), "ref": spec.base_ref, "sha": spec.base_sha, "repo": {"full_name": full_name, "fork": false}},
+        "html_url": format!("https://github.com/{full_name}/pull/{number}"),
+    }))
+}
+
+/// A listing page: `per_page` (default 30, at most 100) from `page` (default 1), with GitHub's
+/// `Link` header.
+fn page(state: &State, path: &str, query: &str, items: Vec<Value>) -> Answer {
+    let param = |key: &str| {
+        query
+            .split('&')
+            .find_map(|pair| pair.strip_prefix(key)?.strip_prefix('='))
+            .and_then(|v| v.parse::<usize>().ok())
+    };
+    let per_page = param("per_page").unwrap_or(30).clamp(1, 100);
+    let page = param("page").unwrap_or(1).max(1);
+    let last = items.len().div_ceil(per_page).max(1);
+    let shown: Vec<Value> = items
+        .into_iter()
+        .skip((page - 1) * per_page)
+        .take(per_page)
+        .collect();
+    let url = |p: usize| format!("<{}{path}?per_page={per_page}&page={p}>", state.base_url);
+    let mut links = Vec::new();
+    if page < last {
+        links.push(format!("{}; rel=\"next\"", url(page + 1)));
+        links.push(format!("{}; rel=\"last\"", url(last)));
+    }
+    if page > 1 {
+        links.push(format!("{}; rel=\"first\"", url(1)));
+        links.push(format!("{}; rel=\"prev\"", url(page - 1)));
+    }
+    Answer {
+        status: StatusCode::OK,
+        body: Some(Value::Array(shown)),
+        link: (!links.is_empty()).then(|| links.join(", ")),
+        retry_after: None,
+        etag: true,
+    }
+}
+
+pub(crate) fn create_issue_comment(state: &mut State, number: u64, login: &str, body: &str) -> u64 {
+    let id = state.next_issue_id;
+    state.next_issue_id += 1;
+    let now = state.tick();
+    state.issue_comments.push(IssueComment {
+        id,
+        number,
+        author: login.to_owned(),
+        body: body.to_owned(),
+        created_at: now,
+        updated_at: now,
+    });
+    state.note_created(false, id);
+    id
+}
+
+/// What a new review comment says.
+pub(crate) struct NewReview {
+    pub body: String,
+    pub path: String,
+    pub line: Option<u32>,
+    pub start_line: Option<u32>,
+    pub commit_id: String,
+    pub in_reply_to: Option<u64>,
+}
+
+pub(crate) fn create_review_comment(
+    state: &mut State,
+    number: u64,
+    login: &str,
+    new: NewReview,
+) -> u64 {
+    let id = state.next_review_id;
+    state.next_review_id += 1;
+    let now = state.tick();
+    let root = new
+        .in_reply_to
+        .and_then(|to| state.review_comments.iter().find(|c| c.id == to))
+        .map(|c| {
+            (
+                c.in_reply_to.unwrap_or(c.id),
+                c.thread.clone(),
+                c.path.clone(),
+                c.line,
+            )
+        });
+    let (in_reply_to, thread, path, line) = match root {
+        Some((root, thread, path, line)) => (Some(root), thread, path, line),
+        None => {
+            let thread = format!("PRRT_kwDOsim{id}");
+            state.threads.push(Thread {
+                id: thread.clone(),
+                number,
+                root: id,
+                resolved: false,
+                path: new.path.clone(),
+                line: new.line,
+            });
+            (None, thread, new.path, new.line)
+        }
+    };
+    state.review_comments.push(ReviewComment {
+        id,
+        number,
+        author: login.to_owned(),
+        body: new.body,
+        path,
+        line,
+        start_line: new.start_line.filter(|_| in_reply_to.is_none()),
+        commit_id: new.commit_id,
+        in_reply_to,
+        thread,
+        created_at: now,
+        updated_at: now,
+    });
+    state.note_created(true, id);
+    id
+}
+
+/// A reply in the thread of `to` (a reply to a reply joins the root's thread).
+pub(crate) fn reply(
+    state: &mut State,
+    number: u64,
+    login: &str,
+    to: u64,
+    body: &str,
+) -> Option<u64> {
+    let parent = state
+        .review_comments
+        .iter()
+        .find(|c| c.id == to && c.number == number)?;
+    let new = NewReview {
+        body: body.to_owned(),
+        path: parent.path.clone(),
+        line: parent.line,
+        start_line: None,
+        commit_id: parent.commit_id.clone(),
+        in_reply_to: Some(to),
+    };
+    Some(create_review_comment(state, number, login, new))
+}
+
+fn new_review_comment(state: &mut State, login: &str, number: u64, body: &Value) -> Answer {
+    let text = |key: &str| body.get(key).and_then(Value::as_str).map(str::to_owned);
+    let line = |key: &str| {
+        body.get(key)
+            .and_then(Value::as_u64)
+            .and_then(|l| u32::try_from(l).ok())
+    };
+    let (Some(comment_body), Some(path), Some(commit_id)) =
+        (text("body"), text("path"), text("commit_id"))
+    else {
+        return Answer::unprocessable("body", "body, path and commit_id are required");
+    };
+    if let Some(too_long) = body_too_long(&comment_body) {
+        return too_long;
+    }
+    let Some(pull) = state.pulls.get(&number) else {
+        return Answer::not_found();
+    };
+    if !pull.heads.contains(&commit_id) {
+        return Answer::unprocessable("commit_id", "commit_id is not part of the pull request");
+    }
+    if !state.in_diff(pull, &path) {
+        return Answer::unprocessable("path", "path could not be resolved");
+    }
+    let (line, start_line) = (line("line"), line("start_line"));
+    if let Some(line) = line {
+        let refused = [Some(line), start_line]
+            .into_iter()
+            .flatten()
+            .any(|l| !state.commentable(pull, &path, l));
+        if refused || start_line.is_some_and(|s| s > line) {
+            return Answer::unprocessable(
+                "pull_request_review_thread.line",
+                "could not be resolved",
+            );
+        }
+    } else if text("subject_type").as_deref() != Some("file") {
+        return Answer::unprocessable("line", "line or subject_type file is required");
+    }
+    let in_reply_to = body.get("in_reply_to").and_then(Value::as_u64);
+    let id = create_review_comment(
+        state,
+        number,
+        login,
+        NewReview {
+            body: comment_body,
+            path,
+            line,
+            start_line,
+            commit_id,
+            in_reply_to,
+        },
+    );
+    created_review(state, id)
+}
+
+fn created_review(state: &State, id: u64) -> Answer {
+    match state.review_comments.iter().find(|c| c.id == id) {
+        Some(comment) => Answer::json(StatusCode::CREATED, review_json(state, comment)),
+        None => Answer::not_found(),
+    }
+}
+
+fn issue_json(state: &State, c: &IssueComment) -> Value {
+    let full = state.full_name();
+    json!({
+        "id": c.id,
+        "node_id": format!("IC_kwDOsim{}", c.id),
+        "url": format!("{}/repos/{full}/issues/comments/{}", state.base_url, c.id),
+        "html_url": format!("https://github.com/{full}/pull/{}#issuecomment-{}", c.number, c.id),
+        "issue_url": format!("{}/repos/{full}/issues/{}", state.base_url, c.number),
+        "body": c.body,
+        "user": state.account(&c.author),
+        "created_at": timestamp(c.created_at),
+        "updated_at": timestamp(c.updated_at),
+        "author_association": "CONTRIBUTOR",
+    })
+}
+
+fn review_json(state: &State, c: &ReviewComment) -> Value {
+    let full = state.full_name();
+    let mut value = json!({
+        "id": c.id,
+        "node_id": format!("PRRC_kwDOsim{}", c.id),
+        "url": format!("{}/repos/{full}/pulls/comments/{}", state.base_url, c.id),
+        "html_url": format!("https://github.com/{full}/pull/{}#discussion_r{}", c.number, c.id),
+        "pull_request_url": format!("{}/repos/{full}/pulls/{}", state.base_url, c.number),
+        "pull_request_review_id": c.id + 1,
+        "diff_hunk": "@@ -1 +1 @@",
+        "path": c.path,
+        "commit_id": c.commit_id,
+        "original_commit_id": c.commit_id,
+        "user": state.account(&c.author),
+        "body": c.body,
+        "created_at": timestamp(c.created_at),
+        "updated_at": timestamp(c.updated_at),
+        "author_association": "CONTRIBUTOR",
+        "line": c.line,
+        "original_line": c.line,
+        "start_line": c.start_line,
+        "side": "RIGHT",
+        "subject_type": if c.line.is_some() { "line" } else { "file" },
+    });
+    if let Some(to) = c.in_reply_to {
+        value["in_reply_to_id"] = json!(to);
+    }
+    value
+}

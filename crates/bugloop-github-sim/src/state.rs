@@ -1,0 +1,332 @@
+//! What the simulated GitHub holds: one repository's pull requests, their conversation comments,
+//! review comments and threads, collaborators, labels and tokens; the faults waiting to be
+//! applied; and every request answered.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde_json::{Value, json};
+
+/// Comment ids start above 2^32, so a client that keeps them in 32 bits fails at once; the two
+/// kinds are numbered apart, as on GitHub.
+pub const FIRST_ISSUE_COMMENT_ID: u64 = 5_000_000_001;
+pub const FIRST_REVIEW_COMMENT_ID: u64 = 7_000_000_001;
+
+/// A pull request as a test describes it.
+#[derive(Debug, Clone)]
+pub struct PullSpec {
+    pub number: u64,
+    pub title: String,
+    pub author: String,
+    pub base_ref: String,
+    pub base_sha: String,
+    pub head_ref: String,
+    pub head_sha: String,
+    /// From another repository.
+    pub fork: bool,
+    pub draft: bool,
+    /// The unified diff (base -> head): the lines inside its hunks are the ones a review
+    /// comment may be on. `None`: every line may.
+    pub diff: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Pull {
+    pub spec: PullSpec,
+    pub node_id: String,
+    /// Every head it has had: a comment may refer to any of them.
+    pub heads: Vec<String>,
+    pub reads: u32,
+    pub labels: Vec<String>,
+    pub requested_reviewers: Vec<String>,
+}
+
+/// A conversation comment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IssueComment {
+    pub id: u64,
+    pub number: u64,
+    pub author: String,
+    pub body: String,
+    pub created_at: u64,
+    pub updated_at: u64,
+}
+
+/// A comment on a line or a file of the diff.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReviewComment {
+    pub id: u64,
+    pub number: u64,
+    pub author: String,
+    pub body: String,
+    pub path: String,
+    pub line: Option<u32>,
+    pub start_line: Option<u32>,
+    pub commit_id: String,
+    pub in_reply_to: Option<u64>,
+    pub thread: String,
+    pub created_at: u64,
+    pub updated_at: u64,
+}
+
+/// A review thread (started by a review comment that answers none).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Thread {
+    pub id: String,
+    pub number: u64,
+    pub root: u64,
+    pub resolved: bool,
+    pub path: String,
+    pub line: Option<u32>,
+}
+
+/// One request the simulator answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestRecord {
+    pub method: String,
+    pub path: String,
+    pub query: String,
+    pub status: u16,
+    /// The GraphQL operation, for `POST /graphql`.
+    pub operation: Option<String>,
+}
+
+/// Something to go wrong. Each is used once, in the order injected, unless it says otherwise.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fault {
+    /// The matching request is carried out, then answered with `status` (a proxy's 502 after
+    /// GitHub did the write).
+    FailAfterWrite {
+        method: String,
+        path_contains: String,
+        status: u16,
+    },
+    /// The matching request is answered with `status` and not carried out.
+    Fail {
+        method: String,
+        path_contains: String,
+        status: u16,
+    },
+    /// The matching request is refused as over the secondary rate limit (403, `retry-after`),
+    /// not carried out.
+    SecondaryRateLimit {
+        method: String,
+        path_contains: String,
+        retry_after_secs: u64,
+    },
+    /// The next `writes` comments created stay out of listings (REST and GraphQL) for the next
+    /// `listings` listings of their kind: GitHub's listings lag behind its writes.
+    ListingLag { writes: usize, listings: usize },
+    /// This line is refused as a review comment's anchor (422) even inside the diff; for good.
+    RefuseAnchor { path: String, line: u32 },
+    /// Once the pull request has been read `after_pull_reads` times, its head is `sha` (a push
+    /// during a run).
+    MoveHead {
+        number: u64,
+        after_pull_reads: u32,
+        sha: String,
+    },
+}
+
+impl Fault {
+    /// Whether this one-shot fault applies to a request.
+    pub(crate) fn matches(&self, method: &str, path: &str) -> bool {
+        match self {
+            Fault::FailAfterWrite {
+                method: m,
+                path_contains,
+                ..
+            }
+            | Fault::Fail {
+                method: m,
+                path_contains,
+                ..
+            }
+            | Fault::SecondaryRateLimit {
+                method: m,
+                path_contains,
+                ..
+            } => m.eq_ignore_ascii_case(method) && path.contains(path_contains.as_str()),
+            _ => false,
+        }
+    }
+}
+
+/// A comment hidden from listings for a while.
+#[derive(Debug, Clone)]
+pub(crate) struct Hidden {
+    pub review: bool,
+    pub id: u64,
+    pub listings_left: usize,
+}
+
+#[derive(Debug)]
+pub(crate) struct State {
+    pub owner: String,
+    pub name: String,
+    pub base_url: String,
+    pub app_slug: String,
+    pub tokens: HashMap<String, String>,
+    pub permissions: HashMap<String, String>,
+    pub pulls: BTreeMap<u64, Pull>,
+    pub issue_comments: Vec<IssueComment>,
+    pub review_comments: Vec<ReviewComment>,
+    pub threads: Vec<Thread>,
+    pub next_issue_id: u64,
+    pub next_review_id: u64,
+    pub faults: Vec<Fault>,
+    pub refused_anchors: Vec<(String, u32)>,
+    pub lag: Option<(usize, usize)>,
+    pub hidden: Vec<Hidden>,
+    pub requests: Vec<RequestRecord>,
+    pub rate_remaining: u64,
+    /// Seconds: every write is one second after the last, so timestamps are ordered and
+    /// reproducible (and several writes can share a second when a test sets it back).
+    pub clock: u64,
+}
+
+/// 2026-01-01T00:00:00Z.
+const EPOCH: u64 = 1_767_225_600;
+
+impl State {
+    pub fn new(owner: &str, name: &str) -> State {
+        State {
+            owner: owner.to_owned(),
+            name: name.to_owned(),
+            base_url: String::new(),
+            app_slug: "bugloop".to_owned(),
+            tokens: HashMap::new(),
+            permissions: HashMap::new(),
+            pulls: BTreeMap::new(),
+            issue_comments: Vec::new(),
+            review_comments: Vec::new(),
+            threads: Vec::new(),
+            next_issue_id: FIRST_ISSUE_COMMENT_ID,
+            next_review_id: FIRST_REVIEW_COMMENT_ID,
+            faults: Vec::new(),
+            refused_anchors: Vec::new(),
+            lag: None,
+            hidden: Vec::new(),
+            requests: Vec::new(),
+            rate_remaining: 5_000,
+            clock: EPOCH,
+        }
+    }
+
+    pub fn full_name(&self) -> String {
+        format!("{}/{}", self.owner, self.name)
+    }
+
+    pub fn tick(&mut self) -> u64 {
+        self.clock += 1;
+        self.clock
+    }
+
+    /// A new comment joins the listing lag when one is injected.
+    pub fn note_created(&mut self, review: bool, id: u64) {
+        if let Some((writes, listings)) = self.lag.as_mut() {
+            self.hidden.push(Hidden {
+                review,
+                id,
+                listings_left: *listings,
+            });
+            *writes -= 1;
+            if *writes == 0 {
+                self.lag = None;
+            }
+        }
+    }
+
+    /// Whether a comment is hidden from listings now.
+    pub fn is_hidden(&self, review: bool, id: u64) -> bool {
+        self.hidden
+            .iter()
+            .any(|h| h.review == review && h.id == id && h.listings_left > 0)
+    }
+
+    /// A listing of one kind was served: hidden comments of that kind come one closer to showing.
+    pub fn listed(&mut self, review: bool) {
+        for hidden in self.hidden.iter_mut().filter(|h| h.review == review) {
+            hidden.listings_left = hidden.listings_left.saturating_sub(1);
+        }
+        self.hidden.retain(|h| h.listings_left > 0);
+    }
+
+    pub fn account(&self, login: &str) -> Value {
+        let kind = if login.ends_with("[bot]") {
+            "Bot"
+        } else {
+            "User"
+        };
+        // A stable id per login.
+        let id = login.bytes().fold(1_000u64, |acc, b| {
+            acc.wrapping_mul(31).wrapping_add(u64::from(b))
+        }) % 1_000_000_000;
+        json!({"login": login, "id": id, "node_id": format!("U_{id}"), "type": kind, "site_admin": false})
+    }
+
+    /// Whether a new-side line of `path` is inside the pull request's diff.
+    pub fn commentable(&self, pull: &Pull, path: &str, line: u32) -> bool {
+        if self
+            .refused_anchors
+            .iter()
+            .any(|(p, l)| p == path && *l == line)
+        {
+            return false;
+        }
+        match &pull.spec.diff {
+            None => true,
+            Some(diff) => crate::diff::hunk_lines(diff, path)
+                .iter()
+                .any(|(start, end)| (*start..=*end).contains(&line)),
+        }
+    }
+
+    /// Whether `path` is a file of the pull request's diff.
+    pub fn in_diff(&self, pull: &Pull, path: &str) -> bool {
+        match &pull.spec.diff {
+            None => true,
+            Some(diff) => crate::diff::files(diff).iter().any(|f| f == path),
+        }
+    }
+}
+
+/// An RFC 3339 time of the simulator's clock.
+pub fn timestamp(seconds: u64) -> String {
+    let days = seconds / 86_400;
+    let rest = seconds % 86_400;
+    let (year, month, day) = civil_from_days(days);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60
+    )
+}
+
+/// Days since 1970-01-01 to a date (Howard Hinnant's algorithm).
+fn civil_from_days(days: u64) -> (u64, u64, u64) {
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_are_rfc3339() {
+        assert_eq!(timestamp(EPOCH), "2026-01-01T00:00:00Z");
+        assert_eq!(
+            timestamp(EPOCH + 86_400 * 59 + 3_661),
+            "2026-03-01T01:01:01Z"
+        );
+    }
+}
