@@ -37,11 +37,11 @@ pub struct EventJob {
 pub enum EventOutcome {
     Review {
         pull_request: PullRequestRun,
-        outcome: Outcome<Option<ReviewReport>>,
+        outcome: Box<Outcome<Option<ReviewReport>>>,
     },
     Comment {
         pull_request: PullRequestRun,
-        outcome: Outcome<ActReport>,
+        outcome: Box<Outcome<ActReport>>,
     },
     /// The event asks for a job this front end does not run; the reason says which.
     NotRun { reason: String },
@@ -107,7 +107,7 @@ pub async fn run_event(job: EventJob) -> Result<EventOutcome, AppError> {
             outcome.warnings = with_warnings(outcome.warnings);
             Ok(EventOutcome::Review {
                 pull_request,
-                outcome,
+                outcome: Box::new(outcome),
             })
         }
         Trigger::Comment {
@@ -135,7 +135,7 @@ pub async fn run_event(job: EventJob) -> Result<EventOutcome, AppError> {
             outcome.warnings = with_warnings(outcome.warnings);
             Ok(EventOutcome::Comment {
                 pull_request,
-                outcome,
+                outcome: Box::new(outcome),
             })
         }
         Trigger::Autofix { .. } => Err(AppError::Invalid(

@@ -338,6 +338,31 @@ impl Forge for GitHubForge {
         Ok(())
     }
 
+    async fn delete_comment(
+        &self,
+        change: &ChangeKey,
+        comment: &Comment,
+    ) -> Result<bool, ForgeError> {
+        self.number(change)?;
+        if !comment.by_bugloop {
+            return Err(ForgeError::Invalid(format!(
+                "comment {} was not written by bugloop; bugloop only deletes its own comments",
+                comment.id
+            )));
+        }
+        match comment.kind {
+            CommentKind::Issue => {
+                let id = comment_id(&comment.id, "issue")?;
+                self.client.delete_issue_comment(&self.repo, id).await?;
+            }
+            CommentKind::Review => {
+                let id = comment_id(&comment.id, "review")?;
+                self.client.delete_review_comment(&self.repo, id).await?;
+            }
+        }
+        Ok(true)
+    }
+
     async fn reply(
         &self,
         change: &ChangeKey,

@@ -178,6 +178,18 @@ pub trait Forge: Send + Sync + std::fmt::Debug {
         body: &str,
     ) -> Result<Comment, ForgeError>;
 
+    /// Deletes one of the bot's own comments: a duplicate left by two runs at once, or by a
+    /// listing that lagged behind a write. `Ok(false)` where the forge does not delete (the
+    /// local store, which one process writes; a dry run).
+    async fn delete_comment(
+        &self,
+        change: &ChangeKey,
+        comment: &Comment,
+    ) -> Result<bool, ForgeError> {
+        let _ = (change, comment);
+        Ok(false)
+    }
+
     /// Resolves or unresolves the thread `thread_id` (a comment's `thread_id`).
     async fn set_thread_resolved(
         &self,

@@ -188,6 +188,14 @@ impl Forge for SigningForge {
         Ok(self.checked(change, written))
     }
 
+    async fn delete_comment(
+        &self,
+        change: &ChangeKey,
+        comment: &Comment,
+    ) -> Result<bool, ForgeError> {
+        self.inner.delete_comment(change, comment).await
+    }
+
     async fn set_thread_resolved(
         &self,
         change: &ChangeKey,

@@ -4,7 +4,7 @@
 use axum::http::StatusCode;
 use serde_json::{Value, json};
 
-use crate::rest::Answer;
+use crate::answer::Answer;
 use crate::state::State;
 
 const PAGE: usize = 100;

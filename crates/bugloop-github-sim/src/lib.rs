@@ -9,6 +9,7 @@
 //! The state API panics on a poisoned lock only in the sense that it recovers the state: a
 //! handler cannot leave it half-written (each one changes it under one lock).
 
+mod answer;
 mod diff;
 mod graphql;
 mod rest;

@@ -7,56 +7,9 @@ use axum::http::{HeaderMap, HeaderValue, Request, Response, StatusCode};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
+use crate::answer::Answer;
 use crate::state::{Fault, IssueComment, RequestRecord, ReviewComment, State, Thread, timestamp};
 use crate::{MAX_BODY_CHARS, Shared, lock};
-
-/// An answer before headers: status and JSON (or nothing).
-pub(crate) struct Answer {
-    pub status: StatusCode,
-    pub body: Option<Value>,
-    pub link: Option<String>,
-    pub retry_after: Option<u64>,
-    /// A listing's body hashes to an ETag.
-    pub etag: bool,
-}
-
-impl Answer {
-    pub fn json(status: StatusCode, body: Value) -> Answer {
-        Answer {
-            status,
-            body: Some(body),
-            link: None,
-            retry_after: None,
-            etag: false,
-        }
-    }
-
-    pub fn ok(body: Value) -> Answer {
-        Answer::json(StatusCode::OK, body)
-    }
-
-    pub fn error(status: StatusCode, message: &str) -> Answer {
-        Answer::json(
-            status,
-            json!({"message": message, "documentation_url": "https://docs.github.com/rest"}),
-        )
-    }
-
-    fn not_found() -> Answer {
-        Answer::error(StatusCode::NOT_FOUND, "Not Found")
-    }
-
-    fn unprocessable(field: &str, message: &str) -> Answer {
-        Answer::json(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            json!({
-                "message": "Validation Failed",
-                "errors": [{"resource": "PullRequestReviewComment", "code": "custom", "field": field, "message": message}],
-                "documentation_url": "https://docs.github.com/rest/pulls/comments#create-a-review-comment-for-a-pull-request"
-            }),
-        )
-    }
-}
 
 pub(crate) async fn handle(
     AxumState(shared): AxumState<Shared>,
@@ -342,6 +295,50 @@ fn repository(
             let comment = comment.clone();
             Answer::ok(issue_json(state, &comment))
         }
+        ("DELETE", ["issues", "comments", id]) => {
+            let Some(at) =
+                number(id).and_then(|id| state.issue_comments.iter().position(|c| c.id == id))
+            else {
+                return Answer::not_found();
+            };
+            if state.issue_comments[at].author != login {
+                return Answer::error(
+                    StatusCode::FORBIDDEN,
+                    "Must have admin rights to Repository.",
+                );
+            }
+            state.issue_comments.remove(at);
+            no_content()
+        }
+        ("DELETE", ["pulls", "comments", id]) => {
+            let Some(at) =
+                number(id).and_then(|id| state.review_comments.iter().position(|c| c.id == id))
+            else {
+                return Answer::not_found();
+            };
+            if state.review_comments[at].author != login {
+                return Answer::error(
+                    StatusCode::FORBIDDEN,
+                    "Must have admin rights to Repository.",
+                );
+            }
+            let gone = state.review_comments.remove(at);
+            // A thread goes with its last comment; otherwise its first reply leads it.
+            let next = state
+                .review_comments
+                .iter()
+                .find(|c| c.thread == gone.thread)
+                .map(|c| c.id);
+            match next {
+                Some(next) => {
+                    for thread in state.threads.iter_mut().filter(|t| t.id == gone.thread) {
+                        thread.root = next;
+                    }
+                }
+                None => state.threads.retain(|t| t.id != gone.thread),
+            }
+            no_content()
+        }
         ("GET", ["collaborators", user, "permission"]) => match state.permissions.get(*user) {
             Some(role) => {
                 // The legacy field folds maintain into write and triage into read.
@@ -418,6 +415,16 @@ fn repository(
             Answer::ok(json!({"state": "success", "statuses": [], "total_count": 0}))
         }
         _ => Answer::not_found(),
+    }
+}
+
+fn no_content() -> Answer {
+    Answer {
+        status: StatusCode::NO_CONTENT,
+        body: None,
+        link: None,
+        retry_after: None,
+        etag: false,
     }
 }
 

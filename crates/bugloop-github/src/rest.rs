@@ -301,6 +301,28 @@ impl GitHubClient {
             .await
     }
 
+    /// Deletes one of the bot's conversation comments; one already gone counts as deleted.
+    pub async fn delete_issue_comment(&self, repo: &Repo, id: u64) -> Result<(), GitHubError> {
+        self.delete(&format!("/repos/{repo}/issues/comments/{id}"))
+            .await
+    }
+
+    /// Deletes one of the bot's review comments; one already gone counts as deleted.
+    pub async fn delete_review_comment(&self, repo: &Repo, id: u64) -> Result<(), GitHubError> {
+        self.delete(&format!("/repos/{repo}/pulls/comments/{id}"))
+            .await
+    }
+
+    async fn delete(&self, path: &str) -> Result<(), GitHubError> {
+        match self
+            .call::<Value>(Method::DELETE, path, None, Safety::Idempotent)
+            .await
+        {
+            Ok(_) | Err(GitHubError::NotFound { .. }) => Ok(()),
+            Err(error) => Err(error),
+        }
+    }
+
     pub async fn pull_request(&self, repo: &Repo, number: u64) -> Result<PullRequest, GitHubError> {
         self.call(
             Method::GET,

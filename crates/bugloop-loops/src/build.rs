@@ -51,34 +51,7 @@ impl From<bugloop_config::ConfigError> for BuildError {
     }
 }
 
-/// Where a change bugloop makes starts and lands.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub enum WorkTarget {
-    /// The user's checked-out branch: the work starts from HEAD (a dirty tree is refused) and
-    /// lands by fast-forward when the branch has not moved.
-    #[default]
-    LocalBranch,
-    /// A pull request's branch on a remote: the work starts from the head pinned when the job
-    /// started (the clone's own checkout is not used) and lands as one pushed commit,
-    /// fast-forward only, never forced.
-    PullRequest {
-        change: bugloop_git::ChangeKey,
-        number: u64,
-        head: String,
-        remote: String,
-        branch: String,
-    },
-}
-
-impl WorkTarget {
-    /// The conventional-commit scope of bugloop's commits: `(#12)` on a pull request.
-    pub fn commit_scope(&self) -> String {
-        match self {
-            WorkTarget::LocalBranch => String::new(),
-            WorkTarget::PullRequest { number, .. } => format!("(#{number})"),
-        }
-    }
-}
+pub use crate::env::WorkTarget;
 
 /// A task tree off the user's HEAD, and what the user's repository looked like at the start.
 #[derive(Debug)]

@@ -28,6 +28,9 @@ fn capitalized(word: &str) -> String {
     }
 }
 
+/// The most of a finding's description its state block repeats.
+const RMCOC_DESCRIPTION_CHARS: usize = 2_000;
+
 /// The comment of one finding.
 pub fn finding_body(finding: &Finding, markers: &MarkerSyntax, resolved: bool) -> String {
     let mut human = format!(
@@ -53,11 +56,15 @@ pub fn finding_body(finding: &Finding, markers: &MarkerSyntax, resolved: bool) -
         ));
     }
     human.push_str(&format!("\n{}\n", markers.build(&finding.id, resolved)));
-    let mut block = RmcocBlock::new(
-        finding.title.trim(),
-        finding.description.trim(),
-        finding.score,
-    );
+    // The block is read back, never cut (a forge's body limit cuts the text above it), so
+    // its copy of the description is kept short.
+    let description: String = finding
+        .description
+        .trim()
+        .chars()
+        .take(RMCOC_DESCRIPTION_CHARS)
+        .collect();
+    let mut block = RmcocBlock::new(finding.title.trim(), &description, finding.score);
     let mut extra = BTreeMap::new();
     extra.insert("id".to_owned(), serde_json::json!(finding.id.as_str()));
     extra.insert("category".to_owned(), serde_json::json!(finding.category));
@@ -138,6 +145,42 @@ pub fn overflow_cleared_body(limit: usize) -> String {
         "{OVERFLOW_TAG}\n### No findings over the comment limit\n\nEvery open finding of this \
          change has its own comment (at most {limit}); the earlier list is out of date.\n"
     )
+}
+
+/// Removes bugloop's duplicate comments: two runs at once, or a listing that lagged behind a
+/// write, can leave one finding's marker (or one tag, like the summary's) on two of bugloop's
+/// comments of the same kind. The oldest stays and the others go, so runs that race decide
+/// alike; a duplicate someone already answered stays. Returns how many went.
+pub async fn remove_duplicates(
+    forge: &dyn Forge,
+    change: &ChangeKey,
+    markers: &MarkerSyntax,
+) -> Result<usize, ForgeError> {
+    let comments = forge.comments(change).await?;
+    let mut seen = std::collections::HashSet::new();
+    let mut removed = 0;
+    for comment in comments
+        .iter()
+        .filter(|c| c.by_bugloop && c.in_reply_to.is_none())
+    {
+        let key = match markers.own(&comment.body) {
+            Some(marker) => marker.finding_id.as_str().to_owned(),
+            None => match comment.body.lines().next() {
+                Some(tag) if tag.starts_with("<!-- bugloop:") => tag.to_owned(),
+                _ => continue,
+            },
+        };
+        if seen.insert((comment.kind, key)) {
+            continue;
+        }
+        let answered = comments
+            .iter()
+            .any(|c| c.in_reply_to.as_deref() == Some(comment.id.as_str()));
+        if !answered && forge.delete_comment(change, comment).await? {
+            removed += 1;
+        }
+    }
+    Ok(removed)
 }
 
 /// The bot's meta comment carrying `tag`, if any.

@@ -4,10 +4,11 @@
 use std::time::Instant;
 
 use bugloop_domain::thread::reconstruct;
-use bugloop_forge::ForgeError;
+use bugloop_forge::{ForgeError, Upsert};
 use bugloop_report::dispute::DisputeSummary;
 use bugloop_report::review::{
-    ChangeInfo, REPORT_VERSION, ReviewReport, ReviewedScope, SensitivityInfo, UsageInfo,
+    ChangeInfo, CommentAction, REPORT_VERSION, ReviewReport, ReviewedScope, SensitivityInfo,
+    UsageInfo,
 };
 use bugloop_report::summary::{SUMMARY_TAG, comment_body as summary_body};
 
@@ -18,6 +19,7 @@ use super::filtering::Filtered;
 use super::publishing::{Published, upsert_tagged};
 use crate::ProgressEvent;
 use crate::env::LoopEnv;
+use crate::publish::remove_duplicates;
 
 /// Everything the stages produced, handed to the report.
 pub(super) struct Stages<'a> {
@@ -112,8 +114,21 @@ pub(super) async fn report(
     if env.forge.publishes() {
         env.progress.event(ProgressEvent::Publishing);
     }
-    if !published.head_moved {
-        upsert_tagged(
+    // The same head reviewed again with nothing new to say: the summary already says it all
+    // (rewriting it would only change its model line and counters, and cost a write).
+    let nothing_new = matches!(
+        &report.scope,
+        ReviewedScope::Incremental { since, files, .. }
+            if *since == request.head && files.is_empty()
+    ) && report.findings.is_empty()
+        && report.resolved.is_empty()
+        && report.disputes.is_empty();
+    let mut added = report
+        .findings
+        .iter()
+        .any(|f| f.action == CommentAction::Added);
+    if !published.head_moved && !nothing_new {
+        let summary = upsert_tagged(
             env.forge,
             &request.change,
             &conversation.comments,
@@ -121,6 +136,12 @@ pub(super) async fn report(
             &summary_body(&report),
         )
         .await?;
+        added |= summary == Upsert::Added;
+    }
+    // A run at the same time, or a listing that lagged behind a write, may have left a
+    // second comment for something this run added.
+    if added && env.forge.publishes() {
+        remove_duplicates(env.forge, &request.change, &env.settings.markers).await?;
     }
     Ok(report)
 }

@@ -370,10 +370,16 @@ pub(super) async fn upsert_tagged(
     comments: &[Comment],
     tag: &str,
     body: &str,
-) -> Result<(), ForgeError> {
+) -> Result<Upsert, ForgeError> {
     match find_tagged(comments, tag) {
-        Some(existing) if existing.body == body => Ok(()),
-        Some(existing) => forge.update_comment(change, existing, body).await,
-        None => forge.add_comment(change, body, None).await.map(|_| ()),
+        Some(existing) if existing.body == body => Ok(Upsert::Unchanged),
+        Some(existing) => {
+            forge.update_comment(change, existing, body).await?;
+            Ok(Upsert::Updated)
+        }
+        None => {
+            forge.add_comment(change, body, None).await?;
+            Ok(Upsert::Added)
+        }
     }
 }

@@ -1,0 +1,229 @@
+//! A pull request to run bugloop on: a repository with `main` and `feature` pushed to a bare
+//! `origin` (with GitHub's `refs/pull/7/head`), a clone of it as the Action's workspace, the
+//! GitHub simulator holding pull request #7, and scripted models.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bugloop_app::github_types::{Endpoint, Policy, Repo, StateKey, Trigger};
+use bugloop_app::{ConfigChoice, EventJob, EventOutcome, GitHubAuth, GitHubTarget, run_event};
+use bugloop_github_sim::{PullSpec, Simulator};
+use bugloop_testkit::{TestRepo, git};
+use serde_json::{Value, json};
+
+pub const BOT: &str = "github-actions[bot]";
+pub const TOKEN: &str = "t-actions";
+pub const KEY: &[u8] = b"a state key of 32 bytes, secret!";
+
+pub const LIB: &str =
+    "pub fn average(v: &[f64]) -> f64 {\n    v.iter().sum::<f64>() / v.len() as f64\n}\n";
+pub const LAST: &str = "\npub fn last(v: &[u8]) -> u8 {\n    v[v.len()]\n}\n";
+
+pub struct World {
+    pub sim: Simulator,
+    /// Where the branches are built and pushed from (the developer's clone).
+    pub dev: TestRepo,
+    pub origin: tempfile::TempDir,
+    /// The Action's workspace: a clone of `origin`.
+    pub workspace: tempfile::TempDir,
+    pub scripts: tempfile::TempDir,
+    pub config: PathBuf,
+    pub base: String,
+    pub head: String,
+}
+
+impl World {
+    pub async fn new() -> World {
+        Self::with_base_config(None).await
+    }
+
+    /// With `.bugloop/config.yml` committed on main (the base) when given.
+    pub async fn with_base_config(base_config: Option<&str>) -> World {
+        let dev = TestRepo::init("main");
+        dev.write("lib.rs", LIB);
+        if let Some(config) = base_config {
+            dev.write(".bugloop/config.yml", config);
+        }
+        dev.commit("one");
+        let base = dev.head();
+        dev.branch("feature");
+        dev.write("lib.rs", &format!("{LIB}{LAST}"));
+        dev.commit("two");
+        let head = dev.head();
+        let origin = tempfile::tempdir().unwrap();
+        git(origin.path(), &["init", "-q", "--bare", "-b", "main", "."]);
+        let url = origin.path().to_str().unwrap().to_owned();
+        dev.git(&["remote", "add", "origin", &url]);
+        dev.git(&["push", "-q", "origin", "main", "feature"]);
+        git(origin.path(), &["update-ref", "refs/pull/7/head", &head]);
+        let workspace = tempfile::tempdir().unwrap();
+        git(
+            workspace.path(),
+            &["clone", "-q", "--branch", "main", &url, "."],
+        );
+        let sim = Simulator::start("acme/widgets").await.unwrap();
+        sim.add_token(TOKEN, BOT);
+        sim.set_permission("alice", "write");
+        sim.add_pull_request(PullSpec {
+            number: 7,
+            title: "Add last".to_owned(),
+            author: "alice".to_owned(),
+            base_ref: "main".to_owned(),
+            base_sha: base.clone(),
+            head_ref: "feature".to_owned(),
+            head_sha: head.clone(),
+            fork: false,
+            draft: false,
+            diff: Some(dev.git(&["diff", &format!("{base}...{head}")]) + "\n"),
+        });
+        let scripts = tempfile::tempdir().unwrap();
+        let config = scripts.path().join("user-config.yml");
+        std::fs::write(&config, "{}\n").unwrap();
+        World {
+            sim,
+            dev,
+            origin,
+            workspace,
+            scripts,
+            config,
+            base,
+            head,
+        }
+    }
+
+    pub fn target(&self, state_key: Option<&[u8]>) -> GitHubTarget {
+        GitHubTarget {
+            endpoint: Endpoint::from_values(
+                Some(&self.sim.api_url()),
+                Some(&self.sim.graphql_url()),
+            ),
+            auth: GitHubAuth::Token(TOKEN.to_owned()),
+            repo: Repo::parse("acme/widgets").unwrap(),
+            number: 0,
+            bot_login: Some(BOT.to_owned()),
+            state_key: state_key.map(|k| StateKey::new(k.to_vec()).unwrap()),
+            policy: Policy {
+                write_spacing: Duration::ZERO,
+                backoff: Duration::from_millis(5),
+                ..Policy::default()
+            },
+            remote: "origin".to_owned(),
+        }
+    }
+
+    pub fn review_trigger(&self) -> Trigger {
+        Trigger::Review {
+            repository: "acme/widgets".to_owned(),
+            number: 7,
+            head: self.head.clone(),
+            base: self.base.clone(),
+            fork: false,
+            installation: None,
+        }
+    }
+
+    pub fn job(&self, trigger: Trigger, model: String) -> EventJob {
+        EventJob {
+            directory: self.workspace.path().to_path_buf(),
+            config: ConfigChoice {
+                file: Some(self.config.clone()),
+                trust_branch: false,
+            },
+            progress: Arc::new(bugloop_app::types::Silent),
+            github: self.target(Some(KEY)),
+            trigger,
+            model: Some(model),
+            fail_on: None,
+        }
+    }
+
+    /// Reviews pull request #7 with a model that reports `findings`.
+    pub async fn review(&self, findings: &[Value]) -> EventOutcome {
+        let model = review_script(self.scripts.path(), findings);
+        run_event(self.job(self.review_trigger(), model))
+            .await
+            .unwrap()
+    }
+
+    /// bugloop's root review comments (one per finding published on a line or file).
+    pub fn finding_comments(&self) -> Vec<bugloop_github_sim::ReviewComment> {
+        self.sim
+            .review_comments(7)
+            .into_iter()
+            .filter(|c| c.author == BOT && c.in_reply_to.is_none())
+            .collect()
+    }
+
+    /// bugloop's conversation comments.
+    pub fn bot_issue_comments(&self) -> Vec<bugloop_github_sim::IssueComment> {
+        self.sim
+            .issue_comments(7)
+            .into_iter()
+            .filter(|c| c.author == BOT)
+            .collect()
+    }
+
+    /// Another clone of `origin`, as a second runner has.
+    pub fn another_workspace(&self) -> tempfile::TempDir {
+        let workspace = tempfile::tempdir().unwrap();
+        let url = self.origin.path().to_str().unwrap();
+        git(
+            workspace.path(),
+            &["clone", "-q", "--branch", "main", url, "."],
+        );
+        workspace
+    }
+
+    /// A push to the pull request's branch (not yet seen by the simulator): its commit.
+    pub fn push(&self, path: &str, text: &str) -> String {
+        self.dev.write(path, text);
+        self.dev.commit("more");
+        self.dev.git(&["push", "-q", "origin", "feature"]);
+        let head = self.dev.head();
+        git(
+            self.origin.path(),
+            &["update-ref", "refs/pull/7/head", &head],
+        );
+        head
+    }
+
+    /// The diff of the pull request at `head`.
+    pub fn diff_at(&self, head: &str) -> String {
+        self.dev.git(&["diff", &format!("{}...{head}", self.base)]) + "\n"
+    }
+}
+
+/// The off-by-one in `last` (line 6 of lib.rs on the feature branch).
+pub fn off_by_one() -> Value {
+    json!({"file": "lib.rs", "line": 6, "evidence": "v[v.len()]", "title": "Index one past the end",
+           "description": "`v[v.len()]` always panics.", "score": 8, "category": "logic"})
+}
+
+/// A finding whose description alone is over GitHub's body limit.
+pub fn huge_finding() -> Value {
+    let mut finding = off_by_one();
+    finding["title"] = json!("Index one past the end, explained at length");
+    finding["description"] = json!("Indexing at `v.len()` always panics. ".repeat(2_000));
+    finding
+}
+
+/// A review script: the findings in pass 1, then passes 2-4.
+pub fn review_script(dir: &Path, findings: &[Value]) -> String {
+    let mut first: Vec<Value> = findings
+        .iter()
+        .map(|f| json!({"name": "report_finding", "arguments": f}))
+        .collect();
+    first.push(
+        json!({"name": "submit_pass_results", "arguments": {"pass_number": 1, "summary": "diff"}}),
+    );
+    let mut lines = vec![json!({ "tool_calls": first })];
+    for pass in 2..=4 {
+        lines.push(json!({"tool_calls": [{"name": "submit_pass_results", "arguments": {"pass_number": pass, "summary": "ok"}}]}));
+    }
+    let n = std::fs::read_dir(dir).map(|d| d.count()).unwrap_or(0);
+    let path = dir.join(format!("review-{n}.jsonl"));
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&path, text).unwrap();
+    format!("script:{}", path.display())
+}
