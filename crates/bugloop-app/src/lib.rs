@@ -63,7 +63,7 @@ pub mod github_types {
     pub use bugloop_forge::signing::StateKey;
     pub use bugloop_github::{AppCredentials, Endpoint, Policy, Repo};
     pub use bugloop_webhooks::{
-        Event, Skip, Trigger, TriggerSettings, WebhookError, parse as parse_event,
+        CommentKind, Event, Skip, Trigger, TriggerSettings, WebhookError, parse as parse_event,
         signature_is_valid, trigger,
     };
 }

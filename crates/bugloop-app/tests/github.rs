@@ -10,3 +10,6 @@ mod support;
 
 #[path = "github/review.rs"]
 mod review;
+
+#[path = "github/trust.rs"]
+mod trust;

@@ -409,6 +409,12 @@ impl Forge for GitHubForge {
         Ok(self.client.set_thread_resolved(thread_id, resolved).await?)
     }
 
+    async fn change_author(&self, change: &ChangeKey) -> Result<Option<String>, ForgeError> {
+        let number = self.number(change)?;
+        let pull = self.client.pull_request(&self.repo, number).await?;
+        Ok(pull.user.map(|user| user.login))
+    }
+
     async fn human_reviewers(&self, change: &ChangeKey) -> Result<Vec<String>, ForgeError> {
         let number = self.number(change)?;
         Ok(self.client.requested_reviewers(&self.repo, number).await?)

@@ -201,6 +201,13 @@ pub trait Forge: Send + Sync + std::fmt::Debug {
     /// What `actor` may do in the repository.
     async fn permission(&self, actor: &str) -> Result<Permission, ForgeError>;
 
+    /// Who opened the change (a pull request's author), when the forge knows: with write
+    /// access, the one person who may have a finding withdrawn.
+    async fn change_author(&self, change: &ChangeKey) -> Result<Option<String>, ForgeError> {
+        let _ = change;
+        Ok(None)
+    }
+
     /// The human reviewers of the change (who decide disputes the bot and the developer cannot
     /// settle); none locally.
     async fn human_reviewers(&self, change: &ChangeKey) -> Result<Vec<String>, ForgeError> {

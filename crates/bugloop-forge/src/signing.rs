@@ -211,6 +211,10 @@ impl Forge for SigningForge {
         self.inner.permission(actor).await
     }
 
+    async fn change_author(&self, change: &ChangeKey) -> Result<Option<String>, ForgeError> {
+        self.inner.change_author(change).await
+    }
+
     async fn human_reviewers(&self, change: &ChangeKey) -> Result<Vec<String>, ForgeError> {
         self.inner.human_reviewers(change).await
     }

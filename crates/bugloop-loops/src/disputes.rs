@@ -16,7 +16,7 @@ use crate::env::LoopEnv;
 use crate::error::ActError;
 use crate::prompt::fill;
 use crate::publish::resolve_thread;
-use crate::publish::{disputed_reply, escalated_reply};
+use crate::publish::{disputed_reply, escalated_reply, info_reply};
 
 pub const DISPUTE_PROMPT: &str = include_str!("../prompts/dispute.md");
 
@@ -90,6 +90,29 @@ pub async fn settle_dispute(
         return Err(ActError::Invalid(format!(
             "{id} has no developer reply awaiting an answer"
         )));
+    }
+    // Only the change's author and people with write access may have a finding withdrawn:
+    // anyone else's disagreement is answered, not weighed.
+    let disputer = thread
+        .developer_replies
+        .last()
+        .map(|reply| reply.author.clone())
+        .unwrap_or_default();
+    if !may_settle(env, change, &disputer).await? {
+        let reasoning = format!(
+            "{disputer} may not have this finding withdrawn: only the change's author and people \
+             with write access to the repository can. It stays open; one of them can reply to \
+             settle it."
+        );
+        env.forge
+            .reply(change, root, &info_reply(markers, &reasoning))
+            .await?;
+        return Ok(DisputeOutcome {
+            finding: id.as_str().to_owned(),
+            decision: None,
+            reasoning,
+            status: thread.status,
+        });
     }
     if matches!(
         thread.status,
@@ -169,6 +192,14 @@ pub async fn settle_dispute(
         reasoning,
         status,
     })
+}
+
+/// Whether `actor` may get a finding conceded: the change's author or someone with write access.
+async fn may_settle(env: &LoopEnv<'_>, change: &ChangeKey, actor: &str) -> Result<bool, ActError> {
+    if env.forge.permission(actor).await?.may_modify_files() {
+        return Ok(true);
+    }
+    Ok(env.forge.change_author(change).await?.as_deref() == Some(actor))
 }
 
 /// Every thread where a developer spoke last, settled (the review loop runs this first).

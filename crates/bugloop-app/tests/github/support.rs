@@ -40,6 +40,16 @@ impl World {
 
     /// With `.bugloop/config.yml` committed on main (the base) when given.
     pub async fn with_base_config(base_config: Option<&str>) -> World {
+        Self::with_configs(base_config, None, false).await
+    }
+
+    /// `.bugloop/config.yml` on main (the base) and in the pull request's head, when given; the
+    /// pull request from a fork when `fork`.
+    pub async fn with_configs(
+        base_config: Option<&str>,
+        head_config: Option<&str>,
+        fork: bool,
+    ) -> World {
         let dev = TestRepo::init("main");
         dev.write("lib.rs", LIB);
         if let Some(config) = base_config {
@@ -49,6 +59,9 @@ impl World {
         let base = dev.head();
         dev.branch("feature");
         dev.write("lib.rs", &format!("{LIB}{LAST}"));
+        if let Some(config) = head_config {
+            dev.write(".bugloop/config.yml", config);
+        }
         dev.commit("two");
         let head = dev.head();
         let origin = tempfile::tempdir().unwrap();
@@ -73,7 +86,7 @@ impl World {
             base_sha: base.clone(),
             head_ref: "feature".to_owned(),
             head_sha: head.clone(),
-            fork: false,
+            fork,
             draft: false,
             diff: Some(dev.git(&["diff", &format!("{base}...{head}")]) + "\n"),
         });
@@ -110,6 +123,45 @@ impl World {
             },
             remote: "origin".to_owned(),
         }
+    }
+
+    /// A developer's comment event: on the conversation, or (with `in_reply_to`) a reply in a
+    /// review thread.
+    pub fn comment_trigger(
+        &self,
+        id: u64,
+        author: &str,
+        body: &str,
+        in_reply_to: Option<u64>,
+    ) -> Trigger {
+        Trigger::Comment {
+            repository: "acme/widgets".to_owned(),
+            number: 7,
+            kind: if in_reply_to.is_some() {
+                bugloop_app::github_types::CommentKind::Review
+            } else {
+                bugloop_app::github_types::CommentKind::Issue
+            },
+            id,
+            body: body.to_owned(),
+            author: author.to_owned(),
+            in_reply_to,
+            installation: None,
+        }
+    }
+
+    /// Runs a comment event with `model`.
+    pub async fn on_comment(&self, trigger: Trigger, model: String) -> EventOutcome {
+        run_event(self.job(trigger, model)).await.unwrap()
+    }
+
+    /// The branch `feature` on `origin`.
+    pub fn origin_head(&self) -> String {
+        git(self.origin.path(), &["rev-parse", "refs/heads/feature"])
+    }
+
+    pub fn origin(&self) -> &Path {
+        self.origin.path()
     }
 
     pub fn review_trigger(&self) -> Trigger {
@@ -206,6 +258,15 @@ pub fn huge_finding() -> Value {
     finding["title"] = json!("Index one past the end, explained at length");
     finding["description"] = json!("Indexing at `v.len()` always panics. ".repeat(2_000));
     finding
+}
+
+/// A script of plain answers (JSON for structured questions) and tool calls, in order.
+pub fn answers(dir: &Path, lines: &[Value]) -> String {
+    let n = std::fs::read_dir(dir).map(|d| d.count()).unwrap_or(0);
+    let path = dir.join(format!("answers-{n}.jsonl"));
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&path, text).unwrap();
+    format!("script:{}", path.display())
 }
 
 /// A review script: the findings in pass 1, then passes 2-4.
