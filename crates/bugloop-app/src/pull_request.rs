@@ -60,10 +60,33 @@ impl App {
         if comment.by_bugloop {
             return Ok(skipped("the comment is bugloop's own".to_owned()));
         }
+        // The same event delivered twice (or a run retried) acts once.
+        if answered(&comments, &comment) {
+            return Ok(skipped(format!(
+                "comment {} was already answered",
+                comment.id
+            )));
+        }
         let report = bugloop_loops::act::on_comment(&env, &change, &comment).await?;
         let verdict = crate::outcome::act_verdict(&report);
         Ok(Outcome::new(report, verdict))
     }
+}
+
+/// Whether bugloop already answered `comment`: a reply that refers to it, or, in a review
+/// thread, a reply of bugloop's after it.
+fn answered(comments: &[Comment], comment: &Comment) -> bool {
+    let after = comments
+        .iter()
+        .position(|c| c.id == comment.id)
+        .map_or(&[][..], |at| &comments[at + 1..]);
+    comments
+        .iter()
+        .any(|c| c.by_bugloop && c.in_reply_to.as_deref() == Some(comment.id.as_str()))
+        || (comment.thread_id.is_some()
+            && after
+                .iter()
+                .any(|c| c.by_bugloop && c.thread_id == comment.thread_id))
 }
 
 fn find(comments: &[Comment], id: &str) -> Option<Comment> {

@@ -13,3 +13,6 @@ mod review;
 
 #[path = "github/trust.rs"]
 mod trust;
+
+#[path = "github/comments.rs"]
+mod comments;

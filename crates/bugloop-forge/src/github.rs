@@ -20,6 +20,8 @@ use bugloop_github::{
 use crate::{Change, ChangeKey, Forge, ForgeError, LineAnchor, Permission};
 
 const REPLY_PREFIX: &str = "<!-- bugloop:reply-to ";
+/// The reference line: the prefix, a comment id (`issue-` and up to 20 digits) and ` -->`.
+const REPLY_REFERENCE_ROOM: usize = 64;
 
 /// A pull request's forge.
 #[derive(Debug)]
@@ -69,15 +71,17 @@ impl GitHubForge {
     fn issue_comment_of(&self, comment: IssueComment) -> Comment {
         let author = comment.user.map(|u| u.login);
         let by_bugloop = self.is_bot(author.as_deref());
-        let body = comment.body.unwrap_or_default();
-        // Only bugloop's own reference counts: anyone can type the hidden line.
-        let in_reply_to = by_bugloop
-            .then(|| {
-                body.strip_prefix(REPLY_PREFIX)
-                    .and_then(|rest| rest.split_once(" -->"))
-                    .map(|(id, _)| id.to_owned())
-            })
-            .flatten();
+        let mut body = comment.body.unwrap_or_default();
+        // Only bugloop's own reference counts: anyone can type the hidden line. It is taken
+        // off the body, which is what bugloop wrote (and signed, where state is signed).
+        let mut in_reply_to = None;
+        if by_bugloop
+            && let Some(rest) = body.strip_prefix(REPLY_PREFIX)
+            && let Some((id, text)) = rest.split_once(" -->\n")
+        {
+            in_reply_to = Some(id.to_owned());
+            body = text.to_owned();
+        }
         Comment {
             id: format!("issue-{}", comment.id),
             author: author.unwrap_or_default(),
@@ -108,6 +112,31 @@ impl GitHubForge {
             line: comment.line,
             thread_resolved: false,
             by_bugloop,
+        }
+    }
+
+    /// Writes a conversation comment (`sent`, which reads back as `body`: a reply's reference is
+    /// taken off); one that may have been written is looked for before it is reported.
+    async fn conversation_comment(
+        &self,
+        change: &ChangeKey,
+        number: u64,
+        sent: &str,
+        body: &str,
+    ) -> Result<Comment, ForgeError> {
+        match self
+            .client
+            .create_issue_comment(&self.repo, number, sent)
+            .await
+        {
+            Ok(comment) => Ok(self.issue_comment_of(comment)),
+            Err(GitHubError::Ambiguous { .. }) => self
+                .written(change, CommentKind::Issue, body)
+                .await?
+                .ok_or_else(|| {
+                    ForgeError::Ambiguous(format!("{change}: a comment may not have been written"))
+                }),
+            Err(error) => Err(error.into()),
         }
     }
 
@@ -167,8 +196,10 @@ impl Forge for GitHubForge {
         &self.bot
     }
 
+    /// GitHub's limit, less room for the reference a reply to a conversation comment starts
+    /// with, so a reply never needs a second cut (which would break its signature).
     fn max_body_chars(&self) -> Option<usize> {
-        Some(bugloop_github::MAX_BODY_CHARS)
+        Some(bugloop_github::MAX_BODY_CHARS - REPLY_REFERENCE_ROOM)
     }
 
     async fn head(&self, change: &ChangeKey) -> Result<Option<String>, ForgeError> {
@@ -255,22 +286,7 @@ impl Forge for GitHubForge {
         let number = self.number(change)?;
         let body = &*cap_body(body, bugloop_github::MAX_BODY_CHARS);
         let Some(anchor) = anchor else {
-            return match self
-                .client
-                .create_issue_comment(&self.repo, number, body)
-                .await
-            {
-                Ok(comment) => Ok(self.issue_comment_of(comment)),
-                Err(GitHubError::Ambiguous { .. }) => self
-                    .written(change, CommentKind::Issue, body)
-                    .await?
-                    .ok_or_else(|| {
-                        ForgeError::Ambiguous(format!(
-                            "{change}: a comment may not have been written"
-                        ))
-                    }),
-                Err(error) => Err(error.into()),
-            };
+            return self.conversation_comment(change, number, body, body).await;
         };
         let mut comment = NewReviewComment {
             body: body.to_owned(),
@@ -394,7 +410,9 @@ impl Forge for GitHubForge {
             CommentKind::Issue => {
                 let root = to.in_reply_to.as_deref().unwrap_or(&to.id);
                 let referenced = format!("{REPLY_PREFIX}{root} -->\n{body}");
-                self.add_comment(change, &referenced, None).await
+                let referenced = &*cap_body(&referenced, bugloop_github::MAX_BODY_CHARS);
+                self.conversation_comment(change, number, referenced, body)
+                    .await
             }
         }
     }

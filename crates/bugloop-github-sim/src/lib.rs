@@ -141,6 +141,11 @@ impl Simulator {
             .map(|p| p.spec.head_sha.clone())
     }
 
+    /// How many times the pull request has been read (for `Fault::MoveHead`).
+    pub fn pull_reads(&self, number: u64) -> u32 {
+        self.state().pulls.get(&number).map_or(0, |p| p.reads)
+    }
+
     pub fn is_draft(&self, number: u64) -> Option<bool> {
         self.state().pulls.get(&number).map(|p| p.spec.draft)
     }

@@ -62,7 +62,20 @@ pub async fn on_comment(
     let allowed = permission.may_modify_files();
     let mut report = match (&intent, allowed) {
         (Intent::Fix(ids), true) => {
-            fix(env, change, &Targets::Ids(ids.clone()), Some(&comment.body)).await?
+            let report = fix(env, change, &Targets::Ids(ids.clone()), Some(&comment.body)).await?;
+            // A request in a finding's thread is answered there by the fix itself; one in the
+            // conversation gets the outcome as its answer.
+            if parent_thread.is_none() {
+                let markers = &env.settings.markers;
+                env.forge
+                    .reply(
+                        change,
+                        comment,
+                        &info_reply(markers, &format!("bugloop: {}", report.message)),
+                    )
+                    .await?;
+            }
+            report
         }
         (Intent::Do, true) => {
             let report = do_request(env, &comment.body).await?;

@@ -1,0 +1,171 @@
+//! Intents on a pull request: a fix asked for in a comment is made, verified with the base's
+//! commands only, pushed to the pull request's branch as one fast-forward commit, and the
+//! finding resolved; the same comment event twice does the work once.
+
+use bugloop_app::EventOutcome;
+use bugloop_testkit::git;
+use serde_json::{Value, json};
+
+use crate::support::{World, answers, off_by_one};
+
+const BASE_CONFIG: &str = "fix:\n  verify_commands: [\"true\"]\n";
+/// The pull request's own configuration tries to choose the commands bugloop runs.
+const HEAD_CONFIG: &str = "fix:\n  verify_commands: [\"touch pwned\"]\n";
+
+fn fixing(world: &World) -> String {
+    let edit = json!({"name": "edit_file", "arguments": {"path": "lib.rs", "old_text": "v[v.len()]", "new_text": "v[v.len() - 1]"}});
+    answers(
+        world.scripts.path(),
+        &[json!({"tool_calls": [edit]}), json!({"text": "Done."})],
+    )
+}
+
+#[tokio::test]
+async fn fix_all_pushes_one_verified_commit_with_the_bases_commands_and_resolves_the_finding() {
+    let world = World::with_configs(Some(BASE_CONFIG), Some(HEAD_CONFIG), false).await;
+    let EventOutcome::Review { outcome, .. } = world.review(&[off_by_one()]).await else {
+        panic!("not a review");
+    };
+    let id = outcome.report.unwrap().findings[0]
+        .finding
+        .id
+        .as_str()
+        .to_owned();
+    let said = "@bugloop fix all";
+    let comment = world.sim.comment_as(7, "alice", said);
+    let EventOutcome::Comment { outcome, .. } = world
+        .on_comment(
+            world.comment_trigger(comment, "alice", said, None),
+            fixing(&world),
+        )
+        .await
+    else {
+        panic!("not a comment");
+    };
+    let report = &outcome.report;
+    let build = report.build.as_ref().expect("a build");
+    let commands: Vec<String> = serde_json::to_value(build)
+        .unwrap()
+        .pointer("/verify")
+        .and_then(Value::as_array)
+        .map(|runs| runs.iter().map(|r| r["command"].to_string()).collect())
+        .unwrap_or_default();
+    assert!(
+        commands.iter().all(|c| !c.contains("pwned")),
+        "{commands:?}"
+    );
+    assert!(
+        commands.iter().any(|c| c.contains("true")),
+        "{commands:?}: {report:#?}"
+    );
+    // One commit on top of the pull request's head, pushed to its branch.
+    let pushed = world.origin_head();
+    assert_ne!(pushed, world.head);
+    let parent = git(world.origin(), &["rev-parse", &format!("{pushed}^")]);
+    assert_eq!(parent, world.head);
+    let message = git(world.origin(), &["log", "-1", "--format=%s", &pushed]);
+    assert_eq!(message, format!("fix(#7): bugloop autofix - resolve {id}"));
+    let files = git(
+        world.origin(),
+        &["show", "--name-only", "--format=", &pushed],
+    );
+    assert_eq!(files, "lib.rs");
+    assert!(world.sim.threads(7)[0].resolved, "the thread is resolved");
+    assert!(report.resolved.contains(&id), "{report:?}");
+}
+
+#[tokio::test]
+async fn a_reader_asking_for_a_fix_gets_an_answer_and_no_commit() {
+    let world = World::new().await;
+    world.sim.set_permission("mallory", "read");
+    world.review(&[off_by_one()]).await;
+    let said = "@bugloop fix all";
+    let comment = world.sim.comment_as(7, "mallory", said);
+    let model = answers(
+        world.scripts.path(),
+        &[json!({"text": "It indexes one past the end."})],
+    );
+    world
+        .on_comment(world.comment_trigger(comment, "mallory", said, None), model)
+        .await;
+    assert_eq!(world.origin_head(), world.head);
+    let last = world.sim.issue_comments(7).last().unwrap().clone();
+    assert!(
+        last.body.contains("may not have bugloop change files"),
+        "{}",
+        last.body
+    );
+}
+
+#[tokio::test]
+async fn a_push_before_the_fix_lands_leaves_it_on_a_branch_of_its_own() {
+    let world = World::with_configs(Some(BASE_CONFIG), None, false).await;
+    world.review(&[off_by_one()]).await;
+    let said = "@bugloop fix all";
+    let comment = world.sim.comment_as(7, "alice", said);
+    // Someone pushes while the fix is being made: the pull request's head moves after the
+    // run has read it (when it opens) and before the fix lands.
+    let pushed = world.push("notes.txt", "more\n");
+    world.sim.inject(bugloop_github_sim::Fault::MoveHead {
+        number: 7,
+        after_pull_reads: world.sim.pull_reads(7) + 1,
+        sha: pushed.clone(),
+    });
+    world
+        .on_comment(
+            world.comment_trigger(comment, "alice", said, None),
+            fixing(&world),
+        )
+        .await;
+    assert_eq!(
+        world.origin_head(),
+        pushed,
+        "the push is kept, never overwritten"
+    );
+    let branches = git(world.origin(), &["branch", "--list", "bugloop/*"]);
+    assert!(branches.contains("bugloop/fix-"), "{branches}");
+    assert!(!world.sim.threads(7)[0].resolved);
+}
+
+#[tokio::test]
+async fn the_same_comment_event_twice_is_answered_once() {
+    let world = World::new().await;
+    world.review(&[off_by_one()]).await;
+    let said = "@bugloop why does this panic?";
+    let comment = world.sim.comment_as(7, "alice", said);
+    for _ in 0..2 {
+        // A question is told by its form, without the model.
+        let model = answers(
+            world.scripts.path(),
+            &[json!({"text": "Because it indexes one past the end."})],
+        );
+        world
+            .on_comment(world.comment_trigger(comment, "alice", said, None), model)
+            .await;
+    }
+    let answers: Vec<_> = world
+        .bot_issue_comments()
+        .into_iter()
+        .filter(|c| c.body.contains(&format!("reply-to issue-{comment}")))
+        .collect();
+    assert_eq!(answers.len(), 1, "{answers:#?}");
+
+    // A fix asked for twice: one commit.
+    let said = "@bugloop fix all";
+    let comment = world.sim.comment_as(7, "alice", said);
+    world
+        .on_comment(
+            world.comment_trigger(comment, "alice", said, None),
+            fixing(&world),
+        )
+        .await;
+    let once = world.origin_head();
+    world.sim.set_head(7, &once, None);
+    world
+        .on_comment(
+            world.comment_trigger(comment, "alice", said, None),
+            fixing(&world),
+        )
+        .await;
+    assert_eq!(world.origin_head(), once);
+}
