@@ -38,6 +38,14 @@ const ENV_RESERVED: &[&str] = &[
     "BUGLOOP_LOG",
     "BUGLOOP_MODEL_DIR",
     "BUGLOOP_RECORD",
+    // The GitHub front ends' own settings (secrets among them, never configuration).
+    "BUGLOOP_STATE_KEY",
+    "BUGLOOP_BOT_LOGIN",
+    "BUGLOOP_GITHUB_WRITE_SPACING_MS",
+    "BUGLOOP_WEBHOOK_SECRET",
+    "BUGLOOP_APP_ID",
+    "BUGLOOP_APP_PRIVATE_KEY",
+    "BUGLOOP_STORE_URL",
 ];
 
 /// Where a configuration value came from.

@@ -11,6 +11,7 @@
 
 mod answer;
 mod diff;
+pub mod fixture;
 mod graphql;
 mod rest;
 mod state;

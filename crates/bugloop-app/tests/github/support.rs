@@ -8,39 +8,31 @@ use std::time::Duration;
 
 use bugloop_app::github_types::{Endpoint, Policy, Repo, StateKey, Trigger};
 use bugloop_app::{ConfigChoice, EventJob, EventOutcome, GitHubAuth, GitHubTarget, run_event};
-use bugloop_github_sim::{PullSpec, Simulator};
-use bugloop_testkit::{TestRepo, git};
 use serde_json::{Value, json};
 
-pub const BOT: &str = "github-actions[bot]";
-pub const TOKEN: &str = "t-actions";
+pub use bugloop_github_sim::fixture::BOT;
+use bugloop_github_sim::fixture::{FixtureOptions, PullRequestFixture, TOKEN};
+
 pub const KEY: &[u8] = b"a state key of 32 bytes, secret!";
 
-pub const LIB: &str =
-    "pub fn average(v: &[f64]) -> f64 {\n    v.iter().sum::<f64>() / v.len() as f64\n}\n";
-pub const LAST: &str = "\npub fn last(v: &[u8]) -> u8 {\n    v[v.len()]\n}\n";
-
+/// The pull request fixture, with scripts and a user configuration file of its own.
 pub struct World {
-    pub sim: Simulator,
-    /// Where the branches are built and pushed from (the developer's clone).
-    pub dev: TestRepo,
-    pub origin: tempfile::TempDir,
-    /// The Action's workspace: a clone of `origin`.
-    pub workspace: tempfile::TempDir,
+    pub fixture: PullRequestFixture,
     pub scripts: tempfile::TempDir,
     pub config: PathBuf,
-    pub base: String,
-    pub head: String,
+}
+
+impl std::ops::Deref for World {
+    type Target = PullRequestFixture;
+
+    fn deref(&self) -> &PullRequestFixture {
+        &self.fixture
+    }
 }
 
 impl World {
     pub async fn new() -> World {
-        Self::with_base_config(None).await
-    }
-
-    /// With `.bugloop/config.yml` committed on main (the base) when given.
-    pub async fn with_base_config(base_config: Option<&str>) -> World {
-        Self::with_configs(base_config, None, false).await
+        Self::with_configs(None, None, false).await
     }
 
     /// `.bugloop/config.yml` on main (the base) and in the pull request's head, when given; the
@@ -50,58 +42,19 @@ impl World {
         head_config: Option<&str>,
         fork: bool,
     ) -> World {
-        let dev = TestRepo::init("main");
-        dev.write("lib.rs", LIB);
-        if let Some(config) = base_config {
-            dev.write(".bugloop/config.yml", config);
-        }
-        dev.commit("one");
-        let base = dev.head();
-        dev.branch("feature");
-        dev.write("lib.rs", &format!("{LIB}{LAST}"));
-        if let Some(config) = head_config {
-            dev.write(".bugloop/config.yml", config);
-        }
-        dev.commit("two");
-        let head = dev.head();
-        let origin = tempfile::tempdir().unwrap();
-        git(origin.path(), &["init", "-q", "--bare", "-b", "main", "."]);
-        let url = origin.path().to_str().unwrap().to_owned();
-        dev.git(&["remote", "add", "origin", &url]);
-        dev.git(&["push", "-q", "origin", "main", "feature"]);
-        git(origin.path(), &["update-ref", "refs/pull/7/head", &head]);
-        let workspace = tempfile::tempdir().unwrap();
-        git(
-            workspace.path(),
-            &["clone", "-q", "--branch", "main", &url, "."],
-        );
-        let sim = Simulator::start("acme/widgets").await.unwrap();
-        sim.add_token(TOKEN, BOT);
-        sim.set_permission("alice", "write");
-        sim.add_pull_request(PullSpec {
-            number: 7,
-            title: "Add last".to_owned(),
-            author: "alice".to_owned(),
-            base_ref: "main".to_owned(),
-            base_sha: base.clone(),
-            head_ref: "feature".to_owned(),
-            head_sha: head.clone(),
+        let fixture = PullRequestFixture::new(FixtureOptions {
+            base_config,
+            head_config,
             fork,
-            draft: false,
-            diff: Some(dev.git(&["diff", &format!("{base}...{head}")]) + "\n"),
-        });
+        })
+        .await;
         let scripts = tempfile::tempdir().unwrap();
         let config = scripts.path().join("user-config.yml");
         std::fs::write(&config, "{}\n").unwrap();
         World {
-            sim,
-            dev,
-            origin,
-            workspace,
+            fixture,
             scripts,
             config,
-            base,
-            head,
         }
     }
 
@@ -155,15 +108,6 @@ impl World {
         run_event(self.job(trigger, model)).await.unwrap()
     }
 
-    /// The branch `feature` on `origin`.
-    pub fn origin_head(&self) -> String {
-        git(self.origin.path(), &["rev-parse", "refs/heads/feature"])
-    }
-
-    pub fn origin(&self) -> &Path {
-        self.origin.path()
-    }
-
     pub fn review_trigger(&self) -> Trigger {
         Trigger::Review {
             repository: "acme/widgets".to_owned(),
@@ -177,7 +121,7 @@ impl World {
 
     pub fn job(&self, trigger: Trigger, model: String) -> EventJob {
         EventJob {
-            directory: self.workspace.path().to_path_buf(),
+            directory: self.workspace().to_path_buf(),
             config: ConfigChoice {
                 file: Some(self.config.clone()),
                 trust_branch: false,
@@ -196,53 +140,6 @@ impl World {
         run_event(self.job(self.review_trigger(), model))
             .await
             .unwrap()
-    }
-
-    /// bugloop's root review comments (one per finding published on a line or file).
-    pub fn finding_comments(&self) -> Vec<bugloop_github_sim::ReviewComment> {
-        self.sim
-            .review_comments(7)
-            .into_iter()
-            .filter(|c| c.author == BOT && c.in_reply_to.is_none())
-            .collect()
-    }
-
-    /// bugloop's conversation comments.
-    pub fn bot_issue_comments(&self) -> Vec<bugloop_github_sim::IssueComment> {
-        self.sim
-            .issue_comments(7)
-            .into_iter()
-            .filter(|c| c.author == BOT)
-            .collect()
-    }
-
-    /// Another clone of `origin`, as a second runner has.
-    pub fn another_workspace(&self) -> tempfile::TempDir {
-        let workspace = tempfile::tempdir().unwrap();
-        let url = self.origin.path().to_str().unwrap();
-        git(
-            workspace.path(),
-            &["clone", "-q", "--branch", "main", url, "."],
-        );
-        workspace
-    }
-
-    /// A push to the pull request's branch (not yet seen by the simulator): its commit.
-    pub fn push(&self, path: &str, text: &str) -> String {
-        self.dev.write(path, text);
-        self.dev.commit("more");
-        self.dev.git(&["push", "-q", "origin", "feature"]);
-        let head = self.dev.head();
-        git(
-            self.origin.path(),
-            &["update-ref", "refs/pull/7/head", &head],
-        );
-        head
-    }
-
-    /// The diff of the pull request at `head`.
-    pub fn diff_at(&self, head: &str) -> String {
-        self.dev.git(&["diff", &format!("{}...{head}", self.base)]) + "\n"
     }
 }
 

@@ -1,0 +1,212 @@
+//! `bugloop action` as GitHub Actions runs it: the binary with the variables a runner sets, an
+//! event file edited from GitHub's own examples, the GitHub simulator as the API and a scripted
+//! model; what it prints, the job summary, the SARIF file, the step output and the exit status.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use bugloop_github_sim::fixture::{
+    FixtureOptions, NUMBER, PullRequestFixture, TOKEN, webhook_example,
+};
+use serde_json::{Value, json};
+
+struct Run {
+    output: Output,
+    summary: String,
+    outputs: String,
+    temp: tempfile::TempDir,
+}
+
+/// Runs `bugloop action` on `event` (its payload written to the event file).
+fn action(
+    fixture: &PullRequestFixture,
+    event: &str,
+    payload: &Value,
+    extra: &[(&str, &str)],
+    model: &str,
+) -> Run {
+    let temp = tempfile::tempdir().unwrap();
+    let event_path = temp.path().join("event.json");
+    std::fs::write(&event_path, payload.to_string()).unwrap();
+    let config = temp.path().join("config.yml");
+    std::fs::write(&config, "{}\n").unwrap();
+    let summary = temp.path().join("summary.md");
+    let outputs = temp.path().join("outputs.txt");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_bugloop"));
+    command
+        .args(["action", "--model", model])
+        .current_dir(fixture.workspace())
+        .env("NO_COLOR", "1")
+        .env("BUGLOOP_CONFIG", &config)
+        .env("GITHUB_EVENT_NAME", event)
+        .env("GITHUB_EVENT_PATH", &event_path)
+        .env("GITHUB_REPOSITORY", "acme/widgets")
+        .env("GITHUB_WORKSPACE", fixture.workspace())
+        .env("GITHUB_TOKEN", TOKEN)
+        .env("GITHUB_API_URL", fixture.sim.api_url())
+        .env("GITHUB_GRAPHQL_URL", fixture.sim.graphql_url())
+        .env("GITHUB_STEP_SUMMARY", &summary)
+        .env("GITHUB_OUTPUT", &outputs)
+        .env("RUNNER_TEMP", temp.path())
+        .env("BUGLOOP_STATE_KEY", "a state key of 32 bytes, secret!")
+        .env("BUGLOOP_GITHUB_WRITE_SPACING_MS", "0");
+    for (name, value) in extra {
+        if value.is_empty() {
+            command.env_remove(name);
+        } else {
+            command.env(name, value);
+        }
+    }
+    let output = command.output().unwrap();
+    Run {
+        summary: std::fs::read_to_string(&summary).unwrap_or_default(),
+        outputs: std::fs::read_to_string(&outputs).unwrap_or_default(),
+        output,
+        temp,
+    }
+}
+
+fn review_script(dir: &Path) -> String {
+    let finding = json!({"file": "lib.rs", "line": 6, "evidence": "v[v.len()]", "title": "Index one past the end",
+                         "description": "`v[v.len()]` always panics.", "score": 8, "category": "logic"});
+    let mut lines = vec![json!({"tool_calls": [
+        {"name": "report_finding", "arguments": finding},
+        {"name": "submit_pass_results", "arguments": {"pass_number": 1, "summary": "diff"}}
+    ]})];
+    for pass in 2..=4 {
+        lines.push(json!({"tool_calls": [{"name": "submit_pass_results", "arguments": {"pass_number": pass, "summary": "ok"}}]}));
+    }
+    let path = dir.join("review.jsonl");
+    std::fs::write(
+        &path,
+        lines.iter().map(|l| format!("{l}\n")).collect::<String>(),
+    )
+    .unwrap();
+    format!("script:{}", path.display())
+}
+
+fn text(output: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pull_request_event_reviews_and_writes_summary_sarif_and_comments() {
+    let fixture = PullRequestFixture::new(FixtureOptions::default()).await;
+    let scripts = tempfile::tempdir().unwrap();
+    let payload = webhook_example("pull_request", "opened", &fixture);
+    let model = review_script(scripts.path());
+    let run =
+        tokio::task::block_in_place(|| action(&fixture, "pull_request", &payload, &[], &model));
+    assert_eq!(run.output.status.code(), Some(0), "{}", text(&run.output));
+    assert!(
+        text(&run.output).contains("Index one past the end"),
+        "{}",
+        text(&run.output)
+    );
+    assert!(
+        run.summary
+            .starts_with(&format!("### bugloop review: #{NUMBER} at ")),
+        "{}",
+        run.summary
+    );
+    assert!(
+        run.summary.contains("Index one past the end"),
+        "{}",
+        run.summary
+    );
+    let sarif_path = run.temp.path().join("bugloop.sarif");
+    assert_eq!(run.outputs, format!("sarif={}\n", sarif_path.display()));
+    let sarif: Value =
+        serde_json::from_str(&std::fs::read_to_string(&sarif_path).unwrap()).unwrap();
+    assert_eq!(sarif["runs"][0]["results"].as_array().unwrap().len(), 1);
+    assert_eq!(fixture.finding_comments().len(), 1);
+    assert_eq!(fixture.bot_issue_comments().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_without_a_job_end_neutral_with_the_reason() {
+    let fixture = PullRequestFixture::new(FixtureOptions::default()).await;
+    let mut from_bot = webhook_example("issue_comment", "created", &fixture);
+    from_bot["sender"] = json!({"login": "github-actions[bot]", "type": "Bot", "id": 2});
+    from_bot["comment"]["body"] = json!("@bugloop fix all");
+    let run = tokio::task::block_in_place(|| {
+        action(
+            &fixture,
+            "issue_comment",
+            &from_bot,
+            &[],
+            "script:/nonexistent",
+        )
+    });
+    assert_eq!(run.output.status.code(), Some(0), "{}", text(&run.output));
+    assert!(
+        text(&run.output).contains("nothing to do: sent by github-actions[bot], a bot"),
+        "{}",
+        text(&run.output)
+    );
+    assert!(run.summary.contains("nothing to do"), "{}", run.summary);
+
+    let mut no_mention = webhook_example("issue_comment", "created", &fixture);
+    no_mention["comment"]["body"] = json!("looks good to me");
+    let run = tokio::task::block_in_place(|| {
+        action(
+            &fixture,
+            "issue_comment",
+            &no_mention,
+            &[],
+            "script:/nonexistent",
+        )
+    });
+    assert_eq!(run.output.status.code(), Some(0));
+    assert!(
+        text(&run.output).contains("does not mention @bugloop"),
+        "{}",
+        text(&run.output)
+    );
+
+    let payload = webhook_example("pull_request", "opened", &fixture);
+    let run = tokio::task::block_in_place(|| {
+        action(
+            &fixture,
+            "pull_request",
+            &payload,
+            &[("GITHUB_TOKEN", "")],
+            "script:/nonexistent",
+        )
+    });
+    assert_eq!(run.output.status.code(), Some(0));
+    assert!(
+        text(&run.output).contains("GITHUB_TOKEN is not set"),
+        "{}",
+        text(&run.output)
+    );
+    assert!(
+        fixture.sim.requests().is_empty(),
+        "nothing was asked of GitHub"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broken_event_file_is_an_error_naming_the_field() {
+    let fixture = PullRequestFixture::new(FixtureOptions::default()).await;
+    let mut payload = webhook_example("pull_request", "opened", &fixture);
+    payload["pull_request"]["number"] = json!("seven");
+    let run = tokio::task::block_in_place(|| {
+        action(
+            &fixture,
+            "pull_request",
+            &payload,
+            &[],
+            "script:/nonexistent",
+        )
+    });
+    assert_eq!(run.output.status.code(), Some(2));
+    let said = text(&run.output);
+    assert!(said.contains("pull_request.number"), "{said}");
+}

@@ -1,0 +1,206 @@
+//! A pull request to run bugloop on, shared by the suites that drive it (the application layer's
+//! and the Action's): a repository whose `main` has `lib.rs` and whose `feature` adds a function
+//! with an off-by-one (line 6), pushed to a bare `origin` with GitHub's `refs/pull/7/head`; a
+//! clone of `origin` as a runner's workspace; and the simulator holding pull request #7 of
+//! `acme/widgets` by `alice` (write access), with a token for `github-actions[bot]`.
+
+// A fixture's job is to stop the test at the first thing that went wrong.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use bugloop_testkit::{TestRepo, git};
+
+use crate::{PullSpec, Simulator};
+
+pub const REPOSITORY: &str = "acme/widgets";
+pub const NUMBER: u64 = 7;
+pub const BOT: &str = "github-actions[bot]";
+pub const TOKEN: &str = "t-actions";
+
+pub const LIB: &str =
+    "pub fn average(v: &[f64]) -> f64 {\n    v.iter().sum::<f64>() / v.len() as f64\n}\n";
+pub const LAST: &str = "\npub fn last(v: &[u8]) -> u8 {\n    v[v.len()]\n}\n";
+
+/// What a fixture starts from.
+#[derive(Debug, Clone, Default)]
+pub struct FixtureOptions<'a> {
+    /// `.bugloop/config.yml` on `main`, the base.
+    pub base_config: Option<&'a str>,
+    /// `.bugloop/config.yml` in the pull request's head.
+    pub head_config: Option<&'a str>,
+    /// The pull request comes from a fork.
+    pub fork: bool,
+}
+
+#[derive(Debug)]
+pub struct PullRequestFixture {
+    pub sim: Simulator,
+    /// The developer's clone, where branches are built and pushed from.
+    pub dev: TestRepo,
+    pub origin: tempfile::TempDir,
+    /// A runner's workspace: a clone of `origin` on `main`.
+    pub workspace: tempfile::TempDir,
+    pub base: String,
+    pub head: String,
+}
+
+impl PullRequestFixture {
+    pub async fn new(options: FixtureOptions<'_>) -> PullRequestFixture {
+        let dev = TestRepo::init("main");
+        dev.write("lib.rs", LIB);
+        if let Some(config) = options.base_config {
+            dev.write(".bugloop/config.yml", config);
+        }
+        dev.commit("one");
+        let base = dev.head();
+        dev.branch("feature");
+        dev.write("lib.rs", &format!("{LIB}{LAST}"));
+        if let Some(config) = options.head_config {
+            dev.write(".bugloop/config.yml", config);
+        }
+        dev.commit("two");
+        let head = dev.head();
+        let origin = tempfile::tempdir().unwrap();
+        git(origin.path(), &["init", "-q", "--bare", "-b", "main", "."]);
+        let url = origin.path().to_str().unwrap().to_owned();
+        dev.git(&["remote", "add", "origin", &url]);
+        dev.git(&["push", "-q", "origin", "main", "feature"]);
+        git(origin.path(), &["update-ref", "refs/pull/7/head", &head]);
+        let workspace = tempfile::tempdir().unwrap();
+        git(
+            workspace.path(),
+            &["clone", "-q", "--branch", "main", &url, "."],
+        );
+        let sim = Simulator::start(REPOSITORY).await.unwrap();
+        sim.add_token(TOKEN, BOT);
+        sim.set_permission("alice", "write");
+        let fixture = PullRequestFixture {
+            sim,
+            dev,
+            origin,
+            workspace,
+            base,
+            head,
+        };
+        fixture.sim.add_pull_request(PullSpec {
+            number: NUMBER,
+            title: "Add last".to_owned(),
+            author: "alice".to_owned(),
+            base_ref: "main".to_owned(),
+            base_sha: fixture.base.clone(),
+            head_ref: "feature".to_owned(),
+            head_sha: fixture.head.clone(),
+            fork: options.fork,
+            draft: false,
+            diff: Some(fixture.diff_at(&fixture.head)),
+        });
+        fixture
+    }
+
+    /// Another clone of `origin`, as a second runner has.
+    pub fn another_workspace(&self) -> tempfile::TempDir {
+        let workspace = tempfile::tempdir().unwrap();
+        let url = self.origin.path().to_str().unwrap();
+        git(
+            workspace.path(),
+            &["clone", "-q", "--branch", "main", url, "."],
+        );
+        workspace
+    }
+
+    /// A push to the pull request's branch (not yet seen by the simulator): its commit.
+    pub fn push(&self, path: &str, text: &str) -> String {
+        self.dev.write(path, text);
+        self.dev.commit("more");
+        self.dev.git(&["push", "-q", "origin", "feature"]);
+        let head = self.dev.head();
+        git(
+            self.origin.path(),
+            &["update-ref", "refs/pull/7/head", &head],
+        );
+        head
+    }
+
+    /// The diff of the pull request at `head`.
+    pub fn diff_at(&self, head: &str) -> String {
+        self.dev.git(&["diff", &format!("{}...{head}", self.base)]) + "\n"
+    }
+
+    /// The branch `feature` on `origin`.
+    pub fn origin_head(&self) -> String {
+        git(self.origin.path(), &["rev-parse", "refs/heads/feature"])
+    }
+
+    pub fn origin(&self) -> &Path {
+        self.origin.path()
+    }
+
+    pub fn workspace(&self) -> &Path {
+        self.workspace.path()
+    }
+
+    /// bugloop's root review comments (one per finding published on a line or a file).
+    pub fn finding_comments(&self) -> Vec<crate::ReviewComment> {
+        self.sim
+            .review_comments(NUMBER)
+            .into_iter()
+            .filter(|c| c.author == BOT && c.in_reply_to.is_none())
+            .collect()
+    }
+
+    /// bugloop's conversation comments.
+    pub fn bot_issue_comments(&self) -> Vec<crate::IssueComment> {
+        self.sim
+            .issue_comments(NUMBER)
+            .into_iter()
+            .filter(|c| c.author == BOT)
+            .collect()
+    }
+}
+
+/// GitHub's own example of an `event` with `action` (`@octokit/webhooks-examples`, installed by
+/// the test command into the cache), edited to be about this fixture's pull request.
+pub fn webhook_example(event: &str, action: &str, fixture: &PullRequestFixture) -> Value {
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")))
+        .unwrap();
+    let file = cache.join(
+        "bugloop/test-assets/node_modules/@octokit/webhooks-examples/api.github.com/index.json",
+    );
+    let text = std::fs::read_to_string(&file).unwrap_or_else(|error| {
+        panic!(
+            "{}: {error}; `scripts/setup --test` installs GitHub's webhook examples",
+            file.display()
+        )
+    });
+    let all: Vec<Value> = serde_json::from_str(&text).unwrap();
+    let mut payload = all
+        .into_iter()
+        .find(|e| e["name"] == event)
+        .and_then(|e| e["examples"].as_array().cloned())
+        .unwrap_or_default()
+        .into_iter()
+        .find(|e| e["action"] == action)
+        .unwrap_or_else(|| panic!("no {event} {action} example"));
+    payload["repository"]["full_name"] = json!(REPOSITORY);
+    payload["sender"] = json!({"login": "alice", "type": "User", "id": 1});
+    let pull = json!({
+        "number": NUMBER, "title": "Add last", "draft": false, "user": {"login": "alice", "type": "User", "id": 1},
+        "head": {"ref": "feature", "sha": fixture.head, "repo": {"full_name": REPOSITORY}},
+        "base": {"ref": "main", "sha": fixture.base, "repo": {"full_name": REPOSITORY}},
+    });
+    if let Some(existing) = payload.get_mut("pull_request") {
+        for (key, value) in pull.as_object().unwrap() {
+            existing[key] = value.clone();
+        }
+    }
+    if let Some(issue) = payload.get_mut("issue") {
+        issue["number"] = json!(NUMBER);
+        issue["pull_request"] = json!({"url": "https://api.github.com/repos/acme/widgets/pulls/7"});
+    }
+    payload
+}
