@@ -8,11 +8,12 @@ use std::sync::Arc;
 
 use bugloop_github::Repo;
 use bugloop_report::act::ActReport;
+use bugloop_report::converge::ConvergeReport;
 use bugloop_report::review::ReviewReport;
 use bugloop_webhooks::{CommentKind, Trigger};
 
 use crate::{
-    App, AppError, AppOptions, ConfigChoice, ForgeChoice, GitHubTarget, Outcome,
+    App, AppError, AppOptions, ConfigChoice, ConvergeJob, ForgeChoice, GitHubTarget, Outcome,
     PullRequestComment, PullRequestCommentKind, PullRequestRun, ReviewJob,
 };
 
@@ -43,7 +44,11 @@ pub enum EventOutcome {
         pull_request: PullRequestRun,
         outcome: Box<Outcome<ActReport>>,
     },
-    /// The event asks for a job this front end does not run; the reason says which.
+    Converge {
+        pull_request: PullRequestRun,
+        outcome: Box<Outcome<ConvergeReport>>,
+    },
+    /// The event asks for a job that was not run; the reason says why.
     NotRun { reason: String },
 }
 
@@ -54,6 +59,9 @@ pub async fn run_event(job: EventJob) -> Result<EventOutcome, AppError> {
             repository, number, ..
         }
         | Trigger::Comment {
+            repository, number, ..
+        }
+        | Trigger::Converge {
             repository, number, ..
         } => (repository, *number),
         Trigger::Autofix { issue, .. } => {
@@ -134,6 +142,22 @@ pub async fn run_event(job: EventJob) -> Result<EventOutcome, AppError> {
                 .await?;
             outcome.warnings = with_warnings(outcome.warnings);
             Ok(EventOutcome::Comment {
+                pull_request,
+                outcome: Box::new(outcome),
+            })
+        }
+        Trigger::Converge { requested_by, .. } => {
+            if let Some(reason) = app.refusal_to_change(&requested_by).await? {
+                return Ok(EventOutcome::NotRun { reason });
+            }
+            let mut outcome = app
+                .converge(ConvergeJob {
+                    base: Some(pull_request.base_sha.clone()),
+                    model: job.model,
+                })
+                .await?;
+            outcome.warnings = with_warnings(outcome.warnings);
+            Ok(EventOutcome::Converge {
                 pull_request,
                 outcome: Box::new(outcome),
             })

@@ -89,6 +89,23 @@ fn answered(comments: &[Comment], comment: &Comment) -> bool {
                 .any(|c| c.by_bugloop && c.thread_id == comment.thread_id))
 }
 
+impl App {
+    /// Why `actor` may not have bugloop change the pull request's branch, if they may not: a
+    /// read-only run (a fork, no state key), or no write access.
+    pub(crate) async fn refusal_to_change(&self, actor: &str) -> Result<Option<String>, AppError> {
+        if let Some(reason) = self.pull_request.as_ref().and_then(|p| p.read_only.clone()) {
+            return Ok(Some(reason));
+        }
+        let permission = self.forge.permission(actor).await?;
+        Ok((!permission.may_modify_files()).then(|| {
+            format!(
+                "{actor} may not have bugloop change this pull request's branch ({permission:?} \
+                 permission; write, maintain or admin is needed)"
+            )
+        }))
+    }
+}
+
 fn find(comments: &[Comment], id: &str) -> Option<Comment> {
     comments.iter().find(|c| c.id == id).cloned()
 }

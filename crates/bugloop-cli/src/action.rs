@@ -180,20 +180,40 @@ pub fn action(
             append(env.summary.as_deref(), &summary)?;
             Ok(outcome.verdict)
         }
+        EventOutcome::Converge {
+            pull_request,
+            outcome,
+        } => {
+            let said = text::converge(&outcome.report);
+            plain(&env, out, &pull_request, &trigger, &outcome.warnings, &said)?;
+            Ok(outcome.verdict)
+        }
         EventOutcome::Comment {
             pull_request,
             outcome,
         } => {
-            crate::warn(&outcome.warnings)?;
             let said = text::act(&outcome.report);
-            write!(out, "{said}")?;
-            let mut summary = heading(&pull_request, &trigger);
-            summary.push_str(&notes(&outcome.warnings));
-            summary.push_str(&format!("```text\n{}\n```\n", said.trim_end()));
-            append(env.summary.as_deref(), &summary)?;
+            plain(&env, out, &pull_request, &trigger, &outcome.warnings, &said)?;
             Ok(outcome.verdict)
         }
     }
+}
+
+/// Prints a job's text report and puts it in the job summary.
+fn plain(
+    env: &ActionEnv,
+    out: &mut impl Write,
+    pull: &PullRequestRun,
+    trigger: &Trigger,
+    warnings: &[String],
+    said: &str,
+) -> Result<()> {
+    crate::warn(warnings)?;
+    write!(out, "{said}")?;
+    let mut summary = heading(pull, trigger);
+    summary.push_str(&notes(warnings));
+    summary.push_str(&format!("```text\n{}\n```\n", said.trim_end()));
+    append(env.summary.as_deref(), &summary)
 }
 
 /// Ends the step without a job: exit 0, the reason printed and in the summary.
@@ -212,6 +232,7 @@ fn heading(pull: &PullRequestRun, trigger: &Trigger) -> String {
     let what = match trigger {
         Trigger::Review { .. } => "review",
         Trigger::Comment { .. } => "comment",
+        Trigger::Converge { .. } => "converge",
         Trigger::Autofix { .. } => "autofix",
     };
     format!(

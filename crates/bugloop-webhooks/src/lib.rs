@@ -10,6 +10,7 @@ mod trigger;
 pub use self::payload::{
     Account, Comment, Event, Issue, IssueCommentEvent, IssuesEvent, Label, PullRequest,
     PullRequestEvent, Ref, Repository, Review, ReviewCommentEvent, ReviewEvent,
+    WorkflowDispatchEvent,
 };
 pub use self::trigger::{CommentKind, Skip, Trigger, TriggerSettings, trigger};
 

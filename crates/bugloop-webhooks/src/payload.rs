@@ -163,6 +163,15 @@ pub struct IssuesEvent {
     pub installation: Option<Installation>,
 }
 
+/// A workflow started by hand (an Action's `workflow_dispatch`), with its inputs as given.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct WorkflowDispatchEvent {
+    #[serde(default)]
+    pub inputs: Option<std::collections::BTreeMap<String, serde_json::Value>>,
+    pub repository: Repository,
+    pub sender: Account,
+}
+
 /// An event bugloop handles, or the name of one it does not.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Event {
@@ -171,6 +180,7 @@ pub enum Event {
     ReviewComment(Box<ReviewCommentEvent>),
     Review(Box<ReviewEvent>),
     Issues(Box<IssuesEvent>),
+    WorkflowDispatch(Box<WorkflowDispatchEvent>),
     Unhandled(String),
 }
 
@@ -189,6 +199,7 @@ pub(crate) fn parse(name: &str, body: &[u8]) -> Result<Event, WebhookError> {
         "pull_request_review_comment" => Event::ReviewComment(Box::new(read(name, body)?)),
         "pull_request_review" => Event::Review(Box::new(read(name, body)?)),
         "issues" => Event::Issues(Box::new(read(name, body)?)),
+        "workflow_dispatch" => Event::WorkflowDispatch(Box::new(read(name, body)?)),
         other => Event::Unhandled(other.to_owned()),
     })
 }

@@ -236,3 +236,34 @@ fn the_webhook_signature_is_checked() {
     assert!(!signature_is_valid(secret, body, "sha1=757107ea"));
     assert!(!signature_is_valid(secret, body, "sha256=not-hex"));
 }
+
+#[test]
+fn a_workflow_started_by_hand_asks_to_converge_a_pull_request() {
+    let payload = |inputs: Value| {
+        json!({"inputs": inputs, "ref": "refs/heads/main",
+               "repository": {"full_name": "acme/widgets"}, "sender": {"login": "alice", "type": "User"},
+               "workflow": ".github/workflows/bugloop-converge.yml"})
+    };
+    let event = parse(
+        "workflow_dispatch",
+        payload(json!({"pull-request": "#12"}))
+            .to_string()
+            .as_bytes(),
+    )
+    .unwrap();
+    assert_eq!(
+        trigger(&event, &settings()),
+        Ok(Trigger::Converge {
+            repository: "acme/widgets".to_owned(),
+            number: 12,
+            requested_by: "alice".to_owned(),
+        })
+    );
+    for inputs in [json!({}), json!({"pull-request": "main"}), Value::Null] {
+        let event = parse("workflow_dispatch", payload(inputs).to_string().as_bytes()).unwrap();
+        assert_eq!(
+            trigger(&event, &settings()),
+            Err(Skip::Input("pull-request".to_owned()))
+        );
+    }
+}

@@ -41,6 +41,14 @@ pub enum Trigger {
         in_reply_to: Option<u64>,
         installation: Option<u64>,
     },
+    /// Audit and fix a pull request until an audit is clean, asked for by hand (a
+    /// `workflow_dispatch` with the input `pull-request`).
+    Converge {
+        repository: String,
+        number: u64,
+        /// Who asked: they must have write access.
+        requested_by: String,
+    },
     /// An issue labelled for autofix (the solve pipeline).
     Autofix {
         repository: String,
@@ -66,6 +74,8 @@ pub enum Skip {
     Label(String),
     #[error("bugloop does not handle {0} events")]
     Unhandled(String),
+    #[error("the workflow's input `{0}` is missing or not a pull request number")]
+    Input(String),
 }
 
 /// Who bugloop is and what it answers to.
@@ -200,6 +210,29 @@ pub fn trigger(event: &Event, settings: &TriggerSettings) -> Result<Trigger, Ski
                 repository: e.repository.full_name.clone(),
                 issue: e.issue.number,
                 installation: e.installation.as_ref().map(|i| i.id),
+            })
+        }
+        Event::WorkflowDispatch(e) => {
+            if let Some(skip) = from_bot(&e.sender) {
+                return Err(skip);
+            }
+            // Inputs arrive as strings; a number is accepted too.
+            let number = e
+                .inputs
+                .as_ref()
+                .and_then(|inputs| inputs.get("pull-request"))
+                .and_then(|value| match value {
+                    serde_json::Value::String(text) => {
+                        text.trim().trim_start_matches('#').parse().ok()
+                    }
+                    serde_json::Value::Number(number) => number.as_u64(),
+                    _ => None,
+                })
+                .ok_or_else(|| Skip::Input("pull-request".to_owned()))?;
+            Ok(Trigger::Converge {
+                repository: e.repository.full_name.clone(),
+                number,
+                requested_by: e.sender.login.clone(),
             })
         }
         Event::Unhandled(name) => Err(Skip::Unhandled(name.clone())),

@@ -169,3 +169,85 @@ async fn the_same_comment_event_twice_is_answered_once() {
         .await;
     assert_eq!(world.origin_head(), once);
 }
+
+fn converge_trigger(requested_by: &str) -> bugloop_app::github_types::Trigger {
+    bugloop_app::github_types::Trigger::Converge {
+        repository: "acme/widgets".to_owned(),
+        number: 7,
+        requested_by: requested_by.to_owned(),
+    }
+}
+
+/// An audit's four passes, reporting `findings` in the first.
+fn audit(findings: &[Value]) -> Vec<Value> {
+    let mut first: Vec<Value> = findings
+        .iter()
+        .map(|f| json!({"name": "report_finding", "arguments": f}))
+        .collect();
+    first.push(
+        json!({"name": "submit_pass_results", "arguments": {"pass_number": 1, "summary": "audit"}}),
+    );
+    let mut lines = vec![json!({ "tool_calls": first })];
+    for pass in 2..=4 {
+        lines.push(json!({"tool_calls": [{"name": "submit_pass_results", "arguments": {"pass_number": pass, "summary": "ok"}}]}));
+    }
+    lines
+}
+
+#[tokio::test]
+async fn converge_on_a_pull_request_audits_fixes_and_pushes_to_its_branch() {
+    let world = World::with_configs(Some(BASE_CONFIG), None, false).await;
+    let mut script = audit(&[off_by_one()]);
+    script.push(json!({"tool_calls": [{"name": "edit_file", "arguments": {"path": "lib.rs", "old_text": "v[v.len()]", "new_text": "v[v.len() - 1]"}}]}));
+    script.push(json!({"text": "Fixed."}));
+    script.extend(audit(&[]));
+    let EventOutcome::Converge { outcome, .. } = world
+        .on_comment(
+            converge_trigger("alice"),
+            answers(world.scripts.path(), &script),
+        )
+        .await
+    else {
+        panic!("not a converge");
+    };
+    let report = &outcome.report;
+    assert_eq!(
+        format!("{:?}", report.exit),
+        "Converged",
+        "{}",
+        report.text()
+    );
+    let pushed = world.origin_head();
+    assert_eq!(pushed, report.final_commit);
+    assert_eq!(
+        git(world.origin(), &["rev-parse", &format!("{pushed}^")]),
+        world.head
+    );
+    let message = git(world.origin(), &["log", "-1", "--format=%s", &pushed]);
+    assert!(
+        message.starts_with("fix(#7): bugloop converge loop 2 - resolve "),
+        "{message}"
+    );
+    // The loop's record is in the pull request's conversation.
+    assert!(
+        world
+            .bot_issue_comments()
+            .iter()
+            .any(|c| c.body.contains("bugloop loop 3 audit")),
+        "{:#?}",
+        world.bot_issue_comments()
+    );
+
+    // Someone without write access asking for it: nothing runs.
+    world.sim.set_permission("mallory", "read");
+    let outcome = world
+        .on_comment(
+            converge_trigger("mallory"),
+            answers(world.scripts.path(), &[]),
+        )
+        .await;
+    let EventOutcome::NotRun { reason } = outcome else {
+        panic!("ran: {outcome:?}");
+    };
+    assert!(reason.contains("mallory may not"), "{reason}");
+}
