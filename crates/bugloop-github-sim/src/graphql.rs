@@ -5,12 +5,20 @@ use axum::http::StatusCode;
 use serde_json::{Value, json};
 
 use crate::answer::Answer;
-use crate::state::State;
+use crate::state::{Fault, State};
 
 const PAGE: usize = 100;
 
 pub(crate) fn answer(state: &mut State, body: &Value) -> Answer {
     let operation = body.get("operationName").and_then(Value::as_str);
+    let injected = state.faults.iter().position(|f| {
+        matches!(f, Fault::GraphQlError { operation: op, .. } if Some(op.as_str()) == operation)
+    });
+    if let Some(at) = injected
+        && let Fault::GraphQlError { message, .. } = state.faults.remove(at)
+    {
+        return error("FORBIDDEN", &message);
+    }
     let variables = body.get("variables").cloned().unwrap_or(Value::Null);
     let text = |key: &str| {
         variables

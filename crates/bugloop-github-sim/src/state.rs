@@ -116,6 +116,9 @@ pub enum Fault {
     /// The next `writes` comments created stay out of listings (REST and GraphQL) for the next
     /// `listings` listings of their kind: GitHub's listings lag behind its writes.
     ListingLag { writes: usize, listings: usize },
+    /// The next GraphQL request for `operation` (`ResolveThread`, ...) is answered with a
+    /// GraphQL error (200 with `errors`), as GitHub does for a forbidden mutation.
+    GraphQlError { operation: String, message: String },
     /// This line is refused as a review comment's anchor (422) even inside the diff; for good.
     RefuseAnchor { path: String, line: u32 },
     /// Once the pull request has been read `after_pull_reads` times, its head is `sha` (a push

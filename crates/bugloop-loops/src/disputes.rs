@@ -120,10 +120,14 @@ pub async fn settle_dispute(
     ) {
         let reviewers = env.forge.human_reviewers(change).await?;
         if reviewers.is_empty() {
-            let reasoning = "The developer still disagrees and this change has no human \
-                             reviewer to decide, so the developer's decision stands."
+            let mut reasoning = "The developer still disagrees and this change has no human \
+                                 reviewer to decide, so the developer's decision stands."
                 .to_owned();
-            resolve_thread(env.forge, change, markers, root, id, &reasoning).await?;
+            if let Some(note) =
+                resolve_thread(env.forge, change, markers, root, id, &reasoning).await?
+            {
+                reasoning.push_str(&format!(" ({note})"));
+            }
             return Ok(DisputeOutcome {
                 finding: id.as_str().to_owned(),
                 decision: None,
@@ -159,10 +163,10 @@ pub async fn settle_dispute(
         max_tokens: 1_024,
     };
     let answer: DisputeAnswer = crate::structured_answer(env, env.git.root(), question).await?;
-    let reasoning = answer.reasoning.trim().to_owned();
+    let mut reasoning = answer.reasoning.trim().to_owned();
     let status = match answer.decision {
         Decision::Concede => {
-            resolve_thread(
+            if let Some(note) = resolve_thread(
                 env.forge,
                 change,
                 markers,
@@ -170,7 +174,10 @@ pub async fn settle_dispute(
                 id,
                 &format!("Conceded: {reasoning}"),
             )
-            .await?;
+            .await?
+            {
+                reasoning.push_str(&format!(" ({note})"));
+            }
             ThreadStatus::Resolved
         }
         Decision::Maintain => {

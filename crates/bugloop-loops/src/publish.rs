@@ -190,7 +190,8 @@ pub fn find_tagged<'a>(comments: &'a [Comment], tag: &str) -> Option<&'a Comment
         .find(|c| c.by_bugloop && c.in_reply_to.is_none() && c.body.starts_with(tag))
 }
 
-/// Flips the marker, says why in the thread, and resolves the thread.
+/// Flips the marker, says why in the thread, and resolves the thread; what kept the forge's
+/// thread from being marked resolved comes back as a note.
 pub async fn resolve_thread(
     forge: &dyn Forge,
     change: &ChangeKey,
@@ -198,7 +199,7 @@ pub async fn resolve_thread(
     root: &Comment,
     id: &FindingId,
     reason: &str,
-) -> Result<(), ForgeError> {
+) -> Result<Option<String>, ForgeError> {
     if let Some(body) = markers.replace(&root.body, id, true)
         && body != root.body
     {
@@ -207,10 +208,16 @@ pub async fn resolve_thread(
     forge
         .reply(change, root, &resolved_reply(markers, reason))
         .await?;
-    if let Some(thread) = &root.thread_id {
-        forge.set_thread_resolved(change, thread, true).await?;
+    // The finding is resolved by its state; the forge's own flag is a convenience, and a
+    // refusal to set it (permissions, a thread gone) is reported, not fatal.
+    if let Some(thread) = &root.thread_id
+        && let Err(error) = forge.set_thread_resolved(change, thread, true).await
+    {
+        return Ok(Some(format!(
+            "finding {id} is resolved, but its thread could not be marked resolved: {error}"
+        )));
     }
-    Ok(())
+    Ok(None)
 }
 
 #[cfg(test)]

@@ -265,3 +265,57 @@ async fn two_runs_at_once_on_one_pull_request_leave_one_comment_each() {
         .count();
     assert_eq!(summaries, 1);
 }
+
+#[tokio::test]
+async fn a_thread_github_will_not_resolve_is_reported_and_the_finding_still_resolved() {
+    let world = World::new().await;
+    let EventOutcome::Review { outcome, .. } = world.review(&[off_by_one()]).await else {
+        panic!("not a review");
+    };
+    let id = outcome.report.unwrap().findings[0]
+        .finding
+        .id
+        .as_str()
+        .to_owned();
+    // The fix is pushed; the model says the finding is resolved; GitHub refuses the resolve.
+    let fixed = world.push(
+        "lib.rs",
+        &format!(
+            "{}\npub fn last(v: &[u8]) -> u8 {{\n    v[v.len() - 1]\n}}\n",
+            crate::support::LIB
+        ),
+    );
+    world.sim.set_head(7, &fixed, Some(world.diff_at(&fixed)));
+    world.sim.inject(Fault::GraphQlError {
+        operation: "ResolveThread".to_owned(),
+        message: "Resource not accessible by integration".to_owned(),
+    });
+    let mut lines = vec![serde_json::json!({"tool_calls": [
+        {"name": "resolve_finding", "arguments": {"id": id, "reason": "now indexes the last element"}},
+        {"name": "submit_pass_results", "arguments": {"pass_number": 1, "summary": "diff"}}
+    ]})];
+    for pass in 2..=4 {
+        lines.push(serde_json::json!({"tool_calls": [{"name": "submit_pass_results", "arguments": {"pass_number": pass, "summary": "ok"}}]}));
+    }
+    let model = crate::support::answers(world.scripts.path(), &lines);
+    let EventOutcome::Review { outcome, .. } =
+        bugloop_app::run_event(world.job(world.review_trigger(), model))
+            .await
+            .unwrap()
+    else {
+        panic!("not a review");
+    };
+    let report = outcome.report.unwrap();
+    assert_eq!(report.resolved.len(), 1, "{report:#?}");
+    assert!(
+        report
+            .conversation_problems
+            .iter()
+            .any(|p| p.contains("could not be marked resolved")
+                && p.contains("Resource not accessible")),
+        "{:?}",
+        report.conversation_problems
+    );
+    assert!(world.finding_comments()[0].body.contains("resolved:true"));
+    assert!(!world.sim.threads(7)[0].resolved);
+}

@@ -10,7 +10,7 @@ use bugloop_app::github_types::{Endpoint, Policy, Repo, StateKey, Trigger};
 use bugloop_app::{ConfigChoice, EventJob, EventOutcome, GitHubAuth, GitHubTarget, run_event};
 use serde_json::{Value, json};
 
-pub use bugloop_github_sim::fixture::BOT;
+pub use bugloop_github_sim::fixture::{BOT, LIB};
 use bugloop_github_sim::fixture::{FixtureOptions, PullRequestFixture, TOKEN};
 
 pub const KEY: &[u8] = b"a state key of 32 bytes, secret!";

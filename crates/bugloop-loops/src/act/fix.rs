@@ -98,6 +98,7 @@ pub async fn fix(
     drop(bench);
     let markers = &env.settings.markers;
     let mut resolved = Vec::new();
+    let mut notes = Vec::new();
     for thread in &chosen {
         let Some(root) = comments.iter().find(|c| c.id == thread.id) else {
             continue;
@@ -107,15 +108,17 @@ pub async fn fix(
         };
         match &landing {
             Some(Landing::FastForwarded { commit, .. }) => {
-                resolve_thread(
-                    env.forge,
-                    change,
-                    markers,
-                    root,
-                    id,
-                    &format!("Fixed in {} (`bugloop fix`, verified).", short(commit)),
-                )
-                .await?;
+                notes.extend(
+                    resolve_thread(
+                        env.forge,
+                        change,
+                        markers,
+                        root,
+                        id,
+                        &format!("Fixed in {} (`bugloop fix`, verified).", short(commit)),
+                    )
+                    .await?,
+                );
                 resolved.push(id.as_str().to_owned());
             }
             Some(Landing::Branch { name, reason, .. }) => {
@@ -144,10 +147,14 @@ pub async fn fix(
             }
         }
     }
+    let mut message = build_outcome(&result.status, landing.as_ref());
+    for note in notes {
+        message.push_str(&format!(" ({note})"));
+    }
     Ok(ActReport {
         action: Intent::Fix(ids),
         chosen_by: ChosenBy::Command,
-        message: build_outcome(&result.status, landing.as_ref()),
+        message,
         answer: Some(result.summary.clone()).filter(|s| !s.is_empty()),
         build: Some(result),
         landing,

@@ -80,6 +80,7 @@ pub(super) async fn report(
             .problems
             .iter()
             .map(|p| format!("comment {}: {}", p.comment_id, p.message))
+            .chain(published.problems.iter().cloned())
             .chain((conversation.state.ignored_untrusted > 0).then(|| {
                 format!(
                     "{} comment(s) by others carried bugloop markers or state blocks and were ignored",

@@ -33,6 +33,8 @@ pub(super) struct Published {
     pub overflow: OverflowInfo,
     /// The change's head moved during the review: nothing was written (not even the summary).
     pub head_moved: bool,
+    /// What went wrong without stopping the run (a thread the forge would not mark resolved).
+    pub problems: Vec<String>,
 }
 
 /// A dry run reports every finding as not published, whatever its recorded write was.
@@ -74,6 +76,7 @@ pub(super) async fn publish(
             resolved: Vec::new(),
             overflow: OverflowInfo::default(),
             head_moved: true,
+            problems: Vec::new(),
         });
     }
     let writer = Writer {
@@ -92,7 +95,7 @@ pub(super) async fn publish(
         published.push(writer.rediscovered(again, filtered).await?);
     }
     published.sort_by_key(|p| std::cmp::Reverse(p.finding.score));
-    let resolved = writer
+    let (resolved, problems) = writer
         .resolve(&filtered.resolutions, &rediscovered_ids)
         .await?;
     let overflow = writer
@@ -103,6 +106,7 @@ pub(super) async fn publish(
         resolved,
         overflow,
         head_moved: false,
+        problems,
     })
 }
 
@@ -247,9 +251,10 @@ impl Writer<'_, '_> {
         &self,
         resolutions: &BTreeMap<String, String>,
         rediscovered: &[FindingId],
-    ) -> Result<Vec<ResolvedFinding>, ForgeError> {
+    ) -> Result<(Vec<ResolvedFinding>, Vec<String>), ForgeError> {
         let by_finding = self.conversation.state.by_finding();
         let mut resolved = Vec::new();
+        let mut problems = Vec::new();
         for (id, reason) in resolutions {
             let id = FindingId::new(id);
             if rediscovered.contains(&id) {
@@ -267,7 +272,7 @@ impl Writer<'_, '_> {
                 .iter()
                 .find(|c| c.id == thread.id);
             if let Some(root) = root {
-                resolve_thread(
+                let note = resolve_thread(
                     self.env.forge,
                     &self.request.change,
                     &self.env.settings.markers,
@@ -276,6 +281,7 @@ impl Writer<'_, '_> {
                     reason,
                 )
                 .await?;
+                problems.extend(note);
             }
             resolved.push(ResolvedFinding {
                 id: id.as_str().to_owned(),
@@ -283,7 +289,7 @@ impl Writer<'_, '_> {
                 reason: reason.clone(),
             });
         }
-        Ok(resolved)
+        Ok((resolved, problems))
     }
 
     /// The list of findings over the comment limit; when none is over it any more, an earlier
