@@ -73,6 +73,47 @@ pub(crate) struct OpenedPullRequest {
     pub run: PullRequestRun,
 }
 
+/// The base commit's rule files (`AGENTS.md`, `.cursor/rules/*`, ...) copied into a directory
+/// of their own, read as data from git: the instructions the reviewer and the agents follow come
+/// from the base, never from the pull request.
+pub(crate) fn base_rules(git: &Git, base: &str) -> Result<tempfile::TempDir, AppError> {
+    let dir = tempfile::Builder::new()
+        .prefix("bugloop-rules-")
+        .tempdir()
+        .map_err(|e| {
+            AppError::Invalid(format!(
+                "cannot make a directory for the base's rule files: {e}"
+            ))
+        })?;
+    for entry in bugloop_loops::context::RULE_FILES {
+        // A directory's files (one level, as the reader lists them), or the file itself.
+        let listing = git
+            .run(&["ls-tree", "--name-only", &format!("{base}:{entry}")])
+            .unwrap_or_default();
+        let paths: Vec<String> = if listing.is_empty() {
+            vec![(*entry).to_owned()]
+        } else {
+            listing
+                .lines()
+                .map(|name| format!("{entry}/{name}"))
+                .collect()
+        };
+        for path in paths {
+            let Some(bytes) = git.show(base, &path) else {
+                continue;
+            };
+            let target = dir.path().join(&path);
+            let written = target
+                .parent()
+                .map_or(Ok(()), std::fs::create_dir_all)
+                .and_then(|()| std::fs::write(&target, bytes));
+            written
+                .map_err(|e| AppError::Invalid(format!("cannot copy the base's {path}: {e}")))?;
+        }
+    }
+    Ok(dir)
+}
+
 impl std::fmt::Debug for OpenedPullRequest {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("OpenedPullRequest")

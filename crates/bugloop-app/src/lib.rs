@@ -108,6 +108,8 @@ pub struct App {
     local: Option<Arc<LocalForge>>,
     /// The pull request of a GitHub run.
     pull_request: Option<PullRequestRun>,
+    /// The base commit's rule files, on a pull request (kept while the app lives).
+    _base_rules: Option<tempfile::TempDir>,
     models: Models,
     runs_dir: PathBuf,
     progress: Arc<dyn bugloop_loops::Progress>,
@@ -119,7 +121,7 @@ impl App {
     pub async fn open(options: AppOptions) -> Result<App, AppError> {
         // Outside a repository this is the error to show, not a configuration problem.
         let git = Git::open(&options.directory)?;
-        let (configuration, forge, local, pull_request) = match &options.forge {
+        let (configuration, forge, local, pull_request, base_rules) = match &options.forge {
             ForgeChoice::Local => {
                 let configuration = load_configuration(git.root(), &options.config)?;
                 let local = LocalForge::open(
@@ -133,7 +135,7 @@ impl App {
                 })?;
                 let local = Arc::new(local);
                 let forge: Arc<dyn Forge> = local.clone();
-                (configuration, forge, Some(local), None)
+                (configuration, forge, Some(local), None, None)
             }
             ForgeChoice::GitHub(target) => {
                 let opened = github::open_pull_request(&git, target).await?;
@@ -142,7 +144,14 @@ impl App {
                     &opened.run.base_sha,
                     &options.config,
                 )?;
-                (configuration, opened.forge, None, Some(opened.run))
+                let rules = github::base_rules(&git, &opened.run.base_sha)?;
+                (
+                    configuration,
+                    opened.forge,
+                    None,
+                    Some(opened.run),
+                    Some(rules),
+                )
             }
         };
         let mut warnings = configuration.warnings;
@@ -150,9 +159,12 @@ impl App {
         let config = configuration.loaded.config;
         warnings.extend(doctor::unconfined_warning(&config));
         let runs_dir = runs::runs_dir(&git);
+        let mut settings = LoopSettings::resolve(config.clone()).map_err(AppError::Config)?;
+        settings.rules_root = base_rules.as_ref().map(|dir| dir.path().to_path_buf());
         Ok(App {
             models: Models::new(&config),
-            settings: LoopSettings::resolve(config).map_err(AppError::Config)?,
+            settings,
+            _base_rules: base_rules,
             git,
             ignored: configuration.loaded.ignored,
             warnings,

@@ -33,6 +33,9 @@ pub struct FixtureOptions<'a> {
     pub head_config: Option<&'a str>,
     /// The pull request comes from a fork.
     pub fork: bool,
+    /// More files on `main`, and files the pull request adds or changes.
+    pub base_files: &'a [(&'a str, &'a str)],
+    pub head_files: &'a [(&'a str, &'a str)],
 }
 
 #[derive(Debug)]
@@ -54,12 +57,18 @@ impl PullRequestFixture {
         if let Some(config) = options.base_config {
             dev.write(".bugloop/config.yml", config);
         }
+        for (path, text) in options.base_files {
+            dev.write(path, text);
+        }
         dev.commit("one");
         let base = dev.head();
         dev.branch("feature");
         dev.write("lib.rs", &format!("{LIB}{LAST}"));
         if let Some(config) = options.head_config {
             dev.write(".bugloop/config.yml", config);
+        }
+        for (path, text) in options.head_files {
+            dev.write(path, text);
         }
         dev.commit("two");
         let head = dev.head();

@@ -148,7 +148,7 @@ pub struct BuildTask {
 }
 
 /// The Build agent's system prompt for this repository.
-pub fn system_prompt(config: &Config, root: &Path, progress: &dyn Progress) -> String {
+pub fn system_prompt(config: &Config, rules_root: &Path, progress: &dyn Progress) -> String {
     let verify = if config.fix.verify_commands.is_empty() {
         "None are configured (`fix.verify_commands`): the change is committed unverified, so be \
          careful."
@@ -162,7 +162,7 @@ pub fn system_prompt(config: &Config, root: &Path, progress: &dyn Progress) -> S
             .collect::<Vec<_>>()
             .join("\n")
     };
-    let (rules, _) = cut(&rules_block(&rules_of(root, progress)), 16_000);
+    let (rules, _) = cut(&rules_block(&rules_of(rules_root, progress)), 16_000);
     fill(
         SYSTEM,
         &[
@@ -228,7 +228,8 @@ pub async fn run_commands(
 /// Runs the Build agent on `task` in the workbench, verifies, and commits when everything passed.
 /// On any failure the worktree is reset, so nothing of the attempt remains.
 pub async fn build(env: &LoopEnv<'_>, bench: &Workbench, task: BuildTask) -> BuildResult {
-    let system = system_prompt(env.config(), bench.path(), env.progress.as_ref());
+    let rules_root = env.settings.rules_root.as_deref().unwrap_or(bench.path());
+    let system = system_prompt(env.config(), rules_root, env.progress.as_ref());
     let mut result = BuildResult {
         status: BuildStatus::AgentFailed {
             error: "not started".to_owned(),

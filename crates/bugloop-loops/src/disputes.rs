@@ -3,8 +3,6 @@
 //! (ESCALATED); a dispute the two cannot settle goes the developer's way when the change has no
 //! human reviewer. The review loop settles every open dispute before it reviews.
 
-use std::path::Path;
-
 use bugloop_domain::finding::FindingId;
 use bugloop_domain::safety::truncate_finding_body;
 use bugloop_domain::thread::{ThreadState, ThreadStatus};
@@ -12,7 +10,7 @@ use bugloop_forge::ChangeKey;
 use bugloop_report::dispute::{Decision, DisputeOutcome};
 use serde::Deserialize;
 
-use crate::env::LoopEnv;
+use crate::env::{LoopEnv, WorkTarget};
 use crate::error::ActError;
 use crate::prompt::fill;
 use crate::publish::resolve_thread;
@@ -38,11 +36,19 @@ fn thread_text(thread: &ThreadState) -> String {
     out
 }
 
-fn code_around(root: &Path, thread: &ThreadState) -> String {
+fn code_around(env: &LoopEnv<'_>, thread: &ThreadState) -> String {
     let (Some(file), Some(line)) = (&thread.file, thread.line) else {
         return String::new();
     };
-    let Some(text) = crate::context::read_inside(root, file) else {
+    // On a pull request, the pinned head's file (the clone may have another branch out).
+    let text = match &env.work {
+        WorkTarget::PullRequest { head, .. } => env
+            .git
+            .show(head, file)
+            .map(|bytes| String::from_utf8_lossy(&bytes).into_owned()),
+        WorkTarget::LocalBranch => crate::context::read_inside(env.git.root(), file),
+    };
+    let Some(text) = text else {
         return format!("\n({file} no longer exists.)\n");
     };
     let start = line.saturating_sub(8).max(1) as usize;
@@ -141,7 +147,7 @@ pub async fn settle_dispute(
         thread.score.map_or("-".to_owned(), |s| s.to_string()),
         thread.title,
         truncate_finding_body(thread.body.trim(), 6_000),
-        code_around(env.git.root(), thread)
+        code_around(env, thread)
     );
     let prompt = fill(
         DISPUTE_PROMPT,

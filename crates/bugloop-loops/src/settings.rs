@@ -16,6 +16,10 @@ pub struct LoopSettings {
     pub verify_commands: Vec<VerifyCommand>,
     /// `gate.commands`, parsed.
     pub gate_commands: Vec<VerifyCommand>,
+    /// Where the repository's rule files (`AGENTS.md` and the like) are read: on a pull request,
+    /// a copy of the base commit's (the head must not write the reviewer's or the agent's
+    /// instructions); `None`, the tree being worked on.
+    pub rules_root: Option<std::path::PathBuf>,
 }
 
 impl LoopSettings {
@@ -25,6 +29,7 @@ impl LoopSettings {
             markers: bugloop_config::marker_syntax(&config)?,
             verify_commands: bugloop_config::verify_commands(&config)?,
             gate_commands: bugloop_config::commands("gate.commands", &config.gate.commands)?,
+            rules_root: None,
             config,
         })
     }

@@ -10,8 +10,9 @@ use bugloop_app::github_types::{Endpoint, Policy, Repo, StateKey, Trigger};
 use bugloop_app::{ConfigChoice, EventJob, EventOutcome, GitHubAuth, GitHubTarget, run_event};
 use serde_json::{Value, json};
 
+pub use bugloop_github_sim::fixture::FixtureOptions;
 pub use bugloop_github_sim::fixture::{BOT, LIB};
-use bugloop_github_sim::fixture::{FixtureOptions, PullRequestFixture, TOKEN};
+use bugloop_github_sim::fixture::{PullRequestFixture, TOKEN};
 
 pub const KEY: &[u8] = b"a state key of 32 bytes, secret!";
 
@@ -42,12 +43,17 @@ impl World {
         head_config: Option<&str>,
         fork: bool,
     ) -> World {
-        let fixture = PullRequestFixture::new(FixtureOptions {
+        Self::with_options(FixtureOptions {
             base_config,
             head_config,
             fork,
+            ..FixtureOptions::default()
         })
-        .await;
+        .await
+    }
+
+    pub async fn with_options(options: FixtureOptions<'_>) -> World {
+        let fixture = PullRequestFixture::new(options).await;
         let scripts = tempfile::tempdir().unwrap();
         let config = scripts.path().join("user-config.yml");
         std::fs::write(&config, "{}\n").unwrap();

@@ -9,8 +9,10 @@ use bugloop_tools::{ToolContext, Toolset, Workspace};
 
 use crate::context::rules_of;
 use crate::env::LoopEnv;
+use crate::env::WorkTarget;
 use crate::prompt::{fill, rules_block};
 use crate::sandbox_settings;
+use bugloop_sandbox::TaskTree;
 
 use super::{ASK_PROMPT, ActError, findings_block, open_threads};
 
@@ -27,28 +29,43 @@ pub async fn ask(
     } else {
         crate::context::cut(&findings_block(&open), 12_000).0
     };
-    let root = env.git.root();
+    // On a pull request, the pinned head's files (the clone may have another branch out).
+    let tree = match &env.work {
+        WorkTarget::PullRequest { head, .. } => Some(
+            TaskTree::create(env.git.root(), head, "ask")
+                .map_err(|e| ActError::Invalid(e.to_string()))?,
+        ),
+        WorkTarget::LocalBranch => None,
+    };
+    let root = tree.as_ref().map_or(env.git.root(), TaskTree::path);
+    let rules_root = env.settings.rules_root.as_deref().unwrap_or(root);
     let system = fill(
         ASK_PROMPT,
         &[
             ("findings", &findings),
             (
                 "rules",
-                &crate::context::cut(&rules_block(&rules_of(root, env.progress.as_ref())), 12_000)
-                    .0,
+                &crate::context::cut(
+                    &rules_block(&rules_of(rules_root, env.progress.as_ref())),
+                    12_000,
+                )
+                .0,
             ),
         ],
     );
     let mut sandbox = sandbox_settings(env.config(), root, Policy::ReadOnly);
     // The repository's own .git (its config, its hooks) is never shown; a sanitized one is.
-    let shadow = match env.git.head() {
-        Some(head) => Some(
+    let shadow = match (&tree, env.git.head()) {
+        (Some(_), _) | (None, None) => None,
+        (None, Some(head)) => Some(
             bugloop_sandbox::ShadowGit::for_repository(root, &head)
                 .map_err(|e| ActError::Invalid(e.to_string()))?,
         ),
-        None => None,
     };
-    sandbox.git = shadow.as_ref().map(bugloop_sandbox::ShadowGit::mount);
+    sandbox.git = match &tree {
+        Some(tree) => Some(tree.git_mount()),
+        None => shadow.as_ref().map(bugloop_sandbox::ShadowGit::mount),
+    };
     let context = ToolContext::new(
         Workspace::new(root).map_err(|e| ActError::Invalid(e.to_string()))?,
         sandbox,

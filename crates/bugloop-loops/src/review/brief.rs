@@ -61,7 +61,10 @@ pub(super) fn prepare(
         })
         .collect();
     let mut context_reader = ContextReader::new(&request.workspace);
-    let rules = read_rules(&mut context_reader);
+    let rules = match &env.settings.rules_root {
+        Some(root) => read_rules(&mut ContextReader::new(root)),
+        None => read_rules(&mut context_reader),
+    };
     let verdict = sensitivity(&mut context_reader, config.review.sensitive_data);
     let refused_context = context_reader.into_refused();
     let mut settings = bugloop_config::filter_settings_for(config, verdict.sensitive)?;
