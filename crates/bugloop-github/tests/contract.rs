@@ -135,12 +135,20 @@ fn nullable_as_null(value: &mut Value) {
 /// Answers `method path` with the example of `template` at `status`.
 async fn answer(server: &MockServer, api: &OpenApi, call: (&str, &str, &str, &str)) {
     let (verb, concrete, template, status) = call;
+    let code = status.parse::<u16>().unwrap();
+    // A 204 has no body (and the description no example); the operation must declare it.
+    let response = if code == 204 {
+        assert!(
+            api.0["paths"][template][verb.to_lowercase()]["responses"]["204"].is_object(),
+            "{verb} {template} answers no 204"
+        );
+        ResponseTemplate::new(code)
+    } else {
+        ResponseTemplate::new(code).set_body_json(api.example(verb, template, status))
+    };
     Mock::given(method(verb))
         .and(path(concrete))
-        .respond_with(
-            ResponseTemplate::new(status.parse::<u16>().unwrap())
-                .set_body_json(api.example(verb, template, status)),
-        )
+        .respond_with(response)
         .mount(server)
         .await;
 }
@@ -248,6 +256,18 @@ async fn every_request_matches_one_operation_of_githubs_description() {
             "/repos/{owner}/{repo}/commits/{ref}/status",
             "200",
         ),
+        (
+            "DELETE",
+            "/repos/octo/hello/issues/comments/3000000002",
+            "/repos/{owner}/{repo}/issues/comments/{comment_id}",
+            "204",
+        ),
+        (
+            "DELETE",
+            "/repos/octo/hello/pulls/comments/3000000011",
+            "/repos/{owner}/{repo}/pulls/comments/{comment_id}",
+            "204",
+        ),
     ];
     for call in calls {
         answer(&server, &api, call).await;
@@ -339,10 +359,18 @@ async fn every_request_matches_one_operation_of_githubs_description() {
     assert!(issue.number > 0);
     let checks = client.commit_checks(&repo, "abc123").await.unwrap();
     assert!(!checks.runs.is_empty());
+    client
+        .delete_issue_comment(&repo, 3_000_000_002)
+        .await
+        .unwrap();
+    client
+        .delete_review_comment(&repo, 3_000_000_011)
+        .await
+        .unwrap();
 
     // Every request the client sent, against the description.
     let requests = server.received_requests().await.unwrap();
-    assert_eq!(requests.len(), 20);
+    assert_eq!(requests.len(), 22);
     for request in requests {
         let verb = request.method.as_str();
         let target = request.url.path();

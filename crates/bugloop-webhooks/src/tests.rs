@@ -8,12 +8,13 @@ use serde_json::{Value, json};
 use super::*;
 use crate::trigger::TriggerSettings;
 
-const HANDLED: [&str; 5] = [
+const HANDLED: [&str; 6] = [
     "pull_request",
     "issue_comment",
     "pull_request_review_comment",
     "pull_request_review",
     "issues",
+    "workflow_dispatch",
 ];
 
 fn examples_file() -> PathBuf {

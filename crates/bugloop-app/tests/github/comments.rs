@@ -251,3 +251,39 @@ async fn converge_on_a_pull_request_audits_fixes_and_pushes_to_its_branch() {
     };
     assert!(reason.contains("mallory may not"), "{reason}");
 }
+
+#[tokio::test]
+async fn a_review_body_asking_for_a_fix_is_acted_on_once() {
+    let world = World::with_configs(Some(BASE_CONFIG), None, false).await;
+    world.review(&[off_by_one()]).await;
+    let trigger = bugloop_app::github_types::Trigger::Comment {
+        repository: "acme/widgets".to_owned(),
+        number: 7,
+        kind: bugloop_app::github_types::CommentKind::ReviewBody,
+        id: 9_000_000_001,
+        body: "@bugloop fix all".to_owned(),
+        author: "alice".to_owned(),
+        in_reply_to: None,
+        installation: None,
+    };
+    world.on_comment(trigger.clone(), fixing(&world)).await;
+    let once = world.origin_head();
+    assert_ne!(once, world.head, "a fix was pushed");
+    let answered = world
+        .bot_issue_comments()
+        .into_iter()
+        .filter(|c| c.body.contains("reply-to review-body-9000000001"))
+        .count();
+    assert_eq!(answered, 1);
+    world.sim.set_head(7, &once, None);
+    let EventOutcome::Comment { outcome, .. } = world.on_comment(trigger, fixing(&world)).await
+    else {
+        panic!("not a comment");
+    };
+    assert!(
+        matches!(outcome.verdict, bugloop_app::Verdict::Skipped { .. }),
+        "{:?}",
+        outcome.verdict
+    );
+    assert_eq!(world.origin_head(), once);
+}

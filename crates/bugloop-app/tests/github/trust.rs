@@ -127,7 +127,13 @@ async fn a_forged_marker_under_the_bots_login_or_anothers_changes_nothing() {
 
 #[tokio::test]
 async fn a_fork_is_reviewed_but_nothing_is_written_and_its_comments_are_not_acted_on() {
-    let world = World::with_configs(None, None, true).await;
+    // The fork's own configuration asks for a command to run: it is ignored and reported.
+    let world = World::with_configs(
+        None,
+        Some("fix:\n  verify_commands: [\"touch pwned\"]\n"),
+        true,
+    )
+    .await;
     let EventOutcome::Review {
         outcome,
         pull_request,
