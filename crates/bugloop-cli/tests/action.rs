@@ -8,7 +8,8 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use bugloop_github_sim::fixture::{
-    FixtureOptions, NUMBER, PullRequestFixture, TOKEN, webhook_example,
+    FixtureOptions, NUMBER, PullRequestFixture, TOKEN, off_by_one, review_lines, script_file,
+    webhook_example,
 };
 use serde_json::{Value, json};
 
@@ -69,22 +70,7 @@ fn action(
 }
 
 fn review_script(dir: &Path) -> String {
-    let finding = json!({"file": "lib.rs", "line": 6, "evidence": "v[v.len()]", "title": "Index one past the end",
-                         "description": "`v[v.len()]` always panics.", "score": 8, "category": "logic"});
-    let mut lines = vec![json!({"tool_calls": [
-        {"name": "report_finding", "arguments": finding},
-        {"name": "submit_pass_results", "arguments": {"pass_number": 1, "summary": "diff"}}
-    ]})];
-    for pass in 2..=4 {
-        lines.push(json!({"tool_calls": [{"name": "submit_pass_results", "arguments": {"pass_number": pass, "summary": "ok"}}]}));
-    }
-    let path = dir.join("review.jsonl");
-    std::fs::write(
-        &path,
-        lines.iter().map(|l| format!("{l}\n")).collect::<String>(),
-    )
-    .unwrap();
-    format!("script:{}", path.display())
+    script_file(dir, &review_lines(&[off_by_one()]))
 }
 
 fn text(output: &Output) -> String {

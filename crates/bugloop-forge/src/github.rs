@@ -35,6 +35,9 @@ pub struct GitHubForge {
     /// The local clone, where the change's diff comes from (GitHub's diff endpoint refuses
     /// large pull requests).
     git: Option<Git>,
+    /// The conversation as last listed, until bugloop writes: a job's stages (disputes, the
+    /// review, its publishing) share one listing instead of each paging through it again.
+    snapshot: std::sync::Mutex<Option<(ChangeKey, Vec<Comment>)>>,
 }
 
 impl GitHubForge {
@@ -45,7 +48,19 @@ impl GitHubForge {
             bot: bot.to_owned(),
             identity: BotIdentity::new([bot]),
             git,
+            snapshot: std::sync::Mutex::new(None),
         }
+    }
+
+    fn snapshot(&self) -> std::sync::MutexGuard<'_, Option<(ChangeKey, Vec<Comment>)>> {
+        self.snapshot
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// A write makes the next read list the conversation again.
+    fn forget(&self) {
+        *self.snapshot() = None;
     }
 
     /// The change key of pull request `number` of `repo`.
@@ -157,6 +172,45 @@ impl GitHubForge {
     }
 }
 
+impl GitHubForge {
+    /// The conversation from GitHub: both kinds of comments, and the threads from GraphQL.
+    async fn list(&self, change: &ChangeKey) -> Result<Vec<Comment>, ForgeError> {
+        let number = self.number(change)?;
+        let issue = self.client.issue_comments(&self.repo, number).await?;
+        let review = self.client.review_comments(&self.repo, number).await?;
+        let threads = self.client.review_threads(&self.repo, number).await?;
+        let mut comments: Vec<Comment> = issue
+            .into_iter()
+            .map(|c| self.issue_comment_of(c))
+            .chain(review.into_iter().map(|c| self.review_comment_of(c)))
+            .collect();
+        // A thread is known by its first comment; replies join their root's thread.
+        let by_root: HashMap<String, (&str, bool)> = threads
+            .iter()
+            .filter_map(|t| {
+                Some((
+                    format!("review-{}", t.first_comment?),
+                    (t.id.as_str(), t.is_resolved),
+                ))
+            })
+            .collect();
+        for comment in comments
+            .iter_mut()
+            .filter(|c| c.kind == CommentKind::Review)
+        {
+            let root = comment
+                .in_reply_to
+                .clone()
+                .unwrap_or_else(|| comment.id.clone());
+            if let Some((thread, resolved)) = by_root.get(&root) {
+                comment.thread_id = Some((*thread).to_owned());
+                comment.thread_resolved = *resolved;
+            }
+        }
+        Ok(comments)
+    }
+}
+
 fn comment_id(id: &str, kind: &str) -> Result<u64, ForgeError> {
     id.strip_prefix(kind)
         .and_then(|n| n.strip_prefix('-'))
@@ -242,38 +296,13 @@ impl Forge for GitHubForge {
     }
 
     async fn comments(&self, change: &ChangeKey) -> Result<Vec<Comment>, ForgeError> {
-        let number = self.number(change)?;
-        let issue = self.client.issue_comments(&self.repo, number).await?;
-        let review = self.client.review_comments(&self.repo, number).await?;
-        let threads = self.client.review_threads(&self.repo, number).await?;
-        let mut comments: Vec<Comment> = issue
-            .into_iter()
-            .map(|c| self.issue_comment_of(c))
-            .chain(review.into_iter().map(|c| self.review_comment_of(c)))
-            .collect();
-        // A thread is known by its first comment; replies join their root's thread.
-        let by_root: HashMap<String, (&str, bool)> = threads
-            .iter()
-            .filter_map(|t| {
-                Some((
-                    format!("review-{}", t.first_comment?),
-                    (t.id.as_str(), t.is_resolved),
-                ))
-            })
-            .collect();
-        for comment in comments
-            .iter_mut()
-            .filter(|c| c.kind == CommentKind::Review)
+        if let Some((key, comments)) = &*self.snapshot()
+            && key == change
         {
-            let root = comment
-                .in_reply_to
-                .clone()
-                .unwrap_or_else(|| comment.id.clone());
-            if let Some((thread, resolved)) = by_root.get(&root) {
-                comment.thread_id = Some((*thread).to_owned());
-                comment.thread_resolved = *resolved;
-            }
+            return Ok(comments.clone());
         }
+        let comments = self.list(change).await?;
+        *self.snapshot() = Some((change.clone(), comments.clone()));
         Ok(comments)
     }
 
@@ -283,6 +312,7 @@ impl Forge for GitHubForge {
         body: &str,
         anchor: Option<&LineAnchor>,
     ) -> Result<Comment, ForgeError> {
+        self.forget();
         let number = self.number(change)?;
         let body = &*cap_body(body, bugloop_github::MAX_BODY_CHARS);
         let Some(anchor) = anchor else {
@@ -329,6 +359,7 @@ impl Forge for GitHubForge {
         comment: &Comment,
         body: &str,
     ) -> Result<(), ForgeError> {
+        self.forget();
         self.number(change)?;
         if !comment.by_bugloop {
             return Err(ForgeError::Invalid(format!(
@@ -359,6 +390,7 @@ impl Forge for GitHubForge {
         change: &ChangeKey,
         comment: &Comment,
     ) -> Result<bool, ForgeError> {
+        self.forget();
         self.number(change)?;
         if !comment.by_bugloop {
             return Err(ForgeError::Invalid(format!(
@@ -385,6 +417,7 @@ impl Forge for GitHubForge {
         to: &Comment,
         body: &str,
     ) -> Result<Comment, ForgeError> {
+        self.forget();
         let number = self.number(change)?;
         let body = &*cap_body(body, bugloop_github::MAX_BODY_CHARS);
         match to.kind {
@@ -423,6 +456,7 @@ impl Forge for GitHubForge {
         thread_id: &str,
         resolved: bool,
     ) -> Result<(), ForgeError> {
+        self.forget();
         self.number(change)?;
         Ok(self.client.set_thread_resolved(thread_id, resolved).await?)
     }

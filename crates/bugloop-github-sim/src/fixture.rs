@@ -213,3 +213,36 @@ pub fn webhook_example(event: &str, action: &str, fixture: &PullRequestFixture) 
     }
     payload
 }
+
+/// The answers of a scripted review (`script:` models): `findings` reported in the first pass,
+/// then passes 2-4.
+pub fn review_lines(findings: &[Value]) -> Vec<Value> {
+    let mut first: Vec<Value> = findings
+        .iter()
+        .map(|f| json!({"name": "report_finding", "arguments": f}))
+        .collect();
+    first.push(
+        json!({"name": "submit_pass_results", "arguments": {"pass_number": 1, "summary": "diff"}}),
+    );
+    let mut lines = vec![json!({ "tool_calls": first })];
+    for pass in 2..=4 {
+        lines.push(json!({"tool_calls": [{"name": "submit_pass_results", "arguments": {"pass_number": pass, "summary": "ok"}}]}));
+    }
+    lines
+}
+
+/// A `script:` model answering `lines` in order (plain answers, tool calls), written to a new
+/// file in `dir`.
+pub fn script_file(dir: &Path, lines: &[Value]) -> String {
+    let n = std::fs::read_dir(dir).map(|d| d.count()).unwrap_or(0);
+    let path = dir.join(format!("script-{n}.jsonl"));
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&path, text).unwrap();
+    format!("script:{}", path.display())
+}
+
+/// The off-by-one in `last` (line 6 of lib.rs on the feature branch).
+pub fn off_by_one() -> Value {
+    json!({"file": "lib.rs", "line": 6, "evidence": "v[v.len()]", "title": "Index one past the end",
+           "description": "`v[v.len()]` always panics.", "score": 8, "category": "logic"})
+}

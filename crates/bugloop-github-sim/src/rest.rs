@@ -31,8 +31,10 @@ pub(crate) async fn handle(
     let (answer, after_write_status) =
         answer(&mut state, &parts.headers, &method, &path, &query, &json);
     let mut status = after_write_status.unwrap_or(answer.status);
-    // A listing whose body the client already has costs nothing and carries nothing.
-    let etag = answer.etag.then(|| {
+    // GitHub tags every successful read; one whose body the client already has costs nothing
+    // and carries nothing.
+    let tagged = answer.etag || (method == "GET" && answer.status == StatusCode::OK);
+    let etag = tagged.then(|| {
         let text = answer
             .body
             .as_ref()

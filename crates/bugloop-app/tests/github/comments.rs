@@ -180,18 +180,7 @@ fn converge_trigger(requested_by: &str) -> bugloop_app::github_types::Trigger {
 
 /// An audit's four passes, reporting `findings` in the first.
 fn audit(findings: &[Value]) -> Vec<Value> {
-    let mut first: Vec<Value> = findings
-        .iter()
-        .map(|f| json!({"name": "report_finding", "arguments": f}))
-        .collect();
-    first.push(
-        json!({"name": "submit_pass_results", "arguments": {"pass_number": 1, "summary": "audit"}}),
-    );
-    let mut lines = vec![json!({ "tool_calls": first })];
-    for pass in 2..=4 {
-        lines.push(json!({"tool_calls": [{"name": "submit_pass_results", "arguments": {"pass_number": pass, "summary": "ok"}}]}));
-    }
-    lines
+    bugloop_github_sim::fixture::review_lines(findings)
 }
 
 #[tokio::test]

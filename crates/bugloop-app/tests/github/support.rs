@@ -149,11 +149,7 @@ impl World {
     }
 }
 
-/// The off-by-one in `last` (line 6 of lib.rs on the feature branch).
-pub fn off_by_one() -> Value {
-    json!({"file": "lib.rs", "line": 6, "evidence": "v[v.len()]", "title": "Index one past the end",
-           "description": "`v[v.len()]` always panics.", "score": 8, "category": "logic"})
-}
+pub use bugloop_github_sim::fixture::off_by_one;
 
 /// A finding whose description alone is over GitHub's body limit.
 pub fn huge_finding() -> Value {
@@ -165,29 +161,10 @@ pub fn huge_finding() -> Value {
 
 /// A script of plain answers (JSON for structured questions) and tool calls, in order.
 pub fn answers(dir: &Path, lines: &[Value]) -> String {
-    let n = std::fs::read_dir(dir).map(|d| d.count()).unwrap_or(0);
-    let path = dir.join(format!("answers-{n}.jsonl"));
-    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
-    std::fs::write(&path, text).unwrap();
-    format!("script:{}", path.display())
+    bugloop_github_sim::fixture::script_file(dir, lines)
 }
 
 /// A review script: the findings in pass 1, then passes 2-4.
 pub fn review_script(dir: &Path, findings: &[Value]) -> String {
-    let mut first: Vec<Value> = findings
-        .iter()
-        .map(|f| json!({"name": "report_finding", "arguments": f}))
-        .collect();
-    first.push(
-        json!({"name": "submit_pass_results", "arguments": {"pass_number": 1, "summary": "diff"}}),
-    );
-    let mut lines = vec![json!({ "tool_calls": first })];
-    for pass in 2..=4 {
-        lines.push(json!({"tool_calls": [{"name": "submit_pass_results", "arguments": {"pass_number": pass, "summary": "ok"}}]}));
-    }
-    let n = std::fs::read_dir(dir).map(|d| d.count()).unwrap_or(0);
-    let path = dir.join(format!("review-{n}.jsonl"));
-    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
-    std::fs::write(&path, text).unwrap();
-    format!("script:{}", path.display())
+    answers(dir, &bugloop_github_sim::fixture::review_lines(findings))
 }

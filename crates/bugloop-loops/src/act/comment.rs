@@ -66,27 +66,13 @@ pub async fn on_comment(
             // A request in a finding's thread is answered there by the fix itself; one in the
             // conversation gets the outcome as its answer.
             if parent_thread.is_none() {
-                let markers = &env.settings.markers;
-                env.forge
-                    .reply(
-                        change,
-                        comment,
-                        &info_reply(markers, &format!("bugloop: {}", report.message)),
-                    )
-                    .await?;
+                tell_outcome(env, change, comment, &report).await?;
             }
             report
         }
         (Intent::Do, true) => {
             let report = do_request(env, &comment.body).await?;
-            let markers = &env.settings.markers;
-            env.forge
-                .reply(
-                    change,
-                    comment,
-                    &info_reply(markers, &format!("bugloop: {}", report.message)),
-                )
-                .await?;
+            tell_outcome(env, change, comment, &report).await?;
             report
         }
         (Intent::Acknowledge, _) => ActReport {
@@ -157,4 +143,19 @@ pub async fn on_comment(
         );
     }
     Ok(report)
+}
+
+/// Answers the comment with what its request came to.
+async fn tell_outcome(
+    env: &LoopEnv<'_>,
+    change: &ChangeKey,
+    comment: &Comment,
+    report: &ActReport,
+) -> Result<(), ActError> {
+    let body = info_reply(
+        &env.settings.markers,
+        &format!("bugloop: {}", report.message),
+    );
+    env.forge.reply(change, comment, &body).await?;
+    Ok(())
 }
