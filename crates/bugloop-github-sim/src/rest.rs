@@ -223,26 +223,17 @@ fn repository(
             }
         }
         ("PATCH", ["pulls", "comments", id]) => {
-            let (Some(id), Some(text)) = (number(id), text("body")) else {
-                return Answer::not_found();
-            };
-            if let Some(too_long) = body_too_long(&text) {
-                return too_long;
-            }
             let now = state.tick();
-            let Some(comment) = state.review_comments.iter_mut().find(|c| c.id == id) else {
-                return Answer::not_found();
-            };
-            if comment.author != login {
-                return Answer::error(
-                    StatusCode::FORBIDDEN,
-                    "Must have admin rights to Repository.",
-                );
+            match edit(
+                &mut state.review_comments,
+                number(id),
+                login,
+                text("body"),
+                now,
+            ) {
+                Ok(comment) => Answer::ok(review_json(state, &comment)),
+                Err(refused) => refused,
             }
-            comment.body = text;
-            comment.updated_at = now;
-            let comment = comment.clone();
-            Answer::ok(review_json(state, &comment))
         }
         ("GET", ["issues", n, "comments"]) => match number(n) {
             Some(n) if state.pulls.contains_key(&n) => {
@@ -276,26 +267,17 @@ fn repository(
             _ => Answer::not_found(),
         },
         ("PATCH", ["issues", "comments", id]) => {
-            let (Some(id), Some(text)) = (number(id), text("body")) else {
-                return Answer::not_found();
-            };
-            if let Some(too_long) = body_too_long(&text) {
-                return too_long;
-            }
             let now = state.tick();
-            let Some(comment) = state.issue_comments.iter_mut().find(|c| c.id == id) else {
-                return Answer::not_found();
-            };
-            if comment.author != login {
-                return Answer::error(
-                    StatusCode::FORBIDDEN,
-                    "Must have admin rights to Repository.",
-                );
+            match edit(
+                &mut state.issue_comments,
+                number(id),
+                login,
+                text("body"),
+                now,
+            ) {
+                Ok(comment) => Answer::ok(issue_json(state, &comment)),
+                Err(refused) => refused,
             }
-            comment.body = text;
-            comment.updated_at = now;
-            let comment = comment.clone();
-            Answer::ok(issue_json(state, &comment))
         }
         ("DELETE", ["issues", "comments", id]) => {
             let Some(at) =
@@ -418,6 +400,67 @@ fn repository(
         }
         _ => Answer::not_found(),
     }
+}
+
+/// A comment of either kind, as an edit sees it.
+trait Editable: Clone {
+    fn id(&self) -> u64;
+    fn author(&self) -> &str;
+    fn set_body(&mut self, body: String, now: u64);
+}
+
+impl Editable for IssueComment {
+    fn id(&self) -> u64 {
+        self.id
+    }
+    fn author(&self) -> &str {
+        &self.author
+    }
+    fn set_body(&mut self, body: String, now: u64) {
+        self.body = body;
+        self.updated_at = now;
+    }
+}
+
+impl Editable for ReviewComment {
+    fn id(&self) -> u64 {
+        self.id
+    }
+    fn author(&self) -> &str {
+        &self.author
+    }
+    fn set_body(&mut self, body: String, now: u64) {
+        self.body = body;
+        self.updated_at = now;
+    }
+}
+
+/// An edit of comment `id` by `login`: only its author may, within the body limit.
+fn edit<T: Editable>(
+    comments: &mut [T],
+    id: Option<u64>,
+    login: &str,
+    body: Option<String>,
+    now: u64,
+) -> Result<T, Answer> {
+    let (Some(id), Some(body)) = (id, body) else {
+        return Err(Answer::not_found());
+    };
+    if let Some(too_long) = body_too_long(&body) {
+        return Err(too_long);
+    }
+    let comment = comments
+        .iter_mut()
+        .find(|c| c.id() == id)
+        .ok_or_else(Answer::not_found)?;
+    if comment.author() != login {
+        return Err(Answer::error(
+            StatusCode::FORBIDDEN,
+            "Must have admin rights to Repository.",
+        ));
+    }
+    comment.set_body(body, now);
+    Ok(comment.clone())
 }
 
 fn no_content() -> Answer {

@@ -23,14 +23,7 @@ fn fixing(world: &World) -> String {
 #[tokio::test]
 async fn fix_all_pushes_one_verified_commit_with_the_bases_commands_and_resolves_the_finding() {
     let world = World::with_configs(Some(BASE_CONFIG), Some(HEAD_CONFIG), false).await;
-    let EventOutcome::Review { outcome, .. } = world.review(&[off_by_one()]).await else {
-        panic!("not a review");
-    };
-    let id = outcome.report.unwrap().findings[0]
-        .finding
-        .id
-        .as_str()
-        .to_owned();
+    let (_, id) = world.reviewed().await;
     let said = "@bugloop fix all";
     let comment = world.sim.comment_as(7, "alice", said);
     let EventOutcome::Comment { outcome, .. } = world

@@ -269,14 +269,7 @@ async fn two_runs_at_once_on_one_pull_request_leave_one_comment_each() {
 #[tokio::test]
 async fn a_thread_github_will_not_resolve_is_reported_and_the_finding_still_resolved() {
     let world = World::new().await;
-    let EventOutcome::Review { outcome, .. } = world.review(&[off_by_one()]).await else {
-        panic!("not a review");
-    };
-    let id = outcome.report.unwrap().findings[0]
-        .finding
-        .id
-        .as_str()
-        .to_owned();
+    let (_, id) = world.reviewed().await;
     // The fix is pushed; the model says the finding is resolved; GitHub refuses the resolve.
     let fixed = world.push(
         "lib.rs",

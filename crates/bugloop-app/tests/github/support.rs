@@ -140,6 +140,20 @@ impl World {
         }
     }
 
+    /// Reviews pull request #7 with a model that reports the off-by-one: the finding's root
+    /// comment id and the finding id.
+    pub async fn reviewed(&self) -> (u64, String) {
+        let EventOutcome::Review { outcome, .. } = self.review(&[off_by_one()]).await else {
+            panic!("not a review");
+        };
+        let id = outcome.report.unwrap().findings[0]
+            .finding
+            .id
+            .as_str()
+            .to_owned();
+        (self.finding_comments()[0].id, id)
+    }
+
     /// Reviews pull request #7 with a model that reports `findings`.
     pub async fn review(&self, findings: &[Value]) -> EventOutcome {
         let model = review_script(self.scripts.path(), findings);
