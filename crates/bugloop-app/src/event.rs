@@ -105,13 +105,22 @@ pub async fn run_event(job: EventJob) -> Result<EventOutcome, AppError> {
     };
     match job.trigger {
         Trigger::Review { .. } => {
-            let mut outcome = app
+            let reviewed = app
                 .review(ReviewJob {
                     fail_on: job.fail_on,
                     model: job.model,
                     ..ReviewJob::default()
                 })
-                .await?;
+                .await;
+            let mut outcome = match (reviewed, &pull_request.read_only) {
+                // A fork's pull request gets no secrets: no API key is not a failure there.
+                (Err(AppError::Model { model, source }), Some(why)) => {
+                    return Ok(EventOutcome::NotRun {
+                        reason: format!("{why}; the model {model} cannot be used here: {source}"),
+                    });
+                }
+                (reviewed, _) => reviewed?,
+            };
             outcome.warnings = with_warnings(outcome.warnings);
             Ok(EventOutcome::Review {
                 pull_request,

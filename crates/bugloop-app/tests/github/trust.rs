@@ -206,3 +206,27 @@ async fn the_rules_the_reviewer_follows_come_from_the_base_not_the_pull_request(
         assert!(before.ends_with('+'), "given as rules: ...{before}|");
     }
 }
+
+#[tokio::test]
+async fn a_fork_without_the_models_secret_ends_without_a_job_not_in_failure() {
+    let world = World::with_configs(None, None, true).await;
+    // The workflow's secrets are not given to a fork: the key's variable is unset.
+    std::fs::write(
+        &world.config,
+        "model:\n  providers:\n    anthropic:\n      api_key_env: BUGLOOP_TEST_UNSET_KEY_9F2C\n",
+    )
+    .unwrap();
+    let job = world.job(
+        world.review_trigger(),
+        "anthropic:claude-sonnet-4-5".to_owned(),
+    );
+    let outcome = bugloop_app::run_event(job).await.unwrap();
+    let EventOutcome::NotRun { reason } = outcome else {
+        panic!("ran: {outcome:?}");
+    };
+    assert!(
+        reason.contains("fork") && reason.contains("BUGLOOP_TEST_UNSET_KEY_9F2C"),
+        "{reason}"
+    );
+    assert!(world.finding_comments().is_empty() && world.bot_issue_comments().is_empty());
+}
