@@ -86,7 +86,7 @@ async fn one_conversation_from_both_kinds_of_comments_and_the_threads() {
         ],
         vec![
             json!({"id": "PRRT_1", "isResolved": true, "isOutdated": false, "path": "src/lib.rs",
-                    "line": 12, "comments": {"nodes": [{"databaseId": big + 1}]}}),
+                    "line": 12, "comments": {"nodes": [{"fullDatabaseId": (big + 1).to_string()}]}}),
         ],
     )
     .await;

@@ -98,7 +98,7 @@ fn review_threads(state: &mut State, number: u64, after: Option<String>) -> Answ
                 "isOutdated": false,
                 "path": t.path,
                 "line": t.line,
-                "comments": {"nodes": [{"databaseId": t.root}]},
+                "comments": {"nodes": [{"fullDatabaseId": t.root.to_string()}]},
             })
         })
         .collect();

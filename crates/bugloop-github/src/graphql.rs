@@ -52,10 +52,28 @@ struct CommentNodes {
     nodes: Vec<CommentNode>,
 }
 
+/// `fullDatabaseId` is a `BigInt`, which GitHub sends as a string (`databaseId`, an `Int`,
+/// cannot hold ids past 2^31 and is deprecated for that reason).
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct CommentNode {
-    database_id: Option<u64>,
+    full_database_id: Option<BigInt>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum BigInt {
+    Text(String),
+    Number(u64),
+}
+
+impl BigInt {
+    fn value(&self) -> Option<u64> {
+        match self {
+            BigInt::Text(text) => text.parse().ok(),
+            BigInt::Number(number) => Some(*number),
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -140,13 +158,19 @@ impl GitHubClient {
                 serde_json::from_value(connection["nodes"].clone()).map_err(decode)?;
             let page: PageInfo =
                 serde_json::from_value(connection["pageInfo"].clone()).map_err(decode)?;
-            threads.extend(nodes.into_iter().map(|node| ReviewThread {
-                id: node.id,
-                is_resolved: node.is_resolved,
-                is_outdated: node.is_outdated,
-                path: node.path,
-                line: node.line,
-                first_comment: node.comments.nodes.first().and_then(|c| c.database_id),
+            threads.extend(nodes.into_iter().map(|node| {
+                ReviewThread {
+                    id: node.id,
+                    is_resolved: node.is_resolved,
+                    is_outdated: node.is_outdated,
+                    path: node.path,
+                    line: node.line,
+                    first_comment: node
+                        .comments
+                        .nodes
+                        .first()
+                        .and_then(|c| c.full_database_id.as_ref()?.value()),
+                }
             }));
             match (page.has_next_page, page.end_cursor) {
                 (true, Some(cursor)) => after = Some(cursor),

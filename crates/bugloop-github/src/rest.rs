@@ -487,7 +487,11 @@ impl GitHubClient {
 
     /// An App's bot login (`<slug>[bot]`), from `GET /app` with the App's JWT.
     pub async fn app_bot_login(&self) -> Result<String, GitHubError> {
-        let app: Value = self.call(Method::GET, "/app", None, Safety::Read).await?;
+        let page = self
+            .transport
+            .send_as_app(Method::GET, &self.url("/app"), Safety::Read)
+            .await?;
+        let app: Value = page.body;
         let slug = app
             .get("slug")
             .and_then(Value::as_str)

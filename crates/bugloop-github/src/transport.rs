@@ -173,6 +173,28 @@ impl Transport {
         body: Option<&Value>,
         safety: Safety,
     ) -> Result<Page, GitHubError> {
+        self.send_as(method, url, body, safety, false).await
+    }
+
+    /// Sends one request as the App itself (its JWT), for the endpoints about the App (`GET
+    /// /app`); with a token, as [`Transport::send`].
+    pub(crate) async fn send_as_app(
+        &self,
+        method: Method,
+        url: &str,
+        safety: Safety,
+    ) -> Result<Page, GitHubError> {
+        self.send_as(method, url, None, safety, true).await
+    }
+
+    async fn send_as(
+        &self,
+        method: Method,
+        url: &str,
+        body: Option<&Value>,
+        safety: Safety,
+        as_app: bool,
+    ) -> Result<Page, GitHubError> {
         let operation = format!("{method} {}", path_of(url));
         let mut attempt = 0;
         loop {
@@ -185,7 +207,12 @@ impl Transport {
             } else {
                 None
             };
-            let bearer = self.bearer().await?;
+            let bearer = match (&self.auth, as_app) {
+                (Auth::Installation { installation, .. }, true) => {
+                    self.app_jwt(installation, &operation)?
+                }
+                _ => self.bearer().await?,
+            };
             let mut request = self
                 .http
                 .request(method.clone(), url)
@@ -234,14 +261,40 @@ impl Transport {
                 self.with_state(|s| s.counters.not_modified += 1);
                 return Ok(Page { body, next });
             }
-            if let Some(wait) = rate_limited(status, &headers) {
+            // The body is read once, whatever the status. A connection dropped while a create's
+            // answer is read leaves the create unknown.
+            let text = match response.text().await {
+                Ok(text) => text,
+                Err(error) if safety == Safety::Create => {
+                    return Err(GitHubError::Ambiguous {
+                        operation,
+                        message: error.to_string(),
+                    });
+                }
+                Err(error) => {
+                    if attempt <= self.policy.retries {
+                        self.sleeper.sleep(self.backoff(attempt)).await;
+                        continue;
+                    }
+                    return Err(GitHubError::Transient {
+                        operation,
+                        message: error.to_string(),
+                    });
+                }
+            };
+            // A secondary limit may come as a 403 naming no time: wait a minute, as GitHub asks.
+            let wait = rate_limited(status, &headers).or_else(|| {
+                (status == StatusCode::FORBIDDEN
+                    && text.to_lowercase().contains("secondary rate limit"))
+                .then(|| Duration::from_secs(60))
+            });
+            if let Some(wait) = wait {
                 // GitHub refused the request before doing it: waiting and asking again is safe,
                 // even for a create.
                 if wait <= self.policy.max_wait && attempt <= self.policy.retries + 1 {
                     self.sleeper.sleep(wait).await;
                     continue;
                 }
-                let text = response.text().await.unwrap_or_default();
                 return Err(GitHubError::RateLimited {
                     operation,
                     retry_after: wait,
@@ -249,7 +302,6 @@ impl Transport {
                 });
             }
             if status.is_server_error() {
-                let text = response.text().await.unwrap_or_default();
                 if safety == Safety::Create {
                     return Err(GitHubError::Ambiguous {
                         operation,
@@ -266,10 +318,6 @@ impl Transport {
                 });
             }
             let next = next_link(&headers);
-            let text = response.text().await.map_err(|e| GitHubError::Transient {
-                operation: operation.clone(),
-                message: e.to_string(),
-            })?;
             if !status.is_success() {
                 return Err(classify(status, &operation, &text));
             }
@@ -293,6 +341,21 @@ impl Transport {
 
     /// The token to send: the configured one, or the installation's, renewed when fewer than
     /// five minutes remain.
+    /// The App's own JWT, for the endpoints about the App.
+    fn app_jwt(
+        &self,
+        installation: &crate::app::Installation,
+        operation: &str,
+    ) -> Result<String, GitHubError> {
+        installation
+            .credentials
+            .jwt(installation.clock.now())
+            .map_err(|e| GitHubError::Unauthorized {
+                operation: operation.to_owned(),
+                message: e.to_string(),
+            })
+    }
+
     async fn bearer(&self) -> Result<String, GitHubError> {
         let (installation, cached) = match &self.auth {
             Auth::Token(token) => return Ok(token.clone()),

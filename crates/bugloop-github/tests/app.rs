@@ -176,4 +176,16 @@ async fn the_installation_token_is_cached_and_renewed_before_it_expires() {
         .filter(|r| r.url.path().ends_with("/access_tokens"))
         .count();
     assert_eq!(token_requests, 2);
+
+    // The App's own endpoint is asked with the App's JWT, never an installation's token.
+    Mock::given(method("GET"))
+        .and(path("/app"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"slug": "bugloop-app"})))
+        .mount(&server)
+        .await;
+    assert_eq!(client.app_bot_login().await.unwrap(), "bugloop-app[bot]");
+    let requests = server.received_requests().await.unwrap();
+    let asked = requests.iter().rfind(|r| r.url.path() == "/app").unwrap();
+    let bearer = asked.headers["authorization"].to_str().unwrap();
+    assert!(bearer.starts_with("Bearer ey"), "a JWT: {bearer}");
 }

@@ -179,6 +179,43 @@ async fn a_rate_limit_is_waited_out_as_github_asks() {
 }
 
 #[tokio::test]
+async fn a_secondary_limit_naming_no_time_is_waited_out_for_a_minute_and_a_plain_403_is_not() {
+    let s = setup(Duration::ZERO).await;
+    Mock::given(method("POST"))
+        .and(path("/repos/octo/hello/issues/7/comments"))
+        .respond_with(ResponseTemplate::new(403).set_body_json(
+            json!({"message": "You have exceeded a secondary rate limit. Please wait a few minutes before you try again."}),
+        ))
+        .up_to_n_times(1)
+        .mount(&s.server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/repos/octo/hello/issues/7/comments"))
+        .respond_with(ResponseTemplate::new(201).set_body_json(comment(5_000_000_001, "hi")))
+        .mount(&s.server)
+        .await;
+    s.client
+        .create_issue_comment(&repo(), 7, "hi")
+        .await
+        .unwrap();
+    assert_eq!(waits(&s), [Duration::from_secs(60)]);
+    Mock::given(method("GET"))
+        .and(path("/repos/octo/hello/pulls/8"))
+        .respond_with(
+            ResponseTemplate::new(403)
+                .set_body_json(json!({"message": "Resource not accessible by integration"})),
+        )
+        .mount(&s.server)
+        .await;
+    let refused = s.client.pull_request(&repo(), 8).await;
+    assert!(
+        matches!(refused, Err(GitHubError::Forbidden { .. })),
+        "{refused:?}"
+    );
+    assert_eq!(waits(&s).len(), 1, "no wait for a refusal");
+}
+
+#[tokio::test]
 async fn a_create_that_failed_after_it_was_sent_is_never_sent_again() {
     let s = setup(Duration::ZERO).await;
     Mock::given(method("POST"))
@@ -312,7 +349,7 @@ async fn graphql_threads_page_and_errors_in_a_200_are_errors() {
     let s = setup(Duration::ZERO).await;
     let thread = |id: &str, resolved: bool| {
         json!({"id": id, "isResolved": resolved, "isOutdated": false, "path": "a.rs", "line": 3,
-               "comments": {"nodes": [{"databaseId": 4_000_000_010_u64}]}})
+               "comments": {"nodes": [{"fullDatabaseId": "4000000010"}]}})
     };
     Mock::given(method("POST"))
         .and(path("/graphql"))
