@@ -1,0 +1,208 @@
+//! The GitHub App server's durable job queue. A webhook delivery is recorded in the same
+//! transaction as the job it creates, so a redelivery is a no-op; a worker claims a job with a
+//! lease it renews while it works, and every claim raises the job's epoch, so a worker whose
+//! lease ran out (it stalled, or died and was taken over) is fenced: [`Queue::holds`] says no and
+//! it stops writing. One job runs per conversation (pull request or issue) at a time; a newer
+//! push supersedes a review still waiting; a transient failure is retried with backoff, anything
+//! else (or too many attempts) ends dead with its error.
+//!
+//! Times are milliseconds since the epoch, passed in by the caller (the server's clock; tests
+//! move their own). SQLite (WAL) by default; the schema (`migrations/`) is portable SQL meant to
+//! serve PostgreSQL too.
+
+mod sqlite;
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+pub use self::sqlite::SqliteQueue;
+
+#[derive(Debug, thiserror::Error)]
+pub enum QueueError {
+    #[error("cannot open the job queue {url}: {source}")]
+    Open {
+        url: String,
+        #[source]
+        source: sqlx::Error,
+    },
+    #[error("job queue query failed ({what}): {source}")]
+    Query {
+        what: &'static str,
+        #[source]
+        source: sqlx::Error,
+    },
+    #[error("{0}")]
+    Invalid(String),
+}
+
+pub(crate) fn query_error(what: &'static str) -> impl FnOnce(sqlx::Error) -> QueueError {
+    move |source| QueueError::Query { what, source }
+}
+
+/// What a job is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JobKind {
+    Review,
+    Comment,
+    Converge,
+    Autofix,
+}
+
+impl JobKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobKind::Review => "review",
+            JobKind::Comment => "comment",
+            JobKind::Converge => "converge",
+            JobKind::Autofix => "autofix",
+        }
+    }
+
+    fn parse(text: &str) -> Option<JobKind> {
+        Some(match text {
+            "review" => JobKind::Review,
+            "comment" => JobKind::Comment,
+            "converge" => JobKind::Converge,
+            "autofix" => JobKind::Autofix,
+            _ => return None,
+        })
+    }
+}
+
+/// Where a job is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JobState {
+    /// Waiting to be claimed (a retry waits for its `run_after`).
+    Queued,
+    Running,
+    Done,
+    /// Failed for good; the error says why.
+    Dead,
+    /// A newer push made this waiting review pointless.
+    Superseded,
+}
+
+impl JobState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobState::Queued => "queued",
+            JobState::Running => "running",
+            JobState::Done => "done",
+            JobState::Dead => "dead",
+            JobState::Superseded => "superseded",
+        }
+    }
+
+    fn parse(text: &str) -> Option<JobState> {
+        Some(match text {
+            "queued" => JobState::Queued,
+            "running" => JobState::Running,
+            "done" => JobState::Done,
+            "dead" => JobState::Dead,
+            "superseded" => JobState::Superseded,
+            _ => return None,
+        })
+    }
+}
+
+/// A job to queue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewJob {
+    pub kind: JobKind,
+    /// `github:owner/repo#7`.
+    pub conversation: String,
+    pub installation: Option<i64>,
+    /// The head a review is for.
+    pub head: Option<String>,
+    /// What the job needs to run (the trigger, as JSON).
+    pub payload: String,
+}
+
+/// A job as the queue holds it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Job {
+    pub id: String,
+    pub kind: JobKind,
+    pub conversation: String,
+    pub installation: Option<i64>,
+    pub head: Option<String>,
+    pub payload: String,
+    pub state: JobState,
+    pub attempts: i64,
+    pub run_after: i64,
+    pub lease_owner: Option<String>,
+    pub lease_until: Option<i64>,
+    pub epoch: i64,
+    pub error: Option<String>,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+/// What recording a delivery did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Enqueued {
+    /// A new job, and the waiting reviews of the same conversation it superseded.
+    Queued {
+        job: String,
+        superseded: Vec<String>,
+    },
+    /// A delivery that asks for no job, recorded.
+    Recorded,
+    /// The delivery was recorded before: nothing new (its job, if it made one).
+    Redelivered { job: Option<String> },
+}
+
+/// A claimed job: the worker holds it while its lease lasts and its epoch is the job's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lease {
+    pub job: Job,
+    pub worker: String,
+    pub epoch: i64,
+}
+
+/// How a failed attempt ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    /// May pass (GitHub unreachable, rate limited): retried with backoff until the attempts run
+    /// out.
+    Transient,
+    /// Will not pass by retrying (bad input, refused): dead at once.
+    Permanent,
+}
+
+/// Retry policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retries {
+    pub max_attempts: i64,
+    /// The first wait; each next one doubles, up to `max_backoff`.
+    pub backoff: Duration,
+    pub max_backoff: Duration,
+}
+
+impl Default for Retries {
+    fn default() -> Self {
+        Retries {
+            max_attempts: 5,
+            backoff: Duration::from_secs(30),
+            max_backoff: Duration::from_secs(3600),
+        }
+    }
+}
+
+impl Retries {
+    /// The wait before attempt `attempts + 1`, in milliseconds.
+    pub fn wait_ms(&self, attempts: i64) -> i64 {
+        let doublings = u32::try_from(attempts.saturating_sub(1).clamp(0, 20)).unwrap_or(20);
+        let wait = self
+            .backoff
+            .saturating_mul(2u32.saturating_pow(doublings))
+            .min(self.max_backoff);
+        i64::try_from(wait.as_millis()).unwrap_or(i64::MAX)
+    }
+}
+
+#[cfg(test)]
+mod tests;

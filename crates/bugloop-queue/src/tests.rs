@@ -1,0 +1,280 @@
+//! The queue's rules on a real SQLite file: a redelivery is a no-op, one job per conversation
+//! runs at a time, a newer push supersedes a waiting review, a lease that ran out is taken over
+//! and its old holder fenced, transient failures retry with backoff, others die with the error.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::time::Duration;
+
+use super::*;
+
+const LEASE: Duration = Duration::from_secs(60);
+
+async fn queue() -> (SqliteQueue, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let queue = SqliteQueue::open(&dir.path().join("queue.db"), Retries::default())
+        .await
+        .unwrap();
+    (queue, dir)
+}
+
+fn review(pr: u64, head: &str) -> NewJob {
+    NewJob {
+        kind: JobKind::Review,
+        conversation: format!("github:acme/widgets#{pr}"),
+        installation: Some(42),
+        head: Some(head.to_owned()),
+        payload: format!("{{\"pr\":{pr},\"head\":\"{head}\"}}"),
+    }
+}
+
+fn comment(pr: u64) -> NewJob {
+    NewJob {
+        kind: JobKind::Comment,
+        ..review(pr, "h")
+    }
+}
+
+fn queued(enqueued: Enqueued) -> String {
+    match enqueued {
+        Enqueued::Queued { job, .. } => job,
+        other => panic!("not queued: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_redelivery_changes_nothing() {
+    let (queue, _dir) = queue().await;
+    let first = queue
+        .enqueue("d-1", "pull_request", Some(review(7, "a")), 1_000)
+        .await
+        .unwrap();
+    let job = queued(first);
+    let again = queue
+        .enqueue("d-1", "pull_request", Some(review(7, "a")), 2_000)
+        .await
+        .unwrap();
+    assert_eq!(again, Enqueued::Redelivered { job: Some(job) });
+    assert_eq!(
+        queue.enqueue("d-2", "ping", None, 2_000).await.unwrap(),
+        Enqueued::Recorded
+    );
+    assert_eq!(
+        queue.enqueue("d-2", "ping", None, 3_000).await.unwrap(),
+        Enqueued::Redelivered { job: None }
+    );
+    assert_eq!(queue.jobs().await.unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn one_job_per_conversation_runs_at_a_time_in_order() {
+    let (queue, _dir) = queue().await;
+    let a = queued(
+        queue
+            .enqueue("d-1", "issue_comment", Some(comment(7)), 1)
+            .await
+            .unwrap(),
+    );
+    let b = queued(
+        queue
+            .enqueue("d-2", "issue_comment", Some(comment(7)), 2)
+            .await
+            .unwrap(),
+    );
+    let c = queued(
+        queue
+            .enqueue("d-3", "issue_comment", Some(comment(8)), 3)
+            .await
+            .unwrap(),
+    );
+    let first = queue.claim("w1", LEASE, 10).await.unwrap().unwrap();
+    assert_eq!(first.job.id, a);
+    // #7 is busy: the next worker gets #8, then nothing.
+    let second = queue.claim("w2", LEASE, 11).await.unwrap().unwrap();
+    assert_eq!(second.job.id, c);
+    assert!(queue.claim("w3", LEASE, 12).await.unwrap().is_none());
+    assert!(queue.complete(&first, 20).await.unwrap());
+    let third = queue.claim("w1", LEASE, 21).await.unwrap().unwrap();
+    assert_eq!(third.job.id, b);
+}
+
+#[tokio::test]
+async fn a_newer_push_supersedes_a_waiting_review_not_a_running_one() {
+    let (queue, _dir) = queue().await;
+    let running = queued(
+        queue
+            .enqueue("d-1", "pull_request", Some(review(7, "a")), 1)
+            .await
+            .unwrap(),
+    );
+    let lease = queue.claim("w1", LEASE, 2).await.unwrap().unwrap();
+    assert_eq!(lease.job.id, running);
+    let waiting = queued(
+        queue
+            .enqueue("d-2", "pull_request", Some(review(7, "b")), 3)
+            .await
+            .unwrap(),
+    );
+    let newest = queue
+        .enqueue("d-3", "pull_request", Some(review(7, "c")), 4)
+        .await
+        .unwrap();
+    assert_eq!(
+        newest,
+        Enqueued::Queued {
+            job: "d-3".to_owned(),
+            superseded: vec![waiting.clone()]
+        }
+    );
+    assert_eq!(
+        queue.job(&waiting).await.unwrap().unwrap().state,
+        JobState::Superseded
+    );
+    assert_eq!(
+        queue.job(&running).await.unwrap().unwrap().state,
+        JobState::Running
+    );
+    // A comment is never superseded by a push.
+    queued(
+        queue
+            .enqueue("d-4", "issue_comment", Some(comment(7)), 5)
+            .await
+            .unwrap(),
+    );
+    queued(
+        queue
+            .enqueue("d-5", "pull_request", Some(review(7, "d")), 6)
+            .await
+            .unwrap(),
+    );
+    assert_eq!(
+        queue.job("d-4").await.unwrap().unwrap().state,
+        JobState::Queued
+    );
+}
+
+#[tokio::test]
+async fn a_lease_that_ran_out_is_taken_over_and_its_holder_fenced() {
+    let (queue, _dir) = queue().await;
+    queued(
+        queue
+            .enqueue("d-1", "pull_request", Some(review(7, "a")), 0)
+            .await
+            .unwrap(),
+    );
+    let dead = queue.claim("w1", LEASE, 1_000).await.unwrap().unwrap();
+    assert!(queue.holds(&dead, 30_000).await.unwrap());
+    assert!(queue.heartbeat(&dead, LEASE, 30_000).await.unwrap());
+    // w1 stops renewing; its lease runs out at 90 s and w2 takes the job over.
+    assert!(queue.claim("w2", LEASE, 89_999).await.unwrap().is_none());
+    let taken = queue.claim("w2", LEASE, 90_000).await.unwrap().unwrap();
+    assert_eq!(
+        (taken.job.id.as_str(), taken.epoch, taken.job.attempts),
+        ("d-1", 2, 2)
+    );
+    // w1 wakes up: it holds nothing, can renew nothing, complete nothing.
+    assert!(!queue.holds(&dead, 90_001).await.unwrap());
+    assert!(!queue.heartbeat(&dead, LEASE, 90_001).await.unwrap());
+    assert!(!queue.complete(&dead, 90_002).await.unwrap());
+    assert_eq!(
+        queue
+            .fail(&dead, "late", Failure::Transient, 90_003)
+            .await
+            .unwrap(),
+        None
+    );
+    assert!(queue.complete(&taken, 100_000).await.unwrap());
+    assert_eq!(
+        queue.job("d-1").await.unwrap().unwrap().state,
+        JobState::Done
+    );
+}
+
+#[tokio::test]
+async fn transient_failures_retry_with_backoff_until_dead() {
+    let dir = tempfile::tempdir().unwrap();
+    let retries = Retries {
+        max_attempts: 3,
+        backoff: Duration::from_secs(10),
+        max_backoff: Duration::from_secs(15),
+    };
+    let queue = SqliteQueue::open(&dir.path().join("q.db"), retries)
+        .await
+        .unwrap();
+    queued(
+        queue
+            .enqueue("d-1", "pull_request", Some(review(7, "a")), 0)
+            .await
+            .unwrap(),
+    );
+    let mut now = 0;
+    let mut waits = Vec::new();
+    for attempt in 1..=3 {
+        let lease = queue.claim("w", LEASE, now).await.unwrap().unwrap();
+        assert_eq!(lease.job.attempts, attempt);
+        let state = queue
+            .fail(&lease, "GitHub unreachable", Failure::Transient, now)
+            .await
+            .unwrap();
+        let job = queue.job("d-1").await.unwrap().unwrap();
+        assert_eq!(job.error.as_deref(), Some("GitHub unreachable"));
+        if attempt < 3 {
+            assert_eq!(state, Some(JobState::Queued));
+            waits.push(job.run_after - now);
+            // Not before its time.
+            assert!(
+                queue
+                    .claim("w", LEASE, job.run_after - 1)
+                    .await
+                    .unwrap()
+                    .is_none()
+            );
+            now = job.run_after;
+        } else {
+            assert_eq!(state, Some(JobState::Dead));
+        }
+    }
+    assert_eq!(waits, [10_000, 15_000]);
+    // Queued again by hand, it runs again.
+    let retried = queue.retry("d-1", now + 1).await.unwrap();
+    assert_eq!((retried.state, retried.attempts), (JobState::Queued, 0));
+    let lease = queue.claim("w", LEASE, now + 2).await.unwrap().unwrap();
+    assert_eq!(
+        queue
+            .fail(&lease, "bad payload", Failure::Permanent, now + 3)
+            .await
+            .unwrap(),
+        Some(JobState::Dead)
+    );
+    assert!(queue.retry("nope", now).await.is_err());
+}
+
+#[tokio::test]
+async fn the_queue_survives_a_reopen_and_refuses_a_newer_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("queue.db");
+    {
+        let queue = SqliteQueue::open(&path, Retries::default()).await.unwrap();
+        queued(
+            queue
+                .enqueue("d-1", "pull_request", Some(review(7, "a")), 0)
+                .await
+                .unwrap(),
+        );
+    }
+    let queue = SqliteQueue::open(&path, Retries::default()).await.unwrap();
+    assert_eq!(queue.jobs().await.unwrap().len(), 1);
+    drop(queue);
+    let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", path.display()))
+        .await
+        .unwrap();
+    sqlx::query("INSERT INTO queue_schema (version) VALUES (99)")
+        .execute(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+    let error = SqliteQueue::open(&path, Retries::default())
+        .await
+        .unwrap_err();
+    assert!(error.to_string().contains("newer bugloop"), "{error}");
+}
