@@ -19,6 +19,7 @@ mod outcome;
 mod pull_request;
 mod review;
 pub mod runs;
+pub mod serve;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -64,7 +65,7 @@ pub mod github_types {
     pub use bugloop_github::{AppCredentials, Endpoint, Policy, Repo};
     pub use bugloop_webhooks::{
         CommentKind, Event, Skip, Trigger, TriggerSettings, WebhookError, parse as parse_event,
-        signature_is_valid, trigger,
+        signature, signature_is_valid, trigger,
     };
 }
 

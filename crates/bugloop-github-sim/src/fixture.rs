@@ -170,9 +170,9 @@ impl PullRequestFixture {
     }
 }
 
-/// GitHub's own example of an `event` with `action` (`@octokit/webhooks-examples`, installed by
-/// the test command into the cache), edited to be about this fixture's pull request.
-pub fn webhook_example(event: &str, action: &str, fixture: &PullRequestFixture) -> Value {
+/// Every example GitHub publishes of `event` (`@octokit/webhooks-examples`, installed by the test
+/// command into the cache).
+pub fn webhook_examples(event: &str) -> Vec<Value> {
     let cache = std::env::var_os("XDG_CACHE_HOME")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")))
@@ -187,11 +187,16 @@ pub fn webhook_example(event: &str, action: &str, fixture: &PullRequestFixture) 
         )
     });
     let all: Vec<Value> = serde_json::from_str(&text).unwrap();
-    let mut payload = all
-        .into_iter()
+    all.into_iter()
         .find(|e| e["name"] == event)
         .and_then(|e| e["examples"].as_array().cloned())
         .unwrap_or_default()
+}
+
+/// GitHub's own example of an `event` with `action`, edited to be about this fixture's pull
+/// request.
+pub fn webhook_example(event: &str, action: &str, fixture: &PullRequestFixture) -> Value {
+    let mut payload = webhook_examples(event)
         .into_iter()
         .find(|e| e["action"] == action)
         .unwrap_or_else(|| panic!("no {event} {action} example"));

@@ -7,7 +7,8 @@ use bugloop_domain::mention::mentions;
 use crate::payload::{Account, Event};
 
 /// Where a developer's comment was written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum CommentKind {
     /// On the pull request's conversation.
     Issue,
@@ -18,7 +19,8 @@ pub enum CommentKind {
 }
 
 /// What an event asks bugloop to do.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case", tag = "job")]
 pub enum Trigger {
     /// Review the pull request at this head (detection on push).
     Review {
@@ -55,6 +57,56 @@ pub enum Trigger {
         issue: u64,
         installation: Option<u64>,
     },
+}
+
+impl Trigger {
+    /// What kind of job it is: `review`, `comment`, `converge` or `autofix`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Trigger::Review { .. } => "review",
+            Trigger::Comment { .. } => "comment",
+            Trigger::Converge { .. } => "converge",
+            Trigger::Autofix { .. } => "autofix",
+        }
+    }
+
+    /// The conversation it is about, as the GitHub forge keys it (`github:owner/repo#7`): a
+    /// server runs one job per conversation at a time.
+    pub fn conversation(&self) -> String {
+        let (repository, number) = match self {
+            Trigger::Review {
+                repository, number, ..
+            }
+            | Trigger::Comment {
+                repository, number, ..
+            }
+            | Trigger::Converge {
+                repository, number, ..
+            } => (repository, number),
+            Trigger::Autofix {
+                repository, issue, ..
+            } => (repository, issue),
+        };
+        format!("github:{repository}#{number}")
+    }
+
+    /// The App installation the event came through.
+    pub fn installation(&self) -> Option<u64> {
+        match self {
+            Trigger::Review { installation, .. }
+            | Trigger::Comment { installation, .. }
+            | Trigger::Autofix { installation, .. } => *installation,
+            Trigger::Converge { .. } => None,
+        }
+    }
+
+    /// The head a review is for.
+    pub fn head(&self) -> Option<&str> {
+        match self {
+            Trigger::Review { head, .. } => Some(head),
+            _ => None,
+        }
+    }
 }
 
 /// Why an event asks for nothing.

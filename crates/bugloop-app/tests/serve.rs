@@ -1,0 +1,155 @@
+//! The App server's webhook endpoint on 127.0.0.1 with a real queue: every example GitHub
+//! publishes of a handled event, signed, is accepted (202 with a job, or 204 when it asks for
+//! none); a tampered body or a wrong secret is refused with nothing stored; a redelivery makes
+//! no second job.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::sync::Arc;
+
+use bugloop_app::github_types::TriggerSettings;
+use bugloop_app::serve::{WebhookState, router};
+use bugloop_github_sim::fixture::webhook_examples;
+use bugloop_queue::{Retries, SqliteQueue};
+
+const SECRET: &[u8] = b"webhook secret";
+
+struct Server {
+    url: String,
+    queue: SqliteQueue,
+    _dir: tempfile::TempDir,
+}
+
+async fn server() -> Server {
+    let dir = tempfile::tempdir().unwrap();
+    let queue = SqliteQueue::open(&dir.path().join("queue.db"), Retries::default())
+        .await
+        .unwrap();
+    let state = WebhookState {
+        secret: Arc::new(SECRET.to_vec()),
+        queue: queue.clone(),
+        settings: Arc::new(TriggerSettings {
+            bot_logins: vec!["bugloop-app[bot]".to_owned()],
+            mention: "bugloop".to_owned(),
+            autofix_label: "bug:autofix".to_owned(),
+        }),
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, router(state)).await.unwrap() });
+    Server {
+        url,
+        queue,
+        _dir: dir,
+    }
+}
+
+async fn deliver(
+    server: &Server,
+    event: &str,
+    delivery: &str,
+    body: &[u8],
+    signature: &str,
+) -> reqwest::StatusCode {
+    reqwest::Client::new()
+        .post(format!("{}/webhook", server.url))
+        .header("x-github-event", event)
+        .header("x-github-delivery", delivery)
+        .header("x-hub-signature-256", signature)
+        .header("content-type", "application/json")
+        .body(body.to_vec())
+        .send()
+        .await
+        .unwrap()
+        .status()
+}
+
+#[tokio::test]
+async fn every_handled_example_is_accepted_and_a_job_made_when_it_asks_for_one() {
+    let server = server().await;
+    let mut sent = 0;
+    let mut accepted = 0;
+    for event in [
+        "pull_request",
+        "issue_comment",
+        "pull_request_review_comment",
+        "pull_request_review",
+        "issues",
+    ] {
+        for (n, example) in webhook_examples(event).into_iter().enumerate() {
+            let body = example.to_string().into_bytes();
+            let signature = bugloop_webhooks_signature(&body);
+            let status = deliver(&server, event, &format!("{event}-{n}"), &body, &signature).await;
+            assert!(
+                status == 202 || status == 204,
+                "{event} {}: {status}",
+                example["action"]
+            );
+            sent += 1;
+            accepted += usize::from(status == 202);
+        }
+    }
+    let jobs = server.queue.jobs().await.unwrap();
+    assert_eq!(jobs.len(), accepted, "one job per 202");
+    assert!(
+        jobs.iter()
+            .any(|j| j.kind == bugloop_queue::JobKind::Review)
+    );
+    assert!(sent >= 70, "{sent}");
+}
+
+fn bugloop_webhooks_signature(body: &[u8]) -> String {
+    bugloop_app::github_types::signature(SECRET, body)
+}
+
+#[tokio::test]
+async fn a_bad_signature_is_refused_and_a_redelivery_makes_no_second_job() {
+    let server = server().await;
+    let example = webhook_examples("pull_request")
+        .into_iter()
+        .find(|e| e["action"] == "opened" && e["pull_request"]["draft"] != true)
+        .unwrap();
+    let body = example.to_string().into_bytes();
+    let good = bugloop_webhooks_signature(&body);
+    let mut tampered = body.clone();
+    let at = tampered.len() / 2;
+    tampered[at] ^= 1;
+    assert_eq!(
+        deliver(&server, "pull_request", "d-1", &tampered, &good).await,
+        401
+    );
+    let wrong = bugloop_app::github_types::signature(b"another secret", &body);
+    assert_eq!(
+        deliver(&server, "pull_request", "d-1", &body, &wrong).await,
+        401
+    );
+    assert_eq!(
+        deliver(&server, "pull_request", "d-1", &body, "").await,
+        401
+    );
+    assert!(
+        server.queue.jobs().await.unwrap().is_empty(),
+        "nothing stored"
+    );
+    assert_eq!(
+        deliver(&server, "pull_request", "d-1", &body, &good).await,
+        202
+    );
+    assert_eq!(
+        deliver(&server, "pull_request", "d-1", &body, &good).await,
+        202
+    );
+    assert_eq!(server.queue.jobs().await.unwrap().len(), 1);
+    // An event no loop handles, signed: 204.
+    let star = br#"{"action":"created"}"#;
+    let signature = bugloop_webhooks_signature(star);
+    assert_eq!(deliver(&server, "star", "d-2", star, &signature).await, 204);
+    let health = reqwest::get(format!("{}/healthz", server.url))
+        .await
+        .unwrap();
+    assert_eq!(health.status(), 200);
+    let ready = reqwest::get(format!("{}/readyz", server.url))
+        .await
+        .unwrap();
+    assert_eq!(ready.status(), 200);
+}
