@@ -19,6 +19,8 @@ pub enum AppError {
     Forge(Box<bugloop_forge::ForgeError>),
     #[error(transparent)]
     GitHub(Box<bugloop_github::GitHubError>),
+    #[error(transparent)]
+    Queue(Box<bugloop_queue::QueueError>),
     #[error("cannot use the model {model}: {source}")]
     Model {
         model: String,
@@ -67,4 +69,5 @@ boxed_from!(
     Act: bugloop_loops::act::ActError,
     Thread: bugloop_domain::thread::FindThreadError,
     StoreFile: bugloop_store::StoreError,
+    Queue: bugloop_queue::QueueError,
 );

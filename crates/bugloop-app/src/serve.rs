@@ -16,6 +16,8 @@ use axum::routing::{get, post};
 use bugloop_queue::{Enqueued, JobKind, NewJob, SqliteQueue};
 use bugloop_webhooks::{Skip, Trigger, TriggerSettings};
 
+use crate::AppError;
+
 /// GitHub caps a webhook payload at 25 MB.
 pub const MAX_BODY_BYTES: usize = 25 * 1024 * 1024;
 
@@ -127,5 +129,116 @@ async fn webhook(
             format!("delivery {delivery} was received before\n"),
         ),
         Err(error) => (StatusCode::SERVICE_UNAVAILABLE, format!("{error}\n")),
+    }
+}
+
+/// Where the server keeps its queue (`BUGLOOP_STORE_URL`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreLocation {
+    /// `sqlite:PATH` (the default: `queue.db` under the data directory).
+    Sqlite(std::path::PathBuf),
+}
+
+impl StoreLocation {
+    /// From `BUGLOOP_STORE_URL`'s value, or the default under `data_dir`.
+    pub fn parse(url: Option<&str>, data_dir: &std::path::Path) -> Result<StoreLocation, AppError> {
+        match url.map(str::trim).filter(|u| !u.is_empty()) {
+            None => Ok(StoreLocation::Sqlite(data_dir.join("queue.db"))),
+            Some(url) => {
+                if let Some(path) = url
+                    .strip_prefix("sqlite://")
+                    .or_else(|| url.strip_prefix("sqlite:"))
+                    .filter(|p| !p.is_empty())
+                {
+                    return Ok(StoreLocation::Sqlite(path.into()));
+                }
+                if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+                    return Err(AppError::Invalid(
+                        "BUGLOOP_STORE_URL names PostgreSQL, which this bugloop's server does \
+                         not support yet; use sqlite:PATH"
+                            .to_owned(),
+                    ));
+                }
+                Err(AppError::Invalid(format!(
+                    "BUGLOOP_STORE_URL is {url:?}: expected sqlite:PATH"
+                )))
+            }
+        }
+    }
+
+    /// Opens the queue (creating its directory and file).
+    pub async fn open(&self) -> Result<SqliteQueue, AppError> {
+        match self {
+            StoreLocation::Sqlite(path) => {
+                if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                    std::fs::create_dir_all(dir).map_err(|e| {
+                        AppError::Invalid(format!("cannot make {}: {e}", dir.display()))
+                    })?;
+                }
+                Ok(SqliteQueue::open(path, bugloop_queue::Retries::default()).await?)
+            }
+        }
+    }
+}
+
+/// How to run the server.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    pub listen: std::net::SocketAddr,
+    /// `BUGLOOP_WEBHOOK_SECRET`.
+    pub secret: Vec<u8>,
+    pub store: StoreLocation,
+    /// The logins whose events are dropped besides every bot's (the App's own, `slug[bot]`).
+    pub bot_logins: Vec<String>,
+}
+
+/// Serves until SIGTERM or Ctrl-C; `bound` is told the address once it listens (port 0 picks a
+/// free one). Starts without reaching GitHub: webhooks are queued whatever GitHub's state.
+pub async fn run(
+    options: ServeOptions,
+    bound: impl FnOnce(std::net::SocketAddr),
+) -> Result<(), AppError> {
+    if options.secret.is_empty() {
+        return Err(AppError::Invalid(
+            "BUGLOOP_WEBHOOK_SECRET is not set: the server verifies every delivery with it"
+                .to_owned(),
+        ));
+    }
+    let queue = options.store.open().await?;
+    let listener = tokio::net::TcpListener::bind(options.listen)
+        .await
+        .map_err(|e| AppError::Invalid(format!("cannot listen on {}: {e}", options.listen)))?;
+    let address = listener
+        .local_addr()
+        .map_err(|e| AppError::Invalid(format!("cannot read the address listened on: {e}")))?;
+    bound(address);
+    let state = WebhookState {
+        secret: Arc::new(options.secret),
+        queue,
+        settings: Arc::new(TriggerSettings {
+            bot_logins: options.bot_logins,
+            mention: "bugloop".to_owned(),
+            autofix_label: "bug:autofix".to_owned(),
+        }),
+    };
+    axum::serve(listener, router(state))
+        .with_graceful_shutdown(shutdown())
+        .await
+        .map_err(|e| AppError::Invalid(format!("the server stopped: {e}")))
+}
+
+/// SIGTERM or Ctrl-C.
+async fn shutdown() {
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = terminate => {}
     }
 }

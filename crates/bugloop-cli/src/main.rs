@@ -16,6 +16,7 @@ mod action;
 mod bench;
 mod progress;
 mod review;
+mod serve;
 mod show;
 
 #[derive(Debug, Parser)]
@@ -91,6 +92,12 @@ enum Command {
     /// pull request, or a developer's comment), with the report in the job summary and a
     /// review's SARIF file for code scanning. Exit 0 also when there is nothing to do.
     Action(action::ActionArgs),
+    /// Run the GitHub App server's webhook endpoint: signed deliveries are queued durably (the
+    /// workers that run them are not built yet).
+    Serve(serve::ServeArgs),
+    /// The server's jobs: list, show, retry.
+    #[command(subcommand)]
+    Jobs(serve::JobsCommand),
 }
 
 #[derive(Debug, Subcommand)]
@@ -286,6 +293,8 @@ fn run(cli: Cli, out: &mut impl Write) -> Result<Verdict> {
     match cli.command {
         Command::Review(args) => review::review(&cwd, &choice, &args, out),
         Command::Action(args) => action::action(&cwd, &choice, &args, out),
+        Command::Serve(args) => serve::serve(&args, out),
+        Command::Jobs(command) => serve::jobs(&command, out),
         Command::Findings(args) => review::findings(&cwd, &choice, &args, out),
         Command::Store(command) => review::store(&cwd, command, out),
         Command::Fix(args) => act::fix(&cwd, &choice, &args, out),
