@@ -251,3 +251,38 @@ pub fn off_by_one() -> Value {
     json!({"file": "lib.rs", "line": 6, "evidence": "v[v.len()]", "title": "Index one past the end",
            "description": "`v[v.len()]` always panics.", "score": 8, "category": "logic"})
 }
+
+/// A fresh 2048-bit RSA key in GitHub's form (PKCS#1 PEM), made by OpenSSL (installed by the
+/// test command), for an App's credentials.
+pub fn app_key() -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let pkcs8 = dir.path().join("key.pem");
+    let made = std::process::Command::new("openssl")
+        .args([
+            "genpkey",
+            "-algorithm",
+            "RSA",
+            "-pkeyopt",
+            "rsa_keygen_bits:2048",
+            "-out",
+        ])
+        .arg(&pkcs8)
+        .output()
+        .expect("openssl is needed to make a test key (`scripts/setup --test` installs it)");
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let pkcs1 = std::process::Command::new("openssl")
+        .args(["rsa", "-traditional", "-in"])
+        .arg(&pkcs8)
+        .output()
+        .unwrap();
+    assert!(
+        pkcs1.status.success(),
+        "{}",
+        String::from_utf8_lossy(&pkcs1.stderr)
+    );
+    String::from_utf8(pkcs1.stdout).unwrap()
+}

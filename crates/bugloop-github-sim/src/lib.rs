@@ -10,6 +10,7 @@
 //! handler cannot leave it half-written (each one changes it under one lock).
 
 mod answer;
+mod app;
 mod diff;
 pub mod fixture;
 mod graphql;
@@ -97,9 +98,15 @@ impl Simulator {
             .insert(token.to_owned(), login.to_owned());
     }
 
-    /// The App's slug (`GET /app`); its bot login is `<slug>[bot]`.
-    pub fn set_app_slug(&self, slug: &str) {
-        slug.clone_into(&mut self.state().app_slug);
+    /// A GitHub App with its public key (DER, PKCS#1) and installations: its JWT buys
+    /// installation tokens that write as `<slug>[bot]`.
+    pub fn add_app(&self, id: u64, slug: &str, public_key_der: Vec<u8>, installations: &[u64]) {
+        self.state().apps.push(app::App {
+            id,
+            slug: slug.to_owned(),
+            public_key: public_key_der,
+            installations: installations.to_vec(),
+        });
     }
 
     /// A collaborator's role: `admin`, `maintain`, `write`, `triage` or `read`.

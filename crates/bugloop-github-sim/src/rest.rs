@@ -101,6 +101,10 @@ fn answer(
     query: &str,
     body: &Value,
 ) -> (Answer, Option<StatusCode>) {
+    // An App's JWT is taken by the App's own endpoints only.
+    if path == "/app" || path.starts_with("/app/") {
+        return (app_endpoint(state, headers, method, path), None);
+    }
     let Some(login) = authenticated(state, headers) else {
         return (
             Answer::error(StatusCode::UNAUTHORIZED, "Bad credentials"),
@@ -138,6 +142,33 @@ fn answer(
     }
 }
 
+fn app_endpoint(state: &mut State, headers: &HeaderMap, method: &str, path: &str) -> Answer {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let jwt = headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    let Some(app) = jwt.and_then(|jwt| crate::app::app_of_jwt(state, jwt, now)) else {
+        return Answer::error(
+            StatusCode::UNAUTHORIZED,
+            "A JSON web token could not be decoded",
+        );
+    };
+    let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    let answer = match (method, segments.as_slice()) {
+        ("GET", ["app"]) => crate::app::describe(state, app).map(Answer::ok),
+        ("POST", ["app", "installations", id, "access_tokens"]) => id
+            .parse()
+            .ok()
+            .and_then(|id| crate::app::installation_token(state, app, id, now))
+            .map(|token| Answer::json(StatusCode::CREATED, token)),
+        _ => None,
+    };
+    answer.unwrap_or_else(|| Answer::error(StatusCode::NOT_FOUND, "Not Found"))
+}
+
 fn authenticated(state: &State, headers: &HeaderMap) -> Option<String> {
     let value = headers
         .get("authorization")
@@ -163,9 +194,6 @@ fn route(
     let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
     match (method, segments.as_slice()) {
         ("GET", ["user"]) => Answer::ok(state.account(login)),
-        ("GET", ["app"]) => {
-            Answer::ok(json!({"id": 1, "slug": state.app_slug, "name": state.app_slug}))
-        }
         (_, ["repos", owner, name, rest @ ..]) if *owner == state.owner && *name == state.name => {
             repository(state, login, method, rest, query, body)
         }

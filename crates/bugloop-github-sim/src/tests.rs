@@ -295,3 +295,46 @@ async fn permissions_drafts_labels_and_logins() {
         Err(GitHubError::Unauthorized { .. })
     ));
 }
+
+#[tokio::test]
+async fn an_app_buys_installation_tokens_with_its_jwt_and_writes_as_its_bot() {
+    let (sim, _, _) = setup().await;
+    let pem = fixture::app_key();
+    let credentials = Arc::new(bugloop_github::AppCredentials::from_pem(123, &pem).unwrap());
+    sim.add_app(123, "bugloop-app", credentials.public_key_der(), &[42]);
+    let client = GitHubClient::for_installation(
+        Endpoint::from_values(Some(&sim.api_url()), Some(&sim.graphql_url())),
+        bugloop_github::Installation {
+            credentials: credentials.clone(),
+            id: 42,
+            clock: Arc::new(bugloop_github::SystemClock),
+        },
+        Policy {
+            write_spacing: Duration::ZERO,
+            ..Policy::default()
+        },
+        Arc::new(bugloop_github::TokioSleeper),
+    )
+    .unwrap();
+    assert_eq!(client.app_bot_login().await.unwrap(), "bugloop-app[bot]");
+    let written = client
+        .create_issue_comment(&repo(), 7, "from the App")
+        .await
+        .unwrap();
+    assert_eq!(written.user.unwrap().login, "bugloop-app[bot]");
+    // Another installation, or another App's key, buys nothing.
+    let other =
+        Arc::new(bugloop_github::AppCredentials::from_pem(123, &fixture::app_key()).unwrap());
+    let forged = GitHubClient::for_installation(
+        Endpoint::from_values(Some(&sim.api_url()), None),
+        bugloop_github::Installation {
+            credentials: other,
+            id: 42,
+            clock: Arc::new(bugloop_github::SystemClock),
+        },
+        Policy::default(),
+        Arc::new(bugloop_github::TokioSleeper),
+    )
+    .unwrap();
+    assert!(forged.pull_request(&repo(), 7).await.is_err());
+}
