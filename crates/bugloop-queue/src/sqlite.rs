@@ -6,8 +6,11 @@ use std::path::Path;
 use std::str::FromStr;
 use std::time::Duration;
 
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteRow};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteRow, SqliteSynchronous,
+};
 use sqlx::{Row, SqlitePool};
+use tokio::sync::{mpsc, oneshot};
 
 use crate::{
     Enqueued, Failure, Job, JobKind, JobState, Lease, NewJob, QueueError, Retries, query_error,
@@ -18,11 +21,117 @@ const MIGRATIONS: &[&str] = &[include_str!("../migrations/0001_queue.sql")];
 const COLUMNS: &str = "id, kind, conversation, installation, head, payload, state, attempts, \
      run_after, lease_owner, lease_until, epoch, error, created_at, updated_at";
 
+/// The most deliveries written in one transaction.
+const BATCH: usize = 256;
+
 /// The job queue in a SQLite file.
 #[derive(Debug, Clone)]
 pub struct SqliteQueue {
     pool: SqlitePool,
     retries: Retries,
+    /// Deliveries go through one writer, which commits those that arrive together at once.
+    writer: mpsc::Sender<EnqueueRequest>,
+}
+
+#[derive(Debug)]
+struct EnqueueRequest {
+    delivery: String,
+    event: String,
+    job: Option<NewJob>,
+    now: i64,
+    reply: oneshot::Sender<Result<Enqueued, QueueError>>,
+}
+
+/// Writes the deliveries that are waiting, up to [`BATCH`] at a time, each batch in one
+/// transaction; runs until every handle of the queue is gone.
+async fn write_deliveries(pool: SqlitePool, mut requests: mpsc::Receiver<EnqueueRequest>) {
+    while let Some(first) = requests.recv().await {
+        let mut batch = vec![first];
+        while batch.len() < BATCH {
+            match requests.try_recv() {
+                Ok(request) => batch.push(request),
+                Err(_) => break,
+            }
+        }
+        write_batch(&pool, batch).await;
+    }
+}
+
+async fn write_batch(pool: &SqlitePool, batch: Vec<EnqueueRequest>) {
+    let failed = |error: &dyn std::fmt::Display| {
+        QueueError::Invalid(format!(
+            "the job queue could not record the delivery: {error}"
+        ))
+    };
+    let mut tx = match pool.begin().await {
+        Ok(tx) => tx,
+        Err(error) => {
+            for request in batch {
+                let _ = request.reply.send(Err(failed(&error)));
+            }
+            return;
+        }
+    };
+    let mut answers = Vec::with_capacity(batch.len());
+    let mut retry_alone = false;
+    for request in &batch {
+        match enqueue_in(
+            &mut tx,
+            &request.delivery,
+            &request.event,
+            request.job.clone(),
+            request.now,
+        )
+        .await
+        {
+            Ok(result) => answers.push(result),
+            Err(_) => {
+                retry_alone = true;
+                break;
+            }
+        }
+    }
+    if retry_alone {
+        // Something in the batch could not be written (rare): undo it, and write each delivery
+        // in a transaction of its own, so one bad delivery fails alone.
+        drop(tx);
+        for request in batch {
+            let result = async {
+                let mut tx = pool.begin().await.map_err(query_error("enqueue"))?;
+                let result = enqueue_in(
+                    &mut tx,
+                    &request.delivery,
+                    &request.event,
+                    request.job,
+                    request.now,
+                )
+                .await?;
+                tx.commit().await.map_err(query_error("enqueue"))?;
+                Ok(result)
+            }
+            .await;
+            let _ = request.reply.send(result);
+        }
+        return;
+    }
+    let answers: Vec<_> = batch
+        .into_iter()
+        .map(|request| request.reply)
+        .zip(answers.into_iter().map(Ok))
+        .collect();
+    // Answered only once on disk.
+    match tx.commit().await {
+        Ok(()) => {
+            for (reply, result) in answers {
+                let _ = reply.send(result);
+            }
+        }
+        Err(error) => {
+            for (reply, _) in answers {
+                let _ = reply.send(Err(failed(&error)));
+            }
+        }
+    }
 }
 
 fn ms(duration: Duration) -> i64 {
@@ -41,6 +150,8 @@ impl SqliteQueue {
             .map_err(open_error)?
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
+            // Every commit is on disk before a delivery is answered.
+            .synchronous(SqliteSynchronous::Full)
             .busy_timeout(Duration::from_secs(10));
         // One connection: every statement of the queue is short, and one writer at a time is
         // what SQLite allows anyway; transactions then never meet a busy database.
@@ -49,44 +160,53 @@ impl SqliteQueue {
             .connect_with(options)
             .await
             .map_err(open_error)?;
-        let queue = SqliteQueue { pool, retries };
-        queue.migrate().await?;
-        Ok(queue)
+        migrate(&pool).await?;
+        let (writer, requests) = mpsc::channel(4 * BATCH);
+        tokio::spawn(write_deliveries(pool.clone(), requests));
+        Ok(SqliteQueue {
+            pool,
+            retries,
+            writer,
+        })
     }
+}
 
-    async fn migrate(&self) -> Result<(), QueueError> {
-        let mut tx = self.pool.begin().await.map_err(query_error("migrate"))?;
-        sqlx::query("CREATE TABLE IF NOT EXISTS queue_schema (version INTEGER NOT NULL)")
+async fn migrate(pool: &SqlitePool) -> Result<(), QueueError> {
+    let mut tx = pool.begin().await.map_err(query_error("migrate"))?;
+    sqlx::query("CREATE TABLE IF NOT EXISTS queue_schema (version INTEGER NOT NULL)")
+        .execute(&mut *tx)
+        .await
+        .map_err(query_error("migrate"))?;
+    let version: Option<i64> = sqlx::query_scalar("SELECT MAX(version) FROM queue_schema")
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(query_error("migrate"))?;
+    let done = usize::try_from(version.unwrap_or(0)).unwrap_or(0);
+    if done > MIGRATIONS.len() {
+        return Err(QueueError::Invalid(format!(
+            "the job queue was written by a newer bugloop (schema {done}, this one knows {})",
+            MIGRATIONS.len()
+        )));
+    }
+    for (index, migration) in MIGRATIONS.iter().enumerate().skip(done) {
+        sqlx::raw_sql(migration)
             .execute(&mut *tx)
             .await
             .map_err(query_error("migrate"))?;
-        let version: Option<i64> = sqlx::query_scalar("SELECT MAX(version) FROM queue_schema")
-            .fetch_one(&mut *tx)
+        sqlx::query("INSERT INTO queue_schema (version) VALUES (?)")
+            .bind(i64::try_from(index + 1).unwrap_or(i64::MAX))
+            .execute(&mut *tx)
             .await
             .map_err(query_error("migrate"))?;
-        let done = usize::try_from(version.unwrap_or(0)).unwrap_or(0);
-        if done > MIGRATIONS.len() {
-            return Err(QueueError::Invalid(format!(
-                "the job queue was written by a newer bugloop (schema {done}, this one knows {})",
-                MIGRATIONS.len()
-            )));
-        }
-        for (index, migration) in MIGRATIONS.iter().enumerate().skip(done) {
-            sqlx::raw_sql(migration)
-                .execute(&mut *tx)
-                .await
-                .map_err(query_error("migrate"))?;
-            sqlx::query("INSERT INTO queue_schema (version) VALUES (?)")
-                .bind(i64::try_from(index + 1).unwrap_or(i64::MAX))
-                .execute(&mut *tx)
-                .await
-                .map_err(query_error("migrate"))?;
-        }
-        tx.commit().await.map_err(query_error("migrate"))
     }
+    tx.commit().await.map_err(query_error("migrate"))
+}
 
+impl SqliteQueue {
     /// Records a delivery and, when it asks for one, its job; a delivery seen before changes
-    /// nothing. A review supersedes the reviews of the same conversation still waiting.
+    /// nothing. A review supersedes the reviews of the same conversation still waiting. The
+    /// deliveries that arrive together are written in one transaction (one sync to disk for
+    /// all), each in a savepoint of its own, and each is answered once it is on disk.
     pub async fn enqueue(
         &self,
         delivery: &str,
@@ -94,72 +214,17 @@ impl SqliteQueue {
         job: Option<NewJob>,
         now: i64,
     ) -> Result<Enqueued, QueueError> {
-        let mut tx = self.pool.begin().await.map_err(query_error("enqueue"))?;
-        let inserted = sqlx::query(
-            "INSERT INTO deliveries (id, event, received_at) VALUES (?, ?, ?) \
-             ON CONFLICT (id) DO NOTHING",
-        )
-        .bind(delivery)
-        .bind(event)
-        .bind(now)
-        .execute(&mut *tx)
-        .await
-        .map_err(query_error("record the delivery"))?
-        .rows_affected();
-        if inserted == 0 {
-            let job: Option<String> =
-                sqlx::query_scalar("SELECT job_id FROM deliveries WHERE id = ?")
-                    .bind(delivery)
-                    .fetch_one(&mut *tx)
-                    .await
-                    .map_err(query_error("read the delivery"))?;
-            return Ok(Enqueued::Redelivered { job });
-        }
-        let Some(job) = job else {
-            tx.commit().await.map_err(query_error("enqueue"))?;
-            return Ok(Enqueued::Recorded);
+        let (reply, answer) = oneshot::channel();
+        let request = EnqueueRequest {
+            delivery: delivery.to_owned(),
+            event: event.to_owned(),
+            job,
+            now,
+            reply,
         };
-        let mut superseded = Vec::new();
-        if job.kind == JobKind::Review {
-            superseded = sqlx::query_scalar(
-                "UPDATE jobs SET state = 'superseded', updated_at = ? \
-                 WHERE conversation = ? AND kind = 'review' AND state = 'queued' RETURNING id",
-            )
-            .bind(now)
-            .bind(&job.conversation)
-            .fetch_all(&mut *tx)
-            .await
-            .map_err(query_error("supersede waiting reviews"))?;
-        }
-        let id = delivery.to_owned();
-        sqlx::query(
-            "INSERT INTO jobs (id, kind, conversation, installation, head, payload, state, \
-             attempts, run_after, epoch, created_at, updated_at) \
-             VALUES (?, ?, ?, ?, ?, ?, 'queued', 0, ?, 0, ?, ?)",
-        )
-        .bind(&id)
-        .bind(job.kind.as_str())
-        .bind(&job.conversation)
-        .bind(job.installation)
-        .bind(&job.head)
-        .bind(&job.payload)
-        .bind(now)
-        .bind(now)
-        .bind(now)
-        .execute(&mut *tx)
-        .await
-        .map_err(query_error("queue the job"))?;
-        sqlx::query("UPDATE deliveries SET job_id = ? WHERE id = ?")
-            .bind(&id)
-            .bind(delivery)
-            .execute(&mut *tx)
-            .await
-            .map_err(query_error("link the delivery"))?;
-        tx.commit().await.map_err(query_error("enqueue"))?;
-        Ok(Enqueued::Queued {
-            job: id,
-            superseded,
-        })
+        let stopped = || QueueError::Invalid("the job queue's writer has stopped".to_owned());
+        self.writer.send(request).await.map_err(|_| stopped())?;
+        answer.await.map_err(|_| stopped())?
     }
 
     /// Claims the oldest job that may run now: queued and due, or running under a lease that
@@ -374,5 +439,74 @@ fn job_of(row: &SqliteRow) -> Result<Job, QueueError> {
         error: row.try_get("error").map_err(get("read error"))?,
         created_at: row.try_get("created_at").map_err(get("read created_at"))?,
         updated_at: row.try_get("updated_at").map_err(get("read updated_at"))?,
+    })
+}
+
+/// One delivery's rows, written inside the batch's transaction.
+async fn enqueue_in(
+    tx: &mut sqlx::SqliteConnection,
+    delivery: &str,
+    event: &str,
+    job: Option<NewJob>,
+    now: i64,
+) -> Result<Enqueued, QueueError> {
+    // A delivery's job has the delivery's id.
+    let job_id = job.as_ref().map(|_| delivery);
+    let inserted = sqlx::query(
+        "INSERT INTO deliveries (id, event, received_at, job_id) VALUES (?, ?, ?, ?) \
+         ON CONFLICT (id) DO NOTHING",
+    )
+    .bind(delivery)
+    .bind(event)
+    .bind(now)
+    .bind(job_id)
+    .execute(&mut *tx)
+    .await
+    .map_err(query_error("record the delivery"))?
+    .rows_affected();
+    if inserted == 0 {
+        let job: Option<String> = sqlx::query_scalar("SELECT job_id FROM deliveries WHERE id = ?")
+            .bind(delivery)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(query_error("read the delivery"))?;
+        return Ok(Enqueued::Redelivered { job });
+    }
+    let Some(job) = job else {
+        return Ok(Enqueued::Recorded);
+    };
+    let mut superseded = Vec::new();
+    if job.kind == JobKind::Review {
+        superseded = sqlx::query_scalar(
+            "UPDATE jobs SET state = 'superseded', updated_at = ? \
+             WHERE conversation = ? AND kind = 'review' AND state = 'queued' RETURNING id",
+        )
+        .bind(now)
+        .bind(&job.conversation)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(query_error("supersede waiting reviews"))?;
+    }
+    let id = delivery.to_owned();
+    sqlx::query(
+        "INSERT INTO jobs (id, kind, conversation, installation, head, payload, state, \
+         attempts, run_after, epoch, created_at, updated_at) \
+         VALUES (?, ?, ?, ?, ?, ?, 'queued', 0, ?, 0, ?, ?)",
+    )
+    .bind(&id)
+    .bind(job.kind.as_str())
+    .bind(&job.conversation)
+    .bind(job.installation)
+    .bind(&job.head)
+    .bind(&job.payload)
+    .bind(now)
+    .bind(now)
+    .bind(now)
+    .execute(&mut *tx)
+    .await
+    .map_err(query_error("queue the job"))?;
+    Ok(Enqueued::Queued {
+        job: id,
+        superseded,
     })
 }

@@ -278,3 +278,32 @@ async fn the_queue_survives_a_reopen_and_refuses_a_newer_schema() {
         .unwrap_err();
     assert!(error.to_string().contains("newer bugloop"), "{error}");
 }
+
+#[tokio::test]
+async fn deliveries_arriving_together_are_written_together_each_exactly_once() {
+    let (queue, _dir) = queue().await;
+    let mut sent = Vec::new();
+    // 300 deliveries at once, every tenth sent twice: the duplicates meet in the same batch.
+    for n in 0..300_u64 {
+        for _ in 0..if n % 10 == 0 { 2 } else { 1 } {
+            let queue = queue.clone();
+            sent.push(tokio::spawn(async move {
+                queue
+                    .enqueue(&format!("d-{n}"), "issue_comment", Some(comment(n % 7)), 1)
+                    .await
+                    .unwrap()
+            }));
+        }
+    }
+    let mut queued = 0;
+    let mut redelivered = 0;
+    for answer in sent {
+        match answer.await.unwrap() {
+            Enqueued::Queued { .. } => queued += 1,
+            Enqueued::Redelivered { job: Some(_) } => redelivered += 1,
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!((queued, redelivered), (300, 30));
+    assert_eq!(queue.jobs().await.unwrap().len(), 300);
+}

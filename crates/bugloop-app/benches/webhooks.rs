@@ -1,0 +1,121 @@
+//! How fast the App server takes deliveries: signed `pull_request` deliveries sent over loopback
+//! to the real webhook endpoint (signature check, trigger, delivery and job recorded durably in
+//! the SQLite queue) by concurrent clients in the same process; throughput and latency
+//! percentiles. Results go into BENCHMARKS.md. `cargo bench -p bugloop-app --bench webhooks`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+// A benchmark reports on standard output.
+#![allow(clippy::print_stdout)]
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bugloop_app::github_types::{TriggerSettings, signature};
+use bugloop_app::serve::{WebhookState, router};
+use bugloop_queue::{Retries, SqliteQueue};
+
+const SECRET: &[u8] = b"bench secret";
+const DELIVERIES: usize = 20_000;
+const CLIENTS: usize = 64;
+
+fn payload(n: usize) -> Vec<u8> {
+    serde_json::json!({
+        "action": "synchronize",
+        "repository": {"full_name": format!("acme/repo{}", n % 50)},
+        "sender": {"login": "alice", "type": "User"},
+        "installation": {"id": 42},
+        "pull_request": {"number": n % 200 + 1, "title": "t", "draft": false, "user": {"login": "alice"},
+            "head": {"ref": "feature", "sha": format!("{n:040x}"), "repo": {"full_name": format!("acme/repo{}", n % 50)}},
+            "base": {"ref": "main", "sha": "0".repeat(40), "repo": {"full_name": format!("acme/repo{}", n % 50)}}}
+    })
+    .to_string()
+    .into_bytes()
+}
+
+fn main() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let dir = tempfile::tempdir().unwrap();
+        let queue = SqliteQueue::open(&dir.path().join("queue.db"), Retries::default())
+            .await
+            .unwrap();
+        let state = WebhookState {
+            secret: Arc::new(SECRET.to_vec()),
+            queue: queue.clone(),
+            settings: Arc::new(TriggerSettings {
+                bot_logins: vec!["bugloop-app[bot]".to_owned()],
+                mention: "bugloop".to_owned(),
+                autofix_label: "bug:autofix".to_owned(),
+            }),
+        };
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/webhook", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, router(state)).await.unwrap() });
+        let bodies: Vec<(Vec<u8>, String)> = (0..DELIVERIES)
+            .map(|n| {
+                let body = payload(n);
+                let signed = signature(SECRET, &body);
+                (body, signed)
+            })
+            .collect();
+        let bodies = Arc::new(bodies);
+        let client = reqwest::Client::builder()
+            .pool_max_idle_per_host(CLIENTS)
+            .build()
+            .unwrap();
+        let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let started = Instant::now();
+        let mut tasks = Vec::new();
+        for _ in 0..CLIENTS {
+            let (client, url, bodies, next) =
+                (client.clone(), url.clone(), bodies.clone(), next.clone());
+            tasks.push(tokio::spawn(async move {
+                let mut latencies = Vec::new();
+                loop {
+                    let n = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some((body, signed)) = bodies.get(n) else {
+                        break;
+                    };
+                    let sent = Instant::now();
+                    let status = client
+                        .post(&url)
+                        .header("x-github-event", "pull_request")
+                        .header("x-github-delivery", format!("delivery-{n}"))
+                        .header("x-hub-signature-256", signed)
+                        .body(body.clone())
+                        .send()
+                        .await
+                        .unwrap()
+                        .status();
+                    assert_eq!(status, 202);
+                    latencies.push(sent.elapsed());
+                }
+                latencies
+            }));
+        }
+        let mut latencies: Vec<Duration> = Vec::new();
+        for task in tasks {
+            latencies.extend(task.await.unwrap());
+        }
+        let elapsed = started.elapsed().as_secs_f64();
+        latencies.sort();
+        let at = |q: f64| {
+            let index = ((latencies.len() as f64 - 1.0) * q).round() as usize;
+            latencies[index].as_secs_f64() * 1000.0
+        };
+        let jobs = queue.jobs().await.unwrap();
+        assert_eq!(jobs.len(), DELIVERIES, "every delivery queued once");
+        println!(
+            "SQLite queue: {DELIVERIES} signed deliveries from {CLIENTS} clients in {elapsed:.2} s: \
+             {:.0} deliveries/s; latency p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+            DELIVERIES as f64 / elapsed,
+            at(0.5),
+            at(0.99),
+            at(1.0)
+        );
+    });
+}
