@@ -21,7 +21,8 @@ pub(crate) async fn handle(
     let path = parts.uri.path().to_owned();
     let query = parts.uri.query().unwrap_or_default().to_owned();
     let json: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    let operation = (path == "/graphql").then(|| {
+    let path_is_graphql = path == "/graphql";
+    let operation = path_is_graphql.then(|| {
         json.get("operationName")
             .and_then(Value::as_str)
             .unwrap_or("?")
@@ -61,6 +62,8 @@ pub(crate) async fn handle(
         status: status.as_u16(),
         operation,
     });
+    // GraphQL has a budget of its own, as on GitHub.
+    let resource = if path_is_graphql { "graphql" } else { "core" };
     let mut builder = Response::builder()
         .status(status)
         .header("content-type", "application/json; charset=utf-8")
@@ -71,7 +74,7 @@ pub(crate) async fn handle(
             (5000 - state.rate_remaining).to_string(),
         )
         .header("x-ratelimit-reset", (state.clock + 3600).to_string())
-        .header("x-ratelimit-resource", "core");
+        .header("x-ratelimit-resource", resource);
     drop(state);
     if let Some(etag) = &etag {
         builder = builder.header("etag", etag);

@@ -104,6 +104,8 @@ async fn comments_threads_and_edits_round_trip_with_ids_above_two_to_the_32() {
         .await
         .unwrap();
     assert!(sim.threads(7)[0].resolved);
+    // REST and GraphQL budgets are told apart.
+    assert!(client.graphql_rate_limit().is_some() && client.rate_limit().is_some());
     let listed = client.issue_comments(&repo(), 7).await.unwrap();
     assert_eq!(listed[0].body.as_deref(), Some("summary v2"));
     assert_eq!(client.review_comments(&repo(), 7).await.unwrap().len(), 3);

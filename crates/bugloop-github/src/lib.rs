@@ -181,9 +181,14 @@ impl GitHubClient {
         self.transport.counters()
     }
 
-    /// The rate limit as GitHub last reported it.
+    /// The REST (`core`) rate limit as GitHub last reported it.
     pub fn rate_limit(&self) -> Option<RateLimit> {
-        self.transport.rate_limit()
+        self.transport.rate_limit("core")
+    }
+
+    /// The GraphQL API's rate limit (a budget of its own) as GitHub last reported it.
+    pub fn graphql_rate_limit(&self) -> Option<RateLimit> {
+        self.transport.rate_limit("graphql")
     }
 
     fn url(&self, path: &str) -> String {

@@ -95,7 +95,8 @@ struct State {
     last_write: Option<std::time::Instant>,
     /// URL -> (ETag, body, next page) of listing pages.
     etags: HashMap<String, (HeaderValue, Value, Option<String>)>,
-    rate: Option<RateLimit>,
+    /// By resource (`core`, `graphql`, ...): each has a budget of its own.
+    rate: HashMap<String, RateLimit>,
     counters: Counters,
 }
 
@@ -157,8 +158,11 @@ impl Transport {
         self.state.lock().map(|s| s.counters).unwrap_or_default()
     }
 
-    pub(crate) fn rate_limit(&self) -> Option<RateLimit> {
-        self.state.lock().ok().and_then(|s| s.rate)
+    pub(crate) fn rate_limit(&self, resource: &str) -> Option<RateLimit> {
+        self.state
+            .lock()
+            .ok()
+            .and_then(|s| s.rate.get(resource).copied())
     }
 
     fn with_state<T>(&self, f: impl FnOnce(&mut State) -> T) -> Option<T> {
@@ -446,12 +450,20 @@ impl Transport {
             number("x-ratelimit-remaining"),
             number("x-ratelimit-reset"),
         ) {
+            let resource = headers
+                .get("x-ratelimit-resource")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("core")
+                .to_owned();
             self.with_state(|s| {
-                s.rate = Some(RateLimit {
-                    limit,
-                    remaining,
-                    reset,
-                });
+                s.rate.insert(
+                    resource,
+                    RateLimit {
+                        limit,
+                        remaining,
+                        reset,
+                    },
+                );
             });
         }
     }
