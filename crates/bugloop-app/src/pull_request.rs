@@ -4,6 +4,7 @@
 //! with the commenter's permission from the forge.
 
 use bugloop_domain::thread::{Comment, CommentKind};
+use bugloop_forge::answering::{AnsweringForge, answers};
 use bugloop_report::act::{ActReport, ChosenBy, Intent};
 
 use crate::{App, AppError, Outcome, Verdict};
@@ -67,26 +68,25 @@ impl App {
                 comment.id
             )));
         }
+        // What bugloop writes while acting on it says which comment it answers.
+        let answering = AnsweringForge::new(env.forge, &comment.id);
+        let env = bugloop_loops::LoopEnv {
+            forge: &answering,
+            ..env
+        };
         let report = bugloop_loops::act::on_comment(&env, &change, &comment).await?;
         let verdict = crate::outcome::act_verdict(&report);
         Ok(Outcome::new(report, verdict))
     }
 }
 
-/// Whether bugloop already answered `comment`: a reply that refers to it, or, in a review
-/// thread, a reply of bugloop's after it.
+/// Whether bugloop already answered `comment`: a reply that refers to it, or anything of
+/// bugloop's that says it answers it.
 fn answered(comments: &[Comment], comment: &Comment) -> bool {
-    let after = comments
-        .iter()
-        .position(|c| c.id == comment.id)
-        .map_or(&[][..], |at| &comments[at + 1..]);
-    comments
-        .iter()
-        .any(|c| c.by_bugloop && c.in_reply_to.as_deref() == Some(comment.id.as_str()))
-        || (comment.thread_id.is_some()
-            && after
-                .iter()
-                .any(|c| c.by_bugloop && c.thread_id == comment.thread_id))
+    comments.iter().any(|c| {
+        (c.by_bugloop && c.in_reply_to.as_deref() == Some(comment.id.as_str()))
+            || answers(c, &comment.id)
+    })
 }
 
 impl App {

@@ -7,6 +7,7 @@
 //! store) and, later, GitHub. No forge wire type leaves this crate: everything is expressed in
 //! `bugloop_domain` types and the small types below.
 
+pub mod answering;
 pub mod github;
 pub mod local;
 pub mod recording;

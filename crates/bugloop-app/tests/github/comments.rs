@@ -269,3 +269,58 @@ async fn a_review_body_asking_for_a_fix_is_acted_on_once() {
     );
     assert_eq!(world.origin_head(), once);
 }
+
+#[tokio::test]
+async fn two_questions_in_one_thread_are_each_answered_once_whatever_the_order() {
+    let world = World::new().await;
+    let (root, _) = world.reviewed().await;
+    let first = "@bugloop why does this panic?";
+    let second = "@bugloop can the slice be empty here?";
+    let c1 = world.sim.reply_as(7, "alice", root, first).unwrap();
+    let c2 = world.sim.reply_as(7, "alice", root, second).unwrap();
+    let answer = |text: &str| answers(world.scripts.path(), &[json!({ "text": text })]);
+    // The first is answered after the second was written: the second still gets its answer.
+    world
+        .on_comment(
+            world.comment_trigger(c1, "alice", first, Some(root)),
+            answer("It indexes past the end."),
+        )
+        .await;
+    let EventOutcome::Comment { outcome, .. } = world
+        .on_comment(
+            world.comment_trigger(c2, "alice", second, Some(root)),
+            answer("Yes, it can."),
+        )
+        .await
+    else {
+        panic!("not a comment");
+    };
+    assert!(
+        !matches!(outcome.verdict, bugloop_app::Verdict::Skipped { .. }),
+        "{:?}",
+        outcome.verdict
+    );
+    let EventOutcome::Comment { outcome, .. } = world
+        .on_comment(
+            world.comment_trigger(c2, "alice", second, Some(root)),
+            answer("Again."),
+        )
+        .await
+    else {
+        panic!("not a comment");
+    };
+    assert!(matches!(
+        outcome.verdict,
+        bugloop_app::Verdict::Skipped { .. }
+    ));
+    let bot_replies: Vec<String> = world
+        .sim
+        .review_comments(7)
+        .into_iter()
+        .filter(|c| c.author == crate::support::BOT && c.in_reply_to.is_some())
+        .map(|c| c.body)
+        .collect();
+    assert_eq!(bot_replies.len(), 2, "{bot_replies:#?}");
+    assert!(bot_replies[0].contains(&format!("bugloop:answers review-{c1}")));
+    assert!(bot_replies[1].contains(&format!("bugloop:answers review-{c2}")));
+}

@@ -1,0 +1,139 @@
+//! A forge that marks what bugloop writes while it acts on one developer comment with a hidden
+//! `<!-- bugloop:answers <comment id> -->` line, so a later run can tell that comment was
+//! answered (the same event delivered twice, a job retried) even in a review thread, where a
+//! reply attaches to the thread and not to the comment. The line is part of the body, so where
+//! state is signed it is signed too, and it is read only from bugloop's own comments.
+
+use async_trait::async_trait;
+use bugloop_domain::thread::Comment;
+
+use crate::{Change, ChangeKey, Forge, ForgeError, LineAnchor, Permission};
+
+const ANSWERS: &str = "<!-- bugloop:answers ";
+
+/// The line that says `comment` is answered.
+fn answers_line(comment: &str) -> String {
+    format!("{ANSWERS}{comment} -->")
+}
+
+/// Whether one of bugloop's comments answers `comment` (by its hidden line).
+pub fn answers(written: &Comment, comment: &str) -> bool {
+    written.by_bugloop
+        && written
+            .body
+            .lines()
+            .any(|line| line == answers_line(comment))
+}
+
+/// The wrapped forge, adding the line to every comment and reply written through it.
+#[derive(Debug)]
+pub struct AnsweringForge<'a> {
+    inner: &'a dyn Forge,
+    line: String,
+}
+
+impl<'a> AnsweringForge<'a> {
+    pub fn new(inner: &'a dyn Forge, comment: &str) -> Self {
+        AnsweringForge {
+            inner,
+            line: answers_line(comment),
+        }
+    }
+
+    fn marked(&self, body: &str) -> String {
+        format!("{}\n{}", body.trim_end_matches('\n'), self.line)
+    }
+}
+
+#[async_trait]
+impl Forge for AnsweringForge<'_> {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn bot_login(&self) -> &str {
+        self.inner.bot_login()
+    }
+
+    fn max_body_chars(&self) -> Option<usize> {
+        self.inner
+            .max_body_chars()
+            .map(|max| max.saturating_sub(self.line.len() + 1))
+    }
+
+    fn publishes(&self) -> bool {
+        self.inner.publishes()
+    }
+
+    async fn change(&self, change: &ChangeKey) -> Result<Change, ForgeError> {
+        self.inner.change(change).await
+    }
+
+    async fn head(&self, change: &ChangeKey) -> Result<Option<String>, ForgeError> {
+        self.inner.head(change).await
+    }
+
+    async fn comments(&self, change: &ChangeKey) -> Result<Vec<Comment>, ForgeError> {
+        self.inner.comments(change).await
+    }
+
+    async fn add_comment(
+        &self,
+        change: &ChangeKey,
+        body: &str,
+        anchor: Option<&LineAnchor>,
+    ) -> Result<Comment, ForgeError> {
+        self.inner
+            .add_comment(change, &self.marked(body), anchor)
+            .await
+    }
+
+    async fn update_comment(
+        &self,
+        change: &ChangeKey,
+        comment: &Comment,
+        body: &str,
+    ) -> Result<(), ForgeError> {
+        self.inner.update_comment(change, comment, body).await
+    }
+
+    async fn reply(
+        &self,
+        change: &ChangeKey,
+        to: &Comment,
+        body: &str,
+    ) -> Result<Comment, ForgeError> {
+        self.inner.reply(change, to, &self.marked(body)).await
+    }
+
+    async fn delete_comment(
+        &self,
+        change: &ChangeKey,
+        comment: &Comment,
+    ) -> Result<bool, ForgeError> {
+        self.inner.delete_comment(change, comment).await
+    }
+
+    async fn set_thread_resolved(
+        &self,
+        change: &ChangeKey,
+        thread_id: &str,
+        resolved: bool,
+    ) -> Result<(), ForgeError> {
+        self.inner
+            .set_thread_resolved(change, thread_id, resolved)
+            .await
+    }
+
+    async fn permission(&self, actor: &str) -> Result<Permission, ForgeError> {
+        self.inner.permission(actor).await
+    }
+
+    async fn change_author(&self, change: &ChangeKey) -> Result<Option<String>, ForgeError> {
+        self.inner.change_author(change).await
+    }
+
+    async fn human_reviewers(&self, change: &ChangeKey) -> Result<Vec<String>, ForgeError> {
+        self.inner.human_reviewers(change).await
+    }
+}
