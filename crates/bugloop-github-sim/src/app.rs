@@ -9,16 +9,6 @@ use serde_json::{Value, json};
 
 use crate::state::{State, timestamp};
 
-/// An App the simulator knows.
-#[derive(Debug, Clone)]
-pub(crate) struct App {
-    pub id: u64,
-    pub slug: String,
-    /// The DER of its RSA public key (PKCS#1): JWTs must verify with it.
-    pub public_key: Vec<u8>,
-    pub installations: Vec<u64>,
-}
-
 fn part(text: &str) -> Option<Value> {
     serde_json::from_slice(&URL_SAFE_NO_PAD.decode(text).ok()?).ok()
 }

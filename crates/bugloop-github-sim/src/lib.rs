@@ -101,7 +101,7 @@ impl Simulator {
     /// A GitHub App with its public key (DER, PKCS#1) and installations: its JWT buys
     /// installation tokens that write as `<slug>[bot]`.
     pub fn add_app(&self, id: u64, slug: &str, public_key_der: Vec<u8>, installations: &[u64]) {
-        self.state().apps.push(app::App {
+        self.state().apps.push(state::App {
             id,
             slug: slug.to_owned(),
             public_key: public_key_der,

@@ -40,6 +40,16 @@ pub(crate) struct Pull {
     pub requested_reviewers: Vec<String>,
 }
 
+/// An App the simulator knows.
+#[derive(Debug, Clone)]
+pub struct App {
+    pub id: u64,
+    pub slug: String,
+    /// The DER of its RSA public key (PKCS#1): JWTs must verify with it.
+    pub public_key: Vec<u8>,
+    pub installations: Vec<u64>,
+}
+
 /// A conversation comment.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IssueComment {
@@ -168,7 +178,7 @@ pub(crate) struct State {
     pub name: String,
     pub base_url: String,
     pub tokens: HashMap<String, String>,
-    pub apps: Vec<crate::app::App>,
+    pub apps: Vec<App>,
     pub issued_tokens: u64,
     pub permissions: HashMap<String, String>,
     pub pulls: BTreeMap<u64, Pull>,
