@@ -7,6 +7,7 @@
 //! jobs come with the rest of the server (issue 15).
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use axum::body::Bytes;
@@ -27,6 +28,25 @@ pub struct WebhookState {
     pub secret: Arc<Vec<u8>>,
     pub queue: SqliteQueue,
     pub settings: Arc<TriggerSettings>,
+    /// Deliveries since the process started, by outcome (for `/metrics`).
+    pub deliveries: Arc<DeliveryCounts>,
+}
+
+/// Deliveries by how they were answered.
+#[derive(Debug, Default)]
+pub struct DeliveryCounts {
+    /// 202 with a new job.
+    pub queued: AtomicU64,
+    /// 202 for a delivery seen before.
+    pub redelivered: AtomicU64,
+    /// 204: no job (an event no loop handles, a bot, no mention).
+    pub ignored: AtomicU64,
+    /// 401: the signature did not verify.
+    pub refused: AtomicU64,
+    /// 400: not a delivery bugloop can read.
+    pub invalid: AtomicU64,
+    /// 503: the queue could not record it.
+    pub failed: AtomicU64,
 }
 
 impl std::fmt::Debug for WebhookState {
@@ -44,6 +64,7 @@ pub fn router(state: WebhookState) -> axum::Router {
         .route("/webhook", post(webhook))
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(ready))
+        .route("/metrics", get(metrics))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(state)
 }
@@ -64,6 +85,43 @@ async fn ready(State(state): State<WebhookState>) -> (StatusCode, &'static str) 
     }
 }
 
+/// Prometheus' text format: deliveries since start by outcome, jobs by kind and state.
+async fn metrics(State(state): State<WebhookState>) -> (StatusCode, String) {
+    let counts = match state.queue.counts().await {
+        Ok(counts) => counts,
+        Err(error) => return (StatusCode::SERVICE_UNAVAILABLE, format!("{error}\n")),
+    };
+    let d = &state.deliveries;
+    let mut text = String::from(
+        "# HELP bugloop_deliveries_total Webhook deliveries since the server started, by outcome.\n\
+         # TYPE bugloop_deliveries_total counter\n",
+    );
+    for (outcome, count) in [
+        ("queued", &d.queued),
+        ("redelivered", &d.redelivered),
+        ("ignored", &d.ignored),
+        ("refused", &d.refused),
+        ("invalid", &d.invalid),
+        ("failed", &d.failed),
+    ] {
+        text.push_str(&format!(
+            "bugloop_deliveries_total{{outcome=\"{outcome}\"}} {}\n",
+            count.load(Ordering::Relaxed)
+        ));
+    }
+    text.push_str(
+        "# HELP bugloop_jobs Jobs in the queue, by kind and state.\n# TYPE bugloop_jobs gauge\n",
+    );
+    for (kind, job_state, count) in counts {
+        text.push_str(&format!(
+            "bugloop_jobs{{kind=\"{}\",state=\"{}\"}} {count}\n",
+            kind.as_str(),
+            job_state.as_str()
+        ));
+    }
+    (StatusCode::OK, text)
+}
+
 fn kind_of(trigger: &Trigger) -> JobKind {
     match trigger {
         Trigger::Review { .. } => JobKind::Review,
@@ -78,10 +136,25 @@ async fn webhook(
     headers: HeaderMap,
     body: Bytes,
 ) -> (StatusCode, String) {
+    let counts = state.deliveries.clone();
+    let (status, text) = answer(state, &headers, &body).await;
+    let counter = match status {
+        StatusCode::ACCEPTED if text.starts_with("queued") => &counts.queued,
+        StatusCode::ACCEPTED => &counts.redelivered,
+        StatusCode::NO_CONTENT => &counts.ignored,
+        StatusCode::UNAUTHORIZED => &counts.refused,
+        StatusCode::BAD_REQUEST => &counts.invalid,
+        _ => &counts.failed,
+    };
+    counter.fetch_add(1, Ordering::Relaxed);
+    (status, text)
+}
+
+async fn answer(state: WebhookState, headers: &HeaderMap, body: &Bytes) -> (StatusCode, String) {
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     // Nothing is read from a body whose signature does not verify.
     let signed = header("x-hub-signature-256")
-        .is_some_and(|sig| bugloop_webhooks::signature_is_valid(&state.secret, &body, sig));
+        .is_some_and(|sig| bugloop_webhooks::signature_is_valid(&state.secret, body, sig));
     if !signed {
         return (
             StatusCode::UNAUTHORIZED,
@@ -95,7 +168,7 @@ async fn webhook(
             "X-GitHub-Event and X-GitHub-Delivery are required\n".to_owned(),
         );
     };
-    let parsed = match bugloop_webhooks::parse(event, &body) {
+    let parsed = match bugloop_webhooks::parse(event, body) {
         Ok(parsed) => parsed,
         Err(error) => return (StatusCode::BAD_REQUEST, format!("{error}\n")),
     };
@@ -215,6 +288,7 @@ pub async fn run(
     let state = WebhookState {
         secret: Arc::new(options.secret),
         queue,
+        deliveries: Arc::default(),
         settings: Arc::new(TriggerSettings {
             bot_logins: options.bot_logins,
             mention: "bugloop".to_owned(),

@@ -398,6 +398,27 @@ impl SqliteQueue {
         rows.iter().map(job_of).collect()
     }
 
+    /// How many jobs there are of each kind in each state.
+    pub async fn counts(&self) -> Result<Vec<(JobKind, JobState, i64)>, QueueError> {
+        let rows: Vec<(String, String, i64)> = sqlx::query_as(
+            "SELECT kind, state, COUNT(*) FROM jobs GROUP BY kind, state ORDER BY kind, state",
+        )
+        .fetch_all(&self.pool)
+        .await
+        .map_err(query_error("count jobs"))?;
+        rows.into_iter()
+            .map(|(kind, state, count)| {
+                let kind = JobKind::parse(&kind).ok_or_else(|| {
+                    QueueError::Invalid(format!("a job of an unknown kind {kind:?}"))
+                })?;
+                let state = JobState::parse(&state).ok_or_else(|| {
+                    QueueError::Invalid(format!("a job in an unknown state {state:?}"))
+                })?;
+                Ok((kind, state, count))
+            })
+            .collect()
+    }
+
     /// One job by its id.
     pub async fn job(&self, id: &str) -> Result<Option<Job>, QueueError> {
         let row = sqlx::query(&format!("SELECT {COLUMNS} FROM jobs WHERE id = ?"))
