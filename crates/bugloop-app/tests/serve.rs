@@ -154,3 +154,39 @@ async fn a_bad_signature_is_refused_and_a_redelivery_makes_no_second_job() {
         .unwrap();
     assert_eq!(ready.status(), 200);
 }
+
+#[tokio::test]
+async fn the_status_page_lists_the_jobs_with_what_others_wrote_escaped() {
+    let server = server().await;
+    let hostile = "acme/<img src=x onerror=alert(1)>";
+    let body = serde_json::json!({
+        "action": "opened",
+        "repository": {"full_name": hostile},
+        "sender": {"login": "alice", "type": "User"},
+        "pull_request": {"number": 7, "title": "t", "draft": false, "user": {"login": "alice"},
+            "head": {"ref": "f", "sha": "abc", "repo": {"full_name": hostile}},
+            "base": {"ref": "main", "sha": "def", "repo": {"full_name": hostile}}}
+    })
+    .to_string()
+    .into_bytes();
+    let signature = bugloop_webhooks_signature(&body);
+    assert_eq!(
+        deliver(&server, "pull_request", "d-x", &body, &signature).await,
+        202
+    );
+    let page = reqwest::get(format!("{}/", server.url)).await.unwrap();
+    assert_eq!(page.status(), 200);
+    assert!(
+        page.headers()["content-security-policy"]
+            .to_str()
+            .unwrap()
+            .starts_with("default-src 'none'")
+    );
+    let html = page.text().await.unwrap();
+    assert!(html.contains("1 of 1 jobs"), "{html}");
+    assert!(
+        html.contains("github:acme/&lt;img src=x onerror=alert(1)&gt;#7"),
+        "{html}"
+    );
+    assert!(!html.contains("<img"), "{html}");
+}
