@@ -116,6 +116,7 @@ fn job(fixture: &PullRequestFixture, config: &std::path::Path, model: &str) -> E
                 ..Policy::default()
             },
             remote: "origin".to_owned(),
+            fence: None,
         },
         trigger: Trigger::Review {
             repository: "acme/widgets".to_owned(),

@@ -7,6 +7,7 @@
 
 use std::sync::Arc;
 
+use bugloop_forge::fencing::FencedForge;
 use bugloop_forge::github::GitHubForge;
 use bugloop_forge::signing::{SigningForge, StateKey};
 use bugloop_forge::{ChangeKey, Forge};
@@ -16,7 +17,7 @@ use bugloop_github::{AppCredentials, Endpoint, GitHubClient, Installation, Polic
 use crate::AppError;
 
 /// How bugloop authenticates to GitHub.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub enum GitHubAuth {
     /// A token (an Action's `GITHUB_TOKEN`). Its login is shared by every workflow of the
     /// repository, so writing needs the state key.
@@ -28,8 +29,20 @@ pub enum GitHubAuth {
     },
 }
 
+/// Never prints the token.
+impl std::fmt::Debug for GitHubAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            GitHubAuth::Token(_) => f.write_str("Token(..)"),
+            GitHubAuth::App {
+                installation_id, ..
+            } => write!(f, "App {{ installation_id: {installation_id} }}"),
+        }
+    }
+}
+
 /// The pull request a run is about, and how to reach it.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct GitHubTarget {
     pub endpoint: Endpoint,
     pub auth: GitHubAuth,
@@ -44,6 +57,20 @@ pub struct GitHubTarget {
     /// The remote the pull request's commits are fetched from (`origin`), when they are not in
     /// the clone yet.
     pub remote: String,
+    /// Asked before every write (the server's worker: while its lease holds); `None`: always.
+    pub fence: Option<bugloop_forge::fencing::Fence>,
+}
+
+impl std::fmt::Debug for GitHubTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GitHubTarget")
+            .field("endpoint", &self.endpoint)
+            .field("repo", &self.repo)
+            .field("number", &self.number)
+            .field("bot_login", &self.bot_login)
+            .field("fenced", &self.fence.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 /// The pull request as it was when the run started.
@@ -201,9 +228,13 @@ pub(crate) async fn open_pull_request(
         &bot,
         Some(git.clone()),
     ));
-    let forge = match &target.state_key {
+    let forge: Arc<dyn Forge> = match &target.state_key {
         Some(state_key) => Arc::new(SigningForge::new(base, state_key.clone())),
         None => base,
+    };
+    let forge: Arc<dyn Forge> = match &target.fence {
+        Some(fence) => Arc::new(FencedForge::new(forge, fence.clone())),
+        None => forge,
     };
     Ok(OpenedPullRequest {
         forge,

@@ -20,6 +20,7 @@ mod pull_request;
 mod review;
 pub mod runs;
 pub mod serve;
+pub mod worker;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

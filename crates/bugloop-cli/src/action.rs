@@ -141,6 +141,7 @@ pub fn action(
             state_key: env.state_key.clone(),
             policy,
             remote: "origin".to_owned(),
+            fence: None,
         },
         trigger: trigger.clone(),
         model: args.model.clone(),

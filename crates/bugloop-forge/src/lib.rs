@@ -8,6 +8,7 @@
 //! `bugloop_domain` types and the small types below.
 
 pub mod answering;
+pub mod fencing;
 pub mod github;
 pub mod local;
 pub mod recording;

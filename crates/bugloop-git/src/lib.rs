@@ -13,7 +13,7 @@ mod repository;
 
 pub use change::{ChangeKey, ChangedFile, FileStatus, HeadState, SelectedChange, Selection};
 pub use command::{GitCommand, version};
-pub use repository::{EMPTY_TREE, Git, common_dir, short};
+pub use repository::{EMPTY_TREE, Git, clone, common_dir, short};
 
 /// Why git could not answer.
 #[derive(Debug, thiserror::Error)]

@@ -401,6 +401,27 @@ impl Git {
     }
 }
 
+/// Clones `url` into the empty directory `into` (hardened like every git bugloop runs; no
+/// submodules, no checkout hooks).
+pub fn clone(url: &str, into: &Path) -> Result<(), GitError> {
+    if url.starts_with('-') {
+        return Err(GitError::Invalid(format!(
+            "{url:?} is not a repository to clone"
+        )));
+    }
+    GitCommand::in_work_tree(into)
+        .args([
+            "clone",
+            "--quiet",
+            "--no-recurse-submodules",
+            "--",
+            url,
+            ".",
+        ])
+        .text()
+        .map(drop)
+}
+
 /// The usual 7-character abbreviation.
 pub fn short(sha: &str) -> &str {
     sha.get(..7).unwrap_or(sha)

@@ -81,6 +81,7 @@ impl World {
                 ..Policy::default()
             },
             remote: "origin".to_owned(),
+            fence: None,
         }
     }
 

@@ -1,0 +1,126 @@
+//! The App server's worker against the GitHub simulator: a queued review is claimed, run as the
+//! App's installation in a clone of its own, and done, its findings written as the App's bot;
+//! a worker whose lease is gone writes nothing.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bugloop_app::ConfigChoice;
+use bugloop_app::github_types::{AppCredentials, Endpoint, Policy, Trigger};
+use bugloop_app::worker::{WorkerSettings, run_next};
+use bugloop_github_sim::fixture::{
+    FixtureOptions, PullRequestFixture, app_key, off_by_one, review_lines, script_file,
+};
+use bugloop_queue::{JobKind, JobState, NewJob, Retries, SqliteQueue};
+
+struct Setup {
+    fixture: PullRequestFixture,
+    queue: SqliteQueue,
+    settings: WorkerSettings,
+    _dirs: Vec<tempfile::TempDir>,
+}
+
+async fn setup(lease: Duration) -> Setup {
+    let fixture = PullRequestFixture::new(FixtureOptions::default()).await;
+    let credentials = Arc::new(AppCredentials::from_pem(77, &app_key()).unwrap());
+    fixture
+        .sim
+        .add_app(77, "bugloop-app", credentials.public_key_der(), &[42]);
+    // `<git base>/acme/widgets.git` is the fixture's origin.
+    let git_base = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(git_base.path().join("acme")).unwrap();
+    std::os::unix::fs::symlink(fixture.origin(), git_base.path().join("acme/widgets.git")).unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let config = work.path().join("config.yml");
+    std::fs::write(&config, "{}\n").unwrap();
+    let queue = SqliteQueue::open(&work.path().join("queue.db"), Retries::default())
+        .await
+        .unwrap();
+    let trigger = Trigger::Review {
+        repository: "acme/widgets".to_owned(),
+        number: 7,
+        head: fixture.head.clone(),
+        base: fixture.base.clone(),
+        fork: false,
+        installation: Some(42),
+    };
+    queue
+        .enqueue(
+            "delivery-1",
+            "pull_request",
+            Some(NewJob {
+                kind: JobKind::Review,
+                conversation: trigger.conversation(),
+                installation: Some(42),
+                head: Some(fixture.head.clone()),
+                payload: serde_json::to_string(&trigger).unwrap(),
+            }),
+            0,
+        )
+        .await
+        .unwrap();
+    let settings = WorkerSettings {
+        id: "test:1".to_owned(),
+        lease,
+        app: credentials,
+        endpoint: Endpoint::from_values(
+            Some(&fixture.sim.api_url()),
+            Some(&fixture.sim.graphql_url()),
+        ),
+        git_base: git_base.path().display().to_string(),
+        workspaces: work.path().join("clones"),
+        config: ConfigChoice {
+            file: Some(config),
+            trust_branch: false,
+        },
+        model: Some(script_file(work.path(), &review_lines(&[off_by_one()]))),
+        state_key: None,
+        policy: Policy {
+            write_spacing: Duration::ZERO,
+            ..Policy::default()
+        },
+    };
+    Setup {
+        fixture,
+        queue,
+        settings,
+        _dirs: vec![git_base, work],
+    }
+}
+
+#[tokio::test]
+async fn a_queued_review_runs_as_the_app_and_is_done() {
+    let s = setup(Duration::from_secs(60)).await;
+    let run = run_next(&s.queue, &s.settings).await.unwrap().unwrap();
+    assert_eq!(run.state, Some(JobState::Done), "{run:?}");
+    let comments = s.fixture.sim.review_comments(7);
+    assert_eq!(comments.len(), 1, "{comments:#?}");
+    assert_eq!(comments[0].author, "bugloop-app[bot]");
+    assert!(
+        s.fixture
+            .sim
+            .issue_comments(7)
+            .iter()
+            .any(|c| c.author == "bugloop-app[bot]")
+    );
+    // Nothing more to do.
+    assert!(run_next(&s.queue, &s.settings).await.unwrap().is_none());
+}
+
+#[tokio::test]
+async fn a_worker_whose_lease_is_gone_writes_nothing() {
+    // A lease that is over before the first write.
+    let s = setup(Duration::from_millis(1)).await;
+    let run = run_next(&s.queue, &s.settings).await.unwrap().unwrap();
+    assert!(s.fixture.sim.review_comments(7).is_empty());
+    assert!(s.fixture.sim.issue_comments(7).is_empty());
+    assert!(
+        run.error
+            .as_deref()
+            .unwrap_or("")
+            .contains("lease was lost"),
+        "{run:?}"
+    );
+}
