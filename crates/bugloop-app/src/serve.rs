@@ -3,8 +3,8 @@
 //! asks for a job (bots and bugloop's own login dropped, comments without a mention dropped,
 //! events no loop handles answered 204), and records the delivery with its job in one
 //! transaction of the durable queue, answering 202; a redelivery is a no-op. `GET /healthz`
-//! says the process runs, `GET /readyz` that the queue answers. The workers that run the queued
-//! jobs come with the rest of the server (issue 15).
+//! says the process runs, `GET /readyz` that the queue answers. With the App's credentials,
+//! workers (`crate::worker`) run the queued jobs.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -336,6 +336,8 @@ pub struct ServeOptions {
     pub store: StoreLocation,
     /// The logins whose events are dropped besides every bot's (the App's own, `slug[bot]`).
     pub bot_logins: Vec<String>,
+    /// How queued jobs are run, and by how many workers (none: the server only queues).
+    pub workers: Option<(crate::worker::WorkerSettings, usize)>,
 }
 
 /// Serves until SIGTERM or Ctrl-C; `bound` is told the address once it listens (port 0 picks a
@@ -343,6 +345,15 @@ pub struct ServeOptions {
 pub async fn run(
     options: ServeOptions,
     bound: impl FnOnce(std::net::SocketAddr),
+) -> Result<(), AppError> {
+    run_until(options, bound, shutdown()).await
+}
+
+/// [`run`] until `stop` completes instead of a signal.
+pub async fn run_until(
+    options: ServeOptions,
+    bound: impl FnOnce(std::net::SocketAddr),
+    stop: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), AppError> {
     if options.secret.is_empty() {
         return Err(AppError::Invalid(
@@ -368,10 +379,46 @@ pub async fn run(
             autofix_label: "bug:autofix".to_owned(),
         }),
     };
-    axum::serve(listener, router(state))
-        .with_graceful_shutdown(shutdown())
-        .await
-        .map_err(|e| AppError::Invalid(format!("the server stopped: {e}")))
+    // Workers stop claiming when the server is told to stop, and finish the job they hold.
+    let stopping = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut workers = Vec::new();
+    if let Some((settings, count)) = options.workers {
+        for n in 0..count.max(1) {
+            let mut settings = settings.clone();
+            settings.id = format!("{}:{n}", settings.id);
+            let (queue, stopping) = (state.queue.clone(), stopping.clone());
+            // A job's run holds borrowed state across its awaits, so each worker is a thread
+            // with a runtime of its own.
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| AppError::Invalid(format!("cannot start a worker: {e}")))?;
+            workers.push(std::thread::spawn(move || {
+                runtime.block_on(async {
+                    while !stopping.load(Ordering::SeqCst) {
+                        match crate::worker::run_next(&queue, &settings).await {
+                            Ok(Some(_)) => {}
+                            // Nothing to do, or the queue failing: look again in a second.
+                            Ok(None) | Err(_) => {
+                                tokio::time::sleep(Duration::from_secs(1)).await;
+                            }
+                        }
+                    }
+                });
+            }));
+        }
+    }
+    let served = axum::serve(listener, router(state))
+        .with_graceful_shutdown(stop)
+        .await;
+    stopping.store(true, Ordering::SeqCst);
+    let _ = tokio::task::spawn_blocking(move || {
+        for worker in workers {
+            let _ = worker.join();
+        }
+    })
+    .await;
+    served.map_err(|e| AppError::Invalid(format!("the server stopped: {e}")))
 }
 
 /// SIGTERM or Ctrl-C.

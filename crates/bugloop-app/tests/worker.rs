@@ -124,3 +124,68 @@ async fn a_worker_whose_lease_is_gone_writes_nothing() {
         "{run:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_server_queues_a_signed_delivery_and_its_workers_run_it_then_stop() {
+    let s = setup(Duration::from_secs(60)).await;
+    // The setup queued a job of its own in another store; this server has its own.
+    let store = tempfile::tempdir().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let (address, bound) = tokio::sync::oneshot::channel();
+    let options = bugloop_app::serve::ServeOptions {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        secret: b"secret".to_vec(),
+        store: bugloop_app::serve::StoreLocation::Sqlite(store.path().join("queue.db")),
+        bot_logins: vec!["bugloop-app[bot]".to_owned()],
+        workers: Some((s.settings.clone(), 2)),
+    };
+    // Polled beside the client below (the server's future is not sent to another task).
+    let server = bugloop_app::serve::run_until(
+        options,
+        move |at| {
+            let _ = address.send(at);
+        },
+        async move {
+            let _ = stopped.await;
+        },
+    );
+    let client = async {
+        let at = bound.await.unwrap();
+        let body = serde_json::json!({
+        "action": "opened",
+        "repository": {"full_name": "acme/widgets"},
+        "sender": {"login": "alice", "type": "User"},
+        "installation": {"id": 42},
+        "pull_request": {"number": 7, "title": "Add last", "draft": false, "user": {"login": "alice"},
+            "head": {"ref": "feature", "sha": s.fixture.head, "repo": {"full_name": "acme/widgets"}},
+            "base": {"ref": "main", "sha": s.fixture.base, "repo": {"full_name": "acme/widgets"}}}
+    })
+    .to_string();
+        let answer = reqwest::Client::new()
+            .post(format!("http://{at}/webhook"))
+            .header("x-github-event", "pull_request")
+            .header("x-github-delivery", "d-served")
+            .header(
+                "x-hub-signature-256",
+                bugloop_app::github_types::signature(b"secret", body.as_bytes()),
+            )
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 202);
+        let mut waited = 0;
+        while s.fixture.sim.review_comments(7).is_empty() {
+            assert!(waited < 300, "the job did not run in 30 s");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            waited += 1;
+        }
+        assert_eq!(
+            s.fixture.sim.review_comments(7)[0].author,
+            "bugloop-app[bot]"
+        );
+        stop.send(()).unwrap();
+    };
+    let (served, ()) = tokio::join!(server, client);
+    served.unwrap();
+}

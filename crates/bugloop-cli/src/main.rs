@@ -92,8 +92,8 @@ enum Command {
     /// pull request, or a developer's comment), with the report in the job summary and a
     /// review's SARIF file for code scanning. Exit 0 also when there is nothing to do.
     Action(action::ActionArgs),
-    /// Run the GitHub App server's webhook endpoint: signed deliveries are queued durably (the
-    /// workers that run them are not built yet).
+    /// Run the GitHub App server: signed webhook deliveries are queued durably, and with the
+    /// App's id and key (BUGLOOP_APP_ID, BUGLOOP_APP_PRIVATE_KEY) workers run them as the App.
     Serve(serve::ServeArgs),
     /// The server's jobs: list, show, retry.
     #[command(subcommand)]

@@ -1,4 +1,4 @@
-//! `bugloop serve` (the GitHub App server's webhook endpoint and queue) and `bugloop jobs`
+//! `bugloop serve` (the GitHub App server: webhook endpoint, queue, workers) and `bugloop jobs`
 //! (the queue's jobs: list, show, retry). Settings come from the environment:
 //! `BUGLOOP_WEBHOOK_SECRET`, `BUGLOOP_STORE_URL` (`sqlite:PATH`, by default `queue.db` under
 //! `$XDG_DATA_HOME/bugloop/server`), `BUGLOOP_BOT_LOGIN` (the App's `slug[bot]`).
@@ -9,6 +9,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use bugloop_app::Verdict;
+use bugloop_app::github_types::{AppCredentials, Endpoint, Policy, StateKey};
 use bugloop_app::serve::{ServeOptions, StoreLocation};
 
 use crate::{Format, runtime};
@@ -60,6 +61,7 @@ pub fn serve(args: &ServeArgs, out: &mut impl Write) -> Result<Verdict> {
             .into_bytes(),
         store: store()?,
         bot_logins: env("BUGLOOP_BOT_LOGIN").into_iter().collect(),
+        workers: workers()?,
     };
     let runtime = runtime()?;
     runtime.block_on(bugloop_app::serve::run(options, |address| {
@@ -71,6 +73,52 @@ pub fn serve(args: &ServeArgs, out: &mut impl Write) -> Result<Verdict> {
     }))?;
     writeln!(out, "bugloop serve: stopped")?;
     Ok(Verdict::Done)
+}
+
+/// The workers, when the App's id and key are given: `BUGLOOP_APP_ID`, `BUGLOOP_APP_PRIVATE_KEY`
+/// (a path to the PEM), `BUGLOOP_WORKERS` (default 2), `GITHUB_API_URL`/`GITHUB_GRAPHQL_URL`,
+/// `BUGLOOP_GIT_BASE` (default `https://github.com`), `BUGLOOP_STATE_KEY`.
+fn workers() -> Result<Option<(bugloop_app::worker::WorkerSettings, usize)>> {
+    let (Some(id), Some(key)) = (env("BUGLOOP_APP_ID"), env("BUGLOOP_APP_PRIVATE_KEY")) else {
+        return Ok(None);
+    };
+    let id: u64 = id
+        .parse()
+        .with_context(|| format!("BUGLOOP_APP_ID is {id:?}, not a number"))?;
+    let pem = std::fs::read_to_string(&key)
+        .with_context(|| format!("BUGLOOP_APP_PRIVATE_KEY: cannot read {key}"))?;
+    let credentials = AppCredentials::from_pem(id, &pem)
+        .with_context(|| format!("BUGLOOP_APP_PRIVATE_KEY: {key}"))?;
+    let count = match env("BUGLOOP_WORKERS") {
+        Some(n) => n
+            .parse()
+            .with_context(|| format!("BUGLOOP_WORKERS is {n:?}, not a number"))?,
+        None => 2,
+    };
+    let state_key = env("BUGLOOP_STATE_KEY")
+        .map(|k| StateKey::new(k.into_bytes()))
+        .transpose()
+        .context("BUGLOOP_STATE_KEY")?;
+    let settings = bugloop_app::worker::WorkerSettings {
+        id: format!(
+            "{}:{}",
+            env("HOSTNAME").unwrap_or_else(|| "bugloop".to_owned()),
+            std::process::id()
+        ),
+        lease: std::time::Duration::from_secs(600),
+        app: std::sync::Arc::new(credentials),
+        endpoint: Endpoint::from_values(
+            env("GITHUB_API_URL").as_deref(),
+            env("GITHUB_GRAPHQL_URL").as_deref(),
+        ),
+        git_base: env("BUGLOOP_GIT_BASE").unwrap_or_else(|| "https://github.com".to_owned()),
+        workspaces: data_dir().join("clones"),
+        config: bugloop_app::ConfigChoice::default(),
+        model: None,
+        state_key,
+        policy: Policy::default(),
+    };
+    Ok(Some((settings, count)))
 }
 
 pub fn jobs(command: &JobsCommand, out: &mut impl Write) -> Result<Verdict> {
