@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use base64::Engine;
 use bugloop_forge::ForgeError;
 use bugloop_forge::signing::StateKey;
 use bugloop_github::{AppCredentials, Endpoint, GitHubError, Policy, Repo};
@@ -157,7 +158,9 @@ async fn run_job(
             lease.job.id
         )))
     })?;
-    let directory = clone_of(settings, &repo).map_err(|e| (e, Failure::Transient))?;
+    let directory = clone_of(settings, &repo, installation)
+        .await
+        .map_err(|e| (e, Failure::Transient))?;
     let job = EventJob {
         directory,
         config: settings.config.clone(),
@@ -215,20 +218,46 @@ fn transient(error: &AppError) -> bool {
     }
 }
 
-/// The worker's clone of `repo` (made on first use).
-fn clone_of(settings: &WorkerSettings, repo: &Repo) -> Result<PathBuf, AppError> {
+/// The worker's clone of `repo` (made on first use), set to fetch and push with a fresh
+/// installation token (git's `http.extraheader`, as GitHub's own checkout action does; the
+/// sandbox never shows a clone's git configuration to what runs in it).
+async fn clone_of(
+    settings: &WorkerSettings,
+    repo: &Repo,
+    installation: u64,
+) -> Result<PathBuf, AppError> {
+    let client = bugloop_github::GitHubClient::for_installation(
+        settings.endpoint.clone(),
+        bugloop_github::Installation {
+            credentials: settings.app.clone(),
+            id: installation,
+            clock: Arc::new(bugloop_github::SystemClock),
+        },
+        settings.policy.clone(),
+        Arc::new(bugloop_github::TokioSleeper),
+    )
+    .map_err(|e| AppError::GitHub(Box::new(e)))?;
+    let token = client
+        .current_token()
+        .await
+        .map_err(|e| AppError::GitHub(Box::new(e)))?;
+    let header = format!(
+        "AUTHORIZATION: basic {}",
+        base64::engine::general_purpose::STANDARD.encode(format!("x-access-token:{token}"))
+    );
     let directory = settings.workspaces.join(&repo.owner).join(&repo.name);
-    if directory.join(".git").exists() {
-        return Ok(directory);
-    }
-    std::fs::create_dir_all(&directory)
-        .map_err(|e| AppError::Invalid(format!("cannot make {}: {e}", directory.display())))?;
     let url = format!(
         "{}/{}/{}.git",
         settings.git_base.trim_end_matches('/'),
         repo.owner,
         repo.name
     );
-    bugloop_git::clone(&url, &directory)?;
+    if !directory.join(".git").exists() {
+        std::fs::create_dir_all(&directory)
+            .map_err(|e| AppError::Invalid(format!("cannot make {}: {e}", directory.display())))?;
+        bugloop_git::clone(&url, &directory, &[format!("http.extraheader={header}")])?;
+    }
+    let git = bugloop_git::Git::open(&directory)?;
+    git.run(&["config", "--local", "http.extraheader", &header])?;
     Ok(directory)
 }

@@ -189,3 +189,19 @@ async fn the_server_queues_a_signed_delivery_and_its_workers_run_it_then_stop() 
     let (served, ()) = tokio::join!(server, client);
     served.unwrap();
 }
+
+#[tokio::test]
+async fn the_clone_fetches_and_pushes_with_a_fresh_installation_token() {
+    let s = setup(Duration::from_secs(60)).await;
+    run_next(&s.queue, &s.settings).await.unwrap().unwrap();
+    let clone = s.settings.workspaces.join("acme/widgets");
+    let header = bugloop_testkit::git(&clone, &["config", "--local", "http.extraheader"]);
+    let encoded = header.strip_prefix("AUTHORIZATION: basic ").unwrap();
+    use base64::Engine;
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(encoded)
+        .unwrap();
+    let decoded = String::from_utf8(decoded).unwrap();
+    let token = decoded.strip_prefix("x-access-token:").unwrap();
+    assert!(token.starts_with("ghs_sim77x42x"), "{token}");
+}

@@ -402,24 +402,26 @@ impl Git {
 }
 
 /// Clones `url` into the empty directory `into` (hardened like every git bugloop runs; no
-/// submodules, no checkout hooks).
-pub fn clone(url: &str, into: &Path) -> Result<(), GitError> {
+/// submodules, no checkout hooks), with `settings` (`name=value`) given for the clone only.
+pub fn clone(url: &str, into: &Path, settings: &[String]) -> Result<(), GitError> {
     if url.starts_with('-') {
         return Err(GitError::Invalid(format!(
             "{url:?} is not a repository to clone"
         )));
     }
-    GitCommand::in_work_tree(into)
-        .args([
-            "clone",
-            "--quiet",
-            "--no-recurse-submodules",
-            "--",
-            url,
-            ".",
-        ])
-        .text()
-        .map(drop)
+    let mut args: Vec<&str> = Vec::new();
+    for setting in settings {
+        args.extend(["-c", setting.as_str()]);
+    }
+    args.extend([
+        "clone",
+        "--quiet",
+        "--no-recurse-submodules",
+        "--",
+        url,
+        ".",
+    ]);
+    GitCommand::in_work_tree(into).args(args).text().map(drop)
 }
 
 /// The usual 7-character abbreviation.

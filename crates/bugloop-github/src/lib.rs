@@ -176,6 +176,12 @@ impl GitHubClient {
         })
     }
 
+    /// The token requests go with now (an installation's, renewed when fewer than five minutes
+    /// remain): for git, which fetches and pushes with it.
+    pub async fn current_token(&self) -> Result<String, GitHubError> {
+        self.transport.current_token().await
+    }
+
     /// Requests made so far.
     pub fn counters(&self) -> Counters {
         self.transport.counters()

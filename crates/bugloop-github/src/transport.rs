@@ -345,6 +345,10 @@ impl Transport {
 
     /// The token to send: the configured one, or the installation's, renewed when fewer than
     /// five minutes remain.
+    pub(crate) async fn current_token(&self) -> Result<String, GitHubError> {
+        self.bearer().await
+    }
+
     /// The App's own JWT, for the endpoints about the App.
     fn app_jwt(
         &self,
