@@ -18,6 +18,10 @@ use bugloop_sandbox::{
 
 #[path = "sandbox/escape.rs"]
 mod escape;
+
+/// Held by the test that exhausts the process limit (a bounded fork bomb) and by the test that
+/// starts a second test process, which must not be refused a process meanwhile.
+static PROCESS_HEAVY: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 #[path = "sandbox/users.rs"]
 mod users;
 
@@ -148,6 +152,7 @@ async fn environment_is_an_allowlist() {
 
 #[tokio::test]
 async fn secrets_in_the_parent_environment_do_not_reach_commands() {
+    let _heavy = PROCESS_HEAVY.lock().await;
     let dir = tempfile::tempdir().unwrap();
     // Run a child of this test binary's environment plus a secret: the sandbox builds its own.
     let out = tokio::process::Command::new(std::env::current_exe().unwrap())
@@ -158,7 +163,12 @@ async fn secrets_in_the_parent_environment_do_not_reach_commands() {
         .await
         .unwrap();
     let printed = String::from_utf8_lossy(&out.stdout);
-    assert!(printed.contains("SANDBOXED-ENV-START"), "{printed}");
+    assert!(
+        printed.contains("SANDBOXED-ENV-START"),
+        "the child test failed ({:?}):\n{printed}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(!printed.contains("ghp_secretvalue"), "{printed}");
 }
 

@@ -159,6 +159,7 @@ for name, number, args in [("keyctl", 250, (0, -4, 0)), ("io_uring_setup", 425, 
 
 #[tokio::test]
 async fn escape_through_resources() {
+    let _heavy = crate::PROCESS_HEAVY.lock().await;
     also_unprivileged("escape::escape_through_resources");
     let dir = tempfile::tempdir().unwrap();
     let mut settings = settings(dir.path(), Policy::WorkspaceWrite);
