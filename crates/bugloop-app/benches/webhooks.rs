@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use bugloop_app::github_types::{TriggerSettings, signature};
 use bugloop_app::serve::{WebhookState, router};
-use bugloop_queue::{Retries, SqliteQueue};
+use bugloop_queue::{Queue, Retries};
 
 const SECRET: &[u8] = b"bench secret";
 const DELIVERIES: usize = 20_000;
@@ -40,7 +40,7 @@ fn main() {
         .unwrap();
     runtime.block_on(async {
         let dir = tempfile::tempdir().unwrap();
-        let queue = SqliteQueue::open(&dir.path().join("queue.db"), Retries::default())
+        let queue = Queue::open_sqlite(&dir.path().join("queue.db"), Retries::default())
             .await
             .unwrap();
         let state = WebhookState {

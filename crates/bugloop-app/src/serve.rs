@@ -14,7 +14,7 @@ use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::{get, post};
-use bugloop_queue::{Enqueued, JobKind, NewJob, SqliteQueue};
+use bugloop_queue::{Enqueued, JobKind, NewJob, Queue};
 use bugloop_webhooks::{Skip, Trigger, TriggerSettings};
 
 use crate::AppError;
@@ -26,7 +26,7 @@ pub const MAX_BODY_BYTES: usize = 25 * 1024 * 1024;
 #[derive(Clone)]
 pub struct WebhookState {
     pub secret: Arc<Vec<u8>>,
-    pub queue: SqliteQueue,
+    pub queue: Queue,
     pub settings: Arc<TriggerSettings>,
     /// Deliveries since the process started, by outcome (for `/metrics`).
     pub deliveries: Arc<DeliveryCounts>,
@@ -283,6 +283,8 @@ async fn answer(state: WebhookState, headers: &HeaderMap, body: &Bytes) -> (Stat
 pub enum StoreLocation {
     /// `sqlite:PATH` (the default: `queue.db` under the data directory).
     Sqlite(std::path::PathBuf),
+    /// `postgres://...`: several server processes may share it.
+    Postgres(String),
 }
 
 impl StoreLocation {
@@ -299,21 +301,18 @@ impl StoreLocation {
                     return Ok(StoreLocation::Sqlite(path.into()));
                 }
                 if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-                    return Err(AppError::Invalid(
-                        "BUGLOOP_STORE_URL names PostgreSQL, which this bugloop's server does \
-                         not support yet; use sqlite:PATH"
-                            .to_owned(),
-                    ));
+                    return Ok(StoreLocation::Postgres(url.to_owned()));
                 }
                 Err(AppError::Invalid(format!(
-                    "BUGLOOP_STORE_URL is {url:?}: expected sqlite:PATH"
+                    "BUGLOOP_STORE_URL is {:?}: expected sqlite:PATH or postgres://USER@HOST/DATABASE",
+                    bugloop_queue::without_password(url)
                 )))
             }
         }
     }
 
     /// Opens the queue (creating its directory and file).
-    pub async fn open(&self) -> Result<SqliteQueue, AppError> {
+    pub async fn open(&self) -> Result<Queue, AppError> {
         match self {
             StoreLocation::Sqlite(path) => {
                 if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -321,7 +320,10 @@ impl StoreLocation {
                         AppError::Invalid(format!("cannot make {}: {e}", dir.display()))
                     })?;
                 }
-                Ok(SqliteQueue::open(path, bugloop_queue::Retries::default()).await?)
+                Ok(Queue::open_sqlite(path, bugloop_queue::Retries::default()).await?)
+            }
+            StoreLocation::Postgres(url) => {
+                Ok(Queue::open_postgres(url, bugloop_queue::Retries::default()).await?)
             }
         }
     }

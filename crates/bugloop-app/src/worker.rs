@@ -14,7 +14,7 @@ use base64::Engine;
 use bugloop_forge::ForgeError;
 use bugloop_forge::signing::StateKey;
 use bugloop_github::{AppCredentials, Endpoint, GitHubError, Policy, Repo};
-use bugloop_queue::{Failure, JobState, Lease, SqliteQueue};
+use bugloop_queue::{Failure, JobState, Lease, Queue};
 use bugloop_webhooks::Trigger;
 
 use crate::{AppError, ConfigChoice, EventJob, EventOutcome, GitHubAuth, GitHubTarget, run_event};
@@ -65,7 +65,7 @@ fn now_ms() -> i64 {
 
 /// Claims and runs one job; `None` when none may run now.
 pub async fn run_next(
-    queue: &SqliteQueue,
+    queue: &Queue,
     settings: &WorkerSettings,
 ) -> Result<Option<JobRun>, AppError> {
     let Some(lease) = queue.claim(&settings.id, settings.lease, now_ms()).await? else {

@@ -10,19 +10,19 @@ use std::sync::Arc;
 use bugloop_app::github_types::TriggerSettings;
 use bugloop_app::serve::{WebhookState, router};
 use bugloop_github_sim::fixture::webhook_examples;
-use bugloop_queue::{Retries, SqliteQueue};
+use bugloop_queue::{Queue, Retries};
 
 const SECRET: &[u8] = b"webhook secret";
 
 struct Server {
     url: String,
-    queue: SqliteQueue,
+    queue: Queue,
     _dir: tempfile::TempDir,
 }
 
 async fn server() -> Server {
     let dir = tempfile::tempdir().unwrap();
-    let queue = SqliteQueue::open(&dir.path().join("queue.db"), Retries::default())
+    let queue = Queue::open_sqlite(&dir.path().join("queue.db"), Retries::default())
         .await
         .unwrap();
     let state = WebhookState {

@@ -13,11 +13,11 @@ use bugloop_app::worker::{WorkerSettings, run_next};
 use bugloop_github_sim::fixture::{
     FixtureOptions, PullRequestFixture, app_key, off_by_one, review_lines, script_file,
 };
-use bugloop_queue::{JobKind, JobState, NewJob, Retries, SqliteQueue};
+use bugloop_queue::{JobKind, JobState, NewJob, Queue, Retries};
 
 struct Setup {
     fixture: PullRequestFixture,
-    queue: SqliteQueue,
+    queue: Queue,
     settings: WorkerSettings,
     _dirs: Vec<tempfile::TempDir>,
 }
@@ -35,7 +35,7 @@ async fn setup(lease: Duration) -> Setup {
     let work = tempfile::tempdir().unwrap();
     let config = work.path().join("config.yml");
     std::fs::write(&config, "{}\n").unwrap();
-    let queue = SqliteQueue::open(&work.path().join("queue.db"), Retries::default())
+    let queue = Queue::open_sqlite(&work.path().join("queue.db"), Retries::default())
         .await
         .unwrap();
     let trigger = Trigger::Review {

@@ -22,7 +22,7 @@ CREATE TABLE jobs (
     payload TEXT NOT NULL,
     -- queued | running | done | failed (will retry) | dead | superseded
     state TEXT NOT NULL,
-    attempts INTEGER NOT NULL,
+    attempts BIGINT NOT NULL,
     run_after BIGINT NOT NULL,
     lease_owner TEXT,
     lease_until BIGINT,

@@ -10,13 +10,13 @@
 //! move their own). SQLite (WAL) by default; the schema (`migrations/`) is portable SQL meant to
 //! serve PostgreSQL too.
 
-mod sqlite;
+mod database;
 
 use std::time::Duration;
 
 use serde::Serialize;
 
-pub use self::sqlite::SqliteQueue;
+pub use self::database::{Backend, Queue, without_password};
 
 #[derive(Debug, thiserror::Error)]
 pub enum QueueError {

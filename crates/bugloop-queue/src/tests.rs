@@ -1,22 +1,89 @@
-//! The queue's rules on a real SQLite file: a redelivery is a no-op, one job per conversation
-//! runs at a time, a newer push supersedes a waiting review, a lease that ran out is taken over
-//! and its old holder fenced, transient failures retry with backoff, others die with the error.
+//! The queue's rules on real databases, each test on SQLite and on PostgreSQL: a redelivery is
+//! a no-op, one job per conversation runs at a time, a newer push supersedes a waiting review, a
+//! lease that ran out is taken over and its old holder fenced, transient failures retry with
+//! backoff, others die with the error.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::time::Duration;
 
+use bugloop_testkit::postgres::Postgres;
+
 use super::*;
 
 const LEASE: Duration = Duration::from_secs(60);
 
-async fn queue() -> (SqliteQueue, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    let queue = SqliteQueue::open(&dir.path().join("queue.db"), Retries::default())
-        .await
-        .unwrap();
-    (queue, dir)
+/// Where a test's queue lives, so it can be opened again.
+enum Place {
+    Sqlite(tempfile::TempDir),
+    Postgres(String),
 }
+
+impl Place {
+    fn new(backend: Backend) -> Place {
+        match backend {
+            Backend::Sqlite => Place::Sqlite(tempfile::tempdir().unwrap()),
+            Backend::Postgres => Place::Postgres(Postgres::shared().database()),
+        }
+    }
+
+    async fn open(&self, retries: Retries) -> Result<Queue, QueueError> {
+        match self {
+            Place::Sqlite(dir) => Queue::open_sqlite(&dir.path().join("queue.db"), retries).await,
+            Place::Postgres(url) => Queue::open_postgres(url, retries).await,
+        }
+    }
+
+    /// Runs a statement beside the queue, as another program would.
+    async fn execute(&self, statement: &str) {
+        match self {
+            Place::Sqlite(dir) => {
+                let url = format!("sqlite://{}", dir.path().join("queue.db").display());
+                let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
+                sqlx::query(statement).execute(&pool).await.unwrap();
+                pool.close().await;
+            }
+            Place::Postgres(url) => {
+                let database = url.rsplit('/').next().unwrap();
+                Postgres::shared().psql(database, statement);
+            }
+        }
+    }
+}
+
+async fn queue(backend: Backend) -> (Queue, Place) {
+    let place = Place::new(backend);
+    (place.open(Retries::default()).await.unwrap(), place)
+}
+
+/// Each test runs on both databases.
+macro_rules! on_both {
+    ($($test:ident),* $(,)?) => {
+        $(
+            mod $test {
+                #[tokio::test]
+                async fn sqlite() {
+                    super::$test(super::Backend::Sqlite).await;
+                }
+
+                #[tokio::test]
+                async fn postgres() {
+                    super::$test(super::Backend::Postgres).await;
+                }
+            }
+        )*
+    };
+}
+
+on_both!(
+    a_redelivery_changes_nothing,
+    one_job_per_conversation_runs_at_a_time_in_order,
+    a_newer_push_supersedes_a_waiting_review_not_a_running_one,
+    a_lease_that_ran_out_is_taken_over_and_its_holder_fenced,
+    transient_failures_retry_with_backoff_until_dead,
+    the_queue_survives_a_reopen_and_refuses_a_newer_schema,
+    deliveries_arriving_together_are_written_together_each_exactly_once,
+);
 
 fn review(pr: u64, head: &str) -> NewJob {
     NewJob {
@@ -42,9 +109,8 @@ fn queued(enqueued: Enqueued) -> String {
     }
 }
 
-#[tokio::test]
-async fn a_redelivery_changes_nothing() {
-    let (queue, _dir) = queue().await;
+async fn a_redelivery_changes_nothing(backend: Backend) {
+    let (queue, _place) = queue(backend).await;
     let first = queue
         .enqueue("d-1", "pull_request", Some(review(7, "a")), 1_000)
         .await
@@ -66,9 +132,8 @@ async fn a_redelivery_changes_nothing() {
     assert_eq!(queue.jobs().await.unwrap().len(), 1);
 }
 
-#[tokio::test]
-async fn one_job_per_conversation_runs_at_a_time_in_order() {
-    let (queue, _dir) = queue().await;
+async fn one_job_per_conversation_runs_at_a_time_in_order(backend: Backend) {
+    let (queue, _place) = queue(backend).await;
     let a = queued(
         queue
             .enqueue("d-1", "issue_comment", Some(comment(7)), 1)
@@ -98,9 +163,8 @@ async fn one_job_per_conversation_runs_at_a_time_in_order() {
     assert_eq!(third.job.id, b);
 }
 
-#[tokio::test]
-async fn a_newer_push_supersedes_a_waiting_review_not_a_running_one() {
-    let (queue, _dir) = queue().await;
+async fn a_newer_push_supersedes_a_waiting_review_not_a_running_one(backend: Backend) {
+    let (queue, _place) = queue(backend).await;
     let running = queued(
         queue
             .enqueue("d-1", "pull_request", Some(review(7, "a")), 1)
@@ -153,9 +217,8 @@ async fn a_newer_push_supersedes_a_waiting_review_not_a_running_one() {
     );
 }
 
-#[tokio::test]
-async fn a_lease_that_ran_out_is_taken_over_and_its_holder_fenced() {
-    let (queue, _dir) = queue().await;
+async fn a_lease_that_ran_out_is_taken_over_and_its_holder_fenced(backend: Backend) {
+    let (queue, _place) = queue(backend).await;
     queued(
         queue
             .enqueue("d-1", "pull_request", Some(review(7, "a")), 0)
@@ -190,17 +253,14 @@ async fn a_lease_that_ran_out_is_taken_over_and_its_holder_fenced() {
     );
 }
 
-#[tokio::test]
-async fn transient_failures_retry_with_backoff_until_dead() {
-    let dir = tempfile::tempdir().unwrap();
+async fn transient_failures_retry_with_backoff_until_dead(backend: Backend) {
+    let place = Place::new(backend);
     let retries = Retries {
         max_attempts: 3,
         backoff: Duration::from_secs(10),
         max_backoff: Duration::from_secs(15),
     };
-    let queue = SqliteQueue::open(&dir.path().join("q.db"), retries)
-        .await
-        .unwrap();
+    let queue = place.open(retries).await.unwrap();
     queued(
         queue
             .enqueue("d-1", "pull_request", Some(review(7, "a")), 0)
@@ -249,12 +309,10 @@ async fn transient_failures_retry_with_backoff_until_dead() {
     assert!(queue.retry("nope", now).await.is_err());
 }
 
-#[tokio::test]
-async fn the_queue_survives_a_reopen_and_refuses_a_newer_schema() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("queue.db");
+async fn the_queue_survives_a_reopen_and_refuses_a_newer_schema(backend: Backend) {
+    let place = Place::new(backend);
     {
-        let queue = SqliteQueue::open(&path, Retries::default()).await.unwrap();
+        let queue = place.open(Retries::default()).await.unwrap();
         queued(
             queue
                 .enqueue("d-1", "pull_request", Some(review(7, "a")), 0)
@@ -262,26 +320,18 @@ async fn the_queue_survives_a_reopen_and_refuses_a_newer_schema() {
                 .unwrap(),
         );
     }
-    let queue = SqliteQueue::open(&path, Retries::default()).await.unwrap();
+    let queue = place.open(Retries::default()).await.unwrap();
     assert_eq!(queue.jobs().await.unwrap().len(), 1);
     drop(queue);
-    let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", path.display()))
-        .await
-        .unwrap();
-    sqlx::query("INSERT INTO queue_schema (version) VALUES (99)")
-        .execute(&pool)
-        .await
-        .unwrap();
-    pool.close().await;
-    let error = SqliteQueue::open(&path, Retries::default())
-        .await
-        .unwrap_err();
+    place
+        .execute("INSERT INTO queue_schema (version) VALUES (99)")
+        .await;
+    let error = place.open(Retries::default()).await.unwrap_err();
     assert!(error.to_string().contains("newer bugloop"), "{error}");
 }
 
-#[tokio::test]
-async fn deliveries_arriving_together_are_written_together_each_exactly_once() {
-    let (queue, _dir) = queue().await;
+async fn deliveries_arriving_together_are_written_together_each_exactly_once(backend: Backend) {
+    let (queue, _place) = queue(backend).await;
     let mut sent = Vec::new();
     // 300 deliveries at once, every tenth sent twice: the duplicates meet in the same batch.
     for n in 0..300_u64 {
@@ -306,4 +356,74 @@ async fn deliveries_arriving_together_are_written_together_each_exactly_once() {
     }
     assert_eq!((queued, redelivered), (300, 30));
     assert_eq!(queue.jobs().await.unwrap().len(), 300);
+}
+
+/// Four queues on one PostgreSQL database (as four server processes would have) claim 200 jobs
+/// over 20 conversations at once: every job runs exactly once, and never two of one
+/// conversation at the same time.
+#[tokio::test]
+async fn claimers_on_one_postgres_database_share_the_work_and_take_turns_per_conversation() {
+    use std::collections::{HashMap, HashSet};
+    use std::sync::{Arc, Mutex};
+
+    let url = Postgres::shared().database();
+    let first = Queue::open_postgres(&url, Retries::default())
+        .await
+        .unwrap();
+    for n in 0..200_u64 {
+        queued(
+            first
+                .enqueue(&format!("d-{n}"), "issue_comment", Some(comment(n % 20)), 1)
+                .await
+                .unwrap(),
+        );
+    }
+    let running: Arc<Mutex<HashSet<String>>> = Arc::default();
+    let done: Arc<Mutex<HashMap<String, usize>>> = Arc::default();
+    let mut claimers = Vec::new();
+    for worker in 0..4 {
+        let queue = Queue::open_postgres(&url, Retries::default())
+            .await
+            .unwrap();
+        let (running, done) = (running.clone(), done.clone());
+        claimers.push(tokio::spawn(async move {
+            let name = format!("w{worker}");
+            let mut idle = 0;
+            while idle < 20 {
+                let Some(lease) = queue.claim(&name, LEASE, 10).await.unwrap() else {
+                    idle += 1;
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                    continue;
+                };
+                idle = 0;
+                let conversation = lease.job.conversation.clone();
+                assert!(
+                    running.lock().unwrap().insert(conversation.clone()),
+                    "two jobs of {conversation} ran at once"
+                );
+                tokio::time::sleep(Duration::from_millis(2)).await;
+                running.lock().unwrap().remove(&conversation);
+                *done
+                    .lock()
+                    .unwrap()
+                    .entry(lease.job.id.clone())
+                    .or_default() += 1;
+                assert!(queue.complete(&lease, 11).await.unwrap());
+            }
+        }));
+    }
+    for claimer in claimers {
+        claimer.await.unwrap();
+    }
+    let done = done.lock().unwrap();
+    assert_eq!(done.len(), 200);
+    assert!(done.values().all(|&runs| runs == 1));
+    assert!(
+        first
+            .jobs()
+            .await
+            .unwrap()
+            .iter()
+            .all(|job| job.state == JobState::Done)
+    );
 }

@@ -11,6 +11,8 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
+pub mod postgres;
+
 /// The identity commits made by [`git`] carry.
 pub const NAME: &str = "Dev";
 pub const EMAIL: &str = "dev@example.com";

@@ -1,15 +1,17 @@
-//! The queue on SQLite (WAL): nothing to install. Writers take the database's one write lock in
-//! turn (`BEGIN IMMEDIATE` semantics through a one-connection write pool), so a claim's read and
-//! its update cannot interleave with another claim's.
+//! The queue in a database, through sqlx's `Any` driver so one implementation serves both:
+//! SQLite (WAL, one connection per process: nothing to install, one server process) and
+//! PostgreSQL (several server processes on several machines). Statements are written once with
+//! `?` placeholders and numbered for PostgreSQL; only the claim differs, since PostgreSQL's
+//! concurrent claimers need row locks SQLite's single writer does not.
 
+use std::borrow::Cow;
 use std::path::Path;
 use std::str::FromStr;
+use std::sync::Once;
 use std::time::Duration;
 
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteRow, SqliteSynchronous,
-};
-use sqlx::{Row, SqlitePool};
+use sqlx::any::{AnyConnectOptions, AnyPoolOptions, AnyRow};
+use sqlx::{AnyConnection, AnyPool, Row};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::{
@@ -24,12 +26,37 @@ const COLUMNS: &str = "id, kind, conversation, installation, head, payload, stat
 /// The most deliveries written in one transaction.
 const BATCH: usize = 256;
 
-/// The job queue in a SQLite file.
+/// How many candidates a PostgreSQL claim locks at once (others may hold the first ones' conversations).
+const CLAIM_CANDIDATES: i64 = 16;
+
+/// The jobs that may be claimed now (`?` = now, three times), oldest first: queued and due, or
+/// running under a lease that ran out, in a conversation with no job running under a live lease.
+const CLAIMABLE: &str = "SELECT j.id, j.conversation FROM jobs j \
+     WHERE ((j.state = 'queued' AND j.run_after <= ?) \
+            OR (j.state = 'running' AND j.lease_until <= ?)) \
+       AND NOT EXISTS (SELECT 1 FROM jobs r WHERE r.conversation = j.conversation \
+                       AND r.id <> j.id AND r.state = 'running' AND r.lease_until > ?) \
+     ORDER BY j.created_at, j.id";
+
+/// The key of the PostgreSQL advisory lock migrations take, so two servers starting together
+/// do not both create the tables (`bugloop` in ASCII).
+const MIGRATION_LOCK: i64 = 0x0062_7567_6c6f_6f70;
+
+/// Which database holds the queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// The durable job queue.
 #[derive(Debug, Clone)]
-pub struct SqliteQueue {
-    pool: SqlitePool,
+pub struct Queue {
+    pool: AnyPool,
+    backend: Backend,
     retries: Retries,
-    /// Deliveries go through one writer, which commits those that arrive together at once.
+    /// Deliveries go through one writer per process, which commits those that arrive together
+    /// at once.
     writer: mpsc::Sender<EnqueueRequest>,
 }
 
@@ -42,9 +69,37 @@ struct EnqueueRequest {
     reply: oneshot::Sender<Result<Enqueued, QueueError>>,
 }
 
+/// `?` placeholders numbered `$1`, `$2`, ... for PostgreSQL. The queue's statements hold no `?`
+/// in a literal.
+fn numbered(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 8);
+    let mut n = 0;
+    for c in text.chars() {
+        if c == '?' {
+            n += 1;
+            out.push('$');
+            out.push_str(&n.to_string());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn sql(backend: Backend, text: &str) -> Cow<'_, str> {
+    match backend {
+        Backend::Sqlite => Cow::Borrowed(text),
+        Backend::Postgres => Cow::Owned(numbered(text)),
+    }
+}
+
 /// Writes the deliveries that are waiting, up to [`BATCH`] at a time, each batch in one
 /// transaction; runs until every handle of the queue is gone.
-async fn write_deliveries(pool: SqlitePool, mut requests: mpsc::Receiver<EnqueueRequest>) {
+async fn write_deliveries(
+    pool: AnyPool,
+    backend: Backend,
+    mut requests: mpsc::Receiver<EnqueueRequest>,
+) {
     while let Some(first) = requests.recv().await {
         let mut batch = vec![first];
         while batch.len() < BATCH {
@@ -53,11 +108,10 @@ async fn write_deliveries(pool: SqlitePool, mut requests: mpsc::Receiver<Enqueue
                 Err(_) => break,
             }
         }
-        write_batch(&pool, batch).await;
+        write_batch(&pool, backend, batch).await;
     }
 }
-
-async fn write_batch(pool: &SqlitePool, batch: Vec<EnqueueRequest>) {
+async fn write_batch(pool: &AnyPool, backend: Backend, batch: Vec<EnqueueRequest>) {
     let failed = |error: &dyn std::fmt::Display| {
         QueueError::Invalid(format!(
             "the job queue could not record the delivery: {error}"
@@ -77,6 +131,7 @@ async fn write_batch(pool: &SqlitePool, batch: Vec<EnqueueRequest>) {
     for request in &batch {
         match enqueue_in(
             &mut tx,
+            backend,
             &request.delivery,
             &request.event,
             request.job.clone(),
@@ -100,6 +155,7 @@ async fn write_batch(pool: &SqlitePool, batch: Vec<EnqueueRequest>) {
                 let mut tx = pool.begin().await.map_err(query_error("enqueue"))?;
                 let result = enqueue_in(
                     &mut tx,
+                    backend,
                     &request.delivery,
                     &request.event,
                     request.job,
@@ -138,42 +194,178 @@ fn ms(duration: Duration) -> i64 {
     i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
 }
 
-impl SqliteQueue {
-    /// Opens (creating) the queue at `path` and brings its schema up to date.
-    pub async fn open(path: &Path, retries: Retries) -> Result<SqliteQueue, QueueError> {
-        let url = format!("sqlite://{}", path.display());
-        let open_error = |source| QueueError::Open {
-            url: url.clone(),
+fn install_drivers() {
+    static DRIVERS: Once = Once::new();
+    DRIVERS.call_once(sqlx::any::install_default_drivers);
+}
+
+impl Queue {
+    /// Opens (creating) the queue in the SQLite file at `path` and brings its schema up to date.
+    pub async fn open_sqlite(path: &Path, retries: Retries) -> Result<Queue, QueueError> {
+        let text = path.to_str().ok_or_else(|| {
+            QueueError::Invalid(format!(
+                "the job queue's path {} is not UTF-8",
+                path.display()
+            ))
+        })?;
+        // Percent-encoded, so a path with `?`, `#` or `%` stays a path.
+        let url = format!("sqlite://{}?mode=rwc", percent_encoded(text));
+        install_drivers();
+        let options = AnyConnectOptions::from_str(&url).map_err(|source| QueueError::Open {
+            url: format!("sqlite:{}", path.display()),
             source,
-        };
-        let options = SqliteConnectOptions::from_str(&url)
-            .map_err(open_error)?
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
-            // Every commit is on disk before a delivery is answered.
-            .synchronous(SqliteSynchronous::Full)
-            .busy_timeout(Duration::from_secs(10));
+        })?;
         // One connection: every statement of the queue is short, and one writer at a time is
         // what SQLite allows anyway; transactions then never meet a busy database.
-        let pool = SqlitePoolOptions::new()
+        let pool = AnyPoolOptions::new()
             .max_connections(1)
+            .after_connect(sqlite_pragmas)
             .connect_with(options)
             .await
-            .map_err(open_error)?;
-        migrate(&pool).await?;
+            .map_err(|source| QueueError::Open {
+                url: format!("sqlite:{}", path.display()),
+                source,
+            })?;
+        Queue::start(pool, Backend::Sqlite, retries).await
+    }
+
+    /// Opens the queue in the PostgreSQL database `url` names (`postgres://...`) and brings its
+    /// schema up to date; several processes may share it.
+    pub async fn open_postgres(url: &str, retries: Retries) -> Result<Queue, QueueError> {
+        install_drivers();
+        let shown = without_password(url);
+        let options = AnyConnectOptions::from_str(url).map_err(|source| QueueError::Open {
+            url: shown.clone(),
+            source,
+        })?;
+        let pool = AnyPoolOptions::new()
+            .max_connections(8)
+            .acquire_timeout(Duration::from_secs(30))
+            .connect_with(options)
+            .await
+            .map_err(|source| QueueError::Open {
+                url: shown.clone(),
+                source,
+            })?;
+        Queue::start(pool, Backend::Postgres, retries).await
+    }
+
+    async fn start(pool: AnyPool, backend: Backend, retries: Retries) -> Result<Queue, QueueError> {
+        migrate(&pool, backend).await?;
         let (writer, requests) = mpsc::channel(4 * BATCH);
-        tokio::spawn(write_deliveries(pool.clone(), requests));
-        Ok(SqliteQueue {
+        tokio::spawn(write_deliveries(pool.clone(), backend, requests));
+        Ok(Queue {
             pool,
+            backend,
             retries,
             writer,
         })
     }
+
+    /// Which database holds the queue.
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    fn sql<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        sql(self.backend, text)
+    }
 }
 
-async fn migrate(pool: &SqlitePool) -> Result<(), QueueError> {
+/// WAL, and every commit on disk before a delivery is answered; set on every connection made.
+fn sqlite_pragmas<'c>(
+    connection: &'c mut AnyConnection,
+    _: sqlx::pool::PoolConnectionMetadata,
+) -> std::pin::Pin<Box<dyn Future<Output = Result<(), sqlx::Error>> + Send + 'c>> {
+    Box::pin(async move {
+        for pragma in [
+            "PRAGMA journal_mode = WAL",
+            "PRAGMA synchronous = FULL",
+            "PRAGMA busy_timeout = 10000",
+        ] {
+            sqlx::Executor::execute(&mut *connection, pragma).await?;
+        }
+        Ok(())
+    })
+}
+
+fn percent_encoded(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    for byte in path.bytes() {
+        if byte.is_ascii_alphanumeric() || b"/-_.~".contains(&byte) {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
+/// The URL as errors show it: any password replaced.
+pub fn without_password(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let (authority, tail) = match rest.find('/') {
+        Some(at) => rest.split_at(at),
+        None => (rest, ""),
+    };
+    match authority.rsplit_once('@') {
+        Some((credentials, host)) => {
+            let user = credentials.split(':').next().unwrap_or_default();
+            if credentials.contains(':') {
+                format!("{scheme}://{user}:***@{host}{tail}")
+            } else {
+                format!("{scheme}://{user}@{host}{tail}")
+            }
+        }
+        None => url.to_owned(),
+    }
+}
+
+/// On PostgreSQL: whether `conversation` may get a running job now. Two claims may each have
+/// locked a different job of the same conversation, both seeing none running when they read; a
+/// lock on the conversation (held to the end of the transaction) makes them take turns, and the
+/// second, reading again once it has the lock, sees the first's job running.
+async fn conversation_is_free(
+    tx: &mut AnyConnection,
+    id: &str,
+    conversation: &str,
+    now: i64,
+) -> Result<bool, QueueError> {
+    let locked: bool =
+        sqlx::query_scalar("SELECT pg_try_advisory_xact_lock(hashtextextended($1, 0))")
+            .bind(conversation)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(query_error("lock a conversation"))?;
+    if !locked {
+        return Ok(false);
+    }
+    let running: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM jobs WHERE conversation = $1 AND id <> $2 \
+         AND state = 'running' AND lease_until > $3",
+    )
+    .bind(conversation)
+    .bind(id)
+    .bind(now)
+    .fetch_one(&mut *tx)
+    .await
+    .map_err(query_error("check a conversation"))?;
+    Ok(running == 0)
+}
+
+async fn migrate(pool: &AnyPool, backend: Backend) -> Result<(), QueueError> {
     let mut tx = pool.begin().await.map_err(query_error("migrate"))?;
-    sqlx::query("CREATE TABLE IF NOT EXISTS queue_schema (version INTEGER NOT NULL)")
+    if backend == Backend::Postgres {
+        // Released at commit; a second server waits here, then finds the schema made.
+        sqlx::query("SELECT pg_advisory_xact_lock($1)")
+            .bind(MIGRATION_LOCK)
+            .execute(&mut *tx)
+            .await
+            .map_err(query_error("migrate"))?;
+    }
+    sqlx::query("CREATE TABLE IF NOT EXISTS queue_schema (version BIGINT NOT NULL)")
         .execute(&mut *tx)
         .await
         .map_err(query_error("migrate"))?;
@@ -193,16 +385,19 @@ async fn migrate(pool: &SqlitePool) -> Result<(), QueueError> {
             .execute(&mut *tx)
             .await
             .map_err(query_error("migrate"))?;
-        sqlx::query("INSERT INTO queue_schema (version) VALUES (?)")
-            .bind(i64::try_from(index + 1).unwrap_or(i64::MAX))
-            .execute(&mut *tx)
-            .await
-            .map_err(query_error("migrate"))?;
+        sqlx::query(&sql(
+            backend,
+            "INSERT INTO queue_schema (version) VALUES (?)",
+        ))
+        .bind(i64::try_from(index + 1).unwrap_or(i64::MAX))
+        .execute(&mut *tx)
+        .await
+        .map_err(query_error("migrate"))?;
     }
     tx.commit().await.map_err(query_error("migrate"))
 }
 
-impl SqliteQueue {
+impl Queue {
     /// Records a delivery and, when it asks for one, its job; a delivery seen before changes
     /// nothing. A review supersedes the reviews of the same conversation still waiting. The
     /// deliveries that arrive together are written in one transaction (one sync to disk for
@@ -236,28 +431,44 @@ impl SqliteQueue {
         now: i64,
     ) -> Result<Option<Lease>, QueueError> {
         let mut tx = self.pool.begin().await.map_err(query_error("claim"))?;
-        let candidate: Option<String> = sqlx::query_scalar(
-            "SELECT j.id FROM jobs j \
-             WHERE ((j.state = 'queued' AND j.run_after <= ?) \
-                    OR (j.state = 'running' AND j.lease_until <= ?)) \
-               AND NOT EXISTS (SELECT 1 FROM jobs r WHERE r.conversation = j.conversation \
-                               AND r.id <> j.id AND r.state = 'running' AND r.lease_until > ?) \
-             ORDER BY j.created_at, j.id LIMIT 1",
-        )
-        .bind(now)
-        .bind(now)
-        .bind(now)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(query_error("find a job to claim"))?;
-        let Some(id) = candidate else {
+        let candidates: Vec<(String, String)> = match self.backend {
+            // One connection and one writer: nothing else runs between this read and the update.
+            Backend::Sqlite => sqlx::query_as(&format!("{CLAIMABLE} LIMIT 1"))
+                .bind(now)
+                .bind(now)
+                .bind(now)
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(query_error("find a job to claim"))?,
+            // Other processes claim at the same time: lock the candidates, skipping those another
+            // claim holds, so no two claims wait on each other or take the same job.
+            Backend::Postgres => sqlx::query_as(&numbered(&format!(
+                "{CLAIMABLE} LIMIT {CLAIM_CANDIDATES} FOR UPDATE OF j SKIP LOCKED"
+            )))
+            .bind(now)
+            .bind(now)
+            .bind(now)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(query_error("find a job to claim"))?,
+        };
+        let mut chosen = None;
+        for (id, conversation) in candidates {
+            if self.backend == Backend::Sqlite
+                || conversation_is_free(&mut tx, &id, &conversation, now).await?
+            {
+                chosen = Some(id);
+                break;
+            }
+        }
+        let Some(id) = chosen else {
             return Ok(None);
         };
-        let row = sqlx::query(&format!(
+        let row = sqlx::query(&self.sql(&format!(
             "UPDATE jobs SET state = 'running', lease_owner = ?, lease_until = ?, \
              epoch = epoch + 1, attempts = attempts + 1, updated_at = ? \
              WHERE id = ? RETURNING {COLUMNS}"
-        ))
+        )))
         .bind(worker)
         .bind(now.saturating_add(ms(lease)))
         .bind(now)
@@ -277,10 +488,10 @@ impl SqliteQueue {
     /// Whether the lease still holds: the job is running under this epoch and its lease has not
     /// run out. A worker checks it before every write to GitHub.
     pub async fn holds(&self, lease: &Lease, now: i64) -> Result<bool, QueueError> {
-        let held: Option<i64> = sqlx::query_scalar(
+        let held: Option<i64> = sqlx::query_scalar(&self.sql(
             "SELECT 1 FROM jobs WHERE id = ? AND epoch = ? AND state = 'running' \
              AND lease_until > ?",
-        )
+        ))
         .bind(&lease.job.id)
         .bind(lease.epoch)
         .bind(now)
@@ -297,10 +508,10 @@ impl SqliteQueue {
         extend: Duration,
         now: i64,
     ) -> Result<bool, QueueError> {
-        let renewed = sqlx::query(
+        let renewed = sqlx::query(&self.sql(
             "UPDATE jobs SET lease_until = ?, updated_at = ? \
              WHERE id = ? AND epoch = ? AND state = 'running' AND lease_until > ?",
-        )
+        ))
         .bind(now.saturating_add(ms(extend)))
         .bind(now)
         .bind(&lease.job.id)
@@ -315,10 +526,10 @@ impl SqliteQueue {
 
     /// The job is done; `false` when the lease was lost meanwhile (someone else owns it now).
     pub async fn complete(&self, lease: &Lease, now: i64) -> Result<bool, QueueError> {
-        let done = sqlx::query(
+        let done = sqlx::query(&self.sql(
             "UPDATE jobs SET state = 'done', lease_owner = NULL, lease_until = NULL, \
              error = NULL, updated_at = ? WHERE id = ? AND epoch = ? AND state = 'running'",
-        )
+        ))
         .bind(now)
         .bind(&lease.job.id)
         .bind(lease.epoch)
@@ -348,10 +559,10 @@ impl SqliteQueue {
         } else {
             (JobState::Dead, now)
         };
-        let changed = sqlx::query(
+        let changed = sqlx::query(&self.sql(
             "UPDATE jobs SET state = ?, run_after = ?, lease_owner = NULL, lease_until = NULL, \
              error = ?, updated_at = ? WHERE id = ? AND epoch = ? AND state = 'running'",
-        )
+        ))
         .bind(state.as_str())
         .bind(run_after)
         .bind(error)
@@ -367,11 +578,11 @@ impl SqliteQueue {
 
     /// A dead or done job queued again at once (`bugloop jobs retry`), attempts counted anew.
     pub async fn retry(&self, id: &str, now: i64) -> Result<Job, QueueError> {
-        let row = sqlx::query(&format!(
+        let row = sqlx::query(&self.sql(&format!(
             "UPDATE jobs SET state = 'queued', attempts = 0, run_after = ?, error = NULL, \
              updated_at = ? WHERE id = ? AND state IN ('dead', 'done', 'superseded') \
              RETURNING {COLUMNS}"
-        ))
+        )))
         .bind(now)
         .bind(now)
         .bind(id)
@@ -389,9 +600,9 @@ impl SqliteQueue {
 
     /// Every job, newest first.
     pub async fn jobs(&self) -> Result<Vec<Job>, QueueError> {
-        let rows = sqlx::query(&format!(
+        let rows = sqlx::query(&self.sql(&format!(
             "SELECT {COLUMNS} FROM jobs ORDER BY created_at DESC, id DESC"
-        ))
+        )))
         .fetch_all(&self.pool)
         .await
         .map_err(query_error("list jobs"))?;
@@ -400,9 +611,9 @@ impl SqliteQueue {
 
     /// How many jobs there are of each kind in each state.
     pub async fn counts(&self) -> Result<Vec<(JobKind, JobState, i64)>, QueueError> {
-        let rows: Vec<(String, String, i64)> = sqlx::query_as(
+        let rows: Vec<(String, String, i64)> = sqlx::query_as(&self.sql(
             "SELECT kind, state, COUNT(*) FROM jobs GROUP BY kind, state ORDER BY kind, state",
-        )
+        ))
         .fetch_all(&self.pool)
         .await
         .map_err(query_error("count jobs"))?;
@@ -421,7 +632,7 @@ impl SqliteQueue {
 
     /// One job by its id.
     pub async fn job(&self, id: &str) -> Result<Option<Job>, QueueError> {
-        let row = sqlx::query(&format!("SELECT {COLUMNS} FROM jobs WHERE id = ?"))
+        let row = sqlx::query(&self.sql(&format!("SELECT {COLUMNS} FROM jobs WHERE id = ?")))
             .bind(id)
             .fetch_optional(&self.pool)
             .await
@@ -430,7 +641,7 @@ impl SqliteQueue {
     }
 }
 
-fn job_of(row: &SqliteRow) -> Result<Job, QueueError> {
+fn job_of(row: &AnyRow) -> Result<Job, QueueError> {
     let get = |what: &'static str| query_error(what);
     let kind: String = row.try_get("kind").map_err(get("read kind"))?;
     let state: String = row.try_get("state").map_err(get("read state"))?;
@@ -465,7 +676,8 @@ fn job_of(row: &SqliteRow) -> Result<Job, QueueError> {
 
 /// One delivery's rows, written inside the batch's transaction.
 async fn enqueue_in(
-    tx: &mut sqlx::SqliteConnection,
+    tx: &mut AnyConnection,
+    backend: Backend,
     delivery: &str,
     event: &str,
     job: Option<NewJob>,
@@ -473,10 +685,11 @@ async fn enqueue_in(
 ) -> Result<Enqueued, QueueError> {
     // A delivery's job has the delivery's id.
     let job_id = job.as_ref().map(|_| delivery);
-    let inserted = sqlx::query(
+    let inserted = sqlx::query(&sql(
+        backend,
         "INSERT INTO deliveries (id, event, received_at, job_id) VALUES (?, ?, ?, ?) \
          ON CONFLICT (id) DO NOTHING",
-    )
+    ))
     .bind(delivery)
     .bind(event)
     .bind(now)
@@ -486,11 +699,12 @@ async fn enqueue_in(
     .map_err(query_error("record the delivery"))?
     .rows_affected();
     if inserted == 0 {
-        let job: Option<String> = sqlx::query_scalar("SELECT job_id FROM deliveries WHERE id = ?")
-            .bind(delivery)
-            .fetch_one(&mut *tx)
-            .await
-            .map_err(query_error("read the delivery"))?;
+        let job: Option<String> =
+            sqlx::query_scalar(&sql(backend, "SELECT job_id FROM deliveries WHERE id = ?"))
+                .bind(delivery)
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(query_error("read the delivery"))?;
         return Ok(Enqueued::Redelivered { job });
     }
     let Some(job) = job else {
@@ -498,10 +712,11 @@ async fn enqueue_in(
     };
     let mut superseded = Vec::new();
     if job.kind == JobKind::Review {
-        superseded = sqlx::query_scalar(
+        superseded = sqlx::query_scalar(&sql(
+            backend,
             "UPDATE jobs SET state = 'superseded', updated_at = ? \
              WHERE conversation = ? AND kind = 'review' AND state = 'queued' RETURNING id",
-        )
+        ))
         .bind(now)
         .bind(&job.conversation)
         .fetch_all(&mut *tx)
@@ -509,11 +724,12 @@ async fn enqueue_in(
         .map_err(query_error("supersede waiting reviews"))?;
     }
     let id = delivery.to_owned();
-    sqlx::query(
+    sqlx::query(&sql(
+        backend,
         "INSERT INTO jobs (id, kind, conversation, installation, head, payload, state, \
          attempts, run_after, epoch, created_at, updated_at) \
          VALUES (?, ?, ?, ?, ?, ?, 'queued', 0, ?, 0, ?, ?)",
-    )
+    ))
     .bind(&id)
     .bind(job.kind.as_str())
     .bind(&job.conversation)
