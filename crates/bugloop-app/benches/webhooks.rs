@@ -46,7 +46,7 @@ fn main() {
         let state = WebhookState {
             secret: Arc::new(SECRET.to_vec()),
             queue: queue.clone(),
-            deliveries: Arc::default(),
+            metrics: Arc::default(),
             settings: Arc::new(TriggerSettings {
                 bot_logins: vec!["bugloop-app[bot]".to_owned()],
                 mention: "bugloop".to_owned(),

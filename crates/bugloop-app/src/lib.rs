@@ -14,13 +14,17 @@ mod error;
 mod event;
 mod github;
 pub mod inspect;
+pub mod metrics;
 mod models;
 mod outcome;
 mod pull_request;
 mod review;
 pub mod runs;
 pub mod serve;
+pub mod server_config;
+mod store_location;
 pub mod worker;
+mod workers;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

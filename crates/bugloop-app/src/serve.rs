@@ -7,7 +7,7 @@
 //! workers (`crate::worker`) run the queued jobs.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use axum::body::Bytes;
@@ -18,6 +18,7 @@ use bugloop_queue::{Enqueued, JobKind, NewJob, Queue};
 use bugloop_webhooks::{Skip, Trigger, TriggerSettings};
 
 use crate::AppError;
+pub use crate::store_location::StoreLocation;
 
 /// GitHub caps a webhook payload at 25 MB.
 pub const MAX_BODY_BYTES: usize = 25 * 1024 * 1024;
@@ -28,25 +29,8 @@ pub struct WebhookState {
     pub secret: Arc<Vec<u8>>,
     pub queue: Queue,
     pub settings: Arc<TriggerSettings>,
-    /// Deliveries since the process started, by outcome (for `/metrics`).
-    pub deliveries: Arc<DeliveryCounts>,
-}
-
-/// Deliveries by how they were answered.
-#[derive(Debug, Default)]
-pub struct DeliveryCounts {
-    /// 202 with a new job.
-    pub queued: AtomicU64,
-    /// 202 for a delivery seen before.
-    pub redelivered: AtomicU64,
-    /// 204: no job (an event no loop handles, a bot, no mention).
-    pub ignored: AtomicU64,
-    /// 401: the signature did not verify.
-    pub refused: AtomicU64,
-    /// 400: not a delivery bugloop can read.
-    pub invalid: AtomicU64,
-    /// 503: the queue could not record it.
-    pub failed: AtomicU64,
+    /// What `/metrics` shows: deliveries since the process started, its jobs' figures.
+    pub metrics: Arc<crate::metrics::ServerMetrics>,
 }
 
 impl std::fmt::Debug for WebhookState {
@@ -86,41 +70,12 @@ async fn ready(State(state): State<WebhookState>) -> (StatusCode, &'static str) 
     }
 }
 
-/// Prometheus' text format: deliveries since start by outcome, jobs by kind and state.
+/// Prometheus' text format (see `crate::metrics`).
 async fn metrics(State(state): State<WebhookState>) -> (StatusCode, String) {
-    let counts = match state.queue.counts().await {
-        Ok(counts) => counts,
-        Err(error) => return (StatusCode::SERVICE_UNAVAILABLE, format!("{error}\n")),
-    };
-    let d = &state.deliveries;
-    let mut text = String::from(
-        "# HELP bugloop_deliveries_total Webhook deliveries since the server started, by outcome.\n\
-         # TYPE bugloop_deliveries_total counter\n",
-    );
-    for (outcome, count) in [
-        ("queued", &d.queued),
-        ("redelivered", &d.redelivered),
-        ("ignored", &d.ignored),
-        ("refused", &d.refused),
-        ("invalid", &d.invalid),
-        ("failed", &d.failed),
-    ] {
-        text.push_str(&format!(
-            "bugloop_deliveries_total{{outcome=\"{outcome}\"}} {}\n",
-            count.load(Ordering::Relaxed)
-        ));
+    match state.queue.counts().await {
+        Ok(counts) => (StatusCode::OK, state.metrics.render(&counts)),
+        Err(error) => (StatusCode::SERVICE_UNAVAILABLE, format!("{error}\n")),
     }
-    text.push_str(
-        "# HELP bugloop_jobs Jobs in the queue, by kind and state.\n# TYPE bugloop_jobs gauge\n",
-    );
-    for (kind, job_state, count) in counts {
-        text.push_str(&format!(
-            "bugloop_jobs{{kind=\"{}\",state=\"{}\"}} {count}\n",
-            kind.as_str(),
-            job_state.as_str()
-        ));
-    }
-    (StatusCode::OK, text)
 }
 
 /// Text for HTML: everything shown comes from deliveries and errors, which others wrote.
@@ -209,15 +164,15 @@ async fn webhook(
     headers: HeaderMap,
     body: Bytes,
 ) -> (StatusCode, String) {
-    let counts = state.deliveries.clone();
+    let counts = state.metrics.clone();
     let (status, text) = answer(state, &headers, &body).await;
     let counter = match status {
-        StatusCode::ACCEPTED if text.starts_with("queued") => &counts.queued,
-        StatusCode::ACCEPTED => &counts.redelivered,
-        StatusCode::NO_CONTENT => &counts.ignored,
-        StatusCode::UNAUTHORIZED => &counts.refused,
-        StatusCode::BAD_REQUEST => &counts.invalid,
-        _ => &counts.failed,
+        StatusCode::ACCEPTED if text.starts_with("queued") => &counts.deliveries.queued,
+        StatusCode::ACCEPTED => &counts.deliveries.redelivered,
+        StatusCode::NO_CONTENT => &counts.deliveries.ignored,
+        StatusCode::UNAUTHORIZED => &counts.deliveries.refused,
+        StatusCode::BAD_REQUEST => &counts.deliveries.invalid,
+        _ => &counts.deliveries.failed,
     };
     counter.fetch_add(1, Ordering::Relaxed);
     (status, text)
@@ -278,57 +233,6 @@ async fn answer(state: WebhookState, headers: &HeaderMap, body: &Bytes) -> (Stat
     }
 }
 
-/// Where the server keeps its queue (`BUGLOOP_STORE_URL`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StoreLocation {
-    /// `sqlite:PATH` (the default: `queue.db` under the data directory).
-    Sqlite(std::path::PathBuf),
-    /// `postgres://...`: several server processes may share it.
-    Postgres(String),
-}
-
-impl StoreLocation {
-    /// From `BUGLOOP_STORE_URL`'s value, or the default under `data_dir`.
-    pub fn parse(url: Option<&str>, data_dir: &std::path::Path) -> Result<StoreLocation, AppError> {
-        match url.map(str::trim).filter(|u| !u.is_empty()) {
-            None => Ok(StoreLocation::Sqlite(data_dir.join("queue.db"))),
-            Some(url) => {
-                if let Some(path) = url
-                    .strip_prefix("sqlite://")
-                    .or_else(|| url.strip_prefix("sqlite:"))
-                    .filter(|p| !p.is_empty())
-                {
-                    return Ok(StoreLocation::Sqlite(path.into()));
-                }
-                if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-                    return Ok(StoreLocation::Postgres(url.to_owned()));
-                }
-                Err(AppError::Invalid(format!(
-                    "BUGLOOP_STORE_URL is {:?}: expected sqlite:PATH or postgres://USER@HOST/DATABASE",
-                    bugloop_queue::without_password(url)
-                )))
-            }
-        }
-    }
-
-    /// Opens the queue (creating its directory and file).
-    pub async fn open(&self) -> Result<Queue, AppError> {
-        match self {
-            StoreLocation::Sqlite(path) => {
-                if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                    std::fs::create_dir_all(dir).map_err(|e| {
-                        AppError::Invalid(format!("cannot make {}: {e}", dir.display()))
-                    })?;
-                }
-                Ok(Queue::open_sqlite(path, bugloop_queue::Retries::default()).await?)
-            }
-            StoreLocation::Postgres(url) => {
-                Ok(Queue::open_postgres(url, bugloop_queue::Retries::default()).await?)
-            }
-        }
-    }
-}
-
 /// How to run the server.
 #[derive(Debug, Clone)]
 pub struct ServeOptions {
@@ -340,6 +244,8 @@ pub struct ServeOptions {
     pub bot_logins: Vec<String>,
     /// How queued jobs are run, and by how many workers (none: the server only queues).
     pub workers: Option<(crate::worker::WorkerSettings, usize)>,
+    /// How many jobs may run at once over every process sharing the queue.
+    pub limits: bugloop_queue::Limits,
 }
 
 /// Serves until SIGTERM or Ctrl-C; `bound` is told the address once it listens (port 0 picks a
@@ -363,7 +269,7 @@ pub async fn run_until(
                 .to_owned(),
         ));
     }
-    let queue = options.store.open().await?;
+    let queue = options.store.open().await?.with_limits(options.limits);
     let listener = tokio::net::TcpListener::bind(options.listen)
         .await
         .map_err(|e| AppError::Invalid(format!("cannot listen on {}: {e}", options.listen)))?;
@@ -374,52 +280,39 @@ pub async fn run_until(
     let state = WebhookState {
         secret: Arc::new(options.secret),
         queue,
-        deliveries: Arc::default(),
+        metrics: options
+            .workers
+            .as_ref()
+            .map(|(settings, _)| settings.metrics.clone())
+            .unwrap_or_default(),
         settings: Arc::new(TriggerSettings {
-            bot_logins: options.bot_logins,
+            bot_logins: options.bot_logins.clone(),
             mention: "bugloop".to_owned(),
             autofix_label: "bug:autofix".to_owned(),
         }),
     };
-    // Workers stop claiming when the server is told to stop, and finish the job they hold.
-    let stopping = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let mut workers = Vec::new();
-    if let Some((settings, count)) = options.workers {
-        for n in 0..count.max(1) {
-            let mut settings = settings.clone();
-            settings.id = format!("{}:{n}", settings.id);
-            let (queue, stopping) = (state.queue.clone(), stopping.clone());
-            // A job's run holds borrowed state across its awaits, so each worker is a thread
-            // with a runtime of its own.
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .map_err(|e| AppError::Invalid(format!("cannot start a worker: {e}")))?;
-            workers.push(std::thread::spawn(move || {
-                runtime.block_on(async {
-                    while !stopping.load(Ordering::SeqCst) {
-                        match crate::worker::run_next(&queue, &settings).await {
-                            Ok(Some(_)) => {}
-                            // Nothing to do, or the queue failing: look again in a second.
-                            Ok(None) | Err(_) => {
-                                tokio::time::sleep(Duration::from_secs(1)).await;
-                            }
-                        }
-                    }
-                });
-            }));
-        }
-    }
+    // Workers stop claiming when the server is told to stop, and finish the job they hold
+    // within their grace period (or hand it back).
+    let (stop_workers, stopping) = crate::worker::stop_signal();
+    let workers = match &options.workers {
+        Some((settings, count)) => Some(crate::workers::Workers::start(
+            &options.store,
+            &state.queue,
+            settings,
+            *count,
+            &stopping,
+        )?),
+        None => None,
+    };
+    tracing::info!(%address, workers = options.workers.as_ref().map_or(0, |w| w.1), "serving");
     let served = axum::serve(listener, router(state))
         .with_graceful_shutdown(stop)
         .await;
-    stopping.store(true, Ordering::SeqCst);
-    let _ = tokio::task::spawn_blocking(move || {
-        for worker in workers {
-            let _ = worker.join();
-        }
-    })
-    .await;
+    tracing::info!("stopping: no more jobs claimed; jobs in hand finish or are handed back");
+    stop_workers.stop();
+    if let Some(workers) = workers {
+        let _ = tokio::task::spawn_blocking(move || workers.join()).await;
+    }
     served.map_err(|e| AppError::Invalid(format!("the server stopped: {e}")))
 }
 

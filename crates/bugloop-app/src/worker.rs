@@ -17,6 +17,9 @@ use bugloop_github::{AppCredentials, Endpoint, GitHubError, Policy, Repo};
 use bugloop_queue::{Failure, JobState, Lease, Queue};
 use bugloop_webhooks::Trigger;
 
+use tracing::Instrument;
+
+use crate::metrics::{ServerMetrics, Spent, ending};
 use crate::{AppError, ConfigChoice, EventJob, EventOutcome, GitHubAuth, GitHubTarget, run_event};
 
 /// How a worker runs jobs.
@@ -36,6 +39,52 @@ pub struct WorkerSettings {
     pub model: Option<String>,
     pub state_key: Option<StateKey>,
     pub policy: Policy,
+    /// How long a job in hand may go on once the server is told to stop; then it is handed
+    /// back to the queue for another worker.
+    pub shutdown_grace: Duration,
+    /// Where the worker's figures go (`/metrics`).
+    pub metrics: Arc<ServerMetrics>,
+}
+
+/// Tells workers to stop: they claim nothing more, and a job in hand gets the grace period.
+#[derive(Debug, Clone)]
+pub struct Stop(tokio::sync::watch::Receiver<bool>);
+
+/// What says stop to every [`Stop`] made with it.
+#[derive(Debug)]
+pub struct StopHandle(tokio::sync::watch::Sender<bool>);
+
+impl StopHandle {
+    pub fn stop(&self) {
+        self.0.send_replace(true);
+    }
+}
+
+/// A stop handle and the signal it sends.
+pub fn stop_signal() -> (StopHandle, Stop) {
+    let (sender, receiver) = tokio::sync::watch::channel(false);
+    (StopHandle(sender), Stop(receiver))
+}
+
+impl Stop {
+    /// A stop that never comes.
+    pub fn never() -> Stop {
+        stop_signal().1
+    }
+
+    pub fn requested(&self) -> bool {
+        *self.0.borrow()
+    }
+
+    /// Completes `grace` after stopping was asked.
+    async fn grace_over(&self, grace: Duration) {
+        let mut receiver = self.0.clone();
+        if receiver.wait_for(|stop| *stop).await.is_err() {
+            // The handle is gone without a stop: never.
+            std::future::pending::<()>().await;
+        }
+        tokio::time::sleep(grace).await;
+    }
 }
 
 impl std::fmt::Debug for WorkerSettings {
@@ -63,10 +112,12 @@ fn now_ms() -> i64 {
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
-/// Claims and runs one job; `None` when none may run now.
+/// Claims and runs one job; `None` when none may run now. Once `stop` is asked, the job has
+/// `settings.shutdown_grace` to end; then it is handed back to the queue.
 pub async fn run_next(
     queue: &Queue,
     settings: &WorkerSettings,
+    stop: &Stop,
 ) -> Result<Option<JobRun>, AppError> {
     let Some(lease) = queue.claim(&settings.id, settings.lease, now_ms()).await? else {
         return Ok(None);
@@ -104,22 +155,70 @@ pub async fn run_next(
         let (held, until) = (held.clone(), until.clone());
         Arc::new(move || held.load(Ordering::SeqCst) && now_ms() < until.load(Ordering::SeqCst))
     };
-    let result = run_job(&lease, settings, fence).await;
+    let started = std::time::Instant::now();
+    let waited_ms = now_ms().saturating_sub(lease.job.run_after.max(lease.job.created_at));
+    let span = tracing::info_span!(
+        "job",
+        id = %lease.job.id,
+        kind = lease.job.kind.as_str(),
+        conversation = %lease.job.conversation,
+        attempt = lease.job.attempts,
+        worker = %settings.id,
+    );
+    tracing::info!(parent: &span, waited_ms, "job started");
+    let job = run_job(&lease, settings, fence).instrument(span.clone());
+    let result = tokio::select! {
+        result = job => Some(result),
+        () = stop.grace_over(settings.shutdown_grace) => None,
+    };
     heartbeat.abort();
     let now = now_ms();
-    let (state, error) = match result {
-        Ok(()) => (
+    let handed_back = result.is_none();
+    let (state, error, spent) = match result {
+        Some(Ok(spent)) => (
             queue.complete(&lease, now).await?.then_some(JobState::Done),
             None,
+            spent,
         ),
-        Err((error, failure)) => {
+        Some(Err((error, failure))) => {
             let message = error.to_string();
             (
                 queue.fail(&lease, &message, failure, now).await?,
                 Some(message),
+                Spent::default(),
             )
         }
+        None => {
+            let message = format!(
+                "handed back: the server stopped and the job did not end within {} s",
+                settings.shutdown_grace.as_secs()
+            );
+            let state = queue
+                .release(&lease, now)
+                .await?
+                .then_some(JobState::Queued);
+            (state, Some(message), Spent::default())
+        }
     };
+    let ran = started.elapsed();
+    let ended = if handed_back && state.is_some() {
+        "handed_back"
+    } else {
+        ending(state)
+    };
+    settings.metrics.job(
+        lease.job.kind,
+        Duration::from_millis(u64::try_from(waited_ms).unwrap_or(0)),
+        ran,
+        ended,
+        spent,
+    );
+    match &error {
+        None => tracing::info!(parent: &span, ended, seconds = ran.as_secs_f64(), "job ended"),
+        Some(error) => {
+            tracing::warn!(parent: &span, ended, seconds = ran.as_secs_f64(), %error, "job ended");
+        }
+    }
     Ok(Some(JobRun {
         job: lease.job.id.clone(),
         state,
@@ -132,7 +231,7 @@ async fn run_job(
     lease: &Lease,
     settings: &WorkerSettings,
     fence: bugloop_forge::fencing::Fence,
-) -> Result<(), (AppError, Failure)> {
+) -> Result<Spent, (AppError, Failure)> {
     let permanent = |error: AppError| (error, Failure::Permanent);
     let trigger: Trigger = serde_json::from_str(&lease.job.payload).map_err(|e| {
         permanent(AppError::Invalid(format!(
@@ -158,7 +257,8 @@ async fn run_job(
             lease.job.id
         )))
     })?;
-    let directory = clone_of(settings, &repo, installation)
+    let policy = observed(settings, installation);
+    let directory = clone_of(settings, &policy, &repo, installation)
         .await
         .map_err(|e| (e, Failure::Transient))?;
     let job = EventJob {
@@ -175,7 +275,7 @@ async fn run_job(
             number: 0,
             bot_login: None,
             state_key: settings.state_key.clone(),
-            policy: settings.policy.clone(),
+            policy,
             remote: "origin".to_owned(),
             fence: Some(fence),
         },
@@ -184,10 +284,20 @@ async fn run_job(
         fail_on: None,
     };
     match run_event(job).await {
+        Ok(EventOutcome::Review { outcome, .. }) => Ok(outcome
+            .report
+            .as_ref()
+            .map(|report| Spent {
+                input_tokens: report.usage.input_tokens,
+                cached_input_tokens: report.usage.cached_input_tokens,
+                output_tokens: report.usage.output_tokens,
+                cost_usd: report.usage.cost_usd,
+            })
+            .unwrap_or_default()),
+        // Their reports do not carry the model's usage.
         Ok(EventOutcome::NotRun { .. })
-        | Ok(EventOutcome::Review { .. })
         | Ok(EventOutcome::Comment { .. })
-        | Ok(EventOutcome::Converge { .. }) => Ok(()),
+        | Ok(EventOutcome::Converge { .. }) => Ok(Spent::default()),
         Err(error) => {
             let failure = if transient(&error) {
                 Failure::Transient
@@ -196,6 +306,17 @@ async fn run_job(
             };
             Err((error, failure))
         }
+    }
+}
+
+/// The settings' policy, telling the metrics each rate limit GitHub reports for `installation`.
+fn observed(settings: &WorkerSettings, installation: u64) -> Policy {
+    let metrics = settings.metrics.clone();
+    Policy {
+        rate_limit_observer: Some(bugloop_github::RateLimitObserver(Arc::new(
+            move |resource, rate| metrics.rate_limit(installation, resource, rate),
+        ))),
+        ..settings.policy.clone()
     }
 }
 
@@ -223,6 +344,7 @@ fn transient(error: &AppError) -> bool {
 /// sandbox never shows a clone's git configuration to what runs in it).
 async fn clone_of(
     settings: &WorkerSettings,
+    policy: &Policy,
     repo: &Repo,
     installation: u64,
 ) -> Result<PathBuf, AppError> {
@@ -233,7 +355,7 @@ async fn clone_of(
             id: installation,
             clock: Arc::new(bugloop_github::SystemClock),
         },
-        settings.policy.clone(),
+        policy.clone(),
         Arc::new(bugloop_github::TokioSleeper),
     )
     .map_err(|e| AppError::GitHub(Box::new(e)))?;

@@ -28,7 +28,7 @@ async fn server() -> Server {
     let state = WebhookState {
         secret: Arc::new(SECRET.to_vec()),
         queue: queue.clone(),
-        deliveries: Arc::default(),
+        metrics: Arc::default(),
         settings: Arc::new(TriggerSettings {
             bot_logins: vec!["bugloop-app[bot]".to_owned()],
             mention: "bugloop".to_owned(),

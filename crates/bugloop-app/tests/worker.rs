@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use bugloop_app::ConfigChoice;
 use bugloop_app::github_types::{AppCredentials, Endpoint, Policy, Trigger};
-use bugloop_app::worker::{WorkerSettings, run_next};
+use bugloop_app::worker::{Stop, WorkerSettings, run_next};
 use bugloop_github_sim::fixture::{
     FixtureOptions, PullRequestFixture, app_key, off_by_one, review_lines, script_file,
 };
@@ -81,6 +81,8 @@ async fn setup(lease: Duration) -> Setup {
             write_spacing: Duration::ZERO,
             ..Policy::default()
         },
+        shutdown_grace: Duration::from_secs(5),
+        metrics: Arc::default(),
     };
     Setup {
         fixture,
@@ -93,7 +95,10 @@ async fn setup(lease: Duration) -> Setup {
 #[tokio::test]
 async fn a_queued_review_runs_as_the_app_and_is_done() {
     let s = setup(Duration::from_secs(60)).await;
-    let run = run_next(&s.queue, &s.settings).await.unwrap().unwrap();
+    let run = run_next(&s.queue, &s.settings, &Stop::never())
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(run.state, Some(JobState::Done), "{run:?}");
     let comments = s.fixture.sim.review_comments(7);
     assert_eq!(comments.len(), 1, "{comments:#?}");
@@ -106,14 +111,22 @@ async fn a_queued_review_runs_as_the_app_and_is_done() {
             .any(|c| c.author == "bugloop-app[bot]")
     );
     // Nothing more to do.
-    assert!(run_next(&s.queue, &s.settings).await.unwrap().is_none());
+    assert!(
+        run_next(&s.queue, &s.settings, &Stop::never())
+            .await
+            .unwrap()
+            .is_none()
+    );
 }
 
 #[tokio::test]
 async fn a_worker_whose_lease_is_gone_writes_nothing() {
     // A lease that is over before the first write.
     let s = setup(Duration::from_millis(1)).await;
-    let run = run_next(&s.queue, &s.settings).await.unwrap().unwrap();
+    let run = run_next(&s.queue, &s.settings, &Stop::never())
+        .await
+        .unwrap()
+        .unwrap();
     assert!(s.fixture.sim.review_comments(7).is_empty());
     assert!(s.fixture.sim.issue_comments(7).is_empty());
     assert!(
@@ -138,6 +151,7 @@ async fn the_server_queues_a_signed_delivery_and_its_workers_run_it_then_stop() 
         store: bugloop_app::serve::StoreLocation::Sqlite(store.path().join("queue.db")),
         bot_logins: vec!["bugloop-app[bot]".to_owned()],
         workers: Some((s.settings.clone(), 2)),
+        limits: bugloop_queue::Limits::default(),
     };
     // Polled beside the client below (the server's future is not sent to another task).
     let server = bugloop_app::serve::run_until(
@@ -193,7 +207,10 @@ async fn the_server_queues_a_signed_delivery_and_its_workers_run_it_then_stop() 
 #[tokio::test]
 async fn the_clone_fetches_and_pushes_with_a_fresh_installation_token() {
     let s = setup(Duration::from_secs(60)).await;
-    run_next(&s.queue, &s.settings).await.unwrap().unwrap();
+    run_next(&s.queue, &s.settings, &Stop::never())
+        .await
+        .unwrap()
+        .unwrap();
     let clone = s.settings.workspaces.join("acme/widgets");
     let header = bugloop_testkit::git(&clone, &["config", "--local", "http.extraheader"]);
     let encoded = header.strip_prefix("AUTHORIZATION: basic ").unwrap();

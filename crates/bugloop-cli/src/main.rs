@@ -96,8 +96,7 @@ enum Command {
     /// App's id and key (BUGLOOP_APP_ID, BUGLOOP_APP_PRIVATE_KEY) workers run them as the App.
     Serve(serve::ServeArgs),
     /// The server's jobs: list, show, retry.
-    #[command(subcommand)]
-    Jobs(serve::JobsCommand),
+    Jobs(serve::JobsArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -294,7 +293,7 @@ fn run(cli: Cli, out: &mut impl Write) -> Result<Verdict> {
         Command::Review(args) => review::review(&cwd, &choice, &args, out),
         Command::Action(args) => action::action(&cwd, &choice, &args, out),
         Command::Serve(args) => serve::serve(&args, out),
-        Command::Jobs(command) => serve::jobs(&command, out),
+        Command::Jobs(args) => serve::jobs(&args, out),
         Command::Findings(args) => review::findings(&cwd, &choice, &args, out),
         Command::Store(command) => review::store(&cwd, command, out),
         Command::Fix(args) => act::fix(&cwd, &choice, &args, out),

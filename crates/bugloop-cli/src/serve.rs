@@ -1,7 +1,6 @@
 //! `bugloop serve` (the GitHub App server: webhook endpoint, queue, workers) and `bugloop jobs`
-//! (the queue's jobs: list, show, retry). Settings come from the environment:
-//! `BUGLOOP_WEBHOOK_SECRET`, `BUGLOOP_STORE_URL` (`sqlite:PATH`, by default `queue.db` under
-//! `$XDG_DATA_HOME/bugloop/server`), `BUGLOOP_BOT_LOGIN` (the App's `slug[bot]`).
+//! (the queue's jobs: list, show, retry). Settings come from a file and the environment
+//! (`bugloop_app::server_config`); the data directory is `$XDG_DATA_HOME/bugloop/server`.
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -9,16 +8,30 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use bugloop_app::Verdict;
-use bugloop_app::github_types::{AppCredentials, Endpoint, Policy, StateKey};
-use bugloop_app::serve::{ServeOptions, StoreLocation};
+use bugloop_app::server_config::{ServerSources, serve_options, store_location};
 
 use crate::{Format, runtime};
 
 #[derive(Debug, clap::Args)]
 pub struct ServeArgs {
-    /// Where to listen: webhooks at `POST /webhook`, `GET /healthz`, `GET /readyz`.
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
-    pub listen: SocketAddr,
+    /// Where to listen: webhooks at `POST /webhook`, `GET /healthz`, `GET /readyz`, `GET
+    /// /metrics`, the status page at `/` [default: the settings file's `listen`, else
+    /// 127.0.0.1:8080].
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<SocketAddr>,
+    /// The server's settings file (YAML; the environment wins over it) [env:
+    /// BUGLOOP_SERVER_CONFIG].
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct JobsArgs {
+    /// The server's settings file, for its `store_url` [env: BUGLOOP_SERVER_CONFIG].
+    #[arg(long, value_name = "FILE", global = true)]
+    pub config: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: JobsCommand,
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -46,23 +59,27 @@ fn data_dir() -> PathBuf {
         .join("bugloop/server")
 }
 
-fn store() -> Result<StoreLocation> {
-    Ok(StoreLocation::parse(
-        env("BUGLOOP_STORE_URL").as_deref(),
-        &data_dir(),
-    )?)
+/// Runs `with` on the settings' sources: the file named by the flag or `BUGLOOP_SERVER_CONFIG`,
+/// and the process environment.
+fn with_sources<T>(
+    config: Option<&PathBuf>,
+    with: impl FnOnce(&ServerSources<'_>) -> Result<T, bugloop_app::AppError>,
+) -> Result<T> {
+    let file = config
+        .cloned()
+        .or_else(|| env("BUGLOOP_SERVER_CONFIG").map(PathBuf::from));
+    let sources = ServerSources {
+        file: file.as_deref(),
+        env: &env,
+        default_data_dir: data_dir(),
+    };
+    Ok(with(&sources)?)
 }
 
 pub fn serve(args: &ServeArgs, out: &mut impl Write) -> Result<Verdict> {
-    let options = ServeOptions {
-        listen: args.listen,
-        secret: env("BUGLOOP_WEBHOOK_SECRET")
-            .unwrap_or_default()
-            .into_bytes(),
-        store: store()?,
-        bot_logins: env("BUGLOOP_BOT_LOGIN").into_iter().collect(),
-        workers: workers()?,
-    };
+    let options = with_sources(args.config.as_ref(), |sources| {
+        serve_options(sources, args.listen)
+    })?;
     let runtime = runtime()?;
     runtime.block_on(bugloop_app::serve::run(options, |address| {
         // Said once it listens, so a supervisor (or a test) knows where.
@@ -75,56 +92,11 @@ pub fn serve(args: &ServeArgs, out: &mut impl Write) -> Result<Verdict> {
     Ok(Verdict::Done)
 }
 
-/// The workers, when the App's id and key are given: `BUGLOOP_APP_ID`, `BUGLOOP_APP_PRIVATE_KEY`
-/// (a path to the PEM), `BUGLOOP_WORKERS` (default 2), `GITHUB_API_URL`/`GITHUB_GRAPHQL_URL`,
-/// `BUGLOOP_GIT_BASE` (default `https://github.com`), `BUGLOOP_STATE_KEY`.
-fn workers() -> Result<Option<(bugloop_app::worker::WorkerSettings, usize)>> {
-    let (Some(id), Some(key)) = (env("BUGLOOP_APP_ID"), env("BUGLOOP_APP_PRIVATE_KEY")) else {
-        return Ok(None);
-    };
-    let id: u64 = id
-        .parse()
-        .with_context(|| format!("BUGLOOP_APP_ID is {id:?}, not a number"))?;
-    let pem = std::fs::read_to_string(&key)
-        .with_context(|| format!("BUGLOOP_APP_PRIVATE_KEY: cannot read {key}"))?;
-    let credentials = AppCredentials::from_pem(id, &pem)
-        .with_context(|| format!("BUGLOOP_APP_PRIVATE_KEY: {key}"))?;
-    let count = match env("BUGLOOP_WORKERS") {
-        Some(n) => n
-            .parse()
-            .with_context(|| format!("BUGLOOP_WORKERS is {n:?}, not a number"))?,
-        None => 2,
-    };
-    let state_key = env("BUGLOOP_STATE_KEY")
-        .map(|k| StateKey::new(k.into_bytes()))
-        .transpose()
-        .context("BUGLOOP_STATE_KEY")?;
-    let settings = bugloop_app::worker::WorkerSettings {
-        id: format!(
-            "{}:{}",
-            env("HOSTNAME").unwrap_or_else(|| "bugloop".to_owned()),
-            std::process::id()
-        ),
-        lease: std::time::Duration::from_secs(600),
-        app: std::sync::Arc::new(credentials),
-        endpoint: Endpoint::from_values(
-            env("GITHUB_API_URL").as_deref(),
-            env("GITHUB_GRAPHQL_URL").as_deref(),
-        ),
-        git_base: env("BUGLOOP_GIT_BASE").unwrap_or_else(|| "https://github.com".to_owned()),
-        workspaces: data_dir().join("clones"),
-        config: bugloop_app::ConfigChoice::default(),
-        model: None,
-        state_key,
-        policy: Policy::default(),
-    };
-    Ok(Some((settings, count)))
-}
-
-pub fn jobs(command: &JobsCommand, out: &mut impl Write) -> Result<Verdict> {
+pub fn jobs(args: &JobsArgs, out: &mut impl Write) -> Result<Verdict> {
     let runtime = runtime()?;
-    let queue = runtime.block_on(store()?.open())?;
-    match command {
+    let store = with_sources(args.config.as_ref(), store_location)?;
+    let queue = runtime.block_on(store.open())?;
+    match &args.command {
         JobsCommand::List { format } => {
             let jobs = runtime
                 .block_on(queue.jobs())

@@ -46,6 +46,10 @@ const ENV_RESERVED: &[&str] = &[
     "BUGLOOP_APP_ID",
     "BUGLOOP_APP_PRIVATE_KEY",
     "BUGLOOP_STORE_URL",
+    "BUGLOOP_WORKERS",
+    "BUGLOOP_GIT_BASE",
+    "BUGLOOP_SERVER_CONFIG",
+    "BUGLOOP_SERVER_MODEL",
 ];
 
 /// Where a configuration value came from.

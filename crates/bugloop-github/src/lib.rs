@@ -20,7 +20,7 @@ pub use self::rest::{
     Account, CollaboratorPermission, CommitChecks, Issue, IssueComment, NewPullRequest,
     NewReviewComment, PullRequest, PullRequestSide, RepoRef, ReviewComment,
 };
-pub use self::transport::{Counters, Policy, RateLimit, Sleeper, TokioSleeper};
+pub use self::transport::{Counters, Policy, RateLimit, RateLimitObserver, Sleeper, TokioSleeper};
 
 use self::transport::{Auth, Transport};
 

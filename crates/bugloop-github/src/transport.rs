@@ -58,6 +58,18 @@ pub struct Policy {
     pub retries: u32,
     pub backoff: Duration,
     pub timeout: Duration,
+    /// Told each rate limit GitHub reports (the App server's metrics show the headroom).
+    pub rate_limit_observer: Option<RateLimitObserver>,
+}
+
+/// Called with the resource (`core`, `graphql`, ...) and its limit as GitHub reported it.
+#[derive(Clone)]
+pub struct RateLimitObserver(pub Arc<dyn Fn(&str, RateLimit) + Send + Sync>);
+
+impl std::fmt::Debug for RateLimitObserver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RateLimitObserver")
+    }
 }
 
 impl Default for Policy {
@@ -68,6 +80,7 @@ impl Default for Policy {
             retries: 3,
             backoff: Duration::from_millis(500),
             timeout: Duration::from_secs(30),
+            rate_limit_observer: None,
         }
     }
 }
@@ -459,15 +472,16 @@ impl Transport {
                 .and_then(|v| v.to_str().ok())
                 .unwrap_or("core")
                 .to_owned();
+            let rate = RateLimit {
+                limit,
+                remaining,
+                reset,
+            };
+            if let Some(observer) = &self.policy.rate_limit_observer {
+                (observer.0)(&resource, rate);
+            }
             self.with_state(|s| {
-                s.rate.insert(
-                    resource,
-                    RateLimit {
-                        limit,
-                        remaining,
-                        reset,
-                    },
-                );
+                s.rate.insert(resource, rate);
             });
         }
     }

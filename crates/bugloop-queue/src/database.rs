@@ -15,13 +15,18 @@ use sqlx::{AnyConnection, AnyPool, Row};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::{
-    Enqueued, Failure, Job, JobKind, JobState, Lease, NewJob, QueueError, Retries, query_error,
+    Enqueued, Failure, Job, JobKind, JobState, Lease, Limits, NewJob, QueueError, Retries,
+    query_error,
 };
 
-const MIGRATIONS: &[&str] = &[include_str!("../migrations/0001_queue.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("../migrations/0001_queue.sql"),
+    include_str!("../migrations/0002_job_times.sql"),
+];
 
 const COLUMNS: &str = "id, kind, conversation, installation, head, payload, state, attempts, \
-     run_after, lease_owner, lease_until, epoch, error, created_at, updated_at";
+     run_after, lease_owner, lease_until, epoch, error, created_at, updated_at, started_at, \
+     finished_at";
 
 /// The most deliveries written in one transaction.
 const BATCH: usize = 256;
@@ -29,14 +34,40 @@ const BATCH: usize = 256;
 /// How many candidates a PostgreSQL claim locks at once (others may hold the first ones' conversations).
 const CLAIM_CANDIDATES: i64 = 16;
 
-/// The jobs that may be claimed now (`?` = now, three times), oldest first: queued and due, or
-/// running under a lease that ran out, in a conversation with no job running under a live lease.
-const CLAIMABLE: &str = "SELECT j.id, j.conversation FROM jobs j \
-     WHERE ((j.state = 'queued' AND j.run_after <= ?) \
-            OR (j.state = 'running' AND j.lease_until <= ?)) \
-       AND NOT EXISTS (SELECT 1 FROM jobs r WHERE r.conversation = j.conversation \
-                       AND r.id <> j.id AND r.state = 'running' AND r.lease_until > ?) \
-     ORDER BY j.created_at, j.id";
+/// The jobs that may be claimed now, oldest first: queued and due, or running under a lease that
+/// ran out, in a conversation with no job running under a live lease, within `limits`. Every `?`
+/// is now.
+fn claimable(limits: Limits) -> String {
+    let mut text = String::from(
+        "SELECT j.id, j.conversation FROM jobs j \
+         WHERE ((j.state = 'queued' AND j.run_after <= ?) \
+                OR (j.state = 'running' AND j.lease_until <= ?)) \
+           AND NOT EXISTS (SELECT 1 FROM jobs r WHERE r.conversation = j.conversation \
+                           AND r.id <> j.id AND r.state = 'running' AND r.lease_until > ?)",
+    );
+    if let Some(running) = limits.running {
+        text.push_str(&format!(
+            " AND (SELECT COUNT(*) FROM jobs r WHERE r.state = 'running' \
+               AND r.lease_until > ?) < {running}"
+        ));
+    }
+    if let Some(per_installation) = limits.per_installation {
+        text.push_str(&format!(
+            " AND (SELECT COUNT(*) FROM jobs r WHERE r.installation = j.installation \
+               AND r.state = 'running' AND r.lease_until > ?) < {per_installation}"
+        ));
+    }
+    text.push_str(" ORDER BY j.created_at, j.id");
+    text
+}
+
+/// How many times [`claimable`]'s text binds now.
+fn claimable_binds(limits: Limits) -> usize {
+    3 + usize::from(limits.running.is_some()) + usize::from(limits.per_installation.is_some())
+}
+
+/// The PostgreSQL advisory lock claims take when limits are set, so their counts are exact.
+const LIMITS_LOCK: i64 = 0x0062_7567_6c69_6d74;
 
 /// The key of the PostgreSQL advisory lock migrations take, so two servers starting together
 /// do not both create the tables (`bugloop` in ASCII).
@@ -55,6 +86,7 @@ pub struct Queue {
     pool: AnyPool,
     backend: Backend,
     retries: Retries,
+    limits: Limits,
     /// Deliveries go through one writer per process, which commits those that arrive together
     /// at once.
     writer: mpsc::Sender<EnqueueRequest>,
@@ -230,8 +262,12 @@ impl Queue {
     }
 
     /// Opens the queue in the PostgreSQL database `url` names (`postgres://...`) and brings its
-    /// schema up to date; several processes may share it.
-    pub async fn open_postgres(url: &str, retries: Retries) -> Result<Queue, QueueError> {
+    /// schema up to date; several processes may share it. `connections` bounds the pool.
+    pub async fn open_postgres(
+        url: &str,
+        retries: Retries,
+        connections: u32,
+    ) -> Result<Queue, QueueError> {
         install_drivers();
         let shown = without_password(url);
         let options = AnyConnectOptions::from_str(url).map_err(|source| QueueError::Open {
@@ -239,7 +275,7 @@ impl Queue {
             source,
         })?;
         let pool = AnyPoolOptions::new()
-            .max_connections(8)
+            .max_connections(connections.max(1))
             .acquire_timeout(Duration::from_secs(30))
             .connect_with(options)
             .await
@@ -258,8 +294,20 @@ impl Queue {
             pool,
             backend,
             retries,
+            limits: Limits::default(),
             writer,
         })
+    }
+
+    /// The queue whose claims keep within `limits`.
+    pub fn with_limits(mut self, limits: Limits) -> Queue {
+        self.limits = limits;
+        self
+    }
+
+    /// The limits its claims keep within.
+    pub fn limits(&self) -> Limits {
+        self.limits
     }
 
     /// Which database holds the queue.
@@ -431,27 +479,36 @@ impl Queue {
         now: i64,
     ) -> Result<Option<Lease>, QueueError> {
         let mut tx = self.pool.begin().await.map_err(query_error("claim"))?;
-        let candidates: Vec<(String, String)> = match self.backend {
+        let limited = self.limits != Limits::default();
+        let text = match self.backend {
             // One connection and one writer: nothing else runs between this read and the update.
-            Backend::Sqlite => sqlx::query_as(&format!("{CLAIMABLE} LIMIT 1"))
-                .bind(now)
-                .bind(now)
-                .bind(now)
-                .fetch_all(&mut *tx)
-                .await
-                .map_err(query_error("find a job to claim"))?,
+            Backend::Sqlite => format!("{} LIMIT 1", claimable(self.limits)),
             // Other processes claim at the same time: lock the candidates, skipping those another
             // claim holds, so no two claims wait on each other or take the same job.
-            Backend::Postgres => sqlx::query_as(&numbered(&format!(
-                "{CLAIMABLE} LIMIT {CLAIM_CANDIDATES} FOR UPDATE OF j SKIP LOCKED"
-            )))
-            .bind(now)
-            .bind(now)
-            .bind(now)
+            Backend::Postgres => {
+                if limited {
+                    // Counting running jobs is exact only if claims take turns: with limits
+                    // they do (a claim is a few milliseconds).
+                    sqlx::query("SELECT pg_advisory_xact_lock($1)")
+                        .bind(LIMITS_LOCK)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(query_error("take the claim lock"))?;
+                }
+                numbered(&format!(
+                    "{} LIMIT {CLAIM_CANDIDATES} FOR UPDATE OF j SKIP LOCKED",
+                    claimable(self.limits)
+                ))
+            }
+        };
+        let mut query = sqlx::query_as(&text);
+        for _ in 0..claimable_binds(self.limits) {
+            query = query.bind(now);
+        }
+        let candidates: Vec<(String, String)> = query
             .fetch_all(&mut *tx)
             .await
-            .map_err(query_error("find a job to claim"))?,
-        };
+            .map_err(query_error("find a job to claim"))?;
         let mut chosen = None;
         for (id, conversation) in candidates {
             if self.backend == Backend::Sqlite
@@ -466,11 +523,12 @@ impl Queue {
         };
         let row = sqlx::query(&self.sql(&format!(
             "UPDATE jobs SET state = 'running', lease_owner = ?, lease_until = ?, \
-             epoch = epoch + 1, attempts = attempts + 1, updated_at = ? \
+             epoch = epoch + 1, attempts = attempts + 1, updated_at = ?, started_at = ? \
              WHERE id = ? RETURNING {COLUMNS}"
         )))
         .bind(worker)
         .bind(now.saturating_add(ms(lease)))
+        .bind(now)
         .bind(now)
         .bind(&id)
         .fetch_one(&mut *tx)
@@ -528,8 +586,10 @@ impl Queue {
     pub async fn complete(&self, lease: &Lease, now: i64) -> Result<bool, QueueError> {
         let done = sqlx::query(&self.sql(
             "UPDATE jobs SET state = 'done', lease_owner = NULL, lease_until = NULL, \
-             error = NULL, updated_at = ? WHERE id = ? AND epoch = ? AND state = 'running'",
+             error = NULL, updated_at = ?, finished_at = ? \
+             WHERE id = ? AND epoch = ? AND state = 'running'",
         ))
+        .bind(now)
         .bind(now)
         .bind(&lease.job.id)
         .bind(lease.epoch)
@@ -538,6 +598,25 @@ impl Queue {
         .map_err(query_error("complete a job"))?
         .rows_affected();
         Ok(done == 1)
+    }
+
+    /// Hands a job back unfinished (the server is stopping): queued again at once, the attempt
+    /// not counted; `false` when the lease was lost meanwhile.
+    pub async fn release(&self, lease: &Lease, now: i64) -> Result<bool, QueueError> {
+        let released = sqlx::query(&self.sql(
+            "UPDATE jobs SET state = 'queued', lease_owner = NULL, lease_until = NULL, \
+             attempts = attempts - 1, run_after = ?, started_at = NULL, updated_at = ? \
+             WHERE id = ? AND epoch = ? AND state = 'running'",
+        ))
+        .bind(now)
+        .bind(now)
+        .bind(&lease.job.id)
+        .bind(lease.epoch)
+        .execute(&self.pool)
+        .await
+        .map_err(query_error("hand a job back"))?
+        .rows_affected();
+        Ok(released == 1)
     }
 
     /// The attempt failed: retried later (transient, attempts left) or dead, with the error
@@ -561,12 +640,14 @@ impl Queue {
         };
         let changed = sqlx::query(&self.sql(
             "UPDATE jobs SET state = ?, run_after = ?, lease_owner = NULL, lease_until = NULL, \
-             error = ?, updated_at = ? WHERE id = ? AND epoch = ? AND state = 'running'",
+             error = ?, updated_at = ?, finished_at = ? \
+             WHERE id = ? AND epoch = ? AND state = 'running'",
         ))
         .bind(state.as_str())
         .bind(run_after)
         .bind(error)
         .bind(now)
+        .bind((state == JobState::Dead).then_some(now))
         .bind(&lease.job.id)
         .bind(lease.epoch)
         .execute(&self.pool)
@@ -580,7 +661,7 @@ impl Queue {
     pub async fn retry(&self, id: &str, now: i64) -> Result<Job, QueueError> {
         let row = sqlx::query(&self.sql(&format!(
             "UPDATE jobs SET state = 'queued', attempts = 0, run_after = ?, error = NULL, \
-             updated_at = ? WHERE id = ? AND state IN ('dead', 'done', 'superseded') \
+             updated_at = ?, started_at = NULL, finished_at = NULL WHERE id = ? AND state IN ('dead', 'done', 'superseded') \
              RETURNING {COLUMNS}"
         )))
         .bind(now)
@@ -671,6 +752,10 @@ fn job_of(row: &AnyRow) -> Result<Job, QueueError> {
         error: row.try_get("error").map_err(get("read error"))?,
         created_at: row.try_get("created_at").map_err(get("read created_at"))?,
         updated_at: row.try_get("updated_at").map_err(get("read updated_at"))?,
+        started_at: row.try_get("started_at").map_err(get("read started_at"))?,
+        finished_at: row
+            .try_get("finished_at")
+            .map_err(get("read finished_at"))?,
     })
 }
 
@@ -714,9 +799,10 @@ async fn enqueue_in(
     if job.kind == JobKind::Review {
         superseded = sqlx::query_scalar(&sql(
             backend,
-            "UPDATE jobs SET state = 'superseded', updated_at = ? \
+            "UPDATE jobs SET state = 'superseded', updated_at = ?, finished_at = ? \
              WHERE conversation = ? AND kind = 'review' AND state = 'queued' RETURNING id",
         ))
+        .bind(now)
         .bind(now)
         .bind(&job.conversation)
         .fetch_all(&mut *tx)

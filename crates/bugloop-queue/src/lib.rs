@@ -139,6 +139,10 @@ pub struct Job {
     pub error: Option<String>,
     pub created_at: i64,
     pub updated_at: i64,
+    /// When its last attempt started.
+    pub started_at: Option<i64>,
+    /// When it ended: done, dead or superseded.
+    pub finished_at: Option<i64>,
 }
 
 /// What recording a delivery did.
@@ -171,6 +175,15 @@ pub enum Failure {
     Transient,
     /// Will not pass by retrying (bad input, refused): dead at once.
     Permanent,
+}
+
+/// How many jobs may run at once, counted over every process sharing the queue (a job whose
+/// lease ran out no longer counts). `None`: no limit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Limits {
+    pub running: Option<i64>,
+    /// Per GitHub App installation, so one busy organisation cannot take every worker.
+    pub per_installation: Option<i64>,
 }
 
 /// Retry policy.

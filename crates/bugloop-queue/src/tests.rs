@@ -30,7 +30,7 @@ impl Place {
     async fn open(&self, retries: Retries) -> Result<Queue, QueueError> {
         match self {
             Place::Sqlite(dir) => Queue::open_sqlite(&dir.path().join("queue.db"), retries).await,
-            Place::Postgres(url) => Queue::open_postgres(url, retries).await,
+            Place::Postgres(url) => Queue::open_postgres(url, retries, 4).await,
         }
     }
 
@@ -83,6 +83,8 @@ on_both!(
     transient_failures_retry_with_backoff_until_dead,
     the_queue_survives_a_reopen_and_refuses_a_newer_schema,
     deliveries_arriving_together_are_written_together_each_exactly_once,
+    claims_keep_within_the_limits_global_and_per_installation,
+    a_job_handed_back_runs_again_its_attempt_not_counted,
 );
 
 fn review(pr: u64, head: &str) -> NewJob {
@@ -367,7 +369,7 @@ async fn claimers_on_one_postgres_database_share_the_work_and_take_turns_per_con
     use std::sync::{Arc, Mutex};
 
     let url = Postgres::shared().database();
-    let first = Queue::open_postgres(&url, Retries::default())
+    let first = Queue::open_postgres(&url, Retries::default(), 4)
         .await
         .unwrap();
     for n in 0..200_u64 {
@@ -382,7 +384,7 @@ async fn claimers_on_one_postgres_database_share_the_work_and_take_turns_per_con
     let done: Arc<Mutex<HashMap<String, usize>>> = Arc::default();
     let mut claimers = Vec::new();
     for worker in 0..4 {
-        let queue = Queue::open_postgres(&url, Retries::default())
+        let queue = Queue::open_postgres(&url, Retries::default(), 4)
             .await
             .unwrap();
         let (running, done) = (running.clone(), done.clone());
@@ -426,4 +428,65 @@ async fn claimers_on_one_postgres_database_share_the_work_and_take_turns_per_con
             .iter()
             .all(|job| job.state == JobState::Done)
     );
+}
+
+async fn claims_keep_within_the_limits_global_and_per_installation(backend: Backend) {
+    let place = Place::new(backend);
+    let queue = place
+        .open(Retries::default())
+        .await
+        .unwrap()
+        .with_limits(Limits {
+            running: Some(3),
+            per_installation: Some(2),
+        });
+    // Installation 1 has four conversations waiting, 2 and 3 one each.
+    for (n, installation) in [1, 1, 1, 1, 2, 3].into_iter().enumerate() {
+        let job = NewJob {
+            installation: Some(installation),
+            ..comment(u64::try_from(n).unwrap())
+        };
+        queued(
+            queue
+                .enqueue(&format!("d-{n}"), "issue_comment", Some(job), 1)
+                .await
+                .unwrap(),
+        );
+    }
+    let mut held = Vec::new();
+    while let Some(lease) = queue.claim("w", LEASE, 10).await.unwrap() {
+        held.push(lease);
+    }
+    let installations: Vec<_> = held.iter().map(|l| l.job.installation.unwrap()).collect();
+    // Two of installation 1 (its limit), then 2: three in all (the global limit).
+    assert_eq!(installations, [1, 1, 2]);
+    assert!(queue.complete(&held[0], 20).await.unwrap());
+    // A place is free, but not for installation 1 beyond its limit... which now has one running.
+    let next = queue.claim("w", LEASE, 21).await.unwrap().unwrap();
+    assert_eq!(next.job.installation, Some(1));
+    assert!(queue.claim("w", LEASE, 22).await.unwrap().is_none());
+    // A lease that ran out does not count: its job is taken over within the limits.
+    let later = 10 + 60_000;
+    let taken = queue.claim("w2", LEASE, later).await.unwrap().unwrap();
+    assert_eq!(taken.job.id, held[1].job.id);
+    let done = queue.job(&held[0].job.id).await.unwrap().unwrap();
+    assert_eq!((done.started_at, done.finished_at), (Some(10), Some(20)));
+}
+
+async fn a_job_handed_back_runs_again_its_attempt_not_counted(backend: Backend) {
+    let (queue, _place) = queue(backend).await;
+    queued(
+        queue
+            .enqueue("d-1", "issue_comment", Some(comment(7)), 1)
+            .await
+            .unwrap(),
+    );
+    let lease = queue.claim("w1", LEASE, 10).await.unwrap().unwrap();
+    assert!(queue.release(&lease, 11).await.unwrap());
+    assert!(!queue.holds(&lease, 12).await.unwrap());
+    let again = queue.claim("w2", LEASE, 12).await.unwrap().unwrap();
+    assert_eq!((again.job.attempts, again.epoch), (1, 2));
+    // The first holder can no longer hand it back or end it.
+    assert!(!queue.release(&lease, 13).await.unwrap());
+    assert!(!queue.complete(&lease, 13).await.unwrap());
 }

@@ -1,0 +1,340 @@
+//! The App server's settings: a YAML file (`bugloop serve --config FILE`, or
+//! `BUGLOOP_SERVER_CONFIG`) and the environment, the environment winning, so a deployment can
+//! keep its secrets out of the file. Every key is checked: an unknown one, a wrong type or a
+//! value out of range is an error naming the key and where it was read.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bugloop_forge::signing::StateKey;
+use bugloop_github::{AppCredentials, Endpoint, Policy};
+use bugloop_queue::Limits;
+use serde::Deserialize;
+
+use crate::serve::ServeOptions;
+use crate::store_location::StoreLocation;
+use crate::worker::WorkerSettings;
+use crate::{AppError, ConfigChoice};
+
+/// The file's keys (every one optional; the environment may give it instead).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ServerFile {
+    listen: Option<SocketAddr>,
+    store_url: Option<String>,
+    webhook_secret: Option<String>,
+    app_id: Option<u64>,
+    /// A path to the App's PEM, relative to the file.
+    private_key: Option<PathBuf>,
+    workers: Option<usize>,
+    bot_login: Option<String>,
+    git_base: Option<String>,
+    api_url: Option<String>,
+    graphql_url: Option<String>,
+    state_key: Option<String>,
+    /// The model jobs run on (a repository's own configuration says the rest).
+    model: Option<String>,
+    /// Where clones and the default SQLite queue are kept.
+    data_dir: Option<PathBuf>,
+    lease_seconds: Option<u64>,
+    shutdown_grace_seconds: Option<u64>,
+    limits: Option<LimitsFile>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LimitsFile {
+    running: Option<u32>,
+    per_installation: Option<u32>,
+}
+
+/// Where settings are read from.
+#[allow(missing_debug_implementations)] // holds a lookup function
+pub struct ServerSources<'a> {
+    /// The settings file, if any.
+    pub file: Option<&'a Path>,
+    /// Looks a variable up (the process environment, or a test's).
+    pub env: &'a dyn Fn(&str) -> Option<String>,
+    /// Where the server keeps its data when neither says (`$XDG_DATA_HOME/bugloop/server`).
+    pub default_data_dir: PathBuf,
+}
+
+impl ServerSources<'_> {
+    fn var(&self, name: &str) -> Option<String> {
+        (self.env)(name).filter(|value| !value.trim().is_empty())
+    }
+
+    fn read_file(&self) -> Result<(ServerFile, PathBuf), AppError> {
+        let Some(path) = self.file else {
+            return Ok((ServerFile::default(), PathBuf::from(".")));
+        };
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            AppError::Invalid(format!(
+                "cannot read the server settings {}: {e}",
+                path.display()
+            ))
+        })?;
+        let file = if text.trim().is_empty() {
+            ServerFile::default()
+        } else {
+            serde_yaml_ng::from_str(&text).map_err(|e| {
+                AppError::Invalid(format!("the server settings {}: {e}", path.display()))
+            })?
+        };
+        let dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
+        Ok((file, dir))
+    }
+}
+
+/// A number from the environment, its variable named when it is not one.
+fn number<T: std::str::FromStr>(name: &str, value: Option<String>) -> Result<Option<T>, AppError> {
+    value
+        .map(|text| {
+            text.trim().parse().map_err(|_| {
+                AppError::Invalid(format!("{name} is {text:?}, not a number it can be"))
+            })
+        })
+        .transpose()
+}
+
+/// Where the queue is: `BUGLOOP_STORE_URL`, the file's `store_url`, or `queue.db` under the data
+/// directory. `bugloop jobs` reads the same.
+pub fn store_location(sources: &ServerSources<'_>) -> Result<StoreLocation, AppError> {
+    let (file, base) = sources.read_file()?;
+    let data_dir = data_dir(sources, &file, &base);
+    StoreLocation::parse(
+        sources
+            .var("BUGLOOP_STORE_URL")
+            .or(file.store_url)
+            .as_deref(),
+        &data_dir,
+    )
+}
+
+fn data_dir(sources: &ServerSources<'_>, file: &ServerFile, base: &Path) -> PathBuf {
+    file.data_dir
+        .as_ref()
+        .map(|dir| base.join(dir))
+        .unwrap_or_else(|| sources.default_data_dir.clone())
+}
+
+/// Everything `bugloop serve` needs; `listen` (the command line's) wins over the file.
+pub fn serve_options(
+    sources: &ServerSources<'_>,
+    listen: Option<SocketAddr>,
+) -> Result<ServeOptions, AppError> {
+    let (file, base) = sources.read_file()?;
+    let data_dir = data_dir(sources, &file, &base);
+    let store = StoreLocation::parse(
+        sources
+            .var("BUGLOOP_STORE_URL")
+            .or(file.store_url.clone())
+            .as_deref(),
+        &data_dir,
+    )?;
+    let limits = file
+        .limits
+        .as_ref()
+        .map_or(Limits::default(), |limits| Limits {
+            running: limits.running.map(i64::from),
+            per_installation: limits.per_installation.map(i64::from),
+        });
+    if limits.running == Some(0) || limits.per_installation == Some(0) {
+        return Err(AppError::Invalid(
+            "the server settings' limits: a limit of 0 would run nothing; leave it out for none"
+                .to_owned(),
+        ));
+    }
+    Ok(ServeOptions {
+        listen: listen
+            .or(file.listen)
+            .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 8080))),
+        secret: sources
+            .var("BUGLOOP_WEBHOOK_SECRET")
+            .or(file.webhook_secret.clone())
+            .unwrap_or_default()
+            .into_bytes(),
+        store,
+        bot_logins: sources
+            .var("BUGLOOP_BOT_LOGIN")
+            .or(file.bot_login.clone())
+            .into_iter()
+            .collect(),
+        workers: workers(sources, &file, &base, &data_dir)?,
+        limits,
+    })
+}
+
+/// The workers, when the App's id and key are given.
+fn workers(
+    sources: &ServerSources<'_>,
+    file: &ServerFile,
+    base: &Path,
+    data_dir: &Path,
+) -> Result<Option<(WorkerSettings, usize)>, AppError> {
+    let id = number::<u64>("BUGLOOP_APP_ID", sources.var("BUGLOOP_APP_ID"))?.or(file.app_id);
+    let key = sources
+        .var("BUGLOOP_APP_PRIVATE_KEY")
+        .map(PathBuf::from)
+        .or_else(|| file.private_key.as_ref().map(|key| base.join(key)));
+    let (id, key) = match (id, key) {
+        (Some(id), Some(key)) => (id, key),
+        (None, None) => return Ok(None),
+        (Some(_), None) => {
+            return Err(AppError::Invalid(
+                "the App's id is set but not its private key (BUGLOOP_APP_PRIVATE_KEY, a path \
+                 to the PEM GitHub gave)"
+                    .to_owned(),
+            ));
+        }
+        (None, Some(_)) => {
+            return Err(AppError::Invalid(
+                "the App's private key is set but not its id (BUGLOOP_APP_ID)".to_owned(),
+            ));
+        }
+    };
+    let pem = std::fs::read_to_string(&key).map_err(|e| {
+        AppError::Invalid(format!(
+            "BUGLOOP_APP_PRIVATE_KEY: cannot read {}: {e}",
+            key.display()
+        ))
+    })?;
+    let credentials = AppCredentials::from_pem(id, &pem).map_err(|e| {
+        AppError::Invalid(format!("BUGLOOP_APP_PRIVATE_KEY: {}: {e}", key.display()))
+    })?;
+    let count = number::<usize>("BUGLOOP_WORKERS", sources.var("BUGLOOP_WORKERS"))?
+        .or(file.workers)
+        .unwrap_or(2);
+    if count == 0 || count > 256 {
+        return Err(AppError::Invalid(format!(
+            "workers is {count}: between 1 and 256 (leave the App's id out for a server that \
+             only queues)"
+        )));
+    }
+    let state_key = sources
+        .var("BUGLOOP_STATE_KEY")
+        .or(file.state_key.clone())
+        .map(|key| StateKey::new(key.into_bytes()))
+        .transpose()
+        .map_err(|e| AppError::Invalid(format!("BUGLOOP_STATE_KEY: {e}")))?;
+    let seconds = |value: Option<u64>, default: u64, what: &str| -> Result<Duration, AppError> {
+        match value.unwrap_or(default) {
+            0 => Err(AppError::Invalid(format!("{what} is 0: at least 1 second"))),
+            n => Ok(Duration::from_secs(n)),
+        }
+    };
+    let settings = WorkerSettings {
+        id: format!(
+            "{}:{}",
+            sources
+                .var("HOSTNAME")
+                .unwrap_or_else(|| "bugloop".to_owned()),
+            std::process::id()
+        ),
+        lease: seconds(file.lease_seconds, 600, "lease_seconds")?,
+        app: Arc::new(credentials),
+        endpoint: Endpoint::from_values(
+            sources
+                .var("GITHUB_API_URL")
+                .or(file.api_url.clone())
+                .as_deref(),
+            sources
+                .var("GITHUB_GRAPHQL_URL")
+                .or(file.graphql_url.clone())
+                .as_deref(),
+        ),
+        git_base: sources
+            .var("BUGLOOP_GIT_BASE")
+            .or(file.git_base.clone())
+            .unwrap_or_else(|| "https://github.com".to_owned()),
+        workspaces: data_dir.join("clones"),
+        config: ConfigChoice::default(),
+        model: sources.var("BUGLOOP_SERVER_MODEL").or(file.model.clone()),
+        state_key,
+        policy: Policy::default(),
+        shutdown_grace: seconds(file.shutdown_grace_seconds, 60, "shutdown_grace_seconds")?,
+        metrics: Arc::default(),
+    };
+    Ok(Some((settings, count)))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use std::collections::HashMap;
+
+    use super::*;
+
+    fn options(file: &str, env: &[(&str, &str)]) -> Result<ServeOptions, AppError> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("serve.yml");
+        std::fs::write(&path, file).unwrap();
+        let env: HashMap<String, String> = env
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        let lookup = move |name: &str| env.get(name).cloned();
+        serve_options(
+            &ServerSources {
+                file: Some(&path),
+                env: &lookup,
+                default_data_dir: dir.path().join("data"),
+            },
+            None,
+        )
+    }
+
+    #[test]
+    fn the_file_gives_settings_and_the_environment_wins() {
+        let options = options(
+            "listen: 0.0.0.0:9000\nwebhook_secret: from-file\nstore_url: sqlite:/srv/q.db\n\
+             bot_login: file[bot]\nlimits:\n  running: 8\n  per_installation: 2\n",
+            &[("BUGLOOP_WEBHOOK_SECRET", "from-env")],
+        )
+        .unwrap();
+        assert_eq!(options.listen, "0.0.0.0:9000".parse().unwrap());
+        assert_eq!(options.secret, b"from-env");
+        assert_eq!(options.store, StoreLocation::Sqlite("/srv/q.db".into()));
+        assert_eq!(options.bot_logins, ["file[bot]"]);
+        assert_eq!(
+            options.limits,
+            Limits {
+                running: Some(8),
+                per_installation: Some(2)
+            }
+        );
+        assert!(options.workers.is_none());
+    }
+
+    #[test]
+    fn bad_settings_name_what_is_wrong() {
+        for (file, env, expected) in [
+            ("workers: 2\nwokers: 3\n", vec![], "unknown field `wokers`"),
+            ("listen: nowhere\n", vec![], "listen"),
+            ("limits:\n  running: 0\n", vec![], "limit of 0"),
+            ("app_id: 7\n", vec![], "not its private key"),
+            (
+                "",
+                vec![("BUGLOOP_APP_ID", "seven")],
+                "BUGLOOP_APP_ID is \"seven\"",
+            ),
+            (
+                "app_id: 7\nprivate_key: missing.pem\n",
+                vec![],
+                "cannot read",
+            ),
+            (
+                "",
+                vec![("BUGLOOP_STORE_URL", "mysql://u:hunter2@db/x")],
+                "expected sqlite:PATH or postgres://",
+            ),
+        ] {
+            let error = options(file, &env).unwrap_err().to_string();
+            assert!(error.contains(expected), "{file:?} {env:?}: {error}");
+            assert!(!error.contains("hunter2"), "{error}");
+        }
+    }
+}

@@ -1,0 +1,74 @@
+//! Where the App server keeps its queue: `BUGLOOP_STORE_URL` (`sqlite:PATH`, by default under
+//! the data directory, or `postgres://...`).
+
+use bugloop_queue::Queue;
+
+use crate::AppError;
+
+/// Where the server keeps its queue (`BUGLOOP_STORE_URL`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreLocation {
+    /// `sqlite:PATH` (the default: `queue.db` under the data directory).
+    Sqlite(std::path::PathBuf),
+    /// `postgres://...`: several server processes may share it.
+    Postgres(String),
+}
+
+impl StoreLocation {
+    /// From `BUGLOOP_STORE_URL`'s value, or the default under `data_dir`.
+    pub fn parse(url: Option<&str>, data_dir: &std::path::Path) -> Result<StoreLocation, AppError> {
+        match url.map(str::trim).filter(|u| !u.is_empty()) {
+            None => Ok(StoreLocation::Sqlite(data_dir.join("queue.db"))),
+            Some(url) => {
+                if let Some(path) = url
+                    .strip_prefix("sqlite://")
+                    .or_else(|| url.strip_prefix("sqlite:"))
+                    .filter(|p| !p.is_empty())
+                {
+                    return Ok(StoreLocation::Sqlite(path.into()));
+                }
+                if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+                    return Ok(StoreLocation::Postgres(url.to_owned()));
+                }
+                Err(AppError::Invalid(format!(
+                    "BUGLOOP_STORE_URL is {:?}: expected sqlite:PATH or postgres://USER@HOST/DATABASE",
+                    bugloop_queue::without_password(url)
+                )))
+            }
+        }
+    }
+
+    /// Opens the queue (creating its directory and file).
+    pub async fn open(&self) -> Result<Queue, AppError> {
+        self.open_with(8).await
+    }
+
+    /// The queue a worker thread uses: on PostgreSQL a small pool of its own, made on the
+    /// worker's runtime (a connection belongs to the runtime that made it); SQLite's one
+    /// connection is shared (`shared`), since a second would meet a busy database.
+    pub async fn open_for_worker(&self, shared: &Queue) -> Result<Queue, AppError> {
+        match self {
+            StoreLocation::Sqlite(_) => Ok(shared.clone()),
+            StoreLocation::Postgres(_) => Ok(self.open_with(2).await?.with_limits(shared.limits())),
+        }
+    }
+
+    async fn open_with(&self, connections: u32) -> Result<Queue, AppError> {
+        match self {
+            StoreLocation::Sqlite(path) => {
+                if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                    std::fs::create_dir_all(dir).map_err(|e| {
+                        AppError::Invalid(format!("cannot make {}: {e}", dir.display()))
+                    })?;
+                }
+                Ok(Queue::open_sqlite(path, bugloop_queue::Retries::default()).await?)
+            }
+            StoreLocation::Postgres(url) => {
+                Ok(
+                    Queue::open_postgres(url, bugloop_queue::Retries::default(), connections)
+                        .await?,
+                )
+            }
+        }
+    }
+}
