@@ -1,7 +1,7 @@
 //! The `bugloop` command. It parses arguments, calls the application layer (`bugloop-app`) and
 //! renders what comes back; the exit code of every verdict is decided in [`exit_code`].
 
-use std::io::{self, Read, Write};
+use std::io::{self, IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -200,6 +200,7 @@ enum DataFormat {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    logging(matches!(cli.command, Command::Serve(_)));
     let mut stdout = io::stdout().lock();
     match run(cli, &mut stdout) {
         Ok(verdict) => exit_code(&verdict),
@@ -213,6 +214,29 @@ fn main() -> ExitCode {
             error_exit_code(&error)
         }
     }
+}
+
+/// Logs to standard error: the server's at `info` by default, other commands' only when
+/// `BUGLOOP_LOG` asks (a `tracing` filter: `debug`, `bugloop_app=debug,warn`), so their output
+/// stays what it was.
+fn logging(serving: bool) {
+    let filter = match std::env::var("BUGLOOP_LOG") {
+        Ok(filter) if !filter.trim().is_empty() => filter,
+        _ if serving => "info".to_owned(),
+        _ => return,
+    };
+    let filter = tracing_subscriber::EnvFilter::try_new(&filter).unwrap_or_else(|error| {
+        let _ = writeln!(
+            io::stderr(),
+            "warning: BUGLOOP_LOG is {filter:?}, not a filter ({error}); logging at info"
+        );
+        tracing_subscriber::EnvFilter::new("info")
+    });
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(io::stderr)
+        .with_ansi(io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none())
+        .try_init();
 }
 
 /// The one place verdicts become exit codes: 0 done, 1 findings at the threshold / nothing
