@@ -40,6 +40,8 @@ struct ServerFile {
     data_dir: Option<PathBuf>,
     lease_seconds: Option<u64>,
     shutdown_grace_seconds: Option<u64>,
+    /// The pause between content-creating requests GitHub asks for (1000 ms).
+    write_spacing_ms: Option<u64>,
     limits: Option<LimitsFile>,
 }
 
@@ -253,7 +255,17 @@ fn workers(
         config: ConfigChoice::default(),
         model: sources.var("BUGLOOP_SERVER_MODEL").or(file.model.clone()),
         state_key,
-        policy: Policy::default(),
+        policy: Policy {
+            write_spacing: Duration::from_millis(
+                number::<u64>(
+                    "BUGLOOP_GITHUB_WRITE_SPACING_MS",
+                    sources.var("BUGLOOP_GITHUB_WRITE_SPACING_MS"),
+                )?
+                .or(file.write_spacing_ms)
+                .unwrap_or(1000),
+            ),
+            ..Policy::default()
+        },
         shutdown_grace: seconds(file.shutdown_grace_seconds, 60, "shutdown_grace_seconds")?,
         metrics: Arc::default(),
     };

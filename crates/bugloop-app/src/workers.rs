@@ -99,13 +99,47 @@ fn workspace_slot(workspaces: &Path) -> Result<(std::path::PathBuf, File), AppEr
             .open(&path)
             .map_err(|e| AppError::Invalid(format!("cannot open {}: {e}", path.display())))?;
         if file.try_lock().is_ok() {
-            return Ok((workspaces.join(format!("slot-{n}")), file));
+            let slot = workspaces.join(format!("slot-{n}"));
+            remove_stale_git_locks(&slot);
+            return Ok((slot, file));
         }
     }
     Err(AppError::Invalid(format!(
         "every workspace slot under {} is held",
         workspaces.display()
     )))
+}
+
+/// The lock files git left in a slot's clones (`<owner>/<repo>/.git`) when the worker before
+/// was killed mid-command: no one else works in a held slot, so every one is stale, and left
+/// there it would fail every later fetch.
+fn remove_stale_git_locks(slot: &Path) {
+    fn walk(dir: &Path) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if kind.is_dir() && entry.file_name() != "objects" {
+                walk(&path);
+            } else if kind.is_file() && path.extension().is_some_and(|e| e == "lock") {
+                tracing::info!(path = %path.display(), "removing a lock git left behind");
+                let _ = std::fs::remove_file(&path);
+            }
+        }
+    }
+    for owner in std::fs::read_dir(slot).into_iter().flatten().flatten() {
+        for repo in std::fs::read_dir(owner.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            walk(&repo.path().join(".git"));
+        }
+    }
 }
 
 #[cfg(test)]
@@ -121,7 +155,16 @@ mod tests {
         let (second, _second_lock) = workspace_slot(dir.path()).unwrap();
         assert_eq!(first, dir.path().join("slot-0"));
         assert_eq!(second, dir.path().join("slot-1"));
+        // A worker killed mid-fetch left git's locks in its clone.
+        let git = first.join("acme/widgets/.git");
+        std::fs::create_dir_all(git.join("refs/heads")).unwrap();
+        std::fs::write(git.join("index.lock"), "").unwrap();
+        std::fs::write(git.join("refs/heads/main.lock"), "").unwrap();
+        std::fs::write(git.join("config"), "").unwrap();
         drop(first_lock);
         assert_eq!(workspace_slot(dir.path()).unwrap().0, first);
+        assert!(!git.join("index.lock").exists());
+        assert!(!git.join("refs/heads/main.lock").exists());
+        assert!(git.join("config").exists());
     }
 }

@@ -222,7 +222,8 @@ fn main() -> ExitCode {
 fn logging(serving: bool) {
     let filter = match std::env::var("BUGLOOP_LOG") {
         Ok(filter) if !filter.trim().is_empty() => filter,
-        _ if serving => "info".to_owned(),
+        // sqlx tells PostgreSQL's notices ("already exists, skipping") at info.
+        _ if serving => "info,sqlx=warn".to_owned(),
         _ => return,
     };
     let filter = tracing_subscriber::EnvFilter::try_new(&filter).unwrap_or_else(|error| {

@@ -109,6 +109,11 @@ impl Simulator {
         });
     }
 
+    /// Every answer from now on takes `latency` longer.
+    pub fn set_latency(&self, latency: std::time::Duration) {
+        self.state().latency = latency;
+    }
+
     /// A collaborator's role: `admin`, `maintain`, `write`, `triage` or `read`.
     pub fn set_permission(&self, login: &str, role: &str) {
         self.state()

@@ -28,6 +28,10 @@ pub(crate) async fn handle(
             .unwrap_or("?")
             .to_owned()
     });
+    let latency = lock(&shared).latency;
+    if !latency.is_zero() {
+        tokio::time::sleep(latency).await;
+    }
     let mut state = lock(&shared);
     let (answer, after_write_status) =
         answer(&mut state, &parts.headers, &method, &path, &query, &json);

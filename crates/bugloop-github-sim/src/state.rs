@@ -177,6 +177,9 @@ pub(crate) struct State {
     pub owner: String,
     pub name: String,
     pub base_url: String,
+    /// How long every answer takes (a distant GitHub), so a job lasts long enough to be
+    /// interrupted.
+    pub latency: std::time::Duration,
     pub tokens: HashMap<String, String>,
     pub apps: Vec<App>,
     pub issued_tokens: u64,
@@ -207,6 +210,7 @@ impl State {
             owner: owner.to_owned(),
             name: name.to_owned(),
             base_url: String::new(),
+            latency: std::time::Duration::ZERO,
             tokens: HashMap::new(),
             apps: Vec::new(),
             issued_tokens: 0,

@@ -114,7 +114,12 @@ pub fn by_rules(comment: &str, parent: Option<&str>, open: &[OpenFinding]) -> Op
         .filter(|w| !matches!(*w, "please" | "pls" | "bugloop" | "now"))
         .collect();
     let all_ids = || open.iter().map(|f| f.id.clone()).collect::<Vec<_>>();
-    if text.is_empty() || ACKS.contains(&text.trim_end_matches(['?', '!']).trim()) {
+    // "@bugloop thanks" is as much an acknowledgement as "thanks".
+    let unaddressed = bare.join(" ");
+    if text.is_empty()
+        || ACKS.contains(&text.trim_end_matches(['?', '!']).trim())
+        || ACKS.contains(&unaddressed.as_str())
+    {
         return Some(Intent::Acknowledge);
     }
     match bare.as_slice() {

@@ -585,7 +585,7 @@ impl Queue {
     /// The job is done; `false` when the lease was lost meanwhile (someone else owns it now).
     pub async fn complete(&self, lease: &Lease, now: i64) -> Result<bool, QueueError> {
         let done = sqlx::query(&self.sql(
-            "UPDATE jobs SET state = 'done', lease_owner = NULL, lease_until = NULL, \
+            "UPDATE jobs SET state = 'done', lease_until = NULL, \
              error = NULL, updated_at = ?, finished_at = ? \
              WHERE id = ? AND epoch = ? AND state = 'running'",
         ))
@@ -639,7 +639,7 @@ impl Queue {
             (JobState::Dead, now)
         };
         let changed = sqlx::query(&self.sql(
-            "UPDATE jobs SET state = ?, run_after = ?, lease_owner = NULL, lease_until = NULL, \
+            "UPDATE jobs SET state = ?, run_after = ?, lease_until = NULL, \
              error = ?, updated_at = ?, finished_at = ? \
              WHERE id = ? AND epoch = ? AND state = 'running'",
         ))

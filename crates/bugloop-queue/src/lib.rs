@@ -133,6 +133,7 @@ pub struct Job {
     pub state: JobState,
     pub attempts: i64,
     pub run_after: i64,
+    /// The worker that holds it, or last held it (kept once it ended, to say who ran it).
     pub lease_owner: Option<String>,
     pub lease_until: Option<i64>,
     pub epoch: i64,

@@ -57,6 +57,8 @@ fn the_table_of_comments() {
         ("How does the retry work", None, Some(Intent::Think)),
         ("lgtm", None, Some(Intent::Acknowledge)),
         ("Thanks!", parent, Some(Intent::Acknowledge)),
+        ("@bugloop thanks", None, Some(Intent::Acknowledge)),
+        ("@bugloop LGTM!", None, Some(Intent::Acknowledge)),
         // Which finding "fix it" means without a thread: the model decides.
         ("fix it", None, None),
         // Not a clear command: the model decides.
