@@ -267,6 +267,7 @@ fn workers(
             ..Policy::default()
         },
         shutdown_grace: seconds(file.shutdown_grace_seconds, 60, "shutdown_grace_seconds")?,
+        git_token_refresh: Duration::from_secs(600),
         metrics: Arc::default(),
     };
     Ok(Some((settings, count)))

@@ -42,6 +42,8 @@ pub struct WorkerSettings {
     /// How long a job in hand may go on once the server is told to stop; then it is handed
     /// back to the queue for another worker.
     pub shutdown_grace: Duration,
+    /// How often a running job's clone gets a fresh installation token (tokens last an hour).
+    pub git_token_refresh: Duration,
     /// Where the worker's figures go (`/metrics`).
     pub metrics: Arc<ServerMetrics>,
 }
@@ -258,9 +260,27 @@ async fn run_job(
         )))
     })?;
     let policy = observed(settings, installation);
-    let directory = clone_of(settings, &policy, &repo, installation)
+    let (directory, client) = clone_of(settings, &policy, &repo, installation)
         .await
         .map_err(|e| (e, Failure::Transient))?;
+    // Installation tokens last an hour: the clone's is renewed while the job runs, so a long
+    // job's push never meets an expired one.
+    let refresher = {
+        let (directory, every) = (directory.clone(), settings.git_token_refresh);
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(every).await;
+                match client.current_token().await {
+                    Ok(token) => {
+                        if let Err(error) = set_git_token(&directory, &token) {
+                            tracing::warn!(%error, "cannot renew the clone's token");
+                        }
+                    }
+                    Err(error) => tracing::warn!(%error, "cannot renew the clone's token"),
+                }
+            }
+        })
+    };
     let job = EventJob {
         directory,
         config: settings.config.clone(),
@@ -283,7 +303,9 @@ async fn run_job(
         model: settings.model.clone(),
         fail_on: None,
     };
-    match run_event(job).await {
+    let outcome = run_event(job).await;
+    refresher.abort();
+    match outcome {
         Ok(EventOutcome::Review { outcome, .. }) => Ok(outcome
             .report
             .as_ref()
@@ -347,7 +369,7 @@ async fn clone_of(
     policy: &Policy,
     repo: &Repo,
     installation: u64,
-) -> Result<PathBuf, AppError> {
+) -> Result<(PathBuf, bugloop_github::GitHubClient), AppError> {
     let client = bugloop_github::GitHubClient::for_installation(
         settings.endpoint.clone(),
         bugloop_github::Installation {
@@ -363,10 +385,7 @@ async fn clone_of(
         .current_token()
         .await
         .map_err(|e| AppError::GitHub(Box::new(e)))?;
-    let header = format!(
-        "AUTHORIZATION: basic {}",
-        base64::engine::general_purpose::STANDARD.encode(format!("x-access-token:{token}"))
-    );
+    let header = auth_header(&token);
     let directory = settings.workspaces.join(&repo.owner).join(&repo.name);
     let url = format!(
         "{}/{}/{}.git",
@@ -379,7 +398,21 @@ async fn clone_of(
             .map_err(|e| AppError::Invalid(format!("cannot make {}: {e}", directory.display())))?;
         bugloop_git::clone(&url, &directory, &[format!("http.extraheader={header}")])?;
     }
-    let git = bugloop_git::Git::open(&directory)?;
-    git.run(&["config", "--local", "http.extraheader", &header])?;
-    Ok(directory)
+    set_git_token(&directory, &token)?;
+    Ok((directory, client))
+}
+
+fn auth_header(token: &str) -> String {
+    format!(
+        "AUTHORIZATION: basic {}",
+        base64::engine::general_purpose::STANDARD.encode(format!("x-access-token:{token}"))
+    )
+}
+
+/// The clone fetches and pushes with `token` (git reads its configuration at each command, and
+/// writes it whole by renaming, so a command running meanwhile sees the old token or the new).
+fn set_git_token(directory: &std::path::Path, token: &str) -> Result<(), AppError> {
+    let git = bugloop_git::Git::open(directory)?;
+    git.run(&["config", "--local", "http.extraheader", &auth_header(token)])?;
+    Ok(())
 }

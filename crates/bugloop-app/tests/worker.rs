@@ -82,6 +82,7 @@ async fn setup(lease: Duration) -> Setup {
             ..Policy::default()
         },
         shutdown_grace: Duration::from_secs(5),
+        git_token_refresh: Duration::from_secs(600),
         metrics: Arc::default(),
     };
     Setup {
@@ -221,4 +222,30 @@ async fn the_clone_fetches_and_pushes_with_a_fresh_installation_token() {
     let decoded = String::from_utf8(decoded).unwrap();
     let token = decoded.strip_prefix("x-access-token:").unwrap();
     assert!(token.starts_with("ghs_sim77x42x"), "{token}");
+}
+
+#[tokio::test]
+async fn a_job_outliving_its_installation_token_renews_it_for_the_api_and_the_clone() {
+    let mut s = setup(Duration::from_secs(60)).await;
+    // Tokens that last a second, a GitHub slow enough that the job outlives several.
+    s.fixture.sim.set_token_lifetime(1);
+    s.fixture.sim.set_latency(Duration::from_millis(150));
+    s.settings.git_token_refresh = Duration::from_millis(200);
+    let run = run_next(&s.queue, &s.settings, &Stop::never())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(run.state, Some(JobState::Done), "{run:?}");
+    assert_eq!(s.fixture.sim.review_comments(7).len(), 1);
+    // The clone's token is not the one it was made with.
+    let clone = s.settings.workspaces.join("acme/widgets");
+    let header = bugloop_testkit::git(&clone, &["config", "--local", "http.extraheader"]);
+    use base64::Engine;
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(header.strip_prefix("AUTHORIZATION: basic ").unwrap())
+        .unwrap();
+    let token = String::from_utf8(decoded).unwrap();
+    let serial: u64 = token.rsplit('x').next().unwrap().parse().unwrap();
+    assert!(serial > 1, "{token}");
+    assert!(s.fixture.sim.issued_tokens() > 2);
 }

@@ -64,9 +64,11 @@ pub(crate) fn installation_token(
     state.issued_tokens += 1;
     let token = format!("ghs_sim{app}x{installation}x{}", state.issued_tokens);
     state.tokens.insert(token.clone(), format!("{slug}[bot]"));
+    let expires = now + state.token_lifetime;
+    state.token_expiry.insert(token.clone(), expires);
     Some(json!({
         "token": token,
-        "expires_at": timestamp(now + 3600),
+        "expires_at": timestamp(expires),
         "permissions": {"issues": "write", "pull_requests": "write", "contents": "write"},
         "repository_selection": "selected",
     }))

@@ -114,6 +114,17 @@ impl Simulator {
         self.state().latency = latency;
     }
 
+    /// Installation tokens issued from now on last `seconds` (GitHub's last an hour); a request
+    /// with an expired one is refused as bad credentials.
+    pub fn set_token_lifetime(&self, seconds: u64) {
+        self.state().token_lifetime = seconds;
+    }
+
+    /// How many installation tokens were issued.
+    pub fn issued_tokens(&self) -> u64 {
+        self.state().issued_tokens
+    }
+
     /// A collaborator's role: `admin`, `maintain`, `write`, `triage` or `read`.
     pub fn set_permission(&self, login: &str, role: &str) {
         self.state()

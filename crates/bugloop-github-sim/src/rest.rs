@@ -184,6 +184,16 @@ fn authenticated(state: &State, headers: &HeaderMap) -> Option<String> {
     let token = value
         .strip_prefix("Bearer ")
         .or_else(|| value.strip_prefix("token "))?;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    if state
+        .token_expiry
+        .get(token)
+        .is_some_and(|expires| *expires <= now)
+    {
+        return None;
+    }
     state.tokens.get(token).cloned()
 }
 

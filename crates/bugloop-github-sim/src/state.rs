@@ -183,6 +183,11 @@ pub(crate) struct State {
     pub tokens: HashMap<String, String>,
     pub apps: Vec<App>,
     pub issued_tokens: u64,
+    /// How long an installation token lasts, in seconds (GitHub: an hour).
+    pub token_lifetime: u64,
+    /// When each installation token expires (seconds since the epoch); an expired one is
+    /// refused.
+    pub token_expiry: HashMap<String, u64>,
     pub permissions: HashMap<String, String>,
     pub pulls: BTreeMap<u64, Pull>,
     pub issue_comments: Vec<IssueComment>,
@@ -214,6 +219,8 @@ impl State {
             tokens: HashMap::new(),
             apps: Vec::new(),
             issued_tokens: 0,
+            token_lifetime: 3600,
+            token_expiry: HashMap::new(),
             permissions: HashMap::new(),
             pulls: BTreeMap::new(),
             issue_comments: Vec::new(),

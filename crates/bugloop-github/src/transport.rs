@@ -214,6 +214,7 @@ impl Transport {
     ) -> Result<Page, GitHubError> {
         let operation = format!("{method} {}", path_of(url));
         let mut attempt = 0;
+        let mut renewed_after_refusal = false;
         loop {
             attempt += 1;
             if safety.writes() {
@@ -299,6 +300,17 @@ impl Transport {
                     });
                 }
             };
+            // An installation token that expired on the way (or was revoked) is refused before
+            // anything is done: renew it once and ask again, even for a create.
+            if status == StatusCode::UNAUTHORIZED
+                && !as_app
+                && !renewed_after_refusal
+                && let Auth::Installation { cached, .. } = &self.auth
+            {
+                renewed_after_refusal = true;
+                *cached.lock().await = None;
+                continue;
+            }
             // A secondary limit may come as a 403 naming no time: wait a minute, as GitHub asks.
             let wait = rate_limited(status, &headers).or_else(|| {
                 (status == StatusCode::FORBIDDEN
