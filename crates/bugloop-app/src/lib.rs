@@ -22,6 +22,7 @@ mod review;
 pub mod runs;
 pub mod serve;
 pub mod server_config;
+mod status_page;
 mod store_location;
 pub mod worker;
 mod workers;

@@ -78,76 +78,11 @@ async fn metrics(State(state): State<WebhookState>) -> (StatusCode, String) {
     }
 }
 
-/// Text for HTML: everything shown comes from deliveries and errors, which others wrote.
-fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// How many jobs the status page shows.
-const STATUS_JOBS: usize = 100;
-
-/// A page listing the newest jobs and their outcome, for people.
+/// The status page (`crate::status_page`).
 async fn status_page(
     State(state): State<WebhookState>,
 ) -> (StatusCode, [(&'static str, &'static str); 2], String) {
-    let headers = [
-        ("content-type", "text/html; charset=utf-8"),
-        // The page runs nothing and loads nothing from elsewhere.
-        (
-            "content-security-policy",
-            "default-src 'none'; style-src 'unsafe-inline'",
-        ),
-    ];
-    let jobs = match state.queue.jobs().await {
-        Ok(jobs) => jobs,
-        Err(error) => {
-            return (
-                StatusCode::SERVICE_UNAVAILABLE,
-                headers,
-                format!("<!doctype html><p>{}</p>", escape(&error.to_string())),
-            );
-        }
-    };
-    let mut rows = String::new();
-    for job in jobs.iter().take(STATUS_JOBS) {
-        rows.push_str(&format!(
-            "<tr class=\"{state}\"><td><code>{id}</code></td><td>{kind}</td><td>{conversation}</td>\
-             <td>{state}</td><td>{attempts}</td><td>{updated}</td><td>{error}</td></tr>\n",
-            id = escape(&job.id),
-            kind = job.kind.as_str(),
-            conversation = escape(&job.conversation),
-            state = job.state.as_str(),
-            attempts = job.attempts,
-            updated = jiff::Timestamp::from_millisecond(job.updated_at)
-                .map(|t| t.to_string())
-                .unwrap_or_default(),
-            error = escape(job.error.as_deref().unwrap_or("")),
-        ));
-    }
-    let body = format!(
-        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>bugloop jobs</title>\n\
-         <style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}\
-         td,th{{border:1px solid #ccc;padding:4px 8px;text-align:left}}\
-         tr.dead td{{background:#fdd}}tr.running td{{background:#ffd}}tr.done td{{background:#dfd}}</style>\n\
-         </head><body><h1>bugloop jobs</h1>\n<p>{shown} of {total} jobs, newest first.</p>\n\
-         <table><thead><tr><th>job</th><th>kind</th><th>conversation</th><th>state</th>\
-         <th>attempts</th><th>updated</th><th>error</th></tr></thead><tbody>\n{rows}</tbody></table>\n\
-         </body></html>\n",
-        shown = jobs.len().min(STATUS_JOBS),
-        total = jobs.len(),
-    );
-    (StatusCode::OK, headers, body)
+    crate::status_page::render(&state.queue).await
 }
 
 fn kind_of(trigger: &Trigger) -> JobKind {
