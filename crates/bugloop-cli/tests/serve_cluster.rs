@@ -33,6 +33,10 @@ struct Cluster {
 
 impl Cluster {
     async fn new(store_url: &str, lease_seconds: u64) -> Cluster {
+        Cluster::with_grace(store_url, lease_seconds, 5).await
+    }
+
+    async fn with_grace(store_url: &str, lease_seconds: u64, grace_seconds: u64) -> Cluster {
         let fixture = PullRequestFixture::new(FixtureOptions::default()).await;
         let dir = tempfile::tempdir().unwrap();
         let pem = app_key();
@@ -75,7 +79,8 @@ impl Cluster {
                 "store_url: {store_url:?}\nwebhook_secret: {SECRET:?}\napp_id: 77\n\
                  private_key: key.pem\nworkers: 2\nbot_login: {APP:?}\n\
                  git_base: {:?}\napi_url: {:?}\ngraphql_url: {:?}\nmodel: {model:?}\n\
-                 lease_seconds: {lease_seconds}\nshutdown_grace_seconds: 5\nwrite_spacing_ms: 0\n\
+                 lease_seconds: {lease_seconds}\nshutdown_grace_seconds: {grace_seconds}\n\
+                 write_spacing_ms: 0\n\
                  data_dir: data\n",
                 git_base.display().to_string(),
                 fixture.sim.api_url(),
@@ -479,5 +484,56 @@ async fn a_sqlite_server_killed_mid_job_and_restarted_finishes_every_job_once() 
     assert!(jobs.iter().all(|job| job["state"] == "done"), "{jobs:#?}");
     assert_one_at_a_time(&jobs);
     cluster.assert_each_finding_written_once();
+    second.signal("-TERM");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_hands_a_job_that_outlasts_the_grace_back_and_the_next_server_finishes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("sqlite:{}", dir.path().join("queue.db").display());
+    // A lease far longer than the test: only the hand-back lets the job run again soon.
+    let cluster = Cluster::with_grace(&store, 600, 1).await;
+    cluster.fixture.sim.set_latency(Duration::from_millis(400));
+    let mut first = cluster.server("node-a");
+    deliver_all(vec![(
+        &first,
+        "d-1".to_owned(),
+        cluster.pull_request_event(1, "opened"),
+    )])
+    .await;
+    running_on(&cluster, "node-a", &[&first]).await;
+    first.signal("-TERM");
+    let status = tokio::task::spawn_blocking(move || {
+        let status = first.child.wait().unwrap();
+        (status, first)
+    })
+    .await
+    .unwrap();
+    let (status, first) = status;
+    assert!(status.success(), "{status:?}: {}", first.log());
+    assert!(first.log().contains("handed back"), "{}", first.log());
+    let job = cluster
+        .jobs()
+        .await
+        .into_iter()
+        .find(|job| job["id"] == "d-1")
+        .unwrap();
+    assert_eq!(
+        (job["state"].as_str(), job["attempts"].as_i64()),
+        (Some("queued"), Some(0)),
+        "{job:#}"
+    );
+    cluster.fixture.sim.set_latency(Duration::ZERO);
+    let second = cluster.server("node-b");
+    let jobs = cluster.settled(&[&second], Duration::from_secs(120)).await;
+    assert_eq!(jobs[0]["state"], "done", "{jobs:#?}");
+    let findings: Vec<_> = cluster
+        .fixture
+        .sim
+        .review_comments(1)
+        .into_iter()
+        .filter(|c| c.author == APP)
+        .collect();
+    assert_eq!(findings.len(), 1, "{findings:#?}");
     second.signal("-TERM");
 }
