@@ -1,7 +1,9 @@
 //! How fast the App server takes deliveries: signed `pull_request` deliveries sent over loopback
 //! to the real webhook endpoint (signature check, trigger, delivery and job recorded durably in
-//! the SQLite queue) by concurrent clients in the same process; throughput and latency
-//! percentiles. Results go into BENCHMARKS.md. `cargo bench -p bugloop-app --bench webhooks`.
+//! the queue) by concurrent clients in the same process; throughput and latency percentiles, for
+//! the SQLite queue and for PostgreSQL (a server of the machine's packages started for the
+//! benchmark, fsync on, on the same machine). Results go into BENCHMARKS.md.
+//! `cargo bench -p bugloop-app --bench webhooks`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 // A benchmark reports on standard output.
@@ -43,6 +45,17 @@ fn main() {
         let queue = Queue::open_sqlite(&dir.path().join("queue.db"), Retries::default())
             .await
             .unwrap();
+        measure(queue, "SQLite queue").await;
+        let postgres = bugloop_testkit::postgres::Postgres::start(true);
+        let queue = Queue::open_postgres(&postgres.database(), Retries::default(), 8)
+            .await
+            .unwrap();
+        measure(queue, "PostgreSQL queue (fsync on)").await;
+    });
+}
+
+async fn measure(queue: Queue, label: &str) {
+    {
         let state = WebhookState {
             secret: Arc::new(SECRET.to_vec()),
             queue: queue.clone(),
@@ -111,12 +124,12 @@ fn main() {
         let jobs = queue.jobs().await.unwrap();
         assert_eq!(jobs.len(), DELIVERIES, "every delivery queued once");
         println!(
-            "SQLite queue: {DELIVERIES} signed deliveries from {CLIENTS} clients in {elapsed:.2} s: \
+            "{label}: {DELIVERIES} signed deliveries from {CLIENTS} clients in {elapsed:.2} s: \
              {:.0} deliveries/s; latency p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
             DELIVERIES as f64 / elapsed,
             at(0.5),
             at(0.99),
             at(1.0)
         );
-    });
+    }
 }
