@@ -70,8 +70,8 @@ pub mod github_types {
     pub use bugloop_forge::signing::StateKey;
     pub use bugloop_github::{AppCredentials, Endpoint, Policy, Repo};
     pub use bugloop_webhooks::{
-        CommentKind, Event, Skip, Trigger, TriggerSettings, WebhookError, parse as parse_event,
-        signature, signature_is_valid, trigger,
+        APP_EVENTS, CommentKind, Event, Skip, Trigger, TriggerSettings, WebhookError,
+        parse as parse_event, signature, signature_is_valid, trigger,
     };
 }
 

@@ -17,6 +17,18 @@ const HANDLED: [&str; 6] = [
     "workflow_dispatch",
 ];
 
+#[test]
+fn an_app_subscribes_to_every_handled_event_actions_do_not_own() {
+    let mut expected: Vec<&str> = HANDLED
+        .into_iter()
+        .filter(|event| *event != "workflow_dispatch")
+        .collect();
+    let mut app = APP_EVENTS.to_vec();
+    expected.sort_unstable();
+    app.sort_unstable();
+    assert_eq!(app, expected);
+}
+
 fn examples_file() -> PathBuf {
     let cache = std::env::var_os("XDG_CACHE_HOME")
         .map(PathBuf::from)
