@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, State};
@@ -19,6 +19,7 @@ use bugloop_webhooks::{Skip, Trigger, TriggerSettings};
 
 use crate::AppError;
 pub use crate::store_location::StoreLocation;
+pub use bugloop_queue::now_ms;
 
 /// GitHub caps a webhook payload at 25 MB.
 pub const MAX_BODY_BYTES: usize = 25 * 1024 * 1024;
@@ -52,12 +53,6 @@ pub fn router(state: WebhookState) -> axum::Router {
         .route("/", get(status_page))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(state)
-}
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 async fn ready(State(state): State<WebhookState>) -> (StatusCode, &'static str) {

@@ -8,13 +8,13 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use base64::Engine;
 use bugloop_forge::ForgeError;
 use bugloop_forge::signing::StateKey;
 use bugloop_github::{AppCredentials, Endpoint, GitHubError, Policy, Repo};
-use bugloop_queue::{Failure, JobState, Lease, Queue};
+use bugloop_queue::{Failure, JobState, Lease, Queue, now_ms};
 use bugloop_webhooks::Trigger;
 
 use tracing::Instrument;
@@ -106,12 +106,6 @@ pub struct JobRun {
     /// `Done`, `Queued` (to retry), `Dead`; `None` when the lease was lost meanwhile.
     pub state: Option<JobState>,
     pub error: Option<String>,
-}
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 /// Claims and runs one job; `None` when none may run now. Once `stop` is asked, the job has

@@ -130,15 +130,9 @@ pub fn jobs(args: &JobsArgs, out: &mut impl Write) -> Result<Verdict> {
             writeln!(out, "{}", serde_json::to_string_pretty(&job)?)?;
         }
         JobsCommand::Retry { id } => {
-            let job = runtime.block_on(queue.retry(id, now_ms()))?;
+            let job = runtime.block_on(queue.retry(id, bugloop_app::serve::now_ms()))?;
             writeln!(out, "job {} queued again", job.id)?;
         }
     }
     Ok(Verdict::Done)
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }

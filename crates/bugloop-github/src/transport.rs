@@ -62,9 +62,12 @@ pub struct Policy {
     pub rate_limit_observer: Option<RateLimitObserver>,
 }
 
+/// What a [`RateLimitObserver`] calls.
+pub type RateLimitCallback = dyn Fn(&str, RateLimit) + Send + Sync;
+
 /// Called with the resource (`core`, `graphql`, ...) and its limit as GitHub reported it.
 #[derive(Clone)]
-pub struct RateLimitObserver(pub Arc<dyn Fn(&str, RateLimit) + Send + Sync>);
+pub struct RateLimitObserver(pub Arc<RateLimitCallback>);
 
 impl std::fmt::Debug for RateLimitObserver {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

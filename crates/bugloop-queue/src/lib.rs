@@ -40,6 +40,13 @@ pub(crate) fn query_error(what: &'static str) -> impl FnOnce(sqlx::Error) -> Que
     move |source| QueueError::Query { what, source }
 }
 
+/// The time the queue is told, from the system clock: milliseconds since the Unix epoch.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
 /// What a job is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]

@@ -417,7 +417,7 @@ async fn claimers_on_one_postgres_database_share_the_work_and_take_turns_per_con
     for claimer in claimers {
         claimer.await.unwrap();
     }
-    let done = done.lock().unwrap();
+    let done = done.lock().unwrap().clone();
     assert_eq!(done.len(), 200);
     assert!(done.values().all(|&runs| runs == 1));
     assert!(
