@@ -60,6 +60,7 @@ async fn measure(queue: Queue, label: &str) {
             secret: Arc::new(SECRET.to_vec()),
             queue: queue.clone(),
             metrics: Arc::default(),
+            body_timeout: bugloop_app::serve::BODY_TIMEOUT,
             settings: Arc::new(TriggerSettings {
                 bot_logins: vec!["bugloop-app[bot]".to_owned()],
                 mention: "bugloop".to_owned(),

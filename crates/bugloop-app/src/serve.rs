@@ -32,7 +32,13 @@ pub struct WebhookState {
     pub settings: Arc<TriggerSettings>,
     /// What `/metrics` shows: deliveries since the process started, its jobs' figures.
     pub metrics: Arc<crate::metrics::ServerMetrics>,
+    /// How long a delivery's body may take to arrive ([`BODY_TIMEOUT`]): a client that sends
+    /// slowly does not hold the server.
+    pub body_timeout: Duration,
 }
+
+/// GitHub sends a delivery at once and waits ten seconds for the answer.
+pub const BODY_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl std::fmt::Debug for WebhookState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -92,16 +98,36 @@ fn kind_of(trigger: &Trigger) -> JobKind {
 async fn webhook(
     State(state): State<WebhookState>,
     headers: HeaderMap,
-    body: Bytes,
+    body: axum::body::Body,
 ) -> (StatusCode, String) {
     let counts = state.metrics.clone();
-    let (status, text) = answer(state, &headers, &body).await;
+    let read = tokio::time::timeout(
+        state.body_timeout,
+        axum::body::to_bytes(body, MAX_BODY_BYTES),
+    )
+    .await;
+    let (status, text) = match read {
+        Ok(Ok(body)) => answer(state, &headers, &body).await,
+        Ok(Err(_)) => (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("the body is over {MAX_BODY_BYTES} bytes or was cut off\n"),
+        ),
+        Err(_) => (
+            StatusCode::REQUEST_TIMEOUT,
+            format!(
+                "the body did not arrive within {} s\n",
+                state.body_timeout.as_secs()
+            ),
+        ),
+    };
     let counter = match status {
         StatusCode::ACCEPTED if text.starts_with("queued") => &counts.deliveries.queued,
         StatusCode::ACCEPTED => &counts.deliveries.redelivered,
         StatusCode::NO_CONTENT => &counts.deliveries.ignored,
         StatusCode::UNAUTHORIZED => &counts.deliveries.refused,
-        StatusCode::BAD_REQUEST => &counts.deliveries.invalid,
+        StatusCode::BAD_REQUEST | StatusCode::PAYLOAD_TOO_LARGE | StatusCode::REQUEST_TIMEOUT => {
+            &counts.deliveries.invalid
+        }
         _ => &counts.deliveries.failed,
     };
     counter.fetch_add(1, Ordering::Relaxed);
@@ -208,6 +234,7 @@ pub async fn run_until(
         .map_err(|e| AppError::Invalid(format!("cannot read the address listened on: {e}")))?;
     bound(address);
     let state = WebhookState {
+        body_timeout: BODY_TIMEOUT,
         secret: Arc::new(options.secret),
         queue,
         metrics: options
@@ -235,15 +262,65 @@ pub async fn run_until(
         None => None,
     };
     tracing::info!(%address, workers = options.workers.as_ref().map_or(0, |w| w.1), "serving");
-    let served = axum::serve(listener, router(state))
-        .with_graceful_shutdown(stop)
-        .await;
+    let served = serve_http(listener, router(state), stop, HEADER_TIMEOUT).await;
     tracing::info!("stopping: no more jobs claimed; jobs in hand finish or are handed back");
     stop_workers.stop();
     if let Some(workers) = workers {
         let _ = tokio::task::spawn_blocking(move || workers.join()).await;
     }
     served.map_err(|e| AppError::Invalid(format!("the server stopped: {e}")))
+}
+
+/// How long a client may take to send a request's headers (hyper's timer; axum's own `serve`
+/// sets none, so a client that never finishes them would hold its connection for good).
+pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long connections still open at a stop get to finish their request.
+const DRAIN: Duration = Duration::from_secs(10);
+
+/// Serves `app` on `listener` until `stop`: HTTP/1.1 with a deadline for each request's headers
+/// (`header_timeout`, [`HEADER_TIMEOUT`] in the server; the body's is the webhook's own,
+/// [`BODY_TIMEOUT`]); at the stop, no new connection is taken
+/// and open ones get [`DRAIN`] to finish.
+pub async fn serve_http(
+    listener: tokio::net::TcpListener,
+    app: axum::Router,
+    stop: impl Future<Output = ()>,
+    header_timeout: Duration,
+) -> std::io::Result<()> {
+    use hyper_util::rt::{TokioIo, TokioTimer};
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(header_timeout);
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    tokio::pin!(stop);
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let stream = match accepted {
+                    Ok((stream, _)) => stream,
+                    Err(error) => {
+                        // Out of descriptors, say: wait a moment rather than spin.
+                        tracing::warn!(%error, "cannot accept a connection");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                };
+                let _ = stream.set_nodelay(true);
+                let service = hyper_util::service::TowerToHyperService::new(app.clone());
+                let connection = builder.serve_connection(TokioIo::new(stream), service);
+                let connection = graceful.watch(connection);
+                tokio::spawn(async move {
+                    let _ = connection.await;
+                });
+            }
+            () = &mut stop => break,
+        }
+    }
+    drop(listener);
+    let _ = tokio::time::timeout(DRAIN, graceful.shutdown()).await;
+    Ok(())
 }
 
 /// SIGTERM or Ctrl-C.

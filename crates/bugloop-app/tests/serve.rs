@@ -21,6 +21,10 @@ struct Server {
 }
 
 async fn server() -> Server {
+    server_with(bugloop_app::serve::BODY_TIMEOUT).await
+}
+
+async fn server_with(body_timeout: std::time::Duration) -> Server {
     let dir = tempfile::tempdir().unwrap();
     let queue = Queue::open_sqlite(&dir.path().join("queue.db"), Retries::default())
         .await
@@ -29,6 +33,7 @@ async fn server() -> Server {
         secret: Arc::new(SECRET.to_vec()),
         queue: queue.clone(),
         metrics: Arc::default(),
+        body_timeout,
         settings: Arc::new(TriggerSettings {
             bot_logins: vec!["bugloop-app[bot]".to_owned()],
             mention: "bugloop".to_owned(),
@@ -37,7 +42,16 @@ async fn server() -> Server {
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, router(state)).await.unwrap() });
+    tokio::spawn(async move {
+        bugloop_app::serve::serve_http(
+            listener,
+            router(state),
+            std::future::pending(),
+            std::time::Duration::from_millis(500),
+        )
+        .await
+        .unwrap();
+    });
     Server {
         url,
         queue,
@@ -189,4 +203,76 @@ async fn the_status_page_lists_the_jobs_with_what_others_wrote_escaped() {
         "{html}"
     );
     assert!(!html.contains("<img"), "{html}");
+}
+
+/// Sends `head` (a request line and headers) and `body` over a raw connection, then waits for the
+/// answer's status line.
+async fn raw(server: &Server, head: &str, body: &[u8]) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let address = server.url.strip_prefix("http://").unwrap();
+    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+    stream.write_all(head.as_bytes()).await.unwrap();
+    stream.write_all(body).await.unwrap();
+    let mut answer = vec![0; 512];
+    let read = tokio::time::timeout(std::time::Duration::from_secs(30), stream.read(&mut answer))
+        .await
+        .expect("an answer")
+        .unwrap();
+    String::from_utf8_lossy(&answer[..read])
+        .lines()
+        .next()
+        .unwrap_or("")
+        .to_owned()
+}
+
+#[tokio::test]
+async fn a_body_that_does_not_arrive_in_time_is_answered_408_and_nothing_stored() {
+    let server = server_with(std::time::Duration::from_millis(300)).await;
+    // A client that promises 1,000 bytes and sends one.
+    let status = raw(
+        &server,
+        "POST /webhook HTTP/1.1\r\nhost: bugloop\r\ncontent-length: 1000\r\n\
+         x-github-event: ping\r\nx-github-delivery: slow\r\n\r\n",
+        b"{",
+    )
+    .await;
+    assert_eq!(status, "HTTP/1.1 408 Request Timeout");
+    assert!(server.queue.jobs().await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_body_over_githubs_limit_is_refused_413() {
+    let server = server().await;
+    let over = bugloop_app::serve::MAX_BODY_BYTES + 1;
+    let status = raw(
+        &server,
+        &format!(
+            "POST /webhook HTTP/1.1\r\nhost: bugloop\r\ncontent-length: {over}\r\n\
+             x-github-event: ping\r\nx-github-delivery: big\r\n\r\n"
+        ),
+        &vec![b' '; over],
+    )
+    .await;
+    assert_eq!(status, "HTTP/1.1 413 Payload Too Large");
+    assert!(server.queue.jobs().await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_client_that_never_finishes_its_headers_is_cut_off() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let server = server().await;
+    let address = server.url.strip_prefix("http://").unwrap();
+    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+    stream
+        .write_all(b"POST /webhook HTTP/1.1\r\nhost: bugloop\r\nx-github-ev")
+        .await
+        .unwrap();
+    let mut answer = Vec::new();
+    // The server closes the connection (the test's own limit is far longer than the server's).
+    let closed = tokio::time::timeout(
+        std::time::Duration::from_secs(20),
+        stream.read_to_end(&mut answer),
+    )
+    .await;
+    assert!(closed.is_ok(), "the connection was still open after 20 s");
 }

@@ -125,6 +125,7 @@ async fn chromium_renders_the_jobs_and_runs_none_of_the_hostile_text() {
         secret: Arc::new(b"secret".to_vec()),
         queue,
         metrics: Arc::default(),
+        body_timeout: bugloop_app::serve::BODY_TIMEOUT,
         settings: Arc::new(TriggerSettings {
             bot_logins: Vec::new(),
             mention: "bugloop".to_owned(),
