@@ -249,3 +249,61 @@ async fn a_job_outliving_its_installation_token_renews_it_for_the_api_and_the_cl
     assert!(serial > 1, "{token}");
     assert!(s.fixture.sim.issued_tokens() > 2);
 }
+
+#[tokio::test]
+async fn with_github_unreachable_a_job_is_retried_then_dead_with_a_clear_error() {
+    let mut s = setup(Duration::from_secs(60)).await;
+    // A queue that retries once, a millisecond later.
+    let dir = tempfile::tempdir().unwrap();
+    let queue = Queue::open_sqlite(
+        &dir.path().join("queue.db"),
+        Retries {
+            max_attempts: 2,
+            backoff: Duration::from_millis(1),
+            max_backoff: Duration::from_millis(1),
+        },
+    )
+    .await
+    .unwrap();
+    let job = s.queue.job("delivery-1").await.unwrap().unwrap();
+    queue
+        .enqueue(
+            "delivery-1",
+            "pull_request",
+            Some(NewJob {
+                kind: job.kind,
+                conversation: job.conversation,
+                installation: job.installation,
+                head: job.head,
+                payload: job.payload,
+            }),
+            0,
+        )
+        .await
+        .unwrap();
+    // Nothing listens there.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let unreachable = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    s.settings.endpoint = Endpoint::from_values(Some(&unreachable), None);
+    s.settings.policy.retries = 0;
+    let first = run_next(&queue, &s.settings, &Stop::never())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(first.state, Some(JobState::Queued), "{first:?}");
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let second = run_next(&queue, &s.settings, &Stop::never())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(second.state, Some(JobState::Dead), "{second:?}");
+    let dead = queue.job("delivery-1").await.unwrap().unwrap();
+    let error = dead.error.unwrap();
+    assert!(
+        error.contains("access_tokens") && error.contains("Connection refused"),
+        "the error says what could not be reached: {error}"
+    );
+    assert_eq!(dead.attempts, 2);
+    assert!(s.fixture.sim.review_comments(7).is_empty());
+}

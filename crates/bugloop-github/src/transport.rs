@@ -260,7 +260,7 @@ impl Transport {
                     if safety == Safety::Create {
                         return Err(GitHubError::Ambiguous {
                             operation,
-                            message: error.to_string(),
+                            message: with_causes(&error),
                         });
                     }
                     if attempt <= self.policy.retries {
@@ -269,7 +269,7 @@ impl Transport {
                     }
                     return Err(GitHubError::Transient {
                         operation,
-                        message: error.to_string(),
+                        message: with_causes(&error),
                     });
                 }
             };
@@ -289,7 +289,7 @@ impl Transport {
                 Err(error) if safety == Safety::Create => {
                     return Err(GitHubError::Ambiguous {
                         operation,
-                        message: error.to_string(),
+                        message: with_causes(&error),
                     });
                 }
                 Err(error) => {
@@ -299,7 +299,7 @@ impl Transport {
                     }
                     return Err(GitHubError::Transient {
                         operation,
-                        message: error.to_string(),
+                        message: with_causes(&error),
                     });
                 }
             };
@@ -429,7 +429,7 @@ impl Transport {
             .await
             .map_err(|e| GitHubError::Transient {
                 operation: operation.clone(),
-                message: e.to_string(),
+                message: with_causes(&e),
             })?;
         self.with_state(|s| s.counters.requests += 1);
         let status = response.status();
@@ -500,6 +500,23 @@ impl Transport {
             });
         }
     }
+}
+
+/// An error with what caused it ("error sending request ...: tcp connect error: Connection
+/// refused"): reqwest's own message leaves the cause out, and the cause is what an operator
+/// needs.
+fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut message = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !message.contains(&text) {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
+        source = cause.source();
+    }
+    message
 }
 
 /// How long GitHub asks to wait, when the answer is a rate limit: `Retry-After` (secondary
