@@ -35,7 +35,14 @@ pub struct WebhookState {
     /// How long a delivery's body may take to arrive ([`BODY_TIMEOUT`]): a client that sends
     /// slowly does not hold the server.
     pub body_timeout: Duration,
+    /// The bearer token that opens the status page and `/metrics` from anywhere; without one
+    /// they answer only on loopback (they name private repositories and show jobs' errors).
+    pub admin_token: Option<Arc<String>>,
 }
+
+/// The address a connection came from, set by the server's accept loop.
+#[derive(Debug, Clone, Copy)]
+pub struct Peer(pub std::net::SocketAddr);
 
 /// GitHub sends a delivery at once and waits ten seconds for the answer.
 pub const BODY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -49,16 +56,65 @@ impl std::fmt::Debug for WebhookState {
     }
 }
 
-/// The server's routes.
+/// The server's routes. The webhook and the health checks answer anyone; the status page and
+/// the metrics only operators ([`WebhookState::admin_token`]).
 pub fn router(state: WebhookState) -> axum::Router {
+    let operations = axum::Router::new()
+        .route("/metrics", get(metrics))
+        .route("/", get(status_page))
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            operators_only,
+        ));
     axum::Router::new()
         .route("/webhook", post(webhook))
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(ready))
-        .route("/metrics", get(metrics))
-        .route("/", get(status_page))
+        .merge(operations)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(state)
+}
+
+/// Lets a request through with the admin token, or, when none is set, from loopback only (a
+/// request whose peer is unknown is refused).
+async fn operators_only(
+    State(state): State<WebhookState>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let allowed = match &state.admin_token {
+        Some(token) => request
+            .headers()
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .is_some_and(|given| same_secret(given.as_bytes(), token.as_bytes())),
+        None => request
+            .extensions()
+            .get::<Peer>()
+            .is_some_and(|peer| peer.0.ip().is_loopback()),
+    };
+    if allowed {
+        next.run(request).await
+    } else {
+        (
+            StatusCode::FORBIDDEN,
+            "the status page and /metrics answer on loopback, or to the admin token \
+             (BUGLOOP_ADMIN_TOKEN) as `Authorization: Bearer ...`\n",
+        )
+            .into_response()
+    }
+}
+
+/// Compares in time that does not depend on where the two differ.
+fn same_secret(given: &[u8], expected: &[u8]) -> bool {
+    given.len() == expected.len()
+        && given
+            .iter()
+            .zip(expected)
+            .fold(0u8, |differ, (a, b)| differ | (a ^ b))
+            == 0
 }
 
 async fn ready(State(state): State<WebhookState>) -> (StatusCode, &'static str) {
@@ -202,6 +258,8 @@ pub struct ServeOptions {
     pub workers: Option<(crate::worker::WorkerSettings, usize)>,
     /// How many jobs may run at once over every process sharing the queue.
     pub limits: bugloop_queue::Limits,
+    /// Opens the status page and `/metrics` beyond loopback (`BUGLOOP_ADMIN_TOKEN`).
+    pub admin_token: Option<String>,
 }
 
 /// Serves until SIGTERM or Ctrl-C; `bound` is told the address once it listens (port 0 picks a
@@ -235,6 +293,7 @@ pub async fn run_until(
     bound(address);
     let state = WebhookState {
         body_timeout: BODY_TIMEOUT,
+        admin_token: options.admin_token.clone().map(Arc::new),
         secret: Arc::new(options.secret),
         queue,
         metrics: options
@@ -308,7 +367,14 @@ pub async fn serve_http(
                     }
                 };
                 let _ = stream.set_nodelay(true);
-                let service = hyper_util::service::TowerToHyperService::new(app.clone());
+                let peer = stream.peer_addr().ok().map(Peer);
+                let app = app.clone();
+                let service = hyper::service::service_fn(move |mut request: hyper::Request<hyper::body::Incoming>| {
+                    if let Some(peer) = peer {
+                        request.extensions_mut().insert(peer);
+                    }
+                    tower::ServiceExt::oneshot(app.clone(), request)
+                });
                 let connection = builder.serve_connection(TokioIo::new(stream), service);
                 let connection = graceful.watch(connection);
                 tokio::spawn(async move {

@@ -25,6 +25,8 @@ struct ServerFile {
     listen: Option<SocketAddr>,
     store_url: Option<String>,
     webhook_secret: Option<String>,
+    /// Opens the status page and `/metrics` beyond loopback.
+    admin_token: Option<String>,
     app_id: Option<u64>,
     /// A path to the App's PEM, relative to the file.
     private_key: Option<PathBuf>,
@@ -166,6 +168,9 @@ pub fn serve_options(
             .collect(),
         workers: workers(sources, &file, &base, &data_dir)?,
         limits,
+        admin_token: sources
+            .var("BUGLOOP_ADMIN_TOKEN")
+            .or(file.admin_token.clone()),
     })
 }
 

@@ -25,6 +25,14 @@ async fn server() -> Server {
 }
 
 async fn server_with(body_timeout: std::time::Duration) -> Server {
+    server_on("127.0.0.1:0", body_timeout, None).await
+}
+
+async fn server_on(
+    address: &str,
+    body_timeout: std::time::Duration,
+    admin_token: Option<&str>,
+) -> Server {
     let dir = tempfile::tempdir().unwrap();
     let queue = Queue::open_sqlite(&dir.path().join("queue.db"), Retries::default())
         .await
@@ -34,13 +42,14 @@ async fn server_with(body_timeout: std::time::Duration) -> Server {
         queue: queue.clone(),
         metrics: Arc::default(),
         body_timeout,
+        admin_token: admin_token.map(|t| Arc::new(t.to_owned())),
         settings: Arc::new(TriggerSettings {
             bot_logins: vec!["bugloop-app[bot]".to_owned()],
             mention: "bugloop".to_owned(),
             autofix_label: "bug:autofix".to_owned(),
         }),
     };
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let listener = tokio::net::TcpListener::bind(address).await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move {
         bugloop_app::serve::serve_http(
@@ -275,4 +284,71 @@ async fn a_client_that_never_finishes_its_headers_is_cut_off() {
     )
     .await;
     assert!(closed.is_ok(), "the connection was still open after 20 s");
+}
+
+/// This machine's address on its network (not loopback), as a peer elsewhere would reach it.
+fn outside_address() -> std::net::IpAddr {
+    // Connecting a UDP socket sends nothing; it picks the interface a packet would leave by.
+    let socket = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();
+    socket
+        .connect("192.0.2.1:9")
+        .expect("this machine has a network interface besides loopback");
+    let ip = socket.local_addr().unwrap().ip();
+    assert!(!ip.is_loopback(), "{ip}");
+    ip
+}
+
+async fn get(url: &str, token: Option<&str>) -> reqwest::StatusCode {
+    let mut request = reqwest::Client::new().get(url);
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    request.send().await.unwrap().status()
+}
+
+#[tokio::test]
+async fn the_status_page_and_metrics_answer_loopback_or_the_admin_token_only() {
+    let outside = outside_address();
+    // No token: loopback sees them, a peer from the network does not; health checks answer all.
+    let server = server_on("0.0.0.0:0", bugloop_app::serve::BODY_TIMEOUT, None).await;
+    let port = server.url.rsplit(':').next().unwrap().to_owned();
+    let from_outside = format!("http://{outside}:{port}");
+    for path in ["/", "/metrics"] {
+        assert_eq!(
+            get(&format!("{}{path}", server.url), None).await,
+            200,
+            "{path}"
+        );
+        assert_eq!(
+            get(&format!("{from_outside}{path}"), None).await,
+            403,
+            "{path}"
+        );
+    }
+    assert_eq!(get(&format!("{from_outside}/healthz"), None).await, 200);
+    assert_eq!(get(&format!("{from_outside}/readyz"), None).await, 200);
+    // With a token: it alone opens them, from anywhere, loopback included.
+    let server = server_on(
+        "0.0.0.0:0",
+        bugloop_app::serve::BODY_TIMEOUT,
+        Some("s3cret"),
+    )
+    .await;
+    let port = server.url.rsplit(':').next().unwrap().to_owned();
+    let from_outside = format!("http://{outside}:{port}");
+    for path in ["/", "/metrics"] {
+        assert_eq!(
+            get(&format!("{from_outside}{path}"), Some("s3cret")).await,
+            200
+        );
+        assert_eq!(
+            get(&format!("{from_outside}{path}"), Some("s3cre")).await,
+            403
+        );
+        assert_eq!(
+            get(&format!("{from_outside}{path}"), Some("s3cret!")).await,
+            403
+        );
+        assert_eq!(get(&format!("{}{path}", server.url), None).await, 403);
+    }
 }

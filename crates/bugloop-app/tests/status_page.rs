@@ -126,6 +126,7 @@ async fn chromium_renders_the_jobs_and_runs_none_of_the_hostile_text() {
         queue,
         metrics: Arc::default(),
         body_timeout: bugloop_app::serve::BODY_TIMEOUT,
+        admin_token: None,
         settings: Arc::new(TriggerSettings {
             bot_logins: Vec::new(),
             mention: "bugloop".to_owned(),
@@ -134,7 +135,16 @@ async fn chromium_renders_the_jobs_and_runs_none_of_the_hostile_text() {
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, router(state)).await.unwrap() });
+    tokio::spawn(async move {
+        bugloop_app::serve::serve_http(
+            listener,
+            router(state),
+            std::future::pending(),
+            bugloop_app::serve::HEADER_TIMEOUT,
+        )
+        .await
+        .unwrap();
+    });
 
     let profile = dir.path().join("profile");
     let screenshot = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("status-page.png");

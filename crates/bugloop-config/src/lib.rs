@@ -50,6 +50,7 @@ const ENV_RESERVED: &[&str] = &[
     "BUGLOOP_GIT_BASE",
     "BUGLOOP_SERVER_CONFIG",
     "BUGLOOP_SERVER_MODEL",
+    "BUGLOOP_ADMIN_TOKEN",
 ];
 
 /// Where a configuration value came from.
