@@ -1,5 +1,6 @@
-//! bugloop's persistence. Today: the local forge's conversation (comments, replies and thread
-//! flags per change) in an embedded SQLite database under `.git/bugloop/`. The store keeps the
+//! bugloop's persistence: the local forge's conversation (comments, replies and thread flags per
+//! change) and its issues and change requests (`items`), in an embedded SQLite database under
+//! `.git/bugloop/`. The store keeps the
 //! conversation only; review state is derived from it on every run, never stored beside it.
 //!
 //! Opening checks the file: a damaged or foreign file is reported as [`StoreError::Corrupt`] with
@@ -19,7 +20,12 @@ use sqlx::{Row, SqlitePool};
 const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0001_conversation.sql"),
     include_str!("../migrations/0002_written_by_bugloop.sql"),
+    include_str!("../migrations/0003_issues_and_change_requests.sql"),
 ];
+
+mod items;
+
+pub use self::items::{Item, ItemKind, ItemState, NewChangeRequest, NewIssue, Reported};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -51,6 +57,9 @@ pub enum StoreError {
     },
     #[error("{0}")]
     NotFound(String),
+    /// A request the store refuses: what it would break is said.
+    #[error("{0}")]
+    Refused(String),
     #[error("cannot move {path} aside: {source}")]
     Quarantine {
         path: PathBuf,

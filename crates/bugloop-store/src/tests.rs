@@ -133,7 +133,8 @@ async fn who_wrote_a_comment_is_recorded_not_inferred_and_older_rows_say_unknown
         // A store as the first schema wrote it, with one comment in it.
         let store = Store::open(&path).await.unwrap();
         sqlx::raw_sql(
-            "ALTER TABLE comments DROP COLUMN by_bugloop; PRAGMA user_version = 1; \
+            "DROP TABLE item_labels; DROP TABLE items; \
+             ALTER TABLE comments DROP COLUMN by_bugloop; PRAGMA user_version = 1; \
              INSERT INTO comments (change, kind, author, body, created_at, updated_at, thread_id) \
              VALUES ('b', 'issue', 'bugloop', 'old', '2026-01-01T00:00:00Z', \
              '2026-01-01T00:00:00Z', 1);",
@@ -160,4 +161,16 @@ async fn who_wrote_a_comment_is_recorded_not_inferred_and_older_rows_say_unknown
     let by_person = store.add("b", new("bugloop", "theirs")).await.unwrap();
     assert_eq!(by_us.by_bugloop, Some(true));
     assert_eq!(by_person.by_bugloop, Some(false));
+    // The later migrations ran too: issues can be filed in the upgraded store.
+    assert_eq!(
+        store
+            .file_issue(NewIssue {
+                title: "t".into(),
+                ..NewIssue::default()
+            })
+            .await
+            .unwrap()
+            .number,
+        1
+    );
 }
