@@ -1,0 +1,175 @@
+//! The intake on the reports in `tests/reports/` (one per language, JSON log lines, a trace
+//! wholly outside the repository, a bare message), against a small repository held in memory:
+//! the report read, its frames located, its fingerprint and its issue, snapshotted; and the
+//! rules a fingerprint keeps, and bad input.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use super::*;
+
+struct Files(Vec<(String, String)>, Vec<String>);
+
+impl Files {
+    fn new(files: &[(&str, &str)]) -> Files {
+        Files(
+            files
+                .iter()
+                .map(|(p, t)| ((*p).to_owned(), (*t).to_owned()))
+                .collect(),
+            files.iter().map(|(p, _)| (*p).to_owned()).collect(),
+        )
+    }
+}
+
+impl Repository for Files {
+    fn files(&self) -> &[String] {
+        &self.1
+    }
+
+    fn read(&self, path: &str) -> Option<String> {
+        self.0
+            .iter()
+            .find(|(p, _)| p == path)
+            .map(|(_, t)| t.clone())
+    }
+}
+
+fn repository() -> Files {
+    Files::new(&[
+        (
+            "src/lib.rs",
+            "pub fn first(v: &[u8]) -> u8 {\n    v[0]\n}\n\npub fn last(v: &[u8]) -> u8 {\n    v[v.len()]\n}\n",
+        ),
+        (
+            "src/main.rs",
+            "fn main() {\n    let v = [1, 2, 3];\n    widgets::last(&v);\n}\n",
+        ),
+        (
+            "app/main.py",
+            "from app.models import last\n\n\n\n\n\n\n\n\n\n\nrun()\n",
+        ),
+        (
+            "app/models.py",
+            "def last(items):\n    # the last one\n    return items[len(items)]\n",
+        ),
+        (
+            "web/cart.js",
+            "function total(items) {\n  let sum = 0;\n  for (const item of items)\n    sum += item.price;\n  return sum;\n}\n\nfunction checkout(basket) {\n  return total(basket.items);\n}\n",
+        ),
+        (
+            "cmd/main.go",
+            "package main\n\n\n\n\n\nfunc last(v []int) int {\n\treturn v[len(v)]\n}\n\n\nfunc main() {\n\tlast([]int{1, 2, 3})\n}\n",
+        ),
+        (
+            "src/main/java/com/acme/Cart.java",
+            "package com.acme;\n\nclass Cart {\n  static int label(String name) {\n    return name.length();\n  }\n  public static void main(String[] a) {\n    label(null);\n  }\n}\n",
+        ),
+        ("README.md", "# widgets\n"),
+    ])
+}
+
+#[test]
+fn every_report_in_tests_reports() {
+    let repository = repository();
+    insta::glob!("../tests/reports", "*.{txt,jsonl}", |path| {
+        let bytes = std::fs::read(path).unwrap();
+        let report = read(&bytes).unwrap();
+        let located = locate(&report, &repository);
+        let fingerprint = fingerprint(&report, &located);
+        let issue = issue(&report, &located, &fingerprint, &repository);
+        insta::assert_yaml_snapshot!(serde_json::json!({
+            "report": report,
+            "located": located,
+            "fingerprint": fingerprint,
+        }));
+        insta::assert_snapshot!("issue", format!("# {}\n\n{}", issue.title, issue.body));
+    });
+}
+
+#[test]
+fn a_repeat_after_an_edit_has_the_same_fingerprint_another_place_another() {
+    let repository = repository();
+    let original = std::fs::read_to_string("tests/reports/python.txt").unwrap();
+    let print = |text: &str| {
+        let report = read(text.as_bytes()).unwrap();
+        let located = locate(&report, &repository);
+        fingerprint(&report, &located)
+    };
+    // Lines moved (an edit above), another checkout's paths, another message: the same error.
+    let moved = original
+        .replace("line 3", "line 7")
+        .replace("line 12", "line 20")
+        .replace("/srv/app/", "/home/ci/")
+        .replace("list index out of range", "list index out of range (again)");
+    assert_eq!(print(&original), print(&moved));
+    // Another function: another error.
+    let other = original.replace("in last", "in first");
+    assert_ne!(print(&original), print(&other));
+    // Another type: another error.
+    let other = original.replace("IndexError", "KeyError");
+    assert_ne!(print(&original), print(&other));
+}
+
+#[test]
+fn a_message_without_a_trace_is_told_apart_by_its_words_not_its_numbers() {
+    let repository = repository();
+    let print = |text: &str| {
+        let report = read(text.as_bytes()).unwrap();
+        fingerprint(&report, &locate(&report, &repository))
+    };
+    assert_eq!(
+        print("connection to db-7 refused after 3 attempts (id 9f3a2b1c0d)"),
+        print("connection to db-12 refused after 5 attempts (id 00ffee8812)")
+    );
+    assert_ne!(
+        print("connection to db-7 refused"),
+        print("connection to db-7 reset")
+    );
+}
+
+#[test]
+fn bad_input_is_a_clear_error_or_a_sensible_report() {
+    assert_eq!(read(b"").unwrap_err(), IntakeError::Empty);
+    assert_eq!(read(b"  \n\t\n").unwrap_err(), IntakeError::Empty);
+    assert_eq!(
+        read(b"\x7fELF\x02\x01\x00\x00").unwrap_err(),
+        IntakeError::Binary(6)
+    );
+    assert_eq!(
+        read(b"ok \xff\xfe bad").unwrap_err(),
+        IntakeError::NotUtf8(3)
+    );
+    assert!(
+        IntakeError::Binary(6).to_string().contains("offset 6"),
+        "the error says where"
+    );
+    // A huge single line: a report with its message cut, never a crash.
+    let huge = format!("ERROR {}", "x".repeat(3_000_000));
+    let report = read(huge.as_bytes()).unwrap();
+    assert!(report.message.chars().count() <= 2001);
+    let repository = repository();
+    let located = locate(&report, &repository);
+    let text = issue(
+        &report,
+        &located,
+        &fingerprint(&report, &located),
+        &repository,
+    );
+    assert!(text.title.chars().count() <= 100, "{}", text.title);
+    assert!(text.body.len() < 10_000, "{}", text.body.len());
+    // Beyond the read limit, the rest is not read; a character cut at the limit is dropped.
+    let mut long = "é".repeat(MAX_REPORT_BYTES);
+    long.insert_str(0, "ERROR boom\n");
+    assert_eq!(read(long.as_bytes()).unwrap().message, "ERROR boom");
+}
+
+#[test]
+fn a_trace_with_backticks_cannot_break_out_of_its_block() {
+    let repository = repository();
+    let text = "Traceback (most recent call last):\n  File \"app/models.py\", line 3, in last\nValueError: bad ```\n\n# Injected heading\n";
+    let report = read(text.as_bytes()).unwrap();
+    let located = locate(&report, &repository);
+    let issue = issue(&report, &located, "f", &repository);
+    // The trace's fence is longer than its longest run of backticks.
+    assert!(issue.body.contains("````text\n"), "{}", issue.body);
+}

@@ -1,0 +1,403 @@
+//! Traces as each language prints them, and JSON log lines that carry one.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+use serde_json::Value;
+
+use crate::{ErrorReport, Frame, Language};
+
+/// The most of a trace kept in a report.
+const MAX_TRACE_LINES: usize = 200;
+/// The most of a message kept.
+const MAX_MESSAGE_CHARS: usize = 2000;
+
+/// A pattern of this file's own (tested); one that did not compile would match nothing.
+struct Pattern(Option<Regex>);
+
+impl Pattern {
+    fn captures<'t>(&self, text: &'t str) -> Option<regex::Captures<'t>> {
+        self.0.as_ref()?.captures(text)
+    }
+
+    fn is_match(&self, text: &str) -> bool {
+        self.0.as_ref().is_some_and(|r| r.is_match(text))
+    }
+}
+
+fn regex(pattern: &str) -> Pattern {
+    Pattern(Regex::new(pattern).ok())
+}
+
+static PYTHON_FRAME: LazyLock<Pattern> =
+    LazyLock::new(|| regex(r#"^\s*File "([^"]+)", line (\d+)(?:, in (.+))?$"#));
+static PYTHON_ERROR: LazyLock<Pattern> = LazyLock::new(|| {
+    regex(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Fault|[A-Z]\w*)):?\s?(.*)$")
+});
+static JS_FRAME: LazyLock<Pattern> =
+    LazyLock::new(|| regex(r"^\s+at (?:(.+?) \()?(.+?):(\d+)(?::\d+)?\)?$"));
+static JS_ERROR: LazyLock<Pattern> =
+    LazyLock::new(|| regex(r"^(?:Uncaught )?([A-Z]\w*(?:Error|Exception)|Error): ?(.*)$"));
+static RUST_PANIC_NEW: LazyLock<Pattern> =
+    LazyLock::new(|| regex(r"^thread '[^']*' panicked at (.+?):(\d+):\d+:$"));
+static RUST_PANIC_OLD: LazyLock<Pattern> =
+    LazyLock::new(|| regex(r"^thread '[^']*' panicked at '(.*)', (.+?):(\d+):\d+$"));
+static RUST_FRAME_FN: LazyLock<Pattern> = LazyLock::new(|| regex(r"^\s*\d+: (.+)$"));
+static RUST_FRAME_AT: LazyLock<Pattern> = LazyLock::new(|| regex(r"^\s+at (.+?):(\d+)(?::\d+)?$"));
+static GO_FRAME_FILE: LazyLock<Pattern> = LazyLock::new(|| regex(r"^\t(.+?\.go):(\d+)"));
+static JAVA_HEAD: LazyLock<Pattern> = LazyLock::new(|| {
+    regex(
+        r"^(?:Exception in thread .+? |Caused by: )?([a-z][\w]*(?:\.[\w$]+)+(?:Exception|Error)):? ?(.*)$",
+    )
+});
+static JAVA_FRAME: LazyLock<Pattern> =
+    LazyLock::new(|| regex(r"^\s+at ([\w$.<>]+)\(([^:()]+)(?::(\d+))?\)$"));
+
+fn cut(text: &str, chars: usize) -> String {
+    if text.chars().count() <= chars {
+        text.to_owned()
+    } else {
+        let mut out: String = text.chars().take(chars).collect();
+        out.push('…');
+        out
+    }
+}
+
+fn trace_of(lines: &[&str]) -> String {
+    let mut out: Vec<&str> = lines.iter().take(MAX_TRACE_LINES).copied().collect();
+    if lines.len() > MAX_TRACE_LINES {
+        out.push("… (cut)");
+    }
+    out.iter()
+        .map(|l| cut(l, 500))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A report from text: the first trace found, or else the first line as the message.
+pub(crate) fn from_text(text: &str, reproduction: Option<String>) -> ErrorReport {
+    let lines: Vec<&str> = text.lines().collect();
+    let found = python(&lines)
+        .or_else(|| rust(&lines))
+        .or_else(|| go(&lines))
+        .or_else(|| java(&lines))
+        .or_else(|| javascript(&lines));
+    let mut report = found.unwrap_or_else(|| {
+        let first = lines
+            .iter()
+            .map(|l| l.trim())
+            .find(|l| !l.is_empty())
+            .unwrap_or_default();
+        let start = lines.iter().position(|l| !l.trim().is_empty()).unwrap_or(0);
+        ErrorReport {
+            kind: "error".to_owned(),
+            message: first.to_owned(),
+            language: Language::Unknown,
+            frames: Vec::new(),
+            trace: trace_of(&lines[start..(start + 40).min(lines.len())]),
+            reproduction: None,
+            level: None,
+        }
+    });
+    report.message = cut(report.message.trim(), MAX_MESSAGE_CHARS);
+    report.reproduction = reproduction;
+    report
+}
+
+fn python(lines: &[&str]) -> Option<ErrorReport> {
+    let start = lines.iter().position(|l| {
+        l.trim_start()
+            .starts_with("Traceback (most recent call last):")
+    })?;
+    let mut frames = Vec::new();
+    let mut end = start + 1;
+    while end < lines.len() {
+        let line = lines[end];
+        if let Some(c) = PYTHON_FRAME.captures(line) {
+            frames.push(Frame {
+                file: c[1].to_owned(),
+                line: c[2].parse().ok(),
+                function: c.get(3).map(|m| m.as_str().trim().to_owned()),
+            });
+        } else if !line.starts_with(' ') && !line.trim().is_empty() {
+            break;
+        }
+        end += 1;
+    }
+    let last = lines.get(end).copied().unwrap_or_default();
+    let (kind, message) = match PYTHON_ERROR.captures(last) {
+        Some(c) => (c[1].to_owned(), c[2].to_owned()),
+        None => ("Exception".to_owned(), last.to_owned()),
+    };
+    frames.reverse();
+    Some(ErrorReport {
+        kind,
+        message,
+        language: Language::Python,
+        frames,
+        trace: trace_of(&lines[start..(end + 1).min(lines.len())]),
+        reproduction: None,
+        level: None,
+    })
+}
+
+fn javascript(lines: &[&str]) -> Option<ErrorReport> {
+    let start = lines.iter().position(|l| {
+        JS_ERROR.is_match(l.trim_end())
+            && lines
+                .iter()
+                .skip_while(|x| *x != l)
+                .nth(1)
+                .is_some_and(|next| JS_FRAME.is_match(next))
+    })?;
+    let head = JS_ERROR.captures(lines[start].trim_end())?;
+    let mut frames = Vec::new();
+    let mut end = start + 1;
+    // Every `at ...` line belongs to the trace; those without a file (`at Array.map
+    // (<anonymous>)`) give no frame.
+    while let Some(line) = lines.get(end).filter(|l| l.trim_start().starts_with("at ")) {
+        if let Some(c) = JS_FRAME.captures(line) {
+            frames.push(Frame {
+                file: c[2].to_owned(),
+                line: c[3].parse().ok(),
+                function: c.get(1).map(|m| m.as_str().to_owned()),
+            });
+        }
+        end += 1;
+    }
+    Some(ErrorReport {
+        kind: head[1].to_owned(),
+        message: head[2].to_owned(),
+        language: Language::JavaScript,
+        frames,
+        trace: trace_of(&lines[start..end]),
+        reproduction: None,
+        level: None,
+    })
+}
+
+fn rust(lines: &[&str]) -> Option<ErrorReport> {
+    let (start, mut frames, message) = lines.iter().enumerate().find_map(|(at, line)| {
+        if let Some(c) = RUST_PANIC_NEW.captures(line) {
+            let message = lines.get(at + 1).copied().unwrap_or_default().to_owned();
+            let frame = Frame {
+                file: c[1].to_owned(),
+                line: c[2].parse().ok(),
+                function: None,
+            };
+            return Some((at, vec![frame], message));
+        }
+        let c = RUST_PANIC_OLD.captures(line)?;
+        let frame = Frame {
+            file: c[2].to_owned(),
+            line: c[3].parse().ok(),
+            function: None,
+        };
+        Some((at, vec![frame], c[1].to_owned()))
+    })?;
+    // A backtrace, when there is one: `N: function` then `at file:line:col`; the panic
+    // machinery's own frames are left out.
+    let mut end = start + 1;
+    let mut function: Option<String> = None;
+    let mut backtrace = Vec::new();
+    while end < lines.len() && end < start + 400 {
+        let line = lines[end];
+        if let Some(c) = RUST_FRAME_AT.captures(line) {
+            let file = c[1].to_owned();
+            let own = !file.contains("/rustc/") && !file.contains(".cargo/registry");
+            if own {
+                backtrace.push(Frame {
+                    file,
+                    line: c[2].parse().ok(),
+                    function: function.take(),
+                });
+            }
+        } else if let Some(c) = RUST_FRAME_FN.captures(line) {
+            function = Some(c[1].trim().to_owned());
+        } else if line.starts_with("note:") || line.trim().is_empty() && !backtrace.is_empty() {
+            break;
+        }
+        end += 1;
+    }
+    let same_file = |a: &str, b: &str| a.trim_start_matches("./") == b.trim_start_matches("./");
+    // The panic's place is the backtrace's first frame of our own, which names its function.
+    if let Some(first) = backtrace.first()
+        && frames
+            .first()
+            .is_some_and(|f| same_file(&f.file, &first.file) && f.line == first.line)
+    {
+        frames.clear();
+    }
+    frames.extend(backtrace);
+    Some(ErrorReport {
+        kind: "panic".to_owned(),
+        message,
+        language: Language::Rust,
+        frames,
+        trace: trace_of(&lines[start..end.min(lines.len())]),
+        reproduction: None,
+        level: None,
+    })
+}
+
+fn go(lines: &[&str]) -> Option<ErrorReport> {
+    let start = lines.iter().position(|l| l.starts_with("panic: "))?;
+    let message = lines[start].trim_start_matches("panic: ").to_owned();
+    let mut frames = Vec::new();
+    let mut end = start + 1;
+    let mut function: Option<String> = None;
+    while end < lines.len() && end < start + 400 {
+        let line = lines[end];
+        if let Some(c) = GO_FRAME_FILE.captures(line) {
+            let file = c[1].to_owned();
+            if !file.contains("/runtime/") && !file.contains("/go/src/") {
+                frames.push(Frame {
+                    file,
+                    line: c[2].parse().ok(),
+                    function: function.take(),
+                });
+            }
+        } else if !line.starts_with('\t')
+            && !line.trim().is_empty()
+            && !line.starts_with("goroutine")
+        {
+            function = Some(line.split('(').next().unwrap_or(line).trim().to_owned());
+        }
+        end += 1;
+    }
+    Some(ErrorReport {
+        kind: "panic".to_owned(),
+        message,
+        language: Language::Go,
+        frames,
+        trace: trace_of(&lines[start..end.min(lines.len())]),
+        reproduction: None,
+        level: None,
+    })
+}
+
+fn java(lines: &[&str]) -> Option<ErrorReport> {
+    let start = lines.iter().enumerate().position(|(at, l)| {
+        JAVA_HEAD.is_match(l.trim_end())
+            && lines
+                .get(at + 1)
+                .is_some_and(|next| JAVA_FRAME.is_match(next.trim_end()))
+    })?;
+    let head = JAVA_HEAD.captures(lines[start].trim_end())?;
+    let mut frames = Vec::new();
+    let mut end = start + 1;
+    while let Some(c) = lines
+        .get(end)
+        .and_then(|l| JAVA_FRAME.captures(l.trim_end()))
+    {
+        frames.push(Frame {
+            file: c[2].to_owned(),
+            line: c.get(3).and_then(|m| m.as_str().parse().ok()),
+            function: Some(c[1].to_owned()),
+        });
+        end += 1;
+    }
+    Some(ErrorReport {
+        kind: head[1].to_owned(),
+        message: head[2].to_owned(),
+        language: Language::Java,
+        frames,
+        trace: trace_of(&lines[start..end]),
+        reproduction: None,
+        level: None,
+    })
+}
+
+/// The field of `entry` at any of `paths` (`a.b` looks inside objects), as text.
+fn field(entry: &Value, paths: &[&str]) -> Option<String> {
+    paths.iter().find_map(|path| {
+        let mut value = entry;
+        for part in path.split('.') {
+            value = value.get(part)?;
+        }
+        match value {
+            Value::String(text) if !text.trim().is_empty() => Some(text.clone()),
+            Value::Array(lines) if !lines.is_empty() => Some(
+                lines
+                    .iter()
+                    .map(|l| l.as_str().map_or_else(|| l.to_string(), str::to_owned))
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            ),
+            _ => None,
+        }
+    })
+}
+
+const STACK: &[&str] = &[
+    "stack",
+    "stack_trace",
+    "stacktrace",
+    "exc_info",
+    "exception.stacktrace",
+    "error.stack",
+    "err.stack",
+    "exception",
+];
+const MESSAGE: &[&str] = &[
+    "message",
+    "msg",
+    "error.message",
+    "err.message",
+    "exception.message",
+];
+const KIND: &[&str] = &[
+    "error.type",
+    "err.type",
+    "exception.type",
+    "error_type",
+    "type",
+];
+const LEVEL: &[&str] = &["level", "severity", "levelname", "log.level"];
+
+/// JSON log lines: the first entry at an error level, or with a stack.
+pub(crate) fn from_json_lines(text: &str) -> Option<ErrorReport> {
+    let entries: Vec<Value> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            serde_json::from_str::<Value>(l)
+                .ok()
+                .filter(Value::is_object)
+        })
+        .collect::<Option<Vec<_>>>()?;
+    let error_level = |entry: &Value| {
+        field(entry, LEVEL).is_some_and(|level| {
+            matches!(
+                level.to_lowercase().as_str(),
+                "error" | "fatal" | "critical" | "crit" | "alert" | "emerg" | "panic"
+            )
+        })
+    };
+    let entry = entries
+        .iter()
+        .find(|e| field(e, STACK).is_some())
+        .or_else(|| entries.iter().find(|e| error_level(e)))
+        .or_else(|| entries.first())?;
+    let stack = field(entry, STACK);
+    let message = field(entry, MESSAGE);
+    let mut report = from_text(
+        stack.as_deref().or(message.as_deref()).unwrap_or("error"),
+        field(entry, &["reproduction", "repro", "steps_to_reproduce"]),
+    );
+    if let Some(kind) = field(entry, KIND) {
+        report.kind = kind;
+    }
+    if report.language == Language::Unknown
+        && let Some(message) = &message
+    {
+        report.message = cut(message.trim(), MAX_MESSAGE_CHARS);
+    }
+    if report.message.is_empty()
+        && let Some(message) = message
+    {
+        report.message = cut(message.trim(), MAX_MESSAGE_CHARS);
+    }
+    report.level = field(entry, LEVEL);
+    Some(report)
+}
