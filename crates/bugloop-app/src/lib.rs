@@ -18,6 +18,7 @@ pub mod metrics;
 mod models;
 mod outcome;
 mod pull_request;
+mod report;
 mod review;
 pub mod runs;
 pub mod serve;
@@ -46,6 +47,7 @@ pub use self::github::{GitHubAuth, GitHubTarget, PullRequestRun};
 pub use self::models::Models;
 pub use self::outcome::{Outcome, Verdict};
 pub use self::pull_request::{PullRequestComment, PullRequestCommentKind};
+pub use self::report::ReportOutcome;
 pub use self::review::{ReviewJob, ReviewScope};
 
 /// What a front end renders, and the renderers, from the crates below: a front end depends on
@@ -55,6 +57,7 @@ pub mod types {
     pub use bugloop_diff::Diff;
     pub use bugloop_domain::Score;
     pub use bugloop_domain::score::RUBRIC;
+    pub use bugloop_intake::{Located, MAX_REPORT_BYTES, Severity};
     pub use bugloop_loops::{Progress, ProgressEvent, Silent};
     pub use bugloop_report::act::ActReport;
     pub use bugloop_report::converge::ConvergeReport;

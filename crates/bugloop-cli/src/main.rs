@@ -15,6 +15,7 @@ mod act;
 mod action;
 mod bench;
 mod progress;
+mod report;
 mod review;
 mod serve;
 mod show;
@@ -56,6 +57,10 @@ enum Command {
     Do(act::TextArgs),
     /// Ask a question about the code; nothing is changed.
     Ask(act::TextArgs),
+    /// File an error (a stack trace, a log excerpt or JSON log lines, from FILE or standard
+    /// input) as an issue labelled `bug` and `bug:autofix`, or count it on the issue already
+    /// filed for the same error.
+    Report(report::ReportArgs),
     /// Write a comment as on a pull request; bugloop decides whether to fix, do, answer or weigh
     /// it as a dispute (exit 0 done; 1 a fix or change was not committed; 4 left on a branch;
     /// 3 the comment was stored but acting on it failed; 2 an error, nothing stored).
@@ -324,6 +329,7 @@ fn run(cli: Cli, out: &mut impl Write) -> Result<Verdict> {
         Command::Fix(args) => act::fix(&cwd, &choice, &args, out),
         Command::Do(args) => act::do_request(&cwd, &choice, &args, out),
         Command::Ask(args) => act::ask(&cwd, &choice, &args, out),
+        Command::Report(args) => report::report(&cwd, &choice, &args, out),
         Command::Comment(args) => act::comment(&cwd, &choice, &args, out),
         Command::Converge(args) => act::converge(&cwd, &choice, &args, out),
         Command::Reply(args) => act::reply(&cwd, &choice, &args, out),

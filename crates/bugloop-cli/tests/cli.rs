@@ -131,3 +131,63 @@ fn doctor_reports_and_fails_on_a_missing_model() {
         "{stdout}"
     );
 }
+
+/// The same error reported twice is one issue counted twice, whatever checkout printed the
+/// paths; another error is another issue.
+#[test]
+fn report_files_an_error_once_and_counts_repeats() {
+    let repo = tempfile::tempdir().unwrap();
+    git_reproducible(repo.path(), &["init", "-q", "-b", "main"]);
+    std::fs::create_dir_all(repo.path().join("app")).unwrap();
+    std::fs::write(
+        repo.path().join("app/models.py"),
+        "def last(items):\n    # the last item\n    return items[len(items)]\n",
+    )
+    .unwrap();
+    git_reproducible(repo.path(), &["add", "."]);
+    git_reproducible(repo.path(), &["commit", "-qm", "models"]);
+    let report = |trace: &str| {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_bugloop"))
+            .args(["report", "--format", "json"])
+            .current_dir(repo.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(trace.as_bytes())
+            .unwrap();
+        let output = child.wait_with_output().unwrap();
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        serde_json::from_slice::<serde_json::Value>(&output.stdout).unwrap()
+    };
+    let trace = |root: &str, line: u32| {
+        format!(
+            "Traceback (most recent call last):\n  File \"{root}/app/models.py\", line {line}, in last\n    return items[len(items)]\nIndexError: list index out of range\n"
+        )
+    };
+    let first = report(&trace("/srv/app", 3));
+    assert_eq!(first["filed"], true, "{first}");
+    assert_eq!(first["count"], 1, "{first}");
+    assert_eq!(first["located"][0]["path"], "app/models.py", "{first}");
+    assert_eq!(first["labels"], serde_json::json!(["bug", "bug:autofix"]));
+    // Another deployment's checkout, and the line moved by an edit since: the same error.
+    let again = report(&trace("/home/ci/build", 4));
+    assert_eq!(again["filed"], false, "{again}");
+    assert_eq!(again["issue"], first["issue"], "{again}");
+    assert_eq!(again["count"], 2, "{again}");
+    let other = report(
+        "Traceback (most recent call last):\n  File \"/srv/app/app/models.py\", line 3, in last\n    return items[len(items)]\nTypeError: object of type 'NoneType' has no len()\n",
+    );
+    assert_eq!(other["filed"], true, "{other}");
+    assert_ne!(other["issue"], first["issue"], "{other}");
+}

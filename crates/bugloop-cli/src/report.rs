@@ -1,0 +1,74 @@
+//! `bugloop report [FILE|-]`: an error (a stack trace, a log excerpt, JSON log lines) filed as
+//! an issue of the local forge, or counted on the issue already filed for it.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use bugloop_app::{ConfigChoice, Verdict};
+
+use crate::{Format, open_app, runtime};
+
+#[derive(Debug, clap::Args)]
+pub struct ReportArgs {
+    /// The report: a file, or `-` (the default) for standard input.
+    #[arg(value_name = "FILE|-")]
+    pub input: Option<PathBuf>,
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+}
+
+fn read_input(input: Option<&Path>) -> Result<Vec<u8>> {
+    let limit = u64::try_from(bugloop_app::types::MAX_REPORT_BYTES).unwrap_or(u64::MAX);
+    let mut bytes = Vec::new();
+    match input.filter(|path| *path != Path::new("-")) {
+        None => {
+            std::io::stdin()
+                .lock()
+                .take(limit)
+                .read_to_end(&mut bytes)
+                .context("cannot read the report from standard input")?;
+        }
+        Some(path) => {
+            std::fs::File::open(path)
+                .with_context(|| format!("cannot open the report {}", path.display()))?
+                .take(limit)
+                .read_to_end(&mut bytes)
+                .with_context(|| format!("cannot read the report {}", path.display()))?;
+        }
+    }
+    Ok(bytes)
+}
+
+pub fn report(
+    cwd: &Path,
+    choice: &ConfigChoice,
+    args: &ReportArgs,
+    out: &mut impl Write,
+) -> Result<Verdict> {
+    let bytes = read_input(args.input.as_deref())?;
+    let runtime = runtime()?;
+    let app = open_app(&runtime, cwd, choice)?;
+    let outcome = runtime.block_on(app.report(&bytes))?;
+    let report = &outcome.report;
+    match args.format {
+        Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(report)?)?,
+        Format::Text => {
+            let what = if report.filed { "filed" } else { "counted on" };
+            writeln!(
+                out,
+                "{what} issue #{}: {} ({} report{}, severity {})",
+                report.issue,
+                report.title,
+                report.count,
+                if report.count == 1 { "" } else { "s" },
+                report.severity.as_str()
+            )?;
+            for place in &report.located {
+                let line = place.line.map(|l| format!(":{l}")).unwrap_or_default();
+                writeln!(out, "  at {}{line}", place.path)?;
+            }
+        }
+    }
+    Ok(outcome.verdict)
+}
