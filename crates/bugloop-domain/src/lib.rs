@@ -13,6 +13,7 @@ pub mod paths;
 pub mod rmcoc;
 pub mod safety;
 pub mod score;
+pub mod solve;
 pub mod status;
 pub mod thread;
 

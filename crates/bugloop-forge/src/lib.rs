@@ -13,6 +13,7 @@ pub mod github;
 pub mod local;
 pub mod recording;
 pub mod signing;
+pub mod tracker;
 
 pub use bugloop_git::{ChangeKey, ChangedFile, FileStatus};
 

@@ -260,3 +260,4 @@ impl Forge for LocalForge {
 
 #[cfg(test)]
 mod tests;
+mod tracker;

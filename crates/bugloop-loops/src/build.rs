@@ -91,6 +91,19 @@ impl Workbench {
         })
     }
 
+    /// A task tree at `commit`, for work that lands on a branch of bugloop's own (the solve
+    /// pipeline's): the user's checkout is neither read nor touched.
+    pub fn at(git: &Git, commit: &str, purpose: &str) -> Result<Workbench, BuildError> {
+        let tree = TaskTree::create(git.root(), commit, purpose)?;
+        Ok(Workbench {
+            git: git.clone(),
+            path: tree.path().to_path_buf(),
+            tree: Mutex::new(tree),
+            start_head: commit.to_owned(),
+            start_branch: None,
+        })
+    }
+
     fn tree(&self) -> std::sync::MutexGuard<'_, TaskTree> {
         self.tree
             .lock()
@@ -145,20 +158,27 @@ pub struct BuildTask {
     pub name: String,
     pub prompt: String,
     pub commit_message: String,
+    /// Keep a failed attempt's edits in the task tree, for the next attempt to build on (the
+    /// solve loop); otherwise they are dropped.
+    pub keep_failed: bool,
 }
 
-/// The Build agent's system prompt for this repository.
-pub fn system_prompt(config: &Config, rules_root: &Path, progress: &dyn Progress) -> String {
-    let verify = if config.fix.verify_commands.is_empty() {
+/// The Build agent's system prompt for this repository, naming the commands that verify its
+/// work.
+pub fn system_prompt(
+    config: &Config,
+    verify_commands: &[bugloop_domain::safety::VerifyCommand],
+    rules_root: &Path,
+    progress: &dyn Progress,
+) -> String {
+    let verify = if verify_commands.is_empty() {
         "None are configured (`fix.verify_commands`): the change is committed unverified, so be \
          careful."
             .to_owned()
     } else {
-        config
-            .fix
-            .verify_commands
+        verify_commands
             .iter()
-            .map(|c| format!("- `{c}`"))
+            .map(|c| format!("- `{}`", c.raw))
             .collect::<Vec<_>>()
             .join("\n")
     };
@@ -229,7 +249,12 @@ pub async fn run_commands(
 /// On any failure the worktree is reset, so nothing of the attempt remains.
 pub async fn build(env: &LoopEnv<'_>, bench: &Workbench, task: BuildTask) -> BuildResult {
     let rules_root = env.settings.rules_root.as_deref().unwrap_or(bench.path());
-    let system = system_prompt(env.config(), rules_root, env.progress.as_ref());
+    let system = system_prompt(
+        env.config(),
+        &env.settings.verify_commands,
+        rules_root,
+        env.progress.as_ref(),
+    );
     let mut result = BuildResult {
         status: BuildStatus::AgentFailed {
             error: "not started".to_owned(),
@@ -293,7 +318,7 @@ pub async fn build(env: &LoopEnv<'_>, bench: &Workbench, task: BuildTask) -> Bui
             error: error.to_string(),
         },
     };
-    if !matches!(result.status, BuildStatus::Committed { .. }) {
+    if !matches!(result.status, BuildStatus::Committed { .. }) && !task.keep_failed {
         // Leave the worktree as it was before the attempt.
         let _ = bench.discard();
     }
@@ -387,7 +412,7 @@ async fn finish(
     Ok(BuildStatus::Committed {
         commit,
         files: after.paths(),
-        unverified: env.config().fix.verify_commands.is_empty(),
+        unverified: env.settings.verify_commands.is_empty(),
     })
 }
 

@@ -18,6 +18,7 @@ pub mod prompt;
 pub mod publish;
 pub mod review;
 pub mod settings;
+pub mod solve;
 
 pub use self::env::LoopEnv;
 pub use self::settings::LoopSettings;

@@ -14,6 +14,7 @@ pub mod json;
 pub mod markdown;
 pub mod review;
 pub mod sarif;
+pub mod solve;
 pub mod style;
 pub mod summary;
 pub mod text;

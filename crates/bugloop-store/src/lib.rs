@@ -21,11 +21,14 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0001_conversation.sql"),
     include_str!("../migrations/0002_written_by_bugloop.sql"),
     include_str!("../migrations/0003_issues_and_change_requests.sql"),
+    include_str!("../migrations/0004_solve_transitions.sql"),
 ];
 
 mod items;
+mod solve;
 
 pub use self::items::{Item, ItemKind, ItemState, NewChangeRequest, NewIssue, Reported};
+pub use self::solve::Transition;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {

@@ -88,6 +88,7 @@ pub async fn fix(
                 env.work.commit_scope(),
                 ids.join(", ")
             ),
+            keep_failed: false,
         },
     )
     .await;

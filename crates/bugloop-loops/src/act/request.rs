@@ -25,6 +25,7 @@ pub async fn do_request(env: &LoopEnv<'_>, request: &str) -> Result<ActReport, A
             name: "do".to_owned(),
             prompt,
             commit_message: format!("chore{}: apply user request", env.work.commit_scope()),
+            keep_failed: false,
         },
     )
     .await;

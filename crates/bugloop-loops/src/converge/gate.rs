@@ -65,6 +65,7 @@ pub(super) async fn gate(
                 name: "gate-fix".to_owned(),
                 prompt: fill(GATE_FIX_PROMPT, &[("failures", &text)]),
                 commit_message: "style: bugloop gate fixes".to_owned(),
+                keep_failed: false,
             },
         )
         .await;

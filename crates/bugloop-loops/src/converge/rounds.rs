@@ -158,6 +158,7 @@ impl Run<'_, '_> {
                     self.loops,
                     ids.join(", ")
                 ),
+                keep_failed: false,
             },
         )
         .await;

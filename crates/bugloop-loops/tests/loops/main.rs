@@ -11,4 +11,5 @@ mod increment;
 mod moved;
 mod review;
 mod signed;
+mod solve;
 mod support;

@@ -127,6 +127,16 @@ pub fn off_by_one(line: u32) -> Value {
 /// One tools session: the findings in pass 1, the resolutions in pass 2, then passes 3 and 4.
 pub fn session(findings: Vec<Value>, resolved: Vec<(String, String)>) -> ScriptedProvider {
     let provider = ScriptedProvider::new([]);
+    push_session(&provider, findings, resolved);
+    provider
+}
+
+/// [`session`]'s answers, after those `provider` has.
+pub fn push_session(
+    provider: &ScriptedProvider,
+    findings: Vec<Value>,
+    resolved: Vec<(String, String)>,
+) {
     let mut first: Vec<(&str, Value)> = findings
         .into_iter()
         .map(|f| ("report_finding", f))
@@ -154,7 +164,6 @@ pub fn session(findings: Vec<Value>, resolved: Vec<(String, String)>) -> Scripte
             usage(),
         ));
     }
-    provider
 }
 
 /// A model without tools answering once.

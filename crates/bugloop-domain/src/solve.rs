@@ -1,0 +1,171 @@
+//! The solve pipeline's per-issue state machine (bugloop-architecture.md):
+//! OPEN -> ASSIGNED -> SOLVING -> PR_DRAFT -> REVIEWING -> READY -> MERGED, with ESCALATED from
+//! SOLVING and REVIEWING. A transition is recorded with its reason; the record of an issue is
+//! the list of its transitions, and its state the last one's target.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum SolveState {
+    /// Filed, nobody working on it.
+    Open,
+    /// Taken by bugloop.
+    Assigned,
+    /// The build/test/evaluate loop runs.
+    Solving,
+    /// A verified solution is on its branch, with a draft change request.
+    PrDraft,
+    /// The draft's review is being answered.
+    Reviewing,
+    /// The gate passed; the change request is ready for a human.
+    Ready,
+    /// Merged (by a human).
+    Merged,
+    /// Given to a human, with what was tried.
+    Escalated,
+}
+
+impl SolveState {
+    pub const ALL: [SolveState; 8] = [
+        SolveState::Open,
+        SolveState::Assigned,
+        SolveState::Solving,
+        SolveState::PrDraft,
+        SolveState::Reviewing,
+        SolveState::Ready,
+        SolveState::Merged,
+        SolveState::Escalated,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SolveState::Open => "OPEN",
+            SolveState::Assigned => "ASSIGNED",
+            SolveState::Solving => "SOLVING",
+            SolveState::PrDraft => "PR_DRAFT",
+            SolveState::Reviewing => "REVIEWING",
+            SolveState::Ready => "READY",
+            SolveState::Merged => "MERGED",
+            SolveState::Escalated => "ESCALATED",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<SolveState> {
+        SolveState::ALL.into_iter().find(|s| s.as_str() == text)
+    }
+
+    /// Whether `self -> to` is a step of the machine. A state may also go to itself: a step
+    /// within it (an attempt, a review round) is recorded that way.
+    pub fn can_go_to(self, to: SolveState) -> bool {
+        use SolveState::{Assigned, Escalated, Merged, Open, PrDraft, Ready, Reviewing, Solving};
+        if self == to {
+            return matches!(self, Solving | Reviewing);
+        }
+        matches!(
+            (self, to),
+            (Open, Assigned)
+                | (Assigned, Solving)
+                | (Solving, PrDraft | Escalated)
+                | (PrDraft, Reviewing)
+                | (Reviewing, Ready | Escalated)
+                | (Ready, Merged)
+                // A human sends an escalated issue back to bugloop, or new review comments on a
+                // ready change request reopen its review.
+                | (Escalated, Assigned)
+                | (Ready, Reviewing)
+        )
+    }
+
+    /// Whether nothing more happens without a human.
+    pub fn is_final(self) -> bool {
+        matches!(
+            self,
+            SolveState::Ready | SolveState::Merged | SolveState::Escalated
+        )
+    }
+}
+
+impl fmt::Display for SolveState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What an issue's state puts on it as labels: `in_progress` while bugloop works on it,
+/// `needs_human` once escalated.
+pub fn labels_of(state: SolveState) -> (bool, bool) {
+    let working = matches!(
+        state,
+        SolveState::Assigned | SolveState::Solving | SolveState::PrDraft | SolveState::Reviewing
+    );
+    (working, state == SolveState::Escalated)
+}
+
+/// A slug for a branch name: lowercase ASCII words joined by `-`, at most `max` characters,
+/// never empty.
+pub fn slug(title: &str, max: usize) -> String {
+    let mut slug = String::new();
+    for word in title
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+    {
+        let word = word.to_ascii_lowercase();
+        let extra = usize::from(!slug.is_empty()) + word.len();
+        if slug.len() + extra > max {
+            if slug.is_empty() {
+                slug.push_str(&word[..max.min(word.len())]);
+            }
+            break;
+        }
+        if !slug.is_empty() {
+            slug.push('-');
+        }
+        slug.push_str(&word);
+    }
+    if slug.is_empty() {
+        "issue".to_owned()
+    } else {
+        slug
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn the_machine_allows_the_spec_steps_only() {
+        use SolveState::*;
+        let path = [Open, Assigned, Solving, PrDraft, Reviewing, Ready, Merged];
+        for pair in path.windows(2) {
+            assert!(pair[0].can_go_to(pair[1]), "{} -> {}", pair[0], pair[1]);
+        }
+        assert!(Solving.can_go_to(Escalated));
+        assert!(Reviewing.can_go_to(Escalated));
+        assert!(!Open.can_go_to(Solving));
+        assert!(!PrDraft.can_go_to(Escalated));
+        assert!(!Merged.can_go_to(Open));
+        assert!(!Escalated.can_go_to(Solving));
+        assert!(Solving.can_go_to(Solving));
+        assert!(!Ready.can_go_to(Ready));
+        for state in SolveState::ALL {
+            assert_eq!(SolveState::parse(state.as_str()), Some(state));
+        }
+    }
+
+    #[test]
+    fn slugs_are_short_and_safe() {
+        assert_eq!(
+            slug("IndexError: list index out of range in app/models.py", 30),
+            "indexerror-list-index-out-of"
+        );
+        assert_eq!(slug("../../etc/passwd; rm -rf /", 40), "etc-passwd-rm-rf");
+        assert_eq!(slug("ÄÖÜ", 10), "issue");
+        assert_eq!(slug("averyveryverylongword", 5), "avery");
+    }
+}

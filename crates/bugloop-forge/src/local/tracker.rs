@@ -1,0 +1,238 @@
+//! The local forge's issues and change requests: the embedded store's items, the repository's
+//! own branches. A change request is merged when a person merges its branch into its base
+//! (`git merge`): reading it notices that and records it.
+
+use async_trait::async_trait;
+use bugloop_domain::solve::SolveState;
+use bugloop_store::{Item, ItemKind, ItemState, NewChangeRequest, StoreError};
+
+use crate::tracker::{
+    ChangeRequest, ChangeRequestState, Check, DraftRequest, SolveTransition, TrackedIssue, Tracker,
+};
+use crate::{ChangeKey, ForgeError};
+
+use super::LocalForge;
+
+const NO_COMMIT: &str = "0000000000000000000000000000000000000000";
+
+fn number(n: u64) -> Result<i64, ForgeError> {
+    i64::try_from(n).map_err(|_| ForgeError::Invalid(format!("#{n} is not an item number")))
+}
+
+fn unsigned(n: i64) -> u64 {
+    u64::try_from(n).unwrap_or_default()
+}
+
+/// A refusal of the store (a transition from a state the record is not in) as the trait's.
+fn refused(error: StoreError) -> ForgeError {
+    match error {
+        StoreError::Refused(message) => ForgeError::Invalid(message),
+        other => ForgeError::Store(other),
+    }
+}
+
+fn change_request(item: Item) -> Result<ChangeRequest, ForgeError> {
+    let conversation = ChangeKey(item.conversation());
+    match (item.kind, item.branch, item.base) {
+        (ItemKind::Change, Some(branch), Some(base)) => Ok(ChangeRequest {
+            number: unsigned(item.number),
+            title: item.title,
+            branch,
+            base,
+            draft: item.draft.unwrap_or(false),
+            state: match item.state {
+                ItemState::Open => ChangeRequestState::Open,
+                ItemState::Closed => ChangeRequestState::Closed,
+                ItemState::Merged => ChangeRequestState::Merged,
+            },
+            conversation,
+            url: None,
+        }),
+        _ => Err(ForgeError::NotFound(format!(
+            "#{} is an issue, not a change request",
+            item.number
+        ))),
+    }
+}
+
+impl LocalForge {
+    /// Whether `branch` has been merged into `base` here.
+    fn merged(&self, branch: &str, base: &str) -> bool {
+        let (Some(tip), Some(_)) = (
+            self.git.resolve(&format!("refs/heads/{branch}")),
+            self.git.resolve(&format!("refs/heads/{base}")),
+        ) else {
+            return false;
+        };
+        self.git
+            .run(&[
+                "merge-base",
+                "--is-ancestor",
+                &tip,
+                &format!("refs/heads/{base}"),
+            ])
+            .is_ok()
+    }
+}
+
+#[async_trait]
+impl Tracker for LocalForge {
+    async fn issue(&self, issue: u64) -> Result<TrackedIssue, ForgeError> {
+        let item = self.store.item(number(issue)?).await?;
+        if item.kind != ItemKind::Issue {
+            return Err(ForgeError::NotFound(format!(
+                "#{issue} is a change request, not an issue"
+            )));
+        }
+        Ok(TrackedIssue {
+            number: issue,
+            conversation: ChangeKey(item.conversation()),
+            title: item.title,
+            body: item.body,
+            labels: item.labels,
+            open: item.state == ItemState::Open,
+        })
+    }
+
+    async fn add_labels(&self, issue: u64, labels: &[String]) -> Result<(), ForgeError> {
+        Ok(self.store.add_item_labels(number(issue)?, labels).await?)
+    }
+
+    async fn remove_label(&self, issue: u64, label: &str) -> Result<(), ForgeError> {
+        self.store.remove_item_label(number(issue)?, label).await?;
+        Ok(())
+    }
+
+    async fn solve_history(&self, issue: u64) -> Result<Vec<SolveTransition>, ForgeError> {
+        let mut history = Vec::new();
+        for stored in self.store.solve_history(number(issue)?).await? {
+            let state = |name: &str| {
+                SolveState::parse(name).ok_or_else(|| {
+                    ForgeError::Invalid(format!(
+                        "issue #{issue}'s record has an unknown state {name:?}"
+                    ))
+                })
+            };
+            history.push(SolveTransition {
+                from: stored.from.as_deref().map(state).transpose()?,
+                to: state(&stored.to)?,
+                detail: serde_json::from_str(&stored.detail).map_err(|e| {
+                    ForgeError::Invalid(format!(
+                        "issue #{issue}'s transition {}: its detail is not JSON: {e}",
+                        stored.seq
+                    ))
+                })?,
+                reason: stored.reason,
+                at: stored.at,
+            });
+        }
+        Ok(history)
+    }
+
+    async fn record_transition(
+        &self,
+        issue: u64,
+        from: Option<SolveState>,
+        to: SolveState,
+        reason: &str,
+        detail: &serde_json::Value,
+    ) -> Result<SolveTransition, ForgeError> {
+        let stored = self
+            .store
+            .record_transition(
+                number(issue)?,
+                from.map(SolveState::as_str),
+                to.as_str(),
+                reason,
+                &detail.to_string(),
+            )
+            .await
+            .map_err(refused)?;
+        Ok(SolveTransition {
+            from,
+            to,
+            reason: stored.reason,
+            detail: detail.clone(),
+            at: stored.at,
+        })
+    }
+
+    async fn branch_head(&self, branch: &str) -> Result<Option<String>, ForgeError> {
+        Ok(self.git.resolve(&format!("refs/heads/{branch}")))
+    }
+
+    async fn publish_branch(
+        &self,
+        branch: &str,
+        commit: &str,
+        previous: Option<&str>,
+    ) -> Result<(), ForgeError> {
+        self.git
+            .run(&["check-ref-format", "--branch", branch])
+            .map_err(|_| ForgeError::Invalid(format!("{branch:?} is not a branch name")))?;
+        // update-ref checks the old value under the ref's lock: a branch that moved (or came
+        // to exist) meanwhile is refused, never overwritten.
+        self.git
+            .run(&[
+                "update-ref",
+                "-m",
+                "bugloop solve",
+                &format!("refs/heads/{branch}"),
+                commit,
+                previous.unwrap_or(NO_COMMIT),
+            ])
+            .map_err(|e| {
+                ForgeError::Invalid(format!(
+                    "branch {branch} was not where this run left it, so it was not moved: {e}"
+                ))
+            })?;
+        Ok(())
+    }
+
+    async fn open_draft(&self, draft: &DraftRequest) -> Result<ChangeRequest, ForgeError> {
+        if let Some(open) = self.store.change_request_of(&draft.branch).await? {
+            return change_request(open);
+        }
+        let item = self
+            .store
+            .open_change_request(NewChangeRequest {
+                title: draft.title.clone(),
+                body: draft.body.clone(),
+                author: self.bot.clone(),
+                branch: draft.branch.clone(),
+                base: draft.base.clone(),
+                draft: true,
+                closes: Some(number(draft.closes)?),
+                labels: Vec::new(),
+            })
+            .await
+            .map_err(refused)?;
+        change_request(item)
+    }
+
+    async fn change_request(&self, request: u64) -> Result<ChangeRequest, ForgeError> {
+        let item = self.store.item(number(request)?).await?;
+        let mut found = change_request(item)?;
+        if found.state == ChangeRequestState::Open && self.merged(&found.branch, &found.base) {
+            self.store
+                .set_item_state(number(request)?, ItemState::Merged)
+                .await?;
+            found.state = ChangeRequestState::Merged;
+        }
+        Ok(found)
+    }
+
+    async fn mark_ready(&self, request: u64) -> Result<(), ForgeError> {
+        Ok(self.store.set_draft(number(request)?, false).await?)
+    }
+
+    /// A local repository has no CI: the solve pipeline's own test runs are its checks.
+    async fn checks(&self, _commit: &str) -> Result<Vec<Check>, ForgeError> {
+        Ok(Vec::new())
+    }
+
+    /// Reviews that request changes are GitHub's; locally the threads say it all.
+    async fn changes_requested(&self, _request: u64) -> Result<bool, ForgeError> {
+        Ok(false)
+    }
+}

@@ -1,0 +1,130 @@
+//! Issues and change requests, for the solve pipeline: the issue it solves (with labels and
+//! the record of its state machine), the branch a solution is published on, the draft change
+//! request, its checks and the ready flag. The conversations themselves (the issue's comments,
+//! the change request's review threads) go through [`crate::Forge`] under the keys given here.
+//! Implementations: the local forge (the embedded store and the repository's branches) and
+//! GitHub (issues and pull requests).
+
+use async_trait::async_trait;
+use bugloop_domain::solve::SolveState;
+use jiff::Timestamp;
+use serde::Serialize;
+
+use crate::{ChangeKey, ForgeError};
+
+/// An issue as the solver reads it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TrackedIssue {
+    pub number: u64,
+    pub title: String,
+    pub body: String,
+    pub labels: Vec<String>,
+    pub open: bool,
+    /// Where its comments are.
+    pub conversation: ChangeKey,
+}
+
+/// Where a change request is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChangeRequestState {
+    Open,
+    Closed,
+    Merged,
+}
+
+/// A change request (a pull request on GitHub).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ChangeRequest {
+    pub number: u64,
+    pub title: String,
+    pub branch: String,
+    pub base: String,
+    pub draft: bool,
+    pub state: ChangeRequestState,
+    /// Where its review threads are.
+    pub conversation: ChangeKey,
+    /// Its address on the forge, where it has one.
+    pub url: Option<String>,
+}
+
+/// A draft change request to open.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DraftRequest {
+    pub title: String,
+    pub body: String,
+    pub branch: String,
+    pub base: String,
+    /// The issue it closes.
+    pub closes: u64,
+}
+
+/// One recorded step of an issue's state machine.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SolveTransition {
+    pub from: Option<SolveState>,
+    pub to: SolveState,
+    pub reason: String,
+    /// What the pipeline resumes from (the branch, the change request, an attempt's outcome).
+    pub detail: serde_json::Value,
+    pub at: Timestamp,
+}
+
+/// A check on a commit (a CI job).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Check {
+    pub name: String,
+    /// `None` while it runs.
+    pub passed: Option<bool>,
+}
+
+#[async_trait]
+pub trait Tracker: Send + Sync + std::fmt::Debug {
+    async fn issue(&self, number: u64) -> Result<TrackedIssue, ForgeError>;
+
+    async fn add_labels(&self, issue: u64, labels: &[String]) -> Result<(), ForgeError>;
+
+    /// Removes a label the issue may not have.
+    async fn remove_label(&self, issue: u64, label: &str) -> Result<(), ForgeError>;
+
+    /// The issue's transitions, oldest first.
+    async fn solve_history(&self, issue: u64) -> Result<Vec<SolveTransition>, ForgeError>;
+
+    /// Records `from -> to`; refused (`Invalid`) when the record does not end in `from`, so two
+    /// runs cannot both take the same step.
+    async fn record_transition(
+        &self,
+        issue: u64,
+        from: Option<SolveState>,
+        to: SolveState,
+        reason: &str,
+        detail: &serde_json::Value,
+    ) -> Result<SolveTransition, ForgeError>;
+
+    /// The commit `branch` points at on the forge, if it exists.
+    async fn branch_head(&self, branch: &str) -> Result<Option<String>, ForgeError>;
+
+    /// Points `branch` at `commit`, only if it points at `previous` now (`None`: creates it,
+    /// only if it does not exist). Never forced.
+    async fn publish_branch(
+        &self,
+        branch: &str,
+        commit: &str,
+        previous: Option<&str>,
+    ) -> Result<(), ForgeError>;
+
+    /// Opens a draft change request, or returns the one open for its branch (a run that died
+    /// after opening it does not open a second).
+    async fn open_draft(&self, draft: &DraftRequest) -> Result<ChangeRequest, ForgeError>;
+
+    async fn change_request(&self, number: u64) -> Result<ChangeRequest, ForgeError>;
+
+    /// Marks a draft ready for review.
+    async fn mark_ready(&self, number: u64) -> Result<(), ForgeError>;
+
+    /// The checks on `commit` (none where the forge runs none).
+    async fn checks(&self, commit: &str) -> Result<Vec<Check>, ForgeError>;
+
+    /// Whether a reviewer's latest review of the change request asks for changes.
+    async fn changes_requested(&self, number: u64) -> Result<bool, ForgeError>;
+}

@@ -1,0 +1,96 @@
+//! The ready-for-review gate: no unresolved thread (the caller checked), no review asking for
+//! changes, every check on the head green, the test commands passed on the head, and the change
+//! under `solve.max_diff_lines`. Passed: the draft is marked ready (READY). Checks still running:
+//! wait. Anything else: escalated with every reason.
+
+use bugloop_domain::solve::SolveState;
+use bugloop_forge::tracker::ChangeRequest;
+use bugloop_git::short;
+use serde_json::json;
+
+use crate::build::{net_change, run_commands};
+
+use super::{Flow, Run, SolveError};
+
+pub(super) async fn decide(
+    run: &mut Run<'_, '_>,
+    request: &ChangeRequest,
+) -> Result<Flow, SolveError> {
+    let head = run
+        .tracker
+        .branch_head(&request.branch)
+        .await?
+        .ok_or_else(|| {
+            SolveError::Invalid(format!("the draft's branch {} is gone", request.branch))
+        })?;
+    let mut failed = Vec::new();
+    if run.tracker.changes_requested(request.number).await? {
+        failed.push("a reviewer requested changes".to_owned());
+    }
+    let checks = run.tracker.checks(&head).await?;
+    let pending: Vec<&str> = checks
+        .iter()
+        .filter(|c| c.passed.is_none())
+        .map(|c| c.name.as_str())
+        .collect();
+    failed.extend(
+        checks
+            .iter()
+            .filter(|c| c.passed == Some(false))
+            .map(|c| format!("the check {} failed", c.name)),
+    );
+    // The test commands, on the head as it is: a push bugloop did not make is tested here.
+    if run.record.verified_head().as_deref() != Some(head.as_str()) {
+        let bench = crate::build::Workbench::at(run.env.git, &head, "gate")?;
+        let runs = run_commands(
+            run.env.config(),
+            bench.path(),
+            Some(bench.git_mount()),
+            &run.env.settings.verify_commands,
+        )
+        .await?;
+        if let Some(failing) = runs.iter().find(|r| !r.passed) {
+            failed.push(format!("`{}` fails on {}", failing.command, short(&head)));
+        }
+    }
+    let start = run
+        .env
+        .git
+        .run(&["merge-base", &request.base, &head])
+        .ok()
+        .filter(|s| !s.is_empty())
+        .or_else(|| run.record.solving().map(|s| s.start))
+        .unwrap_or_else(|| head.clone());
+    let (_, added, removed) = net_change(run.env.git, &start, &head)?;
+    let lines = (added + removed) as u64;
+    let limit = run.env.config().solve.max_diff_lines;
+    if lines > limit {
+        failed.push(format!(
+            "the change is {lines} lines, over solve.max_diff_lines ({limit})"
+        ));
+    }
+    if !failed.is_empty() {
+        return run
+            .escalate(&format!("the ready gate failed: {}", failed.join("; ")))
+            .await;
+    }
+    if !pending.is_empty() {
+        return Ok(Flow::Stop(format!(
+            "waiting for checks on {}: {}",
+            short(&head),
+            pending.join(", ")
+        )));
+    }
+    run.tracker.mark_ready(request.number).await?;
+    run.step(
+        SolveState::Ready,
+        &format!(
+            "the gate passed on {}: no open threads, tests and checks green, {lines} lines changed; #{} is ready for review",
+            short(&head),
+            request.number
+        ),
+        json!({"head": head}),
+    )
+    .await?;
+    Ok(Flow::Next)
+}

@@ -1,0 +1,334 @@
+//! The solve pipeline (bugloop-architecture.md): an issue is taken, solved in a bounded
+//! build/test/evaluate loop on a branch of its own, proposed as a draft change request, its
+//! review answered round by round, and marked ready when the gate passes. Merging stays a human
+//! decision.
+//!
+//! The issue's state machine ([`SolveState`]) is the pipeline's memory: every step is recorded
+//! through the [`Tracker`] with its reason before the next begins, and a run reads the record
+//! and goes on from where it ends, so a process killed in any state is resumed by running again,
+//! and a step recorded as done is never redone. A step that writes somewhere (a branch, the
+//! draft, a thread's answer) records what it is about to write first, and on resume finishes it
+//! by checking what is already there.
+
+mod gate;
+mod record;
+mod review;
+mod solver;
+
+use bugloop_domain::solve::SolveState;
+use bugloop_forge::tracker::{TrackedIssue, Tracker};
+use bugloop_report::solve::SolveReport;
+use serde_json::json;
+
+use crate::env::LoopEnv;
+use crate::settings::LoopSettings;
+
+pub use self::record::Record;
+
+pub const SOLVE_PROMPT: &str = include_str!("../../prompts/solve.md");
+pub const RESOLVE_PROMPT: &str = include_str!("../../prompts/resolve-comments.md");
+
+#[derive(Debug, thiserror::Error)]
+pub enum SolveError {
+    #[error(transparent)]
+    Forge(#[from] bugloop_forge::ForgeError),
+    #[error(transparent)]
+    Build(#[from] crate::build::BuildError),
+    #[error(transparent)]
+    Review(#[from] crate::review::ReviewError),
+    #[error(transparent)]
+    Checkout(#[from] crate::checkout::CheckoutError),
+    #[error(transparent)]
+    Git(#[from] bugloop_git::GitError),
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// What a run of the pipeline is asked to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SolveOptions {
+    /// The branch a solution goes into (its change request's base).
+    pub base: String,
+    /// Take an escalated issue again.
+    pub retry: bool,
+}
+
+/// Whether the pipeline goes on after a step.
+enum Flow {
+    Next,
+    /// Nothing more to do now; the message says why.
+    Stop(String),
+}
+
+/// A run of the pipeline on one issue.
+struct Run<'e, 'a> {
+    env: &'e LoopEnv<'a>,
+    tracker: &'e dyn Tracker,
+    issue: TrackedIssue,
+    options: &'e SolveOptions,
+    record: Record,
+}
+
+/// Moves `issue` through the pipeline as far as it can go now: to READY, MERGED or ESCALATED,
+/// or to a state that waits for others (checks still running, a human's merge).
+pub async fn solve(
+    env: &LoopEnv<'_>,
+    tracker: &dyn Tracker,
+    issue: u64,
+    options: &SolveOptions,
+) -> Result<SolveReport, SolveError> {
+    let settings = solve_settings(env.settings)?;
+    let env = env.with_settings(&settings);
+    let found = tracker.issue(issue).await?;
+    let record = Record::new(tracker.solve_history(issue).await?);
+    if !found.open && record.state().is_none() {
+        return Err(SolveError::Invalid(format!(
+            "issue #{issue} is closed; there is nothing to solve"
+        )));
+    }
+    let mut run = Run {
+        env: &env,
+        tracker,
+        issue: found,
+        options,
+        record,
+    };
+    // A run that died between recording a step and labelling the issue left the labels behind.
+    if let Some(state) = run.record.state() {
+        run.ensure_labels(state).await?;
+    }
+    let message = loop {
+        let flow = match run.record.state() {
+            None => {
+                run.step(SolveState::Open, "filed", json!({})).await?;
+                Flow::Next
+            }
+            Some(SolveState::Open) => {
+                run.step(SolveState::Assigned, "taken by bugloop", json!({}))
+                    .await?;
+                Flow::Next
+            }
+            Some(SolveState::Assigned) => run.start_solving().await?,
+            Some(SolveState::Solving) => solver::run(&mut run).await?,
+            Some(SolveState::PrDraft) => review::first_review(&mut run).await?,
+            Some(SolveState::Reviewing) => review::round_or_gate(&mut run).await?,
+            Some(SolveState::Ready) => review::after_ready(&mut run).await?,
+            Some(SolveState::Escalated) if options.retry => {
+                run.step(
+                    SolveState::Assigned,
+                    "taken again (`--retry`) after an escalation",
+                    json!({}),
+                )
+                .await?;
+                Flow::Next
+            }
+            Some(SolveState::Escalated) => Flow::Stop(format!(
+                "escalated: {} (`bugloop solve {issue} --retry` takes it again)",
+                run.record.last_reason()
+            )),
+            Some(SolveState::Merged) => Flow::Stop("merged".to_owned()),
+        };
+        if let Flow::Stop(message) = flow {
+            break message;
+        }
+    };
+    Ok(run.record.report(&run.issue, message))
+}
+
+/// The issue's state as recorded, without doing anything (`bugloop status`).
+pub async fn status(tracker: &dyn Tracker, issue: u64) -> Result<SolveReport, SolveError> {
+    let found = tracker.issue(issue).await?;
+    let record = Record::new(tracker.solve_history(issue).await?);
+    let message = match record.state() {
+        Some(state) if state.is_final() => record.last_reason(),
+        Some(_) => format!("in progress: {}", record.last_reason()),
+        None => String::new(),
+    };
+    Ok(record.report(&found, message))
+}
+
+/// The settings a solve runs with: its verify commands are `solve.test_commands`, or
+/// `fix.verify_commands` when those are not set. Without either there is no exit condition
+/// (tests pass), so nothing is solved.
+fn solve_settings(settings: &LoopSettings) -> Result<LoopSettings, SolveError> {
+    let config = &settings.config;
+    let commands = bugloop_config::commands("solve.test_commands", &config.solve.test_commands)
+        .map_err(|e| SolveError::Invalid(e.to_string()))?;
+    let commands = if commands.is_empty() {
+        settings.verify_commands.clone()
+    } else {
+        commands
+    };
+    if commands.is_empty() {
+        return Err(SolveError::Invalid(
+            "solving needs the commands that build and test the code: set solve.test_commands \
+             (or fix.verify_commands) in the configuration; the loop ends when they pass"
+                .to_owned(),
+        ));
+    }
+    Ok(LoopSettings {
+        verify_commands: commands,
+        ..settings.clone()
+    })
+}
+
+impl Run<'_, '_> {
+    fn number(&self) -> u64 {
+        self.issue.number
+    }
+
+    /// Records the step from the current state to `to`, then puts the labels `to` calls for on
+    /// the issue.
+    async fn step(
+        &mut self,
+        to: SolveState,
+        reason: &str,
+        detail: serde_json::Value,
+    ) -> Result<(), SolveError> {
+        let from = self.record.state();
+        if let Some(from) = from
+            && !from.can_go_to(to)
+        {
+            return Err(SolveError::Invalid(format!(
+                "issue #{}: {from} -> {to} is not a step of the solve pipeline",
+                self.number()
+            )));
+        }
+        let transition = self
+            .tracker
+            .record_transition(self.number(), from, to, reason, &detail)
+            .await?;
+        self.env.progress.event(crate::ProgressEvent::Step(format!(
+            "#{}: {} -> {to}: {reason}",
+            self.number(),
+            from.map_or("(new)", SolveState::as_str)
+        )));
+        self.record.push(transition);
+        self.sync_labels(from, to).await
+    }
+
+    /// Puts the labels `state` calls for on the issue, whatever it has now.
+    async fn ensure_labels(&self, state: SolveState) -> Result<(), SolveError> {
+        let labels = &self.env.config().labels;
+        let (working, escalated) = bugloop_domain::solve::labels_of(state);
+        for (wanted, label) in [
+            (working, &labels.in_progress),
+            (escalated, &labels.needs_human),
+        ] {
+            let has = self.issue.labels.contains(label);
+            if wanted && !has {
+                self.tracker
+                    .add_labels(self.number(), std::slice::from_ref(label))
+                    .await?;
+            } else if has && !wanted {
+                self.tracker.remove_label(self.number(), label).await?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn sync_labels(
+        &self,
+        from: Option<SolveState>,
+        to: SolveState,
+    ) -> Result<(), SolveError> {
+        let labels = &self.env.config().labels;
+        let before = from.map_or((false, false), bugloop_domain::solve::labels_of);
+        let (working, escalated) = bugloop_domain::solve::labels_of(to);
+        for (had, has, label) in [
+            (before.0, working, &labels.in_progress),
+            (before.1, escalated, &labels.needs_human),
+        ] {
+            if has && !had {
+                self.tracker
+                    .add_labels(self.number(), std::slice::from_ref(label))
+                    .await?;
+            } else if had && !has {
+                self.tracker.remove_label(self.number(), label).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// ASSIGNED -> SOLVING: the branch the solution will be on, and the commit it starts from.
+    async fn start_solving(&mut self) -> Result<Flow, SolveError> {
+        let base = &self.options.base;
+        let start = self
+            .env
+            .git
+            .resolve(&format!("refs/heads/{base}"))
+            .or_else(|| self.env.git.resolve(base))
+            .ok_or_else(|| {
+                SolveError::Invalid(format!("the base branch {base:?} is not a branch here"))
+            })?;
+        let branch = format!(
+            "{}{}-{}",
+            self.env.config().branch_prefix,
+            self.number(),
+            bugloop_domain::solve::slug(&self.issue.title, 40)
+        );
+        self.step(
+            SolveState::Solving,
+            &format!(
+                "solving on {branch}, from {base} at {}",
+                &start[..12.min(start.len())]
+            ),
+            json!({"branch": branch, "base": base, "start": start}),
+        )
+        .await?;
+        Ok(Flow::Next)
+    }
+
+    /// -> ESCALATED, with `reason` and what was tried, said on the issue once.
+    async fn escalate(&mut self, reason: &str) -> Result<Flow, SolveError> {
+        let seq = self.record.len() + 1;
+        let mut body = format!(
+            "bugloop could not finish this issue and hands it to a person.\n\n**Why:** {reason}\n"
+        );
+        let tried = self.record.attempts();
+        if !tried.is_empty() {
+            body.push_str("\n**What was tried:**\n");
+            for attempt in &tried {
+                body.push_str(&format!(
+                    "- attempt {}: {}\n",
+                    attempt.number, attempt.outcome
+                ));
+            }
+        }
+        for round in self.record.rounds() {
+            body.push_str(&format!(
+                "- review round {}: {}\n",
+                round.number, round.outcome
+            ));
+        }
+        // Said once, even by a run that died after saying it and before recording it.
+        let marker = format!("<!-- bugloop solve-escalation:{seq} -->");
+        let conversation = &self.issue.conversation;
+        let said = self
+            .env
+            .forge
+            .comments(conversation)
+            .await?
+            .iter()
+            .any(|c| c.by_bugloop && c.body.contains(&marker));
+        if !said {
+            self.env
+                .forge
+                .add_comment(conversation, &format!("{body}\n{marker}"), None)
+                .await?;
+        }
+        self.step(SolveState::Escalated, reason, json!({})).await?;
+        Ok(Flow::Stop(format!("escalated: {reason}")))
+    }
+}
+
+/// Untrusted text for a prompt, between triple quotes: `"""` cannot end the quote, and at most
+/// `max` bytes.
+fn quoted(text: &str, max: usize) -> String {
+    let (text, cut) = crate::context::cut(text.trim(), max);
+    let mut text = text.replace("\"\"\"", "\\\"\\\"\\\"");
+    if cut {
+        text.push_str("\n[... cut for length ...]");
+    }
+    text
+}

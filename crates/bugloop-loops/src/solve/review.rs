@@ -1,0 +1,328 @@
+//! PR_DRAFT and REVIEWING: the draft is reviewed by the review loop; then, round by round, its
+//! unresolved threads are addressed in one Build run (grouped by file), the tests run again, the
+//! commit is pushed to the draft's branch, every addressed thread is answered and resolved, and
+//! the new head is reviewed. With no thread open, the gate decides. At
+//! `solve.max_review_iterations` rounds the issue is escalated.
+
+use std::collections::BTreeMap;
+
+use bugloop_domain::solve::SolveState;
+use bugloop_domain::thread::{ThreadState, ThreadStatus};
+use bugloop_forge::tracker::ChangeRequestState;
+use bugloop_git::{Selection, short};
+use bugloop_report::build::BuildStatus;
+use serde_json::json;
+
+use crate::act::open_threads;
+use crate::build::{BuildTask, Workbench, build};
+use crate::prompt::fill;
+use crate::publish::resolve_thread;
+use crate::review::{ReviewRequest, review};
+
+use super::record::BuiltRound;
+use super::{Flow, RESOLVE_PROMPT, Run, SolveError, quoted};
+
+/// The draft's number, from the record.
+fn draft(run: &Run<'_, '_>) -> Result<u64, SolveError> {
+    run.record.change_request().ok_or_else(|| {
+        SolveError::Invalid(format!(
+            "issue #{}'s record has no draft to review",
+            run.number()
+        ))
+    })
+}
+
+/// Reviews the draft at `head` with the review loop, publishing in its conversation; the number
+/// of findings it left open.
+async fn review_draft(run: &Run<'_, '_>, head: &str) -> Result<usize, SolveError> {
+    let number = draft(run)?;
+    let request = run.tracker.change_request(number).await?;
+    let base = run
+        .record
+        .solving()
+        .map(|s| s.base)
+        .unwrap_or_else(|| request.base.clone());
+    let mut change = run.env.git.select(&Selection::Range {
+        base: Some(base),
+        head: Some(head.to_owned()),
+    })?;
+    change.key = request.conversation.clone();
+    change.description = format!("#{number} {}", request.title);
+    let checkout = crate::checkout::checkout(run.env.git, &change)?;
+    let report = review(
+        run.env,
+        ReviewRequest {
+            change: change.key.clone(),
+            description: change.description.clone(),
+            base: change.base.clone(),
+            head: head.to_owned(),
+            diff: bugloop_diff::parse(&change.diff),
+            workspace: checkout.path().to_path_buf(),
+            git_mount: checkout.git_mount(),
+            clean_room: false,
+            focus: None,
+            full: false,
+        },
+    )
+    .await?;
+    Ok(report
+        .tracked
+        .iter()
+        .filter(|t| t.status != ThreadStatus::Resolved)
+        .count())
+}
+
+/// PR_DRAFT -> REVIEWING: the draft's first review.
+pub(super) async fn first_review(run: &mut Run<'_, '_>) -> Result<Flow, SolveError> {
+    let number = draft(run)?;
+    let branch = run.tracker.change_request(number).await?.branch;
+    let head = run
+        .tracker
+        .branch_head(&branch)
+        .await?
+        .ok_or_else(|| SolveError::Invalid(format!("the draft's branch {branch} is gone")))?;
+    let open = review_draft(run, &head).await?;
+    run.step(
+        SolveState::Reviewing,
+        &format!(
+            "draft #{number} reviewed: {open} finding{} open",
+            if open == 1 { "" } else { "s" }
+        ),
+        json!({"head": head}),
+    )
+    .await?;
+    Ok(Flow::Next)
+}
+
+/// REVIEWING: finishes a round a run before this one built, runs the next round, or, with no
+/// thread open, the gate.
+pub(super) async fn round_or_gate(run: &mut Run<'_, '_>) -> Result<Flow, SolveError> {
+    if let Some(built) = run.record.unfinished_round() {
+        return finish_round(run, &built).await;
+    }
+    let number = draft(run)?;
+    let request = run.tracker.change_request(number).await?;
+    let (_, state) = run.env.conversation(&request.conversation).await?;
+    let open: Vec<&ThreadState> = open_threads(&state);
+    if open.is_empty() {
+        return super::gate::decide(run, &request).await;
+    }
+    let rounds = run.record.rounds().len() as u64;
+    let limit = u64::from(run.env.config().solve.max_review_iterations);
+    if rounds >= limit {
+        return run
+            .escalate(&format!(
+                "{} review thread{} still open after {rounds} round{} (solve.max_review_iterations)",
+                open.len(),
+                if open.len() == 1 { "" } else { "s" },
+                if rounds == 1 { "" } else { "s" }
+            ))
+            .await;
+    }
+    let round = rounds + 1;
+    let head = run
+        .tracker
+        .branch_head(&request.branch)
+        .await?
+        .ok_or_else(|| {
+            SolveError::Invalid(format!("the draft's branch {} is gone", request.branch))
+        })?;
+    let ids: Vec<String> = open
+        .iter()
+        .filter_map(|t| t.finding_id.as_ref().map(|f| f.as_str().to_owned()))
+        .collect();
+    let bench = Workbench::at(run.env.git, &head, "resolve")?;
+    let result = build(
+        run.env,
+        &bench,
+        BuildTask {
+            name: format!("resolve-{}-{round}", run.number()),
+            prompt: prompt(run, &open),
+            commit_message: format!(
+                "fix: address review of #{number} (round {round}: {})",
+                ids.join(", ")
+            ),
+            keep_failed: false,
+        },
+    )
+    .await;
+    drop(bench);
+    match &result.status {
+        BuildStatus::Committed { commit, .. } => {
+            let built = BuiltRound {
+                number: round,
+                commit: commit.clone(),
+                previous: head,
+                threads: ids,
+                summary: result.summary.clone(),
+            };
+            run.step(
+                SolveState::Reviewing,
+                &format!("round {round}: built {}", short(commit)),
+                json!({
+                    "round": round, "phase": "built", "commit": built.commit,
+                    "previous": built.previous, "threads": built.threads,
+                    "summary": built.summary,
+                }),
+            )
+            .await?;
+            finish_round(run, &built).await
+        }
+        other => {
+            let outcome = bugloop_report::text::build_status(other);
+            run.step(
+                SolveState::Reviewing,
+                &format!("round {round}: {outcome}"),
+                json!({"round": round, "phase": "failed", "threads": ids, "outcome": outcome}),
+            )
+            .await?;
+            Ok(Flow::Next)
+        }
+    }
+}
+
+/// Pushes a built round's commit (unless it is there), answers and resolves the threads it
+/// addressed (unless they are), reviews the new head, and records the round done.
+async fn finish_round(run: &mut Run<'_, '_>, built: &BuiltRound) -> Result<Flow, SolveError> {
+    let number = draft(run)?;
+    let request = run.tracker.change_request(number).await?;
+    let head = run.tracker.branch_head(&request.branch).await?;
+    if head.as_deref() != Some(built.commit.as_str()) {
+        run.tracker
+            .publish_branch(&request.branch, &built.commit, Some(&built.previous))
+            .await?;
+    }
+    let (comments, state) = run.env.conversation(&request.conversation).await?;
+    for thread in open_threads(&state) {
+        let Some(id) = &thread.finding_id else {
+            continue;
+        };
+        if !built.threads.iter().any(|t| t == id.as_str()) {
+            continue;
+        }
+        let Some(root) = comments.iter().find(|c| c.id == thread.id) else {
+            continue;
+        };
+        resolve_thread(
+            run.env.forge,
+            &request.conversation,
+            &run.env.settings.markers,
+            root,
+            id,
+            &format!(
+                "Addressed in {} (review round {}, the tests pass).",
+                short(&built.commit),
+                built.number
+            ),
+        )
+        .await?;
+    }
+    let open = review_draft(run, &built.commit).await?;
+    let outcome = format!(
+        "{} thread{} addressed in {}, tests pass; {open} finding{} open after its review",
+        built.threads.len(),
+        if built.threads.len() == 1 { "" } else { "s" },
+        short(&built.commit),
+        if open == 1 { "" } else { "s" }
+    );
+    run.step(
+        SolveState::Reviewing,
+        &format!("round {}: {outcome}", built.number),
+        json!({
+            "round": built.number, "phase": "done", "commit": built.commit,
+            "threads": built.threads, "outcome": outcome,
+        }),
+    )
+    .await?;
+    Ok(Flow::Next)
+}
+
+/// READY: merged by a person (-> MERGED), reopened by new review threads (-> REVIEWING), or
+/// waiting for a person.
+pub(super) async fn after_ready(run: &mut Run<'_, '_>) -> Result<Flow, SolveError> {
+    let number = draft(run)?;
+    let request = run.tracker.change_request(number).await?;
+    match request.state {
+        ChangeRequestState::Merged => {
+            run.step(
+                SolveState::Merged,
+                &format!("#{number} was merged"),
+                json!({}),
+            )
+            .await?;
+            return Ok(Flow::Stop(format!("#{number} was merged")));
+        }
+        ChangeRequestState::Closed => {
+            return Ok(Flow::Stop(format!("#{number} was closed without merging")));
+        }
+        ChangeRequestState::Open => {}
+    }
+    let (_, state) = run.env.conversation(&request.conversation).await?;
+    let open = open_threads(&state).len();
+    if open > 0 {
+        run.step(
+            SolveState::Reviewing,
+            &format!(
+                "{open} new review thread{} on #{number}",
+                if open == 1 { "" } else { "s" }
+            ),
+            json!({}),
+        )
+        .await?;
+        return Ok(Flow::Next);
+    }
+    Ok(Flow::Stop(format!(
+        "#{number} is ready for review; merging it is a person's decision"
+    )))
+}
+
+/// The round's prompt: the open threads grouped by file.
+fn prompt(run: &Run<'_, '_>, open: &[&ThreadState]) -> String {
+    let mut by_file: BTreeMap<&str, Vec<&ThreadState>> = BTreeMap::new();
+    for thread in open {
+        by_file
+            .entry(thread.file.as_deref().unwrap_or("(the change as a whole)"))
+            .or_default()
+            .push(thread);
+    }
+    let mut threads = String::new();
+    for (file, list) in by_file {
+        threads.push_str(&format!("## {file}\n\n"));
+        for thread in list {
+            let id = thread.finding_id.as_ref().map_or("", |f| f.as_str());
+            let line = thread
+                .line
+                .map(|l| format!(" (line {l})"))
+                .unwrap_or_default();
+            threads.push_str(&format!(
+                "### Thread `{id}`{line}\n\n\"\"\"\n{}\n\"\"\"\n\n",
+                quoted(&thread.body, 4_000)
+            ));
+            for reply in &thread.developer_replies {
+                threads.push_str(&format!(
+                    "A reply in this thread:\n\n\"\"\"\n{}\n\"\"\"\n\n",
+                    quoted(&reply.body, 2_000)
+                ));
+            }
+        }
+    }
+    let rounds = run.record.rounds();
+    let previous = if rounds.is_empty() {
+        String::new()
+    } else {
+        let mut text = "## Rounds before this one\n\n".to_owned();
+        for round in rounds {
+            text.push_str(&format!("- round {}: {}\n", round.number, round.outcome));
+        }
+        text
+    };
+    fill(
+        RESOLVE_PROMPT,
+        &[
+            ("number", &run.number().to_string()),
+            ("title", &quoted(&run.issue.title, 200)),
+            ("threads", &threads),
+            ("previous", &previous),
+        ],
+    )
+}

@@ -1,0 +1,286 @@
+//! SOLVING: the build/test/evaluate loop. A Build agent works in a task tree off the base, the
+//! test commands run in the sandbox, and an attempt that fails leaves its edits for the next one,
+//! told what failed. Each attempt is recorded as it ends; at `solve.max_iterations` attempts, or
+//! `solve.timeout_minutes` after solving started, the issue is escalated with what was tried. A
+//! passing solution is checked against the guardrails (protected paths, `solve.max_diff_lines`),
+//! recorded, published on the issue's branch and proposed as a draft change request.
+
+use std::time::Duration;
+
+use bugloop_domain::solve::SolveState;
+use bugloop_forge::tracker::DraftRequest;
+use bugloop_report::build::BuildStatus;
+use jiff::Timestamp;
+use serde_json::json;
+
+use crate::build::{BuildTask, Workbench, build, net_change};
+use crate::prompt::fill;
+
+use super::record::{Solution, Solving};
+use super::{Flow, Run, SOLVE_PROMPT, SolveError, quoted};
+
+pub(super) async fn run(run: &mut Run<'_, '_>) -> Result<Flow, SolveError> {
+    let solving = run.record.solving().ok_or_else(|| {
+        SolveError::Invalid(format!(
+            "issue #{}'s record has no ASSIGNED -> SOLVING step to resume from",
+            run.number()
+        ))
+    })?;
+    if let Some(solution) = run.record.solution() {
+        return propose(run, &solving, &solution).await;
+    }
+    let solve = &run.env.config().solve;
+    let max_attempts = u64::from(solve.max_iterations);
+    let deadline = solving.started_at
+        + jiff::SignedDuration::from_secs(
+            i64::try_from(solve.timeout_minutes.saturating_mul(60)).unwrap_or(i64::MAX),
+        );
+    let bench = Workbench::at(run.env.git, &solving.start, "solve")?;
+    loop {
+        let done = run.record.attempts().len() as u64;
+        if done >= max_attempts {
+            return run
+                .escalate(&format!(
+                    "no solution passed the tests in {done} attempt{} (solve.max_iterations)",
+                    if done == 1 { "" } else { "s" }
+                ))
+                .await;
+        }
+        let left = deadline.duration_since(Timestamp::now());
+        if left.is_negative() || left.is_zero() {
+            return run
+                .escalate(&format!(
+                    "solving took longer than solve.timeout_minutes ({} min)",
+                    solve.timeout_minutes
+                ))
+                .await;
+        }
+        let number = done + 1;
+        let left = Duration::try_from(left).unwrap_or(Duration::ZERO);
+        let task = BuildTask {
+            name: format!("solve-{}-{number}", run.number()),
+            prompt: prompt(run),
+            commit_message: format!(
+                "fix: {} (#{})",
+                first_line(&run.issue.title, 60),
+                run.number()
+            ),
+            keep_failed: true,
+        };
+        let Ok(result) = tokio::time::timeout(left, build(run.env, &bench, task)).await else {
+            let _ = bench.discard();
+            run.step(
+                SolveState::Solving,
+                &format!("attempt {number}: stopped at the time limit"),
+                json!({"attempt": number, "passed": false, "outcome": "stopped at the time limit"}),
+            )
+            .await?;
+            continue;
+        };
+        let outcome = match &result.status {
+            BuildStatus::Committed { commit, files, .. } => {
+                let (_, added, removed) = net_change(run.env.git, &solving.start, commit)?;
+                let lines = (added + removed) as u64;
+                let limit = run.env.config().solve.max_diff_lines;
+                if lines > limit {
+                    run.step(
+                        SolveState::Solving,
+                        &format!(
+                            "attempt {number}: the tests pass, but the change is {lines} lines, over solve.max_diff_lines ({limit})"
+                        ),
+                        json!({
+                            "attempt": number, "passed": false, "guardrail": "max_diff_lines",
+                            "outcome": format!("the tests pass, but the change is {lines} lines, over solve.max_diff_lines ({limit})"),
+                        }),
+                    )
+                    .await?;
+                    return run
+                        .escalate(&format!(
+                            "the solution changes {lines} lines, over solve.max_diff_lines ({limit}): a person should look at a change that large"
+                        ))
+                        .await;
+                }
+                let solution = Solution {
+                    commit: commit.clone(),
+                    summary: result.summary.clone(),
+                    verify: json!(
+                        result
+                            .verify
+                            .iter()
+                            .map(|v| json!({"command": v.command, "passed": v.passed}))
+                            .collect::<Vec<_>>()
+                    ),
+                    files: json!(files),
+                };
+                let outcome = format!(
+                    "the tests pass ({} file{}, +{added} -{removed})",
+                    files.len(),
+                    if files.len() == 1 { "" } else { "s" }
+                );
+                run.step(
+                    SolveState::Solving,
+                    &format!("attempt {number}: {outcome}"),
+                    json!({
+                        "attempt": number, "passed": true, "outcome": outcome, "commit": solution.commit,
+                        "summary": solution.summary, "verify": solution.verify,
+                        "files": solution.files,
+                    }),
+                )
+                .await?;
+                return propose(run, &solving, &solution).await;
+            }
+            BuildStatus::Refused { reason } => {
+                run.step(
+                    SolveState::Solving,
+                    &format!("attempt {number}: refused: {reason}"),
+                    json!({
+                        "attempt": number, "passed": false, "guardrail": "protected_paths",
+                        "outcome": format!("refused: {reason}"),
+                    }),
+                )
+                .await?;
+                return run
+                    .escalate(&format!("the solution was refused: {reason}"))
+                    .await;
+            }
+            BuildStatus::VerifyFailed { command, output } => format!(
+                "`{command}` failed: {}",
+                first_line(last_lines(output, 1).trim(), 200)
+            ),
+            BuildStatus::NoChanges { .. } => "the agent changed nothing".to_owned(),
+            BuildStatus::AgentFailed { error } => format!("the agent did not finish: {error}"),
+        };
+        let output = match &result.status {
+            BuildStatus::VerifyFailed { output, .. } => last_lines(output, 40),
+            _ => String::new(),
+        };
+        run.step(
+            SolveState::Solving,
+            &format!("attempt {number}: {outcome}"),
+            json!({
+                "attempt": number, "passed": false, "outcome": outcome,
+                "summary": result.summary, "output": output,
+            }),
+        )
+        .await?;
+    }
+}
+
+/// The solver's prompt: the issue, and what the attempts before this one came to.
+fn prompt(run: &Run<'_, '_>) -> String {
+    let mut attempts = String::new();
+    let history = run.record.attempts();
+    if !history.is_empty() {
+        attempts.push_str("## Attempts so far\n\nYour edits of the attempts below are still in the tree; build on them or undo them.\n\n");
+        for attempt in &history {
+            attempts.push_str(&format!(
+                "- attempt {}: {}\n",
+                attempt.number, attempt.outcome
+            ));
+        }
+        if let Some(output) = run.record.last_output() {
+            attempts.push_str(&format!(
+                "\nThe last failing command's output (its end):\n\n\"\"\"\n{}\n\"\"\"\n",
+                quoted(&output, 6_000)
+            ));
+        }
+    }
+    fill(
+        SOLVE_PROMPT,
+        &[
+            ("number", &run.number().to_string()),
+            ("title", &quoted(&first_line(&run.issue.title, 200), 400)),
+            ("body", &quoted(&run.issue.body, 16_000)),
+            ("attempts", &attempts),
+        ],
+    )
+}
+
+/// Publishes the solution on the issue's branch (unless a run before this one did) and opens
+/// the draft (or finds the one it opened).
+async fn propose(
+    run: &mut Run<'_, '_>,
+    solving: &Solving,
+    solution: &Solution,
+) -> Result<Flow, SolveError> {
+    let branch = &solving.branch;
+    match run.tracker.branch_head(branch).await? {
+        None => {
+            run.tracker
+                .publish_branch(branch, &solution.commit, None)
+                .await?;
+        }
+        Some(head) if head == solution.commit => {}
+        Some(other) => {
+            return run
+                .escalate(&format!(
+                    "the branch {branch} already exists at {} and is not this solution's; it was left alone",
+                    &other[..12.min(other.len())]
+                ))
+                .await;
+        }
+    }
+    let draft = run
+        .tracker
+        .open_draft(&DraftRequest {
+            title: format!("fix: {}", first_line(&run.issue.title, 70)),
+            body: draft_body(run, solution),
+            branch: branch.clone(),
+            base: solving.base.clone(),
+            closes: run.number(),
+        })
+        .await?;
+    run.step(
+        SolveState::PrDraft,
+        &format!("draft #{} opened from {branch}", draft.number),
+        json!({"change_request": draft.number, "commit": solution.commit}),
+    )
+    .await?;
+    Ok(Flow::Next)
+}
+
+fn draft_body(run: &Run<'_, '_>, solution: &Solution) -> String {
+    let mut body = format!("Closes #{}\n\n## Summary\n\n", run.number());
+    let summary = solution.summary.trim();
+    body.push_str(if summary.is_empty() {
+        "(the agent gave no summary)"
+    } else {
+        summary
+    });
+    body.push_str("\n\n## Test results\n\n");
+    for run in solution.verify.as_array().into_iter().flatten() {
+        body.push_str(&format!(
+            "- `{}`: {}\n",
+            run.get("command")
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or_default(),
+            if run.get("passed").and_then(serde_json::Value::as_bool) == Some(true) {
+                "passed"
+            } else {
+                "failed"
+            }
+        ));
+    }
+    body.push_str("\n## Files changed\n\n");
+    for file in solution.files.as_array().into_iter().flatten() {
+        if let Some(file) = file.as_str() {
+            body.push_str(&format!("- `{file}`\n"));
+        }
+    }
+    let attempts = run.record.attempts().len();
+    body.push_str(&format!(
+        "\nSolved by bugloop in {attempts} attempt{}.\n",
+        if attempts == 1 { "" } else { "s" }
+    ));
+    body
+}
+
+fn first_line(text: &str, max: usize) -> String {
+    let line = text.lines().next().unwrap_or_default().trim();
+    crate::context::cut(line, max).0
+}
+
+fn last_lines(text: &str, count: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(count)..].join("\n")
+}

@@ -1,0 +1,572 @@
+//! The solve pipeline end to end on a local repository with a scripted model: an issue solved in
+//! two attempts, its draft reviewed with two findings, the findings addressed in one round, the
+//! gate passed and the draft marked ready; a solver that never passes escalated with its attempts
+//! listed; a solution touching a protected path refused; and a run killed right after each
+//! recorded transition resumed to the same end, nothing done twice.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use async_trait::async_trait;
+use bugloop_domain::solve::SolveState;
+use bugloop_forge::local::LocalForge;
+use bugloop_forge::tracker::{
+    ChangeRequest, Check, DraftRequest, SolveTransition, TrackedIssue, Tracker,
+};
+use bugloop_forge::{ChangeKey, Forge, ForgeError};
+use bugloop_git::Git;
+use bugloop_llm::BudgetLimits;
+use bugloop_llm::budget::{Meter, Metered};
+use bugloop_llm::scripted::{ScriptedProvider, text_reply, tool_reply};
+use bugloop_loops::solve::{SolveOptions, solve};
+use bugloop_loops::{LoopEnv, LoopSettings};
+use bugloop_report::solve::SolveReport;
+use bugloop_store::NewIssue;
+use bugloop_testkit::TestRepo;
+use serde_json::json;
+
+use crate::support::{finding, git, push_session, usage};
+
+const BUGGY: &str =
+    "def last(items):\n    return items[len(items)]\n\n\ndef first(items):\n    return items[0]\n";
+const SOLVED: &str =
+    "def last(items):\n    return items[-1]\n\n\ndef first(items):\n    return items[0]\n";
+const TEST: &str =
+    "from app.models import last\n\n\ndef test_last():\n    assert last([1, 2, 3]) == 3\n";
+
+/// A repository with the bug on `main` and the issue filed for it.
+async fn scenario() -> (TestRepo, u64) {
+    let repo = TestRepo::init("main");
+    repo.git(&["config", "user.name", "Dev"]);
+    repo.git(&["config", "user.email", "dev@example.com"]);
+    repo.write("app/models.py", BUGGY);
+    repo.write(".github/workflows/ci.yml", "on: push\n");
+    repo.commit("models");
+    let forge = LocalForge::open(Git::open(repo.path()).unwrap(), "bugloop")
+        .await
+        .unwrap();
+    let issue = forge
+        .store()
+        .file_issue(NewIssue {
+            title: "IndexError: list index out of range in last (app/models.py)".to_owned(),
+            body: "Traceback (most recent call last):\n  File \"app/models.py\", line 2, in last\n    return items[len(items)]\nIndexError: list index out of range\n".to_owned(),
+            author: "bugloop".to_owned(),
+            labels: vec!["bug".to_owned(), "bug:autofix".to_owned()],
+        })
+        .await
+        .unwrap();
+    (repo, u64::try_from(issue.number).unwrap())
+}
+
+fn config(max_iterations: u32) -> bugloop_config::Config {
+    let mut config = bugloop_config::Config::default();
+    config.solve.test_commands = vec!["grep -qF 'items[-1]' app/models.py".to_owned()].into();
+    config.solve.max_iterations = max_iterations;
+    config
+}
+
+fn write(path: &str, content: &str) -> (&'static str, serde_json::Value) {
+    ("write_file", json!({"path": path, "content": content}))
+}
+
+/// The whole happy path's model: two attempts, the draft's review, one round, its review.
+fn happy_script() -> ScriptedProvider {
+    let provider = ScriptedProvider::new([
+        // Attempt 1: a wrong fix; the tests fail.
+        tool_reply(
+            &[(
+                "edit_file",
+                json!({"path": "app/models.py", "old_text": "items[len(items)]", "new_text": "items[len(items) - 2]"}),
+            )],
+            usage(),
+        ),
+        text_reply("Off by one: read the element before the end.", usage()),
+        // Attempt 2: the fix and a test.
+        tool_reply(
+            &[
+                write("app/models.py", SOLVED),
+                write("tests/test_models.py", TEST),
+            ],
+            usage(),
+        ),
+        text_reply(
+            "`last` indexed one past the end; it reads items[-1] now. Test: test_last.",
+            usage(),
+        ),
+    ]);
+    // The draft's review: two findings.
+    push_session(
+        &provider,
+        vec![
+            finding(
+                "app/models.py",
+                2,
+                "return items[-1]",
+                "last() still raises IndexError on an empty list",
+                "An empty list has no last element; items[-1] raises.",
+                7,
+                "logic",
+            ),
+            finding(
+                "tests/test_models.py",
+                5,
+                "assert last([1, 2, 3]) == 3",
+                "The test misses the empty list",
+                "The crash the issue reports needs a test for the edge case.",
+                6,
+                "logic",
+            ),
+        ],
+        vec![],
+    );
+    // Round 1: both addressed.
+    provider.push(tool_reply(
+        &[
+            write(
+                "app/models.py",
+                &SOLVED.replace("items[-1]\n", "items[-1] if items else None\n"),
+            ),
+            write(
+                "tests/test_models.py",
+                &format!("{TEST}    assert last([]) is None\n"),
+            ),
+        ],
+        usage(),
+    ));
+    provider.push(text_reply("Both threads addressed.", usage()));
+    // The round's review: nothing new.
+    push_session(&provider, vec![], vec![]);
+    provider
+}
+
+async fn run_solve(
+    repo: &TestRepo,
+    config: bugloop_config::Config,
+    model: Arc<ScriptedProvider>,
+    tracker: Option<&dyn Tracker>,
+    issue: u64,
+) -> Result<SolveReport, bugloop_loops::solve::SolveError> {
+    let git = Git::open(repo.path()).unwrap();
+    let forge = LocalForge::open(git.clone(), "bugloop").await.unwrap();
+    let meter = Arc::new(Meter::new("scripted", BudgetLimits::default(), None));
+    let provider = Arc::new(Metered::new(model, meter.clone()));
+    let runs = tempfile::tempdir().unwrap();
+    let settings = LoopSettings::resolve(config).unwrap();
+    let env = LoopEnv {
+        forge: &forge,
+        git: &git,
+        settings: &settings,
+        provider,
+        meter,
+        runs_dir: runs.path().to_path_buf(),
+        progress: Arc::new(bugloop_loops::Silent),
+        work: bugloop_loops::build::WorkTarget::LocalBranch,
+    };
+    let options = SolveOptions {
+        base: "main".to_owned(),
+        retry: false,
+    };
+    solve(&env, tracker.unwrap_or(&forge), issue, &options).await
+}
+
+fn states(report: &SolveReport) -> Vec<SolveState> {
+    report.history.iter().map(|s| s.to).collect()
+}
+
+async fn labels(repo: &TestRepo, issue: u64) -> Vec<String> {
+    let forge = LocalForge::open(Git::open(repo.path()).unwrap(), "bugloop")
+        .await
+        .unwrap();
+    forge.issue(issue).await.unwrap().labels
+}
+
+/// What the happy path leaves: one branch with two commits, one draft marked ready, both threads
+/// resolved once.
+async fn assert_solved(repo: &TestRepo, report: &SolveReport) {
+    use SolveState::*;
+    assert_eq!(report.state, Some(Ready), "{}", report.to_text());
+    let mut seen = states(report);
+    seen.dedup();
+    assert_eq!(
+        seen,
+        [Open, Assigned, Solving, PrDraft, Reviewing, Ready],
+        "{}",
+        report.history_text()
+    );
+    assert_eq!(report.attempts.len(), 2, "{}", report.to_text());
+    assert!(!report.attempts[0].passed);
+    assert!(
+        report.attempts[0].outcome.contains("grep -qF"),
+        "{report:?}"
+    );
+    assert!(report.attempts[1].passed);
+    assert_eq!(report.rounds.len(), 1, "{}", report.to_text());
+    assert_eq!(report.rounds[0].threads.len(), 2);
+    let branch = report.branch.clone().unwrap();
+    assert!(
+        branch.starts_with("bugloop/1-indexerror-list-index"),
+        "{branch}"
+    );
+    assert_eq!(
+        git(
+            repo.path(),
+            &["rev-list", "--count", &format!("main..{branch}")]
+        ),
+        "2"
+    );
+    assert!(
+        git(repo.path(), &["show", &format!("{branch}:app/models.py")])
+            .contains("items[-1] if items else None")
+    );
+    // The user's checkout is untouched.
+    assert_eq!(
+        git(repo.path(), &["rev-parse", "--abbrev-ref", "HEAD"]),
+        "main"
+    );
+    assert_eq!(git(repo.path(), &["status", "--porcelain"]), "");
+    let forge = LocalForge::open(Git::open(repo.path()).unwrap(), "bugloop")
+        .await
+        .unwrap();
+    let request = forge
+        .change_request(report.change_request.unwrap())
+        .await
+        .unwrap();
+    assert!(!request.draft, "marked ready");
+    assert_eq!(request.branch, branch);
+    let item = forge
+        .store()
+        .item(i64::try_from(request.number).unwrap())
+        .await
+        .unwrap();
+    assert!(item.body.starts_with("Closes #1\n"), "{}", item.body);
+    assert!(
+        item.body
+            .contains("`grep -qF 'items[-1]' app/models.py`: passed")
+    );
+    assert!(item.body.contains("- `tests/test_models.py`"));
+    let comments = forge.comments(&request.conversation).await.unwrap();
+    let findings: Vec<_> = comments
+        .iter()
+        .filter(|c| c.by_bugloop && c.in_reply_to.is_none() && c.path.is_some())
+        .collect();
+    assert_eq!(findings.len(), 2, "{comments:#?}");
+    let replies = comments
+        .iter()
+        .filter(|c| c.by_bugloop && c.body.contains("Addressed in"))
+        .count();
+    assert_eq!(replies, 2, "each thread answered once: {comments:#?}");
+    assert!(
+        forge
+            .store()
+            .items(bugloop_store::ItemKind::Change, false)
+            .await
+            .unwrap()
+            .len()
+            == 1,
+        "one change request"
+    );
+    let labels = labels(repo, 1).await;
+    assert!(
+        !labels.contains(&"bugloop:solving".to_owned()),
+        "{labels:?}"
+    );
+    assert!(
+        !labels.contains(&"bugloop:escalated".to_owned()),
+        "{labels:?}"
+    );
+}
+
+#[tokio::test]
+async fn an_issue_is_solved_reviewed_addressed_and_marked_ready() {
+    let (repo, issue) = scenario().await;
+    let model = Arc::new(happy_script());
+    let report = run_solve(&repo, config(10), model.clone(), None, issue)
+        .await
+        .unwrap();
+    assert_eq!(model.remaining(), 0, "every scripted answer was used");
+    assert_solved(&repo, &report).await;
+    // The round's prompt had both threads, grouped by file, and the issue's text was quoted.
+    let requests = model.requests();
+    let round = requests
+        .iter()
+        .find(|r| {
+            r.messages
+                .iter()
+                .any(|m| m.content.contains("# Task: address the review"))
+        })
+        .unwrap();
+    let prompt: String = round.messages.iter().map(|m| m.content.as_str()).collect();
+    assert!(prompt.contains("## app/models.py") && prompt.contains("## tests/test_models.py"));
+    // The second attempt was told what the first came to.
+    assert!(
+        requests.iter().any(|r| r.messages.iter().any(|m| m
+            .content
+            .contains("## Attempts so far")
+            && m.content
+                .contains("- attempt 1: `grep -qF 'items[-1]' app/models.py` failed"))),
+        "the second attempt's prompt"
+    );
+    // Running again changes nothing: the draft waits for a person.
+    let again = run_solve(
+        &repo,
+        config(10),
+        Arc::new(ScriptedProvider::new([])),
+        None,
+        issue,
+    )
+    .await
+    .unwrap();
+    assert_eq!(again.history.len(), report.history.len());
+    assert!(
+        again.message.contains("merging it is a person's decision"),
+        "{}",
+        again.message
+    );
+    // A person merges it: the next run records it.
+    git(
+        repo.path(),
+        &["merge", "-q", "--no-edit", again.branch.as_deref().unwrap()],
+    );
+    let merged = run_solve(
+        &repo,
+        config(10),
+        Arc::new(ScriptedProvider::new([])),
+        None,
+        issue,
+    )
+    .await
+    .unwrap();
+    assert_eq!(merged.state, Some(SolveState::Merged));
+}
+
+#[tokio::test]
+async fn a_solver_that_never_passes_is_escalated_with_its_attempts() {
+    let (repo, issue) = scenario().await;
+    let model = Arc::new(ScriptedProvider::new([]));
+    for attempt in 1..=3 {
+        model.push(tool_reply(
+            &[write(
+                "app/models.py",
+                &BUGGY.replace("[0]", &format!("[{attempt}]")),
+            )],
+            usage(),
+        ));
+        model.push(text_reply(format!("try {attempt}"), usage()));
+    }
+    let report = run_solve(&repo, config(3), model.clone(), None, issue)
+        .await
+        .unwrap();
+    assert_eq!(model.remaining(), 0);
+    assert_eq!(
+        report.state,
+        Some(SolveState::Escalated),
+        "{}",
+        report.to_text()
+    );
+    assert_eq!(report.attempts.len(), 3);
+    assert!(report.message.contains("3 attempts"), "{}", report.message);
+    assert!(report.branch.is_some());
+    assert_eq!(
+        git(repo.path(), &["branch", "--list", "bugloop/*"]),
+        "",
+        "nothing published"
+    );
+    let labels = labels(&repo, issue).await;
+    assert!(
+        labels.contains(&"bugloop:escalated".to_owned()),
+        "{labels:?}"
+    );
+    assert!(
+        !labels.contains(&"bugloop:solving".to_owned()),
+        "{labels:?}"
+    );
+    let forge = LocalForge::open(Git::open(repo.path()).unwrap(), "bugloop")
+        .await
+        .unwrap();
+    let said = forge
+        .comments(&ChangeKey(format!("issue:{issue}")))
+        .await
+        .unwrap();
+    assert_eq!(said.len(), 1, "{said:#?}");
+    for attempt in 1..=3 {
+        assert!(
+            said[0]
+                .body
+                .contains(&format!("- attempt {attempt}: `grep -qF")),
+            "{}",
+            said[0].body
+        );
+    }
+    // Escalated stays escalated until someone sends it back.
+    let again = run_solve(
+        &repo,
+        config(3),
+        Arc::new(ScriptedProvider::new([])),
+        None,
+        issue,
+    )
+    .await
+    .unwrap();
+    assert_eq!(again.history.len(), report.history.len());
+    assert!(again.message.contains("--retry"), "{}", again.message);
+}
+
+#[tokio::test]
+async fn a_solution_touching_a_protected_path_is_refused() {
+    let (repo, issue) = scenario().await;
+    // The file tools refuse protected paths, so the agent goes around them with a command.
+    let model = Arc::new(ScriptedProvider::new([
+        tool_reply(
+            &[
+                write("app/models.py", SOLVED),
+                (
+                    "run",
+                    json!({"program": "sh", "args": ["-c", "echo 'on: [push, pull_request_target]' > .github/workflows/ci.yml"]}),
+                ),
+            ],
+            usage(),
+        ),
+        text_reply("Fixed, and made CI run on forks.", usage()),
+    ]));
+    let report = run_solve(&repo, config(10), model, None, issue)
+        .await
+        .unwrap();
+    assert_eq!(
+        report.state,
+        Some(SolveState::Escalated),
+        "{}",
+        report.to_text()
+    );
+    assert!(
+        report.message.contains("refused") && report.message.contains(".github/workflows/ci.yml"),
+        "{}",
+        report.message
+    );
+    assert_eq!(git(repo.path(), &["branch", "--list", "bugloop/*"]), "");
+}
+
+#[tokio::test]
+async fn solving_without_test_commands_is_refused_before_anything() {
+    let (repo, issue) = scenario().await;
+    let error = run_solve(
+        &repo,
+        bugloop_config::Config::default(),
+        Arc::new(ScriptedProvider::new([])),
+        None,
+        issue,
+    )
+    .await
+    .unwrap_err();
+    assert!(error.to_string().contains("solve.test_commands"), "{error}");
+    let forge = LocalForge::open(Git::open(repo.path()).unwrap(), "bugloop")
+        .await
+        .unwrap();
+    assert!(forge.solve_history(issue).await.unwrap().is_empty());
+}
+
+/// The local forge, frozen for good right after its `kill_after`-th recorded transition: the
+/// process died there.
+#[derive(Debug)]
+struct Killing {
+    inner: LocalForge,
+    recorded: AtomicUsize,
+    kill_after: usize,
+    killed: Arc<tokio::sync::Notify>,
+}
+
+#[async_trait]
+impl Tracker for Killing {
+    async fn issue(&self, number: u64) -> Result<TrackedIssue, ForgeError> {
+        self.inner.issue(number).await
+    }
+    async fn add_labels(&self, issue: u64, labels: &[String]) -> Result<(), ForgeError> {
+        self.inner.add_labels(issue, labels).await
+    }
+    async fn remove_label(&self, issue: u64, label: &str) -> Result<(), ForgeError> {
+        self.inner.remove_label(issue, label).await
+    }
+    async fn solve_history(&self, issue: u64) -> Result<Vec<SolveTransition>, ForgeError> {
+        self.inner.solve_history(issue).await
+    }
+    async fn record_transition(
+        &self,
+        issue: u64,
+        from: Option<SolveState>,
+        to: SolveState,
+        reason: &str,
+        detail: &serde_json::Value,
+    ) -> Result<SolveTransition, ForgeError> {
+        let recorded = self
+            .inner
+            .record_transition(issue, from, to, reason, detail)
+            .await?;
+        if self.recorded.fetch_add(1, Ordering::SeqCst) + 1 == self.kill_after {
+            self.killed.notify_one();
+            std::future::pending::<()>().await;
+        }
+        Ok(recorded)
+    }
+    async fn branch_head(&self, branch: &str) -> Result<Option<String>, ForgeError> {
+        self.inner.branch_head(branch).await
+    }
+    async fn publish_branch(
+        &self,
+        branch: &str,
+        commit: &str,
+        previous: Option<&str>,
+    ) -> Result<(), ForgeError> {
+        self.inner.publish_branch(branch, commit, previous).await
+    }
+    async fn open_draft(&self, draft: &DraftRequest) -> Result<ChangeRequest, ForgeError> {
+        self.inner.open_draft(draft).await
+    }
+    async fn change_request(&self, number: u64) -> Result<ChangeRequest, ForgeError> {
+        self.inner.change_request(number).await
+    }
+    async fn mark_ready(&self, number: u64) -> Result<(), ForgeError> {
+        self.inner.mark_ready(number).await
+    }
+    async fn checks(&self, commit: &str) -> Result<Vec<Check>, ForgeError> {
+        self.inner.checks(commit).await
+    }
+    async fn changes_requested(&self, number: u64) -> Result<bool, ForgeError> {
+        self.inner.changes_requested(number).await
+    }
+}
+
+#[tokio::test]
+async fn a_run_killed_after_any_transition_is_resumed_to_the_same_end() {
+    // The uninterrupted path records 10 transitions.
+    for kill_after in 1..=10 {
+        let (repo, issue) = scenario().await;
+        let model = Arc::new(happy_script());
+        let killed = Arc::new(tokio::sync::Notify::new());
+        let tracker = Killing {
+            inner: LocalForge::open(Git::open(repo.path()).unwrap(), "bugloop")
+                .await
+                .unwrap(),
+            recorded: AtomicUsize::new(0),
+            kill_after,
+            killed: killed.clone(),
+        };
+        tokio::select! {
+            result = run_solve(&repo, config(10), model.clone(), Some(&tracker), issue) => {
+                panic!("the run was to be killed after transition {kill_after}: {result:?}")
+            }
+            () = killed.notified() => {}
+        }
+        // A new process goes on from the record, with the rest of the same script: a step done
+        // twice would ask the model for an answer that is not there.
+        let report = run_solve(&repo, config(10), model.clone(), None, issue)
+            .await
+            .unwrap_or_else(|e| panic!("resumed after transition {kill_after}: {e}"));
+        assert_eq!(model.remaining(), 0, "killed after transition {kill_after}");
+        assert_eq!(
+            report.history.len(),
+            10,
+            "killed after {kill_after}: {}",
+            report.history_text()
+        );
+        assert_solved(&repo, &report).await;
+    }
+}

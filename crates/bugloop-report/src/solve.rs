@@ -1,0 +1,106 @@
+//! What the solve pipeline did with an issue: its state, the solver's attempts, the review rounds,
+//! the gate, and every transition with its reason; and how `bugloop solve` and `bugloop status`
+//! show it.
+
+use bugloop_domain::solve::SolveState;
+use serde::Serialize;
+
+/// One attempt of the build/test/evaluate loop.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Attempt {
+    pub number: u64,
+    pub passed: bool,
+    /// What came of it: the failing command, the guardrail, the model's error.
+    pub outcome: String,
+}
+
+/// One round of answering the draft's review.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Round {
+    pub number: u64,
+    /// The threads it addressed (finding ids).
+    pub threads: Vec<String>,
+    /// The commit it pushed, when it made one.
+    pub commit: Option<String>,
+    pub outcome: String,
+}
+
+/// One recorded transition.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Step {
+    pub from: Option<SolveState>,
+    pub to: SolveState,
+    pub reason: String,
+    pub at: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SolveReport {
+    pub issue: u64,
+    pub title: String,
+    /// `None`: bugloop never took the issue.
+    pub state: Option<SolveState>,
+    pub branch: Option<String>,
+    pub change_request: Option<u64>,
+    pub attempts: Vec<Attempt>,
+    pub rounds: Vec<Round>,
+    /// What the last run did, or why it stopped where it did.
+    pub message: String,
+    pub history: Vec<Step>,
+}
+
+impl SolveReport {
+    /// The report as text, for a terminal.
+    pub fn to_text(&self) -> String {
+        let mut out = format!(
+            "#{} {}: {}\n",
+            self.issue,
+            self.title,
+            self.state
+                .map_or("not taken by bugloop", SolveState::as_str)
+        );
+        if let Some(branch) = &self.branch {
+            out.push_str(&format!("  branch: {branch}\n"));
+        }
+        if let Some(number) = self.change_request {
+            out.push_str(&format!("  change request: #{number}\n"));
+        }
+        for attempt in &self.attempts {
+            out.push_str(&format!(
+                "  attempt {}: {} ({})\n",
+                attempt.number,
+                if attempt.passed { "passed" } else { "failed" },
+                attempt.outcome
+            ));
+        }
+        for round in &self.rounds {
+            out.push_str(&format!(
+                "  review round {}: {} thread{}, {}\n",
+                round.number,
+                round.threads.len(),
+                if round.threads.len() == 1 { "" } else { "s" },
+                round.outcome
+            ));
+        }
+        if !self.message.is_empty() {
+            out.push_str(&format!("  {}\n", self.message));
+        }
+        out
+    }
+
+    /// Every transition, one line each.
+    pub fn history_text(&self) -> String {
+        self.history
+            .iter()
+            .map(|step| {
+                format!(
+                    "{}  {} -> {}: {}\n",
+                    step.at,
+                    step.from.map_or("(new)", SolveState::as_str),
+                    step.to,
+                    step.reason
+                )
+            })
+            .collect()
+    }
+}
