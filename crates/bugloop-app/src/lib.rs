@@ -23,6 +23,7 @@ mod review;
 pub mod runs;
 pub mod serve;
 pub mod server_config;
+mod solve;
 mod status_page;
 mod store_location;
 pub mod worker;
@@ -49,6 +50,7 @@ pub use self::outcome::{Outcome, Verdict};
 pub use self::pull_request::{PullRequestComment, PullRequestCommentKind};
 pub use self::report::ReportOutcome;
 pub use self::review::{ReviewJob, ReviewScope};
+pub use self::solve::SolveJob;
 
 /// What a front end renders, and the renderers, from the crates below: a front end depends on
 /// this crate alone.
@@ -63,6 +65,7 @@ pub mod types {
     pub use bugloop_report::converge::ConvergeReport;
     pub use bugloop_report::dispute::DisputeOutcome;
     pub use bugloop_report::review::ReviewReport;
+    pub use bugloop_report::solve::SolveReport;
     /// The renderers (text, Markdown, SARIF, JSON) every front end prints reports with.
     pub use bugloop_report::{json, markdown, sarif, style, text};
 }

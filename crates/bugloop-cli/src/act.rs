@@ -70,7 +70,7 @@ pub struct ReplyArgs {
 }
 
 /// Runs `job` on the repository at `cwd`.
-fn with_app<T>(
+pub(crate) fn with_app<T>(
     cwd: &Path,
     choice: &ConfigChoice,
     job: impl AsyncFnOnce(&App) -> Result<T, bugloop_app::AppError>,

@@ -19,6 +19,7 @@ mod report;
 mod review;
 mod serve;
 mod show;
+mod solve;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -61,6 +62,13 @@ enum Command {
     /// input) as an issue labelled `bug` and `bug:autofix`, or count it on the issue already
     /// filed for the same error.
     Report(report::ReportArgs),
+    /// Solve an issue: a Build agent iterates until the tests pass (solve.test_commands), the
+    /// solution goes on a branch `bugloop/<issue>-<slug>` with a draft change request, its review
+    /// is answered round by round, and the draft is marked ready when the gate passes. Resumes
+    /// where the last run stopped (exit 0 ready, merged or waiting; 1 escalated; 2 an error).
+    Solve(solve::SolveArgs),
+    /// Where issues stand in the solve pipeline; with ISSUE, every transition with its reason.
+    Status(solve::StatusArgs),
     /// Write a comment as on a pull request; bugloop decides whether to fix, do, answer or weigh
     /// it as a dispute (exit 0 done; 1 a fix or change was not committed; 4 left on a branch;
     /// 3 the comment was stored but acting on it failed; 2 an error, nothing stored).
@@ -330,6 +338,8 @@ fn run(cli: Cli, out: &mut impl Write) -> Result<Verdict> {
         Command::Do(args) => act::do_request(&cwd, &choice, &args, out),
         Command::Ask(args) => act::ask(&cwd, &choice, &args, out),
         Command::Report(args) => report::report(&cwd, &choice, &args, out),
+        Command::Solve(args) => solve::solve(&cwd, &choice, &args, out),
+        Command::Status(args) => solve::status(&cwd, &choice, &args, out),
         Command::Comment(args) => act::comment(&cwd, &choice, &args, out),
         Command::Converge(args) => act::converge(&cwd, &choice, &args, out),
         Command::Reply(args) => act::reply(&cwd, &choice, &args, out),

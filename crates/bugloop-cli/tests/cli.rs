@@ -12,6 +12,9 @@ use std::process::{Command, Stdio};
 
 use bugloop_testkit::git_reproducible;
 
+#[path = "cli/solve.rs"]
+mod solve;
+
 #[test]
 fn cases() {
     insta::glob!("cases/*/args", |args_path| {

@@ -300,8 +300,9 @@ pub const UNSUPPORTED_KEYS: &[(&str, &str)] = &[
     ),
     (
         "agents",
-        "an assignee for the solve loop and an external reviewer configure the solve loop, which \
-         bugloop does not have yet; remove the section",
+        "bugloop solves the issues labelled labels.trigger as its own account and reviews its \
+         own drafts; an assignee account and an external reviewer are not configurable; remove \
+         the section",
     ),
 ];
 

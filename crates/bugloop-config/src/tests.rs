@@ -896,3 +896,15 @@ fn bad_input_is_refused_quickly_in_bounded_memory() {
     }
     insta::assert_snapshot!(report);
 }
+
+/// The README's configuration example is a configuration bugloop accepts.
+#[test]
+fn the_readme_example_is_valid() {
+    let readme = include_str!("../../../README.md");
+    let section = &readme[readme.find("## Configuration").unwrap()..];
+    let start = section.find("```yaml\n").unwrap() + "```yaml\n".len();
+    let example = &section[start..start + section[start..].find("```").unwrap()];
+    let config = parse(example).unwrap_or_else(|e| panic!("{e}\n{example}"));
+    assert_eq!(config.solve.max_review_iterations, 5);
+    assert_eq!(config.labels.needs_human, "bugloop:escalated");
+}

@@ -1,0 +1,94 @@
+//! `solve` and `status`: an issue moved through the solve pipeline (`bugloop_loops::solve`), and
+//! where each issue stands.
+
+use bugloop_domain::solve::SolveState;
+use bugloop_forge::tracker::Tracker;
+use bugloop_loops::solve::{SolveError, SolveOptions};
+use bugloop_report::solve::SolveReport;
+use bugloop_store::ItemKind;
+
+use crate::{App, AppError, Outcome, Verdict};
+
+/// An issue to solve.
+#[derive(Debug, Clone, Default)]
+pub struct SolveJob {
+    pub issue: u64,
+    /// The branch the solution goes into; the default branch when not given.
+    pub base: Option<String>,
+    /// Take an escalated issue again.
+    pub retry: bool,
+    pub model: Option<String>,
+}
+
+impl From<SolveError> for AppError {
+    fn from(error: SolveError) -> Self {
+        match error {
+            SolveError::Forge(e) => e.into(),
+            SolveError::Build(e) => AppError::Act(Box::new(e.into())),
+            SolveError::Review(e) => e.into(),
+            SolveError::Checkout(e) => e.into(),
+            SolveError::Git(e) => e.into(),
+            SolveError::Invalid(message) => AppError::Invalid(message),
+        }
+    }
+}
+
+impl App {
+    /// Where issues are tracked: the local forge (the embedded store). On GitHub the pipeline
+    /// runs in the server, over the GitHub tracker.
+    fn tracker(&self) -> Result<&dyn Tracker, AppError> {
+        Ok(self.local_store("solving an issue")?)
+    }
+
+    /// Moves an issue through the pipeline as far as it can go now.
+    pub async fn solve(&self, job: SolveJob) -> Result<Outcome<SolveReport>, AppError> {
+        let tracker = self.tracker()?;
+        let base = match job.base {
+            Some(base) => base,
+            None => self
+                .git
+                .default_branch()
+                .or_else(|| self.git.current_branch())
+                .ok_or_else(|| {
+                    AppError::Invalid(
+                        "no default branch to solve against (no origin/HEAD, main or master); \
+                         name one with --base"
+                            .to_owned(),
+                    )
+                })?,
+        };
+        let env = self.loop_env(job.model.as_deref())?;
+        let options = SolveOptions {
+            base,
+            retry: job.retry,
+        };
+        let report = bugloop_loops::solve::solve(&env, tracker, job.issue, &options).await?;
+        let verdict = match report.state {
+            Some(SolveState::Escalated) => Verdict::NotConverged {
+                why: report.message.clone(),
+            },
+            _ => Verdict::Done,
+        };
+        Ok(Outcome::new(report, verdict))
+    }
+
+    /// One issue's state and history, or every issue's state (those bugloop took, and open
+    /// ones it may take).
+    pub async fn solve_status(&self, issue: Option<u64>) -> Result<Vec<SolveReport>, AppError> {
+        let tracker = self.tracker()?;
+        if let Some(issue) = issue {
+            return Ok(vec![bugloop_loops::solve::status(tracker, issue).await?]);
+        }
+        let local = self.local_store("bugloop status")?;
+        let mut reports = Vec::new();
+        for item in local.store().items(ItemKind::Issue, false).await? {
+            let number = u64::try_from(item.number).unwrap_or_default();
+            let report = bugloop_loops::solve::status(tracker, number).await?;
+            // Closed issues bugloop never took are not its business.
+            if report.state.is_some() || item.state == bugloop_store::ItemState::Open {
+                reports.push(report);
+            }
+        }
+        Ok(reports)
+    }
+}

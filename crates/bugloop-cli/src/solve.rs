@@ -1,0 +1,90 @@
+//! `bugloop solve ISSUE` and `bugloop status [ISSUE]`: the solve pipeline on the local forge's
+//! issues. This file parses, calls the application layer and prints.
+
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::Result;
+use bugloop_app::types::json;
+use bugloop_app::{ConfigChoice, SolveJob, Verdict};
+
+use crate::act::{ModelArg, with_app};
+
+#[derive(Debug, clap::Args)]
+pub struct SolveArgs {
+    /// The issue's number (from `bugloop report` or `bugloop status`).
+    pub issue: u64,
+    /// The branch the solution goes into (default: the default branch).
+    #[arg(long, value_name = "BRANCH")]
+    pub base: Option<String>,
+    /// Take an escalated issue again.
+    #[arg(long)]
+    pub retry: bool,
+    #[command(flatten)]
+    pub common: ModelArg,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct StatusArgs {
+    /// One issue, with every transition; without it, every issue's state.
+    pub issue: Option<u64>,
+    #[arg(long, value_enum, default_value_t = crate::Format::Text)]
+    pub format: crate::Format,
+}
+
+pub fn solve(
+    cwd: &Path,
+    choice: &ConfigChoice,
+    args: &SolveArgs,
+    out: &mut impl Write,
+) -> Result<Verdict> {
+    let job = SolveJob {
+        issue: args.issue,
+        base: args.base.clone(),
+        retry: args.retry,
+        model: args.common.model.clone(),
+    };
+    let outcome = with_app(cwd, choice, async |app| app.solve(job).await)?;
+    match args.common.format {
+        crate::Format::Json => writeln!(out, "{}", json::to_json(&outcome.report)?)?,
+        crate::Format::Text => write!(out, "{}", outcome.report.to_text())?,
+    }
+    Ok(outcome.verdict)
+}
+
+pub fn status(
+    cwd: &Path,
+    choice: &ConfigChoice,
+    args: &StatusArgs,
+    out: &mut impl Write,
+) -> Result<Verdict> {
+    let reports = with_app(cwd, choice, async |app| app.solve_status(args.issue).await)?;
+    match (args.format, args.issue) {
+        (crate::Format::Json, Some(_)) => {
+            if let Some(report) = reports.first() {
+                writeln!(out, "{}", json::to_json(report)?)?;
+            }
+        }
+        (crate::Format::Json, None) => writeln!(out, "{}", json::to_json(&reports)?)?,
+        (crate::Format::Text, Some(_)) => {
+            for report in &reports {
+                write!(out, "{}{}", report.to_text(), report.history_text())?;
+            }
+        }
+        (crate::Format::Text, None) => {
+            if reports.is_empty() {
+                writeln!(out, "No issues.")?;
+            }
+            for report in &reports {
+                writeln!(
+                    out,
+                    "#{:<5} {:<10} {}",
+                    report.issue,
+                    report.state.map_or("OPEN", |s| s.as_str()),
+                    report.title
+                )?;
+            }
+        }
+    }
+    Ok(Verdict::Done)
+}

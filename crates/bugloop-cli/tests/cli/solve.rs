@@ -1,0 +1,143 @@
+//! The solve pipeline as a user runs it: `bugloop report` files a crash, `bugloop solve` takes it
+//! to a draft marked ready with a scripted model (`script:` file), `bugloop status` shows where
+//! it stands and how it got there.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use bugloop_testkit::{TestRepo, git};
+use serde_json::{Value, json};
+
+const BUGGY: &str = "def last(items):\n    return items[len(items)]\n";
+const SOLVED: &str = "def last(items):\n    return items[-1]\n";
+const TRACE: &str = "Traceback (most recent call last):\n  File \"/srv/app/app/models.py\", line 2, in last\n    return items[len(items)]\nIndexError: list index out of range\n";
+
+fn bugloop(dir: &Path, args: &[&str], stdin: &str) -> Output {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_bugloop"))
+        .args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .env_remove("BUGLOOP_CONFIG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn text(output: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+fn write(path: &str, content: &str) -> Value {
+    json!({"name": "write_file", "arguments": {"path": path, "content": content}})
+}
+
+/// One review session: `findings` in pass 1, then passes 2-4.
+fn review(findings: &[Value]) -> Vec<Value> {
+    let mut first: Vec<Value> = findings
+        .iter()
+        .map(|f| json!({"name": "report_finding", "arguments": f}))
+        .collect();
+    first.push(
+        json!({"name": "submit_pass_results", "arguments": {"pass_number": 1, "summary": "diff"}}),
+    );
+    let mut lines = vec![json!({"tool_calls": first})];
+    for pass in 2..=4 {
+        lines.push(json!({"tool_calls": [{"name": "submit_pass_results", "arguments": {"pass_number": pass, "summary": "ok"}}]}));
+    }
+    lines
+}
+
+#[test]
+fn a_reported_crash_is_solved_to_a_ready_draft() {
+    let repo = TestRepo::init("main");
+    repo.write("app/models.py", BUGGY);
+    repo.write(
+        ".bugloop/config.yml",
+        "solve:\n  test_commands:\n    - grep -qF 'items[-1]' app/models.py\n",
+    );
+    repo.commit("models");
+    let reported = bugloop(repo.path(), &["report", "--format", "json"], TRACE);
+    assert_eq!(reported.status.code(), Some(0), "{}", text(&reported));
+    let issue: Value = serde_json::from_slice(&reported.stdout).unwrap();
+    assert_eq!(issue["issue"], 1);
+
+    let mut lines = vec![
+        json!({"tool_calls": [write("app/models.py", SOLVED)]}),
+        json!({"text": "`last` read one past the end; it reads items[-1] now."}),
+    ];
+    lines.extend(review(&[json!({
+        "file": "app/models.py", "line": 2, "evidence": "return items[-1]",
+        "title": "An empty list still raises", "description": "items[-1] raises IndexError on [].",
+        "score": 7, "category": "logic"
+    })]));
+    lines.push(json!({"tool_calls": [write("app/models.py", "def last(items):\n    return items[-1] if items else None\n")]}));
+    lines.push(json!({"text": "Guarded the empty list."}));
+    lines.extend(review(&[]));
+    let scripts = tempfile::tempdir().unwrap();
+    let script = scripts.path().join("solve.jsonl");
+    std::fs::write(
+        &script,
+        lines.iter().map(|l| format!("{l}\n")).collect::<String>(),
+    )
+    .unwrap();
+    let model = format!("script:{}", script.display());
+
+    let solved = bugloop(
+        repo.path(),
+        &["solve", "1", "--model", &model, "--format", "json"],
+        "",
+    );
+    assert_eq!(solved.status.code(), Some(0), "{}", text(&solved));
+    let report: Value = serde_json::from_slice(&solved.stdout).unwrap();
+    assert_eq!(report["state"], "READY", "{report:#}");
+    assert_eq!(report["attempts"].as_array().unwrap().len(), 1);
+    assert_eq!(report["rounds"].as_array().unwrap().len(), 1);
+    let branch = report["branch"].as_str().unwrap();
+    assert!(branch.starts_with("bugloop/1-"), "{branch}");
+    assert_eq!(
+        git(repo.path(), &["show", &format!("{branch}:app/models.py")]),
+        "def last(items):\n    return items[-1] if items else None"
+    );
+
+    let all = bugloop(repo.path(), &["status"], "");
+    assert_eq!(all.status.code(), Some(0), "{}", text(&all));
+    assert!(text(&all).starts_with("#1     READY"), "{}", text(&all));
+    let one = bugloop(repo.path(), &["status", "1"], "");
+    let shown = text(&one);
+    for step in [
+        "(new) -> OPEN: filed",
+        "OPEN -> ASSIGNED: taken by bugloop",
+        "ASSIGNED -> SOLVING: solving on bugloop/1-",
+        "SOLVING -> SOLVING: attempt 1: the tests pass (1 file, +1 -1)",
+        "SOLVING -> PR_DRAFT: draft #2 opened from bugloop/1-",
+        "PR_DRAFT -> REVIEWING: draft #2 reviewed: 1 finding open",
+        "REVIEWING -> REVIEWING: round 1: built",
+        "REVIEWING -> REVIEWING: round 1: 1 thread addressed in",
+        "REVIEWING -> READY: the gate passed on",
+    ] {
+        assert!(shown.contains(step), "{step}\n{shown}");
+    }
+
+    // A number that is no issue is an error that says so.
+    let missing = bugloop(repo.path(), &["solve", "7", "--model", &model], "");
+    assert_eq!(missing.status.code(), Some(2), "{}", text(&missing));
+    assert!(
+        text(&missing).contains("no issue or change request #7"),
+        "{}",
+        text(&missing)
+    );
+}
