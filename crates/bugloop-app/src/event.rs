@@ -48,11 +48,32 @@ pub enum EventOutcome {
         pull_request: PullRequestRun,
         outcome: Box<Outcome<ConvergeReport>>,
     },
+    /// An issue labelled for autofix, moved through the solve pipeline.
+    Solve {
+        issue: u64,
+        outcome: Box<Outcome<bugloop_report::solve::SolveReport>>,
+    },
     /// The event asks for a job that was not run; the reason says why.
     NotRun { reason: String },
 }
 
-/// Opens bugloop on the trigger's pull request and runs its job.
+/// The event's repository, which must be the one bugloop was given.
+fn repository_of(repository: &str, given: &Repo) -> Result<Repo, AppError> {
+    let repo = Repo::parse(repository).ok_or_else(|| {
+        AppError::Invalid(format!(
+            "the event names the repository {repository:?}, which is not owner/name"
+        ))
+    })?;
+    if repo != *given {
+        return Err(AppError::Invalid(format!(
+            "the event is about {repo}, but bugloop was given {given}"
+        )));
+    }
+    Ok(repo)
+}
+
+/// Opens bugloop on the trigger's pull request (or, for autofix, the repository's issues) and
+/// runs its job.
 pub async fn run_event(job: EventJob) -> Result<EventOutcome, AppError> {
     let (repository, number) = match &job.trigger {
         Trigger::Review {
@@ -64,26 +85,40 @@ pub async fn run_event(job: EventJob) -> Result<EventOutcome, AppError> {
         | Trigger::Converge {
             repository, number, ..
         } => (repository, *number),
-        Trigger::Autofix { issue, .. } => {
-            return Ok(EventOutcome::NotRun {
-                reason: format!(
-                    "issue #{issue} is labelled for autofix; solving issues is not part of this \
-                     release of bugloop, so nothing was done"
-                ),
+        Trigger::Autofix {
+            repository, issue, ..
+        } => {
+            let issue = *issue;
+            let repo = repository_of(repository, &job.github.repo)?;
+            let app = App::open(AppOptions {
+                directory: job.directory,
+                config: job.config,
+                progress: job.progress,
+                forge: ForgeChoice::GitHubIssues(Box::new(GitHubTarget {
+                    number: issue,
+                    repo,
+                    ..job.github
+                })),
+            })
+            .await?;
+            let mut outcome = app
+                .solve(crate::SolveJob {
+                    issue,
+                    base: None,
+                    retry: false,
+                    model: job.model,
+                })
+                .await?;
+            let mut warnings = app.warnings().to_vec();
+            warnings.append(&mut outcome.warnings);
+            outcome.warnings = warnings;
+            return Ok(EventOutcome::Solve {
+                issue,
+                outcome: Box::new(outcome),
             });
         }
     };
-    let repo = Repo::parse(repository).ok_or_else(|| {
-        AppError::Invalid(format!(
-            "the event names the repository {repository:?}, which is not owner/name"
-        ))
-    })?;
-    if repo != job.github.repo {
-        return Err(AppError::Invalid(format!(
-            "the event is about {repo}, but bugloop was given {}",
-            job.github.repo
-        )));
-    }
+    repository_of(repository, &job.github.repo)?;
     let app = App::open(AppOptions {
         directory: job.directory,
         config: job.config,

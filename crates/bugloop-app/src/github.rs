@@ -173,6 +173,104 @@ fn client_of(target: &GitHubTarget) -> Result<GitHubClient, AppError> {
     client.map_err(|e| AppError::GitHub(Box::new(e)))
 }
 
+/// An issue of a GitHub repository, opened for the solve pipeline.
+#[derive(Clone)]
+pub(crate) struct GitHubIssueRun {
+    pub forge: Arc<GitHubForge>,
+    pub remote: String,
+    /// The default branch, which the solution goes into, and its commit on the remote now.
+    pub base_branch: String,
+    pub base_sha: String,
+    pub fence: Option<bugloop_forge::fencing::Fence>,
+}
+
+impl std::fmt::Debug for GitHubIssueRun {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GitHubIssueRun")
+            .field("remote", &self.remote)
+            .field("base_branch", &self.base_branch)
+            .field("base_sha", &self.base_sha)
+            .field("fenced", &self.fence.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Opens the repository's issues: the App's own login (a workflow's token is shared by every
+/// workflow, so it could not tell its solve record from another's), and the default branch as
+/// the remote has it now.
+pub(crate) async fn open_issue(
+    git: &Git,
+    target: &GitHubTarget,
+) -> Result<(Arc<dyn Forge>, GitHubIssueRun), AppError> {
+    if matches!(target.auth, GitHubAuth::Token(_)) {
+        return Err(AppError::Invalid(
+            "solving an issue on GitHub runs as a GitHub App (`bugloop serve`): its own login \
+             keeps the issue's solve record, which a workflow token, shared by every workflow of \
+             the repository, could not tell from a look-alike"
+                .to_owned(),
+        ));
+    }
+    let client = client_of(target)?;
+    let github = |e| AppError::GitHub(Box::new(e));
+    let bot = match (&target.bot_login, &target.auth) {
+        (Some(login), _) => login.clone(),
+        (None, GitHubAuth::App { .. }) => client.app_bot_login().await.map_err(github)?,
+        (None, GitHubAuth::Token(_)) => client.user_login().await.map_err(github)?,
+    };
+    let remote = &target.remote;
+    git.run(&[
+        "fetch",
+        "--quiet",
+        "--no-tags",
+        "--no-recurse-submodules",
+        remote,
+    ])?;
+    let base_branch = git
+        .run(&[
+            "symbolic-ref",
+            "--short",
+            &format!("refs/remotes/{remote}/HEAD"),
+        ])
+        .ok()
+        .and_then(|name| name.strip_prefix(&format!("{remote}/")).map(str::to_owned))
+        .or_else(|| git.default_branch())
+        .ok_or_else(|| {
+            AppError::Invalid(format!(
+                "the clone at {} does not know {remote}'s default branch",
+                git.root().display()
+            ))
+        })?;
+    let base_sha = git
+        .resolve(&format!("refs/remotes/{remote}/{base_branch}"))
+        .or_else(|| git.resolve(&base_branch))
+        .ok_or_else(|| {
+            AppError::Invalid(format!(
+                "the default branch {base_branch} is not in the clone at {}",
+                git.root().display()
+            ))
+        })?;
+    let forge = Arc::new(GitHubForge::new(
+        client,
+        target.repo.clone(),
+        &bot,
+        Some(git.clone()),
+    ));
+    let writes: Arc<dyn Forge> = match &target.fence {
+        Some(fence) => Arc::new(FencedForge::new(forge.clone(), fence.clone())),
+        None => forge.clone(),
+    };
+    Ok((
+        writes,
+        GitHubIssueRun {
+            forge,
+            remote: remote.clone(),
+            base_branch,
+            base_sha,
+            fence: target.fence.clone(),
+        },
+    ))
+}
+
 /// Reads the pull request, fetches its commits when the clone lacks them, and opens its forge.
 pub(crate) async fn open_pull_request(
     git: &Git,

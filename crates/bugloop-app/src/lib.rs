@@ -101,6 +101,9 @@ pub enum ForgeChoice {
     Local,
     /// On a GitHub pull request; the directory is a clone of its repository.
     GitHub(Box<GitHubTarget>),
+    /// On a GitHub repository's issues (the solve pipeline; `number` is the issue's); the
+    /// directory is a clone of the repository.
+    GitHubIssues(Box<GitHubTarget>),
 }
 
 /// One repository's bugloop, opened once from resolved settings: its forge, a model factory
@@ -121,6 +124,8 @@ pub struct App {
     local: Option<Arc<LocalForge>>,
     /// The pull request of a GitHub run.
     pull_request: Option<PullRequestRun>,
+    /// The repository's issues, on a GitHub solve run.
+    github_issues: Option<github::GitHubIssueRun>,
     /// The base commit's rule files, on a pull request (kept while the app lives).
     _base_rules: Option<tempfile::TempDir>,
     models: Models,
@@ -134,6 +139,7 @@ impl App {
     pub async fn open(options: AppOptions) -> Result<App, AppError> {
         // Outside a repository this is the error to show, not a configuration problem.
         let git = Git::open(&options.directory)?;
+        let mut github_issues = None;
         let (configuration, forge, local, pull_request, base_rules) = match &options.forge {
             ForgeChoice::Local => {
                 let configuration = load_configuration(git.root(), &options.config)?;
@@ -166,6 +172,16 @@ impl App {
                     Some(rules),
                 )
             }
+            ForgeChoice::GitHubIssues(target) => {
+                let (forge, run) = github::open_issue(&git, target).await?;
+                // The default branch's configuration and rules: an issue has no branch of its
+                // own, and nothing an attacker could push reaches them.
+                let configuration =
+                    configuration::load_for_pull_request(&git, &run.base_sha, &options.config)?;
+                let rules = github::base_rules(&git, &run.base_sha)?;
+                github_issues = Some(run);
+                (configuration, forge, None, None, Some(rules))
+            }
         };
         let mut warnings = configuration.warnings;
         warnings.extend(pull_request.as_ref().and_then(|p| p.read_only.clone()));
@@ -184,6 +200,7 @@ impl App {
             forge,
             local,
             pull_request,
+            github_issues,
             runs_dir,
             progress: options.progress,
         })

@@ -2,6 +2,7 @@
 //! where each issue stands.
 
 use bugloop_domain::solve::SolveState;
+use bugloop_forge::github::GitHubTracker;
 use bugloop_forge::tracker::Tracker;
 use bugloop_loops::solve::{SolveError, SolveOptions};
 use bugloop_report::solve::SolveReport;
@@ -34,16 +35,29 @@ impl From<SolveError> for AppError {
 }
 
 impl App {
-    /// Where issues are tracked: the local forge (the embedded store). On GitHub the pipeline
-    /// runs in the server, over the GitHub tracker.
+    /// Where issues are tracked locally: the local forge (the embedded store).
     fn tracker(&self) -> Result<&dyn Tracker, AppError> {
         Ok(self.local_store("solving an issue")?)
     }
 
-    /// Moves an issue through the pipeline as far as it can go now.
+    /// Moves an issue through the pipeline as far as it can go now: on GitHub, the
+    /// repository's issue (the App's run), otherwise the local forge's.
     pub async fn solve(&self, job: SolveJob) -> Result<Outcome<SolveReport>, AppError> {
+        if let Some(github) = &self.github_issues {
+            let tracker = GitHubTracker::new(&github.forge, self.git.clone(), &github.remote)
+                .fenced(github.fence.clone());
+            let options = SolveOptions {
+                base: job
+                    .base
+                    .clone()
+                    .unwrap_or_else(|| github.base_branch.clone()),
+                start: Some(github.base_sha.clone()),
+                retry: job.retry,
+            };
+            return self.solve_with(&tracker, &job, &options).await;
+        }
         let tracker = self.tracker()?;
-        let base = match job.base {
+        let base = match job.base.clone() {
             Some(base) => base,
             None => self
                 .git
@@ -57,12 +71,22 @@ impl App {
                     )
                 })?,
         };
-        let env = self.loop_env(job.model.as_deref())?;
         let options = SolveOptions {
             base,
+            start: None,
             retry: job.retry,
         };
-        let report = bugloop_loops::solve::solve(&env, tracker, job.issue, &options).await?;
+        self.solve_with(tracker, &job, &options).await
+    }
+
+    async fn solve_with(
+        &self,
+        tracker: &dyn Tracker,
+        job: &SolveJob,
+        options: &SolveOptions,
+    ) -> Result<Outcome<SolveReport>, AppError> {
+        let env = self.loop_env(job.model.as_deref())?;
+        let report = bugloop_loops::solve::solve(&env, tracker, job.issue, options).await?;
         let verdict = match report.state {
             Some(SolveState::Escalated) => Verdict::NotConverged {
                 why: report.message.clone(),

@@ -313,7 +313,8 @@ async fn run_job(
         // Their reports do not carry the model's usage.
         Ok(EventOutcome::NotRun { .. })
         | Ok(EventOutcome::Comment { .. })
-        | Ok(EventOutcome::Converge { .. }) => Ok(Spent::default()),
+        | Ok(EventOutcome::Converge { .. })
+        | Ok(EventOutcome::Solve { .. }) => Ok(Spent::default()),
         Err(error) => {
             let failure = if transient(&error) {
                 Failure::Transient

@@ -197,6 +197,16 @@ pub fn action(
             plain(&env, out, &pull_request, &trigger, &outcome.warnings, &said)?;
             Ok(outcome.verdict)
         }
+        EventOutcome::Solve { outcome, .. } => {
+            crate::warn(&outcome.warnings)?;
+            let said = outcome.report.to_text();
+            write!(out, "{said}")?;
+            append(
+                env.summary.as_deref(),
+                &format!("### bugloop solve\n\n```text\n{said}```\n"),
+            )?;
+            Ok(outcome.verdict)
+        }
     }
 }
 

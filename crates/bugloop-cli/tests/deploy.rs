@@ -38,18 +38,20 @@ fn the_app_manifest_asks_for_the_handled_events_and_the_permissions_jobs_use() {
     assert_eq!(events, APP_EVENTS.into_iter().collect::<BTreeSet<_>>());
     let permissions = &manifest["default_permissions"];
     // Fixes are pushed; findings are review comments and threads; summaries and answers are
-    // issue comments and labels.
+    // issue comments and labels; a solved issue's draft waits for its checks.
     for (permission, level) in [
         ("contents", "write"),
         ("pull_requests", "write"),
         ("issues", "write"),
         ("metadata", "read"),
+        ("checks", "read"),
+        ("statuses", "read"),
     ] {
         assert_eq!(permissions[permission], level, "{permission}");
     }
     assert_eq!(
         permissions.as_object().unwrap().len(),
-        4,
+        6,
         "no permission beyond what jobs use: {permissions}"
     );
     let hook = manifest["hook_attributes"]["url"].as_str().unwrap();

@@ -19,6 +19,9 @@ use bugloop_github::{
 
 use crate::{Change, ChangeKey, Forge, ForgeError, LineAnchor, Permission};
 
+mod tracker;
+pub use self::tracker::GitHubTracker;
+
 const REPLY_PREFIX: &str = "<!-- bugloop:reply-to ";
 /// The reference line: the prefix, a comment id (`issue-` and up to 20 digits) and ` -->`.
 const REPLY_REFERENCE_ROOM: usize = 64;
@@ -177,7 +180,17 @@ impl GitHubForge {
     async fn list(&self, change: &ChangeKey) -> Result<Vec<Comment>, ForgeError> {
         let number = self.number(change)?;
         let issue = self.client.issue_comments(&self.repo, number).await?;
-        let review = self.client.review_comments(&self.repo, number).await?;
+        // An issue (the solve pipeline's) has a conversation and no review.
+        let review = match self.client.review_comments(&self.repo, number).await {
+            Ok(review) => review,
+            Err(GitHubError::NotFound { .. }) => {
+                return Ok(issue
+                    .into_iter()
+                    .map(|c| self.issue_comment_of(c))
+                    .collect());
+            }
+            Err(other) => return Err(other.into()),
+        };
         let threads = self.client.review_threads(&self.repo, number).await?;
         let mut comments: Vec<Comment> = issue
             .into_iter()

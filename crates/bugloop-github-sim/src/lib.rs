@@ -14,6 +14,7 @@ mod app;
 mod diff;
 pub mod fixture;
 mod graphql;
+mod issues;
 mod rest;
 mod state;
 
@@ -134,15 +135,93 @@ impl Simulator {
 
     pub fn add_pull_request(&self, spec: PullSpec) {
         let mut state = self.state();
-        let pull = Pull {
-            node_id: format!("PR_kwDOsim{}", spec.number),
-            heads: vec![spec.head_sha.clone()],
-            reads: 0,
-            labels: Vec::new(),
-            requested_reviewers: Vec::new(),
-            spec,
-        };
+        let pull = Pull::new(spec);
         state.pulls.insert(pull.spec.number, pull);
+    }
+
+    /// The git repository GitHub keeps (a bare repository the test pushes to): pull requests
+    /// a client opens read their branches there.
+    pub fn set_git_dir(&self, dir: &std::path::Path) {
+        self.state().git_dir = Some(dir.to_path_buf());
+    }
+
+    /// Files an issue as `author`; its number.
+    pub fn add_issue(&self, author: &str, title: &str, body: &str, labels: &[&str]) -> u64 {
+        let mut state = self.state();
+        let number = state.next_number();
+        state.issues.insert(
+            number,
+            state::SimIssue {
+                number,
+                title: title.to_owned(),
+                body: body.to_owned(),
+                author: author.to_owned(),
+                labels: labels.iter().map(|l| (*l).to_owned()).collect(),
+                open: true,
+            },
+        );
+        number
+    }
+
+    /// An issue's labels (a pull request's, for a pull request's number).
+    pub fn issue_labels(&self, number: u64) -> Vec<String> {
+        let state = self.state();
+        match state.issues.get(&number) {
+            Some(issue) => issue.labels.clone(),
+            None => state
+                .pulls
+                .get(&number)
+                .map(|p| p.labels.clone())
+                .unwrap_or_default(),
+        }
+    }
+
+    /// The pull requests, by number: title, head branch, draft flag, open flag, body.
+    pub fn pulls(&self) -> Vec<(u64, String, String, bool, bool, String)> {
+        self.state()
+            .pulls
+            .values()
+            .map(|p| {
+                (
+                    p.spec.number,
+                    p.spec.title.clone(),
+                    p.spec.head_ref.clone(),
+                    p.spec.draft,
+                    p.open,
+                    p.body.clone(),
+                )
+            })
+            .collect()
+    }
+
+    /// A check run on `commit`: `status` `queued`, `in_progress` or `completed`, with its
+    /// conclusion once completed.
+    pub fn set_check(&self, commit: &str, name: &str, status: &str, conclusion: Option<&str>) {
+        let mut state = self.state();
+        state
+            .checks
+            .retain(|(c, n, _, _)| !(c == commit && n == name));
+        state.checks.push((
+            commit.to_owned(),
+            name.to_owned(),
+            status.to_owned(),
+            conclusion.map(str::to_owned),
+        ));
+    }
+
+    /// A review of a pull request by `login`: `APPROVED`, `CHANGES_REQUESTED`, `COMMENTED`.
+    pub fn add_review(&self, number: u64, login: &str, review_state: &str) {
+        self.state()
+            .reviews
+            .push((number, login.to_owned(), review_state.to_owned()));
+    }
+
+    /// A person merges the pull request.
+    pub fn merge(&self, number: u64) {
+        if let Some(pull) = self.state().pulls.get_mut(&number) {
+            pull.open = false;
+            pull.merged = true;
+        }
     }
 
     /// A push: the pull request's head (and diff) move on.

@@ -230,6 +230,9 @@ fn repository(
     query: &str,
     body: &Value,
 ) -> Answer {
+    if let Some(answer) = crate::issues::route(state, login, method, rest, query, body) {
+        return answer;
+    }
     let text = |key: &str| body.get(key).and_then(Value::as_str).map(str::to_owned);
     match (method, rest) {
         ("GET", ["pulls", n]) => number(n).map_or_else(Answer::not_found, |n| pull(state, n)),
@@ -252,7 +255,10 @@ fn repository(
             _ => Answer::not_found(),
         },
         ("POST", ["pulls", n, "comments"]) => match number(n) {
-            Some(n) if state.pulls.contains_key(&n) => new_review_comment(state, login, n, body),
+            Some(n) if state.pulls.contains_key(&n) => {
+                crate::issues::refresh(state, n);
+                new_review_comment(state, login, n, body)
+            }
             _ => Answer::not_found(),
         },
         ("POST", ["pulls", n, "comments", id, "replies"]) => {
@@ -281,7 +287,7 @@ fn repository(
             }
         }
         ("GET", ["issues", n, "comments"]) => match number(n) {
-            Some(n) if state.pulls.contains_key(&n) => {
+            Some(n) if state.has_conversation(n) => {
                 let items: Vec<Value> = state
                     .issue_comments
                     .iter()
@@ -299,7 +305,7 @@ fn repository(
             _ => Answer::not_found(),
         },
         ("POST", ["issues", n, "comments"]) => match (number(n), text("body")) {
-            (Some(n), Some(text)) if state.pulls.contains_key(&n) => {
+            (Some(n), Some(text)) if state.has_conversation(n) => {
                 if let Some(too_long) = body_too_long(&text) {
                     return too_long;
                 }
@@ -543,37 +549,12 @@ fn pull(state: &mut State, number: u64) -> Answer {
         pull.spec.head_sha.clone_from(&sha);
         pull.heads.push(sha);
     }
-    let full_name = state.full_name();
+    crate::issues::refresh(state, number);
     let Some(pull) = state.pulls.get_mut(&number) else {
         return Answer::not_found();
     };
     pull.reads += 1;
-    let spec = pull.spec.clone();
-    let node_id = pull.node_id.clone();
-    let head_repo = if spec.fork {
-        format!(
-            "{}/{}",
-            spec.author,
-            full_name.split('/').nth(1).unwrap_or_default()
-        )
-    } else {
-        full_name.clone()
-    };
-    Answer::ok(json!({
-        "url": format!("{}/repos/{full_name}/pulls/{number}", state.base_url),
-        "id": 900_000_000 + number,
-        "node_id": node_id,
-        "number": number,
-        "state": "open",
-        "locked": false,
-        "title": spec.title,
-        "user": state.account(&spec.author),
-        "body": null,
-        "draft": spec.draft,
-        "head": {"label": format!("{}:{}", spec.author, spec.head_ref), "ref": spec.head_ref, "sha": spec.head_sha, "repo": {"full_name": head_repo, "fork": spec.fork}},
-        "base": {"label": format!("{}:{}", state.owner, spec.base_ref), "ref": spec.base_ref, "sha": spec.base_sha, "repo": {"full_name": full_name, "fork": false}},
-        "html_url": format!("https://github.com/{full_name}/pull/{number}"),
-    }))
+    crate::issues::pull_json(state, number).unwrap_or_else(Answer::not_found)
 }
 
 /// A listing page: `per_page` (default 30, at most 100) from `page` (default 1), with GitHub's

@@ -38,6 +38,40 @@ pub(crate) struct Pull {
     pub reads: u32,
     pub labels: Vec<String>,
     pub requested_reviewers: Vec<String>,
+    pub body: String,
+    pub open: bool,
+    pub merged: bool,
+    /// Opened by a client from a branch of the simulator's git repository: its head follows
+    /// the branch.
+    pub from_git: bool,
+}
+
+impl Pull {
+    pub fn new(spec: PullSpec) -> Pull {
+        Pull {
+            node_id: format!("PR_kwDOsim{}", spec.number),
+            heads: vec![spec.head_sha.clone()],
+            reads: 0,
+            labels: Vec::new(),
+            requested_reviewers: Vec::new(),
+            body: String::new(),
+            open: true,
+            merged: false,
+            from_git: false,
+            spec,
+        }
+    }
+}
+
+/// An issue (not a pull request).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SimIssue {
+    pub number: u64,
+    pub title: String,
+    pub body: String,
+    pub author: String,
+    pub labels: Vec<String>,
+    pub open: bool,
 }
 
 /// An App the simulator knows.
@@ -190,6 +224,13 @@ pub(crate) struct State {
     pub token_expiry: HashMap<String, u64>,
     pub permissions: HashMap<String, String>,
     pub pulls: BTreeMap<u64, Pull>,
+    pub issues: BTreeMap<u64, SimIssue>,
+    /// The repository's git, where created pull requests' branches are read.
+    pub git_dir: Option<std::path::PathBuf>,
+    /// Check runs: commit, name, status, conclusion.
+    pub checks: Vec<(String, String, String, Option<String>)>,
+    /// Reviews: pull request, reviewer, state.
+    pub reviews: Vec<(u64, String, String)>,
     pub issue_comments: Vec<IssueComment>,
     pub review_comments: Vec<ReviewComment>,
     pub threads: Vec<Thread>,
@@ -223,6 +264,10 @@ impl State {
             token_expiry: HashMap::new(),
             permissions: HashMap::new(),
             pulls: BTreeMap::new(),
+            issues: BTreeMap::new(),
+            git_dir: None,
+            checks: Vec::new(),
+            reviews: Vec::new(),
             issue_comments: Vec::new(),
             review_comments: Vec::new(),
             threads: Vec::new(),
@@ -236,6 +281,18 @@ impl State {
             rate_remaining: 5_000,
             clock: EPOCH,
         }
+    }
+
+    /// The next issue or pull request number (one sequence for both, as on GitHub).
+    pub fn next_number(&mut self) -> u64 {
+        let pulls = self.pulls.keys().next_back().copied().unwrap_or(0);
+        let issues = self.issues.keys().next_back().copied().unwrap_or(0);
+        pulls.max(issues) + 1
+    }
+
+    /// Whether `number` has a conversation (an issue or a pull request).
+    pub fn has_conversation(&self, number: u64) -> bool {
+        self.pulls.contains_key(&number) || self.issues.contains_key(&number)
     }
 
     pub fn full_name(&self) -> String {

@@ -89,6 +89,23 @@ pub struct PullRequest {
     pub user: Option<Account>,
     pub head: PullRequestSideRef,
     pub base: PullRequestSideRef,
+    /// Whether it was merged (the single pull request's read says; listings leave it out).
+    #[serde(default)]
+    pub merged: Option<bool>,
+}
+
+/// A label's name, as GitHub lists an issue's labels.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Label {
+    pub name: String,
+}
+
+/// A review of a pull request: who, and `APPROVED`, `CHANGES_REQUESTED`, `COMMENTED`,
+/// `DISMISSED` or `PENDING`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Review {
+    pub user: Option<Account>,
+    pub state: String,
 }
 
 /// What a user may do in a repository.
@@ -132,6 +149,11 @@ pub struct Issue {
     #[serde(default)]
     pub body: Option<String>,
     pub state: String,
+    #[serde(default)]
+    pub labels: Vec<Label>,
+    /// Present when the issue is a pull request (GitHub numbers both alike).
+    #[serde(default)]
+    pub pull_request: Option<Value>,
 }
 
 /// What the checks and statuses on a commit say.
@@ -167,7 +189,8 @@ fn decode<T: DeserializeOwned>(operation: &str, value: Value) -> Result<T, GitHu
 impl GitHubClient {
     /// Every item of a listing, page by page.
     async fn list<T: DeserializeOwned>(&self, path: &str) -> Result<Vec<T>, GitHubError> {
-        let mut url = Some(format!("{}?per_page=100", self.url(path)));
+        let separator = if path.contains('?') { '&' } else { '?' };
+        let mut url = Some(format!("{}{separator}per_page=100", self.url(path)));
         let mut items = Vec::new();
         while let Some(current) = url {
             let page = self
@@ -437,6 +460,42 @@ impl GitHubClient {
         check_body(&format!("POST {path}"), body)?;
         let request = json!({"title": title, "body": body, "labels": labels});
         self.call(Method::POST, &path, Some(&request), Safety::Create)
+            .await
+    }
+
+    pub async fn issue(&self, repo: &Repo, number: u64) -> Result<Issue, GitHubError> {
+        self.call(
+            Method::GET,
+            &format!("/repos/{repo}/issues/{number}"),
+            None,
+            Safety::Read,
+        )
+        .await
+    }
+
+    /// The open pull requests from `branch` of `repo` itself.
+    pub async fn open_pull_requests_from(
+        &self,
+        repo: &Repo,
+        branch: &str,
+    ) -> Result<Vec<PullRequest>, GitHubError> {
+        let head: String = format!("{}:{branch}", repo.owner)
+            .bytes()
+            .map(|b| {
+                if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~' | b':') {
+                    (b as char).to_string()
+                } else {
+                    format!("%{b:02X}")
+                }
+            })
+            .collect();
+        self.list(&format!("/repos/{repo}/pulls?state=open&head={head}"))
+            .await
+    }
+
+    /// A pull request's reviews, oldest first.
+    pub async fn pull_reviews(&self, repo: &Repo, number: u64) -> Result<Vec<Review>, GitHubError> {
+        self.list(&format!("/repos/{repo}/pulls/{number}/reviews"))
             .await
     }
 

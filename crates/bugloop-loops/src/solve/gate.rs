@@ -54,12 +54,15 @@ pub(super) async fn decide(
         }
     }
     let start = run
-        .env
-        .git
-        .run(&["merge-base", &request.base, &head])
-        .ok()
-        .filter(|s| !s.is_empty())
-        .or_else(|| run.record.solving().map(|s| s.start))
+        .record
+        .solving()
+        .and_then(|s| {
+            run.env
+                .git
+                .run(&["merge-base", &s.start, &head])
+                .ok()
+                .filter(|base| !base.is_empty())
+        })
         .unwrap_or_else(|| head.clone());
     let (_, added, removed) = net_change(run.env.git, &start, &head)?;
     let lines = (added + removed) as u64;

@@ -49,6 +49,9 @@ pub enum SolveError {
 pub struct SolveOptions {
     /// The branch a solution goes into (its change request's base).
     pub base: String,
+    /// The commit solving starts from; the base branch's head here when not given (a clone
+    /// names the remote's, which its local branch may lag behind).
+    pub start: Option<String>,
     /// Take an escalated issue again.
     pub retry: bool,
 }
@@ -253,14 +256,17 @@ impl Run<'_, '_> {
     /// ASSIGNED -> SOLVING: the branch the solution will be on, and the commit it starts from.
     async fn start_solving(&mut self) -> Result<Flow, SolveError> {
         let base = &self.options.base;
-        let start = self
-            .env
-            .git
-            .resolve(&format!("refs/heads/{base}"))
-            .or_else(|| self.env.git.resolve(base))
-            .ok_or_else(|| {
-                SolveError::Invalid(format!("the base branch {base:?} is not a branch here"))
-            })?;
+        let start = match &self.options.start {
+            Some(start) => self.env.git.resolve(start),
+            None => self
+                .env
+                .git
+                .resolve(&format!("refs/heads/{base}"))
+                .or_else(|| self.env.git.resolve(base)),
+        }
+        .ok_or_else(|| {
+            SolveError::Invalid(format!("the base branch {base:?} is not a branch here"))
+        })?;
         let branch = format!(
             "{}{}-{}",
             self.env.config().branch_prefix,

@@ -37,10 +37,11 @@ fn draft(run: &Run<'_, '_>) -> Result<u64, SolveError> {
 async fn review_draft(run: &Run<'_, '_>, head: &str) -> Result<usize, SolveError> {
     let number = draft(run)?;
     let request = run.tracker.change_request(number).await?;
+    // The commit solving started from: the clone's branch of that name may lag behind.
     let base = run
         .record
         .solving()
-        .map(|s| s.base)
+        .map(|s| s.start)
         .unwrap_or_else(|| request.base.clone());
     let mut change = run.env.git.select(&Selection::Range {
         base: Some(base),

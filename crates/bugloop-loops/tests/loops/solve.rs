@@ -164,6 +164,7 @@ async fn run_solve(
     };
     let options = SolveOptions {
         base: "main".to_owned(),
+        start: None,
         retry: false,
     };
     solve(&env, tracker.unwrap_or(&forge), issue, &options).await

@@ -1,0 +1,223 @@
+//! The solve pipeline on GitHub, end to end: an issue labelled `bug:autofix` is queued for the
+//! App server's worker, which solves it in a clone of its own as the App's installation against
+//! the GitHub simulator (the repository's git a bare `origin`): two attempts, the branch pushed,
+//! a draft pull request, its review's two findings addressed in one round, the gate, and the
+//! draft marked ready; the issue's record kept in one comment; a second run changes nothing.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bugloop_app::ConfigChoice;
+use bugloop_app::github_types::{AppCredentials, Endpoint, Policy, Trigger};
+use bugloop_app::worker::{Stop, WorkerSettings, run_next};
+use bugloop_github_sim::fixture::{
+    FixtureOptions, PullRequestFixture, app_key, review_lines, script_file,
+};
+use bugloop_queue::{JobKind, JobState, NewJob, Queue, Retries};
+use bugloop_testkit::git;
+use serde_json::{Value, json};
+
+const BUGGY: &str = "def last(items):\n    return items[len(items)]\n";
+const SOLVED: &str = "def last(items):\n    return items[-1]\n";
+const CONFIG: &str = "solve:\n  test_commands:\n    - grep -qF 'items[-1]' app/models.py\n";
+const BOT: &str = "bugloop-app[bot]";
+
+fn write(path: &str, content: &str) -> Value {
+    json!({"name": "write_file", "arguments": {"path": path, "content": content}})
+}
+
+/// The model of the whole run.
+fn script() -> Vec<Value> {
+    let mut lines = vec![
+        json!({"tool_calls": [write("app/models.py", "def last(items):\n    return items[len(items) - 2]\n")]}),
+        json!({"text": "Read the element before the end."}),
+        json!({"tool_calls": [write("app/models.py", SOLVED), write("tests/test_models.py", "from app.models import last\n\n\ndef test_last():\n    assert last([1, 2, 3]) == 3\n")]}),
+        json!({"text": "`last` read one past the end; it reads items[-1] now."}),
+    ];
+    lines.extend(review_lines(&[
+        json!({"file": "app/models.py", "line": 2, "evidence": "return items[-1]",
+               "title": "An empty list still raises", "description": "items[-1] raises IndexError on [].",
+               "score": 7, "category": "logic"}),
+        json!({"file": "tests/test_models.py", "line": 5, "evidence": "assert last([1, 2, 3]) == 3",
+               "title": "The test misses the empty list", "description": "The crash needs a test for [].",
+               "score": 6, "category": "logic"}),
+    ]));
+    lines.push(json!({"tool_calls": [
+        write("app/models.py", "def last(items):\n    return items[-1] if items else None\n"),
+        write("tests/test_models.py", "from app.models import last\n\n\ndef test_last():\n    assert last([1, 2, 3]) == 3\n    assert last([]) is None\n"),
+    ]}));
+    lines.push(json!({"text": "Guarded the empty list and tested it."}));
+    lines.extend(review_lines(&[]));
+    lines
+}
+
+#[tokio::test]
+async fn an_issue_labelled_for_autofix_is_solved_to_a_ready_draft_by_the_app() {
+    let fixture = PullRequestFixture::new(FixtureOptions {
+        base_config: Some(CONFIG),
+        base_files: &[("app/models.py", BUGGY)],
+        ..FixtureOptions::default()
+    })
+    .await;
+    let sim = &fixture.sim;
+    sim.set_git_dir(fixture.origin());
+    let credentials = Arc::new(AppCredentials::from_pem(77, &app_key()).unwrap());
+    sim.add_app(77, "bugloop-app", credentials.public_key_der(), &[42]);
+    let issue = sim.add_issue(
+        "alice",
+        "IndexError: list index out of range in last (app/models.py)",
+        "Traceback (most recent call last):\n  File \"app/models.py\", line 2, in last\n    return items[len(items)]\nIndexError: list index out of range\n",
+        &["bug", "bug:autofix"],
+    );
+    let git_base = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(git_base.path().join("acme")).unwrap();
+    std::os::unix::fs::symlink(fixture.origin(), git_base.path().join("acme/widgets.git")).unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let config = work.path().join("config.yml");
+    std::fs::write(&config, "{}\n").unwrap();
+    let queue = Queue::open_sqlite(&work.path().join("queue.db"), Retries::default())
+        .await
+        .unwrap();
+    let settings = WorkerSettings {
+        id: "test:1".to_owned(),
+        lease: Duration::from_secs(120),
+        app: credentials,
+        endpoint: Endpoint::from_values(Some(&sim.api_url()), Some(&sim.graphql_url())),
+        git_base: git_base.path().display().to_string(),
+        workspaces: work.path().join("clones"),
+        config: ConfigChoice {
+            file: Some(config),
+            trust_branch: false,
+        },
+        model: Some(script_file(work.path(), &script())),
+        state_key: None,
+        policy: Policy {
+            write_spacing: Duration::ZERO,
+            ..Policy::default()
+        },
+        shutdown_grace: Duration::from_secs(5),
+        git_token_refresh: Duration::from_secs(600),
+        metrics: Arc::default(),
+    };
+    let enqueue = async |delivery: &str| {
+        let trigger = Trigger::Autofix {
+            repository: "acme/widgets".to_owned(),
+            issue,
+            installation: Some(42),
+        };
+        queue
+            .enqueue(
+                delivery,
+                "issues",
+                Some(NewJob {
+                    kind: JobKind::Autofix,
+                    conversation: trigger.conversation(),
+                    installation: Some(42),
+                    head: None,
+                    payload: serde_json::to_string(&trigger).unwrap(),
+                }),
+                0,
+            )
+            .await
+            .unwrap();
+    };
+    enqueue("delivery-1").await;
+    let run = run_next(&queue, &settings, &Stop::never())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(run.state, Some(JobState::Done), "{run:?}");
+
+    // The draft: opened from the issue's branch, marked ready, closing the issue.
+    let pulls: Vec<_> = sim.pulls().into_iter().filter(|p| p.0 != 7).collect();
+    assert_eq!(pulls.len(), 1, "{pulls:#?}");
+    let (number, title, branch, draft, open, body) = pulls[0].clone();
+    assert!(title.starts_with("fix: IndexError"), "{title}");
+    assert!(branch.starts_with("bugloop/8-indexerror"), "{branch}");
+    assert!(!draft, "marked ready");
+    assert!(open);
+    assert!(body.starts_with(&format!("Closes #{issue}\n")), "{body}");
+    assert_eq!(
+        git(
+            fixture.origin(),
+            &["rev-list", "--count", &format!("main..{branch}")]
+        ),
+        "2",
+        "the solution and the review round"
+    );
+    assert_eq!(
+        git(
+            fixture.origin(),
+            &["show", &format!("{branch}:app/models.py")]
+        ),
+        "def last(items):\n    return items[-1] if items else None"
+    );
+    // Its review: two findings, each answered once and resolved.
+    let comments = sim.review_comments(number);
+    let findings: Vec<_> = comments
+        .iter()
+        .filter(|c| c.in_reply_to.is_none())
+        .collect();
+    assert_eq!(findings.len(), 2, "{comments:#?}");
+    assert!(findings.iter().all(|c| c.author == BOT));
+    for finding in &findings {
+        let answers = comments
+            .iter()
+            .filter(|c| c.in_reply_to == Some(finding.id) && c.body.contains("Addressed in"))
+            .count();
+        assert_eq!(answers, 1, "{comments:#?}");
+    }
+    assert!(sim.threads(number).iter().all(|t| t.resolved));
+    // The issue: one record comment, the labels of a finished solve.
+    let record: Vec<_> = sim
+        .issue_comments(issue)
+        .into_iter()
+        .filter(|c| c.author == BOT)
+        .collect();
+    assert_eq!(record.len(), 1, "{record:#?}");
+    assert!(
+        record[0].body.contains("### bugloop solve: READY"),
+        "{}",
+        record[0].body
+    );
+    assert!(
+        record[0]
+            .body
+            .contains("| SOLVING -> SOLVING | attempt 1: `grep -qF")
+    );
+    let labels = sim.issue_labels(issue);
+    assert!(
+        !labels.contains(&"bugloop:solving".to_owned()),
+        "{labels:?}"
+    );
+    assert!(labels.contains(&"bug:autofix".to_owned()), "{labels:?}");
+
+    // Labelled again: the issue is ready, nothing more is done (the script has no answer left).
+    enqueue("delivery-2").await;
+    let again = run_next(&queue, &settings, &Stop::never())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(again.state, Some(JobState::Done), "{again:?}");
+    assert_eq!(sim.pulls().len(), 2);
+    assert_eq!(sim.issue_comments(issue).len(), 1);
+    // A person merges it; the next run records MERGED.
+    sim.merge(number);
+    enqueue("delivery-3").await;
+    run_next(&queue, &settings, &Stop::never())
+        .await
+        .unwrap()
+        .unwrap();
+    let record = sim
+        .issue_comments(issue)
+        .into_iter()
+        .find(|c| c.author == BOT)
+        .unwrap();
+    assert!(
+        record.body.contains("### bugloop solve: MERGED"),
+        "{}",
+        record.body
+    );
+}

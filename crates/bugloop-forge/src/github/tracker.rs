@@ -1,0 +1,460 @@
+//! The solve pipeline's tracker on GitHub: the issue and its labels through the REST API, the
+//! branch through the clone's remote (`git push` with a lease: created only if absent, moved only
+//! from the commit the pipeline names), the draft as a pull request (an open one of the branch is
+//! found first), `markPullRequestReadyForReview`, the head's check runs and the pull request's
+//! reviews.
+//!
+//! The issue's solve record lives on the issue itself, in one comment bugloop keeps up to date:
+//! a table of every transition for people, and the record as data (base64 JSON, so no text in it
+//! can end the hidden comment). Only bugloop's own comment is read, by the login it writes as; the
+//! check that a step starts from the recorded state is made against that comment, and the server
+//! runs one job per conversation at a time, so two runs do not race on it.
+
+use async_trait::async_trait;
+use base64::Engine;
+use bugloop_domain::markdown::inline;
+use bugloop_domain::solve::SolveState;
+use bugloop_git::Git;
+use bugloop_github::{GitHubError, NewPullRequest, PullRequest};
+use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
+
+use super::GitHubForge;
+use crate::ForgeError;
+use crate::tracker::{
+    ChangeRequest, ChangeRequestState, Check, DraftRequest, SolveTransition, TrackedIssue, Tracker,
+};
+
+const RECORD_TAG: &str = "<!-- bugloop:solve-record -->";
+const DATA_PREFIX: &str = "<!-- bugloop:solve-data ";
+
+/// The forge of a repository's issues and pull requests, and the clone bugloop works in.
+pub struct GitHubTracker<'f> {
+    forge: &'f GitHubForge,
+    git: Git,
+    /// The clone's remote for the repository (`origin`).
+    remote: String,
+    /// Asked before every write (the server's worker, while its lease holds).
+    fence: Option<crate::fencing::Fence>,
+}
+
+impl std::fmt::Debug for GitHubTracker<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GitHubTracker")
+            .field("repo", &self.forge.repo)
+            .field("remote", &self.remote)
+            .field("fenced", &self.fence.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct StoredStep {
+    from: Option<SolveState>,
+    to: SolveState,
+    reason: String,
+    detail: serde_json::Value,
+    at: Timestamp,
+}
+
+impl<'f> GitHubTracker<'f> {
+    pub fn new(forge: &'f GitHubForge, git: Git, remote: &str) -> GitHubTracker<'f> {
+        GitHubTracker {
+            forge,
+            git,
+            remote: remote.to_owned(),
+            fence: None,
+        }
+    }
+
+    /// Every write asks `fence` first.
+    pub fn fenced(mut self, fence: Option<crate::fencing::Fence>) -> Self {
+        self.fence = fence;
+        self
+    }
+
+    fn may_write(&self) -> Result<(), ForgeError> {
+        match &self.fence {
+            Some(fence) if !fence() => Err(ForgeError::Forbidden(
+                "this job's lease was lost (another worker owns the job now); nothing more is \
+                 written"
+                    .to_owned(),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// bugloop's record comment on the issue, and the steps it holds.
+    async fn record(&self, issue: u64) -> Result<(Option<u64>, Vec<StoredStep>), ForgeError> {
+        let comments = self
+            .forge
+            .client
+            .issue_comments(&self.forge.repo, issue)
+            .await?;
+        for comment in comments {
+            let mine = comment
+                .user
+                .as_ref()
+                .is_some_and(|u| self.forge.identity.is_bot(&u.login));
+            let body = comment.body.unwrap_or_default();
+            if !mine || !body.starts_with(RECORD_TAG) {
+                continue;
+            }
+            let steps = decode(&body).ok_or_else(|| {
+                ForgeError::Invalid(format!(
+                    "issue #{issue}: bugloop's solve record (comment {}) cannot be read",
+                    comment.id
+                ))
+            })?;
+            return Ok((Some(comment.id), steps));
+        }
+        Ok((None, Vec::new()))
+    }
+
+    fn change_request_of(&self, pull: PullRequest) -> ChangeRequest {
+        ChangeRequest {
+            number: pull.number,
+            conversation: GitHubForge::change_key(&self.forge.repo, pull.number),
+            url: Some(format!(
+                "https://github.com/{}/pull/{}",
+                self.forge.repo, pull.number
+            )),
+            title: pull.title,
+            branch: pull.head.branch,
+            base: pull.base.branch,
+            draft: pull.draft.unwrap_or(false),
+            state: match (pull.state.as_str(), pull.merged) {
+                (_, Some(true)) => ChangeRequestState::Merged,
+                ("open", _) => ChangeRequestState::Open,
+                _ => ChangeRequestState::Closed,
+            },
+        }
+    }
+}
+
+fn decode(body: &str) -> Option<Vec<StoredStep>> {
+    let start = body.find(DATA_PREFIX)? + DATA_PREFIX.len();
+    let end = start + body[start..].find(" -->")?;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(body[start..end].trim())
+        .ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// The record comment: the steps as a table, then as data. Within GitHub's limit: older
+/// attempts' command output goes first, then the oldest rows of the table.
+fn render(steps: &[StoredStep]) -> Result<String, ForgeError> {
+    let mut steps = steps.to_vec();
+    let limit = bugloop_github::MAX_BODY_CHARS - 1_000;
+    loop {
+        let data = serde_json::to_vec(&steps)
+            .map_err(|e| ForgeError::Invalid(format!("the solve record: {e}")))?;
+        let data = base64::engine::general_purpose::STANDARD.encode(data);
+        let state = steps.last().map_or("(new)", |s| s.to.as_str());
+        let mut body = format!(
+            "{RECORD_TAG}\n### bugloop solve: {state}\n\n| when | step | why |\n|---|---|---|\n"
+        );
+        let room = limit.saturating_sub(data.len() + body.len());
+        let rows: Vec<String> = steps
+            .iter()
+            .map(|s| {
+                format!(
+                    "| {} | {} -> {} | {} |\n",
+                    s.at.strftime("%Y-%m-%d %H:%M"),
+                    s.from.map_or("(new)", SolveState::as_str),
+                    s.to,
+                    inline(&s.reason).replace('|', "\\|")
+                )
+            })
+            .collect();
+        let mut shown = 0;
+        let mut table = String::new();
+        for row in rows.iter().rev() {
+            if table.len() + row.len() > room {
+                break;
+            }
+            table.insert_str(0, row);
+            shown += 1;
+        }
+        if shown < rows.len() {
+            body.push_str(&format!("| | ({} earlier steps) | |\n", rows.len() - shown));
+        }
+        body.push_str(&table);
+        body.push_str(&format!("\n{DATA_PREFIX}{data} -->\n"));
+        if body.chars().count() <= bugloop_github::MAX_BODY_CHARS {
+            return Ok(body);
+        }
+        // Too long: drop the largest detail that can go (a failed attempt's output).
+        let Some(step) = steps
+            .iter_mut()
+            .find(|s| s.detail.get("output").is_some_and(|o| o != ""))
+        else {
+            return Err(ForgeError::TooLarge(
+                "the solve record is over GitHub's comment limit".to_owned(),
+            ));
+        };
+        if let Some(detail) = step.detail.as_object_mut() {
+            detail.insert(
+                "output".to_owned(),
+                serde_json::Value::String(String::new()),
+            );
+        }
+    }
+}
+
+#[async_trait]
+impl Tracker for GitHubTracker<'_> {
+    async fn issue(&self, number: u64) -> Result<TrackedIssue, ForgeError> {
+        let issue = self.forge.client.issue(&self.forge.repo, number).await?;
+        if issue.pull_request.is_some() {
+            return Err(ForgeError::NotFound(format!(
+                "#{number} is a pull request, not an issue"
+            )));
+        }
+        Ok(TrackedIssue {
+            number,
+            title: issue.title,
+            body: issue.body.unwrap_or_default(),
+            labels: issue.labels.into_iter().map(|l| l.name).collect(),
+            open: issue.state == "open",
+            conversation: GitHubForge::change_key(&self.forge.repo, number),
+        })
+    }
+
+    async fn add_labels(&self, issue: u64, labels: &[String]) -> Result<(), ForgeError> {
+        self.may_write()?;
+        let labels: Vec<&str> = labels.iter().map(String::as_str).collect();
+        Ok(self
+            .forge
+            .client
+            .add_labels(&self.forge.repo, issue, &labels)
+            .await?)
+    }
+
+    async fn remove_label(&self, issue: u64, label: &str) -> Result<(), ForgeError> {
+        self.may_write()?;
+        Ok(self
+            .forge
+            .client
+            .remove_label(&self.forge.repo, issue, label)
+            .await?)
+    }
+
+    async fn solve_history(&self, issue: u64) -> Result<Vec<SolveTransition>, ForgeError> {
+        let (_, steps) = self.record(issue).await?;
+        Ok(steps
+            .into_iter()
+            .map(|s| SolveTransition {
+                from: s.from,
+                to: s.to,
+                reason: s.reason,
+                detail: s.detail,
+                at: s.at,
+            })
+            .collect())
+    }
+
+    async fn record_transition(
+        &self,
+        issue: u64,
+        from: Option<SolveState>,
+        to: SolveState,
+        reason: &str,
+        detail: &serde_json::Value,
+    ) -> Result<SolveTransition, ForgeError> {
+        self.may_write()?;
+        let (comment, mut steps) = self.record(issue).await?;
+        let current = steps.last().map(|s| s.to);
+        if current != from {
+            return Err(ForgeError::Invalid(format!(
+                "issue #{issue} is {} now, not {}: another run moved it",
+                current.map_or("not started", SolveState::as_str),
+                from.map_or("not started", SolveState::as_str)
+            )));
+        }
+        let step = StoredStep {
+            from,
+            to,
+            reason: reason.to_owned(),
+            detail: detail.clone(),
+            at: Timestamp::now(),
+        };
+        steps.push(step.clone());
+        let body = render(&steps)?;
+        match comment {
+            Some(id) => {
+                self.forge
+                    .client
+                    .update_issue_comment(&self.forge.repo, id, &body)
+                    .await?;
+            }
+            None => {
+                self.forge
+                    .client
+                    .create_issue_comment(&self.forge.repo, issue, &body)
+                    .await?;
+            }
+        }
+        Ok(SolveTransition {
+            from: step.from,
+            to: step.to,
+            reason: step.reason,
+            detail: step.detail,
+            at: step.at,
+        })
+    }
+
+    async fn branch_head(&self, branch: &str) -> Result<Option<String>, ForgeError> {
+        let listed = self.git.run(&[
+            "ls-remote",
+            "--heads",
+            &self.remote,
+            &format!("refs/heads/{branch}"),
+        ])?;
+        Ok(listed
+            .lines()
+            .find_map(|line| line.split_whitespace().next().map(str::to_owned)))
+    }
+
+    async fn publish_branch(
+        &self,
+        branch: &str,
+        commit: &str,
+        previous: Option<&str>,
+    ) -> Result<(), ForgeError> {
+        self.may_write()?;
+        self.git
+            .run(&["check-ref-format", "--branch", branch])
+            .map_err(|_| ForgeError::Invalid(format!("{branch:?} is not a branch name")))?;
+        let lease = format!(
+            "--force-with-lease=refs/heads/{branch}:{}",
+            previous.unwrap_or("")
+        );
+        self.git
+            .run(&[
+                "push",
+                "--quiet",
+                "--no-verify",
+                &lease,
+                &self.remote,
+                &format!("{commit}:refs/heads/{branch}"),
+            ])
+            .map_err(|e| {
+                ForgeError::Invalid(format!(
+                    "branch {branch} was not where this run left it, so it was not pushed: {e}"
+                ))
+            })?;
+        Ok(())
+    }
+
+    async fn open_draft(&self, draft: &DraftRequest) -> Result<ChangeRequest, ForgeError> {
+        self.may_write()?;
+        let repo = &self.forge.repo;
+        let client = &self.forge.client;
+        if let Some(open) = client
+            .open_pull_requests_from(repo, &draft.branch)
+            .await?
+            .into_iter()
+            .next()
+        {
+            return Ok(self.change_request_of(open));
+        }
+        let created = client
+            .create_pull_request(
+                repo,
+                &NewPullRequest {
+                    title: draft.title.clone(),
+                    body: draft.body.clone(),
+                    head: draft.branch.clone(),
+                    base: draft.base.clone(),
+                    draft: true,
+                },
+            )
+            .await;
+        match created {
+            Ok(pull) => Ok(self.change_request_of(pull)),
+            // Sent, then lost on the way back (or opened by a run before): look again.
+            Err(GitHubError::Ambiguous { .. } | GitHubError::Unprocessable { .. }) => client
+                .open_pull_requests_from(repo, &draft.branch)
+                .await?
+                .into_iter()
+                .next()
+                .map(|pull| self.change_request_of(pull))
+                .ok_or_else(|| {
+                    ForgeError::Ambiguous(format!(
+                        "opening the draft of {} may have failed; none is open",
+                        draft.branch
+                    ))
+                }),
+            Err(other) => Err(other.into()),
+        }
+    }
+
+    async fn change_request(&self, number: u64) -> Result<ChangeRequest, ForgeError> {
+        let pull = self
+            .forge
+            .client
+            .pull_request(&self.forge.repo, number)
+            .await?;
+        Ok(self.change_request_of(pull))
+    }
+
+    async fn mark_ready(&self, number: u64) -> Result<(), ForgeError> {
+        self.may_write()?;
+        let pull = self
+            .forge
+            .client
+            .pull_request(&self.forge.repo, number)
+            .await?;
+        Ok(self.forge.client.set_draft(&pull.node_id, false).await?)
+    }
+
+    async fn checks(&self, commit: &str) -> Result<Vec<Check>, ForgeError> {
+        let checks = self
+            .forge
+            .client
+            .commit_checks(&self.forge.repo, commit)
+            .await?;
+        let mut found: Vec<Check> = checks
+            .runs
+            .into_iter()
+            .map(|(name, status, conclusion)| Check {
+                passed: (status == "completed").then_some(matches!(
+                    conclusion.as_deref(),
+                    Some("success" | "neutral" | "skipped")
+                )),
+                name,
+            })
+            .collect();
+        // Commit statuses (the older API) are summed up in one.
+        match checks.combined_status.as_str() {
+            "failure" | "error" => found.push(Check {
+                name: "commit status".to_owned(),
+                passed: Some(false),
+            }),
+            _ => {}
+        }
+        Ok(found)
+    }
+
+    async fn changes_requested(&self, number: u64) -> Result<bool, ForgeError> {
+        let reviews = self
+            .forge
+            .client
+            .pull_reviews(&self.forge.repo, number)
+            .await?;
+        // Each reviewer's latest decision counts; a comment does not change it.
+        let mut latest: std::collections::HashMap<String, String> =
+            std::collections::HashMap::new();
+        for review in reviews {
+            let Some(user) = review.user else { continue };
+            if matches!(
+                review.state.as_str(),
+                "APPROVED" | "CHANGES_REQUESTED" | "DISMISSED"
+            ) {
+                latest.insert(user.login, review.state);
+            }
+        }
+        Ok(latest.values().any(|s| s == "CHANGES_REQUESTED"))
+    }
+}

@@ -1,0 +1,360 @@
+//! Issues and the pull requests a client opens: issues numbered with the pull requests, their
+//! labels and conversation; pull requests created from branches of a git repository the test
+//! names (GitHub's own git: the head and the diff are read from it, and follow pushes), listed by
+//! head branch, merged by a test; reviews and check runs a test sets.
+
+use std::path::Path;
+use std::process::Command;
+
+use axum::http::StatusCode;
+use serde_json::{Value, json};
+
+use crate::answer::Answer;
+use crate::state::{Pull, PullSpec, SimIssue, State};
+
+/// Answers the requests about issues and created pull requests; `None` for everything else.
+pub(crate) fn route(
+    state: &mut State,
+    login: &str,
+    method: &str,
+    rest: &[&str],
+    query: &str,
+    body: &Value,
+) -> Option<Answer> {
+    let text = |key: &str| body.get(key).and_then(Value::as_str).map(str::to_owned);
+    let number = |n: &str| n.parse::<u64>().ok();
+    Some(match (method, rest) {
+        ("POST", ["issues"]) => {
+            let Some(title) = text("title").filter(|t| !t.trim().is_empty()) else {
+                return Some(Answer::unprocessable("title", "title is required"));
+            };
+            let body_text = text("body").unwrap_or_default();
+            if body_text.chars().count() > crate::MAX_BODY_CHARS {
+                return Some(Answer::unprocessable("body", "body is too long"));
+            }
+            let labels = strings(body.get("labels"));
+            let number = state.next_number();
+            state.issues.insert(
+                number,
+                SimIssue {
+                    number,
+                    title,
+                    body: body_text,
+                    author: login.to_owned(),
+                    labels,
+                    open: true,
+                },
+            );
+            Answer::json(StatusCode::CREATED, issue_json(state, number)?)
+        }
+        ("GET", ["issues", n]) => {
+            let n = number(n)?;
+            refresh(state, n);
+            issue_json(state, n).map_or_else(Answer::not_found, Answer::ok)
+        }
+        ("POST", ["issues", n, "labels"]) if state.issues.contains_key(&number(n)?) => {
+            let n = number(n)?;
+            let issue = state.issues.get_mut(&n)?;
+            for label in strings(body.get("labels")) {
+                if !issue.labels.contains(&label) {
+                    issue.labels.push(label);
+                }
+            }
+            Answer::ok(labels_json(&issue.labels))
+        }
+        ("DELETE", ["issues", n, "labels", label]) if state.issues.contains_key(&number(n)?) => {
+            let issue = state.issues.get_mut(&number(n)?)?;
+            let label = percent_decode(label);
+            if !issue.labels.contains(&label) {
+                return Some(Answer::error(StatusCode::NOT_FOUND, "Label does not exist"));
+            }
+            issue.labels.retain(|l| *l != label);
+            Answer::ok(labels_json(&issue.labels))
+        }
+        ("POST", ["pulls"]) => create_pull(state, login, body),
+        ("GET", ["pulls"]) => {
+            let param = |key: &str| {
+                query
+                    .split('&')
+                    .find_map(|pair| pair.strip_prefix(key)?.strip_prefix('='))
+                    .map(percent_decode)
+            };
+            let head = param("head");
+            let open_only = param("state").as_deref() != Some("all");
+            let numbers: Vec<u64> = state
+                .pulls
+                .values()
+                .filter(|p| !open_only || p.open)
+                .filter(|p| {
+                    head.as_deref().is_none_or(|h| {
+                        h == format!("{}:{}", state.owner, p.spec.head_ref) && !p.spec.fork
+                    })
+                })
+                .map(|p| p.spec.number)
+                .collect();
+            let mut items = Vec::new();
+            for n in numbers {
+                refresh(state, n);
+                if let Answer {
+                    body: Some(pull), ..
+                } = pull_json(state, n)?
+                {
+                    items.push(pull);
+                }
+            }
+            Answer::ok(Value::Array(items))
+        }
+        ("GET", ["pulls", n, "reviews"]) => {
+            let n = number(n)?;
+            if !state.pulls.contains_key(&n) {
+                return Some(Answer::not_found());
+            }
+            let items: Vec<Value> = state
+                .reviews
+                .iter()
+                .filter(|(pull, _, _)| *pull == n)
+                .enumerate()
+                .map(|(i, (_, user, review_state))| {
+                    json!({
+                        "id": 8_000_000_001u64 + i as u64,
+                        "node_id": format!("PRR_kwDOsim{i}"),
+                        "user": state.account(user),
+                        "body": "",
+                        "state": review_state,
+                        "commit_id": state.pulls.get(&n).map(|p| p.spec.head_sha.clone()),
+                    })
+                })
+                .collect();
+            Answer::ok(Value::Array(items))
+        }
+        ("GET", ["commits", sha, "check-runs"]) => {
+            let runs: Vec<Value> = state
+                .checks
+                .iter()
+                .filter(|(commit, _, _, _)| commit == sha)
+                .enumerate()
+                .map(|(i, (_, name, status, conclusion))| {
+                    json!({"id": 9_000_000_001u64 + i as u64, "name": name, "status": status,
+                           "conclusion": conclusion, "head_sha": sha})
+                })
+                .collect();
+            Answer::ok(json!({"total_count": runs.len(), "check_runs": runs}))
+        }
+        _ => return None,
+    })
+}
+
+fn strings(value: Option<&Value>) -> Vec<String> {
+    value
+        .and_then(Value::as_array)
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn labels_json(labels: &[String]) -> Value {
+    json!(
+        labels
+            .iter()
+            .map(|name| json!({"name": name}))
+            .collect::<Vec<_>>()
+    )
+}
+
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%'
+            && let Some(hex) = text.get(i + 1..i + 3)
+            && let Ok(byte) = u8::from_str_radix(hex, 16)
+        {
+            out.push(byte);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// An issue, or a pull request read as an issue (as GitHub answers both).
+fn issue_json(state: &State, number: u64) -> Option<Value> {
+    let full = state.full_name();
+    if let Some(issue) = state.issues.get(&number) {
+        return Some(json!({
+            "id": 600_000_000 + number,
+            "node_id": format!("I_kwDOsim{number}"),
+            "number": number,
+            "url": format!("{}/repos/{full}/issues/{number}", state.base_url),
+            "html_url": format!("https://github.com/{full}/issues/{number}"),
+            "title": issue.title,
+            "body": issue.body,
+            "user": state.account(&issue.author),
+            "state": if issue.open { "open" } else { "closed" },
+            "labels": labels_json(&issue.labels),
+        }));
+    }
+    let pull = state.pulls.get(&number)?;
+    Some(json!({
+        "id": 600_000_000 + number,
+        "node_id": format!("I_kwDOsim{number}"),
+        "number": number,
+        "url": format!("{}/repos/{full}/issues/{number}", state.base_url),
+        "html_url": format!("https://github.com/{full}/pull/{number}"),
+        "title": pull.spec.title,
+        "body": pull.body,
+        "user": state.account(&pull.spec.author),
+        "state": if pull.open { "open" } else { "closed" },
+        "labels": labels_json(&pull.labels),
+        "pull_request": {"url": format!("{}/repos/{full}/pulls/{number}", state.base_url)},
+    }))
+}
+
+fn git(dir: &Path, args: &[&str]) -> Option<String> {
+    let output = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .ok()?;
+    output
+        .status
+        .success()
+        .then(|| String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+fn branch_sha(dir: &Path, branch: &str) -> Option<String> {
+    git(
+        dir,
+        &[
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            &format!("refs/heads/{branch}^{{commit}}"),
+        ],
+    )
+    .map(|s| s.trim().to_owned())
+}
+
+/// A pull request opened from a branch follows the branch: a push moves its head and diff.
+pub(crate) fn refresh(state: &mut State, number: u64) {
+    let Some(dir) = state.git_dir.clone() else {
+        return;
+    };
+    let Some(pull) = state.pulls.get_mut(&number) else {
+        return;
+    };
+    if !pull.from_git || !pull.open {
+        return;
+    }
+    let Some(head) = branch_sha(&dir, &pull.spec.head_ref) else {
+        return;
+    };
+    if head != pull.spec.head_sha {
+        pull.spec.diff = git(&dir, &["diff", &format!("{}...{head}", pull.spec.base_sha)]);
+        pull.spec.head_sha.clone_from(&head);
+        pull.heads.push(head);
+    }
+}
+
+fn create_pull(state: &mut State, login: &str, body: &Value) -> Answer {
+    let text = |key: &str| body.get(key).and_then(Value::as_str).map(str::to_owned);
+    let (Some(title), Some(head), Some(base)) = (text("title"), text("head"), text("base")) else {
+        return Answer::unprocessable("head", "title, head and base are required");
+    };
+    let head = head
+        .strip_prefix(&format!("{}:", state.owner))
+        .map_or(head.clone(), str::to_owned);
+    let Some(dir) = state.git_dir.clone() else {
+        return Answer::unprocessable(
+            "head",
+            "the simulator has no git repository to read branches from",
+        );
+    };
+    let (Some(head_sha), Some(base_sha)) = (branch_sha(&dir, &head), branch_sha(&dir, &base))
+    else {
+        return Answer::unprocessable(
+            "head",
+            &format!("head {head} or base {base} is not a branch"),
+        );
+    };
+    if state
+        .pulls
+        .values()
+        .any(|p| p.open && p.spec.head_ref == head && !p.spec.fork)
+    {
+        return Answer::unprocessable(
+            "head",
+            &format!("A pull request already exists for {}:{head}.", state.owner),
+        );
+    }
+    let merge_base = git(&dir, &["merge-base", &base_sha, &head_sha])
+        .map(|s| s.trim().to_owned())
+        .unwrap_or_else(|| base_sha.clone());
+    let number = state.next_number();
+    let spec = PullSpec {
+        number,
+        title,
+        author: login.to_owned(),
+        base_ref: base,
+        base_sha: merge_base.clone(),
+        head_ref: head,
+        head_sha: head_sha.clone(),
+        fork: false,
+        draft: body.get("draft").and_then(Value::as_bool).unwrap_or(false),
+        diff: git(&dir, &["diff", &format!("{merge_base}...{head_sha}")]),
+    };
+    let mut pull = Pull::new(spec);
+    pull.from_git = true;
+    pull.body = text("body").unwrap_or_default();
+    state.pulls.insert(number, pull);
+    match pull_json(state, number) {
+        Some(Answer {
+            body: Some(created),
+            ..
+        }) => Answer::json(StatusCode::CREATED, created),
+        _ => Answer::not_found(),
+    }
+}
+
+/// A pull request as GitHub answers for it.
+pub(crate) fn pull_json(state: &State, number: u64) -> Option<Answer> {
+    let full_name = state.full_name();
+    let pull = state.pulls.get(&number)?;
+    let spec = pull.spec.clone();
+    let node_id = pull.node_id.clone();
+    let head_repo = if spec.fork {
+        format!(
+            "{}/{}",
+            spec.author,
+            full_name.split('/').nth(1).unwrap_or_default()
+        )
+    } else {
+        full_name.clone()
+    };
+    Some(Answer::ok(json!({
+        "url": format!("{}/repos/{full_name}/pulls/{number}", state.base_url),
+        "id": 900_000_000 + number,
+        "node_id": node_id,
+        "number": number,
+        "state": if pull.open { "open" } else { "closed" },
+        "merged": pull.merged,
+        "locked": false,
+        "title": spec.title,
+        "user": state.account(&spec.author),
+        "body": pull.body,
+        "draft": spec.draft,
+        "head": {"label": format!("{}:{}", spec.author, spec.head_ref), "ref": spec.head_ref, "sha": spec.head_sha, "repo": {"full_name": head_repo, "fork": spec.fork}},
+        "base": {"label": format!("{}:{}", state.owner, spec.base_ref), "ref": spec.base_ref, "sha": spec.base_sha, "repo": {"full_name": full_name, "fork": false}},
+        "html_url": format!("https://github.com/{full_name}/pull/{number}"),
+    })))
+}
