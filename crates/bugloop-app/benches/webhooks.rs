@@ -62,6 +62,7 @@ async fn measure(queue: Queue, label: &str) {
             metrics: Arc::default(),
             body_timeout: bugloop_app::serve::BODY_TIMEOUT,
             admin_token: None,
+            report_token: None,
             settings: Arc::new(TriggerSettings {
                 bot_logins: vec!["bugloop-app[bot]".to_owned()],
                 mention: "bugloop".to_owned(),

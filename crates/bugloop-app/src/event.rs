@@ -48,6 +48,10 @@ pub enum EventOutcome {
         pull_request: PullRequestRun,
         outcome: Box<Outcome<ConvergeReport>>,
     },
+    /// An error report, filed as an issue or counted on its fingerprint's.
+    Report {
+        outcome: Box<Outcome<crate::ReportOutcome>>,
+    },
     /// An issue labelled for autofix, moved through the solve pipeline.
     Solve {
         issue: u64,
@@ -55,6 +59,29 @@ pub enum EventOutcome {
     },
     /// The event asks for a job that was not run; the reason says why.
     NotRun { reason: String },
+}
+
+/// bugloop opened on the repository's issues (`issue`: the one the job is about, 0 for none).
+async fn open_issues(job: &EventJob, repository: &str, issue: u64) -> Result<App, AppError> {
+    let repo = repository_of(repository, &job.github.repo)?;
+    App::open(AppOptions {
+        directory: job.directory.clone(),
+        config: job.config.clone(),
+        progress: job.progress.clone(),
+        forge: ForgeChoice::GitHubIssues(Box::new(GitHubTarget {
+            number: issue,
+            repo,
+            ..job.github.clone()
+        })),
+    })
+    .await
+}
+
+/// The app's warnings before the job's own.
+fn with_app_warnings(app: &App, mut warnings: Vec<String>) -> Vec<String> {
+    let mut all = app.warnings().to_vec();
+    all.append(&mut warnings);
+    all
 }
 
 /// The event's repository, which must be the one bugloop was given.
@@ -89,18 +116,7 @@ pub async fn run_event(job: EventJob) -> Result<EventOutcome, AppError> {
             repository, issue, ..
         } => {
             let issue = *issue;
-            let repo = repository_of(repository, &job.github.repo)?;
-            let app = App::open(AppOptions {
-                directory: job.directory,
-                config: job.config,
-                progress: job.progress,
-                forge: ForgeChoice::GitHubIssues(Box::new(GitHubTarget {
-                    number: issue,
-                    repo,
-                    ..job.github
-                })),
-            })
-            .await?;
+            let app = open_issues(&job, repository, issue).await?;
             let mut outcome = app
                 .solve(crate::SolveJob {
                     issue,
@@ -109,11 +125,19 @@ pub async fn run_event(job: EventJob) -> Result<EventOutcome, AppError> {
                     model: job.model,
                 })
                 .await?;
-            let mut warnings = app.warnings().to_vec();
-            warnings.append(&mut outcome.warnings);
-            outcome.warnings = warnings;
+            outcome.warnings = with_app_warnings(&app, outcome.warnings);
             return Ok(EventOutcome::Solve {
                 issue,
+                outcome: Box::new(outcome),
+            });
+        }
+        Trigger::Report {
+            repository, report, ..
+        } => {
+            let app = open_issues(&job, repository, 0).await?;
+            let mut outcome = app.report(report.as_bytes()).await?;
+            outcome.warnings = with_app_warnings(&app, outcome.warnings);
+            return Ok(EventOutcome::Report {
                 outcome: Box::new(outcome),
             });
         }
@@ -206,8 +230,8 @@ pub async fn run_event(job: EventJob) -> Result<EventOutcome, AppError> {
                 outcome: Box::new(outcome),
             })
         }
-        Trigger::Autofix { .. } => Err(AppError::Invalid(
-            "an autofix trigger has no pull request".to_owned(),
+        Trigger::Autofix { .. } | Trigger::Report { .. } => Err(AppError::Invalid(
+            "an autofix or report trigger has no pull request".to_owned(),
         )),
     }
 }

@@ -19,6 +19,7 @@ mod models;
 mod outcome;
 mod pull_request;
 mod report;
+pub mod report_endpoint;
 mod review;
 pub mod runs;
 pub mod serve;

@@ -2,9 +2,10 @@
 //! locates and fingerprints it against the commit checked out), or counted on the issue
 //! already filed for its fingerprint.
 
+use bugloop_forge::github::GitHubTracker;
+use bugloop_forge::tracker::{IssueDraft, Tracker};
 use bugloop_git::Git;
 use bugloop_intake::{Located, Repository, Severity};
-use bugloop_store::NewIssue;
 use serde::Serialize;
 
 use crate::{App, AppError, Outcome, Verdict};
@@ -13,9 +14,9 @@ use crate::{App, AppError, Outcome, Verdict};
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ReportOutcome {
     /// The issue's number.
-    pub issue: i64,
+    pub issue: u64,
     /// Reports of this fingerprint so far, this one included.
-    pub count: i64,
+    pub count: u64,
     /// Filed by this report (`false`: counted on the issue filed before).
     pub filed: bool,
     pub fingerprint: String,
@@ -26,7 +27,8 @@ pub struct ReportOutcome {
     pub located: Vec<Located>,
 }
 
-/// The repository as the intake sees it: the files tracked at the commit checked out.
+/// The repository as the intake sees it: the files tracked at a commit (the one checked out;
+/// on GitHub, the default branch's).
 struct Tracked<'g> {
     git: &'g Git,
     head: Option<String>,
@@ -34,8 +36,7 @@ struct Tracked<'g> {
 }
 
 impl<'g> Tracked<'g> {
-    fn of(git: &'g Git) -> Result<Tracked<'g>, AppError> {
-        let head = git.head();
+    fn at(git: &'g Git, head: Option<String>) -> Result<Tracked<'g>, AppError> {
         let files = match &head {
             Some(head) => git
                 .run_bytes(&["ls-tree", "-r", "-z", "--name-only", head])?
@@ -63,44 +64,52 @@ impl Repository for Tracked<'_> {
 
 impl App {
     /// Files `input` (a stack trace, a log excerpt, JSON log lines) as an issue labelled `bug`
-    /// and `labels.trigger`, or counts it on the issue of its fingerprint.
+    /// and `labels.trigger`, or counts it on the issue of its fingerprint: in the local forge,
+    /// or, opened on a GitHub repository's issues, on GitHub.
     pub async fn report(&self, input: &[u8]) -> Result<Outcome<ReportOutcome>, AppError> {
         let report = bugloop_intake::read(input).map_err(|e| AppError::Invalid(e.to_string()))?;
-        let repository = Tracked::of(&self.git)?;
+        let commit = match &self.github_issues {
+            Some(github) => Some(github.base_sha.clone()),
+            None => self.git.head(),
+        };
+        let repository = Tracked::at(&self.git, commit)?;
         let located = bugloop_intake::locate(&report, &repository);
         let fingerprint = bugloop_intake::fingerprint(&report, &located);
         let text = bugloop_intake::issue(&report, &located, &fingerprint, &repository);
-        let local = self.local_store("bugloop report")?;
-        let labels = vec![
-            "bug".to_owned(),
-            self.settings.config.labels.trigger.clone(),
-        ];
-        let reported = local
-            .store()
-            .report(
-                &fingerprint,
-                NewIssue {
-                    title: text.title.clone(),
-                    body: text.body,
-                    author: self.settings.config.identity.local_bot_name.clone(),
-                    labels,
-                },
-            )
-            .await
-            .map_err(|source| AppError::Store {
-                repository: self.git.root().to_path_buf(),
-                source: source.into(),
-            })?;
-        let issue = reported.issue;
+        let marker = bugloop_intake::fingerprint_marker(&fingerprint);
+        let draft = IssueDraft {
+            title: text.title.clone(),
+            body: text.body,
+            labels: vec![
+                "bug".to_owned(),
+                self.settings.config.labels.trigger.clone(),
+            ],
+        };
+        let counted = match &self.github_issues {
+            Some(github) => {
+                GitHubTracker::new(&github.forge, self.git.clone(), &github.remote)
+                    .fenced(github.fence.clone())
+                    .report(&fingerprint, &marker, &draft)
+                    .await?
+            }
+            None => self
+                .tracker()?
+                .report(&fingerprint, &marker, &draft)
+                .await
+                .map_err(|source| AppError::Store {
+                    repository: self.git.root().to_path_buf(),
+                    source,
+                })?,
+        };
         Ok(Outcome::new(
             ReportOutcome {
-                issue: issue.number,
-                count: issue.reports,
-                filed: reported.filed,
+                issue: counted.number,
+                count: counted.count,
+                filed: counted.filed,
                 fingerprint,
-                title: issue.title,
+                title: counted.title,
                 severity: text.severity,
-                labels: issue.labels,
+                labels: counted.labels,
                 located,
             },
             Verdict::Done,

@@ -18,6 +18,7 @@ use bugloop_queue::{Enqueued, JobKind, NewJob, Queue};
 use bugloop_webhooks::{Skip, Trigger, TriggerSettings};
 
 use crate::AppError;
+use crate::report_endpoint::same_secret;
 pub use crate::store_location::StoreLocation;
 pub use bugloop_queue::now_ms;
 
@@ -38,6 +39,8 @@ pub struct WebhookState {
     /// The bearer token that opens the status page and `/metrics` from anywhere; without one
     /// they answer only on loopback (they name private repositories and show jobs' errors).
     pub admin_token: Option<Arc<String>>,
+    /// The bearer token of `POST /report` (`crate::report_endpoint`); `None`: reports are off.
+    pub report_token: Option<Arc<String>>,
 }
 
 /// The address a connection came from, set by the server's accept loop.
@@ -66,6 +69,11 @@ pub fn router(state: WebhookState) -> axum::Router {
             state.clone(),
             operators_only,
         ));
+    let reports = crate::report_endpoint::router(crate::report_endpoint::ReportState {
+        queue: state.queue.clone(),
+        token: state.report_token.clone(),
+        body_timeout: state.body_timeout,
+    });
     axum::Router::new()
         .route("/webhook", post(webhook))
         .route("/healthz", get(|| async { "ok\n" }))
@@ -73,6 +81,7 @@ pub fn router(state: WebhookState) -> axum::Router {
         .merge(operations)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(state)
+        .merge(reports)
 }
 
 /// Lets a request through with the admin token, or, when none is set, from loopback only (a
@@ -107,16 +116,6 @@ async fn operators_only(
     }
 }
 
-/// Compares in time that does not depend on where the two differ.
-fn same_secret(given: &[u8], expected: &[u8]) -> bool {
-    given.len() == expected.len()
-        && given
-            .iter()
-            .zip(expected)
-            .fold(0u8, |differ, (a, b)| differ | (a ^ b))
-            == 0
-}
-
 async fn ready(State(state): State<WebhookState>) -> (StatusCode, &'static str) {
     match tokio::time::timeout(Duration::from_secs(2), state.queue.job("readyz")).await {
         Ok(Ok(_)) => (StatusCode::OK, "ready\n"),
@@ -148,6 +147,7 @@ fn kind_of(trigger: &Trigger) -> JobKind {
         Trigger::Comment { .. } => JobKind::Comment,
         Trigger::Converge { .. } => JobKind::Converge,
         Trigger::Autofix { .. } => JobKind::Autofix,
+        Trigger::Report { .. } => JobKind::Report,
     }
 }
 
@@ -260,6 +260,8 @@ pub struct ServeOptions {
     pub limits: bugloop_queue::Limits,
     /// Opens the status page and `/metrics` beyond loopback (`BUGLOOP_ADMIN_TOKEN`).
     pub admin_token: Option<String>,
+    /// Opens `POST /report` (`BUGLOOP_REPORT_TOKEN`); without it the endpoint is off.
+    pub report_token: Option<String>,
 }
 
 /// Serves until SIGTERM or Ctrl-C; `bound` is told the address once it listens (port 0 picks a
@@ -294,6 +296,7 @@ pub async fn run_until(
     let state = WebhookState {
         body_timeout: BODY_TIMEOUT,
         admin_token: options.admin_token.clone().map(Arc::new),
+        report_token: options.report_token.clone().map(Arc::new),
         secret: Arc::new(options.secret),
         queue,
         metrics: options

@@ -27,6 +27,8 @@ struct ServerFile {
     webhook_secret: Option<String>,
     /// Opens the status page and `/metrics` beyond loopback.
     admin_token: Option<String>,
+    /// Opens `POST /report` (error reports filed as issues).
+    report_token: Option<String>,
     app_id: Option<u64>,
     /// A path to the App's PEM, relative to the file.
     private_key: Option<PathBuf>,
@@ -171,6 +173,9 @@ pub fn serve_options(
         admin_token: sources
             .var("BUGLOOP_ADMIN_TOKEN")
             .or(file.admin_token.clone()),
+        report_token: sources
+            .var("BUGLOOP_REPORT_TOKEN")
+            .or(file.report_token.clone()),
     })
 }
 

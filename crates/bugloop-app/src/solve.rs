@@ -36,7 +36,7 @@ impl From<SolveError> for AppError {
 
 impl App {
     /// Where issues are tracked locally: the local forge (the embedded store).
-    fn tracker(&self) -> Result<&dyn Tracker, AppError> {
+    pub(crate) fn tracker(&self) -> Result<&dyn Tracker, AppError> {
         Ok(self.local_store("solving an issue")?)
     }
 

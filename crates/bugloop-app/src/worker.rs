@@ -162,7 +162,7 @@ pub async fn run_next(
         worker = %settings.id,
     );
     tracing::info!(parent: &span, waited_ms, "job started");
-    let job = run_job(&lease, settings, fence).instrument(span.clone());
+    let job = run_job(queue, &lease, settings, fence).instrument(span.clone());
     let result = tokio::select! {
         result = job => Some(result),
         () = stop.grace_over(settings.shutdown_grace) => None,
@@ -224,6 +224,7 @@ pub async fn run_next(
 
 /// Runs the job's trigger; an error says whether retrying may help.
 async fn run_job(
+    queue: &Queue,
     lease: &Lease,
     settings: &WorkerSettings,
     fence: bugloop_forge::fencing::Fence,
@@ -235,17 +236,12 @@ async fn run_job(
             lease.job.id
         )))
     })?;
-    let installation = trigger.installation().ok_or_else(|| {
-        permanent(AppError::Invalid(format!(
-            "job {}: the event came through no App installation",
-            lease.job.id
-        )))
-    })?;
     let repository = match &trigger {
         Trigger::Review { repository, .. }
         | Trigger::Comment { repository, .. }
         | Trigger::Converge { repository, .. }
-        | Trigger::Autofix { repository, .. } => repository.clone(),
+        | Trigger::Autofix { repository, .. }
+        | Trigger::Report { repository, .. } => repository.clone(),
     };
     let repo = Repo::parse(&repository).ok_or_else(|| {
         permanent(AppError::Invalid(format!(
@@ -253,6 +249,24 @@ async fn run_job(
             lease.job.id
         )))
     })?;
+    let installation = match (trigger.installation(), &trigger) {
+        (Some(installation), _) => installation,
+        // A report names only its repository: the App's installation there is asked for.
+        (None, Trigger::Report { .. }) => installation_of(settings, &repo).await.map_err(|e| {
+            let failure = if transient(&e) {
+                Failure::Transient
+            } else {
+                Failure::Permanent
+            };
+            (e, failure)
+        })?,
+        (None, _) => {
+            return Err(permanent(AppError::Invalid(format!(
+                "job {}: the event came through no App installation",
+                lease.job.id
+            ))));
+        }
+    };
     let policy = observed(settings, installation);
     let (directory, client) = clone_of(settings, &policy, &repo, installation)
         .await
@@ -310,11 +324,25 @@ async fn run_job(
                 cost_usd: report.usage.cost_usd,
             })
             .unwrap_or_default()),
+        // A newly filed issue is solved next, as if labelled: its own label event is the
+        // App's, which the server drops.
+        Ok(EventOutcome::Report { outcome }) if outcome.report.filed => {
+            let follow = Trigger::Autofix {
+                repository,
+                issue: outcome.report.issue,
+                installation: Some(installation),
+            };
+            follow_up(queue, lease, &follow)
+                .await
+                .map_err(|e| (e, Failure::Transient))?;
+            Ok(Spent::default())
+        }
         // Their reports do not carry the model's usage.
         Ok(EventOutcome::NotRun { .. })
         | Ok(EventOutcome::Comment { .. })
         | Ok(EventOutcome::Converge { .. })
-        | Ok(EventOutcome::Solve { .. }) => Ok(Spent::default()),
+        | Ok(EventOutcome::Solve { .. })
+        | Ok(EventOutcome::Report { .. }) => Ok(Spent::default()),
         Err(error) => {
             let failure = if transient(&error) {
                 Failure::Transient
@@ -324,6 +352,48 @@ async fn run_job(
             Err((error, failure))
         }
     }
+}
+
+/// Queues the solving of an issue (`trigger`, an autofix) after the job `lease` holds; its
+/// delivery id is the job's, so a job run twice queues it once.
+async fn follow_up(queue: &Queue, lease: &Lease, trigger: &Trigger) -> Result<(), AppError> {
+    let payload = serde_json::to_string(trigger)
+        .map_err(|e| AppError::Invalid(format!("a follow-up job: {e}")))?;
+    queue
+        .enqueue(
+            &format!("{}:follow-up", lease.job.id),
+            "bugloop",
+            Some(bugloop_queue::NewJob {
+                kind: bugloop_queue::JobKind::Autofix,
+                conversation: trigger.conversation(),
+                installation: trigger.installation().and_then(|i| i64::try_from(i).ok()),
+                head: None,
+                payload,
+            }),
+            now_ms(),
+        )
+        .await?;
+    Ok(())
+}
+
+/// The App's installation on `repo` (asked with the App's JWT).
+async fn installation_of(settings: &WorkerSettings, repo: &Repo) -> Result<u64, AppError> {
+    // The id is not used for the App's own endpoints, which the JWT opens.
+    let client = bugloop_github::GitHubClient::for_installation(
+        settings.endpoint.clone(),
+        bugloop_github::Installation {
+            credentials: settings.app.clone(),
+            id: 0,
+            clock: Arc::new(bugloop_github::SystemClock),
+        },
+        settings.policy.clone(),
+        Arc::new(bugloop_github::TokioSleeper),
+    )
+    .map_err(|e| AppError::GitHub(Box::new(e)))?;
+    client
+        .repository_installation(repo)
+        .await
+        .map_err(|e| AppError::GitHub(Box::new(e)))
 }
 
 /// The settings' policy, telling the metrics each rate limit GitHub reports for `installation`.

@@ -43,6 +43,7 @@ async fn server_on(
         metrics: Arc::default(),
         body_timeout,
         admin_token: admin_token.map(|t| Arc::new(t.to_owned())),
+        report_token: Some(Arc::new("r3port".to_owned())),
         settings: Arc::new(TriggerSettings {
             bot_logins: vec!["bugloop-app[bot]".to_owned()],
             mention: "bugloop".to_owned(),
@@ -351,4 +352,47 @@ async fn the_status_page_and_metrics_answer_loopback_or_the_admin_token_only() {
         );
         assert_eq!(get(&format!("{}{path}", server.url), None).await, 403);
     }
+}
+
+/// `POST /report`: only with the report token, only a readable report, for a repository named
+/// owner/name; each report is a job of its own, even the same one twice.
+#[tokio::test]
+async fn error_reports_are_queued_with_the_report_token_only() {
+    let server = server().await;
+    let send = async |token: Option<&str>, query: &str, body: &[u8]| {
+        let mut request = reqwest::Client::new()
+            .post(format!("{}/report{query}", server.url))
+            .body(body.to_vec());
+        if let Some(token) = token {
+            request = request.header("authorization", format!("Bearer {token}"));
+        }
+        let answer = request.send().await.unwrap();
+        (answer.status().as_u16(), answer.text().await.unwrap())
+    };
+    let trace = b"Traceback (most recent call last):\n  File \"app/models.py\", line 2, in last\nIndexError: list index out of range\n";
+    let repo = "?repository=acme/widgets";
+    assert_eq!(send(None, repo, trace).await.0, 401);
+    assert_eq!(send(Some("r3porT"), repo, trace).await.0, 401);
+    assert_eq!(send(Some("r3port"), "", trace).await.0, 400);
+    assert_eq!(send(Some("r3port"), "?repository=../x", trace).await.0, 400);
+    let (status, said) = send(Some("r3port"), repo, b"   \n").await;
+    assert_eq!(
+        (status, said.as_str()),
+        (400, "the error report is empty\n")
+    );
+    let (status, said) = send(Some("r3port"), repo, b"\x7fELF\x00\x00").await;
+    assert_eq!(status, 400);
+    assert!(said.contains("not text"), "{said}");
+    assert!(
+        server.queue.jobs().await.unwrap().is_empty(),
+        "nothing queued"
+    );
+    for _ in 0..2 {
+        let (status, said) = send(Some("r3port"), "?repository=acme%2Fwidgets", trace).await;
+        assert_eq!(status, 202, "{said}");
+    }
+    let jobs = server.queue.jobs().await.unwrap();
+    assert_eq!(jobs.len(), 2, "{jobs:#?}");
+    assert!(jobs.iter().all(|j| j.kind == bugloop_queue::JobKind::Report
+        && j.conversation == "github:acme/widgets#reports"));
 }

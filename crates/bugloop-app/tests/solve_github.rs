@@ -53,8 +53,16 @@ fn script() -> Vec<Value> {
     lines
 }
 
-#[tokio::test]
-async fn an_issue_labelled_for_autofix_is_solved_to_a_ready_draft_by_the_app() {
+struct Setup {
+    fixture: PullRequestFixture,
+    queue: Queue,
+    settings: WorkerSettings,
+    _dirs: Vec<tempfile::TempDir>,
+}
+
+/// The repository with the bug on `main`, the App installed, a worker's settings with the
+/// whole run's script.
+async fn setup() -> Setup {
     let fixture = PullRequestFixture::new(FixtureOptions {
         base_config: Some(CONFIG),
         base_files: &[("app/models.py", BUGGY)],
@@ -65,12 +73,6 @@ async fn an_issue_labelled_for_autofix_is_solved_to_a_ready_draft_by_the_app() {
     sim.set_git_dir(fixture.origin());
     let credentials = Arc::new(AppCredentials::from_pem(77, &app_key()).unwrap());
     sim.add_app(77, "bugloop-app", credentials.public_key_der(), &[42]);
-    let issue = sim.add_issue(
-        "alice",
-        "IndexError: list index out of range in last (app/models.py)",
-        "Traceback (most recent call last):\n  File \"app/models.py\", line 2, in last\n    return items[len(items)]\nIndexError: list index out of range\n",
-        &["bug", "bug:autofix"],
-    );
     let git_base = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(git_base.path().join("acme")).unwrap();
     std::os::unix::fs::symlink(fixture.origin(), git_base.path().join("acme/widgets.git")).unwrap();
@@ -101,6 +103,29 @@ async fn an_issue_labelled_for_autofix_is_solved_to_a_ready_draft_by_the_app() {
         git_token_refresh: Duration::from_secs(600),
         metrics: Arc::default(),
     };
+    Setup {
+        fixture,
+        queue,
+        settings,
+        _dirs: vec![git_base, work],
+    }
+}
+
+#[tokio::test]
+async fn an_issue_labelled_for_autofix_is_solved_to_a_ready_draft_by_the_app() {
+    let Setup {
+        fixture,
+        queue,
+        settings,
+        _dirs,
+    } = setup().await;
+    let sim = &fixture.sim;
+    let issue = sim.add_issue(
+        "alice",
+        "IndexError: list index out of range in last (app/models.py)",
+        "Traceback (most recent call last):\n  File \"app/models.py\", line 2, in last\n    return items[len(items)]\nIndexError: list index out of range\n",
+        &["bug", "bug:autofix"],
+    );
     let enqueue = async |delivery: &str| {
         let trigger = Trigger::Autofix {
             repository: "acme/widgets".to_owned(),
@@ -217,6 +242,99 @@ async fn an_issue_labelled_for_autofix_is_solved_to_a_ready_draft_by_the_app() {
         .unwrap();
     assert!(
         record.body.contains("### bugloop solve: MERGED"),
+        "{}",
+        record.body
+    );
+}
+
+/// The whole chain on GitHub: an error report sent to the server files one issue (the App's,
+/// labelled bug and bug:autofix) and queues its solving; the same error reported again is
+/// counted on that issue; the issue is solved to a ready draft.
+#[tokio::test]
+async fn a_reported_error_is_filed_once_counted_and_solved() {
+    let Setup {
+        fixture,
+        queue,
+        settings,
+        _dirs,
+    } = setup().await;
+    let sim = &fixture.sim;
+    let report = |delivery: &str, checkout: &str| {
+        let trigger = Trigger::Report {
+            repository: "acme/widgets".to_owned(),
+            report: format!(
+                "2026-11-24 07:12:01 ERROR worker crashed\nTraceback (most recent call last):\n  File \"{checkout}/app/models.py\", line 2, in last\n    return items[len(items)]\nIndexError: list index out of range\n"
+            ),
+            installation: None,
+        };
+        let queue = queue.clone();
+        let delivery = delivery.to_owned();
+        async move {
+            queue
+                .enqueue(
+                    &delivery,
+                    "report",
+                    Some(NewJob {
+                        kind: JobKind::Report,
+                        conversation: trigger.conversation(),
+                        installation: None,
+                        head: None,
+                        payload: serde_json::to_string(&trigger).unwrap(),
+                    }),
+                    0,
+                )
+                .await
+                .unwrap();
+        }
+    };
+    report("report-1", "/srv/app").await;
+    let filed = run_next(&queue, &settings, &Stop::never())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(filed.state, Some(JobState::Done), "{filed:?}");
+    assert_eq!(sim.issue_count(), 1);
+    let issue = 8;
+    let (title, body) = sim.issue(issue).unwrap();
+    assert!(title.starts_with("IndexError"), "{title}");
+    assert!(body.contains("**Reports:** 1"), "{body}");
+    assert!(body.contains("app/models.py"), "{body}");
+    let mut labels = sim.issue_labels(issue);
+    labels.sort();
+    assert_eq!(labels, ["bug", "bug:autofix"]);
+    // Its solving was queued; another deployment reports the same error meanwhile.
+    report("report-2", "/home/deploy/current").await;
+    let solved = run_next(&queue, &settings, &Stop::never())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(solved.state, Some(JobState::Done), "{solved:?}");
+    let counted = run_next(&queue, &settings, &Stop::never())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(counted.state, Some(JobState::Done), "{counted:?}");
+    assert!(
+        run_next(&queue, &settings, &Stop::never())
+            .await
+            .unwrap()
+            .is_none(),
+        "a counted report queues no second solve"
+    );
+    assert_eq!(sim.issue_count(), 1, "one issue");
+    let (_, body) = sim.issue(issue).unwrap();
+    assert!(body.contains("**Reports:** 2"), "{body}");
+    let pulls: Vec<_> = sim.pulls().into_iter().filter(|p| p.0 != 7).collect();
+    assert_eq!(pulls.len(), 1, "{pulls:#?}");
+    assert!(pulls[0].2.starts_with("bugloop/8-indexerror"), "{pulls:?}");
+    assert!(!pulls[0].3, "ready");
+    let record = sim
+        .issue_comments(issue)
+        .into_iter()
+        .find(|c| c.author == BOT)
+        .unwrap();
+    assert!(
+        record.body.contains("### bugloop solve: READY"),
         "{}",
         record.body
     );

@@ -197,6 +197,19 @@ pub fn action(
             plain(&env, out, &pull_request, &trigger, &outcome.warnings, &said)?;
             Ok(outcome.verdict)
         }
+        EventOutcome::Report { outcome } => {
+            crate::warn(&outcome.warnings)?;
+            let report = &outcome.report;
+            writeln!(
+                out,
+                "{} issue #{}: {} ({} reports)",
+                if report.filed { "filed" } else { "counted on" },
+                report.issue,
+                report.title,
+                report.count
+            )?;
+            Ok(outcome.verdict)
+        }
         EventOutcome::Solve { outcome, .. } => {
             crate::warn(&outcome.warnings)?;
             let said = outcome.report.to_text();
@@ -245,6 +258,7 @@ fn heading(pull: &PullRequestRun, trigger: &Trigger) -> String {
         Trigger::Comment { .. } => "comment",
         Trigger::Converge { .. } => "converge",
         Trigger::Autofix { .. } => "autofix",
+        Trigger::Report { .. } => "report",
     };
     format!(
         "### bugloop {what}: #{} at {}\n\n",

@@ -78,8 +78,38 @@ pub struct Check {
     pub passed: Option<bool>,
 }
 
+/// An issue to file from an error report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IssueDraft {
+    pub title: String,
+    pub body: String,
+    pub labels: Vec<String>,
+}
+
+/// What reporting an error did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ReportCount {
+    pub number: u64,
+    pub title: String,
+    pub labels: Vec<String>,
+    /// Reports of its fingerprint so far, this one included.
+    pub count: u64,
+    /// Filed by this report (`false`: counted on the issue filed before).
+    pub filed: bool,
+}
+
 #[async_trait]
 pub trait Tracker: Send + Sync + std::fmt::Debug {
+    /// An error report: counted on the issue filed for `fingerprint`, or filed as `draft` when
+    /// there is none. `marker` is the fingerprint's hidden line in the draft's body, which finds
+    /// the issue again where the forge keeps no fingerprints of its own.
+    async fn report(
+        &self,
+        fingerprint: &str,
+        marker: &str,
+        draft: &IssueDraft,
+    ) -> Result<ReportCount, ForgeError>;
+
     async fn issue(&self, number: u64) -> Result<TrackedIssue, ForgeError>;
 
     async fn add_labels(&self, issue: u64, labels: &[String]) -> Result<(), ForgeError>;

@@ -47,6 +47,51 @@ pub(crate) fn route(
             );
             Answer::json(StatusCode::CREATED, issue_json(state, number)?)
         }
+        ("GET", ["issues"]) => {
+            let param = |key: &str| {
+                query
+                    .split('&')
+                    .find_map(|pair| pair.strip_prefix(key)?.strip_prefix('='))
+                    .map(percent_decode)
+            };
+            let (label, creator) = (param("labels"), param("creator"));
+            let all = param("state").as_deref() == Some("all");
+            let numbers: Vec<u64> = state
+                .issues
+                .values()
+                .rev()
+                .filter(|i| all || i.open)
+                .filter(|i| {
+                    label
+                        .as_deref()
+                        .is_none_or(|l| i.labels.iter().any(|x| x == l))
+                })
+                .filter(|i| creator.as_deref().is_none_or(|c| i.author == c))
+                .map(|i| i.number)
+                .collect();
+            let items: Vec<Value> = numbers
+                .into_iter()
+                .filter_map(|n| issue_json(state, n))
+                .collect();
+            Answer::ok(Value::Array(items))
+        }
+        ("PATCH", ["issues", n]) if state.issues.contains_key(&number(n)?) => {
+            let n = number(n)?;
+            let issue = state.issues.get_mut(&n)?;
+            if issue.author != login {
+                return Some(Answer::error(
+                    StatusCode::FORBIDDEN,
+                    "Must have admin rights to Repository.",
+                ));
+            }
+            if let Some(text) = text("body") {
+                if text.chars().count() > crate::MAX_BODY_CHARS {
+                    return Some(Answer::unprocessable("body", "body is too long"));
+                }
+                issue.body = text;
+            }
+            Answer::ok(issue_json(state, n)?)
+        }
         ("GET", ["issues", n]) => {
             let n = number(n)?;
             refresh(state, n);

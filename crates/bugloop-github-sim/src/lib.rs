@@ -163,6 +163,19 @@ impl Simulator {
         number
     }
 
+    /// An issue's title and body.
+    pub fn issue(&self, number: u64) -> Option<(String, String)> {
+        self.state()
+            .issues
+            .get(&number)
+            .map(|i| (i.title.clone(), i.body.clone()))
+    }
+
+    /// How many issues (not pull requests) there are.
+    pub fn issue_count(&self) -> usize {
+        self.state().issues.len()
+    }
+
     /// An issue's labels (a pull request's, for a pull request's number).
     pub fn issue_labels(&self, number: u64) -> Vec<String> {
         let state = self.state();

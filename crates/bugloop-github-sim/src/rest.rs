@@ -109,7 +109,7 @@ fn answer(
     body: &Value,
 ) -> (Answer, Option<StatusCode>) {
     // An App's JWT is taken by the App's own endpoints only.
-    if path == "/app" || path.starts_with("/app/") {
+    if path == "/app" || path.starts_with("/app/") || path.ends_with("/installation") {
         return (app_endpoint(state, headers, method, path), None);
     }
     let Some(login) = authenticated(state, headers) else {
@@ -166,6 +166,16 @@ fn app_endpoint(state: &mut State, headers: &HeaderMap, method: &str, path: &str
     let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
     let answer = match (method, segments.as_slice()) {
         ("GET", ["app"]) => crate::app::describe(state, app).map(Answer::ok),
+        ("GET", ["repos", owner, name, "installation"])
+            if *owner == state.owner && *name == state.name =>
+        {
+            let installation = state
+                .apps
+                .iter()
+                .find(|a| a.id == app)
+                .and_then(|a| a.installations.first().copied());
+            installation.map(|id| Answer::ok(json!({"id": id, "app_id": app})))
+        }
         ("POST", ["app", "installations", id, "access_tokens"]) => id
             .parse()
             .ok()

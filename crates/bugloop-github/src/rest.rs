@@ -150,6 +150,8 @@ pub struct Issue {
     pub body: Option<String>,
     pub state: String,
     #[serde(default)]
+    pub user: Option<Account>,
+    #[serde(default)]
     pub labels: Vec<Label>,
     /// Present when the issue is a pull request (GitHub numbers both alike).
     #[serde(default)]
@@ -471,6 +473,75 @@ impl GitHubClient {
             Safety::Read,
         )
         .await
+    }
+
+    /// The issues (open and closed) labelled `label` that `creator` opened, newest first; pull
+    /// requests are left out.
+    pub async fn issues_labelled(
+        &self,
+        repo: &Repo,
+        label: &str,
+        creator: &str,
+    ) -> Result<Vec<Issue>, GitHubError> {
+        let encode = |text: &str| -> String {
+            text.bytes()
+                .map(|b| {
+                    if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+                        (b as char).to_string()
+                    } else {
+                        format!("%{b:02X}")
+                    }
+                })
+                .collect()
+        };
+        let issues: Vec<Issue> = self
+            .list(&format!(
+                "/repos/{repo}/issues?state=all&labels={}&creator={}",
+                encode(label),
+                encode(creator)
+            ))
+            .await?;
+        Ok(issues
+            .into_iter()
+            .filter(|i| i.pull_request.is_none())
+            .collect())
+    }
+
+    /// Replaces an issue's body.
+    pub async fn update_issue_body(
+        &self,
+        repo: &Repo,
+        number: u64,
+        body: &str,
+    ) -> Result<Issue, GitHubError> {
+        self.with_body(
+            Method::PATCH,
+            &format!("/repos/{repo}/issues/{number}"),
+            body,
+            Safety::Idempotent,
+        )
+        .await
+    }
+
+    /// The App's installation on `repo` (asked with the App's JWT: any of the App's clients may
+    /// ask, whatever installation it was made for).
+    pub async fn repository_installation(&self, repo: &Repo) -> Result<u64, GitHubError> {
+        let operation = format!("GET /repos/{repo}/installation");
+        let page = self
+            .transport
+            .send_as_app(
+                Method::GET,
+                &self.url(&format!("/repos/{repo}/installation")),
+                Safety::Read,
+            )
+            .await?;
+        page.body
+            .get("id")
+            .and_then(Value::as_u64)
+            .ok_or_else(|| GitHubError::Decode {
+                operation,
+                message: "no `id`".to_owned(),
+            })
     }
 
     /// The open pull requests from `branch` of `repo` itself.

@@ -280,6 +280,24 @@ async fn every_request_matches_one_operation_of_githubs_description() {
         ),
         (
             "GET",
+            "/repos/octo/hello/issues",
+            "/repos/{owner}/{repo}/issues",
+            "200",
+        ),
+        (
+            "PATCH",
+            "/repos/octo/hello/issues/7",
+            "/repos/{owner}/{repo}/issues/{issue_number}",
+            "200",
+        ),
+        (
+            "GET",
+            "/repos/octo/hello/installation",
+            "/repos/{owner}/{repo}/installation",
+            "200",
+        ),
+        (
+            "GET",
             "/repos/octo/hello/pulls/7/reviews",
             "/repos/{owner}/{repo}/pulls/{pull_number}/reviews",
             "200",
@@ -397,6 +415,15 @@ async fn every_request_matches_one_operation_of_githubs_description() {
     let reviews = client.pull_reviews(&repo, 7).await.unwrap();
     assert!(!reviews[0].state.is_empty());
     client
+        .issues_labelled(&repo, "bug", "bugloop[bot]")
+        .await
+        .unwrap();
+    client
+        .update_issue_body(&repo, 7, "Reported twice")
+        .await
+        .unwrap();
+    assert!(client.repository_installation(&repo).await.unwrap() > 0);
+    client
         .delete_issue_comment(&repo, 3_000_000_002)
         .await
         .unwrap();
@@ -407,7 +434,7 @@ async fn every_request_matches_one_operation_of_githubs_description() {
 
     // Every request the client sent, against the description.
     let requests = server.received_requests().await.unwrap();
-    assert_eq!(requests.len(), 25);
+    assert_eq!(requests.len(), 28);
     for request in requests {
         let verb = request.method.as_str();
         let target = request.url.path();

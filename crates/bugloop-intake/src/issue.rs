@@ -99,6 +99,12 @@ fn excerpt(text: &str, line: u32) -> Option<String> {
     )
 }
 
+/// The hidden line an issue filed from reports carries: how the issue of a fingerprint is found
+/// again (the fingerprint is hex, so nothing in it ends the comment).
+pub fn fingerprint_marker(fingerprint: &str) -> String {
+    format!("<!-- bugloop:fingerprint {fingerprint} -->")
+}
+
 /// The issue for `report`, whose frames in the repository are `located`, with `fingerprint`
 /// recorded in a hidden line.
 pub fn issue(
@@ -193,7 +199,7 @@ pub fn issue(
         }
         None => body.push_str("Not known: the report gave none.\n"),
     }
-    body.push_str(&format!("\n<!-- bugloop:fingerprint {fingerprint} -->\n"));
+    body.push_str(&format!("\n{}\n", fingerprint_marker(fingerprint)));
     IssueText {
         title,
         body,

@@ -12,7 +12,7 @@ mod trace;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-pub use self::issue::{IssueText, Severity, issue};
+pub use self::issue::{IssueText, Severity, fingerprint_marker, issue};
 
 /// The most of a report that is read (a log can be huge; the trace is near its start).
 pub const MAX_REPORT_BYTES: usize = 4 * 1024 * 1024;

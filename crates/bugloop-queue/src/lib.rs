@@ -55,6 +55,8 @@ pub enum JobKind {
     Comment,
     Converge,
     Autofix,
+    /// An error report to file as an issue.
+    Report,
 }
 
 impl JobKind {
@@ -64,6 +66,7 @@ impl JobKind {
             JobKind::Comment => "comment",
             JobKind::Converge => "converge",
             JobKind::Autofix => "autofix",
+            JobKind::Report => "report",
         }
     }
 
@@ -73,6 +76,7 @@ impl JobKind {
             "comment" => JobKind::Comment,
             "converge" => JobKind::Converge,
             "autofix" => JobKind::Autofix,
+            "report" => JobKind::Report,
             _ => return None,
         })
     }

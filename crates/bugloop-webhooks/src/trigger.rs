@@ -57,6 +57,13 @@ pub enum Trigger {
         issue: u64,
         installation: Option<u64>,
     },
+    /// An error report sent to the server's report endpoint, to file as an issue (or count on
+    /// the issue of its fingerprint); the installation is looked up when not known.
+    Report {
+        repository: String,
+        report: String,
+        installation: Option<u64>,
+    },
 }
 
 impl Trigger {
@@ -67,13 +74,18 @@ impl Trigger {
             Trigger::Comment { .. } => "comment",
             Trigger::Converge { .. } => "converge",
             Trigger::Autofix { .. } => "autofix",
+            Trigger::Report { .. } => "report",
         }
     }
 
     /// The conversation it is about, as the GitHub forge keys it (`github:owner/repo#7`): a
-    /// server runs one job per conversation at a time.
+    /// server runs one job per conversation at a time. A repository's reports are one
+    /// conversation (`github:owner/repo#reports`), so two of the same error file one issue.
     pub fn conversation(&self) -> String {
         let (repository, number) = match self {
+            Trigger::Report { repository, .. } => {
+                return format!("github:{repository}#reports");
+            }
             Trigger::Review {
                 repository, number, ..
             }
@@ -95,7 +107,8 @@ impl Trigger {
         match self {
             Trigger::Review { installation, .. }
             | Trigger::Comment { installation, .. }
-            | Trigger::Autofix { installation, .. } => *installation,
+            | Trigger::Autofix { installation, .. }
+            | Trigger::Report { installation, .. } => *installation,
             Trigger::Converge { .. } => None,
         }
     }

@@ -22,7 +22,8 @@ use serde::{Deserialize, Serialize};
 use super::GitHubForge;
 use crate::ForgeError;
 use crate::tracker::{
-    ChangeRequest, ChangeRequestState, Check, DraftRequest, SolveTransition, TrackedIssue, Tracker,
+    ChangeRequest, ChangeRequestState, Check, DraftRequest, IssueDraft, ReportCount,
+    SolveTransition, TrackedIssue, Tracker,
 };
 
 const RECORD_TAG: &str = "<!-- bugloop:solve-record -->";
@@ -202,8 +203,91 @@ fn render(steps: &[StoredStep]) -> Result<String, ForgeError> {
     }
 }
 
+const COUNT_PREFIX: &str = "<!-- bugloop:reports ";
+
+/// The issue's body with its report count: a line for people and a hidden one to read back.
+fn with_count(body: &str, count: u64) -> String {
+    let kept: Vec<&str> = body
+        .lines()
+        .filter(|line| !line.starts_with(COUNT_PREFIX) && !line.starts_with("**Reports:** "))
+        .collect();
+    let mut body = kept.join("\n").trim_end().to_owned();
+    body.push_str(&format!(
+        "\n\n**Reports:** {count} (last {})\n{COUNT_PREFIX}{count} -->\n",
+        Timestamp::now().strftime("%Y-%m-%d %H:%M UTC")
+    ));
+    body
+}
+
+fn count_of(body: &str) -> u64 {
+    body.lines()
+        .find_map(|line| {
+            line.strip_prefix(COUNT_PREFIX)?
+                .strip_suffix(" -->")?
+                .parse()
+                .ok()
+        })
+        .unwrap_or(1)
+}
+
 #[async_trait]
 impl Tracker for GitHubTracker<'_> {
+    /// The issue is found by its marker among the bot's own issues with the draft's first label
+    /// (reports of a repository are one job at a time on the server, so none is filed twice);
+    /// a repeat raises the count in its body.
+    async fn report(
+        &self,
+        _fingerprint: &str,
+        marker: &str,
+        draft: &IssueDraft,
+    ) -> Result<ReportCount, ForgeError> {
+        self.may_write()?;
+        let (client, repo) = (&self.forge.client, &self.forge.repo);
+        let label = draft.labels.first().map_or("bug", String::as_str);
+        let find = async || -> Result<Option<bugloop_github::Issue>, ForgeError> {
+            Ok(client
+                .issues_labelled(repo, label, &self.forge.bot)
+                .await?
+                .into_iter()
+                .find(|issue| {
+                    issue
+                        .user
+                        .as_ref()
+                        .is_some_and(|u| self.forge.identity.is_bot(&u.login))
+                        && issue.body.as_deref().is_some_and(|b| b.contains(marker))
+                }))
+        };
+        let count_on = |issue: bugloop_github::Issue, count: u64, filed: bool| ReportCount {
+            number: issue.number,
+            title: issue.title,
+            labels: issue.labels.into_iter().map(|l| l.name).collect(),
+            count,
+            filed,
+        };
+        if let Some(found) = find().await? {
+            let count = count_of(found.body.as_deref().unwrap_or_default()) + 1;
+            let body = with_count(found.body.as_deref().unwrap_or_default(), count);
+            let updated = client.update_issue_body(repo, found.number, &body).await?;
+            return Ok(count_on(updated, count, false));
+        }
+        let labels: Vec<&str> = draft.labels.iter().map(String::as_str).collect();
+        match client
+            .create_issue(repo, &draft.title, &with_count(&draft.body, 1), &labels)
+            .await
+        {
+            Ok(created) => Ok(count_on(created, 1, true)),
+            // Sent, then lost on the way back: look before filing again.
+            Err(GitHubError::Ambiguous { .. }) => match find().await? {
+                Some(found) => Ok(count_on(found, 1, true)),
+                None => Err(ForgeError::Ambiguous(format!(
+                    "filing the issue {:?} may have failed; none is there",
+                    draft.title
+                ))),
+            },
+            Err(other) => Err(other.into()),
+        }
+    }
+
     async fn issue(&self, number: u64) -> Result<TrackedIssue, ForgeError> {
         let issue = self.forge.client.issue(&self.forge.repo, number).await?;
         if issue.pull_request.is_some() {

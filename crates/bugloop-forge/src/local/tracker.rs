@@ -4,10 +4,11 @@
 
 use async_trait::async_trait;
 use bugloop_domain::solve::SolveState;
-use bugloop_store::{Item, ItemKind, ItemState, NewChangeRequest, StoreError};
+use bugloop_store::{Item, ItemKind, ItemState, NewChangeRequest, NewIssue, StoreError};
 
 use crate::tracker::{
-    ChangeRequest, ChangeRequestState, Check, DraftRequest, SolveTransition, TrackedIssue, Tracker,
+    ChangeRequest, ChangeRequestState, Check, DraftRequest, IssueDraft, ReportCount,
+    SolveTransition, TrackedIssue, Tracker,
 };
 use crate::{ChangeKey, ForgeError};
 
@@ -77,6 +78,34 @@ impl LocalForge {
 
 #[async_trait]
 impl Tracker for LocalForge {
+    /// The store keeps the fingerprint itself (one transaction counts or files).
+    async fn report(
+        &self,
+        fingerprint: &str,
+        _marker: &str,
+        draft: &IssueDraft,
+    ) -> Result<ReportCount, ForgeError> {
+        let reported = self
+            .store
+            .report(
+                fingerprint,
+                NewIssue {
+                    title: draft.title.clone(),
+                    body: draft.body.clone(),
+                    author: self.bot.clone(),
+                    labels: draft.labels.clone(),
+                },
+            )
+            .await?;
+        Ok(ReportCount {
+            number: unsigned(reported.issue.number),
+            title: reported.issue.title,
+            labels: reported.issue.labels,
+            count: unsigned(reported.issue.reports),
+            filed: reported.filed,
+        })
+    }
+
     async fn issue(&self, issue: u64) -> Result<TrackedIssue, ForgeError> {
         let item = self.store.item(number(issue)?).await?;
         if item.kind != ItemKind::Issue {

@@ -11,7 +11,8 @@ use async_trait::async_trait;
 use bugloop_domain::solve::SolveState;
 use bugloop_forge::local::LocalForge;
 use bugloop_forge::tracker::{
-    ChangeRequest, Check, DraftRequest, SolveTransition, TrackedIssue, Tracker,
+    ChangeRequest, Check, DraftRequest, IssueDraft, ReportCount, SolveTransition, TrackedIssue,
+    Tracker,
 };
 use bugloop_forge::{ChangeKey, Forge, ForgeError};
 use bugloop_git::Git;
@@ -477,6 +478,14 @@ struct Killing {
 
 #[async_trait]
 impl Tracker for Killing {
+    async fn report(
+        &self,
+        fingerprint: &str,
+        marker: &str,
+        draft: &IssueDraft,
+    ) -> Result<ReportCount, ForgeError> {
+        self.inner.report(fingerprint, marker, draft).await
+    }
     async fn issue(&self, number: u64) -> Result<TrackedIssue, ForgeError> {
         self.inner.issue(number).await
     }

@@ -1,0 +1,159 @@
+//! The server's error intake: `POST /report?repository=owner/name` with the report (a stack
+//! trace, a log excerpt, JSON log lines) as the body and `Authorization: Bearer <report token>`.
+//! The report is read at once (an empty, binary or unreadable one is a 400 saying why), queued
+//! as a job and answered 202; a worker files it as an issue of the repository, or counts it on the
+//! issue of its fingerprint, and solves a newly filed one. Without a report token the endpoint
+//! answers 404: nobody may file issues through it.
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::routing::post;
+use bugloop_queue::{JobKind, NewJob, Queue};
+use bugloop_webhooks::Trigger;
+
+/// What the endpoint needs.
+#[derive(Clone)]
+pub struct ReportState {
+    pub queue: Queue,
+    /// The bearer token senders present; `None`: the endpoint is off.
+    pub token: Option<Arc<String>>,
+    /// How long a report's body may take to arrive.
+    pub body_timeout: std::time::Duration,
+}
+
+impl std::fmt::Debug for ReportState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReportState")
+            .field("queue", &self.queue)
+            .field("on", &self.token.is_some())
+            .finish()
+    }
+}
+
+/// `repository=owner/name` from a query string (`%2F` for the slash is taken too).
+fn repository_of(uri: &axum::http::Uri) -> Option<String> {
+    let value = uri
+        .query()?
+        .split('&')
+        .find_map(|pair| pair.strip_prefix("repository="))?;
+    let value = value.replace("%2F", "/").replace("%2f", "/");
+    bugloop_github::Repo::parse(&value).map(|_| value)
+}
+
+pub fn router(state: ReportState) -> axum::Router {
+    axum::Router::new()
+        .route("/report", post(report))
+        .layer(axum::extract::DefaultBodyLimit::max(
+            bugloop_intake::MAX_REPORT_BYTES,
+        ))
+        .with_state(state)
+}
+
+/// Compares in time that does not depend on where the two differ.
+pub(crate) fn same_secret(given: &[u8], expected: &[u8]) -> bool {
+    given.len() == expected.len()
+        && given
+            .iter()
+            .zip(expected)
+            .fold(0u8, |differ, (a, b)| differ | (a ^ b))
+            == 0
+}
+
+async fn report(
+    State(state): State<ReportState>,
+    uri: axum::http::Uri,
+    headers: HeaderMap,
+    body: axum::body::Body,
+) -> (StatusCode, String) {
+    let Some(token) = &state.token else {
+        return (
+            StatusCode::NOT_FOUND,
+            "error reports are off on this server: set report_token (BUGLOOP_REPORT_TOKEN)\n"
+                .to_owned(),
+        );
+    };
+    let authorized = headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .is_some_and(|given| same_secret(given.as_bytes(), token.as_bytes()));
+    if !authorized {
+        return (
+            StatusCode::UNAUTHORIZED,
+            "a report needs the server's report token as `Authorization: Bearer ...`\n".to_owned(),
+        );
+    }
+    let Some(repository) = repository_of(&uri) else {
+        return (
+            StatusCode::BAD_REQUEST,
+            "name the repository to file the issue in: ?repository=owner/name\n".to_owned(),
+        );
+    };
+    // A sender that sends slowly does not hold the server.
+    let limit = bugloop_intake::MAX_REPORT_BYTES;
+    let body: Bytes =
+        match tokio::time::timeout(state.body_timeout, axum::body::to_bytes(body, limit)).await {
+            Ok(Ok(body)) => body,
+            Ok(Err(_)) => {
+                return (
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    format!("a report is at most {limit} bytes\n"),
+                );
+            }
+            Err(_) => {
+                return (
+                    StatusCode::REQUEST_TIMEOUT,
+                    "the report did not arrive in time\n".to_owned(),
+                );
+            }
+        };
+    // Read now, so a sender learns at once that its report is unusable.
+    if let Err(error) = bugloop_intake::read(&body) {
+        return (StatusCode::BAD_REQUEST, format!("{error}\n"));
+    }
+    let trigger = Trigger::Report {
+        repository,
+        report: String::from_utf8_lossy(&body).into_owned(),
+        installation: None,
+    };
+    let Ok(payload) = serde_json::to_string(&trigger) else {
+        return (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "cannot queue the report\n".to_owned(),
+        );
+    };
+    // Every report counts, even one sent twice: each is a delivery of its own.
+    let mut id = [0u8; 16];
+    if ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut id).is_err() {
+        return (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "no randomness for the report's id\n".to_owned(),
+        );
+    }
+    let delivery = format!("report-{}", hex::encode(id));
+    let queued = state
+        .queue
+        .enqueue(
+            &delivery,
+            "report",
+            Some(NewJob {
+                kind: JobKind::Report,
+                conversation: trigger.conversation(),
+                installation: None,
+                head: None,
+                payload,
+            }),
+            bugloop_queue::now_ms(),
+        )
+        .await;
+    match queued {
+        Ok(_) => (StatusCode::ACCEPTED, format!("queued {delivery}\n")),
+        Err(error) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("the job queue does not answer: {error}\n"),
+        ),
+    }
+}
