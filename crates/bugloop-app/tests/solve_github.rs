@@ -63,6 +63,12 @@ struct Setup {
 /// The repository with the bug on `main`, the App installed, a worker's settings with the
 /// whole run's script.
 async fn setup() -> Setup {
+    // A failed attempt is retried at once (the backoff is the queue's business, tested there).
+    let retries = Retries {
+        max_attempts: 5,
+        backoff: Duration::from_millis(1),
+        max_backoff: Duration::from_millis(1),
+    };
     let fixture = PullRequestFixture::new(FixtureOptions {
         base_config: Some(CONFIG),
         base_files: &[("app/models.py", BUGGY)],
@@ -79,7 +85,7 @@ async fn setup() -> Setup {
     let work = tempfile::tempdir().unwrap();
     let config = work.path().join("config.yml");
     std::fs::write(&config, "{}\n").unwrap();
-    let queue = Queue::open_sqlite(&work.path().join("queue.db"), Retries::default())
+    let queue = Queue::open_sqlite(&work.path().join("queue.db"), retries)
         .await
         .unwrap();
     let settings = WorkerSettings {
@@ -328,6 +334,128 @@ async fn a_reported_error_is_filed_once_counted_and_solved() {
     assert_eq!(pulls.len(), 1, "{pulls:#?}");
     assert!(pulls[0].2.starts_with("bugloop/8-indexerror"), "{pulls:?}");
     assert!(!pulls[0].3, "ready");
+    let record = sim
+        .issue_comments(issue)
+        .into_iter()
+        .find(|c| c.author == BOT)
+        .unwrap();
+    assert!(
+        record.body.contains("### bugloop solve: READY"),
+        "{}",
+        record.body
+    );
+}
+
+/// GitHub failing in the middle: the draft's creation refused (500, not done) after the branch
+/// was pushed, and the ready mutation refused; each time the job fails, is retried, and goes on
+/// from the recorded step: one branch with its two commits, one draft, each model answer used
+/// once.
+#[tokio::test]
+async fn a_solve_interrupted_by_github_failures_resumes_to_the_same_end() {
+    let Setup {
+        fixture,
+        queue,
+        settings,
+        _dirs,
+    } = setup().await;
+    let sim = &fixture.sim;
+    let issue = sim.add_issue(
+        "alice",
+        "IndexError: list index out of range in last (app/models.py)",
+        "Traceback (most recent call last):\n  File \"app/models.py\", line 2, in last\nIndexError: list index out of range\n",
+        &["bug", "bug:autofix"],
+    );
+    sim.inject(bugloop_github_sim::Fault::Fail {
+        method: "POST".to_owned(),
+        path_contains: "widgets/pulls".to_owned(),
+        status: 500,
+    });
+    sim.inject(bugloop_github_sim::Fault::GraphQlError {
+        operation: "MarkReady".to_owned(),
+        message: "Resource not accessible by integration".to_owned(),
+    });
+    let trigger = Trigger::Autofix {
+        repository: "acme/widgets".to_owned(),
+        issue,
+        installation: Some(42),
+    };
+    queue
+        .enqueue(
+            "delivery-1",
+            "issues",
+            Some(NewJob {
+                kind: JobKind::Autofix,
+                conversation: trigger.conversation(),
+                installation: Some(42),
+                head: None,
+                payload: serde_json::to_string(&trigger).unwrap(),
+            }),
+            0,
+        )
+        .await
+        .unwrap();
+    // Each run gets what the model has left to say if nothing done is done again: the first
+    // the whole script, the second the review and its round, the third nothing.
+    let dir = tempfile::tempdir().unwrap();
+    let lines = script();
+    let mut settings = settings;
+    let mut runs = Vec::new();
+    for rest in [&lines[..], &lines[4..], &[]] {
+        settings.model = Some(script_file(dir.path(), rest));
+        let mut run = None;
+        for _ in 0..100 {
+            if let Some(claimed) = run_next(&queue, &settings, &Stop::never()).await.unwrap() {
+                run = Some(claimed);
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        runs.push(run.unwrap());
+    }
+    let shown = sim
+        .issue_comments(issue)
+        .into_iter()
+        .find(|c| c.author == BOT)
+        .map(|c| c.body)
+        .unwrap_or_default();
+    assert!(
+        runs[..2].iter().all(|r| r.state == Some(JobState::Queued)),
+        "{runs:#?}\n{shown}"
+    );
+    assert!(
+        runs[0].error.as_deref().unwrap_or("").contains("draft"),
+        "{runs:#?}"
+    );
+    assert!(
+        runs[1]
+            .error
+            .as_deref()
+            .unwrap_or("")
+            .contains("not accessible"),
+        "{runs:#?}"
+    );
+    assert_eq!(runs[2].state, Some(JobState::Done), "{runs:#?}");
+    assert!(sim.pending_faults().is_empty());
+    let pulls: Vec<_> = sim.pulls().into_iter().filter(|p| p.0 != 7).collect();
+    assert_eq!(pulls.len(), 1, "one draft: {pulls:#?}");
+    let (number, _, branch, draft, _, _) = pulls[0].clone();
+    assert!(!draft);
+    assert_eq!(
+        git(
+            fixture.origin(),
+            &["rev-list", "--count", &format!("main..{branch}")]
+        ),
+        "2",
+        "{shown}"
+    );
+    assert_eq!(
+        sim.review_comments(number)
+            .iter()
+            .filter(|c| c.in_reply_to.is_none())
+            .count(),
+        2,
+        "each finding once"
+    );
     let record = sim
         .issue_comments(issue)
         .into_iter()
