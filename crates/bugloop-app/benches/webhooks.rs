@@ -67,6 +67,7 @@ async fn measure(queue: Queue, label: &str) {
                 bot_logins: vec!["bugloop-app[bot]".to_owned()],
                 mention: "bugloop".to_owned(),
                 autofix_label: "bug:autofix".to_owned(),
+                solve_branch_prefix: "bugloop/".to_owned(),
             }),
         };
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

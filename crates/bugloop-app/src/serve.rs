@@ -308,6 +308,7 @@ pub async fn run_until(
             bot_logins: options.bot_logins.clone(),
             mention: "bugloop".to_owned(),
             autofix_label: "bug:autofix".to_owned(),
+            solve_branch_prefix: "bugloop/".to_owned(),
         }),
     };
     // Workers stop claiming when the server is told to stop, and finish the job they hold

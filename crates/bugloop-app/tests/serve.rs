@@ -48,6 +48,7 @@ async fn server_on(
             bot_logins: vec!["bugloop-app[bot]".to_owned()],
             mention: "bugloop".to_owned(),
             autofix_label: "bug:autofix".to_owned(),
+            solve_branch_prefix: "bugloop/".to_owned(),
         }),
     };
     let listener = tokio::net::TcpListener::bind(address).await.unwrap();

@@ -234,6 +234,45 @@ async fn an_issue_labelled_for_autofix_is_solved_to_a_ready_draft_by_the_app() {
     assert_eq!(again.state, Some(JobState::Done), "{again:?}");
     assert_eq!(sim.pulls().len(), 2);
     assert_eq!(sim.issue_comments(issue).len(), 1);
+    // A person reviews the ready draft (the webhook asks the solving to go on): a round
+    // addresses the thread, answers it and resolves it, and the draft is ready again.
+    let thread = sim.review_comment_as(
+        number,
+        "alice",
+        "app/models.py",
+        2,
+        "Return a sentinel the callers check, not None.",
+    );
+    let mut settings = settings;
+    let dir = tempfile::tempdir().unwrap();
+    let mut round = vec![
+        json!({"tool_calls": [write("app/models.py", "MISSING = object()\n\n\ndef last(items):\n    return items[-1] if items else MISSING\n")]}),
+        json!({"text": "Returned a sentinel."}),
+    ];
+    round.extend(review_lines(&[]));
+    settings.model = Some(script_file(dir.path(), &round));
+    enqueue("delivery-review").await;
+    let addressed = run_next(&queue, &settings, &Stop::never())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(addressed.state, Some(JobState::Done), "{addressed:?}");
+    let answers: Vec<_> = sim
+        .review_comments(number)
+        .into_iter()
+        .filter(|c| c.in_reply_to == Some(thread))
+        .collect();
+    assert_eq!(answers.len(), 1, "{answers:#?}");
+    assert_eq!(answers[0].author, BOT);
+    assert!(sim.threads(number).iter().all(|t| t.resolved));
+    assert!(
+        git(
+            fixture.origin(),
+            &["show", &format!("{branch}:app/models.py")]
+        )
+        .contains("MISSING")
+    );
+    assert_eq!(sim.is_draft(number), Some(false));
     // A person merges it; the next run records MERGED.
     sim.merge(number);
     enqueue("delivery-3").await;

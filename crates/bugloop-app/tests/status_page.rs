@@ -132,6 +132,7 @@ async fn chromium_renders_the_jobs_and_runs_none_of_the_hostile_text() {
             bot_logins: Vec::new(),
             mention: "bugloop".to_owned(),
             autofix_label: "bug:autofix".to_owned(),
+            solve_branch_prefix: "bugloop/".to_owned(),
         }),
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

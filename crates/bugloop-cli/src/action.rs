@@ -112,6 +112,7 @@ pub fn action(
         bot_logins: vec![env.bot_login.clone()],
         mention: "bugloop".to_owned(),
         autofix_label: "bug:autofix".to_owned(),
+        solve_branch_prefix: "bugloop/".to_owned(),
     };
     let trigger = match trigger(&event, &settings) {
         Ok(trigger) => trigger,

@@ -67,6 +67,7 @@ fn settings() -> TriggerSettings {
         bot_logins: vec!["bugloop-app[bot]".to_owned()],
         mention: "bugloop".to_owned(),
         autofix_label: "bug:autofix".to_owned(),
+        solve_branch_prefix: "bugloop/".to_owned(),
     }
 }
 
@@ -235,6 +236,43 @@ fn an_issue_labelled_for_autofix_asks_for_a_fix() {
         decide("issues", &labelled),
         Err(Skip::Label("bug".to_owned()))
     );
+}
+
+#[test]
+fn a_review_of_a_solve_draft_asks_its_solving_to_go_on() {
+    let mut comment = example("pull_request_review_comment", "created");
+    comment["comment"]["body"] = json!("Please handle the empty list.");
+    comment["comment"]["in_reply_to_id"] = Value::Null;
+    comment["sender"]["type"] = json!("User");
+    let own = comment["repository"].clone();
+    comment["pull_request"]["head"]["repo"] = own.clone();
+    comment["pull_request"]["base"]["repo"] = own;
+    comment["pull_request"]["head"]["ref"] = json!("bugloop/12-indexerror-in-last");
+    assert!(
+        matches!(
+            decide("pull_request_review_comment", &comment),
+            Ok(Trigger::Autofix { issue: 12, .. })
+        ),
+        "{:?}",
+        decide("pull_request_review_comment", &comment)
+    );
+    // Another branch, or a fork's branch of the same name: a comment like any other.
+    comment["pull_request"]["head"]["ref"] = json!("feature/12-x");
+    assert!(decide("pull_request_review_comment", &comment).is_err());
+    comment["pull_request"]["head"]["ref"] = json!("bugloop/12-indexerror-in-last");
+    comment["pull_request"]["head"]["repo"]["full_name"] = json!("mallory/fork");
+    assert!(decide("pull_request_review_comment", &comment).is_err());
+    let mut review = example("pull_request_review", "submitted");
+    review["review"]["body"] = json!("Changes requested.");
+    review["sender"]["type"] = json!("User");
+    let own = review["repository"].clone();
+    review["pull_request"]["head"]["repo"] = own.clone();
+    review["pull_request"]["base"]["repo"] = own;
+    review["pull_request"]["head"]["ref"] = json!("bugloop/3-crash");
+    assert!(matches!(
+        decide("pull_request_review", &review),
+        Ok(Trigger::Autofix { issue: 3, .. })
+    ));
 }
 
 /// GitHub's own example ("Validating webhook deliveries").

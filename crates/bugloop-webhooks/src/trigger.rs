@@ -152,6 +152,20 @@ pub struct TriggerSettings {
     pub mention: String,
     /// The label that asks for a fix of an issue (`labels.autofix`).
     pub autofix_label: String,
+    /// The prefix of the solve pipeline's branches (`branch_prefix`): a review of a pull
+    /// request from `<prefix><issue>-...` asks that issue's solving to go on.
+    pub solve_branch_prefix: String,
+}
+
+/// The issue a solve pipeline's pull request is for, from its branch (`bugloop/12-slug`), when
+/// it is one of the repository's own branches.
+fn solving(pr: &crate::payload::PullRequest, prefix: &str) -> Option<u64> {
+    if pr.is_from_fork() || prefix.is_empty() {
+        return None;
+    }
+    let rest = pr.head.branch.strip_prefix(prefix)?;
+    let (number, _) = rest.split_once('-')?;
+    number.parse().ok().filter(|n| *n > 0)
 }
 
 /// The job `event` asks for.
@@ -222,6 +236,17 @@ pub fn trigger(event: &Event, settings: &TriggerSettings) -> Result<Trigger, Ski
                 return Err(action("pull_request_review_comment", &e.action));
             }
             let body = e.comment.body.clone().unwrap_or_default();
+            // A reviewer's new thread on a solve draft: the solving goes on and addresses it.
+            if !addressed(&body)
+                && e.comment.in_reply_to_id.is_none()
+                && let Some(issue) = solving(&e.pull_request, &settings.solve_branch_prefix)
+            {
+                return Ok(Trigger::Autofix {
+                    repository: e.repository.full_name.clone(),
+                    issue,
+                    installation: e.installation.as_ref().map(|i| i.id),
+                });
+            }
             // A reply in a review thread may answer one of bugloop's findings: the job reads
             // the thread to know.
             if !addressed(&body) && e.comment.in_reply_to_id.is_none() {
@@ -246,6 +271,16 @@ pub fn trigger(event: &Event, settings: &TriggerSettings) -> Result<Trigger, Ski
                 return Err(action("pull_request_review", &e.action));
             }
             let body = e.review.body.clone().unwrap_or_default();
+            // A review of a solve draft (changes asked for, say): the solving goes on.
+            if !addressed(&body)
+                && let Some(issue) = solving(&e.pull_request, &settings.solve_branch_prefix)
+            {
+                return Ok(Trigger::Autofix {
+                    repository: e.repository.full_name.clone(),
+                    issue,
+                    installation: e.installation.as_ref().map(|i| i.id),
+                });
+            }
             if !addressed(&body) {
                 return Err(Skip::NoMention(settings.mention.clone()));
             }

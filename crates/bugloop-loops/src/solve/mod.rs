@@ -14,6 +14,7 @@ mod gate;
 mod record;
 mod review;
 mod solver;
+mod threads;
 
 use bugloop_domain::solve::SolveState;
 use bugloop_forge::tracker::{TrackedIssue, Tracker};

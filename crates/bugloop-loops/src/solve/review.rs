@@ -7,13 +7,12 @@
 use std::collections::BTreeMap;
 
 use bugloop_domain::solve::SolveState;
-use bugloop_domain::thread::{ThreadState, ThreadStatus};
+use bugloop_domain::thread::ThreadStatus;
 use bugloop_forge::tracker::ChangeRequestState;
 use bugloop_git::{Selection, short};
 use bugloop_report::build::BuildStatus;
 use serde_json::json;
 
-use crate::act::open_threads;
 use crate::build::{BuildTask, Workbench, build};
 use crate::prompt::fill;
 use crate::publish::resolve_thread;
@@ -103,8 +102,8 @@ pub(super) async fn round_or_gate(run: &mut Run<'_, '_>) -> Result<Flow, SolveEr
     }
     let number = draft(run)?;
     let request = run.tracker.change_request(number).await?;
-    let (_, state) = run.env.conversation(&request.conversation).await?;
-    let open: Vec<&ThreadState> = open_threads(&state);
+    let (comments, state) = run.env.conversation(&request.conversation).await?;
+    let open = super::threads::open(&comments, &state);
     if open.is_empty() {
         return super::gate::decide(run, &request).await;
     }
@@ -128,10 +127,7 @@ pub(super) async fn round_or_gate(run: &mut Run<'_, '_>) -> Result<Flow, SolveEr
         .ok_or_else(|| {
             SolveError::Invalid(format!("the draft's branch {} is gone", request.branch))
         })?;
-    let ids: Vec<String> = open
-        .iter()
-        .filter_map(|t| t.finding_id.as_ref().map(|f| f.as_str().to_owned()))
-        .collect();
+    let ids: Vec<String> = open.iter().map(|t| t.id.clone()).collect();
     let bench = Workbench::at(run.env.git, &head, "resolve")?;
     let result = build(
         run.env,
@@ -194,29 +190,46 @@ async fn finish_round(run: &mut Run<'_, '_>, built: &BuiltRound) -> Result<Flow,
             .await?;
     }
     let (comments, state) = run.env.conversation(&request.conversation).await?;
-    for thread in open_threads(&state) {
-        let Some(id) = &thread.finding_id else {
-            continue;
-        };
-        if !built.threads.iter().any(|t| t == id.as_str()) {
+    let said = format!(
+        "Addressed in {} (review round {}, the tests pass).",
+        short(&built.commit),
+        built.number
+    );
+    // Threads still open that the round addressed: a run that died answering some does not
+    // answer them twice.
+    for thread in super::threads::open(&comments, &state) {
+        if !built.threads.contains(&thread.id) {
             continue;
         }
-        let Some(root) = comments.iter().find(|c| c.id == thread.id) else {
-            continue;
-        };
-        resolve_thread(
-            run.env.forge,
-            &request.conversation,
-            &run.env.settings.markers,
-            root,
-            id,
-            &format!(
-                "Addressed in {} (review round {}, the tests pass).",
-                short(&built.commit),
-                built.number
-            ),
-        )
-        .await?;
+        match &thread.finding {
+            Some(id) => {
+                resolve_thread(
+                    run.env.forge,
+                    &request.conversation,
+                    &run.env.settings.markers,
+                    thread.root,
+                    id,
+                    &said,
+                )
+                .await?;
+            }
+            None => {
+                run.env
+                    .forge
+                    .reply(
+                        &request.conversation,
+                        thread.root,
+                        &crate::publish::info_reply(&run.env.settings.markers, &said),
+                    )
+                    .await?;
+                if let Some(thread_id) = &thread.root.thread_id {
+                    run.env
+                        .forge
+                        .set_thread_resolved(&request.conversation, thread_id, true)
+                        .await?;
+                }
+            }
+        }
     }
     let open = review_draft(run, &built.commit).await?;
     let outcome = format!(
@@ -258,8 +271,8 @@ pub(super) async fn after_ready(run: &mut Run<'_, '_>) -> Result<Flow, SolveErro
         }
         ChangeRequestState::Open => {}
     }
-    let (_, state) = run.env.conversation(&request.conversation).await?;
-    let open = open_threads(&state).len();
+    let (comments, state) = run.env.conversation(&request.conversation).await?;
+    let open = super::threads::open(&comments, &state).len();
     if open > 0 {
         run.step(
             SolveState::Reviewing,
@@ -278,8 +291,8 @@ pub(super) async fn after_ready(run: &mut Run<'_, '_>) -> Result<Flow, SolveErro
 }
 
 /// The round's prompt: the open threads grouped by file.
-fn prompt(run: &Run<'_, '_>, open: &[&ThreadState]) -> String {
-    let mut by_file: BTreeMap<&str, Vec<&ThreadState>> = BTreeMap::new();
+fn prompt(run: &Run<'_, '_>, open: &[super::threads::OpenThread<'_>]) -> String {
+    let mut by_file: BTreeMap<&str, Vec<&super::threads::OpenThread<'_>>> = BTreeMap::new();
     for thread in open {
         by_file
             .entry(thread.file.as_deref().unwrap_or("(the change as a whole)"))
@@ -290,19 +303,24 @@ fn prompt(run: &Run<'_, '_>, open: &[&ThreadState]) -> String {
     for (file, list) in by_file {
         threads.push_str(&format!("## {file}\n\n"));
         for thread in list {
-            let id = thread.finding_id.as_ref().map_or("", |f| f.as_str());
             let line = thread
                 .line
                 .map(|l| format!(" (line {l})"))
                 .unwrap_or_default();
+            let who = if thread.finding.is_some() {
+                "bugloop's review".to_owned()
+            } else {
+                format!("a review by {}", thread.root.author)
+            };
             threads.push_str(&format!(
-                "### Thread `{id}`{line}\n\n\"\"\"\n{}\n\"\"\"\n\n",
+                "### Thread `{}`{line}, from {who}\n\n\"\"\"\n{}\n\"\"\"\n\n",
+                thread.id,
                 quoted(&thread.body, 4_000)
             ));
-            for reply in &thread.developer_replies {
+            for reply in &thread.replies {
                 threads.push_str(&format!(
                     "A reply in this thread:\n\n\"\"\"\n{}\n\"\"\"\n\n",
-                    quoted(&reply.body, 2_000)
+                    quoted(reply, 2_000)
                 ));
             }
         }

@@ -580,3 +580,95 @@ async fn a_run_killed_after_any_transition_is_resumed_to_the_same_end() {
         assert_solved(&repo, &report).await;
     }
 }
+
+/// A person's review thread on a ready draft sends it back to REVIEWING: the next run addresses
+/// it in a round like bugloop's own findings, answers it, resolves the thread, and marks the
+/// draft ready again only then.
+#[tokio::test]
+async fn a_reviewers_thread_on_a_ready_draft_is_addressed_before_it_is_ready_again() {
+    let (repo, issue) = scenario().await;
+    let report = run_solve(&repo, config(10), Arc::new(happy_script()), None, issue)
+        .await
+        .unwrap();
+    assert_eq!(report.state, Some(SolveState::Ready));
+    let branch = report.branch.clone().unwrap();
+    let head = git(repo.path(), &["rev-parse", &branch]);
+    let forge = LocalForge::open(Git::open(repo.path()).unwrap(), "bugloop")
+        .await
+        .unwrap();
+    let request = forge
+        .change_request(report.change_request.unwrap())
+        .await
+        .unwrap();
+    forge
+        .store()
+        .add(
+            &request.conversation.0,
+            bugloop_store::NewComment {
+                author: "Dev".to_owned(),
+                by_bugloop: false,
+                body: "Return a sentinel the callers check, not None.".to_owned(),
+                in_reply_to: None,
+                anchor: Some(bugloop_store::Anchor {
+                    path: "app/models.py".to_owned(),
+                    line: 2,
+                    commit: head,
+                }),
+            },
+        )
+        .await
+        .unwrap();
+    // The round, then its review with nothing new.
+    let model = ScriptedProvider::new([
+        tool_reply(
+            &[write(
+                "app/models.py",
+                "MISSING = object()\n\n\ndef last(items):\n    return items[-1] if items else MISSING\n\n\ndef first(items):\n    return items[0]\n",
+            )],
+            usage(),
+        ),
+        text_reply("Returned a sentinel.", usage()),
+    ]);
+    push_session(&model, vec![], vec![]);
+    let model = Arc::new(model);
+    let again = run_solve(&repo, config(10), model.clone(), None, issue)
+        .await
+        .unwrap();
+    assert_eq!(model.remaining(), 0);
+    assert_eq!(
+        again.state,
+        Some(SolveState::Ready),
+        "{}",
+        again.history_text()
+    );
+    let steps: Vec<String> = again.history.iter().map(|s| s.reason.clone()).collect();
+    assert!(
+        steps
+            .iter()
+            .any(|s| s.starts_with("1 new review thread on #")),
+        "{steps:#?}"
+    );
+    assert_eq!(again.rounds.len(), 2, "{}", again.history_text());
+    let round = requests_text(&model);
+    assert!(round.contains("from a review by Dev"), "{round}");
+    let comments = forge.comments(&request.conversation).await.unwrap();
+    let root = comments.iter().find(|c| c.author == "Dev").unwrap();
+    assert!(root.thread_resolved, "{comments:#?}");
+    assert_eq!(
+        comments
+            .iter()
+            .filter(|c| c.in_reply_to.as_deref() == Some(root.id.as_str()) && c.by_bugloop)
+            .count(),
+        1
+    );
+    assert!(git(repo.path(), &["show", &format!("{branch}:app/models.py")]).contains("MISSING"));
+}
+
+fn requests_text(model: &ScriptedProvider) -> String {
+    model
+        .requests()
+        .iter()
+        .flat_map(|r| r.messages.iter().map(|m| m.content.clone()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
