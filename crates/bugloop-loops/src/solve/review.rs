@@ -103,7 +103,7 @@ pub(super) async fn round_or_gate(run: &mut Run<'_, '_>) -> Result<Flow, SolveEr
     let number = draft(run)?;
     let request = run.tracker.change_request(number).await?;
     let (comments, state) = run.env.conversation(&request.conversation).await?;
-    let open = super::threads::open(&comments, &state);
+    let open = super::threads::open(run.env.forge, &comments, &state).await?;
     if open.is_empty() {
         return super::gate::decide(run, &request).await;
     }
@@ -197,7 +197,7 @@ async fn finish_round(run: &mut Run<'_, '_>, built: &BuiltRound) -> Result<Flow,
     );
     // Threads still open that the round addressed: a run that died answering some does not
     // answer them twice.
-    for thread in super::threads::open(&comments, &state) {
+    for thread in super::threads::open(run.env.forge, &comments, &state).await? {
         if !built.threads.contains(&thread.id) {
             continue;
         }
@@ -272,7 +272,9 @@ pub(super) async fn after_ready(run: &mut Run<'_, '_>) -> Result<Flow, SolveErro
         ChangeRequestState::Open => {}
     }
     let (comments, state) = run.env.conversation(&request.conversation).await?;
-    let open = super::threads::open(&comments, &state).len();
+    let open = super::threads::open(run.env.forge, &comments, &state)
+        .await?
+        .len();
     if open > 0 {
         run.step(
             SolveState::Reviewing,

@@ -1,6 +1,10 @@
-//! The draft's unresolved threads, whoever opened them: bugloop's own findings, and the line
-//! comments of reviewers (people, other review bots) whose thread is not resolved. A round
-//! addresses them all, and the gate waits for none to be left.
+//! The draft's unresolved threads: bugloop's own findings, and the line comments of reviewers
+//! who may change the repository (people and review bots with write access) whose thread is not
+//! resolved. A round addresses them all, and the gate waits for none to be left. Anyone may
+//! comment on a public pull request: a stranger's comment does not steer the code bugloop
+//! writes, nor hold the draft back.
+
+use std::collections::HashMap;
 
 use bugloop_domain::finding::FindingId;
 use bugloop_domain::thread::{Comment, CommentKind, ReviewState};
@@ -19,11 +23,25 @@ pub(super) struct OpenThread<'c> {
     pub root: &'c Comment,
 }
 
-pub(super) fn open<'c>(comments: &'c [Comment], state: &ReviewState) -> Vec<OpenThread<'c>> {
+pub(super) async fn open<'c>(
+    forge: &dyn bugloop_forge::Forge,
+    comments: &'c [Comment],
+    state: &ReviewState,
+) -> Result<Vec<OpenThread<'c>>, bugloop_forge::ForgeError> {
+    // Whether each author may change the repository, asked once per author.
+    let mut may_write: HashMap<&'c str, bool> = HashMap::new();
+    for c in comments.iter().filter(|c| !c.by_bugloop) {
+        if !may_write.contains_key(c.author.as_str()) {
+            let writer = forge.permission(&c.author).await?.may_modify_files();
+            may_write.insert(&c.author, writer);
+        }
+    }
+    let writer = |c: &Comment| c.by_bugloop || may_write.get(c.author.as_str()) == Some(&true);
+    // What writers answered in a thread; a stranger's reply is not an instruction either.
     let replies = |root: &str| -> Vec<&'c str> {
         comments
             .iter()
-            .filter(|c| !c.by_bugloop && c.in_reply_to.as_deref() == Some(root))
+            .filter(|c| !c.by_bugloop && c.in_reply_to.as_deref() == Some(root) && writer(c))
             .map(|c| c.body.as_str())
             .collect()
     };
@@ -51,6 +69,7 @@ pub(super) fn open<'c>(comments: &'c [Comment], state: &ReviewState) -> Vec<Open
                     && !c.by_bugloop
                     && c.in_reply_to.is_none()
                     && !c.thread_resolved
+                    && writer(c)
             })
             .map(|c| OpenThread {
                 id: format!("comment-{}", c.id),
@@ -62,5 +81,5 @@ pub(super) fn open<'c>(comments: &'c [Comment], state: &ReviewState) -> Vec<Open
                 root: c,
             }),
     );
-    open
+    Ok(open)
 }
