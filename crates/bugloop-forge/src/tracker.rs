@@ -149,6 +149,10 @@ pub trait Tracker: Send + Sync + std::fmt::Debug {
 
     async fn change_request(&self, number: u64) -> Result<ChangeRequest, ForgeError>;
 
+    /// Closes an issue its merged change request closes (where the forge does not itself, as
+    /// GitHub does for `Closes #N`).
+    async fn close_solved(&self, issue: u64) -> Result<(), ForgeError>;
+
     /// Marks a draft ready for review.
     async fn mark_ready(&self, number: u64) -> Result<(), ForgeError>;
 

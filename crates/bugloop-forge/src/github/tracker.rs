@@ -483,6 +483,11 @@ impl Tracker for GitHubTracker<'_> {
         Ok(self.change_request_of(pull))
     }
 
+    /// GitHub closes it: the draft's body says `Closes #N`.
+    async fn close_solved(&self, _issue: u64) -> Result<(), ForgeError> {
+        Ok(())
+    }
+
     async fn mark_ready(&self, number: u64) -> Result<(), ForgeError> {
         self.may_write()?;
         let pull = self

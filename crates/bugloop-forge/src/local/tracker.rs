@@ -251,6 +251,13 @@ impl Tracker for LocalForge {
         Ok(found)
     }
 
+    async fn close_solved(&self, issue: u64) -> Result<(), ForgeError> {
+        Ok(self
+            .store
+            .set_item_state(number(issue)?, ItemState::Closed)
+            .await?)
+    }
+
     async fn mark_ready(&self, request: u64) -> Result<(), ForgeError> {
         Ok(self.store.set_draft(number(request)?, false).await?)
     }

@@ -339,6 +339,13 @@ async fn an_issue_is_solved_reviewed_addressed_and_marked_ready() {
     .await
     .unwrap();
     assert_eq!(merged.state, Some(SolveState::Merged));
+    let forge = LocalForge::open(Git::open(repo.path()).unwrap(), "bugloop")
+        .await
+        .unwrap();
+    assert!(
+        !forge.issue(issue).await.unwrap().open,
+        "merged: the issue is closed"
+    );
 }
 
 #[tokio::test]
@@ -535,6 +542,9 @@ impl Tracker for Killing {
     }
     async fn mark_ready(&self, number: u64) -> Result<(), ForgeError> {
         self.inner.mark_ready(number).await
+    }
+    async fn close_solved(&self, issue: u64) -> Result<(), ForgeError> {
+        self.inner.close_solved(issue).await
     }
     async fn checks(&self, commit: &str) -> Result<Vec<Check>, ForgeError> {
         self.inner.checks(commit).await
