@@ -113,10 +113,24 @@ pub async fn run_event(job: EventJob) -> Result<EventOutcome, AppError> {
             repository, number, ..
         } => (repository, *number),
         Trigger::Autofix {
-            repository, issue, ..
+            repository,
+            issue,
+            label,
+            ..
         } => {
             let issue = *issue;
             let app = open_issues(&job, repository, issue).await?;
+            let trigger_label = &app.settings.config.labels.trigger;
+            if let Some(label) = label
+                && label != trigger_label
+            {
+                return Ok(EventOutcome::NotRun {
+                    reason: format!(
+                        "issue #{issue} was labelled `{label}`, but this repository's \
+                         labels.trigger is `{trigger_label}`; nothing was done"
+                    ),
+                });
+            }
             let mut outcome = app
                 .solve(crate::SolveJob {
                     issue,

@@ -262,6 +262,9 @@ pub struct ServeOptions {
     pub admin_token: Option<String>,
     /// Opens `POST /report` (`BUGLOOP_REPORT_TOKEN`); without it the endpoint is off.
     pub report_token: Option<String>,
+    /// The label whose `issues.labeled` events are queued for solving (`BUGLOOP_AUTOFIX_LABEL`;
+    /// `bug:autofix`); a repository whose `labels.trigger` differs is told so by the job.
+    pub autofix_label: String,
 }
 
 /// Serves until SIGTERM or Ctrl-C; `bound` is told the address once it listens (port 0 picks a
@@ -307,7 +310,7 @@ pub async fn run_until(
         settings: Arc::new(TriggerSettings {
             bot_logins: options.bot_logins.clone(),
             mention: "bugloop".to_owned(),
-            autofix_label: "bug:autofix".to_owned(),
+            autofix_label: options.autofix_label.clone(),
             solve_branch_prefix: "bugloop/".to_owned(),
         }),
     };

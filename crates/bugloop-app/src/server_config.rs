@@ -29,6 +29,8 @@ struct ServerFile {
     admin_token: Option<String>,
     /// Opens `POST /report` (error reports filed as issues).
     report_token: Option<String>,
+    /// The label whose issues are solved (`bug:autofix`).
+    autofix_label: Option<String>,
     app_id: Option<u64>,
     /// A path to the App's PEM, relative to the file.
     private_key: Option<PathBuf>,
@@ -176,6 +178,10 @@ pub fn serve_options(
         report_token: sources
             .var("BUGLOOP_REPORT_TOKEN")
             .or(file.report_token.clone()),
+        autofix_label: sources
+            .var("BUGLOOP_AUTOFIX_LABEL")
+            .or(file.autofix_label.clone())
+            .unwrap_or_else(|| "bug:autofix".to_owned()),
     })
 }
 

@@ -331,6 +331,7 @@ async fn run_job(
                 repository,
                 issue: outcome.report.issue,
                 installation: Some(installation),
+                label: None,
             };
             follow_up(queue, lease, &follow)
                 .await

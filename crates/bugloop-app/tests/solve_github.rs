@@ -137,6 +137,7 @@ async fn an_issue_labelled_for_autofix_is_solved_to_a_ready_draft_by_the_app() {
             repository: "acme/widgets".to_owned(),
             issue,
             installation: Some(42),
+            label: Some("bug:autofix".to_owned()),
         };
         queue
             .enqueue(
@@ -436,6 +437,7 @@ async fn a_solve_interrupted_by_github_failures_resumes_to_the_same_end() {
         repository: "acme/widgets".to_owned(),
         issue,
         installation: Some(42),
+        label: Some("bug:autofix".to_owned()),
     };
     queue
         .enqueue(
@@ -523,5 +525,52 @@ async fn a_solve_interrupted_by_github_failures_resumes_to_the_same_end() {
         record.body.contains("### bugloop solve: READY"),
         "{}",
         record.body
+    );
+}
+
+/// The server acts on its own autofix label; a repository whose `labels.trigger` is another
+/// label is told so by the job, and nothing is solved.
+#[tokio::test]
+async fn a_label_other_than_the_repositorys_trigger_solves_nothing() {
+    let Setup {
+        fixture,
+        queue,
+        settings,
+        _dirs,
+    } = setup().await;
+    let sim = &fixture.sim;
+    let issue = sim.add_issue("alice", "Crash in last", "IndexError", &["autofix-now"]);
+    let trigger = Trigger::Autofix {
+        repository: "acme/widgets".to_owned(),
+        issue,
+        installation: Some(42),
+        label: Some("autofix-now".to_owned()),
+    };
+    queue
+        .enqueue(
+            "delivery-1",
+            "issues",
+            Some(NewJob {
+                kind: JobKind::Autofix,
+                conversation: trigger.conversation(),
+                installation: Some(42),
+                head: None,
+                payload: serde_json::to_string(&trigger).unwrap(),
+            }),
+            0,
+        )
+        .await
+        .unwrap();
+    let run = run_next(&queue, &settings, &Stop::never())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(run.state, Some(JobState::Done), "{run:?}");
+    assert_eq!(sim.pulls().len(), 1, "no draft");
+    assert!(sim.issue_comments(issue).is_empty(), "no record");
+    assert!(
+        sim.issue_labels(issue)
+            .iter()
+            .all(|l| l != "bugloop:solving")
     );
 }

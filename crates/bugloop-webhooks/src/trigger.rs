@@ -51,11 +51,15 @@ pub enum Trigger {
         /// Who asked: they must have write access.
         requested_by: String,
     },
-    /// An issue labelled for autofix (the solve pipeline).
+    /// An issue labelled for autofix (the solve pipeline), or one whose solving goes on.
     Autofix {
         repository: String,
         issue: u64,
         installation: Option<u64>,
+        /// The label that asked for it, which must be the repository's `labels.trigger`; `None`
+        /// when no label did (a review of its draft, a report bugloop filed).
+        #[serde(default)]
+        label: Option<String>,
     },
     /// An error report sent to the server's report endpoint, to file as an issue (or count on
     /// the issue of its fingerprint); the installation is looked up when not known.
@@ -245,6 +249,7 @@ pub fn trigger(event: &Event, settings: &TriggerSettings) -> Result<Trigger, Ski
                     repository: e.repository.full_name.clone(),
                     issue,
                     installation: e.installation.as_ref().map(|i| i.id),
+                    label: None,
                 });
             }
             // A reply in a review thread may answer one of bugloop's findings: the job reads
@@ -279,6 +284,7 @@ pub fn trigger(event: &Event, settings: &TriggerSettings) -> Result<Trigger, Ski
                     repository: e.repository.full_name.clone(),
                     issue,
                     installation: e.installation.as_ref().map(|i| i.id),
+                    label: None,
                 });
             }
             if !addressed(&body) {
@@ -310,6 +316,7 @@ pub fn trigger(event: &Event, settings: &TriggerSettings) -> Result<Trigger, Ski
                 repository: e.repository.full_name.clone(),
                 issue: e.issue.number,
                 installation: e.installation.as_ref().map(|i| i.id),
+                label: Some(label),
             })
         }
         Event::WorkflowDispatch(e) => {
