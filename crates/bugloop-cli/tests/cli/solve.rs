@@ -1,6 +1,7 @@
-//! The solve pipeline as a user runs it: `bugloop report` files a crash, `bugloop solve` takes it
-//! to a draft marked ready with a scripted model (`script:` file), `bugloop status` shows where
-//! it stands and how it got there.
+//! The solve pipeline as a user runs it: `bugloop report` files a crash (and counts it when it
+//! comes again), `bugloop solve` takes it through two attempts, a draft, a review with two
+//! findings and a round to a draft marked ready with a scripted model (`script:` file), and
+//! `bugloop status` shows where it stands and how it got there.
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -10,6 +11,8 @@ use serde_json::{Value, json};
 
 const BUGGY: &str = "def last(items):\n    return items[len(items)]\n";
 const SOLVED: &str = "def last(items):\n    return items[-1]\n";
+const TEST: &str =
+    "from app.models import last\n\n\ndef test_last():\n    assert last([1, 2, 3]) == 3\n";
 const TRACE: &str = "Traceback (most recent call last):\n  File \"/srv/app/app/models.py\", line 2, in last\n    return items[len(items)]\nIndexError: list index out of range\n";
 
 fn bugloop(dir: &Path, args: &[&str], stdin: &str) -> Output {
@@ -74,18 +77,42 @@ fn a_reported_crash_is_solved_to_a_ready_draft() {
     assert_eq!(reported.status.code(), Some(0), "{}", text(&reported));
     let issue: Value = serde_json::from_slice(&reported.stdout).unwrap();
     assert_eq!(issue["issue"], 1);
+    // The same crash from another deployment: counted, not filed again.
+    let again = bugloop(
+        repo.path(),
+        &["report", "--format", "json"],
+        &TRACE.replace("/srv/app/", "/home/deploy/current/"),
+    );
+    let again: Value = serde_json::from_slice(&again.stdout).unwrap();
+    assert_eq!(
+        (again["issue"].clone(), again["count"].clone()),
+        (json!(1), json!(2))
+    );
 
+    // Solved in two attempts; the draft's review finds two things; one round addresses both.
     let mut lines = vec![
-        json!({"tool_calls": [write("app/models.py", SOLVED)]}),
+        json!({"tool_calls": [write("app/models.py", "def last(items):\n    return items[len(items) - 2]\n")]}),
+        json!({"text": "Read the element before the end."}),
+        json!({"tool_calls": [write("app/models.py", SOLVED), write("tests/test_models.py", TEST)]}),
         json!({"text": "`last` read one past the end; it reads items[-1] now."}),
     ];
-    lines.extend(review(&[json!({
-        "file": "app/models.py", "line": 2, "evidence": "return items[-1]",
-        "title": "An empty list still raises", "description": "items[-1] raises IndexError on [].",
-        "score": 7, "category": "logic"
-    })]));
-    lines.push(json!({"tool_calls": [write("app/models.py", "def last(items):\n    return items[-1] if items else None\n")]}));
-    lines.push(json!({"text": "Guarded the empty list."}));
+    lines.extend(review(&[
+        json!({
+            "file": "app/models.py", "line": 2, "evidence": "return items[-1]",
+            "title": "An empty list still raises", "description": "items[-1] raises IndexError on [].",
+            "score": 7, "category": "logic"
+        }),
+        json!({
+            "file": "tests/test_models.py", "line": 5, "evidence": "assert last([1, 2, 3]) == 3",
+            "title": "The test misses the empty list", "description": "The crash needs a test for [].",
+            "score": 6, "category": "logic"
+        }),
+    ]));
+    lines.push(json!({"tool_calls": [
+        write("app/models.py", "def last(items):\n    return items[-1] if items else None\n"),
+        write("tests/test_models.py", &format!("{TEST}    assert last([]) is None\n")),
+    ]}));
+    lines.push(json!({"text": "Guarded the empty list and tested it."}));
     lines.extend(review(&[]));
     let scripts = tempfile::tempdir().unwrap();
     let script = scripts.path().join("solve.jsonl");
@@ -104,7 +131,8 @@ fn a_reported_crash_is_solved_to_a_ready_draft() {
     assert_eq!(solved.status.code(), Some(0), "{}", text(&solved));
     let report: Value = serde_json::from_slice(&solved.stdout).unwrap();
     assert_eq!(report["state"], "READY", "{report:#}");
-    assert_eq!(report["attempts"].as_array().unwrap().len(), 1);
+    assert_eq!(report["attempts"].as_array().unwrap().len(), 2);
+    assert_eq!(report["rounds"][0]["threads"].as_array().unwrap().len(), 2);
     assert_eq!(report["rounds"].as_array().unwrap().len(), 1);
     let branch = report["branch"].as_str().unwrap();
     assert!(branch.starts_with("bugloop/1-"), "{branch}");
@@ -122,11 +150,12 @@ fn a_reported_crash_is_solved_to_a_ready_draft() {
         "(new) -> OPEN: filed",
         "OPEN -> ASSIGNED: taken by bugloop",
         "ASSIGNED -> SOLVING: solving on bugloop/1-",
-        "SOLVING -> SOLVING: attempt 1: the tests pass (1 file, +1 -1)",
+        "SOLVING -> SOLVING: attempt 1: `grep -qF 'items[-1]' app/models.py` failed",
+        "SOLVING -> SOLVING: attempt 2: the tests pass (2 files,",
         "SOLVING -> PR_DRAFT: draft #2 opened from bugloop/1-",
-        "PR_DRAFT -> REVIEWING: draft #2 reviewed: 1 finding open",
+        "PR_DRAFT -> REVIEWING: draft #2 reviewed: 2 findings open",
         "REVIEWING -> REVIEWING: round 1: built",
-        "REVIEWING -> REVIEWING: round 1: 1 thread addressed in",
+        "REVIEWING -> REVIEWING: round 1: 2 threads addressed in",
         "REVIEWING -> READY: the gate passed on",
     ] {
         assert!(shown.contains(step), "{step}\n{shown}");
