@@ -265,6 +265,9 @@ pub struct ServeOptions {
     /// The label whose `issues.labeled` events are queued for solving (`BUGLOOP_AUTOFIX_LABEL`;
     /// `bug:autofix`); a repository whose `labels.trigger` differs is told so by the job.
     pub autofix_label: String,
+    /// The prefix of the solve pipeline's branches (`BUGLOOP_SOLVE_BRANCH_PREFIX`; `bugloop/`,
+    /// the default `branch_prefix`): a review of a pull request from one continues its issue.
+    pub solve_branch_prefix: String,
 }
 
 /// Serves until SIGTERM or Ctrl-C; `bound` is told the address once it listens (port 0 picks a
@@ -311,7 +314,7 @@ pub async fn run_until(
             bot_logins: options.bot_logins.clone(),
             mention: "bugloop".to_owned(),
             autofix_label: options.autofix_label.clone(),
-            solve_branch_prefix: "bugloop/".to_owned(),
+            solve_branch_prefix: options.solve_branch_prefix.clone(),
         }),
     };
     // Workers stop claiming when the server is told to stop, and finish the job they hold

@@ -31,6 +31,8 @@ struct ServerFile {
     report_token: Option<String>,
     /// The label whose issues are solved (`bug:autofix`).
     autofix_label: Option<String>,
+    /// The prefix of the solve pipeline's branches (`bugloop/`).
+    solve_branch_prefix: Option<String>,
     app_id: Option<u64>,
     /// A path to the App's PEM, relative to the file.
     private_key: Option<PathBuf>,
@@ -182,6 +184,10 @@ pub fn serve_options(
             .var("BUGLOOP_AUTOFIX_LABEL")
             .or(file.autofix_label.clone())
             .unwrap_or_else(|| "bug:autofix".to_owned()),
+        solve_branch_prefix: sources
+            .var("BUGLOOP_SOLVE_BRANCH_PREFIX")
+            .or(file.solve_branch_prefix.clone())
+            .unwrap_or_else(|| "bugloop/".to_owned()),
     })
 }
 

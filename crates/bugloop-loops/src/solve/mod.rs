@@ -289,8 +289,11 @@ impl Run<'_, '_> {
     /// -> ESCALATED, with `reason` and what was tried, said on the issue once.
     async fn escalate(&mut self, reason: &str) -> Result<Flow, SolveError> {
         let seq = self.record.len() + 1;
+        // Outcomes quote what the code under test printed: one inert line each.
+        use bugloop_domain::markdown::inline;
         let mut body = format!(
-            "bugloop could not finish this issue and hands it to a person.\n\n**Why:** {reason}\n"
+            "bugloop could not finish this issue and hands it to a person.\n\n**Why:** {}\n",
+            inline(reason)
         );
         let tried = self.record.attempts();
         if !tried.is_empty() {
@@ -298,14 +301,16 @@ impl Run<'_, '_> {
             for attempt in &tried {
                 body.push_str(&format!(
                     "- attempt {}: {}\n",
-                    attempt.number, attempt.outcome
+                    attempt.number,
+                    inline(&attempt.outcome)
                 ));
             }
         }
         for round in self.record.rounds() {
             body.push_str(&format!(
                 "- review round {}: {}\n",
-                round.number, round.outcome
+                round.number,
+                inline(&round.outcome)
             ));
         }
         // Said once, even by a run that died after saying it and before recording it.

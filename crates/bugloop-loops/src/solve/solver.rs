@@ -241,11 +241,12 @@ async fn propose(
 
 fn draft_body(run: &Run<'_, '_>, solution: &Solution) -> String {
     let mut body = format!("Closes #{}\n\n## Summary\n\n", run.number());
-    let summary = solution.summary.trim();
-    body.push_str(if summary.is_empty() {
+    // The model's words: no hidden markers or open fences in a body bugloop writes.
+    let summary = bugloop_domain::markdown::neutralise(solution.summary.trim());
+    body.push_str(if summary.trim().is_empty() {
         "(the agent gave no summary)"
     } else {
-        summary
+        &summary
     });
     body.push_str("\n\n## Test results\n\n");
     for run in solution.verify.as_array().into_iter().flatten() {
