@@ -3,7 +3,8 @@
 //! the queue) by concurrent clients in the same process; throughput and latency percentiles, for
 //! the SQLite queue and for PostgreSQL (a server of the machine's packages started for the
 //! benchmark, fsync on, on the same machine). Results go into BENCHMARKS.md.
-//! `cargo bench -p bugloop-app --bench webhooks`.
+//! `cargo bench -p bugloop-app --bench webhooks`; `BUGLOOP_BENCH_CLIENTS=N` sets how many
+//! clients send at once (64 by default): a closed loop, so their number is the load.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 // A benchmark reports on standard output.
@@ -18,7 +19,16 @@ use bugloop_queue::{Queue, Retries};
 
 const SECRET: &[u8] = b"bench secret";
 const DELIVERIES: usize = 20_000;
-const CLIENTS: usize = 64;
+/// Concurrent clients when `BUGLOOP_BENCH_CLIENTS` does not say.
+const DEFAULT_CLIENTS: usize = 64;
+
+fn clients() -> usize {
+    std::env::var("BUGLOOP_BENCH_CLIENTS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .filter(|n| *n > 0)
+        .unwrap_or(DEFAULT_CLIENTS)
+}
 
 fn payload(n: usize) -> Vec<u8> {
     serde_json::json!({
@@ -82,13 +92,13 @@ async fn measure(queue: Queue, label: &str) {
             .collect();
         let bodies = Arc::new(bodies);
         let client = reqwest::Client::builder()
-            .pool_max_idle_per_host(CLIENTS)
+            .pool_max_idle_per_host(clients())
             .build()
             .unwrap();
         let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let started = Instant::now();
         let mut tasks = Vec::new();
-        for _ in 0..CLIENTS {
+        for _ in 0..clients() {
             let (client, url, bodies, next) =
                 (client.clone(), url.clone(), bodies.clone(), next.clone());
             tasks.push(tokio::spawn(async move {
@@ -128,8 +138,9 @@ async fn measure(queue: Queue, label: &str) {
         let jobs = queue.jobs().await.unwrap();
         assert_eq!(jobs.len(), DELIVERIES, "every delivery queued once");
         println!(
-            "{label}: {DELIVERIES} signed deliveries from {CLIENTS} clients in {elapsed:.2} s: \
+            "{label}: {DELIVERIES} signed deliveries from {} clients in {elapsed:.2} s: \
              {:.0} deliveries/s; latency p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+            clients(),
             DELIVERIES as f64 / elapsed,
             at(0.5),
             at(0.99),

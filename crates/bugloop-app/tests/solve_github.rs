@@ -53,6 +53,39 @@ fn script() -> Vec<Value> {
     lines
 }
 
+/// Queues `trigger` as GitHub's delivery `delivery` would.
+async fn enqueue_trigger(queue: &Queue, delivery: &str, trigger: &Trigger) {
+    let kind = match trigger {
+        Trigger::Report { .. } => JobKind::Report,
+        _ => JobKind::Autofix,
+    };
+    queue
+        .enqueue(
+            delivery,
+            "issues",
+            Some(NewJob {
+                kind,
+                conversation: trigger.conversation(),
+                installation: trigger.installation().and_then(|i| i64::try_from(i).ok()),
+                head: None,
+                payload: serde_json::to_string(trigger).unwrap(),
+            }),
+            0,
+        )
+        .await
+        .unwrap();
+}
+
+/// An autofix of `issue` asked by its label.
+fn autofix(issue: u64, label: &str) -> Trigger {
+    Trigger::Autofix {
+        repository: "acme/widgets".to_owned(),
+        issue,
+        installation: Some(42),
+        label: Some(label.to_owned()),
+    }
+}
+
 struct Setup {
     fixture: PullRequestFixture,
     queue: Queue,
@@ -133,27 +166,7 @@ async fn an_issue_labelled_for_autofix_is_solved_to_a_ready_draft_by_the_app() {
         &["bug", "bug:autofix"],
     );
     let enqueue = async |delivery: &str| {
-        let trigger = Trigger::Autofix {
-            repository: "acme/widgets".to_owned(),
-            issue,
-            installation: Some(42),
-            label: Some("bug:autofix".to_owned()),
-        };
-        queue
-            .enqueue(
-                delivery,
-                "issues",
-                Some(NewJob {
-                    kind: JobKind::Autofix,
-                    conversation: trigger.conversation(),
-                    installation: Some(42),
-                    head: None,
-                    payload: serde_json::to_string(&trigger).unwrap(),
-                }),
-                0,
-            )
-            .await
-            .unwrap();
+        enqueue_trigger(&queue, delivery, &autofix(issue, "bug:autofix")).await;
     };
     enqueue("delivery-1").await;
     let run = run_next(&queue, &settings, &Stop::never())
@@ -324,7 +337,7 @@ async fn a_reported_error_is_filed_once_counted_and_solved() {
         _dirs,
     } = setup().await;
     let sim = &fixture.sim;
-    let report = |delivery: &str, checkout: &str| {
+    let report = async |delivery: &str, checkout: &str| {
         let trigger = Trigger::Report {
             repository: "acme/widgets".to_owned(),
             report: format!(
@@ -332,25 +345,7 @@ async fn a_reported_error_is_filed_once_counted_and_solved() {
             ),
             installation: None,
         };
-        let queue = queue.clone();
-        let delivery = delivery.to_owned();
-        async move {
-            queue
-                .enqueue(
-                    &delivery,
-                    "report",
-                    Some(NewJob {
-                        kind: JobKind::Report,
-                        conversation: trigger.conversation(),
-                        installation: None,
-                        head: None,
-                        payload: serde_json::to_string(&trigger).unwrap(),
-                    }),
-                    0,
-                )
-                .await
-                .unwrap();
-        }
+        enqueue_trigger(&queue, delivery, &trigger).await;
     };
     report("report-1", "/srv/app").await;
     let filed = run_next(&queue, &settings, &Stop::never())
@@ -433,27 +428,7 @@ async fn a_solve_interrupted_by_github_failures_resumes_to_the_same_end() {
         operation: "MarkReady".to_owned(),
         message: "Resource not accessible by integration".to_owned(),
     });
-    let trigger = Trigger::Autofix {
-        repository: "acme/widgets".to_owned(),
-        issue,
-        installation: Some(42),
-        label: Some("bug:autofix".to_owned()),
-    };
-    queue
-        .enqueue(
-            "delivery-1",
-            "issues",
-            Some(NewJob {
-                kind: JobKind::Autofix,
-                conversation: trigger.conversation(),
-                installation: Some(42),
-                head: None,
-                payload: serde_json::to_string(&trigger).unwrap(),
-            }),
-            0,
-        )
-        .await
-        .unwrap();
+    enqueue_trigger(&queue, "delivery-1", &autofix(issue, "bug:autofix")).await;
     // Each run gets what the model has left to say if nothing done is done again: the first
     // the whole script, the second the review and its round, the third nothing.
     let dir = tempfile::tempdir().unwrap();
@@ -540,27 +515,7 @@ async fn a_label_other_than_the_repositorys_trigger_solves_nothing() {
     } = setup().await;
     let sim = &fixture.sim;
     let issue = sim.add_issue("alice", "Crash in last", "IndexError", &["autofix-now"]);
-    let trigger = Trigger::Autofix {
-        repository: "acme/widgets".to_owned(),
-        issue,
-        installation: Some(42),
-        label: Some("autofix-now".to_owned()),
-    };
-    queue
-        .enqueue(
-            "delivery-1",
-            "issues",
-            Some(NewJob {
-                kind: JobKind::Autofix,
-                conversation: trigger.conversation(),
-                installation: Some(42),
-                head: None,
-                payload: serde_json::to_string(&trigger).unwrap(),
-            }),
-            0,
-        )
-        .await
-        .unwrap();
+    enqueue_trigger(&queue, "delivery-1", &autofix(issue, "autofix-now")).await;
     let run = run_next(&queue, &settings, &Stop::never())
         .await
         .unwrap()

@@ -6,6 +6,7 @@
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
+use bugloop_github_sim::fixture::review_lines;
 use bugloop_testkit::{TestRepo, git};
 use serde_json::{Value, json};
 
@@ -48,22 +49,6 @@ fn write(path: &str, content: &str) -> Value {
     json!({"name": "write_file", "arguments": {"path": path, "content": content}})
 }
 
-/// One review session: `findings` in pass 1, then passes 2-4.
-fn review(findings: &[Value]) -> Vec<Value> {
-    let mut first: Vec<Value> = findings
-        .iter()
-        .map(|f| json!({"name": "report_finding", "arguments": f}))
-        .collect();
-    first.push(
-        json!({"name": "submit_pass_results", "arguments": {"pass_number": 1, "summary": "diff"}}),
-    );
-    let mut lines = vec![json!({"tool_calls": first})];
-    for pass in 2..=4 {
-        lines.push(json!({"tool_calls": [{"name": "submit_pass_results", "arguments": {"pass_number": pass, "summary": "ok"}}]}));
-    }
-    lines
-}
-
 #[test]
 fn a_reported_crash_is_solved_to_a_ready_draft() {
     let repo = TestRepo::init("main");
@@ -96,7 +81,7 @@ fn a_reported_crash_is_solved_to_a_ready_draft() {
         json!({"tool_calls": [write("app/models.py", SOLVED), write("tests/test_models.py", TEST)]}),
         json!({"text": "`last` read one past the end; it reads items[-1] now."}),
     ];
-    lines.extend(review(&[
+    lines.extend(review_lines(&[
         json!({
             "file": "app/models.py", "line": 2, "evidence": "return items[-1]",
             "title": "An empty list still raises", "description": "items[-1] raises IndexError on [].",
@@ -113,7 +98,7 @@ fn a_reported_crash_is_solved_to_a_ready_draft() {
         write("tests/test_models.py", &format!("{TEST}    assert last([]) is None\n")),
     ]}));
     lines.push(json!({"text": "Guarded the empty list and tested it."}));
-    lines.extend(review(&[]));
+    lines.extend(review_lines(&[]));
     let scripts = tempfile::tempdir().unwrap();
     let script = scripts.path().join("solve.jsonl");
     std::fs::write(
