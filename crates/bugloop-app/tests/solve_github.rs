@@ -96,6 +96,11 @@ struct Setup {
 /// The repository with the bug on `main`, the App installed, a worker's settings with the
 /// whole run's script.
 async fn setup() -> Setup {
+    setup_with(CONFIG).await
+}
+
+/// [`setup`] with another base configuration.
+async fn setup_with(config: &str) -> Setup {
     // A failed attempt is retried at once (the backoff is the queue's business, tested there).
     let retries = Retries {
         max_attempts: 5,
@@ -103,7 +108,7 @@ async fn setup() -> Setup {
         max_backoff: Duration::from_millis(1),
     };
     let fixture = PullRequestFixture::new(FixtureOptions {
-        base_config: Some(CONFIG),
+        base_config: Some(config),
         base_files: &[("app/models.py", BUGGY)],
         ..FixtureOptions::default()
     })
@@ -527,5 +532,78 @@ async fn a_label_other_than_the_repositorys_trigger_solves_nothing() {
         sim.issue_labels(issue)
             .iter()
             .all(|l| l != "bugloop:solving")
+    );
+}
+
+/// A solver that never passes on GitHub: escalated after `solve.max_iterations`, the issue
+/// labelled for a person with a comment listing the attempts, nothing pushed, no draft.
+#[tokio::test]
+async fn an_issue_the_solver_cannot_solve_is_escalated_on_github() {
+    let Setup {
+        fixture,
+        queue,
+        mut settings,
+        _dirs,
+    } = setup_with(&format!("{CONFIG}  max_iterations: 2\n")).await;
+    let sim = &fixture.sim;
+    let issue = sim.add_issue(
+        "alice",
+        "Crash in last",
+        "IndexError",
+        &["bug", "bug:autofix"],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let tries: Vec<Value> = (1..=2)
+        .flat_map(|n| {
+            [
+                json!({"tool_calls": [write("app/models.py", &format!("def last(items):\n    return items[len(items) - {n}0]\n"))]}),
+                json!({"text": format!("try {n}")}),
+            ]
+        })
+        .collect();
+    settings.model = Some(script_file(dir.path(), &tries));
+    enqueue_trigger(&queue, "delivery-1", &autofix(issue, "bug:autofix")).await;
+    let run = run_next(&queue, &settings, &Stop::never())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(run.state, Some(JobState::Done), "{run:?}");
+    let said: Vec<_> = sim
+        .issue_comments(issue)
+        .into_iter()
+        .filter(|c| c.author == BOT)
+        .collect();
+    assert_eq!(said.len(), 2, "the record and the escalation: {said:#?}");
+    let escalation = said
+        .iter()
+        .find(|c| c.body.starts_with("bugloop could not finish"))
+        .unwrap();
+    for n in 1..=2 {
+        assert!(
+            escalation
+                .body
+                .contains(&format!("- attempt {n}: `grep -qF")),
+            "{}",
+            escalation.body
+        );
+    }
+    assert!(
+        said.iter()
+            .any(|c| c.body.contains("### bugloop solve: ESCALATED"))
+    );
+    let labels = sim.issue_labels(issue);
+    assert!(
+        labels.contains(&"bugloop:escalated".to_owned()),
+        "{labels:?}"
+    );
+    assert!(
+        !labels.contains(&"bugloop:solving".to_owned()),
+        "{labels:?}"
+    );
+    assert_eq!(sim.pulls().len(), 1, "no draft");
+    assert_eq!(
+        git(fixture.origin(), &["branch", "--list", "bugloop/*"]),
+        "",
+        "nothing pushed"
     );
 }
