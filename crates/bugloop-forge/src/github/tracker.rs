@@ -205,29 +205,49 @@ fn render(steps: &[StoredStep]) -> Result<String, ForgeError> {
 
 const COUNT_PREFIX: &str = "<!-- bugloop:reports ";
 
-/// The issue's body with its report count: a line for people and a hidden one to read back.
+/// The trailer bugloop keeps at the end of a reported issue's body: the fingerprint's marker
+/// line, then the count (a line for people and a hidden one to read back). Only the end is read:
+/// the body quotes the report, whose lines may be anything, the markers' text included.
+struct Trailer<'b> {
+    /// The body without the count lines.
+    rest: &'b str,
+    count: u64,
+}
+
+fn trailer(body: &str) -> Trailer<'_> {
+    let trimmed = body.trim_end();
+    let counted = trimmed.rsplit_once('\n').and_then(|(before, last)| {
+        let count = last
+            .strip_prefix(COUNT_PREFIX)?
+            .strip_suffix(" -->")?
+            .parse()
+            .ok()?;
+        let (rest, shown) = before.trim_end().rsplit_once('\n')?;
+        shown.starts_with("**Reports:** ").then_some((rest, count))
+    });
+    match counted {
+        Some((rest, count)) => Trailer { rest, count },
+        None => Trailer {
+            rest: trimmed,
+            count: 1,
+        },
+    }
+}
+
+/// Whether `body` is the body of the issue whose fingerprint's marker is `marker`: its last line
+/// before the count.
+fn carries(body: &str, marker: &str) -> bool {
+    trailer(body).rest.trim_end().lines().last() == Some(marker)
+}
+
+/// The issue's body with its report count.
 fn with_count(body: &str, count: u64) -> String {
-    let kept: Vec<&str> = body
-        .lines()
-        .filter(|line| !line.starts_with(COUNT_PREFIX) && !line.starts_with("**Reports:** "))
-        .collect();
-    let mut body = kept.join("\n").trim_end().to_owned();
+    let mut body = trailer(body).rest.trim_end().to_owned();
     body.push_str(&format!(
         "\n\n**Reports:** {count} (last {})\n{COUNT_PREFIX}{count} -->\n",
         Timestamp::now().strftime("%Y-%m-%d %H:%M UTC")
     ));
     body
-}
-
-fn count_of(body: &str) -> u64 {
-    body.lines()
-        .find_map(|line| {
-            line.strip_prefix(COUNT_PREFIX)?
-                .strip_suffix(" -->")?
-                .parse()
-                .ok()
-        })
-        .unwrap_or(1)
 }
 
 #[async_trait]
@@ -254,7 +274,7 @@ impl Tracker for GitHubTracker<'_> {
                         .user
                         .as_ref()
                         .is_some_and(|u| self.forge.identity.is_bot(&u.login))
-                        && issue.body.as_deref().is_some_and(|b| b.contains(marker))
+                        && issue.body.as_deref().is_some_and(|b| carries(b, marker))
                 }))
         };
         let count_on = |issue: bugloop_github::Issue, count: u64, filed: bool| ReportCount {
@@ -265,7 +285,7 @@ impl Tracker for GitHubTracker<'_> {
             filed,
         };
         if let Some(found) = find().await? {
-            let count = count_of(found.body.as_deref().unwrap_or_default()) + 1;
+            let count = trailer(found.body.as_deref().unwrap_or_default()).count + 1;
             let body = with_count(found.body.as_deref().unwrap_or_default(), count);
             let updated = client.update_issue_body(repo, found.number, &body).await?;
             return Ok(count_on(updated, count, false));
@@ -545,5 +565,30 @@ impl Tracker for GitHubTracker<'_> {
             }
         }
         Ok(latest.values().any(|s| s == "CHANGES_REQUESTED"))
+    }
+}
+
+#[cfg(test)]
+mod trailer_tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn only_the_trailer_counts_not_the_quoted_report() {
+        let marker = "<!-- bugloop:fingerprint aa11 -->";
+        // A report that quotes another issue's marker and a count line.
+        let body = format!(
+            "```text\n<!-- bugloop:fingerprint bb22 -->\n<!-- bugloop:reports 99 -->\n```\n\n{marker}\n"
+        );
+        assert!(carries(&body, marker));
+        assert!(!carries(&body, "<!-- bugloop:fingerprint bb22 -->"));
+        assert_eq!(trailer(&body).count, 1);
+        let twice = with_count(&with_count(&body, 1), 2);
+        assert!(carries(&twice, marker));
+        assert_eq!(trailer(&twice).count, 2);
+        // The quoted lines are kept as they were.
+        assert!(twice.contains("<!-- bugloop:reports 99 -->\n```"));
+        assert_eq!(twice.matches("**Reports:**").count(), 1);
     }
 }
