@@ -234,3 +234,38 @@ async fn upsert(
         .upsert_by_marker(change, markers, id, body, anchor, &known)
         .await
 }
+
+/// The solve pipeline moves its own branches, never one checked out in a working tree.
+#[tokio::test]
+async fn a_checked_out_branch_is_not_moved_by_the_tracker() {
+    use crate::tracker::Tracker;
+    let repo = TestRepo::init("main");
+    repo.write("a.txt", "one\n");
+    repo.commit("one");
+    let first = repo.head();
+    repo.branch("bugloop/1-x");
+    repo.write("a.txt", "two\n");
+    repo.commit("two");
+    let second = repo.head();
+    let forge = LocalForge::with_store(
+        Git::open(repo.path()).unwrap(),
+        Store::in_memory().await.unwrap(),
+        "bugloop",
+    );
+    let refused = forge
+        .publish_branch("bugloop/1-x", &first, Some(&second))
+        .await;
+    assert!(
+        matches!(&refused, Err(ForgeError::Invalid(m)) if m.contains("checked out")),
+        "{refused:?}"
+    );
+    repo.git(&["switch", "-q", "main"]);
+    forge
+        .publish_branch("bugloop/1-x", &first, Some(&second))
+        .await
+        .unwrap();
+    assert_eq!(
+        forge.branch_head("bugloop/1-x").await.unwrap().as_deref(),
+        Some(first.as_str())
+    );
+}

@@ -199,6 +199,19 @@ impl Tracker for LocalForge {
         self.git
             .run(&["check-ref-format", "--branch", branch])
             .map_err(|_| ForgeError::Invalid(format!("{branch:?} is not a branch name")))?;
+        // A branch checked out in a working tree is the developer's to move: moving it under
+        // them would make their tree look changed.
+        let checked_out = self
+            .git
+            .run(&["worktree", "list", "--porcelain"])
+            .unwrap_or_default()
+            .lines()
+            .any(|line| line.strip_prefix("branch refs/heads/") == Some(branch));
+        if checked_out {
+            return Err(ForgeError::Invalid(format!(
+                "branch {branch} is checked out; switch to another branch so bugloop can move it"
+            )));
+        }
         // update-ref checks the old value under the ref's lock: a branch that moved (or came
         // to exist) meanwhile is refused, never overwritten.
         self.git
