@@ -116,20 +116,37 @@ pub async fn run_event(job: EventJob) -> Result<EventOutcome, AppError> {
             repository,
             issue,
             label,
+            labelled_by,
+            approved,
+            filed_from_report,
             ..
         } => {
             let issue = *issue;
             let app = open_issues(&job, repository, issue).await?;
-            let trigger_label = &app.settings.config.labels.trigger;
-            if let Some(label) = label
-                && label != trigger_label
-            {
-                return Ok(EventOutcome::NotRun {
-                    reason: format!(
-                        "issue #{issue} was labelled `{label}`, but this repository's \
-                         labels.trigger is `{trigger_label}`; nothing was done"
-                    ),
-                });
+            let trigger_label = app.settings.config.labels.trigger.clone();
+            if let Some(label) = label {
+                if *label != trigger_label {
+                    return Ok(EventOutcome::NotRun {
+                        reason: format!(
+                            "issue #{issue} was labelled `{label}`, but this repository's \
+                             labels.trigger is `{trigger_label}`; nothing was done"
+                        ),
+                    });
+                }
+                // Triage may label; only who may change the repository may have it changed.
+                let writer = match labelled_by {
+                    Some(who) => app.forge.permission(who).await?.may_modify_files(),
+                    None => false,
+                };
+                if !writer {
+                    return Ok(EventOutcome::NotRun {
+                        reason: format!(
+                            "issue #{issue} was labelled `{label}` by {}, who may not change \
+                             the repository; nothing was done",
+                            labelled_by.as_deref().unwrap_or("someone unknown")
+                        ),
+                    });
+                }
             }
             let mut outcome = app
                 .solve(crate::SolveJob {
@@ -137,6 +154,10 @@ pub async fn run_event(job: EventJob) -> Result<EventOutcome, AppError> {
                     base: None,
                     retry: false,
                     model: job.model,
+                    approved: approved.clone(),
+                    // A review of a draft goes on with an issue taken; it never starts one.
+                    resume_only: label.is_none() && !filed_from_report,
+                    require_label: Some(trigger_label),
                 })
                 .await?;
             outcome.warnings = with_app_warnings(&app, outcome.warnings);

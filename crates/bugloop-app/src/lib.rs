@@ -74,6 +74,7 @@ pub mod types {
 /// What a GitHub front end (the Action, the server) reads its input into: events and their
 /// triggers, where GitHub is and how to talk to it, the state key.
 pub mod github_types {
+    pub use bugloop_domain::solve::approval_digest;
     pub use bugloop_forge::signing::StateKey;
     pub use bugloop_github::{AppCredentials, Endpoint, Policy, Repo};
     pub use bugloop_webhooks::{

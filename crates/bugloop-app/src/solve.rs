@@ -19,6 +19,12 @@ pub struct SolveJob {
     /// Take an escalated issue again.
     pub retry: bool,
     pub model: Option<String>,
+    /// What the person who asked approved (see `SolveOptions::approved`).
+    pub approved: Option<String>,
+    /// Only go on with an issue already taken.
+    pub resume_only: bool,
+    /// Stop while this label is not on the issue.
+    pub require_label: Option<String>,
 }
 
 impl From<SolveError> for AppError {
@@ -53,6 +59,9 @@ impl App {
                     .unwrap_or_else(|| github.base_branch.clone()),
                 start: Some(github.base_sha.clone()),
                 retry: job.retry,
+                approved: job.approved.clone(),
+                resume_only: job.resume_only,
+                require_label: job.require_label.clone(),
             };
             return self.solve_with(&tracker, &job, &options).await;
         }
@@ -75,6 +84,9 @@ impl App {
             base,
             start: None,
             retry: job.retry,
+            approved: job.approved.clone(),
+            resume_only: job.resume_only,
+            require_label: job.require_label.clone(),
         };
         self.solve_with(tracker, &job, &options).await
     }

@@ -332,6 +332,9 @@ async fn run_job(
                 issue: outcome.report.issue,
                 installation: Some(installation),
                 label: None,
+                labelled_by: None,
+                approved: None,
+                filed_from_report: true,
             };
             follow_up(queue, lease, &follow)
                 .await

@@ -43,6 +43,9 @@ pub fn solve(
         base: args.base.clone(),
         retry: args.retry,
         model: args.common.model.clone(),
+        approved: None,
+        resume_only: false,
+        require_label: None,
     };
     let outcome = with_app(cwd, choice, async |app| app.solve(job).await)?;
     match args.common.format {

@@ -104,6 +104,17 @@ pub fn labels_of(state: SolveState) -> (bool, bool) {
     (working, state == SolveState::Escalated)
 }
 
+/// What a person approved when they asked for an issue to be solved: a digest of its title and
+/// body then. An issue edited after it was approved is not solved from text nobody approved.
+pub fn approval_digest(title: &str, body: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    hasher.update(title.as_bytes());
+    hasher.update([0]);
+    hasher.update(body.as_bytes());
+    hex::encode(hasher.finalize())
+}
+
 /// A slug for a branch name: lowercase ASCII words joined by `-`, at most `max` characters,
 /// never empty.
 pub fn slug(title: &str, max: usize) -> String {

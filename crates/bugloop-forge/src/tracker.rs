@@ -159,6 +159,6 @@ pub trait Tracker: Send + Sync + std::fmt::Debug {
     /// The checks on `commit` (none where the forge runs none).
     async fn checks(&self, commit: &str) -> Result<Vec<Check>, ForgeError>;
 
-    /// Whether a reviewer's latest review of the change request asks for changes.
+    /// Whether the latest review of a reviewer who may change the repository asks for changes.
     async fn changes_requested(&self, number: u64) -> Result<bool, ForgeError>;
 }

@@ -171,6 +171,13 @@ impl Simulator {
             .map(|i| (i.title.clone(), i.body.clone()))
     }
 
+    /// Its author edits an issue's body.
+    pub fn edit_issue_body(&self, number: u64, body: &str) {
+        if let Some(issue) = self.state().issues.get_mut(&number) {
+            body.clone_into(&mut issue.body);
+        }
+    }
+
     /// How many issues (not pull requests) there are.
     pub fn issue_count(&self) -> usize {
         self.state().issues.len()

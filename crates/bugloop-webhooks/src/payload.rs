@@ -73,6 +73,8 @@ pub struct Issue {
     pub number: u64,
     #[serde(default)]
     pub title: String,
+    #[serde(default)]
+    pub body: Option<String>,
     pub user: Account,
     /// Present when the issue is a pull request.
     #[serde(default)]

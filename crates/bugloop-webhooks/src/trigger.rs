@@ -60,6 +60,17 @@ pub enum Trigger {
         /// when no label did (a review of its draft, a report bugloop filed).
         #[serde(default)]
         label: Option<String>,
+        /// Who put the label on: they must be able to change the repository.
+        #[serde(default)]
+        labelled_by: Option<String>,
+        /// The issue's title and body when it was labelled
+        /// (`bugloop_domain::solve::approval_digest`): what the labeller approved.
+        #[serde(default)]
+        approved: Option<String>,
+        /// Filed by bugloop from an error report, and solved as the pipeline does: no label
+        /// event of its own reaches the server (the App's events are dropped).
+        #[serde(default)]
+        filed_from_report: bool,
     },
     /// An error report sent to the server's report endpoint, to file as an issue (or count on
     /// the issue of its fingerprint); the installation is looked up when not known.
@@ -250,6 +261,9 @@ pub fn trigger(event: &Event, settings: &TriggerSettings) -> Result<Trigger, Ski
                     issue,
                     installation: e.installation.as_ref().map(|i| i.id),
                     label: None,
+                    labelled_by: None,
+                    approved: None,
+                    filed_from_report: false,
                 });
             }
             // A reply in a review thread may answer one of bugloop's findings: the job reads
@@ -285,6 +299,9 @@ pub fn trigger(event: &Event, settings: &TriggerSettings) -> Result<Trigger, Ski
                     issue,
                     installation: e.installation.as_ref().map(|i| i.id),
                     label: None,
+                    labelled_by: None,
+                    approved: None,
+                    filed_from_report: false,
                 });
             }
             if !addressed(&body) {
@@ -317,6 +334,12 @@ pub fn trigger(event: &Event, settings: &TriggerSettings) -> Result<Trigger, Ski
                 issue: e.issue.number,
                 installation: e.installation.as_ref().map(|i| i.id),
                 label: Some(label),
+                labelled_by: Some(e.sender.login.clone()),
+                approved: Some(bugloop_domain::solve::approval_digest(
+                    &e.issue.title,
+                    e.issue.body.as_deref().unwrap_or_default(),
+                )),
+                filed_from_report: false,
             })
         }
         Event::WorkflowDispatch(e) => {

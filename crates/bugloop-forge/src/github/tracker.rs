@@ -564,7 +564,18 @@ impl Tracker for GitHubTracker<'_> {
                 latest.insert(user.login, review.state);
             }
         }
-        Ok(latest.values().any(|s| s == "CHANGES_REQUESTED"))
+        // Anyone may review a public pull request: only those who may change the repository
+        // hold the draft back.
+        for (login, state) in &latest {
+            if state == "CHANGES_REQUESTED"
+                && crate::Forge::permission(self.forge, login)
+                    .await?
+                    .may_modify_files()
+            {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 }
 

@@ -55,6 +55,14 @@ pub struct SolveOptions {
     pub start: Option<String>,
     /// Take an escalated issue again.
     pub retry: bool,
+    /// What the person who asked approved (`approval_digest` of the title and body then): an
+    /// issue edited since is not taken.
+    pub approved: Option<String>,
+    /// Only go on with an issue already taken (a review of its draft asked): never start one.
+    pub resume_only: bool,
+    /// Stop while this label is not on the issue (the server's runs: taking the label off is
+    /// how a person stops bugloop).
+    pub require_label: Option<String>,
 }
 
 /// Whether the pipeline goes on after a step.
@@ -97,6 +105,39 @@ pub async fn solve(
         options,
         record,
     };
+    if options.resume_only && run.record.state().is_none() {
+        return Ok(run.record.report(
+            &run.issue,
+            "bugloop has not taken this issue; nothing to go on with".to_owned(),
+        ));
+    }
+    if let (Some(label), Some(state)) = (&options.require_label, run.record.state())
+        && !state.is_final()
+        && !run.issue.labels.contains(label)
+    {
+        return Ok(run.record.report(
+            &run.issue,
+            format!("the label `{label}` was taken off the issue; bugloop stopped at {state}"),
+        ));
+    }
+    // About to take the issue: only the text that was approved, before anything is recorded.
+    let taking = match run.record.state() {
+        None | Some(SolveState::Open) => true,
+        Some(SolveState::Escalated) => options.retry,
+        Some(_) => false,
+    };
+    if taking
+        && let Some(approved) = &options.approved
+        && *approved != bugloop_domain::solve::approval_digest(&run.issue.title, &run.issue.body)
+    {
+        return Ok(run.record.report(
+            &run.issue,
+            format!(
+                "issue #{issue} was edited after it was labelled; label it again to have this \
+                 text solved"
+            ),
+        ));
+    }
     // A run that died between recording a step and labelling the issue left the labels behind.
     if let Some(state) = run.record.state() {
         run.ensure_labels(state).await?;
@@ -107,25 +148,13 @@ pub async fn solve(
                 run.step(SolveState::Open, "filed", json!({})).await?;
                 Flow::Next
             }
-            Some(SolveState::Open) => {
-                run.step(SolveState::Assigned, "taken by bugloop", json!({}))
-                    .await?;
-                Flow::Next
-            }
+            Some(SolveState::Open) => run.take().await?,
             Some(SolveState::Assigned) => run.start_solving().await?,
             Some(SolveState::Solving) => solver::run(&mut run).await?,
             Some(SolveState::PrDraft) => review::first_review(&mut run).await?,
             Some(SolveState::Reviewing) => review::round_or_gate(&mut run).await?,
             Some(SolveState::Ready) => review::after_ready(&mut run).await?,
-            Some(SolveState::Escalated) if options.retry => {
-                run.step(
-                    SolveState::Assigned,
-                    "taken again (`--retry`) after an escalation",
-                    json!({}),
-                )
-                .await?;
-                Flow::Next
-            }
+            Some(SolveState::Escalated) if options.retry => run.take().await?,
             Some(SolveState::Escalated) => Flow::Stop(format!(
                 "escalated: {} (`bugloop solve {issue} --retry` takes it again)",
                 run.record.last_reason()
@@ -252,6 +281,23 @@ impl Run<'_, '_> {
             }
         }
         Ok(())
+    }
+
+    /// -> ASSIGNED: the issue's text as it is now is what is solved, kept in the record.
+    async fn take(&mut self) -> Result<Flow, SolveError> {
+        let (title, body) = (&self.issue.title, &self.issue.body);
+        let reason = if self.record.state() == Some(SolveState::Escalated) {
+            "taken again (`--retry`) after an escalation"
+        } else {
+            "taken by bugloop"
+        };
+        self.step(
+            SolveState::Assigned,
+            reason,
+            json!({"title": title, "body": body}),
+        )
+        .await?;
+        Ok(Flow::Next)
     }
 
     /// ASSIGNED -> SOLVING: the branch the solution will be on, and the commit it starts from.

@@ -100,6 +100,18 @@ impl Record {
             .filter(move |t| t.from == Some(state) && t.to == state)
     }
 
+    /// The issue's title and body as they were taken (ASSIGNED): what is solved, whatever the
+    /// issue says now.
+    pub(super) fn taken_text(&self) -> Option<(String, String)> {
+        let step = self
+            .current()
+            .first()
+            .filter(|t| t.to == SolveState::Assigned)?;
+        let title = step.detail.get("title")?.as_str()?.to_owned();
+        let body = step.detail.get("body")?.as_str()?.to_owned();
+        Some((title, body))
+    }
+
     pub(super) fn solving(&self) -> Option<Solving> {
         let step = self
             .current()

@@ -185,12 +185,17 @@ fn prompt(run: &Run<'_, '_>) -> String {
             ));
         }
     }
+    // The text that was taken, not whatever the issue says now.
+    let (title, body) = run
+        .record
+        .taken_text()
+        .unwrap_or_else(|| (run.issue.title.clone(), run.issue.body.clone()));
     fill(
         SOLVE_PROMPT,
         &[
             ("number", &run.number().to_string()),
-            ("title", &quoted(&first_line(&run.issue.title, 200), 400)),
-            ("body", &quoted(&run.issue.body, 16_000)),
+            ("title", &quoted(&first_line(&title, 200), 400)),
+            ("body", &quoted(&body, 16_000)),
             ("attempts", &attempts),
         ],
     )

@@ -167,6 +167,9 @@ async fn run_solve(
         base: "main".to_owned(),
         start: None,
         retry: false,
+        approved: None,
+        resume_only: false,
+        require_label: None,
     };
     solve(&env, tracker.unwrap_or(&forge), issue, &options).await
 }
