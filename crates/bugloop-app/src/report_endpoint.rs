@@ -110,9 +110,21 @@ async fn report(
                 );
             }
         };
-    // Read now, so a sender learns at once that its report is unusable.
-    if let Err(error) = bugloop_intake::read(&body) {
-        return (StatusCode::BAD_REQUEST, format!("{error}\n"));
+    // Read now, so a sender learns at once that its report is unusable; off the server's
+    // threads, which answer GitHub's deliveries.
+    let read = {
+        let body = body.clone();
+        tokio::task::spawn_blocking(move || bugloop_intake::read(&body).map(drop)).await
+    };
+    match read {
+        Ok(Ok(())) => {}
+        Ok(Err(error)) => return (StatusCode::BAD_REQUEST, format!("{error}\n")),
+        Err(_) => {
+            return (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "the report could not be read\n".to_owned(),
+            );
+        }
     }
     let trigger = Trigger::Report {
         repository,

@@ -141,11 +141,15 @@ pub fn issue(
     };
     let mut body = String::from("bugloop filed this issue from an error report.\n\n");
     let error = cut(&headline, 500);
-    // A code span: backticks inside take a longer fence, and spaces so they do not touch it.
-    let span = if error.contains('`') {
-        format!("`` {error} ``")
-    } else {
+    // A code span opened by a run of backticks longer than any inside (so none closes it),
+    // with spaces so they do not touch it; one line, since a span cannot hold a blank one.
+    let error = error.split_whitespace().collect::<Vec<_>>().join(" ");
+    let longest = error.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let span = if longest == 0 {
         format!("`{error}`")
+    } else {
+        let ticks = "`".repeat(longest + 1);
+        format!("{ticks} {error} {ticks}")
     };
     body.push_str(&format!(
         "**Error:** {span}\n\n**Severity:** {severity}\n\n",

@@ -102,8 +102,15 @@ pub fn read(bytes: &[u8]) -> Result<ErrorReport, IntakeError> {
     if text.trim().is_empty() {
         return Err(IntakeError::Empty);
     }
-    Ok(trace::from_json_lines(text).unwrap_or_else(|| trace::from_text(text, None)))
+    let mut report = trace::from_json_lines(text).unwrap_or_else(|| trace::from_text(text, None));
+    // The innermost frames say where it failed; a trace of thousands (a deep recursion, or a
+    // report made to be costly) is cut, since each frame is looked for among the files.
+    report.frames.truncate(MAX_FRAMES);
+    Ok(report)
 }
+
+/// The most frames of a report kept (innermost first).
+pub const MAX_FRAMES: usize = 200;
 
 /// The frames of `report` that are in the repository, innermost first.
 pub fn locate(report: &ErrorReport, repository: &dyn Repository) -> Vec<Located> {

@@ -173,3 +173,34 @@ fn a_trace_with_backticks_cannot_break_out_of_its_block() {
     // The trace's fence is longer than its longest run of backticks.
     assert!(issue.body.contains("````text\n"), "{}", issue.body);
 }
+
+#[test]
+fn many_error_lines_and_frames_are_read_and_the_frames_cut() {
+    // Many lines that look like errors before the trace (each used to be searched for from the
+    // top), then a trace deeper than is kept.
+    let mut text: String = (0..50_000).map(|n| format!("Error: {n}\n")).collect();
+    text.push_str("TypeError: x is undefined\n");
+    for n in 0..5_000 {
+        text.push_str(&format!("    at f{n} (/srv/app/app/models.js:{n}:1)\n"));
+    }
+    let report = read(text.as_bytes()).unwrap();
+    assert_eq!(report.kind, "TypeError");
+    assert_eq!(report.frames.len(), MAX_FRAMES);
+    assert_eq!(report.frames[0].function.as_deref(), Some("f0"));
+}
+
+#[test]
+fn an_error_with_backticks_stays_inside_its_code_span() {
+    let repository = repository();
+    let text = "Traceback (most recent call last):\n  File \"app/models.py\", line 3, in last\nValueError: a `` b ``` c\n";
+    let report = read(text.as_bytes()).unwrap();
+    let located = locate(&report, &repository);
+    let issue = issue(&report, &located, "f", &repository);
+    let line = issue
+        .body
+        .lines()
+        .find(|l| l.starts_with("**Error:**"))
+        .unwrap();
+    // A span opened by a run of backticks longer than any inside it.
+    assert!(line.contains("````"), "{line}");
+}

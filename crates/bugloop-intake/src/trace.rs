@@ -142,13 +142,11 @@ fn python(lines: &[&str]) -> Option<ErrorReport> {
 }
 
 fn javascript(lines: &[&str]) -> Option<ErrorReport> {
-    let start = lines.iter().position(|l| {
-        JS_ERROR.is_match(l.trim_end())
-            && lines
-                .iter()
-                .skip_while(|x| *x != l)
-                .nth(1)
-                .is_some_and(|next| JS_FRAME.is_match(next))
+    // An error line followed by a frame; by index (a search from the top for each candidate
+    // would be quadratic in a report of many error lines).
+    let start = (0..lines.len()).find(|&i| {
+        JS_ERROR.is_match(lines[i].trim_end())
+            && lines.get(i + 1).is_some_and(|next| JS_FRAME.is_match(next))
     })?;
     let head = JS_ERROR.captures(lines[start].trim_end())?;
     let mut frames = Vec::new();

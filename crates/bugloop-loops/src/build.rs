@@ -526,6 +526,22 @@ pub fn land(
     }
 }
 
+/// The files changed between two commits that git counts no lines of (binary files): a size
+/// limit in lines cannot judge them.
+pub fn binary_changes(git: &Git, from: &str, to: &str) -> Result<Vec<String>, BuildError> {
+    let numstat = git.run(&["diff", "--numstat", from, to])?;
+    Ok(numstat
+        .lines()
+        .filter_map(|line| {
+            let mut parts = line.splitn(3, '\t');
+            match (parts.next(), parts.next(), parts.next()) {
+                (Some("-"), Some("-"), Some(path)) => Some(path.to_owned()),
+                _ => None,
+            }
+        })
+        .collect())
+}
+
 /// The files and line counts between two commits (for reports).
 pub fn net_change(git: &Git, from: &str, to: &str) -> Result<(usize, usize, usize), BuildError> {
     let numstat = git.run(&["diff", "--numstat", from, to])?;

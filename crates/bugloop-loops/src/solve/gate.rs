@@ -8,7 +8,7 @@ use bugloop_forge::tracker::ChangeRequest;
 use bugloop_git::short;
 use serde_json::json;
 
-use crate::build::{net_change, run_commands};
+use crate::build::{binary_changes, net_change, run_commands};
 
 use super::{Flow, Run, SolveError};
 
@@ -53,24 +53,37 @@ pub(super) async fn decide(
             failed.push(format!("`{}` fails on {}", failing.command, short(&head)));
         }
     }
-    let start = run
-        .record
-        .solving()
-        .and_then(|s| {
-            run.env
-                .git
-                .run(&["merge-base", &s.start, &head])
-                .ok()
-                .filter(|base| !base.is_empty())
-        })
-        .unwrap_or_else(|| head.clone());
-    let (_, added, removed) = net_change(run.env.git, &start, &head)?;
-    let lines = (added + removed) as u64;
+    let start = run.record.solving().and_then(|s| {
+        run.env
+            .git
+            .run(&["merge-base", &s.start, &head])
+            .ok()
+            .filter(|base| !base.is_empty())
+    });
     let limit = run.env.config().solve.max_diff_lines;
-    if lines > limit {
-        failed.push(format!(
-            "the change is {lines} lines, over solve.max_diff_lines ({limit})"
-        ));
+    let mut lines = 0;
+    match start {
+        // Without the commit it started from, the change's size cannot be told.
+        None => failed.push(format!(
+            "the head {} has no common history with where solving started",
+            short(&head)
+        )),
+        Some(start) => {
+            let binary = binary_changes(run.env.git, &start, &head)?;
+            if !binary.is_empty() {
+                failed.push(format!(
+                    "the change has binary files: {}",
+                    binary.join(", ")
+                ));
+            }
+            let (_, added, removed) = net_change(run.env.git, &start, &head)?;
+            lines = (added + removed) as u64;
+            if lines > limit {
+                failed.push(format!(
+                    "the change is {lines} lines, over solve.max_diff_lines ({limit})"
+                ));
+            }
+        }
     }
     if !failed.is_empty() {
         return run

@@ -13,7 +13,7 @@ use bugloop_report::build::BuildStatus;
 use jiff::Timestamp;
 use serde_json::json;
 
-use crate::build::{BuildTask, Workbench, build, net_change};
+use crate::build::{BuildTask, Workbench, binary_changes, build, net_change};
 use crate::prompt::fill;
 
 use super::record::{Solution, Solving};
@@ -79,6 +79,26 @@ pub(super) async fn run(run: &mut Run<'_, '_>) -> Result<Flow, SolveError> {
         };
         let outcome = match &result.status {
             BuildStatus::Committed { commit, files, .. } => {
+                let binary = binary_changes(run.env.git, &solving.start, commit)?;
+                if !binary.is_empty() {
+                    let outcome = format!(
+                        "the tests pass, but the change has binary files, whose size in lines \
+                         cannot be judged: {}",
+                        binary.join(", ")
+                    );
+                    run.step(
+                        SolveState::Solving,
+                        &format!("attempt {number}: {outcome}"),
+                        json!({"attempt": number, "passed": false, "guardrail": "binary", "outcome": outcome}),
+                    )
+                    .await?;
+                    return run
+                        .escalate(&format!(
+                            "the solution changes binary files: {}",
+                            binary.join(", ")
+                        ))
+                        .await;
+                }
                 let (_, added, removed) = net_change(run.env.git, &solving.start, commit)?;
                 let lines = (added + removed) as u64;
                 let limit = run.env.config().solve.max_diff_lines;

@@ -705,3 +705,34 @@ fn requests_text(model: &ScriptedProvider) -> String {
         .collect::<Vec<_>>()
         .join("\n")
 }
+
+/// A size limit in lines cannot judge a binary file: a solution with one is escalated.
+#[tokio::test]
+async fn a_solution_with_a_binary_file_is_escalated() {
+    let (repo, issue) = scenario().await;
+    let model = Arc::new(ScriptedProvider::new([
+        tool_reply(
+            &[
+                write("app/models.py", SOLVED),
+                write("app/blob.bin", "\u{0}\u{1}\u{2}payload"),
+            ],
+            usage(),
+        ),
+        text_reply("Fixed, with a data file.", usage()),
+    ]));
+    let report = run_solve(&repo, config(10), model, None, issue)
+        .await
+        .unwrap();
+    assert_eq!(
+        report.state,
+        Some(SolveState::Escalated),
+        "{}",
+        report.to_text()
+    );
+    assert!(
+        report.message.contains("app/blob.bin"),
+        "{}",
+        report.message
+    );
+    assert_eq!(git(repo.path(), &["branch", "--list", "bugloop/*"]), "");
+}
