@@ -637,3 +637,73 @@ async fn an_issue_the_solver_cannot_solve_is_escalated_on_github() {
         "nothing pushed"
     );
 }
+
+/// The gate waits for the draft's checks: with a check still running the draft stays a draft
+/// and the issue in REVIEWING; once it passes, the next event (a review) marks the draft ready.
+#[tokio::test]
+async fn the_gate_waits_for_running_checks_then_marks_ready() {
+    let Setup {
+        fixture,
+        queue,
+        settings,
+        _dirs,
+    } = setup().await;
+    let sim = &fixture.sim;
+    sim.set_check("*", "ci", "in_progress", None);
+    let issue = sim.add_issue(
+        "alice",
+        "IndexError: list index out of range in last (app/models.py)",
+        "Traceback (most recent call last):\n  File \"app/models.py\", line 2, in last\nIndexError: list index out of range\n",
+        &["bug", "bug:autofix"],
+    );
+    enqueue_trigger(&queue, "delivery-1", &autofix(sim, issue, "bug:autofix")).await;
+    let run = run_next(&queue, &settings, &Stop::never())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(run.state, Some(JobState::Done), "{run:?}");
+    let record = || {
+        sim.issue_comments(issue)
+            .into_iter()
+            .find(|c| c.author == BOT)
+            .unwrap()
+            .body
+    };
+    assert!(
+        record().contains("### bugloop solve: REVIEWING"),
+        "{}",
+        record()
+    );
+    let pulls: Vec<_> = sim.pulls().into_iter().filter(|p| p.0 != 7).collect();
+    let number = pulls[0].0;
+    assert_eq!(sim.is_draft(number), Some(true), "still a draft");
+    // CI passes; a review comes in (from alice, on the draft's branch): the solving goes on.
+    sim.set_check("*", "ci", "completed", Some("success"));
+    let mut settings = settings;
+    settings.model = Some(script_file(_dirs[1].path(), &[]));
+    enqueue_trigger(
+        &queue,
+        "delivery-2",
+        &Trigger::Autofix {
+            repository: "acme/widgets".to_owned(),
+            issue,
+            installation: Some(42),
+            label: None,
+            labelled_by: None,
+            approved: None,
+            filed_from_report: false,
+        },
+    )
+    .await;
+    let run = run_next(&queue, &settings, &Stop::never())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(run.state, Some(JobState::Done), "{run:?}");
+    assert!(
+        record().contains("### bugloop solve: READY"),
+        "{}",
+        record()
+    );
+    assert_eq!(sim.is_draft(number), Some(false));
+}

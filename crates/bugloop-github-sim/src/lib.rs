@@ -214,8 +214,8 @@ impl Simulator {
             .collect()
     }
 
-    /// A check run on `commit`: `status` `queued`, `in_progress` or `completed`, with its
-    /// conclusion once completed.
+    /// A check run on `commit` (`*`: on every commit): `status` `queued`, `in_progress` or
+    /// `completed`, with its conclusion once completed.
     pub fn set_check(&self, commit: &str, name: &str, status: &str, conclusion: Option<&str>) {
         let mut state = self.state();
         state

@@ -163,8 +163,11 @@ pub struct Issue {
 pub struct CommitChecks {
     /// Check runs by name: (status, conclusion once completed).
     pub runs: Vec<(String, String, Option<String>)>,
-    /// The combined commit status: `success`, `pending` or `failure`.
+    /// The combined commit status: `success`, `pending` or `failure` (`pending` also when
+    /// there is no status at all).
     pub combined_status: String,
+    /// How many commit statuses there are.
+    pub statuses: u64,
 }
 
 impl CommitChecks {
@@ -576,14 +579,26 @@ impl GitHubClient {
         repo: &Repo,
         commit: &str,
     ) -> Result<CommitChecks, GitHubError> {
-        let runs: Value = self
-            .call(
-                Method::GET,
-                &format!("/repos/{repo}/commits/{commit}/check-runs?per_page=100"),
-                None,
-                Safety::Read,
-            )
-            .await?;
+        // Check runs come a hundred a page, the total beside them: every page is read (up to
+        // ten), so a failing run on a later page is not missed.
+        let mut all: Vec<Value> = Vec::new();
+        for page in 1..=10 {
+            let runs: Value = self
+                .call(
+                    Method::GET,
+                    &format!("/repos/{repo}/commits/{commit}/check-runs?per_page=100&page={page}"),
+                    None,
+                    Safety::Read,
+                )
+                .await?;
+            let batch = runs["check_runs"].as_array().cloned().unwrap_or_default();
+            let total = runs["total_count"].as_u64().unwrap_or(0);
+            let empty = batch.is_empty();
+            all.extend(batch);
+            if empty || all.len() as u64 >= total {
+                break;
+            }
+        }
         let status: Value = self
             .call(
                 Method::GET,
@@ -593,10 +608,8 @@ impl GitHubClient {
             )
             .await?;
         Ok(CommitChecks {
-            runs: runs["check_runs"]
-                .as_array()
-                .into_iter()
-                .flatten()
+            runs: all
+                .iter()
                 .map(|run| {
                     (
                         run["name"].as_str().unwrap_or_default().to_owned(),
@@ -606,6 +619,7 @@ impl GitHubClient {
                 })
                 .collect(),
             combined_status: status["state"].as_str().unwrap_or("pending").to_owned(),
+            statuses: status["total_count"].as_u64().unwrap_or(0),
         })
     }
 

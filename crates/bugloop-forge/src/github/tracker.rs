@@ -535,11 +535,16 @@ impl Tracker for GitHubTracker<'_> {
                 name,
             })
             .collect();
-        // Commit statuses (the older API) are summed up in one.
-        match checks.combined_status.as_str() {
-            "failure" | "error" => found.push(Check {
+        // Commit statuses (the older API) are summed up in one; `pending` with none at all
+        // means there are none.
+        match (checks.combined_status.as_str(), checks.statuses) {
+            ("failure" | "error", _) => found.push(Check {
                 name: "commit status".to_owned(),
                 passed: Some(false),
+            }),
+            ("pending", n) if n > 0 => found.push(Check {
+                name: "commit status".to_owned(),
+                passed: None,
             }),
             _ => {}
         }
