@@ -175,9 +175,35 @@ pub fn inline(text: &str) -> String {
         .replace("<!--", "&lt;!--")
 }
 
+/// [`inline`] text quoted from what others wrote (a test's output, a file name), in a comment
+/// bugloop posts on its own: `@name` notifies nobody (a word joiner after the `@`), so what the
+/// code under test prints cannot page people through bugloop.
+pub fn quiet(text: &str) -> String {
+    let text = inline(text);
+    let mut out = String::with_capacity(text.len() + 8);
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        out.push(c);
+        if c == '@' && chars.peek().is_some_and(|n| n.is_ascii_alphanumeric()) {
+            out.push('\u{2060}');
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn quiet_text_mentions_nobody_and_opens_no_comment() {
+        let said = quiet("ping @acme/security and\n<!-- bugloop:x --> mail a@b.c @");
+        assert!(!said.contains("@acme"), "{said}");
+        assert!(said.contains("@\u{2060}acme/security"), "{said}");
+        assert!(!said.contains("<!--"), "{said}");
+        assert!(said.ends_with(" @"), "{said}");
+        assert!(!said.contains('\n'));
+    }
 
     #[test]
     fn roles_follow_commonmark_fences() {

@@ -12,7 +12,7 @@
 
 use async_trait::async_trait;
 use base64::Engine;
-use bugloop_domain::markdown::inline;
+use bugloop_domain::markdown::quiet;
 use bugloop_domain::solve::SolveState;
 use bugloop_git::Git;
 use bugloop_github::{GitHubError, NewPullRequest, PullRequest};
@@ -164,7 +164,7 @@ fn render(steps: &[StoredStep]) -> Result<String, ForgeError> {
                     s.at.strftime("%Y-%m-%d %H:%M"),
                     s.from.map_or("(new)", SolveState::as_str),
                     s.to,
-                    inline(&s.reason).replace('|', "\\|")
+                    quiet(&s.reason).replace('|', "\\|")
                 )
             })
             .collect();

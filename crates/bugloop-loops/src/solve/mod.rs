@@ -335,11 +335,11 @@ impl Run<'_, '_> {
     /// -> ESCALATED, with `reason` and what was tried, said on the issue once.
     async fn escalate(&mut self, reason: &str) -> Result<Flow, SolveError> {
         let seq = self.record.len() + 1;
-        // Outcomes quote what the code under test printed: one inert line each.
-        use bugloop_domain::markdown::inline;
+        // Outcomes quote what the code under test printed: one inert line each, paging nobody.
+        use bugloop_domain::markdown::quiet;
         let mut body = format!(
             "bugloop could not finish this issue and hands it to a person.\n\n**Why:** {}\n",
-            inline(reason)
+            quiet(reason)
         );
         let tried = self.record.attempts();
         if !tried.is_empty() {
@@ -348,7 +348,7 @@ impl Run<'_, '_> {
                 body.push_str(&format!(
                     "- attempt {}: {}\n",
                     attempt.number,
-                    inline(&attempt.outcome)
+                    quiet(&attempt.outcome)
                 ));
             }
         }
@@ -356,7 +356,7 @@ impl Run<'_, '_> {
             body.push_str(&format!(
                 "- review round {}: {}\n",
                 round.number,
-                inline(&round.outcome)
+                quiet(&round.outcome)
             ));
         }
         // Said once, even by a run that died after saying it and before recording it.
