@@ -27,12 +27,13 @@ pub enum WebhookError {
 
 /// The events a GitHub App running `bugloop serve` subscribes to: every event a loop handles but
 /// `workflow_dispatch`, which only Actions sends.
-pub const APP_EVENTS: [&str; 5] = [
+pub const APP_EVENTS: [&str; 6] = [
     "pull_request",
     "pull_request_review",
     "pull_request_review_comment",
     "issue_comment",
     "issues",
+    "check_suite",
 ];
 
 /// Reads the payload of the event called `name` (`X-GitHub-Event`, `GITHUB_EVENT_NAME`). Events

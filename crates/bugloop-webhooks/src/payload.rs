@@ -165,6 +165,23 @@ pub struct IssuesEvent {
     pub installation: Option<Installation>,
 }
 
+/// A commit's checks finished (`check_suite`): a solve draft waiting for them may go on.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct CheckSuiteEvent {
+    pub action: String,
+    pub check_suite: CheckSuite,
+    pub repository: Repository,
+    #[serde(default)]
+    pub installation: Option<Installation>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct CheckSuite {
+    /// The branch the checked commit was pushed to (none for a tag or a detached commit).
+    #[serde(default)]
+    pub head_branch: Option<String>,
+}
+
 /// A workflow started by hand (an Action's `workflow_dispatch`), with its inputs as given.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct WorkflowDispatchEvent {
@@ -182,6 +199,7 @@ pub enum Event {
     ReviewComment(Box<ReviewCommentEvent>),
     Review(Box<ReviewEvent>),
     Issues(Box<IssuesEvent>),
+    CheckSuite(Box<CheckSuiteEvent>),
     WorkflowDispatch(Box<WorkflowDispatchEvent>),
     Unhandled(String),
 }
@@ -201,6 +219,7 @@ pub(crate) fn parse(name: &str, body: &[u8]) -> Result<Event, WebhookError> {
         "pull_request_review_comment" => Event::ReviewComment(Box::new(read(name, body)?)),
         "pull_request_review" => Event::Review(Box::new(read(name, body)?)),
         "issues" => Event::Issues(Box::new(read(name, body)?)),
+        "check_suite" => Event::CheckSuite(Box::new(read(name, body)?)),
         "workflow_dispatch" => Event::WorkflowDispatch(Box::new(read(name, body)?)),
         other => Event::Unhandled(other.to_owned()),
     })

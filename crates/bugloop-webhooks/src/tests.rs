@@ -8,12 +8,13 @@ use serde_json::{Value, json};
 use super::*;
 use crate::trigger::TriggerSettings;
 
-const HANDLED: [&str; 6] = [
+const HANDLED: [&str; 7] = [
     "pull_request",
     "issue_comment",
     "pull_request_review_comment",
     "pull_request_review",
     "issues",
+    "check_suite",
     "workflow_dispatch",
 ];
 
@@ -272,6 +273,30 @@ fn a_review_of_a_solve_draft_asks_its_solving_to_go_on() {
     assert!(matches!(
         decide("pull_request_review", &review),
         Ok(Trigger::Autofix { issue: 3, .. })
+    ));
+}
+
+#[test]
+fn finished_checks_on_a_solve_branch_let_its_solving_go_on() {
+    let mut done = example("check_suite", "completed");
+    done["check_suite"]["head_branch"] = json!("bugloop/7-crash-in-last");
+    assert!(matches!(
+        decide("check_suite", &done),
+        Ok(Trigger::Autofix {
+            issue: 7,
+            label: None,
+            ..
+        })
+    ));
+    done["check_suite"]["head_branch"] = json!("main");
+    assert!(matches!(
+        decide("check_suite", &done),
+        Err(Skip::NotSolving(_))
+    ));
+    let requested = example("check_suite", "requested");
+    assert!(matches!(
+        decide("check_suite", &requested),
+        Err(Skip::Action { .. })
     ));
 }
 

@@ -154,6 +154,8 @@ pub enum Skip {
     Label(String),
     #[error("bugloop does not handle {0} events")]
     Unhandled(String),
+    #[error("the branch `{0}` is not one of the solve pipeline's")]
+    NotSolving(String),
     #[error("the workflow's input `{0}` is missing or not a pull request number")]
     Input(String),
 }
@@ -339,6 +341,30 @@ pub fn trigger(event: &Event, settings: &TriggerSettings) -> Result<Trigger, Ski
                     &e.issue.title,
                     e.issue.body.as_deref().unwrap_or_default(),
                 )),
+                filed_from_report: false,
+            })
+        }
+        // Sent by whichever App ran the checks (often a bot): it can only let an issue already
+        // taken go on, from the record, so who sent it does not matter.
+        Event::CheckSuite(e) => {
+            if e.action != "completed" {
+                return Err(action("check_suite", &e.action));
+            }
+            let branch = e.check_suite.head_branch.as_deref().unwrap_or_default();
+            let issue = branch
+                .strip_prefix(settings.solve_branch_prefix.as_str())
+                .filter(|_| !settings.solve_branch_prefix.is_empty())
+                .and_then(|rest| rest.split_once('-'))
+                .and_then(|(number, _)| number.parse::<u64>().ok())
+                .filter(|n| *n > 0)
+                .ok_or_else(|| Skip::NotSolving(branch.to_owned()))?;
+            Ok(Trigger::Autofix {
+                repository: e.repository.full_name.clone(),
+                issue,
+                installation: e.installation.as_ref().map(|i| i.id),
+                label: None,
+                labelled_by: None,
+                approved: None,
                 filed_from_report: false,
             })
         }
