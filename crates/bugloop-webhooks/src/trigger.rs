@@ -4,7 +4,7 @@
 
 use bugloop_domain::mention::mentions;
 
-use crate::payload::{Account, Event};
+use crate::payload::{Account, Event, Installation, Repository};
 
 /// Where a developer's comment was written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -177,12 +177,36 @@ pub struct TriggerSettings {
 /// The issue a solve pipeline's pull request is for, from its branch (`bugloop/12-slug`), when
 /// it is one of the repository's own branches.
 fn solving(pr: &crate::payload::PullRequest, prefix: &str) -> Option<u64> {
-    if pr.is_from_fork() || prefix.is_empty() {
+    if pr.is_from_fork() {
         return None;
     }
-    let rest = pr.head.branch.strip_prefix(prefix)?;
-    let (number, _) = rest.split_once('-')?;
+    issue_of_branch(&pr.head.branch, prefix)
+}
+
+/// The issue a solve branch (`<prefix><issue>-<slug>`) is for.
+fn issue_of_branch(branch: &str, prefix: &str) -> Option<u64> {
+    if prefix.is_empty() {
+        return None;
+    }
+    let (number, _) = branch.strip_prefix(prefix)?.split_once('-')?;
     number.parse().ok().filter(|n| *n > 0)
+}
+
+/// The solving of `issue` going on (a review of its draft, its checks done): never a start.
+fn solving_goes_on(
+    repository: &Repository,
+    issue: u64,
+    installation: Option<&Installation>,
+) -> Trigger {
+    Trigger::Autofix {
+        repository: repository.full_name.clone(),
+        issue,
+        installation: installation.map(|i| i.id),
+        label: None,
+        labelled_by: None,
+        approved: None,
+        filed_from_report: false,
+    }
 }
 
 /// The job `event` asks for.
@@ -258,15 +282,11 @@ pub fn trigger(event: &Event, settings: &TriggerSettings) -> Result<Trigger, Ski
                 && e.comment.in_reply_to_id.is_none()
                 && let Some(issue) = solving(&e.pull_request, &settings.solve_branch_prefix)
             {
-                return Ok(Trigger::Autofix {
-                    repository: e.repository.full_name.clone(),
+                return Ok(solving_goes_on(
+                    &e.repository,
                     issue,
-                    installation: e.installation.as_ref().map(|i| i.id),
-                    label: None,
-                    labelled_by: None,
-                    approved: None,
-                    filed_from_report: false,
-                });
+                    e.installation.as_ref(),
+                ));
             }
             // A reply in a review thread may answer one of bugloop's findings: the job reads
             // the thread to know.
@@ -296,15 +316,11 @@ pub fn trigger(event: &Event, settings: &TriggerSettings) -> Result<Trigger, Ski
             if !addressed(&body)
                 && let Some(issue) = solving(&e.pull_request, &settings.solve_branch_prefix)
             {
-                return Ok(Trigger::Autofix {
-                    repository: e.repository.full_name.clone(),
+                return Ok(solving_goes_on(
+                    &e.repository,
                     issue,
-                    installation: e.installation.as_ref().map(|i| i.id),
-                    label: None,
-                    labelled_by: None,
-                    approved: None,
-                    filed_from_report: false,
-                });
+                    e.installation.as_ref(),
+                ));
             }
             if !addressed(&body) {
                 return Err(Skip::NoMention(settings.mention.clone()));
@@ -351,22 +367,13 @@ pub fn trigger(event: &Event, settings: &TriggerSettings) -> Result<Trigger, Ski
                 return Err(action("check_suite", &e.action));
             }
             let branch = e.check_suite.head_branch.as_deref().unwrap_or_default();
-            let issue = branch
-                .strip_prefix(settings.solve_branch_prefix.as_str())
-                .filter(|_| !settings.solve_branch_prefix.is_empty())
-                .and_then(|rest| rest.split_once('-'))
-                .and_then(|(number, _)| number.parse::<u64>().ok())
-                .filter(|n| *n > 0)
+            let issue = issue_of_branch(branch, &settings.solve_branch_prefix)
                 .ok_or_else(|| Skip::NotSolving(branch.to_owned()))?;
-            Ok(Trigger::Autofix {
-                repository: e.repository.full_name.clone(),
+            Ok(solving_goes_on(
+                &e.repository,
                 issue,
-                installation: e.installation.as_ref().map(|i| i.id),
-                label: None,
-                labelled_by: None,
-                approved: None,
-                filed_from_report: false,
-            })
+                e.installation.as_ref(),
+            ))
         }
         Event::WorkflowDispatch(e) => {
             if let Some(skip) = from_bot(&e.sender) {
