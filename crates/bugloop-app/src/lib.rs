@@ -71,6 +71,14 @@ pub mod types {
     pub use bugloop_report::{json, markdown, sarif, style, text};
 }
 
+/// What front ends' tests build on (feature `testing`): test repositories, and the GitHub
+/// simulator with its fixtures.
+#[cfg(feature = "testing")]
+pub mod testing {
+    pub use bugloop_github_sim as github_sim;
+    pub use bugloop_testkit as testkit;
+}
+
 /// What a GitHub front end (the Action, the server) reads its input into: events and their
 /// triggers, where GitHub is and how to talk to it, the state key.
 pub mod github_types {

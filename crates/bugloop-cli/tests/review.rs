@@ -8,7 +8,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use bugloop_testkit::{TestRepo, git};
+use bugloop_app::testing::testkit::{TestRepo, git};
 use serde_json::{Value, json};
 
 #[path = "review/context.rs"]

@@ -6,8 +6,8 @@
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-use bugloop_github_sim::fixture::review_lines;
-use bugloop_testkit::{TestRepo, git};
+use bugloop_app::testing::github_sim::fixture::review_lines;
+use bugloop_app::testing::testkit::{TestRepo, git};
 use serde_json::{Value, json};
 
 const BUGGY: &str = "def last(items):\n    return items[len(items)]\n";
