@@ -46,7 +46,9 @@ impl App {
             None => self.git.select(&job.scope)?,
         };
         let diff = bugloop_diff::parse(&change.diff);
-        if diff.files.is_empty() {
+        // A change that became empty (its one line put back as the base has it) still has its
+        // open findings to settle: they are reviewed, and resolve when their code is gone.
+        if diff.files.is_empty() && !self.has_open_findings(&change.key).await? {
             return Ok(Outcome::new(
                 None,
                 Verdict::NothingToDo {
@@ -109,5 +111,11 @@ impl App {
             verdict,
             warnings,
         })
+    }
+
+    async fn has_open_findings(&self, change: &bugloop_forge::ChangeKey) -> Result<bool, AppError> {
+        let comments = self.forge.comments(change).await?;
+        let state = bugloop_domain::thread::reconstruct(&comments, &self.settings.markers);
+        Ok(state.unresolved().any(|thread| thread.finding_id.is_some()))
     }
 }

@@ -13,6 +13,9 @@ use bugloop_app::testing::github_sim::fixture::{
 };
 use serde_json::{Value, json};
 
+#[path = "action/touched.rs"]
+mod touched;
+
 struct Run {
     output: Output,
     summary: String,

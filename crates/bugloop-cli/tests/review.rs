@@ -19,6 +19,8 @@ mod conversation;
 mod hostile;
 #[path = "review/sameness.rs"]
 mod sameness;
+#[path = "review/touched.rs"]
+mod touched;
 
 const LIB: &str =
     "pub fn average(v: &[f64]) -> f64 {\n    v.iter().sum::<f64>() / v.len() as f64\n}\n";
@@ -351,6 +353,45 @@ fn a_file_whose_name_is_not_utf8_carries_a_finding() {
     );
     let report: Value = serde_json::from_str(&stdout(&again)).unwrap();
     assert_eq!(report["findings"][0]["action"], "unchanged", "{report:#}");
+}
+
+/// A Latin-1 name (`caf\xe9.txt`) round-trips from the diff to the model and back, whichever
+/// way the model writes it: as the diff shows it, without the quotes, or decoded as Latin-1.
+#[test]
+fn a_latin1_file_name_keeps_its_finding_however_the_model_writes_it() {
+    let dir = repo();
+    std::fs::write(
+        dir.path().join(std::ffi::OsStr::from_bytes(b"caf\xe9.txt")),
+        "user = admin\npassword = hunter2\n",
+    )
+    .unwrap();
+    git(dir.path(), &["add", "-A"]);
+    git(dir.path(), &["commit", "-qm", "latin-1 name"]);
+    let scripts = tempfile::tempdir().unwrap();
+    for written in [r#""caf\351.txt""#, r"caf\351.txt", "café.txt"] {
+        let finding = json!({"file": written, "line": 2, "evidence": "password = hunter2",
+            "title": "Password committed", "description": "The password is in the repository.",
+            "score": 8, "category": "security"});
+        let model = script(scripts.path(), &[finding]);
+        let output = bugloop(
+            dir.path(),
+            &["review", "--full", "--model", &model, "--format", "json"],
+        );
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
+        assert_eq!(report["dropped"], json!([]), "{written}: {report:#}");
+        let published = report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["title"] == "Password committed")
+            .unwrap_or_else(|| panic!("{written}: {report:#}"));
+        assert_eq!(published["file"], r#""caf\351.txt""#, "{written}");
+        assert_eq!(published["placement"], "line", "{written}");
+    }
+    // One finding, however often it was reported.
+    let list = stdout(&bugloop(dir.path(), &["findings"]));
+    assert_eq!(list.matches("caf\\351.txt").count(), 1, "{list}");
 }
 
 #[test]

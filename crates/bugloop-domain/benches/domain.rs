@@ -195,6 +195,8 @@ fn bench(c: &mut Criterion) {
                 end_line: f.end_line,
                 evidence: f.evidence,
                 status: ThreadStatus::Pending,
+                reopenable: false,
+                moved: false,
             }
         })
         .collect();

@@ -65,6 +65,11 @@ pub struct ExistingFinding {
     /// The code the finding quoted (read back from its comment; older comments have none).
     pub evidence: Option<String>,
     pub status: ThreadStatus,
+    /// RESOLVED because its code changed: reported again, it is raised again (not dropped).
+    pub reopenable: bool,
+    /// Its quoted code left the place it was recorded at (changed, moved or deleted since):
+    /// reported under its id, or quoting its code, anywhere, it is this finding at a new place.
+    pub moved: bool,
 }
 
 impl ExistingFinding {
@@ -131,6 +136,8 @@ pub struct StageReport {
 pub struct Rediscovered {
     pub existing: FindingId,
     pub finding: Finding,
+    /// The existing finding was resolved when its code changed: this raises it again.
+    pub reopens: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Default)]
@@ -553,9 +560,13 @@ pub fn dedup_existing(
             .map(|old| (old, same_place(old, &finding, settings.dedup)));
         let matched = match same_id {
             Some((old, true)) => Some((old, "same id at the same place".to_owned())),
+            Some((old, false)) if old.moved => {
+                Some((old, "same id; its code moved since".to_owned()))
+            }
             _ => index
                 .find(settings.dedup, candidate(&finding, &text))
-                .and_then(|m| existing.get(m.entry).map(|old| (old, m.reason.to_string()))),
+                .and_then(|m| existing.get(m.entry).map(|old| (old, m.reason.to_string())))
+                .or_else(|| moved_code(existing, &finding)),
         };
         if matched.is_none()
             && let Some((old, false)) = same_id
@@ -592,6 +603,22 @@ pub fn dedup_existing(
                 rediscovered.push(Rediscovered {
                     existing: old.id.clone(),
                     finding,
+                    reopens: false,
+                });
+            }
+            ThreadStatus::Resolved if old.reopenable => {
+                stage.changed.push(Changed {
+                    id: old.id.clone(),
+                    note: format!(
+                        "reported again as {} ({why}): it was resolved when its code changed, \
+                         and is raised again in its thread",
+                        finding.id
+                    ),
+                });
+                rediscovered.push(Rediscovered {
+                    existing: old.id.clone(),
+                    finding,
+                    reopens: true,
                 });
             }
             status => {
@@ -625,6 +652,22 @@ fn same_place(old: &ExistingFinding, new: &Finding, rule: DedupRule) -> bool {
             (Some(a), Some(b)) => crate::dedup::same_evidence(&a, &b),
             _ => false,
         }
+}
+
+/// An existing finding whose code moved that `new` quotes, wherever `new` is.
+fn moved_code<'e>(
+    existing: &'e [ExistingFinding],
+    new: &Finding,
+) -> Option<(&'e ExistingFinding, String)> {
+    let quoted = crate::dedup::evidence_key(new.evidence.as_deref())?;
+    existing
+        .iter()
+        .filter(|old| old.moved)
+        .find(|old| {
+            crate::dedup::evidence_key(old.evidence.as_deref())
+                .is_some_and(|key| crate::dedup::same_evidence(&key, &quoted))
+        })
+        .map(|old| (old, "the same code, moved since".to_owned()))
 }
 
 fn location_of(old: &ExistingFinding) -> String {

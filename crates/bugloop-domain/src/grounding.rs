@@ -51,6 +51,29 @@ fn normalize(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// The line of `text` nearest `near` where the quoted `evidence` starts (whitespace ignored, as
+/// grounding compares it), or `None` when it is nowhere in the text or quotes nothing. How a
+/// later review finds a finding's code again after lines moved, or learns that it is gone.
+pub fn find_evidence(text: &str, evidence: &str, near: u32) -> Option<u32> {
+    let wanted = normalize(evidence);
+    if wanted.is_empty() {
+        return None;
+    }
+    let height = evidence.trim().lines().count().max(1);
+    // The quote's first line must be on the line found, so a match is not counted at each of
+    // the lines before it.
+    let first = normalize(evidence.trim().lines().next().unwrap_or_default());
+    let lines: Vec<&str> = text.lines().collect();
+    (0..lines.len())
+        .filter(|&start| {
+            let end = (start + height).min(lines.len());
+            normalize(lines[start]).contains(&first)
+                && normalize(&lines[start..end].join("\n")).contains(&wanted)
+        })
+        .filter_map(|index| u32::try_from(index + 1).ok())
+        .min_by_key(|line| line.abs_diff(near))
+}
+
 /// Checks each finding against the code at head.
 pub fn ground(findings: Vec<Finding>, head: &dyn Head) -> GroundingReport {
     let mut report = GroundingReport::default();
@@ -160,4 +183,20 @@ pub fn ground(findings: Vec<Finding>, head: &dyn Head) -> GroundingReport {
         });
     }
     report
+}
+
+#[cfg(test)]
+mod tests {
+    use super::find_evidence;
+
+    #[test]
+    fn quoted_code_is_found_nearest_its_line_or_not_at_all() {
+        let text = "a = 1\nfor i in range(len(xs) + 1):\n    x\nfor i in range(len(xs) + 1):\n";
+        assert_eq!(find_evidence(text, "range(len(xs) + 1)", 1), Some(2));
+        assert_eq!(find_evidence(text, "range(len(xs)  +  1)", 9), Some(4));
+        // Several lines, whitespace ignored; the match starts where the quote's first line is.
+        assert_eq!(find_evidence(text, "a = 1\n  for i in", 3), Some(1));
+        assert_eq!(find_evidence(text, "range(len(xs))", 2), None);
+        assert_eq!(find_evidence(text, "  \n", 2), None);
+    }
 }

@@ -149,6 +149,7 @@ impl MarkerSyntax {
             ReplyKind::Status(status) => {
                 format!("<!-- {} reply:status={} -->", self.prefix, status.as_str())
             }
+            ReplyKind::Fixed => format!("<!-- {} reply:status=RESOLVED:code -->", self.prefix),
         }
     }
 
@@ -178,13 +179,14 @@ impl MarkerSyntax {
         } else {
             cursor.eat("status=")?;
             let word = cursor.take_while(|c| c.is_ascii_uppercase());
-            ReplyKind::Status(match word {
-                "PENDING" => ThreadStatus::Pending,
-                "RESOLVED" => ThreadStatus::Resolved,
-                "DISPUTED" => ThreadStatus::Disputed,
-                "ESCALATED" => ThreadStatus::Escalated,
+            match word {
+                "RESOLVED" if cursor.eat(":code").is_some() => ReplyKind::Fixed,
+                "PENDING" => ReplyKind::Status(ThreadStatus::Pending),
+                "RESOLVED" => ReplyKind::Status(ThreadStatus::Resolved),
+                "DISPUTED" => ReplyKind::Status(ThreadStatus::Disputed),
+                "ESCALATED" => ReplyKind::Status(ThreadStatus::Escalated),
                 _ => return None,
-            })
+            }
         };
         cursor.skip_spaces(1)?;
         cursor.eat("-->")?;
@@ -241,6 +243,10 @@ impl MarkerSyntax {
 pub enum ReplyKind {
     Info,
     Status(ThreadStatus),
+    /// RESOLVED because the code the finding was about changed (a review found it fixed or
+    /// gone, a fix was committed), not because anyone argued it away: a later review that finds
+    /// the same problem again raises it again in the same thread.
+    Fixed,
 }
 
 /// A parsed marker.
@@ -358,6 +364,7 @@ mod tests {
             ReplyKind::Status(ThreadStatus::Resolved),
             ReplyKind::Status(ThreadStatus::Disputed),
             ReplyKind::Status(ThreadStatus::Escalated),
+            ReplyKind::Fixed,
         ] {
             let body = format!("text\n\n{}\n", syntax.reply_tag(kind));
             assert_eq!(syntax.read_reply_tag(&body), Some(kind));

@@ -33,6 +33,41 @@ pub fn display_path(bytes: &[u8]) -> String {
     }
 }
 
+/// The known file name (in its display form) that a model meant by `reported`, when `reported`
+/// is not one itself but another way of writing a name that is not UTF-8: the quoted form
+/// without its quotes (`caf\351.txt`), the bytes read as Latin-1 (`café.txt` for `caf\xe9`),
+/// or read lossily as the tools list them (`caf\u{FFFD}.txt`). A model copies what it was shown
+/// or what it guesses the name is; each of these names one file, so it is read back as that
+/// file rather than dropped as "does not exist". `None` when `reported` is known as it is or
+/// matches no known name.
+pub fn known_name<'a>(reported: &str, known: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let reported = reported.trim().trim_start_matches("./");
+    let mut candidates = Vec::new();
+    for name in known {
+        if name == reported {
+            return None;
+        }
+        if !name.starts_with('"') {
+            continue;
+        }
+        let Some(bytes) = path_bytes(name) else {
+            continue;
+        };
+        let unquoted = name.trim_start_matches('"').trim_end_matches('"');
+        let latin1: String = bytes.iter().map(|&b| char::from(b)).collect();
+        let lossy = String::from_utf8_lossy(&bytes);
+        if [unquoted, latin1.as_str(), lossy.as_ref()].contains(&reported) {
+            candidates.push(name);
+        }
+    }
+    // Two names read the same way (two lossy names differing only in bytes shown as U+FFFD):
+    // which one was meant cannot be told.
+    match candidates.as_slice() {
+        [one] => Some(one),
+        _ => None,
+    }
+}
+
 /// git's C-style quoting (`core.quotePath`): `"`, `\\`, control bytes and every byte from 0x80
 /// escaped.
 fn quote_c_style(bytes: &[u8]) -> String {
@@ -363,6 +398,33 @@ fn compile(glob: &str) -> Result<Glob, globset::Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_name_that_is_not_utf8_is_known_however_a_model_writes_it() {
+        let cafe = display_path(b"caf\xe9.txt");
+        assert_eq!(cafe, r#""caf\351.txt""#);
+        let known = [cafe.as_str(), "plain.rs", r#""bad\377.py""#];
+        for reported in [
+            r"caf\351.txt",
+            "café.txt",
+            "caf\u{FFFD}.txt",
+            " ./café.txt ",
+        ] {
+            assert_eq!(
+                known_name(reported, known),
+                Some(cafe.as_str()),
+                "{reported}"
+            );
+        }
+        // Known as written, or unknown: nothing to read back.
+        assert_eq!(known_name(&cafe, known), None);
+        assert_eq!(known_name("plain.rs", known), None);
+        assert_eq!(known_name("cafe.txt", known), None);
+        // Two names that read the same lossily: neither is guessed.
+        let twins = [r#""x\377""#, r#""x\376""#];
+        assert_eq!(known_name("x\u{FFFD}", twins), None);
+        assert_eq!(known_name("xÿ", twins), Some(twins[0]));
+    }
 
     #[test]
     fn normalizes_and_refuses() {

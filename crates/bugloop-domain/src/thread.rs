@@ -131,6 +131,10 @@ pub struct ThreadState {
     pub awaiting_bot: bool,
     /// The forge's own resolved flag (anyone can click it; it does not change `status`).
     pub forge_resolved: bool,
+    /// RESOLVED because its code changed ([`ReplyKind::Fixed`]), not argued away: found again,
+    /// it is raised again in this thread.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub reopenable: bool,
 }
 
 /// Something in the conversation that could not be used.
@@ -416,6 +420,7 @@ fn build_thread(
         _ => ThreadStatus::Pending,
     };
     let mut status_at = root.created_at;
+    let mut reopenable = false;
     let mut developer_replies = Vec::new();
     let mut bot_replies = 0;
     let mut developer_spoke_since_bot = false;
@@ -438,8 +443,10 @@ fn build_thread(
             continue;
         }
         bot_replies += 1;
-        let next = match markers.read_reply_tag(&reply.body) {
+        let tag = markers.read_reply_tag(&reply.body);
+        let next = match tag {
             Some(ReplyKind::Status(status)) => Some(status),
+            Some(ReplyKind::Fixed) => Some(ThreadStatus::Resolved),
             Some(ReplyKind::Info) => None,
             None => {
                 let parsed_reply = parse_comment(&reply.body);
@@ -455,11 +462,12 @@ fn build_thread(
                 legacy_reply_status(reply, reply_marker, developer_spoke_since_bot)
             }
         };
-        if let Some(next) = next
-            && next != status
-        {
-            status = next;
-            status_at = reply.created_at;
+        if let Some(next) = next {
+            reopenable = tag == Some(ReplyKind::Fixed);
+            if next != status {
+                status = next;
+                status_at = reply.created_at;
+            }
         }
         developer_spoke_since_bot = false;
     }
@@ -484,6 +492,7 @@ fn build_thread(
         bot_replies,
         awaiting_bot: developer_spoke_since_bot,
         forge_resolved,
+        reopenable,
     })
 }
 
@@ -526,6 +535,7 @@ mod tests {
             bot_replies: 0,
             awaiting_bot: false,
             forge_resolved: false,
+            reopenable: false,
         }
     }
 

@@ -110,6 +110,10 @@ struct ExistingCase {
     #[serde(default)]
     evidence: Option<String>,
     status: ThreadStatus,
+    #[serde(default)]
+    reopenable: bool,
+    #[serde(default)]
+    moved: bool,
 }
 
 #[test]
@@ -146,6 +150,8 @@ fn filter() {
                 end_line: e.end_line,
                 evidence: e.evidence,
                 status: e.status,
+                reopenable: e.reopenable,
+                moved: e.moved,
             })
             .collect();
         insta::assert_yaml_snapshot!(run_pipeline(case.findings, &existing, &settings));

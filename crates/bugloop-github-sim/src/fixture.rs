@@ -123,7 +123,12 @@ impl PullRequestFixture {
     /// A push to the pull request's branch (not yet seen by the simulator): its commit.
     pub fn push(&self, path: &str, text: &str) -> String {
         self.dev.write(path, text);
-        self.dev.commit("more");
+        self.push_commit("more")
+    }
+
+    /// A push of whatever the developer's work tree holds (files written or deleted): its commit.
+    pub fn push_commit(&self, message: &str) -> String {
+        self.dev.commit(message);
         self.dev.git(&["push", "-q", "origin", "feature"]);
         let head = self.dev.head();
         git(

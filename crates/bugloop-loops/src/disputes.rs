@@ -13,7 +13,7 @@ use serde::Deserialize;
 use crate::env::{LoopEnv, WorkTarget};
 use crate::error::ActError;
 use crate::prompt::fill;
-use crate::publish::resolve_thread;
+use crate::publish::{ResolvedBy, resolve_thread};
 use crate::publish::{disputed_reply, escalated_reply, info_reply};
 
 pub const DISPUTE_PROMPT: &str = include_str!("../prompts/dispute.md");
@@ -129,8 +129,15 @@ pub async fn settle_dispute(
             let mut reasoning = "The developer still disagrees and this change has no human \
                                  reviewer to decide, so the developer's decision stands."
                 .to_owned();
-            if let Some(note) =
-                resolve_thread(env.forge, change, markers, root, id, &reasoning).await?
+            if let Some(note) = resolve_thread(
+                env.forge,
+                change,
+                markers,
+                root,
+                (id, ResolvedBy::Argument),
+                &reasoning,
+            )
+            .await?
             {
                 reasoning.push_str(&format!(" ({note})"));
             }
@@ -177,7 +184,7 @@ pub async fn settle_dispute(
                 change,
                 markers,
                 root,
-                id,
+                (id, ResolvedBy::Argument),
                 &format!("Conceded: {reasoning}"),
             )
             .await?

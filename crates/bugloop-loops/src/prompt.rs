@@ -13,6 +13,10 @@ pub const WORKFLOW_STRUCTURED: &str = include_str!("../prompts/review-workflow-s
 pub const CHANGE: &str = include_str!("../prompts/review-change.md");
 /// Says that the four passes of a small change are given at once.
 pub const PASSES_TOGETHER: &str = include_str!("../prompts/review-passes-together.md");
+/// What a review says about the open findings whose code changed since they were raised.
+pub const TOUCHED: &str = include_str!("../prompts/review-touched.md");
+/// The diff shown when nothing new is to be shown, only findings whose code changed.
+pub const NOTHING_NEW_SHOWN: &str = include_str!("../prompts/review-nothing-new.md");
 /// What an incremental review says about the diff it shows.
 pub const INCREMENT: &str = include_str!("../prompts/review-increment.md");
 pub const PASSES: [&str; 4] = [

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use bugloop_domain::finding::{Finding, FindingId};
 use bugloop_domain::markdown::{inline, neutralise};
 use bugloop_domain::marker::{MarkerSyntax, ReplyKind};
-use bugloop_domain::rmcoc::{RmcocBlock, build_comment};
+use bugloop_domain::rmcoc::{RmcocBlock, build_comment, parse_comment};
 use bugloop_domain::thread::{Comment, ESCALATED_PHRASE, RESOLVED_PHRASE, ThreadStatus};
 use bugloop_forge::{ChangeKey, Forge, ForgeError};
 
@@ -100,13 +100,89 @@ pub fn info_reply(markers: &MarkerSyntax, text: &str) -> String {
     reply_body(markers, ReplyKind::Info, text)
 }
 
+/// Why a finding is resolved, which decides whether finding it again raises it again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResolvedBy {
+    /// Its code changed: a review found it fixed or gone, or a fix was committed. Found again
+    /// later (a revert), it is raised again in its thread.
+    Code,
+    /// An argument: bugloop conceded a developer's dispute, or the developer's decision stood.
+    /// Never raised again.
+    Argument,
+}
+
 /// The reply that resolves a thread.
-pub fn resolved_reply(markers: &MarkerSyntax, reason: &str) -> String {
+pub fn resolved_reply(markers: &MarkerSyntax, reason: &str, by: ResolvedBy) -> String {
+    let kind = match by {
+        ResolvedBy::Code => ReplyKind::Fixed,
+        ResolvedBy::Argument => ReplyKind::Status(ThreadStatus::Resolved),
+    };
     reply_body(
         markers,
-        ReplyKind::Status(ThreadStatus::Resolved),
+        kind,
         &format!("{RESOLVED_PHRASE}\n\n{}", reason.trim()),
     )
+}
+
+/// The reply that raises a finding resolved when its code changed again: the problem is back.
+pub fn reopened_reply(markers: &MarkerSyntax, reason: &str) -> String {
+    reply_body(
+        markers,
+        ReplyKind::Status(ThreadStatus::Pending),
+        &format!("**Raised again**\n\n{}", reason.trim()),
+    )
+}
+
+/// `body` (a finding's comment) pointing at `file:line` instead: its state block's place and
+/// the place its text names. `None` when the body is not a finding comment bugloop wrote.
+pub fn relocated_body(body: &str, file: &str, line: u32) -> Option<String> {
+    let parsed = parse_comment(body);
+    let mut block = parsed.block?;
+    let old_line = block.extra.get("line").and_then(serde_json::Value::as_u64);
+    let old_place = match (block.extra.get("file").and_then(|f| f.as_str()), old_line) {
+        (Some(file), Some(line)) => format!("{file}:{line}"),
+        (Some(file), None) => file.to_owned(),
+        _ => return None,
+    };
+    if let (Some(old), Some(end)) = (
+        old_line,
+        block
+            .extra
+            .get("end_line")
+            .and_then(serde_json::Value::as_u64),
+    ) {
+        let moved_end = (i64::from(line) + (end as i64 - old as i64)).max(i64::from(line));
+        block
+            .extra
+            .insert("end_line".to_owned(), serde_json::json!(moved_end));
+    }
+    block
+        .extra
+        .insert("file".to_owned(), serde_json::json!(file));
+    block
+        .extra
+        .insert("line".to_owned(), serde_json::json!(line));
+    // The place is the last thing on the line that gives the score (see `finding_body`).
+    let shown = |place: &str| format!("`{}`", inline(place).replace('`', "'"));
+    let (old_shown, new_shown) = (shown(&old_place), shown(&format!("{file}:{line}")));
+    let mut done = false;
+    let human: Vec<String> = parsed
+        .human
+        .split('\n')
+        .map(|text| {
+            if !done
+                && text.starts_with("**")
+                && text.contains(" · score ")
+                && text.ends_with(&old_shown)
+            {
+                done = true;
+                format!("{}{new_shown}", &text[..text.len() - old_shown.len()])
+            } else {
+                text.to_owned()
+            }
+        })
+        .collect();
+    Some(build_comment(&human.join("\n"), &block))
 }
 
 /// The reply that keeps a disputed finding open: bugloop maintains its position.
@@ -197,7 +273,7 @@ pub async fn resolve_thread(
     change: &ChangeKey,
     markers: &MarkerSyntax,
     root: &Comment,
-    id: &FindingId,
+    (id, by): (&FindingId, ResolvedBy),
     reason: &str,
 ) -> Result<Option<String>, ForgeError> {
     if let Some(body) = markers.replace(&root.body, id, true)
@@ -206,7 +282,7 @@ pub async fn resolve_thread(
         forge.update_comment(change, root, &body).await?;
     }
     forge
-        .reply(change, root, &resolved_reply(markers, reason))
+        .reply(change, root, &resolved_reply(markers, reason, by))
         .await?;
     // The finding is resolved by its state; the forge's own flag is a convenience, and a
     // refusal to set it (permissions, a thread gone) is reported, not fatal.

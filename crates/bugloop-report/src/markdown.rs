@@ -65,6 +65,17 @@ pub fn review(report: &ReviewReport) -> String {
             let _ = writeln!(out, "- {} (`{}`): {}", r.title, r.id, r.reason);
         }
     }
+    let kept: Vec<_> = report
+        .rechecked
+        .iter()
+        .filter(|r| r.outcome == crate::review::RecheckOutcome::KeptOpen)
+        .collect();
+    if !kept.is_empty() {
+        out.push_str("\n### Code changed, kept open\n\n");
+        for r in kept {
+            let _ = writeln!(out, "- {} (`{}`): {}", r.title, r.id, r.reason);
+        }
+    }
     if !report.changes.is_empty() {
         out.push_str("\n### Changed before publishing\n\n");
         for c in &report.changes {

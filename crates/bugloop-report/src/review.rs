@@ -27,6 +27,9 @@ pub struct ReviewReport {
     pub findings: Vec<PublishedFinding>,
     /// Previous findings this run marked resolved.
     pub resolved: Vec<ResolvedFinding>,
+    /// Open findings whose code changed since they were raised (changed, moved or gone), and
+    /// what this run did with each: none is resolved or kept open without a reason here.
+    pub rechecked: Vec<RecheckedFinding>,
     /// Every finding of the change after this run, with its status.
     pub tracked: Vec<TrackedFinding>,
     /// Findings the model reported that were not published, with the stage and reason.
@@ -84,6 +87,40 @@ pub enum ReviewedScope {
     },
 }
 
+/// An open finding whose code changed since it was raised, and what the review did with it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct RecheckedFinding {
+    pub id: String,
+    pub title: String,
+    /// What became of its code ("the code it quoted was removed since 1a2b3c4").
+    pub change: String,
+    pub outcome: RecheckOutcome,
+    /// Why it has that outcome.
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RecheckOutcome {
+    /// Resolved: its code is gone and the model did not report it again, or the model said
+    /// the change fixed it.
+    Resolved,
+    /// The model reported it again (where it was, or where its code went).
+    ReportedAgain,
+    /// Its code is still there (perhaps elsewhere, where the finding now points): open.
+    KeptOpen,
+}
+
+impl RecheckOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RecheckOutcome::Resolved => "resolved",
+            RecheckOutcome::ReportedAgain => "reported again",
+            RecheckOutcome::KeptOpen => "kept open",
+        }
+    }
+}
+
 /// Why the first review of a change is a full one.
 pub const FIRST_REVIEW: &str = "no earlier review of a commit of this change";
 
@@ -130,6 +167,9 @@ pub enum CommentAction {
     Added,
     Updated,
     Unchanged,
+    /// A finding resolved when its code changed, found again: its comment is updated and its
+    /// thread reopened.
+    Reopened,
     /// Not published (a dry run).
     NotPublished,
 }

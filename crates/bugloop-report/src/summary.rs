@@ -137,6 +137,17 @@ fn summary_text(report: &ReviewReport) -> String {
             ));
         }
     }
+    let kept: Vec<_> = report
+        .rechecked
+        .iter()
+        .filter(|r| r.outcome == crate::review::RecheckOutcome::KeptOpen)
+        .collect();
+    if !kept.is_empty() {
+        out.push_str("\n#### Code changed, kept open\n\n");
+        for r in kept {
+            out.push_str(&format!("- `{}` {}: {}\n", r.id, r.title, r.reason));
+        }
+    }
     if !report.unreviewed.is_empty() || !report.errors.is_empty() {
         out.push_str("\n#### Not reviewed\n\n");
         for part in &report.unreviewed {

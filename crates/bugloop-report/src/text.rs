@@ -14,6 +14,7 @@ use crate::style::Style;
 
 fn action_label(action: CommentAction, rediscovered: bool) -> &'static str {
     match (action, rediscovered) {
+        (CommentAction::Reopened, _) => "raised again",
         (_, true) => "seen again",
         (CommentAction::Added, _) => "new",
         (CommentAction::Updated, _) => "updated",
@@ -115,6 +116,17 @@ pub fn review(report: &ReviewReport, style: Style) -> String {
                 style.dim(&r.id),
                 r.reason
             );
+        }
+    }
+    let kept: Vec<_> = report
+        .rechecked
+        .iter()
+        .filter(|r| r.outcome == crate::review::RecheckOutcome::KeptOpen)
+        .collect();
+    if !kept.is_empty() {
+        let _ = writeln!(out, "\n{}", style.bold("Code changed, kept open"));
+        for r in kept {
+            let _ = writeln!(out, "  {} {}: {}", r.title, style.dim(&r.id), r.reason);
         }
     }
     let earlier: Vec<_> = report.open_from_earlier().collect();

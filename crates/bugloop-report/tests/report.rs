@@ -15,8 +15,9 @@ use bugloop_report::converge::{ConvergeReport, Exit, LoopKind, LoopLine, Quarant
 use bugloop_report::dispute::{Decision, DisputeOutcome, DisputeSummary};
 use bugloop_report::review::{
     ChangeInfo, CommentAction, DroppedFinding, OverflowInfo, PassSummary, Placement,
-    PublishedFinding, REPORT_VERSION, RefusedFile, ReportStage, ResolvedFinding, ReviewReport,
-    ReviewedScope, SensitivityInfo, StageChange, StageCount, TrackedFinding, Unreviewed, UsageInfo,
+    PublishedFinding, REPORT_VERSION, RecheckOutcome, RecheckedFinding, RefusedFile, ReportStage,
+    ResolvedFinding, ReviewReport, ReviewedScope, SensitivityInfo, StageChange, StageCount,
+    TrackedFinding, Unreviewed, UsageInfo,
 };
 use bugloop_report::style::Style;
 use bugloop_report::{json, markdown, sarif, summary, text};
@@ -92,6 +93,13 @@ fn review_report() -> ReviewReport {
             id: "old-bug".to_owned(),
             title: "An old bug".to_owned(),
             reason: "fixed by the change".to_owned(),
+        }],
+        rechecked: vec![RecheckedFinding {
+            id: "moved-bug".to_owned(),
+            title: "A bug whose code moved".to_owned(),
+            change: "its code moved since 0123456: it is now at src/c.rs:4".to_owned(),
+            outcome: RecheckOutcome::KeptOpen,
+            reason: "its code is still at src/c.rs:4, and the model did not resolve it".to_owned(),
         }],
         tracked: vec![
             TrackedFinding {

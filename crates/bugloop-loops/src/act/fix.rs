@@ -13,7 +13,7 @@ use crate::build::{BuildTask, Workbench, build, land_on_target};
 use crate::env::LoopEnv;
 use crate::prompt::fill;
 use crate::publish::info_reply;
-use crate::publish::resolve_thread;
+use crate::publish::{ResolvedBy, resolve_thread};
 
 use super::{ActError, FIX_PROMPT, Targets, findings_block, open_threads};
 
@@ -115,7 +115,7 @@ pub async fn fix(
                         change,
                         markers,
                         root,
-                        id,
+                        (id, ResolvedBy::Code),
                         &format!("Fixed in {} (`bugloop fix`, verified).", short(commit)),
                     )
                     .await?,

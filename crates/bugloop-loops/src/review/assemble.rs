@@ -70,6 +70,7 @@ pub(super) async fn report(
         model: env.provider.name().to_owned(),
         findings: published.findings,
         resolved: published.resolved,
+        rechecked: filtered.rechecked,
         tracked,
         dropped: filtered.dropped,
         changes: filtered.changes,

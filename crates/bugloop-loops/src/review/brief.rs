@@ -13,7 +13,7 @@ use super::{ReviewError, ReviewRequest, web};
 use crate::ProgressEvent;
 use crate::context::{ContextReader, SensitivityVerdict, read_rules, sensitivity};
 use crate::env::LoopEnv;
-use crate::plan::{Plan, estimate_tokens, plan};
+use crate::plan::{Batch, Plan, estimate_tokens, plan};
 use crate::prompt;
 
 /// Below this many tokens of context a model gets the compact prompt.
@@ -150,7 +150,17 @@ pub(super) fn prepare(
         }
         None => config.review.max_tokens_per_call,
     };
-    let plan = plan(&shown.diff, &settings.ignore, budget);
+    let mut plan = plan(&shown.diff, &settings.ignore, budget);
+    if plan.batches.is_empty() && !shown.touched.is_empty() {
+        // Nothing new to show (the changes since only put lines back as the base had them, or
+        // removed them), but findings' code changed: they are asked about all the same.
+        let text = prompt::NOTHING_NEW_SHOWN.to_owned();
+        plan.batches.push(Batch {
+            files: Vec::new(),
+            tokens: estimate_tokens(&text),
+            text,
+        });
+    }
     env.progress.event(ProgressEvent::Planned {
         calls: plan.batches.len(),
         files: plan.files,
@@ -173,7 +183,7 @@ pub(super) fn prepare(
                 prompt::fill(prompt::INCREMENT, &[("since", bugloop_git::short(since))]),
                 shown.finding_context
             ),
-            ReviewedScope::Full { .. } => String::new(),
+            ReviewedScope::Full { .. } => shown.finding_context.clone(),
         },
     })
 }

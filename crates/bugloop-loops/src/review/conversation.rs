@@ -49,18 +49,18 @@ pub(super) fn existing_of(state: &ReviewState) -> Vec<ExistingFinding> {
         .filter_map(|thread| {
             let id = thread.finding_id.clone()?;
             let extra = thread.assessment.as_ref().map(|a| &a.extra);
-            let file = thread.file.clone().or_else(|| {
-                extra
-                    .and_then(|e| e.get("file"))
-                    .and_then(|v| v.as_str())
-                    .map(str::to_owned)
-            });
-            let line = thread.line.or_else(|| {
-                extra
-                    .and_then(|e| e.get("line"))
-                    .and_then(serde_json::Value::as_u64)
-                    .and_then(|l| u32::try_from(l).ok())
-            });
+            // Where bugloop last placed the finding (its state block, rewritten when the
+            // finding followed its code), else where the forge anchored its comment.
+            let file = extra
+                .and_then(|e| e.get("file"))
+                .and_then(|v| v.as_str())
+                .map(str::to_owned)
+                .or_else(|| thread.file.clone());
+            let line = extra
+                .and_then(|e| e.get("line"))
+                .and_then(serde_json::Value::as_u64)
+                .and_then(|l| u32::try_from(l).ok())
+                .or(thread.line);
             let end_line = extra
                 .and_then(|e| e.get("end_line"))
                 .and_then(serde_json::Value::as_u64)
@@ -81,6 +81,8 @@ pub(super) fn existing_of(state: &ReviewState) -> Vec<ExistingFinding> {
                 end_line,
                 evidence,
                 status: thread.status,
+                reopenable: thread.reopenable,
+                moved: false,
             })
         })
         .collect()

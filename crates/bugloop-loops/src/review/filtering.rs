@@ -4,20 +4,22 @@
 //! to a finding it keeps is recorded for the report.
 
 use std::collections::{BTreeMap, HashMap};
-use std::os::unix::ffi::OsStrExt;
 
 use bugloop_domain::filter::{
-    self, FilterOutcome, Overflow, Rediscovered, Stage, StageReport, run_pipeline,
+    self, ExistingFinding, FilterOutcome, Overflow, Rediscovered, Stage, StageReport, run_pipeline,
 };
 use bugloop_domain::finding::{Finding, FindingId};
-use bugloop_domain::grounding::{self, Head};
+use bugloop_domain::grounding;
 use bugloop_report::review::{
-    DroppedFinding, PassSummary, ReportStage, StageChange, StageCount, Unreviewed,
+    DroppedFinding, PassSummary, RecheckedFinding, ReportStage, ReviewedScope, StageChange,
+    StageCount, Unreviewed,
 };
 
 use super::ReviewRequest;
 use super::brief::Brief;
 use super::conversation::Conversation;
+use super::increment::Shown;
+use super::recheck::{self, Relocation};
 use super::sessions::Reported;
 use crate::head::HeadTree;
 
@@ -34,8 +36,12 @@ pub(super) struct Filtered<'a> {
     /// What grounding corrected, by finding.
     pub notes: HashMap<FindingId, String>,
     pub stage_counts: Vec<StageCount>,
-    /// Open findings resolved: by the model, or because their file is gone.
+    /// Open findings resolved: by the model, or because their code is gone.
     pub resolutions: BTreeMap<String, String>,
+    /// What became of each open finding whose code changed.
+    pub rechecked: Vec<RecheckedFinding>,
+    /// Findings that stay open and now point where their code went.
+    pub relocations: Vec<Relocation>,
     pub unreviewed: Vec<Unreviewed>,
     pub errors: Vec<String>,
     pub passes: Vec<PassSummary>,
@@ -47,6 +53,7 @@ pub(super) fn ground_and_filter<'a>(
     request: &'a ReviewRequest,
     conversation: &Conversation,
     brief: &Brief,
+    shown: &Shown,
     reported: Reported,
 ) -> Filtered<'a> {
     let Reported {
@@ -57,25 +64,33 @@ pub(super) fn ground_and_filter<'a>(
         passes,
         mut dropped,
         mut changes,
+        unanswered,
     } = reported;
-    let (existing, open_ids) = (&conversation.existing, &conversation.open_ids);
+    // A finding whose code changed is the same finding wherever its code went.
+    let existing: Vec<ExistingFinding> = conversation
+        .existing
+        .iter()
+        .cloned()
+        .map(|mut e| {
+            e.moved = shown.touched.iter().any(|t| t.id == e.id);
+            e
+        })
+        .collect();
+    let (existing, open_ids) = (&existing, &conversation.open_ids);
     let reported_count = reported.len();
 
+    let reported = read_names_back(request, reported, &mut changes);
     let mut safety_stages = Vec::new();
     let safe = filter::path_safety(reported, &mut safety_stages);
-    let open_files: Vec<(String, String)> = existing
+    let open_files = existing
         .iter()
         .filter(|e| open_ids.iter().any(|id| id == e.id.as_str()))
-        .filter_map(|e| Some((e.id.as_str().to_owned(), e.file.clone()?)))
-        .collect();
+        .filter_map(|e| e.file.clone());
     let head = HeadTree::load(
         &request.workspace,
         Some(&request.diff),
-        safe.iter()
-            .filter_map(|f| f.file.clone())
-            .chain(open_files.iter().map(|(_, file)| file.clone())),
+        safe.iter().filter_map(|f| f.file.clone()).chain(open_files),
     );
-    resolve_deleted(request, &open_files, &head, &mut resolutions);
     let grounded = grounding::ground(safe, &head);
     let grounding_stage = StageCount {
         stage: ReportStage::Grounding,
@@ -114,6 +129,22 @@ pub(super) fn ground_and_filter<'a>(
         overflow,
         stages,
     } = run_pipeline(findings, existing, &brief.filter);
+    let titles = existing
+        .iter()
+        .map(|e| (e.id.clone(), e.title.clone()))
+        .collect();
+    let since = match &shown.scope {
+        ReviewedScope::Incremental { since, .. } => Some(bugloop_git::short(since)),
+        ReviewedScope::Full { .. } => None,
+    };
+    let (rechecked, relocations) = recheck::settle(
+        &shown.touched,
+        &titles,
+        &rediscovered,
+        &mut resolutions,
+        unanswered.as_deref(),
+        (since, &request.head),
+    );
     let mut stage_reports: Vec<StageReport> = safety_stages;
     stage_reports.extend(stages.into_iter().filter(|s| s.stage != Stage::PathSafety));
     let stage_counts = record_stages(
@@ -131,6 +162,8 @@ pub(super) fn ground_and_filter<'a>(
         notes,
         stage_counts,
         resolutions,
+        rechecked,
+        relocations,
         unreviewed,
         errors,
         passes,
@@ -139,29 +172,33 @@ pub(super) fn ground_and_filter<'a>(
     }
 }
 
-/// An open finding whose file no longer exists at head is resolved without asking the model: the
-/// code it was about is gone.
-fn resolve_deleted(
+/// A file name that is not UTF-8, written by the model another way than the diff's (without
+/// its quotes, as Latin-1, lossily as the tools list it), is read back as the diff's name.
+fn read_names_back(
     request: &ReviewRequest,
-    open_files: &[(String, String)],
-    head: &HeadTree<'_>,
-    resolutions: &mut BTreeMap<String, String>,
-) {
-    for (id, file) in open_files {
-        let on_disk = bugloop_domain::paths::normalize_finding_path(file)
-            .ok()
-            .and_then(|safe| bugloop_domain::paths::path_bytes(&safe));
-        if let Some(name) = on_disk
-            && !request
-                .workspace
-                .join(std::ffi::OsStr::from_bytes(&name))
-                .exists()
-            && head.text(file).is_none()
-            && !resolutions.contains_key(id)
-        {
-            resolutions.insert(id.clone(), format!("{file} was deleted"));
-        }
-    }
+    reported: Vec<Finding>,
+    changes: &mut Vec<StageChange>,
+) -> Vec<Finding> {
+    reported
+        .into_iter()
+        .map(|mut finding| {
+            let known = finding.file.as_deref().and_then(|file| {
+                bugloop_domain::paths::known_name(
+                    file,
+                    request.diff.files.iter().map(bugloop_diff::FileDiff::path),
+                )
+            });
+            if let (Some(known), Some(file)) = (known, &finding.file) {
+                changes.push(StageChange {
+                    stage: ReportStage::PathSafety,
+                    id: finding.id.as_str().to_owned(),
+                    note: format!("file {file:?} read as {known}, the name in the diff"),
+                });
+                finding.file = Some(known.to_owned());
+            }
+            finding
+        })
+        .collect()
 }
 
 /// The report's record of the stages, in the order they ran (reported, path safety, grounding,

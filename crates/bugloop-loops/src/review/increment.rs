@@ -1,21 +1,28 @@
-//! Stage 2 of a review: how much of the change the model is shown. When bugloop's summary
-//! comment records a complete review of an earlier head, and that head is an ancestor of this
-//! one, the model sees only what changed since (the interdiff, kept to lines the change itself
-//! adds, so commits merged in from the base are not reviewed again) and is asked only about the
-//! open findings in the files it touches; the other open findings stay as they are. Otherwise
-//! the whole change, with the reason.
+//! Stage 2 of a review: how much of the change the model is shown, and which open findings it
+//! is asked about. When bugloop's summary comment records a complete review of an earlier head,
+//! and that head is an ancestor of this one, the model sees only what changed since (the
+//! interdiff, kept to lines the change itself adds, so commits merged in from the base are not
+//! reviewed again). Otherwise the whole change, with the reason.
+//!
+//! Asked about are the open findings the changes since touched (see [`super::touched`]: their
+//! code changed, moved or went, whatever the shown diff holds), those in files the shown diff
+//! shows, and those about no file; the others stay as they are without a question. In a full
+//! review every open finding is asked about.
 
 use std::collections::BTreeSet;
 
 use bugloop_diff::{Diff, FileDiff, LineKind, Side};
-use bugloop_domain::grounding::Head;
+use bugloop_domain::filter::ExistingFinding;
+use bugloop_domain::grounding::{Head, find_evidence};
 use bugloop_report::review::{FIRST_REVIEW, ReviewedScope};
 use bugloop_report::summary::{SUMMARY_TAG, read_reviewed};
 
 use super::ReviewRequest;
 use super::conversation::Conversation;
+use super::touched::{Touch, Touched, touched};
 use crate::env::LoopEnv;
 use crate::head::HeadTree;
+use crate::prompt;
 use crate::publish::find_tagged;
 
 /// What the model is shown of the change.
@@ -25,9 +32,11 @@ pub(super) struct Shown {
     pub diff: Diff,
     /// The open findings the model is told about and may resolve.
     pub asked_ids: Vec<String>,
-    /// In an incremental review, the code at head around each asked finding that the shown
-    /// diff does not show, so a model without tools can judge it too.
+    /// The asked findings' code at head that the shown diff does not show, and what became of
+    /// the code of those the changes touched, so a model without tools can judge them too.
     pub finding_context: String,
+    /// The open findings whose code changed, moved or went.
+    pub touched: Vec<Touched>,
 }
 
 pub(super) fn decide(
@@ -35,39 +44,72 @@ pub(super) fn decide(
     request: &ReviewRequest,
     conversation: &Conversation,
 ) -> Shown {
+    let open: Vec<&ExistingFinding> = conversation
+        .existing
+        .iter()
+        .filter(|e| conversation.open_ids.iter().any(|id| id == e.id.as_str()))
+        .collect();
+    let finding_files = open.iter().filter_map(|e| e.file.clone());
     match interdiff(env, request, conversation) {
-        Ok((since, diff)) => {
-            let files: BTreeSet<&str> = diff.files.iter().map(FileDiff::path).collect();
-            // An open finding is asked about when its file changed; one without a file always.
-            let asked_ids: Vec<String> = conversation
-                .existing
+        Ok((since, raw)) => {
+            // The files the touched findings' code may have gone to are the change's own.
+            let new_files: Vec<String> = raw
+                .files
                 .iter()
-                .filter(|e| conversation.open_ids.iter().any(|id| id == e.id.as_str()))
-                .filter(|e| e.file.as_deref().is_none_or(|file| files.contains(file)))
-                .map(|e| e.id.as_str().to_owned())
+                .filter_map(|f| f.new_path.clone())
+                .filter(|path| request.diff.file(path).is_some())
                 .collect();
-            let finding_context = finding_context(request, conversation, &asked_ids, &diff);
+            let head = HeadTree::load(&request.workspace, None, finding_files.chain(new_files));
+            let touched = touched(Some(&raw), &open, &head);
+            let diff = within_change(raw, &request.diff);
+            let files: BTreeSet<&str> = diff.files.iter().map(FileDiff::path).collect();
+            let asked: Vec<&ExistingFinding> = open
+                .iter()
+                .copied()
+                .filter(|e| {
+                    touched.iter().any(|t| t.id == e.id)
+                        || e.file.as_deref().is_none_or(|file| files.contains(file))
+                })
+                .collect();
+            let finding_context = finding_context(
+                &asked,
+                &touched,
+                &head,
+                &diff,
+                Some(bugloop_git::short(&since)),
+            );
             Shown {
                 scope: ReviewedScope::Incremental {
-                    since,
                     files: files.iter().map(|f| (*f).to_owned()).collect(),
-                    kept_findings: conversation.open_ids.len() - asked_ids.len(),
+                    kept_findings: open.len() - asked.len(),
+                    since,
                 },
                 diff,
-                asked_ids,
+                asked_ids: asked.iter().map(|e| e.id.as_str().to_owned()).collect(),
                 finding_context,
+                touched,
             }
         }
-        Err(reason) => Shown {
-            scope: ReviewedScope::Full { reason },
-            diff: request.diff.clone(),
-            asked_ids: conversation.open_ids.clone(),
-            finding_context: String::new(),
-        },
+        Err(reason) => {
+            let head = HeadTree::load(&request.workspace, None, finding_files);
+            let touched = touched(None, &open, &head);
+            // The whole change is shown: only what became of the touched findings' code is
+            // news to the model.
+            let finding_context = finding_context(&[], &touched, &head, &request.diff, None);
+            Shown {
+                scope: ReviewedScope::Full { reason },
+                diff: request.diff.clone(),
+                asked_ids: conversation.open_ids.clone(),
+                finding_context,
+                touched,
+            }
+        }
     }
 }
 
-/// The earlier head and the interdiff, or why the whole change is shown.
+/// The earlier head and the changes since (all of them: what the change did not add is taken
+/// out by the caller, after the touched findings are found in it), or why the whole change is
+/// shown.
 fn interdiff(
     env: &LoopEnv<'_>,
     request: &ReviewRequest,
@@ -108,63 +150,60 @@ fn interdiff(
     if !interdiff.problems.is_empty() {
         return Err(format!("the changes since {since} could not be read"));
     }
-    Ok((earlier.head, within_change(interdiff, &request.diff)))
+    Ok((earlier.head, interdiff))
 }
 
 /// Lines shown around a finding's code.
 const AROUND: u32 = 3;
 
-/// The code at head around each asked finding the shown diff does not show. The finding's line
-/// was recorded at an earlier head, so its quoted code is looked for (nearest the recorded line);
-/// code that is gone is said, which is often the news that it was fixed.
+/// What the model is told about the asked findings beyond the shown diff: for each touched one,
+/// what became of its code (its code at head, or that it is gone and what replaced it); for the
+/// others, their code at head where the shown diff does not show it. The recorded line is from
+/// an earlier head, so quoted code is looked for nearest it.
 fn finding_context(
-    request: &ReviewRequest,
-    conversation: &Conversation,
-    asked_ids: &[String],
+    asked: &[&ExistingFinding],
+    touched: &[Touched],
+    head: &HeadTree<'_>,
     shown: &Diff,
+    since: Option<&str>,
 ) -> String {
-    let asked: Vec<_> = conversation
-        .existing
+    let mut changed = String::new();
+    for touch in touched {
+        changed.push_str(&format!("- `{}` (recorded at {}", touch.id, touch.file));
+        if let Some(line) = touch.line {
+            changed.push_str(&format!(":{line}"));
+        }
+        changed.push_str(&format!("): {}.\n", touch.describe(since)));
+        match &touch.what {
+            Touch::Still { file, line, .. } => {
+                if let Some(text) = head.text(file) {
+                    changed.push_str(&around(text, *line));
+                }
+            }
+            Touch::Gone { replaced_by, .. } => {
+                if !replaced_by.is_empty() {
+                    changed.push_str("  In its place now:\n");
+                    for line in replaced_by.iter().take(2 * AROUND as usize + 1) {
+                        changed.push_str(&format!("  {}\n", crate::plan::clip(line)));
+                    }
+                }
+            }
+        }
+    }
+    let mut others = String::new();
+    for finding in asked
         .iter()
-        .filter(|e| asked_ids.iter().any(|id| id == e.id.as_str()))
-        .filter_map(|e| Some((e, e.file.as_deref()?, e.line?)))
-        .collect();
-    let head = HeadTree::load(
-        &request.workspace,
-        None,
-        asked.iter().map(|(_, file, _)| (*file).to_owned()),
-    );
-    let mut out = String::new();
-    for (finding, file, recorded) in asked {
+        .filter(|e| !touched.iter().any(|t| t.id == e.id))
+    {
+        let (Some(file), Some(recorded)) = (finding.file.as_deref(), finding.line) else {
+            continue;
+        };
         let Some(text) = head.text(file) else {
             continue;
         };
-        let lines: Vec<&str> = text.lines().collect();
-        let evidence = finding
-            .evidence
-            .as_deref()
-            .map(str::trim)
-            .filter(|e| !e.is_empty());
-        let found = match evidence {
-            Some(quoted) => lines
-                .iter()
-                .enumerate()
-                .filter(|(_, line)| line.trim() == quoted.lines().next().unwrap_or(quoted).trim())
-                .map(|(index, _)| u32::try_from(index + 1).unwrap_or(u32::MAX))
-                .min_by_key(|line| line.abs_diff(recorded)),
-            None => Some(recorded),
-        };
-        let Some(line) = found else {
-            out.push_str(&format!(
-                "- `{}` ({file}:{recorded}): its quoted code `{}` is no longer in the file.\n",
-                finding.id,
-                evidence
-                    .unwrap_or_default()
-                    .lines()
-                    .next()
-                    .unwrap_or_default()
-            ));
-            continue;
+        let line = match finding.evidence.as_deref() {
+            Some(quoted) => find_evidence(text, quoted, recorded).unwrap_or(recorded),
+            None => recorded,
         };
         if shown
             .file(file)
@@ -172,17 +211,29 @@ fn finding_context(
         {
             continue;
         }
-        out.push_str(&format!("- `{}` at {file}:{line}:\n", finding.id));
-        let first = line.saturating_sub(AROUND).max(1);
-        let last = line.saturating_add(AROUND);
-        for (number, text) in (first..=last).zip(lines.iter().skip(first as usize - 1)) {
-            out.push_str(&format!("{number} {}\n", crate::plan::clip(text)));
-        }
+        others.push_str(&format!("- `{}` at {file}:{line}:\n", finding.id));
+        others.push_str(&around(text, line));
     }
-    if out.is_empty() {
-        return out;
+    let mut out = String::new();
+    if !changed.is_empty() {
+        out.push_str(&prompt::fill(prompt::TOUCHED, &[("findings", &changed)]));
     }
-    format!("The open findings asked about, with their code at head:\n\n{out}")
+    if !others.is_empty() {
+        out.push_str(&format!(
+            "\nThe other open findings asked about, with their code at head:\n\n{others}"
+        ));
+    }
+    out
+}
+
+/// Lines of `text` around `line`, numbered.
+fn around(text: &str, line: u32) -> String {
+    let first = line.saturating_sub(AROUND).max(1);
+    let last = line.saturating_add(AROUND);
+    (first..=last)
+        .zip(text.lines().skip(first as usize - 1))
+        .map(|(number, text)| format!("  {number} {}\n", crate::plan::clip(text)))
+        .collect()
 }
 
 /// Keeps the parts of the interdiff that are part of the change: files the change touches, and

@@ -4,7 +4,8 @@
 //! ```text
 //! disputes      developers' replies since the last run are answered first
 //! conversation  the review state rebuilt from the forge's comments       -> Conversation
-//! increment     the whole change, or what changed since the last review  -> Shown
+//! increment     the whole change, or what changed since the last review, and the open
+//!               findings whose code changed (touched)                    -> Shown
 //! brief         rules, sensitivity, system prompt, web, the session plan -> Brief
 //! sessions      the model sessions (four passes, or one structured answer) -> Reported
 //! filtering     path safety, grounding, the filter pipeline             -> Filtered
@@ -22,8 +23,10 @@ mod conversation;
 mod filtering;
 mod increment;
 mod publishing;
+mod recheck;
 mod sessions;
 pub mod tools;
+mod touched;
 pub mod web;
 
 use std::path::PathBuf;
@@ -111,7 +114,8 @@ pub async fn review_with(
         dispute_error.into_iter().collect(),
     )
     .await;
-    let mut filtered = filtering::ground_and_filter(&request, &conversation, &brief, reported);
+    let mut filtered =
+        filtering::ground_and_filter(&request, &conversation, &brief, &shown, reported);
     let published =
         publishing::publish(env, &request, &conversation, &brief, &mut filtered).await?;
     let stages = assemble::Stages {

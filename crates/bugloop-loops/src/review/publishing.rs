@@ -19,10 +19,12 @@ use super::ReviewRequest;
 use super::brief::Brief;
 use super::conversation::Conversation;
 use super::filtering::Filtered;
+use super::recheck::Relocation;
 use crate::env::LoopEnv;
 use crate::head::HeadTree;
 use crate::publish::{
-    OVERFLOW_TAG, find_tagged, finding_body, overflow_body, overflow_cleared_body, resolve_thread,
+    OVERFLOW_TAG, ResolvedBy, find_tagged, finding_body, overflow_body, overflow_cleared_body,
+    relocated_body, reopened_reply, resolve_thread,
 };
 
 /// What the conversation shows after publishing.
@@ -90,14 +92,19 @@ pub(super) async fn publish(
         published.push(writer.new_finding(finding, filtered).await?);
     }
     let mut rediscovered_ids = Vec::new();
+    let mut reopen_problems = Vec::new();
     for again in std::mem::take(&mut filtered.rediscovered) {
         rediscovered_ids.push(again.existing.clone());
-        published.push(writer.rediscovered(again, filtered).await?);
+        let (finding, problem) = writer.rediscovered(again, filtered).await?;
+        published.push(finding);
+        reopen_problems.extend(problem);
     }
     published.sort_by_key(|p| std::cmp::Reverse(p.finding.score));
-    let (resolved, problems) = writer
+    writer.relocate(&filtered.relocations).await?;
+    let (resolved, mut problems) = writer
         .resolve(&filtered.resolutions, &rediscovered_ids)
         .await?;
+    problems.extend(reopen_problems);
     let overflow = writer
         .overflow(&filtered.overflow, brief.comment_limit)
         .await?;
@@ -200,12 +207,18 @@ impl Writer<'_, '_> {
         &self,
         again: Rediscovered,
         filtered: &Filtered<'_>,
-    ) -> Result<PublishedFinding, ForgeError> {
+    ) -> Result<(PublishedFinding, Option<String>), ForgeError> {
         let by_finding = self.conversation.state.by_finding();
         let mut finding = again.finding;
         let reported_as = finding.id.as_str().to_owned();
         finding.id = again.existing.clone();
         let thread = by_finding.get(&again.existing);
+        // Said again in other words, a finding keeps the weight it was raised with.
+        if let Some(raised) = thread.and_then(|t| t.score)
+            && raised > finding.score
+        {
+            finding.score = raised;
+        }
         let placement = thread.map_or(Placement::Summary, |t| {
             if t.kind == CommentKind::Review {
                 Placement::Line
@@ -213,6 +226,7 @@ impl Writer<'_, '_> {
                 Placement::Summary
             }
         });
+        let mut problem = None;
         let action = match thread {
             Some(thread) => {
                 let body = finding_body(&finding, &self.env.settings.markers, false);
@@ -222,6 +236,12 @@ impl Writer<'_, '_> {
                     .iter()
                     .find(|c| c.id == thread.id);
                 match root {
+                    Some(root) if again.reopens => {
+                        problem = self
+                            .reopen(root, &body, thread.forge_thread_id.as_deref())
+                            .await?;
+                        CommentAction::Reopened
+                    }
                     Some(root) if root.body == body => CommentAction::Unchanged,
                     Some(root) => {
                         self.env
@@ -235,18 +255,80 @@ impl Writer<'_, '_> {
             }
             None => CommentAction::NotPublished,
         };
-        Ok(published_finding(
+        let published = published_finding(
             &finding,
             placement,
             shown(self.publishing, action),
             Some(reported_as),
             &filtered.head,
             &filtered.notes,
-        ))
+        );
+        Ok((published, problem))
     }
 
-    /// Open findings the model (or a deleted file) resolved; one reported again in this same run
-    /// is evidently not fixed.
+    /// A finding resolved when its code changed, found again (the fix was reverted, or the
+    /// problem came back): its comment says it is open again, its thread says why and is
+    /// reopened. The same thread, never a second comment.
+    async fn reopen(
+        &self,
+        root: &Comment,
+        body: &str,
+        forge_thread: Option<&str>,
+    ) -> Result<Option<String>, ForgeError> {
+        let (forge, change) = (self.env.forge, &self.request.change);
+        if root.body != body {
+            forge.update_comment(change, root, body).await?;
+        }
+        let why = format!(
+            "The problem is in the code again at {}: this finding is open again.",
+            bugloop_git::short(&self.request.head)
+        );
+        forge
+            .reply(
+                change,
+                root,
+                &reopened_reply(&self.env.settings.markers, &why),
+            )
+            .await?;
+        // As when resolving, the forge's own flag is a convenience: a refusal is reported.
+        if let Some(thread) = forge_thread
+            && let Err(error) = forge.set_thread_resolved(change, thread, false).await
+        {
+            return Ok(Some(format!(
+                "finding {} is open again, but its thread could not be reopened: {error}",
+                root.id
+            )));
+        }
+        Ok(None)
+    }
+
+    /// Findings that stay open but whose code moved now point where it is.
+    async fn relocate(&self, relocations: &[Relocation]) -> Result<(), ForgeError> {
+        let by_finding = self.conversation.state.by_finding();
+        for moved in relocations {
+            let root = by_finding.get(&moved.id).and_then(|thread| {
+                self.conversation
+                    .comments
+                    .iter()
+                    .find(|c| c.id == thread.id)
+            });
+            let Some(root) = root else {
+                continue;
+            };
+            if let Some(body) = relocated_body(&root.body, &moved.file, moved.line)
+                && body != root.body
+            {
+                self.env
+                    .forge
+                    .update_comment(&self.request.change, root, &body)
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Open findings the model resolved, or whose code is gone; one reported again in this same
+    /// run is evidently not fixed.
     async fn resolve(
         &self,
         resolutions: &BTreeMap<String, String>,
@@ -277,7 +359,7 @@ impl Writer<'_, '_> {
                     &self.request.change,
                     &self.env.settings.markers,
                     root,
-                    &id,
+                    (&id, ResolvedBy::Code),
                     reason,
                 )
                 .await?;

@@ -38,6 +38,9 @@ pub(super) struct Reported {
     pub passes: Vec<PassSummary>,
     pub dropped: Vec<DroppedFinding>,
     pub changes: Vec<StageChange>,
+    /// Why some part of the review got no answer from the model (the first session error, or
+    /// the budget running out), if one did: what the model did not say then says nothing.
+    pub unanswered: Option<String>,
 }
 
 /// One model session's result.
@@ -66,6 +69,7 @@ pub(super) async fn run(
     let mut changes: Vec<StageChange> = Vec::new();
     let mut resolutions: BTreeMap<String, String> = BTreeMap::new();
     let mut stopped: Option<String> = None;
+    let mut unanswered: Option<String> = None;
     let total = plan.batches.len();
     for (index, batch) in plan.batches.iter().enumerate() {
         let call = index + 1;
@@ -90,6 +94,7 @@ pub(super) async fn run(
             error: session.error.clone(),
         });
         if let Some(error) = &session.error {
+            unanswered.get_or_insert_with(|| error.clone());
             errors.push(format!("part {call} of {total}: {error}"));
             for file in &batch.files {
                 unreviewed.push(Unreviewed {
@@ -153,6 +158,7 @@ pub(super) async fn run(
         passes,
         dropped,
         changes,
+        unanswered,
     }
 }
 

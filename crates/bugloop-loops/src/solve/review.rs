@@ -15,7 +15,7 @@ use serde_json::json;
 
 use crate::build::{BuildTask, Workbench, build};
 use crate::prompt::fill;
-use crate::publish::resolve_thread;
+use crate::publish::{ResolvedBy, resolve_thread};
 use crate::review::{ReviewRequest, review};
 
 use super::record::BuiltRound;
@@ -208,7 +208,7 @@ async fn finish_round(run: &mut Run<'_, '_>, built: &BuiltRound) -> Result<Flow,
                     &request.conversation,
                     &run.env.settings.markers,
                     thread.root,
-                    id,
+                    (id, ResolvedBy::Code),
                     &said,
                 )
                 .await?;

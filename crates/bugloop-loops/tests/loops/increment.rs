@@ -126,7 +126,8 @@ async fn a_one_line_commit_is_reviewed_alone_and_other_findings_keep_their_statu
     assert_eq!(offered_ids(&requests), serde_json::json!([stats_id]));
     // Its quoted code was edited away, and the model is told so.
     assert!(
-        change.contains(&format!("`{stats_id}`")) && change.contains("is no longer in the file"),
+        change.contains(&format!("`{stats_id}`"))
+            && change.contains("the code it quoted was changed since"),
         "{change}"
     );
 

@@ -11,7 +11,7 @@ use bugloop_forge::Forge;
 use bugloop_forge::local::LocalForge;
 use bugloop_forge::signing::{SigningForge, StateKey};
 use bugloop_git::{Git, Selection};
-use bugloop_loops::publish::resolve_thread;
+use bugloop_loops::publish::{ResolvedBy, resolve_thread};
 
 use crate::support::{self, Repo, off_by_one, review_on, session};
 
@@ -47,9 +47,16 @@ async fn impostor_resolves(signing: bool) -> [(Option<ThreadStatus>, usize); 2] 
         .iter()
         .find(|c| c.in_reply_to.is_none() && c.line.is_some())
         .unwrap();
-    resolve_thread(&*local, &change, &markers, root, &id, "fixed, trust me")
-        .await
-        .unwrap();
+    resolve_thread(
+        &*local,
+        &change,
+        &markers,
+        root,
+        (&id, ResolvedBy::Code),
+        "fixed, trust me",
+    )
+    .await
+    .unwrap();
     let read = || async {
         let state = reconstruct(&forge.comments(&change).await.unwrap(), &markers);
         (

@@ -1,0 +1,298 @@
+//! A finding is tracked until its code is fixed, whatever the fix looks like: a line put back as
+//! the base has it, a line or a file deleted, the code moved elsewhere. Each is a push after a
+//! review, reviewed again through the binary with a scripted model, in a repository without a
+//! `.gitignore` or any of bugloop's conventions.
+
+use std::path::Path;
+
+use bugloop_app::testing::testkit::TestRepo;
+use serde_json::{Value, json};
+
+use super::{bugloop, script, stderr, stdout};
+
+const BASE: &str = "def mean(xs):\n    total = 0\n    for i in range(len(xs)):\n        total += xs[i]\n    return total / len(xs)\n\n\ndef spread(xs):\n    return max(xs) - min(xs)\n";
+
+/// The branch's `stats.py`: an off-by-one on line 3, and `spread` changed too.
+fn feature() -> String {
+    BASE.replace("range(len(xs))", "range(len(xs) + 1)")
+        .replace("max(xs) - min(xs)", "max(xs) - min(xs) if xs else 0")
+}
+
+fn off_by_one() -> Value {
+    json!({"file": "stats.py", "line": 3, "evidence": "for i in range(len(xs) + 1):",
+           "title": "Loop reads one past the end", "description": "`xs[len(xs)]` raises IndexError.",
+           "score": 8, "category": "logic"})
+}
+
+/// A repository on `feature`, reviewed once: the off-by-one is open. Its id.
+fn reviewed(scripts: &Path) -> (TestRepo, String) {
+    let repo = TestRepo::init("main");
+    repo.write("stats.py", BASE);
+    repo.commit("mean and spread");
+    repo.branch("feature");
+    repo.write("stats.py", &feature());
+    repo.commit("off by one");
+    let report = review(repo.path(), &script(scripts, &[off_by_one()]), 1);
+    let id = report["findings"][0]["id"].as_str().unwrap().to_owned();
+    assert_eq!(report["findings"][0]["action"], "added", "{report:#}");
+    (repo, id)
+}
+
+/// `bugloop review --format json`, expecting `code`.
+fn review(dir: &Path, model: &str, code: i32) -> Value {
+    let output = bugloop(
+        dir,
+        &[
+            "review",
+            "--model",
+            model,
+            "--format",
+            "json",
+            "--fail-on",
+            "7",
+        ],
+    );
+    assert_eq!(
+        output.status.code(),
+        Some(code),
+        "{}{}",
+        stdout(&output),
+        stderr(&output)
+    );
+    serde_json::from_str(&stdout(&output)).unwrap()
+}
+
+fn threads(dir: &Path) -> Vec<Value> {
+    let output = bugloop(dir, &["findings", "--format", "json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    serde_json::from_str::<Value>(&stdout(&output))
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+/// The finding's one thread: its status, and how many comments bugloop wrote in it.
+fn thread(dir: &Path, id: &str) -> (String, String) {
+    let all = threads(dir);
+    assert_eq!(all.len(), 1, "one finding, one thread: {all:#?}");
+    let show = bugloop(dir, &["findings", "show", id]);
+    assert_eq!(show.status.code(), Some(0), "{}", stderr(&show));
+    (all[0]["status"].as_str().unwrap().to_owned(), stdout(&show))
+}
+
+fn short(repo: &TestRepo) -> String {
+    repo.head()[..7].to_owned()
+}
+
+fn sarif_ids(dir: &Path, model: &str) -> Vec<String> {
+    let output = bugloop(dir, &["review", "--model", model, "--format", "sarif"]);
+    let sarif: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    sarif["runs"][0]["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["properties"]["bugloopId"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn a_line_put_back_as_the_base_has_it_resolves_and_a_revert_raises_it_again() {
+    let scripts = tempfile::tempdir().unwrap();
+    let (repo, id) = reviewed(scripts.path());
+    let quiet = script(scripts.path(), &[]);
+
+    // A push elsewhere: the finding is tracked in SARIF from earlier reviews.
+    repo.write(
+        "stats.py",
+        &feature().replace("if xs else 0", "if xs else 0.0"),
+    );
+    repo.commit("spread of floats");
+    assert_eq!(sarif_ids(repo.path(), &quiet), std::slice::from_ref(&id));
+
+    // The fix most people make: the line as the base branch has it.
+    repo.write(
+        "stats.py",
+        &feature()
+            .replace("range(len(xs) + 1)", "range(len(xs))")
+            .replace("if xs else 0", "if xs else 0.0"),
+    );
+    repo.commit("fix the loop");
+    let fixed = short(&repo);
+    let report = review(repo.path(), &quiet, 0);
+    let reason = format!("the code it quoted was changed in {fixed}");
+    assert_eq!(
+        report["resolved"],
+        json!([{"id": id, "title": "Loop reads one past the end", "reason": reason}]),
+        "{report:#}"
+    );
+    assert_eq!(report["rechecked"][0]["outcome"], "resolved", "{report:#}");
+    assert_eq!(report["usage"]["model_calls"], 4, "it was asked about");
+    let (status, shown) = thread(repo.path(), &id);
+    assert_eq!(status, "RESOLVED");
+    assert!(shown.contains(&reason), "{shown}");
+    // Code scanning closes the alert: the finding is no longer in the SARIF.
+    assert_eq!(sarif_ids(repo.path(), &quiet), Vec::<String>::new());
+
+    // The fix reverted: the same finding, raised again in its own thread.
+    repo.git(&["revert", "--no-edit", "HEAD"]);
+    let report = review(repo.path(), &script(scripts.path(), &[off_by_one()]), 1);
+    assert_eq!(report["findings"][0]["id"], id.as_str(), "{report:#}");
+    assert_eq!(report["findings"][0]["action"], "reopened", "{report:#}");
+    let (status, shown) = thread(repo.path(), &id);
+    assert_eq!(status, "PENDING");
+    assert!(shown.contains("Raised again"), "{shown}");
+    assert_eq!(shown.matches("### Loop reads one past the end").count(), 1);
+    assert_eq!(sarif_ids(repo.path(), &quiet), [id]);
+}
+
+#[test]
+fn a_deleted_line_or_a_deleted_file_resolves_its_finding() {
+    let scripts = tempfile::tempdir().unwrap();
+    let quiet = script(scripts.path(), &[]);
+    let (repo, id) = reviewed(scripts.path());
+    repo.write(
+        "stats.py",
+        &feature().replace(
+            "    for i in range(len(xs) + 1):\n        total += xs[i]\n",
+            "",
+        ),
+    );
+    repo.commit("no loop");
+    let report = review(repo.path(), &quiet, 0);
+    let reason = format!("the code it quoted was removed in {}", short(&repo));
+    assert_eq!(
+        report["resolved"][0]["reason"],
+        reason.as_str(),
+        "{report:#}"
+    );
+    assert_eq!(thread(repo.path(), &id).0, "RESOLVED");
+
+    let (repo, id) = reviewed(scripts.path());
+    std::fs::remove_file(repo.path().join("stats.py")).unwrap();
+    repo.commit("no stats");
+    let report = review(repo.path(), &quiet, 0);
+    assert_eq!(
+        report["resolved"][0]["reason"],
+        format!(
+            "the code it quoted was removed in {} (stats.py was deleted)",
+            short(&repo)
+        ),
+        "{report:#}"
+    );
+    assert_eq!(thread(repo.path(), &id).0, "RESOLVED");
+}
+
+#[test]
+fn code_moved_to_another_file_is_followed_never_both_followed_and_resolved() {
+    let scripts = tempfile::tempdir().unwrap();
+    let moved = |repo: &TestRepo| {
+        repo.write("stats.py", "from util import mean\n");
+        repo.write("util.py", &format!("import math\n\n\n{}", feature()));
+        repo.commit("move to util");
+    };
+    // The model says nothing: bugloop sees the same code at util.py:6, the finding points there.
+    let (repo, id) = reviewed(scripts.path());
+    moved(&repo);
+    let report = review(repo.path(), &script(scripts.path(), &[]), 1);
+    assert_eq!(report["resolved"], json!([]), "{report:#}");
+    let rechecked = &report["rechecked"][0];
+    assert_eq!(rechecked["outcome"], "kept_open", "{report:#}");
+    assert!(
+        rechecked["change"].as_str().unwrap().contains("util.py:6"),
+        "{report:#}"
+    );
+    let all = threads(repo.path());
+    assert_eq!(all.len(), 1);
+    assert_eq!(all[0]["status"], "PENDING");
+    let show = stdout(&bugloop(repo.path(), &["findings", "show", &id]));
+    assert!(show.contains("`util.py:6`"), "{show}");
+
+    // The model reports it at its new place, under a new id: the same finding, one comment.
+    let (repo, id) = reviewed(scripts.path());
+    moved(&repo);
+    let mut again = off_by_one();
+    again["file"] = json!("util.py");
+    again["line"] = json!(6);
+    again["title"] = json!("Index past the end in mean");
+    let report = review(repo.path(), &script(scripts.path(), &[again]), 1);
+    assert_eq!(report["findings"][0]["id"], id.as_str(), "{report:#}");
+    assert_eq!(report["rechecked"][0]["outcome"], "reported_again");
+    assert_eq!(report["resolved"], json!([]));
+    let all = threads(repo.path());
+    assert_eq!(all.len(), 1, "{all:#?}");
+    assert_eq!(all[0]["status"], "PENDING");
+}
+
+#[test]
+fn a_push_elsewhere_in_the_file_keeps_the_finding_without_a_model_call() {
+    let scripts = tempfile::tempdir().unwrap();
+    let (repo, id) = reviewed(scripts.path());
+    // `spread` put back as the base has it: nothing new to show, the finding's lines untouched.
+    repo.write(
+        "stats.py",
+        &BASE.replace("range(len(xs))", "range(len(xs) + 1)"),
+    );
+    repo.commit("spread as it was");
+    // A model that is never asked: any call would fail the review.
+    let never = scripts.path().join("never.jsonl");
+    std::fs::write(&never, "").unwrap();
+    let report = review(repo.path(), &format!("script:{}", never.display()), 1);
+    assert_eq!(report["usage"]["model_calls"], 0, "{report:#}");
+    assert_eq!(report["errors"], json!([]));
+    assert_eq!(report["scope"]["kept_findings"], 1);
+    assert_eq!(report["rechecked"], json!([]));
+    assert_eq!(thread(repo.path(), &id).0, "PENDING");
+}
+
+#[test]
+fn without_an_answer_a_gone_finding_stays_open_and_the_report_says_why() {
+    let scripts = tempfile::tempdir().unwrap();
+    let (repo, id) = reviewed(scripts.path());
+    repo.write(
+        "stats.py",
+        &feature().replace("range(len(xs) + 1)", "range(len(xs))"),
+    );
+    repo.commit("fix");
+    let empty = scripts.path().join("empty.jsonl");
+    std::fs::write(&empty, "").unwrap();
+    let report = review(repo.path(), &format!("script:{}", empty.display()), 3);
+    let rechecked = &report["rechecked"][0];
+    assert_eq!(rechecked["outcome"], "kept_open", "{report:#}");
+    assert!(
+        rechecked["reason"]
+            .as_str()
+            .unwrap()
+            .contains("the model gave no answer about it"),
+        "{report:#}"
+    );
+    assert_eq!(report["resolved"], json!([]));
+    assert_eq!(thread(repo.path(), &id).0, "PENDING");
+    // Answered next time, it resolves.
+    let report = review(repo.path(), &script(scripts.path(), &[]), 0);
+    assert_eq!(report["resolved"][0]["id"], id.as_str(), "{report:#}");
+}
+
+#[test]
+fn said_again_more_mildly_a_finding_keeps_its_score() {
+    let scripts = tempfile::tempdir().unwrap();
+    let (repo, id) = reviewed(scripts.path());
+    let mut milder = off_by_one();
+    milder["id"] = json!(id);
+    milder["score"] = json!(5);
+    let output = bugloop(
+        repo.path(),
+        &[
+            "review",
+            "--full",
+            "--model",
+            &script(scripts.path(), &[milder]),
+            "--format",
+            "json",
+        ],
+    );
+    let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(report["findings"][0]["score"], 8, "{report:#}");
+    let all = threads(repo.path());
+    assert_eq!(all[0]["score"], 8, "{all:#?}");
+}

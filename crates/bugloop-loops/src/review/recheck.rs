@@ -1,0 +1,228 @@
+//! What a review does with each open finding whose code changed (see [`super::touched`]), once
+//! the model has answered: reported again, it stays open where the model put it; resolved by
+//! the model, it is resolved with the model's reason; otherwise a finding whose code is gone is
+//! resolved ("the code it quoted was removed in 1a2b3c4"), and one whose code is still there
+//! stays open, pointing where its code is now. A finding is only resolved for silence when the
+//! model answered every part of the review; without an answer it stays open and says why.
+
+use std::collections::BTreeMap;
+
+use bugloop_domain::filter::Rediscovered;
+use bugloop_domain::finding::FindingId;
+use bugloop_report::review::{RecheckOutcome, RecheckedFinding};
+
+use super::touched::{Touch, Touched};
+
+/// A finding that stays open and now points at `file:line`, where its code is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Relocation {
+    pub id: FindingId,
+    pub file: String,
+    pub line: u32,
+}
+
+/// The outcome for every touched finding; resolutions for silence are added to `resolutions`.
+pub(super) fn settle(
+    touched: &[Touched],
+    titles: &BTreeMap<FindingId, String>,
+    rediscovered: &[Rediscovered],
+    resolutions: &mut BTreeMap<String, String>,
+    unanswered: Option<&str>,
+    (since, head): (Option<&str>, &str),
+) -> (Vec<RecheckedFinding>, Vec<Relocation>) {
+    let mut rechecked = Vec::new();
+    let mut relocations = Vec::new();
+    for touch in touched {
+        let change = touch.describe(since);
+        let (outcome, reason) = if let Some(again) =
+            rediscovered.iter().find(|r| r.existing == touch.id)
+        {
+            (
+                RecheckOutcome::ReportedAgain,
+                format!(
+                    "the model reported it again at {}",
+                    again.finding.location()
+                ),
+            )
+        } else if let Some(why) = resolutions.get(touch.id.as_str()) {
+            (
+                RecheckOutcome::Resolved,
+                format!("the model resolved it: {why}"),
+            )
+        } else {
+            match (&touch.what, unanswered) {
+                (Touch::Gone { .. }, None) => {
+                    let reason = gone_reason(touch, head);
+                    resolutions.insert(touch.id.as_str().to_owned(), reason.clone());
+                    (RecheckOutcome::Resolved, reason)
+                }
+                (Touch::Gone { .. }, Some(error)) => (
+                    RecheckOutcome::KeptOpen,
+                    format!(
+                        "its quoted code is gone, but the model gave no answer about it ({error}); \
+                         it stays open until a review is answered"
+                    ),
+                ),
+                (Touch::Still { file, line, .. }, _) => {
+                    if Some(file.as_str()) != Some(touch.file.as_str()) || touch.line != Some(*line)
+                    {
+                        relocations.push(Relocation {
+                            id: touch.id.clone(),
+                            file: file.clone(),
+                            line: *line,
+                        });
+                    }
+                    let said = match unanswered {
+                        Some(error) => format!("the model gave no answer about it ({error})"),
+                        None => "the model did not resolve it".to_owned(),
+                    };
+                    (
+                        RecheckOutcome::KeptOpen,
+                        format!("its code is still at {file}:{line}, and {said}"),
+                    )
+                }
+            }
+        };
+        rechecked.push(RecheckedFinding {
+            id: touch.id.as_str().to_owned(),
+            title: titles.get(&touch.id).cloned().unwrap_or_default(),
+            change,
+            outcome,
+            reason,
+        });
+    }
+    (rechecked, relocations)
+}
+
+/// "the code it quoted was removed in 1a2b3c4 (stats.py was deleted)".
+fn gone_reason(touch: &Touched, head: &str) -> String {
+    let at = bugloop_git::short(head);
+    match &touch.what {
+        Touch::Gone {
+            file_deleted: true, ..
+        } => format!(
+            "the code it quoted was removed in {at} ({} was deleted)",
+            touch.file
+        ),
+        Touch::Gone { replaced_by, .. } if replaced_by.is_empty() => {
+            format!("the code it quoted was removed in {at}")
+        }
+        _ => format!("the code it quoted was changed in {at}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use bugloop_domain::finding::{Category, Finding};
+    use bugloop_domain::score::Score;
+
+    use super::*;
+
+    fn touched(what: Touch) -> Touched {
+        Touched {
+            id: FindingId::new("off-by-one"),
+            file: "stats.py".to_owned(),
+            line: Some(3),
+            what,
+        }
+    }
+
+    fn gone() -> Touch {
+        Touch::Gone {
+            file_deleted: false,
+            replaced_by: vec!["    for i in range(len(xs)):".to_owned()],
+        }
+    }
+
+    const HEAD: &str = "e449b6f0000000000000000000000000000000000";
+
+    #[test]
+    fn gone_code_resolves_only_when_the_model_answered() {
+        let mut resolutions = BTreeMap::new();
+        let (rechecked, moved) = settle(
+            &[touched(gone())],
+            &BTreeMap::new(),
+            &[],
+            &mut resolutions,
+            None,
+            (Some("1a2b3c4"), HEAD),
+        );
+        assert_eq!(rechecked[0].outcome, RecheckOutcome::Resolved);
+        assert_eq!(
+            resolutions["off-by-one"],
+            "the code it quoted was changed in e449b6f"
+        );
+        assert!(moved.is_empty());
+
+        let mut resolutions = BTreeMap::new();
+        let (rechecked, _) = settle(
+            &[touched(gone())],
+            &BTreeMap::new(),
+            &[],
+            &mut resolutions,
+            Some("budget exhausted: 0 turns left"),
+            (Some("1a2b3c4"), HEAD),
+        );
+        assert_eq!(rechecked[0].outcome, RecheckOutcome::KeptOpen);
+        assert!(
+            rechecked[0].reason.contains("budget exhausted"),
+            "{rechecked:?}"
+        );
+        assert!(resolutions.is_empty());
+    }
+
+    #[test]
+    fn reported_again_or_still_there_stays_open_and_follows_its_code() {
+        let again = Rediscovered {
+            existing: FindingId::new("off-by-one"),
+            finding: Finding {
+                id: FindingId::new("off-by-one"),
+                title: "Off by one".to_owned(),
+                description: String::new(),
+                file: Some("util.py".to_owned()),
+                line: Some(4),
+                end_line: None,
+                score: Score::saturating(8),
+                category: Category::Logic,
+                evidence: None,
+                suggestion: None,
+            },
+            reopens: false,
+        };
+        let mut resolutions = BTreeMap::new();
+        let (rechecked, moved) = settle(
+            &[touched(gone())],
+            &BTreeMap::new(),
+            &[again],
+            &mut resolutions,
+            None,
+            (None, HEAD),
+        );
+        assert_eq!(rechecked[0].outcome, RecheckOutcome::ReportedAgain);
+        assert!(rechecked[0].reason.ends_with("util.py:4"));
+        assert!(resolutions.is_empty() && moved.is_empty());
+
+        let (rechecked, moved) = settle(
+            &[touched(Touch::Still {
+                file: "util.py".to_owned(),
+                line: 4,
+                moved: true,
+            })],
+            &BTreeMap::new(),
+            &[],
+            &mut resolutions,
+            None,
+            (None, HEAD),
+        );
+        assert_eq!(rechecked[0].outcome, RecheckOutcome::KeptOpen);
+        assert_eq!(
+            moved,
+            [Relocation {
+                id: FindingId::new("off-by-one"),
+                file: "util.py".to_owned(),
+                line: 4
+            }]
+        );
+        assert!(resolutions.is_empty());
+    }
+}

@@ -1,0 +1,403 @@
+//! Which open findings the code changed under since they were last reviewed, and how. A finding
+//! is touched when the changes since the reviewed head remove or change a line of its recorded
+//! range or a line of its quoted code, delete or rename its file, or when its quoted code is no
+//! longer in its file at head. A touched finding is always asked about again, whatever else the
+//! review shows; one nothing touched keeps its status without a question.
+//!
+//! How a fix looks does not matter: a line put back to what the base had, a line deleted, a
+//! file deleted, a function moved elsewhere all touch the finding, although the incremental
+//! review shows none of them as new code.
+
+use bugloop_diff::{Diff, FileDiff, LineKind};
+use bugloop_domain::dedup::evidence_key;
+use bugloop_domain::filter::ExistingFinding;
+use bugloop_domain::finding::FindingId;
+use bugloop_domain::grounding::{Head, find_evidence};
+
+/// What happened to one open finding's code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Touched {
+    pub id: FindingId,
+    /// Where it was recorded.
+    pub file: String,
+    pub line: Option<u32>,
+    pub what: Touch,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Touch {
+    /// Its quoted code is still at head, at `file:line`: where it was (the lines around it
+    /// changed), in the file it was renamed to, or where the changes since moved it.
+    Still {
+        file: String,
+        line: u32,
+        moved: bool,
+    },
+    /// Its quoted code is nowhere at head that the changes since put it.
+    Gone {
+        file_deleted: bool,
+        /// What the changes since put in its place (the lines added where it was removed).
+        replaced_by: Vec<String>,
+    },
+}
+
+impl Touched {
+    /// How the finding's code changed, in a sentence for the model and the report.
+    pub fn describe(&self, since: Option<&str>) -> String {
+        let since = since.map_or(String::new(), |s| format!(" since {s}"));
+        match &self.what {
+            Touch::Still { file, line, moved } if *moved => {
+                format!("its code moved{since}: it is now at {file}:{line}")
+            }
+            Touch::Still { file, line, .. } => {
+                format!("the lines around it changed{since}; its code is still at {file}:{line}")
+            }
+            Touch::Gone {
+                file_deleted: true, ..
+            } => format!("{} was deleted{since}", self.file),
+            Touch::Gone { replaced_by, .. } if replaced_by.is_empty() => {
+                format!("the code it quoted was removed{since}")
+            }
+            Touch::Gone { .. } => format!("the code it quoted was changed{since}"),
+        }
+    }
+}
+
+/// The open findings (with a file) that `interdiff` (the changes since the reviewed head; none
+/// in a full review) or the code at `head` show were touched, in the order given. `head` must
+/// hold every finding's file and every file the interdiff adds or renames to.
+pub(super) fn touched(
+    interdiff: Option<&Diff>,
+    open: &[&ExistingFinding],
+    head: &dyn Head,
+) -> Vec<Touched> {
+    open.iter()
+        .filter_map(|finding| {
+            let file = finding.file.clone()?;
+            let what = touch(interdiff, finding, &file, head)?;
+            Some(Touched {
+                id: finding.id.clone(),
+                file,
+                line: finding.line,
+                what,
+            })
+        })
+        .collect()
+}
+
+fn touch(
+    interdiff: Option<&Diff>,
+    finding: &ExistingFinding,
+    file: &str,
+    head: &dyn Head,
+) -> Option<Touch> {
+    let changed = interdiff.and_then(|diff| {
+        diff.files
+            .iter()
+            .find(|f| f.old_path.as_deref() == Some(file))
+    });
+    let evidence = finding.evidence.as_deref().filter(|e| !e.trim().is_empty());
+    let recorded = finding.line.unwrap_or(1);
+    let now_named = match changed {
+        Some(f) if f.new_path.is_none() => None,
+        Some(f) => f.new_path.clone(),
+        None => Some(file.to_owned()),
+    };
+    let text = now_named.as_deref().and_then(|name| head.text(name));
+    let renamed = now_named.as_deref().is_some_and(|name| name != file);
+    let hit = changed.is_some_and(|f| hits(f, finding, evidence));
+    let Some(evidence) = evidence else {
+        // Nothing quoted: only the recorded lines (or the file) can tell.
+        return match (text, now_named) {
+            (None, _) => Some(gone(changed, true)),
+            (Some(_), Some(name)) if hit || renamed => Some(Touch::Still {
+                file: name,
+                line: recorded,
+                moved: renamed,
+            }),
+            _ => None,
+        };
+    };
+    if let (Some(text), Some(name)) = (text, &now_named)
+        && let Some(line) = find_evidence(text, evidence, recorded)
+    {
+        return (hit || renamed).then(|| Touch::Still {
+            file: name.clone(),
+            line,
+            moved: renamed,
+        });
+    }
+    // Not in its file any more: did the changes since put it somewhere else?
+    if let Some((file, line)) = interdiff.and_then(|diff| moved_to(diff, file, evidence, head)) {
+        return Some(Touch::Still {
+            file,
+            line,
+            moved: true,
+        });
+    }
+    Some(gone(changed, text.is_none()))
+}
+
+fn gone(changed: Option<&FileDiff>, file_deleted: bool) -> Touch {
+    let replaced_by = if file_deleted {
+        Vec::new()
+    } else {
+        changed
+            .map(|f| {
+                f.hunks
+                    .iter()
+                    .filter(|h| h.lines.iter().any(|l| l.kind == LineKind::Removed))
+                    .flat_map(|h| &h.lines)
+                    .filter(|l| l.kind == LineKind::Added)
+                    .map(|l| l.text.clone())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    Touch::Gone {
+        file_deleted,
+        replaced_by,
+    }
+}
+
+/// Whether the file's changes remove a line of the finding's recorded range or a line of its
+/// quoted code.
+fn hits(file: &FileDiff, finding: &ExistingFinding, evidence: Option<&str>) -> bool {
+    let range = finding
+        .line
+        .map(|line| line..=finding.end_line.filter(|end| *end >= line).unwrap_or(line));
+    let quoted = evidence_key(evidence);
+    let quoted_lines: Vec<String> = evidence
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| evidence_key(Some(l)))
+        .collect();
+    file.hunks
+        .iter()
+        .flat_map(|hunk| &hunk.lines)
+        .filter(|line| line.kind == LineKind::Removed)
+        .any(|line| {
+            let in_range = range
+                .as_ref()
+                .zip(line.old_line)
+                .is_some_and(|(range, old)| range.contains(&old));
+            let removed = evidence_key(Some(&line.text));
+            let quotes = match (&quoted, &removed) {
+                (Some(quoted), Some(removed)) => {
+                    quoted.contains(removed.as_str())
+                        || quoted_lines.iter().any(|q| removed.contains(q.as_str()))
+                }
+                _ => false,
+            };
+            in_range || quotes
+        })
+}
+
+/// Where the changes since added the quoted code in another file: the added line nearest the
+/// top where the whole quote is found at head.
+fn moved_to(diff: &Diff, from: &str, evidence: &str, head: &dyn Head) -> Option<(String, u32)> {
+    let first = evidence
+        .lines()
+        .find_map(|l| evidence_key(Some(l)))
+        .or_else(|| evidence_key(Some(evidence)))?;
+    diff.files
+        .iter()
+        .filter(|f| f.new_path.as_deref().is_some_and(|path| path != from))
+        .find_map(|f| {
+            let path = f.new_path.clone()?;
+            let added = f
+                .hunks
+                .iter()
+                .flat_map(|h| &h.lines)
+                .filter(|l| l.kind == LineKind::Added)
+                .find(|l| {
+                    evidence_key(Some(&l.text)).is_some_and(|k| k.contains(first.as_str()))
+                })?;
+            let line = find_evidence(head.text(&path)?, evidence, added.new_line?)?;
+            Some((path, line))
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use bugloop_domain::status::ThreadStatus;
+
+    use super::*;
+
+    struct Files(BTreeMap<&'static str, &'static str>);
+
+    impl Head for Files {
+        fn text(&self, path: &str) -> Option<&str> {
+            self.0.get(path).copied()
+        }
+        fn in_diff(&self, _: &str, _: u32) -> Option<bool> {
+            None
+        }
+    }
+
+    fn open(file: &str, line: u32, evidence: Option<&str>) -> ExistingFinding {
+        ExistingFinding {
+            id: FindingId::new("off-by-one"),
+            title: "Off by one".to_owned(),
+            description: String::new(),
+            file: Some(file.to_owned()),
+            line: Some(line),
+            end_line: None,
+            evidence: evidence.map(str::to_owned),
+            status: ThreadStatus::Pending,
+            reopenable: false,
+            moved: false,
+        }
+    }
+
+    const BAD: &str = "def mean(xs):\n    t = 0\n    for i in range(len(xs) + 1):\n        t += xs[i]\n    return t / len(xs)\n";
+    const GOOD: &str = "def mean(xs):\n    t = 0\n    for i in range(len(xs)):\n        t += xs[i]\n    return t / len(xs)\n";
+
+    fn one(
+        interdiff: &str,
+        files: &[(&'static str, &'static str)],
+        finding: &ExistingFinding,
+    ) -> Option<Touch> {
+        let diff = bugloop_diff::parse(interdiff.as_bytes());
+        let head = Files(files.iter().copied().collect());
+        touched(Some(&diff), &[finding], &head)
+            .into_iter()
+            .next()
+            .map(|t| t.what)
+    }
+
+    const RESTORE: &str = "diff --git a/stats.py b/stats.py\n--- a/stats.py\n+++ b/stats.py\n@@ -3 +3 @@\n-    for i in range(len(xs) + 1):\n+    for i in range(len(xs)):\n";
+
+    #[test]
+    fn a_line_put_back_as_the_base_had_it_is_gone_and_says_what_replaced_it() {
+        let touch = one(
+            RESTORE,
+            &[("stats.py", GOOD)],
+            &open("stats.py", 3, Some("for i in range(len(xs) + 1):")),
+        );
+        assert_eq!(
+            touch,
+            Some(Touch::Gone {
+                file_deleted: false,
+                replaced_by: vec!["    for i in range(len(xs)):".to_owned()]
+            })
+        );
+    }
+
+    #[test]
+    fn a_deleted_line_or_file_is_gone() {
+        let delete_line = "diff --git a/stats.py b/stats.py\n--- a/stats.py\n+++ b/stats.py\n@@ -3 +2,0 @@\n-    for i in range(len(xs) + 1):\n";
+        let touch = one(
+            delete_line,
+            &[("stats.py", "def mean(xs):\n    t = 0\n        t += xs[i]\n")],
+            &open("stats.py", 3, Some("range(len(xs) + 1)")),
+        );
+        assert!(
+            matches!(touch, Some(Touch::Gone { file_deleted: false, ref replaced_by }) if replaced_by.is_empty())
+        );
+        let delete_file = "diff --git a/stats.py b/stats.py\ndeleted file mode 100644\n--- a/stats.py\n+++ /dev/null\n@@ -1,2 +0,0 @@\n-def mean(xs):\n-    t = 0\n";
+        let touch = one(
+            delete_file,
+            &[],
+            &open("stats.py", 3, Some("range(len(xs) + 1)")),
+        );
+        assert!(matches!(
+            touch,
+            Some(Touch::Gone {
+                file_deleted: true,
+                ..
+            })
+        ));
+        // A finding without quoted code in a deleted file too.
+        let touch = one(delete_file, &[], &open("stats.py", 3, None));
+        assert!(matches!(
+            touch,
+            Some(Touch::Gone {
+                file_deleted: true,
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn code_moved_to_another_file_or_a_renamed_one_is_still_there() {
+        let moved = "diff --git a/stats.py b/stats.py\n--- a/stats.py\n+++ b/stats.py\n@@ -1,5 +0,0 @@\n-def mean(xs):\n-    t = 0\n-    for i in range(len(xs) + 1):\n-        t += xs[i]\n-    return t / len(xs)\ndiff --git a/util.py b/util.py\n--- a/util.py\n+++ b/util.py\n@@ -1 +1,6 @@\n import os\n+def mean(xs):\n+    t = 0\n+    for i in range(len(xs) + 1):\n+        t += xs[i]\n+    return t / len(xs)\n";
+        let util = "import os\ndef mean(xs):\n    t = 0\n    for i in range(len(xs) + 1):\n        t += xs[i]\n    return t / len(xs)\n";
+        let touch = one(
+            moved,
+            &[("stats.py", ""), ("util.py", util)],
+            &open("stats.py", 3, Some("for i in range(len(xs) + 1):")),
+        );
+        assert_eq!(
+            touch,
+            Some(Touch::Still {
+                file: "util.py".to_owned(),
+                line: 4,
+                moved: true
+            })
+        );
+        let renamed = "diff --git a/stats.py b/lib/stats.py\nsimilarity index 100%\nrename from stats.py\nrename to lib/stats.py\n";
+        let touch = one(
+            renamed,
+            &[("lib/stats.py", BAD)],
+            &open("stats.py", 3, Some("for i in range(len(xs) + 1):")),
+        );
+        assert_eq!(
+            touch,
+            Some(Touch::Still {
+                file: "lib/stats.py".to_owned(),
+                line: 3,
+                moved: true
+            })
+        );
+    }
+
+    #[test]
+    fn changes_elsewhere_in_the_file_touch_nothing_and_changes_on_its_lines_do() {
+        let elsewhere = "diff --git a/stats.py b/stats.py\n--- a/stats.py\n+++ b/stats.py\n@@ -5 +5 @@\n-    return t / len(xs)\n+    return t / max(len(xs), 1)\n";
+        let bad_then = BAD.replace("t / len(xs)", "t / max(len(xs), 1)");
+        let text: &'static str = Box::leak(bad_then.into_boxed_str());
+        assert_eq!(
+            one(
+                elsewhere,
+                &[("stats.py", text)],
+                &open("stats.py", 3, Some("for i in range(len(xs) + 1):"))
+            ),
+            None
+        );
+        // The finding's own line rewritten around the same quoted code: still there, asked again.
+        let reworded = "diff --git a/stats.py b/stats.py\n--- a/stats.py\n+++ b/stats.py\n@@ -3 +3 @@\n-    for i in range(len(xs) + 1):\n+    for i in range(len(xs) + 1):  # all of them\n";
+        let text: &'static str = Box::leak(
+            BAD.replace("+ 1):", "+ 1):  # all of them")
+                .into_boxed_str(),
+        );
+        assert_eq!(
+            one(
+                reworded,
+                &[("stats.py", text)],
+                &open("stats.py", 3, Some("range(len(xs) + 1)"))
+            ),
+            Some(Touch::Still {
+                file: "stats.py".to_owned(),
+                line: 3,
+                moved: false
+            })
+        );
+    }
+
+    #[test]
+    fn without_an_interdiff_only_code_gone_from_head_counts() {
+        let head = Files([("stats.py", GOOD)].into_iter().collect());
+        let kept = open("stats.py", 3, Some("t += xs[i]"));
+        let fixed = open("stats.py", 3, Some("range(len(xs) + 1)"));
+        let found = touched(None, &[&kept, &fixed], &head);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(matches!(found[0].what, Touch::Gone { .. }));
+        assert_eq!(
+            found[0].describe(Some("abc1234")),
+            "the code it quoted was removed since abc1234"
+        );
+    }
+}
