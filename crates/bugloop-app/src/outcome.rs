@@ -88,7 +88,7 @@ pub(crate) fn act_verdict(report: &ActReport) -> Verdict {
             },
             _ => Verdict::Done,
         },
-        BuildStatus::Refused { reason } => Verdict::Refused {
+        BuildStatus::Refused { reason, .. } => Verdict::Refused {
             reason: reason.clone(),
         },
         BuildStatus::NoChanges { .. } => Verdict::NotCommitted {
@@ -128,6 +128,8 @@ mod tests {
                 status,
                 summary: String::new(),
                 verify: Vec::new(),
+                left_out: Vec::new(),
+                out_of_budget: false,
                 usage: bugloop_llm::Usage::default(),
                 transcript: std::path::PathBuf::new(),
             }),
@@ -167,6 +169,7 @@ mod tests {
     fn a_refusal_is_not_a_failed_verification() {
         let refused = BuildStatus::Refused {
             reason: "touches .github/workflows".to_owned(),
+            guardrail: true,
         };
         assert_eq!(
             act_verdict(&act_report(Some(refused), None)),

@@ -99,9 +99,12 @@ impl App {
     ) -> Result<Outcome<SolveReport>, AppError> {
         let env = self.loop_env(job.model.as_deref())?;
         let report = bugloop_loops::solve::solve(&env, tracker, job.issue, options).await?;
-        let verdict = match report.state {
-            Some(SolveState::Escalated) => Verdict::NotConverged {
+        let verdict = match (report.state, report.stopped.as_deref()) {
+            (Some(SolveState::Escalated), _) => Verdict::NotConverged {
                 why: report.message.clone(),
+            },
+            (_, Some("budget")) => Verdict::Incomplete {
+                cause: report.message.clone(),
             },
             _ => Verdict::Done,
         };

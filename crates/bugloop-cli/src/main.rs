@@ -65,7 +65,8 @@ enum Command {
     /// Solve an issue: a Build agent iterates until the tests pass (solve.test_commands), the
     /// solution goes on a branch `bugloop/<issue>-<slug>` with a draft change request, its review
     /// is answered round by round, and the draft is marked ready when the gate passes. Resumes
-    /// where the last run stopped (exit 0 ready, merged or waiting; 1 escalated; 2 an error).
+    /// where the last run stopped (exit 0 ready, merged or waiting; 1 escalated; 2 an error;
+    /// 3 stopped out of budget: run it again with more)
     Solve(solve::SolveArgs),
     /// Where issues stand in the solve pipeline; with ISSUE, every transition with its reason.
     Status(solve::StatusArgs),

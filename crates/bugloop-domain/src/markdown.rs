@@ -191,9 +191,54 @@ pub fn quiet(text: &str) -> String {
     out
 }
 
+/// `text` (markdown of several lines) in which no `@name` outside fenced code notifies anyone:
+/// a word joiner after each such `@`, as [`quiet`] does on one line. For the model's words in
+/// what bugloop posts on its own, such as a draft's summary: a model that writes "@alice please
+/// approve" must not page Alice through bugloop.
+pub fn silence_mentions(text: &str) -> String {
+    let lines: Vec<&str> = text.split('\n').collect();
+    let roles = line_roles(&lines);
+    lines
+        .iter()
+        .zip(roles)
+        .map(|(line, role)| {
+            if role != LineRole::Text {
+                return (*line).to_owned();
+            }
+            let mut out = String::with_capacity(line.len() + 4);
+            let mut chars = line.chars().peekable();
+            while let Some(c) = chars.next() {
+                out.push(c);
+                if c == '@' && chars.peek().is_some_and(|n| n.is_ascii_alphanumeric()) {
+                    out.push('\u{2060}');
+                }
+            }
+            out
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn silenced_text_mentions_nobody_outside_code() {
+        let said = silence_mentions(
+            "@alice @acme/security please approve\n\n```\nuse @decorator\n```\nmail a@b.c",
+        );
+        assert!(
+            !said.contains("@alice") && !said.contains("@acme"),
+            "{said}"
+        );
+        assert!(said.contains("@\u{2060}alice"), "{said}");
+        assert!(
+            said.contains("\nuse @decorator\n"),
+            "code stays as it is: {said}"
+        );
+        assert_eq!(said.lines().count(), 6);
+    }
 
     #[test]
     fn quiet_text_mentions_nobody_and_opens_no_comment() {

@@ -238,6 +238,73 @@ fn rust(lines: &[&str]) -> Option<ErrorReport> {
     })
 }
 
+/// The top-level packages of Go's standard library (`$GOROOT/src/<package>/...`).
+const GO_STANDARD_PACKAGES: &[&str] = &[
+    "archive",
+    "arena",
+    "bufio",
+    "builtin",
+    "bytes",
+    "cmd",
+    "cmp",
+    "compress",
+    "container",
+    "context",
+    "crypto",
+    "database",
+    "debug",
+    "embed",
+    "encoding",
+    "errors",
+    "expvar",
+    "flag",
+    "fmt",
+    "go",
+    "hash",
+    "html",
+    "image",
+    "index",
+    "internal",
+    "io",
+    "iter",
+    "log",
+    "maps",
+    "math",
+    "mime",
+    "net",
+    "os",
+    "path",
+    "plugin",
+    "reflect",
+    "regexp",
+    "runtime",
+    "slices",
+    "sort",
+    "strconv",
+    "strings",
+    "structs",
+    "sync",
+    "syscall",
+    "testing",
+    "text",
+    "time",
+    "unicode",
+    "unique",
+    "unsafe",
+    "vendor",
+    "weak",
+];
+
+/// A frame of the Go runtime or standard library: `$GOROOT/src/<standard package>/...`
+/// (`/usr/local/go/src/net/http/server.go`). Code under a GOPATH's `src` (the golang image's
+/// `/go/src/app/main.go`) is the application's, whatever its root is called.
+fn go_standard_library(file: &str) -> bool {
+    file.match_indices("/src/").any(|(at, _)| {
+        let package = file[at + 5..].split('/').next().unwrap_or_default();
+        GO_STANDARD_PACKAGES.contains(&package)
+    })
+}
+
 fn go(lines: &[&str]) -> Option<ErrorReport> {
     let start = lines.iter().position(|l| l.starts_with("panic: "))?;
     let message = lines[start].trim_start_matches("panic: ").to_owned();
@@ -248,7 +315,7 @@ fn go(lines: &[&str]) -> Option<ErrorReport> {
         let line = lines[end];
         if let Some(c) = GO_FRAME_FILE.captures(line) {
             let file = c[1].to_owned();
-            if !file.contains("/runtime/") && !file.contains("/go/src/") {
+            if !go_standard_library(&file) {
                 frames.push(Frame {
                     file,
                     line: c[2].parse().ok(),

@@ -14,7 +14,7 @@ use bugloop_domain::paths::IgnoreMatcher;
 use bugloop_git::{Git, short};
 use bugloop_llm::{Message, Provider, Usage};
 use bugloop_report::build::{BuildResult, BuildStatus, Landing, VerifyRun};
-use bugloop_sandbox::{Changes, CommandSpec, GitMount, Policy, TaskTree};
+use bugloop_sandbox::{Change, Changes, CommandSpec, GitMount, Policy, TaskTree};
 use bugloop_tools::{ToolContext, Toolset, Workspace};
 
 use crate::context::{cut, rules_of};
@@ -58,6 +58,10 @@ pub use crate::env::WorkTarget;
 pub struct Workbench {
     git: Git,
     tree: Mutex<TaskTree>,
+    /// What the commands bugloop ran here (verify, tests) left in the tree that the agent did
+    /// not write, with the command: never the agent's edits, never committed, as long as they
+    /// are as the command left them (a `__pycache__` in a repository that does not ignore it).
+    byproducts: Mutex<Vec<(Change, String)>>,
     path: PathBuf,
     pub start_head: String,
     pub start_branch: Option<String>,
@@ -73,6 +77,7 @@ impl Workbench {
                 git: git.clone(),
                 path: tree.path().to_path_buf(),
                 tree: Mutex::new(tree),
+                byproducts: Mutex::default(),
                 start_head: head.clone(),
                 start_branch: Some(branch.clone()),
             });
@@ -86,6 +91,7 @@ impl Workbench {
             git: git.clone(),
             path: tree.path().to_path_buf(),
             tree: Mutex::new(tree),
+            byproducts: Mutex::default(),
             start_head,
             start_branch: git.current_branch(),
         })
@@ -99,6 +105,7 @@ impl Workbench {
             git: git.clone(),
             path: tree.path().to_path_buf(),
             tree: Mutex::new(tree),
+            byproducts: Mutex::default(),
             start_head: commit.to_owned(),
             start_branch: None,
         })
@@ -132,6 +139,51 @@ impl Workbench {
     /// What the task tree holds now against its HEAD, read as data.
     pub fn changes(&self) -> Result<Changes, BuildError> {
         Ok(self.tree().changes()?)
+    }
+
+    /// The agent's edits: what the task tree holds against its HEAD, but what commands left
+    /// there as they left it.
+    pub fn edits(&self) -> Result<Changes, BuildError> {
+        let left_out: Vec<Change> = self
+            .byproducts()
+            .iter()
+            .map(|(change, _)| change.clone())
+            .collect();
+        Ok(self.changes()?.without(&left_out))
+    }
+
+    fn byproducts(&self) -> std::sync::MutexGuard<'_, Vec<(Change, String)>> {
+        self.byproducts
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Records what `command` made in the tree (between `before` and `after`) on paths the
+    /// agent did not change; returns the paths.
+    fn record_byproducts(
+        &self,
+        before: &Changes,
+        after: &Changes,
+        agent: &Changes,
+        command: &str,
+    ) -> Vec<String> {
+        let made = after.made_since(before, agent);
+        let mut byproducts = self.byproducts();
+        let mut paths = Vec::new();
+        for change in made {
+            byproducts.retain(|(old, _)| old.path != change.path);
+            paths.push(change.path.clone());
+            byproducts.push((change, command.to_owned()));
+        }
+        paths
+    }
+
+    /// What commands left in the tree, as "`path`: produced by `command`".
+    pub fn left_out(&self) -> Vec<String> {
+        self.byproducts()
+            .iter()
+            .map(|(change, command)| format!("{}: produced by `{command}`", change.path))
+            .collect()
     }
 
     /// Commits `changes` as the bot (see [`TaskTree::commit`]).
@@ -261,6 +313,8 @@ pub async fn build(env: &LoopEnv<'_>, bench: &Workbench, task: BuildTask) -> Bui
         },
         summary: String::new(),
         verify: Vec::new(),
+        left_out: Vec::new(),
+        out_of_budget: false,
         usage: Usage::default(),
         transcript: PathBuf::new(),
     };
@@ -290,6 +344,7 @@ pub async fn build(env: &LoopEnv<'_>, bench: &Workbench, task: BuildTask) -> Bui
         Err(error) => {
             result.status = BuildStatus::Refused {
                 reason: format!("protected_paths: {error}"),
+                guardrail: true,
             };
             return result;
         }
@@ -338,12 +393,16 @@ async fn finish(
             result.summary = value.to_string();
         }
         Err(error) => {
+            result.out_of_budget = matches!(
+                error,
+                bugloop_agent::AgentError::Model(bugloop_llm::LlmError::Budget(_))
+            );
             return Ok(BuildStatus::AgentFailed {
-                error: format!("{error} (transcript: {})", result.transcript.display()),
+                error: format!("{error} ({})", crate::run_reference(&result.transcript)),
             });
         }
     }
-    let changes = bench.changes()?;
+    let changes = bench.edits()?;
     if changes.is_empty() {
         return Ok(BuildStatus::NoChanges {
             summary: result.summary.clone(),
@@ -352,6 +411,7 @@ async fn finish(
     if !changes.refused.is_empty() {
         return Ok(BuildStatus::Refused {
             reason: changes.refused.join("; "),
+            guardrail: false,
         });
     }
     let files = changes.paths();
@@ -360,6 +420,7 @@ async fn finish(
     let touched: Vec<&String> = files.iter().filter(|f| protected.is_ignored(f)).collect();
     if !touched.is_empty() {
         return Ok(BuildStatus::Refused {
+            guardrail: true,
             reason: format!(
                 "the change touches protected paths: {}",
                 touched
@@ -370,13 +431,26 @@ async fn finish(
             ),
         });
     }
-    result.verify = run_commands(
-        env.config(),
-        bench.path(),
-        Some(bench.git_mount()),
-        &env.settings.verify_commands,
-    )
-    .await?;
+    // One command at a time, so what each leaves in the tree is known as its own.
+    let mut before = bench.changes()?;
+    for command in &env.settings.verify_commands {
+        let mut runs = run_commands(
+            env.config(),
+            bench.path(),
+            Some(bench.git_mount()),
+            std::slice::from_ref(command),
+        )
+        .await?;
+        let after = bench.changes()?;
+        bench.record_byproducts(&before, &after, &changes, &command.raw);
+        before = after;
+        let passed = runs.iter().all(|run| run.passed);
+        result.verify.append(&mut runs);
+        if !passed {
+            break;
+        }
+    }
+    result.left_out = bench.left_out();
     for run in &result.verify {
         env.progress.event(crate::ProgressEvent::Step(format!(
             "verify `{}`: {}",
@@ -397,11 +471,13 @@ async fn finish(
     if !after.refused.is_empty() {
         return Ok(BuildStatus::Refused {
             reason: after.refused.join("; "),
+            guardrail: false,
         });
     }
     let rewritten = changes.differences(&after);
     if !rewritten.is_empty() {
         return Ok(BuildStatus::Refused {
+            guardrail: false,
             reason: format!(
                 "a verify command changed what the agent wrote ({}); nothing was committed",
                 rewritten.join(", ")

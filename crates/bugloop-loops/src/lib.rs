@@ -75,6 +75,16 @@ impl Progress for Silent {
     fn event(&self, _: ProgressEvent) {}
 }
 
+/// How an error names the agent run it happened in: by the run's name, which `bugloop runs show`
+/// opens, never by its path. What bugloop posts (a summary comment, an escalation on a public
+/// issue) must not show the runner's or server's file system.
+pub fn run_reference(transcript: &Path) -> String {
+    match transcript.file_stem() {
+        Some(stem) => format!("run {}", stem.to_string_lossy()),
+        None => "no transcript".to_owned(),
+    }
+}
+
 /// The sandbox for commands of a run in `workspace`, from the configuration.
 pub fn sandbox_settings(config: &Config, workspace: &Path, policy: Policy) -> SandboxSettings {
     let sandbox = &config.sandbox;

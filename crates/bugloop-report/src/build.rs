@@ -30,8 +30,10 @@ pub enum BuildStatus {
     NoChanges { summary: String },
     /// A verify command failed: nothing was committed.
     VerifyFailed { command: String, output: String },
-    /// The change touched protected paths: nothing was committed.
-    Refused { reason: String },
+    /// The change cannot be committed as it is: nothing was committed. A guardrail (protected
+    /// paths) is a decision for a person; any other refusal (a verify command that rewrote the
+    /// agent's files, a symlink out of the tree) is the agent's to mend.
+    Refused { reason: String, guardrail: bool },
     /// The agent did not finish (model error, budget, turn limit).
     AgentFailed { error: String },
 }
@@ -41,6 +43,12 @@ pub struct BuildResult {
     pub status: BuildStatus,
     pub summary: String,
     pub verify: Vec<VerifyRun>,
+    /// What the verify commands left in the tree that the agent did not write, never
+    /// committed: "`__pycache__/a.pyc`: produced by `python3 -m unittest`".
+    pub left_out: Vec<String>,
+    /// The agent stopped because the run's budget (turns, tokens, money) ran out: not a failed
+    /// attempt of its own, a run to resume with more budget.
+    pub out_of_budget: bool,
     pub usage: Usage,
     pub transcript: PathBuf,
 }

@@ -46,6 +46,9 @@ pub struct SolveReport {
     pub rounds: Vec<Round>,
     /// What the last run did, or why it stopped where it did.
     pub message: String,
+    /// The last run stopped before the pipeline's next state, and why: `budget` (the run's
+    /// budget ran out; `bugloop solve N` with more budget resumes where it stopped).
+    pub stopped: Option<String>,
     pub history: Vec<Step>,
 }
 

@@ -292,6 +292,9 @@ pub fn act(report: &ActReport) -> String {
                 if run.passed { "passed" } else { "FAILED" }
             );
         }
+        for left in &build.left_out {
+            let _ = writeln!(out, "  left out: {left}");
+        }
         if let BuildStatus::VerifyFailed { output, .. } = &build.status {
             let _ = writeln!(out, "\n{}", output.trim_end());
         }
@@ -334,7 +337,7 @@ pub fn build_status(status: &BuildStatus) -> String {
         BuildStatus::VerifyFailed { command, .. } => {
             format!("the verify command `{command}` failed; nothing was committed")
         }
-        BuildStatus::Refused { reason } => format!("{reason}; nothing was committed"),
+        BuildStatus::Refused { reason, .. } => format!("{reason}; nothing was committed"),
         BuildStatus::AgentFailed { error } => format!("the agent did not finish: {error}"),
     }
 }

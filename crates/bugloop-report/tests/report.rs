@@ -377,6 +377,8 @@ fn build(status: BuildStatus) -> BuildResult {
                 output: "1 failed".to_owned(),
             },
         ],
+        left_out: vec!["target/debug/app: produced by `cargo build`".to_owned()],
+        out_of_budget: false,
         usage: Usage::default(),
         transcript: PathBuf::from("runs/fix.jsonl"),
     }

@@ -147,10 +147,66 @@ struct Stage {
     dir: PathBuf,
 }
 
+/// Where stages go: the temporary directory, unless the sandbox's user cannot reach it (a
+/// `TMPDIR` inside a `0700` directory, such as a private runner temp), then the first of
+/// `/tmp`, `/var/tmp` and `/dev/shm` it can. bubblewrap, running as that user, opens the stage.
+fn stage_root() -> PathBuf {
+    let preferred = std::env::temp_dir();
+    std::iter::once(preferred.clone())
+        .chain(["/tmp", "/var/tmp", "/dev/shm"].map(PathBuf::from))
+        .find(|dir| reachable_by_others(dir))
+        .unwrap_or(preferred)
+}
+
+/// Whether a user that is neither the owner nor in the group can go through `dir` and every
+/// directory above it (mode `o+x` all the way up), and `dir` is a directory.
+fn reachable_by_others(dir: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let Ok(dir) = dir.canonicalize() else {
+        return false;
+    };
+    dir.is_dir()
+        && dir
+            .ancestors()
+            .all(|up| std::fs::metadata(up).is_ok_and(|m| m.permissions().mode() & 0o001 != 0))
+}
+
+/// Removes stages left by runs that were killed (`bugloop-stage-<pid>-<n>` of a process that is
+/// gone): their mounts only ever existed in the killed command's namespace, so what is left is
+/// empty mount points.
+fn remove_stale_stages(root: &Path) {
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("bugloop-stage-"))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let gone = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None)
+            == Err(nix::errno::Errno::ESRCH);
+        // Only our own: in a shared directory anyone can make a directory of that name.
+        let ours = std::fs::symlink_metadata(entry.path()).is_ok_and(|m| {
+            use std::os::unix::fs::MetadataExt;
+            m.is_dir() && m.uid() == nix::unistd::Uid::effective().as_raw()
+        });
+        if gone && ours {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
 impl Stage {
     fn create() -> Result<Stage, SandboxError> {
         use std::os::unix::fs::PermissionsExt;
-        let dir = std::env::temp_dir().join(format!(
+        let root = stage_root();
+        remove_stale_stages(&root);
+        let dir = root.join(format!(
             "bugloop-stage-{}-{}",
             std::process::id(),
             STAGE_SEQUENCE.fetch_add(1, std::sync::atomic::Ordering::Relaxed)

@@ -492,6 +492,32 @@ impl Changes {
     }
 
     /// The paths whose change is not the same in `other` (other content, mode or kind, or gone).
+    /// Without the changes that are exactly one of `left_out` (the same path, kind and content):
+    /// what commands left in the tree, as long as nothing changed it since.
+    pub fn without(&self, left_out: &[Change]) -> Changes {
+        Changes {
+            changes: self
+                .changes
+                .iter()
+                .filter(|c| !left_out.contains(c))
+                .cloned()
+                .collect(),
+            refused: self.refused.clone(),
+            skipped: self.skipped.clone(),
+        }
+    }
+
+    /// The changes in `self` that `before` does not have as they are now (new, or different),
+    /// on paths `agent` did not change.
+    pub fn made_since(&self, before: &Changes, agent: &Changes) -> Vec<Change> {
+        self.changes
+            .iter()
+            .filter(|c| !before.changes.contains(c))
+            .filter(|c| !agent.changes.iter().any(|a| a.raw == c.raw))
+            .cloned()
+            .collect()
+    }
+
     pub fn differences(&self, other: &Changes) -> Vec<String> {
         self.changes
             .iter()

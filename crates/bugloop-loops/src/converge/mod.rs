@@ -151,7 +151,7 @@ fn status_text(status: &BuildStatus) -> String {
     match status {
         BuildStatus::NoChanges { .. } => "the fix changed nothing".to_owned(),
         BuildStatus::VerifyFailed { command, .. } => format!("verify `{command}` failed"),
-        BuildStatus::Refused { reason } => reason.clone(),
+        BuildStatus::Refused { reason, .. } => reason.clone(),
         BuildStatus::AgentFailed { error } => error.clone(),
         BuildStatus::Committed { commit, .. } => format!("committed {}", short(commit)),
     }

@@ -310,8 +310,8 @@ async fn run_session(
             session.budget_exhausted =
                 matches!(error, bugloop_agent::AgentError::Model(LlmError::Budget(_)));
             session.error = Some(format!(
-                "{error} (transcript: {})",
-                run.transcript.display()
+                "{error} ({})",
+                crate::run_reference(&run.transcript)
             ));
         }
     }

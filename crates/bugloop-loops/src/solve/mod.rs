@@ -171,7 +171,30 @@ pub async fn solve(
 /// The issue's state as recorded, without doing anything (`bugloop status`).
 pub async fn status(tracker: &dyn Tracker, issue: u64) -> Result<SolveReport, SolveError> {
     let found = tracker.issue(issue).await?;
-    let record = Record::new(tracker.solve_history(issue).await?);
+    let mut record = Record::new(tracker.solve_history(issue).await?);
+    // A ready draft that a person merged since (`git merge`, or the forge's button) is recorded
+    // as merged when its status is asked for, as `solve` would record it.
+    if record.state() == Some(SolveState::Ready)
+        && let Some(number) = record.change_request()
+        && tracker.change_request(number).await?.state
+            == bugloop_forge::tracker::ChangeRequestState::Merged
+    {
+        tracker.close_solved(issue).await?;
+        let recorded = tracker
+            .record_transition(
+                issue,
+                Some(SolveState::Ready),
+                SolveState::Merged,
+                &format!("#{number} was merged"),
+                &json!({}),
+            )
+            .await;
+        match recorded {
+            Ok(transition) => record.push(transition),
+            // Another run recorded it first: its record is the one to show.
+            Err(_) => record = Record::new(tracker.solve_history(issue).await?),
+        }
+    }
     let message = match record.state() {
         Some(state) if state.is_final() => record.last_reason(),
         Some(_) => format!("in progress: {}", record.last_reason()),

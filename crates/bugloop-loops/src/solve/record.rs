@@ -127,6 +127,8 @@ impl Record {
 
     pub fn attempts(&self) -> Vec<Attempt> {
         self.within(SolveState::Solving)
+            // A run that stopped (out of budget) made no attempt of its own.
+            .filter(|t| t.detail.get("stopped").is_none())
             .map(|t| Attempt {
                 number: t.detail.get("attempt").and_then(Value::as_u64).unwrap_or(0),
                 passed: t.detail.get("passed").and_then(Value::as_bool) == Some(true),
@@ -138,6 +140,7 @@ impl Record {
     /// The last failed attempt's command output, if it kept one.
     pub(super) fn last_output(&self) -> Option<String> {
         self.within(SolveState::Solving)
+            .filter(|t| t.detail.get("stopped").is_none())
             .last()
             .map(|t| text(&t.detail, "output"))
             .filter(|o| !o.is_empty())
@@ -252,6 +255,12 @@ impl Record {
             attempts: self.attempts(),
             rounds: self.rounds(),
             message,
+            stopped: self
+                .current()
+                .last()
+                .and_then(|t| t.detail.get("stopped"))
+                .and_then(Value::as_str)
+                .map(str::to_owned),
             history: self
                 .history
                 .iter()

@@ -36,6 +36,9 @@ pub(super) async fn run(run: &mut Run<'_, '_>) -> Result<Flow, SolveError> {
             i64::try_from(solve.timeout_minutes.saturating_mul(60)).unwrap_or(i64::MAX),
         );
     let bench = Workbench::at(run.env.git, &solving.start, "solve")?;
+    // The tree starts from where solving started: the edits of attempts an earlier run made
+    // are not in it, and the prompt must not say they are.
+    let earlier = run.record.attempts().len();
     loop {
         let done = run.record.attempts().len() as u64;
         if done >= max_attempts {
@@ -59,7 +62,7 @@ pub(super) async fn run(run: &mut Run<'_, '_>) -> Result<Flow, SolveError> {
         let left = Duration::try_from(left).unwrap_or(Duration::ZERO);
         let task = BuildTask {
             name: format!("solve-{}-{number}", run.number()),
-            prompt: prompt(run),
+            prompt: prompt(run, earlier),
             commit_message: format!(
                 "fix: {} (#{})",
                 first_line(&run.issue.title, 60),
@@ -77,6 +80,22 @@ pub(super) async fn run(run: &mut Run<'_, '_>) -> Result<Flow, SolveError> {
             .await?;
             continue;
         };
+        if result.out_of_budget {
+            // Not the attempt's failure: the run's budget is spent. Not escalated, and not an
+            // attempt: the next run, with the budget it is given, resumes solving here.
+            let _ = bench.discard();
+            let reason = format!(
+                "stopped: the budget ran out during attempt {number} (budgets.*); `bugloop solve {}` resumes",
+                run.number()
+            );
+            run.step(
+                SolveState::Solving,
+                &reason,
+                json!({"stopped": "budget", "outcome": reason}),
+            )
+            .await?;
+            return Ok(Flow::Stop(reason));
+        }
         let outcome = match &result.status {
             BuildStatus::Committed { commit, files, .. } => {
                 let binary = binary_changes(run.env.git, &solving.start, commit)?;
@@ -143,13 +162,21 @@ pub(super) async fn run(run: &mut Run<'_, '_>) -> Result<Flow, SolveError> {
                     json!({
                         "attempt": number, "passed": true, "outcome": outcome, "commit": solution.commit,
                         "summary": solution.summary, "verify": solution.verify,
-                        "files": solution.files,
+                        "files": solution.files, "left_out": result.left_out,
                     }),
                 )
                 .await?;
                 return propose(run, &solving, &solution).await;
             }
-            BuildStatus::Refused { reason } => {
+            // Anything else refused is the agent's to mend, in the next attempt.
+            BuildStatus::Refused {
+                reason,
+                guardrail: false,
+            } => format!("refused: {reason}"),
+            BuildStatus::Refused {
+                reason,
+                guardrail: true,
+            } => {
                 run.step(
                     SolveState::Solving,
                     &format!("attempt {number}: refused: {reason}"),
@@ -179,19 +206,29 @@ pub(super) async fn run(run: &mut Run<'_, '_>) -> Result<Flow, SolveError> {
             &format!("attempt {number}: {outcome}"),
             json!({
                 "attempt": number, "passed": false, "outcome": outcome,
-                "summary": result.summary, "output": output,
+                "summary": result.summary, "output": output, "left_out": result.left_out,
             }),
         )
         .await?;
     }
 }
 
-/// The solver's prompt: the issue, and what the attempts before this one came to.
-fn prompt(run: &Run<'_, '_>) -> String {
+/// The solver's prompt: the issue, and what the attempts before this one came to. The first
+/// `earlier` attempts were made by an earlier run, whose edits are not in this run's tree.
+fn prompt(run: &Run<'_, '_>, earlier: usize) -> String {
     let mut attempts = String::new();
     let history = run.record.attempts();
     if !history.is_empty() {
-        attempts.push_str("## Attempts so far\n\nYour edits of the attempts below are still in the tree; build on them or undo them.\n\n");
+        let kept = if earlier == 0 {
+            "Your edits of the attempts below are still in the tree; build on them or undo them."
+        } else if earlier == history.len() {
+            "These attempts were made by an earlier run that stopped; the tree starts again from \
+             where solving started, so none of their edits are in it."
+        } else {
+            "The first attempts below were made by an earlier run that stopped, and their edits \
+             are not in the tree; your edits of the later ones are, build on them or undo them."
+        };
+        attempts.push_str(&format!("## Attempts so far\n\n{kept}\n\n"));
         for attempt in &history {
             attempts.push_str(&format!(
                 "- attempt {}: {}\n",
@@ -267,7 +304,10 @@ async fn propose(
 fn draft_body(run: &Run<'_, '_>, solution: &Solution) -> String {
     let mut body = format!("Closes #{}\n\n## Summary\n\n", run.number());
     // The model's words: no hidden markers or open fences in a body bugloop writes.
-    let summary = bugloop_domain::markdown::neutralise(solution.summary.trim());
+    // Nor mentions: "@alice please approve" in it would page Alice.
+    let summary = bugloop_domain::markdown::silence_mentions(
+        &bugloop_domain::markdown::neutralise(solution.summary.trim()),
+    );
     body.push_str(if summary.trim().is_empty() {
         "(the agent gave no summary)"
     } else {

@@ -351,6 +351,41 @@ async fn an_issue_is_solved_reviewed_addressed_and_marked_ready() {
     );
 }
 
+/// An escalation is posted where others read it (a public issue on GitHub): it names an agent
+/// run by its name, never by a path of the machine bugloop ran on.
+#[tokio::test]
+async fn an_escalation_shows_no_path_of_the_machine() {
+    let (repo, issue) = scenario().await;
+    // A model that never answers: every attempt's agent fails.
+    let report = run_solve(
+        &repo,
+        config(2),
+        Arc::new(ScriptedProvider::new([])),
+        None,
+        issue,
+    )
+    .await
+    .unwrap();
+    assert_eq!(report.state, Some(SolveState::Escalated));
+    let forge = LocalForge::open(Git::open(repo.path()).unwrap(), "bugloop")
+        .await
+        .unwrap();
+    let said = forge
+        .comments(&ChangeKey(format!("issue:{issue}")))
+        .await
+        .unwrap();
+    let body = &said[0].body;
+    assert!(body.contains("the agent did not finish"), "{body}");
+    assert!(
+        body.contains("(run ") && body.contains("-solve-1-1-"),
+        "{body}"
+    );
+    let root = repo.path().to_string_lossy().into_owned();
+    for machine in [root.as_str(), ".jsonl", "/bugloop/runs", "/tmp/"] {
+        assert!(!body.contains(machine), "{machine} in {body}");
+    }
+}
+
 #[tokio::test]
 async fn a_solver_that_never_passes_is_escalated_with_its_attempts() {
     let (repo, issue) = scenario().await;
