@@ -66,6 +66,14 @@ impl App {
             return self.solve_with(&tracker, &job, &options).await;
         }
         let tracker = self.tracker()?;
+        // One run solves an issue at a time; another is told who does, before it spends anything.
+        let store = bugloop_forge::local::store_path(&self.git)?;
+        let _lease = bugloop_store::Lease::take(
+            store.parent().unwrap_or(&store),
+            &format!("solve-{}", job.issue),
+            &format!("issue #{}", job.issue),
+        )
+        .map_err(|error| AppError::Invalid(error.to_string()))?;
         let base = match job.base.clone() {
             Some(base) => base,
             None => self

@@ -25,9 +25,11 @@ const MIGRATIONS: &[&str] = &[
 ];
 
 mod items;
+mod lease;
 mod solve;
 
 pub use self::items::{Item, ItemKind, ItemState, NewChangeRequest, NewIssue, Reported};
+pub use self::lease::{Lease, LeaseError};
 pub use self::solve::Transition;
 
 #[derive(Debug, thiserror::Error)]

@@ -508,3 +508,78 @@ fn solving_as_root_with_a_private_tmpdir_and_after_a_killed_run() {
         "the killed run's stage is gone"
     );
 }
+
+/// Two `solve N` at once: the second says which run holds the issue and exits 2 before it
+/// spends anything (no model call, no attempt recorded); once the first is gone, the issue is
+/// free again.
+#[test]
+fn one_run_solves_an_issue_at_a_time() {
+    let repo = TestRepo::init("main");
+    repo.write("stats.py", MEAN);
+    repo.write(
+        ".bugloop/config.yml",
+        "solve:\n  test_commands:\n    - python3 -c \"import time; time.sleep(60)\"\n",
+    );
+    repo.commit("stats");
+    assert_eq!(
+        bugloop(repo.path(), &["report"], MEAN_TRACE).status.code(),
+        Some(0)
+    );
+    let scripts = tempfile::tempdir().unwrap();
+    let model = script_of(
+        scripts.path(),
+        "first.jsonl",
+        &[
+            json!({"tool_calls": [write("stats.py", &MEAN.replace(" + 1", ""))]}),
+            json!({"text": "fixed"}),
+        ],
+    );
+    let mut first = Command::new(env!("CARGO_BIN_EXE_bugloop"))
+        .args(["solve", "1", "--model", &model])
+        .current_dir(repo.path())
+        .env("NO_COLOR", "1")
+        .env_remove("BUGLOOP_CONFIG")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until the first run is in its attempt (its test command sleeping).
+    let runs = repo.path().join(".git/bugloop/runs");
+    let started = std::time::Instant::now();
+    while std::fs::read_dir(&runs).map_or(0, Iterator::count) == 0
+        && started.elapsed() < std::time::Duration::from_secs(30)
+    {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let second = bugloop(repo.path(), &["solve", "1", "--model", &model], "");
+    let said = text(&second);
+    assert_eq!(second.status.code(), Some(2), "{said}");
+    assert!(
+        said.contains(&format!(
+            "issue #1 is held by another run (process {}",
+            first.id()
+        )),
+        "{said}"
+    );
+    assert_eq!(
+        std::fs::read_dir(&runs).unwrap().count(),
+        1,
+        "no model call"
+    );
+    first.kill().unwrap();
+    first.wait().unwrap();
+    // Free once the holder is gone, even killed.
+    let status = bugloop(repo.path(), &["status", "1", "--format", "json"], "");
+    let status: Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(status["attempts"], json!([]), "{status:#}");
+    let again = bugloop(
+        repo.path(),
+        &["solve", "1", "--model", "script:/nonexistent"],
+        "",
+    );
+    assert!(
+        !text(&again).contains("held by another run"),
+        "{}",
+        text(&again)
+    );
+}
