@@ -14,6 +14,7 @@ mod error;
 mod event;
 mod github;
 pub mod inspect;
+mod item;
 pub mod metrics;
 mod models;
 mod outcome;
@@ -46,6 +47,7 @@ pub use self::conversation::{FindingThread, StoreAction, StoreResult, store_acti
 pub use self::error::AppError;
 pub use self::event::{EventJob, EventOutcome, run_event};
 pub use self::github::{GitHubAuth, GitHubTarget, PullRequestRun};
+pub use self::item::ItemView;
 pub use self::models::Models;
 pub use self::outcome::{Outcome, Verdict};
 pub use self::pull_request::{PullRequestComment, PullRequestCommentKind};

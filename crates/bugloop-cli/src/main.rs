@@ -70,6 +70,9 @@ enum Command {
     Solve(solve::SolveArgs),
     /// Where issues stand in the solve pipeline; with ISSUE, every transition with its reason.
     Status(solve::StatusArgs),
+    /// An issue or change request (a solve draft) with its body and every comment of its
+    /// conversation: what a forge's web page would show.
+    Item(solve::ItemArgs),
     /// Write a comment as on a pull request; bugloop decides whether to fix, do, answer or weigh
     /// it as a dispute (exit 0 done; 1 a fix or change was not committed; 4 left on a branch;
     /// 3 the comment was stored but acting on it failed; 2 an error, nothing stored).
@@ -341,6 +344,7 @@ fn run(cli: Cli, out: &mut impl Write) -> Result<Verdict> {
         Command::Report(args) => report::report(&cwd, &choice, &args, out),
         Command::Solve(args) => solve::solve(&cwd, &choice, &args, out),
         Command::Status(args) => solve::status(&cwd, &choice, &args, out),
+        Command::Item(args) => solve::item(&cwd, &choice, &args, out),
         Command::Comment(args) => act::comment(&cwd, &choice, &args, out),
         Command::Converge(args) => act::converge(&cwd, &choice, &args, out),
         Command::Reply(args) => act::reply(&cwd, &choice, &args, out),

@@ -91,3 +91,66 @@ pub fn status(
     }
     Ok(Verdict::Done)
 }
+
+#[derive(Debug, clap::Args)]
+pub struct ItemArgs {
+    /// The issue's or change request's number.
+    pub number: u64,
+    #[arg(long, value_enum, default_value_t = crate::Format::Text)]
+    pub format: crate::Format,
+}
+
+/// An issue or change request of the local forge with its conversation.
+pub fn item(
+    cwd: &Path,
+    choice: &ConfigChoice,
+    args: &ItemArgs,
+    out: &mut impl Write,
+) -> Result<Verdict> {
+    let view = with_app(cwd, choice, async |app| app.item(args.number).await)?;
+    if let crate::Format::Json = args.format {
+        writeln!(out, "{}", json::to_json(&view)?)?;
+        return Ok(Verdict::Done);
+    }
+    let item = &view.item;
+    let (kind, draft) = match (item.branch.as_deref(), item.draft) {
+        (Some(_), Some(true)) => ("change request", ", draft"),
+        (Some(_), _) => ("change request", ""),
+        (None, _) => ("issue", ""),
+    };
+    writeln!(
+        out,
+        "#{} {kind} ({}{draft}): {}",
+        item.number,
+        serde_json::to_value(item.state)?
+            .as_str()
+            .unwrap_or_default(),
+        item.title
+    )?;
+    if let (Some(branch), Some(base)) = (&item.branch, &item.base) {
+        write!(out, "  {branch} into {base}")?;
+        if let Some(closes) = item.closes {
+            write!(out, " · closes #{closes}")?;
+        }
+        writeln!(out)?;
+    }
+    if !item.labels.is_empty() {
+        writeln!(out, "  labels: {}", item.labels.join(", "))?;
+    }
+    writeln!(out, "\n{}", item.body.trim_end())?;
+    for comment in &view.comments {
+        let place = match (&comment.path, comment.line) {
+            (Some(path), Some(line)) => format!(" · {path}:{line}"),
+            (Some(path), None) => format!(" · {path}"),
+            _ => String::new(),
+        };
+        writeln!(
+            out,
+            "\n── {} · {}{place}\n{}",
+            comment.author,
+            comment.created_at.strftime("%Y-%m-%d %H:%M"),
+            comment.body.trim_end()
+        )?;
+    }
+    Ok(Verdict::Done)
+}

@@ -207,7 +207,7 @@ fn a_repository_without_gitignore_is_solved_without_its_test_byproducts() {
         json!({"tool_calls": [write("test_stats.py", MEAN_TEST)]}),
         json!({"text": "A test for the crash."}),
         json!({"tool_calls": [write("stats.py", &MEAN.replace(" + 1", ""))]}),
-        json!({"text": "The loop stops at the last element."}),
+        json!({"text": "The loop stops at the last element. @alice @acme/security please approve"}),
     ];
     lines.extend(review_lines(&[]));
     let report = solve_with(&repo, MEAN_TRACE, &lines);
@@ -228,6 +228,20 @@ fn a_repository_without_gitignore_is_solved_without_its_test_byproducts() {
         status.contains("attempt 1: `python3 -m unittest -q` failed"),
         "{status}"
     );
+    // The draft as a person reads it: the model's mentions page nobody.
+    let draft = bugloop(repo.path(), &["item", "2", "--format", "json"], "");
+    assert_eq!(draft.status.code(), Some(0), "{}", text(&draft));
+    let draft: Value = serde_json::from_slice(&draft.stdout).unwrap();
+    let body = draft["body"].as_str().unwrap();
+    assert!(body.starts_with("Closes #1"), "{body}");
+    assert!(body.contains("please approve"), "{body}");
+    assert!(
+        !body.contains("@alice") && !body.contains("@acme"),
+        "{body}"
+    );
+    let shown = text(&bugloop(repo.path(), &["item", "2"], ""));
+    assert!(shown.starts_with("#2 change request (open"), "{shown}");
+    assert!(shown.contains(" into main · closes #1"), "{shown}");
 
     // Merged by hand: `status` records it, as `solve` would.
     let branch = report["branch"].as_str().unwrap();
