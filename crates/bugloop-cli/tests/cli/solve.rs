@@ -597,3 +597,46 @@ fn one_run_solves_an_issue_at_a_time() {
         text(&again)
     );
 }
+
+/// An escalation is posted where others read it (a public issue on GitHub): what the failing
+/// test printed is quoted with the task tree's path written as `.`, and agent runs are named,
+/// never shown by a path of the machine.
+#[test]
+fn an_escalation_quotes_no_path_of_the_machine() {
+    let repo = TestRepo::init("main");
+    repo.write("stats.py", MEAN);
+    repo.write(
+        ".bugloop/config.yml",
+        "solve:\n  max_iterations: 2\n  test_commands:\n    - python3 -c \"import os, sys; print(os.getcwd() + '/stats.py:3'); sys.exit(1)\"\n",
+    );
+    repo.commit("stats");
+    let lines = [
+        json!({"tool_calls": [write("stats.py", &MEAN.replace(" + 1", ""))]}),
+        json!({"text": "fixed"}),
+    ];
+    let reported = bugloop(repo.path(), &["report"], MEAN_TRACE);
+    assert_eq!(reported.status.code(), Some(0), "{}", text(&reported));
+    let scripts = tempfile::tempdir().unwrap();
+    let model = script_of(scripts.path(), "fails.jsonl", &lines);
+    let solved = bugloop(repo.path(), &["solve", "1", "--model", &model], "");
+    assert_eq!(solved.status.code(), Some(1), "{}", text(&solved));
+    let issue = bugloop(repo.path(), &["item", "1", "--format", "json"], "");
+    let issue: Value = serde_json::from_slice(&issue.stdout).unwrap();
+    let said: Vec<&str> = issue["comments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["body"].as_str())
+        .collect();
+    assert_eq!(said.len(), 1, "{issue:#}");
+    let escalation = said[0];
+    assert!(
+        escalation.contains("failed [Exited(1)]: ./stats.py:3"),
+        "{escalation}"
+    );
+    assert!(escalation.contains("(run "), "{escalation}");
+    let root = repo.path().canonicalize().unwrap();
+    for machine in [root.to_str().unwrap(), "/tmp/", ".jsonl"] {
+        assert!(!escalation.contains(machine), "{machine}: {escalation}");
+    }
+}

@@ -190,15 +190,14 @@ pub(super) async fn run(run: &mut Run<'_, '_>) -> Result<Flow, SolveError> {
                     .escalate(&format!("the solution was refused: {reason}"))
                     .await;
             }
-            BuildStatus::VerifyFailed { command, output } => format!(
-                "`{command}` failed: {}",
-                first_line(last_lines(output, 1).trim(), 200)
-            ),
+            BuildStatus::VerifyFailed { command, output } => {
+                failed_outcome(command, &relative(output, &bench))
+            }
             BuildStatus::NoChanges { .. } => "the agent changed nothing".to_owned(),
             BuildStatus::AgentFailed { error } => format!("the agent did not finish: {error}"),
         };
         let output = match &result.status {
-            BuildStatus::VerifyFailed { output, .. } => last_lines(output, 40),
+            BuildStatus::VerifyFailed { output, .. } => last_lines(&relative(output, &bench), 40),
             _ => String::new(),
         };
         run.step(
@@ -339,6 +338,43 @@ fn draft_body(run: &Run<'_, '_>, solution: &Solution) -> String {
         if attempts == 1 { "" } else { "s" }
     ));
     body
+}
+
+/// What a command printed, with the task tree's path (the sandbox shows the tree where it is on
+/// the host) written as `.`: an attempt's outcome is posted where others read it (an escalation
+/// on a public issue), and must not show the machine's file system.
+fn relative(output: &str, bench: &Workbench) -> String {
+    let mut text = output.to_owned();
+    let shown = bench.path().display().to_string();
+    let real = bench
+        .path()
+        .canonicalize()
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    for root in [real, shown] {
+        if !root.is_empty() && root != "/" {
+            text = text.replace(&root, ".");
+        }
+    }
+    text
+}
+
+/// "`cmd` failed [Exited(1)]: <the last line it printed>": the exit status the runner appends is
+/// said as such, and the line before it is what the command said.
+fn failed_outcome(command: &str, output: &str) -> String {
+    let mut lines = output.lines().map(str::trim).filter(|l| !l.is_empty());
+    let mut last = lines.next_back();
+    let status = match last {
+        Some(line) if line.starts_with('[') && line.ends_with(']') => {
+            last = lines.next_back();
+            format!(" {line}")
+        }
+        _ => String::new(),
+    };
+    match last {
+        Some(said) => format!("`{command}` failed{status}: {}", first_line(said, 200)),
+        None => format!("`{command}` failed{status}"),
+    }
 }
 
 fn first_line(text: &str, max: usize) -> String {
