@@ -640,3 +640,100 @@ fn an_escalation_quotes_no_path_of_the_machine() {
         assert!(!escalation.contains(machine), "{machine}: {escalation}");
     }
 }
+
+/// The byproducts scenario again as an unprivileged user (uid 65534, as the Dockerfile runs the
+/// server), when this test runs as root: the sandbox, the task tree and the store behave the
+/// same for a user who owns nothing else.
+#[test]
+fn a_repository_without_gitignore_is_solved_as_an_unprivileged_user_too() {
+    use std::os::unix::fs::PermissionsExt;
+    if !is_root() {
+        eprintln!(
+            "running as an unprivileged user already: the root-run variant is the other test"
+        );
+        return;
+    }
+    let open = |dir: &Path| {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    };
+    let give = |dir: &Path| {
+        let chowned = Command::new("chown")
+            .args(["-R", "65534:65534"])
+            .arg(dir)
+            .status()
+            .unwrap();
+        assert!(chowned.success());
+    };
+    // The binary where that user can run it (the build may sit under /root).
+    let bin = tempfile::tempdir().unwrap();
+    open(bin.path());
+    let binary = bin.path().join("bugloop");
+    std::fs::copy(env!("CARGO_BIN_EXE_bugloop"), &binary).unwrap();
+    std::fs::set_permissions(&binary, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let home = tempfile::tempdir().unwrap();
+    give(home.path());
+    let repo = TestRepo::init("main");
+    repo.write("stats.py", MEAN);
+    repo.write(
+        ".bugloop/config.yml",
+        "solve:\n  test_commands:\n    - python3 -m unittest -q\n",
+    );
+    repo.commit("stats");
+    give(repo.path());
+    let scripts = tempfile::tempdir().unwrap();
+    open(scripts.path());
+    let mut lines = vec![
+        json!({"tool_calls": [write("test_stats.py", MEAN_TEST)]}),
+        json!({"text": "A test for the crash."}),
+        json!({"tool_calls": [write("stats.py", &MEAN.replace(" + 1", ""))]}),
+        json!({"text": "The loop stops at the last element."}),
+    ];
+    lines.extend(review_lines(&[]));
+    let model = script_of(scripts.path(), "solve.jsonl", &lines);
+    let run = |args: &[&str], stdin: &str| -> Output {
+        use std::io::Write;
+        let mut child = Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+            .arg(&binary)
+            .args(args)
+            .current_dir(repo.path())
+            .env_clear()
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .env("HOME", home.path())
+            .env("TMPDIR", "/tmp")
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(stdin.as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    };
+    let reported = run(&["report"], MEAN_TRACE);
+    assert_eq!(reported.status.code(), Some(0), "{}", text(&reported));
+    let solved = run(&["solve", "1", "--model", &model, "--format", "json"], "");
+    assert_eq!(solved.status.code(), Some(0), "{}", text(&solved));
+    let report: Value = serde_json::from_slice(&solved.stdout).unwrap();
+    assert_eq!(report["state"], "READY", "{report:#}");
+    assert_eq!(
+        report["attempts"].as_array().unwrap().len(),
+        2,
+        "{report:#}"
+    );
+    // Read as root: that user's repository is "dubious" to git otherwise.
+    let listed = Command::new("git")
+        .args(["-c", "safe.directory=*", "ls-tree", "-r", "--name-only"])
+        .arg(report["branch"].as_str().unwrap())
+        .current_dir(repo.path())
+        .output()
+        .unwrap();
+    let files = String::from_utf8_lossy(&listed.stdout).into_owned();
+    assert!(files.lines().any(|f| f == "test_stats.py"), "{files}");
+    assert!(!files.contains("__pycache__"), "{files}");
+}
