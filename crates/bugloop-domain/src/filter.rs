@@ -550,6 +550,7 @@ pub fn dedup_existing(
         by_id.insert(&old.id, position);
     }
     let mut taken: BTreeSet<FindingId> = findings.iter().map(|f| f.id.clone()).collect();
+    let mut followed: BTreeSet<FindingId> = BTreeSet::new();
     let mut kept = Vec::new();
     let mut rediscovered = Vec::new();
     for mut finding in findings {
@@ -560,14 +561,20 @@ pub fn dedup_existing(
             .map(|old| (old, same_place(old, &finding, settings.dedup)));
         let matched = match same_id {
             Some((old, true)) => Some((old, "same id at the same place".to_owned())),
-            Some((old, false)) if old.moved => {
+            Some((old, false)) if old.moved && !followed.contains(&old.id) => {
                 Some((old, "same id; its code moved since".to_owned()))
             }
             _ => index
                 .find(settings.dedup, candidate(&finding, &text))
                 .and_then(|m| existing.get(m.entry).map(|old| (old, m.reason.to_string())))
-                .or_else(|| moved_code(existing, &finding)),
+                .or_else(|| moved_code(existing, &finding, &followed)),
         };
+        // A finding whose code moved follows one report, not every one that resembles it.
+        if let Some((old, _)) = &matched
+            && old.moved
+        {
+            followed.insert(old.id.clone());
+        }
         if matched.is_none()
             && let Some((old, false)) = same_id
         {
@@ -654,19 +661,18 @@ fn same_place(old: &ExistingFinding, new: &Finding, rule: DedupRule) -> bool {
         }
 }
 
-/// An existing finding whose code moved that `new` quotes, wherever `new` is.
+/// An existing finding whose code moved that `new` quotes exactly (whitespace aside), wherever
+/// `new` is, and that no other report followed yet.
 fn moved_code<'e>(
     existing: &'e [ExistingFinding],
     new: &Finding,
+    followed: &BTreeSet<FindingId>,
 ) -> Option<(&'e ExistingFinding, String)> {
     let quoted = crate::dedup::evidence_key(new.evidence.as_deref())?;
     existing
         .iter()
-        .filter(|old| old.moved)
-        .find(|old| {
-            crate::dedup::evidence_key(old.evidence.as_deref())
-                .is_some_and(|key| crate::dedup::same_evidence(&key, &quoted))
-        })
+        .filter(|old| old.moved && !followed.contains(&old.id))
+        .find(|old| crate::dedup::evidence_key(old.evidence.as_deref()).as_ref() == Some(&quoted))
         .map(|old| (old, "the same code, moved since".to_owned()))
 }
 

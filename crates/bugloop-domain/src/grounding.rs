@@ -51,26 +51,30 @@ fn normalize(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// The line of `text` nearest `near` where the quoted `evidence` starts (whitespace ignored, as
-/// grounding compares it), or `None` when it is nowhere in the text or quotes nothing. How a
-/// later review finds a finding's code again after lines moved, or learns that it is gone.
+/// The line of `text` nearest `near` where the quoted `evidence` starts, or `None` when it is
+/// nowhere in the text or quotes nothing. Whitespace is ignored altogether, line breaks too, so
+/// a quote reformatted (`len(xs)+1` for `len(xs) + 1`, one line split in two) is still found:
+/// only a change of the code itself makes it gone. How a later review finds a finding's code
+/// again after lines moved, or learns that it is gone.
 pub fn find_evidence(text: &str, evidence: &str, near: u32) -> Option<u32> {
-    let wanted = normalize(evidence);
+    let wanted: String = evidence.chars().filter(|c| !c.is_whitespace()).collect();
     if wanted.is_empty() {
         return None;
     }
-    let height = evidence.trim().lines().count().max(1);
-    // The quote's first line must be on the line found, so a match is not counted at each of
-    // the lines before it.
-    let first = normalize(evidence.trim().lines().next().unwrap_or_default());
-    let lines: Vec<&str> = text.lines().collect();
-    (0..lines.len())
-        .filter(|&start| {
-            let end = (start + height).min(lines.len());
-            normalize(lines[start]).contains(&first)
-                && normalize(&lines[start..end].join("\n")).contains(&wanted)
-        })
-        .filter_map(|index| u32::try_from(index + 1).ok())
+    // The text without whitespace, and the line each of its bytes is on.
+    let mut squeezed = String::with_capacity(text.len());
+    let mut line_of = Vec::with_capacity(text.len());
+    for (index, line) in text.lines().enumerate() {
+        let number = u32::try_from(index + 1).unwrap_or(u32::MAX);
+        for c in line.chars().filter(|c| !c.is_whitespace()) {
+            squeezed.push(c);
+            line_of.extend(std::iter::repeat_n(number, c.len_utf8()));
+        }
+    }
+    // `match_indices` searches in linear time, whatever the text and the quote.
+    squeezed
+        .match_indices(wanted.as_str())
+        .filter_map(|(at, _)| line_of.get(at).copied())
         .min_by_key(|line| line.abs_diff(near))
 }
 
@@ -194,6 +198,16 @@ mod tests {
         let text = "a = 1\nfor i in range(len(xs) + 1):\n    x\nfor i in range(len(xs) + 1):\n";
         assert_eq!(find_evidence(text, "range(len(xs) + 1)", 1), Some(2));
         assert_eq!(find_evidence(text, "range(len(xs)  +  1)", 9), Some(4));
+        // Reformatted: no spaces, or the quote split over two lines of the file.
+        assert_eq!(find_evidence(text, "range(len(xs)+1)", 2), Some(2));
+        assert_eq!(
+            find_evidence(
+                "for i in range(\n    len(xs) + 1\n):\n",
+                "range(len(xs) + 1)",
+                1
+            ),
+            Some(1)
+        );
         // Several lines, whitespace ignored; the match starts where the quote's first line is.
         assert_eq!(find_evidence(text, "a = 1\n  for i in", 3), Some(1));
         assert_eq!(find_evidence(text, "range(len(xs))", 2), None);

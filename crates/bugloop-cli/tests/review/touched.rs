@@ -149,8 +149,8 @@ fn a_line_put_back_as_the_base_has_it_resolves_and_a_revert_raises_it_again() {
 #[test]
 fn a_deleted_line_or_a_deleted_file_resolves_its_finding() {
     let scripts = tempfile::tempdir().unwrap();
-    let quiet = script(scripts.path(), &[]);
     let (repo, id) = reviewed(scripts.path());
+    let quiet = script(scripts.path(), &[]);
     repo.write(
         "stats.py",
         &feature().replace(
@@ -169,6 +169,7 @@ fn a_deleted_line_or_a_deleted_file_resolves_its_finding() {
     assert_eq!(thread(repo.path(), &id).0, "RESOLVED");
 
     let (repo, id) = reviewed(scripts.path());
+    let quiet = script(scripts.path(), &[]);
     std::fs::remove_file(repo.path().join("stats.py")).unwrap();
     repo.commit("no stats");
     let report = review(repo.path(), &quiet, 0);
@@ -295,4 +296,24 @@ fn said_again_more_mildly_a_finding_keeps_its_score() {
     assert_eq!(report["findings"][0]["score"], 8, "{report:#}");
     let all = threads(repo.path());
     assert_eq!(all[0]["score"], 8, "{all:#?}");
+}
+
+/// Rewriting the bad line without fixing it (spaces taken out, the line split in two) does not
+/// make its code "gone": the finding is asked about and, the model silent, stays open.
+#[test]
+fn a_reformatted_line_is_not_a_fix() {
+    let scripts = tempfile::tempdir().unwrap();
+    let (repo, id) = reviewed(scripts.path());
+    repo.write(
+        "stats.py",
+        &feature().replace(
+            "    for i in range(len(xs) + 1):",
+            "    for i in range(\n        len(xs)+1):",
+        ),
+    );
+    repo.commit("reformat");
+    let report = review(repo.path(), &script(scripts.path(), &[]), 1);
+    assert_eq!(report["resolved"], json!([]), "{report:#}");
+    assert_eq!(report["rechecked"][0]["outcome"], "kept_open", "{report:#}");
+    assert_eq!(thread(repo.path(), &id).0, "PENDING");
 }

@@ -21,6 +21,7 @@ use super::conversation::Conversation;
 use super::increment::Shown;
 use super::recheck::{self, Relocation};
 use super::sessions::Reported;
+use super::touched::Touch;
 use crate::head::HeadTree;
 
 /// What survived the stages, and the record of each.
@@ -66,13 +67,17 @@ pub(super) fn ground_and_filter<'a>(
         mut changes,
         unanswered,
     } = reported;
-    // A finding whose code changed is the same finding wherever its code went.
+    // A finding whose code left its place (gone, or moved elsewhere) is the same finding
+    // wherever the model finds it again; one whose code is still where it was is not.
     let existing: Vec<ExistingFinding> = conversation
         .existing
         .iter()
         .cloned()
         .map(|mut e| {
-            e.moved = shown.touched.iter().any(|t| t.id == e.id);
+            e.moved = shown
+                .touched
+                .iter()
+                .any(|t| t.id == e.id && !matches!(t.what, Touch::Still { moved: false, .. }));
             e
         })
         .collect();
@@ -129,6 +134,15 @@ pub(super) fn ground_and_filter<'a>(
         overflow,
         stages,
     } = run_pipeline(findings, existing, &brief.filter);
+    let mut stage_reports: Vec<StageReport> = safety_stages;
+    stage_reports.extend(stages.into_iter().filter(|s| s.stage != Stage::PathSafety));
+    let stage_counts = record_stages(
+        reported_count,
+        &stage_reports,
+        (grounding_stage, grounding_changes),
+        &mut dropped,
+        &mut changes,
+    );
     let titles = existing
         .iter()
         .map(|e| (e.id.clone(), e.title.clone()))
@@ -140,19 +154,10 @@ pub(super) fn ground_and_filter<'a>(
     let (rechecked, relocations) = recheck::settle(
         &shown.touched,
         &titles,
-        &rediscovered,
+        (&rediscovered, &dropped),
         &mut resolutions,
         unanswered.as_deref(),
         (since, &request.head),
-    );
-    let mut stage_reports: Vec<StageReport> = safety_stages;
-    stage_reports.extend(stages.into_iter().filter(|s| s.stage != Stage::PathSafety));
-    let stage_counts = record_stages(
-        reported_count,
-        &stage_reports,
-        (grounding_stage, grounding_changes),
-        &mut dropped,
-        &mut changes,
     );
     Filtered {
         head,

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use bugloop_domain::filter::Rediscovered;
 use bugloop_domain::finding::FindingId;
-use bugloop_report::review::{RecheckOutcome, RecheckedFinding};
+use bugloop_report::review::{DroppedFinding, RecheckOutcome, RecheckedFinding, ReportStage};
 
 use super::touched::{Touch, Touched};
 
@@ -25,7 +25,7 @@ pub(super) struct Relocation {
 pub(super) fn settle(
     touched: &[Touched],
     titles: &BTreeMap<FindingId, String>,
-    rediscovered: &[Rediscovered],
+    (rediscovered, dropped): (&[Rediscovered], &[DroppedFinding]),
     resolutions: &mut BTreeMap<String, String>,
     unanswered: Option<&str>,
     (since, head): (Option<&str>, &str),
@@ -48,6 +48,20 @@ pub(super) fn settle(
             (
                 RecheckOutcome::Resolved,
                 format!("the model resolved it: {why}"),
+            )
+        } else if let Some(lost) = dropped
+            .iter()
+            .find(|d| d.id == touch.id.as_str() && d.stage != ReportStage::Grounding)
+        {
+            // Reported again under its id, but the report could not be kept (under the
+            // threshold, an unsafe path): not silence. A report quoting code that is not at
+            // head (grounding) repeats what is gone, and says nothing about the code now.
+            (
+                RecheckOutcome::KeptOpen,
+                format!(
+                    "the model reported it again, but the report was dropped ({}: {})",
+                    lost.stage, lost.reason
+                ),
             )
         } else {
             match (&touch.what, unanswered) {
@@ -142,7 +156,7 @@ mod tests {
         let (rechecked, moved) = settle(
             &[touched(gone())],
             &BTreeMap::new(),
-            &[],
+            (&[], &[]),
             &mut resolutions,
             None,
             (Some("1a2b3c4"), HEAD),
@@ -158,7 +172,7 @@ mod tests {
         let (rechecked, _) = settle(
             &[touched(gone())],
             &BTreeMap::new(),
-            &[],
+            (&[], &[]),
             &mut resolutions,
             Some("budget exhausted: 0 turns left"),
             (Some("1a2b3c4"), HEAD),
@@ -193,7 +207,7 @@ mod tests {
         let (rechecked, moved) = settle(
             &[touched(gone())],
             &BTreeMap::new(),
-            &[again],
+            (&[again], &[]),
             &mut resolutions,
             None,
             (None, HEAD),
@@ -209,7 +223,7 @@ mod tests {
                 moved: true,
             })],
             &BTreeMap::new(),
-            &[],
+            (&[], &[]),
             &mut resolutions,
             None,
             (None, HEAD),
@@ -224,5 +238,36 @@ mod tests {
             }]
         );
         assert!(resolutions.is_empty());
+    }
+
+    #[test]
+    fn a_dropped_report_again_is_an_answer_unless_it_quoted_what_is_gone() {
+        let dropped = |stage| DroppedFinding {
+            stage,
+            id: "off-by-one".to_owned(),
+            title: "Off by one".to_owned(),
+            location: "stats.py:3".to_owned(),
+            reason: "a reason".to_owned(),
+        };
+        let mut resolutions = BTreeMap::new();
+        let (rechecked, _) = settle(
+            &[touched(gone())],
+            &BTreeMap::new(),
+            (&[], &[dropped(ReportStage::Threshold)]),
+            &mut resolutions,
+            None,
+            (None, HEAD),
+        );
+        assert_eq!(rechecked[0].outcome, RecheckOutcome::KeptOpen);
+        assert!(resolutions.is_empty());
+        let (rechecked, _) = settle(
+            &[touched(gone())],
+            &BTreeMap::new(),
+            (&[], &[dropped(ReportStage::Grounding)]),
+            &mut resolutions,
+            None,
+            (None, HEAD),
+        );
+        assert_eq!(rechecked[0].outcome, RecheckOutcome::Resolved);
     }
 }

@@ -112,6 +112,15 @@ pub(super) async fn run(
             passes: pass_results,
             invalid,
         } = session.collected;
+        if !invalid.is_empty() {
+            // Part of the answer could not be read: what it did not say may be in that part.
+            unanswered.get_or_insert_with(|| {
+                format!(
+                    "part {call} of {total}: {} report(s) of the model's could not be used",
+                    invalid.len()
+                )
+            });
+        }
         for (position, problem) in invalid.into_iter().enumerate() {
             dropped.push(DroppedFinding {
                 stage: ReportStage::Validation,

@@ -96,7 +96,12 @@ fn touch(
             .iter()
             .find(|f| f.old_path.as_deref() == Some(file))
     });
-    let evidence = finding.evidence.as_deref().filter(|e| !e.trim().is_empty());
+    // A quote too long to be one place's code is matched like no quote at all (and cannot make
+    // the searches below expensive).
+    let evidence = finding
+        .evidence
+        .as_deref()
+        .filter(|e| !e.trim().is_empty() && e.len() <= MAX_QUOTE_BYTES);
     let recorded = finding.line.unwrap_or(1);
     let now_named = match changed {
         Some(f) if f.new_path.is_none() => None,
@@ -105,11 +110,11 @@ fn touch(
     };
     let text = now_named.as_deref().and_then(|name| head.text(name));
     let renamed = now_named.as_deref().is_some_and(|name| name != file);
-    let hit = changed.is_some_and(|f| hits(f, finding, evidence));
+    let hit = changed.is_some_and(|f| !hits(f, finding, evidence).is_empty());
     let Some(evidence) = evidence else {
         // Nothing quoted: only the recorded lines (or the file) can tell.
         return match (text, now_named) {
-            (None, _) => Some(gone(changed, true)),
+            (None, _) => Some(gone(changed, finding, None, true)),
             (Some(_), Some(name)) if hit || renamed => Some(Touch::Still {
                 file: name,
                 line: recorded,
@@ -135,24 +140,38 @@ fn touch(
             moved: true,
         });
     }
-    Some(gone(changed, text.is_none()))
+    // In a review of what changed since, code is gone only from a file that changed since (its
+    // quote was found there when it was last reviewed).
+    if interdiff.is_some() && changed.is_none() && text.is_some() {
+        return None;
+    }
+    Some(gone(changed, finding, Some(evidence), text.is_none()))
 }
 
-fn gone(changed: Option<&FileDiff>, file_deleted: bool) -> Touch {
-    let replaced_by = if file_deleted {
-        Vec::new()
-    } else {
-        changed
-            .map(|f| {
-                f.hunks
-                    .iter()
-                    .filter(|h| h.lines.iter().any(|l| l.kind == LineKind::Removed))
-                    .flat_map(|h| &h.lines)
-                    .filter(|l| l.kind == LineKind::Added)
-                    .map(|l| l.text.clone())
-                    .collect()
-            })
-            .unwrap_or_default()
+/// The longest quote matched against the code (longer ones are treated as no quote).
+const MAX_QUOTE_BYTES: usize = 2_000;
+
+fn gone(
+    changed: Option<&FileDiff>,
+    finding: &ExistingFinding,
+    evidence: Option<&str>,
+    file_deleted: bool,
+) -> Touch {
+    let replaced_by = match changed {
+        _ if file_deleted => Vec::new(),
+        // git shows the change as binary (an attribute of the branch's may say so): what
+        // replaced the code is not known from the diff, and it was not "removed".
+        Some(f) if f.binary || f.hunks.is_empty() => vec![
+            "(git shows this change as binary; the file at head holds what replaced it)".to_owned(),
+        ],
+        // Only the hunks that removed the finding's lines or quote: what replaced them.
+        Some(f) => hits(f, finding, evidence)
+            .into_iter()
+            .flat_map(|h| &h.lines)
+            .filter(|l| l.kind == LineKind::Added)
+            .map(|l| l.text.clone())
+            .collect(),
+        None => Vec::new(),
     };
     Touch::Gone {
         file_deleted,
@@ -160,9 +179,13 @@ fn gone(changed: Option<&FileDiff>, file_deleted: bool) -> Touch {
     }
 }
 
-/// Whether the file's changes remove a line of the finding's recorded range or a line of its
-/// quoted code.
-fn hits(file: &FileDiff, finding: &ExistingFinding, evidence: Option<&str>) -> bool {
+/// The file's hunks that remove a line of the finding's recorded range or a line of its quoted
+/// code.
+fn hits<'f>(
+    file: &'f FileDiff,
+    finding: &ExistingFinding,
+    evidence: Option<&str>,
+) -> Vec<&'f bugloop_diff::Hunk> {
     let range = finding
         .line
         .map(|line| line..=finding.end_line.filter(|end| *end >= line).unwrap_or(line));
@@ -172,25 +195,29 @@ fn hits(file: &FileDiff, finding: &ExistingFinding, evidence: Option<&str>) -> b
         .lines()
         .filter_map(|l| evidence_key(Some(l)))
         .collect();
+    let removes_it = |line: &bugloop_diff::DiffLine| {
+        let in_range = range
+            .as_ref()
+            .zip(line.old_line)
+            .is_some_and(|(range, old)| range.contains(&old));
+        let removed = evidence_key(Some(&line.text));
+        let quotes = match (&quoted, &removed) {
+            (Some(quoted), Some(removed)) => {
+                quoted.contains(removed.as_str())
+                    || quoted_lines.iter().any(|q| removed.contains(q.as_str()))
+            }
+            _ => false,
+        };
+        in_range || quotes
+    };
     file.hunks
         .iter()
-        .flat_map(|hunk| &hunk.lines)
-        .filter(|line| line.kind == LineKind::Removed)
-        .any(|line| {
-            let in_range = range
-                .as_ref()
-                .zip(line.old_line)
-                .is_some_and(|(range, old)| range.contains(&old));
-            let removed = evidence_key(Some(&line.text));
-            let quotes = match (&quoted, &removed) {
-                (Some(quoted), Some(removed)) => {
-                    quoted.contains(removed.as_str())
-                        || quoted_lines.iter().any(|q| removed.contains(q.as_str()))
-                }
-                _ => false,
-            };
-            in_range || quotes
+        .filter(|hunk| {
+            hunk.lines
+                .iter()
+                .any(|line| line.kind == LineKind::Removed && removes_it(line))
         })
+        .collect()
 }
 
 /// Where the changes since added the quoted code in another file: the added line nearest the
