@@ -425,6 +425,10 @@ fn build_thread(
     let mut bot_replies = 0;
     let mut developer_spoke_since_bot = false;
     let mut forge_resolved = root.thread_resolved;
+    // Resolutions by code already applied, by body: bugloop names the commit in each, so the
+    // same body again is a copy (a signed reply replayed by someone sharing the bot's login, to
+    // resolve a finding raised again since) and changes nothing.
+    let mut applied: Vec<&str> = Vec::new();
 
     for &member in members {
         let reply = &comments[member];
@@ -462,7 +466,18 @@ fn build_thread(
                 legacy_reply_status(reply, reply_marker, developer_spoke_since_bot)
             }
         };
-        if let Some(next) = next {
+        let replayed = tag == Some(ReplyKind::Fixed) && applied.contains(&reply.body.as_str());
+        if replayed {
+            state.problems.push(StateProblem {
+                comment_id: reply.id.clone(),
+                message: "repeats an earlier resolution of this thread word for word; ignored"
+                    .to_owned(),
+            });
+        }
+        if let Some(next) = next.filter(|_| !replayed) {
+            if tag == Some(ReplyKind::Fixed) {
+                applied.push(&reply.body);
+            }
             reopenable = tag == Some(ReplyKind::Fixed);
             if next != status {
                 status = next;
@@ -595,5 +610,53 @@ mod tests {
             .map(|r| r.body.as_str())
             .collect();
         assert_eq!(replies, ["first", "second"]);
+    }
+
+    /// A finding resolved when its code changed and raised again is not resolved again by a
+    /// copy of the earlier resolving reply (which, signed, would verify in the same thread).
+    #[test]
+    fn a_replayed_status_reply_changes_nothing() {
+        let markers = MarkerSyntax::default();
+        let at = |s: i64| Timestamp::from_second(s).unwrap();
+        let comment = |id: &str, body: String, second: i64, reply_to: Option<&str>| Comment {
+            id: id.to_owned(),
+            author: "bugloop".to_owned(),
+            body,
+            created_at: at(second),
+            kind: CommentKind::Review,
+            in_reply_to: reply_to.map(str::to_owned),
+            thread_id: None,
+            path: Some("a.rs".to_owned()),
+            line: Some(1),
+            thread_resolved: false,
+            by_bugloop: true,
+        };
+        let root = format!(
+            "### A bug\n\n{}",
+            markers.build(&FindingId::new("a-bug"), false)
+        );
+        let fixed = format!(
+            "fixed in 1a2b3c4\n\n{}",
+            markers.reply_tag(ReplyKind::Fixed)
+        );
+        let again = format!(
+            "raised again\n\n{}",
+            markers.reply_tag(ReplyKind::Status(ThreadStatus::Pending))
+        );
+        let mut listed = vec![
+            comment("1", root, 1, None),
+            comment("2", fixed.clone(), 2, Some("1")),
+            comment("3", again, 3, Some("1")),
+        ];
+        let state = reconstruct(&listed, &markers);
+        assert_eq!(state.threads[0].status, ThreadStatus::Pending);
+        listed.push(comment("4", fixed, 4, Some("1")));
+        let state = reconstruct(&listed, &markers);
+        assert_eq!(state.threads[0].status, ThreadStatus::Pending);
+        assert!(
+            state.problems.iter().any(|p| p.comment_id == "4"),
+            "{:?}",
+            state.problems
+        );
     }
 }

@@ -354,13 +354,21 @@ impl Writer<'_, '_> {
                 .iter()
                 .find(|c| c.id == thread.id);
             if let Some(root) = root {
+                // The reply names the commit it was resolved at, as every resolution by code
+                // does: a copy of it later in the thread is then known as a copy.
+                let at = bugloop_git::short(&self.request.head);
+                let said = if reason.contains(at) {
+                    reason.clone()
+                } else {
+                    format!("{} (at {at})", reason.trim())
+                };
                 let note = resolve_thread(
                     self.env.forge,
                     &self.request.change,
                     &self.env.settings.markers,
                     root,
                     (&id, ResolvedBy::Code),
-                    reason,
+                    &said,
                 )
                 .await?;
                 problems.extend(note);
