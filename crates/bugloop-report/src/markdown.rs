@@ -65,11 +65,7 @@ pub fn review(report: &ReviewReport) -> String {
             let _ = writeln!(out, "- {} (`{}`): {}", r.title, r.id, r.reason);
         }
     }
-    let kept: Vec<_> = report
-        .rechecked
-        .iter()
-        .filter(|r| r.outcome == crate::review::RecheckOutcome::KeptOpen)
-        .collect();
+    let kept: Vec<_> = report.kept_open().collect();
     if !kept.is_empty() {
         out.push_str("\n### Code changed, kept open\n\n");
         for r in kept {

@@ -382,6 +382,13 @@ impl ReviewReport {
         })
     }
 
+    /// Findings whose code changed that this run kept open, each with its reason.
+    pub fn kept_open(&self) -> impl Iterator<Item = &RecheckedFinding> {
+        self.rechecked
+            .iter()
+            .filter(|r| r.outcome == RecheckOutcome::KeptOpen)
+    }
+
     /// How many findings of the change are open after this run.
     pub fn open_count(&self) -> usize {
         self.tracked

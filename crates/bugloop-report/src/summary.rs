@@ -137,11 +137,7 @@ fn summary_text(report: &ReviewReport) -> String {
             ));
         }
     }
-    let kept: Vec<_> = report
-        .rechecked
-        .iter()
-        .filter(|r| r.outcome == crate::review::RecheckOutcome::KeptOpen)
-        .collect();
+    let kept: Vec<_> = report.kept_open().collect();
     if !kept.is_empty() {
         out.push_str("\n#### Code changed, kept open\n\n");
         for r in kept {

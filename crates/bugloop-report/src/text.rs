@@ -118,11 +118,7 @@ pub fn review(report: &ReviewReport, style: Style) -> String {
             );
         }
     }
-    let kept: Vec<_> = report
-        .rechecked
-        .iter()
-        .filter(|r| r.outcome == crate::review::RecheckOutcome::KeptOpen)
-        .collect();
+    let kept: Vec<_> = report.kept_open().collect();
     if !kept.is_empty() {
         let _ = writeln!(out, "\n{}", style.bold("Code changed, kept open"));
         for r in kept {
