@@ -198,6 +198,28 @@ impl Workbench {
         Ok(self.tree().commit(changes, message, (name, &email))?)
     }
 
+    /// Keeps the agent's edits (not what commands left) as a commit at `reference`, HEAD staying
+    /// where it is: a run that is killed loses none of them.
+    pub fn snapshot(
+        &self,
+        config: &Config,
+        message: &str,
+        reference: &str,
+    ) -> Result<String, BuildError> {
+        let edits = self.edits()?;
+        let name = &config.identity.local_bot_name;
+        let email = format!("{name}@bugloop.invalid");
+        Ok(self
+            .tree()
+            .snapshot(&edits, message, (name, &email), reference)?)
+    }
+
+    /// Puts a [`snapshot`](Workbench::snapshot)'s files back in the tree, as edits.
+    pub fn restore(&self, snapshot: &str) -> Result<(), BuildError> {
+        self.byproducts().clear();
+        Ok(self.tree().restore(snapshot)?)
+    }
+
     /// Drops uncommitted edits in the task tree (after a failed attempt).
     pub fn discard(&self) -> Result<(), BuildError> {
         Ok(self.tree().reset()?)

@@ -920,13 +920,84 @@ impl TaskTree {
         if let Some(reason) = changes.refused.first() {
             return Err(SandboxError::Refused(reason.clone()));
         }
+        let commit = self.import(&self.reference, &changes.changes, message, author)?;
+        self.advance(&commit)?;
+        Ok(commit)
+    }
+
+    /// Writes the tree's `changes` as a commit on top of HEAD at `reference`, without moving
+    /// HEAD (replacing what `reference` held): what an unfinished piece of work looked like, for
+    /// a later run to [`restore`](TaskTree::restore). Symlinks leading out of the tree are left out (they could
+    /// never be committed).
+    pub fn snapshot(
+        &self,
+        changes: &Changes,
+        message: &str,
+        author: (&str, &str),
+        reference: &str,
+    ) -> Result<String, SandboxError> {
+        let kept: Vec<Change> = changes
+            .changes
+            .iter()
+            .filter(|change| {
+                change.mode != 0o120000
+                    || change.kind == ChangeKind::Deleted
+                    || std::fs::read_link(self.tree.join(OsStr::from_bytes(&change.raw))).is_ok_and(
+                        |target| {
+                            symlink_stays_inside(
+                                Path::new(OsStr::from_bytes(&change.raw)),
+                                target.as_os_str().as_bytes(),
+                            )
+                        },
+                    )
+            })
+            .cloned()
+            .collect();
+        // Replaces what the reference held: fast-import refuses to move a branch backwards.
+        git_text(&self.common, &["update-ref", "-d", reference])?;
+        self.import(reference, &kept, message, author)
+    }
+
+    /// Puts the files of `commit` (a [`snapshot`](TaskTree::snapshot) of this tree) in the tree,
+    /// HEAD staying where it is: they read as changes against HEAD, as the work they were.
+    pub fn restore(&mut self, commit: &str) -> Result<(), SandboxError> {
+        let commit = git_text(
+            &self.common,
+            &[
+                "rev-parse",
+                "--verify",
+                "--end-of-options",
+                &format!("{commit}^{{commit}}"),
+            ],
+        )?;
+        let entries = list_tree(&self.common, &TreeSource::Commit(commit))?;
+        force_remove(&self.tree);
+        std::fs::create_dir(&self.tree).map_err(|e| io_error(&self.tree, e))?;
+        let stamps = export(&self.common, &self.tree, &entries)?;
+        // A stamp stands for HEAD's content: only files that are as HEAD has them keep one.
+        self.stamps = stamps
+            .into_iter()
+            .filter(|(path, _)| self.base_entries.get(path) == entries.get(path))
+            .collect();
+        Ok(())
+    }
+
+    /// Writes `changes` (read from the tree) on top of HEAD at `reference` with `git
+    /// fast-import`; returns the commit.
+    fn import(
+        &self,
+        reference: &str,
+        changes: &[Change],
+        message: &str,
+        author: (&str, &str),
+    ) -> Result<String, SandboxError> {
         let clean = |s: &str| s.replace(['<', '>', '\n', '\r'], "");
         let mut stream: Vec<u8> = Vec::new();
         let message = message.as_bytes();
         stream.extend_from_slice(
             format!(
                 "commit {}\ncommitter {} <{}> now\ndata {}\n",
-                self.reference,
+                reference,
                 clean(author.0),
                 clean(author.1),
                 message.len()
@@ -935,7 +1006,7 @@ impl TaskTree {
         );
         stream.extend_from_slice(message);
         stream.extend_from_slice(format!("\nfrom {}\n", self.head).as_bytes());
-        for change in &changes.changes {
+        for change in changes {
             let path = quote_path(&change.raw);
             match change.kind {
                 ChangeKind::Deleted => {
@@ -980,9 +1051,7 @@ impl TaskTree {
             let _ = writer.join();
         }
         GitCommand::finish(&args, child)?;
-        let commit = git_text(&self.common, &["rev-parse", "--verify", &self.reference])?;
-        self.advance(&commit)?;
-        Ok(commit)
+        git_text(&self.common, &["rev-parse", "--verify", reference])
     }
 
     /// HEAD moves to `commit` (a commit made from this tree's contents).
@@ -1089,6 +1158,59 @@ mod tests {
         assert_eq!(quote_path(b"a\nb"), b"\"a\\nb\"".to_vec());
         assert_eq!(quote_path(b"\"q"), b"\"\\\"q\"".to_vec());
         assert_eq!(quote_path(b"\x01"), b"\"\\001\"".to_vec());
+    }
+
+    /// What an attempt left in one tree (an edit, a new file, a deletion, a symlink out of the
+    /// tree) is found again in another tree from the same commit, as the same changes.
+    #[test]
+    fn a_snapshot_restores_the_edits_in_another_tree() {
+        let repo = bugloop_testkit::TestRepo::with_files(&[
+            ("kept.txt", "kept\n"),
+            ("edited.txt", "one\n"),
+            ("gone.txt", "gone\n"),
+        ]);
+        let head = repo.head();
+        let first = TaskTree::create(repo.path(), &head, "attempt").unwrap();
+        std::fs::write(first.path().join("edited.txt"), "two\n").unwrap();
+        std::fs::create_dir(first.path().join("tests")).unwrap();
+        std::fs::write(first.path().join("tests/new.txt"), "new\n").unwrap();
+        std::fs::remove_file(first.path().join("gone.txt")).unwrap();
+        std::os::unix::fs::symlink("/etc/passwd", first.path().join("out")).unwrap();
+        let changes = first.changes().unwrap();
+        let reference = "refs/bugloop/test/attempt-1";
+        let snapshot = first
+            .snapshot(&changes, "attempt 1", ("bot", "bot@x"), reference)
+            .unwrap();
+        assert_eq!(first.head(), head, "HEAD does not move");
+        // Taken again (a second attempt 1 after a retry): replaced.
+        let again = first
+            .snapshot(&changes, "attempt 1", ("bot", "bot@x"), reference)
+            .unwrap();
+        assert_eq!(repo.git(&["rev-parse", reference]), again);
+        drop(first);
+
+        let mut second = TaskTree::create(repo.path(), &head, "resumed").unwrap();
+        second.restore(&snapshot).unwrap();
+        let restored = second.changes().unwrap();
+        let shown: Vec<(String, ChangeKind)> = restored
+            .changes
+            .iter()
+            .map(|c| (c.path.clone(), c.kind))
+            .collect();
+        assert_eq!(
+            shown,
+            vec![
+                ("edited.txt".to_owned(), ChangeKind::Modified),
+                ("gone.txt".to_owned(), ChangeKind::Deleted),
+                ("tests/new.txt".to_owned(), ChangeKind::Added),
+            ]
+        );
+        assert_eq!(
+            std::fs::read_to_string(second.path().join("kept.txt")).unwrap(),
+            "kept\n"
+        );
+        assert!(restored.refused.is_empty(), "{:?}", restored.refused);
+        assert!(second.restore("0123456789abcdef").is_err());
     }
 
     #[test]

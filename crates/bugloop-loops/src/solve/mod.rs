@@ -260,6 +260,10 @@ impl Run<'_, '_> {
             from.map_or("(new)", SolveState::as_str)
         )));
         self.record.push(transition);
+        if from == Some(SolveState::Solving) && to != SolveState::Solving {
+            // Solving ended: the attempts' kept edits have served.
+            solver::forget_snapshots(self.env.git, self.number());
+        }
         self.sync_labels(from, to).await
     }
 

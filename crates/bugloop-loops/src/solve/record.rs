@@ -146,6 +146,16 @@ impl Record {
             .filter(|o| !o.is_empty())
     }
 
+    /// The last attempt whose edits were kept, with the commit that keeps them.
+    pub(super) fn last_snapshot(&self) -> Option<(u64, String)> {
+        self.within(SolveState::Solving)
+            .filter_map(|t| {
+                let tree = t.detail.get("tree")?.as_str()?.to_owned();
+                Some((t.detail.get("attempt")?.as_u64()?, tree))
+            })
+            .last()
+    }
+
     /// The attempt whose solution passed, once one did.
     pub(super) fn solution(&self) -> Option<Solution> {
         self.within(SolveState::Solving)

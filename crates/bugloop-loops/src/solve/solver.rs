@@ -36,9 +36,10 @@ pub(super) async fn run(run: &mut Run<'_, '_>) -> Result<Flow, SolveError> {
             i64::try_from(solve.timeout_minutes.saturating_mul(60)).unwrap_or(i64::MAX),
         );
     let bench = Workbench::at(run.env.git, &solving.start, "solve")?;
-    // The tree starts from where solving started: the edits of attempts an earlier run made
-    // are not in it, and the prompt must not say they are.
-    let earlier = run.record.attempts().len();
+    // The attempt whose edits the tree holds as it left them (none: as solving started). A run
+    // that was killed or stopped left each attempt's edits in a snapshot: the tree starts
+    // from the last one, and the prompt says only what is there.
+    let mut tree_after = restore_last(run, &bench);
     loop {
         let done = run.record.attempts().len() as u64;
         if done >= max_attempts {
@@ -62,7 +63,7 @@ pub(super) async fn run(run: &mut Run<'_, '_>) -> Result<Flow, SolveError> {
         let left = Duration::try_from(left).unwrap_or(Duration::ZERO);
         let task = BuildTask {
             name: format!("solve-{}-{number}", run.number()),
-            prompt: prompt(run, earlier),
+            prompt: prompt(run, tree_after),
             commit_message: format!(
                 "fix: {} (#{})",
                 first_line(&run.issue.title, 60),
@@ -72,6 +73,7 @@ pub(super) async fn run(run: &mut Run<'_, '_>) -> Result<Flow, SolveError> {
         };
         let Ok(result) = tokio::time::timeout(left, build(run.env, &bench, task)).await else {
             let _ = bench.discard();
+            tree_after = restore_last(run, &bench);
             run.step(
                 SolveState::Solving,
                 &format!("attempt {number}: stopped at the time limit"),
@@ -200,32 +202,93 @@ pub(super) async fn run(run: &mut Run<'_, '_>) -> Result<Flow, SolveError> {
             BuildStatus::VerifyFailed { output, .. } => last_lines(&relative(output, &bench), 40),
             _ => String::new(),
         };
+        // The edits stay for the next attempt; kept before the attempt is recorded, so a run
+        // killed from here on finds them again.
+        let snapshot = bench
+            .snapshot(
+                run.env.config(),
+                &format!(
+                    "bugloop: #{} attempt {number} (not a solution)",
+                    run.number()
+                ),
+                &snapshot_ref(run.number(), number),
+            )
+            .map_err(|error| {
+                run.env.progress.event(crate::ProgressEvent::Step(format!(
+                    "#{}: the edits of attempt {number} were not kept: {error}",
+                    run.number()
+                )));
+            })
+            .ok();
+        tree_after = Some(number);
         run.step(
             SolveState::Solving,
             &format!("attempt {number}: {outcome}"),
             json!({
                 "attempt": number, "passed": false, "outcome": outcome,
                 "summary": result.summary, "output": output, "left_out": result.left_out,
+                "tree": snapshot,
             }),
         )
         .await?;
     }
 }
 
-/// The solver's prompt: the issue, and what the attempts before this one came to. The first
-/// `earlier` attempts were made by an earlier run, whose edits are not in this run's tree.
-fn prompt(run: &Run<'_, '_>, earlier: usize) -> String {
+/// Where the edits of attempt `attempt` of issue `issue` are kept (a ref, so that `git gc`
+/// keeps them too).
+fn snapshot_ref(issue: u64, attempt: u64) -> String {
+    format!("refs/bugloop/solve/{issue}/attempt-{attempt}")
+}
+
+/// Puts the last kept attempt's edits in the tree; returns that attempt's number, or `None`
+/// when the tree is as solving started (no attempt kept any, or its snapshot is gone: a fresh
+/// clone, a `git gc` of a deleted ref).
+fn restore_last(run: &Run<'_, '_>, bench: &Workbench) -> Option<u64> {
+    let (attempt, snapshot) = run.record.last_snapshot()?;
+    match bench.restore(&snapshot) {
+        Ok(()) => Some(attempt),
+        Err(error) => {
+            run.env.progress.event(crate::ProgressEvent::Step(format!(
+                "#{}: the kept edits of attempt {attempt} could not be restored ({error}); the \
+                 tree starts from where solving started",
+                run.number()
+            )));
+            let _ = bench.discard();
+            None
+        }
+    }
+}
+
+/// Drops the kept edits of issue `issue`'s attempts: solving ended (a solution, an escalation).
+pub(super) fn forget_snapshots(git: &bugloop_git::Git, issue: u64) {
+    let prefix = format!("refs/bugloop/solve/{issue}/");
+    let Ok(refs) = git.run(&["for-each-ref", "--format=%(refname)", &prefix]) else {
+        return;
+    };
+    for reference in refs.lines().filter(|r| r.starts_with(&prefix)) {
+        let _ = git.run(&["update-ref", "-d", reference]);
+    }
+}
+
+/// The solver's prompt: the issue, and what the attempts before this one came to. The tree
+/// holds the edits as attempt `tree_after` left them (`None`: as solving started).
+fn prompt(run: &Run<'_, '_>, tree_after: Option<u64>) -> String {
     let mut attempts = String::new();
     let history = run.record.attempts();
-    if !history.is_empty() {
-        let kept = if earlier == 0 {
-            "Your edits of the attempts below are still in the tree; build on them or undo them."
-        } else if earlier == history.len() {
-            "These attempts were made by an earlier run that stopped; the tree starts again from \
-             where solving started, so none of their edits are in it."
-        } else {
-            "The first attempts below were made by an earlier run that stopped, and their edits \
-             are not in the tree; your edits of the later ones are, build on them or undo them."
+    if let Some(last) = history.last() {
+        let kept = match tree_after {
+            Some(attempt) if attempt == last.number => {
+                "Your edits of the attempts below are still in the tree; build on them or undo \
+                 them."
+                    .to_owned()
+            }
+            Some(attempt) => format!(
+                "The tree holds your edits as attempt {attempt} left them; what the attempts \
+                 after it changed is not in it (they stopped before it was kept)."
+            ),
+            None => "None of the edits of the attempts below are in the tree: it starts again \
+                     from where solving started."
+                .to_owned(),
         };
         attempts.push_str(&format!("## Attempts so far\n\n{kept}\n\n"));
         for attempt in &history {

@@ -1,0 +1,441 @@
+//! Runs that stop before they end: out of budget, killed with `kill -9`, or beside another run
+//! of the same issue. The next `solve N` goes on from where the record ends, with the earlier
+//! attempts' edits in its tree, and leaves nothing of the dead run behind.
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use bugloop_app::testing::github_sim::fixture::review_lines;
+use bugloop_app::testing::testkit::TestRepo;
+
+use super::runner::{Runner, committed, git_read, is_root, read, script_of, text, write};
+use super::{MEAN, MEAN_TEST, MEAN_TRACE, bugloop};
+
+const PYTHON_TESTS: &str = "solve:\n  test_commands:\n    - python3 -m unittest -q\n";
+
+/// The resumed attempt was told its tree holds the earlier attempts' edits, and it did: its
+/// read of the first attempt's test found it, and the solution has it.
+fn assert_resumed_with_the_test(repo: &TestRepo, report: &Value) {
+    let runs = repo.path().join(".git/bugloop/runs");
+    let transcripts: Vec<String> = std::fs::read_dir(&runs)
+        .unwrap()
+        .filter_map(|e| std::fs::read_to_string(e.unwrap().path()).ok())
+        .collect();
+    let resumed: Vec<&String> = transcripts
+        .iter()
+        .filter(|t| t.contains("- attempt 1:") && t.contains("class MeanTest"))
+        .collect();
+    assert_eq!(resumed.len(), 1, "the resumed attempt read the kept test");
+    assert!(resumed[0].contains("are still in the tree"));
+    assert!(!resumed[0].contains("No such file"));
+    let files = committed(repo.path(), report);
+    assert!(files.contains(&"test_stats.py".to_owned()), "{files:?}");
+    let branch = report["branch"].as_str().unwrap();
+    let test = git_read(repo.path(), &["show", &format!("{branch}:test_stats.py")]);
+    assert_eq!(test, MEAN_TEST.trim_end());
+    // Solving ended: the kept edits went with it.
+    assert_eq!(
+        git_read(repo.path(), &["for-each-ref", "refs/bugloop/solve/"]),
+        ""
+    );
+}
+
+/// The second run's model: reads the first attempt's test (it must be there) and fixes the
+/// code; the draft's review finds nothing.
+fn resuming_model(scripts: &std::path::Path) -> String {
+    let mut lines = vec![
+        json!({"tool_calls": [read("test_stats.py"), write("stats.py", &MEAN.replace(" + 1", ""))]}),
+        json!({"text": "The loop stops at the last element; tested."}),
+    ];
+    lines.extend(review_lines(&[]));
+    script_of(scripts, "second.jsonl", &lines)
+}
+
+/// A run whose budget runs out stops (exit 3), neither escalated nor counted as an attempt, and
+/// `solve N` with more budget resumes where it stopped: the first attempt's test is in its
+/// tree, and in the solution.
+fn budget_stop_and_resume(runner: &Runner) {
+    let repo = runner.repo(&[
+        ("stats.py", MEAN),
+        (
+            ".bugloop/config.yml",
+            &format!("{PYTHON_TESTS}budgets:\n  max_turns: 3\n"),
+        ),
+    ]);
+    let dir = repo.path();
+    let reported = runner.run(dir, &["report"], MEAN_TRACE);
+    assert_eq!(reported.status.code(), Some(0), "{}", text(&reported));
+    let scripts = runner.scripts();
+    let first = script_of(
+        scripts.path(),
+        "first.jsonl",
+        &[
+            json!({"tool_calls": [write("test_stats.py", MEAN_TEST)]}),
+            json!({"text": "A test for the crash."}),
+            json!({"tool_calls": [write("stats.py", &MEAN.replace(" + 1", ""))]}),
+            json!({"text": "never reached: the budget is spent"}),
+        ],
+    );
+    let stopped = runner.run(
+        dir,
+        &["solve", "1", "--model", &first, "--format", "json"],
+        "",
+    );
+    assert_eq!(stopped.status.code(), Some(3), "{}", text(&stopped));
+    let report: Value = serde_json::from_slice(&stopped.stdout).unwrap();
+    assert_eq!(report["state"], "SOLVING", "{report:#}");
+    assert_eq!(report["stopped"], "budget", "{report:#}");
+    assert_eq!(
+        report["attempts"].as_array().unwrap().len(),
+        1,
+        "{report:#}"
+    );
+
+    // More budget: resumed, attempt 2, with the first attempt's test in the tree.
+    let more = scripts.path().join("more.yml");
+    std::fs::write(&more, "budgets:\n  max_turns: 40\n").unwrap();
+    let second = resuming_model(scripts.path());
+    let resumed = runner.run(
+        dir,
+        &[
+            "solve",
+            "1",
+            "--model",
+            &second,
+            "--config",
+            more.to_str().unwrap(),
+            "--format",
+            "json",
+        ],
+        "",
+    );
+    assert_eq!(resumed.status.code(), Some(0), "{}", text(&resumed));
+    let report: Value = serde_json::from_slice(&resumed.stdout).unwrap();
+    assert_eq!(report["state"], "READY", "{report:#}");
+    assert_eq!(
+        report["attempts"].as_array().unwrap().len(),
+        2,
+        "{report:#}"
+    );
+    assert_resumed_with_the_test(&repo, &report);
+}
+
+#[test]
+fn a_run_out_of_budget_stops_and_the_next_resumes() {
+    budget_stop_and_resume(&Runner::me());
+}
+
+#[test]
+fn a_run_out_of_budget_stops_and_the_next_resumes_as_an_unprivileged_user_too() {
+    if let Some(runner) = Runner::unprivileged() {
+        budget_stop_and_resume(&runner);
+    }
+}
+
+/// `kill -9` during attempt 2 (its test command running): the next `solve 1` starts from what
+/// attempt 1 left, and attempt 1's test is in the final commit.
+fn killed_and_resumed(runner: &Runner) {
+    // The second command sleeps when the agent left `slow.txt` (attempt 2 of the first run),
+    // and says so in the tree, where the test sees it.
+    let repo = runner.repo(&[
+        ("stats.py", MEAN),
+        (
+            ".bugloop/config.yml",
+            &format!(
+                "{PYTHON_TESTS}    - shell: \"if [ -e slow.txt ]; then touch sleeping; sleep 60; fi\"\n"
+            ),
+        ),
+    ]);
+    let dir = repo.path();
+    let reported = runner.run(dir, &["report"], MEAN_TRACE);
+    assert_eq!(reported.status.code(), Some(0), "{}", text(&reported));
+    let scripts = runner.scripts();
+    let first = script_of(
+        scripts.path(),
+        "first.jsonl",
+        &[
+            json!({"tool_calls": [write("test_stats.py", MEAN_TEST)]}),
+            json!({"text": "A test for the crash."}),
+            json!({"tool_calls": [write("stats.py", &MEAN.replace(" + 1", "")), write("slow.txt", "x\n")]}),
+            json!({"text": "Fixed."}),
+        ],
+    );
+    let mut child = runner.spawn(dir, &["solve", "1", "--model", &first]);
+    let tasks = dir.join(".git/bugloop/tasks");
+    let sleeping = || {
+        std::fs::read_dir(&tasks)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|task| task.path().join("tree/sleeping").exists())
+    };
+    let started = Instant::now();
+    while !sleeping() && started.elapsed() < Duration::from_secs(60) {
+        assert!(child.try_wait().unwrap().is_none(), "the run ended early");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(sleeping(), "attempt 2's test command ran");
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    let second = resuming_model(scripts.path());
+    let resumed = runner.run(
+        dir,
+        &["solve", "1", "--model", &second, "--format", "json"],
+        "",
+    );
+    assert_eq!(resumed.status.code(), Some(0), "{}", text(&resumed));
+    let report: Value = serde_json::from_slice(&resumed.stdout).unwrap();
+    assert_eq!(report["state"], "READY", "{report:#}");
+    assert_resumed_with_the_test(&repo, &report);
+    let files = committed(dir, &report);
+    assert!(!files.contains(&"slow.txt".to_owned()), "{files:?}");
+    // The killed run's task tree is gone too.
+    let left: Vec<PathBuf> = std::fs::read_dir(&tasks)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert_eq!(left, Vec::<PathBuf>::new());
+}
+
+#[test]
+fn a_run_killed_during_an_attempt_resumes_with_the_earlier_attempts_edits() {
+    killed_and_resumed(&Runner::me());
+}
+
+#[test]
+fn a_run_killed_during_an_attempt_resumes_as_an_unprivileged_user_too() {
+    if let Some(runner) = Runner::unprivileged() {
+        killed_and_resumed(&runner);
+    }
+}
+
+/// As root, sandboxed commands run as an unprivileged user, which must reach the directory the
+/// sandbox is staged in. With `TMPDIR` inside a `0700` directory (a runner's private temp) the
+/// issue is still solved: the tests ran in the sandbox. And a run killed with `kill -9` while
+/// its test command runs leaves a stage behind, which the next run removes.
+#[test]
+fn solving_as_root_with_a_private_tmpdir_and_after_a_killed_run() {
+    let private = tempfile::tempdir().unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(private.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    }
+    let tmp = private.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+
+    // A run killed while its test command sleeps.
+    let killed = TestRepo::init("main");
+    killed.write("stats.py", MEAN);
+    killed.write(
+        ".bugloop/config.yml",
+        "solve:\n  test_commands:\n    - python3 -c \"import time; time.sleep(60)\"\n",
+    );
+    killed.commit("stats");
+    assert_eq!(
+        bugloop(killed.path(), &["report"], MEAN_TRACE)
+            .status
+            .code(),
+        Some(0)
+    );
+    let scripts = tempfile::tempdir().unwrap();
+    let model = script_of(
+        scripts.path(),
+        "sleepy.jsonl",
+        &[
+            json!({"tool_calls": [write("stats.py", &MEAN.replace(" + 1", ""))]}),
+            json!({"text": "fixed"}),
+        ],
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_bugloop"))
+        .args(["solve", "1", "--model", &model])
+        .current_dir(killed.path())
+        .env("NO_COLOR", "1")
+        .env("TMPDIR", &tmp)
+        .env_remove("BUGLOOP_CONFIG")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let prefix = format!("bugloop-stage-{}-", child.id());
+    let stages = || -> Vec<PathBuf> {
+        [tmp.clone(), PathBuf::from("/tmp")]
+            .iter()
+            .filter_map(|dir| std::fs::read_dir(dir).ok())
+            .flatten()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+            .map(|e| e.path())
+            .collect()
+    };
+    let started = Instant::now();
+    while stages().is_empty() && started.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let left = stages();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    if is_root() {
+        assert!(!left.is_empty(), "the test command ran in a stage");
+        assert!(
+            left.iter().all(|stage| !stage.starts_with(&tmp)),
+            "staged where the sandbox's user cannot reach: {left:?}"
+        );
+    }
+
+    // The next run, as a user would run it, in that private TMPDIR.
+    let repo = TestRepo::init("main");
+    repo.write("stats.py", MEAN);
+    repo.write(
+        ".bugloop/config.yml",
+        "solve:\n  test_commands:\n    - python3 -m unittest -q\n",
+    );
+    repo.commit("stats");
+    let reported = bugloop(repo.path(), &["report"], MEAN_TRACE);
+    assert_eq!(reported.status.code(), Some(0), "{}", text(&reported));
+    let mut lines = vec![
+        json!({"tool_calls": [write("test_stats.py", MEAN_TEST), write("stats.py", &MEAN.replace(" + 1", ""))]}),
+        json!({"text": "Fixed and tested."}),
+    ];
+    lines.extend(review_lines(&[]));
+    let model = script_of(scripts.path(), "solve.jsonl", &lines);
+    let solved = Command::new(env!("CARGO_BIN_EXE_bugloop"))
+        .args(["solve", "1", "--model", &model, "--format", "json"])
+        .current_dir(repo.path())
+        .env("NO_COLOR", "1")
+        .env("TMPDIR", &tmp)
+        .env_remove("BUGLOOP_CONFIG")
+        .output()
+        .unwrap();
+    assert_eq!(solved.status.code(), Some(0), "{}", text(&solved));
+    let report: Value = serde_json::from_slice(&solved.stdout).unwrap();
+    assert_eq!(report["state"], "READY", "{report:#}");
+    assert_eq!(
+        stages(),
+        Vec::<PathBuf>::new(),
+        "the killed run's stage is gone"
+    );
+}
+
+/// Two `solve N` at once: the second says which run holds the issue and exits 2 before it
+/// spends anything (no model call, no attempt recorded); once the first is gone, the issue is
+/// free again.
+#[test]
+fn one_run_solves_an_issue_at_a_time() {
+    let repo = TestRepo::init("main");
+    repo.write("stats.py", MEAN);
+    repo.write(
+        ".bugloop/config.yml",
+        "solve:\n  test_commands:\n    - python3 -c \"import time; time.sleep(60)\"\n",
+    );
+    repo.commit("stats");
+    assert_eq!(
+        bugloop(repo.path(), &["report"], MEAN_TRACE).status.code(),
+        Some(0)
+    );
+    let scripts = tempfile::tempdir().unwrap();
+    let model = script_of(
+        scripts.path(),
+        "first.jsonl",
+        &[
+            json!({"tool_calls": [write("stats.py", &MEAN.replace(" + 1", ""))]}),
+            json!({"text": "fixed"}),
+        ],
+    );
+    let mut first = Command::new(env!("CARGO_BIN_EXE_bugloop"))
+        .args(["solve", "1", "--model", &model])
+        .current_dir(repo.path())
+        .env("NO_COLOR", "1")
+        .env_remove("BUGLOOP_CONFIG")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until the first run is in its attempt (its test command sleeping).
+    let runs = repo.path().join(".git/bugloop/runs");
+    let started = Instant::now();
+    while std::fs::read_dir(&runs).map_or(0, Iterator::count) == 0
+        && started.elapsed() < Duration::from_secs(30)
+    {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let second = bugloop(repo.path(), &["solve", "1", "--model", &model], "");
+    let said = text(&second);
+    assert_eq!(second.status.code(), Some(2), "{said}");
+    assert!(
+        said.contains(&format!(
+            "issue #1 is held by another run (process {}",
+            first.id()
+        )),
+        "{said}"
+    );
+    assert_eq!(
+        std::fs::read_dir(&runs).unwrap().count(),
+        1,
+        "no model call"
+    );
+    first.kill().unwrap();
+    first.wait().unwrap();
+    // Free once the holder is gone, even killed.
+    let status = bugloop(repo.path(), &["status", "1", "--format", "json"], "");
+    let status: Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(status["attempts"], json!([]), "{status:#}");
+    let again = bugloop(
+        repo.path(),
+        &["solve", "1", "--model", "script:/nonexistent"],
+        "",
+    );
+    assert!(
+        !text(&again).contains("held by another run"),
+        "{}",
+        text(&again)
+    );
+}
+
+/// An escalation is posted where others read it (a public issue on GitHub): what the failing
+/// test printed is quoted with the task tree's path written as `.`, and agent runs are named,
+/// never shown by a path of the machine.
+#[test]
+fn an_escalation_quotes_no_path_of_the_machine() {
+    let repo = TestRepo::init("main");
+    repo.write("stats.py", MEAN);
+    repo.write(
+        ".bugloop/config.yml",
+        "solve:\n  max_iterations: 2\n  test_commands:\n    - python3 -c \"import os, sys; print(os.getcwd() + '/stats.py:3'); sys.exit(1)\"\n",
+    );
+    repo.commit("stats");
+    let lines = [
+        json!({"tool_calls": [write("stats.py", &MEAN.replace(" + 1", ""))]}),
+        json!({"text": "fixed"}),
+    ];
+    let reported = bugloop(repo.path(), &["report"], MEAN_TRACE);
+    assert_eq!(reported.status.code(), Some(0), "{}", text(&reported));
+    let scripts = tempfile::tempdir().unwrap();
+    let model = script_of(scripts.path(), "fails.jsonl", &lines);
+    let solved = bugloop(repo.path(), &["solve", "1", "--model", &model], "");
+    assert_eq!(solved.status.code(), Some(1), "{}", text(&solved));
+    let issue = bugloop(repo.path(), &["item", "1", "--format", "json"], "");
+    let issue: Value = serde_json::from_slice(&issue.stdout).unwrap();
+    let said: Vec<&str> = issue["comments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["body"].as_str())
+        .collect();
+    assert_eq!(said.len(), 1, "{issue:#}");
+    let escalation = said[0];
+    assert!(
+        escalation.contains("failed [Exited(1)]: ./stats.py:3"),
+        "{escalation}"
+    );
+    assert!(escalation.contains("(run "), "{escalation}");
+    let root = repo.path().canonicalize().unwrap();
+    for machine in [root.to_str().unwrap(), "/tmp/", ".jsonl"] {
+        assert!(!escalation.contains(machine), "{machine}: {escalation}");
+    }
+}

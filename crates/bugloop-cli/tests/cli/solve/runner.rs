@@ -1,0 +1,222 @@
+//! Who runs bugloop in the solve tests: the test's own user, or, when that is root, an
+//! unprivileged one (uid 65534, as the Dockerfile runs the server) who owns the repository and
+//! nothing else. The sandbox, the task trees and the store must work the same for both.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+
+use bugloop_app::testing::testkit::TestRepo;
+use serde_json::{Value, json};
+
+pub fn text(output: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+pub fn write(path: &str, content: &str) -> Value {
+    json!({"name": "write_file", "arguments": {"path": path, "content": content}})
+}
+
+pub fn read(path: &str) -> Value {
+    json!({"name": "read_file", "arguments": {"path": path}})
+}
+
+pub fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+/// `git` in `dir`, whoever owns it (a repository of another user is "dubious" to git).
+pub fn git_read(dir: &Path, args: &[&str]) -> String {
+    let output = Command::new("git")
+        .args(["-c", "safe.directory=*"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "git {args:?}: {}", text(&output));
+    String::from_utf8_lossy(&output.stdout)
+        .trim_end()
+        .to_owned()
+}
+
+fn open(dir: &Path) {
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+fn give(dir: &Path) {
+    let chowned = Command::new("chown")
+        .args(["-R", "65534:65534"])
+        .arg(dir)
+        .status()
+        .unwrap();
+    assert!(chowned.success());
+}
+
+/// An unprivileged user's set-up: the binary where it can run it (the build may sit under
+/// `/root`) and a home of its own.
+struct Unprivileged {
+    _bin: tempfile::TempDir,
+    binary: PathBuf,
+    home: tempfile::TempDir,
+}
+
+pub struct Runner {
+    unprivileged: Option<Unprivileged>,
+}
+
+impl Runner {
+    /// The test's own user.
+    pub fn me() -> Runner {
+        Runner { unprivileged: None }
+    }
+
+    /// uid 65534 when the test runs as root; `None` (said on stderr) otherwise: the test's own
+    /// user is unprivileged already, and the other variant runs as it.
+    #[allow(clippy::print_stderr)]
+    pub fn unprivileged() -> Option<Runner> {
+        if !is_root() {
+            eprintln!("running as an unprivileged user already: the other variant is this one");
+            return None;
+        }
+        let bin = tempfile::tempdir().unwrap();
+        open(bin.path());
+        let binary = bin.path().join("bugloop");
+        std::fs::copy(env!("CARGO_BIN_EXE_bugloop"), &binary).unwrap();
+        std::fs::set_permissions(&binary, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let home = tempfile::tempdir().unwrap();
+        give(home.path());
+        Some(Runner {
+            unprivileged: Some(Unprivileged {
+                _bin: bin,
+                binary,
+                home,
+            }),
+        })
+    }
+
+    /// A repository on `main` with `files` committed, owned by the runner.
+    pub fn repo(&self, files: &[(&str, &str)]) -> TestRepo {
+        let repo = TestRepo::with_files(files);
+        if self.unprivileged.is_some() {
+            give(repo.path());
+        }
+        repo
+    }
+
+    /// A directory for model scripts the runner can read.
+    pub fn scripts(&self) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        open(dir.path());
+        dir
+    }
+
+    /// `bugloop args...` in `dir`, as the runner.
+    pub fn command(&self, dir: &Path, args: &[&str]) -> Command {
+        let mut command = match &self.unprivileged {
+            None => {
+                let mut command = Command::new(env!("CARGO_BIN_EXE_bugloop"));
+                command.env_remove("BUGLOOP_CONFIG");
+                command
+            }
+            Some(user) => {
+                let mut command = Command::new("setpriv");
+                command
+                    .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+                    .arg(&user.binary)
+                    .env_clear()
+                    .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+                    .env("HOME", user.home.path())
+                    .env("TMPDIR", "/tmp");
+                command
+            }
+        };
+        command.args(args).current_dir(dir).env("NO_COLOR", "1");
+        command
+    }
+
+    /// `git args...` in `dir` as the runner (a person's own merge).
+    pub fn git(&self, dir: &Path, args: &[&str]) -> String {
+        let mut command = match &self.unprivileged {
+            None => Command::new("git"),
+            Some(user) => {
+                let mut command = Command::new("setpriv");
+                command
+                    .args([
+                        "--reuid=65534",
+                        "--regid=65534",
+                        "--clear-groups",
+                        "--",
+                        "git",
+                    ])
+                    .env("HOME", user.home.path());
+                command
+            }
+        };
+        let output = command
+            .args(["-c", "user.name=Dev", "-c", "user.email=dev@example.com"])
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "git {args:?}: {}", text(&output));
+        String::from_utf8_lossy(&output.stdout)
+            .trim_end()
+            .to_owned()
+    }
+
+    /// Runs `bugloop args...` in `dir` with `stdin`, to its end.
+    pub fn run(&self, dir: &Path, args: &[&str], stdin: &str) -> Output {
+        use std::io::Write;
+        let mut child = self
+            .command(dir, args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(stdin.as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    }
+
+    /// Starts `bugloop args...` in `dir`, its output dropped (a run the test kills).
+    pub fn spawn(&self, dir: &Path, args: &[&str]) -> Child {
+        self.command(dir, args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    }
+}
+
+/// A model script of `lines` in `dir`, as the `--model` value that plays it.
+pub fn script_of(dir: &Path, name: &str, lines: &[Value]) -> String {
+    let script = dir.join(name);
+    std::fs::write(
+        &script,
+        lines.iter().map(|l| format!("{l}\n")).collect::<String>(),
+    )
+    .unwrap();
+    format!("script:{}", script.display())
+}
+
+/// Files reported in the report of `solve --format json`'s branch.
+pub fn committed(dir: &Path, report: &Value) -> Vec<String> {
+    let branch = report["branch"].as_str().unwrap();
+    git_read(dir, &["ls-tree", "-r", "--name-only", branch])
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
