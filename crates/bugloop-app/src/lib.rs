@@ -15,6 +15,7 @@ mod event;
 mod github;
 pub mod inspect;
 mod item;
+mod local_review;
 pub mod metrics;
 mod models;
 mod outcome;
@@ -48,6 +49,7 @@ pub use self::error::AppError;
 pub use self::event::{EventJob, EventOutcome, run_event};
 pub use self::github::{GitHubAuth, GitHubTarget, PullRequestRun};
 pub use self::item::ItemView;
+pub use self::local_review::{ChecksJob, ChecksView, ReviewCommentJob, ReviewDecisionJob};
 pub use self::models::Models;
 pub use self::outcome::{Outcome, Verdict};
 pub use self::pull_request::{PullRequestComment, PullRequestCommentKind};
@@ -71,6 +73,7 @@ pub mod types {
     pub use bugloop_report::solve::SolveReport;
     /// The renderers (text, Markdown, SARIF, JSON) every front end prints reports with.
     pub use bugloop_report::{json, markdown, sarif, style, text};
+    pub use bugloop_store::{CheckState, ReviewDecision};
 }
 
 /// What front ends' tests build on (feature `testing`): test repositories, and the GitHub

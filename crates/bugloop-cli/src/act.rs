@@ -50,8 +50,21 @@ pub struct CommentArgs {
     /// The comment, as you would write it on a pull request.
     pub text: String,
     /// Reply in the thread of this finding (id) or comment (number).
-    #[arg(long, value_name = "ID")]
+    #[arg(long, value_name = "ID", conflicts_with = "change")]
     pub reply_to: Option<String>,
+    /// A reviewer's line comment on this local change request (a solve draft) instead, at
+    /// --file and --line of its head; `bugloop solve` addresses it in its next review round.
+    #[arg(long, value_name = "NUMBER", requires_all = ["file", "line"])]
+    pub change: Option<u64>,
+    /// The file the line comment is on (with --change).
+    #[arg(long, value_name = "PATH", requires = "change")]
+    pub file: Option<String>,
+    /// The line of --file at the change request's head (with --change).
+    #[arg(long, value_name = "N", requires = "change")]
+    pub line: Option<u32>,
+    /// The reviewer who wrote it (with --change; default: you, from git's user.name).
+    #[arg(long = "as", value_name = "NAME", requires = "change")]
+    pub reviewer: Option<String>,
     #[command(flatten)]
     pub common: ModelArg,
 }

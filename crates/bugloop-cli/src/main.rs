@@ -17,6 +17,7 @@ mod bench;
 mod progress;
 mod report;
 mod review;
+mod review_local;
 mod serve;
 mod show;
 mod solve;
@@ -77,6 +78,12 @@ enum Command {
     /// it as a dispute (exit 0 done; 1 a fix or change was not committed; 4 left on a branch;
     /// 3 the comment was stored but acting on it failed; 2 an error, nothing stored).
     Comment(act::CommentArgs),
+    /// Record a reviewer's decision on a local change request (a solve draft): approve,
+    /// request changes (the ready gate waits until they review again) or comment.
+    ReviewDecision(review_local::ReviewDecisionArgs),
+    /// Check results on a local change request's head: runs the test commands there in the
+    /// sandbox and records each (exit 1 when one fails), or records a result with --record.
+    Checks(review_local::ChecksArgs),
     /// Reply in a finding's thread (disagree, explain); weighed at the next review or with --now
     /// (exit 3: the reply was stored but weighing it failed).
     Reply(act::ReplyArgs),
@@ -345,7 +352,12 @@ fn run(cli: Cli, out: &mut impl Write) -> Result<Verdict> {
         Command::Solve(args) => solve::solve(&cwd, &choice, &args, out),
         Command::Status(args) => solve::status(&cwd, &choice, &args, out),
         Command::Item(args) => solve::item(&cwd, &choice, &args, out),
+        Command::Comment(args) if args.change.is_some() => {
+            review_local::comment(&cwd, &choice, &args, out)
+        }
         Command::Comment(args) => act::comment(&cwd, &choice, &args, out),
+        Command::ReviewDecision(args) => review_local::review_decision(&cwd, &choice, &args, out),
+        Command::Checks(args) => review_local::checks(&cwd, &choice, &args, out),
         Command::Converge(args) => act::converge(&cwd, &choice, &args, out),
         Command::Reply(args) => act::reply(&cwd, &choice, &args, out),
         Command::Config(ConfigCommand::Show { format }) => {

@@ -81,6 +81,11 @@ impl LocalForge {
         &self.store
     }
 
+    /// bugloop's own name here.
+    pub fn bot(&self) -> &str {
+        &self.bot
+    }
+
     /// The developer's name (who `reply` and `comment` write as).
     pub fn developer(&self) -> &str {
         &self.developer
@@ -104,6 +109,38 @@ impl LocalForge {
                     body: body.to_owned(),
                     in_reply_to: parent,
                     anchor: None,
+                },
+            )
+            .await?;
+        Ok(to_comment(stored, &self.bot))
+    }
+
+    /// A line comment of a review (`path:line` of `commit`) by `reviewer`, entered by the
+    /// repository's owner: another person's review comment on a local change request.
+    pub async fn review_comment(
+        &self,
+        change: &ChangeKey,
+        reviewer: &str,
+        body: &str,
+        anchor: &LineAnchor,
+    ) -> Result<Comment, ForgeError> {
+        if reviewer != self.developer {
+            self.store.add_reviewer(reviewer).await?;
+        }
+        let stored = self
+            .store
+            .add(
+                &change.0,
+                NewComment {
+                    author: reviewer.to_owned(),
+                    by_bugloop: false,
+                    body: body.to_owned(),
+                    in_reply_to: None,
+                    anchor: Some(Anchor {
+                        path: anchor.path.clone(),
+                        line: anchor.line,
+                        commit: anchor.commit.clone(),
+                    }),
                 },
             )
             .await?;
@@ -249,9 +286,13 @@ impl Forge for LocalForge {
     }
 
     async fn permission(&self, actor: &str) -> Result<Permission, ForgeError> {
-        // The local repository belongs to whoever runs bugloop in it.
+        // The local repository belongs to whoever runs bugloop in it; the reviewers whose
+        // comments and reviews they recorded here may change it, as a GitHub reviewer with
+        // write access.
         Ok(if actor == self.developer || actor == self.bot {
             Permission::Admin
+        } else if self.store.is_reviewer(actor).await? {
+            Permission::Write
         } else {
             Permission::Read
         })

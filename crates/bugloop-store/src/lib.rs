@@ -22,14 +22,17 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0002_written_by_bugloop.sql"),
     include_str!("../migrations/0003_issues_and_change_requests.sql"),
     include_str!("../migrations/0004_solve_transitions.sql"),
+    include_str!("../migrations/0005_reviews_and_checks.sql"),
 ];
 
 mod items;
 mod lease;
+mod reviews;
 mod solve;
 
 pub use self::items::{Item, ItemKind, ItemState, NewChangeRequest, NewIssue, Reported};
 pub use self::lease::{Lease, LeaseError};
+pub use self::reviews::{CheckResult, CheckState, ItemReview, ReviewDecision};
 pub use self::solve::Transition;
 
 #[derive(Debug, thiserror::Error)]

@@ -8,6 +8,8 @@
 mod byproducts;
 #[path = "solve/resume.rs"]
 mod resume;
+#[path = "solve/reviewers.rs"]
+mod reviewers;
 #[path = "solve/runner.rs"]
 mod runner;
 

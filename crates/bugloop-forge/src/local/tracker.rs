@@ -4,7 +4,9 @@
 
 use async_trait::async_trait;
 use bugloop_domain::solve::SolveState;
-use bugloop_store::{Item, ItemKind, ItemState, NewChangeRequest, NewIssue, StoreError};
+use bugloop_store::{
+    CheckState, Item, ItemKind, ItemState, NewChangeRequest, NewIssue, ReviewDecision, StoreError,
+};
 
 use crate::tracker::{
     ChangeRequest, ChangeRequestState, Check, DraftRequest, IssueDraft, ReportCount,
@@ -275,13 +277,37 @@ impl Tracker for LocalForge {
         Ok(self.store.set_draft(number(request)?, false).await?)
     }
 
-    /// A local repository has no CI: the solve pipeline's own test runs are its checks.
-    async fn checks(&self, _commit: &str) -> Result<Vec<Check>, ForgeError> {
-        Ok(Vec::new())
+    /// The checks recorded on `commit` (`bugloop checks`: the test commands run on a change
+    /// request's head, or a result recorded by hand).
+    async fn checks(&self, commit: &str) -> Result<Vec<Check>, ForgeError> {
+        Ok(self
+            .store
+            .checks(commit)
+            .await?
+            .into_iter()
+            .map(|check| Check {
+                name: check.name,
+                passed: match check.state {
+                    CheckState::Pending => None,
+                    CheckState::Passed => Some(true),
+                    CheckState::Failed => Some(false),
+                },
+            })
+            .collect())
     }
 
-    /// Reviews that request changes are GitHub's; locally the threads say it all.
-    async fn changes_requested(&self, _request: u64) -> Result<bool, ForgeError> {
-        Ok(false)
+    /// Each reviewer's latest decision counts (a review that only comments changes none), as
+    /// on GitHub.
+    async fn changes_requested(&self, request: u64) -> Result<bool, ForgeError> {
+        let mut latest: std::collections::HashMap<String, ReviewDecision> =
+            std::collections::HashMap::new();
+        for review in self.store.reviews(number(request)?).await? {
+            if review.decision != ReviewDecision::Commented {
+                latest.insert(review.reviewer, review.decision);
+            }
+        }
+        Ok(latest
+            .values()
+            .any(|decision| *decision == ReviewDecision::ChangesRequested))
     }
 }

@@ -1,7 +1,8 @@
 //! The ready-for-review gate: no unresolved thread (the caller checked), no review asking for
 //! changes, every check on the head green, the test commands passed on the head, and the change
-//! under `solve.max_diff_lines`. Passed: the draft is marked ready (READY). Checks still running:
-//! wait. Anything else: escalated with every reason.
+//! under `solve.max_diff_lines`. Passed: the draft is marked ready (READY). Checks still running,
+//! or a reviewer who asked for changes and has not reviewed again since: wait (their decision is
+//! theirs, and the round answered their threads). Anything else: escalated with every reason.
 
 use bugloop_domain::solve::SolveState;
 use bugloop_forge::tracker::ChangeRequest;
@@ -24,9 +25,7 @@ pub(super) async fn decide(
             SolveError::Invalid(format!("the draft's branch {} is gone", request.branch))
         })?;
     let mut failed = Vec::new();
-    if run.tracker.changes_requested(request.number).await? {
-        failed.push("a reviewer requested changes".to_owned());
-    }
+    let changes_requested = run.tracker.changes_requested(request.number).await?;
     let checks = run.tracker.checks(&head).await?;
     let pending: Vec<&str> = checks
         .iter()
@@ -89,6 +88,14 @@ pub(super) async fn decide(
         return run
             .escalate(&format!("the ready gate failed: {}", failed.join("; ")))
             .await;
+    }
+    if changes_requested {
+        return Ok(Flow::Stop(format!(
+            "waiting for a reviewer who requested changes on #{} to review {} again; its \
+             threads are answered",
+            request.number,
+            short(&head)
+        )));
     }
     if !pending.is_empty() {
         return Ok(Flow::Stop(format!(

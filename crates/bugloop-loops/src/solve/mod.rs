@@ -203,6 +203,25 @@ pub async fn status(tracker: &dyn Tracker, issue: u64) -> Result<SolveReport, So
     Ok(record.report(&found, message))
 }
 
+/// Runs the test commands a solve runs with (`solve.test_commands`, or `fix.verify_commands`)
+/// on `head` in the sandbox, as checks of a local change request: each command's result, up to
+/// the first that fails.
+pub async fn test_head(
+    settings: &LoopSettings,
+    git: &bugloop_git::Git,
+    head: &str,
+) -> Result<Vec<bugloop_report::build::VerifyRun>, SolveError> {
+    let settings = solve_settings(settings)?;
+    let bench = crate::build::Workbench::at(git, head, "checks")?;
+    Ok(crate::build::run_commands(
+        &settings.config,
+        bench.path(),
+        Some(bench.git_mount()),
+        &settings.verify_commands,
+    )
+    .await?)
+}
+
 /// The settings a solve runs with: its verify commands are `solve.test_commands`, or
 /// `fix.verify_commands` when those are not set. Without either there is no exit condition
 /// (tests pass), so nothing is solved.
