@@ -325,20 +325,22 @@ fn solving_as_root_with_a_private_tmpdir_and_after_a_killed_run() {
 /// Two `solve N` at once: the second says which run holds the issue and exits 2 before it
 /// spends anything (no model call, no attempt recorded); once the first is gone, the issue is
 /// free again.
-#[test]
-fn one_run_solves_an_issue_at_a_time() {
-    let repo = TestRepo::init("main");
-    repo.write("stats.py", MEAN);
-    repo.write(
-        ".bugloop/config.yml",
-        "solve:\n  test_commands:\n    - python3 -c \"import time; time.sleep(60)\"\n",
-    );
-    repo.commit("stats");
+fn one_at_a_time(runner: &Runner) {
+    let repo = runner.repo(&[
+        ("stats.py", MEAN),
+        (
+            ".bugloop/config.yml",
+            "solve:\n  test_commands:\n    - python3 -c \"import time; time.sleep(60)\"\n",
+        ),
+    ]);
     assert_eq!(
-        bugloop(repo.path(), &["report"], MEAN_TRACE).status.code(),
+        runner
+            .run(repo.path(), &["report"], MEAN_TRACE)
+            .status
+            .code(),
         Some(0)
     );
-    let scripts = tempfile::tempdir().unwrap();
+    let scripts = runner.scripts();
     let model = script_of(
         scripts.path(),
         "first.jsonl",
@@ -347,15 +349,7 @@ fn one_run_solves_an_issue_at_a_time() {
             json!({"text": "fixed"}),
         ],
     );
-    let mut first = Command::new(env!("CARGO_BIN_EXE_bugloop"))
-        .args(["solve", "1", "--model", &model])
-        .current_dir(repo.path())
-        .env("NO_COLOR", "1")
-        .env_remove("BUGLOOP_CONFIG")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut first = runner.spawn(repo.path(), &["solve", "1", "--model", &model]);
     // Wait until the first run is in its attempt (its test command sleeping).
     let runs = repo.path().join(".git/bugloop/runs");
     let started = Instant::now();
@@ -364,7 +358,7 @@ fn one_run_solves_an_issue_at_a_time() {
     {
         std::thread::sleep(Duration::from_millis(50));
     }
-    let second = bugloop(repo.path(), &["solve", "1", "--model", &model], "");
+    let second = runner.run(repo.path(), &["solve", "1", "--model", &model], "");
     let said = text(&second);
     assert_eq!(second.status.code(), Some(2), "{said}");
     assert!(
@@ -382,10 +376,10 @@ fn one_run_solves_an_issue_at_a_time() {
     first.kill().unwrap();
     first.wait().unwrap();
     // Free once the holder is gone, even killed.
-    let status = bugloop(repo.path(), &["status", "1", "--format", "json"], "");
+    let status = runner.run(repo.path(), &["status", "1", "--format", "json"], "");
     let status: Value = serde_json::from_slice(&status.stdout).unwrap();
     assert_eq!(status["attempts"], json!([]), "{status:#}");
-    let again = bugloop(
+    let again = runner.run(
         repo.path(),
         &["solve", "1", "--model", "script:/nonexistent"],
         "",
@@ -400,26 +394,25 @@ fn one_run_solves_an_issue_at_a_time() {
 /// An escalation is posted where others read it (a public issue on GitHub): what the failing
 /// test printed is quoted with the task tree's path written as `.`, and agent runs are named,
 /// never shown by a path of the machine.
-#[test]
-fn an_escalation_quotes_no_path_of_the_machine() {
-    let repo = TestRepo::init("main");
-    repo.write("stats.py", MEAN);
-    repo.write(
-        ".bugloop/config.yml",
-        "solve:\n  max_iterations: 2\n  test_commands:\n    - python3 -c \"import os, sys; print(os.getcwd() + '/stats.py:3'); sys.exit(1)\"\n",
-    );
-    repo.commit("stats");
+fn escalation_without_paths(runner: &Runner) {
+    let repo = runner.repo(&[
+        ("stats.py", MEAN),
+        (
+            ".bugloop/config.yml",
+            "solve:\n  max_iterations: 2\n  test_commands:\n    - python3 -c \"import os, sys; print(os.getcwd() + '/stats.py:3'); sys.exit(1)\"\n",
+        ),
+    ]);
     let lines = [
         json!({"tool_calls": [write("stats.py", &MEAN.replace(" + 1", ""))]}),
         json!({"text": "fixed"}),
     ];
-    let reported = bugloop(repo.path(), &["report"], MEAN_TRACE);
+    let reported = runner.run(repo.path(), &["report"], MEAN_TRACE);
     assert_eq!(reported.status.code(), Some(0), "{}", text(&reported));
-    let scripts = tempfile::tempdir().unwrap();
+    let scripts = runner.scripts();
     let model = script_of(scripts.path(), "fails.jsonl", &lines);
-    let solved = bugloop(repo.path(), &["solve", "1", "--model", &model], "");
+    let solved = runner.run(repo.path(), &["solve", "1", "--model", &model], "");
     assert_eq!(solved.status.code(), Some(1), "{}", text(&solved));
-    let issue = bugloop(repo.path(), &["item", "1", "--format", "json"], "");
+    let issue = runner.run(repo.path(), &["item", "1", "--format", "json"], "");
     let issue: Value = serde_json::from_slice(&issue.stdout).unwrap();
     let said: Vec<&str> = issue["comments"]
         .as_array()
@@ -437,5 +430,29 @@ fn an_escalation_quotes_no_path_of_the_machine() {
     let root = repo.path().canonicalize().unwrap();
     for machine in [root.to_str().unwrap(), "/tmp/", ".jsonl"] {
         assert!(!escalation.contains(machine), "{machine}: {escalation}");
+    }
+}
+
+#[test]
+fn one_run_solves_an_issue_at_a_time() {
+    one_at_a_time(&Runner::me());
+}
+
+#[test]
+fn one_run_solves_an_issue_at_a_time_as_an_unprivileged_user_too() {
+    if let Some(runner) = Runner::unprivileged() {
+        one_at_a_time(&runner);
+    }
+}
+
+#[test]
+fn an_escalation_quotes_no_path_of_the_machine() {
+    escalation_without_paths(&Runner::me());
+}
+
+#[test]
+fn an_escalation_quotes_no_path_of_the_machine_as_an_unprivileged_user_too() {
+    if let Some(runner) = Runner::unprivileged() {
+        escalation_without_paths(&runner);
     }
 }
