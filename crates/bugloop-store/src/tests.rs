@@ -133,7 +133,8 @@ async fn who_wrote_a_comment_is_recorded_not_inferred_and_older_rows_say_unknown
         // A store as the first schema wrote it, with one comment in it.
         let store = Store::open(&path).await.unwrap();
         sqlx::raw_sql(
-            "DROP TABLE solve_transitions; DROP TABLE item_labels; DROP TABLE items; \
+            "DROP TABLE checks; DROP TABLE reviewers; DROP TABLE item_reviews; \
+             DROP TABLE solve_transitions; DROP TABLE item_labels; DROP TABLE items; \
              ALTER TABLE comments DROP COLUMN by_bugloop; PRAGMA user_version = 1; \
              INSERT INTO comments (change, kind, author, body, created_at, updated_at, thread_id) \
              VALUES ('b', 'issue', 'bugloop', 'old', '2026-01-01T00:00:00Z', \
@@ -173,4 +174,16 @@ async fn who_wrote_a_comment_is_recorded_not_inferred_and_older_rows_say_unknown
             .number,
         1
     );
+    // And migration 0005: checks are recorded on commits.
+    store
+        .set_check("abc", "ci", crate::CheckState::Pending, "")
+        .await
+        .unwrap();
+    store
+        .set_check("abc", "ci", crate::CheckState::Passed, "")
+        .await
+        .unwrap();
+    let checks = store.checks("abc").await.unwrap();
+    assert_eq!(checks.len(), 1);
+    assert_eq!(checks[0].state, crate::CheckState::Passed);
 }
