@@ -176,14 +176,14 @@ async fn who_wrote_a_comment_is_recorded_not_inferred_and_older_rows_say_unknown
     );
     // And migration 0005: checks are recorded on commits.
     store
-        .set_check("abc", "ci", crate::CheckState::Pending, "")
+        .set_check("abc", "ci", CheckState::Pending, "")
         .await
         .unwrap();
     store
-        .set_check("abc", "ci", crate::CheckState::Passed, "")
+        .set_check("abc", "ci", CheckState::Passed, "")
         .await
         .unwrap();
     let checks = store.checks("abc").await.unwrap();
     assert_eq!(checks.len(), 1);
-    assert_eq!(checks[0].state, crate::CheckState::Passed);
+    assert_eq!(checks[0].state, CheckState::Passed);
 }
