@@ -3,19 +3,37 @@
 //! `bugloop_webhooks::trigger` whether it asks for anything, and hands the [`Trigger`] here with
 //! how to reach GitHub; this opens bugloop on the pull request and calls the same jobs as the CLI.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use bugloop_github::Repo;
 use bugloop_report::act::ActReport;
 use bugloop_report::converge::ConvergeReport;
 use bugloop_report::review::ReviewReport;
-use bugloop_webhooks::{CommentKind, Trigger};
+use bugloop_webhooks::{CommentKind, Trigger, TriggerSettings};
 
 use crate::{
     App, AppError, AppOptions, ConfigChoice, ConvergeJob, ForgeChoice, GitHubTarget, Outcome,
     PullRequestComment, PullRequestCommentKind, PullRequestRun, ReviewJob,
 };
+
+/// What an Action run answers to, from the repository's trusted configuration (its default
+/// branch's `.bugloop/config.yml`, the user's file, `BUGLOOP_*`; never a pull request's): the
+/// label that asks for a fix (`labels.trigger`) and the prefix of solve drafts' branches
+/// (`branch_prefix`). The App server takes these from its own configuration instead.
+pub fn repository_trigger_settings(
+    directory: &Path,
+    choice: &ConfigChoice,
+    bot_login: &str,
+) -> Result<TriggerSettings, AppError> {
+    let config = crate::load_configuration(directory, choice)?.loaded.config;
+    Ok(TriggerSettings {
+        bot_logins: vec![bot_login.to_owned()],
+        mention: "bugloop".to_owned(),
+        autofix_label: config.labels.trigger,
+        solve_branch_prefix: config.branch_prefix,
+    })
+}
 
 /// A job from an event.
 #[derive(Debug, Clone)]
@@ -122,6 +140,16 @@ pub async fn run_event(job: EventJob) -> Result<EventOutcome, AppError> {
             ..
         } => {
             let issue = *issue;
+            // A workflow's token is shared by every workflow of the repository: it cannot keep
+            // a solve record (see `open_issue`). An Action run ends here, neutral.
+            if matches!(job.github.auth, crate::GitHubAuth::Token(_)) {
+                return Ok(EventOutcome::NotRun {
+                    reason: format!(
+                        "issue #{issue}: solving runs as a GitHub App (`bugloop serve`), whose own \
+                         login keeps the solve record; nothing was done"
+                    ),
+                });
+            }
             let app = open_issues(&job, repository, issue).await?;
             let trigger_label = app.settings.config.labels.trigger.clone();
             if let Some(label) = label {

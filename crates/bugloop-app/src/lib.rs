@@ -46,7 +46,7 @@ pub use self::configuration::{ConfigChoice, Configuration, load_configuration};
 pub use self::converge::ConvergeJob;
 pub use self::conversation::{FindingThread, StoreAction, StoreResult, store_action};
 pub use self::error::AppError;
-pub use self::event::{EventJob, EventOutcome, run_event};
+pub use self::event::{EventJob, EventOutcome, repository_trigger_settings, run_event};
 pub use self::github::{GitHubAuth, GitHubTarget, PullRequestRun};
 pub use self::item::ItemView;
 pub use self::local_review::{ChecksJob, ChecksView, ReviewCommentJob, ReviewDecisionJob};

@@ -11,9 +11,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow};
-use bugloop_app::github_types::{
-    Endpoint, Policy, Repo, StateKey, Trigger, TriggerSettings, parse_event, trigger,
-};
+use bugloop_app::github_types::{Endpoint, Policy, Repo, StateKey, Trigger, parse_event, trigger};
 use bugloop_app::types::style::Style;
 use bugloop_app::types::{json, markdown, sarif, text};
 use bugloop_app::{
@@ -108,12 +106,8 @@ pub fn action(
     let body = std::fs::read(&env.event_path)
         .with_context(|| format!("cannot read the event file {}", env.event_path.display()))?;
     let event = parse_event(&env.event_name, &body)?;
-    let settings = TriggerSettings {
-        bot_logins: vec![env.bot_login.clone()],
-        mention: "bugloop".to_owned(),
-        autofix_label: "bug:autofix".to_owned(),
-        solve_branch_prefix: "bugloop/".to_owned(),
-    };
+    let settings =
+        bugloop_app::repository_trigger_settings(&env.workspace, choice, &env.bot_login)?;
     let trigger = match trigger(&event, &settings) {
         Ok(trigger) => trigger,
         Err(skip) => return neutral(&env, out, &format!("nothing to do: {skip}")),

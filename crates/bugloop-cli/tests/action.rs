@@ -13,6 +13,8 @@ use bugloop_app::testing::github_sim::fixture::{
 };
 use serde_json::{Value, json};
 
+#[path = "action/as_written.rs"]
+mod as_written;
 #[path = "action/touched.rs"]
 mod touched;
 
@@ -198,4 +200,44 @@ async fn a_broken_event_file_is_an_error_naming_the_field() {
     assert_eq!(run.output.status.code(), Some(2));
     let said = text(&run.output);
     assert!(said.contains("pull_request.number"), "{said}");
+}
+
+/// A review of a pull request whose branch looks like a solve draft's (`bugloop/1-...`): with
+/// the base's `branch_prefix` somewhere else it is an ordinary review (no mention: nothing to
+/// do); with the default prefix it asks the solving of issue 1 to go on, which is the App
+/// server's (a workflow token cannot keep a solve record). Either way the step ends neutral,
+/// never in an error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_review_on_a_branch_named_like_a_solve_draft_ends_the_step_cleanly() {
+    for (base_config, said) in [
+        (
+            "branch_prefix: autofix/\n",
+            "nothing to do: the comment does not mention @bugloop",
+        ),
+        ("{}\n", "solving runs as a GitHub App (`bugloop serve`)"),
+    ] {
+        let fixture = PullRequestFixture::new(FixtureOptions {
+            base_config: Some(base_config),
+            ..FixtureOptions::default()
+        })
+        .await;
+        let issue = fixture
+            .sim
+            .add_issue("alice", "A crash", "It crashes.", &["bug"]);
+        let mut payload = webhook_example("pull_request_review", "submitted", &fixture);
+        payload["pull_request"]["head"]["ref"] = json!(format!("bugloop/{issue}-a-crash"));
+        payload["review"]["body"] = json!("Looks fine to me.");
+        let run = tokio::task::block_in_place(|| {
+            action(
+                &fixture,
+                "pull_request_review",
+                &payload,
+                &[],
+                "script:/nonexistent",
+            )
+        });
+        let output = text(&run.output);
+        assert_eq!(run.output.status.code(), Some(0), "{base_config}: {output}");
+        assert!(output.contains(said), "{base_config}: {output}");
+    }
 }

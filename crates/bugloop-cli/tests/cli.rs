@@ -135,6 +135,56 @@ fn doctor_reports_and_fails_on_a_missing_model() {
     );
 }
 
+/// On Ubuntu 24.04 (GitHub's ubuntu-latest) bwrap fails with "setting up uid map: Permission
+/// denied" because AppArmor restricts user namespaces: `doctor` names the cause and the fix (a
+/// `bwrap` that fails exactly so stands in here, where there is no AppArmor).
+#[test]
+fn doctor_names_apparmor_and_the_fix_when_bwrap_is_refused_namespaces() {
+    let repo = tempfile::tempdir().unwrap();
+    let fake = tempfile::tempdir().unwrap();
+    let bwrap = fake.path().join("bwrap");
+    std::fs::write(
+        &bwrap,
+        "#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n",
+    )
+    .unwrap();
+    Command::new("chmod")
+        .arg("+x")
+        .arg(&bwrap)
+        .status()
+        .unwrap();
+    let sysctl = fake.path().join("apparmor_restrict_unprivileged_userns");
+    std::fs::write(&sysctl, "1\n").unwrap();
+    let path = format!(
+        "{}:{}",
+        fake.path().display(),
+        std::env::var("PATH").unwrap()
+    );
+    let output = Command::new(env!("CARGO_BIN_EXE_bugloop"))
+        .arg("doctor")
+        .env("PATH", path)
+        .env("BUGLOOP_USERNS_SYSCTL", &sysctl)
+        .current_dir(repo.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{stdout}");
+    let sandbox = stdout
+        .lines()
+        .find(|l| l.starts_with("FAIL    sandbox:"))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    for said in [
+        "setting up uid map: Permission denied",
+        "AppArmor restricts unprivileged user namespaces on this machine",
+        "kernel.apparmor_restrict_unprivileged_userns = 1",
+        "scripts/action-apparmor",
+        "bwrap-userns-restrict",
+        "commands will be refused (sandbox.when_unconfined: refuse)",
+    ] {
+        assert!(sandbox.contains(said), "{said}\n{sandbox}");
+    }
+}
+
 /// The same error reported twice is one issue counted twice, whatever checkout printed the
 /// paths; another error is another issue.
 #[test]

@@ -106,3 +106,71 @@ fn every_example_workflow_is_safe_to_copy() {
     }
     assert_eq!(seen, 3);
 }
+
+/// actionlint (`scripts/test-assets` installs it) on the project's own workflows, the examples,
+/// and a workflow made of `action.yml`'s `uses:` steps (actionlint reads workflows, and the
+/// composite action's actions must be on a current runtime too): not one finding.
+#[test]
+fn actionlint_finds_nothing_in_any_workflow() {
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache")
+        });
+    let actionlint = cache.join("bugloop/test-assets/actionlint/actionlint");
+    assert!(
+        actionlint.exists(),
+        "{} is missing; `scripts/setup --test` installs it",
+        actionlint.display()
+    );
+    let mut files: Vec<PathBuf> = Vec::new();
+    for dir in [".github/workflows", "examples/github"] {
+        for entry in std::fs::read_dir(root().join(dir)).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().and_then(|e| e.to_str()) == Some("yml") {
+                files.push(path);
+            }
+        }
+    }
+    assert!(files.len() >= 6, "{files:?}");
+    // The composite action's steps that use other actions, as a job of their own.
+    let action = load(&root().join("action.yml"));
+    let mut steps = Vec::new();
+    for step in action["runs"]["steps"].as_sequence().unwrap() {
+        let Some(uses) = step["uses"].as_str() else {
+            continue;
+        };
+        let mut with = serde_yaml_ng::Mapping::new();
+        for (key, _) in step["with"].as_mapping().into_iter().flatten() {
+            with.insert(key.clone(), Value::from("x"));
+        }
+        let mut synthetic = serde_yaml_ng::Mapping::new();
+        synthetic.insert("uses".into(), uses.into());
+        synthetic.insert("with".into(), Value::Mapping(with));
+        steps.push(Value::Mapping(synthetic));
+    }
+    assert!(!steps.is_empty());
+    let workflow = serde_yaml_ng::to_string(&serde_json::json!({
+        "name": "the actions action.yml uses",
+        "on": "push",
+        "permissions": {},
+        "jobs": {"steps": {"runs-on": "ubuntu-latest", "steps": steps}},
+    }))
+    .unwrap();
+    let temp = tempfile::tempdir().unwrap();
+    let synthetic = temp.path().join("action-uses.yml");
+    std::fs::write(&synthetic, workflow).unwrap();
+    files.push(synthetic);
+    let output = std::process::Command::new(&actionlint)
+        .arg("-no-color")
+        .args(&files)
+        .current_dir(root())
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success() && output.stdout.is_empty(),
+        "actionlint:\n{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}

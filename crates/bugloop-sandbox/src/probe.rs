@@ -62,9 +62,9 @@ fn probe_now() -> Capabilities {
         Ok(output) => Capabilities {
             bwrap,
             bwrap_works: false,
-            problem: Some(format!(
-                "bwrap cannot create namespaces here: {}",
-                String::from_utf8_lossy(&output.stderr).trim()
+            problem: Some(namespaces_refused(
+                String::from_utf8_lossy(&output.stderr).trim(),
+                userns_restricted(),
             )),
         },
         Err(error) => Capabilities {
@@ -73,6 +73,46 @@ fn probe_now() -> Capabilities {
             problem: Some(format!("bwrap does not start: {error}")),
         },
     }
+}
+
+/// Where the kernel says whether AppArmor restricts unprivileged user namespaces;
+/// `BUGLOOP_USERNS_SYSCTL` names another file (tests, on machines without AppArmor).
+fn userns_sysctl() -> PathBuf {
+    std::env::var_os("BUGLOOP_USERNS_SYSCTL").map_or_else(
+        || PathBuf::from("/proc/sys/kernel/apparmor_restrict_unprivileged_userns"),
+        PathBuf::from,
+    )
+}
+
+fn userns_restricted() -> bool {
+    std::fs::read_to_string(userns_sysctl()).is_ok_and(|value| value.trim() == "1")
+}
+
+/// Why bwrap could not make its namespaces, and what to do: on Ubuntu 24.04 (GitHub's
+/// `ubuntu-latest`) AppArmor keeps unconfined programs from using user namespaces, and bwrap says
+/// only "setting up uid map: Permission denied".
+fn namespaces_refused(said: &str, restricted: bool) -> String {
+    let apparmor = restricted
+        || said.contains("setting up uid map: Permission denied")
+        || said.contains("Failed RTM_NEWADDR");
+    if !apparmor {
+        return format!("bwrap cannot create namespaces here: {said}");
+    }
+    let cause = if restricted {
+        "AppArmor restricts unprivileged user namespaces on this machine \
+         (kernel.apparmor_restrict_unprivileged_userns = 1, the default of Ubuntu 24.04 and of \
+         GitHub's ubuntu-latest)"
+    } else {
+        "this is how bwrap fails where AppArmor restricts unprivileged user namespaces \
+         (kernel.apparmor_restrict_unprivileged_userns = 1, Ubuntu 24.04's default)"
+    };
+    format!(
+        "bwrap cannot create namespaces here ({said}): {cause}. Fix: load an AppArmor profile \
+         that lets bwrap alone make them: run `scripts/action-apparmor` from bugloop's repository \
+         as root (the GitHub Action does this itself on hosted runners), or load Ubuntu's \
+         `bwrap-userns-restrict` profile (package apparmor-profiles). Setting the sysctl to 0 \
+         also works, but lifts the protection for every program on the machine"
+    )
 }
 
 pub(crate) fn find_in_path(program: &str) -> Option<PathBuf> {
@@ -167,4 +207,21 @@ pub fn protections() -> Vec<Protection> {
             detail: format!("a watchdog stops a command whose workspace grows by more than {} MiB", defaults.workspace_growth_bytes >> 20),
         },
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn apparmor_is_named_with_the_fix() {
+        let said = namespaces_refused("bwrap: setting up uid map: Permission denied", false);
+        assert!(said.contains("AppArmor"), "{said}");
+        assert!(said.contains("scripts/action-apparmor"), "{said}");
+        assert!(said.contains("every program on the machine"), "{said}");
+        let restricted = namespaces_refused("bwrap: loopback: Failed RTM_NEWADDR", true);
+        assert!(restricted.contains("restricts unprivileged user namespaces on this machine"));
+        let other = namespaces_refused("bwrap: No permissions to create new namespace", false);
+        assert!(!other.contains("AppArmor"), "{other}");
+    }
 }

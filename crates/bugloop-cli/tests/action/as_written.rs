@@ -1,0 +1,433 @@
+//! `action.yml` as written: its composite steps read from the file, each `run:` script run with
+//! bash under the variables a runner sets (the step's `env:` evaluated as the runner would), the
+//! release archive built by `scripts/package` and served from a local HTTP server, and the
+//! GitHub simulator as the API. The install step verifies the archive before anything in it
+//! runs; the review step publishes the finding with the binary the install step put on the path.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use bugloop_app::testing::github_sim::fixture::{
+    FixtureOptions, PullRequestFixture, TOKEN, webhook_example,
+};
+use serde_yaml_ng::Value;
+
+use super::{review_script, text};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .unwrap()
+        .to_path_buf()
+}
+
+/// The composite steps of `action.yml`, by name.
+fn steps() -> Vec<Value> {
+    let text = std::fs::read_to_string(root().join("action.yml")).unwrap();
+    let action: Value = serde_yaml_ng::from_str(&text).unwrap();
+    action["runs"]["steps"].as_sequence().unwrap().clone()
+}
+
+fn step(name: &str) -> Value {
+    steps()
+        .into_iter()
+        .find(|s| s["name"].as_str().is_some_and(|n| n.starts_with(name)))
+        .unwrap_or_else(|| panic!("action.yml has no step {name:?}"))
+}
+
+/// `text` with every `${{ expression }}` replaced from `context`, as the runner does; an
+/// expression the test does not know fails it (a new one in action.yml needs a value here).
+fn evaluate(text: &str, context: &HashMap<&str, String>) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("${{") {
+        out.push_str(&rest[..start]);
+        let end = rest[start..].find("}}").unwrap() + start;
+        let expression = rest[start + 3..end].trim();
+        let value = context
+            .get(expression)
+            .unwrap_or_else(|| panic!("no value for ${{{{ {expression} }}}} in the test"));
+        out.push_str(value);
+        rest = &rest[end + 2..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Where the runner keeps what a job's steps share.
+struct Runner {
+    temp: tempfile::TempDir,
+    context: HashMap<&'static str, String>,
+    path: String,
+}
+
+impl Runner {
+    fn new(action_ref: &str) -> Runner {
+        let temp = tempfile::tempdir().unwrap();
+        let mut context = HashMap::new();
+        context.insert("github.action_path", root().display().to_string());
+        context.insert("github.action_ref", action_ref.to_owned());
+        context.insert("github.action_repository", "bugloop/bugloop".to_owned());
+        context.insert("runner.temp", temp.path().display().to_string());
+        context.insert("inputs.embedded-model", "false".to_owned());
+        context.insert("inputs.github-token", TOKEN.to_owned());
+        context.insert(
+            "inputs.state-key",
+            "a state key of 32 bytes, secret!".to_owned(),
+        );
+        context.insert("inputs.fail-on", String::new());
+        context.insert("inputs.sarif", String::new());
+        context.insert("inputs.model", String::new());
+        std::fs::write(temp.path().join("github_path"), "").unwrap();
+        Runner {
+            temp,
+            context,
+            path: std::env::var("PATH").unwrap(),
+        }
+    }
+
+    fn install_root(&self) -> PathBuf {
+        self.temp.path().join("bugloop-install")
+    }
+
+    /// Runs the `run:` script of the step named `name` with bash, in `dir`, with the step's
+    /// `env:` and `extra` variables; directories earlier steps added to `$GITHUB_PATH` come
+    /// first on the path, as on a runner.
+    fn run(&self, name: &str, dir: &Path, extra: &[(&str, String)]) -> Output {
+        let step = step(name);
+        let script = step["run"].as_str().unwrap();
+        assert_eq!(step["shell"].as_str(), Some("bash"), "{name}");
+        let added = std::fs::read_to_string(self.temp.path().join("github_path")).unwrap();
+        let mut path: Vec<String> = added.lines().rev().map(str::to_owned).collect();
+        path.push(self.path.clone());
+        let mut command = Command::new("bash");
+        command
+            .args(["--noprofile", "--norc", "-eo", "pipefail", "-c", script])
+            .current_dir(dir)
+            .env("PATH", path.join(":"))
+            .env("RUNNER_TEMP", self.temp.path())
+            .env("GITHUB_PATH", self.temp.path().join("github_path"))
+            .env("GITHUB_OUTPUT", self.temp.path().join("github_output"))
+            .env("GITHUB_STEP_SUMMARY", self.temp.path().join("summary.md"));
+        for (key, value) in step["env"].as_mapping().into_iter().flatten() {
+            let value = value.as_str().unwrap_or_default();
+            command.env(key.as_str().unwrap(), evaluate(value, &self.context));
+        }
+        for (key, value) in extra {
+            command.env(key, value);
+        }
+        command.output().unwrap()
+    }
+}
+
+/// Serves the files below `dir` over HTTP on a local port, in a thread, for as long as the test
+/// runs: GitHub's release downloads, offline.
+fn serve(dir: PathBuf) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let mut reader = BufReader::new(&stream);
+            let mut request = String::new();
+            if reader.read_line(&mut request).is_err() {
+                continue;
+            }
+            let mut line = String::new();
+            while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
+                line.clear();
+            }
+            let path = request.split_whitespace().nth(1).unwrap_or("/");
+            let file = dir.join(path.trim_start_matches('/'));
+            let mut stream = &stream;
+            let _ = match std::fs::read(&file) {
+                Ok(body) if !path.contains("..") => stream
+                    .write_all(
+                        format!(
+                            "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                            body.len()
+                        )
+                        .as_bytes(),
+                    )
+                    .and_then(|()| stream.write_all(&body)),
+                _ => stream.write_all(
+                    b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                ),
+            };
+        }
+    });
+    format!("http://{address}")
+}
+
+/// The target the install step asks for on this machine.
+fn target() -> &'static str {
+    match std::env::consts::ARCH {
+        "aarch64" => "aarch64-unknown-linux-gnu",
+        _ => "x86_64-unknown-linux-gnu",
+    }
+}
+
+/// The release `tag` of the binary under test, packaged by `scripts/package` below `releases`
+/// as GitHub lays out release downloads (`<tag>/<archive>`); the archive's path.
+fn release(releases: &Path, tag: &str) -> PathBuf {
+    let packaged = Command::new("bash")
+        .arg(root().join("scripts/package"))
+        .args(["--tag", tag, "--target", target(), "--binary"])
+        .arg(env!("CARGO_BIN_EXE_bugloop"))
+        .arg("--out")
+        .arg(releases.join(tag))
+        .output()
+        .unwrap();
+    assert!(packaged.status.success(), "{}", text(&packaged));
+    releases
+        .join(tag)
+        .join(format!("bugloop-{tag}-{}.tar.gz", target()))
+}
+
+/// A `cargo` that records that it was asked to build and "installs" the binary under test, so
+/// that falling back to a build from source is seen without compiling.
+fn fake_cargo(dir: &Path) -> PathBuf {
+    let log = dir.join("cargo.log");
+    let script = format!(
+        "#!/bin/sh\necho \"$@\" >> '{log}'\nroot=''\nwhile [ $# -gt 0 ]; do [ \"$1\" = --root ] && root=\"$2\"; shift; done\nmkdir -p \"$root/bin\" && cp '{bin}' \"$root/bin/bugloop\"\n",
+        log = log.display(),
+        bin = env!("CARGO_BIN_EXE_bugloop"),
+    );
+    let cargo = dir.join("cargo");
+    std::fs::write(&cargo, script).unwrap();
+    Command::new("chmod")
+        .args(["+x"])
+        .arg(&cargo)
+        .status()
+        .unwrap();
+    log
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_action_as_written_installs_its_release_and_reviews() {
+    let fixture = PullRequestFixture::new(FixtureOptions::default()).await;
+    let releases = tempfile::tempdir().unwrap();
+    release(releases.path(), "v0.1.0");
+    let url = serve(releases.path().to_path_buf());
+    let mut runner = Runner::new("v0.1.0");
+    let tools = tempfile::tempdir().unwrap();
+    let cargo_log = fake_cargo(tools.path());
+    runner.path = format!("{}:{}", tools.path().display(), runner.path);
+
+    let installed = tokio::task::block_in_place(|| {
+        runner.run(
+            "Install bugloop",
+            fixture.workspace(),
+            &[("BUGLOOP_RELEASES_URL", url.clone())],
+        )
+    });
+    let said = text(&installed);
+    assert!(installed.status.success(), "{said}");
+    assert!(said.contains("installed release v0.1.0"), "{said}");
+    assert!(said.contains("bugloop 0.1.0"), "{said}");
+    assert!(!cargo_log.exists(), "nothing was built: {said}");
+    assert!(runner.install_root().join("bin/bugloop").exists());
+
+    // No AppArmor restriction here: the step says so and changes nothing.
+    let sysctl = runner.temp.path().join("userns");
+    std::fs::write(&sysctl, "0\n").unwrap();
+    let apparmor = runner.run(
+        "Let the sandbox run",
+        fixture.workspace(),
+        &[("BUGLOOP_USERNS_SYSCTL", sysctl.display().to_string())],
+    );
+    assert!(apparmor.status.success(), "{}", text(&apparmor));
+    assert!(text(&apparmor).contains("nothing to do"));
+
+    // The review, by the binary the install step put first on the path.
+    let scripts = tempfile::tempdir().unwrap();
+    runner
+        .context
+        .insert("inputs.model", review_script(scripts.path()));
+    let event = runner.temp.path().join("event.json");
+    let payload = webhook_example("pull_request", "opened", &fixture);
+    std::fs::write(&event, payload.to_string()).unwrap();
+    let config = runner.temp.path().join("config.yml");
+    std::fs::write(&config, "{}\n").unwrap();
+    let workspace = fixture.workspace().display().to_string();
+    let reviewed = tokio::task::block_in_place(|| {
+        runner.run(
+            "Run bugloop",
+            fixture.workspace(),
+            &[
+                ("GITHUB_EVENT_NAME", "pull_request".to_owned()),
+                ("GITHUB_EVENT_PATH", event.display().to_string()),
+                ("GITHUB_REPOSITORY", "acme/widgets".to_owned()),
+                ("GITHUB_WORKSPACE", workspace),
+                ("GITHUB_API_URL", fixture.sim.api_url()),
+                ("GITHUB_GRAPHQL_URL", fixture.sim.graphql_url()),
+                ("BUGLOOP_CONFIG", config.display().to_string()),
+                ("BUGLOOP_GITHUB_WRITE_SPACING_MS", "0".to_owned()),
+                ("NO_COLOR", "1".to_owned()),
+            ],
+        )
+    });
+    assert!(reviewed.status.success(), "{}", text(&reviewed));
+    assert!(text(&reviewed).contains("Index one past the end"));
+    assert_eq!(fixture.finding_comments().len(), 1);
+    let outputs = std::fs::read_to_string(runner.temp.path().join("github_output")).unwrap();
+    assert!(outputs.starts_with("sarif="), "{outputs}");
+}
+
+#[test]
+fn a_tampered_release_fails_the_install_and_runs_nothing() {
+    let releases = tempfile::tempdir().unwrap();
+    let archive = release(releases.path(), "v0.1.0");
+    let mut bytes = std::fs::read(&archive).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0xff;
+    std::fs::write(&archive, bytes).unwrap();
+    let url = serve(releases.path().to_path_buf());
+    let mut runner = Runner::new("v0.1.0");
+    let tools = tempfile::tempdir().unwrap();
+    let cargo_log = fake_cargo(tools.path());
+    runner.path = format!("{}:{}", tools.path().display(), runner.path);
+    let dir = tempfile::tempdir().unwrap();
+    let installed = runner.run(
+        "Install bugloop",
+        dir.path(),
+        &[("BUGLOOP_RELEASES_URL", url)],
+    );
+    let said = text(&installed);
+    assert_eq!(installed.status.code(), Some(1), "{said}");
+    assert!(said.contains("does not match its checksum"), "{said}");
+    assert!(said.contains("nothing was installed or run"), "{said}");
+    assert!(!runner.install_root().join("bin/bugloop").exists());
+    assert!(!cargo_log.exists(), "no build either");
+    assert_eq!(
+        std::fs::read_to_string(runner.temp.path().join("github_path")).unwrap(),
+        ""
+    );
+}
+
+/// A branch ref has no release: built from source, saying so. A commit ref whose release was
+/// built from another commit is not that release: built from source too.
+#[test]
+fn without_a_matching_release_the_action_builds_from_source_and_says_why() {
+    let releases = tempfile::tempdir().unwrap();
+    release(releases.path(), "v0.1.0");
+    let url = serve(releases.path().to_path_buf());
+    for (action_ref, why) in [
+        (
+            "main",
+            "is not a release tag or commit: building from source",
+        ),
+        (
+            "0123456789012345678901234567890123456789",
+            "not the Action's 0123456789012345678901234567890123456789: building from source",
+        ),
+        ("v9.9.9", "no release v9.9.9 for"),
+    ] {
+        let mut runner = Runner::new(action_ref);
+        let tools = tempfile::tempdir().unwrap();
+        let cargo_log = fake_cargo(tools.path());
+        runner.path = format!("{}:{}", tools.path().display(), runner.path);
+        let dir = tempfile::tempdir().unwrap();
+        let installed = runner.run(
+            "Install bugloop",
+            dir.path(),
+            &[("BUGLOOP_RELEASES_URL", url.clone())],
+        );
+        let said = text(&installed);
+        assert!(installed.status.success(), "{action_ref}: {said}");
+        assert!(said.contains(why), "{action_ref}: {said}");
+        let built = std::fs::read_to_string(&cargo_log).unwrap();
+        assert!(
+            built.starts_with("install --locked --path "),
+            "{action_ref}: {built}"
+        );
+        assert!(runner.install_root().join("bin/bugloop").exists());
+    }
+}
+
+/// The AppArmor step on a machine that restricts user namespaces: a profile for bwrap alone,
+/// loaded with apparmor_parser (a stand-in here, this machine has no AppArmor); nothing when the
+/// sysctl is 0; without root or sudo, a warning that names the cause and the fix.
+#[test]
+fn the_apparmor_step_loads_a_profile_for_bwrap_only_when_restricted() {
+    let runner = Runner::new("v0.1.0");
+    let tools = tempfile::tempdir().unwrap();
+    let parsed = tools.path().join("parsed.log");
+    std::fs::write(
+        tools.path().join("apparmor_parser"),
+        format!("#!/bin/sh\necho \"$@\" >> '{}'\n", parsed.display()),
+    )
+    .unwrap();
+    Command::new("chmod")
+        .arg("+x")
+        .arg(tools.path().join("apparmor_parser"))
+        .status()
+        .unwrap();
+    let profiles = tempfile::tempdir().unwrap();
+    let sysctl = tools.path().join("userns");
+    let run = |value: &str| {
+        std::fs::write(&sysctl, value).unwrap();
+        let mut command = Command::new("bash");
+        command
+            .arg(root().join("scripts/action-apparmor"))
+            .env(
+                "PATH",
+                format!("{}:{}", tools.path().display(), runner.path),
+            )
+            .env("BUGLOOP_USERNS_SYSCTL", &sysctl)
+            .env("BUGLOOP_APPARMOR_DIR", profiles.path());
+        command.output().unwrap()
+    };
+    let off = run("0\n");
+    assert!(off.status.success());
+    assert!(!profiles.path().join("bugloop-bwrap").exists());
+    assert!(!parsed.exists());
+
+    let on = run("1\n");
+    let said = text(&on);
+    assert!(on.status.success(), "{said}");
+    let root_user = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
+    if !root_user {
+        assert!(said.contains("::warning"), "{said}");
+        assert!(said.contains("AppArmor restricts unprivileged user namespaces"));
+        assert!(said.contains("scripts/action-apparmor"));
+        return;
+    }
+    let profile = std::fs::read_to_string(profiles.path().join("bugloop-bwrap")).unwrap();
+    let bwrap = std::fs::canonicalize(
+        String::from_utf8(
+            Command::new("sh")
+                .args(["-c", "command -v bwrap"])
+                .output()
+                .unwrap()
+                .stdout,
+        )
+        .unwrap()
+        .trim(),
+    )
+    .unwrap();
+    assert!(
+        profile.contains(&format!(
+            "profile bugloop-bwrap {} flags=(unconfined) {{",
+            bwrap.display()
+        )),
+        "{profile}"
+    );
+    assert!(profile.contains("  userns,\n"), "{profile}");
+    assert_eq!(
+        profile.matches('{').count(),
+        profile.matches('}').count(),
+        "{profile}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&parsed).unwrap(),
+        format!("-r {}\n", profiles.path().join("bugloop-bwrap").display())
+    );
+    assert!(said.contains("the restriction stays on for every other program"));
+}
