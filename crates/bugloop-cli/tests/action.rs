@@ -241,3 +241,79 @@ async fn a_review_on_a_branch_named_like_a_solve_draft_ends_the_step_cleanly() {
         assert!(output.contains(said), "{base_config}: {output}");
     }
 }
+
+/// `@bugloop fix all` on a runner where AppArmor keeps bwrap from making user namespaces (a
+/// `bwrap` that fails exactly as Ubuntu 24.04's stands in): nothing is committed, and the step's
+/// output names the cause and the fix.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fix_on_a_runner_that_restricts_user_namespaces_says_why_and_how_to_fix_it() {
+    let fixture = PullRequestFixture::new(FixtureOptions {
+        base_config: Some("fix:\n  verify_commands: [\"true\"]\n"),
+        ..FixtureOptions::default()
+    })
+    .await;
+    let scripts = tempfile::tempdir().unwrap();
+    let review = review_script(scripts.path());
+    let payload = webhook_example("pull_request", "opened", &fixture);
+    let reviewed =
+        tokio::task::block_in_place(|| action(&fixture, "pull_request", &payload, &[], &review));
+    assert_eq!(
+        reviewed.output.status.code(),
+        Some(0),
+        "{}",
+        text(&reviewed.output)
+    );
+
+    let fake = tempfile::tempdir().unwrap();
+    let bwrap = fake.path().join("bwrap");
+    std::fs::write(
+        &bwrap,
+        "#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n",
+    )
+    .unwrap();
+    Command::new("chmod")
+        .arg("+x")
+        .arg(&bwrap)
+        .status()
+        .unwrap();
+    let sysctl = fake.path().join("userns");
+    std::fs::write(&sysctl, "1\n").unwrap();
+    let path = format!(
+        "{}:{}",
+        fake.path().display(),
+        std::env::var("PATH").unwrap()
+    );
+    let said = "@bugloop fix all";
+    let comment = fixture.sim.comment_as(NUMBER, "alice", said);
+    let mut payload = webhook_example("issue_comment", "created", &fixture);
+    payload["comment"]["id"] = json!(comment);
+    payload["comment"]["body"] = json!(said);
+    payload["comment"]["user"] = json!({"login": "alice", "type": "User", "id": 1});
+    let edit = json!({"name": "edit_file", "arguments": {"path": "lib.rs", "old_text": "v[v.len()]", "new_text": "v[v.len() - 1]"}});
+    let fixing = script_file(
+        scripts.path(),
+        &[json!({"tool_calls": [edit]}), json!({"text": "Done."})],
+    );
+    let before = fixture.origin_head();
+    let run = tokio::task::block_in_place(|| {
+        action(
+            &fixture,
+            "issue_comment",
+            &payload,
+            &[
+                ("PATH", &path),
+                ("BUGLOOP_USERNS_SYSCTL", sysctl.to_str().unwrap()),
+            ],
+            &fixing,
+        )
+    });
+    let output = text(&run.output);
+    assert_eq!(run.output.status.code(), Some(1), "{output}");
+    assert_eq!(fixture.origin_head(), before, "nothing was pushed");
+    for named in [
+        "AppArmor restricts unprivileged user namespaces",
+        "scripts/action-apparmor",
+    ] {
+        assert!(output.contains(named), "{named}\n{output}");
+    }
+}

@@ -51,6 +51,10 @@ const ENV_RESERVED: &[&str] = &[
     "BUGLOOP_SERVER_CONFIG",
     "BUGLOOP_SERVER_MODEL",
     "BUGLOOP_ADMIN_TOKEN",
+    // The sandbox probe's and the Action's scripts' (a job may set them for every step).
+    "BUGLOOP_USERNS_SYSCTL",
+    "BUGLOOP_APPARMOR_DIR",
+    "BUGLOOP_RELEASES_URL",
 ];
 
 /// Where a configuration value came from.
