@@ -174,3 +174,49 @@ fn actionlint_finds_nothing_in_any_workflow() {
         String::from_utf8_lossy(&output.stderr)
     );
 }
+
+/// The project's own workflows follow the rules the examples do: least permissions declared at
+/// the top, no expression pasted into a script, and bugloop's review runs the action of the
+/// base commit, never the pull request's.
+#[test]
+fn the_projects_own_workflows_are_safe() {
+    let dir = root().join(".github/workflows");
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let workflow = load(&path);
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(
+            workflow["permissions"].is_mapping(),
+            "{name}: no permissions"
+        );
+        for (_, job) in workflow["jobs"].as_mapping().unwrap() {
+            for script in scripts(&job["steps"]) {
+                assert!(
+                    !script.contains("${{"),
+                    "{name}: an expression in:\n{script}"
+                );
+            }
+        }
+        names.push(name);
+    }
+    names.sort();
+    assert_eq!(names, ["bugloop.yml", "ci.yml", "release.yml"]);
+    let review = load(&dir.join("bugloop.yml"));
+    let steps = review["jobs"]["review"]["steps"].as_sequence().unwrap();
+    let action = steps
+        .iter()
+        .find(|s| s["id"].as_str() == Some("bugloop"))
+        .unwrap();
+    let path = action["uses"].as_str().unwrap().trim_start_matches("./");
+    let checkout = steps
+        .iter()
+        .find(|s| s["with"]["path"].as_str() == Some(path))
+        .expect("the action's own checkout");
+    assert_eq!(
+        checkout["with"]["ref"].as_str(),
+        Some("${{ github.event.pull_request.base.sha }}")
+    );
+    let ci = std::fs::read_to_string(dir.join("ci.yml")).unwrap();
+    assert!(ci.contains("run: bash .ci/run"), "CI runs the test command");
+}
