@@ -54,6 +54,7 @@ const ENV_RESERVED: &[&str] = &[
     // The sandbox probe's and the Action's scripts' (a job may set them for every step).
     "BUGLOOP_USERNS_SYSCTL",
     "BUGLOOP_APPARMOR_DIR",
+    "BUGLOOP_APPARMOR_EXTRA",
     "BUGLOOP_RELEASES_URL",
 ];
 

@@ -206,6 +206,42 @@ fn fake_cargo(dir: &Path) -> PathBuf {
     log
 }
 
+/// A `gh` whose `attestation verify` answers `verifies` and records its arguments (the real one
+/// asks GitHub, and this machine has no network).
+fn fake_gh(dir: &Path, verifies: bool) -> PathBuf {
+    let log = dir.join("gh.log");
+    let script = format!(
+        "#!/bin/sh\necho \"$@\" >> '{}'\nexit {}\n",
+        log.display(),
+        if verifies { 0 } else { 1 }
+    );
+    let gh = dir.join("gh");
+    std::fs::write(&gh, script).unwrap();
+    Command::new("chmod").arg("+x").arg(&gh).status().unwrap();
+    log
+}
+
+/// The "Cache key" step: no key for a release tag (nothing is cached), else one that names the
+/// Action's sources, the same for the same sources.
+#[test]
+fn the_cache_key_is_of_the_sources_and_there_is_none_for_a_release() {
+    let key = |action_ref: &str| {
+        let runner = Runner::new(action_ref);
+        let dir = tempfile::tempdir().unwrap();
+        let run = runner.run("Cache key", dir.path(), &[]);
+        assert!(run.status.success(), "{}", text(&run));
+        std::fs::read_to_string(runner.temp.path().join("github_output")).unwrap()
+    };
+    assert_eq!(key("v0.1.0"), "key=\n");
+    let branch = key("main");
+    assert!(branch.starts_with("key=bugloop-Linux-"), "{branch}");
+    assert_eq!(
+        branch.trim().len(),
+        "key=bugloop-Linux--false-".len() + std::env::consts::ARCH.len() + 64
+    );
+    assert_eq!(key("0123456789012345678901234567890123456789"), branch);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_action_as_written_installs_its_release_and_reviews() {
     let fixture = PullRequestFixture::new(FixtureOptions::default()).await;
@@ -215,6 +251,7 @@ async fn the_action_as_written_installs_its_release_and_reviews() {
     let mut runner = Runner::new("v0.1.0");
     let tools = tempfile::tempdir().unwrap();
     let cargo_log = fake_cargo(tools.path());
+    let gh_log = fake_gh(tools.path(), true);
     runner.path = format!("{}:{}", tools.path().display(), runner.path);
 
     let installed = tokio::task::block_in_place(|| {
@@ -227,6 +264,18 @@ async fn the_action_as_written_installs_its_release_and_reviews() {
     let said = text(&installed);
     assert!(installed.status.success(), "{said}");
     assert!(said.contains("installed release v0.1.0"), "{said}");
+    assert!(said.contains("build provenance verified"), "{said}");
+    let verified = std::fs::read_to_string(&gh_log).unwrap();
+    let words: Vec<&str> = verified.split_whitespace().collect();
+    assert!(
+        words[2].ends_with(&format!("/bugloop-v0.1.0-{}.tar.gz", target())),
+        "{verified}"
+    );
+    assert_eq!(
+        [&words[..2], &words[3..]].concat().join(" "),
+        "attestation verify --repo bugloop/bugloop --signer-workflow \
+         bugloop/bugloop/.github/workflows/release.yml --source-ref refs/tags/v0.1.0"
+    );
     assert!(said.contains("bugloop 0.1.0"), "{said}");
     assert!(!cargo_log.exists(), "nothing was built: {said}");
     assert!(runner.install_root().join("bin/bugloop").exists());
@@ -289,6 +338,7 @@ fn a_tampered_release_fails_the_install_and_runs_nothing() {
     let mut runner = Runner::new("v0.1.0");
     let tools = tempfile::tempdir().unwrap();
     let cargo_log = fake_cargo(tools.path());
+    let gh_log = fake_gh(tools.path(), true);
     runner.path = format!("{}:{}", tools.path().display(), runner.path);
     let dir = tempfile::tempdir().unwrap();
     let installed = runner.run(
@@ -299,6 +349,7 @@ fn a_tampered_release_fails_the_install_and_runs_nothing() {
     let said = text(&installed);
     assert_eq!(installed.status.code(), Some(1), "{said}");
     assert!(said.contains("does not match its checksum"), "{said}");
+    assert!(!gh_log.exists(), "not even its provenance was asked for");
     assert!(said.contains("nothing was installed or run"), "{said}");
     assert!(!runner.install_root().join("bin/bugloop").exists());
     assert!(!cargo_log.exists(), "no build either");
@@ -306,6 +357,31 @@ fn a_tampered_release_fails_the_install_and_runs_nothing() {
         std::fs::read_to_string(runner.temp.path().join("github_path")).unwrap(),
         ""
     );
+}
+
+/// An archive and checksum replaced together (whoever can edit the release): the checksum
+/// matches, the build provenance does not verify, and nothing is installed or run.
+#[test]
+fn a_release_without_valid_provenance_fails_the_install_and_runs_nothing() {
+    let releases = tempfile::tempdir().unwrap();
+    release(releases.path(), "v0.1.0");
+    let url = serve(releases.path().to_path_buf());
+    let mut runner = Runner::new("v0.1.0");
+    let tools = tempfile::tempdir().unwrap();
+    let cargo_log = fake_cargo(tools.path());
+    fake_gh(tools.path(), false);
+    runner.path = format!("{}:{}", tools.path().display(), runner.path);
+    let dir = tempfile::tempdir().unwrap();
+    let installed = runner.run(
+        "Install bugloop",
+        dir.path(),
+        &[("BUGLOOP_RELEASES_URL", url)],
+    );
+    let said = text(&installed);
+    assert_eq!(installed.status.code(), Some(1), "{said}");
+    assert!(said.contains("has no valid build provenance"), "{said}");
+    assert!(!runner.install_root().join("bin/bugloop").exists());
+    assert!(!cargo_log.exists());
 }
 
 /// A branch ref has no release: built from source, saying so. A commit ref whose release was
@@ -329,6 +405,7 @@ fn without_a_matching_release_the_action_builds_from_source_and_says_why() {
         let mut runner = Runner::new(action_ref);
         let tools = tempfile::tempdir().unwrap();
         let cargo_log = fake_cargo(tools.path());
+        fake_gh(tools.path(), true);
         runner.path = format!("{}:{}", tools.path().display(), runner.path);
         let dir = tempfile::tempdir().unwrap();
         let installed = runner.run(
@@ -339,56 +416,71 @@ fn without_a_matching_release_the_action_builds_from_source_and_says_why() {
         let said = text(&installed);
         assert!(installed.status.success(), "{action_ref}: {said}");
         assert!(said.contains(why), "{action_ref}: {said}");
+        // From a copy of the Action outside the workspace, with the path under review nowhere.
         let built = std::fs::read_to_string(&cargo_log).unwrap();
         assert!(
             built.starts_with("install --locked --path "),
+            "{action_ref}: {built}"
+        );
+        assert!(built.contains("/bugloop-source."), "{action_ref}: {built}");
+        assert!(
+            !built.contains(&root().display().to_string()),
             "{action_ref}: {built}"
         );
         assert!(runner.install_root().join("bin/bugloop").exists());
     }
 }
 
-/// The AppArmor step on a machine that restricts user namespaces: a profile for bwrap alone,
-/// loaded with apparmor_parser (a stand-in here, this machine has no AppArmor); nothing when the
-/// sysctl is 0; without root or sudo, a warning that names the cause and the fix.
+/// The AppArmor step on a machine that restricts user namespaces (stand-ins for the sysctl,
+/// `apparmor_parser` and `apt-get`; this machine has no AppArmor): nothing when the sysctl is 0;
+/// Ubuntu's `bwrap-userns-restrict` loaded when it is there; else a profile for /usr/bin/bwrap
+/// alone; without root or sudo, a warning that names the cause and the fix.
 #[test]
 fn the_apparmor_step_loads_a_profile_for_bwrap_only_when_restricted() {
     let runner = Runner::new("v0.1.0");
     let tools = tempfile::tempdir().unwrap();
     let parsed = tools.path().join("parsed.log");
-    std::fs::write(
-        tools.path().join("apparmor_parser"),
-        format!("#!/bin/sh\necho \"$@\" >> '{}'\n", parsed.display()),
-    )
-    .unwrap();
-    Command::new("chmod")
-        .arg("+x")
-        .arg(tools.path().join("apparmor_parser"))
-        .status()
-        .unwrap();
-    let profiles = tempfile::tempdir().unwrap();
+    for (name, script) in [
+        (
+            "apparmor_parser",
+            format!("#!/bin/sh\necho \"$@\" >> '{}'\n", parsed.display()),
+        ),
+        // No package manager reaches anything here.
+        ("apt-get", "#!/bin/sh\nexit 100\n".to_owned()),
+    ] {
+        std::fs::write(tools.path().join(name), script).unwrap();
+        Command::new("chmod")
+            .arg("+x")
+            .arg(tools.path().join(name))
+            .status()
+            .unwrap();
+    }
     let sysctl = tools.path().join("userns");
-    let run = |value: &str| {
+    let run = |value: &str, profiles: &Path, extra: &Path| {
         std::fs::write(&sysctl, value).unwrap();
-        let mut command = Command::new("bash");
-        command
+        let _ = std::fs::remove_file(&parsed);
+        Command::new("bash")
             .arg(root().join("scripts/action-apparmor"))
             .env(
                 "PATH",
                 format!("{}:{}", tools.path().display(), runner.path),
             )
             .env("BUGLOOP_USERNS_SYSCTL", &sysctl)
-            .env("BUGLOOP_APPARMOR_DIR", profiles.path());
-        command.output().unwrap()
+            .env("BUGLOOP_APPARMOR_DIR", profiles)
+            .env("BUGLOOP_APPARMOR_EXTRA", extra)
+            .output()
+            .unwrap()
     };
-    let off = run("0\n");
+    let profiles = tempfile::tempdir().unwrap();
+    let none = tempfile::tempdir().unwrap();
+    let off = run("0\n", profiles.path(), none.path());
     assert!(off.status.success());
-    assert!(!profiles.path().join("bugloop-bwrap").exists());
+    assert_eq!(std::fs::read_dir(profiles.path()).unwrap().count(), 0);
     assert!(!parsed.exists());
 
-    let on = run("1\n");
-    let said = text(&on);
-    assert!(on.status.success(), "{said}");
+    let restricted = run("1\n", profiles.path(), none.path());
+    let said = text(&restricted);
+    assert!(restricted.status.success(), "{said}");
     let root_user = Command::new("id")
         .arg("-u")
         .output()
@@ -396,38 +488,45 @@ fn the_apparmor_step_loads_a_profile_for_bwrap_only_when_restricted() {
     if !root_user {
         assert!(said.contains("::warning"), "{said}");
         assert!(said.contains("AppArmor restricts unprivileged user namespaces"));
-        assert!(said.contains("scripts/action-apparmor"));
+        assert!(said.contains("bwrap-userns-restrict"));
         return;
     }
+    // Ubuntu's profile is not there: one for /usr/bin/bwrap alone.
     let profile = std::fs::read_to_string(profiles.path().join("bugloop-bwrap")).unwrap();
-    let bwrap = std::fs::canonicalize(
-        String::from_utf8(
-            Command::new("sh")
-                .args(["-c", "command -v bwrap"])
-                .output()
-                .unwrap()
-                .stdout,
-        )
-        .unwrap()
-        .trim(),
-    )
-    .unwrap();
     assert!(
-        profile.contains(&format!(
-            "profile bugloop-bwrap {} flags=(unconfined) {{",
-            bwrap.display()
-        )),
+        profile.contains("profile bugloop-bwrap \"/usr/bin/bwrap\" flags=(unconfined) {"),
         "{profile}"
     );
     assert!(profile.contains("  userns,\n"), "{profile}");
-    assert_eq!(
-        profile.matches('{').count(),
-        profile.matches('}').count(),
-        "{profile}"
-    );
+    assert_eq!(profile.matches('{').count(), profile.matches('}').count());
     assert_eq!(
         std::fs::read_to_string(&parsed).unwrap(),
         format!("-r {}\n", profiles.path().join("bugloop-bwrap").display())
     );
     assert!(said.contains("the restriction stays on for every other program"));
+
+    // Ubuntu's profile is there: it is the one loaded, as shipped.
+    let extra = tempfile::tempdir().unwrap();
+    let shipped = "abi <abi/4.0>,\nprofile bwrap /usr/bin/bwrap flags=(attach_disconnected,mediate_deleted) {\n  allow userns,\n}\n";
+    std::fs::write(extra.path().join("bwrap-userns-restrict"), shipped).unwrap();
+    let profiles = tempfile::tempdir().unwrap();
+    let ubuntu = run("1\n", profiles.path(), extra.path());
+    let said = text(&ubuntu);
+    assert!(ubuntu.status.success(), "{said}");
+    assert_eq!(
+        std::fs::read_to_string(profiles.path().join("bwrap-userns-restrict")).unwrap(),
+        shipped
+    );
+    assert!(!profiles.path().join("bugloop-bwrap").exists());
+    assert_eq!(
+        std::fs::read_to_string(&parsed).unwrap(),
+        format!(
+            "-r {}\n",
+            profiles.path().join("bwrap-userns-restrict").display()
+        )
+    );
+    assert!(
+        said.contains("loaded Ubuntu's bwrap-userns-restrict profile"),
+        "{said}"
+    );
 }
