@@ -206,14 +206,14 @@ fn fake_cargo(dir: &Path) -> PathBuf {
     log
 }
 
-/// A `gh` whose `attestation verify` answers `verifies` and records its arguments (the real one
-/// asks GitHub, and this machine has no network).
-fn fake_gh(dir: &Path, verifies: bool) -> PathBuf {
+/// A `gh` whose `attestation verify` passes only when asked about `source` (a `--source-ref` or
+/// `--source-digest` with its value), as the real one checks the attestation's source; it
+/// records its arguments (the real one asks GitHub, and this machine has no network).
+fn fake_gh(dir: &Path, source: &str) -> PathBuf {
     let log = dir.join("gh.log");
     let script = format!(
-        "#!/bin/sh\necho \"$@\" >> '{}'\nexit {}\n",
-        log.display(),
-        if verifies { 0 } else { 1 }
+        "#!/bin/sh\necho \"$@\" >> '{}'\ncase \"$*\" in *'{source}'*) exit 0 ;; *) exit 1 ;; esac\n",
+        log.display()
     );
     let gh = dir.join("gh");
     std::fs::write(&gh, script).unwrap();
@@ -221,10 +221,12 @@ fn fake_gh(dir: &Path, verifies: bool) -> PathBuf {
     log
 }
 
-/// The "Cache key" step: no key for a release tag (nothing is cached), else one that names the
-/// Action's sources, the same for the same sources.
+const TAG_SOURCE: &str = "--source-ref refs/tags/v0.1.0";
+
+/// The "Cache key" step: no key for a release tag or a commit (never cached, always verified),
+/// else one that names the system and the Action's sources, the same for the same sources.
 #[test]
-fn the_cache_key_is_of_the_sources_and_there_is_none_for_a_release() {
+fn the_cache_key_is_of_the_sources_and_there_is_none_for_a_pin() {
     let key = |action_ref: &str| {
         let runner = Runner::new(action_ref);
         let dir = tempfile::tempdir().unwrap();
@@ -233,13 +235,13 @@ fn the_cache_key_is_of_the_sources_and_there_is_none_for_a_release() {
         std::fs::read_to_string(runner.temp.path().join("github_output")).unwrap()
     };
     assert_eq!(key("v0.1.0"), "key=\n");
+    assert_eq!(key("0123456789012345678901234567890123456789"), "key=\n");
     let branch = key("main");
-    assert!(branch.starts_with("key=bugloop-Linux-"), "{branch}");
-    assert_eq!(
-        branch.trim().len(),
-        "key=bugloop-Linux--false-".len() + std::env::consts::ARCH.len() + 64
-    );
-    assert_eq!(key("0123456789012345678901234567890123456789"), branch);
+    let prefix = format!("key=bugloop-Linux-{}-", std::env::consts::ARCH);
+    assert!(branch.starts_with(&prefix), "{branch}");
+    let hash = branch.trim().rsplit('-').next().unwrap();
+    assert_eq!(hash.len(), 64, "{branch}");
+    assert_eq!(key("feature"), branch);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -251,7 +253,7 @@ async fn the_action_as_written_installs_its_release_and_reviews() {
     let mut runner = Runner::new("v0.1.0");
     let tools = tempfile::tempdir().unwrap();
     let cargo_log = fake_cargo(tools.path());
-    let gh_log = fake_gh(tools.path(), true);
+    let gh_log = fake_gh(tools.path(), TAG_SOURCE);
     runner.path = format!("{}:{}", tools.path().display(), runner.path);
 
     let installed = tokio::task::block_in_place(|| {
@@ -273,8 +275,9 @@ async fn the_action_as_written_installs_its_release_and_reviews() {
     );
     assert_eq!(
         [&words[..2], &words[3..]].concat().join(" "),
-        "attestation verify --repo bugloop/bugloop --signer-workflow \
-         bugloop/bugloop/.github/workflows/release.yml --source-ref refs/tags/v0.1.0"
+        "attestation verify --repo bugloop/bugloop --cert-identity \
+         https://github.com/bugloop/bugloop/.github/workflows/release.yml@refs/tags/v0.1.0 \
+         --source-ref refs/tags/v0.1.0"
     );
     assert!(said.contains("bugloop 0.1.0"), "{said}");
     assert!(!cargo_log.exists(), "nothing was built: {said}");
@@ -338,7 +341,7 @@ fn a_tampered_release_fails_the_install_and_runs_nothing() {
     let mut runner = Runner::new("v0.1.0");
     let tools = tempfile::tempdir().unwrap();
     let cargo_log = fake_cargo(tools.path());
-    let gh_log = fake_gh(tools.path(), true);
+    let gh_log = fake_gh(tools.path(), TAG_SOURCE);
     runner.path = format!("{}:{}", tools.path().display(), runner.path);
     let dir = tempfile::tempdir().unwrap();
     let installed = runner.run(
@@ -369,7 +372,7 @@ fn a_release_without_valid_provenance_fails_the_install_and_runs_nothing() {
     let mut runner = Runner::new("v0.1.0");
     let tools = tempfile::tempdir().unwrap();
     let cargo_log = fake_cargo(tools.path());
-    fake_gh(tools.path(), false);
+    fake_gh(tools.path(), "--source-ref refs/tags/v9.9.9");
     runner.path = format!("{}:{}", tools.path().display(), runner.path);
     let dir = tempfile::tempdir().unwrap();
     let installed = runner.run(
@@ -382,6 +385,46 @@ fn a_release_without_valid_provenance_fails_the_install_and_runs_nothing() {
     assert!(said.contains("has no valid build provenance"), "{said}");
     assert!(!runner.install_root().join("bin/bugloop").exists());
     assert!(!cargo_log.exists());
+}
+
+/// Pinned to the commit the release was built from (the safest pin): that release, its
+/// provenance asked about that commit.
+#[test]
+fn a_commit_pin_installs_the_release_built_from_that_commit() {
+    let releases = tempfile::tempdir().unwrap();
+    release(releases.path(), "v0.1.0");
+    let url = serve(releases.path().to_path_buf());
+    let commit = String::from_utf8(
+        Command::new("git")
+            .args(["rev-parse", "HEAD"])
+            .current_dir(root())
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap()
+    .trim()
+    .to_owned();
+    let mut runner = Runner::new(&commit);
+    let tools = tempfile::tempdir().unwrap();
+    let cargo_log = fake_cargo(tools.path());
+    let gh_log = fake_gh(tools.path(), &format!("--source-digest {commit}"));
+    runner.path = format!("{}:{}", tools.path().display(), runner.path);
+    let dir = tempfile::tempdir().unwrap();
+    let installed = runner.run(
+        "Install bugloop",
+        dir.path(),
+        &[("BUGLOOP_RELEASES_URL", url)],
+    );
+    let said = text(&installed);
+    assert!(installed.status.success(), "{said}");
+    assert!(said.contains("installed release v0.1.0"), "{said}");
+    assert!(!cargo_log.exists());
+    let asked = std::fs::read_to_string(&gh_log).unwrap();
+    assert!(
+        asked.contains("release.yml@refs/tags/v0.1.0 --source-digest "),
+        "{asked}"
+    );
 }
 
 /// A branch ref has no release: built from source, saying so. A commit ref whose release was
@@ -405,7 +448,7 @@ fn without_a_matching_release_the_action_builds_from_source_and_says_why() {
         let mut runner = Runner::new(action_ref);
         let tools = tempfile::tempdir().unwrap();
         let cargo_log = fake_cargo(tools.path());
-        fake_gh(tools.path(), true);
+        let gh_log = fake_gh(tools.path(), TAG_SOURCE);
         runner.path = format!("{}:{}", tools.path().display(), runner.path);
         let dir = tempfile::tempdir().unwrap();
         let installed = runner.run(
@@ -423,6 +466,8 @@ fn without_a_matching_release_the_action_builds_from_source_and_says_why() {
             "{action_ref}: {built}"
         );
         assert!(built.contains("/bugloop-source."), "{action_ref}: {built}");
+        // A release of another commit is not even asked about: its own record says so.
+        assert!(!gh_log.exists(), "{action_ref}");
         assert!(
             !built.contains(&root().display().to_string()),
             "{action_ref}: {built}"
