@@ -17,6 +17,8 @@ mod context;
 mod conversation;
 #[path = "review/hostile.rs"]
 mod hostile;
+#[path = "review/prove.rs"]
+mod prove;
 #[path = "review/sameness.rs"]
 mod sameness;
 #[path = "review/touched.rs"]

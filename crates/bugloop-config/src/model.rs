@@ -226,6 +226,54 @@ pub struct ReviewConfig {
     pub enable_web: bool,
     /// Where the reviewer's web tools may go, and how much they may read.
     pub web: WebConfig,
+    /// Proving serious findings with a failing test before they are published.
+    pub prove: ProveConfig,
+}
+
+/// What happens to a finding whose test passes at head (`review.prove.unreproduced`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Unreproduced {
+    /// Published, marked "not reproduced".
+    #[default]
+    Keep,
+    /// Published with its score lowered by 2.
+    Lower,
+    /// Not published: kept in the report with the test that passed.
+    Drop,
+}
+
+/// Proven findings (`review.prove`): for the most severe findings a Build agent writes the
+/// smallest test that shows the problem, bugloop runs it in the sandbox at head, and a finding is
+/// proven only if the test fails there for the reason the finding states. Trusted-only: the
+/// test command runs in the host's sandbox, so a branch never chooses it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct ProveConfig {
+    /// Findings scoring at least this are proven; 0 turns proving off.
+    pub min_score: u8,
+    /// At most this many findings are proven per review, most severe first.
+    pub max_findings: usize,
+    /// How one test runs, with `{test}` where its path goes (`python3 -m pytest -q {test}`,
+    /// `npx jest {test}`); `{test_name}` is its file name without extension. Only the new test
+    /// ever runs; without this, nothing is proven.
+    pub test_command: Option<String>,
+    /// What a finding whose test passes at head becomes.
+    pub unreproduced: Unreproduced,
+    /// Longest one proof may take (the agent writing the test and the test's run).
+    pub timeout_seconds: u64,
+}
+
+impl Default for ProveConfig {
+    fn default() -> Self {
+        ProveConfig {
+            min_score: 7,
+            max_findings: 3,
+            test_command: None,
+            unreproduced: Unreproduced::Keep,
+            timeout_seconds: 120,
+        }
+    }
 }
 
 /// The reviewer's web access (`review.enable_web`). The code under review is written by whoever
@@ -278,6 +326,7 @@ impl Default for ReviewConfig {
             max_tokens_per_call: 24_000,
             enable_web: false,
             web: WebConfig::default(),
+            prove: ProveConfig::default(),
         }
     }
 }

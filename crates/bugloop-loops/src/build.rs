@@ -220,6 +220,25 @@ impl Workbench {
         Ok(self.tree().restore(snapshot)?)
     }
 
+    /// What a command printed, with the task tree's path (the sandbox shows the tree where it
+    /// is on the host) written as `.`: what bugloop posts where others read it (an escalation
+    /// on a public issue, a proof's output) must not show the machine's file system.
+    pub fn relative(&self, output: &str) -> String {
+        let mut text = output.to_owned();
+        let shown = self.path().display().to_string();
+        let real = self
+            .path()
+            .canonicalize()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
+        for root in [real, shown] {
+            if !root.is_empty() && root != "/" {
+                text = text.replace(&root, ".");
+            }
+        }
+        text
+    }
+
     /// Drops uncommitted edits in the task tree (after a failed attempt).
     pub fn discard(&self) -> Result<(), BuildError> {
         Ok(self.tree().reset()?)
@@ -319,9 +338,14 @@ pub async fn run_commands(
     Ok(runs)
 }
 
-/// Runs the Build agent on `task` in the workbench, verifies, and commits when everything passed.
-/// On any failure the worktree is reset, so nothing of the attempt remains.
-pub async fn build(env: &LoopEnv<'_>, bench: &Workbench, task: BuildTask) -> BuildResult {
+/// Runs the Build agent on `prompt` in the workbench: the Build toolset, commands in the
+/// sandbox, the protected paths refused. The run as it ended, or why it could not start.
+pub(crate) async fn run_build_agent(
+    env: &LoopEnv<'_>,
+    bench: &Workbench,
+    name: &str,
+    prompt: String,
+) -> Result<bugloop_agent::Run, BuildStatus> {
     let rules_root = env.settings.rules_root.as_deref().unwrap_or(bench.path());
     let system = system_prompt(
         env.config(),
@@ -329,6 +353,65 @@ pub async fn build(env: &LoopEnv<'_>, bench: &Workbench, task: BuildTask) -> Bui
         rules_root,
         env.progress.as_ref(),
     );
+    if !env.provider.capabilities().tools {
+        return Err(BuildStatus::AgentFailed {
+            error: format!(
+                "{} cannot call tools, and changing code needs a model that can (see the README's Models)",
+                env.provider.name()
+            ),
+        });
+    }
+    let workspace = Workspace::new(bench.path()).map_err(|error| BuildStatus::AgentFailed {
+        error: error.to_string(),
+    })?;
+    let mut sandbox = sandbox_settings(env.config(), bench.path(), Policy::WorkspaceWrite);
+    sandbox.git = Some(bench.git_mount());
+    let mut context = ToolContext::new(workspace, sandbox);
+    context.protected = IgnoreMatcher::new(&env.config().protected_paths).map_err(|error| {
+        BuildStatus::Refused {
+            reason: format!("protected_paths: {error}"),
+            guardrail: true,
+        }
+    })?;
+    let agent = Agent::new(env.provider.clone(), context, &env.runs_dir);
+    Ok(agent
+        .run(Task {
+            name: name.to_owned(),
+            system,
+            messages: vec![Message::user(prompt)],
+            toolset: Some(Toolset::Build),
+            extra_tools: Vec::new(),
+            submit_tool: None,
+            follow_ups: Vec::new(),
+            stages_up_front: false,
+            answer_schema: None,
+            max_turns: env.config().budgets.max_turns,
+            max_tokens: Some(8_192),
+        })
+        .await)
+}
+
+/// The Build agent's answer on `prompt` in the workbench (its edits stay there), or why it gave
+/// none.
+pub(crate) async fn run_agent(
+    env: &LoopEnv<'_>,
+    bench: &Workbench,
+    name: &str,
+    prompt: String,
+) -> Result<String, String> {
+    let run = run_build_agent(env, bench, name, prompt)
+        .await
+        .map_err(|status| bugloop_report::text::build_status(&status))?;
+    match run.outcome {
+        Ok(Outcome::Answer(text)) => Ok(text),
+        Ok(Outcome::Submitted(value) | Outcome::Structured(value)) => Ok(value.to_string()),
+        Err(error) => Err(error.to_string()),
+    }
+}
+
+/// Runs the Build agent on `task` in the workbench, verifies, and commits when everything passed.
+/// On any failure the worktree is reset, so nothing of the attempt remains.
+pub async fn build(env: &LoopEnv<'_>, bench: &Workbench, task: BuildTask) -> BuildResult {
     let mut result = BuildResult {
         status: BuildStatus::AgentFailed {
             error: "not started".to_owned(),
@@ -340,53 +423,13 @@ pub async fn build(env: &LoopEnv<'_>, bench: &Workbench, task: BuildTask) -> Bui
         usage: Usage::default(),
         transcript: PathBuf::new(),
     };
-    if !env.provider.capabilities().tools {
-        result.status = BuildStatus::AgentFailed {
-            error: format!(
-                "{} cannot call tools, and changing code needs a model that can (see the README's Models)",
-                env.provider.name()
-            ),
-        };
-        return result;
-    }
-    let workspace = match Workspace::new(bench.path()) {
-        Ok(w) => w,
-        Err(error) => {
-            result.status = BuildStatus::AgentFailed {
-                error: error.to_string(),
-            };
+    let run = match run_build_agent(env, bench, &task.name, task.prompt.clone()).await {
+        Ok(run) => run,
+        Err(status) => {
+            result.status = status;
             return result;
         }
     };
-    let mut sandbox = sandbox_settings(env.config(), bench.path(), Policy::WorkspaceWrite);
-    sandbox.git = Some(bench.git_mount());
-    let mut context = ToolContext::new(workspace, sandbox);
-    match IgnoreMatcher::new(&env.config().protected_paths) {
-        Ok(protected) => context.protected = protected,
-        Err(error) => {
-            result.status = BuildStatus::Refused {
-                reason: format!("protected_paths: {error}"),
-                guardrail: true,
-            };
-            return result;
-        }
-    }
-    let agent = Agent::new(env.provider.clone(), context, &env.runs_dir);
-    let run = agent
-        .run(Task {
-            name: task.name.clone(),
-            system,
-            messages: vec![Message::user(task.prompt)],
-            toolset: Some(Toolset::Build),
-            extra_tools: Vec::new(),
-            submit_tool: None,
-            follow_ups: Vec::new(),
-            stages_up_front: false,
-            answer_schema: None,
-            max_turns: env.config().budgets.max_turns,
-            max_tokens: Some(8_192),
-        })
-        .await;
     result.usage = run.usage;
     result.transcript = run.transcript.clone();
     result.status = match finish(env, bench, &task.commit_message, run.outcome, &mut result).await {

@@ -157,6 +157,12 @@ pub fn rules_of(root: &Path, progress: &dyn crate::Progress) -> Vec<RuleFile> {
 }
 
 /// At most `max` bytes, cut at a character boundary.
+/// The last `count` lines of `text`.
+pub(crate) fn last_lines(text: &str, count: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(count)..].join("\n")
+}
+
 pub fn cut(text: &str, max: usize) -> (String, bool) {
     if text.len() <= max {
         return (text.to_owned(), false);

@@ -26,6 +26,17 @@ pub const PASSES: [&str; 4] = [
     include_str!("../prompts/review-pass-4.md"),
 ];
 
+/// Untrusted text for a prompt, between triple quotes: `"""` cannot end the quote, and at most
+/// `max` bytes.
+pub(crate) fn quoted(text: &str, max: usize) -> String {
+    let (text, cut) = crate::context::cut(text.trim(), max);
+    let mut text = text.replace("\"\"\"", "\\\"\\\"\\\"");
+    if cut {
+        text.push_str("\n[... cut for length ...]");
+    }
+    text
+}
+
 /// Replaces each `{{name}}` with its value (values are inserted verbatim, never re-expanded).
 pub fn fill(template: &str, values: &[(&str, &str)]) -> String {
     let mut out = String::with_capacity(template.len());

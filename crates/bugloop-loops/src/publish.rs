@@ -28,6 +28,54 @@ fn capitalized(word: &str) -> String {
     }
 }
 
+/// A finding's comment with what proving it came to (`review.prove`): the first line says it,
+/// and a proof's test, command and the end of its output follow, collapsed, as inert text (a
+/// fence longer than any run of backticks in them, no marker, no mention).
+pub fn with_proof(body: String, proof: Option<&bugloop_report::review::FindingProof>) -> String {
+    use bugloop_domain::markdown::quiet;
+    use bugloop_report::review::ProofStatus;
+    let Some(proof) = proof else {
+        return body;
+    };
+    let command = proof
+        .command
+        .as_deref()
+        .map(|c| format!(" (`{}`)", quiet(c).replace('`', "'")))
+        .unwrap_or_default();
+    let line = match proof.status {
+        ProofStatus::Proven => format!(
+            "**Proven:** a test fails at head{command}: {}",
+            quiet(&proof.reason)
+        ),
+        ProofStatus::NotReproduced => {
+            format!("**Not reproduced:** its test passes at head{command}.")
+        }
+        ProofStatus::NotProven => format!("**Not proven:** {}", quiet(&proof.reason)),
+        ProofStatus::NotTried => return body,
+    };
+    let inert = |text: &str| text.replace("<!--", "&lt;!--");
+    let mut details = String::new();
+    if let (Some(path), Some(test)) = (&proof.test_path, &proof.test) {
+        let test = inert(test);
+        let fence = fence_for(&test);
+        details.push_str(&format!(
+            "\n<details><summary>The test: {}</summary>\n\n{fence}text\n{}\n{fence}\n",
+            quiet(path).replace('<', "&lt;"),
+            test.trim_end()
+        ));
+        if let Some(output) = &proof.output {
+            let output = inert(output);
+            let fence = fence_for(&output);
+            details.push_str(&format!(
+                "\nThe end of its output:\n\n{fence}text\n{}\n{fence}\n",
+                output.trim_end()
+            ));
+        }
+        details.push_str("\n</details>\n");
+    }
+    format!("{line}\n{details}\n{body}")
+}
+
 /// The most of a finding's description its state block repeats.
 const RMCOC_DESCRIPTION_CHARS: usize = 2_000;
 

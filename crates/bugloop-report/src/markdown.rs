@@ -59,6 +59,29 @@ pub fn review(report: &ReviewReport) -> String {
             }
         }
     }
+    if !report.proofs.is_empty() {
+        out.push_str("\n### Proofs\n\n| finding | proof | why | test |\n|---|---|---|---|\n");
+        for proof in &report.proofs {
+            let _ = writeln!(
+                out,
+                "| `{}` {} | {}{} | {} | {} |",
+                proof.id,
+                proof.title.replace('|', "\\|"),
+                proof.status.as_str(),
+                if proof.outcome == "published" {
+                    String::new()
+                } else {
+                    format!(" ({})", proof.outcome)
+                },
+                proof.reason.replace('|', "\\|").replace('\n', " "),
+                proof
+                    .test_path
+                    .as_deref()
+                    .map(|t| format!("`{}`", t.replace('`', "'")))
+                    .unwrap_or_default()
+            );
+        }
+    }
     if !report.resolved.is_empty() {
         out.push_str("\n### Resolved\n\n");
         for r in &report.resolved {

@@ -66,6 +66,60 @@ pub struct ReviewReport {
     /// How much of the change the model was shown: all of it, or what changed since an earlier
     /// review.
     pub scope: ReviewedScope,
+    /// The findings this review tried to prove with a failing test (`review.prove`), and what
+    /// came of each.
+    pub proofs: Vec<FindingProof>,
+}
+
+/// What proving a finding came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ProofStatus {
+    /// Its test fails at head, for the reason the finding states.
+    Proven,
+    /// Its test passes at head.
+    NotReproduced,
+    /// A test was written but proves nothing (it fails for another reason, does not finish,
+    /// changed the code under test).
+    NotProven,
+    /// No proof was tried, and why (over the limit, no test command, no sandbox).
+    NotTried,
+}
+
+impl ProofStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProofStatus::Proven => "proven",
+            ProofStatus::NotReproduced => "not reproduced",
+            ProofStatus::NotProven => "not proven",
+            ProofStatus::NotTried => "not tried",
+        }
+    }
+}
+
+/// A finding's proof: the test bugloop ran in the sandbox at head, and its result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct FindingProof {
+    pub id: String,
+    pub title: String,
+    pub status: ProofStatus,
+    /// Why: what the failure showed, or why it proves nothing.
+    pub reason: String,
+    /// The test's path in the repository, when one was written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub test_path: Option<String>,
+    /// The test's source (cut at 8,000 characters).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub test: Option<String>,
+    /// The command that ran it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// The end of what it printed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output: Option<String>,
+    /// What became of the finding: `published`, `lowered` (review.prove.unreproduced: lower) or
+    /// `dropped` (drop).
+    pub outcome: String,
 }
 
 /// How much of the change a review showed the model.

@@ -105,6 +105,29 @@ pub fn review(report: &ReviewReport, style: Style) -> String {
             }
         }
     }
+    if !report.proofs.is_empty() {
+        let _ = writeln!(out, "\n{}", style.bold("Proofs (a test run at head)"));
+        for proof in &report.proofs {
+            let command = proof
+                .command
+                .as_deref()
+                .map(|c| format!(" (`{c}`)"))
+                .unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "  {:<15} {}  {}{command}: {}{}",
+                proof.status.as_str(),
+                proof.id,
+                proof.title,
+                proof.reason,
+                if proof.outcome == "published" {
+                    String::new()
+                } else {
+                    format!(" [{}]", proof.outcome)
+                }
+            );
+        }
+    }
     if !report.resolved.is_empty() {
         let _ = writeln!(out, "\n{}", style.bold("Resolved"));
         for r in &report.resolved {

@@ -231,6 +231,7 @@ fn review_report() -> ReviewReport {
             files: vec!["src/lib.rs".to_owned()],
             kept_findings: 1,
         },
+        proofs: Vec::new(),
     }
 }
 

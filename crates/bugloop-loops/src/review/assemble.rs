@@ -107,6 +107,7 @@ pub(super) async fn report(
             seconds: 0.0,
         },
         errors: filtered.errors,
+        proofs: filtered.proofs,
         sensitive_data: SensitivityInfo {
             sensitive: brief.sensitivity.sensitive,
             reason: brief.sensitivity.reason,

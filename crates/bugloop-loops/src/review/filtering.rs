@@ -48,6 +48,8 @@ pub(super) struct Filtered<'a> {
     pub passes: Vec<PassSummary>,
     pub dropped: Vec<DroppedFinding>,
     pub changes: Vec<StageChange>,
+    /// What proving the most severe findings came to (`review.prove`), set after filtering.
+    pub proofs: Vec<bugloop_report::review::FindingProof>,
 }
 
 pub(super) fn ground_and_filter<'a>(
@@ -174,6 +176,7 @@ pub(super) fn ground_and_filter<'a>(
         passes,
         dropped,
         changes,
+        proofs: Vec::new(),
     }
 }
 

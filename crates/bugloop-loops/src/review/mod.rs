@@ -22,6 +22,7 @@ mod brief;
 mod conversation;
 mod filtering;
 mod increment;
+mod prove;
 mod publishing;
 mod recheck;
 mod sessions;
@@ -116,6 +117,7 @@ pub async fn review_with(
     .await;
     let mut filtered =
         filtering::ground_and_filter(&request, &conversation, &brief, &shown, reported);
+    filtered.proofs = prove::prove(env, &request, &mut filtered.publish).await;
     let published =
         publishing::publish(env, &request, &conversation, &brief, &mut filtered).await?;
     let stages = assemble::Stages {

@@ -425,14 +425,3 @@ impl Run<'_, '_> {
         Ok(Flow::Stop(format!("escalated: {reason}")))
     }
 }
-
-/// Untrusted text for a prompt, between triple quotes: `"""` cannot end the quote, and at most
-/// `max` bytes.
-fn quoted(text: &str, max: usize) -> String {
-    let (text, cut) = crate::context::cut(text.trim(), max);
-    let mut text = text.replace("\"\"\"", "\\\"\\\"\\\"");
-    if cut {
-        text.push_str("\n[... cut for length ...]");
-    }
-    text
-}

@@ -19,7 +19,8 @@ use crate::publish::{ResolvedBy, resolve_thread};
 use crate::review::{ReviewRequest, review};
 
 use super::record::BuiltRound;
-use super::{Flow, RESOLVE_PROMPT, Run, SolveError, quoted};
+use super::{Flow, RESOLVE_PROMPT, Run, SolveError};
+use crate::prompt::quoted;
 
 /// The draft's number, from the record.
 fn draft(run: &Run<'_, '_>) -> Result<u64, SolveError> {

@@ -17,7 +17,8 @@ use crate::build::{BuildTask, Workbench, binary_changes, build, net_change};
 use crate::prompt::fill;
 
 use super::record::{Solution, Solving};
-use super::{Flow, Run, SOLVE_PROMPT, SolveError, quoted};
+use super::{Flow, Run, SOLVE_PROMPT, SolveError};
+use crate::prompt::quoted;
 
 pub(super) async fn run(run: &mut Run<'_, '_>) -> Result<Flow, SolveError> {
     let solving = run.record.solving().ok_or_else(|| {
@@ -193,13 +194,15 @@ pub(super) async fn run(run: &mut Run<'_, '_>) -> Result<Flow, SolveError> {
                     .await;
             }
             BuildStatus::VerifyFailed { command, output } => {
-                failed_outcome(command, &relative(output, &bench))
+                failed_outcome(command, &bench.relative(output))
             }
             BuildStatus::NoChanges { .. } => "the agent changed nothing".to_owned(),
             BuildStatus::AgentFailed { error } => format!("the agent did not finish: {error}"),
         };
         let output = match &result.status {
-            BuildStatus::VerifyFailed { output, .. } => last_lines(&relative(output, &bench), 40),
+            BuildStatus::VerifyFailed { output, .. } => {
+                crate::context::last_lines(&bench.relative(output), 40)
+            }
             _ => String::new(),
         };
         // The edits stay for the next attempt; kept before the attempt is recorded, so a run
@@ -403,25 +406,6 @@ fn draft_body(run: &Run<'_, '_>, solution: &Solution) -> String {
     body
 }
 
-/// What a command printed, with the task tree's path (the sandbox shows the tree where it is on
-/// the host) written as `.`: an attempt's outcome is posted where others read it (an escalation
-/// on a public issue), and must not show the machine's file system.
-fn relative(output: &str, bench: &Workbench) -> String {
-    let mut text = output.to_owned();
-    let shown = bench.path().display().to_string();
-    let real = bench
-        .path()
-        .canonicalize()
-        .map(|p| p.display().to_string())
-        .unwrap_or_default();
-    for root in [real, shown] {
-        if !root.is_empty() && root != "/" {
-            text = text.replace(&root, ".");
-        }
-    }
-    text
-}
-
 /// "`cmd` failed [Exited(1)]: <the last line it printed>": the exit status the runner appends is
 /// said as such, and the line before it is what the command said.
 fn failed_outcome(command: &str, output: &str) -> String {
@@ -443,9 +427,4 @@ fn failed_outcome(command: &str, output: &str) -> String {
 fn first_line(text: &str, max: usize) -> String {
     let line = text.lines().next().unwrap_or_default().trim();
     crate::context::cut(line, max).0
-}
-
-fn last_lines(text: &str, count: usize) -> String {
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(count)..].join("\n")
 }

@@ -1,0 +1,216 @@
+//! Proven findings (`review.prove`), through the binary with a scripted model on a Python
+//! repository without bugloop's conventions: a real off-by-one whose test fails at head with
+//! IndexError (proven, and the comment says so in its first line), a false finding whose test
+//! passes (not reproduced, dropped as configured), and a test that fails for another reason (not
+//! proven, whatever the model claims: bugloop's own run and the confirmation decide).
+
+use std::path::Path;
+
+use bugloop_app::testing::testkit::TestRepo;
+use serde_json::{Value, json};
+
+use super::{bugloop, stderr, stdout};
+
+const BASE: &str = "def mean(xs):\n    total = 0\n    for i in range(len(xs)):\n        total += xs[i]\n    return total / len(xs)\n";
+
+fn repository(config: &str) -> TestRepo {
+    let repo = TestRepo::init("main");
+    repo.write("stats.py", BASE);
+    repo.write(".bugloop/config.yml", config);
+    repo.commit("mean");
+    repo.branch("feature");
+    repo.write(
+        "stats.py",
+        &BASE.replace("range(len(xs))", "range(len(xs) + 1)"),
+    );
+    repo.commit("off by one");
+    repo
+}
+
+fn finding(title: &str, description: &str) -> Value {
+    json!({"file": "stats.py", "line": 3, "evidence": "for i in range(len(xs) + 1):",
+           "title": title, "description": description, "score": 8, "category": "logic"})
+}
+
+/// The review's four passes reporting `reported`, then the proof's agent writing `test` (and
+/// answering), then `confirmation` (when the test fails) as the model's answers.
+fn script(dir: &Path, reported: &Value, test: &str, confirmation: Option<Value>) -> String {
+    let mut lines = vec![json!({"tool_calls": [
+        {"name": "report_finding", "arguments": reported},
+        {"name": "submit_pass_results", "arguments": {"pass_number": 1, "summary": "diff"}},
+    ]})];
+    for pass in 2..=4 {
+        lines.push(json!({"tool_calls": [{"name": "submit_pass_results", "arguments": {"pass_number": pass, "summary": "ok"}}]}));
+    }
+    lines.push(json!({"tool_calls": [{"name": "write_file", "arguments": {"path": "test_mean_proof.py", "content": test}}]}));
+    lines.push(json!({"text": "test_mean_proof.py: the test fails, showing the problem."}));
+    if let Some(confirmation) = confirmation {
+        lines.push(json!({"text": confirmation.to_string()}));
+    }
+    let path = dir.join("script.jsonl");
+    std::fs::write(
+        &path,
+        lines.iter().map(|l| format!("{l}\n")).collect::<String>(),
+    )
+    .unwrap();
+    format!("script:{}", path.display())
+}
+
+fn review(dir: &Path, model: &str) -> Value {
+    let output = bugloop(dir, &["review", "--model", model, "--format", "json"]);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&output),
+        stderr(&output)
+    );
+    serde_json::from_str(&stdout(&output)).unwrap()
+}
+
+const CONFIG: &str = "review:\n  prove:\n    test_command: python3 -m unittest -q {test}\n";
+
+const FAILING_TEST: &str = "import unittest\n\nfrom stats import mean\n\n\nclass MeanTest(unittest.TestCase):\n    def test_mean(self):\n        self.assertEqual(mean([1, 2, 3]), 2)\n";
+
+#[test]
+fn a_real_off_by_one_is_proven_by_a_test_that_fails_at_head() {
+    let repo = repository(CONFIG);
+    let scripts = tempfile::tempdir().unwrap();
+    let model = script(
+        scripts.path(),
+        &finding(
+            "Loop reads one past the end",
+            "`xs[len(xs)]` raises IndexError.",
+        ),
+        FAILING_TEST,
+        Some(
+            json!({"shows_the_problem": true, "why": "IndexError: list index out of range in mean, at xs[i]"}),
+        ),
+    );
+    let report = review(repo.path(), &model);
+    let proof = &report["proofs"][0];
+    assert_eq!(proof["status"], "proven", "{report:#}");
+    assert_eq!(proof["test_path"], "test_mean_proof.py");
+    assert_eq!(
+        proof["command"],
+        "python3 -m unittest -q test_mean_proof.py"
+    );
+    assert!(
+        proof["output"].as_str().unwrap().contains("IndexError"),
+        "bugloop's own run of the test: {proof:#}"
+    );
+    assert_eq!(report["findings"].as_array().unwrap().len(), 1);
+    // The comment says so in its first line, and carries the test and its output.
+    let id = report["findings"][0]["id"].as_str().unwrap();
+    let shown = bugloop(repo.path(), &["findings", "show", id]);
+    let text = stdout(&shown);
+    assert!(text.contains("**Proven:** a test fails at head"), "{text}");
+    assert!(text.contains("class MeanTest"), "{text}");
+    // Nothing of the proof is left in the repository.
+    assert_eq!(repo.git(&["status", "--porcelain"]), "");
+}
+
+#[test]
+fn a_false_finding_whose_test_passes_is_not_reproduced_and_dropped_as_configured() {
+    let repo = repository(&format!("{CONFIG}    unreproduced: drop\n"));
+    let scripts = tempfile::tempdir().unwrap();
+    let passing = "import unittest\n\nfrom stats import mean\n\n\nclass MeanTest(unittest.TestCase):\n    def test_empty_is_fine(self):\n        self.assertTrue(callable(mean))\n";
+    // The agent claims the test fails; bugloop's own run says it passes.
+    let model = script(
+        scripts.path(),
+        &finding(
+            "mean mishandles negative numbers",
+            "Negative values are summed wrongly.",
+        ),
+        passing,
+        None,
+    );
+    // As a person reads it in the terminal: the proof, and the finding not published.
+    let output = bugloop(repo.path(), &["review", "--model", &model]);
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(0), "{text}{}", stderr(&output));
+    assert!(text.contains("No new findings."), "{text}");
+    assert!(text.contains("Proofs (a test run at head)"), "{text}");
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("not reproduced"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        line.contains("`python3 -m unittest -q test_mean_proof.py` passed at head"),
+        "{line}"
+    );
+    assert!(line.ends_with("[dropped]"), "{line}");
+}
+
+#[test]
+fn a_test_that_fails_for_another_reason_proves_nothing() {
+    let repo = repository(CONFIG);
+    let scripts = tempfile::tempdir().unwrap();
+    let broken = "import unittest\n\nfrom stats import average\n";
+    let model = script(
+        scripts.path(),
+        &finding(
+            "Loop reads one past the end",
+            "`xs[len(xs)]` raises IndexError.",
+        ),
+        broken,
+        Some(
+            json!({"shows_the_problem": false, "why": "ImportError: the test imports a name stats does not have"}),
+        ),
+    );
+    let report = review(repo.path(), &model);
+    let proof = &report["proofs"][0];
+    assert_eq!(proof["status"], "not_proven", "{report:#}");
+    assert!(
+        proof["reason"]
+            .as_str()
+            .unwrap()
+            .contains("not because of this problem"),
+        "{proof:#}"
+    );
+    assert!(proof["output"].as_str().unwrap().contains("ImportError"));
+    // Still published, marked.
+    let id = report["findings"][0]["id"].as_str().unwrap();
+    let shown = stdout(&bugloop(repo.path(), &["findings", "show", id]));
+    assert!(shown.contains("**Not proven:**"), "{shown}");
+}
+
+/// The test command is trusted-only: a branch's own configuration that sets it is ignored (and
+/// reported), so nothing is proven and nothing of the branch's runs.
+#[test]
+fn a_branch_cannot_choose_the_proofs_test_command() {
+    let repo = TestRepo::init("main");
+    repo.write("stats.py", BASE);
+    repo.commit("mean");
+    repo.branch("feature");
+    repo.write(
+        "stats.py",
+        &BASE.replace("range(len(xs))", "range(len(xs) + 1)"),
+    );
+    repo.write(
+        ".bugloop/config.yml",
+        "review:\n  prove:\n    test_command: touch pwned {test}\n",
+    );
+    repo.commit("off by one, and a test command");
+    let scripts = tempfile::tempdir().unwrap();
+    let model = script(
+        scripts.path(),
+        &finding(
+            "Loop reads one past the end",
+            "`xs[len(xs)]` raises IndexError.",
+        ),
+        FAILING_TEST,
+        None,
+    );
+    let report = review(repo.path(), &model);
+    let proof = &report["proofs"][0];
+    assert_eq!(proof["status"], "not_tried", "{report:#}");
+    assert!(
+        proof["reason"]
+            .as_str()
+            .unwrap()
+            .contains("set review.prove.test_command"),
+        "{proof:#}"
+    );
+    assert!(!repo.path().join("pwned").exists());
+}
