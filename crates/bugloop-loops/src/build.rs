@@ -220,6 +220,11 @@ impl Workbench {
         Ok(self.tree().restore(snapshot)?)
     }
 
+    /// A regular file the agent wrote, read as data (see [`TaskTree::read_regular_file`]).
+    pub fn read_regular_file(&self, relative: &str, max: u64) -> Result<Vec<u8>, String> {
+        self.tree().read_regular_file(Path::new(relative), max)
+    }
+
     /// What a command printed, with the task tree's path (the sandbox shows the tree where it
     /// is on the host) written as `.`: what bugloop posts where others read it (an escalation
     /// on a public issue, a proof's output) must not show the machine's file system.

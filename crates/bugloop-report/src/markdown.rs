@@ -62,22 +62,24 @@ pub fn review(report: &ReviewReport) -> String {
     if !report.proofs.is_empty() {
         out.push_str("\n### Proofs\n\n| finding | proof | why | test |\n|---|---|---|---|\n");
         for proof in &report.proofs {
+            // Others' words (the model's, a file name the agent chose): one line each.
+            let cell = |text: &str| bugloop_domain::markdown::quiet(text).replace('|', "\\|");
             let _ = writeln!(
                 out,
                 "| `{}` {} | {}{} | {} | {} |",
                 proof.id,
-                proof.title.replace('|', "\\|"),
+                cell(&proof.title),
                 proof.status.as_str(),
                 if proof.outcome == "published" {
                     String::new()
                 } else {
-                    format!(" ({})", proof.outcome)
+                    format!(" ({})", cell(&proof.outcome))
                 },
-                proof.reason.replace('|', "\\|").replace('\n', " "),
+                cell(&proof.reason),
                 proof
                     .test_path
                     .as_deref()
-                    .map(|t| format!("`{}`", t.replace('`', "'")))
+                    .map(|t| format!("`{}`", cell(t).replace('`', "'")))
                     .unwrap_or_default()
             );
         }

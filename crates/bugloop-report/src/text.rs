@@ -108,18 +108,24 @@ pub fn review(report: &ReviewReport, style: Style) -> String {
     if !report.proofs.is_empty() {
         let _ = writeln!(out, "\n{}", style.bold("Proofs (a test run at head)"));
         for proof in &report.proofs {
+            // Others' words on one line, with no control character to steer the terminal.
+            let plain = |text: &str| -> String {
+                text.chars()
+                    .map(|c| if c.is_control() { ' ' } else { c })
+                    .collect()
+            };
             let command = proof
                 .command
                 .as_deref()
-                .map(|c| format!(" (`{c}`)"))
+                .map(|c| format!(" (`{}`)", plain(c)))
                 .unwrap_or_default();
             let _ = writeln!(
                 out,
                 "  {:<15} {}  {}{command}: {}{}",
                 proof.status.as_str(),
                 proof.id,
-                proof.title,
-                proof.reason,
+                plain(&proof.title),
+                plain(&proof.reason),
                 if proof.outcome == "published" {
                     String::new()
                 } else {

@@ -457,6 +457,13 @@ pub struct Change {
     oid: String,
 }
 
+impl Change {
+    /// Whether it is a regular file (not a symlink, a submodule, or gone).
+    pub fn is_regular_file(&self) -> bool {
+        self.kind != ChangeKind::Deleted && (self.mode == 0o100644 || self.mode == 0o100755)
+    }
+}
+
 /// The result of reading a task tree as data.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Changes {
@@ -893,6 +900,32 @@ impl TaskTree {
         }
         result.changes.sort_by(|a, b| a.raw.cmp(&b.raw));
         Ok(result)
+    }
+
+    /// The content of the regular file at `relative` in the tree, read as data: never through a
+    /// symlink (neither the file nor a directory above it), never a FIFO or a device, at most
+    /// `max` bytes. What an agent wrote is read on the host only this way.
+    pub fn read_regular_file(&self, relative: &Path, max: u64) -> Result<Vec<u8>, String> {
+        if relative.is_absolute()
+            || relative
+                .components()
+                .any(|c| !matches!(c, Component::Normal(_)))
+            || !self.inside_real_directories(relative)
+        {
+            return Err(format!(
+                "{} is not a plain path inside the tree",
+                relative.display()
+            ));
+        }
+        match read_regular(&self.tree.join(relative), max) {
+            Ok(Ok(content)) if content.len() as u64 <= max => Ok(content),
+            Ok(Ok(_)) => Err(format!("{} is larger than {max} bytes", relative.display())),
+            Ok(Err(reason)) if reason.ends_with("bugloop commits") => {
+                Err(format!("{} is larger than {max} bytes", relative.display()))
+            }
+            Ok(Err(reason)) => Err(format!("{} {reason}", relative.display())),
+            Err(error) => Err(error.to_string()),
+        }
     }
 
     fn inside_real_directories(&self, relative: &Path) -> bool {

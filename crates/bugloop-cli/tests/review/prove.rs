@@ -136,7 +136,9 @@ fn a_false_finding_whose_test_passes_is_not_reproduced_and_dropped_as_configured
         .find(|l| l.trim_start().starts_with("not reproduced"))
         .unwrap_or_else(|| panic!("{text}"));
     assert!(
-        line.contains("`python3 -m unittest -q test_mean_proof.py` passed at head"),
+        line.contains(
+            "a test written for it passed at head (`python3 -m unittest -q test_mean_proof.py`)"
+        ),
         "{line}"
     );
     assert!(line.ends_with("[dropped]"), "{line}");
@@ -213,4 +215,111 @@ fn a_branch_cannot_choose_the_proofs_test_command() {
         "{proof:#}"
     );
     assert!(!repo.path().join("pwned").exists());
+}
+
+/// The proof's "test" made a symlink to a secret of the host (bugloop's own environment, the
+/// repository's git config), or a FIFO that would block the read: nothing of them is read on the
+/// host, run, or published.
+#[test]
+fn a_test_that_is_a_link_to_a_host_secret_is_never_read_or_published() {
+    for (target, what) in [
+        ("/proc/self/environ", "a symlink out of the tree"),
+        (
+            "../../../../config",
+            "a symlink to the repository's git config",
+        ),
+    ] {
+        let repo = repository(CONFIG);
+        let scripts = tempfile::tempdir().unwrap();
+        let mut lines = vec![json!({"tool_calls": [
+            {"name": "report_finding", "arguments": finding("Loop reads one past the end", "IndexError.")},
+            {"name": "submit_pass_results", "arguments": {"pass_number": 1, "summary": "diff"}},
+        ]})];
+        for pass in 2..=4 {
+            lines.push(json!({"tool_calls": [{"name": "submit_pass_results", "arguments": {"pass_number": pass, "summary": "ok"}}]}));
+        }
+        lines.push(json!({"tool_calls": [{"name": "run", "arguments": {"program": "ln", "args": ["-s", target, "test_secret.py"]}}]}));
+        lines.push(json!({"text": "test_secret.py shows it."}));
+        let path = scripts.path().join("script.jsonl");
+        std::fs::write(
+            &path,
+            lines.iter().map(|l| format!("{l}\n")).collect::<String>(),
+        )
+        .unwrap();
+        let output = bugloop(
+            repo.path(),
+            &[
+                "review",
+                "--model",
+                &format!("script:{}", path.display()),
+                "--format",
+                "json",
+            ],
+        );
+        let text = stdout(&output);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{what}: {text}{}",
+            stderr(&output)
+        );
+        let report: Value = serde_json::from_str(&text).unwrap();
+        let proof = &report["proofs"][0];
+        assert_eq!(proof["status"], "not_proven", "{what}: {report:#}");
+        assert!(
+            proof["reason"]
+                .as_str()
+                .unwrap()
+                .starts_with("the tree holds what a proof may not: test_secret.py is a symlink"),
+            "{what}: {proof:#}"
+        );
+        assert!(proof.get("test").is_none(), "{what}: {proof:#}");
+        assert!(
+            proof.get("command").is_none(),
+            "{what}: nothing ran: {proof:#}"
+        );
+        for secret in ["PATH=", "HOME=", "[core]", "repositoryformatversion"] {
+            assert!(!text.contains(secret), "{what}: {secret} leaked");
+        }
+        let id = report["findings"][0]["id"].as_str().unwrap();
+        let shown = stdout(&bugloop(repo.path(), &["findings", "show", id]));
+        assert!(
+            !shown.contains("PATH=") && !shown.contains("[core]"),
+            "{what}: {shown}"
+        );
+    }
+}
+
+/// Several files added and none named as the test (a helper the code under review planted, say):
+/// nothing is chosen for the agent, nothing runs.
+#[test]
+fn a_proof_that_adds_several_files_and_names_none_proves_nothing() {
+    let repo = repository(CONFIG);
+    let scripts = tempfile::tempdir().unwrap();
+    let mut lines = vec![json!({"tool_calls": [
+        {"name": "report_finding", "arguments": finding("Loop reads one past the end", "IndexError.")},
+        {"name": "submit_pass_results", "arguments": {"pass_number": 1, "summary": "diff"}},
+    ]})];
+    for pass in 2..=4 {
+        lines.push(json!({"tool_calls": [{"name": "submit_pass_results", "arguments": {"pass_number": pass, "summary": "ok"}}]}));
+    }
+    lines.push(json!({"tool_calls": [
+        {"name": "write_file", "arguments": {"path": "conftest.py", "content": "import sys\n"}},
+        {"name": "write_file", "arguments": {"path": "test_one.py", "content": FAILING_TEST}},
+    ]}));
+    lines.push(json!({"text": "Done."}));
+    let path = scripts.path().join("script.jsonl");
+    std::fs::write(
+        &path,
+        lines.iter().map(|l| format!("{l}\n")).collect::<String>(),
+    )
+    .unwrap();
+    let report = review(repo.path(), &format!("script:{}", path.display()));
+    let proof = &report["proofs"][0];
+    assert_eq!(proof["status"], "not_proven", "{report:#}");
+    assert_eq!(
+        proof["reason"],
+        "the agent added 2 files and named none of them as its test"
+    );
+    assert!(proof.get("command").is_none());
 }

@@ -6,11 +6,11 @@
 //! test, does not finish or fails for another reason proves nothing. Nothing the test prints is
 //! trusted, and its command comes from trusted configuration only.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bugloop_config::Unreproduced;
 use bugloop_domain::Score;
-use bugloop_domain::finding::Finding;
+use bugloop_domain::finding::{Category, Finding};
 use bugloop_domain::safety::{CommandEntry, VerifyCommand, parse_verify_commands};
 use bugloop_report::review::{FindingProof, ProofStatus};
 use bugloop_sandbox::ChangeKind;
@@ -57,13 +57,35 @@ pub(super) async fn prove(
                 ),
             )
         } else {
-            prove_one(env, request, finding).await
+            let limit = Duration::from_secs(settings.timeout_seconds.max(1));
+            match tokio::time::timeout(limit, prove_one(env, request, finding)).await {
+                Ok(proof) => proof,
+                Err(_) => proof(
+                    finding,
+                    ProofStatus::NotProven,
+                    format!(
+                        "the proof did not finish within review.prove.timeout_seconds ({}s)",
+                        limit.as_secs()
+                    ),
+                ),
+            }
         };
         proofs.push((index, proof));
     }
     let mut dropped = Vec::new();
     for (index, proof) in &mut proofs {
         if proof.status != ProofStatus::NotReproduced {
+            continue;
+        }
+        // A passing test is weak evidence against a hostile change (its code controls how its
+        // tests run): a security or critical finding is never lowered or dropped for one.
+        let finding = &findings[*index];
+        if settings.unreproduced != Unreproduced::Keep
+            && (finding.category == Category::Security || finding.score.get() >= 9)
+        {
+            proof.outcome = "kept: a security or critical finding is never lowered or dropped \
+                             for a passing test"
+                .to_owned();
             continue;
         }
         match settings.unreproduced {
@@ -142,75 +164,38 @@ fn not_tried(finding: &Finding, reason: String) -> FindingProof {
 }
 
 async fn prove_one(env: &LoopEnv<'_>, request: &ReviewRequest, finding: &Finding) -> FindingProof {
-    let started = Instant::now();
-    let limit = Duration::from_secs(env.config().review.prove.timeout_seconds.max(1));
     let bench = match Workbench::at(env.git, &request.head, "prove") {
         Ok(bench) => bench,
         Err(error) => return not_tried(finding, format!("no task tree of the head: {error}")),
     };
-    let written = tokio::time::timeout(limit, write_test(env, &bench, finding)).await;
-    let answer = match written {
-        Err(_) => {
-            return proof(
-                finding,
-                ProofStatus::NotProven,
-                format!(
-                    "no test was written within review.prove.timeout_seconds ({}s)",
-                    limit.as_secs()
-                ),
-            );
-        }
-        Ok(Err(error)) => {
+    let answer = match write_test(env, &bench, finding).await {
+        Ok(answer) => answer,
+        Err(error) => {
             return proof(
                 finding,
                 ProofStatus::NotProven,
                 format!("the agent did not finish: {error}"),
             );
         }
-        Ok(Ok(answer)) => answer,
     };
-    let edits = match bench.edits() {
-        Ok(edits) => edits,
-        Err(error) => return proof(finding, ProofStatus::NotProven, error.to_string()),
-    };
-    let changed: Vec<String> = edits
-        .changes
-        .iter()
-        .filter(|c| c.kind != ChangeKind::Added)
-        .map(|c| c.path.clone())
-        .collect();
-    if !changed.is_empty() {
-        return proof(
-            finding,
-            ProofStatus::NotProven,
-            format!(
-                "the test changed existing files ({}): a proof only adds a test",
-                changed.join(", ")
-            ),
-        );
-    }
-    let added = edits.paths();
-    let Some(test_path) = added
-        .iter()
-        .find(|p| p.to_lowercase().contains("test"))
-        .or_else(|| added.first())
-        .cloned()
-    else {
-        let said = answer.lines().next().unwrap_or_default().trim().to_owned();
-        return proof(
-            finding,
-            ProofStatus::NotProven,
-            format!("no test was written: {}", crate::context::cut(&said, 300).0),
-        );
+    let test_path = match chosen_test(&bench, &answer) {
+        Ok(path) => path,
+        Err(reason) => return proof(finding, ProofStatus::NotProven, reason),
     };
     let mut result = proof(finding, ProofStatus::NotProven, String::new());
-    let source = std::fs::read_to_string(bench.path().join(&test_path)).unwrap_or_default();
+    // Read as data: never through a symlink, never a FIFO or a device, never large.
+    let source = match bench.read_regular_file(&test_path, (MAX_TEST_CHARS * 4) as u64) {
+        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        Err(reason) => {
+            result.reason = format!("the test cannot be read as a file of the tree: {reason}");
+            return result;
+        }
+    };
     result.test = Some(crate::context::cut(&source, MAX_TEST_CHARS).0);
     result.test_path = Some(test_path.clone());
     let commands = match test_commands(env, &test_path) {
         Ok(commands) => commands,
         Err(reason) => {
-            result.status = ProofStatus::NotTried;
             result.reason = reason;
             return result;
         }
@@ -222,38 +207,26 @@ async fn prove_one(env: &LoopEnv<'_>, request: &ReviewRequest, finding: &Finding
             .collect::<Vec<_>>()
             .join(" && "),
     );
-    let left = limit
-        .saturating_sub(started.elapsed())
-        .max(Duration::from_secs(5));
-    let ran = tokio::time::timeout(
-        left,
-        run_commands(
-            env.config(),
-            bench.path(),
-            Some(bench.git_mount()),
-            &commands,
-        ),
+    let runs = match run_commands(
+        env.config(),
+        bench.path(),
+        Some(bench.git_mount()),
+        &commands,
     )
-    .await;
-    let runs = match ran {
-        Err(_) => {
-            result.reason = format!(
-                "the test did not finish within review.prove.timeout_seconds ({}s)",
-                limit.as_secs()
-            );
-            return result;
-        }
-        Ok(Err(error)) => {
+    .await
+    {
+        Ok(runs) => runs,
+        Err(error) => {
             result.status = ProofStatus::NotTried;
             result.reason = format!("the test could not run: {error}");
             return result;
         }
-        Ok(Ok(runs)) => runs,
     };
     let Some(failing) = runs.iter().find(|r| !r.passed) else {
         result.status = ProofStatus::NotReproduced;
         result.reason = format!(
-            "`{}` passed at head",
+            "a test written for it passed at head (`{}`); the code under review controls how \
+             its tests run, so this is no evidence that it is right",
             result.command.as_deref().unwrap_or_default()
         );
         return result;
@@ -277,6 +250,64 @@ async fn prove_one(env: &LoopEnv<'_>, request: &ReviewRequest, finding: &Finding
         }
     }
     result
+}
+
+/// The test the agent wrote: an added regular file, the one its answer names (or the only one
+/// it added). Nothing that is not plainly a new file of the tree is ever run or read.
+fn chosen_test(bench: &Workbench, answer: &str) -> Result<String, String> {
+    let edits = bench.edits().map_err(|e| e.to_string())?;
+    if let Some(refused) = edits.refused.first() {
+        return Err(format!("the tree holds what a proof may not: {refused}"));
+    }
+    let changed: Vec<String> = edits
+        .changes
+        .iter()
+        .filter(|c| c.kind != ChangeKind::Added)
+        .map(|c| c.path.clone())
+        .collect();
+    if !changed.is_empty() {
+        return Err(format!(
+            "the test changed existing files ({}): a proof only adds a test",
+            changed.join(", ")
+        ));
+    }
+    let added: Vec<&str> = edits
+        .changes
+        .iter()
+        .filter(|c| c.is_regular_file())
+        .map(|c| c.path.as_str())
+        .collect();
+    let named = added
+        .iter()
+        .filter(|path| answer.contains(**path))
+        .max_by_key(|path| path.len());
+    let path = match (named, added.as_slice()) {
+        (Some(path), _) => (*path).to_owned(),
+        (None, [only]) => (*only).to_owned(),
+        (None, []) => {
+            let said = answer.lines().next().unwrap_or_default().trim();
+            return Err(format!(
+                "no test was written: {}",
+                crate::context::cut(said, 300).0
+            ));
+        }
+        (None, _) => {
+            return Err(format!(
+                "the agent added {} files and named none of them as its test",
+                added.len()
+            ));
+        }
+    };
+    let name = std::path::Path::new(&path)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if name.starts_with('-') {
+        return Err(format!(
+            "the test's name {name:?} starts with `-`, as an option would"
+        ));
+    }
+    Ok(path)
 }
 
 /// The Build agent writes the test in the task tree; its final answer.
@@ -332,20 +363,50 @@ fn test_commands(env: &LoopEnv<'_>, test_path: &str) -> Result<Vec<VerifyCommand
     let Some(mut command) = parsed.pop() else {
         return Err("review.prove.test_command is empty".to_owned());
     };
-    // A path the model chose: never an option.
-    let path = if test_path.starts_with('-') {
-        format!("./{test_path}")
-    } else {
-        test_path.to_owned()
-    };
-    let name = std::path::Path::new(&path)
+    let name = std::path::Path::new(test_path)
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let fill_in = |arg: &str| arg.replace("{test}", &path).replace("{test_name}", &name);
+    let fill_in = |arg: &str| placeholders(arg, test_path, &name);
     command.args = command.args.iter().map(|a| fill_in(a)).collect();
-    command.raw = fill_in(&command.raw);
+    command.raw = placeholders(&command.raw, &shown(test_path), &shown(&name));
     Ok(vec![command])
+}
+
+/// A word as a shell would need it to mean one argument: what the command line shows is what
+/// ran.
+fn shown(word: &str) -> String {
+    if !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_./-+=:,".contains(c))
+    {
+        return word.to_owned();
+    }
+    format!("'{}'", word.replace('\'', "'\\''"))
+}
+
+/// `text` with `{test}` and `{test_name}` replaced in one pass: a path holding a placeholder is
+/// never expanded again.
+fn placeholders(text: &str, test: &str, name: &str) -> String {
+    let mut out = String::with_capacity(text.len() + test.len());
+    let mut rest = text;
+    while let Some(start) = rest.find('{') {
+        out.push_str(&rest[..start]);
+        let after = &rest[start..];
+        if let Some(tail) = after.strip_prefix("{test}") {
+            out.push_str(test);
+            rest = tail;
+        } else if let Some(tail) = after.strip_prefix("{test_name}") {
+            out.push_str(name);
+            rest = tail;
+        } else {
+            out.push('{');
+            rest = &after[1..];
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 #[derive(Debug, serde::Deserialize)]
@@ -389,4 +450,29 @@ async fn confirm(
         },
     )
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placeholders_are_filled_once() {
+        assert_eq!(
+            placeholders("pytest -q {test} -k {test_name}", "t/test_a.py", "test_a"),
+            "pytest -q t/test_a.py -k test_a"
+        );
+        // A path holding a placeholder is not expanded again; other braces stay.
+        assert_eq!(
+            placeholders("{test} {x}", "{test_name}.py", "n"),
+            "{test_name}.py {x}"
+        );
+    }
+
+    #[test]
+    fn a_shown_path_is_one_word() {
+        assert_eq!(shown("tests/test_a.py"), "tests/test_a.py");
+        assert_eq!(shown("a b.py"), "'a b.py'");
+        assert_eq!(shown("it's.py"), "'it'\\''s.py'");
+    }
 }
