@@ -194,10 +194,22 @@ pub fn review(report: &ReviewReport) -> Value {
             "severity": f.severity,
             "priority": f.priority,
         });
+        let proof = report.proofs.iter().find(|p| p.id == finding.id.as_str());
+        let proven = proof.is_some_and(|p| p.status == crate::review::ProofStatus::Proven);
         if let Some(score) = security {
-            properties["security-severity"] = json!(severity_text(score));
+            // A proven security finding ranks higher; nothing else changes its severity.
+            let shown = if proven {
+                score.saturating_add(1).min(10)
+            } else {
+                score
+            };
+            properties["security-severity"] = json!(severity_text(shown));
         }
-        results.push(json!({
+        if let Some(proof) = proof {
+            properties["proof"] = json!(proof.status);
+            properties["proven"] = json!(proven);
+        }
+        let mut result = json!({
             "ruleId": rule.id,
             "ruleIndex": index,
             "level": level(score),
@@ -205,7 +217,18 @@ pub fn review(report: &ReviewReport) -> Value {
             "locations": location(file, finding.line, finding.end_line, f.code.as_deref()),
             "partialFingerprints": {"bugloopFindingId/v1": finding.id.as_str()},
             "properties": properties,
-        }));
+        });
+        if proven {
+            result["rank"] = json!((f64::from(score) * 10.0 + 5.0).min(100.0));
+            if let Some(test) = proof.and_then(|p| p.test_path.as_deref()) {
+                result["relatedLocations"] = json!([{
+                    "id": 1,
+                    "physicalLocation": {"artifactLocation": {"uri": test}},
+                    "message": {"text": "The test that fails at head because of this problem (written by bugloop, not in the repository)"},
+                }]);
+            }
+        }
+        results.push(result);
     }
     // Findings still open from earlier runs are part of the change's state too.
     for t in report.open_from_earlier() {

@@ -86,6 +86,23 @@ fn summary_text(report: &ReviewReport) -> String {
         report.findings.len(),
         report.resolved.len()
     ));
+    if !report.proofs.is_empty() {
+        out.push_str("#### Proofs\n\n");
+        for proof in &report.proofs {
+            let outcome = if proof.outcome == "published" {
+                String::new()
+            } else {
+                format!(" ({})", bugloop_domain::markdown::quiet(&proof.outcome))
+            };
+            out.push_str(&format!(
+                "- `{}` **{}**{outcome}: {}\n",
+                proof.id,
+                proof.status.as_str(),
+                bugloop_domain::markdown::quiet(&proof.reason)
+            ));
+        }
+        out.push('\n');
+    }
     if !report.passes.is_empty() {
         out.push_str("#### Passes\n\n");
         for pass in &report.passes {

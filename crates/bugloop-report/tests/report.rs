@@ -655,3 +655,29 @@ fn sarif_fingerprints_survive_re_runs_and_line_moves() {
     assert_eq!(first, fingerprint(14, "index-out-of-bounds"));
     assert_ne!(first, fingerprint(10, "sql-injection"));
 }
+
+/// The summary comment lists every proof with what it came to, as inert text.
+#[test]
+fn the_summary_lists_the_proofs() {
+    use bugloop_report::review::{FindingProof, ProofStatus};
+    let mut report = review_report();
+    report.proofs = vec![FindingProof {
+        id: "off-by-one".to_owned(),
+        title: "Loop reads one past the end".to_owned(),
+        status: ProofStatus::Proven,
+        reason: "IndexError in mean, @alice <!-- bugloop:x -->".to_owned(),
+        test_path: Some("test_mean.py".to_owned()),
+        test: Some("assert mean([1]) == 1".to_owned()),
+        command: Some("python3 -m unittest -q test_mean.py".to_owned()),
+        output: Some("IndexError".to_owned()),
+        outcome: "published".to_owned(),
+    }];
+    let body = summary::comment_body(&report);
+    let line = body
+        .lines()
+        .find(|l| l.starts_with("- `off-by-one` **proven**"))
+        .unwrap_or_else(|| panic!("{body}"));
+    assert!(line.contains("IndexError in mean"), "{line}");
+    assert!(!line.contains("@alice"), "no mention: {line}");
+    assert!(!line.contains("<!--"), "no marker: {line}");
+}

@@ -323,3 +323,46 @@ fn a_proof_that_adds_several_files_and_names_none_proves_nothing() {
     );
     assert!(proof.get("command").is_none());
 }
+
+/// In SARIF, for code scanning: a proven finding is marked, ranked, and carries its test as a
+/// related location.
+#[test]
+fn a_proven_finding_in_sarif_is_marked_ranked_and_points_at_its_test() {
+    let repo = repository(CONFIG);
+    let scripts = tempfile::tempdir().unwrap();
+    let model = script(
+        scripts.path(),
+        &finding(
+            "Loop reads one past the end",
+            "`xs[len(xs)]` raises IndexError.",
+        ),
+        FAILING_TEST,
+        Some(json!({"shows_the_problem": true, "why": "IndexError in mean"})),
+    );
+    let output = bugloop(
+        repo.path(),
+        &["review", "--model", &model, "--format", "sarif"],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let sarif: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    // The official schema, with its one pattern Rust's regexes cannot compile escaped (as the
+    // review's own SARIF test does).
+    let official = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/schemas/sarif-2.1.0-rtm.5.json"
+    ))
+    .unwrap()
+    .replace(
+        r#""^[a-zA-Z]{2}|^[a-zA-Z]{2}-[a-zA-Z]{2}]?$""#,
+        r#""^[a-zA-Z]{2}|^[a-zA-Z]{2}-[a-zA-Z]{2}\\]?$""#,
+    );
+    super::validate(&serde_json::from_str(&official).unwrap(), &sarif);
+    let result = &sarif["runs"][0]["results"][0];
+    assert_eq!(result["properties"]["proven"], true, "{result:#}");
+    assert_eq!(result["properties"]["proof"], "proven");
+    assert_eq!(result["rank"], 85.0);
+    assert_eq!(
+        result["relatedLocations"][0]["physicalLocation"]["artifactLocation"]["uri"],
+        "test_mean_proof.py"
+    );
+}
