@@ -35,7 +35,9 @@ pub(super) async fn prove(
     findings: &mut Vec<Finding>,
 ) -> Vec<FindingProof> {
     let settings = &env.config().review.prove;
-    if settings.min_score == 0 || request.clean_room {
+    // Without a command that runs one test nothing can be proven, and saying so on every review
+    // of every repository that did not ask for proofs would be noise: proving is off.
+    if settings.min_score == 0 || request.clean_room || settings.test_command.is_none() {
         return Vec::new();
     }
     let mut candidates: Vec<usize> = (0..findings.len())
@@ -133,14 +135,6 @@ fn cannot_prove(env: &LoopEnv<'_>, request: &ReviewRequest) -> Option<String> {
             "the sandbox cannot confine commands here ({}); a proof's test runs only confined",
             sandbox.problem.as_deref().unwrap_or("unknown")
         ));
-    }
-    // Only the new test runs, never the whole suite: a template that runs one test is needed.
-    if env.config().review.prove.test_command.is_none() {
-        return Some(
-            "no command runs one test: set review.prove.test_command (`python3 -m pytest -q \
-             {test}`, `npx jest {test}`, ...) to have findings proven"
-                .to_owned(),
-        );
     }
     None
 }
