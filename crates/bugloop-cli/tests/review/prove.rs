@@ -32,9 +32,9 @@ fn finding(title: &str, description: &str) -> Value {
            "title": title, "description": description, "score": 8, "category": "logic"})
 }
 
-/// The review's four passes reporting `reported`, then the proof's agent writing `test` (and
-/// answering), then `confirmation` (when the test fails) as the model's answers.
-fn script(dir: &Path, reported: &Value, test: &str, confirmation: Option<Value>) -> String {
+/// The review's four passes reporting `reported`, then the proof agent's `agent` answers, as a
+/// `script:` model in `dir`.
+fn script_of(dir: &Path, reported: &Value, agent: Vec<Value>) -> String {
     let mut lines = vec![json!({"tool_calls": [
         {"name": "report_finding", "arguments": reported},
         {"name": "submit_pass_results", "arguments": {"pass_number": 1, "summary": "diff"}},
@@ -42,11 +42,7 @@ fn script(dir: &Path, reported: &Value, test: &str, confirmation: Option<Value>)
     for pass in 2..=4 {
         lines.push(json!({"tool_calls": [{"name": "submit_pass_results", "arguments": {"pass_number": pass, "summary": "ok"}}]}));
     }
-    lines.push(json!({"tool_calls": [{"name": "write_file", "arguments": {"path": "test_mean_proof.py", "content": test}}]}));
-    lines.push(json!({"text": "test_mean_proof.py: the test fails, showing the problem."}));
-    if let Some(confirmation) = confirmation {
-        lines.push(json!({"text": confirmation.to_string()}));
-    }
+    lines.extend(agent);
     let path = dir.join("script.jsonl");
     std::fs::write(
         &path,
@@ -54,6 +50,17 @@ fn script(dir: &Path, reported: &Value, test: &str, confirmation: Option<Value>)
     )
     .unwrap();
     format!("script:{}", path.display())
+}
+
+/// The review reporting `reported`, the proof's agent writing `test` (and answering), then
+/// `confirmation` (when the test fails).
+fn script(dir: &Path, reported: &Value, test: &str, confirmation: Option<Value>) -> String {
+    let mut agent = vec![
+        json!({"tool_calls": [{"name": "write_file", "arguments": {"path": "test_mean_proof.py", "content": test}}]}),
+        json!({"text": "test_mean_proof.py: the test fails, showing the problem."}),
+    ];
+    agent.extend(confirmation.map(|c| json!({"text": c.to_string()})));
+    script_of(dir, reported, agent)
 }
 
 fn review(dir: &Path, model: &str) -> Value {
@@ -227,30 +234,17 @@ fn a_test_that_is_a_link_to_a_host_secret_is_never_read_or_published() {
     ] {
         let repo = repository(CONFIG);
         let scripts = tempfile::tempdir().unwrap();
-        let mut lines = vec![json!({"tool_calls": [
-            {"name": "report_finding", "arguments": finding("Loop reads one past the end", "IndexError.")},
-            {"name": "submit_pass_results", "arguments": {"pass_number": 1, "summary": "diff"}},
-        ]})];
-        for pass in 2..=4 {
-            lines.push(json!({"tool_calls": [{"name": "submit_pass_results", "arguments": {"pass_number": pass, "summary": "ok"}}]}));
-        }
-        lines.push(json!({"tool_calls": [{"name": "run", "arguments": {"program": "ln", "args": ["-s", target, "test_secret.py"]}}]}));
-        lines.push(json!({"text": "test_secret.py shows it."}));
-        let path = scripts.path().join("script.jsonl");
-        std::fs::write(
-            &path,
-            lines.iter().map(|l| format!("{l}\n")).collect::<String>(),
-        )
-        .unwrap();
+        let model = script_of(
+            scripts.path(),
+            &finding("Loop reads one past the end", "IndexError."),
+            vec![
+                json!({"tool_calls": [{"name": "run", "arguments": {"program": "ln", "args": ["-s", target, "test_secret.py"]}}]}),
+                json!({"text": "test_secret.py shows it."}),
+            ],
+        );
         let output = bugloop(
             repo.path(),
-            &[
-                "review",
-                "--model",
-                &format!("script:{}", path.display()),
-                "--format",
-                "json",
-            ],
+            &["review", "--model", &model, "--format", "json"],
         );
         let text = stdout(&output);
         assert_eq!(
@@ -292,25 +286,18 @@ fn a_test_that_is_a_link_to_a_host_secret_is_never_read_or_published() {
 fn a_proof_that_adds_several_files_and_names_none_proves_nothing() {
     let repo = repository(CONFIG);
     let scripts = tempfile::tempdir().unwrap();
-    let mut lines = vec![json!({"tool_calls": [
-        {"name": "report_finding", "arguments": finding("Loop reads one past the end", "IndexError.")},
-        {"name": "submit_pass_results", "arguments": {"pass_number": 1, "summary": "diff"}},
-    ]})];
-    for pass in 2..=4 {
-        lines.push(json!({"tool_calls": [{"name": "submit_pass_results", "arguments": {"pass_number": pass, "summary": "ok"}}]}));
-    }
-    lines.push(json!({"tool_calls": [
-        {"name": "write_file", "arguments": {"path": "conftest.py", "content": "import sys\n"}},
-        {"name": "write_file", "arguments": {"path": "test_one.py", "content": FAILING_TEST}},
-    ]}));
-    lines.push(json!({"text": "Done."}));
-    let path = scripts.path().join("script.jsonl");
-    std::fs::write(
-        &path,
-        lines.iter().map(|l| format!("{l}\n")).collect::<String>(),
-    )
-    .unwrap();
-    let report = review(repo.path(), &format!("script:{}", path.display()));
+    let model = script_of(
+        scripts.path(),
+        &finding("Loop reads one past the end", "IndexError."),
+        vec![
+            json!({"tool_calls": [
+                {"name": "write_file", "arguments": {"path": "conftest.py", "content": "import sys\n"}},
+                {"name": "write_file", "arguments": {"path": "test_one.py", "content": FAILING_TEST}},
+            ]}),
+            json!({"text": "Done."}),
+        ],
+    );
+    let report = review(repo.path(), &model);
     let proof = &report["proofs"][0];
     assert_eq!(proof["status"], "not_proven", "{report:#}");
     assert_eq!(
