@@ -19,6 +19,8 @@ mod conversation;
 mod hostile;
 #[path = "review/prove.rs"]
 mod prove;
+#[path = "review/prove_fix.rs"]
+mod prove_fix;
 #[path = "review/sameness.rs"]
 mod sameness;
 #[path = "review/touched.rs"]

@@ -262,6 +262,9 @@ pub struct ProveConfig {
     pub unreproduced: Unreproduced,
     /// Longest one proof may take (the agent writing the test and the test's run).
     pub timeout_seconds: u64,
+    /// Commit a proven finding's test with its fix, as a regression test (otherwise the fix
+    /// must make it pass, and it is left out of the commit).
+    pub commit_tests: bool,
 }
 
 impl Default for ProveConfig {
@@ -272,6 +275,7 @@ impl Default for ProveConfig {
             test_command: None,
             unreproduced: Unreproduced::Keep,
             timeout_seconds: 120,
+            commit_tests: false,
         }
     }
 }

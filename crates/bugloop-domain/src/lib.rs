@@ -10,6 +10,7 @@ pub mod markdown;
 pub mod marker;
 pub mod mention;
 pub mod paths;
+pub mod proof;
 pub mod rmcoc;
 pub mod safety;
 pub mod score;

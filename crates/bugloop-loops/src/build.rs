@@ -53,6 +53,11 @@ impl From<bugloop_config::ConfigError> for BuildError {
 
 pub use crate::env::WorkTarget;
 
+mod proofs;
+
+pub use self::proofs::ProvenTest;
+pub(crate) use self::proofs::proof_command;
+
 /// A task tree off the user's HEAD, and what the user's repository looked like at the start.
 #[derive(Debug)]
 pub struct Workbench {
@@ -244,6 +249,18 @@ impl Workbench {
         text
     }
 
+    /// Writes a regular file bugloop places in the tree (a proof's test; see
+    /// [`TaskTree::write_regular_file`]).
+    pub fn write_regular_file(&self, relative: &str, content: &str) -> Result<(), String> {
+        self.tree()
+            .write_regular_file(Path::new(relative), content.as_bytes())
+    }
+
+    /// Removes a file bugloop placed (see [`TaskTree::remove_file`]).
+    pub fn remove_file(&self, relative: &str) -> Result<(), String> {
+        self.tree().remove_file(Path::new(relative))
+    }
+
     /// Drops uncommitted edits in the task tree (after a failed attempt).
     pub fn discard(&self) -> Result<(), BuildError> {
         Ok(self.tree().reset()?)
@@ -259,6 +276,8 @@ pub struct BuildTask {
     /// Keep a failed attempt's edits in the task tree, for the next attempt to build on (the
     /// solve loop); otherwise they are dropped.
     pub keep_failed: bool,
+    /// Proven findings' tests the change must make pass (`review.prove`).
+    pub proofs: Vec<ProvenTest>,
 }
 
 /// The Build agent's system prompt for this repository, naming the commands that verify its
@@ -396,24 +415,6 @@ pub(crate) async fn run_build_agent(
         .await)
 }
 
-/// The Build agent's answer on `prompt` in the workbench (its edits stay there), or why it gave
-/// none.
-pub(crate) async fn run_agent(
-    env: &LoopEnv<'_>,
-    bench: &Workbench,
-    name: &str,
-    prompt: String,
-) -> Result<String, String> {
-    let run = run_build_agent(env, bench, name, prompt)
-        .await
-        .map_err(|status| bugloop_report::text::build_status(&status))?;
-    match run.outcome {
-        Ok(Outcome::Answer(text)) => Ok(text),
-        Ok(Outcome::Submitted(value) | Outcome::Structured(value)) => Ok(value.to_string()),
-        Err(error) => Err(error.to_string()),
-    }
-}
-
 /// Runs the Build agent on `task` in the workbench, verifies, and commits when everything passed.
 /// On any failure the worktree is reset, so nothing of the attempt remains.
 pub async fn build(env: &LoopEnv<'_>, bench: &Workbench, task: BuildTask) -> BuildResult {
@@ -428,16 +429,24 @@ pub async fn build(env: &LoopEnv<'_>, bench: &Workbench, task: BuildTask) -> Bui
         usage: Usage::default(),
         transcript: PathBuf::new(),
     };
-    let run = match run_build_agent(env, bench, &task.name, task.prompt.clone()).await {
+    let placed = proofs::place(env, bench, &task.proofs);
+    let prompt = format!("{}{}", task.prompt, proofs::prompt(&placed));
+    let run = match run_build_agent(env, bench, &task.name, prompt).await {
         Ok(run) => run,
         Err(status) => {
             result.status = status;
+            let _ = proofs::take_out(bench, &placed);
             return result;
         }
     };
     result.usage = run.usage;
     result.transcript = run.transcript.clone();
-    result.status = match finish(env, bench, &task.commit_message, run.outcome, &mut result).await {
+    let finished = Finished {
+        message: &task.commit_message,
+        outcome: run.outcome,
+        placed: &placed,
+    };
+    result.status = match finish(env, bench, finished, &mut result).await {
         Ok(status) => status,
         Err(error) => BuildStatus::AgentFailed {
             error: error.to_string(),
@@ -450,13 +459,25 @@ pub async fn build(env: &LoopEnv<'_>, bench: &Workbench, task: BuildTask) -> Bui
     result
 }
 
+/// How the agent's run ended, and what is checked before its work is committed.
+struct Finished<'a> {
+    message: &'a str,
+    outcome: Result<Outcome, bugloop_agent::AgentError>,
+    /// Proven findings' tests placed in the tree, which must pass.
+    placed: &'a [proofs::Placed],
+}
+
 async fn finish(
     env: &LoopEnv<'_>,
     bench: &Workbench,
-    message: &str,
-    outcome: Result<Outcome, bugloop_agent::AgentError>,
+    finished: Finished<'_>,
     result: &mut BuildResult,
 ) -> Result<BuildStatus, BuildError> {
+    let Finished {
+        message,
+        outcome,
+        placed,
+    } = finished;
     match outcome {
         Ok(Outcome::Answer(text)) => result.summary = text,
         Ok(Outcome::Submitted(value) | Outcome::Structured(value)) => {
@@ -472,11 +493,28 @@ async fn finish(
             });
         }
     }
-    let changes = bench.edits()?;
+    if let Err(reason) = proofs::put_back(bench, placed) {
+        return Ok(BuildStatus::Refused {
+            reason,
+            guardrail: false,
+        });
+    }
+    let with_tests = bench.edits()?;
+    let mut changes = proofs::without_tests(&with_tests, placed);
     if changes.is_empty() {
         return Ok(BuildStatus::NoChanges {
             summary: result.summary.clone(),
         });
+    }
+    if changes.refused.is_empty() && !placed.is_empty() {
+        if let Some(failed) = proofs::run(env, bench, placed, &with_tests, result).await? {
+            return Ok(failed);
+        }
+        if env.config().review.prove.commit_tests {
+            changes = bench.edits()?;
+        } else {
+            proofs::take_out(bench, placed).map_err(BuildError::Other)?;
+        }
     }
     if !changes.refused.is_empty() {
         return Ok(BuildStatus::Refused {

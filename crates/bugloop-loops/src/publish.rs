@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use bugloop_domain::finding::{Finding, FindingId};
 use bugloop_domain::markdown::{inline, neutralise};
 use bugloop_domain::marker::{MarkerSyntax, ReplyKind};
+use bugloop_domain::proof::{PROOF_KEY, ProofTest};
 use bugloop_domain::rmcoc::{RmcocBlock, build_comment, parse_comment};
 use bugloop_domain::thread::{Comment, ESCALATED_PHRASE, RESOLVED_PHRASE, ThreadStatus};
 use bugloop_forge::{ChangeKey, Forge, ForgeError};
@@ -30,13 +31,23 @@ fn capitalized(word: &str) -> String {
 
 /// A finding's comment with what proving it came to (`review.prove`): the first line says it,
 /// and a proof's test, command and the end of its output follow, collapsed, as inert text (a
-/// fence longer than any run of backticks in them, no marker, no mention).
-pub fn with_proof(body: String, proof: Option<&bugloop_report::review::FindingProof>) -> String {
+/// fence longer than any run of backticks in them, no marker, no mention). A proven finding's
+/// state block keeps its test, for the fix that must make it pass.
+pub fn proven_finding_body(
+    finding: &Finding,
+    markers: &MarkerSyntax,
+    proof: Option<&bugloop_report::review::FindingProof>,
+) -> String {
     use bugloop_domain::markdown::quiet;
     use bugloop_report::review::ProofStatus;
     let Some(proof) = proof else {
-        return body;
+        return finding_body(finding, markers, false);
     };
+    let kept = match (proof.status, &proof.test_path, &proof.test) {
+        (ProofStatus::Proven, Some(path), Some(test)) => ProofTest::checked(path, test).ok(),
+        _ => None,
+    };
+    let body = finding_comment(finding, markers, false, kept.as_ref());
     let command = proof
         .command
         .as_deref()
@@ -81,6 +92,16 @@ const RMCOC_DESCRIPTION_CHARS: usize = 2_000;
 
 /// The comment of one finding.
 pub fn finding_body(finding: &Finding, markers: &MarkerSyntax, resolved: bool) -> String {
+    finding_comment(finding, markers, resolved, None)
+}
+
+/// The comment of one finding, its state block keeping `proof`'s test when there is one.
+fn finding_comment(
+    finding: &Finding,
+    markers: &MarkerSyntax,
+    resolved: bool,
+    proof: Option<&ProofTest>,
+) -> String {
     let mut human = format!(
         "### {}\n\n**{} · score {}/10 · {}** · `{}`\n\n{}\n",
         inline(&finding.title),
@@ -128,6 +149,9 @@ pub fn finding_body(finding: &Finding, markers: &MarkerSyntax, resolved: bool) -
     }
     if let Some(evidence) = &finding.evidence {
         extra.insert("evidence".to_owned(), serde_json::json!(evidence));
+    }
+    if let Some(proof) = proof {
+        extra.insert(PROOF_KEY.to_owned(), proof.to_value());
     }
     block.extra = extra;
     build_comment(&human, &block)

@@ -108,7 +108,7 @@ pub struct FindingProof {
     /// The test's path in the repository, when one was written.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub test_path: Option<String>,
-    /// The test's source (cut at 8,000 characters).
+    /// The test's source (a proof's test is at most 8,000 bytes, shown whole).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub test: Option<String>,
     /// The command that ran it.

@@ -591,6 +591,14 @@ fn object_id(format_sha256: bool, kind: &str, content: &[u8]) -> String {
     }
 }
 
+/// A relative path of plain names: nothing absolute, no `.` or `..`.
+fn plain(relative: &Path) -> bool {
+    !relative.as_os_str().is_empty()
+        && relative
+            .components()
+            .all(|c| matches!(c, Component::Normal(_)))
+}
+
 /// Reads a regular file without following a symlink and without blocking on anything else.
 fn read_regular(path: &Path, max: u64) -> Result<Result<Vec<u8>, String>, SandboxError> {
     let file = std::fs::OpenOptions::new()
@@ -906,12 +914,7 @@ impl TaskTree {
     /// symlink (neither the file nor a directory above it), never a FIFO or a device, at most
     /// `max` bytes. What an agent wrote is read on the host only this way.
     pub fn read_regular_file(&self, relative: &Path, max: u64) -> Result<Vec<u8>, String> {
-        if relative.is_absolute()
-            || relative
-                .components()
-                .any(|c| !matches!(c, Component::Normal(_)))
-            || !self.inside_real_directories(relative)
-        {
+        if !plain(relative) || !self.inside_real_directories(relative) {
             return Err(format!(
                 "{} is not a plain path inside the tree",
                 relative.display()
@@ -925,6 +928,72 @@ impl TaskTree {
             }
             Ok(Err(reason)) => Err(format!("{} {reason}", relative.display())),
             Err(error) => Err(error.to_string()),
+        }
+    }
+
+    /// Puts `content` at `relative` as a regular file of mode 0644 (a test bugloop places),
+    /// whatever the tree held there: a file or a symlink is replaced, never followed; missing
+    /// directories above it are made, and one that is not a real directory (a symlink out of
+    /// the tree, say) refuses the write. Nothing outside the tree is ever written.
+    pub fn write_regular_file(&self, relative: &Path, content: &[u8]) -> Result<(), String> {
+        if !plain(relative) {
+            return Err(format!(
+                "{} is not a plain path inside the tree",
+                relative.display()
+            ));
+        }
+        let mut current = self.tree.clone();
+        if let Some(parent) = relative.parent() {
+            for component in parent.components() {
+                current.push(component);
+                match std::fs::symlink_metadata(&current) {
+                    Ok(m) if m.is_dir() => {}
+                    Ok(_) => {
+                        return Err(format!(
+                            "{} is not a directory of the tree",
+                            current
+                                .strip_prefix(&self.tree)
+                                .unwrap_or(&current)
+                                .display()
+                        ));
+                    }
+                    Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                        std::fs::create_dir(&current).map_err(|e| e.to_string())?;
+                    }
+                    Err(error) => return Err(error.to_string()),
+                }
+            }
+        }
+        self.remove_file(relative)?;
+        let path = self.tree.join(relative);
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o644)
+            .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
+            .open(&path)
+            .map_err(|e| format!("{}: {e}", relative.display()))?;
+        file.write_all(content)
+            .map_err(|e| format!("{}: {e}", relative.display()))
+    }
+
+    /// Removes the file or symlink at `relative` (a symlink itself, never what it points to); a
+    /// path that holds nothing is fine, a directory is refused.
+    pub fn remove_file(&self, relative: &Path) -> Result<(), String> {
+        if !plain(relative) || !self.inside_real_directories(relative) {
+            return Err(format!(
+                "{} is not a plain path inside the tree",
+                relative.display()
+            ));
+        }
+        let path = self.tree.join(relative);
+        match std::fs::symlink_metadata(&path) {
+            Ok(m) if m.is_dir() => Err(format!("{} is a directory", relative.display())),
+            Ok(_) => {
+                std::fs::remove_file(&path).map_err(|e| format!("{}: {e}", relative.display()))
+            }
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(error) => Err(format!("{}: {error}", relative.display())),
         }
     }
 

@@ -11,9 +11,9 @@ use serde_json::{Value, json};
 
 use super::{bugloop, stderr, stdout};
 
-const BASE: &str = "def mean(xs):\n    total = 0\n    for i in range(len(xs)):\n        total += xs[i]\n    return total / len(xs)\n";
+pub(super) const BASE: &str = "def mean(xs):\n    total = 0\n    for i in range(len(xs)):\n        total += xs[i]\n    return total / len(xs)\n";
 
-fn repository(config: &str) -> TestRepo {
+pub(super) fn repository(config: &str) -> TestRepo {
     let repo = TestRepo::init("main");
     repo.write("stats.py", BASE);
     repo.write(".bugloop/config.yml", config);
@@ -27,14 +27,14 @@ fn repository(config: &str) -> TestRepo {
     repo
 }
 
-fn finding(title: &str, description: &str) -> Value {
+pub(super) fn finding(title: &str, description: &str) -> Value {
     json!({"file": "stats.py", "line": 3, "evidence": "for i in range(len(xs) + 1):",
            "title": title, "description": description, "score": 8, "category": "logic"})
 }
 
 /// The review's four passes reporting `reported`, then the proof agent's `agent` answers, as a
 /// `script:` model in `dir`.
-fn script_of(dir: &Path, reported: &Value, agent: Vec<Value>) -> String {
+pub(super) fn script_of(dir: &Path, reported: &Value, agent: Vec<Value>) -> String {
     let mut lines = vec![json!({"tool_calls": [
         {"name": "report_finding", "arguments": reported},
         {"name": "submit_pass_results", "arguments": {"pass_number": 1, "summary": "diff"}},
@@ -54,7 +54,12 @@ fn script_of(dir: &Path, reported: &Value, agent: Vec<Value>) -> String {
 
 /// The review reporting `reported`, the proof's agent writing `test` (and answering), then
 /// `confirmation` (when the test fails).
-fn script(dir: &Path, reported: &Value, test: &str, confirmation: Option<Value>) -> String {
+pub(super) fn script(
+    dir: &Path,
+    reported: &Value,
+    test: &str,
+    confirmation: Option<Value>,
+) -> String {
     let mut agent = vec![
         json!({"tool_calls": [{"name": "write_file", "arguments": {"path": "test_mean_proof.py", "content": test}}]}),
         json!({"text": "test_mean_proof.py: the test fails, showing the problem."}),
@@ -63,7 +68,7 @@ fn script(dir: &Path, reported: &Value, test: &str, confirmation: Option<Value>)
     script_of(dir, reported, agent)
 }
 
-fn review(dir: &Path, model: &str) -> Value {
+pub(super) fn review(dir: &Path, model: &str) -> Value {
     let output = bugloop(dir, &["review", "--model", model, "--format", "json"]);
     assert_eq!(
         output.status.code(),
@@ -75,9 +80,10 @@ fn review(dir: &Path, model: &str) -> Value {
     serde_json::from_str(&stdout(&output)).unwrap()
 }
 
-const CONFIG: &str = "review:\n  prove:\n    test_command: python3 -m unittest -q {test}\n";
+pub(super) const CONFIG: &str =
+    "review:\n  prove:\n    test_command: python3 -m unittest -q {test}\n";
 
-const FAILING_TEST: &str = "import unittest\n\nfrom stats import mean\n\n\nclass MeanTest(unittest.TestCase):\n    def test_mean(self):\n        self.assertEqual(mean([1, 2, 3]), 2)\n";
+pub(super) const FAILING_TEST: &str = "import unittest\n\nfrom stats import mean\n\n\nclass MeanTest(unittest.TestCase):\n    def test_mean(self):\n        self.assertEqual(mean([1, 2, 3]), 2)\n";
 
 #[test]
 fn a_real_off_by_one_is_proven_by_a_test_that_fails_at_head() {

@@ -1,6 +1,7 @@
 //! `fix`: a Build agent fixes open findings in a worktree; one verified commit lands and the
 //! findings are resolved.
 
+use bugloop_domain::proof::ProofTest;
 use bugloop_domain::safety::sanitize_user_comment;
 use bugloop_domain::thread::{ThreadState, find_thread};
 use bugloop_forge::ChangeKey;
@@ -9,7 +10,7 @@ use bugloop_report::act::{ActReport, ChosenBy, Intent};
 use bugloop_report::build::{BuildStatus, Landing};
 use bugloop_report::text::{build_outcome, build_status};
 
-use crate::build::{BuildTask, Workbench, build, land_on_target};
+use crate::build::{BuildTask, ProvenTest, Workbench, build, land_on_target};
 use crate::env::LoopEnv;
 use crate::prompt::fill;
 use crate::publish::info_reply;
@@ -62,6 +63,17 @@ pub async fn fix(
         .iter()
         .filter_map(|t| t.finding_id.as_ref().map(|f| f.as_str().to_owned()))
         .collect();
+    // A proven finding's test (kept in bugloop's own comment) must pass after the fix.
+    let proofs: Vec<ProvenTest> = chosen
+        .iter()
+        .filter_map(|t| {
+            let test = t.assessment.as_ref().and_then(ProofTest::from_block)?;
+            Some(ProvenTest {
+                finding: t.finding_id.as_ref()?.as_str().to_owned(),
+                test,
+            })
+        })
+        .collect();
     let bench = Workbench::open(env.git, "fix", &env.work)?;
     let comment = match user_comment {
         Some(text) if !text.trim().is_empty() => format!(
@@ -89,6 +101,7 @@ pub async fn fix(
                 ids.join(", ")
             ),
             keep_failed: false,
+            proofs,
         },
     )
     .await;

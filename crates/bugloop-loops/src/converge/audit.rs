@@ -15,8 +15,9 @@ use bugloop_report::converge::Quarantined;
 use crate::act::ActError;
 use crate::build::Workbench;
 use crate::env::LoopEnv;
-use crate::review::{ReviewRequest, review};
+use crate::review::{ReviewRequest, prove_findings, review};
 use bugloop_forge::recording::RecordingForge;
+use bugloop_report::review::{FindingProof, ProofStatus};
 
 use super::Connect;
 use super::judge::judge;
@@ -26,6 +27,8 @@ use super::validate::{AuditFindings, validate_and_merge};
 pub(super) struct Audit {
     pub(super) findings: Vec<Finding>,
     pub(super) quarantined: Vec<Quarantined>,
+    /// What proving the findings came to (`review.prove`).
+    pub(super) proofs: Vec<FindingProof>,
 }
 
 /// One reviewer of an audit.
@@ -153,7 +156,7 @@ pub(super) async fn audit(
         change: change.clone(),
         description: format!("audit loop {number} of the change from {}", short(base)),
         base: base.to_owned(),
-        head,
+        head: head.clone(),
         diff: bugloop_diff::parse(&diff),
         workspace: bench.path().to_path_buf(),
         git_mount: Some(bench.git_mount()),
@@ -228,16 +231,44 @@ pub(super) async fn audit(
         quarantined.extend(rejected);
         merged
     };
+    // A finding whose test fails at head (review.prove) is confirmed: the model validator
+    // judges only the others. One whose test passes is handled as review.prove.unreproduced
+    // says, a dropped one quarantined with its test's result.
+    let mut findings = findings;
+    let proofs = prove_findings(env, &head, &mut findings).await;
+    for proof in proofs.iter().filter(|p| p.outcome == "dropped") {
+        quarantined.push(Quarantined {
+            loop_number: number,
+            auditor: "validator".to_owned(),
+            title: proof.title.clone(),
+            location: proof.test_path.clone().unwrap_or_default(),
+            reason: format!("validator: not reproduced: {}", proof.reason),
+        });
+    }
+    let proven: Vec<&str> = proofs
+        .iter()
+        .filter(|p| p.status == ProofStatus::Proven)
+        .map(|p| p.id.as_str())
+        .collect();
     let findings = match env.config().converge.validator {
         Validator::Code => findings,
         Validator::Model => {
-            let (kept, rejected) = judge(env, bench, number, findings, &files).await?;
+            let (confirmed, unproven): (Vec<Finding>, Vec<Finding>) = findings
+                .into_iter()
+                .partition(|f| proven.contains(&f.id.as_str()));
+            let (mut kept, rejected) = judge(env, bench, number, unproven, &files).await?;
             quarantined.extend(rejected);
+            kept.extend(confirmed);
             kept
         }
     };
+    let proofs = proofs
+        .into_iter()
+        .filter(|p| findings.iter().any(|f| f.id.as_str() == p.id))
+        .collect();
     Ok(Audit {
         findings,
         quarantined,
+        proofs,
     })
 }

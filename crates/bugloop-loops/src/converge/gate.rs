@@ -66,6 +66,7 @@ pub(super) async fn gate(
                 prompt: fill(GATE_FIX_PROMPT, &[("failures", &text)]),
                 commit_message: "style: bugloop gate fixes".to_owned(),
                 keep_failed: false,
+                proofs: Vec::new(),
             },
         )
         .await;

@@ -117,6 +117,7 @@ pub async fn converge(
         loops: 0,
         log: Vec::new(),
         quarantined: Vec::new(),
+        proven: Vec::new(),
     };
     let mut last = LastAction::Fresh;
     let stop = loop {

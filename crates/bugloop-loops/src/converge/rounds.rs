@@ -15,9 +15,11 @@ use super::record::{counts, loop_body};
 use super::validate::findings_prompt;
 use super::{Connect, FIX_PROMPT, record, status_text};
 use crate::act::ActError;
-use crate::build::{BuildTask, Workbench, build, land_on_target, net_change};
+use crate::build::{BuildTask, ProvenTest, Workbench, build, land_on_target, net_change};
 use crate::env::LoopEnv;
 use crate::prompt::fill;
+use bugloop_domain::proof::ProofTest;
+use bugloop_report::review::{FindingProof, ProofStatus};
 
 /// Why the loop stopped, and the detail the report gives.
 pub(super) struct Stop {
@@ -45,6 +47,23 @@ pub(super) struct Run<'r, 'e> {
     pub loops: u32,
     pub log: Vec<LoopLine>,
     pub quarantined: Vec<Quarantined>,
+    /// The last audit's proven findings' tests, which its fix must make pass.
+    pub proven: Vec<ProvenTest>,
+}
+
+/// The tests of the proven findings of an audit.
+fn proven_tests(proofs: &[FindingProof]) -> Vec<ProvenTest> {
+    proofs
+        .iter()
+        .filter(|p| p.status == ProofStatus::Proven)
+        .filter_map(|p| {
+            let test = ProofTest::checked(p.test_path.as_deref()?, p.test.as_deref()?).ok()?;
+            Some(ProvenTest {
+                finding: p.id.clone(),
+                test,
+            })
+        })
+        .collect()
 }
 
 impl Run<'_, '_> {
@@ -85,6 +104,7 @@ impl Run<'_, '_> {
         let Audit {
             findings,
             quarantined: rejected,
+            proofs,
         } = match audited {
             Ok(audit) => audit,
             Err(error) => {
@@ -101,12 +121,19 @@ impl Run<'_, '_> {
                 None,
             )
             .await?;
-        let aside = if rejected.is_empty() {
+        let mut aside = if rejected.is_empty() {
             String::new()
         } else {
             format!(" ({} quarantined)", rejected.len())
         };
         self.quarantined.extend(rejected);
+        self.proven = proven_tests(&proofs);
+        if !self.proven.is_empty() {
+            aside.push_str(&format!(
+                " ({} proven by a failing test)",
+                self.proven.len()
+            ));
+        }
         let text = if findings.is_empty() {
             format!("{p0}P0 {p1}P1 {p2}P2 (clean){aside}")
         } else {
@@ -159,6 +186,12 @@ impl Run<'_, '_> {
                     ids.join(", ")
                 ),
                 keep_failed: false,
+                proofs: self
+                    .proven
+                    .iter()
+                    .filter(|p| ids.contains(&p.finding))
+                    .cloned()
+                    .collect(),
             },
         )
         .await;

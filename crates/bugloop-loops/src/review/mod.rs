@@ -23,6 +23,8 @@ mod conversation;
 mod filtering;
 mod increment;
 mod prove;
+
+pub(crate) use self::prove::prove_findings;
 mod publishing;
 mod recheck;
 mod sessions;

@@ -11,33 +11,45 @@ use std::time::Duration;
 use bugloop_config::Unreproduced;
 use bugloop_domain::Score;
 use bugloop_domain::finding::{Category, Finding};
-use bugloop_domain::safety::{CommandEntry, VerifyCommand, parse_verify_commands};
+use bugloop_domain::proof::MAX_PROOF_TEST_BYTES;
 use bugloop_report::review::{FindingProof, ProofStatus};
 use bugloop_sandbox::ChangeKind;
 
 use super::ReviewRequest;
-use crate::build::{Workbench, run_commands};
+use crate::build::{Workbench, proof_command, run_commands};
 use crate::env::LoopEnv;
 use crate::prompt::fill;
 use crate::{Question, structured_answer};
 
 const PROVE_PROMPT: &str = include_str!("../../prompts/prove-finding.md");
 const CONFIRM_SYSTEM: &str = include_str!("../../prompts/prove-confirm.md");
-/// The most of a test's source a report and a comment carry.
-const MAX_TEST_CHARS: usize = 8_000;
 
-/// Tries to prove the findings about to be published that score at least
-/// `review.prove.min_score`, most severe first, up to `review.prove.max_findings`; applies
-/// `review.prove.unreproduced` to those whose test passes. Returns what came of each.
+/// Tries to prove the findings about to be published (see [`prove_findings`]); not in a clean
+/// room, whose findings are proven by the caller that owns them (converge's validator).
 pub(super) async fn prove(
     env: &LoopEnv<'_>,
     request: &ReviewRequest,
     findings: &mut Vec<Finding>,
 ) -> Vec<FindingProof> {
+    if request.clean_room {
+        return Vec::new();
+    }
+    prove_findings(env, &request.head, findings).await
+}
+
+/// Tries to prove the findings at `head` that score at least `review.prove.min_score`, most
+/// severe first, up to `review.prove.max_findings`; applies `review.prove.unreproduced` to those
+/// whose test passes (removing the dropped ones from `findings`). Returns what came of each.
+/// Proofs spend from the run's budget: when it runs out, the rest are not tried and say so.
+pub(crate) async fn prove_findings(
+    env: &LoopEnv<'_>,
+    head: &str,
+    findings: &mut Vec<Finding>,
+) -> Vec<FindingProof> {
     let settings = &env.config().review.prove;
     // Without a command that runs one test nothing can be proven, and saying so on every review
     // of every repository that did not ask for proofs would be noise: proving is off.
-    if settings.min_score == 0 || request.clean_room || settings.test_command.is_none() {
+    if !proving_is_on(env.config()) {
         return Vec::new();
     }
     let mut candidates: Vec<usize> = (0..findings.len())
@@ -45,9 +57,14 @@ pub(super) async fn prove(
         .collect();
     candidates.sort_by_key(|&i| std::cmp::Reverse(findings[i].score.get()));
     let mut proofs = Vec::new();
-    let cannot = cannot_prove(env, request);
+    let mut cannot = cannot_prove(env, head);
     for (rank, &index) in candidates.iter().enumerate() {
         let finding = &findings[index];
+        if cannot.is_none() && env.meter.remaining_time() == Some(Duration::ZERO) {
+            cannot = Some(out_of_budget(
+                "the run's wall time (budgets.max_wall_seconds)",
+            ));
+        }
         let proof = if let Some(reason) = &cannot {
             not_tried(finding, reason.clone())
         } else if rank >= settings.max_findings {
@@ -59,14 +76,23 @@ pub(super) async fn prove(
                 ),
             )
         } else {
-            let limit = Duration::from_secs(settings.timeout_seconds.max(1));
-            match tokio::time::timeout(limit, prove_one(env, request, finding)).await {
-                Ok(proof) => proof,
+            let mut limit = Duration::from_secs(settings.timeout_seconds.max(1));
+            if let Some(left) = env.meter.remaining_time() {
+                limit = limit.min(left);
+            }
+            match tokio::time::timeout(limit, prove_one(env, head, finding)).await {
+                Ok(Ok(proof)) => proof,
+                Ok(Err(Stopped::Budget(limit))) => {
+                    let reason = out_of_budget(&limit);
+                    cannot = Some(reason.clone());
+                    not_tried(finding, reason)
+                }
                 Err(_) => proof(
                     finding,
                     ProofStatus::NotProven,
                     format!(
-                        "the proof did not finish within review.prove.timeout_seconds ({}s)",
+                        "the proof did not finish within {}s (review.prove.timeout_seconds, or \
+                         the run's wall time left)",
                         limit.as_secs()
                     ),
                 ),
@@ -111,16 +137,28 @@ pub(super) async fn prove(
     proofs.into_iter().map(|(_, proof)| proof).collect()
 }
 
+/// Whether this configuration proves findings: a minimum score and a trusted test command.
+pub(crate) fn proving_is_on(config: &bugloop_config::Config) -> bool {
+    let settings = &config.review.prove;
+    settings.min_score > 0 && settings.test_command.is_some()
+}
+
+/// Why a finding was not tried once the run's budget ran out.
+fn out_of_budget(limit: &str) -> String {
+    format!("the run's budget ran out ({limit}): published unproven")
+}
+
+/// Why a proof stopped short of an answer about its finding.
+enum Stopped {
+    /// The run's budget ran out (the limit, as said).
+    Budget(String),
+}
+
 /// Why nothing can be proven in this review, when nothing can.
-fn cannot_prove(env: &LoopEnv<'_>, request: &ReviewRequest) -> Option<String> {
-    if env
-        .git
-        .resolve(&format!("{}^{{commit}}", request.head))
-        .is_none()
-    {
+fn cannot_prove(env: &LoopEnv<'_>, head: &str) -> Option<String> {
+    if env.git.resolve(&format!("{head}^{{commit}}")).is_none() {
         return Some(format!(
-            "the change's head ({}) is not a commit: proofs run on a commit's files",
-            request.head
+            "the change's head ({head}) is not a commit: proofs run on a commit's files"
         ));
     }
     if !env.provider.capabilities().tools {
@@ -157,41 +195,60 @@ fn not_tried(finding: &Finding, reason: String) -> FindingProof {
     proof(finding, ProofStatus::NotTried, reason)
 }
 
-async fn prove_one(env: &LoopEnv<'_>, request: &ReviewRequest, finding: &Finding) -> FindingProof {
-    let bench = match Workbench::at(env.git, &request.head, "prove") {
+async fn prove_one(
+    env: &LoopEnv<'_>,
+    head: &str,
+    finding: &Finding,
+) -> Result<FindingProof, Stopped> {
+    let bench = match Workbench::at(env.git, head, "prove") {
         Ok(bench) => bench,
-        Err(error) => return not_tried(finding, format!("no task tree of the head: {error}")),
+        Err(error) => {
+            return Ok(not_tried(
+                finding,
+                format!("no task tree of the head: {error}"),
+            ));
+        }
     };
-    let answer = match write_test(env, &bench, finding).await {
+    let answer = match write_test(env, &bench, finding).await? {
         Ok(answer) => answer,
         Err(error) => {
-            return proof(
+            return Ok(proof(
                 finding,
                 ProofStatus::NotProven,
                 format!("the agent did not finish: {error}"),
-            );
+            ));
         }
     };
     let test_path = match chosen_test(&bench, &answer) {
         Ok(path) => path,
-        Err(reason) => return proof(finding, ProofStatus::NotProven, reason),
+        Err(reason) => return Ok(proof(finding, ProofStatus::NotProven, reason)),
     };
     let mut result = proof(finding, ProofStatus::NotProven, String::new());
-    // Read as data: never through a symlink, never a FIFO or a device, never large.
-    let source = match bench.read_regular_file(&test_path, (MAX_TEST_CHARS * 4) as u64) {
-        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+    // Read as data: never through a symlink, never a FIFO or a device, never large. A proof's
+    // test is small, shown whole, and kept whole for the fix that must make it pass.
+    let source = match bench.read_regular_file(&test_path, MAX_PROOF_TEST_BYTES as u64) {
+        Ok(bytes) => match String::from_utf8(bytes) {
+            Ok(source) => source,
+            Err(_) => {
+                result.reason = format!("the test {test_path} is not UTF-8 text");
+                return Ok(result);
+            }
+        },
         Err(reason) => {
-            result.reason = format!("the test cannot be read as a file of the tree: {reason}");
-            return result;
+            result.reason = format!(
+                "the test cannot be read as a small file of the tree (at most \
+                 {MAX_PROOF_TEST_BYTES} bytes): {reason}"
+            );
+            return Ok(result);
         }
     };
-    result.test = Some(crate::context::cut(&source, MAX_TEST_CHARS).0);
+    result.test = Some(source.clone());
     result.test_path = Some(test_path.clone());
-    let commands = match test_commands(env, &test_path) {
-        Ok(commands) => commands,
+    let commands = match proof_command(env.config(), &test_path) {
+        Ok(command) => vec![command],
         Err(reason) => {
             result.reason = reason;
-            return result;
+            return Ok(result);
         }
     };
     result.command = Some(
@@ -213,7 +270,7 @@ async fn prove_one(env: &LoopEnv<'_>, request: &ReviewRequest, finding: &Finding
         Err(error) => {
             result.status = ProofStatus::NotTried;
             result.reason = format!("the test could not run: {error}");
-            return result;
+            return Ok(result);
         }
     };
     let Some(failing) = runs.iter().find(|r| !r.passed) else {
@@ -223,7 +280,7 @@ async fn prove_one(env: &LoopEnv<'_>, request: &ReviewRequest, finding: &Finding
              its tests run, so this is no evidence that it is right",
             result.command.as_deref().unwrap_or_default()
         );
-        return result;
+        return Ok(result);
     };
     let output = crate::context::last_lines(&bench.relative(&failing.output), 30);
     result.output = Some(output.clone());
@@ -238,12 +295,15 @@ async fn prove_one(env: &LoopEnv<'_>, request: &ReviewRequest, finding: &Finding
         Ok(Confirmation { why, .. }) => {
             result.reason = format!("the test fails, but not because of this problem: {why}");
         }
+        Err(bugloop_agent::AgentError::Model(bugloop_llm::LlmError::Budget(exceeded))) => {
+            return Err(Stopped::Budget(exceeded.limit.to_string()));
+        }
         Err(error) => {
             result.reason =
                 format!("whether the failure shows the problem could not be asked: {error}");
         }
     }
-    result
+    Ok(result)
 }
 
 /// The test the agent wrote: an added regular file, the one its answer names (or the only one
@@ -304,12 +364,12 @@ fn chosen_test(bench: &Workbench, answer: &str) -> Result<String, String> {
     Ok(path)
 }
 
-/// The Build agent writes the test in the task tree; its final answer.
+/// The Build agent writes the test in the task tree; its final answer, or why it gave none.
 async fn write_test(
     env: &LoopEnv<'_>,
     bench: &Workbench,
     finding: &Finding,
-) -> Result<String, String> {
+) -> Result<Result<String, String>, Stopped> {
     let how = format!(
         "The test is run with `{}`, where `{{test}}` is your test file's path.",
         env.config()
@@ -337,70 +397,21 @@ async fn write_test(
             ("finding", &crate::prompt::quoted(&text, 6_000)),
         ],
     );
-    crate::build::run_agent(
-        env,
-        bench,
-        &format!("prove-{}", finding.id.as_str()),
-        prompt,
-    )
-    .await
-}
-
-/// The command that runs the test: `review.prove.test_command` with `{test}` put in each
-/// argument it appears in (the path is one argument whatever it holds).
-fn test_commands(env: &LoopEnv<'_>, test_path: &str) -> Result<Vec<VerifyCommand>, String> {
-    let Some(template) = &env.config().review.prove.test_command else {
-        return Err("review.prove.test_command is not set".to_owned());
+    let name = format!("prove-{}", finding.id.as_str());
+    let run = match crate::build::run_build_agent(env, bench, &name, prompt).await {
+        Ok(run) => run,
+        Err(status) => return Ok(Err(bugloop_report::text::build_status(&status))),
     };
-    let mut parsed = parse_verify_commands(&[CommandEntry::Plain(template.clone())])
-        .map_err(|e| format!("review.prove.test_command: {e}"))?;
-    let Some(mut command) = parsed.pop() else {
-        return Err("review.prove.test_command is empty".to_owned());
-    };
-    let name = std::path::Path::new(test_path)
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let fill_in = |arg: &str| placeholders(arg, test_path, &name);
-    command.args = command.args.iter().map(|a| fill_in(a)).collect();
-    command.raw = placeholders(&command.raw, &shown(test_path), &shown(&name));
-    Ok(vec![command])
-}
-
-/// A word as a shell would need it to mean one argument: what the command line shows is what
-/// ran.
-fn shown(word: &str) -> String {
-    if !word.is_empty()
-        && word
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "_./-+=:,".contains(c))
-    {
-        return word.to_owned();
-    }
-    format!("'{}'", word.replace('\'', "'\\''"))
-}
-
-/// `text` with `{test}` and `{test_name}` replaced in one pass: a path holding a placeholder is
-/// never expanded again.
-fn placeholders(text: &str, test: &str, name: &str) -> String {
-    let mut out = String::with_capacity(text.len() + test.len());
-    let mut rest = text;
-    while let Some(start) = rest.find('{') {
-        out.push_str(&rest[..start]);
-        let after = &rest[start..];
-        if let Some(tail) = after.strip_prefix("{test}") {
-            out.push_str(test);
-            rest = tail;
-        } else if let Some(tail) = after.strip_prefix("{test_name}") {
-            out.push_str(name);
-            rest = tail;
-        } else {
-            out.push('{');
-            rest = &after[1..];
+    Ok(match run.outcome {
+        Ok(bugloop_agent::Outcome::Answer(text)) => Ok(text),
+        Ok(
+            bugloop_agent::Outcome::Submitted(value) | bugloop_agent::Outcome::Structured(value),
+        ) => Ok(value.to_string()),
+        Err(bugloop_agent::AgentError::Model(bugloop_llm::LlmError::Budget(exceeded))) => {
+            return Err(Stopped::Budget(exceeded.limit.to_string()));
         }
-    }
-    out.push_str(rest);
-    out
+        Err(error) => Err(error.to_string()),
+    })
 }
 
 #[derive(Debug, serde::Deserialize)]
@@ -444,29 +455,4 @@ async fn confirm(
         },
     )
     .await
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn placeholders_are_filled_once() {
-        assert_eq!(
-            placeholders("pytest -q {test} -k {test_name}", "t/test_a.py", "test_a"),
-            "pytest -q t/test_a.py -k test_a"
-        );
-        // A path holding a placeholder is not expanded again; other braces stay.
-        assert_eq!(
-            placeholders("{test} {x}", "{test_name}.py", "n"),
-            "{test_name}.py {x}"
-        );
-    }
-
-    #[test]
-    fn a_shown_path_is_one_word() {
-        assert_eq!(shown("tests/test_a.py"), "tests/test_a.py");
-        assert_eq!(shown("a b.py"), "'a b.py'");
-        assert_eq!(shown("it's.py"), "'it'\\''s.py'");
-    }
 }

@@ -166,7 +166,7 @@ impl Writer<'_, '_> {
             _ => Placement::Summary,
         };
         let proof = filtered.proofs.iter().find(|p| p.id == finding.id.as_str());
-        let body = crate::publish::with_proof(finding_body(&finding, markers, false), proof);
+        let body = crate::publish::proven_finding_body(&finding, markers, proof);
         let anchor = anchor_for(&finding, placement, &self.request.head, &filtered.head);
         let forge = self.env.forge;
         let known = &self.conversation.comments;

@@ -141,6 +141,7 @@ pub(super) async fn round_or_gate(run: &mut Run<'_, '_>) -> Result<Flow, SolveEr
                 ids.join(", ")
             ),
             keep_failed: false,
+            proofs: Vec::new(),
         },
     )
     .await;

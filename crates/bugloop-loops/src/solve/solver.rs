@@ -71,6 +71,7 @@ pub(super) async fn run(run: &mut Run<'_, '_>) -> Result<Flow, SolveError> {
                 run.number()
             ),
             keep_failed: true,
+            proofs: Vec::new(),
         };
         let Ok(result) = tokio::time::timeout(left, build(run.env, &bench, task)).await else {
             let _ = bench.discard();

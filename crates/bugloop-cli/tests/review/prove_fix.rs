@@ -1,0 +1,153 @@
+//! A fix proven by the same test (`review.prove`): `bugloop fix` on a proven finding puts the
+//! finding's test in the tree, and commits only when bugloop's own run of that test passes
+//! after the agent's change; with `review.prove.commit_tests` the test is committed with the fix.
+//! The agent cannot make the test pass by weakening it: it is put back as it was before it runs.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use super::prove::{CONFIG, FAILING_TEST, finding, repository, review, script};
+use super::{bugloop, stderr, stdout};
+
+/// Reviews the off-by-one of `repository` and proves it; the finding's id.
+fn proven(repo: &Path, scripts: &Path) -> String {
+    let model = script(
+        scripts,
+        &finding(
+            "Loop reads one past the end",
+            "`xs[len(xs)]` raises IndexError.",
+        ),
+        FAILING_TEST,
+        Some(json!({"shows_the_problem": true, "why": "IndexError in mean"})),
+    );
+    let report = review(repo, &model);
+    assert_eq!(report["proofs"][0]["status"], "proven", "{report:#}");
+    report["findings"][0]["id"].as_str().unwrap().to_owned()
+}
+
+/// A fix agent's script: each call in its own turn, then its summary.
+fn fix_script(dir: &Path, calls: &[Value]) -> String {
+    let mut text: String = calls
+        .iter()
+        .map(|c| format!("{}\n", json!({"tool_calls": [c]})))
+        .collect();
+    text.push_str(&format!("{}\n", json!({"text": "Fixed."})));
+    let path = dir.join("fix.jsonl");
+    std::fs::write(&path, text).unwrap();
+    format!("script:{}", path.display())
+}
+
+fn fix(repo: &Path, model: &str) -> (Option<i32>, Value) {
+    let output = bugloop(
+        repo,
+        &["fix", "--all", "--model", model, "--format", "json"],
+    );
+    let text = stdout(&output);
+    let report: Value =
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}{}", stderr(&output)));
+    (output.status.code(), report)
+}
+
+const THE_FIX: &str = r#"{"name": "edit_file", "arguments": {"path": "stats.py", "old_text": "range(len(xs) + 1)", "new_text": "range(len(xs))"}}"#;
+
+#[test]
+fn a_fix_that_makes_the_proofs_test_pass_is_committed_with_it() {
+    let repo = repository(&format!("{CONFIG}    commit_tests: true\n"));
+    let scripts = tempfile::tempdir().unwrap();
+    let id = proven(repo.path(), scripts.path());
+    let before = repo.git(&["rev-parse", "HEAD"]);
+    let (code, report) = fix(
+        repo.path(),
+        &fix_script(scripts.path(), &[serde_json::from_str(THE_FIX).unwrap()]),
+    );
+    assert_eq!(code, Some(0), "{report:#}");
+    // bugloop's own run of the proof's test, after the fix.
+    let runs = report["build"]["verify"].as_array().unwrap();
+    let proof_run = runs
+        .iter()
+        .find(|r| {
+            r["command"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("the test proving {id}"))
+        })
+        .unwrap_or_else(|| panic!("{report:#}"));
+    assert_eq!(proof_run["passed"], true, "{report:#}");
+    assert_eq!(
+        proof_run["command"],
+        format!("python3 -m unittest -q test_mean_proof.py (the test proving {id})")
+    );
+    // One commit: the fix and the test, as a regression test.
+    let files = repo.git(&["diff", "--name-only", &format!("{}..HEAD", before.trim())]);
+    assert_eq!(files.trim(), "stats.py\ntest_mean_proof.py", "{report:#}");
+    assert_eq!(
+        repo.git(&["show", "HEAD:test_mean_proof.py"]),
+        FAILING_TEST.trim_end(),
+        "the test as it proved the finding"
+    );
+    assert_eq!(repo.git(&["status", "--porcelain"]), "");
+}
+
+#[test]
+fn without_commit_tests_the_test_must_pass_but_is_not_committed() {
+    let repo = repository(CONFIG);
+    let scripts = tempfile::tempdir().unwrap();
+    let id = proven(repo.path(), scripts.path());
+    let before = repo.git(&["rev-parse", "HEAD"]);
+    let (code, report) = fix(
+        repo.path(),
+        &fix_script(scripts.path(), &[serde_json::from_str(THE_FIX).unwrap()]),
+    );
+    assert_eq!(code, Some(0), "{report:#}");
+    assert!(
+        report["build"]["verify"]
+            .to_string()
+            .contains(&format!("the test proving {id}")),
+        "{report:#}"
+    );
+    let files = repo.git(&["diff", "--name-only", &format!("{}..HEAD", before.trim())]);
+    assert_eq!(files.trim(), "stats.py", "{report:#}");
+    assert_eq!(repo.git(&["status", "--porcelain"]), "");
+}
+
+/// The agent changes something else, and rewrites the test so that it passes: bugloop puts the
+/// test back, runs it, it still fails, and nothing is committed.
+#[test]
+fn a_fix_that_leaves_the_proofs_test_failing_is_refused() {
+    let repo = repository(&format!("{CONFIG}    commit_tests: true\n"));
+    let scripts = tempfile::tempdir().unwrap();
+    let id = proven(repo.path(), scripts.path());
+    let before = repo.git(&["rev-parse", "HEAD"]);
+    let weakened = "import unittest\n\n\nclass MeanTest(unittest.TestCase):\n    def test_mean(self):\n        pass\n";
+    let (code, report) = fix(
+        repo.path(),
+        &fix_script(
+            scripts.path(),
+            &[
+                json!({"name": "edit_file", "arguments": {"path": "stats.py", "old_text": "def mean(xs):", "new_text": "def mean(xs):  # the mean"}}),
+                json!({"name": "write_file", "arguments": {"path": "test_mean_proof.py", "content": weakened}}),
+            ],
+        ),
+    );
+    assert_eq!(code, Some(1), "{report:#}");
+    let status = &report["build"]["status"];
+    assert_eq!(status["status"], "verify_failed", "{report:#}");
+    assert_eq!(
+        status["command"],
+        format!("python3 -m unittest -q test_mean_proof.py (the test proving {id})")
+    );
+    assert!(
+        status["output"].as_str().unwrap().contains("IndexError"),
+        "{report:#}"
+    );
+    assert_eq!(
+        repo.git(&["rev-parse", "HEAD"]),
+        before,
+        "nothing committed"
+    );
+    assert_eq!(repo.git(&["status", "--porcelain"]), "");
+    // The finding is still open.
+    let open = stdout(&bugloop(repo.path(), &["findings"]));
+    assert!(open.contains(&id), "{open}");
+}
