@@ -21,6 +21,8 @@ mod hostile;
 mod prove;
 #[path = "review/prove_fix.rs"]
 mod prove_fix;
+#[path = "review/prove_langs.rs"]
+mod prove_langs;
 #[path = "review/sameness.rs"]
 mod sameness;
 #[path = "review/touched.rs"]
