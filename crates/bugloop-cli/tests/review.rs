@@ -21,6 +21,8 @@ mod hostile;
 mod prove;
 #[path = "review/prove_fix.rs"]
 mod prove_fix;
+#[path = "review/prove_hostile.rs"]
+mod prove_hostile;
 #[path = "review/prove_langs.rs"]
 mod prove_langs;
 #[path = "review/sameness.rs"]

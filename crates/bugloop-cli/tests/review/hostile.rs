@@ -10,9 +10,9 @@ use serde_json::json;
 
 use super::{LAST, LIB, git, off_by_one, script, stderr, stdout, walk};
 
-const SECRET: &str = "sk-hostile-0451";
+pub(super) const SECRET: &str = "sk-hostile-0451";
 
-fn is_root() -> bool {
+pub(super) fn is_root() -> bool {
     Command::new("id")
         .arg("-u")
         .output()
@@ -23,7 +23,7 @@ fn is_root() -> bool {
 // (bugloop records the agent's tool arguments too).
 
 /// What an attacker would want changed in the user's repository, read back for comparison.
-fn repository_state(repo: &Path) -> String {
+pub(super) fn repository_state(repo: &Path) -> String {
     let hooks: Vec<String> = std::fs::read_dir(repo.join(".git/hooks"))
         .map(|d| {
             let mut names: Vec<String> = d
@@ -40,7 +40,7 @@ fn repository_state(repo: &Path) -> String {
     )
 }
 
-fn attack(real_git: &Path, marker: &Path, label: &str) -> String {
+pub(super) fn attack(real_git: &Path, marker: &Path, label: &str) -> String {
     format!(
         r#"echo {label}-R""AN
 env | grep -c '04[5]1'
@@ -111,14 +111,14 @@ fn hostile_repository(root: &Path, marker: &Path) -> PathBuf {
     repo
 }
 
-struct Runner {
-    binary: PathBuf,
-    user: Option<u32>,
-    home: PathBuf,
+pub(super) struct Runner {
+    pub(super) binary: PathBuf,
+    pub(super) user: Option<u32>,
+    pub(super) home: PathBuf,
 }
 
 impl Runner {
-    fn run(&self, repo: &Path, args: &[&str]) -> std::process::Output {
+    pub(super) fn run(&self, repo: &Path, args: &[&str]) -> std::process::Output {
         let mut command = match self.user {
             Some(uid) => {
                 let mut c = Command::new("setpriv");
@@ -147,7 +147,7 @@ impl Runner {
     }
 }
 
-fn chown_all(path: &Path, uid: u32) {
+pub(super) fn chown_all(path: &Path, uid: u32) {
     let status = Command::new("chown")
         .args(["-R", &format!("{uid}:{uid}")])
         .arg(path)
