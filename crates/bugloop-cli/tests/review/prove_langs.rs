@@ -168,7 +168,7 @@ fn proves_and_fixes(language: &Language) {
         language.name
     );
     let files = repo.git(&["show", "--name-only", "--format=", "HEAD"]);
-    let mut expected = vec![path, test_path];
+    let mut expected = [path, test_path];
     expected.sort_unstable();
     assert_eq!(files.trim(), expected.join("\n"), "{}", language.name);
     // What the test's run left (a Rust target directory) is neither committed nor left behind.
