@@ -355,3 +355,57 @@ fn a_proven_finding_in_sarif_is_marked_ranked_and_points_at_its_test() {
         "test_mean_proof.py"
     );
 }
+
+/// Proofs spend from the review's budget: when it runs out during the first proof, that one and
+/// the rest are published unproven, and each says why.
+#[test]
+fn a_review_out_of_budget_publishes_the_rest_unproven_and_says_so() {
+    // Four turns for the review's passes, one for the proof agent's first step.
+    let repo = repository(&format!("{CONFIG}budgets:\n  max_turns: 5\n"));
+    let scripts = tempfile::tempdir().unwrap();
+    let second = json!({"file": "stats.py", "line": 5, "evidence": "return total / len(xs)",
+        "title": "Division by zero on an empty list", "score": 7, "category": "logic",
+        "description": "`mean([])` raises ZeroDivisionError."});
+    let mut lines = vec![json!({"tool_calls": [
+        {"name": "report_finding", "arguments": finding("Loop reads one past the end", "IndexError.")},
+        {"name": "report_finding", "arguments": second},
+        {"name": "submit_pass_results", "arguments": {"pass_number": 1, "summary": "diff"}},
+    ]})];
+    for pass in 2..=4 {
+        lines.push(json!({"tool_calls": [{"name": "submit_pass_results", "arguments": {"pass_number": pass, "summary": "ok"}}]}));
+    }
+    lines.push(json!({"tool_calls": [{"name": "write_file", "arguments": {"path": "test_mean_proof.py", "content": FAILING_TEST}}]}));
+    lines.push(json!({"text": "test_mean_proof.py"}));
+    let path = scripts.path().join("script.jsonl");
+    std::fs::write(
+        &path,
+        lines.iter().map(|l| format!("{l}\n")).collect::<String>(),
+    )
+    .unwrap();
+    let report = review(repo.path(), &format!("script:{}", path.display()));
+    let proofs = report["proofs"].as_array().unwrap();
+    assert_eq!(proofs.len(), 2, "{report:#}");
+    for proof in proofs {
+        assert_eq!(proof["status"], "not_tried", "{report:#}");
+        assert!(
+            proof["reason"]
+                .as_str()
+                .unwrap()
+                .starts_with("the run's budget ran out ("),
+            "{proof:#}"
+        );
+        assert!(
+            proof["reason"]
+                .as_str()
+                .unwrap()
+                .ends_with("): published unproven"),
+            "{proof:#}"
+        );
+    }
+    // Both published, unproven.
+    assert_eq!(
+        report["findings"].as_array().unwrap().len(),
+        2,
+        "{report:#}"
+    );
+}

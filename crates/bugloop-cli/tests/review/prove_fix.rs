@@ -151,3 +151,47 @@ fn a_fix_that_leaves_the_proofs_test_failing_is_refused() {
     let open = stdout(&bugloop(repo.path(), &["findings"]));
     assert!(open.contains(&id), "{open}");
 }
+
+/// converge: the audit's finding is proven by a failing test, so the model validator does not
+/// judge it (the script has no answer for a judge); the loop's fix must make the test pass, and
+/// the next audit is clean.
+#[test]
+fn converge_counts_a_proven_finding_as_confirmed_and_its_fix_passes_the_test() {
+    let repo = repository(&format!(
+        "{CONFIG}    commit_tests: true\nconverge:\n  validator: model\n"
+    ));
+    let scripts = tempfile::tempdir().unwrap();
+    let mut agent = vec![
+        json!({"tool_calls": [{"name": "write_file", "arguments": {"path": "test_mean_proof.py", "content": FAILING_TEST}}]}),
+        json!({"text": "test_mean_proof.py fails at head."}),
+        json!({"text": json!({"shows_the_problem": true, "why": "IndexError in mean"}).to_string()}),
+        json!({"tool_calls": [serde_json::from_str::<Value>(THE_FIX).unwrap()]}),
+        json!({"text": "Fixed."}),
+    ];
+    // The second audit: four passes, nothing found.
+    for pass in 1..=4 {
+        agent.push(json!({"tool_calls": [{"name": "submit_pass_results", "arguments": {"pass_number": pass, "summary": "clean"}}]}));
+    }
+    let model = super::prove::script_of(
+        scripts.path(),
+        &finding(
+            "Loop reads one past the end",
+            "`xs[len(xs)]` raises IndexError.",
+        ),
+        agent,
+    );
+    let before = repo.git(&["rev-parse", "HEAD"]);
+    let output = bugloop(
+        repo.path(),
+        &["converge", "--model", &model, "--format", "json"],
+    );
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(0), "{text}{}", stderr(&output));
+    let report: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(report["exit"], "converged", "{report:#}");
+    let log = report["log"].to_string();
+    assert!(log.contains("(1 proven by a failing test)"), "{report:#}");
+    assert!(log.contains("(verified)"), "{report:#}");
+    let files = repo.git(&["diff", "--name-only", &format!("{}..HEAD", before.trim())]);
+    assert_eq!(files.trim(), "stats.py\ntest_mean_proof.py", "{report:#}");
+}

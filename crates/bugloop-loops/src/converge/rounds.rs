@@ -197,8 +197,12 @@ impl Run<'_, '_> {
         .await;
         let text = match &result.status {
             BuildStatus::Committed { commit, files, .. } => {
-                let expected: Vec<&str> =
-                    findings.iter().filter_map(|f| f.file.as_deref()).collect();
+                // The findings' files, and their proofs' tests when committed with the fix.
+                let expected: Vec<&str> = findings
+                    .iter()
+                    .filter_map(|f| f.file.as_deref())
+                    .chain(self.proven.iter().map(|p| p.test.path.as_str()))
+                    .collect();
                 let outside: Vec<&str> = files
                     .iter()
                     .map(String::as_str)
