@@ -15,6 +15,8 @@ use serde_json::{Value, json};
 
 #[path = "action/as_written.rs"]
 mod as_written;
+#[path = "action/prove.rs"]
+mod prove;
 #[path = "action/touched.rs"]
 mod touched;
 

@@ -1,0 +1,96 @@
+//! A proven finding through the Action, with the GitHub simulator as the API: a Rust crate whose
+//! base configuration sets the proof's test command; the review's line comment says "Proven" in
+//! its first line and carries the test, the SARIF result is marked proven and points at the test,
+//! the job summary lists the proof; then `@bugloop fix all` places the same test, the fix makes
+//! it pass, and the pushed commit holds the fix and the test.
+
+use bugloop_app::testing::github_sim::fixture::{
+    FixtureOptions, NUMBER, PullRequestFixture, off_by_one, review_lines, script_file,
+    webhook_example,
+};
+use serde_json::{Value, json};
+
+use super::{action, text};
+
+const CARGO_TOML: &str = "[package]\nname = \"widgets\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[lib]\npath = \"lib.rs\"\n";
+const CONFIG: &str = "review:\n  prove:\n    test_command: cargo test --offline --quiet --test {test_name}\n    commit_tests: true\n";
+const TEST: &str =
+    "#[test]\nfn last_of_three() {\n    assert_eq!(widgets::last(&[1, 2, 3]), 3);\n}\n";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_proven_finding_through_the_action_and_a_fix_that_passes_its_test() {
+    let fixture = PullRequestFixture::new(FixtureOptions {
+        base_config: Some(CONFIG),
+        base_files: &[("Cargo.toml", CARGO_TOML)],
+        ..FixtureOptions::default()
+    })
+    .await;
+    let scripts = tempfile::tempdir().unwrap();
+    let mut lines = review_lines(&[off_by_one()]);
+    lines.extend([
+        json!({"tool_calls": [{"name": "write_file", "arguments": {"path": "tests/proof_last.rs", "content": TEST}}]}),
+        json!({"text": "tests/proof_last.rs panics at head."}),
+        json!({"text": json!({"shows_the_problem": true, "why": "index out of bounds in last"}).to_string()}),
+    ]);
+    let model = script_file(scripts.path(), &lines);
+    let payload = webhook_example("pull_request", "opened", &fixture);
+    let run =
+        tokio::task::block_in_place(|| action(&fixture, "pull_request", &payload, &[], &model));
+    let output = text(&run.output);
+    assert_eq!(run.output.status.code(), Some(0), "{output}");
+
+    let comments = fixture.finding_comments();
+    assert_eq!(comments.len(), 1, "{output}");
+    let body = &comments[0].body;
+    assert!(
+        body.starts_with(
+            "**Proven:** a test fails at head (`cargo test --offline --quiet --test proof_last`)"
+        ),
+        "{body}"
+    );
+    assert!(body.contains("The test: tests/proof_last.rs"), "{body}");
+    assert!(body.contains("index out of bounds"), "{body}");
+
+    let sarif: Value = serde_json::from_str(
+        &std::fs::read_to_string(run.temp.path().join("bugloop.sarif")).unwrap(),
+    )
+    .unwrap();
+    let result = &sarif["runs"][0]["results"][0];
+    assert_eq!(result["properties"]["proven"], true, "{result:#}");
+    assert_eq!(
+        result["relatedLocations"][0]["physicalLocation"]["artifactLocation"]["uri"],
+        "tests/proof_last.rs"
+    );
+    assert!(run.summary.contains("proven"), "{}", run.summary);
+
+    // `@bugloop fix all`: the same test must pass after the fix, and is committed with it.
+    let said = "@bugloop fix all";
+    let comment = fixture.sim.comment_as(NUMBER, "alice", said);
+    let mut payload = webhook_example("issue_comment", "created", &fixture);
+    payload["comment"]["id"] = json!(comment);
+    payload["comment"]["body"] = json!(said);
+    payload["comment"]["user"] = json!({"login": "alice", "type": "User", "id": 1});
+    let edit = json!({"name": "edit_file", "arguments": {"path": "lib.rs", "old_text": "v[v.len()]", "new_text": "v[v.len() - 1]"}});
+    let fixing = script_file(
+        scripts.path(),
+        &[json!({"tool_calls": [edit]}), json!({"text": "Done."})],
+    );
+    let before = fixture.origin_head();
+    let run =
+        tokio::task::block_in_place(|| action(&fixture, "issue_comment", &payload, &[], &fixing));
+    let output = text(&run.output);
+    assert_eq!(run.output.status.code(), Some(0), "{output}");
+    let pushed = fixture.origin_head();
+    assert_ne!(pushed, before, "{output}");
+    let files = std::process::Command::new("git")
+        .arg("-C")
+        .arg(fixture.origin())
+        .args(["show", "--name-only", "--format=", &pushed])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&files.stdout),
+        "lib.rs\ntests/proof_last.rs\n",
+        "{output}"
+    );
+}
