@@ -2,7 +2,6 @@
 //! conversation, and judge the report.
 
 use bugloop_forge::recording::RecordingForge;
-use bugloop_git::HeadState;
 use bugloop_loops::LoopEnv;
 use bugloop_loops::review::{ReviewRequest, review_with};
 use bugloop_report::review::ReviewReport;
@@ -72,11 +71,7 @@ impl App {
             .collect();
         let env = self.loop_env(job.model.as_deref())?;
         let checkout = bugloop_loops::checkout::checkout(&self.git, &change)?;
-        let head = match &change.head {
-            HeadState::Commit(sha) => sha.clone(),
-            HeadState::Index => "index".to_owned(),
-            HeadState::WorkingTree => "working-tree".to_owned(),
-        };
+        let head = change.head.name();
         let request = ReviewRequest {
             change: change.key.clone(),
             description: change.description.clone(),

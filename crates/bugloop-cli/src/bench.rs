@@ -5,7 +5,7 @@ use std::io::Write;
 use std::path::Path;
 
 use anyhow::Result;
-use bugloop_app::bench::{self, ModelBench, ReviewBench, TokensBench, TokensSource};
+use bugloop_app::bench::{self, ModelBench, ProveBench, ReviewBench, TokensBench, TokensSource};
 use bugloop_app::{ConfigChoice, Verdict};
 
 use crate::{BenchCommand, Format, configuration, runtime};
@@ -40,6 +40,18 @@ pub fn run(
             match format {
                 Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&figures)?)?,
                 Format::Text => review_text(out, &figures)?,
+            }
+        }
+        BenchCommand::Prove {
+            findings,
+            runs,
+            format,
+        } => {
+            let config = configuration(cwd, choice)?.loaded.config;
+            let figures = runtime()?.block_on(bench::prove(&config, findings, runs))?;
+            match format {
+                Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&figures)?)?,
+                Format::Text => prove_text(out, &figures)?,
             }
         }
         BenchCommand::Tokens {
@@ -115,6 +127,36 @@ fn review_text(out: &mut impl Write, b: &ReviewBench) -> Result<()> {
     if let Some(mb) = b.peak_rss_mb {
         writeln!(out, "peak RSS    {mb:.0} MB")?;
     }
+    Ok(())
+}
+
+fn prove_text(out: &mut impl Write, b: &ProveBench) -> Result<()> {
+    writeln!(
+        out,
+        "reviews      {} findings, {} proven; medians of {} runs each way",
+        b.findings, b.proven, b.runs
+    )?;
+    writeln!(
+        out,
+        "wall         {:.3} s without proofs, {:.3} s with",
+        b.review_seconds_without, b.review_seconds_with
+    )?;
+    writeln!(
+        out,
+        "per proof    {:.3} s added: {:.3} s the test's run, {:.3} s bugloop's own",
+        b.added_seconds_per_proof, b.test_seconds_per_proof, b.own_seconds_per_proof
+    )?;
+    writeln!(
+        out,
+        "tokens       {:.1} model calls, {:.0} input and {:.0} output tokens per proof",
+        b.model_calls_per_proof, b.input_tokens_per_proof, b.output_tokens_per_proof
+    )?;
+    writeln!(
+        out,
+        "share        {:.1}% of the proving review's input; {:.3}% of budgets.max_input_tokens per proof",
+        b.share_of_review_input * 100.0,
+        b.share_of_budget_per_proof * 100.0
+    )?;
     Ok(())
 }
 

@@ -163,6 +163,19 @@ pub(crate) enum BenchCommand {
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
+    /// What proving findings (review.prove) adds to a review, with an instant scripted model on
+    /// a Python repository: wall time per proven finding (the test's run and bugloop's own),
+    /// model calls and tokens, and their share of the review and of the budget.
+    Prove {
+        /// Findings reported (and proven) per review.
+        #[arg(long, default_value_t = 3)]
+        findings: usize,
+        /// Reviews with and without proving, alternating.
+        #[arg(long, default_value_t = 5)]
+        runs: usize,
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
     /// The tokens reviews of a change send to the model, counted with o200k_base through a
     /// local OpenAI-compatible server: the first review, then a re-review after a one-line push
     /// (run in bugloop's checkout).

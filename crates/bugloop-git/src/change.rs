@@ -64,6 +64,17 @@ pub enum HeadState {
     WorkingTree,
 }
 
+impl HeadState {
+    /// How a review names it: the commit, or `index` / `working-tree`.
+    pub fn name(&self) -> String {
+        match self {
+            HeadState::Commit(sha) => sha.clone(),
+            HeadState::Index => "index".to_owned(),
+            HeadState::WorkingTree => "working-tree".to_owned(),
+        }
+    }
+}
+
 /// A selected change.
 #[derive(Debug, Clone, Serialize)]
 pub struct SelectedChange {

@@ -98,7 +98,7 @@ impl ProofStatus {
 }
 
 /// A finding's proof: the test bugloop ran in the sandbox at head, and its result.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct FindingProof {
     pub id: String,
     pub title: String,
@@ -117,6 +117,10 @@ pub struct FindingProof {
     /// The end of what it printed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output: Option<String>,
+    /// How long bugloop's run of the test took, in seconds (the rest of a proof is bugloop's
+    /// own time and the model's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub test_seconds: Option<f64>,
     /// What became of the finding: `published`, `lowered` (review.prove.unreproduced: lower) or
     /// `dropped` (drop).
     pub outcome: String,

@@ -670,6 +670,7 @@ fn the_summary_lists_the_proofs() {
         test: Some("assert mean([1]) == 1".to_owned()),
         command: Some("python3 -m unittest -q test_mean.py".to_owned()),
         output: Some("IndexError".to_owned()),
+        test_seconds: Some(0.2),
         outcome: "published".to_owned(),
     }];
     let body = summary::comment_body(&report);

@@ -1,12 +1,15 @@
 //! Benchmarks (their results belong in BENCHMARKS.md): the embedded model's speed and memory on a
 //! fixed review prompt (`bench/model-prompt.md`), everything a review does except the model's
-//! time on a synthetic change, and the input tokens a review of a reference change sends.
+//! time on a synthetic change, the input tokens a review of a reference change sends, and what
+//! proving findings adds to a review.
 
 mod models;
+mod prove;
 mod recorder;
 mod review;
 mod tokens;
 
+pub use self::prove::{ProveBench, prove};
 pub use self::recorder::RequestTokens;
 pub use self::review::{ReviewBench, review};
 pub use self::tokens::{ScenarioTokens, TokensBench, TokensSource, tokens};

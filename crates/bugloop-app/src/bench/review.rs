@@ -69,7 +69,7 @@ pub(crate) async fn review_once(
         change: change.key.clone(),
         description: change.description.clone(),
         base: change.base.clone(),
-        head: format!("{:?}", change.head),
+        head: change.head.name(),
         diff,
         workspace: checkout.path().to_path_buf(),
         git_mount: checkout.git_mount(),

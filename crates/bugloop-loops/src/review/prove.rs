@@ -187,6 +187,7 @@ fn proof(finding: &Finding, status: ProofStatus, reason: String) -> FindingProof
         test: None,
         command: None,
         output: None,
+        test_seconds: None,
         outcome: "published".to_owned(),
     }
 }
@@ -258,6 +259,7 @@ async fn prove_one(
             .collect::<Vec<_>>()
             .join(" && "),
     );
+    let started = std::time::Instant::now();
     let runs = match run_commands(
         env.config(),
         bench.path(),
@@ -273,6 +275,7 @@ async fn prove_one(
             return Ok(result);
         }
     };
+    result.test_seconds = Some(started.elapsed().as_secs_f64());
     let Some(failing) = runs.iter().find(|r| !r.passed) else {
         result.status = ProofStatus::NotReproduced;
         result.reason = format!(
