@@ -1,8 +1,9 @@
 //! Proven findings (`review.prove`), through the binary with a scripted model on a Python
 //! repository without bugloop's conventions: a real off-by-one whose test fails at head with
 //! IndexError (proven, and the comment says so in its first line), a false finding whose test
-//! passes (not reproduced, dropped as configured), and a test that fails for another reason (not
-//! proven, whatever the model claims: bugloop's own run and the confirmation decide).
+//! passes (not reproduced, dropped as configured), a test that fails for another reason or does
+//! not finish (not proven, whatever the model claims: bugloop's own run and the confirmation
+//! decide), and a review whose budget runs out during its proofs.
 
 use std::path::Path;
 
@@ -407,5 +408,52 @@ fn a_review_out_of_budget_publishes_the_rest_unproven_and_says_so() {
         report["findings"].as_array().unwrap().len(),
         2,
         "{report:#}"
+    );
+}
+
+/// A test that does not finish proves nothing: the proof stops at review.prove.timeout_seconds,
+/// the finding is published marked, and nothing the test started is left running.
+#[test]
+fn a_test_that_does_not_finish_proves_nothing_and_is_stopped() {
+    let repo = repository(&format!("{CONFIG}    timeout_seconds: 3\n"));
+    let scripts = tempfile::tempdir().unwrap();
+    let hanging = "import time\nimport unittest\n\n\nclass MeanTest(unittest.TestCase):\n    def test_mean(self):\n        time.sleep(86400 + 451)\n";
+    let model = script_of(
+        scripts.path(),
+        &finding(
+            "Loop reads one past the end",
+            "`xs[len(xs)]` raises IndexError.",
+        ),
+        vec![
+            json!({"tool_calls": [{"name": "write_file", "arguments": {"path": "test_hang_proof.py", "content": hanging}}]}),
+            json!({"text": "test_hang_proof.py fails."}),
+        ],
+    );
+    let started = std::time::Instant::now();
+    let report = review(repo.path(), &model);
+    let proof = &report["proofs"][0];
+    assert_eq!(proof["status"], "not_proven", "{report:#}");
+    assert!(
+        proof["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("the proof did not finish within 3s"),
+        "{proof:#}"
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(60),
+        "the review waited for the test"
+    );
+    let id = report["findings"][0]["id"].as_str().unwrap();
+    let shown = stdout(&bugloop(repo.path(), &["findings", "show", id]));
+    assert!(shown.contains("**Not proven:**"), "{shown}");
+    // The sandboxed test was killed with the proof.
+    let processes = std::process::Command::new("ps")
+        .args(["-eo", "args"])
+        .output()
+        .unwrap();
+    assert!(
+        !String::from_utf8_lossy(&processes.stdout).contains("test_hang_proof.py"),
+        "the test still runs"
     );
 }
