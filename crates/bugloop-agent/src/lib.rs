@@ -78,6 +78,24 @@ pub enum AgentError {
     Misconfigured(String),
 }
 
+impl AgentError {
+    /// What may be published: a model error's kind and status ([`LlmError::public`]), never
+    /// a provider's message or a configuration's details; the whole error is in the run's
+    /// transcript.
+    pub fn public(&self) -> String {
+        match self {
+            AgentError::Model(error) | AgentError::Structured(StructuredError::Llm(error)) => {
+                error.public()
+            }
+            // bugloop's own words (a tool's refusal says why and what setting changes it).
+            AgentError::TurnLimit(_) | AgentError::Structured(_) | AgentError::ToolAbort { .. } => {
+                self.to_string()
+            }
+            AgentError::Misconfigured(_) => "the task was misconfigured".to_owned(),
+        }
+    }
+}
+
 /// The result of a run: how it ended, what it used, where its transcript is.
 #[derive(Debug)]
 pub struct Run {

@@ -158,14 +158,22 @@ pub fn action(
                 return neutral(&env, out, &reason);
             };
             write!(out, "{}", text::review(report, Style::new(false)))?;
-            let sarif_path = args.sarif.clone().unwrap_or_else(|| {
-                env.runner_temp
-                    .clone()
-                    .unwrap_or_else(|| env.workspace.clone())
-                    .join("bugloop.sarif")
-            });
-            std::fs::write(&sarif_path, json::to_json(&sarif::review(report))?)
-                .with_context(|| format!("cannot write {}", sarif_path.display()))?;
+            // Never in the workspace, whose files the pull request chooses.
+            let sarif_path = match (&args.sarif, &env.runner_temp) {
+                (Some(path), _) => path.clone(),
+                (None, Some(temp)) => temp.join("bugloop.sarif"),
+                (None, None) => tempfile::Builder::new()
+                    .prefix("bugloop-")
+                    .tempdir()
+                    .context("cannot make a directory for the SARIF file")?
+                    .keep()
+                    .join("bugloop.sarif"),
+            };
+            write_replacing(
+                &sarif_path,
+                json::to_json(&sarif::review(report))?.as_bytes(),
+            )
+            .with_context(|| format!("cannot write {}", sarif_path.display()))?;
             append(
                 env.output.as_deref(),
                 &format!("sarif={}\n", sarif_path.display()),
@@ -281,6 +289,19 @@ fn append(path: Option<&Path>, text: &str) -> Result<()> {
         .with_context(|| format!("cannot open {}", path.display()))?;
     file.write_all(text.as_bytes())
         .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
+}
+
+/// Writes `bytes` as a new file at `path`: whatever is there (a symlink a pull request planted)
+/// is replaced by the rename, never followed.
+fn write_replacing(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let parent = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let mut file = tempfile::NamedTempFile::new_in(parent)?;
+    file.write_all(bytes)?;
+    file.persist(path).map_err(|e| e.error)?;
     Ok(())
 }
 

@@ -19,6 +19,8 @@ mod as_written;
 mod prove;
 #[path = "action/touched.rs"]
 mod touched;
+#[path = "action/trust.rs"]
+mod trust;
 
 struct Run {
     output: Output,

@@ -759,6 +759,27 @@ fn utf8(bytes: Vec<u8>, label: &str) -> Result<String, ConfigError> {
     })
 }
 
+/// Why the branch's `.bugloop/config.yml` under `root` is not a plain file of the tree (a
+/// `.bugloop` that is a link or not a directory, a file that is a link or not a regular file),
+/// or `None` (also when it is absent).
+fn not_plain(root: &Path) -> Option<String> {
+    let directory = root.join(".bugloop");
+    match std::fs::symlink_metadata(&directory) {
+        Err(_) => return None,
+        Ok(m) if m.file_type().is_symlink() => {
+            return Some(".bugloop is a symbolic link".to_owned());
+        }
+        Ok(m) if !m.is_dir() => return Some(".bugloop is not a directory".to_owned()),
+        Ok(_) => {}
+    }
+    match std::fs::symlink_metadata(root.join(CONFIG_PATH)) {
+        Err(_) => None,
+        Ok(m) if m.file_type().is_symlink() => Some("is a symbolic link".to_owned()),
+        Ok(m) if !m.is_file() => Some("is not a regular file".to_owned()),
+        Ok(_) => None,
+    }
+}
+
 /// Reads the user's file and the branch's `.bugloop/config.yml` from disk, takes the base
 /// commit's file as given (the caller reads it from git), and builds the configuration with
 /// [`load_layered`].
@@ -775,11 +796,10 @@ pub fn load(
         },
     };
     let branch_path = files.repo_root.join(CONFIG_PATH);
-    // The branch chooses what this path is: only a regular file is read, never a link to a file
-    // elsewhere (whose values could end up in messages and findings).
-    let branch = if std::fs::symlink_metadata(&branch_path)
-        .is_ok_and(|m| m.file_type().is_symlink())
-    {
+    // The branch chooses what this path is: only a regular file in a real directory is read,
+    // never through a link to a file or a directory elsewhere (whose values could end up in
+    // messages and findings), never a FIFO that would block.
+    let branch = if let Some(problem) = not_plain(&files.repo_root) {
         if files.branch_config == BranchConfig::Ignore {
             None
         } else {
@@ -790,7 +810,7 @@ pub fn load(
                     column: 1,
                 },
                 path: String::new(),
-                message: "is a symbolic link; bugloop reads only a regular file there".to_owned(),
+                message: format!("{problem}; bugloop reads only a regular file there"),
             });
         }
     } else if files.branch_config == BranchConfig::Ignore {

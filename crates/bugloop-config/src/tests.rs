@@ -306,6 +306,34 @@ fn load_reads_the_user_and_branch_files() {
     };
     assert!(load(&ignoring, env.clone()).unwrap().ignored.is_empty());
     std::fs::remove_file(dir.path().join(CONFIG_PATH)).unwrap();
+    // Nor through a `.bugloop` that is a link to a directory of the host: even when the branch's
+    // file is only listed (ignored), nothing of the host's file is read.
+    let host = dir.path().join("host-dir");
+    std::fs::create_dir_all(&host).unwrap();
+    std::fs::write(
+        host.join("config.yml"),
+        "model:\n  providers:\n    host_secret_key:\n      base_url: http://x\n",
+    )
+    .unwrap();
+    let branch_dir = dir.path().join(".bugloop");
+    let kept = dir.path().join("bugloop-dir");
+    std::fs::rename(&branch_dir, &kept).unwrap();
+    std::os::unix::fs::symlink(&host, &branch_dir).unwrap();
+    let error = load(&files, env.clone()).unwrap_err().to_string();
+    assert!(
+        error.ends_with(
+            "config.yml:1:1: .bugloop is a symbolic link; bugloop reads only a regular file there"
+        ),
+        "{error}"
+    );
+    let loaded = load(&ignoring, env.clone()).unwrap();
+    assert!(
+        !format!("{:?}", loaded.ignored).contains("host_secret_key"),
+        "{:?}",
+        loaded.ignored
+    );
+    std::fs::remove_file(&branch_dir).unwrap();
+    std::fs::rename(&kept, &branch_dir).unwrap();
     // The base's bytes are given by the caller; not UTF-8 is an error with its place.
     let broken = LocalFiles {
         base: Some((

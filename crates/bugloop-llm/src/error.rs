@@ -64,6 +64,43 @@ fn retry_after_text(retry_after: &Option<Duration>) -> String {
 }
 
 impl LlmError {
+    /// What may be published (a pull request's comment, an issue): the kind and the HTTP status,
+    /// never the provider's message, an address, a path or a configuration value, which stay in
+    /// the transcript and the log.
+    pub fn public(&self) -> String {
+        match self {
+            LlmError::Auth { status, .. } => format!("authentication failed (HTTP {status})"),
+            LlmError::RateLimited {
+                status,
+                retry_after,
+                ..
+            } => format!(
+                "rate limited (HTTP {status}{})",
+                retry_after_text(retry_after)
+            ),
+            LlmError::ContextTooLong { .. } => {
+                "the input is too long for the model's context".to_owned()
+            }
+            LlmError::BadRequest { status, .. } => {
+                format!("the provider refused the request (HTTP {status})")
+            }
+            LlmError::Server { status, .. } => format!("the provider failed (HTTP {status})"),
+            LlmError::Connection(_) => "cannot reach the provider".to_owned(),
+            LlmError::Timeout(_) | LlmError::Budget(_) | LlmError::Unsupported { .. } => {
+                self.to_string()
+            }
+            LlmError::StreamInterrupted(_) => {
+                "the answer stream ended before it was complete".to_owned()
+            }
+            LlmError::InvalidResponse(_) => "the provider's answer could not be read".to_owned(),
+            LlmError::ReplayMiss { .. } | LlmError::Cassette { .. } => {
+                "no recorded answer for this request".to_owned()
+            }
+            LlmError::Config(_) => "the model's configuration is unusable".to_owned(),
+            LlmError::Local(_) => "the local model failed".to_owned(),
+        }
+    }
+
     /// Whether the client retries this error by itself. A body that cannot be read (not JSON,
     /// cut short, the wrong shape) is retried like a cut stream: proxies and overloaded servers
     /// send such bodies with a success status, and the same request usually gets a whole answer.

@@ -489,7 +489,11 @@ async fn finish(
                 bugloop_agent::AgentError::Model(bugloop_llm::LlmError::Budget(_))
             );
             return Ok(BuildStatus::AgentFailed {
-                error: format!("{error} ({})", crate::run_reference(&result.transcript)),
+                error: format!(
+                    "{} ({})",
+                    error.public(),
+                    crate::run_reference(&result.transcript)
+                ),
             });
         }
     }

@@ -1,6 +1,7 @@
-//! The code at a change's head, where the reviewer reads and grounding looks: the repository
-//! itself when it already is the head (clean tree at that commit, or a working-tree review), else
-//! a task tree that is removed when dropped. Either way, sandboxed commands see a sanitized git
+//! The code at a change's head, where the reviewer reads and grounding looks: a commit's tracked
+//! files in a task tree that is removed when dropped (never the checkout, whose ignored files are
+//! not the commit's), the index's likewise, and the repository itself only for a working-tree
+//! review. Either way, sandboxed commands see a sanitized git
 //! directory, never the repository's own.
 
 use std::path::Path;
@@ -58,12 +59,10 @@ fn in_place(git: &Git) -> Result<Checkout, CheckoutError> {
 pub fn checkout(git: &Git, change: &SelectedChange) -> Result<Checkout, CheckoutError> {
     match &change.head {
         HeadState::WorkingTree => in_place(git),
-        HeadState::Commit(sha) => {
-            if git.head().as_deref() == Some(sha.as_str()) && git.is_clean()? {
-                return in_place(git);
-            }
-            Ok(Checkout::Tree(TaskTree::create(git.root(), sha, "review")?))
-        }
+        // Always the commit's tracked files, even when the checkout is at that commit and
+        // clean: `git status` does not show ignored files, and a checkout holds them (an `.env`
+        // an earlier CI step wrote, build output), which the reviewer must never read.
+        HeadState::Commit(sha) => Ok(Checkout::Tree(TaskTree::create(git.root(), sha, "review")?)),
         HeadState::Index => {
             let Some(head) = git.head() else {
                 // No commit to start from: the working tree is the closest there is.

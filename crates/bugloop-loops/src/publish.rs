@@ -305,6 +305,17 @@ pub async fn remove_duplicates(
     markers: &MarkerSyntax,
 ) -> Result<usize, ForgeError> {
     let comments = forge.comments(change).await?;
+    remove_duplicates_in(forge, change, markers, &comments).await
+}
+
+/// [`remove_duplicates`] on a listing already fetched: what an earlier run left twice (its
+/// listing lagged behind its own write) is removed by any later run, at no extra request.
+pub async fn remove_duplicates_in(
+    forge: &dyn Forge,
+    change: &ChangeKey,
+    markers: &MarkerSyntax,
+    comments: &[Comment],
+) -> Result<usize, ForgeError> {
     let mut seen = std::collections::HashSet::new();
     let mut removed = 0;
     for comment in comments

@@ -19,7 +19,7 @@ use super::filtering::Filtered;
 use super::publishing::{Published, upsert_tagged};
 use crate::ProgressEvent;
 use crate::env::LoopEnv;
-use crate::publish::remove_duplicates;
+use crate::publish::{remove_duplicates, remove_duplicates_in};
 
 /// Everything the stages produced, handed to the report.
 pub(super) struct Stages<'a> {
@@ -142,9 +142,16 @@ pub(super) async fn report(
         added |= summary == Upsert::Added;
     }
     // A run at the same time, or a listing that lagged behind a write, may have left a
-    // second comment for something this run added.
-    if added && env.forge.publishes() {
-        remove_duplicates(env.forge, &request.change, &env.settings.markers).await?;
+    // second comment for something this run added (listed again), or an earlier run did (in
+    // the listing this run started from).
+    if env.forge.publishes() {
+        let markers = &env.settings.markers;
+        if added {
+            remove_duplicates(env.forge, &request.change, markers).await?;
+        } else {
+            remove_duplicates_in(env.forge, &request.change, markers, &conversation.comments)
+                .await?;
+        }
     }
     Ok(report)
 }

@@ -144,15 +144,9 @@ async fn settle_disputes(
     if request.clean_room || !env.forge.publishes() {
         return (Vec::new(), None);
     }
-    // Disputes read the code under review: the git of the review's workspace.
-    let Ok(git) = bugloop_git::Git::open(&request.workspace) else {
-        return (Vec::new(), None);
-    };
-    let act = LoopEnv {
-        git: &git,
-        ..env.clone()
-    };
-    match crate::disputes::settle_all_disputes(&act, &request.change).await {
+    // Disputes read the code under review from the repository (a pull request's pinned head,
+    // or the local checkout), never from the review's task tree, which is no repository.
+    match crate::disputes::settle_all_disputes(env, &request.change).await {
         Ok(outcomes) => (
             outcomes.into_iter().map(DisputeSummary::from).collect(),
             None,

@@ -318,8 +318,10 @@ async fn run_session(
         Err(error) => {
             session.budget_exhausted =
                 matches!(error, bugloop_agent::AgentError::Model(LlmError::Budget(_)));
+            // Published on the change: the kind of failure; the whole error is in the run.
             session.error = Some(format!(
-                "{error} ({})",
+                "{} ({})",
+                error.public(),
                 crate::run_reference(&run.transcript)
             ));
         }

@@ -1,0 +1,224 @@
+//! What a pull request's files must never reach through the Action, whatever the runner's
+//! workspace holds: a gitignored secret an earlier step left in the checkout (the review reads
+//! the pinned head's tracked files only), a `bugloop.sarif` that is a symlink to a file of the
+//! runner (replaced, never followed, and never written in the workspace), and a duplicate finding
+//! comment an earlier run left (any later run removes it).
+
+use std::path::Path;
+use std::process::Command;
+
+use bugloop_app::testing::github_sim::fixture::{
+    BOT, FixtureOptions, NUMBER, PullRequestFixture, off_by_one, review_lines, script_file,
+    webhook_example,
+};
+use serde_json::json;
+
+use super::{action, review_script, text};
+
+fn git(dir: &Path, args: &[&str]) {
+    let status = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .status()
+        .unwrap();
+    assert!(status.success(), "git {args:?}");
+}
+
+/// Every file under `dir`, read as text.
+fn everything_under(dir: &Path) -> String {
+    let mut text = String::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return text;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() && !path.is_symlink() {
+            text.push_str(&everything_under(&path));
+        } else if let Ok(bytes) = std::fs::read(&path) {
+            text.push_str(&String::from_utf8_lossy(&bytes));
+        }
+    }
+    text
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gitignored_secret_of_the_checkout_is_never_read() {
+    let fixture = PullRequestFixture::new(FixtureOptions::default()).await;
+    let workspace = fixture.workspace();
+    // As actions/checkout leaves it for a pull request: the head, clean, and an earlier step's
+    // `.env` that git ignores.
+    git(workspace, &["fetch", "-q", "origin", &fixture.head]);
+    git(workspace, &["checkout", "-q", "--detach", &fixture.head]);
+    std::fs::write(workspace.join(".env"), "API_TOKEN=canary-env-0451\n").unwrap();
+    std::fs::write(workspace.join(".git/info/exclude"), ".env\n").unwrap();
+    let scripts = tempfile::tempdir().unwrap();
+    let mut lines =
+        vec![json!({"tool_calls": [{"name": "read_file", "arguments": {"path": ".env"}}]})];
+    lines.extend(review_lines(&[off_by_one()]));
+    let model = script_file(scripts.path(), &lines);
+    let payload = webhook_example("pull_request", "opened", &fixture);
+    let run =
+        tokio::task::block_in_place(|| action(&fixture, "pull_request", &payload, &[], &model));
+    let output = text(&run.output);
+    assert_eq!(run.output.status.code(), Some(0), "{output}");
+    let mut seen = output;
+    seen.push_str(&run.summary);
+    seen.push_str(&everything_under(run.temp.path()));
+    seen.push_str(&everything_under(&workspace.join(".git/bugloop")));
+    for comment in fixture.finding_comments() {
+        seen.push_str(&comment.body);
+    }
+    for comment in fixture.bot_issue_comments() {
+        seen.push_str(&comment.body);
+    }
+    assert!(
+        !seen.contains("canary-env-0451"),
+        "the checkout's ignored file was read"
+    );
+    assert!(
+        everything_under(&workspace.join(".git/bugloop")).contains("read_file")
+            || everything_under(run.temp.path()).contains("read_file"),
+        "the model asked for the file (the transcript says what it got)"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sarif_symlink_in_the_workspace_is_never_followed() {
+    let fixture = PullRequestFixture::new(FixtureOptions::default()).await;
+    let runner = tempfile::tempdir().unwrap();
+    let target = runner.path().join("runner-file");
+    std::fs::write(&target, "the runner's own file\n").unwrap();
+    std::os::unix::fs::symlink(&target, fixture.workspace().join("bugloop.sarif")).unwrap();
+    let scripts = tempfile::tempdir().unwrap();
+    let model = review_script(scripts.path());
+    let payload = webhook_example("pull_request", "opened", &fixture);
+    // A runner without RUNNER_TEMP.
+    let run = tokio::task::block_in_place(|| {
+        action(
+            &fixture,
+            "pull_request",
+            &payload,
+            &[("RUNNER_TEMP", "")],
+            &model,
+        )
+    });
+    let output = text(&run.output);
+    assert_eq!(run.output.status.code(), Some(0), "{output}");
+    assert_eq!(
+        std::fs::read_to_string(&target).unwrap(),
+        "the runner's own file\n"
+    );
+    let written = run
+        .outputs
+        .strip_prefix("sarif=")
+        .unwrap_or_else(|| panic!("{}", run.outputs))
+        .trim();
+    assert!(
+        !Path::new(written).starts_with(fixture.workspace()),
+        "{written}"
+    );
+    let sarif: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(written).unwrap()).unwrap();
+    assert_eq!(sarif["runs"][0]["results"].as_array().unwrap().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_duplicate_an_earlier_run_left_is_removed_by_the_next() {
+    let fixture = PullRequestFixture::new(FixtureOptions::default()).await;
+    let scripts = tempfile::tempdir().unwrap();
+    let payload = webhook_example("pull_request", "opened", &fixture);
+    let model = review_script(scripts.path());
+    let first =
+        tokio::task::block_in_place(|| action(&fixture, "pull_request", &payload, &[], &model));
+    assert_eq!(
+        first.output.status.code(),
+        Some(0),
+        "{}",
+        text(&first.output)
+    );
+    let comments = fixture.finding_comments();
+    assert_eq!(comments.len(), 1);
+    // What a run whose listing lagged behind its own write leaves: the same finding twice.
+    let original = &comments[0];
+    fixture.sim.review_comment_as(
+        NUMBER,
+        BOT,
+        &original.path,
+        original.line.unwrap(),
+        &original.body,
+    );
+    assert_eq!(fixture.finding_comments().len(), 2);
+    // A later run that adds nothing (the same head, nothing new) still cleans it up.
+    let model = review_script(scripts.path());
+    let again =
+        tokio::task::block_in_place(|| action(&fixture, "pull_request", &payload, &[], &model));
+    assert_eq!(
+        again.output.status.code(),
+        Some(0),
+        "{}",
+        text(&again.output)
+    );
+    let left = fixture.finding_comments();
+    assert_eq!(left.len(), 1, "{left:#?}");
+    assert_eq!(left[0].id, original.id, "the oldest stays");
+}
+
+/// A provider answering every request with HTTP 500 and a body that holds a canary and a path of
+/// its machine (as a proxy's error page does).
+fn failing_provider() -> u16 {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut request = [0_u8; 65536];
+            let _ = stream.read(&mut request);
+            let body = r#"{"error": {"message": "upstream failed at /srv/provider/secret-config.yml, key canary-provider-0451"}}"#;
+            let _ = write!(
+                stream,
+                "HTTP/1.1 500 Internal Server Error\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    port
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_error_is_published_without_the_providers_words_or_a_path() {
+    let port = failing_provider();
+    let config = format!(
+        "model:\n  max_retries: 0\n  providers:\n    stub:\n      base_url: http://127.0.0.1:{port}/v1\n"
+    );
+    let fixture = PullRequestFixture::new(FixtureOptions {
+        base_config: Some(&config),
+        ..FixtureOptions::default()
+    })
+    .await;
+    let payload = webhook_example("pull_request", "opened", &fixture);
+    let run = tokio::task::block_in_place(|| {
+        action(&fixture, "pull_request", &payload, &[], "stub:any-model")
+    });
+    let output = text(&run.output);
+    let mut published = run.summary;
+    for comment in fixture.bot_issue_comments() {
+        published.push_str(&comment.body);
+    }
+    for comment in fixture.finding_comments() {
+        published.push_str(&comment.body);
+    }
+    assert!(
+        published.contains("the provider failed (HTTP 500)"),
+        "{output}\n{published}"
+    );
+    for private in [
+        "canary-provider-0451",
+        "/srv/provider",
+        "/tmp/",
+        "transcript",
+    ] {
+        assert!(!published.contains(private), "{private}: {published}");
+    }
+}
