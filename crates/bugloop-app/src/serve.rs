@@ -279,6 +279,27 @@ pub async fn run(
     run_until(options, bound, shutdown()).await
 }
 
+/// Makes `dir` (created when missing) readable by the server's user only.
+fn private_directory(dir: &std::path::Path) -> Result<(), AppError> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(dir)
+        .and_then(|()| std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)))
+        .map_err(|e| AppError::Invalid(format!("cannot make {} private: {e}", dir.display())))
+}
+
+/// Makes the file at `path`, when there is one, readable by the server's user only.
+fn private_file(path: &std::path::Path) -> Result<(), AppError> {
+    use std::os::unix::fs::PermissionsExt;
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.is_file() => {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(|e| {
+                AppError::Invalid(format!("cannot make {} private: {e}", path.display()))
+            })
+        }
+        _ => Ok(()),
+    }
+}
+
 /// [`run`] until `stop` completes instead of a signal.
 pub async fn run_until(
     options: ServeOptions,
@@ -292,6 +313,18 @@ pub async fn run_until(
         ));
     }
     let queue = options.store.open().await?.with_limits(options.limits);
+    // The clones (a job's token is in their configuration while it runs) and the queue's
+    // database are the server's own: no other local user reads them.
+    if let Some((settings, _)) = &options.workers {
+        private_directory(&settings.workspaces)?;
+    }
+    if let StoreLocation::Sqlite(path) = &options.store {
+        for suffix in ["", "-wal", "-shm"] {
+            let mut name = path.as_os_str().to_owned();
+            name.push(suffix);
+            private_file(std::path::Path::new(&name))?;
+        }
+    }
     let listener = tokio::net::TcpListener::bind(options.listen)
         .await
         .map_err(|e| AppError::Invalid(format!("cannot listen on {}: {e}", options.listen)))?;

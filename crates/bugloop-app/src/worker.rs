@@ -290,7 +290,7 @@ async fn run_job(
         })
     };
     let job = EventJob {
-        directory,
+        directory: directory.clone(),
         config: settings.config.clone(),
         progress: Arc::new(bugloop_loops::Silent),
         github: GitHubTarget {
@@ -313,6 +313,10 @@ async fn run_job(
     };
     let outcome = run_event(job).await;
     refresher.abort();
+    // The token does not outlive the job in the clone's configuration.
+    if let Err(error) = forget_git_token(&directory) {
+        tracing::warn!(%error, "cannot remove the clone's token");
+    }
     match outcome {
         Ok(EventOutcome::Review { outcome, .. }) => Ok(outcome
             .report
@@ -465,7 +469,7 @@ async fn clone_of(
     if !directory.join(".git").exists() {
         std::fs::create_dir_all(&directory)
             .map_err(|e| AppError::Invalid(format!("cannot make {}: {e}", directory.display())))?;
-        bugloop_git::clone(&url, &directory, &[format!("http.extraheader={header}")])?;
+        bugloop_git::clone(&url, &directory, &[("http.extraheader".to_owned(), header)])?;
     }
     set_git_token(&directory, &token)?;
     Ok((directory, client))
@@ -476,6 +480,18 @@ fn auth_header(token: &str) -> String {
         "AUTHORIZATION: basic {}",
         base64::engine::general_purpose::STANDARD.encode(format!("x-access-token:{token}"))
     )
+}
+
+/// Removes the token [`set_git_token`] wrote (the next job writes a fresh one).
+fn forget_git_token(directory: &std::path::Path) -> Result<(), AppError> {
+    let git = bugloop_git::Git::open(directory)?;
+    if git
+        .run(&["config", "--local", "--get-all", "http.extraheader"])
+        .is_ok()
+    {
+        git.run(&["config", "--local", "--unset-all", "http.extraheader"])?;
+    }
+    Ok(())
 }
 
 /// The clone fetches and pushes with `token` (git reads its configuration at each command, and

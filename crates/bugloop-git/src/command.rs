@@ -106,13 +106,29 @@ impl GitCommand {
         self
     }
 
-    /// The command as errors name it: `rev-parse --verify HEAD`.
+    /// The command as errors name it: `rev-parse --verify HEAD`, with any credential in it
+    /// (an `http.extraheader` value, an `Authorization` header) masked: errors end up in job
+    /// queues, logs and comments.
     pub fn describe(&self) -> String {
-        self.args
-            .iter()
-            .map(|arg| arg.to_string_lossy())
-            .collect::<Vec<_>>()
-            .join(" ")
+        let mut masked = Vec::with_capacity(self.args.len());
+        let mut after_header_key = false;
+        for arg in &self.args {
+            let text = arg.to_string_lossy();
+            let lower = text.to_ascii_lowercase();
+            let shown = if after_header_key || lower.starts_with("authorization") {
+                "***".to_owned()
+            } else if let Some((key, _)) = text
+                .split_once('=')
+                .filter(|(key, _)| key.to_ascii_lowercase().ends_with("extraheader"))
+            {
+                format!("{key}=***")
+            } else {
+                text.into_owned()
+            };
+            after_header_key = lower.ends_with("extraheader");
+            masked.push(shown);
+        }
+        masked.join(" ")
     }
 
     /// Runs git and returns its standard output; any exit status but 0 is a failure.

@@ -402,26 +402,31 @@ impl Git {
 }
 
 /// Clones `url` into the empty directory `into` (hardened like every git bugloop runs; no
-/// submodules, no checkout hooks), with `settings` (`name=value`) given for the clone only.
-pub fn clone(url: &str, into: &Path, settings: &[String]) -> Result<(), GitError> {
+/// submodules, no checkout hooks), with `settings` (`(name, value)`, such as a credential
+/// header) given for the clone only, through the environment: never on a command line, where
+/// process listings and error messages show it, never written to the clone's configuration.
+pub fn clone(url: &str, into: &Path, settings: &[(String, String)]) -> Result<(), GitError> {
     if url.starts_with('-') {
         return Err(GitError::Invalid(format!(
             "{url:?} is not a repository to clone"
         )));
     }
-    let mut args: Vec<&str> = Vec::new();
-    for setting in settings {
-        args.extend(["-c", setting.as_str()]);
+    let mut command = GitCommand::in_work_tree(into)
+        .args([
+            "clone",
+            "--quiet",
+            "--no-recurse-submodules",
+            "--",
+            url,
+            ".",
+        ])
+        .env("GIT_CONFIG_COUNT", settings.len().to_string());
+    for (index, (name, value)) in settings.iter().enumerate() {
+        command = command
+            .env(&format!("GIT_CONFIG_KEY_{index}"), name)
+            .env(&format!("GIT_CONFIG_VALUE_{index}"), value);
     }
-    args.extend([
-        "clone",
-        "--quiet",
-        "--no-recurse-submodules",
-        "--",
-        url,
-        ".",
-    ]);
-    GitCommand::in_work_tree(into).args(args).text().map(drop)
+    command.text().map(drop)
 }
 
 /// The usual 7-character abbreviation.
