@@ -335,3 +335,65 @@ async fn a_clone_keeps_no_token_after_its_job() {
         "{text}"
     );
 }
+
+/// A fix job whose worker lost its lease (it stalled and another took the job) pushes nothing:
+/// the lease is asked right before every push, as before every comment.
+#[tokio::test]
+async fn a_worker_whose_lease_is_gone_pushes_nothing() {
+    let mut s = setup(Duration::from_secs(60)).await;
+    let reviewed = run_next(&s.queue, &s.settings, &Stop::never())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(reviewed.state, Some(JobState::Done), "{reviewed:?}");
+    let said = "@bugloop fix all";
+    let id = s.fixture.sim.comment_as(7, "alice", said);
+    let trigger = Trigger::Comment {
+        repository: "acme/widgets".to_owned(),
+        number: 7,
+        kind: bugloop_app::github_types::CommentKind::Issue,
+        id,
+        body: said.to_owned(),
+        author: "alice".to_owned(),
+        in_reply_to: None,
+        installation: Some(42),
+    };
+    s.queue
+        .enqueue(
+            "delivery-2",
+            "issue_comment",
+            Some(NewJob {
+                kind: JobKind::Comment,
+                conversation: trigger.conversation(),
+                installation: Some(42),
+                head: None,
+                payload: serde_json::to_string(&trigger).unwrap(),
+            }),
+            0,
+        )
+        .await
+        .unwrap();
+    let edit = serde_json::json!({"name": "edit_file", "arguments": {"path": "lib.rs", "old_text": "v[v.len()]", "new_text": "v[v.len() - 1]"}});
+    let scripts = tempfile::tempdir().unwrap();
+    s.settings.model = Some(script_file(
+        scripts.path(),
+        &[
+            serde_json::json!({"tool_calls": [edit]}),
+            serde_json::json!({"text": "Done."}),
+        ],
+    ));
+    // A lease that is over before the fix lands.
+    s.settings.lease = Duration::from_millis(1);
+    let before = s.fixture.origin_head();
+    let run = run_next(&s.queue, &s.settings, &Stop::never())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        s.fixture.origin_head(),
+        before,
+        "pushed after the lease was lost: {run:?}"
+    );
+    let branches = bugloop_testkit::git(s.fixture.origin(), &["branch", "--list"]);
+    assert!(!branches.contains("bugloop/"), "{branches}");
+}

@@ -65,6 +65,10 @@ impl Forge for AnsweringForge<'_> {
         self.inner.publishes()
     }
 
+    fn may_push(&self) -> Result<(), ForgeError> {
+        self.inner.may_push()
+    }
+
     async fn change(&self, change: &ChangeKey) -> Result<Change, ForgeError> {
         self.inner.change(change).await
     }

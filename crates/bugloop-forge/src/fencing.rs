@@ -61,6 +61,11 @@ impl Forge for FencedForge {
         self.inner.publishes()
     }
 
+    fn may_push(&self) -> Result<(), ForgeError> {
+        self.may_write()?;
+        self.inner.may_push()
+    }
+
     async fn change(&self, change: &ChangeKey) -> Result<Change, ForgeError> {
         self.inner.change(change).await
     }

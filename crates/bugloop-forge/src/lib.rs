@@ -142,6 +142,12 @@ pub trait Forge: Send + Sync + std::fmt::Debug {
         true
     }
 
+    /// Whether the job may still push to the repository (asked right before every push: a
+    /// worker that lost its lease must not push any more than it may comment).
+    fn may_push(&self) -> Result<(), ForgeError> {
+        Ok(())
+    }
+
     /// The change a conversation is about: its base and head, files and diff.
     async fn change(&self, change: &ChangeKey) -> Result<Change, ForgeError>;
 

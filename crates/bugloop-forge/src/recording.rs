@@ -104,6 +104,10 @@ impl Forge for RecordingForge<'_> {
         false
     }
 
+    fn may_push(&self) -> Result<(), ForgeError> {
+        self.inner.may_push()
+    }
+
     fn max_body_chars(&self) -> Option<usize> {
         self.inner.max_body_chars()
     }

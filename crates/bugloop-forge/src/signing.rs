@@ -119,6 +119,10 @@ impl Forge for SigningForge {
         self.inner.publishes()
     }
 
+    fn may_push(&self) -> Result<(), ForgeError> {
+        self.inner.may_push()
+    }
+
     fn max_body_chars(&self) -> Option<usize> {
         self.inner.max_body_chars()
     }

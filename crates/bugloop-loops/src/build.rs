@@ -628,6 +628,7 @@ pub async fn land_on_target(
             let moved = now.as_deref().is_some_and(|now| now != head);
             let git = bench.git();
             if !moved {
+                env.forge.may_push().map_err(Box::new)?;
                 let pushed = git.run(&[
                     "push",
                     "--quiet",
@@ -648,6 +649,7 @@ pub async fn land_on_target(
                 }
             }
             let name = format!("{}{label}-{}", env.config().branch_prefix, short(&commit));
+            env.forge.may_push().map_err(Box::new)?;
             git.run(&[
                 "push",
                 "--quiet",
