@@ -3,7 +3,8 @@
 //! finding it answers) and acts on it as on a local comment: fix, do, think, or weigh a dispute,
 //! with the commenter's permission from the forge.
 
-use bugloop_domain::thread::{Comment, CommentKind};
+use bugloop_domain::thread::Comment;
+use bugloop_forge::CommentRef;
 use bugloop_forge::answering::{AnsweringForge, answers};
 use bugloop_report::act::{ActReport, ChosenBy, Intent};
 
@@ -50,14 +51,34 @@ impl App {
         let change = pull.key.clone();
         let env = self.loop_env(job.model.as_deref())?;
         let comments = self.forge.comments(&change).await?;
-        let comment = match job.kind {
+        let listed = match job.kind {
             PullRequestCommentKind::Issue => find(&comments, &format!("issue-{}", job.id)),
             PullRequestCommentKind::Review => find(&comments, &format!("review-{}", job.id)),
             PullRequestCommentKind::ReviewBody => None,
-        }
-        // A listing may lag behind the event, and a review's body is not a comment: what the
-        // event says is the comment, in the thread of the comment it answers.
-        .unwrap_or_else(|| from_event(&job, &comments));
+        };
+        // A listing may lag behind the event, and a review's body is not in it: the comment is
+        // read from GitHub by its id, never taken from the event (whose author and body anyone
+        // holding the webhook secret could write). GitHub has no such comment here: refused.
+        let comment = match listed {
+            Some(comment) => comment,
+            None => {
+                let by_id = match job.kind {
+                    PullRequestCommentKind::Issue => CommentRef::Conversation(job.id),
+                    PullRequestCommentKind::Review => CommentRef::Line(job.id),
+                    PullRequestCommentKind::ReviewBody => CommentRef::ReviewBody(job.id),
+                };
+                match self.forge.comment_by_id(&change, by_id).await? {
+                    Some(comment) => in_its_thread(comment, &comments),
+                    None => {
+                        return Ok(skipped(format!(
+                            "comment {} is not on this pull request (GitHub has no such \
+                             comment here); nothing was done",
+                            job.id
+                        )));
+                    }
+                }
+            }
+        };
         if comment.by_bugloop {
             return Ok(skipped("the comment is bugloop's own".to_owned()));
         }
@@ -110,32 +131,25 @@ fn find(comments: &[Comment], id: &str) -> Option<Comment> {
     comments.iter().find(|c| c.id == id).cloned()
 }
 
-fn from_event(job: &PullRequestComment, comments: &[Comment]) -> Comment {
-    let (id, kind) = match job.kind {
-        PullRequestCommentKind::Issue => (format!("issue-{}", job.id), CommentKind::Issue),
-        PullRequestCommentKind::Review => (format!("review-{}", job.id), CommentKind::Review),
-        PullRequestCommentKind::ReviewBody => {
-            (format!("review-body-{}", job.id), CommentKind::Issue)
-        }
-    };
-    let parent = job
+/// A comment read by its id, placed in its thread as the listing has it (the thread's id, file
+/// and line are the root's).
+fn in_its_thread(mut comment: Comment, comments: &[Comment]) -> Comment {
+    let parent = comment
         .in_reply_to
-        .and_then(|to| find(comments, &format!("review-{to}")));
-    Comment {
-        id,
-        author: job.author.clone(),
-        body: job.body.clone(),
-        created_at: jiff::Timestamp::now(),
-        kind,
-        in_reply_to: parent
-            .as_ref()
-            .map(|p| p.in_reply_to.clone().unwrap_or_else(|| p.id.clone())),
-        thread_id: parent.as_ref().and_then(|p| p.thread_id.clone()),
-        path: parent.as_ref().and_then(|p| p.path.clone()),
-        line: parent.as_ref().and_then(|p| p.line),
-        thread_resolved: false,
-        by_bugloop: false,
+        .as_deref()
+        .and_then(|to| comments.iter().find(|c| c.id == to));
+    if let Some(parent) = parent {
+        comment.in_reply_to = Some(
+            parent
+                .in_reply_to
+                .clone()
+                .unwrap_or_else(|| parent.id.clone()),
+        );
+        comment.thread_id = comment.thread_id.or_else(|| parent.thread_id.clone());
+        comment.path = comment.path.or_else(|| parent.path.clone());
+        comment.line = comment.line.or(parent.line);
     }
+    comment
 }
 
 fn skipped(reason: String) -> Outcome<ActReport> {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use bugloop_domain::thread::Comment;
 
-use crate::{Change, ChangeKey, Forge, ForgeError, LineAnchor, Permission};
+use crate::{Change, ChangeKey, CommentRef, Forge, ForgeError, LineAnchor, Permission};
 
 /// Whether the job may still write (cheap: asked before every write).
 pub type Fence = Arc<dyn Fn() -> bool + Send + Sync>;
@@ -72,6 +72,14 @@ impl Forge for FencedForge {
 
     async fn head(&self, change: &ChangeKey) -> Result<Option<String>, ForgeError> {
         self.inner.head(change).await
+    }
+
+    async fn comment_by_id(
+        &self,
+        change: &ChangeKey,
+        comment: CommentRef,
+    ) -> Result<Option<Comment>, ForgeError> {
+        self.inner.comment_by_id(change, comment).await
     }
 
     async fn comments(&self, change: &ChangeKey) -> Result<Vec<Comment>, ForgeError> {

@@ -17,7 +17,7 @@ use bugloop_github::{
     GitHubClient, GitHubError, IssueComment, NewReviewComment, PullRequestSide, Repo, ReviewComment,
 };
 
-use crate::{Change, ChangeKey, Forge, ForgeError, LineAnchor, Permission};
+use crate::{Change, ChangeKey, CommentRef, Forge, ForgeError, LineAnchor, Permission};
 
 mod tracker;
 pub use self::tracker::GitHubTracker;
@@ -305,6 +305,46 @@ impl Forge for GitHubForge {
             head,
             files,
             diff,
+        })
+    }
+
+    async fn comment_by_id(
+        &self,
+        change: &ChangeKey,
+        comment: CommentRef,
+    ) -> Result<Option<Comment>, ForgeError> {
+        let number = self.number(change)?;
+        Ok(match comment {
+            CommentRef::Conversation(id) => self
+                .client
+                .issue_comment(&self.repo, number, id)
+                .await?
+                .map(|c| self.issue_comment_of(c)),
+            CommentRef::Line(id) => self
+                .client
+                .review_comment(&self.repo, number, id)
+                .await?
+                .map(|c| self.review_comment_of(c)),
+            CommentRef::ReviewBody(id) => self
+                .client
+                .pull_review(&self.repo, number, id)
+                .await?
+                .map(|review| {
+                    let author = review.user.map(|u| u.login);
+                    Comment {
+                        id: format!("review-body-{id}"),
+                        by_bugloop: self.is_bot(author.as_deref()),
+                        author: author.unwrap_or_default(),
+                        body: review.body.unwrap_or_default(),
+                        created_at: review.submitted_at.unwrap_or_else(jiff::Timestamp::now),
+                        kind: CommentKind::Issue,
+                        in_reply_to: None,
+                        thread_id: None,
+                        path: None,
+                        line: None,
+                        thread_resolved: false,
+                    }
+                }),
         })
     }
 

@@ -122,6 +122,17 @@ pub enum Upsert {
 }
 
 /// Everything the loops need from a forge.
+/// A comment by where it was written and the forge's id of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommentRef {
+    /// On the conversation.
+    Conversation(u64),
+    /// On a line of the diff (or a reply in a review thread).
+    Line(u64),
+    /// The body of a submitted review.
+    ReviewBody(u64),
+}
+
 #[async_trait]
 pub trait Forge: Send + Sync + std::fmt::Debug {
     /// `local`, `github`, ... for reports.
@@ -140,6 +151,17 @@ pub trait Forge: Send + Sync + std::fmt::Debug {
     /// [`recording::RecordingForge`], which records them instead).
     fn publishes(&self) -> bool {
         true
+    }
+
+    /// One comment of `change`, read from the forge by its id (never from what an event said
+    /// about it): `None` when the forge has no such comment on this change. Forges without
+    /// events to act on have none.
+    async fn comment_by_id(
+        &self,
+        _change: &ChangeKey,
+        _comment: CommentRef,
+    ) -> Result<Option<Comment>, ForgeError> {
+        Ok(None)
     }
 
     /// Whether the job may still push to the repository (asked right before every push: a

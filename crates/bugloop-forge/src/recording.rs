@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use bugloop_domain::thread::{Comment, CommentKind};
 use serde::Serialize;
 
-use crate::{Change, ChangeKey, Forge, ForgeError, LineAnchor, Permission};
+use crate::{Change, ChangeKey, CommentRef, Forge, ForgeError, LineAnchor, Permission};
 
 /// One write a real run would have made.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -118,6 +118,14 @@ impl Forge for RecordingForge<'_> {
 
     async fn change(&self, change: &ChangeKey) -> Result<Change, ForgeError> {
         self.inner.change(change).await
+    }
+
+    async fn comment_by_id(
+        &self,
+        change: &ChangeKey,
+        comment: CommentRef,
+    ) -> Result<Option<Comment>, ForgeError> {
+        self.inner.comment_by_id(change, comment).await
     }
 
     async fn comments(&self, change: &ChangeKey) -> Result<Vec<Comment>, ForgeError> {

@@ -13,7 +13,7 @@ use bugloop_domain::markdown::cap_body;
 use bugloop_domain::thread::Comment;
 use ring::hmac;
 
-use crate::{Change, ChangeKey, Forge, ForgeError, LineAnchor, Permission};
+use crate::{Change, ChangeKey, CommentRef, Forge, ForgeError, LineAnchor, Permission};
 
 /// Starts the signature line bugloop appends to what it writes.
 const SIGNATURE_PREFIX: &str = "<!-- bugloop:sig v1 ";
@@ -133,6 +133,18 @@ impl Forge for SigningForge {
 
     async fn change(&self, change: &ChangeKey) -> Result<Change, ForgeError> {
         self.inner.change(change).await
+    }
+
+    async fn comment_by_id(
+        &self,
+        change: &ChangeKey,
+        comment: CommentRef,
+    ) -> Result<Option<Comment>, ForgeError> {
+        Ok(self
+            .inner
+            .comment_by_id(change, comment)
+            .await?
+            .map(|comment| self.checked(change, comment)))
     }
 
     async fn comments(&self, change: &ChangeKey) -> Result<Vec<Comment>, ForgeError> {

@@ -160,17 +160,39 @@ pub(crate) fn route(
                 .filter(|(pull, _, _)| *pull == n)
                 .enumerate()
                 .map(|(i, (_, user, review_state))| {
+                    let id = 8_000_000_001u64 + i as u64;
                     json!({
-                        "id": 8_000_000_001u64 + i as u64,
+                        "id": id,
                         "node_id": format!("PRR_kwDOsim{i}"),
                         "user": state.account(user),
-                        "body": "",
+                        "body": state.review_bodies.get(&id).cloned().unwrap_or_default(),
                         "state": review_state,
                         "commit_id": state.pulls.get(&n).map(|p| p.spec.head_sha.clone()),
                     })
                 })
                 .collect();
             Answer::ok(Value::Array(items))
+        }
+        ("GET", ["pulls", n, "reviews", id]) => {
+            let n = number(n)?;
+            let id = number(id)?;
+            let full = state.full_name();
+            let found = state
+                .reviews
+                .iter()
+                .filter(|(pull, _, _)| *pull == n)
+                .enumerate()
+                .find(|(i, _)| 8_000_000_001u64 + *i as u64 == id);
+            match found {
+                Some((_, (_, user, review_state))) => Answer::ok(json!({
+                    "id": id,
+                    "user": state.account(user),
+                    "body": state.review_bodies.get(&id).cloned().unwrap_or_default(),
+                    "state": review_state,
+                    "pull_request_url": format!("{}/repos/{full}/pulls/{n}", state.base_url),
+                })),
+                None => Answer::not_found(),
+            }
         }
         ("GET", ["commits", sha, "check-runs"]) => {
             let runs: Vec<Value> = state

@@ -236,6 +236,23 @@ impl Simulator {
             .push((number, login.to_owned(), review_state.to_owned()));
     }
 
+    /// A review of a pull request by `login` with a body (`COMMENTED`, say): its id, as the
+    /// review listing and `GET .../reviews/<id>` give it.
+    pub fn submit_review(&self, number: u64, login: &str, review_state: &str, body: &str) -> u64 {
+        let mut state = self.state();
+        let index = state
+            .reviews
+            .iter()
+            .filter(|(pull, _, _)| *pull == number)
+            .count();
+        let id = 8_000_000_001 + index as u64;
+        state
+            .reviews
+            .push((number, login.to_owned(), review_state.to_owned()));
+        state.review_bodies.insert(id, body.to_owned());
+        id
+    }
+
     /// A person merges the pull request.
     pub fn merge(&self, number: u64) {
         if let Some(pull) = self.state().pulls.get_mut(&number) {

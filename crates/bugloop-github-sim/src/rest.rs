@@ -327,6 +327,18 @@ fn repository(
             }
             _ => Answer::not_found(),
         },
+        ("GET", ["issues", "comments", id]) => {
+            match number(id).and_then(|id| state.issue_comments.iter().find(|c| c.id == id)) {
+                Some(comment) => Answer::ok(issue_json(state, comment)),
+                None => Answer::not_found(),
+            }
+        }
+        ("GET", ["pulls", "comments", id]) => {
+            match number(id).and_then(|id| state.review_comments.iter().find(|c| c.id == id)) {
+                Some(comment) => Answer::ok(review_json(state, comment)),
+                None => Answer::not_found(),
+            }
+        }
         ("PATCH", ["issues", "comments", id]) => {
             let now = state.tick();
             match edit(

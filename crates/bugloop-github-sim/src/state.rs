@@ -231,6 +231,8 @@ pub(crate) struct State {
     pub checks: Vec<(String, String, String, Option<String>)>,
     /// Reviews: pull request, reviewer, state.
     pub reviews: Vec<(u64, String, String)>,
+    /// The bodies of submitted reviews, by review id (none: an empty body).
+    pub review_bodies: BTreeMap<u64, String>,
     pub issue_comments: Vec<IssueComment>,
     pub review_comments: Vec<ReviewComment>,
     pub threads: Vec<Thread>,
@@ -268,6 +270,7 @@ impl State {
             git_dir: None,
             checks: Vec::new(),
             reviews: Vec::new(),
+            review_bodies: BTreeMap::new(),
             issue_comments: Vec::new(),
             review_comments: Vec::new(),
             threads: Vec::new(),

@@ -24,6 +24,9 @@ pub struct IssueComment {
     pub body: Option<String>,
     pub user: Option<Account>,
     pub created_at: jiff::Timestamp,
+    /// The issue or pull request it is on (`.../issues/<number>`).
+    #[serde(default)]
+    pub issue_url: Option<String>,
 }
 
 /// A comment on a line (or a file) of a pull request's diff.
@@ -41,6 +44,9 @@ pub struct ReviewComment {
     #[serde(default)]
     pub in_reply_to_id: Option<u64>,
     pub commit_id: String,
+    /// The pull request it is on (`.../pulls/<number>`).
+    #[serde(default)]
+    pub pull_request_url: Option<String>,
 }
 
 /// Which side of the diff a line comment is on.
@@ -106,6 +112,15 @@ pub struct Label {
 pub struct Review {
     pub user: Option<Account>,
     pub state: String,
+    #[serde(default)]
+    pub id: Option<u64>,
+    #[serde(default)]
+    pub body: Option<String>,
+    #[serde(default)]
+    pub submitted_at: Option<jiff::Timestamp>,
+    /// The pull request it is on (`.../pulls/<number>`).
+    #[serde(default)]
+    pub pull_request_url: Option<String>,
 }
 
 /// What a user may do in a repository.
@@ -327,6 +342,77 @@ impl GitHubClient {
         let path = format!("/repos/{repo}/pulls/comments/{id}");
         self.with_body(Method::PATCH, &path, body, Safety::Idempotent)
             .await
+    }
+
+    /// One conversation comment by its id, when GitHub has it and it is on issue or pull
+    /// request `number` of `repo` (what an event says about a comment is never taken as is).
+    pub async fn issue_comment(
+        &self,
+        repo: &Repo,
+        number: u64,
+        id: u64,
+    ) -> Result<Option<IssueComment>, GitHubError> {
+        let found: Result<IssueComment, _> = self
+            .call(
+                Method::GET,
+                &format!("/repos/{repo}/issues/comments/{id}"),
+                None,
+                Safety::Idempotent,
+            )
+            .await;
+        match found {
+            Ok(comment) if on(comment.issue_url.as_deref(), "issues", number) => Ok(Some(comment)),
+            Ok(_) | Err(GitHubError::NotFound { .. }) => Ok(None),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// One review comment by its id, when GitHub has it on pull request `number` of `repo`.
+    pub async fn review_comment(
+        &self,
+        repo: &Repo,
+        number: u64,
+        id: u64,
+    ) -> Result<Option<ReviewComment>, GitHubError> {
+        let found: Result<ReviewComment, _> = self
+            .call(
+                Method::GET,
+                &format!("/repos/{repo}/pulls/comments/{id}"),
+                None,
+                Safety::Idempotent,
+            )
+            .await;
+        match found {
+            Ok(comment) if on(comment.pull_request_url.as_deref(), "pulls", number) => {
+                Ok(Some(comment))
+            }
+            Ok(_) | Err(GitHubError::NotFound { .. }) => Ok(None),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// One submitted review of pull request `number` by its id, when GitHub has it.
+    pub async fn pull_review(
+        &self,
+        repo: &Repo,
+        number: u64,
+        id: u64,
+    ) -> Result<Option<Review>, GitHubError> {
+        let found: Result<Review, _> = self
+            .call(
+                Method::GET,
+                &format!("/repos/{repo}/pulls/{number}/reviews/{id}"),
+                None,
+                Safety::Idempotent,
+            )
+            .await;
+        match found {
+            Ok(review) if on(review.pull_request_url.as_deref(), "pulls", number) => {
+                Ok(Some(review))
+            }
+            Ok(_) | Err(GitHubError::NotFound { .. }) => Ok(None),
+            Err(error) => Err(error),
+        }
     }
 
     /// Deletes one of the bot's conversation comments; one already gone counts as deleted.
@@ -645,4 +731,9 @@ impl GitHubClient {
             })?;
         Ok(format!("{slug}[bot]"))
     }
+}
+
+/// Whether `url` (an API address such as `.../repos/o/r/issues/7`) is `<kind>/<number>`.
+fn on(url: Option<&str>, kind: &str, number: u64) -> bool {
+    url.is_some_and(|url| url.ends_with(&format!("/{kind}/{number}")))
 }

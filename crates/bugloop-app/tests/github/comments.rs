@@ -238,11 +238,14 @@ async fn converge_on_a_pull_request_audits_fixes_and_pushes_to_its_branch() {
 async fn a_review_body_asking_for_a_fix_is_acted_on_once() {
     let world = World::with_configs(Some(BASE_CONFIG), None, false).await;
     world.review(&[off_by_one()]).await;
+    let id = world
+        .sim
+        .submit_review(7, "alice", "COMMENTED", "@bugloop fix all");
     let trigger = bugloop_app::github_types::Trigger::Comment {
         repository: "acme/widgets".to_owned(),
         number: 7,
         kind: bugloop_app::github_types::CommentKind::ReviewBody,
-        id: 9_000_000_001,
+        id,
         body: "@bugloop fix all".to_owned(),
         author: "alice".to_owned(),
         in_reply_to: None,
@@ -254,7 +257,7 @@ async fn a_review_body_asking_for_a_fix_is_acted_on_once() {
     let answered = world
         .bot_issue_comments()
         .into_iter()
-        .filter(|c| c.body.contains("reply-to review-body-9000000001"))
+        .filter(|c| c.body.contains(&format!("reply-to review-body-{id}")))
         .count();
     assert_eq!(answered, 1);
     world.sim.set_head(7, &once, None);

@@ -222,3 +222,40 @@ async fn a_model_error_is_published_without_the_providers_words_or_a_path() {
         assert!(!published.contains(private), "{private}: {published}");
     }
 }
+
+/// A delivery about a comment GitHub never issued (its author and body written by whoever sent
+/// it) is not acted on: the comment is read from GitHub by its id, and there is none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_comment_github_never_issued_is_refused() {
+    let fixture = PullRequestFixture::new(FixtureOptions::default()).await;
+    let scripts = tempfile::tempdir().unwrap();
+    let review = review_script(scripts.path());
+    let opened = webhook_example("pull_request", "opened", &fixture);
+    let reviewed =
+        tokio::task::block_in_place(|| action(&fixture, "pull_request", &opened, &[], &review));
+    assert_eq!(
+        reviewed.output.status.code(),
+        Some(0),
+        "{}",
+        text(&reviewed.output)
+    );
+    let mut payload = webhook_example("issue_comment", "created", &fixture);
+    payload["comment"]["id"] = json!(987_654_321_u64);
+    payload["comment"]["body"] = json!("@bugloop fix all");
+    payload["comment"]["user"] = json!({"login": "alice", "type": "User", "id": 1});
+    let edit = json!({"name": "edit_file", "arguments": {"path": "lib.rs", "old_text": "v[v.len()]", "new_text": "v[v.len() - 1]"}});
+    let fixing = script_file(
+        scripts.path(),
+        &[json!({"tool_calls": [edit]}), json!({"text": "Done."})],
+    );
+    let before = fixture.origin_head();
+    let run =
+        tokio::task::block_in_place(|| action(&fixture, "issue_comment", &payload, &[], &fixing));
+    let output = text(&run.output);
+    assert_eq!(run.output.status.code(), Some(0), "{output}");
+    assert!(
+        output.contains("comment 987654321 is not on this pull request"),
+        "{output}"
+    );
+    assert_eq!(fixture.origin_head(), before, "nothing was pushed");
+}
