@@ -104,7 +104,8 @@ pub async fn settle_dispute(
         .last()
         .map(|reply| reply.author.clone())
         .unwrap_or_default();
-    if !may_settle(env, change, &disputer).await? {
+    let settler = settler(env, change, &disputer).await?;
+    if settler == Settler::Nobody {
         let reasoning = format!(
             "{disputer} may not have this finding withdrawn: only the change's author and people \
              with write access to the repository can. It stays open; one of them can reply to \
@@ -125,6 +126,9 @@ pub async fn settle_dispute(
         ThreadStatus::Disputed | ThreadStatus::Escalated
     ) {
         let reviewers = env.forge.human_reviewers(change).await?;
+        if reviewers.is_empty() && settler == Settler::AuthorOnly && serious(thread) {
+            return held_for_a_maintainer(env, change, root, id, thread, &disputer).await;
+        }
         if reviewers.is_empty() {
             let mut reasoning = "The developer still disagrees and this change has no human \
                                  reviewer to decide, so the developer's decision stands."
@@ -178,6 +182,14 @@ pub async fn settle_dispute(
     let answer: DisputeAnswer = crate::structured_answer(env, env.git.root(), question).await?;
     let mut reasoning = answer.reasoning.trim().to_owned();
     let status = match answer.decision {
+        Decision::Concede if settler == Settler::AuthorOnly && serious(thread) => {
+            let held = held_for_a_maintainer(env, change, root, id, thread, &disputer).await?;
+            return Ok(DisputeOutcome {
+                decision: Some(answer.decision),
+                reasoning: format!("{reasoning} ({})", held.reasoning),
+                ..held
+            });
+        }
         Decision::Concede => {
             if let Some(note) = resolve_thread(
                 env.forge,
@@ -214,12 +226,70 @@ pub async fn settle_dispute(
     })
 }
 
-/// Whether `actor` may get a finding conceded: the change's author or someone with write access.
-async fn may_settle(env: &LoopEnv<'_>, change: &ChangeKey, actor: &str) -> Result<bool, ActError> {
+/// Who is disputing, as far as settling goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Settler {
+    /// Someone with write access: their disagreement settles any finding.
+    Writer,
+    /// The change's author without write access (a fork's author, an outside contributor):
+    /// weighed, but a serious finding they argue away stays open for a maintainer.
+    AuthorOnly,
+    /// Anyone else: answered, not weighed.
+    Nobody,
+}
+
+async fn settler(env: &LoopEnv<'_>, change: &ChangeKey, actor: &str) -> Result<Settler, ActError> {
     if env.forge.permission(actor).await?.may_modify_files() {
-        return Ok(true);
+        return Ok(Settler::Writer);
     }
-    Ok(env.forge.change_author(change).await?.as_deref() == Some(actor))
+    Ok(
+        if env.forge.change_author(change).await?.as_deref() == Some(actor) {
+            Settler::AuthorOnly
+        } else {
+            Settler::Nobody
+        },
+    )
+}
+
+/// A security finding, or one scored 8 or more: what someone without write access cannot have
+/// withdrawn alone.
+fn serious(thread: &ThreadState) -> bool {
+    let security = thread
+        .assessment
+        .as_ref()
+        .and_then(|block| block.extra.get("category"))
+        .and_then(serde_json::Value::as_str)
+        == Some("security");
+    security || thread.score.is_some_and(|score| score.get() >= 8)
+}
+
+/// The author without write access argued a serious finding away: recorded as such in the
+/// thread, and the finding stays open until someone with write access settles it.
+async fn held_for_a_maintainer(
+    env: &LoopEnv<'_>,
+    change: &ChangeKey,
+    root: &bugloop_domain::thread::Comment,
+    id: &FindingId,
+    thread: &ThreadState,
+    author: &str,
+) -> Result<DisputeOutcome, ActError> {
+    let reasoning = format!(
+        "conceded to {author}, the change's author, who has no write access: a security finding \
+         or one scored 8 or more stays open until someone with write access settles it"
+    );
+    env.forge
+        .reply(
+            change,
+            root,
+            &info_reply(&env.settings.markers, &format!("Held open: {reasoning}.")),
+        )
+        .await?;
+    Ok(DisputeOutcome {
+        finding: id.as_str().to_owned(),
+        decision: None,
+        reasoning,
+        status: thread.status,
+    })
 }
 
 /// Every thread where a developer spoke last, settled (the review loop runs this first).

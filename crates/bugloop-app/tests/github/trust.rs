@@ -63,11 +63,23 @@ async fn a_reader_cannot_get_a_finding_conceded_and_a_writer_can() {
     assert!(world.sim.threads(7)[0].resolved);
 }
 
+/// The change's author without write access (a fork's author, an outside contributor) is
+/// weighed: a minor finding they argue away is conceded.
 #[tokio::test]
 async fn the_authors_disagreement_counts_even_without_write_access() {
     let world = World::new().await;
     world.sim.set_permission("alice", "read");
-    let (root, id) = world.reviewed().await;
+    let mut minor = off_by_one();
+    minor["score"] = json!(6);
+    let EventOutcome::Review { outcome, .. } = world.review(&[minor]).await else {
+        panic!("not a review");
+    };
+    let id = outcome.report.unwrap().findings[0]
+        .finding
+        .id
+        .as_str()
+        .to_owned();
+    let root = world.finding_comments()[0].id;
     let said = "Not a bug: callers check the length first.";
     let reply = world.sim.reply_as(7, "alice", root, said).unwrap();
     world
@@ -77,6 +89,47 @@ async fn the_authors_disagreement_counts_even_without_write_access() {
         )
         .await;
     assert!(!open_in(&world, &id));
+}
+
+/// A serious finding (scored 8 or more, or security) argued away by the author without write
+/// access stays open, recorded as conceded to them, until someone with write access settles it.
+#[tokio::test]
+async fn a_serious_finding_conceded_to_an_author_without_write_access_stays_open() {
+    let world = World::new().await;
+    world.sim.set_permission("alice", "read");
+    let (root, id) = world.reviewed().await;
+    let said = "Not a bug: callers check the length first.";
+    let reply = world.sim.reply_as(7, "alice", root, said).unwrap();
+    let outcome = world
+        .on_comment(
+            world.comment_trigger(reply, "alice", said, Some(root)),
+            conceding(&world),
+        )
+        .await;
+    let EventOutcome::Comment { outcome, .. } = outcome else {
+        panic!("not a comment: {outcome:?}");
+    };
+    assert!(outcome.report.resolved.is_empty(), "{:?}", outcome.report);
+    assert!(open_in(&world, &id), "still open");
+    let answer = world.sim.review_comments(7).last().unwrap().clone();
+    assert_eq!(answer.author, BOT);
+    assert!(
+        answer
+            .body
+            .contains("conceded to alice, the change's author, who has no write access"),
+        "{}",
+        answer.body
+    );
+    // A maintainer settles it.
+    world.sim.set_permission("bob", "write");
+    let reply = world.sim.reply_as(7, "bob", root, said).unwrap();
+    world
+        .on_comment(
+            world.comment_trigger(reply, "bob", said, Some(root)),
+            conceding(&world),
+        )
+        .await;
+    assert!(!open_in(&world, &id), "conceded by a writer");
 }
 
 #[tokio::test]
