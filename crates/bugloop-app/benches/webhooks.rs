@@ -73,6 +73,7 @@ async fn measure(queue: Queue, label: &str) {
             body_timeout: bugloop_app::serve::BODY_TIMEOUT,
             admin_token: None,
             report_token: None,
+            bodies: bugloop_app::serve::body_budget(),
             settings: Arc::new(TriggerSettings {
                 bot_logins: vec!["bugloop-app[bot]".to_owned()],
                 mention: "bugloop".to_owned(),

@@ -41,6 +41,17 @@ pub struct WebhookState {
     pub admin_token: Option<Arc<String>>,
     /// The bearer token of `POST /report` (`crate::report_endpoint`); `None`: reports are off.
     pub report_token: Option<Arc<String>>,
+    /// The bytes of the delivery bodies being read at once ([`body_budget`]).
+    pub bodies: Arc<tokio::sync::Semaphore>,
+}
+
+/// The most bytes of delivery bodies read at once (a few of the largest deliveries; GitHub's
+/// are usually a few kilobytes).
+pub const BODY_BUDGET_BYTES: usize = 64 * 1024 * 1024;
+
+/// A budget of [`BODY_BUDGET_BYTES`] for [`WebhookState::bodies`].
+pub fn body_budget() -> Arc<tokio::sync::Semaphore> {
+    Arc::new(tokio::sync::Semaphore::new(BODY_BUDGET_BYTES))
 }
 
 /// The address a connection came from, set by the server's accept loop.
@@ -157,25 +168,7 @@ async fn webhook(
     body: axum::body::Body,
 ) -> (StatusCode, String) {
     let counts = state.metrics.clone();
-    let read = tokio::time::timeout(
-        state.body_timeout,
-        axum::body::to_bytes(body, MAX_BODY_BYTES),
-    )
-    .await;
-    let (status, text) = match read {
-        Ok(Ok(body)) => answer(state, &headers, &body).await,
-        Ok(Err(_)) => (
-            StatusCode::PAYLOAD_TOO_LARGE,
-            format!("the body is over {MAX_BODY_BYTES} bytes or was cut off\n"),
-        ),
-        Err(_) => (
-            StatusCode::REQUEST_TIMEOUT,
-            format!(
-                "the body did not arrive within {} s\n",
-                state.body_timeout.as_secs()
-            ),
-        ),
-    };
+    let (status, text) = receive(state, &headers, body).await;
     let counter = match status {
         StatusCode::ACCEPTED if text.starts_with("queued") => &counts.deliveries.queued,
         StatusCode::ACCEPTED => &counts.deliveries.redelivered,
@@ -190,16 +183,75 @@ async fn webhook(
     (status, text)
 }
 
+/// Reads a delivery's body only when it can be checked and afforded: a delivery without a
+/// signature is refused before a byte of its body is read, its length must be declared and
+/// within [`MAX_BODY_BYTES`], and the bodies being read at once share [`BODY_BUDGET_BYTES`]
+/// (over it: 503, and GitHub redelivers), so unsigned or slow bodies cannot fill the memory.
+async fn receive(
+    state: WebhookState,
+    headers: &HeaderMap,
+    body: axum::body::Body,
+) -> (StatusCode, String) {
+    if !headers.contains_key("x-hub-signature-256") {
+        return unsigned();
+    }
+    let length = headers
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
+    let Some(length) = length else {
+        return (
+            StatusCode::LENGTH_REQUIRED,
+            "a delivery declares its Content-Length\n".to_owned(),
+        );
+    };
+    if length > MAX_BODY_BYTES {
+        return (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("the body is over {MAX_BODY_BYTES} bytes\n"),
+        );
+    }
+    let Ok(_reading) = state
+        .bodies
+        .clone()
+        .try_acquire_many_owned(u32::try_from(length).unwrap_or(u32::MAX))
+    else {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "too many deliveries are being read at once; try again\n".to_owned(),
+        );
+    };
+    let read = tokio::time::timeout(state.body_timeout, axum::body::to_bytes(body, length)).await;
+    match read {
+        Ok(Ok(body)) => answer(state, headers, &body).await,
+        Ok(Err(_)) => (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("the body is over its Content-Length ({length} bytes) or was cut off\n"),
+        ),
+        Err(_) => (
+            StatusCode::REQUEST_TIMEOUT,
+            format!(
+                "the body did not arrive within {} s\n",
+                state.body_timeout.as_secs()
+            ),
+        ),
+    }
+}
+
+fn unsigned() -> (StatusCode, String) {
+    (
+        StatusCode::UNAUTHORIZED,
+        "the X-Hub-Signature-256 header is missing or does not match the body\n".to_owned(),
+    )
+}
+
 async fn answer(state: WebhookState, headers: &HeaderMap, body: &Bytes) -> (StatusCode, String) {
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     // Nothing is read from a body whose signature does not verify.
     let signed = header("x-hub-signature-256")
         .is_some_and(|sig| bugloop_webhooks::signature_is_valid(&state.secret, body, sig));
     if !signed {
-        return (
-            StatusCode::UNAUTHORIZED,
-            "the X-Hub-Signature-256 header is missing or does not match the body\n".to_owned(),
-        );
+        return unsigned();
     }
     let (Some(event), Some(delivery)) = (header("x-github-event"), header("x-github-delivery"))
     else {
@@ -312,6 +364,7 @@ pub async fn run_until(
                 .to_owned(),
         ));
     }
+    raise_open_files_limit();
     let queue = options.store.open().await?.with_limits(options.limits);
     // The clones (a job's token is in their configuration while it runs) and the queue's
     // database are the server's own: no other local user reads them.
@@ -336,6 +389,7 @@ pub async fn run_until(
         body_timeout: BODY_TIMEOUT,
         admin_token: options.admin_token.clone().map(Arc::new),
         report_token: options.report_token.clone().map(Arc::new),
+        bodies: body_budget(),
         secret: Arc::new(options.secret),
         queue,
         metrics: options
@@ -396,6 +450,7 @@ pub async fn serve_http(
         .timer(TokioTimer::new())
         .header_read_timeout(header_timeout);
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let connections = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     tokio::pin!(stop);
     loop {
         tokio::select! {
@@ -408,6 +463,12 @@ pub async fn serve_http(
                         tokio::time::sleep(Duration::from_millis(50)).await;
                         continue;
                     }
+                };
+                // Over the cap, a connection is closed at once: descriptors and memory stay
+                // for the connections being served (idle ones close at the header timeout).
+                let Ok(slot) = connections.clone().try_acquire_owned() else {
+                    drop(stream);
+                    continue;
                 };
                 let _ = stream.set_nodelay(true);
                 let peer = stream.peer_addr().ok().map(Peer);
@@ -422,6 +483,7 @@ pub async fn serve_http(
                 let connection = graceful.watch(connection);
                 tokio::spawn(async move {
                     let _ = connection.await;
+                    drop(slot);
                 });
             }
             () = &mut stop => break,
@@ -430,6 +492,21 @@ pub async fn serve_http(
     drop(listener);
     let _ = tokio::time::timeout(DRAIN, graceful.shutdown()).await;
     Ok(())
+}
+
+/// The most connections served at once.
+pub const MAX_CONNECTIONS: usize = 4096;
+
+/// Raises the soft limit on open files to the hard one, so idle connections do not run the
+/// server out of descriptors before the connection cap and the header timeout deal with them.
+fn raise_open_files_limit() {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    if let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE)
+        && soft < hard
+        && let Err(error) = setrlimit(Resource::RLIMIT_NOFILE, hard, hard)
+    {
+        tracing::warn!(%error, "cannot raise the limit on open files");
+    }
 }
 
 /// SIGTERM or Ctrl-C.

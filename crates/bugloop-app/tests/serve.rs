@@ -44,6 +44,7 @@ async fn server_on(
         body_timeout,
         admin_token: admin_token.map(|t| Arc::new(t.to_owned())),
         report_token: Some(Arc::new("r3port".to_owned())),
+        bodies: bugloop_app::serve::body_budget(),
         settings: Arc::new(TriggerSettings {
             bot_logins: vec!["bugloop-app[bot]".to_owned()],
             mention: "bugloop".to_owned(),
@@ -243,7 +244,7 @@ async fn a_body_that_does_not_arrive_in_time_is_answered_408_and_nothing_stored(
     let status = raw(
         &server,
         "POST /webhook HTTP/1.1\r\nhost: bugloop\r\ncontent-length: 1000\r\n\
-         x-github-event: ping\r\nx-github-delivery: slow\r\n\r\n",
+         x-github-event: ping\r\nx-github-delivery: slow\r\nx-hub-signature-256: sha256=00\r\n\r\n",
         b"{",
     )
     .await;
@@ -259,9 +260,10 @@ async fn a_body_over_githubs_limit_is_refused_413() {
         &server,
         &format!(
             "POST /webhook HTTP/1.1\r\nhost: bugloop\r\ncontent-length: {over}\r\n\
-             x-github-event: ping\r\nx-github-delivery: big\r\n\r\n"
+             x-github-event: ping\r\nx-github-delivery: big\r\nx-hub-signature-256: sha256=00\r\n\r\n"
         ),
-        &vec![b' '; over],
+        // Refused on its declared length, before a byte of the body is read.
+        b"",
     )
     .await;
     assert_eq!(status, "HTTP/1.1 413 Payload Too Large");
@@ -396,4 +398,58 @@ async fn error_reports_are_queued_with_the_report_token_only() {
     assert_eq!(jobs.len(), 2, "{jobs:#?}");
     assert!(jobs.iter().all(|j| j.kind == bugloop_queue::JobKind::Report
         && j.conversation == "github:acme/widgets#reports"));
+}
+
+/// An unsigned delivery is refused before a byte of its body is read: a client that declares
+/// 25 MB and sends nothing gets its 401 at once (it used to be read, or waited for, first).
+#[tokio::test]
+async fn an_unsigned_body_is_refused_before_it_is_read() {
+    let server = server_with(std::time::Duration::from_secs(20)).await;
+    let status = raw(
+        &server,
+        "POST /webhook HTTP/1.1\r\nhost: bugloop\r\ncontent-length: 26214400\r\n\
+         x-github-event: ping\r\nx-github-delivery: big\r\n\r\n",
+        b"{",
+    )
+    .await;
+    assert_eq!(status, "HTTP/1.1 401 Unauthorized");
+    assert!(server.queue.jobs().await.unwrap().is_empty());
+}
+
+/// Bodies being read at once share a byte budget: two deliveries that declare 25 MB and are
+/// slow to send them hold 50 MB of it, and a third large one is answered 503 at once (GitHub
+/// redelivers) instead of adding to the memory; a small one still fits.
+#[tokio::test]
+async fn bodies_being_read_at_once_share_a_byte_budget() {
+    use tokio::io::AsyncWriteExt;
+    let server = server_with(std::time::Duration::from_secs(20)).await;
+    let address = server.url.strip_prefix("http://").unwrap().to_owned();
+    let head = |delivery: &str, length: usize| {
+        format!(
+            "POST /webhook HTTP/1.1\r\nhost: bugloop\r\ncontent-length: {length}\r\n\
+             x-github-event: ping\r\nx-github-delivery: {delivery}\r\n\
+             x-hub-signature-256: sha256=00\r\n\r\n"
+        )
+    };
+    let mut held = Vec::new();
+    for delivery in ["slow-1", "slow-2"] {
+        let mut stream = tokio::net::TcpStream::connect(&address).await.unwrap();
+        stream
+            .write_all(head(delivery, 25 * 1024 * 1024).as_bytes())
+            .await
+            .unwrap();
+        held.push(stream);
+    }
+    // The server has taken both (their bodies are awaited).
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let status = raw(&server, &head("large", 25 * 1024 * 1024), b"").await;
+    assert_eq!(status, "HTTP/1.1 503 Service Unavailable");
+    let status = raw(&server, &head("small", 2), b"{}").await;
+    assert_eq!(
+        status, "HTTP/1.1 401 Unauthorized",
+        "read, then its signature checked"
+    );
+    let over = raw(&server, &head("huge", 26 * 1024 * 1024), b"").await;
+    assert_eq!(over, "HTTP/1.1 413 Payload Too Large");
+    drop(held);
 }

@@ -128,6 +128,7 @@ async fn chromium_renders_the_jobs_and_runs_none_of_the_hostile_text() {
         body_timeout: bugloop_app::serve::BODY_TIMEOUT,
         admin_token: None,
         report_token: None,
+        bodies: bugloop_app::serve::body_budget(),
         settings: Arc::new(TriggerSettings {
             bot_logins: Vec::new(),
             mention: "bugloop".to_owned(),
