@@ -14,12 +14,45 @@ use axum::routing::post;
 use bugloop_queue::{JobKind, NewJob, Queue};
 use bugloop_webhooks::Trigger;
 
+/// Who may file reports, and in which repositories: a report token files issues only in the
+/// repositories the operator scoped it to (`owner/name`, or `owner/*` for an owner's).
+#[derive(Clone, PartialEq, Eq)]
+pub struct ReportAccess {
+    pub token: String,
+    pub repositories: Vec<String>,
+}
+
+impl std::fmt::Debug for ReportAccess {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReportAccess")
+            .field("repositories", &self.repositories)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ReportAccess {
+    /// Whether the token may file an issue in `repository` (`owner/name`; owners and names
+    /// compare as GitHub does, without case).
+    pub fn allows(&self, repository: &str) -> bool {
+        let repository = repository.to_ascii_lowercase();
+        self.repositories.iter().any(|scope| {
+            let scope = scope.trim().to_ascii_lowercase();
+            match scope.strip_suffix("/*") {
+                Some(owner) => repository
+                    .split_once('/')
+                    .is_some_and(|(of, _)| of == owner),
+                None => scope == repository,
+            }
+        })
+    }
+}
+
 /// What the endpoint needs.
 #[derive(Clone)]
 pub struct ReportState {
     pub queue: Queue,
-    /// The bearer token senders present; `None`: the endpoint is off.
-    pub token: Option<Arc<String>>,
+    /// The bearer token senders present and its scope; `None`: the endpoint is off.
+    pub token: Option<Arc<ReportAccess>>,
     /// How long a report's body may take to arrive.
     pub body_timeout: std::time::Duration,
 }
@@ -79,7 +112,7 @@ async fn report(
         .get("authorization")
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
-        .is_some_and(|given| same_secret(given.as_bytes(), token.as_bytes()));
+        .is_some_and(|given| same_secret(given.as_bytes(), token.token.as_bytes()));
     if !authorized {
         return (
             StatusCode::UNAUTHORIZED,
@@ -92,6 +125,15 @@ async fn report(
             "name the repository to file the issue in: ?repository=owner/name\n".to_owned(),
         );
     };
+    if !token.allows(&repository) {
+        return (
+            StatusCode::FORBIDDEN,
+            format!(
+                "the report token may not file issues in {repository}: it is scoped to \
+                 report_repositories (BUGLOOP_REPORT_REPOSITORIES)\n"
+            ),
+        );
+    }
     // A sender that sends slowly does not hold the server.
     let limit = bugloop_intake::MAX_REPORT_BYTES;
     let body: Bytes =

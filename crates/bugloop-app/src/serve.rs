@@ -18,6 +18,7 @@ use bugloop_queue::{Enqueued, JobKind, NewJob, Queue};
 use bugloop_webhooks::{Skip, Trigger, TriggerSettings};
 
 use crate::AppError;
+pub use crate::report_endpoint::ReportAccess;
 use crate::report_endpoint::same_secret;
 pub use crate::store_location::StoreLocation;
 pub use bugloop_queue::now_ms;
@@ -39,8 +40,9 @@ pub struct WebhookState {
     /// The bearer token that opens the status page and `/metrics` from anywhere; without one
     /// they answer only on loopback (they name private repositories and show jobs' errors).
     pub admin_token: Option<Arc<String>>,
-    /// The bearer token of `POST /report` (`crate::report_endpoint`); `None`: reports are off.
-    pub report_token: Option<Arc<String>>,
+    /// The bearer token of `POST /report` and the repositories it may file in
+    /// (`crate::report_endpoint`); `None`: reports are off.
+    pub report_token: Option<Arc<ReportAccess>>,
     /// The bytes of the delivery bodies being read at once ([`body_budget`]).
     pub bodies: Arc<tokio::sync::Semaphore>,
 }
@@ -312,8 +314,9 @@ pub struct ServeOptions {
     pub limits: bugloop_queue::Limits,
     /// Opens the status page and `/metrics` beyond loopback (`BUGLOOP_ADMIN_TOKEN`).
     pub admin_token: Option<String>,
-    /// Opens `POST /report` (`BUGLOOP_REPORT_TOKEN`); without it the endpoint is off.
-    pub report_token: Option<String>,
+    /// Opens `POST /report` (`BUGLOOP_REPORT_TOKEN`) for the repositories it is scoped to
+    /// (`BUGLOOP_REPORT_REPOSITORIES`); without it the endpoint is off.
+    pub report_token: Option<ReportAccess>,
     /// The label whose `issues.labeled` events are queued for solving (`BUGLOOP_AUTOFIX_LABEL`;
     /// `bug:autofix`); a repository whose `labels.trigger` differs is told so by the job.
     pub autofix_label: String,

@@ -13,7 +13,7 @@ use bugloop_github::{AppCredentials, Endpoint, Policy};
 use bugloop_queue::Limits;
 use serde::Deserialize;
 
-use crate::serve::ServeOptions;
+use crate::serve::{ReportAccess, ServeOptions};
 use crate::store_location::StoreLocation;
 use crate::worker::WorkerSettings;
 use crate::{AppError, ConfigChoice};
@@ -29,6 +29,8 @@ struct ServerFile {
     admin_token: Option<String>,
     /// Opens `POST /report` (error reports filed as issues).
     report_token: Option<String>,
+    /// The repositories the report token may file issues in (`owner/name`, `owner/*`).
+    report_repositories: Option<Vec<String>>,
     /// The label whose issues are solved (`bug:autofix`).
     autofix_label: Option<String>,
     /// The prefix of the solve pipeline's branches (`bugloop/`).
@@ -177,9 +179,7 @@ pub fn serve_options(
         admin_token: sources
             .var("BUGLOOP_ADMIN_TOKEN")
             .or(file.admin_token.clone()),
-        report_token: sources
-            .var("BUGLOOP_REPORT_TOKEN")
-            .or(file.report_token.clone()),
+        report_token: report_access(sources, &file)?,
         autofix_label: sources
             .var("BUGLOOP_AUTOFIX_LABEL")
             .or(file.autofix_label.clone())
@@ -189,6 +189,51 @@ pub fn serve_options(
             .or(file.solve_branch_prefix.clone())
             .unwrap_or_else(|| "bugloop/".to_owned()),
     })
+}
+
+/// The report token and the repositories it may file in; a token without any is refused (it
+/// would file issues, and solve them, in any repository the App is installed on).
+fn report_access(
+    sources: &ServerSources<'_>,
+    file: &ServerFile,
+) -> Result<Option<ReportAccess>, AppError> {
+    let Some(token) = sources
+        .var("BUGLOOP_REPORT_TOKEN")
+        .or(file.report_token.clone())
+    else {
+        return Ok(None);
+    };
+    let repositories: Vec<String> = match sources.var("BUGLOOP_REPORT_REPOSITORIES") {
+        Some(list) => list
+            .split([',', ' ', '\n'])
+            .filter(|s| !s.trim().is_empty())
+            .map(|s| s.trim().to_owned())
+            .collect(),
+        None => file.report_repositories.clone().unwrap_or_default(),
+    };
+    if repositories.is_empty() {
+        return Err(AppError::Invalid(
+            "report_token (BUGLOOP_REPORT_TOKEN) is set but report_repositories \
+             (BUGLOOP_REPORT_REPOSITORIES) names no repository: list the repositories the token \
+             may file issues in (owner/name, or owner/* for all of an owner's)"
+                .to_owned(),
+        ));
+    }
+    for scope in &repositories {
+        let valid = match scope.strip_suffix("/*") {
+            Some(owner) => !owner.is_empty() && !owner.contains('/'),
+            None => bugloop_github::Repo::parse(scope).is_some(),
+        };
+        if !valid {
+            return Err(AppError::Invalid(format!(
+                "report_repositories: {scope:?} is not owner/name or owner/*"
+            )));
+        }
+    }
+    Ok(Some(ReportAccess {
+        token,
+        repositories,
+    }))
 }
 
 /// The workers, when the App's id and key are given.
@@ -320,6 +365,42 @@ mod tests {
             },
             None,
         )
+    }
+
+    #[test]
+    fn a_report_token_files_only_in_the_repositories_it_is_scoped_to() {
+        let secret = ("BUGLOOP_WEBHOOK_SECRET", "s");
+        let unscoped = options("report_token: t\n", &[secret])
+            .unwrap_err()
+            .to_string();
+        assert!(unscoped.contains("names no repository"), "{unscoped}");
+        let bad = options(
+            "report_token: t\nreport_repositories: [\"acme\"]\n",
+            &[secret],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            bad.contains("\"acme\" is not owner/name or owner/*"),
+            "{bad}"
+        );
+        let scoped = options(
+            "report_token: t\n",
+            &[
+                secret,
+                ("BUGLOOP_REPORT_REPOSITORIES", "acme/widgets, tools/*"),
+            ],
+        )
+        .unwrap()
+        .report_token
+        .unwrap();
+        assert!(scoped.allows("acme/widgets") && scoped.allows("Acme/Widgets"));
+        assert!(scoped.allows("tools/anything"));
+        assert!(!scoped.allows("acme/other") && !scoped.allows("someone-else/private"));
+        assert!(
+            !format!("{scoped:?}").contains("\"t\""),
+            "the token is not shown"
+        );
     }
 
     #[test]

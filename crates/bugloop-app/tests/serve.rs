@@ -43,7 +43,10 @@ async fn server_on(
         metrics: Arc::default(),
         body_timeout,
         admin_token: admin_token.map(|t| Arc::new(t.to_owned())),
-        report_token: Some(Arc::new("r3port".to_owned())),
+        report_token: Some(Arc::new(bugloop_app::serve::ReportAccess {
+            token: "r3port".to_owned(),
+            repositories: vec!["acme/widgets".to_owned()],
+        })),
         bodies: bugloop_app::serve::body_budget(),
         settings: Arc::new(TriggerSettings {
             bot_logins: vec!["bugloop-app[bot]".to_owned()],
@@ -394,6 +397,13 @@ async fn error_reports_are_queued_with_the_report_token_only() {
         let (status, said) = send(Some("r3port"), "?repository=acme%2Fwidgets", trace).await;
         assert_eq!(status, 202, "{said}");
     }
+    // The token files only in the repositories it is scoped to.
+    let (status, said) = send(Some("r3port"), "?repository=someone-else/private", trace).await;
+    assert_eq!(status, 403, "{said}");
+    assert!(
+        said.contains("may not file issues in someone-else/private"),
+        "{said}"
+    );
     let jobs = server.queue.jobs().await.unwrap();
     assert_eq!(jobs.len(), 2, "{jobs:#?}");
     assert!(jobs.iter().all(|j| j.kind == bugloop_queue::JobKind::Report
