@@ -614,6 +614,34 @@ fn web_settings(review: &ReviewConfig) -> Result<(), ConfigError> {
     Ok(())
 }
 
+/// Where `sandbox.system_paths` may add directories to the sandbox's view.
+pub const SYSTEM_PATH_ROOTS: [&str; 5] = ["/usr", "/opt", "/nix", "/snap", "/gnu"];
+
+/// Prefixes of the variables of bugloop, the forge and a CI runner.
+const RESERVED_PREFIXES: [&str; 4] = ["BUGLOOP_", "GITHUB_", "ACTIONS_", "RUNNER_"];
+
+/// Why a variable may not be passed into the sandbox, when it may not: bugloop's, the forge's
+/// or a runner's, or named like a credential.
+fn credential_variable(name: &str) -> Option<String> {
+    let upper = name.to_ascii_uppercase();
+    if let Some(prefix) = RESERVED_PREFIXES.iter().find(|p| upper.starts_with(**p)) {
+        return Some(format!(
+            "is one of bugloop's, the forge's or the runner's ({prefix}*)"
+        ));
+    }
+    [
+        "TOKEN",
+        "SECRET",
+        "PASSWORD",
+        "PASSWD",
+        "KEY",
+        "CREDENTIALS",
+    ]
+    .iter()
+    .find(|word| upper.split('_').any(|part| part == **word))
+    .map(|word| format!("is named like a credential (`{word}`)"))
+}
+
 pub fn validate(config: &Config) -> Result<(), ConfigError> {
     let invalid = |path: &str, message: String| ConfigError::Invalid {
         origin: Origin::Value,
@@ -713,21 +741,45 @@ pub fn validate(config: &Config) -> Result<(), ConfigError> {
             ));
         }
     }
+    // An allow-list: a directory elsewhere (`/etc/bugloop`, `/srv`, `/var/lib`) can hold the
+    // host's secrets (an App's private key), and whoever writes the configuration may not be
+    // whoever runs bugloop.
     for (index, path) in sandbox.system_paths.iter().enumerate() {
         let normalized = path.trim_end_matches('/');
-        if !path.starts_with('/')
-            || path.split('/').any(|c| c == "..")
-            || normalized.is_empty()
-            || [
-                "/proc", "/sys", "/run", "/var/run", "/dev", "/root", "/home", "/tmp",
-            ]
-            .iter()
-            .any(|denied| normalized == *denied || normalized.starts_with(&format!("{denied}/")))
-        {
+        let allowed = path.starts_with('/')
+            && !path.split('/').any(|c| c == ".." || c == ".")
+            && SYSTEM_PATH_ROOTS
+                .iter()
+                .any(|root| normalized == *root || normalized.starts_with(&format!("{root}/")));
+        if !allowed {
             return Err(invalid(
                 &format!("sandbox.system_paths[{index}]"),
                 format!(
-                    "`{path}`: must be an absolute system directory other than /, /proc, /sys, /run, /dev, /tmp and home directories (use sandbox.home_dirs for those)"
+                    "`{path}`: may only be a toolchain directory under {} (home directories go in sandbox.home_dirs)",
+                    SYSTEM_PATH_ROOTS.join(", ")
+                ),
+            ));
+        }
+    }
+    // Variables passed into the sandbox never carry bugloop's, the forge's or a runner's
+    // credentials: a command of the change under review reads them.
+    for (index, name) in sandbox.env_allowlist.iter().enumerate() {
+        if let Some(reason) = credential_variable(name) {
+            return Err(invalid(
+                &format!("sandbox.env_allowlist[{index}]"),
+                format!("`{name}` {reason}: it is never passed to commands of the change"),
+            ));
+        }
+    }
+    for (provider, settings) in &config.model.providers {
+        if let Some(name) = &settings.api_key_env
+            && let Some(prefix) = RESERVED_PREFIXES.iter().find(|p| name.starts_with(**p))
+        {
+            return Err(invalid(
+                &format!("model.providers.{provider}.api_key_env"),
+                format!(
+                    "`{name}` is one of bugloop's, the forge's or the runner's own variables \
+                     ({prefix}*), not a model provider's key"
                 ),
             ));
         }

