@@ -50,6 +50,8 @@ struct ServerFile {
     data_dir: Option<PathBuf>,
     lease_seconds: Option<u64>,
     shutdown_grace_seconds: Option<u64>,
+    /// The longest one job may run, whatever a repository's budgets say (3,600).
+    job_timeout_seconds: Option<u64>,
     /// The pause between content-creating requests GitHub asks for (1000 ms).
     write_spacing_ms: Option<u64>,
     limits: Option<LimitsFile>,
@@ -335,6 +337,7 @@ fn workers(
         },
         shutdown_grace: seconds(file.shutdown_grace_seconds, 60, "shutdown_grace_seconds")?,
         git_token_refresh: Duration::from_secs(600),
+        job_timeout: seconds(file.job_timeout_seconds, 3_600, "job_timeout_seconds")?,
         metrics: Arc::default(),
     };
     Ok(Some((settings, count)))

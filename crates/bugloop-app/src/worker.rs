@@ -44,6 +44,9 @@ pub struct WorkerSettings {
     pub shutdown_grace: Duration,
     /// How often a running job's clone gets a fresh installation token (tokens last an hour).
     pub git_token_refresh: Duration,
+    /// The longest one job may run (the operator's; a repository's budgets cannot raise it): a
+    /// job over it fails and the worker takes the next.
+    pub job_timeout: Duration,
     /// Where the worker's figures go (`/metrics`).
     pub metrics: Arc<ServerMetrics>,
 }
@@ -165,6 +168,13 @@ pub async fn run_next(
     let job = run_job(queue, &lease, settings, fence).instrument(span.clone());
     let result = tokio::select! {
         result = job => Some(result),
+        () = tokio::time::sleep(settings.job_timeout) => Some(Err((
+            AppError::Invalid(format!(
+                "the job ran over the server's limit of {} s (job_timeout_seconds) and was stopped",
+                settings.job_timeout.as_secs()
+            )),
+            Failure::Permanent,
+        ))),
         () = stop.grace_over(settings.shutdown_grace) => None,
     };
     heartbeat.abort();
@@ -272,22 +282,26 @@ async fn run_job(
         .await
         .map_err(|e| (e, Failure::Transient))?;
     // Installation tokens last an hour: the clone's is renewed while the job runs, so a long
-    // job's push never meets an expired one.
-    let refresher = {
-        let (directory, every) = (directory.clone(), settings.git_token_refresh);
-        tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(every).await;
-                match client.current_token().await {
-                    Ok(token) => {
-                        if let Err(error) = set_git_token(&directory, &token) {
-                            tracing::warn!(%error, "cannot renew the clone's token");
+    // job's push never meets an expired one; when the job ends, however it ends (done, over the
+    // server's limit, handed back at shutdown), the renewing stops and the token goes.
+    let token = CloneToken {
+        directory: directory.clone(),
+        renewer: {
+            let (directory, every) = (directory.clone(), settings.git_token_refresh);
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(every).await;
+                    match client.current_token().await {
+                        Ok(token) => {
+                            if let Err(error) = set_git_token(&directory, &token) {
+                                tracing::warn!(%error, "cannot renew the clone's token");
+                            }
                         }
+                        Err(error) => tracing::warn!(%error, "cannot renew the clone's token"),
                     }
-                    Err(error) => tracing::warn!(%error, "cannot renew the clone's token"),
                 }
-            }
-        })
+            })
+        },
     };
     let job = EventJob {
         directory: directory.clone(),
@@ -312,11 +326,7 @@ async fn run_job(
         fail_on: None,
     };
     let outcome = run_event(job).await;
-    refresher.abort();
-    // The token does not outlive the job in the clone's configuration.
-    if let Err(error) = forget_git_token(&directory) {
-        tracing::warn!(%error, "cannot remove the clone's token");
-    }
+    drop(token);
     match outcome {
         Ok(EventOutcome::Review { outcome, .. }) => Ok(outcome
             .report
@@ -480,6 +490,22 @@ fn auth_header(token: &str) -> String {
         "AUTHORIZATION: basic {}",
         base64::engine::general_purpose::STANDARD.encode(format!("x-access-token:{token}"))
     )
+}
+
+/// A job's hold on its clone's token: renewed while held, removed when dropped.
+struct CloneToken {
+    directory: PathBuf,
+    renewer: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for CloneToken {
+    fn drop(&mut self) {
+        self.renewer.abort();
+        // The token does not outlive the job in the clone's configuration.
+        if let Err(error) = forget_git_token(&self.directory) {
+            tracing::warn!(%error, "cannot remove the clone's token");
+        }
+    }
 }
 
 /// Removes the token [`set_git_token`] wrote (the next job writes a fresh one).

@@ -150,6 +150,7 @@ async fn setup_with(config: &str) -> Setup {
         },
         shutdown_grace: Duration::from_secs(5),
         git_token_refresh: Duration::from_secs(600),
+        job_timeout: Duration::from_secs(600),
         metrics: Arc::default(),
     };
     Setup {

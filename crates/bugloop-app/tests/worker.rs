@@ -83,6 +83,7 @@ async fn setup(lease: Duration) -> Setup {
         },
         shutdown_grace: Duration::from_secs(5),
         git_token_refresh: Duration::from_secs(600),
+        job_timeout: Duration::from_secs(600),
         metrics: Arc::default(),
     };
     Setup {
@@ -396,4 +397,38 @@ async fn a_worker_whose_lease_is_gone_pushes_nothing() {
     );
     let branches = bugloop_testkit::git(s.fixture.origin(), &["branch", "--list"]);
     assert!(!branches.contains("bugloop/"), "{branches}");
+}
+
+/// A model endpoint that takes connections and never answers (or trickles): the job stops at
+/// the server's own limit, whatever the repository's budgets allow, fails with the reason, and
+/// its clone keeps no token.
+#[tokio::test]
+async fn a_job_over_the_servers_limit_is_stopped() {
+    let mut s = setup(Duration::from_secs(60)).await;
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    let config = s.settings.config.file.clone().unwrap();
+    std::fs::write(
+        &config,
+        format!(
+            "model:\n  max_retries: 0\n  providers:\n    stub:\n      base_url: http://127.0.0.1:{port}/v1\nbudgets:\n  max_wall_seconds: 86400\n"
+        ),
+    )
+    .unwrap();
+    s.settings.model = Some("stub:any".to_owned());
+    s.settings.job_timeout = Duration::from_secs(2);
+    let run = run_next(&s.queue, &s.settings, &Stop::never())
+        .await
+        .unwrap()
+        .unwrap();
+    drop(silent);
+    assert_eq!(run.state, Some(JobState::Dead), "{run:?}");
+    let error = run.error.unwrap();
+    assert!(
+        error.contains("ran over the server's limit of 2 s"),
+        "{error}"
+    );
+    let text =
+        std::fs::read_to_string(s.settings.workspaces.join("acme/widgets/.git/config")).unwrap();
+    assert!(!text.contains("extraheader"), "{text}");
 }
