@@ -7,7 +7,6 @@
 //! sandbox's set-up), and the tokens a proof adds and their share of the review's and the
 //! budget's.
 
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -21,7 +20,7 @@ use bugloop_report::review::{ProofStatus, ReviewReport};
 use serde::Serialize;
 use serde_json::json;
 
-use super::review::review_once;
+use super::review::{git, review_once};
 use super::setup_error;
 use crate::{AppError, Models};
 
@@ -160,19 +159,6 @@ impl Provider for ProvingModel {
         reply.model = self.name().to_owned();
         Ok(reply)
     }
-}
-
-fn git(dir: &Path, args: &[&str]) -> Result<(), AppError> {
-    bugloop_git::GitCommand::in_work_tree(dir)
-        .args([
-            "-c",
-            "user.name=bench",
-            "-c",
-            "user.email=bench@bugloop.invalid",
-        ])
-        .args(args)
-        .output()?;
-    Ok(())
 }
 
 fn median(mut values: Vec<f64>) -> f64 {

@@ -81,7 +81,8 @@ pub(crate) async fn review_once(
     Ok(bugloop_loops::review::review(&env, request).await?)
 }
 
-fn git(dir: &Path, args: &[&str]) -> Result<(), AppError> {
+/// git in the benchmark's repository, as a fixed author.
+pub(super) fn git(dir: &Path, args: &[&str]) -> Result<(), AppError> {
     bugloop_git::GitCommand::in_work_tree(dir)
         .args([
             "-c",
