@@ -99,6 +99,7 @@ fn job(fixture: &PullRequestFixture, config: &std::path::Path, model: &str) -> E
         config: ConfigChoice {
             file: Some(config.to_path_buf()),
             trust_branch: false,
+            ..Default::default()
         },
         progress: Arc::new(bugloop_app::types::Silent),
         github: GitHubTarget {

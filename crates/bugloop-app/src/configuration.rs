@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use bugloop_config::{BranchConfig, CONFIG_PATH, Loaded, LocalFiles};
+use bugloop_config::{BaseScope, BranchConfig, CONFIG_PATH, Loaded, LocalFiles, SourceText};
 use bugloop_git::Git;
 
 use crate::AppError;
@@ -16,6 +16,18 @@ pub struct ConfigChoice {
     pub file: Option<PathBuf>,
     /// `--trust-branch-config`: accept the branch's own file in full.
     pub trust_branch: bool,
+    /// An operator runs bugloop for the repository (the App server): its configuration is above
+    /// the repository's, which sets only what the operator allows.
+    pub operator: Option<OperatorConfig>,
+}
+
+/// What an operator keeps for itself.
+#[derive(Debug, Clone, Default)]
+pub struct OperatorConfig {
+    /// The operator's configuration (the server settings' `config` section).
+    pub config: Option<SourceText>,
+    /// Keys beyond `bugloop_config::REPOSITORY_SETTABLE` a repository may set.
+    pub repository_may_set: Vec<String>,
 }
 
 /// The configuration of a directory, with where each value came from.
@@ -72,11 +84,42 @@ fn load(
         user_file: choice.file.clone(),
         base,
         branch_config,
+        operator: choice
+            .operator
+            .as_ref()
+            .and_then(|operator| operator.config.clone()),
+        base_scope: match &choice.operator {
+            Some(operator) => BaseScope::Repository {
+                may_set: operator.repository_may_set.clone(),
+            },
+            None => BaseScope::Full,
+        },
     };
     let env = bugloop_config::environment(std::env::vars_os())?;
     let loaded = bugloop_config::load(&files, env)?;
-    let warnings = ignored_warnings(&loaded, branch_config);
+    let mut warnings = operator_warnings(&loaded);
+    warnings.extend(ignored_warnings(&loaded, branch_config));
     Ok(Configuration { loaded, warnings })
+}
+
+/// One line per setting of the repository's file that the operator keeps for itself.
+fn operator_warnings(loaded: &Loaded) -> Vec<String> {
+    let file = loaded.base.as_deref().unwrap_or(CONFIG_PATH);
+    loaded
+        .operator_owned
+        .iter()
+        .map(|owned| {
+            let at = owned
+                .line
+                .map(|line| format!(" (line {line})"))
+                .unwrap_or_default();
+            format!(
+                "{file} sets {}{at}; ignored: the server's operator chooses it (a repository \
+                 sets review settings, its sandboxed commands, labels and paths)",
+                owned.key
+            )
+        })
+        .collect()
 }
 
 fn ignored_warnings(loaded: &Loaded, branch_config: BranchConfig) -> Vec<String> {

@@ -79,6 +79,20 @@ pub enum EventOutcome {
     NotRun { reason: String },
 }
 
+impl EventOutcome {
+    /// What the job warned about (settings ignored, and the like).
+    pub fn warnings(&self) -> &[String] {
+        match self {
+            EventOutcome::Review { outcome, .. } => &outcome.warnings,
+            EventOutcome::Comment { outcome, .. } => &outcome.warnings,
+            EventOutcome::Converge { outcome, .. } => &outcome.warnings,
+            EventOutcome::Report { outcome } => &outcome.warnings,
+            EventOutcome::Solve { outcome, .. } => &outcome.warnings,
+            EventOutcome::NotRun { .. } => &[],
+        }
+    }
+}
+
 /// bugloop opened on the repository's issues (`issue`: the one the job is about, 0 for none).
 async fn open_issues(job: &EventJob, repository: &str, issue: u64) -> Result<App, AppError> {
     let repo = repository_of(repository, &job.github.repo)?;

@@ -16,7 +16,7 @@ use serde::Deserialize;
 use crate::serve::{ReportAccess, ServeOptions};
 use crate::store_location::StoreLocation;
 use crate::worker::WorkerSettings;
-use crate::{AppError, ConfigChoice};
+use crate::{AppError, ConfigChoice, OperatorConfig};
 
 /// The file's keys (every one optional; the environment may give it instead).
 #[derive(Debug, Default, Deserialize)]
@@ -55,6 +55,13 @@ struct ServerFile {
     /// The pause between content-creating requests GitHub asks for (1000 ms).
     write_spacing_ms: Option<u64>,
     limits: Option<LimitsFile>,
+    /// The operator's bugloop configuration for every repository (model, providers, sandbox,
+    /// budgets, web access, ...): a repository's own file sets only review settings, its
+    /// sandboxed commands, labels and paths, and what `repository_may_set` adds.
+    config: Option<serde_yaml_ng::Value>,
+    /// Keys beyond those a repository may set in its own configuration (`model.default`,
+    /// `budgets`, ...); never a provider, a host path, a variable to pass in or the identity.
+    repository_may_set: Option<Vec<String>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -161,6 +168,15 @@ pub fn serve_options(
                 .to_owned(),
         ));
     }
+    let autofix_label = sources
+        .var("BUGLOOP_AUTOFIX_LABEL")
+        .or(file.autofix_label.clone())
+        .unwrap_or_else(|| "bug:autofix".to_owned());
+    let solve_branch_prefix = sources
+        .var("BUGLOOP_SOLVE_BRANCH_PREFIX")
+        .or(file.solve_branch_prefix.clone())
+        .unwrap_or_else(|| "bugloop/".to_owned());
+    let operator = operator_config(sources, &file, &autofix_label, &solve_branch_prefix)?;
     Ok(ServeOptions {
         listen: listen
             .or(file.listen)
@@ -176,20 +192,100 @@ pub fn serve_options(
             .or(file.bot_login.clone())
             .into_iter()
             .collect(),
-        workers: workers(sources, &file, &base, &data_dir)?,
+        workers: workers(sources, &file, &base, &data_dir, operator)?,
         limits,
         admin_token: sources
             .var("BUGLOOP_ADMIN_TOKEN")
             .or(file.admin_token.clone()),
         report_token: report_access(sources, &file)?,
-        autofix_label: sources
-            .var("BUGLOOP_AUTOFIX_LABEL")
-            .or(file.autofix_label.clone())
-            .unwrap_or_else(|| "bug:autofix".to_owned()),
-        solve_branch_prefix: sources
-            .var("BUGLOOP_SOLVE_BRANCH_PREFIX")
-            .or(file.solve_branch_prefix.clone())
-            .unwrap_or_else(|| "bugloop/".to_owned()),
+        autofix_label,
+        solve_branch_prefix,
+    })
+}
+
+/// The operator's configuration for every job: the file's `config` section with the label and
+/// branch prefix the server answers to, checked now (a mistake stops the server at start, not
+/// each job), and what a repository may set beyond the default.
+fn operator_config(
+    sources: &ServerSources<'_>,
+    file: &ServerFile,
+    autofix_label: &str,
+    solve_branch_prefix: &str,
+) -> Result<OperatorConfig, AppError> {
+    let label = match sources.file {
+        Some(path) => format!("{} (its config section)", path.display()),
+        None => "the server's configuration".to_owned(),
+    };
+    let mut tree = match &file.config {
+        None | Some(serde_yaml_ng::Value::Null) => {
+            serde_yaml_ng::Value::Mapping(serde_yaml_ng::Mapping::new())
+        }
+        Some(tree @ serde_yaml_ng::Value::Mapping(_)) => tree.clone(),
+        Some(_) => {
+            return Err(AppError::Invalid(format!(
+                "{label}: is not a mapping of bugloop settings"
+            )));
+        }
+    };
+    // The server answers to its own label and prefix; a `config` that says otherwise would make
+    // the solve pipeline disagree with what the server queued.
+    for (keys, value, setting) in [
+        (&["labels", "trigger"][..], autofix_label, "autofix_label"),
+        (
+            &["branch_prefix"][..],
+            solve_branch_prefix,
+            "solve_branch_prefix",
+        ),
+    ] {
+        let dotted = keys.join(".");
+        let found = keys
+            .iter()
+            .try_fold(&tree, |node, key| node.get(*key))
+            .cloned();
+        match found {
+            Some(serde_yaml_ng::Value::String(given)) if given != value => {
+                return Err(AppError::Invalid(format!(
+                    "{label}: {dotted} is {given:?} but {setting} is {value:?}; set {setting} only"
+                )));
+            }
+            Some(_) => {}
+            None => {
+                let mut node = &mut tree;
+                for key in &keys[..keys.len() - 1] {
+                    let serde_yaml_ng::Value::Mapping(map) = node else {
+                        return Err(AppError::Invalid(format!(
+                            "{label}: {key} is not a section"
+                        )));
+                    };
+                    node = map
+                        .entry(serde_yaml_ng::Value::String((*key).to_owned()))
+                        .or_insert_with(|| {
+                            serde_yaml_ng::Value::Mapping(serde_yaml_ng::Mapping::new())
+                        });
+                }
+                if let (serde_yaml_ng::Value::Mapping(map), Some(last)) = (node, keys.last()) {
+                    map.insert(
+                        serde_yaml_ng::Value::String((*last).to_owned()),
+                        serde_yaml_ng::Value::String(value.to_owned()),
+                    );
+                }
+            }
+        }
+    }
+    let text =
+        serde_yaml_ng::to_string(&tree).map_err(|e| AppError::Invalid(format!("{label}: {e}")))?;
+    let config = bugloop_config::SourceText::new(label, text);
+    bugloop_config::load_layered(&bugloop_config::Sources {
+        operator: Some(config.clone()),
+        ..Default::default()
+    })
+    .map_err(|e| AppError::Invalid(format!("the server settings: {e}")))?;
+    let repository_may_set = file.repository_may_set.clone().unwrap_or_default();
+    bugloop_config::check_repository_may_set(&repository_may_set)
+        .map_err(|e| AppError::Invalid(format!("the server settings: {e}")))?;
+    Ok(OperatorConfig {
+        config: Some(config),
+        repository_may_set,
     })
 }
 
@@ -244,6 +340,7 @@ fn workers(
     file: &ServerFile,
     base: &Path,
     data_dir: &Path,
+    operator: OperatorConfig,
 ) -> Result<Option<(WorkerSettings, usize)>, AppError> {
     let id = number::<u64>("BUGLOOP_APP_ID", sources.var("BUGLOOP_APP_ID"))?.or(file.app_id);
     let key = sources
@@ -321,7 +418,10 @@ fn workers(
             .or(file.git_base.clone())
             .unwrap_or_else(|| "https://github.com".to_owned()),
         workspaces: data_dir.join("clones"),
-        config: ConfigChoice::default(),
+        config: ConfigChoice {
+            operator: Some(operator),
+            ..ConfigChoice::default()
+        },
         model: sources.var("BUGLOOP_SERVER_MODEL").or(file.model.clone()),
         state_key,
         policy: Policy {
@@ -368,6 +468,52 @@ mod tests {
             },
             None,
         )
+    }
+
+    #[test]
+    fn the_operators_configuration_is_checked_at_start() {
+        let secret = ("BUGLOOP_WEBHOOK_SECRET", "s");
+        let operator = operator_config(
+            &ServerSources {
+                file: None,
+                env: &|_| None,
+                default_data_dir: PathBuf::from("/nonexistent"),
+            },
+            &serde_yaml_ng::from_str(
+                "config:\n  budgets:\n    max_cost_usd: 2\nrepository_may_set: [model.default]\n",
+            )
+            .unwrap(),
+            "fix-me",
+            "bot/",
+        )
+        .unwrap();
+        let text = &operator.config.as_ref().unwrap().text;
+        assert!(text.contains("max_cost_usd: 2"), "{text}");
+        assert!(text.contains("trigger: fix-me"), "{text}");
+        assert!(text.contains("branch_prefix: bot/"), "{text}");
+        assert_eq!(operator.repository_may_set, ["model.default"]);
+        for (file, words) in [
+            (
+                "config:\n  budgets:\n    max_cost: 2\n",
+                "unknown key `max_cost` in `budgets`",
+            ),
+            ("config: [1]\n", "is not a mapping of bugloop settings"),
+            (
+                "config:\n  labels:\n    trigger: other\n",
+                "labels.trigger is \"other\" but autofix_label is \"bug:autofix\"",
+            ),
+            (
+                "repository_may_set: [model.providers]\n",
+                "no repository may set model.providers",
+            ),
+            (
+                "config:\n  sandbox:\n    system_paths: [/etc/bugloop]\n",
+                "may only be a toolchain directory",
+            ),
+        ] {
+            let error = options(file, &[secret]).unwrap_err().to_string();
+            assert!(error.contains(words), "{file}: {error}");
+        }
     }
 
     #[test]

@@ -327,6 +327,14 @@ async fn run_job(
     };
     let outcome = run_event(job).await;
     drop(token);
+    // The repository's settings the operator keeps, and the like: the operator's to read.
+    for warning in outcome
+        .as_ref()
+        .map(EventOutcome::warnings)
+        .unwrap_or_default()
+    {
+        tracing::warn!(job = %lease.job.id, %repository, "{warning}");
+    }
     match outcome {
         Ok(EventOutcome::Review { outcome, .. }) => Ok(outcome
             .report

@@ -141,6 +141,7 @@ async fn setup_with(config: &str) -> Setup {
         config: ConfigChoice {
             file: Some(config),
             trust_branch: false,
+            ..Default::default()
         },
         model: Some(script_file(work.path(), &script())),
         state_key: None,

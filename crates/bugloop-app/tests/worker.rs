@@ -7,9 +7,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use bugloop_app::ConfigChoice;
 use bugloop_app::github_types::{AppCredentials, Endpoint, Policy, Trigger};
 use bugloop_app::worker::{Stop, WorkerSettings, run_next};
+use bugloop_app::{ConfigChoice, OperatorConfig};
 use bugloop_github_sim::fixture::{
     FixtureOptions, PullRequestFixture, app_key, off_by_one, review_lines, script_file,
 };
@@ -74,6 +74,7 @@ async fn setup(lease: Duration) -> Setup {
         config: ConfigChoice {
             file: Some(config),
             trust_branch: false,
+            operator: Some(OperatorConfig::default()),
         },
         model: Some(script_file(work.path(), &review_lines(&[off_by_one()]))),
         state_key: None,

@@ -350,6 +350,7 @@ fn run(cli: Cli, out: &mut impl Write) -> Result<Verdict> {
     let choice = ConfigChoice {
         file: cli.config.clone(),
         trust_branch: cli.trust_branch_config,
+        operator: None,
     };
     match cli.command {
         Command::Review(args) => review::review(&cwd, &choice, &args, out),

@@ -25,10 +25,29 @@ const SECRET: &str = "cluster secret";
 const APP: &str = "bugloop-app[bot]";
 const PULLS: u64 = 20;
 
+#[path = "serve_cluster/tenants.rs"]
+mod tenants;
+
 struct Cluster {
     fixture: PullRequestFixture,
     dir: tempfile::TempDir,
     config: PathBuf,
+    /// Variables the server gets beside PATH, HOME and its settings file.
+    env: Vec<(String, String)>,
+    /// The user the server runs as (`None`: this test's), and the binary it runs.
+    user: Option<u32>,
+    binary: PathBuf,
+}
+
+/// What a cluster's server is set up with, beyond the defaults.
+#[derive(Default)]
+struct ClusterOptions<'a> {
+    /// The base branch's `.bugloop/config.yml`.
+    base_config: Option<&'a str>,
+    /// More lines of the server's settings file.
+    serve_yaml: String,
+    env: Vec<(String, String)>,
+    user: Option<u32>,
 }
 
 impl Cluster {
@@ -37,7 +56,26 @@ impl Cluster {
     }
 
     async fn with_grace(store_url: &str, lease_seconds: u64, grace_seconds: u64) -> Cluster {
-        let fixture = PullRequestFixture::new(FixtureOptions::default()).await;
+        Cluster::create(
+            store_url,
+            lease_seconds,
+            grace_seconds,
+            ClusterOptions::default(),
+        )
+        .await
+    }
+
+    async fn create(
+        store_url: &str,
+        lease_seconds: u64,
+        grace_seconds: u64,
+        options: ClusterOptions<'_>,
+    ) -> Cluster {
+        let fixture = PullRequestFixture::new(FixtureOptions {
+            base_config: options.base_config,
+            ..FixtureOptions::default()
+        })
+        .await;
         let dir = tempfile::tempdir().unwrap();
         let pem = app_key();
         std::fs::write(dir.path().join("key.pem"), &pem).unwrap();
@@ -81,28 +119,65 @@ impl Cluster {
                  git_base: {:?}\napi_url: {:?}\ngraphql_url: {:?}\nmodel: {model:?}\n\
                  lease_seconds: {lease_seconds}\nshutdown_grace_seconds: {grace_seconds}\n\
                  write_spacing_ms: 0\n\
-                 data_dir: data\n",
+                 data_dir: data\n{}",
                 git_base.display().to_string(),
                 fixture.sim.api_url(),
                 fixture.sim.graphql_url(),
+                options.serve_yaml,
             ),
         )
         .unwrap();
+        // Another user runs a copy of the binary (this one's directory may be closed to it) and
+        // owns everything the server reads and writes.
+        let binary = match options.user {
+            Some(uid) => {
+                let copy = dir.path().join("bugloop");
+                std::fs::copy(env!("CARGO_BIN_EXE_bugloop"), &copy).unwrap();
+                for path in [dir.path(), fixture.origin()] {
+                    let status = Command::new("chown")
+                        .args(["-R", &format!("{uid}:{uid}")])
+                        .arg(path)
+                        .status()
+                        .unwrap();
+                    assert!(status.success());
+                }
+                copy
+            }
+            None => PathBuf::from(env!("CARGO_BIN_EXE_bugloop")),
+        };
         Cluster {
             fixture,
             dir,
             config,
+            env: options.env,
+            user: options.user,
+            binary,
         }
     }
 
     fn command(&self) -> Command {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_bugloop"));
+        let mut command = match self.user {
+            Some(uid) => {
+                let mut command = Command::new("setpriv");
+                command
+                    .args([
+                        &format!("--reuid={uid}"),
+                        &format!("--regid={uid}"),
+                        "--clear-groups",
+                        "--",
+                    ])
+                    .arg(&self.binary);
+                command
+            }
+            None => Command::new(&self.binary),
+        };
         command
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("HOME", self.dir.path())
             .env("NO_COLOR", "1")
-            .env("BUGLOOP_SERVER_CONFIG", &self.config);
+            .env("BUGLOOP_SERVER_CONFIG", &self.config)
+            .envs(self.env.iter().map(|(k, v)| (k, v)));
         command
     }
 

@@ -37,6 +37,113 @@ pub const BRANCH_SETTABLE: &[&str] = &[
     "review.max_tokens_per_call",
 ];
 
+/// The keys a repository's own configuration (its base commit's file) may set when an operator
+/// runs bugloop for it (the App server): the review settings a branch may set, the commands that
+/// run in the sandbox (verify, gate, solve tests, proof tests), the labels that show progress and
+/// the protected paths. Everything else (models, providers and keys, the sandbox, budgets, web
+/// access, identity, the converge loop's size) is the operator's; an operator may hand more of it
+/// over with `repository_may_set`, except [`NEVER_REPOSITORY_SETTABLE`].
+pub const REPOSITORY_SETTABLE: &[&str] = &[
+    "review.threshold",
+    "review.elevation_threshold",
+    "review.elevation_min_score",
+    "review.severity_floor",
+    "review.comment_limit",
+    "review.sensitive_data",
+    "review.security_promotion",
+    "review.ignore_files",
+    "review.dedup_line_window",
+    "review.dedup_min_overlap",
+    "review.max_tokens_per_call",
+    "review.prove",
+    "fix.verify_commands",
+    "gate.commands",
+    "gate.max_fix_rounds",
+    "solve.test_commands",
+    "solve.max_diff_lines",
+    "converge.validator",
+    "labels.in_progress",
+    "labels.needs_human",
+    "protected_paths",
+];
+
+/// What no repository may ever set under an operator, whatever the operator allows: where
+/// requests and keys go (providers, web search, private web hosts), host paths and variables the
+/// sandbox passes in, the local model directory, and the identity bugloop's own state is read by.
+pub const NEVER_REPOSITORY_SETTABLE: &[&str] = &[
+    "model.providers",
+    "model.local_dir",
+    "sandbox.env_allowlist",
+    "sandbox.system_paths",
+    "sandbox.home_dirs",
+    "sandbox.when_unconfined",
+    "review.web.allow_private",
+    "review.web.search_url",
+    "identity",
+];
+
+/// Whether `dotted` is `key` or lies under it.
+fn within(dotted: &str, key: &str) -> bool {
+    dotted == key
+        || dotted
+            .strip_prefix(key)
+            .is_some_and(|rest| rest.starts_with('.'))
+}
+
+/// Checks an operator's `repository_may_set`: each entry a key bugloop has (a section or a leaf),
+/// none of [`NEVER_REPOSITORY_SETTABLE`] nor a section holding one of them.
+pub fn check_repository_may_set(keys: &[String]) -> Result<(), ConfigError> {
+    let defaults = to_tree(&Config::default())?;
+    let known = leaves(&defaults);
+    for key in keys {
+        let invalid = |message: String| ConfigError::Invalid {
+            origin: Origin::Value,
+            path: format!("repository_may_set: {key}"),
+            message,
+        };
+        if !known.iter().any(|leaf| within(&leaf.to_string(), key)) {
+            return Err(invalid("is not a bugloop configuration key".to_owned()));
+        }
+        if let Some(never) = NEVER_REPOSITORY_SETTABLE
+            .iter()
+            .find(|never| within(key, never) || within(never, key))
+        {
+            return Err(invalid(format!(
+                "no repository may set {never} (where requests and keys go, host paths, \
+                 variables passed in, bugloop's identity)"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Which of the base commit's file applies.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum BaseScope {
+    /// All of it: the repository is its own operator (the CLI, the Action).
+    #[default]
+    Full,
+    /// Under an operator (the App server): only [`REPOSITORY_SETTABLE`] and the keys the
+    /// operator adds; the rest is listed in [`Loaded::operator_owned`] and not applied.
+    Repository { may_set: Vec<String> },
+}
+
+impl BaseScope {
+    fn allows(&self, key: &KeyPath) -> bool {
+        let dotted = key.to_string();
+        match self {
+            BaseScope::Full => true,
+            BaseScope::Repository { may_set } => {
+                !NEVER_REPOSITORY_SETTABLE
+                    .iter()
+                    .any(|never| within(&dotted, never))
+                    && (REPOSITORY_SETTABLE.iter().any(|k| within(&dotted, k))
+                        || may_set.iter().any(|k| within(&dotted, k)))
+            }
+        }
+    }
+}
+
 /// The spec's names of keys, accepted as aliases (see `model.rs`).
 pub(crate) const ALIASES: &[(&str, &str)] = &[
     ("limits", "solve"),
@@ -83,8 +190,8 @@ impl SourceText {
     }
 }
 
-/// Everything a configuration is made of. They apply in this order: defaults, `base`, `branch`
-/// (as [`BranchConfig`] allows), `user`, `env`.
+/// Everything a configuration is made of. They apply in this order: defaults, `operator`, `base`
+/// (as [`BaseScope`] allows), `branch` (as [`BranchConfig`] allows), `user`, `env`.
 #[derive(Debug, Clone, Default)]
 pub struct Sources {
     /// The repository's file at the change's base commit (trusted).
@@ -93,9 +200,13 @@ pub struct Sources {
     pub branch: Option<SourceText>,
     /// The user's own file outside the repository (trusted).
     pub user: Option<SourceText>,
+    /// The operator's configuration (the App server's `config` section): what the repository
+    /// may not set comes from here, and what it may set defaults to it.
+    pub operator: Option<SourceText>,
     /// `BUGLOOP_*` overrides (trusted); other variables are ignored.
     pub env: Vec<(String, String)>,
     pub branch_config: BranchConfig,
+    pub base_scope: BaseScope,
 }
 
 /// Where a value came from.
@@ -109,6 +220,8 @@ pub enum ValueSource {
     Branch(String),
     /// The user's file (its path).
     User(String),
+    /// The operator's configuration (its label).
+    Operator(String),
     /// An environment variable.
     Env(String),
 }
@@ -117,9 +230,10 @@ impl fmt::Display for ValueSource {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ValueSource::Default => f.write_str("default"),
-            ValueSource::Base(label) | ValueSource::User(label) | ValueSource::Env(label) => {
-                f.write_str(label)
-            }
+            ValueSource::Base(label)
+            | ValueSource::User(label)
+            | ValueSource::Operator(label)
+            | ValueSource::Env(label) => f.write_str(label),
             ValueSource::Branch(path) => write!(f, "{path} (this branch)"),
         }
     }
@@ -179,6 +293,9 @@ pub struct Loaded {
     /// The branch's changes to trusted-only keys that were not applied (empty with
     /// [`BranchConfig::Trust`], and when the branch's file is the base's).
     pub ignored: Vec<IgnoredBranchSetting>,
+    /// The base commit's settings an operator keeps for itself ([`BaseScope::Repository`]),
+    /// not applied (`branch_value` is what the repository's file gives).
+    pub operator_owned: Vec<IgnoredBranchSetting>,
     /// Environment overrides applied, in order.
     pub overrides: Vec<String>,
     /// Labels of the files read.
@@ -389,13 +506,48 @@ pub fn load_layered(sources: &Sources) -> Result<Loaded, ConfigError> {
     // Each file with the source its values carry, to point errors at.
     let mut texts: Vec<(&SourceText, ValueSource)> = Vec::new();
 
+    let mut effective = defaults.clone();
+    // The operator's configuration: under the repository's file, which sets only what the
+    // operator hands over (the operator's values are then its defaults).
+    let operator = sources.operator.as_ref().map(Layer::read).transpose()?;
+    if let Some(operator) = &operator {
+        for leaf in &operator.present {
+            put(
+                &mut effective,
+                &leaf.0,
+                get(&operator.tree, &leaf.0).cloned(),
+            );
+            sources_of.insert(
+                leaf.clone(),
+                ValueSource::Operator(operator.source.label.clone()),
+            );
+        }
+        texts.push((
+            operator.source,
+            ValueSource::Operator(operator.source.label.clone()),
+        ));
+    }
+
     // The base commit's file.
     let base = sources.base.as_ref().map(Layer::read).transpose()?;
-    let mut effective = defaults.clone();
+    let mut operator_owned = Vec::new();
     if let Some(base) = &base {
-        effective = base.tree.clone();
         for leaf in &base.present {
-            sources_of.insert(leaf.clone(), ValueSource::Base(base.source.label.clone()));
+            if sources.base_scope.allows(leaf) {
+                put(&mut effective, &leaf.0, get(&base.tree, &leaf.0).cloned());
+                sources_of.insert(leaf.clone(), ValueSource::Base(base.source.label.clone()));
+            } else {
+                let (line, line_text) = line_of(&base.source.text, &leaf.0);
+                // What applies instead is the operator's and is not repeated to the
+                // repository (a private endpoint, a path).
+                operator_owned.push(IgnoredBranchSetting {
+                    key: leaf.to_string(),
+                    line,
+                    line_text,
+                    branch_value: one_line(get(&base.tree, &leaf.0)),
+                    trusted_value: "(the operator's)".to_owned(),
+                });
+            }
         }
         texts.push((base.source, ValueSource::Base(base.source.label.clone())));
     }
@@ -442,17 +594,7 @@ pub fn load_layered(sources: &Sources) -> Result<Loaded, ConfigError> {
                 }
             } else if is_trusted_only(&leaf) && !same(new, get(&base_tree, &leaf.0)) {
                 let (line, line_text) = match &branch {
-                    Some(b) => match locate_leaf(&b.source.text, &leaf.0) {
-                        Some((line, _)) => (
-                            Some(line),
-                            b.source
-                                .text
-                                .lines()
-                                .nth(line - 1)
-                                .map(|l| l.trim_end().to_owned()),
-                        ),
-                        None => (None, None),
-                    },
+                    Some(b) => line_of(&b.source.text, &leaf.0),
                     None => (None, None),
                 };
                 candidates.push((leaf, line, line_text, one_line(new)));
@@ -513,7 +655,7 @@ pub fn load_layered(sources: &Sources) -> Result<Loaded, ConfigError> {
         .filter(|(leaf, ..)| {
             !matches!(
                 sources_of.get(leaf),
-                Some(ValueSource::User(_) | ValueSource::Env(_))
+                Some(ValueSource::User(_) | ValueSource::Operator(_) | ValueSource::Env(_))
             )
         })
         .map(
@@ -530,6 +672,7 @@ pub fn load_layered(sources: &Sources) -> Result<Loaded, ConfigError> {
         config,
         sources: sources_of,
         ignored,
+        operator_owned,
         overrides,
         base: sources.base.as_ref().map(|s| s.label.clone()),
         branch: sources.branch.as_ref().map(|s| s.label.clone()),
@@ -537,6 +680,18 @@ pub fn load_layered(sources: &Sources) -> Result<Loaded, ConfigError> {
         branch_differs: differs && sources.branch.is_some(),
         branch_config: sources.branch_config,
     })
+}
+
+/// The 1-based line of a key in YAML text (else of its nearest enclosing key there) and that
+/// line's text.
+fn line_of(text: &str, key: &[String]) -> (Option<usize>, Option<String>) {
+    match locate_leaf(text, key) {
+        Some((line, _)) => (
+            Some(line),
+            text.lines().nth(line - 1).map(|l| l.trim_end().to_owned()),
+        ),
+        None => (None, None),
+    }
 }
 
 /// Points a validation error (`Origin::Value`, a key path like `fix.verify_commands[1]`) at the
@@ -664,6 +819,9 @@ pub struct LocalFiles {
     /// (`None` when there is no base or no file there).
     pub base: Option<(String, Vec<u8>)>,
     pub branch_config: BranchConfig,
+    /// The operator's configuration, when an operator runs bugloop for the repository.
+    pub operator: Option<SourceText>,
+    pub base_scope: BaseScope,
 }
 
 /// The user's default configuration file, from `XDG_CONFIG_HOME` or `HOME` in `env`.
@@ -827,7 +985,9 @@ pub fn load(
         base,
         branch,
         user,
+        operator: files.operator.clone(),
         env,
         branch_config: files.branch_config,
+        base_scope: files.base_scope.clone(),
     })
 }

@@ -79,7 +79,7 @@ pub async fn tokens(source: &TokensSource) -> Result<TokensBench, AppError> {
         directory: repo.clone(),
         config: ConfigChoice {
             file: Some(config),
-            trust_branch: false,
+            ..ConfigChoice::default()
         },
         progress: Arc::new(Silent),
         forge: crate::ForgeChoice::Local,

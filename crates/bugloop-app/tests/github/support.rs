@@ -132,6 +132,7 @@ impl World {
             config: ConfigChoice {
                 file: Some(self.config.clone()),
                 trust_branch: false,
+                ..Default::default()
             },
             progress: Arc::new(bugloop_app::types::Silent),
             github: self.target(Some(KEY)),
