@@ -3,9 +3,11 @@
 //! finding it answers) and acts on it as on a local comment: fix, do, think, or weigh a dispute,
 //! with the commenter's permission from the forge.
 
+use std::sync::Arc;
+
 use bugloop_domain::thread::Comment;
 use bugloop_forge::CommentRef;
-use bugloop_forge::answering::{AnsweringForge, answers};
+use bugloop_forge::answering::{AnsweringForge, answered_outsider, answers};
 use bugloop_report::act::{ActReport, ChosenBy, Intent};
 
 use crate::{App, AppError, Outcome, Verdict};
@@ -49,7 +51,6 @@ impl App {
             return Ok(skipped(format!("not acting on the comment: {reason}")));
         }
         let change = pull.key.clone();
-        let env = self.loop_env(job.model.as_deref())?;
         let comments = self.forge.comments(&change).await?;
         let listed = match job.kind {
             PullRequestCommentKind::Issue => find(&comments, &format!("issue-{}", job.id)),
@@ -89,8 +90,36 @@ impl App {
                 comment.id
             )));
         }
+        // Anyone may comment on a public repository, and every answer spends the model: who
+        // has no write access is answered within the repository's rate, each answer under a
+        // small budget, and checked before any model call.
+        let permission = self.forge.permission(&comment.author).await?;
+        let outsider = !permission.may_modify_files();
+        if outsider && let Some(reason) = self.outsiders_over_rate(&comment).await? {
+            return Ok(skipped(reason));
+        }
+        let env = self.loop_env(job.model.as_deref())?;
+        let env = if outsider {
+            let limits = &self.settings.config.outsiders;
+            let meter = Arc::new(bugloop_llm::Meter::new(
+                env.meter.summary().model,
+                bugloop_llm::BudgetLimits {
+                    max_input_tokens: Some(limits.max_input_tokens),
+                    max_output_tokens: Some(limits.max_output_tokens),
+                    max_turns: Some(limits.max_turns),
+                    ..bugloop_llm::BudgetLimits::default()
+                },
+                None,
+            ));
+            env.with_provider(Arc::new(bugloop_llm::Metered::new(
+                env.provider.clone(),
+                meter,
+            )))
+        } else {
+            env
+        };
         // What bugloop writes while acting on it says which comment it answers.
-        let answering = AnsweringForge::new(env.forge, &comment.id);
+        let answering = AnsweringForge::new(env.forge, &comment.id, outsider);
         let env = bugloop_loops::LoopEnv {
             forge: &answering,
             ..env
@@ -111,6 +140,38 @@ fn answered(comments: &[Comment], comment: &Comment) -> bool {
 }
 
 impl App {
+    /// Why a comment from someone without write access goes unanswered, if it does: the
+    /// repository's answers to such comments in the hour before it (by the forge's clock, from
+    /// bugloop's own answers, so every run and server counts the same) reached
+    /// `outsiders.answers_per_hour`.
+    async fn outsiders_over_rate(&self, comment: &Comment) -> Result<Option<String>, AppError> {
+        let limit = self.settings.config.outsiders.answers_per_hour;
+        if limit == 0 {
+            return Ok(Some(format!(
+                "not answered: {} has no write access, and outsiders.answers_per_hour is 0",
+                comment.author
+            )));
+        }
+        let since = comment
+            .created_at
+            .checked_sub(jiff::SignedDuration::from_hours(1))
+            .unwrap_or(comment.created_at);
+        let written = self.forge.own_comments_since(since).await?;
+        let answered: std::collections::BTreeSet<&str> =
+            written.iter().filter_map(answered_outsider).collect();
+        Ok(
+            (answered.len() >= usize::try_from(limit).unwrap_or(usize::MAX)).then(|| {
+                format!(
+                    "not answered: {} has no write access, and bugloop answered {} comment(s) from \
+                 people without write access in this repository in the hour before it \
+                 (outsiders.answers_per_hour: {limit})",
+                    comment.author,
+                    answered.len()
+                )
+            }),
+        )
+    }
+
     /// Why `actor` may not have bugloop change the pull request's branch, if they may not: a
     /// read-only run (a fork, no state key), or no write access.
     pub(crate) async fn refusal_to_change(&self, actor: &str) -> Result<Option<String>, AppError> {

@@ -692,6 +692,21 @@ pub fn validate(config: &Config) -> Result<(), ConfigError> {
         ),
         ("budgets.max_turns", u64::from(config.budgets.max_turns), 1),
         (
+            "outsiders.max_input_tokens",
+            config.outsiders.max_input_tokens,
+            1,
+        ),
+        (
+            "outsiders.max_output_tokens",
+            config.outsiders.max_output_tokens,
+            1,
+        ),
+        (
+            "outsiders.max_turns",
+            u64::from(config.outsiders.max_turns),
+            1,
+        ),
+        (
             "budgets.max_wall_seconds",
             config.budgets.max_wall_seconds,
             1,

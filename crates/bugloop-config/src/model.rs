@@ -36,6 +36,8 @@ pub struct Config {
     pub protected_paths: Vec<String>,
     /// How agent processes are confined.
     pub sandbox: SandboxConfig,
+    /// How bugloop answers people without write access (an outsider, a fork's author).
+    pub outsiders: OutsidersConfig,
 }
 
 impl Default for Config {
@@ -57,6 +59,33 @@ impl Default for Config {
                 ".git/**".to_owned(),
             ],
             sandbox: SandboxConfig::default(),
+            outsiders: OutsidersConfig::default(),
+        }
+    }
+}
+
+/// Answers to comments from people without write access: anyone can comment on a public
+/// repository, and each answer spends the model. Their comments never change files; their
+/// questions and disputes are answered within a rate per repository, each under a small budget.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct OutsidersConfig {
+    /// Answers to them in any hour, over the whole repository (0: none at all). Counted from
+    /// bugloop's own answers on the forge, so every run and server sees the same count.
+    pub answers_per_hour: u32,
+    /// The model's input tokens for one answer (its intent, the answer, a dispute).
+    pub max_input_tokens: u64,
+    pub max_output_tokens: u64,
+    pub max_turns: u32,
+}
+
+impl Default for OutsidersConfig {
+    fn default() -> Self {
+        OutsidersConfig {
+            answers_per_hour: 5,
+            max_input_tokens: 60_000,
+            max_output_tokens: 4_000,
+            max_turns: 8,
         }
     }
 }

@@ -11,9 +11,14 @@ use crate::{Change, ChangeKey, CommentRef, Forge, ForgeError, LineAnchor, Permis
 
 const ANSWERS: &str = "<!-- bugloop:answers ";
 
+/// Said of an answer to someone without write access: the rate of those answers is counted
+/// from it.
+const OUTSIDER: &str = " outsider";
+
 /// The line that says `comment` is answered.
-fn answers_line(comment: &str) -> String {
-    format!("{ANSWERS}{comment} -->")
+fn answers_line(comment: &str, outsider: bool) -> String {
+    let whom = if outsider { OUTSIDER } else { "" };
+    format!("{ANSWERS}{comment}{whom} -->")
 }
 
 /// Whether one of bugloop's comments answers `comment` (by its hidden line).
@@ -22,7 +27,19 @@ pub fn answers(written: &Comment, comment: &str) -> bool {
         && written
             .body
             .lines()
-            .any(|line| line == answers_line(comment))
+            .any(|line| line == answers_line(comment, false) || line == answers_line(comment, true))
+}
+
+/// The comment one of bugloop's comments answers, when its author has no write access.
+pub fn answered_outsider(written: &Comment) -> Option<&str> {
+    if !written.by_bugloop {
+        return None;
+    }
+    written.body.lines().find_map(|line| {
+        let id = line.strip_prefix(ANSWERS)?.strip_suffix(" -->")?;
+        let id = id.strip_suffix(OUTSIDER)?;
+        (!id.is_empty() && !id.contains(char::is_whitespace)).then_some(id)
+    })
 }
 
 /// The wrapped forge, adding the line to every comment and reply written through it.
@@ -33,10 +50,11 @@ pub struct AnsweringForge<'a> {
 }
 
 impl<'a> AnsweringForge<'a> {
-    pub fn new(inner: &'a dyn Forge, comment: &str) -> Self {
+    /// `outsider`: the comment's author has no write access.
+    pub fn new(inner: &'a dyn Forge, comment: &str, outsider: bool) -> Self {
         AnsweringForge {
             inner,
-            line: answers_line(comment),
+            line: answers_line(comment, outsider),
         }
     }
 
@@ -141,11 +159,54 @@ impl Forge for AnsweringForge<'_> {
         self.inner.permission(actor).await
     }
 
+    async fn own_comments_since(&self, since: jiff::Timestamp) -> Result<Vec<Comment>, ForgeError> {
+        self.inner.own_comments_since(since).await
+    }
+
     async fn change_author(&self, change: &ChangeKey) -> Result<Option<String>, ForgeError> {
         self.inner.change_author(change).await
     }
 
     async fn human_reviewers(&self, change: &ChangeKey) -> Result<Vec<String>, ForgeError> {
         self.inner.human_reviewers(change).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn written(body: &str, by_bugloop: bool) -> Comment {
+        Comment {
+            id: "issue-9".to_owned(),
+            author: "bugloop[bot]".to_owned(),
+            body: body.to_owned(),
+            created_at: jiff::Timestamp::UNIX_EPOCH,
+            kind: bugloop_domain::thread::CommentKind::Issue,
+            in_reply_to: None,
+            thread_id: None,
+            path: None,
+            line: None,
+            thread_resolved: false,
+            by_bugloop,
+        }
+    }
+
+    #[test]
+    fn an_answer_says_whom_it_answers_and_whether_they_may_write() {
+        let writer = format!("It panics.\n{}", answers_line("issue-1", false));
+        let outsider = format!("It panics.\n{}", answers_line("issue-2", true));
+        assert!(answers(&written(&writer, true), "issue-1"));
+        assert!(answers(&written(&outsider, true), "issue-2"));
+        assert_eq!(answered_outsider(&written(&writer, true)), None);
+        assert_eq!(
+            answered_outsider(&written(&outsider, true)),
+            Some("issue-2")
+        );
+        // Only bugloop's own comments count: anyone can write the line.
+        assert_eq!(answered_outsider(&written(&outsider, false)), None);
+        assert!(!answers(&written(&outsider, false), "issue-2"));
+        let quoted = format!("> {}", answers_line("issue-3", true));
+        assert_eq!(answered_outsider(&written(&quoted, true)), None);
     }
 }

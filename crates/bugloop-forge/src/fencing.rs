@@ -141,6 +141,10 @@ impl Forge for FencedForge {
         self.inner.permission(actor).await
     }
 
+    async fn own_comments_since(&self, since: jiff::Timestamp) -> Result<Vec<Comment>, ForgeError> {
+        self.inner.own_comments_since(since).await
+    }
+
     async fn change_author(&self, change: &ChangeKey) -> Result<Option<String>, ForgeError> {
         self.inner.change_author(change).await
     }

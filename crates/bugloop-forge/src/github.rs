@@ -538,4 +538,23 @@ impl Forge for GitHubForge {
             Err(error) => Err(error.into()),
         }
     }
+
+    /// From the repository's comment listings, both kinds (GitHub filters them by their last
+    /// update; those written before `since` are left out here).
+    async fn own_comments_since(&self, since: jiff::Timestamp) -> Result<Vec<Comment>, ForgeError> {
+        let conversation = self
+            .client
+            .repository_issue_comments_since(&self.repo, since)
+            .await?;
+        let lines = self
+            .client
+            .repository_review_comments_since(&self.repo, since)
+            .await?;
+        Ok(conversation
+            .into_iter()
+            .map(|c| self.issue_comment_of(c))
+            .chain(lines.into_iter().map(|c| self.review_comment_of(c)))
+            .filter(|c| c.by_bugloop && c.created_at >= since)
+            .collect())
+    }
 }

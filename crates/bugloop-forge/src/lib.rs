@@ -232,6 +232,10 @@ pub trait Forge: Send + Sync + std::fmt::Debug {
     /// What `actor` may do in the repository.
     async fn permission(&self, actor: &str) -> Result<Permission, ForgeError>;
 
+    /// bugloop's own comments anywhere in the repository, written at or after `since` (by the
+    /// forge's clock): what the rate of answers to people without write access is counted from.
+    async fn own_comments_since(&self, since: jiff::Timestamp) -> Result<Vec<Comment>, ForgeError>;
+
     /// Who opened the change (a pull request's author), when the forge knows: with write
     /// access, the one person who may have a finding withdrawn.
     async fn change_author(&self, change: &ChangeKey) -> Result<Option<String>, ForgeError> {

@@ -297,6 +297,17 @@ impl Forge for LocalForge {
             Permission::Read
         })
     }
+
+    async fn own_comments_since(&self, since: jiff::Timestamp) -> Result<Vec<Comment>, ForgeError> {
+        Ok(self
+            .store
+            .comments_by_bugloop(&self.bot)
+            .await?
+            .into_iter()
+            .filter(|c| c.created_at >= since)
+            .map(|c| to_comment(c, &self.bot))
+            .collect())
+    }
 }
 
 #[cfg(test)]

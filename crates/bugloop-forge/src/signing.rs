@@ -227,6 +227,10 @@ impl Forge for SigningForge {
         self.inner.permission(actor).await
     }
 
+    async fn own_comments_since(&self, since: jiff::Timestamp) -> Result<Vec<Comment>, ForgeError> {
+        self.inner.own_comments_since(since).await
+    }
+
     async fn change_author(&self, change: &ChangeKey) -> Result<Option<String>, ForgeError> {
         self.inner.change_author(change).await
     }

@@ -245,6 +245,47 @@ fn repository(
     }
     let text = |key: &str| body.get(key).and_then(Value::as_str).map(str::to_owned);
     match (method, rest) {
+        // The repository's comments, `since` a time (GitHub compares the last update).
+        ("GET", ["pulls", "comments"]) => {
+            let since = since(query);
+            let items: Vec<Value> = state
+                .review_comments
+                .iter()
+                .filter(|c| !state.is_hidden(true, c.id))
+                .filter(|c| {
+                    since
+                        .as_deref()
+                        .is_none_or(|s| timestamp(c.updated_at).as_str() >= s)
+                })
+                .map(|c| review_json(state, c))
+                .collect();
+            page(
+                state,
+                &format!("/repos/{}/pulls/comments", state.full_name()),
+                query,
+                items,
+            )
+        }
+        ("GET", ["issues", "comments"]) => {
+            let since = since(query);
+            let items: Vec<Value> = state
+                .issue_comments
+                .iter()
+                .filter(|c| !state.is_hidden(false, c.id))
+                .filter(|c| {
+                    since
+                        .as_deref()
+                        .is_none_or(|s| timestamp(c.updated_at).as_str() >= s)
+                })
+                .map(|c| issue_json(state, c))
+                .collect();
+            page(
+                state,
+                &format!("/repos/{}/issues/comments", state.full_name()),
+                query,
+                items,
+            )
+        }
         ("GET", ["pulls", n]) => number(n).map_or_else(Answer::not_found, |n| pull(state, n)),
         ("GET", ["pulls", n, "comments"]) => match number(n) {
             Some(n) if state.pulls.contains_key(&n) => {
@@ -581,6 +622,14 @@ fn pull(state: &mut State, number: u64) -> Answer {
 
 /// A listing page: `per_page` (default 30, at most 100) from `page` (default 1), with GitHub's
 /// `Link` header.
+/// A listing's `since` (RFC 3339 as GitHub's own times are written, `Z` and whole seconds).
+fn since(query: &str) -> Option<String> {
+    query
+        .split('&')
+        .find_map(|pair| pair.strip_prefix("since="))
+        .map(|v| v.replace("%3A", ":"))
+}
+
 fn page(state: &State, path: &str, query: &str, items: Vec<Value>) -> Answer {
     let param = |key: &str| {
         query

@@ -262,6 +262,33 @@ impl GitHubClient {
             .await
     }
 
+    /// Every conversation comment in the repository updated at or after `since` (GitHub filters
+    /// by the last update).
+    pub async fn repository_issue_comments_since(
+        &self,
+        repo: &Repo,
+        since: jiff::Timestamp,
+    ) -> Result<Vec<IssueComment>, GitHubError> {
+        self.list(&format!(
+            "/repos/{repo}/issues/comments?since={}",
+            since.strftime("%Y-%m-%dT%H:%M:%SZ")
+        ))
+        .await
+    }
+
+    /// Every line comment in the repository updated at or after `since`.
+    pub async fn repository_review_comments_since(
+        &self,
+        repo: &Repo,
+        since: jiff::Timestamp,
+    ) -> Result<Vec<ReviewComment>, GitHubError> {
+        self.list(&format!(
+            "/repos/{repo}/pulls/comments?since={}",
+            since.strftime("%Y-%m-%dT%H:%M:%SZ")
+        ))
+        .await
+    }
+
     pub async fn create_issue_comment(
         &self,
         repo: &Repo,

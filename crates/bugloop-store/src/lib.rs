@@ -314,6 +314,23 @@ impl Store {
         rows.iter().map(|row| self.decode(row)).collect()
     }
 
+    /// Every comment of every change that bugloop wrote (`bot`: its name, for comments stored
+    /// before this was recorded), oldest first.
+    pub async fn comments_by_bugloop(&self, bot: &str) -> Result<Vec<StoredComment>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT c.id, c.change, c.kind, c.author, c.body, c.created_at, c.updated_at, \
+             c.in_reply_to, c.thread_id, c.path, c.line, c.commit_sha, c.by_bugloop, \
+             COALESCE(t.resolved, 0) AS resolved \
+             FROM comments c LEFT JOIN threads t ON t.id = c.thread_id \
+             WHERE c.by_bugloop = 1 OR (c.by_bugloop IS NULL AND c.author = ?) ORDER BY c.id",
+        )
+        .bind(bot)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(query_error("list bugloop's comments"))?;
+        rows.iter().map(|row| self.decode(row)).collect()
+    }
+
     /// One comment by id, in any change.
     pub async fn comment(&self, id: i64) -> Result<StoredComment, StoreError> {
         let row = sqlx::query(

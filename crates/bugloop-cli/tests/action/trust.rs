@@ -259,3 +259,76 @@ async fn a_comment_github_never_issued_is_refused() {
     );
     assert_eq!(fixture.origin_head(), before, "nothing was pushed");
 }
+
+/// Comments from people without write access are answered within the repository's rate: the
+/// answers bugloop gave such comments in the hour before are counted on GitHub itself, so each
+/// Action run sees them; past the rate a comment gets no answer and no model call (the model of
+/// those runs cannot even be opened), while a writer is answered as ever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn outsiders_are_answered_within_the_repositorys_rate() {
+    let fixture = PullRequestFixture::new(FixtureOptions::default()).await;
+    fixture.sim.set_permission("mallory", "read");
+    let scripts = tempfile::tempdir().unwrap();
+    let answering = script_file(
+        scripts.path(),
+        &[json!({"text": "It panics: `v[v.len()]` is one past the end."})],
+    );
+    let no_model = "script:/nonexistent/model.jsonl".to_owned();
+    let comment = |author: &str, n: usize| {
+        let body = format!("@bugloop question {n}: what does `last` return for an empty vector?");
+        let id = fixture.sim.comment_as(NUMBER, author, &body);
+        let mut payload = webhook_example("issue_comment", "created", &fixture);
+        payload["comment"]["id"] = json!(id);
+        payload["comment"]["body"] = json!(body);
+        payload["comment"]["user"] = json!({"login": author, "type": "User", "id": 7});
+        payload["sender"] = json!({"login": author, "type": "User", "id": 7});
+        payload
+    };
+    let answers = || {
+        fixture
+            .sim
+            .issue_comments(NUMBER)
+            .into_iter()
+            .filter(|c| c.author == BOT && c.body.contains("It panics"))
+            .count()
+    };
+    let rate = [("BUGLOOP_OUTSIDERS__ANSWERS_PER_HOUR", "2")];
+    for n in 0..4 {
+        let payload = comment("mallory", n);
+        let model = if n < 2 { &answering } else { &no_model };
+        let run = tokio::task::block_in_place(|| {
+            action(&fixture, "issue_comment", &payload, &rate, model)
+        });
+        let output = text(&run.output);
+        assert_eq!(run.output.status.code(), Some(0), "comment {n}: {output}");
+        if n < 2 {
+            assert_eq!(answers(), n + 1, "comment {n}: {output}");
+        } else {
+            assert!(
+                output.contains("not answered: mallory has no write access")
+                    && output.contains("outsiders.answers_per_hour: 2"),
+                "comment {n}: {output}"
+            );
+            assert_eq!(answers(), 2, "comment {n}: {output}");
+        }
+    }
+    // A writer is not held by the outsiders' rate.
+    let payload = comment("alice", 9);
+    let run = tokio::task::block_in_place(|| {
+        action(&fixture, "issue_comment", &payload, &rate, &answering)
+    });
+    assert_eq!(run.output.status.code(), Some(0), "{}", text(&run.output));
+    assert_eq!(answers(), 3, "{}", text(&run.output));
+    // Each answer to an outsider runs under its own small budget, whatever the run's.
+    let payload = comment("mallory", 10);
+    let small = [
+        ("BUGLOOP_OUTSIDERS__ANSWERS_PER_HOUR", "10"),
+        ("BUGLOOP_OUTSIDERS__MAX_INPUT_TOKENS", "50"),
+    ];
+    let run = tokio::task::block_in_place(|| {
+        action(&fixture, "issue_comment", &payload, &small, &answering)
+    });
+    let output = text(&run.output);
+    assert!(output.contains("budget"), "{output}");
+    assert_eq!(answers(), 3, "{output}");
+}

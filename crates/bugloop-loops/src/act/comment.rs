@@ -21,6 +21,9 @@ pub async fn on_comment(
     change: &ChangeKey,
     comment: &Comment,
 ) -> Result<ActReport, ActError> {
+    // Who may have files changed is known before any model call.
+    let permission = env.forge.permission(&comment.author).await?;
+    let allowed = permission.may_modify_files();
     let (comments, state) = env.conversation(change).await?;
     let open = open_threads(&state);
     let open_findings: Vec<OpenFinding> = open
@@ -58,8 +61,6 @@ pub async fn on_comment(
         &open_findings,
     )
     .await?;
-    let permission = env.forge.permission(&comment.author).await?;
-    let allowed = permission.may_modify_files();
     let mut report = match (&intent, allowed) {
         (Intent::Fix(ids), true) => {
             let report = fix(env, change, &Targets::Ids(ids.clone()), Some(&comment.body)).await?;

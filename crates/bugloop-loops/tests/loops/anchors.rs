@@ -73,6 +73,10 @@ impl Forge for RefusesLines<'_> {
     async fn permission(&self, actor: &str) -> Result<Permission, ForgeError> {
         self.0.permission(actor).await
     }
+
+    async fn own_comments_since(&self, since: jiff::Timestamp) -> Result<Vec<Comment>, ForgeError> {
+        self.0.own_comments_since(since).await
+    }
 }
 
 #[tokio::test]
