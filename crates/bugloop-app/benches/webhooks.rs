@@ -74,6 +74,7 @@ async fn measure(queue: Queue, label: &str) {
             admin_token: None,
             report_token: None,
             bodies: bugloop_app::serve::body_budget(),
+            outsiders: Arc::new(bugloop_app::outsider_intake::OutsiderIntake::new(20)),
             settings: Arc::new(TriggerSettings {
                 bot_logins: vec!["bugloop-app[bot]".to_owned()],
                 mention: "bugloop".to_owned(),

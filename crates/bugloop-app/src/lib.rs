@@ -19,6 +19,7 @@ mod local_review;
 pub mod metrics;
 mod models;
 mod outcome;
+pub mod outsider_intake;
 mod pull_request;
 mod report;
 pub mod report_endpoint;

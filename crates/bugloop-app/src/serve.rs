@@ -45,6 +45,8 @@ pub struct WebhookState {
     pub report_token: Option<Arc<ReportAccess>>,
     /// The bytes of the delivery bodies being read at once ([`body_budget`]).
     pub bodies: Arc<tokio::sync::Semaphore>,
+    /// How many outsiders' comments are queued per repository in any hour.
+    pub outsiders: Arc<crate::outsider_intake::OutsiderIntake>,
 }
 
 /// The most bytes of delivery bodies read at once (a few of the largest deliveries; GitHub's
@@ -267,6 +269,21 @@ async fn answer(state: WebhookState, headers: &HeaderMap, body: &Bytes) -> (Stat
         Err(error) => return (StatusCode::BAD_REQUEST, format!("{error}\n")),
     };
     let job = match bugloop_webhooks::trigger(&parsed, &state.settings) {
+        Ok(trigger)
+            if parsed.comment_from_outsider()
+                && !state
+                    .outsiders
+                    .admit(trigger.repository(), std::time::Instant::now()) =>
+        {
+            // Recorded, so a redelivery is known, but no job.
+            tracing::info!(
+                delivery,
+                repository = %trigger.repository(),
+                per_hour = state.outsiders.per_hour(),
+                "an outsider's comment over the repository's hourly intake: not queued"
+            );
+            None
+        }
         Ok(trigger) => {
             let payload = match serde_json::to_string(&trigger) {
                 Ok(payload) => payload,
@@ -323,6 +340,9 @@ pub struct ServeOptions {
     /// The prefix of the solve pipeline's branches (`BUGLOOP_SOLVE_BRANCH_PREFIX`; `bugloop/`,
     /// the default `branch_prefix`): a review of a pull request from one continues its issue.
     pub solve_branch_prefix: String,
+    /// How many comments of people GitHub says are not the repository's are queued per
+    /// repository in any hour, in this process (`outsider_comments_per_hour`; 20).
+    pub outsider_comments_per_hour: u32,
 }
 
 /// Serves until SIGTERM or Ctrl-C; `bound` is told the address once it listens (port 0 picks a
@@ -393,6 +413,9 @@ pub async fn run_until(
         admin_token: options.admin_token.clone().map(Arc::new),
         report_token: options.report_token.clone().map(Arc::new),
         bodies: body_budget(),
+        outsiders: Arc::new(crate::outsider_intake::OutsiderIntake::new(
+            options.outsider_comments_per_hour,
+        )),
         secret: Arc::new(options.secret),
         queue,
         metrics: options

@@ -55,6 +55,9 @@ struct ServerFile {
     /// The pause between content-creating requests GitHub asks for (1000 ms).
     write_spacing_ms: Option<u64>,
     limits: Option<LimitsFile>,
+    /// Comments from people GitHub says are not the repository's, queued per repository in any
+    /// hour by one server process (20); past it they are recorded, not queued.
+    outsider_comments_per_hour: Option<u32>,
     /// The operator's bugloop configuration for every repository (model, providers, sandbox,
     /// budgets, web access, ...): a repository's own file sets only review settings, its
     /// sandboxed commands, labels and paths, and what `repository_may_set` adds.
@@ -200,6 +203,9 @@ pub fn serve_options(
         report_token: report_access(sources, &file)?,
         autofix_label,
         solve_branch_prefix,
+        outsider_comments_per_hour: file
+            .outsider_comments_per_hour
+            .unwrap_or(crate::outsider_intake::DEFAULT_PER_HOUR),
     })
 }
 

@@ -246,13 +246,7 @@ async fn run_job(
             lease.job.id
         )))
     })?;
-    let repository = match &trigger {
-        Trigger::Review { repository, .. }
-        | Trigger::Comment { repository, .. }
-        | Trigger::Converge { repository, .. }
-        | Trigger::Autofix { repository, .. }
-        | Trigger::Report { repository, .. } => repository.clone(),
-    };
+    let repository = trigger.repository().to_owned();
     let repo = Repo::parse(&repository).ok_or_else(|| {
         permanent(AppError::Invalid(format!(
             "job {}: {repository:?} is not owner/name",

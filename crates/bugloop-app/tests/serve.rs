@@ -11,6 +11,7 @@ use bugloop_app::github_types::TriggerSettings;
 use bugloop_app::serve::{WebhookState, router};
 use bugloop_github_sim::fixture::webhook_examples;
 use bugloop_queue::{Queue, Retries};
+use serde_json::json;
 
 const SECRET: &[u8] = b"webhook secret";
 
@@ -48,6 +49,7 @@ async fn server_on(
             repositories: vec!["acme/widgets".to_owned()],
         })),
         bodies: bugloop_app::serve::body_budget(),
+        outsiders: Arc::new(bugloop_app::outsider_intake::OutsiderIntake::new(20)),
         settings: Arc::new(TriggerSettings {
             bot_logins: vec!["bugloop-app[bot]".to_owned()],
             mention: "bugloop".to_owned(),
@@ -462,4 +464,60 @@ async fn bodies_being_read_at_once_share_a_byte_budget() {
     let over = raw(&server, &head("huge", 26 * 1024 * 1024), b"").await;
     assert_eq!(over, "HTTP/1.1 413 Payload Too Large");
     drop(held);
+}
+
+/// An `issue_comment` that mentions bugloop, from an author of the given standing.
+fn comment_from(repository: &str, standing: &str, n: u64) -> Vec<u8> {
+    let mut example = webhook_examples("issue_comment")
+        .into_iter()
+        .find(|e| e["action"] == "created")
+        .unwrap();
+    example["issue"]["pull_request"] =
+        json!({"url": format!("https://api.github.com/repos/{repository}/pulls/1")});
+    example["repository"]["full_name"] = json!(repository);
+    example["comment"]["id"] = json!(1000 + n);
+    example["comment"]["body"] = json!(format!("@bugloop why? ({n})"));
+    example["comment"]["user"] = json!({"login": format!("visitor{n}"), "type": "User", "id": n});
+    example["comment"]["author_association"] = json!(standing);
+    example.to_string().into_bytes()
+}
+
+/// A flood of comments from people who are not the repository's stops at the hourly intake:
+/// past 20 per repository they are recorded (a redelivery is still known) but not queued, while
+/// a member's comment, and an outsider's on another repository, are queued as ever.
+#[tokio::test]
+async fn a_flood_of_outsiders_comments_is_not_queued_past_the_hourly_intake() {
+    let server = server().await;
+    let mut statuses = Vec::new();
+    for n in 0..25 {
+        let body = comment_from("acme/widgets", "NONE", n);
+        let signature = bugloop_webhooks_signature(&body);
+        statuses.push(
+            deliver(
+                &server,
+                "issue_comment",
+                &format!("flood-{n}"),
+                &body,
+                &signature,
+            )
+            .await
+            .as_u16(),
+        );
+    }
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 202).count(),
+        20,
+        "{statuses:?}"
+    );
+    assert_eq!(statuses[20..], [204; 5], "{statuses:?}");
+    for (delivery, repository, standing) in [
+        ("member", "acme/widgets", "MEMBER"),
+        ("elsewhere", "acme/gadgets", "FIRST_TIME_CONTRIBUTOR"),
+    ] {
+        let body = comment_from(repository, standing, 99);
+        let signature = bugloop_webhooks_signature(&body);
+        let status = deliver(&server, "issue_comment", delivery, &body, &signature).await;
+        assert_eq!(status, 202, "{delivery}");
+    }
+    assert_eq!(server.queue.jobs().await.unwrap().len(), 22);
 }

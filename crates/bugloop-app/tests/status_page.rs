@@ -129,6 +129,7 @@ async fn chromium_renders_the_jobs_and_runs_none_of_the_hostile_text() {
         admin_token: None,
         report_token: None,
         bodies: bugloop_app::serve::body_budget(),
+        outsiders: Arc::new(bugloop_app::outsider_intake::OutsiderIntake::new(20)),
         settings: Arc::new(TriggerSettings {
             bot_logins: Vec::new(),
             mention: "bugloop".to_owned(),

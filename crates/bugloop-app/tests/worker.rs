@@ -159,6 +159,7 @@ async fn the_server_queues_a_signed_delivery_and_its_workers_run_it_then_stop() 
         report_token: None,
         autofix_label: "bug:autofix".to_owned(),
         solve_branch_prefix: "bugloop/".to_owned(),
+        outsider_comments_per_hour: 20,
     };
     // Polled beside the client below (the server's future is not sent to another task).
     let server = bugloop_app::serve::run_until(

@@ -93,6 +93,10 @@ pub struct Comment {
     /// A review comment's thread: the comment it answers.
     #[serde(default)]
     pub in_reply_to_id: Option<u64>,
+    /// The author's standing in the repository, as GitHub says it (`OWNER`, `MEMBER`,
+    /// `COLLABORATOR`, `CONTRIBUTOR`, `FIRST_TIME_CONTRIBUTOR`, `FIRST_TIMER`, `NONE`, ...).
+    #[serde(default)]
+    pub author_association: Option<String>,
     #[serde(default)]
     pub path: Option<String>,
     #[serde(default)]
@@ -202,6 +206,23 @@ pub enum Event {
     CheckSuite(Box<CheckSuiteEvent>),
     WorkflowDispatch(Box<WorkflowDispatchEvent>),
     Unhandled(String),
+}
+
+impl Event {
+    /// Whether the event is a comment whose author GitHub says is neither the repository's
+    /// owner, a member of its organisation nor a collaborator: anyone at all, on a public
+    /// repository. (Who may have files changed is still asked of GitHub when the job runs.)
+    pub fn comment_from_outsider(&self) -> bool {
+        let comment = match self {
+            Event::IssueComment(event) => &event.comment,
+            Event::ReviewComment(event) => &event.comment,
+            _ => return false,
+        };
+        comment
+            .author_association
+            .as_deref()
+            .is_some_and(|standing| !matches!(standing, "OWNER" | "MEMBER" | "COLLABORATOR"))
+    }
 }
 
 pub(crate) fn parse(name: &str, body: &[u8]) -> Result<Event, WebhookError> {

@@ -117,6 +117,17 @@ impl Trigger {
         format!("github:{repository}#{number}")
     }
 
+    /// The repository it is about (`owner/name`).
+    pub fn repository(&self) -> &str {
+        match self {
+            Trigger::Review { repository, .. }
+            | Trigger::Comment { repository, .. }
+            | Trigger::Converge { repository, .. }
+            | Trigger::Autofix { repository, .. }
+            | Trigger::Report { repository, .. } => repository,
+        }
+    }
+
     /// The App installation the event came through.
     pub fn installation(&self) -> Option<u64> {
         match self {
