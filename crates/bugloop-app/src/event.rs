@@ -91,6 +91,25 @@ impl EventOutcome {
             EventOutcome::NotRun { .. } => &[],
         }
     }
+
+    /// Why the job did nothing, when it did nothing by design (a comment over the outsiders'
+    /// rate, one already answered, an event that asks for nothing).
+    pub fn skipped(&self) -> Option<&str> {
+        let verdict = match self {
+            EventOutcome::Review { outcome, .. } => &outcome.verdict,
+            EventOutcome::Comment { outcome, .. } => &outcome.verdict,
+            EventOutcome::Converge { outcome, .. } => &outcome.verdict,
+            EventOutcome::Report { outcome } => &outcome.verdict,
+            EventOutcome::Solve { outcome, .. } => &outcome.verdict,
+            EventOutcome::NotRun { reason } => return Some(reason),
+        };
+        match verdict {
+            crate::Verdict::Skipped { reason } | crate::Verdict::NothingToDo { reason } => {
+                Some(reason)
+            }
+            _ => None,
+        }
+    }
 }
 
 /// bugloop opened on the repository's issues (`issue`: the one the job is about, 0 for none).

@@ -329,6 +329,9 @@ async fn run_job(
     {
         tracing::warn!(job = %lease.job.id, %repository, "{warning}");
     }
+    if let Some(reason) = outcome.as_ref().ok().and_then(EventOutcome::skipped) {
+        tracing::info!(job = %lease.job.id, %repository, "nothing done: {reason}");
+    }
     match outcome {
         Ok(EventOutcome::Review { outcome, .. }) => Ok(outcome
             .report

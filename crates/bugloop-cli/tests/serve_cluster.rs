@@ -267,15 +267,22 @@ impl Cluster {
 
     /// Alice's comment on pull request `number`, posted to the simulator, and its event.
     fn comment_event(&self, number: u64, said: &str) -> String {
-        let id = self.fixture.sim.comment_as(number, "alice", said);
+        self.comment_event_by(number, said, "alice", "OWNER")
+    }
+
+    /// A comment by `author` (of GitHub's `standing`: `OWNER`, `NONE`, ...) on pull request
+    /// `number`, posted to the simulator, and its event.
+    fn comment_event_by(&self, number: u64, said: &str, author: &str, standing: &str) -> String {
+        let id = self.fixture.sim.comment_as(number, author, said);
         json!({
             "action": "created",
             "repository": {"full_name": "acme/widgets"},
-            "sender": {"login": "alice", "type": "User"},
+            "sender": {"login": author, "type": "User"},
             "installation": {"id": 42},
             "issue": {"number": number, "title": format!("Change {number}"), "user": {"login": "alice"},
                 "pull_request": {"url": format!("https://api.github.com/repos/acme/widgets/pulls/{number}")}},
-            "comment": {"id": id, "body": said, "user": {"login": "alice", "type": "User"}}
+            "comment": {"id": id, "body": said, "user": {"login": author, "type": "User"},
+                "author_association": standing}
         })
         .to_string()
     }
