@@ -592,11 +592,13 @@ fn object_id(format_sha256: bool, kind: &str, content: &[u8]) -> String {
 }
 
 /// A relative path of plain names: nothing absolute, no `.` or `..`.
+/// A relative path of the tree's own files: no `..`, no root, and nothing under a `.git` (a
+/// task tree's git metadata, its hooks and configuration, is never read or written here).
 fn plain(relative: &Path) -> bool {
     !relative.as_os_str().is_empty()
-        && relative
-            .components()
-            .all(|c| matches!(c, Component::Normal(_)))
+        && relative.components().all(|c| {
+            matches!(c, Component::Normal(name) if !name.as_bytes().eq_ignore_ascii_case(b".git"))
+        })
 }
 
 /// Reads a regular file without following a symlink and without blocking on anything else.
@@ -1252,6 +1254,44 @@ mod tests {
         assert!(safe_relative(b"a/.GiT").is_none());
         assert!(safe_relative(b"/abs").is_none());
         assert!(safe_relative(b"").is_none());
+    }
+
+    /// A test bugloop places is written as a regular file inside the tree only: through a
+    /// directory that is a symlink out of the tree, over a symlink, or above the tree, never.
+    #[test]
+    fn a_placed_file_never_goes_through_a_link() {
+        let repo = bugloop_testkit::TestRepo::with_files(&[("kept.txt", "kept\n")]);
+        let tree = TaskTree::create(repo.path(), &repo.head(), "placing").unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(outside.path(), tree.path().join("tests")).unwrap();
+        let refused = tree
+            .write_regular_file(Path::new("tests/test_x.py"), b"x")
+            .unwrap_err();
+        assert!(
+            refused.contains("is not a directory of the tree"),
+            "{refused}"
+        );
+        assert!(!outside.path().join("test_x.py").exists());
+        let target = outside.path().join("target");
+        std::fs::write(&target, "theirs").unwrap();
+        std::os::unix::fs::symlink(&target, tree.path().join("linked.py")).unwrap();
+        tree.write_regular_file(Path::new("linked.py"), b"ours")
+            .unwrap();
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "theirs");
+        let placed = std::fs::symlink_metadata(tree.path().join("linked.py")).unwrap();
+        assert!(placed.is_file(), "the link is replaced by a regular file");
+        for path in ["../x.py", "/tmp/x.py", ".git/hooks/pre-commit"] {
+            assert!(
+                tree.write_regular_file(Path::new(path), b"x").is_err(),
+                "{path}"
+            );
+        }
+        tree.write_regular_file(Path::new("new/deep/test.py"), b"ok")
+            .unwrap();
+        assert_eq!(
+            std::fs::read_to_string(tree.path().join("new/deep/test.py")).unwrap(),
+            "ok"
+        );
     }
 
     #[test]
