@@ -37,6 +37,36 @@ fn action(
     extra: &[(&str, &str)],
     model: &str,
 ) -> Run {
+    action_as(None, fixture, event, payload, extra, model)
+}
+
+/// Whether this test runs as root (and so can run bugloop again as an unprivileged user).
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+fn chown(path: &Path, uid: u32) {
+    let status = Command::new("chown")
+        .args(["-R", &format!("{uid}:{uid}")])
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(status.success(), "chown {}", path.display());
+}
+
+/// [`action`] as the user `user` (`None`: this test's): a copy of the binary, run with its
+/// privileges dropped, on a workspace and a remote it owns, with its own home.
+fn action_as(
+    user: Option<u32>,
+    fixture: &PullRequestFixture,
+    event: &str,
+    payload: &Value,
+    extra: &[(&str, &str)],
+    model: &str,
+) -> Run {
     let temp = tempfile::tempdir().unwrap();
     let event_path = temp.path().join("event.json");
     std::fs::write(&event_path, payload.to_string()).unwrap();
@@ -44,9 +74,39 @@ fn action(
     std::fs::write(&config, "{}\n").unwrap();
     let summary = temp.path().join("summary.md");
     let outputs = temp.path().join("outputs.txt");
-    let mut command = Command::new(env!("CARGO_BIN_EXE_bugloop"));
+    let mut command = match user {
+        Some(uid) => {
+            let binary = temp.path().join("bugloop");
+            std::fs::copy(env!("CARGO_BIN_EXE_bugloop"), &binary).unwrap();
+            chown(temp.path(), uid);
+            chown(fixture.workspace(), uid);
+            chown(fixture.origin(), uid);
+            let mut command = Command::new("setpriv");
+            command
+                .args([
+                    &format!("--reuid={uid}"),
+                    &format!("--regid={uid}"),
+                    "--clear-groups",
+                    "--",
+                ])
+                .arg(binary)
+                .env("HOME", temp.path());
+            command
+        }
+        None => Command::new(env!("CARGO_BIN_EXE_bugloop")),
+    };
+    // A scripted model's file, where the user can read it.
+    let model = match (user, model.strip_prefix("script:")) {
+        (Some(uid), Some(path)) if Path::new(path).exists() => {
+            let copy = temp.path().join("model.jsonl");
+            std::fs::copy(path, &copy).unwrap();
+            chown(&copy, uid);
+            format!("script:{}", copy.display())
+        }
+        _ => model.to_owned(),
+    };
     command
-        .args(["action", "--model", model])
+        .args(["action", "--model", &model])
         .current_dir(fixture.workspace())
         .env("NO_COLOR", "1")
         .env("BUGLOOP_CONFIG", &config)
@@ -70,6 +130,10 @@ fn action(
         }
     }
     let output = command.output().unwrap();
+    if let (Some(uid), Ok(written)) = (user, std::fs::metadata(&summary)) {
+        use std::os::unix::fs::MetadataExt;
+        assert_eq!(written.uid(), uid, "bugloop ran as uid {uid}");
+    }
     Run {
         summary: std::fs::read_to_string(&summary).unwrap_or_default(),
         outputs: std::fs::read_to_string(&outputs).unwrap_or_default(),

@@ -289,6 +289,8 @@ fn git(dir: &Path, args: &[&str]) -> Option<String> {
     let output = Command::new("git")
         .arg("-C")
         .arg(dir)
+        // The repository may belong to the user bugloop runs as in a test.
+        .args(["-c", "safe.directory=*"])
         .args(args)
         .env("GIT_CONFIG_NOSYSTEM", "1")
         .output()

@@ -32,6 +32,9 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
     let output = Command::new("git")
         .arg("-C")
         .arg(dir)
+        // A test may hand its repositories to another user (to run bugloop unprivileged) and
+        // still read them back.
+        .args(["-c", "safe.directory=*"])
         .arg("-c")
         .arg(format!("user.name={NAME}"))
         .arg("-c")

@@ -13,12 +13,13 @@ use bugloop_app::testing::github_sim::fixture::{
 };
 use serde_json::json;
 
-use super::{action, review_script, text};
+use super::{action_as, is_root, review_script, text};
 
 fn git(dir: &Path, args: &[&str]) {
     let status = Command::new("git")
         .arg("-C")
         .arg(dir)
+        .args(["-c", "safe.directory=*"])
         .args(args)
         .status()
         .unwrap();
@@ -44,6 +45,13 @@ fn everything_under(dir: &Path) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gitignored_secret_of_the_checkout_is_never_read() {
+    a_gitignored_secret_of_the_checkout_is_never_read_as(None).await;
+    if is_root() {
+        a_gitignored_secret_of_the_checkout_is_never_read_as(Some(65534)).await;
+    }
+}
+
+async fn a_gitignored_secret_of_the_checkout_is_never_read_as(user: Option<u32>) {
     let fixture = PullRequestFixture::new(FixtureOptions::default()).await;
     let workspace = fixture.workspace();
     // As actions/checkout leaves it for a pull request: the head, clean, and an earlier step's
@@ -58,8 +66,9 @@ async fn a_gitignored_secret_of_the_checkout_is_never_read() {
     lines.extend(review_lines(&[off_by_one()]));
     let model = script_file(scripts.path(), &lines);
     let payload = webhook_example("pull_request", "opened", &fixture);
-    let run =
-        tokio::task::block_in_place(|| action(&fixture, "pull_request", &payload, &[], &model));
+    let run = tokio::task::block_in_place(|| {
+        action_as(user, &fixture, "pull_request", &payload, &[], &model)
+    });
     let output = text(&run.output);
     assert_eq!(run.output.status.code(), Some(0), "{output}");
     let mut seen = output;
@@ -85,6 +94,13 @@ async fn a_gitignored_secret_of_the_checkout_is_never_read() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sarif_symlink_in_the_workspace_is_never_followed() {
+    a_sarif_symlink_in_the_workspace_is_never_followed_as(None).await;
+    if is_root() {
+        a_sarif_symlink_in_the_workspace_is_never_followed_as(Some(65534)).await;
+    }
+}
+
+async fn a_sarif_symlink_in_the_workspace_is_never_followed_as(user: Option<u32>) {
     let fixture = PullRequestFixture::new(FixtureOptions::default()).await;
     let runner = tempfile::tempdir().unwrap();
     let target = runner.path().join("runner-file");
@@ -95,7 +111,8 @@ async fn a_sarif_symlink_in_the_workspace_is_never_followed() {
     let payload = webhook_example("pull_request", "opened", &fixture);
     // A runner without RUNNER_TEMP.
     let run = tokio::task::block_in_place(|| {
-        action(
+        action_as(
+            user,
             &fixture,
             "pull_request",
             &payload,
@@ -125,12 +142,20 @@ async fn a_sarif_symlink_in_the_workspace_is_never_followed() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_duplicate_an_earlier_run_left_is_removed_by_the_next() {
+    a_duplicate_an_earlier_run_left_is_removed_by_the_next_as(None).await;
+    if is_root() {
+        a_duplicate_an_earlier_run_left_is_removed_by_the_next_as(Some(65534)).await;
+    }
+}
+
+async fn a_duplicate_an_earlier_run_left_is_removed_by_the_next_as(user: Option<u32>) {
     let fixture = PullRequestFixture::new(FixtureOptions::default()).await;
     let scripts = tempfile::tempdir().unwrap();
     let payload = webhook_example("pull_request", "opened", &fixture);
     let model = review_script(scripts.path());
-    let first =
-        tokio::task::block_in_place(|| action(&fixture, "pull_request", &payload, &[], &model));
+    let first = tokio::task::block_in_place(|| {
+        action_as(user, &fixture, "pull_request", &payload, &[], &model)
+    });
     assert_eq!(
         first.output.status.code(),
         Some(0),
@@ -151,8 +176,9 @@ async fn a_duplicate_an_earlier_run_left_is_removed_by_the_next() {
     assert_eq!(fixture.finding_comments().len(), 2);
     // A later run that adds nothing (the same head, nothing new) still cleans it up.
     let model = review_script(scripts.path());
-    let again =
-        tokio::task::block_in_place(|| action(&fixture, "pull_request", &payload, &[], &model));
+    let again = tokio::task::block_in_place(|| {
+        action_as(user, &fixture, "pull_request", &payload, &[], &model)
+    });
     assert_eq!(
         again.output.status.code(),
         Some(0),
@@ -188,6 +214,13 @@ fn failing_provider() -> u16 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_model_error_is_published_without_the_providers_words_or_a_path() {
+    a_model_error_is_published_without_the_providers_words_or_a_path_as(None).await;
+    if is_root() {
+        a_model_error_is_published_without_the_providers_words_or_a_path_as(Some(65534)).await;
+    }
+}
+
+async fn a_model_error_is_published_without_the_providers_words_or_a_path_as(user: Option<u32>) {
     let port = failing_provider();
     let config = format!(
         "model:\n  max_retries: 0\n  providers:\n    stub:\n      base_url: http://127.0.0.1:{port}/v1\n"
@@ -199,7 +232,14 @@ async fn a_model_error_is_published_without_the_providers_words_or_a_path() {
     .await;
     let payload = webhook_example("pull_request", "opened", &fixture);
     let run = tokio::task::block_in_place(|| {
-        action(&fixture, "pull_request", &payload, &[], "stub:any-model")
+        action_as(
+            user,
+            &fixture,
+            "pull_request",
+            &payload,
+            &[],
+            "stub:any-model",
+        )
     });
     let output = text(&run.output);
     let mut published = run.summary;
@@ -227,12 +267,20 @@ async fn a_model_error_is_published_without_the_providers_words_or_a_path() {
 /// it) is not acted on: the comment is read from GitHub by its id, and there is none.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_comment_github_never_issued_is_refused() {
+    a_comment_github_never_issued_is_refused_as(None).await;
+    if is_root() {
+        a_comment_github_never_issued_is_refused_as(Some(65534)).await;
+    }
+}
+
+async fn a_comment_github_never_issued_is_refused_as(user: Option<u32>) {
     let fixture = PullRequestFixture::new(FixtureOptions::default()).await;
     let scripts = tempfile::tempdir().unwrap();
     let review = review_script(scripts.path());
     let opened = webhook_example("pull_request", "opened", &fixture);
-    let reviewed =
-        tokio::task::block_in_place(|| action(&fixture, "pull_request", &opened, &[], &review));
+    let reviewed = tokio::task::block_in_place(|| {
+        action_as(user, &fixture, "pull_request", &opened, &[], &review)
+    });
     assert_eq!(
         reviewed.output.status.code(),
         Some(0),
@@ -249,8 +297,9 @@ async fn a_comment_github_never_issued_is_refused() {
         &[json!({"tool_calls": [edit]}), json!({"text": "Done."})],
     );
     let before = fixture.origin_head();
-    let run =
-        tokio::task::block_in_place(|| action(&fixture, "issue_comment", &payload, &[], &fixing));
+    let run = tokio::task::block_in_place(|| {
+        action_as(user, &fixture, "issue_comment", &payload, &[], &fixing)
+    });
     let output = text(&run.output);
     assert_eq!(run.output.status.code(), Some(0), "{output}");
     assert!(
@@ -266,6 +315,13 @@ async fn a_comment_github_never_issued_is_refused() {
 /// those runs cannot even be opened), while a writer is answered as ever.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn outsiders_are_answered_within_the_repositorys_rate() {
+    outsiders_are_answered_within_the_repositorys_rate_as(None).await;
+    if is_root() {
+        outsiders_are_answered_within_the_repositorys_rate_as(Some(65534)).await;
+    }
+}
+
+async fn outsiders_are_answered_within_the_repositorys_rate_as(user: Option<u32>) {
     let fixture = PullRequestFixture::new(FixtureOptions::default()).await;
     fixture.sim.set_permission("mallory", "read");
     let scripts = tempfile::tempdir().unwrap();
@@ -297,7 +353,7 @@ async fn outsiders_are_answered_within_the_repositorys_rate() {
         let payload = comment("mallory", n);
         let model = if n < 2 { &answering } else { &no_model };
         let run = tokio::task::block_in_place(|| {
-            action(&fixture, "issue_comment", &payload, &rate, model)
+            action_as(user, &fixture, "issue_comment", &payload, &rate, model)
         });
         let output = text(&run.output);
         assert_eq!(run.output.status.code(), Some(0), "comment {n}: {output}");
@@ -315,7 +371,7 @@ async fn outsiders_are_answered_within_the_repositorys_rate() {
     // A writer is not held by the outsiders' rate.
     let payload = comment("alice", 9);
     let run = tokio::task::block_in_place(|| {
-        action(&fixture, "issue_comment", &payload, &rate, &answering)
+        action_as(user, &fixture, "issue_comment", &payload, &rate, &answering)
     });
     assert_eq!(run.output.status.code(), Some(0), "{}", text(&run.output));
     assert_eq!(answers(), 3, "{}", text(&run.output));
@@ -326,7 +382,14 @@ async fn outsiders_are_answered_within_the_repositorys_rate() {
         ("BUGLOOP_OUTSIDERS__MAX_INPUT_TOKENS", "50"),
     ];
     let run = tokio::task::block_in_place(|| {
-        action(&fixture, "issue_comment", &payload, &small, &answering)
+        action_as(
+            user,
+            &fixture,
+            "issue_comment",
+            &payload,
+            &small,
+            &answering,
+        )
     });
     let output = text(&run.output);
     assert!(output.contains("budget"), "{output}");
