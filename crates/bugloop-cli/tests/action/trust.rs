@@ -395,3 +395,73 @@ async fn outsiders_are_answered_within_the_repositorys_rate_as(user: Option<u32>
     assert!(output.contains("budget"), "{output}");
     assert_eq!(answers(), 3, "{output}");
 }
+
+/// The pull request's author, who may only read (a fork's author, an outside contributor),
+/// argues a serious finding away and the model concedes: the concession is recorded as theirs
+/// and the finding stays open for someone with write access.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_serious_finding_conceded_to_a_reader_author_stays_open() {
+    a_serious_finding_conceded_to_a_reader_author_stays_open_as(None).await;
+    if is_root() {
+        a_serious_finding_conceded_to_a_reader_author_stays_open_as(Some(65534)).await;
+    }
+}
+
+async fn a_serious_finding_conceded_to_a_reader_author_stays_open_as(user: Option<u32>) {
+    let fixture = PullRequestFixture::new(FixtureOptions::default()).await;
+    fixture.sim.set_permission("alice", "read");
+    let scripts = tempfile::tempdir().unwrap();
+    let review = review_script(scripts.path());
+    let opened = webhook_example("pull_request", "opened", &fixture);
+    let reviewed = tokio::task::block_in_place(|| {
+        action_as(user, &fixture, "pull_request", &opened, &[], &review)
+    });
+    assert_eq!(
+        reviewed.output.status.code(),
+        Some(0),
+        "{}",
+        text(&reviewed.output)
+    );
+    let root = fixture.finding_comments()[0].clone();
+    let said = "Not a bug: callers check the length first.";
+    let reply = fixture
+        .sim
+        .reply_as(NUMBER, "alice", root.id, said)
+        .unwrap();
+    let mut payload = webhook_example("pull_request_review_comment", "created", &fixture);
+    payload["comment"]["id"] = json!(reply);
+    payload["comment"]["body"] = json!(said);
+    payload["comment"]["in_reply_to_id"] = json!(root.id);
+    payload["comment"]["user"] = json!({"login": "alice", "type": "User", "id": 1});
+    let conceding = script_file(
+        scripts.path(),
+        &[
+            json!({"text": json!({"is_fix_request": false, "target_finding_ids": [], "is_do_request": false}).to_string()}),
+            json!({"text": json!({"decision": "concede", "reasoning": "The caller never passes an empty slice."}).to_string()}),
+        ],
+    );
+    let run = tokio::task::block_in_place(|| {
+        action_as(
+            user,
+            &fixture,
+            "pull_request_review_comment",
+            &payload,
+            &[],
+            &conceding,
+        )
+    });
+    let output = text(&run.output);
+    assert_eq!(run.output.status.code(), Some(0), "{output}");
+    assert!(!fixture.sim.threads(NUMBER)[0].resolved, "{output}");
+    let answer = fixture.finding_comments().last().unwrap().clone();
+    assert!(
+        fixture
+            .sim
+            .review_comments(NUMBER)
+            .iter()
+            .any(|c| c.author == BOT
+                && c.body
+                    .contains("conceded to alice, the change's author, who has no write access")),
+        "{output}\n{answer:?}"
+    );
+}
