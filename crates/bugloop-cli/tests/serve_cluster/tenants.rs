@@ -345,6 +345,17 @@ fn four_roles_reach_no_secret_of_the_operator(user: Option<u32>) {
             &canaries,
         ));
         leaks.extend(found_in("the status page", &status_page, &canaries));
+        // The clones and the queue are the server's user's alone.
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = |path: &std::path::Path| {
+                std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+            };
+            let clones = walk_dirs(&cluster.dir.path().join("data/clones"));
+            assert!(!clones.is_empty());
+            assert_eq!(mode(&cluster.dir.path().join("data/clones")), 0o700);
+            assert_eq!(mode(&dir.path().join("data-queue.db")), 0o600);
+        }
         // Every commit of every branch of the repository.
         let history = Command::new("git")
             .args(["-c", "safe.directory=*", "-C"])
@@ -369,6 +380,18 @@ fn four_roles_reach_no_secret_of_the_operator(user: Option<u32>) {
         }
         assert!(leaks.is_empty(), "canaries escaped: {leaks:#?}");
     });
+}
+
+/// Every directory under `dir`, links not followed.
+fn walk_dirs(dir: &std::path::Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        if entry.file_type().is_ok_and(|kind| kind.is_dir()) {
+            out.push(entry.path());
+            out.extend(walk_dirs(&entry.path()));
+        }
+    }
+    out
 }
 
 /// Every regular file under `dir`, links not followed.
