@@ -124,7 +124,28 @@ impl App {
             forge: &answering,
             ..env
         };
-        let report = bugloop_loops::act::on_comment(&env, &change, &comment).await?;
+        let report = match bugloop_loops::act::on_comment(&env, &change, &comment).await {
+            Ok(report) => report,
+            // An answer to someone without write access that stopped still counts against the
+            // repository's rate: it is said so, in a reply that carries the answer's line.
+            Err(error) if outsider => {
+                let reply_to = comment
+                    .in_reply_to
+                    .as_deref()
+                    .and_then(|root| comments.iter().find(|c| c.id == root))
+                    .unwrap_or(&comment);
+                let said = bugloop_loops::publish::info_reply(
+                    &self.settings.markers,
+                    "bugloop stopped before it could answer this (an answer to someone without \
+                     write access has a small budget of its own, or the model failed).",
+                );
+                if let Err(reply_error) = env.forge.reply(&change, reply_to, &said).await {
+                    tracing::warn!(%reply_error, "cannot say the answer stopped");
+                }
+                return Err(error.into());
+            }
+            Err(error) => return Err(error.into()),
+        };
         let verdict = crate::outcome::act_verdict(&report);
         Ok(Outcome::new(report, verdict))
     }
@@ -156,7 +177,18 @@ impl App {
             .created_at
             .checked_sub(jiff::SignedDuration::from_hours(1))
             .unwrap_or(comment.created_at);
-        let written = self.forge.own_comments_since(since).await?;
+        let written = match self.forge.own_comments_since(since).await {
+            Ok(written) => written,
+            // Too busy an hour to count in: not answered rather than answered uncounted.
+            Err(bugloop_forge::ForgeError::TooLarge(what)) => {
+                return Ok(Some(format!(
+                    "not answered: {} has no write access, and bugloop cannot count its answers \
+                     in this repository's last hour ({what})",
+                    comment.author
+                )));
+            }
+            Err(error) => return Err(error.into()),
+        };
         let answered: std::collections::BTreeSet<&str> =
             written.iter().filter_map(answered_outsider).collect();
         Ok(

@@ -476,6 +476,34 @@ mod tests {
         )
     }
 
+    /// Every variable the server reads is one configuration leaves alone: otherwise each job,
+    /// whose configuration is loaded from the same environment, would fail on it as an unknown
+    /// override (`report_token`).
+    #[test]
+    fn every_variable_the_server_reads_is_reserved_from_configuration() {
+        let source = include_str!("server_config.rs");
+        let mut names: Vec<&str> = source
+            .match_indices("\"BUGLOOP_")
+            .map(|(at, _)| {
+                let rest = &source[at + 1..];
+                let end = rest
+                    .find(|c: char| !(c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_'))
+                    .unwrap();
+                &rest[..end]
+            })
+            .filter(|name| name.len() > "BUGLOOP_".len())
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        assert!(names.len() >= 15, "{names:?}");
+        for name in names {
+            assert!(
+                bugloop_config::is_reserved_variable(name),
+                "{name} is read by the server but taken for a configuration override"
+            );
+        }
+    }
+
     #[test]
     fn the_operators_configuration_is_checked_at_start() {
         let secret = ("BUGLOOP_WEBHOOK_SECRET", "s");
@@ -486,7 +514,7 @@ mod tests {
                 default_data_dir: PathBuf::from("/nonexistent"),
             },
             &serde_yaml_ng::from_str(
-                "config:\n  budgets:\n    max_cost_usd: 2\nrepository_may_set: [model.default]\n",
+                "config:\n  budgets:\n    max_cost_usd: 2\nrepository_may_set: [budgets.max_cost_usd]\n",
             )
             .unwrap(),
             "fix-me",
@@ -497,7 +525,7 @@ mod tests {
         assert!(text.contains("max_cost_usd: 2"), "{text}");
         assert!(text.contains("trigger: fix-me"), "{text}");
         assert!(text.contains("branch_prefix: bot/"), "{text}");
-        assert_eq!(operator.repository_may_set, ["model.default"]);
+        assert_eq!(operator.repository_may_set, ["budgets.max_cost_usd"]);
         for (file, words) in [
             (
                 "config:\n  budgets:\n    max_cost: 2\n",
@@ -510,7 +538,7 @@ mod tests {
             ),
             (
                 "repository_may_set: [model.providers]\n",
-                "no repository may set model.providers",
+                "no repository may set model",
             ),
             (
                 "config:\n  sandbox:\n    system_paths: [/etc/bugloop]\n",

@@ -510,6 +510,31 @@ async fn a_flood_of_outsiders_comments_is_not_queued_past_the_hourly_intake() {
         "{statuses:?}"
     );
     assert_eq!(statuses[20..], [204; 5], "{statuses:?}");
+    // A review's body asks as a comment does, and counts the same.
+    let mut review = webhook_examples("pull_request_review")
+        .into_iter()
+        .find(|e| e["action"] == "submitted")
+        .unwrap();
+    review["repository"]["full_name"] = json!("acme/widgets");
+    review["review"]["body"] = json!("@bugloop why?");
+    review["review"]["author_association"] = json!("NONE");
+    review["review"]["user"] = json!({"login": "visitor", "type": "User", "id": 5});
+    let body = review.to_string().into_bytes();
+    let signature = bugloop_webhooks_signature(&body);
+    let status = deliver(&server, "pull_request_review", "review", &body, &signature).await;
+    assert_eq!(status, 204);
+    review["review"]["author_association"] = json!("MEMBER");
+    let body = review.to_string().into_bytes();
+    let signature = bugloop_webhooks_signature(&body);
+    let status = deliver(
+        &server,
+        "pull_request_review",
+        "review-2",
+        &body,
+        &signature,
+    )
+    .await;
+    assert_eq!(status, 202, "a member's review is queued");
     for (delivery, repository, standing) in [
         ("member", "acme/widgets", "MEMBER"),
         ("elsewhere", "acme/gadgets", "FIRST_TIME_CONTRIBUTOR"),
@@ -519,5 +544,5 @@ async fn a_flood_of_outsiders_comments_is_not_queued_past_the_hourly_intake() {
         let status = deliver(&server, "issue_comment", delivery, &body, &signature).await;
         assert_eq!(status, 202, "{delivery}");
     }
-    assert_eq!(server.queue.jobs().await.unwrap().len(), 22);
+    assert_eq!(server.queue.jobs().await.unwrap().len(), 23);
 }

@@ -67,12 +67,16 @@ pub const REPOSITORY_SETTABLE: &[&str] = &[
     "protected_paths",
 ];
 
-/// What no repository may ever set under an operator, whatever the operator allows: where
-/// requests and keys go (providers, web search, private web hosts), host paths and variables the
-/// sandbox passes in, the local model directory, and the identity bugloop's own state is read by.
+/// What no repository may ever set under an operator, whatever the operator allows: the model
+/// (where requests and keys go, which files of the server it reads, what it costs), the
+/// converge loop's auditors, web search and private web hosts, host paths and variables the
+/// sandbox passes in, and the identity bugloop's own state is read by.
 pub const NEVER_REPOSITORY_SETTABLE: &[&str] = &[
-    "model.providers",
-    "model.local_dir",
+    // A model's name may be a path on the server (`script:`, `replay:`, `local:`), and its
+    // prices turn the cost limit off; several auditors at once overshoot the run's budget.
+    "model",
+    "converge.auditors",
+    "converge.parallel_auditors",
     "sandbox.env_allowlist",
     "sandbox.system_paths",
     "sandbox.home_dirs",
@@ -109,8 +113,8 @@ pub fn check_repository_may_set(keys: &[String]) -> Result<(), ConfigError> {
             .find(|never| within(key, never) || within(never, key))
         {
             return Err(invalid(format!(
-                "no repository may set {never} (where requests and keys go, host paths, \
-                 variables passed in, bugloop's identity)"
+                "no repository may set {never} (the model, where requests and keys go, host \
+                 paths, variables passed in, bugloop's identity)"
             )));
         }
     }

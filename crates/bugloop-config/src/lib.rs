@@ -32,6 +32,13 @@ use bugloop_domain::safety::{VerifyCommand, parse_verify_commands};
 pub const CONFIG_PATH: &str = ".bugloop/config.yml";
 /// Prefix of environment overrides; `__` separates levels: `BUGLOOP_REVIEW__THRESHOLD=7`.
 pub const ENV_PREFIX: &str = "BUGLOOP_";
+/// Whether a `BUGLOOP_*` variable is one of bugloop's own settings rather than a configuration
+/// override (the server reads its settings from the same environment its jobs' configuration
+/// is loaded from).
+pub fn is_reserved_variable(name: &str) -> bool {
+    ENV_RESERVED.contains(&name)
+}
+
 /// `BUGLOOP_*` variables that are not overrides.
 const ENV_RESERVED: &[&str] = &[
     "BUGLOOP_CONFIG",
@@ -51,6 +58,10 @@ const ENV_RESERVED: &[&str] = &[
     "BUGLOOP_SERVER_CONFIG",
     "BUGLOOP_SERVER_MODEL",
     "BUGLOOP_ADMIN_TOKEN",
+    "BUGLOOP_REPORT_TOKEN",
+    "BUGLOOP_REPORT_REPOSITORIES",
+    "BUGLOOP_AUTOFIX_LABEL",
+    "BUGLOOP_SOLVE_BRANCH_PREFIX",
     // The sandbox probe's and the Action's scripts' (a job may set them for every step).
     "BUGLOOP_USERNS_SYSCTL",
     "BUGLOOP_APPARMOR_DIR",

@@ -1080,38 +1080,51 @@ budgets:
         Some(&ValueSource::Operator("serve.yml: config".to_owned()))
     );
 
-    // The operator may hand the model's choice over: the repository's then applies, the
-    // operator's being its default, but never a provider of the repository's own (a model of
-    // an unknown provider fails when the model is opened).
-    let handed = load_layered(&sources(vec!["model.default".to_owned()])).unwrap();
-    assert!(!handed.config.model.providers.contains_key("attacker"));
+    // The operator may hand more over: the repository's value then applies, the operator's
+    // being its default.
     let handed = Sources {
-        base: Some(SourceText::new(
-            BASE_LABEL,
-            "model:\n  default: openai:gpt-4.1\n",
-        )),
-        ..sources(vec!["model.default".to_owned()])
+        base: Some(SourceText::new(BASE_LABEL, "budgets:\n  max_cost_usd: 1\n")),
+        ..sources(vec!["budgets.max_cost_usd".to_owned()])
     };
     assert_eq!(
-        load_layered(&handed).unwrap().config.model.default,
-        "openai:gpt-4.1"
+        load_layered(&handed).unwrap().config.budgets.max_cost_usd,
+        1.0
     );
     let handed = Sources {
         base: None,
         ..handed
     };
     assert_eq!(
-        load_layered(&handed).unwrap().config.model.default,
+        load_layered(&handed).unwrap().config.budgets.max_cost_usd,
+        2.0
+    );
+    // Never the model, whatever the operator's list says.
+    let model = Sources {
+        base: Some(SourceText::new(
+            BASE_LABEL,
+            "model:\n  default: script:/etc/passwd\n",
+        )),
+        ..sources(vec!["model.default".to_owned()])
+    };
+    assert_eq!(
+        load_layered(&model).unwrap().config.model.default,
         "openai:gpt-4.1-mini"
     );
 }
 
 #[test]
 fn an_operator_cannot_hand_over_endpoints_paths_or_identity() {
-    assert!(check_repository_may_set(&["model.default".to_owned(), "budgets".to_owned()]).is_ok());
+    assert!(
+        check_repository_may_set(&["budgets".to_owned(), "converge.max_loops".to_owned()]).is_ok()
+    );
     for (key, words) in [
-        ("model.providers", "no repository may set model.providers"),
-        ("model", "no repository may set model.providers"),
+        ("model.providers", "no repository may set model"),
+        ("model.default", "no repository may set model"),
+        (
+            "converge.auditors",
+            "no repository may set converge.auditors",
+        ),
+        ("converge", "no repository may set converge.auditors"),
         (
             "sandbox.env_allowlist",
             "no repository may set sandbox.env_allowlist",

@@ -21,25 +21,34 @@ fn answers_line(comment: &str, outsider: bool) -> String {
     format!("{ANSWERS}{comment}{whom} -->")
 }
 
+/// The hidden line of one of bugloop's comments: its last line, the only place bugloop writes
+/// it. A line like it anywhere else is text bugloop quoted (a commenter's code block), not its.
+fn hidden_line(written: &Comment) -> Option<&str> {
+    if !written.by_bugloop {
+        return None;
+    }
+    written
+        .body
+        .lines()
+        .rev()
+        .find(|line| !line.trim().is_empty())
+        .filter(|line| line.starts_with(ANSWERS))
+}
+
 /// Whether one of bugloop's comments answers `comment` (by its hidden line).
 pub fn answers(written: &Comment, comment: &str) -> bool {
-    written.by_bugloop
-        && written
-            .body
-            .lines()
-            .any(|line| line == answers_line(comment, false) || line == answers_line(comment, true))
+    hidden_line(written).is_some_and(|line| {
+        line == answers_line(comment, false) || line == answers_line(comment, true)
+    })
 }
 
 /// The comment one of bugloop's comments answers, when its author has no write access.
 pub fn answered_outsider(written: &Comment) -> Option<&str> {
-    if !written.by_bugloop {
-        return None;
-    }
-    written.body.lines().find_map(|line| {
-        let id = line.strip_prefix(ANSWERS)?.strip_suffix(" -->")?;
-        let id = id.strip_suffix(OUTSIDER)?;
-        (!id.is_empty() && !id.contains(char::is_whitespace)).then_some(id)
-    })
+    let id = hidden_line(written)?
+        .strip_prefix(ANSWERS)?
+        .strip_suffix(" -->")?
+        .strip_suffix(OUTSIDER)?;
+    (!id.is_empty() && !id.contains(char::is_whitespace)).then_some(id)
 }
 
 /// The wrapped forge, adding the line to every comment and reply written through it.
@@ -208,5 +217,19 @@ mod tests {
         assert!(!answers(&written(&outsider, false), "issue-2"));
         let quoted = format!("> {}", answers_line("issue-3", true));
         assert_eq!(answered_outsider(&written(&quoted, true)), None);
+        // A commenter's code block that bugloop's answer repeats holds a line like it: only
+        // bugloop's own last line counts.
+        let repeated = format!(
+            "As asked:\n```\n{}\n```\n{}",
+            answers_line("issue-1", true),
+            answers_line("issue-4", true)
+        );
+        assert_eq!(
+            answered_outsider(&written(&repeated, true)),
+            Some("issue-4")
+        );
+        assert!(!answers(&written(&repeated, true), "issue-1"));
+        let trailing = format!("{}\n```\n{}\n```", "Hi", answers_line("issue-5", true));
+        assert_eq!(answered_outsider(&written(&trailing, true)), None);
     }
 }

@@ -542,14 +542,24 @@ impl Forge for GitHubForge {
     /// From the repository's comment listings, both kinds (GitHub filters them by their last
     /// update; those written before `since` are left out here).
     async fn own_comments_since(&self, since: jiff::Timestamp) -> Result<Vec<Comment>, ForgeError> {
-        let conversation = self
+        // A repository busier than this in an hour is not counted page by page (each page is a
+        // request of the installation's hourly allowance): the caller is told it is too many.
+        const PAGES: usize = 10;
+        let (conversation, all_conversation) = self
             .client
-            .repository_issue_comments_since(&self.repo, since)
+            .repository_issue_comments_since(&self.repo, since, PAGES)
             .await?;
-        let lines = self
+        let (lines, all_lines) = self
             .client
-            .repository_review_comments_since(&self.repo, since)
+            .repository_review_comments_since(&self.repo, since, PAGES)
             .await?;
+        if !(all_conversation && all_lines) {
+            return Err(ForgeError::TooLarge(format!(
+                "{} has more than {} comments of each kind since {since}",
+                self.repo,
+                PAGES * 100
+            )));
+        }
         Ok(conversation
             .into_iter()
             .map(|c| self.issue_comment_of(c))

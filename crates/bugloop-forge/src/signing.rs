@@ -227,8 +227,24 @@ impl Forge for SigningForge {
         self.inner.permission(actor).await
     }
 
+    /// bugloop's comments with their signature line taken off (their changes are not known
+    /// here, so it is not checked: what is counted from them is a rate, which another writer
+    /// under the bot's login could only lower).
     async fn own_comments_since(&self, since: jiff::Timestamp) -> Result<Vec<Comment>, ForgeError> {
-        self.inner.own_comments_since(since).await
+        Ok(self
+            .inner
+            .own_comments_since(since)
+            .await?
+            .into_iter()
+            .map(|mut comment| {
+                if let Some((body, line)) = comment.body.rsplit_once('\n')
+                    && line.starts_with(SIGNATURE_PREFIX)
+                {
+                    comment.body = body.to_owned();
+                }
+                comment
+            })
+            .collect())
     }
 
     async fn change_author(&self, change: &ChangeKey) -> Result<Option<String>, ForgeError> {

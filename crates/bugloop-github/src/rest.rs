@@ -224,6 +224,31 @@ impl GitHubClient {
         Ok(items)
     }
 
+    /// Like `list`, but at most `pages` pages: the items and whether they are all there is.
+    async fn list_at_most<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        pages: usize,
+    ) -> Result<(Vec<T>, bool), GitHubError> {
+        let separator = if path.contains('?') { '&' } else { '?' };
+        let mut url = Some(format!("{}{separator}per_page=100", self.url(path)));
+        let mut items = Vec::new();
+        for _ in 0..pages {
+            let Some(current) = url else {
+                return Ok((items, true));
+            };
+            let page = self
+                .transport
+                .send(Method::GET, &current, None, Safety::Read)
+                .await?;
+            let batch: Vec<T> = decode(&format!("GET {path}"), page.body)?;
+            items.extend(batch);
+            url = page.next;
+        }
+        let complete = url.is_none();
+        Ok((items, complete))
+    }
+
     async fn call<T: DeserializeOwned>(
         &self,
         method: Method,
@@ -262,30 +287,38 @@ impl GitHubClient {
             .await
     }
 
-    /// Every conversation comment in the repository updated at or after `since` (GitHub filters
-    /// by the last update).
+    /// The conversation comments in the repository updated at or after `since` (GitHub filters
+    /// by the last update), at most `pages` pages of 100: the comments and whether that is all.
     pub async fn repository_issue_comments_since(
         &self,
         repo: &Repo,
         since: jiff::Timestamp,
-    ) -> Result<Vec<IssueComment>, GitHubError> {
-        self.list(&format!(
-            "/repos/{repo}/issues/comments?since={}",
-            since.strftime("%Y-%m-%dT%H:%M:%SZ")
-        ))
+        pages: usize,
+    ) -> Result<(Vec<IssueComment>, bool), GitHubError> {
+        self.list_at_most(
+            &format!(
+                "/repos/{repo}/issues/comments?since={}",
+                since.strftime("%Y-%m-%dT%H:%M:%SZ")
+            ),
+            pages,
+        )
         .await
     }
 
-    /// Every line comment in the repository updated at or after `since`.
+    /// The line comments in the repository updated at or after `since`, as above.
     pub async fn repository_review_comments_since(
         &self,
         repo: &Repo,
         since: jiff::Timestamp,
-    ) -> Result<Vec<ReviewComment>, GitHubError> {
-        self.list(&format!(
-            "/repos/{repo}/pulls/comments?since={}",
-            since.strftime("%Y-%m-%dT%H:%M:%SZ")
-        ))
+        pages: usize,
+    ) -> Result<(Vec<ReviewComment>, bool), GitHubError> {
+        self.list_at_most(
+            &format!(
+                "/repos/{repo}/pulls/comments?since={}",
+                since.strftime("%Y-%m-%dT%H:%M:%SZ")
+            ),
+            pages,
+        )
         .await
     }
 

@@ -112,6 +112,9 @@ pub struct Review {
     /// `commented`, `approved`, `changes_requested`, `dismissed`.
     #[serde(default)]
     pub state: Option<String>,
+    /// The reviewer's standing in the repository, as on a comment.
+    #[serde(default)]
+    pub author_association: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -209,17 +212,18 @@ pub enum Event {
 }
 
 impl Event {
-    /// Whether the event is a comment whose author GitHub says is neither the repository's
+    /// Whether the event is a comment (or a review's body) whose author GitHub says is neither the repository's
     /// owner, a member of its organisation nor a collaborator: anyone at all, on a public
     /// repository. (Who may have files changed is still asked of GitHub when the job runs.)
     pub fn comment_from_outsider(&self) -> bool {
-        let comment = match self {
-            Event::IssueComment(event) => &event.comment,
-            Event::ReviewComment(event) => &event.comment,
+        let standing = match self {
+            Event::IssueComment(event) => &event.comment.author_association,
+            Event::ReviewComment(event) => &event.comment.author_association,
+            // A review's body asks bugloop as a comment does.
+            Event::Review(event) => &event.review.author_association,
             _ => return false,
         };
-        comment
-            .author_association
+        standing
             .as_deref()
             .is_some_and(|standing| !matches!(standing, "OWNER" | "MEMBER" | "COLLABORATOR"))
     }

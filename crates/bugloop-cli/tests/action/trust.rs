@@ -394,6 +394,15 @@ async fn outsiders_are_answered_within_the_repositorys_rate_as(user: Option<u32>
     let output = text(&run.output);
     assert!(output.contains("budget"), "{output}");
     assert_eq!(answers(), 3, "{output}");
+    // The answer that stopped is said so, and counts against the rate like any other.
+    let stopped: Vec<_> = fixture
+        .sim
+        .issue_comments(NUMBER)
+        .into_iter()
+        .filter(|c| c.author == BOT && c.body.contains("stopped before it could answer"))
+        .collect();
+    assert_eq!(stopped.len(), 1, "{output}");
+    assert!(stopped[0].body.contains(" outsider -->"), "{}", stopped[0].body);
 }
 
 /// The pull request's author, who may only read (a fork's author, an outside contributor),

@@ -177,7 +177,7 @@ fn four_roles_reach_no_secret_of_the_operator(user: Option<u32>) {
         );
         let serve_yaml = format!(
             "state_key: {STATE_KEY:?}\nadmin_token: {ADMIN_TOKEN:?}\n\
-             report_token: {REPORT_TOKEN:?}\nreport_repositories: [acme/widgets]\n\
+             report_repositories: [acme/widgets]\n\
              outsider_comments_per_hour: 6\n\
              config:\n  outsiders:\n    answers_per_hour: 3\n  model:\n    max_retries: 0\n    \
              providers:\n      openai:\n        base_url: http://127.0.0.1:{operator}/v1\n"
@@ -201,6 +201,8 @@ fn four_roles_reach_no_secret_of_the_operator(user: Option<u32>) {
                 serve_yaml,
                 env: vec![
                     ("OPENAI_API_KEY".to_owned(), MODEL_KEY.to_owned()),
+                    // As deploy/serve.yml advises: the secret in the environment.
+                    ("BUGLOOP_REPORT_TOKEN".to_owned(), REPORT_TOKEN.to_owned()),
                     // The operator pins the model (over the settings file's script).
                     ("BUGLOOP_SERVER_MODEL".to_owned(), "openai:gpt-4.1".to_owned()),
                 ],

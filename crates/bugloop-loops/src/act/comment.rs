@@ -52,15 +52,24 @@ pub async fn on_comment(
             .as_ref()
             .map(|id| (id.as_str().to_owned(), t.body.clone()))
     });
-    let Classified { intent, by } = classify(
-        env,
-        &comment.body,
-        parent
-            .as_ref()
-            .map(|(id, body)| (id.as_str(), body.as_str())),
-        &open_findings,
-    )
-    .await?;
+    let parent_ref = parent
+        .as_ref()
+        .map(|(id, body)| (id.as_str(), body.as_str()));
+    // Someone who may not write cannot have anything fixed or done: their comment is a
+    // question or a dispute, which the rules tell apart without spending the model.
+    let Classified { intent, by } = if allowed {
+        classify(env, &comment.body, parent_ref, &open_findings).await?
+    } else {
+        Classified {
+            intent: crate::intent::by_rules(
+                &comment.body,
+                parent_ref.map(|(id, _)| id),
+                &open_findings,
+            )
+            .unwrap_or(Intent::Think),
+            by: bugloop_report::act::ChosenBy::Rules,
+        }
+    };
     let mut report = match (&intent, allowed) {
         (Intent::Fix(ids), true) => {
             let report = fix(env, change, &Targets::Ids(ids.clone()), Some(&comment.body)).await?;
