@@ -402,7 +402,11 @@ async fn outsiders_are_answered_within_the_repositorys_rate_as(user: Option<u32>
         .filter(|c| c.author == BOT && c.body.contains("stopped before it could answer"))
         .collect();
     assert_eq!(stopped.len(), 1, "{output}");
-    assert!(stopped[0].body.contains(" outsider -->"), "{}", stopped[0].body);
+    assert!(
+        stopped[0].body.contains(" outsider -->"),
+        "{}",
+        stopped[0].body
+    );
 }
 
 /// The pull request's author, who may only read (a fork's author, an outside contributor),
