@@ -40,6 +40,28 @@ pub struct Configuration {
 
 /// Loads the configuration of the repository at `cwd` (or of `cwd` itself outside one).
 pub fn load_configuration(cwd: &Path, choice: &ConfigChoice) -> Result<Configuration, AppError> {
+    let (repo_root, base) = root_and_base(cwd);
+    let branch_config = if choice.trust_branch {
+        BranchConfig::Trust
+    } else {
+        BranchConfig::ReviewSettings
+    };
+    load(repo_root, base, choice, branch_config)
+}
+
+/// The trusted configuration of the repository at `cwd` alone: its default branch's committed
+/// file, the user's and `BUGLOOP_*`; the working tree's file (a pull request's checkout, on a
+/// runner) is listed but never applied, and one that is a link or does not parse stops nothing.
+pub fn load_trusted_configuration(
+    cwd: &Path,
+    choice: &ConfigChoice,
+) -> Result<Configuration, AppError> {
+    let (repo_root, base) = root_and_base(cwd);
+    load(repo_root, base, choice, BranchConfig::Ignore)
+}
+
+/// The repository's root (or `cwd` outside one) and its trusted base's committed file.
+fn root_and_base(cwd: &Path) -> (PathBuf, Option<(String, Vec<u8>)>) {
     let git = Git::open(cwd).ok();
     let repo_root = git
         .as_ref()
@@ -49,12 +71,7 @@ pub fn load_configuration(cwd: &Path, choice: &ConfigChoice) -> Result<Configura
         let bytes = git.show(&commit, CONFIG_PATH)?;
         Some((format!("{label}:{CONFIG_PATH}"), bytes))
     });
-    let branch_config = if choice.trust_branch {
-        BranchConfig::Trust
-    } else {
-        BranchConfig::ReviewSettings
-    };
-    load(repo_root, base, choice, branch_config)
+    (repo_root, base)
 }
 
 /// The configuration for a pull request: the base commit's file and the user's, never the

@@ -26,7 +26,9 @@ pub fn repository_trigger_settings(
     choice: &ConfigChoice,
     bot_login: &str,
 ) -> Result<TriggerSettings, AppError> {
-    let config = crate::load_configuration(directory, choice)?.loaded.config;
+    let config = crate::configuration::load_trusted_configuration(directory, choice)?
+        .loaded
+        .config;
     Ok(TriggerSettings {
         bot_logins: vec![bot_login.to_owned()],
         mention: "bugloop".to_owned(),

@@ -478,3 +478,50 @@ async fn a_serious_finding_conceded_to_a_reader_author_stays_open_as(user: Optio
         "{output}\n{answer:?}"
     );
 }
+
+/// A checkout whose `.bugloop` is a symlink to a directory of the runner: bugloop reads no
+/// `config.yml` through it (its keys and lines would appear in warnings), and the run goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bugloop_directory_that_links_out_of_the_checkout_is_never_read() {
+    a_bugloop_directory_that_links_out_of_the_checkout_is_never_read_as(None).await;
+    if is_root() {
+        a_bugloop_directory_that_links_out_of_the_checkout_is_never_read_as(Some(65534)).await;
+    }
+}
+
+async fn a_bugloop_directory_that_links_out_of_the_checkout_is_never_read_as(user: Option<u32>) {
+    use std::os::unix::fs::PermissionsExt;
+    let fixture = PullRequestFixture::new(FixtureOptions::default()).await;
+    // A directory of the runner anyone may read, as /etc's are.
+    let runner = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(runner.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(
+        runner.path().join("config.yml"),
+        "model:\n  providers:\n    canary0451:\n      base_url: http://canary-host-0451/v1\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        runner.path().join("config.yml"),
+        std::fs::Permissions::from_mode(0o644),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(runner.path(), fixture.workspace().join(".bugloop")).unwrap();
+    let scripts = tempfile::tempdir().unwrap();
+    let model = review_script(scripts.path());
+    let payload = webhook_example("pull_request", "opened", &fixture);
+    let run = tokio::task::block_in_place(|| {
+        action_as(user, &fixture, "pull_request", &payload, &[], &model)
+    });
+    let output = text(&run.output);
+    assert_eq!(run.output.status.code(), Some(0), "{output}");
+    let mut seen = output;
+    seen.push_str(&run.summary);
+    for comment in fixture.bot_issue_comments() {
+        seen.push_str(&comment.body);
+    }
+    for comment in fixture.finding_comments() {
+        seen.push_str(&comment.body);
+    }
+    assert!(!seen.contains("canary"), "{seen}");
+    assert_eq!(fixture.finding_comments().len(), 1, "the review went on");
+}
