@@ -269,6 +269,26 @@ fn four_roles_reach_no_secret_of_the_operator(user: Option<u32>) {
             1,
             "{said}"
         );
+        // A repository whose clone fails (the App is installed, the repository is gone): its
+        // job's error, kept in the queue and the log, holds no token.
+        let gone = cluster
+            .pull_request_event(1, "opened")
+            .replace("acme/widgets", "acme/gadgets");
+        assert_eq!(send(&server, "pull_request", "gone", &gone, SECRET).await, 202);
+        let start = std::time::Instant::now();
+        let failed = loop {
+            let job = cluster.jobs().await.into_iter().find(|job| job["id"] == "gone");
+            if let Some(job) = job.filter(|job| !job["error"].is_null()) {
+                break job;
+            }
+            assert!(start.elapsed() < Duration::from_secs(60), "{}", server.log());
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        assert!(
+            failed["error"].as_str().unwrap().contains("clone"),
+            "{failed:#}"
+        );
+        let jobs = cluster.jobs().await;
         let status_page = reqwest::Client::new()
             .get(format!("{}/", server.url))
             .bearer_auth(ADMIN_TOKEN)
