@@ -247,7 +247,7 @@ fn four_roles_reach_no_secret_of_the_operator(user: Option<u32>) {
             .unwrap()
             .status();
         assert_eq!(report, 403);
-        let jobs = cluster.settled(&[&server], Duration::from_secs(120)).await;
+        cluster.settled(&[&server], Duration::from_secs(120)).await;
         let answered = sim
             .issue_comments(1)
             .into_iter()
@@ -275,7 +275,7 @@ fn four_roles_reach_no_secret_of_the_operator(user: Option<u32>) {
             .pull_request_event(1, "opened")
             .replace("acme/widgets", "acme/gadgets");
         assert_eq!(send(&server, "pull_request", "gone", &gone, SECRET).await, 202);
-        let start = std::time::Instant::now();
+        let start = Instant::now();
         let failed = loop {
             let job = cluster.jobs().await.into_iter().find(|job| job["id"] == "gone");
             if let Some(job) = job.filter(|job| !job["error"].is_null()) {
