@@ -954,9 +954,51 @@ pub fn commands(key: &str, list: &CommandList) -> Result<Vec<VerifyCommand>, Con
     })
 }
 
-/// The JSON Schema of the configuration file.
+/// The keys the binary also accepts under the spec's names (`#[serde(alias)]` in `model.rs`):
+/// the schema's definition they are in (`""` for the top level), the alias and the key.
+/// schemars leaves aliases out, and with `additionalProperties: false` an editor would call a
+/// file the binary reads wrong. A test checks each against serde and a JSON Schema validator.
+const SCHEMA_ALIASES: &[(&str, &str, &str)] = &[
+    ("", "limits", "solve"),
+    ("ReviewConfig", "problem_score_threshold", "threshold"),
+    (
+        "ReviewConfig",
+        "score_elevation_threshold",
+        "elevation_threshold",
+    ),
+    ("ReviewConfig", "bugbot-severity", "severity_floor"),
+    ("ReviewConfig", "bugbot-comment-limit", "comment_limit"),
+    ("ReviewConfig", "ai-ignore-files", "ignore_files"),
+    ("FixConfig", "bugbot-fix-verify-commands", "verify_commands"),
+    ("SolveConfig", "max_ralph_iterations", "max_iterations"),
+    ("Labels", "in-progress", "in_progress"),
+    ("Labels", "needs-human", "needs_human"),
+];
+
+/// The JSON Schema of the configuration file, the spec's names of keys included.
 pub fn schema() -> serde_json::Value {
     let mut schema = schemars::schema_for!(Config).to_value();
+    for (definition, alias, key) in SCHEMA_ALIASES {
+        let properties = if definition.is_empty() {
+            schema.get_mut("properties")
+        } else {
+            schema
+                .get_mut("$defs")
+                .and_then(|defs| defs.get_mut(*definition))
+                .and_then(|def| def.get_mut("properties"))
+        };
+        if let Some(serde_json::Value::Object(properties)) = properties
+            && let Some(mut property) = properties.get(*key).cloned()
+        {
+            if let Some(object) = property.as_object_mut() {
+                object.insert(
+                    "description".to_owned(),
+                    format!("The spec's name of `{key}`.").into(),
+                );
+            }
+            properties.insert((*alias).to_owned(), property);
+        }
+    }
     if let Some(object) = schema.as_object_mut() {
         object.insert(
             "title".to_owned(),

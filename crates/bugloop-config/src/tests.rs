@@ -1143,3 +1143,90 @@ fn an_operator_cannot_hand_over_endpoints_paths_or_identity() {
         assert!(error.contains(key), "{key}: {error}");
     }
 }
+
+/// Every name of a key the binary accepts is one the schema accepts, at the same place: each
+/// alias is loaded by the binary's parser and validated by a JSON Schema validator, and a key
+/// neither knows is refused by both.
+#[test]
+fn the_schema_accepts_exactly_the_spec_names_the_binary_reads() {
+    let validator = jsonschema::validator_for(&schema()).unwrap();
+    let nested = |definition: &str, text: &str| -> String {
+        let section = match definition {
+            "" => return text.to_owned(),
+            "ReviewConfig" => "review",
+            "FixConfig" => "fix",
+            "SolveConfig" => "solve",
+            "Labels" => "labels",
+            other => panic!("no section for {other}"),
+        };
+        format!("{section}:\n  {}", text.replace('\n', "\n  "))
+    };
+    let value = |key: &str| match key {
+        "solve" => "\n  max_iterations: 3",
+        "severity_floor" => " medium",
+        "ignore_files" | "verify_commands" => " [\"make test\"]",
+        "in_progress" | "needs_human" => " some-label",
+        _ => " 7",
+    };
+    for (definition, alias, key) in SCHEMA_ALIASES {
+        let text = nested(definition, &format!("{alias}:{}", value(key)));
+        let config = from_yaml(&text, Path::new("c.yml"))
+            .unwrap_or_else(|e| panic!("the binary refuses {alias}: {e}\n{text}"));
+        let canonical = nested(definition, &format!("{key}:{}", value(key)));
+        assert_eq!(
+            config,
+            from_yaml(&canonical, Path::new("c.yml")).unwrap(),
+            "{alias}"
+        );
+        let json: serde_json::Value = serde_yaml_ng::from_str(&text).unwrap();
+        let errors: Vec<String> = validator
+            .iter_errors(&json)
+            .map(|e| e.to_string())
+            .collect();
+        assert!(
+            errors.is_empty(),
+            "the schema refuses {alias}: {errors:?}\n{text}"
+        );
+    }
+    let unknown: serde_json::Value = serde_yaml_ng::from_str("labels:\n  in-progres: x\n").unwrap();
+    assert!(!validator.is_valid(&unknown));
+    assert!(from_yaml("labels:\n  in-progres: x\n", Path::new("c.yml")).is_err());
+}
+
+/// The README's configuration examples (its YAML blocks whose first key is a section of the
+/// configuration) are read alike by the binary and by the schema an editor uses: both accept.
+#[test]
+fn the_readmes_configuration_examples_are_valid_for_the_binary_and_the_schema() {
+    let readme = include_str!("../../../README.md");
+    let validator = jsonschema::validator_for(&schema()).unwrap();
+    let sections: Vec<String> = match serde_yaml_ng::to_value(Config::default()).unwrap() {
+        serde_yaml_ng::Value::Mapping(map) => map
+            .keys()
+            .filter_map(|k| k.as_str().map(str::to_owned))
+            .collect(),
+        _ => panic!("not a mapping"),
+    };
+    let mut checked = 0;
+    for block in readme.split("```yaml\n").skip(1) {
+        let text = block.split("\n```").next().unwrap();
+        let first = text
+            .lines()
+            .find(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
+            .unwrap_or("");
+        let Some((key, _)) = first.split_once(':') else {
+            continue;
+        };
+        if !sections.iter().any(|s| s == key) {
+            continue;
+        }
+        from_yaml(text, Path::new("README.md")).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        let json: serde_json::Value = serde_yaml_ng::from_str(text).unwrap();
+        let errors: Vec<String> = validator
+            .iter_errors(&json)
+            .map(|e| e.to_string())
+            .collect();
+        assert!(errors.is_empty(), "{errors:?}\n{text}");
+        checked += 1;
+    }
+    assert!(checked >= 2, "{checked} examples found");
+}
