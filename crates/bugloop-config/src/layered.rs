@@ -38,23 +38,13 @@ pub const BRANCH_SETTABLE: &[&str] = &[
 ];
 
 /// The keys a repository's own configuration (its base commit's file) may set when an operator
-/// runs bugloop for it (the App server): the review settings a branch may set, the commands that
-/// run in the sandbox (verify, gate, solve tests, proof tests), the labels that show progress and
-/// the protected paths. Everything else (models, providers and keys, the sandbox, budgets, web
-/// access, identity, the converge loop's size) is the operator's; an operator may hand more of it
-/// over with `repository_may_set`, except [`NEVER_REPOSITORY_SETTABLE`].
+/// runs bugloop for it (the App server), beside the review settings a branch may set
+/// ([`BRANCH_SETTABLE`]): the commands that run in the sandbox (verify, gate, solve tests, proof
+/// tests), the labels that show progress and the protected paths. Everything else (models,
+/// providers and keys, the sandbox, budgets, web access, identity, the converge loop's size) is
+/// the operator's; an operator may hand more of it over with `repository_may_set`, except
+/// [`NEVER_REPOSITORY_SETTABLE`].
 pub const REPOSITORY_SETTABLE: &[&str] = &[
-    "review.threshold",
-    "review.elevation_threshold",
-    "review.elevation_min_score",
-    "review.severity_floor",
-    "review.comment_limit",
-    "review.sensitive_data",
-    "review.security_promotion",
-    "review.ignore_files",
-    "review.dedup_line_window",
-    "review.dedup_min_overlap",
-    "review.max_tokens_per_call",
     "review.prove",
     "fix.verify_commands",
     "gate.commands",
@@ -141,8 +131,12 @@ impl BaseScope {
                 !NEVER_REPOSITORY_SETTABLE
                     .iter()
                     .any(|never| within(&dotted, never))
-                    && (REPOSITORY_SETTABLE.iter().any(|k| within(&dotted, k))
-                        || may_set.iter().any(|k| within(&dotted, k)))
+                    && BRANCH_SETTABLE
+                        .iter()
+                        .chain(REPOSITORY_SETTABLE)
+                        .copied()
+                        .chain(may_set.iter().map(String::as_str))
+                        .any(|k| within(&dotted, k))
             }
         }
     }
@@ -263,12 +257,9 @@ impl fmt::Display for KeyPath {
 /// Whether a key may only come from trusted configuration (see [`BRANCH_SETTABLE`]).
 pub fn is_trusted_only(key: &KeyPath) -> bool {
     let dotted = key.to_string();
-    !BRANCH_SETTABLE.iter().any(|settable| {
-        dotted == *settable
-            || dotted
-                .strip_prefix(settable)
-                .is_some_and(|rest| rest.starts_with('.'))
-    })
+    !BRANCH_SETTABLE
+        .iter()
+        .any(|settable| within(&dotted, settable))
 }
 
 /// A trusted-only setting the branch's file changes, which was not applied.

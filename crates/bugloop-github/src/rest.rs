@@ -199,6 +199,14 @@ impl CommitChecks {
     }
 }
 
+/// A repository-wide comment listing (`issues` or `pulls`) since a time, as GitHub writes times.
+fn since_path(repo: &Repo, kind: &str, since: jiff::Timestamp) -> String {
+    format!(
+        "/repos/{repo}/{kind}/comments?since={}",
+        since.strftime("%Y-%m-%dT%H:%M:%SZ")
+    )
+}
+
 fn decode<T: DeserializeOwned>(operation: &str, value: Value) -> Result<T, GitHubError> {
     serde_json::from_value(value).map_err(|e| GitHubError::Decode {
         operation: operation.to_owned(),
@@ -209,19 +217,7 @@ fn decode<T: DeserializeOwned>(operation: &str, value: Value) -> Result<T, GitHu
 impl GitHubClient {
     /// Every item of a listing, page by page.
     async fn list<T: DeserializeOwned>(&self, path: &str) -> Result<Vec<T>, GitHubError> {
-        let separator = if path.contains('?') { '&' } else { '?' };
-        let mut url = Some(format!("{}{separator}per_page=100", self.url(path)));
-        let mut items = Vec::new();
-        while let Some(current) = url {
-            let page = self
-                .transport
-                .send(Method::GET, &current, None, Safety::Read)
-                .await?;
-            let batch: Vec<T> = decode(&format!("GET {path}"), page.body)?;
-            items.extend(batch);
-            url = page.next;
-        }
-        Ok(items)
+        Ok(self.list_at_most(path, usize::MAX).await?.0)
     }
 
     /// Like `list`, but at most `pages` pages: the items and whether they are all there is.
@@ -295,14 +291,8 @@ impl GitHubClient {
         since: jiff::Timestamp,
         pages: usize,
     ) -> Result<(Vec<IssueComment>, bool), GitHubError> {
-        self.list_at_most(
-            &format!(
-                "/repos/{repo}/issues/comments?since={}",
-                since.strftime("%Y-%m-%dT%H:%M:%SZ")
-            ),
-            pages,
-        )
-        .await
+        self.list_at_most(&since_path(repo, "issues", since), pages)
+            .await
     }
 
     /// The line comments in the repository updated at or after `since`, as above.
@@ -312,14 +302,8 @@ impl GitHubClient {
         since: jiff::Timestamp,
         pages: usize,
     ) -> Result<(Vec<ReviewComment>, bool), GitHubError> {
-        self.list_at_most(
-            &format!(
-                "/repos/{repo}/pulls/comments?since={}",
-                since.strftime("%Y-%m-%dT%H:%M:%SZ")
-            ),
-            pages,
-        )
-        .await
+        self.list_at_most(&since_path(repo, "pulls", since), pages)
+            .await
     }
 
     pub async fn create_issue_comment(
