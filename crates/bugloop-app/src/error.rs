@@ -38,6 +38,12 @@ pub enum AppError {
     StoreFile(Box<bugloop_store::StoreError>),
     #[error("{0}")]
     Invalid(String),
+    /// The server's clone of a repository could not be made or given its token.
+    #[error("cannot prepare the clone of {repository}: {source}")]
+    Workspace {
+        repository: String,
+        source: Box<AppError>,
+    },
     /// The developer's comment (or reply) is in the conversation; acting on it failed.
     #[error("your comment was stored (comment {comment} of {change}), but acting on it failed")]
     AfterStoring {
@@ -46,6 +52,32 @@ pub enum AppError {
         #[source]
         source: Box<AppError>,
     },
+}
+
+impl AppError {
+    /// Whether waiting may help: GitHub or the network failing, a rate limit, a write that may
+    /// or may not have happened (the next attempt looks first), a clone that could not be made.
+    pub fn is_transient(&self) -> bool {
+        use bugloop_forge::ForgeError;
+        use bugloop_github::GitHubError;
+        match self {
+            AppError::GitHub(error) => matches!(
+                **error,
+                GitHubError::Transient { .. }
+                    | GitHubError::RateLimited { .. }
+                    | GitHubError::Ambiguous { .. }
+            ),
+            AppError::Forge(error) => matches!(
+                **error,
+                ForgeError::Transient(_)
+                    | ForgeError::RateLimited { .. }
+                    | ForgeError::Ambiguous(_)
+            ),
+            AppError::Review(error) => error.to_string().contains("rate limited"),
+            AppError::Workspace { .. } => true,
+            _ => false,
+        }
+    }
 }
 
 /// The sources are boxed: a job's error travels through every layer, and the largest of them

@@ -21,16 +21,16 @@ use crate::{
 /// branch's `.bugloop/config.yml`, the user's file, `BUGLOOP_*`; never a pull request's): the
 /// label that asks for a fix (`labels.trigger`) and the prefix of solve drafts' branches
 /// (`branch_prefix`). The App server takes these from its own configuration instead.
-pub fn repository_trigger_settings(
+pub(crate) fn repository_trigger_settings(
     directory: &Path,
     choice: &ConfigChoice,
-    bot_login: &str,
+    bot_login: Option<&str>,
 ) -> Result<TriggerSettings, AppError> {
     let config = crate::configuration::load_trusted_configuration(directory, choice)?
         .loaded
         .config;
     Ok(TriggerSettings {
-        bot_logins: vec![bot_login.to_owned()],
+        bot_logins: bot_login.into_iter().map(str::to_owned).collect(),
         mention: "bugloop".to_owned(),
         autofix_label: config.labels.trigger,
         solve_branch_prefix: config.branch_prefix,
@@ -115,15 +115,13 @@ impl EventOutcome {
 }
 
 /// bugloop opened on the repository's issues (`issue`: the one the job is about, 0 for none).
-async fn open_issues(job: &EventJob, repository: &str, issue: u64) -> Result<App, AppError> {
-    let repo = repository_of(repository, &job.github.repo)?;
+async fn open_issues(job: &EventJob, issue: u64) -> Result<App, AppError> {
     App::open(AppOptions {
         directory: job.directory.clone(),
         config: job.config.clone(),
         progress: job.progress.clone(),
         forge: ForgeChoice::GitHubIssues(Box::new(GitHubTarget {
             number: issue,
-            repo,
             ..job.github.clone()
         })),
     })
@@ -137,36 +135,36 @@ fn with_app_warnings(app: &App, mut warnings: Vec<String>) -> Vec<String> {
     all
 }
 
-/// The event's repository, which must be the one bugloop was given.
-fn repository_of(repository: &str, given: &Repo) -> Result<Repo, AppError> {
-    let repo = Repo::parse(repository).ok_or_else(|| {
+/// The event's repository, which must be the one the front end was given (if it was given one).
+pub(crate) fn event_repository(trigger: &Trigger, given: Option<&Repo>) -> Result<Repo, AppError> {
+    let named = trigger.repository();
+    let repo = Repo::parse(named).ok_or_else(|| {
         AppError::Invalid(format!(
-            "the event names the repository {repository:?}, which is not owner/name"
+            "the event names the repository {named:?}, which is not owner/name"
         ))
     })?;
-    if repo != *given {
-        return Err(AppError::Invalid(format!(
+    match given {
+        Some(given) if *given != repo => Err(AppError::Invalid(format!(
             "the event is about {repo}, but bugloop was given {given}"
-        )));
+        ))),
+        _ => Ok(repo),
     }
-    Ok(repo)
 }
 
 /// Opens bugloop on the trigger's pull request (or, for autofix, the repository's issues) and
-/// runs its job.
+/// runs its job. The trigger must be about `job.github.repo`.
 pub async fn run_event(job: EventJob) -> Result<EventOutcome, AppError> {
-    let (repository, number) = match &job.trigger {
-        Trigger::Review {
-            repository, number, ..
-        }
-        | Trigger::Comment {
-            repository, number, ..
-        }
-        | Trigger::Converge {
-            repository, number, ..
-        } => (repository, *number),
+    event_repository(&job.trigger, Some(&job.github.repo))?;
+    run_checked(job).await
+}
+
+/// [`run_event`] once the trigger's repository is known to be the target's.
+pub(crate) async fn run_checked(job: EventJob) -> Result<EventOutcome, AppError> {
+    let number = match &job.trigger {
+        Trigger::Review { number, .. }
+        | Trigger::Comment { number, .. }
+        | Trigger::Converge { number, .. } => *number,
         Trigger::Autofix {
-            repository,
             issue,
             label,
             labelled_by,
@@ -185,7 +183,7 @@ pub async fn run_event(job: EventJob) -> Result<EventOutcome, AppError> {
                     ),
                 });
             }
-            let app = open_issues(&job, repository, issue).await?;
+            let app = open_issues(&job, issue).await?;
             let trigger_label = app.settings.config.labels.trigger.clone();
             if let Some(label) = label {
                 if *label != trigger_label {
@@ -229,10 +227,8 @@ pub async fn run_event(job: EventJob) -> Result<EventOutcome, AppError> {
                 outcome: Box::new(outcome),
             });
         }
-        Trigger::Report {
-            repository, report, ..
-        } => {
-            let app = open_issues(&job, repository, 0).await?;
+        Trigger::Report { report, .. } => {
+            let app = open_issues(&job, 0).await?;
             let mut outcome = app.report(report.as_bytes()).await?;
             outcome.warnings = with_app_warnings(&app, outcome.warnings);
             return Ok(EventOutcome::Report {
@@ -240,7 +236,6 @@ pub async fn run_event(job: EventJob) -> Result<EventOutcome, AppError> {
             });
         }
     };
-    repository_of(repository, &job.github.repo)?;
     let app = App::open(AppOptions {
         directory: job.directory,
         config: job.config,

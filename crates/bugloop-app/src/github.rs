@@ -150,23 +150,31 @@ impl std::fmt::Debug for OpenedPullRequest {
 }
 
 fn client_of(target: &GitHubTarget) -> Result<GitHubClient, AppError> {
-    let client = match &target.auth {
-        GitHubAuth::Token(token) => GitHubClient::new(
-            target.endpoint.clone(),
-            token.clone(),
-            target.policy.clone(),
-        ),
+    client(&target.endpoint, &target.auth, &target.policy)
+}
+
+/// The one place a GitHub client is made: with a token, or as an App's installation (id 0 opens
+/// only the App's own endpoints, which its JWT opens).
+pub(crate) fn client(
+    endpoint: &Endpoint,
+    auth: &GitHubAuth,
+    policy: &Policy,
+) -> Result<GitHubClient, AppError> {
+    let client = match auth {
+        GitHubAuth::Token(token) => {
+            GitHubClient::new(endpoint.clone(), token.clone(), policy.clone())
+        }
         GitHubAuth::App {
             credentials,
             installation_id,
         } => GitHubClient::for_installation(
-            target.endpoint.clone(),
+            endpoint.clone(),
             Installation {
                 credentials: credentials.clone(),
                 id: *installation_id,
                 clock: Arc::new(bugloop_github::SystemClock),
             },
-            target.policy.clone(),
+            policy.clone(),
             Arc::new(bugloop_github::TokioSleeper),
         ),
     };

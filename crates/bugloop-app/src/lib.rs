@@ -6,6 +6,7 @@
 
 mod act;
 pub mod bench;
+mod clones;
 mod configuration;
 mod converge;
 mod conversation;
@@ -13,6 +14,7 @@ pub mod doctor;
 mod error;
 mod event;
 mod github;
+mod github_event;
 pub mod inspect;
 mod item;
 mod local_review;
@@ -47,8 +49,12 @@ pub use self::configuration::{ConfigChoice, Configuration, OperatorConfig, load_
 pub use self::converge::ConvergeJob;
 pub use self::conversation::{FindingThread, StoreAction, StoreResult, store_action};
 pub use self::error::AppError;
-pub use self::event::{EventJob, EventOutcome, repository_trigger_settings, run_event};
+pub use self::event::{EventJob, EventOutcome, run_event};
 pub use self::github::{GitHubAuth, GitHubTarget, PullRequestRun};
+pub use self::github_event::{
+    GitHubCredentials, GitHubEvent, GitHubEventJob, GitHubEventRun, RateLimitSink, Workspace,
+    run_github_event,
+};
 pub use self::item::ItemView;
 pub use self::local_review::{ChecksJob, ChecksView, ReviewCommentJob, ReviewDecisionJob};
 pub use self::models::Models;

@@ -1,6 +1,6 @@
 //! The App server's worker: it claims a queued job, keeps its lease alive while the job runs,
-//! and runs it through the same entry as the Action (`run_event`) as the App's installation,
-//! in a clone of the repository of its own. Every write to GitHub asks the fence first: once a
+//! and runs it through the same entry as the Action (`run_github_event`) as the App's
+//! installation, in a clone of the repository of its own. Every write to GitHub asks the fence first: once a
 //! renewal fails, or the lease's time has passed without one, nothing more is written (another
 //! worker may own the job by then). A transient failure is queued again with backoff, anything
 //! else ends the job dead with its error.
@@ -10,17 +10,18 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::time::Duration;
 
-use base64::Engine;
-use bugloop_forge::ForgeError;
 use bugloop_forge::signing::StateKey;
-use bugloop_github::{AppCredentials, Endpoint, GitHubError, Policy, Repo};
+use bugloop_github::{AppCredentials, Endpoint, Policy};
 use bugloop_queue::{Failure, JobState, Lease, Queue, now_ms};
 use bugloop_webhooks::Trigger;
 
 use tracing::Instrument;
 
 use crate::metrics::{ServerMetrics, Spent, ending};
-use crate::{AppError, ConfigChoice, EventJob, EventOutcome, GitHubAuth, GitHubTarget, run_event};
+use crate::{
+    AppError, ConfigChoice, EventOutcome, GitHubCredentials, GitHubEvent, GitHubEventJob,
+    Workspace, run_github_event,
+};
 
 /// How a worker runs jobs.
 #[derive(Clone)]
@@ -239,101 +240,55 @@ async fn run_job(
     settings: &WorkerSettings,
     fence: bugloop_forge::fencing::Fence,
 ) -> Result<Spent, (AppError, Failure)> {
-    let permanent = |error: AppError| (error, Failure::Permanent);
+    let failed = |error: AppError| {
+        let failure = if error.is_transient() {
+            Failure::Transient
+        } else {
+            Failure::Permanent
+        };
+        (error, failure)
+    };
     let trigger: Trigger = serde_json::from_str(&lease.job.payload).map_err(|e| {
-        permanent(AppError::Invalid(format!(
+        failed(AppError::Invalid(format!(
             "job {}: its payload is not a trigger: {e}",
             lease.job.id
         )))
     })?;
     let repository = trigger.repository().to_owned();
-    let repo = Repo::parse(&repository).ok_or_else(|| {
-        permanent(AppError::Invalid(format!(
-            "job {}: {repository:?} is not owner/name",
-            lease.job.id
-        )))
-    })?;
-    let installation = match (trigger.installation(), &trigger) {
-        (Some(installation), _) => installation,
-        // A report names only its repository: the App's installation there is asked for.
-        (None, Trigger::Report { .. }) => installation_of(settings, &repo).await.map_err(|e| {
-            let failure = if transient(&e) {
-                Failure::Transient
-            } else {
-                Failure::Permanent
-            };
-            (e, failure)
-        })?,
-        (None, _) => {
-            return Err(permanent(AppError::Invalid(format!(
-                "job {}: the event came through no App installation",
-                lease.job.id
-            ))));
-        }
-    };
-    let policy = observed(settings, installation);
-    let (directory, client) = clone_of(settings, &policy, &repo, installation)
-        .await
-        .map_err(|e| (e, Failure::Transient))?;
-    // Installation tokens last an hour: the clone's is renewed while the job runs, so a long
-    // job's push never meets an expired one; when the job ends, however it ends (done, over the
-    // server's limit, handed back at shutdown), the renewing stops and the token goes.
-    let token = CloneToken {
-        directory: directory.clone(),
-        renewer: {
-            let (directory, every) = (directory.clone(), settings.git_token_refresh);
-            tokio::spawn(async move {
-                loop {
-                    tokio::time::sleep(every).await;
-                    match client.current_token().await {
-                        Ok(token) => {
-                            if let Err(error) = set_git_token(&directory, &token) {
-                                tracing::warn!(%error, "cannot renew the clone's token");
-                            }
-                        }
-                        Err(error) => tracing::warn!(%error, "cannot renew the clone's token"),
-                    }
-                }
-            })
+    let metrics = settings.metrics.clone();
+    let run = run_github_event(GitHubEventJob {
+        event: GitHubEvent::Decided(trigger),
+        repository: None,
+        credentials: Some(GitHubCredentials::App(settings.app.clone())),
+        endpoint: settings.endpoint.clone(),
+        policy: settings.policy.clone(),
+        rate_limits: Some(Arc::new(move |installation, resource, rate| {
+            metrics.rate_limit(installation, resource, rate);
+        })),
+        state_key: settings.state_key.clone(),
+        bot_login: None,
+        workspace: Workspace::Clones {
+            root: settings.workspaces.clone(),
+            git_base: settings.git_base.clone(),
+            token_refresh: settings.git_token_refresh,
         },
-    };
-    let job = EventJob {
-        directory: directory.clone(),
         config: settings.config.clone(),
         progress: Arc::new(bugloop_loops::Silent),
-        github: GitHubTarget {
-            endpoint: settings.endpoint.clone(),
-            auth: GitHubAuth::App {
-                credentials: settings.app.clone(),
-                installation_id: installation,
-            },
-            repo,
-            number: 0,
-            bot_login: None,
-            state_key: settings.state_key.clone(),
-            policy,
-            remote: "origin".to_owned(),
-            fence: Some(fence),
-        },
-        trigger,
         model: settings.model.clone(),
         fail_on: None,
-    };
-    let outcome = run_event(job).await;
-    drop(token);
+        fence: Some(fence),
+    })
+    .await
+    .map_err(failed)?;
     // The repository's settings the operator keeps, and the like: the operator's to read.
-    for warning in outcome
-        .as_ref()
-        .map(EventOutcome::warnings)
-        .unwrap_or_default()
-    {
+    for warning in run.outcome.warnings() {
         tracing::warn!(job = %lease.job.id, %repository, "{warning}");
     }
-    if let Some(reason) = outcome.as_ref().ok().and_then(EventOutcome::skipped) {
+    if let Some(reason) = run.outcome.skipped() {
         tracing::info!(job = %lease.job.id, %repository, "nothing done: {reason}");
     }
-    match outcome {
-        Ok(EventOutcome::Review { outcome, .. }) => Ok(outcome
+    match run.outcome {
+        EventOutcome::Review { outcome, .. } => Ok(outcome
             .report
             .as_ref()
             .map(|report| Spent {
@@ -345,11 +300,11 @@ async fn run_job(
             .unwrap_or_default()),
         // A newly filed issue is solved next, as if labelled: its own label event is the
         // App's, which the server drops.
-        Ok(EventOutcome::Report { outcome }) if outcome.report.filed => {
+        EventOutcome::Report { outcome } if outcome.report.filed => {
             let follow = Trigger::Autofix {
                 repository,
                 issue: outcome.report.issue,
-                installation: Some(installation),
+                installation: run.installation,
                 label: None,
                 labelled_by: None,
                 approved: None,
@@ -361,19 +316,11 @@ async fn run_job(
             Ok(Spent::default())
         }
         // Their reports do not carry the model's usage.
-        Ok(EventOutcome::NotRun { .. })
-        | Ok(EventOutcome::Comment { .. })
-        | Ok(EventOutcome::Converge { .. })
-        | Ok(EventOutcome::Solve { .. })
-        | Ok(EventOutcome::Report { .. }) => Ok(Spent::default()),
-        Err(error) => {
-            let failure = if transient(&error) {
-                Failure::Transient
-            } else {
-                Failure::Permanent
-            };
-            Err((error, failure))
-        }
+        EventOutcome::NotRun { .. }
+        | EventOutcome::Comment { .. }
+        | EventOutcome::Converge { .. }
+        | EventOutcome::Solve { .. }
+        | EventOutcome::Report { .. } => Ok(Spent::default()),
     }
 }
 
@@ -396,139 +343,5 @@ async fn follow_up(queue: &Queue, lease: &Lease, trigger: &Trigger) -> Result<()
             now_ms(),
         )
         .await?;
-    Ok(())
-}
-
-/// The App's installation on `repo` (asked with the App's JWT).
-async fn installation_of(settings: &WorkerSettings, repo: &Repo) -> Result<u64, AppError> {
-    // The id is not used for the App's own endpoints, which the JWT opens.
-    let client = bugloop_github::GitHubClient::for_installation(
-        settings.endpoint.clone(),
-        bugloop_github::Installation {
-            credentials: settings.app.clone(),
-            id: 0,
-            clock: Arc::new(bugloop_github::SystemClock),
-        },
-        settings.policy.clone(),
-        Arc::new(bugloop_github::TokioSleeper),
-    )
-    .map_err(|e| AppError::GitHub(Box::new(e)))?;
-    client
-        .repository_installation(repo)
-        .await
-        .map_err(|e| AppError::GitHub(Box::new(e)))
-}
-
-/// The settings' policy, telling the metrics each rate limit GitHub reports for `installation`.
-fn observed(settings: &WorkerSettings, installation: u64) -> Policy {
-    let metrics = settings.metrics.clone();
-    Policy {
-        rate_limit_observer: Some(bugloop_github::RateLimitObserver(Arc::new(
-            move |resource, rate| metrics.rate_limit(installation, resource, rate),
-        ))),
-        ..settings.policy.clone()
-    }
-}
-
-/// Whether waiting may help: GitHub or the network failing, a rate limit, a write that may
-/// or may not have happened (the next attempt looks first).
-fn transient(error: &AppError) -> bool {
-    match error {
-        AppError::GitHub(error) => matches!(
-            **error,
-            GitHubError::Transient { .. }
-                | GitHubError::RateLimited { .. }
-                | GitHubError::Ambiguous { .. }
-        ),
-        AppError::Forge(error) => matches!(
-            **error,
-            ForgeError::Transient(_) | ForgeError::RateLimited { .. } | ForgeError::Ambiguous(_)
-        ),
-        AppError::Review(error) => error.to_string().contains("rate limited"),
-        _ => false,
-    }
-}
-
-/// The worker's clone of `repo` (made on first use), set to fetch and push with a fresh
-/// installation token (git's `http.extraheader`, as GitHub's own checkout action does; the
-/// sandbox never shows a clone's git configuration to what runs in it).
-async fn clone_of(
-    settings: &WorkerSettings,
-    policy: &Policy,
-    repo: &Repo,
-    installation: u64,
-) -> Result<(PathBuf, bugloop_github::GitHubClient), AppError> {
-    let client = bugloop_github::GitHubClient::for_installation(
-        settings.endpoint.clone(),
-        bugloop_github::Installation {
-            credentials: settings.app.clone(),
-            id: installation,
-            clock: Arc::new(bugloop_github::SystemClock),
-        },
-        policy.clone(),
-        Arc::new(bugloop_github::TokioSleeper),
-    )
-    .map_err(|e| AppError::GitHub(Box::new(e)))?;
-    let token = client
-        .current_token()
-        .await
-        .map_err(|e| AppError::GitHub(Box::new(e)))?;
-    let header = auth_header(&token);
-    let directory = settings.workspaces.join(&repo.owner).join(&repo.name);
-    let url = format!(
-        "{}/{}/{}.git",
-        settings.git_base.trim_end_matches('/'),
-        repo.owner,
-        repo.name
-    );
-    if !directory.join(".git").exists() {
-        std::fs::create_dir_all(&directory)
-            .map_err(|e| AppError::Invalid(format!("cannot make {}: {e}", directory.display())))?;
-        bugloop_git::clone(&url, &directory, &[("http.extraheader".to_owned(), header)])?;
-    }
-    set_git_token(&directory, &token)?;
-    Ok((directory, client))
-}
-
-fn auth_header(token: &str) -> String {
-    format!(
-        "AUTHORIZATION: basic {}",
-        base64::engine::general_purpose::STANDARD.encode(format!("x-access-token:{token}"))
-    )
-}
-
-/// A job's hold on its clone's token: renewed while held, removed when dropped.
-struct CloneToken {
-    directory: PathBuf,
-    renewer: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for CloneToken {
-    fn drop(&mut self) {
-        self.renewer.abort();
-        // The token does not outlive the job in the clone's configuration.
-        if let Err(error) = forget_git_token(&self.directory) {
-            tracing::warn!(%error, "cannot remove the clone's token");
-        }
-    }
-}
-
-/// Removes the token [`set_git_token`] wrote (the next job writes a fresh one).
-fn forget_git_token(directory: &std::path::Path) -> Result<(), AppError> {
-    let git = bugloop_git::Git::open(directory)?;
-    if git
-        .run(&["config", "--local", "--get-all", "http.extraheader"])
-        .is_ok()
-    {
-        git.run(&["config", "--local", "--unset-all", "http.extraheader"])?;
-    }
-    Ok(())
-}
-
-/// The clone fetches and pushes with `token` (git reads its configuration at each command, and
-/// writes it whole by renaming, so a command running meanwhile sees the old token or the new).
-fn set_git_token(directory: &std::path::Path, token: &str) -> Result<(), AppError> {
-    let git = bugloop_git::Git::open(directory)?;
-    git.run(&["config", "--local", "http.extraheader", &auth_header(token)])?;
     Ok(())
 }

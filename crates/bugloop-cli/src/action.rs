@@ -11,11 +11,12 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow};
-use bugloop_app::github_types::{Endpoint, Policy, Repo, StateKey, Trigger, parse_event, trigger};
+use bugloop_app::github_types::{Endpoint, Policy, Repo, StateKey, Trigger};
 use bugloop_app::types::style::Style;
 use bugloop_app::types::{json, markdown, sarif, text};
 use bugloop_app::{
-    ConfigChoice, EventJob, EventOutcome, GitHubAuth, GitHubTarget, PullRequestRun, Verdict,
+    ConfigChoice, EventOutcome, GitHubCredentials, GitHubEvent, GitHubEventJob, PullRequestRun,
+    Verdict, Workspace,
 };
 
 use crate::runtime;
@@ -103,47 +104,38 @@ pub fn action(
     out: &mut impl Write,
 ) -> Result<Verdict> {
     let env = ActionEnv::read(|name| std::env::var(name).ok(), cwd)?;
-    let body = std::fs::read(&env.event_path)
+    let payload = std::fs::read(&env.event_path)
         .with_context(|| format!("cannot read the event file {}", env.event_path.display()))?;
-    let event = parse_event(&env.event_name, &body)?;
-    let settings =
-        bugloop_app::repository_trigger_settings(&env.workspace, choice, &env.bot_login)?;
-    let trigger = match trigger(&event, &settings) {
-        Ok(trigger) => trigger,
-        Err(skip) => return neutral(&env, out, &format!("nothing to do: {skip}")),
-    };
-    let Some(token) = env.token.clone() else {
-        return neutral(
-            &env,
-            out,
-            "GITHUB_TOKEN is not set (a fork's pull request gets no secrets): nothing was done",
-        );
-    };
     let mut policy = Policy::default();
     if let Some(spacing) = env.write_spacing {
         policy.write_spacing = spacing;
     }
-    let job = EventJob {
-        directory: env.workspace.clone(),
+    let job = GitHubEventJob {
+        event: GitHubEvent::Delivery {
+            name: env.event_name.clone(),
+            payload,
+        },
+        repository: Some(env.repository.clone()),
+        credentials: env.token.clone().map(GitHubCredentials::Token),
+        endpoint: env.endpoint.clone(),
+        policy,
+        rate_limits: None,
+        state_key: env.state_key.clone(),
+        bot_login: Some(env.bot_login.clone()),
+        workspace: Workspace::Checkout(env.workspace.clone()),
         config: choice.clone(),
         progress: crate::progress::progress(),
-        github: GitHubTarget {
-            endpoint: env.endpoint.clone(),
-            auth: GitHubAuth::Token(token),
-            repo: env.repository.clone(),
-            number: 0,
-            bot_login: Some(env.bot_login.clone()),
-            state_key: env.state_key.clone(),
-            policy,
-            remote: "origin".to_owned(),
-            fence: None,
-        },
-        trigger: trigger.clone(),
         model: args.model.clone(),
         fail_on: args.fail_on,
+        fence: None,
     };
     let runtime = runtime()?;
-    match runtime.block_on(bugloop_app::run_event(job))? {
+    let run = runtime.block_on(bugloop_app::run_github_event(job))?;
+    let Some(trigger) = run.trigger else {
+        let reason = run.outcome.skipped().unwrap_or("nothing to do").to_owned();
+        return neutral(&env, out, &reason);
+    };
+    match run.outcome {
         EventOutcome::NotRun { reason } => neutral(&env, out, &reason),
         EventOutcome::Review {
             pull_request,
