@@ -13,12 +13,14 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bugloop_app::github_types::{Endpoint, Policy, Repo, StateKey, Trigger};
 use bugloop_app::{ConfigChoice, EventJob, EventOutcome, GitHubAuth, GitHubTarget, run_event};
+use bugloop_forge::signing::StateKey;
+use bugloop_github::{Endpoint, Policy, Repo};
 use bugloop_github_sim::RequestRecord;
 use bugloop_github_sim::fixture::{
     BOT, FixtureOptions, PullRequestFixture, TOKEN, review_lines, script_file,
 };
+use bugloop_webhooks::Trigger;
 use serde_json::json;
 
 const FINDINGS: usize = 200;

@@ -19,8 +19,6 @@ pub enum AppError {
     Forge(Box<bugloop_forge::ForgeError>),
     #[error(transparent)]
     GitHub(Box<bugloop_github::GitHubError>),
-    #[error(transparent)]
-    Queue(Box<bugloop_queue::QueueError>),
     #[error("cannot use the model {model}: {source}")]
     Model {
         model: String,
@@ -101,5 +99,4 @@ boxed_from!(
     Act: bugloop_loops::act::ActError,
     Thread: bugloop_domain::thread::FindThreadError,
     StoreFile: bugloop_store::StoreError,
-    Queue: bugloop_queue::QueueError,
 );

@@ -5,7 +5,6 @@
 //! state. No front end wires the crates below (forge, model, meter, checkout, sandbox) itself.
 
 mod act;
-pub mod bench;
 mod clones;
 mod configuration;
 mod converge;
@@ -18,22 +17,13 @@ mod github_event;
 pub mod inspect;
 mod item;
 mod local_review;
-pub mod metrics;
 mod models;
 mod outcome;
-pub mod outsider_intake;
 mod pull_request;
 mod report;
-pub mod report_endpoint;
 mod review;
 pub mod runs;
-pub mod serve;
-pub mod server_config;
 mod solve;
-mod status_page;
-mod store_location;
-pub mod worker;
-mod workers;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -83,24 +73,12 @@ pub mod types {
     pub use bugloop_store::{CheckState, ReviewDecision};
 }
 
-/// What front ends' tests build on (feature `testing`): test repositories, and the GitHub
-/// simulator with its fixtures.
-#[cfg(feature = "testing")]
-pub mod testing {
-    pub use bugloop_github_sim as github_sim;
-    pub use bugloop_testkit as testkit;
-}
-
-/// What a GitHub front end (the Action, the server) reads its input into: events and their
-/// triggers, where GitHub is and how to talk to it, the state key.
+/// What the Action names of GitHub: where it is, how to pace writes, the repository, the state
+/// key, and what an event asked for.
 pub mod github_types {
-    pub use bugloop_domain::solve::approval_digest;
     pub use bugloop_forge::signing::StateKey;
-    pub use bugloop_github::{AppCredentials, Endpoint, Policy, Repo};
-    pub use bugloop_webhooks::{
-        APP_EVENTS, CommentKind, Event, Skip, Trigger, TriggerSettings, WebhookError,
-        parse as parse_event, signature, signature_is_valid, trigger,
-    };
+    pub use bugloop_github::{Endpoint, Policy, Repo};
+    pub use bugloop_webhooks::Trigger;
 }
 
 /// How to open an [`App`].

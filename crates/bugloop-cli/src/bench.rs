@@ -5,8 +5,10 @@ use std::io::Write;
 use std::path::Path;
 
 use anyhow::Result;
-use bugloop_app::bench::{self, ModelBench, ProveBench, ReviewBench, TokensBench, TokensSource};
 use bugloop_app::{ConfigChoice, Verdict};
+use bugloop_bench::{
+    self as bench, ModelBench, ProveBench, ReviewBench, TokensBench, TokensSource,
+};
 
 use crate::{BenchCommand, Format, configuration, runtime};
 

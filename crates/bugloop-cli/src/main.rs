@@ -13,6 +13,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 mod act;
 mod action;
+#[cfg(feature = "bench")]
 mod bench;
 mod progress;
 mod report;
@@ -327,6 +328,32 @@ pub(crate) fn warn(warnings: &[String]) -> Result<()> {
     Ok(())
 }
 
+/// `bugloop bench`, when this build has its benchmarks (feature `bench`).
+#[cfg(feature = "bench")]
+fn run_bench(
+    cwd: &Path,
+    choice: &ConfigChoice,
+    command: BenchCommand,
+    out: &mut impl Write,
+) -> Result<Verdict> {
+    bench::run(cwd, choice, command, out)
+}
+
+/// `bugloop bench` in a build without its benchmarks (release builds).
+#[cfg(not(feature = "bench"))]
+fn run_bench(
+    _cwd: &Path,
+    _choice: &ConfigChoice,
+    command: BenchCommand,
+    _out: &mut impl Write,
+) -> Result<Verdict> {
+    drop(command);
+    Err(anyhow::anyhow!(
+        "`bugloop bench` is not in this build: build bugloop with its benchmarks, \
+         `cargo build --release --locked -p bugloop-cli --features bench` (see BENCHMARKS.md)"
+    ))
+}
+
 pub(crate) fn runtime() -> Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -416,7 +443,7 @@ fn run(cli: Cli, out: &mut impl Write) -> Result<Verdict> {
             let config = configuration(&cwd, &choice)?.loaded.config;
             show::doctor(out, &bugloop_app::doctor::checks(&config))
         }
-        Command::Bench(command) => bench::run(&cwd, &choice, command, out),
+        Command::Bench(command) => run_bench(&cwd, &choice, command, out),
         Command::Inspect(InspectCommand::Diff { input, format }) => {
             let diff = inspect::diff(&read_input(&cwd, &input)?);
             match format {

@@ -1,6 +1,6 @@
 //! `bugloop serve` (the GitHub App server: webhook endpoint, queue, workers) and `bugloop jobs`
 //! (the queue's jobs: list, show, retry). Settings come from a file and the environment
-//! (`bugloop_app::server_config`); the data directory is `$XDG_DATA_HOME/bugloop/server`.
+//! (`bugloop_server::server_config`); the data directory is `$XDG_DATA_HOME/bugloop/server`.
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use bugloop_app::Verdict;
-use bugloop_app::server_config::{ServerSources, serve_options, store_location};
+use bugloop_server::server_config::{ServerSources, serve_options, store_location};
 
 use crate::{Format, runtime};
 
@@ -63,7 +63,7 @@ fn data_dir() -> PathBuf {
 /// and the process environment.
 fn with_sources<T>(
     config: Option<&PathBuf>,
-    with: impl FnOnce(&ServerSources<'_>) -> Result<T, bugloop_app::AppError>,
+    with: impl FnOnce(&ServerSources<'_>) -> Result<T, bugloop_server::ServerError>,
 ) -> Result<T> {
     let file = config
         .cloned()
@@ -81,7 +81,7 @@ pub fn serve(args: &ServeArgs, out: &mut impl Write) -> Result<Verdict> {
         serve_options(sources, args.listen)
     })?;
     let runtime = runtime()?;
-    runtime.block_on(bugloop_app::serve::run(options, |address| {
+    runtime.block_on(bugloop_server::serve::run(options, |address| {
         // Said once it listens, so a supervisor (or a test) knows where.
         let _ = writeln!(
             std::io::stderr(),
@@ -130,7 +130,7 @@ pub fn jobs(args: &JobsArgs, out: &mut impl Write) -> Result<Verdict> {
             writeln!(out, "{}", serde_json::to_string_pretty(&job)?)?;
         }
         JobsCommand::Retry { id } => {
-            let job = runtime.block_on(queue.retry(id, bugloop_app::serve::now_ms()))?;
+            let job = runtime.block_on(queue.retry(id, bugloop_server::serve::now_ms()))?;
             writeln!(out, "job {} queued again", job.id)?;
         }
     }

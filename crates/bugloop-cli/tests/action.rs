@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use bugloop_app::testing::github_sim::fixture::{
+use bugloop_github_sim::fixture::{
     FixtureOptions, NUMBER, PullRequestFixture, TOKEN, off_by_one, review_lines, script_file,
     webhook_example,
 };

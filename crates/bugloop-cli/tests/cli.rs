@@ -10,7 +10,7 @@
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-use bugloop_app::testing::testkit::git_reproducible;
+use bugloop_testkit::git_reproducible;
 
 #[path = "cli/solve.rs"]
 mod solve;

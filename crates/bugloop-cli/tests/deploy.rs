@@ -9,8 +9,8 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use bugloop_app::github_types::APP_EVENTS;
-use bugloop_app::server_config::{ServerSources, serve_options};
+use bugloop_server::server_config::{ServerSources, serve_options};
+use bugloop_webhooks::APP_EVENTS;
 use serde_json::Value as Json;
 use serde_yaml_ng::Value as Yaml;
 
@@ -81,7 +81,7 @@ fn the_example_settings_are_accepted_by_the_server() {
     assert_eq!(options.limits.per_installation, Some(4));
 }
 
-/// The names the server reads from its environment (`bugloop_app::server_config`), and what
+/// The names the server reads from its environment (`bugloop_server::server_config`), and what
 /// model providers read.
 const SERVER_ENV: &[&str] = &[
     "BUGLOOP_WEBHOOK_SECRET",

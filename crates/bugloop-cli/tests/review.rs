@@ -8,7 +8,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use bugloop_app::testing::testkit::{TestRepo, git};
+use bugloop_testkit::{TestRepo, git};
 use serde_json::{Value, json};
 
 #[path = "review/context.rs"]
@@ -1030,9 +1030,25 @@ fn when_unconfined_refuses_or_warns() {
     );
 }
 
+/// A build without the feature `bench` (a release build) says how to get the benchmarks.
+#[cfg(not(feature = "bench"))]
+#[test]
+fn bench_says_how_to_build_it_when_left_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_bugloop"))
+        .args(["bench", "review", "--files", "1"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert!(said.contains("--features bench"), "{said}");
+}
+
 /// `bench review` runs a review as `bugloop review` would: a tool-calling model through the four
 /// passes and the configured budgets. With the default budgets the synthetic change is reviewed
 /// completely; with two turns it stops where a real review would.
+#[cfg(feature = "bench")]
 #[test]
 fn bench_review_uses_the_budgets_and_tools_of_a_real_review() {
     let dir = tempfile::tempdir().unwrap();

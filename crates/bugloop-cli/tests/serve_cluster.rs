@@ -13,12 +13,13 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use bugloop_app::github_types::{AppCredentials, signature};
-use bugloop_app::testing::github_sim::PullSpec;
-use bugloop_app::testing::github_sim::fixture::{
+use bugloop_github::AppCredentials;
+use bugloop_github_sim::PullSpec;
+use bugloop_github_sim::fixture::{
     FixtureOptions, PullRequestFixture, app_key, off_by_one, review_lines, script_file,
 };
-use bugloop_app::testing::testkit::postgres::Postgres;
+use bugloop_testkit::postgres::Postgres;
+use bugloop_webhooks::signature;
 use serde_json::{Value, json};
 
 const SECRET: &str = "cluster secret";
@@ -85,7 +86,7 @@ impl Cluster {
             .add_app(77, "bugloop-app", credentials.public_key_der(), &[42]);
         // Pull requests 1 to 20, all of the fixture's branch.
         for number in 1..=PULLS {
-            bugloop_app::testing::testkit::git(
+            bugloop_testkit::git(
                 fixture.origin(),
                 &[
                     "update-ref",

@@ -1,7 +1,10 @@
 //! Repository tidiness that no compiler checks: every source file says what it is (`//!`), every
 //! crate has its place in ARCHITECTURE.md's code map, no two files of a crate import each
-//! other, directly or around a circle (a circle is one type in the wrong file), and the CLI
-//! reaches the rest only through the application layer and the types it renders.
+//! other, directly or around a circle (a circle is one type in the wrong file), the CLI
+//! reaches the rest only through the application layer and the types it renders (the crates
+//! below it derived from `cargo metadata`), only the server knows HTTP serving and the job
+//! queue, the application layer links no server or benchmark code, and test support is never a
+//! production dependency.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -235,25 +238,133 @@ fn a_circle_is_found() {
     );
 }
 
-/// The bugloop crate the CLI may depend on: the application layer (which re-exports the types it
-/// renders).
-const CLI_MAY_USE: [&str; 1] = ["bugloop-app"];
+/// The bugloop crates the CLI may depend on: the application layer (which re-exports the types
+/// it renders), the server it runs as `bugloop serve`, and the benchmarks of `bugloop bench`.
+const CLI_MAY_USE: [&str; 3] = ["bugloop-app", "bugloop-server", "bugloop-bench"];
 
-/// Crates below the application layer, which the CLI's code must not name.
-const BELOW_THE_APP: [&str; 12] = [
-    "bugloop_report",
-    "bugloop_diff",
-    "bugloop_domain",
-    "bugloop_config",
-    "bugloop_loops",
-    "bugloop_forge",
-    "bugloop_llm",
-    "bugloop_agent",
-    "bugloop_sandbox",
-    "bugloop_tools",
-    "bugloop_store",
-    "bugloop_git",
-];
+/// The workspace's packages as `cargo metadata` describes them: each one's normal dependencies
+/// (not dev or build ones) by package name.
+fn workspace_packages() -> BTreeMap<String, BTreeSet<String>> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let output = std::process::Command::new(cargo)
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
+        .current_dir(workspace())
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "cargo metadata: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let metadata: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    metadata["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|package| {
+            let normal = package["dependencies"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|dependency| dependency["kind"].is_null())
+                .map(|dependency| dependency["name"].as_str().unwrap().to_owned())
+                .collect();
+            (package["name"].as_str().unwrap().to_owned(), normal)
+        })
+        .collect()
+}
+
+/// The workspace crates `root` depends on normally, directly or through others.
+fn below(packages: &BTreeMap<String, BTreeSet<String>>, root: &str) -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    let mut next = vec![root.to_owned()];
+    while let Some(name) = next.pop() {
+        for dependency in packages.get(&name).into_iter().flatten() {
+            if packages.contains_key(dependency) && found.insert(dependency.clone()) {
+                next.push(dependency.clone());
+            }
+        }
+    }
+    found
+}
+
+/// Crates that exist only for tests.
+const TEST_SUPPORT: [&str; 2] = ["bugloop-github-sim", "bugloop-testkit"];
+
+#[test]
+fn only_the_server_knows_http_serving_and_the_job_queue() {
+    let packages = workspace_packages();
+    assert!(packages.contains_key("bugloop-server"), "{packages:?}");
+    let mut found = Vec::new();
+    for (package, dependencies) in &packages {
+        for server_only in ["hyper", "hyper-util", "tower", "bugloop-queue"] {
+            if dependencies.contains(server_only) && package != "bugloop-server" {
+                found.push(format!("{package} depends on {server_only}"));
+            }
+        }
+    }
+    assert_eq!(
+        found,
+        Vec::<String>::new(),
+        "server-only dependencies elsewhere"
+    );
+}
+
+#[test]
+fn the_application_layer_has_no_server_or_benchmark_dependency() {
+    let packages = workspace_packages();
+    let app = &packages["bugloop-app"];
+    assert!(
+        app.contains("bugloop-loops"),
+        "the app's manifest was not read: {app:?}"
+    );
+    let found: Vec<&str> = [
+        "bugloop-server",
+        "bugloop-bench",
+        "bugloop-queue",
+        "hyper",
+        "hyper-util",
+        "tower",
+        "axum",
+        "tiktoken-rs",
+        "criterion",
+    ]
+    .into_iter()
+    .filter(|name| below(&packages, "bugloop-app").contains(*name) || app.contains(*name))
+    .collect();
+    assert_eq!(
+        found,
+        Vec::<&str>::new(),
+        "bugloop-app links server or benchmark code"
+    );
+}
+
+#[test]
+fn no_production_manifest_names_test_support() {
+    let packages = workspace_packages();
+    let mut found = Vec::new();
+    for (package, dependencies) in &packages {
+        if TEST_SUPPORT.contains(&package.as_str()) {
+            continue;
+        }
+        for support in TEST_SUPPORT {
+            if dependencies.contains(support) {
+                found.push(format!("{package} depends on {support}"));
+            }
+        }
+    }
+    assert_eq!(
+        found,
+        Vec::<String>::new(),
+        "test support outside dev-dependencies"
+    );
+}
 
 /// The crates a manifest depends on normally (`[dependencies]`, `[dependencies.x]` and their
 /// `[target.*]` forms; not dev or build dependencies), by package name (a renamed dependency
@@ -331,6 +442,15 @@ fn the_cli_depends_only_on_the_application_layer_and_what_it_renders() {
 
 #[test]
 fn the_cli_code_names_no_crate_below_the_application_layer() {
+    let packages = workspace_packages();
+    let below_the_app: BTreeSet<String> = below(&packages, "bugloop-app")
+        .into_iter()
+        .map(|name| name.replace('-', "_"))
+        .collect();
+    assert!(
+        below_the_app.contains("bugloop_loops") && below_the_app.contains("bugloop_sandbox"),
+        "the crates below the app were not found: {below_the_app:?}"
+    );
     let src = workspace().join("crates/bugloop-cli/src");
     let mut files = Vec::new();
     rust_files(&src, &mut files);
@@ -338,8 +458,8 @@ fn the_cli_code_names_no_crate_below_the_application_layer() {
     let mut found = Vec::new();
     for file in files {
         let text = std::fs::read_to_string(&file).unwrap();
-        for name in BELOW_THE_APP {
-            if text.contains(name) {
+        for name in &below_the_app {
+            if text.contains(name.as_str()) {
                 found.push(format!(
                     "{} names {name}",
                     file.strip_prefix(workspace()).unwrap().display()

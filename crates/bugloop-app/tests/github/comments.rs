@@ -163,8 +163,8 @@ async fn the_same_comment_event_twice_is_answered_once() {
     assert_eq!(world.origin_head(), once);
 }
 
-fn converge_trigger(requested_by: &str) -> bugloop_app::github_types::Trigger {
-    bugloop_app::github_types::Trigger::Converge {
+fn converge_trigger(requested_by: &str) -> bugloop_webhooks::Trigger {
+    bugloop_webhooks::Trigger::Converge {
         repository: "acme/widgets".to_owned(),
         number: 7,
         requested_by: requested_by.to_owned(),
@@ -241,10 +241,10 @@ async fn a_review_body_asking_for_a_fix_is_acted_on_once() {
     let id = world
         .sim
         .submit_review(7, "alice", "COMMENTED", "@bugloop fix all");
-    let trigger = bugloop_app::github_types::Trigger::Comment {
+    let trigger = bugloop_webhooks::Trigger::Comment {
         repository: "acme/widgets".to_owned(),
         number: 7,
-        kind: bugloop_app::github_types::CommentKind::ReviewBody,
+        kind: bugloop_webhooks::CommentKind::ReviewBody,
         id,
         body: "@bugloop fix all".to_owned(),
         author: "alice".to_owned(),

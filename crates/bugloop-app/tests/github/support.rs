@@ -6,8 +6,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use bugloop_app::github_types::{Endpoint, Policy, Repo, StateKey, Trigger};
 use bugloop_app::{ConfigChoice, EventJob, EventOutcome, GitHubAuth, GitHubTarget, run_event};
+use bugloop_forge::signing::StateKey;
+use bugloop_github::{Endpoint, Policy, Repo};
+use bugloop_webhooks::Trigger;
 use serde_json::{Value, json};
 
 pub use bugloop_github_sim::fixture::FixtureOptions;
@@ -98,9 +100,9 @@ impl World {
             repository: "acme/widgets".to_owned(),
             number: 7,
             kind: if in_reply_to.is_some() {
-                bugloop_app::github_types::CommentKind::Review
+                bugloop_webhooks::CommentKind::Review
             } else {
-                bugloop_app::github_types::CommentKind::Issue
+                bugloop_webhooks::CommentKind::Issue
             },
             id,
             body: body.to_owned(),

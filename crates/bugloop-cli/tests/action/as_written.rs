@@ -10,9 +10,7 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use bugloop_app::testing::github_sim::fixture::{
-    FixtureOptions, PullRequestFixture, TOKEN, webhook_example,
-};
+use bugloop_github_sim::fixture::{FixtureOptions, PullRequestFixture, TOKEN, webhook_example};
 use serde_yaml_ng::Value;
 
 use super::{review_script, text};

@@ -4,7 +4,7 @@
 //! the job summary lists the proof; then `@bugloop fix all` places the same test, the fix makes
 //! it pass, and the pushed commit holds the fix and the test.
 
-use bugloop_app::testing::github_sim::fixture::{
+use bugloop_github_sim::fixture::{
     FixtureOptions, NUMBER, PullRequestFixture, off_by_one, review_lines, script_file,
     webhook_example,
 };

@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use bugloop_app::testing::github_sim::fixture::{
+use bugloop_github_sim::fixture::{
     FixtureOptions, NUMBER, PullRequestFixture, review_lines, script_file, webhook_example,
 };
 

@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use bugloop_app::testing::github_sim::fixture::{
+use bugloop_github_sim::fixture::{
     BOT, FixtureOptions, NUMBER, PullRequestFixture, off_by_one, review_lines, script_file,
     webhook_example,
 };

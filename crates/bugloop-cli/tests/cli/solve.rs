@@ -16,8 +16,8 @@ mod runner;
 use std::path::Path;
 use std::process::Output;
 
-use bugloop_app::testing::github_sim::fixture::review_lines;
-use bugloop_app::testing::testkit::{TestRepo, git};
+use bugloop_github_sim::fixture::review_lines;
+use bugloop_testkit::{TestRepo, git};
 use serde_json::{Value, json};
 
 use self::runner::{Runner, text, write};

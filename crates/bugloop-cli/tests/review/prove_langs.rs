@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use bugloop_app::testing::testkit::TestRepo;
+use bugloop_testkit::TestRepo;
 use serde_json::{Value, json};
 
 use super::prove::{review, script_of};

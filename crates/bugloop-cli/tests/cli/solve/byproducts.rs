@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use bugloop_app::testing::github_sim::fixture::review_lines;
+use bugloop_github_sim::fixture::review_lines;
 
 use super::runner::{Runner, committed, script_of, text, write};
 use super::{MEAN, MEAN_TEST, MEAN_TRACE};

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use bugloop_app::testing::github_sim::fixture::review_lines;
-use bugloop_app::testing::testkit::TestRepo;
+use bugloop_github_sim::fixture::review_lines;
+use bugloop_testkit::TestRepo;
 
 use super::runner::{Runner, committed, git_read, is_root, read, script_of, text, write};
 use super::{MEAN, MEAN_TEST, MEAN_TRACE, bugloop};

@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use bugloop_app::testing::github_sim::fixture::review_lines;
+use bugloop_github_sim::fixture::review_lines;
 
 use super::byproducts::solve_with;
 use super::runner::{Runner, script_of, text, write};

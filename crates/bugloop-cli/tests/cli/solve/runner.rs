@@ -6,7 +6,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 
-use bugloop_app::testing::testkit::TestRepo;
+use bugloop_testkit::TestRepo;
 use serde_json::{Value, json};
 
 pub fn text(output: &Output) -> String {

@@ -10,14 +10,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bugloop_app::ConfigChoice;
-use bugloop_app::github_types::{AppCredentials, Endpoint, Policy, Trigger};
-use bugloop_app::worker::{Stop, WorkerSettings, run_next};
+use bugloop_github::{AppCredentials, Endpoint, Policy};
 use bugloop_github_sim::Simulator;
 use bugloop_github_sim::fixture::{
     FixtureOptions, PullRequestFixture, app_key, review_lines, script_file,
 };
 use bugloop_queue::{JobKind, JobState, NewJob, Queue, Retries};
+use bugloop_server::worker::{Stop, WorkerSettings, run_next};
 use bugloop_testkit::git;
+use bugloop_webhooks::Trigger;
 use serde_json::{Value, json};
 
 const BUGGY: &str = "def last(items):\n    return items[len(items)]\n";
@@ -86,7 +87,7 @@ fn autofix(sim: &Simulator, issue: u64, label: &str) -> Trigger {
         installation: Some(42),
         label: Some(label.to_owned()),
         labelled_by: Some("alice".to_owned()),
-        approved: Some(bugloop_app::github_types::approval_digest(&title, &body)),
+        approved: Some(bugloop_domain::solve::approval_digest(&title, &body)),
         filed_from_report: false,
     }
 }

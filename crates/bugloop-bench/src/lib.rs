@@ -16,9 +16,9 @@ pub use self::tokens::{ScenarioTokens, TokensBench, TokensSource, tokens};
 
 use serde::Serialize;
 
-use crate::AppError;
+use bugloop_app::AppError;
 
-const PROMPT: &str = include_str!("../../bench/model-prompt.md");
+const PROMPT: &str = include_str!("../bench/model-prompt.md");
 const SYSTEM: &str = "You are a careful senior software engineer reviewing a change.";
 
 /// The embedded model's figures: medians over the runs.
@@ -57,7 +57,7 @@ pub fn model(
             "`bench model` measures the embedded model: give a local: model, not {model}"
         )));
     }
-    let settings = crate::models::llm_settings(config);
+    let settings = bugloop_app::Models::new(config).settings().clone();
     let path = resolve_model(&spec.model, settings.model_dir.as_deref()).map_err(unusable)?;
     let provider = LocalProvider::load(model, &path).map_err(unusable)?;
     let request = ChatRequest {

@@ -11,9 +11,9 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bugloop_app::github_types::TriggerSettings;
-use bugloop_app::serve::{WebhookState, router};
 use bugloop_queue::{Failure, JobKind, NewJob, Queue, Retries};
+use bugloop_server::serve::{WebhookState, router};
+use bugloop_webhooks::TriggerSettings;
 
 const LEASE: Duration = Duration::from_secs(60);
 const HOSTILE: &str =
@@ -125,11 +125,11 @@ async fn chromium_renders_the_jobs_and_runs_none_of_the_hostile_text() {
         secret: Arc::new(b"secret".to_vec()),
         queue,
         metrics: Arc::default(),
-        body_timeout: bugloop_app::serve::BODY_TIMEOUT,
+        body_timeout: bugloop_server::serve::BODY_TIMEOUT,
         admin_token: None,
         report_token: None,
-        bodies: bugloop_app::serve::body_budget(),
-        outsiders: Arc::new(bugloop_app::outsider_intake::OutsiderIntake::new(20)),
+        bodies: bugloop_server::serve::body_budget(),
+        outsiders: Arc::new(bugloop_server::outsider_intake::OutsiderIntake::new(20)),
         settings: Arc::new(TriggerSettings {
             bot_logins: Vec::new(),
             mention: "bugloop".to_owned(),
@@ -140,11 +140,11 @@ async fn chromium_renders_the_jobs_and_runs_none_of_the_hostile_text() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/", listener.local_addr().unwrap());
     tokio::spawn(async move {
-        bugloop_app::serve::serve_http(
+        bugloop_server::serve::serve_http(
             listener,
             router(state),
             std::future::pending(),
-            bugloop_app::serve::HEADER_TIMEOUT,
+            bugloop_server::serve::HEADER_TIMEOUT,
         )
         .await
         .unwrap();

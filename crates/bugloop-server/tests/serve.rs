@@ -7,10 +7,10 @@
 
 use std::sync::Arc;
 
-use bugloop_app::github_types::TriggerSettings;
-use bugloop_app::serve::{WebhookState, router};
 use bugloop_github_sim::fixture::webhook_examples;
 use bugloop_queue::{Queue, Retries};
+use bugloop_server::serve::{WebhookState, router};
+use bugloop_webhooks::TriggerSettings;
 use serde_json::json;
 
 const SECRET: &[u8] = b"webhook secret";
@@ -22,7 +22,7 @@ struct Server {
 }
 
 async fn server() -> Server {
-    server_with(bugloop_app::serve::BODY_TIMEOUT).await
+    server_with(bugloop_server::serve::BODY_TIMEOUT).await
 }
 
 async fn server_with(body_timeout: std::time::Duration) -> Server {
@@ -44,12 +44,12 @@ async fn server_on(
         metrics: Arc::default(),
         body_timeout,
         admin_token: admin_token.map(|t| Arc::new(t.to_owned())),
-        report_token: Some(Arc::new(bugloop_app::serve::ReportAccess {
+        report_token: Some(Arc::new(bugloop_server::serve::ReportAccess {
             token: "r3port".to_owned(),
             repositories: vec!["acme/widgets".to_owned()],
         })),
-        bodies: bugloop_app::serve::body_budget(),
-        outsiders: Arc::new(bugloop_app::outsider_intake::OutsiderIntake::new(20)),
+        bodies: bugloop_server::serve::body_budget(),
+        outsiders: Arc::new(bugloop_server::outsider_intake::OutsiderIntake::new(20)),
         settings: Arc::new(TriggerSettings {
             bot_logins: vec!["bugloop-app[bot]".to_owned()],
             mention: "bugloop".to_owned(),
@@ -60,7 +60,7 @@ async fn server_on(
     let listener = tokio::net::TcpListener::bind(address).await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move {
-        bugloop_app::serve::serve_http(
+        bugloop_server::serve::serve_http(
             listener,
             router(state),
             std::future::pending(),
@@ -131,7 +131,7 @@ async fn every_handled_example_is_accepted_and_a_job_made_when_it_asks_for_one()
 }
 
 fn bugloop_webhooks_signature(body: &[u8]) -> String {
-    bugloop_app::github_types::signature(SECRET, body)
+    bugloop_webhooks::signature(SECRET, body)
 }
 
 #[tokio::test]
@@ -150,7 +150,7 @@ async fn a_bad_signature_is_refused_and_a_redelivery_makes_no_second_job() {
         deliver(&server, "pull_request", "d-1", &tampered, &good).await,
         401
     );
-    let wrong = bugloop_app::github_types::signature(b"another secret", &body);
+    let wrong = bugloop_webhooks::signature(b"another secret", &body);
     assert_eq!(
         deliver(&server, "pull_request", "d-1", &body, &wrong).await,
         401
@@ -260,7 +260,7 @@ async fn a_body_that_does_not_arrive_in_time_is_answered_408_and_nothing_stored(
 #[tokio::test]
 async fn a_body_over_githubs_limit_is_refused_413() {
     let server = server().await;
-    let over = bugloop_app::serve::MAX_BODY_BYTES + 1;
+    let over = bugloop_server::serve::MAX_BODY_BYTES + 1;
     let status = raw(
         &server,
         &format!(
@@ -319,7 +319,7 @@ async fn get(url: &str, token: Option<&str>) -> reqwest::StatusCode {
 async fn the_status_page_and_metrics_answer_loopback_or_the_admin_token_only() {
     let outside = outside_address();
     // No token: loopback sees them, a peer from the network does not; health checks answer all.
-    let server = server_on("0.0.0.0:0", bugloop_app::serve::BODY_TIMEOUT, None).await;
+    let server = server_on("0.0.0.0:0", bugloop_server::serve::BODY_TIMEOUT, None).await;
     let port = server.url.rsplit(':').next().unwrap().to_owned();
     let from_outside = format!("http://{outside}:{port}");
     for path in ["/", "/metrics"] {
@@ -339,7 +339,7 @@ async fn the_status_page_and_metrics_answer_loopback_or_the_admin_token_only() {
     // With a token: it alone opens them, from anywhere, loopback included.
     let server = server_on(
         "0.0.0.0:0",
-        bugloop_app::serve::BODY_TIMEOUT,
+        bugloop_server::serve::BODY_TIMEOUT,
         Some("s3cret"),
     )
     .await;

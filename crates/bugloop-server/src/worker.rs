@@ -17,10 +17,11 @@ use bugloop_webhooks::Trigger;
 
 use tracing::Instrument;
 
+use crate::ServerError;
 use crate::metrics::{ServerMetrics, Spent, ending};
-use crate::{
-    AppError, ConfigChoice, EventOutcome, GitHubCredentials, GitHubEvent, GitHubEventJob,
-    Workspace, run_github_event,
+use bugloop_app::{
+    ConfigChoice, EventOutcome, GitHubCredentials, GitHubEvent, GitHubEventJob, Workspace,
+    run_github_event,
 };
 
 /// How a worker runs jobs.
@@ -118,7 +119,7 @@ pub async fn run_next(
     queue: &Queue,
     settings: &WorkerSettings,
     stop: &Stop,
-) -> Result<Option<JobRun>, AppError> {
+) -> Result<Option<JobRun>, ServerError> {
     let Some(lease) = queue.claim(&settings.id, settings.lease, now_ms()).await? else {
         return Ok(None);
     };
@@ -170,7 +171,7 @@ pub async fn run_next(
     let result = tokio::select! {
         result = job => Some(result),
         () = tokio::time::sleep(settings.job_timeout) => Some(Err((
-            AppError::Invalid(format!(
+            ServerError::Invalid(format!(
                 "the job ran over the server's limit of {} s (job_timeout_seconds) and was stopped",
                 settings.job_timeout.as_secs()
             )),
@@ -239,8 +240,8 @@ async fn run_job(
     lease: &Lease,
     settings: &WorkerSettings,
     fence: bugloop_forge::fencing::Fence,
-) -> Result<Spent, (AppError, Failure)> {
-    let failed = |error: AppError| {
+) -> Result<Spent, (ServerError, Failure)> {
+    let failed = |error: ServerError| {
         let failure = if error.is_transient() {
             Failure::Transient
         } else {
@@ -249,7 +250,7 @@ async fn run_job(
         (error, failure)
     };
     let trigger: Trigger = serde_json::from_str(&lease.job.payload).map_err(|e| {
-        failed(AppError::Invalid(format!(
+        failed(ServerError::Invalid(format!(
             "job {}: its payload is not a trigger: {e}",
             lease.job.id
         )))
@@ -279,7 +280,7 @@ async fn run_job(
         fence: Some(fence),
     })
     .await
-    .map_err(failed)?;
+    .map_err(|error| failed(error.into()))?;
     // The repository's settings the operator keeps, and the like: the operator's to read.
     for warning in run.outcome.warnings() {
         tracing::warn!(job = %lease.job.id, %repository, "{warning}");
@@ -326,9 +327,9 @@ async fn run_job(
 
 /// Queues the solving of an issue (`trigger`, an autofix) after the job `lease` holds; its
 /// delivery id is the job's, so a job run twice queues it once.
-async fn follow_up(queue: &Queue, lease: &Lease, trigger: &Trigger) -> Result<(), AppError> {
+async fn follow_up(queue: &Queue, lease: &Lease, trigger: &Trigger) -> Result<(), ServerError> {
     let payload = serde_json::to_string(trigger)
-        .map_err(|e| AppError::Invalid(format!("a follow-up job: {e}")))?;
+        .map_err(|e| ServerError::Invalid(format!("a follow-up job: {e}")))?;
     queue
         .enqueue(
             &format!("{}:follow-up", lease.job.id),

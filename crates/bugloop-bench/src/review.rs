@@ -20,7 +20,7 @@ use serde::Serialize;
 
 use super::models::PassModel;
 use super::{peak_rss_mb, setup_error};
-use crate::{AppError, Models};
+use bugloop_app::{AppError, Models};
 
 /// A first review and a re-run of the same synthetic change.
 #[derive(Debug, Clone, Serialize)]

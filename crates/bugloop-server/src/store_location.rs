@@ -3,7 +3,7 @@
 
 use bugloop_queue::Queue;
 
-use crate::AppError;
+use crate::ServerError;
 
 /// Where the server keeps its queue (`BUGLOOP_STORE_URL`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -16,7 +16,10 @@ pub enum StoreLocation {
 
 impl StoreLocation {
     /// From `BUGLOOP_STORE_URL`'s value, or the default under `data_dir`.
-    pub fn parse(url: Option<&str>, data_dir: &std::path::Path) -> Result<StoreLocation, AppError> {
+    pub fn parse(
+        url: Option<&str>,
+        data_dir: &std::path::Path,
+    ) -> Result<StoreLocation, ServerError> {
         match url.map(str::trim).filter(|u| !u.is_empty()) {
             None => Ok(StoreLocation::Sqlite(data_dir.join("queue.db"))),
             Some(url) => {
@@ -30,7 +33,7 @@ impl StoreLocation {
                 if url.starts_with("postgres://") || url.starts_with("postgresql://") {
                     return Ok(StoreLocation::Postgres(url.to_owned()));
                 }
-                Err(AppError::Invalid(format!(
+                Err(ServerError::Invalid(format!(
                     "BUGLOOP_STORE_URL is {:?}: expected sqlite:PATH or postgres://USER@HOST/DATABASE",
                     bugloop_queue::without_password(url)
                 )))
@@ -39,26 +42,26 @@ impl StoreLocation {
     }
 
     /// Opens the queue (creating its directory and file).
-    pub async fn open(&self) -> Result<Queue, AppError> {
+    pub async fn open(&self) -> Result<Queue, ServerError> {
         self.open_with(8).await
     }
 
     /// The queue a worker thread uses: on PostgreSQL a small pool of its own, made on the
     /// worker's runtime (a connection belongs to the runtime that made it); SQLite's one
     /// connection is shared (`shared`), since a second would meet a busy database.
-    pub async fn open_for_worker(&self, shared: &Queue) -> Result<Queue, AppError> {
+    pub async fn open_for_worker(&self, shared: &Queue) -> Result<Queue, ServerError> {
         match self {
             StoreLocation::Sqlite(_) => Ok(shared.clone()),
             StoreLocation::Postgres(_) => Ok(self.open_with(2).await?.with_limits(shared.limits())),
         }
     }
 
-    async fn open_with(&self, connections: u32) -> Result<Queue, AppError> {
+    async fn open_with(&self, connections: u32) -> Result<Queue, ServerError> {
         match self {
             StoreLocation::Sqlite(path) => {
                 if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
                     std::fs::create_dir_all(dir).map_err(|e| {
-                        AppError::Invalid(format!("cannot make {}: {e}", dir.display()))
+                        ServerError::Invalid(format!("cannot make {}: {e}", dir.display()))
                     })?;
                 }
                 Ok(Queue::open_sqlite(path, bugloop_queue::Retries::default()).await?)

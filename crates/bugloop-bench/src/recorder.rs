@@ -17,7 +17,7 @@ use tiktoken_rs::CoreBPE;
 
 use super::models::synthetic_finding;
 use super::setup_error;
-use crate::AppError;
+use bugloop_app::AppError;
 
 /// OpenAI serves a prompt prefix from its cache only from this many tokens on, in steps of
 /// [`CACHE_STEP`] (platform.openai.com, "Prompt caching").

@@ -7,13 +7,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use bugloop_app::github_types::{AppCredentials, Endpoint, Policy, Trigger};
-use bugloop_app::worker::{Stop, WorkerSettings, run_next};
 use bugloop_app::{ConfigChoice, OperatorConfig};
+use bugloop_github::{AppCredentials, Endpoint, Policy};
 use bugloop_github_sim::fixture::{
     FixtureOptions, PullRequestFixture, app_key, off_by_one, review_lines, script_file,
 };
 use bugloop_queue::{JobKind, JobState, NewJob, Queue, Retries};
+use bugloop_server::worker::{Stop, WorkerSettings, run_next};
+use bugloop_webhooks::Trigger;
 
 struct Setup {
     fixture: PullRequestFixture,
@@ -148,10 +149,10 @@ async fn the_server_queues_a_signed_delivery_and_its_workers_run_it_then_stop() 
     let store = tempfile::tempdir().unwrap();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let (address, bound) = tokio::sync::oneshot::channel();
-    let options = bugloop_app::serve::ServeOptions {
+    let options = bugloop_server::serve::ServeOptions {
         listen: "127.0.0.1:0".parse().unwrap(),
         secret: b"secret".to_vec(),
-        store: bugloop_app::serve::StoreLocation::Sqlite(store.path().join("queue.db")),
+        store: bugloop_server::serve::StoreLocation::Sqlite(store.path().join("queue.db")),
         bot_logins: vec!["bugloop-app[bot]".to_owned()],
         workers: Some((s.settings.clone(), 2)),
         limits: bugloop_queue::Limits::default(),
@@ -162,7 +163,7 @@ async fn the_server_queues_a_signed_delivery_and_its_workers_run_it_then_stop() 
         outsider_comments_per_hour: 20,
     };
     // Polled beside the client below (the server's future is not sent to another task).
-    let server = bugloop_app::serve::run_until(
+    let server = bugloop_server::serve::run_until(
         options,
         move |at| {
             let _ = address.send(at);
@@ -189,7 +190,7 @@ async fn the_server_queues_a_signed_delivery_and_its_workers_run_it_then_stop() 
             .header("x-github-delivery", "d-served")
             .header(
                 "x-hub-signature-256",
-                bugloop_app::github_types::signature(b"secret", body.as_bytes()),
+                bugloop_webhooks::signature(b"secret", body.as_bytes()),
             )
             .body(body)
             .send()
@@ -354,7 +355,7 @@ async fn a_worker_whose_lease_is_gone_pushes_nothing() {
     let trigger = Trigger::Comment {
         repository: "acme/widgets".to_owned(),
         number: 7,
-        kind: bugloop_app::github_types::CommentKind::Issue,
+        kind: bugloop_webhooks::CommentKind::Issue,
         id,
         body: said.to_owned(),
         author: "alice".to_owned(),

@@ -15,7 +15,7 @@ use serde::Serialize;
 
 use super::recorder::{Recorder, RequestTokens};
 use super::setup_error;
-use crate::{App, AppError, AppOptions, ConfigChoice, ReviewJob};
+use bugloop_app::{App, AppError, AppOptions, ConfigChoice, ReviewJob};
 
 /// Cached input is billed at this fraction of the input price (OpenAI and Anthropic: 10%).
 const CACHED_PRICE: f64 = 0.1;
@@ -82,7 +82,7 @@ pub async fn tokens(source: &TokensSource) -> Result<TokensBench, AppError> {
             ..ConfigChoice::default()
         },
         progress: Arc::new(Silent),
-        forge: crate::ForgeChoice::Local,
+        forge: bugloop_app::ForgeChoice::Local,
     })
     .await?;
     let git = Git::open(&repo)?;

@@ -17,7 +17,7 @@ use axum::routing::{get, post};
 use bugloop_queue::{Enqueued, JobKind, NewJob, Queue};
 use bugloop_webhooks::{Skip, Trigger, TriggerSettings};
 
-use crate::AppError;
+use crate::ServerError;
 pub use crate::report_endpoint::ReportAccess;
 use crate::report_endpoint::same_secret;
 pub use crate::store_location::StoreLocation;
@@ -350,25 +350,25 @@ pub struct ServeOptions {
 pub async fn run(
     options: ServeOptions,
     bound: impl FnOnce(std::net::SocketAddr),
-) -> Result<(), AppError> {
+) -> Result<(), ServerError> {
     run_until(options, bound, shutdown()).await
 }
 
 /// Makes `dir` (created when missing) readable by the server's user only.
-fn private_directory(dir: &std::path::Path) -> Result<(), AppError> {
+fn private_directory(dir: &std::path::Path) -> Result<(), ServerError> {
     use std::os::unix::fs::PermissionsExt;
     std::fs::create_dir_all(dir)
         .and_then(|()| std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)))
-        .map_err(|e| AppError::Invalid(format!("cannot make {} private: {e}", dir.display())))
+        .map_err(|e| ServerError::Invalid(format!("cannot make {} private: {e}", dir.display())))
 }
 
 /// Makes the file at `path`, when there is one, readable by the server's user only.
-fn private_file(path: &std::path::Path) -> Result<(), AppError> {
+fn private_file(path: &std::path::Path) -> Result<(), ServerError> {
     use std::os::unix::fs::PermissionsExt;
     match std::fs::symlink_metadata(path) {
         Ok(m) if m.is_file() => {
             std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(|e| {
-                AppError::Invalid(format!("cannot make {} private: {e}", path.display()))
+                ServerError::Invalid(format!("cannot make {} private: {e}", path.display()))
             })
         }
         _ => Ok(()),
@@ -380,9 +380,9 @@ pub async fn run_until(
     options: ServeOptions,
     bound: impl FnOnce(std::net::SocketAddr),
     stop: impl Future<Output = ()> + Send + 'static,
-) -> Result<(), AppError> {
+) -> Result<(), ServerError> {
     if options.secret.is_empty() {
-        return Err(AppError::Invalid(
+        return Err(ServerError::Invalid(
             "BUGLOOP_WEBHOOK_SECRET is not set: the server verifies every delivery with it"
                 .to_owned(),
         ));
@@ -403,10 +403,10 @@ pub async fn run_until(
     }
     let listener = tokio::net::TcpListener::bind(options.listen)
         .await
-        .map_err(|e| AppError::Invalid(format!("cannot listen on {}: {e}", options.listen)))?;
+        .map_err(|e| ServerError::Invalid(format!("cannot listen on {}: {e}", options.listen)))?;
     let address = listener
         .local_addr()
-        .map_err(|e| AppError::Invalid(format!("cannot read the address listened on: {e}")))?;
+        .map_err(|e| ServerError::Invalid(format!("cannot read the address listened on: {e}")))?;
     bound(address);
     let state = WebhookState {
         body_timeout: BODY_TIMEOUT,
@@ -450,7 +450,7 @@ pub async fn run_until(
     if let Some(workers) = workers {
         let _ = tokio::task::spawn_blocking(move || workers.join()).await;
     }
-    served.map_err(|e| AppError::Invalid(format!("the server stopped: {e}")))
+    served.map_err(|e| ServerError::Invalid(format!("the server stopped: {e}")))
 }
 
 /// How long a client may take to send a request's headers (hyper's timer; axum's own `serve`

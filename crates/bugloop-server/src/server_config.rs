@@ -13,10 +13,11 @@ use bugloop_github::{AppCredentials, Endpoint, Policy};
 use bugloop_queue::Limits;
 use serde::Deserialize;
 
+use crate::ServerError;
 use crate::serve::{ReportAccess, ServeOptions};
 use crate::store_location::StoreLocation;
 use crate::worker::WorkerSettings;
-use crate::{AppError, ConfigChoice, OperatorConfig};
+use bugloop_app::{ConfigChoice, OperatorConfig};
 
 /// The file's keys (every one optional; the environment may give it instead).
 #[derive(Debug, Default, Deserialize)]
@@ -90,12 +91,12 @@ impl ServerSources<'_> {
         (self.env)(name).filter(|value| !value.trim().is_empty())
     }
 
-    fn read_file(&self) -> Result<(ServerFile, PathBuf), AppError> {
+    fn read_file(&self) -> Result<(ServerFile, PathBuf), ServerError> {
         let Some(path) = self.file else {
             return Ok((ServerFile::default(), PathBuf::from(".")));
         };
         let text = std::fs::read_to_string(path).map_err(|e| {
-            AppError::Invalid(format!(
+            ServerError::Invalid(format!(
                 "cannot read the server settings {}: {e}",
                 path.display()
             ))
@@ -104,7 +105,7 @@ impl ServerSources<'_> {
             ServerFile::default()
         } else {
             serde_yaml_ng::from_str(&text).map_err(|e| {
-                AppError::Invalid(format!("the server settings {}: {e}", path.display()))
+                ServerError::Invalid(format!("the server settings {}: {e}", path.display()))
             })?
         };
         let dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
@@ -113,11 +114,14 @@ impl ServerSources<'_> {
 }
 
 /// A number from the environment, its variable named when it is not one.
-fn number<T: std::str::FromStr>(name: &str, value: Option<String>) -> Result<Option<T>, AppError> {
+fn number<T: std::str::FromStr>(
+    name: &str,
+    value: Option<String>,
+) -> Result<Option<T>, ServerError> {
     value
         .map(|text| {
             text.trim().parse().map_err(|_| {
-                AppError::Invalid(format!("{name} is {text:?}, not a number it can be"))
+                ServerError::Invalid(format!("{name} is {text:?}, not a number it can be"))
             })
         })
         .transpose()
@@ -125,7 +129,7 @@ fn number<T: std::str::FromStr>(name: &str, value: Option<String>) -> Result<Opt
 
 /// Where the queue is: `BUGLOOP_STORE_URL`, the file's `store_url`, or `queue.db` under the data
 /// directory. `bugloop jobs` reads the same.
-pub fn store_location(sources: &ServerSources<'_>) -> Result<StoreLocation, AppError> {
+pub fn store_location(sources: &ServerSources<'_>) -> Result<StoreLocation, ServerError> {
     let (file, base) = sources.read_file()?;
     let data_dir = data_dir(sources, &file, &base);
     StoreLocation::parse(
@@ -148,7 +152,7 @@ fn data_dir(sources: &ServerSources<'_>, file: &ServerFile, base: &Path) -> Path
 pub fn serve_options(
     sources: &ServerSources<'_>,
     listen: Option<SocketAddr>,
-) -> Result<ServeOptions, AppError> {
+) -> Result<ServeOptions, ServerError> {
     let (file, base) = sources.read_file()?;
     let data_dir = data_dir(sources, &file, &base);
     let store = StoreLocation::parse(
@@ -166,7 +170,7 @@ pub fn serve_options(
             per_installation: limits.per_installation.map(i64::from),
         });
     if limits.running == Some(0) || limits.per_installation == Some(0) {
-        return Err(AppError::Invalid(
+        return Err(ServerError::Invalid(
             "the server settings' limits: a limit of 0 would run nothing; leave it out for none"
                 .to_owned(),
         ));
@@ -217,7 +221,7 @@ fn operator_config(
     file: &ServerFile,
     autofix_label: &str,
     solve_branch_prefix: &str,
-) -> Result<OperatorConfig, AppError> {
+) -> Result<OperatorConfig, ServerError> {
     let label = match sources.file {
         Some(path) => format!("{} (its config section)", path.display()),
         None => "the server's configuration".to_owned(),
@@ -228,7 +232,7 @@ fn operator_config(
         }
         Some(tree @ serde_yaml_ng::Value::Mapping(_)) => tree.clone(),
         Some(_) => {
-            return Err(AppError::Invalid(format!(
+            return Err(ServerError::Invalid(format!(
                 "{label}: is not a mapping of bugloop settings"
             )));
         }
@@ -250,7 +254,7 @@ fn operator_config(
             .cloned();
         match found {
             Some(serde_yaml_ng::Value::String(given)) if given != value => {
-                return Err(AppError::Invalid(format!(
+                return Err(ServerError::Invalid(format!(
                     "{label}: {dotted} is {given:?} but {setting} is {value:?}; set {setting} only"
                 )));
             }
@@ -259,7 +263,7 @@ fn operator_config(
                 let mut node = &mut tree;
                 for key in &keys[..keys.len() - 1] {
                     let serde_yaml_ng::Value::Mapping(map) = node else {
-                        return Err(AppError::Invalid(format!(
+                        return Err(ServerError::Invalid(format!(
                             "{label}: {key} is not a section"
                         )));
                     };
@@ -278,17 +282,17 @@ fn operator_config(
             }
         }
     }
-    let text =
-        serde_yaml_ng::to_string(&tree).map_err(|e| AppError::Invalid(format!("{label}: {e}")))?;
+    let text = serde_yaml_ng::to_string(&tree)
+        .map_err(|e| ServerError::Invalid(format!("{label}: {e}")))?;
     let config = bugloop_config::SourceText::new(label, text);
     bugloop_config::load_layered(&bugloop_config::Sources {
         operator: Some(config.clone()),
         ..Default::default()
     })
-    .map_err(|e| AppError::Invalid(format!("the server settings: {e}")))?;
+    .map_err(|e| ServerError::Invalid(format!("the server settings: {e}")))?;
     let repository_may_set = file.repository_may_set.clone().unwrap_or_default();
     bugloop_config::check_repository_may_set(&repository_may_set)
-        .map_err(|e| AppError::Invalid(format!("the server settings: {e}")))?;
+        .map_err(|e| ServerError::Invalid(format!("the server settings: {e}")))?;
     Ok(OperatorConfig {
         config: Some(config),
         repository_may_set,
@@ -300,7 +304,7 @@ fn operator_config(
 fn report_access(
     sources: &ServerSources<'_>,
     file: &ServerFile,
-) -> Result<Option<ReportAccess>, AppError> {
+) -> Result<Option<ReportAccess>, ServerError> {
     let Some(token) = sources
         .var("BUGLOOP_REPORT_TOKEN")
         .or(file.report_token.clone())
@@ -316,7 +320,7 @@ fn report_access(
         None => file.report_repositories.clone().unwrap_or_default(),
     };
     if repositories.is_empty() {
-        return Err(AppError::Invalid(
+        return Err(ServerError::Invalid(
             "report_token (BUGLOOP_REPORT_TOKEN) is set but report_repositories \
              (BUGLOOP_REPORT_REPOSITORIES) names no repository: list the repositories the token \
              may file issues in (owner/name, or owner/* for all of an owner's)"
@@ -329,7 +333,7 @@ fn report_access(
             None => bugloop_github::Repo::parse(scope).is_some(),
         };
         if !valid {
-            return Err(AppError::Invalid(format!(
+            return Err(ServerError::Invalid(format!(
                 "report_repositories: {scope:?} is not owner/name or owner/*"
             )));
         }
@@ -347,7 +351,7 @@ fn workers(
     base: &Path,
     data_dir: &Path,
     operator: OperatorConfig,
-) -> Result<Option<(WorkerSettings, usize)>, AppError> {
+) -> Result<Option<(WorkerSettings, usize)>, ServerError> {
     let id = number::<u64>("BUGLOOP_APP_ID", sources.var("BUGLOOP_APP_ID"))?.or(file.app_id);
     let key = sources
         .var("BUGLOOP_APP_PRIVATE_KEY")
@@ -357,32 +361,32 @@ fn workers(
         (Some(id), Some(key)) => (id, key),
         (None, None) => return Ok(None),
         (Some(_), None) => {
-            return Err(AppError::Invalid(
+            return Err(ServerError::Invalid(
                 "the App's id is set but not its private key (BUGLOOP_APP_PRIVATE_KEY, a path \
                  to the PEM GitHub gave)"
                     .to_owned(),
             ));
         }
         (None, Some(_)) => {
-            return Err(AppError::Invalid(
+            return Err(ServerError::Invalid(
                 "the App's private key is set but not its id (BUGLOOP_APP_ID)".to_owned(),
             ));
         }
     };
     let pem = std::fs::read_to_string(&key).map_err(|e| {
-        AppError::Invalid(format!(
+        ServerError::Invalid(format!(
             "BUGLOOP_APP_PRIVATE_KEY: cannot read {}: {e}",
             key.display()
         ))
     })?;
     let credentials = AppCredentials::from_pem(id, &pem).map_err(|e| {
-        AppError::Invalid(format!("BUGLOOP_APP_PRIVATE_KEY: {}: {e}", key.display()))
+        ServerError::Invalid(format!("BUGLOOP_APP_PRIVATE_KEY: {}: {e}", key.display()))
     })?;
     let count = number::<usize>("BUGLOOP_WORKERS", sources.var("BUGLOOP_WORKERS"))?
         .or(file.workers)
         .unwrap_or(2);
     if count == 0 || count > 256 {
-        return Err(AppError::Invalid(format!(
+        return Err(ServerError::Invalid(format!(
             "workers is {count}: between 1 and 256 (leave the App's id out for a server that \
              only queues)"
         )));
@@ -392,10 +396,12 @@ fn workers(
         .or(file.state_key.clone())
         .map(|key| StateKey::new(key.into_bytes()))
         .transpose()
-        .map_err(|e| AppError::Invalid(format!("BUGLOOP_STATE_KEY: {e}")))?;
-    let seconds = |value: Option<u64>, default: u64, what: &str| -> Result<Duration, AppError> {
+        .map_err(|e| ServerError::Invalid(format!("BUGLOOP_STATE_KEY: {e}")))?;
+    let seconds = |value: Option<u64>, default: u64, what: &str| -> Result<Duration, ServerError> {
         match value.unwrap_or(default) {
-            0 => Err(AppError::Invalid(format!("{what} is 0: at least 1 second"))),
+            0 => Err(ServerError::Invalid(format!(
+                "{what} is 0: at least 1 second"
+            ))),
             n => Ok(Duration::from_secs(n)),
         }
     };
@@ -457,7 +463,7 @@ mod tests {
 
     use super::*;
 
-    fn options(file: &str, env: &[(&str, &str)]) -> Result<ServeOptions, AppError> {
+    fn options(file: &str, env: &[(&str, &str)]) -> Result<ServeOptions, ServerError> {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("serve.yml");
         std::fs::write(&path, file).unwrap();

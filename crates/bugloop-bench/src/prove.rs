@@ -22,7 +22,7 @@ use serde_json::json;
 
 use super::review::{git, review_once};
 use super::setup_error;
-use crate::{AppError, Models};
+use bugloop_app::{AppError, Models};
 
 /// The figures of `bench prove` (medians over the runs).
 #[derive(Debug, Clone, Serialize)]

@@ -13,9 +13,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bugloop_app::github_types::{TriggerSettings, signature};
-use bugloop_app::serve::{WebhookState, router};
 use bugloop_queue::{Queue, Retries};
+use bugloop_server::serve::{WebhookState, router};
+use bugloop_webhooks::{TriggerSettings, signature};
 
 const SECRET: &[u8] = b"bench secret";
 const DELIVERIES: usize = 20_000;
@@ -70,11 +70,11 @@ async fn measure(queue: Queue, label: &str) {
             secret: Arc::new(SECRET.to_vec()),
             queue: queue.clone(),
             metrics: Arc::default(),
-            body_timeout: bugloop_app::serve::BODY_TIMEOUT,
+            body_timeout: bugloop_server::serve::BODY_TIMEOUT,
             admin_token: None,
             report_token: None,
-            bodies: bugloop_app::serve::body_budget(),
-            outsiders: Arc::new(bugloop_app::outsider_intake::OutsiderIntake::new(20)),
+            bodies: bugloop_server::serve::body_budget(),
+            outsiders: Arc::new(bugloop_server::outsider_intake::OutsiderIntake::new(20)),
             settings: Arc::new(TriggerSettings {
                 bot_logins: vec!["bugloop-app[bot]".to_owned()],
                 mention: "bugloop".to_owned(),

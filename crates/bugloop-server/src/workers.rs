@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use bugloop_queue::Queue;
 
-use crate::AppError;
+use crate::ServerError;
 use crate::store_location::StoreLocation;
 use crate::worker::{Stop, WorkerSettings, run_next};
 
@@ -32,7 +32,7 @@ impl Workers {
         settings: &WorkerSettings,
         count: usize,
         stop: &Stop,
-    ) -> Result<Workers, AppError> {
+    ) -> Result<Workers, ServerError> {
         let mut threads = Vec::new();
         for n in 0..count.max(1) {
             let (slot, lock) = workspace_slot(&settings.workspaces)?;
@@ -42,7 +42,7 @@ impl Workers {
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
-                .map_err(|e| AppError::Invalid(format!("cannot start a worker: {e}")))?;
+                .map_err(|e| ServerError::Invalid(format!("cannot start a worker: {e}")))?;
             let (store, shared, stop) = (store.clone(), shared.clone(), stop.clone());
             threads.push(std::thread::spawn(move || {
                 // Held while the worker lives.
@@ -87,9 +87,9 @@ async fn work(store: StoreLocation, shared: Queue, settings: WorkerSettings, sto
 }
 
 /// The first workspace slot under `workspaces` no other worker holds, locked.
-fn workspace_slot(workspaces: &Path) -> Result<(std::path::PathBuf, File), AppError> {
+fn workspace_slot(workspaces: &Path) -> Result<(std::path::PathBuf, File), ServerError> {
     std::fs::create_dir_all(workspaces)
-        .map_err(|e| AppError::Invalid(format!("cannot make {}: {e}", workspaces.display())))?;
+        .map_err(|e| ServerError::Invalid(format!("cannot make {}: {e}", workspaces.display())))?;
     for n in 0..1024 {
         let path = workspaces.join(format!("slot-{n}.lock"));
         let file = File::options()
@@ -97,14 +97,14 @@ fn workspace_slot(workspaces: &Path) -> Result<(std::path::PathBuf, File), AppEr
             .truncate(false)
             .write(true)
             .open(&path)
-            .map_err(|e| AppError::Invalid(format!("cannot open {}: {e}", path.display())))?;
+            .map_err(|e| ServerError::Invalid(format!("cannot open {}: {e}", path.display())))?;
         if file.try_lock().is_ok() {
             let slot = workspaces.join(format!("slot-{n}"));
             remove_stale_git_locks(&slot);
             return Ok((slot, file));
         }
     }
-    Err(AppError::Invalid(format!(
+    Err(ServerError::Invalid(format!(
         "every workspace slot under {} is held",
         workspaces.display()
     )))

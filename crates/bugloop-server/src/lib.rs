@@ -1,0 +1,20 @@
+//! bugloop's GitHub App server, a front end beside the CLI's Action. It receives webhooks (the
+//! signature checked on the raw body first), decides what each delivery asks for, records it in
+//! the durable job queue, and runs the queued jobs in workers through the application layer's
+//! one GitHub event path (`bugloop_app::run_github_event`), each in a clone of its own.
+//!
+//! Invariant: this is the only crate that knows HTTP serving, the job queue and Prometheus; the
+//! application layer below it knows jobs, not how they arrive.
+
+mod error;
+pub mod metrics;
+pub mod outsider_intake;
+pub mod report_endpoint;
+pub mod serve;
+pub mod server_config;
+mod status_page;
+mod store_location;
+pub mod worker;
+mod workers;
+
+pub use self::error::ServerError;
