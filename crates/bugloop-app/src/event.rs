@@ -160,82 +160,110 @@ pub async fn run_event(job: EventJob) -> Result<EventOutcome, AppError> {
 
 /// [`run_event`] once the trigger's repository is known to be the target's.
 pub(crate) async fn run_checked(job: EventJob) -> Result<EventOutcome, AppError> {
-    let number = match &job.trigger {
+    match &job.trigger {
         Trigger::Review { number, .. }
         | Trigger::Comment { number, .. }
-        | Trigger::Converge { number, .. } => *number,
-        Trigger::Autofix {
-            issue,
-            label,
-            labelled_by,
-            approved,
-            filed_from_report,
-            ..
-        } => {
-            let issue = *issue;
-            // A workflow's token is shared by every workflow of the repository: it cannot keep
-            // a solve record (see `open_issue`). An Action run ends here, neutral.
-            if matches!(job.github.auth, crate::GitHubAuth::Token(_)) {
-                return Ok(EventOutcome::NotRun {
-                    reason: format!(
-                        "issue #{issue}: solving runs as a GitHub App (`bugloop serve`), whose own \
-                         login keeps the solve record; nothing was done"
-                    ),
-                });
-            }
-            let app = open_issues(&job, issue).await?;
-            let trigger_label = app.settings.config.labels.trigger.clone();
-            if let Some(label) = label {
-                if *label != trigger_label {
-                    return Ok(EventOutcome::NotRun {
-                        reason: format!(
-                            "issue #{issue} was labelled `{label}`, but this repository's \
-                             labels.trigger is `{trigger_label}`; nothing was done"
-                        ),
-                    });
-                }
-                // Triage may label; only who may change the repository may have it changed.
-                let writer = match labelled_by {
-                    Some(who) => app.forge.permission(who).await?.may_modify_files(),
-                    None => false,
-                };
-                if !writer {
-                    return Ok(EventOutcome::NotRun {
-                        reason: format!(
-                            "issue #{issue} was labelled `{label}` by {}, who may not change \
-                             the repository; nothing was done",
-                            labelled_by.as_deref().unwrap_or("someone unknown")
-                        ),
-                    });
-                }
-            }
-            let mut outcome = app
-                .solve(crate::SolveJob {
-                    issue,
-                    base: None,
-                    retry: false,
-                    model: job.model,
-                    approved: approved.clone(),
-                    // A review of a draft goes on with an issue taken; it never starts one.
-                    resume_only: label.is_none() && !filed_from_report,
-                    require_label: Some(trigger_label),
-                })
-                .await?;
-            outcome.warnings = with_app_warnings(&app, outcome.warnings);
-            return Ok(EventOutcome::Solve {
-                issue,
-                outcome: Box::new(outcome),
-            });
+        | Trigger::Converge { number, .. } => {
+            let number = *number;
+            run_on_pull_request(job, number).await
         }
+        Trigger::Autofix { .. } => solve_issue(job).await,
         Trigger::Report { report, .. } => {
+            let report = report.clone();
             let app = open_issues(&job, 0).await?;
             let mut outcome = app.report(report.as_bytes()).await?;
             outcome.warnings = with_app_warnings(&app, outcome.warnings);
-            return Ok(EventOutcome::Report {
+            Ok(EventOutcome::Report {
                 outcome: Box::new(outcome),
-            });
+            })
         }
+    }
+}
+
+/// An issue labelled for autofix (or a draft's review, or a report just filed) moved through
+/// the solve pipeline, when the label is this repository's and whoever set it may change the
+/// repository.
+async fn solve_issue(job: EventJob) -> Result<EventOutcome, AppError> {
+    let Trigger::Autofix {
+        issue,
+        label,
+        labelled_by,
+        approved,
+        filed_from_report,
+        ..
+    } = &job.trigger
+    else {
+        return Err(AppError::Invalid("not an autofix trigger".to_owned()));
     };
+    let issue = *issue;
+    // A workflow's token is shared by every workflow of the repository: it cannot keep a solve
+    // record (see `open_issue`). An Action run ends here, neutral.
+    if matches!(job.github.auth, crate::GitHubAuth::Token(_)) {
+        return Ok(EventOutcome::NotRun {
+            reason: format!(
+                "issue #{issue}: solving runs as a GitHub App (`bugloop serve`), whose own login \
+                 keeps the solve record; nothing was done"
+            ),
+        });
+    }
+    let app = open_issues(&job, issue).await?;
+    let trigger_label = app.settings.config.labels.trigger.clone();
+    if let Some(label) = label
+        && let Some(reason) =
+            refusal_of_label(&app, issue, label, labelled_by.as_deref(), &trigger_label).await?
+    {
+        return Ok(EventOutcome::NotRun { reason });
+    }
+    let mut outcome = app
+        .solve(crate::SolveJob {
+            issue,
+            base: None,
+            retry: false,
+            model: job.model.clone(),
+            approved: approved.clone(),
+            // A review of a draft goes on with an issue taken; it never starts one.
+            resume_only: label.is_none() && !filed_from_report,
+            require_label: Some(trigger_label),
+        })
+        .await?;
+    outcome.warnings = with_app_warnings(&app, outcome.warnings);
+    Ok(EventOutcome::Solve {
+        issue,
+        outcome: Box::new(outcome),
+    })
+}
+
+/// Why a label on `issue` does not start solving it: not this repository's trigger label, or
+/// set by someone who may not change the repository (triage may label).
+async fn refusal_of_label(
+    app: &App,
+    issue: u64,
+    label: &str,
+    labelled_by: Option<&str>,
+    trigger_label: &str,
+) -> Result<Option<String>, AppError> {
+    if label != trigger_label {
+        return Ok(Some(format!(
+            "issue #{issue} was labelled `{label}`, but this repository's labels.trigger is \
+             `{trigger_label}`; nothing was done"
+        )));
+    }
+    let writer = match labelled_by {
+        Some(who) => app.forge.permission(who).await?.may_modify_files(),
+        None => false,
+    };
+    Ok((!writer).then(|| {
+        format!(
+            "issue #{issue} was labelled `{label}` by {}, who may not change the repository; \
+             nothing was done",
+            labelled_by.unwrap_or("someone unknown")
+        )
+    }))
+}
+
+/// bugloop opened on pull request `number`, running the review, the comment or converge the
+/// trigger asks for.
+async fn run_on_pull_request(job: EventJob, number: u64) -> Result<EventOutcome, AppError> {
     let app = App::open(AppOptions {
         directory: job.directory,
         config: job.config,
@@ -250,34 +278,9 @@ pub(crate) async fn run_checked(job: EventJob) -> Result<EventOutcome, AppError>
         .pull_request()
         .cloned()
         .ok_or_else(|| AppError::Invalid("no pull request was opened".to_owned()))?;
-    let with_warnings = |mut warnings: Vec<String>| {
-        let mut all = app.warnings().to_vec();
-        all.append(&mut warnings);
-        all
-    };
     match job.trigger {
         Trigger::Review { .. } => {
-            let reviewed = app
-                .review(ReviewJob {
-                    fail_on: job.fail_on,
-                    model: job.model,
-                    ..ReviewJob::default()
-                })
-                .await;
-            let mut outcome = match (reviewed, &pull_request.read_only) {
-                // A fork's pull request gets no secrets: no API key is not a failure there.
-                (Err(AppError::Model { model, source }), Some(why)) => {
-                    return Ok(EventOutcome::NotRun {
-                        reason: format!("{why}; the model {model} cannot be used here: {source}"),
-                    });
-                }
-                (reviewed, _) => reviewed?,
-            };
-            outcome.warnings = with_warnings(outcome.warnings);
-            Ok(EventOutcome::Review {
-                pull_request,
-                outcome: Box::new(outcome),
-            })
+            review_pull_request(&app, pull_request, job.fail_on, job.model).await
         }
         Trigger::Comment {
             kind,
@@ -301,7 +304,7 @@ pub(crate) async fn run_checked(job: EventJob) -> Result<EventOutcome, AppError>
                     model: job.model,
                 })
                 .await?;
-            outcome.warnings = with_warnings(outcome.warnings);
+            outcome.warnings = with_app_warnings(&app, outcome.warnings);
             Ok(EventOutcome::Comment {
                 pull_request,
                 outcome: Box::new(outcome),
@@ -317,7 +320,7 @@ pub(crate) async fn run_checked(job: EventJob) -> Result<EventOutcome, AppError>
                     model: job.model,
                 })
                 .await?;
-            outcome.warnings = with_warnings(outcome.warnings);
+            outcome.warnings = with_app_warnings(&app, outcome.warnings);
             Ok(EventOutcome::Converge {
                 pull_request,
                 outcome: Box::new(outcome),
@@ -327,4 +330,34 @@ pub(crate) async fn run_checked(job: EventJob) -> Result<EventOutcome, AppError>
             "an autofix or report trigger has no pull request".to_owned(),
         )),
     }
+}
+
+/// The review a push asks for; on a fork's pull request, which gets no secrets, a model that
+/// cannot be used is not a failure.
+async fn review_pull_request(
+    app: &App,
+    pull_request: PullRequestRun,
+    fail_on: Option<u8>,
+    model: Option<String>,
+) -> Result<EventOutcome, AppError> {
+    let reviewed = app
+        .review(ReviewJob {
+            fail_on,
+            model,
+            ..ReviewJob::default()
+        })
+        .await;
+    let mut outcome = match (reviewed, &pull_request.read_only) {
+        (Err(AppError::Model { model, source }), Some(why)) => {
+            return Ok(EventOutcome::NotRun {
+                reason: format!("{why}; the model {model} cannot be used here: {source}"),
+            });
+        }
+        (reviewed, _) => reviewed?,
+    };
+    outcome.warnings = with_app_warnings(app, outcome.warnings);
+    Ok(EventOutcome::Review {
+        pull_request,
+        outcome: Box::new(outcome),
+    })
 }

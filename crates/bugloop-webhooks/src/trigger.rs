@@ -4,7 +4,10 @@
 
 use bugloop_domain::mention::mentions;
 
-use crate::payload::{Account, Event, Installation, Repository};
+use crate::payload::{
+    Account, CheckSuiteEvent, Event, Installation, IssueCommentEvent, IssuesEvent,
+    PullRequestEvent, Repository, ReviewCommentEvent, ReviewEvent, WorkflowDispatchEvent,
+};
 
 /// Where a developer's comment was written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -222,193 +225,197 @@ fn solving_goes_on(
 
 /// The job `event` asks for.
 pub fn trigger(event: &Event, settings: &TriggerSettings) -> Result<Trigger, Skip> {
-    let from_bot = |sender: &Account| {
-        (sender.is_bot() || settings.bot_logins.iter().any(|l| l == &sender.login))
-            .then(|| Skip::FromBot(sender.login.clone()))
-    };
-    let action = |event: &str, action: &str| Skip::Action {
+    match event {
+        Event::PullRequest(e) => pull_request(e, settings),
+        Event::IssueComment(e) => issue_comment(e, settings),
+        Event::ReviewComment(e) => review_comment(e, settings),
+        Event::Review(e) => review(e, settings),
+        Event::Issues(e) => labelled_issue(e, settings),
+        Event::CheckSuite(e) => check_suite(e, settings),
+        Event::WorkflowDispatch(e) => workflow_dispatch(e, settings),
+        Event::Unhandled(name) => Err(Skip::Unhandled(name.clone())),
+    }
+}
+
+/// Events sent by a bot, or by one of bugloop's own logins, ask for nothing.
+fn not_from_bot(sender: &Account, settings: &TriggerSettings) -> Result<(), Skip> {
+    if sender.is_bot() || settings.bot_logins.iter().any(|l| l == &sender.login) {
+        return Err(Skip::FromBot(sender.login.clone()));
+    }
+    Ok(())
+}
+
+/// Only `expected` actions of `event` ask for anything.
+fn expect_action(event: &str, action: &str, expected: &[&str]) -> Result<(), Skip> {
+    if expected.contains(&action) {
+        return Ok(());
+    }
+    Err(Skip::Action {
         event: event.to_owned(),
         action: action.to_owned(),
-    };
-    let addressed = |body: &str| mentions(body, &settings.mention);
-    match event {
-        Event::PullRequest(e) => {
-            if let Some(skip) = from_bot(&e.sender) {
-                return Err(skip);
-            }
-            if !matches!(
-                e.action.as_str(),
-                "opened" | "synchronize" | "reopened" | "ready_for_review"
-            ) {
-                return Err(action("pull_request", &e.action));
-            }
-            let pr = &e.pull_request;
-            if pr.draft == Some(true) {
-                return Err(Skip::Draft);
-            }
-            Ok(Trigger::Review {
-                repository: e.repository.full_name.clone(),
-                number: pr.number,
-                head: pr.head.sha.clone(),
-                base: pr.base.sha.clone(),
-                fork: pr.is_from_fork(),
-                installation: e.installation.as_ref().map(|i| i.id),
-            })
-        }
-        Event::IssueComment(e) => {
-            if let Some(skip) = from_bot(&e.sender) {
-                return Err(skip);
-            }
-            if e.action != "created" {
-                return Err(action("issue_comment", &e.action));
-            }
-            if e.issue.pull_request.is_none() {
-                return Err(Skip::NotAPullRequest(e.issue.number));
-            }
-            let body = e.comment.body.clone().unwrap_or_default();
-            if !addressed(&body) {
-                return Err(Skip::NoMention(settings.mention.clone()));
-            }
-            Ok(Trigger::Comment {
-                repository: e.repository.full_name.clone(),
-                number: e.issue.number,
-                kind: CommentKind::Issue,
-                id: e.comment.id,
-                body,
-                author: e.comment.user.login.clone(),
-                in_reply_to: None,
-                installation: e.installation.as_ref().map(|i| i.id),
-            })
-        }
-        Event::ReviewComment(e) => {
-            if let Some(skip) = from_bot(&e.sender) {
-                return Err(skip);
-            }
-            if e.action != "created" {
-                return Err(action("pull_request_review_comment", &e.action));
-            }
-            let body = e.comment.body.clone().unwrap_or_default();
-            // A reviewer's new thread on a solve draft: the solving goes on and addresses it.
-            if !addressed(&body)
-                && e.comment.in_reply_to_id.is_none()
-                && let Some(issue) = solving(&e.pull_request, &settings.solve_branch_prefix)
-            {
-                return Ok(solving_goes_on(
-                    &e.repository,
-                    issue,
-                    e.installation.as_ref(),
-                ));
-            }
-            // A reply in a review thread may answer one of bugloop's findings: the job reads
-            // the thread to know.
-            if !addressed(&body) && e.comment.in_reply_to_id.is_none() {
-                return Err(Skip::NoMention(settings.mention.clone()));
-            }
-            Ok(Trigger::Comment {
-                repository: e.repository.full_name.clone(),
-                number: e.pull_request.number,
-                kind: CommentKind::Review,
-                id: e.comment.id,
-                body,
-                author: e.comment.user.login.clone(),
-                in_reply_to: e.comment.in_reply_to_id,
-                installation: e.installation.as_ref().map(|i| i.id),
-            })
-        }
-        Event::Review(e) => {
-            if let Some(skip) = from_bot(&e.sender) {
-                return Err(skip);
-            }
-            if e.action != "submitted" {
-                return Err(action("pull_request_review", &e.action));
-            }
-            let body = e.review.body.clone().unwrap_or_default();
-            // A review of a solve draft (changes asked for, say): the solving goes on.
-            if !addressed(&body)
-                && let Some(issue) = solving(&e.pull_request, &settings.solve_branch_prefix)
-            {
-                return Ok(solving_goes_on(
-                    &e.repository,
-                    issue,
-                    e.installation.as_ref(),
-                ));
-            }
-            if !addressed(&body) {
-                return Err(Skip::NoMention(settings.mention.clone()));
-            }
-            Ok(Trigger::Comment {
-                repository: e.repository.full_name.clone(),
-                number: e.pull_request.number,
-                kind: CommentKind::ReviewBody,
-                id: e.review.id,
-                body,
-                author: e.review.user.login.clone(),
-                in_reply_to: None,
-                installation: e.installation.as_ref().map(|i| i.id),
-            })
-        }
-        Event::Issues(e) => {
-            if let Some(skip) = from_bot(&e.sender) {
-                return Err(skip);
-            }
-            if e.action != "labeled" {
-                return Err(action("issues", &e.action));
-            }
-            let label = e.label.as_ref().map(|l| l.name.clone()).unwrap_or_default();
-            if label != settings.autofix_label {
-                return Err(Skip::Label(label));
-            }
-            Ok(Trigger::Autofix {
-                repository: e.repository.full_name.clone(),
-                issue: e.issue.number,
-                installation: e.installation.as_ref().map(|i| i.id),
-                label: Some(label),
-                labelled_by: Some(e.sender.login.clone()),
-                approved: Some(bugloop_domain::solve::approval_digest(
-                    &e.issue.title,
-                    e.issue.body.as_deref().unwrap_or_default(),
-                )),
-                filed_from_report: false,
-            })
-        }
-        // Sent by whichever App ran the checks (often a bot): it can only let an issue already
-        // taken go on, from the record, so who sent it does not matter.
-        Event::CheckSuite(e) => {
-            if e.action != "completed" {
-                return Err(action("check_suite", &e.action));
-            }
-            let branch = e.check_suite.head_branch.as_deref().unwrap_or_default();
-            let issue = issue_of_branch(branch, &settings.solve_branch_prefix)
-                .ok_or_else(|| Skip::NotSolving(branch.to_owned()))?;
-            Ok(solving_goes_on(
+    })
+}
+
+/// A push to a pull request ready for review: a review.
+fn pull_request(e: &PullRequestEvent, settings: &TriggerSettings) -> Result<Trigger, Skip> {
+    not_from_bot(&e.sender, settings)?;
+    expect_action(
+        "pull_request",
+        &e.action,
+        &["opened", "synchronize", "reopened", "ready_for_review"],
+    )?;
+    let pr = &e.pull_request;
+    if pr.draft == Some(true) {
+        return Err(Skip::Draft);
+    }
+    Ok(Trigger::Review {
+        repository: e.repository.full_name.clone(),
+        number: pr.number,
+        head: pr.head.sha.clone(),
+        base: pr.base.sha.clone(),
+        fork: pr.is_from_fork(),
+        installation: e.installation.as_ref().map(|i| i.id),
+    })
+}
+
+/// A comment on a pull request's conversation that mentions bugloop.
+fn issue_comment(e: &IssueCommentEvent, settings: &TriggerSettings) -> Result<Trigger, Skip> {
+    not_from_bot(&e.sender, settings)?;
+    expect_action("issue_comment", &e.action, &["created"])?;
+    if e.issue.pull_request.is_none() {
+        return Err(Skip::NotAPullRequest(e.issue.number));
+    }
+    let body = e.comment.body.clone().unwrap_or_default();
+    if !mentions(&body, &settings.mention) {
+        return Err(Skip::NoMention(settings.mention.clone()));
+    }
+    Ok(Trigger::Comment {
+        repository: e.repository.full_name.clone(),
+        number: e.issue.number,
+        kind: CommentKind::Issue,
+        id: e.comment.id,
+        body,
+        author: e.comment.user.login.clone(),
+        in_reply_to: None,
+        installation: e.installation.as_ref().map(|i| i.id),
+    })
+}
+
+/// A comment on a line of the diff: one that mentions bugloop, a reply in a review thread (it
+/// may answer one of bugloop's findings: the job reads the thread to know), or a reviewer's new
+/// thread on a solve draft (the solving goes on and addresses it).
+fn review_comment(e: &ReviewCommentEvent, settings: &TriggerSettings) -> Result<Trigger, Skip> {
+    not_from_bot(&e.sender, settings)?;
+    expect_action("pull_request_review_comment", &e.action, &["created"])?;
+    let body = e.comment.body.clone().unwrap_or_default();
+    let addressed = mentions(&body, &settings.mention);
+    if !addressed && e.comment.in_reply_to_id.is_none() {
+        return match solving(&e.pull_request, &settings.solve_branch_prefix) {
+            Some(issue) => Ok(solving_goes_on(
                 &e.repository,
                 issue,
                 e.installation.as_ref(),
-            ))
-        }
-        Event::WorkflowDispatch(e) => {
-            if let Some(skip) = from_bot(&e.sender) {
-                return Err(skip);
-            }
-            // Inputs arrive as strings; a number is accepted too.
-            let number = e
-                .inputs
-                .as_ref()
-                .and_then(|inputs| inputs.get("pull-request"))
-                .and_then(|value| match value {
-                    serde_json::Value::String(text) => {
-                        text.trim().trim_start_matches('#').parse().ok()
-                    }
-                    serde_json::Value::Number(number) => number.as_u64(),
-                    _ => None,
-                })
-                .ok_or_else(|| Skip::Input("pull-request".to_owned()))?;
-            Ok(Trigger::Converge {
-                repository: e.repository.full_name.clone(),
-                number,
-                requested_by: e.sender.login.clone(),
-            })
-        }
-        Event::Unhandled(name) => Err(Skip::Unhandled(name.clone())),
+            )),
+            None => Err(Skip::NoMention(settings.mention.clone())),
+        };
     }
+    Ok(Trigger::Comment {
+        repository: e.repository.full_name.clone(),
+        number: e.pull_request.number,
+        kind: CommentKind::Review,
+        id: e.comment.id,
+        body,
+        author: e.comment.user.login.clone(),
+        in_reply_to: e.comment.in_reply_to_id,
+        installation: e.installation.as_ref().map(|i| i.id),
+    })
+}
+
+/// A submitted review: its body when it mentions bugloop; on a solve draft (changes asked for,
+/// say), the solving goes on.
+fn review(e: &ReviewEvent, settings: &TriggerSettings) -> Result<Trigger, Skip> {
+    not_from_bot(&e.sender, settings)?;
+    expect_action("pull_request_review", &e.action, &["submitted"])?;
+    let body = e.review.body.clone().unwrap_or_default();
+    if !mentions(&body, &settings.mention) {
+        return match solving(&e.pull_request, &settings.solve_branch_prefix) {
+            Some(issue) => Ok(solving_goes_on(
+                &e.repository,
+                issue,
+                e.installation.as_ref(),
+            )),
+            None => Err(Skip::NoMention(settings.mention.clone())),
+        };
+    }
+    Ok(Trigger::Comment {
+        repository: e.repository.full_name.clone(),
+        number: e.pull_request.number,
+        kind: CommentKind::ReviewBody,
+        id: e.review.id,
+        body,
+        author: e.review.user.login.clone(),
+        in_reply_to: None,
+        installation: e.installation.as_ref().map(|i| i.id),
+    })
+}
+
+/// An issue given the autofix label: solving it starts (the job checks who labelled it).
+fn labelled_issue(e: &IssuesEvent, settings: &TriggerSettings) -> Result<Trigger, Skip> {
+    not_from_bot(&e.sender, settings)?;
+    expect_action("issues", &e.action, &["labeled"])?;
+    let label = e.label.as_ref().map(|l| l.name.clone()).unwrap_or_default();
+    if label != settings.autofix_label {
+        return Err(Skip::Label(label));
+    }
+    Ok(Trigger::Autofix {
+        repository: e.repository.full_name.clone(),
+        issue: e.issue.number,
+        installation: e.installation.as_ref().map(|i| i.id),
+        label: Some(label),
+        labelled_by: Some(e.sender.login.clone()),
+        approved: Some(bugloop_domain::solve::approval_digest(
+            &e.issue.title,
+            e.issue.body.as_deref().unwrap_or_default(),
+        )),
+        filed_from_report: false,
+    })
+}
+
+/// Checks done on a solve draft's branch. Sent by whichever App ran the checks (often a bot):
+/// it can only let an issue already taken go on, from the record, so who sent it does not
+/// matter.
+fn check_suite(e: &CheckSuiteEvent, settings: &TriggerSettings) -> Result<Trigger, Skip> {
+    expect_action("check_suite", &e.action, &["completed"])?;
+    let branch = e.check_suite.head_branch.as_deref().unwrap_or_default();
+    let issue = issue_of_branch(branch, &settings.solve_branch_prefix)
+        .ok_or_else(|| Skip::NotSolving(branch.to_owned()))?;
+    Ok(solving_goes_on(
+        &e.repository,
+        issue,
+        e.installation.as_ref(),
+    ))
+}
+
+/// The workflow run by hand with a pull request's number: converge on it.
+fn workflow_dispatch(
+    e: &WorkflowDispatchEvent,
+    settings: &TriggerSettings,
+) -> Result<Trigger, Skip> {
+    not_from_bot(&e.sender, settings)?;
+    // Inputs arrive as strings; a number is accepted too.
+    let number = e
+        .inputs
+        .as_ref()
+        .and_then(|inputs| inputs.get("pull-request"))
+        .and_then(|value| match value {
+            serde_json::Value::String(text) => text.trim().trim_start_matches('#').parse().ok(),
+            serde_json::Value::Number(number) => number.as_u64(),
+            _ => None,
+        })
+        .ok_or_else(|| Skip::Input("pull-request".to_owned()))?;
+    Ok(Trigger::Converge {
+        repository: e.repository.full_name.clone(),
+        number,
+        requested_by: e.sender.login.clone(),
+    })
 }
