@@ -69,8 +69,8 @@ pub enum EventOutcome {
         outcome: Box<Outcome<ConvergeReport>>,
     },
     /// An error report, filed as an issue or counted on its fingerprint's.
-    Report {
-        outcome: Box<Outcome<crate::ReportOutcome>>,
+    ErrorReport {
+        outcome: Box<Outcome<crate::ErrorReportOutcome>>,
     },
     /// An issue labelled for autofix, moved through the solve pipeline.
     Solve {
@@ -88,7 +88,7 @@ impl EventOutcome {
             EventOutcome::Review { outcome, .. } => &outcome.warnings,
             EventOutcome::Comment { outcome, .. } => &outcome.warnings,
             EventOutcome::Converge { outcome, .. } => &outcome.warnings,
-            EventOutcome::Report { outcome } => &outcome.warnings,
+            EventOutcome::ErrorReport { outcome } => &outcome.warnings,
             EventOutcome::Solve { outcome, .. } => &outcome.warnings,
             EventOutcome::NotRun { .. } => &[],
         }
@@ -101,7 +101,7 @@ impl EventOutcome {
             EventOutcome::Review { outcome, .. } => &outcome.verdict,
             EventOutcome::Comment { outcome, .. } => &outcome.verdict,
             EventOutcome::Converge { outcome, .. } => &outcome.verdict,
-            EventOutcome::Report { outcome } => &outcome.verdict,
+            EventOutcome::ErrorReport { outcome } => &outcome.verdict,
             EventOutcome::Solve { outcome, .. } => &outcome.verdict,
             EventOutcome::NotRun { reason } => return Some(reason),
         };
@@ -167,13 +167,13 @@ pub(crate) async fn run_checked(job: EventJob) -> Result<EventOutcome, AppError>
             let number = *number;
             run_on_pull_request(job, number).await
         }
-        Trigger::Autofix { .. } => solve_issue(job).await,
-        Trigger::Report { report, .. } => {
+        Trigger::Solve { .. } => solve_issue(job).await,
+        Trigger::ErrorReport { report, .. } => {
             let report = report.clone();
             let app = open_issues(&job, 0).await?;
-            let mut outcome = app.report(report.as_bytes()).await?;
+            let mut outcome = app.file_error_report(report.as_bytes()).await?;
             outcome.warnings = with_app_warnings(&app, outcome.warnings);
-            Ok(EventOutcome::Report {
+            Ok(EventOutcome::ErrorReport {
                 outcome: Box::new(outcome),
             })
         }
@@ -184,7 +184,7 @@ pub(crate) async fn run_checked(job: EventJob) -> Result<EventOutcome, AppError>
 /// the solve pipeline, when the label is this repository's and whoever set it may change the
 /// repository.
 async fn solve_issue(job: EventJob) -> Result<EventOutcome, AppError> {
-    let Trigger::Autofix {
+    let Trigger::Solve {
         issue,
         label,
         labelled_by,
@@ -326,7 +326,7 @@ async fn run_on_pull_request(job: EventJob, number: u64) -> Result<EventOutcome,
                 outcome: Box::new(outcome),
             })
         }
-        Trigger::Autofix { .. } | Trigger::Report { .. } => Err(AppError::Invalid(
+        Trigger::Solve { .. } | Trigger::ErrorReport { .. } => Err(AppError::Invalid(
             "an autofix or report trigger has no pull request".to_owned(),
         )),
     }

@@ -232,7 +232,7 @@ async fn installation(
 ) -> Result<u64, AppError> {
     match (trigger.installation(), trigger) {
         (Some(installation), _) => Ok(installation),
-        (None, Trigger::Report { .. }) => {
+        (None, Trigger::ErrorReport { .. }) => {
             let auth = GitHubAuth::App {
                 credentials: app.clone(),
                 installation_id: 0,

@@ -50,7 +50,7 @@ pub use self::local_review::{ChecksJob, ChecksView, ReviewCommentJob, ReviewDeci
 pub use self::models::Models;
 pub use self::outcome::{Outcome, Verdict};
 pub use self::pull_request::{PullRequestComment, PullRequestCommentKind};
-pub use self::report::ReportOutcome;
+pub use self::report::ErrorReportOutcome;
 pub use self::review::{ReviewJob, ReviewScope};
 pub use self::solve::SolveJob;
 

@@ -134,7 +134,7 @@ impl App {
                     .as_deref()
                     .and_then(|root| comments.iter().find(|c| c.id == root))
                     .unwrap_or(&comment);
-                let said = bugloop_loops::publish::info_reply(
+                let said = bugloop_loops::comment_bodies::info_reply(
                     &self.settings.markers,
                     "bugloop stopped before it could answer this (an answer to someone without \
                      write access has a small budget of its own, or the model failed).",

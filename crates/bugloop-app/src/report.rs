@@ -12,7 +12,7 @@ use crate::{App, AppError, Outcome, Verdict};
 
 /// What filing an error report did.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ReportOutcome {
+pub struct ErrorReportOutcome {
     /// The issue's number.
     pub issue: u64,
     /// Reports of this fingerprint so far, this one included.
@@ -66,7 +66,10 @@ impl App {
     /// Files `input` (a stack trace, a log excerpt, JSON log lines) as an issue labelled `bug`
     /// and `labels.trigger`, or counts it on the issue of its fingerprint: in the local forge,
     /// or, opened on a GitHub repository's issues, on GitHub.
-    pub async fn report(&self, input: &[u8]) -> Result<Outcome<ReportOutcome>, AppError> {
+    pub async fn file_error_report(
+        &self,
+        input: &[u8],
+    ) -> Result<Outcome<ErrorReportOutcome>, AppError> {
         let report = bugloop_intake::read(input).map_err(|e| AppError::Invalid(e.to_string()))?;
         let commit = match &self.github_issues {
             Some(github) => Some(github.base_sha.clone()),
@@ -102,7 +105,7 @@ impl App {
                 })?,
         };
         Ok(Outcome::new(
-            ReportOutcome {
+            ErrorReportOutcome {
                 issue: counted.number,
                 count: counted.count,
                 filed: counted.filed,

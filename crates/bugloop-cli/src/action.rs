@@ -192,7 +192,7 @@ pub fn action(
             plain(&env, out, &pull_request, &trigger, &outcome.warnings, &said)?;
             Ok(outcome.verdict)
         }
-        EventOutcome::Report { outcome } => {
+        EventOutcome::ErrorReport { outcome } => {
             crate::warn(&outcome.warnings)?;
             let report = &outcome.report;
             writeln!(
@@ -252,8 +252,8 @@ fn heading(pull: &PullRequestRun, trigger: &Trigger) -> String {
         Trigger::Review { .. } => "review",
         Trigger::Comment { .. } => "comment",
         Trigger::Converge { .. } => "converge",
-        Trigger::Autofix { .. } => "autofix",
-        Trigger::Report { .. } => "report",
+        Trigger::Solve { .. } => "autofix",
+        Trigger::ErrorReport { .. } => "report",
     };
     format!(
         "### bugloop {what}: #{} at {}\n\n",

@@ -49,7 +49,7 @@ pub fn report(
     let bytes = read_input(args.input.as_deref())?;
     let runtime = runtime()?;
     let app = open_app(&runtime, cwd, choice)?;
-    let outcome = runtime.block_on(app.report(&bytes))?;
+    let outcome = runtime.block_on(app.file_error_report(&bytes))?;
     let report = &outcome.report;
     match args.format {
         Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(report)?)?,

@@ -10,11 +10,11 @@ use bugloop_forge::ChangeKey;
 use bugloop_report::dispute::{Decision, DisputeOutcome};
 use serde::Deserialize;
 
+use crate::comment_bodies::{ResolvedBy, resolve_thread};
+use crate::comment_bodies::{disputed_reply, escalated_reply, info_reply};
 use crate::env::{LoopEnv, WorkTarget};
 use crate::error::ActError;
 use crate::prompt::fill;
-use crate::publish::{ResolvedBy, resolve_thread};
-use crate::publish::{disputed_reply, escalated_reply, info_reply};
 
 pub const DISPUTE_PROMPT: &str = include_str!("../prompts/dispute.md");
 

@@ -6,6 +6,7 @@
 pub mod act;
 pub mod build;
 pub mod checkout;
+pub mod comment_bodies;
 pub mod context;
 pub mod converge;
 pub mod disputes;
@@ -15,7 +16,6 @@ pub mod head;
 pub mod intent;
 pub mod plan;
 pub mod prompt;
-pub mod publish;
 pub mod review;
 pub mod settings;
 pub mod solve;

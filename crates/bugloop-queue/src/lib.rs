@@ -54,9 +54,12 @@ pub enum JobKind {
     Review,
     Comment,
     Converge,
-    Autofix,
-    /// An error report to file as an issue.
-    Report,
+    /// Solving an issue (stored, and shown, as `autofix`: the name of queued rows).
+    #[serde(rename = "autofix")]
+    Solve,
+    /// An error report to file as an issue (stored as `report`).
+    #[serde(rename = "report")]
+    ErrorReport,
 }
 
 impl JobKind {
@@ -65,8 +68,8 @@ impl JobKind {
             JobKind::Review => "review",
             JobKind::Comment => "comment",
             JobKind::Converge => "converge",
-            JobKind::Autofix => "autofix",
-            JobKind::Report => "report",
+            JobKind::Solve => "autofix",
+            JobKind::ErrorReport => "report",
         }
     }
 
@@ -75,8 +78,8 @@ impl JobKind {
             "review" => JobKind::Review,
             "comment" => JobKind::Comment,
             "converge" => JobKind::Converge,
-            "autofix" => JobKind::Autofix,
-            "report" => JobKind::Report,
+            "autofix" => JobKind::Solve,
+            "report" => JobKind::ErrorReport,
             _ => return None,
         })
     }

@@ -168,7 +168,7 @@ async fn report(
             );
         }
     }
-    let trigger = Trigger::Report {
+    let trigger = Trigger::ErrorReport {
         repository,
         report: String::from_utf8_lossy(&body).into_owned(),
         installation: None,
@@ -194,7 +194,7 @@ async fn report(
             &delivery,
             "report",
             Some(NewJob {
-                kind: JobKind::Report,
+                kind: JobKind::ErrorReport,
                 conversation: trigger.conversation(),
                 installation: None,
                 head: None,

@@ -161,8 +161,8 @@ fn kind_of(trigger: &Trigger) -> JobKind {
         Trigger::Review { .. } => JobKind::Review,
         Trigger::Comment { .. } => JobKind::Comment,
         Trigger::Converge { .. } => JobKind::Converge,
-        Trigger::Autofix { .. } => JobKind::Autofix,
-        Trigger::Report { .. } => JobKind::Report,
+        Trigger::Solve { .. } => JobKind::Solve,
+        Trigger::ErrorReport { .. } => JobKind::ErrorReport,
     }
 }
 

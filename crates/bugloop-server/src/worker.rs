@@ -301,8 +301,8 @@ async fn run_job(
             .unwrap_or_default()),
         // A newly filed issue is solved next, as if labelled: its own label event is the
         // App's, which the server drops.
-        EventOutcome::Report { outcome } if outcome.report.filed => {
-            let follow = Trigger::Autofix {
+        EventOutcome::ErrorReport { outcome } if outcome.report.filed => {
+            let follow = Trigger::Solve {
                 repository,
                 issue: outcome.report.issue,
                 installation: run.installation,
@@ -321,7 +321,7 @@ async fn run_job(
         | EventOutcome::Comment { .. }
         | EventOutcome::Converge { .. }
         | EventOutcome::Solve { .. }
-        | EventOutcome::Report { .. } => Ok(Spent::default()),
+        | EventOutcome::ErrorReport { .. } => Ok(Spent::default()),
     }
 }
 
@@ -335,7 +335,7 @@ async fn follow_up(queue: &Queue, lease: &Lease, trigger: &Trigger) -> Result<()
             &format!("{}:follow-up", lease.job.id),
             "bugloop",
             Some(bugloop_queue::NewJob {
-                kind: bugloop_queue::JobKind::Autofix,
+                kind: bugloop_queue::JobKind::Solve,
                 conversation: trigger.conversation(),
                 installation: trigger.installation().and_then(|i| i64::try_from(i).ok()),
                 head: None,

@@ -408,8 +408,11 @@ async fn error_reports_are_queued_with_the_report_token_only() {
     );
     let jobs = server.queue.jobs().await.unwrap();
     assert_eq!(jobs.len(), 2, "{jobs:#?}");
-    assert!(jobs.iter().all(|j| j.kind == bugloop_queue::JobKind::Report
-        && j.conversation == "github:acme/widgets#reports"));
+    assert!(
+        jobs.iter()
+            .all(|j| j.kind == bugloop_queue::JobKind::ErrorReport
+                && j.conversation == "github:acme/widgets#reports")
+    );
 }
 
 /// An unsigned delivery is refused before a byte of its body is read: a client that declares

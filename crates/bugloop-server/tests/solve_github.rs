@@ -58,8 +58,8 @@ fn script() -> Vec<Value> {
 /// Queues `trigger` as GitHub's delivery `delivery` would.
 async fn enqueue_trigger(queue: &Queue, delivery: &str, trigger: &Trigger) {
     let kind = match trigger {
-        Trigger::Report { .. } => JobKind::Report,
-        _ => JobKind::Autofix,
+        Trigger::ErrorReport { .. } => JobKind::ErrorReport,
+        _ => JobKind::Solve,
     };
     queue
         .enqueue(
@@ -81,7 +81,7 @@ async fn enqueue_trigger(queue: &Queue, delivery: &str, trigger: &Trigger) {
 /// An autofix of `issue` asked by alice (who may write) labelling it as it reads now.
 fn autofix(sim: &Simulator, issue: u64, label: &str) -> Trigger {
     let (title, body) = sim.issue(issue).unwrap();
-    Trigger::Autofix {
+    Trigger::Solve {
         repository: "acme/widgets".to_owned(),
         issue,
         installation: Some(42),
@@ -351,7 +351,7 @@ async fn a_reported_error_is_filed_once_counted_and_solved() {
     } = setup().await;
     let sim = &fixture.sim;
     let report = async |delivery: &str, checkout: &str| {
-        let trigger = Trigger::Report {
+        let trigger = Trigger::ErrorReport {
             repository: "acme/widgets".to_owned(),
             report: format!(
                 "2026-11-24 07:12:01 ERROR worker crashed\nTraceback (most recent call last):\n  File \"{checkout}/app/models.py\", line 2, in last\n    return items[len(items)]\nIndexError: list index out of range\n"
@@ -544,7 +544,7 @@ async fn a_label_other_than_the_repositorys_trigger_solves_nothing() {
     // Labelled by someone with triage only (who may label, not change the code).
     sim.set_permission("trent", "triage");
     let mut by_triage = autofix(sim, issue, "bug:autofix");
-    if let Trigger::Autofix { labelled_by, .. } = &mut by_triage {
+    if let Trigger::Solve { labelled_by, .. } = &mut by_triage {
         *labelled_by = Some("trent".to_owned());
     }
     enqueue_trigger(&queue, "delivery-2", &by_triage).await;
@@ -687,7 +687,7 @@ async fn the_gate_waits_for_running_checks_then_marks_ready() {
     enqueue_trigger(
         &queue,
         "delivery-2",
-        &Trigger::Autofix {
+        &Trigger::Solve {
             repository: "acme/widgets".to_owned(),
             issue,
             installation: Some(42),

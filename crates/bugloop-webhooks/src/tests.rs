@@ -230,7 +230,7 @@ fn an_issue_labelled_for_autofix_asks_for_a_fix() {
     labelled["label"]["name"] = json!("bug:autofix");
     assert!(matches!(
         decide("issues", &labelled),
-        Ok(Trigger::Autofix { .. })
+        Ok(Trigger::Solve { .. })
     ));
     labelled["label"]["name"] = json!("bug");
     assert_eq!(
@@ -252,7 +252,7 @@ fn a_review_of_a_solve_draft_asks_its_solving_to_go_on() {
     assert!(
         matches!(
             decide("pull_request_review_comment", &comment),
-            Ok(Trigger::Autofix { issue: 12, .. })
+            Ok(Trigger::Solve { issue: 12, .. })
         ),
         "{:?}",
         decide("pull_request_review_comment", &comment)
@@ -272,7 +272,7 @@ fn a_review_of_a_solve_draft_asks_its_solving_to_go_on() {
     review["pull_request"]["head"]["ref"] = json!("bugloop/3-crash");
     assert!(matches!(
         decide("pull_request_review", &review),
-        Ok(Trigger::Autofix { issue: 3, .. })
+        Ok(Trigger::Solve { issue: 3, .. })
     ));
 }
 
@@ -282,7 +282,7 @@ fn finished_checks_on_a_solve_branch_let_its_solving_go_on() {
     done["check_suite"]["head_branch"] = json!("bugloop/7-crash-in-last");
     assert!(matches!(
         decide("check_suite", &done),
-        Ok(Trigger::Autofix {
+        Ok(Trigger::Solve {
             issue: 7,
             label: None,
             ..

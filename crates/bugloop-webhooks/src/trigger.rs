@@ -55,7 +55,9 @@ pub enum Trigger {
         requested_by: String,
     },
     /// An issue labelled for autofix (the solve pipeline), or one whose solving goes on.
-    Autofix {
+    /// (Queued jobs keep the name `autofix`.)
+    #[serde(rename = "autofix")]
+    Solve {
         repository: String,
         issue: u64,
         installation: Option<u64>,
@@ -77,7 +79,9 @@ pub enum Trigger {
     },
     /// An error report sent to the server's report endpoint, to file as an issue (or count on
     /// the issue of its fingerprint); the installation is looked up when not known.
-    Report {
+    /// (Queued jobs keep the name `report`.)
+    #[serde(rename = "report")]
+    ErrorReport {
         repository: String,
         report: String,
         installation: Option<u64>,
@@ -91,8 +95,8 @@ impl Trigger {
             Trigger::Review { .. } => "review",
             Trigger::Comment { .. } => "comment",
             Trigger::Converge { .. } => "converge",
-            Trigger::Autofix { .. } => "autofix",
-            Trigger::Report { .. } => "report",
+            Trigger::Solve { .. } => "autofix",
+            Trigger::ErrorReport { .. } => "report",
         }
     }
 
@@ -101,7 +105,7 @@ impl Trigger {
     /// conversation (`github:owner/repo#reports`), so two of the same error file one issue.
     pub fn conversation(&self) -> String {
         let (repository, number) = match self {
-            Trigger::Report { repository, .. } => {
+            Trigger::ErrorReport { repository, .. } => {
                 return format!("github:{repository}#reports");
             }
             Trigger::Review {
@@ -113,7 +117,7 @@ impl Trigger {
             | Trigger::Converge {
                 repository, number, ..
             } => (repository, number),
-            Trigger::Autofix {
+            Trigger::Solve {
                 repository, issue, ..
             } => (repository, issue),
         };
@@ -126,8 +130,8 @@ impl Trigger {
             Trigger::Review { repository, .. }
             | Trigger::Comment { repository, .. }
             | Trigger::Converge { repository, .. }
-            | Trigger::Autofix { repository, .. }
-            | Trigger::Report { repository, .. } => repository,
+            | Trigger::Solve { repository, .. }
+            | Trigger::ErrorReport { repository, .. } => repository,
         }
     }
 
@@ -136,8 +140,8 @@ impl Trigger {
         match self {
             Trigger::Review { installation, .. }
             | Trigger::Comment { installation, .. }
-            | Trigger::Autofix { installation, .. }
-            | Trigger::Report { installation, .. } => *installation,
+            | Trigger::Solve { installation, .. }
+            | Trigger::ErrorReport { installation, .. } => *installation,
             Trigger::Converge { .. } => None,
         }
     }
@@ -212,7 +216,7 @@ fn solving_goes_on(
     issue: u64,
     installation: Option<&Installation>,
 ) -> Trigger {
-    Trigger::Autofix {
+    Trigger::Solve {
         repository: repository.full_name.clone(),
         issue,
         installation: installation.map(|i| i.id),
@@ -367,7 +371,7 @@ fn labelled_issue(e: &IssuesEvent, settings: &TriggerSettings) -> Result<Trigger
     if label != settings.autofix_label {
         return Err(Skip::Label(label));
     }
-    Ok(Trigger::Autofix {
+    Ok(Trigger::Solve {
         repository: e.repository.full_name.clone(),
         issue: e.issue.number,
         installation: e.installation.as_ref().map(|i| i.id),

@@ -5,9 +5,9 @@ use bugloop_domain::thread::{Comment, ThreadStatus};
 use bugloop_forge::ChangeKey;
 use bugloop_report::act::{ActReport, Intent};
 
+use crate::comment_bodies::info_reply;
 use crate::env::LoopEnv;
 use crate::intent::{Classified, OpenFinding, classify};
-use crate::publish::info_reply;
 
 use super::ask::ask;
 use super::fix::fix;

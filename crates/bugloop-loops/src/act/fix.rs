@@ -11,10 +11,10 @@ use bugloop_report::build::{BuildStatus, Landing};
 use bugloop_report::text::{build_outcome, build_status};
 
 use crate::build::{BuildTask, ProvenTest, Workbench, build, land_on_target};
+use crate::comment_bodies::info_reply;
+use crate::comment_bodies::{ResolvedBy, resolve_thread};
 use crate::env::LoopEnv;
 use crate::prompt::fill;
-use crate::publish::info_reply;
-use crate::publish::{ResolvedBy, resolve_thread};
 
 use super::{ActError, FIX_PROMPT, Targets, findings_block, open_threads};
 

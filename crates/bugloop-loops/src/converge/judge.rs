@@ -41,7 +41,7 @@ pub(super) fn excerpt(head: &dyn Head, finding: &Finding) -> String {
         .take(last.saturating_sub(first))
         .map(|(i, l)| format!("{:>5} | {l}\n", i + 1))
         .collect();
-    let fence = crate::publish::fence_for(&body);
+    let fence = crate::comment_bodies::fence_for(&body);
     format!("{fence}text\n{body}{fence}")
 }
 

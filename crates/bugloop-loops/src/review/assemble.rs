@@ -18,8 +18,8 @@ use super::conversation::{Conversation, tracked_of};
 use super::filtering::Filtered;
 use super::publishing::{Published, upsert_tagged};
 use crate::ProgressEvent;
+use crate::comment_bodies::{remove_duplicates, remove_duplicates_in};
 use crate::env::LoopEnv;
-use crate::publish::{remove_duplicates, remove_duplicates_in};
 
 /// Everything the stages produced, handed to the report.
 pub(super) struct Stages<'a> {

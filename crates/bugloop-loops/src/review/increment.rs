@@ -20,10 +20,10 @@ use bugloop_report::summary::{SUMMARY_TAG, read_reviewed};
 use super::ReviewRequest;
 use super::conversation::Conversation;
 use super::touched::{Touch, Touched, touched};
+use crate::comment_bodies::find_tagged;
 use crate::env::LoopEnv;
 use crate::head::HeadTree;
 use crate::prompt;
-use crate::publish::find_tagged;
 
 /// What the model is shown of the change.
 pub(super) struct Shown {

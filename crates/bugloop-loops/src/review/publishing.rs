@@ -20,12 +20,12 @@ use super::brief::Brief;
 use super::conversation::Conversation;
 use super::filtering::Filtered;
 use super::recheck::Relocation;
-use crate::env::LoopEnv;
-use crate::head::HeadTree;
-use crate::publish::{
+use crate::comment_bodies::{
     OVERFLOW_TAG, ResolvedBy, find_tagged, finding_body, overflow_body, overflow_cleared_body,
     relocated_body, reopened_reply, resolve_thread,
 };
+use crate::env::LoopEnv;
+use crate::head::HeadTree;
 
 /// What the conversation shows after publishing.
 pub(super) struct Published {
@@ -166,7 +166,7 @@ impl Writer<'_, '_> {
             _ => Placement::Summary,
         };
         let proof = filtered.proofs.iter().find(|p| p.id == finding.id.as_str());
-        let body = crate::publish::proven_finding_body(&finding, markers, proof);
+        let body = crate::comment_bodies::proven_finding_body(&finding, markers, proof);
         let anchor = anchor_for(&finding, placement, &self.request.head, &filtered.head);
         let forge = self.env.forge;
         let known = &self.conversation.comments;

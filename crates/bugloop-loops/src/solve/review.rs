@@ -14,8 +14,8 @@ use bugloop_report::build::BuildStatus;
 use serde_json::json;
 
 use crate::build::{BuildTask, Workbench, build};
+use crate::comment_bodies::{ResolvedBy, resolve_thread};
 use crate::prompt::fill;
-use crate::publish::{ResolvedBy, resolve_thread};
 use crate::review::{ReviewRequest, review};
 
 use super::record::BuiltRound;
@@ -221,7 +221,7 @@ async fn finish_round(run: &mut Run<'_, '_>, built: &BuiltRound) -> Result<Flow,
                     .reply(
                         &request.conversation,
                         thread.root,
-                        &crate::publish::info_reply(&run.env.settings.markers, &said),
+                        &crate::comment_bodies::info_reply(&run.env.settings.markers, &said),
                     )
                     .await?;
                 if let Some(thread_id) = &thread.root.thread_id {

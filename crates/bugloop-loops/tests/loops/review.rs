@@ -306,7 +306,10 @@ async fn ignore_globs_threshold_promotion_elevation_and_overflow() {
     let overflow_comment = |comments: &[bugloop_domain::thread::Comment]| {
         comments
             .iter()
-            .find(|c| c.body.starts_with(bugloop_loops::publish::OVERFLOW_TAG))
+            .find(|c| {
+                c.body
+                    .starts_with(bugloop_loops::comment_bodies::OVERFLOW_TAG)
+            })
             .map(|c| c.body.clone())
             .unwrap()
     };
@@ -315,7 +318,10 @@ async fn ignore_globs_threshold_promotion_elevation_and_overflow() {
     // What the stages changed is in the summary comment, not only in the report.
     let summary = comments
         .iter()
-        .find(|c| c.body.starts_with(bugloop_loops::publish::SUMMARY_TAG))
+        .find(|c| {
+            c.body
+                .starts_with(bugloop_loops::comment_bodies::SUMMARY_TAG)
+        })
         .unwrap();
     assert!(
         summary.body.contains("#### Changed before publishing")
@@ -353,7 +359,10 @@ async fn ignore_globs_threshold_promotion_elevation_and_overflow() {
     assert!(!body.contains("Zero divisor"), "{body}");
     let overflow_comments = after
         .iter()
-        .filter(|c| c.body.starts_with(bugloop_loops::publish::OVERFLOW_TAG))
+        .filter(|c| {
+            c.body
+                .starts_with(bugloop_loops::comment_bodies::OVERFLOW_TAG)
+        })
         .count();
     assert_eq!(overflow_comments, 1);
 }
@@ -457,7 +466,10 @@ async fn renamed_ids_and_corrected_lines_reach_the_report_and_the_summary() {
     );
     let summary = comments
         .iter()
-        .find(|c| c.body.starts_with(bugloop_loops::publish::SUMMARY_TAG))
+        .find(|c| {
+            c.body
+                .starts_with(bugloop_loops::comment_bodies::SUMMARY_TAG)
+        })
         .unwrap();
     assert!(
         summary

@@ -11,7 +11,7 @@ use bugloop_forge::Forge;
 use bugloop_forge::local::LocalForge;
 use bugloop_forge::signing::{SigningForge, StateKey};
 use bugloop_git::{Git, Selection};
-use bugloop_loops::publish::{ResolvedBy, resolve_thread};
+use bugloop_loops::comment_bodies::{ResolvedBy, resolve_thread};
 
 use crate::support::{self, Repo, off_by_one, review_on, session};
 
