@@ -294,6 +294,57 @@ fn below(packages: &BTreeMap<String, BTreeSet<String>>, root: &str) -> BTreeSet<
     found
 }
 
+/// The packages `cargo tree` lists for the CLI's normal (linked) dependencies with `features`.
+fn linked_into_the_cli(features: &[&str]) -> BTreeSet<String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let output = std::process::Command::new(cargo)
+        .args([
+            "tree",
+            "-p",
+            "bugloop-cli",
+            "-e",
+            "normal",
+            "--prefix",
+            "none",
+            "--offline",
+        ])
+        .args(features)
+        .current_dir(workspace())
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "cargo tree: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .filter_map(|line| line.split_whitespace().next().map(str::to_owned))
+        .collect()
+}
+
+#[test]
+fn the_shipped_binary_links_no_benchmark_or_test_code() {
+    let benchmark_or_test = [
+        "bugloop-bench",
+        "tiktoken-rs",
+        "criterion",
+        "bugloop-github-sim",
+        "bugloop-testkit",
+    ];
+    let shipped = linked_into_the_cli(&[]);
+    assert!(shipped.contains("bugloop-server"), "{shipped:?}");
+    let found: Vec<&str> = benchmark_or_test
+        .into_iter()
+        .filter(|name| shipped.contains(*name))
+        .collect();
+    assert_eq!(found, Vec::<&str>::new(), "linked into a release build");
+    // The check sees them when they are there.
+    let with_bench = linked_into_the_cli(&["--features", "bench"]);
+    assert!(with_bench.contains("tiktoken-rs"), "{with_bench:?}");
+}
+
 /// Crates that exist only for tests.
 const TEST_SUPPORT: [&str; 2] = ["bugloop-github-sim", "bugloop-testkit"];
 
