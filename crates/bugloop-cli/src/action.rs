@@ -13,7 +13,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, anyhow};
 use bugloop_app::github_types::{Endpoint, Policy, Repo, StateKey, Trigger};
 use bugloop_app::types::style::Style;
-use bugloop_app::types::{json, markdown, sarif, text};
+use bugloop_app::types::{ReviewReport, json, markdown, sarif, text};
 use bugloop_app::{
     ConfigChoice, EventOutcome, GitHubCredentials, GitHubEvent, GitHubEventJob, PullRequestRun,
     Verdict, Workspace,
@@ -106,29 +106,7 @@ pub fn action(
     let env = ActionEnv::read(|name| std::env::var(name).ok(), cwd)?;
     let payload = std::fs::read(&env.event_path)
         .with_context(|| format!("cannot read the event file {}", env.event_path.display()))?;
-    let mut policy = Policy::default();
-    if let Some(spacing) = env.write_spacing {
-        policy.write_spacing = spacing;
-    }
-    let job = GitHubEventJob {
-        event: GitHubEvent::Delivery {
-            name: env.event_name.clone(),
-            payload,
-        },
-        repository: Some(env.repository.clone()),
-        credentials: env.token.clone().map(GitHubCredentials::Token),
-        endpoint: env.endpoint.clone(),
-        policy,
-        rate_limits: None,
-        state_key: env.state_key.clone(),
-        bot_login: Some(env.bot_login.clone()),
-        workspace: Workspace::Checkout(env.workspace.clone()),
-        config: choice.clone(),
-        progress: crate::progress::progress(),
-        model: args.model.clone(),
-        fail_on: args.fail_on,
-        fence: None,
-    };
+    let job = event_job(&env, choice, args, payload);
     let runtime = runtime()?;
     let run = runtime.block_on(bugloop_app::run_github_event(job))?;
     let Some(trigger) = run.trigger else {
@@ -140,42 +118,7 @@ pub fn action(
         EventOutcome::Review {
             pull_request,
             outcome,
-        } => {
-            crate::warn(&outcome.warnings)?;
-            let Some(report) = &outcome.report else {
-                let reason = match &outcome.verdict {
-                    Verdict::NothingToDo { reason } => reason.clone(),
-                    other => format!("{other:?}"),
-                };
-                return neutral(&env, out, &reason);
-            };
-            write!(out, "{}", text::review(report, Style::new(false)))?;
-            // Never in the workspace, whose files the pull request chooses.
-            let sarif_path = match (&args.sarif, &env.runner_temp) {
-                (Some(path), _) => path.clone(),
-                (None, Some(temp)) => temp.join("bugloop.sarif"),
-                (None, None) => tempfile::Builder::new()
-                    .prefix("bugloop-")
-                    .tempdir()
-                    .context("cannot make a directory for the SARIF file")?
-                    .keep()
-                    .join("bugloop.sarif"),
-            };
-            write_replacing(
-                &sarif_path,
-                json::to_json(&sarif::review(report))?.as_bytes(),
-            )
-            .with_context(|| format!("cannot write {}", sarif_path.display()))?;
-            append(
-                env.output.as_deref(),
-                &format!("sarif={}\n", sarif_path.display()),
-            )?;
-            let mut summary = heading(&pull_request, &trigger);
-            summary.push_str(&notes(&outcome.warnings));
-            summary.push_str(&markdown::review(report));
-            append(env.summary.as_deref(), &summary)?;
-            Ok(outcome.verdict)
-        }
+        } => review(&env, args, out, &pull_request, &trigger, *outcome),
         EventOutcome::Converge {
             pull_request,
             outcome,
@@ -216,6 +159,85 @@ pub fn action(
             Ok(outcome.verdict)
         }
     }
+}
+
+/// What the application layer needs of this step: the event as Actions delivered it, the
+/// checkout, the token and where GitHub is.
+fn event_job(
+    env: &ActionEnv,
+    choice: &ConfigChoice,
+    args: &ActionArgs,
+    payload: Vec<u8>,
+) -> GitHubEventJob {
+    let mut policy = Policy::default();
+    if let Some(spacing) = env.write_spacing {
+        policy.write_spacing = spacing;
+    }
+    GitHubEventJob {
+        event: GitHubEvent::Delivery {
+            name: env.event_name.clone(),
+            payload,
+        },
+        repository: Some(env.repository.clone()),
+        credentials: env.token.clone().map(GitHubCredentials::Token),
+        endpoint: env.endpoint.clone(),
+        policy,
+        rate_limits: None,
+        state_key: env.state_key.clone(),
+        bot_login: Some(env.bot_login.clone()),
+        workspace: Workspace::Checkout(env.workspace.clone()),
+        config: choice.clone(),
+        progress: crate::progress::progress(),
+        model: args.model.clone(),
+        fail_on: args.fail_on,
+        fence: None,
+    }
+}
+
+/// A review's report: printed, in the job summary, and as a SARIF file for code scanning (its
+/// path the step output `sarif`).
+fn review(
+    env: &ActionEnv,
+    args: &ActionArgs,
+    out: &mut impl Write,
+    pull_request: &PullRequestRun,
+    trigger: &Trigger,
+    outcome: bugloop_app::Outcome<Option<ReviewReport>>,
+) -> Result<Verdict> {
+    crate::warn(&outcome.warnings)?;
+    let Some(report) = &outcome.report else {
+        let reason = match &outcome.verdict {
+            Verdict::NothingToDo { reason } => reason.clone(),
+            other => format!("{other:?}"),
+        };
+        return neutral(env, out, &reason);
+    };
+    write!(out, "{}", text::review(report, Style::new(false)))?;
+    // Never in the workspace, whose files the pull request chooses.
+    let sarif_path = match (&args.sarif, &env.runner_temp) {
+        (Some(path), _) => path.clone(),
+        (None, Some(temp)) => temp.join("bugloop.sarif"),
+        (None, None) => tempfile::Builder::new()
+            .prefix("bugloop-")
+            .tempdir()
+            .context("cannot make a directory for the SARIF file")?
+            .keep()
+            .join("bugloop.sarif"),
+    };
+    write_replacing(
+        &sarif_path,
+        json::to_json(&sarif::review(report))?.as_bytes(),
+    )
+    .with_context(|| format!("cannot write {}", sarif_path.display()))?;
+    append(
+        env.output.as_deref(),
+        &format!("sarif={}\n", sarif_path.display()),
+    )?;
+    let mut summary = heading(pull_request, trigger);
+    summary.push_str(&notes(&outcome.warnings));
+    summary.push_str(&markdown::review(report));
+    append(env.summary.as_deref(), &summary)?;
+    Ok(outcome.verdict)
 }
 
 /// Prints a job's text report and puts it in the job summary.

@@ -123,39 +123,7 @@ pub async fn run_next(
     let Some(lease) = queue.claim(&settings.id, settings.lease, now_ms()).await? else {
         return Ok(None);
     };
-    let lease_ms = i64::try_from(settings.lease.as_millis()).unwrap_or(i64::MAX);
-    // The fence: held while renewals succeed and the lease's time has not passed.
-    let held = Arc::new(AtomicBool::new(true));
-    let until = Arc::new(AtomicI64::new(now_ms().saturating_add(lease_ms)));
-    let heartbeat = {
-        let (queue, lease, held, until) =
-            (queue.clone(), lease.clone(), held.clone(), until.clone());
-        let every = settings.lease / 3;
-        tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(every).await;
-                let now = now_ms();
-                match queue
-                    .heartbeat(
-                        &lease,
-                        Duration::from_millis(u64::try_from(lease_ms).unwrap_or(0)),
-                        now,
-                    )
-                    .await
-                {
-                    Ok(true) => until.store(now.saturating_add(lease_ms), Ordering::SeqCst),
-                    _ => {
-                        held.store(false, Ordering::SeqCst);
-                        break;
-                    }
-                }
-            }
-        })
-    };
-    let fence: bugloop_forge::fencing::Fence = {
-        let (held, until) = (held.clone(), until.clone());
-        Arc::new(move || held.load(Ordering::SeqCst) && now_ms() < until.load(Ordering::SeqCst))
-    };
+    let (heartbeat, fence) = keep_lease(queue, &lease, settings.lease);
     let started = std::time::Instant::now();
     let waited_ms = now_ms().saturating_sub(lease.job.run_after.max(lease.job.created_at));
     let span = tracing::info_span!(
@@ -180,34 +148,8 @@ pub async fn run_next(
         () = stop.grace_over(settings.shutdown_grace) => None,
     };
     heartbeat.abort();
-    let now = now_ms();
     let handed_back = result.is_none();
-    let (state, error, spent) = match result {
-        Some(Ok(spent)) => (
-            queue.complete(&lease, now).await?.then_some(JobState::Done),
-            None,
-            spent,
-        ),
-        Some(Err((error, failure))) => {
-            let message = error.to_string();
-            (
-                queue.fail(&lease, &message, failure, now).await?,
-                Some(message),
-                Spent::default(),
-            )
-        }
-        None => {
-            let message = format!(
-                "handed back: the server stopped and the job did not end within {} s",
-                settings.shutdown_grace.as_secs()
-            );
-            let state = queue
-                .release(&lease, now)
-                .await?
-                .then_some(JobState::Queued);
-            (state, Some(message), Spent::default())
-        }
-    };
+    let (state, error, spent) = settle(queue, &lease, result, settings.shutdown_grace).await?;
     let ran = started.elapsed();
     let ended = if handed_back && state.is_some() {
         "handed_back"
@@ -232,6 +174,81 @@ pub async fn run_next(
         state,
         error,
     }))
+}
+
+/// Renews `lease` every third of its length while the job runs; the fence holds while renewals
+/// succeed and the lease's time has not passed (abort the handle when the job ends).
+fn keep_lease(
+    queue: &Queue,
+    lease: &Lease,
+    length: Duration,
+) -> (tokio::task::JoinHandle<()>, bugloop_forge::fencing::Fence) {
+    let lease_ms = i64::try_from(length.as_millis()).unwrap_or(i64::MAX);
+    let held = Arc::new(AtomicBool::new(true));
+    let until = Arc::new(AtomicI64::new(now_ms().saturating_add(lease_ms)));
+    let heartbeat = {
+        let (queue, lease, held, until) =
+            (queue.clone(), lease.clone(), held.clone(), until.clone());
+        let every = length / 3;
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(every).await;
+                let now = now_ms();
+                match queue
+                    .heartbeat(
+                        &lease,
+                        Duration::from_millis(u64::try_from(lease_ms).unwrap_or(0)),
+                        now,
+                    )
+                    .await
+                {
+                    Ok(true) => until.store(now.saturating_add(lease_ms), Ordering::SeqCst),
+                    _ => {
+                        held.store(false, Ordering::SeqCst);
+                        break;
+                    }
+                }
+            }
+        })
+    };
+    let fence: bugloop_forge::fencing::Fence =
+        Arc::new(move || held.load(Ordering::SeqCst) && now_ms() < until.load(Ordering::SeqCst));
+    (heartbeat, fence)
+}
+
+/// Records how the job ended: done, failed (queued again or dead), or handed back to the queue
+/// (`None`: the server stopped and the job did not end within `grace`). The state is `None` when
+/// the lease was lost meanwhile.
+async fn settle(
+    queue: &Queue,
+    lease: &Lease,
+    result: Option<Result<Spent, (ServerError, Failure)>>,
+    grace: Duration,
+) -> Result<(Option<JobState>, Option<String>, Spent), ServerError> {
+    let now = now_ms();
+    Ok(match result {
+        Some(Ok(spent)) => (
+            queue.complete(lease, now).await?.then_some(JobState::Done),
+            None,
+            spent,
+        ),
+        Some(Err((error, failure))) => {
+            let message = error.to_string();
+            (
+                queue.fail(lease, &message, failure, now).await?,
+                Some(message),
+                Spent::default(),
+            )
+        }
+        None => {
+            let message = format!(
+                "handed back: the server stopped and the job did not end within {} s",
+                grace.as_secs()
+            );
+            let state = queue.release(lease, now).await?.then_some(JobState::Queued);
+            (state, Some(message), Spent::default())
+        }
+    })
 }
 
 /// Runs the job's trigger; an error says whether retrying may help.
