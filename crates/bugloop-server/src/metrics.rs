@@ -152,6 +152,15 @@ impl ServerMetrics {
     /// Prometheus' text format; `queue` is the queue's jobs by kind and state.
     pub fn render(&self, queue: &[(JobKind, JobState, i64)]) -> String {
         let mut out = String::new();
+        self.render_deliveries(&mut out, queue);
+        let figures = self.figures();
+        render_jobs(&mut out, &figures);
+        render_rate_limits(&mut out, &figures);
+        out
+    }
+
+    /// Deliveries by outcome, and the queue's jobs by kind and state.
+    fn render_deliveries(&self, out: &mut String, queue: &[(JobKind, JobState, i64)]) {
         out.push_str(
             "# HELP bugloop_deliveries_total Webhook deliveries since the server started, by outcome.\n\
              # TYPE bugloop_deliveries_total counter\n",
@@ -183,74 +192,76 @@ impl ServerMetrics {
                 state.as_str()
             );
         }
-        let figures = self.figures();
-        out.push_str(
-            "# HELP bugloop_job_wait_seconds How long jobs this process started waited in the queue.\n\
-             # TYPE bugloop_job_wait_seconds histogram\n",
+    }
+}
+
+/// This process's jobs: how long they waited and ran, the tokens and money they spent.
+fn render_jobs(out: &mut String, figures: &Figures) {
+    out.push_str(
+        "# HELP bugloop_job_wait_seconds How long jobs this process started waited in the queue.\n\
+         # TYPE bugloop_job_wait_seconds histogram\n",
+    );
+    for (kind, histogram) in &figures.waited {
+        histogram.render(out, "bugloop_job_wait_seconds", &format!("kind=\"{kind}\""));
+    }
+    out.push_str(
+        "# HELP bugloop_job_run_seconds How long this process's attempts at jobs ran, by how they ended.\n\
+         # TYPE bugloop_job_run_seconds histogram\n",
+    );
+    for ((kind, ended), histogram) in &figures.ran {
+        histogram.render(
+            out,
+            "bugloop_job_run_seconds",
+            &format!("kind=\"{kind}\",outcome=\"{ended}\""),
         );
-        for (kind, histogram) in &figures.waited {
-            histogram.render(
-                &mut out,
-                "bugloop_job_wait_seconds",
-                &format!("kind=\"{kind}\""),
-            );
-        }
-        out.push_str(
-            "# HELP bugloop_job_run_seconds How long this process's attempts at jobs ran, by how they ended.\n\
-             # TYPE bugloop_job_run_seconds histogram\n",
+    }
+    out.push_str(
+        "# HELP bugloop_model_tokens_total Model tokens spent by this process's jobs.\n\
+         # TYPE bugloop_model_tokens_total counter\n",
+    );
+    for ((kind, direction), tokens) in &figures.tokens {
+        let _ = writeln!(
+            out,
+            "bugloop_model_tokens_total{{kind=\"{kind}\",direction=\"{direction}\"}} {tokens}"
         );
-        for ((kind, ended), histogram) in &figures.ran {
-            histogram.render(
-                &mut out,
-                "bugloop_job_run_seconds",
-                &format!("kind=\"{kind}\",outcome=\"{ended}\""),
-            );
-        }
-        out.push_str(
-            "# HELP bugloop_model_tokens_total Model tokens spent by this process's jobs.\n\
-             # TYPE bugloop_model_tokens_total counter\n",
+    }
+    out.push_str(
+        "# HELP bugloop_model_cost_usd_total What this process's jobs cost, for priced models.\n\
+         # TYPE bugloop_model_cost_usd_total counter\n",
+    );
+    for (kind, cost) in &figures.cost_usd {
+        let _ = writeln!(
+            out,
+            "bugloop_model_cost_usd_total{{kind=\"{kind}\"}} {cost}"
         );
-        for ((kind, direction), tokens) in &figures.tokens {
-            let _ = writeln!(
-                out,
-                "bugloop_model_tokens_total{{kind=\"{kind}\",direction=\"{direction}\"}} {tokens}"
-            );
-        }
-        out.push_str(
-            "# HELP bugloop_model_cost_usd_total What this process's jobs cost, for priced models.\n\
-             # TYPE bugloop_model_cost_usd_total counter\n",
+    }
+}
+
+/// GitHub's rate limits, as last reported, per installation and resource.
+fn render_rate_limits(out: &mut String, figures: &Figures) {
+    out.push_str(
+        "# HELP bugloop_github_rate_limit_remaining Requests left in GitHub's window, as last reported.\n\
+         # TYPE bugloop_github_rate_limit_remaining gauge\n",
+    );
+    for ((installation, resource), rate) in &figures.rate_limits {
+        let _ = writeln!(
+            out,
+            "bugloop_github_rate_limit_remaining{{installation=\"{installation}\",resource=\"{}\"}} {}",
+            label(resource),
+            rate.remaining
         );
-        for (kind, cost) in &figures.cost_usd {
-            let _ = writeln!(
-                out,
-                "bugloop_model_cost_usd_total{{kind=\"{kind}\"}} {cost}"
-            );
-        }
-        out.push_str(
-            "# HELP bugloop_github_rate_limit_remaining Requests left in GitHub's window, as last reported.\n\
-             # TYPE bugloop_github_rate_limit_remaining gauge\n",
+    }
+    out.push_str(
+        "# HELP bugloop_github_rate_limit_limit The size of GitHub's window, as last reported.\n\
+         # TYPE bugloop_github_rate_limit_limit gauge\n",
+    );
+    for ((installation, resource), rate) in &figures.rate_limits {
+        let _ = writeln!(
+            out,
+            "bugloop_github_rate_limit_limit{{installation=\"{installation}\",resource=\"{}\"}} {}",
+            label(resource),
+            rate.limit
         );
-        for ((installation, resource), rate) in &figures.rate_limits {
-            let _ = writeln!(
-                out,
-                "bugloop_github_rate_limit_remaining{{installation=\"{installation}\",resource=\"{}\"}} {}",
-                label(resource),
-                rate.remaining
-            );
-        }
-        out.push_str(
-            "# HELP bugloop_github_rate_limit_limit The size of GitHub's window, as last reported.\n\
-             # TYPE bugloop_github_rate_limit_limit gauge\n",
-        );
-        for ((installation, resource), rate) in &figures.rate_limits {
-            let _ = writeln!(
-                out,
-                "bugloop_github_rate_limit_limit{{installation=\"{installation}\",resource=\"{}\"}} {}",
-                label(resource),
-                rate.limit
-            );
-        }
-        out
     }
 }
 

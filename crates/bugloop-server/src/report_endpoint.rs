@@ -95,18 +95,40 @@ pub(crate) fn same_secret(given: &[u8], expected: &[u8]) -> bool {
             == 0
 }
 
+/// `POST /report?repository=owner/name`: an error report, queued to be filed as an issue.
 async fn report(
     State(state): State<ReportState>,
     uri: axum::http::Uri,
     headers: HeaderMap,
     body: axum::body::Body,
-) -> (StatusCode, String) {
+) -> Answer {
+    let repository = match allowed_repository(&state, &uri, &headers) {
+        Ok(repository) => repository,
+        Err(answer) => return answer,
+    };
+    let body = match receive(&state, body).await {
+        Ok(body) => body,
+        Err(answer) => return answer,
+    };
+    queue_report(&state, repository, &body).await
+}
+
+/// What the endpoint answers.
+type Answer = (StatusCode, String);
+
+/// The repository the report is for, when reports are on, the token is the report token and it
+/// may file there.
+fn allowed_repository(
+    state: &ReportState,
+    uri: &axum::http::Uri,
+    headers: &HeaderMap,
+) -> Result<String, Answer> {
     let Some(token) = &state.token else {
-        return (
+        return Err((
             StatusCode::NOT_FOUND,
             "error reports are off on this server: set report_token (BUGLOOP_REPORT_TOKEN)\n"
                 .to_owned(),
-        );
+        ));
     };
     let authorized = headers
         .get("authorization")
@@ -114,63 +136,71 @@ async fn report(
         .and_then(|v| v.strip_prefix("Bearer "))
         .is_some_and(|given| same_secret(given.as_bytes(), token.token.as_bytes()));
     if !authorized {
-        return (
+        return Err((
             StatusCode::UNAUTHORIZED,
             "a report needs the server's report token as `Authorization: Bearer ...`\n".to_owned(),
-        );
+        ));
     }
-    let Some(repository) = repository_of(&uri) else {
-        return (
+    let Some(repository) = repository_of(uri) else {
+        return Err((
             StatusCode::BAD_REQUEST,
             "name the repository to file the issue in: ?repository=owner/name\n".to_owned(),
-        );
+        ));
     };
     if !token.allows(&repository) {
-        return (
+        return Err((
             StatusCode::FORBIDDEN,
             format!(
                 "the report token may not file issues in {repository}: it is scoped to \
                  report_repositories (BUGLOOP_REPORT_REPOSITORIES)\n"
             ),
-        );
+        ));
     }
+    Ok(repository)
+}
+
+/// The report's body, in time and within the size limit, and readable as a report: a sender
+/// learns at once that its report is unusable.
+async fn receive(state: &ReportState, body: axum::body::Body) -> Result<Bytes, Answer> {
     // A sender that sends slowly does not hold the server.
     let limit = bugloop_intake::MAX_REPORT_BYTES;
     let body: Bytes =
         match tokio::time::timeout(state.body_timeout, axum::body::to_bytes(body, limit)).await {
             Ok(Ok(body)) => body,
             Ok(Err(_)) => {
-                return (
+                return Err((
                     StatusCode::PAYLOAD_TOO_LARGE,
                     format!("a report is at most {limit} bytes\n"),
-                );
+                ));
             }
             Err(_) => {
-                return (
+                return Err((
                     StatusCode::REQUEST_TIMEOUT,
                     "the report did not arrive in time\n".to_owned(),
-                );
+                ));
             }
         };
-    // Read now, so a sender learns at once that its report is unusable; off the server's
-    // threads, which answer GitHub's deliveries.
+    // Off the server's threads, which answer GitHub's deliveries.
     let read = {
         let body = body.clone();
         tokio::task::spawn_blocking(move || bugloop_intake::read(&body).map(drop)).await
     };
     match read {
-        Ok(Ok(())) => {}
-        Ok(Err(error)) => return (StatusCode::BAD_REQUEST, format!("{error}\n")),
-        Err(_) => {
-            return (
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "the report could not be read\n".to_owned(),
-            );
-        }
+        Ok(Ok(())) => Ok(body),
+        Ok(Err(error)) => Err((StatusCode::BAD_REQUEST, format!("{error}\n"))),
+        Err(_) => Err((
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "the report could not be read\n".to_owned(),
+        )),
     }
+}
+
+/// Queues the report's job; every report counts, even one sent twice: each is a delivery of its
+/// own.
+async fn queue_report(state: &ReportState, repository: String, body: &Bytes) -> Answer {
     let trigger = Trigger::ErrorReport {
         repository,
-        report: String::from_utf8_lossy(&body).into_owned(),
+        report: String::from_utf8_lossy(body).into_owned(),
         installation: None,
     };
     let Ok(payload) = serde_json::to_string(&trigger) else {
@@ -179,7 +209,6 @@ async fn report(
             "cannot queue the report\n".to_owned(),
         );
     };
-    // Every report counts, even one sent twice: each is a delivery of its own.
     let mut id = [0u8; 16];
     if ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut id).is_err() {
         return (

@@ -344,14 +344,12 @@ fn report_access(
     }))
 }
 
-/// The workers, when the App's id and key are given.
-fn workers(
+/// The App's id and private key; `None` when neither is set (a server that only queues).
+fn app_credentials(
     sources: &ServerSources<'_>,
     file: &ServerFile,
     base: &Path,
-    data_dir: &Path,
-    operator: OperatorConfig,
-) -> Result<Option<(WorkerSettings, usize)>, ServerError> {
+) -> Result<Option<AppCredentials>, ServerError> {
     let id = number::<u64>("BUGLOOP_APP_ID", sources.var("BUGLOOP_APP_ID"))?.or(file.app_id);
     let key = sources
         .var("BUGLOOP_APP_PRIVATE_KEY")
@@ -382,6 +380,20 @@ fn workers(
     let credentials = AppCredentials::from_pem(id, &pem).map_err(|e| {
         ServerError::Invalid(format!("BUGLOOP_APP_PRIVATE_KEY: {}: {e}", key.display()))
     })?;
+    Ok(Some(credentials))
+}
+
+/// The workers, when the App's id and key are given.
+fn workers(
+    sources: &ServerSources<'_>,
+    file: &ServerFile,
+    base: &Path,
+    data_dir: &Path,
+    operator: OperatorConfig,
+) -> Result<Option<(WorkerSettings, usize)>, ServerError> {
+    let Some(credentials) = app_credentials(sources, file, base)? else {
+        return Ok(None);
+    };
     let count = number::<usize>("BUGLOOP_WORKERS", sources.var("BUGLOOP_WORKERS"))?
         .or(file.workers)
         .unwrap_or(2);

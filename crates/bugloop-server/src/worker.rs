@@ -20,8 +20,8 @@ use tracing::Instrument;
 use crate::ServerError;
 use crate::metrics::{ServerMetrics, Spent, ending};
 use bugloop_app::{
-    ConfigChoice, EventOutcome, GitHubCredentials, GitHubEvent, GitHubEventJob, Workspace,
-    run_github_event,
+    ConfigChoice, EventOutcome, GitHubCredentials, GitHubEvent, GitHubEventJob, GitHubEventRun,
+    Workspace, run_github_event,
 };
 
 /// How a worker runs jobs.
@@ -305,6 +305,18 @@ async fn run_job(
     if let Some(reason) = run.outcome.skipped() {
         tracing::info!(job = %lease.job.id, %repository, "nothing done: {reason}");
     }
+    what_it_came_to(queue, lease, repository, run).await
+}
+
+/// What a job that ran came to: the model's spending of a review, and the solving of an issue
+/// an error report just filed (queued next, as if labelled: its own label event is the App's,
+/// which the server drops).
+async fn what_it_came_to(
+    queue: &Queue,
+    lease: &Lease,
+    repository: String,
+    run: GitHubEventRun,
+) -> Result<Spent, (ServerError, Failure)> {
     match run.outcome {
         EventOutcome::Review { outcome, .. } => Ok(outcome
             .report
@@ -316,8 +328,6 @@ async fn run_job(
                 cost_usd: report.usage.cost_usd,
             })
             .unwrap_or_default()),
-        // A newly filed issue is solved next, as if labelled: its own label event is the
-        // App's, which the server drops.
         EventOutcome::ErrorReport { outcome } if outcome.report.filed => {
             let follow = Trigger::Solve {
                 repository,
