@@ -494,43 +494,92 @@ pub(crate) fn one_line(value: Option<&Value>) -> String {
 /// default); the user's file and the variables change only the keys they set.
 pub fn load_layered(sources: &Sources) -> Result<Loaded, ConfigError> {
     let defaults = to_tree(&Config::default())?;
-    let mut sources_of: BTreeMap<KeyPath, ValueSource> = leaves(&defaults)
-        .into_iter()
-        .map(|leaf| (leaf, ValueSource::Default))
-        .collect();
-    // Each file with the source its values carry, to point errors at.
-    let mut texts: Vec<(&SourceText, ValueSource)> = Vec::new();
-
-    let mut effective = defaults.clone();
+    let mut layering = Layering {
+        effective: defaults.clone(),
+        sources_of: leaves(&defaults)
+            .into_iter()
+            .map(|leaf| (leaf, ValueSource::Default))
+            .collect(),
+        texts: Vec::new(),
+    };
     // The operator's configuration: under the repository's file, which sets only what the
     // operator hands over (the operator's values are then its defaults).
     let operator = sources.operator.as_ref().map(Layer::read).transpose()?;
     if let Some(operator) = &operator {
-        for leaf in &operator.present {
-            put(
-                &mut effective,
-                &leaf.0,
-                get(&operator.tree, &leaf.0).cloned(),
-            );
-            sources_of.insert(
-                leaf.clone(),
-                ValueSource::Operator(operator.source.label.clone()),
-            );
-        }
-        texts.push((
-            operator.source,
+        layering.apply(
+            operator,
             ValueSource::Operator(operator.source.label.clone()),
-        ));
+        );
+    }
+    let base = sources.base.as_ref().map(Layer::read).transpose()?;
+    let operator_owned = match &base {
+        Some(base) => layering.apply_base(base, &sources.base_scope),
+        None => Vec::new(),
+    };
+    let base_tree = layering.effective.clone();
+    let (differs, candidates) = layering.apply_branch(sources, &defaults, &base_tree)?;
+    let user = sources.user.as_ref().map(Layer::read).transpose()?;
+    if let Some(user) = &user {
+        layering.apply(user, ValueSource::User(user.source.label.clone()));
+    }
+    let (config, effective, overrides) = layering.apply_env(sources)?;
+    if let Err(error) = validate(&config) {
+        return Err(locate_error(error, &layering.sources_of, &layering.texts));
+    }
+    let ignored = ignored_settings(candidates, &layering.sources_of, &effective);
+    Ok(Loaded {
+        config,
+        sources: layering.sources_of,
+        ignored,
+        operator_owned,
+        overrides,
+        base: sources.base.as_ref().map(|s| s.label.clone()),
+        branch: sources.branch.as_ref().map(|s| s.label.clone()),
+        user: sources.user.as_ref().map(|s| s.label.clone()),
+        branch_differs: differs && sources.branch.is_some(),
+        branch_config: sources.branch_config,
+    })
+}
+
+/// A trusted-only key the branch's file changes, not applied: the key, its line and that
+/// line's text in the branch's file, and the branch's value.
+type BranchCandidate = (KeyPath, Option<usize>, Option<String>, String);
+
+/// The configuration as its layers are applied, lowest first.
+struct Layering<'a> {
+    effective: Value,
+    /// Where each leaf's value came from.
+    sources_of: BTreeMap<KeyPath, ValueSource>,
+    /// Each file with the source its values carry, to point errors at.
+    texts: Vec<(&'a SourceText, ValueSource)>,
+}
+
+impl<'a> Layering<'a> {
+    /// Every key `layer` sets, over what is there.
+    fn apply(&mut self, layer: &Layer<'a>, source: ValueSource) {
+        for leaf in &layer.present {
+            put(
+                &mut self.effective,
+                &leaf.0,
+                get(&layer.tree, &leaf.0).cloned(),
+            );
+            self.sources_of.insert(leaf.clone(), source.clone());
+        }
+        self.texts.push((layer.source, source));
     }
 
-    // The base commit's file.
-    let base = sources.base.as_ref().map(Layer::read).transpose()?;
-    let mut operator_owned = Vec::new();
-    if let Some(base) = &base {
+    /// The base commit's file, within `scope`; what it may not set (the operator's) comes back.
+    fn apply_base(&mut self, base: &Layer<'a>, scope: &BaseScope) -> Vec<IgnoredBranchSetting> {
+        let mut operator_owned = Vec::new();
         for leaf in &base.present {
-            if sources.base_scope.allows(leaf) {
-                put(&mut effective, &leaf.0, get(&base.tree, &leaf.0).cloned());
-                sources_of.insert(leaf.clone(), ValueSource::Base(base.source.label.clone()));
+            if scope.allows(leaf) {
+                put(
+                    &mut self.effective,
+                    &leaf.0,
+                    get(&base.tree, &leaf.0).cloned(),
+                );
+                self.sources_of
+                    .insert(leaf.clone(), ValueSource::Base(base.source.label.clone()));
             } else {
                 let (line, line_text) = line_of(&base.source.text, &leaf.0);
                 // What applies instead is the operator's and is not repeated to the
@@ -544,28 +593,38 @@ pub fn load_layered(sources: &Sources) -> Result<Loaded, ConfigError> {
                 });
             }
         }
-        texts.push((base.source, ValueSource::Base(base.source.label.clone())));
+        self.texts
+            .push((base.source, ValueSource::Base(base.source.label.clone())));
+        operator_owned
     }
-    let base_tree = effective.clone();
 
-    // The branch's file, when it is not the base's.
-    let differs = match (&sources.base, &sources.branch) {
-        (Some(base), Some(branch)) => base.text != branch.text,
-        (None, None) => false,
-        // Not given at all: nothing to compare when the branch does not count anyway.
-        (Some(_), None) => sources.branch_config != BranchConfig::Ignore,
-        (None, Some(_)) => true,
-    };
-    let mut candidates: Vec<(KeyPath, Option<usize>, Option<String>, String)> = Vec::new();
-    if differs {
+    /// The branch's file, when it is not the base's, as `sources.branch_config` allows: whether
+    /// it differs, and the trusted-only keys it changes that were not applied.
+    fn apply_branch(
+        &mut self,
+        sources: &'a Sources,
+        defaults: &Value,
+        base_tree: &Value,
+    ) -> Result<(bool, Vec<BranchCandidate>), ConfigError> {
+        let differs = match (&sources.base, &sources.branch) {
+            (Some(base), Some(branch)) => base.text != branch.text,
+            (None, None) => false,
+            // Not given at all: nothing to compare when the branch does not count anyway.
+            (Some(_), None) => sources.branch_config != BranchConfig::Ignore,
+            (None, Some(_)) => true,
+        };
+        let mut candidates = Vec::new();
+        if !differs {
+            return Ok((differs, candidates));
+        }
         let branch = match (&sources.branch, sources.branch_config) {
             (Some(text), BranchConfig::Ignore) => Layer::read(text).ok(),
             (Some(text), _) => Some(Layer::read(text)?),
             (None, _) => None,
         };
-        let branch_tree = branch.as_ref().map_or(&defaults, |b| &b.tree);
+        let branch_tree = branch.as_ref().map_or(defaults, |b| &b.tree);
         let mut all: BTreeSet<KeyPath> = leaves(branch_tree).into_iter().collect();
-        all.extend(leaves(&base_tree));
+        all.extend(leaves(base_tree));
         for leaf in all {
             let new = get(branch_tree, &leaf.0);
             let applies = match sources.branch_config {
@@ -574,20 +633,21 @@ pub fn load_layered(sources: &Sources) -> Result<Loaded, ConfigError> {
                 BranchConfig::Ignore => false,
             };
             if applies {
-                put(&mut effective, &leaf.0, new.cloned());
+                put(&mut self.effective, &leaf.0, new.cloned());
                 let set_here = branch.as_ref().is_some_and(|b| b.present.contains(&leaf));
                 match (&branch, set_here) {
                     (Some(b), true) => {
-                        sources_of.insert(leaf, ValueSource::Branch(b.source.label.clone()));
+                        self.sources_of
+                            .insert(leaf, ValueSource::Branch(b.source.label.clone()));
                     }
                     _ if new.is_some() => {
-                        sources_of.insert(leaf, ValueSource::Default);
+                        self.sources_of.insert(leaf, ValueSource::Default);
                     }
                     _ => {
-                        sources_of.remove(&leaf);
+                        self.sources_of.remove(&leaf);
                     }
                 }
-            } else if is_trusted_only(&leaf) && !same(new, get(&base_tree, &leaf.0)) {
+            } else if is_trusted_only(&leaf) && !same(new, get(base_tree, &leaf.0)) {
                 let (line, line_text) = match &branch {
                     Some(b) => line_of(&b.source.text, &leaf.0),
                     None => (None, None),
@@ -598,54 +658,57 @@ pub fn load_layered(sources: &Sources) -> Result<Loaded, ConfigError> {
         if let Some(branch) = &branch
             && sources.branch_config != BranchConfig::Ignore
         {
-            texts.push((
+            self.texts.push((
                 branch.source,
                 ValueSource::Branch(branch.source.label.clone()),
             ));
         }
+        Ok((differs, candidates))
     }
 
-    // The user's own file.
-    let user = sources.user.as_ref().map(Layer::read).transpose()?;
-    if let Some(user) = &user {
-        for leaf in &user.present {
-            put(&mut effective, &leaf.0, get(&user.tree, &leaf.0).cloned());
-            sources_of.insert(leaf.clone(), ValueSource::User(user.source.label.clone()));
-        }
-        texts.push((user.source, ValueSource::User(user.source.label.clone())));
-    }
-
-    // The environment.
-    let applied = apply_env_tree(&mut effective, sources.env.iter().cloned())?;
-    let config: Config = serde_path_to_error::deserialize(effective).map_err(|error| {
-        let path = crate::clean_path(&error.path().to_string());
-        crate::classify(Origin::Value, path, &error.into_inner().to_string())
-    })?;
-    // As the configuration has it (a section an override replaced is filled with defaults).
-    let effective = to_tree(&config)?;
-    let final_leaves = leaves(&effective);
-    let mut overrides = Vec::new();
-    for (var, keys) in applied {
-        for leaf in &final_leaves {
-            if leaf.starts_with(&keys) || keys.starts_with(&leaf.0) {
-                sources_of.insert(leaf.clone(), ValueSource::Env(var.clone()));
+    /// The `BUGLOOP_*` variables last; then the configuration, its tree as the configuration
+    /// has it (a section an override replaced is filled with defaults), and the variables that
+    /// applied. Every leaf ends with a source.
+    fn apply_env(
+        &mut self,
+        sources: &Sources,
+    ) -> Result<(Config, Value, Vec<String>), ConfigError> {
+        let applied = apply_env_tree(&mut self.effective, sources.env.iter().cloned())?;
+        let config: Config =
+            serde_path_to_error::deserialize(self.effective.clone()).map_err(|error| {
+                let path = crate::clean_path(&error.path().to_string());
+                crate::classify(Origin::Value, path, &error.into_inner().to_string())
+            })?;
+        let effective = to_tree(&config)?;
+        let final_leaves = leaves(&effective);
+        let mut overrides = Vec::new();
+        for (var, keys) in applied {
+            for leaf in &final_leaves {
+                if leaf.starts_with(&keys) || keys.starts_with(&leaf.0) {
+                    self.sources_of
+                        .insert(leaf.clone(), ValueSource::Env(var.clone()));
+                }
             }
+            overrides.push(var);
         }
-        overrides.push(var);
+        let present_now: BTreeSet<&KeyPath> = final_leaves.iter().collect();
+        self.sources_of.retain(|leaf, _| present_now.contains(leaf));
+        for leaf in final_leaves {
+            self.sources_of.entry(leaf).or_insert(ValueSource::Default);
+        }
+        Ok((config, effective, overrides))
     }
-    let present_now: BTreeSet<&KeyPath> = final_leaves.iter().collect();
-    sources_of.retain(|leaf, _| present_now.contains(leaf));
-    for leaf in final_leaves {
-        sources_of.entry(leaf).or_insert(ValueSource::Default);
-    }
+}
 
-    if let Err(error) = validate(&config) {
-        return Err(locate_error(error, &sources_of, &texts));
-    }
-
-    // In the branch file's order: the first is the first a reader meets.
+/// The branch's changes to trusted-only keys that a trusted layer did not set anyway, in the
+/// branch file's order (the first is the first a reader meets).
+fn ignored_settings(
+    mut candidates: Vec<BranchCandidate>,
+    sources_of: &BTreeMap<KeyPath, ValueSource>,
+    effective: &Value,
+) -> Vec<IgnoredBranchSetting> {
     candidates.sort_by_key(|(leaf, line, ..)| (line.unwrap_or(usize::MAX), leaf.clone()));
-    let ignored = candidates
+    candidates
         .into_iter()
         .filter(|(leaf, ..)| {
             !matches!(
@@ -659,22 +722,10 @@ pub fn load_layered(sources: &Sources) -> Result<Loaded, ConfigError> {
                 line,
                 line_text,
                 branch_value,
-                trusted_value: one_line(get(&effective, &leaf.0)),
+                trusted_value: one_line(get(effective, &leaf.0)),
             },
         )
-        .collect();
-    Ok(Loaded {
-        config,
-        sources: sources_of,
-        ignored,
-        operator_owned,
-        overrides,
-        base: sources.base.as_ref().map(|s| s.label.clone()),
-        branch: sources.branch.as_ref().map(|s| s.label.clone()),
-        user: sources.user.as_ref().map(|s| s.label.clone()),
-        branch_differs: differs && sources.branch.is_some(),
-        branch_config: sources.branch_config,
-    })
+        .collect()
 }
 
 /// The 1-based line of a key in YAML text (else of its nearest enclosing key there) and that
