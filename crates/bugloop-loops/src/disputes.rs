@@ -106,20 +106,7 @@ pub async fn settle_dispute(
         .unwrap_or_default();
     let settler = settler(env, change, &disputer).await?;
     if settler == Settler::Nobody {
-        let reasoning = format!(
-            "{disputer} may not have this finding withdrawn: only the change's author and people \
-             with write access to the repository can. It stays open; one of them can reply to \
-             settle it."
-        );
-        env.forge
-            .reply(change, root, &info_reply(markers, &reasoning))
-            .await?;
-        return Ok(DisputeOutcome {
-            finding: id.as_str().to_owned(),
-            decision: None,
-            reasoning,
-            status: thread.status,
-        });
+        return not_theirs_to_settle(env, change, root, id, thread, &disputer).await;
     }
     if matches!(
         thread.status,
@@ -130,56 +117,10 @@ pub async fn settle_dispute(
             return held_for_a_maintainer(env, change, root, id, thread, &disputer).await;
         }
         if reviewers.is_empty() {
-            let mut reasoning = "The developer still disagrees and this change has no human \
-                                 reviewer to decide, so the developer's decision stands."
-                .to_owned();
-            if let Some(note) = resolve_thread(
-                env.forge,
-                change,
-                markers,
-                root,
-                (id, ResolvedBy::Argument),
-                &reasoning,
-            )
-            .await?
-            {
-                reasoning.push_str(&format!(" ({note})"));
-            }
-            return Ok(DisputeOutcome {
-                finding: id.as_str().to_owned(),
-                decision: None,
-                reasoning,
-                status: ThreadStatus::Resolved,
-            });
+            return developer_decides(env, change, root, id).await;
         }
     }
-    let finding = format!(
-        "`{id}` (score {}): {}\n\n{}{}",
-        thread.score.map_or("-".to_owned(), |s| s.to_string()),
-        thread.title,
-        truncate_finding_body(thread.body.trim(), 6_000),
-        code_around(env, thread)
-    );
-    let prompt = fill(
-        DISPUTE_PROMPT,
-        &[("finding", &finding), ("thread", &thread_text(thread))],
-    );
-    let question = crate::Question {
-        name: "dispute",
-        system: "You are bugloop, a fair and careful code reviewer. Answer with JSON only.",
-        prompt,
-        schema: serde_json::json!({
-            "type": "object",
-            "properties": {
-                "decision": {"type": "string", "enum": ["concede", "maintain", "escalate"]},
-                "reasoning": {"type": "string"}
-            },
-            "required": ["decision", "reasoning"],
-            "additionalProperties": false
-        }),
-        max_tokens: 1_024,
-    };
-    let answer: DisputeAnswer = crate::structured_answer(env, env.git.root(), question).await?;
+    let answer = weigh(env, id, thread).await?;
     let mut reasoning = answer.reasoning.trim().to_owned();
     let status = match answer.decision {
         Decision::Concede if settler == Settler::AuthorOnly && serious(thread) => {
@@ -224,6 +165,99 @@ pub async fn settle_dispute(
         reasoning,
         status,
     })
+}
+
+/// Someone who is neither the change's author nor a writer disputed: the finding stays open,
+/// and the reply says who can settle it.
+async fn not_theirs_to_settle(
+    env: &LoopEnv<'_>,
+    change: &ChangeKey,
+    root: &bugloop_domain::thread::Comment,
+    id: &FindingId,
+    thread: &ThreadState,
+    disputer: &str,
+) -> Result<DisputeOutcome, ActError> {
+    let reasoning = format!(
+        "{disputer} may not have this finding withdrawn: only the change's author and people \
+         with write access to the repository can. It stays open; one of them can reply to \
+         settle it."
+    );
+    env.forge
+        .reply(change, root, &info_reply(&env.settings.markers, &reasoning))
+        .await?;
+    Ok(DisputeOutcome {
+        finding: id.as_str().to_owned(),
+        decision: None,
+        reasoning,
+        status: thread.status,
+    })
+}
+
+/// The developer still disagrees and no human reviewer is there to decide: the developer's
+/// decision stands, and the thread is resolved.
+async fn developer_decides(
+    env: &LoopEnv<'_>,
+    change: &ChangeKey,
+    root: &bugloop_domain::thread::Comment,
+    id: &FindingId,
+) -> Result<DisputeOutcome, ActError> {
+    let mut reasoning = "The developer still disagrees and this change has no human \
+                         reviewer to decide, so the developer's decision stands."
+        .to_owned();
+    if let Some(note) = resolve_thread(
+        env.forge,
+        change,
+        &env.settings.markers,
+        root,
+        (id, ResolvedBy::Argument),
+        &reasoning,
+    )
+    .await?
+    {
+        reasoning.push_str(&format!(" ({note})"));
+    }
+    Ok(DisputeOutcome {
+        finding: id.as_str().to_owned(),
+        decision: None,
+        reasoning,
+        status: ThreadStatus::Resolved,
+    })
+}
+
+/// The model weighs the developer's reply against the finding and the code: concede,
+/// maintain or escalate, with its reasoning.
+async fn weigh(
+    env: &LoopEnv<'_>,
+    id: &FindingId,
+    thread: &ThreadState,
+) -> Result<DisputeAnswer, ActError> {
+    let finding = format!(
+        "`{id}` (score {}): {}\n\n{}{}",
+        thread.score.map_or("-".to_owned(), |s| s.to_string()),
+        thread.title,
+        truncate_finding_body(thread.body.trim(), 6_000),
+        code_around(env, thread)
+    );
+    let prompt = fill(
+        DISPUTE_PROMPT,
+        &[("finding", &finding), ("thread", &thread_text(thread))],
+    );
+    let question = crate::Question {
+        name: "dispute",
+        system: "You are bugloop, a fair and careful code reviewer. Answer with JSON only.",
+        prompt,
+        schema: serde_json::json!({
+            "type": "object",
+            "properties": {
+                "decision": {"type": "string", "enum": ["concede", "maintain", "escalate"]},
+                "reasoning": {"type": "string"}
+            },
+            "required": ["decision", "reasoning"],
+            "additionalProperties": false
+        }),
+        max_tokens: 1_024,
+    };
+    Ok(crate::structured_answer(env, env.git.root(), question).await?)
 }
 
 /// Who is disputing, as far as settling goes.
