@@ -653,12 +653,12 @@ fn credential_variable(name: &str) -> Option<String> {
     .map(|word| format!("is named like a credential (`{word}`)"))
 }
 
+/// Checks what serde cannot: values in range, lists that must be well-formed, and what must never
+/// reach the sandbox. Each check returns the first error it finds, and they run in this order (so
+/// a configuration with several errors is always told the same first one): the filter settings,
+/// the marker, the commands, the protected paths, review, the minimums, sandbox, the model
+/// providers' keys, converge, the model, the budgets.
 pub fn validate(config: &Config) -> Result<(), ConfigError> {
-    let invalid = |path: &str, message: String| ConfigError::Invalid {
-        origin: Origin::Value,
-        path: path.to_owned(),
-        message,
-    };
     filter_settings(config)?;
     marker_syntax(config)?;
     commands("fix.verify_commands", &config.fix.verify_commands)?;
@@ -666,21 +666,47 @@ pub fn validate(config: &Config) -> Result<(), ConfigError> {
     commands("solve.test_commands", &config.solve.test_commands)?;
     ignore_matcher("protected_paths", &config.protected_paths)?;
     web_settings(&config.review)?;
-    if !(0.0..=1.0).contains(&config.review.dedup_min_overlap) {
+    dedup_overlap(&config.review)?;
+    large_enough(config)?;
+    sandbox_system_paths(&config.sandbox)?;
+    sandbox_env_allowlist(&config.sandbox)?;
+    provider_key_variables(&config.model)?;
+    converge_auditors(&config.converge)?;
+    default_model(&config.model)?;
+    model_prices(&config.model)?;
+    cost_budget(&config.budgets)
+}
+
+/// An invalid value at `path`.
+fn invalid(path: &str, message: String) -> ConfigError {
+    ConfigError::Invalid {
+        origin: Origin::Value,
+        path: path.to_owned(),
+        message,
+    }
+}
+
+/// Checks `review.dedup_min_overlap`, a share.
+fn dedup_overlap(review: &ReviewConfig) -> Result<(), ConfigError> {
+    if !(0.0..=1.0).contains(&review.dedup_min_overlap) {
         return Err(invalid(
             "review.dedup_min_overlap",
             "must be between 0 and 1".to_owned(),
         ));
     }
+    Ok(())
+}
+
+/// Counts, sizes and durations where 0 (or a tiny value) would stop everything or mean nothing:
+/// the key, its value and its least. Keys where 0 has a meaning are not here:
+/// `model.max_retries` (no retry), `review.elevation_threshold` and
+/// `converge.parallel_auditors` (off), `review.security_promotion`, `review.dedup_line_window`
+/// (same line only), `gate.max_fix_rounds` and `solve.max_review_iterations` (no rounds),
+/// `converge.parallel_from_loop` (from the first loop), `budgets.max_cost_usd` (unpriced models
+/// only).
+fn minimums(config: &Config) -> [(&'static str, u64, u64); 22] {
     let sandbox = &config.sandbox;
-    // Counts, sizes and durations where 0 (or a tiny value) would stop everything or mean nothing.
-    // Keys where 0 has a meaning are not here: `model.max_retries` (no retry),
-    // `review.elevation_threshold` and `converge.parallel_auditors` (off),
-    // `review.security_promotion`, `review.dedup_line_window` (same line only),
-    // `gate.max_fix_rounds` and `solve.max_review_iterations` (no rounds),
-    // `converge.parallel_from_loop` (from the first loop), `budgets.max_cost_usd` (unpriced
-    // models only).
-    for (key, value, least) in [
+    [
         (
             "model.connect_timeout_seconds",
             config.model.connect_timeout_seconds,
@@ -759,7 +785,12 @@ pub fn validate(config: &Config) -> Result<(), ConfigError> {
             1,
         ),
         ("sandbox.max_memory_mb", sandbox.max_memory_mb, 64),
-    ] {
+    ]
+}
+
+/// Checks every key of [`minimums`], in its order.
+fn large_enough(config: &Config) -> Result<(), ConfigError> {
+    for (key, value, least) in minimums(config) {
         if value < least {
             return Err(invalid(
                 key,
@@ -767,9 +798,13 @@ pub fn validate(config: &Config) -> Result<(), ConfigError> {
             ));
         }
     }
-    // An allow-list: a directory elsewhere (`/etc/bugloop`, `/srv`, `/var/lib`) can hold the
-    // host's secrets (an App's private key), and whoever writes the configuration may not be
-    // whoever runs bugloop.
+    Ok(())
+}
+
+/// Checks `sandbox.system_paths` against an allow-list: a directory elsewhere (`/etc/bugloop`,
+/// `/srv`, `/var/lib`) can hold the host's secrets (an App's private key), and whoever writes the
+/// configuration may not be whoever runs bugloop.
+fn sandbox_system_paths(sandbox: &SandboxConfig) -> Result<(), ConfigError> {
     for (index, path) in sandbox.system_paths.iter().enumerate() {
         let normalized = path.trim_end_matches('/');
         let allowed = path.starts_with('/')
@@ -787,8 +822,12 @@ pub fn validate(config: &Config) -> Result<(), ConfigError> {
             ));
         }
     }
-    // Variables passed into the sandbox never carry bugloop's, the forge's or a runner's
-    // credentials: a command of the change under review reads them.
+    Ok(())
+}
+
+/// Checks `sandbox.env_allowlist`: variables passed into the sandbox never carry bugloop's, the
+/// forge's or a runner's credentials, since a command of the change under review reads them.
+fn sandbox_env_allowlist(sandbox: &SandboxConfig) -> Result<(), ConfigError> {
     for (index, name) in sandbox.env_allowlist.iter().enumerate() {
         if let Some(reason) = credential_variable(name) {
             return Err(invalid(
@@ -797,7 +836,13 @@ pub fn validate(config: &Config) -> Result<(), ConfigError> {
             ));
         }
     }
-    for (provider, settings) in &config.model.providers {
+    Ok(())
+}
+
+/// Checks `model.providers.*.api_key_env`: a provider's key is never read from one of bugloop's,
+/// the forge's or the runner's own variables.
+fn provider_key_variables(model: &ModelConfig) -> Result<(), ConfigError> {
+    for (provider, settings) in &model.providers {
         if let Some(name) = &settings.api_key_env
             && let Some(prefix) = RESERVED_PREFIXES.iter().find(|p| name.starts_with(**p))
         {
@@ -810,7 +855,12 @@ pub fn validate(config: &Config) -> Result<(), ConfigError> {
             ));
         }
     }
-    let converge = &config.converge;
+    Ok(())
+}
+
+/// Checks `converge.auditors`: no more than run in parallel, each with a model string and a
+/// temperature in range.
+fn converge_auditors(converge: &ConvergeConfig) -> Result<(), ConfigError> {
     if converge.auditors.len() > converge.parallel_auditors as usize {
         return Err(invalid(
             "converge.auditors",
@@ -843,16 +893,26 @@ pub fn validate(config: &Config) -> Result<(), ConfigError> {
             ));
         }
     }
-    if config.model.default.trim().is_empty() || !config.model.default.contains(':') {
+    Ok(())
+}
+
+/// Checks `model.default`, a model string.
+fn default_model(model: &ModelConfig) -> Result<(), ConfigError> {
+    if model.default.trim().is_empty() || !model.default.contains(':') {
         return Err(invalid(
             "model.default",
             format!(
                 "{:?} is not a model string; use provider:model, e.g. openai:gpt-4o or local:smollm2",
-                config.model.default
+                model.default
             ),
         ));
     }
-    for (name, price) in &config.model.prices {
+    Ok(())
+}
+
+/// Checks `model.prices`: finite and not negative.
+fn model_prices(model: &ModelConfig) -> Result<(), ConfigError> {
+    for (name, price) in &model.prices {
         let values = [
             Some(price.input_per_mtok),
             Some(price.output_per_mtok),
@@ -869,7 +929,12 @@ pub fn validate(config: &Config) -> Result<(), ConfigError> {
             ));
         }
     }
-    if !config.budgets.max_cost_usd.is_finite() || config.budgets.max_cost_usd < 0.0 {
+    Ok(())
+}
+
+/// Checks `budgets.max_cost_usd`: finite and not negative.
+fn cost_budget(budgets: &Budgets) -> Result<(), ConfigError> {
+    if !budgets.max_cost_usd.is_finite() || budgets.max_cost_usd < 0.0 {
         return Err(invalid(
             "budgets.max_cost_usd",
             "must be finite and not negative".to_owned(),
