@@ -11,7 +11,8 @@ use std::sync::Arc;
 
 use bugloop_llm::structured::{StructuredError, complete_json};
 use bugloop_llm::{
-    ChatRequest, JsonSchemaFormat, LlmError, Message, Provider, ToolChoice, ToolDefinition, Usage,
+    ChatRequest, ChatResponse, JsonSchemaFormat, LlmError, Message, Provider, ToolCall, ToolChoice,
+    ToolDefinition, Usage,
 };
 use bugloop_tools::{Registry, Tool, ToolContext, ToolError, Toolset};
 
@@ -122,6 +123,29 @@ struct RunProgress {
     transcript: Transcript,
     usage: Usage,
     turns: u32,
+}
+
+/// What a call of the submit tool came to.
+enum Submission {
+    /// The task's result: the submission of its only stage, or of its last.
+    Final(serde_json::Value),
+    /// A stage's submission was recorded; these are the next stage's instructions.
+    NextStage(String),
+    /// The submission was refused; the model was told why.
+    Refused,
+}
+
+/// The tools as the model is told of them.
+fn tool_definitions(registry: &Registry) -> Vec<ToolDefinition> {
+    registry
+        .definitions()
+        .into_iter()
+        .map(|(name, description, parameters)| ToolDefinition {
+            name: name.into(),
+            description: description.into(),
+            parameters,
+        })
+        .collect()
 }
 
 /// Runs tasks with one model and one workspace.
@@ -279,62 +303,18 @@ impl Agent {
         mut messages: Vec<Message>,
         progress: &mut RunProgress,
     ) -> Result<Outcome, AgentError> {
-        let &Asked {
-            system,
-            submit_tool,
-            follow_ups,
-            stages_up_front,
-            max_turns,
-            max_tokens,
-            ..
-        } = asked;
-        let RunProgress {
-            transcript,
-            usage,
-            turns,
-        } = progress;
-        let tools: Vec<ToolDefinition> = registry
-            .definitions()
-            .into_iter()
-            .map(|(name, description, parameters)| ToolDefinition {
-                name: name.into(),
-                description: description.into(),
-                parameters,
-            })
-            .collect();
+        let tools = tool_definitions(registry);
         let mut reminded = false;
-        let mut follow_ups = follow_ups.iter().cloned();
-        while *turns < max_turns {
-            *turns += 1;
-            let turn = *turns;
-            let request = ChatRequest {
-                system: Some(system.to_owned()),
-                messages: messages.clone(),
-                tools: tools.clone(),
-                tool_choice: ToolChoice::Auto,
-                max_tokens,
-                ..ChatRequest::default()
-            };
-            let response = self.provider.chat(&request, None).await?;
-            usage.add(response.usage);
-            transcript.write(&Event::Response {
-                turn,
-                content: response.message.content.clone(),
-                tool_calls: response
-                    .message
-                    .tool_calls
-                    .iter()
-                    .filter_map(|c| serde_json::to_value(c).ok())
-                    .collect(),
-                finish: format!("{:?}", response.finish),
-                input_tokens: response.usage.input_tokens,
-                output_tokens: response.usage.output_tokens,
-                cached_input_tokens: response.usage.cached_input_tokens,
-            });
+        let mut follow_ups = asked.follow_ups.iter().cloned();
+        while progress.turns < asked.max_turns {
+            progress.turns += 1;
+            let turn = progress.turns;
+            let response = self.ask(asked, &messages, &tools, progress).await?;
+            let transcript = &mut progress.transcript;
             let calls = response.message.tool_calls.clone();
             messages.push(response.message.clone());
             if calls.is_empty() {
-                match submit_tool {
+                match asked.submit_tool {
                     // The task ends only through its submit tool: remind the model once.
                     Some(submit) if !reminded => {
                         reminded = true;
@@ -349,115 +329,203 @@ impl Agent {
             }
             let mut next_stage = None;
             for call in calls {
-                if next_stage.is_some() && !stages_up_front {
+                if next_stage.is_some() && !asked.stages_up_front {
                     // The stage was submitted: later calls of the same turn belong to no stage
                     // (the model has not seen the next stage's instructions yet).
                     let text = "error: ignored, the stage was already submitted in this turn";
                     messages.push(Message::tool_result(call.id, text));
                     continue;
                 }
-                if Some(call.name.as_str()) == submit_tool {
-                    // A registered submit tool checks the submission first (its errors go back
-                    // to the model like any tool's).
-                    let checked = if registry.get(&call.name).is_some() {
-                        registry
-                            .call(&self.context, &call.name, &call.arguments)
-                            .await
-                            .map(|_| ())
-                    } else {
-                        Ok(())
-                    };
-                    let parsed = match checked {
-                        Ok(()) => call.parse_arguments().map_err(|e| {
-                            ToolError::Model(format!("the arguments are not valid JSON: {e}"))
-                        }),
-                        Err(error) => Err(error),
-                    };
-                    match parsed {
-                        Err(ToolError::Abort(message)) => {
-                            transcript.write(&Event::Tool {
-                                turn,
-                                id: call.id,
-                                name: call.name.clone(),
-                                arguments: call.arguments,
-                                ok: false,
-                                result: message.clone(),
-                            });
-                            return Err(AgentError::ToolAbort {
-                                tool: call.name,
-                                message,
-                            });
-                        }
-                        Ok(value) => {
-                            let next = follow_ups.next();
-                            transcript.write(&Event::Tool {
-                                turn,
-                                id: call.id.clone(),
-                                name: call.name,
-                                arguments: call.arguments,
-                                ok: true,
-                                result: "submitted".into(),
-                            });
-                            let Some(next) = next else {
-                                return Ok(Outcome::Submitted(value));
-                            };
-                            messages.push(Message::tool_result(call.id, "recorded"));
+                if Some(call.name.as_str()) == asked.submit_tool {
+                    let submission = self
+                        .submit(
+                            registry,
+                            call,
+                            turn,
+                            transcript,
+                            &mut messages,
+                            &mut follow_ups,
+                        )
+                        .await?;
+                    match submission {
+                        Submission::Final(value) => return Ok(Outcome::Submitted(value)),
+                        Submission::NextStage(next) => {
                             reminded = false;
                             next_stage = Some(next);
-                            continue;
                         }
-                        Err(ToolError::Model(message)) => {
-                            transcript.write(&Event::Tool {
-                                turn,
-                                id: call.id.clone(),
-                                name: call.name,
-                                arguments: call.arguments,
-                                ok: false,
-                                result: message.clone(),
-                            });
-                            messages
-                                .push(Message::tool_result(call.id, format!("error: {message}")));
-                            continue;
-                        }
+                        Submission::Refused => {}
                     }
+                    continue;
                 }
-                let result = registry
-                    .call(&self.context, &call.name, &call.arguments)
-                    .await;
-                let (ok, text) = match result {
-                    Ok(text) => (true, text),
-                    Err(ToolError::Model(message)) => (false, format!("error: {message}")),
-                    Err(ToolError::Abort(message)) => {
-                        transcript.write(&Event::Tool {
-                            turn,
-                            id: call.id,
-                            name: call.name.clone(),
-                            arguments: call.arguments,
-                            ok: false,
-                            result: message.clone(),
-                        });
-                        return Err(AgentError::ToolAbort {
-                            tool: call.name,
-                            message,
-                        });
-                    }
-                };
-                transcript.write(&Event::Tool {
-                    turn,
-                    id: call.id.clone(),
-                    name: call.name,
-                    arguments: call.arguments,
-                    ok,
-                    result: text.clone(),
-                });
-                messages.push(Message::tool_result(call.id, text));
+                self.call_tool(registry, call, turn, transcript, &mut messages)
+                    .await?;
             }
+            // The next stage's instructions come after every call of the turn has its result.
             if let Some(next) = next_stage {
                 transcript.write(&Event::Note { text: next.clone() });
                 messages.push(Message::user(next));
             }
         }
-        Err(AgentError::TurnLimit(max_turns))
+        Err(AgentError::TurnLimit(asked.max_turns))
+    }
+
+    /// Asks the model for the next turn (`progress.turns`) and records its answer and usage.
+    async fn ask(
+        &self,
+        asked: &Asked<'_>,
+        messages: &[Message],
+        tools: &[ToolDefinition],
+        progress: &mut RunProgress,
+    ) -> Result<ChatResponse, AgentError> {
+        let request = ChatRequest {
+            system: Some(asked.system.to_owned()),
+            messages: messages.to_vec(),
+            tools: tools.to_vec(),
+            tool_choice: ToolChoice::Auto,
+            max_tokens: asked.max_tokens,
+            ..ChatRequest::default()
+        };
+        let response = self.provider.chat(&request, None).await?;
+        progress.usage.add(response.usage);
+        progress.transcript.write(&Event::Response {
+            turn: progress.turns,
+            content: response.message.content.clone(),
+            tool_calls: response
+                .message
+                .tool_calls
+                .iter()
+                .filter_map(|c| serde_json::to_value(c).ok())
+                .collect(),
+            finish: format!("{:?}", response.finish),
+            input_tokens: response.usage.input_tokens,
+            output_tokens: response.usage.output_tokens,
+            cached_input_tokens: response.usage.cached_input_tokens,
+        });
+        Ok(response)
+    }
+
+    /// A call of the submit tool: the submission is checked, recorded in the transcript, and
+    /// either ends the task, ends a stage (the model is told it was recorded), or goes back to
+    /// the model as an error. A tool's abort ends the task.
+    async fn submit(
+        &self,
+        registry: &Registry,
+        call: ToolCall,
+        turn: u32,
+        transcript: &mut Transcript,
+        messages: &mut Vec<Message>,
+        follow_ups: &mut impl Iterator<Item = String>,
+    ) -> Result<Submission, AgentError> {
+        match self.check_submission(registry, &call).await {
+            Err(ToolError::Abort(message)) => {
+                transcript.write(&Event::Tool {
+                    turn,
+                    id: call.id,
+                    name: call.name.clone(),
+                    arguments: call.arguments,
+                    ok: false,
+                    result: message.clone(),
+                });
+                Err(AgentError::ToolAbort {
+                    tool: call.name,
+                    message,
+                })
+            }
+            Ok(value) => {
+                let next = follow_ups.next();
+                transcript.write(&Event::Tool {
+                    turn,
+                    id: call.id.clone(),
+                    name: call.name,
+                    arguments: call.arguments,
+                    ok: true,
+                    result: "submitted".into(),
+                });
+                let Some(next) = next else {
+                    return Ok(Submission::Final(value));
+                };
+                messages.push(Message::tool_result(call.id, "recorded"));
+                Ok(Submission::NextStage(next))
+            }
+            Err(ToolError::Model(message)) => {
+                transcript.write(&Event::Tool {
+                    turn,
+                    id: call.id.clone(),
+                    name: call.name,
+                    arguments: call.arguments,
+                    ok: false,
+                    result: message.clone(),
+                });
+                messages.push(Message::tool_result(call.id, format!("error: {message}")));
+                Ok(Submission::Refused)
+            }
+        }
+    }
+
+    /// The submit tool's arguments as JSON. A registered submit tool checks the submission
+    /// first (its errors go back to the model like any tool's).
+    async fn check_submission(
+        &self,
+        registry: &Registry,
+        call: &ToolCall,
+    ) -> Result<serde_json::Value, ToolError> {
+        let checked = if registry.get(&call.name).is_some() {
+            registry
+                .call(&self.context, &call.name, &call.arguments)
+                .await
+                .map(|_| ())
+        } else {
+            Ok(())
+        };
+        match checked {
+            Ok(()) => call
+                .parse_arguments()
+                .map_err(|e| ToolError::Model(format!("the arguments are not valid JSON: {e}"))),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// Any other tool's call: its result (or error) goes back to the model; its abort ends the
+    /// task.
+    async fn call_tool(
+        &self,
+        registry: &Registry,
+        call: ToolCall,
+        turn: u32,
+        transcript: &mut Transcript,
+        messages: &mut Vec<Message>,
+    ) -> Result<(), AgentError> {
+        let result = registry
+            .call(&self.context, &call.name, &call.arguments)
+            .await;
+        let (ok, text) = match result {
+            Ok(text) => (true, text),
+            Err(ToolError::Model(message)) => (false, format!("error: {message}")),
+            Err(ToolError::Abort(message)) => {
+                transcript.write(&Event::Tool {
+                    turn,
+                    id: call.id,
+                    name: call.name.clone(),
+                    arguments: call.arguments,
+                    ok: false,
+                    result: message.clone(),
+                });
+                return Err(AgentError::ToolAbort {
+                    tool: call.name,
+                    message,
+                });
+            }
+        };
+        transcript.write(&Event::Tool {
+            turn,
+            id: call.id.clone(),
+            name: call.name,
+            arguments: call.arguments,
+            ok,
+            result: text.clone(),
+        });
+        messages.push(Message::tool_result(call.id, text));
+        Ok(())
     }
 
     /// The tool-less run: one structured answer of the task's schema.

@@ -106,11 +106,14 @@ pub struct Counters {
     pub writes: u64,
 }
 
+/// A listing page as last answered: its ETag, its body and where the next page is.
+type CachedPage = (HeaderValue, Value, Option<String>);
+
 #[derive(Debug, Default)]
 struct State {
     last_write: Option<std::time::Instant>,
     /// URL -> (ETag, body, next page) of listing pages.
-    etags: HashMap<String, (HeaderValue, Value, Option<String>)>,
+    etags: HashMap<String, CachedPage>,
     /// By resource (`core`, `graphql`, ...): each has a budget of its own.
     rate: HashMap<String, RateLimit>,
     counters: Counters,
@@ -207,6 +210,9 @@ impl Transport {
         self.send_as(method, url, None, safety, true).await
     }
 
+    /// Sends one request (as the App itself when `as_app`) until it has an answer, asking again
+    /// only where that is safe: after a lost connection or a server error (never a create), an
+    /// installation token refused on the way (once), and a rate limit GitHub asks to wait out.
     async fn send_as(
         &self,
         method: Method,
@@ -220,57 +226,16 @@ impl Transport {
         let mut renewed_after_refusal = false;
         loop {
             attempt += 1;
-            if safety.writes() {
-                self.space_writes().await;
-            }
-            let cached = if method == Method::GET {
-                self.with_state(|s| s.etags.get(url).cloned()).flatten()
-            } else {
-                None
-            };
-            let bearer = match (&self.auth, as_app) {
-                (Auth::Installation { installation, .. }, true) => {
-                    self.app_jwt(installation, &operation)?
-                }
-                _ => self.bearer().await?,
-            };
-            let mut request = self
-                .http
-                .request(method.clone(), url)
-                .header("authorization", format!("Bearer {bearer}"))
-                .header("accept", "application/vnd.github+json")
-                .header("x-github-api-version", "2022-11-28");
-            if let Some((etag, _, _)) = &cached {
-                request = request.header("if-none-match", etag.clone());
-            }
-            if let Some(body) = body {
-                request = request.json(body);
-            }
-            self.with_state(|s| {
-                s.counters.requests += 1;
-                if safety.writes() {
-                    s.counters.writes += 1;
-                    s.last_write = Some(std::time::Instant::now());
-                }
-            });
+            let (cached, request) = self
+                .prepare(&method, url, body, safety, as_app, &operation)
+                .await?;
             let response = match request.send().await {
                 Ok(response) => response,
                 Err(error) => {
                     // Sent or not, the effect of a create is unknown: the caller looks first.
-                    if safety == Safety::Create {
-                        return Err(GitHubError::Ambiguous {
-                            operation,
-                            message: with_causes(&error),
-                        });
-                    }
-                    if attempt <= self.policy.retries {
-                        self.sleeper.sleep(self.backoff(attempt)).await;
-                        continue;
-                    }
-                    return Err(GitHubError::Transient {
-                        operation,
-                        message: with_causes(&error),
-                    });
+                    self.back_off_or_fail(safety, attempt, &operation, with_causes(&error))
+                        .await?;
+                    continue;
                 }
             };
             let status = response.status();
@@ -286,21 +251,10 @@ impl Transport {
             // answer is read leaves the create unknown.
             let text = match response.text().await {
                 Ok(text) => text,
-                Err(error) if safety == Safety::Create => {
-                    return Err(GitHubError::Ambiguous {
-                        operation,
-                        message: with_causes(&error),
-                    });
-                }
                 Err(error) => {
-                    if attempt <= self.policy.retries {
-                        self.sleeper.sleep(self.backoff(attempt)).await;
-                        continue;
-                    }
-                    return Err(GitHubError::Transient {
-                        operation,
-                        message: with_causes(&error),
-                    });
+                    self.back_off_or_fail(safety, attempt, &operation, with_causes(&error))
+                        .await?;
+                    continue;
                 }
             };
             // An installation token that expired on the way (or was revoked) is refused before
@@ -314,13 +268,7 @@ impl Transport {
                 *cached.lock().await = None;
                 continue;
             }
-            // A secondary limit may come as a 403 naming no time: wait a minute, as GitHub asks.
-            let wait = rate_limited(status, &headers).or_else(|| {
-                (status == StatusCode::FORBIDDEN
-                    && text.to_lowercase().contains("secondary rate limit"))
-                .then(|| Duration::from_secs(60))
-            });
-            if let Some(wait) = wait {
+            if let Some(wait) = rate_limit_wait(status, &headers, &text) {
                 // GitHub refused the request before doing it: waiting and asking again is safe,
                 // even for a create.
                 if wait <= self.policy.max_wait && attempt <= self.policy.retries + 1 {
@@ -334,41 +282,120 @@ impl Transport {
                 });
             }
             if status.is_server_error() {
-                if safety == Safety::Create {
-                    return Err(GitHubError::Ambiguous {
-                        operation,
-                        message: format!("{status}: {}", message_of(&text)),
-                    });
-                }
-                if attempt <= self.policy.retries {
-                    self.sleeper.sleep(self.backoff(attempt)).await;
-                    continue;
-                }
-                return Err(GitHubError::Transient {
-                    operation,
-                    message: format!("{status}: {}", message_of(&text)),
-                });
+                let message = format!("{status}: {}", message_of(&text));
+                self.back_off_or_fail(safety, attempt, &operation, message)
+                    .await?;
+                continue;
             }
-            let next = next_link(&headers);
-            if !status.is_success() {
-                return Err(classify(status, &operation, &text));
-            }
-            let body: Value = if text.trim().is_empty() {
-                Value::Null
-            } else {
-                serde_json::from_str(&text).map_err(|e| GitHubError::Decode {
-                    operation: operation.clone(),
-                    message: e.to_string(),
-                })?
-            };
-            if method == Method::GET
-                && let Some(etag) = headers.get("etag")
-            {
-                let entry = (etag.clone(), body.clone(), next.clone());
-                self.with_state(|s| s.etags.insert(url.to_owned(), entry));
-            }
-            return Ok(Page { body, next });
+            return self.page(&method, url, status, &headers, &text, &operation);
         }
+    }
+
+    /// Everything up to sending one attempt: the spacing of writes, a listing's cached page (its
+    /// ETag asked about), the credential (the App's JWT or the bearer token) and GitHub's
+    /// headers. The request is counted as made, and a write as the last write.
+    async fn prepare(
+        &self,
+        method: &Method,
+        url: &str,
+        body: Option<&Value>,
+        safety: Safety,
+        as_app: bool,
+        operation: &str,
+    ) -> Result<(Option<CachedPage>, reqwest::RequestBuilder), GitHubError> {
+        if safety.writes() {
+            self.space_writes().await;
+        }
+        let cached = if *method == Method::GET {
+            self.with_state(|s| s.etags.get(url).cloned()).flatten()
+        } else {
+            None
+        };
+        let bearer = match (&self.auth, as_app) {
+            (Auth::Installation { installation, .. }, true) => {
+                self.app_jwt(installation, operation)?
+            }
+            _ => self.bearer().await?,
+        };
+        let mut request = self
+            .http
+            .request(method.clone(), url)
+            .header("authorization", format!("Bearer {bearer}"))
+            .header("accept", "application/vnd.github+json")
+            .header("x-github-api-version", "2022-11-28");
+        if let Some((etag, _, _)) = &cached {
+            request = request.header("if-none-match", etag.clone());
+        }
+        if let Some(body) = body {
+            request = request.json(body);
+        }
+        self.with_state(|s| {
+            s.counters.requests += 1;
+            if safety.writes() {
+                s.counters.writes += 1;
+                s.last_write = Some(std::time::Instant::now());
+            }
+        });
+        Ok((cached, request))
+    }
+
+    /// After a failure that leaves the request's effect unknown (the connection failed, the
+    /// answer could not be read, a server error): a create is reported ambiguous, and is never
+    /// sent again (the caller looks before writing again); anything else waits its backoff and
+    /// is sent again (`Ok`) while retries remain, and is transient after.
+    async fn back_off_or_fail(
+        &self,
+        safety: Safety,
+        attempt: u32,
+        operation: &str,
+        message: String,
+    ) -> Result<(), GitHubError> {
+        if safety == Safety::Create {
+            return Err(GitHubError::Ambiguous {
+                operation: operation.to_owned(),
+                message,
+            });
+        }
+        if attempt <= self.policy.retries {
+            self.sleeper.sleep(self.backoff(attempt)).await;
+            return Ok(());
+        }
+        Err(GitHubError::Transient {
+            operation: operation.to_owned(),
+            message,
+        })
+    }
+
+    /// The answer to a request that was neither lost nor rate limited: a refusal, classified,
+    /// or the page (a listing's cached with its ETag).
+    fn page(
+        &self,
+        method: &Method,
+        url: &str,
+        status: StatusCode,
+        headers: &HeaderMap,
+        text: &str,
+        operation: &str,
+    ) -> Result<Page, GitHubError> {
+        let next = next_link(headers);
+        if !status.is_success() {
+            return Err(classify(status, operation, text));
+        }
+        let body: Value = if text.trim().is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(text).map_err(|e| GitHubError::Decode {
+                operation: operation.to_owned(),
+                message: e.to_string(),
+            })?
+        };
+        if *method == Method::GET
+            && let Some(etag) = headers.get("etag")
+        {
+            let entry = (etag.clone(), body.clone(), next.clone());
+            self.with_state(|s| s.etags.insert(url.to_owned(), entry));
+        }
+        Ok(Page { body, next })
     }
 
     /// The token to send: the configured one, or the installation's, renewed when fewer than
@@ -517,6 +544,16 @@ fn with_causes(error: &dyn std::error::Error) -> String {
         source = cause.source();
     }
     message
+}
+
+/// How long to wait before asking again, when GitHub refused the request for a rate limit: as
+/// its headers say ([`rate_limited`]), or, since a secondary limit may come as a 403 naming no
+/// time, a minute, as GitHub asks.
+fn rate_limit_wait(status: StatusCode, headers: &HeaderMap, text: &str) -> Option<Duration> {
+    rate_limited(status, headers).or_else(|| {
+        (status == StatusCode::FORBIDDEN && text.to_lowercase().contains("secondary rate limit"))
+            .then(|| Duration::from_secs(60))
+    })
 }
 
 /// How long GitHub asks to wait, when the answer is a rate limit: `Retry-After` (secondary

@@ -17,6 +17,7 @@ mod probe;
 mod run;
 mod seccomp;
 mod settings;
+mod stage;
 mod tasktree;
 mod view;
 

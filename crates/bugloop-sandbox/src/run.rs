@@ -1,5 +1,7 @@
 //! Running one command under a policy.
 
+use std::ffi::OsString;
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -8,8 +10,9 @@ use serde::Serialize;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
 use crate::SandboxError;
-use crate::limits::{Cgroups, LimitHit, disk_use, watch_workspace};
-use crate::probe::{find_in_path, probe};
+use crate::limits::{Cgroups, LimitHit, Limits, disk_use, watch_workspace};
+use crate::probe::{Capabilities, find_in_path, probe};
+use crate::stage::{Stage, stage_as_root};
 use crate::view::bwrap_arguments;
 
 pub use crate::settings::{Policy, SandboxSettings, WhenUnconfined};
@@ -123,148 +126,6 @@ fn environment(settings: &SandboxSettings, spec: &CommandSpec) -> Vec<(String, S
     env
 }
 
-/// The host user a sandbox runs as when bugloop runs as root.
-const SANDBOX_UID: u32 = 65534;
-
-/// Run as root in a private mount namespace: join the cgroups (if any), bind each real source onto
-/// its place in the stage, then become the rest of the command line. Fixed text; everything it
-/// works on comes as arguments.
-const STAGE_SCRIPT: &str = r#"set -e
-cgroups=$1; stage=$2; shift 2
-for cgroup in $cgroups; do echo $$ > "$cgroup/cgroup.procs"; done
-n=0
-while [ "$1" != "--" ]; do mount --bind "$1" "$stage/$n"; n=$((n + 1)); shift; done
-shift
-exec "$@"
-"#;
-
-static STAGE_SEQUENCE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-
-/// A directory of mount points for the sources of one root-run command; removed on drop (the
-/// mounts themselves only ever existed in the command's private mount namespace).
-#[derive(Debug)]
-struct Stage {
-    dir: PathBuf,
-}
-
-/// Where stages go: the temporary directory, unless the sandbox's user cannot reach it (a
-/// `TMPDIR` inside a `0700` directory, such as a private runner temp), then the first of
-/// `/tmp`, `/var/tmp` and `/dev/shm` it can. bubblewrap, running as that user, opens the stage.
-fn stage_root() -> PathBuf {
-    let preferred = std::env::temp_dir();
-    std::iter::once(preferred.clone())
-        .chain(["/tmp", "/var/tmp", "/dev/shm"].map(PathBuf::from))
-        .find(|dir| reachable_by_others(dir))
-        .unwrap_or(preferred)
-}
-
-/// Whether a user that is neither the owner nor in the group can go through `dir` and every
-/// directory above it (mode `o+x` all the way up), and `dir` is a directory.
-fn reachable_by_others(dir: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    let Ok(dir) = dir.canonicalize() else {
-        return false;
-    };
-    dir.is_dir()
-        && dir
-            .ancestors()
-            .all(|up| std::fs::metadata(up).is_ok_and(|m| m.permissions().mode() & 0o001 != 0))
-}
-
-/// Removes stages left by runs that were killed (`bugloop-stage-<pid>-<n>` of a process that is
-/// gone): their mounts only ever existed in the killed command's namespace, so what is left is
-/// empty mount points.
-fn remove_stale_stages(root: &Path) {
-    let Ok(entries) = std::fs::read_dir(root) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(pid) = name
-            .to_str()
-            .and_then(|n| n.strip_prefix("bugloop-stage-"))
-            .and_then(|rest| rest.split('-').next())
-            .and_then(|pid| pid.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        let gone = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None)
-            == Err(nix::errno::Errno::ESRCH);
-        // Only our own: in a shared directory anyone can make a directory of that name.
-        let ours = std::fs::symlink_metadata(entry.path()).is_ok_and(|m| {
-            use std::os::unix::fs::MetadataExt;
-            m.is_dir() && m.uid() == nix::unistd::Uid::effective().as_raw()
-        });
-        if gone && ours {
-            let _ = std::fs::remove_dir_all(entry.path());
-        }
-    }
-}
-
-impl Stage {
-    fn create() -> Result<Stage, SandboxError> {
-        use std::os::unix::fs::PermissionsExt;
-        let root = stage_root();
-        remove_stale_stages(&root);
-        let dir = root.join(format!(
-            "bugloop-stage-{}-{}",
-            std::process::id(),
-            STAGE_SEQUENCE.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-        ));
-        std::fs::create_dir(&dir)
-            .map_err(|e| SandboxError::Io(format!("{}: {e}", dir.display())))?;
-        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755))
-            .map_err(|e| SandboxError::Io(format!("{}: {e}", dir.display())))?;
-        Ok(Stage { dir })
-    }
-
-    fn path(&self) -> &Path {
-        &self.dir
-    }
-
-    /// One mount point per source, of the source's kind.
-    fn prepare(&self, sources: &[PathBuf]) -> Result<(), SandboxError> {
-        for (index, source) in sources.iter().enumerate() {
-            let point = self.dir.join(index.to_string());
-            let made = if source.is_dir() {
-                std::fs::create_dir(&point)
-            } else {
-                std::fs::File::create(&point).map(drop)
-            };
-            made.map_err(|e| SandboxError::Io(format!("{}: {e}", point.display())))?;
-        }
-        Ok(())
-    }
-}
-
-impl Drop for Stage {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-/// Gives the workspace to the sandbox's user (bugloop as root): everything in it that is not
-/// already its own, without following symlinks.
-fn hand_over(workspace: &Path, uid: u32) -> Result<(), SandboxError> {
-    use std::os::unix::fs::MetadataExt;
-    let mut stack = vec![workspace.to_path_buf()];
-    while let Some(path) = stack.pop() {
-        let Ok(metadata) = std::fs::symlink_metadata(&path) else {
-            continue;
-        };
-        if metadata.uid() != uid || metadata.gid() != uid {
-            std::os::unix::fs::lchown(&path, Some(uid), Some(uid))
-                .map_err(|e| SandboxError::Io(format!("{}: {e}", path.display())))?;
-        }
-        if metadata.is_dir()
-            && let Ok(entries) = std::fs::read_dir(&path)
-        {
-            stack.extend(entries.flatten().map(|e| e.path()));
-        }
-    }
-    Ok(())
-}
-
 /// Runs a command in the sandbox and collects its output.
 pub async fn run(settings: &SandboxSettings, spec: &CommandSpec) -> Result<Output, SandboxError> {
     let workspace = settings
@@ -279,126 +140,24 @@ pub async fn run(settings: &SandboxSettings, spec: &CommandSpec) -> Result<Outpu
     let env = environment(settings, spec);
     let confined = capabilities.can_confine();
     if !confined {
-        let reason = capabilities
-            .problem
-            .clone()
-            .unwrap_or_else(|| "unknown".into());
-        if settings.when_unconfined == WhenUnconfined::Refuse {
-            return Err(SandboxError::Unconfined(reason));
-        }
-        tracing::warn!(%reason, program = %spec.program, "running a command UNCONFINED: no network or write isolation");
+        allow_unconfined(settings, spec, capabilities)?;
     }
     let cgroups = Cgroups::create(&settings.limits);
-    let as_root = nix::unistd::Uid::effective().is_root();
-    let mut argv: Vec<std::ffi::OsString> = Vec::new();
-    // The seccomp filter's descriptor lives until bubblewrap has started (it reads it then).
-    let mut filter = None;
-    let mut stage = None;
-    let confinement = match (&capabilities.bwrap, confined) {
-        (Some(bwrap), true) => {
-            let mut arguments = None;
-            if as_root {
-                // As root, bubblewrap runs as an unprivileged user, so the sandbox is that user on
-                // the host too (a namespace root makes maps its user to root, the owner of /dev's
-                // nodes and every root-owned file shown). That user cannot reach the workspace or
-                // the toolchains under /root, so a private mount namespace of ours first binds them
-                // into a stage it can reach; the workspace becomes that user's.
-                let staging = Stage::create()?;
-                let built = bwrap_arguments(settings, &workspace, &cwd, Some(staging.path()));
-                staging.prepare(&built.staged)?;
-                if settings.policy == Policy::WorkspaceWrite {
-                    hand_over(&workspace, SANDBOX_UID)?;
-                }
-                argv.extend(
-                    [
-                        "unshare",
-                        "--mount",
-                        "--propagation",
-                        "private",
-                        "--",
-                        "/bin/sh",
-                        "-c",
-                        STAGE_SCRIPT,
-                        "sh",
-                    ]
-                    .map(Into::into),
-                );
-                argv.push(
-                    cgroups
-                        .dirs()
-                        .iter()
-                        .map(|d| d.display().to_string())
-                        .collect::<Vec<_>>()
-                        .join(" ")
-                        .into(),
-                );
-                argv.push(staging.path().into());
-                argv.extend(built.staged.iter().map(Into::into));
-                argv.push("--".into());
-                argv.extend(
-                    [
-                        "setpriv",
-                        "--reuid=65534",
-                        "--regid=65534",
-                        "--clear-groups",
-                        "--",
-                    ]
-                    .map(Into::into),
-                );
-                arguments = Some(built);
-                stage = Some(staging);
-            }
-            let arguments =
-                arguments.unwrap_or_else(|| bwrap_arguments(settings, &workspace, &cwd, None));
-            argv.push(bwrap.into());
-            argv.extend(arguments.args.into_iter().map(Into::into));
-            match crate::seccomp::program() {
-                Ok(program) => {
-                    let fd = crate::seccomp::descriptor(program)?;
-                    argv.push("--seccomp".into());
-                    argv.push(std::os::fd::AsRawFd::as_raw_fd(&fd).to_string().into());
-                    filter = Some(fd);
-                }
-                Err(reason) => tracing::warn!(%reason, "commands run without a seccomp filter"),
-            }
-            argv.push("--".into());
-            Confinement::Bubblewrap
-        }
-        _ => Confinement::Unconfined,
-    };
-    // Resource limits are set inside the sandbox's user namespace, where the kernel counts only
-    // the sandbox's own processes (outside, every process of the same user on the host counts).
-    if let Some(prlimit) = find_in_path("prlimit") {
-        let limits = &settings.limits;
-        argv.push(prlimit.into());
-        argv.push(format!("--nproc={0}:{0}", limits.max_processes).into());
-        argv.push(format!("--fsize={0}:{0}", limits.max_file_bytes).into());
-        argv.push("--".into());
-    }
-    argv.push(spec.program.clone().into());
-    argv.extend(spec.args.iter().map(Into::into));
-    // The environment goes through the process environment, not the command line (which every
-    // local user can read in /proc).
-    let mut command = tokio::process::Command::new(&argv[0]);
-    command
-        .args(&argv[1..])
-        .env_clear()
-        .envs(env.iter().map(|(n, v)| (n, v)));
-    if confinement == Confinement::Unconfined {
-        command.current_dir(&cwd);
-    } else {
-        command.current_dir("/");
-    }
-    command
-        .process_group(0)
-        .kill_on_drop(true)
-        .stdin(if spec.stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    let CommandLine {
+        argv,
+        filter,
+        stage,
+        confinement,
+    } = command_line(
+        settings,
+        spec,
+        capabilities,
+        confined,
+        &cgroups,
+        &workspace,
+        &cwd,
+    )?;
+    let mut command = process(&argv, &env, spec, confinement, &cwd);
     let started = Instant::now();
     let workspace_at_start = match settings.policy {
         Policy::WorkspaceWrite => Some(
@@ -418,13 +177,181 @@ pub async fn run(settings: &SandboxSettings, spec: &CommandSpec) -> Result<Outpu
         message: e.to_string(),
     })?;
     let group = child.id().and_then(|id| i32::try_from(id).ok());
+    let (stdout, stderr) = connect_pipes(&mut child, spec, settings.max_output_bytes);
+    let (exit, mut limits_hit) =
+        wait_for_exit(&mut child, settings, spec, &workspace, workspace_at_start).await?;
+    // Whatever happened, nothing of the command's process group may outlive it.
+    if let Some(group) = group {
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(group),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    let _ = child.wait().await;
+    let (stdout, stdout_total) = collect_output(stdout).await;
+    let (stderr, stderr_total) = collect_output(stderr).await;
+    limits_hit.extend(limits_from(settings, exit, &stderr, &cgroups));
+    Ok(Output {
+        exit,
+        stdout,
+        stderr,
+        stdout_total,
+        stderr_total,
+        duration: started.elapsed(),
+        confinement,
+        limits_hit,
+    })
+}
+
+/// Where the kernel cannot confine commands, the configured choice: refuse, or warn and run
+/// with only the environment, timeout and output limits.
+fn allow_unconfined(
+    settings: &SandboxSettings,
+    spec: &CommandSpec,
+    capabilities: &Capabilities,
+) -> Result<(), SandboxError> {
+    let reason = capabilities
+        .problem
+        .clone()
+        .unwrap_or_else(|| "unknown".into());
+    if settings.when_unconfined == WhenUnconfined::Refuse {
+        return Err(SandboxError::Unconfined(reason));
+    }
+    tracing::warn!(%reason, program = %spec.program, "running a command UNCONFINED: no network or write isolation");
+    Ok(())
+}
+
+/// The full command line of one run, and what must live while it starts.
+#[derive(Debug)]
+struct CommandLine {
+    argv: Vec<OsString>,
+    /// The seccomp filter's descriptor lives until bubblewrap has started (it reads it then).
+    filter: Option<OwnedFd>,
+    /// The mount points of a root-run command's sources.
+    stage: Option<Stage>,
+    confinement: Confinement,
+}
+
+/// The command line: bubblewrap's part when the command is confined, the resource limits, then
+/// the command itself. As root, this stages the sources and hands the workspace over.
+fn command_line(
+    settings: &SandboxSettings,
+    spec: &CommandSpec,
+    capabilities: &Capabilities,
+    confined: bool,
+    cgroups: &Cgroups,
+    workspace: &Path,
+    cwd: &Path,
+) -> Result<CommandLine, SandboxError> {
+    let mut line = CommandLine {
+        argv: Vec::new(),
+        filter: None,
+        stage: None,
+        confinement: Confinement::Unconfined,
+    };
+    if let (Some(bwrap), true) = (&capabilities.bwrap, confined) {
+        confine(&mut line, settings, bwrap, cgroups, workspace, cwd)?;
+    }
+    push_resource_limits(&mut line.argv, &settings.limits);
+    line.argv.push(spec.program.clone().into());
+    line.argv.extend(spec.args.iter().map(Into::into));
+    Ok(line)
+}
+
+/// Puts bubblewrap in front of the command (behind the staging namespace and the switch to the
+/// sandbox's user when bugloop runs as root), with the seccomp filter when there is one.
+fn confine(
+    line: &mut CommandLine,
+    settings: &SandboxSettings,
+    bwrap: &Path,
+    cgroups: &Cgroups,
+    workspace: &Path,
+    cwd: &Path,
+) -> Result<(), SandboxError> {
+    let arguments = if nix::unistd::Uid::effective().is_root() {
+        let (staging, built) = stage_as_root(&mut line.argv, settings, cgroups, workspace, cwd)?;
+        line.stage = Some(staging);
+        built
+    } else {
+        bwrap_arguments(settings, workspace, cwd, None)
+    };
+    line.argv.push(bwrap.into());
+    line.argv.extend(arguments.args.into_iter().map(Into::into));
+    match crate::seccomp::program() {
+        Ok(program) => {
+            let fd = crate::seccomp::descriptor(program)?;
+            line.argv.push("--seccomp".into());
+            line.argv
+                .push(std::os::fd::AsRawFd::as_raw_fd(&fd).to_string().into());
+            line.filter = Some(fd);
+        }
+        Err(reason) => tracing::warn!(%reason, "commands run without a seccomp filter"),
+    }
+    line.argv.push("--".into());
+    line.confinement = Confinement::Bubblewrap;
+    Ok(())
+}
+
+/// Resource limits are set inside the sandbox's user namespace, where the kernel counts only the
+/// sandbox's own processes (outside, every process of the same user on the host counts).
+fn push_resource_limits(argv: &mut Vec<OsString>, limits: &Limits) {
+    if let Some(prlimit) = find_in_path("prlimit") {
+        argv.push(prlimit.into());
+        argv.push(format!("--nproc={0}:{0}", limits.max_processes).into());
+        argv.push(format!("--fsize={0}:{0}", limits.max_file_bytes).into());
+        argv.push("--".into());
+    }
+}
+
+/// The process to spawn: its own process group, killed on drop, piped output. The environment
+/// goes through the process environment, not the command line (which every local user can read
+/// in /proc).
+fn process(
+    argv: &[OsString],
+    env: &[(String, String)],
+    spec: &CommandSpec,
+    confinement: Confinement,
+    cwd: &Path,
+) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(&argv[0]);
+    command
+        .args(&argv[1..])
+        .env_clear()
+        .envs(env.iter().map(|(n, v)| (n, v)));
+    if confinement == Confinement::Unconfined {
+        command.current_dir(cwd);
+    } else {
+        command.current_dir("/");
+    }
+    command
+        .process_group(0)
+        .kill_on_drop(true)
+        .stdin(if spec.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    command
+}
+
+/// A task reading one output stream: what it kept and how many bytes there were.
+type OutputReader = tokio::task::JoinHandle<(Vec<u8>, u64)>;
+
+/// Feeds the command its input and starts reading its standard output and error, each capped
+/// at `cap` bytes, so that a full pipe never blocks it.
+fn connect_pipes(
+    child: &mut tokio::process::Child,
+    spec: &CommandSpec,
+    cap: usize,
+) -> (Option<OutputReader>, Option<OutputReader>) {
     if let (Some(input), Some(mut stdin)) = (&spec.stdin, child.stdin.take()) {
         let input = input.clone();
         tokio::spawn(async move {
             let _ = stdin.write_all(&input).await;
         });
     }
-    let cap = settings.max_output_bytes;
     let stdout = child
         .stdout
         .take()
@@ -433,11 +360,23 @@ pub async fn run(settings: &SandboxSettings, spec: &CommandSpec) -> Result<Outpu
         .stderr
         .take()
         .map(|s| tokio::spawn(read_capped(s, cap)));
+    (stdout, stderr)
+}
+
+/// How the command ended: its own exit, the timeout, or the workspace growing past its limit
+/// (with that limit among those hit). The caller then kills the whole process group.
+async fn wait_for_exit(
+    child: &mut tokio::process::Child,
+    settings: &SandboxSettings,
+    spec: &CommandSpec,
+    workspace: &Path,
+    workspace_at_start: Option<u64>,
+) -> Result<(ExitState, Vec<LimitHit>), SandboxError> {
     let watchdog = async {
         match workspace_at_start {
             Some(start) => {
                 watch_workspace(
-                    workspace.clone(),
+                    workspace.to_path_buf(),
                     start,
                     settings.limits.workspace_growth_bytes,
                 )
@@ -472,37 +411,19 @@ pub async fn run(settings: &SandboxSettings, spec: &CommandSpec) -> Result<Outpu
             ExitState::Signaled(nix::sys::signal::Signal::SIGKILL as i32)
         }
     };
-    // Whatever happened, nothing of the command's process group may outlive it.
-    if let Some(group) = group {
-        let _ = nix::sys::signal::killpg(
-            nix::unistd::Pid::from_raw(group),
-            nix::sys::signal::Signal::SIGKILL,
-        );
+    Ok((exit, limits_hit))
+}
+
+/// What an output reader read, or nothing when it fails or does not finish in time: a process
+/// that escaped the group could hold the pipe open, so it is not waited for forever.
+async fn collect_output(handle: Option<OutputReader>) -> (Vec<u8>, u64) {
+    match handle {
+        Some(handle) => match tokio::time::timeout(Duration::from_secs(2), handle).await {
+            Ok(Ok(read)) => read,
+            _ => (Vec::new(), 0),
+        },
+        None => (Vec::new(), 0),
     }
-    let _ = child.wait().await;
-    let collect = |handle: Option<tokio::task::JoinHandle<(Vec<u8>, u64)>>| async move {
-        match handle {
-            // A process that escaped the group could hold the pipe open: do not wait for it forever.
-            Some(handle) => match tokio::time::timeout(Duration::from_secs(2), handle).await {
-                Ok(Ok(read)) => read,
-                _ => (Vec::new(), 0),
-            },
-            None => (Vec::new(), 0),
-        }
-    };
-    let (stdout, stdout_total) = collect(stdout).await;
-    let (stderr, stderr_total) = collect(stderr).await;
-    limits_hit.extend(limits_from(settings, exit, &stderr, &cgroups));
-    Ok(Output {
-        exit,
-        stdout,
-        stderr,
-        stdout_total,
-        stderr_total,
-        duration: started.elapsed(),
-        confinement,
-        limits_hit,
-    })
 }
 
 /// The limits a finished command ran into, from what it left: the cgroup's count of refused

@@ -198,7 +198,7 @@ fn home_view(dir: &Path) -> Filtered {
 #[derive(Debug, Default)]
 pub(crate) struct Arguments {
     pub args: Vec<String>,
-    /// Where sources are staged (bugloop as root, see `run`): each bind's source is then
+    /// Where sources are staged (bugloop as root, see `stage`): each bind's source is then
     /// `<stage>/<n>`, and `staged[n]` is the real source the caller mounts there first.
     stage: Option<PathBuf>,
     pub staged: Vec<PathBuf>,
