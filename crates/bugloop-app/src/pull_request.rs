@@ -6,8 +6,8 @@
 use std::sync::Arc;
 
 use bugloop_domain::thread::Comment;
-use bugloop_forge::CommentRef;
 use bugloop_forge::answering::{AnsweringForge, answered_outsider, answers};
+use bugloop_forge::{ChangeKey, CommentRef};
 use bugloop_report::act::{ActReport, ChosenBy, Intent};
 
 use crate::{App, AppError, Outcome, Verdict};
@@ -52,33 +52,12 @@ impl App {
         }
         let change = pull.key.clone();
         let comments = self.forge.comments(&change).await?;
-        let listed = match job.kind {
-            PullRequestCommentKind::Issue => find(&comments, &format!("issue-{}", job.id)),
-            PullRequestCommentKind::Review => find(&comments, &format!("review-{}", job.id)),
-            PullRequestCommentKind::ReviewBody => None,
-        };
-        // A listing may lag behind the event, and a review's body is not in it: the comment is
-        // read from GitHub by its id, never taken from the event (whose author and body anyone
-        // holding the webhook secret could write). GitHub has no such comment here: refused.
-        let comment = match listed {
-            Some(comment) => comment,
-            None => {
-                let by_id = match job.kind {
-                    PullRequestCommentKind::Issue => CommentRef::Conversation(job.id),
-                    PullRequestCommentKind::Review => CommentRef::Line(job.id),
-                    PullRequestCommentKind::ReviewBody => CommentRef::ReviewBody(job.id),
-                };
-                match self.forge.comment_by_id(&change, by_id).await? {
-                    Some(comment) => in_its_thread(comment, &comments),
-                    None => {
-                        return Ok(skipped(format!(
-                            "comment {} is not on this pull request (GitHub has no such \
-                             comment here); nothing was done",
-                            job.id
-                        )));
-                    }
-                }
-            }
+        let Some(comment) = self.comment_of(&change, &comments, &job).await? else {
+            return Ok(skipped(format!(
+                "comment {} is not on this pull request (GitHub has no such comment here); \
+                 nothing was done",
+                job.id
+            )));
         };
         if comment.by_bugloop {
             return Ok(skipped("the comment is bugloop's own".to_owned()));
@@ -100,21 +79,7 @@ impl App {
         }
         let env = self.loop_env(job.model.as_deref())?;
         let env = if outsider {
-            let limits = &self.settings.config.outsiders;
-            let meter = Arc::new(bugloop_llm::Meter::new(
-                env.meter.summary().model,
-                bugloop_llm::BudgetLimits {
-                    max_input_tokens: Some(limits.max_input_tokens),
-                    max_output_tokens: Some(limits.max_output_tokens),
-                    max_turns: Some(limits.max_turns),
-                    ..bugloop_llm::BudgetLimits::default()
-                },
-                None,
-            ));
-            env.with_provider(Arc::new(bugloop_llm::Metered::new(
-                env.provider.clone(),
-                meter,
-            )))
+            self.outsider_budget(&env)
         } else {
             env
         };
@@ -148,6 +113,55 @@ impl App {
         };
         let verdict = crate::outcome::act_verdict(&report);
         Ok(Outcome::new(report, verdict))
+    }
+
+    /// The comment `job` names, read from GitHub: from the listing (with its thread), else by
+    /// its id (a listing may lag behind the event, and a review's body is not in it); never
+    /// taken from the event, whose author and body anyone holding the webhook secret could
+    /// write. `None`: GitHub has no such comment on this pull request.
+    async fn comment_of(
+        &self,
+        change: &ChangeKey,
+        comments: &[Comment],
+        job: &PullRequestComment,
+    ) -> Result<Option<Comment>, AppError> {
+        let listed = match job.kind {
+            PullRequestCommentKind::Issue => find(comments, &format!("issue-{}", job.id)),
+            PullRequestCommentKind::Review => find(comments, &format!("review-{}", job.id)),
+            PullRequestCommentKind::ReviewBody => None,
+        };
+        if let Some(comment) = listed {
+            return Ok(Some(comment));
+        }
+        let by_id = match job.kind {
+            PullRequestCommentKind::Issue => CommentRef::Conversation(job.id),
+            PullRequestCommentKind::Review => CommentRef::Line(job.id),
+            PullRequestCommentKind::ReviewBody => CommentRef::ReviewBody(job.id),
+        };
+        Ok(self
+            .forge
+            .comment_by_id(change, by_id)
+            .await?
+            .map(|comment| in_its_thread(comment, comments)))
+    }
+
+    /// `env` with the small budget of an answer to someone without write access.
+    fn outsider_budget<'a>(&self, env: &bugloop_loops::LoopEnv<'a>) -> bugloop_loops::LoopEnv<'a> {
+        let limits = &self.settings.config.outsiders;
+        let meter = Arc::new(bugloop_llm::Meter::new(
+            env.meter.summary().model,
+            bugloop_llm::BudgetLimits {
+                max_input_tokens: Some(limits.max_input_tokens),
+                max_output_tokens: Some(limits.max_output_tokens),
+                max_turns: Some(limits.max_turns),
+                ..bugloop_llm::BudgetLimits::default()
+            },
+            None,
+        ));
+        env.with_provider(Arc::new(bugloop_llm::Metered::new(
+            env.provider.clone(),
+            meter,
+        )))
     }
 }
 
