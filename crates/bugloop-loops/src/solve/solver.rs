@@ -11,12 +11,12 @@ use bugloop_domain::solve::SolveState;
 use bugloop_forge::tracker::DraftRequest;
 use bugloop_report::build::{BuildResult, BuildStatus};
 use jiff::Timestamp;
-use serde_json::json;
 
 use crate::build::{BuildTask, Workbench, binary_changes, build, net_change};
 use crate::prompt::fill;
 
-use super::record::{Solution, Solving};
+use super::detail::{AttemptStep, DraftOpened, Solution, VerifyResult};
+use super::record::Solving;
 use super::{Flow, Run, SOLVE_PROMPT, SolveError};
 use crate::prompt::quoted;
 
@@ -151,7 +151,7 @@ async fn stopped_at_the_time_limit(
     run.step(
         SolveState::Solving,
         &format!("attempt {number}: stopped at the time limit"),
-        json!({"attempt": number, "passed": false, "outcome": "stopped at the time limit"}),
+        &AttemptStep::stopped_at_the_time_limit(number),
     )
     .await?;
     Ok(tree_after)
@@ -173,7 +173,7 @@ async fn stop_out_of_budget(
     run.step(
         SolveState::Solving,
         &reason,
-        json!({"stopped": "budget", "outcome": reason}),
+        &AttemptStep::out_of_budget(reason.clone()),
     )
     .await?;
     Ok(Flow::Stop(reason))
@@ -199,10 +199,7 @@ async fn escalate_breach(
     run.step(
         SolveState::Solving,
         &format!("attempt {number}: {}", breach.outcome),
-        json!({
-            "attempt": number, "passed": false, "guardrail": breach.guardrail,
-            "outcome": breach.outcome,
-        }),
+        &AttemptStep::breach(number, breach.guardrail, breach.outcome.clone()),
     )
     .await?;
     run.escalate(&breach.escalation).await
@@ -250,14 +247,15 @@ async fn passed(
     let solution = Solution {
         commit: commit.to_owned(),
         summary: result.summary.clone(),
-        verify: json!(
-            result
-                .verify
-                .iter()
-                .map(|v| json!({"command": v.command, "passed": v.passed}))
-                .collect::<Vec<_>>()
-        ),
-        files: json!(files),
+        verify: result
+            .verify
+            .iter()
+            .map(|v| VerifyResult {
+                command: v.command.clone(),
+                passed: v.passed,
+            })
+            .collect(),
+        files: files.to_vec(),
     };
     let outcome = format!(
         "the tests pass ({} file{}, +{added} -{removed})",
@@ -267,11 +265,7 @@ async fn passed(
     run.step(
         SolveState::Solving,
         &format!("attempt {number}: {outcome}"),
-        json!({
-            "attempt": number, "passed": true, "outcome": outcome, "commit": solution.commit,
-            "summary": solution.summary, "verify": solution.verify,
-            "files": solution.files, "left_out": result.left_out,
-        }),
+        &AttemptStep::passed(number, outcome.clone(), &solution, &result.left_out),
     )
     .await?;
     propose(run, solving, &solution).await
@@ -313,11 +307,14 @@ async fn keep_failed_attempt(
     run.step(
         SolveState::Solving,
         &format!("attempt {number}: {outcome}"),
-        json!({
-            "attempt": number, "passed": false, "outcome": outcome,
-            "summary": result.summary, "output": output, "left_out": result.left_out,
-            "tree": snapshot,
-        }),
+        &AttemptStep::failed(
+            number,
+            outcome.to_owned(),
+            result.summary.clone(),
+            output,
+            &result.left_out,
+            snapshot,
+        ),
     )
     .await
 }
@@ -445,7 +442,10 @@ async fn propose(
     run.step(
         SolveState::PrDraft,
         &format!("draft #{} opened from {branch}", draft.number),
-        json!({"change_request": draft.number, "commit": solution.commit}),
+        &DraftOpened {
+            change_request: Some(draft.number),
+            commit: solution.commit.clone(),
+        },
     )
     .await?;
     Ok(Flow::Next)
@@ -464,24 +464,16 @@ fn draft_body(run: &Run<'_, '_>, solution: &Solution) -> String {
         &summary
     });
     body.push_str("\n\n## Test results\n\n");
-    for run in solution.verify.as_array().into_iter().flatten() {
+    for run in &solution.verify {
         body.push_str(&format!(
             "- `{}`: {}\n",
-            run.get("command")
-                .and_then(serde_json::Value::as_str)
-                .unwrap_or_default(),
-            if run.get("passed").and_then(serde_json::Value::as_bool) == Some(true) {
-                "passed"
-            } else {
-                "failed"
-            }
+            run.command,
+            if run.passed { "passed" } else { "failed" }
         ));
     }
     body.push_str("\n## Files changed\n\n");
-    for file in solution.files.as_array().into_iter().flatten() {
-        if let Some(file) = file.as_str() {
-            body.push_str(&format!("- `{file}`\n"));
-        }
+    for file in &solution.files {
+        body.push_str(&format!("- `{file}`\n"));
     }
     let attempts = run.record.attempts().len();
     body.push_str(&format!(
