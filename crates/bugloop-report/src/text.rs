@@ -35,8 +35,22 @@ pub(crate) fn usage_text(report: &ReviewReport) -> String {
 }
 
 /// The review report for a terminal: findings grouped by file, with the code line and score.
+/// Each section is written by a function of its own, in the order people read them: what was
+/// reviewed, what was found, what became of earlier findings, then what was left out and why.
 pub fn review(report: &ReviewReport, style: Style) -> String {
     let mut out = String::new();
+    review_header(&mut out, report, style);
+    findings_by_file(&mut out, report, style);
+    proofs(&mut out, report, style);
+    earlier_findings(&mut out, report, style);
+    publishing_notes(&mut out, report, style);
+    left_out(&mut out, report, style);
+    out
+}
+
+/// What was reviewed: the change, its size, the model and what it cost, and the scope when it
+/// was not the whole change.
+fn review_header(out: &mut String, report: &ReviewReport, style: Style) {
     let c = &report.change;
     let _ = writeln!(
         out,
@@ -59,6 +73,11 @@ pub fn review(report: &ReviewReport, style: Style) -> String {
             style.dim(&format!("reviewed {}", report.scope.describe()))
         );
     }
+}
+
+/// The findings, grouped by file (in file order; findings on no file under one heading of
+/// their own), or a line saying there are none.
+fn findings_by_file(out: &mut String, report: &ReviewReport, style: Style) {
     let mut by_file: BTreeMap<String, Vec<&PublishedFinding>> = BTreeMap::new();
     for finding in &report.findings {
         by_file
@@ -78,62 +97,78 @@ pub fn review(report: &ReviewReport, style: Style) -> String {
     for (file, findings) in &by_file {
         let _ = writeln!(out, "\n{}", style.bold(file));
         for f in findings {
-            let finding = &f.finding;
-            let score = finding.score.get();
-            let line = finding.line.map_or(String::new(), |l| format!("{l}"));
-            let _ = writeln!(
-                out,
-                "  {:>5}  {}  {}  {}  {}",
-                line,
-                style.score(score, &format!("{} {score}/10", f.severity)),
-                finding.category,
-                style.bold(&finding.title),
-                style.dim(&format!(
-                    "[{}] {}",
-                    action_label(f.action, f.rediscovered_as.is_some()),
-                    finding.id
-                ))
-            );
-            if let Some(code) = &f.code {
-                let _ = writeln!(out, "         {} {}", style.dim("│"), code.trim_end());
-            }
-            for text_line in finding.description.lines() {
-                let _ = writeln!(out, "         {text_line}");
-            }
-            if let Some(note) = &f.note {
-                let _ = writeln!(out, "         {}", style.dim(&format!("({note})")));
-            }
+            finding_entry(out, f, style);
         }
     }
-    if !report.proofs.is_empty() {
-        let _ = writeln!(out, "\n{}", style.bold("Proofs (a test run at head)"));
-        for proof in &report.proofs {
-            // Others' words on one line, with no control character to steer the terminal.
-            let plain = |text: &str| -> String {
-                text.chars()
-                    .map(|c| if c.is_control() { ' ' } else { c })
-                    .collect()
-            };
-            let command = proof
-                .command
-                .as_deref()
-                .map(|c| format!(" (`{}`)", plain(c)))
-                .unwrap_or_default();
-            let _ = writeln!(
-                out,
-                "  {:<15} {}  {}{command}: {}{}",
-                proof.status.as_str(),
-                proof.id,
-                plain(&proof.title),
-                plain(&proof.reason),
-                if proof.outcome == "published" {
-                    String::new()
-                } else {
-                    format!(" [{}]", proof.outcome)
-                }
-            );
-        }
+}
+
+/// One finding: its line, score, category, title and what publishing did with it, then the code
+/// line, the description and a note, indented under it.
+fn finding_entry(out: &mut String, f: &PublishedFinding, style: Style) {
+    let finding = &f.finding;
+    let score = finding.score.get();
+    let line = finding.line.map_or(String::new(), |l| format!("{l}"));
+    let _ = writeln!(
+        out,
+        "  {:>5}  {}  {}  {}  {}",
+        line,
+        style.score(score, &format!("{} {score}/10", f.severity)),
+        finding.category,
+        style.bold(&finding.title),
+        style.dim(&format!(
+            "[{}] {}",
+            action_label(f.action, f.rediscovered_as.is_some()),
+            finding.id
+        ))
+    );
+    if let Some(code) = &f.code {
+        let _ = writeln!(out, "         {} {}", style.dim("│"), code.trim_end());
     }
+    for text_line in finding.description.lines() {
+        let _ = writeln!(out, "         {text_line}");
+    }
+    if let Some(note) = &f.note {
+        let _ = writeln!(out, "         {}", style.dim(&format!("({note})")));
+    }
+}
+
+/// The proofs: what each test run at head came to.
+fn proofs(out: &mut String, report: &ReviewReport, style: Style) {
+    if report.proofs.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "\n{}", style.bold("Proofs (a test run at head)"));
+    for proof in &report.proofs {
+        // Others' words on one line, with no control character to steer the terminal.
+        let plain = |text: &str| -> String {
+            text.chars()
+                .map(|c| if c.is_control() { ' ' } else { c })
+                .collect()
+        };
+        let command = proof
+            .command
+            .as_deref()
+            .map(|c| format!(" (`{}`)", plain(c)))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "  {:<15} {}  {}{command}: {}{}",
+            proof.status.as_str(),
+            proof.id,
+            plain(&proof.title),
+            plain(&proof.reason),
+            if proof.outcome == "published" {
+                String::new()
+            } else {
+                format!(" [{}]", proof.outcome)
+            }
+        );
+    }
+}
+
+/// What became of findings of earlier reviews: resolved, kept open though their code changed,
+/// and still open.
+fn earlier_findings(out: &mut String, report: &ReviewReport, style: Style) {
     if !report.resolved.is_empty() {
         let _ = writeln!(out, "\n{}", style.bold("Resolved"));
         for r in &report.resolved {
@@ -174,6 +209,11 @@ pub fn review(report: &ReviewReport, style: Style) -> String {
             );
         }
     }
+}
+
+/// What publishing did besides posting: findings over the comment limit, findings changed or
+/// dropped on the way, and replies answered.
+fn publishing_notes(out: &mut String, report: &ReviewReport, style: Style) {
     if report.overflow.count > 0 {
         let _ = writeln!(
             out,
@@ -218,6 +258,12 @@ pub fn review(report: &ReviewReport, style: Style) -> String {
             );
         }
     }
+}
+
+/// What the review could not cover: context refused to the model, conversation comments that
+/// could not be read, and files not reviewed or parts that failed. Last, so a reader sees how
+/// complete the review was.
+fn left_out(out: &mut String, report: &ReviewReport, style: Style) {
     if !report.refused_context.is_empty() {
         let _ = writeln!(
             out,
@@ -243,7 +289,6 @@ pub fn review(report: &ReviewReport, style: Style) -> String {
             let _ = writeln!(out, "  error: {e}");
         }
     }
-    out
 }
 
 /// The converge report for a terminal, as the spec prints it.

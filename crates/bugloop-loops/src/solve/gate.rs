@@ -7,10 +7,10 @@
 use bugloop_domain::solve::SolveState;
 use bugloop_forge::tracker::ChangeRequest;
 use bugloop_git::short;
-use serde_json::json;
 
 use crate::build::{binary_changes, net_change, run_commands};
 
+use super::detail::ReviewedHead;
 use super::{Flow, Run, SolveError};
 
 pub(super) async fn decide(
@@ -112,7 +112,7 @@ pub(super) async fn decide(
             short(&head),
             request.number
         ),
-        json!({"head": head}),
+        &ReviewedHead { head: head.clone() },
     )
     .await?;
     Ok(Flow::Next)

@@ -10,17 +10,20 @@
 //! draft, a thread's answer) records what it is about to write first, and on resume finishes it
 //! by checking what is already there.
 
+mod detail;
 mod gate;
 mod record;
 mod review;
 mod solver;
+#[cfg(test)]
+mod tests;
 mod threads;
 
 use bugloop_domain::solve::SolveState;
 use bugloop_forge::tracker::{TrackedIssue, Tracker};
 use bugloop_report::solve::SolveReport;
-use serde_json::json;
 
+use self::detail::{Empty, SolvingStarted, Taken};
 use crate::env::LoopEnv;
 use crate::settings::LoopSettings;
 
@@ -145,7 +148,7 @@ pub async fn solve(
     let message = loop {
         let flow = match run.record.state() {
             None => {
-                run.step(SolveState::Open, "filed", json!({})).await?;
+                run.step(SolveState::Open, "filed", &Empty {}).await?;
                 Flow::Next
             }
             Some(SolveState::Open) => run.take().await?,
@@ -186,7 +189,7 @@ pub async fn status(tracker: &dyn Tracker, issue: u64) -> Result<SolveReport, So
                 Some(SolveState::Ready),
                 SolveState::Merged,
                 &format!("#{number} was merged"),
-                &json!({}),
+                &detail::to_json(&Empty {})?,
             )
             .await;
         match recorded {
@@ -252,14 +255,15 @@ impl Run<'_, '_> {
         self.issue.number
     }
 
-    /// Records the step from the current state to `to`, then puts the labels `to` calls for on
-    /// the issue.
+    /// Records the step from the current state to `to`, with `detail` (the struct of the step's
+    /// kind, in [`detail`]), then puts the labels `to` calls for on the issue.
     async fn step(
         &mut self,
         to: SolveState,
         reason: &str,
-        detail: serde_json::Value,
+        detail: &(impl serde::Serialize + Sync),
     ) -> Result<(), SolveError> {
+        let detail = detail::to_json(detail)?;
         let from = self.record.state();
         if let Some(from) = from
             && !from.can_go_to(to)
@@ -337,12 +341,11 @@ impl Run<'_, '_> {
         } else {
             "taken by bugloop"
         };
-        self.step(
-            SolveState::Assigned,
-            reason,
-            json!({"title": title, "body": body}),
-        )
-        .await?;
+        let taken = Taken {
+            title: Some(title.clone()),
+            body: Some(body.clone()),
+        };
+        self.step(SolveState::Assigned, reason, &taken).await?;
         Ok(Flow::Next)
     }
 
@@ -372,7 +375,11 @@ impl Run<'_, '_> {
                 "solving on {branch}, from {base} at {}",
                 &start[..12.min(start.len())]
             ),
-            json!({"branch": branch, "base": base, "start": start}),
+            &SolvingStarted {
+                branch: branch.clone(),
+                base: base.clone(),
+                start: start.clone(),
+            },
         )
         .await?;
         Ok(Flow::Next)
@@ -421,7 +428,7 @@ impl Run<'_, '_> {
                 .add_comment(conversation, &format!("{body}\n{marker}"), None)
                 .await?;
         }
-        self.step(SolveState::Escalated, reason, json!({})).await?;
+        self.step(SolveState::Escalated, reason, &Empty {}).await?;
         Ok(Flow::Stop(format!("escalated: {reason}")))
     }
 }

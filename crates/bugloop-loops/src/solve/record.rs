@@ -5,7 +5,11 @@ use bugloop_domain::solve::SolveState;
 use bugloop_forge::tracker::{SolveTransition, TrackedIssue};
 use bugloop_report::solve::{Attempt, Round, SolveReport, Step};
 use jiff::Timestamp;
-use serde_json::Value;
+
+use super::detail::{
+    AttemptStep, BuiltRound, DraftOpened, RoundPhase, RoundStep, Solution, SolvingStarted, Taken,
+    read,
+};
 
 #[derive(Debug, Clone, Default)]
 pub struct Record {
@@ -22,38 +26,12 @@ pub(super) struct Solving {
     pub started_at: Timestamp,
 }
 
-/// A solver attempt whose solution passed, with what the draft says about it.
-#[derive(Debug, Clone)]
-pub(super) struct Solution {
-    pub commit: String,
-    pub summary: String,
-    pub verify: Value,
-    pub files: Value,
-}
-
-/// A review round recorded as built (its commit made) and maybe not finished.
-#[derive(Debug, Clone)]
-pub(super) struct BuiltRound {
-    pub number: u64,
-    pub commit: String,
-    pub previous: String,
-    pub threads: Vec<String>,
-    pub summary: String,
-}
-
-fn text(value: &Value, key: &str) -> String {
-    value
-        .get(key)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned()
-}
-
-/// A step's outcome without its "attempt N: " or "round N: " prefix.
-fn outcome(t: &SolveTransition) -> String {
-    Some(text(&t.detail, "outcome"))
+/// A step's outcome without its "attempt N: " or "round N: " prefix: the step's reason when its
+/// detail has none.
+fn outcome(t: &SolveTransition, recorded: Option<&str>) -> String {
+    recorded
         .filter(|o| !o.is_empty())
-        .unwrap_or_else(|| t.reason.clone())
+        .map_or_else(|| t.reason.clone(), str::to_owned)
 }
 
 impl Record {
@@ -100,6 +78,16 @@ impl Record {
             .filter(move |t| t.from == Some(state) && t.to == state)
     }
 
+    /// The SOLVING -> SOLVING steps, with their details.
+    fn attempt_steps(&self) -> impl Iterator<Item = (&SolveTransition, AttemptStep)> {
+        self.within(SolveState::Solving).map(|t| (t, read(t)))
+    }
+
+    /// The REVIEWING -> REVIEWING steps, with their details.
+    fn round_steps(&self) -> impl Iterator<Item = (&SolveTransition, RoundStep)> {
+        self.within(SolveState::Reviewing).map(|t| (t, read(t)))
+    }
+
     /// The issue's title and body as they were taken (ASSIGNED): what is solved, whatever the
     /// issue says now.
     pub(super) fn taken_text(&self) -> Option<(String, String)> {
@@ -107,9 +95,8 @@ impl Record {
             .current()
             .first()
             .filter(|t| t.to == SolveState::Assigned)?;
-        let title = step.detail.get("title")?.as_str()?.to_owned();
-        let body = step.detail.get("body")?.as_str()?.to_owned();
-        Some((title, body))
+        let taken: Taken = read(step);
+        Some((taken.title?, taken.body?))
     }
 
     pub(super) fn solving(&self) -> Option<Solving> {
@@ -117,87 +104,66 @@ impl Record {
             .current()
             .iter()
             .find(|t| t.to == SolveState::Solving && t.from == Some(SolveState::Assigned))?;
+        let started: SolvingStarted = read(step);
         Some(Solving {
-            branch: text(&step.detail, "branch"),
-            base: text(&step.detail, "base"),
-            start: text(&step.detail, "start"),
+            branch: started.branch,
+            base: started.base,
+            start: started.start,
             started_at: step.at,
         })
     }
 
     pub fn attempts(&self) -> Vec<Attempt> {
-        self.within(SolveState::Solving)
+        self.attempt_steps()
             // A run that stopped (out of budget) made no attempt of its own.
-            .filter(|t| t.detail.get("stopped").is_none())
-            .map(|t| Attempt {
-                number: t.detail.get("attempt").and_then(Value::as_u64).unwrap_or(0),
-                passed: t.detail.get("passed").and_then(Value::as_bool) == Some(true),
-                outcome: outcome(t),
+            .filter(|(_, step)| !step.is_stop())
+            .map(|(t, step)| Attempt {
+                number: step.attempt.unwrap_or(0),
+                passed: step.has_passed(),
+                outcome: outcome(t, Some(&step.outcome)),
             })
             .collect()
     }
 
     /// The last failed attempt's command output, if it kept one.
     pub(super) fn last_output(&self) -> Option<String> {
-        self.within(SolveState::Solving)
-            .filter(|t| t.detail.get("stopped").is_none())
+        self.attempt_steps()
+            .filter(|(_, step)| !step.is_stop())
             .last()
-            .map(|t| text(&t.detail, "output"))
+            .and_then(|(_, step)| step.output)
             .filter(|o| !o.is_empty())
     }
 
     /// The last attempt whose edits were kept, with the commit that keeps them.
     pub(super) fn last_snapshot(&self) -> Option<(u64, String)> {
-        self.within(SolveState::Solving)
-            .filter_map(|t| {
-                let tree = t.detail.get("tree")?.as_str()?.to_owned();
-                Some((t.detail.get("attempt")?.as_u64()?, tree))
-            })
+        self.attempt_steps()
+            .filter_map(|(_, step)| Some((step.attempt?, step.kept_tree()?)))
             .last()
     }
 
     /// The attempt whose solution passed, once one did.
     pub(super) fn solution(&self) -> Option<Solution> {
-        self.within(SolveState::Solving)
-            .find(|t| t.detail.get("passed").and_then(Value::as_bool) == Some(true))
-            .map(|t| Solution {
-                commit: text(&t.detail, "commit"),
-                summary: text(&t.detail, "summary"),
-                verify: t.detail.get("verify").cloned().unwrap_or(Value::Null),
-                files: t.detail.get("files").cloned().unwrap_or(Value::Null),
-            })
+        self.attempt_steps()
+            .find(|(_, step)| step.has_passed())
+            .map(|(_, step)| Solution::of(&step))
     }
 
     pub(super) fn change_request(&self) -> Option<u64> {
         self.current()
             .iter()
             .find(|t| t.to == SolveState::PrDraft)
-            .and_then(|t| t.detail.get("change_request").and_then(Value::as_u64))
+            .and_then(|t| read::<DraftOpened>(t).change_request)
     }
 
     /// Review rounds that ended (done or failed).
     pub fn rounds(&self) -> Vec<Round> {
-        self.within(SolveState::Reviewing)
-            .filter(|t| text(&t.detail, "phase") != "built")
-            .map(|t| Round {
-                number: t.detail.get("round").and_then(Value::as_u64).unwrap_or(0),
-                threads: t
-                    .detail
-                    .get("threads")
-                    .and_then(Value::as_array)
-                    .map(|ids| {
-                        ids.iter()
-                            .filter_map(Value::as_str)
-                            .map(str::to_owned)
-                            .collect()
-                    })
-                    .unwrap_or_default(),
-                commit: t
-                    .detail
-                    .get("commit")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned),
-                outcome: outcome(t),
+        self.round_steps()
+            .filter(|(_, step)| step.phase != Some(RoundPhase::Built))
+            .map(|(t, step)| Round {
+                number: step.round,
+                outcome: outcome(t, step.outcome.as_deref()),
+                threads: step.threads,
+                commit: step.commit,
             })
             .collect()
     }
@@ -205,33 +171,11 @@ impl Record {
     /// The last round, if it was built and not yet finished.
     pub(super) fn unfinished_round(&self) -> Option<BuiltRound> {
         let last = self.history.last()?;
-        if last.from != Some(SolveState::Reviewing)
-            || last.to != SolveState::Reviewing
-            || text(&last.detail, "phase") != "built"
-        {
+        if last.from != Some(SolveState::Reviewing) || last.to != SolveState::Reviewing {
             return None;
         }
-        Some(BuiltRound {
-            number: last
-                .detail
-                .get("round")
-                .and_then(Value::as_u64)
-                .unwrap_or(0),
-            commit: text(&last.detail, "commit"),
-            previous: text(&last.detail, "previous"),
-            threads: last
-                .detail
-                .get("threads")
-                .and_then(Value::as_array)
-                .map(|ids| {
-                    ids.iter()
-                        .filter_map(Value::as_str)
-                        .map(str::to_owned)
-                        .collect()
-                })
-                .unwrap_or_default(),
-            summary: text(&last.detail, "summary"),
-        })
+        let step: RoundStep = read(last);
+        (step.phase == Some(RoundPhase::Built)).then(|| step.as_built())
     }
 
     /// The last commit the pipeline verified (a passing solution or a finished round).
@@ -240,19 +184,24 @@ impl Record {
             .iter()
             .rev()
             .find_map(|t| match (t.from, t.to) {
-                (Some(SolveState::Reviewing), SolveState::Reviewing)
-                    if text(&t.detail, "phase") == "done" =>
-                {
-                    Some(text(&t.detail, "commit"))
+                (Some(SolveState::Reviewing), SolveState::Reviewing) => {
+                    let step: RoundStep = read(t);
+                    (step.phase == Some(RoundPhase::Done)).then(|| step.commit.unwrap_or_default())
                 }
-                (Some(SolveState::Solving), SolveState::Solving)
-                    if t.detail.get("passed").and_then(Value::as_bool) == Some(true) =>
-                {
-                    Some(text(&t.detail, "commit"))
+                (Some(SolveState::Solving), SolveState::Solving) => {
+                    let step: AttemptStep = read(t);
+                    step.has_passed().then(|| step.commit.unwrap_or_default())
                 }
                 _ => None,
             })
             .filter(|c| !c.is_empty())
+    }
+
+    /// Why the last run stopped before solving ended (out of budget), when it did. Only the
+    /// SOLVING -> SOLVING step of a stop has ever written `stopped`; the last step is read for it
+    /// whatever its kind, as before, so that no record reads differently.
+    fn stopped(&self) -> Option<String> {
+        read::<AttemptStep>(self.current().last()?).stop_reason()
     }
 
     pub fn report(&self, issue: &TrackedIssue, message: String) -> SolveReport {
@@ -265,12 +214,7 @@ impl Record {
             attempts: self.attempts(),
             rounds: self.rounds(),
             message,
-            stopped: self
-                .current()
-                .last()
-                .and_then(|t| t.detail.get("stopped"))
-                .and_then(Value::as_str)
-                .map(str::to_owned),
+            stopped: self.stopped(),
             history: self
                 .history
                 .iter()

@@ -11,14 +11,13 @@ use bugloop_domain::thread::ThreadStatus;
 use bugloop_forge::tracker::ChangeRequestState;
 use bugloop_git::{Selection, short};
 use bugloop_report::build::BuildStatus;
-use serde_json::json;
 
 use crate::build::{BuildTask, Workbench, build};
 use crate::comment_bodies::{ResolvedBy, resolve_thread};
 use crate::prompt::fill;
 use crate::review::{ReviewRequest, review};
 
-use super::record::BuiltRound;
+use super::detail::{BuiltRound, Empty, ReviewedHead, RoundStep};
 use super::{Flow, RESOLVE_PROMPT, Run, SolveError};
 use crate::prompt::quoted;
 
@@ -89,7 +88,7 @@ pub(super) async fn first_review(run: &mut Run<'_, '_>) -> Result<Flow, SolveErr
             "draft #{number} reviewed: {open} finding{} open",
             if open == 1 { "" } else { "s" }
         ),
-        json!({"head": head}),
+        &ReviewedHead { head: head.clone() },
     )
     .await?;
     Ok(Flow::Next)
@@ -158,11 +157,7 @@ pub(super) async fn round_or_gate(run: &mut Run<'_, '_>) -> Result<Flow, SolveEr
             run.step(
                 SolveState::Reviewing,
                 &format!("round {round}: built {}", short(commit)),
-                json!({
-                    "round": round, "phase": "built", "commit": built.commit,
-                    "previous": built.previous, "threads": built.threads,
-                    "summary": built.summary,
-                }),
+                &RoundStep::built(&built),
             )
             .await?;
             finish_round(run, &built).await
@@ -172,7 +167,7 @@ pub(super) async fn round_or_gate(run: &mut Run<'_, '_>) -> Result<Flow, SolveEr
             run.step(
                 SolveState::Reviewing,
                 &format!("round {round}: {outcome}"),
-                json!({"round": round, "phase": "failed", "threads": ids, "outcome": outcome}),
+                &RoundStep::failed(round, ids, outcome.clone()),
             )
             .await?;
             Ok(Flow::Next)
@@ -244,10 +239,7 @@ async fn finish_round(run: &mut Run<'_, '_>, built: &BuiltRound) -> Result<Flow,
     run.step(
         SolveState::Reviewing,
         &format!("round {}: {outcome}", built.number),
-        json!({
-            "round": built.number, "phase": "done", "commit": built.commit,
-            "threads": built.threads, "outcome": outcome,
-        }),
+        &RoundStep::done(built, outcome.clone()),
     )
     .await?;
     Ok(Flow::Next)
@@ -264,7 +256,7 @@ pub(super) async fn after_ready(run: &mut Run<'_, '_>) -> Result<Flow, SolveErro
             run.step(
                 SolveState::Merged,
                 &format!("#{number} was merged"),
-                json!({}),
+                &Empty {},
             )
             .await?;
             return Ok(Flow::Stop(format!("#{number} was merged")));
@@ -285,7 +277,7 @@ pub(super) async fn after_ready(run: &mut Run<'_, '_>) -> Result<Flow, SolveErro
                 "{open} new review thread{} on #{number}",
                 if open == 1 { "" } else { "s" }
             ),
-            json!({}),
+            &Empty {},
         )
         .await?;
         return Ok(Flow::Next);

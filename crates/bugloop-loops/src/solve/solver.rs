@@ -9,14 +9,14 @@ use std::time::Duration;
 
 use bugloop_domain::solve::SolveState;
 use bugloop_forge::tracker::DraftRequest;
-use bugloop_report::build::BuildStatus;
+use bugloop_report::build::{BuildResult, BuildStatus};
 use jiff::Timestamp;
-use serde_json::json;
 
 use crate::build::{BuildTask, Workbench, binary_changes, build, net_change};
 use crate::prompt::fill;
 
-use super::record::{Solution, Solving};
+use super::detail::{AttemptStep, DraftOpened, Solution, VerifyResult};
+use super::record::Solving;
 use super::{Flow, Run, SOLVE_PROMPT, SolveError};
 use crate::prompt::quoted;
 
@@ -30,12 +30,7 @@ pub(super) async fn run(run: &mut Run<'_, '_>) -> Result<Flow, SolveError> {
     if let Some(solution) = run.record.solution() {
         return propose(run, &solving, &solution).await;
     }
-    let solve = &run.env.config().solve;
-    let max_attempts = u64::from(solve.max_iterations);
-    let deadline = solving.started_at
-        + jiff::SignedDuration::from_secs(
-            i64::try_from(solve.timeout_minutes.saturating_mul(60)).unwrap_or(i64::MAX),
-        );
+    let limits = Limits::of(run, &solving);
     let bench = Workbench::at(run.env.git, &solving.start, "solve")?;
     // The attempt whose edits the tree holds as it left them (none: as solving started). A run
     // that was killed or stopped left each attempt's edits in a snapshot: the tree starts
@@ -43,199 +38,285 @@ pub(super) async fn run(run: &mut Run<'_, '_>) -> Result<Flow, SolveError> {
     let mut tree_after = restore_last(run, &bench);
     loop {
         let done = run.record.attempts().len() as u64;
-        if done >= max_attempts {
-            return run
-                .escalate(&format!(
-                    "no solution passed the tests in {done} attempt{} (solve.max_iterations)",
-                    if done == 1 { "" } else { "s" }
-                ))
-                .await;
-        }
-        let left = deadline.duration_since(Timestamp::now());
-        if left.is_negative() || left.is_zero() {
-            return run
-                .escalate(&format!(
-                    "solving took longer than solve.timeout_minutes ({} min)",
-                    solve.timeout_minutes
-                ))
-                .await;
-        }
-        let number = done + 1;
-        let left = Duration::try_from(left).unwrap_or(Duration::ZERO);
-        let task = BuildTask {
-            name: format!("solve-{}-{number}", run.number()),
-            prompt: prompt(run, tree_after),
-            commit_message: format!(
-                "fix: {} (#{})",
-                first_line(&run.issue.title, 60),
-                run.number()
-            ),
-            keep_failed: true,
-            proofs: Vec::new(),
+        let left = match limits.time_left(done) {
+            Ok(left) => left,
+            Err(reason) => return run.escalate(&reason).await,
         };
+        let number = done + 1;
+        let task = attempt_task(run, number, tree_after);
         let Ok(result) = tokio::time::timeout(left, build(run.env, &bench, task)).await else {
-            let _ = bench.discard();
-            tree_after = restore_last(run, &bench);
-            run.step(
-                SolveState::Solving,
-                &format!("attempt {number}: stopped at the time limit"),
-                json!({"attempt": number, "passed": false, "outcome": "stopped at the time limit"}),
-            )
-            .await?;
+            tree_after = stopped_at_the_time_limit(run, &bench, number).await?;
             continue;
         };
         if result.out_of_budget {
-            // Not the attempt's failure: the run's budget is spent. Not escalated, and not an
-            // attempt: the next run, with the budget it is given, resumes solving here.
-            let _ = bench.discard();
-            let reason = format!(
-                "stopped: the budget ran out during attempt {number} (budgets.*); `bugloop solve {}` resumes",
-                run.number()
-            );
-            run.step(
-                SolveState::Solving,
-                &reason,
-                json!({"stopped": "budget", "outcome": reason}),
-            )
-            .await?;
-            return Ok(Flow::Stop(reason));
+            return stop_out_of_budget(run, &bench, number).await;
         }
         let outcome = match &result.status {
             BuildStatus::Committed { commit, files, .. } => {
-                let binary = binary_changes(run.env.git, &solving.start, commit)?;
-                if !binary.is_empty() {
-                    let outcome = format!(
-                        "the tests pass, but the change has binary files, whose size in lines \
-                         cannot be judged: {}",
-                        binary.join(", ")
-                    );
-                    run.step(
-                        SolveState::Solving,
-                        &format!("attempt {number}: {outcome}"),
-                        json!({"attempt": number, "passed": false, "guardrail": "binary", "outcome": outcome}),
-                    )
-                    .await?;
-                    return run
-                        .escalate(&format!(
-                            "the solution changes binary files: {}",
-                            binary.join(", ")
-                        ))
-                        .await;
-                }
-                let (_, added, removed) = net_change(run.env.git, &solving.start, commit)?;
-                let lines = (added + removed) as u64;
-                let limit = run.env.config().solve.max_diff_lines;
-                if lines > limit {
-                    run.step(
-                        SolveState::Solving,
-                        &format!(
-                            "attempt {number}: the tests pass, but the change is {lines} lines, over solve.max_diff_lines ({limit})"
-                        ),
-                        json!({
-                            "attempt": number, "passed": false, "guardrail": "max_diff_lines",
-                            "outcome": format!("the tests pass, but the change is {lines} lines, over solve.max_diff_lines ({limit})"),
-                        }),
-                    )
-                    .await?;
-                    return run
-                        .escalate(&format!(
-                            "the solution changes {lines} lines, over solve.max_diff_lines ({limit}): a person should look at a change that large"
-                        ))
-                        .await;
-                }
-                let solution = Solution {
-                    commit: commit.clone(),
-                    summary: result.summary.clone(),
-                    verify: json!(
-                        result
-                            .verify
-                            .iter()
-                            .map(|v| json!({"command": v.command, "passed": v.passed}))
-                            .collect::<Vec<_>>()
-                    ),
-                    files: json!(files),
+                return passed(run, &solving, number, &result, commit, files).await;
+            }
+            BuildStatus::Refused {
+                reason,
+                guardrail: true,
+            } => {
+                let breach = Breach {
+                    guardrail: "protected_paths",
+                    outcome: format!("refused: {reason}"),
+                    escalation: format!("the solution was refused: {reason}"),
                 };
-                let outcome = format!(
-                    "the tests pass ({} file{}, +{added} -{removed})",
-                    files.len(),
-                    if files.len() == 1 { "" } else { "s" }
-                );
-                run.step(
-                    SolveState::Solving,
-                    &format!("attempt {number}: {outcome}"),
-                    json!({
-                        "attempt": number, "passed": true, "outcome": outcome, "commit": solution.commit,
-                        "summary": solution.summary, "verify": solution.verify,
-                        "files": solution.files, "left_out": result.left_out,
-                    }),
-                )
-                .await?;
-                return propose(run, &solving, &solution).await;
+                return escalate_breach(run, number, breach).await;
             }
             // Anything else refused is the agent's to mend, in the next attempt.
             BuildStatus::Refused {
                 reason,
                 guardrail: false,
             } => format!("refused: {reason}"),
-            BuildStatus::Refused {
-                reason,
-                guardrail: true,
-            } => {
-                run.step(
-                    SolveState::Solving,
-                    &format!("attempt {number}: refused: {reason}"),
-                    json!({
-                        "attempt": number, "passed": false, "guardrail": "protected_paths",
-                        "outcome": format!("refused: {reason}"),
-                    }),
-                )
-                .await?;
-                return run
-                    .escalate(&format!("the solution was refused: {reason}"))
-                    .await;
-            }
             BuildStatus::VerifyFailed { command, output } => {
                 failed_outcome(command, &bench.relative(output))
             }
             BuildStatus::NoChanges { .. } => "the agent changed nothing".to_owned(),
             BuildStatus::AgentFailed { error } => format!("the agent did not finish: {error}"),
         };
-        let output = match &result.status {
-            BuildStatus::VerifyFailed { output, .. } => {
-                crate::context::last_lines(&bench.relative(output), 40)
-            }
-            _ => String::new(),
-        };
-        // The edits stay for the next attempt; kept before the attempt is recorded, so a run
-        // killed from here on finds them again.
-        let snapshot = bench
-            .snapshot(
-                run.env.config(),
-                &format!(
-                    "bugloop: #{} attempt {number} (not a solution)",
-                    run.number()
-                ),
-                &snapshot_ref(run.number(), number),
-            )
-            .map_err(|error| {
-                run.env.progress.event(crate::ProgressEvent::Step(format!(
-                    "#{}: the edits of attempt {number} were not kept: {error}",
-                    run.number()
-                )));
-            })
-            .ok();
+        keep_failed_attempt(run, &bench, number, &result, &outcome).await?;
         tree_after = Some(number);
-        run.step(
-            SolveState::Solving,
-            &format!("attempt {number}: {outcome}"),
-            json!({
-                "attempt": number, "passed": false, "outcome": outcome,
-                "summary": result.summary, "output": output, "left_out": result.left_out,
-                "tree": snapshot,
-            }),
-        )
-        .await?;
     }
+}
+
+/// What ends solving without a solution: `solve.max_iterations` attempts, or
+/// `solve.timeout_minutes` after solving started.
+struct Limits {
+    max_attempts: u64,
+    timeout_minutes: u64,
+    deadline: Timestamp,
+}
+
+impl Limits {
+    fn of(run: &Run<'_, '_>, solving: &Solving) -> Limits {
+        let solve = &run.env.config().solve;
+        Limits {
+            max_attempts: u64::from(solve.max_iterations),
+            timeout_minutes: solve.timeout_minutes,
+            deadline: solving.started_at
+                + jiff::SignedDuration::from_secs(
+                    i64::try_from(solve.timeout_minutes.saturating_mul(60)).unwrap_or(i64::MAX),
+                ),
+        }
+    }
+
+    /// The time the next attempt has, after `done` attempts; or why there is no next attempt
+    /// (the escalation's reason).
+    fn time_left(&self, done: u64) -> Result<Duration, String> {
+        if done >= self.max_attempts {
+            return Err(format!(
+                "no solution passed the tests in {done} attempt{} (solve.max_iterations)",
+                if done == 1 { "" } else { "s" }
+            ));
+        }
+        let left = self.deadline.duration_since(Timestamp::now());
+        if left.is_negative() || left.is_zero() {
+            return Err(format!(
+                "solving took longer than solve.timeout_minutes ({} min)",
+                self.timeout_minutes
+            ));
+        }
+        Ok(Duration::try_from(left).unwrap_or(Duration::ZERO))
+    }
+}
+
+/// The Build task of attempt `number`; its edits stay in the tree when it fails.
+fn attempt_task(run: &Run<'_, '_>, number: u64, tree_after: Option<u64>) -> BuildTask {
+    BuildTask {
+        name: format!("solve-{}-{number}", run.number()),
+        prompt: prompt(run, tree_after),
+        commit_message: format!(
+            "fix: {} (#{})",
+            first_line(&run.issue.title, 60),
+            run.number()
+        ),
+        keep_failed: true,
+        proofs: Vec::new(),
+    }
+}
+
+/// Attempt `number` ran out of the time solving has left: its edits are dropped (it may have
+/// stopped halfway through one), the tree goes back to the last kept attempt's (returned, as
+/// the tree the next prompt describes), and the attempt is recorded as failed.
+async fn stopped_at_the_time_limit(
+    run: &mut Run<'_, '_>,
+    bench: &Workbench,
+    number: u64,
+) -> Result<Option<u64>, SolveError> {
+    let _ = bench.discard();
+    let tree_after = restore_last(run, bench);
+    run.step(
+        SolveState::Solving,
+        &format!("attempt {number}: stopped at the time limit"),
+        &AttemptStep::stopped_at_the_time_limit(number),
+    )
+    .await?;
+    Ok(tree_after)
+}
+
+/// The run's budget ran out during attempt `number`.
+async fn stop_out_of_budget(
+    run: &mut Run<'_, '_>,
+    bench: &Workbench,
+    number: u64,
+) -> Result<Flow, SolveError> {
+    // Not the attempt's failure: the run's budget is spent. Not escalated, and not an
+    // attempt: the next run, with the budget it is given, resumes solving here.
+    let _ = bench.discard();
+    let reason = format!(
+        "stopped: the budget ran out during attempt {number} (budgets.*); `bugloop solve {}` resumes",
+        run.number()
+    );
+    run.step(
+        SolveState::Solving,
+        &reason,
+        &AttemptStep::out_of_budget(reason.clone()),
+    )
+    .await?;
+    Ok(Flow::Stop(reason))
+}
+
+/// A change that passed the tests but is over a guardrail: it is not proposed, and a person
+/// decides.
+struct Breach {
+    /// The guardrail, as the record names it.
+    guardrail: &'static str,
+    /// The attempt's outcome.
+    outcome: String,
+    /// Why the issue is escalated.
+    escalation: String,
+}
+
+/// Records attempt `number` as stopped by a guardrail, and escalates.
+async fn escalate_breach(
+    run: &mut Run<'_, '_>,
+    number: u64,
+    breach: Breach,
+) -> Result<Flow, SolveError> {
+    run.step(
+        SolveState::Solving,
+        &format!("attempt {number}: {}", breach.outcome),
+        &AttemptStep::breach(number, breach.guardrail, breach.outcome.clone()),
+    )
+    .await?;
+    run.escalate(&breach.escalation).await
+}
+
+/// Attempt `number` passed the tests with `commit`: checked against the guardrails (binary
+/// files, whose size cannot be judged; `solve.max_diff_lines`), then recorded as the solution
+/// and proposed.
+async fn passed(
+    run: &mut Run<'_, '_>,
+    solving: &Solving,
+    number: u64,
+    result: &BuildResult,
+    commit: &str,
+    files: &[String],
+) -> Result<Flow, SolveError> {
+    let binary = binary_changes(run.env.git, &solving.start, commit)?;
+    if !binary.is_empty() {
+        let breach = Breach {
+            guardrail: "binary",
+            outcome: format!(
+                "the tests pass, but the change has binary files, whose size in lines \
+                 cannot be judged: {}",
+                binary.join(", ")
+            ),
+            escalation: format!("the solution changes binary files: {}", binary.join(", ")),
+        };
+        return escalate_breach(run, number, breach).await;
+    }
+    let (_, added, removed) = net_change(run.env.git, &solving.start, commit)?;
+    let lines = (added + removed) as u64;
+    let limit = run.env.config().solve.max_diff_lines;
+    if lines > limit {
+        let breach = Breach {
+            guardrail: "max_diff_lines",
+            outcome: format!(
+                "the tests pass, but the change is {lines} lines, over solve.max_diff_lines ({limit})"
+            ),
+            escalation: format!(
+                "the solution changes {lines} lines, over solve.max_diff_lines ({limit}): a person should look at a change that large"
+            ),
+        };
+        return escalate_breach(run, number, breach).await;
+    }
+    let solution = Solution {
+        commit: commit.to_owned(),
+        summary: result.summary.clone(),
+        verify: result
+            .verify
+            .iter()
+            .map(|v| VerifyResult {
+                command: v.command.clone(),
+                passed: v.passed,
+            })
+            .collect(),
+        files: files.to_vec(),
+    };
+    let outcome = format!(
+        "the tests pass ({} file{}, +{added} -{removed})",
+        files.len(),
+        if files.len() == 1 { "" } else { "s" }
+    );
+    run.step(
+        SolveState::Solving,
+        &format!("attempt {number}: {outcome}"),
+        &AttemptStep::passed(number, outcome.clone(), &solution, &result.left_out),
+    )
+    .await?;
+    propose(run, solving, &solution).await
+}
+
+/// Records failed attempt `number` with its outcome and the end of the failing command's
+/// output, its edits kept for the next attempt.
+async fn keep_failed_attempt(
+    run: &mut Run<'_, '_>,
+    bench: &Workbench,
+    number: u64,
+    result: &BuildResult,
+    outcome: &str,
+) -> Result<(), SolveError> {
+    let output = match &result.status {
+        BuildStatus::VerifyFailed { output, .. } => {
+            crate::context::last_lines(&bench.relative(output), 40)
+        }
+        _ => String::new(),
+    };
+    // The edits stay for the next attempt; kept before the attempt is recorded, so a run
+    // killed from here on finds them again.
+    let snapshot = bench
+        .snapshot(
+            run.env.config(),
+            &format!(
+                "bugloop: #{} attempt {number} (not a solution)",
+                run.number()
+            ),
+            &snapshot_ref(run.number(), number),
+        )
+        .map_err(|error| {
+            run.env.progress.event(crate::ProgressEvent::Step(format!(
+                "#{}: the edits of attempt {number} were not kept: {error}",
+                run.number()
+            )));
+        })
+        .ok();
+    run.step(
+        SolveState::Solving,
+        &format!("attempt {number}: {outcome}"),
+        &AttemptStep::failed(
+            number,
+            outcome.to_owned(),
+            result.summary.clone(),
+            output,
+            &result.left_out,
+            snapshot,
+        ),
+    )
+    .await
 }
 
 /// Where the edits of attempt `attempt` of issue `issue` are kept (a ref, so that `git gc`
@@ -361,7 +442,10 @@ async fn propose(
     run.step(
         SolveState::PrDraft,
         &format!("draft #{} opened from {branch}", draft.number),
-        json!({"change_request": draft.number, "commit": solution.commit}),
+        &DraftOpened {
+            change_request: Some(draft.number),
+            commit: solution.commit.clone(),
+        },
     )
     .await?;
     Ok(Flow::Next)
@@ -380,24 +464,16 @@ fn draft_body(run: &Run<'_, '_>, solution: &Solution) -> String {
         &summary
     });
     body.push_str("\n\n## Test results\n\n");
-    for run in solution.verify.as_array().into_iter().flatten() {
+    for run in &solution.verify {
         body.push_str(&format!(
             "- `{}`: {}\n",
-            run.get("command")
-                .and_then(serde_json::Value::as_str)
-                .unwrap_or_default(),
-            if run.get("passed").and_then(serde_json::Value::as_bool) == Some(true) {
-                "passed"
-            } else {
-                "failed"
-            }
+            run.command,
+            if run.passed { "passed" } else { "failed" }
         ));
     }
     body.push_str("\n## Files changed\n\n");
-    for file in solution.files.as_array().into_iter().flatten() {
-        if let Some(file) = file.as_str() {
-            body.push_str(&format!("- `{file}`\n"));
-        }
+    for file in &solution.files {
+        body.push_str(&format!("- `{file}`\n"));
     }
     let attempts = run.record.attempts().len();
     body.push_str(&format!(
