@@ -559,3 +559,84 @@ bugloop-git.workspace = true
         ]
     );
 }
+
+/// The longest a function of production code may grow (from its `fn` line to its closing
+/// brace): functions are split by what they do; this keeps the longest from growing back.
+const LONGEST_FUNCTION: usize = 160;
+
+/// Each function's length in `text`, up to its tests (`#[cfg(test)]`), by name.
+fn function_lengths(text: &str) -> Vec<(String, usize)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let end = lines
+        .iter()
+        .position(|line| line.trim() == "#[cfg(test)]")
+        .unwrap_or(lines.len());
+    let mut found = Vec::new();
+    for (at, line) in lines[..end].iter().enumerate() {
+        let code = line.trim_start();
+        let indent = &line[..line.len() - code.len()];
+        let signature = [
+            "pub ",
+            "pub(crate) ",
+            "pub(super) ",
+            "async ",
+            "const ",
+            "unsafe ",
+        ]
+        .iter()
+        .fold(code, |rest, prefix| {
+            rest.strip_prefix(prefix).unwrap_or(rest)
+        });
+        let signature = signature.strip_prefix("async ").unwrap_or(signature);
+        let Some(rest) = signature.strip_prefix("fn ") else {
+            continue;
+        };
+        let name: String = rest
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        let closing = format!("{indent}}}");
+        if let Some(length) = lines[at + 1..end].iter().position(|l| *l == closing) {
+            found.push((name, length + 2));
+        }
+    }
+    found
+}
+
+#[test]
+fn no_function_grows_past_the_longest_allowed() {
+    let mut found = Vec::new();
+    for krate in crates() {
+        let name = krate.file_name().unwrap().to_string_lossy().into_owned();
+        if TEST_SUPPORT.contains(&name.as_str()) {
+            continue;
+        }
+        let mut files = Vec::new();
+        rust_files(&krate.join("src"), &mut files);
+        for file in files.iter().filter(|f| !f.ends_with("tests.rs")) {
+            let text = std::fs::read_to_string(file).unwrap();
+            for (function, length) in function_lengths(&text) {
+                if length > LONGEST_FUNCTION {
+                    found.push(format!(
+                        "{}: {function} is {length} lines",
+                        file.strip_prefix(workspace()).unwrap().display()
+                    ));
+                }
+            }
+        }
+    }
+    assert_eq!(
+        found,
+        Vec::<String>::new(),
+        "functions over {LONGEST_FUNCTION} lines: split them by what they do"
+    );
+}
+
+#[test]
+fn function_lengths_are_measured_from_fn_to_its_brace() {
+    let text = "fn a() {\n    1;\n}\n\nimpl X {\n    pub async fn b(&self) {\n        {\n        }\n    }\n}\n#[cfg(test)]\nfn c() {\n}\n";
+    assert_eq!(
+        function_lengths(text),
+        vec![("a".to_owned(), 3), ("b".to_owned(), 4)]
+    );
+}
