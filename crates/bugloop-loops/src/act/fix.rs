@@ -3,11 +3,11 @@
 
 use bugloop_domain::proof::ProofTest;
 use bugloop_domain::safety::sanitize_user_comment;
-use bugloop_domain::thread::{ThreadState, find_thread};
+use bugloop_domain::thread::{Comment, ThreadState, find_thread};
 use bugloop_forge::ChangeKey;
 use bugloop_git::short;
 use bugloop_report::act::{ActReport, ChosenBy, Intent};
-use bugloop_report::build::{BuildStatus, Landing};
+use bugloop_report::build::{BuildResult, BuildStatus, Landing};
 use bugloop_report::text::{build_outcome, build_status};
 
 use crate::build::{BuildTask, ProvenTest, Workbench, build, land_on_target};
@@ -27,33 +27,7 @@ pub async fn fix(
 ) -> Result<ActReport, ActError> {
     let (comments, state) = env.conversation(change).await?;
     let open = open_threads(&state);
-    let chosen: Vec<&ThreadState> = match targets {
-        Targets::All => open.clone(),
-        Targets::Ids(ids) => {
-            let mut chosen = Vec::new();
-            for id in ids {
-                let thread = find_thread(open.iter().copied(), id).map_err(|_| {
-                    ActError::Invalid(format!(
-                        "{id:?} is not an open finding of {change}; open: {}",
-                        if open.is_empty() {
-                            "none".to_owned()
-                        } else {
-                            open.iter()
-                                .filter_map(|t| {
-                                    t.finding_id.as_ref().map(|f| f.as_str().to_owned())
-                                })
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        }
-                    ))
-                })?;
-                if !chosen.iter().any(|c: &&ThreadState| c.id == thread.id) {
-                    chosen.push(thread);
-                }
-            }
-            chosen
-        }
-    };
+    let chosen = chosen_threads(&open, targets, change)?;
     if chosen.is_empty() {
         return Err(ActError::Invalid(format!(
             "{change} has no open findings to fix"
@@ -110,17 +84,80 @@ pub async fn fix(
         _ => None,
     };
     drop(bench);
+    let (resolved, notes) =
+        answer_threads(env, change, &comments, &chosen, &result, landing.as_ref()).await?;
+    let mut message = build_outcome(&result.status, landing.as_ref());
+    for note in notes {
+        message.push_str(&format!(" ({note})"));
+    }
+    Ok(ActReport {
+        action: Intent::Fix(ids),
+        chosen_by: ChosenBy::Command,
+        message,
+        answer: Some(result.summary.clone()).filter(|s| !s.is_empty()),
+        build: Some(result),
+        landing,
+        resolved,
+    })
+}
+
+/// The open findings `targets` names (each once), or all of them.
+fn chosen_threads<'t>(
+    open: &[&'t ThreadState],
+    targets: &Targets,
+    change: &ChangeKey,
+) -> Result<Vec<&'t ThreadState>, ActError> {
+    Ok(match targets {
+        Targets::All => open.to_vec(),
+        Targets::Ids(ids) => {
+            let mut chosen = Vec::new();
+            for id in ids {
+                let thread = find_thread(open.iter().copied(), id).map_err(|_| {
+                    ActError::Invalid(format!(
+                        "{id:?} is not an open finding of {change}; open: {}",
+                        if open.is_empty() {
+                            "none".to_owned()
+                        } else {
+                            open.iter()
+                                .filter_map(|t| {
+                                    t.finding_id.as_ref().map(|f| f.as_str().to_owned())
+                                })
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        }
+                    ))
+                })?;
+                if !chosen.iter().any(|c: &&ThreadState| c.id == thread.id) {
+                    chosen.push(thread);
+                }
+            }
+            chosen
+        }
+    })
+}
+
+/// Each fixed finding's thread told what came of the fix: resolved when it landed, pointed at
+/// the branch where it waits, or told why it could not be fixed. Returns the findings resolved
+/// and the notes resolving them gave.
+async fn answer_threads(
+    env: &LoopEnv<'_>,
+    change: &ChangeKey,
+    comments: &[Comment],
+    chosen: &[&ThreadState],
+    result: &BuildResult,
+    landing: Option<&Landing>,
+) -> Result<(Vec<String>, Vec<String>), ActError> {
     let markers = &env.settings.markers;
     let mut resolved = Vec::new();
     let mut notes = Vec::new();
-    for thread in &chosen {
+    for thread in chosen {
         let Some(root) = comments.iter().find(|c| c.id == thread.id) else {
             continue;
         };
         let Some(id) = &thread.finding_id else {
             continue;
         };
-        match &landing {
+        match landing {
             Some(Landing::FastForwarded { commit, .. }) => {
                 notes.extend(
                     resolve_thread(
@@ -161,17 +198,5 @@ pub async fn fix(
             }
         }
     }
-    let mut message = build_outcome(&result.status, landing.as_ref());
-    for note in notes {
-        message.push_str(&format!(" ({note})"));
-    }
-    Ok(ActReport {
-        action: Intent::Fix(ids),
-        chosen_by: ChosenBy::Command,
-        message,
-        answer: Some(result.summary.clone()).filter(|s| !s.is_empty()),
-        build: Some(result),
-        landing,
-        resolved,
-    })
+    Ok((resolved, notes))
 }
