@@ -227,9 +227,34 @@ pub fn reconstruct(comments: &[Comment], markers: &MarkerSyntax) -> ReviewState 
         .map(|(i, c)| (c.id.as_str(), i))
         .collect();
     let mut state = ReviewState::default();
+    let thread_roots = forge_thread_roots(comments);
+    let root_of = roots_of(comments, &index, &thread_roots, &mut state);
+    let (roots, mut replies) = group_by_root(&root_of, comments);
 
-    // The first comment of each forge thread is its root, for forges that give thread ids but no
-    // reply links.
+    for root in roots {
+        let comment = &comments[root];
+        let mut members = replies.remove(&root).unwrap_or_default();
+        members.sort_by(|a, b| order_key(&comments[*a]).cmp(&order_key(&comments[*b])));
+        if !comment.by_bugloop {
+            if carries_state(comment, markers) {
+                state.ignored_untrusted += 1;
+            }
+            state.ignored_untrusted += members
+                .iter()
+                .filter(|&&m| !comments[m].by_bugloop && carries_state(&comments[m], markers))
+                .count();
+            continue;
+        }
+        if let Some(thread) = build_thread(comment, &members, comments, markers, &mut state) {
+            state.threads.push(thread);
+        }
+    }
+    state
+}
+
+/// The first comment of each forge thread is its root, for forges that give thread ids but no
+/// reply links.
+fn forge_thread_roots(comments: &[Comment]) -> HashMap<&str, usize> {
     let mut thread_roots: HashMap<&str, usize> = HashMap::new();
     for (i, comment) in comments.iter().enumerate() {
         if let Some(thread) = &comment.thread_id {
@@ -243,8 +268,17 @@ pub fn reconstruct(comments: &[Comment], markers: &MarkerSyntax) -> ReviewState 
                 .or_insert(i);
         }
     }
+    thread_roots
+}
 
-    // Root of every comment, following reply links (cycles and dangling links are problems).
+/// The root of every comment, following reply links (else the forge thread's root); cycles and
+/// dangling links are problems, and the comment where one is found stands as a root.
+fn roots_of(
+    comments: &[Comment],
+    index: &HashMap<&str, usize>,
+    thread_roots: &HashMap<&str, usize>,
+    state: &mut ReviewState,
+) -> Vec<Option<usize>> {
     let mut root_of: Vec<Option<usize>> = vec![None; comments.len()];
     for start in 0..comments.len() {
         if root_of[start].is_some() {
@@ -293,7 +327,14 @@ pub fn reconstruct(comments: &[Comment], markers: &MarkerSyntax) -> ReviewState 
             root_of[member] = Some(root);
         }
     }
+    root_of
+}
 
+/// The roots in conversation order, and the replies under each root (in no order yet).
+fn group_by_root(
+    root_of: &[Option<usize>],
+    comments: &[Comment],
+) -> (Vec<usize>, HashMap<usize, Vec<usize>>) {
     let mut replies: HashMap<usize, Vec<usize>> = HashMap::new();
     let mut roots: Vec<usize> = Vec::new();
     for (i, root) in root_of.iter().enumerate() {
@@ -305,26 +346,7 @@ pub fn reconstruct(comments: &[Comment], markers: &MarkerSyntax) -> ReviewState 
         }
     }
     roots.sort_by(|a, b| order_key(&comments[*a]).cmp(&order_key(&comments[*b])));
-
-    for root in roots {
-        let comment = &comments[root];
-        let mut members = replies.remove(&root).unwrap_or_default();
-        members.sort_by(|a, b| order_key(&comments[*a]).cmp(&order_key(&comments[*b])));
-        if !comment.by_bugloop {
-            if carries_state(comment, markers) {
-                state.ignored_untrusted += 1;
-            }
-            state.ignored_untrusted += members
-                .iter()
-                .filter(|&&m| !comments[m].by_bugloop && carries_state(&comments[m], markers))
-                .count();
-            continue;
-        }
-        if let Some(thread) = build_thread(comment, &members, comments, markers, &mut state) {
-            state.threads.push(thread);
-        }
-    }
-    state
+    (roots, replies)
 }
 
 /// Forges give times in whole seconds, so comments of one second are ordered by their ids, which
