@@ -334,6 +334,9 @@ impl<'a> Parser<'a> {
         self.pos = at + 2;
     }
 
+    /// A hunk from its `@@` header at `at`: its lines, numbered and checked against the header's
+    /// counts, added to the current file. A broken header or one outside a file is reported and
+    /// what looks like its body skipped.
     fn hunk(&mut self, at: usize) {
         self.pos = at + 1;
         let header = self.line(at).unwrap_or_default();
@@ -356,18 +359,31 @@ impl<'a> Parser<'a> {
             section,
             lines: Vec::new(),
         };
-        let mut old_rem = old_len;
-        let mut new_rem = new_len;
-        // Line numbers of the next line on each side. A zero-length side starts *after* its
-        // start line, but then it has no lines to number.
-        let mut old_no = old_start;
-        let mut new_no = new_start;
+        let lossy = self.hunk_lines(at, &mut hunk);
+        // A `\ No newline at end of file` after the last counted line still belongs to the hunk.
+        while self.line(self.pos).is_some_and(|l| l.starts_with(b"\\")) {
+            if let Some(last) = hunk.lines.last_mut() {
+                last.no_newline = true;
+            }
+            self.pos += 1;
+        }
+        self.add_hunk(at, hunk, lossy);
+    }
+
+    /// Reads the lines of the hunk whose header is at `at` into `hunk`, as many as its header
+    /// counts; a body that ends early or runs over the counts is reported where it goes wrong.
+    /// Whether any line was not UTF-8.
+    fn hunk_lines(&mut self, at: usize, hunk: &mut Hunk) -> bool {
+        let mut left = Remaining::of(hunk);
         let mut lossy = false;
-        while old_rem > 0 || new_rem > 0 {
+        while left.old > 0 || left.new > 0 {
             let Some(line) = self.line(self.pos) else {
                 self.problem(
                     at,
-                    format!("hunk is truncated: {old_rem} old and {new_rem} new lines missing"),
+                    format!(
+                        "hunk is truncated: {} old and {} new lines missing",
+                        left.old, left.new
+                    ),
                 );
                 break;
             };
@@ -388,43 +404,30 @@ impl<'a> Parser<'a> {
                     self.problem(
                         self.pos,
                         format!(
-                            "hunk starting at line {} ends early: {old_rem} old and {new_rem} new lines missing",
-                            at + 1
+                            "hunk starting at line {} ends early: {} old and {} new lines missing",
+                            at + 1,
+                            left.old,
+                            left.new
                         ),
                     );
                     break;
                 }
             };
-            let fits = match kind {
-                LineKind::Context => old_rem > 0 && new_rem > 0,
-                LineKind::Removed => old_rem > 0,
-                LineKind::Added => new_rem > 0,
-            };
-            if !fits {
+            if !left.fits(kind) {
                 self.problem(
                     self.pos,
                     format!(
-                        "hunk starting at line {} has more lines than its header counts ({old_rem} old and {new_rem} new left)",
-                        at + 1
+                        "hunk starting at line {} has more lines than its header counts ({} old and {} new left)",
+                        at + 1,
+                        left.old,
+                        left.new
                     ),
                 );
                 break;
             }
             let (content, was_lossy) = text(body);
             lossy |= was_lossy;
-            let (old_line, new_line) = match kind {
-                LineKind::Context => (Some(old_no), Some(new_no)),
-                LineKind::Removed => (Some(old_no), None),
-                LineKind::Added => (None, Some(new_no)),
-            };
-            if old_line.is_some() {
-                old_no = old_no.saturating_add(1);
-                old_rem -= 1;
-            }
-            if new_line.is_some() {
-                new_no = new_no.saturating_add(1);
-                new_rem -= 1;
-            }
+            let (old_line, new_line) = left.take(kind);
             hunk.lines.push(DiffLine {
                 kind,
                 old_line,
@@ -434,13 +437,12 @@ impl<'a> Parser<'a> {
             });
             self.pos += 1;
         }
-        // A `\ No newline at end of file` after the last counted line still belongs to the hunk.
-        while self.line(self.pos).is_some_and(|l| l.starts_with(b"\\")) {
-            if let Some(last) = hunk.lines.last_mut() {
-                last.no_newline = true;
-            }
-            self.pos += 1;
-        }
+        lossy
+    }
+
+    /// Adds `hunk` to the current file; one that starts before the previous hunk of the file
+    /// ends is kept but reported (applying it would go wrong).
+    fn add_hunk(&mut self, at: usize, hunk: Hunk, lossy: bool) {
         let previous_end = self
             .file
             .as_ref()
@@ -467,6 +469,54 @@ impl<'a> Parser<'a> {
                 _ => return,
             }
         }
+    }
+}
+
+/// Where the body of a hunk stands: the lines its header still counts on each side, and the
+/// numbers of the next line on each side. A zero-length side starts *after* its start line, but
+/// then it has no lines to number.
+struct Remaining {
+    old: u32,
+    new: u32,
+    old_no: u32,
+    new_no: u32,
+}
+
+impl Remaining {
+    fn of(hunk: &Hunk) -> Self {
+        Remaining {
+            old: hunk.old_len,
+            new: hunk.new_len,
+            old_no: hunk.old_start,
+            new_no: hunk.new_start,
+        }
+    }
+
+    /// Whether a line of `kind` is still counted by the header.
+    fn fits(&self, kind: LineKind) -> bool {
+        match kind {
+            LineKind::Context => self.old > 0 && self.new > 0,
+            LineKind::Removed => self.old > 0,
+            LineKind::Added => self.new > 0,
+        }
+    }
+
+    /// The old and new line numbers of a line of `kind`, counted off.
+    fn take(&mut self, kind: LineKind) -> (Option<u32>, Option<u32>) {
+        let (old_line, new_line) = match kind {
+            LineKind::Context => (Some(self.old_no), Some(self.new_no)),
+            LineKind::Removed => (Some(self.old_no), None),
+            LineKind::Added => (None, Some(self.new_no)),
+        };
+        if old_line.is_some() {
+            self.old_no = self.old_no.saturating_add(1);
+            self.old -= 1;
+        }
+        if new_line.is_some() {
+            self.new_no = self.new_no.saturating_add(1);
+            self.new -= 1;
+        }
+        (old_line, new_line)
     }
 }
 

@@ -535,51 +535,19 @@ pub fn dedup_existing(
     stages: &mut Vec<StageReport>,
 ) -> (Vec<Finding>, Vec<Rediscovered>) {
     let mut stage = report(Stage::DedupExisting, findings.len(), 0);
-    let mut index = DedupIndex::new();
-    let mut by_id: BTreeMap<&FindingId, usize> = BTreeMap::new();
-    let texts: Vec<String> = existing
-        .iter()
-        .map(|old| text_of(&old.title, &old.description))
-        .collect();
-    for (old, text) in existing.iter().zip(&texts) {
-        let position = index.insert(Candidate {
-            place: old.place(),
-            text,
-            evidence: old.evidence.as_deref(),
-        });
-        by_id.insert(&old.id, position);
-    }
+    let mut published = Published::new(existing);
     let mut taken: BTreeSet<FindingId> = findings.iter().map(|f| f.id.clone()).collect();
-    let mut followed: BTreeSet<FindingId> = BTreeSet::new();
     let mut kept = Vec::new();
     let mut rediscovered = Vec::new();
     for mut finding in findings {
         let text = text_of(&finding.title, &finding.description);
-        let same_id = by_id
-            .get(&finding.id)
-            .and_then(|&i| existing.get(i))
-            .map(|old| (old, same_place(old, &finding, settings.dedup)));
-        let matched = match same_id {
-            Some((old, true)) => Some((old, "same id at the same place".to_owned())),
-            Some((old, false)) if old.moved && !followed.contains(&old.id) => {
-                Some((old, "same id; its code moved since".to_owned()))
-            }
-            _ => index
-                .find(settings.dedup, candidate(&finding, &text))
-                .and_then(|m| existing.get(m.entry).map(|old| (old, m.reason.to_string())))
-                .or_else(|| moved_code(existing, &finding, &followed)),
-        };
-        // A finding whose code moved follows one report, not every one that resembles it.
-        if let Some((old, _)) = &matched
-            && old.moved
-        {
-            followed.insert(old.id.clone());
-        }
+        let same_id = published.under_same_id(&finding, settings.dedup);
+        let matched = published.matched(&finding, &text, same_id, settings.dedup);
         if matched.is_none()
             && let Some((old, false)) = same_id
         {
             let fresh = fresh_id(&finding.id, |id| {
-                by_id.contains_key(id) || taken.contains(id)
+                published.by_id.contains_key(id) || taken.contains(id)
             });
             stage.changed.push(Changed {
                 id: fresh.clone(),
@@ -598,51 +566,147 @@ pub fn dedup_existing(
             kept.push(finding);
             continue;
         };
-        match old.status {
-            ThreadStatus::Pending | ThreadStatus::Escalated => {
-                stage.changed.push(Changed {
-                    id: old.id.clone(),
-                    note: format!(
-                        "reported again as {} ({why}): updates the existing comment",
-                        finding.id
-                    ),
-                });
-                rediscovered.push(Rediscovered {
-                    existing: old.id.clone(),
-                    finding,
-                    reopens: false,
-                });
-            }
-            ThreadStatus::Resolved if old.reopenable => {
-                stage.changed.push(Changed {
-                    id: old.id.clone(),
-                    note: format!(
-                        "reported again as {} ({why}): it was resolved when its code changed, \
-                         and is raised again in its thread",
-                        finding.id
-                    ),
-                });
-                rediscovered.push(Rediscovered {
-                    existing: old.id.clone(),
-                    finding,
-                    reopens: true,
-                });
-            }
-            status => {
-                stage.dropped.push(Dropped::new(
-                    &finding,
-                    format!(
-                        "already raised as {} and {} ({why})",
-                        old.id,
-                        status.as_str().to_lowercase()
-                    ),
-                ));
-            }
+        if let Some(again) = reported_again(old, &why, finding, &mut stage) {
+            rediscovered.push(again);
         }
     }
     stage.output = kept.len() + rediscovered.len();
     stages.push(stage);
     (kept, rediscovered)
+}
+
+/// The published findings new ones are matched against: by place and text, and by id.
+struct Published<'e> {
+    existing: &'e [ExistingFinding],
+    index: DedupIndex,
+    by_id: BTreeMap<&'e FindingId, usize>,
+    /// Existing findings whose code moved that a report already follows.
+    followed: BTreeSet<FindingId>,
+}
+
+impl<'e> Published<'e> {
+    fn new(existing: &'e [ExistingFinding]) -> Self {
+        let mut index = DedupIndex::new();
+        let mut by_id: BTreeMap<&FindingId, usize> = BTreeMap::new();
+        let texts: Vec<String> = existing
+            .iter()
+            .map(|old| text_of(&old.title, &old.description))
+            .collect();
+        for (old, text) in existing.iter().zip(&texts) {
+            let position = index.insert(Candidate {
+                place: old.place(),
+                text,
+                evidence: old.evidence.as_deref(),
+            });
+            by_id.insert(&old.id, position);
+        }
+        Published {
+            existing,
+            index,
+            by_id,
+            followed: BTreeSet::new(),
+        }
+    }
+
+    /// The existing finding with the id the model gave `finding`, and whether it is about the
+    /// same place.
+    fn under_same_id(
+        &self,
+        finding: &Finding,
+        rule: DedupRule,
+    ) -> Option<(&'e ExistingFinding, bool)> {
+        self.by_id
+            .get(&finding.id)
+            .and_then(|&i| self.existing.get(i))
+            .map(|old| (old, same_place(old, finding, rule)))
+    }
+
+    /// The existing finding `finding` (whose title and description are `text`) reports again,
+    /// and why: its id at the same place, its id where the code moved, else the same problem by
+    /// place and text or the same moved code.
+    fn matched(
+        &mut self,
+        finding: &Finding,
+        text: &str,
+        same_id: Option<(&'e ExistingFinding, bool)>,
+        rule: DedupRule,
+    ) -> Option<(&'e ExistingFinding, String)> {
+        let matched = match same_id {
+            Some((old, true)) => Some((old, "same id at the same place".to_owned())),
+            Some((old, false)) if old.moved && !self.followed.contains(&old.id) => {
+                Some((old, "same id; its code moved since".to_owned()))
+            }
+            _ => self
+                .index
+                .find(rule, candidate(finding, text))
+                .and_then(|m| {
+                    self.existing
+                        .get(m.entry)
+                        .map(|old| (old, m.reason.to_string()))
+                })
+                .or_else(|| moved_code(self.existing, finding, &self.followed)),
+        };
+        // A finding whose code moved follows one report, not every one that resembles it.
+        if let Some((old, _)) = &matched
+            && old.moved
+        {
+            self.followed.insert(old.id.clone());
+        }
+        matched
+    }
+}
+
+/// What a finding reported again (`why`) as `old` does: a pending or escalated finding is
+/// updated, one resolved when its code changed is raised again, and any other (resolved or
+/// disputed) is never raised again, so the report is dropped.
+fn reported_again(
+    old: &ExistingFinding,
+    why: &str,
+    finding: Finding,
+    stage: &mut StageReport,
+) -> Option<Rediscovered> {
+    match old.status {
+        ThreadStatus::Pending | ThreadStatus::Escalated => {
+            stage.changed.push(Changed {
+                id: old.id.clone(),
+                note: format!(
+                    "reported again as {} ({why}): updates the existing comment",
+                    finding.id
+                ),
+            });
+            Some(Rediscovered {
+                existing: old.id.clone(),
+                finding,
+                reopens: false,
+            })
+        }
+        ThreadStatus::Resolved if old.reopenable => {
+            stage.changed.push(Changed {
+                id: old.id.clone(),
+                note: format!(
+                    "reported again as {} ({why}): it was resolved when its code changed, \
+                     and is raised again in its thread",
+                    finding.id
+                ),
+            });
+            Some(Rediscovered {
+                existing: old.id.clone(),
+                finding,
+                reopens: true,
+            })
+        }
+        status => {
+            stage.dropped.push(Dropped::new(
+                &finding,
+                format!(
+                    "already raised as {} and {} ({why})",
+                    old.id,
+                    status.as_str().to_lowercase()
+                ),
+            ));
+            None
+        }
+    }
 }
 
 /// Whether a finding under an existing finding's id is about the same place: same file, and

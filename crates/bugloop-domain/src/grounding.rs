@@ -81,112 +81,124 @@ pub fn find_evidence(text: &str, evidence: &str, near: u32) -> Option<u32> {
 /// Checks each finding against the code at head.
 pub fn ground(findings: Vec<Finding>, head: &dyn Head) -> GroundingReport {
     let mut report = GroundingReport::default();
-    for mut finding in findings {
-        let Some(path) = finding.file.clone() else {
-            // A finding about the change as a whole: nothing to check, shown in the summary.
-            report.kept.push(Grounded {
-                finding,
-                placement: Placement::Summary,
-                note: None,
-            });
-            continue;
-        };
-        let Some(text) = head.text(&path) else {
-            report.dropped.push(Dropped::new(
-                &finding,
-                format!("{path} does not exist at head"),
-            ));
-            continue;
-        };
-        let Some(line) = finding.line else {
-            report.kept.push(Grounded {
-                finding,
-                placement: Placement::Summary,
-                note: None,
-            });
-            continue;
-        };
-        let lines: Vec<&str> = text.lines().collect();
-        let count = u32::try_from(lines.len()).unwrap_or(u32::MAX);
-        if line == 0 || line > count {
-            report.dropped.push(Dropped::new(
-                &finding,
-                format!("line {line} is outside {path} ({count} lines)"),
-            ));
-            continue;
+    for finding in findings {
+        match ground_one(finding, head) {
+            Ok(kept) => report.kept.push(kept),
+            Err(dropped) => report.dropped.push(dropped),
         }
-        let mut note = None;
-        let raw_evidence = finding.evidence.clone().unwrap_or_default();
-        match Some(normalize(&raw_evidence)).filter(|e| !e.is_empty()) {
-            None => {
-                // Nothing to verify the line with: keep the finding, but not on a line.
-                finding.line = None;
-                finding.end_line = None;
-                let note = Some(format!(
-                    "no code quoted to verify line {line}: shown without a line"
-                ));
-                report.kept.push(Grounded {
-                    finding,
-                    placement: Placement::Summary,
-                    note,
-                });
-                continue;
-            }
-            Some(evidence) => {
-                // The window is as many lines as the finding spans or the evidence has.
-                let evidence_lines =
-                    u32::try_from(raw_evidence.trim().lines().count().max(1)).unwrap_or(1);
-                let reported_span = finding
-                    .end_line
-                    .filter(|e| *e >= line)
-                    .map_or(0, |e| e - line);
-                let span = reported_span.max(evidence_lines - 1);
-                let found = |at: u32| -> bool {
-                    let first = at.saturating_sub(1) as usize;
-                    let last = at.saturating_add(span).min(count) as usize;
-                    lines
-                        .get(first..last)
-                        .is_some_and(|window| normalize(&window.join("\n")).contains(&evidence))
-                };
-                if !found(line) {
-                    // The nearest line within the window where the evidence is.
-                    let candidate = (1..=EVIDENCE_WINDOW)
-                        .flat_map(|d| [line.checked_sub(d), line.checked_add(d)])
-                        .flatten()
-                        .find(|&at| at >= 1 && at <= count && found(at));
-                    match candidate {
-                        Some(at) => {
-                            note = Some(format!(
-                                "line {line} corrected to {at}, where the quoted code is"
-                            ));
-                            finding.line = Some(at);
-                            finding.end_line = finding.end_line.map(|_| at + reported_span);
-                        }
-                        None => {
-                            report.dropped.push(Dropped::new(
-                                &finding,
-                                format!(
-                                    "the quoted evidence is not on {path}:{line} or within {EVIDENCE_WINDOW} lines of it"
-                                ),
-                            ));
-                            continue;
-                        }
-                    }
-                }
-            }
-        }
-        let at = finding.line.unwrap_or(line);
-        let placement = match head.in_diff(&path, at) {
-            Some(true) => Placement::DiffLine,
-            _ => Placement::Summary,
-        };
-        report.kept.push(Grounded {
-            finding,
-            placement,
-            note,
-        });
     }
     report
+}
+
+/// One finding checked against head: kept, with where it can be shown and what was corrected,
+/// or dropped, with why.
+fn ground_one(mut finding: Finding, head: &dyn Head) -> Result<Grounded, Dropped> {
+    let Some(path) = finding.file.clone() else {
+        // A finding about the change as a whole: nothing to check, shown in the summary.
+        return Ok(Grounded {
+            finding,
+            placement: Placement::Summary,
+            note: None,
+        });
+    };
+    let Some(text) = head.text(&path) else {
+        return Err(Dropped::new(
+            &finding,
+            format!("{path} does not exist at head"),
+        ));
+    };
+    let Some(line) = finding.line else {
+        return Ok(Grounded {
+            finding,
+            placement: Placement::Summary,
+            note: None,
+        });
+    };
+    let lines: Vec<&str> = text.lines().collect();
+    let count = u32::try_from(lines.len()).unwrap_or(u32::MAX);
+    if line == 0 || line > count {
+        return Err(Dropped::new(
+            &finding,
+            format!("line {line} is outside {path} ({count} lines)"),
+        ));
+    }
+    let raw_evidence = finding.evidence.clone().unwrap_or_default();
+    let Some(evidence) = Some(normalize(&raw_evidence)).filter(|e| !e.is_empty()) else {
+        // Nothing to verify the line with: keep the finding, but not on a line.
+        finding.line = None;
+        finding.end_line = None;
+        let note = Some(format!(
+            "no code quoted to verify line {line}: shown without a line"
+        ));
+        return Ok(Grounded {
+            finding,
+            placement: Placement::Summary,
+            note,
+        });
+    };
+    let note = locate_evidence(&mut finding, &path, line, &lines, &raw_evidence, &evidence)?;
+    let at = finding.line.unwrap_or(line);
+    let placement = match head.in_diff(&path, at) {
+        Some(true) => Placement::DiffLine,
+        _ => Placement::Summary,
+    };
+    Ok(Grounded {
+        finding,
+        placement,
+        note,
+    })
+}
+
+/// Checks that the quoted code (`evidence`, whitespace normalized, from `raw_evidence`) is at
+/// the finding's `line` of `path`; a line off by up to [`EVIDENCE_WINDOW`] is corrected to the
+/// nearest where it is, which the returned note says. Not found near its line, the finding
+/// does not point at something real at head and is dropped.
+fn locate_evidence(
+    finding: &mut Finding,
+    path: &str,
+    line: u32,
+    lines: &[&str],
+    raw_evidence: &str,
+    evidence: &str,
+) -> Result<Option<String>, Dropped> {
+    let count = u32::try_from(lines.len()).unwrap_or(u32::MAX);
+    // The window is as many lines as the finding spans or the evidence has.
+    let evidence_lines = u32::try_from(raw_evidence.trim().lines().count().max(1)).unwrap_or(1);
+    let reported_span = finding
+        .end_line
+        .filter(|e| *e >= line)
+        .map_or(0, |e| e - line);
+    let span = reported_span.max(evidence_lines - 1);
+    let found = |at: u32| -> bool {
+        let first = at.saturating_sub(1) as usize;
+        let last = at.saturating_add(span).min(count) as usize;
+        lines
+            .get(first..last)
+            .is_some_and(|window| normalize(&window.join("\n")).contains(evidence))
+    };
+    if found(line) {
+        return Ok(None);
+    }
+    // The nearest line within the window where the evidence is.
+    let candidate = (1..=EVIDENCE_WINDOW)
+        .flat_map(|d| [line.checked_sub(d), line.checked_add(d)])
+        .flatten()
+        .find(|&at| at >= 1 && at <= count && found(at));
+    match candidate {
+        Some(at) => {
+            finding.line = Some(at);
+            finding.end_line = finding.end_line.map(|_| at + reported_span);
+            Ok(Some(format!(
+                "line {line} corrected to {at}, where the quoted code is"
+            )))
+        }
+        None => Err(Dropped::new(
+            finding,
+            format!(
+                "the quoted evidence is not on {path}:{line} or within {EVIDENCE_WINDOW} lines of it"
+            ),
+        )),
+    }
 }
 
 #[cfg(test)]

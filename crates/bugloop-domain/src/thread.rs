@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::finding::FindingId;
 use crate::marker::{Marker, MarkerSyntax, ReplyKind};
-use crate::rmcoc::{RmcocBlock, parse_comment};
+use crate::rmcoc::{RmcocBlock, RmcocProblem, parse_comment};
 use crate::score::Score;
 pub use crate::status::ThreadStatus;
 
@@ -227,9 +227,34 @@ pub fn reconstruct(comments: &[Comment], markers: &MarkerSyntax) -> ReviewState 
         .map(|(i, c)| (c.id.as_str(), i))
         .collect();
     let mut state = ReviewState::default();
+    let thread_roots = forge_thread_roots(comments);
+    let root_of = roots_of(comments, &index, &thread_roots, &mut state);
+    let (roots, mut replies) = group_by_root(&root_of, comments);
 
-    // The first comment of each forge thread is its root, for forges that give thread ids but no
-    // reply links.
+    for root in roots {
+        let comment = &comments[root];
+        let mut members = replies.remove(&root).unwrap_or_default();
+        members.sort_by(|a, b| order_key(&comments[*a]).cmp(&order_key(&comments[*b])));
+        if !comment.by_bugloop {
+            if carries_state(comment, markers) {
+                state.ignored_untrusted += 1;
+            }
+            state.ignored_untrusted += members
+                .iter()
+                .filter(|&&m| !comments[m].by_bugloop && carries_state(&comments[m], markers))
+                .count();
+            continue;
+        }
+        if let Some(thread) = build_thread(comment, &members, comments, markers, &mut state) {
+            state.threads.push(thread);
+        }
+    }
+    state
+}
+
+/// The first comment of each forge thread is its root, for forges that give thread ids but no
+/// reply links.
+fn forge_thread_roots(comments: &[Comment]) -> HashMap<&str, usize> {
     let mut thread_roots: HashMap<&str, usize> = HashMap::new();
     for (i, comment) in comments.iter().enumerate() {
         if let Some(thread) = &comment.thread_id {
@@ -243,8 +268,17 @@ pub fn reconstruct(comments: &[Comment], markers: &MarkerSyntax) -> ReviewState 
                 .or_insert(i);
         }
     }
+    thread_roots
+}
 
-    // Root of every comment, following reply links (cycles and dangling links are problems).
+/// The root of every comment, following reply links (else the forge thread's root); cycles and
+/// dangling links are problems, and the comment where one is found stands as a root.
+fn roots_of(
+    comments: &[Comment],
+    index: &HashMap<&str, usize>,
+    thread_roots: &HashMap<&str, usize>,
+    state: &mut ReviewState,
+) -> Vec<Option<usize>> {
     let mut root_of: Vec<Option<usize>> = vec![None; comments.len()];
     for start in 0..comments.len() {
         if root_of[start].is_some() {
@@ -293,7 +327,14 @@ pub fn reconstruct(comments: &[Comment], markers: &MarkerSyntax) -> ReviewState 
             root_of[member] = Some(root);
         }
     }
+    root_of
+}
 
+/// The roots in conversation order, and the replies under each root (in no order yet).
+fn group_by_root(
+    root_of: &[Option<usize>],
+    comments: &[Comment],
+) -> (Vec<usize>, HashMap<usize, Vec<usize>>) {
     let mut replies: HashMap<usize, Vec<usize>> = HashMap::new();
     let mut roots: Vec<usize> = Vec::new();
     for (i, root) in root_of.iter().enumerate() {
@@ -305,26 +346,7 @@ pub fn reconstruct(comments: &[Comment], markers: &MarkerSyntax) -> ReviewState 
         }
     }
     roots.sort_by(|a, b| order_key(&comments[*a]).cmp(&order_key(&comments[*b])));
-
-    for root in roots {
-        let comment = &comments[root];
-        let mut members = replies.remove(&root).unwrap_or_default();
-        members.sort_by(|a, b| order_key(&comments[*a]).cmp(&order_key(&comments[*b])));
-        if !comment.by_bugloop {
-            if carries_state(comment, markers) {
-                state.ignored_untrusted += 1;
-            }
-            state.ignored_untrusted += members
-                .iter()
-                .filter(|&&m| !comments[m].by_bugloop && carries_state(&comments[m], markers))
-                .count();
-            continue;
-        }
-        if let Some(thread) = build_thread(comment, &members, comments, markers, &mut state) {
-            state.threads.push(thread);
-        }
-    }
-    state
+    (roots, replies)
 }
 
 /// Forges give times in whole seconds, so comments of one second are ordered by their ids, which
@@ -386,6 +408,8 @@ fn legacy_reply_status(
     }
 }
 
+/// The finding thread a bot comment opened, its status followed through the replies; `None` where
+/// the comment is not a finding.
 fn build_thread(
     root: &Comment,
     members: &[usize],
@@ -394,12 +418,7 @@ fn build_thread(
     state: &mut ReviewState,
 ) -> Option<ThreadState> {
     let parsed = parse_comment(&root.body);
-    for problem in &parsed.problems {
-        state.problems.push(StateProblem {
-            comment_id: root.id.clone(),
-            message: format!("line {}: {}", problem.line, problem.message),
-        });
-    }
+    push_parse_problems(state, &root.id, &parsed.problems);
     let root_marker = markers.own(&root.body);
     let assessment = parsed.block;
     // Only bot comments with a valid rmcoc block or a finding marker are findings; anything else
@@ -408,7 +427,7 @@ fn build_thread(
         return None;
     }
     let finding_id = root_marker.as_ref().map(|m| m.finding_id.clone());
-    let mut status = match (&assessment, &root_marker) {
+    let status = match (&assessment, &root_marker) {
         (
             Some(RmcocBlock {
                 status: Some(status),
@@ -419,72 +438,15 @@ fn build_thread(
         (_, Some(marker)) if marker.resolved => ThreadStatus::Resolved,
         _ => ThreadStatus::Pending,
     };
-    let mut status_at = root.created_at;
-    let mut reopenable = false;
-    let mut developer_replies = Vec::new();
-    let mut bot_replies = 0;
-    let mut developer_spoke_since_bot = false;
-    let mut forge_resolved = root.thread_resolved;
-    // Resolutions by code already applied, by body: bugloop names the commit in each, so the
-    // same body again is a copy (a signed reply replayed by someone sharing the bot's login, to
-    // resolve a finding raised again since) and changes nothing.
-    let mut applied: Vec<&str> = Vec::new();
-
+    let mut progress = Progress::new(root, status);
     for &member in members {
         let reply = &comments[member];
-        forge_resolved |= reply.thread_resolved;
-        if !reply.by_bugloop {
-            if carries_state(reply, markers) {
-                state.ignored_untrusted += 1;
-            }
-            developer_replies.push(Reply {
-                comment_id: reply.id.clone(),
-                author: reply.author.clone(),
-                body: reply.body.clone(),
-                created_at: reply.created_at,
-            });
-            developer_spoke_since_bot = true;
-            continue;
+        progress.forge_resolved |= reply.thread_resolved;
+        if reply.by_bugloop {
+            progress.bot_reply(reply, finding_id.as_ref(), markers, state);
+        } else {
+            progress.developer_reply(reply, markers, state);
         }
-        bot_replies += 1;
-        let tag = markers.read_reply_tag(&reply.body);
-        let next = match tag {
-            Some(ReplyKind::Status(status)) => Some(status),
-            Some(ReplyKind::Fixed) => Some(ThreadStatus::Resolved),
-            Some(ReplyKind::Info) => None,
-            None => {
-                let parsed_reply = parse_comment(&reply.body);
-                for problem in &parsed_reply.problems {
-                    state.problems.push(StateProblem {
-                        comment_id: reply.id.clone(),
-                        message: format!("line {}: {}", problem.line, problem.message),
-                    });
-                }
-                let reply_marker = markers
-                    .own(&reply.body)
-                    .filter(|m| finding_id.as_ref().is_none_or(|id| &m.finding_id == id));
-                legacy_reply_status(reply, reply_marker, developer_spoke_since_bot)
-            }
-        };
-        let replayed = tag == Some(ReplyKind::Fixed) && applied.contains(&reply.body.as_str());
-        if replayed {
-            state.problems.push(StateProblem {
-                comment_id: reply.id.clone(),
-                message: "repeats an earlier resolution of this thread word for word; ignored"
-                    .to_owned(),
-            });
-        }
-        if let Some(next) = next.filter(|_| !replayed) {
-            if tag == Some(ReplyKind::Fixed) {
-                applied.push(&reply.body);
-            }
-            reopenable = tag == Some(ReplyKind::Fixed);
-            if next != status {
-                status = next;
-                status_at = reply.created_at;
-            }
-        }
-        developer_spoke_since_bot = false;
     }
 
     let title = title_of(&parsed.human)
@@ -497,18 +459,123 @@ fn build_thread(
         finding_id,
         file: root.path.clone(),
         line: root.line,
-        status,
-        status_at,
+        status: progress.status,
+        status_at: progress.status_at,
         score: assessment.as_ref().map(|a| a.score),
         assessment,
         title,
         body: parsed.human,
-        developer_replies,
-        bot_replies,
-        awaiting_bot: developer_spoke_since_bot,
-        forge_resolved,
-        reopenable,
+        developer_replies: progress.developer_replies,
+        bot_replies: progress.bot_replies,
+        awaiting_bot: progress.developer_spoke_since_bot,
+        forge_resolved: progress.forge_resolved,
+        reopenable: progress.reopenable,
     })
+}
+
+/// What is wrong in a comment's state block, as problems of the review state.
+fn push_parse_problems(state: &mut ReviewState, comment_id: &str, problems: &[RmcocProblem]) {
+    for problem in problems {
+        state.problems.push(StateProblem {
+            comment_id: comment_id.to_owned(),
+            message: format!("line {}: {}", problem.line, problem.message),
+        });
+    }
+}
+
+/// A finding thread as its replies, in order, have left it.
+struct Progress<'c> {
+    status: ThreadStatus,
+    status_at: Timestamp,
+    reopenable: bool,
+    developer_replies: Vec<Reply>,
+    bot_replies: usize,
+    developer_spoke_since_bot: bool,
+    forge_resolved: bool,
+    /// Resolutions by code already applied, by body: bugloop names the commit in each, so the
+    /// same body again is a copy (a signed reply replayed by someone sharing the bot's login, to
+    /// resolve a finding raised again since) and changes nothing.
+    applied: Vec<&'c str>,
+}
+
+impl<'c> Progress<'c> {
+    fn new(root: &Comment, status: ThreadStatus) -> Self {
+        Progress {
+            status,
+            status_at: root.created_at,
+            reopenable: false,
+            developer_replies: Vec::new(),
+            bot_replies: 0,
+            developer_spoke_since_bot: false,
+            forge_resolved: root.thread_resolved,
+            applied: Vec::new(),
+        }
+    }
+
+    /// A developer's reply never changes the status (state it carries is counted as untrusted);
+    /// it is kept, and the bot owes an answer.
+    fn developer_reply(
+        &mut self,
+        reply: &Comment,
+        markers: &MarkerSyntax,
+        state: &mut ReviewState,
+    ) {
+        if carries_state(reply, markers) {
+            state.ignored_untrusted += 1;
+        }
+        self.developer_replies.push(Reply {
+            comment_id: reply.id.clone(),
+            author: reply.author.clone(),
+            body: reply.body.clone(),
+            created_at: reply.created_at,
+        });
+        self.developer_spoke_since_bot = true;
+    }
+
+    /// A reply of bugloop's sets the status its tag (or, untagged, its text) says, but a
+    /// resolution by code repeated word for word, which is reported and ignored.
+    fn bot_reply(
+        &mut self,
+        reply: &'c Comment,
+        finding_id: Option<&FindingId>,
+        markers: &MarkerSyntax,
+        state: &mut ReviewState,
+    ) {
+        self.bot_replies += 1;
+        let tag = markers.read_reply_tag(&reply.body);
+        let next = match tag {
+            Some(ReplyKind::Status(status)) => Some(status),
+            Some(ReplyKind::Fixed) => Some(ThreadStatus::Resolved),
+            Some(ReplyKind::Info) => None,
+            None => {
+                let parsed_reply = parse_comment(&reply.body);
+                push_parse_problems(state, &reply.id, &parsed_reply.problems);
+                let reply_marker = markers
+                    .own(&reply.body)
+                    .filter(|m| finding_id.is_none_or(|id| &m.finding_id == id));
+                legacy_reply_status(reply, reply_marker, self.developer_spoke_since_bot)
+            }
+        };
+        let replayed = tag == Some(ReplyKind::Fixed) && self.applied.contains(&reply.body.as_str());
+        if replayed {
+            state.problems.push(StateProblem {
+                comment_id: reply.id.clone(),
+                message: "repeats an earlier resolution of this thread word for word; ignored"
+                    .to_owned(),
+            });
+        }
+        if let Some(next) = next.filter(|_| !replayed) {
+            if tag == Some(ReplyKind::Fixed) {
+                self.applied.push(&reply.body);
+            }
+            self.reopenable = tag == Some(ReplyKind::Fixed);
+            if next != self.status {
+                self.status = next;
+                self.status_at = reply.created_at;
+            }
+        }
+        self.developer_spoke_since_bot = false;
+    }
 }
 
 /// The first non-empty line of a comment that is not a marker, without heading or bold markup.

@@ -207,101 +207,121 @@ impl Git {
         let head_commit = self.head();
         match selection {
             Selection::Staged | Selection::Working => {
-                let base = head_commit.clone().unwrap_or_else(|| EMPTY_TREE.to_owned());
-                let (diff, head, what) = if *selection == Selection::Staged {
-                    (
-                        self.diff(&["--cached", &base])?,
-                        HeadState::Index,
-                        "staged changes",
-                    )
-                } else {
-                    let mut diff = self.diff(&[&base])?;
-                    diff.extend(self.untracked_diff()?);
-                    (diff, HeadState::WorkingTree, "uncommitted changes")
-                };
-                let against = head_commit
-                    .as_deref()
-                    .map_or("an empty repository".to_owned(), |h| {
-                        format!("HEAD ({})", short(h))
-                    });
-                Ok(SelectedChange {
-                    key: self.conversation_key(),
-                    description: format!("{what} against {against}"),
-                    base,
-                    head,
-                    head_commit,
-                    diff,
-                })
+                self.select_uncommitted(*selection == Selection::Staged, head_commit)
             }
             Selection::Branch | Selection::Range { .. } => {
                 let (base_rev, head_rev) = match selection {
-                    Selection::Range { base, head } => (base.clone(), head.clone()),
+                    Selection::Range { base, head } => (base.clone(), head.as_deref()),
                     _ => (None, None),
                 };
-                if head_commit.is_none() && head_rev.is_none() {
-                    return Err(GitError::Selection(
-                        "the repository has no commits yet; review what is staged with \
-                         `--staged` or every uncommitted file with `--working`"
-                            .to_owned(),
-                    ));
-                }
-                let head_name = head_rev.clone().unwrap_or_else(|| "HEAD".to_owned());
-                let head = self.resolve(&head_name).ok_or_else(|| {
-                    GitError::Selection(format!("--head {head_name:?} is not a commit here"))
-                })?;
-                let base_name = match base_rev {
-                    Some(base) => base,
-                    None => self.default_branch().ok_or_else(|| {
-                        GitError::Selection(
-                            "no default branch to compare with (no origin/HEAD, main or \
-                             master); name one with `--base`"
-                                .to_owned(),
-                        )
-                    })?,
-                };
-                let base_tip = self.resolve(&base_name).ok_or_else(|| {
-                    GitError::Selection(format!("--base {base_name:?} is not a commit here"))
-                })?;
-                let base = self
-                    .run(&["merge-base", &base_tip, &head])
-                    .ok()
-                    .filter(|s| !s.is_empty())
-                    // Unrelated histories: compare the trees directly.
-                    .unwrap_or(base_tip);
-                let diff = self.diff(&[&base, &head])?;
-                let key = match &head_rev {
-                    Some(name) => {
-                        match self.run(&["rev-parse", "--abbrev-ref", "--verify", "--quiet", name])
-                        {
-                            Ok(branch)
-                                if !branch.is_empty()
-                                    && branch != "HEAD"
-                                    && !branch.contains('^') =>
-                            {
-                                ChangeKey(format!("branch:{branch}"))
-                            }
-                            _ => ChangeKey(format!("commit:{}", short(&head))),
-                        }
-                    }
-                    None => self.conversation_key(),
-                };
-                let head_label = match (&head_rev, self.current_branch()) {
-                    (Some(name), _) => name.clone(),
-                    (None, Some(branch)) => branch,
-                    (None, None) => format!("HEAD ({})", short(&head)),
-                };
-                Ok(SelectedChange {
-                    key,
-                    description: format!(
-                        "{head_label} against {base_name} (merge base {})",
-                        short(&base)
-                    ),
-                    base,
-                    head: HeadState::Commit(head),
-                    head_commit,
-                    diff,
-                })
+                self.select_commits(base_rev, head_rev, head_commit)
             }
+        }
+    }
+
+    /// What is staged (`staged`) or every uncommitted change, untracked files included, against
+    /// HEAD (the empty tree without commits).
+    fn select_uncommitted(
+        &self,
+        staged: bool,
+        head_commit: Option<String>,
+    ) -> Result<SelectedChange, GitError> {
+        let base = head_commit.clone().unwrap_or_else(|| EMPTY_TREE.to_owned());
+        let (diff, head, what) = if staged {
+            (
+                self.diff(&["--cached", &base])?,
+                HeadState::Index,
+                "staged changes",
+            )
+        } else {
+            let mut diff = self.diff(&[&base])?;
+            diff.extend(self.untracked_diff()?);
+            (diff, HeadState::WorkingTree, "uncommitted changes")
+        };
+        let against = head_commit
+            .as_deref()
+            .map_or("an empty repository".to_owned(), |h| {
+                format!("HEAD ({})", short(h))
+            });
+        Ok(SelectedChange {
+            key: self.conversation_key(),
+            description: format!("{what} against {against}"),
+            base,
+            head,
+            head_commit,
+            diff,
+        })
+    }
+
+    /// The commits from the merge base of `base_rev` (default: the default branch) and `head_rev`
+    /// (default: HEAD) to `head_rev`.
+    fn select_commits(
+        &self,
+        base_rev: Option<String>,
+        head_rev: Option<&str>,
+        head_commit: Option<String>,
+    ) -> Result<SelectedChange, GitError> {
+        if head_commit.is_none() && head_rev.is_none() {
+            return Err(GitError::Selection(
+                "the repository has no commits yet; review what is staged with \
+                 `--staged` or every uncommitted file with `--working`"
+                    .to_owned(),
+            ));
+        }
+        let head_name = head_rev.unwrap_or("HEAD").to_owned();
+        let head = self.resolve(&head_name).ok_or_else(|| {
+            GitError::Selection(format!("--head {head_name:?} is not a commit here"))
+        })?;
+        let base_name = match base_rev {
+            Some(base) => base,
+            None => self.default_branch().ok_or_else(|| {
+                GitError::Selection(
+                    "no default branch to compare with (no origin/HEAD, main or \
+                     master); name one with `--base`"
+                        .to_owned(),
+                )
+            })?,
+        };
+        let base_tip = self.resolve(&base_name).ok_or_else(|| {
+            GitError::Selection(format!("--base {base_name:?} is not a commit here"))
+        })?;
+        let base = self
+            .run(&["merge-base", &base_tip, &head])
+            .ok()
+            .filter(|s| !s.is_empty())
+            // Unrelated histories: compare the trees directly.
+            .unwrap_or(base_tip);
+        let diff = self.diff(&[&base, &head])?;
+        let key = match head_rev {
+            Some(name) => self.conversation_of(name, &head),
+            None => self.conversation_key(),
+        };
+        let head_label = match (head_rev, self.current_branch()) {
+            (Some(name), _) => name.to_owned(),
+            (None, Some(branch)) => branch,
+            (None, None) => format!("HEAD ({})", short(&head)),
+        };
+        Ok(SelectedChange {
+            key,
+            description: format!(
+                "{head_label} against {base_name} (merge base {})",
+                short(&base)
+            ),
+            base,
+            head: HeadState::Commit(head),
+            head_commit,
+            diff,
+        })
+    }
+
+    /// The conversation of a named head: its branch's when `name` names one, else its commit's
+    /// (`head`).
+    fn conversation_of(&self, name: &str, head: &str) -> ChangeKey {
+        match self.run(&["rev-parse", "--abbrev-ref", "--verify", "--quiet", name]) {
+            Ok(branch) if !branch.is_empty() && branch != "HEAD" && !branch.contains('^') => {
+                ChangeKey(format!("branch:{branch}"))
+            }
+            _ => ChangeKey(format!("commit:{}", short(head))),
         }
     }
 

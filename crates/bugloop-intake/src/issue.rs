@@ -114,45 +114,13 @@ pub fn issue(
     repository: &dyn Repository,
 ) -> IssueText {
     let severity = severity(report);
-    let message = one_line(report.message.lines().next().unwrap_or_default());
-    // A report without a trace is its message; a trace's error is its type and message.
     let traced = report.language != crate::Language::Unknown;
-    let headline = if message.is_empty() {
-        report.kind.clone()
-    } else if traced {
-        format!("{}: {message}", report.kind)
-    } else {
-        message
-    };
-    let title = match located.first() {
-        Some(place) => {
-            let place = format!(" in {}", place.path);
-            format!(
-                "{}{place}",
-                cut(
-                    &headline,
-                    MAX_TITLE_CHARS
-                        .saturating_sub(place.chars().count())
-                        .max(20)
-                )
-            )
-        }
-        None => cut(&headline, MAX_TITLE_CHARS),
-    };
+    let headline = headline(report, traced);
+    let title = title(&headline, located);
     let mut body = String::from("bugloop filed this issue from an error report.\n\n");
-    let error = cut(&headline, 500);
-    // A code span opened by a run of backticks longer than any inside (so none closes it),
-    // with spaces so they do not touch it; one line, since a span cannot hold a blank one.
-    let error = error.split_whitespace().collect::<Vec<_>>().join(" ");
-    let longest = error.split(|c| c != '`').map(str::len).max().unwrap_or(0);
-    let span = if longest == 0 {
-        format!("`{error}`")
-    } else {
-        let ticks = "`".repeat(longest + 1);
-        format!("{ticks} {error} {ticks}")
-    };
     body.push_str(&format!(
         "**Error:** {span}\n\n**Severity:** {severity}\n\n",
+        span = error_span(&headline),
         severity = severity.as_str(),
     ));
     body.push_str(if traced {
@@ -165,6 +133,79 @@ pub fn issue(
         "{trace_fence}text\n{}\n{trace_fence}\n\n",
         report.trace
     ));
+    push_places(&mut body, report, located, repository);
+    body.push_str("\n## Reproduction\n\n");
+    match &report.reproduction {
+        Some(steps) => {
+            let steps_fence = fence(steps);
+            body.push_str(&format!("{steps_fence}text\n{steps}\n{steps_fence}\n"));
+        }
+        None => body.push_str("Not known: the report gave none.\n"),
+    }
+    body.push_str(&format!("\n{}\n", fingerprint_marker(fingerprint)));
+    IssueText {
+        title,
+        body,
+        severity,
+    }
+}
+
+/// The error in one line: a report without a trace (not `traced`) is its message; a trace's
+/// error is its type and message.
+fn headline(report: &ErrorReport, traced: bool) -> String {
+    let message = one_line(report.message.lines().next().unwrap_or_default());
+    if message.is_empty() {
+        report.kind.clone()
+    } else if traced {
+        format!("{}: {message}", report.kind)
+    } else {
+        message
+    }
+}
+
+/// The title: the headline, cut to leave room for the innermost place in the repository when
+/// there is one.
+fn title(headline: &str, located: &[Located]) -> String {
+    match located.first() {
+        Some(place) => {
+            let place = format!(" in {}", place.path);
+            format!(
+                "{}{place}",
+                cut(
+                    headline,
+                    MAX_TITLE_CHARS
+                        .saturating_sub(place.chars().count())
+                        .max(20)
+                )
+            )
+        }
+        None => cut(headline, MAX_TITLE_CHARS),
+    }
+}
+
+/// The error as a code span opened by a run of backticks longer than any inside (so none
+/// closes it), with spaces so they do not touch it; one line, since a span cannot hold a blank
+/// one.
+fn error_span(headline: &str) -> String {
+    let error = cut(headline, 500);
+    let error = error.split_whitespace().collect::<Vec<_>>().join(" ");
+    let longest = error.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    if longest == 0 {
+        format!("`{error}`")
+    } else {
+        let ticks = "`".repeat(longest + 1);
+        format!("{ticks} {error} {ticks}")
+    }
+}
+
+/// The "Where in this repository" section: each place the trace went through, innermost first,
+/// the first [`SHOWN_PLACES`] with the lines around them.
+fn push_places(
+    body: &mut String,
+    report: &ErrorReport,
+    located: &[Located],
+    repository: &dyn Repository,
+) {
     body.push_str("## Where in this repository\n\n");
     if report.frames.is_empty() {
         body.push_str("The report names no place in the code.\n");
@@ -194,19 +235,5 @@ pub fn issue(
             }
             body.push_str(&format!("  {code_fence}\n"));
         }
-    }
-    body.push_str("\n## Reproduction\n\n");
-    match &report.reproduction {
-        Some(steps) => {
-            let steps_fence = fence(steps);
-            body.push_str(&format!("{steps_fence}text\n{steps}\n{steps_fence}\n"));
-        }
-        None => body.push_str("Not known: the report gave none.\n"),
-    }
-    body.push_str(&format!("\n{}\n", fingerprint_marker(fingerprint)));
-    IssueText {
-        title,
-        body,
-        severity,
     }
 }

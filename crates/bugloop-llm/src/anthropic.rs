@@ -312,6 +312,8 @@ struct StreamState {
 }
 
 impl StreamState {
+    /// Folds one server-sent event into the state, passing text and started tool calls on to
+    /// `sink` as they come.
     fn on_event(
         &mut self,
         event: &str,
@@ -327,115 +329,118 @@ impl StreamState {
         let kind = value.get("type").and_then(Value::as_str).unwrap_or(event);
         let index = value.get("index").and_then(Value::as_u64).unwrap_or(0);
         match kind {
-            "message_start" => {
-                if let Some(message) = value.get("message") {
-                    self.model = message
-                        .get("model")
-                        .and_then(Value::as_str)
-                        .map(str::to_owned);
-                    if let Some(u) = message.get("usage") {
-                        add_usage(&mut self.usage, u);
-                    }
-                }
-            }
-            "content_block_start" => {
-                let block = value.get("content_block").cloned().unwrap_or(Value::Null);
-                let started = match block.get("type").and_then(Value::as_str) {
-                    Some("tool_use") => {
-                        let id = block
-                            .get("id")
-                            .and_then(Value::as_str)
-                            .unwrap_or_default()
-                            .to_owned();
-                        let name = block
-                            .get("name")
-                            .and_then(Value::as_str)
-                            .unwrap_or_default()
-                            .to_owned();
-                        if let Some(sink) = sink {
-                            sink(StreamEvent::ToolCallStarted {
-                                id: id.clone(),
-                                name: name.clone(),
-                            });
-                        }
-                        Block::Tool {
-                            id,
-                            name,
-                            json: String::new(),
-                        }
-                    }
-                    _ => Block::Text(
-                        block
-                            .get("text")
-                            .and_then(Value::as_str)
-                            .unwrap_or_default()
-                            .to_owned(),
-                    ),
-                };
-                self.blocks.insert(index, started);
-            }
-            "content_block_delta" => {
-                let delta = value.get("delta").cloned().unwrap_or(Value::Null);
-                match (
-                    self.blocks.get_mut(&index),
-                    delta.get("type").and_then(Value::as_str),
-                ) {
-                    (Some(Block::Text(text)), Some("text_delta")) => {
-                        let piece = delta
-                            .get("text")
-                            .and_then(Value::as_str)
-                            .unwrap_or_default();
-                        text.push_str(piece);
-                        if let Some(sink) = sink {
-                            sink(StreamEvent::Text(piece.to_owned()));
-                        }
-                    }
-                    (Some(Block::Tool { json, .. }), Some("input_json_delta")) => {
-                        json.push_str(
-                            delta
-                                .get("partial_json")
-                                .and_then(Value::as_str)
-                                .unwrap_or_default(),
-                        );
-                    }
-                    (None, _) => {
-                        return Err(LlmError::InvalidResponse(format!(
-                            "delta for unknown content block {index}"
-                        )));
-                    }
-                    _ => {}
-                }
-            }
-            "message_delta" => {
-                if let Some(reason) = value.pointer("/delta/stop_reason").and_then(Value::as_str) {
-                    self.finish = Some(finish_reason(Some(reason)));
-                }
-                if let Some(u) = value.get("usage") {
-                    add_usage(&mut self.usage, u);
-                }
-            }
+            "message_start" => self.message_start(&value),
+            "content_block_start" => self.block_start(index, &value, sink),
+            "content_block_delta" => self.block_delta(index, &value, sink)?,
+            "message_delta" => self.message_delta(&value),
             "message_stop" => self.stopped = true,
-            "error" => {
-                let kind = value
-                    .pointer("/error/type")
+            "error" => return Err(stream_error(&value)),
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// The model and the input side of the usage come first, in `message_start`.
+    fn message_start(&mut self, value: &Value) {
+        if let Some(message) = value.get("message") {
+            self.model = message
+                .get("model")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            if let Some(u) = message.get("usage") {
+                add_usage(&mut self.usage, u);
+            }
+        }
+    }
+
+    /// A new content block at `index`: a tool call (announced to `sink` at once, its arguments
+    /// follow in deltas) or text.
+    fn block_start(&mut self, index: u64, value: &Value, sink: Option<StreamSink<'_>>) {
+        let block = value.get("content_block").cloned().unwrap_or(Value::Null);
+        let started = match block.get("type").and_then(Value::as_str) {
+            Some("tool_use") => {
+                let id = block
+                    .get("id")
                     .and_then(Value::as_str)
-                    .unwrap_or("error");
-                let status = match kind {
-                    "overloaded_error" => 529,
-                    "rate_limit_error" => 429,
-                    "invalid_request_error" => 400,
-                    "authentication_error" => 401,
-                    _ => 500,
-                };
-                return Err(crate::error::classify_status(
-                    status,
-                    &value.to_string(),
-                    None,
-                ));
+                    .unwrap_or_default()
+                    .to_owned();
+                let name = block
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned();
+                if let Some(sink) = sink {
+                    sink(StreamEvent::ToolCallStarted {
+                        id: id.clone(),
+                        name: name.clone(),
+                    });
+                }
+                Block::Tool {
+                    id,
+                    name,
+                    json: String::new(),
+                }
+            }
+            _ => Block::Text(
+                block
+                    .get("text")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned(),
+            ),
+        };
+        self.blocks.insert(index, started);
+    }
+
+    /// A piece of the block at `index`: text (passed on to `sink`) or a tool call's JSON
+    /// arguments. A delta for a block that never started means the stream is broken.
+    fn block_delta(
+        &mut self,
+        index: u64,
+        value: &Value,
+        sink: Option<StreamSink<'_>>,
+    ) -> Result<(), LlmError> {
+        let delta = value.get("delta").cloned().unwrap_or(Value::Null);
+        match (
+            self.blocks.get_mut(&index),
+            delta.get("type").and_then(Value::as_str),
+        ) {
+            (Some(Block::Text(text)), Some("text_delta")) => {
+                let piece = delta
+                    .get("text")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                text.push_str(piece);
+                if let Some(sink) = sink {
+                    sink(StreamEvent::Text(piece.to_owned()));
+                }
+            }
+            (Some(Block::Tool { json, .. }), Some("input_json_delta")) => {
+                json.push_str(
+                    delta
+                        .get("partial_json")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default(),
+                );
+            }
+            (None, _) => {
+                return Err(LlmError::InvalidResponse(format!(
+                    "delta for unknown content block {index}"
+                )));
             }
             _ => {}
         }
         Ok(())
+    }
+
+    /// The stop reason and the output side of the usage come last, in `message_delta`.
+    fn message_delta(&mut self, value: &Value) {
+        if let Some(reason) = value.pointer("/delta/stop_reason").and_then(Value::as_str) {
+            self.finish = Some(finish_reason(Some(reason)));
+        }
+        if let Some(u) = value.get("usage") {
+            add_usage(&mut self.usage, u);
+        }
     }
 
     fn finish(self, default_model: &str) -> Result<ChatResponse, LlmError> {
@@ -466,4 +471,21 @@ impl StreamState {
             model: self.model.unwrap_or_else(|| default_model.to_owned()),
         })
     }
+}
+
+/// An error event in the middle of a stream, classified as the HTTP status the same error would
+/// have had before the stream began (so an overload mid-stream is retried like one up front).
+fn stream_error(value: &Value) -> LlmError {
+    let kind = value
+        .pointer("/error/type")
+        .and_then(Value::as_str)
+        .unwrap_or("error");
+    let status = match kind {
+        "overloaded_error" => 529,
+        "rate_limit_error" => 429,
+        "invalid_request_error" => 400,
+        "authentication_error" => 401,
+        _ => 500,
+    };
+    crate::error::classify_status(status, &value.to_string(), None)
 }

@@ -10,12 +10,15 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
+use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::context::params::LlamaContextParams;
 use llama_cpp_2::llama_backend::LlamaBackend;
 use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::model::{LlamaChatMessage, LlamaChatTemplate, LlamaModel};
 use llama_cpp_2::sampling::LlamaSampler;
+use llama_cpp_2::token::LlamaToken;
+use llama_cpp_2::vocab::LlamaVocab;
 
 use crate::Provider;
 use crate::error::LlmError;
@@ -250,6 +253,9 @@ impl Engine {
         Ok(LlamaSampler::chain_simple(chain))
     }
 
+    /// Runs one generation: the prompt through the model in batches, then tokens sampled one at a
+    /// time and passed on to `emit` as whole characters, until the model ends its answer or the
+    /// output cap or the context is reached.
     fn generate(
         &self,
         request: &ChatRequest,
@@ -273,42 +279,116 @@ impl Engine {
                 ),
             });
         }
+        let mut context = self.new_context(backend, n_ctx)?;
+        let mut sampler = self.sampler(request)?;
+
+        let prompt_started = Instant::now();
+        let mut batch = LlamaBatch::new(BATCH_TOKENS, 1);
+        let mut decoder = Decoder {
+            context: &mut context,
+            batch: &mut batch,
+        };
+        decoder.evaluate_prompt(&tokens)?;
+        let prompt_time = prompt_started.elapsed();
+
+        let generation_started = Instant::now();
+        let answer =
+            decoder.sample_answer(&mut sampler, &vocab, tokens.len(), max_new, n_ctx, emit)?;
+        let timings = Timings {
+            prompt_tokens: tokens.len() as u64,
+            prompt: prompt_time,
+            generated_tokens: u64::from(answer.generated),
+            generation: generation_started.elapsed(),
+        };
+        Ok((self.response(&answer, tokens.len()), timings))
+    }
+
+    /// A context of `n_ctx` tokens evaluating in batches of [`BATCH_TOKENS`] on all threads.
+    fn new_context(
+        &self,
+        backend: &LlamaBackend,
+        n_ctx: u32,
+    ) -> Result<LlamaContext<'_>, LlmError> {
         let params = LlamaContextParams::default()
             .with_n_ctx(NonZeroU32::new(n_ctx))
             .with_n_batch(BATCH_TOKENS as u32)
             .with_n_threads(self.threads)
             .with_n_threads_batch(self.threads);
-        let mut context = self
-            .model
+        self.model
             .new_context(backend, params)
-            .map_err(|e| LlmError::Local(format!("cannot create a context: {e}")))?;
-        let mut sampler = self.sampler(request)?;
+            .map_err(|e| LlmError::Local(format!("cannot create a context: {e}")))
+    }
 
-        let prompt_started = Instant::now();
-        let mut batch = LlamaBatch::new(BATCH_TOKENS, 1);
+    /// The answer as a chat response, its usage counted in tokens.
+    fn response(&self, answer: &Answer, prompt_tokens: usize) -> ChatResponse {
+        ChatResponse {
+            message: Message::assistant(String::from_utf8_lossy(&answer.bytes).into_owned()),
+            finish: answer.finish,
+            usage: Usage {
+                input_tokens: prompt_tokens as u64,
+                output_tokens: u64::from(answer.generated),
+                cached_input_tokens: 0,
+            },
+            model: format!(
+                "local:{}",
+                self.model.meta_val_str("general.name").unwrap_or_default()
+            ),
+        }
+    }
+}
+
+/// What one generation produced: its bytes, how many tokens they took and why it ended.
+struct Answer {
+    bytes: Vec<u8>,
+    generated: u32,
+    finish: FinishReason,
+}
+
+/// A context and the batch fed to it: the prompt goes in in chunks of [`BATCH_TOKENS`], then
+/// each sampled token alone.
+struct Decoder<'d, 'm> {
+    context: &'d mut LlamaContext<'m>,
+    batch: &'d mut LlamaBatch<'static>,
+}
+
+impl Decoder<'_, '_> {
+    /// Evaluates the prompt, asking for logits of its last token only (the first one sampled
+    /// follows it).
+    fn evaluate_prompt(&mut self, tokens: &[LlamaToken]) -> Result<(), LlmError> {
         let last = tokens.len().saturating_sub(1);
         for (chunk_index, chunk) in tokens.chunks(BATCH_TOKENS).enumerate() {
-            batch.clear();
+            self.batch.clear();
             for (offset, token) in chunk.iter().enumerate() {
                 let position = chunk_index * BATCH_TOKENS + offset;
-                batch
+                self.batch
                     .add(*token, position as i32, &[0], position == last)
                     .map_err(|e| LlmError::Local(format!("batch: {e}")))?;
             }
-            context
-                .decode(&mut batch)
+            self.context
+                .decode(self.batch)
                 .map_err(|e| LlmError::Local(format!("prompt evaluation failed: {e}")))?;
         }
-        let prompt_time = prompt_started.elapsed();
+        Ok(())
+    }
 
-        let generation_started = Instant::now();
+    /// Samples tokens after the prompt's `position` ones until the model ends its answer, or
+    /// `max_new` tokens or the context's `n_ctx` are reached. What is sampled is passed on to
+    /// `emit` as it comes, but only in whole characters (a token may end inside one).
+    fn sample_answer(
+        &mut self,
+        sampler: &mut LlamaSampler,
+        vocab: &LlamaVocab<'_>,
+        mut position: usize,
+        max_new: u32,
+        n_ctx: u32,
+        emit: &dyn Fn(&str),
+    ) -> Result<Answer, LlmError> {
         let mut bytes: Vec<u8> = Vec::new();
         let mut emitted = 0usize;
-        let mut position = tokens.len();
         let mut generated = 0u32;
         let mut finish = FinishReason::Length;
         while generated < max_new && (position as u32) < n_ctx {
-            let token = sampler.sample(&context, batch.n_tokens() - 1);
+            let token = sampler.sample(self.context, self.batch.n_tokens() - 1);
             if vocab.is_eog(token) {
                 finish = FinishReason::Stop;
                 break;
@@ -324,34 +404,19 @@ impl Engine {
                 emit(&String::from_utf8_lossy(&bytes[emitted..emitted + valid]));
                 emitted += valid;
             }
-            batch.clear();
-            batch
+            self.batch.clear();
+            self.batch
                 .add(token, position as i32, &[0], true)
                 .map_err(|e| LlmError::Local(format!("batch: {e}")))?;
-            context
-                .decode(&mut batch)
+            self.context
+                .decode(self.batch)
                 .map_err(|e| LlmError::Local(format!("generation failed: {e}")))?;
             position += 1;
         }
-        let timings = Timings {
-            prompt_tokens: tokens.len() as u64,
-            prompt: prompt_time,
-            generated_tokens: u64::from(generated),
-            generation: generation_started.elapsed(),
-        };
-        let response = ChatResponse {
-            message: Message::assistant(String::from_utf8_lossy(&bytes).into_owned()),
+        Ok(Answer {
+            bytes,
+            generated,
             finish,
-            usage: Usage {
-                input_tokens: tokens.len() as u64,
-                output_tokens: u64::from(generated),
-                cached_input_tokens: 0,
-            },
-            model: format!(
-                "local:{}",
-                self.model.meta_val_str("general.name").unwrap_or_default()
-            ),
-        };
-        Ok((response, timings))
+        })
     }
 }

@@ -788,6 +788,46 @@ impl TaskTree {
     /// Reads the tree as data and compares it with HEAD.
     pub fn changes(&self) -> Result<Changes, SandboxError> {
         let mut result = Changes::default();
+        let mut present: BTreeSet<Vec<u8>> = BTreeSet::new();
+        for (raw, full) in self.current_files() {
+            let shown = String::from_utf8_lossy(&raw).into_owned();
+            let Ok(metadata) = std::fs::symlink_metadata(&full) else {
+                continue;
+            };
+            let base = self.base_entries.get(&raw);
+            if base.is_some_and(|b| b.mode == 0o160000) {
+                present.insert(raw);
+                continue;
+            }
+            let Some((mode, oid)) =
+                self.recorded_as(&raw, &shown, &full, &metadata, base, &mut result)?
+            else {
+                continue;
+            };
+            present.insert(raw.clone());
+            let kind = match base {
+                None => ChangeKind::Added,
+                Some(b) if b.mode == mode && b.oid == oid => continue,
+                Some(_) => ChangeKind::Modified,
+            };
+            result.changes.push(Change {
+                path: shown,
+                raw,
+                kind,
+                mode,
+                oid,
+            });
+        }
+        self.push_deleted(&present, &mut result);
+        result.changes.sort_by(|a, b| a.raw.cmp(&b.raw));
+        Ok(result)
+    }
+
+    /// The files of the tree, each as its raw relative path and its full path: what the walk
+    /// finds (`.gitignore` applies, `.git` never entered), then the tracked files the walk
+    /// skipped because `.gitignore` now matches them, which are still tracked (as `git add -A`
+    /// sees it).
+    fn current_files(&self) -> Vec<(Vec<u8>, PathBuf)> {
         let mut seen: BTreeSet<Vec<u8>> = BTreeSet::new();
         let mut current: Vec<(Vec<u8>, PathBuf)> = Vec::new();
         let walker = ignore::WalkBuilder::new(&self.tree)
@@ -812,7 +852,6 @@ impl TaskTree {
             seen.insert(raw.clone());
             current.push((raw, entry.path().to_path_buf()));
         }
-        // Tracked files that .gitignore now matches are still tracked (as `git add -A` sees it).
         for path in self.base_entries.keys() {
             if seen.contains(path) {
                 continue;
@@ -827,76 +866,96 @@ impl TaskTree {
                 }
             }
         }
-        let mut present: BTreeSet<Vec<u8>> = BTreeSet::new();
-        for (raw, full) in current {
-            let shown = String::from_utf8_lossy(&raw).into_owned();
-            let Ok(metadata) = std::fs::symlink_metadata(&full) else {
-                continue;
-            };
-            let base = self.base_entries.get(&raw);
-            if base.is_some_and(|b| b.mode == 0o160000) {
-                present.insert(raw);
-                continue;
-            }
-            let (mode, oid) = if metadata.file_type().is_symlink() {
-                let target = std::fs::read_link(&full).map_err(|e| io_error(&full, e))?;
-                let target = target.as_os_str().as_bytes().to_vec();
-                let relative = Path::new(OsStr::from_bytes(&raw));
-                if !symlink_stays_inside(relative, &target) {
-                    let unchanged = base.is_some_and(|b| {
-                        b.mode == 0o120000 && b.oid == object_id(self.sha256, "blob", &target)
-                    });
-                    if !unchanged {
-                        result.refused.push(format!(
-                            "{shown} is a symlink to {} outside the repository",
-                            String::from_utf8_lossy(&target)
-                        ));
-                    }
-                }
-                (0o120000, object_id(self.sha256, "blob", &target))
-            } else if metadata.is_file() {
-                if metadata.mode() & 0o6000 != 0 {
-                    result.refused.push(format!("{shown} is setuid or setgid"));
-                    continue;
-                }
-                let mode = if metadata.mode() & 0o100 != 0 {
-                    0o100755
-                } else {
-                    0o100644
-                };
-                if let (Some(stamp), Some(base)) = (self.stamps.get(&raw), base)
-                    && *stamp == Stamp::of(&metadata)
-                {
-                    (base.mode, base.oid.clone())
-                } else {
-                    match read_regular(&full, MAX_COMMITTED_FILE)? {
-                        Ok(content) => (mode, object_id(self.sha256, "blob", &content)),
-                        Err(reason) => {
-                            result.refused.push(format!("{shown} {reason}"));
-                            continue;
-                        }
-                    }
-                }
-            } else {
-                result
-                    .skipped
-                    .push(format!("{shown} is not a regular file or symlink"));
-                continue;
-            };
-            present.insert(raw.clone());
-            let kind = match base {
-                None => ChangeKind::Added,
-                Some(b) if b.mode == mode && b.oid == oid => continue,
-                Some(_) => ChangeKind::Modified,
-            };
-            result.changes.push(Change {
-                path: shown,
-                raw,
-                kind,
-                mode,
-                oid,
-            });
+        current
+    }
+
+    /// The mode and object id git would record for the file at `full`, or `None` where it cannot
+    /// be committed (the reason is added to `result`'s refused or skipped).
+    fn recorded_as(
+        &self,
+        raw: &[u8],
+        shown: &str,
+        full: &Path,
+        metadata: &std::fs::Metadata,
+        base: Option<&TreeEntry>,
+        result: &mut Changes,
+    ) -> Result<Option<(u32, String)>, SandboxError> {
+        if metadata.file_type().is_symlink() {
+            self.recorded_symlink(raw, shown, full, base, result)
+                .map(Some)
+        } else if metadata.is_file() {
+            self.recorded_file(raw, shown, full, metadata, base, result)
+        } else {
+            result
+                .skipped
+                .push(format!("{shown} is not a regular file or symlink"));
+            Ok(None)
         }
+    }
+
+    /// A symlink is recorded by its target; one pointing outside the repository is refused
+    /// unless HEAD already has it so (the agent did not make it).
+    fn recorded_symlink(
+        &self,
+        raw: &[u8],
+        shown: &str,
+        full: &Path,
+        base: Option<&TreeEntry>,
+        result: &mut Changes,
+    ) -> Result<(u32, String), SandboxError> {
+        let target = std::fs::read_link(full).map_err(|e| io_error(full, e))?;
+        let target = target.as_os_str().as_bytes().to_vec();
+        let relative = Path::new(OsStr::from_bytes(raw));
+        if !symlink_stays_inside(relative, &target) {
+            let unchanged = base.is_some_and(|b| {
+                b.mode == 0o120000 && b.oid == object_id(self.sha256, "blob", &target)
+            });
+            if !unchanged {
+                result.refused.push(format!(
+                    "{shown} is a symlink to {} outside the repository",
+                    String::from_utf8_lossy(&target)
+                ));
+            }
+        }
+        Ok((0o120000, object_id(self.sha256, "blob", &target)))
+    }
+
+    /// A regular file is recorded by its content, read only where its stamp changed since the
+    /// export; setuid or setgid files and ones that cannot be read as data are refused.
+    fn recorded_file(
+        &self,
+        raw: &[u8],
+        shown: &str,
+        full: &Path,
+        metadata: &std::fs::Metadata,
+        base: Option<&TreeEntry>,
+        result: &mut Changes,
+    ) -> Result<Option<(u32, String)>, SandboxError> {
+        if metadata.mode() & 0o6000 != 0 {
+            result.refused.push(format!("{shown} is setuid or setgid"));
+            return Ok(None);
+        }
+        let mode = if metadata.mode() & 0o100 != 0 {
+            0o100755
+        } else {
+            0o100644
+        };
+        if let (Some(stamp), Some(base)) = (self.stamps.get(raw), base)
+            && *stamp == Stamp::of(metadata)
+        {
+            return Ok(Some((base.mode, base.oid.clone())));
+        }
+        match read_regular(full, MAX_COMMITTED_FILE)? {
+            Ok(content) => Ok(Some((mode, object_id(self.sha256, "blob", &content)))),
+            Err(reason) => {
+                result.refused.push(format!("{shown} {reason}"));
+                Ok(None)
+            }
+        }
+    }
+
+    /// Every file of HEAD the tree no longer has is deleted (a submodule's entry excepted).
+    fn push_deleted(&self, present: &BTreeSet<Vec<u8>>, result: &mut Changes) {
         for (raw, entry) in &self.base_entries {
             if !present.contains(raw) && entry.mode != 0o160000 {
                 result.changes.push(Change {
@@ -908,8 +967,6 @@ impl TaskTree {
                 });
             }
         }
-        result.changes.sort_by(|a, b| a.raw.cmp(&b.raw));
-        Ok(result)
     }
 
     /// The content of the regular file at `relative` in the tree, read as data: never through a

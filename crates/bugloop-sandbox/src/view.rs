@@ -265,6 +265,9 @@ impl Arguments {
 
 /// bubblewrap's arguments for a command in `workspace` with working directory `cwd`; with a
 /// `stage`, every source that is not a world-readable system path is bound from there.
+///
+/// The order of the parts is the security of the view: a later mount shadows an earlier one, so
+/// the masks come after what they mask and the git directory after the workspace it hides in.
 pub(crate) fn bwrap_arguments(
     settings: &SandboxSettings,
     workspace: &Path,
@@ -275,7 +278,29 @@ pub(crate) fn bwrap_arguments(
         stage: stage.map(Path::to_path_buf),
         ..Arguments::default()
     };
-    // Root of the sandbox is bubblewrap's own empty tmpfs; only what is listed here exists.
+    system_view(&mut a, settings);
+    devices_proc_and_tmp(&mut a, settings);
+    hidden_home(&mut a, settings);
+    for shown in &settings.read_only_paths {
+        if shown.exists() {
+            a.bind(shown, shown, false);
+        }
+    }
+    a.bind(
+        workspace,
+        workspace,
+        settings.policy == Policy::WorkspaceWrite,
+    );
+    sanitized_git_directory(&mut a, settings, workspace);
+    a.push(&["--remount-ro", "/"]);
+    isolation(&mut a);
+    a.path("--chdir", cwd);
+    a
+}
+
+/// The system directories, `/etc` filtered and the configured extra system paths: the root of
+/// the sandbox is bubblewrap's own empty tmpfs, so only what is listed here exists.
+fn system_view(a: &mut Arguments, settings: &SandboxSettings) {
     for system in SYSTEM_PATHS.iter().map(Path::new) {
         match std::fs::symlink_metadata(system) {
             Ok(m) if m.file_type().is_symlink() => {
@@ -294,8 +319,11 @@ pub(crate) fn bwrap_arguments(
             a.bind(extra, extra, false);
         }
     }
-    // A fresh /dev with its shared memory sized and the rest read-only; a fresh /proc whose
-    // kernel settings are read-only (the host's, which they are anyway).
+}
+
+/// A fresh /dev with its shared memory sized and the rest read-only; a fresh /proc whose kernel
+/// settings are read-only (the host's, which they are anyway); a sized /tmp.
+fn devices_proc_and_tmp(a: &mut Arguments, settings: &SandboxSettings) {
     a.push(&["--dev", "/dev"]);
     a.push(&[
         "--size",
@@ -321,8 +349,11 @@ pub(crate) fn bwrap_arguments(
         "--tmpfs",
         "/tmp",
     ]);
-    // The home directory exists (programs expect $HOME) but is empty and read-only, but for the
-    // configured directories, shown read-only with their credentials masked.
+}
+
+/// The home directory exists (programs expect $HOME) but is empty and read-only, but for the
+/// configured directories, shown read-only with their credentials masked.
+fn hidden_home(a: &mut Arguments, settings: &SandboxSettings) {
     if let Some(home) = settings
         .home_dir
         .as_ref()
@@ -337,18 +368,11 @@ pub(crate) fn bwrap_arguments(
         }
         a.path("--remount-ro", home);
     }
-    for shown in &settings.read_only_paths {
-        if shown.exists() {
-            a.bind(shown, shown, false);
-        }
-    }
-    a.bind(
-        workspace,
-        workspace,
-        settings.policy == Policy::WorkspaceWrite,
-    );
-    // The repository's own git directory (its config holds tokens on CI, its hooks run on the
-    // host) is never shown: a sanitized one takes its place.
+}
+
+/// The repository's own git directory (its config holds tokens on CI, its hooks run on the
+/// host) is never shown: a sanitized one takes its place, or without one, nothing.
+fn sanitized_git_directory(a: &mut Arguments, settings: &SandboxSettings, workspace: &Path) {
     let dot_git = workspace.join(".git");
     match &settings.git {
         Some(git) => {
@@ -376,13 +400,16 @@ pub(crate) fn bwrap_arguments(
         }
         None => {}
     }
-    a.push(&["--remount-ro", "/"]);
+}
+
+/// The namespaces and identity the command runs with.
+fn isolation(a: &mut Arguments) {
     a.push(&[
         // A user namespace in which the command is an unprivileged user with no capability and
         // which cannot make further namespaces. As root, the namespace maps that user to root on
-        // the host (bubblewrap maps its caller), which is why the view above shows nothing
-        // root-owned writable and nothing that is not world-readable, and /proc's kernel
-        // settings and /dev read-only.
+        // the host (bubblewrap maps its caller), which is why the view mounted before this
+        // shows nothing root-owned writable and nothing that is not world-readable, and /proc's
+        // kernel settings and /dev read-only.
         "--unshare-user",
         "--uid",
         "65534",
@@ -401,6 +428,4 @@ pub(crate) fn bwrap_arguments(
         "--die-with-parent",
         "--new-session",
     ]);
-    a.path("--chdir", cwd);
-    a
 }

@@ -402,37 +402,7 @@ impl Store {
             .await
             .map_err(query_error("add comment"))?;
         let (kind, thread, anchor) = match new.in_reply_to {
-            Some(parent) => {
-                let row = sqlx::query(
-                    "SELECT kind, thread_id, path, line, commit_sha FROM comments \
-                     WHERE id = ? AND change = ?",
-                )
-                .bind(parent)
-                .bind(change)
-                .fetch_optional(&mut *tx)
-                .await
-                .map_err(query_error("find parent"))?
-                .ok_or_else(|| {
-                    StoreError::NotFound(format!(
-                        "comment {parent} is not part of the conversation of {change}"
-                    ))
-                })?;
-                let kind: String = row.try_get("kind").map_err(query_error("read kind"))?;
-                let thread: i64 = row
-                    .try_get("thread_id")
-                    .map_err(query_error("read thread"))?;
-                let path: Option<String> = row.try_get("path").map_err(query_error("read path"))?;
-                let line: Option<i64> = row.try_get("line").map_err(query_error("read line"))?;
-                let commit: Option<String> = row
-                    .try_get("commit_sha")
-                    .map_err(query_error("read commit"))?;
-                let kind = if kind == "review" {
-                    StoredKind::Review
-                } else {
-                    StoredKind::Issue
-                };
-                (kind, Some(thread), (path, line, commit))
-            }
+            Some(parent) => parent_place(&mut tx, change, parent).await?,
             None => match &new.anchor {
                 Some(a) => (
                     StoredKind::Review,
@@ -467,18 +437,7 @@ impl Store {
         .await
         .map_err(query_error("insert comment"))?;
         if thread.is_none() {
-            // A root opens its own thread.
-            sqlx::query("UPDATE comments SET thread_id = id WHERE id = ?")
-                .bind(id)
-                .execute(&mut *tx)
-                .await
-                .map_err(query_error("open thread"))?;
-            sqlx::query("INSERT INTO threads (id, change, resolved) VALUES (?, ?, 0)")
-                .bind(id)
-                .bind(change)
-                .execute(&mut *tx)
-                .await
-                .map_err(query_error("open thread"))?;
+            open_thread(&mut tx, change, id).await?;
         }
         tx.commit().await.map_err(query_error("add comment"))?;
         self.comment(id).await
@@ -552,6 +511,71 @@ impl Store {
     pub async fn close(&self) {
         self.pool.close().await;
     }
+}
+
+/// A comment's kind, its thread (`None`: it opens its own) and its place (path, line, commit).
+type CommentPlace = (
+    StoredKind,
+    Option<i64>,
+    (Option<String>, Option<i64>, Option<String>),
+);
+
+/// Where a reply goes: its parent's kind, thread and place (path, line, commit), the parent
+/// looked up in `change` only, so a reply cannot join another change's conversation.
+async fn parent_place(
+    tx: &mut sqlx::SqliteConnection,
+    change: &str,
+    parent: i64,
+) -> Result<CommentPlace, StoreError> {
+    let row = sqlx::query(
+        "SELECT kind, thread_id, path, line, commit_sha FROM comments \
+         WHERE id = ? AND change = ?",
+    )
+    .bind(parent)
+    .bind(change)
+    .fetch_optional(&mut *tx)
+    .await
+    .map_err(query_error("find parent"))?
+    .ok_or_else(|| {
+        StoreError::NotFound(format!(
+            "comment {parent} is not part of the conversation of {change}"
+        ))
+    })?;
+    let kind: String = row.try_get("kind").map_err(query_error("read kind"))?;
+    let thread: i64 = row
+        .try_get("thread_id")
+        .map_err(query_error("read thread"))?;
+    let path: Option<String> = row.try_get("path").map_err(query_error("read path"))?;
+    let line: Option<i64> = row.try_get("line").map_err(query_error("read line"))?;
+    let commit: Option<String> = row
+        .try_get("commit_sha")
+        .map_err(query_error("read commit"))?;
+    let kind = if kind == "review" {
+        StoredKind::Review
+    } else {
+        StoredKind::Issue
+    };
+    Ok((kind, Some(thread), (path, line, commit)))
+}
+
+/// A root opens its own thread: the thread takes the comment's id, unresolved.
+async fn open_thread(
+    tx: &mut sqlx::SqliteConnection,
+    change: &str,
+    id: i64,
+) -> Result<(), StoreError> {
+    sqlx::query("UPDATE comments SET thread_id = id WHERE id = ?")
+        .bind(id)
+        .execute(&mut *tx)
+        .await
+        .map_err(query_error("open thread"))?;
+    sqlx::query("INSERT INTO threads (id, change, resolved) VALUES (?, ?, 0)")
+        .bind(id)
+        .bind(change)
+        .execute(&mut *tx)
+        .await
+        .map_err(query_error("open thread"))?;
+    Ok(())
 }
 
 /// A file that is not a database fails at the first statement; name it as damage.

@@ -172,86 +172,104 @@ impl TypedTool for ApplyPatch {
         context: &ToolContext,
         params: ApplyPatchParams,
     ) -> Result<String, ToolError> {
-        let diff = bugloop_diff::parse(&params.patch);
-        if !diff.problems.is_empty() {
-            let problems: Vec<String> = diff
-                .problems
-                .iter()
-                .map(|p| format!("line {}: {}", p.line, p.message))
-                .collect();
+        let diff = readable_patch(&params.patch)?;
+        let changes = plan(context, &diff)?;
+        carry_out(context, changes)
+    }
+}
+
+/// The patch parsed; one with any problem, or with no file in it, is refused whole.
+fn readable_patch(patch: &str) -> Result<bugloop_diff::Diff, ToolError> {
+    let diff = bugloop_diff::parse(patch);
+    if !diff.problems.is_empty() {
+        let problems: Vec<String> = diff
+            .problems
+            .iter()
+            .map(|p| format!("line {}: {}", p.line, p.message))
+            .collect();
+        return Err(ToolError::Model(format!(
+            "the patch cannot be read; nothing was changed:\n{}",
+            problems.join("\n")
+        )));
+    }
+    if diff.files.is_empty() {
+        return Err(ToolError::Model(
+            "the patch contains no file changes".into(),
+        ));
+    }
+    Ok(diff)
+}
+
+/// Every write and deletion the patch makes, each file's hunks checked against its current
+/// text first: a patch that does not apply anywhere changes nothing.
+fn plan(context: &ToolContext, diff: &bugloop_diff::Diff) -> Result<Vec<Change>, ToolError> {
+    let mut changes = Vec::new();
+    for file in &diff.files {
+        if file.binary {
             return Err(ToolError::Model(format!(
-                "the patch cannot be read; nothing was changed:\n{}",
-                problems.join("\n")
+                "{}: binary patches are not supported; nothing was changed",
+                file.path()
             )));
         }
-        if diff.files.is_empty() {
-            return Err(ToolError::Model(
-                "the patch contains no file changes".into(),
-            ));
-        }
-        let mut changes = Vec::new();
-        for file in &diff.files {
-            if file.binary {
-                return Err(ToolError::Model(format!(
-                    "{}: binary patches are not supported; nothing was changed",
-                    file.path()
-                )));
+        match file.change {
+            ChangeKind::Added => {
+                let path = writable(context, file.path())?;
+                if path.exists() {
+                    return Err(ToolError::Model(format!(
+                        "{} already exists; nothing was changed",
+                        file.path()
+                    )));
+                }
+                changes.push(Change::Write(path, apply(file, "")?));
             }
-            match file.change {
-                ChangeKind::Added => {
-                    let path = writable(context, file.path())?;
-                    if path.exists() {
+            ChangeKind::Deleted => {
+                let path = writable(context, file.path())?;
+                let current = read(context, file.path(), NOTHING_CHANGED)?;
+                apply(file, &current)?;
+                changes.push(Change::Delete(path));
+            }
+            _ => {
+                let old = file.old_path.as_deref().unwrap_or(file.path());
+                let old_path = writable(context, old)?;
+                let current = read(context, old, NOTHING_CHANGED)?;
+                let updated = apply(file, &current)?;
+                let new_path = writable(context, file.path())?;
+                if new_path != old_path {
+                    if new_path.exists() {
                         return Err(ToolError::Model(format!(
                             "{} already exists; nothing was changed",
                             file.path()
                         )));
                     }
-                    changes.push(Change::Write(path, apply(file, "")?));
-                }
-                ChangeKind::Deleted => {
-                    let path = writable(context, file.path())?;
-                    let current = read(context, file.path(), NOTHING_CHANGED)?;
-                    apply(file, &current)?;
-                    changes.push(Change::Delete(path));
-                }
-                _ => {
-                    let old = file.old_path.as_deref().unwrap_or(file.path());
-                    let old_path = writable(context, old)?;
-                    let current = read(context, old, NOTHING_CHANGED)?;
-                    let updated = apply(file, &current)?;
-                    let new_path = writable(context, file.path())?;
-                    if new_path != old_path {
-                        if new_path.exists() {
-                            return Err(ToolError::Model(format!(
-                                "{} already exists; nothing was changed",
-                                file.path()
-                            )));
-                        }
-                        if file.change == ChangeKind::Renamed {
-                            changes.push(Change::Delete(old_path));
-                        }
+                    if file.change == ChangeKind::Renamed {
+                        changes.push(Change::Delete(old_path));
                     }
-                    changes.push(Change::Write(new_path, updated));
                 }
+                changes.push(Change::Write(new_path, updated));
             }
         }
-        let mut summary = Vec::new();
-        for change in changes {
-            match change {
-                Change::Write(path, content) => {
-                    write(&path, content.as_bytes())?;
-                    summary.push(format!("wrote {}", context.workspace.relative(&path)));
-                }
-                Change::Delete(path) => {
-                    std::fs::remove_file(&path).map_err(|e| {
-                        ToolError::Model(format!("cannot delete {}: {e}", path.display()))
-                    })?;
-                    summary.push(format!("deleted {}", context.workspace.relative(&path)));
-                }
-            }
-        }
-        Ok(summary.join("\n"))
     }
+    Ok(changes)
+}
+
+/// Writes and deletes in the patch's order; what was done, one line each.
+fn carry_out(context: &ToolContext, changes: Vec<Change>) -> Result<String, ToolError> {
+    let mut summary = Vec::new();
+    for change in changes {
+        match change {
+            Change::Write(path, content) => {
+                write(&path, content.as_bytes())?;
+                summary.push(format!("wrote {}", context.workspace.relative(&path)));
+            }
+            Change::Delete(path) => {
+                std::fs::remove_file(&path).map_err(|e| {
+                    ToolError::Model(format!("cannot delete {}: {e}", path.display()))
+                })?;
+                summary.push(format!("deleted {}", context.workspace.relative(&path)));
+            }
+        }
+    }
+    Ok(summary.join("\n"))
 }
 
 const NOTHING_CHANGED: &str = "; nothing was changed";

@@ -1,17 +1,18 @@
 //! The read-only tools: read a file, list a directory, find files by glob, search contents.
 
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use async_trait::async_trait;
-use grep_regex::RegexMatcherBuilder;
+use globset::GlobMatcher;
+use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::sinks::Lossy;
-use grep_searcher::{BinaryDetection, SearcherBuilder};
+use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder};
 use ignore::WalkBuilder;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::workspace::{open_no_follow, special_kind};
+use crate::workspace::{Workspace, open_no_follow, special_kind};
 use crate::{ToolContext, ToolError, TypedTool, clip};
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -267,20 +268,7 @@ pub fn grep(
     case_insensitive: bool,
     cap: usize,
 ) -> Result<(Vec<GrepMatch>, usize), ToolError> {
-    let shown = path.unwrap_or(".");
-    // The real location: the path may be an in-tree link, and files are opened without following
-    // links.
-    let base = context.workspace.existing(shown, "search")?;
-    let kind = std::fs::metadata(&base)
-        .map_err(|e| ToolError::Model(format!("cannot search {shown}: {e}")))?
-        .file_type();
-    if !kind.is_dir()
-        && let Some(what) = special_kind(kind)
-    {
-        return Err(ToolError::Model(format!(
-            "{shown} is {what}, not a regular file or directory; it cannot be searched"
-        )));
-    }
+    let base = search_base(context, path.unwrap_or("."))?;
     let matcher = RegexMatcherBuilder::new()
         .case_insensitive(case_insensitive)
         .build(pattern)
@@ -311,37 +299,12 @@ pub fn grep(
             let Ok(entry) = entry else {
                 return ignore::WalkState::Continue;
             };
-            // The walker does not follow links, so FIFOs, sockets, devices and links are skipped
-            // here without being opened.
-            if !entry.file_type().is_some_and(|t| t.is_file()) {
-                return ignore::WalkState::Continue;
-            }
-            if let Some(glob) = &name_glob
-                && !glob.is_match(entry.file_name())
-            {
-                return ignore::WalkState::Continue;
-            }
-            // Opened without blocking or following a link, and checked again on the open file,
-            // in case something else was swapped in since the walk looked.
-            let Ok((file, kind)) = open_no_follow(entry.path()) else {
-                return ignore::WalkState::Continue;
-            };
-            if !kind.is_file() {
-                return ignore::WalkState::Continue;
-            }
-            let relative = workspace.relative(entry.path());
-            let mut local: Vec<GrepMatch> = Vec::new();
-            let _ = searcher.search_file(
+            let local = search_entry(
+                &entry,
+                name_glob.as_ref(),
+                &mut searcher,
                 &matcher,
-                &file,
-                Lossy(|line_number, line| {
-                    local.push((
-                        relative.clone(),
-                        line_number,
-                        line.trim_end_matches(['\n', '\r']).to_owned(),
-                    ));
-                    Ok(true)
-                }),
+                workspace,
             );
             if !local.is_empty() {
                 total.fetch_add(local.len(), std::sync::atomic::Ordering::Relaxed);
@@ -363,6 +326,67 @@ pub fn grep(
     matches.truncate(cap);
     let total = total.into_inner();
     Ok((matches, total))
+}
+
+/// Where a search of `shown` starts: its real location (the path may be an in-tree link, and
+/// files are opened without following links), which must be a directory or a regular file.
+fn search_base(context: &ToolContext, shown: &str) -> Result<PathBuf, ToolError> {
+    let base = context.workspace.existing(shown, "search")?;
+    let kind = std::fs::metadata(&base)
+        .map_err(|e| ToolError::Model(format!("cannot search {shown}: {e}")))?
+        .file_type();
+    if !kind.is_dir()
+        && let Some(what) = special_kind(kind)
+    {
+        return Err(ToolError::Model(format!(
+            "{shown} is {what}, not a regular file or directory; it cannot be searched"
+        )));
+    }
+    Ok(base)
+}
+
+/// The matching lines of one walked entry: only of a regular file whose name matches
+/// `name_glob`, never anything reached through a link.
+fn search_entry(
+    entry: &ignore::DirEntry,
+    name_glob: Option<&GlobMatcher>,
+    searcher: &mut Searcher,
+    matcher: &RegexMatcher,
+    workspace: &Workspace,
+) -> Vec<GrepMatch> {
+    let mut local: Vec<GrepMatch> = Vec::new();
+    // The walker does not follow links, so FIFOs, sockets, devices and links are skipped here
+    // without being opened.
+    if !entry.file_type().is_some_and(|t| t.is_file()) {
+        return local;
+    }
+    if let Some(glob) = name_glob
+        && !glob.is_match(entry.file_name())
+    {
+        return local;
+    }
+    // Opened without blocking or following a link, and checked again on the open file, in case
+    // something else was swapped in since the walk looked.
+    let Ok((file, kind)) = open_no_follow(entry.path()) else {
+        return local;
+    };
+    if !kind.is_file() {
+        return local;
+    }
+    let relative = workspace.relative(entry.path());
+    let _ = searcher.search_file(
+        matcher,
+        &file,
+        Lossy(|line_number, line| {
+            local.push((
+                relative.clone(),
+                line_number,
+                line.trim_end_matches(['\n', '\r']).to_owned(),
+            ));
+            Ok(true)
+        }),
+    );
+    local
 }
 
 #[async_trait]
