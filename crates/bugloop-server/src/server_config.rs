@@ -383,7 +383,8 @@ fn app_credentials(
     Ok(Some(credentials))
 }
 
-/// The workers, when the App's id and key are given.
+/// The workers, when the App's id and key are given. The settings are read in a fixed order, so
+/// of several mistakes the same one is always reported first.
 fn workers(
     sources: &ServerSources<'_>,
     file: &ServerFile,
@@ -394,49 +395,18 @@ fn workers(
     let Some(credentials) = app_credentials(sources, file, base)? else {
         return Ok(None);
     };
-    let count = number::<usize>("BUGLOOP_WORKERS", sources.var("BUGLOOP_WORKERS"))?
-        .or(file.workers)
-        .unwrap_or(2);
-    if count == 0 || count > 256 {
-        return Err(ServerError::Invalid(format!(
-            "workers is {count}: between 1 and 256 (leave the App's id out for a server that \
-             only queues)"
-        )));
-    }
+    let count = worker_count(sources, file)?;
     let state_key = sources
         .var("BUGLOOP_STATE_KEY")
         .or(file.state_key.clone())
         .map(|key| StateKey::new(key.into_bytes()))
         .transpose()
         .map_err(|e| ServerError::Invalid(format!("BUGLOOP_STATE_KEY: {e}")))?;
-    let seconds = |value: Option<u64>, default: u64, what: &str| -> Result<Duration, ServerError> {
-        match value.unwrap_or(default) {
-            0 => Err(ServerError::Invalid(format!(
-                "{what} is 0: at least 1 second"
-            ))),
-            n => Ok(Duration::from_secs(n)),
-        }
-    };
     let settings = WorkerSettings {
-        id: format!(
-            "{}:{}",
-            sources
-                .var("HOSTNAME")
-                .unwrap_or_else(|| "bugloop".to_owned()),
-            std::process::id()
-        ),
+        id: worker_id(sources),
         lease: seconds(file.lease_seconds, 600, "lease_seconds")?,
         app: Arc::new(credentials),
-        endpoint: Endpoint::from_values(
-            sources
-                .var("GITHUB_API_URL")
-                .or(file.api_url.clone())
-                .as_deref(),
-            sources
-                .var("GITHUB_GRAPHQL_URL")
-                .or(file.graphql_url.clone())
-                .as_deref(),
-        ),
+        endpoint: github_endpoint(sources, file),
         git_base: sources
             .var("BUGLOOP_GIT_BASE")
             .or(file.git_base.clone())
@@ -448,23 +418,81 @@ fn workers(
         },
         model: sources.var("BUGLOOP_SERVER_MODEL").or(file.model.clone()),
         state_key,
-        policy: Policy {
-            write_spacing: Duration::from_millis(
-                number::<u64>(
-                    "BUGLOOP_GITHUB_WRITE_SPACING_MS",
-                    sources.var("BUGLOOP_GITHUB_WRITE_SPACING_MS"),
-                )?
-                .or(file.write_spacing_ms)
-                .unwrap_or(1000),
-            ),
-            ..Policy::default()
-        },
+        policy: github_policy(sources, file)?,
         shutdown_grace: seconds(file.shutdown_grace_seconds, 60, "shutdown_grace_seconds")?,
         git_token_refresh: Duration::from_secs(600),
         job_timeout: seconds(file.job_timeout_seconds, 3_600, "job_timeout_seconds")?,
         metrics: Arc::default(),
     };
     Ok(Some((settings, count)))
+}
+
+/// How many workers run (2 unless set): at least one, since a server with the App's id is meant
+/// to work, and at most 256.
+fn worker_count(sources: &ServerSources<'_>, file: &ServerFile) -> Result<usize, ServerError> {
+    let count = number::<usize>("BUGLOOP_WORKERS", sources.var("BUGLOOP_WORKERS"))?
+        .or(file.workers)
+        .unwrap_or(2);
+    if count == 0 || count > 256 {
+        return Err(ServerError::Invalid(format!(
+            "workers is {count}: between 1 and 256 (leave the App's id out for a server that \
+             only queues)"
+        )));
+    }
+    Ok(count)
+}
+
+/// A duration in whole seconds (`default` unless set); 0 is refused, as it would give a job or a
+/// lease no time at all.
+fn seconds(value: Option<u64>, default: u64, what: &str) -> Result<Duration, ServerError> {
+    match value.unwrap_or(default) {
+        0 => Err(ServerError::Invalid(format!(
+            "{what} is 0: at least 1 second"
+        ))),
+        n => Ok(Duration::from_secs(n)),
+    }
+}
+
+/// The workers' name in the queue's leases: the host and the process, so an operator can tell
+/// whose a lease is.
+fn worker_id(sources: &ServerSources<'_>) -> String {
+    format!(
+        "{}:{}",
+        sources
+            .var("HOSTNAME")
+            .unwrap_or_else(|| "bugloop".to_owned()),
+        std::process::id()
+    )
+}
+
+/// Where GitHub's REST and GraphQL APIs are (GitHub Enterprise Server has its own).
+fn github_endpoint(sources: &ServerSources<'_>, file: &ServerFile) -> Endpoint {
+    Endpoint::from_values(
+        sources
+            .var("GITHUB_API_URL")
+            .or(file.api_url.clone())
+            .as_deref(),
+        sources
+            .var("GITHUB_GRAPHQL_URL")
+            .or(file.graphql_url.clone())
+            .as_deref(),
+    )
+}
+
+/// How the workers write to GitHub: the spacing between writes (a second unless set), which
+/// keeps them under GitHub's secondary rate limits.
+fn github_policy(sources: &ServerSources<'_>, file: &ServerFile) -> Result<Policy, ServerError> {
+    Ok(Policy {
+        write_spacing: Duration::from_millis(
+            number::<u64>(
+                "BUGLOOP_GITHUB_WRITE_SPACING_MS",
+                sources.var("BUGLOOP_GITHUB_WRITE_SPACING_MS"),
+            )?
+            .or(file.write_spacing_ms)
+            .unwrap_or(1000),
+        ),
+        ..Policy::default()
+    })
 }
 
 #[cfg(test)]
