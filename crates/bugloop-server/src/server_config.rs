@@ -226,62 +226,8 @@ fn operator_config(
         Some(path) => format!("{} (its config section)", path.display()),
         None => "the server's configuration".to_owned(),
     };
-    let mut tree = match &file.config {
-        None | Some(serde_yaml_ng::Value::Null) => {
-            serde_yaml_ng::Value::Mapping(serde_yaml_ng::Mapping::new())
-        }
-        Some(tree @ serde_yaml_ng::Value::Mapping(_)) => tree.clone(),
-        Some(_) => {
-            return Err(ServerError::Invalid(format!(
-                "{label}: is not a mapping of bugloop settings"
-            )));
-        }
-    };
-    // The server answers to its own label and prefix; a `config` that says otherwise would make
-    // the solve pipeline disagree with what the server queued.
-    for (keys, value, setting) in [
-        (&["labels", "trigger"][..], autofix_label, "autofix_label"),
-        (
-            &["branch_prefix"][..],
-            solve_branch_prefix,
-            "solve_branch_prefix",
-        ),
-    ] {
-        let dotted = keys.join(".");
-        let found = keys
-            .iter()
-            .try_fold(&tree, |node, key| node.get(*key))
-            .cloned();
-        match found {
-            Some(serde_yaml_ng::Value::String(given)) if given != value => {
-                return Err(ServerError::Invalid(format!(
-                    "{label}: {dotted} is {given:?} but {setting} is {value:?}; set {setting} only"
-                )));
-            }
-            Some(_) => {}
-            None => {
-                let mut node = &mut tree;
-                for key in &keys[..keys.len() - 1] {
-                    let serde_yaml_ng::Value::Mapping(map) = node else {
-                        return Err(ServerError::Invalid(format!(
-                            "{label}: {key} is not a section"
-                        )));
-                    };
-                    node = map
-                        .entry(serde_yaml_ng::Value::String((*key).to_owned()))
-                        .or_insert_with(|| {
-                            serde_yaml_ng::Value::Mapping(serde_yaml_ng::Mapping::new())
-                        });
-                }
-                if let (serde_yaml_ng::Value::Mapping(map), Some(last)) = (node, keys.last()) {
-                    map.insert(
-                        serde_yaml_ng::Value::String((*last).to_owned()),
-                        serde_yaml_ng::Value::String(value.to_owned()),
-                    );
-                }
-            }
-        }
-    }
+    let mut tree = config_tree(file, &label)?;
+    pin_server_settings(&mut tree, &label, autofix_label, solve_branch_prefix)?;
     let text = serde_yaml_ng::to_string(&tree)
         .map_err(|e| ServerError::Invalid(format!("{label}: {e}")))?;
     let config = bugloop_config::SourceText::new(label, text);
@@ -297,6 +243,82 @@ fn operator_config(
         config: Some(config),
         repository_may_set,
     })
+}
+
+/// The file's `config` section as a tree to add to: an empty mapping when it is left out.
+fn config_tree(file: &ServerFile, label: &str) -> Result<serde_yaml_ng::Value, ServerError> {
+    match &file.config {
+        None | Some(serde_yaml_ng::Value::Null) => {
+            Ok(serde_yaml_ng::Value::Mapping(serde_yaml_ng::Mapping::new()))
+        }
+        Some(tree @ serde_yaml_ng::Value::Mapping(_)) => Ok(tree.clone()),
+        Some(_) => Err(ServerError::Invalid(format!(
+            "{label}: is not a mapping of bugloop settings"
+        ))),
+    }
+}
+
+/// The server answers to its own label and prefix; a `config` that says otherwise would make
+/// the solve pipeline disagree with what the server queued, so it is refused, and one that says
+/// nothing is given the server's.
+fn pin_server_settings(
+    tree: &mut serde_yaml_ng::Value,
+    label: &str,
+    autofix_label: &str,
+    solve_branch_prefix: &str,
+) -> Result<(), ServerError> {
+    for (keys, value, setting) in [
+        (&["labels", "trigger"][..], autofix_label, "autofix_label"),
+        (
+            &["branch_prefix"][..],
+            solve_branch_prefix,
+            "solve_branch_prefix",
+        ),
+    ] {
+        let dotted = keys.join(".");
+        let found = keys
+            .iter()
+            .try_fold(&*tree, |node, key| node.get(*key))
+            .cloned();
+        match found {
+            Some(serde_yaml_ng::Value::String(given)) if given != value => {
+                return Err(ServerError::Invalid(format!(
+                    "{label}: {dotted} is {given:?} but {setting} is {value:?}; set {setting} only"
+                )));
+            }
+            Some(_) => {}
+            None => insert_setting(tree, keys, value, label)?,
+        }
+    }
+    Ok(())
+}
+
+/// Sets the key at the end of `keys` to `value`, adding the sections before it that are missing;
+/// a section that is there but not a mapping is an error.
+fn insert_setting(
+    tree: &mut serde_yaml_ng::Value,
+    keys: &[&str],
+    value: &str,
+    label: &str,
+) -> Result<(), ServerError> {
+    let mut node = tree;
+    for key in &keys[..keys.len() - 1] {
+        let serde_yaml_ng::Value::Mapping(map) = node else {
+            return Err(ServerError::Invalid(format!(
+                "{label}: {key} is not a section"
+            )));
+        };
+        node = map
+            .entry(serde_yaml_ng::Value::String((*key).to_owned()))
+            .or_insert_with(|| serde_yaml_ng::Value::Mapping(serde_yaml_ng::Mapping::new()));
+    }
+    if let (serde_yaml_ng::Value::Mapping(map), Some(last)) = (node, keys.last()) {
+        map.insert(
+            serde_yaml_ng::Value::String((*last).to_owned()),
+            serde_yaml_ng::Value::String(value.to_owned()),
+        );
+    }
+    Ok(())
 }
 
 /// The report token and the repositories it may file in; a token without any is refused (it
