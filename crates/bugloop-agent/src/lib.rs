@@ -177,6 +177,42 @@ fn run_id(task: &str) -> String {
     format!("{stamp}-{safe}-{:04x}", fastrand::u16(..))
 }
 
+/// The transcript's last event: how the run ended (a label and the answer, submission or
+/// error), and what it spent; when a budget stopped it, the budget's own count of the spending,
+/// which is what the budget was checked against.
+fn end_event(outcome: &Result<Outcome, AgentError>, usage: Usage) -> Event {
+    let (label, detail) = match outcome {
+        Ok(Outcome::Answer(text)) => ("answered", text.clone()),
+        Ok(Outcome::Submitted(value)) | Ok(Outcome::Structured(value)) => {
+            ("submitted", value.to_string())
+        }
+        Err(AgentError::TurnLimit(_)) => (
+            "turn limit",
+            outcome
+                .as_ref()
+                .err()
+                .map(ToString::to_string)
+                .unwrap_or_default(),
+        ),
+        Err(AgentError::Model(LlmError::Budget(exceeded))) => {
+            ("budget exhausted", exceeded.to_string())
+        }
+        Err(error) => ("error", error.to_string()),
+    };
+    let spent = match outcome {
+        Err(AgentError::Model(LlmError::Budget(exceeded))) => {
+            serde_json::to_value(&exceeded.spent).ok()
+        }
+        _ => serde_json::to_value(usage).ok(),
+    };
+    Event::End {
+        outcome: label.to_owned(),
+        detail,
+        usage: spent,
+        at: now(),
+    }
+}
+
 impl Agent {
     /// `provider` should be metered (`bugloop_llm::Metered`) so budgets stop the run.
     pub fn new(
@@ -218,18 +254,7 @@ impl Agent {
         for tool in extra_tools {
             registry.add(tool);
         }
-        transcript.write(&Event::Start {
-            run: id.clone(),
-            task: name,
-            model: self.provider.name().to_owned(),
-            tools: registry.names().iter().map(|n| (*n).to_owned()).collect(),
-            at: now(),
-            system: system.clone(),
-            messages: messages
-                .iter()
-                .filter_map(|m| serde_json::to_value(m).ok())
-                .collect(),
-        });
+        transcript.write(&self.start_event(&id, name, &registry, &system, &messages));
         let asked = Asked {
             system: &system,
             submit_tool: submit_tool.as_deref(),
@@ -256,42 +281,37 @@ impl Agent {
             usage,
             turns,
         } = progress;
-        let (label, detail) = match &outcome {
-            Ok(Outcome::Answer(text)) => ("answered", text.clone()),
-            Ok(Outcome::Submitted(value)) | Ok(Outcome::Structured(value)) => {
-                ("submitted", value.to_string())
-            }
-            Err(AgentError::TurnLimit(_)) => (
-                "turn limit",
-                outcome
-                    .as_ref()
-                    .err()
-                    .map(ToString::to_string)
-                    .unwrap_or_default(),
-            ),
-            Err(AgentError::Model(LlmError::Budget(exceeded))) => {
-                ("budget exhausted", exceeded.to_string())
-            }
-            Err(error) => ("error", error.to_string()),
-        };
-        let spent = match &outcome {
-            Err(AgentError::Model(LlmError::Budget(exceeded))) => {
-                serde_json::to_value(&exceeded.spent).ok()
-            }
-            _ => serde_json::to_value(usage).ok(),
-        };
-        transcript.write(&Event::End {
-            outcome: label.to_owned(),
-            detail,
-            usage: spent,
-            at: now(),
-        });
+        transcript.write(&end_event(&outcome, usage));
         Run {
             id,
             outcome,
             turns,
             usage,
             transcript: transcript.path().to_path_buf(),
+        }
+    }
+
+    /// The transcript's first event: what was asked of which model with which tools, so a run
+    /// can be read back (and summarised) from its transcript alone.
+    fn start_event(
+        &self,
+        id: &str,
+        name: String,
+        registry: &Registry,
+        system: &str,
+        messages: &[Message],
+    ) -> Event {
+        Event::Start {
+            run: id.to_owned(),
+            task: name,
+            model: self.provider.name().to_owned(),
+            tools: registry.names().iter().map(|n| (*n).to_owned()).collect(),
+            at: now(),
+            system: system.to_owned(),
+            messages: messages
+                .iter()
+                .filter_map(|m| serde_json::to_value(m).ok())
+                .collect(),
         }
     }
 

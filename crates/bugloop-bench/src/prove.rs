@@ -203,12 +203,7 @@ pub async fn prove(
     runs: usize,
 ) -> Result<ProveBench, AppError> {
     let findings = findings.max(1);
-    let mut without = config.clone();
-    without.review.prove.test_command = None;
-    let mut with = config.clone();
-    with.review.prove.test_command = Some("python3 -m unittest -q {test}".to_owned());
-    with.review.prove.min_score = 7;
-    with.review.prove.max_findings = findings;
+    let (without, with) = without_and_with_proving(config, findings);
     let sandbox = bugloop_sandbox::probe();
     if !sandbox.can_confine() {
         return Err(AppError::Invalid(format!(
@@ -216,27 +211,59 @@ pub async fn prove(
             sandbox.problem.as_deref().unwrap_or("unknown")
         )));
     }
-    let (mut plain, mut proving, mut added_calls, mut added_in, mut added_out, mut tests) = (
-        Vec::new(),
-        Vec::new(),
-        Vec::new(),
-        Vec::new(),
-        Vec::new(),
-        Vec::new(),
-    );
-    let mut shares = Vec::new();
+    let mut samples = Samples::default();
     let mut proven = 0;
     for _ in 0..runs.max(1) {
         let (seconds, base) = one_review(&without, findings).await?;
-        plain.push(seconds);
+        samples.plain.push(seconds);
         let (seconds, report) = one_review(&with, findings).await?;
-        proving.push(seconds);
+        samples.proving.push(seconds);
+        proven = samples.add_proofs(&base, &report)?;
+    }
+    Ok(samples.figures(config, findings, runs.max(1), proven))
+}
+
+/// The two configurations compared: proving off, and proving every finding the model reports
+/// (they all score 8) with the Python test runner.
+fn without_and_with_proving(
+    config: &bugloop_config::Config,
+    findings: usize,
+) -> (bugloop_config::Config, bugloop_config::Config) {
+    let mut without = config.clone();
+    without.review.prove.test_command = None;
+    let mut with = config.clone();
+    with.review.prove.test_command = Some("python3 -m unittest -q {test}".to_owned());
+    with.review.prove.min_score = 7;
+    with.review.prove.max_findings = findings;
+    (without, with)
+}
+
+/// Each run's figures, one entry per run, until the medians are taken.
+#[derive(Default)]
+struct Samples {
+    plain: Vec<f64>,
+    proving: Vec<f64>,
+    added_calls: Vec<f64>,
+    added_in: Vec<f64>,
+    added_out: Vec<f64>,
+    tests: Vec<f64>,
+    shares: Vec<f64>,
+}
+
+impl Samples {
+    /// What the proving review `report` added over the plain one `base`, per proven finding;
+    /// returns how many were proven. None proven is an error: the figures would mean nothing.
+    fn add_proofs(
+        &mut self,
+        base: &ReviewReport,
+        report: &ReviewReport,
+    ) -> Result<usize, AppError> {
         let done: Vec<_> = report
             .proofs
             .iter()
             .filter(|p| p.status == ProofStatus::Proven)
             .collect();
-        proven = done.len();
+        let proven = done.len();
         if proven == 0 {
             let why: Vec<String> = report.proofs.iter().map(|p| p.reason.clone()).collect();
             return Err(setup_error(format!(
@@ -245,42 +272,59 @@ pub async fn prove(
             )));
         }
         let per = |value: u64, base: u64| value.saturating_sub(base) as f64 / proven as f64;
-        added_calls.push(per(
+        self.added_calls.push(per(
             u64::from(report.usage.model_calls),
             u64::from(base.usage.model_calls),
         ));
-        added_in.push(per(report.usage.input_tokens, base.usage.input_tokens));
-        added_out.push(per(report.usage.output_tokens, base.usage.output_tokens));
-        shares.push(
+        self.added_in
+            .push(per(report.usage.input_tokens, base.usage.input_tokens));
+        self.added_out
+            .push(per(report.usage.output_tokens, base.usage.output_tokens));
+        self.shares.push(
             report
                 .usage
                 .input_tokens
                 .saturating_sub(base.usage.input_tokens) as f64
                 / report.usage.input_tokens.max(1) as f64,
         );
-        tests.push(done.iter().filter_map(|p| p.test_seconds).sum::<f64>() / proven as f64);
+        self.tests
+            .push(done.iter().filter_map(|p| p.test_seconds).sum::<f64>() / proven as f64);
+        Ok(proven)
     }
-    let review_seconds_without = median(plain);
-    let review_seconds_with = median(proving);
-    let added_seconds_per_proof = (review_seconds_with - review_seconds_without) / proven as f64;
-    let test_seconds_per_proof = median(tests);
-    let input_tokens_per_proof = median(added_in);
-    Ok(ProveBench {
-        findings,
-        runs: runs.max(1),
-        proven,
-        review_seconds_without,
-        review_seconds_with,
-        added_seconds_per_proof,
-        test_seconds_per_proof,
-        own_seconds_per_proof: added_seconds_per_proof - test_seconds_per_proof,
-        model_calls_per_proof: median(added_calls),
-        input_tokens_per_proof,
-        output_tokens_per_proof: median(added_out),
-        share_of_review_input: median(shares),
-        share_of_budget_per_proof: input_tokens_per_proof
-            / config.budgets.max_input_tokens.max(1) as f64,
-    })
+
+    /// The medians over the runs, and what follows from them: bugloop's own time per proof is
+    /// the added time less the tests' own, and a proof's share of the budget is its input tokens
+    /// over the budget's.
+    fn figures(
+        self,
+        config: &bugloop_config::Config,
+        findings: usize,
+        runs: usize,
+        proven: usize,
+    ) -> ProveBench {
+        let review_seconds_without = median(self.plain);
+        let review_seconds_with = median(self.proving);
+        let added_seconds_per_proof =
+            (review_seconds_with - review_seconds_without) / proven as f64;
+        let test_seconds_per_proof = median(self.tests);
+        let input_tokens_per_proof = median(self.added_in);
+        ProveBench {
+            findings,
+            runs,
+            proven,
+            review_seconds_without,
+            review_seconds_with,
+            added_seconds_per_proof,
+            test_seconds_per_proof,
+            own_seconds_per_proof: added_seconds_per_proof - test_seconds_per_proof,
+            model_calls_per_proof: median(self.added_calls),
+            input_tokens_per_proof,
+            output_tokens_per_proof: median(self.added_out),
+            share_of_review_input: median(self.shares),
+            share_of_budget_per_proof: input_tokens_per_proof
+                / config.budgets.max_input_tokens.max(1) as f64,
+        }
+    }
 }
 
 #[cfg(test)]

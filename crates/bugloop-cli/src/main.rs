@@ -401,8 +401,32 @@ fn run(cli: Cli, out: &mut impl Write) -> Result<Verdict> {
         Command::Checks(args) => review_local::checks(&cwd, &choice, &args, out),
         Command::Converge(args) => act::converge(&cwd, &choice, &args, out),
         Command::Reply(args) => act::reply(&cwd, &choice, &args, out),
-        Command::Config(ConfigCommand::Show { format }) => {
-            let loaded = configuration(&cwd, &choice)?.loaded;
+        Command::Config(command) => config_command(&cwd, &choice, &command, out),
+        Command::Rubric { format } => {
+            show::rubric(out, format)?;
+            Ok(Verdict::Done)
+        }
+        Command::Runs(command) => runs_command(&cwd, &command, out),
+        Command::Doctor => {
+            let config = configuration(&cwd, &choice)?.loaded.config;
+            show::doctor(out, &bugloop_app::doctor::checks(&config))
+        }
+        Command::Bench(command) => run_bench(&cwd, &choice, command, out),
+        Command::Inspect(command) => inspect_command(&cwd, &choice, &command, out),
+    }
+}
+
+/// `bugloop config`: the configuration in effect, each value with where it came from, or the
+/// schema of the configuration file.
+fn config_command(
+    cwd: &Path,
+    choice: &ConfigChoice,
+    command: &ConfigCommand,
+    out: &mut impl Write,
+) -> Result<Verdict> {
+    match command {
+        ConfigCommand::Show { format } => {
+            let loaded = configuration(cwd, choice)?.loaded;
             match format {
                 DataFormat::Yaml => {
                     write!(out, "{}", bugloop_app::types::to_yaml_with_sources(&loaded))?;
@@ -414,7 +438,7 @@ fn run(cli: Cli, out: &mut impl Write) -> Result<Verdict> {
             }
             Ok(Verdict::Done)
         }
-        Command::Config(ConfigCommand::Schema) => {
+        ConfigCommand::Schema => {
             writeln!(
                 out,
                 "{}",
@@ -422,42 +446,51 @@ fn run(cli: Cli, out: &mut impl Write) -> Result<Verdict> {
             )?;
             Ok(Verdict::Done)
         }
-        Command::Rubric { format } => {
-            show::rubric(out, format)?;
+    }
+}
+
+/// `bugloop runs`: the agent runs recorded in this directory, or one run's transcript.
+fn runs_command(cwd: &Path, command: &RunsCommand, out: &mut impl Write) -> Result<Verdict> {
+    match command {
+        RunsCommand::List { format } => {
+            let dir = runs::runs_dir_of(cwd);
+            show::runs(out, &dir, &runs::list(&dir), *format)?;
             Ok(Verdict::Done)
         }
-        Command::Runs(RunsCommand::List { format }) => {
-            let dir = runs::runs_dir_of(&cwd);
-            show::runs(out, &dir, &runs::list(&dir), format)?;
-            Ok(Verdict::Done)
-        }
-        Command::Runs(RunsCommand::Show { id, format }) => {
-            let events = runs::show(&runs::runs_dir_of(&cwd), &id)?;
+        RunsCommand::Show { id, format } => {
+            let events = runs::show(&runs::runs_dir_of(cwd), id)?;
             match format {
                 Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&events)?)?,
                 Format::Text => show::transcript(out, &events)?,
             }
             Ok(Verdict::Done)
         }
-        Command::Doctor => {
-            let config = configuration(&cwd, &choice)?.loaded.config;
-            show::doctor(out, &bugloop_app::doctor::checks(&config))
-        }
-        Command::Bench(command) => run_bench(&cwd, &choice, command, out),
-        Command::Inspect(InspectCommand::Diff { input, format }) => {
-            let diff = inspect::diff(&read_input(&cwd, &input)?);
+    }
+}
+
+/// `bugloop inspect`: how bugloop reads a diff or a comment, with the problems it found in it
+/// (any problem is the command's verdict, so a script can check an input).
+fn inspect_command(
+    cwd: &Path,
+    choice: &ConfigChoice,
+    command: &InspectCommand,
+    out: &mut impl Write,
+) -> Result<Verdict> {
+    match command {
+        InspectCommand::Diff { input, format } => {
+            let diff = inspect::diff(&read_input(cwd, input)?);
             match format {
                 Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&diff)?)?,
                 Format::Text => show::diff(out, &diff)?,
             }
             Ok(problems(diff.problems.len(), "diff"))
         }
-        Command::Inspect(InspectCommand::Comment { input, format }) => {
-            let bytes = read_input(&cwd, &input)?;
+        InspectCommand::Comment { input, format } => {
+            let bytes = read_input(cwd, input)?;
             let Ok(body) = String::from_utf8(bytes) else {
                 bail!("{} is not UTF-8 text", input.display());
             };
-            let config = configuration(&cwd, &choice)?.loaded.config;
+            let config = configuration(cwd, choice)?.loaded.config;
             let reading = inspect::comment(&body, &config)?;
             match format {
                 Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&reading)?)?,

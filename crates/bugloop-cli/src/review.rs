@@ -7,7 +7,9 @@ use std::path::Path;
 use anyhow::Result;
 use bugloop_app::types::style::Style;
 use bugloop_app::types::{json, markdown, sarif, text};
-use bugloop_app::{ConfigChoice, ReviewJob, ReviewScope, StoreAction, StoreResult, Verdict};
+use bugloop_app::{
+    ConfigChoice, FindingThread, ReviewJob, ReviewScope, StoreAction, StoreResult, Verdict,
+};
 use clap::ValueEnum;
 
 use crate::{open_app, runtime, warn};
@@ -128,6 +130,8 @@ pub struct FindingsArgs {
     pub format: crate::Format,
 }
 
+/// `bugloop findings`: the findings tracked in a change's conversation, or one of them with its
+/// whole thread.
 pub fn findings(
     cwd: &Path,
     choice: &ConfigChoice,
@@ -156,19 +160,7 @@ pub fn findings(
                             _ => String::new(),
                         };
                         let score = t.score.map_or("-".to_owned(), |s| format!("{s}/10"));
-                        let replies = if t.developer_replies.is_empty() {
-                            String::new()
-                        } else {
-                            format!(
-                                " ({} repl{})",
-                                t.developer_replies.len(),
-                                if t.developer_replies.len() == 1 {
-                                    "y"
-                                } else {
-                                    "ies"
-                                }
-                            )
-                        };
+                        let replies = replies_note(t.developer_replies.len());
                         writeln!(
                             out,
                             "  {:<9} {:>5}  {}{replies}\n                   {}  {}",
@@ -184,43 +176,63 @@ pub fn findings(
         }
         Some(FindingsCommand::Show { id, format }) => {
             let found = runtime.block_on(app.finding(&key, id))?;
-            let (thread, members) = (&found.finding, &found.comments);
-            match format {
-                crate::Format::Json => writeln!(
-                    out,
-                    "{}",
-                    serde_json::to_string_pretty(&serde_json::json!({
-                        "finding": thread,
-                        "comments": members,
-                    }))?
-                )?,
-                crate::Format::Text => {
-                    writeln!(
-                        out,
-                        "{} · {} · score {}",
-                        thread.finding_id.as_ref().map_or("", |f| f.as_str()),
-                        thread.status,
-                        thread.score.map_or("-".to_owned(), |s| s.to_string())
-                    )?;
-                    for comment in members {
-                        writeln!(
-                            out,
-                            "\n── {} · {} · comment {}{}\n{}",
-                            comment.author,
-                            comment.created_at.strftime("%Y-%m-%d %H:%M"),
-                            comment.id,
-                            comment.path.as_ref().map_or(String::new(), |p| format!(
-                                " · {p}:{}",
-                                comment.line.unwrap_or(0)
-                            )),
-                            comment.body.trim_end()
-                        )?;
-                    }
-                }
-            }
+            finding_thread(out, &found, *format)?;
         }
     }
     Ok(Verdict::Done)
+}
+
+/// How many replies the developers wrote to a finding, after its title; nothing when none.
+fn replies_note(count: usize) -> String {
+    if count == 0 {
+        String::new()
+    } else {
+        format!(" ({count} repl{})", if count == 1 { "y" } else { "ies" })
+    }
+}
+
+/// One finding with its whole thread: as JSON, or its id, status and score, then each comment
+/// under a line saying who wrote it, when, and where.
+fn finding_thread(
+    out: &mut impl Write,
+    found: &FindingThread,
+    format: crate::Format,
+) -> Result<()> {
+    let (thread, members) = (&found.finding, &found.comments);
+    match format {
+        crate::Format::Json => writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "finding": thread,
+                "comments": members,
+            }))?
+        )?,
+        crate::Format::Text => {
+            writeln!(
+                out,
+                "{} · {} · score {}",
+                thread.finding_id.as_ref().map_or("", |f| f.as_str()),
+                thread.status,
+                thread.score.map_or("-".to_owned(), |s| s.to_string())
+            )?;
+            for comment in members {
+                writeln!(
+                    out,
+                    "\n── {} · {} · comment {}{}\n{}",
+                    comment.author,
+                    comment.created_at.strftime("%Y-%m-%d %H:%M"),
+                    comment.id,
+                    comment.path.as_ref().map_or(String::new(), |p| format!(
+                        " · {p}:{}",
+                        comment.line.unwrap_or(0)
+                    )),
+                    comment.body.trim_end()
+                )?;
+            }
+        }
+    }
+    Ok(())
 }
 
 #[derive(Debug, Clone, Copy, clap::Subcommand)]

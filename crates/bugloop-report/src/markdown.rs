@@ -4,13 +4,27 @@ use std::fmt::Write as _;
 
 use bugloop_domain::rmcoc::fence_for;
 
-use crate::review::ReviewReport;
+use crate::review::{PublishedFinding, ReviewReport};
 use crate::text::usage_text;
 
 /// The review report as Markdown, for a pull request description or a CI summary. It is also the
 /// GitHub Action's job summary (`$GITHUB_STEP_SUMMARY`): the same content, no separate renderer.
+/// Each section is written by a function of its own, in the order of the terminal report: what
+/// was reviewed, what was found, what became of earlier findings, then what was left out.
 pub fn review(report: &ReviewReport) -> String {
     let mut out = String::new();
+    review_header(&mut out, report);
+    findings(&mut out, report);
+    proofs(&mut out, report);
+    earlier_findings(&mut out, report);
+    publishing_notes(&mut out, report);
+    left_out(&mut out, report);
+    out
+}
+
+/// What was reviewed: the change, its size, the model and what it cost, and the scope when it
+/// was not the whole change.
+fn review_header(out: &mut String, report: &ReviewReport) {
     let c = &report.change;
     let _ = writeln!(
         out,
@@ -25,65 +39,84 @@ pub fn review(report: &ReviewReport) -> String {
     if report.scope.worth_saying() {
         let _ = writeln!(out, "Reviewed {}.\n", report.scope.describe());
     }
+}
+
+/// The findings: a table to scan, then a section for each, or a line saying there are none.
+fn findings(out: &mut String, report: &ReviewReport) {
     if report.findings.is_empty() {
         out.push_str("No new findings.\n");
-    } else {
-        out.push_str("| score | severity | location | finding | id |\n|---|---|---|---|---|\n");
-        for f in &report.findings {
-            let _ = writeln!(
-                out,
-                "| {} | {} | `{}` | {} | `{}` |",
-                f.finding.score,
-                f.severity,
-                f.finding.location(),
-                f.finding.title.replace('|', "\\|"),
-                f.finding.id
-            );
-        }
-        for f in &report.findings {
-            let _ = writeln!(
-                out,
-                "\n### {}\n\n`{}` · score {}/10 · {}\n\n{}",
-                f.finding.title,
-                f.finding.location(),
-                f.finding.score,
-                f.finding.category,
-                f.finding.description
-            );
-            if let Some(code) = &f.code {
-                let fence = fence_for(code);
-                let _ = writeln!(out, "\n{fence}\n{}\n{fence}", code.trim_end());
-            }
-            if let Some(suggestion) = &f.finding.suggestion {
-                let _ = writeln!(out, "\n**Suggestion**\n\n{suggestion}");
-            }
-        }
+        return;
     }
-    if !report.proofs.is_empty() {
-        out.push_str("\n### Proofs\n\n| finding | proof | why | test |\n|---|---|---|---|\n");
-        for proof in &report.proofs {
-            // Others' words (the model's, a file name the agent chose): one line each.
-            let cell = |text: &str| bugloop_domain::markdown::quiet(text).replace('|', "\\|");
-            let _ = writeln!(
-                out,
-                "| `{}` {} | {}{} | {} | {} |",
-                proof.id,
-                cell(&proof.title),
-                proof.status.as_str(),
-                if proof.outcome == "published" {
-                    String::new()
-                } else {
-                    format!(" ({})", cell(&proof.outcome))
-                },
-                cell(&proof.reason),
-                proof
-                    .test_path
-                    .as_deref()
-                    .map(|t| format!("`{}`", cell(t).replace('`', "'")))
-                    .unwrap_or_default()
-            );
-        }
+    out.push_str("| score | severity | location | finding | id |\n|---|---|---|---|---|\n");
+    for f in &report.findings {
+        let _ = writeln!(
+            out,
+            "| {} | {} | `{}` | {} | `{}` |",
+            f.finding.score,
+            f.severity,
+            f.finding.location(),
+            f.finding.title.replace('|', "\\|"),
+            f.finding.id
+        );
     }
+    for f in &report.findings {
+        finding_section(out, f);
+    }
+}
+
+/// One finding's section: its title, place, score and category, the description, then the code
+/// line fenced so nothing in it can end the block, and the suggestion.
+fn finding_section(out: &mut String, f: &PublishedFinding) {
+    let _ = writeln!(
+        out,
+        "\n### {}\n\n`{}` · score {}/10 · {}\n\n{}",
+        f.finding.title,
+        f.finding.location(),
+        f.finding.score,
+        f.finding.category,
+        f.finding.description
+    );
+    if let Some(code) = &f.code {
+        let fence = fence_for(code);
+        let _ = writeln!(out, "\n{fence}\n{}\n{fence}", code.trim_end());
+    }
+    if let Some(suggestion) = &f.finding.suggestion {
+        let _ = writeln!(out, "\n**Suggestion**\n\n{suggestion}");
+    }
+}
+
+/// The proofs: what each test run at head came to, as a table.
+fn proofs(out: &mut String, report: &ReviewReport) {
+    if report.proofs.is_empty() {
+        return;
+    }
+    out.push_str("\n### Proofs\n\n| finding | proof | why | test |\n|---|---|---|---|\n");
+    for proof in &report.proofs {
+        // Others' words (the model's, a file name the agent chose): one line each.
+        let cell = |text: &str| bugloop_domain::markdown::quiet(text).replace('|', "\\|");
+        let _ = writeln!(
+            out,
+            "| `{}` {} | {}{} | {} | {} |",
+            proof.id,
+            cell(&proof.title),
+            proof.status.as_str(),
+            if proof.outcome == "published" {
+                String::new()
+            } else {
+                format!(" ({})", cell(&proof.outcome))
+            },
+            cell(&proof.reason),
+            proof
+                .test_path
+                .as_deref()
+                .map(|t| format!("`{}`", cell(t).replace('`', "'")))
+                .unwrap_or_default()
+        );
+    }
+}
+
+/// What became of findings of earlier reviews: resolved, and kept open though their code changed.
+fn earlier_findings(out: &mut String, report: &ReviewReport) {
     if !report.resolved.is_empty() {
         out.push_str("\n### Resolved\n\n");
         for r in &report.resolved {
@@ -97,6 +130,11 @@ pub fn review(report: &ReviewReport) -> String {
             let _ = writeln!(out, "- {} (`{}`): {}", r.title, r.id, r.reason);
         }
     }
+}
+
+/// What publishing did besides posting: findings changed before publishing, and findings dropped
+/// (folded away, since a reader rarely needs them).
+fn publishing_notes(out: &mut String, report: &ReviewReport) {
     if !report.changes.is_empty() {
         out.push_str("\n### Changed before publishing\n\n");
         for c in &report.changes {
@@ -118,6 +156,11 @@ pub fn review(report: &ReviewReport) -> String {
         }
         out.push_str("\n</details>\n");
     }
+}
+
+/// What the review could not cover: context refused to the model, and files not reviewed or
+/// parts that failed. Last, so a reader sees how complete the review was.
+fn left_out(out: &mut String, report: &ReviewReport) {
     if !report.refused_context.is_empty() {
         out.push_str("\n### Not given to the model\n\n");
         for r in &report.refused_context {
@@ -133,5 +176,4 @@ pub fn review(report: &ReviewReport) -> String {
             let _ = writeln!(out, "- error: {e}");
         }
     }
-    out
 }

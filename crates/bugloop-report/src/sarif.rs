@@ -7,7 +7,7 @@
 
 use serde_json::{Value, json};
 
-use crate::review::ReviewReport;
+use crate::review::{FindingProof, ProofStatus, PublishedFinding, ReviewReport, TrackedFinding};
 
 fn level(score: u8) -> &'static str {
     match score {
@@ -159,89 +159,75 @@ fn location(file: &str, line: Option<u32>, end_line: Option<u32>, code: Option<&
 /// code. Findings about no file cannot be code scanning alerts; they are reported as the run's
 /// notifications instead, so nothing is left out.
 pub fn review(report: &ReviewReport) -> Value {
-    let mut used: Vec<(&'static str, Option<u8>)> = Vec::new();
-    let mut use_rule = |id: &'static str, security_score: Option<u8>| -> usize {
-        match used.iter().position(|(rule, _)| *rule == id) {
+    let mut collected = Collected::default();
+    for f in &report.findings {
+        collected.add_finding(report, f);
+    }
+    // Findings still open from earlier runs are part of the change's state too.
+    for t in report.open_from_earlier() {
+        collected.add_earlier(t);
+    }
+    sarif_log(report, &collected)
+}
+
+/// What the findings come to, gathered in the report's order: the rules used (in order of first
+/// use, since a result names its rule by index, each with the highest security score seen), the
+/// results, and the findings about no file, which become notifications.
+#[derive(Default)]
+struct Collected {
+    used: Vec<(&'static str, Option<u8>)>,
+    results: Vec<Value>,
+    unplaced: Vec<String>,
+}
+
+impl Collected {
+    /// The index of rule `id` in the run's rules, adding it on first use; a security finding
+    /// raises the rule's `security-severity` to its score when that is higher.
+    fn use_rule(&mut self, id: &'static str, security_score: Option<u8>) -> usize {
+        match self.used.iter().position(|(rule, _)| *rule == id) {
             Some(index) => {
-                let highest = used[index].1.max(security_score);
-                used[index].1 = highest;
+                let highest = self.used[index].1.max(security_score);
+                self.used[index].1 = highest;
                 index
             }
             None => {
-                used.push((id, security_score));
-                used.len() - 1
+                self.used.push((id, security_score));
+                self.used.len() - 1
             }
         }
-    };
-    let mut results = Vec::new();
-    let mut unplaced = Vec::new();
-    for f in &report.findings {
+    }
+
+    /// A finding of this review: a result when it is about a file, else a notification's text.
+    fn add_finding(&mut self, report: &ReviewReport, f: &PublishedFinding) {
         let finding = &f.finding;
         let rule = rule_of(finding.category.as_str());
         let score = finding.score.get();
         let Some(file) = &finding.file else {
-            unplaced.push(format!(
+            self.unplaced.push(format!(
                 "{} ({}, score {score}): {}",
                 finding.title, rule.id, finding.description
             ));
-            continue;
+            return;
         };
         let security = (rule.id == "security").then_some(score);
-        let index = use_rule(rule.id, security);
-        let mut properties = json!({
-            "bugloopId": finding.id.as_str(),
-            "score": score,
-            "severity": f.severity,
-            "priority": f.priority,
-        });
-        let proof = report.proofs.iter().find(|p| p.id == finding.id.as_str());
-        let proven = proof.is_some_and(|p| p.status == crate::review::ProofStatus::Proven);
-        if let Some(score) = security {
-            // A proven security finding ranks higher; nothing else changes its severity.
-            let shown = if proven {
-                score.saturating_add(1).min(10)
-            } else {
-                score
-            };
-            properties["security-severity"] = json!(severity_text(shown));
-        }
-        if let Some(proof) = proof {
-            properties["proof"] = json!(proof.status);
-            properties["proven"] = json!(proven);
-        }
-        let mut result = json!({
-            "ruleId": rule.id,
-            "ruleIndex": index,
-            "level": level(score),
-            "message": {"text": format!("{}\n\n{}", finding.title, finding.description)},
-            "locations": location(file, finding.line, finding.end_line, f.code.as_deref()),
-            "partialFingerprints": {"bugloopFindingId/v1": finding.id.as_str()},
-            "properties": properties,
-        });
-        if proven {
-            result["rank"] = json!((f64::from(score) * 10.0 + 5.0).min(100.0));
-            if let Some(test) = proof.and_then(|p| p.test_path.as_deref()) {
-                result["relatedLocations"] = json!([{
-                    "id": 1,
-                    "physicalLocation": {"artifactLocation": {"uri": test}},
-                    "message": {"text": "The test that fails at head because of this problem (written by bugloop, not in the repository)"},
-                }]);
-            }
-        }
-        results.push(result);
+        let index = self.use_rule(rule.id, security);
+        self.results
+            .push(finding_result(report, f, rule, file, index, security));
     }
-    // Findings still open from earlier runs are part of the change's state too.
-    for t in report.open_from_earlier() {
+
+    /// A finding an earlier run raised that is still open: a result under the `tracked` rule
+    /// when it is about a file, else a notification's text.
+    fn add_earlier(&mut self, t: &TrackedFinding) {
         let score = t.score.unwrap_or(5);
         let Some(file) = &t.file else {
-            unplaced.push(format!(
+            self.unplaced.push(format!(
                 "{} (still open, {}, score {score})",
                 t.title, t.status
             ));
-            continue;
+            return;
         };
-        let index = use_rule("tracked", None);
-        results.push(json!({
+        let index = self.use_rule("tracked", None);
+        self.results.push(json!({
             "ruleId": "tracked",
             "ruleIndex": index,
             "level": level(score),
@@ -251,11 +237,85 @@ pub fn review(report: &ReviewReport) -> Value {
             "properties": {"bugloopId": t.id, "score": score, "status": t.status},
         }));
     }
-    let rules: Vec<Value> = used
+}
+
+/// A finding of this review about `file` as a result under rule `index`. A proven finding ranks
+/// higher and points at the test that proves it, so code scanning shows the proven ones first.
+fn finding_result(
+    report: &ReviewReport,
+    f: &PublishedFinding,
+    rule: &Rule,
+    file: &str,
+    index: usize,
+    security: Option<u8>,
+) -> Value {
+    let finding = &f.finding;
+    let score = finding.score.get();
+    let proof = report.proofs.iter().find(|p| p.id == finding.id.as_str());
+    let proven = proof.is_some_and(|p| p.status == ProofStatus::Proven);
+    let mut result = json!({
+        "ruleId": rule.id,
+        "ruleIndex": index,
+        "level": level(score),
+        "message": {"text": format!("{}\n\n{}", finding.title, finding.description)},
+        "locations": location(file, finding.line, finding.end_line, f.code.as_deref()),
+        "partialFingerprints": {"bugloopFindingId/v1": finding.id.as_str()},
+        "properties": finding_properties(f, proof, proven, security),
+    });
+    if proven {
+        result["rank"] = json!((f64::from(score) * 10.0 + 5.0).min(100.0));
+        if let Some(test) = proof.and_then(|p| p.test_path.as_deref()) {
+            result["relatedLocations"] = json!([{
+                "id": 1,
+                "physicalLocation": {"artifactLocation": {"uri": test}},
+                "message": {"text": "The test that fails at head because of this problem (written by bugloop, not in the repository)"},
+            }]);
+        }
+    }
+    result
+}
+
+/// A result's properties: bugloop's id, score, severity and priority, the security severity
+/// GitHub ranks security alerts by, and what the proof came to when there was one.
+fn finding_properties(
+    f: &PublishedFinding,
+    proof: Option<&FindingProof>,
+    proven: bool,
+    security: Option<u8>,
+) -> Value {
+    let finding = &f.finding;
+    let mut properties = json!({
+        "bugloopId": finding.id.as_str(),
+        "score": finding.score.get(),
+        "severity": f.severity,
+        "priority": f.priority,
+    });
+    if let Some(score) = security {
+        // A proven security finding ranks higher; nothing else changes its severity.
+        let shown = if proven {
+            score.saturating_add(1).min(10)
+        } else {
+            score
+        };
+        properties["security-severity"] = json!(severity_text(shown));
+    }
+    if let Some(proof) = proof {
+        properties["proof"] = json!(proof.status);
+        properties["proven"] = json!(proven);
+    }
+    properties
+}
+
+/// The SARIF log around what was collected: the tool with the rules used, the invocation with
+/// the findings about no file as notifications, and the results.
+fn sarif_log(report: &ReviewReport, collected: &Collected) -> Value {
+    let rules: Vec<Value> = collected
+        .used
         .iter()
         .map(|(id, security)| rule_json(rule_of(id), *security))
         .collect();
-    let notifications: Vec<Value> = unplaced
+    let notifications: Vec<Value> = collected
+        .unplaced
         .iter()
         .map(|text| {
             json!({
@@ -282,7 +342,7 @@ pub fn review(report: &ReviewReport) -> Value {
                 "toolExecutionNotifications": notifications,
             }],
             "automationDetails": {"id": format!("bugloop/{}", report.change.key)},
-            "results": results,
+            "results": collected.results,
         }]
     })
 }

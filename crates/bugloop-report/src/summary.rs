@@ -73,7 +73,23 @@ pub fn read_reviewed(body: &str) -> Option<ReviewedHead> {
     })
 }
 
+/// The summary comment's text, before it is neutralised. Each section is written by a function
+/// of its own, in the order a reader of the conversation wants them: the counts, how the review
+/// went (proofs, passes, the filter), what became of earlier findings, what was left out, and
+/// last what it cost.
 fn summary_text(report: &ReviewReport) -> String {
+    let mut out = summary_header(report);
+    proofs(&mut out, report);
+    passes(&mut out, report);
+    filter(&mut out, report);
+    earlier_findings(&mut out, report);
+    not_reviewed(&mut out, report);
+    out.push_str(&format!("\n{}\n", usage_line(&report.usage)));
+    out
+}
+
+/// What was reviewed, and the counts: new or updated, resolved, and open in total.
+fn summary_header(report: &ReviewReport) -> String {
     let mut out = format!(
         "### bugloop review\n\n{} · model `{}`\n\nReviewed {}.\n\n",
         report.change.description,
@@ -86,39 +102,55 @@ fn summary_text(report: &ReviewReport) -> String {
         report.findings.len(),
         report.resolved.len()
     ));
-    if !report.proofs.is_empty() {
-        out.push_str("#### Proofs\n\n");
-        for proof in &report.proofs {
-            let outcome = if proof.outcome == "published" {
-                String::new()
-            } else {
-                format!(" ({})", bugloop_domain::markdown::quiet(&proof.outcome))
-            };
-            out.push_str(&format!(
-                "- `{}` **{}**{outcome}: {}\n",
-                proof.id,
-                proof.status.as_str(),
-                bugloop_domain::markdown::quiet(&proof.reason)
-            ));
-        }
-        out.push('\n');
+    out
+}
+
+/// The proofs: what each test run at head came to, the model's words kept to one line.
+fn proofs(out: &mut String, report: &ReviewReport) {
+    if report.proofs.is_empty() {
+        return;
     }
-    if !report.passes.is_empty() {
-        out.push_str("#### Passes\n\n");
-        for pass in &report.passes {
-            let label = if pass.pass == 0 {
-                "answer".to_owned()
-            } else {
-                format!("pass {}", pass.pass)
-            };
-            out.push_str(&format!(
-                "- part {} {label}: {}\n",
-                pass.call,
-                pass.summary.trim().replace('\n', " ")
-            ));
-        }
-        out.push('\n');
+    out.push_str("#### Proofs\n\n");
+    for proof in &report.proofs {
+        let outcome = if proof.outcome == "published" {
+            String::new()
+        } else {
+            format!(" ({})", bugloop_domain::markdown::quiet(&proof.outcome))
+        };
+        out.push_str(&format!(
+            "- `{}` **{}**{outcome}: {}\n",
+            proof.id,
+            proof.status.as_str(),
+            bugloop_domain::markdown::quiet(&proof.reason)
+        ));
     }
+    out.push('\n');
+}
+
+/// The model's summary of each pass over each part (pass 0 is its answer to a reply).
+fn passes(out: &mut String, report: &ReviewReport) {
+    if report.passes.is_empty() {
+        return;
+    }
+    out.push_str("#### Passes\n\n");
+    for pass in &report.passes {
+        let label = if pass.pass == 0 {
+            "answer".to_owned()
+        } else {
+            format!("pass {}", pass.pass)
+        };
+        out.push_str(&format!(
+            "- part {} {label}: {}\n",
+            pass.call,
+            pass.summary.trim().replace('\n', " ")
+        ));
+    }
+    out.push('\n');
+}
+
+/// What the filter did: each stage's counts in and out, the findings it dropped (folded away),
+/// and the findings it changed before publishing.
+fn filter(out: &mut String, report: &ReviewReport) {
     out.push_str("#### Filter\n\n| stage | in | out |\n|---|---|---|\n");
     for stage in &report.stages {
         out.push_str(&format!(
@@ -145,6 +177,10 @@ fn summary_text(report: &ReviewReport) -> String {
             ));
         }
     }
+}
+
+/// What became of findings of earlier reviews: resolved, and kept open though their code changed.
+fn earlier_findings(out: &mut String, report: &ReviewReport) {
     if !report.resolved.is_empty() {
         out.push_str("\n#### Resolved\n\n");
         for resolved in &report.resolved {
@@ -161,6 +197,10 @@ fn summary_text(report: &ReviewReport) -> String {
             out.push_str(&format!("- `{}` {}: {}\n", r.id, r.title, r.reason));
         }
     }
+}
+
+/// The files not reviewed and the parts that failed, so a reader sees how complete it was.
+fn not_reviewed(out: &mut String, report: &ReviewReport) {
     if !report.unreviewed.is_empty() || !report.errors.is_empty() {
         out.push_str("\n#### Not reviewed\n\n");
         for part in &report.unreviewed {
@@ -170,8 +210,6 @@ fn summary_text(report: &ReviewReport) -> String {
             out.push_str(&format!("- error: {error}\n"));
         }
     }
-    out.push_str(&format!("\n{}\n", usage_line(&report.usage)));
-    out
 }
 
 #[cfg(test)]

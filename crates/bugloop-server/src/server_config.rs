@@ -226,62 +226,8 @@ fn operator_config(
         Some(path) => format!("{} (its config section)", path.display()),
         None => "the server's configuration".to_owned(),
     };
-    let mut tree = match &file.config {
-        None | Some(serde_yaml_ng::Value::Null) => {
-            serde_yaml_ng::Value::Mapping(serde_yaml_ng::Mapping::new())
-        }
-        Some(tree @ serde_yaml_ng::Value::Mapping(_)) => tree.clone(),
-        Some(_) => {
-            return Err(ServerError::Invalid(format!(
-                "{label}: is not a mapping of bugloop settings"
-            )));
-        }
-    };
-    // The server answers to its own label and prefix; a `config` that says otherwise would make
-    // the solve pipeline disagree with what the server queued.
-    for (keys, value, setting) in [
-        (&["labels", "trigger"][..], autofix_label, "autofix_label"),
-        (
-            &["branch_prefix"][..],
-            solve_branch_prefix,
-            "solve_branch_prefix",
-        ),
-    ] {
-        let dotted = keys.join(".");
-        let found = keys
-            .iter()
-            .try_fold(&tree, |node, key| node.get(*key))
-            .cloned();
-        match found {
-            Some(serde_yaml_ng::Value::String(given)) if given != value => {
-                return Err(ServerError::Invalid(format!(
-                    "{label}: {dotted} is {given:?} but {setting} is {value:?}; set {setting} only"
-                )));
-            }
-            Some(_) => {}
-            None => {
-                let mut node = &mut tree;
-                for key in &keys[..keys.len() - 1] {
-                    let serde_yaml_ng::Value::Mapping(map) = node else {
-                        return Err(ServerError::Invalid(format!(
-                            "{label}: {key} is not a section"
-                        )));
-                    };
-                    node = map
-                        .entry(serde_yaml_ng::Value::String((*key).to_owned()))
-                        .or_insert_with(|| {
-                            serde_yaml_ng::Value::Mapping(serde_yaml_ng::Mapping::new())
-                        });
-                }
-                if let (serde_yaml_ng::Value::Mapping(map), Some(last)) = (node, keys.last()) {
-                    map.insert(
-                        serde_yaml_ng::Value::String((*last).to_owned()),
-                        serde_yaml_ng::Value::String(value.to_owned()),
-                    );
-                }
-            }
-        }
-    }
+    let mut tree = config_tree(file, &label)?;
+    pin_server_settings(&mut tree, &label, autofix_label, solve_branch_prefix)?;
     let text = serde_yaml_ng::to_string(&tree)
         .map_err(|e| ServerError::Invalid(format!("{label}: {e}")))?;
     let config = bugloop_config::SourceText::new(label, text);
@@ -297,6 +243,82 @@ fn operator_config(
         config: Some(config),
         repository_may_set,
     })
+}
+
+/// The file's `config` section as a tree to add to: an empty mapping when it is left out.
+fn config_tree(file: &ServerFile, label: &str) -> Result<serde_yaml_ng::Value, ServerError> {
+    match &file.config {
+        None | Some(serde_yaml_ng::Value::Null) => {
+            Ok(serde_yaml_ng::Value::Mapping(serde_yaml_ng::Mapping::new()))
+        }
+        Some(tree @ serde_yaml_ng::Value::Mapping(_)) => Ok(tree.clone()),
+        Some(_) => Err(ServerError::Invalid(format!(
+            "{label}: is not a mapping of bugloop settings"
+        ))),
+    }
+}
+
+/// The server answers to its own label and prefix; a `config` that says otherwise would make
+/// the solve pipeline disagree with what the server queued, so it is refused, and one that says
+/// nothing is given the server's.
+fn pin_server_settings(
+    tree: &mut serde_yaml_ng::Value,
+    label: &str,
+    autofix_label: &str,
+    solve_branch_prefix: &str,
+) -> Result<(), ServerError> {
+    for (keys, value, setting) in [
+        (&["labels", "trigger"][..], autofix_label, "autofix_label"),
+        (
+            &["branch_prefix"][..],
+            solve_branch_prefix,
+            "solve_branch_prefix",
+        ),
+    ] {
+        let dotted = keys.join(".");
+        let found = keys
+            .iter()
+            .try_fold(&*tree, |node, key| node.get(*key))
+            .cloned();
+        match found {
+            Some(serde_yaml_ng::Value::String(given)) if given != value => {
+                return Err(ServerError::Invalid(format!(
+                    "{label}: {dotted} is {given:?} but {setting} is {value:?}; set {setting} only"
+                )));
+            }
+            Some(_) => {}
+            None => insert_setting(tree, keys, value, label)?,
+        }
+    }
+    Ok(())
+}
+
+/// Sets the key at the end of `keys` to `value`, adding the sections before it that are missing;
+/// a section that is there but not a mapping is an error.
+fn insert_setting(
+    tree: &mut serde_yaml_ng::Value,
+    keys: &[&str],
+    value: &str,
+    label: &str,
+) -> Result<(), ServerError> {
+    let mut node = tree;
+    for key in &keys[..keys.len() - 1] {
+        let serde_yaml_ng::Value::Mapping(map) = node else {
+            return Err(ServerError::Invalid(format!(
+                "{label}: {key} is not a section"
+            )));
+        };
+        node = map
+            .entry(serde_yaml_ng::Value::String((*key).to_owned()))
+            .or_insert_with(|| serde_yaml_ng::Value::Mapping(serde_yaml_ng::Mapping::new()));
+    }
+    if let (serde_yaml_ng::Value::Mapping(map), Some(last)) = (node, keys.last()) {
+        map.insert(
+            serde_yaml_ng::Value::String((*last).to_owned()),
+            serde_yaml_ng::Value::String(value.to_owned()),
+        );
+    }
+    Ok(())
 }
 
 /// The report token and the repositories it may file in; a token without any is refused (it
@@ -383,7 +405,8 @@ fn app_credentials(
     Ok(Some(credentials))
 }
 
-/// The workers, when the App's id and key are given.
+/// The workers, when the App's id and key are given. The settings are read in a fixed order, so
+/// of several mistakes the same one is always reported first.
 fn workers(
     sources: &ServerSources<'_>,
     file: &ServerFile,
@@ -394,49 +417,18 @@ fn workers(
     let Some(credentials) = app_credentials(sources, file, base)? else {
         return Ok(None);
     };
-    let count = number::<usize>("BUGLOOP_WORKERS", sources.var("BUGLOOP_WORKERS"))?
-        .or(file.workers)
-        .unwrap_or(2);
-    if count == 0 || count > 256 {
-        return Err(ServerError::Invalid(format!(
-            "workers is {count}: between 1 and 256 (leave the App's id out for a server that \
-             only queues)"
-        )));
-    }
+    let count = worker_count(sources, file)?;
     let state_key = sources
         .var("BUGLOOP_STATE_KEY")
         .or(file.state_key.clone())
         .map(|key| StateKey::new(key.into_bytes()))
         .transpose()
         .map_err(|e| ServerError::Invalid(format!("BUGLOOP_STATE_KEY: {e}")))?;
-    let seconds = |value: Option<u64>, default: u64, what: &str| -> Result<Duration, ServerError> {
-        match value.unwrap_or(default) {
-            0 => Err(ServerError::Invalid(format!(
-                "{what} is 0: at least 1 second"
-            ))),
-            n => Ok(Duration::from_secs(n)),
-        }
-    };
     let settings = WorkerSettings {
-        id: format!(
-            "{}:{}",
-            sources
-                .var("HOSTNAME")
-                .unwrap_or_else(|| "bugloop".to_owned()),
-            std::process::id()
-        ),
+        id: worker_id(sources),
         lease: seconds(file.lease_seconds, 600, "lease_seconds")?,
         app: Arc::new(credentials),
-        endpoint: Endpoint::from_values(
-            sources
-                .var("GITHUB_API_URL")
-                .or(file.api_url.clone())
-                .as_deref(),
-            sources
-                .var("GITHUB_GRAPHQL_URL")
-                .or(file.graphql_url.clone())
-                .as_deref(),
-        ),
+        endpoint: github_endpoint(sources, file),
         git_base: sources
             .var("BUGLOOP_GIT_BASE")
             .or(file.git_base.clone())
@@ -448,23 +440,81 @@ fn workers(
         },
         model: sources.var("BUGLOOP_SERVER_MODEL").or(file.model.clone()),
         state_key,
-        policy: Policy {
-            write_spacing: Duration::from_millis(
-                number::<u64>(
-                    "BUGLOOP_GITHUB_WRITE_SPACING_MS",
-                    sources.var("BUGLOOP_GITHUB_WRITE_SPACING_MS"),
-                )?
-                .or(file.write_spacing_ms)
-                .unwrap_or(1000),
-            ),
-            ..Policy::default()
-        },
+        policy: github_policy(sources, file)?,
         shutdown_grace: seconds(file.shutdown_grace_seconds, 60, "shutdown_grace_seconds")?,
         git_token_refresh: Duration::from_secs(600),
         job_timeout: seconds(file.job_timeout_seconds, 3_600, "job_timeout_seconds")?,
         metrics: Arc::default(),
     };
     Ok(Some((settings, count)))
+}
+
+/// How many workers run (2 unless set): at least one, since a server with the App's id is meant
+/// to work, and at most 256.
+fn worker_count(sources: &ServerSources<'_>, file: &ServerFile) -> Result<usize, ServerError> {
+    let count = number::<usize>("BUGLOOP_WORKERS", sources.var("BUGLOOP_WORKERS"))?
+        .or(file.workers)
+        .unwrap_or(2);
+    if count == 0 || count > 256 {
+        return Err(ServerError::Invalid(format!(
+            "workers is {count}: between 1 and 256 (leave the App's id out for a server that \
+             only queues)"
+        )));
+    }
+    Ok(count)
+}
+
+/// A duration in whole seconds (`default` unless set); 0 is refused, as it would give a job or a
+/// lease no time at all.
+fn seconds(value: Option<u64>, default: u64, what: &str) -> Result<Duration, ServerError> {
+    match value.unwrap_or(default) {
+        0 => Err(ServerError::Invalid(format!(
+            "{what} is 0: at least 1 second"
+        ))),
+        n => Ok(Duration::from_secs(n)),
+    }
+}
+
+/// The workers' name in the queue's leases: the host and the process, so an operator can tell
+/// whose a lease is.
+fn worker_id(sources: &ServerSources<'_>) -> String {
+    format!(
+        "{}:{}",
+        sources
+            .var("HOSTNAME")
+            .unwrap_or_else(|| "bugloop".to_owned()),
+        std::process::id()
+    )
+}
+
+/// Where GitHub's REST and GraphQL APIs are (GitHub Enterprise Server has its own).
+fn github_endpoint(sources: &ServerSources<'_>, file: &ServerFile) -> Endpoint {
+    Endpoint::from_values(
+        sources
+            .var("GITHUB_API_URL")
+            .or(file.api_url.clone())
+            .as_deref(),
+        sources
+            .var("GITHUB_GRAPHQL_URL")
+            .or(file.graphql_url.clone())
+            .as_deref(),
+    )
+}
+
+/// How the workers write to GitHub: the spacing between writes (a second unless set), which
+/// keeps them under GitHub's secondary rate limits.
+fn github_policy(sources: &ServerSources<'_>, file: &ServerFile) -> Result<Policy, ServerError> {
+    Ok(Policy {
+        write_spacing: Duration::from_millis(
+            number::<u64>(
+                "BUGLOOP_GITHUB_WRITE_SPACING_MS",
+                sources.var("BUGLOOP_GITHUB_WRITE_SPACING_MS"),
+            )?
+            .or(file.write_spacing_ms)
+            .unwrap_or(1000),
+        ),
+        ..Policy::default()
+    })
 }
 
 #[cfg(test)]
