@@ -59,28 +59,26 @@ pub(super) async fn run(
     brief: &Brief,
     open_ids: &[String],
     own_findings: Vec<Finding>,
-    mut errors: Vec<String>,
+    errors: Vec<String>,
 ) -> Reported {
     // 5. The sessions.
     let plan = &brief.plan;
-    let mut unreviewed = plan.unreviewed.clone();
-    let mut passes = Vec::new();
-    let mut reported: Vec<Finding> = own_findings;
-    let mut dropped = Vec::new();
-    let mut changes: Vec<StageChange> = Vec::new();
-    let mut resolutions: BTreeMap<String, String> = BTreeMap::new();
+    let mut reported = Reported {
+        findings: own_findings,
+        resolutions: BTreeMap::new(),
+        unreviewed: plan.unreviewed.clone(),
+        errors,
+        passes: Vec::new(),
+        dropped: Vec::new(),
+        changes: Vec::new(),
+        unanswered: None,
+    };
     let mut stopped: Option<String> = None;
-    let mut unanswered: Option<String> = None;
     let total = plan.batches.len();
     for (index, batch) in plan.batches.iter().enumerate() {
         let call = index + 1;
         if let Some(reason) = &stopped {
-            for file in &batch.files {
-                unreviewed.push(Unreviewed {
-                    path: file.clone(),
-                    reason: format!("not reviewed: {reason}"),
-                });
-            }
+            reported.not_reviewed(batch, &format!("not reviewed: {reason}"));
             continue;
         }
         env.progress.event(ProgressEvent::CallStarted {
@@ -95,27 +93,43 @@ pub(super) async fn run(
             error: session.error.clone(),
         });
         if let Some(error) = &session.error {
-            unanswered.get_or_insert_with(|| error.clone());
-            errors.push(format!("part {call} of {total}: {error}"));
-            for file in &batch.files {
-                unreviewed.push(Unreviewed {
-                    path: file.clone(),
-                    reason: format!("the review of this part stopped: {error}"),
-                });
-            }
+            reported.unanswered.get_or_insert_with(|| error.clone());
+            reported
+                .errors
+                .push(format!("part {call} of {total}: {error}"));
+            reported.not_reviewed(batch, &format!("the review of this part stopped: {error}"));
             if session.budget_exhausted {
                 stopped = Some(error.clone());
             }
         }
+        reported.add(session.collected, (call, total));
+    }
+    reported
+}
+
+impl Reported {
+    /// Lists the batch's files as not reviewed, for `reason`.
+    fn not_reviewed(&mut self, batch: &Batch, reason: &str) {
+        for file in &batch.files {
+            self.unreviewed.push(Unreviewed {
+                path: file.clone(),
+                reason: reason.to_owned(),
+            });
+        }
+    }
+
+    /// Adds what session `call` of `total` collected: its findings, resolutions and pass
+    /// summaries, and its unusable reports as dropped.
+    fn add(&mut self, collected: Collected, (call, total): (usize, usize)) {
         let Collected {
             findings,
             resolutions: resolved,
             passes: pass_results,
             invalid,
-        } = session.collected;
+        } = collected;
         if !invalid.is_empty() {
             // Part of the answer could not be read: what it did not say may be in that part.
-            unanswered.get_or_insert_with(|| {
+            self.unanswered.get_or_insert_with(|| {
                 format!(
                     "part {call} of {total}: {} report(s) of the model's could not be used",
                     invalid.len()
@@ -123,7 +137,7 @@ pub(super) async fn run(
             });
         }
         for (position, problem) in invalid.into_iter().enumerate() {
-            dropped.push(DroppedFinding {
+            self.dropped.push(DroppedFinding {
                 stage: ReportStage::Validation,
                 id: format!("part-{call}-report-{}", position + 1),
                 title: "(unusable report)".to_owned(),
@@ -132,43 +146,36 @@ pub(super) async fn run(
             });
         }
         for pass in pass_results {
-            passes.push(PassSummary {
+            self.passes.push(PassSummary {
                 call,
                 pass: pass.pass_number,
                 summary: pass.summary,
                 blocking: pass.has_blocking_issues,
             });
         }
-        for mut finding in findings {
-            // Ids chosen by the model may repeat across sessions for different problems.
-            let base = finding.id.clone();
-            let mut n = 2;
-            while reported.iter().any(|f| f.id == finding.id) {
-                finding.id = base.with_suffix(n);
-                n += 1;
-            }
-            if finding.id != base {
-                changes.push(StageChange {
-                    stage: ReportStage::Reported,
-                    id: finding.id.as_str().to_owned(),
-                    note: format!(
-                        "renamed from {base}: an earlier part of this review used that id"
-                    ),
-                });
-            }
-            reported.push(finding);
+        for finding in findings {
+            self.add_finding(finding);
         }
-        resolutions.extend(resolved);
+        self.resolutions.extend(resolved);
     }
-    Reported {
-        findings: reported,
-        resolutions,
-        unreviewed,
-        errors,
-        passes,
-        dropped,
-        changes,
-        unanswered,
+
+    /// Adds a finding, renamed when an earlier session's finding has its id: ids chosen by the
+    /// model may repeat across sessions for different problems.
+    fn add_finding(&mut self, mut finding: Finding) {
+        let base = finding.id.clone();
+        let mut n = 2;
+        while self.findings.iter().any(|f| f.id == finding.id) {
+            finding.id = base.with_suffix(n);
+            n += 1;
+        }
+        if finding.id != base {
+            self.changes.push(StageChange {
+                stage: ReportStage::Reported,
+                id: finding.id.as_str().to_owned(),
+                note: format!("renamed from {base}: an earlier part of this review used that id"),
+            });
+        }
+        self.findings.push(finding);
     }
 }
 
