@@ -196,6 +196,9 @@ fn not_tried(finding: &Finding, reason: String) -> FindingProof {
     proof(finding, ProofStatus::NotTried, reason)
 }
 
+/// Proves one finding: the Build agent writes a test in a task tree of the head, bugloop runs
+/// it, and the model says whether its failure shows the problem. `Err` only when the run's
+/// budget ran out.
 async fn prove_one(
     env: &LoopEnv<'_>,
     head: &str,
@@ -225,21 +228,10 @@ async fn prove_one(
         Err(reason) => return Ok(proof(finding, ProofStatus::NotProven, reason)),
     };
     let mut result = proof(finding, ProofStatus::NotProven, String::new());
-    // Read as data: never through a symlink, never a FIFO or a device, never large. A proof's
-    // test is small, shown whole, and kept whole for the fix that must make it pass.
-    let source = match bench.read_regular_file(&test_path, MAX_PROOF_TEST_BYTES as u64) {
-        Ok(bytes) => match String::from_utf8(bytes) {
-            Ok(source) => source,
-            Err(_) => {
-                result.reason = format!("the test {test_path} is not UTF-8 text");
-                return Ok(result);
-            }
-        },
+    let source = match read_test(&bench, &test_path) {
+        Ok(source) => source,
         Err(reason) => {
-            result.reason = format!(
-                "the test cannot be read as a small file of the tree (at most \
-                 {MAX_PROOF_TEST_BYTES} bytes): {reason}"
-            );
+            result.reason = reason;
             return Ok(result);
         }
     };
@@ -287,7 +279,37 @@ async fn prove_one(
     };
     let output = crate::context::last_lines(&bench.relative(&failing.output), 30);
     result.output = Some(output.clone());
-    match confirm(env, &bench, finding, &source, &output).await {
+    confirm_failure(env, &bench, finding, &source, &output, &mut result).await?;
+    Ok(result)
+}
+
+/// The test's source, read as data: never through a symlink, never a FIFO or a device, never
+/// large. A proof's test is small, shown whole, and kept whole for the fix that must make it
+/// pass.
+fn read_test(bench: &Workbench, test_path: &str) -> Result<String, String> {
+    match bench.read_regular_file(test_path, MAX_PROOF_TEST_BYTES as u64) {
+        Ok(bytes) => match String::from_utf8(bytes) {
+            Ok(source) => Ok(source),
+            Err(_) => Err(format!("the test {test_path} is not UTF-8 text")),
+        },
+        Err(reason) => Err(format!(
+            "the test cannot be read as a small file of the tree (at most \
+             {MAX_PROOF_TEST_BYTES} bytes): {reason}"
+        )),
+    }
+}
+
+/// Asks the model whether the test fails because of the problem the finding states: only then
+/// is the finding proven. `Err` when the run's budget ran out.
+async fn confirm_failure(
+    env: &LoopEnv<'_>,
+    bench: &Workbench,
+    finding: &Finding,
+    source: &str,
+    output: &str,
+    result: &mut FindingProof,
+) -> Result<(), Stopped> {
+    match confirm(env, bench, finding, source, output).await {
         Ok(Confirmation {
             shows_the_problem: true,
             why,
@@ -306,7 +328,7 @@ async fn prove_one(
                 format!("whether the failure shows the problem could not be asked: {error}");
         }
     }
-    Ok(result)
+    Ok(())
 }
 
 /// The test the agent wrote: an added regular file, the one its answer names (or the only one
