@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use bugloop_config::Unreproduced;
+use bugloop_config::{ProveConfig, Unreproduced};
 use bugloop_domain::Score;
 use bugloop_domain::finding::{Category, Finding};
 use bugloop_domain::proof::MAX_PROOF_TEST_BYTES;
@@ -59,49 +59,73 @@ pub(crate) async fn prove_findings(
     let mut proofs = Vec::new();
     let mut cannot = cannot_prove(env, head);
     for (rank, &index) in candidates.iter().enumerate() {
-        let finding = &findings[index];
-        if cannot.is_none() && env.meter.remaining_time() == Some(Duration::ZERO) {
-            cannot = Some(out_of_budget(
-                "the run's wall time (budgets.max_wall_seconds)",
-            ));
-        }
-        let proof = if let Some(reason) = &cannot {
-            not_tried(finding, reason.clone())
-        } else if rank >= settings.max_findings {
-            not_tried(
-                finding,
-                format!(
-                    "over review.prove.max_findings ({}): the most severe were proven first",
-                    settings.max_findings
-                ),
-            )
-        } else {
-            let mut limit = Duration::from_secs(settings.timeout_seconds.max(1));
-            if let Some(left) = env.meter.remaining_time() {
-                limit = limit.min(left);
-            }
-            match tokio::time::timeout(limit, prove_one(env, head, finding)).await {
-                Ok(Ok(proof)) => proof,
-                Ok(Err(Stopped::Budget(limit))) => {
-                    let reason = out_of_budget(&limit);
-                    cannot = Some(reason.clone());
-                    not_tried(finding, reason)
-                }
-                Err(_) => proof(
-                    finding,
-                    ProofStatus::NotProven,
-                    format!(
-                        "the proof did not finish within {}s (review.prove.timeout_seconds, or \
-                         the run's wall time left)",
-                        limit.as_secs()
-                    ),
-                ),
-            }
-        };
+        let proof = try_proof(env, head, &findings[index], rank, &mut cannot).await;
         proofs.push((index, proof));
     }
+    apply_unreproduced(settings, findings, &mut proofs);
+    proofs.into_iter().map(|(_, proof)| proof).collect()
+}
+
+/// Tries to prove the finding of `rank` (most severe first), unless the proofs are over
+/// `review.prove.max_findings` or cannot be made; once the run's budget runs out, `cannot` says
+/// so for the rest.
+async fn try_proof(
+    env: &LoopEnv<'_>,
+    head: &str,
+    finding: &Finding,
+    rank: usize,
+    cannot: &mut Option<String>,
+) -> FindingProof {
+    let settings = &env.config().review.prove;
+    if cannot.is_none() && env.meter.remaining_time() == Some(Duration::ZERO) {
+        *cannot = Some(out_of_budget(
+            "the run's wall time (budgets.max_wall_seconds)",
+        ));
+    }
+    if let Some(reason) = cannot {
+        not_tried(finding, reason.clone())
+    } else if rank >= settings.max_findings {
+        not_tried(
+            finding,
+            format!(
+                "over review.prove.max_findings ({}): the most severe were proven first",
+                settings.max_findings
+            ),
+        )
+    } else {
+        let mut limit = Duration::from_secs(settings.timeout_seconds.max(1));
+        if let Some(left) = env.meter.remaining_time() {
+            limit = limit.min(left);
+        }
+        match tokio::time::timeout(limit, prove_one(env, head, finding)).await {
+            Ok(Ok(proof)) => proof,
+            Ok(Err(Stopped::Budget(limit))) => {
+                let reason = out_of_budget(&limit);
+                *cannot = Some(reason.clone());
+                not_tried(finding, reason)
+            }
+            Err(_) => proof(
+                finding,
+                ProofStatus::NotProven,
+                format!(
+                    "the proof did not finish within {}s (review.prove.timeout_seconds, or \
+                     the run's wall time left)",
+                    limit.as_secs()
+                ),
+            ),
+        }
+    }
+}
+
+/// Applies `review.prove.unreproduced` to the findings whose test passed (lowering them, or
+/// removing the dropped ones from `findings`), and records what came of each in its proof.
+fn apply_unreproduced(
+    settings: &ProveConfig,
+    findings: &mut Vec<Finding>,
+    proofs: &mut [(usize, FindingProof)],
+) {
     let mut dropped = Vec::new();
-    for (index, proof) in &mut proofs {
+    for (index, proof) in proofs {
         if proof.status != ProofStatus::NotReproduced {
             continue;
         }
@@ -134,7 +158,6 @@ pub(crate) async fn prove_findings(
     for index in dropped.into_iter().rev() {
         findings.remove(index);
     }
-    proofs.into_iter().map(|(_, proof)| proof).collect()
 }
 
 /// Whether this configuration proves findings: a minimum score and a trusted test command.
