@@ -478,24 +478,8 @@ async fn finish(
         outcome,
         placed,
     } = finished;
-    match outcome {
-        Ok(Outcome::Answer(text)) => result.summary = text,
-        Ok(Outcome::Submitted(value) | Outcome::Structured(value)) => {
-            result.summary = value.to_string();
-        }
-        Err(error) => {
-            result.out_of_budget = matches!(
-                error,
-                bugloop_agent::AgentError::Model(bugloop_llm::LlmError::Budget(_))
-            );
-            return Ok(BuildStatus::AgentFailed {
-                error: format!(
-                    "{} ({})",
-                    error.public(),
-                    crate::run_reference(&result.transcript)
-                ),
-            });
-        }
+    if let Some(failed) = take_outcome(outcome, result) {
+        return Ok(failed);
     }
     if let Err(reason) = proofs::put_back(bench, placed) {
         return Ok(BuildStatus::Refused {
@@ -526,12 +510,54 @@ async fn finish(
             guardrail: false,
         });
     }
+    if let Some(refused) = touches_protected(env, &changes)? {
+        return Ok(refused);
+    }
+    if let Some(failed) = verify(env, bench, &changes, result).await? {
+        return Ok(failed);
+    }
+    commit_as_verified(env, bench, &changes, message)
+}
+
+/// Records what the agent answered as the build's summary; when the agent failed, the build's
+/// status (and whether it ran out of budget).
+fn take_outcome(
+    outcome: Result<Outcome, bugloop_agent::AgentError>,
+    result: &mut BuildResult,
+) -> Option<BuildStatus> {
+    match outcome {
+        Ok(Outcome::Answer(text)) => result.summary = text,
+        Ok(Outcome::Submitted(value) | Outcome::Structured(value)) => {
+            result.summary = value.to_string();
+        }
+        Err(error) => {
+            result.out_of_budget = matches!(
+                error,
+                bugloop_agent::AgentError::Model(bugloop_llm::LlmError::Budget(_))
+            );
+            return Some(BuildStatus::AgentFailed {
+                error: format!(
+                    "{} ({})",
+                    error.public(),
+                    crate::run_reference(&result.transcript)
+                ),
+            });
+        }
+    }
+    None
+}
+
+/// The guardrail on `protected_paths`: a change that touches any of them is refused.
+fn touches_protected(
+    env: &LoopEnv<'_>,
+    changes: &Changes,
+) -> Result<Option<BuildStatus>, BuildError> {
     let files = changes.paths();
     let protected = IgnoreMatcher::new(&env.config().protected_paths)
         .map_err(|e| BuildError::Other(format!("protected_paths: {e}")))?;
     let touched: Vec<&String> = files.iter().filter(|f| protected.is_ignored(f)).collect();
     if !touched.is_empty() {
-        return Ok(BuildStatus::Refused {
+        return Ok(Some(BuildStatus::Refused {
             guardrail: true,
             reason: format!(
                 "the change touches protected paths: {}",
@@ -541,8 +567,19 @@ async fn finish(
                     .collect::<Vec<_>>()
                     .join(", ")
             ),
-        });
+        }));
     }
+    Ok(None)
+}
+
+/// Runs the verify commands until one fails, recording their runs and what each left in the
+/// tree besides the agent's changes; the status when one failed.
+async fn verify(
+    env: &LoopEnv<'_>,
+    bench: &Workbench,
+    changes: &Changes,
+    result: &mut BuildResult,
+) -> Result<Option<BuildStatus>, BuildError> {
     // One command at a time, so what each leaves in the tree is known as its own.
     let mut before = bench.changes()?;
     for command in &env.settings.verify_commands {
@@ -554,7 +591,7 @@ async fn finish(
         )
         .await?;
         let after = bench.changes()?;
-        bench.record_byproducts(&before, &after, &changes, &command.raw);
+        bench.record_byproducts(&before, &after, changes, &command.raw);
         before = after;
         let passed = runs.iter().all(|run| run.passed);
         result.verify.append(&mut runs);
@@ -571,15 +608,26 @@ async fn finish(
         )));
     }
     if let Some(failed) = result.verify.iter().find(|v| !v.passed) {
-        return Ok(BuildStatus::VerifyFailed {
+        return Ok(Some(BuildStatus::VerifyFailed {
             command: failed.command.clone(),
             output: failed.output.clone(),
-        });
+        }));
     }
+    Ok(None)
+}
+
+/// Commits the agent's changes as they were verified, or refuses when a verify command rewrote
+/// them.
+fn commit_as_verified(
+    env: &LoopEnv<'_>,
+    bench: &Workbench,
+    changes: &Changes,
+    message: &str,
+) -> Result<BuildStatus, BuildError> {
     // Verify commands may have written files (build output outside .gitignore): commit only what
     // the agent changed, and only as it was verified: a command of the branch's that rewrites the
     // agent's files after they passed gets nothing committed.
-    let after = bench.changes()?.restricted_to(&changes);
+    let after = bench.changes()?.restricted_to(changes);
     if !after.refused.is_empty() {
         return Ok(BuildStatus::Refused {
             reason: after.refused.join("; "),

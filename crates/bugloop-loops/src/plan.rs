@@ -237,11 +237,27 @@ pub fn plan(diff: &Diff, ignore: &IgnoreMatcher, budget: u64) -> Plan {
         files: diff.files.len(),
         ..Plan::default()
     };
+    let files = ranked_files(diff, ignore, &mut out.ignored);
+    let mut packer = Packer::new(budget);
+    for (file, importance, _) in files {
+        pack_file(&mut packer, &mut out, file, importance, budget);
+    }
+    out.batches = packer.finish();
+    out
+}
+
+/// The files not ignored (listed in `ignored`), most important first, then the larger changes,
+/// then by path.
+fn ranked_files<'a>(
+    diff: &'a Diff,
+    ignore: &IgnoreMatcher,
+    ignored: &mut Vec<String>,
+) -> Vec<(&'a FileDiff, Importance, usize)> {
     let mut files: Vec<(&FileDiff, Importance, usize)> = Vec::new();
     for file in &diff.files {
         let path = file.path();
         if ignore.is_ignored(path) {
-            out.ignored.push(path.to_owned());
+            ignored.push(path.to_owned());
             continue;
         }
         let (added, removed) = file.stats();
@@ -257,88 +273,101 @@ pub fn plan(diff: &Diff, ignore: &IgnoreMatcher, budget: u64) -> Plan {
             .then(b.2.cmp(&a.2))
             .then(a.0.path().cmp(b.0.path()))
     });
+    files
+}
 
-    let mut packer = Packer::new(budget);
-    for (file, importance, _) in files {
-        let path = file.path().to_owned();
-        let head = header(file);
-        if file.binary {
-            packer.add(&path, &format!("{head}binary file, not shown\n"));
-            out.unreviewed.push(Unreviewed {
-                path,
-                reason: "binary file".to_owned(),
-            });
-            continue;
-        }
-        if importance == Importance::Summarize {
-            packer.add(
-                &path,
-                &format!("{head}lockfile or generated file, not shown\n"),
-            );
-            out.summarized.push(Unreviewed {
-                path,
-                reason: "lockfile or generated file: summarized".to_owned(),
-            });
-            continue;
-        }
-        if file.change == ChangeKind::Deleted {
-            packer.add(&path, &format!("{head}the file is deleted\n"));
-            continue;
-        }
-        if file.hunks.is_empty() {
-            packer.add(&path, &format!("{head}no content change\n"));
-            continue;
-        }
-        let whole: String = file.hunks.iter().map(render_hunk).collect();
-        if estimate_tokens(&head) + estimate_tokens(&whole) <= budget {
-            packer.add(&path, &format!("{head}{whole}"));
-            continue;
-        }
-        // Too big for one call: hunk by hunk, each part with the file's header.
-        let mut part = String::new();
-        for hunk in &file.hunks {
-            let rendered = render_hunk(hunk);
-            let needed =
-                estimate_tokens(&head) + estimate_tokens(&part) + estimate_tokens(&rendered);
-            if needed > budget && !part.is_empty() {
-                packer.add_alone(&path, &format!("{head}{part}"));
-                part.clear();
-            }
-            if estimate_tokens(&head) + estimate_tokens(&rendered) <= budget {
-                part.push_str(&rendered);
-                continue;
-            }
-            // One hunk over the budget: show what fits, list the rest.
-            let mut shown = hunk_header(hunk);
-            let mut cut_at = None;
-            for line in &hunk.lines {
-                let next = render_line(line);
-                if estimate_tokens(&head) + estimate_tokens(&shown) + estimate_tokens(&next)
-                    > budget
-                {
-                    cut_at = Some(line.new_line.or(line.old_line).unwrap_or(hunk.new_start));
-                    break;
-                }
-                shown.push_str(&next);
-            }
-            if let Some(line) = cut_at {
-                let end = hunk.new_start + hunk.new_len.saturating_sub(1);
-                shown.push_str("[... the rest of this hunk is over the per-call budget]\n");
-                out.unreviewed.push(Unreviewed {
-                    path: path.clone(),
-                    reason: format!(
-                        "lines {line}-{end} not shown: one hunk is larger than the per-call budget of {budget} tokens"
-                    ),
-                });
-            }
-            packer.add_alone(&path, &format!("{head}{shown}"));
-        }
-        if !part.is_empty() {
-            packer.add_alone(&path, &format!("{head}{part}"));
-        }
+/// Packs one file: a line for a binary, summarized, deleted or unchanged file, the whole diff
+/// when it fits in one call, else hunk by hunk.
+fn pack_file(
+    packer: &mut Packer,
+    out: &mut Plan,
+    file: &FileDiff,
+    importance: Importance,
+    budget: u64,
+) {
+    let path = file.path().to_owned();
+    let head = header(file);
+    if file.binary {
+        packer.add(&path, &format!("{head}binary file, not shown\n"));
+        out.unreviewed.push(Unreviewed {
+            path,
+            reason: "binary file".to_owned(),
+        });
+        return;
     }
-    out.batches = packer.finish();
-    out
+    if importance == Importance::Summarize {
+        packer.add(
+            &path,
+            &format!("{head}lockfile or generated file, not shown\n"),
+        );
+        out.summarized.push(Unreviewed {
+            path,
+            reason: "lockfile or generated file: summarized".to_owned(),
+        });
+        return;
+    }
+    if file.change == ChangeKind::Deleted {
+        packer.add(&path, &format!("{head}the file is deleted\n"));
+        return;
+    }
+    if file.hunks.is_empty() {
+        packer.add(&path, &format!("{head}no content change\n"));
+        return;
+    }
+    let whole: String = file.hunks.iter().map(render_hunk).collect();
+    if estimate_tokens(&head) + estimate_tokens(&whole) <= budget {
+        packer.add(&path, &format!("{head}{whole}"));
+        return;
+    }
+    pack_in_parts(packer, out, file, &head, budget);
+}
+
+/// A file too big for one call: hunk by hunk, each part with the file's header.
+fn pack_in_parts(packer: &mut Packer, out: &mut Plan, file: &FileDiff, head: &str, budget: u64) {
+    let path = file.path().to_owned();
+    let mut part = String::new();
+    for hunk in &file.hunks {
+        let rendered = render_hunk(hunk);
+        let needed = estimate_tokens(head) + estimate_tokens(&part) + estimate_tokens(&rendered);
+        if needed > budget && !part.is_empty() {
+            packer.add_alone(&path, &format!("{head}{part}"));
+            part.clear();
+        }
+        if estimate_tokens(head) + estimate_tokens(&rendered) <= budget {
+            part.push_str(&rendered);
+            continue;
+        }
+        let shown = cut_hunk(out, &path, head, hunk, budget);
+        packer.add_alone(&path, &format!("{head}{shown}"));
+    }
+    if !part.is_empty() {
+        packer.add_alone(&path, &format!("{head}{part}"));
+    }
+}
+
+/// One hunk over the budget: shows what fits, and lists the rest as not shown.
+fn cut_hunk(out: &mut Plan, path: &str, head: &str, hunk: &Hunk, budget: u64) -> String {
+    let mut shown = hunk_header(hunk);
+    let mut cut_at = None;
+    for line in &hunk.lines {
+        let next = render_line(line);
+        if estimate_tokens(head) + estimate_tokens(&shown) + estimate_tokens(&next) > budget {
+            cut_at = Some(line.new_line.or(line.old_line).unwrap_or(hunk.new_start));
+            break;
+        }
+        shown.push_str(&next);
+    }
+    if let Some(line) = cut_at {
+        let end = hunk.new_start + hunk.new_len.saturating_sub(1);
+        shown.push_str("[... the rest of this hunk is over the per-call budget]\n");
+        out.unreviewed.push(Unreviewed {
+            path: path.to_owned(),
+            reason: format!(
+                "lines {line}-{end} not shown: one hunk is larger than the per-call budget of {budget} tokens"
+            ),
+        });
+    }
+    shown
 }
 
 /// First-fit packing of file sections into batches.

@@ -1,5 +1,7 @@
 //! `ask`: the Plan agent answers a question about the code, read-only.
 
+use std::path::Path;
+
 use bugloop_agent::{Agent, Outcome, Task};
 use bugloop_domain::safety::sanitize_user_comment;
 use bugloop_forge::ChangeKey;
@@ -12,7 +14,7 @@ use crate::env::LoopEnv;
 use crate::env::WorkTarget;
 use crate::prompt::{fill, rules_block};
 use crate::sandbox_settings;
-use bugloop_sandbox::TaskTree;
+use bugloop_sandbox::{ShadowGit, TaskTree};
 
 use super::{ASK_PROMPT, ActError, findings_block, open_threads};
 
@@ -38,11 +40,28 @@ pub async fn ask(
         WorkTarget::LocalBranch => None,
     };
     let root = tree.as_ref().map_or(env.git.root(), TaskTree::path);
+    let system = ask_system(env, &findings, root);
+    // The shadow .git is removed when dropped: it is kept until the agent is done.
+    let (context, _shadow) = read_only_context(env, tree.as_ref(), root)?;
+    let task = ask_task(env, system, question);
+    let agent = Agent::new(env.provider.clone(), context, &env.runs_dir);
+    let run = agent.run(task).await;
+    Ok(match run.outcome? {
+        Outcome::Answer(text) => text,
+        Outcome::Structured(value) | Outcome::Submitted(value) => value
+            .get("answer")
+            .and_then(|a| a.as_str())
+            .map_or_else(|| value.to_string(), str::to_owned),
+    })
+}
+
+/// The Plan agent's system prompt: the open findings and the repository's rule files.
+fn ask_system(env: &LoopEnv<'_>, findings: &str, root: &Path) -> String {
     let rules_root = env.settings.rules_root.as_deref().unwrap_or(root);
-    let system = fill(
+    fill(
         ASK_PROMPT,
         &[
-            ("findings", &findings),
+            ("findings", findings),
             (
                 "rules",
                 &crate::context::cut(
@@ -52,24 +71,37 @@ pub async fn ask(
                 .0,
             ),
         ],
-    );
+    )
+}
+
+/// The agent's read-only view of `root`, with the task tree's git, or a sanitized shadow of the
+/// repository's (returned too: it must outlive the agent's run).
+fn read_only_context(
+    env: &LoopEnv<'_>,
+    tree: Option<&TaskTree>,
+    root: &Path,
+) -> Result<(ToolContext, Option<ShadowGit>), ActError> {
     let mut sandbox = sandbox_settings(env.config(), root, Policy::ReadOnly);
     // The repository's own .git (its config, its hooks) is never shown; a sanitized one is.
-    let shadow = match (&tree, env.git.head()) {
+    let shadow = match (tree, env.git.head()) {
         (Some(_), _) | (None, None) => None,
         (None, Some(head)) => Some(
-            bugloop_sandbox::ShadowGit::for_repository(root, &head)
-                .map_err(|e| ActError::Invalid(e.to_string()))?,
+            ShadowGit::for_repository(root, &head).map_err(|e| ActError::Invalid(e.to_string()))?,
         ),
     };
-    sandbox.git = match &tree {
+    sandbox.git = match tree {
         Some(tree) => Some(tree.git_mount()),
-        None => shadow.as_ref().map(bugloop_sandbox::ShadowGit::mount),
+        None => shadow.as_ref().map(ShadowGit::mount),
     };
     let context = ToolContext::new(
         Workspace::new(root).map_err(|e| ActError::Invalid(e.to_string()))?,
         sandbox,
     );
+    Ok((context, shadow))
+}
+
+/// The question as the Plan agent's task: one answer, brief from a small local model.
+fn ask_task(env: &LoopEnv<'_>, system: String, question: &str) -> Task {
     // A small local model answers briefly: its context is small and it is slow under a grammar.
     let small = env
         .provider
@@ -81,35 +113,25 @@ pub async fn ask(
     } else {
         (4_096, serde_json::json!({"type": "string"}))
     };
-    let agent = Agent::new(env.provider.clone(), context, &env.runs_dir);
-    let run = agent
-        .run(Task {
-            name: "ask".to_owned(),
-            system,
-            messages: vec![Message::user(sanitize_user_comment(question))],
-            toolset: Some(Toolset::Plan),
-            extra_tools: Vec::new(),
-            submit_tool: None,
-            follow_ups: Vec::new(),
-            stages_up_front: false,
-            answer_schema: Some(JsonSchemaFormat {
-                name: "answer".to_owned(),
-                schema: serde_json::json!({
-                    "type": "object",
-                    "properties": {"answer": answer_schema},
-                    "required": ["answer"],
-                    "additionalProperties": false
-                }),
+    Task {
+        name: "ask".to_owned(),
+        system,
+        messages: vec![Message::user(sanitize_user_comment(question))],
+        toolset: Some(Toolset::Plan),
+        extra_tools: Vec::new(),
+        submit_tool: None,
+        follow_ups: Vec::new(),
+        stages_up_front: false,
+        answer_schema: Some(JsonSchemaFormat {
+            name: "answer".to_owned(),
+            schema: serde_json::json!({
+                "type": "object",
+                "properties": {"answer": answer_schema},
+                "required": ["answer"],
+                "additionalProperties": false
             }),
-            max_turns: env.config().budgets.max_turns,
-            max_tokens: Some(max_tokens),
-        })
-        .await;
-    Ok(match run.outcome? {
-        Outcome::Answer(text) => text,
-        Outcome::Structured(value) | Outcome::Submitted(value) => value
-            .get("answer")
-            .and_then(|a| a.as_str())
-            .map_or_else(|| value.to_string(), str::to_owned),
-    })
+        }),
+        max_turns: env.config().budgets.max_turns,
+        max_tokens: Some(max_tokens),
+    }
 }

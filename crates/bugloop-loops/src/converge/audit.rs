@@ -7,6 +7,7 @@ use async_trait::async_trait;
 use bugloop_config::{AuditFocus, Validator};
 
 use bugloop_domain::finding::Finding;
+use bugloop_domain::grounding::Head;
 use bugloop_forge::ChangeKey;
 use bugloop_git::{Git, short};
 use bugloop_llm::{ChatRequest, ChatResponse, LlmError, Provider, StreamSink};
@@ -15,9 +16,9 @@ use bugloop_report::converge::Quarantined;
 use crate::act::ActError;
 use crate::build::Workbench;
 use crate::env::LoopEnv;
-use crate::review::{ReviewRequest, prove_findings, review};
+use crate::review::{ReviewError, ReviewRequest, prove_findings, review};
 use bugloop_forge::recording::RecordingForge;
-use bugloop_report::review::{FindingProof, ProofStatus};
+use bugloop_report::review::{FindingProof, ProofStatus, ReviewReport};
 
 use super::Connect;
 use super::judge::judge;
@@ -141,6 +142,62 @@ pub(super) async fn audit(
     base: &str,
     number: u32,
 ) -> Result<Audit, ActError> {
+    let request = audit_request(bench, tree, change, base, number)?;
+    let head = request.head.clone();
+    let auditors = auditors(env, connect, number)?;
+    let reports = review_by_each(env, &auditors, &request).await;
+    let (mut audits, mut quarantined) = take_reports(&auditors, reports, number)?;
+    let files = crate::head::HeadTree::load(
+        bench.path(),
+        None,
+        audits
+            .iter()
+            .flat_map(|a| &a.findings)
+            .filter_map(|f| f.file.clone()),
+    );
+    let findings = if audits.len() == 1 {
+        audits.pop().map(|a| a.findings).unwrap_or_default()
+    } else {
+        let (merged, rejected) = validate_and_merge(number, audits, &files);
+        quarantined.extend(rejected);
+        merged
+    };
+    // A finding whose test fails at head (review.prove) is confirmed: the model validator
+    // judges only the others. One whose test passes is handled as review.prove.unreproduced
+    // says, a dropped one quarantined with its test's result.
+    let mut findings = findings;
+    let proofs = prove_findings(env, &head, &mut findings).await;
+    quarantine_unreproduced(&proofs, number, &mut quarantined);
+    let findings = validate(
+        env,
+        bench,
+        number,
+        findings,
+        &proofs,
+        &files,
+        &mut quarantined,
+    )
+    .await?;
+    let proofs = proofs
+        .into_iter()
+        .filter(|p| findings.iter().any(|f| f.id.as_str() == p.id))
+        .collect();
+    Ok(Audit {
+        findings,
+        quarantined,
+        proofs,
+    })
+}
+
+/// The review request of an audit: the worktree's whole change from `base` to its head, in a
+/// clean room.
+fn audit_request(
+    bench: &Workbench,
+    tree: &Git,
+    change: &ChangeKey,
+    base: &str,
+    number: u32,
+) -> Result<ReviewRequest, ActError> {
     let head = bench.head()?;
     let diff = tree
         .run_bytes(&[
@@ -152,23 +209,31 @@ pub(super) async fn audit(
             &head,
         ])
         .map_err(bugloop_forge::ForgeError::from)?;
-    let request = ReviewRequest {
+    Ok(ReviewRequest {
         change: change.clone(),
         description: format!("audit loop {number} of the change from {}", short(base)),
         base: base.to_owned(),
-        head: head.clone(),
+        head,
         diff: bugloop_diff::parse(&diff),
         workspace: bench.path().to_path_buf(),
         git_mount: Some(bench.git_mount()),
         clean_room: true,
         focus: None,
         full: false,
-    };
+    })
+}
+
+/// Every auditor's review of `request`, at the same time, each on a forge of its own that only
+/// records.
+async fn review_by_each(
+    env: &LoopEnv<'_>,
+    auditors: &[Auditor],
+    request: &ReviewRequest,
+) -> Vec<Result<ReviewReport, ReviewError>> {
     // An audit publishes no finding comments, so the limit on them does not apply: every
     // finding counts toward the loop's P0/P1/P2 and goes to the fix.
     let mut settings = env.settings.clone();
     settings.config.review.comment_limit = usize::MAX;
-    let auditors = auditors(env, connect, number)?;
     // Audits write nothing to the conversation: each reviews on a forge of its own that records.
     let forges: Vec<RecordingForge<'_>> = auditors
         .iter()
@@ -186,7 +251,16 @@ pub(super) async fn audit(
         async move { review(&review_env, request).await }
     });
     // At the same time: the auditors share the run's meter (one budget), not a turn each.
-    let reports = futures_util::future::join_all(reviews).await;
+    futures_util::future::join_all(reviews).await
+}
+
+/// Each auditor's findings, and what its own review rejected (quarantined); an auditor whose
+/// review failed fails the audit.
+fn take_reports(
+    auditors: &[Auditor],
+    reports: Vec<Result<ReviewReport, ReviewError>>,
+    number: u32,
+) -> Result<(Vec<AuditFindings>, Vec<Quarantined>), ActError> {
     let mut audits = Vec::new();
     let mut quarantined = Vec::new();
     for (auditor, report) in auditors.iter().zip(reports) {
@@ -216,26 +290,15 @@ pub(super) async fn audit(
             findings: report.findings.into_iter().map(|p| p.finding).collect(),
         });
     }
-    let files = crate::head::HeadTree::load(
-        bench.path(),
-        None,
-        audits
-            .iter()
-            .flat_map(|a| &a.findings)
-            .filter_map(|f| f.file.clone()),
-    );
-    let findings = if audits.len() == 1 {
-        audits.pop().map(|a| a.findings).unwrap_or_default()
-    } else {
-        let (merged, rejected) = validate_and_merge(number, audits, &files);
-        quarantined.extend(rejected);
-        merged
-    };
-    // A finding whose test fails at head (review.prove) is confirmed: the model validator
-    // judges only the others. One whose test passes is handled as review.prove.unreproduced
-    // says, a dropped one quarantined with its test's result.
-    let mut findings = findings;
-    let proofs = prove_findings(env, &head, &mut findings).await;
+    Ok((audits, quarantined))
+}
+
+/// Quarantines the findings that proving dropped, with their test's result.
+fn quarantine_unreproduced(
+    proofs: &[FindingProof],
+    number: u32,
+    quarantined: &mut Vec<Quarantined>,
+) {
     for proof in proofs.iter().filter(|p| p.outcome == "dropped") {
         quarantined.push(Quarantined {
             loop_number: number,
@@ -245,30 +308,34 @@ pub(super) async fn audit(
             reason: format!("validator: not reproduced: {}", proof.reason),
         });
     }
+}
+
+/// The findings the validator keeps: all of them with `converge.validator: code`; with `model`,
+/// the proven ones and those the model judge confirms (the rest quarantined).
+async fn validate(
+    env: &LoopEnv<'_>,
+    bench: &Workbench,
+    number: u32,
+    findings: Vec<Finding>,
+    proofs: &[FindingProof],
+    files: &dyn Head,
+    quarantined: &mut Vec<Quarantined>,
+) -> Result<Vec<Finding>, ActError> {
     let proven: Vec<&str> = proofs
         .iter()
         .filter(|p| p.status == ProofStatus::Proven)
         .map(|p| p.id.as_str())
         .collect();
-    let findings = match env.config().converge.validator {
+    Ok(match env.config().converge.validator {
         Validator::Code => findings,
         Validator::Model => {
             let (confirmed, unproven): (Vec<Finding>, Vec<Finding>) = findings
                 .into_iter()
                 .partition(|f| proven.contains(&f.id.as_str()));
-            let (mut kept, rejected) = judge(env, bench, number, unproven, &files).await?;
+            let (mut kept, rejected) = judge(env, bench, number, unproven, files).await?;
             quarantined.extend(rejected);
             kept.extend(confirmed);
             kept
         }
-    };
-    let proofs = proofs
-        .into_iter()
-        .filter(|p| findings.iter().any(|f| f.id.as_str() == p.id))
-        .collect();
-    Ok(Audit {
-        findings,
-        quarantined,
-        proofs,
     })
 }

@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use bugloop_domain::thread::reconstruct;
+use bugloop_domain::thread::{Comment, ReviewState, reconstruct};
 use bugloop_forge::{ForgeError, Upsert};
 use bugloop_report::dispute::DisputeSummary;
 use bugloop_report::review::{
@@ -55,18 +55,9 @@ pub(super) async fn report(
         tracked_of(&reconstruct(&after, &env.settings.markers))
     };
     let spent = env.meter.summary();
-    let (additions, deletions) = request.diff.stats();
     let mut report = ReviewReport {
         version: REPORT_VERSION,
-        change: ChangeInfo {
-            key: request.change.0.clone(),
-            description: request.description.clone(),
-            base: request.base.clone(),
-            head: request.head.clone(),
-            files: request.diff.files.len(),
-            additions,
-            deletions,
-        },
+        change: change_info(request),
         model: env.provider.name().to_owned(),
         findings: published.findings,
         resolved: published.resolved,
@@ -76,19 +67,7 @@ pub(super) async fn report(
         changes: filtered.changes,
         stages: filtered.stage_counts,
         overflow: published.overflow,
-        conversation_problems: conversation
-            .state
-            .problems
-            .iter()
-            .map(|p| format!("comment {}: {}", p.comment_id, p.message))
-            .chain(published.problems.iter().cloned())
-            .chain((conversation.state.ignored_untrusted > 0).then(|| {
-                format!(
-                    "{} comment(s) by others carried bugloop markers or state blocks and were ignored",
-                    conversation.state.ignored_untrusted
-                )
-            }))
-            .collect(),
+        conversation_problems: conversation_problems(&conversation.state, &published.problems),
         disputes,
         refused_context: brief.refused_context,
         complete: filtered.errors.is_empty(),
@@ -114,6 +93,57 @@ pub(super) async fn report(
         },
     };
     report.usage.seconds = (started.elapsed().as_secs_f64() * 10.0).round() / 10.0;
+    publish_summary(
+        env,
+        request,
+        &report,
+        &conversation.comments,
+        published.head_moved,
+    )
+    .await?;
+    Ok(report)
+}
+
+/// The reviewed change: its key, description, base and head, and the size of its diff.
+fn change_info(request: &ReviewRequest) -> ChangeInfo {
+    let (additions, deletions) = request.diff.stats();
+    ChangeInfo {
+        key: request.change.0.clone(),
+        description: request.description.clone(),
+        base: request.base.clone(),
+        head: request.head.clone(),
+        files: request.diff.files.len(),
+        additions,
+        deletions,
+    }
+}
+
+/// What was wrong with the conversation: comments bugloop could not read, what publishing ran
+/// into, and markers in comments by others (ignored, so they cannot steer bugloop).
+fn conversation_problems(state: &ReviewState, published_problems: &[String]) -> Vec<String> {
+    state
+        .problems
+        .iter()
+        .map(|p| format!("comment {}: {}", p.comment_id, p.message))
+        .chain(published_problems.iter().cloned())
+        .chain((state.ignored_untrusted > 0).then(|| {
+            format!(
+                "{} comment(s) by others carried bugloop markers or state blocks and were ignored",
+                state.ignored_untrusted
+            )
+        }))
+        .collect()
+}
+
+/// Writes the summary comment made from the report (unless the head moved or nothing is new),
+/// then removes duplicate comments that runs at the same time may have left.
+async fn publish_summary(
+    env: &LoopEnv<'_>,
+    request: &ReviewRequest,
+    report: &ReviewReport,
+    comments: &[Comment],
+    head_moved: bool,
+) -> Result<(), ForgeError> {
     if env.forge.publishes() {
         env.progress.event(ProgressEvent::Publishing);
     }
@@ -130,13 +160,13 @@ pub(super) async fn report(
         .findings
         .iter()
         .any(|f| f.action == CommentAction::Added);
-    if !published.head_moved && !nothing_new {
+    if !head_moved && !nothing_new {
         let summary = upsert_tagged(
             env.forge,
             &request.change,
-            &conversation.comments,
+            comments,
             SUMMARY_TAG,
-            &summary_body(&report),
+            &summary_body(report),
         )
         .await?;
         added |= summary == Upsert::Added;
@@ -149,9 +179,8 @@ pub(super) async fn report(
         if added {
             remove_duplicates(env.forge, &request.change, markers).await?;
         } else {
-            remove_duplicates_in(env.forge, &request.change, markers, &conversation.comments)
-                .await?;
+            remove_duplicates_in(env.forge, &request.change, markers, comments).await?;
         }
     }
-    Ok(report)
+    Ok(())
 }

@@ -5,13 +5,15 @@
 use std::sync::Arc;
 
 use bugloop_domain::filter::FilterSettings;
+use bugloop_domain::thread::ThreadState;
+use bugloop_llm::Capabilities;
 use bugloop_report::review::{RefusedFile, ReviewedScope};
 
 use super::conversation::Conversation;
 use super::increment::Shown;
 use super::{ReviewError, ReviewRequest, web};
 use crate::ProgressEvent;
-use crate::context::{ContextReader, SensitivityVerdict, read_rules, sensitivity};
+use crate::context::{ContextReader, RuleFile, SensitivityVerdict, read_rules, sensitivity};
 use crate::env::LoopEnv;
 use crate::plan::{Batch, Plan, estimate_tokens, plan};
 use crate::prompt;
@@ -50,7 +52,53 @@ pub(super) fn prepare(
 ) -> Result<Brief, ReviewError> {
     // 3. What the reviewer is told besides the change: the open findings it is asked about.
     let config = env.config();
-    let open: Vec<_> = conversation
+    let open = open_findings_asked(conversation, shown);
+    let told = read_context(env, request, conversation)?;
+
+    // 4. Model calls within the budget.
+    let capabilities = env.provider.capabilities();
+    let tools_mode = capabilities.tools;
+    let compact = capabilities
+        .context_tokens
+        .is_some_and(|context| context < SMALL_CONTEXT);
+    let system = system_prompt(request, &told, &open, tools_mode, compact);
+    // Web access needs tools; a model answering in one structured reply cannot use it.
+    let web = if tools_mode {
+        web::WebAccess::new(&config.review)?
+    } else {
+        None
+    };
+    let system = match &web {
+        Some(web) => format!("{system}\n\n{}", web_prompt(web)),
+        None => system,
+    };
+    let output_tokens = output_tokens(capabilities);
+    let budget = call_budget(
+        capabilities,
+        &system,
+        output_tokens,
+        config.review.max_tokens_per_call,
+    );
+    let plan = plan_calls(env, shown, &told.settings, budget);
+    Ok(Brief {
+        system,
+        tools_mode,
+        compact,
+        output_tokens,
+        web,
+        filter: told.settings,
+        comment_limit: told.comment_limit,
+        sensitivity: told.verdict,
+        refused_context: told.refused_context,
+        plan,
+        preface: preface(shown),
+    })
+}
+
+/// The unresolved findings this review asks the model about again: they go into the prompt so
+/// the model does not report them twice.
+fn open_findings_asked<'a>(conversation: &'a Conversation, shown: &Shown) -> Vec<&'a ThreadState> {
+    conversation
         .state
         .unresolved()
         .filter(|thread| {
@@ -59,7 +107,29 @@ pub(super) fn prepare(
                 .as_ref()
                 .is_some_and(|id| shown.asked_ids.iter().any(|asked| asked == id.as_str()))
         })
-        .collect();
+        .collect()
+}
+
+/// What the workspace tells the reviewer: its rule files and the sensitive-data verdict, and the
+/// filter settings that verdict leads to.
+struct ContextTold {
+    rules: Vec<RuleFile>,
+    verdict: SensitivityVerdict,
+    refused_context: Vec<RefusedFile>,
+    /// The comment limit already reduced by the open findings.
+    settings: FilterSettings,
+    /// The comment limit per change, as configured.
+    comment_limit: usize,
+}
+
+/// Reads the rule files and the sensitivity of the workspace, and sets the filter so that open
+/// findings count against the comment limit.
+fn read_context(
+    env: &LoopEnv<'_>,
+    request: &ReviewRequest,
+    conversation: &Conversation,
+) -> Result<ContextTold, ReviewError> {
+    let config = env.config();
     let mut context_reader = ContextReader::new(&request.workspace);
     let rules = match &env.settings.rules_root {
         Some(root) => read_rules(&mut ContextReader::new(root)),
@@ -72,84 +142,106 @@ pub(super) fn prepare(
     // re-runs never add comments beyond it.
     let comment_limit = settings.comment_limit;
     settings.comment_limit = comment_limit.saturating_sub(conversation.open_ids.len());
+    Ok(ContextTold {
+        rules,
+        verdict,
+        refused_context,
+        settings,
+        comment_limit,
+    })
+}
 
-    // 4. Model calls within the budget.
-    let capabilities = env.provider.capabilities();
-    let tools_mode = capabilities.tools;
-    let compact = capabilities
-        .context_tokens
-        .is_some_and(|context| context < SMALL_CONTEXT);
+/// The system prompt before any web access: shorter rules and findings for a small model, and a
+/// converge auditor's focus at the end.
+fn system_prompt(
+    request: &ReviewRequest,
+    told: &ContextTold,
+    open: &[&ThreadState],
+    tools_mode: bool,
+    compact: bool,
+) -> String {
     let previous_chars = if compact { 2_000 } else { 16_000 };
-    let rules_text = if compact && !rules.is_empty() {
+    let rules_text = if compact && !told.rules.is_empty() {
         // A small model cannot take long rule files; give it the first of them, cut.
-        let (text, _) = crate::context::cut(&prompt::rules_block(&rules), 1_200);
+        let (text, _) = crate::context::cut(&prompt::rules_block(&told.rules), 1_200);
         text
     } else {
-        prompt::rules_block(&rules)
+        prompt::rules_block(&told.rules)
     };
     let mut system = prompt::system(&prompt::SystemInputs {
         compact,
         tools: tools_mode,
-        threshold: settings.threshold,
-        sensitivity: &verdict,
-        promotion: settings.security_promotion,
+        threshold: told.settings.threshold,
+        sensitivity: &told.verdict,
+        promotion: told.settings.security_promotion,
         rules: &rules_text,
-        previous: &prompt::previous_block(&open, previous_chars),
+        previous: &prompt::previous_block(open, previous_chars),
     });
     if let Some(focus) = &request.focus {
         system.push_str("\n\n");
         system.push_str(focus.trim());
         system.push('\n');
     }
-    // Web access needs tools; a model answering in one structured reply cannot use it.
-    let web = if tools_mode {
-        web::WebAccess::new(&config.review)?
-    } else {
-        None
-    };
-    let system = match &web {
-        Some(web) => format!(
-            "{system}\n\n{}",
-            prompt::fill(
-                web::PROMPT,
-                &[
-                    (
-                        "hosts",
-                        &if web.allowed_hosts().is_empty() {
-                            "none (only search results can be seen)".to_owned()
-                        } else {
-                            web.allowed_hosts().join(", ")
-                        },
-                    ),
-                    (
-                        "search",
-                        if web.can_search() {
-                            "`web_search(query)` searches the web and returns titles, URLs and \
-                             snippets."
-                        } else {
-                            "There is no web search; fetch documentation pages directly."
-                        },
-                    ),
-                ],
-            )
-        ),
-        None => system,
-    };
-    let output_tokens = match capabilities.context_tokens {
+    system
+}
+
+/// The prompt's part on web access: which hosts the model may fetch and whether it can search.
+fn web_prompt(web: &web::WebAccess) -> String {
+    prompt::fill(
+        web::PROMPT,
+        &[
+            (
+                "hosts",
+                &if web.allowed_hosts().is_empty() {
+                    "none (only search results can be seen)".to_owned()
+                } else {
+                    web.allowed_hosts().join(", ")
+                },
+            ),
+            (
+                "search",
+                if web.can_search() {
+                    "`web_search(query)` searches the web and returns titles, URLs and \
+                     snippets."
+                } else {
+                    "There is no web search; fetch documentation pages directly."
+                },
+            ),
+        ],
+    )
+}
+
+/// Output tokens per call: bounded for a small model answering in one structured reply.
+fn output_tokens(capabilities: Capabilities) -> u32 {
+    match capabilities.context_tokens {
         // Two findings' worth: small models are slow under a grammar and rarely find more.
-        Some(context) if !tools_mode => (context / 5).clamp(256, 768),
+        Some(context) if !capabilities.tools => (context / 5).clamp(256, 768),
         _ => TOOLS_MAX_OUTPUT,
-    };
-    let budget = match capabilities.context_tokens {
+    }
+}
+
+/// Input tokens one call may take: what the model's context leaves after the system prompt, the
+/// answer and a margin, and never more than configured.
+fn call_budget(
+    capabilities: Capabilities,
+    system: &str,
+    output_tokens: u32,
+    max_tokens_per_call: u64,
+) -> u64 {
+    match capabilities.context_tokens {
         Some(context) => {
             let room = u64::from(context)
-                .saturating_sub(estimate_tokens(&system))
+                .saturating_sub(estimate_tokens(system))
                 .saturating_sub(u64::from(output_tokens))
                 .saturating_sub(300);
-            room.min(config.review.max_tokens_per_call)
+            room.min(max_tokens_per_call)
         }
-        None => config.review.max_tokens_per_call,
-    };
+        None => max_tokens_per_call,
+    }
+}
+
+/// Plans the model calls within the budget and tells the progress display about them.
+fn plan_calls(env: &LoopEnv<'_>, shown: &Shown, settings: &FilterSettings, budget: u64) -> Plan {
     let mut plan = plan(&shown.diff, &settings.ignore, budget);
     if plan.batches.is_empty() && !shown.touched.is_empty() {
         // Nothing new to show (the changes since only put lines back as the base had them, or
@@ -166,24 +258,17 @@ pub(super) fn prepare(
         files: plan.files,
         tokens: plan.batches.iter().map(|b| b.tokens).sum(),
     });
-    Ok(Brief {
-        system,
-        tools_mode,
-        compact,
-        output_tokens,
-        web,
-        filter: settings,
-        comment_limit,
-        sensitivity: verdict,
-        refused_context,
-        plan,
-        preface: match &shown.scope {
-            ReviewedScope::Incremental { since, .. } => format!(
-                "{}\n{}",
-                prompt::fill(prompt::INCREMENT, &[("since", bugloop_git::short(since))]),
-                shown.finding_context
-            ),
-            ReviewedScope::Full { .. } => shown.finding_context.clone(),
-        },
-    })
+    plan
+}
+
+/// What the change's prompt says first about the diff: an incremental review says since when.
+fn preface(shown: &Shown) -> String {
+    match &shown.scope {
+        ReviewedScope::Incremental { since, .. } => format!(
+            "{}\n{}",
+            prompt::fill(prompt::INCREMENT, &[("since", bugloop_git::short(since))]),
+            shown.finding_context
+        ),
+        ReviewedScope::Full { .. } => shown.finding_context.clone(),
+    }
 }

@@ -69,9 +69,66 @@ pub(super) fn ground_and_filter<'a>(
         mut changes,
         unanswered,
     } = reported;
+    let existing = existing_findings(conversation, shown);
+    let (existing, open_ids) = (&existing, &conversation.open_ids);
+    let reported_count = reported.len();
+
+    let reported = read_names_back(request, reported, &mut changes);
+    let mut safety_stages = Vec::new();
+    let safe = filter::path_safety(reported, &mut safety_stages);
+    let head = load_head(request, &safe, existing, open_ids);
+    let Grounding {
+        findings,
+        notes,
+        stage: grounding_stage,
+    } = ground_findings(safe, &head, &mut dropped);
+    let FilterOutcome {
+        publish,
+        rediscovered,
+        overflow,
+        stages,
+    } = run_pipeline(findings, existing, &brief.filter);
+    let mut stage_reports: Vec<StageReport> = safety_stages;
+    stage_reports.extend(stages.into_iter().filter(|s| s.stage != Stage::PathSafety));
+    let stage_counts = record_stages(
+        reported_count,
+        &stage_reports,
+        grounding_stage,
+        &mut dropped,
+        &mut changes,
+    );
+    let (rechecked, relocations) = recheck_touched(
+        request,
+        shown,
+        existing,
+        (&rediscovered, &dropped),
+        &mut resolutions,
+        unanswered.as_deref(),
+    );
+    Filtered {
+        head,
+        publish,
+        rediscovered,
+        overflow,
+        notes,
+        stage_counts,
+        resolutions,
+        rechecked,
+        relocations,
+        unreviewed,
+        errors,
+        passes,
+        dropped,
+        changes,
+        proofs: Vec::new(),
+    }
+}
+
+/// The conversation's findings, each marked moved when its code left its place.
+fn existing_findings(conversation: &Conversation, shown: &Shown) -> Vec<ExistingFinding> {
     // A finding whose code left its place (gone, or moved elsewhere) is the same finding
     // wherever the model finds it again; one whose code is still where it was is not.
-    let existing: Vec<ExistingFinding> = conversation
+    conversation
         .existing
         .iter()
         .cloned()
@@ -82,23 +139,41 @@ pub(super) fn ground_and_filter<'a>(
                 .any(|t| t.id == e.id && !matches!(t.what, Touch::Still { moved: false, .. }));
             e
         })
-        .collect();
-    let (existing, open_ids) = (&existing, &conversation.open_ids);
-    let reported_count = reported.len();
+        .collect()
+}
 
-    let reported = read_names_back(request, reported, &mut changes);
-    let mut safety_stages = Vec::new();
-    let safe = filter::path_safety(reported, &mut safety_stages);
+/// The code at head of the files of the reported findings and of the open ones.
+fn load_head<'a>(
+    request: &'a ReviewRequest,
+    safe: &[Finding],
+    existing: &[ExistingFinding],
+    open_ids: &[String],
+) -> HeadTree<'a> {
     let open_files = existing
         .iter()
         .filter(|e| open_ids.iter().any(|id| id == e.id.as_str()))
         .filter_map(|e| e.file.clone());
-    let head = HeadTree::load(
+    HeadTree::load(
         &request.workspace,
         Some(&request.diff),
         safe.iter().filter_map(|f| f.file.clone()).chain(open_files),
-    );
-    let grounded = grounding::ground(safe, &head);
+    )
+}
+
+/// The findings grounding kept, with the notes on what it changed, and its stage's record.
+struct Grounding {
+    findings: Vec<Finding>,
+    notes: HashMap<FindingId, String>,
+    stage: (StageCount, Vec<StageChange>),
+}
+
+/// Grounds the findings against the code at head; the ones it drops go to `dropped`.
+fn ground_findings(
+    safe: Vec<Finding>,
+    head: &HeadTree<'_>,
+    dropped: &mut Vec<DroppedFinding>,
+) -> Grounding {
+    let grounded = grounding::ground(safe, head);
     let grounding_stage = StageCount {
         stage: ReportStage::Grounding,
         input: grounded.kept.len() + grounded.dropped.len(),
@@ -130,21 +205,22 @@ pub(super) fn ground_and_filter<'a>(
             g.finding
         })
         .collect();
-    let FilterOutcome {
-        publish,
-        rediscovered,
-        overflow,
-        stages,
-    } = run_pipeline(findings, existing, &brief.filter);
-    let mut stage_reports: Vec<StageReport> = safety_stages;
-    stage_reports.extend(stages.into_iter().filter(|s| s.stage != Stage::PathSafety));
-    let stage_counts = record_stages(
-        reported_count,
-        &stage_reports,
-        (grounding_stage, grounding_changes),
-        &mut dropped,
-        &mut changes,
-    );
+    Grounding {
+        findings,
+        notes,
+        stage: (grounding_stage, grounding_changes),
+    }
+}
+
+/// What came of the findings whose code the change touched, and where they moved.
+fn recheck_touched(
+    request: &ReviewRequest,
+    shown: &Shown,
+    existing: &[ExistingFinding],
+    (rediscovered, dropped): (&[Rediscovered], &[DroppedFinding]),
+    resolutions: &mut BTreeMap<String, String>,
+    unanswered: Option<&str>,
+) -> (Vec<RecheckedFinding>, Vec<Relocation>) {
     let titles = existing
         .iter()
         .map(|e| (e.id.clone(), e.title.clone()))
@@ -153,31 +229,14 @@ pub(super) fn ground_and_filter<'a>(
         ReviewedScope::Incremental { since, .. } => Some(bugloop_git::short(since)),
         ReviewedScope::Full { .. } => None,
     };
-    let (rechecked, relocations) = recheck::settle(
+    recheck::settle(
         &shown.touched,
         &titles,
-        (&rediscovered, &dropped),
-        &mut resolutions,
-        unanswered.as_deref(),
-        (since, &request.head),
-    );
-    Filtered {
-        head,
-        publish,
-        rediscovered,
-        overflow,
-        notes,
-        stage_counts,
+        (rediscovered, dropped),
         resolutions,
-        rechecked,
-        relocations,
-        unreviewed,
-        errors,
-        passes,
-        dropped,
-        changes,
-        proofs: Vec::new(),
-    }
+        unanswered,
+        (since, &request.head),
+    )
 }
 
 /// A file name that is not UTF-8, written by the model another way than the diff's (without

@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use bugloop_config::Unreproduced;
+use bugloop_config::{ProveConfig, Unreproduced};
 use bugloop_domain::Score;
 use bugloop_domain::finding::{Category, Finding};
 use bugloop_domain::proof::MAX_PROOF_TEST_BYTES;
@@ -59,49 +59,73 @@ pub(crate) async fn prove_findings(
     let mut proofs = Vec::new();
     let mut cannot = cannot_prove(env, head);
     for (rank, &index) in candidates.iter().enumerate() {
-        let finding = &findings[index];
-        if cannot.is_none() && env.meter.remaining_time() == Some(Duration::ZERO) {
-            cannot = Some(out_of_budget(
-                "the run's wall time (budgets.max_wall_seconds)",
-            ));
-        }
-        let proof = if let Some(reason) = &cannot {
-            not_tried(finding, reason.clone())
-        } else if rank >= settings.max_findings {
-            not_tried(
-                finding,
-                format!(
-                    "over review.prove.max_findings ({}): the most severe were proven first",
-                    settings.max_findings
-                ),
-            )
-        } else {
-            let mut limit = Duration::from_secs(settings.timeout_seconds.max(1));
-            if let Some(left) = env.meter.remaining_time() {
-                limit = limit.min(left);
-            }
-            match tokio::time::timeout(limit, prove_one(env, head, finding)).await {
-                Ok(Ok(proof)) => proof,
-                Ok(Err(Stopped::Budget(limit))) => {
-                    let reason = out_of_budget(&limit);
-                    cannot = Some(reason.clone());
-                    not_tried(finding, reason)
-                }
-                Err(_) => proof(
-                    finding,
-                    ProofStatus::NotProven,
-                    format!(
-                        "the proof did not finish within {}s (review.prove.timeout_seconds, or \
-                         the run's wall time left)",
-                        limit.as_secs()
-                    ),
-                ),
-            }
-        };
+        let proof = try_proof(env, head, &findings[index], rank, &mut cannot).await;
         proofs.push((index, proof));
     }
+    apply_unreproduced(settings, findings, &mut proofs);
+    proofs.into_iter().map(|(_, proof)| proof).collect()
+}
+
+/// Tries to prove the finding of `rank` (most severe first), unless the proofs are over
+/// `review.prove.max_findings` or cannot be made; once the run's budget runs out, `cannot` says
+/// so for the rest.
+async fn try_proof(
+    env: &LoopEnv<'_>,
+    head: &str,
+    finding: &Finding,
+    rank: usize,
+    cannot: &mut Option<String>,
+) -> FindingProof {
+    let settings = &env.config().review.prove;
+    if cannot.is_none() && env.meter.remaining_time() == Some(Duration::ZERO) {
+        *cannot = Some(out_of_budget(
+            "the run's wall time (budgets.max_wall_seconds)",
+        ));
+    }
+    if let Some(reason) = cannot {
+        not_tried(finding, reason.clone())
+    } else if rank >= settings.max_findings {
+        not_tried(
+            finding,
+            format!(
+                "over review.prove.max_findings ({}): the most severe were proven first",
+                settings.max_findings
+            ),
+        )
+    } else {
+        let mut limit = Duration::from_secs(settings.timeout_seconds.max(1));
+        if let Some(left) = env.meter.remaining_time() {
+            limit = limit.min(left);
+        }
+        match tokio::time::timeout(limit, prove_one(env, head, finding)).await {
+            Ok(Ok(proof)) => proof,
+            Ok(Err(Stopped::Budget(limit))) => {
+                let reason = out_of_budget(&limit);
+                *cannot = Some(reason.clone());
+                not_tried(finding, reason)
+            }
+            Err(_) => proof(
+                finding,
+                ProofStatus::NotProven,
+                format!(
+                    "the proof did not finish within {}s (review.prove.timeout_seconds, or \
+                     the run's wall time left)",
+                    limit.as_secs()
+                ),
+            ),
+        }
+    }
+}
+
+/// Applies `review.prove.unreproduced` to the findings whose test passed (lowering them, or
+/// removing the dropped ones from `findings`), and records what came of each in its proof.
+fn apply_unreproduced(
+    settings: &ProveConfig,
+    findings: &mut Vec<Finding>,
+    proofs: &mut [(usize, FindingProof)],
+) {
     let mut dropped = Vec::new();
-    for (index, proof) in &mut proofs {
+    for (index, proof) in proofs {
         if proof.status != ProofStatus::NotReproduced {
             continue;
         }
@@ -134,7 +158,6 @@ pub(crate) async fn prove_findings(
     for index in dropped.into_iter().rev() {
         findings.remove(index);
     }
-    proofs.into_iter().map(|(_, proof)| proof).collect()
 }
 
 /// Whether this configuration proves findings: a minimum score and a trusted test command.
@@ -196,6 +219,9 @@ fn not_tried(finding: &Finding, reason: String) -> FindingProof {
     proof(finding, ProofStatus::NotTried, reason)
 }
 
+/// Proves one finding: the Build agent writes a test in a task tree of the head, bugloop runs
+/// it, and the model says whether its failure shows the problem. `Err` only when the run's
+/// budget ran out.
 async fn prove_one(
     env: &LoopEnv<'_>,
     head: &str,
@@ -225,21 +251,10 @@ async fn prove_one(
         Err(reason) => return Ok(proof(finding, ProofStatus::NotProven, reason)),
     };
     let mut result = proof(finding, ProofStatus::NotProven, String::new());
-    // Read as data: never through a symlink, never a FIFO or a device, never large. A proof's
-    // test is small, shown whole, and kept whole for the fix that must make it pass.
-    let source = match bench.read_regular_file(&test_path, MAX_PROOF_TEST_BYTES as u64) {
-        Ok(bytes) => match String::from_utf8(bytes) {
-            Ok(source) => source,
-            Err(_) => {
-                result.reason = format!("the test {test_path} is not UTF-8 text");
-                return Ok(result);
-            }
-        },
+    let source = match read_test(&bench, &test_path) {
+        Ok(source) => source,
         Err(reason) => {
-            result.reason = format!(
-                "the test cannot be read as a small file of the tree (at most \
-                 {MAX_PROOF_TEST_BYTES} bytes): {reason}"
-            );
+            result.reason = reason;
             return Ok(result);
         }
     };
@@ -287,7 +302,37 @@ async fn prove_one(
     };
     let output = crate::context::last_lines(&bench.relative(&failing.output), 30);
     result.output = Some(output.clone());
-    match confirm(env, &bench, finding, &source, &output).await {
+    confirm_failure(env, &bench, finding, &source, &output, &mut result).await?;
+    Ok(result)
+}
+
+/// The test's source, read as data: never through a symlink, never a FIFO or a device, never
+/// large. A proof's test is small, shown whole, and kept whole for the fix that must make it
+/// pass.
+fn read_test(bench: &Workbench, test_path: &str) -> Result<String, String> {
+    match bench.read_regular_file(test_path, MAX_PROOF_TEST_BYTES as u64) {
+        Ok(bytes) => match String::from_utf8(bytes) {
+            Ok(source) => Ok(source),
+            Err(_) => Err(format!("the test {test_path} is not UTF-8 text")),
+        },
+        Err(reason) => Err(format!(
+            "the test cannot be read as a small file of the tree (at most \
+             {MAX_PROOF_TEST_BYTES} bytes): {reason}"
+        )),
+    }
+}
+
+/// Asks the model whether the test fails because of the problem the finding states: only then
+/// is the finding proven. `Err` when the run's budget ran out.
+async fn confirm_failure(
+    env: &LoopEnv<'_>,
+    bench: &Workbench,
+    finding: &Finding,
+    source: &str,
+    output: &str,
+    result: &mut FindingProof,
+) -> Result<(), Stopped> {
+    match confirm(env, bench, finding, source, output).await {
         Ok(Confirmation {
             shows_the_problem: true,
             why,
@@ -306,7 +351,7 @@ async fn prove_one(
                 format!("whether the failure shows the problem could not be asked: {error}");
         }
     }
-    Ok(result)
+    Ok(())
 }
 
 /// The test the agent wrote: an added regular file, the one its answer names (or the only one

@@ -34,69 +34,37 @@ pub(super) fn settle(
     let mut relocations = Vec::new();
     for touch in touched {
         let change = touch.describe(since);
-        let (outcome, reason) = if let Some(again) =
-            rediscovered.iter().find(|r| r.existing == touch.id)
-        {
-            (
-                RecheckOutcome::ReportedAgain,
-                format!(
-                    "the model reported it again at {}",
-                    again.finding.location()
-                ),
-            )
-        } else if let Some(why) = resolutions.get(touch.id.as_str()) {
-            (
-                RecheckOutcome::Resolved,
-                format!("the model resolved it: {why}"),
-            )
-        } else if let Some(lost) = dropped
-            .iter()
-            .find(|d| d.id == touch.id.as_str() && d.stage != ReportStage::Grounding)
-        {
-            // Reported again under its id, but the report could not be kept (under the
-            // threshold, an unsafe path): not silence. A report quoting code that is not at
-            // head (grounding) repeats what is gone, and says nothing about the code now.
-            (
-                RecheckOutcome::KeptOpen,
-                format!(
-                    "the model reported it again, but the report was dropped ({}: {})",
-                    lost.stage, lost.reason
-                ),
-            )
-        } else {
-            match (&touch.what, unanswered) {
-                (Touch::Gone { .. }, None) => {
-                    let reason = gone_reason(touch, head);
-                    resolutions.insert(touch.id.as_str().to_owned(), reason.clone());
-                    (RecheckOutcome::Resolved, reason)
-                }
-                (Touch::Gone { .. }, Some(error)) => (
+        let (outcome, reason) =
+            if let Some(again) = rediscovered.iter().find(|r| r.existing == touch.id) {
+                (
+                    RecheckOutcome::ReportedAgain,
+                    format!(
+                        "the model reported it again at {}",
+                        again.finding.location()
+                    ),
+                )
+            } else if let Some(why) = resolutions.get(touch.id.as_str()) {
+                (
+                    RecheckOutcome::Resolved,
+                    format!("the model resolved it: {why}"),
+                )
+            } else if let Some(lost) = dropped
+                .iter()
+                .find(|d| d.id == touch.id.as_str() && d.stage != ReportStage::Grounding)
+            {
+                // Reported again under its id, but the report could not be kept (under the
+                // threshold, an unsafe path): not silence. A report quoting code that is not at
+                // head (grounding) repeats what is gone, and says nothing about the code now.
+                (
                     RecheckOutcome::KeptOpen,
                     format!(
-                        "its quoted code is gone, but the model gave no answer about it ({error}); \
-                         it stays open until a review is answered"
+                        "the model reported it again, but the report was dropped ({}: {})",
+                        lost.stage, lost.reason
                     ),
-                ),
-                (Touch::Still { file, line, .. }, _) => {
-                    if Some(file.as_str()) != Some(touch.file.as_str()) || touch.line != Some(*line)
-                    {
-                        relocations.push(Relocation {
-                            id: touch.id.clone(),
-                            file: file.clone(),
-                            line: *line,
-                        });
-                    }
-                    let said = match unanswered {
-                        Some(error) => format!("the model gave no answer about it ({error})"),
-                        None => "the model did not resolve it".to_owned(),
-                    };
-                    (
-                        RecheckOutcome::KeptOpen,
-                        format!("its code is still at {file}:{line}, and {said}"),
-                    )
-                }
-            }
-        };
+                )
+            } else {
+                not_mentioned(touch, unanswered, head, resolutions, &mut relocations)
+            };
         rechecked.push(RecheckedFinding {
             id: touch.id.as_str().to_owned(),
             title: titles.get(&touch.id).cloned().unwrap_or_default(),
@@ -106,6 +74,49 @@ pub(super) fn settle(
         });
     }
     (rechecked, relocations)
+}
+
+/// What came of a touched finding the model did not mention: resolved for silence when its code
+/// is gone and the model answered every part; otherwise kept open, relocated to where its code
+/// is now.
+fn not_mentioned(
+    touch: &Touched,
+    unanswered: Option<&str>,
+    head: &str,
+    resolutions: &mut BTreeMap<String, String>,
+    relocations: &mut Vec<Relocation>,
+) -> (RecheckOutcome, String) {
+    match (&touch.what, unanswered) {
+        (Touch::Gone { .. }, None) => {
+            let reason = gone_reason(touch, head);
+            resolutions.insert(touch.id.as_str().to_owned(), reason.clone());
+            (RecheckOutcome::Resolved, reason)
+        }
+        (Touch::Gone { .. }, Some(error)) => (
+            RecheckOutcome::KeptOpen,
+            format!(
+                "its quoted code is gone, but the model gave no answer about it ({error}); \
+                 it stays open until a review is answered"
+            ),
+        ),
+        (Touch::Still { file, line, .. }, _) => {
+            if Some(file.as_str()) != Some(touch.file.as_str()) || touch.line != Some(*line) {
+                relocations.push(Relocation {
+                    id: touch.id.clone(),
+                    file: file.clone(),
+                    line: *line,
+                });
+            }
+            let said = match unanswered {
+                Some(error) => format!("the model gave no answer about it ({error})"),
+                None => "the model did not resolve it".to_owned(),
+            };
+            (
+                RecheckOutcome::KeptOpen,
+                format!("its code is still at {file}:{line}, and {said}"),
+            )
+        }
+    }
 }
 
 /// "the code it quoted was removed in 1a2b3c4 (stats.py was deleted)".

@@ -3,6 +3,7 @@
 //! resolutions of open findings, pass summaries, unusable reports, and the parts not reviewed.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use bugloop_agent::{Agent, Outcome, Task};
@@ -58,28 +59,26 @@ pub(super) async fn run(
     brief: &Brief,
     open_ids: &[String],
     own_findings: Vec<Finding>,
-    mut errors: Vec<String>,
+    errors: Vec<String>,
 ) -> Reported {
     // 5. The sessions.
     let plan = &brief.plan;
-    let mut unreviewed = plan.unreviewed.clone();
-    let mut passes = Vec::new();
-    let mut reported: Vec<Finding> = own_findings;
-    let mut dropped = Vec::new();
-    let mut changes: Vec<StageChange> = Vec::new();
-    let mut resolutions: BTreeMap<String, String> = BTreeMap::new();
+    let mut reported = Reported {
+        findings: own_findings,
+        resolutions: BTreeMap::new(),
+        unreviewed: plan.unreviewed.clone(),
+        errors,
+        passes: Vec::new(),
+        dropped: Vec::new(),
+        changes: Vec::new(),
+        unanswered: None,
+    };
     let mut stopped: Option<String> = None;
-    let mut unanswered: Option<String> = None;
     let total = plan.batches.len();
     for (index, batch) in plan.batches.iter().enumerate() {
         let call = index + 1;
         if let Some(reason) = &stopped {
-            for file in &batch.files {
-                unreviewed.push(Unreviewed {
-                    path: file.clone(),
-                    reason: format!("not reviewed: {reason}"),
-                });
-            }
+            reported.not_reviewed(batch, &format!("not reviewed: {reason}"));
             continue;
         }
         env.progress.event(ProgressEvent::CallStarted {
@@ -94,27 +93,43 @@ pub(super) async fn run(
             error: session.error.clone(),
         });
         if let Some(error) = &session.error {
-            unanswered.get_or_insert_with(|| error.clone());
-            errors.push(format!("part {call} of {total}: {error}"));
-            for file in &batch.files {
-                unreviewed.push(Unreviewed {
-                    path: file.clone(),
-                    reason: format!("the review of this part stopped: {error}"),
-                });
-            }
+            reported.unanswered.get_or_insert_with(|| error.clone());
+            reported
+                .errors
+                .push(format!("part {call} of {total}: {error}"));
+            reported.not_reviewed(batch, &format!("the review of this part stopped: {error}"));
             if session.budget_exhausted {
                 stopped = Some(error.clone());
             }
         }
+        reported.add(session.collected, (call, total));
+    }
+    reported
+}
+
+impl Reported {
+    /// Lists the batch's files as not reviewed, for `reason`.
+    fn not_reviewed(&mut self, batch: &Batch, reason: &str) {
+        for file in &batch.files {
+            self.unreviewed.push(Unreviewed {
+                path: file.clone(),
+                reason: reason.to_owned(),
+            });
+        }
+    }
+
+    /// Adds what session `call` of `total` collected: its findings, resolutions and pass
+    /// summaries, and its unusable reports as dropped.
+    fn add(&mut self, collected: Collected, (call, total): (usize, usize)) {
         let Collected {
             findings,
             resolutions: resolved,
             passes: pass_results,
             invalid,
-        } = session.collected;
+        } = collected;
         if !invalid.is_empty() {
             // Part of the answer could not be read: what it did not say may be in that part.
-            unanswered.get_or_insert_with(|| {
+            self.unanswered.get_or_insert_with(|| {
                 format!(
                     "part {call} of {total}: {} report(s) of the model's could not be used",
                     invalid.len()
@@ -122,7 +137,7 @@ pub(super) async fn run(
             });
         }
         for (position, problem) in invalid.into_iter().enumerate() {
-            dropped.push(DroppedFinding {
+            self.dropped.push(DroppedFinding {
                 stage: ReportStage::Validation,
                 id: format!("part-{call}-report-{}", position + 1),
                 title: "(unusable report)".to_owned(),
@@ -131,43 +146,36 @@ pub(super) async fn run(
             });
         }
         for pass in pass_results {
-            passes.push(PassSummary {
+            self.passes.push(PassSummary {
                 call,
                 pass: pass.pass_number,
                 summary: pass.summary,
                 blocking: pass.has_blocking_issues,
             });
         }
-        for mut finding in findings {
-            // Ids chosen by the model may repeat across sessions for different problems.
-            let base = finding.id.clone();
-            let mut n = 2;
-            while reported.iter().any(|f| f.id == finding.id) {
-                finding.id = base.with_suffix(n);
-                n += 1;
-            }
-            if finding.id != base {
-                changes.push(StageChange {
-                    stage: ReportStage::Reported,
-                    id: finding.id.as_str().to_owned(),
-                    note: format!(
-                        "renamed from {base}: an earlier part of this review used that id"
-                    ),
-                });
-            }
-            reported.push(finding);
+        for finding in findings {
+            self.add_finding(finding);
         }
-        resolutions.extend(resolved);
+        self.resolutions.extend(resolved);
     }
-    Reported {
-        findings: reported,
-        resolutions,
-        unreviewed,
-        errors,
-        passes,
-        dropped,
-        changes,
-        unanswered,
+
+    /// Adds a finding, renamed when an earlier session's finding has its id: ids chosen by the
+    /// model may repeat across sessions for different problems.
+    fn add_finding(&mut self, mut finding: Finding) {
+        let base = finding.id.clone();
+        let mut n = 2;
+        while self.findings.iter().any(|f| f.id == finding.id) {
+            finding.id = base.with_suffix(n);
+            n += 1;
+        }
+        if finding.id != base {
+            self.changes.push(StageChange {
+                stage: ReportStage::Reported,
+                id: finding.id.as_str().to_owned(),
+                note: format!("renamed from {base}: an earlier part of this review used that id"),
+            });
+        }
+        self.findings.push(finding);
     }
 }
 
@@ -181,12 +189,6 @@ async fn run_session(
     (call, total): (usize, usize),
     open_ids: &[String],
 ) -> Session {
-    let (system, tools_mode, compact, output_tokens) = (
-        brief.system.as_str(),
-        brief.tools_mode,
-        brief.compact,
-        brief.output_tokens,
-    );
     let mut session = Session {
         collected: Collected::default(),
         error: None,
@@ -206,6 +208,25 @@ async fn run_session(
         ToolContext::new(workspace, sandbox),
         &env.runs_dir,
     );
+    let scope = part_scope(brief, (call, total));
+    let change = prompt::change(&request.description, &scope, &batch.text);
+    let shared = Arc::new(Mutex::new(Collected::default()));
+    let task = if brief.tools_mode {
+        tools_task(env, brief, batch, &change, (call, total), open_ids, &shared)
+    } else {
+        structured_task(brief, change, open_ids)
+    };
+    let run = agent.run(task).await;
+    if let Ok(mut shared) = shared.lock() {
+        session.collected = std::mem::take(&mut *shared);
+    }
+    read_outcome(run.outcome, &run.transcript, open_ids, &mut session);
+    session
+}
+
+/// What the session's prompt says first about the part it shows: the review's preface, and
+/// which part of how many it is when the change is reviewed in parts.
+fn part_scope(brief: &Brief, (call, total): (usize, usize)) -> String {
     let scope = if total > 1 {
         // The part's files are the ones shown below; naming them again costs tokens.
         format!(
@@ -215,94 +236,114 @@ async fn run_session(
     } else {
         String::new()
     };
-    let scope = [brief.preface.trim(), scope.as_str()]
+    [brief.preface.trim(), scope.as_str()]
         .into_iter()
         .filter(|part| !part.is_empty())
         .collect::<Vec<_>>()
-        .join("\n\n");
-    let change = prompt::change(&request.description, &scope, &batch.text);
-    let shared = Arc::new(Mutex::new(Collected::default()));
-    let task = if tools_mode {
-        let mut extra_tools = vec![
-            typed(ReportFinding {
-                collected: shared.clone(),
-                progress: env.progress.clone(),
-                batch: call,
-            }),
-            typed(ResolveFinding {
-                collected: shared.clone(),
-                open_ids: open_ids.to_vec(),
-            }),
-            typed(SubmitPass {
-                collected: shared.clone(),
-                progress: env.progress.clone(),
-                batch: call,
-                passes: 4,
-            }),
-        ];
-        if let Some(web) = &brief.web {
-            extra_tools.push(typed(web::WebFetch { web: web.clone() }));
-            if web.can_search() {
-                extra_tools.push(typed(web::WebSearch { web: web.clone() }));
-            }
+        .join("\n\n")
+}
+
+/// The task of a session with tools: the four passes, each submitted, the findings and
+/// resolutions reported through tools into `shared`.
+fn tools_task(
+    env: &LoopEnv<'_>,
+    brief: &Brief,
+    batch: &Batch,
+    change: &str,
+    (call, total): (usize, usize),
+    open_ids: &[String],
+    shared: &Arc<Mutex<Collected>>,
+) -> Task {
+    let mut extra_tools = vec![
+        typed(ReportFinding {
+            collected: shared.clone(),
+            progress: env.progress.clone(),
+            batch: call,
+        }),
+        typed(ResolveFinding {
+            collected: shared.clone(),
+            open_ids: open_ids.to_vec(),
+        }),
+        typed(SubmitPass {
+            collected: shared.clone(),
+            progress: env.progress.clone(),
+            batch: call,
+            passes: 4,
+        }),
+    ];
+    if let Some(web) = &brief.web {
+        extra_tools.push(typed(web::WebFetch { web: web.clone() }));
+        if web.can_search() {
+            extra_tools.push(typed(web::WebSearch { web: web.clone() }));
         }
-        // A small change gets its four passes at once: the model may run them in one turn
-        // instead of re-reading the change for each (a follow-up is sent only for a pass left).
-        let together = total == 1 && batch.tokens <= PASSES_TOGETHER_BELOW;
-        let first = if together {
-            format!(
-                "{change}\n\n{}\n{}",
-                prompt::PASSES_TOGETHER,
-                prompt::PASSES.join("\n")
-            )
-        } else {
-            format!("{change}\n\n{}", prompt::PASSES[0])
-        };
-        Task {
-            name: "review".to_owned(),
-            system: system.to_owned(),
-            messages: vec![Message::user(first)],
-            toolset: Some(Toolset::Read),
-            extra_tools,
-            submit_tool: Some(SUBMIT_PASS.to_owned()),
-            follow_ups: prompt::PASSES[1..]
-                .iter()
-                .map(|p| (*p).to_owned())
-                .collect(),
-            stages_up_front: together,
-            answer_schema: None,
-            // Each session gets its share of the run's turn budget, so the first parts of a
-            // large change cannot use it all; at least enough for the four passes and a look.
-            max_turns: (env.config().budgets.max_turns / u32::try_from(total).unwrap_or(1).max(1))
-                .max(6),
-            max_tokens: Some(output_tokens),
-        }
-    } else {
-        Task {
-            name: "review".to_owned(),
-            system: system.to_owned(),
-            messages: vec![Message::user(change)],
-            toolset: None,
-            extra_tools: Vec::new(),
-            submit_tool: None,
-            follow_ups: Vec::new(),
-            stages_up_front: false,
-            answer_schema: Some(JsonSchemaFormat {
-                name: "review".to_owned(),
-                schema: structured_schema(compact.then_some(tools::AnswerBounds {
-                    max_findings: usize::try_from(output_tokens / 350).unwrap_or(1).max(1),
-                    max_resolved: open_ids.len(),
-                })),
-            }),
-            max_turns: 1,
-            max_tokens: Some(output_tokens),
-        }
-    };
-    let run = agent.run(task).await;
-    if let Ok(mut shared) = shared.lock() {
-        session.collected = std::mem::take(&mut *shared);
     }
-    match run.outcome {
+    // A small change gets its four passes at once: the model may run them in one turn
+    // instead of re-reading the change for each (a follow-up is sent only for a pass left).
+    let together = total == 1 && batch.tokens <= PASSES_TOGETHER_BELOW;
+    let first = if together {
+        format!(
+            "{change}\n\n{}\n{}",
+            prompt::PASSES_TOGETHER,
+            prompt::PASSES.join("\n")
+        )
+    } else {
+        format!("{change}\n\n{}", prompt::PASSES[0])
+    };
+    Task {
+        name: "review".to_owned(),
+        system: brief.system.clone(),
+        messages: vec![Message::user(first)],
+        toolset: Some(Toolset::Read),
+        extra_tools,
+        submit_tool: Some(SUBMIT_PASS.to_owned()),
+        follow_ups: prompt::PASSES[1..]
+            .iter()
+            .map(|p| (*p).to_owned())
+            .collect(),
+        stages_up_front: together,
+        answer_schema: None,
+        // Each session gets its share of the run's turn budget, so the first parts of a
+        // large change cannot use it all; at least enough for the four passes and a look.
+        max_turns: (env.config().budgets.max_turns / u32::try_from(total).unwrap_or(1).max(1))
+            .max(6),
+        max_tokens: Some(brief.output_tokens),
+    }
+}
+
+/// The task of a session without tools: one answer in the review's JSON shape, bounded for a
+/// small model.
+fn structured_task(brief: &Brief, change: String, open_ids: &[String]) -> Task {
+    let output_tokens = brief.output_tokens;
+    Task {
+        name: "review".to_owned(),
+        system: brief.system.clone(),
+        messages: vec![Message::user(change)],
+        toolset: None,
+        extra_tools: Vec::new(),
+        submit_tool: None,
+        follow_ups: Vec::new(),
+        stages_up_front: false,
+        answer_schema: Some(JsonSchemaFormat {
+            name: "review".to_owned(),
+            schema: structured_schema(brief.compact.then_some(tools::AnswerBounds {
+                max_findings: usize::try_from(output_tokens / 350).unwrap_or(1).max(1),
+                max_resolved: open_ids.len(),
+            })),
+        }),
+        max_turns: 1,
+        max_tokens: Some(output_tokens),
+    }
+}
+
+/// Reads how the session ended into `session`: a structured answer's findings, or why the
+/// session failed (the budget spent, passes left unsubmitted, a model error).
+fn read_outcome(
+    outcome: Result<Outcome, bugloop_agent::AgentError>,
+    transcript: &Path,
+    open_ids: &[String],
+    session: &mut Session,
+) {
+    match outcome {
         Ok(Outcome::Structured(value)) => {
             read_structured(value, open_ids, &mut session.collected);
         }
@@ -322,11 +363,10 @@ async fn run_session(
             session.error = Some(format!(
                 "{} ({})",
                 error.public(),
-                crate::run_reference(&run.transcript)
+                crate::run_reference(transcript)
             ));
         }
     }
-    session
 }
 
 /// Reads the tool-less answer; unusable entries are kept as reasons, not lost.

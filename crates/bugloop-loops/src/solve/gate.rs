@@ -38,52 +38,10 @@ pub(super) async fn decide(
             .filter(|c| c.passed == Some(false))
             .map(|c| format!("the check {} failed", c.name)),
     );
-    // The test commands, on the head as it is: a push bugloop did not make is tested here.
-    if run.record.verified_head().as_deref() != Some(head.as_str()) {
-        let bench = crate::build::Workbench::at(run.env.git, &head, "gate")?;
-        let runs = run_commands(
-            run.env.config(),
-            bench.path(),
-            Some(bench.git_mount()),
-            &run.env.settings.verify_commands,
-        )
-        .await?;
-        if let Some(failing) = runs.iter().find(|r| !r.passed) {
-            failed.push(format!("`{}` fails on {}", failing.command, short(&head)));
-        }
+    if let Some(failing) = failing_test(run, &head).await? {
+        failed.push(failing);
     }
-    let start = run.record.solving().and_then(|s| {
-        run.env
-            .git
-            .run(&["merge-base", &s.start, &head])
-            .ok()
-            .filter(|base| !base.is_empty())
-    });
-    let limit = run.env.config().solve.max_diff_lines;
-    let mut lines = 0;
-    match start {
-        // Without the commit it started from, the change's size cannot be told.
-        None => failed.push(format!(
-            "the head {} has no common history with where solving started",
-            short(&head)
-        )),
-        Some(start) => {
-            let binary = binary_changes(run.env.git, &start, &head)?;
-            if !binary.is_empty() {
-                failed.push(format!(
-                    "the change has binary files: {}",
-                    binary.join(", ")
-                ));
-            }
-            let (_, added, removed) = net_change(run.env.git, &start, &head)?;
-            lines = (added + removed) as u64;
-            if lines > limit {
-                failed.push(format!(
-                    "the change is {lines} lines, over solve.max_diff_lines ({limit})"
-                ));
-            }
-        }
-    }
+    let lines = check_size(run, &head, &mut failed)?;
     if !failed.is_empty() {
         return run
             .escalate(&format!("the ready gate failed: {}", failed.join("; ")))
@@ -116,4 +74,65 @@ pub(super) async fn decide(
     )
     .await?;
     Ok(Flow::Next)
+}
+
+/// The test commands, on the head as it is (a push bugloop did not make is tested here): what
+/// failed, if one did. Not run again on the head bugloop verified.
+async fn failing_test(run: &Run<'_, '_>, head: &str) -> Result<Option<String>, SolveError> {
+    if run.record.verified_head().as_deref() != Some(head) {
+        let bench = crate::build::Workbench::at(run.env.git, head, "gate")?;
+        let runs = run_commands(
+            run.env.config(),
+            bench.path(),
+            Some(bench.git_mount()),
+            &run.env.settings.verify_commands,
+        )
+        .await?;
+        if let Some(failing) = runs.iter().find(|r| !r.passed) {
+            return Ok(Some(format!(
+                "`{}` fails on {}",
+                failing.command,
+                short(head)
+            )));
+        }
+    }
+    Ok(None)
+}
+
+/// The change's size since solving started: binary files, or more lines than
+/// `solve.max_diff_lines`, fail the gate (added to `failed`). Returns the lines changed.
+fn check_size(run: &Run<'_, '_>, head: &str, failed: &mut Vec<String>) -> Result<u64, SolveError> {
+    let start = run.record.solving().and_then(|s| {
+        run.env
+            .git
+            .run(&["merge-base", &s.start, head])
+            .ok()
+            .filter(|base| !base.is_empty())
+    });
+    let limit = run.env.config().solve.max_diff_lines;
+    let mut lines = 0;
+    match start {
+        // Without the commit it started from, the change's size cannot be told.
+        None => failed.push(format!(
+            "the head {} has no common history with where solving started",
+            short(head)
+        )),
+        Some(start) => {
+            let binary = binary_changes(run.env.git, &start, head)?;
+            if !binary.is_empty() {
+                failed.push(format!(
+                    "the change has binary files: {}",
+                    binary.join(", ")
+                ));
+            }
+            let (_, added, removed) = net_change(run.env.git, &start, head)?;
+            lines = (added + removed) as u64;
+            if lines > limit {
+                failed.push(format!(
+                    "the change is {lines} lines, over solve.max_diff_lines ({limit})"
+                ));
+            }
+        }
+    }
+    Ok(lines)
 }

@@ -108,19 +108,29 @@ pub async fn solve(
         options,
         record,
     };
+    if let Some(message) = why_not_go_on(&run, issue, options) {
+        return Ok(run.record.report(&run.issue, message));
+    }
+    // A run that died between recording a step and labelling the issue left the labels behind.
+    if let Some(state) = run.record.state() {
+        run.ensure_labels(state).await?;
+    }
+    let message = go_on(&mut run, issue, options).await?;
+    Ok(run.record.report(&run.issue, message))
+}
+
+/// Why the run stops before doing anything, if it does: nothing taken to resume, the label
+/// taken off, or the issue edited after it was approved.
+fn why_not_go_on(run: &Run<'_, '_>, issue: u64, options: &SolveOptions) -> Option<String> {
     if options.resume_only && run.record.state().is_none() {
-        return Ok(run.record.report(
-            &run.issue,
-            "bugloop has not taken this issue; nothing to go on with".to_owned(),
-        ));
+        return Some("bugloop has not taken this issue; nothing to go on with".to_owned());
     }
     if let (Some(label), Some(state)) = (&options.require_label, run.record.state())
         && !state.is_final()
         && !run.issue.labels.contains(label)
     {
-        return Ok(run.record.report(
-            &run.issue,
-            format!("the label `{label}` was taken off the issue; bugloop stopped at {state}"),
+        return Some(format!(
+            "the label `{label}` was taken off the issue; bugloop stopped at {state}"
         ));
     }
     // About to take the issue: only the text that was approved, before anything is recorded.
@@ -133,19 +143,21 @@ pub async fn solve(
         && let Some(approved) = &options.approved
         && *approved != bugloop_domain::solve::approval_digest(&run.issue.title, &run.issue.body)
     {
-        return Ok(run.record.report(
-            &run.issue,
-            format!(
-                "issue #{issue} was edited after it was labelled; label it again to have this \
-                 text solved"
-            ),
+        return Some(format!(
+            "issue #{issue} was edited after it was labelled; label it again to have this \
+             text solved"
         ));
     }
-    // A run that died between recording a step and labelling the issue left the labels behind.
-    if let Some(state) = run.record.state() {
-        run.ensure_labels(state).await?;
-    }
-    let message = loop {
+    None
+}
+
+/// Takes the issue from state to state until a step stops; what it stopped with.
+async fn go_on(
+    run: &mut Run<'_, '_>,
+    issue: u64,
+    options: &SolveOptions,
+) -> Result<String, SolveError> {
+    loop {
         let flow = match run.record.state() {
             None => {
                 run.step(SolveState::Open, "filed", &Empty {}).await?;
@@ -153,10 +165,10 @@ pub async fn solve(
             }
             Some(SolveState::Open) => run.take().await?,
             Some(SolveState::Assigned) => run.start_solving().await?,
-            Some(SolveState::Solving) => solver::run(&mut run).await?,
-            Some(SolveState::PrDraft) => review::first_review(&mut run).await?,
-            Some(SolveState::Reviewing) => review::round_or_gate(&mut run).await?,
-            Some(SolveState::Ready) => review::after_ready(&mut run).await?,
+            Some(SolveState::Solving) => solver::run(run).await?,
+            Some(SolveState::PrDraft) => review::first_review(run).await?,
+            Some(SolveState::Reviewing) => review::round_or_gate(run).await?,
+            Some(SolveState::Ready) => review::after_ready(run).await?,
             Some(SolveState::Escalated) if options.retry => run.take().await?,
             Some(SolveState::Escalated) => Flow::Stop(format!(
                 "escalated: {} (`bugloop solve {issue} --retry` takes it again)",
@@ -165,10 +177,9 @@ pub async fn solve(
             Some(SolveState::Merged) => Flow::Stop("merged".to_owned()),
         };
         if let Flow::Stop(message) = flow {
-            break message;
+            return Ok(message);
         }
-    };
-    Ok(run.record.report(&run.issue, message))
+    }
 }
 
 /// The issue's state as recorded, without doing anything (`bugloop status`).

@@ -10,7 +10,7 @@ use bugloop_domain::solve::SolveState;
 use bugloop_domain::thread::ThreadStatus;
 use bugloop_forge::tracker::ChangeRequestState;
 use bugloop_git::{Selection, short};
-use bugloop_report::build::BuildStatus;
+use bugloop_report::build::{BuildResult, BuildStatus};
 
 use crate::build::{BuildTask, Workbench, build};
 use crate::comment_bodies::{ResolvedBy, resolve_thread};
@@ -145,6 +145,17 @@ pub(super) async fn round_or_gate(run: &mut Run<'_, '_>) -> Result<Flow, SolveEr
     )
     .await;
     drop(bench);
+    record_round(run, round, head, ids, &result).await
+}
+
+/// Records what came of round `round`'s build, and finishes the round when it committed.
+async fn record_round(
+    run: &mut Run<'_, '_>,
+    round: u64,
+    head: String,
+    ids: Vec<String>,
+    result: &BuildResult,
+) -> Result<Flow, SolveError> {
     match &result.status {
         BuildStatus::Committed { commit, .. } => {
             let built = BuiltRound {
