@@ -73,7 +73,6 @@ pub async fn settle_dispute(
     change: &ChangeKey,
     id: &FindingId,
 ) -> Result<DisputeOutcome, ActError> {
-    let markers = &env.settings.markers;
     let (comments, state) = env.conversation(change).await?;
     let thread = state
         .threads
@@ -121,16 +120,40 @@ pub async fn settle_dispute(
         }
     }
     let answer = weigh(env, id, thread).await?;
-    let mut reasoning = answer.reasoning.trim().to_owned();
-    let status = match answer.decision {
-        Decision::Concede if settler == Settler::AuthorOnly && serious(thread) => {
-            let held = held_for_a_maintainer(env, change, root, id, thread, &disputer).await?;
-            return Ok(DisputeOutcome {
-                decision: Some(answer.decision),
-                reasoning: format!("{reasoning} ({})", held.reasoning),
-                ..held
-            });
-        }
+    let reasoning = answer.reasoning.trim().to_owned();
+    if matches!(answer.decision, Decision::Concede)
+        && settler == Settler::AuthorOnly
+        && serious(thread)
+    {
+        let held = held_for_a_maintainer(env, change, root, id, thread, &disputer).await?;
+        return Ok(DisputeOutcome {
+            decision: Some(answer.decision),
+            reasoning: format!("{reasoning} ({})", held.reasoning),
+            ..held
+        });
+    }
+    let (status, reasoning) =
+        carry_out_decision(env, change, root, id, answer.decision, reasoning).await?;
+    Ok(DisputeOutcome {
+        finding: id.as_str().to_owned(),
+        decision: Some(answer.decision),
+        reasoning,
+        status,
+    })
+}
+
+/// The model's decision carried out on the thread: conceded (resolved), maintained or escalated,
+/// each with its reply; the thread's status and the reasoning (with the resolving note) come back.
+async fn carry_out_decision(
+    env: &LoopEnv<'_>,
+    change: &ChangeKey,
+    root: &bugloop_domain::thread::Comment,
+    id: &FindingId,
+    decision: Decision,
+    mut reasoning: String,
+) -> Result<(ThreadStatus, String), ActError> {
+    let markers = &env.settings.markers;
+    let status = match decision {
         Decision::Concede => {
             if let Some(note) = resolve_thread(
                 env.forge,
@@ -159,12 +182,7 @@ pub async fn settle_dispute(
             ThreadStatus::Escalated
         }
     };
-    Ok(DisputeOutcome {
-        finding: id.as_str().to_owned(),
-        decision: Some(answer.decision),
-        reasoning,
-        status,
-    })
+    Ok((status, reasoning))
 }
 
 /// Someone who is neither the change's author nor a writer disputed: the finding stays open,
