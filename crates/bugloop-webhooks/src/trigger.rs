@@ -210,6 +210,20 @@ fn issue_of_branch(branch: &str, prefix: &str) -> Option<u64> {
     number.parse().ok().filter(|n| *n > 0)
 }
 
+/// A comment or review that does not address bugloop: on a solve draft the solving goes on
+/// (and addresses it); elsewhere it asks for nothing.
+fn unaddressed(
+    pull_request: &crate::payload::PullRequest,
+    repository: &Repository,
+    installation: Option<&Installation>,
+    settings: &TriggerSettings,
+) -> Result<Trigger, Skip> {
+    match solving(pull_request, &settings.solve_branch_prefix) {
+        Some(issue) => Ok(solving_goes_on(repository, issue, installation)),
+        None => Err(Skip::NoMention(settings.mention.clone())),
+    }
+}
+
 /// The solving of `issue` going on (a review of its draft, its checks done): never a start.
 fn solving_goes_on(
     repository: &Repository,
@@ -314,14 +328,12 @@ fn review_comment(e: &ReviewCommentEvent, settings: &TriggerSettings) -> Result<
     let body = e.comment.body.clone().unwrap_or_default();
     let addressed = mentions(&body, &settings.mention);
     if !addressed && e.comment.in_reply_to_id.is_none() {
-        return match solving(&e.pull_request, &settings.solve_branch_prefix) {
-            Some(issue) => Ok(solving_goes_on(
-                &e.repository,
-                issue,
-                e.installation.as_ref(),
-            )),
-            None => Err(Skip::NoMention(settings.mention.clone())),
-        };
+        return unaddressed(
+            &e.pull_request,
+            &e.repository,
+            e.installation.as_ref(),
+            settings,
+        );
     }
     Ok(Trigger::Comment {
         repository: e.repository.full_name.clone(),
@@ -342,14 +354,12 @@ fn review(e: &ReviewEvent, settings: &TriggerSettings) -> Result<Trigger, Skip> 
     expect_action("pull_request_review", &e.action, &["submitted"])?;
     let body = e.review.body.clone().unwrap_or_default();
     if !mentions(&body, &settings.mention) {
-        return match solving(&e.pull_request, &settings.solve_branch_prefix) {
-            Some(issue) => Ok(solving_goes_on(
-                &e.repository,
-                issue,
-                e.installation.as_ref(),
-            )),
-            None => Err(Skip::NoMention(settings.mention.clone())),
-        };
+        return unaddressed(
+            &e.pull_request,
+            &e.repository,
+            e.installation.as_ref(),
+            settings,
+        );
     }
     Ok(Trigger::Comment {
         repository: e.repository.full_name.clone(),
