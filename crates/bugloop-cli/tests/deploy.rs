@@ -9,8 +9,8 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
+use bugloop_server::APP_EVENTS;
 use bugloop_server::server_config::{ServerSources, serve_options};
-use bugloop_webhooks::APP_EVENTS;
 use serde_json::Value as Json;
 use serde_yaml_ng::Value as Yaml;
 

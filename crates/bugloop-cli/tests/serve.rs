@@ -45,7 +45,7 @@ async fn a_signed_delivery_is_queued_and_listed_and_sigterm_stops_the_server() {
             "base": {"ref": "main", "sha": "def", "repo": {"full_name": "acme/widgets"}}}
     })
     .to_string();
-    let signature = bugloop_webhooks::signature(SECRET.as_bytes(), body.as_bytes());
+    let signature = bugloop_server::signature(SECRET.as_bytes(), body.as_bytes());
     let answer = reqwest::Client::new()
         .post(format!("{url}/webhook"))
         .header("x-github-event", "pull_request")

@@ -13,13 +13,13 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use bugloop_github::AppCredentials;
 use bugloop_github_sim::PullSpec;
 use bugloop_github_sim::fixture::{
     FixtureOptions, PullRequestFixture, app_key, off_by_one, review_lines, script_file,
 };
+use bugloop_server::AppCredentials;
+use bugloop_server::signature;
 use bugloop_testkit::postgres::Postgres;
-use bugloop_webhooks::signature;
 use serde_json::{Value, json};
 
 const SECRET: &str = "cluster secret";

@@ -245,6 +245,14 @@ const CLI_MAY_USE: [&str; 3] = ["bugloop-app", "bugloop-server", "bugloop-bench"
 /// The workspace's packages as `cargo metadata` describes them: each one's normal dependencies
 /// (not dev or build ones) by package name.
 fn workspace_packages() -> BTreeMap<String, BTreeSet<String>> {
+    packages_with_dependencies_of_kind(&serde_json::Value::Null)
+}
+
+/// The workspace's packages, each with its dependencies of `kind` (`null` for normal ones,
+/// `"dev"` for dev-dependencies) by package name.
+fn packages_with_dependencies_of_kind(
+    kind: &serde_json::Value,
+) -> BTreeMap<String, BTreeSet<String>> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let output = std::process::Command::new(cargo)
         .args([
@@ -272,7 +280,7 @@ fn workspace_packages() -> BTreeMap<String, BTreeSet<String>> {
                 .as_array()
                 .unwrap()
                 .iter()
-                .filter(|dependency| dependency["kind"].is_null())
+                .filter(|dependency| dependency["kind"] == *kind)
                 .map(|dependency| dependency["name"].as_str().unwrap().to_owned())
                 .collect();
             (package["name"].as_str().unwrap().to_owned(), normal)
@@ -343,6 +351,27 @@ fn the_shipped_binary_links_no_benchmark_or_test_code() {
     // The check sees them when they are there.
     let with_bench = linked_into_the_cli(&["--features", "bench"]);
     assert!(with_bench.contains("tiktoken-rs"), "{with_bench:?}");
+}
+
+#[test]
+fn the_cli_tests_too_go_through_the_front_ends() {
+    let dev = packages_with_dependencies_of_kind(&serde_json::Value::from("dev"));
+    let cli = &dev["bugloop-cli"];
+    assert!(
+        cli.contains("bugloop-testkit"),
+        "dev-dependencies not read: {cli:?}"
+    );
+    let found: Vec<&String> = cli
+        .iter()
+        .filter(|name| name.starts_with("bugloop-"))
+        .filter(|name| !CLI_MAY_USE.contains(&name.as_str()))
+        .filter(|name| !TEST_SUPPORT.contains(&name.as_str()))
+        .collect();
+    assert_eq!(
+        found,
+        Vec::<&String>::new(),
+        "the CLI's tests reach below the front ends; name what bugloop-app or bugloop-server exports"
+    );
 }
 
 /// Crates that exist only for tests.

@@ -18,3 +18,7 @@ pub mod worker;
 mod workers;
 
 pub use self::error::ServerError;
+/// What a deployment and the tools that play GitHub name: the events the App subscribes to,
+/// the signature GitHub puts on a delivery, the App's credentials (its id and private key).
+pub use bugloop_github::AppCredentials;
+pub use bugloop_webhooks::{APP_EVENTS, signature};
