@@ -2,6 +2,8 @@
 //! question, act on a comment (choosing among those or weighing it as a dispute), and reply in a
 //! finding's thread.
 
+use std::sync::Arc;
+
 use bugloop_domain::finding::FindingId;
 use bugloop_domain::thread::{Comment, find_thread, reconstruct};
 use bugloop_forge::ChangeKey;
@@ -55,12 +57,29 @@ impl App {
     /// The loops' environment for one job, with a fresh meter on `model`.
     pub(crate) fn loop_env(&self, model: Option<&str>) -> Result<LoopEnv<'_>, AppError> {
         let model = self.models.connect(model)?;
-        Ok(LoopEnv {
+        Ok(self.loop_env_with(model.provider, model.meter))
+    }
+
+    /// The loops' environment for a job that asks no model anything (a regression's revert):
+    /// it works whether or not a model could be connected, and a call would fail.
+    pub(crate) fn loop_env_without_model(&self) -> LoopEnv<'_> {
+        let meter = Arc::new(self.models.meter("none"));
+        let provider: Arc<dyn bugloop_llm::Provider> =
+            Arc::new(bugloop_llm::scripted::ScriptedProvider::new([]));
+        self.loop_env_with(provider, meter)
+    }
+
+    fn loop_env_with(
+        &self,
+        provider: Arc<dyn bugloop_llm::Provider>,
+        meter: Arc<bugloop_llm::budget::Meter>,
+    ) -> LoopEnv<'_> {
+        LoopEnv {
             forge: self.forge.as_ref(),
             git: &self.git,
             settings: &self.settings,
-            provider: model.provider,
-            meter: model.meter,
+            provider,
+            meter,
             runs_dir: self.runs_dir.clone(),
             progress: self.progress.clone(),
             work: match &self.pull_request {
@@ -73,7 +92,7 @@ impl App {
                 },
                 None => WorkTarget::LocalBranch,
             },
-        })
+        }
     }
 
     /// The conversation jobs work on: the pull request's, or the checked-out branch's.

@@ -4,7 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use bugloop_config::{BaseScope, BranchConfig, CONFIG_PATH, Loaded, LocalFiles, SourceText};
+use bugloop_config::{
+    BaseScope, BranchConfig, CONFIG_PATH, Loaded, LocalFiles, RepositoryPrompts, SourceText,
+};
 use bugloop_git::Git;
 
 use crate::AppError;
@@ -34,8 +36,32 @@ pub struct OperatorConfig {
 #[derive(Debug)]
 pub struct Configuration {
     pub loaded: Loaded,
-    /// One line per branch setting that was ignored.
+    /// One line per branch setting that was ignored (and per repository prompt left out).
     pub warnings: Vec<String>,
+    /// The repository's prompts, from the same trusted commit as its file.
+    pub prompts: RepositoryPrompts,
+}
+
+/// The trusted commit's committed file and prompts, with the commit's label.
+#[derive(Default)]
+struct Base {
+    config: Option<(String, Vec<u8>)>,
+    prompts: RepositoryPrompts,
+    warnings: Vec<String>,
+}
+
+impl Base {
+    fn at(git: &Git, label: &str, commit: &str) -> Base {
+        let config = git
+            .show(commit, CONFIG_PATH)
+            .map(|bytes| (format!("{label}:{CONFIG_PATH}"), bytes));
+        let (prompts, warnings) = RepositoryPrompts::read(label, |path| git.show(commit, path));
+        Base {
+            config,
+            prompts,
+            warnings,
+        }
+    }
 }
 
 /// Loads the configuration of the repository at `cwd` (or of `cwd` itself outside one).
@@ -60,17 +86,20 @@ pub fn load_trusted_configuration(
     load(repo_root, base, choice, BranchConfig::Ignore)
 }
 
-/// The repository's root (or `cwd` outside one) and its trusted base's committed file.
-fn root_and_base(cwd: &Path) -> (PathBuf, Option<(String, Vec<u8>)>) {
+/// The repository's root (or `cwd` outside one) and its trusted base's committed file and
+/// prompts.
+fn root_and_base(cwd: &Path) -> (PathBuf, Base) {
     let git = Git::open(cwd).ok();
     let repo_root = git
         .as_ref()
         .map_or_else(|| repository_root(cwd), |g| g.root().to_path_buf());
-    let base = git.as_ref().and_then(|git| {
-        let (label, commit) = git.trusted_base()?;
-        let bytes = git.show(&commit, CONFIG_PATH)?;
-        Some((format!("{label}:{CONFIG_PATH}"), bytes))
-    });
+    let base = git
+        .as_ref()
+        .and_then(|git| {
+            let (label, commit) = git.trusted_base()?;
+            Some(Base::at(git, &label, &commit))
+        })
+        .unwrap_or_default();
     (repo_root, base)
 }
 
@@ -81,25 +110,20 @@ pub(crate) fn load_for_pull_request(
     base_sha: &str,
     choice: &ConfigChoice,
 ) -> Result<Configuration, AppError> {
-    let base = git.show(base_sha, CONFIG_PATH).map(|bytes| {
-        (
-            format!("{}:{CONFIG_PATH}", bugloop_git::short(base_sha)),
-            bytes,
-        )
-    });
+    let base = Base::at(git, bugloop_git::short(base_sha), base_sha);
     load(git.root().to_path_buf(), base, choice, BranchConfig::Ignore)
 }
 
 fn load(
     repo_root: PathBuf,
-    base: Option<(String, Vec<u8>)>,
+    base: Base,
     choice: &ConfigChoice,
     branch_config: BranchConfig,
 ) -> Result<Configuration, AppError> {
     let files = LocalFiles {
         repo_root,
         user_file: choice.file.clone(),
-        base,
+        base: base.config,
         branch_config,
         operator: choice
             .operator
@@ -116,7 +140,12 @@ fn load(
     let loaded = bugloop_config::load(&files, env)?;
     let mut warnings = operator_warnings(&loaded);
     warnings.extend(ignored_warnings(&loaded, branch_config));
-    Ok(Configuration { loaded, warnings })
+    warnings.extend(base.warnings);
+    Ok(Configuration {
+        loaded,
+        warnings,
+        prompts: base.prompts,
+    })
 }
 
 /// One line per setting of the repository's file that the operator keeps for itself.

@@ -184,12 +184,14 @@ impl App {
             }
         };
         let mut warnings = configuration.warnings;
+        let prompts = configuration.prompts;
         warnings.extend(pull_request.as_ref().and_then(|p| p.read_only.clone()));
         let config = configuration.loaded.config;
         warnings.extend(doctor::unconfined_warning(&config));
         let runs_dir = runs::runs_dir(&git);
         let mut settings = LoopSettings::resolve(config.clone()).map_err(AppError::Config)?;
         settings.rules_root = base_rules.as_ref().map(|dir| dir.path().to_path_buf());
+        settings.repository_prompts = prompts;
         Ok(App {
             models: Models::new(&config),
             settings,

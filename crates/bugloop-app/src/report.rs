@@ -6,6 +6,7 @@ use bugloop_forge::github::GitHubTracker;
 use bugloop_forge::tracker::{IssueDraft, Tracker};
 use bugloop_git::Git;
 use bugloop_intake::{Located, Repository, Severity};
+use bugloop_report::solve::SolveReport;
 use serde::Serialize;
 
 use crate::{App, AppError, Outcome, Verdict};
@@ -25,6 +26,18 @@ pub struct ErrorReportOutcome {
     pub labels: Vec<String>,
     /// The report's frames in the repository, innermost first.
     pub located: Vec<Located>,
+    /// When the issue's solution had merged: the regression, as the issue's record now says
+    /// (reopened, with the change request that reverts the solution, or escalated).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub regression: Option<SolveReport>,
+}
+
+impl ErrorReportOutcome {
+    /// Whether the report reopened its issue for solving again (a regression).
+    pub fn reopened(&self) -> bool {
+        self.regression.as_ref().and_then(|r| r.state)
+            == Some(bugloop_domain::solve::SolveState::Open)
+    }
 }
 
 /// The repository as the intake sees it: the files tracked at a commit (the one checked out;
@@ -104,6 +117,11 @@ impl App {
                     source,
                 })?,
         };
+        let regression = if counted.filed {
+            None
+        } else {
+            self.regression(counted.number, counted.count).await?
+        };
         Ok(Outcome::new(
             ErrorReportOutcome {
                 issue: counted.number,
@@ -114,6 +132,7 @@ impl App {
                 severity: text.severity,
                 labels: counted.labels,
                 located,
+                regression,
             },
             Verdict::Done,
         ))

@@ -52,51 +52,89 @@ impl App {
         if let Some(github) = &self.github_issues {
             let tracker = GitHubTracker::new(&github.forge, self.git.clone(), &github.remote)
                 .fenced(github.fence.clone());
-            let options = SolveOptions {
-                base: job
-                    .base
-                    .clone()
-                    .unwrap_or_else(|| github.base_branch.clone()),
-                start: Some(github.base_sha.clone()),
-                retry: job.retry,
-                approved: job.approved.clone(),
-                resume_only: job.resume_only,
-                require_label: job.require_label.clone(),
-            };
+            let options = self.solve_options(&job)?;
             return self.solve_with(&tracker, &job, &options).await;
         }
         let tracker = self.tracker()?;
         // One run solves an issue at a time; another is told who does, before it spends anything.
+        let _lease = self.solve_lease(job.issue)?;
+        let options = self.solve_options(&job)?;
+        self.solve_with(tracker, &job, &options).await
+    }
+
+    /// The lease a local run holds on an issue while it moves it.
+    fn solve_lease(&self, issue: u64) -> Result<bugloop_store::Lease, AppError> {
         let store = bugloop_forge::local::store_path(&self.git)?;
-        let _lease = bugloop_store::Lease::take(
+        bugloop_store::Lease::take(
             store.parent().unwrap_or(&store),
-            &format!("solve-{}", job.issue),
-            &format!("issue #{}", job.issue),
+            &format!("solve-{issue}"),
+            &format!("issue #{issue}"),
         )
-        .map_err(|error| AppError::Invalid(error.to_string()))?;
-        let base = match job.base.clone() {
-            Some(base) => base,
-            None => self
-                .git
-                .default_branch()
-                .or_else(|| self.git.current_branch())
-                .ok_or_else(|| {
-                    AppError::Invalid(
-                        "no default branch to solve against (no origin/HEAD, main or master); \
-                         name one with --base"
-                            .to_owned(),
-                    )
-                })?,
+        .map_err(|error| AppError::Invalid(error.to_string()))
+    }
+
+    /// Where `job`'s solution goes: on GitHub the default branch at the commit the job
+    /// checked out, locally the branch named or the default one.
+    fn solve_options(&self, job: &SolveJob) -> Result<SolveOptions, AppError> {
+        let (base, start) = match &self.github_issues {
+            Some(github) => (
+                job.base
+                    .clone()
+                    .unwrap_or_else(|| github.base_branch.clone()),
+                Some(github.base_sha.clone()),
+            ),
+            None => {
+                let base = match job.base.clone() {
+                    Some(base) => base,
+                    None => self
+                        .git
+                        .default_branch()
+                        .or_else(|| self.git.current_branch())
+                        .ok_or_else(|| {
+                            AppError::Invalid(
+                                "no default branch to solve against (no origin/HEAD, main or \
+                                 master); name one with --base"
+                                    .to_owned(),
+                            )
+                        })?,
+                };
+                (base, None)
+            }
         };
-        let options = SolveOptions {
+        Ok(SolveOptions {
             base,
-            start: None,
+            start,
             retry: job.retry,
             approved: job.approved.clone(),
             resume_only: job.resume_only,
             require_label: job.require_label.clone(),
-        };
-        self.solve_with(tracker, &job, &options).await
+        })
+    }
+
+    /// An error reported again on `issue` (`reports` so far): a regression when the issue's
+    /// solution has merged (`bugloop_loops::solve::regression`). It runs no model.
+    pub(crate) async fn regression(
+        &self,
+        issue: u64,
+        reports: u64,
+    ) -> Result<Option<SolveReport>, AppError> {
+        let env = self.loop_env_without_model();
+        let options = self.solve_options(&SolveJob {
+            issue,
+            ..SolveJob::default()
+        })?;
+        if let Some(github) = &self.github_issues {
+            let tracker = GitHubTracker::new(&github.forge, self.git.clone(), &github.remote)
+                .fenced(github.fence.clone());
+            return Ok(
+                bugloop_loops::solve::regression(&env, &tracker, issue, &options, reports).await?,
+            );
+        }
+        let _lease = self.solve_lease(issue)?;
+        Ok(
+            bugloop_loops::solve::regression(&env, self.tracker()?, issue, &options, reports)
+                .await?,
+        )
     }
 
     async fn solve_with(

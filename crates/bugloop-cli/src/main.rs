@@ -426,13 +426,31 @@ fn config_command(
 ) -> Result<Verdict> {
     match command {
         ConfigCommand::Show { format } => {
-            let loaded = configuration(cwd, choice)?.loaded;
+            let configuration = configuration(cwd, choice)?;
+            let (loaded, prompts) = (&configuration.loaded, &configuration.prompts.prompts);
             match format {
                 DataFormat::Yaml => {
-                    write!(out, "{}", bugloop_app::types::to_yaml_with_sources(&loaded))?;
+                    write!(out, "{}", bugloop_app::types::to_yaml_with_sources(loaded))?;
+                    if !prompts.is_empty() {
+                        writeln!(
+                            out,
+                            "# The repository's prompts, added to the built-in ones as its \
+                             instructions:"
+                        )?;
+                    }
+                    for prompt in prompts {
+                        writeln!(
+                            out,
+                            "#   {}: {} ({} bytes)",
+                            prompt.kind.path().rsplit('/').next().unwrap_or_default(),
+                            prompt.source,
+                            prompt.text.len()
+                        )?;
+                    }
                 }
                 DataFormat::Json => {
-                    let shown = bugloop_app::types::to_json_with_sources(&loaded);
+                    let mut shown = bugloop_app::types::to_json_with_sources(loaded);
+                    shown.repository_prompts = prompts;
                     writeln!(out, "{}", serde_json::to_string_pretty(&shown)?)?;
                 }
             }

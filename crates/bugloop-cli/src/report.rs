@@ -68,6 +68,10 @@ pub fn report(
                 let line = place.line.map(|l| format!(":{l}")).unwrap_or_default();
                 writeln!(out, "  at {}{line}", place.path)?;
             }
+            if let Some(regression) = &report.regression {
+                let state = regression.state.map_or("(none)", |s| s.as_str());
+                writeln!(out, "regression: {} [{state}]", regression.message)?;
+            }
         }
     }
     Ok(outcome.verdict)

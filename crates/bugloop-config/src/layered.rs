@@ -51,9 +51,11 @@ pub const REPOSITORY_SETTABLE: &[&str] = &[
     "gate.max_fix_rounds",
     "solve.test_commands",
     "solve.max_diff_lines",
+    "solve.on_regression",
     "converge.validator",
     "labels.in_progress",
     "labels.needs_human",
+    "labels.revert",
     "protected_paths",
 ];
 

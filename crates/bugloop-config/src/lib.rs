@@ -12,6 +12,7 @@
 
 mod layered;
 mod model;
+mod prompts;
 mod show;
 mod validation;
 
@@ -21,6 +22,7 @@ use std::path::{Path, PathBuf};
 pub use bugloop_domain::safety::{CommandEntry, CommandList};
 pub use layered::*;
 pub use model::*;
+pub use prompts::*;
 pub use show::*;
 pub use validation::{SYSTEM_PATH_ROOTS, validate};
 

@@ -510,6 +510,32 @@ pub struct SolveConfig {
     pub max_diff_lines: u64,
     /// Commands that must pass (build and tests), same rules as verify commands.
     pub test_commands: CommandList,
+    /// What an error reported again after its solution merged does (a regression).
+    pub on_regression: OnRegression,
+}
+
+/// What a regression (an error reported again after its solution merged) does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum OnRegression {
+    /// Reopen the issue and propose reverting the merged solution (a change request whose
+    /// tests have run).
+    #[default]
+    Revert,
+    /// Reopen the issue only.
+    Reopen,
+    /// Count the report on the closed issue, as any repeat.
+    Count,
+}
+
+impl OnRegression {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OnRegression::Revert => "revert",
+            OnRegression::Reopen => "reopen",
+            OnRegression::Count => "count",
+        }
+    }
 }
 
 impl Default for SolveConfig {
@@ -520,6 +546,7 @@ impl Default for SolveConfig {
             timeout_minutes: 30,
             max_diff_lines: 500,
             test_commands: CommandList::default(),
+            on_regression: OnRegression::default(),
         }
     }
 }
@@ -533,6 +560,8 @@ pub struct Labels {
     pub in_progress: String,
     #[serde(alias = "needs-human")]
     pub needs_human: String,
+    /// Put on a change request that reverts a merged solution after a regression.
+    pub revert: String,
 }
 
 impl Default for Labels {
@@ -541,6 +570,7 @@ impl Default for Labels {
             trigger: "bug:autofix".to_owned(),
             in_progress: "bugloop:solving".to_owned(),
             needs_human: "bugloop:escalated".to_owned(),
+            revert: "bugloop:revert".to_owned(),
         }
     }
 }

@@ -112,6 +112,8 @@ pub struct ShownConfig<'a> {
     pub ignored: &'a [IgnoredBranchSetting],
     pub files: ShownFiles<'a>,
     pub branch_config: BranchConfig,
+    /// The repository's prompts read from the trusted base (see [`crate::RepositoryPrompts`]).
+    pub repository_prompts: &'a [crate::RepositoryPrompt],
 }
 
 /// The files read, by their labels.
@@ -126,7 +128,7 @@ pub struct ShownFiles<'a> {
 
 /// The effective configuration as JSON: `config` (in the file's order), `sources` (each leaf's
 /// dotted key -> where its value came from), `ignored` (the branch's ignored settings), `files`
-/// and `branch_config`.
+/// and `branch_config`; then the repository's prompts, when the caller read them.
 pub fn to_json_with_sources(loaded: &Loaded) -> ShownConfig<'_> {
     ShownConfig {
         config: &loaded.config,
@@ -144,6 +146,7 @@ pub fn to_json_with_sources(loaded: &Loaded) -> ShownConfig<'_> {
             environment: &loaded.overrides,
         },
         branch_config: loaded.branch_config,
+        repository_prompts: &[],
     }
 }
 

@@ -1,6 +1,7 @@
 //! The solve pipeline's per-issue state machine (bugloop-architecture.md):
 //! OPEN -> ASSIGNED -> SOLVING -> PR_DRAFT -> REVIEWING -> READY -> MERGED, with ESCALATED from
-//! SOLVING and REVIEWING. A transition is recorded with its reason; the record of an issue is
+//! SOLVING and REVIEWING, and MERGED -> REGRESSED -> OPEN (or ESCALATED) when the error is
+//! reported again after its solution merged (guardrail 6). A transition is recorded with its reason; the record of an issue is
 //! the list of its transitions, and its state the last one's target.
 
 use std::fmt;
@@ -26,10 +27,13 @@ pub enum SolveState {
     Merged,
     /// Given to a human, with what was tried.
     Escalated,
+    /// Reported again after its solution merged: the solution is reverted (or not, as
+    /// configured) and the issue reopened.
+    Regressed,
 }
 
 impl SolveState {
-    pub const ALL: [SolveState; 8] = [
+    pub const ALL: [SolveState; 9] = [
         SolveState::Open,
         SolveState::Assigned,
         SolveState::Solving,
@@ -38,6 +42,7 @@ impl SolveState {
         SolveState::Ready,
         SolveState::Merged,
         SolveState::Escalated,
+        SolveState::Regressed,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -50,6 +55,7 @@ impl SolveState {
             SolveState::Ready => "READY",
             SolveState::Merged => "MERGED",
             SolveState::Escalated => "ESCALATED",
+            SolveState::Regressed => "REGRESSED",
         }
     }
 
@@ -60,7 +66,9 @@ impl SolveState {
     /// Whether `self -> to` is a step of the machine. A state may also go to itself: a step
     /// within it (an attempt, a review round) is recorded that way.
     pub fn can_go_to(self, to: SolveState) -> bool {
-        use SolveState::{Assigned, Escalated, Merged, Open, PrDraft, Ready, Reviewing, Solving};
+        use SolveState::{
+            Assigned, Escalated, Merged, Open, PrDraft, Ready, Regressed, Reviewing, Solving,
+        };
         if self == to {
             return matches!(self, Solving | Reviewing);
         }
@@ -76,6 +84,10 @@ impl SolveState {
                 // ready change request reopen its review.
                 | (Escalated, Assigned)
                 | (Ready, Reviewing)
+                // The error came back after the merge: reopened, or handed to a person when
+                // the merged solution cannot be reverted.
+                | (Merged, Regressed)
+                | (Regressed, Open | Escalated)
         )
     }
 
@@ -164,6 +176,13 @@ mod tests {
         assert!(!Escalated.can_go_to(Solving));
         assert!(Solving.can_go_to(Solving));
         assert!(!Ready.can_go_to(Ready));
+        // A regression: only after a merge, and only back to open or to a person.
+        assert!(Merged.can_go_to(Regressed));
+        assert!(Regressed.can_go_to(Open));
+        assert!(Regressed.can_go_to(Escalated));
+        assert!(!Ready.can_go_to(Regressed));
+        assert!(!Regressed.can_go_to(Solving));
+        assert!(!Regressed.is_final());
         for state in SolveState::ALL {
             assert_eq!(SolveState::parse(state.as_str()), Some(state));
         }

@@ -46,6 +46,9 @@ pub struct ChangeRequest {
     pub conversation: ChangeKey,
     /// Its address on the forge, where it has one.
     pub url: Option<String>,
+    /// Once merged, the commit on its base that brought it in (a merge commit, a squash
+    /// commit, or its own tip when its base was fast-forwarded), where the forge says.
+    pub merge_commit: Option<String>,
 }
 
 /// A draft change request to open.
@@ -55,8 +58,8 @@ pub struct DraftRequest {
     pub body: String,
     pub branch: String,
     pub base: String,
-    /// The issue it closes.
-    pub closes: u64,
+    /// The issue it closes, if it closes one (a revert does not).
+    pub closes: Option<u64>,
 }
 
 /// One recorded step of an issue's state machine.
@@ -152,6 +155,9 @@ pub trait Tracker: Send + Sync + std::fmt::Debug {
     /// Closes an issue its merged change request closes (where the forge does not itself, as
     /// GitHub does for `Closes #N`).
     async fn close_solved(&self, issue: u64) -> Result<(), ForgeError>;
+
+    /// Reopens a closed issue (an open one stays as it is).
+    async fn reopen(&self, issue: u64) -> Result<(), ForgeError>;
 
     /// Marks a draft ready for review.
     async fn mark_ready(&self, number: u64) -> Result<(), ForgeError>;

@@ -10,10 +10,12 @@
 mod change;
 mod command;
 mod repository;
+mod revert;
 
 pub use change::{ChangeKey, ChangedFile, FileStatus, HeadState, SelectedChange, Selection};
 pub use command::{GitCommand, version};
 pub use repository::{EMPTY_TREE, Git, clone, common_dir, short};
+pub use revert::{Author, Revert};
 
 /// Why git could not answer.
 #[derive(Debug, thiserror::Error)]

@@ -78,7 +78,14 @@ pub(crate) fn route(
         ("PATCH", ["issues", n]) if state.issues.contains_key(&number(n)?) => {
             let n = number(n)?;
             let issue = state.issues.get_mut(&n)?;
-            if issue.author != login {
+            // Anyone who may write issues opens and closes them; only the author edits one.
+            match text("state").as_deref() {
+                Some("open") => issue.open = true,
+                Some("closed") => issue.open = false,
+                Some(_) => return Some(Answer::unprocessable("state", "is not open or closed")),
+                None => {}
+            }
+            if issue.author != login && text("body").is_some() {
                 return Some(Answer::error(
                     StatusCode::FORBIDDEN,
                     "Must have admin rights to Repository.",
@@ -417,6 +424,7 @@ pub(crate) fn pull_json(state: &State, number: u64) -> Option<Answer> {
         "number": number,
         "state": if pull.open { "open" } else { "closed" },
         "merged": pull.merged,
+        "merge_commit_sha": pull.merge_commit,
         "locked": false,
         "title": spec.title,
         "user": state.account(&spec.author),

@@ -171,6 +171,11 @@ impl Simulator {
             .map(|i| (i.title.clone(), i.body.clone()))
     }
 
+    /// Whether an issue is open.
+    pub fn issue_open(&self, number: u64) -> Option<bool> {
+        self.state().issues.get(&number).map(|i| i.open)
+    }
+
     /// Its author edits an issue's body.
     pub fn edit_issue_body(&self, number: u64, body: &str) {
         if let Some(issue) = self.state().issues.get_mut(&number) {
@@ -258,6 +263,33 @@ impl Simulator {
         if let Some(pull) = self.state().pulls.get_mut(&number) {
             pull.open = false;
             pull.merged = true;
+        }
+    }
+
+    /// A person merges the pull request, and the merge is `commit` on its base (the test made
+    /// it in the repository's git).
+    pub fn merge_as(&self, number: u64, commit: &str) {
+        let mut state = self.state();
+        let Some(pull) = state.pulls.get_mut(&number) else {
+            return;
+        };
+        pull.open = false;
+        pull.merged = true;
+        pull.merge_commit = Some(commit.to_owned());
+        // GitHub closes the issues its body says it closes.
+        let body = pull.body.to_lowercase();
+        let closed: Vec<u64> = body
+            .split("closes #")
+            .skip(1)
+            .filter_map(|rest| {
+                let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+                digits.parse().ok()
+            })
+            .collect();
+        for issue in closed {
+            if let Some(issue) = state.issues.get_mut(&issue) {
+                issue.open = false;
+            }
         }
     }
 

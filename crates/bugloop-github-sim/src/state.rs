@@ -41,6 +41,8 @@ pub(crate) struct Pull {
     pub body: String,
     pub open: bool,
     pub merged: bool,
+    /// The commit a merge brought it in with, once merged (`merge_commit_sha`).
+    pub merge_commit: Option<String>,
     /// Opened by a client from a branch of the simulator's git repository: its head follows
     /// the branch.
     pub from_git: bool,
@@ -57,6 +59,7 @@ impl Pull {
             body: String::new(),
             open: true,
             merged: false,
+            merge_commit: None,
             from_git: false,
             spec,
         }

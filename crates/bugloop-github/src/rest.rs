@@ -98,6 +98,9 @@ pub struct PullRequest {
     /// Whether it was merged (the single pull request's read says; listings leave it out).
     #[serde(default)]
     pub merged: Option<bool>,
+    /// Once merged, the commit on the base that brought it in (merge, squash or rebase).
+    #[serde(default)]
+    pub merge_commit_sha: Option<String>,
 }
 
 /// A label's name, as GitHub lists an issue's labels.
@@ -651,6 +654,22 @@ impl GitHubClient {
             Method::PATCH,
             &format!("/repos/{repo}/issues/{number}"),
             body,
+            Safety::Idempotent,
+        )
+        .await
+    }
+
+    /// Opens or closes an issue (`open` or `closed`).
+    pub async fn set_issue_state(
+        &self,
+        repo: &Repo,
+        number: u64,
+        state: &str,
+    ) -> Result<Issue, GitHubError> {
+        self.call(
+            Method::PATCH,
+            &format!("/repos/{repo}/issues/{number}"),
+            Some(&json!({"state": state})),
             Safety::Idempotent,
         )
         .await

@@ -20,6 +20,8 @@ pub struct LoopSettings {
     /// a copy of the base commit's (the head must not write the reviewer's or the agent's
     /// instructions); `None`, the tree being worked on.
     pub rules_root: Option<std::path::PathBuf>,
+    /// The repository's prompts (`.bugloop/prompts/`), read from the trusted base commit.
+    pub repository_prompts: bugloop_config::RepositoryPrompts,
 }
 
 impl LoopSettings {
@@ -30,6 +32,7 @@ impl LoopSettings {
             verify_commands: bugloop_config::verify_commands(&config)?,
             gate_commands: bugloop_config::commands("gate.commands", &config.gate.commands)?,
             rules_root: None,
+            repository_prompts: bugloop_config::RepositoryPrompts::default(),
             config,
         })
     }

@@ -328,7 +328,10 @@ async fn what_it_came_to(
                 cost_usd: report.usage.cost_usd,
             })
             .unwrap_or_default()),
-        EventOutcome::ErrorReport { outcome } if outcome.report.filed => {
+        // Filed, or reopened after a regression: solved (again) as if labelled.
+        EventOutcome::ErrorReport { outcome }
+            if outcome.report.filed || outcome.report.reopened() =>
+        {
             let follow = Trigger::Solve {
                 repository,
                 issue: outcome.report.issue,

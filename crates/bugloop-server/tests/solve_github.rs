@@ -340,9 +340,11 @@ async fn an_issue_labelled_for_autofix_is_solved_to_a_ready_draft_by_the_app() {
 
 /// The whole chain on GitHub: an error report sent to the server files one issue (the App's,
 /// labelled bug and bug:autofix) and queues its solving; the same error reported again is
-/// counted on that issue; the issue is solved to a ready draft.
+/// counted on that issue; the issue is solved to a ready draft. A person merges it; the error
+/// comes back: the solution is reverted in a pull request of its own, the issue reopened, and
+/// its solving queued again.
 #[tokio::test]
-async fn a_reported_error_is_filed_once_counted_and_solved() {
+async fn a_reported_error_is_filed_once_counted_solved_and_reverted_when_it_returns() {
     let Setup {
         fixture,
         queue,
@@ -410,6 +412,104 @@ async fn a_reported_error_is_filed_once_counted_and_solved() {
         record.body.contains("### bugloop solve: READY"),
         "{}",
         record.body
+    );
+
+    // A person merges it with a merge commit; more work lands on main after it.
+    let (number, branch) = (pulls[0].0, pulls[0].2.clone());
+    let person = tempfile::tempdir().unwrap();
+    let work = person.path().join("widgets");
+    git(
+        person.path(),
+        &["clone", "-q", fixture.origin().to_str().unwrap(), "widgets"],
+    );
+    git(
+        &work,
+        &[
+            "merge",
+            "--no-ff",
+            "-q",
+            "-m",
+            "Merge the fix",
+            &format!("origin/{branch}"),
+        ],
+    );
+    let merge = git(&work, &["rev-parse", "HEAD"]);
+    std::fs::write(work.join("NOTES.md"), "later work\n").unwrap();
+    git(&work, &["add", "NOTES.md"]);
+    git(&work, &["commit", "-q", "-m", "later work"]);
+    git(&work, &["push", "-q", "origin", "HEAD:main"]);
+    sim.merge_as(number, &merge);
+    assert_eq!(sim.issue_open(issue), Some(false), "the merge closed it");
+
+    // The error comes back.
+    report("report-3", "/srv/app").await;
+    let regressed = run_next(&queue, &settings, &Stop::never())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(regressed.state, Some(JobState::Done), "{regressed:?}");
+    let reverts: Vec<_> = sim
+        .pulls()
+        .into_iter()
+        .filter(|p| p.2 == "bugloop/revert-8-1")
+        .collect();
+    assert_eq!(reverts.len(), 1, "{:#?}", sim.pulls());
+    let (revert, title, _, _, open, body) = reverts[0].clone();
+    assert!(open);
+    assert!(title.starts_with("Revert \"fix: IndexError"), "{title}");
+    assert!(body.starts_with(&format!("Reverts #{number}\n")), "{body}");
+    assert!(!body.contains("Closes #"), "{body}");
+    assert!(
+        body.contains("- `grep -qF 'items[-1]' app/models.py`: failed"),
+        "the tests ran on the revert (and catch the bug it brings back): {body}"
+    );
+    assert_eq!(sim.issue_labels(revert), ["bugloop:revert"]);
+    assert_eq!(
+        git(
+            fixture.origin(),
+            &["show", "bugloop/revert-8-1:app/models.py"]
+        ),
+        BUGGY.trim_end()
+    );
+    assert_eq!(
+        git(fixture.origin(), &["show", "bugloop/revert-8-1:NOTES.md"]),
+        "later work"
+    );
+    assert_eq!(sim.issue_open(issue), Some(true), "reopened");
+    let record = sim
+        .issue_comments(issue)
+        .into_iter()
+        .find(|c| c.author == BOT && c.body.contains("### bugloop solve"))
+        .unwrap();
+    assert!(
+        record.body.contains("### bugloop solve: OPEN"),
+        "{}",
+        record.body
+    );
+    assert!(
+        record.body.contains(&format!(
+            "| MERGED -> REGRESSED | reported again (3 reports) after #{number} was merged at {}",
+            &merge[..7]
+        )),
+        "{}",
+        record.body
+    );
+    assert!(record.body.contains(&format!(
+        "| REGRESSED -> OPEN | reopened: the error came back after #{number} merged; #{revert} reverts it"
+    )), "{}", record.body);
+    // Its solving is queued again.
+    let queued: Vec<_> = queue
+        .jobs()
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|j| j.kind == JobKind::Solve && j.state == JobState::Queued)
+        .collect();
+    assert_eq!(queued.len(), 1, "{queued:#?}");
+    assert!(
+        queued[0].payload.contains("\"issue\":8"),
+        "{}",
+        queued[0].payload
     );
 }
 

@@ -6,6 +6,10 @@
 
 #[path = "solve/byproducts.rs"]
 mod byproducts;
+#[path = "solve/prompts.rs"]
+mod prompts;
+#[path = "solve/regression.rs"]
+mod regression;
 #[path = "solve/resume.rs"]
 mod resume;
 #[path = "solve/reviewers.rs"]

@@ -129,6 +129,11 @@ impl<'f> GitHubTracker<'f> {
                 ("open", _) => ChangeRequestState::Open,
                 _ => ChangeRequestState::Closed,
             },
+            merge_commit: pull
+                .merged
+                .unwrap_or(false)
+                .then_some(pull.merge_commit_sha)
+                .flatten(),
         }
     }
 }
@@ -505,6 +510,18 @@ impl Tracker for GitHubTracker<'_> {
 
     /// GitHub closes it: the draft's body says `Closes #N`.
     async fn close_solved(&self, _issue: u64) -> Result<(), ForgeError> {
+        Ok(())
+    }
+
+    async fn reopen(&self, issue: u64) -> Result<(), ForgeError> {
+        self.may_write()?;
+        let found = self.forge.client.issue(&self.forge.repo, issue).await?;
+        if found.state != "open" {
+            self.forge
+                .client
+                .set_issue_state(&self.forge.repo, issue, "open")
+                .await?;
+        }
         Ok(())
     }
 

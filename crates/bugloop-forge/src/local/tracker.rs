@@ -50,6 +50,7 @@ fn change_request(item: Item) -> Result<ChangeRequest, ForgeError> {
             },
             conversation,
             url: None,
+            merge_commit: None,
         }),
         _ => Err(ForgeError::NotFound(format!(
             "#{} is an issue, not a change request",
@@ -75,6 +76,38 @@ impl LocalForge {
                 &format!("refs/heads/{base}"),
             ])
             .is_ok()
+    }
+}
+
+impl LocalForge {
+    /// The commit on `base`'s first-parent line that brought `branch` in: the oldest one that
+    /// descends from the branch's tip (a merge), or the tip itself when `base` was
+    /// fast-forwarded to it.
+    fn merge_commit(&self, branch: &str, base: &str) -> Option<String> {
+        let tip = self.git.resolve(&format!("refs/heads/{branch}"))?;
+        let base = format!("refs/heads/{base}");
+        let line = self
+            .git
+            .run(&["rev-list", "--first-parent", &base, "--"])
+            .ok()?;
+        let line: Vec<&str> = line.lines().collect();
+        if line.contains(&tip.as_str()) {
+            return Some(tip);
+        }
+        let descendants = self
+            .git
+            .run(&[
+                "rev-list",
+                "--ancestry-path",
+                &format!("{tip}..{base}"),
+                "--",
+            ])
+            .ok()?;
+        let descendants: std::collections::HashSet<&str> = descendants.lines().collect();
+        line.iter()
+            .rev()
+            .find(|commit| descendants.contains(*commit))
+            .map(|commit| (*commit).to_owned())
     }
 }
 
@@ -246,7 +279,7 @@ impl Tracker for LocalForge {
                 branch: draft.branch.clone(),
                 base: draft.base.clone(),
                 draft: true,
-                closes: Some(number(draft.closes)?),
+                closes: draft.closes.map(number).transpose()?,
                 labels: Vec::new(),
             })
             .await
@@ -263,6 +296,9 @@ impl Tracker for LocalForge {
                 .await?;
             found.state = ChangeRequestState::Merged;
         }
+        if found.state == ChangeRequestState::Merged {
+            found.merge_commit = self.merge_commit(&found.branch, &found.base);
+        }
         Ok(found)
     }
 
@@ -270,6 +306,19 @@ impl Tracker for LocalForge {
         Ok(self
             .store
             .set_item_state(number(issue)?, ItemState::Closed)
+            .await?)
+    }
+
+    async fn reopen(&self, issue: u64) -> Result<(), ForgeError> {
+        let item = self.store.item(number(issue)?).await?;
+        if item.kind != ItemKind::Issue {
+            return Err(ForgeError::NotFound(format!(
+                "#{issue} is a change request, not an issue"
+            )));
+        }
+        Ok(self
+            .store
+            .set_item_state(number(issue)?, ItemState::Open)
             .await?)
     }
 

@@ -13,6 +13,7 @@
 mod detail;
 mod gate;
 mod record;
+mod regression;
 mod review;
 mod solver;
 #[cfg(test)]
@@ -31,6 +32,24 @@ pub use self::record::Record;
 
 pub const SOLVE_PROMPT: &str = include_str!("../../prompts/solve.md");
 pub const RESOLVE_PROMPT: &str = include_str!("../../prompts/resolve-comments.md");
+const REPOSITORY_INSTRUCTIONS: &str = include_str!("../../prompts/repository-instructions.md");
+
+/// The repository's own prompt for `kind`, as a section of the task (empty without one).
+fn repository_instructions(settings: &LoopSettings, kind: bugloop_config::PromptKind) -> String {
+    settings
+        .repository_prompts
+        .get(kind)
+        .map(|prompt| {
+            crate::prompt::fill(
+                REPOSITORY_INSTRUCTIONS,
+                &[
+                    ("source", &prompt.source),
+                    ("text", &crate::prompt::quoted(&prompt.text, 16_384)),
+                ],
+            )
+        })
+        .unwrap_or_default()
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum SolveError {
@@ -175,11 +194,47 @@ async fn go_on(
                 run.record.last_reason()
             )),
             Some(SolveState::Merged) => Flow::Stop("merged".to_owned()),
+            Some(SolveState::Regressed) => regression::go_on(run).await?,
         };
         if let Flow::Stop(message) = flow {
             return Ok(message);
         }
     }
+}
+
+/// An error reported again on `issue` (`reports` reports so far): when the change request that
+/// solved it has merged, a regression, handled as `solve.on_regression` says (the revert
+/// proposed, the issue reopened); a regression a run left half handled is finished. `None`
+/// when the report is only a repeat (the issue not solved and merged, or `count`).
+pub async fn regression(
+    env: &LoopEnv<'_>,
+    tracker: &dyn Tracker,
+    issue: u64,
+    options: &SolveOptions,
+    reports: u64,
+) -> Result<Option<SolveReport>, SolveError> {
+    let found = tracker.issue(issue).await?;
+    let record = Record::new(tracker.solve_history(issue).await?);
+    let mut run = Run {
+        env,
+        tracker,
+        issue: found,
+        options,
+        record,
+    };
+    regression::notice_merge(&mut run).await?;
+    match run.record.state() {
+        Some(SolveState::Merged) => {
+            if !regression::record(&mut run, reports).await? {
+                return Ok(None);
+            }
+        }
+        Some(SolveState::Regressed) => {}
+        _ => return Ok(None),
+    }
+    regression::go_on(&mut run).await?;
+    let message = run.record.last_reason();
+    Ok(Some(run.record.report(&run.issue, message)))
 }
 
 /// The issue's state as recorded, without doing anything (`bugloop status`).
@@ -374,8 +429,13 @@ impl Run<'_, '_> {
         .ok_or_else(|| {
             SolveError::Invalid(format!("the base branch {base:?} is not a branch here"))
         })?;
+        // Solving again after a regression: the merged solution's branch is not reused.
+        let again = match self.record.count_of(SolveState::Regressed) {
+            0 => String::new(),
+            n => format!("-{}", n + 1),
+        };
         let branch = format!(
-            "{}{}-{}",
+            "{}{}-{}{again}",
             self.env.config().branch_prefix,
             self.number(),
             bugloop_domain::solve::slug(&self.issue.title, 40)

@@ -58,6 +58,19 @@ impl Record {
             .unwrap_or_default()
     }
 
+    /// The last step's detail, read as `T` (the struct of its kind).
+    pub(super) fn last_detail<T: serde::de::DeserializeOwned + Default>(&self) -> T {
+        self.history.last().map(read).unwrap_or_default()
+    }
+
+    /// How many steps of the whole record went to `state`.
+    pub(super) fn count_of(&self, state: SolveState) -> usize {
+        self.history
+            .iter()
+            .filter(|t| t.to == state && t.from != Some(state))
+            .count()
+    }
+
     pub(super) fn push(&mut self, transition: SolveTransition) {
         self.history.push(transition);
     }

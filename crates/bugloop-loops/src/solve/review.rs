@@ -350,6 +350,13 @@ fn prompt(run: &Run<'_, '_>, open: &[super::threads::OpenThread<'_>]) -> String 
             ("title", &quoted(&run.issue.title, 200)),
             ("threads", &threads),
             ("previous", &previous),
+            (
+                "repository",
+                &super::repository_instructions(
+                    run.env.settings,
+                    bugloop_config::PromptKind::ResolveComments,
+                ),
+            ),
         ],
     )
 }

@@ -401,6 +401,13 @@ fn prompt(run: &Run<'_, '_>, tree_after: Option<u64>) -> String {
             ("title", &quoted(&first_line(&title, 200), 400)),
             ("body", &quoted(&body, 16_000)),
             ("attempts", &attempts),
+            (
+                "repository",
+                &super::repository_instructions(
+                    run.env.settings,
+                    bugloop_config::PromptKind::SolveIssue,
+                ),
+            ),
         ],
     )
 }
@@ -436,7 +443,7 @@ async fn propose(
             body: draft_body(run, solution),
             branch: branch.clone(),
             base: solving.base.clone(),
-            closes: run.number(),
+            closes: Some(run.number()),
         })
         .await?;
     run.step(
@@ -501,7 +508,7 @@ fn failed_outcome(command: &str, output: &str) -> String {
     }
 }
 
-fn first_line(text: &str, max: usize) -> String {
+pub(super) fn first_line(text: &str, max: usize) -> String {
     let line = text.lines().next().unwrap_or_default().trim();
     crate::context::cut(line, max).0
 }

@@ -584,6 +584,9 @@ impl Tracker for Killing {
     async fn close_solved(&self, issue: u64) -> Result<(), ForgeError> {
         self.inner.close_solved(issue).await
     }
+    async fn reopen(&self, issue: u64) -> Result<(), ForgeError> {
+        self.inner.reopen(issue).await
+    }
     async fn checks(&self, commit: &str) -> Result<Vec<Check>, ForgeError> {
         self.inner.checks(commit).await
     }

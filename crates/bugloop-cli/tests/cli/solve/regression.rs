@@ -1,0 +1,240 @@
+//! A regression (guardrail 6): the error comes back after its solution merged. The report
+//! reverts the merged solution as a change request whose tests ran, reopens the issue and
+//! records why; a revert that conflicts with later work goes to a person; `solve.on_regression`
+//! chooses reopen only or a plain count; the reopened issue is solved again on a branch of its
+//! own. Run as the test's user and, as root, as an unprivileged one.
+
+use serde_json::{Value, json};
+
+use bugloop_github_sim::fixture::review_lines;
+use bugloop_testkit::TestRepo;
+
+use super::runner::{Runner, git_read, script_of, text, write};
+use super::{BUGGY, SOLVED, TRACE};
+
+/// Tests that pass with or without the solution (the revert's run is what is looked at).
+const CONFIG: &str = "solve:\n  test_commands:\n    - test -f app/models.py\n";
+
+/// `bugloop args --format json`, which must exit 0, read as JSON.
+fn json_of(runner: &Runner, repo: &TestRepo, args: &[&str], stdin: &str) -> Value {
+    let mut all = args.to_vec();
+    all.extend(["--format", "json"]);
+    let output = runner.run(repo.path(), &all, stdin);
+    assert_eq!(output.status.code(), Some(0), "{args:?}: {}", text(&output));
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+/// The crash reported, solved in one attempt to a ready draft (#2), and merged into `main`
+/// with a merge commit by a person; then more work lands on `main`.
+fn solved_and_merged(runner: &Runner, config: &str, later: (&str, &str)) -> TestRepo {
+    let repo = runner.repo(&[("app/models.py", BUGGY), (".bugloop/config.yml", config)]);
+    let filed = json_of(runner, &repo, &["report"], TRACE);
+    assert_eq!(
+        (filed["issue"].clone(), filed["filed"].clone()),
+        (json!(1), json!(true))
+    );
+    let scripts = runner.scripts();
+    let mut lines = vec![
+        json!({"tool_calls": [write("app/models.py", SOLVED)]}),
+        json!({"text": "`last` read one past the end; it reads items[-1] now."}),
+    ];
+    lines.extend(review_lines(&[]));
+    let model = script_of(scripts.path(), "solve.jsonl", &lines);
+    let solved = json_of(runner, &repo, &["solve", "1", "--model", &model], "");
+    assert_eq!(solved["state"], "READY", "{solved:#}");
+    let branch = solved["branch"].as_str().unwrap().to_owned();
+    runner.git(
+        repo.path(),
+        &["merge", "--no-ff", "-q", "-m", "Merge the fix", &branch],
+    );
+    std::fs::write(repo.path().join(later.0), later.1).unwrap();
+    runner.git(repo.path(), &["add", later.0]);
+    runner.git(repo.path(), &["commit", "-q", "-m", "later work"]);
+    repo
+}
+
+fn regression_of(reported: &Value) -> &Value {
+    assert_eq!(reported["filed"], false, "{reported:#}");
+    &reported["regression"]
+}
+
+fn regression_reverted_reopened_and_solved_again(runner: &Runner) {
+    let repo = solved_and_merged(runner, CONFIG, ("README.md", "later work\n"));
+    let dir = repo.path();
+    let merge = git_read(dir, &["rev-parse", "HEAD~1"]);
+    // The merge closed the issue: `status` records it MERGED.
+    let status = runner.run(dir, &["status", "1"], "");
+    assert!(
+        text(&status).contains("READY -> MERGED: #2 was merged"),
+        "{}",
+        text(&status)
+    );
+
+    let reported = json_of(runner, &repo, &["report"], TRACE);
+    let regression = regression_of(&reported);
+    assert_eq!(regression["state"], "OPEN", "{reported:#}");
+    assert!(
+        regression["message"]
+            .as_str()
+            .unwrap()
+            .contains("the error came back after #2 merged; #3 reverts it"),
+        "{regression:#}"
+    );
+    // The revert: a change request into main, labelled, `Reverts #2`, its tests run.
+    let revert = json_of(runner, &repo, &["item", "3"], "");
+    let item = &revert;
+    assert_eq!(item["branch"], "bugloop/revert-1-1", "{revert:#}");
+    assert_eq!(item["base"], "main");
+    assert_eq!(item["closes"], Value::Null, "a revert closes nothing");
+    assert_eq!(item["labels"], json!(["bugloop:revert"]));
+    let body = item["body"].as_str().unwrap();
+    assert!(body.starts_with("Reverts #2\n"), "{body}");
+    assert!(
+        body.contains(&format!("merged at {}", &merge[..7])),
+        "{body}"
+    );
+    assert!(body.contains("- `test -f app/models.py`: passed"), "{body}");
+    // It takes the solution out and keeps the work that landed since.
+    assert_eq!(
+        git_read(dir, &["show", "bugloop/revert-1-1:app/models.py"]),
+        BUGGY.trim_end()
+    );
+    assert_eq!(
+        git_read(dir, &["show", "bugloop/revert-1-1:README.md"]),
+        "later work"
+    );
+    assert_eq!(
+        git_read(dir, &["rev-parse", "bugloop/revert-1-1~1"]),
+        git_read(dir, &["rev-parse", "main"])
+    );
+    // The issue is open again and says why, and its history shows the steps.
+    let issue = json_of(runner, &repo, &["item", "1"], "");
+    assert_eq!(issue["state"], "open", "{issue:#}");
+    let said: Vec<&Value> = issue["comments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| {
+            c["body"]
+                .as_str()
+                .unwrap()
+                .contains("This error was reported again")
+        })
+        .collect();
+    assert_eq!(said.len(), 1, "{issue:#}");
+    let history = text(&runner.run(dir, &["status", "1"], ""));
+    for step in [
+        format!(
+            "MERGED -> REGRESSED: reported again (2 reports) after #2 was merged at {}",
+            &merge[..7]
+        ),
+        "REGRESSED -> OPEN: reopened: the error came back after #2 merged; #3 reverts it"
+            .to_owned(),
+    ] {
+        assert!(history.contains(&step), "{step}\n{history}");
+    }
+
+    // Reported once more while reopened: a repeat, counted; no second revert.
+    let again = json_of(runner, &repo, &["report"], TRACE);
+    assert_eq!(again["count"], 3);
+    assert!(again.get("regression").is_none(), "{again:#}");
+
+    // Solved again, on a branch of its own (the merged one is not reused).
+    let scripts = runner.scripts();
+    let mut lines = vec![
+        json!({"tool_calls": [write("app/models.py", "def last(items):\n    return items[-1] if items else None\n")]}),
+        json!({"text": "Guarded the empty list too."}),
+    ];
+    lines.extend(review_lines(&[]));
+    let model = script_of(scripts.path(), "again.jsonl", &lines);
+    let solved = json_of(runner, &repo, &["solve", "1", "--model", &model], "");
+    assert_eq!(solved["state"], "READY", "{solved:#}");
+    let branch = solved["branch"].as_str().unwrap();
+    assert!(
+        branch.starts_with("bugloop/1-") && branch.ends_with("-2"),
+        "{branch}"
+    );
+    assert_eq!(solved["change_request"], 4, "{solved:#}");
+}
+
+#[test]
+fn a_regression_is_reverted_reopened_and_solved_again() {
+    regression_reverted_reopened_and_solved_again(&Runner::me());
+}
+
+#[test]
+fn a_regression_is_reverted_by_an_unprivileged_user() {
+    if let Some(runner) = Runner::unprivileged() {
+        regression_reverted_reopened_and_solved_again(&runner);
+    }
+}
+
+#[test]
+fn a_revert_that_conflicts_goes_to_a_person() {
+    let runner = Runner::me();
+    // The same line changed again after the merge.
+    let repo = solved_and_merged(
+        &runner,
+        CONFIG,
+        (
+            "app/models.py",
+            "def last(items):\n    return items[-1] if len(items) else None\n",
+        ),
+    );
+    let reported = json_of(&runner, &repo, &["report"], TRACE);
+    let regression = regression_of(&reported);
+    assert_eq!(regression["state"], "ESCALATED", "{reported:#}");
+    let message = regression["message"].as_str().unwrap();
+    assert!(
+        message.contains("reverting it conflicts with later changes to `app/models.py`"),
+        "{message}"
+    );
+    let issue = json_of(&runner, &repo, &["item", "1"], "");
+    assert_eq!(issue["state"], "open", "{issue:#}");
+    assert!(
+        issue["labels"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("bugloop:escalated")),
+        "{issue:#}"
+    );
+    // Nothing was published: no revert branch, no change request.
+    assert_eq!(
+        git_read(repo.path(), &["branch", "--list", "bugloop/revert-*"]),
+        ""
+    );
+    let missing = runner.run(repo.path(), &["item", "3"], "");
+    assert_eq!(missing.status.code(), Some(2), "{}", text(&missing));
+}
+
+#[test]
+fn on_regression_reopen_and_count() {
+    let runner = Runner::me();
+    let reopen = solved_and_merged(
+        &runner,
+        &format!("{CONFIG}  on_regression: reopen\n"),
+        ("README.md", "later\n"),
+    );
+    let reported = json_of(&runner, &reopen, &["report"], TRACE);
+    let regression = regression_of(&reported);
+    assert_eq!(regression["state"], "OPEN", "{reported:#}");
+    assert_eq!(
+        regression["message"],
+        "reopened: the error came back after #2 merged"
+    );
+    assert_eq!(
+        git_read(reopen.path(), &["branch", "--list", "bugloop/revert-*"]),
+        ""
+    );
+
+    let count = solved_and_merged(
+        &runner,
+        &format!("{CONFIG}  on_regression: count\n"),
+        ("README.md", "later\n"),
+    );
+    let reported = json_of(&runner, &count, &["report"], TRACE);
+    assert_eq!(reported["count"], 2);
+    assert!(reported.get("regression").is_none(), "{reported:#}");
+    let issue = json_of(&runner, &count, &["item", "1"], "");
+    assert_eq!(issue["state"], "closed", "{issue:#}");
+}
