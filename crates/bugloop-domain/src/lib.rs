@@ -16,6 +16,7 @@ pub mod safety;
 pub mod score;
 pub mod solve;
 pub mod status;
+pub mod test_counts;
 pub mod thread;
 
 pub use finding::{Category, Finding, FindingId};
