@@ -133,6 +133,45 @@ pub(super) struct VerifyResult {
     pub command: String,
     #[serde(deserialize_with = "lenient")]
     pub passed: bool,
+    /// How many tests it ran passed, failed and were skipped, when its runner said.
+    #[serde(skip_serializing_if = "Option::is_none", deserialize_with = "lenient")]
+    pub counts: Option<bugloop_domain::test_counts::TestCounts>,
+}
+
+impl VerifyResult {
+    /// A command's result, with the counts its output reports.
+    pub fn of(run: &bugloop_report::build::VerifyRun) -> VerifyResult {
+        VerifyResult {
+            command: run.command.clone(),
+            passed: run.passed,
+            counts: bugloop_domain::test_counts::from_output(&run.output),
+        }
+    }
+
+    /// "- `cmd`: passed (12 passed, 1 skipped)", a line of a change request's test results.
+    pub fn line(&self) -> String {
+        let counts = self
+            .counts
+            .map(|c| format!(" ({})", c.describe()))
+            .unwrap_or_default();
+        format!(
+            "- `{}`: {}{counts}\n",
+            self.command,
+            if self.passed { "passed" } else { "failed" }
+        )
+    }
+}
+
+/// The counts of all `results` that report any, summed: "**Tests:** 14 passed, 1 skipped".
+pub(super) fn total_line(results: &[VerifyResult]) -> Option<String> {
+    let mut total: Option<bugloop_domain::test_counts::TestCounts> = None;
+    for counts in results.iter().filter_map(|r| r.counts) {
+        let sum = total.get_or_insert_default();
+        sum.passed += counts.passed;
+        sum.failed += counts.failed;
+        sum.skipped += counts.skipped;
+    }
+    total.map(|t| format!("\n**Tests:** {}\n", t.describe()))
 }
 
 /// SOLVING -> SOLVING: an attempt (failed, stopped by a guardrail or at the time limit, or

@@ -15,7 +15,7 @@ use bugloop_forge::tracker::{ChangeRequestState, DraftRequest};
 use bugloop_git::{Revert, short};
 use serde::{Deserialize, Serialize};
 
-use super::detail::Empty;
+use super::detail::{Empty, VerifyResult};
 use super::{Flow, Run, SolveError};
 
 /// MERGED -> REGRESSED: what the regression is, and what was asked to be done about it.
@@ -268,13 +268,11 @@ fn revert_body(
     ));
     match tests {
         Some(runs) => {
-            for test in runs {
-                body.push_str(&format!(
-                    "- `{}`: {}\n",
-                    test.command,
-                    if test.passed { "passed" } else { "failed" }
-                ));
+            let results: Vec<VerifyResult> = runs.iter().map(VerifyResult::of).collect();
+            for result in &results {
+                body.push_str(&result.line());
             }
+            body.push_str(&super::detail::total_line(&results).unwrap_or_default());
         }
         None => body.push_str("Not run: no `solve.test_commands` are configured.\n"),
     }

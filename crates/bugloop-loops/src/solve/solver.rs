@@ -247,14 +247,7 @@ async fn passed(
     let solution = Solution {
         commit: commit.to_owned(),
         summary: result.summary.clone(),
-        verify: result
-            .verify
-            .iter()
-            .map(|v| VerifyResult {
-                command: v.command.clone(),
-                passed: v.passed,
-            })
-            .collect(),
+        verify: result.verify.iter().map(VerifyResult::of).collect(),
         files: files.to_vec(),
     };
     let outcome = format!(
@@ -471,13 +464,10 @@ fn draft_body(run: &Run<'_, '_>, solution: &Solution) -> String {
         &summary
     });
     body.push_str("\n\n## Test results\n\n");
-    for run in &solution.verify {
-        body.push_str(&format!(
-            "- `{}`: {}\n",
-            run.command,
-            if run.passed { "passed" } else { "failed" }
-        ));
+    for result in &solution.verify {
+        body.push_str(&result.line());
     }
+    body.push_str(&super::detail::total_line(&solution.verify).unwrap_or_default());
     body.push_str("\n## Files changed\n\n");
     for file in &solution.files {
         body.push_str(&format!("- `{file}`\n"));

@@ -138,6 +138,7 @@ fn the_pipeline_writes_the_stored_shapes() {
         verify: vec![VerifyResult {
             command: "grep -qF 'items[-1]' app/models.py".to_owned(),
             passed: true,
+            counts: None,
         }],
         files: vec![
             "app/models.py".to_owned(),
@@ -281,7 +282,8 @@ fn a_stored_record_reads_as_it_did() {
         solution.verify,
         [VerifyResult {
             command: "grep -qF 'items[-1]' app/models.py".to_owned(),
-            passed: true
+            passed: true,
+            counts: None,
         }]
     );
     assert_eq!(solution.files, ["app/models.py", "tests/test_models.py"]);
@@ -388,7 +390,8 @@ fn details_that_do_not_read_as_written_read_as_before() {
         [
             VerifyResult {
                 command: "make".to_owned(),
-                passed: true
+                passed: true,
+                counts: None,
             },
             VerifyResult::default(),
             VerifyResult::default(),

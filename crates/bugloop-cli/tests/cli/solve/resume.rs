@@ -121,6 +121,14 @@ fn budget_stop_and_resume(runner: &Runner) {
         "{report:#}"
     );
     assert_resumed_with_the_test(&repo, &report);
+    // The draft's test results say how many tests ran, as unittest counted them.
+    let draft = runner.run(dir, &["item", "2", "--format", "json"], "");
+    let draft: Value = serde_json::from_slice(&draft.stdout).unwrap();
+    let body = draft["body"].as_str().unwrap();
+    assert!(
+        body.contains("- `python3 -m unittest -q`: passed (1 passed)\n\n**Tests:** 1 passed\n"),
+        "{body}"
+    );
 }
 
 #[test]
