@@ -408,8 +408,9 @@ fn assert_one_at_a_time(jobs: &[Value]) {
     }
     // Each worker reads its clock before its statement: a claim made just after another job's
     // finish was committed may carry a time a moment before that finish's. A job running
-    // beside another would overlap it by its whole run, far more than this.
-    const CLOCK_READS_MS: i64 = 10;
+    // beside another would overlap it by its whole run, far more than this. On a loaded
+    // 2-core machine that gap was seen at 17 ms (a fresh-clone run of the whole suite).
+    const CLOCK_READS_MS: i64 = 50;
     for (conversation, mut spans) in runs {
         spans.sort_unstable();
         for pair in spans.windows(2) {
