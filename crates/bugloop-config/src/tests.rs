@@ -1230,3 +1230,29 @@ fn the_readmes_configuration_examples_are_valid_for_the_binary_and_the_schema() 
     }
     assert!(checked >= 2, "{checked} examples found");
 }
+
+#[test]
+fn labels_github_would_refuse_are_refused_with_their_key() {
+    for (text, says) in [
+        (
+            "labels:\n  revert: \"\"\n",
+            "config.yml:2:3: `labels.revert`: the label \"\" is empty",
+        ),
+        (
+            "labels:\n  trigger: \"bug,autofix\"\n",
+            "`labels.trigger`: the label \"bug,autofix\" has a comma",
+        ),
+        (
+            &format!("labels:\n  needs_human: {}\n", "x".repeat(51)),
+            "is longer than 50 characters",
+        ),
+        (
+            "labels:\n  in_progress: \"a\\tb\"\n",
+            "`labels.in_progress`: the label \"a\\tb\" has a control character",
+        ),
+    ] {
+        let error = err(text);
+        assert!(error.contains(says), "{text}: {error}");
+    }
+    assert!(parse("labels:\n  revert: \"needs revert\"\n").is_ok());
+}

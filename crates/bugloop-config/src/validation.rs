@@ -133,7 +133,39 @@ pub fn validate(config: &Config) -> Result<(), ConfigError> {
     converge_auditors(&config.converge)?;
     default_model(&config.model)?;
     model_prices(&config.model)?;
+    labels(&config.labels)?;
     cost_budget(&config.budgets)
+}
+
+/// The most characters GitHub allows in a label's name.
+const MAX_LABEL_CHARS: usize = 50;
+
+/// Checks the labels bugloop puts on issues and change requests: names GitHub takes (not
+/// empty, at most 50 characters, no comma, which separates labels in a listing's query, no
+/// control character). A label GitHub refuses would fail a solve after it had written.
+fn labels(labels: &crate::Labels) -> Result<(), ConfigError> {
+    for (key, label) in [
+        ("labels.trigger", &labels.trigger),
+        ("labels.in_progress", &labels.in_progress),
+        ("labels.needs_human", &labels.needs_human),
+        ("labels.revert", &labels.revert),
+    ] {
+        let problem = if label.trim().is_empty() {
+            Some("is empty".to_owned())
+        } else if label.chars().count() > MAX_LABEL_CHARS {
+            Some(format!("is longer than {MAX_LABEL_CHARS} characters"))
+        } else if label.contains(',') {
+            Some("has a comma, which GitHub reads as two labels".to_owned())
+        } else if label.chars().any(char::is_control) {
+            Some("has a control character".to_owned())
+        } else {
+            None
+        };
+        if let Some(problem) = problem {
+            return Err(invalid(key, format!("the label {label:?} {problem}")));
+        }
+    }
+    Ok(())
 }
 
 /// An invalid value at `path`.
