@@ -64,13 +64,21 @@ impl App {
 
     /// The lease a local run holds on an issue while it moves it.
     fn solve_lease(&self, issue: u64) -> Result<bugloop_store::Lease, AppError> {
+        self.take_solve_lease(issue)?
+            .map_err(|error| AppError::Invalid(error.to_string()))
+    }
+
+    /// [`App::solve_lease`], with the lease's own refusal (another run holds it) to look at.
+    fn take_solve_lease(
+        &self,
+        issue: u64,
+    ) -> Result<Result<bugloop_store::Lease, bugloop_store::LeaseError>, AppError> {
         let store = bugloop_forge::local::store_path(&self.git)?;
-        bugloop_store::Lease::take(
+        Ok(bugloop_store::Lease::take(
             store.parent().unwrap_or(&store),
             &format!("solve-{issue}"),
             &format!("issue #{issue}"),
-        )
-        .map_err(|error| AppError::Invalid(error.to_string()))
+        ))
     }
 
     /// Where `job`'s solution goes: on GitHub the default branch at the commit the job
@@ -130,7 +138,12 @@ impl App {
                 bugloop_loops::solve::regression(&env, &tracker, issue, &options, reports).await?,
             );
         }
-        let _lease = self.solve_lease(issue)?;
+        // A run moving the issue now (`solve N`) is not after a merge: the report is a repeat.
+        let _lease = match self.take_solve_lease(issue)? {
+            Ok(lease) => lease,
+            Err(bugloop_store::LeaseError::Held { .. }) => return Ok(None),
+            Err(other) => return Err(AppError::Invalid(other.to_string())),
+        };
         Ok(
             bugloop_loops::solve::regression(&env, self.tracker()?, issue, &options, reports)
                 .await?,

@@ -238,3 +238,43 @@ fn on_regression_reopen_and_count() {
     let issue = json_of(&runner, &count, &["item", "1"], "");
     assert_eq!(issue["state"], "closed", "{issue:#}");
 }
+
+/// A report while a run moves the issue (it holds the issue's lock) is a repeat, counted: the
+/// report neither waits for that run nor fails.
+#[test]
+fn a_report_while_a_run_holds_the_issue_is_counted() {
+    let runner = Runner::me();
+    let repo = runner.repo(&[("app/models.py", BUGGY), (".bugloop/config.yml", CONFIG)]);
+    let filed = json_of(&runner, &repo, &["report"], TRACE);
+    assert_eq!(filed["issue"], 1);
+    let lock = repo.path().join(".git/bugloop/solve-1.lock");
+    let mut holder = std::process::Command::new("flock")
+        .arg(&lock)
+        .args(["sleep", "60"])
+        .spawn()
+        .unwrap();
+    // The holder has the lock once `flock -n` cannot take it.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::process::Command::new("flock")
+        .args(["-n"])
+        .arg(&lock)
+        .arg("true")
+        .status()
+        .unwrap()
+        .success()
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "flock never took the lock"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let again = json_of(&runner, &repo, &["report"], TRACE);
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    assert_eq!(
+        (again["count"].clone(), again["filed"].clone()),
+        (json!(2), json!(false))
+    );
+    assert!(again.get("regression").is_none(), "{again:#}");
+}
