@@ -456,6 +456,18 @@ impl Run<'_, '_> {
         Ok(Flow::Next)
     }
 
+    /// READY -> MERGED: the draft `number` was merged (the issue closed where the forge does
+    /// not close it itself).
+    async fn record_merge(&mut self, number: u64) -> Result<(), SolveError> {
+        self.tracker.close_solved(self.number()).await?;
+        self.step(
+            SolveState::Merged,
+            &format!("#{number} was merged"),
+            &Empty {},
+        )
+        .await
+    }
+
     /// -> ESCALATED, with `reason` and what was tried, said on the issue once.
     async fn escalate(&mut self, reason: &str) -> Result<Flow, SolveError> {
         let seq = self.record.len() + 1;

@@ -15,7 +15,7 @@ use bugloop_forge::tracker::{ChangeRequestState, DraftRequest};
 use bugloop_git::{Revert, short};
 use serde::{Deserialize, Serialize};
 
-use super::detail::{Empty, VerifyResult};
+use super::detail::VerifyResult;
 use super::{Flow, Run, SolveError};
 
 /// MERGED -> REGRESSED: what the regression is, and what was asked to be done about it.
@@ -328,13 +328,7 @@ pub(super) async fn notice_merge(run: &mut Run<'_, '_>) -> Result<(), SolveError
         return Ok(());
     };
     if run.tracker.change_request(number).await?.state == ChangeRequestState::Merged {
-        run.tracker.close_solved(run.number()).await?;
-        run.step(
-            SolveState::Merged,
-            &format!("#{number} was merged"),
-            &Empty {},
-        )
-        .await?;
+        run.record_merge(number).await?;
     }
     Ok(())
 }

@@ -263,13 +263,7 @@ pub(super) async fn after_ready(run: &mut Run<'_, '_>) -> Result<Flow, SolveErro
     let request = run.tracker.change_request(number).await?;
     match request.state {
         ChangeRequestState::Merged => {
-            run.tracker.close_solved(run.number()).await?;
-            run.step(
-                SolveState::Merged,
-                &format!("#{number} was merged"),
-                &Empty {},
-            )
-            .await?;
+            run.record_merge(number).await?;
             return Ok(Flow::Stop(format!("#{number} was merged")));
         }
         ChangeRequestState::Closed => {
