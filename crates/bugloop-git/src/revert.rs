@@ -1,7 +1,8 @@
 //! Reverting a merged change as plumbing: the change from `before` to `after` taken back out of
 //! `onto` by a three-way merge (`git merge-tree --write-tree` with `after` as the merge base and
-//! `before` as the other side), written with `commit-tree`. No work tree, index, hook or
-//! configuration of the repository's is involved, so nothing in the reverted code runs.
+//! `before` as the other side), written with `commit-tree`. No work tree, index or hook is
+//! involved, and attributes are read from the empty tree (`--attr-source`), so nothing in the
+//! reverted code chooses a program to run.
 
 use crate::{Git, GitError};
 
@@ -39,10 +40,14 @@ impl Git {
             }
         }
         let merge_base = format!("--merge-base={after}");
-        // Exit 1 is a merge with conflicts; its output still starts with the tree.
+        // Exit 1 is a merge with conflicts; its output still starts with the tree. Attributes
+        // come from the empty tree, so the code's `.gitattributes` picks no merge driver (a
+        // program) to run here.
+        let attr_source = format!("--attr-source={}", crate::EMPTY_TREE);
         let output = self
             .command()
             .args([
+                &attr_source,
                 "merge-tree",
                 "--write-tree",
                 "--name-only",
@@ -52,7 +57,17 @@ impl Git {
                 onto,
                 before,
             ])
-            .output_accepting(&[0, 1])?;
+            .output_accepting(&[0, 1])
+            .map_err(|error| match error {
+                GitError::Failed { message, .. } if message.contains("unknown option") => {
+                    GitError::Invalid(format!(
+                        "reverting needs git 2.40 or later (`git --attr-source`, `merge-tree \
+                         --merge-base`); this is {}",
+                        crate::version().unwrap_or_else(|_| "an older git".to_owned())
+                    ))
+                }
+                other => other,
+            })?;
         let mut fields = output
             .split(|b| *b == 0)
             .map(|field| String::from_utf8_lossy(field).into_owned());
@@ -171,6 +186,41 @@ mod tests {
         assert!(
             repo.revert("--evil", &before, &undone, "m", ("b", "b"))
                 .is_err()
+        );
+    }
+
+    /// The reverted code's `.gitattributes` cannot pick a merge driver (a program the host's git
+    /// configuration names) to run on the host while the revert is merged.
+    #[test]
+    fn the_code_s_attributes_choose_no_merge_driver() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let ran = root.join("driver-ran");
+        git(root, &["init", "-q", "-b", "main"]);
+        git(
+            root,
+            &[
+                "config",
+                "merge.canary.driver",
+                &format!("touch {}; false", ran.display()),
+            ],
+        );
+        commit(root, ".gitattributes", "*.py merge=canary\n", "attributes");
+        let before = commit(root, "a.py", "x = 1\n\n\n\ny = 2\n", "start");
+        let after = commit(root, "a.py", "x = 10\n\n\n\ny = 2\n", "the solution");
+        // Later work changes the same file elsewhere: a content merge, where a driver would run.
+        let later = commit(root, "a.py", "x = 10\n\n\n\ny = 20\n", "later work");
+        let repo = Git::open(root).unwrap();
+        let Revert::Commit(reverted) = repo
+            .revert(&after, &before, &later, "Revert", ("bot", "bot@x"))
+            .unwrap()
+        else {
+            panic!("expected a commit");
+        };
+        assert!(!ran.exists(), "a merge driver ran on the host");
+        assert_eq!(
+            git(root, &["show", &format!("{reverted}:a.py")]),
+            "x = 1\n\n\n\ny = 20"
         );
     }
 }

@@ -221,13 +221,15 @@ fn revert_commit(
         run.number(),
         short(&merge)
     );
-    Ok(Ok(git.revert(
-        &merge,
-        &before,
-        &onto,
-        &message,
-        (name, &email),
-    )?))
+    // A git that cannot revert here (too old, say) hands the revert to a person, saying why.
+    Ok(git
+        .revert(&merge, &before, &onto, &message, (name, &email))
+        .map_err(|error| {
+            format!(
+                "the error came back after {merged} merged, and it could not be reverted here: \
+                 {error}; revert it by hand"
+            )
+        }))
 }
 
 /// The test commands' results on the revert, when the configuration has them.

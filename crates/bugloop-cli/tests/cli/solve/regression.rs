@@ -278,3 +278,61 @@ fn a_report_while_a_run_holds_the_issue_is_counted() {
     );
     assert!(again.get("regression").is_none(), "{again:#}");
 }
+
+/// A git too old to revert as plumbing (before 2.40 it has no `--attr-source` or `merge-tree
+/// --merge-base`; Debian 12 ships 2.39) hands the revert to a person and says why, rather than
+/// failing the report or reverting with the code's own merge attributes.
+#[test]
+fn a_git_too_old_to_revert_escalates_with_the_reason() {
+    use std::os::unix::fs::PermissionsExt;
+    let runner = Runner::me();
+    let repo = solved_and_merged(&runner, CONFIG, ("README.md", "later\n"));
+    let real = String::from_utf8(
+        std::process::Command::new("sh")
+            .args(["-c", "command -v git"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let bin = tempfile::tempdir().unwrap();
+    let old_git = bin.path().join("git");
+    std::fs::write(
+        &old_git,
+        format!(
+            "#!/bin/sh\nfor a in \"$@\"; do case \"$a\" in --attr-source=*) echo \"unknown option: $a\" >&2; exit 129;; esac; done\nexec {} \"$@\"\n",
+            real.trim()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&old_git, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let output = runner
+        .command(repo.path(), &["report", "--format", "json"])
+        .env("PATH", path)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            child.stdin.take().unwrap().write_all(TRACE.as_bytes())?;
+            child.wait_with_output()
+        })
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let reported: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let regression = regression_of(&reported);
+    assert_eq!(regression["state"], "ESCALATED", "{reported:#}");
+    let message = regression["message"].as_str().unwrap();
+    assert!(
+        message.contains("could not be reverted here: reverting needs git 2.40 or later"),
+        "{message}"
+    );
+    let issue = json_of(&runner, &repo, &["item", "1"], "");
+    assert_eq!(issue["state"], "open", "{issue:#}");
+}
