@@ -27,9 +27,9 @@ impl TestCounts {
     }
 
     fn add(&mut self, other: TestCounts) {
-        self.passed += other.passed;
-        self.failed += other.failed;
-        self.skipped += other.skipped;
+        self.passed = self.passed.saturating_add(other.passed);
+        self.failed = self.failed.saturating_add(other.failed);
+        self.skipped = self.skipped.saturating_add(other.skipped);
     }
 }
 
@@ -69,9 +69,9 @@ fn cargo(output: &str) -> Option<TestCounts> {
         let mut counts = TestCounts::default();
         for (word, n) in counted_words(rest) {
             match word.as_str() {
-                "passed" => counts.passed += n,
-                "failed" => counts.failed += n,
-                "ignored" => counts.skipped += n,
+                "passed" => counts.passed = counts.passed.saturating_add(n),
+                "failed" => counts.failed = counts.failed.saturating_add(n),
+                "ignored" => counts.skipped = counts.skipped.saturating_add(n),
                 _ => {}
             }
         }
@@ -96,9 +96,11 @@ fn pytest(output: &str) -> Option<TestCounts> {
     let mut counts = TestCounts::default();
     for (word, n) in counted_words(line) {
         match word.as_str() {
-            "passed" | "xpassed" => counts.passed += n,
-            "failed" | "error" | "errors" => counts.failed += n,
-            "skipped" | "xfailed" | "deselected" => counts.skipped += n,
+            "passed" | "xpassed" => counts.passed = counts.passed.saturating_add(n),
+            "failed" | "error" | "errors" => counts.failed = counts.failed.saturating_add(n),
+            "skipped" | "xfailed" | "deselected" => {
+                counts.skipped = counts.skipped.saturating_add(n);
+            }
             _ => {}
         }
     }
@@ -117,8 +119,8 @@ fn unittest(output: &str) -> Option<TestCounts> {
     if !(verdict.starts_with("OK") || verdict.starts_with("FAILED")) {
         return None;
     }
-    let mut failed = 0;
-    let mut skipped = 0;
+    let mut failed: u64 = 0;
+    let mut skipped: u64 = 0;
     for part in verdict
         .trim_start_matches("OK")
         .trim_start_matches("FAILED")
@@ -130,13 +132,13 @@ fn unittest(output: &str) -> Option<TestCounts> {
         };
         let value: u64 = value.trim().parse().unwrap_or(0);
         match key {
-            "failures" | "errors" | "unexpected successes" => failed += value,
-            "skipped" | "expected failures" => skipped += value,
+            "failures" | "errors" | "unexpected successes" => failed = failed.saturating_add(value),
+            "skipped" | "expected failures" => skipped = skipped.saturating_add(value),
             _ => {}
         }
     }
     Some(TestCounts {
-        passed: ran.saturating_sub(failed + skipped),
+        passed: ran.saturating_sub(failed.saturating_add(skipped)),
         failed,
         skipped,
     })
@@ -154,9 +156,9 @@ fn jest_or_vitest(output: &str) -> Option<TestCounts> {
     let mut any = false;
     for (word, n) in counted_words(line) {
         match word.as_str() {
-            "passed" => counts.passed += n,
-            "failed" => counts.failed += n,
-            "skipped" | "todo" | "pending" => counts.skipped += n,
+            "passed" => counts.passed = counts.passed.saturating_add(n),
+            "failed" => counts.failed = counts.failed.saturating_add(n),
+            "skipped" | "todo" | "pending" => counts.skipped = counts.skipped.saturating_add(n),
             _ => continue,
         }
         any = true;
@@ -187,11 +189,14 @@ fn surefire(output: &str) -> Option<TestCounts> {
         }
     }
     let run = *fields.get("Tests run")?;
-    let failed =
-        fields.get("Failures").copied().unwrap_or(0) + fields.get("Errors").copied().unwrap_or(0);
+    let failed = fields
+        .get("Failures")
+        .copied()
+        .unwrap_or(0)
+        .saturating_add(fields.get("Errors").copied().unwrap_or(0));
     let skipped = fields.get("Skipped").copied().unwrap_or(0);
     Some(TestCounts {
-        passed: run.saturating_sub(failed + skipped),
+        passed: run.saturating_sub(failed.saturating_add(skipped)),
         failed,
         skipped,
     })
@@ -211,7 +216,7 @@ fn go(output: &str) -> Option<TestCounts> {
         } else {
             continue;
         };
-        *slot += 1;
+        *slot = slot.saturating_add(1);
         any = true;
     }
     any.then_some(counts)
@@ -230,10 +235,10 @@ pub fn from_junit_xml(xml: &str) -> Option<TestCounts> {
             .unwrap_or(0)
     };
     let counts_of = |tag: &str| {
-        let failed = attribute(tag, "failures") + attribute(tag, "errors");
+        let failed = attribute(tag, "failures").saturating_add(attribute(tag, "errors"));
         let skipped = attribute(tag, "skipped").max(attribute(tag, "disabled"));
         TestCounts {
-            passed: attribute(tag, "tests").saturating_sub(failed + skipped),
+            passed: attribute(tag, "tests").saturating_sub(failed.saturating_add(skipped)),
             failed,
             skipped,
         }
@@ -314,6 +319,13 @@ mod tests {
         for (output, expected) in cases {
             assert_eq!(from_output(output), expected, "{output}");
         }
+        // Counts a test made up to overflow saturate; they do not panic or wrap.
+        assert_eq!(
+            from_output(
+                "test result: ok. 18446744073709551615 passed; 0 failed\ntest result: ok. 5 passed; 0 failed\n"
+            ),
+            counts(u64::MAX, 0, 0)
+        );
         // Nothing a runner printed: no counts, rather than made-up ones.
         for output in [
             "",

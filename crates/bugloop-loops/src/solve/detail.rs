@@ -167,9 +167,9 @@ pub(super) fn total_line(results: &[VerifyResult]) -> Option<String> {
     let mut total: Option<bugloop_domain::test_counts::TestCounts> = None;
     for counts in results.iter().filter_map(|r| r.counts) {
         let sum = total.get_or_insert_default();
-        sum.passed += counts.passed;
-        sum.failed += counts.failed;
-        sum.skipped += counts.skipped;
+        sum.passed = sum.passed.saturating_add(counts.passed);
+        sum.failed = sum.failed.saturating_add(counts.failed);
+        sum.skipped = sum.skipped.saturating_add(counts.skipped);
     }
     total.map(|t| format!("\n**Tests:** {}\n", t.describe()))
 }
