@@ -55,7 +55,8 @@ impl Base {
         let config = git
             .show(commit, CONFIG_PATH)
             .map(|bytes| (format!("{label}:{CONFIG_PATH}"), bytes));
-        let (prompts, warnings) = RepositoryPrompts::read(label, |path| git.show(commit, path));
+        let (prompts, warnings) =
+            RepositoryPrompts::read(label, |path, max| git.show_at_most(commit, path, max));
         Base {
             config,
             prompts,

@@ -50,20 +50,28 @@ pub struct RepositoryPrompts {
 }
 
 impl RepositoryPrompts {
-    /// Reads each prompt with `read` (the file's bytes at the trusted commit, `None` when it is
-    /// not there), labelled `label:path`. A file that is not UTF-8 text, is empty or is larger
-    /// than [`MAX_PROMPT_BYTES`] is left out, with a warning that names it and says why.
+    /// Reads each prompt with `read` (the file's bytes at the trusted commit if it has at most
+    /// [`MAX_PROMPT_BYTES`], else `Err` with its size, which is then never read; `Ok(None)` when
+    /// it is not there), labelled `label:path`. A file that is not UTF-8 text, is empty or is
+    /// too large is left out, with a warning that names it and says why.
     pub fn read(
         label: &str,
-        read: impl Fn(&str) -> Option<Vec<u8>>,
+        read: impl Fn(&str, u64) -> Result<Option<Vec<u8>>, u64>,
     ) -> (RepositoryPrompts, Vec<String>) {
         let mut prompts = Vec::new();
         let mut warnings = Vec::new();
         for kind in PromptKind::ALL {
-            let Some(bytes) = read(kind.path()) else {
-                continue;
-            };
             let source = format!("{label}:{}", kind.path());
+            let bytes = match read(kind.path(), MAX_PROMPT_BYTES as u64) {
+                Ok(Some(bytes)) => bytes,
+                Ok(None) => continue,
+                Err(size) => {
+                    warnings.push(format!(
+                        "{source}: ignored: it is {size} bytes; at most {MAX_PROMPT_BYTES} are read"
+                    ));
+                    continue;
+                }
+            };
             let problem = if bytes.len() > MAX_PROMPT_BYTES {
                 Some(format!(
                     "it is {} bytes; at most {MAX_PROMPT_BYTES} are read",
@@ -105,12 +113,12 @@ mod tests {
 
     #[test]
     fn prompts_are_read_when_there_and_bad_ones_are_named() {
-        let files = |path: &str| -> Option<Vec<u8>> {
-            match path {
+        let files = |path: &str, _max: u64| -> Result<Option<Vec<u8>>, u64> {
+            Ok(match path {
                 ".bugloop/prompts/solve-issue.md" => Some(b"Run `make check` first.\n".to_vec()),
                 ".bugloop/prompts/resolve-comments.md" => Some(vec![0xff, 0xfe, b'a']),
                 _ => None,
-            }
+            })
         };
         let (prompts, warnings) = RepositoryPrompts::read("main@1a2b3c4", files);
         let solve = prompts.get(PromptKind::SolveIssue).unwrap();
@@ -124,7 +132,8 @@ mod tests {
               (invalid bytes at offset 0)"
             ]
         );
-        let big = |_: &str| Some(vec![b'a'; MAX_PROMPT_BYTES + 1]);
+        // Too large: refused by its size, before it is read.
+        let big = |_: &str, max: u64| -> Result<Option<Vec<u8>>, u64> { Err(max + 1) };
         let (prompts, warnings) = RepositoryPrompts::read("x", big);
         assert!(prompts.prompts.is_empty());
         assert_eq!(warnings.len(), 2);
@@ -132,7 +141,7 @@ mod tests {
             warnings[0].contains("at most 16384 are read"),
             "{warnings:?}"
         );
-        let (prompts, warnings) = RepositoryPrompts::read("x", |_| None);
+        let (prompts, warnings) = RepositoryPrompts::read("x", |_, _| Ok(None));
         assert!(prompts.prompts.is_empty() && warnings.is_empty());
     }
 }

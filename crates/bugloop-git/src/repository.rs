@@ -419,6 +419,23 @@ impl Git {
         self.run_raw(&["cat-file", "blob", &format!("{commit}:{path}")], false)
             .ok()
     }
+
+    /// A file at a commit when it is at most `max` bytes (`Err` with its size when larger), read
+    /// only then: a huge blob is never loaded to be refused. `Ok(None)` when it is not there.
+    pub fn show_at_most(&self, commit: &str, path: &str, max: u64) -> Result<Option<Vec<u8>>, u64> {
+        let object = format!("{commit}:{path}");
+        let Some(size) = self
+            .run(&["cat-file", "-s", &object])
+            .ok()
+            .and_then(|size| size.parse::<u64>().ok())
+        else {
+            return Ok(None);
+        };
+        if size > max {
+            return Err(size);
+        }
+        Ok(self.show(commit, path))
+    }
 }
 
 /// Clones `url` into the empty directory `into` (hardened like every git bugloop runs; no

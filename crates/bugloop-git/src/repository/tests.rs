@@ -142,3 +142,15 @@ fn the_interdiff_since_an_earlier_head_and_none_after_a_rewrite() {
     assert_eq!(g.interdiff(&second, &rewritten).unwrap(), None);
     assert_eq!(g.interdiff(&"0".repeat(40), &rewritten).unwrap(), None);
 }
+
+#[test]
+fn a_file_larger_than_asked_is_refused_by_its_size_unread() {
+    let dir = repo();
+    let g = Git::open(dir.path()).unwrap();
+    assert_eq!(
+        g.show_at_most("main", "a.txt", 8).unwrap(),
+        Some(b"one\ntwo\n".to_vec())
+    );
+    assert_eq!(g.show_at_most("main", "a.txt", 7), Err(8));
+    assert_eq!(g.show_at_most("main", "missing.txt", 7), Ok(None));
+}
