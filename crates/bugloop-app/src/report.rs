@@ -117,12 +117,26 @@ impl App {
                     source,
                 })?,
         };
+        // The report is counted already: a regression that stops half way is said, not an
+        // error, since a retry would count the report twice. Its record says where it stopped,
+        // and the next report of the error or `solve N` goes on from there.
+        let mut warnings = Vec::new();
         let regression = if counted.filed {
             None
         } else {
-            self.regression(counted.number, counted.count).await?
+            self.regression(counted.number, counted.count)
+                .await
+                .unwrap_or_else(|error| {
+                    warnings.push(format!(
+                        "issue #{}: the report was counted, but handling it as a regression \
+                         stopped: {error}; the next report of this error, or `bugloop solve {}`, \
+                         goes on",
+                        counted.number, counted.number
+                    ));
+                    None
+                })
         };
-        Ok(Outcome::new(
+        let mut outcome = Outcome::new(
             ErrorReportOutcome {
                 issue: counted.number,
                 count: counted.count,
@@ -135,6 +149,8 @@ impl App {
                 regression,
             },
             Verdict::Done,
-        ))
+        );
+        outcome.warnings = warnings;
+        Ok(outcome)
     }
 }

@@ -50,6 +50,7 @@ pub fn report(
     let runtime = runtime()?;
     let app = open_app(&runtime, cwd, choice)?;
     let outcome = runtime.block_on(app.file_error_report(&bytes))?;
+    crate::warn(&outcome.warnings)?;
     let report = &outcome.report;
     match args.format {
         Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(report)?)?,

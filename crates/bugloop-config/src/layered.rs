@@ -52,6 +52,7 @@ pub const REPOSITORY_SETTABLE: &[&str] = &[
     "solve.test_commands",
     "solve.max_diff_lines",
     "solve.on_regression",
+    "solve.regression_grace_minutes",
     "converge.validator",
     "labels.in_progress",
     "labels.needs_human",

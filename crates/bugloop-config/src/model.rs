@@ -512,6 +512,9 @@ pub struct SolveConfig {
     pub test_commands: CommandList,
     /// What an error reported again after its solution merged does (a regression).
     pub on_regression: OnRegression,
+    /// Reports this soon after the merge was recorded are only counted: the code that still
+    /// throws may not have been deployed with the fix yet.
+    pub regression_grace_minutes: u64,
 }
 
 /// What a regression (an error reported again after its solution merged) does.
@@ -547,6 +550,7 @@ impl Default for SolveConfig {
             max_diff_lines: 500,
             test_commands: CommandList::default(),
             on_regression: OnRegression::default(),
+            regression_grace_minutes: 60,
         }
     }
 }

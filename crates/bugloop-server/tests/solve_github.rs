@@ -23,7 +23,7 @@ use serde_json::{Value, json};
 
 const BUGGY: &str = "def last(items):\n    return items[len(items)]\n";
 const SOLVED: &str = "def last(items):\n    return items[-1]\n";
-const CONFIG: &str = "solve:\n  test_commands:\n    - grep -qF 'items[-1]' app/models.py\n";
+const CONFIG: &str = "solve:\n  regression_grace_minutes: 0\n  test_commands:\n    - grep -qF 'items[-1]' app/models.py\n";
 const BOT: &str = "bugloop-app[bot]";
 
 fn write(path: &str, content: &str) -> Value {

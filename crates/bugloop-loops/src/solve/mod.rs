@@ -225,7 +225,7 @@ pub async fn regression(
     regression::notice_merge(&mut run).await?;
     match run.record.state() {
         Some(SolveState::Merged) => {
-            if !regression::record(&mut run, reports).await? {
+            if regression::within_grace(&run) || !regression::record(&mut run, reports).await? {
                 return Ok(None);
             }
         }

@@ -63,6 +63,15 @@ impl Record {
         self.history.last().map(read).unwrap_or_default()
     }
 
+    /// When the last step to `state` was recorded.
+    pub(super) fn last_at(&self, state: SolveState) -> Option<Timestamp> {
+        self.history
+            .iter()
+            .rev()
+            .find(|t| t.to == state)
+            .map(|t| t.at)
+    }
+
     /// How many steps of the whole record went to `state`.
     pub(super) fn count_of(&self, state: SolveState) -> usize {
         self.history

