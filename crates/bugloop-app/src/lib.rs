@@ -24,6 +24,8 @@ mod report;
 mod review;
 pub mod runs;
 mod solve;
+mod solve_all;
+mod watch;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -53,6 +55,8 @@ pub use self::pull_request::{PullRequestComment, PullRequestCommentKind};
 pub use self::report::ErrorReportOutcome;
 pub use self::review::{ReviewJob, ReviewScope};
 pub use self::solve::SolveJob;
+pub use self::solve_all::{SolveAllJob, SolvedIssue, issue_severity};
+pub use self::watch::{Watch, WatchEvent, WatchLimits};
 
 /// What a front end renders, and the renderers, from the crates below: a front end depends on
 /// this crate alone.
@@ -61,6 +65,7 @@ pub mod types {
     pub use bugloop_diff::Diff;
     pub use bugloop_domain::Score;
     pub use bugloop_domain::score::RUBRIC;
+    pub use bugloop_intake::segment::Segmenter;
     pub use bugloop_intake::{Located, MAX_REPORT_BYTES, Severity};
     pub use bugloop_loops::{Progress, ProgressEvent, Silent};
     pub use bugloop_report::act::ActReport;

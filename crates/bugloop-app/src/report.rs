@@ -79,16 +79,28 @@ impl App {
     /// Files `input` (a stack trace, a log excerpt, JSON log lines) as an issue labelled `bug`
     /// and `labels.trigger`, or counts it on the issue of its fingerprint: in the local forge,
     /// or, opened on a GitHub repository's issues, on GitHub.
+    /// The fingerprint `input` would be filed under (what `watch` dedupes by), without filing.
+    pub fn error_fingerprint(&self, input: &[u8]) -> Result<String, AppError> {
+        let report = bugloop_intake::read(input).map_err(|e| AppError::Invalid(e.to_string()))?;
+        let repository = Tracked::at(&self.git, self.report_commit())?;
+        let located = bugloop_intake::locate(&report, &repository);
+        Ok(bugloop_intake::fingerprint(&report, &located))
+    }
+
+    /// The commit a report's frames are looked for in.
+    fn report_commit(&self) -> Option<String> {
+        match &self.github_issues {
+            Some(github) => Some(github.base_sha.clone()),
+            None => self.git.head(),
+        }
+    }
+
     pub async fn file_error_report(
         &self,
         input: &[u8],
     ) -> Result<Outcome<ErrorReportOutcome>, AppError> {
         let report = bugloop_intake::read(input).map_err(|e| AppError::Invalid(e.to_string()))?;
-        let commit = match &self.github_issues {
-            Some(github) => Some(github.base_sha.clone()),
-            None => self.git.head(),
-        };
-        let repository = Tracked::at(&self.git, commit)?;
+        let repository = Tracked::at(&self.git, self.report_commit())?;
         let located = bugloop_intake::locate(&report, &repository);
         let fingerprint = bugloop_intake::fingerprint(&report, &located);
         let text = bugloop_intake::issue(&report, &located, &fingerprint, &repository);

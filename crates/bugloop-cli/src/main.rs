@@ -22,6 +22,7 @@ mod review_local;
 mod serve;
 mod show;
 mod solve;
+mod watch;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -64,6 +65,10 @@ enum Command {
     /// input) as an issue labelled `bug` and `bug:autofix`, or count it on the issue already
     /// filed for the same error.
     Report(report::ReportArgs),
+    /// Follow log files (rotation-safe, like `tail -F`) or standard input and file or count the
+    /// errors in them as `report` does: each error once per window, repeats tallied, at most so
+    /// many a minute; `--once` reads what is there and stops.
+    Watch(watch::WatchArgs),
     /// Solve an issue: a Build agent iterates until the tests pass (solve.test_commands), the
     /// solution goes on a branch `bugloop/<issue>-<slug>` with a draft change request, its review
     /// is answered round by round, and the draft is marked ready when the gate passes. Resumes
@@ -390,6 +395,7 @@ fn run(cli: Cli, out: &mut impl Write) -> Result<Verdict> {
         Command::Do(args) => act::do_request(&cwd, &choice, &args, out),
         Command::Ask(args) => act::ask(&cwd, &choice, &args, out),
         Command::Report(args) => report::report(&cwd, &choice, &args, out),
+        Command::Watch(args) => watch::watch(&cwd, &choice, &args, out),
         Command::Solve(args) => solve::solve(&cwd, &choice, &args, out),
         Command::Status(args) => solve::status(&cwd, &choice, &args, out),
         Command::Item(args) => solve::item(&cwd, &choice, &args, out),

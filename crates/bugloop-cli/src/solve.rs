@@ -13,12 +13,20 @@ use crate::act::{ModelArg, with_app};
 #[derive(Debug, clap::Args)]
 pub struct SolveArgs {
     /// The issue's number (from `bugloop report` or `bugloop status`).
-    pub issue: u64,
+    #[arg(required_unless_present = "all", conflicts_with = "all")]
+    pub issue: Option<u64>,
+    /// Every open issue labelled for solving that is not finished, most severe first, then
+    /// oldest.
+    #[arg(long)]
+    pub all: bool,
+    /// With --all: how many issues are solved at the same time.
+    #[arg(long, default_value_t = 1, value_name = "N", requires = "all")]
+    pub jobs: usize,
     /// The branch the solution goes into (default: the default branch).
     #[arg(long, value_name = "BRANCH")]
     pub base: Option<String>,
     /// Take an escalated issue again.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "all")]
     pub retry: bool,
     #[command(flatten)]
     pub common: ModelArg,
@@ -38,8 +46,11 @@ pub fn solve(
     args: &SolveArgs,
     out: &mut impl Write,
 ) -> Result<Verdict> {
+    let Some(issue) = args.issue else {
+        return solve_all(cwd, choice, args, out);
+    };
     let job = SolveJob {
-        issue: args.issue,
+        issue,
         base: args.base.clone(),
         retry: args.retry,
         model: args.common.model.clone(),
@@ -51,6 +62,36 @@ pub fn solve(
     match args.common.format {
         crate::Format::Json => writeln!(out, "{}", json::to_json(&outcome.report)?)?,
         crate::Format::Text => write!(out, "{}", outcome.report.to_text())?,
+    }
+    Ok(outcome.verdict)
+}
+
+fn solve_all(
+    cwd: &Path,
+    choice: &ConfigChoice,
+    args: &SolveArgs,
+    out: &mut impl Write,
+) -> Result<Verdict> {
+    let job = bugloop_app::SolveAllJob {
+        base: args.base.clone(),
+        model: args.common.model.clone(),
+        jobs: args.jobs,
+    };
+    let outcome = with_app(cwd, choice, async |app| app.solve_all(job).await)?;
+    match args.common.format {
+        crate::Format::Json => writeln!(out, "{}", json::to_json(&outcome.report)?)?,
+        crate::Format::Text => {
+            if outcome.report.is_empty() {
+                writeln!(out, "no issue is waiting to be solved")?;
+            }
+            for solved in &outcome.report {
+                match (&solved.report, &solved.error) {
+                    (Some(report), _) => write!(out, "{}", report.to_text())?,
+                    (None, Some(error)) => writeln!(out, "#{}: {error}", solved.issue)?,
+                    (None, None) => {}
+                }
+            }
+        }
     }
     Ok(outcome.verdict)
 }
@@ -136,6 +177,9 @@ pub fn item(
     }
     if !item.labels.is_empty() {
         writeln!(out, "  labels: {}", item.labels.join(", "))?;
+    }
+    if !item.assignees.is_empty() {
+        writeln!(out, "  assigned to: {}", item.assignees.join(", "))?;
     }
     writeln!(out, "\n{}", item.body.trim_end())?;
     for comment in &view.comments {

@@ -58,6 +58,9 @@ pub const REPOSITORY_SETTABLE: &[&str] = &[
     "labels.needs_human",
     "labels.revert",
     "protected_paths",
+    "agents.bugsolver.assignee",
+    "agents.reviewer.external",
+    "agents.reviewer.wait_minutes",
 ];
 
 /// What no repository may ever set under an operator, whatever the operator allows: the model

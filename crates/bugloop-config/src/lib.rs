@@ -64,6 +64,8 @@ const ENV_RESERVED: &[&str] = &[
     "BUGLOOP_ADMIN_TOKEN",
     "BUGLOOP_REPORT_TOKEN",
     "BUGLOOP_REPORT_REPOSITORIES",
+    "BUGLOOP_SENTRY_CLIENT_SECRET",
+    "BUGLOOP_SENTRY_PROJECTS",
     "BUGLOOP_AUTOFIX_LABEL",
     "BUGLOOP_SOLVE_BRANCH_PREFIX",
     // The sandbox probe's and the Action's scripts' (a job may set them for every step).
@@ -317,12 +319,6 @@ pub const UNSUPPORTED_KEYS: &[(&str, &str)] = &[
         "bugloop no longer trusts a comment for its author's name: it knows its own comments by \
          the record it keeps when it writes them (locally) and by the account it authenticates as \
          (on GitHub); remove the key",
-    ),
-    (
-        "agents",
-        "bugloop solves the issues labelled labels.trigger as its own account and reviews its \
-         own drafts; an assignee account and an external reviewer are not configurable; remove \
-         the section",
     ),
 ];
 

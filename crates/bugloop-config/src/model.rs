@@ -38,6 +38,8 @@ pub struct Config {
     pub sandbox: SandboxConfig,
     /// How bugloop answers people without write access (an outsider, a fork's author).
     pub outsiders: OutsidersConfig,
+    /// Who solves issues and who reviews the drafts (the spec's `agents` section).
+    pub agents: AgentsConfig,
 }
 
 impl Default for Config {
@@ -60,6 +62,53 @@ impl Default for Config {
             ],
             sandbox: SandboxConfig::default(),
             outsiders: OutsidersConfig::default(),
+            agents: AgentsConfig::default(),
+        }
+    }
+}
+
+/// The solve pipeline's actors: the account an issue is assigned to while bugloop works on it,
+/// and whether bugloop or an external reviewer reviews its drafts.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct AgentsConfig {
+    pub bugsolver: BugsolverConfig,
+    pub reviewer: ReviewerConfig,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct BugsolverConfig {
+    /// The login an issue is assigned to when bugloop takes it, and unassigned from when it is
+    /// escalated or reopened (a user: GitHub assigns no App). Unset: nobody is assigned.
+    #[schemars(regex(pattern = r"^[A-Za-z0-9_](?:[A-Za-z0-9_]|-(?=[A-Za-z0-9_])){0,38}$"))]
+    pub assignee: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct ReviewerConfig {
+    /// Drafts are reviewed by another tool (CodeRabbit and the like) or a person, not by
+    /// bugloop: each head waits for their review, and their threads are addressed.
+    pub external: bool,
+    /// The external reviewer's accounts (`coderabbitai[bot]`): the review awaited is theirs, and
+    /// their threads are addressed as a writer's. Empty: a review by anyone who may change the
+    /// repository.
+    #[schemars(inner(regex(
+        pattern = r"^[A-Za-z0-9_](?:[A-Za-z0-9_]|-(?=[A-Za-z0-9_])){0,38}(?:\[bot\])?$"
+    )))]
+    pub logins: Vec<String>,
+    /// How long a head waits for the external review before the issue is escalated.
+    #[schemars(range(min = 1))]
+    pub wait_minutes: u64,
+}
+
+impl Default for ReviewerConfig {
+    fn default() -> Self {
+        ReviewerConfig {
+            external: false,
+            logins: Vec::new(),
+            wait_minutes: 120,
         }
     }
 }

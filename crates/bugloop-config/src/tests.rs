@@ -112,18 +112,16 @@ fn env_errors_name_the_variable() {
 
 #[test]
 fn the_specs_own_config_files_load() {
-    // bugloop-architecture.md's example, verbatim but for its `agents` section, which configures
-    // the solve loop bugloop does not have: that is refused, not ignored.
-    let spec = "labels:\n  trigger: \"bug:autofix\"\n  in-progress: \"bugloop:solving\"\n  needs-human: \"bugloop:escalated\"\n\nlimits:\n  max_ralph_iterations: 10\n  max_review_iterations: 5\n  timeout_minutes: 30\n  max_diff_lines: 500\n\nbranch_prefix: \"bugloop/\"\n";
+    // bugloop-architecture.md's example, verbatim.
+    let spec = "labels:\n  trigger: \"bug:autofix\"\n  in-progress: \"bugloop:solving\"\n  needs-human: \"bugloop:escalated\"\n\nlimits:\n  max_ralph_iterations: 10\n  max_review_iterations: 5\n  timeout_minutes: 30\n  max_diff_lines: 500\n\nbranch_prefix: \"bugloop/\"\n\nagents:\n  bugsolver:\n    assignee: \"bugsolver-bot\"\n  reviewer:\n    # CodeRabbit handles this automatically\n    external: true\n";
     let config = parse(spec).unwrap();
+    validate(&config).unwrap();
     assert_eq!(config.solve.max_iterations, 10);
-    let agents = "\nagents:\n  bugsolver:\n    assignee: \"bugsolver-bot\"\n  reviewer:\n    # CodeRabbit handles this automatically\n    external: true\n";
-    let error = parse(&format!("{spec}{agents}")).unwrap_err().to_string();
-    assert!(
-        error.starts_with(".bugloop/config.yml:14:1: `agents`: is not supported: "),
-        "{error}"
+    assert_eq!(
+        config.agents.bugsolver.assignee.as_deref(),
+        Some("bugsolver-bot")
     );
-    assert!(error.contains("remove the section"), "{error}");
+    assert!(config.agents.reviewer.external);
     // The reviewer's and bugbot's setting names.
     let config = parse(
         "review:\n  problem_score_threshold: 6\n  score_elevation_threshold: 5\n  bugbot-severity: medium\n  bugbot-comment-limit: 10\n  ai-ignore-files: [\"*.md\"]\n  enable_web: true\n  web:\n    allow: [docs.rs]\nfix:\n  bugbot-fix-verify-commands: [npm test]\n",
@@ -149,14 +147,13 @@ fn keys_that_configure_nothing_are_refused_with_what_to_do() {
     for text in [
         "review:\n  trigger_mention: \"@bot\"\n",
         "review:\n  threshold: 6\n  review_drafts: true\n",
-        "agents:\n  bugsolver:\n    assignee: someone\n",
         "identity:\n  bot_logins: [me]\n",
     ] {
         report.push_str(&format!("{text}  => {}\n", parse(text).unwrap_err()));
     }
     for (var, value) in [
         ("BUGLOOP_REVIEW__REVIEW_DRAFTS", "true"),
-        ("BUGLOOP_AGENTS__REVIEWER__EXTERNAL", "true"),
+        ("BUGLOOP_IDENTITY__BOT_LOGINS", "[me]"),
     ] {
         let error =
             apply_env(Config::default(), vec![(var.to_owned(), value.to_owned())]).unwrap_err();
@@ -1193,11 +1190,21 @@ fn the_schema_accepts_exactly_the_spec_names_the_binary_reads() {
     assert!(from_yaml("labels:\n  in-progres: x\n", Path::new("c.yml")).is_err());
 }
 
-/// The README's configuration examples (its YAML blocks whose first key is a section of the
-/// configuration) are read alike by the binary and by the schema an editor uses: both accept.
+/// The configuration examples of the README and of `docs/` (their `yaml` blocks whose first
+/// key is a section of the configuration): the binary's parser and the schema an editor uses
+/// read each alike. Both accept the example; both refuse it with an unknown key, a misspelt
+/// section or a value of the wrong type added.
 #[test]
-fn the_readmes_configuration_examples_are_valid_for_the_binary_and_the_schema() {
-    let readme = include_str!("../../../README.md");
+fn every_documented_example_is_read_alike_by_the_binary_and_the_schema() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut documents = vec![root.join("README.md")];
+    let mut docs: Vec<_> = std::fs::read_dir(root.join("docs"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|e| e == "md"))
+        .collect();
+    docs.sort();
+    documents.extend(docs);
     let validator = jsonschema::validator_for(&schema()).unwrap();
     let sections: Vec<String> = match serde_yaml_ng::to_value(Config::default()).unwrap() {
         serde_yaml_ng::Value::Mapping(map) => map
@@ -1206,29 +1213,136 @@ fn the_readmes_configuration_examples_are_valid_for_the_binary_and_the_schema() 
             .collect(),
         _ => panic!("not a mapping"),
     };
-    let mut checked = 0;
-    for block in readme.split("```yaml\n").skip(1) {
-        let text = block.split("\n```").next().unwrap();
-        let first = text
-            .lines()
-            .find(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
-            .unwrap_or("");
-        let Some((key, _)) = first.split_once(':') else {
-            continue;
-        };
-        if !sections.iter().any(|s| s == key) {
-            continue;
-        }
-        from_yaml(text, Path::new("README.md")).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let binary = |text: &str| from_yaml(text, Path::new("example.yml")).map(|_| ());
+    let schema_errors = |text: &str| -> Vec<String> {
         let json: serde_json::Value = serde_yaml_ng::from_str(text).unwrap();
-        let errors: Vec<String> = validator
+        validator
             .iter_errors(&json)
             .map(|e| e.to_string())
-            .collect();
-        assert!(errors.is_empty(), "{errors:?}\n{text}");
-        checked += 1;
+            .collect()
+    };
+    let mut checked = Vec::new();
+    for document in &documents {
+        let markdown = std::fs::read_to_string(document).unwrap();
+        for block in markdown.split("```yaml\n").skip(1) {
+            let text = block.split("\n```").next().unwrap();
+            let first = text
+                .lines()
+                .find(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
+                .unwrap_or("");
+            let Some((key, _)) = first.split_once(':') else {
+                continue;
+            };
+            if !sections.iter().any(|s| s == key) {
+                continue;
+            }
+            let place = document.file_name().unwrap().to_string_lossy().into_owned();
+            binary(text).unwrap_or_else(|e| panic!("{place}: the binary refuses: {e}\n{text}"));
+            let errors = schema_errors(text);
+            assert!(
+                errors.is_empty(),
+                "{place}: the schema refuses: {errors:?}\n{text}"
+            );
+            // Broken on the tree, so both read the same keys (a key written twice is
+            // refused by the binary and read as its last value by a JSON reader).
+            let tree: serde_yaml_ng::Mapping = serde_yaml_ng::from_str(text).unwrap();
+            let with = |name: &str, value: serde_yaml_ng::Value| {
+                let mut broken = tree.clone();
+                broken.insert(name.into(), value);
+                serde_yaml_ng::to_string(&broken).unwrap()
+            };
+            let wrong = match &tree[key] {
+                serde_yaml_ng::Value::Mapping(_) | serde_yaml_ng::Value::Sequence(_) => 5.into(),
+                _ => serde_yaml_ng::Value::Sequence(vec![5.into()]),
+            };
+            for broken in [
+                with("no_such_key", 1.into()),
+                with(&format!("{key}s"), serde_yaml_ng::Mapping::new().into()),
+                with(key, wrong),
+            ] {
+                assert!(
+                    binary(&broken).is_err(),
+                    "{place}: the binary accepts\n{broken}"
+                );
+                assert!(
+                    !schema_errors(&broken).is_empty(),
+                    "{place}: the schema accepts\n{broken}"
+                );
+            }
+            checked.push(place);
+        }
     }
-    assert!(checked >= 2, "{checked} examples found");
+    for place in ["README.md", "configuration.md"] {
+        assert!(checked.iter().any(|c| c == place), "{checked:?}");
+    }
+    assert!(checked.len() >= 3, "{checked:?}");
+}
+
+/// Accounts the binary refuses the schema refuses too, and the other way round.
+#[test]
+fn agents_accounts_are_checked_alike_by_the_binary_and_the_schema() {
+    let validator = jsonschema::validator_for(&schema()).unwrap();
+    for (text, valid) in [
+        ("agents:\n  bugsolver:\n    assignee: bugsolver-bot\n", true),
+        ("agents:\n  bugsolver:\n    assignee: alice_acme\n", true),
+        ("agents:\n  bugsolver:\n    assignee: \"-bad\"\n", false),
+        ("agents:\n  bugsolver:\n    assignee: \"a--b\"\n", false),
+        ("agents:\n  bugsolver:\n    assignee: \"a b\"\n", false),
+        (
+            &format!("agents:\n  bugsolver:\n    assignee: {}\n", "a".repeat(40)),
+            false,
+        ),
+        (
+            "agents:\n  reviewer:\n    logins: [\"coderabbitai[bot]\", octo-cat]\n",
+            true,
+        ),
+        ("agents:\n  reviewer:\n    logins: [\"[bot]\"]\n", false),
+        (
+            "agents:\n  reviewer:\n    logins: [\"x[bot][bot]\"]\n",
+            false,
+        ),
+        ("agents:\n  reviewer:\n    wait_minutes: 0\n", false),
+        ("agents:\n  reviewer:\n    wait_minutes: 1\n", true),
+    ] {
+        let binary = parse(text).and_then(|c| validate(&c)).is_ok();
+        let json: serde_json::Value = serde_yaml_ng::from_str(text).unwrap();
+        assert_eq!(binary, valid, "the binary on {text}");
+        assert_eq!(validator.is_valid(&json), valid, "the schema on {text}");
+    }
+    // What only the binary knows (GitHub assigns no App; every workflow is github-actions[bot]).
+    for text in [
+        "agents:\n  bugsolver:\n    assignee: \"solver[bot]\"\n",
+        "agents:\n  reviewer:\n    logins: [\"github-actions[bot]\"]\n",
+    ] {
+        let error = validate(&parse(text).unwrap()).unwrap_err().to_string();
+        assert!(error.contains("agents."), "{error}");
+    }
+}
+
+/// The seed's example in docs/configuration.md is the seed's, word for word (where the seed's
+/// documents are beside the project, as in CI).
+#[test]
+fn the_seeds_example_in_the_docs_is_the_seeds() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let docs = std::fs::read_to_string(root.join("docs/configuration.md")).unwrap();
+    let ours = docs
+        .split("```yaml\n# .bugloop/config.yml\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\n```").next())
+        .expect("docs/configuration.md shows the seed's example");
+    let config = parse(ours).unwrap();
+    validate(&config).unwrap();
+    assert!(config.agents.reviewer.external);
+    let spec = root.join("../shared/spec/bugloop-architecture.md");
+    let Ok(spec) = std::fs::read_to_string(&spec) else {
+        return;
+    };
+    let theirs = spec
+        .split("# .bugloop/config.yml\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\nGuardrails").next())
+        .expect("the seed's architecture has its example");
+    assert_eq!(ours.trim_end(), theirs.trim_end());
 }
 
 #[test]

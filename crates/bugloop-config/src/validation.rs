@@ -134,7 +134,68 @@ pub fn validate(config: &Config) -> Result<(), ConfigError> {
     default_model(&config.model)?;
     model_prices(&config.model)?;
     labels(&config.labels)?;
+    agents(&config.agents)?;
     cost_budget(&config.budgets)
+}
+
+/// Checks the accounts of `agents`: names a forge has (GitHub: letters, digits and inner
+/// hyphens, at most 39 characters, an App's with `[bot]` after), and a wait that waits.
+fn agents(agents: &crate::AgentsConfig) -> Result<(), ConfigError> {
+    if let Some(login) = &agents.bugsolver.assignee {
+        login_syntax("agents.bugsolver.assignee", login)?;
+        if login.ends_with("[bot]") {
+            return Err(invalid(
+                "agents.bugsolver.assignee",
+                format!(
+                    "{login:?} is an App's account, which GitHub does not assign issues to: \
+                     name a user (a machine user for the solver)"
+                ),
+            ));
+        }
+    }
+    for (index, login) in agents.reviewer.logins.iter().enumerate() {
+        let key = format!("agents.reviewer.logins[{index}]");
+        login_syntax(&key, login)?;
+        if login.eq_ignore_ascii_case("github-actions[bot]") {
+            return Err(invalid(
+                &key,
+                "github-actions[bot] is every workflow's account (a pull request's own \
+                 workflow included), not a reviewer's"
+                    .to_owned(),
+            ));
+        }
+    }
+    if agents.reviewer.wait_minutes == 0 {
+        return Err(invalid(
+            "agents.reviewer.wait_minutes",
+            "must be at least 1 (a head would be escalated before anyone could review it)"
+                .to_owned(),
+        ));
+    }
+    Ok(())
+}
+
+fn login_syntax(key: &str, login: &str) -> Result<(), ConfigError> {
+    let name = login.strip_suffix("[bot]").unwrap_or(login);
+    let valid = !name.is_empty()
+        && name.len() <= 39
+        && !name.starts_with('-')
+        && !name.ends_with('-')
+        && !name.contains("--")
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if valid {
+        Ok(())
+    } else {
+        Err(invalid(
+            key,
+            format!(
+                "{login:?} is not an account name (letters, digits, inner hyphens and `_` of a \
+                 managed user, at most 39, `[bot]` after an App's)"
+            ),
+        ))
+    }
 }
 
 /// The most characters GitHub allows in a label's name.

@@ -116,6 +116,21 @@ pub fn labels_of(state: SolveState) -> (bool, bool) {
     (working, state == SolveState::Escalated)
 }
 
+/// Whether an issue in `state` is assigned to the solver's account (`agents.bugsolver.assignee`):
+/// from the moment it is taken until its solution merged; unassigned when it is escalated to a
+/// person or reopened by a regression.
+pub fn assigned_in(state: SolveState) -> bool {
+    matches!(
+        state,
+        SolveState::Assigned
+            | SolveState::Solving
+            | SolveState::PrDraft
+            | SolveState::Reviewing
+            | SolveState::Ready
+            | SolveState::Merged
+    )
+}
+
 /// What a person approved when they asked for an issue to be solved: a digest of its title and
 /// body then. An issue edited after it was approved is not solved from text nobody approved.
 pub fn approval_digest(title: &str, body: &str) -> String {

@@ -112,6 +112,14 @@ impl Forge for AnsweringForge<'_> {
         self.inner.comment_by_id(change, comment).await
     }
 
+    async fn description(&self, change: &ChangeKey) -> Result<Option<String>, ForgeError> {
+        self.inner.description(change).await
+    }
+
+    async fn set_description(&self, change: &ChangeKey, body: &str) -> Result<(), ForgeError> {
+        self.inner.set_description(change, body).await
+    }
+
     async fn comments(&self, change: &ChangeKey) -> Result<Vec<Comment>, ForgeError> {
         self.inner.comments(change).await
     }

@@ -308,6 +308,19 @@ impl Forge for GitHubForge {
         })
     }
 
+    async fn description(&self, change: &ChangeKey) -> Result<Option<String>, ForgeError> {
+        let number = self.number(change)?;
+        Ok(self.client.pull_request(&self.repo, number).await?.body)
+    }
+
+    async fn set_description(&self, change: &ChangeKey, body: &str) -> Result<(), ForgeError> {
+        let number = self.number(change)?;
+        self.client
+            .set_pull_request_body(&self.repo, number, body)
+            .await?;
+        Ok(())
+    }
+
     async fn comment_by_id(
         &self,
         change: &ChangeKey,

@@ -180,6 +180,13 @@ pub trait Forge: Send + Sync + std::fmt::Debug {
         Ok(Some(self.change(change).await?.head))
     }
 
+    /// The change's description (a pull request's body; locally, its change request's body, or
+    /// the one kept for a branch without one): `None` where it has none yet.
+    async fn description(&self, change: &ChangeKey) -> Result<Option<String>, ForgeError>;
+
+    /// Replaces the change's description.
+    async fn set_description(&self, change: &ChangeKey, body: &str) -> Result<(), ForgeError>;
+
     /// Every comment of the change's conversation, oldest first: issue-level comments and line
     /// comments, with replies (`in_reply_to`), thread ids and the forge's resolved flags.
     async fn comments(&self, change: &ChangeKey) -> Result<Vec<Comment>, ForgeError>;

@@ -19,6 +19,15 @@ pub struct LocalForge {
     developer: String,
 }
 
+/// The branch a `branch:<name>` conversation is: only a branch has a description.
+fn described_branch(change: &ChangeKey) -> Result<&str, ForgeError> {
+    change.0.strip_prefix("branch:").ok_or_else(|| {
+        ForgeError::Invalid(format!(
+            "{change} is not a branch; only a branch has a description"
+        ))
+    })
+}
+
 /// Where the local store of a repository is.
 pub fn store_path(git: &Git) -> Result<PathBuf, ForgeError> {
     Ok(git.common_dir()?.join("bugloop").join("store.db"))
@@ -196,6 +205,24 @@ impl Forge for LocalForge {
             .map(|branch| format!("refs/heads/{branch}"))
             .or_else(|| change.0.strip_prefix("commit:").map(str::to_owned));
         Ok(name.and_then(|name| self.git.resolve(&name)))
+    }
+
+    /// A branch's open change request's body, else git's own description of the branch
+    /// (`branch.<name>.description`, as `git branch --edit-description` writes it).
+    async fn description(&self, change: &ChangeKey) -> Result<Option<String>, ForgeError> {
+        let branch = described_branch(change)?;
+        if let Some(item) = self.store.change_request_of(branch).await? {
+            return Ok(Some(item.body));
+        }
+        Ok(self.git.branch_description(branch)?)
+    }
+
+    async fn set_description(&self, change: &ChangeKey, body: &str) -> Result<(), ForgeError> {
+        let branch = described_branch(change)?;
+        if let Some(item) = self.store.change_request_of(branch).await? {
+            return Ok(self.store.set_item_body(item.number, body).await?);
+        }
+        Ok(self.git.set_branch_description(branch, body)?)
     }
 
     async fn comments(&self, change: &ChangeKey) -> Result<Vec<Comment>, ForgeError> {

@@ -35,6 +35,10 @@ pub enum RecordedWrite {
         thread: String,
         resolved: bool,
     },
+    SetDescription {
+        change: ChangeKey,
+        body: String,
+    },
 }
 
 #[derive(Debug, Default)]
@@ -46,6 +50,8 @@ struct Recorded {
     edited: Vec<(String, String)>,
     /// Threads whose resolved flag the run would have set.
     resolved: Vec<(String, bool)>,
+    /// Descriptions the run would have written, by conversation.
+    descriptions: Vec<(ChangeKey, String)>,
 }
 
 /// Wraps a forge for a run that must write nothing.
@@ -126,6 +132,32 @@ impl Forge for RecordingForge<'_> {
         comment: CommentRef,
     ) -> Result<Option<Comment>, ForgeError> {
         self.inner.comment_by_id(change, comment).await
+    }
+
+    async fn description(&self, change: &ChangeKey) -> Result<Option<String>, ForgeError> {
+        let written = self
+            .lock()
+            .descriptions
+            .iter()
+            .rev()
+            .find(|(key, _)| key == change)
+            .map(|(_, body)| body.clone());
+        match written {
+            Some(body) => Ok(Some(body)),
+            None => self.inner.description(change).await,
+        }
+    }
+
+    async fn set_description(&self, change: &ChangeKey, body: &str) -> Result<(), ForgeError> {
+        let mut recorded = self.lock();
+        recorded.writes.push(RecordedWrite::SetDescription {
+            change: change.clone(),
+            body: body.to_owned(),
+        });
+        recorded
+            .descriptions
+            .push((change.clone(), body.to_owned()));
+        Ok(())
     }
 
     async fn comments(&self, change: &ChangeKey) -> Result<Vec<Comment>, ForgeError> {

@@ -147,6 +147,14 @@ impl Forge for SigningForge {
             .map(|comment| self.checked(change, comment)))
     }
 
+    async fn description(&self, change: &ChangeKey) -> Result<Option<String>, ForgeError> {
+        self.inner.description(change).await
+    }
+
+    async fn set_description(&self, change: &ChangeKey, body: &str) -> Result<(), ForgeError> {
+        self.inner.set_description(change, body).await
+    }
+
     async fn comments(&self, change: &ChangeKey) -> Result<Vec<Comment>, ForgeError> {
         Ok(self
             .inner

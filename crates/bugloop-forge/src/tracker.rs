@@ -19,6 +19,8 @@ pub struct TrackedIssue {
     pub title: String,
     pub body: String,
     pub labels: Vec<String>,
+    /// Who it is assigned to.
+    pub assignees: Vec<String>,
     pub open: bool,
     /// Where its comments are.
     pub conversation: ChangeKey,
@@ -73,6 +75,14 @@ pub struct SolveTransition {
     pub at: Timestamp,
 }
 
+/// A review given on one head of a change request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HeadReview {
+    pub reviewer: String,
+    /// It asks for changes (a comment-only or approving review does not).
+    pub changes_requested: bool,
+}
+
 /// A check on a commit (a CI job).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Check {
@@ -119,6 +129,10 @@ pub trait Tracker: Send + Sync + std::fmt::Debug {
 
     /// Removes a label the issue may not have.
     async fn remove_label(&self, issue: u64, label: &str) -> Result<(), ForgeError>;
+
+    /// Assigns the issue to `login` (`assigned`) or takes it off; as it is already is no error.
+    async fn set_assignee(&self, issue: u64, login: &str, assigned: bool)
+    -> Result<(), ForgeError>;
 
     /// The issue's transitions, oldest first.
     async fn solve_history(&self, issue: u64) -> Result<Vec<SolveTransition>, ForgeError>;
@@ -167,4 +181,8 @@ pub trait Tracker: Send + Sync + std::fmt::Debug {
 
     /// Whether the latest review of a reviewer who may change the repository asks for changes.
     async fn changes_requested(&self, number: u64) -> Result<bool, ForgeError>;
+
+    /// The reviews of change request `number` given on `commit` (any decision, a comment-only
+    /// review too), oldest first, bugloop's own included where it reviewed.
+    async fn reviews_of(&self, number: u64, commit: &str) -> Result<Vec<HeadReview>, ForgeError>;
 }

@@ -69,6 +69,28 @@ impl Git {
             .to_owned())
     }
 
+    /// git's description of `branch` (`branch.<name>.description`), if it has one.
+    pub fn branch_description(&self, branch: &str) -> Result<Option<String>, GitError> {
+        let key = format!("branch.{branch}.description");
+        let out = self
+            .command()
+            .args(["config", "--get", &key])
+            .output_accepting(&[0, 1])?;
+        Ok((!out.is_empty()).then(|| {
+            let text = String::from_utf8_lossy(&out);
+            text.strip_suffix('\n').unwrap_or(&text).to_owned()
+        }))
+    }
+
+    /// Sets git's description of `branch`, as `git branch --edit-description` does.
+    pub fn set_branch_description(&self, branch: &str, text: &str) -> Result<(), GitError> {
+        let key = format!("branch.{branch}.description");
+        self.command()
+            .args(["config", "--replace-all", &key, text])
+            .output()?;
+        Ok(())
+    }
+
     /// The shared git directory (`.git`, also from a linked worktree).
     pub fn common_dir(&self) -> Result<PathBuf, GitError> {
         common_dir(&self.root)

@@ -42,6 +42,7 @@ pub(crate) fn route(
                     body: body_text,
                     author: login.to_owned(),
                     labels,
+                    assignees: Vec::new(),
                     open: true,
                 },
             );
@@ -123,7 +124,37 @@ pub(crate) fn route(
             issue.labels.retain(|l| *l != label);
             Answer::ok(labels_json(&issue.labels))
         }
+        // GitHub takes only accounts that may be assigned (collaborators), ignoring the rest
+        // without an error; the issue it answers with says who is assigned.
+        ("POST" | "DELETE", ["issues", n, "assignees"])
+            if state.issues.contains_key(&number(n)?) =>
+        {
+            let n = number(n)?;
+            let assignable: Vec<String> = strings(body.get("assignees"))
+                .into_iter()
+                .filter(|login| state.permissions.contains_key(login))
+                .collect();
+            let issue = state.issues.get_mut(&n)?;
+            for login in assignable {
+                if method == "DELETE" {
+                    issue.assignees.retain(|a| *a != login);
+                } else if !issue.assignees.contains(&login) {
+                    issue.assignees.push(login);
+                }
+            }
+            Answer::json(StatusCode::CREATED, issue_json(state, n)?)
+        }
         ("POST", ["pulls"]) => create_pull(state, login, body),
+        ("PATCH", ["pulls", n]) if state.pulls.contains_key(&number(n)?) => {
+            let n = number(n)?;
+            if let Some(text) = text("body") {
+                if text.chars().count() > crate::MAX_BODY_CHARS {
+                    return Some(Answer::unprocessable("body", "body is too long"));
+                }
+                state.pulls.get_mut(&n)?.body = text;
+            }
+            pull_json(state, n)?
+        }
         ("GET", ["pulls"]) => {
             let param = |key: &str| {
                 query
@@ -174,7 +205,9 @@ pub(crate) fn route(
                         "user": state.account(user),
                         "body": state.review_bodies.get(&id).cloned().unwrap_or_default(),
                         "state": review_state,
-                        "commit_id": state.pulls.get(&n).map(|p| p.spec.head_sha.clone()),
+                        "commit_id": state.review_commits.get(&id).cloned().or_else(
+                            || state.pulls.get(&n).map(|p| p.spec.head_sha.clone())
+                        ),
                     })
                 })
                 .collect();
@@ -274,6 +307,7 @@ fn issue_json(state: &State, number: u64) -> Option<Value> {
             "user": state.account(&issue.author),
             "state": if issue.open { "open" } else { "closed" },
             "labels": labels_json(&issue.labels),
+            "assignees": issue.assignees.iter().map(|a| state.account(a)).collect::<Vec<_>>(),
         }));
     }
     let pull = state.pulls.get(&number)?;

@@ -157,6 +157,7 @@ impl Simulator {
                 body: body.to_owned(),
                 author: author.to_owned(),
                 labels: labels.iter().map(|l| (*l).to_owned()).collect(),
+                assignees: Vec::new(),
                 open: true,
             },
         );
@@ -236,15 +237,15 @@ impl Simulator {
 
     /// A review of a pull request by `login`: `APPROVED`, `CHANGES_REQUESTED`, `COMMENTED`.
     pub fn add_review(&self, number: u64, login: &str, review_state: &str) {
-        self.state()
-            .reviews
-            .push((number, login.to_owned(), review_state.to_owned()));
+        self.submit_review(number, login, review_state, "");
     }
 
-    /// A review of a pull request by `login` with a body (`COMMENTED`, say): its id, as the
-    /// review listing and `GET .../reviews/<id>` give it.
+    /// A review of a pull request by `login` with a body (`COMMENTED`, say), given on the pull
+    /// request's head as it is now: its id, as the review listing and `GET .../reviews/<id>`
+    /// give it.
     pub fn submit_review(&self, number: u64, login: &str, review_state: &str, body: &str) -> u64 {
         let mut state = self.state();
+        issues::refresh(&mut state, number);
         let index = state
             .reviews
             .iter()
@@ -254,8 +255,34 @@ impl Simulator {
         state
             .reviews
             .push((number, login.to_owned(), review_state.to_owned()));
-        state.review_bodies.insert(id, body.to_owned());
+        if !body.is_empty() {
+            state.review_bodies.insert(id, body.to_owned());
+        }
+        if let Some(head) = state.pulls.get(&number).map(|p| p.spec.head_sha.clone()) {
+            state.review_commits.insert(id, head);
+        }
         id
+    }
+
+    /// A pull request's description.
+    pub fn pull_body(&self, number: u64) -> Option<String> {
+        self.state().pulls.get(&number).map(|p| p.body.clone())
+    }
+
+    /// Its author writes a pull request's description.
+    pub fn set_pull_body(&self, number: u64, body: &str) {
+        if let Some(pull) = self.state().pulls.get_mut(&number) {
+            pull.body = body.to_owned();
+        }
+    }
+
+    /// Who an issue is assigned to.
+    pub fn assignees(&self, number: u64) -> Vec<String> {
+        self.state()
+            .issues
+            .get(&number)
+            .map(|i| i.assignees.clone())
+            .unwrap_or_default()
     }
 
     /// A person merges the pull request.

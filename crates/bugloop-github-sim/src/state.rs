@@ -74,6 +74,7 @@ pub struct SimIssue {
     pub body: String,
     pub author: String,
     pub labels: Vec<String>,
+    pub assignees: Vec<String>,
     pub open: bool,
 }
 
@@ -236,6 +237,8 @@ pub(crate) struct State {
     pub reviews: Vec<(u64, String, String)>,
     /// The bodies of submitted reviews, by review id (none: an empty body).
     pub review_bodies: BTreeMap<u64, String>,
+    /// The head each review was given on, by review id.
+    pub review_commits: BTreeMap<u64, String>,
     pub issue_comments: Vec<IssueComment>,
     pub review_comments: Vec<ReviewComment>,
     pub threads: Vec<Thread>,
@@ -273,6 +276,7 @@ impl State {
             git_dir: None,
             checks: Vec::new(),
             reviews: Vec::new(),
+            review_commits: BTreeMap::new(),
             review_bodies: BTreeMap::new(),
             issue_comments: Vec::new(),
             review_comments: Vec::new(),

@@ -101,6 +101,9 @@ pub struct PullRequest {
     /// Once merged, the commit on the base that brought it in (merge, squash or rebase).
     #[serde(default)]
     pub merge_commit_sha: Option<String>,
+    /// Its description.
+    #[serde(default)]
+    pub body: Option<String>,
 }
 
 /// A label's name, as GitHub lists an issue's labels.
@@ -121,6 +124,9 @@ pub struct Review {
     pub body: Option<String>,
     #[serde(default)]
     pub submitted_at: Option<jiff::Timestamp>,
+    /// The head it was given on.
+    #[serde(default)]
+    pub commit_id: Option<String>,
     /// The pull request it is on (`.../pulls/<number>`).
     #[serde(default)]
     pub pull_request_url: Option<String>,
@@ -171,6 +177,8 @@ pub struct Issue {
     pub user: Option<Account>,
     #[serde(default)]
     pub labels: Vec<Label>,
+    #[serde(default)]
+    pub assignees: Vec<Account>,
     /// Present when the issue is a pull request (GitHub numbers both alike).
     #[serde(default)]
     pub pull_request: Option<Value>,
@@ -494,6 +502,22 @@ impl GitHubClient {
         .await
     }
 
+    /// Replaces a pull request's description.
+    pub async fn set_pull_request_body(
+        &self,
+        repo: &Repo,
+        number: u64,
+        body: &str,
+    ) -> Result<PullRequest, GitHubError> {
+        self.call(
+            Method::PATCH,
+            &format!("/repos/{repo}/pulls/{number}"),
+            Some(&json!({"body": body})),
+            Safety::Idempotent,
+        )
+        .await
+    }
+
     pub async fn collaborator_permission(
         &self,
         repo: &Repo,
@@ -524,6 +548,31 @@ impl GitHubClient {
             )
             .await?;
         Ok(())
+    }
+
+    /// Assigns `login` to an issue (`assigned`) or takes it off. GitHub ignores a login that
+    /// may not be assigned (not a collaborator) and says nothing; the issue it returns says
+    /// who is assigned.
+    pub async fn set_assignee(
+        &self,
+        repo: &Repo,
+        number: u64,
+        login: &str,
+        assigned: bool,
+    ) -> Result<Issue, GitHubError> {
+        let path = format!("/repos/{repo}/issues/{number}/assignees");
+        let method = if assigned {
+            Method::POST
+        } else {
+            Method::DELETE
+        };
+        self.call(
+            method,
+            &path,
+            Some(&json!({"assignees": [login]})),
+            Safety::Idempotent,
+        )
+        .await
     }
 
     /// Removes a label; one that is not there is not an error.

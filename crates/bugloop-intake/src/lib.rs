@@ -7,6 +7,8 @@
 //! the front ends and the tests decide where that comes from.
 
 mod issue;
+pub mod segment;
+pub mod sentry;
 mod trace;
 
 use serde::Serialize;

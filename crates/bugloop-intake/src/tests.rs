@@ -204,3 +204,72 @@ fn an_error_with_backticks_stays_inside_its_code_span() {
     // A span opened by a run of backticks longer than any inside it.
     assert!(line.contains("````"), "{line}");
 }
+
+/// Sentry's issue alerts (`tests/sentry/*.json`, in its webhook's shape): each read as the trace
+/// its platform prints, then as any report.
+#[test]
+fn every_sentry_alert_in_tests_sentry() {
+    let repository = repository();
+    insta::glob!("../tests/sentry", "*.json", |path| {
+        let bytes = std::fs::read(path).unwrap();
+        let sentry = sentry::report("event_alert", &bytes).unwrap();
+        let report = read(sentry.text.as_bytes()).unwrap();
+        let located = locate(&report, &repository);
+        insta::assert_yaml_snapshot!(serde_json::json!({
+            "text": sentry.text,
+            "project": [sentry.project_id, sentry.project_slug],
+            "report": report,
+            "located": located,
+            "fingerprint": fingerprint(&report, &located),
+        }));
+    });
+}
+
+/// The error Sentry alerts on and the same error's trace sent to `bugloop report`: one issue.
+#[test]
+fn a_sentry_alert_and_the_same_trace_reported_have_one_fingerprint() {
+    let repository = repository();
+    let print = |text: &str| {
+        let report = read(text.as_bytes()).unwrap();
+        let located = locate(&report, &repository);
+        fingerprint(&report, &located)
+    };
+    for (sentry, trace) in [
+        ("python.json", "python.txt"),
+        ("javascript.json", "javascript.txt"),
+    ] {
+        let alert = std::fs::read(format!("tests/sentry/{sentry}")).unwrap();
+        let alert = sentry::report("event_alert", &alert).unwrap();
+        let trace = std::fs::read_to_string(format!("tests/reports/{trace}")).unwrap();
+        assert_eq!(
+            print(&alert.text),
+            print(&trace),
+            "{sentry}\n{}",
+            alert.text
+        );
+    }
+}
+
+#[test]
+fn a_sentry_delivery_without_an_event_is_refused_saying_why() {
+    use sentry::{SentryError, report};
+    assert_eq!(
+        report("installation", b"{}"),
+        Err(SentryError::Resource("installation".to_owned()))
+    );
+    assert!(matches!(
+        report("event_alert", b"not json"),
+        Err(SentryError::Payload(_))
+    ));
+    assert!(matches!(
+        report("event_alert", b"{\"data\": {}}"),
+        Err(SentryError::Payload(_))
+    ));
+    assert_eq!(
+        report(
+            "event_alert",
+            b"{\"data\": {\"event\": {\"exception\": {\"values\": []}}}}"
+        ),
+        Err(SentryError::Empty)
+    );
+}

@@ -420,6 +420,21 @@ const KIND: &[&str] = &[
 ];
 const LEVEL: &[&str] = &["level", "severity", "levelname", "log.level"];
 
+/// Whether a JSON log entry is at an error level.
+fn error_level(entry: &Value) -> bool {
+    field(entry, LEVEL).is_some_and(|level| {
+        matches!(
+            level.to_lowercase().as_str(),
+            "error" | "fatal" | "critical" | "crit" | "alert" | "emerg" | "panic"
+        )
+    })
+}
+
+/// Whether a JSON log entry reports an error: at an error level, or with a stack.
+pub(crate) fn is_error_entry(entry: &Value) -> bool {
+    field(entry, STACK).is_some() || error_level(entry)
+}
+
 /// JSON log lines: the first entry at an error level, or with a stack.
 pub(crate) fn from_json_lines(text: &str) -> Option<ErrorReport> {
     let entries: Vec<Value> = text
@@ -431,14 +446,6 @@ pub(crate) fn from_json_lines(text: &str) -> Option<ErrorReport> {
                 .filter(Value::is_object)
         })
         .collect::<Option<Vec<_>>>()?;
-    let error_level = |entry: &Value| {
-        field(entry, LEVEL).is_some_and(|level| {
-            matches!(
-                level.to_lowercase().as_str(),
-                "error" | "fatal" | "critical" | "crit" | "alert" | "emerg" | "panic"
-            )
-        })
-    };
     let entry = entries
         .iter()
         .find(|e| field(e, STACK).is_some())

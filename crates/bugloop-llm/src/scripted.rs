@@ -20,7 +20,7 @@ pub struct ScriptedProvider {
     label: String,
     capabilities: Capabilities,
     /// Each answer with the text its request's system prompt must contain, if any.
-    script: Mutex<VecDeque<(Option<String>, Step)>>,
+    script: Mutex<VecDeque<(Option<Needle>, Step)>>,
     requests: Mutex<Vec<ChatRequest>>,
 }
 
@@ -46,6 +46,34 @@ struct ScriptLine {
     /// run at the same time, told apart by their focus).
     #[serde(default)]
     when: Option<String>,
+    /// Only a request whose first user message (the task) contains this takes the answer (for
+    /// agents that run at the same time on different tasks: issues solved in parallel).
+    #[serde(default)]
+    when_task: Option<String>,
+}
+
+/// Which requests an answer is for.
+#[derive(Debug, Clone)]
+enum Needle {
+    System(String),
+    Task(String),
+}
+
+impl Needle {
+    fn of(when: Option<String>, when_task: Option<String>) -> Option<Needle> {
+        when.map(Needle::System).or(when_task.map(Needle::Task))
+    }
+
+    fn matches(&self, request: &ChatRequest) -> bool {
+        match self {
+            Needle::System(text) => request.system.as_deref().unwrap_or("").contains(text),
+            Needle::Task(text) => request
+                .messages
+                .iter()
+                .find(|m| m.role == Role::User)
+                .is_some_and(|m| m.content.contains(text)),
+        }
+    }
 }
 
 #[derive(serde::Deserialize)]
@@ -72,7 +100,7 @@ impl ScriptedProvider {
     /// A script file (`script:<path>` models): JSON Lines, one answer per line, handed out in
     /// order: `{"text": "..."}` or `{"tool_calls": [{"name": ..., "arguments": {...}}]}`, either
     /// with an optional `"when": "<text>"` that only a request whose system prompt contains the
-    /// text takes; an optional first line `{"capabilities": {"tools": false, "json_schema":
+    /// text takes (or `"when_task"`: whose first user message does); an optional first line `{"capabilities": {"tools": false, "json_schema":
     /// true}}`. For reproducible runs of the whole program without a model.
     pub fn from_file(path: &std::path::Path) -> Result<Self, LlmError> {
         let error =
@@ -97,6 +125,7 @@ impl ScriptedProvider {
                     text: None,
                     tool_calls: None,
                     when: None,
+                    when_task: None,
                 } if index == 0 => {
                     provider.capabilities.tools = c.tools;
                     provider.capabilities.json_schema = c.json_schema;
@@ -106,18 +135,20 @@ impl ScriptedProvider {
                     text: Some(text),
                     tool_calls: None,
                     when,
-                } => provider.push_when(when, text_reply(text, usage)),
+                    when_task,
+                } => provider.push_needle(Needle::of(when, when_task), text_reply(text, usage)),
                 ScriptLine {
                     capabilities: None,
                     text: None,
                     tool_calls: Some(calls),
                     when,
+                    when_task,
                 } => {
                     let calls: Vec<(&str, serde_json::Value)> = calls
                         .iter()
                         .map(|c| (c.name.as_str(), c.arguments.clone()))
                         .collect();
-                    provider.push_when(when, tool_reply(&calls, usage));
+                    provider.push_needle(Needle::of(when, when_task), tool_reply(&calls, usage));
                 }
                 _ => {
                     return Err(error(format!(
@@ -160,6 +191,10 @@ impl ScriptedProvider {
     /// An answer only a request whose system prompt contains `needle` takes (any request when
     /// `None`); earlier answers for other requests stay queued.
     pub fn push_when(&self, needle: Option<String>, reply: ChatResponse) {
+        self.push_needle(needle.map(Needle::System), reply);
+    }
+
+    fn push_needle(&self, needle: Option<Needle>, reply: ChatResponse) {
         self.script
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -226,10 +261,9 @@ impl Provider for ScriptedProvider {
                 .script
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            let system = request.system.as_deref().unwrap_or("");
             script
                 .iter()
-                .position(|(needle, _)| needle.as_deref().is_none_or(|n| system.contains(n)))
+                .position(|(needle, _)| needle.as_ref().is_none_or(|n| n.matches(request)))
                 .and_then(|at| script.remove(at))
                 .map(|(_, step)| step)
         };

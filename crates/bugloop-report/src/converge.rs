@@ -78,6 +78,12 @@ pub struct ConvergeReport {
     pub earlier_dirty_loops: usize,
     /// Findings the auditors' code checks or the validator rejected, with the reason.
     pub quarantined: Vec<Quarantined>,
+    /// The section written into the change's description (what the loops did).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Why the description could not be written, when it could not (the run's work stands).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description_error: Option<String>,
 }
 
 /// A finding an audit reported that was not counted, and why: kept for the record rather than

@@ -50,6 +50,10 @@ pub struct SolveReport {
     /// budget ran out; `bugloop solve N` with more budget resumes where it stopped).
     pub stopped: Option<String>,
     pub history: Vec<Step>,
+    /// When the pipeline should be looked at again without an event (a wait for a reviewer
+    /// ends then): the App queues a run for that time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wake_at: Option<String>,
 }
 
 impl SolveReport {

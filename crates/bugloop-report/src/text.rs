@@ -333,6 +333,12 @@ pub fn converge(report: &ConvergeReport) -> String {
         }
         None => {}
     }
+    if report.description.is_some() {
+        out.push_str("The change's description says what the loops did.\n");
+    }
+    if let Some(error) = &report.description_error {
+        out.push_str(&format!("warning: {error}\n"));
+    }
     out
 }
 

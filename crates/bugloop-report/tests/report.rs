@@ -489,6 +489,8 @@ fn a_converge_report_as_the_spec_prints_it() {
             location: "src/a.rs:40".to_owned(),
             reason: "validator: line 40 is outside the file".to_owned(),
         }],
+        description: None,
+        description_error: None,
     };
     assert_eq!(report.text(), text::converge(&report));
     assert_eq!(

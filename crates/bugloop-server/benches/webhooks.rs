@@ -73,6 +73,7 @@ async fn measure(queue: Queue, label: &str) {
             body_timeout: bugloop_server::serve::BODY_TIMEOUT,
             admin_token: None,
             report_token: None,
+            sentry: None,
             bodies: bugloop_server::serve::body_budget(),
             outsiders: Arc::new(bugloop_server::outsider_intake::OutsiderIntake::new(20)),
             settings: Arc::new(TriggerSettings {

@@ -10,6 +10,7 @@ mod error;
 pub mod metrics;
 pub mod outsider_intake;
 pub mod report_endpoint;
+pub mod sentry_endpoint;
 pub mod serve;
 pub mod server_config;
 mod status_page;

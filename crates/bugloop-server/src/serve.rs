@@ -43,6 +43,9 @@ pub struct WebhookState {
     /// The bearer token of `POST /report` and the repositories it may file in
     /// (`crate::report_endpoint`); `None`: reports are off.
     pub report_token: Option<Arc<ReportAccess>>,
+    /// The Sentry integration's client secret and project mapping (`POST /sentry`); `None`:
+    /// off.
+    pub sentry: Option<Arc<crate::sentry_endpoint::SentryAccess>>,
     /// The bytes of the delivery bodies being read at once ([`body_budget`]).
     pub bodies: Arc<tokio::sync::Semaphore>,
     /// How many outsiders' comments are queued per repository in any hour.
@@ -89,6 +92,11 @@ pub fn router(state: WebhookState) -> axum::Router {
         token: state.report_token.clone(),
         body_timeout: state.body_timeout,
     });
+    let sentry = crate::sentry_endpoint::router(crate::sentry_endpoint::SentryState {
+        queue: state.queue.clone(),
+        access: state.sentry.clone(),
+        body_timeout: state.body_timeout,
+    });
     axum::Router::new()
         .route("/webhook", post(webhook))
         .route("/healthz", get(|| async { "ok\n" }))
@@ -97,6 +105,7 @@ pub fn router(state: WebhookState) -> axum::Router {
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(state)
         .merge(reports)
+        .merge(sentry)
 }
 
 /// Lets a request through with the admin token, or, when none is set, from loopback only (a
@@ -334,6 +343,8 @@ pub struct ServeOptions {
     /// Opens `POST /report` (`BUGLOOP_REPORT_TOKEN`) for the repositories it is scoped to
     /// (`BUGLOOP_REPORT_REPOSITORIES`); without it the endpoint is off.
     pub report_token: Option<ReportAccess>,
+    /// Opens `POST /sentry` (`BUGLOOP_SENTRY_CLIENT_SECRET` and `sentry_projects`).
+    pub sentry: Option<crate::sentry_endpoint::SentryAccess>,
     /// The label whose `issues.labeled` events are queued for solving (`BUGLOOP_AUTOFIX_LABEL`;
     /// `bug:autofix`); a repository whose `labels.trigger` differs is told so by the job.
     pub autofix_label: String,
@@ -412,6 +423,7 @@ pub async fn run_until(
         body_timeout: BODY_TIMEOUT,
         admin_token: options.admin_token.clone().map(Arc::new),
         report_token: options.report_token.clone().map(Arc::new),
+        sentry: options.sentry.clone().map(Arc::new),
         bodies: body_budget(),
         outsiders: Arc::new(crate::outsider_intake::OutsiderIntake::new(
             options.outsider_comments_per_hour,

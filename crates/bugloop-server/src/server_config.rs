@@ -32,6 +32,10 @@ struct ServerFile {
     report_token: Option<String>,
     /// The repositories the report token may file issues in (`owner/name`, `owner/*`).
     report_repositories: Option<Vec<String>>,
+    /// Opens `POST /sentry`: the Sentry integration's client secret.
+    sentry_client_secret: Option<String>,
+    /// Where each Sentry project's errors are filed: its slug or id -> `owner/name`.
+    sentry_projects: Option<std::collections::BTreeMap<String, String>>,
     /// The label whose issues are solved (`bug:autofix`).
     autofix_label: Option<String>,
     /// The prefix of the solve pipeline's branches (`bugloop/`).
@@ -205,6 +209,7 @@ pub fn serve_options(
             .var("BUGLOOP_ADMIN_TOKEN")
             .or(file.admin_token.clone()),
         report_token: report_access(sources, &file)?,
+        sentry: sentry_access(sources, &file)?,
         autofix_label,
         solve_branch_prefix,
         outsider_comments_per_hour: file
@@ -319,6 +324,64 @@ fn insert_setting(
         );
     }
     Ok(())
+}
+
+/// The Sentry integration's client secret and its projects' repositories
+/// (`BUGLOOP_SENTRY_PROJECTS="slug=owner/name,..."` or the file's `sentry_projects`); a secret
+/// without a project, or a project without a valid repository, is refused.
+fn sentry_access(
+    sources: &ServerSources<'_>,
+    file: &ServerFile,
+) -> Result<Option<crate::sentry_endpoint::SentryAccess>, ServerError> {
+    let Some(client_secret) = sources
+        .var("BUGLOOP_SENTRY_CLIENT_SECRET")
+        .or(file.sentry_client_secret.clone())
+    else {
+        return Ok(None);
+    };
+    if client_secret.len() < 16 {
+        return Err(ServerError::Invalid(
+            "sentry_client_secret (BUGLOOP_SENTRY_CLIENT_SECRET) is shorter than 16 characters: \
+             copy the integration's Client Secret from Sentry"
+                .to_owned(),
+        ));
+    }
+    let projects = match sources.var("BUGLOOP_SENTRY_PROJECTS") {
+        Some(list) => {
+            let mut projects = std::collections::BTreeMap::new();
+            for entry in list
+                .split([',', ' ', '\n'])
+                .filter(|s| !s.trim().is_empty())
+            {
+                let Some((project, repository)) = entry.split_once('=') else {
+                    return Err(ServerError::Invalid(format!(
+                        "BUGLOOP_SENTRY_PROJECTS: {entry:?} is not project=owner/name"
+                    )));
+                };
+                projects.insert(project.trim().to_owned(), repository.trim().to_owned());
+            }
+            projects
+        }
+        None => file.sentry_projects.clone().unwrap_or_default(),
+    };
+    if projects.is_empty() {
+        return Err(ServerError::Invalid(
+            "sentry_client_secret is set but sentry_projects (BUGLOOP_SENTRY_PROJECTS) maps no \
+             Sentry project to a repository: list each project's slug or id with owner/name"
+                .to_owned(),
+        ));
+    }
+    for (project, repository) in &projects {
+        if project.is_empty() || bugloop_github::Repo::parse(repository).is_none() {
+            return Err(ServerError::Invalid(format!(
+                "sentry_projects: {project:?} -> {repository:?} is not a project and owner/name"
+            )));
+        }
+    }
+    Ok(Some(crate::sentry_endpoint::SentryAccess {
+        client_secret,
+        projects,
+    }))
 }
 
 /// The report token and the repositories it may file in; a token without any is refused (it

@@ -346,6 +346,36 @@ async fn what_it_came_to(
                 .map_err(|e| (e, Failure::Transient))?;
             Ok(Spent::default())
         }
+        // A solve waiting for a reviewer until a time: looked at again then, if no event
+        // comes first (one job per wait, however many runs saw it).
+        EventOutcome::Solve { issue, outcome } if outcome.report.wake_at.is_some() => {
+            let wake_at = outcome.report.wake_at.as_deref().unwrap_or_default();
+            let due = wake_at
+                .parse::<jiff::Timestamp>()
+                .map_err(|e| {
+                    (
+                        ServerError::Invalid(format!("a solve's wake time {wake_at:?}: {e}")),
+                        Failure::Permanent,
+                    )
+                })?
+                .as_millisecond()
+                // A minute after the wait ends, so the run finds it over.
+                .saturating_add(60_000);
+            let follow = Trigger::Solve {
+                repository: repository.clone(),
+                issue,
+                installation: run.installation,
+                label: None,
+                labelled_by: None,
+                approved: None,
+                filed_from_report: false,
+            };
+            let delivery = format!("{repository}#{issue}:wake:{wake_at}");
+            enqueue_solve(queue, &delivery, &follow, due.max(now_ms()))
+                .await
+                .map_err(|e| (e, Failure::Transient))?;
+            Ok(Spent::default())
+        }
         // Their reports do not carry the model's usage.
         EventOutcome::NotRun { .. }
         | EventOutcome::Comment { .. }
@@ -358,11 +388,28 @@ async fn what_it_came_to(
 /// Queues the solving of an issue (`trigger`, an autofix) after the job `lease` holds; its
 /// delivery id is the job's, so a job run twice queues it once.
 async fn follow_up(queue: &Queue, lease: &Lease, trigger: &Trigger) -> Result<(), ServerError> {
+    enqueue_solve(
+        queue,
+        &format!("{}:follow-up", lease.job.id),
+        trigger,
+        now_ms(),
+    )
+    .await
+}
+
+/// Queues a solve job for `trigger` under `delivery` (a delivery seen before queues nothing),
+/// to run from `run_after` (ms). The queue dates the delivery at the time it may run.
+async fn enqueue_solve(
+    queue: &Queue,
+    delivery: &str,
+    trigger: &Trigger,
+    run_after: i64,
+) -> Result<(), ServerError> {
     let payload = serde_json::to_string(trigger)
         .map_err(|e| ServerError::Invalid(format!("a follow-up job: {e}")))?;
     queue
         .enqueue(
-            &format!("{}:follow-up", lease.job.id),
+            delivery,
             "bugloop",
             Some(bugloop_queue::NewJob {
                 kind: bugloop_queue::JobKind::Solve,
@@ -371,7 +418,7 @@ async fn follow_up(queue: &Queue, lease: &Lease, trigger: &Trigger) -> Result<()
                 head: None,
                 payload,
             }),
-            now_ms(),
+            run_after,
         )
         .await?;
     Ok(())

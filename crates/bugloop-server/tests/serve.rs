@@ -14,6 +14,7 @@ use bugloop_webhooks::TriggerSettings;
 use serde_json::json;
 
 const SECRET: &[u8] = b"webhook secret";
+const SENTRY_SECRET: &str = "3f1c2b7e9a0d4c8b";
 
 struct Server {
     url: String,
@@ -47,6 +48,10 @@ async fn server_on(
         report_token: Some(Arc::new(bugloop_server::serve::ReportAccess {
             token: "r3port".to_owned(),
             repositories: vec!["acme/widgets".to_owned()],
+        })),
+        sentry: Some(Arc::new(bugloop_server::sentry_endpoint::SentryAccess {
+            client_secret: SENTRY_SECRET.to_owned(),
+            projects: [("widgets-api".to_owned(), "acme/widgets".to_owned())].into(),
         })),
         bodies: bugloop_server::serve::body_budget(),
         outsiders: Arc::new(bugloop_server::outsider_intake::OutsiderIntake::new(20)),
@@ -412,6 +417,92 @@ async fn error_reports_are_queued_with_the_report_token_only() {
         jobs.iter()
             .all(|j| j.kind == bugloop_queue::JobKind::ErrorReport
                 && j.conversation == "github:acme/widgets#reports")
+    );
+}
+
+/// Sentry's issue alert, signed with the integration's client secret: queued as the report of
+/// its project's repository (its frames written as the platform's trace); a forged or unsigned
+/// one is a 401 with nothing queued; Sentry's retry of a delivery is not queued twice; a
+/// project nobody mapped is a 422 naming it; a signed delivery that is no error files nothing.
+#[tokio::test]
+async fn sentrys_signed_alerts_are_queued_and_forged_ones_refused() {
+    let server = server().await;
+    let alert = include_bytes!("../../bugloop-intake/tests/sentry/python.json");
+    let send = async |signature: Option<String>, resource: &str, request: &str, body: &[u8]| {
+        let mut post = reqwest::Client::new()
+            .post(format!("{}/sentry", server.url))
+            .header("content-type", "application/json")
+            .header("sentry-hook-resource", resource)
+            .header("request-id", request)
+            .body(body.to_vec());
+        if let Some(signature) = signature {
+            post = post.header("sentry-hook-signature", signature);
+        }
+        let answer = post.send().await.unwrap();
+        (answer.status().as_u16(), answer.text().await.unwrap())
+    };
+    let signed = |body: &[u8]| {
+        Some(bugloop_server::sentry_endpoint::signature(
+            SENTRY_SECRET.as_bytes(),
+            body,
+        ))
+    };
+    // Forged: no signature, another secret's, the signature of another body.
+    assert_eq!(send(None, "event_alert", "a1", alert).await.0, 401);
+    let other = bugloop_server::sentry_endpoint::signature(b"another-secret-0000", alert);
+    assert_eq!(send(Some(other), "event_alert", "a1", alert).await.0, 401);
+    let mut tampered = alert.to_vec();
+    tampered.extend_from_slice(b" ");
+    let (status, said) = send(signed(alert), "event_alert", "a1", &tampered).await;
+    assert_eq!(status, 401, "{said}");
+    assert!(said.contains("Sentry-Hook-Signature"), "{said}");
+    assert!(
+        server.queue.jobs().await.unwrap().is_empty(),
+        "nothing queued"
+    );
+
+    // Signed: queued once, whatever Sentry retries.
+    for _ in 0..2 {
+        let (status, said) = send(signed(alert), "event_alert", "a1-b2", alert).await;
+        assert!(status == 202 || status == 200, "{status} {said}");
+    }
+    let jobs = server.queue.jobs().await.unwrap();
+    assert_eq!(jobs.len(), 1, "{jobs:#?}");
+    assert_eq!(jobs[0].kind, bugloop_queue::JobKind::ErrorReport);
+    assert_eq!(jobs[0].conversation, "github:acme/widgets#reports");
+    let trigger: bugloop_webhooks::Trigger = serde_json::from_str(&jobs[0].payload).unwrap();
+    let bugloop_webhooks::Trigger::ErrorReport { report, .. } = trigger else {
+        panic!("not a report");
+    };
+    let read = bugloop_intake::read(report.as_bytes()).unwrap();
+    assert_eq!(read.kind, "IndexError");
+    assert_eq!(read.frames[0].file, "/srv/app/app/models.py");
+    assert_eq!(read.frames[0].function.as_deref(), Some("last"));
+
+    // A project nobody mapped; a signed installation event; a body that is no alert.
+    let unmapped = String::from_utf8_lossy(alert).replace("widgets-api", "billing");
+    let (status, said) = send(
+        signed(unmapped.as_bytes()),
+        "event_alert",
+        "c3",
+        unmapped.as_bytes(),
+    )
+    .await;
+    assert_eq!(status, 422, "{said}");
+    assert!(
+        said.contains("no repository for the Sentry project billing"),
+        "{said}"
+    );
+    let install = br#"{"action": "created", "data": {"installation": {}}}"#;
+    let (status, said) = send(signed(install), "installation", "d4", install).await;
+    assert_eq!(status, 200, "{said}");
+    let junk = b"{\"data\": 5}";
+    let (status, said) = send(signed(junk), "event_alert", "e5", junk).await;
+    assert_eq!(status, 400, "{said}");
+    assert_eq!(
+        server.queue.jobs().await.unwrap().len(),
+        1,
+        "nothing more queued"
     );
 }
 

@@ -128,6 +128,7 @@ async fn chromium_renders_the_jobs_and_runs_none_of_the_hostile_text() {
         body_timeout: bugloop_server::serve::BODY_TIMEOUT,
         admin_token: None,
         report_token: None,
+        sentry: None,
         bodies: bugloop_server::serve::body_budget(),
         outsiders: Arc::new(bugloop_server::outsider_intake::OutsiderIntake::new(20)),
         settings: Arc::new(TriggerSettings {

@@ -158,6 +158,7 @@ async fn the_server_queues_a_signed_delivery_and_its_workers_run_it_then_stop() 
         limits: bugloop_queue::Limits::default(),
         admin_token: None,
         report_token: None,
+        sentry: None,
         autofix_label: "bug:autofix".to_owned(),
         solve_branch_prefix: "bugloop/".to_owned(),
         outsider_comments_per_hour: 20,

@@ -50,6 +50,8 @@ pub struct Item {
     pub state: ItemState,
     pub author: String,
     pub labels: Vec<String>,
+    /// Who it is assigned to, by name.
+    pub assignees: Vec<String>,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
     /// The error reports' fingerprint, for an issue filed from them.
@@ -217,7 +219,9 @@ impl Store {
             .map_err(query_error("read an item"))?
             .ok_or_else(|| StoreError::NotFound(format!("no issue or change request #{number}")))?;
         let labels = self.labels(number).await?;
-        self.decode_item(&row, labels)
+        let mut item = self.decode_item(&row, labels)?;
+        item.assignees = self.assignees(number).await?;
+        Ok(item)
     }
 
     /// Items of `kind`, oldest first; only open ones when `open_only`.
@@ -241,7 +245,9 @@ impl Store {
                 .try_get("number")
                 .map_err(|e| self.corrupt(&format!("column number: {e}")))?;
             let labels = self.labels(number).await?;
-            items.push(self.decode_item(row, labels)?);
+            let mut item = self.decode_item(row, labels)?;
+            item.assignees = self.assignees(number).await?;
+            items.push(item);
         }
         Ok(items)
     }
@@ -319,6 +325,57 @@ impl Store {
         Ok(())
     }
 
+    /// Assigns `login` to the item (`assigned`), or takes it off; a no-op when it already is
+    /// as asked.
+    pub async fn set_item_assignee(
+        &self,
+        number: i64,
+        login: &str,
+        assigned: bool,
+    ) -> Result<(), StoreError> {
+        self.item(number).await?;
+        let mut tx = self.pool.begin().await.map_err(query_error("assign"))?;
+        let query = if assigned {
+            "INSERT INTO item_assignees (item, login) VALUES (?, ?) ON CONFLICT DO NOTHING"
+        } else {
+            "DELETE FROM item_assignees WHERE item = ? AND login = ?"
+        };
+        sqlx::query(query)
+            .bind(number)
+            .bind(login)
+            .execute(&mut *tx)
+            .await
+            .map_err(query_error("assign"))?;
+        touch(&mut tx, number).await?;
+        tx.commit().await.map_err(query_error("assign"))
+    }
+
+    /// Replaces an item's body (a change request's description).
+    pub async fn set_item_body(&self, number: i64, body: &str) -> Result<(), StoreError> {
+        let changed = sqlx::query("UPDATE items SET body = ?, updated_at = ? WHERE number = ?")
+            .bind(body)
+            .bind(Timestamp::now().to_string())
+            .bind(number)
+            .execute(&self.pool)
+            .await
+            .map_err(query_error("set an item's body"))?
+            .rows_affected();
+        if changed == 0 {
+            return Err(StoreError::NotFound(format!(
+                "no issue or change request #{number}"
+            )));
+        }
+        Ok(())
+    }
+
+    async fn assignees(&self, number: i64) -> Result<Vec<String>, StoreError> {
+        sqlx::query_scalar("SELECT login FROM item_assignees WHERE item = ? ORDER BY login")
+            .bind(number)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(query_error("read assignees"))
+    }
+
     async fn labels(&self, number: i64) -> Result<Vec<String>, StoreError> {
         sqlx::query_scalar("SELECT label FROM item_labels WHERE item = ? ORDER BY label")
             .bind(number)
@@ -355,6 +412,7 @@ impl Store {
             state,
             author: text("author")?,
             labels,
+            assignees: Vec::new(),
             created_at: time("created_at")?,
             updated_at: time("updated_at")?,
             fingerprint: row

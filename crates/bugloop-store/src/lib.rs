@@ -23,6 +23,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0003_issues_and_change_requests.sql"),
     include_str!("../migrations/0004_solve_transitions.sql"),
     include_str!("../migrations/0005_reviews_and_checks.sql"),
+    include_str!("../migrations/0006_item_assignees.sql"),
 ];
 
 mod items;

@@ -133,7 +133,7 @@ async fn who_wrote_a_comment_is_recorded_not_inferred_and_older_rows_say_unknown
         // A store as the first schema wrote it, with one comment in it.
         let store = Store::open(&path).await.unwrap();
         sqlx::raw_sql(
-            "DROP TABLE checks; DROP TABLE reviewers; DROP TABLE item_reviews; \
+            "DROP TABLE item_assignees; DROP TABLE checks; DROP TABLE reviewers; DROP TABLE item_reviews; \
              DROP TABLE solve_transitions; DROP TABLE item_labels; DROP TABLE items; \
              ALTER TABLE comments DROP COLUMN by_bugloop; PRAGMA user_version = 1; \
              INSERT INTO comments (change, kind, author, body, created_at, updated_at, thread_id) \

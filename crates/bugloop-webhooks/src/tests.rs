@@ -274,6 +274,35 @@ fn a_review_of_a_solve_draft_asks_its_solving_to_go_on() {
         decide("pull_request_review", &review),
         Ok(Trigger::Solve { issue: 3, .. })
     ));
+    // An external reviewer (another App) reviewing the draft: the review it may wait for.
+    review["sender"]["type"] = json!("Bot");
+    review["sender"]["login"] = json!("coderabbitai[bot]");
+    assert!(matches!(
+        decide("pull_request_review", &review),
+        Ok(Trigger::Solve { issue: 3, .. })
+    ));
+    // bugloop's own review asks for nothing; nor does a bot's review of another branch.
+    review["sender"]["login"] = json!("bugloop-app[bot]");
+    assert!(matches!(
+        decide("pull_request_review", &review),
+        Err(Skip::FromBot(_))
+    ));
+    // A server that does not know its own login takes no App's review: it could be its own.
+    review["sender"]["login"] = json!("coderabbitai[bot]");
+    let parsed = parse("pull_request_review", review.to_string().as_bytes()).unwrap();
+    let unknown_self = TriggerSettings {
+        bot_logins: Vec::new(),
+        ..settings()
+    };
+    assert!(matches!(
+        trigger(&parsed, &unknown_self),
+        Err(Skip::FromBot(_))
+    ));
+    review["pull_request"]["head"]["ref"] = json!("feature/3-crash");
+    assert!(matches!(
+        decide("pull_request_review", &review),
+        Err(Skip::FromBot(_))
+    ));
 }
 
 #[test]

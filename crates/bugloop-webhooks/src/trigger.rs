@@ -348,9 +348,26 @@ fn review_comment(e: &ReviewCommentEvent, settings: &TriggerSettings) -> Result<
 }
 
 /// A submitted review: its body when it mentions bugloop; on a solve draft (changes asked for,
-/// say), the solving goes on.
+/// say), the solving goes on. Another App's review of a solve draft (an external reviewer such
+/// as CodeRabbit, `agents.reviewer.external`) has the solving go on too: it may be the review
+/// the draft waits for. bugloop's own reviews ask for nothing: a server that does not know its
+/// own login (`bot_logins` empty) takes no App's review, since it could be its own.
 fn review(e: &ReviewEvent, settings: &TriggerSettings) -> Result<Trigger, Skip> {
-    not_from_bot(&e.sender, settings)?;
+    if let Err(skip) = not_from_bot(&e.sender, settings) {
+        let other_app = !settings.bot_logins.is_empty()
+            && !settings
+                .bot_logins
+                .iter()
+                .any(|l| l.eq_ignore_ascii_case(&e.sender.login));
+        return match solving(&e.pull_request, &settings.solve_branch_prefix) {
+            Some(issue) if other_app && e.action == "submitted" => Ok(solving_goes_on(
+                &e.repository,
+                issue,
+                e.installation.as_ref(),
+            )),
+            _ => Err(skip),
+        };
+    }
     expect_action("pull_request_review", &e.action, &["submitted"])?;
     let body = e.review.body.clone().unwrap_or_default();
     if !mentions(&body, &settings.mention) {

@@ -183,6 +183,9 @@ async fn converge_on_a_pull_request_audits_fixes_and_pushes_to_its_branch() {
     script.push(json!({"tool_calls": [{"name": "edit_file", "arguments": {"path": "lib.rs", "old_text": "v[v.len()]", "new_text": "v[v.len() - 1]"}}]}));
     script.push(json!({"text": "Fixed."}));
     script.extend(audit(&[]));
+    world
+        .sim
+        .set_pull_body(7, "Adds `last`.\n\ncc @alice for the API.");
     let EventOutcome::Converge { outcome, .. } = world
         .on_comment(
             converge_trigger("alice"),
@@ -210,6 +213,22 @@ async fn converge_on_a_pull_request_audits_fixes_and_pushes_to_its_branch() {
         message.starts_with("fix(#7): bugloop converge loop 2 - resolve "),
         "{message}"
     );
+    // The description: the author's text kept, then what the loops did.
+    let body = world.sim.pull_body(7).unwrap();
+    assert!(
+        body.starts_with(
+            "Adds `last`.\n\ncc @alice for the API.\n\n<!-- bugloop:converge-description -->\n"
+        ),
+        "{body}"
+    );
+    assert!(body.contains("**Final state:** converged"), "{body}");
+    assert!(body.contains("| 2 | fix | "), "{body}");
+    assert!(
+        body.trim_end()
+            .ends_with("<!-- /bugloop:converge-description -->"),
+        "{body}"
+    );
+    assert_eq!(report.description_error, None);
     // The loop's record is in the pull request's conversation.
     assert!(
         world

@@ -6,6 +6,8 @@
 
 #[path = "solve/byproducts.rs"]
 mod byproducts;
+#[path = "solve/parallel.rs"]
+mod parallel;
 #[path = "solve/prompts.rs"]
 mod prompts;
 #[path = "solve/regression.rs"]
@@ -16,6 +18,10 @@ mod resume;
 mod reviewers;
 #[path = "solve/runner.rs"]
 mod runner;
+#[path = "solve/seed.rs"]
+mod seed;
+#[path = "solve/watch.rs"]
+mod watch;
 
 use std::path::Path;
 use std::process::Output;

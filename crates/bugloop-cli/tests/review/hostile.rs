@@ -274,6 +274,14 @@ fn hostile_branch(user: Option<u32>) {
     assert_eq!(converged.status.code(), Some(0), "{loop_shown}");
     assert!(stderr(&converged).contains("gate.commands"), "{loop_shown}");
     assert!(!marker.exists(), "something ran on the host:\n{loop_shown}");
+    // The one thing converge writes to the repository's configuration is git's description of
+    // the branch (its section of what the loops did): nothing else changed.
+    let described = git(&repo, &["config", "branch.feature.description"]);
+    assert!(
+        described.starts_with("<!-- bugloop:converge-description -->"),
+        "{described}"
+    );
+    git(&repo, &["config", "--remove-section", "branch.feature"]);
     assert_eq!(repository_state(&repo), before);
 
     let recorded: String = walk(&repo.join(".git/bugloop"))

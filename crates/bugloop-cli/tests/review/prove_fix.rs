@@ -181,6 +181,14 @@ fn converge_counts_a_proven_finding_as_confirmed_and_its_fix_passes_the_test() {
         agent,
     );
     let before = repo.git(&["rev-parse", "HEAD"]);
+    let branch = repo.git(&["branch", "--show-current"]);
+    let branch = branch.trim();
+    // The author described the branch (git's own description); converge keeps it above its section.
+    repo.git(&[
+        "config",
+        &format!("branch.{branch}.description"),
+        "Speeds up mean.\n\nTested by hand.",
+    ]);
     let output = bugloop(
         repo.path(),
         &["converge", "--model", &model, "--format", "json"],
@@ -194,4 +202,42 @@ fn converge_counts_a_proven_finding_as_confirmed_and_its_fix_passes_the_test() {
     assert!(log.contains("(verified)"), "{report:#}");
     let files = repo.git(&["diff", "--name-only", &format!("{}..HEAD", before.trim())]);
     assert_eq!(files.trim(), "stats.py\ntest_mean_proof.py", "{report:#}");
+    // The description: the author's text, then what the loops found and fixed.
+    let described = repo.git(&["config", &format!("branch.{branch}.description")]);
+    assert!(
+        described.starts_with(
+            "Speeds up mean.\n\nTested by hand.\n\n<!-- bugloop:converge-description -->\n"
+        ),
+        "{described}"
+    );
+    assert!(
+        described
+            .contains("**Final state:** converged: the last audit found nothing after 3 loops"),
+        "{described}"
+    );
+    assert!(described.contains("| 2 | fix | "), "{described}");
+    assert!(
+        described.contains("| 3 | audit | 0P0 0P1 0P2 (clean) |"),
+        "{described}"
+    );
+    assert_eq!(
+        report["description"].as_str().map(str::trim_end),
+        described
+            .split_once("\n\n<!--")
+            .map(|(_, s)| format!("<!--{s}"))
+            .as_deref()
+            .map(str::trim_end),
+        "{report:#}"
+    );
+    // A second run on the clean head changes nothing, and the section is there once.
+    let again = bugloop(repo.path(), &["converge", "--model", &model]);
+    assert_eq!(again.status.code(), Some(0), "{}", stderr(&again));
+    let after = repo.git(&["config", &format!("branch.{branch}.description")]);
+    assert_eq!(after, described);
+    assert_eq!(
+        after
+            .matches("<!-- bugloop:converge-description -->")
+            .count(),
+        1
+    );
 }

@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use super::GitHubForge;
 use crate::ForgeError;
 use crate::tracker::{
-    ChangeRequest, ChangeRequestState, Check, DraftRequest, IssueDraft, ReportCount,
+    ChangeRequest, ChangeRequestState, Check, DraftRequest, HeadReview, IssueDraft, ReportCount,
     SolveTransition, TrackedIssue, Tracker,
 };
 
@@ -325,9 +325,24 @@ impl Tracker for GitHubTracker<'_> {
             title: issue.title,
             body: issue.body.unwrap_or_default(),
             labels: issue.labels.into_iter().map(|l| l.name).collect(),
+            assignees: issue.assignees.into_iter().map(|a| a.login).collect(),
             open: issue.state == "open",
             conversation: GitHubForge::change_key(&self.forge.repo, number),
         })
+    }
+
+    async fn set_assignee(
+        &self,
+        issue: u64,
+        login: &str,
+        assigned: bool,
+    ) -> Result<(), ForgeError> {
+        self.may_write()?;
+        self.forge
+            .client
+            .set_assignee(&self.forge.repo, issue, login, assigned)
+            .await?;
+        Ok(())
     }
 
     async fn add_labels(&self, issue: u64, labels: &[String]) -> Result<(), ForgeError> {
@@ -566,6 +581,25 @@ impl Tracker for GitHubTracker<'_> {
             _ => {}
         }
         Ok(found)
+    }
+
+    async fn reviews_of(&self, number: u64, commit: &str) -> Result<Vec<HeadReview>, ForgeError> {
+        let reviews = self
+            .forge
+            .client
+            .pull_reviews(&self.forge.repo, number)
+            .await?;
+        Ok(reviews
+            .into_iter()
+            .filter(|r| r.state != "PENDING" && r.commit_id.as_deref() == Some(commit))
+            .filter_map(|r| {
+                let changes_requested = r.state == "CHANGES_REQUESTED";
+                r.user.map(|u| HeadReview {
+                    reviewer: u.login,
+                    changes_requested,
+                })
+            })
+            .collect())
     }
 
     async fn changes_requested(&self, number: u64) -> Result<bool, ForgeError> {

@@ -215,6 +215,7 @@ async fn a_recording_forge_writes_nothing_and_shows_the_run_what_it_would_have_w
             RecordedWrite::UpdateComment { .. } => "update",
             RecordedWrite::Reply { .. } => "reply",
             RecordedWrite::SetThreadResolved { .. } => "resolve",
+            RecordedWrite::SetDescription { .. } => "describe",
         })
         .collect();
     assert_eq!(kinds, ["add", "update", "reply", "resolve"]);

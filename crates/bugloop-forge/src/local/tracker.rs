@@ -9,7 +9,7 @@ use bugloop_store::{
 };
 
 use crate::tracker::{
-    ChangeRequest, ChangeRequestState, Check, DraftRequest, IssueDraft, ReportCount,
+    ChangeRequest, ChangeRequestState, Check, DraftRequest, HeadReview, IssueDraft, ReportCount,
     SolveTransition, TrackedIssue, Tracker,
 };
 use crate::{ChangeKey, ForgeError};
@@ -154,12 +154,25 @@ impl Tracker for LocalForge {
             title: item.title,
             body: item.body,
             labels: item.labels,
+            assignees: item.assignees,
             open: item.state == ItemState::Open,
         })
     }
 
     async fn add_labels(&self, issue: u64, labels: &[String]) -> Result<(), ForgeError> {
         Ok(self.store.add_item_labels(number(issue)?, labels).await?)
+    }
+
+    async fn set_assignee(
+        &self,
+        issue: u64,
+        login: &str,
+        assigned: bool,
+    ) -> Result<(), ForgeError> {
+        Ok(self
+            .store
+            .set_item_assignee(number(issue)?, login, assigned)
+            .await?)
     }
 
     async fn remove_label(&self, issue: u64, label: &str) -> Result<(), ForgeError> {
@@ -341,6 +354,20 @@ impl Tracker for LocalForge {
                     CheckState::Passed => Some(true),
                     CheckState::Failed => Some(false),
                 },
+            })
+            .collect())
+    }
+
+    async fn reviews_of(&self, request: u64, commit: &str) -> Result<Vec<HeadReview>, ForgeError> {
+        Ok(self
+            .store
+            .reviews(number(request)?)
+            .await?
+            .into_iter()
+            .filter(|review| review.commit == commit)
+            .map(|review| HeadReview {
+                changes_requested: review.decision == ReviewDecision::ChangesRequested,
+                reviewer: review.reviewer,
             })
             .collect())
     }

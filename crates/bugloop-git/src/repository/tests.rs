@@ -154,3 +154,39 @@ fn a_file_larger_than_asked_is_refused_by_its_size_unread() {
     assert_eq!(g.show_at_most("main", "a.txt", 7), Err(8));
     assert_eq!(g.show_at_most("main", "missing.txt", 7), Ok(None));
 }
+
+#[test]
+fn a_branch_description_is_git_s_own_and_round_trips_any_text() {
+    let repo = repo();
+    let g = Git::open(repo.path()).unwrap();
+    assert_eq!(g.branch_description("feature").unwrap(), None);
+    // Several lines, a leading dash (not an option), a quote and a marker.
+    let text = "-n is not an option\n\nline \"two\"\n<!-- bugloop:converge-description -->\n";
+    g.set_branch_description("feature", text).unwrap();
+    assert_eq!(
+        g.branch_description("feature").unwrap().as_deref(),
+        Some(text)
+    );
+    assert_eq!(
+        git(repo.path(), &["config", "branch.feature.description"]),
+        text.strip_suffix('\n').unwrap()
+    );
+    // Text made to look like configuration stays the description's text.
+    let injected = "x\"\n[core]\n\thooksPath = /tmp/evil\n[alias]\n\tst = !touch /tmp/evil";
+    g.set_branch_description("feature", injected).unwrap();
+    assert_eq!(
+        g.branch_description("feature").unwrap().as_deref(),
+        Some(injected)
+    );
+    let hooks = std::process::Command::new("git")
+        .args(["config", "--get", "core.hooksPath"])
+        .current_dir(repo.path())
+        .output()
+        .unwrap();
+    assert!(hooks.stdout.is_empty(), "{hooks:?}");
+    g.set_branch_description("feature", "again").unwrap();
+    assert_eq!(
+        g.branch_description("feature").unwrap().as_deref(),
+        Some("again")
+    );
+}

@@ -10,8 +10,12 @@
 //! own focus (and model or temperature when configured); the validator grounds and merges their
 //! findings and, with `converge.validator: model`, has the model judge each one. Nothing it
 //! rejects is lost: it is quarantined, with the reason, in the loop review and the final report.
+//!
+//! At the end the change's description gets a marked section saying what the loops found and
+//! fixed and how the loop ended (`describe.rs`); the author's text stays above it.
 
 mod audit;
+mod describe;
 mod gate;
 mod judge;
 mod record;
@@ -34,6 +38,7 @@ use crate::env::LoopEnv;
 use self::rounds::{Run, Stop};
 
 pub use self::audit::focus_prompt;
+pub use self::describe::{SECTION_END, SECTION_START};
 pub use self::validate::{AuditFindings, validate_and_merge};
 
 pub const GATE_FIX_PROMPT: &str = include_str!("../../prompts/gate-fix.md");
@@ -102,6 +107,8 @@ pub async fn converge(
             landing: None,
             earlier_dirty_loops: 0,
             quarantined: Vec::new(),
+            description: None,
+            description_error: None,
         });
     }
 
@@ -136,7 +143,15 @@ pub async fn converge(
             },
         };
     };
-    run.finish(stop, history.earlier_dirty).await
+    let mut report = run.finish(stop, history.earlier_dirty).await?;
+    // The commits have landed: a description the forge refuses is said, not a failed run.
+    match describe::rewrite(env.forge, change, &report).await {
+        Ok(section) => report.description = Some(section),
+        Err(error) => {
+            report.description_error = Some(format!("the description was not updated: {error}"));
+        }
+    }
+    Ok(report)
 }
 
 /// Adds a line to the loop log and reports it as progress.

@@ -275,6 +275,8 @@ impl Run<'_, '_> {
             landing,
             earlier_dirty_loops: earlier_dirty,
             quarantined: self.quarantined,
+            description: None,
+            description_error: None,
         })
     }
 }

@@ -150,6 +150,8 @@ fn the_final_report_lists_the_quarantine() {
         landing: None,
         earlier_dirty_loops: 0,
         quarantined: vec![rejected("Made-up race")],
+        description: None,
+        description_error: None,
     };
     let text = report.text();
     assert!(

@@ -101,6 +101,8 @@ struct Run<'e, 'a> {
     issue: TrackedIssue,
     options: &'e SolveOptions,
     record: Record,
+    /// When the run asks to be looked at again (a wait for a reviewer that ends then).
+    wake_at: Option<jiff::Timestamp>,
 }
 
 /// Moves `issue` through the pipeline as far as it can go now: to READY, MERGED or ESCALATED,
@@ -126,6 +128,7 @@ pub async fn solve(
         issue: found,
         options,
         record,
+        wake_at: None,
     };
     if let Some(message) = why_not_go_on(&run, issue, options) {
         return Ok(run.record.report(&run.issue, message));
@@ -135,7 +138,9 @@ pub async fn solve(
         run.ensure_labels(state).await?;
     }
     let message = go_on(&mut run, issue, options).await?;
-    Ok(run.record.report(&run.issue, message))
+    let mut report = run.record.report(&run.issue, message);
+    report.wake_at = run.wake_at.map(|at| at.to_string());
+    Ok(report)
 }
 
 /// Why the run stops before doing anything, if it does: nothing taken to resume, the label
@@ -221,6 +226,7 @@ pub async fn regression(
         issue: found,
         options,
         record,
+        wake_at: None,
     };
     regression::notice_merge(&mut run).await?;
     match run.record.state() {
@@ -373,6 +379,23 @@ impl Run<'_, '_> {
                 self.tracker.remove_label(self.number(), label).await?;
             }
         }
+        // A finished issue's assignees are people's to change (bugloop does not put itself
+        // back on a merged issue someone took it off).
+        if let Some(login) = &self.env.config().agents.bugsolver.assignee
+            && !state.is_final()
+        {
+            let wanted = bugloop_domain::solve::assigned_in(state);
+            let has = self
+                .issue
+                .assignees
+                .iter()
+                .any(|a| a.eq_ignore_ascii_case(login));
+            if wanted != has {
+                self.tracker
+                    .set_assignee(self.number(), login, wanted)
+                    .await?;
+            }
+        }
         Ok(())
     }
 
@@ -394,6 +417,13 @@ impl Run<'_, '_> {
                     .await?;
             } else if had && !has {
                 self.tracker.remove_label(self.number(), label).await?;
+            }
+        }
+        if let Some(login) = &self.env.config().agents.bugsolver.assignee {
+            let had = from.is_some_and(bugloop_domain::solve::assigned_in);
+            let has = bugloop_domain::solve::assigned_in(to);
+            if had != has {
+                self.tracker.set_assignee(self.number(), login, has).await?;
             }
         }
         Ok(())

@@ -247,6 +247,7 @@ impl Record {
                     at: t.at.to_string(),
                 })
                 .collect(),
+            wake_at: None,
         }
     }
 }

@@ -3,6 +3,10 @@
 //! commit is pushed to the draft's branch, every addressed thread is answered and resolved, and
 //! the new head is reviewed. With no thread open, the gate decides. At
 //! `solve.max_review_iterations` rounds the issue is escalated.
+//!
+//! With `agents.reviewer.external`, bugloop does not review its drafts: each head waits for the
+//! external reviewer's review (CodeRabbit and the like, or a person), whose threads the rounds
+//! address; a head left unreviewed for `agents.reviewer.wait_minutes` is escalated.
 
 use std::collections::BTreeMap;
 
@@ -72,7 +76,109 @@ async fn review_draft(run: &Run<'_, '_>, head: &str) -> Result<usize, SolveError
         .count())
 }
 
-/// PR_DRAFT -> REVIEWING: the draft's first review.
+/// The external reviewer's accounts, whose threads are addressed as a writer's.
+fn external_reviewers<'r>(run: &'r Run<'_, '_>) -> &'r [String] {
+    let reviewer = &run.env.config().agents.reviewer;
+    if reviewer.external {
+        &reviewer.logins
+    } else {
+        &[]
+    }
+}
+
+/// What the external reviewer said of a head.
+enum ExternalReview {
+    /// No review of this head by them yet.
+    Awaited,
+    /// Their latest review of it asks for changes.
+    ChangesRequested,
+    Given,
+}
+
+/// The external reviewer's review of `head` of draft `number`: by one of
+/// `agents.reviewer.logins` (GitHub's logins compare without case), or without them by anyone
+/// but bugloop who may change the repository.
+async fn external_review(
+    run: &Run<'_, '_>,
+    number: u64,
+    head: &str,
+) -> Result<ExternalReview, SolveError> {
+    let logins = &run.env.config().agents.reviewer.logins;
+    let mut latest = None;
+    for review in run.tracker.reviews_of(number, head).await? {
+        if review
+            .reviewer
+            .eq_ignore_ascii_case(run.env.forge.bot_login())
+        {
+            continue;
+        }
+        let counts = if logins.is_empty() {
+            run.env
+                .forge
+                .permission(&review.reviewer)
+                .await?
+                .may_modify_files()
+        } else {
+            logins
+                .iter()
+                .any(|login| login.eq_ignore_ascii_case(&review.reviewer))
+        };
+        if counts {
+            latest = Some(review.changes_requested);
+        }
+    }
+    Ok(match latest {
+        None => ExternalReview::Awaited,
+        Some(true) => ExternalReview::ChangesRequested,
+        Some(false) => ExternalReview::Given,
+    })
+}
+
+/// REVIEWING with an external reviewer who has not reviewed `head` yet (or asked for changes
+/// on it and left no thread to address): wait, or escalate once `agents.reviewer.wait_minutes`
+/// have passed since the head was there (its last step, or its commit, whichever is later).
+/// The run says when the wait ends, so the App looks again then.
+async fn wait_for_external(
+    run: &mut Run<'_, '_>,
+    number: u64,
+    head: &str,
+    what: &str,
+) -> Result<Flow, SolveError> {
+    let wait = run.env.config().agents.reviewer.wait_minutes;
+    let now = jiff::Timestamp::now();
+    let recorded = run.record.last_at(SolveState::Reviewing).unwrap_or(now);
+    let committed = run
+        .env
+        .git
+        .run(&["log", "-1", "--format=%ct", head])
+        .ok()
+        .and_then(|seconds| seconds.parse::<i64>().ok())
+        .and_then(|seconds| jiff::Timestamp::from_second(seconds).ok())
+        .filter(|at| *at <= now);
+    let since = committed.map_or(recorded, |at| at.max(recorded));
+    let limit =
+        jiff::SignedDuration::from_secs(i64::try_from(wait.saturating_mul(60)).unwrap_or(i64::MAX));
+    let waited = now.duration_since(since);
+    if waited >= limit {
+        return run
+            .escalate(&format!(
+                "the external reviewer {what} {} of #{number} within {wait} minutes \
+                 (agents.reviewer.wait_minutes)",
+                short(head)
+            ))
+            .await;
+    }
+    run.wake_at = since.checked_add(limit).ok();
+    Ok(Flow::Stop(format!(
+        "waiting for the external reviewer: it {what} {} of #{number} yet ({} of {wait} \
+         minutes waited)",
+        short(head),
+        waited.as_secs() / 60
+    )))
+}
+
+/// PR_DRAFT -> REVIEWING: the draft's first review (by the external reviewer, when there is
+/// one: then only recorded as awaited).
 pub(super) async fn first_review(run: &mut Run<'_, '_>) -> Result<Flow, SolveError> {
     let number = draft(run)?;
     let branch = run.tracker.change_request(number).await?.branch;
@@ -81,6 +187,15 @@ pub(super) async fn first_review(run: &mut Run<'_, '_>) -> Result<Flow, SolveErr
         .branch_head(&branch)
         .await?
         .ok_or_else(|| SolveError::Invalid(format!("the draft's branch {branch} is gone")))?;
+    if run.env.config().agents.reviewer.external {
+        run.step(
+            SolveState::Reviewing,
+            &format!("draft #{number} opened; its review is the external reviewer's"),
+            &ReviewedHead { head: head.clone() },
+        )
+        .await?;
+        return Ok(Flow::Next);
+    }
     let open = review_draft(run, &head).await?;
     run.step(
         SolveState::Reviewing,
@@ -102,8 +217,30 @@ pub(super) async fn round_or_gate(run: &mut Run<'_, '_>) -> Result<Flow, SolveEr
     }
     let number = draft(run)?;
     let request = run.tracker.change_request(number).await?;
+    if run.env.config().agents.reviewer.external {
+        let head = run
+            .tracker
+            .branch_head(&request.branch)
+            .await?
+            .ok_or_else(|| {
+                SolveError::Invalid(format!("the draft's branch {} is gone", request.branch))
+            })?;
+        let review = external_review(run, number, &head).await?;
+        if let ExternalReview::Awaited = review {
+            return wait_for_external(run, number, &head, "did not review").await;
+        }
+        let (comments, state) = run.env.conversation(&request.conversation).await?;
+        let open =
+            super::threads::open(run.env.forge, &comments, &state, external_reviewers(run)).await?;
+        if open.is_empty() && matches!(review, ExternalReview::ChangesRequested) {
+            // Their decision, with nothing of theirs left to address: theirs to change.
+            return wait_for_external(run, number, &head, "asked for changes, and did not approve")
+                .await;
+        }
+    }
     let (comments, state) = run.env.conversation(&request.conversation).await?;
-    let open = super::threads::open(run.env.forge, &comments, &state).await?;
+    let open =
+        super::threads::open(run.env.forge, &comments, &state, external_reviewers(run)).await?;
     if open.is_empty() {
         return super::gate::decide(run, &request).await;
     }
@@ -205,7 +342,9 @@ async fn finish_round(run: &mut Run<'_, '_>, built: &BuiltRound) -> Result<Flow,
     );
     // Threads still open that the round addressed: a run that died answering some does not
     // answer them twice.
-    for thread in super::threads::open(run.env.forge, &comments, &state).await? {
+    for thread in
+        super::threads::open(run.env.forge, &comments, &state, external_reviewers(run)).await?
+    {
         if !built.threads.contains(&thread.id) {
             continue;
         }
@@ -239,14 +378,21 @@ async fn finish_round(run: &mut Run<'_, '_>, built: &BuiltRound) -> Result<Flow,
             }
         }
     }
-    let open = review_draft(run, &built.commit).await?;
-    let outcome = format!(
-        "{} thread{} addressed in {}, tests pass; {open} finding{} open after its review",
+    let addressed = format!(
+        "{} thread{} addressed in {}, tests pass",
         built.threads.len(),
         if built.threads.len() == 1 { "" } else { "s" },
         short(&built.commit),
-        if open == 1 { "" } else { "s" }
     );
+    let outcome = if run.env.config().agents.reviewer.external {
+        format!("{addressed}; its review is the external reviewer's")
+    } else {
+        let open = review_draft(run, &built.commit).await?;
+        format!(
+            "{addressed}; {open} finding{} open after its review",
+            if open == 1 { "" } else { "s" }
+        )
+    };
     run.step(
         SolveState::Reviewing,
         &format!("round {}: {outcome}", built.number),
@@ -272,7 +418,7 @@ pub(super) async fn after_ready(run: &mut Run<'_, '_>) -> Result<Flow, SolveErro
         ChangeRequestState::Open => {}
     }
     let (comments, state) = run.env.conversation(&request.conversation).await?;
-    let open = super::threads::open(run.env.forge, &comments, &state)
+    let open = super::threads::open(run.env.forge, &comments, &state, external_reviewers(run))
         .await?
         .len();
     if open > 0 {

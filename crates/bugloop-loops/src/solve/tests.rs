@@ -229,6 +229,7 @@ fn issue() -> TrackedIssue {
         title: "now edited".to_owned(),
         body: String::new(),
         labels: Vec::new(),
+        assignees: Vec::new(),
         open: true,
         conversation: bugloop_forge::ChangeKey("issue:1".to_owned()),
     }

@@ -1,6 +1,8 @@
 //! The draft's unresolved threads: bugloop's own findings, and the line comments of reviewers
 //! who may change the repository (people and review bots with write access) whose thread is not
-//! resolved. A round addresses them all, and the gate waits for none to be left. Anyone may
+//! resolved, and those of the external reviewer's accounts (`agents.reviewer.logins`, which
+//! need not be collaborators: an App's review bot is not one). A round addresses them all, and
+//! the gate waits for none to be left. Anyone may
 //! comment on a public pull request: a stranger's comment does not steer the code bugloop
 //! writes, nor hold the draft back.
 
@@ -27,16 +29,21 @@ pub(super) async fn open<'c>(
     forge: &dyn bugloop_forge::Forge,
     comments: &'c [Comment],
     state: &ReviewState,
+    reviewers: &[String],
 ) -> Result<Vec<OpenThread<'c>>, bugloop_forge::ForgeError> {
+    // The external reviewer's accounts start threads a round addresses; their replies are not
+    // instructions (a stranger can ask a review bot to answer in a thread).
+    let configured = |author: &str| reviewers.iter().any(|r| r.eq_ignore_ascii_case(author));
     // Whether each author may change the repository, asked once per author.
     let mut may_write: HashMap<&'c str, bool> = HashMap::new();
     for c in comments.iter().filter(|c| !c.by_bugloop) {
-        if !may_write.contains_key(c.author.as_str()) {
+        if !may_write.contains_key(c.author.as_str()) && !configured(&c.author) {
             let writer = forge.permission(&c.author).await?.may_modify_files();
             may_write.insert(&c.author, writer);
         }
     }
     let writer = |c: &Comment| c.by_bugloop || may_write.get(c.author.as_str()) == Some(&true);
+    let starter = |c: &Comment| writer(c) || configured(&c.author);
     // What writers answered in a thread; a stranger's reply is not an instruction either.
     let replies = |root: &str| -> Vec<&'c str> {
         comments
@@ -69,7 +76,7 @@ pub(super) async fn open<'c>(
                     && !c.by_bugloop
                     && c.in_reply_to.is_none()
                     && !c.thread_resolved
-                    && writer(c)
+                    && starter(c)
             })
             .map(|c| OpenThread {
                 id: format!("comment-{}", c.id),

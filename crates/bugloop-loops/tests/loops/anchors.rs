@@ -27,6 +27,12 @@ impl Forge for RefusesLines<'_> {
     async fn change(&self, change: &ChangeKey) -> Result<Change, ForgeError> {
         self.0.change(change).await
     }
+    async fn description(&self, change: &ChangeKey) -> Result<Option<String>, ForgeError> {
+        self.0.description(change).await
+    }
+    async fn set_description(&self, change: &ChangeKey, body: &str) -> Result<(), ForgeError> {
+        self.0.set_description(change, body).await
+    }
     async fn comments(&self, change: &ChangeKey) -> Result<Vec<Comment>, ForgeError> {
         self.0.comments(change).await
     }

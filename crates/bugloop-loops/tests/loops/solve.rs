@@ -540,6 +540,14 @@ impl Tracker for Killing {
     async fn remove_label(&self, issue: u64, label: &str) -> Result<(), ForgeError> {
         self.inner.remove_label(issue, label).await
     }
+    async fn set_assignee(
+        &self,
+        issue: u64,
+        login: &str,
+        assigned: bool,
+    ) -> Result<(), ForgeError> {
+        self.inner.set_assignee(issue, login, assigned).await
+    }
     async fn solve_history(&self, issue: u64) -> Result<Vec<SolveTransition>, ForgeError> {
         self.inner.solve_history(issue).await
     }
@@ -592,6 +600,13 @@ impl Tracker for Killing {
     }
     async fn changes_requested(&self, number: u64) -> Result<bool, ForgeError> {
         self.inner.changes_requested(number).await
+    }
+    async fn reviews_of(
+        &self,
+        number: u64,
+        commit: &str,
+    ) -> Result<Vec<bugloop_forge::tracker::HeadReview>, ForgeError> {
+        self.inner.reviews_of(number, commit).await
     }
 }
 

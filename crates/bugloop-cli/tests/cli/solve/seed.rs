@@ -1,0 +1,219 @@
+//! The seed's own configuration (bugloop-architecture.md's example, `agents` included) as a user
+//! runs it: the issue is assigned to `agents.bugsolver.assignee` when taken; with
+//! `agents.reviewer.external` bugloop does not review its draft (the model is asked nothing for
+//! it), each head waits for the external reviewer, whose line comment a round addresses; the gate
+//! runs once the reviewer has reviewed the head. An escalated issue is unassigned.
+
+use serde_json::{Value, json};
+
+use super::byproducts::solve_with;
+use super::runner::{Runner, script_of, text, write};
+use super::{MEAN, MEAN_TEST, MEAN_TRACE};
+
+/// The seed's example, with the test commands a solve needs under its `limits:` (the seed's
+/// name of `solve:`).
+fn seed_config(max_iterations: u32) -> String {
+    format!(
+        "labels:\n  trigger: \"bug:autofix\"\n  in-progress: \"bugloop:solving\"\n  needs-human: \"bugloop:escalated\"\n\nlimits:\n  max_ralph_iterations: {max_iterations}\n  max_review_iterations: 5\n  timeout_minutes: 30\n  max_diff_lines: 500\n  test_commands:\n    - python3 -m unittest -q\n\nbranch_prefix: \"bugloop/\"\n\nagents:\n  bugsolver:\n    assignee: \"bugsolver-bot\"\n  reviewer:\n    # CodeRabbit handles this automatically\n    external: true\n"
+    )
+}
+
+const GUARDED: &str = "def mean(xs):\n    if not xs:\n        return 0\n    total = 0\n    for i in range(len(xs)):\n        total += xs[i]\n    return total / len(xs)\n";
+
+fn item(runner: &Runner, dir: &std::path::Path, number: &str) -> Value {
+    let shown = runner.run(dir, &["item", number, "--format", "json"], "");
+    assert_eq!(shown.status.code(), Some(0), "{}", text(&shown));
+    serde_json::from_slice(&shown.stdout).unwrap()
+}
+
+fn solve(runner: &Runner, dir: &std::path::Path, lines: &[Value]) -> Value {
+    let scripts = runner.scripts();
+    let model = script_of(scripts.path(), "next.jsonl", lines);
+    let solved = runner.run(
+        dir,
+        &["solve", "1", "--model", &model, "--format", "json"],
+        "",
+    );
+    assert_eq!(solved.status.code(), Some(0), "{}", text(&solved));
+    serde_json::from_slice(&solved.stdout).unwrap()
+}
+
+fn message(report: &Value) -> &str {
+    report["message"].as_str().unwrap_or_default()
+}
+
+fn external_review(runner: &Runner) {
+    let repo = runner.repo(&[
+        ("stats.py", MEAN),
+        (".bugloop/config.yml", &seed_config(10)),
+    ]);
+    let dir = repo.path();
+    let config = runner.run(dir, &["config", "show"], "");
+    assert_eq!(config.status.code(), Some(0), "{}", text(&config));
+    assert!(
+        text(&config).contains("assignee: bugsolver-bot"),
+        "{}",
+        text(&config)
+    );
+    // The solution only: a draft review would need more answers, and there are none.
+    let lines = [
+        json!({"tool_calls": [write("test_stats.py", MEAN_TEST), write("stats.py", &MEAN.replace(" + 1", ""))]}),
+        json!({"text": "The loop stops at the last element; tested."}),
+    ];
+    let report = solve_with(runner, dir, MEAN_TRACE, &lines);
+    assert_eq!(report["state"], "REVIEWING", "{report:#}");
+    assert!(
+        message(&report).starts_with("waiting for the external reviewer: it did not review "),
+        "{report:#}"
+    );
+    let issue = item(runner, dir, "1");
+    assert_eq!(issue["assignees"], json!(["bugsolver-bot"]), "{issue:#}");
+    let shown = runner.run(dir, &["item", "1"], "");
+    assert!(
+        text(&shown).contains("  assigned to: bugsolver-bot"),
+        "{}",
+        text(&shown)
+    );
+    let draft = item(runner, dir, "2");
+    assert!(
+        draft["comments"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["author"] != "bugloop"
+                || !c["body"].as_str().unwrap_or_default().contains("finding")),
+        "bugloop reviewed its own draft: {draft:#}"
+    );
+
+    // Waiting costs nothing: the model is asked nothing.
+    let waiting = solve(runner, dir, &[]);
+    assert_eq!(waiting["state"], "REVIEWING", "{waiting:#}");
+    assert!(message(&waiting).starts_with("waiting for the external reviewer"));
+
+    // The external reviewer reviews the head with a line comment.
+    let said = runner.run(
+        dir,
+        &[
+            "comment",
+            "--change",
+            "2",
+            "--file",
+            "stats.py",
+            "--line",
+            "4",
+            "--as",
+            "rabbit",
+            "mean([]) divides by zero: return 0 for an empty list, and test it.",
+        ],
+        "",
+    );
+    assert_eq!(said.status.code(), Some(0), "{}", text(&said));
+    let reviewed = runner.run(
+        dir,
+        &[
+            "review-decision",
+            "2",
+            "--comment",
+            "--as",
+            "rabbit",
+            "One comment.",
+        ],
+        "",
+    );
+    assert_eq!(reviewed.status.code(), Some(0), "{}", text(&reviewed));
+
+    // A round addresses it; the new head waits for the reviewer again.
+    let round = solve(
+        runner,
+        dir,
+        &[
+            json!({"tool_calls": [
+                write("stats.py", GUARDED),
+                write("test_stats.py", &format!("{MEAN_TEST}\n    def test_empty(self):\n        self.assertEqual(mean([]), 0)\n")),
+            ]}),
+            json!({"text": "An empty list has mean 0 now; tested."}),
+        ],
+    );
+    assert_eq!(round["state"], "REVIEWING", "{round:#}");
+    assert!(
+        message(&round).starts_with("waiting for the external reviewer: it did not review "),
+        "{round:#}"
+    );
+    let transcripts: Vec<String> = std::fs::read_dir(dir.join(".git/bugloop/runs"))
+        .unwrap()
+        .filter_map(|e| std::fs::read_to_string(e.unwrap().path()).ok())
+        .filter(|t| t.contains("a review by rabbit"))
+        .collect();
+    assert_eq!(
+        transcripts.len(),
+        1,
+        "the round was told the reviewer's comment"
+    );
+
+    // The reviewer approves the new head: the gate passes, the issue stays assigned.
+    let approved = runner.run(
+        dir,
+        &["review-decision", "2", "--approve", "--as", "rabbit"],
+        "",
+    );
+    assert_eq!(approved.status.code(), Some(0), "{}", text(&approved));
+    let ready = solve(runner, dir, &[]);
+    assert_eq!(ready["state"], "READY", "{ready:#}");
+    assert_eq!(
+        item(runner, dir, "1")["assignees"],
+        json!(["bugsolver-bot"])
+    );
+}
+
+#[test]
+fn the_seeds_configuration_assigns_and_waits_for_the_external_reviewer() {
+    external_review(&Runner::me());
+}
+
+#[test]
+fn the_seeds_configuration_as_an_unprivileged_user_too() {
+    if let Some(runner) = Runner::unprivileged() {
+        external_review(&runner);
+    }
+}
+
+/// An issue bugloop gives up on is handed back: labelled for a person and unassigned.
+#[test]
+fn an_escalated_issue_is_unassigned() {
+    let runner = Runner::me();
+    let repo = runner.repo(&[("stats.py", MEAN), (".bugloop/config.yml", &seed_config(1))]);
+    let dir = repo.path();
+    let lines = [
+        json!({"tool_calls": [write("test_stats.py", MEAN_TEST)]}),
+        json!({"text": "A test for the crash, no fix."}),
+    ];
+    let reported = runner.run(dir, &["report"], MEAN_TRACE);
+    assert_eq!(reported.status.code(), Some(0), "{}", text(&reported));
+    let scripts = runner.scripts();
+    let model = script_of(scripts.path(), "solve.jsonl", &lines);
+    let solved = runner.run(
+        dir,
+        &["solve", "1", "--model", &model, "--format", "json"],
+        "",
+    );
+    let report: Value = serde_json::from_slice(&solved.stdout).unwrap();
+    assert_eq!(report["state"], "ESCALATED", "{report:#}");
+    let issue = item(&runner, dir, "1");
+    assert_eq!(issue["assignees"], json!([]), "{issue:#}");
+    assert!(
+        issue["labels"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("bugloop:escalated")),
+        "{issue:#}"
+    );
+    let history = runner.run(dir, &["status", "1", "--format", "json"], "");
+    let history: Value = serde_json::from_slice(&history.stdout).unwrap();
+    let states: Vec<&str> = history["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["to"].as_str())
+        .collect();
+    assert!(states.contains(&"ASSIGNED"), "{history:#}");
+}

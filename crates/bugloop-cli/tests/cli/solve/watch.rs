@@ -1,0 +1,232 @@
+//! `bugloop watch` as an operator runs it: following a log being written and rotated (each
+//! error filed once, its repeats within the window tallied, a burst over the rate dropped and
+//! said, an error written before the watch began left alone, a trace the log stops in the
+//! middle of reported once it goes quiet), and `--once` over standard input (JSON log lines and
+//! traces; with `--window 0` a repeat is counted on its issue).
+
+use std::io::{BufRead, Write};
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::runner::{Runner, text};
+use super::{MEAN, MEAN_TRACE};
+
+fn trace(kind: &str) -> String {
+    MEAN_TRACE.replace(
+        "IndexError: list index out of range",
+        &format!("{kind}: boom"),
+    )
+}
+
+fn append(path: &Path, text: &str) {
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .unwrap();
+    file.write_all(text.as_bytes()).unwrap();
+}
+
+/// Reads the watch's JSON events until `n` have come (or a minute has passed).
+fn events(lines: &mpsc::Receiver<String>, n: usize) -> Vec<Value> {
+    let mut found = Vec::new();
+    while found.len() < n {
+        let Ok(line) = lines.recv_timeout(Duration::from_secs(60)) else {
+            break;
+        };
+        if let Ok(event) = serde_json::from_str::<Value>(&line) {
+            found.push(event);
+        }
+    }
+    found
+}
+
+fn follow_and_rotate(runner: &Runner) {
+    let repo = runner.repo(&[("stats.py", MEAN)]);
+    let logs = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(
+        logs.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let log = logs.path().join("app.log");
+    // Written before the watch began: not reported.
+    append(
+        &log,
+        &format!("2026-12-01 10:00:00 ERROR old\n{}", trace("OldError")),
+    );
+    let log_arg = log.display().to_string();
+    let mut child = runner
+        .command(
+            repo.path(),
+            &[
+                "watch",
+                &log_arg,
+                "--poll-ms",
+                "20",
+                "--per-minute",
+                "4",
+                "--format",
+                "json",
+            ],
+        )
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (send, lines) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if send.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    append(
+        &log,
+        &format!(
+            "2026-12-01 10:01:00 INFO request served\n2026-12-01 10:01:01 ERROR crashed\n{MEAN_TRACE}2026-12-01 10:01:02 INFO next\n"
+        ),
+    );
+    let first = events(&lines, 1);
+    append(&log, &format!("{MEAN_TRACE}{}", trace("KeyError")));
+    append(&log, "2026-12-01 10:01:03 INFO after\n");
+    let mut seen = first;
+    seen.extend(events(&lines, 2));
+    // Rotated: the old file moved away, a new one written.
+    std::fs::rename(&log, logs.path().join("app.log.1")).unwrap();
+    append(
+        &log,
+        &format!(
+            "{MEAN_TRACE}{}2026-12-01 10:02:00 INFO x\n",
+            trace("ValueError")
+        ),
+    );
+    seen.extend(events(&lines, 2));
+    // The log goes quiet in the middle of a trace: reported once it has been quiet a while.
+    append(&log, &trace("ZeroDivisionError"));
+    seen.extend(events(&lines, 1));
+    // Truncated in place (copytruncate), then written shorter than before: read from its
+    // start; over the rate (four in the minute), dropped and said.
+    std::fs::File::create(&log).unwrap();
+    append(&log, &trace("AssertionError"));
+    seen.extend(events(&lines, 1));
+    std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let status = child.wait().unwrap();
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(status.success(), "{status:?} {stderr}");
+    let said: Vec<String> = seen
+        .iter()
+        .map(|e| match e["event"].as_str().unwrap() {
+            "reported" => format!(
+                "{} #{} {}",
+                if e["filed"] == true {
+                    "filed"
+                } else {
+                    "counted"
+                },
+                e["issue"],
+                e["title"].as_str().unwrap().split(':').next().unwrap()
+            ),
+            "repeat" => format!("repeat {}", e["repeats"]),
+            "rate_limited" => format!("dropped {}", e["dropped"]),
+            other => other.to_owned(),
+        })
+        .collect();
+    assert_eq!(
+        said,
+        [
+            "filed #1 IndexError",
+            "repeat 1",
+            "filed #2 KeyError",
+            "repeat 2",
+            "filed #3 ValueError",
+            "filed #4 ZeroDivisionError",
+            "dropped 1",
+        ],
+        "{seen:#?}\n{stderr}"
+    );
+    // The store holds four issues, each reported once; the old error is not one of them.
+    for (number, title) in [
+        (1, "IndexError"),
+        (2, "KeyError"),
+        (3, "ValueError"),
+        (4, "ZeroDivisionError"),
+    ] {
+        let shown = runner.run(
+            repo.path(),
+            &["item", &number.to_string(), "--format", "json"],
+            "",
+        );
+        let item: Value = serde_json::from_slice(&shown.stdout).unwrap();
+        assert!(
+            item["title"].as_str().unwrap().starts_with(title),
+            "{item:#}"
+        );
+        assert_eq!(item["reports"], 1, "{item:#}");
+    }
+    let fifth = runner.run(repo.path(), &["item", "5"], "");
+    assert_ne!(fifth.status.code(), Some(0), "{}", text(&fifth));
+}
+
+#[test]
+fn a_followed_log_is_filed_once_per_error_through_rotation_and_bursts() {
+    follow_and_rotate(&Runner::me());
+}
+
+#[test]
+fn a_followed_log_as_an_unprivileged_user_too() {
+    if let Some(runner) = Runner::unprivileged() {
+        follow_and_rotate(&runner);
+    }
+}
+
+#[test]
+fn once_over_standard_input_files_json_lines_and_traces_and_counts_repeats() {
+    let runner = Runner::me();
+    let repo = runner.repo(&[("stats.py", MEAN)]);
+    let input = format!(
+        "{{\"level\": \"info\", \"msg\": \"up\"}}\n{{\"level\": \"error\", \"message\": \"payment provider timed out\"}}\nnoise\n{MEAN_TRACE}{MEAN_TRACE}"
+    );
+    let output = runner.run(
+        repo.path(),
+        &["watch", "--once", "--window", "0", "-"],
+        &input,
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let said = String::from_utf8_lossy(&output.stdout);
+    let lines: Vec<&str> = said.lines().collect();
+    assert_eq!(lines.len(), 3, "{said}");
+    assert!(lines[0].starts_with("filed issue #1: "), "{said}");
+    assert!(lines[0].contains("payment provider timed out"), "{said}");
+    assert!(lines[1].starts_with("filed issue #2: IndexError"), "{said}");
+    assert!(
+        lines[2].starts_with("counted on issue #2: IndexError"),
+        "{said}"
+    );
+    assert!(lines[2].ends_with("(2 reports)"), "{said}");
+    // A file that is not there is an error, said, with --once.
+    let missing = runner.run(
+        repo.path(),
+        &["watch", "--once", "/nonexistent/app.log"],
+        "",
+    );
+    assert_eq!(missing.status.code(), Some(2), "{}", text(&missing));
+    assert!(
+        text(&missing).contains("cannot open /nonexistent/app.log"),
+        "{}",
+        text(&missing)
+    );
+}

@@ -1,0 +1,227 @@
+//! Sentry's webhook: `POST /sentry`, where a Sentry internal integration sends its issue alerts
+//! (`Sentry-Hook-Resource: event_alert`, or `error`). The body must carry
+//! `Sentry-Hook-Signature`, the HMAC-SHA256 of the raw body under the integration's client
+//! secret (checked in constant time before anything is read: a forged delivery is a 401 and
+//! files nothing). The event's project names the repository (`sentry_projects`: a project's slug
+//! or id to `owner/name`); its exception and stack frames become a report, queued as
+//! `POST /report` queues one, so a Sentry alert and the same trace reported by hand are one
+//! issue. Sentry's retries of one delivery (its `Request-ID`) are queued once.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::routing::post;
+use bugloop_queue::{JobKind, NewJob, Queue};
+use bugloop_webhooks::Trigger;
+
+/// The integration's client secret and where each Sentry project's errors are filed.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SentryAccess {
+    pub client_secret: String,
+    /// A project's slug or numeric id -> `owner/name`.
+    pub projects: BTreeMap<String, String>,
+}
+
+impl std::fmt::Debug for SentryAccess {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SentryAccess")
+            .field("projects", &self.projects)
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Clone)]
+pub struct SentryState {
+    pub queue: Queue,
+    /// `None`: the endpoint is off.
+    pub access: Option<Arc<SentryAccess>>,
+    pub body_timeout: std::time::Duration,
+}
+
+impl std::fmt::Debug for SentryState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SentryState")
+            .field("on", &self.access.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The most of a Sentry delivery that is read (an event with its frames and contexts).
+pub const MAX_SENTRY_BYTES: usize = 1024 * 1024;
+
+pub fn router(state: SentryState) -> axum::Router {
+    axum::Router::new()
+        .route("/sentry", post(sentry))
+        .layer(axum::extract::DefaultBodyLimit::max(MAX_SENTRY_BYTES))
+        .with_state(state)
+}
+
+type Answer = (StatusCode, String);
+
+/// Whether `signature` (hex) is the HMAC-SHA256 of `body` under `secret`, in constant time.
+pub fn signature_is_valid(secret: &[u8], body: &[u8], signature: &str) -> bool {
+    let Ok(tag) = hex::decode(signature.trim()) else {
+        return false;
+    };
+    let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, secret);
+    ring::hmac::verify(&key, body, &tag).is_ok()
+}
+
+/// The `Sentry-Hook-Signature` Sentry sends with `body` (for tests that play Sentry).
+pub fn signature(secret: &[u8], body: &[u8]) -> String {
+    let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, secret);
+    hex::encode(ring::hmac::sign(&key, body).as_ref())
+}
+
+async fn sentry(
+    State(state): State<SentryState>,
+    headers: HeaderMap,
+    body: axum::body::Body,
+) -> Answer {
+    let Some(access) = state.access.clone() else {
+        return (
+            StatusCode::NOT_FOUND,
+            "Sentry's webhook is off on this server: set sentry_client_secret \
+             (BUGLOOP_SENTRY_CLIENT_SECRET) and sentry_projects\n"
+                .to_owned(),
+        );
+    };
+    let body = match tokio::time::timeout(
+        state.body_timeout,
+        axum::body::to_bytes(body, MAX_SENTRY_BYTES),
+    )
+    .await
+    {
+        Ok(Ok(body)) => body,
+        Ok(Err(_)) => {
+            return (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("a Sentry delivery is at most {MAX_SENTRY_BYTES} bytes\n"),
+            );
+        }
+        Err(_) => {
+            return (
+                StatusCode::REQUEST_TIMEOUT,
+                "the delivery did not arrive in time\n".to_owned(),
+            );
+        }
+    };
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let signed = header("sentry-hook-signature")
+        .is_some_and(|given| signature_is_valid(access.client_secret.as_bytes(), &body, given));
+    if !signed {
+        return (
+            StatusCode::UNAUTHORIZED,
+            "Sentry-Hook-Signature is missing or is not the HMAC-SHA256 of the body under the \
+             integration's client secret\n"
+                .to_owned(),
+        );
+    }
+    let resource = header("sentry-hook-resource").unwrap_or_default();
+    if !matches!(resource, "event_alert" | "error") {
+        // Signed, but not an error (an installation, an issue's state, a comment): Sentry is
+        // told it arrived, and nothing is filed.
+        return (
+            StatusCode::OK,
+            format!("Sentry's {resource:?} resource files nothing\n"),
+        );
+    }
+    let report = {
+        let body = body.clone();
+        let resource = resource.to_owned();
+        tokio::task::spawn_blocking(move || bugloop_intake::sentry::report(&resource, &body)).await
+    };
+    let report = match report {
+        Ok(Ok(report)) => report,
+        Ok(Err(error)) => return (StatusCode::BAD_REQUEST, format!("{error}\n")),
+        Err(_) => {
+            return (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "the delivery could not be read\n".to_owned(),
+            );
+        }
+    };
+    let repository = [&report.project_slug, &report.project_id]
+        .into_iter()
+        .flatten()
+        .find_map(|project| access.projects.get(project));
+    let Some(repository) = repository.cloned() else {
+        return (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!(
+                "no repository for the Sentry project {}: map it in sentry_projects \
+                 (its slug or id: owner/name)\n",
+                report
+                    .project_slug
+                    .as_deref()
+                    .or(report.project_id.as_deref())
+                    .unwrap_or("(unnamed)")
+            ),
+        );
+    };
+    let request_id = header("request-id").filter(|id| {
+        !id.is_empty()
+            && id.len() <= 64
+            && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+    });
+    queue(&state.queue, repository, report.text, request_id).await
+}
+
+async fn queue(
+    queue: &Queue,
+    repository: String,
+    text: String,
+    request_id: Option<&str>,
+) -> Answer {
+    let trigger = Trigger::ErrorReport {
+        repository,
+        report: text,
+        installation: None,
+    };
+    let Ok(payload) = serde_json::to_string(&trigger) else {
+        return (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "cannot queue the report\n".to_owned(),
+        );
+    };
+    let delivery = match request_id {
+        Some(id) => format!("sentry-{id}"),
+        None => {
+            let mut id = [0u8; 16];
+            if ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut id).is_err() {
+                return (
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "no randomness for the delivery's id\n".to_owned(),
+                );
+            }
+            format!("sentry-{}", hex::encode(id))
+        }
+    };
+    let queued = queue
+        .enqueue(
+            &delivery,
+            "sentry",
+            Some(NewJob {
+                kind: JobKind::ErrorReport,
+                conversation: trigger.conversation(),
+                installation: None,
+                head: None,
+                payload,
+            }),
+            bugloop_queue::now_ms(),
+        )
+        .await;
+    match queued {
+        Ok(bugloop_queue::Enqueued::Redelivered { .. }) => (
+            StatusCode::OK,
+            format!("{delivery} was queued before; not again\n"),
+        ),
+        Ok(_) => (StatusCode::ACCEPTED, format!("queued {delivery}\n")),
+        Err(error) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("the job queue does not answer: {error}\n"),
+        ),
+    }
+}
