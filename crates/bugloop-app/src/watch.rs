@@ -97,6 +97,13 @@ impl Watch<'_> {
         let outcome = self.app.file_error_report(report.as_bytes()).await?;
         self.warnings.extend(outcome.warnings);
         self.sent.push_back(now);
+        // Errors not seen within the window are forgotten: a long watch of many errors keeps
+        // only the recent ones.
+        if self.seen.len() >= 1024 {
+            let window = self.limits.window;
+            self.seen
+                .retain(|_, (at, _)| now.duration_since(*at) < window);
+        }
         self.seen.insert(fingerprint, (now, 0));
         Ok(WatchEvent::Reported(Box::new(outcome.report)))
     }

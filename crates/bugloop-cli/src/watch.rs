@@ -5,7 +5,7 @@
 //! and window, a rate over all). `--once` reads what is there and stops.
 
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::{Read as _, Seek, SeekFrom, Write};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -36,6 +36,10 @@ pub struct WatchArgs {
     /// How often the files are looked at, in milliseconds.
     #[arg(long, default_value_t = 200, value_name = "MS")]
     pub poll_ms: u64,
+    /// Read a file through a symbolic link at its path (by default a link is not read: whoever
+    /// may write the log's directory could point it at a file only the watcher may read).
+    #[arg(long)]
+    pub follow_symlinks: bool,
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
 }
@@ -44,97 +48,209 @@ pub struct WatchArgs {
 const QUIET: Duration = Duration::from_millis(1_000);
 /// The most bytes read from a source per look (a huge log is read in steps).
 const CHUNK: usize = 1 << 20;
+/// The longest line kept; the rest of a longer one is dropped up to its end (a log line that
+/// never ends does not grow the watcher's memory).
+pub const MAX_LINE_BYTES: usize = 64 * 1024;
+
+/// What the files gave since the last look.
+enum Got {
+    Line(String),
+    /// Another file from here on (rotated, truncated): a trace does not span the two.
+    Boundary,
+}
+
+/// Lines out of bytes as they arrive, a line at most [`MAX_LINE_BYTES`].
+#[derive(Default)]
+struct Lines {
+    partial: Vec<u8>,
+    /// Dropping the rest of a line that was too long, up to its end.
+    dropping: bool,
+}
+
+impl Lines {
+    fn push(&mut self, bytes: &[u8], out: &mut Vec<Got>) {
+        let mut rest = bytes;
+        while let Some(end) = rest.iter().position(|b| *b == b'\n') {
+            if !self.dropping {
+                self.take(&rest[..end]);
+            }
+            out.push(Got::Line(
+                String::from_utf8_lossy(&self.partial).into_owned(),
+            ));
+            self.partial.clear();
+            self.dropping = false;
+            rest = &rest[end + 1..];
+        }
+        if !self.dropping {
+            self.take(rest);
+        }
+    }
+
+    fn take(&mut self, bytes: &[u8]) {
+        let room = MAX_LINE_BYTES.saturating_sub(self.partial.len());
+        self.partial
+            .extend_from_slice(&bytes[..bytes.len().min(room)]);
+        if bytes.len() > room {
+            // Kept as cut, the rest dropped: the line is still read (a trace's head line).
+            self.dropping = true;
+        }
+    }
+
+    /// A last line without its end (the file ended, or another one begins).
+    fn flush(&mut self, out: &mut Vec<Got>) {
+        if !self.partial.is_empty() {
+            out.push(Got::Line(
+                String::from_utf8_lossy(&self.partial).into_owned(),
+            ));
+        }
+        self.partial.clear();
+        self.dropping = false;
+    }
+}
 
 /// One followed file: where it is read up to, and which file (device, inode) that is.
 struct Followed {
     path: PathBuf,
     file: Option<(File, u64, u64)>,
-    /// Bytes after the last line end.
-    partial: Vec<u8>,
+    /// The owner of the file first opened: a file of another owner at the path later is not
+    /// read (a log writer swapping in someone else's file).
+    owner: Option<u32>,
+    follow_symlinks: bool,
+    lines: Lines,
     segmenter: Segmenter,
     last_line: Instant,
-    missing_said: bool,
+    /// Why the path is not read, said once per reason.
+    said: Option<String>,
 }
 
 impl Followed {
-    fn new(path: PathBuf, from_start: bool) -> Followed {
+    fn new(path: PathBuf, from_start: bool, follow_symlinks: bool) -> Followed {
         let mut followed = Followed {
             path,
             file: None,
-            partial: Vec::new(),
+            owner: None,
+            follow_symlinks,
+            lines: Lines::default(),
             segmenter: Segmenter::new(),
             last_line: Instant::now(),
-            missing_said: false,
+            said: None,
         };
         followed.open(!from_start);
         followed
     }
 
-    /// Opens the file at the path (at its end when `at_end`), if it is there.
-    fn open(&mut self, at_end: bool) {
-        let Ok(mut file) = File::open(&self.path) else {
-            return;
+    /// Opens the file at the path (at its end when `at_end`), when it is a regular file (not a
+    /// symbolic link unless `--follow-symlinks`, not a pipe, device or directory) of the owner
+    /// the watch began with; otherwise says why, once.
+    fn open(&mut self, at_end: bool) -> Option<String> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let before = std::fs::symlink_metadata(&self.path).ok()?;
+        let mut flags = libc::O_NONBLOCK | libc::O_CLOEXEC;
+        if !self.follow_symlinks {
+            flags |= libc::O_NOFOLLOW;
+        }
+        let refused = |why: &str| Some(format!("{} is not read: {why}", self.path.display()));
+        if before.file_type().is_symlink() && !self.follow_symlinks {
+            return refused("it is a symbolic link (--follow-symlinks reads through one)");
+        }
+        let mut file = match std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(flags)
+            .open(&self.path)
+        {
+            Ok(file) => file,
+            Err(error) => return refused(&error.to_string()),
         };
         let Ok(meta) = file.metadata() else {
-            return;
+            return refused("its metadata cannot be read");
         };
+        if !meta.is_file() {
+            return refused("it is not a regular file");
+        }
+        if !self.follow_symlinks && (meta.dev(), meta.ino()) != (before.dev(), before.ino()) {
+            return refused("it changed while it was opened");
+        }
+        match self.owner {
+            Some(owner) if owner != meta.uid() => {
+                return refused(&format!(
+                    "its owner is now uid {} (uid {owner} when the watch began)",
+                    meta.uid()
+                ));
+            }
+            _ => self.owner = Some(meta.uid()),
+        }
         if at_end {
             let _ = file.seek(SeekFrom::End(0));
         }
         self.file = Some((file, meta.dev(), meta.ino()));
+        None
     }
 
-    /// Reads what was written since the last look: lines of the file it has open, then, when
-    /// the path is another file now (rotated) or the file shrank (truncated), the new one's.
-    fn read_lines(&mut self, lines: &mut Vec<String>) -> Result<()> {
+    /// Reads what was written since the last look: the lines of the file it has open, then,
+    /// when the path is another file now (rotated) or the file shrank (truncated), a boundary
+    /// and the new one's. `true` when the open file had nothing more (its end, for now).
+    fn read(&mut self, out: &mut Vec<Got>, once: bool) -> bool {
         if self.file.is_none() {
-            self.open(false);
+            match self.open(false) {
+                None => {}
+                Some(why) => {
+                    self.say(why);
+                    return true;
+                }
+            }
         }
         let Some((file, dev, ino)) = &mut self.file else {
-            return Ok(());
+            if self.said.is_none() {
+                self.said = Some(format!("waiting for {} to appear", self.path.display()));
+            }
+            return true;
         };
         let mut buffer = vec![0u8; CHUNK];
-        let read = file
-            .read(&mut buffer)
-            .with_context(|| format!("cannot read {}", self.path.display()))?;
-        self.partial.extend_from_slice(&buffer[..read]);
-        take_lines(&mut self.partial, lines);
+        let read = match file.read(&mut buffer) {
+            Ok(read) => read,
+            Err(error) => {
+                let why = format!("{} could not be read: {error}", self.path.display());
+                self.file = None;
+                self.say(why);
+                return true;
+            }
+        };
+        self.lines.push(&buffer[..read], out);
         if read > 0 {
-            return Ok(());
+            return false;
+        }
+        if once {
+            self.lines.flush(out);
+            return true;
         }
         // Nothing more in the open file: has the path moved on?
         let position = file.stream_position().unwrap_or(0);
-        match std::fs::metadata(&self.path) {
+        match std::fs::symlink_metadata(&self.path) {
             Ok(meta) if meta.dev() != *dev || meta.ino() != *ino => {
-                // Rotated: the old file is read to its end (above); the new one from its start.
-                flush_partial(&mut self.partial, lines);
+                // Rotated: the old file was read to its end; the new one from its start.
+                self.lines.flush(out);
+                out.push(Got::Boundary);
                 self.file = None;
-                self.open(false);
+                if let Some(why) = self.open(false) {
+                    self.say(why);
+                }
             }
             Ok(meta) if meta.len() < position => {
                 // Truncated in place (`> app.log`, copytruncate): from its start again.
-                flush_partial(&mut self.partial, lines);
+                self.lines.flush(out);
+                out.push(Got::Boundary);
                 let _ = file.seek(SeekFrom::Start(0));
             }
             _ => {}
         }
-        Ok(())
+        true
     }
-}
 
-/// Moves the complete lines of `partial` into `lines`.
-fn take_lines(partial: &mut Vec<u8>, lines: &mut Vec<String>) {
-    while let Some(end) = partial.iter().position(|b| *b == b'\n') {
-        let line: Vec<u8> = partial.drain(..=end).collect();
-        lines.push(String::from_utf8_lossy(&line[..end]).into_owned());
-    }
-}
-
-/// A last line without its line end (the file ended there).
-fn flush_partial(partial: &mut Vec<u8>, lines: &mut Vec<String>) {
-    if !partial.is_empty() {
-        lines.push(String::from_utf8_lossy(partial).into_owned());
-        partial.clear();
+    fn say(&mut self, why: String) {
+        if self.said.as_deref() != Some(why.as_str()) {
+            let _ = crate::warn(std::slice::from_ref(&why));
+            self.said = Some(why);
+        }
     }
 }
 
@@ -158,12 +274,27 @@ pub fn watch(
         .filter(|p| *p != Path::new("-"))
         .cloned()
         .collect();
+    let mut failures = 0;
     let result = runtime.block_on(async {
-        if stdin {
-            watch_stdin(&mut gate, args, out).await
+        // Asked to stop (Ctrl-C, SIGTERM): seen between any two steps, however busy the log.
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let signals = tokio::spawn(async move {
+            stop_signal().await;
+            flag.store(true, std::sync::atomic::Ordering::SeqCst);
+        });
+        let mut sink = Sink {
+            gate: &mut gate,
+            format: args.format,
+            failures: &mut failures,
+        };
+        let result = if stdin {
+            watch_stdin(&mut sink, &stop, out).await
         } else {
-            watch_files(&mut gate, &files, args, out).await
-        }
+            watch_files(&mut sink, &files, args, &stop, out).await
+        };
+        signals.abort();
+        result
     });
     crate::warn(&gate.warnings)?;
     result?;
@@ -176,157 +307,208 @@ pub fn watch(
             args.per_minute
         )?;
     }
+    if failures > 0 {
+        return Ok(Verdict::Incomplete {
+            cause: format!(
+                "{failures} report{} could not be filed (said above)",
+                if failures == 1 { "" } else { "s" }
+            ),
+        });
+    }
     Ok(Verdict::Done)
 }
 
-/// Offers each report and says what became of it, one line (or JSON object) each.
-async fn offer_all(
-    gate: &mut bugloop_app::Watch<'_>,
-    reports: Vec<String>,
+/// Where the reports found go, and what came of them.
+struct Sink<'g, 'a> {
+    gate: &'g mut bugloop_app::Watch<'a>,
     format: Format,
-    out: &mut impl Write,
-) -> Result<()> {
-    for report in reports {
-        let event = match gate.offer(&report, Instant::now()).await {
-            Ok(event) => event,
-            // An unreadable report is said and the watch goes on.
-            Err(bugloop_app::AppError::Invalid(reason)) => {
-                writeln!(out, "skipped a report: {reason}")?;
-                continue;
-            }
-            Err(error) => return Err(error.into()),
-        };
-        match format {
-            Format::Json => writeln!(out, "{}", serde_json::to_string(&event)?)?,
-            Format::Text => match &event {
-                WatchEvent::Reported(report) => writeln!(
-                    out,
-                    "{} issue #{}: {} ({} report{})",
-                    if report.filed { "filed" } else { "counted on" },
-                    report.issue,
-                    report.title,
-                    report.count,
-                    if report.count == 1 { "" } else { "s" }
-                )?,
-                WatchEvent::Repeat {
-                    fingerprint,
-                    repeats,
-                } => writeln!(
-                    out,
-                    "repeat of {fingerprint} within the window ({repeats} so far)"
-                )?,
-                WatchEvent::RateLimited { dropped } => {
-                    writeln!(out, "over the rate: dropped ({dropped} so far)")?;
+    failures: &'g mut usize,
+}
+
+impl Sink<'_, '_> {
+    /// Offers each report and says what became of it, one line (or JSON object) each. A
+    /// report that cannot be filed (unreadable, the store or GitHub failing) is said and the
+    /// watch goes on.
+    async fn offer_all(&mut self, reports: Vec<String>, out: &mut impl Write) -> Result<()> {
+        for report in reports {
+            let event = match self.gate.offer(&report, Instant::now()).await {
+                Ok(event) => event,
+                Err(error) => {
+                    *self.failures += 1;
+                    writeln!(out, "a report was not filed: {error}")?;
+                    out.flush()?;
+                    continue;
                 }
-            },
+            };
+            match self.format {
+                Format::Json => writeln!(out, "{}", serde_json::to_string(&event)?)?,
+                Format::Text => match &event {
+                    WatchEvent::Reported(report) => writeln!(
+                        out,
+                        "{} issue #{}: {} ({} report{})",
+                        if report.filed { "filed" } else { "counted on" },
+                        report.issue,
+                        report.title,
+                        report.count,
+                        if report.count == 1 { "" } else { "s" }
+                    )?,
+                    WatchEvent::Repeat {
+                        fingerprint,
+                        repeats,
+                    } => writeln!(
+                        out,
+                        "repeat of {fingerprint} within the window ({repeats} so far)"
+                    )?,
+                    WatchEvent::RateLimited { dropped } => {
+                        writeln!(out, "over the rate: dropped ({dropped} so far)")?;
+                    }
+                },
+            }
+            out.flush()?;
         }
-        out.flush()?;
+        Ok(())
     }
-    Ok(())
+}
+
+fn stopped(stop: &std::sync::atomic::AtomicBool) -> bool {
+    stop.load(std::sync::atomic::Ordering::SeqCst)
 }
 
 async fn watch_files(
-    gate: &mut bugloop_app::Watch<'_>,
+    sink: &mut Sink<'_, '_>,
     files: &[PathBuf],
     args: &WatchArgs,
+    stop: &std::sync::atomic::AtomicBool,
     out: &mut impl Write,
 ) -> Result<()> {
     let mut followed: Vec<Followed> = files
         .iter()
-        .map(|path| Followed::new(path.clone(), args.from_start || args.once))
+        .map(|path| {
+            Followed::new(
+                path.clone(),
+                args.from_start || args.once,
+                args.follow_symlinks,
+            )
+        })
         .collect();
-    if args.once {
-        for file in &mut followed {
-            if file.file.is_none() {
-                anyhow::bail!("cannot open {}", file.path.display());
-            }
-        }
+    if args.once
+        && let Some(file) = followed.iter().find(|f| f.file.is_none())
+    {
+        anyhow::bail!(
+            "cannot open {}{}",
+            file.path.display(),
+            file.said
+                .as_deref()
+                .map(|why| format!(" ({why})"))
+                .unwrap_or_default()
+        );
     }
     let poll = Duration::from_millis(args.poll_ms.max(10));
-    let mut stop = std::pin::pin!(stop_signal());
     loop {
-        let mut idle = true;
+        let mut at_end = true;
         for file in &mut followed {
-            let mut lines = Vec::new();
-            file.read_lines(&mut lines)?;
-            if file.file.is_none() && !file.missing_said && !args.once {
-                writeln!(out, "waiting for {} to appear", file.path.display())?;
-                file.missing_said = true;
-            }
-            if args.once {
-                flush_partial(&mut file.partial, &mut lines);
+            let mut reads = Vec::new();
+            at_end &= file.read(&mut reads, args.once);
+            if let Some(why) = file.said.take_if(|why| why.starts_with("waiting for")) {
+                writeln!(out, "{why}")?;
+                file.said = Some(why);
             }
             let mut reports = Vec::new();
-            if !lines.is_empty() {
-                idle = false;
+            if !reads.is_empty() {
                 file.last_line = Instant::now();
             }
-            for line in &lines {
-                reports.extend(file.segmenter.push_line(line));
+            for read in reads {
+                match read {
+                    Got::Line(line) => reports.extend(file.segmenter.push_line(&line)),
+                    Got::Boundary => reports.extend(file.segmenter.finish()),
+                }
             }
             if file.segmenter.collecting() && file.last_line.elapsed() >= QUIET {
                 reports.extend(file.segmenter.finish());
             }
-            offer_all(gate, reports, args.format, out).await?;
+            sink.offer_all(reports, out).await?;
         }
-        if args.once && idle {
-            let mut reports = Vec::new();
-            for file in &mut followed {
-                reports.extend(file.segmenter.finish());
-            }
-            return offer_all(gate, reports, args.format, out).await;
+        if (args.once && at_end) || stopped(stop) {
+            break;
         }
-        if idle {
-            tokio::select! {
-                () = &mut stop => break,
-                () = tokio::time::sleep(poll) => {}
-            }
+        if at_end {
+            tokio::time::sleep(poll).await;
         }
     }
-    // Stopped: what was being collected is a report too.
+    // Done, or stopped: what was being collected is a report too.
     let mut reports = Vec::new();
     for file in &mut followed {
-        let mut lines = Vec::new();
-        flush_partial(&mut file.partial, &mut lines);
-        for line in &lines {
-            reports.extend(file.segmenter.push_line(line));
+        let mut reads = Vec::new();
+        file.lines.flush(&mut reads);
+        for read in reads {
+            if let Got::Line(line) = read {
+                reports.extend(file.segmenter.push_line(&line));
+            }
         }
         reports.extend(file.segmenter.finish());
     }
-    offer_all(gate, reports, args.format, out).await
+    sink.offer_all(reports, out).await
 }
 
+/// Standard input, read by a task of its own (a read is never cut short by a timer), its lines
+/// sent here.
 async fn watch_stdin(
-    gate: &mut bugloop_app::Watch<'_>,
-    args: &WatchArgs,
+    sink: &mut Sink<'_, '_>,
+    stop: &std::sync::atomic::AtomicBool,
     out: &mut impl Write,
 ) -> Result<()> {
-    use tokio::io::AsyncBufReadExt;
-    let mut reader = tokio::io::BufReader::new(tokio::io::stdin());
-    let mut segmenter = Segmenter::new();
-    let mut stop = std::pin::pin!(stop_signal());
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        let read = tokio::select! {
-            () = &mut stop => break,
-            read = reader.read_until(b'\n', &mut line) => read.context("cannot read standard input")?,
-            () = tokio::time::sleep(QUIET), if segmenter.collecting() => {
-                let reports: Vec<String> = segmenter.finish().into_iter().collect();
-                offer_all(gate, reports, args.format, out).await?;
-                continue;
+    use tokio::io::AsyncReadExt;
+    let (send, mut receive) = tokio::sync::mpsc::channel::<std::io::Result<Vec<u8>>>(16);
+    let reader = tokio::spawn(async move {
+        let mut stdin = tokio::io::stdin();
+        let mut buffer = vec![0u8; 64 * 1024];
+        loop {
+            let read = stdin.read(&mut buffer).await.map(|n| buffer[..n].to_vec());
+            let end = !matches!(&read, Ok(bytes) if !bytes.is_empty());
+            if send.send(read).await.is_err() || end {
+                break;
             }
-        };
-        if read == 0 {
-            break;
         }
-        let text = String::from_utf8_lossy(&line);
-        let text = text.strip_suffix('\n').unwrap_or(&text);
-        let reports = segmenter.push_line(text);
-        offer_all(gate, reports, args.format, out).await?;
+    });
+    let mut lines = Lines::default();
+    let mut segmenter = Segmenter::new();
+    let mut last_line = Instant::now();
+    while !stopped(stop) {
+        let received = tokio::time::timeout(Duration::from_millis(200), receive.recv()).await;
+        let mut reads = Vec::new();
+        match received {
+            // Quiet: a trace being collected ends after a while.
+            Err(_) => {}
+            Ok(None) => break,
+            Ok(Some(Err(error))) => return Err(error).context("cannot read standard input"),
+            Ok(Some(Ok(bytes))) if bytes.is_empty() => break,
+            Ok(Some(Ok(bytes))) => {
+                lines.push(&bytes, &mut reads);
+                last_line = Instant::now();
+            }
+        }
+        let mut reports = Vec::new();
+        for read in reads {
+            if let Got::Line(line) = read {
+                reports.extend(segmenter.push_line(&line));
+            }
+        }
+        if segmenter.collecting() && last_line.elapsed() >= QUIET {
+            reports.extend(segmenter.finish());
+        }
+        sink.offer_all(reports, out).await?;
     }
-    let reports: Vec<String> = segmenter.finish().into_iter().collect();
-    offer_all(gate, reports, args.format, out).await
+    reader.abort();
+    let mut reads = Vec::new();
+    lines.flush(&mut reads);
+    let mut reports = Vec::new();
+    for read in reads {
+        if let Got::Line(line) = read {
+            reports.extend(segmenter.push_line(&line));
+        }
+    }
+    reports.extend(segmenter.finish());
+    sink.offer_all(reports, out).await
 }
 
 /// Resolves when the process is asked to stop (Ctrl-C, SIGTERM).
@@ -342,5 +524,70 @@ async fn stop_signal() {
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
         () = terminate => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn lines_of(chunks: &[&[u8]]) -> Vec<String> {
+        let mut lines = Lines::default();
+        let mut out = Vec::new();
+        for chunk in chunks {
+            lines.push(chunk, &mut out);
+        }
+        lines.flush(&mut out);
+        out.into_iter()
+            .filter_map(|r| match r {
+                Got::Line(line) => Some(line),
+                Got::Boundary => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn lines_split_across_reads_and_an_endless_one_is_cut() {
+        assert_eq!(lines_of(&[b"a\nb", b"c\n", b"d"]), ["a", "bc", "d"]);
+        let long = vec![b'x'; MAX_LINE_BYTES * 3];
+        let got = lines_of(&[&long, &long, b"\nnext\n"]);
+        assert_eq!(got.len(), 2);
+        assert_eq!(got[0].len(), MAX_LINE_BYTES);
+        assert_eq!(got[1], "next");
+        // A chunk of nothing but line ends is read in one pass.
+        let ends = vec![b'\n'; CHUNK];
+        assert_eq!(lines_of(&[&ends]).len(), CHUNK);
+    }
+
+    #[test]
+    fn a_symbolic_link_a_pipe_and_a_directory_are_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let secret = dir.path().join("secret.pem");
+        std::fs::write(&secret, "-----BEGIN PRIVATE KEY-----\n").unwrap();
+        let link = dir.path().join("app.log");
+        std::os::unix::fs::symlink(&secret, &link).unwrap();
+        let followed = Followed::new(link.clone(), true, false);
+        assert!(followed.file.is_none());
+        let mut followed = Followed::new(link, true, false);
+        assert!(followed.open(false).unwrap().contains("symbolic link"));
+        let fifo = dir.path().join("fifo.log");
+        assert!(
+            std::process::Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .unwrap()
+                .success()
+        );
+        let mut pipe = Followed::new(fifo, true, true);
+        assert!(pipe.open(false).unwrap().contains("not a regular file"));
+        let mut directory = Followed::new(dir.path().to_path_buf(), true, true);
+        assert!(
+            directory
+                .open(false)
+                .unwrap()
+                .contains("not a regular file")
+        );
     }
 }

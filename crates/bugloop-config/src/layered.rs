@@ -50,6 +50,7 @@ pub const REPOSITORY_SETTABLE: &[&str] = &[
     "gate.commands",
     "gate.max_fix_rounds",
     "solve.test_commands",
+    "solve.coverage_command",
     "solve.max_diff_lines",
     "solve.on_regression",
     "solve.regression_grace_minutes",

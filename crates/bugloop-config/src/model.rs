@@ -559,6 +559,10 @@ pub struct SolveConfig {
     pub max_diff_lines: u64,
     /// Commands that must pass (build and tests), same rules as verify commands.
     pub test_commands: CommandList,
+    /// Commands that measure coverage, run on the base and on the solution: the draft says
+    /// both and the change (the last command's summary is read: coverage.py, cargo-llvm-cov,
+    /// `go test -cover`, Istanbul, Jest, lcov). Empty: coverage is not measured.
+    pub coverage_command: CommandList,
     /// What an error reported again after its solution merged does (a regression).
     pub on_regression: OnRegression,
     /// Reports this soon after the merge was recorded are only counted: the code that still
@@ -598,6 +602,7 @@ impl Default for SolveConfig {
             timeout_minutes: 30,
             max_diff_lines: 500,
             test_commands: CommandList::default(),
+            coverage_command: CommandList::default(),
             on_regression: OnRegression::default(),
             regression_grace_minutes: 60,
         }

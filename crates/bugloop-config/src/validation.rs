@@ -123,6 +123,7 @@ pub fn validate(config: &Config) -> Result<(), ConfigError> {
     commands("fix.verify_commands", &config.fix.verify_commands)?;
     commands("gate.commands", &config.gate.commands)?;
     commands("solve.test_commands", &config.solve.test_commands)?;
+    commands("solve.coverage_command", &config.solve.coverage_command)?;
     ignore_matcher("protected_paths", &config.protected_paths)?;
     web_settings(&config.review)?;
     dedup_overlap(&config.review)?;

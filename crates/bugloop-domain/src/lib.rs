@@ -2,6 +2,7 @@
 //! `rmcoc` blocks, review state reconstructed from a conversation, the filter pipeline, and the
 //! helpers that keep untrusted text out of places it must not reach.
 
+pub mod coverage;
 pub mod dedup;
 pub mod filter;
 pub mod finding;

@@ -4,7 +4,7 @@
 //! stack, a Go panic), so it is parsed, fingerprinted and counted exactly as the same error sent
 //! to `bugloop report` would be. Sentry lists frames oldest first.
 
-use serde::Deserialize;
+use serde_json::Value;
 
 /// What a Sentry delivery was, when it files nothing.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -27,88 +27,69 @@ pub struct SentryReport {
     pub project_slug: Option<String>,
     /// The event on Sentry, for the issue.
     pub web_url: Option<String>,
+    /// The event's id (32 hex digits), which Sentry signs with the body.
+    pub event_id: Option<String>,
 }
 
-#[derive(Deserialize)]
-struct Delivery {
-    data: Data,
+/// The most characters of one field written into the trace (a name, a path, a message).
+const MAX_FIELD_CHARS: usize = 300;
+
+/// A field as one inert line of at most [`MAX_FIELD_CHARS`]: control characters (a newline
+/// that would start a frame of another language's trace) become spaces.
+fn one_line(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .take(MAX_FIELD_CHARS)
+        .collect()
 }
 
-#[derive(Deserialize)]
-struct Data {
-    #[serde(default)]
-    event: Option<Event>,
-    #[serde(default)]
-    error: Option<Event>,
+/// A text field of `value`, leniently: a string, or a number written out; anything else none.
+fn text_of(value: Option<&Value>) -> Option<String> {
+    match value? {
+        Value::String(text) if !text.trim().is_empty() => Some(one_line(text)),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
 }
 
-#[derive(Deserialize, Default)]
-struct Event {
-    #[serde(default)]
-    platform: Option<String>,
-    #[serde(default)]
-    title: Option<String>,
-    #[serde(default)]
-    message: Option<String>,
-    #[serde(default)]
-    exception: Option<Exceptions>,
-    #[serde(default)]
-    project: Option<serde_json::Value>,
-    #[serde(default)]
-    url: Option<String>,
-    #[serde(default)]
-    web_url: Option<String>,
-    #[serde(default)]
-    level: Option<String>,
+/// A line or column number, leniently (a string of digits too); none when it is not one.
+fn number_of(value: Option<&Value>) -> Option<u64> {
+    match value? {
+        Value::Number(n) => n.as_u64(),
+        Value::String(text) => text.trim().parse().ok(),
+        _ => None,
+    }
 }
 
-#[derive(Deserialize, Default)]
-struct Exceptions {
-    #[serde(default)]
-    values: Vec<Exception>,
-}
-
-#[derive(Deserialize, Default)]
-struct Exception {
-    #[serde(default, rename = "type")]
-    kind: Option<String>,
-    #[serde(default)]
-    value: Option<String>,
-    #[serde(default)]
-    module: Option<String>,
-    #[serde(default)]
-    stacktrace: Option<Stacktrace>,
-}
-
-#[derive(Deserialize, Default)]
-struct Stacktrace {
-    #[serde(default)]
-    frames: Vec<SentryFrame>,
-}
-
-#[derive(Deserialize, Default)]
+/// One stack frame of the payload.
+#[derive(Debug, Default)]
 struct SentryFrame {
-    #[serde(default)]
     filename: Option<String>,
-    #[serde(default)]
     abs_path: Option<String>,
-    #[serde(default)]
     function: Option<String>,
-    #[serde(default)]
     module: Option<String>,
-    #[serde(default)]
     lineno: Option<u64>,
-    #[serde(default)]
     colno: Option<u64>,
-    #[serde(default)]
     context_line: Option<String>,
 }
 
 impl SentryFrame {
+    fn of(value: &Value) -> Option<SentryFrame> {
+        let field = |name: &str| text_of(value.get(name));
+        value.is_object().then(|| SentryFrame {
+            filename: field("filename"),
+            abs_path: field("abs_path"),
+            function: field("function"),
+            module: field("module"),
+            lineno: number_of(value.get("lineno")),
+            colno: number_of(value.get("colno")),
+            context_line: field("context_line"),
+        })
+    }
+
     fn file(&self) -> &str {
         self.abs_path
             .as_deref()
-            .filter(|p| !p.is_empty())
             .or(self.filename.as_deref())
             .unwrap_or("<unknown>")
     }
@@ -122,70 +103,109 @@ impl SentryFrame {
     }
 }
 
+/// The exception the event reports (the last of its chain, the one raised), leniently.
+struct Exception {
+    kind: Option<String>,
+    value: Option<String>,
+    module: Option<String>,
+    /// Oldest first, at most [`crate::MAX_FRAMES`] (the innermost kept).
+    frames: Vec<SentryFrame>,
+}
+
+fn exception_of(event: &Value) -> Option<Exception> {
+    let last = event
+        .get("exception")?
+        .get("values")?
+        .as_array()?
+        .iter()
+        .rev()
+        .find(|e| e.is_object())?;
+    let mut frames: Vec<SentryFrame> = last
+        .get("stacktrace")
+        .and_then(|s| s.get("frames"))
+        .and_then(Value::as_array)
+        .map(|frames| frames.iter().filter_map(SentryFrame::of).collect())
+        .unwrap_or_default();
+    if frames.len() > crate::MAX_FRAMES {
+        frames.drain(..frames.len() - crate::MAX_FRAMES);
+    }
+    let exception = Exception {
+        kind: text_of(last.get("type")),
+        value: text_of(last.get("value")),
+        module: text_of(last.get("module")),
+        frames,
+    };
+    (exception.kind.is_some() || exception.value.is_some()).then_some(exception)
+}
+
 /// Reads a Sentry delivery of `resource` (the `Sentry-Hook-Resource` header).
 pub fn report(resource: &str, payload: &[u8]) -> Result<SentryReport, SentryError> {
     if !matches!(resource, "event_alert" | "error") {
         return Err(SentryError::Resource(resource.to_owned()));
     }
-    let delivery: Delivery =
+    let delivery: Value =
         serde_json::from_slice(payload).map_err(|e| SentryError::Payload(e.to_string()))?;
-    let event = delivery
-        .data
-        .event
-        .or(delivery.data.error)
+    let data = delivery.get("data");
+    let event = data
+        .and_then(|d| d.get("event").or_else(|| d.get("error")))
+        .filter(|e| e.is_object())
         .ok_or_else(|| SentryError::Payload("it has no data.event".to_owned()))?;
-    let exception = event
-        .exception
-        .as_ref()
-        .and_then(|e| e.values.last())
-        .filter(|e| e.kind.is_some() || e.value.is_some());
-    let text = match exception {
-        Some(exception) => trace(event.platform.as_deref().unwrap_or_default(), exception),
+    let platform = text_of(event.get("platform")).unwrap_or_default();
+    let text = match exception_of(event) {
+        Some(exception) => {
+            let (text, language) = trace(&platform, &exception);
+            // What the intake reads back must be what Sentry reported: the same language and
+            // every frame, or the payload was made to read as something else.
+            let read =
+                crate::read(text.as_bytes()).map_err(|e| SentryError::Payload(e.to_string()))?;
+            let frames = exception.frames.len().min(crate::MAX_FRAMES);
+            if read.language != language
+                || (read.frames.len() != frames && language != crate::Language::Go)
+            {
+                return Err(SentryError::Payload(format!(
+                    "its exception does not read back as the {language:?} trace it is \
+                     ({} of {frames} frames)",
+                    read.frames.len()
+                )));
+            }
+            text
+        }
         None => {
-            let message = event
-                .message
-                .as_deref()
-                .filter(|m| !m.trim().is_empty())
-                .or(event.title.as_deref())
-                .filter(|m| !m.trim().is_empty())
+            let message = text_of(event.get("message"))
+                .or_else(|| text_of(event.get("title")))
                 .ok_or(SentryError::Empty)?;
             // A message event: a JSON log line, so its level is read as a log's.
-            serde_json::json!({"level": event.level.as_deref().unwrap_or("error"), "message": message})
-                .to_string()
+            let level = text_of(event.get("level")).unwrap_or_else(|| "error".to_owned());
+            serde_json::json!({"level": level, "message": message}).to_string()
         }
     };
-    let project_id = match &event.project {
-        Some(serde_json::Value::Number(n)) => Some(n.to_string()),
-        Some(serde_json::Value::String(s)) => Some(s.clone()),
-        _ => None,
-    };
+    let project_id = text_of(event.get("project"));
     // `https://sentry.io/api/0/projects/<org>/<project>/events/<id>/`.
-    let project_slug = event.url.as_deref().and_then(|url| {
+    let project_slug = text_of(event.get("url")).and_then(|url| {
         let rest = &url[url.find("/projects/")? + "/projects/".len()..];
         let mut parts = rest.split('/');
         let (_org, slug) = (parts.next()?, parts.next()?);
         (!slug.is_empty()).then(|| slug.to_owned())
     });
+    let event_id = text_of(event.get("event_id"))
+        .filter(|id| id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit()));
     Ok(SentryReport {
         text,
         project_id,
         project_slug,
-        web_url: event.web_url,
+        web_url: text_of(event.get("web_url")),
+        event_id,
     })
 }
 
 /// The exception as its platform prints it (frames oldest first, as Sentry lists them).
-fn trace(platform: &str, exception: &Exception) -> String {
+fn trace(platform: &str, exception: &Exception) -> (String, crate::Language) {
+    use crate::Language;
     let kind = exception.kind.as_deref().unwrap_or("Error");
     let value = exception.value.as_deref().unwrap_or_default();
-    let frames: &[SentryFrame] = exception
-        .stacktrace
-        .as_ref()
-        .map_or(&[], |s| s.frames.as_slice());
-    let one_line = |text: &str| text.replace(['\r', '\n'], " ");
-    let value = one_line(value);
+    let frames: &[SentryFrame] = &exception.frames;
     let mut out = String::new();
-    match platform {
+    let language = match platform {
         "javascript" | "node" => {
             out.push_str(&format!("{kind}: {value}\n"));
             for frame in frames.iter().rev() {
@@ -197,6 +217,7 @@ fn trace(platform: &str, exception: &Exception) -> String {
                     frame.colno.unwrap_or(0)
                 ));
             }
+            Language::JavaScript
         }
         "java" => {
             let qualified = match &exception.module {
@@ -213,6 +234,7 @@ fn trace(platform: &str, exception: &Exception) -> String {
                     frame.line()
                 ));
             }
+            Language::Java
         }
         "go" => {
             out.push_str(&format!("panic: {value}\n\ngoroutine 1 [running]:\n"));
@@ -227,6 +249,7 @@ fn trace(platform: &str, exception: &Exception) -> String {
                     frame.line()
                 ));
             }
+            Language::Go
         }
         // Python, and the platforms whose traces the intake does not read: a traceback, whose
         // frames it does.
@@ -242,11 +265,12 @@ fn trace(platform: &str, exception: &Exception) -> String {
                 if let Some(context) = frame.context_line.as_deref().map(str::trim)
                     && !context.is_empty()
                 {
-                    out.push_str(&format!("    {}\n", one_line(context)));
+                    out.push_str(&format!("    {context}\n"));
                 }
             }
             out.push_str(&format!("{kind}: {value}\n"));
+            Language::Python
         }
-    }
-    out
+    };
+    (out, language)
 }

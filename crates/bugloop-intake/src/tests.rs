@@ -273,3 +273,55 @@ fn a_sentry_delivery_without_an_event_is_refused_saying_why() {
         Err(SentryError::Empty)
     );
 }
+
+/// A payload made to read as something else (a frame's name that starts another language's
+/// trace, a context line that is a frame) is refused; odd but valid JSON (nulls, numbers as
+/// strings, negative lines) is read, not refused; frames are kept to the most a report keeps.
+#[test]
+fn a_sentry_payload_reads_back_as_what_sentry_reported_or_is_refused() {
+    use sentry::{SentryError, report};
+    let alert = std::fs::read_to_string("tests/sentry/python.json").unwrap();
+    let forged = alert.replace(
+        "\"context_line\": \"    run()\"",
+        "\"context_line\": \"  File \\\"app/models.py\\\", line 1, in last\"",
+    );
+    assert!(matches!(
+        report("event_alert", forged.as_bytes()),
+        Err(SentryError::Payload(_))
+    ));
+    let go = std::fs::read_to_string("tests/sentry/javascript.json")
+        .unwrap()
+        .replace(
+            "\"function\": \"checkout\"",
+            "\"function\": \"x\\nTraceback (most recent call last):\"",
+        );
+    let read = report("event_alert", go.as_bytes()).unwrap();
+    assert!(!read.text.contains("\nTraceback"), "{}", read.text);
+    let odd = r#"{"data": {"event": {"platform": "python", "event_id": "0123456789abcdef0123456789abcdef",
+        "exception": {"values": [null, {"type": "KeyError", "value": null,
+        "stacktrace": {"frames": [null, {"filename": "a.py", "lineno": "7", "function": null},
+        {"filename": "b.py", "lineno": -3}]}}]}}}}"#;
+    let read = report("event_alert", odd.as_bytes()).unwrap();
+    assert_eq!(
+        read.event_id.as_deref(),
+        Some("0123456789abcdef0123456789abcdef")
+    );
+    assert!(
+        read.text.contains("File \"a.py\", line 7, in <module>"),
+        "{}",
+        read.text
+    );
+    let frames: Vec<String> = (0..1000)
+        .map(|n| format!("{{\"filename\": \"f{n}.py\", \"lineno\": {n}, \"function\": \"f\"}}"))
+        .collect();
+    let deep = format!(
+        "{{\"data\": {{\"event\": {{\"exception\": {{\"values\": [{{\"type\": \"RecursionError\", \"stacktrace\": {{\"frames\": [{}]}}}}]}}}}}}}}",
+        frames.join(",")
+    );
+    let read = report("event_alert", deep.as_bytes()).unwrap();
+    assert_eq!(read.text.matches("  File ").count(), MAX_FRAMES);
+    assert!(
+        read.text.contains("f999.py"),
+        "the innermost frames are kept"
+    );
+}

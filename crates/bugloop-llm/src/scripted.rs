@@ -50,6 +50,18 @@ struct ScriptLine {
     /// agents that run at the same time on different tasks: issues solved in parallel).
     #[serde(default)]
     when_task: Option<String>,
+    /// The tokens the answer says it used (none: zero), for runs whose spending is shown.
+    #[serde(default)]
+    usage: Option<ScriptUsage>,
+}
+
+#[derive(serde::Deserialize, Default, Clone, Copy)]
+#[serde(deny_unknown_fields)]
+struct ScriptUsage {
+    #[serde(default)]
+    input_tokens: u64,
+    #[serde(default)]
+    output_tokens: u64,
 }
 
 /// Which requests an answer is for.
@@ -114,9 +126,10 @@ impl ScriptedProvider {
             }
             let parsed: ScriptLine = serde_json::from_str(line)
                 .map_err(|e| error(format!("line {}: {e}", index + 1)))?;
+            let spent = parsed.usage.unwrap_or_default();
             let usage = Usage {
-                input_tokens: 0,
-                output_tokens: 0,
+                input_tokens: spent.input_tokens,
+                output_tokens: spent.output_tokens,
                 cached_input_tokens: 0,
             };
             match parsed {
@@ -126,6 +139,7 @@ impl ScriptedProvider {
                     tool_calls: None,
                     when: None,
                     when_task: None,
+                    usage: None,
                 } if index == 0 => {
                     provider.capabilities.tools = c.tools;
                     provider.capabilities.json_schema = c.json_schema;
@@ -136,6 +150,7 @@ impl ScriptedProvider {
                     tool_calls: None,
                     when,
                     when_task,
+                    ..
                 } => provider.push_needle(Needle::of(when, when_task), text_reply(text, usage)),
                 ScriptLine {
                     capabilities: None,
@@ -143,6 +158,7 @@ impl ScriptedProvider {
                     tool_calls: Some(calls),
                     when,
                     when_task,
+                    ..
                 } => {
                     let calls: Vec<(&str, serde_json::Value)> = calls
                         .iter()

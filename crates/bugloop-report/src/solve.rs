@@ -3,7 +3,60 @@
 //! show it.
 
 use bugloop_domain::solve::SolveState;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+
+/// What solving an issue has spent, over every run: the model's tokens, its price where the
+/// model has one, and the wall time of the steps that used it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct IssueSpend {
+    #[serde(default)]
+    pub input_tokens: u64,
+    #[serde(default)]
+    pub output_tokens: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+    #[serde(default)]
+    pub seconds: u64,
+}
+
+impl IssueSpend {
+    pub fn add(&mut self, other: &IssueSpend) {
+        self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
+        self.cost_usd = match (self.cost_usd, other.cost_usd) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
+        };
+        self.seconds = self.seconds.saturating_add(other.seconds);
+    }
+
+    /// "1,234 input and 56 output tokens, $0.0123, 42 s".
+    pub fn describe(&self) -> String {
+        let mut text = format!(
+            "{} input and {} output tokens",
+            thousands(self.input_tokens),
+            thousands(self.output_tokens)
+        );
+        if let Some(cost) = self.cost_usd {
+            text.push_str(&format!(", ${cost:.4}"));
+        }
+        text.push_str(&format!(", {} s", self.seconds));
+        text
+    }
+}
+
+/// `1234567` as `1,234,567`.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
 
 /// One attempt of the build/test/evaluate loop.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -34,7 +87,7 @@ pub struct Step {
     pub at: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SolveReport {
     pub issue: u64,
     pub title: String,
@@ -54,6 +107,9 @@ pub struct SolveReport {
     /// ends then): the App queues a run for that time.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub wake_at: Option<String>,
+    /// What solving it has spent so far (none recorded: no model call spent anything).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spent: Option<IssueSpend>,
 }
 
 impl SolveReport {
@@ -88,6 +144,9 @@ impl SolveReport {
                 if round.threads.len() == 1 { "" } else { "s" },
                 round.outcome
             ));
+        }
+        if let Some(spent) = &self.spent {
+            out.push_str(&format!("  spent: {}\n", spent.describe()));
         }
         if !self.message.is_empty() {
             out.push_str(&format!("  {}\n", self.message));

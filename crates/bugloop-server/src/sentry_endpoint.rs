@@ -5,7 +5,9 @@
 //! files nothing). The event's project names the repository (`sentry_projects`: a project's slug
 //! or id to `owner/name`); its exception and stack frames become a report, queued as
 //! `POST /report` queues one, so a Sentry alert and the same trace reported by hand are one
-//! issue. Sentry's retries of one delivery (its `Request-ID`) are queued once.
+//! issue. One event (its signed `event_id`) is queued once, however often it is delivered. An
+//! unsigned delivery, or one whose length is not declared or too large, is refused before its
+//! body is read, and bodies share the server's byte budget with GitHub's deliveries.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -38,6 +40,8 @@ pub struct SentryState {
     /// `None`: the endpoint is off.
     pub access: Option<Arc<SentryAccess>>,
     pub body_timeout: std::time::Duration,
+    /// The byte budget of the bodies the server reads at once (shared with `/webhook`).
+    pub bodies: Arc<tokio::sync::Semaphore>,
 }
 
 impl std::fmt::Debug for SentryState {
@@ -59,6 +63,15 @@ pub fn router(state: SentryState) -> axum::Router {
 }
 
 type Answer = (StatusCode, String);
+
+fn unsigned() -> Answer {
+    (
+        StatusCode::UNAUTHORIZED,
+        "Sentry-Hook-Signature is missing or is not the HMAC-SHA256 of the body under the \
+         integration's client secret\n"
+            .to_owned(),
+    )
+}
 
 /// Whether `signature` (hex) is the HMAC-SHA256 of `body` under `secret`, in constant time.
 pub fn signature_is_valid(secret: &[u8], body: &[u8], signature: &str) -> bool {
@@ -88,37 +101,11 @@ async fn sentry(
                 .to_owned(),
         );
     };
-    let body = match tokio::time::timeout(
-        state.body_timeout,
-        axum::body::to_bytes(body, MAX_SENTRY_BYTES),
-    )
-    .await
-    {
-        Ok(Ok(body)) => body,
-        Ok(Err(_)) => {
-            return (
-                StatusCode::PAYLOAD_TOO_LARGE,
-                format!("a Sentry delivery is at most {MAX_SENTRY_BYTES} bytes\n"),
-            );
-        }
-        Err(_) => {
-            return (
-                StatusCode::REQUEST_TIMEOUT,
-                "the delivery did not arrive in time\n".to_owned(),
-            );
-        }
+    let body = match receive(&state, &access, &headers, body).await {
+        Ok(body) => body,
+        Err(answer) => return answer,
     };
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    let signed = header("sentry-hook-signature")
-        .is_some_and(|given| signature_is_valid(access.client_secret.as_bytes(), &body, given));
-    if !signed {
-        return (
-            StatusCode::UNAUTHORIZED,
-            "Sentry-Hook-Signature is missing or is not the HMAC-SHA256 of the body under the \
-             integration's client secret\n"
-                .to_owned(),
-        );
-    }
     let resource = header("sentry-hook-resource").unwrap_or_default();
     if !matches!(resource, "event_alert" | "error") {
         // Signed, but not an error (an installation, an issue's state, a comment): Sentry is
@@ -161,20 +148,79 @@ async fn sentry(
             ),
         );
     };
-    let request_id = header("request-id").filter(|id| {
-        !id.is_empty()
-            && id.len() <= 64
-            && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
-    });
-    queue(&state.queue, repository, report.text, request_id).await
+    // The event's id is signed (the request's is not): Sentry's retries, and a captured
+    // delivery replayed under another request id, are one job.
+    queue(
+        &state.queue,
+        repository,
+        report.text,
+        report.event_id.as_deref(),
+    )
+    .await
 }
 
-async fn queue(
-    queue: &Queue,
-    repository: String,
-    text: String,
-    request_id: Option<&str>,
-) -> Answer {
+/// The delivery's body, when it is signed with the client secret: the signature header and a
+/// declared length within [`MAX_SENTRY_BYTES`] first, then the body within the server's body
+/// budget and in time, then the signature checked on it.
+async fn receive(
+    state: &SentryState,
+    access: &SentryAccess,
+    headers: &HeaderMap,
+    body: axum::body::Body,
+) -> Result<axum::body::Bytes, Answer> {
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    // Unsigned, or a length not declared or too large: refused before a byte is read.
+    let Some(signature) = header("sentry-hook-signature")
+        .filter(|s| s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit()))
+    else {
+        return Err(unsigned());
+    };
+    let length = header("content-length").and_then(|v| v.parse::<usize>().ok());
+    let Some(length) = length else {
+        return Err((
+            StatusCode::LENGTH_REQUIRED,
+            "a Sentry delivery declares its Content-Length\n".to_owned(),
+        ));
+    };
+    if length > MAX_SENTRY_BYTES {
+        return Err((
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("a Sentry delivery is at most {MAX_SENTRY_BYTES} bytes\n"),
+        ));
+    }
+    let Ok(_reading) = state
+        .bodies
+        .clone()
+        .try_acquire_many_owned(u32::try_from(length).unwrap_or(u32::MAX))
+    else {
+        return Err((
+            StatusCode::SERVICE_UNAVAILABLE,
+            "too many deliveries are being read; Sentry sends it again\n".to_owned(),
+        ));
+    };
+    let body =
+        match tokio::time::timeout(state.body_timeout, axum::body::to_bytes(body, length)).await {
+            Ok(Ok(body)) => body,
+            Ok(Err(_)) => {
+                return Err((
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "the delivery is longer than it declared\n".to_owned(),
+                ));
+            }
+            Err(_) => {
+                return Err((
+                    StatusCode::REQUEST_TIMEOUT,
+                    "the delivery did not arrive in time\n".to_owned(),
+                ));
+            }
+        };
+    if !signature_is_valid(access.client_secret.as_bytes(), &body, signature) {
+        return Err(unsigned());
+    }
+    Ok(body)
+}
+
+async fn queue(queue: &Queue, repository: String, text: String, event_id: Option<&str>) -> Answer {
     let trigger = Trigger::ErrorReport {
         repository,
         report: text,
@@ -186,7 +232,7 @@ async fn queue(
             "cannot queue the report\n".to_owned(),
         );
     };
-    let delivery = match request_id {
+    let delivery = match event_id {
         Some(id) => format!("sentry-{id}"),
         None => {
             let mut id = [0u8; 16];

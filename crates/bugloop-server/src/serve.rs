@@ -96,6 +96,7 @@ pub fn router(state: WebhookState) -> axum::Router {
         queue: state.queue.clone(),
         access: state.sentry.clone(),
         body_timeout: state.body_timeout,
+        bodies: state.bodies.clone(),
     });
     axum::Router::new()
         .route("/webhook", post(webhook))

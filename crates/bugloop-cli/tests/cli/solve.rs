@@ -6,6 +6,8 @@
 
 #[path = "solve/byproducts.rs"]
 mod byproducts;
+#[path = "solve/coverage.rs"]
+mod coverage;
 #[path = "solve/parallel.rs"]
 mod parallel;
 #[path = "solve/prompts.rs"]

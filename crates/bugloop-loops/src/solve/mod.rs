@@ -103,6 +103,28 @@ struct Run<'e, 'a> {
     record: Record,
     /// When the run asks to be looked at again (a wait for a reviewer that ends then).
     wake_at: Option<jiff::Timestamp>,
+    /// The meter's reading when the last step recorded what it spent.
+    mark: SpendMark,
+}
+
+/// The run's spending up to a moment, to record each step's share.
+struct SpendMark {
+    input_tokens: u64,
+    output_tokens: u64,
+    cost_usd: Option<f64>,
+    at: std::time::Instant,
+}
+
+impl SpendMark {
+    fn now(meter: &bugloop_llm::Meter) -> SpendMark {
+        let summary = meter.summary();
+        SpendMark {
+            input_tokens: summary.usage.input_tokens,
+            output_tokens: summary.usage.output_tokens,
+            cost_usd: summary.cost_usd,
+            at: std::time::Instant::now(),
+        }
+    }
 }
 
 /// Moves `issue` through the pipeline as far as it can go now: to READY, MERGED or ESCALATED,
@@ -129,6 +151,7 @@ pub async fn solve(
         options,
         record,
         wake_at: None,
+        mark: SpendMark::now(&env.meter),
     };
     if let Some(message) = why_not_go_on(&run, issue, options) {
         return Ok(run.record.report(&run.issue, message));
@@ -227,6 +250,7 @@ pub async fn regression(
         options,
         record,
         wake_at: None,
+        mark: SpendMark::now(&env.meter),
     };
     regression::notice_merge(&mut run).await?;
     match run.record.state() {
@@ -335,7 +359,13 @@ impl Run<'_, '_> {
         reason: &str,
         detail: &(impl serde::Serialize + Sync),
     ) -> Result<(), SolveError> {
-        let detail = detail::to_json(detail)?;
+        let mut detail = detail::to_json(detail)?;
+        if let (Some(spent), serde_json::Value::Object(fields)) =
+            (self.spent_since_mark(), &mut detail)
+            && let Ok(spent) = serde_json::to_value(spent)
+        {
+            fields.insert("spent".to_owned(), spent);
+        }
         let from = self.record.state();
         if let Some(from) = from
             && !from.can_go_to(to)
@@ -360,6 +390,27 @@ impl Run<'_, '_> {
             solver::forget_snapshots(self.env.git, self.number());
         }
         self.sync_labels(from, to).await
+    }
+
+    /// What the model spent since the last step that recorded spending (none when nothing was:
+    /// the wall time of steps without a model call goes to the next one with).
+    fn spent_since_mark(&mut self) -> Option<bugloop_report::solve::IssueSpend> {
+        let now = SpendMark::now(&self.env.meter);
+        let input = now.input_tokens.saturating_sub(self.mark.input_tokens);
+        let output = now.output_tokens.saturating_sub(self.mark.output_tokens);
+        if input == 0 && output == 0 {
+            return None;
+        }
+        let spent = bugloop_report::solve::IssueSpend {
+            input_tokens: input,
+            output_tokens: output,
+            cost_usd: now
+                .cost_usd
+                .map(|cost| (cost - self.mark.cost_usd.unwrap_or(0.0)).max(0.0)),
+            seconds: self.mark.at.elapsed().as_secs(),
+        };
+        self.mark = now;
+        Some(spent)
     }
 
     /// Puts the labels `state` calls for on the issue, whatever it has now.

@@ -226,6 +226,22 @@ impl Record {
         read::<AttemptStep>(self.current().last()?).stop_reason()
     }
 
+    /// What every step recorded as spent, summed (`None` when none did).
+    pub fn spent(&self) -> Option<bugloop_report::solve::IssueSpend> {
+        let mut total: Option<bugloop_report::solve::IssueSpend> = None;
+        for transition in &self.history {
+            let Some(spent) = transition
+                .detail
+                .get("spent")
+                .and_then(|v| serde_json::from_value(v.clone()).ok())
+            else {
+                continue;
+            };
+            total.get_or_insert_default().add(&spent);
+        }
+        total
+    }
+
     pub fn report(&self, issue: &TrackedIssue, message: String) -> SolveReport {
         SolveReport {
             issue: issue.number,
@@ -248,6 +264,7 @@ impl Record {
                 })
                 .collect(),
             wake_at: None,
+            spent: self.spent(),
         }
     }
 }

@@ -429,11 +429,12 @@ async fn propose(
                 .await;
         }
     }
+    let coverage = coverage_line(run, solving, solution).await?;
     let draft = run
         .tracker
         .open_draft(&DraftRequest {
             title: format!("fix: {}", first_line(&run.issue.title, 70)),
-            body: draft_body(run, solution),
+            body: draft_body(run, solution, &coverage),
             branch: branch.clone(),
             base: solving.base.clone(),
             closes: Some(run.number()),
@@ -451,7 +452,60 @@ async fn propose(
     Ok(Flow::Next)
 }
 
-fn draft_body(run: &Run<'_, '_>, solution: &Solution) -> String {
+/// `solve.coverage_command` on the commit solving started from and on the solution, each in
+/// the sandbox: the draft's coverage line (empty without the setting). A run that fails, or
+/// prints no summary bugloop reads, is said as such, never as a number.
+async fn coverage_line(
+    run: &Run<'_, '_>,
+    solving: &Solving,
+    solution: &Solution,
+) -> Result<String, SolveError> {
+    let config = run.env.config();
+    let commands =
+        bugloop_config::commands("solve.coverage_command", &config.solve.coverage_command)
+            .map_err(|e| SolveError::Invalid(e.to_string()))?;
+    if commands.is_empty() {
+        return Ok(String::new());
+    }
+    let mut measured = Vec::new();
+    for (what, commit) in [
+        ("the base", &solving.start),
+        ("this change", &solution.commit),
+    ] {
+        let bench = Workbench::at(run.env.git, commit, "coverage")?;
+        let runs =
+            crate::build::run_commands(config, bench.path(), Some(bench.git_mount()), &commands)
+                .await?;
+        drop(bench);
+        let percent = match runs.last() {
+            Some(last) if runs.iter().all(|r| r.passed) => {
+                bugloop_domain::coverage::coverage_percent(&last.output)
+            }
+            _ => None,
+        };
+        match percent {
+            Some(percent) => measured.push(percent),
+            None => {
+                let why = match runs.iter().find(|r| !r.passed) {
+                    Some(failed) => format!(
+                        "`{}` failed",
+                        bugloop_domain::markdown::quiet(&failed.command)
+                    ),
+                    None => "no coverage summary bugloop reads was printed".to_owned(),
+                };
+                return Ok(format!("\n**Coverage:** not measured on {what}: {why}.\n"));
+            }
+        }
+    }
+    let (base, head) = (measured[0], measured[1]);
+    let delta = head - base;
+    Ok(format!(
+        "\n**Coverage:** {base:.1}% at the base, {head:.1}% with this change ({}{delta:.1} points).\n",
+        if delta >= 0.0 { "+" } else { "" }
+    ))
+}
+
+fn draft_body(run: &Run<'_, '_>, solution: &Solution, coverage: &str) -> String {
     let mut body = format!("Closes #{}\n\n## Summary\n\n", run.number());
     // The model's words: no hidden markers or open fences in a body bugloop writes.
     // Nor mentions: "@alice please approve" in it would page Alice.
@@ -468,13 +522,19 @@ fn draft_body(run: &Run<'_, '_>, solution: &Solution) -> String {
         body.push_str(&result.line());
     }
     body.push_str(&super::detail::total_line(&solution.verify).unwrap_or_default());
+    body.push_str(coverage);
     body.push_str("\n## Files changed\n\n");
     for file in &solution.files {
         body.push_str(&format!("- `{file}`\n"));
     }
     let attempts = run.record.attempts().len();
+    let spent = run
+        .record
+        .spent()
+        .map(|spent| format!(" ({})", spent.describe()))
+        .unwrap_or_default();
     body.push_str(&format!(
-        "\nSolved by bugloop in {attempts} attempt{}.\n",
+        "\nSolved by bugloop in {attempts} attempt{}{spent}.\n",
         if attempts == 1 { "" } else { "s" }
     ));
     body

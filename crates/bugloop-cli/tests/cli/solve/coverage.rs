@@ -1,0 +1,70 @@
+//! `solve.coverage_command`: run in the sandbox on the commit solving started from and on the
+//! solution, the draft says both and the change; a command that fails is said, not a number.
+//! The draft and `status` also say what solving the issue spent (the model's tokens, the time).
+
+use serde_json::{Value, json};
+
+use super::byproducts::solve_with;
+use super::runner::{Runner, text, write};
+use super::{MEAN, MEAN_TEST, MEAN_TRACE};
+
+/// A stand-in for a coverage tool: more tests, more coverage, printed as coverage.py does.
+const COVERAGE: &str = "import os\ntests = open('test_stats.py').read().count('def test_') if os.path.exists('test_stats.py') else 0\nprint('Name  Stmts  Miss  Cover')\nprint(f'TOTAL  10  {5 - tests}  {50 + 10 * tests}%')\n";
+
+fn draft_body(runner: &Runner, coverage: &str) -> String {
+    let config = format!(
+        "solve:\n  test_commands:\n    - python3 -m unittest -q\n  coverage_command:\n    - {coverage}\nagents:\n  reviewer:\n    external: true\n"
+    );
+    let repo = runner.repo(&[
+        ("stats.py", MEAN),
+        ("cov.py", COVERAGE),
+        (".bugloop/config.yml", &config),
+    ]);
+    let lines = [
+        json!({"tool_calls": [write("test_stats.py", MEAN_TEST), write("stats.py", &MEAN.replace(" + 1", ""))],
+               "usage": {"input_tokens": 1200, "output_tokens": 80}}),
+        json!({"text": "The loop stops at the last element; tested.",
+               "usage": {"input_tokens": 1300, "output_tokens": 40}}),
+    ];
+    let report = solve_with(runner, repo.path(), MEAN_TRACE, &lines);
+    assert_eq!(report["state"], "REVIEWING", "{report:#}");
+    let status = runner.run(repo.path(), &["status", "1"], "");
+    assert!(
+        text(&status).contains("  spent: 2,500 input and 120 output tokens, "),
+        "{}",
+        text(&status)
+    );
+    let shown = runner.run(repo.path(), &["item", "2", "--format", "json"], "");
+    assert_eq!(shown.status.code(), Some(0), "{}", text(&shown));
+    let item: Value = serde_json::from_slice(&shown.stdout).unwrap();
+    item["body"].as_str().unwrap().to_owned()
+}
+
+#[test]
+fn the_draft_says_the_coverage_of_base_and_head_and_the_change() {
+    let runner = Runner::me();
+    let body = draft_body(&runner, "python3 cov.py");
+    assert!(
+        body.contains("**Coverage:** 50.0% at the base, 60.0% with this change (+10.0 points)."),
+        "{body}"
+    );
+    assert!(
+        body.contains("Solved by bugloop in 1 attempt (2,500 input and 120 output tokens, "),
+        "{body}"
+    );
+    let failing = draft_body(&runner, "python3 -c 'raise SystemExit(3)'");
+    assert!(
+        failing.contains(
+            "**Coverage:** not measured on the base: `python3 -c 'raise SystemExit(3)'` failed."
+        ),
+        "{failing}"
+    );
+}
+
+#[test]
+fn coverage_is_measured_as_an_unprivileged_user_too() {
+    if let Some(runner) = Runner::unprivileged() {
+        let body = draft_body(&runner, "python3 cov.py");
+        assert!(body.contains("(+10.0 points)"), "{body}");
+    }
+}
