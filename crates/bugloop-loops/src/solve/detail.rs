@@ -136,6 +136,9 @@ pub(super) struct VerifyResult {
     /// How many tests it ran passed, failed and were skipped, when its runner said.
     #[serde(skip_serializing_if = "Option::is_none", deserialize_with = "lenient")]
     pub counts: Option<bugloop_domain::test_counts::TestCounts>,
+    /// Counts read from this many JUnit XML reports the commands wrote, not from a command.
+    #[serde(skip_serializing_if = "Option::is_none", deserialize_with = "lenient")]
+    pub junit_reports: Option<u32>,
 }
 
 impl VerifyResult {
@@ -145,6 +148,17 @@ impl VerifyResult {
             command: run.command.clone(),
             passed: run.passed,
             counts: bugloop_domain::test_counts::from_output(&run.output),
+            junit_reports: None,
+        }
+    }
+
+    /// The counts of `files` JUnit XML reports, as a result of their own.
+    pub fn of_junit(counts: bugloop_domain::test_counts::TestCounts, files: u32) -> VerifyResult {
+        VerifyResult {
+            command: String::new(),
+            passed: counts.failed == 0,
+            counts: Some(counts),
+            junit_reports: Some(files),
         }
     }
 
@@ -154,9 +168,15 @@ impl VerifyResult {
             .counts
             .map(|c| format!(" ({})", c.describe()))
             .unwrap_or_default();
+        let what = match self.junit_reports {
+            Some(files) => format!(
+                "JUnit XML ({files} report{})",
+                if files == 1 { "" } else { "s" }
+            ),
+            None => format!("`{}`", self.command),
+        };
         format!(
-            "- `{}`: {}{counts}\n",
-            self.command,
+            "- {what}: {}{counts}\n",
             if self.passed { "passed" } else { "failed" }
         )
     }

@@ -12,6 +12,7 @@
 
 mod detail;
 mod gate;
+mod junit;
 mod record;
 mod regression;
 mod review;

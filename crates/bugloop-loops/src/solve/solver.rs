@@ -44,6 +44,7 @@ pub(super) async fn run(run: &mut Run<'_, '_>) -> Result<Flow, SolveError> {
         };
         let number = done + 1;
         let task = attempt_task(run, number, tree_after);
+        let started = std::time::SystemTime::now();
         let Ok(result) = tokio::time::timeout(left, build(run.env, &bench, task)).await else {
             tree_after = stopped_at_the_time_limit(run, &bench, number).await?;
             continue;
@@ -53,7 +54,9 @@ pub(super) async fn run(run: &mut Run<'_, '_>) -> Result<Flow, SolveError> {
         }
         let outcome = match &result.status {
             BuildStatus::Committed { commit, files, .. } => {
-                return passed(run, &solving, number, &result, commit, files).await;
+                // Reports the tests wrote count where the commands' output says nothing.
+                let junit = super::junit::counts(bench.path(), started);
+                return passed(run, &solving, number, &result, commit, files, junit).await;
             }
             BuildStatus::Refused {
                 reason,
@@ -215,6 +218,7 @@ async fn passed(
     result: &BuildResult,
     commit: &str,
     files: &[String],
+    junit: Option<(bugloop_domain::test_counts::TestCounts, u32)>,
 ) -> Result<Flow, SolveError> {
     let binary = binary_changes(run.env.git, &solving.start, commit)?;
     if !binary.is_empty() {
@@ -244,10 +248,16 @@ async fn passed(
         };
         return escalate_breach(run, number, breach).await;
     }
+    let mut verify: Vec<VerifyResult> = result.verify.iter().map(VerifyResult::of).collect();
+    if let Some((counts, reports)) = junit
+        && verify.iter().all(|v| v.counts.is_none())
+    {
+        verify.push(VerifyResult::of_junit(counts, reports));
+    }
     let solution = Solution {
         commit: commit.to_owned(),
         summary: result.summary.clone(),
-        verify: result.verify.iter().map(VerifyResult::of).collect(),
+        verify,
         files: files.to_vec(),
     };
     let outcome = format!(

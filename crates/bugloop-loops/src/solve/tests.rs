@@ -139,6 +139,7 @@ fn the_pipeline_writes_the_stored_shapes() {
             command: "grep -qF 'items[-1]' app/models.py".to_owned(),
             passed: true,
             counts: None,
+            junit_reports: None,
         }],
         files: vec![
             "app/models.py".to_owned(),
@@ -285,6 +286,7 @@ fn a_stored_record_reads_as_it_did() {
             command: "grep -qF 'items[-1]' app/models.py".to_owned(),
             passed: true,
             counts: None,
+            junit_reports: None,
         }]
     );
     assert_eq!(solution.files, ["app/models.py", "tests/test_models.py"]);
@@ -393,6 +395,7 @@ fn details_that_do_not_read_as_written_read_as_before() {
                 command: "make".to_owned(),
                 passed: true,
                 counts: None,
+                junit_reports: None,
             },
             VerifyResult::default(),
             VerifyResult::default(),

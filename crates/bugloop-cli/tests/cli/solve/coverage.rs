@@ -68,3 +68,44 @@ fn coverage_is_measured_as_an_unprivileged_user_too() {
         assert!(body.contains("(+10.0 points)"), "{body}");
     }
 }
+
+/// A test command that prints no counts but writes a JUnit XML report (as Surefire, Gradle or
+/// `pytest --junitxml` do): the draft's results count from the report.
+#[test]
+fn junit_reports_the_tests_wrote_are_counted_when_their_output_says_nothing() {
+    let runner = Runner::me();
+    let junit = "import os, sys, unittest\nsuite = unittest.defaultTestLoader.loadTestsFromName('test_stats')\nresult = unittest.TextTestRunner(stream=open(os.devnull, 'w')).run(suite)\nos.makedirs('build/test-results', exist_ok=True)\nn, f = result.testsRun, len(result.failures) + len(result.errors)\nopen('build/test-results/TEST-stats.xml', 'w').write(f'<testsuite name=\"stats\" tests=\"{n}\" failures=\"{f}\" errors=\"0\" skipped=\"0\"></testsuite>')\nsys.exit(1 if f else 0)\n";
+    let repo = runner.repo(&[
+        ("stats.py", MEAN),
+        ("junit_run.py", junit),
+        (
+            ".bugloop/config.yml",
+            "solve:\n  test_commands:\n    - python3 junit_run.py\nagents:\n  reviewer:\n    external: true\n",
+        ),
+    ]);
+    let lines = [
+        json!({"tool_calls": [write("test_stats.py", MEAN_TEST), write("stats.py", &MEAN.replace(" + 1", ""))]}),
+        json!({"text": "The loop stops at the last element; tested."}),
+    ];
+    let report = solve_with(&runner, repo.path(), MEAN_TRACE, &lines);
+    assert_eq!(report["state"], "REVIEWING", "{report:#}");
+    let shown = runner.run(repo.path(), &["item", "2", "--format", "json"], "");
+    let item: Value = serde_json::from_slice(&shown.stdout).unwrap();
+    let body = item["body"].as_str().unwrap();
+    assert!(
+        body.contains("- JUnit XML (1 report): passed (1 passed)"),
+        "{body}"
+    );
+    assert!(body.contains("**Tests:** 1 passed"), "{body}");
+    // The report is the tests' byproduct, not the solution's.
+    let files = runner.git(
+        repo.path(),
+        &[
+            "show",
+            "--name-only",
+            "--format=",
+            "bugloop/1-indexerror-list-index-out-of-range-in",
+        ],
+    );
+    assert!(!files.contains("TEST-stats.xml"), "{files}");
+}
