@@ -65,6 +65,7 @@ pub mod types {
     pub use bugloop_diff::Diff;
     pub use bugloop_domain::Score;
     pub use bugloop_domain::score::RUBRIC;
+    pub use bugloop_intake::read as read_report;
     pub use bugloop_intake::segment::Segmenter;
     pub use bugloop_intake::{Located, MAX_REPORT_BYTES, Severity};
     pub use bugloop_loops::{Progress, ProgressEvent, Silent};

@@ -36,6 +36,11 @@ pub struct WatchArgs {
     /// How often the files are looked at, in milliseconds.
     #[arg(long, default_value_t = 200, value_name = "MS")]
     pub poll_ms: u64,
+    /// Reports whose trace is in files under PREFIX are filed in the repository at REPOSITORY
+    /// (a directory), not this one: `--route /srv/api/=../api`. The first route a frame matches
+    /// wins (the innermost frame first); other reports are this repository's.
+    #[arg(long = "route", value_name = "PREFIX=REPOSITORY")]
+    pub routes: Vec<String>,
     /// Read a file through a symbolic link at its path (by default a link is not read: whoever
     /// may write the log's directory could point it at a file only the watcher may read).
     #[arg(long)]
@@ -261,12 +266,23 @@ pub fn watch(
     out: &mut impl Write,
 ) -> Result<Verdict> {
     let runtime = runtime()?;
-    let app = open_app(&runtime, cwd, choice)?;
+    let routes = parse_routes(cwd, &args.routes)?;
+    let mut apps = vec![(String::new(), open_app(&runtime, cwd, choice)?)];
+    for (_, repository) in &routes {
+        apps.push((
+            repository.display().to_string(),
+            open_app(&runtime, repository, choice)
+                .with_context(|| format!("--route to {}", repository.display()))?,
+        ));
+    }
     let limits = WatchLimits {
         window: Duration::from_secs(args.window),
         per_minute: args.per_minute,
     };
-    let mut gate = app.watch(limits);
+    let mut gates: Vec<(String, bugloop_app::Watch<'_>)> = apps
+        .iter()
+        .map(|(name, app)| (name.clone(), app.watch(limits)))
+        .collect();
     let stdin = args.inputs.is_empty() || args.inputs.iter().any(|p| p == Path::new("-"));
     let files: Vec<PathBuf> = args
         .inputs
@@ -284,7 +300,8 @@ pub fn watch(
             flag.store(true, std::sync::atomic::Ordering::SeqCst);
         });
         let mut sink = Sink {
-            gate: &mut gate,
+            gates: &mut gates,
+            prefixes: routes.iter().map(|(prefix, _)| prefix.clone()).collect(),
             format: args.format,
             failures: &mut failures,
         };
@@ -296,14 +313,16 @@ pub fn watch(
         signals.abort();
         result
     });
-    crate::warn(&gate.warnings)?;
+    for (_, gate) in &gates {
+        crate::warn(&gate.warnings)?;
+    }
     result?;
-    if gate.dropped() > 0 {
+    let dropped: u64 = gates.iter().map(|(_, gate)| gate.dropped()).sum();
+    if dropped > 0 {
         writeln!(
             out,
-            "{} report{} dropped over the rate (--per-minute {})",
-            gate.dropped(),
-            if gate.dropped() == 1 { "" } else { "s" },
+            "{dropped} report{} dropped over the rate (--per-minute {})",
+            if dropped == 1 { "" } else { "s" },
             args.per_minute
         )?;
     }
@@ -318,9 +337,35 @@ pub fn watch(
     Ok(Verdict::Done)
 }
 
-/// Where the reports found go, and what came of them.
+/// `PREFIX=REPOSITORY` routes, each repository a directory (relative to `cwd`).
+fn parse_routes(cwd: &Path, routes: &[String]) -> Result<Vec<(String, PathBuf)>> {
+    routes
+        .iter()
+        .map(|route| {
+            let Some((prefix, repository)) = route.split_once('=') else {
+                anyhow::bail!("--route {route:?}: write it PREFIX=REPOSITORY");
+            };
+            if prefix.is_empty() || repository.is_empty() {
+                anyhow::bail!("--route {route:?}: both the prefix and the repository are needed");
+            }
+            let repository = cwd.join(repository);
+            if !repository.is_dir() {
+                anyhow::bail!(
+                    "--route {route:?}: {} is not a directory",
+                    repository.display()
+                );
+            }
+            Ok((prefix.to_owned(), repository))
+        })
+        .collect()
+}
+
+/// Where the reports found go (the first gate is this repository's, one more per route), and
+/// what came of them.
 struct Sink<'g, 'a> {
-    gate: &'g mut bugloop_app::Watch<'a>,
+    gates: &'g mut Vec<(String, bugloop_app::Watch<'a>)>,
+    /// The routes' path prefixes; route `i` is gate `i + 1`.
+    prefixes: Vec<String>,
     format: Format,
     failures: &'g mut usize,
 }
@@ -331,7 +376,9 @@ impl Sink<'_, '_> {
     /// watch goes on.
     async fn offer_all(&mut self, reports: Vec<String>, out: &mut impl Write) -> Result<()> {
         for report in reports {
-            let event = match self.gate.offer(&report, Instant::now()).await {
+            let index = route_of(&report, &self.prefixes);
+            let (repository, gate) = &mut self.gates[index];
+            let event = match gate.offer(&report, Instant::now()).await {
                 Ok(event) => event,
                 Err(error) => {
                     *self.failures += 1;
@@ -340,8 +387,17 @@ impl Sink<'_, '_> {
                     continue;
                 }
             };
+            if !repository.is_empty() && matches!(self.format, Format::Text) {
+                write!(out, "[{repository}] ")?;
+            }
             match self.format {
-                Format::Json => writeln!(out, "{}", serde_json::to_string(&event)?)?,
+                Format::Json => {
+                    let mut value = serde_json::to_value(&event)?;
+                    if let (false, Some(object)) = (repository.is_empty(), value.as_object_mut()) {
+                        object.insert("repository".to_owned(), repository.clone().into());
+                    }
+                    writeln!(out, "{value}")?;
+                }
                 Format::Text => match &event {
                     WatchEvent::Reported(report) => writeln!(
                         out,
@@ -368,6 +424,25 @@ impl Sink<'_, '_> {
         }
         Ok(())
     }
+}
+
+/// The gate a report goes to: the first route whose prefix one of its frames' files starts
+/// with, the innermost frame first; 0 (this repository) otherwise.
+fn route_of(report: &str, prefixes: &[String]) -> usize {
+    if prefixes.is_empty() {
+        return 0;
+    }
+    let Ok(read) = bugloop_app::types::read_report(report.as_bytes()) else {
+        return 0;
+    };
+    read.frames
+        .iter()
+        .find_map(|frame| {
+            prefixes
+                .iter()
+                .position(|p| frame.file.starts_with(p.as_str()))
+        })
+        .map_or(0, |route| route + 1)
 }
 
 fn stopped(stop: &std::sync::atomic::AtomicBool) -> bool {

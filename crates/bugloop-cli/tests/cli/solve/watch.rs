@@ -230,3 +230,48 @@ fn once_over_standard_input_files_json_lines_and_traces_and_counts_repeats() {
         text(&missing)
     );
 }
+
+/// `--route PREFIX=REPOSITORY`: an error whose trace is in another service's files is filed in
+/// that service's repository; the rest in this one.
+#[test]
+fn a_report_of_another_services_files_is_routed_to_its_repository() {
+    let runner = Runner::me();
+    let app = runner.repo(&[("stats.py", MEAN)]);
+    let api = runner.repo(&[("handlers.py", "def get(d):\n    return d['id']\n")]);
+    let api_trace = "Traceback (most recent call last):\n  File \"/srv/api/handlers.py\", line 2, in get\n    return d['id']\nKeyError: 'id'\n";
+    let route = format!("/srv/api/={}", api.path().display());
+    let output = runner.run(
+        app.path(),
+        &["watch", "--once", "--route", &route, "-"],
+        &format!("{MEAN_TRACE}{api_trace}"),
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let said = String::from_utf8_lossy(&output.stdout);
+    assert!(said.contains("filed issue #1: IndexError"), "{said}");
+    assert!(
+        said.contains(&format!(
+            "[{}] filed issue #1: KeyError",
+            api.path().display()
+        )),
+        "{said}"
+    );
+    for (repo, title) in [(&app, "IndexError"), (&api, "KeyError")] {
+        let shown = runner.run(repo.path(), &["item", "1", "--format", "json"], "");
+        let item: Value = serde_json::from_slice(&shown.stdout).unwrap();
+        assert!(
+            item["title"].as_str().unwrap().starts_with(title),
+            "{item:#}"
+        );
+    }
+    let missing = runner.run(
+        app.path(),
+        &["watch", "--once", "--route", "/srv/x=/nonexistent", "-"],
+        "",
+    );
+    assert_eq!(missing.status.code(), Some(2), "{}", text(&missing));
+    assert!(
+        text(&missing).contains("is not a directory"),
+        "{}",
+        text(&missing)
+    );
+}
