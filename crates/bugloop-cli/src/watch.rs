@@ -440,7 +440,8 @@ fn route_of(report: &str, prefixes: &[String]) -> usize {
         .find_map(|frame| {
             prefixes
                 .iter()
-                .position(|p| frame.file.starts_with(p.as_str()))
+                // By whole path components: `/srv/api` is not a prefix of `/srv/api-gw/x.py`.
+                .position(|p| Path::new(&frame.file).starts_with(Path::new(p)))
         })
         .map_or(0, |route| route + 1)
 }

@@ -243,29 +243,43 @@ pub fn from_junit_xml(xml: &str) -> Option<TestCounts> {
             skipped,
         }
     };
-    let tags = |name: &str| -> Vec<&str> {
-        let open = format!("<{name}");
-        xml.match_indices(&open)
-            .filter(|(at, _)| xml[at + open.len()..].starts_with([' ', '>', '\n', '\t', '\r']))
-            .filter_map(|(at, _)| Some(&xml[at..at + xml[at..].find('>')?]))
-            .collect()
-    };
-    if let Some(total) = tags("testsuites")
-        .first()
-        .filter(|t| t.contains(" tests=\""))
-    {
-        return Some(counts_of(total));
+    // One pass over the tags, each read once up to its own `>`: a report made of unclosed
+    // tags costs a scan of its length, not its length squared.
+    let mut suites = TestCounts::default();
+    let mut any_suite = false;
+    let mut rest = xml;
+    while let Some(open) = rest.find('<') {
+        let after = &rest[open + 1..];
+        let Some(end) = after.find('>') else {
+            break;
+        };
+        let tag = &after[..end];
+        rest = &after[end + 1..];
+        if tag.len() > MAX_TAG_CHARS {
+            continue;
+        }
+        let name = tag
+            .split([' ', '\n', '\t', '\r'])
+            .next()
+            .unwrap_or_default();
+        // Written as ` name="..."` lookups: the tag with a space in front of its attributes.
+        let attributes = format!(" {}", &tag[name.len()..]);
+        match name {
+            "testsuites" if attributes.contains(" tests=\"") => {
+                return Some(counts_of(&attributes));
+            }
+            "testsuite" => {
+                suites.add(counts_of(&attributes));
+                any_suite = true;
+            }
+            _ => {}
+        }
     }
-    let suites = tags("testsuite");
-    if suites.is_empty() {
-        return None;
-    }
-    let mut total = TestCounts::default();
-    for suite in suites {
-        total.add(counts_of(suite));
-    }
-    Some(total)
+    any_suite.then_some(suites)
 }
+
+/// A tag longer than this is not a test suite's (its attributes are a few numbers).
+const MAX_TAG_CHARS: usize = 4_096;
 
 #[cfg(test)]
 mod tests {
@@ -347,6 +361,10 @@ mod tests {
         assert_eq!(from_junit_xml(suites), counts(4, 2, 1));
         let total = r#"<testsuites tests="10" failures="2" errors="0"><testsuite tests="10"/></testsuites>"#;
         assert_eq!(from_junit_xml(total), counts(8, 2, 0));
+        // Unclosed tags, many of them: read in one pass (once quadratic in the length).
+        assert_eq!(from_junit_xml(&"<testsuite ".repeat(100_000)), None);
+        let long_tag = format!("<testsuite tests=\"1\"{}>", " x".repeat(MAX_TAG_CHARS));
+        assert_eq!(from_junit_xml(&long_tag), None);
         assert_eq!(from_junit_xml("<html></html>"), None);
         assert_eq!(
             TestCounts {

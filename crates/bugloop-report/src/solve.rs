@@ -23,9 +23,12 @@ impl IssueSpend {
     pub fn add(&mut self, other: &IssueSpend) {
         self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
         self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
-        self.cost_usd = match (self.cost_usd, other.cost_usd) {
+        // A record is text anyone with write access can edit: a cost that is no price
+        // (negative, not finite) is not added, and the sum stays finite.
+        let sane = |cost: Option<f64>| cost.filter(|c| c.is_finite() && *c >= 0.0);
+        self.cost_usd = match (sane(self.cost_usd), sane(other.cost_usd)) {
             (None, None) => None,
-            (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
+            (a, b) => Some((a.unwrap_or(0.0) + b.unwrap_or(0.0)).min(f64::MAX)),
         };
         self.seconds = self.seconds.saturating_add(other.seconds);
     }

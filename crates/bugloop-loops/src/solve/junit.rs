@@ -9,10 +9,31 @@ use std::time::SystemTime;
 
 use bugloop_domain::test_counts::{TestCounts, from_junit_xml};
 
-/// The most directory entries looked at, the deepest directory, the largest report read.
+/// The most directory entries looked at, the deepest directory, the largest report read, the
+/// most reports and the most bytes of them all.
 const MAX_ENTRIES: usize = 20_000;
 const MAX_DEPTH: usize = 12;
 const MAX_REPORT_BYTES: u64 = 4 * 1024 * 1024;
+const MAX_REPORTS: u32 = 200;
+const MAX_TOTAL_BYTES: u64 = 16 * 1024 * 1024;
+
+/// A report's text: opened without following a link (a file swapped for one after it was
+/// looked at is not read), only a regular file, at most [`MAX_REPORT_BYTES`].
+fn read_report(path: &Path) -> Option<String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut text = String::new();
+    file.take(MAX_REPORT_BYTES).read_to_string(&mut text).ok()?;
+    Some(text)
+}
 
 /// Whether a file is named as a JUnit report is.
 fn looks_like_a_report(path: &Path) -> bool {
@@ -42,6 +63,7 @@ pub(super) fn counts(root: &Path, since: SystemTime) -> Option<(TestCounts, u32)
     let mut total: Option<(TestCounts, u32)> = None;
     let mut stack = vec![(root.to_path_buf(), 0usize)];
     let mut seen = 0usize;
+    let mut bytes = 0u64;
     while let Some((dir, depth)) = stack.pop() {
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
@@ -70,10 +92,11 @@ pub(super) fn counts(root: &Path, since: SystemTime) -> Option<(TestCounts, u32)
             {
                 continue;
             }
-            let Some(counts) = std::fs::read_to_string(&path)
-                .ok()
-                .and_then(|xml| from_junit_xml(&xml))
-            else {
+            bytes = bytes.saturating_add(meta.len());
+            if bytes > MAX_TOTAL_BYTES || total.is_some_and(|(_, files)| files >= MAX_REPORTS) {
+                return total;
+            }
+            let Some(counts) = read_report(&path).and_then(|xml| from_junit_xml(&xml)) else {
                 continue;
             };
             let (sum, files) = total.get_or_insert_default();

@@ -54,8 +54,14 @@ pub(super) async fn run(run: &mut Run<'_, '_>) -> Result<Flow, SolveError> {
         }
         let outcome = match &result.status {
             BuildStatus::Committed { commit, files, .. } => {
-                // Reports the tests wrote count where the commands' output says nothing.
-                let junit = super::junit::counts(bench.path(), started);
+                // Reports the tests wrote count where the commands' output says nothing (read off
+                // the async threads: the tree is the code's).
+                let root = bench.path().to_path_buf();
+                let junit =
+                    tokio::task::spawn_blocking(move || super::junit::counts(&root, started))
+                        .await
+                        .ok()
+                        .flatten();
                 return passed(run, &solving, number, &result, commit, files, junit).await;
             }
             BuildStatus::Refused {
@@ -482,11 +488,31 @@ async fn coverage_line(
         ("the base", &solving.start),
         ("this change", &solution.commit),
     ] {
-        let bench = Workbench::at(run.env.git, commit, "coverage")?;
-        let runs =
-            crate::build::run_commands(config, bench.path(), Some(bench.git_mount()), &commands)
-                .await?;
-        drop(bench);
+        // A measurement that cannot be made is said in the draft; the solution stands.
+        let runs = match Workbench::at(run.env.git, commit, "coverage") {
+            Ok(bench) => {
+                let runs = crate::build::run_commands(
+                    config,
+                    bench.path(),
+                    Some(bench.git_mount()),
+                    &commands,
+                )
+                .await
+                .map_err(|e| e.to_string());
+                drop(bench);
+                runs
+            }
+            Err(error) => Err(error.to_string()),
+        };
+        let runs = match runs {
+            Ok(runs) => runs,
+            Err(error) => {
+                return Ok(format!(
+                    "\n**Coverage:** not measured on {what}: {}.\n",
+                    bugloop_domain::markdown::quiet(&error)
+                ));
+            }
+        };
         let percent = match runs.last() {
             Some(last) if runs.iter().all(|r| r.passed) => {
                 bugloop_domain::coverage::coverage_percent(&last.output)
@@ -509,9 +535,12 @@ async fn coverage_line(
     }
     let (base, head) = (measured[0], measured[1]);
     let delta = head - base;
+    // The code under test prints the summary read: its own claim, said as such.
+    let command = commands.last().map(|c| c.raw.as_str()).unwrap_or_default();
     Ok(format!(
-        "\n**Coverage:** {base:.1}% at the base, {head:.1}% with this change ({}{delta:.1} points).\n",
-        if delta >= 0.0 { "+" } else { "" }
+        "\n**Coverage:** {base:.1}% at the base, {head:.1}% with this change ({}{delta:.1} points), as `{}` reported.\n",
+        if delta >= 0.0 { "+" } else { "" },
+        bugloop_domain::markdown::quiet(command)
     ))
 }
 

@@ -45,7 +45,7 @@ fn the_draft_says_the_coverage_of_base_and_head_and_the_change() {
     let runner = Runner::me();
     let body = draft_body(&runner, "python3 cov.py");
     assert!(
-        body.contains("**Coverage:** 50.0% at the base, 60.0% with this change (+10.0 points)."),
+        body.contains("**Coverage:** 50.0% at the base, 60.0% with this change (+10.0 points), as `python3 cov.py` reported."),
         "{body}"
     );
     assert!(
