@@ -219,6 +219,8 @@ async fn solve_issue(job: EventJob) -> Result<EventOutcome, AppError> {
             issue,
             base: None,
             retry: false,
+            // On GitHub a maintainer approves on the issue (`@bugloop approve`), never a run.
+            approve: false,
             model: job.model.clone(),
             approved: approved.clone(),
             // A review of a draft goes on with an issue taken; it never starts one.

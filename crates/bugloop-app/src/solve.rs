@@ -18,6 +18,8 @@ pub struct SolveJob {
     pub base: Option<String>,
     /// Take an escalated issue again.
     pub retry: bool,
+    /// Approve the solution that waits for approval (the person running it may write).
+    pub approve: bool,
     pub model: Option<String>,
     /// What the person who asked approved (see `SolveOptions::approved`).
     pub approved: Option<String>,
@@ -113,6 +115,7 @@ impl App {
             base,
             start,
             retry: job.retry,
+            approve: job.approve,
             approved: job.approved.clone(),
             resume_only: job.resume_only,
             require_label: job.require_label.clone(),

@@ -28,6 +28,9 @@ pub struct SolveArgs {
     /// Take an escalated issue again.
     #[arg(long, conflicts_with = "all")]
     pub retry: bool,
+    /// Approve the solution waiting for approval (`solve.approval: required`): its draft opens.
+    #[arg(long, conflicts_with = "all")]
+    pub approve: bool,
     #[command(flatten)]
     pub common: ModelArg,
 }
@@ -53,6 +56,7 @@ pub fn solve(
         issue,
         base: args.base.clone(),
         retry: args.retry,
+        approve: args.approve,
         model: args.common.model.clone(),
         approved: None,
         resume_only: false,

@@ -54,6 +54,7 @@ pub const REPOSITORY_SETTABLE: &[&str] = &[
     "solve.max_diff_lines",
     "solve.on_regression",
     "solve.regression_grace_minutes",
+    "solve.approval",
     "converge.validator",
     "labels.in_progress",
     "labels.needs_human",

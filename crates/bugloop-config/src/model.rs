@@ -568,6 +568,19 @@ pub struct SolveConfig {
     /// Reports this soon after the merge was recorded are only counted: the code that still
     /// throws may not have been deployed with the fix yet.
     pub regression_grace_minutes: u64,
+    /// `required`: a solution waits on its branch, said on the issue, until someone who may
+    /// change the repository approves it (`@bugloop approve` on the issue; locally
+    /// `bugloop solve N --approve`); only then is the draft opened.
+    pub approval: Approval,
+}
+
+/// Whether a solution is proposed at once or after a maintainer's approval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Approval {
+    #[default]
+    Auto,
+    Required,
 }
 
 /// What a regression (an error reported again after its solution merged) does.
@@ -605,6 +618,7 @@ impl Default for SolveConfig {
             coverage_command: CommandList::default(),
             on_regression: OnRegression::default(),
             regression_grace_minutes: 60,
+            approval: Approval::default(),
         }
     }
 }

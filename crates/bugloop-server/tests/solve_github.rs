@@ -980,3 +980,77 @@ async fn the_gate_waits_for_running_checks_then_marks_ready() {
     );
     assert_eq!(sim.is_draft(number), Some(false));
 }
+
+/// `solve.approval: required` on GitHub: the solution waits on its branch with one comment on the
+/// issue; a stranger's `@bugloop approve` does nothing; a maintainer's opens the draft.
+#[tokio::test]
+async fn a_solution_waits_for_a_maintainers_approval_on_github() {
+    let Setup {
+        fixture,
+        queue,
+        mut settings,
+        _dirs,
+    } = setup_with(&format!(
+        "{CONFIG}  approval: required\nagents:\n  reviewer:\n    external: true\n"
+    ))
+    .await;
+    let sim = &fixture.sim;
+    let issue = sim.add_issue(
+        "alice",
+        "Crash in last",
+        "IndexError",
+        &["bug", "bug:autofix"],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    settings.model = Some(script_file(dir.path(), &script()[2..4]));
+    enqueue_trigger(&queue, "delivery-1", &autofix(sim, issue, "bug:autofix")).await;
+    let run = run_next(&queue, &settings, &Stop::never())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(run.state, Some(JobState::Done), "{run:?}");
+    let pulls = || sim.pulls().into_iter().filter(|p| p.0 != 7).count();
+    assert_eq!(pulls(), 0, "no draft before approval");
+    let asked = || {
+        sim.issue_comments(issue)
+            .into_iter()
+            .filter(|c| c.author == BOT && c.body.contains("asks for approval first"))
+            .count()
+    };
+    assert_eq!(asked(), 1);
+    let resume = Trigger::Solve {
+        repository: "acme/widgets".to_owned(),
+        issue,
+        installation: Some(42),
+        label: None,
+        labelled_by: None,
+        approved: None,
+        filed_from_report: false,
+    };
+    // A stranger approves: nothing opens, nothing is asked again.
+    sim.set_permission("mallory", "read");
+    sim.comment_as(issue, "mallory", "@bugloop approve");
+    settings.model = Some(script_file(dir.path(), &[]));
+    enqueue_trigger(&queue, "delivery-2", &resume).await;
+    run_next(&queue, &settings, &Stop::never())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(pulls(), 0);
+    assert_eq!(asked(), 1);
+    // A maintainer approves: the draft opens.
+    sim.comment_as(issue, "alice", "Right fix. @bugloop approve");
+    enqueue_trigger(&queue, "delivery-3", &resume).await;
+    let opened = run_next(&queue, &settings, &Stop::never())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(opened.state, Some(JobState::Done), "{opened:?}");
+    assert_eq!(pulls(), 1, "the draft opened after approval");
+    let record = sim
+        .issue_comments(issue)
+        .into_iter()
+        .find(|c| c.author == BOT && c.body.contains("### bugloop solve:"))
+        .unwrap();
+    assert!(record.body.contains("approved by alice"), "{}", record.body);
+}

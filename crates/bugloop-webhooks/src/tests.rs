@@ -192,6 +192,12 @@ fn comments_must_address_bugloop_or_answer_a_review_thread() {
         decide("issue_comment", &on_issue),
         Err(Skip::NotAPullRequest(_))
     ));
+    // `@bugloop approve` on an issue lets a solution waiting for approval go on.
+    on_issue["comment"]["body"] = json!("Looks right. @bugloop approve");
+    assert!(matches!(
+        decide("issue_comment", &on_issue),
+        Ok(Trigger::Solve { label: None, .. })
+    ));
 
     // A reply in a review thread goes to the job (it may answer a finding), mention or not.
     let mut reply = example("pull_request_review_comment", "created");

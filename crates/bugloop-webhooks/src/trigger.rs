@@ -300,10 +300,19 @@ fn pull_request(e: &PullRequestEvent, settings: &TriggerSettings) -> Result<Trig
 fn issue_comment(e: &IssueCommentEvent, settings: &TriggerSettings) -> Result<Trigger, Skip> {
     not_from_bot(&e.sender, settings)?;
     expect_action("issue_comment", &e.action, &["created"])?;
+    let body = e.comment.body.clone().unwrap_or_default();
     if e.issue.pull_request.is_none() {
+        // On an issue: `@bugloop approve` lets a solution waiting for approval go on (the job
+        // checks who wrote it and that a solution waits); nothing else on an issue asks for one.
+        if mentions(&body, &settings.mention) && body.to_lowercase().contains("approve") {
+            return Ok(solving_goes_on(
+                &e.repository,
+                e.issue.number,
+                e.installation.as_ref(),
+            ));
+        }
         return Err(Skip::NotAPullRequest(e.issue.number));
     }
-    let body = e.comment.body.clone().unwrap_or_default();
     if !mentions(&body, &settings.mention) {
         return Err(Skip::NoMention(settings.mention.clone()));
     }

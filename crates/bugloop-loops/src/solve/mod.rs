@@ -10,6 +10,7 @@
 //! draft, a thread's answer) records what it is about to write first, and on resume finishes it
 //! by checking what is already there.
 
+mod approval;
 mod detail;
 mod gate;
 mod junit;
@@ -78,6 +79,9 @@ pub struct SolveOptions {
     pub start: Option<String>,
     /// Take an escalated issue again.
     pub retry: bool,
+    /// The person running this approves the solution waiting for approval
+    /// (`solve.approval: required`; locally, `bugloop solve N --approve`).
+    pub approve: bool,
     /// What the person who asked approved (`approval_digest` of the title and body then): an
     /// issue edited since is not taken.
     pub approved: Option<String>,

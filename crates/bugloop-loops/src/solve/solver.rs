@@ -445,6 +445,15 @@ async fn propose(
                 .await;
         }
     }
+    let approved = match run.env.config().solve.approval {
+        bugloop_config::Approval::Auto => String::new(),
+        bugloop_config::Approval::Required => {
+            match super::approval::approved_by(run, solution).await? {
+                Some(by) => format!(", approved by {by}"),
+                None => return super::approval::wait(run, branch, solution).await,
+            }
+        }
+    };
     let coverage = coverage_line(run, solving, solution).await?;
     let draft = run
         .tracker
@@ -458,7 +467,7 @@ async fn propose(
         .await?;
     run.step(
         SolveState::PrDraft,
-        &format!("draft #{} opened from {branch}", draft.number),
+        &format!("draft #{} opened from {branch}{approved}", draft.number),
         &DraftOpened {
             change_request: Some(draft.number),
             commit: solution.commit.clone(),

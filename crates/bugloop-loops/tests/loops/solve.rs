@@ -164,6 +164,7 @@ async fn run_solve(
         work: bugloop_loops::build::WorkTarget::LocalBranch,
     };
     let options = SolveOptions {
+        approve: false,
         base: "main".to_owned(),
         start: None,
         retry: false,

@@ -217,3 +217,77 @@ fn an_escalated_issue_is_unassigned() {
         .collect();
     assert!(states.contains(&"ASSIGNED"), "{history:#}");
 }
+
+/// `solve.approval: required`: the solution waits on its branch, said once on the issue, and the
+/// draft opens only when the developer approves it (`solve N --approve`).
+#[test]
+fn a_solution_waits_for_approval_before_its_draft_opens() {
+    let runner = Runner::me();
+    let repo = runner.repo(&[
+        ("stats.py", MEAN),
+        (
+            ".bugloop/config.yml",
+            "solve:\n  approval: required\n  test_commands:\n    - python3 -m unittest -q\nagents:\n  reviewer:\n    external: true\n",
+        ),
+    ]);
+    let dir = repo.path();
+    let lines = [
+        json!({"tool_calls": [write("test_stats.py", MEAN_TEST), write("stats.py", &MEAN.replace(" + 1", ""))]}),
+        json!({"text": "The loop stops at the last element; tested."}),
+    ];
+    let report = solve_with(&runner, dir, MEAN_TRACE, &lines);
+    assert_eq!(report["state"], "SOLVING", "{report:#}");
+    assert!(
+        message(&report).starts_with("waiting for approval of the solution on bugloop/1-"),
+        "{report:#}"
+    );
+    // Asked once on the issue, however often solve runs; no draft yet; the branch is there.
+    for _ in 0..2 {
+        let again = solve(&runner, dir, &[]);
+        assert_eq!(again["state"], "SOLVING", "{again:#}");
+    }
+    let issue = item(&runner, dir, "1");
+    let asked: Vec<&Value> = issue["comments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| {
+            c["body"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("asks for approval first")
+        })
+        .collect();
+    assert_eq!(asked.len(), 1, "{issue:#}");
+    let none = runner.run(dir, &["item", "2"], "");
+    assert_ne!(
+        none.status.code(),
+        Some(0),
+        "no draft before approval: {}",
+        text(&none)
+    );
+    let branches = runner.git(dir, &["branch", "--list", "bugloop/*"]);
+    assert_eq!(branches.lines().count(), 1, "{branches}");
+    // Approved: the draft opens, and the record says who approved.
+    let scripts = runner.scripts();
+    let model = script_of(scripts.path(), "none.jsonl", &[]);
+    let approved = runner.run(
+        dir,
+        &[
+            "solve",
+            "1",
+            "--approve",
+            "--model",
+            &model,
+            "--format",
+            "json",
+        ],
+        "",
+    );
+    assert_eq!(approved.status.code(), Some(0), "{}", text(&approved));
+    let approved: Value = serde_json::from_slice(&approved.stdout).unwrap();
+    assert_eq!(approved["state"], "REVIEWING", "{approved:#}");
+    assert_eq!(approved["change_request"], 2, "{approved:#}");
+    let history = approved["history"].to_string();
+    assert!(history.contains("approved by the developer"), "{history}");
+}

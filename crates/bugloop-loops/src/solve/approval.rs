@@ -1,0 +1,122 @@
+//! `solve.approval: required` (the design's human-in-the-loop mode): a solution that passed
+//! waits on its published branch, said once on the issue, until someone who may change the
+//! repository approves it: a comment `@bugloop approve` on the issue after bugloop said so (on
+//! GitHub its webhook resumes the solving), or locally the developer's `bugloop solve N
+//! --approve`. Only then is the draft opened. A new solution (another commit) needs its own
+//! approval.
+
+use bugloop_git::short;
+
+use super::detail::Solution;
+use super::{Flow, Run, SolveError};
+
+/// The hidden line of the comment that asks for approval of `commit`.
+fn marker(commit: &str) -> String {
+    format!("<!-- bugloop solve-approval:{commit} -->")
+}
+
+/// Who approved `solution`, if someone did: the person running this (`--approve`), or the
+/// first comment after bugloop's request that says `@bugloop approve`, by someone who may
+/// change the repository (anyone may comment on a public issue).
+pub(super) async fn approved_by(
+    run: &Run<'_, '_>,
+    solution: &Solution,
+) -> Result<Option<String>, SolveError> {
+    if run.options.approve {
+        return Ok(Some("the developer (`bugloop solve --approve`)".to_owned()));
+    }
+    let comments = run.env.forge.comments(&run.issue.conversation).await?;
+    let marker = marker(&solution.commit);
+    let Some(asked) = comments
+        .iter()
+        .position(|c| c.by_bugloop && c.body.contains(&marker))
+    else {
+        return Ok(None);
+    };
+    for comment in &comments[asked + 1..] {
+        if comment.by_bugloop || !says_approve(&comment.body) {
+            continue;
+        }
+        if run
+            .env
+            .forge
+            .permission(&comment.author)
+            .await?
+            .may_modify_files()
+        {
+            return Ok(Some(bugloop_domain::markdown::quiet(&comment.author)));
+        }
+    }
+    Ok(None)
+}
+
+/// Whether a comment says `@bugloop approve` (its own words, not quoted).
+fn says_approve(body: &str) -> bool {
+    body.lines()
+        .filter(|l| !l.trim_start().starts_with('>'))
+        .any(|l| {
+            let words: Vec<String> = l
+                .split_whitespace()
+                .map(|w| {
+                    w.trim_matches(|c: char| !c.is_alphanumeric() && c != '@')
+                        .to_lowercase()
+                })
+                .collect();
+            words
+                .windows(2)
+                .any(|w| w[0] == "@bugloop" && w[1] == "approve")
+        })
+}
+
+/// Asks for approval of `solution` on the issue (once), and waits.
+pub(super) async fn wait(
+    run: &mut Run<'_, '_>,
+    branch: &str,
+    solution: &Solution,
+) -> Result<Flow, SolveError> {
+    let marker = marker(&solution.commit);
+    let conversation = run.issue.conversation.clone();
+    let said = run
+        .env
+        .forge
+        .comments(&conversation)
+        .await?
+        .iter()
+        .any(|c| c.by_bugloop && c.body.contains(&marker));
+    if !said {
+        let tests = super::detail::total_line(&solution.verify).unwrap_or_default();
+        let body = format!(
+            "bugloop has a solution on `{branch}` ({}): the tests pass.{tests}\n\nThis \
+             repository asks for approval first (`solve.approval: required`): someone who may \
+             change the repository comments `@bugloop approve` here (locally: `bugloop solve \
+             {} --approve`), and the draft change request opens.\n\n{marker}",
+            short(&solution.commit),
+            run.number()
+        );
+        run.env
+            .forge
+            .add_comment(&conversation, &body, None)
+            .await?;
+    }
+    Ok(Flow::Stop(format!(
+        "waiting for approval of the solution on {branch} ({}): `@bugloop approve` on the \
+         issue, or `bugloop solve {} --approve`",
+        short(&solution.commit),
+        run.number()
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::says_approve;
+
+    #[test]
+    fn only_an_approval_in_ones_own_words_counts() {
+        assert!(says_approve("@bugloop approve"));
+        assert!(says_approve("Looks right. @Bugloop approve!"));
+        assert!(!says_approve("> @bugloop approve\nno"));
+        assert!(!says_approve("@bugloop do not approve"));
+        assert!(!says_approve("approve @bugloop"));
+        assert!(!says_approve("@bugloopapprove"));
+    }
+}
