@@ -58,6 +58,23 @@ pub use self::solve::SolveJob;
 pub use self::solve_all::{SolveAllJob, SolvedIssue, issue_severity};
 pub use self::watch::{Watch, WatchEvent, WatchLimits};
 
+/// Resolves when the process is asked to stop (Ctrl-C or SIGTERM): how a long-running front end
+/// (`bugloop serve`, `bugloop watch`) knows to finish what it holds and end.
+pub async fn stop_requested() {
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = terminate => {}
+    }
+}
+
 /// What a front end renders, and the renderers, from the crates below: a front end depends on
 /// this crate alone.
 pub mod types {

@@ -589,18 +589,7 @@ async fn watch_stdin(
 
 /// Resolves when the process is asked to stop (Ctrl-C, SIGTERM).
 async fn stop_signal() {
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        () = terminate => {}
-    }
+    bugloop_app::stop_requested().await;
 }
 
 #[cfg(test)]

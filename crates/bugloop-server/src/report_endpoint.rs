@@ -198,9 +198,23 @@ async fn receive(state: &ReportState, body: axum::body::Body) -> Result<Bytes, A
 /// Queues the report's job; every report counts, even one sent twice: each is a delivery of its
 /// own.
 async fn queue_report(state: &ReportState, repository: String, body: &Bytes) -> Answer {
+    let report = String::from_utf8_lossy(body).into_owned();
+    queue_error_report(&state.queue, "report", repository, report, None).await
+}
+
+/// Queues an error report for `repository` as the delivery `<event>-<id>` (`id` random when
+/// none is given: then every report is a delivery of its own); a delivery queued before is not
+/// queued again. Shared by `POST /report` and `POST /sentry`.
+pub(crate) async fn queue_error_report(
+    queue: &Queue,
+    event: &str,
+    repository: String,
+    report: String,
+    id: Option<&str>,
+) -> Answer {
     let trigger = Trigger::ErrorReport {
         repository,
-        report: String::from_utf8_lossy(body).into_owned(),
+        report,
         installation: None,
     };
     let Ok(payload) = serde_json::to_string(&trigger) else {
@@ -209,19 +223,23 @@ async fn queue_report(state: &ReportState, repository: String, body: &Bytes) -> 
             "cannot queue the report\n".to_owned(),
         );
     };
-    let mut id = [0u8; 16];
-    if ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut id).is_err() {
-        return (
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "no randomness for the report's id\n".to_owned(),
-        );
-    }
-    let delivery = format!("report-{}", hex::encode(id));
-    let queued = state
-        .queue
+    let delivery = match id {
+        Some(id) => format!("{event}-{id}"),
+        None => {
+            let mut id = [0u8; 16];
+            if ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut id).is_err() {
+                return (
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "no randomness for the report's id\n".to_owned(),
+                );
+            }
+            format!("{event}-{}", hex::encode(id))
+        }
+    };
+    let queued = queue
         .enqueue(
             &delivery,
-            "report",
+            event,
             Some(NewJob {
                 kind: JobKind::ErrorReport,
                 conversation: trigger.conversation(),
@@ -233,6 +251,10 @@ async fn queue_report(state: &ReportState, repository: String, body: &Bytes) -> 
         )
         .await;
     match queued {
+        Ok(bugloop_queue::Enqueued::Redelivered { .. }) => (
+            StatusCode::OK,
+            format!("{delivery} was queued before; not again\n"),
+        ),
         Ok(_) => (StatusCode::ACCEPTED, format!("queued {delivery}\n")),
         Err(error) => (
             StatusCode::SERVICE_UNAVAILABLE,

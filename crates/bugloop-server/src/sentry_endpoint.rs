@@ -15,8 +15,7 @@ use std::sync::Arc;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::post;
-use bugloop_queue::{JobKind, NewJob, Queue};
-use bugloop_webhooks::Trigger;
+use bugloop_queue::Queue;
 
 /// The integration's client secret and where each Sentry project's errors are filed.
 #[derive(Clone, PartialEq, Eq)]
@@ -150,8 +149,9 @@ async fn sentry(
     };
     // The event's id is signed (the request's is not): Sentry's retries, and a captured
     // delivery replayed under another request id, are one job.
-    queue(
+    crate::report_endpoint::queue_error_report(
         &state.queue,
+        "sentry",
         repository,
         report.text,
         report.event_id.as_deref(),
@@ -218,56 +218,4 @@ async fn receive(
         return Err(unsigned());
     }
     Ok(body)
-}
-
-async fn queue(queue: &Queue, repository: String, text: String, event_id: Option<&str>) -> Answer {
-    let trigger = Trigger::ErrorReport {
-        repository,
-        report: text,
-        installation: None,
-    };
-    let Ok(payload) = serde_json::to_string(&trigger) else {
-        return (
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "cannot queue the report\n".to_owned(),
-        );
-    };
-    let delivery = match event_id {
-        Some(id) => format!("sentry-{id}"),
-        None => {
-            let mut id = [0u8; 16];
-            if ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut id).is_err() {
-                return (
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "no randomness for the delivery's id\n".to_owned(),
-                );
-            }
-            format!("sentry-{}", hex::encode(id))
-        }
-    };
-    let queued = queue
-        .enqueue(
-            &delivery,
-            "sentry",
-            Some(NewJob {
-                kind: JobKind::ErrorReport,
-                conversation: trigger.conversation(),
-                installation: None,
-                head: None,
-                payload,
-            }),
-            bugloop_queue::now_ms(),
-        )
-        .await;
-    match queued {
-        Ok(bugloop_queue::Enqueued::Redelivered { .. }) => (
-            StatusCode::OK,
-            format!("{delivery} was queued before; not again\n"),
-        ),
-        Ok(_) => (StatusCode::ACCEPTED, format!("queued {delivery}\n")),
-        Err(error) => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            format!("the job queue does not answer: {error}\n"),
-        ),
-    }
 }

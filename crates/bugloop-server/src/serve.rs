@@ -550,16 +550,5 @@ fn raise_open_files_limit() {
 
 /// SIGTERM or Ctrl-C.
 async fn shutdown() {
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        () = terminate => {}
-    }
+    bugloop_app::stop_requested().await;
 }

@@ -92,6 +92,19 @@ fn autofix(sim: &Simulator, issue: u64, label: &str) -> Trigger {
     }
 }
 
+/// The solving of `issue` going on, as a review, a check or a comment on it asks.
+fn resume(issue: u64) -> Trigger {
+    Trigger::Solve {
+        repository: "acme/widgets".to_owned(),
+        issue,
+        installation: Some(42),
+        label: None,
+        labelled_by: None,
+        approved: None,
+        filed_from_report: false,
+    }
+}
+
 struct Setup {
     fixture: PullRequestFixture,
     queue: Queue,
@@ -823,15 +836,7 @@ async fn an_external_reviewers_threads_are_addressed_and_its_review_awaited() {
     // A stranger's review is not the external reviewer's: still waiting, nothing asked.
     sim.add_review(number, "mallory", "APPROVED");
     settings.model = Some(script_file(dir.path(), &[]));
-    let resume = Trigger::Solve {
-        repository: "acme/widgets".to_owned(),
-        issue,
-        installation: Some(42),
-        label: None,
-        labelled_by: None,
-        approved: None,
-        filed_from_report: false,
-    };
+    let resume = resume(issue);
     enqueue_trigger(&queue, "delivery-2", &resume).await;
     let waited = run_next(&queue, &settings, &Stop::never())
         .await
@@ -954,20 +959,7 @@ async fn the_gate_waits_for_running_checks_then_marks_ready() {
     sim.set_check("*", "ci", "completed", Some("success"));
     let mut settings = settings;
     settings.model = Some(script_file(_dirs[1].path(), &[]));
-    enqueue_trigger(
-        &queue,
-        "delivery-2",
-        &Trigger::Solve {
-            repository: "acme/widgets".to_owned(),
-            issue,
-            installation: Some(42),
-            label: None,
-            labelled_by: None,
-            approved: None,
-            filed_from_report: false,
-        },
-    )
-    .await;
+    enqueue_trigger(&queue, "delivery-2", &resume(issue)).await;
     let run = run_next(&queue, &settings, &Stop::never())
         .await
         .unwrap()
@@ -1018,15 +1010,7 @@ async fn a_solution_waits_for_a_maintainers_approval_on_github() {
             .count()
     };
     assert_eq!(asked(), 1);
-    let resume = Trigger::Solve {
-        repository: "acme/widgets".to_owned(),
-        issue,
-        installation: Some(42),
-        label: None,
-        labelled_by: None,
-        approved: None,
-        filed_from_report: false,
-    };
+    let resume = resume(issue);
     // A stranger approves: nothing opens, nothing is asked again.
     sim.set_permission("mallory", "read");
     sim.comment_as(issue, "mallory", "@bugloop approve");

@@ -70,34 +70,20 @@ fn says_approve(body: &str) -> bool {
 
 /// Asks for approval of `solution` on the issue (once), and waits.
 pub(super) async fn wait(
-    run: &mut Run<'_, '_>,
+    run: &Run<'_, '_>,
     branch: &str,
     solution: &Solution,
 ) -> Result<Flow, SolveError> {
-    let marker = marker(&solution.commit);
-    let conversation = run.issue.conversation.clone();
-    let said = run
-        .env
-        .forge
-        .comments(&conversation)
-        .await?
-        .iter()
-        .any(|c| c.by_bugloop && c.body.contains(&marker));
-    if !said {
-        let tests = super::detail::total_line(&solution.verify).unwrap_or_default();
-        let body = format!(
-            "bugloop has a solution on `{branch}` ({}): the tests pass.{tests}\n\nThis \
-             repository asks for approval first (`solve.approval: required`): someone who may \
-             change the repository comments `@bugloop approve` here (locally: `bugloop solve \
-             {} --approve`), and the draft change request opens.\n\n{marker}",
-            short(&solution.commit),
-            run.number()
-        );
-        run.env
-            .forge
-            .add_comment(&conversation, &body, None)
-            .await?;
-    }
+    let tests = super::detail::total_line(&solution.verify).unwrap_or_default();
+    let body = format!(
+        "bugloop has a solution on `{branch}` ({}): the tests pass.{tests}\n\nThis repository \
+         asks for approval first (`solve.approval: required`): someone who may change the \
+         repository comments `@bugloop approve` here (locally: `bugloop solve {} --approve`), \
+         and the draft change request opens.",
+        short(&solution.commit),
+        run.number()
+    );
+    run.say_once(&marker(&solution.commit), &body).await?;
     Ok(Flow::Stop(format!(
         "waiting for approval of the solution on {branch} ({}): `@bugloop approve` on the \
          issue, or `bugloop solve {} --approve`",

@@ -554,6 +554,26 @@ impl Run<'_, '_> {
         .await
     }
 
+    /// Says `body` on the issue, once: a comment ending in `marker` is found again, so a run
+    /// that died after saying it and before recording its step does not say it twice.
+    async fn say_once(&self, marker: &str, body: &str) -> Result<(), SolveError> {
+        let conversation = &self.issue.conversation;
+        let said = self
+            .env
+            .forge
+            .comments(conversation)
+            .await?
+            .iter()
+            .any(|c| c.by_bugloop && c.body.contains(marker));
+        if !said {
+            self.env
+                .forge
+                .add_comment(conversation, &format!("{body}\n\n{marker}"), None)
+                .await?;
+        }
+        Ok(())
+    }
+
     /// -> ESCALATED, with `reason` and what was tried, said on the issue once.
     async fn escalate(&mut self, reason: &str) -> Result<Flow, SolveError> {
         let seq = self.record.len() + 1;

@@ -341,24 +341,11 @@ async fn reopen(
 ) -> Result<Flow, SolveError> {
     run.tracker.reopen(run.number()).await?;
     let marker = format!("<!-- bugloop solve-regression:{} -->", run.record.len());
-    let conversation = run.issue.conversation.clone();
-    let said = run
-        .env
-        .forge
-        .comments(&conversation)
-        .await?
-        .iter()
-        .any(|c| c.by_bugloop && c.body.contains(&marker));
-    if !said {
-        let mut body = format!("This error was reported again: {reason}.");
-        if revert.is_none() {
-            body.push_str(" The merged solution was left in place.");
-        }
-        run.env
-            .forge
-            .add_comment(&conversation, &format!("{body}\n\n{marker}"), None)
-            .await?;
+    let mut body = format!("This error was reported again: {reason}.");
+    if revert.is_none() {
+        body.push_str(" The merged solution was left in place.");
     }
+    run.say_once(&marker, &body).await?;
     let (number, commit) = revert.unzip();
     run.step(
         SolveState::Open,
