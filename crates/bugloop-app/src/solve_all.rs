@@ -31,35 +31,14 @@ pub struct SolvedIssue {
     pub error: Option<String>,
 }
 
-/// How severe an issue is, for the order: bugloop's own issue says it in its
-/// `**Severity:** ...` line (from the report's level and whether it crashed); anyone's issue by
-/// a `severity:<level>` label (`critical`, `high`, `medium`, `low`); else medium.
+/// How severe an issue is, for the order (`bugloop_domain::urgency`).
 pub fn issue_severity(item: &Item, bot: &str) -> (u8, &'static str) {
-    let rank = |word: &str| match word.trim().to_ascii_lowercase().as_str() {
-        "critical" | "fatal" | "p0" => Some((4, "critical")),
-        "high" | "p1" => Some((3, "high")),
-        "medium" | "p2" => Some((2, "medium")),
-        "low" | "p3" => Some((1, "low")),
-        _ => None,
-    };
-    let labelled = item
-        .labels
-        .iter()
-        .filter_map(|l| {
-            l.strip_prefix("severity:")
-                .or_else(|| l.strip_prefix("priority:"))
-        })
-        .filter_map(rank)
-        .max();
-    let written = (item.author == bot)
-        .then(|| {
-            item.body
-                .lines()
-                .find_map(|l| l.strip_prefix("**Severity:** "))
-                .and_then(rank)
-        })
-        .flatten();
-    labelled.or(written).unwrap_or((2, "medium"))
+    let urgency = bugloop_domain::urgency::of_issue(
+        item.labels.iter().map(String::as_str),
+        &item.body,
+        item.author == bot,
+    );
+    (urgency.rank, urgency.name)
 }
 
 impl App {

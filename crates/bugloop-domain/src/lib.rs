@@ -19,6 +19,7 @@ pub mod solve;
 pub mod status;
 pub mod test_counts;
 pub mod thread;
+pub mod urgency;
 
 pub use finding::{Category, Finding, FindingId};
 pub use marker::{Marker, MarkerSyntax, ReplyKind};

@@ -22,6 +22,7 @@ use crate::{
 const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0001_queue.sql"),
     include_str!("../migrations/0002_job_times.sql"),
+    include_str!("../migrations/0003_job_priority.sql"),
 ];
 
 const COLUMNS: &str = "id, kind, conversation, installation, head, payload, state, attempts, \
@@ -40,7 +41,7 @@ const BATCH: usize = 256;
 /// How many candidates a PostgreSQL claim locks at once (others may hold the first ones' conversations).
 const CLAIM_CANDIDATES: i64 = 16;
 
-/// The jobs that may be claimed now, oldest first: queued and due, or running under a lease that
+/// The jobs that may be claimed now, highest priority first and then oldest: queued and due, or running under a lease that
 /// ran out, in a conversation with no job running under a live lease, within `limits`. Every `?`
 /// is now.
 fn claimable(limits: Limits) -> String {
@@ -63,7 +64,7 @@ fn claimable(limits: Limits) -> String {
                AND r.state = 'running' AND r.lease_until > ?) < {per_installation}"
         ));
     }
-    text.push_str(" ORDER BY j.created_at, j.id");
+    text.push_str(" ORDER BY j.priority DESC, j.created_at, j.id");
     text
 }
 
@@ -793,15 +794,16 @@ async fn enqueue_in_one_statement(
     job: Option<NewJob>,
     now: i64,
 ) -> Result<Enqueued, QueueError> {
-    let (kind, conversation, installation, head, payload) = match &job {
+    let (kind, conversation, installation, head, payload, priority) = match &job {
         Some(job) => (
             Some(job.kind.as_str()),
             Some(job.conversation.as_str()),
             job.installation,
             job.head.as_deref(),
             Some(job.payload.as_str()),
+            job.priority,
         ),
-        None => (None, None, None, None, None),
+        None => (None, None, None, None, None, 0),
     };
     let (recorded, superseded): (i64, String) = sqlx::query_as(
         "WITH recorded AS ( \
@@ -814,9 +816,10 @@ async fn enqueue_in_one_statement(
                AND conversation = $5::text AND EXISTS (SELECT 1 FROM recorded) RETURNING id), \
          queued AS ( \
              INSERT INTO jobs (id, kind, conversation, installation, head, payload, state, \
-                               attempts, run_after, epoch, created_at, updated_at) \
+                               attempts, run_after, epoch, created_at, updated_at, priority) \
              SELECT id, $4::text, $5::text, $6::bigint, $7::text, $8::text, 'queued', \
-                    0, $3, 0, $3, $3 FROM recorded WHERE $4::text IS NOT NULL RETURNING id) \
+                    0, $3, 0, $3, $3, $9::bigint FROM recorded WHERE $4::text IS NOT NULL \
+             RETURNING id) \
          SELECT (SELECT COUNT(*) FROM recorded), \
                 COALESCE((SELECT string_agg(id, E'\\n' ORDER BY id) FROM superseded), '')",
     )
@@ -828,6 +831,7 @@ async fn enqueue_in_one_statement(
     .bind(installation)
     .bind(head)
     .bind(payload)
+    .bind(priority)
     .fetch_one(&mut *tx)
     .await
     .map_err(query_error("record the delivery"))?;
@@ -909,8 +913,8 @@ async fn enqueue_in(
     sqlx::query(&sql(
         backend,
         "INSERT INTO jobs (id, kind, conversation, installation, head, payload, state, \
-         attempts, run_after, epoch, created_at, updated_at) \
-         VALUES (?, ?, ?, ?, ?, ?, 'queued', 0, ?, 0, ?, ?)",
+         attempts, run_after, epoch, created_at, updated_at, priority) \
+         VALUES (?, ?, ?, ?, ?, ?, 'queued', 0, ?, 0, ?, ?, ?)",
     ))
     .bind(&id)
     .bind(job.kind.as_str())
@@ -921,6 +925,7 @@ async fn enqueue_in(
     .bind(now)
     .bind(now)
     .bind(now)
+    .bind(job.priority)
     .execute(&mut *tx)
     .await
     .map_err(query_error("queue the job"))?;

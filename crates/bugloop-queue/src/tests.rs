@@ -85,6 +85,7 @@ on_both!(
     deliveries_arriving_together_are_written_together_each_exactly_once,
     claims_keep_within_the_limits_global_and_per_installation,
     a_job_handed_back_runs_again_its_attempt_not_counted,
+    claims_take_the_highest_priority_first_then_the_oldest,
 );
 
 fn review(pr: u64, head: &str) -> NewJob {
@@ -94,6 +95,7 @@ fn review(pr: u64, head: &str) -> NewJob {
         installation: Some(42),
         head: Some(head.to_owned()),
         payload: format!("{{\"pr\":{pr},\"head\":\"{head}\"}}"),
+        priority: 0,
     }
 }
 
@@ -489,4 +491,29 @@ async fn a_job_handed_back_runs_again_its_attempt_not_counted(backend: Backend) 
     // The first holder can no longer hand it back or end it.
     assert!(!queue.release(&lease, 13).await.unwrap());
     assert!(!queue.complete(&lease, 13).await.unwrap());
+}
+
+async fn claims_take_the_highest_priority_first_then_the_oldest(backend: Backend) {
+    let (queue, _place) = queue(backend).await;
+    // Solving issues of ranks 1, 3, 3 and 2, and a comment someone waits on, queued last.
+    let mut ids = Vec::new();
+    for (n, priority) in [1, 3, 3, 2, 10].into_iter().enumerate() {
+        let job = NewJob {
+            priority,
+            ..comment(u64::try_from(n).unwrap())
+        };
+        let at = i64::try_from(n).unwrap();
+        ids.push(queued(
+            queue
+                .enqueue(&format!("d-{n}"), "issues", Some(job), at)
+                .await
+                .unwrap(),
+        ));
+    }
+    let mut claimed = Vec::new();
+    while let Some(lease) = queue.claim("w", LEASE, 100).await.unwrap() {
+        claimed.push(lease.job.id.clone());
+    }
+    let order: Vec<&str> = [4, 1, 2, 3, 0].iter().map(|&i| ids[i].as_str()).collect();
+    assert_eq!(claimed, order);
 }

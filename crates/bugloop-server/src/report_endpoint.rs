@@ -246,6 +246,7 @@ pub(crate) async fn queue_error_report(
                 installation: None,
                 head: None,
                 payload,
+                priority: trigger.priority(),
             }),
             bugloop_queue::now_ms(),
         )

@@ -305,6 +305,7 @@ async fn answer(state: WebhookState, headers: &HeaderMap, body: &Bytes) -> (Stat
                 installation: trigger.installation().and_then(|i| i64::try_from(i).ok()),
                 head: trigger.head().map(str::to_owned),
                 payload,
+                priority: trigger.priority(),
             })
         }
         Err(Skip::Unhandled(name)) => {

@@ -340,6 +340,8 @@ async fn what_it_came_to(
                 labelled_by: None,
                 approved: None,
                 filed_from_report: true,
+                urgency: bugloop_domain::urgency::Urgency::parse(outcome.report.severity.as_str())
+                    .map(|u| u.rank),
             };
             follow_up(queue, lease, &follow)
                 .await
@@ -369,6 +371,7 @@ async fn what_it_came_to(
                 labelled_by: None,
                 approved: None,
                 filed_from_report: false,
+                urgency: None,
             };
             let delivery = format!("{repository}#{issue}:wake:{wake_at}");
             enqueue_solve(queue, &delivery, &follow, due.max(now_ms()))
@@ -417,6 +420,7 @@ async fn enqueue_solve(
                 installation: trigger.installation().and_then(|i| i64::try_from(i).ok()),
                 head: None,
                 payload,
+                priority: trigger.priority(),
             }),
             run_after,
         )

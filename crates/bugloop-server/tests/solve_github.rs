@@ -71,6 +71,7 @@ async fn enqueue_trigger(queue: &Queue, delivery: &str, trigger: &Trigger) {
                 installation: trigger.installation().and_then(|i| i64::try_from(i).ok()),
                 head: None,
                 payload: serde_json::to_string(trigger).unwrap(),
+                priority: trigger.priority(),
             }),
             0,
         )
@@ -89,6 +90,7 @@ fn autofix(sim: &Simulator, issue: u64, label: &str) -> Trigger {
         labelled_by: Some("alice".to_owned()),
         approved: Some(bugloop_domain::solve::approval_digest(&title, &body)),
         filed_from_report: false,
+        urgency: None,
     }
 }
 
@@ -102,6 +104,7 @@ fn resume(issue: u64) -> Trigger {
         labelled_by: None,
         approved: None,
         filed_from_report: false,
+        urgency: None,
     }
 }
 

@@ -26,6 +26,7 @@ fn job(kind: JobKind, conversation: &str) -> NewJob {
         installation: Some(42),
         head: None,
         payload: "{}".to_owned(),
+        priority: 0,
     }
 }
 

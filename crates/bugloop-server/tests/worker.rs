@@ -57,6 +57,7 @@ async fn setup(lease: Duration) -> Setup {
                 installation: Some(42),
                 head: Some(fixture.head.clone()),
                 payload: serde_json::to_string(&trigger).unwrap(),
+                priority: trigger.priority(),
             }),
             0,
         )
@@ -264,6 +265,7 @@ async fn with_github_unreachable_a_job_is_retried_then_dead_with_a_clear_error()
                 installation: job.installation,
                 head: job.head,
                 payload: job.payload,
+                priority: 0,
             }),
             0,
         )
@@ -373,6 +375,7 @@ async fn a_worker_whose_lease_is_gone_pushes_nothing() {
                 installation: Some(42),
                 head: None,
                 payload: serde_json::to_string(&trigger).unwrap(),
+                priority: trigger.priority(),
             }),
             0,
         )

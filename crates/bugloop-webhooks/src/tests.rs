@@ -246,6 +246,31 @@ fn an_issue_labelled_for_autofix_asks_for_a_fix() {
 }
 
 #[test]
+fn a_labelled_issue_is_solved_in_the_order_of_its_severity() {
+    let mut labelled = example("issues", "labeled");
+    labelled["label"]["name"] = json!("bug:autofix");
+    let priority = |payload: &Value| decide("issues", payload).unwrap().priority();
+    labelled["issue"]["labels"] = json!([]);
+    labelled["issue"]["body"] = json!("**Severity:** high");
+    // Anyone may write that line; only bugloop's own issue is believed.
+    assert_eq!(priority(&labelled), 2);
+    labelled["issue"]["user"]["login"] = json!("bugloop-app[bot]");
+    assert_eq!(priority(&labelled), 3);
+    labelled["issue"]["labels"] = json!([{"name": "severity:critical"}]);
+    assert_eq!(priority(&labelled), 4);
+    // What a person waits on goes before any solving.
+    let review = Trigger::Review {
+        repository: "acme/widgets".to_owned(),
+        number: 1,
+        head: "a".to_owned(),
+        base: "b".to_owned(),
+        fork: false,
+        installation: None,
+    };
+    assert!(review.priority() > 4);
+}
+
+#[test]
 fn a_review_of_a_solve_draft_asks_its_solving_to_go_on() {
     let mut comment = example("pull_request_review_comment", "created");
     comment["comment"]["body"] = json!("Please handle the empty list.");

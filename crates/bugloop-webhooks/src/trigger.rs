@@ -21,6 +21,10 @@ pub enum CommentKind {
     ReviewBody,
 }
 
+/// The priority of a job a person waits on (a review, an answer, a report to file): above
+/// every issue's severity rank, so solving never holds them back.
+pub const PRIORITY_WAITED_ON: i64 = 10;
+
 /// What an event asks bugloop to do.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case", tag = "job")]
@@ -76,6 +80,10 @@ pub enum Trigger {
         /// event of its own reaches the server (the App's events are dropped).
         #[serde(default)]
         filed_from_report: bool,
+        /// How severe the issue is (`bugloop_domain::urgency`'s rank), when the event said:
+        /// solving jobs are claimed most severe first.
+        #[serde(default)]
+        urgency: Option<u8>,
     },
     /// An error report sent to the server's report endpoint, to file as an issue (or count on
     /// the issue of its fingerprint); the installation is looked up when not known.
@@ -143,6 +151,17 @@ impl Trigger {
             | Trigger::Solve { installation, .. }
             | Trigger::ErrorReport { installation, .. } => *installation,
             Trigger::Converge { .. } => None,
+        }
+    }
+
+    /// The order its job is claimed in (`bugloop_queue::NewJob::priority`): what a person
+    /// waits on first, then solving by the issue's severity (medium when unknown).
+    pub fn priority(&self) -> i64 {
+        match self {
+            Trigger::Solve { urgency, .. } => {
+                i64::from(urgency.unwrap_or(bugloop_domain::urgency::Urgency::MEDIUM.rank))
+            }
+            _ => PRIORITY_WAITED_ON,
         }
     }
 
@@ -238,6 +257,7 @@ fn solving_goes_on(
         labelled_by: None,
         approved: None,
         filed_from_report: false,
+        urgency: None,
     }
 }
 
@@ -418,6 +438,14 @@ fn labelled_issue(e: &IssuesEvent, settings: &TriggerSettings) -> Result<Trigger
             e.issue.body.as_deref().unwrap_or_default(),
         )),
         filed_from_report: false,
+        urgency: Some(
+            bugloop_domain::urgency::of_issue(
+                e.issue.labels.iter().map(|l| l.name.as_str()),
+                e.issue.body.as_deref().unwrap_or_default(),
+                settings.bot_logins.contains(&e.issue.user.login),
+            )
+            .rank,
+        ),
     })
 }
 

@@ -1,0 +1,5 @@
+-- The order jobs are claimed in: higher first, then oldest. Jobs a person waits on (a review, a
+-- comment, an error report to file) come before solving, and issues are solved most severe first
+-- (`NewJob::priority`).
+ALTER TABLE jobs ADD COLUMN priority BIGINT NOT NULL DEFAULT 0;
+CREATE INDEX jobs_by_priority ON jobs (priority, created_at);
