@@ -109,7 +109,7 @@ impl App {
             title: text.title.clone(),
             body: text.body,
             labels: vec![
-                "bug".to_owned(),
+                bugloop_forge::tracker::REPORT_LABEL.to_owned(),
                 self.settings.config.labels.trigger.clone(),
             ],
         };

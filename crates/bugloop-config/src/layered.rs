@@ -55,6 +55,7 @@ pub const REPOSITORY_SETTABLE: &[&str] = &[
     "solve.on_regression",
     "solve.regression_grace_minutes",
     "solve.approval",
+    "solve.skip_after_escalations",
     "converge.validator",
     "labels.in_progress",
     "labels.needs_human",

@@ -572,6 +572,10 @@ pub struct SolveConfig {
     /// change the repository approves it (`@bugloop approve` on the issue; locally
     /// `bugloop solve N --approve`); only then is the draft opened.
     pub approval: Approval,
+    /// The learning record: an issue bugloop filed from reports whose pattern (the same error,
+    /// or errors of the same class) was escalated this many times, more often than it was
+    /// solved, goes to a person at once instead of being solved again. 0: always try.
+    pub skip_after_escalations: u32,
 }
 
 /// Whether a solution is proposed at once or after a maintainer's approval.
@@ -619,6 +623,7 @@ impl Default for SolveConfig {
             on_regression: OnRegression::default(),
             regression_grace_minutes: 60,
             approval: Approval::default(),
+            skip_after_escalations: 3,
         }
     }
 }

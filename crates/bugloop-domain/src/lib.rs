@@ -7,6 +7,7 @@ pub mod dedup;
 pub mod filter;
 pub mod finding;
 pub mod grounding;
+pub mod learning;
 pub mod markdown;
 pub mod marker;
 pub mod mention;

@@ -88,6 +88,8 @@ impl SolveState {
                 // the merged solution cannot be reverted.
                 | (Merged, Regressed)
                 | (Regressed, Open | Escalated)
+                // A pattern the learning record gave up on goes to a person untried.
+                | (Open, Escalated)
         )
     }
 
@@ -187,6 +189,7 @@ mod tests {
         assert!(Reviewing.can_go_to(Escalated));
         assert!(!Open.can_go_to(Solving));
         assert!(!PrDraft.can_go_to(Escalated));
+        assert!(Open.can_go_to(Escalated));
         assert!(!Merged.can_go_to(Open));
         assert!(!Escalated.can_go_to(Solving));
         assert!(Solving.can_go_to(Solving));

@@ -6,6 +6,7 @@
 //! GitHub (issues and pull requests).
 
 use async_trait::async_trait;
+use bugloop_domain::learning::Pattern;
 use bugloop_domain::solve::SolveState;
 use jiff::Timestamp;
 use serde::Serialize;
@@ -24,7 +25,26 @@ pub struct TrackedIssue {
     pub open: bool,
     /// Where its comments are.
     pub conversation: ChangeKey,
+    /// The error pattern of an issue bugloop filed from reports (never read from anyone
+    /// else's issue).
+    pub pattern: Option<Pattern>,
 }
+
+/// An issue bugloop filed from reports, with its record: what the learning record is read
+/// from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PatternIssue {
+    pub number: u64,
+    pub pattern: Pattern,
+    pub history: Vec<SolveTransition>,
+}
+
+/// The most issues of a pattern the learning record reads (the newest): each is a read of its
+/// record on the forge.
+pub const LEARNING_ISSUES: usize = 50;
+
+/// The label every issue filed from an error report carries (where a forge finds them again).
+pub const REPORT_LABEL: &str = "bug";
 
 /// Where a change request is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -124,6 +144,10 @@ pub trait Tracker: Send + Sync + std::fmt::Debug {
     ) -> Result<ReportCount, ForgeError>;
 
     async fn issue(&self, number: u64) -> Result<TrackedIssue, ForgeError>;
+
+    /// The issues bugloop filed from reports that share `pattern`'s fingerprint or class,
+    /// with their records, newest first, at most [`LEARNING_ISSUES`].
+    async fn pattern_issues(&self, pattern: &Pattern) -> Result<Vec<PatternIssue>, ForgeError>;
 
     async fn add_labels(&self, issue: u64, labels: &[String]) -> Result<(), ForgeError>;
 

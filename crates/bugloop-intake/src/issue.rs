@@ -99,11 +99,7 @@ fn excerpt(text: &str, line: u32) -> Option<String> {
     )
 }
 
-/// The hidden line an issue filed from reports carries: how the issue of a fingerprint is found
-/// again (the fingerprint is hex, so nothing in it ends the comment).
-pub fn fingerprint_marker(fingerprint: &str) -> String {
-    format!("<!-- bugloop:fingerprint {fingerprint} -->")
-}
+pub use bugloop_domain::learning::fingerprint_marker;
 
 /// The issue for `report`, whose frames in the repository are `located`, with `fingerprint`
 /// recorded in a hidden line.
@@ -142,7 +138,13 @@ pub fn issue(
         }
         None => body.push_str("Not known: the report gave none.\n"),
     }
-    body.push_str(&format!("\n{}\n", fingerprint_marker(fingerprint)));
+    // The pattern's lines end the body (`bugloop_domain::learning::Pattern::at_end`).
+    body.push('\n');
+    if let Some(class) = bugloop_domain::learning::error_class(&report.kind) {
+        body.push_str(&bugloop_domain::learning::class_marker(&class));
+        body.push('\n');
+    }
+    body.push_str(&format!("{}\n", fingerprint_marker(fingerprint)));
     IssueText {
         title,
         body,

@@ -1041,3 +1041,93 @@ async fn a_solution_waits_for_a_maintainers_approval_on_github() {
         .unwrap();
     assert!(record.body.contains("approved by alice"), "{}", record.body);
 }
+
+/// The learning record on GitHub: two reported errors of one class (`IndexError` in two
+/// functions); the first is tried and escalated, the second, once the class escalated
+/// `solve.skip_after_escalations` times, goes to a person untried: labelled, the class's
+/// history said on the issue, nothing pushed and no model asked. A person's issue that claims
+/// the same pattern in its text is not counted.
+#[tokio::test]
+async fn a_pattern_escalated_before_is_handed_to_a_person_on_github() {
+    let Setup {
+        fixture,
+        queue,
+        mut settings,
+        _dirs,
+    } = setup_with(&format!(
+        "{CONFIG}  max_iterations: 1\n  skip_after_escalations: 1\n"
+    ))
+    .await;
+    let sim = &fixture.sim;
+    // A stranger's issue ending in the lines bugloop writes: not bugloop's, not counted.
+    sim.add_issue(
+        "mallory",
+        "IndexError everywhere",
+        "<!-- bugloop:error-class IndexError -->\n<!-- bugloop:fingerprint 0123456789abcdef -->",
+        &["bug"],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    settings.model = Some(script_file(
+        dir.path(),
+        &[json!({"text": "I could not find the cause."})],
+    ));
+    let report = async |delivery: &str, function: &str| {
+        let trigger = Trigger::ErrorReport {
+            repository: "acme/widgets".to_owned(),
+            report: format!(
+                "Traceback (most recent call last):\n  File \"/srv/app/app/models.py\", line 2, in {function}\n    return items[len(items)]\nIndexError: list index out of range\n"
+            ),
+            installation: None,
+        };
+        enqueue_trigger(&queue, delivery, &trigger).await;
+    };
+    let drain = async || {
+        while let Some(run) = run_next(&queue, &settings, &Stop::never()).await.unwrap() {
+            assert_eq!(run.state, Some(JobState::Done), "{run:?}");
+        }
+    };
+    report("report-1", "last").await;
+    drain().await;
+    report("report-2", "first").await;
+    drain().await;
+    let said = |issue: u64| -> Vec<String> {
+        sim.issue_comments(issue)
+            .into_iter()
+            .filter(|c| c.author == BOT)
+            .map(|c| c.body)
+            .collect()
+    };
+    let (first, second) = (9, 10);
+    assert!(
+        said(first)
+            .iter()
+            .any(|b| b.starts_with("bugloop could not finish")),
+        "{:#?}",
+        said(first)
+    );
+    let handed = said(second)
+        .into_iter()
+        .find(|b| b.contains("does not try to solve this issue"))
+        .unwrap_or_else(|| panic!("{:#?}", said(second)));
+    assert!(
+        handed.contains(&format!(
+            "| errors of the class `IndexError` | #{second}, #{first} | 1 | 0 | 1 |"
+        )),
+        "{handed}"
+    );
+    assert!(!handed.contains("#8"), "{handed}");
+    assert!(
+        sim.issue_labels(second)
+            .contains(&"bugloop:escalated".to_owned())
+    );
+    let record = said(second)
+        .into_iter()
+        .find(|b| b.contains("### bugloop solve: ESCALATED"))
+        .unwrap();
+    assert!(!record.contains("ASSIGNED"), "{record}");
+    assert_eq!(
+        git(fixture.origin(), &["branch", "--list", "bugloop/*"]),
+        "",
+        "nothing pushed"
+    );
+}

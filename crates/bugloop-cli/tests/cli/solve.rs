@@ -8,6 +8,8 @@
 mod byproducts;
 #[path = "solve/coverage.rs"]
 mod coverage;
+#[path = "solve/learning.rs"]
+mod learning;
 #[path = "solve/parallel.rs"]
 mod parallel;
 #[path = "solve/prompts.rs"]

@@ -12,6 +12,7 @@
 
 use async_trait::async_trait;
 use base64::Engine;
+use bugloop_domain::learning::Pattern;
 use bugloop_domain::markdown::quiet;
 use bugloop_domain::solve::SolveState;
 use bugloop_git::Git;
@@ -22,8 +23,9 @@ use serde::{Deserialize, Serialize};
 use super::GitHubForge;
 use crate::ForgeError;
 use crate::tracker::{
-    ChangeRequest, ChangeRequestState, Check, DraftRequest, HeadReview, IssueDraft, ReportCount,
-    SolveTransition, TrackedIssue, Tracker,
+    ChangeRequest, ChangeRequestState, Check, DraftRequest, HeadReview, IssueDraft,
+    LEARNING_ISSUES, PatternIssue, REPORT_LABEL, ReportCount, SolveTransition, TrackedIssue,
+    Tracker,
 };
 
 const RECORD_TAG: &str = "<!-- bugloop:solve-record -->";
@@ -110,6 +112,19 @@ impl<'f> GitHubTracker<'f> {
             return Ok((Some(comment.id), steps));
         }
         Ok((None, Vec::new()))
+    }
+
+    /// The error pattern of an issue bugloop opened from reports: the lines at the end of the
+    /// body it wrote, before the count (a person's issue carries none, whatever its text says).
+    fn pattern_of(&self, issue: &bugloop_github::Issue) -> Option<Pattern> {
+        let mine = issue
+            .user
+            .as_ref()
+            .is_some_and(|u| self.forge.identity.is_bot(&u.login));
+        if !mine || issue.pull_request.is_some() {
+            return None;
+        }
+        Pattern::at_end(trailer(issue.body.as_deref()?).rest)
     }
 
     fn change_request_of(&self, pull: PullRequest) -> ChangeRequest {
@@ -322,6 +337,7 @@ impl Tracker for GitHubTracker<'_> {
         }
         Ok(TrackedIssue {
             number,
+            pattern: self.pattern_of(&issue),
             title: issue.title,
             body: issue.body.unwrap_or_default(),
             labels: issue.labels.into_iter().map(|l| l.name).collect(),
@@ -329,6 +345,33 @@ impl Tracker for GitHubTracker<'_> {
             open: issue.state == "open",
             conversation: GitHubForge::change_key(&self.forge.repo, number),
         })
+    }
+
+    async fn pattern_issues(&self, pattern: &Pattern) -> Result<Vec<PatternIssue>, ForgeError> {
+        let mut issues = self
+            .forge
+            .client
+            .issues_labelled(&self.forge.repo, REPORT_LABEL, &self.forge.bot)
+            .await?;
+        issues.sort_by_key(|issue| std::cmp::Reverse(issue.number));
+        let mut found = Vec::new();
+        for issue in issues {
+            let Some(other) = self.pattern_of(&issue) else {
+                continue;
+            };
+            if pattern.shares(&other) == (false, false) {
+                continue;
+            }
+            found.push(PatternIssue {
+                number: issue.number,
+                pattern: other,
+                history: self.solve_history(issue.number).await?,
+            });
+            if found.len() == LEARNING_ISSUES {
+                break;
+            }
+        }
+        Ok(found)
     }
 
     async fn set_assignee(

@@ -3,14 +3,15 @@
 //! (`git merge`): reading it notices that and records it.
 
 use async_trait::async_trait;
+use bugloop_domain::learning::Pattern;
 use bugloop_domain::solve::SolveState;
 use bugloop_store::{
     CheckState, Item, ItemKind, ItemState, NewChangeRequest, NewIssue, ReviewDecision, StoreError,
 };
 
 use crate::tracker::{
-    ChangeRequest, ChangeRequestState, Check, DraftRequest, HeadReview, IssueDraft, ReportCount,
-    SolveTransition, TrackedIssue, Tracker,
+    ChangeRequest, ChangeRequestState, Check, DraftRequest, HeadReview, IssueDraft,
+    LEARNING_ISSUES, PatternIssue, ReportCount, SolveTransition, TrackedIssue, Tracker,
 };
 use crate::{ChangeKey, ForgeError};
 
@@ -60,6 +61,22 @@ fn change_request(item: Item) -> Result<ChangeRequest, ForgeError> {
 }
 
 impl LocalForge {
+    /// The error pattern of an issue bugloop filed from reports: its fingerprint as the store
+    /// keeps it (only a report sets it), its class from the end of the body bugloop wrote.
+    fn pattern_of(&self, item: &Item) -> Option<Pattern> {
+        let fingerprint = item.fingerprint.as_ref()?;
+        if item.kind != ItemKind::Issue || item.author != self.bot {
+            return None;
+        }
+        let class = Pattern::at_end(&item.body)
+            .filter(|written| written.fingerprint == *fingerprint)
+            .and_then(|written| written.class);
+        Some(Pattern {
+            fingerprint: fingerprint.clone(),
+            class,
+        })
+    }
+
     /// Whether `branch` has been merged into `base` here.
     fn merged(&self, branch: &str, base: &str) -> bool {
         let (Some(tip), Some(_)) = (
@@ -150,6 +167,7 @@ impl Tracker for LocalForge {
         }
         Ok(TrackedIssue {
             number: issue,
+            pattern: self.pattern_of(&item),
             conversation: ChangeKey(item.conversation()),
             title: item.title,
             body: item.body,
@@ -157,6 +175,30 @@ impl Tracker for LocalForge {
             assignees: item.assignees,
             open: item.state == ItemState::Open,
         })
+    }
+
+    async fn pattern_issues(&self, pattern: &Pattern) -> Result<Vec<PatternIssue>, ForgeError> {
+        let mut found = Vec::new();
+        let mut items = self.store.items(ItemKind::Issue, false).await?;
+        items.sort_by_key(|item| std::cmp::Reverse(item.number));
+        for item in items {
+            let Some(other) = self.pattern_of(&item) else {
+                continue;
+            };
+            if pattern.shares(&other) == (false, false) {
+                continue;
+            }
+            let number = unsigned(item.number);
+            found.push(PatternIssue {
+                number,
+                pattern: other,
+                history: self.solve_history(number).await?,
+            });
+            if found.len() == LEARNING_ISSUES {
+                break;
+            }
+        }
+        Ok(found)
     }
 
     async fn add_labels(&self, issue: u64, labels: &[String]) -> Result<(), ForgeError> {

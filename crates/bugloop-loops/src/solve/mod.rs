@@ -14,6 +14,7 @@ mod approval;
 mod detail;
 mod gate;
 mod junit;
+mod learning;
 mod record;
 mod regression;
 mod review;
@@ -485,10 +486,16 @@ impl Run<'_, '_> {
         Ok(())
     }
 
-    /// -> ASSIGNED: the issue's text as it is now is what is solved, kept in the record.
+    /// -> ASSIGNED: the issue's text as it is now is what is solved, kept in the record. An
+    /// issue whose pattern the learning record gave up on goes to a person instead (but on a
+    /// person's `--retry`).
     async fn take(&mut self) -> Result<Flow, SolveError> {
+        let retried = self.record.state() == Some(SolveState::Escalated);
+        if !retried && let Some(flow) = learning::skip(self).await? {
+            return Ok(flow);
+        }
         let (title, body) = (&self.issue.title, &self.issue.body);
-        let reason = if self.record.state() == Some(SolveState::Escalated) {
+        let reason = if retried {
             "taken again (`--retry`) after an escalation"
         } else {
             "taken by bugloop"

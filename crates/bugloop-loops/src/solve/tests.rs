@@ -233,6 +233,7 @@ fn issue() -> TrackedIssue {
         assignees: Vec::new(),
         open: true,
         conversation: bugloop_forge::ChangeKey("issue:1".to_owned()),
+        pattern: None,
     }
 }
 

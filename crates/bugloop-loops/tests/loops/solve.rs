@@ -535,6 +535,12 @@ impl Tracker for Killing {
     async fn issue(&self, number: u64) -> Result<TrackedIssue, ForgeError> {
         self.inner.issue(number).await
     }
+    async fn pattern_issues(
+        &self,
+        pattern: &bugloop_domain::learning::Pattern,
+    ) -> Result<Vec<bugloop_forge::tracker::PatternIssue>, ForgeError> {
+        self.inner.pattern_issues(pattern).await
+    }
     async fn add_labels(&self, issue: u64, labels: &[String]) -> Result<(), ForgeError> {
         self.inner.add_labels(issue, labels).await
     }
