@@ -33,6 +33,7 @@ pub(crate) fn repository_trigger_settings(
         bot_logins: bot_login.into_iter().map(str::to_owned).collect(),
         mention: "bugloop".to_owned(),
         autofix_label: config.labels.trigger,
+        approve_label: config.labels.approve,
         solve_branch_prefix: config.branch_prefix,
     })
 }

@@ -639,6 +639,9 @@ pub struct Labels {
     pub needs_human: String,
     /// Put on a change request that reverts a merged solution after a regression.
     pub revert: String,
+    /// With `solve.approval: required`, put on the issue by someone who may change the
+    /// repository after bugloop asked, it approves the waiting solution (as `@bugloop approve`).
+    pub approve: String,
 }
 
 impl Default for Labels {
@@ -648,6 +651,7 @@ impl Default for Labels {
             in_progress: "bugloop:solving".to_owned(),
             needs_human: "bugloop:escalated".to_owned(),
             revert: "bugloop:revert".to_owned(),
+            approve: "bugloop:approved".to_owned(),
         }
     }
 }

@@ -43,6 +43,13 @@ pub struct PatternIssue {
 /// record on the forge.
 pub const LEARNING_ISSUES: usize = 50;
 
+/// A label put on an issue: by whom, when.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Labelling {
+    pub actor: String,
+    pub at: Timestamp,
+}
+
 /// The label every issue filed from an error report carries (where a forge finds them again).
 pub const REPORT_LABEL: &str = "bug";
 
@@ -150,6 +157,10 @@ pub trait Tracker: Send + Sync + std::fmt::Debug {
     async fn pattern_issues(&self, pattern: &Pattern) -> Result<Vec<PatternIssue>, ForgeError>;
 
     async fn add_labels(&self, issue: u64, labels: &[String]) -> Result<(), ForgeError>;
+
+    /// Who put `label` on the issue and when, oldest first (where the forge records it: the
+    /// local forge has no one but bugloop label issues, and says none).
+    async fn labellings(&self, issue: u64, label: &str) -> Result<Vec<Labelling>, ForgeError>;
 
     /// Removes a label the issue may not have.
     async fn remove_label(&self, issue: u64, label: &str) -> Result<(), ForgeError>;

@@ -106,14 +106,32 @@ pub(crate) fn route(
             issue_json(state, n).map_or_else(Answer::not_found, Answer::ok)
         }
         ("POST", ["issues", n, "labels"]) if state.issues.contains_key(&number(n)?) => {
+            let labels = state.label_issue(number(n)?, strings(body.get("labels")), login);
+            Answer::ok(labels_json(&labels))
+        }
+        ("GET", ["issues", n, "events"]) if state.issues.contains_key(&number(n)?) => {
             let n = number(n)?;
-            let issue = state.issues.get_mut(&n)?;
-            for label in strings(body.get("labels")) {
-                if !issue.labels.contains(&label) {
-                    issue.labels.push(label);
-                }
-            }
-            Answer::ok(labels_json(&issue.labels))
+            let events: Vec<Value> = state
+                .label_events
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| e.number == n)
+                .map(|(i, e)| {
+                    json!({
+                        "id": 700_000_000 + i,
+                        "node_id": format!("LE_sim{i}"),
+                        "url": format!("{}/repos/{}/issues/events/{}", state.base_url, state.full_name(), 700_000_000 + i),
+                        "actor": state.account(&e.actor),
+                        "event": "labeled",
+                        "commit_id": null,
+                        "commit_url": null,
+                        "created_at": crate::state::timestamp(e.created_at),
+                        "label": {"name": e.label, "color": "ededed"},
+                        "performed_via_github_app": null,
+                    })
+                })
+                .collect();
+            Answer::ok(Value::Array(events))
         }
         ("DELETE", ["issues", n, "labels", label]) if state.issues.contains_key(&number(n)?) => {
             let issue = state.issues.get_mut(&number(n)?)?;

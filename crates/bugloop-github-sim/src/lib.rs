@@ -369,6 +369,19 @@ impl Simulator {
         rest::create_issue_comment(&mut self.state(), number, login, body)
     }
 
+    /// Takes `label` off issue `number` (as a person would in the web page).
+    pub fn unlabel(&self, number: u64, label: &str) {
+        if let Some(issue) = self.state().issues.get_mut(&number) {
+            issue.labels.retain(|l| l != label);
+        }
+    }
+
+    /// A person puts `label` on issue `number` (its `labeled` event records who and when).
+    pub fn label_as(&self, number: u64, login: &str, label: &str) {
+        self.state()
+            .label_issue(number, vec![label.to_owned()], login);
+    }
+
     /// A person's comment on a line of the diff (not checked against it); its id.
     pub fn review_comment_as(
         &self,

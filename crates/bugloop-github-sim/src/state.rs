@@ -88,6 +88,43 @@ pub struct App {
     pub installations: Vec<u64>,
 }
 
+/// A label put on an issue (its `labeled` event).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LabelEvent {
+    pub number: u64,
+    pub label: String,
+    pub actor: String,
+    pub created_at: u64,
+}
+
+impl State {
+    /// Puts `labels` on issue `number` as `actor`, each new one recorded as a `labeled` event.
+    pub fn label_issue(&mut self, number: u64, labels: Vec<String>, actor: &str) -> Vec<String> {
+        let mut added = Vec::new();
+        if let Some(issue) = self.issues.get_mut(&number) {
+            for label in labels {
+                if !issue.labels.contains(&label) {
+                    issue.labels.push(label.clone());
+                    added.push(label);
+                }
+            }
+        }
+        for label in added {
+            let created_at = self.tick();
+            self.label_events.push(LabelEvent {
+                number,
+                label,
+                actor: actor.to_owned(),
+                created_at,
+            });
+        }
+        self.issues
+            .get(&number)
+            .map(|i| i.labels.clone())
+            .unwrap_or_default()
+    }
+}
+
 /// A conversation comment.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IssueComment {
@@ -240,6 +277,8 @@ pub(crate) struct State {
     /// The head each review was given on, by review id.
     pub review_commits: BTreeMap<u64, String>,
     pub issue_comments: Vec<IssueComment>,
+    /// Who put which label on which issue, when: its `labeled` events.
+    pub label_events: Vec<LabelEvent>,
     pub review_comments: Vec<ReviewComment>,
     pub threads: Vec<Thread>,
     pub next_issue_id: u64,
@@ -279,6 +318,7 @@ impl State {
             review_commits: BTreeMap::new(),
             review_bodies: BTreeMap::new(),
             issue_comments: Vec::new(),
+            label_events: Vec::new(),
             review_comments: Vec::new(),
             threads: Vec::new(),
             next_issue_id: FIRST_ISSUE_COMMENT_ID,

@@ -17,8 +17,8 @@ pub use self::app::{
 };
 pub use self::graphql::{DOCUMENTS, ReviewThread};
 pub use self::rest::{
-    Account, CollaboratorPermission, CommitChecks, Issue, IssueComment, Label, NewPullRequest,
-    NewReviewComment, PullRequest, PullRequestSide, RepoRef, Review, ReviewComment,
+    Account, CollaboratorPermission, CommitChecks, Issue, IssueComment, Label, LabelEvent,
+    NewPullRequest, NewReviewComment, PullRequest, PullRequestSide, RepoRef, Review, ReviewComment,
 };
 pub use self::transport::{Counters, Policy, RateLimit, RateLimitObserver, Sleeper, TokioSleeper};
 

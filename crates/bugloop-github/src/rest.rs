@@ -112,6 +112,15 @@ pub struct Label {
     pub name: String,
 }
 
+/// Who put a label on an issue, and when: one of its `labeled` events.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LabelEvent {
+    pub label: String,
+    pub actor: String,
+    /// RFC 3339, as GitHub gives it.
+    pub created_at: String,
+}
+
 /// A review of a pull request: who, and `APPROVED`, `CHANGES_REQUESTED`, `COMMENTED`,
 /// `DISMISSED` or `PENDING`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -689,6 +698,37 @@ impl GitHubClient {
         Ok(issues
             .into_iter()
             .filter(|i| i.pull_request.is_none())
+            .collect())
+    }
+
+    /// The `labeled` events of issue `number`, oldest first: who put which label on, when.
+    pub async fn label_events(
+        &self,
+        repo: &Repo,
+        number: u64,
+    ) -> Result<Vec<LabelEvent>, GitHubError> {
+        #[derive(Deserialize)]
+        struct Event {
+            event: String,
+            #[serde(default)]
+            actor: Option<Account>,
+            #[serde(default)]
+            label: Option<Label>,
+            created_at: String,
+        }
+        let events: Vec<Event> = self
+            .list(&format!("/repos/{repo}/issues/{number}/events"))
+            .await?;
+        Ok(events
+            .into_iter()
+            .filter(|e| e.event == "labeled")
+            .filter_map(|e| {
+                Some(LabelEvent {
+                    label: e.label?.name,
+                    actor: e.actor?.login,
+                    created_at: e.created_at,
+                })
+            })
             .collect())
     }
 

@@ -292,6 +292,12 @@ async fn every_request_matches_one_operation_of_githubs_description() {
         ),
         (
             "GET",
+            "/repos/octo/hello/issues/7/events",
+            "/repos/{owner}/{repo}/issues/{issue_number}/events",
+            "200",
+        ),
+        (
+            "GET",
             "/repos/octo/hello/installation",
             "/repos/{owner}/{repo}/installation",
             "200",
@@ -418,6 +424,12 @@ async fn every_request_matches_one_operation_of_githubs_description() {
         .issues_labelled(&repo, "bug", "bugloop[bot]")
         .await
         .unwrap();
+    let labelled = client.label_events(&repo, 7).await.unwrap();
+    assert!(
+        labelled
+            .iter()
+            .all(|e| !e.actor.is_empty() && !e.label.is_empty())
+    );
     client
         .update_issue_body(&repo, 7, "Reported twice")
         .await
@@ -434,7 +446,7 @@ async fn every_request_matches_one_operation_of_githubs_description() {
 
     // Every request the client sent, against the description.
     let requests = server.received_requests().await.unwrap();
-    assert_eq!(requests.len(), 28);
+    assert_eq!(requests.len(), 29);
     for request in requests {
         let verb = request.method.as_str();
         let target = request.url.path();

@@ -80,6 +80,7 @@ async fn measure(queue: Queue, label: &str) {
                 bot_logins: vec!["bugloop-app[bot]".to_owned()],
                 mention: "bugloop".to_owned(),
                 autofix_label: "bug:autofix".to_owned(),
+                approve_label: "bugloop:approved".to_owned(),
                 solve_branch_prefix: "bugloop/".to_owned(),
             }),
         };

@@ -350,6 +350,9 @@ pub struct ServeOptions {
     /// The label whose `issues.labeled` events are queued for solving (`BUGLOOP_AUTOFIX_LABEL`;
     /// `bug:autofix`); a repository whose `labels.trigger` differs is told so by the job.
     pub autofix_label: String,
+    /// The label whose `issues.labeled` events let a solution waiting for approval go on (the
+    /// operator's `labels.approve`; `bugloop:approved`).
+    pub approve_label: String,
     /// The prefix of the solve pipeline's branches (`BUGLOOP_SOLVE_BRANCH_PREFIX`; `bugloop/`,
     /// the default `branch_prefix`): a review of a pull request from one continues its issue.
     pub solve_branch_prefix: String,
@@ -441,6 +444,7 @@ pub async fn run_until(
             bot_logins: options.bot_logins.clone(),
             mention: "bugloop".to_owned(),
             autofix_label: options.autofix_label.clone(),
+            approve_label: options.approve_label.clone(),
             solve_branch_prefix: options.solve_branch_prefix.clone(),
         }),
     };

@@ -187,7 +187,8 @@ pub fn serve_options(
         .var("BUGLOOP_SOLVE_BRANCH_PREFIX")
         .or(file.solve_branch_prefix.clone())
         .unwrap_or_else(|| "bugloop/".to_owned());
-    let operator = operator_config(sources, &file, &autofix_label, &solve_branch_prefix)?;
+    let (operator, approve_label) =
+        operator_config(sources, &file, &autofix_label, &solve_branch_prefix)?;
     Ok(ServeOptions {
         listen: listen
             .or(file.listen)
@@ -211,6 +212,7 @@ pub fn serve_options(
         report_token: report_access(sources, &file)?,
         sentry: sentry_access(sources, &file)?,
         autofix_label,
+        approve_label,
         solve_branch_prefix,
         outsider_comments_per_hour: file
             .outsider_comments_per_hour
@@ -220,13 +222,14 @@ pub fn serve_options(
 
 /// The operator's configuration for every job: the file's `config` section with the label and
 /// branch prefix the server answers to, checked now (a mistake stops the server at start, not
-/// each job), and what a repository may set beyond the default.
+/// each job), and what a repository may set beyond the default; and its `labels.approve`, the
+/// label whose events the server queues as approvals.
 fn operator_config(
     sources: &ServerSources<'_>,
     file: &ServerFile,
     autofix_label: &str,
     solve_branch_prefix: &str,
-) -> Result<OperatorConfig, ServerError> {
+) -> Result<(OperatorConfig, String), ServerError> {
     let label = match sources.file {
         Some(path) => format!("{} (its config section)", path.display()),
         None => "the server's configuration".to_owned(),
@@ -236,7 +239,7 @@ fn operator_config(
     let text = serde_yaml_ng::to_string(&tree)
         .map_err(|e| ServerError::Invalid(format!("{label}: {e}")))?;
     let config = bugloop_config::SourceText::new(label, text);
-    bugloop_config::load_layered(&bugloop_config::Sources {
+    let loaded = bugloop_config::load_layered(&bugloop_config::Sources {
         operator: Some(config.clone()),
         ..Default::default()
     })
@@ -244,10 +247,13 @@ fn operator_config(
     let repository_may_set = file.repository_may_set.clone().unwrap_or_default();
     bugloop_config::check_repository_may_set(&repository_may_set)
         .map_err(|e| ServerError::Invalid(format!("the server settings: {e}")))?;
-    Ok(OperatorConfig {
-        config: Some(config),
-        repository_may_set,
-    })
+    Ok((
+        OperatorConfig {
+            config: Some(config),
+            repository_may_set,
+        },
+        loaded.config.labels.approve,
+    ))
 }
 
 /// The file's `config` section as a tree to add to: an empty mapping when it is left out.
@@ -652,6 +658,8 @@ mod tests {
             "bot/",
         )
         .unwrap();
+        let (operator, approve_label) = operator;
+        assert_eq!(approve_label, "bugloop:approved");
         let text = &operator.config.as_ref().unwrap().text;
         assert!(text.contains("max_cost_usd: 2"), "{text}");
         assert!(text.contains("trigger: fix-me"), "{text}");

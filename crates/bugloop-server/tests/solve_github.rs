@@ -1042,6 +1042,88 @@ async fn a_solution_waits_for_a_maintainers_approval_on_github() {
     assert!(record.body.contains("approved by alice"), "{}", record.body);
 }
 
+/// Approval by label: a label left on before bugloop asked is taken off and does not count; a
+/// stranger's label (triage access is enough to label) opens nothing; a maintainer's label put
+/// on after the request opens the draft, and the record says whose label it was.
+#[tokio::test]
+async fn a_maintainers_label_approves_a_waiting_solution_on_github() {
+    let Setup {
+        fixture,
+        queue,
+        mut settings,
+        _dirs,
+    } = setup_with(&format!(
+        "{CONFIG}  approval: required\nagents:\n  reviewer:\n    external: true\n"
+    ))
+    .await;
+    let sim = &fixture.sim;
+    let issue = sim.add_issue(
+        "alice",
+        "Crash in last",
+        "IndexError",
+        &["bug", "bug:autofix"],
+    );
+    // Approved before there was anything to approve.
+    sim.label_as(issue, "alice", "bugloop:approved");
+    let dir = tempfile::tempdir().unwrap();
+    settings.model = Some(script_file(dir.path(), &script()[2..4]));
+    enqueue_trigger(&queue, "delivery-1", &autofix(sim, issue, "bug:autofix")).await;
+    let run = run_next(&queue, &settings, &Stop::never())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(run.state, Some(JobState::Done), "{run:?}");
+    let pulls = || sim.pulls().into_iter().filter(|p| p.0 != 7).count();
+    assert_eq!(pulls(), 0, "an earlier label approves nothing");
+    assert!(
+        !sim.issue_labels(issue)
+            .contains(&"bugloop:approved".to_owned()),
+        "the stale label is taken off"
+    );
+    let asked = sim
+        .issue_comments(issue)
+        .into_iter()
+        .find(|c| c.author == BOT && c.body.contains("asks for approval first"))
+        .unwrap();
+    assert!(asked.body.contains("`bugloop:approved`"), "{}", asked.body);
+    settings.model = Some(script_file(dir.path(), &[]));
+    // A stranger who may label (triage) but not write.
+    sim.set_permission("mallory", "triage");
+    sim.label_as(issue, "mallory", "bugloop:approved");
+    enqueue_trigger(&queue, "delivery-2", &resume(issue)).await;
+    run_next(&queue, &settings, &Stop::never())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        pulls(),
+        0,
+        "a label by someone who may not write approves nothing"
+    );
+    // The maintainer labels it (taken off and put on again).
+    sim.unlabel(issue, "bugloop:approved");
+    sim.label_as(issue, "alice", "bugloop:approved");
+    enqueue_trigger(&queue, "delivery-3", &resume(issue)).await;
+    let opened = run_next(&queue, &settings, &Stop::never())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(opened.state, Some(JobState::Done), "{opened:?}");
+    assert_eq!(pulls(), 1, "the draft opened after the label");
+    let record = sim
+        .issue_comments(issue)
+        .into_iter()
+        .find(|c| c.author == BOT && c.body.contains("### bugloop solve:"))
+        .unwrap();
+    assert!(
+        record
+            .body
+            .contains("approved by alice (label `bugloop:approved`)"),
+        "{}",
+        record.body
+    );
+}
+
 /// The learning record on GitHub: two reported errors of one class (`IndexError` in two
 /// functions); the first is tried and escalated, the second, once the class escalated
 /// `solve.skip_after_escalations` times, goes to a person untried: labelled, the class's

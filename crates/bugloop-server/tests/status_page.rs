@@ -136,6 +136,7 @@ async fn chromium_renders_the_jobs_and_runs_none_of_the_hostile_text() {
             bot_logins: Vec::new(),
             mention: "bugloop".to_owned(),
             autofix_label: "bug:autofix".to_owned(),
+            approve_label: "bugloop:approved".to_owned(),
             solve_branch_prefix: "bugloop/".to_owned(),
         }),
     };

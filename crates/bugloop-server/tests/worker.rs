@@ -161,6 +161,7 @@ async fn the_server_queues_a_signed_delivery_and_its_workers_run_it_then_stop() 
         report_token: None,
         sentry: None,
         autofix_label: "bug:autofix".to_owned(),
+        approve_label: "bugloop:approved".to_owned(),
         solve_branch_prefix: "bugloop/".to_owned(),
         outsider_comments_per_hour: 20,
     };

@@ -68,6 +68,7 @@ fn settings() -> TriggerSettings {
         bot_logins: vec!["bugloop-app[bot]".to_owned()],
         mention: "bugloop".to_owned(),
         autofix_label: "bug:autofix".to_owned(),
+        approve_label: "bugloop:approved".to_owned(),
         solve_branch_prefix: "bugloop/".to_owned(),
     }
 }
@@ -243,6 +244,21 @@ fn an_issue_labelled_for_autofix_asks_for_a_fix() {
         decide("issues", &labelled),
         Err(Skip::Label("bug".to_owned()))
     );
+}
+
+#[test]
+fn the_approval_label_lets_a_waiting_solution_go_on() {
+    let mut labelled = example("issues", "labeled");
+    labelled["label"]["name"] = json!("bugloop:approved");
+    labelled["sender"]["type"] = json!("User");
+    let number = labelled["issue"]["number"].as_u64().unwrap();
+    assert!(matches!(
+        decide("issues", &labelled),
+        Ok(Trigger::Solve { issue, label: None, labelled_by: None, .. }) if issue == number
+    ));
+    // bugloop's own labelling asks for nothing.
+    labelled["sender"]["login"] = json!("bugloop-app[bot]");
+    assert!(decide("issues", &labelled).is_err());
 }
 
 #[test]

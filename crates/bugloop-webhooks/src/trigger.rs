@@ -206,6 +206,9 @@ pub struct TriggerSettings {
     pub mention: String,
     /// The label that asks for a fix of an issue (`labels.autofix`).
     pub autofix_label: String,
+    /// The label that approves a solution waiting for approval (`labels.approve`): put on an
+    /// issue, its solving goes on (the job checks who put it on, and when).
+    pub approve_label: String,
     /// The prefix of the solve pipeline's branches (`branch_prefix`): a review of a pull
     /// request from `<prefix><issue>-...` asks that issue's solving to go on.
     pub solve_branch_prefix: String,
@@ -424,6 +427,13 @@ fn labelled_issue(e: &IssuesEvent, settings: &TriggerSettings) -> Result<Trigger
     not_from_bot(&e.sender, settings)?;
     expect_action("issues", &e.action, &["labeled"])?;
     let label = e.label.as_ref().map(|l| l.name.clone()).unwrap_or_default();
+    if label == settings.approve_label && !label.is_empty() {
+        return Ok(solving_goes_on(
+            &e.repository,
+            e.issue.number,
+            e.installation.as_ref(),
+        ));
+    }
     if label != settings.autofix_label {
         return Err(Skip::Label(label));
     }

@@ -24,8 +24,8 @@ use super::GitHubForge;
 use crate::ForgeError;
 use crate::tracker::{
     ChangeRequest, ChangeRequestState, Check, DraftRequest, HeadReview, IssueDraft,
-    LEARNING_ISSUES, PatternIssue, REPORT_LABEL, ReportCount, SolveTransition, TrackedIssue,
-    Tracker,
+    LEARNING_ISSUES, Labelling, PatternIssue, REPORT_LABEL, ReportCount, SolveTransition,
+    TrackedIssue, Tracker,
 };
 
 const RECORD_TAG: &str = "<!-- bugloop:solve-record -->";
@@ -372,6 +372,27 @@ impl Tracker for GitHubTracker<'_> {
             }
         }
         Ok(found)
+    }
+
+    async fn labellings(&self, issue: u64, label: &str) -> Result<Vec<Labelling>, ForgeError> {
+        let events = self
+            .forge
+            .client
+            .label_events(&self.forge.repo, issue)
+            .await?;
+        events
+            .into_iter()
+            .filter(|e| e.label == label)
+            .map(|e| {
+                let at = e.created_at.parse::<Timestamp>().map_err(|error| {
+                    ForgeError::Invalid(format!(
+                        "issue #{issue}: a label event's time {:?}: {error}",
+                        e.created_at
+                    ))
+                })?;
+                Ok(Labelling { actor: e.actor, at })
+            })
+            .collect()
     }
 
     async fn set_assignee(

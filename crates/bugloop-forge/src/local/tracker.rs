@@ -11,7 +11,7 @@ use bugloop_store::{
 
 use crate::tracker::{
     ChangeRequest, ChangeRequestState, Check, DraftRequest, HeadReview, IssueDraft,
-    LEARNING_ISSUES, PatternIssue, ReportCount, SolveTransition, TrackedIssue, Tracker,
+    LEARNING_ISSUES, Labelling, PatternIssue, ReportCount, SolveTransition, TrackedIssue, Tracker,
 };
 use crate::{ChangeKey, ForgeError};
 
@@ -199,6 +199,11 @@ impl Tracker for LocalForge {
             }
         }
         Ok(found)
+    }
+
+    async fn labellings(&self, issue: u64, _label: &str) -> Result<Vec<Labelling>, ForgeError> {
+        // Labels here are bugloop's (a person approves with `solve --approve`, not a label).
+        self.issue(issue).await.map(|_| Vec::new())
     }
 
     async fn add_labels(&self, issue: u64, labels: &[String]) -> Result<(), ForgeError> {

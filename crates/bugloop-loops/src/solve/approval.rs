@@ -1,9 +1,10 @@
 //! `solve.approval: required` (the design's human-in-the-loop mode): a solution that passed
 //! waits on its published branch, said once on the issue, until someone who may change the
-//! repository approves it: a comment `@bugloop approve` on the issue after bugloop said so (on
-//! GitHub its webhook resumes the solving), or locally the developer's `bugloop solve N
+//! repository approves it: a comment `@bugloop approve` on the issue, or the label
+//! `labels.approve` put on it, after bugloop asked (on GitHub either event resumes the solving;
+//! the label's event says who put it on and when), or locally the developer's `bugloop solve N
 //! --approve`. Only then is the draft opened. A new solution (another commit) needs its own
-//! approval.
+//! approval: what came before bugloop asked for it does not count.
 
 use bugloop_git::short;
 
@@ -15,9 +16,10 @@ fn marker(commit: &str) -> String {
     format!("<!-- bugloop solve-approval:{commit} -->")
 }
 
-/// Who approved `solution`, if someone did: the person running this (`--approve`), or the
-/// first comment after bugloop's request that says `@bugloop approve`, by someone who may
-/// change the repository (anyone may comment on a public issue).
+/// Who approved `solution`, if someone did: the person running this (`--approve`), the first
+/// comment after bugloop's request that says `@bugloop approve`, or the approval label put on
+/// after it, by someone who may change the repository (anyone may comment on a public issue;
+/// triage access is enough to label one).
 pub(super) async fn approved_by(
     run: &Run<'_, '_>,
     solution: &Solution,
@@ -33,18 +35,28 @@ pub(super) async fn approved_by(
     else {
         return Ok(None);
     };
+    let may_write = async |login: &str| -> Result<bool, SolveError> {
+        Ok(run.env.forge.permission(login).await?.may_modify_files())
+    };
     for comment in &comments[asked + 1..] {
         if comment.by_bugloop || !says_approve(&comment.body) {
             continue;
         }
-        if run
-            .env
-            .forge
-            .permission(&comment.author)
-            .await?
-            .may_modify_files()
-        {
+        if may_write(&comment.author).await? {
             return Ok(Some(bugloop_domain::markdown::quiet(&comment.author)));
+        }
+    }
+    let label = &run.env.config().labels.approve;
+    if !run.issue.labels.contains(label) {
+        return Ok(None);
+    }
+    let asked_at = comments[asked].created_at;
+    for labelling in run.tracker.labellings(run.number(), label).await? {
+        if labelling.at > asked_at && may_write(&labelling.actor).await? {
+            return Ok(Some(format!(
+                "{} (label `{label}`)",
+                bugloop_domain::markdown::quiet(&labelling.actor)
+            )));
         }
     }
     Ok(None)
@@ -78,12 +90,18 @@ pub(super) async fn wait(
     let body = format!(
         "bugloop has a solution on `{branch}` ({}): the tests pass.{tests}\n\nThis repository \
          asks for approval first (`solve.approval: required`): someone who may change the \
-         repository comments `@bugloop approve` here (locally: `bugloop solve {} --approve`), \
-         and the draft change request opens.",
+         repository comments `@bugloop approve` here or puts the label `{}` on this issue \
+         (locally: `bugloop solve {} --approve`), and the draft change request opens.",
         short(&solution.commit),
+        run.env.config().labels.approve,
         run.number()
     );
-    run.say_once(&marker(&solution.commit), &body).await?;
+    // An approval label left from an earlier solution would read as approving this one: it is
+    // taken off when this one is asked for, so putting it on again is the approval.
+    let label = &run.env.config().labels.approve;
+    if run.say_once(&marker(&solution.commit), &body).await? && run.issue.labels.contains(label) {
+        run.tracker.remove_label(run.number(), label).await?;
+    }
     Ok(Flow::Stop(format!(
         "waiting for approval of the solution on {branch} ({}): `@bugloop approve` on the \
          issue, or `bugloop solve {} --approve`",

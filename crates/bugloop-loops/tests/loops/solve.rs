@@ -544,6 +544,13 @@ impl Tracker for Killing {
     async fn add_labels(&self, issue: u64, labels: &[String]) -> Result<(), ForgeError> {
         self.inner.add_labels(issue, labels).await
     }
+    async fn labellings(
+        &self,
+        issue: u64,
+        label: &str,
+    ) -> Result<Vec<bugloop_forge::tracker::Labelling>, ForgeError> {
+        self.inner.labellings(issue, label).await
+    }
     async fn remove_label(&self, issue: u64, label: &str) -> Result<(), ForgeError> {
         self.inner.remove_label(issue, label).await
     }
