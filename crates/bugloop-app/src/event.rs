@@ -219,7 +219,9 @@ async fn solve_issue(job: EventJob) -> Result<EventOutcome, AppError> {
         .solve(crate::SolveJob {
             issue,
             base: None,
-            retry: false,
+            // A writer's label (checked above) on an escalated issue is a person sending it back
+            // to bugloop, as `--retry` is locally (a pattern the learning record skipped too).
+            retry: label.is_some(),
             // On GitHub a maintainer approves on the issue (`@bugloop approve`), never a run.
             approve: false,
             model: job.model.clone(),

@@ -1364,6 +1364,10 @@ fn labels_github_would_refuse_are_refused_with_their_key() {
             "labels:\n  in_progress: \"a\\tb\"\n",
             "`labels.in_progress`: the label \"a\\tb\" has a control character",
         ),
+        (
+            "labels:\n  in_progress: bugloop:approved\n",
+            "`labels.approve`: the label \"bugloop:approved\" is also labels.in_progress",
+        ),
     ] {
         let error = err(text);
         assert!(error.contains(says), "{text}: {error}");

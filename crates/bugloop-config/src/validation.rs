@@ -206,12 +206,24 @@ const MAX_LABEL_CHARS: usize = 50;
 /// empty, at most 50 characters, no comma, which separates labels in a listing's query, no
 /// control character). A label GitHub refuses would fail a solve after it had written.
 fn labels(labels: &crate::Labels) -> Result<(), ConfigError> {
-    for (key, label) in [
+    let named = [
         ("labels.trigger", &labels.trigger),
         ("labels.in_progress", &labels.in_progress),
         ("labels.needs_human", &labels.needs_human),
         ("labels.revert", &labels.revert),
-    ] {
+        ("labels.approve", &labels.approve),
+    ];
+    // bugloop puts its labels on itself; one that is also the approval (or the trigger) would
+    // approve (or start) what nobody asked for.
+    for (index, (key, label)) in named.iter().enumerate() {
+        if let Some((other, _)) = named[..index].iter().find(|(_, l)| l == label) {
+            return Err(invalid(
+                key,
+                format!("the label {label:?} is also {other}: each label must differ"),
+            ));
+        }
+    }
+    for (key, label) in named {
         let problem = if label.trim().is_empty() {
             Some("is empty".to_owned())
         } else if label.chars().count() > MAX_LABEL_CHARS {

@@ -41,7 +41,7 @@ const BATCH: usize = 256;
 /// How many candidates a PostgreSQL claim locks at once (others may hold the first ones' conversations).
 const CLAIM_CANDIDATES: i64 = 16;
 
-/// The jobs that may be claimed now, highest priority first and then oldest: queued and due, or running under a lease that
+/// The jobs that may be claimed now, highest priority (aged by waiting) first and then oldest: queued and due, or running under a lease that
 /// ran out, in a conversation with no job running under a live lease, within `limits`. Every `?`
 /// is now.
 fn claimable(limits: Limits) -> String {
@@ -64,9 +64,17 @@ fn claimable(limits: Limits) -> String {
                AND r.state = 'running' AND r.lease_until > ?) < {per_installation}"
         ));
     }
-    text.push_str(" ORDER BY j.priority DESC, j.created_at, j.id");
+    // Priority ages: a job that waited AGING_MS longer counts as one step higher, so a stream
+    // of higher jobs (reviews anyone can ask for with a fork's pushes) never holds one back
+    // for good.
+    text.push_str(&format!(
+        " ORDER BY (j.priority * {AGING_MS} - j.created_at) DESC, j.created_at, j.id"
+    ));
     text
 }
+
+/// How long a job waits to count as one priority step higher (5 minutes).
+pub const AGING_MS: i64 = 300_000;
 
 /// How many times [`claimable`]'s text binds now.
 fn claimable_binds(limits: Limits) -> usize {

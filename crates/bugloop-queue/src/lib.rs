@@ -133,8 +133,9 @@ pub struct NewJob {
     pub head: Option<String>,
     /// What the job needs to run (the trigger, as JSON).
     pub payload: String,
-    /// Claimed before every job of a lower one, and after older ones of its own (the server
-    /// gives what a person waits on the highest, and solving an issue its severity's rank).
+    /// Claimed before jobs of a lower one, and after older ones of its own (the server gives
+    /// what a person waits on the highest, and solving an issue its severity's rank); a job
+    /// gains a step for every `AGING_MS` it waited, so none waits for good.
     pub priority: i64,
 }
 

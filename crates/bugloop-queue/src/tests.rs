@@ -513,7 +513,42 @@ async fn claims_take_the_highest_priority_first_then_the_oldest(backend: Backend
     let mut claimed = Vec::new();
     while let Some(lease) = queue.claim("w", LEASE, 100).await.unwrap() {
         claimed.push(lease.job.id.clone());
+        assert!(queue.complete(&lease, 101).await.unwrap());
     }
     let order: Vec<&str> = [4, 1, 2, 3, 0].iter().map(|&i| ids[i].as_str()).collect();
     assert_eq!(claimed, order);
+    // Priority ages: a low job that waited long enough goes before a fresh higher one.
+    let waited = queued(
+        queue
+            .enqueue(
+                "d-old",
+                "issues",
+                Some(NewJob {
+                    priority: 1,
+                    ..comment(20)
+                }),
+                1_000,
+            )
+            .await
+            .unwrap(),
+    );
+    let steps = 10 - 1;
+    let fresh = queued(
+        queue
+            .enqueue(
+                "d-new",
+                "pull_request",
+                Some(NewJob {
+                    priority: 10,
+                    ..comment(21)
+                }),
+                1_000 + steps * database::AGING_MS + 1,
+            )
+            .await
+            .unwrap(),
+    );
+    let now = 1_000 + steps * database::AGING_MS + 10;
+    let first = queue.claim("w", LEASE, now).await.unwrap().unwrap();
+    let second = queue.claim("w", LEASE, now).await.unwrap().unwrap();
+    assert_eq!((first.job.id, second.job.id), (waited, fresh));
 }

@@ -1212,4 +1212,18 @@ async fn a_pattern_escalated_before_is_handed_to_a_person_on_github() {
         "",
         "nothing pushed"
     );
+    // A maintainer sends it back (the trigger label taken off and put on again): tried.
+    settings.model = Some(script_file(
+        dir.path(),
+        &[json!({"text": "Still no idea."})],
+    ));
+    enqueue_trigger(&queue, "relabel", &autofix(sim, second, "bug:autofix")).await;
+    while let Some(run) = run_next(&queue, &settings, &Stop::never()).await.unwrap() {
+        assert_eq!(run.state, Some(JobState::Done), "{run:?}");
+    }
+    let record = said(second)
+        .into_iter()
+        .find(|b| b.contains("### bugloop solve:"))
+        .unwrap();
+    assert!(record.contains("ASSIGNED"), "{record}");
 }

@@ -52,7 +52,11 @@ pub(super) async fn approved_by(
     }
     let asked_at = comments[asked].created_at;
     for labelling in run.tracker.labellings(run.number(), label).await? {
-        if labelling.at > asked_at && may_write(&labelling.actor).await? {
+        // A person's approval: not an App's (bugloop's own labels included).
+        if labelling.at > asked_at
+            && !labelling.actor.ends_with("[bot]")
+            && may_write(&labelling.actor).await?
+        {
             return Ok(Some(format!(
                 "{} (label `{label}`)",
                 bugloop_domain::markdown::quiet(&labelling.actor)
@@ -97,11 +101,21 @@ pub(super) async fn wait(
         run.number()
     );
     // An approval label left from an earlier solution would read as approving this one: it is
-    // taken off when this one is asked for, so putting it on again is the approval.
+    // taken off before this one is asked for (never after: a person may put it on again as
+    // soon as they read the request), so putting it on again is the approval.
+    let marker = marker(&solution.commit);
     let label = &run.env.config().labels.approve;
-    if run.say_once(&marker(&solution.commit), &body).await? && run.issue.labels.contains(label) {
+    let asked = run
+        .env
+        .forge
+        .comments(&run.issue.conversation)
+        .await?
+        .iter()
+        .any(|c| c.by_bugloop && c.body.contains(&marker));
+    if !asked && run.issue.labels.contains(label) {
         run.tracker.remove_label(run.number(), label).await?;
     }
+    run.say_once(&marker, &body).await?;
     Ok(Flow::Stop(format!(
         "waiting for approval of the solution on {branch} ({}): `@bugloop approve` on the \
          issue, or `bugloop solve {} --approve`",
