@@ -37,6 +37,9 @@ pub struct RequestTokens {
 
 struct Ledger {
     tokenizer: CoreBPE,
+    /// The reviewer runs one pass per reply even when all four were asked for at once (as
+    /// many models do).
+    one_pass_per_turn: bool,
     /// Every earlier prompt, as tokens, for the prefix cache.
     prompts: Vec<Vec<u32>>,
     requests: Vec<RequestTokens>,
@@ -50,11 +53,12 @@ pub(crate) struct Recorder {
 }
 
 impl Recorder {
-    pub(crate) async fn start() -> Result<Recorder, AppError> {
+    pub(crate) async fn start(one_pass_per_turn: bool) -> Result<Recorder, AppError> {
         let tokenizer = tiktoken_rs::o200k_base()
             .map_err(|e| setup_error(format!("the o200k_base tokenizer: {e}")))?;
         let ledger = Arc::new(Mutex::new(Ledger {
             tokenizer,
+            one_pass_per_turn,
             prompts: Vec::new(),
             requests: Vec::new(),
         }));
@@ -103,13 +107,13 @@ async fn answer(
             "the benchmark's server does not stream".to_owned(),
         ));
     }
-    let cost = {
+    let (cost, one_pass_per_turn) = {
         let mut ledger = ledger
             .lock()
             .map_err(|_| (StatusCode::INTERNAL_SERVER_ERROR, "poisoned".to_owned()))?;
-        ledger.record(&body)
+        (ledger.record(&body), ledger.one_pass_per_turn)
     };
-    let message = reply(&body);
+    let message = reply(&body, one_pass_per_turn);
     Ok(Json(json!({
         "id": "bench",
         "object": "chat.completion",
@@ -199,9 +203,9 @@ fn render(body: &Value) -> (String, String) {
 }
 
 /// A reviewer that answers at once: in a tools session, a grounded finding with the first pass
-/// and each pass submitted (all in one reply when all were asked for together); asked for one
-/// structured answer, an empty review.
-fn reply(body: &Value) -> Value {
+/// and each pass submitted (all in one reply when all were asked for together, unless it runs
+/// `one_pass_per_turn`); asked for one structured answer, an empty review.
+fn reply(body: &Value, one_pass_per_turn: bool) -> Value {
     let offered: Vec<&str> = body
         .get("tools")
         .and_then(Value::as_array)
@@ -236,7 +240,11 @@ fn reply(body: &Value) -> Value {
         .unwrap_or("");
     // Given every pass's instructions at once, it runs the passes left in one reply, as asked.
     let given = change.lines().filter(|l| l.starts_with("# Pass ")).count();
-    let last = if given > 1 { given.max(pass) } else { pass };
+    let last = if given > 1 && !one_pass_per_turn {
+        given.max(pass)
+    } else {
+        pass
+    };
     let mut calls = Vec::new();
     if pass == 1
         && offered.contains(&"report_finding")
@@ -268,6 +276,7 @@ mod tests {
     fn ledger() -> Ledger {
         Ledger {
             tokenizer: tiktoken_rs::o200k_base().unwrap(),
+            one_pass_per_turn: false,
             prompts: Vec::new(),
             requests: Vec::new(),
         }
@@ -313,8 +322,10 @@ mod tests {
         let tools = json!([{"type": "function", "function": {"name": "report_finding"}},
                            {"type": "function", "function": {"name": "submit_pass_results"}}]);
         let change = "## a.py (added)\n@@\n3+x = 1 / 0\n";
-        let first =
-            reply(&json!({"tools": tools, "messages": [{"role": "user", "content": change}]}));
+        let first = reply(
+            &json!({"tools": tools, "messages": [{"role": "user", "content": change}]}),
+            false,
+        );
         let names: Vec<&str> = first["tool_calls"]
             .as_array()
             .unwrap()
@@ -322,10 +333,13 @@ mod tests {
             .map(|c| c["function"]["name"].as_str().unwrap())
             .collect();
         assert_eq!(names, ["report_finding", "submit_pass_results"]);
-        let second = reply(&json!({"tools": tools, "messages": [
-            {"role": "user", "content": change},
-            {"role": "assistant", "tool_calls": first["tool_calls"]},
-        ]}));
+        let second = reply(
+            &json!({"tools": tools, "messages": [
+                {"role": "user", "content": change},
+                {"role": "assistant", "tool_calls": first["tool_calls"]},
+            ]}),
+            false,
+        );
         let arguments = second["tool_calls"][0]["function"]["arguments"]
             .as_str()
             .unwrap();
@@ -333,8 +347,15 @@ mod tests {
         // All four passes asked for at once: all four submitted in one reply.
         let together =
             format!("{change}\n# Pass 1 of 4\n# Pass 2 of 4\n# Pass 3 of 4\n# Pass 4 of 4\n");
-        let all =
-            reply(&json!({"tools": tools, "messages": [{"role": "user", "content": together}]}));
-        assert_eq!(all["tool_calls"].as_array().unwrap().len(), 5);
+        let asked = json!({"tools": tools, "messages": [{"role": "user", "content": together}]});
+        assert_eq!(
+            reply(&asked, false)["tool_calls"].as_array().unwrap().len(),
+            5
+        );
+        // A reviewer that runs one pass per reply: the finding and the first pass only.
+        assert_eq!(
+            reply(&asked, true)["tool_calls"].as_array().unwrap().len(),
+            2
+        );
     }
 }

@@ -24,6 +24,9 @@ const CACHED_PRICE: f64 = 0.1;
 #[derive(Debug, Clone, Serialize)]
 pub struct TokensBench {
     pub change: String,
+    /// How the benchmark's reviewer answers: `all passes asked at once in one reply` or `one
+    /// pass per reply`.
+    pub reviewer: &'static str,
     pub files: usize,
     pub additions: usize,
     pub deletions: usize,
@@ -58,14 +61,19 @@ pub enum TokensSource {
     Repository(PathBuf),
 }
 
-pub async fn tokens(source: &TokensSource) -> Result<TokensBench, AppError> {
+/// The reviews of the change from `source`; the reviewer runs one pass per reply with
+/// `one_pass_per_turn`, else every pass it was asked for in one.
+pub async fn tokens(
+    source: &TokensSource,
+    one_pass_per_turn: bool,
+) -> Result<TokensBench, AppError> {
     let dir = tempfile::tempdir().map_err(setup_error)?;
     let repo = dir.path().join("repo");
     match source {
         TokensSource::Example(example) => run_script("scripts/example-repo", example, &repo)?,
         TokensSource::Repository(original) => copy_repository(original, &repo)?,
     }
-    let recorder = Recorder::start().await?;
+    let recorder = Recorder::start(one_pass_per_turn).await?;
     let config = dir.path().join("bench.yml");
     std::fs::write(
         &config,
@@ -104,6 +112,11 @@ pub async fn tokens(source: &TokensSource) -> Result<TokensBench, AppError> {
             TokensSource::Example(path) | TokensSource::Repository(path) => {
                 format!("{} ({})", path.display(), change.description)
             }
+        },
+        reviewer: if one_pass_per_turn {
+            "one pass per reply"
+        } else {
+            "every pass asked for, in one reply"
         },
         files: diff.files.len(),
         additions,

@@ -59,13 +59,14 @@ pub fn run(
         BenchCommand::Tokens {
             example,
             repo,
+            one_pass_per_turn,
             format,
         } => {
             let source = match repo {
                 Some(repo) => TokensSource::Repository(repo),
                 None => TokensSource::Example(example),
             };
-            let figures = runtime()?.block_on(bench::tokens(&source))?;
+            let figures = runtime()?.block_on(bench::tokens(&source, one_pass_per_turn))?;
             match format {
                 Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&figures)?)?,
                 Format::Text => tokens_text(out, &figures)?,
@@ -169,6 +170,7 @@ fn tokens_text(out: &mut impl Write, b: &TokensBench) -> Result<()> {
         "size       {} files, +{} -{} (tokens counted with {})",
         b.files, b.additions, b.deletions, b.tokenizer
     )?;
+    writeln!(out, "reviewer   {}", b.reviewer)?;
     for s in &b.scenarios {
         writeln!(out, "\n{}", s.name)?;
         writeln!(out, "  scope    {}", s.scope)?;

@@ -193,6 +193,10 @@ pub(crate) enum BenchCommand {
         /// one `scripts/bench-reference-change` makes.
         #[arg(long)]
         repo: Option<PathBuf>,
+        /// The benchmark's reviewer runs one pass per reply even when asked for all four at
+        /// once (as many models do), instead of all in one.
+        #[arg(long)]
+        one_pass_per_turn: bool,
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },

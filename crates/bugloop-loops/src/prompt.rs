@@ -13,6 +13,9 @@ pub const WORKFLOW_STRUCTURED: &str = include_str!("../prompts/review-workflow-s
 pub const CHANGE: &str = include_str!("../prompts/review-change.md");
 /// Says that the four passes of a small change are given at once.
 pub const PASSES_TOGETHER: &str = include_str!("../prompts/review-passes-together.md");
+/// What a model that stopped after a pass is told: the next pass's number, whose instructions
+/// it was given with the change (not sent again).
+pub const PASS_NEXT: &str = include_str!("../prompts/review-pass-next.md");
 /// What a review says about the open findings whose code changed since they were raised.
 pub const TOUCHED: &str = include_str!("../prompts/review-touched.md");
 /// The diff shown when nothing new is to be shown, only findings whose code changed.

@@ -23,11 +23,6 @@ use crate::env::LoopEnv;
 use crate::plan::Batch;
 use crate::{ProgressEvent, prompt, sandbox_settings};
 
-/// A change shown in one session with at most this many (estimated) tokens gets its four passes
-/// in its first message. Larger ones get a pass at a time, so each pass has the model's whole
-/// attention; on them the passes' cost is mostly cached input.
-const PASSES_TOGETHER_BELOW: u64 = 1_500;
-
 /// What the sessions reported, before grounding and filtering.
 pub(super) struct Reported {
     /// bugloop's own findings first, then the model's, in order.
@@ -212,7 +207,7 @@ async fn run_session(
     let change = prompt::change(&request.description, &scope, &batch.text);
     let shared = Arc::new(Mutex::new(Collected::default()));
     let task = if brief.tools_mode {
-        tools_task(env, brief, batch, &change, (call, total), open_ids, &shared)
+        tools_task(env, brief, &change, (call, total), open_ids, &shared)
     } else {
         structured_task(brief, change, open_ids)
     };
@@ -248,7 +243,6 @@ fn part_scope(brief: &Brief, (call, total): (usize, usize)) -> String {
 fn tools_task(
     env: &LoopEnv<'_>,
     brief: &Brief,
-    batch: &Batch,
     change: &str,
     (call, total): (usize, usize),
     open_ids: &[String],
@@ -277,18 +271,15 @@ fn tools_task(
             extra_tools.push(typed(web::WebSearch { web: web.clone() }));
         }
     }
-    // A small change gets its four passes at once: the model may run them in one turn
-    // instead of re-reading the change for each (a follow-up is sent only for a pass left).
-    let together = total == 1 && batch.tokens <= PASSES_TOGETHER_BELOW;
-    let first = if together {
-        format!(
-            "{change}\n\n{}\n{}",
-            prompt::PASSES_TOGETHER,
-            prompt::PASSES.join("\n")
-        )
-    } else {
-        format!("{change}\n\n{}", prompt::PASSES[0])
-    };
+    // Every part gets its four passes at once (a part is planned to fit the model's context
+    // with its answer): the model may run them in one turn instead of being sent the part
+    // again for each, and one that runs a pass per turn is asked for the rest by the
+    // submissions' answers, the conversation only growing at its end (its prefix cached).
+    let first = format!(
+        "{change}\n\n{}\n{}",
+        prompt::PASSES_TOGETHER,
+        prompt::PASSES.join("\n")
+    );
     Task {
         name: "review".to_owned(),
         system: brief.system.clone(),
@@ -296,11 +287,10 @@ fn tools_task(
         toolset: Some(Toolset::Read),
         extra_tools,
         submit_tool: Some(SUBMIT_PASS.to_owned()),
-        follow_ups: prompt::PASSES[1..]
-            .iter()
-            .map(|p| (*p).to_owned())
+        follow_ups: (2..=prompt::PASSES.len())
+            .map(|pass| prompt::fill(prompt::PASS_NEXT, &[("pass", &pass.to_string())]))
             .collect(),
-        stages_up_front: together,
+        stages_up_front: true,
         answer_schema: None,
         // Each session gets its share of the run's turn budget, so the first parts of a
         // large change cannot use it all; at least enough for the four passes and a look.

@@ -791,3 +791,65 @@ async fn broken_state_blocks_and_look_alike_markers_are_reported_not_trusted() {
         report.tracked
     );
 }
+
+/// A model that runs one pass per turn although all four are given with the change: each pass
+/// is still asked for and submitted, in four requests, and each request is the one before with
+/// the turn added at its end (the system prompt, the tools and every earlier message byte for
+/// byte), so a provider's prefix cache serves all but the new turn. The same holds in every
+/// part of a change reviewed in several sessions.
+#[tokio::test]
+async fn a_model_running_one_pass_per_turn_is_asked_each_and_its_prefix_is_kept() {
+    for (repo, config) in [(Repo::with_feature(), support::config()), split_change()] {
+        let provider = ScriptedProvider::new([]);
+        for _ in 0..64 {
+            provider.push_fn(|request| {
+                let submitted = request
+                    .messages
+                    .iter()
+                    .flat_map(|m| &m.tool_calls)
+                    .filter(|c| c.name == "submit_pass_results")
+                    .count();
+                Ok(tool_reply(
+                    &[(
+                        "submit_pass_results",
+                        json!({"pass_number": submitted + 1, "summary": "one at a time"}),
+                    )],
+                    support::usage(),
+                ))
+            });
+        }
+        let provider = std::sync::Arc::new(provider);
+        let (report, _) = support::review_branch(&repo, config, provider.clone(), false).await;
+        assert!(report.unreviewed.is_empty(), "{:?}", report.unreviewed);
+        assert!(report.errors.is_empty(), "{:?}", report.errors);
+        let requests = provider.requests();
+        let sessions = report.usage.sessions;
+        assert_eq!(requests.len(), 4 * sessions, "four requests per session");
+        assert_eq!(report.passes.len(), 4 * sessions);
+        for session in requests.chunks(4) {
+            let change = &session[0].messages[0].content;
+            for pass in 1..=4 {
+                assert!(
+                    change.contains(&format!("# Pass {pass} of 4")),
+                    "every pass is given with the change"
+                );
+            }
+            for pair in session.windows(2) {
+                let (before, after) = (&pair[0], &pair[1]);
+                assert_eq!(before.system, after.system);
+                assert_eq!(
+                    serde_json::to_string(&before.tools).unwrap(),
+                    serde_json::to_string(&after.tools).unwrap()
+                );
+                assert!(after.messages.len() > before.messages.len());
+                for (a, b) in before.messages.iter().zip(&after.messages) {
+                    assert_eq!(
+                        serde_json::to_string(a).unwrap(),
+                        serde_json::to_string(b).unwrap(),
+                        "an earlier message changed"
+                    );
+                }
+            }
+        }
+    }
+}
