@@ -7,11 +7,13 @@ mod models;
 mod prove;
 mod recorder;
 mod review;
+mod session;
 mod tokens;
 
 pub use self::prove::{ProveBench, prove};
 pub use self::recorder::RequestTokens;
 pub use self::review::{ReviewBench, review};
+pub use self::session::{SessionBench, SessionTurn, session};
 pub use self::tokens::{ScenarioTokens, TokensBench, TokensSource, tokens};
 
 use serde::Serialize;
@@ -68,6 +70,8 @@ pub fn model(
     };
     let mut rows = Vec::new();
     for _ in 0..runs.max(1) {
+        // Each run evaluates the whole prompt, as a first call does.
+        provider.forget_session();
         let (_, timings) = provider.generate_blocking(&request).map_err(unusable)?;
         rows.push(timings);
     }

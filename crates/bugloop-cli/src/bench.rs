@@ -32,6 +32,18 @@ pub fn run(
                 Format::Text => model_text(out, &figures)?,
             }
         }
+        BenchCommand::Session {
+            model,
+            max_tokens,
+            format,
+        } => {
+            let config = configuration(cwd, choice)?.loaded.config;
+            let figures = bench::session(&config, &model, max_tokens)?;
+            match format {
+                Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&figures)?)?,
+                Format::Text => session_text(out, &figures)?,
+            }
+        }
         BenchCommand::Review {
             files,
             lines,
@@ -159,6 +171,27 @@ fn prove_text(out: &mut impl Write, b: &ProveBench) -> Result<()> {
         "share        {:.1}% of the proving review's input; {:.3}% of budgets.max_input_tokens per proof",
         b.share_of_review_input * 100.0,
         b.share_of_budget_per_proof * 100.0
+    )?;
+    Ok(())
+}
+
+fn session_text(out: &mut impl Write, b: &bench::SessionBench) -> Result<()> {
+    writeln!(out, "model      {} ({} threads)", b.model, b.threads)?;
+    for (number, turn) in b.turns.iter().enumerate() {
+        writeln!(
+            out,
+            "turn {}     {} prompt tokens, {} kept: {:.3} s kept, {:.3} s fresh",
+            number + 1,
+            turn.prompt_tokens,
+            turn.reused_tokens,
+            turn.kept_prompt_seconds,
+            turn.fresh_prompt_seconds
+        )?;
+    }
+    writeln!(
+        out,
+        "prompts    {:.3} s with the context kept, {:.3} s with a fresh one per call",
+        b.kept_prompt_seconds, b.fresh_prompt_seconds
     )?;
     Ok(())
 }

@@ -158,6 +158,16 @@ pub(crate) enum BenchCommand {
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
+    /// The embedded model over a four-turn conversation: prompt evaluation with the context kept
+    /// between calls, against a fresh context per call, on the same prompts.
+    Session {
+        #[arg(long, default_value = "local:smollm2")]
+        model: String,
+        #[arg(long, default_value_t = 48)]
+        max_tokens: u32,
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
     /// Print the fixed system and user prompt `bench model` uses (for comparisons).
     Prompt,
     /// Everything a review does except the model's time, on a synthetic change: time and memory.

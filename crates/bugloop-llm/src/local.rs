@@ -88,17 +88,39 @@ fn backend() -> Result<&'static LlamaBackend, LlmError> {
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Timings {
     pub prompt_tokens: u64,
+    /// The prompt's first tokens whose evaluation was kept from the call before (the longest
+    /// prefix the two share): only the rest was evaluated.
+    pub reused_tokens: u64,
     pub prompt: Duration,
     pub generated_tokens: u64,
     pub generation: Duration,
 }
 
+/// The context kept between calls, and the tokens its KV cache holds: a multi-turn session
+/// resends its conversation each call, and only what follows the longest prefix it shares with
+/// what was evaluated before is evaluated again.
+struct Session<'m> {
+    context: Option<LlamaContext<'m>>,
+    tokens: Vec<LlamaToken>,
+}
+
+self_cell::self_cell!(
+    /// The model and the session that borrows it.
+    struct Loaded {
+        owner: LlamaModel,
+        #[not_covariant]
+        dependent: Session,
+    }
+);
+
 struct Engine {
-    model: LlamaModel,
+    /// One generation at a time (a context is large and the machine small), on the one kept
+    /// context.
+    loaded: Mutex<Loaded>,
     template: Option<LlamaChatTemplate>,
     threads: i32,
-    /// One generation at a time: a context is large and the machine small.
-    busy: Mutex<()>,
+    n_ctx: u32,
+    name: String,
 }
 
 /// A GGUF model run in this process.
@@ -124,13 +146,19 @@ impl LocalProvider {
             .map_err(|e| LlmError::Local(format!("cannot load {}: {e}", path.display())))?;
         let template = model.chat_template(None).ok();
         let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let n_ctx = CONTEXT_TOKENS.min(model.n_ctx_train().max(512));
+        let name = model.meta_val_str("general.name").unwrap_or_default();
         Ok(LocalProvider {
             label: label.to_owned(),
             engine: Arc::new(Engine {
-                model,
+                loaded: Mutex::new(Loaded::new(model, |_| Session {
+                    context: None,
+                    tokens: Vec::new(),
+                })),
                 template,
                 threads: i32::try_from(threads).unwrap_or(2),
-                busy: Mutex::new(()),
+                n_ctx,
+                name,
             }),
             load_time: started.elapsed(),
         })
@@ -138,6 +166,30 @@ impl LocalProvider {
 
     pub fn load_time(&self) -> Duration {
         self.load_time
+    }
+
+    /// The prompt `request` is evaluated as: its messages in the model's chat template.
+    pub fn render(&self, request: &ChatRequest) -> Result<String, LlmError> {
+        let loaded = self
+            .engine
+            .loaded
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        self.engine.prompt(loaded.borrow_owner(), request)
+    }
+
+    /// Drops the kept context, so the next call evaluates its whole prompt (for benchmarks of
+    /// a first call).
+    pub fn forget_session(&self) {
+        let mut loaded = self
+            .engine
+            .loaded
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        loaded.with_dependent_mut(|_, session| {
+            session.context = None;
+            session.tokens.clear();
+        });
     }
 
     /// Generates on the calling thread, reporting phase timings (for benchmarks).
@@ -160,7 +212,7 @@ impl Provider for LocalProvider {
             tools: false,
             json_schema: true,
             streaming: true,
-            context_tokens: Some(CONTEXT_TOKENS.min(self.engine.model.n_ctx_train().max(512))),
+            context_tokens: Some(self.engine.n_ctx),
         }
     }
 
@@ -198,7 +250,7 @@ impl Provider for LocalProvider {
 }
 
 impl Engine {
-    fn prompt(&self, request: &ChatRequest) -> Result<String, LlmError> {
+    fn prompt(&self, model: &LlamaModel, request: &ChatRequest) -> Result<String, LlmError> {
         let mut turns: Vec<(&str, String)> = Vec::new();
         if let Some(system) = &request.system {
             turns.push(("system", system.clone()));
@@ -219,7 +271,7 @@ impl Engine {
             let chat = chat.map_err(|e| {
                 LlmError::Local(format!("message cannot be passed to llama.cpp: {e}"))
             })?;
-            if let Ok(prompt) = self.model.apply_chat_template(template, &chat, true) {
+            if let Ok(prompt) = model.apply_chat_template(template, &chat, true) {
                 return Ok(prompt);
             }
         }
@@ -232,14 +284,14 @@ impl Engine {
         Ok(prompt)
     }
 
-    fn sampler(&self, request: &ChatRequest) -> Result<LlamaSampler, LlmError> {
+    fn sampler(model: &LlamaModel, request: &ChatRequest) -> Result<LlamaSampler, LlmError> {
         let mut chain = Vec::new();
         if let Some(format) = &request.response_format {
             let grammar =
                 llama_cpp_2::json_schema_to_grammar(&format.schema.to_string()).map_err(|e| {
                     LlmError::Local(format!("cannot build a grammar from the schema: {e}"))
                 })?;
-            let sampler = LlamaSampler::grammar(&self.model, &grammar, "root")
+            let sampler = LlamaSampler::grammar(model, &grammar, "root")
                 .map_err(|e| LlmError::Local(format!("llama.cpp refused the grammar: {e:?}")))?;
             chain.push(sampler);
         }
@@ -253,25 +305,45 @@ impl Engine {
         Ok(LlamaSampler::chain_simple(chain))
     }
 
-    /// Runs one generation: the prompt through the model in batches, then tokens sampled one at a
-    /// time and passed on to `emit` as whole characters, until the model ends its answer or the
-    /// output cap or the context is reached.
+    /// Runs one generation: the prompt through the model in batches (but its first tokens the
+    /// kept context evaluated already), then tokens sampled one at a time and passed on to
+    /// `emit` as whole characters, until the model ends its answer or the output cap or the
+    /// context is reached.
     fn generate(
         &self,
         request: &ChatRequest,
         emit: &dyn Fn(&str),
     ) -> Result<(ChatResponse, Timings), LlmError> {
-        let _busy = self
-            .busy
+        let mut loaded = self
+            .loaded
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
+        loaded.with_dependent_mut(|model, session| {
+            let outcome = self.generate_in(model, session, request, emit);
+            if outcome.is_err() {
+                // What the cache holds is not known after a failed evaluation: start afresh.
+                session.context = None;
+                session.tokens.clear();
+            }
+            outcome
+        })
+    }
+
+    fn generate_in<'m>(
+        &self,
+        model: &'m LlamaModel,
+        session: &mut Session<'m>,
+        request: &ChatRequest,
+        emit: &dyn Fn(&str),
+    ) -> Result<(ChatResponse, Timings), LlmError> {
         let backend = backend()?;
-        let prompt = self.prompt(request)?;
-        let vocab = self.model.vocab();
+        let prompt = self.prompt(model, request)?;
+        let vocab = model.vocab();
         let tokens = vocab.tokenize(prompt.as_bytes(), vocab.should_add_bos(), true);
         let max_new = request.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
-        let n_ctx = CONTEXT_TOKENS.min(self.model.n_ctx_train().max(512));
-        if tokens.len() as u64 + u64::from(max_new.min(64)) > u64::from(n_ctx) {
+        let n_ctx = self.n_ctx;
+        if tokens.is_empty() || tokens.len() as u64 + u64::from(max_new.min(64)) > u64::from(n_ctx)
+        {
             return Err(LlmError::ContextTooLong {
                 message: format!(
                     "{} prompt tokens do not fit the local context of {n_ctx}",
@@ -279,69 +351,95 @@ impl Engine {
                 ),
             });
         }
-        let mut context = self.new_context(backend, n_ctx)?;
-        let mut sampler = self.sampler(request)?;
+        let mut sampler = Self::sampler(model, request)?;
+        let context = match session.context.take() {
+            Some(context) => context,
+            None => {
+                session.tokens.clear();
+                self.new_context(model, backend, n_ctx)?
+            }
+        };
+        let context = session.context.insert(context);
+        // The last prompt token is always evaluated: its logits give the first answer token.
+        let mut reused = session
+            .tokens
+            .iter()
+            .zip(&tokens)
+            .take_while(|(kept, new)| kept == new)
+            .count()
+            .min(tokens.len() - 1);
+        let removed = context
+            .clear_kv_cache_seq(Some(0), Some(reused as u32), None)
+            .unwrap_or(false);
+        if !removed {
+            context.clear_kv_cache();
+            reused = 0;
+        }
+        session.tokens.truncate(reused);
 
         let prompt_started = Instant::now();
         let mut batch = LlamaBatch::new(BATCH_TOKENS, 1);
         let mut decoder = Decoder {
-            context: &mut context,
+            context,
             batch: &mut batch,
         };
-        decoder.evaluate_prompt(&tokens)?;
+        decoder.evaluate_prompt(&tokens[reused..], reused)?;
+        session.tokens.extend_from_slice(&tokens[reused..]);
         let prompt_time = prompt_started.elapsed();
 
         let generation_started = Instant::now();
         let answer =
             decoder.sample_answer(&mut sampler, &vocab, tokens.len(), max_new, n_ctx, emit)?;
+        session.tokens.extend_from_slice(&answer.decoded);
         let timings = Timings {
             prompt_tokens: tokens.len() as u64,
+            reused_tokens: reused as u64,
             prompt: prompt_time,
             generated_tokens: u64::from(answer.generated),
             generation: generation_started.elapsed(),
         };
-        Ok((self.response(&answer, tokens.len()), timings))
+        Ok((self.response(&answer, tokens.len(), reused), timings))
     }
 
     /// A context of `n_ctx` tokens evaluating in batches of [`BATCH_TOKENS`] on all threads.
-    fn new_context(
+    fn new_context<'m>(
         &self,
+        model: &'m LlamaModel,
         backend: &LlamaBackend,
         n_ctx: u32,
-    ) -> Result<LlamaContext<'_>, LlmError> {
+    ) -> Result<LlamaContext<'m>, LlmError> {
         let params = LlamaContextParams::default()
             .with_n_ctx(NonZeroU32::new(n_ctx))
             .with_n_batch(BATCH_TOKENS as u32)
             .with_n_threads(self.threads)
             .with_n_threads_batch(self.threads);
-        self.model
+        model
             .new_context(backend, params)
             .map_err(|e| LlmError::Local(format!("cannot create a context: {e}")))
     }
 
     /// The answer as a chat response, its usage counted in tokens.
-    fn response(&self, answer: &Answer, prompt_tokens: usize) -> ChatResponse {
+    fn response(&self, answer: &Answer, prompt_tokens: usize, reused: usize) -> ChatResponse {
         ChatResponse {
             message: Message::assistant(String::from_utf8_lossy(&answer.bytes).into_owned()),
             finish: answer.finish,
             usage: Usage {
                 input_tokens: prompt_tokens as u64,
                 output_tokens: u64::from(answer.generated),
-                cached_input_tokens: 0,
+                cached_input_tokens: reused as u64,
             },
-            model: format!(
-                "local:{}",
-                self.model.meta_val_str("general.name").unwrap_or_default()
-            ),
+            model: format!("local:{}", self.name),
         }
     }
 }
 
-/// What one generation produced: its bytes, how many tokens they took and why it ended.
+/// What one generation produced: its bytes, how many tokens they took and why it ended, and
+/// the tokens the context evaluated after the prompt (all but an end-of-generation token).
 struct Answer {
     bytes: Vec<u8>,
     generated: u32,
     finish: FinishReason,
+    decoded: Vec<LlamaToken>,
 }
 
 /// A context and the batch fed to it: the prompt goes in in chunks of [`BATCH_TOKENS`], then
@@ -352,16 +450,16 @@ struct Decoder<'d, 'm> {
 }
 
 impl Decoder<'_, '_> {
-    /// Evaluates the prompt, asking for logits of its last token only (the first one sampled
-    /// follows it).
-    fn evaluate_prompt(&mut self, tokens: &[LlamaToken]) -> Result<(), LlmError> {
+    /// Evaluates the prompt's `tokens` from position `start` (the ones before are in the cache),
+    /// asking for logits of its last token only (the first one sampled follows it).
+    fn evaluate_prompt(&mut self, tokens: &[LlamaToken], start: usize) -> Result<(), LlmError> {
         let last = tokens.len().saturating_sub(1);
         for (chunk_index, chunk) in tokens.chunks(BATCH_TOKENS).enumerate() {
             self.batch.clear();
             for (offset, token) in chunk.iter().enumerate() {
-                let position = chunk_index * BATCH_TOKENS + offset;
+                let index = chunk_index * BATCH_TOKENS + offset;
                 self.batch
-                    .add(*token, position as i32, &[0], position == last)
+                    .add(*token, (start + index) as i32, &[0], index == last)
                     .map_err(|e| LlmError::Local(format!("batch: {e}")))?;
             }
             self.context
@@ -384,6 +482,7 @@ impl Decoder<'_, '_> {
         emit: &dyn Fn(&str),
     ) -> Result<Answer, LlmError> {
         let mut bytes: Vec<u8> = Vec::new();
+        let mut decoded = Vec::new();
         let mut emitted = 0usize;
         let mut generated = 0u32;
         let mut finish = FinishReason::Length;
@@ -411,12 +510,14 @@ impl Decoder<'_, '_> {
             self.context
                 .decode(self.batch)
                 .map_err(|e| LlmError::Local(format!("generation failed: {e}")))?;
+            decoded.push(token);
             position += 1;
         }
         Ok(Answer {
             bytes,
             generated,
             finish,
+            decoded,
         })
     }
 }

@@ -73,3 +73,56 @@ fn a_missing_model_says_how_to_install_it() {
         .to_string();
     assert!(error.contains("scripts/fetch-model"), "{error}");
 }
+
+/// A multi-turn session on the embedded model evaluates only what is new: each call after the
+/// first keeps the longest prefix it shares with what the context holds (the conversation so
+/// far, the answers included) and says so as cached input. Keeping the cache is the same
+/// computation up to floating-point order (llama.cpp sums a batch of one token and a batch of
+/// many in another order), so a long greedy answer may part from a fresh context's after many
+/// turns; the second turn's answer, the first from a kept cache, is the fresh one's (a wrong
+/// position in the cache garbles it).
+#[tokio::test]
+async fn a_session_evaluates_only_what_is_new_and_answers_as_a_fresh_context_does() {
+    let settings = LlmSettings {
+        model_dir: std::env::var_os("BUGLOOP_MODEL_DIR").map(Into::into),
+        ..LlmSettings::default()
+    };
+    let kept = connect("local:smollm2", &settings, &|_| None).unwrap();
+    let asks = [
+        "Name one risk of `for i in 0..=v.len() { v[i] }`.",
+        "How would you fix it?",
+        "Write the fixed loop.",
+        "Is the fix safe for an empty vector?",
+    ];
+    let mut messages = Vec::new();
+    let mut last_prompt = 0;
+    for (turn, ask) in asks.iter().enumerate() {
+        messages.push(Message::user(*ask));
+        let request = ChatRequest {
+            system: Some("You are a code reviewer. Answer in one sentence.".into()),
+            messages: messages.clone(),
+            max_tokens: Some(24),
+            ..ChatRequest::default()
+        };
+        let answer = kept.chat(&request, None).await.unwrap();
+        let usage = answer.usage;
+        if turn == 0 {
+            assert_eq!(usage.cached_input_tokens, 0);
+        } else {
+            // At least the turn before's whole prompt was kept, and the new turn evaluated.
+            assert!(
+                usage.cached_input_tokens >= last_prompt
+                    && usage.cached_input_tokens < usage.input_tokens,
+                "turn {turn}: {usage:?}, the turn before's prompt {last_prompt}"
+            );
+        }
+        last_prompt = usage.input_tokens;
+        if turn <= 1 {
+            let fresh = connect("local:smollm2", &settings, &|_| None).unwrap();
+            let again = fresh.chat(&request, None).await.unwrap();
+            assert_eq!(again.usage.cached_input_tokens, 0);
+            assert_eq!(again.message.content, answer.message.content, "turn {turn}");
+        }
+        messages.push(answer.message);
+    }
+}
