@@ -38,6 +38,38 @@ pub struct ModelBench {
     pub threads: usize,
 }
 
+/// What a model error is, for the benchmarks of the embedded model `model`.
+#[cfg(feature = "local")]
+fn unusable(model: &str) -> impl Fn(bugloop_llm::LlmError) -> AppError + Copy + '_ {
+    move |source| AppError::Model {
+        model: model.to_owned(),
+        source: Box::new(source),
+    }
+}
+
+/// Loads the embedded model `model` (a `local:` model, else `benchmark` says it measures only
+/// those), from the configured model directory; with the file it was loaded from.
+#[cfg(feature = "local")]
+fn load_local(
+    config: &bugloop_config::Config,
+    model: &str,
+    benchmark: &str,
+) -> Result<(bugloop_llm::local::LocalProvider, std::path::PathBuf), AppError> {
+    use bugloop_llm::local::{LocalProvider, resolve_model};
+
+    let unusable = unusable(model);
+    let spec = bugloop_llm::ModelSpec::parse(model).map_err(unusable)?;
+    if spec.provider != "local" {
+        return Err(AppError::Invalid(format!(
+            "`{benchmark}` measures the embedded model: give a local: model, not {model}"
+        )));
+    }
+    let settings = bugloop_app::Models::new(config).settings().clone();
+    let path = resolve_model(&spec.model, settings.model_dir.as_deref()).map_err(unusable)?;
+    let provider = LocalProvider::load(model, &path).map_err(unusable)?;
+    Ok((provider, path))
+}
+
 /// Runs the fixed prompt `runs` times through the embedded model `model` (a `local:` model).
 #[cfg(feature = "local")]
 pub fn model(
@@ -46,22 +78,10 @@ pub fn model(
     runs: usize,
     max_tokens: u32,
 ) -> Result<ModelBench, AppError> {
-    use bugloop_llm::local::{LocalProvider, resolve_model};
-    use bugloop_llm::{ChatRequest, Message, ModelSpec};
+    use bugloop_llm::{ChatRequest, Message};
 
-    let unusable = |source: bugloop_llm::LlmError| AppError::Model {
-        model: model.to_owned(),
-        source: Box::new(source),
-    };
-    let spec = ModelSpec::parse(model).map_err(unusable)?;
-    if spec.provider != "local" {
-        return Err(AppError::Invalid(format!(
-            "`bench model` measures the embedded model: give a local: model, not {model}"
-        )));
-    }
-    let settings = bugloop_app::Models::new(config).settings().clone();
-    let path = resolve_model(&spec.model, settings.model_dir.as_deref()).map_err(unusable)?;
-    let provider = LocalProvider::load(model, &path).map_err(unusable)?;
+    let unusable = unusable(model);
+    let (provider, path) = load_local(config, model, "bench model")?;
     let request = ChatRequest {
         system: Some(SYSTEM.to_owned()),
         messages: vec![Message::user(PROMPT)],

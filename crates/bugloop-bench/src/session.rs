@@ -42,22 +42,10 @@ pub fn session(
     model: &str,
     max_tokens: u32,
 ) -> Result<SessionBench, AppError> {
-    use bugloop_llm::local::{LocalProvider, resolve_model};
-    use bugloop_llm::{ChatRequest, Message, ModelSpec};
+    use bugloop_llm::{ChatRequest, Message};
 
-    let unusable = |source: bugloop_llm::LlmError| AppError::Model {
-        model: model.to_owned(),
-        source: Box::new(source),
-    };
-    let spec = ModelSpec::parse(model).map_err(unusable)?;
-    if spec.provider != "local" {
-        return Err(AppError::Invalid(format!(
-            "`bench session` measures the embedded model: give a local: model, not {model}"
-        )));
-    }
-    let settings = bugloop_app::Models::new(config).settings().clone();
-    let path = resolve_model(&spec.model, settings.model_dir.as_deref()).map_err(unusable)?;
-    let provider = LocalProvider::load(model, &path).map_err(unusable)?;
+    let unusable = super::unusable(model);
+    let (provider, _) = super::load_local(config, model, "bench session")?;
     let (system, first) = super::prompt_texts();
     let mut messages = vec![Message::user(first)];
     let mut requests = Vec::new();

@@ -978,24 +978,34 @@ async fn the_gate_waits_for_running_checks_then_marks_ready() {
 
 /// `solve.approval: required` on GitHub: the solution waits on its branch with one comment on the
 /// issue; a stranger's `@bugloop approve` does nothing; a maintainer's opens the draft.
-#[tokio::test]
-async fn a_solution_waits_for_a_maintainers_approval_on_github() {
-    let Setup {
-        fixture,
-        queue,
-        mut settings,
-        _dirs,
-    } = setup_with(&format!(
+/// A repository that asks for approval (`solve.approval: required`, its drafts reviewed by an
+/// external reviewer), and alice's issue labelled for solving.
+async fn approval_required() -> (Setup, u64) {
+    let setup = setup_with(&format!(
         "{CONFIG}  approval: required\nagents:\n  reviewer:\n    external: true\n"
     ))
     .await;
-    let sim = &fixture.sim;
-    let issue = sim.add_issue(
+    let issue = setup.fixture.sim.add_issue(
         "alice",
         "Crash in last",
         "IndexError",
         &["bug", "bug:autofix"],
     );
+    (setup, issue)
+}
+
+#[tokio::test]
+async fn a_solution_waits_for_a_maintainers_approval_on_github() {
+    let (
+        Setup {
+            fixture,
+            queue,
+            mut settings,
+            _dirs,
+        },
+        issue,
+    ) = approval_required().await;
+    let sim = &fixture.sim;
     let dir = tempfile::tempdir().unwrap();
     settings.model = Some(script_file(dir.path(), &script()[2..4]));
     enqueue_trigger(&queue, "delivery-1", &autofix(sim, issue, "bug:autofix")).await;
@@ -1047,22 +1057,16 @@ async fn a_solution_waits_for_a_maintainers_approval_on_github() {
 /// on after the request opens the draft, and the record says whose label it was.
 #[tokio::test]
 async fn a_maintainers_label_approves_a_waiting_solution_on_github() {
-    let Setup {
-        fixture,
-        queue,
-        mut settings,
-        _dirs,
-    } = setup_with(&format!(
-        "{CONFIG}  approval: required\nagents:\n  reviewer:\n    external: true\n"
-    ))
-    .await;
+    let (
+        Setup {
+            fixture,
+            queue,
+            mut settings,
+            _dirs,
+        },
+        issue,
+    ) = approval_required().await;
     let sim = &fixture.sim;
-    let issue = sim.add_issue(
-        "alice",
-        "Crash in last",
-        "IndexError",
-        &["bug", "bug:autofix"],
-    );
     // Approved before there was anything to approve.
     sim.label_as(issue, "alice", "bugloop:approved");
     let dir = tempfile::tempdir().unwrap();

@@ -112,10 +112,12 @@ pub(super) async fn wait(
         .await?
         .iter()
         .any(|c| c.by_bugloop && c.body.contains(&marker));
-    if !asked && run.issue.labels.contains(label) {
-        run.tracker.remove_label(run.number(), label).await?;
+    if !asked {
+        if run.issue.labels.contains(label) {
+            run.tracker.remove_label(run.number(), label).await?;
+        }
+        run.say_once(&marker, &body).await?;
     }
-    run.say_once(&marker, &body).await?;
     Ok(Flow::Stop(format!(
         "waiting for approval of the solution on {branch} ({}): `@bugloop approve` on the \
          issue, or `bugloop solve {} --approve`",

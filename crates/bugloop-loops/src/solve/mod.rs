@@ -562,9 +562,8 @@ impl Run<'_, '_> {
     }
 
     /// Says `body` on the issue, once: a comment ending in `marker` is found again, so a run
-    /// that died after saying it and before recording its step does not say it twice. Whether
-    /// it was said now.
-    async fn say_once(&self, marker: &str, body: &str) -> Result<bool, SolveError> {
+    /// that died after saying it and before recording its step does not say it twice.
+    async fn say_once(&self, marker: &str, body: &str) -> Result<(), SolveError> {
         let conversation = &self.issue.conversation;
         let said = self
             .env
@@ -579,7 +578,7 @@ impl Run<'_, '_> {
                 .add_comment(conversation, &format!("{body}\n\n{marker}"), None)
                 .await?;
         }
-        Ok(!said)
+        Ok(())
     }
 
     /// -> ESCALATED, with `reason` and what was tried, said on the issue once.
