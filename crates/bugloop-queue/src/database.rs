@@ -1,8 +1,8 @@
 //! The queue in a database, through sqlx's `Any` driver so one implementation serves both:
-//! SQLite (WAL, one connection per process: nothing to install, one server process) and
-//! PostgreSQL (several server processes on several machines). Statements are written once with
-//! `?` placeholders and numbered for PostgreSQL; only the claim differs, since PostgreSQL's
-//! concurrent claimers need row locks SQLite's single writer does not.
+//! SQLite (WAL, two connections per process, intake's and the workers': nothing to install,
+//! one server process) and PostgreSQL (several server processes on several machines). Statements are written once with
+//! `?` placeholders and numbered for PostgreSQL; only the claim differs: PostgreSQL's
+//! concurrent claimers lock rows, SQLite's take a job with one checked update.
 
 use std::borrow::Cow;
 use std::path::Path;
@@ -38,16 +38,15 @@ const POSTGRES_WRITERS: usize = 1;
 /// The most deliveries written in one transaction.
 const BATCH: usize = 256;
 
-/// How many candidates a PostgreSQL claim locks at once (others may hold the first ones' conversations).
+/// How many candidates a claim tries (others may hold the first ones, or their conversations).
 const CLAIM_CANDIDATES: i64 = 16;
 
-/// The jobs that may be claimed now, highest priority (aged by waiting) first and then oldest: queued and due, or running under a lease that
-/// ran out, in a conversation with no job running under a live lease, within `limits`. Every `?`
-/// is now.
-fn claimable(limits: Limits) -> String {
+/// What makes the job `j` claimable now: queued and due, or running under a lease that ran
+/// out, in a conversation with no other job running under a live lease, within `limits`. Every
+/// `?` is now ([`claimable_binds`] of them).
+fn claimable_condition(limits: Limits) -> String {
     let mut text = String::from(
-        "SELECT j.id, j.conversation FROM jobs j \
-         WHERE ((j.state = 'queued' AND j.run_after <= ?) \
+        "((j.state = 'queued' AND j.run_after <= ?) \
                 OR (j.state = 'running' AND j.lease_until <= ?)) \
            AND NOT EXISTS (SELECT 1 FROM jobs r WHERE r.conversation = j.conversation \
                            AND r.id <> j.id AND r.state = 'running' AND r.lease_until > ?)",
@@ -64,13 +63,20 @@ fn claimable(limits: Limits) -> String {
                AND r.state = 'running' AND r.lease_until > ?) < {per_installation}"
         ));
     }
+    text
+}
+
+/// The jobs that may be claimed now ([`claimable_condition`]), highest priority (aged by
+/// waiting) first and then oldest.
+fn claimable(limits: Limits) -> String {
     // Priority ages: a job that waited AGING_MS longer counts as one step higher, so a stream
     // of higher jobs (reviews anyone can ask for with a fork's pushes) never holds one back
     // for good.
-    text.push_str(&format!(
-        " ORDER BY (j.priority * {AGING_MS} - j.created_at) DESC, j.created_at, j.id"
-    ));
-    text
+    format!(
+        "SELECT j.id, j.conversation FROM jobs j WHERE {} \
+         ORDER BY (j.priority * {AGING_MS} - j.created_at) DESC, j.created_at, j.id",
+        claimable_condition(limits)
+    )
 }
 
 /// How long a job waits to count as one priority step higher (5 minutes).
@@ -105,6 +111,8 @@ pub struct Queue {
     /// Deliveries go through one writer per process, which commits those that arrive together
     /// at once.
     writer: mpsc::Sender<EnqueueRequest>,
+    /// SQLite's second connection, the workers' ([`Queue::for_workers`]).
+    workers_pool: Option<AnyPool>,
 }
 
 #[derive(Debug)]
@@ -174,7 +182,7 @@ async fn write_batch(pool: &AnyPool, backend: Backend, batch: Vec<EnqueueRequest
             "the job queue could not record the delivery: {error}"
         ))
     };
-    let mut tx = match pool.begin().await {
+    let mut tx = match begin_write(pool, backend).await {
         Ok(tx) => tx,
         Err(error) => {
             for request in batch {
@@ -209,7 +217,9 @@ async fn write_batch(pool: &AnyPool, backend: Backend, batch: Vec<EnqueueRequest
         drop(tx);
         for request in batch {
             let result = async {
-                let mut tx = pool.begin().await.map_err(query_error("enqueue"))?;
+                let mut tx = begin_write(pool, backend)
+                    .await
+                    .map_err(query_error("enqueue"))?;
                 let result = enqueue_in(
                     &mut tx,
                     backend,
@@ -247,6 +257,19 @@ async fn write_batch(pool: &AnyPool, backend: Backend, batch: Vec<EnqueueRequest
     }
 }
 
+/// A transaction that writes. On SQLite it takes the write lock at once (`BEGIN IMMEDIATE`):
+/// a deferred one that read first could not take it once the workers' connection wrote
+/// meanwhile (SQLite answers busy at once then, without waiting).
+async fn begin_write(
+    pool: &AnyPool,
+    backend: Backend,
+) -> Result<sqlx::Transaction<'static, sqlx::Any>, sqlx::Error> {
+    match backend {
+        Backend::Sqlite => pool.begin_with("BEGIN IMMEDIATE").await,
+        Backend::Postgres => pool.begin().await,
+    }
+}
+
 fn ms(duration: Duration) -> i64 {
     i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
 }
@@ -272,8 +295,15 @@ impl Queue {
             url: format!("sqlite:{}", path.display()),
             source,
         })?;
-        // One connection: every statement of the queue is short, and one writer at a time is
-        // what SQLite allows anyway; transactions then never meet a busy database.
+        // One connection for intake (its writer and the status page's reads), and one more,
+        // made when first used, that every worker of the process shares ([`Queue::for_workers`]):
+        // SQLite allows one writer at a time anyway, and each of the workers' statements is
+        // short, so intake never waits behind a worker's queue of statements, only, at most,
+        // for one statement's write.
+        let workers_pool = AnyPoolOptions::new()
+            .max_connections(1)
+            .after_connect(sqlite_pragmas)
+            .connect_lazy_with(options.clone());
         let pool = AnyPoolOptions::new()
             .max_connections(1)
             .after_connect(sqlite_pragmas)
@@ -283,7 +313,21 @@ impl Queue {
                 url: format!("sqlite:{}", path.display()),
                 source,
             })?;
-        Queue::start(pool, Backend::Sqlite, retries).await
+        let mut queue = Queue::start(pool, Backend::Sqlite, retries).await?;
+        queue.workers_pool = Some(workers_pool);
+        Ok(queue)
+    }
+
+    /// The handle the workers claim and settle jobs through: on SQLite it has a connection of
+    /// its own, so their statements never queue before intake's; on PostgreSQL this handle (a
+    /// worker thread opens a pool of its own there: a connection belongs to the runtime that
+    /// made it).
+    pub fn for_workers(&self) -> Queue {
+        let mut queue = self.clone();
+        if let Some(pool) = &self.workers_pool {
+            queue.pool = pool.clone();
+        }
+        queue
     }
 
     /// Opens the queue in the PostgreSQL database `url` names (`postgres://...`) and brings its
@@ -329,6 +373,7 @@ impl Queue {
             retries,
             limits: Limits::default(),
             writer,
+            workers_pool: None,
         })
     }
 
@@ -437,7 +482,9 @@ async fn conversation_is_free(
 }
 
 async fn migrate(pool: &AnyPool, backend: Backend) -> Result<(), QueueError> {
-    let mut tx = pool.begin().await.map_err(query_error("migrate"))?;
+    let mut tx = begin_write(pool, backend)
+        .await
+        .map_err(query_error("migrate"))?;
     if backend == Backend::Postgres {
         // Released at commit; a second server waits here, then finds the schema made.
         sqlx::query("SELECT pg_advisory_xact_lock($1)")
@@ -511,29 +558,91 @@ impl Queue {
         lease: Duration,
         now: i64,
     ) -> Result<Option<Lease>, QueueError> {
-        let mut tx = self.pool.begin().await.map_err(query_error("claim"))?;
-        let limited = self.limits != Limits::default();
-        let text = match self.backend {
-            // One connection and one writer: nothing else runs between this read and the update.
-            Backend::Sqlite => format!("{} LIMIT 1", claimable(self.limits)),
-            // Other processes claim at the same time: lock the candidates, skipping those another
-            // claim holds, so no two claims wait on each other or take the same job.
-            Backend::Postgres => {
-                if limited {
-                    // Counting running jobs is exact only if claims take turns: with limits
-                    // they do (a claim is a few milliseconds).
-                    sqlx::query("SELECT pg_advisory_xact_lock($1)")
-                        .bind(LIMITS_LOCK)
-                        .execute(&mut *tx)
-                        .await
-                        .map_err(query_error("take the claim lock"))?;
-                }
-                numbered(&format!(
-                    "{} LIMIT {CLAIM_CANDIDATES} FOR UPDATE OF j SKIP LOCKED",
-                    claimable(self.limits)
-                ))
-            }
+        let row = match self.backend {
+            Backend::Sqlite => self.claim_sqlite(worker, lease, now).await?,
+            Backend::Postgres => self.claim_postgres(worker, lease, now).await?,
         };
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let job = job_of(&row)?;
+        Ok(Some(Lease {
+            worker: worker.to_owned(),
+            epoch: job.epoch,
+            job,
+        }))
+    }
+
+    /// On SQLite the candidates are read outside any write, and each is taken by one
+    /// statement that checks again that it may run: SQLite's write lock is then held for one
+    /// short update, never across the search, so intake's writer (on a connection of its own)
+    /// waits for no claim's query. Several workers may read the same first candidate; one
+    /// update takes it and the others' change nothing, so they try the next.
+    async fn claim_sqlite(
+        &self,
+        worker: &str,
+        lease: Duration,
+        now: i64,
+    ) -> Result<Option<AnyRow>, QueueError> {
+        let select = format!("{} LIMIT {CLAIM_CANDIDATES}", claimable(self.limits));
+        let mut query = sqlx::query_as(&select);
+        for _ in 0..claimable_binds(self.limits) {
+            query = query.bind(now);
+        }
+        let candidates: Vec<(String, String)> = query
+            .fetch_all(&self.pool)
+            .await
+            .map_err(query_error("find a job to claim"))?;
+        let take = format!(
+            "UPDATE jobs AS j SET state = 'running', lease_owner = ?, lease_until = ?, \
+             epoch = epoch + 1, attempts = attempts + 1, updated_at = ?, started_at = ? \
+             WHERE j.id = ? AND {} RETURNING {COLUMNS}",
+            claimable_condition(self.limits)
+        );
+        for (id, _) in candidates {
+            let mut query = sqlx::query(&take)
+                .bind(worker)
+                .bind(now.saturating_add(ms(lease)))
+                .bind(now)
+                .bind(now)
+                .bind(&id);
+            for _ in 0..claimable_binds(self.limits) {
+                query = query.bind(now);
+            }
+            if let Some(row) = query
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(query_error("claim the job"))?
+            {
+                return Ok(Some(row));
+            }
+        }
+        Ok(None)
+    }
+
+    /// On PostgreSQL other processes claim at the same time: the candidates are locked,
+    /// skipping those another claim holds, so no two claims wait on each other or take the
+    /// same job.
+    async fn claim_postgres(
+        &self,
+        worker: &str,
+        lease: Duration,
+        now: i64,
+    ) -> Result<Option<AnyRow>, QueueError> {
+        let mut tx = self.pool.begin().await.map_err(query_error("claim"))?;
+        if self.limits != Limits::default() {
+            // Counting running jobs is exact only if claims take turns: with limits they do (a
+            // claim is a few milliseconds).
+            sqlx::query("SELECT pg_advisory_xact_lock($1)")
+                .bind(LIMITS_LOCK)
+                .execute(&mut *tx)
+                .await
+                .map_err(query_error("take the claim lock"))?;
+        }
+        let text = numbered(&format!(
+            "{} LIMIT {CLAIM_CANDIDATES} FOR UPDATE OF j SKIP LOCKED",
+            claimable(self.limits)
+        ));
         let mut query = sqlx::query_as(&text);
         for _ in 0..claimable_binds(self.limits) {
             query = query.bind(now);
@@ -544,9 +653,7 @@ impl Queue {
             .map_err(query_error("find a job to claim"))?;
         let mut chosen = None;
         for (id, conversation) in candidates {
-            if self.backend == Backend::Sqlite
-                || conversation_is_free(&mut tx, &id, &conversation, now).await?
-            {
+            if conversation_is_free(&mut tx, &id, &conversation, now).await? {
                 chosen = Some(id);
                 break;
             }
@@ -554,7 +661,7 @@ impl Queue {
         let Some(id) = chosen else {
             return Ok(None);
         };
-        let row = sqlx::query(&self.sql(&format!(
+        let row = sqlx::query(&numbered(&format!(
             "UPDATE jobs SET state = 'running', lease_owner = ?, lease_until = ?, \
              epoch = epoch + 1, attempts = attempts + 1, updated_at = ?, started_at = ? \
              WHERE id = ? RETURNING {COLUMNS}"
@@ -568,12 +675,7 @@ impl Queue {
         .await
         .map_err(query_error("claim the job"))?;
         tx.commit().await.map_err(query_error("claim"))?;
-        let job = job_of(&row)?;
-        Ok(Some(Lease {
-            worker: worker.to_owned(),
-            epoch: job.epoch,
-            job,
-        }))
+        Ok(Some(row))
     }
 
     /// Whether the lease still holds: the job is running under this epoch and its lease has not

@@ -86,6 +86,7 @@ on_both!(
     claims_keep_within_the_limits_global_and_per_installation,
     a_job_handed_back_runs_again_its_attempt_not_counted,
     claims_take_the_highest_priority_first_then_the_oldest,
+    workers_claim_while_deliveries_arrive_each_job_once_one_per_conversation,
 );
 
 fn review(pr: u64, head: &str) -> NewJob {
@@ -360,6 +361,85 @@ async fn deliveries_arriving_together_are_written_together_each_exactly_once(bac
     }
     assert_eq!((queued, redelivered), (300, 30));
     assert_eq!(queue.jobs().await.unwrap().len(), 300);
+}
+
+/// Deliveries keep arriving through intake's writer while four workers claim and settle jobs
+/// through the workers' handle (on SQLite a connection of its own, writing between intake's
+/// batches): every delivery is answered without error, every job runs exactly once, never two
+/// of one conversation at a time.
+async fn workers_claim_while_deliveries_arrive_each_job_once_one_per_conversation(
+    backend: Backend,
+) {
+    use std::collections::{HashMap, HashSet};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, Mutex};
+
+    let (queue, _place) = queue(backend).await;
+    let arriving = Arc::new(AtomicBool::new(true));
+    let running: Arc<Mutex<HashSet<String>>> = Arc::default();
+    let done: Arc<Mutex<HashMap<String, usize>>> = Arc::default();
+    let mut workers = Vec::new();
+    for worker in 0..4 {
+        let queue = queue.for_workers();
+        let (arriving, running, done) = (arriving.clone(), running.clone(), done.clone());
+        workers.push(tokio::spawn(async move {
+            let name = format!("w{worker}");
+            let mut idle = 0;
+            while arriving.load(Ordering::SeqCst) || idle < 20 {
+                let Some(lease) = queue.claim(&name, LEASE, 10).await.unwrap() else {
+                    idle += 1;
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                    continue;
+                };
+                idle = 0;
+                let conversation = lease.job.conversation.clone();
+                assert!(
+                    running.lock().unwrap().insert(conversation.clone()),
+                    "two jobs of {conversation} ran at once"
+                );
+                assert!(queue.heartbeat(&lease, LEASE, 10).await.unwrap());
+                tokio::task::yield_now().await;
+                running.lock().unwrap().remove(&conversation);
+                *done
+                    .lock()
+                    .unwrap()
+                    .entry(lease.job.id.clone())
+                    .or_default() += 1;
+                assert!(queue.complete(&lease, 11).await.unwrap());
+            }
+        }));
+    }
+    let mut sent = Vec::new();
+    for n in 0..400_u64 {
+        let queue = queue.clone();
+        sent.push(tokio::spawn(async move {
+            queue
+                .enqueue(&format!("d-{n}"), "issue_comment", Some(comment(n % 13)), 1)
+                .await
+                .unwrap()
+        }));
+        if n % 50 == 0 {
+            tokio::time::sleep(Duration::from_millis(3)).await;
+        }
+    }
+    for answer in sent {
+        queued(answer.await.unwrap());
+    }
+    arriving.store(false, Ordering::SeqCst);
+    for worker in workers {
+        worker.await.unwrap();
+    }
+    let done = done.lock().unwrap().clone();
+    assert_eq!(done.len(), 400);
+    assert!(done.values().all(|&runs| runs == 1));
+    assert!(
+        queue
+            .jobs()
+            .await
+            .unwrap()
+            .iter()
+            .all(|job| job.state == JobState::Done)
+    );
 }
 
 /// Four queues on one PostgreSQL database (as four server processes would have) claim 200 jobs

@@ -47,11 +47,11 @@ impl StoreLocation {
     }
 
     /// The queue a worker thread uses: on PostgreSQL a small pool of its own, made on the
-    /// worker's runtime (a connection belongs to the runtime that made it); SQLite's one
-    /// connection is shared (`shared`), since a second would meet a busy database.
+    /// worker's runtime (a connection belongs to the runtime that made it); on SQLite the
+    /// workers' connection of `shared`, which every worker shares (intake keeps its own).
     pub async fn open_for_worker(&self, shared: &Queue) -> Result<Queue, ServerError> {
         match self {
-            StoreLocation::Sqlite(_) => Ok(shared.clone()),
+            StoreLocation::Sqlite(_) => Ok(shared.for_workers()),
             StoreLocation::Postgres(_) => Ok(self.open_with(2).await?.with_limits(shared.limits())),
         }
     }

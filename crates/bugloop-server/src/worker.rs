@@ -83,13 +83,17 @@ impl Stop {
         *self.0.borrow()
     }
 
-    /// Completes `grace` after stopping was asked.
-    async fn grace_over(&self, grace: Duration) {
+    /// Completes once stopping was asked (never, when the handle is gone without a stop).
+    pub async fn asked(&self) {
         let mut receiver = self.0.clone();
         if receiver.wait_for(|stop| *stop).await.is_err() {
-            // The handle is gone without a stop: never.
             std::future::pending::<()>().await;
         }
+    }
+
+    /// Completes `grace` after stopping was asked.
+    async fn grace_over(&self, grace: Duration) {
+        self.asked().await;
         tokio::time::sleep(grace).await;
     }
 }

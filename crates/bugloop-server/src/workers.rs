@@ -9,14 +9,65 @@ use std::path::Path;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use bugloop_queue::Queue;
+use bugloop_queue::{JobState, Queue};
 
 use crate::ServerError;
 use crate::store_location::StoreLocation;
-use crate::worker::{Stop, WorkerSettings, run_next};
+use crate::worker::{JobRun, Stop, WorkerSettings, run_next};
 
 /// How long an idle worker waits before looking for a job again.
 const IDLE: Duration = Duration::from_millis(250);
+
+/// How much lower than intake's the workers' threads run (a nice value added to the process's):
+/// a delivery is answered first, whatever the workers are doing.
+const WORKER_NICENESS: i32 = 10;
+
+/// The longest pause after attempts in a row that failed in a way that may pass.
+const MOST_PAUSE: Duration = Duration::from_secs(60);
+
+/// A worker's attempts in a row that failed in a way that may pass (GitHub unreachable, rate
+/// limited). Such a failure says more about GitHub than about the job: the next job would most
+/// likely fail the same way at once, so the worker pauses, a second after the second failure in
+/// a row and twice as long after each next, up to [`MOST_PAUSE`], rather than turning every
+/// queued job through a failure as fast as it can claim them. Any other ending ends the streak.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct FailureStreak(u32);
+
+impl FailureStreak {
+    /// Counts what an attempt came to; the pause before claiming the next job.
+    fn after(&mut self, run: &JobRun) -> Duration {
+        let transient = run.state == Some(JobState::Queued) && run.error.is_some();
+        self.0 = if transient {
+            self.0.saturating_add(1)
+        } else {
+            0
+        };
+        match self.0 {
+            0 | 1 => Duration::ZERO,
+            n => Duration::from_secs(1)
+                .saturating_mul(2u32.saturating_pow((n - 2).min(16)))
+                .min(MOST_PAUSE),
+        }
+    }
+}
+
+/// Lowers the calling thread's priority by [`WORKER_NICENESS`]. On Linux a nice value is a
+/// thread's own, so this leaves intake's threads as they are; what the worker starts (git, the
+/// sandbox's commands, the embedded model's threads) inherits it.
+fn yield_to_intake(worker: &str) {
+    #[cfg(target_os = "linux")]
+    {
+        let thread = rustix::thread::gettid();
+        let lowered = rustix::process::getpriority_process(Some(thread))
+            .map(|nice| nice.saturating_add(WORKER_NICENESS).min(19))
+            .and_then(|nice| rustix::process::setpriority_process(Some(thread), nice));
+        if let Err(error) = lowered {
+            tracing::warn!(%worker, %error, "cannot lower the worker's priority; it runs as intake does");
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = worker;
+}
 
 /// Running workers.
 #[derive(Debug)]
@@ -47,6 +98,7 @@ impl Workers {
             threads.push(std::thread::spawn(move || {
                 // Held while the worker lives.
                 let _lock = lock;
+                yield_to_intake(&settings.id);
                 runtime.block_on(work(store, shared, settings, stop));
             }));
         }
@@ -74,9 +126,19 @@ async fn work(store: StoreLocation, shared: Queue, settings: WorkerSettings, sto
             }
         }
     };
+    let mut failures = FailureStreak::default();
     while !stop.requested() {
         match run_next(&queue, &settings, &stop).await {
-            Ok(Some(_)) => {}
+            Ok(Some(run)) => {
+                let pause = failures.after(&run);
+                if !pause.is_zero() {
+                    tracing::info!(worker = %settings.id, seconds = pause.as_secs(), "jobs keep failing in a way that may pass; pausing");
+                    tokio::select! {
+                        () = tokio::time::sleep(pause) => {}
+                        () = stop.asked() => {}
+                    }
+                }
+            }
             Ok(None) => tokio::time::sleep(IDLE).await,
             Err(error) => {
                 tracing::warn!(worker = %settings.id, %error, "the job queue failed");
@@ -147,6 +209,54 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
     use super::*;
+
+    fn ended(state: Option<JobState>, error: Option<&str>) -> JobRun {
+        JobRun {
+            job: "d1".to_owned(),
+            state,
+            error: error.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn failures_that_may_pass_pause_the_worker_longer_each_time_and_anything_else_ends_it() {
+        let retry = ended(Some(JobState::Queued), Some("GitHub unreachable"));
+        let mut streak = FailureStreak::default();
+        let pauses: Vec<u64> = (0..10).map(|_| streak.after(&retry).as_secs()).collect();
+        assert_eq!(pauses, [0, 1, 2, 4, 8, 16, 32, 60, 60, 60]);
+        // A job done, dead for good, or whose lease was lost ends the streak.
+        for other in [
+            ended(Some(JobState::Done), None),
+            ended(Some(JobState::Dead), Some("refused")),
+            ended(None, None),
+            // Handed back at a stop: queued, but no failure.
+            ended(Some(JobState::Queued), None),
+        ] {
+            streak.after(&retry);
+            streak.after(&retry);
+            assert_eq!(streak.after(&other), Duration::ZERO);
+            assert_eq!(streak.after(&retry), Duration::ZERO);
+            assert_eq!(streak.after(&retry), Duration::from_secs(1));
+            streak.after(&other);
+        }
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_worker_thread_runs_below_intake_and_leaves_the_other_threads_as_they_were() {
+        let before = rustix::process::getpriority_process(None).unwrap();
+        let worker = std::thread::spawn(|| {
+            yield_to_intake("test");
+            rustix::process::getpriority_process(Some(rustix::thread::gettid())).unwrap()
+        })
+        .join()
+        .unwrap();
+        assert_eq!(worker, (before + WORKER_NICENESS).min(19));
+        assert_eq!(
+            rustix::process::getpriority_process(Some(rustix::thread::gettid())).unwrap(),
+            before
+        );
+    }
 
     #[test]
     fn each_worker_gets_a_slot_of_its_own_and_a_freed_slot_is_reused() {
