@@ -1,8 +1,9 @@
 //! The queue in a database, through sqlx's `Any` driver so one implementation serves both:
 //! SQLite (WAL, two connections per process, intake's and the workers': nothing to install,
-//! one server process) and PostgreSQL (several server processes on several machines). Statements are written once with
-//! `?` placeholders and numbered for PostgreSQL; only the claim differs: PostgreSQL's
-//! concurrent claimers lock rows, SQLite's take a job with one checked update.
+//! one server process) and PostgreSQL (several server processes on several machines).
+//! Statements are written once with `?` placeholders and numbered for PostgreSQL; only the claim
+//! differs: PostgreSQL's concurrent claimers lock rows, SQLite's take a job with one checked
+//! update.
 
 use std::borrow::Cow;
 use std::path::Path;
@@ -76,6 +77,16 @@ fn claimable(limits: Limits) -> String {
         "SELECT j.id, j.conversation FROM jobs j WHERE {} \
          ORDER BY (j.priority * {AGING_MS} - j.created_at) DESC, j.created_at, j.id",
         claimable_condition(limits)
+    )
+}
+
+/// The update that takes the job `j` whose id is bound after the worker, the lease's end and now
+/// twice, when `and` (more conditions, or nothing) holds too.
+fn taking(and: &str) -> String {
+    format!(
+        "UPDATE jobs AS j SET state = 'running', lease_owner = ?, lease_until = ?, \
+         epoch = epoch + 1, attempts = attempts + 1, updated_at = ?, started_at = ? \
+         WHERE j.id = ? {and} RETURNING {COLUMNS}"
     )
 }
 
@@ -593,12 +604,7 @@ impl Queue {
             .fetch_all(&self.pool)
             .await
             .map_err(query_error("find a job to claim"))?;
-        let take = format!(
-            "UPDATE jobs AS j SET state = 'running', lease_owner = ?, lease_until = ?, \
-             epoch = epoch + 1, attempts = attempts + 1, updated_at = ?, started_at = ? \
-             WHERE j.id = ? AND {} RETURNING {COLUMNS}",
-            claimable_condition(self.limits)
-        );
+        let take = taking(&format!("AND {}", claimable_condition(self.limits)));
         for (id, _) in candidates {
             let mut query = sqlx::query(&take)
                 .bind(worker)
@@ -661,19 +667,15 @@ impl Queue {
         let Some(id) = chosen else {
             return Ok(None);
         };
-        let row = sqlx::query(&numbered(&format!(
-            "UPDATE jobs SET state = 'running', lease_owner = ?, lease_until = ?, \
-             epoch = epoch + 1, attempts = attempts + 1, updated_at = ?, started_at = ? \
-             WHERE id = ? RETURNING {COLUMNS}"
-        )))
-        .bind(worker)
-        .bind(now.saturating_add(ms(lease)))
-        .bind(now)
-        .bind(now)
-        .bind(&id)
-        .fetch_one(&mut *tx)
-        .await
-        .map_err(query_error("claim the job"))?;
+        let row = sqlx::query(&numbered(&taking("")))
+            .bind(worker)
+            .bind(now.saturating_add(ms(lease)))
+            .bind(now)
+            .bind(now)
+            .bind(&id)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(query_error("claim the job"))?;
         tx.commit().await.map_err(query_error("claim"))?;
         Ok(Some(row))
     }

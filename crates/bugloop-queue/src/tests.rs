@@ -363,6 +363,68 @@ async fn deliveries_arriving_together_are_written_together_each_exactly_once(bac
     assert_eq!(queue.jobs().await.unwrap().len(), 300);
 }
 
+/// What claimers saw: the conversations with a job running now, and how often each job ran.
+#[derive(Clone, Default)]
+struct Claimed {
+    running: std::sync::Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
+    runs: std::sync::Arc<std::sync::Mutex<std::collections::HashMap<String, usize>>>,
+}
+
+impl Claimed {
+    /// A worker named `name`: claims, renews, runs a moment and completes jobs on `queue`
+    /// while `arriving` holds and until 20 claims in a row found nothing; two jobs of one
+    /// conversation running at once fail the test.
+    fn claimer(
+        &self,
+        queue: Queue,
+        name: String,
+        arriving: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    ) -> tokio::task::JoinHandle<()> {
+        let claimed = self.clone();
+        tokio::spawn(async move {
+            let mut idle = 0;
+            while arriving.load(std::sync::atomic::Ordering::SeqCst) || idle < 20 {
+                let Some(lease) = queue.claim(&name, LEASE, 10).await.unwrap() else {
+                    idle += 1;
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                    continue;
+                };
+                idle = 0;
+                let conversation = lease.job.conversation.clone();
+                assert!(
+                    claimed.running.lock().unwrap().insert(conversation.clone()),
+                    "two jobs of {conversation} ran at once"
+                );
+                assert!(queue.heartbeat(&lease, LEASE, 10).await.unwrap());
+                tokio::time::sleep(Duration::from_millis(2)).await;
+                claimed.running.lock().unwrap().remove(&conversation);
+                *claimed
+                    .runs
+                    .lock()
+                    .unwrap()
+                    .entry(lease.job.id.clone())
+                    .or_default() += 1;
+                assert!(queue.complete(&lease, 11).await.unwrap());
+            }
+        })
+    }
+
+    /// Every one of the `jobs` queued ran exactly once and is done.
+    async fn each_ran_once(&self, jobs: usize, queue: &Queue) {
+        let runs = self.runs.lock().unwrap().clone();
+        assert_eq!(runs.len(), jobs);
+        assert!(runs.values().all(|&runs| runs == 1));
+        assert!(
+            queue
+                .jobs()
+                .await
+                .unwrap()
+                .iter()
+                .all(|job| job.state == JobState::Done)
+        );
+    }
+}
+
 /// Deliveries keep arriving through intake's writer while four workers claim and settle jobs
 /// through the workers' handle (on SQLite a connection of its own, writing between intake's
 /// batches): every delivery is answered without error, every job runs exactly once, never two
@@ -370,45 +432,15 @@ async fn deliveries_arriving_together_are_written_together_each_exactly_once(bac
 async fn workers_claim_while_deliveries_arrive_each_job_once_one_per_conversation(
     backend: Backend,
 ) {
-    use std::collections::{HashMap, HashSet};
+    use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
-    use std::sync::{Arc, Mutex};
 
     let (queue, _place) = queue(backend).await;
     let arriving = Arc::new(AtomicBool::new(true));
-    let running: Arc<Mutex<HashSet<String>>> = Arc::default();
-    let done: Arc<Mutex<HashMap<String, usize>>> = Arc::default();
-    let mut workers = Vec::new();
-    for worker in 0..4 {
-        let queue = queue.for_workers();
-        let (arriving, running, done) = (arriving.clone(), running.clone(), done.clone());
-        workers.push(tokio::spawn(async move {
-            let name = format!("w{worker}");
-            let mut idle = 0;
-            while arriving.load(Ordering::SeqCst) || idle < 20 {
-                let Some(lease) = queue.claim(&name, LEASE, 10).await.unwrap() else {
-                    idle += 1;
-                    tokio::time::sleep(Duration::from_millis(2)).await;
-                    continue;
-                };
-                idle = 0;
-                let conversation = lease.job.conversation.clone();
-                assert!(
-                    running.lock().unwrap().insert(conversation.clone()),
-                    "two jobs of {conversation} ran at once"
-                );
-                assert!(queue.heartbeat(&lease, LEASE, 10).await.unwrap());
-                tokio::task::yield_now().await;
-                running.lock().unwrap().remove(&conversation);
-                *done
-                    .lock()
-                    .unwrap()
-                    .entry(lease.job.id.clone())
-                    .or_default() += 1;
-                assert!(queue.complete(&lease, 11).await.unwrap());
-            }
-        }));
-    }
+    let claimed = Claimed::default();
+    let workers: Vec<_> = (0..4)
+        .map(|n| claimed.claimer(queue.for_workers(), format!("w{n}"), arriving.clone()))
+        .collect();
     let mut sent = Vec::new();
     for n in 0..400_u64 {
         let queue = queue.clone();
@@ -429,17 +461,7 @@ async fn workers_claim_while_deliveries_arrive_each_job_once_one_per_conversatio
     for worker in workers {
         worker.await.unwrap();
     }
-    let done = done.lock().unwrap().clone();
-    assert_eq!(done.len(), 400);
-    assert!(done.values().all(|&runs| runs == 1));
-    assert!(
-        queue
-            .jobs()
-            .await
-            .unwrap()
-            .iter()
-            .all(|job| job.state == JobState::Done)
-    );
+    claimed.each_ran_once(400, &queue).await;
 }
 
 /// Four queues on one PostgreSQL database (as four server processes would have) claim 200 jobs
@@ -447,9 +469,6 @@ async fn workers_claim_while_deliveries_arrive_each_job_once_one_per_conversatio
 /// conversation at the same time.
 #[tokio::test]
 async fn claimers_on_one_postgres_database_share_the_work_and_take_turns_per_conversation() {
-    use std::collections::{HashMap, HashSet};
-    use std::sync::{Arc, Mutex};
-
     let url = Postgres::shared().database();
     let first = Queue::open_postgres(&url, Retries::default(), 4)
         .await
@@ -462,54 +481,19 @@ async fn claimers_on_one_postgres_database_share_the_work_and_take_turns_per_con
                 .unwrap(),
         );
     }
-    let running: Arc<Mutex<HashSet<String>>> = Arc::default();
-    let done: Arc<Mutex<HashMap<String, usize>>> = Arc::default();
+    let claimed = Claimed::default();
+    let all_queued = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let mut claimers = Vec::new();
     for worker in 0..4 {
         let queue = Queue::open_postgres(&url, Retries::default(), 4)
             .await
             .unwrap();
-        let (running, done) = (running.clone(), done.clone());
-        claimers.push(tokio::spawn(async move {
-            let name = format!("w{worker}");
-            let mut idle = 0;
-            while idle < 20 {
-                let Some(lease) = queue.claim(&name, LEASE, 10).await.unwrap() else {
-                    idle += 1;
-                    tokio::time::sleep(Duration::from_millis(5)).await;
-                    continue;
-                };
-                idle = 0;
-                let conversation = lease.job.conversation.clone();
-                assert!(
-                    running.lock().unwrap().insert(conversation.clone()),
-                    "two jobs of {conversation} ran at once"
-                );
-                tokio::time::sleep(Duration::from_millis(2)).await;
-                running.lock().unwrap().remove(&conversation);
-                *done
-                    .lock()
-                    .unwrap()
-                    .entry(lease.job.id.clone())
-                    .or_default() += 1;
-                assert!(queue.complete(&lease, 11).await.unwrap());
-            }
-        }));
+        claimers.push(claimed.claimer(queue, format!("w{worker}"), all_queued.clone()));
     }
     for claimer in claimers {
         claimer.await.unwrap();
     }
-    let done = done.lock().unwrap().clone();
-    assert_eq!(done.len(), 200);
-    assert!(done.values().all(|&runs| runs == 1));
-    assert!(
-        first
-            .jobs()
-            .await
-            .unwrap()
-            .iter()
-            .all(|job| job.state == JobState::Done)
-    );
+    claimed.each_ran_once(200, &first).await;
 }
 
 async fn claims_keep_within_the_limits_global_and_per_installation(backend: Backend) {
