@@ -62,17 +62,43 @@ impl AppError {
             AppError::GitHub(error) => matches!(
                 **error,
                 GitHubError::Transient { .. }
+                    | GitHubError::Refused { .. }
                     | GitHubError::RateLimited { .. }
                     | GitHubError::Ambiguous { .. }
             ),
             AppError::Forge(error) => matches!(
                 **error,
-                ForgeError::Transient(_)
+                ForgeError::Transient { .. }
                     | ForgeError::RateLimited { .. }
                     | ForgeError::Ambiguous(_)
             ),
             AppError::Review(error) => error.to_string().contains("rate limited"),
             AppError::Workspace { .. } => true,
+            _ => false,
+        }
+    }
+
+    /// Whether GitHub itself failed: it could not be reached, or answered with a server error,
+    /// after the retries that were safe. Unlike [`AppError::is_transient`] this says nothing of
+    /// one installation or repository (its rate limit, a refusal, a clone that could not be
+    /// made), which a writer of that repository can cause: a server may slow every job on
+    /// this, never on those.
+    pub fn github_unreachable(&self) -> bool {
+        use bugloop_forge::ForgeError;
+        match self {
+            AppError::GitHub(error) => {
+                matches!(**error, bugloop_github::GitHubError::Transient { .. })
+            }
+            AppError::Forge(error) => matches!(
+                **error,
+                ForgeError::Transient {
+                    unreachable: true,
+                    ..
+                }
+            ),
+            AppError::Workspace { source, .. } | AppError::AfterStoring { source, .. } => {
+                source.github_unreachable()
+            }
             _ => false,
         }
     }

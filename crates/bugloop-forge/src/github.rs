@@ -246,9 +246,16 @@ impl From<GitHubError> for ForgeError {
             GitHubError::NotFound { .. } => ForgeError::NotFound(message),
             GitHubError::Ambiguous { .. } => ForgeError::Ambiguous(message),
             GitHubError::TooLarge { .. } => ForgeError::TooLarge(message),
-            GitHubError::Transient { .. }
+            GitHubError::Transient { .. } => ForgeError::Transient {
+                message,
+                unreachable: true,
+            },
+            GitHubError::Refused { .. }
             | GitHubError::Decode { .. }
-            | GitHubError::GraphQl { .. } => ForgeError::Transient(message),
+            | GitHubError::GraphQl { .. } => ForgeError::Transient {
+                message,
+                unreachable: false,
+            },
         }
     }
 }

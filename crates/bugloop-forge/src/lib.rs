@@ -48,9 +48,11 @@ pub enum ForgeError {
     /// The credentials may not do this.
     #[error("{0}")]
     Forbidden(String),
-    /// A failure that may pass (a 5xx, a dropped connection) after the retries that were safe.
-    #[error("{0}")]
-    Transient(String),
+    /// A failure that may pass after the retries that were safe: the forge unreachable or
+    /// failing (a dropped connection, a 5xx: `unreachable`), or a refusal or an answer of this
+    /// request's own that a later attempt may not meet.
+    #[error("{message}")]
+    Transient { message: String, unreachable: bool },
     /// A write that may or may not have happened (it failed after it was sent): look before
     /// writing again.
     #[error("{0}")]

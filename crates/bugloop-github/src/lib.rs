@@ -48,8 +48,14 @@ pub enum GitHubError {
     NotFound { operation: String, message: String },
     #[error("{operation}: the credentials were refused: {message}")]
     Unauthorized { operation: String, message: String },
+    /// GitHub could not be reached, or answered with a server error, after the retries that
+    /// were safe: GitHub itself failing, whatever the request was.
     #[error("{operation}: {message}")]
     Transient { operation: String, message: String },
+    /// A refusal of a status no other variant names (a 400, 409, 410, ...): it is this request's,
+    /// and may pass (it is retried later), but says nothing about GitHub being up.
+    #[error("{operation}: {message}")]
+    Refused { operation: String, message: String },
     #[error("{operation}: it may or may not have been done ({message}); look before trying again")]
     Ambiguous { operation: String, message: String },
     #[error("{operation}: too large: {message}")]

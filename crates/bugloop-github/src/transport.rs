@@ -631,7 +631,11 @@ fn classify(status: StatusCode, operation: &str, text: &str) -> GitHubError {
             }
         }
         StatusCode::PAYLOAD_TOO_LARGE => GitHubError::TooLarge { operation, message },
-        _ => GitHubError::Transient {
+        _ if status.is_server_error() => GitHubError::Transient {
+            operation,
+            message: format!("{status}: {message}"),
+        },
+        _ => GitHubError::Refused {
             operation,
             message: format!("{status}: {message}"),
         },

@@ -20,6 +20,14 @@ impl ServerError {
             ServerError::Queue(_) | ServerError::Invalid(_) => false,
         }
     }
+
+    /// Whether GitHub itself failed (see [`bugloop_app::AppError::github_unreachable`]).
+    pub fn github_unreachable(&self) -> bool {
+        match self {
+            ServerError::App(error) => error.github_unreachable(),
+            ServerError::Queue(_) | ServerError::Invalid(_) => false,
+        }
+    }
 }
 
 impl From<bugloop_app::AppError> for ServerError {

@@ -115,6 +115,9 @@ pub struct JobRun {
     /// `Done`, `Queued` (to retry), `Dead`; `None` when the lease was lost meanwhile.
     pub state: Option<JobState>,
     pub error: Option<String>,
+    /// The job failed because GitHub itself could not be reached or failed (not because of
+    /// its installation or repository): the next job would most likely fail the same way.
+    pub github_unreachable: bool,
 }
 
 /// Claims and runs one job; `None` when none may run now. Once `stop` is asked, the job has
@@ -153,6 +156,7 @@ pub async fn run_next(
     };
     heartbeat.abort();
     let handed_back = result.is_none();
+    let github_unreachable = matches!(&result, Some(Err((error, _))) if error.github_unreachable());
     let (state, error, spent) = settle(queue, &lease, result, settings.shutdown_grace).await?;
     let ran = started.elapsed();
     let ended = if handed_back && state.is_some() {
@@ -177,6 +181,7 @@ pub async fn run_next(
         job: lease.job.id.clone(),
         state,
         error,
+        github_unreachable,
     }))
 }
 

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use bugloop_queue::{JobState, Queue};
+use bugloop_queue::Queue;
 
 use crate::ServerError;
 use crate::store_location::StoreLocation;
@@ -25,19 +25,22 @@ const WORKER_NICENESS: i32 = 10;
 /// The longest pause after attempts in a row that failed in a way that may pass.
 const MOST_PAUSE: Duration = Duration::from_secs(60);
 
-/// A worker's attempts in a row that failed in a way that may pass (GitHub unreachable, rate
-/// limited). Such a failure says more about GitHub than about the job: the next job would most
-/// likely fail the same way at once, so the worker pauses, a second after the second failure in
-/// a row and twice as long after each next, up to [`MOST_PAUSE`], rather than turning every
-/// queued job through a failure as fast as it can claim them. Any other ending ends the streak.
+/// A worker's attempts in a row that failed because GitHub itself could not be reached or
+/// failed (a dropped connection, a 5xx). Such a failure says more about GitHub than about the
+/// job: the next job would most likely fail the same way at once, so the worker pauses, a second
+/// after the second failure in a row and twice as long after each next, up to [`MOST_PAUSE`],
+/// rather than turning every queued job through a failure as fast as it can claim them. Any
+/// other ending ends the streak, also failures that may pass but are one installation's or one
+/// repository's (its rate limit, a refusal, a clone that could not be made): a writer of one
+/// repository can cause those, and must not slow the jobs of every other (the queue already
+/// waits before that job's next attempt).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 struct FailureStreak(u32);
 
 impl FailureStreak {
     /// Counts what an attempt came to; the pause before claiming the next job.
     fn after(&mut self, run: &JobRun) -> Duration {
-        let transient = run.state == Some(JobState::Queued) && run.error.is_some();
-        self.0 = if transient {
+        self.0 = if run.github_unreachable {
             self.0.saturating_add(1)
         } else {
             0
@@ -209,28 +212,35 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
     use super::*;
+    use bugloop_queue::JobState;
 
     fn ended(state: Option<JobState>, error: Option<&str>) -> JobRun {
         JobRun {
             job: "d1".to_owned(),
             state,
             error: error.map(str::to_owned),
+            github_unreachable: false,
         }
     }
 
     #[test]
-    fn failures_that_may_pass_pause_the_worker_longer_each_time_and_anything_else_ends_it() {
-        let retry = ended(Some(JobState::Queued), Some("GitHub unreachable"));
+    fn github_unreachable_pauses_the_worker_longer_each_time_and_anything_else_ends_it() {
+        let retry = JobRun {
+            github_unreachable: true,
+            ..ended(Some(JobState::Queued), Some("GitHub unreachable"))
+        };
         let mut streak = FailureStreak::default();
         let pauses: Vec<u64> = (0..10).map(|_| streak.after(&retry).as_secs()).collect();
         assert_eq!(pauses, [0, 1, 2, 4, 8, 16, 32, 60, 60, 60]);
-        // A job done, dead for good, or whose lease was lost ends the streak.
+        // A job done, dead for good, or whose lease was lost ends the streak, and so does a
+        // failure that may pass but is the job's own (its installation's rate limit).
         for other in [
             ended(Some(JobState::Done), None),
             ended(Some(JobState::Dead), Some("refused")),
             ended(None, None),
             // Handed back at a stop: queued, but no failure.
             ended(Some(JobState::Queued), None),
+            ended(Some(JobState::Queued), Some("rate limited")),
         ] {
             streak.after(&retry);
             streak.after(&retry);

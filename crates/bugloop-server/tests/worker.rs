@@ -283,6 +283,7 @@ async fn with_github_unreachable_a_job_is_retried_then_dead_with_a_clear_error()
         .unwrap()
         .unwrap();
     assert_eq!(first.state, Some(JobState::Queued), "{first:?}");
+    assert!(first.github_unreachable, "{first:?}");
     tokio::time::sleep(Duration::from_millis(20)).await;
     let second = run_next(&queue, &s.settings, &Stop::never())
         .await
@@ -299,6 +300,52 @@ async fn with_github_unreachable_a_job_is_retried_then_dead_with_a_clear_error()
     assert!(s.fixture.sim.review_comments(7).is_empty());
 }
 
+/// A failure that may pass but is one installation's or one pull request's (its rate limit, a
+/// refusal of its own) is retried later and does not say GitHub is unreachable, so it does not
+/// pause the workers that every other installation's jobs wait for; a server error does.
+#[tokio::test]
+async fn only_github_failing_says_github_is_unreachable_not_one_installations_refusal() {
+    let pull = "/repos/acme/widgets/pulls/7";
+    let faults = [
+        (
+            bugloop_github_sim::Fault::SecondaryRateLimit {
+                method: "GET".to_owned(),
+                path_contains: pull.to_owned(),
+                retry_after_secs: 3_600,
+            },
+            false,
+        ),
+        (
+            bugloop_github_sim::Fault::Fail {
+                method: "GET".to_owned(),
+                path_contains: pull.to_owned(),
+                status: 409,
+            },
+            false,
+        ),
+        (
+            bugloop_github_sim::Fault::Fail {
+                method: "GET".to_owned(),
+                path_contains: pull.to_owned(),
+                status: 503,
+            },
+            true,
+        ),
+    ];
+    for (fault, unreachable) in faults {
+        let mut s = setup(Duration::from_secs(60)).await;
+        s.settings.policy.retries = 0;
+        let shown = format!("{fault:?}");
+        s.fixture.sim.inject(fault);
+        let run = run_next(&s.queue, &s.settings, &Stop::never())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(run.state, Some(JobState::Queued), "{shown}: {run:?}");
+        assert_eq!(run.github_unreachable, unreachable, "{shown}: {run:?}");
+    }
+}
+
 /// A clone that fails (GitHub's git server unreachable) names what failed, never the
 /// installation token: the credential goes to git through its environment, not its command line,
 /// and the job's error reaches the queue, the log and the status page.
@@ -313,6 +360,8 @@ async fn a_failed_clone_never_shows_the_token() {
         .unwrap()
         .unwrap();
     assert_ne!(run.state, Some(JobState::Done), "{run:?}");
+    // One repository's clone failing is that repository's: it pauses no worker.
+    assert!(!run.github_unreachable, "{run:?}");
     let job = s.queue.job("delivery-1").await.unwrap().unwrap();
     let error = job.error.unwrap();
     assert!(error.contains("clone"), "{error}");
