@@ -9,6 +9,12 @@ use crate::context::{RuleFile, SensitivityVerdict};
 
 pub const SYSTEM: &str = include_str!("../prompts/review-system.md");
 pub const WORKFLOW_TOOLS: &str = include_str!("../prompts/review-workflow-tools.md");
+/// The system prompt's section on the open findings of earlier reviews (none: no section).
+pub const PREVIOUS: &str = include_str!("../prompts/review-previous.md");
+/// What the tools workflow says about resolving open findings (none open: nothing).
+pub const WORKFLOW_RESOLVE: &str = include_str!("../prompts/review-workflow-resolve.md");
+/// Pass 2's sentence on resolving open findings (none open: left out).
+pub const PASS_2_RESOLVE: &str = include_str!("../prompts/review-pass-2-resolve.md");
 pub const WORKFLOW_STRUCTURED: &str = include_str!("../prompts/review-workflow-structured.md");
 pub const CHANGE: &str = include_str!("../prompts/review-change.md");
 /// Says that the four passes of a small change are given at once.
@@ -78,18 +84,28 @@ pub fn compact_rubric() -> String {
         .collect()
 }
 
-/// Previous unresolved findings, each with its id, place, status and the developer's replies.
+/// The four passes' prompts; `resolving`: open findings of earlier reviews are asked about
+/// (else nothing is said of resolving them, and no tool to is offered).
+pub fn passes(resolving: bool) -> Vec<String> {
+    let resolve = if resolving {
+        format!("{} ", PASS_2_RESOLVE.trim())
+    } else {
+        String::new()
+    };
+    PASSES
+        .iter()
+        .map(|pass| fill(pass, &[("resolve", &resolve)]))
+        .collect()
+}
+
+/// The system prompt's section on previous unresolved findings, each with its id, place,
+/// status and the developer's replies; empty when there are none (a first review, or every
+/// earlier finding resolved), so a first review pays nothing for it.
 pub fn previous_block(threads: &[&ThreadState], max_chars: usize) -> String {
     if threads.is_empty() {
-        return "None: this is the first review of this change, or every earlier finding is \
-                resolved."
-            .to_owned();
+        return String::new();
     }
-    let mut out = String::from(
-        "These findings were raised on earlier versions of this change and are not resolved. Do \
-         not report them again. If the change now fixes one, resolve it with its id and the \
-         reason.\n\n",
-    );
+    let mut out = String::new();
     for thread in threads {
         let Some(id) = &thread.finding_id else {
             continue;
@@ -133,7 +149,7 @@ pub fn previous_block(threads: &[&ThreadState], max_chars: usize) -> String {
         }
         out.push_str(&entry);
     }
-    out
+    fill(PREVIOUS, &[("findings", out.trim_end())]) + "\n"
 }
 
 pub fn rules_block(rules: &[RuleFile]) -> String {
@@ -184,8 +200,13 @@ pub fn system(inputs: &SystemInputs<'_>) -> String {
         .map(|c| format!("`{}`", c.as_str()))
         .collect::<Vec<_>>()
         .join(", ");
+    let resolve = if inputs.previous.is_empty() {
+        ""
+    } else {
+        WORKFLOW_RESOLVE
+    };
     let workflow = if inputs.tools {
-        fill(WORKFLOW_TOOLS, &[("passes", "4")])
+        fill(WORKFLOW_TOOLS, &[("passes", "4"), ("resolve", resolve)])
     } else {
         WORKFLOW_STRUCTURED.to_owned()
     };
@@ -246,5 +267,59 @@ mod tests {
             assert!(!text.contains("{{"), "{text}");
         }
         assert!(!change("d", "s", "x").contains("{{"));
+        for resolving in [true, false] {
+            for pass in passes(resolving) {
+                assert!(!pass.contains("{{"), "{pass}");
+            }
+        }
+    }
+
+    /// A first review (no open finding asked about) is not told about resolving findings, in
+    /// the system prompt or the passes; a re-review with one open is, and is shown it.
+    #[test]
+    fn only_a_review_with_open_findings_is_told_about_resolving_them() {
+        let verdict = SensitivityVerdict {
+            sensitive: false,
+            reason: String::new(),
+        };
+        let system_with = |previous: &str| {
+            system(&SystemInputs {
+                compact: false,
+                tools: true,
+                threshold: Score::saturating(5),
+                sensitivity: &verdict,
+                promotion: 2,
+                rules: "r",
+                previous,
+            })
+        };
+        assert_eq!(previous_block(&[], 16_000), "");
+        let first = system_with("");
+        assert!(!first.contains("resolve") && !first.contains("Previous findings"), "{first}");
+        assert!(passes(false).iter().all(|pass| !pass.contains("resolve")));
+        let thread = ThreadState {
+            id: "7".into(),
+            kind: bugloop_domain::thread::CommentKind::Review,
+            forge_thread_id: None,
+            finding_id: Some(bugloop_domain::finding::FindingId::new("off-by-one")),
+            file: None,
+            line: None,
+            status: bugloop_domain::status::ThreadStatus::Pending,
+            status_at: jiff::Timestamp::UNIX_EPOCH,
+            score: None,
+            assessment: None,
+            title: "Off by one".to_owned(),
+            body: String::new(),
+            developer_replies: Vec::new(),
+            bot_replies: 0,
+            awaiting_bot: false,
+            forge_resolved: false,
+            reopenable: false,
+        };
+        let previous = previous_block(&[&thread], 16_000);
+        assert!(previous.starts_with("## Previous findings") && previous.contains("`off-by-one`"));
+        let again = system_with(&previous);
+        assert!(again.contains("`resolve_finding`") && again.contains("`off-by-one`"));
+        assert!(passes(true)[1].contains("`resolve_finding`. Report new"));
     }
 }

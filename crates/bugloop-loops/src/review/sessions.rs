@@ -248,23 +248,26 @@ fn tools_task(
     open_ids: &[String],
     shared: &Arc<Mutex<Collected>>,
 ) -> Task {
-    let mut extra_tools = vec![
-        typed(ReportFinding {
-            collected: shared.clone(),
-            progress: env.progress.clone(),
-            batch: call,
-        }),
-        typed(ResolveFinding {
+    let mut extra_tools = vec![typed(ReportFinding {
+        collected: shared.clone(),
+        progress: env.progress.clone(),
+        batch: call,
+    })];
+    // A review with no open finding to ask about (a first review) does not pay in every
+    // request for a tool that could resolve none.
+    let resolving = !open_ids.is_empty();
+    if resolving {
+        extra_tools.push(typed(ResolveFinding {
             collected: shared.clone(),
             open_ids: open_ids.to_vec(),
-        }),
-        typed(SubmitPass {
-            collected: shared.clone(),
-            progress: env.progress.clone(),
-            batch: call,
-            passes: 4,
-        }),
-    ];
+        }));
+    }
+    extra_tools.push(typed(SubmitPass {
+        collected: shared.clone(),
+        progress: env.progress.clone(),
+        batch: call,
+        passes: 4,
+    }));
     if let Some(web) = &brief.web {
         extra_tools.push(typed(web::WebFetch { web: web.clone() }));
         if web.can_search() {
@@ -278,7 +281,7 @@ fn tools_task(
     let first = format!(
         "{change}\n\n{}\n{}",
         prompt::PASSES_TOGETHER,
-        prompt::PASSES.join("\n")
+        prompt::passes(resolving).join("\n")
     );
     Task {
         name: "review".to_owned(),
