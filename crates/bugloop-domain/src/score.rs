@@ -172,17 +172,22 @@ pub const RUBRIC: [RubricLevel; 10] = [
     },
 ];
 
-/// The rubric as a markdown list, one score a line with its meaning and example: the form the
-/// system prompts embed (a table says the same in about a fifth more tokens; the band is implied
-/// by the score).
-pub fn rubric_markdown() -> String {
+/// The rubric as a markdown list, one score a line with its meaning, and its example from
+/// score `examples_from` up: the form the system prompts embed (a table says the same in about a
+/// fifth more tokens; the band is implied by the score). Below the publishing threshold a
+/// meaning is enough to tell a nit from a finding; every request pays for the examples.
+pub fn rubric_markdown(examples_from: Score) -> String {
     RUBRIC
         .iter()
         .map(|level| {
-            format!(
-                "- {} {}: {} E.g. {}\n",
-                level.score, level.name, level.description, level.example
-            )
+            if level.score >= examples_from.get() {
+                format!(
+                    "- {} {}: {} E.g. {}\n",
+                    level.score, level.name, level.description, level.example
+                )
+            } else {
+                format!("- {} {}: {}\n", level.score, level.name, level.description)
+            }
         })
         .collect()
 }
@@ -339,10 +344,17 @@ mod tests {
 
     #[test]
     fn rubric_renders_every_level() {
-        let markdown = rubric_markdown();
+        let markdown = rubric_markdown(Score::MIN);
         for level in &RUBRIC {
-            assert!(markdown.contains(level.name));
+            assert!(markdown.contains(level.name) && markdown.contains(level.example));
         }
         assert_eq!(markdown.lines().count(), 10);
+        // From the threshold up, with examples; below it, their meaning only.
+        let from_five = rubric_markdown(Score::saturating(5));
+        assert_eq!(from_five.lines().count(), 10);
+        for level in &RUBRIC {
+            assert!(from_five.contains(level.description));
+            assert_eq!(from_five.contains(level.example), level.score >= 5);
+        }
     }
 }

@@ -154,9 +154,7 @@ pub fn previous_block(threads: &[&ThreadState], max_chars: usize) -> String {
 
 pub fn rules_block(rules: &[RuleFile]) -> String {
     if rules.is_empty() {
-        return "The repository has no rule files (AGENTS.md, CLAUDE.md, .cursor/rules, \
-                .github/copilot-instructions.md, .bugloop/rules.md)."
-            .to_owned();
+        return "None (no AGENTS.md, CLAUDE.md or other rule file).".to_owned();
     }
     let mut out = String::new();
     for rule in rules {
@@ -184,7 +182,7 @@ pub fn system(inputs: &SystemInputs<'_>) -> String {
     let rubric = if inputs.compact {
         compact_rubric()
     } else {
-        rubric_markdown()
+        rubric_markdown(inputs.threshold)
     };
     let sensitivity = if inputs.sensitivity.sensitive {
         format!(
@@ -195,11 +193,17 @@ pub fn system(inputs: &SystemInputs<'_>) -> String {
     } else {
         String::new()
     };
-    let categories = Category::ALL
-        .iter()
-        .map(|c| format!("`{}`", c.as_str()))
-        .collect::<Vec<_>>()
-        .join(", ");
+    // With tools, `report_finding`'s schema lists the categories in every request already.
+    let categories = if inputs.tools {
+        String::new()
+    } else {
+        let names = Category::ALL
+            .iter()
+            .map(|c| format!("`{}`", c.as_str()))
+            .collect::<Vec<_>>()
+            .join(", ");
+        format!("Use one of: {names}. ")
+    };
     let resolve = if inputs.previous.is_empty() {
         ""
     } else {
@@ -295,7 +299,10 @@ mod tests {
         };
         assert_eq!(previous_block(&[], 16_000), "");
         let first = system_with("");
-        assert!(!first.contains("resolve") && !first.contains("Previous findings"), "{first}");
+        assert!(
+            !first.contains("resolve") && !first.contains("Previous findings"),
+            "{first}"
+        );
         assert!(passes(false).iter().all(|pass| !pass.contains("resolve")));
         let thread = ThreadState {
             id: "7".into(),

@@ -35,9 +35,8 @@ pub enum GitCommand {
 ))]
 pub struct GitParams {
     pub command: GitCommand,
-    /// Arguments, e.g. `["HEAD~1", "--", "src/lib.rs"]` or `["--oneline", "-n", "20"]`. Options
-    /// must be spelled in full; an option that is not allowed is refused with the list of those
-    /// that are.
+    /// Arguments, e.g. `["HEAD~1", "--", "src/lib.rs"]` or `["--oneline", "-n", "20"]`; a
+    /// refused option's error lists the allowed ones.
     #[serde(default)]
     pub args: Vec<String>,
 }

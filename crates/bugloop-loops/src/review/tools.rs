@@ -49,6 +49,7 @@ pub struct ReportedFinding {
     pub description: String,
     /// 1-10 by the rubric.
     pub score: Score,
+    #[schemars(schema_with = "category_names")]
     pub category: Category,
     /// Markdown or pseudo-code illustrating a fix; never a committable suggestion block.
     #[serde(default)]
@@ -156,6 +157,14 @@ pub fn accept(reported: ReportedFinding) -> Result<Finding, String> {
     })
 }
 
+/// The categories as a plain enum of their names: every request of a review carries this
+/// schema, and the names say enough (the documented `oneOf`, each with its description, costs
+/// about 145 tokens more per request; the report's schema keeps it).
+fn category_names(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let names: Vec<&str> = Category::ALL.iter().map(|c| c.as_str()).collect();
+    schemars::json_schema!({ "type": "string", "enum": names })
+}
+
 /// GitHub turns a ```suggestion fence into a committable change; the reviewer must never make
 /// one, so such fences become plain ones.
 pub fn defuse_suggestion(text: &str) -> String {
@@ -208,10 +217,9 @@ pub struct ReportFinding {
 impl TypedTool for ReportFinding {
     type Params = ReportedFinding;
     const NAME: &'static str = "report_finding";
-    const DESCRIPTION: &'static str = "Report one problem in the change: file and line at head, \
-        the line quoted as evidence, title, description, score (1-10 by the rubric), category and \
-        an optional markdown suggestion. Reporting again with the same id in the same file replaces \
-        the finding.";
+    // Each field's description says what it holds; every request pays for this text.
+    const DESCRIPTION: &'static str = "Report one problem in the change. Reporting again with \
+        the same id in the same file replaces the finding.";
 
     async fn run(&self, _: &ToolContext, params: ReportedFinding) -> Result<String, ToolError> {
         let finding = accept(params).map_err(ToolError::Model)?;
