@@ -127,12 +127,12 @@ pub struct Queue {
 }
 
 #[derive(Debug)]
-struct EnqueueRequest {
-    delivery: String,
-    event: String,
-    job: Option<NewJob>,
-    now: i64,
-    reply: oneshot::Sender<Result<Enqueued, QueueError>>,
+pub(crate) struct EnqueueRequest {
+    pub(crate) delivery: String,
+    pub(crate) event: String,
+    pub(crate) job: Option<NewJob>,
+    pub(crate) now: i64,
+    pub(crate) reply: oneshot::Sender<Result<Enqueued, QueueError>>,
 }
 
 /// `?` placeholders numbered `$1`, `$2`, ... for PostgreSQL. The queue's statements hold no `?`
@@ -204,21 +204,31 @@ async fn write_batch(pool: &AnyPool, backend: Backend, batch: Vec<EnqueueRequest
     };
     let mut answers = Vec::with_capacity(batch.len());
     let mut retry_alone = false;
-    for request in &batch {
-        match enqueue_in(
-            &mut tx,
-            backend,
-            &request.delivery,
-            &request.event,
-            request.job.clone(),
-            request.now,
-        )
-        .await
-        {
-            Ok(result) => answers.push(result),
-            Err(_) => {
+    if backend == Backend::Sqlite {
+        match crate::sqlite_batch::enqueue_batch(&mut tx, &batch).await {
+            Ok(results) => answers = results,
+            Err(error) => {
+                tracing::warn!(%error, deliveries = batch.len(), "the batch of deliveries could not be written at once; writing each alone");
                 retry_alone = true;
-                break;
+            }
+        }
+    } else {
+        for request in &batch {
+            match enqueue_in(
+                &mut tx,
+                backend,
+                &request.delivery,
+                &request.event,
+                request.job.clone(),
+                request.now,
+            )
+            .await
+            {
+                Ok(result) => answers.push(result),
+                Err(_) => {
+                    retry_alone = true;
+                    break;
+                }
             }
         }
     }
@@ -404,6 +414,12 @@ impl Queue {
         self.backend
     }
 
+    /// The pool intake writes through (tests compare ways of writing on it).
+    #[cfg(test)]
+    pub(crate) fn pool(&self) -> &AnyPool {
+        &self.pool
+    }
+
     fn sql<'a>(&self, text: &'a str) -> Cow<'a, str> {
         sql(self.backend, text)
     }
@@ -540,7 +556,9 @@ impl Queue {
     /// Records a delivery and, when it asks for one, its job; a delivery seen before changes
     /// nothing. A review supersedes the reviews of the same conversation still waiting. The
     /// deliveries that arrive together are written in one transaction (one sync to disk for
-    /// all), each in a savepoint of its own, and each is answered once it is on disk.
+    /// all; on SQLite in a few statements for all, `sqlite_batch`), and each is answered once
+    /// it is on disk; if the batch fails, each is written again alone, so one bad delivery
+    /// fails alone.
     pub async fn enqueue(
         &self,
         delivery: &str,
@@ -969,7 +987,7 @@ async fn enqueue_in_one_statement(
 }
 
 /// One delivery's rows, written inside the batch's transaction.
-async fn enqueue_in(
+pub(crate) async fn enqueue_in(
     tx: &mut AnyConnection,
     backend: Backend,
     delivery: &str,

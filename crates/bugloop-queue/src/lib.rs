@@ -11,6 +11,7 @@
 //! serve PostgreSQL too.
 
 mod database;
+mod sqlite_batch;
 
 use std::time::Duration;
 
