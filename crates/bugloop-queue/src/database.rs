@@ -124,7 +124,13 @@ pub struct Queue {
     writer: mpsc::Sender<EnqueueRequest>,
     /// SQLite's second connection, the workers' ([`Queue::for_workers`]).
     workers_pool: Option<AnyPool>,
+    /// On SQLite the process's writes take turns here, intake's batches and the workers'
+    /// statements alike (FIFO): SQLite itself would make the one that finds the database
+    /// locked sleep in its busy handler, up to 100 ms at a time, with every delivery waiting.
+    write_gate: WriteGate,
 }
+
+type WriteGate = std::sync::Arc<tokio::sync::Mutex<()>>;
 
 #[derive(Debug)]
 pub(crate) struct EnqueueRequest {
@@ -167,6 +173,7 @@ async fn write_deliveries(
     pool: AnyPool,
     backend: Backend,
     requests: std::sync::Arc<tokio::sync::Mutex<mpsc::Receiver<EnqueueRequest>>>,
+    gate: WriteGate,
 ) {
     loop {
         let batch = {
@@ -182,6 +189,10 @@ async fn write_deliveries(
                 }
             }
             batch
+        };
+        let _turn = match backend {
+            Backend::Sqlite => Some(gate.lock().await),
+            Backend::Postgres => None,
         };
         write_batch(&pool, backend, batch).await;
     }
@@ -385,8 +396,14 @@ impl Queue {
             Backend::Sqlite => 1,
             Backend::Postgres => POSTGRES_WRITERS,
         };
+        let write_gate = WriteGate::default();
         for _ in 0..writers {
-            tokio::spawn(write_deliveries(pool.clone(), backend, requests.clone()));
+            tokio::spawn(write_deliveries(
+                pool.clone(),
+                backend,
+                requests.clone(),
+                write_gate.clone(),
+            ));
         }
         Ok(Queue {
             pool,
@@ -395,6 +412,7 @@ impl Queue {
             limits: Limits::default(),
             writer,
             workers_pool: None,
+            write_gate,
         })
     }
 
@@ -418,6 +436,14 @@ impl Queue {
     #[cfg(test)]
     pub(crate) fn pool(&self) -> &AnyPool {
         &self.pool
+    }
+
+    /// This process's turn to write ([`Queue::write_gate`]); on PostgreSQL, none is needed.
+    async fn turn(&self) -> Option<tokio::sync::MutexGuard<'_, ()>> {
+        match self.backend {
+            Backend::Sqlite => Some(self.write_gate.lock().await),
+            Backend::Postgres => None,
+        }
     }
 
     fn sql<'a>(&self, text: &'a str) -> Cow<'a, str> {
@@ -633,11 +659,13 @@ impl Queue {
             for _ in 0..claimable_binds(self.limits) {
                 query = query.bind(now);
             }
-            if let Some(row) = query
+            let turn = self.turn().await;
+            let taken = query
                 .fetch_optional(&self.pool)
                 .await
-                .map_err(query_error("claim the job"))?
-            {
+                .map_err(query_error("claim the job"))?;
+            drop(turn);
+            if let Some(row) = taken {
                 return Ok(Some(row));
             }
         }
@@ -721,6 +749,7 @@ impl Queue {
         extend: Duration,
         now: i64,
     ) -> Result<bool, QueueError> {
+        let _turn = self.turn().await;
         let renewed = sqlx::query(&self.sql(
             "UPDATE jobs SET lease_until = ?, updated_at = ? \
              WHERE id = ? AND epoch = ? AND state = 'running' AND lease_until > ?",
@@ -739,6 +768,7 @@ impl Queue {
 
     /// The job is done; `false` when the lease was lost meanwhile (someone else owns it now).
     pub async fn complete(&self, lease: &Lease, now: i64) -> Result<bool, QueueError> {
+        let _turn = self.turn().await;
         let done = sqlx::query(&self.sql(
             "UPDATE jobs SET state = 'done', lease_until = NULL, \
              error = NULL, updated_at = ?, finished_at = ? \
@@ -758,6 +788,7 @@ impl Queue {
     /// Hands a job back unfinished (the server is stopping): queued again at once, the attempt
     /// not counted; `false` when the lease was lost meanwhile.
     pub async fn release(&self, lease: &Lease, now: i64) -> Result<bool, QueueError> {
+        let _turn = self.turn().await;
         let released = sqlx::query(&self.sql(
             "UPDATE jobs SET state = 'queued', lease_owner = NULL, lease_until = NULL, \
              attempts = attempts - 1, run_after = ?, started_at = NULL, updated_at = ? \
@@ -783,6 +814,7 @@ impl Queue {
         failure: Failure,
         now: i64,
     ) -> Result<Option<JobState>, QueueError> {
+        let _turn = self.turn().await;
         let attempts = lease.job.attempts;
         let retry = failure == Failure::Transient && attempts < self.retries.max_attempts;
         let (state, run_after) = if retry {
@@ -814,6 +846,7 @@ impl Queue {
 
     /// A dead or done job queued again at once (`bugloop jobs retry`), attempts counted anew.
     pub async fn retry(&self, id: &str, now: i64) -> Result<Job, QueueError> {
+        let _turn = self.turn().await;
         let row = sqlx::query(&self.sql(&format!(
             "UPDATE jobs SET state = 'queued', attempts = 0, run_after = ?, error = NULL, \
              updated_at = ?, started_at = NULL, finished_at = NULL WHERE id = ? AND state IN ('dead', 'done', 'superseded') \
