@@ -16,8 +16,8 @@ use sqlx::{AnyConnection, AnyPool, Row};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::{
-    Enqueued, Failure, Job, JobKind, JobState, Lease, Limits, NewJob, QueueError, Retries,
-    query_error,
+    EnqueueRequest, Enqueued, Failure, Job, JobKind, JobState, Lease, Limits, NewJob, QueueError,
+    Retries, query_error,
 };
 
 const MIGRATIONS: &[&str] = &[
@@ -131,15 +131,6 @@ pub struct Queue {
 }
 
 type WriteGate = std::sync::Arc<tokio::sync::Mutex<()>>;
-
-#[derive(Debug)]
-pub(crate) struct EnqueueRequest {
-    pub(crate) delivery: String,
-    pub(crate) event: String,
-    pub(crate) job: Option<NewJob>,
-    pub(crate) now: i64,
-    pub(crate) reply: oneshot::Sender<Result<Enqueued, QueueError>>,
-}
 
 /// `?` placeholders numbered `$1`, `$2`, ... for PostgreSQL. The queue's statements hold no `?`
 /// in a literal.

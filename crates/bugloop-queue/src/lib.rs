@@ -237,5 +237,17 @@ impl Retries {
     }
 }
 
+/// One delivery for intake's writer, answered once it is on disk.
+#[derive(Debug)]
+pub(crate) struct EnqueueRequest {
+    pub(crate) delivery: String,
+    pub(crate) event: String,
+    pub(crate) job: Option<NewJob>,
+    pub(crate) now: i64,
+    pub(crate) reply: tokio::sync::oneshot::Sender<Result<Enqueued, QueueError>>,
+}
+
+#[cfg(test)]
+mod batch_tests;
 #[cfg(test)]
 mod tests;
