@@ -132,6 +132,15 @@ pub struct Queue {
 
 type WriteGate = std::sync::Arc<tokio::sync::Mutex<()>>;
 
+/// A turn at `gate` on SQLite; PostgreSQL's writers need none (its row locks wait without
+/// sleeping).
+async fn turn(gate: &WriteGate, backend: Backend) -> Option<tokio::sync::MutexGuard<'_, ()>> {
+    match backend {
+        Backend::Sqlite => Some(gate.lock().await),
+        Backend::Postgres => None,
+    }
+}
+
 /// `?` placeholders numbered `$1`, `$2`, ... for PostgreSQL. The queue's statements hold no `?`
 /// in a literal.
 fn numbered(text: &str) -> String {
@@ -181,10 +190,7 @@ async fn write_deliveries(
             }
             batch
         };
-        let _turn = match backend {
-            Backend::Sqlite => Some(gate.lock().await),
-            Backend::Postgres => None,
-        };
+        let _turn = turn(&gate, backend).await;
         write_batch(&pool, backend, batch).await;
     }
 }
@@ -429,12 +435,9 @@ impl Queue {
         &self.pool
     }
 
-    /// This process's turn to write ([`Queue::write_gate`]); on PostgreSQL, none is needed.
+    /// This process's turn to write ([`Queue::write_gate`]).
     async fn turn(&self) -> Option<tokio::sync::MutexGuard<'_, ()>> {
-        match self.backend {
-            Backend::Sqlite => Some(self.write_gate.lock().await),
-            Backend::Postgres => None,
-        }
+        turn(&self.write_gate, self.backend).await
     }
 
     fn sql<'a>(&self, text: &'a str) -> Cow<'a, str> {
