@@ -189,5 +189,6 @@ pub fn ignored_settings_finding(ignored: &[IgnoredBranchSetting]) -> Option<Find
         category: Category::Security,
         evidence: anchor.line_text.clone().filter(|t| !t.trim().is_empty()),
         suggestion: None,
+        source: None,
     })
 }

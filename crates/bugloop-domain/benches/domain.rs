@@ -167,6 +167,7 @@ fn finding(rng: &mut Lcg, id: String) -> Finding {
         category: Category::Logic,
         evidence: None,
         suggestion: None,
+        source: None,
     }
 }
 

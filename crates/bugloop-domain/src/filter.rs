@@ -399,6 +399,7 @@ fn combine(area: &str, parts: &[&Finding], threshold: Score) -> Finding {
         category,
         evidence: None,
         suggestion: None,
+        source: None,
     }
 }
 

@@ -190,6 +190,38 @@ pub struct Finding {
     /// A markdown or pseudo-code block; never a committable suggestion.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub suggestion: Option<String>,
+    /// The static analyzer whose hit this finding stands on; none for a finding of the model's
+    /// alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<FindingSource>,
+}
+
+/// A static analyzer's hit a finding stands on: the tool, its rule and the rule's page.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct FindingSource {
+    /// The analyzer (`ruff`, `shellcheck`, a configured SARIF tool's name).
+    pub tool: String,
+    /// The tool's id of the rule (`S608`, `SC2115`).
+    pub rule: String,
+    /// The tool's documentation of the rule.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// The model found or confirmed the same problem (its explanation and score are the
+    /// finding's).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub model: bool,
+}
+
+impl FindingSource {
+    /// Who found it, for people: `ruff S608`, or `ruff S608 and the model`.
+    pub fn found_by(&self) -> String {
+        let tool = format!("{} {}", self.tool, self.rule);
+        if self.model {
+            format!("{tool} and the model")
+        } else {
+            tool
+        }
+    }
 }
 
 impl Finding {

@@ -299,6 +299,7 @@ proptest! {
             category: bugloop_domain::Category::Logic,
             evidence,
             suggestion: None,
+            source: None,
         };
         let report = bugloop_domain::grounding::ground(vec![finding], &case);
         prop_assert_eq!(report.kept.len() + report.dropped.len(), 1);

@@ -402,6 +402,7 @@ mod tests {
             category: Category::Logic,
             evidence: Some("let avg = sum / ```n```;".into()),
             suggestion: Some("Return `None` when empty.".into()),
+            source: None,
         };
         let body = finding_body(&finding, &markers, false);
         insta::assert_snapshot!(body);
@@ -460,6 +461,7 @@ mod tests {
                 category: Category::Security,
                 evidence,
                 suggestion,
+                source: None,
             };
             let body = finding_body(&finding, &markers, false);
             let comment = Comment {

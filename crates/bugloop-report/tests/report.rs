@@ -35,6 +35,7 @@ fn finding(id: &str, file: Option<&str>, line: Option<u32>, score: i64) -> Findi
         category: Category::Logic,
         evidence: Some("let x = v[i];".to_owned()),
         suggestion: Some("Check the bounds first.".to_owned()),
+        source: None,
     }
 }
 

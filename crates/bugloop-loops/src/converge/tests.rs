@@ -34,6 +34,7 @@ fn finding(id: &str, line: u32, evidence: &str, score: u8, description: &str) ->
         category: Category::Logic,
         evidence: Some(evidence.into()),
         suggestion: None,
+        source: None,
     }
 }
 

@@ -211,6 +211,7 @@ mod tests {
                 category: Category::Logic,
                 evidence: None,
                 suggestion: None,
+                source: None,
             },
             reopens: false,
         };

@@ -154,6 +154,8 @@ pub fn accept(reported: ReportedFinding) -> Result<Finding, String> {
             .suggestion
             .filter(|s| !s.trim().is_empty())
             .map(|s| defuse_suggestion(&s)),
+        // What the model says is its own: a source is set only by bugloop, from a tool's hit.
+        source: None,
     })
 }
 

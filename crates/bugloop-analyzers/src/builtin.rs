@@ -1,0 +1,513 @@
+//! The built-in analyzers: for each, the files it reads, how it runs with bugloop's own rule set
+//! (never the repository's configuration: `--isolated`, `--norc`, `--no-config` or a
+//! configuration file of bugloop's), how its output is read, which of its rules count as bugs
+//! and at which score, and its own fix where it has one. `docs/analyzers.md` documents each
+//! rule set; the table here is the one truth.
+
+use bugloop_domain::finding::Category;
+
+use crate::formats::Format;
+use crate::hit::{Hit, Level};
+
+/// How a hit weighs, by the rule's class (`docs/analyzers.md`): the score it is published at
+/// when no model triages it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Weight {
+    /// Code that runs what an attacker sends (injection, `eval`, a shell), or code that cannot
+    /// run at all (an undefined name, a compile error): 8.
+    Critical,
+    /// A bug the tool is sure of: 7.
+    Error,
+    /// A likely bug: 6.
+    Warning,
+    /// Worth a look, below the default threshold: 4.
+    Minor,
+}
+
+impl Weight {
+    pub(crate) fn score(self) -> u8 {
+        match self {
+            Weight::Critical => 8,
+            Weight::Error => 7,
+            Weight::Warning => 6,
+            Weight::Minor => 4,
+        }
+    }
+}
+
+/// What bugloop's rule set makes of a hit: its weight and category, or nothing (a style rule).
+pub(crate) type Judge = fn(&Hit) -> Option<(Weight, Category)>;
+
+/// What a built-in is run with.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Invocation<'a> {
+    /// The changed files it reads, relative to the workspace.
+    pub files: &'a [String],
+    /// The directory of bugloop's configuration files for the tools (read-only in the sandbox).
+    pub config_dir: &'a str,
+}
+
+/// One built-in analyzer.
+#[derive(Debug)]
+pub struct BuiltIn {
+    pub name: &'static str,
+    /// The program, looked up in bugloop's analyzers directory, then on `PATH`.
+    pub program: &'static str,
+    /// Globs of the files it reads; it runs only when the change touches one.
+    pub files: &'static [&'static str],
+    /// It checks a whole project found by this file at the workspace's root (`Cargo.toml`),
+    /// not files one by one.
+    pub project: Option<&'static str>,
+    /// The rule set, for `docs/analyzers.md` and `bugloop doctor`.
+    pub rule_set: &'static str,
+    /// Arguments that print its version.
+    pub version_args: &'static [&'static str],
+    pub(crate) format: Format,
+    pub(crate) args: fn(Invocation<'_>) -> Vec<String>,
+    pub(crate) judge: Judge,
+    /// Its own fix for one rule on some files, when it has one.
+    pub(crate) fix: Option<fn(&str, Invocation<'_>) -> Vec<String>>,
+}
+
+impl PartialEq for BuiltIn {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
+    }
+}
+
+impl Eq for BuiltIn {}
+
+impl BuiltIn {
+    /// Whether the tool can fix hits of its own.
+    pub fn fixes(&self) -> bool {
+        self.fix.is_some()
+    }
+}
+
+/// The built-in analyzer called `name`.
+pub fn built_in(name: &str) -> Option<&'static BuiltIn> {
+    BUILT_IN.iter().find(|b| b.name == name)
+}
+
+fn with_files(mut args: Vec<String>, files: &[String]) -> Vec<String> {
+    args.push("--".to_owned());
+    args.extend(files.iter().cloned());
+    args
+}
+
+fn strings(args: &[&str]) -> Vec<String> {
+    args.iter().map(|a| (*a).to_owned()).collect()
+}
+
+/// ruff: pyflakes (`F`), bugbear (`B`), the bandit-derived security rules (`S`), pylint's errors
+/// and warnings (`PLE`, `PLW`) and syntax errors (`E9`); minus rules that flag safe or stylistic
+/// code (unused imports, star imports, asserts, `subprocess` with a list, `random`).
+const RUFF_SELECT: &str = "F,B,S,PLE,PLW,E9";
+const RUFF_IGNORE: &str =
+    "F401,F403,F405,F541,S101,S311,S603,S607,B008,B905,PLW0602,PLW0603,PLW2901";
+
+fn ruff_args(i: Invocation<'_>) -> Vec<String> {
+    let args = strings(&[
+        "check",
+        "--isolated",
+        "--no-cache",
+        "--ignore-noqa",
+        "--exit-zero",
+        "--output-format",
+        "sarif",
+        "--select",
+        RUFF_SELECT,
+        "--ignore",
+        RUFF_IGNORE,
+    ]);
+    with_files(args, i.files)
+}
+
+fn ruff_fix(rule: &str, i: Invocation<'_>) -> Vec<String> {
+    let mut args = strings(&[
+        "check",
+        "--isolated",
+        "--no-cache",
+        "--fix",
+        "--exit-zero",
+        "--select",
+    ]);
+    args.push(rule.to_owned());
+    with_files(args, i.files)
+}
+
+fn ruff_judge(hit: &Hit) -> Option<(Weight, Category)> {
+    let rule = hit.rule.as_str();
+    Some(match rule {
+        // SQL from strings, eval/exec, a shell with input, unsafe deserialization.
+        "S608" | "S307" | "S102" | "S602" | "S605" | "S301" | "S506" => {
+            (Weight::Critical, Category::Security)
+        }
+        _ if rule.starts_with('S') => (Weight::Error, Category::Security),
+        // Names that do not exist, `is` with a literal, redefinitions.
+        "F821" | "F822" | "F823" | "F632" | "F811" => (Weight::Critical, Category::Logic),
+        _ if rule.starts_with("E9") || rule.starts_with("F7") || rule.starts_with("PLE") => {
+            (Weight::Error, Category::Logic)
+        }
+        "F841" => (Weight::Minor, Category::Maintainability),
+        _ if rule.starts_with('B') || rule.starts_with('F') => (Weight::Warning, Category::Logic),
+        _ if rule.starts_with("PLW") => (Weight::Minor, Category::Logic),
+        _ => return None,
+    })
+}
+
+fn shellcheck_args(i: Invocation<'_>) -> Vec<String> {
+    with_files(
+        strings(&["--norc", "--format=json1", "--severity=warning"]),
+        i.files,
+    )
+}
+
+fn by_level(hit: &Hit) -> Option<(Weight, Category)> {
+    match hit.level {
+        Level::Error => Some((Weight::Error, Category::Logic)),
+        Level::Warning => Some((Weight::Warning, Category::Logic)),
+        Level::Note => None,
+    }
+}
+
+/// hadolint: its errors and warnings, minus the ones about pinning package versions and image
+/// tags, image size and layering (reproducibility and style, not bugs).
+const HADOLINT_IGNORED: &[&str] = &[
+    "DL3006", "DL3007", "DL3008", "DL3013", "DL3015", "DL3016", "DL3018", "DL3028", "DL3033",
+    "DL3037", "DL3041", "DL3042", "DL3059",
+];
+
+fn hadolint_args(i: Invocation<'_>) -> Vec<String> {
+    let mut args = strings(&["--no-fail", "--format", "sarif", "--config"]);
+    args.push(format!("{}/hadolint.yaml", i.config_dir));
+    with_files(args, i.files)
+}
+
+fn hadolint_judge(hit: &Hit) -> Option<(Weight, Category)> {
+    if HADOLINT_IGNORED.contains(&hit.rule.as_str()) {
+        return None;
+    }
+    match hit.level {
+        Level::Error => Some((Weight::Error, Category::Reliability)),
+        Level::Warning => Some((Weight::Warning, Category::Reliability)),
+        Level::Note => None,
+    }
+}
+
+fn zizmor_args(i: Invocation<'_>) -> Vec<String> {
+    let mut args = strings(&[
+        "--offline",
+        "--no-config",
+        "--no-progress",
+        "--format",
+        "sarif",
+    ]);
+    args.extend(i.files.iter().cloned());
+    args
+}
+
+fn zizmor_judge(hit: &Hit) -> Option<(Weight, Category)> {
+    Some(match hit.level {
+        Level::Error => (Weight::Critical, Category::Security),
+        Level::Warning => (Weight::Warning, Category::Security),
+        Level::Note => (Weight::Minor, Category::Security),
+    })
+}
+
+/// biome: its `correctness`, `suspicious` and `security` groups, whatever the repository's
+/// `biome.json` says (bugloop's own configuration file, and `--only`).
+const BIOME_GROUPS: &[&str] = &["--only=correctness", "--only=suspicious", "--only=security"];
+
+fn biome_args(i: Invocation<'_>) -> Vec<String> {
+    let mut args = strings(&[
+        "lint",
+        "--reporter=sarif",
+        "--max-diagnostics=none",
+        "--no-errors-on-unmatched",
+    ]);
+    args.push(format!("--config-path={}", i.config_dir));
+    args.extend(strings(BIOME_GROUPS));
+    with_files(args, i.files)
+}
+
+fn biome_fix(rule: &str, i: Invocation<'_>) -> Vec<String> {
+    let mut args = strings(&["lint", "--write", "--no-errors-on-unmatched"]);
+    args.push(format!("--config-path={}", i.config_dir));
+    // SARIF names a rule `lint/suspicious/noDoubleEquals`; `--only` takes `suspicious/noDoubleEquals`.
+    args.push(format!("--only={}", rule.trim_start_matches("lint/")));
+    with_files(args, i.files)
+}
+
+fn biome_judge(hit: &Hit) -> Option<(Weight, Category)> {
+    let category = if hit.rule.starts_with("lint/security/") {
+        Category::Security
+    } else {
+        Category::Logic
+    };
+    match hit.level {
+        Level::Error => Some((Weight::Error, category)),
+        Level::Warning => Some((Weight::Warning, category)),
+        Level::Note => None,
+    }
+}
+
+/// clippy: its `correctness` (deny) and `suspicious` (warn) groups, the compiler's errors and
+/// `unused_must_use`; everything else allowed. Compiles the crate: build scripts and proc macros
+/// run, so only ever in the sandbox, offline, with the target directory in its private `/tmp`.
+const CLIPPY_LINTS: &[&str] = &[
+    "-A",
+    "clippy::all",
+    "-D",
+    "clippy::correctness",
+    "-W",
+    "clippy::suspicious",
+];
+
+fn clippy_args(_: Invocation<'_>) -> Vec<String> {
+    let mut args = strings(&[
+        "clippy",
+        "--offline",
+        "--quiet",
+        "--all-targets",
+        "--message-format=json",
+        "--",
+    ]);
+    args.extend(strings(CLIPPY_LINTS));
+    args
+}
+
+fn clippy_fix(rule: &str, _: Invocation<'_>) -> Vec<String> {
+    let mut args = strings(&[
+        "clippy",
+        "--offline",
+        "--quiet",
+        "--fix",
+        "--allow-dirty",
+        "--allow-no-vcs",
+        "--",
+        "-A",
+        "clippy::all",
+        "-W",
+    ]);
+    args.push(rule.to_owned());
+    args
+}
+
+fn clippy_judge(hit: &Hit) -> Option<(Weight, Category)> {
+    let rule = hit.rule.as_str();
+    let compile_error = rule.len() == 5
+        && rule.starts_with('E')
+        && rule.chars().skip(1).all(|c| c.is_ascii_digit());
+    if compile_error {
+        return Some((Weight::Critical, Category::Logic));
+    }
+    match (rule, hit.level) {
+        ("unused_must_use", _) => Some((Weight::Warning, Category::Reliability)),
+        (_, Level::Error) if rule.starts_with("clippy::") => Some((Weight::Error, Category::Logic)),
+        (_, Level::Warning) if rule.starts_with("clippy::") => {
+            Some((Weight::Warning, Category::Logic))
+        }
+        _ => None,
+    }
+}
+
+fn go_vet_args(_: Invocation<'_>) -> Vec<String> {
+    strings(&["vet", "-json", "./..."])
+}
+
+fn go_vet_judge(_: &Hit) -> Option<(Weight, Category)> {
+    Some((Weight::Warning, Category::Logic))
+}
+
+/// Every built-in analyzer, in the order they are listed.
+pub static BUILT_IN: &[BuiltIn] = &[
+    BuiltIn {
+        name: "ruff",
+        program: "ruff",
+        files: &["**/*.py", "**/*.pyi"],
+        project: None,
+        rule_set: "pyflakes (F), bugbear (B), bandit's security rules (S), pylint errors and warnings (PLE, PLW), syntax errors (E9); not F401, F403, F405, F541, S101, S311, S603, S607, B008, B905, PLW0602, PLW0603, PLW2901",
+        version_args: &["--version"],
+        format: Format::Sarif,
+        args: ruff_args,
+        judge: ruff_judge,
+        fix: Some(ruff_fix),
+    },
+    BuiltIn {
+        name: "shellcheck",
+        program: "shellcheck",
+        files: &["**/*.sh", "**/*.bash"],
+        project: None,
+        rule_set: "every check at warning or error (not info or style)",
+        version_args: &["--version"],
+        format: Format::ShellcheckJson,
+        args: shellcheck_args,
+        judge: by_level,
+        fix: None,
+    },
+    BuiltIn {
+        name: "zizmor",
+        program: "zizmor",
+        files: &[
+            ".github/workflows/*.yml",
+            ".github/workflows/*.yaml",
+            "**/action.yml",
+            "**/action.yaml",
+        ],
+        project: None,
+        rule_set: "every offline audit (template injection, dangerous triggers, credential persistence, unpinned actions, ...)",
+        version_args: &["--version"],
+        format: Format::Sarif,
+        args: zizmor_args,
+        judge: zizmor_judge,
+        fix: None,
+    },
+    BuiltIn {
+        name: "hadolint",
+        program: "hadolint",
+        files: &[
+            "**/Dockerfile",
+            "**/Dockerfile.*",
+            "**/*.Dockerfile",
+            "**/Containerfile",
+        ],
+        project: None,
+        rule_set: "errors and warnings, with its embedded shellcheck; not the rules on pinning versions and tags, layers and image size (DL3006-8, DL3013, DL3015, DL3016, DL3018, DL3028, DL3033, DL3037, DL3041, DL3042, DL3059)",
+        version_args: &["--version"],
+        format: Format::Sarif,
+        args: hadolint_args,
+        judge: hadolint_judge,
+        fix: None,
+    },
+    BuiltIn {
+        name: "biome",
+        program: "biome",
+        files: &[
+            "**/*.js", "**/*.jsx", "**/*.mjs", "**/*.cjs", "**/*.ts", "**/*.tsx", "**/*.mts",
+            "**/*.cts",
+        ],
+        project: None,
+        rule_set: "the correctness, suspicious and security groups (errors and warnings)",
+        version_args: &["--version"],
+        format: Format::Sarif,
+        args: biome_args,
+        judge: biome_judge,
+        fix: Some(biome_fix),
+    },
+    BuiltIn {
+        name: "clippy",
+        program: "cargo",
+        files: &["**/*.rs"],
+        project: Some("Cargo.toml"),
+        rule_set: "compile errors, clippy's correctness and suspicious groups, unused_must_use",
+        version_args: &["clippy", "--version"],
+        format: Format::CargoJson,
+        args: clippy_args,
+        judge: clippy_judge,
+        fix: Some(clippy_fix),
+    },
+    BuiltIn {
+        name: "go-vet",
+        program: "go",
+        files: &["**/*.go"],
+        project: Some("go.mod"),
+        rule_set: "every analyzer of go vet",
+        version_args: &["version"],
+        format: Format::GoVetJson,
+        args: go_vet_args,
+        judge: go_vet_judge,
+        fix: None,
+    },
+];
+
+/// bugloop's configuration files for the tools that read one (written to a directory the
+/// sandbox shows read-only): name and content.
+pub(crate) fn config_files() -> Vec<(&'static str, String)> {
+    vec![
+        (
+            "hadolint.yaml",
+            format!("ignored: [{}]\n", HADOLINT_IGNORED.join(", ")),
+        ),
+        (
+            "biome.json",
+            concat!(
+                "{\n  \"linter\": { \"enabled\": true, \"rules\": { \"recommended\": true } },\n",
+                "  \"formatter\": { \"enabled\": false },\n  \"assist\": { \"enabled\": false },\n",
+                "  \"vcs\": { \"enabled\": false },\n  \"files\": { \"ignoreUnknown\": true }\n}\n"
+            )
+            .to_owned(),
+        ),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hit(rule: &str, level: Level) -> Hit {
+        Hit {
+            rule: rule.into(),
+            level,
+            message: String::new(),
+            file: "a".into(),
+            line: 1,
+            end_line: None,
+            url: None,
+            security: false,
+        }
+    }
+
+    #[test]
+    fn names_are_unique() {
+        for (i, a) in BUILT_IN.iter().enumerate() {
+            assert!(
+                BUILT_IN[i + 1..].iter().all(|b| b.name != a.name),
+                "{}",
+                a.name
+            );
+        }
+    }
+
+    #[test]
+    fn rule_sets_weigh_bugs_and_leave_style_out() {
+        assert_eq!(
+            ruff_judge(&hit("S608", Level::Error)),
+            Some((Weight::Critical, Category::Security))
+        );
+        assert_eq!(
+            ruff_judge(&hit("F821", Level::Error)).map(|j| j.0),
+            Some(Weight::Critical)
+        );
+        assert_eq!(ruff_judge(&hit("E501", Level::Error)), None);
+        assert_eq!(hadolint_judge(&hit("DL3008", Level::Warning)), None);
+        assert_eq!(
+            hadolint_judge(&hit("DL4006", Level::Warning)).map(|j| j.0),
+            Some(Weight::Warning)
+        );
+        assert_eq!(
+            clippy_judge(&hit("E0308", Level::Error)).map(|j| j.0),
+            Some(Weight::Critical)
+        );
+        assert_eq!(clippy_judge(&hit("dead_code", Level::Warning)), None);
+        assert_eq!(
+            biome_judge(&hit("lint/security/noGlobalEval", Level::Error)).map(|j| j.1),
+            Some(Category::Security)
+        );
+        assert_eq!(by_level(&hit("SC2086", Level::Note)), None);
+    }
+
+    #[test]
+    fn the_repositorys_configuration_is_never_read() {
+        let files = vec!["a".to_owned()];
+        let i = Invocation {
+            files: &files,
+            config_dir: "/cfg",
+        };
+        assert!(ruff_args(i).contains(&"--isolated".to_owned()));
+        assert!(shellcheck_args(i).contains(&"--norc".to_owned()));
+        assert!(zizmor_args(i).contains(&"--no-config".to_owned()));
+        assert!(hadolint_args(i).contains(&"/cfg/hadolint.yaml".to_owned()));
+        assert!(biome_args(i).contains(&"--config-path=/cfg".to_owned()));
+    }
+}

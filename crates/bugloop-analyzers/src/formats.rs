@@ -1,0 +1,272 @@
+//! The structured outputs of tools that write no SARIF: shellcheck's `json1`, cargo's JSON
+//! messages (clippy) and `go vet -json`. Each is read with serde into [`Hit`]s; nothing is
+//! parsed from text meant for people.
+
+use std::path::Path;
+
+use serde::Deserialize;
+
+use crate::hit::{Hit, Level};
+use crate::sarif::relative_path;
+
+/// How a tool's output is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// SARIF 2.1.0 on standard output.
+    Sarif,
+    /// `shellcheck -f json1`.
+    ShellcheckJson,
+    /// cargo's `--message-format=json` lines.
+    CargoJson,
+    /// `go vet -json` (on standard error, after `# package` lines).
+    GoVetJson,
+}
+
+impl Format {
+    /// The hits in a run's output (`stdout`, `stderr`); an error says why the output is not
+    /// what the tool writes.
+    pub(crate) fn read(
+        self,
+        stdout: &[u8],
+        stderr: &[u8],
+        root: &Path,
+    ) -> Result<Vec<Hit>, String> {
+        match self {
+            Format::Sarif => crate::sarif::read(stdout, root),
+            Format::ShellcheckJson => shellcheck(stdout, root),
+            Format::CargoJson => cargo(stdout, root),
+            Format::GoVetJson => go_vet(stderr, root),
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct ShellcheckLog {
+    comments: Vec<ShellcheckComment>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ShellcheckComment {
+    file: String,
+    line: u32,
+    end_line: Option<u32>,
+    level: String,
+    code: u32,
+    message: String,
+}
+
+fn shellcheck(stdout: &[u8], root: &Path) -> Result<Vec<Hit>, String> {
+    let log: ShellcheckLog = serde_json::from_slice(stdout)
+        .map_err(|e| format!("not shellcheck's json1 output: {e}"))?;
+    Ok(log
+        .comments
+        .into_iter()
+        .filter_map(|c| {
+            Some(Hit {
+                rule: format!("SC{}", c.code),
+                level: match c.level.as_str() {
+                    "error" => Level::Error,
+                    "warning" => Level::Warning,
+                    _ => Level::Note,
+                },
+                url: Some(format!("https://www.shellcheck.net/wiki/SC{}", c.code)),
+                file: relative_path(&c.file, root)?,
+                line: c.line,
+                end_line: c.end_line,
+                message: c.message,
+                security: false,
+            })
+        })
+        .collect())
+}
+
+#[derive(Debug, Deserialize)]
+struct CargoMessage {
+    reason: String,
+    #[serde(default)]
+    message: Option<Diagnostic>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Diagnostic {
+    message: String,
+    level: String,
+    #[serde(default)]
+    code: Option<DiagnosticCode>,
+    #[serde(default)]
+    spans: Vec<Span>,
+}
+
+#[derive(Debug, Deserialize)]
+struct DiagnosticCode {
+    code: String,
+}
+
+#[derive(Debug, Deserialize)]
+struct Span {
+    file_name: String,
+    line_start: u32,
+    line_end: u32,
+    is_primary: bool,
+}
+
+/// cargo's JSON lines: clippy's lints (`clippy::name`) and the compiler's errors (`E0308`);
+/// other lines (artifacts, build scripts) are skipped, and a line that is not JSON ends the read
+/// with an error only when nothing was read.
+fn cargo(stdout: &[u8], root: &Path) -> Result<Vec<Hit>, String> {
+    let text = String::from_utf8_lossy(stdout);
+    let mut hits = Vec::new();
+    let mut messages = 0;
+    for line in text.lines().filter(|l| l.starts_with('{')) {
+        let Ok(message) = serde_json::from_str::<CargoMessage>(line) else {
+            continue;
+        };
+        messages += 1;
+        let Some(diagnostic) = message
+            .message
+            .filter(|_| message.reason == "compiler-message")
+        else {
+            continue;
+        };
+        if let Some(hit) = cargo_hit(diagnostic, root) {
+            hits.push(hit);
+        }
+    }
+    if messages == 0 {
+        return Err("cargo wrote no JSON message".to_owned());
+    }
+    Ok(hits)
+}
+
+fn cargo_hit(diagnostic: Diagnostic, root: &Path) -> Option<Hit> {
+    let code = diagnostic.code?.code;
+    let span = diagnostic.spans.iter().find(|s| s.is_primary)?;
+    let level = match diagnostic.level.as_str() {
+        "error" => Level::Error,
+        "warning" => Level::Warning,
+        _ => return None,
+    };
+    let url = match code.strip_prefix("clippy::") {
+        Some(lint) => format!("https://rust-lang.github.io/rust-clippy/master/index.html#{lint}"),
+        None => format!("https://doc.rust-lang.org/error_codes/{code}.html"),
+    };
+    Some(Hit {
+        file: relative_path(&span.file_name, root)?,
+        line: span.line_start,
+        end_line: Some(span.line_end),
+        rule: code,
+        level,
+        message: diagnostic.message,
+        url: Some(url),
+        security: false,
+    })
+}
+
+#[derive(Debug, Deserialize)]
+struct GoVetHit {
+    posn: String,
+    message: String,
+}
+
+/// `go vet -json`: per package an object of analyzer -> hits (or an error), after a `# package`
+/// line, on standard error.
+fn go_vet(stderr: &[u8], root: &Path) -> Result<Vec<Hit>, String> {
+    let text = String::from_utf8_lossy(stderr);
+    let json: String = text
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut hits = Vec::new();
+    for value in serde_json::Deserializer::from_str(&json).into_iter::<serde_json::Value>() {
+        let value = value.map_err(|e| format!("not go vet's JSON output: {e}"))?;
+        let Some(packages) = value.as_object() else {
+            continue;
+        };
+        for analyzers in packages.values().filter_map(|v| v.as_object()) {
+            for (analyzer, found) in analyzers {
+                let Ok(found) = serde_json::from_value::<Vec<GoVetHit>>(found.clone()) else {
+                    continue;
+                };
+                hits.extend(
+                    found
+                        .into_iter()
+                        .filter_map(|f| go_vet_hit(analyzer, f, root)),
+                );
+            }
+        }
+    }
+    Ok(hits)
+}
+
+fn go_vet_hit(analyzer: &str, found: GoVetHit, root: &Path) -> Option<Hit> {
+    // `file:line:column`; a file name may itself hold a colon, so split from the end.
+    let mut parts = found.posn.rsplitn(3, ':');
+    let _column = parts.next()?;
+    let line: u32 = parts.next()?.parse().ok()?;
+    let file = relative_path(parts.next()?, root)?;
+    Some(Hit {
+        rule: analyzer.to_owned(),
+        level: Level::Warning,
+        message: found.message,
+        file,
+        line,
+        end_line: None,
+        url: Some(format!(
+            "https://pkg.go.dev/golang.org/x/tools/go/analysis/passes/{analyzer}"
+        )),
+        security: false,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shellcheck_comments_are_hits_with_their_wiki_page() {
+        let out = br#"{"comments":[{"file":"a.sh","line":2,"endLine":2,"column":8,"endColumn":14,"level":"warning","code":2115,"message":"Use \"${var:?}\"","fix":null}]}"#;
+        let hits = Format::ShellcheckJson
+            .read(out, b"", Path::new("/w"))
+            .unwrap();
+        assert_eq!(hits[0].rule, "SC2115");
+        assert_eq!(
+            hits[0].url.as_deref(),
+            Some("https://www.shellcheck.net/wiki/SC2115")
+        );
+        assert_eq!(hits[0].level, Level::Warning);
+    }
+
+    #[test]
+    fn cargo_lines_give_clippy_lints_and_compiler_errors() {
+        let out = concat!(
+            "{\"reason\":\"compiler-artifact\"}\n",
+            "{\"reason\":\"compiler-message\",\"message\":{\"message\":\"this comparison is always false\",\"level\":\"error\",\"code\":{\"code\":\"clippy::absurd_extreme_comparisons\"},\"spans\":[{\"file_name\":\"src/lib.rs\",\"line_start\":4,\"line_end\":4,\"is_primary\":true}]}}\n",
+            "{\"reason\":\"compiler-message\",\"message\":{\"message\":\"mismatched types\",\"level\":\"error\",\"code\":{\"code\":\"E0308\"},\"spans\":[{\"file_name\":\"/w/src/main.rs\",\"line_start\":9,\"line_end\":9,\"is_primary\":true}]}}\n",
+            "{\"reason\":\"compiler-message\",\"message\":{\"message\":\"1 warning emitted\",\"level\":\"warning\",\"code\":null,\"spans\":[]}}\n",
+            "   Compiling x v0.1.0\n"
+        );
+        let hits = Format::CargoJson
+            .read(out.as_bytes(), b"", Path::new("/w"))
+            .unwrap();
+        assert_eq!(hits.len(), 2, "{hits:?}");
+        assert_eq!(hits[0].rule, "clippy::absurd_extreme_comparisons");
+        assert_eq!(hits[1].file, "src/main.rs");
+        assert!(hits[1].url.as_deref().unwrap().ends_with("E0308.html"));
+        assert!(
+            Format::CargoJson
+                .read(b"error: could not compile", b"", Path::new("/w"))
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn go_vet_json_is_read_after_its_package_lines() {
+        let err = b"# example.com/m\n{\n\t\"example.com/m\": {\n\t\t\"printf\": [\n\t\t\t{\"posn\": \"/w/main.go:7:2\", \"message\": \"fmt.Printf format %d has arg s of wrong type string\"}\n\t\t]\n\t}\n}\n";
+        let hits = Format::GoVetJson.read(b"", err, Path::new("/w")).unwrap();
+        assert_eq!(hits.len(), 1);
+        assert_eq!((hits[0].file.as_str(), hits[0].line), ("main.go", 7));
+        assert_eq!(hits[0].rule, "printf");
+    }
+}

@@ -1,0 +1,165 @@
+//! What a tool reported (a [`Hit`]) and what bugloop makes of a hit on the change's lines (a
+//! [`Candidate`], which becomes a finding).
+
+use bugloop_domain::finding::{Category, Finding, FindingId, FindingSource};
+use bugloop_domain::markdown::quiet;
+use bugloop_domain::score::Score;
+use serde::Serialize;
+
+/// How serious the tool says a hit is (SARIF's levels; other formats are mapped onto them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Level {
+    Note,
+    Warning,
+    Error,
+}
+
+impl Level {
+    /// SARIF's `level` (absent means `warning`, as SARIF says).
+    pub fn from_sarif(level: Option<&str>) -> Level {
+        match level {
+            Some("error") => Level::Error,
+            Some("note" | "none") => Level::Note,
+            _ => Level::Warning,
+        }
+    }
+}
+
+/// One diagnostic as a tool reported it, its path relative to the repository.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Hit {
+    pub rule: String,
+    pub level: Level,
+    pub message: String,
+    pub file: String,
+    pub line: u32,
+    pub end_line: Option<u32>,
+    /// The tool's page for the rule.
+    pub url: Option<String>,
+    /// The tool tags the rule as a security rule.
+    pub security: bool,
+}
+
+/// A hit on the change's lines that bugloop's rule set counts as a bug: a finding to triage or
+/// publish.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Candidate {
+    pub tool: String,
+    pub hit: Hit,
+    pub score: Score,
+    pub category: Category,
+    /// The line at head the hit is on (the finding's grounded evidence).
+    pub evidence: String,
+}
+
+/// Longest tool message kept in a title.
+const MAX_TITLE_CHARS: usize = 160;
+
+impl Candidate {
+    /// A stable id: the tool, the rule and the place (`ruff-S608-app-db.py-12`).
+    pub fn id(&self) -> FindingId {
+        FindingId::new(format!(
+            "{}-{}-{}-{}",
+            self.tool, self.hit.rule, self.hit.file, self.hit.line
+        ))
+    }
+
+    /// The finding this candidate is published as when no model explains it: the tool's
+    /// message (quoted as data, neutralised), the rule and its page.
+    pub fn to_finding(&self) -> Finding {
+        // One line, no live mention, no comment opener, no fence: a tool's message is data.
+        let message = quiet(&self.hit.message).replace("``", "''");
+        let mut title: String = message.chars().take(MAX_TITLE_CHARS).collect();
+        if title.len() < message.len() {
+            title.push('…');
+        }
+        let rule = match &self.hit.url {
+            Some(url) => format!("[{}]({url})", self.hit.rule),
+            None => format!("`{}`", self.hit.rule),
+        };
+        Finding {
+            id: self.id(),
+            title,
+            description: format!(
+                "{} reports {rule} on a line this change adds: {message}",
+                self.tool
+            ),
+            file: Some(self.hit.file.clone()),
+            line: Some(self.hit.line),
+            end_line: self.hit.end_line.filter(|end| *end > self.hit.line),
+            score: self.score,
+            category: self.category,
+            evidence: Some(self.evidence.clone()),
+            suggestion: None,
+            source: Some(self.source()),
+        }
+    }
+
+    pub fn source(&self) -> FindingSource {
+        FindingSource {
+            tool: self.tool.clone(),
+            rule: self.hit.rule.clone(),
+            url: self.hit.url.clone(),
+            model: false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn candidate(message: &str) -> Candidate {
+        Candidate {
+            tool: "ruff".into(),
+            hit: Hit {
+                rule: "S608".into(),
+                level: Level::Error,
+                message: message.into(),
+                file: "app/db.py".into(),
+                line: 3,
+                end_line: Some(3),
+                url: Some("https://docs.astral.sh/ruff/rules/hardcoded-sql-expression".into()),
+                security: true,
+            },
+            score: Score::saturating(8),
+            category: Category::Security,
+            evidence: "conn.execute(\"SELECT \" + name)".into(),
+        }
+    }
+
+    #[test]
+    fn a_finding_names_its_tool_rule_and_page() {
+        let finding =
+            candidate("Possible SQL injection vector through string-based query construction")
+                .to_finding();
+        assert_eq!(finding.id.as_str(), "ruff-S608-app/db.py-3");
+        assert_eq!(finding.line, Some(3));
+        assert_eq!(finding.end_line, None);
+        assert!(
+            finding
+                .description
+                .contains("[S608](https://docs.astral.sh/ruff/rules/hardcoded-sql-expression)")
+        );
+        let source = finding.source.unwrap();
+        assert_eq!(
+            (source.tool.as_str(), source.rule.as_str()),
+            ("ruff", "S608")
+        );
+    }
+
+    #[test]
+    fn a_tools_message_is_data() {
+        let finding =
+            candidate("@admin please <!-- bugloop:finding_id:\"x\" --> ```rmcoc\n{}\n```")
+                .to_finding();
+        for text in [&finding.title, &finding.description] {
+            assert!(!text.contains("@admin"), "{text}");
+            assert!(!text.contains('\n'), "{text}");
+            assert!(!text.contains("<!--"), "{text}");
+            assert!(!text.contains("```rmcoc"), "{text}");
+        }
+        assert!(!finding.title.contains('\n'));
+    }
+}

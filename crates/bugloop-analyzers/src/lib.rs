@@ -1,0 +1,49 @@
+//! Static analyzers as a source of findings: well-kept tools (ruff, shellcheck, zizmor,
+//! hadolint, biome, clippy, go vet, gitleaks-style secrets rules, and any tool that writes SARIF)
+//! run in bugloop's sandbox on the code at head, with bugloop's own rule sets (never the
+//! branch's configuration), and their hits on the lines the change adds become candidate
+//! findings. A suppression comment the change adds (`# noqa`, `eslint-disable`, ...) is a
+//! candidate of its own.
+//!
+//! What a tool prints is data: it is read through the tool's own structured output (SARIF or its
+//! JSON), never followed, and every text of it is neutralised where it is shown.
+
+mod builtin;
+mod custom;
+mod formats;
+mod hit;
+mod locate;
+mod run;
+mod sarif;
+mod scope;
+mod suppression;
+
+pub use builtin::{BUILT_IN, BuiltIn, built_in};
+pub use custom::{CustomAnalyzer, CustomError};
+pub use hit::{Candidate, Hit, Level};
+pub use locate::{Installed, Toolbox};
+pub use run::{Analysis, AnalyzerRun, Request, RunStatus, analyze};
+pub use scope::ChangedLines;
+pub use suppression::suppressions_added;
+
+/// One analyzer a configuration names (`review.analyzers`): a built-in or a SARIF tool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Choice {
+    BuiltIn(&'static BuiltIn),
+    Custom(CustomAnalyzer),
+}
+
+impl Choice {
+    pub fn name(&self) -> &str {
+        match self {
+            Choice::BuiltIn(tool) => tool.name,
+            Choice::Custom(custom) => &custom.name,
+        }
+    }
+}
+
+/// `auto`: every built-in analyzer (each runs where its tool is installed and the change
+/// touches its files).
+pub fn auto() -> Vec<Choice> {
+    BUILT_IN.iter().map(Choice::BuiltIn).collect()
+}

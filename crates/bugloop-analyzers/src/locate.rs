@@ -1,0 +1,111 @@
+//! Where the analyzers' programs are: bugloop's analyzers directory first (what
+//! `scripts/setup` installs at pinned versions), then `PATH`. A program found outside the
+//! system paths the sandbox shows is shown to it read-only, the file alone.
+
+use std::path::{Path, PathBuf};
+
+/// A program found on the host, and what the sandbox must be shown to run it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Installed {
+    pub path: PathBuf,
+    /// Shown read-only in the sandbox (the program itself, or the analyzers directory).
+    pub mount: Option<PathBuf>,
+}
+
+/// Where programs are looked up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Toolbox {
+    /// bugloop's analyzers directory (its `bin/` holds the programs).
+    pub dir: Option<PathBuf>,
+    /// The directories of `PATH`.
+    pub path: Vec<PathBuf>,
+}
+
+impl Toolbox {
+    /// `BUGLOOP_ANALYZERS_DIR`, else `$XDG_DATA_HOME/bugloop/analyzers`, else
+    /// `~/.local/share/bugloop/analyzers`; and `PATH`.
+    pub fn from_env() -> Toolbox {
+        let dir = std::env::var_os("BUGLOOP_ANALYZERS_DIR")
+            .filter(|d| !d.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| {
+                std::env::var_os("XDG_DATA_HOME")
+                    .filter(|d| !d.is_empty())
+                    .map(|d| PathBuf::from(d).join("bugloop/analyzers"))
+            })
+            .or_else(|| {
+                std::env::var_os("HOME")
+                    .filter(|d| !d.is_empty())
+                    .map(|h| PathBuf::from(h).join(".local/share/bugloop/analyzers"))
+            });
+        let path = std::env::var_os("PATH")
+            .map(|p| std::env::split_paths(&p).collect())
+            .unwrap_or_default();
+        Toolbox { dir, path }
+    }
+
+    /// The program `name`, if installed.
+    pub fn find(&self, name: &str) -> Option<Installed> {
+        if let Some(dir) = &self.dir {
+            let candidate = dir.join("bin").join(name);
+            if is_executable(&candidate) {
+                return Some(Installed {
+                    path: candidate,
+                    mount: Some(dir.clone()),
+                });
+            }
+        }
+        for dir in &self.path {
+            let candidate = dir.join(name);
+            if is_executable(&candidate) {
+                let real = std::fs::canonicalize(&candidate).unwrap_or(candidate);
+                let system = bugloop_sandbox::SYSTEM_PATHS
+                    .iter()
+                    .any(|s| real.starts_with(s));
+                return Some(Installed {
+                    mount: (!system).then(|| real.clone()),
+                    path: real,
+                });
+            }
+        }
+        None
+    }
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_analyzers_directory_comes_before_path() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let (ours, path) = (dir.path().join("ours"), dir.path().join("path"));
+        std::fs::create_dir_all(ours.join("bin")).unwrap();
+        std::fs::create_dir_all(&path).unwrap();
+        for file in [
+            ours.join("bin/ruff"),
+            path.join("ruff"),
+            path.join("shellcheck"),
+        ] {
+            std::fs::write(&file, "#!/bin/sh\n").unwrap();
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        std::fs::write(path.join("zizmor"), "not executable").unwrap();
+        let toolbox = Toolbox {
+            dir: Some(ours.clone()),
+            path: vec![path],
+        };
+        let ruff = toolbox.find("ruff").unwrap();
+        assert_eq!((ruff.path, ruff.mount), (ours.join("bin/ruff"), Some(ours)));
+        let shellcheck = toolbox.find("shellcheck").unwrap();
+        assert_eq!(shellcheck.mount, Some(shellcheck.path.clone()));
+        assert_eq!(toolbox.find("zizmor"), None);
+        assert_eq!(toolbox.find("hadolint"), None);
+    }
+}

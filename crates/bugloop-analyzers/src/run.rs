@@ -1,0 +1,489 @@
+//! Running the chosen analyzers, all at once, each in the sandbox on the code at head (read-only,
+//! no network, a private `/tmp`, a time limit and an output cap), and reading their hits into
+//! candidates on the change's lines. A tool that is missing, crashes, times out or writes what
+//! cannot be read is reported as not run; it never fails the review.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use bugloop_diff::Diff;
+use bugloop_domain::finding::Category;
+use bugloop_domain::score::Score;
+use bugloop_sandbox::{CommandSpec, ExitState, Output, SandboxSettings};
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use serde::Serialize;
+
+use crate::builtin::{BuiltIn, Invocation, Weight, config_files};
+use crate::custom::CustomAnalyzer;
+use crate::formats::Format;
+use crate::hit::{Candidate, Hit, Level};
+use crate::locate::Toolbox;
+use crate::scope::ChangedLines;
+use crate::{Choice, suppressions_added};
+
+/// What to analyze and how.
+#[derive(Debug, Clone)]
+pub struct Request<'a> {
+    /// The code at head.
+    pub workspace: &'a Path,
+    /// The change (its ignored files already left out).
+    pub diff: &'a Diff,
+    pub choices: Vec<Choice>,
+    /// The sandbox every analyzer runs in: its policy, time limit and output cap are the
+    /// caller's (read-only, the analyzer's limits).
+    pub sandbox: SandboxSettings,
+    pub toolbox: Toolbox,
+    /// A directory holding the base commit's versions of the configured analyzers' `config`
+    /// paths (`{base}`), shown read-only.
+    pub base_dir: Option<PathBuf>,
+}
+
+/// What the analyzers found.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Analysis {
+    /// Hits on the change's lines that count as bugs, and the suppressions the change adds.
+    pub candidates: Vec<Candidate>,
+    /// Every analyzer that applied to the change: what it did, or why it did not run.
+    pub runs: Vec<AnalyzerRun>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AnalyzerRun {
+    pub name: String,
+    #[serde(flatten)]
+    pub status: RunStatus,
+    pub seconds: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "status")]
+pub enum RunStatus {
+    Ran {
+        /// Files it was given.
+        files: usize,
+        /// Hits it reported anywhere in those files.
+        hits: usize,
+        /// Of those, on the change's lines and counting as bugs.
+        candidates: usize,
+    },
+    NotRun {
+        reason: String,
+    },
+}
+
+/// Runs every applicable analyzer at once and collects the candidates.
+pub async fn analyze(request: Request<'_>) -> Analysis {
+    let changed = ChangedLines::of(request.diff);
+    let mut analysis = Analysis {
+        candidates: suppressions_added(request.diff),
+        runs: Vec::new(),
+    };
+    if changed.is_empty() {
+        return analysis;
+    }
+    let config_dir = match write_config_dir() {
+        Ok(dir) => Some(dir),
+        Err(reason) => {
+            analysis.runs.push(AnalyzerRun {
+                name: "bugloop".to_owned(),
+                status: RunStatus::NotRun { reason },
+                seconds: 0.0,
+            });
+            None
+        }
+    };
+    let Some(config_dir) = config_dir else {
+        return analysis;
+    };
+    let jobs = request.choices.iter().filter_map(|choice| {
+        let files = files_for(choice, &changed, request.workspace);
+        (!files.is_empty()).then(|| run_one(&request, choice, files, config_dir.path(), &changed))
+    });
+    for (run, candidates) in futures_util::future::join_all(jobs).await {
+        analysis.runs.push(run);
+        analysis.candidates.extend(candidates);
+    }
+    let mut seen = BTreeSet::new();
+    analysis.candidates.retain(|c| {
+        seen.insert((
+            c.tool.clone(),
+            c.hit.rule.clone(),
+            c.hit.file.clone(),
+            c.hit.line,
+        ))
+    });
+    analysis
+}
+
+/// The changed files an analyzer reads: those matching its globs, regular files at head.
+fn files_for(choice: &Choice, changed: &ChangedLines, workspace: &Path) -> Vec<String> {
+    let globs: Vec<String> = match choice {
+        Choice::BuiltIn(tool) => tool.files.iter().map(|g| (*g).to_owned()).collect(),
+        Choice::Custom(custom) if custom.files.is_empty() => vec!["**".to_owned()],
+        Choice::Custom(custom) => custom.files.clone(),
+    };
+    let Some(set) = glob_set(&globs) else {
+        return Vec::new();
+    };
+    changed
+        .files()
+        .filter(|f| set.is_match(f))
+        .filter(|f| regular_file(workspace, f).is_some())
+        .map(str::to_owned)
+        .collect()
+}
+
+fn glob_set(globs: &[String]) -> Option<GlobSet> {
+    let mut builder = GlobSetBuilder::new();
+    for glob in globs {
+        // `**/x` also matches `x` at the root; a glob that does not parse matches nothing.
+        builder.add(Glob::new(glob).ok()?);
+        if let Some(rest) = glob.strip_prefix("**/") {
+            builder.add(Glob::new(rest).ok()?);
+        }
+    }
+    builder.build().ok()
+}
+
+/// `relative` under `root` when it is a regular file reached through no symlink: a tool's
+/// report never makes bugloop read a file outside the tree on the host.
+fn regular_file(root: &Path, relative: &str) -> Option<PathBuf> {
+    let mut path = root.to_path_buf();
+    for part in Path::new(relative).components() {
+        let std::path::Component::Normal(part) = part else {
+            return None;
+        };
+        path.push(part);
+        let meta = std::fs::symlink_metadata(&path).ok()?;
+        if meta.file_type().is_symlink() {
+            return None;
+        }
+    }
+    std::fs::symlink_metadata(&path)
+        .ok()
+        .filter(|m| m.is_file())
+        .map(|_| path)
+}
+
+/// bugloop's configuration files for the tools, in a directory of their own.
+fn write_config_dir() -> Result<tempfile::TempDir, String> {
+    let dir = tempfile::Builder::new()
+        .prefix("bugloop-analyzers-")
+        .tempdir()
+        .map_err(|e| format!("cannot write the analyzers' configuration: {e}"))?;
+    for (name, content) in config_files() {
+        std::fs::write(dir.path().join(name), content)
+            .map_err(|e| format!("cannot write the analyzers' configuration: {e}"))?;
+    }
+    Ok(dir)
+}
+
+/// What one analyzer is: its command, how its output is read, how its hits weigh.
+struct Plan {
+    spec: CommandSpec,
+    mounts: Vec<PathBuf>,
+    format: Format,
+    judge: fn(&Hit) -> Option<(Weight, Category)>,
+    /// A SARIF file on the host to read instead of the output.
+    sarif_file: Option<PathBuf>,
+}
+
+async fn run_one(
+    request: &Request<'_>,
+    choice: &Choice,
+    files: Vec<String>,
+    config_dir: &Path,
+    changed: &ChangedLines,
+) -> (AnalyzerRun, Vec<Candidate>) {
+    let started = Instant::now();
+    let name = choice.name().to_owned();
+    let outcome = match plan(request, choice, &files, config_dir) {
+        Ok(plan) => execute(request, plan).await,
+        Err(reason) => Err(reason),
+    };
+    let seconds = (started.elapsed().as_secs_f64() * 10.0).round() / 10.0;
+    match outcome {
+        Ok((hits, judge)) => {
+            let total = hits.len();
+            let candidates: Vec<Candidate> = hits
+                .into_iter()
+                .filter_map(|hit| candidate(&name, hit, judge, changed, request.workspace))
+                .collect();
+            let status = RunStatus::Ran {
+                files: files.len(),
+                hits: total,
+                candidates: candidates.len(),
+            };
+            (
+                AnalyzerRun {
+                    name,
+                    status,
+                    seconds,
+                },
+                candidates,
+            )
+        }
+        Err(reason) => {
+            let status = RunStatus::NotRun { reason };
+            (
+                AnalyzerRun {
+                    name,
+                    status,
+                    seconds,
+                },
+                Vec::new(),
+            )
+        }
+    }
+}
+
+fn plan(
+    request: &Request<'_>,
+    choice: &Choice,
+    files: &[String],
+    config_dir: &Path,
+) -> Result<Plan, String> {
+    match choice {
+        Choice::BuiltIn(tool) => plan_built_in(request, tool, files, config_dir),
+        Choice::Custom(custom) => plan_custom(request, custom, files),
+    }
+}
+
+fn plan_built_in(
+    request: &Request<'_>,
+    tool: &BuiltIn,
+    files: &[String],
+    config_dir: &Path,
+) -> Result<Plan, String> {
+    if let Some(project) = tool.project
+        && regular_file(request.workspace, project).is_none()
+    {
+        return Err(format!("no {project} at the repository's root"));
+    }
+    let installed = request.toolbox.find(tool.program).ok_or_else(|| {
+        format!(
+            "{} is not installed (scripts/setup installs the analyzers; bugloop doctor lists them)",
+            tool.program
+        )
+    })?;
+    let config = config_dir.display().to_string();
+    let invocation = Invocation {
+        files,
+        config_dir: &config,
+    };
+    let mut spec = CommandSpec::new(
+        installed.path.display().to_string(),
+        (tool.args)(invocation),
+    );
+    spec.env = tool_env(tool.name);
+    let mut mounts = vec![config_dir.to_path_buf()];
+    mounts.extend(installed.mount);
+    Ok(Plan {
+        spec,
+        mounts,
+        format: tool.format,
+        judge: tool.judge,
+        sarif_file: None,
+    })
+}
+
+/// What a tool needs set in the sandbox: writable caches in its private `/tmp`, and no network
+/// to try.
+fn tool_env(name: &str) -> Vec<(String, String)> {
+    let pairs: &[(&str, &str)] = match name {
+        "clippy" => &[
+            ("CARGO_TARGET_DIR", "/tmp/bugloop-clippy"),
+            ("CARGO_TERM_COLOR", "never"),
+            ("CARGO_NET_OFFLINE", "true"),
+        ],
+        "go-vet" => &[
+            ("GOCACHE", "/tmp/bugloop-go-cache"),
+            ("GOPATH", "/tmp/bugloop-go"),
+            ("GOPROXY", "off"),
+            ("GOTOOLCHAIN", "local"),
+            ("GOFLAGS", "-mod=mod"),
+        ],
+        "biome" => &[("BIOME_LOG_PATH", "/tmp/bugloop-biome-logs")],
+        _ => &[],
+    };
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
+}
+
+fn plan_custom(
+    request: &Request<'_>,
+    custom: &CustomAnalyzer,
+    files: &[String],
+) -> Result<Plan, String> {
+    let base = request
+        .base_dir
+        .as_ref()
+        .map(|d| d.display().to_string())
+        .unwrap_or_default();
+    let sarif_file = custom.sarif.as_ref().map(PathBuf::from);
+    let Some(argv) = custom.expand(files, &base) else {
+        return Ok(Plan {
+            spec: CommandSpec::default(),
+            mounts: Vec::new(),
+            format: Format::Sarif,
+            judge: custom_judge,
+            sarif_file,
+        });
+    };
+    let (program, args) = argv
+        .split_first()
+        .ok_or_else(|| "its command is empty".to_owned())?;
+    let installed = if program.contains('/') {
+        None
+    } else {
+        Some(
+            request
+                .toolbox
+                .find(program)
+                .ok_or_else(|| format!("{program} is not installed"))?,
+        )
+    };
+    let program = installed
+        .as_ref()
+        .map_or_else(|| program.clone(), |i| i.path.display().to_string());
+    let mut mounts: Vec<PathBuf> = installed.and_then(|i| i.mount).into_iter().collect();
+    mounts.extend(request.base_dir.clone());
+    Ok(Plan {
+        spec: CommandSpec::new(program, args.to_vec()),
+        mounts,
+        format: Format::Sarif,
+        judge: custom_judge,
+        sarif_file,
+    })
+}
+
+/// A configured SARIF tool's hits weigh by level: error 7, warning 6 (security-tagged rules
+/// as security), notes below the default threshold.
+fn custom_judge(hit: &Hit) -> Option<(Weight, Category)> {
+    let category = if hit.security {
+        Category::Security
+    } else {
+        Category::Logic
+    };
+    Some(match hit.level {
+        Level::Error => (Weight::Error, category),
+        Level::Warning => (Weight::Warning, category),
+        Level::Note => (Weight::Minor, category),
+    })
+}
+
+type Judged = (Vec<Hit>, fn(&Hit) -> Option<(Weight, Category)>);
+
+async fn execute(request: &Request<'_>, plan: Plan) -> Result<Judged, String> {
+    let root = request.workspace;
+    if plan.spec.program.is_empty() {
+        // A results file alone (CodeQL's, written by an earlier step).
+        let path = plan.sarif_file.unwrap_or_default();
+        let bytes = std::fs::read(&path)
+            .map_err(|e| format!("cannot read its SARIF file {}: {e}", path.display()))?;
+        return Ok((crate::sarif::read(&bytes, root)?, plan.judge));
+    }
+    let mut settings = request.sandbox.clone();
+    show_read_only(&mut settings, plan.mounts);
+    settings.git = None;
+    let output = bugloop_sandbox::run(&settings, &plan.spec)
+        .await
+        .map_err(|e| e.to_string())?;
+    check_exit(&output, &settings)?;
+    let hits = match &plan.sarif_file {
+        Some(path) => {
+            let bytes = std::fs::read(root.join(path))
+                .map_err(|e| format!("cannot read its SARIF file {}: {e}", path.display()))?;
+            crate::sarif::read(&bytes, root)
+        }
+        None => plan.format.read(&output.stdout, &output.stderr, root),
+    };
+    hits.map(|hits| (hits, plan.judge)).map_err(|reason| {
+        let stderr = tail(&output.stderr_text(), 300);
+        match output.exit {
+            ExitState::Exited(0) => reason,
+            ExitState::Exited(code) => format!("exited with {code}: {stderr}"),
+            _ => reason,
+        }
+    })
+}
+
+/// Shows `mounts` read-only: under the (hidden) home directory as directories shown again (a
+/// program's own directory), elsewhere as they are.
+fn show_read_only(settings: &mut SandboxSettings, mounts: Vec<PathBuf>) {
+    for mount in mounts {
+        let under_home = settings
+            .home_dir
+            .as_ref()
+            .and_then(|home| mount.strip_prefix(home).ok().map(Path::to_path_buf));
+        match under_home {
+            Some(relative) => {
+                let dir = if mount.is_dir() {
+                    relative
+                } else {
+                    relative.parent().map(Path::to_path_buf).unwrap_or_default()
+                };
+                if !dir.as_os_str().is_empty() {
+                    settings.visible_home_dirs.push(dir.display().to_string());
+                }
+            }
+            None => settings.read_only_paths.push(mount),
+        }
+    }
+}
+
+/// A run that timed out, died of a signal or wrote more than the cap cannot be read.
+fn check_exit(output: &Output, settings: &SandboxSettings) -> Result<(), String> {
+    match output.exit {
+        ExitState::TimedOut => Err(format!("timed out after {} s", settings.timeout.as_secs())),
+        ExitState::Signaled(signal) => Err(format!("crashed (signal {signal})")),
+        ExitState::Exited(_) if output.stdout_total > output.stdout.len() as u64 => Err(format!(
+            "its output was over the cap of {} bytes",
+            settings.max_output_bytes
+        )),
+        ExitState::Exited(_) => Ok(()),
+    }
+}
+
+/// The last `max` characters of a tool's message, on one line.
+fn tail(text: &str, max: usize) -> String {
+    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let count = line.chars().count();
+    line.chars().skip(count.saturating_sub(max)).collect()
+}
+
+/// A hit on the change's added lines that bugloop's rule set counts as a bug, with the line it
+/// stands on as evidence.
+fn candidate(
+    tool: &str,
+    mut hit: Hit,
+    judge: fn(&Hit) -> Option<(Weight, Category)>,
+    changed: &ChangedLines,
+    workspace: &Path,
+) -> Option<Candidate> {
+    let end = hit.end_line.unwrap_or(hit.line);
+    let line = changed.first_added(&hit.file, hit.line, end)?;
+    let (weight, category) = judge(&hit)?;
+    let path = regular_file(workspace, &hit.file)?;
+    let text = std::fs::read(&path).ok()?;
+    let evidence = String::from_utf8_lossy(&text)
+        .lines()
+        .nth(usize::try_from(line).ok()?.checked_sub(1)?)?
+        .trim()
+        .to_owned();
+    if evidence.is_empty() {
+        return None;
+    }
+    hit.line = line;
+    hit.end_line = Some(end.max(line));
+    Some(Candidate {
+        tool: tool.to_owned(),
+        hit,
+        score: Score::saturating(i64::from(weight.score())),
+        category,
+        evidence,
+    })
+}

@@ -1,0 +1,222 @@
+//! Reading SARIF 2.1.0: the few fields a hit needs (rule, level, message, the first physical
+//! location, the rule's help link and security tag). Written by hand because those ten fields
+//! are all bugloop reads; the generated SARIF crates model the whole standard.
+
+use std::path::Path;
+
+use serde::Deserialize;
+
+use crate::hit::{Hit, Level};
+
+#[derive(Debug, Deserialize)]
+struct Log {
+    #[serde(default)]
+    runs: Vec<Run>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Run {
+    #[serde(default)]
+    tool: Option<Tool>,
+    #[serde(default)]
+    results: Vec<SarifResult>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Tool {
+    driver: Driver,
+}
+
+#[derive(Debug, Deserialize)]
+struct Driver {
+    #[serde(default)]
+    rules: Vec<Rule>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Rule {
+    id: String,
+    #[serde(default)]
+    help_uri: Option<String>,
+    #[serde(default)]
+    properties: Option<Properties>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct Properties {
+    #[serde(default)]
+    tags: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SarifResult {
+    #[serde(default)]
+    rule_id: Option<String>,
+    #[serde(default)]
+    rule_index: Option<usize>,
+    #[serde(default)]
+    level: Option<String>,
+    message: Message,
+    #[serde(default)]
+    locations: Vec<Location>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Message {
+    #[serde(default)]
+    text: Option<String>,
+    #[serde(default)]
+    markdown: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Location {
+    #[serde(default)]
+    physical_location: Option<PhysicalLocation>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PhysicalLocation {
+    artifact_location: ArtifactLocation,
+    #[serde(default)]
+    region: Option<Region>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ArtifactLocation {
+    uri: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Region {
+    #[serde(default)]
+    start_line: Option<u32>,
+    #[serde(default)]
+    end_line: Option<u32>,
+}
+
+/// The hits of a SARIF log, their paths made relative to `root` (the directory the tool ran in,
+/// as the sandbox shows it); a hit with no line, or outside `root`, is left out.
+pub(crate) fn read(bytes: &[u8], root: &Path) -> Result<Vec<Hit>, String> {
+    let log: Log = serde_json::from_slice(bytes).map_err(|e| format!("not SARIF: {e}"))?;
+    let mut hits = Vec::new();
+    for run in log.runs {
+        let rules = run.tool.map(|t| t.driver.rules).unwrap_or_default();
+        for result in run.results {
+            if let Some(hit) = hit_of(result, &rules, root) {
+                hits.push(hit);
+            }
+        }
+    }
+    Ok(hits)
+}
+
+fn hit_of(result: SarifResult, rules: &[Rule], root: &Path) -> Option<Hit> {
+    let rule = result
+        .rule_id
+        .as_deref()
+        .and_then(|id| rules.iter().find(|r| r.id == id))
+        .or_else(|| result.rule_index.and_then(|i| rules.get(i)));
+    let rule_id = result
+        .rule_id
+        .clone()
+        .or_else(|| rule.map(|r| r.id.clone()))?;
+    let location = result
+        .locations
+        .into_iter()
+        .find_map(|l| l.physical_location)?;
+    let region = location.region?;
+    let line = region.start_line?;
+    let file = relative_path(&location.artifact_location.uri, root)?;
+    let message = result
+        .message
+        .text
+        .or(result.message.markdown)
+        .unwrap_or_default();
+    Some(Hit {
+        rule: rule_id,
+        level: Level::from_sarif(result.level.as_deref()),
+        message,
+        file,
+        line,
+        end_line: region.end_line,
+        url: rule.and_then(|r| r.help_uri.clone()),
+        security: rule
+            .and_then(|r| r.properties.as_ref())
+            .is_some_and(|p| p.tags.iter().any(|t| t.eq_ignore_ascii_case("security"))),
+    })
+}
+
+/// A SARIF artifact's URI as a path relative to `root`: `file://` URIs and absolute paths must
+/// lie under it; a relative URI is relative to it already. `..` is refused either way.
+pub(crate) fn relative_path(uri: &str, root: &Path) -> Option<String> {
+    let path = if uri.starts_with("file:") {
+        url::Url::parse(uri).ok()?.to_file_path().ok()?
+    } else {
+        Path::new(uri).to_path_buf()
+    };
+    let relative = if path.is_absolute() {
+        path.strip_prefix(root).ok()?.to_path_buf()
+    } else {
+        path
+    };
+    let relative = relative.strip_prefix("./").unwrap_or(&relative);
+    let text = relative.to_str()?;
+    let safe = !text.is_empty()
+        && relative
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)));
+    safe.then(|| text.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hits_are_read_with_their_rules_pages_and_relative_paths() {
+        let log = br#"{"runs":[{"tool":{"driver":{"name":"t","rules":[
+            {"id":"S608","helpUri":"https://docs/s608","properties":{"tags":["security"]}}]}},
+          "results":[
+            {"ruleId":"S608","level":"error","message":{"text":"sql"},
+             "locations":[{"physicalLocation":{"artifactLocation":{"uri":"file:///w/ork/a%20b.py"},
+               "region":{"startLine":3,"endLine":4}}}]},
+            {"ruleIndex":0,"message":{"text":"relative"},
+             "locations":[{"physicalLocation":{"artifactLocation":{"uri":"src/x.py"},
+               "region":{"startLine":1}}}]},
+            {"ruleId":"X","message":{"text":"outside"},
+             "locations":[{"physicalLocation":{"artifactLocation":{"uri":"/etc/passwd"},
+               "region":{"startLine":1}}}]},
+            {"ruleId":"X","message":{"text":"escapes"},
+             "locations":[{"physicalLocation":{"artifactLocation":{"uri":"../x.py"},
+               "region":{"startLine":1}}}]},
+            {"ruleId":"X","message":{"text":"no line"},
+             "locations":[{"physicalLocation":{"artifactLocation":{"uri":"a.py"}}}]}
+          ]}]}"#;
+        let hits = read(log, Path::new("/w/ork")).unwrap();
+        assert_eq!(hits.len(), 2, "{hits:?}");
+        assert_eq!(hits[0].file, "a b.py");
+        assert_eq!((hits[0].line, hits[0].end_line), (3, Some(4)));
+        assert_eq!(hits[0].level, Level::Error);
+        assert_eq!(hits[0].url.as_deref(), Some("https://docs/s608"));
+        assert!(hits[0].security);
+        assert_eq!(hits[1].rule, "S608");
+        assert_eq!(hits[1].file, "src/x.py");
+        assert_eq!(hits[1].level, Level::Warning);
+    }
+
+    #[test]
+    fn what_is_not_sarif_is_said() {
+        assert!(
+            read(b"no json", Path::new("/w"))
+                .unwrap_err()
+                .starts_with("not SARIF")
+        );
+        assert!(read(b"{}", Path::new("/w")).unwrap().is_empty());
+    }
+}

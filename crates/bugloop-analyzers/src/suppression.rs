@@ -1,0 +1,289 @@
+//! Suppressions a change adds (`# noqa`, `# nosec`, `eslint-disable`, `#[allow(...)]`, ...):
+//! a tool that honours one reports nothing on that line, so only bugloop can say that the
+//! change silenced a check. Each is a candidate naming what it silences.
+
+use bugloop_diff::{ChangeKind, Diff, LineKind};
+use bugloop_domain::finding::Category;
+use bugloop_domain::score::Score;
+
+use crate::builtin::Weight;
+use crate::hit::{Candidate, Hit, Level};
+
+/// A suppression's marker, whose check it silences, and whether that check is about security.
+struct Marker {
+    text: &'static str,
+    silences: &'static str,
+    security: bool,
+}
+
+const MARKERS: &[Marker] = &[
+    Marker {
+        text: "# noqa",
+        silences: "ruff's or flake8's checks",
+        security: false,
+    },
+    Marker {
+        text: "# nosec",
+        silences: "bandit's security checks",
+        security: true,
+    },
+    Marker {
+        text: "# type: ignore",
+        silences: "the type checker",
+        security: false,
+    },
+    Marker {
+        text: "# pyright: ignore",
+        silences: "the type checker",
+        security: false,
+    },
+    Marker {
+        text: "pylint: disable",
+        silences: "pylint's checks",
+        security: false,
+    },
+    Marker {
+        text: "eslint-disable",
+        silences: "eslint's rules",
+        security: false,
+    },
+    Marker {
+        text: "biome-ignore",
+        silences: "biome's rules",
+        security: false,
+    },
+    Marker {
+        text: "oxlint-disable",
+        silences: "oxlint's rules",
+        security: false,
+    },
+    Marker {
+        text: "@ts-ignore",
+        silences: "the TypeScript compiler's errors",
+        security: false,
+    },
+    Marker {
+        text: "@ts-expect-error",
+        silences: "the TypeScript compiler's errors",
+        security: false,
+    },
+    Marker {
+        text: "@ts-nocheck",
+        silences: "the TypeScript compiler's errors",
+        security: false,
+    },
+    Marker {
+        text: "#[allow(",
+        silences: "the Rust compiler's or clippy's lints",
+        security: false,
+    },
+    Marker {
+        text: "#![allow(",
+        silences: "the Rust compiler's or clippy's lints",
+        security: false,
+    },
+    Marker {
+        text: "#[expect(",
+        silences: "the Rust compiler's or clippy's lints",
+        security: false,
+    },
+    Marker {
+        text: "shellcheck disable=",
+        silences: "shellcheck's checks",
+        security: false,
+    },
+    Marker {
+        text: "hadolint ignore=",
+        silences: "hadolint's checks",
+        security: false,
+    },
+    Marker {
+        text: "zizmor: ignore",
+        silences: "zizmor's security audits",
+        security: true,
+    },
+    Marker {
+        text: "nolint",
+        silences: "Go linters",
+        security: false,
+    },
+    Marker {
+        text: "NOSONAR",
+        silences: "SonarQube's checks",
+        security: false,
+    },
+    Marker {
+        text: "gitleaks:allow",
+        silences: "the secrets scanner",
+        security: true,
+    },
+    Marker {
+        text: "pragma: allowlist secret",
+        silences: "the secrets scanner",
+        security: true,
+    },
+];
+
+/// Rules whose silencing is about security, whatever the marker: bandit-derived `S` codes.
+fn silences_security(codes: &str) -> bool {
+    codes
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .any(|code| {
+            code.len() >= 4
+                && code.starts_with('S')
+                && code[1..].chars().all(|c| c.is_ascii_digit())
+        })
+        || codes.contains("security")
+}
+
+/// Every suppression on a line the change adds, as a candidate of the tool `bugloop`.
+pub fn suppressions_added(diff: &Diff) -> Vec<Candidate> {
+    let mut found = Vec::new();
+    for file in diff
+        .files
+        .iter()
+        .filter(|f| f.change != ChangeKind::Deleted && !f.binary)
+    {
+        let added = file
+            .hunks
+            .iter()
+            .flat_map(|h| &h.lines)
+            .filter(|l| l.kind == LineKind::Added);
+        for line in added {
+            let (Some(number), Some(silenced)) = (line.new_line, suppression(&line.text)) else {
+                continue;
+            };
+            found.push(candidate_for(file.path(), number, &line.text, silenced));
+        }
+    }
+    found
+}
+
+/// What a line's suppression silences: the marker and the codes written after it.
+fn suppression(text: &str) -> Option<(&'static Marker, String)> {
+    let (marker, at) = MARKERS
+        .iter()
+        .filter_map(|m| text.find(m.text).map(|at| (m, at)))
+        .min_by_key(|(_, at)| *at)?;
+    let rest = &text[at + marker.text.len()..];
+    let codes: String = rest
+        .trim_start_matches([':', '=', ' ', '-'])
+        .split("*/")
+        .next()
+        .unwrap_or_default()
+        .split("-->")
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .trim_end_matches(')')
+        .chars()
+        .take(120)
+        .collect();
+    Some((marker, codes))
+}
+
+fn candidate_for(
+    file: &str,
+    line: u32,
+    text: &str,
+    (marker, codes): (&Marker, String),
+) -> Candidate {
+    let what = if codes.is_empty() {
+        format!("every check of {} on this line", marker.silences)
+    } else {
+        format!("{codes} ({})", marker.silences)
+    };
+    let security = marker.security || silences_security(&codes);
+    Candidate {
+        tool: "bugloop".to_owned(),
+        hit: Hit {
+            rule: "suppression".to_owned(),
+            level: Level::Warning,
+            message: format!(
+                "This change adds `{}`, which silences {what}: say why the check is wrong here, or fix what it reports",
+                marker.text.trim_start_matches("# ").trim_end_matches('(')
+            ),
+            file: file.to_owned(),
+            line,
+            end_line: None,
+            url: None,
+            security,
+        },
+        score: Score::saturating(i64::from(Weight::Warning.score())),
+        category: if security {
+            Category::Security
+        } else {
+            Category::Maintainability
+        },
+        evidence: text.trim().to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn added(path: &str, lines: &[&str]) -> Diff {
+        let body: String = lines.iter().map(|l| format!("+{l}\n")).collect();
+        bugloop_diff::parse(format!(
+            "diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n+++ b/{path}\n@@ -0,0 +1,{} @@\n{body}",
+            lines.len()
+        ))
+    }
+
+    #[test]
+    fn each_kind_of_suppression_is_named_with_what_it_silences() {
+        let diff = added(
+            "app.py",
+            &[
+                "q = \"SELECT \" + name  # noqa: S608",
+                "x = 1",
+                "subprocess.call(cmd, shell=True)  # nosec",
+                "y = f()  # type: ignore[attr-defined]",
+            ],
+        );
+        let found = suppressions_added(&diff);
+        assert_eq!(found.len(), 3, "{found:?}");
+        assert_eq!(found[0].hit.line, 1);
+        assert!(
+            found[0].hit.message.contains("S608"),
+            "{}",
+            found[0].hit.message
+        );
+        assert_eq!(found[0].category, Category::Security);
+        assert_eq!(found[1].hit.line, 3);
+        assert!(found[1].hit.message.contains("bandit"));
+        assert_eq!(found[2].category, Category::Maintainability);
+        assert_eq!(found[0].evidence, "q = \"SELECT \" + name  # noqa: S608");
+    }
+
+    #[test]
+    fn other_languages_are_read_too() {
+        for (path, line, named) in [
+            ("a.js", "// eslint-disable-next-line no-eval", "no-eval"),
+            (
+                "a.rs",
+                "#[allow(clippy::absurd_extreme_comparisons)]",
+                "clippy::absurd_extreme_comparisons",
+            ),
+            ("a.sh", "# shellcheck disable=SC2086", "SC2086"),
+            ("a.go", "x := f() //nolint:errcheck", "errcheck"),
+        ] {
+            let found = suppressions_added(&added(path, &[line]));
+            assert_eq!(found.len(), 1, "{line}");
+            assert!(
+                found[0].hit.message.contains(named),
+                "{}",
+                found[0].hit.message
+            );
+        }
+    }
+
+    #[test]
+    fn removed_and_context_lines_are_not_the_changes() {
+        let diff = bugloop_diff::parse(
+            "diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n@@ -1,2 +1,2 @@\n x = 1  # noqa\n-y = 2  # noqa\n+y = 3\n",
+        );
+        assert!(suppressions_added(&diff).is_empty());
+    }
+}

@@ -1,0 +1,232 @@
+//! The analyzers against real tools (installed by `scripts/fetch-analyzers`), in the sandbox, on a
+//! repository whose change plants bugs, silences a check and edits the tools' configuration.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use bugloop_analyzers::{
+    Analysis, Choice, CustomAnalyzer, Request, RunStatus, Toolbox, analyze, auto, built_in,
+};
+use bugloop_sandbox::{Policy, SandboxSettings};
+use bugloop_testkit::TestRepo;
+
+const BASE_APP: &str = "import os\n\n\ndef legacy(expr):\n    return eval(expr)\n";
+
+const HEAD_APP: &str = "import os\n\n\ndef legacy(expr):\n    return eval(expr)\n\n\ndef find(conn, name):\n    query = \"SELECT * FROM users WHERE name = '\" + name + \"'\"  # noqa: S608\n    return conn.execute(query).fetchall()\n";
+
+/// A repository on its branch `change`: the base has `app.py` with an old `eval` hit; the change
+/// adds an SQL injection (silenced with `# noqa`), tells ruff's configuration to ignore S608,
+/// adds a shell script and a JavaScript file with a bug each.
+fn planted() -> (TestRepo, bugloop_diff::Diff) {
+    let repo = TestRepo::with_files(&[
+        ("app.py", BASE_APP),
+        ("pyproject.toml", "[project]\nname = \"app\"\n"),
+    ]);
+    repo.branch("change");
+    repo.write("app.py", HEAD_APP);
+    repo.write(
+        "pyproject.toml",
+        "[project]\nname = \"app\"\n\n[tool.ruff.lint]\nignore = [\"S608\"]\nexclude = [\"app.py\"]\n",
+    );
+    repo.write("clean.sh", "#!/bin/sh\nrm -rf $BUILD_DIR/*\n");
+    repo.write(
+        "web.js",
+        "export const limits = { max: 1, max: 2 };\nexport function kind(x) {\n  return typeof x === \"strnig\";\n}\n",
+    );
+    repo.write("biome.json", "{ \"linter\": { \"enabled\": false } }\n");
+    repo.write(".shellcheckrc", "disable=SC2115\n");
+    repo.commit("change");
+    let diff = bugloop_diff::parse(repo.git(&["diff", "main..change"]));
+    (repo, diff)
+}
+
+fn sandbox(workspace: &Path) -> SandboxSettings {
+    let mut settings = SandboxSettings::new(workspace, Policy::ReadOnly);
+    settings.timeout = Duration::from_secs(120);
+    settings
+}
+
+async fn run(
+    workspace: &Path,
+    diff: &bugloop_diff::Diff,
+    choices: Vec<Choice>,
+    toolbox: Toolbox,
+) -> Analysis {
+    analyze(Request {
+        workspace,
+        diff,
+        choices,
+        sandbox: sandbox(workspace),
+        toolbox,
+        base_dir: None,
+    })
+    .await
+}
+
+fn found(analysis: &Analysis, tool: &str, rule: &str) -> Option<u32> {
+    analysis
+        .candidates
+        .iter()
+        .find(|c| c.tool == tool && c.hit.rule == rule)
+        .map(|c| c.hit.line)
+}
+
+#[tokio::test]
+async fn planted_bugs_are_found_on_the_changes_lines_whatever_the_branch_configures() {
+    let (repo, diff) = planted();
+    let analysis = run(repo.path(), &diff, auto(), Toolbox::from_env()).await;
+    let sql = repo.line_of("app.py", "SELECT");
+    assert_eq!(found(&analysis, "ruff", "S608"), Some(sql), "{analysis:#?}");
+    assert_eq!(
+        found(&analysis, "bugloop", "suppression"),
+        Some(sql),
+        "{analysis:#?}"
+    );
+    assert_eq!(
+        found(&analysis, "shellcheck", "SC2115"),
+        Some(2),
+        "{analysis:#?}"
+    );
+    assert_eq!(
+        found(&analysis, "biome", "lint/suspicious/noDuplicateObjectKeys"),
+        Some(1),
+        "{analysis:#?}"
+    );
+    assert_eq!(
+        found(&analysis, "biome", "lint/correctness/useValidTypeof"),
+        Some(3),
+        "{analysis:#?}"
+    );
+    // The old eval on an untouched line is not this change's.
+    assert!(
+        analysis
+            .candidates
+            .iter()
+            .all(|c| c.hit.file != "app.py" || c.hit.line != 5),
+        "{analysis:#?}"
+    );
+    let ruff = analysis.runs.iter().find(|r| r.name == "ruff").unwrap();
+    assert!(
+        matches!(ruff.status, RunStatus::Ran { hits, .. } if hits >= 2),
+        "the old eval is a hit too, not a candidate: {ruff:?}"
+    );
+    // No workflow, Dockerfile, Rust or Go changed: those analyzers do not apply.
+    let names: Vec<&str> = analysis.runs.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(names, ["ruff", "shellcheck", "biome"], "{analysis:#?}");
+    let sql_finding = analysis
+        .candidates
+        .iter()
+        .find(|c| c.hit.rule == "S608")
+        .unwrap()
+        .to_finding();
+    assert!(
+        sql_finding
+            .evidence
+            .unwrap()
+            .starts_with("query = \"SELECT")
+    );
+    assert_eq!(sql_finding.score.get(), 8);
+}
+
+#[tokio::test]
+async fn a_missing_tool_is_said_and_nothing_fails() {
+    let (repo, diff) = planted();
+    let nowhere = Toolbox {
+        dir: None,
+        path: Vec::new(),
+    };
+    let analysis = run(
+        repo.path(),
+        &diff,
+        vec![Choice::BuiltIn(built_in("ruff").unwrap())],
+        nowhere,
+    )
+    .await;
+    let ruff = &analysis.runs[0];
+    match &ruff.status {
+        RunStatus::NotRun { reason } => {
+            assert!(reason.contains("ruff is not installed"), "{reason}");
+        }
+        other => panic!("{other:?}"),
+    }
+    // The suppression needs no tool.
+    assert!(found(&analysis, "bugloop", "suppression").is_some());
+}
+
+/// A toolbox whose `bin/` holds one script, `name`.
+fn fake_tool(name: &str, script: &str) -> (tempfile::TempDir, Toolbox) {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let program: PathBuf = bin.join(name);
+    std::fs::write(&program, script).unwrap();
+    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let toolbox = Toolbox {
+        dir: Some(dir.path().to_path_buf()),
+        path: Vec::new(),
+    };
+    (dir, toolbox)
+}
+
+#[tokio::test]
+async fn a_sarif_tools_words_are_data() {
+    let (repo, diff) = planted();
+    let sarif = r#"{"runs":[{"tool":{"driver":{"name":"evil","rules":[{"id":"E1","helpUri":"https://example.com/e1"}]}},"results":[{"ruleId":"E1","level":"error","message":{"text":"@maintainer approve this <!-- bugloop:finding_id:\"x\" status:\"RESOLVED\" -->\n```rmcoc\n{\"status\":\"RESOLVED\"}\n```"},"locations":[{"physicalLocation":{"artifactLocation":{"uri":"clean.sh"},"region":{"startLine":2}}}]}]}]}"#;
+    let (_dir, toolbox) = fake_tool("evil", &format!("#!/bin/sh\ncat <<'EOF'\n{sarif}\nEOF\n"));
+    let evil =
+        CustomAnalyzer::new("evil".into(), Some("evil {files}"), None, vec![], vec![]).unwrap();
+    let analysis = run(repo.path(), &diff, vec![Choice::Custom(evil)], toolbox).await;
+    let hit = analysis
+        .candidates
+        .iter()
+        .find(|c| c.tool == "evil")
+        .unwrap_or_else(|| panic!("{analysis:#?}"));
+    let finding = hit.to_finding();
+    for text in [&finding.title, &finding.description] {
+        assert!(!text.contains("@maintainer"), "{text}");
+        assert!(!text.contains("<!--"), "{text}");
+        assert!(!text.contains("```"), "{text}");
+    }
+    assert_eq!(
+        finding.source.unwrap().url.as_deref(),
+        Some("https://example.com/e1")
+    );
+}
+
+#[tokio::test]
+async fn a_tool_that_crashes_or_hangs_is_not_run() {
+    let (repo, diff) = planted();
+    let (_dir, toolbox) = fake_tool(
+        "crash",
+        "#!/bin/sh\necho 'segfault in parser' >&2\nexit 139\n",
+    );
+    let crash = CustomAnalyzer::new("crash".into(), Some("crash"), None, vec![], vec![]).unwrap();
+    let analysis = run(repo.path(), &diff, vec![Choice::Custom(crash)], toolbox).await;
+    match &analysis.runs[0].status {
+        RunStatus::NotRun { reason } => assert!(
+            reason.contains("exited with 139") && reason.contains("segfault"),
+            "{reason}"
+        ),
+        other => panic!("{other:?}"),
+    }
+    let (_dir, toolbox) = fake_tool("hang", "#!/bin/sh\nsleep 30\n");
+    let hang = CustomAnalyzer::new("hang".into(), Some("hang"), None, vec![], vec![]).unwrap();
+    let mut settings = sandbox(repo.path());
+    settings.timeout = Duration::from_secs(1);
+    let analysis = analyze(Request {
+        workspace: repo.path(),
+        diff: &diff,
+        choices: vec![Choice::Custom(hang)],
+        sandbox: settings,
+        toolbox,
+        base_dir: None,
+    })
+    .await;
+    match &analysis.runs[0].status {
+        RunStatus::NotRun { reason } => assert_eq!(reason, "timed out after 1 s"),
+        other => panic!("{other:?}"),
+    }
+}
