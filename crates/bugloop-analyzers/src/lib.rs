@@ -10,6 +10,7 @@
 
 mod builtin;
 mod custom;
+mod fix;
 mod formats;
 mod hit;
 mod locate;
@@ -20,6 +21,7 @@ mod suppression;
 
 pub use builtin::{BUILT_IN, BuiltIn, built_in};
 pub use custom::{CustomAnalyzer, CustomError};
+pub use fix::{FixRequest, apply_fix, has_fix};
 pub use hit::{Candidate, Hit, Level};
 pub use locate::{Installed, Toolbox};
 pub use run::{Analysis, AnalyzerRun, Request, RunStatus, analyze};

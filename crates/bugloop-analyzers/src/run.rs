@@ -116,8 +116,17 @@ pub async fn analyze(request: Request<'_>) -> Analysis {
     analysis
 }
 
-/// The changed files an analyzer reads: those matching its globs, regular files at head.
+/// The changed files an analyzer reads: those matching its globs, regular files at head; none
+/// when it checks a project and there is none (clippy without a `Cargo.toml` at the root).
 fn files_for(choice: &Choice, changed: &ChangedLines, workspace: &Path) -> Vec<String> {
+    if let Choice::BuiltIn(BuiltIn {
+        project: Some(project),
+        ..
+    }) = choice
+        && regular_file(workspace, project).is_none()
+    {
+        return Vec::new();
+    }
     let globs: Vec<String> = match choice {
         Choice::BuiltIn(tool) => tool.files.iter().map(|g| (*g).to_owned()).collect(),
         Choice::Custom(custom) if custom.files.is_empty() => vec!["**".to_owned()],
@@ -256,11 +265,6 @@ fn plan_built_in(
     files: &[String],
     config_dir: &Path,
 ) -> Result<Plan, String> {
-    if let Some(project) = tool.project
-        && regular_file(request.workspace, project).is_none()
-    {
-        return Err(format!("no {project} at the repository's root"));
-    }
     let installed = request.toolbox.find(tool.program).ok_or_else(|| {
         format!(
             "{} is not installed (scripts/setup installs the analyzers; bugloop doctor lists them)",
@@ -290,7 +294,7 @@ fn plan_built_in(
 
 /// What a tool needs set in the sandbox: writable caches in its private `/tmp`, and no network
 /// to try.
-fn tool_env(name: &str) -> Vec<(String, String)> {
+pub(crate) fn tool_env(name: &str) -> Vec<(String, String)> {
     let pairs: &[(&str, &str)] = match name {
         "clippy" => &[
             ("CARGO_TARGET_DIR", "/tmp/bugloop-clippy"),
@@ -413,7 +417,7 @@ async fn execute(request: &Request<'_>, plan: Plan) -> Result<Judged, String> {
 
 /// Shows `mounts` read-only: under the (hidden) home directory as directories shown again (a
 /// program's own directory), elsewhere as they are.
-fn show_read_only(settings: &mut SandboxSettings, mounts: Vec<PathBuf>) {
+pub(crate) fn show_read_only(settings: &mut SandboxSettings, mounts: Vec<PathBuf>) {
     for mount in mounts {
         let under_home = settings
             .home_dir

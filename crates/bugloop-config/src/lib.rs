@@ -10,6 +10,7 @@
 // what the user needs to see.
 #![allow(clippy::result_large_err)]
 
+mod analyzers;
 mod layered;
 mod model;
 mod prompts;
@@ -19,6 +20,9 @@ mod validation;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+pub use analyzers::{
+    AnalyzerEntry, AnalyzerFindings, AnalyzerList, AutoKeyword, BUILT_IN_ANALYZERS, SarifAnalyzer,
+};
 pub use bugloop_domain::safety::{CommandEntry, CommandList};
 pub use layered::*;
 pub use model::*;

@@ -306,6 +306,15 @@ pub struct ReviewConfig {
     pub web: WebConfig,
     /// Proving serious findings with a failing test before they are published.
     pub prove: ProveConfig,
+    /// The static analyzers the review stands on (docs/analyzers.md): `auto` (every built-in
+    /// whose tool is installed and whose files the change touches), a list of built-in names and
+    /// tools that write SARIF (`{name, command, sarif, files, config}`), or `[]` for none.
+    pub analyzers: crate::AnalyzerList,
+    /// What becomes of the analyzers' hits on the change: `auto` (the model triages them when
+    /// it uses tools; with the embedded model they are published), `triage` or `publish`.
+    pub analyzer_findings: crate::AnalyzerFindings,
+    /// Longest one analyzer may run, in seconds.
+    pub analyzer_timeout_seconds: u64,
 }
 
 /// What happens to a finding whose test passes at head (`review.prove.unreproduced`).
@@ -409,6 +418,9 @@ impl Default for ReviewConfig {
             enable_web: false,
             web: WebConfig::default(),
             prove: ProveConfig::default(),
+            analyzers: crate::AnalyzerList::default(),
+            analyzer_findings: crate::AnalyzerFindings::default(),
+            analyzer_timeout_seconds: 120,
         }
     }
 }

@@ -126,6 +126,7 @@ pub fn validate(config: &Config) -> Result<(), ConfigError> {
     commands("solve.coverage_command", &config.solve.coverage_command)?;
     ignore_matcher("protected_paths", &config.protected_paths)?;
     web_settings(&config.review)?;
+    crate::analyzers::validate(&config.review.analyzers)?;
     dedup_overlap(&config.review)?;
     large_enough(config)?;
     sandbox_system_paths(&config.sandbox)?;
@@ -269,9 +270,14 @@ fn dedup_overlap(review: &ReviewConfig) -> Result<(), ConfigError> {
 /// (same line only), `gate.max_fix_rounds` and `solve.max_review_iterations` (no rounds),
 /// `converge.parallel_from_loop` (from the first loop), `budgets.max_cost_usd` (unpriced models
 /// only).
-fn minimums(config: &Config) -> [(&'static str, u64, u64); 22] {
+fn minimums(config: &Config) -> [(&'static str, u64, u64); 23] {
     let sandbox = &config.sandbox;
     [
+        (
+            "review.analyzer_timeout_seconds",
+            config.review.analyzer_timeout_seconds,
+            1,
+        ),
         (
             "model.connect_timeout_seconds",
             config.model.connect_timeout_seconds,

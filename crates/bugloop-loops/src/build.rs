@@ -54,9 +54,11 @@ impl From<bugloop_config::ConfigError> for BuildError {
 pub use crate::env::WorkTarget;
 
 mod proofs;
+mod tool_fixes;
 
 pub use self::proofs::ProvenTest;
 pub(crate) use self::proofs::proof_command;
+pub use self::tool_fixes::ToolFix;
 
 /// A task tree off the user's HEAD, and what the user's repository looked like at the start.
 #[derive(Debug)]
@@ -278,6 +280,9 @@ pub struct BuildTask {
     pub keep_failed: bool,
     /// Proven findings' tests the change must make pass (`review.prove`).
     pub proofs: Vec<ProvenTest>,
+    /// Findings on an analyzer's hit whose tool has a fix of its own: applied first; the agent
+    /// runs only when some finding is left that no tool fixed.
+    pub tool_fixes: Vec<ToolFix>,
 }
 
 /// The Build agent's system prompt for this repository, naming the commands that verify its
@@ -430,20 +435,44 @@ pub async fn build(env: &LoopEnv<'_>, bench: &Workbench, task: BuildTask) -> Bui
         transcript: PathBuf::new(),
     };
     let placed = proofs::place(env, bench, &task.proofs);
-    let prompt = format!("{}{}", task.prompt, proofs::prompt(&placed));
-    let run = match run_build_agent(env, bench, &task.name, prompt).await {
-        Ok(run) => run,
-        Err(status) => {
-            result.status = status;
-            let _ = proofs::take_out(bench, &placed);
-            return result;
+    let tools = tool_fixes::apply(env, bench, &task.tool_fixes).await;
+    let all_by_tools = !task.tool_fixes.is_empty()
+        && task
+            .tool_fixes
+            .iter()
+            .all(|f| tools.fixed.contains(&f.finding));
+    let outcome = if all_by_tools {
+        // Every finding was fixed by its tool: no model writes code.
+        Ok(Outcome::Answer(tools.notes.join("; ")))
+    } else {
+        let said = if tools.notes.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "\n\nThe analyzers' own fixes already ran in the tree: {}. Fix what is left.",
+                tools.notes.join("; ")
+            )
+        };
+        let prompt = format!("{}{said}{}", task.prompt, proofs::prompt(&placed));
+        match run_build_agent(env, bench, &task.name, prompt).await {
+            Ok(run) => {
+                result.usage = run.usage;
+                result.transcript = run.transcript.clone();
+                run.outcome
+            }
+            Err(status) => {
+                result.status = status;
+                let _ = proofs::take_out(bench, &placed);
+                if !task.keep_failed {
+                    let _ = bench.discard();
+                }
+                return result;
+            }
         }
     };
-    result.usage = run.usage;
-    result.transcript = run.transcript.clone();
     let finished = Finished {
         message: &task.commit_message,
-        outcome: run.outcome,
+        outcome,
         placed: &placed,
     };
     result.status = match finish(env, bench, finished, &mut result).await {

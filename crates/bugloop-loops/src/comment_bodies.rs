@@ -111,6 +111,12 @@ fn finding_comment(
         inline(&finding.location()).replace('`', "'"),
         neutralise(finding.description.trim())
     );
+    if let Some(source) = &finding.source {
+        human.push_str(&format!(
+            "\n{}\n",
+            bugloop_report::markdown::found_by(source)
+        ));
+    }
     if let Some(evidence) = &finding.evidence {
         let fence = fence_for(evidence);
         human.push_str(&format!(
@@ -149,6 +155,9 @@ fn finding_comment(
     }
     if let Some(evidence) = &finding.evidence {
         extra.insert("evidence".to_owned(), serde_json::json!(evidence));
+    }
+    if let Some(source) = &finding.source {
+        extra.insert("source".to_owned(), serde_json::json!(source));
     }
     if let Some(proof) = proof {
         extra.insert(PROOF_KEY.to_owned(), proof.to_value());
@@ -461,7 +470,12 @@ mod tests {
                 category: Category::Security,
                 evidence,
                 suggestion,
-                source: None,
+                source: Some(bugloop_domain::finding::FindingSource {
+                    tool: title.clone(),
+                    rule: title.clone(),
+                    url: Some(format!("https://x/{title}")),
+                    model: score % 2 == 0,
+                }),
             };
             let body = finding_body(&finding, &markers, false);
             let comment = Comment {

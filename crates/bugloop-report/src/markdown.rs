@@ -16,6 +16,13 @@ pub fn review(report: &ReviewReport) -> String {
     review_header(&mut out, report);
     findings(&mut out, report);
     proofs(&mut out, report);
+    let analyzers = crate::summary::analyzers(report);
+    if !analyzers.is_empty() {
+        out.push_str(&format!(
+            "\n{}",
+            analyzers.replace("#### Analyzers", "### Analyzers")
+        ));
+    }
     earlier_findings(&mut out, report);
     publishing_notes(&mut out, report);
     left_out(&mut out, report);
@@ -76,6 +83,9 @@ fn finding_section(out: &mut String, f: &PublishedFinding) {
         f.finding.category,
         f.finding.description
     );
+    if let Some(source) = &f.finding.source {
+        let _ = writeln!(out, "\n{}", found_by(source));
+    }
     if let Some(code) = &f.code {
         let fence = fence_for(code);
         let _ = writeln!(out, "\n{fence}\n{}\n{fence}", code.trim_end());
@@ -83,6 +93,27 @@ fn finding_section(out: &mut String, f: &PublishedFinding) {
     if let Some(suggestion) = &f.finding.suggestion {
         let _ = writeln!(out, "\n**Suggestion**\n\n{suggestion}");
     }
+}
+
+/// Who found a finding, with the tool's page for its rule: `Found by ruff [S608](url).`
+pub fn found_by(source: &bugloop_domain::finding::FindingSource) -> String {
+    use bugloop_domain::markdown::quiet;
+    let tool = quiet(&source.tool).replace(['`', '[', ']'], "'");
+    let rule = quiet(&source.rule).replace(['`', '[', ']'], "'");
+    // A link only to a plain https URL: one token of URL characters, nothing that could end the
+    // link, open a fence or start a new line.
+    let url = source.url.as_deref().filter(|u| {
+        u.starts_with("https://")
+            && u.len() <= 300
+            && u.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-._~:/?#!$&*+,;=%".contains(c))
+    });
+    let rule = match url {
+        Some(url) => format!("[`{rule}`]({url})"),
+        None => format!("`{rule}`"),
+    };
+    let model = if source.model { " and the model" } else { "" };
+    format!("Found by {tool} {rule}{model}.")
 }
 
 /// The proofs: what each test run at head came to, as a table.

@@ -69,6 +69,47 @@ pub struct ReviewReport {
     /// The findings this review tried to prove with a failing test (`review.prove`), and what
     /// came of each.
     pub proofs: Vec<FindingProof>,
+    /// The static analyzers this review ran (`review.analyzers`), or why each did not run, and
+    /// how their hits on the change were weighed.
+    pub analysis: AnalysisInfo,
+}
+
+/// What the static analyzers did (docs/analyzers.md).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, JsonSchema)]
+pub struct AnalysisInfo {
+    /// Each analyzer that applied to the change.
+    pub runs: Vec<AnalyzerRunInfo>,
+    /// Hits on the change's added lines that count as bugs, and suppressions the change adds.
+    pub candidates: usize,
+    /// How the candidates were weighed: `triage` (the model confirmed or dismissed each) or
+    /// `publish` (as the tools say, at each rule's score).
+    pub weighed: String,
+    /// Candidates the model confirmed.
+    pub confirmed: usize,
+    /// Candidates the model dismissed (listed in `dropped`, stage `triage`, with its reason).
+    pub dismissed: usize,
+    /// Why the model's triage could not be used, when it could not (the candidates were then
+    /// published as the tools say).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub triage_error: Option<String>,
+}
+
+/// One analyzer's run.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct AnalyzerRunInfo {
+    pub name: String,
+    /// It ran and its output was read.
+    pub ran: bool,
+    /// Why it did not run (missing, crashed, timed out, output over the cap).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Files it was given.
+    pub files: usize,
+    /// Hits it reported in those files.
+    pub hits: usize,
+    /// Of those, on the change's added lines and counting as bugs.
+    pub candidates: usize,
+    pub seconds: f64,
 }
 
 /// What proving a finding came to.
@@ -389,6 +430,8 @@ pub enum ReportStage {
     DedupRun,
     DedupExisting,
     CommentLimit,
+    /// An analyzer's hit the model dismissed.
+    Triage,
 }
 
 impl ReportStage {
@@ -405,6 +448,7 @@ impl ReportStage {
             ReportStage::DedupRun => "dedup_run",
             ReportStage::DedupExisting => "dedup_existing",
             ReportStage::CommentLimit => "comment_limit",
+            ReportStage::Triage => "triage",
         }
     }
 }

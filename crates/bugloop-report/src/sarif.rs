@@ -175,23 +175,113 @@ pub fn review(report: &ReviewReport) -> Value {
 /// results, and the findings about no file, which become notifications.
 #[derive(Default)]
 struct Collected {
-    used: Vec<(&'static str, Option<u8>)>,
+    used: Vec<(UsedRule, Option<u8>)>,
     results: Vec<Value>,
     unplaced: Vec<String>,
+}
+
+/// A rule a result names: one of bugloop's categories, or a static analyzer's rule (`ruff/S608`)
+/// with the tool's page for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum UsedRule {
+    Category(&'static str),
+    Tool {
+        id: String,
+        tool: String,
+        rule: String,
+        url: Option<String>,
+        category: &'static str,
+    },
+}
+
+impl UsedRule {
+    fn id(&self) -> &str {
+        match self {
+            UsedRule::Category(id) => id,
+            UsedRule::Tool { id, .. } => id,
+        }
+    }
+
+    fn to_json(&self, security: Option<u8>) -> Value {
+        match self {
+            UsedRule::Category(id) => rule_json(rule_of(id), security),
+            UsedRule::Tool {
+                id,
+                tool,
+                rule,
+                url,
+                category,
+            } => tool_rule_json(id, tool, rule, url.as_deref(), rule_of(category), security),
+        }
+    }
+}
+
+/// A static analyzer's rule: named after the tool and the rule, described by the category bugloop
+/// files it under, with the tool's page as its help.
+fn tool_rule_json(
+    id: &str,
+    tool: &str,
+    rule: &str,
+    url: Option<&str>,
+    category: &Rule,
+    security_severity: Option<u8>,
+) -> Value {
+    let name: String = id
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|part| !part.is_empty())
+        .map(|part| {
+            let mut chars = part.chars();
+            chars.next().map_or(String::new(), |first| {
+                first.to_ascii_uppercase().to_string() + chars.as_str()
+            })
+        })
+        .collect();
+    let page = url
+        .map(|u| format!(" Its documentation: {u}"))
+        .unwrap_or_default();
+    let full = format!(
+        "{tool}'s rule {rule}, which bugloop counts as {}: {}{page}",
+        category.short.to_lowercase(),
+        category.full
+    );
+    let mut value = json!({
+        "id": id,
+        "name": name,
+        "shortDescription": {"text": format!("{tool} {rule}.")},
+        "fullDescription": {"text": full},
+        "help": {
+            "text": format!("{full} {SCORE_HELP}"),
+            "markdown": format!("**{tool} {rule}**\n\n{full}\n\n{SCORE_HELP}"),
+        },
+    });
+    if let Some(url) = url {
+        value["helpUri"] = json!(url);
+    }
+    if let Some(score) = security_severity {
+        value["properties"] = json!({
+            "tags": ["security"],
+            "security-severity": severity_text(score),
+        });
+    }
+    value
 }
 
 impl Collected {
     /// The index of rule `id` in the run's rules, adding it on first use; a security finding
     /// raises the rule's `security-severity` to its score when that is higher.
-    fn use_rule(&mut self, id: &'static str, security_score: Option<u8>) -> usize {
-        match self.used.iter().position(|(rule, _)| *rule == id) {
+    fn use_rule(&mut self, used: UsedRule, security_score: Option<u8>) -> usize {
+        match self
+            .used
+            .iter()
+            .position(|(rule, _)| rule.id() == used.id())
+        {
             Some(index) => {
                 let highest = self.used[index].1.max(security_score);
                 self.used[index].1 = highest;
                 index
             }
             None => {
-                self.used.push((id, security_score));
+                self.used.push((used, security_score));
                 self.used.len() - 1
             }
         }
@@ -210,9 +300,21 @@ impl Collected {
             return;
         };
         let security = (rule.id == "security").then_some(score);
-        let index = self.use_rule(rule.id, security);
+        // A finding on a tool's hit is filed under the tool's rule, with its page.
+        let used = match &finding.source {
+            Some(source) => UsedRule::Tool {
+                id: format!("{}/{}", source.tool, source.rule),
+                tool: source.tool.clone(),
+                rule: source.rule.clone(),
+                url: source.url.clone(),
+                category: rule.id,
+            },
+            None => UsedRule::Category(rule.id),
+        };
+        let rule_id = used.id().to_owned();
+        let index = self.use_rule(used, security);
         self.results
-            .push(finding_result(report, f, rule, file, index, security));
+            .push(finding_result(report, f, &rule_id, file, index, security));
     }
 
     /// A finding an earlier run raised that is still open: a result under the `tracked` rule
@@ -226,7 +328,7 @@ impl Collected {
             ));
             return;
         };
-        let index = self.use_rule("tracked", None);
+        let index = self.use_rule(UsedRule::Category("tracked"), None);
         self.results.push(json!({
             "ruleId": "tracked",
             "ruleIndex": index,
@@ -244,7 +346,7 @@ impl Collected {
 fn finding_result(
     report: &ReviewReport,
     f: &PublishedFinding,
-    rule: &Rule,
+    rule_id: &str,
     file: &str,
     index: usize,
     security: Option<u8>,
@@ -254,7 +356,7 @@ fn finding_result(
     let proof = report.proofs.iter().find(|p| p.id == finding.id.as_str());
     let proven = proof.is_some_and(|p| p.status == ProofStatus::Proven);
     let mut result = json!({
-        "ruleId": rule.id,
+        "ruleId": rule_id,
         "ruleIndex": index,
         "level": level(score),
         "message": {"text": format!("{}\n\n{}", finding.title, finding.description)},
@@ -299,6 +401,10 @@ fn finding_properties(
         };
         properties["security-severity"] = json!(severity_text(shown));
     }
+    if let Some(source) = &finding.source {
+        properties["source"] =
+            json!({"tool": source.tool, "rule": source.rule, "model": source.model});
+    }
     if let Some(proof) = proof {
         properties["proof"] = json!(proof.status);
         properties["proven"] = json!(proven);
@@ -312,7 +418,7 @@ fn sarif_log(report: &ReviewReport, collected: &Collected) -> Value {
     let rules: Vec<Value> = collected
         .used
         .iter()
-        .map(|(id, security)| rule_json(rule_of(id), *security))
+        .map(|(used, security)| used.to_json(*security))
         .collect();
     let notifications: Vec<Value> = collected
         .unplaced

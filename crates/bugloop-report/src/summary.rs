@@ -81,6 +81,7 @@ fn summary_text(report: &ReviewReport) -> String {
     let mut out = summary_header(report);
     proofs(&mut out, report);
     passes(&mut out, report);
+    out.push_str(&analyzers(report));
     filter(&mut out, report);
     earlier_findings(&mut out, report);
     not_reviewed(&mut out, report);
@@ -125,6 +126,48 @@ fn proofs(out: &mut String, report: &ReviewReport) {
         ));
     }
     out.push('\n');
+}
+
+/// The static analyzers as markdown: what each did on the change or why it did not run (a
+/// tool's words kept to one line, mentioning nobody), and how their hits were weighed. Empty
+/// when none applied.
+pub(crate) fn analyzers(report: &ReviewReport) -> String {
+    use bugloop_domain::markdown::quiet;
+    let analysis = &report.analysis;
+    if analysis.runs.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("#### Analyzers\n\n");
+    for run in &analysis.runs {
+        let name = quiet(&run.name).replace('`', "'");
+        if run.ran {
+            out.push_str(&format!(
+                "- `{name}`: {} file(s), {} hit(s), {} on the change's lines ({:.1} s)\n",
+                run.files, run.hits, run.candidates, run.seconds
+            ));
+        } else {
+            out.push_str(&format!(
+                "- `{name}`: **not run**: {}\n",
+                quiet(run.reason.as_deref().unwrap_or("not run"))
+            ));
+        }
+    }
+    if analysis.weighed == "triage" {
+        out.push_str(&format!(
+            "\nThe model confirmed {} and dismissed {} of {} hit(s) on the change.\n",
+            analysis.confirmed, analysis.dismissed, analysis.candidates
+        ));
+    } else if analysis.candidates > 0 {
+        out.push_str(&format!(
+            "\n{} hit(s) on the change, published as the tools say.\n",
+            analysis.candidates
+        ));
+    }
+    if let Some(error) = &analysis.triage_error {
+        out.push_str(&format!("\n{}\n", quiet(error)));
+    }
+    out.push('\n');
+    out
 }
 
 /// The model's summary of each pass over each part (pass 0 is its answer to a reply).

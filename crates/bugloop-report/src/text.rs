@@ -42,6 +42,7 @@ pub fn review(report: &ReviewReport, style: Style) -> String {
     review_header(&mut out, report, style);
     findings_by_file(&mut out, report, style);
     proofs(&mut out, report, style);
+    analyzers(&mut out, report, style);
     earlier_findings(&mut out, report, style);
     publishing_notes(&mut out, report, style);
     left_out(&mut out, report, style);
@@ -121,6 +122,18 @@ fn finding_entry(out: &mut String, f: &PublishedFinding, style: Style) {
             finding.id
         ))
     );
+    if let Some(source) = &finding.source {
+        let link = source
+            .url
+            .as_deref()
+            .map(|url| format!(" <{}>", plain(url)))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "         {}",
+            style.dim(&format!("found by {}{link}", plain(&source.found_by())))
+        );
+    }
     if let Some(code) = &f.code {
         let _ = writeln!(out, "         {} {}", style.dim("│"), code.trim_end());
     }
@@ -139,12 +152,6 @@ fn proofs(out: &mut String, report: &ReviewReport, style: Style) {
     }
     let _ = writeln!(out, "\n{}", style.bold("Proofs (a test run at head)"));
     for proof in &report.proofs {
-        // Others' words on one line, with no control character to steer the terminal.
-        let plain = |text: &str| -> String {
-            text.chars()
-                .map(|c| if c.is_control() { ' ' } else { c })
-                .collect()
-        };
         let command = proof
             .command
             .as_deref()
@@ -163,6 +170,64 @@ fn proofs(out: &mut String, report: &ReviewReport, style: Style) {
                 format!(" [{}]", proof.outcome)
             }
         );
+    }
+}
+
+/// Others' words (a test's output, a tool's message) on one line, with no control character to
+/// steer the terminal.
+fn plain(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
+}
+
+/// The static analyzers: what each did on the change, which did not run and why, and how their
+/// hits were weighed.
+fn analyzers(out: &mut String, report: &ReviewReport, style: Style) {
+    let analysis = &report.analysis;
+    let ran: Vec<String> = analysis
+        .runs
+        .iter()
+        .filter(|r| r.ran)
+        .map(|r| {
+            format!(
+                "{} ({} file(s), {} hit(s), {} on the change, {:.1} s)",
+                plain(&r.name),
+                r.files,
+                r.hits,
+                r.candidates,
+                r.seconds
+            )
+        })
+        .collect();
+    if !ran.is_empty() {
+        let weighed = match analysis.weighed.as_str() {
+            "triage" => format!(
+                "; the model confirmed {} and dismissed {} of {}",
+                analysis.confirmed, analysis.dismissed, analysis.candidates
+            ),
+            _ => String::new(),
+        };
+        let _ = writeln!(
+            out,
+            "\n{}",
+            style.dim(&format!("Analyzers: {}{weighed}", ran.join(" · ")))
+        );
+    }
+    let not_run: Vec<_> = analysis.runs.iter().filter(|r| !r.ran).collect();
+    if !not_run.is_empty() {
+        let _ = writeln!(out, "\n{}", style.yellow("Analyzers not run:"));
+        for run in not_run {
+            let _ = writeln!(
+                out,
+                "  {}: {}",
+                plain(&run.name),
+                plain(run.reason.as_deref().unwrap_or("not run"))
+            );
+        }
+    }
+    if let Some(error) = &analysis.triage_error {
+        let _ = writeln!(out, "  {}", style.yellow(&plain(error)));
     }
 }
 

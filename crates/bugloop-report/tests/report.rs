@@ -14,7 +14,7 @@ use bugloop_report::build::{BuildResult, BuildStatus, Landing, VerifyRun};
 use bugloop_report::converge::{ConvergeReport, Exit, LoopKind, LoopLine, Quarantined};
 use bugloop_report::dispute::{Decision, DisputeOutcome, DisputeSummary};
 use bugloop_report::review::{
-    ChangeInfo, CommentAction, DroppedFinding, OverflowInfo, PassSummary, Placement,
+    AnalysisInfo, ChangeInfo, CommentAction, DroppedFinding, OverflowInfo, PassSummary, Placement,
     PublishedFinding, REPORT_VERSION, RecheckOutcome, RecheckedFinding, RefusedFile, ReportStage,
     ResolvedFinding, ReviewReport, ReviewedScope, SensitivityInfo, StageChange, StageCount,
     TrackedFinding, Unreviewed, UsageInfo,
@@ -233,6 +233,7 @@ fn review_report() -> ReviewReport {
             kept_findings: 1,
         },
         proofs: Vec::new(),
+        analysis: AnalysisInfo::default(),
     }
 }
 

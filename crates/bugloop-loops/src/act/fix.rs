@@ -76,6 +76,7 @@ pub async fn fix(
             ),
             keep_failed: false,
             proofs,
+            tool_fixes: chosen.iter().filter_map(|t| tool_fix_of(t)).collect(),
         },
     )
     .await;
@@ -99,6 +100,19 @@ pub async fn fix(
         landing,
         resolved,
     })
+}
+
+/// The tool fix of a finding that stands on an analyzer's hit, read from bugloop's own state
+/// block in its comment (`source`, `file`).
+fn tool_fix_of(thread: &ThreadState) -> Option<crate::build::ToolFix> {
+    let block = thread.assessment.as_ref()?;
+    let source: bugloop_domain::finding::FindingSource =
+        serde_json::from_value(block.extra.get("source")?.clone()).ok()?;
+    crate::build::ToolFix::of(
+        thread.finding_id.as_ref()?.as_str(),
+        &source,
+        thread.file.as_deref(),
+    )
 }
 
 /// The open findings `targets` names (each once), or all of them.

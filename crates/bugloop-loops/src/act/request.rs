@@ -27,6 +27,7 @@ pub async fn do_request(env: &LoopEnv<'_>, request: &str) -> Result<ActReport, A
             commit_message: format!("chore{}: apply user request", env.work.commit_scope()),
             keep_failed: false,
             proofs: Vec::new(),
+            tool_fixes: Vec::new(),
         },
     )
     .await;

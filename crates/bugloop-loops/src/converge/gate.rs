@@ -67,6 +67,7 @@ pub(super) async fn gate(
                 commit_message: "style: bugloop gate fixes".to_owned(),
                 keep_failed: false,
                 proofs: Vec::new(),
+                tool_fixes: Vec::new(),
             },
         )
         .await;

@@ -192,6 +192,16 @@ impl Run<'_, '_> {
                     .filter(|p| ids.contains(&p.finding))
                     .cloned()
                     .collect(),
+                tool_fixes: findings
+                    .iter()
+                    .filter_map(|f| {
+                        crate::build::ToolFix::of(
+                            f.id.as_str(),
+                            f.source.as_ref()?,
+                            f.file.as_deref(),
+                        )
+                    })
+                    .collect(),
             },
         )
         .await;

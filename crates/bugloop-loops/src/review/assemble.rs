@@ -30,6 +30,7 @@ pub(super) struct Stages<'a> {
     pub scope: ReviewedScope,
     pub filtered: Filtered<'a>,
     pub published: Published,
+    pub analysis: bugloop_report::review::AnalysisInfo,
 }
 
 pub(super) async fn report(
@@ -45,6 +46,7 @@ pub(super) async fn report(
         scope,
         filtered,
         published,
+        analysis,
     } = stages;
     // After publishing, from the forge (a dry run's recording forge shows what a real run would
     // track); a clean room ignores the conversation.
@@ -87,6 +89,7 @@ pub(super) async fn report(
         },
         errors: filtered.errors,
         proofs: filtered.proofs,
+        analysis,
         sensitive_data: SensitivityInfo {
             sensitive: brief.sensitivity.sensitive,
             reason: brief.sensitivity.reason,

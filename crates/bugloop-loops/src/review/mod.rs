@@ -8,6 +8,7 @@
 //!               findings whose code changed (touched)                    -> Shown
 //! brief         rules, sensitivity, system prompt, web, the session plan -> Brief
 //! sessions      the model sessions (four passes, or one structured answer) -> Reported
+//! analysis      beside them: the static analyzers, their hits triaged or published -> Analyzed
 //! filtering     path safety, grounding, the filter pipeline             -> Filtered
 //! publishing    comments upserted by marker, resolutions, overflow      -> Published
 //! assemble      the report and the summary comment                      -> ReviewReport
@@ -17,6 +18,7 @@
 //! things depend on it: disputes are not weighed (that would ask the model) and the report marks
 //! findings "not published".
 
+mod analysis;
 mod assemble;
 mod brief;
 mod conversation;
@@ -108,15 +110,20 @@ pub async fn review_with(
     let conversation = conversation::load(env, &request).await?;
     let shown = increment::decide(env, &request, &conversation);
     let brief = brief::prepare(env, &request, &conversation, &shown)?;
-    let reported = sessions::run(
-        env,
-        &request,
-        &brief,
-        &shown.asked_ids,
-        own_findings,
-        dispute_error.into_iter().collect(),
-    )
-    .await;
+    // The analyzers run (and their hits are triaged) while the model reviews.
+    let (mut reported, analyzed) = tokio::join!(
+        sessions::run(
+            env,
+            &request,
+            &brief,
+            &shown.asked_ids,
+            own_findings,
+            dispute_error.into_iter().collect(),
+        ),
+        analysis::analyze(env, &request, &brief),
+    );
+    reported.findings = analysis::merge(std::mem::take(&mut reported.findings), analyzed.findings);
+    reported.dropped.extend(analyzed.dismissed);
     let mut filtered =
         filtering::ground_and_filter(&request, &conversation, &brief, &shown, reported);
     filtered.proofs = prove::prove(env, &request, &mut filtered.publish).await;
@@ -130,6 +137,7 @@ pub async fn review_with(
         scope: shown.scope,
         filtered,
         published,
+        analysis: analyzed.info,
     };
     Ok(assemble::report(env, &request, stages).await?)
 }

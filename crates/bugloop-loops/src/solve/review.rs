@@ -278,6 +278,7 @@ pub(super) async fn round_or_gate(run: &mut Run<'_, '_>) -> Result<Flow, SolveEr
             ),
             keep_failed: false,
             proofs: Vec::new(),
+            tool_fixes: Vec::new(),
         },
     )
     .await;

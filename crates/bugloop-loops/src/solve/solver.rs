@@ -144,6 +144,7 @@ fn attempt_task(run: &Run<'_, '_>, number: u64, tree_after: Option<u64>) -> Buil
         ),
         keep_failed: true,
         proofs: Vec::new(),
+        tool_fixes: Vec::new(),
     }
 }
 

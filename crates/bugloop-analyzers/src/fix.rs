@@ -1,0 +1,88 @@
+//! A tool's own fix for one of its rules (`ruff check --fix --select RULE`, biome's safe fixes,
+//! `cargo clippy --fix`), run in the sandbox on a task tree the caller owns. What the fix changed
+//! is the caller's to read, verify and commit like any other change.
+
+use std::path::Path;
+
+use bugloop_sandbox::{CommandSpec, ExitState, SandboxSettings};
+
+use crate::built_in;
+use crate::builtin::{Invocation, config_files};
+use crate::locate::Toolbox;
+use crate::run::show_read_only;
+
+/// One fix to apply.
+#[derive(Debug, Clone)]
+pub struct FixRequest<'a> {
+    /// The task tree the fix writes in.
+    pub workspace: &'a Path,
+    /// The built-in analyzer's name.
+    pub tool: &'a str,
+    pub rule: &'a str,
+    /// The files to fix, relative to the workspace.
+    pub files: Vec<String>,
+    /// The sandbox (workspace-write) the fix runs in.
+    pub sandbox: SandboxSettings,
+    pub toolbox: Toolbox,
+}
+
+/// Whether `tool` (a built-in's name) has fixes of its own.
+pub fn has_fix(tool: &str) -> bool {
+    built_in(tool).is_some_and(|b| b.fixes())
+}
+
+/// Runs the tool's fix for the rule; an error says why it could not run. A fix that runs and
+/// changes nothing is not an error: the caller sees no change.
+pub async fn apply_fix(request: FixRequest<'_>) -> Result<(), String> {
+    let tool = built_in(request.tool)
+        .ok_or_else(|| format!("{} is no built-in analyzer", request.tool))?;
+    let fix = tool
+        .fix
+        .ok_or_else(|| format!("{} has no fixes of its own", tool.name))?;
+    let installed = request
+        .toolbox
+        .find(tool.program)
+        .ok_or_else(|| format!("{} is not installed", tool.program))?;
+    let config = tempfile::Builder::new()
+        .prefix("bugloop-analyzers-")
+        .tempdir()
+        .map_err(|e| format!("cannot write the analyzers' configuration: {e}"))?;
+    for (name, content) in config_files() {
+        std::fs::write(config.path().join(name), content)
+            .map_err(|e| format!("cannot write the analyzers' configuration: {e}"))?;
+    }
+    let config_dir = config.path().display().to_string();
+    let args = fix(
+        request.rule,
+        Invocation {
+            files: &request.files,
+            config_dir: &config_dir,
+        },
+    );
+    let mut spec = CommandSpec::new(installed.path.display().to_string(), args);
+    spec.env = crate::run::tool_env(tool.name);
+    let mut settings = request.sandbox;
+    let mut mounts = vec![config.path().to_path_buf()];
+    mounts.extend(installed.mount);
+    show_read_only(&mut settings, mounts);
+    let output = bugloop_sandbox::run(&settings, &spec)
+        .await
+        .map_err(|e| e.to_string())?;
+    match output.exit {
+        ExitState::Exited(0) => Ok(()),
+        ExitState::TimedOut => Err(format!(
+            "{}'s fix timed out after {} s",
+            tool.name,
+            settings.timeout.as_secs()
+        )),
+        _ => {
+            let stderr = output.stderr_text();
+            let line = stderr.split_whitespace().collect::<Vec<_>>().join(" ");
+            Err(format!(
+                "{}'s fix failed: {}",
+                tool.name,
+                line.chars().take(300).collect::<String>()
+            ))
+        }
+    }
+}

@@ -1,0 +1,470 @@
+//! Stage 5b of a review, beside the model sessions: the static analyzers
+//! (`bugloop-analyzers`) run on the code at head, and their candidates on the change become
+//! findings on evidence. With a model that uses tools they are triaged (the model confirms each
+//! with its own explanation and score, or dismisses it with a reason) in one structured question
+//! asked while the sessions go on; with the embedded model, or `review.analyzer_findings:
+//! publish`, they are published as the tools say. A model finding at the same place as a hit is
+//! one finding, both sources named ([`merge`]).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use bugloop_analyzers::{
+    AnalyzerRun, Candidate, Choice, CustomAnalyzer, RunStatus, Toolbox, built_in,
+};
+use bugloop_config::{AnalyzerEntry, AnalyzerFindings, AnalyzerList, Config};
+use bugloop_domain::finding::Finding;
+use bugloop_domain::score::Score;
+use bugloop_report::review::{AnalysisInfo, AnalyzerRunInfo, DroppedFinding, ReportStage};
+use bugloop_sandbox::Policy;
+use serde::Deserialize;
+
+use super::ReviewRequest;
+use super::brief::Brief;
+use crate::env::LoopEnv;
+use crate::prompt::quoted;
+use crate::{ProgressEvent, Question, sandbox_settings, structured_answer};
+
+pub const TRIAGE_SYSTEM: &str = include_str!("../../prompts/analyzer-triage.md");
+
+/// Most candidates one triage question weighs; the rest are published as the tools say.
+const MAX_TRIAGED: usize = 40;
+
+/// Largest output an analyzer may write (clippy's JSON on a large crate is megabytes).
+const MAX_OUTPUT_BYTES: usize = 32 << 20;
+
+/// What the analyzers add to a review.
+#[derive(Debug, Default)]
+pub(super) struct Analyzed {
+    /// Findings on evidence: confirmed by the model, or published as the tools say.
+    pub findings: Vec<Finding>,
+    /// Candidates the model dismissed, with its reason.
+    pub dismissed: Vec<DroppedFinding>,
+    pub info: AnalysisInfo,
+}
+
+/// Runs the configured analyzers and weighs their candidates.
+pub(super) async fn analyze(env: &LoopEnv<'_>, request: &ReviewRequest, brief: &Brief) -> Analyzed {
+    let config = env.config();
+    let (choices, mut refused) = choices(config);
+    if choices.is_empty() && refused.is_empty() {
+        return Analyzed::default();
+    }
+    env.progress.event(ProgressEvent::Step(
+        "analyzers: running the static analyzers on the change".to_owned(),
+    ));
+    let mut diff = request.diff.clone();
+    diff.files
+        .retain(|f| !brief.plan.ignored.iter().any(|ignored| ignored == f.path()));
+    let base_dir = base_files(env, request, &choices);
+    let mut sandbox = sandbox_settings(config, &request.workspace, Policy::ReadOnly);
+    sandbox.timeout = Duration::from_secs(config.review.analyzer_timeout_seconds);
+    sandbox.max_output_bytes = MAX_OUTPUT_BYTES;
+    let analysis = bugloop_analyzers::analyze(bugloop_analyzers::Request {
+        workspace: &request.workspace,
+        diff: &diff,
+        choices,
+        sandbox,
+        toolbox: Toolbox::from_env(),
+        base_dir: base_dir.as_ref().map(|d| d.path().to_path_buf()),
+    })
+    .await;
+    refused.extend(analysis.runs);
+    let mut info = AnalysisInfo {
+        runs: refused.iter().map(run_info).collect(),
+        candidates: analysis.candidates.len(),
+        ..AnalysisInfo::default()
+    };
+    let triage = match config.review.analyzer_findings {
+        AnalyzerFindings::Triage => true,
+        AnalyzerFindings::Publish => false,
+        AnalyzerFindings::Auto => env.provider.capabilities().tools,
+    };
+    let candidates = analysis.candidates;
+    if !triage || candidates.is_empty() {
+        info.weighed = "publish".to_owned();
+        let findings = candidates.iter().map(Candidate::to_finding).collect();
+        return Analyzed {
+            findings,
+            dismissed: Vec::new(),
+            info,
+        };
+    }
+    info.weighed = "triage".to_owned();
+    let mut analyzed = weigh(env, request, candidates).await;
+    analyzed.info = AnalysisInfo {
+        confirmed: analyzed.info.confirmed,
+        dismissed: analyzed.info.dismissed,
+        triage_error: analyzed.info.triage_error.take(),
+        ..info
+    };
+    analyzed
+}
+
+/// The analyzers `review.analyzers` names, and entries that cannot run (reported as not run).
+fn choices(config: &Config) -> (Vec<Choice>, Vec<AnalyzerRun>) {
+    let entries = match &config.review.analyzers {
+        AnalyzerList::Auto(_) => return (bugloop_analyzers::auto(), Vec::new()),
+        AnalyzerList::List(entries) => entries,
+    };
+    let mut choices = Vec::new();
+    let mut refused = Vec::new();
+    for entry in entries {
+        match entry {
+            AnalyzerEntry::Name(name) if name == "auto" => {
+                choices.extend(bugloop_analyzers::auto());
+            }
+            AnalyzerEntry::Name(name) => match built_in(name) {
+                Some(tool) => choices.push(Choice::BuiltIn(tool)),
+                None => refused.push(not_run(name, "no such built-in analyzer")),
+            },
+            AnalyzerEntry::Sarif(tool) => match CustomAnalyzer::new(
+                tool.name.clone(),
+                tool.command.as_deref(),
+                tool.sarif.clone(),
+                tool.files.clone(),
+                tool.config.clone(),
+            ) {
+                Ok(custom) => choices.push(Choice::Custom(custom)),
+                Err(error) => refused.push(not_run(&tool.name, &error.to_string())),
+            },
+        }
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    choices.retain(|c| seen.insert(c.name().to_owned()));
+    (choices, refused)
+}
+
+fn not_run(name: &str, reason: &str) -> AnalyzerRun {
+    AnalyzerRun {
+        name: name.to_owned(),
+        status: RunStatus::NotRun {
+            reason: reason.to_owned(),
+        },
+        seconds: 0.0,
+    }
+}
+
+fn run_info(run: &AnalyzerRun) -> AnalyzerRunInfo {
+    let (ran, reason, files, hits, candidates) = match &run.status {
+        RunStatus::Ran {
+            files,
+            hits,
+            candidates,
+        } => (true, None, *files, *hits, *candidates),
+        RunStatus::NotRun { reason } => (false, Some(reason.clone()), 0, 0, 0),
+    };
+    AnalyzerRunInfo {
+        name: run.name.clone(),
+        ran,
+        reason,
+        files,
+        hits,
+        candidates,
+        seconds: run.seconds,
+    }
+}
+
+/// The base commit's versions of the configured tools' `config` paths, in a directory of their
+/// own (`{base}`): a branch cannot change the rules its change is checked by.
+fn base_files(
+    env: &LoopEnv<'_>,
+    request: &ReviewRequest,
+    choices: &[Choice],
+) -> Option<tempfile::TempDir> {
+    let paths: Vec<&String> = choices
+        .iter()
+        .filter_map(|c| match c {
+            Choice::Custom(custom) => Some(&custom.config),
+            Choice::BuiltIn(_) => None,
+        })
+        .flatten()
+        .collect();
+    if paths.is_empty() {
+        return None;
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("bugloop-base-")
+        .tempdir()
+        .ok()?;
+    for path in paths {
+        let Some(content) = env.git.show(&request.base, path) else {
+            continue;
+        };
+        let target: PathBuf = dir.path().join(path);
+        if let Some(parent) = target.parent()
+            && std::fs::create_dir_all(parent).is_ok()
+        {
+            // A file that cannot be written is missing under `{base}`; the tool says so.
+            let _ = std::fs::write(&target, content);
+        }
+    }
+    Some(dir)
+}
+
+#[derive(Debug, Deserialize)]
+struct TriageAnswer {
+    verdicts: Vec<Verdict>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Verdict {
+    id: String,
+    verdict: String,
+    #[serde(default)]
+    title: Option<String>,
+    #[serde(default)]
+    explanation: Option<String>,
+    #[serde(default)]
+    score: Option<u8>,
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+/// Asks the model to confirm or dismiss each candidate; what it does not answer (or a question
+/// that fails) is published as the tool says.
+async fn weigh(env: &LoopEnv<'_>, request: &ReviewRequest, candidates: Vec<Candidate>) -> Analyzed {
+    let (asked, beyond) = candidates.split_at(candidates.len().min(MAX_TRIAGED));
+    let mut analyzed = Analyzed::default();
+    analyzed
+        .findings
+        .extend(beyond.iter().map(Candidate::to_finding));
+    let answer = structured_answer::<TriageAnswer>(
+        env,
+        &request.workspace,
+        Question {
+            name: "analyzer-triage",
+            system: TRIAGE_SYSTEM,
+            prompt: triage_prompt(request, asked),
+            schema: triage_schema(),
+            max_tokens: 200 + 160 * u32::try_from(asked.len()).unwrap_or(u32::MAX / 200),
+        },
+    )
+    .await;
+    let verdicts = match answer {
+        Ok(answer) => answer.verdicts,
+        Err(error) => {
+            analyzed.info.triage_error = Some(format!(
+                "the model's triage could not be used ({error}): the hits are published as the tools say"
+            ));
+            Vec::new()
+        }
+    };
+    for candidate in asked {
+        let id = candidate.id();
+        let verdict = verdicts.iter().find(|v| v.id == id.as_str());
+        match verdict {
+            Some(v) if v.verdict == "dismiss" => {
+                analyzed.info.dismissed += 1;
+                let finding = candidate.to_finding();
+                analyzed.dismissed.push(DroppedFinding {
+                    stage: ReportStage::Triage,
+                    id: id.to_string(),
+                    location: finding.location(),
+                    title: finding.title,
+                    reason: bugloop_domain::markdown::quiet(
+                        v.reason.as_deref().unwrap_or("dismissed by the model"),
+                    ),
+                });
+            }
+            Some(v) if v.verdict == "confirm" => {
+                analyzed.info.confirmed += 1;
+                analyzed.findings.push(confirmed(candidate, v));
+            }
+            _ => analyzed.findings.push(candidate.to_finding()),
+        }
+    }
+    analyzed
+}
+
+/// A confirmed candidate: the model's title, explanation and score, the tool's place,
+/// evidence and rule.
+fn confirmed(candidate: &Candidate, verdict: &Verdict) -> Finding {
+    let mut finding = candidate.to_finding();
+    let tool_says = finding.description.clone();
+    if let Some(title) = verdict
+        .title
+        .as_deref()
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+    {
+        finding.title = title.chars().take(200).collect();
+    }
+    if let Some(explanation) = verdict
+        .explanation
+        .as_deref()
+        .map(str::trim)
+        .filter(|e| !e.is_empty())
+    {
+        finding.description = format!("{explanation}\n\n{tool_says}");
+    }
+    if let Some(score) = verdict.score {
+        finding.score = Score::saturating(i64::from(score));
+    }
+    if let Some(source) = &mut finding.source {
+        source.model = true;
+    }
+    finding
+}
+
+fn triage_prompt(request: &ReviewRequest, candidates: &[Candidate]) -> String {
+    let mut prompt = String::from("## The analyzers' hits on lines this change adds\n");
+    for candidate in candidates {
+        let hit = &candidate.hit;
+        prompt.push_str(&format!(
+            "\n### id: {}\n\n{} rule {} ({:?}) at {}:{}\n\n\"\"\"\n{}\n\"\"\"\n\nThe code around it:\n\n\"\"\"\n{}\n\"\"\"\n",
+            candidate.id(),
+            candidate.tool,
+            quoted(&hit.rule, 80),
+            hit.level,
+            hit.file,
+            hit.line,
+            quoted(&hit.message, 600),
+            quoted(&context(request, &hit.file, hit.line), 2_000),
+        ));
+    }
+    prompt
+}
+
+/// Lines around `line` of `file` at head, numbered.
+fn context(request: &ReviewRequest, file: &str, line: u32) -> String {
+    let Ok(text) = std::fs::read(request.workspace.join(file)) else {
+        return String::new();
+    };
+    let text = String::from_utf8_lossy(&text);
+    let line = usize::try_from(line).unwrap_or(1);
+    text.lines()
+        .enumerate()
+        .skip(line.saturating_sub(6))
+        .take(11)
+        .map(|(i, l)| format!("{:>5} {l}", i + 1))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn triage_schema() -> serde_json::Value {
+    serde_json::json!({
+        "type": "object",
+        "properties": {
+            "verdicts": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "id": {"type": "string"},
+                        "verdict": {"type": "string", "enum": ["confirm", "dismiss"]},
+                        "title": {"type": "string"},
+                        "explanation": {"type": "string"},
+                        "score": {"type": "integer", "minimum": 1, "maximum": 10},
+                        "reason": {"type": "string"}
+                    },
+                    "required": ["id", "verdict"],
+                    "additionalProperties": false
+                }
+            }
+        },
+        "required": ["verdicts"],
+        "additionalProperties": false
+    })
+}
+
+/// The model's findings and the analyzers' as one list: a model finding on the same file whose
+/// lines hold a hit's line is that hit (one finding: the model's words, the tool named, the
+/// higher score); the rest are kept as they are.
+pub(super) fn merge(mut model: Vec<Finding>, analyzers: Vec<Finding>) -> Vec<Finding> {
+    let mut added = Vec::new();
+    for hit in analyzers {
+        // A suppression is about the silencing, not the bug a model may see on its line.
+        let suppression = hit.source.as_ref().is_some_and(|s| s.tool == "bugloop");
+        let same_place = model.iter_mut().filter(|_| !suppression).find(|m| {
+            m.source.is_none()
+                && m.file == hit.file
+                && m.line.zip(hit.line).is_some_and(|(start, line)| {
+                    let end = m.end_line.unwrap_or(start).max(start);
+                    (start..=end).contains(&line)
+                })
+        });
+        match same_place {
+            Some(found) => {
+                let mut source = hit.source.clone();
+                if let Some(source) = &mut source {
+                    source.model = true;
+                }
+                found.source = source;
+                found.score = found.score.max(hit.score);
+                found.id = hit.id;
+            }
+            None => added.push(hit),
+        }
+    }
+    model.extend(added);
+    model
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bugloop_domain::finding::{Category, FindingSource};
+
+    fn finding(id: &str, line: u32, source: Option<FindingSource>) -> Finding {
+        Finding {
+            id: id.into(),
+            title: id.into(),
+            description: String::new(),
+            file: Some("app.py".into()),
+            line: Some(line),
+            end_line: None,
+            score: Score::saturating(6),
+            category: Category::Security,
+            evidence: None,
+            suggestion: None,
+            source,
+        }
+    }
+
+    #[test]
+    fn a_model_finding_and_a_hit_at_the_same_place_are_one() {
+        let ruff = FindingSource {
+            tool: "ruff".into(),
+            rule: "S608".into(),
+            url: None,
+            model: false,
+        };
+        let mut hit = finding("ruff-S608-app.py-9", 9, Some(ruff));
+        hit.score = Score::saturating(8);
+        let suppression = FindingSource {
+            tool: "bugloop".into(),
+            rule: "suppression".into(),
+            url: None,
+            model: false,
+        };
+        let merged = merge(
+            vec![
+                finding("sql-injection", 9, None),
+                finding("other", 20, None),
+            ],
+            vec![
+                finding("bugloop-suppression-app.py-9", 9, Some(suppression)),
+                hit,
+                finding("bugloop-suppression-app.py-30", 30, None),
+            ],
+        );
+        assert_eq!(merged.len(), 4, "{merged:#?}");
+        assert_eq!(merged[0].title, "sql-injection");
+        assert_eq!(merged[0].id.as_str(), "ruff-S608-app.py-9");
+        assert_eq!(merged[0].score.get(), 8);
+        let source = merged[0].source.as_ref().unwrap();
+        assert!(source.model && source.tool == "ruff");
+        assert_eq!(merged[2].id.as_str(), "bugloop-suppression-app.py-9");
+        assert_eq!(merged[3].id.as_str(), "bugloop-suppression-app.py-30");
+    }
+}
+
+#[cfg(test)]
+mod names {
+    #[test]
+    fn the_configurations_names_are_the_built_ins() {
+        let built_in: Vec<&str> = bugloop_analyzers::BUILT_IN.iter().map(|b| b.name).collect();
+        assert_eq!(built_in, bugloop_config::BUILT_IN_ANALYZERS);
+    }
+}
