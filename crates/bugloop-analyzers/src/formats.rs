@@ -86,6 +86,9 @@ struct CargoMessage {
     reason: String,
     #[serde(default)]
     message: Option<Diagnostic>,
+    /// `build-finished`: whether the build succeeded.
+    #[serde(default)]
+    success: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -118,11 +121,13 @@ fn cargo(stdout: &[u8], root: &Path) -> Result<Vec<Hit>, String> {
     let text = String::from_utf8_lossy(stdout);
     let mut hits = Vec::new();
     let mut messages = 0;
+    let mut failed = false;
     for line in text.lines().filter(|l| l.starts_with('{')) {
         let Ok(message) = serde_json::from_str::<CargoMessage>(line) else {
             continue;
         };
         messages += 1;
+        failed |= message.reason == "build-finished" && message.success == Some(false);
         let Some(diagnostic) = message
             .message
             .filter(|_| message.reason == "compiler-message")
@@ -135,6 +140,11 @@ fn cargo(stdout: &[u8], root: &Path) -> Result<Vec<Hit>, String> {
     }
     if messages == 0 {
         return Err("cargo wrote no JSON message".to_owned());
+    }
+    // A build that failed without a compile error of the crate's (a build script, a missing
+    // dependency) checked nothing: it did not run.
+    if failed && !hits.iter().any(|h| h.level == Level::Error) {
+        return Err("the build failed before clippy could check the crate".to_owned());
     }
     Ok(hits)
 }

@@ -51,6 +51,9 @@ pub struct Candidate {
     pub category: Category,
     /// The line at head the hit is on (the finding's grounded evidence).
     pub evidence: String,
+    /// What else bugloop knows of this place: the change also silenced the check here.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// Longest tool message kept in a title.
@@ -59,9 +62,15 @@ const MAX_TITLE_CHARS: usize = 160;
 impl Candidate {
     /// A stable id: the tool, the rule and the place (`ruff-S608-app-db.py-12`).
     pub fn id(&self) -> FindingId {
+        // clippy names its lints `clippy::name`: the tool is said once.
+        let rule = self
+            .hit
+            .rule
+            .strip_prefix(&format!("{}::", self.tool))
+            .unwrap_or(&self.hit.rule);
         FindingId::new(format!(
-            "{}-{}-{}-{}",
-            self.tool, self.hit.rule, self.hit.file, self.hit.line
+            "{}-{rule}-{}-{}",
+            self.tool, self.hit.file, self.hit.line
         ))
     }
 
@@ -82,8 +91,12 @@ impl Candidate {
             id: self.id(),
             title,
             description: format!(
-                "{} reports {rule} on a line this change adds: {message}",
-                self.tool
+                "{} reports {rule} on a line this change adds: {message}{}",
+                self.tool,
+                self.note
+                    .as_deref()
+                    .map(|note| format!("\n\n{}", quiet(note)))
+                    .unwrap_or_default()
             ),
             file: Some(self.hit.file.clone()),
             line: Some(self.hit.line),
@@ -126,6 +139,7 @@ mod tests {
             score: Score::saturating(8),
             category: Category::Security,
             evidence: "conn.execute(\"SELECT \" + name)".into(),
+            note: None,
         }
     }
 

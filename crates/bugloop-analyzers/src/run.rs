@@ -113,6 +113,7 @@ pub async fn analyze(request: Request<'_>) -> Analysis {
             c.hit.line,
         ))
     });
+    crate::suppression::fold_into_hits(&mut analysis.candidates);
     analysis
 }
 
@@ -406,7 +407,7 @@ async fn execute(request: &Request<'_>, plan: Plan) -> Result<Judged, String> {
         None => plan.format.read(&output.stdout, &output.stderr, root),
     };
     hits.map(|hits| (hits, plan.judge)).map_err(|reason| {
-        let stderr = tail(&output.stderr_text(), 300);
+        let stderr = tail(&output.stderr_text(), 600);
         match output.exit {
             ExitState::Exited(0) => reason,
             ExitState::Exited(code) => format!("exited with {code}: {stderr}"),
@@ -489,5 +490,6 @@ fn candidate(
         score: Score::saturating(i64::from(weight.score())),
         category,
         evidence,
+        note: None,
     })
 }

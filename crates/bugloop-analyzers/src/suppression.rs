@@ -216,7 +216,33 @@ fn candidate_for(
             Category::Maintainability
         },
         evidence: text.trim().to_owned(),
+        note: None,
     }
+}
+
+/// A suppression on a line a tool still reports (bugloop runs the tools ignoring them where it
+/// can) is said on that hit's finding rather than as a second finding at the same place.
+pub(crate) fn fold_into_hits(candidates: &mut Vec<Candidate>) {
+    let (suppressions, mut rest): (Vec<Candidate>, Vec<Candidate>) = candidates
+        .drain(..)
+        .partition(|c| c.tool == "bugloop" && c.hit.rule == "suppression");
+    for suppression in suppressions {
+        let hits = rest
+            .iter_mut()
+            .filter(|c| c.hit.file == suppression.hit.file && c.hit.line == suppression.hit.line);
+        let mut folded = false;
+        for hit in hits {
+            hit.note = Some(format!(
+                "The change also silences the check here: {}",
+                suppression.hit.message
+            ));
+            folded = true;
+        }
+        if !folded {
+            rest.push(suppression);
+        }
+    }
+    *candidates = rest;
 }
 
 #[cfg(test)]

@@ -11,6 +11,8 @@ use std::process::{Command, Output};
 use bugloop_testkit::{TestRepo, git};
 use serde_json::{Value, json};
 
+#[path = "review/analyzers.rs"]
+mod analyzers;
 #[path = "review/context.rs"]
 mod context;
 #[path = "review/conversation.rs"]

@@ -52,6 +52,7 @@ const ENV_RESERVED: &[&str] = &[
     "BUGLOOP_CONFIG",
     "BUGLOOP_LOG",
     "BUGLOOP_MODEL_DIR",
+    "BUGLOOP_ANALYZERS_DIR",
     "BUGLOOP_RECORD",
     // The GitHub front ends' own settings (secrets among them, never configuration).
     "BUGLOOP_STATE_KEY",

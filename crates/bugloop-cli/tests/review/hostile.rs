@@ -119,6 +119,16 @@ pub(super) struct Runner {
 
 impl Runner {
     pub(super) fn run(&self, repo: &Path, args: &[&str]) -> std::process::Output {
+        self.run_with(repo, args, &[])
+    }
+
+    /// `run` with more variables set (besides the secrets every run carries).
+    pub(super) fn run_with(
+        &self,
+        repo: &Path,
+        args: &[&str],
+        env: &[(&str, &Path)],
+    ) -> std::process::Output {
         let mut command = match self.user {
             Some(uid) => {
                 let mut c = Command::new("setpriv");
@@ -142,6 +152,7 @@ impl Runner {
             .env("NO_COLOR", "1")
             .env("OPENAI_API_KEY", SECRET)
             .env("GITHUB_TOKEN", SECRET)
+            .envs(env.iter().copied())
             .output()
             .unwrap()
     }

@@ -204,7 +204,7 @@ fn hostile_proof(user: Option<u32>) {
 
 /// The text outside fenced code (where a mention or a marker would count): a fence closes only
 /// with a run of at least its backticks alone on a line.
-fn outside_fences(text: &str) -> String {
+pub(super) fn outside_fences(text: &str) -> String {
     let mut open: Option<usize> = None;
     let mut prose = String::new();
     for line in text.lines() {
