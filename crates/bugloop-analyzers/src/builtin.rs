@@ -62,6 +62,8 @@ pub struct BuiltIn {
     pub rule_set: &'static str,
     /// Arguments that print its version.
     pub version_args: &'static [&'static str],
+    /// Where it comes from, for a user who does not have it.
+    pub install: &'static str,
     pub(crate) format: Format,
     pub(crate) args: fn(Invocation<'_>) -> Vec<String>,
     pub(crate) judge: Judge,
@@ -320,6 +322,8 @@ fn go_vet_judge(_: &Hit) -> Option<(Weight, Category)> {
     Some((Weight::Warning, Category::Logic))
 }
 
+const SETUP: &str = "scripts/setup installs the pinned analyzers; bugloop doctor lists them";
+
 /// Every built-in analyzer, in the order they are listed.
 pub static BUILT_IN: &[BuiltIn] = &[
     BuiltIn {
@@ -329,6 +333,7 @@ pub static BUILT_IN: &[BuiltIn] = &[
         project: None,
         rule_set: "pyflakes (F), bugbear (B), bandit's security rules (S), pylint errors and warnings (PLE, PLW), syntax errors (E9); not F401, F403, F405, F541, S101, S311, S603, S607, B008, B905, PLW0602, PLW0603, PLW2901",
         version_args: &["--version"],
+        install: SETUP,
         format: Format::Sarif,
         args: ruff_args,
         judge: ruff_judge,
@@ -341,6 +346,7 @@ pub static BUILT_IN: &[BuiltIn] = &[
         project: None,
         rule_set: "every check at warning or error (not info or style)",
         version_args: &["--version"],
+        install: SETUP,
         format: Format::ShellcheckJson,
         args: shellcheck_args,
         judge: by_level,
@@ -358,6 +364,7 @@ pub static BUILT_IN: &[BuiltIn] = &[
         project: None,
         rule_set: "every offline audit (template injection, dangerous triggers, credential persistence, unpinned actions, ...)",
         version_args: &["--version"],
+        install: SETUP,
         format: Format::Sarif,
         args: zizmor_args,
         judge: zizmor_judge,
@@ -375,6 +382,7 @@ pub static BUILT_IN: &[BuiltIn] = &[
         project: None,
         rule_set: "errors and warnings, with its embedded shellcheck; not the rules on pinning versions and tags, layers and image size (DL3006-8, DL3013, DL3015, DL3016, DL3018, DL3028, DL3033, DL3037, DL3041, DL3042, DL3059)",
         version_args: &["--version"],
+        install: SETUP,
         format: Format::Sarif,
         args: hadolint_args,
         judge: hadolint_judge,
@@ -390,6 +398,7 @@ pub static BUILT_IN: &[BuiltIn] = &[
         project: None,
         rule_set: "the correctness, suspicious and security groups (errors and warnings)",
         version_args: &["--version"],
+        install: SETUP,
         format: Format::Sarif,
         args: biome_args,
         judge: biome_judge,
@@ -402,6 +411,7 @@ pub static BUILT_IN: &[BuiltIn] = &[
         project: Some("Cargo.toml"),
         rule_set: "compile errors, clippy's correctness and suspicious groups, unused_must_use",
         version_args: &["clippy", "--version"],
+        install: "it comes with the Rust toolchain: rustup component add clippy",
         format: Format::CargoJson,
         args: clippy_args,
         judge: clippy_judge,
@@ -414,6 +424,7 @@ pub static BUILT_IN: &[BuiltIn] = &[
         project: Some("go.mod"),
         rule_set: "every analyzer of go vet",
         version_args: &["version"],
+        install: "it comes with the Go toolchain",
         format: Format::GoVetJson,
         args: go_vet_args,
         judge: go_vet_judge,

@@ -63,7 +63,7 @@ pub async fn apply_fix(request: FixRequest<'_>) -> Result<(), String> {
     spec.env = crate::run::tool_env(tool.name);
     let mut settings = request.sandbox;
     let mut mounts = vec![config.path().to_path_buf()];
-    mounts.extend(installed.mount);
+    mounts.extend(installed.mounts);
     show_read_only(&mut settings, mounts);
     let output = bugloop_sandbox::run(&settings, &spec)
         .await

@@ -23,7 +23,7 @@ pub use builtin::{BUILT_IN, BuiltIn, built_in};
 pub use custom::{CustomAnalyzer, CustomError};
 pub use fix::{FixRequest, apply_fix, has_fix};
 pub use hit::{Candidate, Hit, Level};
-pub use locate::{Installed, Toolbox};
+pub use locate::{Installed, Toolbox, installed_versions};
 pub use run::{Analysis, AnalyzerRun, Request, RunStatus, analyze};
 pub use scope::ChangedLines;
 pub use suppression::suppressions_added;

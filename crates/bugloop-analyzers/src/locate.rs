@@ -7,9 +7,11 @@ use std::path::{Path, PathBuf};
 /// A program found on the host, and what the sandbox must be shown to run it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Installed {
+    /// As found (a toolchain's proxy keeps its name: rustup's `cargo` is a link to `rustup`).
     pub path: PathBuf,
-    /// Shown read-only in the sandbox (the program itself, or the analyzers directory).
-    pub mount: Option<PathBuf>,
+    /// Shown read-only in the sandbox (the analyzers directory, or the program and what its
+    /// link points to), when outside the system paths.
+    pub mounts: Vec<PathBuf>,
 }
 
 /// Where programs are looked up.
@@ -51,20 +53,27 @@ impl Toolbox {
             if is_executable(&candidate) {
                 return Some(Installed {
                     path: candidate,
-                    mount: Some(dir.clone()),
+                    mounts: vec![dir.clone()],
                 });
             }
         }
         for dir in &self.path {
             let candidate = dir.join(name);
             if is_executable(&candidate) {
-                let real = std::fs::canonicalize(&candidate).unwrap_or(candidate);
-                let system = bugloop_sandbox::SYSTEM_PATHS
-                    .iter()
-                    .any(|s| real.starts_with(s));
+                let real = std::fs::canonicalize(&candidate).unwrap_or_else(|_| candidate.clone());
+                let system = |p: &Path| {
+                    bugloop_sandbox::SYSTEM_PATHS
+                        .iter()
+                        .any(|s| p.starts_with(s))
+                };
+                let mut mounts: Vec<PathBuf> = [candidate.clone(), real]
+                    .into_iter()
+                    .filter(|p| !system(p))
+                    .collect();
+                mounts.dedup();
                 return Some(Installed {
-                    mount: (!system).then(|| real.clone()),
-                    path: real,
+                    path: candidate,
+                    mounts,
                 });
             }
         }
@@ -75,6 +84,54 @@ impl Toolbox {
 fn is_executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// Each built-in analyzer's program and version, or why it is not there (for `bugloop doctor`).
+pub fn installed_versions(toolbox: &Toolbox) -> Vec<(&'static str, Result<String, String>)> {
+    crate::BUILT_IN
+        .iter()
+        .map(|tool| {
+            let Some(installed) = toolbox.find(tool.program) else {
+                return (
+                    tool.name,
+                    Err(format!(
+                        "{} is not installed ({})",
+                        tool.program, tool.install
+                    )),
+                );
+            };
+            // Our own pinned binary or a system toolchain's, asked only for its version.
+            let output = std::process::Command::new(&installed.path)
+                .args(tool.version_args)
+                .env_clear()
+                .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+                .output();
+            let version = match output {
+                Ok(out) if out.status.success() => {
+                    let text = String::from_utf8_lossy(&out.stdout);
+                    // The first line that names a version (shellcheck's first is its title).
+                    let first = text
+                        .lines()
+                        .find(|l| l.chars().any(|c| c.is_ascii_digit()))
+                        .unwrap_or_default()
+                        .trim()
+                        .to_owned();
+                    Ok(format!("{first} ({})", installed.path.display()))
+                }
+                Ok(out) => Err(format!(
+                    "{} does not answer `{}`: {}",
+                    installed.path.display(),
+                    tool.version_args.join(" "),
+                    String::from_utf8_lossy(&out.stderr)
+                        .lines()
+                        .next()
+                        .unwrap_or_default()
+                )),
+                Err(error) => Err(format!("{}: {error}", installed.path.display())),
+            };
+            (tool.name, version)
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -102,9 +159,12 @@ mod tests {
             path: vec![path],
         };
         let ruff = toolbox.find("ruff").unwrap();
-        assert_eq!((ruff.path, ruff.mount), (ours.join("bin/ruff"), Some(ours)));
+        assert_eq!(
+            (ruff.path, ruff.mounts),
+            (ours.join("bin/ruff"), vec![ours])
+        );
         let shellcheck = toolbox.find("shellcheck").unwrap();
-        assert_eq!(shellcheck.mount, Some(shellcheck.path.clone()));
+        assert_eq!(shellcheck.mounts, vec![shellcheck.path.clone()]);
         assert_eq!(toolbox.find("zizmor"), None);
         assert_eq!(toolbox.find("hadolint"), None);
     }

@@ -266,12 +266,10 @@ fn plan_built_in(
     files: &[String],
     config_dir: &Path,
 ) -> Result<Plan, String> {
-    let installed = request.toolbox.find(tool.program).ok_or_else(|| {
-        format!(
-            "{} is not installed (scripts/setup installs the analyzers; bugloop doctor lists them)",
-            tool.program
-        )
-    })?;
+    let installed = request
+        .toolbox
+        .find(tool.program)
+        .ok_or_else(|| format!("{} is not installed ({})", tool.program, tool.install))?;
     let config = config_dir.display().to_string();
     let invocation = Invocation {
         files,
@@ -283,7 +281,7 @@ fn plan_built_in(
     );
     spec.env = tool_env(tool.name);
     let mut mounts = vec![config_dir.to_path_buf()];
-    mounts.extend(installed.mount);
+    mounts.extend(installed.mounts);
     Ok(Plan {
         spec,
         mounts,
@@ -354,7 +352,7 @@ fn plan_custom(
     let program = installed
         .as_ref()
         .map_or_else(|| program.clone(), |i| i.path.display().to_string());
-    let mut mounts: Vec<PathBuf> = installed.and_then(|i| i.mount).into_iter().collect();
+    let mut mounts: Vec<PathBuf> = installed.map(|i| i.mounts).unwrap_or_default();
     mounts.extend(request.base_dir.clone());
     Ok(Plan {
         spec: CommandSpec::new(program, args.to_vec()),

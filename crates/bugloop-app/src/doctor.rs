@@ -1,5 +1,6 @@
 //! What bugloop can do on this machine: sandbox confinement and its protections, git, the
-//! embedded model. Each check says whether what the configuration relies on is there.
+//! embedded model, the static analyzers. Each check says whether what the configuration relies
+//! on is there.
 
 use std::path::Path;
 
@@ -93,7 +94,27 @@ pub fn checks(config: &Config) -> Vec<Check> {
             },
         );
     }
+    checks.extend(analyzer_checks(config));
     checks
+}
+
+/// Each built-in analyzer with its version, or why it is missing: a missing one is said, not a
+/// failure (a review says it did not run and goes on).
+fn analyzer_checks(config: &Config) -> Vec<Check> {
+    if config.review.analyzers == bugloop_config::AnalyzerList::List(Vec::new()) {
+        return vec![Check::new(
+            CheckState::Info,
+            "analyzers",
+            "turned off (review.analyzers: [])",
+        )];
+    }
+    bugloop_analyzers::installed_versions(&bugloop_analyzers::Toolbox::from_env())
+        .into_iter()
+        .map(|(name, version)| match version {
+            Ok(version) => Check::new(CheckState::Ok, format!("analyzer {name}"), version),
+            Err(why) => Check::new(CheckState::Info, format!("analyzer {name}"), why),
+        })
+        .collect()
 }
 
 /// `sandbox.when_unconfined: warn` promises a warning when commands will run unconfined; the

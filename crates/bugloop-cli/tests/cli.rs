@@ -133,6 +133,33 @@ fn doctor_reports_and_fails_on_a_missing_model() {
             .any(|l| l.starts_with("FAIL    embedded model:") && l.contains("scripts/fetch-model")),
         "{stdout}"
     );
+    // Each analyzer with its version (the test set-up installs the pinned ones).
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("ok      analyzer ruff: ruff 0.17.5")),
+        "{stdout}"
+    );
+}
+
+/// Without the analyzers, `doctor` says where they come from; it does not fail for them.
+#[test]
+fn doctor_says_how_to_get_a_missing_analyzer() {
+    let repo = tempfile::tempdir().unwrap();
+    let empty = tempfile::tempdir().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_bugloop"))
+        .arg("doctor")
+        .env("BUGLOOP_ANALYZERS_DIR", empty.path())
+        .env("PATH", "/usr/bin:/bin")
+        .current_dir(repo.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.lines().any(|l| l
+            == "info    analyzer ruff: ruff is not installed (scripts/setup installs the pinned analyzers; bugloop doctor lists them)"),
+        "{stdout}"
+    );
 }
 
 /// On Ubuntu 24.04 (GitHub's ubuntu-latest) bwrap fails with "setting up uid map: Permission
