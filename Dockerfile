@@ -9,6 +9,12 @@ RUN apt-get update \
 WORKDIR /src
 COPY . .
 RUN cargo build --release --locked -p bugloop-cli --bin bugloop
+# The default static analyzers at their pinned versions, each checked against its SHA-256
+# (scripts/fetch-analyzers downloads them with pip and npm).
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends python3-pip npm \
+ && rm -rf /var/lib/apt/lists/* \
+ && BUGLOOP_ANALYZERS_DIR=/opt/bugloop/analyzers scripts/fetch-analyzers
 
 FROM debian:bookworm-slim
 # git: the workers' clones; bubblewrap: the sandbox every command of a job runs in (it needs
@@ -18,6 +24,8 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 RUN useradd --system --create-home --home-dir /var/lib/bugloop --shell /usr/sbin/nologin bugloop
 COPY --from=build /src/target/release/bugloop /usr/local/bin/bugloop
+COPY --from=build /opt/bugloop/analyzers /opt/bugloop/analyzers
+ENV BUGLOOP_ANALYZERS_DIR=/opt/bugloop/analyzers
 USER bugloop
 # The default SQLite queue and the workers' clones live here (a volume).
 ENV XDG_DATA_HOME=/var/lib/bugloop/data

@@ -13,6 +13,8 @@ use bugloop_github_sim::fixture::{
 };
 use serde_json::{Value, json};
 
+#[path = "action/analyzers.rs"]
+mod analyzers;
 #[path = "action/as_written.rs"]
 mod as_written;
 #[path = "action/prove.rs"]

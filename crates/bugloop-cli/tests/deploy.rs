@@ -165,6 +165,11 @@ fn the_dockerfile_builds_the_binary_and_runs_the_server_unprivileged() {
         dockerfile.contains("bubblewrap"),
         "the sandbox's program is installed"
     );
+    assert!(
+        dockerfile.contains("BUGLOOP_ANALYZERS_DIR=/opt/bugloop/analyzers scripts/fetch-analyzers")
+            && dockerfile.contains("ENV BUGLOOP_ANALYZERS_DIR=/opt/bugloop/analyzers"),
+        "the image carries the pinned analyzers"
+    );
     let rust_version = read("Cargo.toml")
         .lines()
         .find_map(|line| line.strip_prefix("rust-version = "))
