@@ -66,6 +66,9 @@ pub struct BuiltIn {
     pub install: &'static str,
     pub(crate) format: Format,
     pub(crate) args: fn(Invocation<'_>) -> Vec<String>,
+    /// The tool run alone, as a user would with its defaults: the yardstick `bench detect`
+    /// measures bugloop against.
+    pub(crate) alone: fn(Invocation<'_>) -> Vec<String>,
     pub(crate) judge: Judge,
     /// Its own fix for one rule on some files, when it has one.
     pub(crate) fix: Option<fn(&str, Invocation<'_>) -> Vec<String>>,
@@ -138,8 +141,26 @@ fn ruff_fix(rule: &str, i: Invocation<'_>) -> Vec<String> {
     with_files(args, i.files)
 }
 
+/// bugbear's rules about style or debugging comfort rather than wrong results: below the
+/// threshold.
+const BUGBEAR_MINOR: &[&str] = &["B007", "B009", "B010", "B019", "B027", "B028", "B904"];
+
+/// A test file (`tests/`, `test_*.py`, `*_test.py`, `conftest.py`), where the security rules
+/// flag what tests do on purpose (pickling their own objects, asserting, fixed passwords).
+fn is_test_file(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    path.split('/')
+        .any(|part| part == "tests" || part == "test")
+        || name.starts_with("test_")
+        || name.ends_with("_test.py")
+        || name == "conftest.py"
+}
+
 fn ruff_judge(hit: &Hit) -> Option<(Weight, Category)> {
     let rule = hit.rule.as_str();
+    if rule.starts_with('S') && is_test_file(&hit.file) {
+        return Some((Weight::Minor, Category::Security));
+    }
     Some(match rule {
         // SQL from strings, eval/exec, a shell with input, unsafe deserialization.
         "S608" | "S307" | "S102" | "S602" | "S605" | "S301" | "S506" => {
@@ -152,10 +173,31 @@ fn ruff_judge(hit: &Hit) -> Option<(Weight, Category)> {
             (Weight::Error, Category::Logic)
         }
         "F841" => (Weight::Minor, Category::Maintainability),
+        _ if BUGBEAR_MINOR.contains(&rule) => (Weight::Minor, Category::Maintainability),
         _ if rule.starts_with('B') || rule.starts_with('F') => (Weight::Warning, Category::Logic),
         _ if rule.starts_with("PLW") => (Weight::Minor, Category::Logic),
         _ => return None,
     })
+}
+
+/// Whether bugloop's ruff rule set counts `code` (a `# noqa` silencing only codes it does not
+/// count, such as an unused import re-exported on purpose, silences nothing bugloop would say).
+pub(crate) fn ruff_counts(code: &str) -> bool {
+    let ignored = RUFF_IGNORE.split(',').any(|i| i == code);
+    let selected = RUFF_SELECT
+        .split(',')
+        .any(|prefix| code.starts_with(prefix));
+    let hit = Hit {
+        rule: code.to_owned(),
+        level: Level::Error,
+        message: String::new(),
+        file: String::new(),
+        line: 1,
+        end_line: None,
+        url: None,
+        security: false,
+    };
+    selected && !ignored && ruff_judge(&hit).is_some_and(|(weight, _)| weight != Weight::Minor)
 }
 
 fn shellcheck_args(i: Invocation<'_>) -> Vec<String> {
@@ -324,6 +366,46 @@ fn go_vet_judge(_: &Hit) -> Option<(Weight, Category)> {
 
 const SETUP: &str = "scripts/setup installs the pinned analyzers; bugloop doctor lists them";
 
+fn ruff_alone(i: Invocation<'_>) -> Vec<String> {
+    let args = strings(&[
+        "check",
+        "--isolated",
+        "--no-cache",
+        "--exit-zero",
+        "--output-format",
+        "sarif",
+    ]);
+    with_files(args, i.files)
+}
+
+fn shellcheck_alone(i: Invocation<'_>) -> Vec<String> {
+    with_files(strings(&["--norc", "--format=json1"]), i.files)
+}
+
+fn hadolint_alone(i: Invocation<'_>) -> Vec<String> {
+    with_files(strings(&["--no-fail", "--format", "sarif"]), i.files)
+}
+
+fn biome_alone(i: Invocation<'_>) -> Vec<String> {
+    let args = strings(&[
+        "lint",
+        "--reporter=sarif",
+        "--max-diagnostics=none",
+        "--no-errors-on-unmatched",
+    ]);
+    with_files(args, i.files)
+}
+
+fn clippy_alone(_: Invocation<'_>) -> Vec<String> {
+    strings(&[
+        "clippy",
+        "--offline",
+        "--quiet",
+        "--all-targets",
+        "--message-format=json",
+    ])
+}
+
 /// Every built-in analyzer, in the order they are listed.
 pub static BUILT_IN: &[BuiltIn] = &[
     BuiltIn {
@@ -336,6 +418,7 @@ pub static BUILT_IN: &[BuiltIn] = &[
         install: SETUP,
         format: Format::Sarif,
         args: ruff_args,
+        alone: ruff_alone,
         judge: ruff_judge,
         fix: Some(ruff_fix),
     },
@@ -349,6 +432,7 @@ pub static BUILT_IN: &[BuiltIn] = &[
         install: SETUP,
         format: Format::ShellcheckJson,
         args: shellcheck_args,
+        alone: shellcheck_alone,
         judge: by_level,
         fix: None,
     },
@@ -367,6 +451,7 @@ pub static BUILT_IN: &[BuiltIn] = &[
         install: SETUP,
         format: Format::Sarif,
         args: zizmor_args,
+        alone: zizmor_args,
         judge: zizmor_judge,
         fix: None,
     },
@@ -385,6 +470,7 @@ pub static BUILT_IN: &[BuiltIn] = &[
         install: SETUP,
         format: Format::Sarif,
         args: hadolint_args,
+        alone: hadolint_alone,
         judge: hadolint_judge,
         fix: None,
     },
@@ -401,6 +487,7 @@ pub static BUILT_IN: &[BuiltIn] = &[
         install: SETUP,
         format: Format::Sarif,
         args: biome_args,
+        alone: biome_alone,
         judge: biome_judge,
         fix: Some(biome_fix),
     },
@@ -414,6 +501,7 @@ pub static BUILT_IN: &[BuiltIn] = &[
         install: "it comes with the Rust toolchain: rustup component add clippy",
         format: Format::CargoJson,
         args: clippy_args,
+        alone: clippy_alone,
         judge: clippy_judge,
         fix: Some(clippy_fix),
     },
@@ -427,6 +515,7 @@ pub static BUILT_IN: &[BuiltIn] = &[
         install: "it comes with the Go toolchain",
         format: Format::GoVetJson,
         args: go_vet_args,
+        alone: go_vet_args,
         judge: go_vet_judge,
         fix: None,
     },
@@ -491,6 +580,15 @@ mod tests {
             Some(Weight::Critical)
         );
         assert_eq!(ruff_judge(&hit("E501", Level::Error)), None);
+        assert_eq!(
+            ruff_judge(&hit("B028", Level::Error)).map(|j| j.0),
+            Some(Weight::Minor)
+        );
+        let mut in_a_test = hit("S301", Level::Error);
+        in_a_test.file = "tests/test_requests.py".into();
+        assert_eq!(ruff_judge(&in_a_test).map(|j| j.0), Some(Weight::Minor));
+        assert!(ruff_counts("S608") && ruff_counts("F821"));
+        assert!(!ruff_counts("F401") && !ruff_counts("E501") && !ruff_counts("B028"));
         assert_eq!(hadolint_judge(&hit("DL3008", Level::Warning)), None);
         assert_eq!(
             hadolint_judge(&hit("DL4006", Level::Warning)).map(|j| j.0),

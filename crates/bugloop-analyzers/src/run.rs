@@ -37,6 +37,9 @@ pub struct Request<'a> {
     /// A directory holding the base commit's versions of the configured analyzers' `config`
     /// paths (`{base}`), shown read-only.
     pub base_dir: Option<PathBuf>,
+    /// Run each built-in alone, as a user would with its defaults, every hit on the change's
+    /// lines kept and no suppression said: `bench detect`'s yardstick, never a review.
+    pub alone: bool,
 }
 
 /// What the analyzers found.
@@ -76,7 +79,11 @@ pub enum RunStatus {
 pub async fn analyze(request: Request<'_>) -> Analysis {
     let changed = ChangedLines::of(request.diff);
     let mut analysis = Analysis {
-        candidates: suppressions_added(request.diff),
+        candidates: if request.alone {
+            Vec::new()
+        } else {
+            suppressions_added(request.diff)
+        },
         runs: Vec::new(),
     };
     if changed.is_empty() {
@@ -275,10 +282,12 @@ fn plan_built_in(
         files,
         config_dir: &config,
     };
-    let mut spec = CommandSpec::new(
-        installed.path.display().to_string(),
-        (tool.args)(invocation),
-    );
+    let args = if request.alone {
+        (tool.alone)(invocation)
+    } else {
+        (tool.args)(invocation)
+    };
+    let mut spec = CommandSpec::new(installed.path.display().to_string(), args);
     spec.env = tool_env(tool.name);
     let mut mounts = vec![config_dir.to_path_buf()];
     mounts.extend(installed.mounts);
@@ -286,7 +295,7 @@ fn plan_built_in(
         spec,
         mounts,
         format: tool.format,
-        judge: tool.judge,
+        judge: if request.alone { every_hit } else { tool.judge },
         sarif_file: None,
     })
 }
@@ -361,6 +370,11 @@ fn plan_custom(
         judge: custom_judge,
         sarif_file,
     })
+}
+
+/// The yardstick's judge: every hit counts.
+fn every_hit(_: &Hit) -> Option<(Weight, Category)> {
+    Some((Weight::Warning, Category::Logic))
 }
 
 /// A configured SARIF tool's hits weigh by level: error 7, warning 6 (security-tagged rules

@@ -159,8 +159,23 @@ pub fn suppressions_added(diff: &Diff) -> Vec<Candidate> {
     found
 }
 
-/// What a line's suppression silences: the marker and the codes written after it.
+/// What a line's suppression silences: the marker and the codes written after it; nothing for
+/// a `# noqa` that silences only codes bugloop's ruff rule set does not count.
 fn suppression(text: &str) -> Option<(&'static Marker, String)> {
+    let (marker, codes) = suppression_marker(text)?;
+    let ruff_codes: Vec<&str> = codes
+        .split(|c: char| c == ',' || c.is_whitespace())
+        .filter(|c| !c.is_empty())
+        .collect();
+    let only_uncounted = marker.text == "# noqa"
+        && !ruff_codes.is_empty()
+        && ruff_codes
+            .iter()
+            .all(|code| !crate::builtin::ruff_counts(code));
+    (!only_uncounted).then_some((marker, codes))
+}
+
+fn suppression_marker(text: &str) -> Option<(&'static Marker, String)> {
     let (marker, at) = MARKERS
         .iter()
         .filter_map(|m| text.find(m.text).map(|at| (m, at)))
@@ -303,6 +318,20 @@ mod tests {
                 found[0].hit.message
             );
         }
+    }
+
+    #[test]
+    fn a_noqa_of_rules_bugloop_does_not_count_says_nothing() {
+        let diff = added(
+            "pkg/__init__.py",
+            &[
+                "from .api import get  # noqa: F401",
+                "x = 1  # noqa: E501, S608",
+            ],
+        );
+        let found = suppressions_added(&diff);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].hit.line, 2);
     }
 
     #[test]

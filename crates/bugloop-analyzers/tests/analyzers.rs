@@ -62,6 +62,7 @@ async fn run(
         sandbox: sandbox(workspace),
         toolbox,
         base_dir: None,
+        alone: false,
     })
     .await
 }
@@ -233,6 +234,7 @@ async fn a_tool_that_crashes_or_hangs_is_not_run() {
         sandbox: settings,
         toolbox,
         base_dir: None,
+        alone: false,
     })
     .await;
     match &analysis.runs[0].status {

@@ -3,6 +3,7 @@
 //! time on a synthetic change, the input tokens a review of a reference change sends, and what
 //! proving findings adds to a review.
 
+mod detect;
 mod models;
 mod prove;
 mod recorder;
@@ -10,6 +11,7 @@ mod review;
 mod session;
 mod tokens;
 
+pub use self::detect::{CaseResult, DetectBench, Tally, detect};
 pub use self::prove::{ProveBench, prove};
 pub use self::recorder::RequestTokens;
 pub use self::review::{ReviewBench, review};

@@ -7,7 +7,7 @@ use std::path::Path;
 use anyhow::Result;
 use bugloop_app::{ConfigChoice, Verdict};
 use bugloop_bench::{
-    self as bench, ModelBench, ProveBench, ReviewBench, TokensBench, TokensSource,
+    self as bench, DetectBench, ModelBench, ProveBench, ReviewBench, TokensBench, TokensSource,
 };
 
 use crate::{BenchCommand, Format, configuration, runtime};
@@ -84,6 +84,18 @@ pub fn run(
                 Format::Text => tokens_text(out, &figures)?,
             }
         }
+        BenchCommand::Detect {
+            corpus,
+            model,
+            format,
+        } => {
+            let config = configuration(cwd, choice)?.loaded.config;
+            let figures = runtime()?.block_on(bench::detect(&config, &cwd.join(corpus), &model))?;
+            match format {
+                Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&figures)?)?,
+                Format::Text => detect_text(out, &figures)?,
+            }
+        }
         BenchCommand::Prompt => {
             let (system, prompt) = bench::prompt_texts();
             writeln!(
@@ -94,6 +106,76 @@ pub fn run(
         }
     }
     Ok(Verdict::Done)
+}
+
+fn detect_text(out: &mut impl Write, b: &DetectBench) -> Result<()> {
+    writeln!(
+        out,
+        "{} cases reviewed with {} in {:.0} s",
+        b.cases, b.model, b.seconds
+    )?;
+    writeln!(
+        out,
+        "{:<11} {:>5} {:>5} {:>6} | {:>18} {:>9} {:>7} | {:>18} {:>9} {:>7}",
+        "language",
+        "bugs",
+        "model",
+        "clean",
+        "bugloop recall",
+        "precision",
+        "noisy",
+        "yardstick recall",
+        "precision",
+        "noisy"
+    )?;
+    let row = |out: &mut dyn Write, name: &str, ours: &bench::Tally, alone: &bench::Tally| {
+        writeln!(
+            out,
+            "{:<11} {:>5} {:>5} {:>6} | {:>4}/{:<3} {:>4.0}% {:>4.0}% {:>9.0}% {:>7} | {:>4}/{:<3} {:>4.0}% {:>4.0}% {:>9.0}% {:>7}",
+            name,
+            ours.analyzer_bugs,
+            ours.model_bugs,
+            ours.clean,
+            ours.analyzer_bugs_found + ours.model_bugs_found,
+            ours.analyzer_bugs + ours.model_bugs,
+            100.0 * ours.recall(),
+            100.0 * ours.analyzer_recall(),
+            100.0 * ours.precision(),
+            ours.clean_with_findings,
+            alone.analyzer_bugs_found + alone.model_bugs_found,
+            alone.analyzer_bugs + alone.model_bugs,
+            100.0 * alone.recall(),
+            100.0 * alone.analyzer_recall(),
+            100.0 * alone.precision(),
+            alone.clean_with_findings,
+        )
+    };
+    for (language, (ours, alone)) in &b.by_language {
+        row(out, language, ours, alone)?;
+    }
+    row(out, "all", &b.bugloop, &b.yardstick)?;
+    writeln!(
+        out,
+        "(recall: found/planted, all bugs then analyzer-detectable ones; noisy: clean changes with a finding)"
+    )?;
+    for result in b.results.iter().filter(|r| {
+        r.bugloop.analyzer_bugs_found + r.bugloop.model_bugs_found
+            < r.bugloop.analyzer_bugs + r.bugloop.model_bugs
+            || r.bugloop.clean_with_findings > 0
+            || r.bugloop.true_findings < r.bugloop.findings
+    }) {
+        writeln!(
+            out,
+            "  {}: {}",
+            result.name,
+            if result.findings.is_empty() {
+                "no finding".to_owned()
+            } else {
+                result.findings.join(", ")
+            }
+        )?;
+    }
+    Ok(())
 }
 
 fn model_text(out: &mut impl Write, b: &ModelBench) -> Result<()> {

@@ -210,6 +210,19 @@ pub(crate) enum BenchCommand {
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
+    /// Does bugloop find bugs? Reviews every change of a corpus (planted bugs the analyzers
+    /// catch, bugs only a reviewer catches, clean changes) and prints recall and precision per
+    /// language and overall, beside each analyzer run alone on the changed files (run in
+    /// bugloop's checkout).
+    Detect {
+        /// The corpus: a directory of cases (`*.yaml`).
+        #[arg(long, default_value = "crates/bugloop-bench/bench/detect")]
+        corpus: PathBuf,
+        #[arg(long, default_value = "local:smollm2")]
+        model: String,
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -19,6 +19,9 @@ type Step = Box<dyn FnOnce(&ChatRequest) -> Result<ChatResponse, LlmError> + Sen
 pub struct ScriptedProvider {
     label: String,
     capabilities: Capabilities,
+    /// How long each answer takes, as a hosted model's would (`latency_ms` on a script's first
+    /// line): for measuring what a user waits for, never in tests' assertions.
+    latency: std::time::Duration,
     /// Each answer with the text its request's system prompt must contain, if any.
     script: Mutex<VecDeque<(Option<Needle>, Step)>>,
     requests: Mutex<Vec<ChatRequest>>,
@@ -95,6 +98,8 @@ struct ScriptCapabilities {
     tools: bool,
     #[serde(default)]
     json_schema: bool,
+    #[serde(default)]
+    latency_ms: u64,
 }
 
 fn yes() -> bool {
@@ -113,7 +118,7 @@ impl ScriptedProvider {
     /// order: `{"text": "..."}` or `{"tool_calls": [{"name": ..., "arguments": {...}}]}`, either
     /// with an optional `"when": "<text>"` that only a request whose system prompt contains the
     /// text takes (or `"when_task"`: whose first user message does); an optional first line `{"capabilities": {"tools": false, "json_schema":
-    /// true}}`. For reproducible runs of the whole program without a model.
+    /// true, "latency_ms": 3000}}` (`latency_ms`: each answer comes that long after its request). For reproducible runs of the whole program without a model.
     pub fn from_file(path: &std::path::Path) -> Result<Self, LlmError> {
         let error =
             |message: String| LlmError::Config(format!("script {}: {message}", path.display()));
@@ -143,6 +148,7 @@ impl ScriptedProvider {
                 } if index == 0 => {
                     provider.capabilities.tools = c.tools;
                     provider.capabilities.json_schema = c.json_schema;
+                    provider.latency = std::time::Duration::from_millis(c.latency_ms);
                 }
                 ScriptLine {
                     capabilities: None,
@@ -188,6 +194,7 @@ impl ScriptedProvider {
             },
             script: Mutex::new(VecDeque::new()),
             requests: Mutex::new(Vec::new()),
+            latency: std::time::Duration::ZERO,
         };
         for reply in replies {
             provider.push(reply);
@@ -288,6 +295,9 @@ impl Provider for ScriptedProvider {
                 "the scripted model has no more answers".into(),
             ));
         };
+        if !self.latency.is_zero() {
+            tokio::time::sleep(self.latency).await;
+        }
         let response = step(request)?;
         if request.stream
             && let Some(sink) = sink

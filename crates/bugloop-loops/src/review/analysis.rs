@@ -67,6 +67,7 @@ pub(super) async fn analyze(env: &LoopEnv<'_>, request: &ReviewRequest, brief: &
         sandbox,
         toolbox: Toolbox::from_env(),
         base_dir: base_dir.as_ref().map(|d| d.path().to_path_buf()),
+        alone: false,
     })
     .await;
     refused.extend(analysis.runs);
