@@ -259,9 +259,11 @@ fn zizmor_judge(hit: &Hit) -> Option<(Weight, Category)> {
     })
 }
 
-/// biome: its `correctness`, `suspicious` and `security` groups, whatever the repository's
-/// `biome.json` says (bugloop's own configuration file, and `--only`).
-const BIOME_GROUPS: &[&str] = &["--only=correctness", "--only=suspicious", "--only=security"];
+/// biome: the recommended rules of its `correctness`, `suspicious` and `security` groups,
+/// whatever the repository's `biome.json` says (bugloop's own configuration file). Not `--only`
+/// of a group: that also turns on the group's rules biome does not recommend, such as
+/// `noNodejsModules` and `noUnusedFunctionParameters`, which flag correct code.
+const BIOME_GROUPS: &[&str] = &["lint/correctness/", "lint/suspicious/", "lint/security/"];
 
 fn biome_args(i: Invocation<'_>) -> Vec<String> {
     let mut args = strings(&[
@@ -271,7 +273,6 @@ fn biome_args(i: Invocation<'_>) -> Vec<String> {
         "--no-errors-on-unmatched",
     ]);
     args.push(format!("--config-path={}", i.config_dir));
-    args.extend(strings(BIOME_GROUPS));
     with_files(args, i.files)
 }
 
@@ -284,6 +285,9 @@ fn biome_fix(rule: &str, i: Invocation<'_>) -> Vec<String> {
 }
 
 fn biome_judge(hit: &Hit) -> Option<(Weight, Category)> {
+    if !BIOME_GROUPS.iter().any(|group| hit.rule.starts_with(group)) {
+        return None;
+    }
     let category = if hit.rule.starts_with("lint/security/") {
         Category::Security
     } else {
@@ -482,7 +486,7 @@ pub static BUILT_IN: &[BuiltIn] = &[
             "**/*.cts",
         ],
         project: None,
-        rule_set: "the correctness, suspicious and security groups (errors and warnings)",
+        rule_set: "the recommended rules of the correctness, suspicious and security groups (errors and warnings)",
         version_args: &["--version"],
         install: SETUP,
         format: Format::Sarif,
@@ -618,5 +622,6 @@ mod tests {
         assert!(zizmor_args(i).contains(&"--no-config".to_owned()));
         assert!(hadolint_args(i).contains(&"/cfg/hadolint.yaml".to_owned()));
         assert!(biome_args(i).contains(&"--config-path=/cfg".to_owned()));
+        assert_eq!(biome_judge(&hit("lint/style/useConst", Level::Error)), None);
     }
 }

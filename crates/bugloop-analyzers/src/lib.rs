@@ -1,9 +1,9 @@
 //! Static analyzers as a source of findings: well-kept tools (ruff, shellcheck, zizmor,
-//! hadolint, biome, clippy, go vet, gitleaks-style secrets rules, and any tool that writes SARIF)
+//! hadolint, biome, clippy, go vet, and any tool that writes SARIF)
 //! run in bugloop's sandbox on the code at head, with bugloop's own rule sets (never the
 //! branch's configuration), and their hits on the lines the change adds become candidate
-//! findings. A suppression comment the change adds (`# noqa`, `eslint-disable`, ...) is a
-//! candidate of its own.
+//! findings. A suppression comment the change adds (`# noqa`, `eslint-disable`, ...) and a key
+//! committed in a documented format (`secrets`) are candidates of bugloop's own.
 //!
 //! What a tool prints is data: it is read through the tool's own structured output (SARIF or its
 //! JSON), never followed, and every text of it is neutralised where it is shown.
@@ -17,6 +17,7 @@ mod locate;
 mod run;
 mod sarif;
 mod scope;
+mod secrets;
 mod suppression;
 
 pub use builtin::{BUILT_IN, BuiltIn, built_in};
@@ -26,6 +27,7 @@ pub use hit::{Candidate, Hit, Level};
 pub use locate::{Installed, Toolbox, installed_versions};
 pub use run::{Analysis, AnalyzerRun, Request, RunStatus, analyze};
 pub use scope::ChangedLines;
+pub use secrets::{secret_rules, secrets_added};
 pub use suppression::suppressions_added;
 
 /// One analyzer a configuration names (`review.analyzers`): a built-in or a SARIF tool.

@@ -82,7 +82,9 @@ pub async fn analyze(request: Request<'_>) -> Analysis {
         candidates: if request.alone {
             Vec::new()
         } else {
-            suppressions_added(request.diff)
+            let mut own = suppressions_added(request.diff);
+            own.extend(crate::secrets_added(request.diff));
+            own
         },
         runs: Vec::new(),
     };

@@ -28,12 +28,19 @@ fn planted(config: &str) -> TestRepo {
     repo.branch("change");
     repo.write("app.py", HEAD_APP);
     repo.write(
+        "deploy.sh",
+        &format!("#!/bin/sh\nexport GITHUB_TOKEN={TOKEN}\n"),
+    );
+    repo.write(
         "pyproject.toml",
         "[project]\nname = \"app\"\n\n[tool.ruff]\nexclude = [\"app.py\"]\n\n[tool.ruff.lint]\nignore = [\"S608\", \"F632\"]\n",
     );
     repo.commit("find users");
     repo
 }
+
+/// A GitHub token in its documented format, committed by the change.
+const TOKEN: &str = "ghp_a1B2c3D4e5a1B2c3D4e5a1B2c3D4e5a1B2c3";
 
 const PUBLISH: &str = "review:\n  analyzer_findings: publish\nfix:\n  verify_commands: [\"python3 -m py_compile app.py\"]\n";
 
@@ -95,6 +102,17 @@ fn the_analyzers_hits_on_the_change_are_published_with_their_rule_and_page() {
             .iter()
             .all(|f| f["line"] != 5),
         "{report:#}"
+    );
+    // The committed token is a finding that never repeats it.
+    let key = finding(&report, "github-token").unwrap_or_else(|| panic!("{report:#}"));
+    assert_eq!(
+        (key["file"].as_str(), key["line"].as_u64()),
+        (Some("deploy.sh"), Some(2))
+    );
+    assert_eq!(key["score"], 8);
+    assert!(
+        !report.to_string().contains(TOKEN),
+        "the report repeats the key: {report:#}"
     );
     let runs = &report["analysis"]["runs"];
     assert_eq!(runs[0]["name"], "ruff", "{report:#}");
