@@ -7,7 +7,7 @@ use std::path::Path;
 use bugloop_sandbox::{CommandSpec, ExitState, SandboxSettings};
 
 use crate::built_in;
-use crate::builtin::{Invocation, config_files};
+use crate::builtin::Invocation;
 use crate::locate::Toolbox;
 use crate::run::show_read_only;
 
@@ -43,14 +43,7 @@ pub async fn apply_fix(request: FixRequest<'_>) -> Result<(), String> {
         .toolbox
         .find(tool.program)
         .ok_or_else(|| format!("{} is not installed", tool.program))?;
-    let config = tempfile::Builder::new()
-        .prefix("bugloop-analyzers-")
-        .tempdir()
-        .map_err(|e| format!("cannot write the analyzers' configuration: {e}"))?;
-    for (name, content) in config_files() {
-        std::fs::write(config.path().join(name), content)
-            .map_err(|e| format!("cannot write the analyzers' configuration: {e}"))?;
-    }
+    let config = crate::run::write_config_dir()?;
     let config_dir = config.path().display().to_string();
     let args = fix(
         request.rule,

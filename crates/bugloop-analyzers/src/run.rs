@@ -186,7 +186,7 @@ fn regular_file(root: &Path, relative: &str) -> Option<PathBuf> {
 }
 
 /// bugloop's configuration files for the tools, in a directory of their own.
-fn write_config_dir() -> Result<tempfile::TempDir, String> {
+pub(crate) fn write_config_dir() -> Result<tempfile::TempDir, String> {
     let dir = tempfile::Builder::new()
         .prefix("bugloop-analyzers-")
         .tempdir()

@@ -49,6 +49,16 @@ impl ChangedLines {
     }
 }
 
+/// A diff that adds `lines` as a new file `path` (for tests of the checks of added lines).
+#[cfg(test)]
+pub(crate) fn adding(path: &str, lines: &[&str]) -> Diff {
+    let body: String = lines.iter().map(|l| format!("+{l}\n")).collect();
+    bugloop_diff::parse(format!(
+        "diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n+++ b/{path}\n@@ -0,0 +1,{} @@\n{body}",
+        lines.len()
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

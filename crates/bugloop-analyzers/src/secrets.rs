@@ -203,13 +203,7 @@ fn candidate(
 mod tests {
     use super::*;
 
-    fn added(path: &str, lines: &[&str]) -> Diff {
-        let body: String = lines.iter().map(|l| format!("+{l}\n")).collect();
-        bugloop_diff::parse(format!(
-            "diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n+++ b/{path}\n@@ -0,0 +1,{} @@\n{body}",
-            lines.len()
-        ))
-    }
+    use crate::scope::adding as added;
 
     #[test]
     fn every_format_compiles() {

@@ -264,13 +264,7 @@ pub(crate) fn fold_into_hits(candidates: &mut Vec<Candidate>) {
 mod tests {
     use super::*;
 
-    fn added(path: &str, lines: &[&str]) -> Diff {
-        let body: String = lines.iter().map(|l| format!("+{l}\n")).collect();
-        bugloop_diff::parse(format!(
-            "diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n+++ b/{path}\n@@ -0,0 +1,{} @@\n{body}",
-            lines.len()
-        ))
-    }
+    use crate::scope::adding as added;
 
     #[test]
     fn each_kind_of_suppression_is_named_with_what_it_silences() {

@@ -388,7 +388,7 @@ fn hostile_crate(root: &Path, marker: &Path, port: u16) -> std::path::PathBuf {
 }
 
 fn hostile_build_script(user: Option<u32>) {
-    use super::hostile::{Runner, SECRET, chown_all, repository_state};
+    use super::hostile::{Runner, assert_nothing_escaped, binary_for, chown_all, repository_state};
     let who = user.map_or("the test's user".to_owned(), |u| format!("uid {u}"));
     let root = tempfile::Builder::new()
         .prefix("bugloop-hostile-clippy")
@@ -405,14 +405,7 @@ fn hostile_build_script(user: Option<u32>) {
     let scripts = root.path().join("scripts");
     std::fs::create_dir_all(&scripts).unwrap();
     let model = script(&scripts, &[]);
-    let binary = match user {
-        Some(_) => {
-            let copy = root.path().join("bugloop");
-            std::fs::copy(env!("CARGO_BIN_EXE_bugloop"), &copy).unwrap();
-            copy
-        }
-        None => std::path::PathBuf::from(env!("CARGO_BIN_EXE_bugloop")),
-    };
+    let binary = binary_for(root.path(), user);
     if let Some(uid) = user {
         chown_all(root.path(), uid);
     }
@@ -444,20 +437,7 @@ fn hostile_build_script(user: Option<u32>) {
     ] {
         assert!(!reason.contains(escaped), "{who}: {escaped}: {reason}");
     }
-    assert!(
-        listener.accept().is_err(),
-        "{who}: the build script reached the host's network"
-    );
-    assert!(
-        !marker.exists(),
-        "{who}: something ran on the host: {shown}"
-    );
-    assert_eq!(
-        repository_state(&repo),
-        before,
-        "{who}: the user's git directory changed"
-    );
-    assert!(!shown.contains(SECRET), "{who}: {shown}");
+    assert_nothing_escaped(&who, &listener, &marker, (&repo, &before), &shown);
     assert_eq!(
         report["complete"], true,
         "{who}: the review goes on: {report:#}"

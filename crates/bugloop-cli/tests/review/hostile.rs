@@ -158,6 +158,43 @@ impl Runner {
     }
 }
 
+/// The binary a run as `user` starts: for another user, a copy in `root` it can read.
+pub(super) fn binary_for(root: &Path, user: Option<u32>) -> PathBuf {
+    match user {
+        Some(_) => {
+            let copy = root.join("bugloop");
+            std::fs::copy(env!("CARGO_BIN_EXE_bugloop"), &copy).unwrap();
+            copy
+        }
+        None => PathBuf::from(env!("CARGO_BIN_EXE_bugloop")),
+    }
+}
+
+/// What no attack may have done on the host: reach its network (`listener`), run something
+/// there (`marker`), change the user's git directory, or show a secret (`shown`).
+pub(super) fn assert_nothing_escaped(
+    who: &str,
+    listener: &std::net::TcpListener,
+    marker: &Path,
+    (repo, before): (&Path, &str),
+    shown: &str,
+) {
+    assert!(
+        listener.accept().is_err(),
+        "{who}: the attack reached the host's network"
+    );
+    assert!(
+        !marker.exists(),
+        "{who}: something ran on the host: {shown}"
+    );
+    assert_eq!(
+        repository_state(repo),
+        before,
+        "{who}: the user's git directory changed"
+    );
+    assert!(!shown.contains(SECRET), "{who}: {shown}");
+}
+
 pub(super) fn chown_all(path: &Path, uid: u32) {
     let status = Command::new("chown")
         .args(["-R", &format!("{uid}:{uid}")])
@@ -177,14 +214,7 @@ fn hostile_branch(user: Option<u32>) {
     let repo = hostile_repository(root.path(), &marker);
     let home = root.path().join("home");
     std::fs::create_dir_all(&home).unwrap();
-    let binary = match user {
-        Some(_) => {
-            let copy = root.path().join("bugloop");
-            std::fs::copy(env!("CARGO_BIN_EXE_bugloop"), &copy).unwrap();
-            copy
-        }
-        None => PathBuf::from(env!("CARGO_BIN_EXE_bugloop")),
-    };
+    let binary = binary_for(root.path(), user);
     let scripts = root.path().join("scripts");
     std::fs::create_dir_all(&scripts).unwrap();
     let review_model = script(&scripts, &[off_by_one()]);

@@ -10,7 +10,10 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use super::hostile::{Runner, SECRET, attack, chown_all, is_root, repository_state};
+use super::hostile::{
+    Runner, SECRET, assert_nothing_escaped, attack, binary_for, chown_all, is_root,
+    repository_state,
+};
 use super::prove::{BASE, finding, script_of};
 use super::{git, stderr, stdout, walk};
 
@@ -87,14 +90,7 @@ fn hostile_proof(user: Option<u32>) {
     let port = listener.local_addr().unwrap().port();
     let home = root.path().join("home");
     std::fs::create_dir_all(&home).unwrap();
-    let binary = match user {
-        Some(_) => {
-            let copy = root.path().join("bugloop");
-            std::fs::copy(env!("CARGO_BIN_EXE_bugloop"), &copy).unwrap();
-            copy
-        }
-        None => PathBuf::from(env!("CARGO_BIN_EXE_bugloop")),
-    };
+    let binary = binary_for(root.path(), user);
     let scripts = root.path().join("scripts");
     std::fs::create_dir_all(&scripts).unwrap();
     let test = hostile_test(&repo.join(".git"), &marker, port);
@@ -143,20 +139,7 @@ fn hostile_proof(user: Option<u32>) {
         .take(2)
         .collect();
     assert_eq!(counts, ["0", "0"], "{who}: {output}");
-    assert!(
-        listener.accept().is_err(),
-        "{who}: the test reached the host's network"
-    );
-    assert!(
-        !marker.exists(),
-        "{who}: something ran on the host: {shown}"
-    );
-    assert_eq!(
-        repository_state(&repo),
-        before,
-        "{who}: the user's git directory changed"
-    );
-    assert!(!shown.contains(SECRET), "{who}: {shown}");
+    assert_nothing_escaped(&who, &listener, &marker, (&repo, &before), &shown);
     // The comment carries the output as inert text: no marker, no mention, no broken fence.
     let id = report["findings"][0]["id"].as_str().unwrap();
     let comment = runner.run(&repo, &["findings", "show", id]);
