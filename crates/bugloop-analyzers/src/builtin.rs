@@ -145,13 +145,17 @@ fn ruff_fix(rule: &str, i: Invocation<'_>) -> Vec<String> {
 /// threshold.
 const BUGBEAR_MINOR: &[&str] = &["B007", "B009", "B010", "B019", "B027", "B028", "B904"];
 
-/// A test file (`tests/`, `test_*.py`, `*_test.py`, `conftest.py`), where the security rules
-/// flag what tests do on purpose (pickling their own objects, asserting, fixed passwords).
-fn is_test_file(path: &str) -> bool {
+/// A test file (under `tests/`, `test/`, `testdata/`, `fixtures/`, `__tests__/`; `test_*.py`,
+/// `*_test.py`, `conftest.py`), where the security rules flag what tests do on purpose
+/// (pickling their own objects, fixed passwords, a throwaway certificate's key).
+pub(crate) fn is_test_file(path: &str) -> bool {
     let name = path.rsplit('/').next().unwrap_or(path);
-    path.split('/')
-        .any(|part| part == "tests" || part == "test")
-        || name.starts_with("test_")
+    path.split('/').any(|part| {
+        matches!(
+            part,
+            "tests" | "test" | "testdata" | "fixtures" | "__tests__"
+        )
+    }) || name.starts_with("test_")
         || name.ends_with("_test.py")
         || name == "conftest.py"
 }
