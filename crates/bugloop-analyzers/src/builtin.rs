@@ -64,6 +64,10 @@ pub struct BuiltIn {
     pub version_args: &'static [&'static str],
     /// Where it comes from, for a user who does not have it.
     pub install: &'static str,
+    /// Files at the root that decide how the tool runs and that bugloop cannot set aside (cargo
+    /// reads `.cargo/config.toml`: aliases, rustflags such as `--cap-lints=allow`): when the
+    /// change edits one, the tool does not run under configuration the change wrote.
+    pub unsafe_config: &'static [&'static str],
     pub(crate) format: Format,
     pub(crate) args: fn(Invocation<'_>) -> Vec<String>,
     /// The tool run alone, as a user would with its defaults: the yardstick `bench detect`
@@ -329,23 +333,6 @@ fn clippy_args(_: Invocation<'_>) -> Vec<String> {
     args
 }
 
-fn clippy_fix(rule: &str, _: Invocation<'_>) -> Vec<String> {
-    let mut args = strings(&[
-        "clippy",
-        "--offline",
-        "--quiet",
-        "--fix",
-        "--allow-dirty",
-        "--allow-no-vcs",
-        "--",
-        "-A",
-        "clippy::all",
-        "-W",
-    ]);
-    args.push(rule.to_owned());
-    args
-}
-
 fn clippy_judge(hit: &Hit) -> Option<(Weight, Category)> {
     let rule = hit.rule.as_str();
     let compile_error = rule.len() == 5
@@ -424,6 +411,7 @@ pub static BUILT_IN: &[BuiltIn] = &[
         rule_set: "pyflakes (F), bugbear (B), bandit's security rules (S), pylint errors and warnings (PLE, PLW), syntax errors (E9); not F401, F403, F405, F541, S101, S311, S603, S607, B008, B905, PLW0602, PLW0603, PLW2901",
         version_args: &["--version"],
         install: SETUP,
+        unsafe_config: &[],
         format: Format::Sarif,
         args: ruff_args,
         alone: ruff_alone,
@@ -438,6 +426,7 @@ pub static BUILT_IN: &[BuiltIn] = &[
         rule_set: "every check at warning or error (not info or style)",
         version_args: &["--version"],
         install: SETUP,
+        unsafe_config: &[],
         format: Format::ShellcheckJson,
         args: shellcheck_args,
         alone: shellcheck_alone,
@@ -457,6 +446,7 @@ pub static BUILT_IN: &[BuiltIn] = &[
         rule_set: "every offline audit (template injection, dangerous triggers, credential persistence, unpinned actions, ...)",
         version_args: &["--version"],
         install: SETUP,
+        unsafe_config: &[],
         format: Format::Sarif,
         args: zizmor_args,
         alone: zizmor_args,
@@ -476,6 +466,7 @@ pub static BUILT_IN: &[BuiltIn] = &[
         rule_set: "errors and warnings, with its embedded shellcheck; not the rules on pinning versions and tags, layers and image size (DL3006-8, DL3013, DL3015, DL3016, DL3018, DL3028, DL3033, DL3037, DL3041, DL3042, DL3059)",
         version_args: &["--version"],
         install: SETUP,
+        unsafe_config: &[],
         format: Format::Sarif,
         args: hadolint_args,
         alone: hadolint_alone,
@@ -493,6 +484,7 @@ pub static BUILT_IN: &[BuiltIn] = &[
         rule_set: "the recommended rules of the correctness, suspicious and security groups (errors and warnings)",
         version_args: &["--version"],
         install: SETUP,
+        unsafe_config: &[],
         format: Format::Sarif,
         args: biome_args,
         alone: biome_alone,
@@ -507,11 +499,19 @@ pub static BUILT_IN: &[BuiltIn] = &[
         rule_set: "compile errors, clippy's correctness and suspicious groups, unused_must_use",
         version_args: &["clippy", "--version"],
         install: "it comes with the Rust toolchain: rustup component add clippy",
+        unsafe_config: &[
+            ".cargo/config",
+            ".cargo/config.toml",
+            "rust-toolchain",
+            "rust-toolchain.toml",
+        ],
         format: Format::CargoJson,
         args: clippy_args,
         alone: clippy_alone,
         judge: clippy_judge,
-        fix: Some(clippy_fix),
+        // No fix of clippy's: `cargo clippy --fix` compiles the crate with write access to the
+        // tree, so a branch's build script could write anything into the fix's commit.
+        fix: None,
     },
     BuiltIn {
         name: "go-vet",
@@ -521,6 +521,7 @@ pub static BUILT_IN: &[BuiltIn] = &[
         rule_set: "every analyzer of go vet",
         version_args: &["version"],
         install: "it comes with the Go toolchain",
+        unsafe_config: &["go.work"],
         format: Format::GoVetJson,
         args: go_vet_args,
         alone: go_vet_args,

@@ -79,3 +79,38 @@ pub async fn apply_fix(request: FixRequest<'_>) -> Result<(), String> {
         }
     }
 }
+
+/// Whether the tool, run again with bugloop's rule set on the fix's file, still reports the rule
+/// within three lines of `line` (a fix that does not remove the hit does not count).
+pub async fn still_reports(request: FixRequest<'_>, line: u32) -> Result<bool, String> {
+    let tool = built_in(request.tool)
+        .ok_or_else(|| format!("{} is no built-in analyzer", request.tool))?;
+    let installed = request
+        .toolbox
+        .find(tool.program)
+        .ok_or_else(|| format!("{} is not installed", tool.program))?;
+    let config = crate::run::write_config_dir()?;
+    let config_dir = config.path().display().to_string();
+    let args = (tool.args)(Invocation {
+        files: &request.files,
+        config_dir: &config_dir,
+    });
+    let mut spec = CommandSpec::new(installed.path.display().to_string(), args);
+    spec.env = crate::run::tool_env(tool.name);
+    let mut settings = request.sandbox;
+    settings.policy = bugloop_sandbox::Policy::ReadOnly;
+    let mut mounts = vec![config.path().to_path_buf()];
+    mounts.extend(installed.mounts);
+    show_read_only(&mut settings, mounts);
+    let output = bugloop_sandbox::run(&settings, &spec)
+        .await
+        .map_err(|e| e.to_string())?;
+    let hits = tool
+        .format
+        .read(&output.stdout, &output.stderr, request.workspace)?;
+    Ok(hits.iter().any(|hit| {
+        hit.rule == request.rule
+            && request.files.contains(&hit.file)
+            && hit.line.abs_diff(line) <= 3
+    }))
+}

@@ -149,8 +149,25 @@ fn cargo(stdout: &[u8], root: &Path) -> Result<Vec<Hit>, String> {
     Ok(hits)
 }
 
+/// A lint or error code as rustc and clippy write them (`clippy::eq_op`, `E0308`,
+/// `unused_must_use`): a proc macro can print any diagnostic, and its code is shown.
+fn plausible_code(code: &str) -> bool {
+    let name = code.strip_prefix("clippy::").unwrap_or(code);
+    !name.is_empty()
+        && name.len() <= 80
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        || (code.len() == 5
+            && code.starts_with('E')
+            && code[1..].chars().all(|c| c.is_ascii_digit()))
+}
+
 fn cargo_hit(diagnostic: Diagnostic, root: &Path) -> Option<Hit> {
     let code = diagnostic.code?.code;
+    if !plausible_code(&code) {
+        return None;
+    }
     let span = diagnostic.spans.iter().find(|s| s.is_primary)?;
     let level = match diagnostic.level.as_str() {
         "error" => Level::Error,

@@ -78,14 +78,17 @@ impl Candidate {
     /// message (quoted as data, neutralised), the rule and its page.
     pub fn to_finding(&self) -> Finding {
         // One line, no live mention, no comment opener, no fence: a tool's message is data.
-        let message = quiet(&self.hit.message).replace("``", "''");
+        let message = quiet(&crate::secrets::mask_keys(&self.hit.message)).replace("``", "''");
         let mut title: String = message.chars().take(MAX_TITLE_CHARS).collect();
         if title.len() < message.len() {
             title.push('…');
         }
-        let rule = match &self.hit.url {
-            Some(url) => format!("[{}]({url})", self.hit.rule),
-            None => format!("`{}`", self.hit.rule),
+        // The rule id and its page are the tool's words too: one line, inert, a link only to a
+        // plain https URL.
+        let rule_id = quiet(&self.hit.rule).replace(['`', '[', ']'], "'");
+        let rule = match self.hit.url.as_deref().filter(|u| plain_https(u)) {
+            Some(url) => format!("[`{rule_id}`]({url})"),
+            None => format!("`{rule_id}`"),
         };
         Finding {
             id: self.id(),
@@ -113,10 +116,20 @@ impl Candidate {
         FindingSource {
             tool: self.tool.clone(),
             rule: self.hit.rule.clone(),
-            url: self.hit.url.clone(),
+            url: self.hit.url.clone().filter(|u| plain_https(u)),
             model: false,
         }
     }
+}
+
+/// A plain https URL: one token of URL characters, nothing that could end a link, open a fence,
+/// mention anyone or start a new line.
+pub fn plain_https(url: &str) -> bool {
+    url.starts_with("https://")
+        && url.len() <= 300
+        && url
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-._~:/?#!$&*+,;=%".contains(c))
 }
 
 #[cfg(test)]
@@ -154,13 +167,43 @@ mod tests {
         assert!(
             finding
                 .description
-                .contains("[S608](https://docs.astral.sh/ruff/rules/hardcoded-sql-expression)")
+                .contains("[`S608`](https://docs.astral.sh/ruff/rules/hardcoded-sql-expression)")
         );
         let source = finding.source.unwrap();
         assert_eq!(
             (source.tool.as_str(), source.rule.as_str()),
             ("ruff", "S608")
         );
+    }
+
+    #[test]
+    fn a_tools_rule_and_page_are_data_too() {
+        let mut hostile = candidate("m");
+        hostile.hit.rule =
+            "x` @octocat [pwn](https://evil.example)\n```suggestion\nevil()\n```".into();
+        hostile.hit.url = Some("https://x/\n```suggestion".into());
+        let finding = hostile.to_finding();
+        assert!(
+            !finding.description.contains('\n'),
+            "{}",
+            finding.description
+        );
+        assert!(
+            !finding.description.contains("```"),
+            "{}",
+            finding.description
+        );
+        assert!(
+            !finding.description.contains("@octocat"),
+            "{}",
+            finding.description
+        );
+        assert!(
+            !finding.description.contains("[pwn]"),
+            "{}",
+            finding.description
+        );
+        assert_eq!(finding.source.unwrap().url, None);
     }
 
     #[test]

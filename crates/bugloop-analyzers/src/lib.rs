@@ -22,12 +22,12 @@ mod suppression;
 
 pub use builtin::{BUILT_IN, BuiltIn, built_in};
 pub use custom::{CustomAnalyzer, CustomError};
-pub use fix::{FixRequest, apply_fix, has_fix};
-pub use hit::{Candidate, Hit, Level};
+pub use fix::{FixRequest, apply_fix, has_fix, still_reports};
+pub use hit::{Candidate, Hit, Level, plain_https};
 pub use locate::{Installed, Toolbox, installed_versions};
 pub use run::{Analysis, AnalyzerRun, Request, RunStatus, analyze};
 pub use scope::ChangedLines;
-pub use secrets::{secret_rules, secrets_added};
+pub use secrets::{mask_keys, safe_evidence, secret_rules, secrets_added};
 pub use suppression::suppressions_added;
 
 /// One analyzer a configuration names (`review.analyzers`): a built-in or a SARIF tool.

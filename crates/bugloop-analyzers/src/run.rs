@@ -198,6 +198,42 @@ pub(crate) fn write_config_dir() -> Result<tempfile::TempDir, String> {
     Ok(dir)
 }
 
+/// Most files, and bytes of their names, given to one run of a tool: a change of thousands of
+/// files (or of very long names) would pass the system's limit on a command's arguments.
+const MAX_FILES_PER_RUN: usize = 200;
+const MAX_NAME_BYTES_PER_RUN: usize = 64 << 10;
+
+/// The runs a tool needs for `files`: one for a tool that checks a project or reads no file
+/// names, else batches within the limits.
+fn batches(choice: &Choice, files: &[String]) -> Vec<Vec<String>> {
+    let one_run = match choice {
+        Choice::BuiltIn(tool) => tool.project.is_some(),
+        Choice::Custom(custom) => custom
+            .command
+            .as_ref()
+            .is_none_or(|argv| !argv.iter().any(|a| a == "{files}")),
+    };
+    if one_run {
+        return vec![files.to_vec()];
+    }
+    let mut batches: Vec<Vec<String>> = Vec::new();
+    let mut bytes = 0;
+    for file in files {
+        let full = batches.last().is_none_or(|b| {
+            b.len() >= MAX_FILES_PER_RUN || bytes + file.len() + 1 > MAX_NAME_BYTES_PER_RUN
+        });
+        if full {
+            batches.push(Vec::new());
+            bytes = 0;
+        }
+        bytes += file.len() + 1;
+        if let Some(batch) = batches.last_mut() {
+            batch.push(file.clone());
+        }
+    }
+    batches
+}
+
 /// What one analyzer is: its command, how its output is read, how its hits weigh.
 struct Plan {
     spec: CommandSpec,
@@ -217,10 +253,23 @@ async fn run_one(
 ) -> (AnalyzerRun, Vec<Candidate>) {
     let started = Instant::now();
     let name = choice.name().to_owned();
-    let outcome = match plan(request, choice, &files, config_dir) {
-        Ok(plan) => execute(request, plan).await,
-        Err(reason) => Err(reason),
-    };
+    let mut outcome: Result<Judged, String> = Ok((Vec::new(), every_hit));
+    for batch in batches(choice, &files) {
+        let run = match plan(request, choice, &batch, config_dir) {
+            Ok(plan) => execute(request, plan).await,
+            Err(reason) => Err(reason),
+        };
+        outcome = match (outcome, run) {
+            (Ok((mut hits, _)), Ok((more, judge))) => {
+                hits.extend(more);
+                Ok((hits, judge))
+            }
+            (Err(reason), _) | (_, Err(reason)) => Err(reason),
+        };
+        if outcome.is_err() {
+            break;
+        }
+    }
     let seconds = (started.elapsed().as_secs_f64() * 10.0).round() / 10.0;
     match outcome {
         Ok((hits, judge)) => {
@@ -275,6 +324,18 @@ fn plan_built_in(
     files: &[String],
     config_dir: &Path,
 ) -> Result<Plan, String> {
+    if let Some(edited) = request
+        .diff
+        .files
+        .iter()
+        .map(|f| f.path())
+        .find(|path| tool.unsafe_config.contains(path))
+    {
+        return Err(format!(
+            "the change edits {edited}, which decides how {} runs: bugloop does not run it under configuration the change wrote",
+            tool.program
+        ));
+    }
     let installed = request
         .toolbox
         .find(tool.program)
@@ -413,8 +474,16 @@ async fn execute(request: &Request<'_>, plan: Plan) -> Result<Judged, String> {
         .map_err(|e| e.to_string())?;
     check_exit(&output, &settings)?;
     let hits = match &plan.sarif_file {
+        // Written in the workspace by its command: read as any file of the tree is, never
+        // through a symlink (the sandbox is read-only, so a file there may be the branch's).
         Some(path) => {
-            let bytes = std::fs::read(root.join(path))
+            let file = regular_file(root, &path.display().to_string()).ok_or_else(|| {
+                format!(
+                    "its SARIF file {} is not a regular file of the tree",
+                    path.display()
+                )
+            })?;
+            let bytes = std::fs::read(file)
                 .map_err(|e| format!("cannot read its SARIF file {}: {e}", path.display()))?;
             crate::sarif::read(&bytes, root)
         }
@@ -488,11 +557,11 @@ fn candidate(
     let (weight, category) = judge(&hit)?;
     let path = regular_file(workspace, &hit.file)?;
     let text = std::fs::read(&path).ok()?;
-    let evidence = String::from_utf8_lossy(&text)
-        .lines()
-        .nth(usize::try_from(line).ok()?.checked_sub(1)?)?
-        .trim()
-        .to_owned();
+    let evidence = crate::secrets::safe_evidence(
+        String::from_utf8_lossy(&text)
+            .lines()
+            .nth(usize::try_from(line).ok()?.checked_sub(1)?)?,
+    );
     if evidence.is_empty() {
         return None;
     }
@@ -506,4 +575,25 @@ fn candidate(
         evidence,
         note: None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn many_files_are_given_in_batches_a_project_at_once() {
+        let ruff = Choice::BuiltIn(crate::built_in("ruff").unwrap());
+        let clippy = Choice::BuiltIn(crate::built_in("clippy").unwrap());
+        let files: Vec<String> = (0..450).map(|i| format!("pkg/m{i}.py")).collect();
+        let sizes: Vec<usize> = batches(&ruff, &files).iter().map(Vec::len).collect();
+        assert_eq!(sizes, [200, 200, 50]);
+        assert_eq!(batches(&clippy, &files).len(), 1);
+        let long: Vec<String> = (0..100)
+            .map(|i| format!("{}{i}.py", "d/".repeat(1000)))
+            .collect();
+        let batched = batches(&ruff, &long);
+        assert!(batched.len() > 1 && batched.iter().all(|b| b.iter().map(|f| f.len() + 1).sum::<usize>() <= MAX_NAME_BYTES_PER_RUN));
+        assert_eq!(batched.iter().map(Vec::len).sum::<usize>(), 100);
+    }
 }

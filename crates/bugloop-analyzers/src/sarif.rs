@@ -103,7 +103,16 @@ struct Region {
 /// The hits of a SARIF log, their paths made relative to `root` (the directory the tool ran in,
 /// as the sandbox shows it); a hit with no line, or outside `root`, is left out.
 pub(crate) fn read(bytes: &[u8], root: &Path) -> Result<Vec<Hit>, String> {
-    let log: Log = serde_json::from_slice(bytes).map_err(|e| format!("not SARIF: {e}"))?;
+    // The error's kind and place only: its text may quote the file, which another step or a
+    // branch wrote.
+    let log: Log = serde_json::from_slice(bytes).map_err(|e| {
+        format!(
+            "not SARIF ({:?} error at line {}, column {})",
+            e.classify(),
+            e.line(),
+            e.column()
+        )
+    })?;
     let mut hits = Vec::new();
     for run in log.runs {
         let rules = run.tool.map(|t| t.driver.rules).unwrap_or_default();

@@ -120,6 +120,41 @@ fn masked(value: &str) -> String {
     format!("{head}…{tail}")
 }
 
+/// Where the first key of any format starts in `text`, if one does.
+fn first_key(text: &str) -> Option<usize> {
+    compiled()
+        .iter()
+        .filter_map(|(_, pattern)| pattern.find(text))
+        .filter(|at| !placeholder(at.as_str()))
+        .map(|at| at.start())
+        .min()
+}
+
+/// `text` with every key in a documented format masked (`ghp_…X7`).
+pub fn mask_keys(text: &str) -> String {
+    let mut out = text.to_owned();
+    for (format, pattern) in compiled() {
+        if format.rule == "private-key" {
+            continue;
+        }
+        out = pattern
+            .replace_all(&out, |c: &regex::Captures<'_>| masked(&c[0]))
+            .into_owned();
+    }
+    out
+}
+
+/// A line's text fit to quote as evidence: up to the first key on it (trimmed), or, when a key
+/// starts it, as much of the key as its masked form shows; the whole line when it holds none.
+pub fn safe_evidence(line: &str) -> String {
+    let text = line.trim();
+    match first_key(text) {
+        None => text.to_owned(),
+        Some(0) => text.chars().take(4).collect(),
+        Some(at) => text[..at].trim().to_owned(),
+    }
+}
+
 /// Every key in a documented format on a line the change adds, as a candidate of the tool
 /// `secrets`.
 pub fn secrets_added(diff: &Diff) -> Vec<Candidate> {
@@ -165,14 +200,9 @@ fn candidate(
     } else {
         masked(at.as_str())
     };
-    // The text before the key grounds the finding without repeating the key.
-    let before = text[..at.start()].trim();
-    let evidence = if before.is_empty() {
-        // As much of the key as the masked form shows.
-        text.trim_start().chars().take(4).collect::<String>()
-    } else {
-        before.to_owned()
-    };
+    // The text before the first key grounds the finding without repeating any key.
+    let _ = at.start();
+    let evidence = safe_evidence(text);
     Candidate {
         tool: "secrets".to_owned(),
         hit: Hit {
@@ -254,6 +284,11 @@ mod tests {
             assert_eq!(finding.category, Category::Security);
         }
         assert_eq!(found[0].evidence, "GITHUB_TOKEN = \"");
+        // A second key before the one matched first is not quoted either.
+        let two = format!("x = [\"{github}\", \"{aws}\"]");
+        let both = secrets_added(&added("k.py", &[&two]));
+        assert_eq!(both[0].evidence, "x = [\"");
+        assert!(!mask_keys(&two).contains(&github) && !mask_keys(&two).contains(aws));
         assert!(
             found[1].hit.message.contains("AKIA…7Z"),
             "{}",

@@ -12,113 +12,143 @@ use crate::hit::{Candidate, Hit, Level};
 /// A suppression's marker, whose check it silences, and whether that check is about security.
 struct Marker {
     text: &'static str,
+    /// A pattern where the words may vary (`# hadolint global ignore=`, `# shellcheck
+    /// source=x disable=`); otherwise `text` itself is looked for.
+    pattern: Option<&'static str>,
     silences: &'static str,
     security: bool,
 }
 
 const MARKERS: &[Marker] = &[
     Marker {
+        text: "#[cfg_attr(..., allow(",
+        pattern: Some(r"cfg_attr\([^\n]*?\b(?:allow|expect)\("),
+        silences: "the Rust compiler's or clippy's lints",
+        security: false,
+    },
+    Marker {
         text: "# noqa",
+        pattern: None,
         silences: "ruff's or flake8's checks",
         security: false,
     },
     Marker {
         text: "# nosec",
+        pattern: None,
         silences: "bandit's security checks",
         security: true,
     },
     Marker {
         text: "# type: ignore",
+        pattern: None,
         silences: "the type checker",
         security: false,
     },
     Marker {
         text: "# pyright: ignore",
+        pattern: None,
         silences: "the type checker",
         security: false,
     },
     Marker {
         text: "pylint: disable",
+        pattern: None,
         silences: "pylint's checks",
         security: false,
     },
     Marker {
         text: "eslint-disable",
+        pattern: None,
         silences: "eslint's rules",
         security: false,
     },
     Marker {
         text: "biome-ignore",
+        pattern: None,
         silences: "biome's rules",
         security: false,
     },
     Marker {
         text: "oxlint-disable",
+        pattern: None,
         silences: "oxlint's rules",
         security: false,
     },
     Marker {
         text: "@ts-ignore",
+        pattern: None,
         silences: "the TypeScript compiler's errors",
         security: false,
     },
     Marker {
         text: "@ts-expect-error",
+        pattern: None,
         silences: "the TypeScript compiler's errors",
         security: false,
     },
     Marker {
         text: "@ts-nocheck",
+        pattern: None,
         silences: "the TypeScript compiler's errors",
         security: false,
     },
     Marker {
         text: "#[allow(",
+        pattern: None,
         silences: "the Rust compiler's or clippy's lints",
         security: false,
     },
     Marker {
         text: "#![allow(",
+        pattern: None,
         silences: "the Rust compiler's or clippy's lints",
         security: false,
     },
     Marker {
         text: "#[expect(",
+        pattern: None,
         silences: "the Rust compiler's or clippy's lints",
         security: false,
     },
     Marker {
         text: "shellcheck disable=",
+        pattern: Some(r"shellcheck\b[^\n]*?\bdisable\s*="),
         silences: "shellcheck's checks",
         security: false,
     },
     Marker {
         text: "hadolint ignore=",
+        pattern: Some(r"hadolint\s+(?:global\s+)?ignore\s*="),
         silences: "hadolint's checks",
         security: false,
     },
     Marker {
         text: "zizmor: ignore",
+        pattern: None,
         silences: "zizmor's security audits",
         security: true,
     },
     Marker {
         text: "nolint",
+        pattern: None,
         silences: "Go linters",
         security: false,
     },
     Marker {
         text: "NOSONAR",
+        pattern: None,
         silences: "SonarQube's checks",
         security: false,
     },
     Marker {
         text: "gitleaks:allow",
+        pattern: None,
         silences: "the secrets scanner",
         security: true,
     },
     Marker {
         text: "pragma: allowlist secret",
+        pattern: None,
         silences: "the secrets scanner",
         security: true,
     },
@@ -175,12 +205,35 @@ fn suppression(text: &str) -> Option<(&'static Marker, String)> {
     (!only_uncounted).then_some((marker, codes))
 }
 
+/// Where `marker` is on `text`: its start and end.
+fn find(marker: &Marker, text: &str) -> Option<(usize, usize)> {
+    match marker.pattern {
+        Some(pattern) => {
+            static COMPILED: std::sync::OnceLock<
+                std::sync::Mutex<std::collections::HashMap<&'static str, regex::Regex>>,
+            > = std::sync::OnceLock::new();
+            let cache = COMPILED.get_or_init(Default::default);
+            let mut cache = cache
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if !cache.contains_key(pattern) {
+                cache.insert(pattern, regex::Regex::new(pattern).ok()?);
+            }
+            let found = cache.get(pattern)?.find(text)?;
+            Some((found.start(), found.end()))
+        }
+        None => text
+            .find(marker.text)
+            .map(|at| (at, at + marker.text.len())),
+    }
+}
+
 fn suppression_marker(text: &str) -> Option<(&'static Marker, String)> {
-    let (marker, at) = MARKERS
+    let (marker, (_, end)) = MARKERS
         .iter()
-        .filter_map(|m| text.find(m.text).map(|at| (m, at)))
-        .min_by_key(|(_, at)| *at)?;
-    let rest = &text[at + marker.text.len()..];
+        .filter_map(|m| find(m, text).map(|place| (m, place)))
+        .min_by_key(|(_, (start, _))| *start)?;
+    let rest = &text[end..];
     let codes: String = rest
         .trim_start_matches([':', '=', ' ', '-'])
         .split("*/")
@@ -194,6 +247,7 @@ fn suppression_marker(text: &str) -> Option<(&'static Marker, String)> {
         .chars()
         .take(120)
         .collect();
+    let codes = crate::secrets::mask_keys(&codes);
     Some((marker, codes))
 }
 
@@ -230,7 +284,7 @@ fn candidate_for(
         } else {
             Category::Maintainability
         },
-        evidence: text.trim().to_owned(),
+        evidence: crate::secrets::safe_evidence(text),
         note: None,
     }
 }
@@ -303,6 +357,17 @@ mod tests {
             ),
             ("a.sh", "# shellcheck disable=SC2086", "SC2086"),
             ("a.go", "x := f() //nolint:errcheck", "errcheck"),
+            ("Dockerfile", "# hadolint global ignore=DL4006", "DL4006"),
+            (
+                "a.sh",
+                "# shellcheck source=/dev/null disable=SC2115",
+                "SC2115",
+            ),
+            (
+                "b.rs",
+                "#[cfg_attr(all(), allow(clippy::eq_op))]",
+                "clippy::eq_op",
+            ),
         ] {
             let found = suppressions_added(&added(path, &[line]));
             assert_eq!(found.len(), 1, "{line}");

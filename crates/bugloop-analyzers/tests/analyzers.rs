@@ -242,3 +242,71 @@ async fn a_tool_that_crashes_or_hangs_is_not_run() {
         other => panic!("{other:?}"),
     }
 }
+
+#[tokio::test]
+async fn clippy_does_not_run_under_a_cargo_configuration_the_change_wrote() {
+    let repo = TestRepo::with_files(&[
+        (
+            "Cargo.toml",
+            "[package]\nname = \"victim\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+        ),
+        (
+            "src/lib.rs",
+            "pub fn add(a: u32, b: u32) -> u32 {\n    a + b\n}\n",
+        ),
+    ]);
+    repo.branch("change");
+    repo.write(
+        "src/lib.rs",
+        "pub fn add(a: u32, b: u32) -> u32 {\n    a + b\n}\n\npub fn negative(x: u32) -> bool {\n    x < 0\n}\n",
+    );
+    repo.write(
+        ".cargo/config.toml",
+        "[build]\nrustflags = [\"--cap-lints=allow\"]\n",
+    );
+    repo.commit("change");
+    let diff = bugloop_diff::parse(repo.git(&["diff", "main..change"]));
+    let clippy = Choice::BuiltIn(built_in("clippy").unwrap());
+    let analysis = run(repo.path(), &diff, vec![clippy], Toolbox::from_env()).await;
+    match &analysis.runs[0].status {
+        RunStatus::NotRun { reason } => {
+            assert!(
+                reason.contains("the change edits .cargo/config.toml"),
+                "{reason}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_sarif_file_that_links_out_of_the_tree_is_not_read() {
+    let (repo, _) = planted();
+    let secret = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(secret.path(), "\"TOPSECRET-host-value\"").unwrap();
+    repo.branch("linked");
+    std::os::unix::fs::symlink(secret.path(), repo.path().join("out.sarif")).unwrap();
+    repo.write("more.py", "x = 1\n");
+    repo.commit("link");
+    let diff = bugloop_diff::parse(repo.git(&["diff", "main..linked"]));
+    let (_dir, toolbox) = fake_tool("quiet", "#!/bin/sh\nexit 0\n");
+    let linked = CustomAnalyzer::new(
+        "linked".into(),
+        Some("quiet"),
+        Some("out.sarif".into()),
+        vec![],
+        vec![],
+    )
+    .unwrap();
+    let analysis = run(repo.path(), &diff, vec![Choice::Custom(linked)], toolbox).await;
+    match &analysis.runs[0].status {
+        RunStatus::NotRun { reason } => {
+            assert!(
+                reason.contains("not a regular file of the tree"),
+                "{reason}"
+            );
+            assert!(!reason.contains("TOPSECRET"), "{reason}");
+        }
+        other => panic!("{other:?}"),
+    }
+}

@@ -497,7 +497,14 @@ pub fn dedup_run(
     let mut ids: BTreeSet<FindingId> = BTreeSet::new();
     for mut finding in findings {
         let text = text_of(&finding.title, &finding.description);
-        if let Some(found) = index.find(settings.dedup, candidate(&finding, &text)) {
+        // A tool's hit is never another's duplicate: two rules at one line are two problems
+        // (a committed key beside an SQL injection), and one rule's hits were made one per
+        // place where they were read.
+        let duplicate = match finding.source {
+            Some(_) => None,
+            None => index.find(settings.dedup, candidate(&finding, &text)),
+        };
+        if let Some(found) = duplicate {
             let original = kept
                 .get(found.entry)
                 .map(|f| f.id.to_string())

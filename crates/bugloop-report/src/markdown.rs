@@ -178,11 +178,15 @@ fn publishing_notes(out: &mut String, report: &ReviewReport) {
             "\n<details><summary>Not published ({})</summary>\n",
             report.dropped.len()
         );
+        let quiet = bugloop_domain::markdown::quiet;
         for d in &report.dropped {
             let _ = writeln!(
                 out,
-                "- {}: {} ({}) — {}",
-                d.stage, d.title, d.location, d.reason
+                "- {}: {} (`{}`) — {}",
+                d.stage,
+                quiet(&d.title),
+                quiet(&d.location).replace('`', "'"),
+                quiet(&d.reason)
             );
         }
         out.push_str("\n</details>\n");

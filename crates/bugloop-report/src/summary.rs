@@ -203,10 +203,17 @@ fn filter(out: &mut String, report: &ReviewReport) {
     }
     if !report.dropped.is_empty() {
         out.push_str("\n<details><summary>Not published</summary>\n\n");
+        // Titles, places and reasons come from the model, the tools and the file names of the
+        // change: one line each, mentioning nobody, names in code spans.
+        let code = |text: &str| bugloop_domain::markdown::quiet(text).replace('`', "'");
         for dropped in &report.dropped {
             out.push_str(&format!(
-                "- `{}` {} ({}): {} — {}\n",
-                dropped.stage, dropped.title, dropped.location, dropped.id, dropped.reason
+                "- `{}` {} (`{}`): `{}` — {}\n",
+                dropped.stage,
+                bugloop_domain::markdown::quiet(&dropped.title),
+                code(&dropped.location),
+                code(&dropped.id),
+                bugloop_domain::markdown::quiet(&dropped.reason)
             ));
         }
         out.push_str("\n</details>\n");

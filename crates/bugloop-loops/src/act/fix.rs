@@ -111,7 +111,7 @@ fn tool_fix_of(thread: &ThreadState) -> Option<crate::build::ToolFix> {
     crate::build::ToolFix::of(
         thread.finding_id.as_ref()?.as_str(),
         &source,
-        thread.file.as_deref(),
+        (thread.file.as_deref(), thread.line),
     )
 }
 

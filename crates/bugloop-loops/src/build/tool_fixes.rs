@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use bugloop_analyzers::{FixRequest, Toolbox, apply_fix, has_fix};
+use bugloop_analyzers::{FixRequest, Toolbox, apply_fix, has_fix, still_reports};
 use bugloop_sandbox::Policy;
 
 use super::Workbench;
@@ -20,6 +20,7 @@ pub struct ToolFix {
     pub tool: String,
     pub rule: String,
     pub file: String,
+    pub line: Option<u32>,
 }
 
 impl ToolFix {
@@ -27,7 +28,7 @@ impl ToolFix {
     pub fn of(
         finding: &str,
         source: &bugloop_domain::finding::FindingSource,
-        file: Option<&str>,
+        (file, line): (Option<&str>, Option<u32>),
     ) -> Option<ToolFix> {
         let file = file?;
         has_fix(&source.tool).then(|| ToolFix {
@@ -35,6 +36,7 @@ impl ToolFix {
             tool: source.tool.clone(),
             rule: source.rule.clone(),
             file: file.to_owned(),
+            line,
         })
     }
 }
@@ -48,39 +50,93 @@ pub(super) struct ToolFixed {
     pub notes: Vec<String>,
 }
 
-/// Applies each tool fix in the bench; a fix that cannot run, or changes nothing, is noted and
-/// left to the model.
+/// Applies each tool fix in the bench; a fix that cannot run, changes nothing or leaves the hit
+/// is noted and left to the model. A tool that changes any other file than the one it was given
+/// is not trusted at all: everything the tools did is set aside.
 pub(super) async fn apply(env: &LoopEnv<'_>, bench: &Workbench, fixes: &[ToolFix]) -> ToolFixed {
     let mut done = ToolFixed::default();
     for fix in fixes {
-        let before = bench.edits().ok().map(|c| c.changes);
-        let mut sandbox = sandbox_settings(env.config(), bench.path(), Policy::WorkspaceWrite);
-        sandbox.git = Some(bench.git_mount());
-        sandbox.timeout = Duration::from_secs(env.config().review.analyzer_timeout_seconds);
-        let outcome = apply_fix(FixRequest {
+        let before = edited_paths(bench);
+        let content_before = std::fs::read(bench.path().join(&fix.file)).ok();
+        let request = || FixRequest {
             workspace: bench.path(),
             tool: &fix.tool,
             rule: &fix.rule,
             files: vec![fix.file.clone()],
-            sandbox,
+            sandbox: sandbox(env, bench),
             toolbox: Toolbox::from_env(),
-        })
-        .await;
-        let after = bench.edits().ok().map(|c| c.changes);
+        };
+        let outcome = apply_fix(request()).await;
+        let after = edited_paths(bench);
+        let (Some(before), Some(after)) = (before, after) else {
+            done.notes.push(format!(
+                "{}'s fix: the task tree could not be read",
+                fix.tool
+            ));
+            continue;
+        };
+        let strays: Vec<&String> = after
+            .iter()
+            .filter(|p| !before.contains(p) && **p != fix.file)
+            .collect();
+        if !strays.is_empty() {
+            let _ = bench.discard();
+            return ToolFixed {
+                fixed: Vec::new(),
+                notes: vec![format!(
+                    "{}'s fix changed other files than {} ({}): no tool fix was used",
+                    fix.tool,
+                    fix.file,
+                    strays
+                        .iter()
+                        .map(|p| p.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )],
+            };
+        }
+        let changed = std::fs::read(bench.path().join(&fix.file)).ok() != content_before;
         match outcome {
-            Ok(()) if after.is_some() && after != before => {
-                done.notes.push(format!(
-                    "{} fixed {} in {} with its own fix",
-                    fix.tool, fix.rule, fix.file
-                ));
-                done.fixed.push(fix.finding.clone());
-            }
-            Ok(()) => done.notes.push(format!(
+            Err(reason) => done.notes.push(reason),
+            Ok(()) if !changed => done.notes.push(format!(
                 "{} has no fix for {} in {}",
                 fix.tool, fix.rule, fix.file
             )),
-            Err(reason) => done.notes.push(reason),
+            Ok(()) => {
+                let line = fix.line.unwrap_or(1);
+                match still_reports(request(), line).await {
+                    Ok(false) => {
+                        done.notes.push(format!(
+                            "{} fixed {} in {} with its own fix",
+                            fix.tool, fix.rule, fix.file
+                        ));
+                        done.fixed.push(fix.finding.clone());
+                    }
+                    Ok(true) => done.notes.push(format!(
+                        "{}'s fix left {} in {}",
+                        fix.tool, fix.rule, fix.file
+                    )),
+                    Err(reason) => done
+                        .notes
+                        .push(format!("{}'s fix could not be checked: {reason}", fix.tool)),
+                }
+            }
         }
     }
     done
+}
+
+/// The paths the task tree holds changed, read as data.
+fn edited_paths(bench: &Workbench) -> Option<Vec<String>> {
+    let changes = bench.edits().ok()?;
+    let mut paths: Vec<String> = changes.changes.iter().map(|c| c.path.clone()).collect();
+    paths.sort();
+    Some(paths)
+}
+
+fn sandbox(env: &LoopEnv<'_>, bench: &Workbench) -> bugloop_sandbox::SandboxSettings {
+    let mut sandbox = sandbox_settings(env.config(), bench.path(), Policy::WorkspaceWrite);
+    sandbox.git = Some(bench.git_mount());
+    sandbox.timeout = Duration::from_secs(env.config().review.analyzer_timeout_seconds);
+    sandbox
 }

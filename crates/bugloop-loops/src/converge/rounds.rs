@@ -198,7 +198,7 @@ impl Run<'_, '_> {
                         crate::build::ToolFix::of(
                             f.id.as_str(),
                             f.source.as_ref()?,
-                            f.file.as_deref(),
+                            (f.file.as_deref(), f.line),
                         )
                     })
                     .collect(),

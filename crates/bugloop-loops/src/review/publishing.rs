@@ -445,11 +445,10 @@ fn published_finding(
     head: &HeadTree<'_>,
     notes: &HashMap<FindingId, String>,
 ) -> PublishedFinding {
-    // A committed key's line is shown as its evidence only (the text before the key): a report
-    // never repeats the key.
-    let committed_key = finding.source.as_ref().is_some_and(|s| s.tool == "secrets");
+    // An analyzer's finding shows its evidence, the line up to any key on it: a report never
+    // repeats a committed key.
     let code = match (&finding.file, finding.line) {
-        (Some(_), Some(_)) if committed_key => finding.evidence.clone(),
+        (Some(_), Some(_)) if finding.source.is_some() => finding.evidence.clone(),
         (Some(file), Some(line)) => head.line(file, line),
         _ => None,
     };
