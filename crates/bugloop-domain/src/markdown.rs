@@ -103,7 +103,9 @@ pub fn neutralise(text: &str) -> String {
             out.push('\n');
         }
         match role {
-            LineRole::Text => out.push_str(&line.replace("<!--", "&lt;!--")),
+            LineRole::Text => {
+                out.push_str(&relabel_contained_fence(line).replace("<!--", "&lt;!--"));
+            }
             LineRole::Open(fence) => {
                 open = Some(fence);
                 if fence.lang.eq_ignore_ascii_case(RMCOC_LANG)
@@ -117,7 +119,9 @@ pub fn neutralise(text: &str) -> String {
                     out.push_str(line);
                 }
             }
-            LineRole::Code => out.push_str(line),
+            // What this reader takes for code may be a list item's text for a forge's (a fence
+            // in a list item ends with the item): a contained fence is relabelled there too.
+            LineRole::Code => out.push_str(&relabel_contained_fence(line)),
             LineRole::Close => {
                 open = None;
                 out.push_str(line);
@@ -129,6 +133,50 @@ pub fn neutralise(text: &str) -> String {
         out.push_str(&fence.ch.to_string().repeat(fence.len));
     }
     out
+}
+
+/// A line that opens a `suggestion` or `rmcoc` fence inside a list item or a block quote
+/// (`- ```suggestion`, `> ```rmcoc`): CommonMark sees a fence there although the line is text
+/// at the top level, so it is relabelled like a top-level one.
+fn relabel_contained_fence(line: &str) -> std::borrow::Cow<'_, str> {
+    let mut rest = line;
+    loop {
+        let trimmed = rest.trim_start();
+        let after_marker = trimmed
+            .strip_prefix('>')
+            .or_else(|| trimmed.strip_prefix("- "))
+            .or_else(|| trimmed.strip_prefix("* "))
+            .or_else(|| trimmed.strip_prefix("+ "))
+            .or_else(|| {
+                let digits = trimmed.len()
+                    - trimmed
+                        .trim_start_matches(|c: char| c.is_ascii_digit())
+                        .len();
+                (digits > 0)
+                    .then(|| &trimmed[digits..])
+                    .and_then(|r| r.strip_prefix(". ").or_else(|| r.strip_prefix(") ")))
+            });
+        match after_marker {
+            Some(next) if next.len() < rest.len() => rest = next,
+            _ => break,
+        }
+    }
+    if rest.len() == line.len() {
+        return std::borrow::Cow::Borrowed(line);
+    }
+    match opening_fence(rest.trim_start()) {
+        Some(fence)
+            if fence.lang.eq_ignore_ascii_case(RMCOC_LANG)
+                || fence.lang.eq_ignore_ascii_case("suggestion") =>
+        {
+            let prefix = &line[..line.len() - rest.trim_start().len()];
+            std::borrow::Cow::Owned(format!(
+                "{prefix}{}text (quoted)",
+                fence.ch.to_string().repeat(fence.len)
+            ))
+        }
+        _ => std::borrow::Cow::Borrowed(line),
+    }
 }
 
 /// Said where a comment was cut to fit a forge's limit.
@@ -222,6 +270,16 @@ pub fn silence_mentions(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_suggestion_fence_in_a_list_item_or_quote_is_relabelled() {
+        let said =
+            neutralise("- ```suggestion\nevil()\n```\n> ```rmcoc\n1. ~~~suggestion\n- ```rust");
+        assert!(!said.contains("suggestion"), "{said}");
+        assert!(!said.contains("```rmcoc"), "{said}");
+        assert!(said.contains("- ```text (quoted)"), "{said}");
+        assert!(said.contains("- ```rust"), "other fences stay: {said}");
+    }
 
     #[test]
     fn silenced_text_mentions_nobody_outside_code() {
