@@ -171,8 +171,10 @@ pub(crate) fn relative_path(uri: &str, root: &Path) -> Option<String> {
     };
     let relative = if path.is_absolute() {
         path.strip_prefix(root).ok()?.to_path_buf()
+    } else if path.starts_with("..") {
+        return None;
     } else {
-        path
+        under_root(&path, root)
     };
     let relative = relative.strip_prefix("./").unwrap_or(&relative);
     let text = relative.to_str()?;
@@ -181,6 +183,25 @@ pub(crate) fn relative_path(uri: &str, root: &Path) -> Option<String> {
             .components()
             .all(|c| matches!(c, std::path::Component::Normal(_)));
     safe.then(|| text.to_owned())
+}
+
+/// A relative path as a tool wrote it: relative to the directory it ran in, or to a repository
+/// root it found above it (zizmor names files from the nearest directory holding a `.git`,
+/// which for a task tree inside a repository's `.git` is the repository itself). The shortest
+/// reading that lands inside `root` wins.
+fn under_root(path: &Path, root: &Path) -> std::path::PathBuf {
+    root.ancestors()
+        .skip(1)
+        .map(|ancestor| ancestor.join(path))
+        .find_map(|joined| {
+            joined
+                .strip_prefix(root)
+                .ok()
+                .filter(|rest| !rest.as_os_str().is_empty())
+                .map(Path::to_path_buf)
+        })
+        .filter(|_| !root.join(path).exists())
+        .unwrap_or_else(|| path.to_path_buf())
 }
 
 #[cfg(test)]
@@ -217,6 +238,21 @@ mod tests {
         assert_eq!(hits[1].rule, "S608");
         assert_eq!(hits[1].file, "src/x.py");
         assert_eq!(hits[1].level, Level::Warning);
+    }
+
+    #[test]
+    fn a_path_relative_to_a_repository_above_the_tree_is_read_as_the_trees() {
+        let root = Path::new("/repo/.git/bugloop/tasks/review-1/tree");
+        assert_eq!(
+            relative_path(
+                ".git/bugloop/tasks/review-1/tree/.github/workflows/ci.yml",
+                root
+            )
+            .as_deref(),
+            Some(".github/workflows/ci.yml")
+        );
+        assert_eq!(relative_path("src/a.py", root).as_deref(), Some("src/a.py"));
+        assert_eq!(relative_path("../x.py", root), None);
     }
 
     #[test]
