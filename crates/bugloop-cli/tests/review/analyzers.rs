@@ -451,3 +451,24 @@ fn a_build_script_clippy_compiles_is_confined_as_root_and_as_an_unprivileged_use
         hostile_build_script(Some(65534));
     }
 }
+
+/// A review's code at head is a task tree inside the repository's `.git`: a tool that names files
+/// from the repository it finds above (zizmor) is read as naming the tree's.
+#[test]
+fn a_workflows_template_injection_is_found_from_the_review_tree() {
+    let repo = TestRepo::with_files(&[(".bugloop/config.yml", PUBLISH)]);
+    repo.branch("change");
+    repo.write(
+        ".github/workflows/title.yml",
+        "on: pull_request\npermissions: {}\njobs:\n  title:\n    runs-on: ubuntu-latest\n    steps:\n      - run: echo \"${{ github.event.pull_request.title }}\"\n",
+    );
+    repo.commit("check titles");
+    let scripts = tempfile::tempdir().unwrap();
+    let model = script(scripts.path(), &[]);
+    let report = review_json(repo.path(), &model, &[]);
+    let injection =
+        finding(&report, "zizmor/template-injection").unwrap_or_else(|| panic!("{report:#}"));
+    assert_eq!(injection["file"], ".github/workflows/title.yml");
+    assert_eq!(injection["line"], 7);
+    assert_eq!(injection["category"], "security");
+}
