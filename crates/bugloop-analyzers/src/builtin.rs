@@ -8,32 +8,7 @@ use bugloop_domain::finding::Category;
 
 use crate::formats::Format;
 use crate::hit::{Hit, Level};
-
-/// How a hit weighs, by the rule's class (`docs/analyzers.md`): the score it is published at
-/// when no model triages it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Weight {
-    /// Code that runs what an attacker sends (injection, `eval`, a shell), or code that cannot
-    /// run at all (an undefined name, a compile error): 8.
-    Critical,
-    /// A bug the tool is sure of: 7.
-    Error,
-    /// A likely bug: 6.
-    Warning,
-    /// Worth a look, below the default threshold: 4.
-    Minor,
-}
-
-impl Weight {
-    pub(crate) fn score(self) -> u8 {
-        match self {
-            Weight::Critical => 8,
-            Weight::Error => 7,
-            Weight::Warning => 6,
-            Weight::Minor => 4,
-        }
-    }
-}
+use crate::weight::{Weight, is_test_file};
 
 /// What bugloop's rule set makes of a hit: its weight and category, or nothing (a style rule).
 pub(crate) type Judge = fn(&Hit) -> Option<(Weight, Category)>;
@@ -148,21 +123,6 @@ fn ruff_fix(rule: &str, i: Invocation<'_>) -> Vec<String> {
 /// bugbear's rules about style or debugging comfort rather than wrong results: below the
 /// threshold.
 const BUGBEAR_MINOR: &[&str] = &["B007", "B009", "B010", "B019", "B027", "B028", "B904"];
-
-/// A test file (under `tests/`, `test/`, `testdata/`, `fixtures/`, `__tests__/`; `test_*.py`,
-/// `*_test.py`, `conftest.py`), where the security rules flag what tests do on purpose
-/// (pickling their own objects, fixed passwords, a throwaway certificate's key).
-pub(crate) fn is_test_file(path: &str) -> bool {
-    let name = path.rsplit('/').next().unwrap_or(path);
-    path.split('/').any(|part| {
-        matches!(
-            part,
-            "tests" | "test" | "testdata" | "fixtures" | "__tests__"
-        )
-    }) || name.starts_with("test_")
-        || name.ends_with("_test.py")
-        || name == "conftest.py"
-}
 
 fn ruff_judge(hit: &Hit) -> Option<(Weight, Category)> {
     let rule = hit.rule.as_str();

@@ -78,7 +78,7 @@ impl Candidate {
     /// message (quoted as data, neutralised), the rule and its page.
     pub fn to_finding(&self) -> Finding {
         // One line, no live mention, no comment opener, no fence: a tool's message is data.
-        let message = quiet(&crate::secrets::mask_keys(&self.hit.message)).replace("``", "''");
+        let message = quiet(&crate::keys::mask_keys(&self.hit.message)).replace("``", "''");
         let mut title: String = message.chars().take(MAX_TITLE_CHARS).collect();
         if title.len() < message.len() {
             title.push('…');

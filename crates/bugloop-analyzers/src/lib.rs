@@ -13,21 +13,24 @@ mod custom;
 mod fix;
 mod formats;
 mod hit;
+mod keys;
 mod locate;
 mod run;
 mod sarif;
 mod scope;
 mod secrets;
 mod suppression;
+mod weight;
 
 pub use builtin::{BUILT_IN, BuiltIn, built_in};
 pub use custom::{CustomAnalyzer, CustomError};
 pub use fix::{FixRequest, apply_fix, has_fix, still_reports};
 pub use hit::{Candidate, Hit, Level, plain_https};
+pub use keys::{mask_keys, safe_evidence, secret_rules};
 pub use locate::{Installed, Toolbox, installed_versions};
 pub use run::{Analysis, AnalyzerRun, Request, RunStatus, analyze};
 pub use scope::ChangedLines;
-pub use secrets::{mask_keys, safe_evidence, secret_rules, secrets_added};
+pub use secrets::secrets_added;
 pub use suppression::suppressions_added;
 
 /// One analyzer a configuration names (`review.analyzers`): a built-in or a SARIF tool.

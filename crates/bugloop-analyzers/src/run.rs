@@ -14,12 +14,13 @@ use bugloop_sandbox::{CommandSpec, ExitState, Output, SandboxSettings};
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde::Serialize;
 
-use crate::builtin::{BuiltIn, Invocation, Weight, config_files};
+use crate::builtin::{BuiltIn, Invocation, config_files};
 use crate::custom::CustomAnalyzer;
 use crate::formats::Format;
 use crate::hit::{Candidate, Hit, Level};
 use crate::locate::Toolbox;
 use crate::scope::ChangedLines;
+use crate::weight::Weight;
 use crate::{Choice, suppressions_added};
 
 /// What to analyze and how.
@@ -83,7 +84,7 @@ pub async fn analyze(request: Request<'_>) -> Analysis {
             Vec::new()
         } else {
             let mut own = suppressions_added(request.diff);
-            own.extend(crate::secrets_added(request.diff));
+            own.extend(crate::secrets::secrets_added(request.diff));
             own
         },
         runs: Vec::new(),
@@ -557,7 +558,7 @@ fn candidate(
     let (weight, category) = judge(&hit)?;
     let path = regular_file(workspace, &hit.file)?;
     let text = std::fs::read(&path).ok()?;
-    let evidence = crate::secrets::safe_evidence(
+    let evidence = crate::keys::safe_evidence(
         String::from_utf8_lossy(&text)
             .lines()
             .nth(usize::try_from(line).ok()?.checked_sub(1)?)?,

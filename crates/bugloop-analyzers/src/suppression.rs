@@ -6,8 +6,8 @@ use bugloop_diff::{ChangeKind, Diff, LineKind};
 use bugloop_domain::finding::Category;
 use bugloop_domain::score::Score;
 
-use crate::builtin::Weight;
 use crate::hit::{Candidate, Hit, Level};
+use crate::weight::Weight;
 
 /// A suppression's marker, whose check it silences, and whether that check is about security.
 struct Marker {
@@ -247,7 +247,7 @@ fn suppression_marker(text: &str) -> Option<(&'static Marker, String)> {
         .chars()
         .take(120)
         .collect();
-    let codes = crate::secrets::mask_keys(&codes);
+    let codes = crate::keys::mask_keys(&codes);
     Some((marker, codes))
 }
 
@@ -284,7 +284,7 @@ fn candidate_for(
         } else {
             Category::Maintainability
         },
-        evidence: crate::secrets::safe_evidence(text),
+        evidence: crate::keys::safe_evidence(text),
         note: None,
     }
 }
