@@ -207,6 +207,47 @@ fn hadolint_judge(hit: &Hit) -> Option<(Weight, Category)> {
     }
 }
 
+/// actionlint: every check but the shell and Python ones (shellcheck runs on its own), with
+/// bugloop's empty configuration instead of the repository's `.github/actionlint.yaml`.
+fn actionlint_args(i: Invocation<'_>) -> Vec<String> {
+    let mut args = strings(&[
+        "-format",
+        "{{json .}}",
+        "-no-color",
+        "-shellcheck=",
+        "-pyflakes=",
+        "-config-file",
+    ]);
+    args.push(format!("{}/actionlint.yaml", i.config_dir));
+    with_files(args, i.files)
+}
+
+fn actionlint_alone(i: Invocation<'_>) -> Vec<String> {
+    with_files(
+        strings(&[
+            "-format",
+            "{{json .}}",
+            "-no-color",
+            "-shellcheck=",
+            "-pyflakes=",
+        ]),
+        i.files,
+    )
+}
+
+/// A deprecation or an unknown runner label is a chore, not a bug: below the threshold.
+fn actionlint_judge(hit: &Hit) -> Option<(Weight, Category)> {
+    if hit.rule == "runner-label" || hit.message.contains("deprecated") {
+        return Some((Weight::Minor, Category::Maintainability));
+    }
+    let category = if matches!(hit.rule.as_str(), "credentials" | "permissions") {
+        Category::Security
+    } else {
+        Category::Logic
+    };
+    Some((Weight::Error, category))
+}
+
 fn zizmor_args(i: Invocation<'_>) -> Vec<String> {
     let mut args = strings(&[
         "--offline",
@@ -394,6 +435,21 @@ pub static BUILT_IN: &[BuiltIn] = &[
         fix: None,
     },
     BuiltIn {
+        name: "actionlint",
+        program: "actionlint",
+        files: &[".github/workflows/*.yml", ".github/workflows/*.yaml"],
+        project: None,
+        rule_set: "every check but shellcheck's and pyflakes' (expressions and their types, action inputs, job needs, matrices, events, globs, credentials, permissions); deprecations and runner labels below the threshold",
+        version_args: &["-version"],
+        install: SETUP,
+        unsafe_config: &[],
+        format: Format::ActionlintJson,
+        args: actionlint_args,
+        alone: actionlint_alone,
+        judge: actionlint_judge,
+        fix: None,
+    },
+    BuiltIn {
         name: "zizmor",
         program: "zizmor",
         files: &[
@@ -494,6 +550,7 @@ pub static BUILT_IN: &[BuiltIn] = &[
 /// sandbox shows read-only): name and content.
 pub(crate) fn config_files() -> Vec<(&'static str, String)> {
     vec![
+        ("actionlint.yaml", "{}\n".to_owned()),
         (
             "hadolint.yaml",
             format!("ignored: [{}]\n", HADOLINT_IGNORED.join(", ")),

@@ -20,6 +20,8 @@ pub enum Format {
     CargoJson,
     /// `go vet -json` (on standard error, after `# package` lines).
     GoVetJson,
+    /// actionlint's `-format '{{json .}}'`.
+    ActionlintJson,
 }
 
 impl Format {
@@ -36,6 +38,7 @@ impl Format {
             Format::ShellcheckJson => shellcheck(stdout, root),
             Format::CargoJson => cargo(stdout, root),
             Format::GoVetJson => go_vet(stderr, root),
+            Format::ActionlintJson => actionlint(stdout, root),
         }
     }
 }
@@ -191,6 +194,42 @@ fn cargo_hit(diagnostic: Diagnostic, root: &Path) -> Option<Hit> {
 }
 
 #[derive(Debug, Deserialize)]
+struct ActionlintError {
+    message: String,
+    filepath: String,
+    line: u32,
+    kind: String,
+}
+
+fn actionlint(stdout: &[u8], root: &Path) -> Result<Vec<Hit>, String> {
+    let errors: Vec<ActionlintError> = serde_json::from_slice(stdout).map_err(|e| {
+        format!(
+            "not actionlint's JSON ({:?} error at line {}, column {})",
+            e.classify(),
+            e.line(),
+            e.column()
+        )
+    })?;
+    Ok(errors
+        .into_iter()
+        .filter_map(|e| {
+            Some(Hit {
+                file: relative_path(&e.filepath, root)?,
+                line: e.line,
+                end_line: None,
+                url: Some(
+                    "https://github.com/rhysd/actionlint/blob/main/docs/checks.md".to_owned(),
+                ),
+                level: Level::Error,
+                message: e.message,
+                rule: e.kind,
+                security: false,
+            })
+        })
+        .collect())
+}
+
+#[derive(Debug, Deserialize)]
 struct GoVetHit {
     posn: String,
     message: String,
@@ -285,6 +324,21 @@ mod tests {
             Format::CargoJson
                 .read(b"error: could not compile", b"", Path::new("/w"))
                 .is_err()
+        );
+    }
+
+    #[test]
+    fn actionlint_errors_are_hits_by_kind() {
+        let out = br#"[{"message":"input fetch-dept is not defined","filepath":".github/workflows/ci.yml","line":9,"column":11,"kind":"action","snippet":"x","end_column":21}]"#;
+        let hits = Format::ActionlintJson
+            .read(out, b"", Path::new("/w"))
+            .unwrap();
+        assert_eq!((hits[0].rule.as_str(), hits[0].line), ("action", 9));
+        assert!(
+            Format::ActionlintJson
+                .read(b"[]", b"", Path::new("/w"))
+                .unwrap()
+                .is_empty()
         );
     }
 

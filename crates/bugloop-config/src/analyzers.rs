@@ -12,6 +12,7 @@ use crate::{ConfigError, Origin};
 pub const BUILT_IN_ANALYZERS: &[&str] = &[
     "ruff",
     "shellcheck",
+    "actionlint",
     "zizmor",
     "hadolint",
     "biome",

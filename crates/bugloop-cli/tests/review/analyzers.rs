@@ -462,6 +462,10 @@ fn a_workflows_template_injection_is_found_from_the_review_tree() {
         ".github/workflows/title.yml",
         "on: pull_request\npermissions: {}\njobs:\n  title:\n    runs-on: ubuntu-latest\n    steps:\n      - run: echo \"${{ github.event.pull_request.title }}\"\n",
     );
+    repo.write(
+        ".github/workflows/build.yml",
+        "on: push\npermissions: {}\njobs:\n  build:\n    runs-on: ubuntu-latest\n    steps:\n      - uses: actions/checkout@v4\n        with:\n          fetch-dept: 0\n",
+    );
     repo.commit("check titles");
     let scripts = tempfile::tempdir().unwrap();
     let model = script(scripts.path(), &[]);
@@ -471,4 +475,16 @@ fn a_workflows_template_injection_is_found_from_the_review_tree() {
     assert_eq!(injection["file"], ".github/workflows/title.yml");
     assert_eq!(injection["line"], 7);
     assert_eq!(injection["category"], "security");
+    // actionlint knows the action's inputs: a misspelt one is a bug of this change.
+    let typo = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["source"]["tool"] == "actionlint" && f["line"] == 9)
+        .unwrap_or_else(|| panic!("{report:#}"));
+    assert_eq!(typo["file"], ".github/workflows/build.yml");
+    assert!(
+        typo["title"].as_str().unwrap().contains("fetch-dept"),
+        "{typo:#}"
+    );
 }
