@@ -4,10 +4,10 @@
 
 use std::path::Path;
 
-use bugloop_sandbox::{CommandSpec, ExitState, SandboxSettings};
+use bugloop_sandbox::{CommandSpec, ExitState, Output, Policy, SandboxSettings};
 
 use crate::built_in;
-use crate::builtin::Invocation;
+use crate::builtin::{BuiltIn, Invocation};
 use crate::locate::Toolbox;
 use crate::run::show_read_only;
 
@@ -39,28 +39,9 @@ pub async fn apply_fix(request: FixRequest<'_>) -> Result<(), String> {
     let fix = tool
         .fix
         .ok_or_else(|| format!("{} has no fixes of its own", tool.name))?;
-    let installed = request
-        .toolbox
-        .find(tool.program)
-        .ok_or_else(|| format!("{} is not installed", tool.program))?;
-    let config = crate::run::write_config_dir()?;
-    let config_dir = config.path().display().to_string();
-    let args = fix(
-        request.rule,
-        Invocation {
-            files: &request.files,
-            config_dir: &config_dir,
-        },
-    );
-    let mut spec = CommandSpec::new(installed.path.display().to_string(), args);
-    spec.env = crate::run::tool_env(tool.name);
-    let mut settings = request.sandbox;
-    let mut mounts = vec![config.path().to_path_buf()];
-    mounts.extend(installed.mounts);
-    show_read_only(&mut settings, mounts);
-    let output = bugloop_sandbox::run(&settings, &spec)
-        .await
-        .map_err(|e| e.to_string())?;
+    let rule = request.rule;
+    let (output, settings) =
+        run_tool(request, tool, Policy::WorkspaceWrite, |i| fix(rule, i)).await?;
     match output.exit {
         ExitState::Exited(0) => Ok(()),
         ExitState::TimedOut => Err(format!(
@@ -85,32 +66,43 @@ pub async fn apply_fix(request: FixRequest<'_>) -> Result<(), String> {
 pub async fn still_reports(request: FixRequest<'_>, line: u32) -> Result<bool, String> {
     let tool = built_in(request.tool)
         .ok_or_else(|| format!("{} is no built-in analyzer", request.tool))?;
+    let (workspace, files, rule) = (request.workspace, request.files.clone(), request.rule);
+    let (output, _) = run_tool(request, tool, Policy::ReadOnly, tool.args).await?;
+    let hits = tool
+        .format
+        .read(&output.stdout, &output.stderr, workspace)?;
+    Ok(hits
+        .iter()
+        .any(|hit| hit.rule == rule && files.contains(&hit.file) && hit.line.abs_diff(line) <= 3))
+}
+
+/// Runs `tool` with the arguments `args` makes for the request's files, in the request's sandbox
+/// under `policy`, with bugloop's configuration files shown read-only.
+async fn run_tool(
+    request: FixRequest<'_>,
+    tool: &BuiltIn,
+    policy: Policy,
+    args: impl FnOnce(Invocation<'_>) -> Vec<String>,
+) -> Result<(Output, SandboxSettings), String> {
     let installed = request
         .toolbox
         .find(tool.program)
         .ok_or_else(|| format!("{} is not installed", tool.program))?;
     let config = crate::run::write_config_dir()?;
     let config_dir = config.path().display().to_string();
-    let args = (tool.args)(Invocation {
+    let args = args(Invocation {
         files: &request.files,
         config_dir: &config_dir,
     });
     let mut spec = CommandSpec::new(installed.path.display().to_string(), args);
     spec.env = crate::run::tool_env(tool.name);
     let mut settings = request.sandbox;
-    settings.policy = bugloop_sandbox::Policy::ReadOnly;
+    settings.policy = policy;
     let mut mounts = vec![config.path().to_path_buf()];
     mounts.extend(installed.mounts);
     show_read_only(&mut settings, mounts);
     let output = bugloop_sandbox::run(&settings, &spec)
         .await
         .map_err(|e| e.to_string())?;
-    let hits = tool
-        .format
-        .read(&output.stdout, &output.stderr, request.workspace)?;
-    Ok(hits.iter().any(|hit| {
-        hit.rule == request.rule
-            && request.files.contains(&hit.file)
-            && hit.line.abs_diff(line) <= 3
-    }))
+    Ok((output, settings))
 }

@@ -14,21 +14,9 @@ pub struct ChangedLines {
 
 impl ChangedLines {
     pub fn of(diff: &Diff) -> ChangedLines {
-        let mut files = BTreeMap::new();
-        for file in &diff.files {
-            if file.change == ChangeKind::Deleted || file.binary {
-                continue;
-            }
-            let added: BTreeSet<u32> = file
-                .hunks
-                .iter()
-                .flat_map(|h| &h.lines)
-                .filter(|l| l.kind == LineKind::Added)
-                .filter_map(|l| l.new_line)
-                .collect();
-            if !added.is_empty() {
-                files.insert(file.path().to_owned(), added);
-            }
+        let mut files: BTreeMap<String, BTreeSet<u32>> = BTreeMap::new();
+        for (file, line, _) in added_lines(diff) {
+            files.entry(file.to_owned()).or_default().insert(line);
         }
         ChangedLines { files }
     }
@@ -47,6 +35,21 @@ impl ChangedLines {
     pub fn is_empty(&self) -> bool {
         self.files.is_empty()
     }
+}
+
+/// Every line the change adds, with its file and its line at head (deleted and binary files have
+/// none).
+pub(crate) fn added_lines(diff: &Diff) -> impl Iterator<Item = (&str, u32, &str)> {
+    diff.files
+        .iter()
+        .filter(|f| f.change != ChangeKind::Deleted && !f.binary)
+        .flat_map(|file| {
+            file.hunks
+                .iter()
+                .flat_map(|h| &h.lines)
+                .filter(|l| l.kind == LineKind::Added)
+                .filter_map(move |l| Some((file.path(), l.new_line?, l.text.as_str())))
+        })
 }
 
 /// A diff that adds `lines` as a new file `path` (for tests of the checks of added lines).

@@ -7,42 +7,29 @@
 //! Python or Node.js runtime and their dependencies inside the sandbox (detect-secrets, secretlint)
 //! or are not there at all (gitleaks, trufflehog), while the formats are data: one pattern each.
 
-use bugloop_diff::{ChangeKind, Diff, LineKind};
+use bugloop_diff::Diff;
 use bugloop_domain::finding::Category;
 use bugloop_domain::score::Score;
 
 use crate::hit::{Candidate, Hit, Level};
 use crate::keys::{KeyFormat, compiled, masked, placeholder, safe_evidence};
+use crate::scope::added_lines;
 use crate::weight::{Weight, is_test_file};
 
 /// Every key in a documented format on a line the change adds, as a candidate of the tool
 /// `secrets`.
 pub fn secrets_added(diff: &Diff) -> Vec<Candidate> {
     let mut found = Vec::new();
-    for file in diff
-        .files
-        .iter()
-        .filter(|f| f.change != ChangeKind::Deleted && !f.binary)
-    {
-        let added = file
-            .hunks
-            .iter()
-            .flat_map(|h| &h.lines)
-            .filter(|l| l.kind == LineKind::Added);
-        for line in added {
-            let Some(number) = line.new_line else {
+    for (file, number, text) in added_lines(diff) {
+        for (format, pattern) in compiled() {
+            let Some(at) = pattern.find(text) else {
                 continue;
             };
-            for (format, pattern) in compiled() {
-                let Some(at) = pattern.find(&line.text) else {
-                    continue;
-                };
-                if format.rule != "private-key" && placeholder(at.as_str()) {
-                    continue;
-                }
-                found.push(candidate(file.path(), number, &line.text, format, at));
-                break;
+            if format.rule != "private-key" && placeholder(at.as_str()) {
+                continue;
             }
+            found.push(candidate(file, number, text, format, at));
+            break;
         }
     }
     found

@@ -2,11 +2,12 @@
 //! a tool that honours one reports nothing on that line, so only bugloop can say that the
 //! change silenced a check. Each is a candidate naming what it silences.
 
-use bugloop_diff::{ChangeKind, Diff, LineKind};
+use bugloop_diff::Diff;
 use bugloop_domain::finding::Category;
 use bugloop_domain::score::Score;
 
 use crate::hit::{Candidate, Hit, Level};
+use crate::scope::added_lines;
 use crate::weight::Weight;
 
 /// A suppression's marker, whose check it silences, and whether that check is about security.
@@ -168,25 +169,11 @@ fn silences_security(codes: &str) -> bool {
 
 /// Every suppression on a line the change adds, as a candidate of the tool `bugloop`.
 pub fn suppressions_added(diff: &Diff) -> Vec<Candidate> {
-    let mut found = Vec::new();
-    for file in diff
-        .files
-        .iter()
-        .filter(|f| f.change != ChangeKind::Deleted && !f.binary)
-    {
-        let added = file
-            .hunks
-            .iter()
-            .flat_map(|h| &h.lines)
-            .filter(|l| l.kind == LineKind::Added);
-        for line in added {
-            let (Some(number), Some(silenced)) = (line.new_line, suppression(&line.text)) else {
-                continue;
-            };
-            found.push(candidate_for(file.path(), number, &line.text, silenced));
-        }
-    }
-    found
+    added_lines(diff)
+        .filter_map(|(file, number, text)| {
+            suppression(text).map(|silenced| candidate_for(file, number, text, silenced))
+        })
+        .collect()
 }
 
 /// What a line's suppression silences: the marker and the codes written after it; nothing for
