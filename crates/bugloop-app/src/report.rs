@@ -84,7 +84,7 @@ impl App {
         let report = bugloop_intake::read(input).map_err(|e| AppError::Invalid(e.to_string()))?;
         let repository = Tracked::at(&self.git, self.report_commit())?;
         let located = bugloop_intake::locate(&report, &repository);
-        Ok(bugloop_intake::fingerprint(&report, &located))
+        Ok(bugloop_intake::fingerprint(&report, &located, &repository))
     }
 
     /// The commit a report's frames are looked for in.
@@ -102,7 +102,7 @@ impl App {
         let report = bugloop_intake::read(input).map_err(|e| AppError::Invalid(e.to_string()))?;
         let repository = Tracked::at(&self.git, self.report_commit())?;
         let located = bugloop_intake::locate(&report, &repository);
-        let fingerprint = bugloop_intake::fingerprint(&report, &located);
+        let fingerprint = bugloop_intake::fingerprint(&report, &located, &repository);
         let text = bugloop_intake::issue(&report, &located, &fingerprint, &repository);
         let marker = bugloop_intake::fingerprint_marker(&fingerprint);
         let draft = IssueDraft {

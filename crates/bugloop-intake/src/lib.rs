@@ -1,7 +1,7 @@
 //! The solve pipeline's error intake: an error as it reaches bugloop (a stack trace or log
-//! excerpt, or JSON log lines) read into an [`ErrorReport`], given a fingerprint (its type and
-//! its top frames in this repository, without line numbers, which move with every edit) so a
-//! repeat is counted on the issue already filed, and written up as that issue ([`issue`]).
+//! excerpt, or JSON log lines) read into an [`ErrorReport`], given a fingerprint (its type, its
+//! top frames in this repository without line numbers, which move with every edit, and the
+//! statement it failed at) so a repeat is counted on the issue already filed, and written up as that issue ([`issue`]).
 //!
 //! Pure: the repository is seen through [`Repository`] (its tracked files and their text), so
 //! the front ends and the tests decide where that comes from.
@@ -49,6 +49,9 @@ pub struct Frame {
     pub file: String,
     pub line: Option<u32>,
     pub function: Option<String>,
+    /// The statement, when the trace prints it (Python's tracebacks do).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
 }
 
 /// An error as reported.
@@ -76,6 +79,9 @@ pub struct Located {
     pub path: String,
     pub line: Option<u32>,
     pub function: Option<String>,
+    /// The statement, when the trace prints it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
 }
 
 /// What the intake may know of the repository.
@@ -125,6 +131,7 @@ pub fn locate(report: &ErrorReport, repository: &dyn Repository) -> Vec<Located>
                 path,
                 line: frame.line,
                 function: frame.function.clone(),
+                code: frame.code.clone(),
             })
         })
         .collect()
@@ -181,10 +188,12 @@ fn resolve(file: &str, function: Option<&str>, files: &[String]) -> Option<Strin
 /// How many frames in the repository make the fingerprint.
 const FINGERPRINT_FRAMES: usize = 3;
 
-/// The report's fingerprint: its type and its top frames in the repository (path and function,
-/// no line numbers); with none in the repository, its type, its message with the numbers, ids
-/// and quoted values taken out, and its top frames as given. Sixteen hex digits.
-pub fn fingerprint(report: &ErrorReport, located: &[Located]) -> String {
+/// The report's fingerprint: its type, its top frames in the repository (path and function, no
+/// line numbers, which move with every edit) and the statement of the innermost one (so another
+/// error in the same function is another issue); with none in the repository, its type, its
+/// message with the numbers, ids and quoted values taken out, and its top frames as given.
+/// Sixteen hex digits.
+pub fn fingerprint(report: &ErrorReport, located: &[Located], repository: &dyn Repository) -> String {
     let mut text = format!("{}\n", report.kind);
     if located.is_empty() {
         text.push_str(&normalized_message(&report.message));
@@ -204,8 +213,27 @@ pub fn fingerprint(report: &ErrorReport, located: &[Located]) -> String {
                 frame.function.as_deref().unwrap_or("")
             ));
         }
+        if let Some(statement) = located.first().and_then(|f| statement(f, repository)) {
+            text.push_str(&format!("at: {statement}\n"));
+        }
     }
     hex::encode(&Sha256::digest(text.as_bytes())[..8])
+}
+
+/// The statement a frame failed at, its spacing normalised: as the trace prints it (so a report
+/// of code whose lines moved keeps it), else the line of the repository's file the frame names.
+/// A report from a deploy whose lines differ from the commit read may then be filed as another
+/// issue: a duplicate, the safe side of a wrong "same error".
+fn statement(frame: &Located, repository: &dyn Repository) -> Option<String> {
+    let code = match &frame.code {
+        Some(code) => code.clone(),
+        None => {
+            let line = usize::try_from(frame.line?).ok()?.checked_sub(1)?;
+            repository.read(&frame.path)?.lines().nth(line)?.to_owned()
+        }
+    };
+    let normalised: String = code.split_whitespace().collect::<Vec<_>>().join(" ");
+    (!normalised.is_empty()).then(|| normalised.chars().take(300).collect())
 }
 
 /// A message with what changes between occurrences taken out: quoted values, hex and decimal

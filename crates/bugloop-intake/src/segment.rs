@@ -1,7 +1,7 @@
 //! Finding error reports in a stream of log lines (`bugloop watch`): each trace, from the line
 //! that starts it (a Python traceback, a JavaScript or Java exception followed by its frames, a
 //! Go panic, a Rust panic) to the first line that does not belong to it, and each JSON log line
-//! at an error level or with a stack, is one report for [`crate::read`]. Lines that are neither
+//! at an error level or above, is one report for [`crate::read`]. Lines that are neither
 //! are passed over. Pure: the caller feeds lines and, after a quiet spell or at the end, calls
 //! [`Segmenter::finish`].
 
@@ -110,7 +110,9 @@ impl Segmenter {
                 _ => Vec::new(),
             };
         }
-        let kind = if trimmed.starts_with("Traceback (most recent call last):") {
+        // A trace starts at a line's start, as runtimes print it; one inside a logged value
+        // can be forged only by a newline in that value (docs/trust.md, "Error reports").
+        let kind = if line.starts_with("Traceback (most recent call last):") {
             Some(Kind::Python {
                 error_line: false,
                 chained: false,
@@ -126,7 +128,7 @@ impl Segmenter {
             None
         };
         if let Some(kind) = kind {
-            self.current = Some((kind, vec![trimmed.to_owned()]));
+            self.current = Some((kind, vec![line.to_owned()]));
         }
         Vec::new()
     }

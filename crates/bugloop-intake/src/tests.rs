@@ -75,7 +75,7 @@ fn every_report_in_tests_reports() {
         let bytes = std::fs::read(path).unwrap();
         let report = read(&bytes).unwrap();
         let located = locate(&report, &repository);
-        let fingerprint = fingerprint(&report, &located);
+        let fingerprint = fingerprint(&report, &located, &repository);
         let issue = issue(&report, &located, &fingerprint, &repository);
         insta::assert_yaml_snapshot!(serde_json::json!({
             "report": report,
@@ -93,7 +93,7 @@ fn a_repeat_after_an_edit_has_the_same_fingerprint_another_place_another() {
     let print = |text: &str| {
         let report = read(text.as_bytes()).unwrap();
         let located = locate(&report, &repository);
-        fingerprint(&report, &located)
+        fingerprint(&report, &located, &repository)
     };
     // Lines moved (an edit above), another checkout's paths, another message: the same error.
     let moved = original
@@ -115,7 +115,7 @@ fn a_message_without_a_trace_is_told_apart_by_its_words_not_its_numbers() {
     let repository = repository();
     let print = |text: &str| {
         let report = read(text.as_bytes()).unwrap();
-        fingerprint(&report, &locate(&report, &repository))
+        fingerprint(&report, &locate(&report, &repository), &repository)
     };
     assert_eq!(
         print("connection to db-7 refused after 3 attempts (id 9f3a2b1c0d)"),
@@ -152,7 +152,7 @@ fn bad_input_is_a_clear_error_or_a_sensible_report() {
     let text = issue(
         &report,
         &located,
-        &fingerprint(&report, &located),
+        &fingerprint(&report, &located, &repository),
         &repository,
     );
     assert!(text.title.chars().count() <= 100, "{}", text.title);
@@ -220,7 +220,7 @@ fn every_sentry_alert_in_tests_sentry() {
             "project": [sentry.project_id, sentry.project_slug],
             "report": report,
             "located": located,
-            "fingerprint": fingerprint(&report, &located),
+            "fingerprint": fingerprint(&report, &located, &repository),
         }));
     });
 }
@@ -232,7 +232,7 @@ fn a_sentry_alert_and_the_same_trace_reported_have_one_fingerprint() {
     let print = |text: &str| {
         let report = read(text.as_bytes()).unwrap();
         let located = locate(&report, &repository);
-        fingerprint(&report, &located)
+        fingerprint(&report, &located, &repository)
     };
     for (sentry, trace) in [
         ("python.json", "python.txt"),
@@ -324,4 +324,84 @@ fn a_sentry_payload_reads_back_as_what_sentry_reported_or_is_refused() {
         read.text.contains("f999.py"),
         "the innermost frames are kept"
     );
+}
+
+/// Another statement in the same function is another error (the fix of one is no proof about
+/// the other); the same statement reported from a checkout whose lines moved is the same.
+#[test]
+fn another_statement_in_the_same_function_is_another_error() {
+    let repository = Files::new(&[(
+        "app/stats.py",
+        "def mean(values):\n    total = 0\n    first = values[0]\n    return values[len(values)]\n",
+    )]);
+    let print = |text: &str| {
+        let report = read(text.as_bytes()).unwrap();
+        fingerprint(&report, &locate(&report, &repository), &repository)
+    };
+    let python = |line: u32, code: &str| {
+        format!(
+            "Traceback (most recent call last):\n  File \"/srv/app/stats.py\", line {line}, in mean\n    {code}\n    ~~~~~~^^^^^^^^^^^^^\nIndexError: list index out of range\n"
+        )
+    };
+    let fixed = print(&python(4, "return values[len(values)]"));
+    assert_eq!(fixed, print(&python(9, "return  values[len(values)]")));
+    assert_ne!(fixed, print(&python(3, "first = values[0]")));
+    // A trace that prints no statement: the repository's line says it.
+    let node = |line: u32| {
+        format!("TypeError: boom\n    at mean (/srv/app/stats.py:{line}:5)\n")
+    };
+    assert_ne!(print(&node(3)), print(&node(4)));
+    assert_eq!(print(&node(4)), print(&node(4)));
+}
+
+/// A trace comes only from where an application puts one: a stack field of a record at an
+/// error level (the common schemas: ECS, OpenTelemetry, pino, structlog); never from a
+/// message's text, nor from a record below error.
+#[test]
+fn json_log_records_give_a_trace_only_from_a_stack_field_at_an_error_level() {
+    let trace = "Traceback (most recent call last):\n  File \"/srv/app/app/models.py\", line 3, in last\n    return items[len(items)]\nIndexError: list index out of range";
+    let line = |record: serde_json::Value| format!("{record}\n");
+    let reports = |text: &str| {
+        let mut segmenter = crate::segment::Segmenter::new();
+        let mut found: Vec<String> = text.lines().flat_map(|l| segmenter.push_line(l)).collect();
+        found.extend(segmenter.finish());
+        found
+    };
+    // Forged: a user's text in a message, a stack at INFO, an exception at WARNING.
+    for forged in [
+        serde_json::json!({"level": "error", "msg": format!("\n{trace}")}),
+        serde_json::json!({"level": "info", "msg": "hi", "stack": trace}),
+        serde_json::json!({"level": "warning", "msg": "hi", "exception": trace}),
+        serde_json::json!({"levelname": "INFO", "exc_info": trace}),
+    ] {
+        let text = line(forged);
+        let found = reports(&text);
+        for report in &found {
+            let read = read(report.as_bytes()).unwrap();
+            assert_eq!(read.language, Language::Unknown, "{text}");
+            assert!(read.frames.is_empty(), "{text}");
+        }
+        let read = read(text.as_bytes()).unwrap();
+        assert!(read.frames.is_empty(), "{text}: {read:?}");
+    }
+    // Real: ECS (flat `log.level`, nested `error`), OpenTelemetry (flat and in attributes),
+    // pino's numeric level, Python's `levelno`.
+    for real in [
+        serde_json::json!({"@timestamp": "2026-12-05T10:00:00Z", "log.level": "error", "message": "request failed", "error": {"type": "IndexError", "message": "list index out of range", "stack_trace": trace}}),
+        serde_json::json!({"log": {"level": "ERROR"}, "message": "request failed", "error.stack_trace": trace}),
+        serde_json::json!({"severity_text": "ERROR", "body": "request failed", "exception.type": "IndexError", "exception.message": "list index out of range", "exception.stacktrace": trace}),
+        serde_json::json!({"severityNumber": 17, "body": "request failed", "attributes": {"exception.type": "IndexError", "exception.stacktrace": trace}}),
+        serde_json::json!({"level": 50, "msg": "request failed", "err": {"type": "IndexError", "stack": trace}}),
+        serde_json::json!({"levelno": 40, "message": "request failed", "exc_info": trace}),
+    ] {
+        let text = line(real);
+        assert_eq!(reports(&text).len(), 1, "{text}");
+        let read = read(text.as_bytes()).unwrap();
+        assert_eq!(read.kind, "IndexError", "{text}");
+        assert_eq!(read.language, Language::Python, "{text}");
+        assert_eq!(read.frames.len(), 1, "{text}");
+    }
+    // A plain-text log: a traceback starts at a line's start, not inside a logged line.
+    let indented = format!("2026-12-05 INFO said:\n  {}\n", trace.replace('\n', "\n  "));
+    assert!(reports(&indented).is_empty(), "{indented}");
 }

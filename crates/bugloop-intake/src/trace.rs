@@ -118,9 +118,15 @@ fn python(lines: &[&str]) -> Option<ErrorReport> {
                 file: c[1].to_owned(),
                 line: c[2].parse().ok(),
                 function: c.get(3).map(|m| m.as_str().trim().to_owned()),
+                code: None,
             });
         } else if !line.starts_with(' ') && !line.trim().is_empty() {
             break;
+        } else if let Some(frame) = frames.last_mut().filter(|f| f.code.is_none())
+            && is_source_line(line)
+        {
+            // The statement a traceback prints under its frame.
+            frame.code = Some(line.trim().to_owned());
         }
         end += 1;
     }
@@ -141,6 +147,15 @@ fn python(lines: &[&str]) -> Option<ErrorReport> {
     })
 }
 
+/// A traceback's line under a frame that is the frame's statement, not the markers under it
+/// (`~~~^^^`) nor a `File` line.
+fn is_source_line(line: &str) -> bool {
+    let text = line.trim();
+    !text.is_empty()
+        && !text.chars().all(|c| matches!(c, '^' | '~' | ' '))
+        && !PYTHON_FRAME.is_match(line)
+}
+
 fn javascript(lines: &[&str]) -> Option<ErrorReport> {
     // An error line followed by a frame; by index (a search from the top for each candidate
     // would be quadratic in a report of many error lines).
@@ -159,6 +174,7 @@ fn javascript(lines: &[&str]) -> Option<ErrorReport> {
                 file: c[2].to_owned(),
                 line: c[3].parse().ok(),
                 function: c.get(1).map(|m| m.as_str().to_owned()),
+                code: None,
             });
         }
         end += 1;
@@ -182,6 +198,7 @@ fn rust(lines: &[&str]) -> Option<ErrorReport> {
                 file: c[1].to_owned(),
                 line: c[2].parse().ok(),
                 function: None,
+                code: None,
             };
             return Some((at, vec![frame], message));
         }
@@ -190,6 +207,7 @@ fn rust(lines: &[&str]) -> Option<ErrorReport> {
             file: c[2].to_owned(),
             line: c[3].parse().ok(),
             function: None,
+                code: None,
         };
         Some((at, vec![frame], c[1].to_owned()))
     })?;
@@ -208,6 +226,7 @@ fn rust(lines: &[&str]) -> Option<ErrorReport> {
                     file,
                     line: c[2].parse().ok(),
                     function: function.take(),
+                code: None,
                 });
             }
         } else if let Some(c) = RUST_FRAME_FN.captures(line) {
@@ -320,6 +339,7 @@ fn go(lines: &[&str]) -> Option<ErrorReport> {
                     file,
                     line: c[2].parse().ok(),
                     function: function.take(),
+                code: None,
                 });
             }
         } else if !line.starts_with('\t')
@@ -359,6 +379,7 @@ fn java(lines: &[&str]) -> Option<ErrorReport> {
             file: c[2].to_owned(),
             line: c.get(3).and_then(|m| m.as_str().parse().ok()),
             function: Some(c[1].to_owned()),
+                code: None,
         });
         end += 1;
     }
@@ -373,35 +394,48 @@ fn java(lines: &[&str]) -> Option<ErrorReport> {
     })
 }
 
-/// The field of `entry` at any of `paths` (`a.b` looks inside objects), as text.
-fn field(entry: &Value, paths: &[&str]) -> Option<String> {
-    paths.iter().find_map(|path| {
-        let mut value = entry;
-        for part in path.split('.') {
-            value = value.get(part)?;
-        }
-        match value {
-            Value::String(text) if !text.trim().is_empty() => Some(text.clone()),
-            Value::Array(lines) if !lines.is_empty() => Some(
-                lines
-                    .iter()
-                    .map(|l| l.as_str().map_or_else(|| l.to_string(), str::to_owned))
-                    .collect::<Vec<_>>()
-                    .join("\n"),
-            ),
-            _ => None,
-        }
+/// The value at `path` in `entry`: `a.b` is a key `a.b` as loggers write it flat (ECS's
+/// `log.level`), or `b` inside `a`, or any mix of the two.
+fn lookup<'v>(entry: &'v Value, path: &str) -> Option<&'v Value> {
+    if let Some(value) = entry.get(path) {
+        return Some(value);
+    }
+    path.match_indices('.').find_map(|(at, _)| {
+        let inner = entry.get(&path[..at])?;
+        lookup(inner, &path[at + 1..])
     })
 }
 
+/// The field of `entry` at any of `paths`, as text.
+fn field(entry: &Value, paths: &[&str]) -> Option<String> {
+    paths.iter().find_map(|path| match lookup(entry, path)? {
+        Value::String(text) if !text.trim().is_empty() => Some(text.clone()),
+        Value::Array(lines) if !lines.is_empty() => Some(
+            lines
+                .iter()
+                .map(|l| l.as_str().map_or_else(|| l.to_string(), str::to_owned))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        ),
+        _ => None,
+    })
+}
+
+/// Where loggers put an error's trace: a field an application fills from the exception it
+/// caught, never from what it was told. Read only from a record at an error level.
 const STACK: &[&str] = &[
     "stack",
     "stack_trace",
     "stacktrace",
     "exc_info",
-    "exception.stacktrace",
+    // Elastic Common Schema, Datadog, pino's `err`.
+    "error.stack_trace",
     "error.stack",
     "err.stack",
+    // OpenTelemetry's semantic conventions, on the record or in its attributes.
+    "exception.stacktrace",
+    "attributes.exception.stacktrace",
+    // structlog's `format_exc_info`.
     "exception",
 ];
 const MESSAGE: &[&str] = &[
@@ -410,32 +444,63 @@ const MESSAGE: &[&str] = &[
     "error.message",
     "err.message",
     "exception.message",
+    "attributes.exception.message",
+    "body",
 ];
 const KIND: &[&str] = &[
     "error.type",
     "err.type",
+    "error.kind",
     "exception.type",
+    "attributes.exception.type",
     "error_type",
     "type",
 ];
-const LEVEL: &[&str] = &["level", "severity", "levelname", "log.level"];
+/// Level names: the usual loggers', ECS's flat `log.level`, OpenTelemetry's `severity_text`.
+const LEVEL: &[&str] = &[
+    "level",
+    "severity",
+    "levelname",
+    "log.level",
+    "severity_text",
+    "severityText",
+];
+/// Numeric levels and the least that is an error: pino and bunyan (`level` 50), Python's
+/// `levelno` (40), OpenTelemetry's `severity_number` (17).
+const NUMERIC_LEVEL: &[(&str, u64)] = &[
+    ("level", 50),
+    ("levelno", 40),
+    ("severity_number", 17),
+    ("severityNumber", 17),
+];
 
-/// Whether a JSON log entry is at an error level.
+/// Whether a JSON log entry is at an error level or above.
 fn error_level(entry: &Value) -> bool {
-    field(entry, LEVEL).is_some_and(|level| {
+    let named = field(entry, LEVEL).is_some_and(|level| {
         matches!(
-            level.to_lowercase().as_str(),
-            "error" | "fatal" | "critical" | "crit" | "alert" | "emerg" | "panic"
+            level.trim().to_lowercase().as_str(),
+            "error" | "err" | "fatal" | "critical" | "crit" | "alert" | "emerg" | "emergency"
+                | "panic"
         )
-    })
+    });
+    named
+        || NUMERIC_LEVEL.iter().any(|(path, least)| {
+            lookup(entry, path)
+                .and_then(Value::as_u64)
+                .is_some_and(|level| level >= *least)
+        })
 }
 
-/// Whether a JSON log entry reports an error: at an error level, or with a stack.
+/// Whether a JSON log entry reports an error: it is at an error level or above. A stack-like
+/// field at a lower level, or a message that looks like a trace, makes no report: what an
+/// application logs at INFO may be a user's words.
 pub(crate) fn is_error_entry(entry: &Value) -> bool {
-    field(entry, STACK).is_some() || error_level(entry)
+    error_level(entry)
 }
 
-/// JSON log lines: the first entry at an error level, or with a stack.
+/// JSON log lines: the first entry at an error level with a stack, else the first at an error
+/// level, else the first (its message only). A trace comes only from a stack field of an entry
+/// at an error level, never from a message's text.
 pub(crate) fn from_json_lines(text: &str) -> Option<ErrorReport> {
     let entries: Vec<Value> = text
         .lines()
@@ -446,30 +511,48 @@ pub(crate) fn from_json_lines(text: &str) -> Option<ErrorReport> {
                 .filter(Value::is_object)
         })
         .collect::<Option<Vec<_>>>()?;
-    let entry = entries
-        .iter()
-        .find(|e| field(e, STACK).is_some())
-        .or_else(|| entries.iter().find(|e| error_level(e)))
-        .or_else(|| entries.first())?;
-    let stack = field(entry, STACK);
+    let errors = || entries.iter().filter(|e| error_level(e));
+    let (entry, stack) = match errors().find_map(|e| Some((e, field(e, STACK)?))) {
+        Some((entry, stack)) => (entry, Some(stack)),
+        None => (errors().next().or_else(|| entries.first())?, None),
+    };
     let message = field(entry, MESSAGE);
-    let mut report = from_text(
-        stack.as_deref().or(message.as_deref()).unwrap_or("error"),
-        field(entry, &["reproduction", "repro", "steps_to_reproduce"]),
-    );
+    let reproduction = field(entry, &["reproduction", "repro", "steps_to_reproduce"]);
+    let mut report = match &stack {
+        Some(stack) => from_text(stack, reproduction),
+        None => message_only(message.as_deref().unwrap_or("error"), reproduction),
+    };
     if let Some(kind) = field(entry, KIND) {
-        report.kind = kind;
+        report.kind = cut(&one_line(&kind), 200);
     }
-    if report.language == Language::Unknown
-        && let Some(message) = &message
-    {
-        report.message = cut(message.trim(), MAX_MESSAGE_CHARS);
-    }
-    if report.message.is_empty()
-        && let Some(message) = message
+    if let Some(message) = message
+        && (report.language == Language::Unknown || report.message.is_empty())
     {
         report.message = cut(message.trim(), MAX_MESSAGE_CHARS);
     }
     report.level = field(entry, LEVEL);
     Some(report)
+}
+
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// A report of a message alone: whatever its text holds, no trace is read from it.
+fn message_only(message: &str, reproduction: Option<String>) -> ErrorReport {
+    let lines: Vec<&str> = message.lines().collect();
+    let first = lines
+        .iter()
+        .map(|l| l.trim())
+        .find(|l| !l.is_empty())
+        .unwrap_or_default();
+    ErrorReport {
+        kind: "error".to_owned(),
+        message: cut(first, MAX_MESSAGE_CHARS),
+        language: Language::Unknown,
+        frames: Vec::new(),
+        trace: trace_of(&lines[..lines.len().min(40)]),
+        reproduction,
+        level: None,
+    }
 }
