@@ -1,7 +1,8 @@
 //! Whether a comment addresses bugloop: `@name` as a word of its own, in the comment's own text.
 //! Not a longer name (`@bugloop-dev`), an e-mail address (`ci@bugloop.dev`), part of a URL
 //! (`https://example.com/@bugloop`), inline code, a code block or a quoted line (`> @bugloop fix`
-//! quotes someone else's request; answering it again would repeat a fix).
+//! quotes someone else's request; answering it again would repeat a fix). A command that acts
+//! without a person's further word (approval) must be the whole line: [`is_command_line`].
 
 /// Whether `body` mentions `@name` (case-insensitive, as GitHub's mentions are).
 pub fn mentions(body: &str, name: &str) -> bool {
@@ -55,10 +56,86 @@ fn without_code_spans(line: &str) -> String {
     out
 }
 
+/// Whether `body` gives the command `@name <command>` unmistakably: a line that is exactly the
+/// mention and the command (spacing and case aside), outside code blocks, quotes and HTML
+/// comments. "Please don't @bugloop approve this yet", `` `@bugloop approve` `` or
+/// "@bugloop approve?" are not the command.
+pub fn is_command_line(body: &str, name: &str, command: &str) -> bool {
+    let wanted = [
+        format!("@{}", name.trim_start_matches('@')).to_lowercase(),
+        command.to_lowercase(),
+    ];
+    let mut fence: Option<&str> = None;
+    without_html_comments(body).lines().any(|line| {
+        let trimmed = line.trim();
+        if let Some(open) = fence {
+            if trimmed.starts_with(open) {
+                fence = None;
+            }
+            return false;
+        }
+        if let Some(marker) = ["```", "~~~"].into_iter().find(|m| trimmed.starts_with(m)) {
+            fence = Some(marker);
+            return false;
+        }
+        let words: Vec<String> = trimmed.split_whitespace().map(str::to_lowercase).collect();
+        words == wanted
+    })
+}
+
+/// Whether `body` mentions `@name` and the word `command` anywhere, not necessarily as the
+/// command (a near miss, to be told how to give it).
+pub fn mentions_loosely(body: &str, name: &str, command: &str) -> bool {
+    let lower = body.to_lowercase();
+    lower.contains(&format!("@{}", name.trim_start_matches('@')).to_lowercase())
+        && lower.contains(&command.to_lowercase())
+}
+
+/// `body` with its `<!-- -->` comments taken out (an unclosed one runs to the end).
+fn without_html_comments(body: &str) -> String {
+    let mut out = String::with_capacity(body.len());
+    let mut rest = body;
+    while let Some(start) = rest.find("<!--") {
+        out.push_str(&rest[..start]);
+        match rest[start + 4..].find("-->") {
+            Some(end) => rest = &rest[start + 4 + end + 3..],
+            None => return out,
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn a_command_is_a_line_of_its_own_and_nothing_near_it_is() {
+        for body in [
+            "@bugloop approve",
+            "Looks right.\n\n@BugLoop   Approve  \n",
+            "<!-- a note -->\n@bugloop approve",
+        ] {
+            assert!(is_command_line(body, "bugloop", "approve"), "{body:?}");
+        }
+        for body in [
+            "Please don't @bugloop approve this yet",
+            "@bugloop approve?",
+            "`@bugloop approve`",
+            "```\n@bugloop approve\n```",
+            "> @bugloop approve",
+            "<!--\n@bugloop approve\n-->",
+            "<!-- unclosed\n@bugloop approve",
+            "@bugloop do not approve",
+            "@bugloop approve, once the tests run",
+            "Looks right. @bugloop approve!",
+        ] {
+            assert!(!is_command_line(body, "bugloop", "approve"), "{body:?}");
+            assert!(mentions_loosely(body, "bugloop", "approve"), "{body:?}");
+        }
+    }
 
     #[test]
     fn a_mention_is_a_word_of_the_comments_own_text() {

@@ -1035,8 +1035,33 @@ async fn a_solution_waits_for_a_maintainers_approval_on_github() {
         .unwrap();
     assert_eq!(pulls(), 0);
     assert_eq!(asked(), 1);
+    // A maintainer's words near the command are not the command: nothing opens, and the issue
+    // says once how to approve.
+    let told = || {
+        sim.issue_comments(issue)
+            .into_iter()
+            .filter(|c| c.author == BOT && c.body.contains("exactly `@bugloop approve`"))
+            .count()
+    };
+    for (n, words) in [
+        "Please don't @bugloop approve this yet",
+        "Is `@bugloop approve` how this works?",
+        "Right fix. @bugloop approve?",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        sim.comment_as(issue, "alice", words);
+        enqueue_trigger(&queue, &format!("delivery-near-{n}"), &resume).await;
+        run_next(&queue, &settings, &Stop::never())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(pulls(), 0, "{words}");
+        assert_eq!(told(), 1, "{words}");
+    }
     // A maintainer approves: the draft opens.
-    sim.comment_as(issue, "alice", "Right fix. @bugloop approve");
+    sim.comment_as(issue, "alice", "Right fix.\n\n@bugloop approve");
     enqueue_trigger(&queue, "delivery-3", &resume).await;
     let opened = run_next(&queue, &settings, &Stop::never())
         .await

@@ -17,7 +17,7 @@ fn marker(commit: &str) -> String {
 }
 
 /// Who approved `solution`, if someone did: the person running this (`--approve`), the first
-/// comment after bugloop's request that says `@bugloop approve`, or the approval label put on
+/// comment after bugloop's request with a line that is exactly `@bugloop approve`, or the approval label put on
 /// after it, by someone who may change the repository (anyone may comment on a public issue;
 /// triage access is enough to label one).
 pub(super) async fn approved_by(
@@ -38,13 +38,35 @@ pub(super) async fn approved_by(
     let may_write = async |login: &str| -> Result<bool, SolveError> {
         Ok(run.env.forge.permission(login).await?.may_modify_files())
     };
+    // bugloop answers to `@bugloop`, not configurable (`review.trigger_mention` is refused).
+    let name = "bugloop";
+    let mut near_miss = false;
     for comment in &comments[asked + 1..] {
-        if comment.by_bugloop || !says_approve(&comment.body) {
+        if comment.by_bugloop {
+            continue;
+        }
+        if !bugloop_domain::mention::is_command_line(&comment.body, name, "approve") {
+            near_miss |= bugloop_domain::mention::mentions_loosely(&comment.body, name, "approve");
             continue;
         }
         if may_write(&comment.author).await? {
             return Ok(Some(bugloop_domain::markdown::quiet(&comment.author)));
         }
+    }
+    if near_miss {
+        // Said once on the issue: anything but the exact line is ignored, and a writer who
+        // meant it should know why nothing happened.
+        let how = format!(
+            "A comment here mentions approving, but bugloop approves only on a line that is \
+             exactly `@{name} approve` (outside code, quotes and HTML comments), written by \
+             someone who may change the repository, or on the label `{}`; nothing was approved.",
+            run.env.config().labels.approve
+        );
+        run.say_once(
+            &format!("<!-- bugloop solve-approval-how:{} -->", solution.commit),
+            &how,
+        )
+        .await?;
     }
     let label = &run.env.config().labels.approve;
     if !run.issue.labels.contains(label) {
@@ -64,24 +86,6 @@ pub(super) async fn approved_by(
         }
     }
     Ok(None)
-}
-
-/// Whether a comment says `@bugloop approve` (its own words, not quoted).
-fn says_approve(body: &str) -> bool {
-    body.lines()
-        .filter(|l| !l.trim_start().starts_with('>'))
-        .any(|l| {
-            let words: Vec<String> = l
-                .split_whitespace()
-                .map(|w| {
-                    w.trim_matches(|c: char| !c.is_alphanumeric() && c != '@')
-                        .to_lowercase()
-                })
-                .collect();
-            words
-                .windows(2)
-                .any(|w| w[0] == "@bugloop" && w[1] == "approve")
-        })
 }
 
 /// Asks for approval of `solution` on the issue (once), and waits.
@@ -124,19 +128,4 @@ pub(super) async fn wait(
         short(&solution.commit),
         run.number()
     )))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::says_approve;
-
-    #[test]
-    fn only_an_approval_in_ones_own_words_counts() {
-        assert!(says_approve("@bugloop approve"));
-        assert!(says_approve("Looks right. @Bugloop approve!"));
-        assert!(!says_approve("> @bugloop approve\nno"));
-        assert!(!says_approve("@bugloop do not approve"));
-        assert!(!says_approve("approve @bugloop"));
-        assert!(!says_approve("@bugloopapprove"));
-    }
 }
