@@ -87,8 +87,9 @@ pub(crate) fn line_roles(lines: &[&str]) -> Vec<LineRole> {
 /// Text bugloop did not write (model output, names from the repository, a developer's words),
 /// made safe to place in a comment bugloop signs: outside code, `<!--` becomes `&lt;!--` (shown
 /// the same), a fence that would open an `rmcoc` block is relabelled, and a fence left open is
-/// closed. Inside fenced code nothing changes: parsers skip code, and the quote stays exact.
-/// Line ends become `\n` first: a lone `\r` ends a line for CommonMark (and for a forge that
+/// closed; a mention outside code (`@alice`, `@org/team`) notifies nobody (a model can be
+/// steered to write one). Inside fenced code nothing changes: parsers skip code, and the quote
+/// stays exact. Line ends become `\n` first: a lone `\r` ends a line for CommonMark (and for a forge that
 /// normalises it) but not for a reader splitting on `\n`, and the two must see the same lines.
 /// A `suggestion` fence is relabelled too: on GitHub it would be a one-click commit offered in
 /// bugloop's name.
@@ -104,7 +105,9 @@ pub fn neutralise(text: &str) -> String {
         }
         match role {
             LineRole::Text => {
-                out.push_str(&relabel_contained_fence(line).replace("<!--", "&lt;!--"));
+                out.push_str(&silence_line(
+                    &relabel_contained_fence(line).replace("<!--", "&lt;!--"),
+                ));
             }
             LineRole::Open(fence) => {
                 open = Some(fence);
@@ -214,22 +217,31 @@ pub fn cap_body(body: &str, max_chars: usize) -> std::borrow::Cow<'_, str> {
 }
 
 /// Text for a place inside a line (a heading, a list item, a file name): made one line, so it
-/// can open no fence and no block, and with `<!--` shown but inert.
+/// can open no fence and no block, with `<!--` shown but inert and no mention live.
 pub fn inline(text: &str) -> String {
     // `split_whitespace` also splits at `\r` and Unicode line separators.
-    text.split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
-        .replace("<!--", "&lt;!--")
+    silence_line(
+        &text
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+            .replace("<!--", "&lt;!--"),
+    )
 }
 
 /// [`inline`] text quoted from what others wrote (a test's output, a file name), in a comment
-/// bugloop posts on its own: `@name` notifies nobody (a word joiner after the `@`), so what the
-/// code under test prints cannot page people through bugloop.
+/// bugloop posts on its own: `@name` notifies nobody, so what the code under test prints cannot
+/// page people through bugloop. The same as [`inline`], which silences every mention: bugloop
+/// never means to notify anyone by a mention in text it did not write.
 pub fn quiet(text: &str) -> String {
-    let text = inline(text);
-    let mut out = String::with_capacity(text.len() + 8);
-    let mut chars = text.chars().peekable();
+    inline(text)
+}
+
+/// `line` with a word joiner after each `@` that starts a name, so GitHub notifies nobody
+/// (`@alice`, `@org/team`) and the text reads the same.
+fn silence_line(line: &str) -> String {
+    let mut out = String::with_capacity(line.len() + 4);
+    let mut chars = line.chars().peekable();
     while let Some(c) = chars.next() {
         out.push(c);
         if c == '@' && chars.peek().is_some_and(|n| n.is_ascii_alphanumeric()) {
@@ -250,18 +262,11 @@ pub fn silence_mentions(text: &str) -> String {
         .iter()
         .zip(roles)
         .map(|(line, role)| {
-            if role != LineRole::Text {
-                return (*line).to_owned();
+            if role == LineRole::Text {
+                silence_line(line)
+            } else {
+                (*line).to_owned()
             }
-            let mut out = String::with_capacity(line.len() + 4);
-            let mut chars = line.chars().peekable();
-            while let Some(c) = chars.next() {
-                out.push(c);
-                if c == '@' && chars.peek().is_some_and(|n| n.is_ascii_alphanumeric()) {
-                    out.push('\u{2060}');
-                }
-            }
-            out
         })
         .collect::<Vec<_>>()
         .join("\n")

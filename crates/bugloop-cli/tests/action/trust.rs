@@ -525,3 +525,63 @@ async fn a_bugloop_directory_that_links_out_of_the_checkout_is_never_read_as(use
     assert!(!seen.contains("canary"), "{seen}");
     assert_eq!(fixture.finding_comments().len(), 1, "the review went on");
 }
+
+/// A hostile change can steer the model to write mentions: a finding's title, description and
+/// suggestion naming `@acme/security` and `@mallory` are published with no mention live (a word
+/// joiner after the `@`), in the finding's comment and in the summary.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mentions_the_model_writes_notify_nobody() {
+    let fixture = PullRequestFixture::new(FixtureOptions::default()).await;
+    let scripts = tempfile::tempdir().unwrap();
+    let payload = webhook_example("pull_request", "opened", &fixture);
+    let mut finding = off_by_one();
+    finding["title"] = json!("Index one past the end, cc @mallory");
+    finding["description"] =
+        json!("`v[v.len()]` always panics.\n\n@acme/security please look, and @mallory too.");
+    finding["suggestion"] = json!("Ask @mallory, then use `v[v.len() - 1]`.");
+    let model = script_file(scripts.path(), &review_lines(&[finding]));
+    let run = tokio::task::block_in_place(|| {
+        action_as(None, &fixture, "pull_request", &payload, &[], &model)
+    });
+    assert_eq!(run.output.status.code(), Some(0), "{}", text(&run.output));
+    let comments = fixture.finding_comments();
+    assert_eq!(comments.len(), 1);
+    let mut published: Vec<String> = comments.iter().map(|c| c.body.clone()).collect();
+    published.extend(
+        fixture
+            .sim
+            .issue_comments(NUMBER)
+            .into_iter()
+            .filter(|c| c.author == BOT)
+            .map(|c| c.body),
+    );
+    let everything = outside_code(&published.join("\n---\n"));
+    assert!(everything.contains("@\u{2060}mallory"), "{everything}");
+    assert!(
+        everything.contains("@\u{2060}acme/security"),
+        "{everything}"
+    );
+    for live in ["@mallory", "@acme"] {
+        assert!(
+            !everything.contains(live),
+            "{live} is live in: {everything}"
+        );
+    }
+}
+
+/// `text` without its fenced code blocks (where GitHub notifies nobody).
+fn outside_code(text: &str) -> String {
+    let mut fence: Option<String> = None;
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let trimmed = line.trim_start();
+        let ticks: String = trimmed.chars().take_while(|c| *c == '`').collect();
+        match &fence {
+            Some(open) if trimmed.trim_end() == open.as_str() => fence = None,
+            Some(_) => {}
+            None if ticks.len() >= 3 => fence = Some(ticks),
+            None => out.push(line),
+        }
+    }
+    out.join("\n")
+}
