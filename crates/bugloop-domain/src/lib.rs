@@ -19,6 +19,7 @@ pub mod score;
 pub mod solve;
 pub mod status;
 pub mod test_counts;
+pub mod test_files;
 pub mod thread;
 pub mod urgency;
 

@@ -9,6 +9,7 @@
 
 mod change;
 mod command;
+mod overlay;
 mod repository;
 mod revert;
 
