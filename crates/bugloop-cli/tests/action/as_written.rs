@@ -3,6 +3,8 @@
 //! release archive built by `scripts/package` and served from a local HTTP server, and the
 //! GitHub simulator as the API. The install step verifies the archive before anything in it
 //! runs; the review step publishes the finding with the binary the install step put on the path.
+//! The runner's own `gh` is a stand-in named by `INSTALL_SYSTEM_GH`, which only a test can set
+//! (action.yml's step sets it empty, and a step's `env:` wins over everything of the job).
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
@@ -61,6 +63,9 @@ struct Runner {
     temp: tempfile::TempDir,
     context: HashMap<&'static str, String>,
     path: String,
+    /// The runner's own `gh` (`/usr/bin/gh` on GitHub's runners): by default none, so that this
+    /// machine's gh never answers a test.
+    system_gh: PathBuf,
 }
 
 impl Runner {
@@ -72,6 +77,7 @@ impl Runner {
         context.insert("github.action_repository", "bugloop/bugloop".to_owned());
         context.insert("runner.temp", temp.path().display().to_string());
         context.insert("inputs.embedded-model", "false".to_owned());
+        context.insert("inputs.allow-unverified-provenance", "false".to_owned());
         context.insert("inputs.github-token", TOKEN.to_owned());
         context.insert(
             "inputs.state-key",
@@ -81,10 +87,12 @@ impl Runner {
         context.insert("inputs.sarif", String::new());
         context.insert("inputs.model", String::new());
         std::fs::write(temp.path().join("github_path"), "").unwrap();
+        let system_gh = temp.path().join("no-system-gh/gh");
         Runner {
             temp,
             context,
             path: std::env::var("PATH").unwrap(),
+            system_gh,
         }
     }
 
@@ -92,13 +100,23 @@ impl Runner {
         self.temp.path().join("bugloop-install")
     }
 
+    fn installed(&self) -> PathBuf {
+        self.install_root().join("bin/bugloop")
+    }
+
+    /// The step outputs the last step wrote (`name=value` lines of its `$GITHUB_OUTPUT`).
+    fn outputs(&self) -> String {
+        std::fs::read_to_string(self.temp.path().join("github_output")).unwrap_or_default()
+    }
+
     /// Runs the `run:` script of the step named `name` with bash, in `dir`, with the step's
     /// `env:` and `extra` variables; directories earlier steps added to `$GITHUB_PATH` come
-    /// first on the path, as on a runner.
+    /// first on the path, as on a runner, and each step writes a `$GITHUB_OUTPUT` of its own.
     fn run(&self, name: &str, dir: &Path, extra: &[(&str, String)]) -> Output {
         let step = step(name);
         let script = step["run"].as_str().unwrap();
         assert_eq!(step["shell"].as_str(), Some("bash"), "{name}");
+        std::fs::write(self.temp.path().join("github_output"), "").unwrap();
         let added = std::fs::read_to_string(self.temp.path().join("github_path")).unwrap();
         let mut path: Vec<String> = added.lines().rev().map(str::to_owned).collect();
         path.push(self.path.clone());
@@ -114,6 +132,10 @@ impl Runner {
         for (key, value) in step["env"].as_mapping().into_iter().flatten() {
             let value = value.as_str().unwrap_or_default();
             command.env(key.as_str().unwrap(), evaluate(value, &self.context));
+        }
+        // Over the step's own empty value, as no runner can: the test's system gh.
+        if step["env"].get("INSTALL_SYSTEM_GH").is_some() {
+            command.env("INSTALL_SYSTEM_GH", &self.system_gh);
         }
         for (key, value) in extra {
             command.env(key, value);
@@ -206,17 +228,53 @@ fn fake_cargo(dir: &Path) -> PathBuf {
 
 /// A `gh` whose `attestation verify` passes only when asked about `source` (a `--source-ref` or
 /// `--source-digest` with its value), as the real one checks the attestation's source; it
-/// records its arguments (the real one asks GitHub, and this machine has no network).
+/// records its arguments in `gh.log` and the token it was given in `gh.token` (the real one asks
+/// GitHub, and this machine has no network).
 fn fake_gh(dir: &Path, source: &str) -> PathBuf {
     let log = dir.join("gh.log");
     let script = format!(
-        "#!/bin/sh\necho \"$@\" >> '{}'\ncase \"$*\" in *'{source}'*) exit 0 ;; *) exit 1 ;; esac\n",
-        log.display()
+        "#!/bin/sh\necho \"$@\" >> '{}'\necho \"$GH_TOKEN\" >> '{}'\ncase \"$*\" in *'{source}'*) exit 0 ;; *) exit 1 ;; esac\n",
+        log.display(),
+        dir.join("gh.token").display()
     );
     let gh = dir.join("gh");
     std::fs::write(&gh, script).unwrap();
-    Command::new("chmod").arg("+x").arg(&gh).status().unwrap();
+    executable(&gh);
     log
+}
+
+fn executable(path: &Path) {
+    let status = Command::new("chmod").arg("+x").arg(path).status().unwrap();
+    assert!(status.success(), "chmod +x {}", path.display());
+}
+
+/// The stand-ins for a job's tools, in a directory of their own: `cargo` on the path (see
+/// `fake_cargo`) and the runner's own `gh` (see `fake_gh`); the cargo and gh logs.
+fn tools(runner: &mut Runner, source: &str) -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let tools = tempfile::tempdir().unwrap();
+    let cargo_log = fake_cargo(tools.path());
+    let gh_log = fake_gh(tools.path(), source);
+    runner.path = format!("{}:{}", tools.path().display(), runner.path);
+    runner.system_gh = tools.path().join("gh");
+    (tools, cargo_log, gh_log)
+}
+
+/// A program at `path` that, if it is ever run, writes `marker` (with any token it was given):
+/// what an attacker plants. Those that stand in for a tool then run the real one.
+fn planted(path: &Path, marker: &Path, then: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let script = format!(
+        "#!/bin/sh\necho \"$0 ran, token=$GH_TOKEN$INSTALL_GH_TOKEN\" >> '{}'\n{then}\n",
+        marker.display()
+    );
+    std::fs::write(path, script).unwrap();
+    executable(path);
+}
+
+fn sha256(path: &Path) -> String {
+    let hashed = Command::new("sha256sum").arg(path).output().unwrap();
+    assert!(hashed.status.success());
+    String::from_utf8(hashed.stdout).unwrap()[..64].to_owned()
 }
 
 const TAG_SOURCE: &str = "--source-ref refs/tags/v0.1.0";
@@ -249,10 +307,7 @@ async fn the_action_as_written_installs_its_release_and_reviews() {
     release(releases.path(), "v0.1.0");
     let url = serve(releases.path().to_path_buf());
     let mut runner = Runner::new("v0.1.0");
-    let tools = tempfile::tempdir().unwrap();
-    let cargo_log = fake_cargo(tools.path());
-    let gh_log = fake_gh(tools.path(), TAG_SOURCE);
-    runner.path = format!("{}:{}", tools.path().display(), runner.path);
+    let (_tools, cargo_log, gh_log) = tools(&mut runner, TAG_SOURCE);
 
     let installed = tokio::task::block_in_place(|| {
         runner.run(
@@ -279,7 +334,14 @@ async fn the_action_as_written_installs_its_release_and_reviews() {
     );
     assert!(said.contains("bugloop 0.1.0"), "{said}");
     assert!(!cargo_log.exists(), "nothing was built: {said}");
-    assert!(runner.install_root().join("bin/bugloop").exists());
+    // The token went to the runner's gh, and the step's output names the binary it installed.
+    let token = gh_log.with_file_name("gh.token");
+    assert_eq!(
+        std::fs::read_to_string(token).unwrap(),
+        format!("{TOKEN}\n")
+    );
+    let sha = release_sha256(&runner);
+    runner.context.insert("steps.install.outputs.sha256", sha);
 
     // No AppArmor restriction here: the step says so and changes nothing.
     let sysctl = runner.temp.path().join("userns");
@@ -292,18 +354,39 @@ async fn the_action_as_written_installs_its_release_and_reviews() {
     assert!(apparmor.status.success(), "{}", text(&apparmor));
     assert!(text(&apparmor).contains("nothing to do"));
 
-    // The review, by the binary the install step put first on the path.
+    let reviewed = review(&mut runner, &fixture);
+    assert!(reviewed.status.success(), "{}", text(&reviewed));
+    assert!(text(&reviewed).contains("Index one past the end"));
+    assert_eq!(fixture.finding_comments().len(), 1);
+    let outputs = std::fs::read_to_string(runner.temp.path().join("github_output")).unwrap();
+    assert!(outputs.starts_with("sarif="), "{outputs}");
+}
+
+/// The install step's `sha256` output: the release binary's (the binary under test), checked at
+/// its install path.
+fn release_sha256(runner: &Runner) -> String {
+    let outputs = runner.outputs();
+    let sha = outputs.strip_prefix("sha256=").unwrap_or_default().trim();
+    let binary = sha256(Path::new(env!("CARGO_BIN_EXE_bugloop")));
+    assert_eq!(sha, binary, "{outputs}");
+    assert_eq!(sha256(&runner.installed()), binary);
+    binary
+}
+
+/// The "Run bugloop" step on the fixture's pull request, with the scripted model: the review,
+/// by the binary the install step verified (and put first on the path).
+fn review(runner: &mut Runner, fixture: &PullRequestFixture) -> Output {
     let scripts = tempfile::tempdir().unwrap();
     runner
         .context
         .insert("inputs.model", review_script(scripts.path()));
     let event = runner.temp.path().join("event.json");
-    let payload = webhook_example("pull_request", "opened", &fixture);
+    let payload = webhook_example("pull_request", "opened", fixture);
     std::fs::write(&event, payload.to_string()).unwrap();
     let config = runner.temp.path().join("config.yml");
     std::fs::write(&config, "{}\n").unwrap();
     let workspace = fixture.workspace().display().to_string();
-    let reviewed = tokio::task::block_in_place(|| {
+    tokio::task::block_in_place(|| {
         runner.run(
             "Run bugloop",
             fixture.workspace(),
@@ -319,12 +402,7 @@ async fn the_action_as_written_installs_its_release_and_reviews() {
                 ("NO_COLOR", "1".to_owned()),
             ],
         )
-    });
-    assert!(reviewed.status.success(), "{}", text(&reviewed));
-    assert!(text(&reviewed).contains("Index one past the end"));
-    assert_eq!(fixture.finding_comments().len(), 1);
-    let outputs = std::fs::read_to_string(runner.temp.path().join("github_output")).unwrap();
-    assert!(outputs.starts_with("sarif="), "{outputs}");
+    })
 }
 
 #[test]
@@ -337,10 +415,7 @@ fn a_tampered_release_fails_the_install_and_runs_nothing() {
     std::fs::write(&archive, bytes).unwrap();
     let url = serve(releases.path().to_path_buf());
     let mut runner = Runner::new("v0.1.0");
-    let tools = tempfile::tempdir().unwrap();
-    let cargo_log = fake_cargo(tools.path());
-    let gh_log = fake_gh(tools.path(), TAG_SOURCE);
-    runner.path = format!("{}:{}", tools.path().display(), runner.path);
+    let (_tools, cargo_log, gh_log) = tools(&mut runner, TAG_SOURCE);
     let dir = tempfile::tempdir().unwrap();
     let installed = runner.run(
         "Install bugloop",
@@ -368,10 +443,7 @@ fn a_release_without_valid_provenance_fails_the_install_and_runs_nothing() {
     release(releases.path(), "v0.1.0");
     let url = serve(releases.path().to_path_buf());
     let mut runner = Runner::new("v0.1.0");
-    let tools = tempfile::tempdir().unwrap();
-    let cargo_log = fake_cargo(tools.path());
-    fake_gh(tools.path(), "--source-ref refs/tags/v9.9.9");
-    runner.path = format!("{}:{}", tools.path().display(), runner.path);
+    let (_tools, cargo_log, _) = tools(&mut runner, "--source-ref refs/tags/v9.9.9");
     let dir = tempfile::tempdir().unwrap();
     let installed = runner.run(
         "Install bugloop",
@@ -404,10 +476,7 @@ fn a_commit_pin_installs_the_release_built_from_that_commit() {
     .trim()
     .to_owned();
     let mut runner = Runner::new(&commit);
-    let tools = tempfile::tempdir().unwrap();
-    let cargo_log = fake_cargo(tools.path());
-    let gh_log = fake_gh(tools.path(), &format!("--source-digest {commit}"));
-    runner.path = format!("{}:{}", tools.path().display(), runner.path);
+    let (_tools, cargo_log, gh_log) = tools(&mut runner, &format!("--source-digest {commit}"));
     let dir = tempfile::tempdir().unwrap();
     let installed = runner.run(
         "Install bugloop",
@@ -444,10 +513,7 @@ fn without_a_matching_release_the_action_builds_from_source_and_says_why() {
         ("v9.9.9", "no release v9.9.9 for"),
     ] {
         let mut runner = Runner::new(action_ref);
-        let tools = tempfile::tempdir().unwrap();
-        let cargo_log = fake_cargo(tools.path());
-        let gh_log = fake_gh(tools.path(), TAG_SOURCE);
-        runner.path = format!("{}:{}", tools.path().display(), runner.path);
+        let (_tools, cargo_log, gh_log) = tools(&mut runner, TAG_SOURCE);
         let dir = tempfile::tempdir().unwrap();
         let installed = runner.run(
             "Install bugloop",
@@ -472,6 +538,228 @@ fn without_a_matching_release_the_action_builds_from_source_and_says_why() {
         );
         assert!(runner.install_root().join("bin/bugloop").exists());
     }
+}
+
+/// A pin is never cached, so a `bugloop` already in the install root was put there by something
+/// else (an earlier step, a self-hosted runner's last job), even with a SHA-256 "record" beside
+/// it: it never runs, and the verified release replaces it. The review step checks the binary
+/// again against the install step's output, and refuses one changed since.
+#[test]
+fn a_binary_planted_in_the_install_root_of_a_pin_is_replaced_and_never_run() {
+    let releases = tempfile::tempdir().unwrap();
+    release(releases.path(), "v0.1.0");
+    let url = serve(releases.path().to_path_buf());
+    let mut runner = Runner::new("v0.1.0");
+    let (_tools, cargo_log, _) = tools(&mut runner, TAG_SOURCE);
+    let marker = runner.temp.path().join("planted-ran");
+    planted(&runner.installed(), &marker, "exit 0");
+    let record = format!("{}\n", sha256(&runner.installed()));
+    std::fs::write(runner.install_root().join("bugloop.sha256"), record).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let installed = runner.run(
+        "Install bugloop",
+        dir.path(),
+        &[("BUGLOOP_RELEASES_URL", url)],
+    );
+    let said = text(&installed);
+    assert!(installed.status.success(), "{said}");
+    assert!(!marker.exists(), "the planted binary ran: {said}");
+    assert!(said.contains("it was not run, and was replaced"), "{said}");
+    assert!(said.contains("installed release v0.1.0"), "{said}");
+    assert!(said.contains("bugloop 0.1.0"), "{said}");
+    assert!(!cargo_log.exists());
+    let sha = release_sha256(&runner);
+
+    // Changed between the steps: the review step does not run it.
+    planted(&runner.installed(), &marker, "exit 0");
+    runner.context.insert("steps.install.outputs.sha256", sha);
+    let reviewed = runner.run("Run bugloop", dir.path(), &[]);
+    let said = text(&reviewed);
+    assert_eq!(reviewed.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("is not the binary the install step verified"),
+        "{said}"
+    );
+    assert!(!marker.exists(), "the planted binary ran: {said}");
+}
+
+/// A build from source is cached with its SHA-256, recorded when it was built: restored, it is
+/// used only if it still has it; a binary swapped in the restored install root is rebuilt, never
+/// run.
+#[test]
+fn a_restored_build_is_used_only_with_the_sha256_recorded_when_it_was_built() {
+    let mut runner = Runner::new("main");
+    let (_tools, cargo_log, _) = tools(&mut runner, TAG_SOURCE);
+    let dir = tempfile::tempdir().unwrap();
+    let install = |runner: &Runner| runner.run("Install bugloop", dir.path(), &[]);
+    let built = install(&runner);
+    assert!(built.status.success(), "{}", text(&built));
+    let sha = sha256(Path::new(env!("CARGO_BIN_EXE_bugloop")));
+    assert_eq!(
+        std::fs::read_to_string(runner.install_root().join("bugloop.sha256")).unwrap(),
+        format!("{sha}\n")
+    );
+    assert_eq!(runner.outputs(), format!("sha256={sha}\n"));
+
+    // The same install root again, as the cache restores it: used as it is.
+    let restored = install(&runner);
+    let said = text(&restored);
+    assert!(restored.status.success(), "{said}");
+    assert!(said.contains("restored from the cache"), "{said}");
+    assert_eq!(
+        std::fs::read_to_string(&cargo_log).unwrap().lines().count(),
+        1
+    );
+
+    // A binary swapped in (the record left as it was): not run, rebuilt.
+    let marker = runner.temp.path().join("planted-ran");
+    planted(&runner.installed(), &marker, "exit 0");
+    let swapped = install(&runner);
+    let said = text(&swapped);
+    assert!(swapped.status.success(), "{said}");
+    assert!(!marker.exists(), "the planted binary ran: {said}");
+    assert!(said.contains("is not the build recorded with it"), "{said}");
+    assert!(said.contains("bugloop 0.1.0"), "{said}");
+    assert_eq!(
+        std::fs::read_to_string(&cargo_log).unwrap().lines().count(),
+        2
+    );
+    assert_eq!(sha256(&runner.installed()), sha);
+}
+
+/// An archive cut short, its checksum made to match (whoever can edit the release; or a download
+/// cut off with its checksum): extracting it is what fails, and that stops the step. Nothing is
+/// installed or run, nothing is built instead.
+#[test]
+fn a_truncated_archive_matching_its_checksum_fails_the_install_and_runs_nothing() {
+    let releases = tempfile::tempdir().unwrap();
+    let archive = release(releases.path(), "v0.1.0");
+    let bytes = std::fs::read(&archive).unwrap();
+    std::fs::write(&archive, &bytes[..bytes.len() / 2]).unwrap();
+    let name = archive.file_name().unwrap().to_str().unwrap();
+    let checksum = format!("{}  {name}\n", sha256(&archive));
+    std::fs::write(archive.with_file_name(format!("{name}.sha256")), checksum).unwrap();
+    let url = serve(releases.path().to_path_buf());
+    let mut runner = Runner::new("v0.1.0");
+    let (_tools, cargo_log, _) = tools(&mut runner, TAG_SOURCE);
+    let dir = tempfile::tempdir().unwrap();
+    let installed = runner.run(
+        "Install bugloop",
+        dir.path(),
+        &[("BUGLOOP_RELEASES_URL", url)],
+    );
+    let said = text(&installed);
+    assert_eq!(installed.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("is not a whole archive (truncated or corrupt)"),
+        "{said}"
+    );
+    assert!(said.contains("nothing was installed or run"), "{said}");
+    assert!(!said.contains("bugloop 0.1.0"), "{said}");
+    assert!(!runner.installed().exists());
+    assert!(!cargo_log.exists());
+    assert_eq!(runner.outputs(), "");
+    assert_eq!(
+        std::fs::read_to_string(runner.temp.path().join("github_path")).unwrap(),
+        ""
+    );
+}
+
+/// A `gh` in the workspace, or first on the path, never verifies anything and never sees the
+/// token: only the runner's own at its system path does, and the token reaches it alone (a `tar`
+/// first on the path, run, does not see it). One in the workspace named as the system's is not
+/// taken either.
+#[test]
+fn only_the_runners_own_gh_verifies_and_only_it_gets_the_token() {
+    // On a runner the step's own empty value wins over anything of the job: the default list.
+    let env = &step("Install bugloop")["env"];
+    assert_eq!(env["INSTALL_SYSTEM_GH"].as_str(), Some(""));
+    let releases = tempfile::tempdir().unwrap();
+    release(releases.path(), "v0.1.0");
+    let url = serve(releases.path().to_path_buf());
+    let mut runner = Runner::new("v0.1.0");
+    let (_tools, _, gh_log) = tools(&mut runner, TAG_SOURCE);
+    let workspace = tempfile::tempdir().unwrap();
+    let marker = runner.temp.path().join("planted-ran");
+    let tar = Command::new("sh")
+        .args(["-c", "command -v tar"])
+        .output()
+        .unwrap();
+    let tar = String::from_utf8(tar.stdout).unwrap();
+    planted(&workspace.path().join("gh"), &marker, "exit 0");
+    planted(&workspace.path().join("bin/gh"), &marker, "exit 0");
+    planted(
+        &workspace.path().join("bin/tar"),
+        &marker,
+        &format!("exec {} \"$@\"", tar.trim()),
+    );
+    runner.path = format!("{}/bin:{}", workspace.path().display(), runner.path);
+    let env = vec![
+        ("BUGLOOP_RELEASES_URL", url),
+        ("GITHUB_WORKSPACE", workspace.path().display().to_string()),
+    ];
+    let installed = runner.run("Install bugloop", workspace.path(), &env);
+    let said = text(&installed);
+    assert!(installed.status.success(), "{said}");
+    assert!(said.contains("build provenance verified"), "{said}");
+    assert!(gh_log.exists(), "the runner's gh was asked");
+    let token = std::fs::read_to_string(gh_log.with_file_name("gh.token")).unwrap();
+    assert_eq!(token, format!("{TOKEN}\n"));
+    let ran = std::fs::read_to_string(&marker).unwrap_or_default();
+    assert!(!ran.contains("/gh ran"), "a planted gh ran: {ran}");
+    assert!(ran.contains("/bin/tar ran, token=\n"), "{ran}");
+    assert!(!ran.contains(TOKEN), "{ran}");
+
+    // Named as the system's (only a test can): still not taken from the workspace.
+    runner.system_gh = workspace.path().join("gh");
+    let refused = runner.run("Install bugloop", workspace.path(), &env);
+    let said = text(&refused);
+    assert_eq!(refused.status.code(), Some(1), "{said}");
+    assert!(said.contains("it is in the workspace"), "{said}");
+    let ran = std::fs::read_to_string(&marker).unwrap_or_default();
+    assert!(!ran.contains("/gh ran"), "a planted gh ran: {ran}");
+    assert!(!runner.installed().exists());
+}
+
+/// Without a `gh` of the runner's own, a release's provenance cannot be verified: the install
+/// fails unless the workflow accepts that (`allow-unverified-provenance: "true"`), and then it
+/// installs the release checked against its checksum alone, with a warning.
+#[test]
+fn without_the_runners_gh_a_release_installs_only_if_the_workflow_accepts_it() {
+    let releases = tempfile::tempdir().unwrap();
+    release(releases.path(), "v0.1.0");
+    let url = serve(releases.path().to_path_buf());
+    let mut runner = Runner::new("v0.1.0");
+    let (_tools, cargo_log, gh_log) = tools(&mut runner, TAG_SOURCE);
+    runner.system_gh = runner.temp.path().join("no-gh-here/gh");
+    let dir = tempfile::tempdir().unwrap();
+    let install = |runner: &Runner| {
+        runner.run(
+            "Install bugloop",
+            dir.path(),
+            &[("BUGLOOP_RELEASES_URL", url.clone())],
+        )
+    };
+    let refused = install(&runner);
+    let said = text(&refused);
+    assert_eq!(refused.status.code(), Some(1), "{said}");
+    assert!(said.contains("::error"), "{said}");
+    assert!(said.contains("allow-unverified-provenance"), "{said}");
+    assert!(said.contains("Nothing was installed or run"), "{said}");
+    assert!(!runner.installed().exists());
+    assert!(!gh_log.exists(), "the gh on the path is not asked");
+
+    runner
+        .context
+        .insert("inputs.allow-unverified-provenance", "true".to_owned());
+    let accepted = install(&runner);
+    let said = text(&accepted);
+    assert!(accepted.status.success(), "{said}");
+    assert!(said.contains("::warning"), "{said}");
+    assert!(said.contains("was not verified"), "{said}");
+    assert!(said.contains("installed release v0.1.0"), "{said}");
+    assert!(!cargo_log.exists());
+    release_sha256(&runner);
 }
 
 /// The AppArmor step on a machine that restricts user namespaces (stand-ins for the sysctl,
