@@ -10,6 +10,7 @@ use bugloop_report::solve::SolveReport;
 use serde::Serialize;
 
 use crate::{App, AppError, Outcome, Verdict};
+use bugloop_loops::solve::Regression;
 
 /// What filing an error report did.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -30,6 +31,22 @@ pub struct ErrorReportOutcome {
     /// (reopened, with the change request that reverts the solution, or escalated).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub regression: Option<SolveReport>,
+    /// When the issue's solution had merged and its reproduction test still passes on the
+    /// base's head: the report is another error, filed (or counted) as an issue of its own that
+    /// names this one; the solution is left in place.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub another_error: Option<AnotherError>,
+}
+
+/// A report counted on a solved issue that is not that issue's error coming back.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AnotherError {
+    /// The issue it is filed or counted on.
+    pub issue: u64,
+    pub count: u64,
+    pub filed: bool,
+    /// Why it is not a regression of the solved issue.
+    pub reason: String,
 }
 
 impl ErrorReportOutcome {
@@ -95,6 +112,76 @@ impl App {
         }
     }
 
+    /// Files `draft` under `fingerprint`, or counts it on the issue filed for it: on the local
+    /// forge, or on GitHub's issues.
+    async fn file_or_count(
+        &self,
+        fingerprint: &str,
+        draft: &IssueDraft,
+    ) -> Result<bugloop_forge::tracker::ReportCount, AppError> {
+        let marker = bugloop_intake::fingerprint_marker(fingerprint);
+        match &self.github_issues {
+            Some(github) => Ok(
+                GitHubTracker::new(&github.forge, self.git.clone(), &github.remote)
+                    .fenced(github.fence.clone())
+                    .report(fingerprint, &marker, draft)
+                    .await?,
+            ),
+            None => self
+                .tracker()?
+                .report(fingerprint, &marker, draft)
+                .await
+                .map_err(|source| AppError::Store {
+                    repository: self.git.root().to_path_buf(),
+                    source,
+                }),
+        }
+    }
+
+    /// A report counted on solved issue `solved` that its solution's reproduction test says is
+    /// another error (`reason`): filed as an issue of its own, under a fingerprint of its own
+    /// (the error's and the solved issue's number), naming the solved issue; repeats count there.
+    async fn file_another_error(
+        &self,
+        text: &bugloop_intake::IssueText,
+        fingerprint: &str,
+        solved: u64,
+        reason: &str,
+    ) -> Result<AnotherError, AppError> {
+        let own = bugloop_intake::fingerprint_after(fingerprint, solved);
+        let note = format!(
+            "This error was reported after the solution of #{solved} merged, but it is not #{solved}'s \
+             error coming back: {reason}. So it is filed as an issue of its own, and #{solved}'s \
+             solution is left in place.\n\n"
+        );
+        // The marker ends the body; the report quoted above it may hold look-alikes.
+        let marker = bugloop_intake::fingerprint_marker(fingerprint);
+        let body = match text.body.rfind(&marker) {
+            Some(at) => format!(
+                "{}{}{}",
+                &text.body[..at],
+                bugloop_intake::fingerprint_marker(&own),
+                &text.body[at + marker.len()..]
+            ),
+            None => text.body.clone(),
+        };
+        let draft = IssueDraft {
+            title: text.title.clone(),
+            body: format!("{note}{body}"),
+            labels: vec![
+                bugloop_forge::tracker::REPORT_LABEL.to_owned(),
+                self.settings.config.labels.trigger.clone(),
+            ],
+        };
+        let counted = self.file_or_count(&own, &draft).await?;
+        Ok(AnotherError {
+            issue: counted.number,
+            count: counted.count,
+            filed: counted.filed,
+            reason: reason.to_owned(),
+        })
+    }
+
     pub async fn file_error_report(
         &self,
         input: &[u8],
@@ -104,41 +191,41 @@ impl App {
         let located = bugloop_intake::locate(&report, &repository);
         let fingerprint = bugloop_intake::fingerprint(&report, &located, &repository);
         let text = bugloop_intake::issue(&report, &located, &fingerprint, &repository);
-        let marker = bugloop_intake::fingerprint_marker(&fingerprint);
         let draft = IssueDraft {
             title: text.title.clone(),
-            body: text.body,
+            body: text.body.clone(),
             labels: vec![
                 bugloop_forge::tracker::REPORT_LABEL.to_owned(),
                 self.settings.config.labels.trigger.clone(),
             ],
         };
-        let counted = match &self.github_issues {
-            Some(github) => {
-                GitHubTracker::new(&github.forge, self.git.clone(), &github.remote)
-                    .fenced(github.fence.clone())
-                    .report(&fingerprint, &marker, &draft)
-                    .await?
-            }
-            None => self
-                .tracker()?
-                .report(&fingerprint, &marker, &draft)
-                .await
-                .map_err(|source| AppError::Store {
-                    repository: self.git.root().to_path_buf(),
-                    source,
-                })?,
-        };
+        let counted = self.file_or_count(&fingerprint, &draft).await?;
         // The report is counted already: a regression that stops half way is said, not an
         // error, since a retry would count the report twice. Its record says where it stopped,
         // and the next report of the error or `solve N` goes on from there.
         let mut warnings = Vec::new();
+        let mut another_error = None;
         let regression = if counted.filed {
             None
         } else {
-            self.regression(counted.number, counted.count)
-                .await
-                .unwrap_or_else(|error| {
+            match self.regression(counted.number, counted.count).await {
+                Ok(Regression::Repeat) => None,
+                Ok(Regression::Handled(report)) => Some(*report),
+                Ok(Regression::AnotherError { reason }) => {
+                    let filed = self
+                        .file_another_error(&text, &fingerprint, counted.number, &reason)
+                        .await;
+                    match filed {
+                        Ok(filed) => another_error = Some(filed),
+                        Err(error) => warnings.push(format!(
+                            "issue #{}: the report was counted; it is not #{}'s error coming \
+                             back ({reason}), but filing it as an issue of its own failed: {error}",
+                            counted.number, counted.number
+                        )),
+                    }
+                    None
+                }
+                Err(error) => {
                     warnings.push(format!(
                         "issue #{}: the report was counted, but handling it as a regression \
                          stopped: {error}; the next report of this error, or `bugloop solve {}`, \
@@ -146,7 +233,8 @@ impl App {
                         counted.number, counted.number
                     ));
                     None
-                })
+                }
+            }
         };
         let mut outcome = Outcome::new(
             ErrorReportOutcome {
@@ -159,6 +247,7 @@ impl App {
                 labels: counted.labels,
                 located,
                 regression,
+                another_error,
             },
             Verdict::Done,
         );

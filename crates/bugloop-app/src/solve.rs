@@ -123,12 +123,13 @@ impl App {
     }
 
     /// An error reported again on `issue` (`reports` so far): a regression when the issue's
-    /// solution has merged (`bugloop_loops::solve::regression`). It runs no model.
+    /// solution has merged and its reproduction test fails on the base's head
+    /// (`bugloop_loops::solve::regression`). It runs no model.
     pub(crate) async fn regression(
         &self,
         issue: u64,
         reports: u64,
-    ) -> Result<Option<SolveReport>, AppError> {
+    ) -> Result<bugloop_loops::solve::Regression, AppError> {
         let env = self.loop_env_without_model();
         let options = self.solve_options(&SolveJob {
             issue,
@@ -144,7 +145,9 @@ impl App {
         // A run moving the issue now (`solve N`) is not after a merge: the report is a repeat.
         let _lease = match self.take_solve_lease(issue)? {
             Ok(lease) => lease,
-            Err(bugloop_store::LeaseError::Held { .. }) => return Ok(None),
+            Err(bugloop_store::LeaseError::Held { .. }) => {
+                return Ok(bugloop_loops::solve::Regression::Repeat);
+            }
             Err(other) => return Err(AppError::Invalid(other.to_string())),
         };
         Ok(

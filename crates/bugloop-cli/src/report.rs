@@ -73,6 +73,18 @@ pub fn report(
                 let state = regression.state.map_or("(none)", |s| s.as_str());
                 writeln!(out, "regression: {} [{state}]", regression.message)?;
             }
+            if let Some(another) = &report.another_error {
+                let what = if another.filed { "filed" } else { "counted on" };
+                writeln!(
+                    out,
+                    "not a regression of #{}: {}; {what} issue #{} ({} report{})",
+                    report.issue,
+                    another.reason,
+                    another.issue,
+                    another.count,
+                    if another.count == 1 { "" } else { "s" }
+                )?;
+            }
         }
     }
     Ok(outcome.verdict)

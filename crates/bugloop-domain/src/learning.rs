@@ -106,7 +106,8 @@ pub struct Tally {
     pub attempts: u32,
     /// Solutions merged and not reverted by a regression.
     pub successes: u32,
-    /// Times bugloop gave an issue to a person after trying (not the times it skipped one).
+    /// Times bugloop gave an issue to a person after trying and reproducing the error (not the
+    /// times it skipped one, nor tries whose error was never reproduced).
     pub escalations: u32,
 }
 
@@ -115,6 +116,9 @@ pub struct Tally {
 pub struct Step {
     pub from: Option<SolveState>,
     pub to: SolveState,
+    /// An escalation after the solver reproduced the error (its test failed where solving
+    /// started): only those count, since a made-up report escalates too.
+    pub reproduced: bool,
 }
 
 impl Tally {
@@ -124,8 +128,9 @@ impl Tally {
         for step in steps {
             match step.to {
                 SolveState::Assigned => self.attempts += 1,
-                // A skip goes from OPEN straight to a person: nothing was tried.
-                SolveState::Escalated if step.from != Some(SolveState::Open) => {
+                // A skip goes from OPEN straight to a person: nothing was tried. An error the
+                // solver never reproduced may never have happened (a report anyone could write).
+                SolveState::Escalated if step.from != Some(SolveState::Open) && step.reproduced => {
                     self.escalations += 1;
                 }
                 SolveState::Merged => merged += 1,
@@ -215,7 +220,13 @@ mod tests {
     use SolveState::*;
 
     fn steps(path: &[(Option<SolveState>, SolveState)]) -> Vec<Step> {
-        path.iter().map(|&(from, to)| Step { from, to }).collect()
+        path.iter()
+            .map(|&(from, to)| Step {
+                from,
+                to,
+                reproduced: true,
+            })
+            .collect()
     }
 
     fn pattern(fingerprint: &str, class: Option<&str>) -> Pattern {
@@ -320,5 +331,33 @@ mod tests {
             ]),
         );
         assert_eq!((tally.successes, tally.escalations), (0, 1));
+    }
+
+    #[test]
+    fn escalations_of_errors_never_reproduced_do_not_count() {
+        let mine = pattern("01", Some("IndexError"));
+        let made_up: Vec<Step> = steps(&[
+            (None, Open),
+            (Some(Open), Assigned),
+            (Some(Assigned), Solving),
+            (Some(Solving), Escalated),
+        ])
+        .into_iter()
+        .map(|step| Step {
+            reproduced: false,
+            ..step
+        })
+        .collect();
+        let issues: Vec<(u64, Pattern, Vec<Step>)> = (2..6)
+            .map(|n| {
+                (
+                    n,
+                    pattern(&format!("0{n}"), Some("IndexError")),
+                    made_up.clone(),
+                )
+            })
+            .collect();
+        let learning = Learning::of(&mine, &issues);
+        assert_eq!(learning.class.unwrap().escalations, 0);
     }
 }

@@ -193,7 +193,11 @@ const FINGERPRINT_FRAMES: usize = 3;
 /// error in the same function is another issue); with none in the repository, its type, its
 /// message with the numbers, ids and quoted values taken out, and its top frames as given.
 /// Sixteen hex digits.
-pub fn fingerprint(report: &ErrorReport, located: &[Located], repository: &dyn Repository) -> String {
+pub fn fingerprint(
+    report: &ErrorReport,
+    located: &[Located],
+    repository: &dyn Repository,
+) -> String {
     let mut text = format!("{}\n", report.kind);
     if located.is_empty() {
         text.push_str(&normalized_message(&report.message));
@@ -234,6 +238,14 @@ fn statement(frame: &Located, repository: &dyn Repository) -> Option<String> {
     };
     let normalised: String = code.split_whitespace().collect::<Vec<_>>().join(" ");
     (!normalised.is_empty()).then(|| normalised.chars().take(300).collect())
+}
+
+/// The fingerprint of an error reported after issue `solved`'s solution merged that is not that
+/// issue's error coming back (its reproduction test still passes): its own issue, found again by
+/// this, so repeats count there.
+pub fn fingerprint_after(fingerprint: &str, solved: u64) -> String {
+    let text = format!("{fingerprint}\nafter #{solved}\n");
+    hex::encode(&Sha256::digest(text.as_bytes())[..8])
 }
 
 /// A message with what changes between occurrences taken out: quoted values, hex and decimal

@@ -347,9 +347,7 @@ fn another_statement_in_the_same_function_is_another_error() {
     assert_eq!(fixed, print(&python(9, "return  values[len(values)]")));
     assert_ne!(fixed, print(&python(3, "first = values[0]")));
     // A trace that prints no statement: the repository's line says it.
-    let node = |line: u32| {
-        format!("TypeError: boom\n    at mean (/srv/app/stats.py:{line}:5)\n")
-    };
+    let node = |line: u32| format!("TypeError: boom\n    at mean (/srv/app/stats.py:{line}:5)\n");
     assert_ne!(print(&node(3)), print(&node(4)));
     assert_eq!(print(&node(4)), print(&node(4)));
 }
@@ -362,7 +360,7 @@ fn json_log_records_give_a_trace_only_from_a_stack_field_at_an_error_level() {
     let trace = "Traceback (most recent call last):\n  File \"/srv/app/app/models.py\", line 3, in last\n    return items[len(items)]\nIndexError: list index out of range";
     let line = |record: serde_json::Value| format!("{record}\n");
     let reports = |text: &str| {
-        let mut segmenter = crate::segment::Segmenter::new();
+        let mut segmenter = segment::Segmenter::new();
         let mut found: Vec<String> = text.lines().flat_map(|l| segmenter.push_line(l)).collect();
         found.extend(segmenter.finish());
         found

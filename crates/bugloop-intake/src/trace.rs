@@ -207,7 +207,7 @@ fn rust(lines: &[&str]) -> Option<ErrorReport> {
             file: c[2].to_owned(),
             line: c[3].parse().ok(),
             function: None,
-                code: None,
+            code: None,
         };
         Some((at, vec![frame], c[1].to_owned()))
     })?;
@@ -226,7 +226,7 @@ fn rust(lines: &[&str]) -> Option<ErrorReport> {
                     file,
                     line: c[2].parse().ok(),
                     function: function.take(),
-                code: None,
+                    code: None,
                 });
             }
         } else if let Some(c) = RUST_FRAME_FN.captures(line) {
@@ -339,7 +339,7 @@ fn go(lines: &[&str]) -> Option<ErrorReport> {
                     file,
                     line: c[2].parse().ok(),
                     function: function.take(),
-                code: None,
+                    code: None,
                 });
             }
         } else if !line.starts_with('\t')
@@ -379,7 +379,7 @@ fn java(lines: &[&str]) -> Option<ErrorReport> {
             file: c[2].to_owned(),
             line: c.get(3).and_then(|m| m.as_str().parse().ok()),
             function: Some(c[1].to_owned()),
-                code: None,
+            code: None,
         });
         end += 1;
     }
@@ -479,7 +479,14 @@ fn error_level(entry: &Value) -> bool {
     let named = field(entry, LEVEL).is_some_and(|level| {
         matches!(
             level.trim().to_lowercase().as_str(),
-            "error" | "err" | "fatal" | "critical" | "crit" | "alert" | "emerg" | "emergency"
+            "error"
+                | "err"
+                | "fatal"
+                | "critical"
+                | "crit"
+                | "alert"
+                | "emerg"
+                | "emergency"
                 | "panic"
         )
     });

@@ -23,6 +23,16 @@ use serde_json::{Value, json};
 
 const BUGGY: &str = "def last(items):\n    return items[len(items)]\n";
 const SOLVED: &str = "def last(items):\n    return items[-1]\n";
+/// The module for the tests that run real tests: `last` far from the rest, so later work
+/// elsewhere in it does not touch the lines a solution changed.
+const SPACED: &str = "def last(items):\n    return items[len(items)]\n\n\n\n\ndef first(items):\n    return items[0]\n";
+/// A test the repository had before, passing throughout.
+const BASE_TEST: &str = "import unittest\n\n\nclass BaseTest(unittest.TestCase):\n    def test_base(self):\n        self.assertTrue(True)\n";
+/// The test a solver writes that shows the error: it fails where solving starts.
+const REPRODUCTION: &str = "import unittest\n\nfrom app.models import last\n\n\nclass LastTest(unittest.TestCase):\n    def test_last(self):\n        self.assertEqual(last([1, 2, 3]), 3)\n";
+/// Tests that run for real: a solution's reproduction test decides a regression.
+const UNIT_CONFIG: &str =
+    "solve:\n  regression_grace_minutes: 0\n  test_commands:\n    - python3 -m unittest -q\n";
 const CONFIG: &str = "solve:\n  regression_grace_minutes: 0\n  test_commands:\n    - grep -qF 'items[-1]' app/models.py\n";
 const BOT: &str = "bugloop-app[bot]";
 
@@ -51,6 +61,27 @@ fn script() -> Vec<Value> {
         write("tests/test_models.py", "from app.models import last\n\n\ndef test_last():\n    assert last([1, 2, 3]) == 3\n    assert last([]) is None\n"),
     ]}));
     lines.push(json!({"text": "Guarded the empty list and tested it."}));
+    lines.extend(review_lines(&[]));
+    lines
+}
+
+/// The model of a run whose solver writes its reproduction test (`test_models.py`): a wrong
+/// fix first (the test fails), then the right one, then the review's round.
+fn reproducing_script() -> Vec<Value> {
+    let spaced = |line: &str| SPACED.replace("return items[len(items)]", line);
+    let mut lines = vec![
+        json!({"tool_calls": [write("app/models.py", &spaced("return items[len(items) - 2]")), write("test_models.py", REPRODUCTION)]}),
+        json!({"text": "Read the element before the end."}),
+        json!({"tool_calls": [write("app/models.py", &spaced("return items[-1]"))]}),
+        json!({"text": "`last` read one past the end; it reads items[-1] now."}),
+    ];
+    lines.extend(review_lines(&[json!({"file": "app/models.py", "line": 2, "evidence": "return items[-1]",
+           "title": "An empty list still raises", "description": "items[-1] raises IndexError on [].",
+           "score": 7, "category": "logic"})]));
+    lines.push(json!({"tool_calls": [
+        write("app/models.py", &spaced("return items[-1] if items else None")),
+    ]}));
+    lines.push(json!({"text": "Guarded the empty list."}));
     lines.extend(review_lines(&[]));
     lines
 }
@@ -123,6 +154,11 @@ async fn setup() -> Setup {
 
 /// [`setup`] with another base configuration.
 async fn setup_with(config: &str) -> Setup {
+    setup_repo(config, &[("app/models.py", BUGGY)], script()).await
+}
+
+/// [`setup`] with another base configuration, other files on `main` and another script.
+async fn setup_repo(config: &str, files: &[(&str, &str)], lines: Vec<Value>) -> Setup {
     // A failed attempt is retried at once (the backoff is the queue's business, tested there).
     let retries = Retries {
         max_attempts: 5,
@@ -131,7 +167,7 @@ async fn setup_with(config: &str) -> Setup {
     };
     let fixture = PullRequestFixture::new(FixtureOptions {
         base_config: Some(config),
-        base_files: &[("app/models.py", BUGGY)],
+        base_files: files,
         ..FixtureOptions::default()
     })
     .await;
@@ -160,7 +196,7 @@ async fn setup_with(config: &str) -> Setup {
             trust_branch: false,
             ..Default::default()
         },
-        model: Some(script_file(work.path(), &script())),
+        model: Some(script_file(work.path(), &lines)),
         state_key: None,
         policy: Policy {
             write_spacing: Duration::ZERO,
@@ -366,7 +402,12 @@ async fn a_reported_error_is_filed_once_counted_solved_and_reverted_when_it_retu
         queue,
         settings,
         _dirs,
-    } = setup().await;
+    } = setup_repo(
+        UNIT_CONFIG,
+        &[("app/models.py", SPACED), ("test_base.py", BASE_TEST)],
+        reproducing_script(),
+    )
+    .await;
     let sim = &fixture.sim;
     let report = async |delivery: &str, checkout: &str| {
         let trigger = Trigger::ErrorReport {
@@ -450,12 +491,41 @@ async fn a_reported_error_is_filed_once_counted_solved_and_reverted_when_it_retu
         ],
     );
     let merge = git(&work, &["rev-parse", "HEAD"]);
-    std::fs::write(work.join("NOTES.md"), "later work\n").unwrap();
-    git(&work, &["add", "NOTES.md"]);
-    git(&work, &["commit", "-q", "-m", "later work"]);
     git(&work, &["push", "-q", "origin", "HEAD:main"]);
     sim.merge_as(number, &merge);
     assert_eq!(sim.issue_open(issue), Some(false), "the merge closed it");
+
+    // Someone writes the fixed error into the log while main holds the fix: its reproduction
+    // test passes there, so nothing is reverted or reopened; it is filed as another error.
+    let before = sim.issue_count();
+    report("report-forged", "/srv/app").await;
+    let forged = run_next(&queue, &settings, &Stop::never())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(forged.state, Some(JobState::Done), "{forged:?}");
+    assert_eq!(sim.issue_count(), before + 1, "another issue");
+    assert_eq!(sim.issue_open(issue), Some(false), "not reopened");
+    assert!(
+        !sim.pulls()
+            .iter()
+            .any(|p| p.2.starts_with("bugloop/revert-")),
+        "{:#?}",
+        sim.pulls()
+    );
+    while run_next(&queue, &settings, &Stop::never())
+        .await
+        .unwrap()
+        .is_some()
+    {}
+    // The later work brings the error back without touching the solution's lines: its
+    // reproduction test fails on main again.
+    let merged = std::fs::read_to_string(work.join("app/models.py")).unwrap();
+    let later = format!("{merged}\n\ndef last(items):\n    return items[len(items)]\n");
+    std::fs::write(work.join("app/models.py"), &later).unwrap();
+    git(&work, &["add", "app/models.py"]);
+    git(&work, &["commit", "-q", "-m", "later work"]);
+    git(&work, &["push", "-q", "origin", "HEAD:main"]);
 
     // The error comes back.
     report("report-3", "/srv/app").await;
@@ -476,8 +546,8 @@ async fn a_reported_error_is_filed_once_counted_solved_and_reverted_when_it_retu
     assert!(body.starts_with(&format!("Reverts #{number}\n")), "{body}");
     assert!(!body.contains("Closes #"), "{body}");
     assert!(
-        body.contains("- `grep -qF 'items[-1]' app/models.py`: failed"),
-        "the tests ran on the revert (and catch the bug it brings back): {body}"
+        body.contains("- `python3 -m unittest -q`: "),
+        "the tests ran on the revert: {body}"
     );
     assert_eq!(sim.issue_labels(revert), ["bugloop:revert"]);
     assert_eq!(
@@ -485,11 +555,13 @@ async fn a_reported_error_is_filed_once_counted_solved_and_reverted_when_it_retu
             fixture.origin(),
             &["show", "bugloop/revert-8-1:app/models.py"]
         ),
-        BUGGY.trim_end()
-    );
-    assert_eq!(
-        git(fixture.origin(), &["show", "bugloop/revert-8-1:NOTES.md"]),
-        "later work"
+        later
+            .replacen(
+                "return items[-1] if items else None",
+                "return items[len(items)]",
+                1
+            )
+            .trim_end()
     );
     assert_eq!(sim.issue_open(issue), Some(true), "reopened");
     let record = sim
@@ -504,7 +576,7 @@ async fn a_reported_error_is_filed_once_counted_solved_and_reverted_when_it_retu
     );
     assert!(
         record.body.contains(&format!(
-            "| MERGED -> REGRESSED | reported again (3 reports) after #{number} was merged at {}",
+            "| MERGED -> REGRESSED | reported again (4 reports) after #{number} was merged at {}",
             &merge[..7]
         )),
         "{}",
@@ -1165,9 +1237,11 @@ async fn a_pattern_escalated_before_is_handed_to_a_person_on_github() {
         queue,
         mut settings,
         _dirs,
-    } = setup_with(&format!(
-        "{CONFIG}  max_iterations: 1\n  skip_after_escalations: 1\n"
-    ))
+    } = setup_repo(
+        &format!("{UNIT_CONFIG}  max_iterations: 1\n  skip_after_escalations: 1\n"),
+        &[("app/models.py", BUGGY), ("test_base.py", BASE_TEST)],
+        Vec::new(),
+    )
     .await;
     let sim = &fixture.sim;
     // A stranger's issue ending in the lines bugloop writes: not bugloop's, not counted.
@@ -1178,9 +1252,13 @@ async fn a_pattern_escalated_before_is_handed_to_a_person_on_github() {
         &["bug"],
     );
     let dir = tempfile::tempdir().unwrap();
+    // The solver shows the error with a test, and finds no fix: an escalation that counts.
     settings.model = Some(script_file(
         dir.path(),
-        &[json!({"text": "I could not find the cause."})],
+        &[
+            json!({"tool_calls": [write("test_models.py", REPRODUCTION)]}),
+            json!({"text": "I could not find the cause."}),
+        ],
     ));
     let report = async |delivery: &str, function: &str| {
         let trigger = Trigger::ErrorReport {

@@ -2,6 +2,8 @@
 //! issue bugloop filed from reports whose pattern was given up on (`solve.skip_after_escalations`)
 //! goes to a person at once (OPEN -> ESCALATED), labelled so, with the pattern's history said on
 //! the issue, instead of spending a solve on it again. A person's `--retry` still takes it.
+//! Only escalations whose error the solver reproduced count (`reproduction.rs`): made-up
+//! reports escalate too, and must not make a real error skipped.
 
 use bugloop_domain::learning::{Learning, Step, Tally};
 use bugloop_domain::markdown::quiet;
@@ -35,6 +37,11 @@ async fn learning(run: &Run<'_, '_>) -> Result<Option<(Learning, Vec<PatternIssu
                 .map(|t| Step {
                     from: t.from,
                     to: t.to,
+                    reproduced: t
+                        .detail
+                        .pointer("/reproduction/reproduced")
+                        .and_then(serde_json::Value::as_bool)
+                        == Some(true),
                 })
                 .collect();
             (issue.number, issue.pattern.clone(), steps)

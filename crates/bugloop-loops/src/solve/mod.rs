@@ -17,6 +17,7 @@ mod junit;
 mod learning;
 mod record;
 mod regression;
+mod reproduction;
 mod review;
 mod solver;
 #[cfg(test)]
@@ -236,17 +237,30 @@ async fn go_on(
     }
 }
 
+/// What a report after the issue's solution merged came to.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Regression {
+    /// A repeat: the issue is not solved and merged, the report came within the grace time, or
+    /// `solve.on_regression` is `count`.
+    Repeat,
+    /// A regression, handled as `solve.on_regression` says (reverted only when proven).
+    Handled(Box<SolveReport>),
+    /// The solution's reproduction test passes on the base's head: the report is another
+    /// error, to be filed as an issue of its own (the reason says why).
+    AnotherError { reason: String },
+}
+
 /// An error reported again on `issue` (`reports` reports so far): when the change request that
-/// solved it has merged, a regression, handled as `solve.on_regression` says (the revert
-/// proposed, the issue reopened); a regression a run left half handled is finished. `None`
-/// when the report is only a repeat (the issue not solved and merged, or `count`).
+/// solved it has merged, a regression, proven by the solution's reproduction test and handled
+/// as `solve.on_regression` says (the revert proposed, the issue reopened); a regression a run
+/// left half handled is finished.
 pub async fn regression(
     env: &LoopEnv<'_>,
     tracker: &dyn Tracker,
     issue: u64,
     options: &SolveOptions,
     reports: u64,
-) -> Result<Option<SolveReport>, SolveError> {
+) -> Result<Regression, SolveError> {
     let found = tracker.issue(issue).await?;
     let record = Record::new(tracker.solve_history(issue).await?);
     let mut run = Run {
@@ -260,17 +274,25 @@ pub async fn regression(
     };
     regression::notice_merge(&mut run).await?;
     match run.record.state() {
-        Some(SolveState::Merged) => {
-            if regression::within_grace(&run) || !regression::record(&mut run, reports).await? {
-                return Ok(None);
-            }
+        Some(SolveState::Merged) if !regression::within_grace(&run) => {
+            let unproven = match regression::evidence(&run).await? {
+                regression::Evidence::Count => return Ok(Regression::Repeat),
+                regression::Evidence::Holds(reason) => {
+                    return Ok(Regression::AnotherError { reason });
+                }
+                regression::Evidence::Regressed => None,
+                regression::Evidence::Unproven(why) => Some(why),
+            };
+            regression::record(&mut run, reports, unproven).await?;
         }
         Some(SolveState::Regressed) => {}
-        _ => return Ok(None),
+        _ => return Ok(Regression::Repeat),
     }
     regression::go_on(&mut run).await?;
     let message = run.record.last_reason();
-    Ok(Some(run.record.report(&run.issue, message)))
+    Ok(Regression::Handled(Box::new(
+        run.record.report(&run.issue, message),
+    )))
 }
 
 /// The issue's state as recorded, without doing anything (`bugloop status`).
@@ -624,7 +646,10 @@ impl Run<'_, '_> {
                 .add_comment(conversation, &format!("{body}\n{marker}"), None)
                 .await?;
         }
-        self.step(SolveState::Escalated, reason, &Empty {}).await?;
+        let detail = reproduction::Escalation {
+            reproduction: reproduction::of_record(self).await,
+        };
+        self.step(SolveState::Escalated, reason, &detail).await?;
         Ok(Flow::Stop(format!("escalated: {reason}")))
     }
 }

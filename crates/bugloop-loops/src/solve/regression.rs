@@ -1,6 +1,9 @@
 //! A regression (bugloop-architecture.md, guardrail 6: "if post-merge monitoring detects
 //! regression, auto-revert and re-open issue"): an error is reported again after the change
-//! request that solved its issue merged. MERGED -> REGRESSED records it (the reports so far, the
+//! request that solved its issue merged. A report is a claim anyone who gets text into a log
+//! can make, so it is proven first: the solution's reproduction test must fail on the base's
+//! head (`reproduction.rs`); when it passes the report is another error (the caller files it),
+//! and when nothing can be proven the issue is only reopened. MERGED -> REGRESSED records it (the reports so far, the
 //! merge commit, what `solve.on_regression` asked); then, with `revert`, the merged solution is
 //! taken back out of the base as one commit (plumbing only: nothing of the code runs on the
 //! host), the test commands run on it in the sandbox, and it is proposed as a change request
@@ -16,6 +19,7 @@ use bugloop_git::{Revert, short};
 use serde::{Deserialize, Serialize};
 
 use super::detail::VerifyResult;
+use super::reproduction::{self, AtHead};
 use super::{Flow, Run, SolveError};
 
 /// MERGED -> REGRESSED: what the regression is, and what was asked to be done about it.
@@ -32,6 +36,10 @@ pub(super) struct Regressed {
     pub action: String,
     /// The branch the revert goes on.
     pub revert_branch: Option<String>,
+    /// Why the solution is not reverted although `revert` was asked: its reproduction test
+    /// could not prove the regression.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unproven: Option<String>,
 }
 
 /// REGRESSED -> OPEN: the change request that reverts the solution, if one was opened.
@@ -56,13 +64,58 @@ pub(super) fn within_grace(run: &Run<'_, '_>) -> bool {
     jiff::Timestamp::now().duration_since(merged_at) < grace
 }
 
-/// MERGED -> REGRESSED for an error reported again (`reports` so far), unless
-/// `solve.on_regression` is `count`. Whether it was recorded.
-pub(super) async fn record(run: &mut Run<'_, '_>, reports: u64) -> Result<bool, SolveError> {
-    let action = run.env.config().solve.on_regression;
-    if action == OnRegression::Count {
-        return Ok(false);
+/// What the solution's reproduction test says about an error reported after the merge.
+pub(super) enum Evidence {
+    /// `solve.on_regression: count`: nothing is looked at.
+    Count,
+    /// The test fails on the base's head: the solution regressed.
+    Regressed,
+    /// The test passes there: the solution holds, the report is another error.
+    Holds(String),
+    /// Nothing can be proven (no reproduction test, or the suite fails without it): the issue
+    /// may be reopened, never its solution reverted.
+    Unproven(String),
+}
+
+/// Runs the merged solution's reproduction test on the base's head (`reproduction.rs`).
+pub(super) async fn evidence(run: &Run<'_, '_>) -> Result<Evidence, SolveError> {
+    if run.env.config().solve.on_regression == OnRegression::Count {
+        return Ok(Evidence::Count);
     }
+    let (Some(solving), Some(solution)) = (run.record.solving(), run.record.solution()) else {
+        return Ok(Evidence::Unproven(
+            "the record keeps no solution whose test could tell".to_owned(),
+        ));
+    };
+    let reproduction = reproduction::of(run, &solving.start, &solution.commit).await?;
+    if !reproduction.reproduced {
+        let why = reproduction.reason.unwrap_or_default();
+        return Ok(Evidence::Unproven(format!(
+            "the solution has no reproduction test that fails without it ({why})"
+        )));
+    }
+    let head = base_head(run, None)?;
+    Ok(
+        match reproduction::at_head(run, &solving.start, &head, &reproduction).await? {
+            AtHead::Fails => Evidence::Regressed,
+            AtHead::Passes(why) => Evidence::Holds(why),
+            AtHead::Unknown(why) => Evidence::Unproven(why),
+        },
+    )
+}
+
+/// MERGED -> REGRESSED for an error reported again (`reports` so far), as `solve.on_regression`
+/// asks, except that a regression not `proven` by the solution's reproduction test (the reason
+/// given) is only reopened, never reverted.
+pub(super) async fn record(
+    run: &mut Run<'_, '_>,
+    reports: u64,
+    unproven: Option<String>,
+) -> Result<(), SolveError> {
+    let action = match run.env.config().solve.on_regression {
+        OnRegression::Revert if unproven.is_some() => OnRegression::Reopen,
+        configured => configured,
+    };
     let change_request = run.record.change_request();
     let merge_commit = match change_request {
         Some(number) => run.tracker.change_request(number).await?.merge_commit,
@@ -88,6 +141,7 @@ pub(super) async fn record(run: &mut Run<'_, '_>, reports: u64) -> Result<bool, 
         reports,
         action: action.as_str().to_owned(),
         revert_branch,
+        unproven,
     };
     run.step(
         SolveState::Regressed,
@@ -98,7 +152,7 @@ pub(super) async fn record(run: &mut Run<'_, '_>, reports: u64) -> Result<bool, 
         &detail,
     )
     .await?;
-    Ok(true)
+    Ok(())
 }
 
 /// REGRESSED -> OPEN (reverted or only reopened) or ESCALATED (the revert conflicts).
@@ -112,9 +166,14 @@ pub(super) async fn go_on(run: &mut Run<'_, '_>) -> Result<Flow, SolveError> {
         .clone()
         .filter(|_| step.action == "revert")
     else {
+        let why = step
+            .unproven
+            .as_deref()
+            .map(|why| format!("; it was not reverted: {why}"))
+            .unwrap_or_default();
         return reopen(
             run,
-            &format!("reopened: the error came back after {merged} merged"),
+            &format!("reopened: the error came back after {merged} merged{why}"),
             None,
         )
         .await;
@@ -252,18 +311,7 @@ fn revert_commit(
             )));
         }
     };
-    let onto = match onto.or(run.options.start.as_deref()) {
-        Some(start) => git.resolve(start),
-        None => git
-            .resolve(&format!("refs/heads/{}", run.options.base))
-            .or_else(|| git.resolve(&run.options.base)),
-    }
-    .ok_or_else(|| {
-        SolveError::Invalid(format!(
-            "the base branch {:?} is not a branch here",
-            run.options.base
-        ))
-    })?;
+    let onto = base_head(run, onto)?;
     let name = &run.env.config().identity.local_bot_name;
     let email = format!("{name}@bugloop.invalid");
     let message = format!(
@@ -282,6 +330,24 @@ fn revert_commit(
                  {error}; revert it by hand"
             )
         }))
+}
+
+/// `onto`, else the commit solving starts from (`SolveOptions::start`), else the base branch's
+/// head here.
+fn base_head(run: &Run<'_, '_>, onto: Option<&str>) -> Result<String, SolveError> {
+    let git = run.env.git;
+    match onto.or(run.options.start.as_deref()) {
+        Some(start) => git.resolve(start),
+        None => git
+            .resolve(&format!("refs/heads/{}", run.options.base))
+            .or_else(|| git.resolve(&run.options.base)),
+    }
+    .ok_or_else(|| {
+        SolveError::Invalid(format!(
+            "the base branch {:?} is not a branch here",
+            run.options.base
+        ))
+    })
 }
 
 /// The test commands' results on the revert, when the configuration has them.

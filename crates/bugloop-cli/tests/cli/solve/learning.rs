@@ -1,15 +1,21 @@
 //! The learning record through the binary: three different errors of one class
 //! (`ZeroDivisionError` in three functions) and one of another; after the class escalated
-//! `solve.skip_after_escalations` times the third is handed to a person untried (labelled, the
-//! history said on the issue, no model call), the other class is still solved, and a person's
-//! `--retry` takes the skipped one anyway.
+//! `solve.skip_after_escalations` times (each time with a test the solver wrote that reproduced
+//! the error) the third is handed to a person untried (labelled, the history said on the
+//! issue, no model call), the other class is still solved, and a person's `--retry` takes the
+//! skipped one anyway. Made-up reports, whose errors the solver never reproduces, escalate
+//! without counting: a real error of their class is still tried.
 
 use serde_json::{Value, json};
 
-use super::runner::{Runner, script_of, text};
+use super::runner::{Runner, script_of, text, write};
 
 const STATS: &str = "def ratio(a, b):\n    return a / b\n\n\ndef share(a, b):\n    return a / b\n\n\ndef rate(a, b):\n    return a / b\n\n\ndef pick(d, k):\n    return d[k]\n";
-const CONFIG: &str = "solve:\n  max_iterations: 1\n  skip_after_escalations: 2\n  test_commands:\n    - grep -qF 'if b' stats.py\n";
+const CONFIG: &str = "solve:\n  max_iterations: 1\n  skip_after_escalations: 2\n  test_commands:\n    - python3 -m unittest -q\n";
+/// A test the repository had before, passing throughout.
+const BASE_TEST: &str = "import unittest\n\n\nclass BaseTest(unittest.TestCase):\n    def test_base(self):\n        self.assertTrue(True)\n";
+/// The test a solver writes that shows the error (it fails), before it gives up on a fix.
+const REPRODUCING: &str = "import unittest\n\nfrom stats import ratio\n\n\nclass RatioTest(unittest.TestCase):\n    def test_zero(self):\n        self.assertEqual(ratio(1, 0), 0)\n";
 
 fn trace(function: &str, line: u32, error: &str) -> String {
     format!(
@@ -17,15 +23,26 @@ fn trace(function: &str, line: u32, error: &str) -> String {
     )
 }
 
-/// `solve N` with a model that gives up; the report, and the script's path (to see whether
-/// the model was asked).
+/// `solve N` with a model that gives up; with `reproduces`, it writes a test that shows the
+/// error first.
 fn solve(runner: &Runner, dir: &std::path::Path, issue: &str, extra: &[&str]) -> Value {
+    solve_as(runner, dir, issue, extra, true)
+}
+
+fn solve_as(
+    runner: &Runner,
+    dir: &std::path::Path,
+    issue: &str,
+    extra: &[&str],
+    reproduces: bool,
+) -> Value {
     let scripts = runner.scripts();
-    let model = script_of(
-        scripts.path(),
-        "give-up.jsonl",
-        &[json!({"text": "I could not find the cause."})],
-    );
+    let mut lines = Vec::new();
+    if reproduces {
+        lines.push(json!({"tool_calls": [write("test_ratio.py", REPRODUCING)]}));
+    }
+    lines.push(json!({"text": "I could not find the cause."}));
+    let model = script_of(scripts.path(), "give-up.jsonl", &lines);
     let mut args = vec!["solve", issue, "--model", &model, "--format", "json"];
     args.extend_from_slice(extra);
     let solved = runner.run(dir, &args, "");
@@ -47,7 +64,11 @@ fn states(report: &Value) -> Vec<String> {
 }
 
 fn learning_skips_a_pattern(runner: &Runner) {
-    let repo = runner.repo(&[("stats.py", STATS), (".bugloop/config.yml", CONFIG)]);
+    let repo = runner.repo(&[
+        ("stats.py", STATS),
+        ("test_base.py", BASE_TEST),
+        (".bugloop/config.yml", CONFIG),
+    ]);
     let dir = repo.path();
     for report in [
         trace("ratio", 2, "ZeroDivisionError: division by zero"),
@@ -129,4 +150,37 @@ fn the_learning_record_as_an_unprivileged_user_too() {
     if let Some(runner) = Runner::unprivileged() {
         learning_skips_a_pattern(&runner);
     }
+}
+
+/// The attack: four made-up reports of one class (traces anyone who can write to the log can
+/// forge) are solved and escalated, the solver never reproducing them; the real error of the
+/// class that comes next is still tried, not skipped.
+#[test]
+fn made_up_reports_do_not_make_a_real_error_skipped() {
+    let runner = Runner::me();
+    let repo = runner.repo(&[
+        ("stats.py", STATS),
+        ("test_base.py", BASE_TEST),
+        (".bugloop/config.yml", CONFIG),
+    ]);
+    let dir = repo.path();
+    let made_up = [("share", 6), ("rate", 10), ("pick", 14), ("mean", 18)];
+    for (n, (function, line)) in made_up.iter().enumerate() {
+        let report = trace(function, *line, "ZeroDivisionError: division by zero");
+        let filed = runner.run(dir, &["report", "--format", "json"], &report);
+        assert_eq!(filed.status.code(), Some(0), "{}", text(&filed));
+        let issue = (n + 1).to_string();
+        let escalated = solve_as(&runner, dir, &issue, &[], false);
+        assert_eq!(escalated["state"], "ESCALATED", "{escalated:#}");
+    }
+    let real = runner.run(
+        dir,
+        &["report", "--format", "json"],
+        &trace("ratio", 2, "ZeroDivisionError: division by zero"),
+    );
+    let real: Value = serde_json::from_slice(&real.stdout).unwrap();
+    assert_eq!(real["filed"], true, "{real:#}");
+    let issue = real["issue"].to_string();
+    let tried = solve(&runner, dir, &issue, &[]);
+    assert_eq!(&states(&tried)[..2], ["OPEN", "ASSIGNED"], "{tried:#}");
 }

@@ -1,21 +1,37 @@
-//! A regression (guardrail 6): the error comes back after its solution merged. The report
-//! reverts the merged solution as a change request whose tests ran, reopens the issue and
-//! records why; a revert that conflicts with later work goes to a person; `solve.on_regression`
-//! chooses reopen only or a plain count; the reopened issue is solved again on a branch of its
-//! own. Run as the test's user and, as root, as an unprivileged one.
+//! A regression (guardrail 6): the error comes back after its solution merged. A report alone
+//! proves nothing (anyone who gets text into a log can write one): the solution's reproduction
+//! test (the test file the solver wrote) must fail on the base's head while the suite passes
+//! there without it. Then the report reverts the merged solution as a change request whose
+//! tests ran, reopens the issue and records why; a revert that conflicts with later work goes to
+//! a person; `solve.on_regression` chooses reopen only or a plain count; the reopened issue is
+//! solved again on a branch of its own. When the test still passes the report is another error,
+//! filed as an issue of its own; without a reproduction test the issue is reopened, never
+//! reverted. Run as the test's user and, as root, as an unprivileged one.
 
 use serde_json::{Value, json};
 
 use bugloop_github_sim::fixture::review_lines;
 use bugloop_testkit::TestRepo;
 
+use super::TRACE;
 use super::runner::{Runner, git_read, script_of, text, write};
-use super::{BUGGY, SOLVED, TRACE};
 
-/// Tests that pass with or without the solution (the revert's run is what is looked at); a
-/// report right after the merge counts as a regression (no grace: the tests cannot wait one).
+/// The module with `last` far from the rest, so later work elsewhere in it does not touch the
+/// lines the solution changed.
+const BUGGY: &str = "def last(items):\n    return items[len(items)]\n\n\n\n\ndef first(items):\n    return items[0]\n";
+const SOLVED: &str =
+    "def last(items):\n    return items[-1]\n\n\n\n\ndef first(items):\n    return items[0]\n";
+/// Later work that brings the error back without touching the solution's lines: `last` is
+/// defined again below, as it was.
+const REGRESSING: &str = "def last(items):\n    return items[-1]\n\n\n\n\ndef first(items):\n    return items[0]\n\n\ndef last(items):\n    return items[len(items)]\n";
+/// The test the solver writes: it fails where solving started, and passes with the solution.
+const REPRODUCTION: &str = "import unittest\n\nfrom app.models import last\n\n\nclass LastTest(unittest.TestCase):\n    def test_last(self):\n        self.assertEqual(last([1, 2, 3]), 3)\n";
+/// A test the repository had before, passing throughout.
+const BASE_TEST: &str = "import unittest\n\n\nclass BaseTest(unittest.TestCase):\n    def test_base(self):\n        self.assertTrue(True)\n";
+
+/// A report right after the merge counts as a regression (no grace: the tests cannot wait one).
 const CONFIG: &str =
-    "solve:\n  regression_grace_minutes: 0\n  test_commands:\n    - test -f app/models.py\n";
+    "solve:\n  regression_grace_minutes: 0\n  test_commands:\n    - python3 -m unittest -q\n";
 
 /// `bugloop args --format json`, which must exit 0, read as JSON.
 fn json_of(runner: &Runner, repo: &TestRepo, args: &[&str], stdin: &str) -> Value {
@@ -26,18 +42,30 @@ fn json_of(runner: &Runner, repo: &TestRepo, args: &[&str], stdin: &str) -> Valu
     serde_json::from_slice(&output.stdout).unwrap()
 }
 
-/// The crash reported, solved in one attempt to a ready draft (#2), and merged into `main`
-/// with a merge commit by a person; then more work lands on `main`.
+/// The crash reported, solved in one attempt (with its reproduction test) to a ready draft
+/// (#2), and merged into `main` with a merge commit by a person; then more work lands on `main`.
 fn solved_and_merged(runner: &Runner, config: &str, later: (&str, &str)) -> TestRepo {
-    let repo = runner.repo(&[("app/models.py", BUGGY), (".bugloop/config.yml", config)]);
+    solved_with(runner, config, later, true)
+}
+
+fn solved_with(runner: &Runner, config: &str, later: (&str, &str), with_test: bool) -> TestRepo {
+    let repo = runner.repo(&[
+        ("app/models.py", BUGGY),
+        ("test_base.py", BASE_TEST),
+        (".bugloop/config.yml", config),
+    ]);
     let filed = json_of(runner, &repo, &["report"], TRACE);
     assert_eq!(
         (filed["issue"].clone(), filed["filed"].clone()),
         (json!(1), json!(true))
     );
     let scripts = runner.scripts();
+    let mut writes = vec![write("app/models.py", SOLVED)];
+    if with_test {
+        writes.push(write("test_models.py", REPRODUCTION));
+    }
     let mut lines = vec![
-        json!({"tool_calls": [write("app/models.py", SOLVED)]}),
+        json!({ "tool_calls": writes }),
         json!({"text": "`last` read one past the end; it reads items[-1] now."}),
     ];
     lines.extend(review_lines(&[]));
@@ -61,7 +89,7 @@ fn regression_of(reported: &Value) -> &Value {
 }
 
 fn regression_reverted_reopened_and_solved_again(runner: &Runner) {
-    let repo = solved_and_merged(runner, CONFIG, ("README.md", "later work\n"));
+    let repo = solved_and_merged(runner, CONFIG, ("app/models.py", REGRESSING));
     let dir = repo.path();
     let merge = git_read(dir, &["rev-parse", "HEAD~1"]);
     // The merge closed the issue: `status` records it MERGED.
@@ -95,15 +123,13 @@ fn regression_reverted_reopened_and_solved_again(runner: &Runner) {
         body.contains(&format!("merged at {}", &merge[..7])),
         "{body}"
     );
-    assert!(body.contains("- `test -f app/models.py`: passed"), "{body}");
+    assert!(body.contains("- `python3 -m unittest -q`: "), "{body}");
     // It takes the solution out and keeps the work that landed since.
     assert_eq!(
         git_read(dir, &["show", "bugloop/revert-1-1:app/models.py"]),
-        BUGGY.trim_end()
-    );
-    assert_eq!(
-        git_read(dir, &["show", "bugloop/revert-1-1:README.md"]),
-        "later work"
+        REGRESSING
+            .replacen("items[-1]", "items[len(items)]", 1)
+            .trim_end()
     );
     assert_eq!(
         git_read(dir, &["rev-parse", "bugloop/revert-1-1~1"]),
@@ -174,13 +200,13 @@ fn a_regression_is_reverted_by_an_unprivileged_user() {
 #[test]
 fn a_revert_that_conflicts_goes_to_a_person() {
     let runner = Runner::me();
-    // The same line changed again after the merge.
+    // The same line changed again after the merge, bringing the error back.
     let repo = solved_and_merged(
         &runner,
         CONFIG,
         (
             "app/models.py",
-            "def last(items):\n    return items[-1] if len(items) else None\n",
+            &SOLVED.replace("items[-1]", "items[len(items)] if items else None"),
         ),
     );
     let reported = json_of(&runner, &repo, &["report"], TRACE);
@@ -215,7 +241,7 @@ fn on_regression_reopen_and_count() {
     let reopen = solved_and_merged(
         &runner,
         &format!("{CONFIG}  on_regression: reopen\n"),
-        ("README.md", "later\n"),
+        ("app/models.py", REGRESSING),
     );
     let reported = json_of(&runner, &reopen, &["report"], TRACE);
     let regression = regression_of(&reported);
@@ -288,7 +314,7 @@ fn a_report_while_a_run_holds_the_issue_is_counted() {
 fn a_git_too_old_to_revert_escalates_with_the_reason() {
     use std::os::unix::fs::PermissionsExt;
     let runner = Runner::me();
-    let repo = solved_and_merged(&runner, CONFIG, ("README.md", "later\n"));
+    let repo = solved_and_merged(&runner, CONFIG, ("app/models.py", REGRESSING));
     let real = String::from_utf8(
         std::process::Command::new("sh")
             .args(["-c", "command -v git"])
@@ -346,8 +372,8 @@ fn a_report_soon_after_the_merge_is_only_counted() {
     let runner = Runner::me();
     let repo = solved_and_merged(
         &runner,
-        "solve:\n  test_commands:\n    - test -f app/models.py\n",
-        ("README.md", "later\n"),
+        "solve:\n  test_commands:\n    - python3 -m unittest -q\n",
+        ("app/models.py", REGRESSING),
     );
     let reported = json_of(&runner, &repo, &["report"], TRACE);
     assert_eq!(reported["count"], 2);
@@ -369,7 +395,7 @@ fn a_report_soon_after_the_merge_is_only_counted() {
 #[test]
 fn a_revert_branch_already_there_is_taken_only_when_it_is_the_revert() {
     let runner = Runner::me();
-    let ours = solved_and_merged(&runner, CONFIG, ("README.md", "later\n"));
+    let ours = solved_and_merged(&runner, CONFIG, ("app/models.py", REGRESSING));
     let dir = ours.path();
     runner.git(dir, &["checkout", "-q", "-b", "bugloop/revert-1-1"]);
     runner.git(dir, &["revert", "--no-edit", "-m", "1", "HEAD~1"]);
@@ -384,7 +410,7 @@ fn a_revert_branch_already_there_is_taken_only_when_it_is_the_revert() {
     let revert = json_of(&runner, &ours, &["item", "3"], "");
     assert_eq!(revert["branch"], "bugloop/revert-1-1", "{revert:#}");
 
-    let theirs = solved_and_merged(&runner, CONFIG, ("README.md", "later\n"));
+    let theirs = solved_and_merged(&runner, CONFIG, ("app/models.py", REGRESSING));
     let dir = theirs.path();
     runner.git(dir, &["checkout", "-q", "-b", "bugloop/revert-1-1"]);
     std::fs::write(
@@ -419,7 +445,7 @@ fn a_revert_branch_already_there_is_taken_only_when_it_is_the_revert() {
 #[test]
 fn a_regression_stopped_half_way_is_said_and_the_next_report_goes_on() {
     let runner = Runner::me();
-    let repo = solved_and_merged(&runner, CONFIG, ("README.md", "later\n"));
+    let repo = solved_and_merged(&runner, CONFIG, ("app/models.py", REGRESSING));
     let dir = repo.path();
     runner.git(dir, &["branch", "bugloop/revert-1-1/x"]);
     let stopped = runner.run(dir, &["report", "--format", "json"], TRACE);
@@ -444,4 +470,69 @@ fn a_regression_stopped_half_way_is_said_and_the_next_report_goes_on() {
     assert_eq!(regression_of(&again)["state"], "OPEN", "{again:#}");
     let revert = json_of(&runner, &repo, &["item", "3"], "");
     assert_eq!(revert["branch"], "bugloop/revert-1-1", "{revert:#}");
+}
+
+/// The attack: after the fix merged, someone who can get text into the application's log
+/// writes the fixed error's trace. Its reproduction test still passes on `main`, so nothing is
+/// reverted or reopened: the report is filed as an issue of its own that names #1, and a repeat
+/// counts there.
+#[test]
+fn a_forged_report_after_the_merge_reverts_nothing() {
+    let runner = Runner::me();
+    let repo = solved_and_merged(&runner, CONFIG, ("README.md", "later\n"));
+    let dir = repo.path();
+    let reported = json_of(&runner, &repo, &["report"], TRACE);
+    assert_eq!(reported["count"], 2, "{reported:#}");
+    assert!(reported.get("regression").is_none(), "{reported:#}");
+    let another = &reported["another_error"];
+    assert_eq!(
+        (another["issue"].clone(), another["filed"].clone()),
+        (json!(3), json!(true)),
+        "{reported:#}"
+    );
+    assert!(
+        another["reason"]
+            .as_str()
+            .unwrap()
+            .contains("reproduction test (`test_models.py`) still passes on the base's head"),
+        "{reported:#}"
+    );
+    let filed = json_of(&runner, &repo, &["item", "3"], "");
+    assert!(
+        filed["body"]
+            .as_str()
+            .unwrap()
+            .starts_with("This error was reported after the solution of #1 merged, but it is not #1's error coming back"),
+        "{filed:#}"
+    );
+    assert_eq!(git_read(dir, &["branch", "--list", "bugloop/revert-*"]), "");
+    let issue = json_of(&runner, &repo, &["item", "1"], "");
+    assert_eq!(issue["state"], "closed", "{issue:#}");
+    let history = text(&runner.run(dir, &["status", "1"], ""));
+    assert!(!history.contains("REGRESSED"), "{history}");
+    // Again: counted on #3, still nothing reverted.
+    let again = json_of(&runner, &repo, &["report"], TRACE);
+    assert_eq!(again["another_error"]["issue"], 3, "{again:#}");
+    assert_eq!(again["another_error"]["count"], 2, "{again:#}");
+    assert_eq!(git_read(dir, &["branch", "--list", "bugloop/revert-*"]), "");
+}
+
+/// A solution without a reproduction test (the solver wrote none) is never reverted on a
+/// report: the issue is reopened, saying why.
+#[test]
+fn a_solution_without_a_reproduction_test_is_reopened_never_reverted() {
+    let runner = Runner::me();
+    let repo = solved_with(&runner, CONFIG, ("app/models.py", REGRESSING), false);
+    let reported = json_of(&runner, &repo, &["report"], TRACE);
+    let regression = regression_of(&reported);
+    assert_eq!(regression["state"], "OPEN", "{reported:#}");
+    let message = regression["message"].as_str().unwrap();
+    assert!(
+        message.contains("it was not reverted: the solution has no reproduction test that fails without it (the solver wrote no test)"),
+        "{message}"
+    );
+    assert_eq!(
+        git_read(repo.path(), &["branch", "--list", "bugloop/revert-*"]),
+        ""
+    );
 }
