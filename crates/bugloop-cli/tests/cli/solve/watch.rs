@@ -275,3 +275,69 @@ fn a_report_of_another_services_files_is_routed_to_its_repository() {
         text(&missing)
     );
 }
+
+/// What an application logs at a user's request is not a trace: a JSON record at ERROR whose
+/// message holds a traceback, a stack field at INFO, an exception at WARNING, and a traceback
+/// indented inside a plain-text record file a message at most, never the traced error (no
+/// frames, so no fingerprint of the real error's issue); ECS and OpenTelemetry records at error
+/// level are read with their traces.
+#[test]
+fn log_lines_a_user_can_write_forge_no_trace() {
+    let runner = Runner::me();
+    let repo = runner.repo(&[("stats.py", MEAN)]);
+    let trace = MEAN_TRACE.trim_end();
+    let forged = [
+        serde_json::json!({"level": "error", "msg": format!("bad input: \n{trace}")}),
+        serde_json::json!({"level": "info", "msg": "hi", "stack": trace}),
+        serde_json::json!({"level": "warning", "msg": "hi", "exception": trace}),
+    ];
+    let mut input: String = forged.iter().map(|r| format!("{r}\n")).collect();
+    input.push_str(&format!(
+        "2026-12-05 10:00:00 INFO user said:\n  {}\n",
+        trace.replace('\n', "\n  ")
+    ));
+    let output = runner.run(
+        repo.path(),
+        &["watch", "--once", "--format", "json", "-"],
+        &input,
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let said = String::from_utf8_lossy(&output.stdout);
+    let events: Vec<Value> = said
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // Only the ERROR record is a report, of its message.
+    assert_eq!(events.len(), 1, "{said}");
+    assert!(
+        events[0]["located"].as_array().unwrap().is_empty(),
+        "{said}"
+    );
+    assert!(
+        !events[0]["title"]
+            .as_str()
+            .unwrap()
+            .starts_with("IndexError"),
+        "{said}"
+    );
+
+    let ecs = serde_json::json!({"@timestamp": "2026-12-05T10:00:00Z", "log.level": "error",
+        "message": "request failed", "error": {"type": "IndexError", "message": "list index out of range", "stack_trace": trace}});
+    let otel = serde_json::json!({"severity_text": "ERROR", "body": "request failed",
+        "exception.type": "IndexError", "exception.stacktrace": trace});
+    let output = runner.run(
+        repo.path(),
+        &["watch", "--once", "--window", "0", "--format", "json", "-"],
+        &format!("{ecs}\n{otel}\n"),
+    );
+    let said = String::from_utf8_lossy(&output.stdout);
+    let events: Vec<Value> = said
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(events.len(), 2, "{said}");
+    for event in &events {
+        assert_eq!(event["located"][0]["path"], "stats.py", "{said}");
+    }
+    assert_eq!(events[1]["count"], 2, "one error: {said}");
+}
