@@ -94,3 +94,43 @@ async fn a_proven_finding_through_the_action_and_a_fix_that_passes_its_test() {
         "{output}"
     );
 }
+
+/// `review.prove.unreproduced: drop` never applies to a change whose author cannot write to the
+/// repository: their passing test (their branch decides how it runs) drops nothing, and the
+/// proof says why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_passing_test_drops_nothing_from_an_author_without_write_access() {
+    let fixture = PullRequestFixture::new(FixtureOptions {
+        base_config: Some(&format!("{CONFIG}    unreproduced: drop\n")),
+        base_files: &[("Cargo.toml", CARGO_TOML)],
+        ..FixtureOptions::default()
+    })
+    .await;
+    fixture.sim.set_permission("alice", "read");
+    let scripts = tempfile::tempdir().unwrap();
+    let passing = "#[test]\nfn last_exists() {\n    let _ = widgets::last;\n}\n";
+    let mut lines = review_lines(&[off_by_one()]);
+    lines.extend([
+        json!({"tool_calls": [{"name": "write_file", "arguments": {"path": "tests/proof_last.rs", "content": passing}}]}),
+        json!({"text": "tests/proof_last.rs fails at head."}),
+    ]);
+    let model = script_file(scripts.path(), &lines);
+    let payload = webhook_example("pull_request", "opened", &fixture);
+    let run =
+        tokio::task::block_in_place(|| action(&fixture, "pull_request", &payload, &[], &model));
+    let output = text(&run.output);
+    assert_eq!(run.output.status.code(), Some(0), "{output}");
+    let comments = fixture.finding_comments();
+    assert_eq!(comments.len(), 1, "kept, published: {output}");
+    assert!(
+        comments[0].body.starts_with("**Not reproduced:**"),
+        "{}",
+        comments[0].body
+    );
+    assert!(
+        run.summary
+            .contains("the change's author cannot write to the repository"),
+        "{}",
+        run.summary
+    );
+}

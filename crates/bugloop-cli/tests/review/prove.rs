@@ -457,3 +457,59 @@ fn a_test_that_does_not_finish_proves_nothing_and_is_stopped() {
         "the test still runs"
     );
 }
+
+/// A branch that adds a package named `unittest` makes the base's own proof command run the
+/// branch's code: the real off-by-one's test "passes". That is "not tried", with the reason,
+/// and the finding is published, never dropped; the same for a `conftest.py` the branch adds.
+#[test]
+fn a_change_that_touches_the_test_setup_cannot_make_a_finding_go_away() {
+    for (path, content, named) in [
+        (
+            "unittest/__main__.py",
+            "import sys\nsys.exit(0)\n",
+            "shadows the module `unittest`",
+        ),
+        (
+            "conftest.py",
+            "collect_ignore = ['test_mean_proof.py']\n",
+            "`conftest.py` configures or runs code in every test run",
+        ),
+    ] {
+        let repo = repository(&format!("{CONFIG}    unreproduced: drop\n"));
+        if path.starts_with("unittest/") {
+            repo.write("unittest/__init__.py", "");
+        }
+        repo.write(path, content);
+        repo.commit("test setup");
+        let scripts = tempfile::tempdir().unwrap();
+        // With the shadow, the failing test passes; with conftest.py, a test that passes.
+        let test = if path.starts_with("unittest") {
+            FAILING_TEST
+        } else {
+            "import unittest\n\n\nclass MeanTest(unittest.TestCase):\n    def test_fine(self):\n        pass\n"
+        };
+        let model = script(
+            scripts.path(),
+            &finding(
+                "Loop reads one past the end",
+                "`xs[len(xs)]` raises IndexError.",
+            ),
+            test,
+            None,
+        );
+        let report = review(repo.path(), &model);
+        let proof = &report["proofs"][0];
+        assert_eq!(proof["status"], "not_tried", "{path}: {report:#}");
+        let reason = proof["reason"].as_str().unwrap();
+        assert!(
+            reason.starts_with("a passing test proves nothing about this change:"),
+            "{reason}"
+        );
+        assert!(reason.contains(named), "{path}: {reason}");
+        assert_eq!(
+            report["findings"].as_array().unwrap().len(),
+            1,
+            "published: {report:#}"
+        );
+    }
+}

@@ -16,7 +16,7 @@ use bugloop_report::converge::Quarantined;
 use crate::act::ActError;
 use crate::build::Workbench;
 use crate::env::LoopEnv;
-use crate::review::{ReviewError, ReviewRequest, prove_findings, review};
+use crate::review::{ProofContext, ReviewError, ReviewRequest, prove_findings, review};
 use bugloop_forge::recording::RecordingForge;
 use bugloop_report::review::{FindingProof, ProofStatus, ReviewReport};
 
@@ -166,7 +166,9 @@ pub(super) async fn audit(
     // judges only the others. One whose test passes is handled as review.prove.unreproduced
     // says, a dropped one quarantined with its test's result.
     let mut findings = findings;
-    let proofs = prove_findings(env, &head, &mut findings).await;
+    // The branch converge audits is the developer's own.
+    let context = ProofContext::of(env, base, &head, None).await;
+    let proofs = prove_findings(env, &head, &mut findings, &context).await;
     quarantine_unreproduced(&proofs, number, &mut quarantined);
     let findings = validate(
         env,

@@ -26,7 +26,7 @@ mod filtering;
 mod increment;
 mod prove;
 
-pub(crate) use self::prove::prove_findings;
+pub(crate) use self::prove::{ProofContext, prove_findings};
 mod publishing;
 mod recheck;
 mod sessions;

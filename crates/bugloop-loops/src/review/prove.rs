@@ -4,7 +4,11 @@
 //! model, shown the output as quoted data, confirms that it fails for the reason the finding
 //! states. A test that passes does not reproduce the finding; one that changes the code under
 //! test, does not finish or fails for another reason proves nothing. Nothing the test prints is
-//! trusted, and its command comes from trusted configuration only.
+//! trusted, and its command comes from trusted configuration only. A change that touches what
+//! its tests load besides the test (a module shadowing `unittest`, `conftest.py`, `.pth` files,
+//! the runner's configuration: [`bugloop_domain::test_files::test_setup_reason`]) controls how
+//! the test runs, so a passing test there is "not tried"; and `lower`/`drop` never apply to a
+//! change whose author cannot write to the repository.
 
 use std::time::Duration;
 
@@ -24,6 +28,56 @@ use crate::{Question, structured_answer};
 const PROVE_PROMPT: &str = include_str!("../../prompts/prove-finding.md");
 const CONFIRM_SYSTEM: &str = include_str!("../../prompts/prove-confirm.md");
 
+/// What a passing proof may do to a change: a branch that touches what its tests load besides
+/// the tests controls how they run, and an author without write access decides nothing about
+/// their own change's findings.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct ProofContext {
+    /// Why a passing test proves nothing about this change, when it touches the test setup.
+    pub setup_touched: Option<String>,
+    /// The change's author may write to the repository (locally: the person running it).
+    pub author_may_write: bool,
+}
+
+impl ProofContext {
+    /// The context of the change `base..head` (`change`, when a forge knows its author).
+    pub(crate) async fn of(
+        env: &LoopEnv<'_>,
+        base: &str,
+        head: &str,
+        change: Option<&bugloop_git::ChangeKey>,
+    ) -> ProofContext {
+        let setup_touched = match env.git.changed_files(base, head) {
+            Ok(files) => files.iter().find_map(|f| {
+                bugloop_domain::test_files::test_setup_reason(&f.path).or_else(|| {
+                    f.previous_path
+                        .as_deref()
+                        .and_then(bugloop_domain::test_files::test_setup_reason)
+                })
+            }),
+            // Files that cannot be listed cannot be cleared.
+            Err(error) => Some(format!("the change's files could not be listed: {error}")),
+        };
+        let author_may_write = match change {
+            None => true,
+            Some(change) => match env.forge.change_author(change).await {
+                // No author known: a local change, whose author runs bugloop.
+                Ok(None) => true,
+                Ok(Some(author)) => env
+                    .forge
+                    .permission(&author)
+                    .await
+                    .is_ok_and(|p| p.may_modify_files()),
+                Err(_) => false,
+            },
+        };
+        ProofContext {
+            setup_touched,
+            author_may_write,
+        }
+    }
+}
+
 /// Tries to prove the findings about to be published (see [`prove_findings`]); not in a clean
 /// room, whose findings are proven by the caller that owns them (converge's validator).
 pub(super) async fn prove(
@@ -31,10 +85,11 @@ pub(super) async fn prove(
     request: &ReviewRequest,
     findings: &mut Vec<Finding>,
 ) -> Vec<FindingProof> {
-    if request.clean_room {
+    if request.clean_room || !proving_is_on(env.config()) {
         return Vec::new();
     }
-    prove_findings(env, &request.head, findings).await
+    let context = ProofContext::of(env, &request.base, &request.head, Some(&request.change)).await;
+    prove_findings(env, &request.head, findings, &context).await
 }
 
 /// Tries to prove the findings at `head` that score at least `review.prove.min_score`, most
@@ -45,6 +100,7 @@ pub(crate) async fn prove_findings(
     env: &LoopEnv<'_>,
     head: &str,
     findings: &mut Vec<Finding>,
+    context: &ProofContext,
 ) -> Vec<FindingProof> {
     let settings = &env.config().review.prove;
     // Without a command that runs one test nothing can be proven, and saying so on every review
@@ -59,10 +115,19 @@ pub(crate) async fn prove_findings(
     let mut proofs = Vec::new();
     let mut cannot = cannot_prove(env, head);
     for (rank, &index) in candidates.iter().enumerate() {
-        let proof = try_proof(env, head, &findings[index], rank, &mut cannot).await;
+        let mut proof = try_proof(env, head, &findings[index], rank, &mut cannot).await;
+        if proof.status == ProofStatus::NotReproduced
+            && let Some(touched) = &context.setup_touched
+        {
+            proof.status = ProofStatus::NotTried;
+            proof.reason = format!(
+                "a passing test proves nothing about this change: {touched}, so the change \
+                 decides how its tests run"
+            );
+        }
         proofs.push((index, proof));
     }
-    apply_unreproduced(settings, findings, &mut proofs);
+    apply_unreproduced(settings, context, findings, &mut proofs);
     proofs.into_iter().map(|(_, proof)| proof).collect()
 }
 
@@ -121,6 +186,7 @@ async fn try_proof(
 /// removing the dropped ones from `findings`), and records what came of each in its proof.
 fn apply_unreproduced(
     settings: &ProveConfig,
+    context: &ProofContext,
     findings: &mut Vec<Finding>,
     proofs: &mut [(usize, FindingProof)],
 ) {
@@ -132,6 +198,13 @@ fn apply_unreproduced(
         // A passing test is weak evidence against a hostile change (its code controls how its
         // tests run): a security or critical finding is never lowered or dropped for one.
         let finding = &findings[*index];
+        if settings.unreproduced != Unreproduced::Keep && !context.author_may_write {
+            proof.reason.push_str(
+                "; kept as it was: the change's author cannot write to the repository, so a \
+                 passing test of theirs lowers or drops nothing",
+            );
+            continue;
+        }
         if settings.unreproduced != Unreproduced::Keep
             && (finding.category == Category::Security || finding.score.get() >= 9)
         {
