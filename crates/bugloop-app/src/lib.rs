@@ -19,6 +19,7 @@ mod item;
 mod local_review;
 mod models;
 mod outcome;
+mod outsider_reviews;
 mod pull_request;
 mod report;
 mod review;

@@ -7,6 +7,7 @@ use bugloop_loops::review::{ReviewRequest, review_with};
 use bugloop_report::review::ReviewReport;
 
 use crate::outcome::review_verdict;
+use crate::outsider_reviews::OutsiderReview;
 use crate::{App, AppError, Outcome, Verdict};
 
 /// Which change a review covers: the branch (the default), a range, what is staged, or every
@@ -69,6 +70,22 @@ impl App {
         let own_findings: Vec<_> = bugloop_config::ignored_settings_finding(&self.ignored)
             .into_iter()
             .collect();
+        // A pull request by someone who cannot write is reviewed within the outsiders' budget.
+        let summary_footer = match self.outsider_review().await? {
+            OutsiderReview::Insider => None,
+            OutsiderReview::Within { footer } => Some(footer),
+            OutsiderReview::Over { reason } => {
+                if !job.dry_run {
+                    self.say_review_deferred(&reason).await?;
+                }
+                return Ok(Outcome::new(
+                    None,
+                    Verdict::NothingToDo {
+                        reason: format!("Not reviewed: {reason}."),
+                    },
+                ));
+            }
+        };
         let env = self.loop_env(job.model.as_deref())?;
         let checkout = bugloop_loops::checkout::checkout(&self.git, &change)?;
         let head = change.head.name();
@@ -83,6 +100,7 @@ impl App {
             clean_room: false,
             focus: None,
             full: job.full,
+            summary_footer,
         };
         // A dry run takes the same steps on a forge that records its writes instead of making them.
         let recording = RecordingForge::new(self.forge.as_ref());

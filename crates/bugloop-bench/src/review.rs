@@ -77,6 +77,7 @@ pub(crate) async fn review_once(
         focus: None,
         // The re-run measures a whole review again, not an incremental one.
         full: true,
+        summary_footer: None,
     };
     Ok(bugloop_loops::review::review(&env, request).await?)
 }

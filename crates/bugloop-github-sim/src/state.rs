@@ -289,13 +289,22 @@ pub(crate) struct State {
     pub hidden: Vec<Hidden>,
     pub requests: Vec<RequestRecord>,
     pub rate_remaining: u64,
-    /// Seconds: every write is one second after the last, so timestamps are ordered and
-    /// reproducible (and several writes can share a second when a test sets it back).
+    /// Seconds: every write is one second after the last, so timestamps are ordered (and
+    /// several writes can share a second when a test sets it back).
     pub clock: u64,
 }
 
 /// 2026-01-01T00:00:00Z.
 const EPOCH: u64 = 1_767_225_600;
+
+/// Where the clock starts: the wall clock's second when the simulator is made (never before
+/// [`EPOCH`]), so "the last hour" by GitHub's clock means what it does for a real repository.
+fn start_of_clock() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(EPOCH, |d| d.as_secs())
+        .max(EPOCH)
+}
 
 impl State {
     pub fn new(owner: &str, name: &str) -> State {
@@ -329,7 +338,7 @@ impl State {
             hidden: Vec::new(),
             requests: Vec::new(),
             rate_remaining: 5_000,
-            clock: EPOCH,
+            clock: start_of_clock(),
         }
     }
 

@@ -76,6 +76,7 @@ async fn measure(queue: Queue, label: &str) {
             sentry: None,
             bodies: bugloop_server::serve::body_budget(),
             outsiders: Arc::new(bugloop_server::outsider_intake::OutsiderIntake::new(20)),
+            permissions: None,
             settings: Arc::new(TriggerSettings {
                 bot_logins: vec!["bugloop-app[bot]".to_owned()],
                 mention: "bugloop".to_owned(),

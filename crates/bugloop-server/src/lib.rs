@@ -7,6 +7,7 @@
 //! application layer below it knows jobs, not how they arrive.
 
 mod error;
+pub mod intake_permissions;
 pub mod metrics;
 pub mod outsider_intake;
 pub mod report_endpoint;

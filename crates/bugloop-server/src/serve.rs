@@ -50,6 +50,9 @@ pub struct WebhookState {
     pub bodies: Arc<tokio::sync::Semaphore>,
     /// How many outsiders' comments are queued per repository in any hour.
     pub outsiders: Arc<crate::outsider_intake::OutsiderIntake>,
+    /// Asks GitHub whether a member or collaborator may write (the App's credentials); `None`:
+    /// their association counts them as the repository's.
+    pub permissions: Option<Arc<crate::intake_permissions::IntakePermissions>>,
 }
 
 /// The most bytes of delivery bodies read at once (a few of the largest deliveries; GitHub's
@@ -278,9 +281,14 @@ async fn answer(state: WebhookState, headers: &HeaderMap, body: &Bytes) -> (Stat
         Ok(parsed) => parsed,
         Err(error) => return (StatusCode::BAD_REQUEST, format!("{error}\n")),
     };
-    let job = match bugloop_webhooks::trigger(&parsed, &state.settings) {
+    let triggered = bugloop_webhooks::trigger(&parsed, &state.settings);
+    let outsider = match &triggered {
+        Ok(trigger) => comment_by_outsider(&state, &parsed, trigger).await,
+        Err(_) => false,
+    };
+    let job = match triggered {
         Ok(trigger)
-            if parsed.comment_from_outsider()
+            if outsider
                 && !state
                     .outsiders
                     .admit(trigger.repository(), std::time::Instant::now()) =>
@@ -324,6 +332,32 @@ async fn answer(state: WebhookState, headers: &HeaderMap, body: &Bytes) -> (Stat
             format!("delivery {delivery} was received before\n"),
         ),
         Err(error) => (StatusCode::SERVICE_UNAVAILABLE, format!("{error}\n")),
+    }
+}
+
+/// Whether the event is a comment by someone who may not write to the repository: no role in
+/// it, or (asked of GitHub when the server has the App's credentials) a member or collaborator
+/// without write access.
+async fn comment_by_outsider(
+    state: &WebhookState,
+    parsed: &bugloop_webhooks::Event,
+    trigger: &Trigger,
+) -> bool {
+    match parsed.comment_standing() {
+        Some(bugloop_webhooks::Standing::Outsider) => true,
+        Some(bugloop_webhooks::Standing::Associated(login)) => {
+            match (&state.permissions, trigger.installation()) {
+                // GitHub not answering in time counts against the hour, not for it.
+                (Some(permissions), Some(installation)) => {
+                    permissions
+                        .may_write(installation, trigger.repository(), &login)
+                        .await
+                        != Some(true)
+                }
+                _ => false,
+            }
+        }
+        Some(bugloop_webhooks::Standing::Owner) | None => false,
     }
 }
 
@@ -433,6 +467,13 @@ pub async fn run_until(
         outsiders: Arc::new(crate::outsider_intake::OutsiderIntake::new(
             options.outsider_comments_per_hour,
         )),
+        permissions: options.workers.as_ref().map(|(settings, _)| {
+            Arc::new(crate::intake_permissions::IntakePermissions::new(
+                settings.app.clone(),
+                settings.endpoint.clone(),
+                settings.policy.clone(),
+            ))
+        }),
         secret: Arc::new(options.secret),
         queue,
         metrics: options

@@ -35,6 +35,16 @@ async fn server_on(
     body_timeout: std::time::Duration,
     admin_token: Option<&str>,
 ) -> Server {
+    server_asking(address, body_timeout, admin_token, None).await
+}
+
+/// A server whose intake asks `permissions` whether members and collaborators may write.
+async fn server_asking(
+    address: &str,
+    body_timeout: std::time::Duration,
+    admin_token: Option<&str>,
+    permissions: Option<Arc<bugloop_server::intake_permissions::IntakePermissions>>,
+) -> Server {
     let dir = tempfile::tempdir().unwrap();
     let queue = Queue::open_sqlite(&dir.path().join("queue.db"), Retries::default())
         .await
@@ -55,6 +65,7 @@ async fn server_on(
         })),
         bodies: bugloop_server::serve::body_budget(),
         outsiders: Arc::new(bugloop_server::outsider_intake::OutsiderIntake::new(20)),
+        permissions,
         settings: Arc::new(TriggerSettings {
             bot_logins: vec!["bugloop-app[bot]".to_owned()],
             mention: "bugloop".to_owned(),
@@ -640,4 +651,67 @@ async fn a_flood_of_outsiders_comments_is_not_queued_past_the_hourly_intake() {
         assert_eq!(status, 202, "{delivery}");
     }
     assert_eq!(server.queue.jobs().await.unwrap().len(), 23);
+}
+
+/// The intake caps by permission, not by association: a read-only collaborator (GitHub says
+/// COLLABORATOR) is an outsider once GitHub, asked as the App's installation, says they cannot
+/// write, and is asked once (the answer kept); a member with write access is not capped.
+#[tokio::test]
+async fn a_read_only_collaborator_is_capped_as_an_outsider() {
+    use bugloop_github::{AppCredentials, Endpoint, Policy};
+    let sim = bugloop_github_sim::Simulator::start("acme/widgets")
+        .await
+        .unwrap();
+    let credentials =
+        Arc::new(AppCredentials::from_pem(77, &bugloop_github_sim::fixture::app_key()).unwrap());
+    sim.add_app(77, "bugloop-app", credentials.public_key_der(), &[42]);
+    sim.set_permission("reader", "read");
+    sim.set_permission("writer", "write");
+    let permissions = Arc::new(bugloop_server::intake_permissions::IntakePermissions::new(
+        credentials,
+        Endpoint::from_values(Some(&sim.api_url()), Some(&sim.graphql_url())),
+        Policy::default(),
+    ));
+    let server = server_asking(
+        "127.0.0.1:0",
+        bugloop_server::serve::BODY_TIMEOUT,
+        None,
+        Some(permissions),
+    )
+    .await;
+    let comment = |login: &str, standing: &str, n: u64| {
+        let mut example: serde_json::Value =
+            serde_json::from_slice(&comment_from("acme/widgets", standing, n)).unwrap();
+        example["comment"]["user"] = json!({"login": login, "type": "User", "id": n});
+        example["installation"] = json!({"id": 42});
+        example.to_string().into_bytes()
+    };
+    let mut statuses = Vec::new();
+    for n in 0..22 {
+        let body = comment("reader", "COLLABORATOR", n);
+        let signature = bugloop_webhooks_signature(&body);
+        statuses.push(
+            deliver(
+                &server,
+                "issue_comment",
+                &format!("r-{n}"),
+                &body,
+                &signature,
+            )
+            .await
+            .as_u16(),
+        );
+    }
+    assert_eq!(statuses[..20], [202; 20], "{statuses:?}");
+    assert_eq!(statuses[20..], [204; 2], "{statuses:?}");
+    let asked = sim
+        .requests()
+        .iter()
+        .filter(|r| r.path.contains("/collaborators/reader/permission"))
+        .count();
+    assert_eq!(asked, 1, "asked once, the answer kept");
+    let body = comment("writer", "MEMBER", 99);
+    let signature = bugloop_webhooks_signature(&body);
+    let status = deliver(&server, "issue_comment", "w-1", &body, &signature).await;
+    assert_eq!(status.as_u16(), 202, "a member who may write is not capped");
 }

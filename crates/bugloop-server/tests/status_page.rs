@@ -132,6 +132,7 @@ async fn chromium_renders_the_jobs_and_runs_none_of_the_hostile_text() {
         sentry: None,
         bodies: bugloop_server::serve::body_budget(),
         outsiders: Arc::new(bugloop_server::outsider_intake::OutsiderIntake::new(20)),
+        permissions: None,
         settings: Arc::new(TriggerSettings {
             bot_logins: Vec::new(),
             mention: "bugloop".to_owned(),

@@ -9,7 +9,7 @@ mod trigger;
 
 pub use self::payload::{
     Account, Comment, Event, Issue, IssueCommentEvent, IssuesEvent, Label, PullRequest,
-    PullRequestEvent, Ref, Repository, Review, ReviewCommentEvent, ReviewEvent,
+    PullRequestEvent, Ref, Repository, Review, ReviewCommentEvent, ReviewEvent, Standing,
     WorkflowDispatchEvent,
 };
 pub use self::trigger::{CommentKind, Skip, Trigger, TriggerSettings, trigger};

@@ -198,6 +198,17 @@ pub struct WorkflowDispatchEvent {
     pub sender: Account,
 }
 
+/// A comment author's standing, as GitHub's `author_association` tells it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Standing {
+    /// The repository's owner (or no association given).
+    Owner,
+    /// A member of its organisation or a collaborator, of any permission (read included).
+    Associated(String),
+    /// No role in the repository.
+    Outsider,
+}
+
 /// An event bugloop handles, or the name of one it does not.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Event {
@@ -216,16 +227,26 @@ impl Event {
     /// owner, a member of its organisation nor a collaborator: anyone at all, on a public
     /// repository. (Who may have files changed is still asked of GitHub when the job runs.)
     pub fn comment_from_outsider(&self) -> bool {
-        let standing = match self {
-            Event::IssueComment(event) => &event.comment.author_association,
-            Event::ReviewComment(event) => &event.comment.author_association,
+        self.comment_standing() == Some(Standing::Outsider)
+    }
+
+    /// The standing of a comment's (or a review body's) author, as far as GitHub's association
+    /// tells it; `None` for other events.
+    pub fn comment_standing(&self) -> Option<Standing> {
+        let (association, login) = match self {
+            Event::IssueComment(event) => (&event.comment.author_association, &event.comment.user),
+            Event::ReviewComment(event) => (&event.comment.author_association, &event.comment.user),
             // A review's body asks bugloop as a comment does.
-            Event::Review(event) => &event.review.author_association,
-            _ => return false,
+            Event::Review(event) => (&event.review.author_association, &event.review.user),
+            _ => return None,
         };
-        standing
-            .as_deref()
-            .is_some_and(|standing| !matches!(standing, "OWNER" | "MEMBER" | "COLLABORATOR"))
+        Some(match association.as_deref() {
+            Some("OWNER") | None => Standing::Owner,
+            // A read-only collaborator or member is associated too: only GitHub's permission
+            // tells whether they may write.
+            Some("MEMBER" | "COLLABORATOR") => Standing::Associated(login.login.clone()),
+            Some(_) => Standing::Outsider,
+        })
     }
 }
 

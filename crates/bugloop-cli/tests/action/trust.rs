@@ -585,3 +585,99 @@ fn outside_code(text: &str) -> String {
     }
     out.join("\n")
 }
+
+/// Pull requests by someone who cannot write are reviewed within the outsiders' budget, counted
+/// from bugloop's own summaries (their last line names the author and the pull request): past
+/// `outsiders.reviews_per_author_per_hour` the review is not run, which is said once on the
+/// pull request; pushes to a pull request already reviewed this hour do not count again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn outsiders_pull_requests_are_reviewed_within_a_budget() {
+    let fixture = PullRequestFixture::new(FixtureOptions::default()).await;
+    let sim = &fixture.sim;
+    sim.set_permission("alice", "read");
+    let scripts = tempfile::tempdir().unwrap();
+    let payload = webhook_example("pull_request", "synchronize", &fixture);
+    let run = |model: &str| {
+        let run = tokio::task::block_in_place(|| {
+            action_as(None, &fixture, "pull_request", &payload, &[], model)
+        });
+        assert_eq!(run.output.status.code(), Some(0), "{}", text(&run.output));
+        text(&run.output)
+    };
+    let summary = || {
+        sim.issue_comments(NUMBER)
+            .into_iter()
+            .find(|c| c.author == BOT && c.body.starts_with("<!-- bugloop:summary -->"))
+            .map(|c| c.body)
+    };
+    // Within the budget: reviewed, the summary's last line counts it.
+    run(&review_script(scripts.path()));
+    let body = summary().unwrap();
+    assert!(
+        body.contains(&format!(
+            "\n<!-- bugloop:outsider-review author=alice pr={NUMBER} -->\n<!-- bugloop:sig "
+        )),
+        "{body}"
+    );
+    // Another pull request of hers reviewed this hour (its summary says so): with one per
+    // author an hour, #7's next push is over. Not reviewed, said once however often it is
+    // pushed to.
+    sim.add_pull_request(bugloop_github_sim::PullSpec {
+        number: 8,
+        title: "Add last again".to_owned(),
+        author: "alice".to_owned(),
+        base_ref: "main".to_owned(),
+        base_sha: fixture.base.clone(),
+        head_ref: "feature".to_owned(),
+        head_sha: fixture.head.clone(),
+        fork: false,
+        draft: false,
+        diff: Some(fixture.diff_at(&fixture.head)),
+    });
+    let mut other = payload.clone();
+    other["number"] = json!(8);
+    other["pull_request"]["number"] = json!(8);
+    let model = review_script(scripts.path());
+    let reviewed = tokio::task::block_in_place(|| {
+        action_as(None, &fixture, "pull_request", &other, &[], &model)
+    });
+    assert_eq!(
+        reviewed.output.status.code(),
+        Some(0),
+        "{}",
+        text(&reviewed.output)
+    );
+    let one = [("BUGLOOP_OUTSIDERS__REVIEWS_PER_AUTHOR_PER_HOUR", "1")];
+    // A model with nothing to say: the review must not ask it anything.
+    let no_model = script_file(scripts.path(), &[]);
+    for _ in 0..2 {
+        let run = tokio::task::block_in_place(|| {
+            action_as(None, &fixture, "pull_request", &payload, &one, &no_model)
+        });
+        let said = text(&run.output);
+        assert_eq!(run.output.status.code(), Some(0), "{said}");
+        assert!(
+            said.contains("Not reviewed: bugloop reviewed 1 other pull request(s) by alice"),
+            "{said}"
+        );
+    }
+    let deferred: Vec<String> = sim
+        .issue_comments(NUMBER)
+        .into_iter()
+        .filter(|c| {
+            c.author == BOT
+                && c.body
+                    .starts_with("bugloop did not review this pull request")
+        })
+        .map(|c| c.body)
+        .collect();
+    assert_eq!(deferred.len(), 1, "{deferred:#?}");
+    assert!(
+        deferred[0].contains("(outsiders.reviews_per_author_per_hour: 1)"),
+        "{}",
+        deferred[0]
+    );
+    // A writer's pull request is reviewed whatever the outsiders' count.
+    sim.set_permission("alice", "write");
+    run(&review_script(scripts.path()));
+}

@@ -222,6 +222,7 @@ fn audit_request(
         clean_room: true,
         focus: None,
         full: false,
+        summary_footer: None,
     })
 }
 

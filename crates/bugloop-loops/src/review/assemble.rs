@@ -169,7 +169,10 @@ async fn publish_summary(
             &request.change,
             comments,
             SUMMARY_TAG,
-            &summary_body(report),
+            &match &request.summary_footer {
+                Some(footer) => format!("{}\n{footer}", summary_body(report)),
+                None => summary_body(report),
+            },
         )
         .await?;
         added |= summary == Upsert::Added;

@@ -80,6 +80,9 @@ pub struct ReviewRequest {
     /// Show the model the whole change even when an earlier head was reviewed (otherwise only
     /// what changed since is shown).
     pub full: bool,
+    /// Hidden lines bugloop appends to its summary comment (what a later run counts, such as a
+    /// review of a pull request whose author cannot write); bugloop's own text, never a model's.
+    pub summary_footer: Option<String>,
 }
 
 impl From<ConfigError> for ReviewError {

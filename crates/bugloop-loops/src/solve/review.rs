@@ -66,6 +66,7 @@ async fn review_draft(run: &Run<'_, '_>, head: &str) -> Result<usize, SolveError
             clean_room: false,
             focus: None,
             full: false,
+            summary_footer: None,
         },
     )
     .await?;

@@ -257,6 +257,7 @@ pub async fn review_on(
         clean_room: false,
         focus: None,
         full,
+        summary_footer: None,
     };
     let report = review(&env, request).await.unwrap();
     let comments = forge.comments(&change.key).await.unwrap();
