@@ -81,6 +81,13 @@ fn every_example_workflow_is_safe_to_copy() {
             workflow["concurrency"]["group"].is_string(),
             "{name}: no concurrency group"
         );
+        // A run cancelled while it publishes, or two publishing at once, can leave a finding
+        // twice: bugloop's runs wait their turn instead.
+        assert_ne!(
+            workflow["concurrency"]["cancel-in-progress"].as_bool(),
+            Some(true),
+            "{name}: a bugloop run is never cancelled half way"
+        );
         for (_, job) in workflow["jobs"].as_mapping().unwrap() {
             for script in scripts(&job["steps"]) {
                 assert!(

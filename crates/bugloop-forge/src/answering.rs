@@ -120,6 +120,10 @@ impl Forge for AnsweringForge<'_> {
         self.inner.set_description(change, body).await
     }
 
+    fn forget_listings(&self) {
+        self.inner.forget_listings();
+    }
+
     async fn comments(&self, change: &ChangeKey) -> Result<Vec<Comment>, ForgeError> {
         self.inner.comments(change).await
     }

@@ -91,6 +91,10 @@ impl Forge for FencedForge {
         self.inner.set_description(change, body).await
     }
 
+    fn forget_listings(&self) {
+        self.inner.forget_listings();
+    }
+
     async fn comments(&self, change: &ChangeKey) -> Result<Vec<Comment>, ForgeError> {
         self.inner.comments(change).await
     }

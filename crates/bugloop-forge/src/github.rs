@@ -368,6 +368,10 @@ impl Forge for GitHubForge {
         })
     }
 
+    fn forget_listings(&self) {
+        self.forget();
+    }
+
     async fn comments(&self, change: &ChangeKey) -> Result<Vec<Comment>, ForgeError> {
         if let Some((key, comments)) = &*self.snapshot()
             && key == change

@@ -115,12 +115,20 @@ impl Permission {
 }
 
 /// How an upsert ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Upsert {
-    Added,
+    /// A new comment, with the forge's id of it (a run that raced another looks for its own
+    /// comments by it).
+    Added(String),
     Updated,
     Unchanged,
+}
+
+impl Upsert {
+    pub fn added(&self) -> bool {
+        matches!(self, Upsert::Added(_))
+    }
 }
 
 /// Everything the loops need from a forge.
@@ -192,6 +200,10 @@ pub trait Forge: Send + Sync + std::fmt::Debug {
     /// Every comment of the change's conversation, oldest first: issue-level comments and line
     /// comments, with replies (`in_reply_to`), thread ids and the forge's resolved flags.
     async fn comments(&self, change: &ChangeKey) -> Result<Vec<Comment>, ForgeError>;
+
+    /// Drops what the forge keeps of earlier listings, so the next [`Forge::comments`] asks
+    /// again: a run waiting for its own writes to be listed (a listing can lag a write).
+    fn forget_listings(&self) {}
 
     /// Adds a comment as the bot: a line comment when `anchor` is given, otherwise a
     /// conversation comment.
@@ -287,10 +299,9 @@ pub trait Forge: Send + Sync + std::fmt::Debug {
                 self.update_comment(change, comment, body).await?;
                 Ok(Upsert::Updated)
             }
-            None => {
-                self.add_comment(change, body, anchor).await?;
-                Ok(Upsert::Added)
-            }
+            None => Ok(Upsert::Added(
+                self.add_comment(change, body, anchor).await?.id,
+            )),
         }
     }
 }

@@ -160,6 +160,10 @@ impl Forge for RecordingForge<'_> {
         Ok(())
     }
 
+    fn forget_listings(&self) {
+        self.inner.forget_listings();
+    }
+
     async fn comments(&self, change: &ChangeKey) -> Result<Vec<Comment>, ForgeError> {
         let mut comments = self.inner.comments(change).await?;
         let recorded = self.lock();

@@ -155,6 +155,10 @@ impl Forge for SigningForge {
         self.inner.set_description(change, body).await
     }
 
+    fn forget_listings(&self) {
+        self.inner.forget_listings();
+    }
+
     async fn comments(&self, change: &ChangeKey) -> Result<Vec<Comment>, ForgeError> {
         Ok(self
             .inner

@@ -681,3 +681,40 @@ async fn outsiders_pull_requests_are_reviewed_within_a_budget() {
     sim.set_permission("alice", "write");
     run(&review_script(scripts.path()));
 }
+
+/// Two runs on the same push at once, while GitHub's listings lag behind writes (each new
+/// comment missing from the next three listings): each writes the finding before it can see
+/// the other's, and still one comment per finding is left, by bugloop's own guard (each run
+/// waits until its comments are listed, then removes the newer duplicate).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn overlapping_runs_on_one_push_leave_one_comment_per_finding() {
+    let fixture = PullRequestFixture::new(FixtureOptions::default()).await;
+    let scripts = tempfile::tempdir().unwrap();
+    let payload = webhook_example("pull_request", "opened", &fixture);
+    fixture.sim.inject(bugloop_github_sim::Fault::ListingLag {
+        writes: 10,
+        listings: 3,
+    });
+    let (first, second) = (review_script(scripts.path()), review_script(scripts.path()));
+    let runs = tokio::task::block_in_place(|| {
+        std::thread::scope(|scope| {
+            let one =
+                scope.spawn(|| action_as(None, &fixture, "pull_request", &payload, &[], &first));
+            let two =
+                scope.spawn(|| action_as(None, &fixture, "pull_request", &payload, &[], &second));
+            [one.join().unwrap(), two.join().unwrap()]
+        })
+    });
+    for run in &runs {
+        assert_eq!(run.output.status.code(), Some(0), "{}", text(&run.output));
+    }
+    let comments = fixture.finding_comments();
+    assert_eq!(comments.len(), 1, "{comments:#?}");
+    let summaries = fixture
+        .sim
+        .issue_comments(NUMBER)
+        .into_iter()
+        .filter(|c| c.author == BOT && c.body.starts_with("<!-- bugloop:summary -->"))
+        .count();
+    assert_eq!(summaries, 1);
+}

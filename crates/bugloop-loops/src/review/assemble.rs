@@ -7,8 +7,7 @@ use bugloop_domain::thread::{Comment, ReviewState, reconstruct};
 use bugloop_forge::{ForgeError, Upsert};
 use bugloop_report::dispute::DisputeSummary;
 use bugloop_report::review::{
-    ChangeInfo, CommentAction, REPORT_VERSION, ReviewReport, ReviewedScope, SensitivityInfo,
-    UsageInfo,
+    ChangeInfo, REPORT_VERSION, ReviewReport, ReviewedScope, SensitivityInfo, UsageInfo,
 };
 use bugloop_report::summary::{SUMMARY_TAG, comment_body as summary_body};
 
@@ -18,7 +17,7 @@ use super::conversation::{Conversation, tracked_of};
 use super::filtering::Filtered;
 use super::publishing::{Published, upsert_tagged};
 use crate::ProgressEvent;
-use crate::comment_bodies::{remove_duplicates, remove_duplicates_in};
+use crate::comment_bodies::remove_duplicates_in;
 use crate::env::LoopEnv;
 
 /// Everything the stages produced, handed to the report.
@@ -101,7 +100,7 @@ pub(super) async fn report(
         request,
         &report,
         &conversation.comments,
-        published.head_moved,
+        (published.head_moved, published.added),
     )
     .await?;
     Ok(report)
@@ -145,7 +144,7 @@ async fn publish_summary(
     request: &ReviewRequest,
     report: &ReviewReport,
     comments: &[Comment],
-    head_moved: bool,
+    (head_moved, mut added): (bool, Vec<String>),
 ) -> Result<(), ForgeError> {
     if env.forge.publishes() {
         env.progress.event(ProgressEvent::Publishing);
@@ -159,10 +158,6 @@ async fn publish_summary(
     ) && report.findings.is_empty()
         && report.resolved.is_empty()
         && report.disputes.is_empty();
-    let mut added = report
-        .findings
-        .iter()
-        .any(|f| f.action == CommentAction::Added);
     if !head_moved && !nothing_new {
         let summary = upsert_tagged(
             env.forge,
@@ -175,18 +170,47 @@ async fn publish_summary(
             },
         )
         .await?;
-        added |= summary == Upsert::Added;
+        if let Upsert::Added(id) = summary {
+            added.push(id);
+        }
     }
     // A run at the same time, or a listing that lagged behind a write, may have left a
     // second comment for something this run added (listed again), or an earlier run did (in
     // the listing this run started from).
     if env.forge.publishes() {
         let markers = &env.settings.markers;
-        if added {
-            remove_duplicates(env.forge, &request.change, markers).await?;
+        if !added.is_empty() {
+            settled_without_duplicates(env.forge, &request.change, markers, &added).await?;
         } else {
             remove_duplicates_in(env.forge, &request.change, markers, comments).await?;
         }
     }
     Ok(())
+}
+
+/// After adding comments (`added`, their ids): lists the conversation until all of them show
+/// (a listing can lag a write by seconds), then removes duplicates. Two runs on the same push
+/// that each wrote a finding before seeing the other's: the later one to settle sees both (the
+/// earlier write shows no later than its own) and removes the newer, so one comment stays
+/// whatever the lag. Waits at most about 15 seconds, then removes what the listing shows.
+async fn settled_without_duplicates(
+    forge: &dyn bugloop_forge::Forge,
+    change: &bugloop_forge::ChangeKey,
+    markers: &bugloop_domain::marker::MarkerSyntax,
+    added: &[String],
+) -> Result<usize, ForgeError> {
+    let mut wait = std::time::Duration::from_millis(250);
+    forge.forget_listings();
+    let mut comments = forge.comments(change).await?;
+    for _ in 0..6 {
+        let shown = added.iter().all(|id| comments.iter().any(|c| &c.id == id));
+        if shown {
+            break;
+        }
+        tokio::time::sleep(wait).await;
+        wait *= 2;
+        forge.forget_listings();
+        comments = forge.comments(change).await?;
+    }
+    remove_duplicates_in(forge, change, markers, &comments).await
 }

@@ -37,6 +37,8 @@ pub(super) struct Published {
     pub head_moved: bool,
     /// What went wrong without stopping the run (a thread the forge would not mark resolved).
     pub problems: Vec<String>,
+    /// The ids of the finding comments this run added.
+    pub added: Vec<String>,
 }
 
 /// A dry run reports every finding as not published, whatever its recorded write was.
@@ -79,6 +81,7 @@ pub(super) async fn publish(
             overflow: OverflowInfo::default(),
             head_moved: true,
             problems: Vec::new(),
+            added: Vec::new(),
         });
     }
     let writer = Writer {
@@ -86,6 +89,7 @@ pub(super) async fn publish(
         request,
         conversation,
         publishing: env.forge.publishes(),
+        added: std::sync::Mutex::default(),
     };
     let mut published = Vec::new();
     for finding in std::mem::take(&mut filtered.publish) {
@@ -108,12 +112,14 @@ pub(super) async fn publish(
     let overflow = writer
         .overflow(&filtered.overflow, brief.comment_limit)
         .await?;
+    let added = std::mem::take(&mut *writer.lock_added());
     Ok(Published {
         findings: published,
         resolved,
         overflow,
         head_moved: false,
         problems,
+        added,
     })
 }
 
@@ -148,9 +154,17 @@ struct Writer<'w, 'e> {
     conversation: &'w Conversation,
     /// False for a dry run: its actions are reported as not published.
     publishing: bool,
+    /// The ids of the comments this run added.
+    added: std::sync::Mutex<Vec<String>>,
 }
 
 impl Writer<'_, '_> {
+    fn lock_added(&self) -> std::sync::MutexGuard<'_, Vec<String>> {
+        self.added
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     /// A new finding's comment, upserted by its marker: a line comment where its line is in the
     /// diff, else in the conversation.
     async fn new_finding(
@@ -188,7 +202,10 @@ impl Writer<'_, '_> {
         let action = shown(
             self.publishing,
             match upsert {
-                Upsert::Added => CommentAction::Added,
+                Upsert::Added(id) => {
+                    self.lock_added().push(id);
+                    CommentAction::Added
+                }
                 Upsert::Updated => CommentAction::Updated,
                 Upsert::Unchanged => CommentAction::Unchanged,
             },
@@ -477,9 +494,8 @@ pub(super) async fn upsert_tagged(
             forge.update_comment(change, existing, body).await?;
             Ok(Upsert::Updated)
         }
-        None => {
-            forge.add_comment(change, body, None).await?;
-            Ok(Upsert::Added)
-        }
+        None => Ok(Upsert::Added(
+            forge.add_comment(change, body, None).await?.id,
+        )),
     }
 }
