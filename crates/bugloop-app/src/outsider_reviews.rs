@@ -1,13 +1,12 @@
 //! Reviews of pull requests whose authors cannot write to the repository: anyone may open one
 //! on a public repository (twelve at once), and each review spends the operator's model. They
 //! are reviewed within `outsiders.reviews_per_hour` over the repository and
-//! `outsiders.reviews_per_author_per_hour` per author, counted from bugloop's own summaries on
-//! the forge (a hidden last line names the author and the pull request), so every run and
-//! server counts the same; the rest are said once on the pull request, and reviewed on a later
-//! push once the hour allows. Whether the author may write is asked of the forge, never read
+//! `outsiders.reviews_per_author_per_hour` per author, counting every review (a push to a pull
+//! request reviewed before is another), from bugloop's own summaries on the forge: a hidden last
+//! line names the author, the pull request and the times of its reviews in the last hour, so
+//! every run and server counts the same. The rest are said once on the pull request, and
+//! reviewed on a later push once the hour allows. Whether the author may write is asked of the forge, never read
 //! from the event.
-
-use std::collections::BTreeSet;
 
 use bugloop_report::summary::SUMMARY_TAG;
 
@@ -26,19 +25,24 @@ pub(crate) enum OutsiderReview {
     Over { reason: String },
 }
 
-/// The summary's last line for a review of `author`'s pull request `number`: a GitHub login is
-/// letters, digits and hyphens (`[bot]` for an App), and anything else is left out.
-fn footer(author: &str, number: u64) -> String {
+/// The summary's last line for `author`'s pull request `number`, reviewed at `runs` (Unix
+/// seconds): a GitHub login is letters, digits and hyphens (`[bot]` for an App), and anything
+/// else is left out.
+fn footer(author: &str, number: u64, runs: &[i64]) -> String {
     let login: String = author
         .chars()
         .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '[' | ']'))
         .collect();
-    format!("{MARKER_PREFIX}{login} pr={number} -->")
+    let runs: Vec<String> = runs.iter().map(i64::to_string).collect();
+    format!(
+        "{MARKER_PREFIX}{login} pr={number} runs={} -->",
+        runs.join(",")
+    )
 }
 
-/// The author and pull request a summary of bugloop's counts, read only from its last line
-/// (the text above quotes the model), or the line before its signature.
-fn counted(body: &str) -> Option<(String, u64)> {
+/// What a summary of bugloop's counts (author, pull request, review times), read only from its
+/// last line (the text above quotes the model), or the line before its signature.
+fn counted(body: &str) -> Option<(String, u64, Vec<i64>)> {
     if !body.starts_with(SUMMARY_TAG) {
         return None;
     }
@@ -50,8 +54,14 @@ fn counted(body: &str) -> Option<(String, u64)> {
         .find(|line| !line.starts_with("<!-- bugloop:sig "))?
         .strip_prefix(MARKER_PREFIX)?
         .strip_suffix(" -->")?;
-    let (login, number) = record.split_once(" pr=")?;
-    Some((login.to_lowercase(), number.parse().ok()?))
+    let (login, rest) = record.split_once(" pr=")?;
+    let (number, runs) = rest.split_once(" runs=")?;
+    let runs = runs
+        .split(',')
+        .map(str::parse)
+        .collect::<Result<Vec<i64>, _>>()
+        .ok()?;
+    Some((login.to_lowercase(), number.parse().ok()?, runs))
 }
 
 impl App {
@@ -88,35 +98,52 @@ impl App {
             }
             Err(error) => return Err(error.into()),
         };
-        // Another push to a pull request reviewed this hour is no new one.
-        let reviewed: BTreeSet<(String, u64)> = written
+        // Every review in the last hour: this pull request's from its own summary, the others'
+        // from the summaries bugloop wrote in the hour.
+        let now = jiff::Timestamp::now().as_second();
+        let hour_ago = now - 3600;
+        let own = self.forge.comments(&pull.key).await?;
+        let mine: Vec<i64> = own
             .iter()
             .filter(|c| c.by_bugloop)
             .filter_map(|c| counted(&c.body))
-            .filter(|(_, number)| *number != pull.number)
+            .filter(|(_, number, _)| *number == pull.number)
+            .flat_map(|(_, _, runs)| runs)
+            .filter(|t| *t >= hour_ago)
             .collect();
-        let by_author = reviewed
+        let others: Vec<(String, i64)> = written
             .iter()
-            .filter(|(login, _)| login.eq_ignore_ascii_case(&author))
-            .count();
+            .filter(|c| c.by_bugloop)
+            .filter_map(|c| counted(&c.body))
+            .filter(|(_, number, _)| *number != pull.number)
+            .flat_map(|(login, _, runs)| runs.into_iter().map(move |t| (login.clone(), t)))
+            .filter(|(_, t)| *t >= hour_ago)
+            .collect();
+        let all = mine.len() + others.len();
+        let by_author = mine.len()
+            + others
+                .iter()
+                .filter(|(login, _)| login.eq_ignore_ascii_case(&author))
+                .count();
         let over = |count: usize, limit: u32| count >= usize::try_from(limit).unwrap_or(usize::MAX);
-        let reason = if over(reviewed.len(), limits.reviews_per_hour) {
+        let reason = if over(all, limits.reviews_per_hour) {
             format!(
-                "{author} cannot write to this repository, and bugloop reviewed {} pull \
-                 request(s) by people without write access here in the last hour \
+                "{author} cannot write to this repository, and bugloop ran {all} review(s) of pull \
+                 requests by people without write access here in the last hour \
                  (outsiders.reviews_per_hour: {})",
-                reviewed.len(),
                 limits.reviews_per_hour
             )
         } else if over(by_author, limits.reviews_per_author_per_hour) {
             format!(
-                "bugloop reviewed {by_author} other pull request(s) by {author}, who cannot write \
+                "bugloop ran {by_author} review(s) of pull requests by {author}, who cannot write \
                  to this repository, in the last hour (outsiders.reviews_per_author_per_hour: {})",
                 limits.reviews_per_author_per_hour
             )
         } else {
+            let mut runs = mine;
+            runs.push(now);
             return Ok(OutsiderReview::Within {
-                footer: footer(&author, pull.number),
+                footer: footer(&author, pull.number, &runs),
             });
         };
         Ok(OutsiderReview::Over { reason })
@@ -154,21 +181,22 @@ mod tests {
 
     #[test]
     fn a_count_is_read_only_from_the_last_line_of_a_summary() {
-        let line = footer("Mallory", 12);
+        let line = footer("Mallory", 12, &[100, 200]);
         assert_eq!(
             line,
-            "<!-- bugloop:outsider-review author=Mallory pr=12 -->"
+            "<!-- bugloop:outsider-review author=Mallory pr=12 runs=100,200 -->"
         );
         let summary = format!("{SUMMARY_TAG}\ntext\n{line}\n");
-        assert_eq!(counted(&summary), Some(("mallory".to_owned(), 12)));
+        let read = Some(("mallory".to_owned(), 12, vec![100, 200]));
+        assert_eq!(counted(&summary), read);
         let signed = format!("{summary}<!-- bugloop:sig v1 00 -->\n");
-        assert_eq!(counted(&signed), Some(("mallory".to_owned(), 12)));
+        assert_eq!(counted(&signed), read);
         // Quoted above the last line, or not in a summary: not counted.
         assert_eq!(counted(&format!("{SUMMARY_TAG}\n{line}\nmore\n")), None);
         assert_eq!(counted(&format!("text\n{line}")), None);
         assert_eq!(
-            footer("a b\n-->x", 1),
-            "<!-- bugloop:outsider-review author=ab--x pr=1 -->"
+            footer("a b\n-->x", 1, &[5]),
+            "<!-- bugloop:outsider-review author=ab--x pr=1 runs=5 -->"
         );
     }
 }

@@ -151,8 +151,9 @@ impl App {
         let own = bugloop_intake::fingerprint_after(fingerprint, solved);
         let note = format!(
             "This error was reported after the solution of #{solved} merged, but it is not #{solved}'s \
-             error coming back: {reason}. So it is filed as an issue of its own, and #{solved}'s \
-             solution is left in place.\n\n"
+             error coming back: {}. So it is filed as an issue of its own, and #{solved}'s \
+             solution is left in place.\n\n",
+            bugloop_domain::markdown::quiet(reason)
         );
         // The marker ends the body; the report quoted above it may hold look-alikes.
         let marker = bugloop_intake::fingerprint_marker(fingerprint);

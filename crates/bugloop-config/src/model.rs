@@ -122,11 +122,12 @@ pub struct OutsidersConfig {
     /// Answers to them in any hour, over the whole repository (0: none at all). Counted from
     /// bugloop's own answers on the forge, so every run and server sees the same count.
     pub answers_per_hour: u32,
-    /// Pull requests by them reviewed in any hour, over the whole repository (0: none). Counted
-    /// from bugloop's own summaries on the forge, so every run and server sees the same count;
-    /// the rest are said once on the pull request and reviewed when the hour allows.
+    /// Reviews of pull requests by them in any hour (every push counts), over the whole
+    /// repository (0: none). Counted from bugloop's own summaries on the forge, so every run
+    /// and server sees the same count; the rest are said once on the pull request and reviewed
+    /// when the hour allows.
     pub reviews_per_hour: u32,
-    /// Pull requests by one such author reviewed in any hour (0: none).
+    /// Reviews of one such author's pull requests in any hour (0: none).
     pub reviews_per_author_per_hour: u32,
     /// The model's input tokens for one answer (its intent, the answer, a dispute).
     pub max_input_tokens: u64,

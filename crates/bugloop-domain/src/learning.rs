@@ -117,7 +117,8 @@ pub struct Step {
     pub from: Option<SolveState>,
     pub to: SolveState,
     /// An escalation after the solver reproduced the error (its test failed where solving
-    /// started): only those count, since a made-up report escalates too.
+    /// started), or a regression its solution's test proved: only those count, since a made-up
+    /// report escalates and reopens too.
     pub reproduced: bool,
 }
 
@@ -134,7 +135,8 @@ impl Tally {
                     self.escalations += 1;
                 }
                 SolveState::Merged => merged += 1,
-                SolveState::Regressed => regressed += 1,
+                // Only a regression the solution's own test proved takes a success away.
+                SolveState::Regressed if step.reproduced => regressed += 1,
                 _ => {}
             }
         }

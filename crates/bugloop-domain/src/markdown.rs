@@ -87,9 +87,9 @@ pub(crate) fn line_roles(lines: &[&str]) -> Vec<LineRole> {
 /// Text bugloop did not write (model output, names from the repository, a developer's words),
 /// made safe to place in a comment bugloop signs: outside code, `<!--` becomes `&lt;!--` (shown
 /// the same), a fence that would open an `rmcoc` block is relabelled, and a fence left open is
-/// closed; a mention outside code (`@alice`, `@org/team`) notifies nobody (a model can be
-/// steered to write one). Inside fenced code nothing changes: parsers skip code, and the quote
-/// stays exact. Line ends become `\n` first: a lone `\r` ends a line for CommonMark (and for a forge that
+/// closed; no mention (`@alice`, `@org/team`, `&#64;alice`) notifies anyone, in code too (a
+/// model can be steered to write one, and what this reader takes for code a forge may not).
+/// Inside fenced code nothing else changes: parsers skip code. Line ends become `\n` first: a lone `\r` ends a line for CommonMark (and for a forge that
 /// normalises it) but not for a reader splitting on `\n`, and the two must see the same lines.
 /// A `suggestion` fence is relabelled too: on GitHub it would be a one-click commit offered in
 /// bugloop's name.
@@ -124,7 +124,9 @@ pub fn neutralise(text: &str) -> String {
             }
             // What this reader takes for code may be a list item's text for a forge's (a fence
             // in a list item ends with the item): a contained fence is relabelled there too.
-            LineRole::Code => out.push_str(&relabel_contained_fence(line)),
+            // Silenced too: what this reader takes for code a forge may not (a fence in a list
+            // item ends with the item), and a mention there would be live.
+            LineRole::Code => out.push_str(&silence_line(&relabel_contained_fence(line))),
             LineRole::Close => {
                 open = None;
                 out.push_str(line);
@@ -240,11 +242,26 @@ pub fn quiet(text: &str) -> String {
 /// `line` with a word joiner after each `@` that starts a name, so GitHub notifies nobody
 /// (`@alice`, `@org/team`) and the text reads the same.
 fn silence_line(line: &str) -> String {
+    // An `@` written as an entity renders as one.
+    let line = if line.contains('&') {
+        let mut decoded = line.to_owned();
+        for entity in ["&#64;", "&#064;", "&#x40;", "&#X40;", "&commat;"] {
+            decoded = decoded.replace(entity, "@");
+        }
+        decoded
+    } else {
+        line.to_owned()
+    };
     let mut out = String::with_capacity(line.len() + 4);
     let mut chars = line.chars().peekable();
     while let Some(c) = chars.next() {
         out.push(c);
-        if c == '@' && chars.peek().is_some_and(|n| n.is_ascii_alphanumeric()) {
+        // A name, or an entity that renders as its first letter.
+        if c == '@'
+            && chars
+                .peek()
+                .is_some_and(|n| n.is_ascii_alphanumeric() || *n == '&')
+        {
             out.push('\u{2060}');
         }
     }
@@ -284,6 +301,18 @@ mod tests {
         assert!(!said.contains("```rmcoc"), "{said}");
         assert!(said.contains("- ```text (quoted)"), "{said}");
         assert!(said.contains("- ```rust"), "other fences stay: {said}");
+    }
+
+    #[test]
+    fn neutralised_text_mentions_nobody_even_in_a_fence_a_forge_ends_early() {
+        let said = neutralise(
+            "- x\n  ```\n@acme/security please look\n```\nmail &#64;alice or @&#97;lice",
+        );
+        assert!(!said.contains("@acme"), "{said}");
+        assert!(
+            !said.contains("@alice") && !said.contains("@&#97;"),
+            "{said}"
+        );
     }
 
     #[test]

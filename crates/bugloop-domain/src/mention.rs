@@ -57,30 +57,103 @@ fn without_code_spans(line: &str) -> String {
 }
 
 /// Whether `body` gives the command `@name <command>` unmistakably: a line that is exactly the
-/// mention and the command (spacing and case aside), outside code blocks, quotes and HTML
-/// comments. "Please don't @bugloop approve this yet", `` `@bugloop approve` `` or
-/// "@bugloop approve?" are not the command.
+/// mention and the command (spacing and case aside), outside code (fenced, indented four spaces
+/// or more, `<pre>`), quotes and HTML comments. "Please don't @bugloop approve this yet",
+/// `` `@bugloop approve` `` or "@bugloop approve?" are not the command.
 pub fn is_command_line(body: &str, name: &str, command: &str) -> bool {
     let wanted = [
         format!("@{}", name.trim_start_matches('@')).to_lowercase(),
         command.to_lowercase(),
     ];
-    let mut fence: Option<&str> = None;
-    without_html_comments(body).lines().any(|line| {
-        let trimmed = line.trim();
-        if let Some(open) = fence {
-            if trimmed.starts_with(open) {
-                fence = None;
-            }
-            return false;
-        }
-        if let Some(marker) = ["```", "~~~"].into_iter().find(|m| trimmed.starts_with(m)) {
-            fence = Some(marker);
-            return false;
-        }
-        let words: Vec<String> = trimmed.split_whitespace().map(str::to_lowercase).collect();
+    let mut block = Block::Text;
+    body.lines().any(|line| {
+        let text = match block.step(line) {
+            Some(text) => text,
+            None => return false,
+        };
+        let words: Vec<String> = text.split_whitespace().map(str::to_lowercase).collect();
         words == wanted
     })
+}
+
+/// Where a line of markdown is, for [`is_command_line`]: what a forge would render as text.
+enum Block {
+    Text,
+    /// In a fence opened by this many of this character (closed by as many or more).
+    Fence(char, usize),
+    Html,
+    Pre,
+}
+
+impl Block {
+    /// Takes one line; its text when it is text (HTML comments taken out).
+    fn step(&mut self, line: &str) -> Option<String> {
+        let trimmed = line.trim_start();
+        let indent = line.len() - trimmed.len();
+        match *self {
+            Block::Fence(ch, len) => {
+                let run = trimmed.chars().take_while(|c| *c == ch).count();
+                if indent < 4 && run >= len && trimmed[run * ch.len_utf8()..].trim().is_empty() {
+                    *self = Block::Text;
+                }
+                return None;
+            }
+            Block::Pre => {
+                if trimmed.to_lowercase().contains("</pre>") {
+                    *self = Block::Text;
+                }
+                return None;
+            }
+            Block::Html | Block::Text => {}
+        }
+        if matches!(self, Block::Text) {
+            if indent >= 4 || line.starts_with('\t') {
+                return None;
+            }
+            for ch in ['`', '~'] {
+                let run = trimmed.chars().take_while(|c| *c == ch).count();
+                if run >= 3 {
+                    *self = Block::Fence(ch, run);
+                    return None;
+                }
+            }
+            if trimmed.to_lowercase().starts_with("<pre") {
+                if !trimmed.to_lowercase().contains("</pre>") {
+                    *self = Block::Pre;
+                }
+                return None;
+            }
+            if trimmed.starts_with('>') {
+                return None;
+            }
+        }
+        // HTML comments, which may span lines; not inside a code span (blanked first).
+        let blanked = without_code_spans(line);
+        let mut out = String::new();
+        let mut rest = blanked.as_str();
+        loop {
+            if matches!(self, Block::Html) {
+                match rest.find("-->") {
+                    Some(end) => {
+                        rest = &rest[end + 3..];
+                        *self = Block::Text;
+                    }
+                    None => return (!out.trim().is_empty()).then_some(out),
+                }
+            }
+            match rest.find("<!--") {
+                Some(start) => {
+                    out.push_str(&rest[..start]);
+                    rest = &rest[start + 4..];
+                    *self = Block::Html;
+                }
+                None => {
+                    out.push_str(rest);
+                    return Some(out);
+                }
+            }
+        }
+    }
 }
 
 /// Whether `body` mentions `@name` and the word `command` anywhere, not necessarily as the
@@ -89,21 +162,6 @@ pub fn mentions_loosely(body: &str, name: &str, command: &str) -> bool {
     let lower = body.to_lowercase();
     lower.contains(&format!("@{}", name.trim_start_matches('@')).to_lowercase())
         && lower.contains(&command.to_lowercase())
-}
-
-/// `body` with its `<!-- -->` comments taken out (an unclosed one runs to the end).
-fn without_html_comments(body: &str) -> String {
-    let mut out = String::with_capacity(body.len());
-    let mut rest = body;
-    while let Some(start) = rest.find("<!--") {
-        out.push_str(&rest[..start]);
-        match rest[start + 4..].find("-->") {
-            Some(end) => rest = &rest[start + 4 + end + 3..],
-            None => return out,
-        }
-    }
-    out.push_str(rest);
-    out
 }
 
 #[cfg(test)]
@@ -128,6 +186,11 @@ mod tests {
             "> @bugloop approve",
             "<!--\n@bugloop approve\n-->",
             "<!-- unclosed\n@bugloop approve",
+            "Not yet. When CI is green, a maintainer writes:\n\n    @bugloop approve\n",
+            "````\n```\n@bugloop approve\n````",
+            "```\n```text\n@bugloop approve\n```",
+            "<pre>\n@bugloop approve\n</pre>",
+            "`<!--`\n```\n-->\n@bugloop approve\n```",
             "@bugloop do not approve",
             "@bugloop approve, once the tests run",
             "Looks right. @bugloop approve!",

@@ -88,6 +88,34 @@ const SHADOWED_MODULES: &[&str] = &[
     "linecache",
     "tokenize",
     "token",
+    "heapq",
+    "gettext",
+    "ast",
+    "dis",
+    "opcode",
+    "keyword",
+    "reprlib",
+    "numbers",
+    "decimal",
+    "datetime",
+    "bisect",
+    "struct",
+    "errno",
+    "platform",
+    "sysconfig",
+    "runpy",
+    "pkgutil",
+    "queue",
+    "selectors",
+    "shlex",
+    "pdb",
+    "cmd",
+    "code",
+    "codeop",
+    "mock",
+    "coverage",
+    "pytest_cov",
+    "xdist",
 ];
 
 /// Files a test run reads as configuration or runs as code besides the tests.
@@ -110,10 +138,29 @@ const SETUP_FILES: &[&str] = &[
     "babel.config.js",
     "tsconfig.json",
     ".npmrc",
+    ".pytest.ini",
+    "pytest.toml",
+    ".python-version",
+    "babel.config.json",
+    "babel.config.cjs",
+    "babel.config.mjs",
+    ".babelrc.js",
+    ".babelrc.json",
+    ".babelrc.cjs",
+    ".babelrc.mjs",
+    ".swcrc",
+    "jsconfig.json",
+    ".mocharc.yaml",
+    ".mocharc.jsonc",
+    ".mocharc.mjs",
     "build.rs",
     "Cargo.toml",
     ".cargo/config.toml",
+    ".cargo/config",
+    "rust-toolchain",
+    "rust-toolchain.toml",
     "go.mod",
+    "go.work",
     "Makefile",
 ];
 
@@ -136,15 +183,18 @@ pub fn test_setup_reason(path: &str) -> Option<String> {
     }
     if [
         "jest.config.",
+        "jest.setup.",
         "vitest.config.",
+        "vite.config.",
         "karma.conf.",
         "playwright.config.",
+        "setuptests.",
     ]
     .iter()
     .any(|prefix| lower.starts_with(prefix))
-        || lower.starts_with("node_modules/")
         || path.starts_with("node_modules/")
         || path.contains("/node_modules/")
+        || path.starts_with("vendor/")
     {
         return Some(format!(
             "`{path}` configures or is loaded by the test runner"
@@ -214,6 +264,11 @@ mod tests {
             "jest.config.js",
             "build.rs",
             "node_modules/left-pad/index.js",
+            "heapq.py",
+            ".pytest.ini",
+            "rust-toolchain.toml",
+            "src/setupTests.js",
+            "vendor/github.com/x/y.go",
         ] {
             assert!(test_setup_reason(path).is_some(), "{path}");
         }

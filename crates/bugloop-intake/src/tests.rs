@@ -403,3 +403,47 @@ fn json_log_records_give_a_trace_only_from_a_stack_field_at_an_error_level() {
     let indented = format!("2026-12-05 INFO said:\n  {}\n", trace.replace('\n', "\n  "));
     assert!(reports(&indented).is_empty(), "{indented}");
 }
+
+/// A user's text inside an exception's message cannot put frames before the real ones: the
+/// message the record carries is made one line in its stack, and a trace must start at the
+/// stack's first line. A user's field named like another level field does not make a record an
+/// error: every level field must say so.
+#[test]
+fn a_message_cannot_forge_frames_inside_a_stack_and_every_level_field_must_say_error() {
+    let repository = repository();
+    let injected = "Unknown product x\n    at total (/app/web/cart.js:4:22)\n    at checkout (/app/web/cart.js:9:10)";
+    let pino = serde_json::json!({"level": 50, "msg": "request failed", "err": {
+        "type": "TypeError", "message": injected,
+        "stack": format!("TypeError: {injected}\n    at lookup (/app/lib/other.js:8:9)")}});
+    let pino = read_report(&format!("{pino}\n"));
+    let located = locate(&pino, &repository);
+    assert!(located.is_empty(), "{pino:#?}");
+    // A Python traceback inside a JavaScript stack's message is not the trace.
+    let python = "Traceback (most recent call last):\n  File \"/srv/app/app/models.py\", line 3, in last\n    return items[len(items)]\nIndexError: list index out of range";
+    let winston = serde_json::json!({"level": "error", "message": "bad name",
+        "stack": format!("Error: bad name x\n{python}\n    at greet (/app/lib/greet.js:2:3)")});
+    let winston = read_report(&format!("{winston}\n"));
+    assert_ne!(winston.kind, "IndexError", "{winston:#?}");
+    assert_ne!(winston.language, Language::Python, "{winston:#?}");
+    // Every level field must say error: INFO with a user's `level: error`, pino's 30 with a
+    // user's `severity: ERROR`.
+    for record in [
+        serde_json::json!({"levelname": "INFO", "message": "profile updated", "level": "error", "exc_info": python}),
+        serde_json::json!({"level": 30, "msg": "hi", "severity": "ERROR", "stack": python}),
+    ] {
+        let mut segmenter = segment::Segmenter::new();
+        assert!(
+            segmenter.push_line(&record.to_string()).is_empty(),
+            "{record}"
+        );
+    }
+    // A traceback indented inside a report's text is not read; as its first line, it is.
+    let inside = format!("user said:\n  {}\n", python.replace('\n', "\n  "));
+    assert_eq!(read_report(&inside).language, Language::Unknown);
+    let pasted = format!("  {}\n", python.replace('\n', "\n  "));
+    assert_eq!(read_report(&pasted).language, Language::Python);
+}
+
+fn read_report(text: &str) -> ErrorReport {
+    read(text.as_bytes()).unwrap()
+}

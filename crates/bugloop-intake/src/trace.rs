@@ -105,9 +105,14 @@ pub(crate) fn from_text(text: &str, reproduction: Option<String>) -> ErrorReport
 }
 
 fn python(lines: &[&str]) -> Option<ErrorReport> {
-    let start = lines.iter().position(|l| {
-        l.trim_start()
-            .starts_with("Traceback (most recent call last):")
+    // At a line's start, as Python prints it; indented only as the report's first line (a
+    // pasted trace), never inside another line's text.
+    let first = lines.iter().position(|l| !l.trim().is_empty());
+    let start = lines.iter().enumerate().position(|(at, l)| {
+        l.starts_with("Traceback (most recent call last):")
+            || (Some(at) == first
+                && l.trim_start()
+                    .starts_with("Traceback (most recent call last):"))
     })?;
     let mut frames = Vec::new();
     let mut end = start + 1;
@@ -456,29 +461,45 @@ const KIND: &[&str] = &[
     "error_type",
     "type",
 ];
-/// Level names: the usual loggers', ECS's flat `log.level`, OpenTelemetry's `severity_text`.
-const LEVEL: &[&str] = &[
-    "level",
-    "severity",
-    "levelname",
-    "log.level",
-    "severity_text",
-    "severityText",
-];
-/// Numeric levels and the least that is an error: pino and bunyan (`level` 50), Python's
-/// `levelno` (40), OpenTelemetry's `severity_number` (17).
-const NUMERIC_LEVEL: &[(&str, u64)] = &[
+/// Where a record's level may be: a name is an error level by its word; a number by each
+/// logger's scale: pino and bunyan's `level` (50 and up), Python's `levelno` (40),
+/// OpenTelemetry's `severity_number` (17). Every one a record has must say error: a user's field
+/// named like a level field cannot make a record an error that its logger's own field does not.
+const LEVEL_FIELDS: &[(&str, u64)] = &[
     ("level", 50),
+    ("levelname", 40),
     ("levelno", 40),
+    ("log.level", 50),
+    ("severity", 50),
+    ("severity_text", 17),
+    ("severityText", 17),
     ("severity_number", 17),
     ("severityNumber", 17),
 ];
+/// The names a level is read by for the report (its text).
+const LEVEL: &[&str] = &[
+    "level",
+    "levelname",
+    "log.level",
+    "severity",
+    "severity_text",
+    "severityText",
+];
 
-/// Whether a JSON log entry is at an error level or above.
+/// Whether a JSON log entry is at an error level or above: it has a level field, and every
+/// level field it has says so.
 fn error_level(entry: &Value) -> bool {
-    let named = field(entry, LEVEL).is_some_and(|level| {
-        matches!(
-            level.trim().to_lowercase().as_str(),
+    let mut levels = LEVEL_FIELDS
+        .iter()
+        .filter_map(|(path, least)| Some((lookup(entry, path)?, *least)))
+        .peekable();
+    levels.peek().is_some() && levels.all(|(value, least)| is_error_level(value, least))
+}
+
+fn is_error_level(value: &Value, least: u64) -> bool {
+    match value {
+        Value::String(name) => matches!(
+            name.trim().to_lowercase().as_str(),
             "error"
                 | "err"
                 | "fatal"
@@ -488,14 +509,10 @@ fn error_level(entry: &Value) -> bool {
                 | "emerg"
                 | "emergency"
                 | "panic"
-        )
-    });
-    named
-        || NUMERIC_LEVEL.iter().any(|(path, least)| {
-            lookup(entry, path)
-                .and_then(Value::as_u64)
-                .is_some_and(|level| level >= *least)
-        })
+        ),
+        Value::Number(number) => number.as_u64().is_some_and(|level| level >= least),
+        _ => false,
+    }
 }
 
 /// Whether a JSON log entry reports an error: it is at an error level or above. A stack-like
@@ -526,7 +543,7 @@ pub(crate) fn from_json_lines(text: &str) -> Option<ErrorReport> {
     let message = field(entry, MESSAGE);
     let reproduction = field(entry, &["reproduction", "repro", "steps_to_reproduce"]);
     let mut report = match &stack {
-        Some(stack) => from_text(stack, reproduction),
+        Some(stack) => from_stack(&without_messages(stack, entry), reproduction),
         None => message_only(message.as_deref().unwrap_or("error"), reproduction),
     };
     if let Some(kind) = field(entry, KIND) {
@@ -539,6 +556,45 @@ pub(crate) fn from_json_lines(text: &str) -> Option<ErrorReport> {
     }
     report.level = field(entry, LEVEL);
     Some(report)
+}
+
+/// `stack` with each message the record carries (`error.message`, `msg`, ...) made one line
+/// where it appears: a stack starts with the exception's message, and a message holding a
+/// user's newlines would otherwise put their made-up frames before the real ones.
+fn without_messages(stack: &str, entry: &Value) -> String {
+    let mut stack = stack.to_owned();
+    for path in MESSAGE {
+        if let Some(message) = field(entry, &[path])
+            && message.contains('\n')
+            && stack.contains(message.as_str())
+        {
+            stack = stack.replace(message.as_str(), &one_line(&message));
+        }
+    }
+    stack
+}
+
+/// A report from a stack field: the trace must start at its first line, as every runtime
+/// writes one (a trace found further down is inside the exception's message, which the
+/// application may have taken from a user).
+fn from_stack(stack: &str, reproduction: Option<String>) -> ErrorReport {
+    let first = stack
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or_default()
+        .trim_end();
+    let report = from_text(stack, reproduction.clone());
+    let starts_there = report.language == Language::Unknown
+        || report
+            .trace
+            .lines()
+            .next()
+            .is_some_and(|line| line.trim_end() == cut(first, 500).trim_end());
+    if starts_there {
+        report
+    } else {
+        message_only(stack, reproduction)
+    }
 }
 
 fn one_line(text: &str) -> String {

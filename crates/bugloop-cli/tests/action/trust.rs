@@ -589,7 +589,7 @@ fn outside_code(text: &str) -> String {
 /// Pull requests by someone who cannot write are reviewed within the outsiders' budget, counted
 /// from bugloop's own summaries (their last line names the author and the pull request): past
 /// `outsiders.reviews_per_author_per_hour` the review is not run, which is said once on the
-/// pull request; pushes to a pull request already reviewed this hour do not count again.
+/// pull request; every review counts, pushes to a pull request reviewed before included.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn outsiders_pull_requests_are_reviewed_within_a_budget() {
     let fixture = PullRequestFixture::new(FixtureOptions::default()).await;
@@ -615,12 +615,12 @@ async fn outsiders_pull_requests_are_reviewed_within_a_budget() {
     let body = summary().unwrap();
     assert!(
         body.contains(&format!(
-            "\n<!-- bugloop:outsider-review author=alice pr={NUMBER} -->\n<!-- bugloop:sig "
+            "\n<!-- bugloop:outsider-review author=alice pr={NUMBER} runs="
         )),
         "{body}"
     );
-    // Another pull request of hers reviewed this hour (its summary says so): with one per
-    // author an hour, #7's next push is over. Not reviewed, said once however often it is
+    // Another pull request of hers reviewed this hour (its summary says so): with one review
+    // per author an hour, #7's next push is over (two reviews: #7's and #8's). Not reviewed, said once however often it is
     // pushed to.
     sim.add_pull_request(bugloop_github_sim::PullSpec {
         number: 8,
@@ -657,7 +657,7 @@ async fn outsiders_pull_requests_are_reviewed_within_a_budget() {
         let said = text(&run.output);
         assert_eq!(run.output.status.code(), Some(0), "{said}");
         assert!(
-            said.contains("Not reviewed: bugloop reviewed 1 other pull request(s) by alice"),
+            said.contains("Not reviewed: bugloop ran 2 review(s) of pull requests by alice"),
             "{said}"
         );
     }

@@ -37,11 +37,19 @@ async fn learning(run: &Run<'_, '_>) -> Result<Option<(Learning, Vec<PatternIssu
                 .map(|t| Step {
                     from: t.from,
                     to: t.to,
-                    reproduced: t
-                        .detail
-                        .pointer("/reproduction/reproduced")
-                        .and_then(serde_json::Value::as_bool)
-                        == Some(true),
+                    reproduced: match t.to {
+                        // A regression is proven unless its step says why it was not.
+                        SolveState::Regressed => t
+                            .detail
+                            .get("unproven")
+                            .is_none_or(serde_json::Value::is_null),
+                        _ => {
+                            t.detail
+                                .pointer("/reproduction/reproduced")
+                                .and_then(serde_json::Value::as_bool)
+                                == Some(true)
+                        }
+                    },
                 })
                 .collect();
             (issue.number, issue.pattern.clone(), steps)

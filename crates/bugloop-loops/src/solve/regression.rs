@@ -407,7 +407,11 @@ async fn reopen(
 ) -> Result<Flow, SolveError> {
     run.tracker.reopen(run.number()).await?;
     let marker = format!("<!-- bugloop solve-regression:{} -->", run.record.len());
-    let mut body = format!("This error was reported again: {reason}.");
+    // The reason names the solver's test files: one inert line.
+    let mut body = format!(
+        "This error was reported again: {}.",
+        bugloop_domain::markdown::quiet(reason)
+    );
     if revert.is_none() {
         body.push_str(" The merged solution was left in place.");
     }

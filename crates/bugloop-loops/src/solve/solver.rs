@@ -573,7 +573,9 @@ fn draft_body(run: &Run<'_, '_>, solution: &Solution, coverage: &str) -> String 
     body.push_str(&super::detail::total_line(&solution.verify).unwrap_or_default());
     body.push_str(coverage);
     body.push_str("\n## Files changed\n\n");
+    // A file name is the solver's to choose (newlines, backticks, mentions): one inert line.
     for file in &solution.files {
+        let file = bugloop_domain::markdown::quiet(file).replace('`', "'");
         body.push_str(&format!("- `{file}`\n"));
     }
     let attempts = run.record.attempts().len();
