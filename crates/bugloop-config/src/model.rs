@@ -308,6 +308,10 @@ pub struct ReviewConfig {
     pub dedup_min_overlap: f64,
     /// Token budget for the change shown to the model in one call.
     pub max_tokens_per_call: u64,
+    /// Parts of a large change reviewed at once (each its own model session; they share the
+    /// run's budget, and a part that exhausts it stops the parts not started). 1: one after
+    /// another.
+    pub parallel_sessions: usize,
     /// Let the reviewer search and fetch the web (library documentation, CVEs) through
     /// `web_search` and `web_fetch`, limited to the hosts of `review.web.allow`.
     pub enable_web: bool,
@@ -424,6 +428,7 @@ impl Default for ReviewConfig {
             dedup_line_window: 3,
             dedup_min_overlap: 0.5,
             max_tokens_per_call: 24_000,
+            parallel_sessions: 4,
             enable_web: false,
             web: WebConfig::default(),
             prove: ProveConfig::default(),

@@ -270,7 +270,7 @@ fn dedup_overlap(review: &ReviewConfig) -> Result<(), ConfigError> {
 /// (same line only), `gate.max_fix_rounds` and `solve.max_review_iterations` (no rounds),
 /// `converge.parallel_from_loop` (from the first loop), `budgets.max_cost_usd` (unpriced models
 /// only).
-fn minimums(config: &Config) -> [(&'static str, u64, u64); 23] {
+fn minimums(config: &Config) -> [(&'static str, u64, u64); 24] {
     let sandbox = &config.sandbox;
     [
         (
@@ -327,6 +327,11 @@ fn minimums(config: &Config) -> [(&'static str, u64, u64); 23] {
         (
             "review.max_tokens_per_call",
             config.review.max_tokens_per_call,
+            1,
+        ),
+        (
+            "review.parallel_sessions",
+            to_u64(config.review.parallel_sessions),
             1,
         ),
         (

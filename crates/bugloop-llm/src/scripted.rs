@@ -25,6 +25,9 @@ pub struct ScriptedProvider {
     /// Each answer with the text its request's system prompt must contain, if any.
     script: Mutex<VecDeque<(Option<Needle>, Step)>>,
     requests: Mutex<Vec<ChatRequest>>,
+    /// When each request came and when its answer went, in the order they came: whether
+    /// requests overlapped in time.
+    spans: Mutex<Vec<(std::time::Instant, std::time::Instant)>>,
 }
 
 impl std::fmt::Debug for ScriptedProvider {
@@ -194,6 +197,7 @@ impl ScriptedProvider {
             },
             script: Mutex::new(VecDeque::new()),
             requests: Mutex::new(Vec::new()),
+            spans: Mutex::new(Vec::new()),
             latency: std::time::Duration::ZERO,
         };
         for reply in replies {
@@ -245,6 +249,20 @@ impl ScriptedProvider {
     }
 
     /// Every request received so far.
+    /// When each answered request came and went, in the order they were answered.
+    pub fn spans(&self) -> Vec<(std::time::Instant, std::time::Instant)> {
+        self.spans
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Sets how long each answer takes (as a script's `latency_ms` does).
+    pub fn with_latency(mut self, latency: std::time::Duration) -> Self {
+        self.latency = latency;
+        self
+    }
+
     pub fn requests(&self) -> Vec<ChatRequest> {
         self.requests
             .lock()
@@ -295,10 +313,16 @@ impl Provider for ScriptedProvider {
                 "the scripted model has no more answers".into(),
             ));
         };
+        let came = std::time::Instant::now();
         if !self.latency.is_zero() {
             tokio::time::sleep(self.latency).await;
         }
-        let response = step(request)?;
+        let response = step(request);
+        self.spans
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push((came, std::time::Instant::now()));
+        let response = response?;
         if request.stream
             && let Some(sink) = sink
             && !response.message.content.is_empty()

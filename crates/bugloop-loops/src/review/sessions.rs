@@ -12,6 +12,7 @@ use bugloop_llm::{JsonSchemaFormat, LlmError, Message};
 use bugloop_report::review::{DroppedFinding, PassSummary, ReportStage, StageChange, Unreviewed};
 use bugloop_sandbox::Policy;
 use bugloop_tools::{ToolContext, Toolset, Workspace, typed};
+use futures_util::StreamExt;
 
 use super::brief::Brief;
 use super::tools::{
@@ -46,8 +47,9 @@ struct Session {
     budget_exhausted: bool,
 }
 
-/// Runs the planned sessions; a session that exhausts the budget stops the rest (their files are
-/// listed as not reviewed). `errors` holds what failed before (answering disputes).
+/// Runs the planned sessions, up to `review.parallel_sessions` at once; a session that exhausts
+/// the budget stops the ones not started (their files are listed as not reviewed). `errors`
+/// holds what failed before (answering disputes).
 pub(super) async fn run(
     env: &LoopEnv<'_>,
     request: &ReviewRequest,
@@ -68,34 +70,55 @@ pub(super) async fn run(
         changes: Vec::new(),
         unanswered: None,
     };
-    let mut stopped: Option<String> = None;
     let total = plan.batches.len();
-    for (index, batch) in plan.batches.iter().enumerate() {
-        let call = index + 1;
-        if let Some(reason) = &stopped {
+    // Parts at once, up to `review.parallel_sessions`, their results taken in part order. A part
+    // that exhausts the shared budget stops the parts not started yet.
+    let stopped: std::cell::RefCell<Option<String>> = std::cell::RefCell::new(None);
+    let at_once = env.config().review.parallel_sessions.max(1);
+    let sessions: Vec<(usize, &Batch, Option<Session>)> =
+        futures_util::stream::iter(plan.batches.iter().enumerate())
+            .map(|(index, batch)| {
+                let stopped = &stopped;
+                async move {
+                    let call = index + 1;
+                    if stopped.borrow().is_some() {
+                        return (call, batch, None);
+                    }
+                    env.progress.event(ProgressEvent::CallStarted {
+                        call,
+                        of: total,
+                        files: batch.files.len(),
+                    });
+                    let session =
+                        run_session(env, request, brief, batch, (call, total), open_ids).await;
+                    env.progress.event(ProgressEvent::CallDone {
+                        call,
+                        findings: session.collected.findings.len(),
+                        error: session.error.clone(),
+                    });
+                    if session.budget_exhausted
+                        && let Some(error) = &session.error
+                    {
+                        stopped.borrow_mut().get_or_insert_with(|| error.clone());
+                    }
+                    (call, batch, Some(session))
+                }
+            })
+            .buffered(at_once)
+            .collect()
+            .await;
+    for (call, batch, session) in sessions {
+        let Some(session) = session else {
+            let reason = stopped.borrow().clone().unwrap_or_default();
             reported.not_reviewed(batch, &format!("not reviewed: {reason}"));
             continue;
-        }
-        env.progress.event(ProgressEvent::CallStarted {
-            call,
-            of: total,
-            files: batch.files.len(),
-        });
-        let session = run_session(env, request, brief, batch, (call, total), open_ids).await;
-        env.progress.event(ProgressEvent::CallDone {
-            call,
-            findings: session.collected.findings.len(),
-            error: session.error.clone(),
-        });
+        };
         if let Some(error) = &session.error {
             reported.unanswered.get_or_insert_with(|| error.clone());
             reported
                 .errors
                 .push(format!("part {call} of {total}: {error}"));
             reported.not_reviewed(batch, &format!("the review of this part stopped: {error}"));
-            if session.budget_exhausted {
-                stopped = Some(error.clone());
-            }
         }
         reported.add(session.collected, (call, total));
     }

@@ -853,3 +853,37 @@ async fn a_model_running_one_pass_per_turn_is_asked_each_and_its_prefix_is_kept(
         }
     }
 }
+
+/// The parts of a large change are reviewed at once (`review.parallel_sessions`), every pass of
+/// every part still asked: with a model that takes a moment to answer, requests of different
+/// parts overlap in time (the scripted model records when each came and went); with 1 none do.
+#[tokio::test]
+async fn the_parts_of_a_large_change_are_reviewed_at_once() {
+    for (at_once, overlap) in [(4, true), (1, false)] {
+        let (repo, mut config) = split_change();
+        config.review.parallel_sessions = at_once;
+        let provider = std::sync::Arc::new(
+            passes_except(None, 200).with_latency(std::time::Duration::from_millis(20)),
+        );
+        let (report, _) = support::review_branch(&repo, config, provider.clone(), false).await;
+        assert!(report.complete, "{:?}", report.errors);
+        let sessions = report.usage.sessions;
+        assert!(sessions > 2, "{sessions}");
+        for call in 1..=sessions {
+            let mut passes: Vec<u32> = report
+                .passes
+                .iter()
+                .filter(|p| p.call == call)
+                .map(|p| p.pass)
+                .collect();
+            passes.sort_unstable();
+            assert_eq!(passes, [1, 2, 3, 4], "part {call}: {:?}", report.passes);
+        }
+        let spans = provider.spans();
+        let overlapping = spans
+            .iter()
+            .enumerate()
+            .any(|(i, a)| spans[i + 1..].iter().any(|b| a.0 < b.1 && b.0 < a.1));
+        assert_eq!(overlapping, overlap, "parallel_sessions {at_once}");
+    }
+}
