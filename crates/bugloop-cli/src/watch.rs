@@ -206,6 +206,13 @@ impl Followed {
         }
         let Some((file, dev, ino)) = &mut self.file else {
             if self.said.is_none() {
+                // Said once, on standard error: standard output is the events (one JSON object
+                // a line with `--format json`).
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "waiting for {} to appear",
+                    self.path.display()
+                );
                 self.said = Some(format!("waiting for {} to appear", self.path.display()));
             }
             return true;
@@ -268,9 +275,9 @@ pub fn watch(
     let runtime = runtime()?;
     let routes = parse_routes(cwd, &args.routes)?;
     let mut apps = vec![(String::new(), open_app(&runtime, cwd, choice)?)];
-    for (_, repository) in &routes {
+    for (_, repository, label) in &routes {
         apps.push((
-            repository.display().to_string(),
+            label.clone(),
             open_app(&runtime, repository, choice)
                 .with_context(|| format!("--route to {}", repository.display()))?,
         ));
@@ -301,7 +308,7 @@ pub fn watch(
         });
         let mut sink = Sink {
             gates: &mut gates,
-            prefixes: routes.iter().map(|(prefix, _)| prefix.clone()).collect(),
+            prefixes: routes.iter().map(|(prefix, _, _)| prefix.clone()).collect(),
             format: args.format,
             failures: &mut failures,
         };
@@ -337,8 +344,9 @@ pub fn watch(
     Ok(Verdict::Done)
 }
 
-/// `PREFIX=REPOSITORY` routes, each repository a directory (relative to `cwd`).
-fn parse_routes(cwd: &Path, routes: &[String]) -> Result<Vec<(String, PathBuf)>> {
+/// `PREFIX=REPOSITORY` routes, each repository a directory (relative to `cwd`), with the
+/// repository as written (what its reports' lines are marked with).
+fn parse_routes(cwd: &Path, routes: &[String]) -> Result<Vec<(String, PathBuf, String)>> {
     routes
         .iter()
         .map(|route| {
@@ -348,6 +356,7 @@ fn parse_routes(cwd: &Path, routes: &[String]) -> Result<Vec<(String, PathBuf)>>
             if prefix.is_empty() || repository.is_empty() {
                 anyhow::bail!("--route {route:?}: both the prefix and the repository are needed");
             }
+            let label = repository.to_owned();
             let repository = cwd.join(repository);
             if !repository.is_dir() {
                 anyhow::bail!(
@@ -355,7 +364,7 @@ fn parse_routes(cwd: &Path, routes: &[String]) -> Result<Vec<(String, PathBuf)>>
                     repository.display()
                 );
             }
-            Ok((prefix.to_owned(), repository))
+            Ok((prefix.to_owned(), repository, label))
         })
         .collect()
 }
@@ -485,10 +494,6 @@ async fn watch_files(
         for file in &mut followed {
             let mut reads = Vec::new();
             at_end &= file.read(&mut reads, args.once);
-            if let Some(why) = file.said.take_if(|why| why.starts_with("waiting for")) {
-                writeln!(out, "{why}")?;
-                file.said = Some(why);
-            }
             let mut reports = Vec::new();
             if !reads.is_empty() {
                 file.last_line = Instant::now();

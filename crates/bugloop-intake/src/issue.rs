@@ -42,6 +42,8 @@ fn severity(report: &ErrorReport) -> Severity {
     match report.level.as_deref().map(str::to_lowercase).as_deref() {
         Some("warning" | "warn" | "notice" | "info") => Severity::Low,
         Some("fatal" | "critical" | "crit" | "alert" | "emerg" | "panic") => Severity::High,
+        // An error logged with its trace is the crash a bare trace is.
+        Some("error" | "err") if !report.frames.is_empty() => Severity::High,
         Some(_) => Severity::Medium,
         // A trace with no level is what an uncaught error prints: the program went down.
         None if !report.frames.is_empty() || report.kind == "panic" => Severity::High,

@@ -114,6 +114,34 @@ fn python(lines: &[&str]) -> Option<ErrorReport> {
                 && l.trim_start()
                     .starts_with("Traceback (most recent call last):"))
     })?;
+    // A chained traceback ("During handling of the above exception...", "The above exception
+    // was the direct cause...") is one error: the last one, which went uncaught.
+    let mut block = start;
+    let (mut frames, mut end) = python_block(lines, block);
+    while let Some(next) = chained_traceback(lines, end + 1) {
+        block = next;
+        (frames, end) = python_block(lines, block);
+    }
+    let last = lines.get(end).copied().unwrap_or_default();
+    let (kind, message) = match PYTHON_ERROR.captures(last) {
+        Some(c) => (c[1].to_owned(), c[2].to_owned()),
+        None => ("Exception".to_owned(), last.to_owned()),
+    };
+    frames.reverse();
+    Some(ErrorReport {
+        kind,
+        message,
+        language: Language::Python,
+        frames,
+        trace: trace_of(&lines[start..(end + 1).min(lines.len())]),
+        reproduction: None,
+        level: None,
+    })
+}
+
+/// The frames of the traceback starting at line `start`, outermost first, and the line of its
+/// error.
+fn python_block(lines: &[&str], start: usize) -> (Vec<Frame>, usize) {
     let mut frames = Vec::new();
     let mut end = start + 1;
     while end < lines.len() {
@@ -135,21 +163,31 @@ fn python(lines: &[&str]) -> Option<ErrorReport> {
         }
         end += 1;
     }
-    let last = lines.get(end).copied().unwrap_or_default();
-    let (kind, message) = match PYTHON_ERROR.captures(last) {
-        Some(c) => (c[1].to_owned(), c[2].to_owned()),
-        None => ("Exception".to_owned(), last.to_owned()),
-    };
-    frames.reverse();
-    Some(ErrorReport {
-        kind,
-        message,
-        language: Language::Python,
-        frames,
-        trace: trace_of(&lines[start..(end + 1).min(lines.len())]),
-        reproduction: None,
-        level: None,
-    })
+    (frames, end)
+}
+
+/// The line of the traceback chained to the one whose error ends just before `from`: blank
+/// lines, the sentence that chains them, blank lines, then `Traceback`.
+fn chained_traceback(lines: &[&str], from: usize) -> Option<usize> {
+    let mut at = from;
+    while lines.get(at).is_some_and(|l| l.trim().is_empty()) {
+        at += 1;
+    }
+    let chains = lines.get(at).is_some_and(|l| {
+        l.starts_with("During handling of the above exception")
+            || l.starts_with("The above exception was the direct cause")
+    });
+    if !chains {
+        return None;
+    }
+    at += 1;
+    while lines.get(at).is_some_and(|l| l.trim().is_empty()) {
+        at += 1;
+    }
+    lines
+        .get(at)
+        .is_some_and(|l| l.starts_with("Traceback (most recent call last):"))
+        .then_some(at)
 }
 
 /// A traceback's line under a frame that is the frame's statement, not the markers under it

@@ -157,3 +157,37 @@ fn a_reported_crash_is_solved_to_a_ready_draft() {
 const MEAN: &str = "def mean(xs):\n    total = 0\n    for i in range(len(xs) + 1):\n        total += xs[i]\n    return total / len(xs)\n";
 const MEAN_TRACE: &str = "Traceback (most recent call last):\n  File \"/srv/app/stats.py\", line 4, in mean\n    total += xs[i]\nIndexError: list index out of range\n";
 const MEAN_TEST: &str = "import unittest\n\nfrom stats import mean\n\n\nclass MeanTest(unittest.TestCase):\n    def test_mean(self):\n        self.assertEqual(mean([1, 2, 3]), 2)\n";
+
+/// A chained traceback is titled by the exception raised last (the one that went uncaught),
+/// and a JSON log line at ERROR with a crash's trace is as severe as the bare trace.
+#[test]
+fn a_chained_traceback_is_the_last_error_and_a_logged_crash_is_high() {
+    let repo = TestRepo::init("main");
+    repo.write("app/models.py", BUGGY);
+    repo.commit("models");
+    let chained = format!(
+        "Traceback (most recent call last):\n  File \"/srv/app/app/models.py\", line 2, in last\n    return items[len(items)]\nIndexError: list index out of range\n\nDuring handling of the above exception, another exception occurred:\n\n{}",
+        "Traceback (most recent call last):\n  File \"/srv/app/app/models.py\", line 1, in last\n    def last(items):\nRuntimeError: no last item\n"
+    );
+    let filed = bugloop(repo.path(), &["report", "--format", "json"], &chained);
+    assert_eq!(filed.status.code(), Some(0), "{}", text(&filed));
+    let filed: Value = serde_json::from_slice(&filed.stdout).unwrap();
+    assert!(
+        filed["title"]
+            .as_str()
+            .unwrap()
+            .starts_with("RuntimeError: no last item"),
+        "{filed:#}"
+    );
+    let logged = serde_json::json!({"level": "error", "message": "worker crashed", "exc_info": TRACE.trim_end()});
+    let filed = bugloop(
+        repo.path(),
+        &["report", "--format", "json"],
+        &format!("{logged}\n"),
+    );
+    let filed: Value = serde_json::from_slice(&filed.stdout).unwrap();
+    assert_eq!(filed["severity"], "high", "{filed:#}");
+    let bare = bugloop(repo.path(), &["report", "--format", "json"], TRACE);
+    let bare: Value = serde_json::from_slice(&bare.stdout).unwrap();
+    assert_eq!(bare["severity"], "high", "{bare:#}");
+}

@@ -239,7 +239,11 @@ fn a_report_of_another_services_files_is_routed_to_its_repository() {
     let app = runner.repo(&[("stats.py", MEAN)]);
     let api = runner.repo(&[("handlers.py", "def get(d):\n    return d['id']\n")]);
     let api_trace = "Traceback (most recent call last):\n  File \"/srv/api/handlers.py\", line 2, in get\n    return d['id']\nKeyError: 'id'\n";
-    let route = format!("/srv/api/={}", api.path().display());
+    // The repository as the user writes it, relative to where the watch runs: its reports'
+    // lines are marked the same way.
+    assert_eq!(app.path().parent(), api.path().parent());
+    let relative = format!("../{}", api.path().file_name().unwrap().to_string_lossy());
+    let route = format!("/srv/api/={relative}");
     let output = runner.run(
         app.path(),
         &["watch", "--once", "--route", &route, "-"],
@@ -249,10 +253,7 @@ fn a_report_of_another_services_files_is_routed_to_its_repository() {
     let said = String::from_utf8_lossy(&output.stdout);
     assert!(said.contains("filed issue #1: IndexError"), "{said}");
     assert!(
-        said.contains(&format!(
-            "[{}] filed issue #1: KeyError",
-            api.path().display()
-        )),
+        said.contains(&format!("[{relative}] filed issue #1: KeyError")),
         "{said}"
     );
     for (repo, title) in [(&app, "IndexError"), (&api, "KeyError")] {
@@ -340,4 +341,59 @@ fn log_lines_a_user_can_write_forge_no_trace() {
         assert_eq!(event["located"][0]["path"], "stats.py", "{said}");
     }
     assert_eq!(events[1]["count"], 2, "one error: {said}");
+}
+
+/// A log that does not exist yet: "waiting for it to appear" is said once, on standard error,
+/// however long the wait; standard output holds only the events (one JSON object a line).
+#[test]
+fn a_log_not_there_yet_is_waited_for_once_on_standard_error() {
+    let runner = Runner::me();
+    let repo = runner.repo(&[("stats.py", MEAN)]);
+    let logs = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(
+        logs.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let log = logs.path().join("later.log");
+    let log_arg = log.display().to_string();
+    let mut child = runner
+        .command(
+            repo.path(),
+            &["watch", &log_arg, "--poll-ms", "20", "--format", "json"],
+        )
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (send, lines) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if send.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    // Many polls with nothing there, then the log appears with an error.
+    std::thread::sleep(Duration::from_millis(600));
+    append(&log, "2026-12-05 10:00:00 INFO up\n");
+    std::thread::sleep(Duration::from_millis(200));
+    append(&log, MEAN_TRACE);
+    let seen = events(&lines, 1);
+    std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let status = child.wait().unwrap();
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(status.success(), "{status:?} {stderr}");
+    assert_eq!(seen.len(), 1, "{stderr}");
+    assert_eq!(seen[0]["event"], "reported", "{seen:?}");
+    let rest: Vec<String> = lines.try_iter().collect();
+    assert!(rest.is_empty(), "only events on standard output: {rest:?}");
+    assert_eq!(stderr.matches("waiting for").count(), 1, "{stderr}");
 }
