@@ -203,3 +203,60 @@ fn repository_root(start: &Path) -> PathBuf {
         .unwrap_or(start)
         .to_path_buf()
 }
+
+/// `bugloop config check`: the errors of `file` alone, or else of every configuration file the
+/// repository at `cwd` is run with (its base commit's, the branch's, the user's) and of the
+/// configuration they make together with `BUGLOOP_*`; each error with its file, line and
+/// column. Empty when all of it reads.
+pub fn check_configuration(
+    cwd: &Path,
+    choice: &ConfigChoice,
+    file: Option<&Path>,
+) -> Result<Vec<String>, AppError> {
+    let read = |path: &Path| {
+        std::fs::read_to_string(path).map_err(|source| {
+            AppError::Invalid(format!("cannot read {}: {source}", path.display()))
+        })
+    };
+    if let Some(file) = file {
+        let text = read(file)?;
+        let label = file.display().to_string();
+        return Ok(errors_of(&bugloop_config::check_text(&label, &text)));
+    }
+    let (repo_root, base) = root_and_base(cwd);
+    let mut texts: Vec<(String, String)> = Vec::new();
+    if let Some((label, bytes)) = &base.config {
+        texts.push((label.clone(), String::from_utf8_lossy(bytes).into_owned()));
+    }
+    let branch = repo_root.join(CONFIG_PATH);
+    if branch.is_file() {
+        let text = read(&branch)?;
+        // The branch's file as committed at the base is checked once.
+        if texts.iter().all(|(_, base)| *base != text) {
+            texts.push((branch.display().to_string(), text));
+        }
+    }
+    let env = bugloop_config::environment(std::env::vars_os())?;
+    let user = choice
+        .file
+        .clone()
+        .or_else(|| bugloop_config::default_user_file(&env).filter(|p| p.is_file()));
+    if let Some(user) = user {
+        texts.push((user.display().to_string(), read(&user)?));
+    }
+    let mut errors: Vec<String> = Vec::new();
+    for (label, text) in &texts {
+        errors.extend(errors_of(&bugloop_config::check_text(label, text)));
+    }
+    // Together (and with the variables), only when each file reads alone.
+    if errors.is_empty()
+        && let Err(error) = load_configuration(cwd, choice)
+    {
+        errors.push(error.to_string());
+    }
+    Ok(errors)
+}
+
+fn errors_of(errors: &[bugloop_config::ConfigError]) -> Vec<String> {
+    errors.iter().map(ToString::to_string).collect()
+}

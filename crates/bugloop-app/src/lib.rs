@@ -38,7 +38,9 @@ use bugloop_git::Git;
 use bugloop_loops::LoopSettings;
 
 pub use self::act::{CommentJob, FixJob, ReplyJob, ReplyOutcome};
-pub use self::configuration::{ConfigChoice, Configuration, OperatorConfig, load_configuration};
+pub use self::configuration::{
+    ConfigChoice, Configuration, OperatorConfig, check_configuration, load_configuration,
+};
 pub use self::converge::ConvergeJob;
 pub use self::conversation::{FindingThread, StoreAction, StoreResult, store_action};
 pub use self::error::AppError;

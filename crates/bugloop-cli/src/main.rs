@@ -236,6 +236,14 @@ enum ConfigCommand {
     },
     /// Print the configuration's JSON Schema (for editor completion).
     Schema,
+    /// Check the configuration: FILE alone, or every file this repository is run with (the base
+    /// commit's, the branch's, your own) and what they make together with BUGLOOP_* variables.
+    /// Prints each error with its file, line and column (one per top-level section of a file);
+    /// exit 1 when there is one. Changes nothing.
+    Check {
+        /// A configuration file to check on its own.
+        file: Option<PathBuf>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -496,6 +504,17 @@ fn config_command(
                 serde_json::to_string_pretty(&bugloop_app::types::config_schema())?
             )?;
             Ok(Verdict::Done)
+        }
+        ConfigCommand::Check { file } => {
+            let errors = bugloop_app::check_configuration(cwd, choice, file.as_deref())?;
+            if errors.is_empty() {
+                writeln!(out, "The configuration reads: no error.")?;
+                return Ok(Verdict::Done);
+            }
+            for error in &errors {
+                writeln!(out, "error: {error}")?;
+            }
+            Ok(problems(errors.len(), "configuration"))
         }
     }
 }

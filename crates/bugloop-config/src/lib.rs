@@ -11,6 +11,7 @@
 #![allow(clippy::result_large_err)]
 
 mod analyzers;
+mod check;
 mod layered;
 mod model;
 mod prompts;
@@ -24,6 +25,7 @@ pub use analyzers::{
     AnalyzerEntry, AnalyzerFindings, AnalyzerList, AutoKeyword, BUILT_IN_ANALYZERS, SarifAnalyzer,
 };
 pub use bugloop_domain::safety::{CommandEntry, CommandList};
+pub use check::check_text;
 pub use layered::*;
 pub use model::*;
 pub use prompts::*;
