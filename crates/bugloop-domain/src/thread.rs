@@ -578,8 +578,35 @@ impl<'c> Progress<'c> {
     }
 }
 
-/// The first non-empty line of a comment that is not a marker, without heading or bold markup.
+/// A comment's title: its first heading (a finding's `### title`, under the line a proof puts
+/// first), else its first non-empty line that is not a marker; without heading or bold markup.
 pub fn title_of(human: &str) -> Option<String> {
+    // Outside fenced code (a proof's test is quoted in one).
+    let mut fence: Option<String> = None;
+    let heading = human
+        .lines()
+        .map(str::trim)
+        .find(|line| {
+            let ticks: String = line.chars().take_while(|c| *c == '`').collect();
+            match &fence {
+                Some(open) => {
+                    if ticks.len() >= open.len() && line[ticks.len()..].trim().is_empty() {
+                        fence = None;
+                    }
+                    false
+                }
+                None if ticks.len() >= 3 => {
+                    fence = Some(ticks);
+                    false
+                }
+                None => line.starts_with("### ") || line.starts_with("## "),
+            }
+        })
+        .map(|line| line.trim_start_matches('#').trim().to_owned())
+        .filter(|line| !line.is_empty());
+    if heading.is_some() {
+        return heading;
+    }
     human
         .lines()
         .map(str::trim)

@@ -120,6 +120,13 @@ fn a_real_off_by_one_is_proven_by_a_test_that_fails_at_head() {
     let text = stdout(&shown);
     assert!(text.contains("**Proven:** a test fails at head"), "{text}");
     assert!(text.contains("class MeanTest"), "{text}");
+    // Listed by its title, not by the line its proof puts first.
+    let listed = stdout(&bugloop(repo.path(), &["findings", "--format", "json"]));
+    assert!(
+        listed.contains("\"Loop reads one past the end\""),
+        "{listed}"
+    );
+    assert!(!listed.contains("\"title\": \"Proven:"), "{listed}");
     // Nothing of the proof is left in the repository.
     assert_eq!(repo.git(&["status", "--porcelain"]), "");
 }
@@ -170,9 +177,8 @@ fn a_test_that_fails_for_another_reason_proves_nothing() {
             "`xs[len(xs)]` raises IndexError.",
         ),
         broken,
-        Some(
-            json!({"shows_the_problem": false, "why": "ImportError: the test imports a name stats does not have"}),
-        ),
+        // A model that would call it proven is not asked: the runner's output decides.
+        Some(json!({"shows_the_problem": true, "why": "it fails"})),
     );
     let report = review(repo.path(), &model);
     let proof = &report["proofs"][0];
@@ -181,7 +187,7 @@ fn a_test_that_fails_for_another_reason_proves_nothing() {
         proof["reason"]
             .as_str()
             .unwrap()
-            .contains("not because of this problem"),
+            .starts_with("the test failed before its own assertion (an import failed)"),
         "{proof:#}"
     );
     assert!(proof["output"].as_str().unwrap().contains("ImportError"));

@@ -208,9 +208,12 @@ fn apply_unreproduced(
         if settings.unreproduced != Unreproduced::Keep
             && (finding.category == Category::Security || finding.score.get() >= 9)
         {
-            proof.outcome = "kept: a security or critical finding is never lowered or dropped \
-                             for a passing test"
-                .to_owned();
+            // Published as it was (the report's outcomes are published, lowered, dropped);
+            // the reason says why.
+            proof.reason.push_str(
+                "; kept as it was: a security or critical finding is never lowered or dropped \
+                 for a passing test",
+            );
             continue;
         }
         match settings.unreproduced {
@@ -218,7 +221,10 @@ fn apply_unreproduced(
             Unreproduced::Lower => {
                 let finding = &mut findings[*index];
                 let lowered = Score::saturating(i64::from(finding.score.get()) - 2);
-                proof.outcome = format!("lowered from {} to {lowered}", finding.score);
+                proof.outcome = "lowered".to_owned();
+                proof
+                    .reason
+                    .push_str(&format!("; lowered from {} to {lowered}", finding.score));
                 finding.score = lowered;
             }
             Unreproduced::Drop => {
@@ -375,8 +381,49 @@ async fn prove_one(
     };
     let output = crate::context::last_lines(&bench.relative(&failing.output), 30);
     result.output = Some(output.clone());
+    // A test that never reached its own assertion shows nothing about the finding, whatever a
+    // model would say: bugloop decides that from the runner's output.
+    if let Some(why) = failed_before_the_test(&failing.output) {
+        result.reason = format!(
+            "the test failed before its own assertion ({why}): that proves nothing about the \
+             finding"
+        );
+        return Ok(result);
+    }
     confirm_failure(env, &bench, finding, &source, &output, &mut result).await?;
     Ok(result)
+}
+
+/// What a runner prints when a test fails before its own code ran to its assertion: an import,
+/// collection, syntax or compile error, a missing fixture, no test run at all.
+const FAILED_BEFORE_THE_TEST: &[(&str, &str)] = &[
+    ("ModuleNotFoundError", "a module could not be imported"),
+    ("ImportError", "an import failed"),
+    ("SyntaxError", "a syntax error"),
+    ("IndentationError", "a syntax error"),
+    (
+        "errors during collection",
+        "the test could not be collected",
+    ),
+    ("ERROR collecting", "the test could not be collected"),
+    ("no tests ran", "no test ran"),
+    ("Ran 0 tests", "no test ran"),
+    ("collected 0 items", "no test ran"),
+    ("fixture '", "a fixture is missing"),
+    ("Test suite failed to run", "the test suite failed to run"),
+    ("Cannot find module", "a module could not be found"),
+    ("could not compile", "the code did not compile"),
+    ("error[E", "the code did not compile"),
+    ("[setup failed]", "the test's package did not build"),
+    ("[build failed]", "the test's package did not build"),
+];
+
+/// Why a failing test's output shows a failure before the test's own assertion, if it does.
+fn failed_before_the_test(output: &str) -> Option<&'static str> {
+    FAILED_BEFORE_THE_TEST
+        .iter()
+        .find(|(said, _)| output.contains(said))
+        .map(|(_, why)| *why)
 }
 
 /// The test's source, read as data: never through a symlink, never a FIFO or a device, never
