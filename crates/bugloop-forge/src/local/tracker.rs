@@ -93,6 +93,48 @@ impl LocalForge {
                 &format!("refs/heads/{base}"),
             ])
             .is_ok()
+            || self.squashed(branch, base).is_some()
+    }
+
+    /// The commit on `base`'s first-parent line since the branch forked that makes exactly the
+    /// branch's change (`git merge --squash`, or a cherry-pick of it all): the same diff from
+    /// its parent as the branch's from where it forked. The most recent 500 commits are looked
+    /// at.
+    fn squashed(&self, branch: &str, base: &str) -> Option<String> {
+        let tip = self.git.resolve(&format!("refs/heads/{branch}"))?;
+        let base = format!("refs/heads/{base}");
+        let fork = self.git.run(&["merge-base", &tip, &base]).ok()?;
+        if fork.trim() == tip {
+            return None;
+        }
+        let diff = |from: &str, to: &str| {
+            self.git
+                .run(&[
+                    "diff",
+                    "--no-ext-diff",
+                    "--no-textconv",
+                    "--no-color",
+                    from,
+                    to,
+                    "--",
+                ])
+                .ok()
+        };
+        let change = diff(fork.trim(), &tip).filter(|d| !d.is_empty())?;
+        let line = self
+            .git
+            .run(&[
+                "rev-list",
+                "--first-parent",
+                "--max-count=500",
+                &format!("{}..{base}", fork.trim()),
+                "--",
+            ])
+            .ok()?;
+        line.lines().find_map(|commit| {
+            let [parent] = self.git.parents(commit).ok()?.try_into().ok()?;
+            (diff(&parent, commit)? == change).then(|| commit.to_owned())
+        })
     }
 }
 
@@ -110,6 +152,9 @@ impl LocalForge {
         let line: Vec<&str> = line.lines().collect();
         if line.contains(&tip.as_str()) {
             return Some(tip);
+        }
+        if let Some(squash) = self.squashed(branch, base.trim_start_matches("refs/heads/")) {
+            return Some(squash);
         }
         let descendants = self
             .git

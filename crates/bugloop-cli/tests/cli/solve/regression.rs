@@ -536,3 +536,45 @@ fn a_solution_without_a_reproduction_test_is_reopened_never_reverted() {
         ""
     );
 }
+
+/// A solution merged locally with `git merge --squash` is recorded as merged (its squash commit
+/// the merge), so a later regression of it is seen and reverted like any other.
+#[test]
+fn a_squash_merged_solution_is_merged_and_its_regression_reverted() {
+    let runner = Runner::me();
+    let repo = runner.repo(&[
+        ("app/models.py", BUGGY),
+        ("test_base.py", BASE_TEST),
+        (".bugloop/config.yml", CONFIG),
+    ]);
+    let dir = repo.path();
+    json_of(&runner, &repo, &["report"], TRACE);
+    let scripts = runner.scripts();
+    let mut lines = vec![
+        json!({ "tool_calls": [write("app/models.py", SOLVED), write("test_models.py", REPRODUCTION)] }),
+        json!({"text": "`last` read one past the end; it reads items[-1] now."}),
+    ];
+    lines.extend(review_lines(&[]));
+    let model = script_of(scripts.path(), "solve.jsonl", &lines);
+    let solved = json_of(&runner, &repo, &["solve", "1", "--model", &model], "");
+    assert_eq!(solved["state"], "READY", "{solved:#}");
+    let branch = solved["branch"].as_str().unwrap().to_owned();
+    runner.git(dir, &["merge", "--squash", "-q", &branch]);
+    runner.git(dir, &["commit", "-q", "-m", "The fix, squashed"]);
+    let squash = git_read(dir, &["rev-parse", "HEAD"]);
+    let status = text(&runner.run(dir, &["status", "1"], ""));
+    assert!(
+        status.contains("READY -> MERGED: #2 was merged"),
+        "{status}"
+    );
+    std::fs::write(dir.join("app/models.py"), REGRESSING).unwrap();
+    runner.git(dir, &["commit", "-qam", "later work"]);
+    let reported = json_of(&runner, &repo, &["report"], TRACE);
+    let regression = regression_of(&reported);
+    assert_eq!(regression["state"], "OPEN", "{reported:#}");
+    let history = text(&runner.run(dir, &["status", "1"], ""));
+    assert!(
+        history.contains(&format!("after #2 was merged at {}", &squash[..7])),
+        "{history}"
+    );
+}
