@@ -80,6 +80,22 @@ pub fn serve(args: &ServeArgs, out: &mut impl Write) -> Result<Verdict> {
     let options = with_sources(args.config.as_ref(), |sources| {
         serve_options(sources, args.listen)
     })?;
+    // A server without the App's id and key only queues: said at start, so a Sentry alert or
+    // a report that is accepted and never handled is no surprise.
+    if options.workers.is_none() {
+        let mut intake = vec!["GitHub's deliveries"];
+        if options.report_token.is_some() {
+            intake.push("POST /report");
+        }
+        if options.sentry.is_some() {
+            intake.push("Sentry's alerts (POST /sentry)");
+        }
+        crate::warn(&[format!(
+            "no App id and key (BUGLOOP_APP_ID, BUGLOOP_APP_PRIVATE_KEY): {} are accepted and \
+             queued, and nothing runs them until a server with the App's credentials does",
+            intake.join(", ")
+        )])?;
+    }
     let runtime = runtime()?;
     runtime.block_on(bugloop_server::serve::run(options, |address| {
         // Said once it listens, so a supervisor (or a test) knows where.

@@ -26,10 +26,20 @@ async fn a_signed_delivery_is_queued_and_listed_and_sigterm_stops_the_server() {
     let store = format!("sqlite:{}", dir.path().join("jobs/queue.db").display());
     let mut server = bugloop(&store)
         .args(["serve", "--listen", "127.0.0.1:0"])
+        .env("BUGLOOP_SENTRY_CLIENT_SECRET", "3f1c2b7e9a0d4c8b")
+        .env("BUGLOOP_SENTRY_PROJECTS", "widgets-api=acme/widgets")
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let mut lines = BufReader::new(server.stderr.take().unwrap()).lines();
+    // Without the App's credentials the server only queues, and says so first.
+    let warned = lines.next().unwrap().unwrap();
+    assert!(
+        warned.starts_with("warning: no App id and key")
+            && warned.contains("Sentry's alerts (POST /sentry)")
+            && warned.contains("nothing runs them"),
+        "{warned}"
+    );
     let said = lines.next().unwrap().unwrap();
     let url = said
         .strip_prefix("bugloop serve: listening on ")

@@ -62,7 +62,7 @@ pub fn proven_finding_body(
             format!("**Not reproduced:** its test passes at head{command}.")
         }
         ProofStatus::NotProven => format!("**Not proven:** {}", quiet(&proof.reason)),
-        ProofStatus::NotTried => return body,
+        ProofStatus::NotTried => format!("**Not tried:** {}", quiet(&proof.reason)),
     };
     let inert = |text: &str| text.replace("<!--", "&lt;!--");
     let mut details = String::new();

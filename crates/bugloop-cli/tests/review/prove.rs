@@ -389,7 +389,20 @@ fn a_review_out_of_budget_publishes_the_rest_unproven_and_says_so() {
         lines.iter().map(|l| format!("{l}\n")).collect::<String>(),
     )
     .unwrap();
-    let report = review(repo.path(), &format!("script:{}", path.display()));
+    // A budget that ran out makes the review incomplete: exit 3, as the README says.
+    let output = bugloop(
+        repo.path(),
+        &[
+            "review",
+            "--model",
+            &format!("script:{}", path.display()),
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
+    let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(report["complete"], false, "{report:#}");
     let proofs = report["proofs"].as_array().unwrap();
     assert_eq!(proofs.len(), 2, "{report:#}");
     for proof in proofs {
@@ -409,11 +422,17 @@ fn a_review_out_of_budget_publishes_the_rest_unproven_and_says_so() {
             "{proof:#}"
         );
     }
-    // Both published, unproven.
+    // Both published, unproven, and their comments say so.
     assert_eq!(
         report["findings"].as_array().unwrap().len(),
         2,
         "{report:#}"
+    );
+    let id = report["findings"][0]["id"].as_str().unwrap();
+    let shown = stdout(&bugloop(repo.path(), &["findings", "show", id]));
+    assert!(
+        shown.contains("**Not tried:** the run's budget ran out"),
+        "{shown}"
     );
 }
 

@@ -42,7 +42,7 @@ use bugloop_diff::Diff;
 use bugloop_domain::finding::Finding;
 use bugloop_forge::{ChangeKey, ForgeError};
 use bugloop_report::dispute::DisputeSummary;
-use bugloop_report::review::ReviewReport;
+use bugloop_report::review::{ProofStatus, ReviewReport};
 
 use crate::env::LoopEnv;
 
@@ -130,6 +130,17 @@ pub async fn review_with(
     let mut filtered =
         filtering::ground_and_filter(&request, &conversation, &brief, &shown, reported);
     filtered.proofs = prove::prove(env, &request, &mut filtered.publish).await;
+    // Proofs the budget cut short make the review incomplete (exit 3), as any budget stop does.
+    let unproven = filtered
+        .proofs
+        .iter()
+        .filter(|p| p.status == ProofStatus::NotTried && p.reason.starts_with(prove::OUT_OF_BUDGET))
+        .count();
+    if unproven > 0 {
+        filtered.errors.push(format!(
+            "proofs: the run's budget ran out; {unproven} finding(s) published without their proof"
+        ));
+    }
     let published =
         publishing::publish(env, &request, &conversation, &brief, &mut filtered).await?;
     let stages = assemble::Stages {

@@ -245,9 +245,12 @@ pub(crate) fn proving_is_on(config: &bugloop_config::Config) -> bool {
     settings.min_score > 0 && settings.test_command.is_some()
 }
 
+/// How the reason of a proof the run's budget stopped starts.
+pub(super) const OUT_OF_BUDGET: &str = "the run's budget ran out";
+
 /// Why a finding was not tried once the run's budget ran out.
 fn out_of_budget(limit: &str) -> String {
-    format!("the run's budget ran out ({limit}): published unproven")
+    format!("{OUT_OF_BUDGET} ({limit}): published unproven")
 }
 
 /// Why a proof stopped short of an answer about its finding.
