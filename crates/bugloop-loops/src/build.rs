@@ -523,7 +523,9 @@ async fn finish(
             summary: result.summary.clone(),
         });
     }
-    if changes.refused.is_empty() && !placed.is_empty() {
+    // A proven finding's test that ran and passed is the change's check, verify commands or not.
+    let checked_by_proofs = changes.refused.is_empty() && !placed.is_empty();
+    if checked_by_proofs {
         if let Some(failed) = proofs::run(env, bench, placed, &with_tests, result).await? {
             return Ok(failed);
         }
@@ -545,7 +547,7 @@ async fn finish(
     if let Some(failed) = verify(env, bench, &changes, result).await? {
         return Ok(failed);
     }
-    commit_as_verified(env, bench, &changes, message)
+    commit_as_verified(env, bench, &changes, (message, checked_by_proofs))
 }
 
 /// Records what the agent answered as the build's summary; when the agent failed, the build's
@@ -651,7 +653,7 @@ fn commit_as_verified(
     env: &LoopEnv<'_>,
     bench: &Workbench,
     changes: &Changes,
-    message: &str,
+    (message, checked_by_proofs): (&str, bool),
 ) -> Result<BuildStatus, BuildError> {
     // Verify commands may have written files (build output outside .gitignore): commit only what
     // the agent changed, and only as it was verified: a command of the branch's that rewrites the
@@ -677,7 +679,7 @@ fn commit_as_verified(
     Ok(BuildStatus::Committed {
         commit,
         files: after.paths(),
-        unverified: env.settings.verify_commands.is_empty(),
+        unverified: env.settings.verify_commands.is_empty() && !checked_by_proofs,
     })
 }
 

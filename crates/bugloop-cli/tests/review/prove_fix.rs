@@ -74,6 +74,8 @@ fn a_fix_that_makes_the_proofs_test_pass_is_committed_with_it() {
         })
         .unwrap_or_else(|| panic!("{report:#}"));
     assert_eq!(proof_run["passed"], true, "{report:#}");
+    // The proof's test was the change's check: not "committed unverified".
+    assert_eq!(report["build"]["status"]["unverified"], false, "{report:#}");
     assert_eq!(
         proof_run["command"],
         format!("python3 -m unittest -q test_mean_proof.py (the test proving {id})")
