@@ -31,6 +31,33 @@ fn append(path: &Path, text: &str) {
     file.write_all(text.as_bytes()).unwrap();
 }
 
+/// `bugloop args` running in `dir`, its standard output's lines sent as they come (its
+/// standard error kept for the end).
+fn spawn_watch(
+    runner: &Runner,
+    dir: &Path,
+    args: &[&str],
+) -> (std::process::Child, mpsc::Receiver<String>) {
+    let mut child = runner
+        .command(dir, args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (send, lines) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if send.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    (child, lines)
+}
+
 /// Reads the watch's JSON events until `n` have come (or a minute has passed).
 fn events(lines: &mpsc::Receiver<String>, n: usize) -> Vec<Value> {
     let mut found = Vec::new();
@@ -60,35 +87,20 @@ fn follow_and_rotate(runner: &Runner) {
         &format!("2026-12-01 10:00:00 ERROR old\n{}", trace("OldError")),
     );
     let log_arg = log.display().to_string();
-    let mut child = runner
-        .command(
-            repo.path(),
-            &[
-                "watch",
-                &log_arg,
-                "--poll-ms",
-                "20",
-                "--per-minute",
-                "4",
-                "--format",
-                "json",
-            ],
-        )
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (send, lines) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if send.send(line).is_err() {
-                break;
-            }
-        }
-    });
+    let (mut child, lines) = spawn_watch(
+        runner,
+        repo.path(),
+        &[
+            "watch",
+            &log_arg,
+            "--poll-ms",
+            "20",
+            "--per-minute",
+            "4",
+            "--format",
+            "json",
+        ],
+    );
     std::thread::sleep(Duration::from_millis(500));
     append(
         &log,
@@ -357,26 +369,11 @@ fn a_log_not_there_yet_is_waited_for_once_on_standard_error() {
     .unwrap();
     let log = logs.path().join("later.log");
     let log_arg = log.display().to_string();
-    let mut child = runner
-        .command(
-            repo.path(),
-            &["watch", &log_arg, "--poll-ms", "20", "--format", "json"],
-        )
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (send, lines) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if send.send(line).is_err() {
-                break;
-            }
-        }
-    });
+    let (mut child, lines) = spawn_watch(
+        &runner,
+        repo.path(),
+        &["watch", &log_arg, "--poll-ms", "20", "--format", "json"],
+    );
     // Many polls with nothing there, then the log appears with an error.
     std::thread::sleep(Duration::from_millis(600));
     append(&log, "2026-12-05 10:00:00 INFO up\n");
