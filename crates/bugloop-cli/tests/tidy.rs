@@ -4,12 +4,15 @@
 //! reaches the rest only through the application layer and the types it renders (the crates
 //! below it derived from `cargo metadata`), only the server knows HTTP serving and the job
 //! queue, the application layer links no server or benchmark code, and test support is never a
-//! production dependency.
+//! production dependency. The user's documents are checked in `docs`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+
+#[path = "tidy/docs.rs"]
+mod docs;
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

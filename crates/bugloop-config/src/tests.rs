@@ -924,11 +924,11 @@ fn bad_input_is_refused_quickly_in_bounded_memory() {
     insta::assert_snapshot!(report);
 }
 
-/// The README's configuration example is a configuration bugloop accepts.
+/// The configuration reference's example of every section is a configuration bugloop accepts.
 #[test]
-fn the_readme_example_is_valid() {
-    let readme = include_str!("../../../README.md");
-    let section = &readme[readme.find("## Configuration").unwrap()..];
+fn the_reference_example_is_valid() {
+    let reference = include_str!("../../../docs/configuration.md");
+    let section = &reference[reference.find("## Every section, with an example").unwrap()..];
     let start = section.find("```yaml\n").unwrap() + "```yaml\n".len();
     let example = &section[start..start + section[start..].find("```").unwrap()];
     let config = parse(example).unwrap_or_else(|e| panic!("{e}\n{example}"));
