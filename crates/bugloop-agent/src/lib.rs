@@ -34,10 +34,8 @@ pub struct Task {
     /// called, the next of these is sent as a user message and the session goes on with all its
     /// context. The task ends with the submission after the last one.
     pub follow_ups: Vec<String>,
-    /// The first message already holds every stage's instructions: the model may finish several
-    /// stages in one turn (a submission each), and a follow-up is sent only when a turn ends
-    /// with stages left, for the next of them.
-    pub stages_up_front: bool,
+    /// How the stages are asked.
+    pub stages: Stages,
     /// The answer's schema when the task runs without tools (or the model cannot call them).
     pub answer_schema: Option<JsonSchemaFormat>,
     pub max_turns: u32,
@@ -52,6 +50,22 @@ impl std::fmt::Debug for Task {
             .field("toolset", &self.toolset)
             .finish_non_exhaustive()
     }
+}
+
+/// How a task's stages ([`Task::follow_ups`]) are asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Stages {
+    /// One after another: each follow-up is sent after the previous stage's submission.
+    #[default]
+    OneByOne,
+    /// The first message already holds every stage's instructions: the model may finish several
+    /// stages in one turn (a submission each), and a follow-up is sent only when a turn ends
+    /// with stages left, for the next of them.
+    UpFront,
+    /// As [`Stages::UpFront`], and the stages left when a turn ends do not depend on each
+    /// other: each is asked at the same time, in a copy of the conversation of its own, so a
+    /// model that answers one stage per turn costs two round trips, not one per stage.
+    UpFrontThenAtOnce,
 }
 
 /// How a task ended when it ended well.
@@ -112,7 +126,7 @@ struct Asked<'a> {
     system: &'a str,
     submit_tool: Option<&'a str>,
     follow_ups: &'a [String],
-    stages_up_front: bool,
+    stages: Stages,
     answer_schema: Option<&'a JsonSchemaFormat>,
     max_turns: u32,
     max_tokens: Option<u32>,
@@ -245,7 +259,7 @@ impl Agent {
             extra_tools,
             submit_tool,
             follow_ups,
-            stages_up_front,
+            stages,
             answer_schema,
             max_turns,
             max_tokens,
@@ -259,7 +273,7 @@ impl Agent {
             system: &system,
             submit_tool: submit_tool.as_deref(),
             follow_ups: &follow_ups,
-            stages_up_front,
+            stages,
             answer_schema: answer_schema.as_ref(),
             max_turns,
             max_tokens,
@@ -349,7 +363,7 @@ impl Agent {
             }
             let mut next_stage = None;
             for call in calls {
-                if next_stage.is_some() && !asked.stages_up_front {
+                if next_stage.is_some() && asked.stages == Stages::OneByOne {
                     // The stage was submitted: later calls of the same turn belong to no stage
                     // (the model has not seen the next stage's instructions yet).
                     let text = "error: ignored, the stage was already submitted in this turn";
@@ -382,11 +396,85 @@ impl Agent {
             }
             // The next stage's instructions come after every call of the turn has its result.
             if let Some(next) = next_stage {
+                if asked.stages == Stages::UpFrontThenAtOnce {
+                    let left = std::iter::once(next).chain(follow_ups).collect();
+                    return self
+                        .at_once(registry, asked, &messages, left, progress)
+                        .await;
+                }
                 transcript.write(&Event::Note { text: next.clone() });
                 messages.push(Message::user(next));
             }
         }
         Err(AgentError::TurnLimit(asked.max_turns))
+    }
+
+    /// The stages `left`, each asked at the same time in its own copy of `messages` (the
+    /// conversation so far, so a model's cached prefix serves them all) and ended by its own
+    /// submission. Their turns, usage and transcript events add up to the run's, in stage
+    /// order; the turn budget left is each one's. The task ends with the last stage's
+    /// submission, or with the first stage that failed or answered without submitting.
+    async fn at_once(
+        &self,
+        registry: &Registry,
+        asked: &Asked<'_>,
+        messages: &[Message],
+        left: Vec<String>,
+        progress: &mut RunProgress,
+    ) -> Result<Outcome, AgentError> {
+        let one = Asked {
+            system: asked.system,
+            submit_tool: asked.submit_tool,
+            follow_ups: &[],
+            stages: Stages::UpFront,
+            answer_schema: asked.answer_schema,
+            max_turns: asked.max_turns,
+            max_tokens: asked.max_tokens,
+        };
+        let count = left.len();
+        let started = progress.turns;
+        let branches = left.into_iter().enumerate().map(|(index, stage)| {
+            let one = &one;
+            let mut messages = messages.to_vec();
+            messages.push(Message::user(stage.clone()));
+            let mut branch = RunProgress {
+                transcript: Transcript::held(progress.transcript.path()),
+                usage: Usage::default(),
+                turns: started,
+            };
+            branch.transcript.write(&Event::Note {
+                text: format!(
+                    "asked at the same time as the other {} stage(s) left ({} of {count}): {stage}",
+                    count - 1,
+                    index + 1
+                ),
+            });
+            async move {
+                let outcome = Box::pin(self.turn_loop(registry, one, messages, &mut branch)).await;
+                (outcome, branch)
+            }
+        });
+        let mut ended = Vec::new();
+        for (outcome, mut branch) in futures_util::future::join_all(branches).await {
+            for event in branch.transcript.take_held() {
+                progress.transcript.write(&event);
+            }
+            progress.usage.add(branch.usage);
+            progress.turns += branch.turns - started;
+            ended.push(outcome);
+        }
+        // A failure says most, then a stage left unsubmitted, then the last submission.
+        let mut outcome = None;
+        for result in ended {
+            outcome = match (outcome, result) {
+                (Some(Err(error)), _) | (_, Err(error)) => Some(Err(error)),
+                (Some(Ok(Outcome::Answer(text))), _) | (_, Ok(Outcome::Answer(text))) => {
+                    Some(Ok(Outcome::Answer(text)))
+                }
+                (_, last) => Some(last),
+            };
+        }
+        outcome.unwrap_or(Err(AgentError::TurnLimit(asked.max_turns)))
     }
 
     /// Asks the model for the next turn (`progress.turns`) and records its answer and usage.

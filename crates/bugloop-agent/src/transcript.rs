@@ -51,6 +51,8 @@ pub enum Event {
 pub struct Transcript {
     path: PathBuf,
     file: Option<std::fs::File>,
+    /// Events kept to be written later by the transcript at `path` (see [`Transcript::held`]).
+    held: Option<Vec<Event>>,
 }
 
 impl Transcript {
@@ -66,7 +68,26 @@ impl Transcript {
                     .open(&path)
             })
             .ok();
-        Transcript { path, file }
+        Transcript {
+            path,
+            file,
+            held: None,
+        }
+    }
+
+    /// A transcript that keeps its events for the one at `path` to write later, in one piece
+    /// (for parts of a run that go on at the same time, whose events would interleave).
+    pub fn held(path: &Path) -> Self {
+        Transcript {
+            path: path.to_path_buf(),
+            file: None,
+            held: Some(Vec::new()),
+        }
+    }
+
+    /// The events a held transcript kept, in order; none for one written to a file.
+    pub fn take_held(&mut self) -> Vec<Event> {
+        self.held.as_mut().map(std::mem::take).unwrap_or_default()
     }
 
     pub fn path(&self) -> &Path {
@@ -78,6 +99,10 @@ impl Transcript {
     }
 
     pub fn write(&mut self, event: &Event) {
+        if let Some(held) = self.held.as_mut() {
+            held.push(event.clone());
+            return;
+        }
         let Some(file) = self.file.as_mut() else {
             return;
         };

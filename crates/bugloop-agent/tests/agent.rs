@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bugloop_agent::transcript::{self, Event};
-use bugloop_agent::{Agent, AgentError, Outcome, Task};
+use bugloop_agent::{Agent, AgentError, Outcome, Stages, Task};
 use bugloop_llm::budget::{Limit, Meter, Metered};
 use bugloop_llm::scripted::{ScriptedProvider, text_reply, tool_reply};
 use bugloop_llm::{BudgetLimits, Capabilities, JsonSchemaFormat, LlmError, Message, Role, Usage};
@@ -74,7 +74,7 @@ fn task(toolset: Option<Toolset>) -> Task {
         extra_tools: Vec::new(),
         submit_tool: None,
         follow_ups: Vec::new(),
-        stages_up_front: false,
+        stages: Stages::OneByOne,
         answer_schema: None,
         max_turns: 10,
         max_tokens: None,
@@ -296,7 +296,7 @@ async fn stages_up_front_may_be_submitted_together() {
     t.extra_tools.push(Box::new(Submit));
     t.submit_tool = Some("submit".into());
     t.follow_ups = vec!["Pass 2 of 3".into(), "Pass 3 of 3".into()];
-    t.stages_up_front = true;
+    t.stages = Stages::UpFront;
     let run = s.agent.run(t).await;
     assert_eq!(run.outcome.unwrap(), Outcome::Submitted(json!({"pass": 3})));
     let requests = s.scripted.requests();
@@ -329,10 +329,103 @@ async fn stages_up_front_may_be_submitted_together() {
     t.extra_tools.push(Box::new(Submit));
     t.submit_tool = Some("submit".into());
     t.follow_ups = vec!["Pass 2 of 3".into(), "Pass 3 of 3".into()];
-    t.stages_up_front = true;
+    t.stages = Stages::UpFront;
     let run = s.agent.run(t).await;
     assert_eq!(run.outcome.unwrap(), Outcome::Submitted(json!({"pass": 3})));
     assert_eq!(s.scripted.requests().len(), 1);
+}
+
+/// Stages left after a turn that may be asked at once are: each in a copy of the conversation
+/// so far, at the same time, ended by its own submission; a model that answers one stage per
+/// turn costs two round trips, and the run adds up their turns and usage.
+#[tokio::test]
+async fn stages_left_are_asked_at_once_each_in_its_own_copy() {
+    let s = setup(
+        ScriptedProvider::new([
+            tool_reply(&[("submit", json!({"pass": 1}))], usage()),
+            tool_reply(&[("submit", json!({"pass": 2}))], usage()),
+            tool_reply(&[("submit", json!({"pass": 3}))], usage()),
+            tool_reply(&[("submit", json!({"pass": 4}))], usage()),
+        ])
+        .with_latency(Duration::from_millis(300)),
+        BudgetLimits::default(),
+    );
+    let mut t = task(Some(Toolset::Plan));
+    t.extra_tools.push(Box::new(Submit));
+    t.submit_tool = Some("submit".into());
+    t.follow_ups = vec![
+        "Pass 2 of 4".into(),
+        "Pass 3 of 4".into(),
+        "Pass 4 of 4".into(),
+    ];
+    t.stages = Stages::UpFrontThenAtOnce;
+    let run = s.agent.run(t).await;
+    assert_eq!(run.outcome.unwrap(), Outcome::Submitted(json!({"pass": 4})));
+    assert_eq!(run.turns, 4);
+    assert_eq!(run.usage.input_tokens, 400);
+    let requests = s.scripted.requests();
+    assert_eq!(requests.len(), 4);
+    // Each copy is the first turn's conversation and one stage's instructions, no other's.
+    let asked: Vec<&str> = requests[1..]
+        .iter()
+        .map(|r| r.messages.last().unwrap().content.as_str())
+        .collect();
+    assert_eq!(asked, ["Pass 2 of 4", "Pass 3 of 4", "Pass 4 of 4"]);
+    for request in &requests[1..] {
+        assert_eq!(request.messages.len(), requests[0].messages.len() + 3);
+        let before = requests[0].messages.len();
+        assert_eq!(request.messages[..before], requests[0].messages[..]);
+    }
+    // The three copies overlap in time: two round trips, not four.
+    let spans = s.scripted.spans();
+    let (first, copies) = spans.split_first().unwrap();
+    assert!(copies.iter().all(|(start, _)| *start >= first.1));
+    let last_start = copies.iter().map(|(start, _)| *start).max().unwrap();
+    let first_end = copies.iter().map(|(_, end)| *end).min().unwrap();
+    assert!(last_start < first_end, "{spans:?}");
+    // The transcript holds every copy's events, one copy after another.
+    let events = transcript::read(&run.transcript).unwrap();
+    let notes: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Note { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(notes.len(), 3, "{notes:?}");
+    assert!(notes[0].contains("(1 of 3): Pass 2 of 4"), "{notes:?}");
+    assert!(notes[2].contains("(3 of 3): Pass 4 of 4"), "{notes:?}");
+}
+
+/// A copy that answers without submitting, after its reminder, ends the task with that answer
+/// (a stage left unsubmitted), and one whose model fails ends it with the error.
+#[tokio::test]
+async fn a_stage_asked_at_once_that_fails_or_is_left_unsubmitted_is_said() {
+    let run = |replies: Vec<bugloop_llm::ChatResponse>| async move {
+        // Latency, so each copy takes its answer in turn.
+        let scripted = ScriptedProvider::new(replies).with_latency(Duration::from_millis(50));
+        let s = setup(scripted, BudgetLimits::default());
+        let mut t = task(Some(Toolset::Plan));
+        t.extra_tools.push(Box::new(Submit));
+        t.submit_tool = Some("submit".into());
+        t.follow_ups = vec!["Pass 2 of 3".into(), "Pass 3 of 3".into()];
+        t.stages = Stages::UpFrontThenAtOnce;
+        s.agent.run(t).await.outcome
+    };
+    let unsubmitted = run(vec![
+        tool_reply(&[("submit", json!({"pass": 1}))], usage()),
+        text_reply("pass 2 looks fine", usage()),
+        tool_reply(&[("submit", json!({"pass": 3}))], usage()),
+        text_reply("still fine", usage()),
+    ])
+    .await;
+    assert_eq!(unsubmitted.unwrap(), Outcome::Answer("still fine".into()));
+    let failed = run(vec![
+        tool_reply(&[("submit", json!({"pass": 1}))], usage()),
+        tool_reply(&[("submit", json!({"pass": 2}))], usage()),
+    ])
+    .await;
+    assert!(matches!(failed, Err(AgentError::Model(_))), "{failed:?}");
 }
 
 #[tokio::test]

@@ -1,9 +1,11 @@
 //! Benchmarks (their results belong in BENCHMARKS.md): the embedded model's speed and memory on a
 //! fixed review prompt (`bench/model-prompt.md`), everything a review does except the model's
-//! time on a synthetic change, the input tokens a review of a reference change sends, and what
-//! proving findings adds to a review.
+//! time on a synthetic change, the input tokens a review of a reference change sends, the wall
+//! time of a review with a model that takes time to answer, and what proving findings adds to a
+//! review.
 
 mod detect;
+mod latency;
 mod models;
 mod prove;
 mod recorder;
@@ -12,8 +14,9 @@ mod session;
 mod tokens;
 
 pub use self::detect::{CaseResult, DetectBench, Tally, detect};
+pub use self::latency::{LatencyBench, ServedBench, latency, serve};
 pub use self::prove::{ProveBench, prove};
-pub use self::recorder::RequestTokens;
+pub use self::recorder::{Latency, RequestTiming, RequestTokens};
 pub use self::review::{ReviewBench, review};
 pub use self::session::{SessionBench, SessionTurn, session};
 pub use self::tokens::{ScenarioTokens, TokensBench, TokensSource, tokens};

@@ -3,9 +3,12 @@
 //! each request costs: its tokens under a real tokenizer (`o200k_base`), how many of them an
 //! OpenAI-style prefix cache would have served, and its tool definitions' share. bugloop talks
 //! to it through its real OpenAI provider, so what is counted is what would go over the wire.
+//! For `bench latency` it answers after a delay of its [`Latency`] and records when each
+//! request came and went.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -35,6 +38,36 @@ pub struct RequestTokens {
     pub cached: u64,
 }
 
+/// How long the server takes to answer: a fixed time per request, and optionally per thousand
+/// input tokens and per output token (a hosted model's time to first token and its speed).
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+pub struct Latency {
+    pub request_ms: u64,
+    pub input_ms_per_ktok: f64,
+    pub output_ms_per_token: f64,
+}
+
+/// Tokens the benchmark's reviewer says each answer generated.
+const OUTPUT_TOKENS: u64 = 50;
+
+impl Latency {
+    fn of(&self, input_tokens: u64) -> Duration {
+        let ms = self.request_ms as f64
+            + self.input_ms_per_ktok * input_tokens as f64 / 1000.0
+            + self.output_ms_per_token * OUTPUT_TOKENS as f64;
+        Duration::from_secs_f64(ms.max(0.0) / 1000.0)
+    }
+}
+
+/// When one request came and was answered, from the recorder's start (or last
+/// [`Recorder::take_timings`]), and whether its answer reported a finding.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+pub struct RequestTiming {
+    pub came_ms: f64,
+    pub answered_ms: f64,
+    pub reported_finding: bool,
+}
+
 struct Ledger {
     tokenizer: CoreBPE,
     /// The reviewer runs one pass per reply even when all four were asked for at once (as
@@ -43,6 +76,9 @@ struct Ledger {
     /// Every earlier prompt, as tokens, for the prefix cache.
     prompts: Vec<Vec<u32>>,
     requests: Vec<RequestTokens>,
+    latency: Latency,
+    since: Instant,
+    timings: Vec<RequestTiming>,
 }
 
 /// The running server; it stops when dropped.
@@ -54,6 +90,14 @@ pub(crate) struct Recorder {
 
 impl Recorder {
     pub(crate) async fn start(one_pass_per_turn: bool) -> Result<Recorder, AppError> {
+        Recorder::start_with(one_pass_per_turn, Latency::default()).await
+    }
+
+    /// A recorder that answers after `latency`.
+    pub(crate) async fn start_with(
+        one_pass_per_turn: bool,
+        latency: Latency,
+    ) -> Result<Recorder, AppError> {
         let tokenizer = tiktoken_rs::o200k_base()
             .map_err(|e| setup_error(format!("the o200k_base tokenizer: {e}")))?;
         let ledger = Arc::new(Mutex::new(Ledger {
@@ -61,6 +105,9 @@ impl Recorder {
             one_pass_per_turn,
             prompts: Vec::new(),
             requests: Vec::new(),
+            latency,
+            since: Instant::now(),
+            timings: Vec::new(),
         }));
         let listener = tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0)))
             .await
@@ -80,6 +127,17 @@ impl Recorder {
             ledger,
             server,
         })
+    }
+
+    /// When each request since the last call came and went, from the last call (or the start).
+    pub(crate) fn take_timings(&self) -> Vec<RequestTiming> {
+        self.ledger
+            .lock()
+            .map(|mut ledger| {
+                ledger.since = Instant::now();
+                std::mem::take(&mut ledger.timings)
+            })
+            .unwrap_or_default()
     }
 
     /// The requests recorded since the last call.
@@ -107,13 +165,37 @@ async fn answer(
             "the benchmark's server does not stream".to_owned(),
         ));
     }
-    let (cost, one_pass_per_turn) = {
+    let came = Instant::now();
+    let (cost, one_pass_per_turn, latency) = {
         let mut ledger = ledger
             .lock()
             .map_err(|_| (StatusCode::INTERNAL_SERVER_ERROR, "poisoned".to_owned()))?;
-        (ledger.record(&body), ledger.one_pass_per_turn)
+        (
+            ledger.record(&body),
+            ledger.one_pass_per_turn,
+            ledger.latency,
+        )
     };
     let message = reply(&body, one_pass_per_turn);
+    let wait = latency.of(cost.input);
+    if !wait.is_zero() {
+        tokio::time::sleep(wait).await;
+    }
+    let reported_finding = message
+        .get("tool_calls")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .any(|c| c.pointer("/function/name").and_then(Value::as_str) == Some("report_finding"));
+    if let Ok(mut ledger) = ledger.lock() {
+        let since = ledger.since;
+        let ms = |at: Instant| at.saturating_duration_since(since).as_secs_f64() * 1000.0;
+        ledger.timings.push(RequestTiming {
+            came_ms: ms(came),
+            answered_ms: ms(Instant::now()),
+            reported_finding,
+        });
+    }
     Ok(Json(json!({
         "id": "bench",
         "object": "chat.completion",
@@ -122,7 +204,7 @@ async fn answer(
             if message.get("tool_calls").is_some() { "tool_calls" } else { "stop" }}],
         "usage": {
             "prompt_tokens": cost.input,
-            "completion_tokens": 50,
+            "completion_tokens": OUTPUT_TOKENS,
             "prompt_tokens_details": {"cached_tokens": cost.cached},
         },
     })))
@@ -204,7 +286,9 @@ fn render(body: &Value) -> (String, String) {
 
 /// A reviewer that answers at once: in a tools session, a grounded finding with the first pass
 /// and each pass submitted (all in one reply when all were asked for together, unless it runs
-/// `one_pass_per_turn`); asked for one structured answer, an empty review.
+/// `one_pass_per_turn`); asked for one structured answer, an empty review; asked to weigh the
+/// analyzers' hits, no verdict (each published as its tool says); asked by PR-Agent, a review
+/// in its YAML with no issue.
 fn reply(body: &Value, one_pass_per_turn: bool) -> Value {
     let offered: Vec<&str> = body
         .get("tools")
@@ -219,6 +303,24 @@ fn reply(body: &Value, one_pass_per_turn: bool) -> Value {
         .into_iter()
         .flatten()
         .collect();
+    let system = messages
+        .iter()
+        .find(|m| m.get("role").and_then(Value::as_str) == Some("system"))
+        .and_then(|m| m.get("content"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if system.contains("hits of static analyzers") {
+        // The analyzers' triage, answered at once: every hit is left as its tool says.
+        let answer = json!({"verdicts": []});
+        return json!({"role": "assistant", "content": answer.to_string()});
+    }
+    if system.contains("You are PR-Reviewer") {
+        // PR-Agent's review, for the side-by-side figure: the smallest review it publishes.
+        let answer = "```yaml\nreview:\n  estimated_effort_to_review_[1-5]: 2\n  \
+                      relevant_tests: |\n    No\n  key_issues_to_review: []\n  \
+                      security_concerns: |\n    No\n```";
+        return json!({"role": "assistant", "content": answer});
+    }
     if !offered.contains(&"submit_pass_results") {
         let answer = json!({"findings": [], "resolved": [], "summary": "bench"});
         return json!({"role": "assistant", "content": answer.to_string()});
@@ -231,7 +333,18 @@ fn reply(body: &Value, one_pass_per_turn: bool) -> Value {
             c.pointer("/function/name").and_then(Value::as_str) == Some("submit_pass_results")
         })
         .count();
-    let pass = submitted + 1;
+    // The pass a follow-up asks for (passes left may be asked at once, each in its own copy of
+    // the conversation), else the one after those submitted.
+    let asked = messages
+        .iter()
+        .rev()
+        .find(|m| m.get("role").and_then(Value::as_str) == Some("user"))
+        .and_then(|m| m.get("content"))
+        .and_then(Value::as_str)
+        .and_then(|text| text.split("Go on with pass ").nth(1))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|number| number.parse::<usize>().ok());
+    let pass = asked.unwrap_or(submitted + 1);
     let change = messages
         .iter()
         .find(|m| m.get("role").and_then(Value::as_str) == Some("user"))
@@ -279,6 +392,9 @@ mod tests {
             one_pass_per_turn: false,
             prompts: Vec::new(),
             requests: Vec::new(),
+            latency: Latency::default(),
+            since: Instant::now(),
+            timings: Vec::new(),
         }
     }
 
@@ -353,9 +469,20 @@ mod tests {
             5
         );
         // A reviewer that runs one pass per reply: the finding and the first pass only.
-        assert_eq!(
-            reply(&asked, true)["tool_calls"].as_array().unwrap().len(),
-            2
+        let first = reply(&asked, true);
+        assert_eq!(first["tool_calls"].as_array().unwrap().len(), 2);
+        // Then the pass a follow-up asks for, whatever was submitted in its copy.
+        let third = reply(
+            &json!({"tools": tools, "messages": [
+                {"role": "user", "content": together},
+                {"role": "assistant", "tool_calls": first["tool_calls"]},
+                {"role": "user", "content": "Recorded. Go on with pass 3 of 4 as given"},
+            ]}),
+            true,
         );
+        let arguments = third["tool_calls"][0]["function"]["arguments"]
+            .as_str()
+            .unwrap();
+        assert!(arguments.contains("\"pass_number\":3"), "{arguments}");
     }
 }

@@ -61,6 +61,15 @@ pub enum TokensSource {
     Repository(PathBuf),
 }
 
+impl TokensSource {
+    /// The example's or the repository's path, as given.
+    pub fn path(&self) -> &Path {
+        match self {
+            TokensSource::Example(path) | TokensSource::Repository(path) => path,
+        }
+    }
+}
+
 /// The reviews of the change from `source`; the reviewer runs one pass per reply with
 /// `one_pass_per_turn`, else every pass it was asked for in one.
 pub async fn tokens(
@@ -68,31 +77,8 @@ pub async fn tokens(
     one_pass_per_turn: bool,
 ) -> Result<TokensBench, AppError> {
     let dir = tempfile::tempdir().map_err(setup_error)?;
-    let repo = dir.path().join("repo");
-    match source {
-        TokensSource::Example(example) => run_script("scripts/example-repo", example, &repo)?,
-        TokensSource::Repository(original) => copy_repository(original, &repo)?,
-    }
     let recorder = Recorder::start(one_pass_per_turn).await?;
-    let config = dir.path().join("bench.yml");
-    std::fs::write(
-        &config,
-        format!(
-            "model:\n  default: bench:gpt-4o\n  providers:\n    bench:\n      base_url: {}\n",
-            recorder.url
-        ),
-    )
-    .map_err(setup_error)?;
-    let app = App::open(AppOptions {
-        directory: repo.clone(),
-        config: ConfigChoice {
-            file: Some(config),
-            ..ConfigChoice::default()
-        },
-        progress: Arc::new(Silent),
-        forge: bugloop_app::ForgeChoice::Local,
-    })
-    .await?;
+    let (app, repo) = open_change(source, dir.path(), &recorder.url).await?;
     let git = Git::open(&repo)?;
     let change = git.select(&Selection::Branch)?;
     let diff = bugloop_diff::parse(&change.diff);
@@ -126,7 +112,40 @@ pub async fn tokens(
     })
 }
 
-async fn review(app: &App) -> Result<ReviewReport, AppError> {
+/// The change from `source` made into (or copied to) a repository under `dir`, and bugloop
+/// opened on it with the OpenAI-compatible server at `url` as its model.
+pub(crate) async fn open_change(
+    source: &TokensSource,
+    dir: &Path,
+    url: &str,
+) -> Result<(App, PathBuf), AppError> {
+    let repo = dir.join("repo");
+    match source {
+        TokensSource::Example(example) => run_script("scripts/example-repo", example, &repo)?,
+        TokensSource::Repository(original) => copy_repository(original, &repo)?,
+    }
+    let config = dir.join("bench.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "model:\n  default: bench:gpt-4o\n  providers:\n    bench:\n      base_url: {url}\n"
+        ),
+    )
+    .map_err(setup_error)?;
+    let app = App::open(AppOptions {
+        directory: repo.clone(),
+        config: ConfigChoice {
+            file: Some(config),
+            ..ConfigChoice::default()
+        },
+        progress: Arc::new(Silent),
+        forge: bugloop_app::ForgeChoice::Local,
+    })
+    .await?;
+    Ok((app, repo))
+}
+
+pub(crate) async fn review(app: &App) -> Result<ReviewReport, AppError> {
     let outcome = app.review(ReviewJob::default()).await?;
     outcome
         .report

@@ -7,7 +7,8 @@ use std::path::Path;
 use anyhow::Result;
 use bugloop_app::{ConfigChoice, Verdict};
 use bugloop_bench::{
-    self as bench, DetectBench, ModelBench, ProveBench, ReviewBench, TokensBench, TokensSource,
+    self as bench, DetectBench, Latency, LatencyBench, ModelBench, ProveBench, ReviewBench,
+    ServedBench, TokensBench, TokensSource,
 };
 
 use crate::{BenchCommand, Format, configuration, runtime};
@@ -84,6 +85,7 @@ pub fn run(
                 Format::Text => tokens_text(out, &figures)?,
             }
         }
+        BenchCommand::Latency { .. } => latency_command(out, command)?,
         BenchCommand::Detect {
             corpus,
             model,
@@ -274,6 +276,104 @@ fn session_text(out: &mut impl Write, b: &bench::SessionBench) -> Result<()> {
         out,
         "prompts    {:.3} s with the context kept, {:.3} s with a fresh one per call",
         b.kept_prompt_seconds, b.fresh_prompt_seconds
+    )?;
+    Ok(())
+}
+
+/// `bench latency`: a review with the slow reviewer, or (`--serve`) the reviewer alone.
+fn latency_command(out: &mut impl Write, command: BenchCommand) -> Result<()> {
+    let BenchCommand::Latency {
+        example,
+        repo,
+        one_pass_per_turn,
+        request_ms,
+        input_ms_per_ktok,
+        output_ms_per_token,
+        serve,
+        format,
+    } = command
+    else {
+        return Ok(());
+    };
+    let latency = Latency {
+        request_ms,
+        input_ms_per_ktok,
+        output_ms_per_token,
+    };
+    if serve {
+        let announce = |url: &str| {
+            // Standard error, so standard output stays the figures alone.
+            let _ = writeln!(
+                std::io::stderr(),
+                "serving the reviewer at {url}; Ctrl-C ends"
+            );
+        };
+        let served = runtime()?.block_on(bench::serve(one_pass_per_turn, latency, announce))?;
+        match format {
+            Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&served)?)?,
+            Format::Text => served_text(out, &served)?,
+        }
+        return Ok(());
+    }
+    let source = match repo {
+        Some(repo) => TokensSource::Repository(repo),
+        None => TokensSource::Example(example),
+    };
+    let figures = runtime()?.block_on(bench::latency(&source, one_pass_per_turn, latency))?;
+    match format {
+        Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&figures)?)?,
+        Format::Text => latency_text(out, &figures)?,
+    }
+    Ok(())
+}
+
+fn latency_line(latency: &Latency) -> String {
+    format!(
+        "{} ms per request, {} ms per thousand input tokens, {} ms per output token",
+        latency.request_ms, latency.input_ms_per_ktok, latency.output_ms_per_token
+    )
+}
+
+fn latency_text(out: &mut impl Write, b: &LatencyBench) -> Result<()> {
+    writeln!(out, "change       {}", b.change)?;
+    writeln!(out, "reviewer     {}", b.reviewer)?;
+    writeln!(out, "latency      {}", latency_line(&b.latency))?;
+    writeln!(
+        out,
+        "files        {} of {} reviewed, in {} part(s)",
+        b.files_reviewed, b.files, b.parts
+    )?;
+    writeln!(
+        out,
+        "requests     {} in {} round trips one after another",
+        b.requests, b.round_trips
+    )?;
+    writeln!(out, "wall time    {:.2} s", b.wall_seconds)?;
+    match b.first_finding_seconds {
+        Some(seconds) => writeln!(
+            out,
+            "first finding {seconds:.2} s (the model's answer that reported it)"
+        )?,
+        None => writeln!(out, "first finding none reported")?,
+    }
+    writeln!(out, "findings     {} tracked", b.findings)?;
+    for error in &b.errors {
+        writeln!(out, "error        {error}")?;
+    }
+    Ok(())
+}
+
+fn served_text(out: &mut impl Write, b: &ServedBench) -> Result<()> {
+    writeln!(out, "latency      {}", latency_line(&b.latency))?;
+    writeln!(
+        out,
+        "requests     {} in {} round trips one after another",
+        b.requests, b.round_trips
+    )?;
+    writeln!(
+        out,
+        "busy         {:.2} s from the first request to the last answer",
+        b.busy_seconds
     )?;
     Ok(())
 }

@@ -210,6 +210,36 @@ pub(crate) enum BenchCommand {
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
+    /// The wall time of a review with a model that takes time to answer: the benchmark's
+    /// reviewer answers each request after a delay, and the review's wall time, its time to the
+    /// model's first finding and its sequential round trips are printed (run in bugloop's
+    /// checkout). `--serve` only serves that reviewer, for another tool to be measured on it.
+    Latency {
+        /// An example under examples/, made into a repository.
+        #[arg(long, default_value = "examples/review-demo", conflicts_with = "repo")]
+        example: PathBuf,
+        /// A repository with the change's branch checked out (copied, not touched).
+        #[arg(long)]
+        repo: Option<PathBuf>,
+        /// The benchmark's reviewer runs one pass per reply, instead of all in one.
+        #[arg(long)]
+        one_pass_per_turn: bool,
+        /// Milliseconds every request takes.
+        #[arg(long, default_value_t = 3000)]
+        request_ms: u64,
+        /// Milliseconds more per thousand input tokens.
+        #[arg(long, default_value_t = 0.0)]
+        input_ms_per_ktok: f64,
+        /// Milliseconds more per output token (each answer says it generated 50).
+        #[arg(long, default_value_t = 0.0)]
+        output_ms_per_token: f64,
+        /// Serve the reviewer until Ctrl-C instead of reviewing, and then print what the
+        /// requests it served took.
+        #[arg(long)]
+        serve: bool,
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
     /// Does bugloop find bugs? Reviews every change of a corpus (planted bugs the analyzers
     /// catch, bugs only a reviewer catches, clean changes) and prints recall and precision per
     /// language and overall, beside each analyzer run alone on the changed files (run in

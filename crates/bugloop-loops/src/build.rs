@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use bugloop_agent::{Agent, Outcome, Task};
+use bugloop_agent::{Agent, Outcome, Stages, Task};
 use bugloop_config::Config;
 use bugloop_domain::paths::IgnoreMatcher;
 use bugloop_git::{Git, short};
@@ -412,7 +412,7 @@ pub(crate) async fn run_build_agent(
             extra_tools: Vec::new(),
             submit_tool: None,
             follow_ups: Vec::new(),
-            stages_up_front: false,
+            stages: Stages::OneByOne,
             answer_schema: None,
             max_turns: env.config().budgets.max_turns,
             max_tokens: Some(8_192),

@@ -135,7 +135,7 @@ pub async fn structured_answer<T: serde::de::DeserializeOwned>(
         schema,
         max_tokens,
     } = question;
-    use bugloop_agent::{Agent, AgentError, Outcome, Task};
+    use bugloop_agent::{Agent, AgentError, Outcome, Stages, Task};
     let context = bugloop_tools::ToolContext::new(
         bugloop_tools::Workspace::new(workspace)
             .map_err(|e| AgentError::Misconfigured(e.to_string()))?,
@@ -150,7 +150,7 @@ pub async fn structured_answer<T: serde::de::DeserializeOwned>(
             extra_tools: Vec::new(),
             submit_tool: None,
             follow_ups: Vec::new(),
-            stages_up_front: false,
+            stages: Stages::OneByOne,
             answer_schema: Some(bugloop_llm::JsonSchemaFormat {
                 name: name.to_owned(),
                 schema,

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use bugloop_agent::{Agent, Outcome, Task};
+use bugloop_agent::{Agent, Outcome, Stages, Task};
 use bugloop_domain::safety::sanitize_user_comment;
 use bugloop_forge::ChangeKey;
 use bugloop_llm::{JsonSchemaFormat, Message, Provider};
@@ -121,7 +121,7 @@ fn ask_task(env: &LoopEnv<'_>, system: String, question: &str) -> Task {
         extra_tools: Vec::new(),
         submit_tool: None,
         follow_ups: Vec::new(),
-        stages_up_front: false,
+        stages: Stages::OneByOne,
         answer_schema: Some(JsonSchemaFormat {
             name: "answer".to_owned(),
             schema: serde_json::json!({

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use bugloop_agent::{Agent, Outcome, Task};
+use bugloop_agent::{Agent, Outcome, Stages, Task};
 use bugloop_domain::finding::Finding;
 use bugloop_llm::{JsonSchemaFormat, LlmError, Message};
 use bugloop_report::review::{DroppedFinding, PassSummary, ReportStage, StageChange, Unreviewed};
@@ -316,7 +316,8 @@ fn tools_task(
         follow_ups: (2..=prompt::PASSES.len())
             .map(|pass| prompt::fill(prompt::PASS_NEXT, &[("pass", &pass.to_string())]))
             .collect(),
-        stages_up_front: true,
+        // A model that runs a pass per turn is asked the passes it left all at once.
+        stages: Stages::UpFrontThenAtOnce,
         answer_schema: None,
         // Each session gets its share of the run's turn budget, so the first parts of a
         // large change cannot use it all; at least enough for the four passes and a look.
@@ -338,7 +339,7 @@ fn structured_task(brief: &Brief, change: String, open_ids: &[String]) -> Task {
         extra_tools: Vec::new(),
         submit_tool: None,
         follow_ups: Vec::new(),
-        stages_up_front: false,
+        stages: Stages::OneByOne,
         answer_schema: Some(JsonSchemaFormat {
             name: "review".to_owned(),
             schema: structured_schema(brief.compact.then_some(tools::AnswerBounds {

@@ -202,8 +202,8 @@ async fn a_rewritten_branch_or_a_full_review_shows_the_whole_change() {
 }
 
 /// Caching by construction: every pass of a session re-sends the same bytes (tools, system
-/// prompt, the change, the earlier passes) and appends its own turn, so a provider's prefix
-/// cache serves all but the new turn.
+/// prompt, the change, the first pass) and appends its own turn, so a provider's prefix cache
+/// serves all but the new turn.
 #[tokio::test]
 async fn each_pass_appends_to_a_byte_identical_prefix() {
     let repo = Repo::with_feature();
@@ -214,8 +214,9 @@ async fn each_pass_appends_to_a_byte_identical_prefix() {
     fn bytes<T: serde::Serialize + ?Sized>(value: &T) -> String {
         serde_json::to_string(value).unwrap()
     }
-    for pair in requests.windows(2) {
-        let (earlier, later) = (&pair[0], &pair[1]);
+    // The passes left after the first reply are asked at once, each on the first's prefix.
+    for later in &requests[1..] {
+        let earlier = &requests[0];
         assert_eq!(bytes(&earlier.tools), bytes(&later.tools));
         assert_eq!(earlier.system, later.system);
         assert!(later.messages.len() > earlier.messages.len());

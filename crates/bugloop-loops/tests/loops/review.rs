@@ -615,6 +615,17 @@ fn split_change() -> (Repo, bugloop_config::Config) {
 
 /// A model that finishes every pass at once, except in the session shown `stubborn` (a file
 /// name), where it only ever reads its todo list; it answers up to `calls` requests.
+/// The pass a follow-up asks for ("Go on with pass N"), if the last user message is one.
+fn pass_asked(request: &bugloop_llm::ChatRequest) -> Option<usize> {
+    request
+        .messages
+        .iter()
+        .rev()
+        .find(|m| m.role == Role::User)
+        .and_then(|m| m.content.split("Go on with pass ").nth(1))
+        .and_then(|rest| rest.split_whitespace().next()?.parse().ok())
+}
+
 fn passes_except(stubborn: Option<&'static str>, calls: usize) -> ScriptedProvider {
     let provider = ScriptedProvider::new([]);
     for _ in 0..calls {
@@ -628,11 +639,13 @@ fn passes_except(stubborn: Option<&'static str>, calls: usize) -> ScriptedProvid
             if stubborn.is_some_and(|file| change.contains(file)) {
                 return Ok(tool_reply(&[("todo_read", json!({}))], support::usage()));
             }
-            let pass = request
-                .messages
-                .iter()
-                .filter(|m| m.role == Role::User)
-                .count();
+            let pass = pass_asked(request).unwrap_or_else(|| {
+                request
+                    .messages
+                    .iter()
+                    .filter(|m| m.role == Role::User)
+                    .count()
+            });
             Ok(tool_reply(
                 &[(
                     "submit_pass_results",
@@ -793,16 +806,20 @@ async fn broken_state_blocks_and_look_alike_markers_are_reported_not_trusted() {
 }
 
 /// A model that runs one pass per turn although all four are given with the change: each pass
-/// is still asked for and submitted, in four requests, and each request is the one before with
-/// the turn added at its end (the system prompt, the tools and every earlier message byte for
-/// byte), so a provider's prefix cache serves all but the new turn. The same holds in every
+/// is still asked for and submitted, in two round trips per session: the first request, then
+/// the three passes it left, at once, each request the first with its turn and one pass's
+/// instructions added at its end (the system prompt, the tools and every earlier message byte
+/// for byte), so a provider's prefix cache serves all but the new turn. The same holds in every
 /// part of a change reviewed in several sessions.
 #[tokio::test]
-async fn a_model_running_one_pass_per_turn_is_asked_each_and_its_prefix_is_kept() {
-    for (repo, config) in [(Repo::with_feature(), support::config()), split_change()] {
-        let provider = ScriptedProvider::new([]);
+async fn a_model_running_one_pass_per_turn_is_asked_the_rest_at_once_on_its_prefix() {
+    for (repo, mut config) in [(Repo::with_feature(), support::config()), split_change()] {
+        // One part at a time, so each part's requests come together.
+        config.review.parallel_sessions = 1;
+        let provider = ScriptedProvider::new([]).with_latency(std::time::Duration::from_millis(30));
         for _ in 0..64 {
             provider.push_fn(|request| {
+                let asked = pass_asked(request);
                 let submitted = request
                     .messages
                     .iter()
@@ -812,7 +829,7 @@ async fn a_model_running_one_pass_per_turn_is_asked_each_and_its_prefix_is_kept(
                 Ok(tool_reply(
                     &[(
                         "submit_pass_results",
-                        json!({"pass_number": submitted + 1, "summary": "one at a time"}),
+                        json!({"pass_number": asked.unwrap_or(submitted + 1), "summary": "one at a time"}),
                     )],
                     support::usage(),
                 ))
@@ -823,48 +840,77 @@ async fn a_model_running_one_pass_per_turn_is_asked_each_and_its_prefix_is_kept(
         assert!(report.unreviewed.is_empty(), "{:?}", report.unreviewed);
         assert!(report.errors.is_empty(), "{:?}", report.errors);
         let requests = provider.requests();
+        let spans = provider.spans();
         let sessions = report.usage.sessions;
         assert_eq!(requests.len(), 4 * sessions, "four requests per session");
-        assert_eq!(report.passes.len(), 4 * sessions);
-        for session in requests.chunks(4) {
-            let change = &session[0].messages[0].content;
+        let mut passes: Vec<(usize, u32)> =
+            report.passes.iter().map(|p| (p.call, p.pass)).collect();
+        passes.sort_unstable();
+        let asked: Vec<(usize, u32)> = (1..=sessions)
+            .flat_map(|c| (1..=4).map(move |p| (c, p)))
+            .collect();
+        assert_eq!(passes, asked, "every pass of every part, once");
+        for (session, times) in requests.chunks(4).zip(spans.chunks(4)) {
+            let (first, rest) = session.split_first().unwrap();
             for pass in 1..=4 {
                 assert!(
-                    change.contains(&format!("# Pass {pass} of 4")),
+                    first.messages[0]
+                        .content
+                        .contains(&format!("# Pass {pass} of 4")),
                     "every pass is given with the change"
                 );
             }
-            for pair in session.windows(2) {
-                let (before, after) = (&pair[0], &pair[1]);
-                assert_eq!(before.system, after.system);
+            for (pass, after) in (2..=4).zip(rest) {
+                assert_eq!(first.system, after.system);
                 assert_eq!(
-                    serde_json::to_string(&before.tools).unwrap(),
+                    serde_json::to_string(&first.tools).unwrap(),
                     serde_json::to_string(&after.tools).unwrap()
                 );
-                assert!(after.messages.len() > before.messages.len());
-                for (a, b) in before.messages.iter().zip(&after.messages) {
+                assert_eq!(after.messages.len(), first.messages.len() + 3);
+                for (a, b) in first.messages.iter().zip(&after.messages) {
                     assert_eq!(
                         serde_json::to_string(a).unwrap(),
                         serde_json::to_string(b).unwrap(),
                         "an earlier message changed"
                     );
                 }
+                let last = &after.messages.last().unwrap().content;
+                assert!(last.contains(&format!("pass {pass} of 4")), "{last}");
             }
+            // Two round trips: the three passes left overlap, all after the first came back.
+            let (first, rest) = times.split_first().unwrap();
+            assert!(rest.iter().all(|(start, _)| *start >= first.1));
+            let last_start = rest.iter().map(|(start, _)| *start).max().unwrap();
+            let first_end = rest.iter().map(|(_, end)| *end).min().unwrap();
+            assert!(last_start < first_end, "{times:?}");
         }
     }
 }
 
 /// The parts of a large change are reviewed at once (`review.parallel_sessions`), every pass of
-/// every part still asked: with a model that takes a moment to answer, requests of different
-/// parts overlap in time (the scripted model records when each came and went); with 1 none do.
+/// every part still asked: with a model that takes a moment to answer (all four passes in one
+/// reply, so a part is one request), requests of different parts overlap in time (the scripted
+/// model records when each came and went); with 1 none do.
 #[tokio::test]
 async fn the_parts_of_a_large_change_are_reviewed_at_once() {
     for (at_once, overlap) in [(4, true), (1, false)] {
         let (repo, mut config) = split_change();
         config.review.parallel_sessions = at_once;
-        let provider = std::sync::Arc::new(
-            passes_except(None, 200).with_latency(std::time::Duration::from_millis(20)),
-        );
+        let provider = ScriptedProvider::new([]);
+        for _ in 0..64 {
+            provider.push_fn(|_| {
+                let submit = |pass: u32| {
+                    let summary = json!({"pass_number": pass, "summary": "ok"});
+                    ("submit_pass_results", summary)
+                };
+                Ok(tool_reply(
+                    &(1..=4).map(submit).collect::<Vec<_>>(),
+                    support::usage(),
+                ))
+            });
+        }
+        let provider =
+            std::sync::Arc::new(provider.with_latency(std::time::Duration::from_millis(20)));
         let (report, _) = support::review_branch(&repo, config, provider.clone(), false).await;
         assert!(report.complete, "{:?}", report.errors);
         let sessions = report.usage.sessions;
