@@ -12,8 +12,10 @@
 //! so and the configured [`WhenUnconfined`] decides between refusing and running with only the
 //! environment, timeout and output limits.
 
+mod etc;
 mod limits;
 mod probe;
+mod reach;
 mod run;
 mod seccomp;
 mod settings;

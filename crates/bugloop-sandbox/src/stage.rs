@@ -7,11 +7,9 @@ use std::path::{Path, PathBuf};
 
 use crate::SandboxError;
 use crate::limits::Cgroups;
+use crate::reach::{SANDBOX_UID, remove_stale, stage_root};
 use crate::settings::{Policy, SandboxSettings};
 use crate::view::{Arguments, bwrap_arguments};
-
-/// The host user a sandbox runs as when bugloop runs as root.
-const SANDBOX_UID: u32 = 65534;
 
 /// Run as root in a private mount namespace: join the cgroups (if any), bind each real source onto
 /// its place in the stage, then become the rest of the command line. Fixed text; everything it
@@ -34,65 +32,11 @@ pub(crate) struct Stage {
     dir: PathBuf,
 }
 
-/// Where stages go: the temporary directory, unless the sandbox's user cannot reach it (a
-/// `TMPDIR` inside a `0700` directory, such as a private runner temp), then the first of
-/// `/tmp`, `/var/tmp` and `/dev/shm` it can. bubblewrap, running as that user, opens the stage.
-fn stage_root() -> PathBuf {
-    let preferred = std::env::temp_dir();
-    std::iter::once(preferred.clone())
-        .chain(["/tmp", "/var/tmp", "/dev/shm"].map(PathBuf::from))
-        .find(|dir| reachable_by_others(dir))
-        .unwrap_or(preferred)
-}
-
-/// Whether a user that is neither the owner nor in the group can go through `dir` and every
-/// directory above it (mode `o+x` all the way up), and `dir` is a directory.
-fn reachable_by_others(dir: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    let Ok(dir) = dir.canonicalize() else {
-        return false;
-    };
-    dir.is_dir()
-        && dir
-            .ancestors()
-            .all(|up| std::fs::metadata(up).is_ok_and(|m| m.permissions().mode() & 0o001 != 0))
-}
-
-/// Removes stages left by runs that were killed (`bugloop-stage-<pid>-<n>` of a process that is
-/// gone): their mounts only ever existed in the killed command's namespace, so what is left is
-/// empty mount points.
-fn remove_stale_stages(root: &Path) {
-    let Ok(entries) = std::fs::read_dir(root) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(pid) = name
-            .to_str()
-            .and_then(|n| n.strip_prefix("bugloop-stage-"))
-            .and_then(|rest| rest.split('-').next())
-            .and_then(|pid| pid.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        let gone = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None)
-            == Err(nix::errno::Errno::ESRCH);
-        // Only our own: in a shared directory anyone can make a directory of that name.
-        let ours = std::fs::symlink_metadata(entry.path()).is_ok_and(|m| {
-            use std::os::unix::fs::MetadataExt;
-            m.is_dir() && m.uid() == nix::unistd::Uid::effective().as_raw()
-        });
-        if gone && ours {
-            let _ = std::fs::remove_dir_all(entry.path());
-        }
-    }
-}
-
 impl Stage {
     fn create() -> Result<Stage, SandboxError> {
         use std::os::unix::fs::PermissionsExt;
         let root = stage_root();
-        remove_stale_stages(&root);
+        remove_stale(&root, "bugloop-stage-");
         let dir = root.join(format!(
             "bugloop-stage-{}-{}",
             std::process::id(),
@@ -166,11 +110,12 @@ pub(crate) fn stage_as_root(
     cwd: &Path,
 ) -> Result<(Stage, Arguments), SandboxError> {
     let staging = Stage::create()?;
-    let built = bwrap_arguments(settings, workspace, cwd, Some(staging.path()));
-    staging.prepare(&built.staged)?;
+    // Handed over first, so a workspace the sandbox's user can reach is bound without a stage.
     if settings.policy == Policy::WorkspaceWrite {
         hand_over(workspace, SANDBOX_UID)?;
     }
+    let built = bwrap_arguments(settings, workspace, cwd, Some(staging.path()));
+    staging.prepare(&built.staged)?;
     argv.extend(
         [
             "unshare",
@@ -208,4 +153,48 @@ pub(crate) fn stage_as_root(
         .map(Into::into),
     );
     Ok((staging, built))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::*;
+    use crate::reach::sandbox_can_open;
+
+    fn mode(path: &Path, mode: u32) {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+
+    /// Only what the sandbox's user could open itself skips the stage: a directory every user
+    /// may read, read-only; its own, also writable; nothing behind a directory closed to others.
+    #[test]
+    fn only_what_the_sandbox_user_can_open_skips_the_stage() {
+        let root = tempfile::tempdir_in(stage_root()).unwrap();
+        mode(root.path(), 0o755);
+        let open = root.path().join("open");
+        std::fs::create_dir(&open).unwrap();
+        mode(&open, 0o755);
+        assert!(sandbox_can_open(&open, false));
+        assert!(!sandbox_can_open(&open, true));
+        let closed = root.path().join("closed");
+        std::fs::create_dir_all(closed.join("inner")).unwrap();
+        mode(&closed.join("inner"), 0o755);
+        mode(&closed, 0o700);
+        assert!(!sandbox_can_open(&closed, false));
+        assert!(!sandbox_can_open(&closed.join("inner"), false));
+        assert!(!sandbox_can_open(&root.path().join("missing"), false));
+        if nix::unistd::Uid::effective().is_root() {
+            let own = root.path().join("own");
+            std::fs::create_dir(&own).unwrap();
+            mode(&own, 0o700);
+            hand_over(&own, SANDBOX_UID).unwrap();
+            assert!(sandbox_can_open(&own, true));
+            let owned_inside = closed.join("inner");
+            hand_over(&owned_inside, SANDBOX_UID).unwrap();
+            assert!(!sandbox_can_open(&owned_inside, true));
+        }
+    }
 }

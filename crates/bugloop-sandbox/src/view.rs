@@ -4,45 +4,16 @@
 //! workspace, and a sanitized git directory in place of the repository's own. Everything else of
 //! the host (other repositories, `/run` and its sockets, `/root`, `/var`) is simply not there.
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use crate::etc::ETC_DENIED;
+use crate::reach::world_readable;
 use crate::settings::{OBJECTS_MOUNT, Policy, SandboxSettings};
 
 /// System directories shown read-only (when they exist). `/etc` is filtered (see [`etc_view`]).
 pub const SYSTEM_PATHS: &[&str] = &[
     "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt", "/nix",
-];
-
-/// Entries of `/etc` never shown, even when world-readable: system-wide git configuration (it can
-/// name credential helpers and programs), environment files (proxies with passwords), and
-/// everything about authentication.
-const ETC_DENIED: &[&str] = &[
-    "gitconfig",
-    "environment",
-    "netrc",
-    "shadow",
-    "shadow-",
-    "gshadow",
-    "gshadow-",
-    "sudoers",
-    "sudoers.d",
-    "ssh",
-    "security",
-    "docker",
-    "containerd",
-    "kubernetes",
-    "wireguard",
-    "NetworkManager",
-    "ppp",
-    "letsencrypt",
-    "krb5.keytab",
-    "credstore",
-    "credstore.encrypted",
-    "subuid",
-    "subgid",
-    "machine-id",
 ];
 
 /// File names under visible home directories that hold credentials and are never shown.
@@ -62,15 +33,6 @@ const CREDENTIAL_NAMES: &[&str] = &[
     ".aws",
     ".kube",
 ];
-
-fn world_readable(metadata: &std::fs::Metadata) -> bool {
-    let mode = metadata.permissions().mode();
-    if metadata.is_dir() {
-        mode & 0o005 == 0o005
-    } else {
-        mode & 0o004 != 0
-    }
-}
 
 /// Files that are configuration but may hold a token (cargo's `config.toml`, git's, pip's).
 const MAYBE_SECRET_CONFIG: &[&str] = &["config.toml", "config", "pip.conf", ".gitconfig"];
@@ -136,8 +98,9 @@ fn collect_masks(dir: &Path, depth: usize, credentials: bool, into: &mut Filtere
     }
 }
 
-/// `/etc` as the sandbox sees it: its world-readable entries but the denied ones; inside them,
-/// whatever is not world-readable masked. Computed once per process (the walk costs a few ms).
+/// `/etc` as the sandbox sees it when no copy of it can be made (see `etc`): its
+/// world-readable entries but the denied ones; inside them, whatever is not world-readable
+/// masked. Computed once per process (the walk costs a few ms).
 fn etc_view() -> &'static Filtered {
     static ETC: OnceLock<Filtered> = OnceLock::new();
     ETC.get_or_init(|| {
@@ -214,12 +177,13 @@ impl Arguments {
         self.args.push(path.display().to_string());
     }
 
-    /// Shows `source` at `dest`, read-only unless `writable`.
+    /// Shows `source` at `dest`, read-only unless `writable`; from the stage when there is one
+    /// and the sandbox's user cannot open `source` itself.
     fn bind(&mut self, source: &Path, dest: &Path, writable: bool) {
         let option = if writable { "--bind" } else { "--ro-bind" };
         self.args.push(option.to_owned());
         match &self.stage {
-            Some(stage) => {
+            Some(stage) if !crate::reach::sandbox_can_open(source, writable) => {
                 self.args.push(
                     stage
                         .join(self.staged.len().to_string())
@@ -228,7 +192,7 @@ impl Arguments {
                 );
                 self.staged.push(source.to_path_buf());
             }
-            None => self.args.push(source.display().to_string()),
+            _ => self.args.push(source.display().to_string()),
         }
         self.args.push(dest.display().to_string());
     }
@@ -313,7 +277,15 @@ fn system_view(a: &mut Arguments, settings: &SandboxSettings) {
             _ => {}
         }
     }
-    a.filtered(etc_view(), true);
+    // One filtered copy bound whole; where none can be made, each entry on its own.
+    match crate::etc::etc_copy() {
+        Some(copy) => {
+            a.args.push("--ro-bind".into());
+            a.args.push(copy.display().to_string());
+            a.args.push("/etc".into());
+        }
+        None => a.filtered(etc_view(), true),
+    }
     for extra in &settings.system_paths {
         if extra.exists() {
             a.bind(extra, extra, false);
