@@ -119,6 +119,8 @@ pub struct Run {
     pub turns: u32,
     pub usage: Usage,
     pub transcript: PathBuf,
+    /// Said when the structured answer was cut off and only its complete entries were kept.
+    pub salvaged: Option<String>,
 }
 
 /// What one run is asked: the parts of its [`Task`] the turns read, borrowed.
@@ -137,6 +139,7 @@ struct RunProgress {
     transcript: Transcript,
     usage: Usage,
     turns: u32,
+    salvaged: Option<String>,
 }
 
 /// What a call of the submit tool came to.
@@ -282,6 +285,7 @@ impl Agent {
             transcript,
             usage: Usage::default(),
             turns: 0,
+            salvaged: None,
         };
         let use_tools = !registry.names().is_empty() && self.provider.capabilities().tools;
         let outcome = if use_tools {
@@ -294,6 +298,7 @@ impl Agent {
             mut transcript,
             usage,
             turns,
+            salvaged,
         } = progress;
         transcript.write(&end_event(&outcome, usage));
         Run {
@@ -302,6 +307,7 @@ impl Agent {
             turns,
             usage,
             transcript: transcript.path().to_path_buf(),
+            salvaged,
         }
     }
 
@@ -441,6 +447,7 @@ impl Agent {
                 transcript: Transcript::held(progress.transcript.path()),
                 usage: Usage::default(),
                 turns: started,
+                salvaged: None,
             };
             branch.transcript.write(&Event::Note {
                 text: format!(
@@ -647,6 +654,7 @@ impl Agent {
             transcript,
             usage,
             turns,
+            salvaged,
         } = progress;
         let Some(schema) = asked.answer_schema.cloned() else {
             return Err(AgentError::Misconfigured(format!(
@@ -674,6 +682,10 @@ impl Agent {
                     output_tokens: response.usage.output_tokens,
                     cached_input_tokens: response.usage.cached_input_tokens,
                 });
+            }
+            if let Some(note) = &structured.salvaged {
+                transcript.write(&Event::Note { text: note.clone() });
+                *salvaged = Some(note.clone());
             }
         }
         match result {

@@ -273,6 +273,82 @@ fn repositories_without_commits_and_detached_heads() {
     );
 }
 
+/// A model's structured answer that its output limit cut off (the provider says `length`) is
+/// not a failed review: its complete findings are kept, grounded and published like any, the
+/// report says the answer was cut, and the review is complete. An answer cut before its first
+/// finding closed leaves nothing to keep: the review is incomplete and says why.
+#[test]
+fn an_answer_cut_at_the_output_limit_keeps_its_complete_findings() {
+    let dir = repo();
+    let scripts = tempfile::tempdir().unwrap();
+    let whole = off_by_one().to_string();
+    let made_up = json!({"file": "lib.rs", "line": 2, "evidence": "not on that line", "title": "Made up",
+                         "description": "Grounding drops it.", "score": 8, "category": "logic"});
+    let cut = format!(
+        "{{\"findings\": [{whole}, {made_up}, {{\"file\": \"lib.rs\", \"line\": 6, \"evidence\": \"v[v.l"
+    );
+    let write = |name: &str, answer: &str| {
+        let path = scripts.path().join(name);
+        let lines = [
+            json!({"capabilities": {"tools": false}}),
+            json!({"text": answer, "finish": "length"}),
+        ];
+        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        std::fs::write(&path, text).unwrap();
+        format!("script:{}", path.display())
+    };
+    let output = bugloop(
+        dir.path(),
+        &[
+            "review",
+            "--model",
+            &write("cut.jsonl", &cut),
+            "--format",
+            "json",
+        ],
+    );
+    let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{report:#}\n{}",
+        stderr(&output)
+    );
+    assert_eq!(report["complete"], true, "{report:#}");
+    let findings = report["findings"].as_array().unwrap();
+    assert_eq!(findings.len(), 1, "{report:#}");
+    assert_eq!(findings[0]["title"], "Index one past the end");
+    assert!(
+        report["dropped"].to_string().contains("Made up"),
+        "the kept entries are grounded like any: {report:#}"
+    );
+    let passes = report["passes"].to_string();
+    assert!(
+        passes.contains("cut off at its output limit") && passes.contains("the 2 complete entries"),
+        "{passes}"
+    );
+    // Cut before anything closed: nothing to keep, a clear incomplete review (no parse error
+    // shown as if the model had answered badly).
+    let dir = repo();
+    let output = bugloop(
+        dir.path(),
+        &[
+            "review",
+            "--model",
+            &write("early.jsonl", "{\"findings\": [{\"file\": \"li"),
+            "--format",
+            "json",
+        ],
+    );
+    let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(output.status.code(), Some(3), "{report:#}");
+    assert_eq!(report["complete"], false);
+    assert!(
+        !report["errors"].as_array().unwrap().is_empty(),
+        "{report:#}"
+    );
+}
+
 #[test]
 fn binary_huge_and_non_utf8_files_are_reviewed_or_listed() {
     let dir = repo();

@@ -12,6 +12,7 @@ pub mod local;
 pub mod openai;
 pub mod overrun;
 pub mod replay;
+mod salvage;
 pub mod scripted;
 pub mod structured;
 pub mod types;

@@ -59,6 +59,16 @@ struct ScriptLine {
     /// The tokens the answer says it used (none: zero), for runs whose spending is shown.
     #[serde(default)]
     usage: Option<ScriptUsage>,
+    /// `"length"`: a text answer the output limit cut off (as a provider says it).
+    #[serde(default)]
+    finish: Option<ScriptFinish>,
+}
+
+#[derive(serde::Deserialize, Clone, Copy)]
+#[serde(rename_all = "snake_case")]
+enum ScriptFinish {
+    Stop,
+    Length,
 }
 
 #[derive(serde::Deserialize, Default, Clone, Copy)]
@@ -120,7 +130,8 @@ impl ScriptedProvider {
     /// A script file (`script:<path>` models): JSON Lines, one answer per line, handed out in
     /// order: `{"text": "..."}` or `{"tool_calls": [{"name": ..., "arguments": {...}}]}`, either
     /// with an optional `"when": "<text>"` that only a request whose system prompt contains the
-    /// text takes (or `"when_task"`: whose first user message does); an optional first line `{"capabilities": {"tools": false, "json_schema":
+    /// text takes (or `"when_task"`: whose first user message does), and a text answer with an
+    /// optional `"finish": "length"` that says the output limit cut it off; an optional first line `{"capabilities": {"tools": false, "json_schema":
     /// true, "latency_ms": 3000}}` (`latency_ms`: each answer comes that long after its request). For reproducible runs of the whole program without a model.
     pub fn from_file(path: &std::path::Path) -> Result<Self, LlmError> {
         let error =
@@ -148,6 +159,7 @@ impl ScriptedProvider {
                     when: None,
                     when_task: None,
                     usage: None,
+                    finish: None,
                 } if index == 0 => {
                     provider.capabilities.tools = c.tools;
                     provider.capabilities.json_schema = c.json_schema;
@@ -159,8 +171,15 @@ impl ScriptedProvider {
                     tool_calls: None,
                     when,
                     when_task,
+                    finish,
                     ..
-                } => provider.push_needle(Needle::of(when, when_task), text_reply(text, usage)),
+                } => {
+                    let mut reply = text_reply(text, usage);
+                    if let Some(ScriptFinish::Length) = finish {
+                        reply.finish = FinishReason::Length;
+                    }
+                    provider.push_needle(Needle::of(when, when_task), reply);
+                }
                 ScriptLine {
                     capabilities: None,
                     text: None,

@@ -1,13 +1,16 @@
 //! Structured output: a typed value from any provider. Where the provider honours a JSON-Schema
 //! response format it is used; otherwise the schema goes into the system prompt. Either way the
 //! answer is stripped of code fences, parsed and validated with `jsonschema`, and a failure gets one
-//! repair round that tells the model what was wrong.
+//! repair round that tells the model what was wrong. An answer the output limit cut off is first
+//! salvaged where its complete entries make a valid answer (see `salvage`), and said so.
 
 use serde::de::DeserializeOwned;
 
 use crate::Provider;
 use crate::error::LlmError;
-use crate::types::{ChatRequest, ChatResponse, JsonSchemaFormat, Message, StreamSink};
+use crate::types::{
+    ChatRequest, ChatResponse, FinishReason, JsonSchemaFormat, Message, StreamSink,
+};
 
 const INSTRUCTION: &str = include_str!("../prompts/structured-output.md");
 const REPAIR: &str = include_str!("../prompts/structured-repair.md");
@@ -29,6 +32,8 @@ pub enum StructuredError {
 pub struct Structured {
     pub value: serde_json::Value,
     pub responses: Vec<ChatResponse>,
+    /// Said when the answer was cut off and only what came before the cut was kept.
+    pub salvaged: Option<String>,
 }
 
 /// Asks for a JSON value matching `format.schema`.
@@ -55,9 +60,28 @@ pub async fn complete_json(
     let answer = first.message.content.clone();
     responses.push(first);
     let errors = match check(&validator, &answer) {
-        Ok(value) => return Ok(Structured { value, responses }),
+        Ok(value) => {
+            return Ok(Structured {
+                value,
+                responses,
+                salvaged: None,
+            });
+        }
         Err(errors) => errors,
     };
+    // An answer the output limit cut off: its complete entries, if they make an answer.
+    let cut = responses[0].finish == FinishReason::Length
+        || errors.iter().any(|e| e.contains("EOF while parsing"));
+    if cut && let Some((value, kept)) = crate::salvage::salvage(&answer, &validator, &format.schema)
+    {
+        return Ok(Structured {
+            value,
+            responses,
+            salvaged: Some(format!(
+                "the model's answer was cut off at its output limit; the {kept} complete entries before the cut were kept"
+            )),
+        });
+    }
     request.messages.push(Message::assistant(answer));
     let listed: Vec<String> = errors.iter().map(|e| format!("- {e}")).collect();
     request.messages.push(Message::user(
@@ -67,7 +91,11 @@ pub async fn complete_json(
     let answer = second.message.content.clone();
     responses.push(second);
     match check(&validator, &answer) {
-        Ok(value) => Ok(Structured { value, responses }),
+        Ok(value) => Ok(Structured {
+            value,
+            responses,
+            salvaged: None,
+        }),
         Err(errors) => Err(StructuredError::Invalid { answer, errors }),
     }
 }

@@ -303,6 +303,81 @@ async fn structured_output_native() {
     assert_eq!(structured.responses.len(), 1);
 }
 
+/// An answer the server cut at the output limit (`finish_reason: length`) is salvaged from its
+/// complete entries in that one request, and said so; a cut that left nothing whole goes to the
+/// repair round as any unusable answer.
+#[tokio::test]
+async fn a_cut_structured_answer_keeps_its_complete_entries() {
+    let format = JsonSchemaFormat {
+        name: "findings".into(),
+        schema: json!({
+            "type": "object",
+            "properties": {
+                "findings": {"type": "array", "items": {
+                    "type": "object",
+                    "properties": {"line": {"type": "integer"}, "title": {"type": "string"}},
+                    "required": ["line", "title"],
+                }},
+                "summary": {"type": "string"},
+            },
+            "required": ["findings", "summary"],
+        }),
+    };
+    let cut = |content: &str| {
+        let mut body = answer(content);
+        body["choices"][0]["finish_reason"] = json!("length");
+        body
+    };
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(cut(
+            "```json\n{\"findings\": [{\"line\": 3, \"title\": \"off by one\"}, {\"line\": 9, \"title\": \"div",
+        )))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let structured = complete_json(
+        &provider(&server, false),
+        request("Review"),
+        format.clone(),
+        None,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        structured.value,
+        json!({"findings": [{"line": 3, "title": "off by one"}], "summary": ""})
+    );
+    assert_eq!(structured.responses.len(), 1);
+    assert!(
+        structured
+            .salvaged
+            .as_deref()
+            .is_some_and(|note| note.contains("the 1 complete entries")),
+        "{:?}",
+        structured.salvaged
+    );
+
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(cut("{\"findings\": [{\"li")))
+        .up_to_n_times(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(answer("{\"findings\": [], \"summary\": \"nothing\"}")),
+        )
+        .mount(&server)
+        .await;
+    let structured = complete_json(&provider(&server, false), request("Review"), format, None)
+        .await
+        .unwrap();
+    assert_eq!(structured.responses.len(), 2, "the repair round");
+    assert_eq!(structured.salvaged, None);
+}
+
 #[tokio::test]
 async fn structured_output_instructed_with_one_repair_round() {
     let server = MockServer::start().await;

@@ -239,6 +239,14 @@ async fn run_session(
         session.collected = std::mem::take(&mut *shared);
     }
     read_outcome(run.outcome, &run.transcript, open_ids, &mut session);
+    if let Some(note) = run.salvaged {
+        // Said where the passes are: what the answer holds is all the model said in time.
+        session.collected.passes.push(tools::PassResults {
+            pass_number: 0,
+            summary: note,
+            has_blocking_issues: false,
+        });
+    }
     session
 }
 
