@@ -1,6 +1,6 @@
 //! Who can reach what, for bugloop as root: the sandbox's host user, whether it can open a
-//! path itself, and the temporary directory it can reach (where stages and the copy of `/etc`
-//! go, and what processes that are gone left there is removed).
+//! path itself, and the temporary directory it can reach (where stages go, and what processes
+//! that are gone left there is removed).
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
