@@ -10,16 +10,19 @@
 //! copy is made, and bugloop may run as root: so the walk never follows a link. Every directory
 //! and file is opened relative to its parent's handle with `O_NOFOLLOW`, what it is and who may
 //! read it is decided on the opened handle, and a file's bytes are read from that handle within
-//! the size limit. The copy is built in a private directory (`mkdtemp`, `0700`) and opened to
-//! others only when whole; it is used again only while it is the same directory (owner, device,
-//! inode, mode) and only in a temporary directory no one else can rename it in.
+//! the size limit, to a limited depth, never into another file system. The copy is built in a
+//! private directory (`mkdtemp`, `0700`) and stays private: as root it is opened to the
+//! sandbox's group alone (`root:65534`, `0750`), so no other local user reads a snapshot of
+//! `/etc`; it is used again only while it is the same directory (owner, device, inode, mode),
+//! only in a temporary directory no one else can rename it in and outside the workspace.
 //!
-//! It is made again when any entry of `/etc` changed (an entry's ctime or their number: a
-//! `chmod` or an edit is seen by the commands that start a second later), or after
-//! [`REFRESH`]; a replaced copy is removed [`KEEP_REPLACED`] later (a command that started with
-//! it may still be running; at most [`MAX_REPLACED`] are kept), and copies of processes that are
-//! gone are removed when a new one is made. What the copy holds every local user could read in
-//! `/etc`. One difference remains: access is decided from the mode bits, not ACLs.
+//! It is made again when any entry of `/etc` changed (a hash of every entry's inode, mode, size
+//! and ctime, taken by the same walk: a `chmod` or an edit is seen by the commands that start a
+//! second later), or after [`REFRESH`]; a replaced copy is removed [`KEEP_REPLACED`] later (a
+//! command that started with it may still be running), and copies of processes that are gone
+//! are removed when a new one is made. A copy that could not be made is not tried again until
+//! `/etc` changes or [`REFRESH`] passes (entries are bound one by one meanwhile). One difference
+//! remains: access is decided from the mode bits, not ACLs.
 
 use std::ffi::{OsStr, OsString};
 use std::io::{Read, Write};
@@ -43,8 +46,8 @@ const UNCHANGED_FOR: Duration = Duration::from_secs(1);
 const REFRESH: Duration = Duration::from_secs(15 * 60);
 /// How long a replaced copy is kept for the commands that may still use it.
 const KEEP_REPLACED: Duration = Duration::from_secs(2 * 60 * 60);
-/// Replaced copies kept at most (the oldest goes first).
-const MAX_REPLACED: usize = 4;
+/// Directories deeper than this make `/etc` too unusual to copy.
+const MAX_DEPTH: usize = 40;
 /// An `/etc` larger than this is bound entry by entry rather than copied.
 const MAX_ENTRIES: u64 = 20_000;
 const MAX_BYTES: u64 = 64 << 20;
@@ -82,9 +85,9 @@ pub(crate) const ETC_DENIED: &[&str] = &[
 /// Copies are named `<PREFIX><pid>-<random>`.
 const PREFIX: &str = "bugloop-etc-";
 
-/// What `/etc` looked like: how many entries the copy would see and the latest change among
-/// them (seconds and nanoseconds of their ctimes).
-type Fingerprint = (u64, i64, i64);
+/// What `/etc` looked like: a hash of every entry the copy would see (name, inode, mode, size,
+/// ctime), or `None` when it could not be walked within the limits.
+type Fingerprint = Option<u64>;
 
 struct Copy {
     dir: PathBuf,
@@ -99,19 +102,39 @@ struct Copy {
 struct Copies {
     current: Option<Copy>,
     replaced: Vec<(PathBuf, Instant)>,
+    /// `/etc` as it was when a copy could not be made, and when.
+    failed: Option<(Fingerprint, Instant)>,
 }
 
 static COPIES: Mutex<Copies> = Mutex::new(Copies {
     current: None,
     replaced: Vec::new(),
+    failed: None,
 });
 
 /// The directory to bind at `/etc`, made or made again as needed; `None` when no copy can be
-/// made here (the caller then binds `/etc`'s entries one by one).
-pub(crate) fn etc_copy() -> Option<PathBuf> {
+/// made here (the caller then binds `/etc`'s entries one by one). `workspace` is where the
+/// sandbox may write: a copy is never made under it.
+pub(crate) fn etc_copy(workspace: &Path) -> Option<PathBuf> {
     let mut copies = COPIES
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
+    // Where the sandbox may write, it could change the copy: none is used or made there.
+    let under_workspace = |dir: &Path| {
+        workspace
+            .canonicalize()
+            .ok()
+            .zip(dir.canonicalize().ok())
+            .is_none_or(|(workspace, dir)| dir.starts_with(workspace))
+    };
+    if under_workspace(&stage_root())
+        || copies
+            .current
+            .as_ref()
+            .is_some_and(|current| under_workspace(&current.dir))
+    {
+        return None;
+    }
     if let Some(current) = &copies.current
         && current.checked.elapsed() < UNCHANGED_FOR
         && current.made.elapsed() < REFRESH
@@ -121,6 +144,7 @@ pub(crate) fn etc_copy() -> Option<PathBuf> {
     }
     let etc = fingerprint(Path::new("/etc"));
     if let Some(current) = &mut copies.current
+        && etc.is_some()
         && current.etc == etc
         && current.made.elapsed() < REFRESH
         && still_ours(&current.dir, current.identity)
@@ -128,29 +152,22 @@ pub(crate) fn etc_copy() -> Option<PathBuf> {
         current.checked = Instant::now();
         return Some(current.dir.clone());
     }
-    let root = stage_root();
-    if !reachable_by_others(&root) || !safe_place(&root) {
-        // The sandbox's user could not open a copy there, or someone else could replace it.
+    if etc.is_none()
+        || copies
+            .failed
+            .is_some_and(|(print, when)| print == etc && when.elapsed() < REFRESH)
+    {
         return None;
     }
-    remove_stale(&root, PREFIX);
-    let template = root.join(format!("{PREFIX}{}-XXXXXX", std::process::id()));
-    let dir = nix::unistd::mkdtemp(&template).ok()?;
-    let made = make(Path::new("/etc"), &dir).and_then(|()| {
-        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755))?;
-        std::fs::symlink_metadata(&dir)
-    });
-    let metadata = match made {
-        Ok(metadata) => metadata,
-        Err(error) => {
-            tracing::debug!(%error, "no copy of /etc: its entries are bound one by one");
-            let _ = std::fs::remove_dir_all(&dir);
-            return None;
-        }
+    let made = make_copy();
+    let Some((dir, identity)) = made else {
+        copies.failed = Some((etc, Instant::now()));
+        return None;
     };
+    copies.failed = None;
     let copy = Copy {
         dir: dir.clone(),
-        identity: (metadata.dev(), metadata.ino()),
+        identity,
         etc,
         made: Instant::now(),
         checked: Instant::now(),
@@ -158,11 +175,8 @@ pub(crate) fn etc_copy() -> Option<PathBuf> {
     if let Some(old) = copies.current.replace(copy) {
         copies.replaced.push((old.dir, Instant::now()));
     }
-    let excess = copies.replaced.len().saturating_sub(MAX_REPLACED);
-    let mut index = 0;
     copies.replaced.retain(|(dir, when)| {
-        index += 1;
-        let keep = index > excess && when.elapsed() < KEEP_REPLACED;
+        let keep = when.elapsed() < KEEP_REPLACED;
         if !keep {
             let _ = std::fs::remove_dir_all(dir);
         }
@@ -171,13 +185,50 @@ pub(crate) fn etc_copy() -> Option<PathBuf> {
     Some(dir)
 }
 
-/// Whether `dir` is still the copy made there: a directory (not a link), ours, opened to
-/// others and nothing more, the same device and inode.
+/// The mode a finished copy has: as root, open to the sandbox's group alone (bubblewrap runs
+/// as uid and gid 65534 then); otherwise private to us, who run bubblewrap.
+fn finished_mode() -> u32 {
+    if nix::unistd::Uid::effective().is_root() {
+        0o750
+    } else {
+        0o700
+    }
+}
+
+/// Makes a new copy in a private directory of its own; its path and identity.
+fn make_copy() -> Option<(PathBuf, (u64, u64))> {
+    let root = stage_root();
+    if !reachable_by_others(&root) || !safe_place(&root) {
+        // The sandbox's user could not open the copy there, or someone else could replace it.
+        return None;
+    }
+    remove_stale(&root, PREFIX);
+    let template = root.join(format!("{PREFIX}{}-XXXXXX", std::process::id()));
+    let dir = nix::unistd::mkdtemp(&template).ok()?;
+    let made = make(Path::new("/etc"), &dir).and_then(|()| {
+        if nix::unistd::Uid::effective().is_root() {
+            std::os::unix::fs::chown(&dir, Some(0), Some(crate::reach::SANDBOX_UID))?;
+        }
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(finished_mode()))?;
+        std::fs::symlink_metadata(&dir)
+    });
+    match made {
+        Ok(metadata) => Some((dir, (metadata.dev(), metadata.ino()))),
+        Err(error) => {
+            tracing::debug!(%error, "no copy of /etc: its entries are bound one by one");
+            let _ = std::fs::remove_dir_all(&dir);
+            None
+        }
+    }
+}
+
+/// Whether `dir` is still the copy made there: a directory (not a link), ours, with the
+/// finished copy's mode, the same device and inode.
 fn still_ours(dir: &Path, identity: (u64, u64)) -> bool {
     std::fs::symlink_metadata(dir).is_ok_and(|m| {
         m.is_dir()
             && m.uid() == nix::unistd::Uid::effective().as_raw()
-            && m.mode() & 0o7777 == 0o755
+            && m.mode() & 0o7777 == finished_mode()
             && (m.dev(), m.ino()) == identity
     })
 }
@@ -192,37 +243,59 @@ fn safe_place(root: &Path) -> bool {
     })
 }
 
-/// How many entries a copy of `etc` would see and their latest ctime; read with `lstat`, so
-/// a link is never followed (a directory swapped for one changes the fingerprint, and so makes
-/// a new copy, nothing more).
+/// A hash of every entry a copy of `etc` would see (its name, inode, mode, size and ctime),
+/// walked as the copy is (never through a link, never into another file system, within the
+/// limits); `None` when `etc` is beyond them.
 fn fingerprint(etc: &Path) -> Fingerprint {
-    fn walk(dir: &Path, top: bool, print: &mut Fingerprint) {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return;
-        };
-        for entry in entries.flatten() {
-            if top && ETC_DENIED.contains(&entry.file_name().to_string_lossy().as_ref()) {
+    use std::hash::{Hash, Hasher};
+    fn walk(
+        parent: &OwnedFd,
+        device: u64,
+        depth: usize,
+        hasher: &mut std::hash::DefaultHasher,
+        left: &mut u64,
+    ) -> std::io::Result<()> {
+        if depth > MAX_DEPTH {
+            return Err(too_large());
+        }
+        for name in names(parent)? {
+            if depth == 0 && ETC_DENIED.contains(&name.to_string_lossy().as_ref()) {
                 continue;
             }
-            let Ok(metadata) = std::fs::symlink_metadata(entry.path()) else {
+            *left = left.checked_sub(1).ok_or_else(too_large)?;
+            let Ok(seen) = fstatat(
+                parent.as_fd(),
+                name.as_os_str(),
+                AtFlags::AT_SYMLINK_NOFOLLOW,
+            ) else {
                 continue;
             };
-            print.0 += 1;
-            let changed = (metadata.ctime(), metadata.ctime_nsec());
-            if changed > (print.1, print.2) {
-                (print.1, print.2) = changed;
-            }
-            if metadata.is_dir() && metadata.mode() & 0o005 == 0o005 {
-                walk(&entry.path(), false, print);
+            (name.as_bytes(), seen.st_ino, seen.st_mode, seen.st_size).hash(hasher);
+            (seen.st_ctime, seen.st_ctime_nsec).hash(hasher);
+            let directory = seen.st_mode & SFlag::S_IFMT.bits() == SFlag::S_IFDIR.bits();
+            if directory && readable(&seen, true) && seen.st_dev == device {
+                let Ok(handle) = openat(parent.as_fd(), name.as_os_str(), DIRECTORY, Mode::empty())
+                else {
+                    continue;
+                };
+                walk(&handle, device, depth + 1, hasher, left)?;
             }
         }
+        Ok(())
     }
-    let mut print = (0, 0, 0);
-    if let Ok(metadata) = std::fs::symlink_metadata(etc) {
-        print = (1, metadata.ctime(), metadata.ctime_nsec());
-    }
-    walk(etc, true, &mut print);
-    print
+    let handle = nix::fcntl::open(etc, DIRECTORY, Mode::empty()).ok()?;
+    let top = fstat(handle.as_fd()).ok()?;
+    let mut hasher = std::hash::DefaultHasher::new();
+    (top.st_ino, top.st_mode, top.st_ctime, top.st_ctime_nsec).hash(&mut hasher);
+    walk(
+        &handle,
+        top.st_dev,
+        0,
+        &mut hasher,
+        &mut MAX_ENTRIES.clone(),
+    )
+    .ok()?;
+    Some(hasher.finish())
 }
 
 /// What is left of the copy's size limits.
@@ -245,6 +318,7 @@ const DIRECTORY: OFlag = OFlag::O_RDONLY
 const FILE: OFlag = OFlag::O_RDONLY
     .union(OFlag::O_NOFOLLOW)
     .union(OFlag::O_NONBLOCK)
+    .union(OFlag::O_NOCTTY)
     .union(OFlag::O_CLOEXEC);
 
 /// Makes the copy in `copy` (an empty directory of ours) from `etc`: its world-readable entries
@@ -255,13 +329,26 @@ fn make(etc: &Path, copy: &Path) -> std::io::Result<()> {
         bytes: MAX_BYTES,
     };
     let handle = nix::fcntl::open(etc, DIRECTORY, Mode::empty())?;
+    let device = fstat(handle.as_fd())?.st_dev;
     for name in names(&handle)? {
         if ETC_DENIED.contains(&name.to_string_lossy().as_ref()) {
             continue;
         }
-        copy_entry(&handle, &name, &copy.join(&name), true, budget)?;
+        let at = Place {
+            parent: &handle,
+            device,
+            depth: 0,
+        };
+        copy_entry(&at, &name, &copy.join(&name), budget)?;
     }
     Ok(())
+}
+
+/// Where an entry is read from: its directory's handle, `/etc`'s device and the depth.
+struct Place<'a> {
+    parent: &'a OwnedFd,
+    device: u64,
+    depth: usize,
 }
 
 /// The names in the directory open as `handle`, but `.` and `..`.
@@ -284,24 +371,32 @@ fn readable(stat: &FileStat, directory: bool) -> bool {
     }
 }
 
-/// Copies the entry `name` of the directory open as `parent` to `target`: a symlink as a
-/// symlink, a world-readable file with its content, a world-readable directory with its
-/// entries; what is not world-readable becomes an empty file or directory (at the top of `/etc`
-/// it is left out); sockets, pipes, devices and entries that change kind while read are left
-/// out. What an entry is and who may read it is decided on the opened handle, never by
-/// following a path.
+/// Copies the entry `name` of the directory at `at` to `target`: a symlink as a symlink, a
+/// world-readable file with its content, a world-readable directory with its entries; what is
+/// not world-readable becomes an empty file or directory (at the top of `/etc` it is left out);
+/// sockets, pipes, devices, other file systems and entries that change kind or go away while
+/// read are left out. What an entry is and who may read it is decided on the opened handle,
+/// never by following a path.
 fn copy_entry(
-    parent: &OwnedFd,
+    at: &Place<'_>,
     name: &OsStr,
     target: &Path,
-    top: bool,
     budget: &mut Budget,
 ) -> std::io::Result<()> {
     budget.entries = budget.entries.checked_sub(1).ok_or_else(too_large)?;
-    let seen = fstatat(parent.as_fd(), name, AtFlags::AT_SYMLINK_NOFOLLOW)?;
+    if at.depth > MAX_DEPTH {
+        return Err(too_large());
+    }
+    let top = at.depth == 0;
+    let parent = at.parent;
+    let Ok(seen) = fstatat(parent.as_fd(), name, AtFlags::AT_SYMLINK_NOFOLLOW) else {
+        return Ok(());
+    };
     let kind = SFlag::from_bits_truncate(seen.st_mode & SFlag::S_IFMT.bits());
     if kind == SFlag::S_IFLNK {
-        let link = readlinkat(parent.as_fd(), name)?;
+        let Ok(link) = readlinkat(parent.as_fd(), name) else {
+            return Ok(());
+        };
         return std::os::unix::fs::symlink(link, target);
     }
     if kind == SFlag::S_IFDIR {
@@ -310,14 +405,19 @@ fn copy_entry(
             return Ok(());
         };
         let stat = fstat(handle.as_fd())?;
-        let shown = readable(&stat, true);
+        let shown = readable(&stat, true) && stat.st_dev == at.device;
         if top && !shown {
             return Ok(());
         }
         std::fs::create_dir(target)?;
         if shown {
+            let inside = Place {
+                parent: &handle,
+                device: at.device,
+                depth: at.depth + 1,
+            };
             for inner in names(&handle)? {
-                copy_entry(&handle, &inner, &target.join(&inner), false, budget)?;
+                copy_entry(&inside, &inner, &target.join(&inner), budget)?;
             }
         }
         return std::fs::set_permissions(target, std::fs::Permissions::from_mode(0o755));
@@ -448,5 +548,24 @@ mod tests {
         )
         .unwrap();
         assert_ne!(fingerprint(&etc), before);
+    }
+
+    /// A copy is private to whoever runs bubblewrap, and never made or used where the sandbox
+    /// may write.
+    #[test]
+    fn a_copy_is_private_and_never_under_the_workspace() {
+        assert_eq!(etc_copy(Path::new("/")), None);
+        let workspace = tempfile::tempdir().unwrap();
+        let Some(copy) = etc_copy(workspace.path()) else {
+            // No place for a copy on this machine: entries are bound one by one.
+            return;
+        };
+        let metadata = std::fs::symlink_metadata(&copy).unwrap();
+        assert_eq!(metadata.mode() & 0o7777, finished_mode());
+        assert!(copy.join("passwd").exists() || !Path::new("/etc/passwd").exists());
+        assert!(!copy.join("shadow").exists());
+        assert_eq!(etc_copy(workspace.path()), Some(copy.clone()));
+        // The same copy is refused for a workspace that holds it.
+        assert_eq!(etc_copy(copy.parent().unwrap()), None);
     }
 }

@@ -278,7 +278,7 @@ fn system_view(a: &mut Arguments, settings: &SandboxSettings) {
         }
     }
     // One filtered copy bound whole; where none can be made, each entry on its own.
-    match crate::etc::etc_copy() {
+    match crate::etc::etc_copy(&settings.workspace) {
         Some(copy) => {
             a.args.push("--ro-bind".into());
             a.args.push(copy.display().to_string());
