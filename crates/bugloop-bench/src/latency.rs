@@ -7,12 +7,11 @@
 use std::time::Instant;
 
 use bugloop_git::{Git, Selection};
-use bugloop_report::review::ReviewedScope;
 use serde::Serialize;
 
 use super::recorder::{Latency, Recorder, RequestTiming};
 use super::setup_error;
-use super::tokens::{TokensSource, open_change, review};
+use super::tokens::{TokensSource, files_reviewed, open_change, review};
 use bugloop_app::AppError;
 
 /// A review of one change with a model that takes time to answer.
@@ -63,13 +62,7 @@ pub async fn latency(
         },
         latency,
         files,
-        files_reviewed: match &report.scope {
-            ReviewedScope::Incremental { files, .. } => files.len(),
-            ReviewedScope::Full { .. } => report
-                .change
-                .files
-                .saturating_sub(report.unreviewed.len() + report.ignored.len()),
-        },
+        files_reviewed: files_reviewed(&report),
         parts: report.usage.sessions,
         requests: timings.len(),
         round_trips: round_trips(&timings),

@@ -163,16 +163,22 @@ fn scenario(name: &str, report: &ReviewReport, requests: Vec<RequestTokens>) -> 
         cached_tokens: cached,
         billed_equivalent: (input - cached) + (cached as f64 * CACHED_PRICE).round() as u64,
         requests,
-        files_reviewed: match &report.scope {
-            ReviewedScope::Incremental { files, .. } => files.len(),
-            ReviewedScope::Full { .. } => report
-                .change
-                .files
-                .saturating_sub(report.unreviewed.len() + report.ignored.len()),
-        },
+        files_reviewed: files_reviewed(report),
         unreviewed: report.unreviewed.len(),
         findings: report.tracked.len(),
         errors: report.errors.clone(),
+    }
+}
+
+/// The files a review showed the model: those of the increment, or the change's but the ones
+/// not reviewed or ignored.
+pub(crate) fn files_reviewed(report: &ReviewReport) -> usize {
+    match &report.scope {
+        ReviewedScope::Incremental { files, .. } => files.len(),
+        ReviewedScope::Full { .. } => report
+            .change
+            .files
+            .saturating_sub(report.unreviewed.len() + report.ignored.len()),
     }
 }
 

@@ -2,7 +2,7 @@
 //! belong in BENCHMARKS.md).
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use bugloop_app::{ConfigChoice, Verdict};
@@ -11,7 +11,7 @@ use bugloop_bench::{
     ServedBench, TokensBench, TokensSource,
 };
 
-use crate::{BenchCommand, Format, configuration, runtime};
+use crate::{BenchChange, BenchCommand, BenchPace, Format, configuration, runtime};
 
 pub fn run(
     cwd: &Path,
@@ -69,23 +69,22 @@ pub fn run(
                 Format::Text => prove_text(out, &figures)?,
             }
         }
-        BenchCommand::Tokens {
-            example,
-            repo,
-            one_pass_per_turn,
-            format,
-        } => {
-            let source = match repo {
-                Some(repo) => TokensSource::Repository(repo),
-                None => TokensSource::Example(example),
-            };
-            let figures = runtime()?.block_on(bench::tokens(&source, one_pass_per_turn))?;
+        BenchCommand::Tokens { change, format } => {
+            let figures = runtime()?.block_on(bench::tokens(
+                &source(change.example, change.repo),
+                change.one_pass_per_turn,
+            ))?;
             match format {
                 Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&figures)?)?,
                 Format::Text => tokens_text(out, &figures)?,
             }
         }
-        BenchCommand::Latency { .. } => latency_command(out, command)?,
+        BenchCommand::Latency {
+            change,
+            pace,
+            serve,
+            format,
+        } => latency_command(out, change, &pace, serve, format)?,
         BenchCommand::Detect {
             corpus,
             model,
@@ -280,26 +279,28 @@ fn session_text(out: &mut impl Write, b: &bench::SessionBench) -> Result<()> {
     Ok(())
 }
 
+/// Where the benchmark's change comes from: the repository when one is given, else the example.
+fn source(example: PathBuf, repo: Option<PathBuf>) -> TokensSource {
+    match repo {
+        Some(repo) => TokensSource::Repository(repo),
+        None => TokensSource::Example(example),
+    }
+}
+
 /// `bench latency`: a review with the slow reviewer, or (`--serve`) the reviewer alone.
-fn latency_command(out: &mut impl Write, command: BenchCommand) -> Result<()> {
-    let BenchCommand::Latency {
-        example,
-        repo,
-        one_pass_per_turn,
-        request_ms,
-        input_ms_per_ktok,
-        output_ms_per_token,
-        serve,
-        format,
-    } = command
-    else {
-        return Ok(());
-    };
+fn latency_command(
+    out: &mut impl Write,
+    change: BenchChange,
+    pace: &BenchPace,
+    serve: bool,
+    format: Format,
+) -> Result<()> {
     let latency = Latency {
-        request_ms,
-        input_ms_per_ktok,
-        output_ms_per_token,
+        request_ms: pace.request_ms,
+        input_ms_per_ktok: pace.input_ms_per_ktok,
+        output_ms_per_token: pace.output_ms_per_token,
     };
+    let one_pass_per_turn = change.one_pass_per_turn;
     if serve {
         let announce = |url: &str| {
             // Standard error, so standard output stays the figures alone.
@@ -315,10 +316,7 @@ fn latency_command(out: &mut impl Write, command: BenchCommand) -> Result<()> {
         }
         return Ok(());
     }
-    let source = match repo {
-        Some(repo) => TokensSource::Repository(repo),
-        None => TokensSource::Example(example),
-    };
+    let source = source(change.example, change.repo);
     let figures = runtime()?.block_on(bench::latency(&source, one_pass_per_turn, latency))?;
     match format {
         Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&figures)?)?,

@@ -145,6 +145,37 @@ enum RunsCommand {
     },
 }
 
+/// The change the benchmark's reviewer reviews (`bench tokens`, `bench latency`), and how it
+/// answers.
+#[derive(Debug, clap::Args)]
+pub(crate) struct BenchChange {
+    /// An example under examples/, made into a repository.
+    #[arg(long, default_value = "examples/review-demo", conflicts_with = "repo")]
+    example: PathBuf,
+    /// A repository with the change's branch checked out (copied, not touched), such as the
+    /// one `scripts/bench-reference-change` makes.
+    #[arg(long)]
+    repo: Option<PathBuf>,
+    /// The benchmark's reviewer runs one pass per reply even when asked for all four at once
+    /// (as many models do), instead of all in one.
+    #[arg(long)]
+    one_pass_per_turn: bool,
+}
+
+/// How long the benchmark's reviewer takes to answer (`bench latency`).
+#[derive(Debug, clap::Args)]
+pub(crate) struct BenchPace {
+    /// Milliseconds every request takes.
+    #[arg(long, default_value_t = 3000)]
+    request_ms: u64,
+    /// Milliseconds more per thousand input tokens.
+    #[arg(long, default_value_t = 0.0)]
+    input_ms_per_ktok: f64,
+    /// Milliseconds more per output token (each answer says it generated 50).
+    #[arg(long, default_value_t = 0.0)]
+    output_ms_per_token: f64,
+}
+
 #[derive(Debug, Subcommand)]
 pub(crate) enum BenchCommand {
     /// The embedded model: load time, prompt and generation tokens per second, peak memory.
@@ -196,17 +227,8 @@ pub(crate) enum BenchCommand {
     /// local OpenAI-compatible server: the first review, then a re-review after a one-line push
     /// (run in bugloop's checkout).
     Tokens {
-        /// An example under examples/, made into a repository.
-        #[arg(long, default_value = "examples/review-demo", conflicts_with = "repo")]
-        example: PathBuf,
-        /// A repository with the change's branch checked out (copied, not touched), such as the
-        /// one `scripts/bench-reference-change` makes.
-        #[arg(long)]
-        repo: Option<PathBuf>,
-        /// The benchmark's reviewer runs one pass per reply even when asked for all four at
-        /// once (as many models do), instead of all in one.
-        #[arg(long)]
-        one_pass_per_turn: bool,
+        #[command(flatten)]
+        change: BenchChange,
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
@@ -215,24 +237,10 @@ pub(crate) enum BenchCommand {
     /// model's first finding and its sequential round trips are printed (run in bugloop's
     /// checkout). `--serve` only serves that reviewer, for another tool to be measured on it.
     Latency {
-        /// An example under examples/, made into a repository.
-        #[arg(long, default_value = "examples/review-demo", conflicts_with = "repo")]
-        example: PathBuf,
-        /// A repository with the change's branch checked out (copied, not touched).
-        #[arg(long)]
-        repo: Option<PathBuf>,
-        /// The benchmark's reviewer runs one pass per reply, instead of all in one.
-        #[arg(long)]
-        one_pass_per_turn: bool,
-        /// Milliseconds every request takes.
-        #[arg(long, default_value_t = 3000)]
-        request_ms: u64,
-        /// Milliseconds more per thousand input tokens.
-        #[arg(long, default_value_t = 0.0)]
-        input_ms_per_ktok: f64,
-        /// Milliseconds more per output token (each answer says it generated 50).
-        #[arg(long, default_value_t = 0.0)]
-        output_ms_per_token: f64,
+        #[command(flatten)]
+        change: BenchChange,
+        #[command(flatten)]
+        pace: BenchPace,
         /// Serve the reviewer until Ctrl-C instead of reviewing, and then print what the
         /// requests it served took.
         #[arg(long)]
