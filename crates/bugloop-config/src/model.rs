@@ -308,6 +308,9 @@ pub struct ReviewConfig {
     pub dedup_min_overlap: f64,
     /// Token budget for the change shown to the model in one call.
     pub max_tokens_per_call: u64,
+    /// Most tokens one model answer may take (a small local model's own cap is lower still:
+    /// bugloop sizes its answers to its context).
+    pub max_output_tokens_per_call: u32,
     /// Parts of a large change reviewed at once (each its own model session; they share the
     /// run's budget, and a part that exhausts it stops the parts not started). 1: one after
     /// another.
@@ -428,6 +431,7 @@ impl Default for ReviewConfig {
             dedup_line_window: 3,
             dedup_min_overlap: 0.5,
             max_tokens_per_call: 24_000,
+            max_output_tokens_per_call: 4_096,
             parallel_sessions: 4,
             enable_web: false,
             web: WebConfig::default(),

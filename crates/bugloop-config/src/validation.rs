@@ -270,7 +270,7 @@ fn dedup_overlap(review: &ReviewConfig) -> Result<(), ConfigError> {
 /// (same line only), `gate.max_fix_rounds` and `solve.max_review_iterations` (no rounds),
 /// `converge.parallel_from_loop` (from the first loop), `budgets.max_cost_usd` (unpriced models
 /// only).
-fn minimums(config: &Config) -> [(&'static str, u64, u64); 24] {
+fn minimums(config: &Config) -> [(&'static str, u64, u64); 25] {
     let sandbox = &config.sandbox;
     [
         (
@@ -328,6 +328,11 @@ fn minimums(config: &Config) -> [(&'static str, u64, u64); 24] {
             "review.max_tokens_per_call",
             config.review.max_tokens_per_call,
             1,
+        ),
+        (
+            "review.max_output_tokens_per_call",
+            u64::from(config.review.max_output_tokens_per_call),
+            16,
         ),
         (
             "review.parallel_sessions",

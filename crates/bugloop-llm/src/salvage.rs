@@ -23,27 +23,41 @@ pub fn salvage(
             b'{' => '}',
             _ => ']',
         }));
-        let Ok(mut value) = serde_json::from_str::<Value>(&candidate) else {
+        let Ok(value) = serde_json::from_str::<Value>(&candidate) else {
             continue;
         };
-        fill_required(&mut value, schema);
-        if validator.is_valid(&value) {
-            let kept = match &value {
-                Value::Object(fields) => fields
-                    .values()
-                    .filter_map(Value::as_array)
-                    .map(Vec::len)
-                    .sum(),
-                Value::Array(items) => items.len(),
-                _ => 0,
-            };
-            return Some((value, kept));
+        // The schema's required fields filled, or those of one of its alternatives.
+        let shapes = std::iter::once(schema).chain(alternatives(schema));
+        for shape in shapes {
+            let mut filled = value.clone();
+            fill_required(&mut filled, shape);
+            if validator.is_valid(&filled) {
+                let kept = match &filled {
+                    Value::Object(fields) => fields
+                        .values()
+                        .filter_map(Value::as_array)
+                        .map(Vec::len)
+                        .sum(),
+                    Value::Array(items) => items.len(),
+                    _ => 0,
+                };
+                return Some((filled, kept));
+            }
         }
     }
     None
 }
 
-/// Where a complete object or array ends (the byte after its closing bracket), with the
+/// The alternatives of a schema that is one of several shapes (`anyOf`, `oneOf`).
+fn alternatives(schema: &Value) -> impl Iterator<Item = &Value> {
+    ["anyOf", "oneOf"]
+        .into_iter()
+        .filter_map(|key| schema.get(key).and_then(Value::as_array))
+        .flatten()
+}
+
+/// Where a complete object or array ends (the byte after its closing bracket), and a nested
+/// list the cut came right after (closed, it is empty: no entry of it was lost), with the
 /// brackets still open there, outermost first.
 fn cut_points(text: &str) -> Vec<(usize, Vec<u8>)> {
     let mut points = Vec::new();
@@ -62,6 +76,11 @@ fn cut_points(text: &str) -> Vec<(usize, Vec<u8>)> {
         }
         match byte {
             b'"' => in_string = true,
+            // A list the cut came right after: it held nothing yet, and closed it is empty.
+            b'[' if !open.is_empty() && text[at + 1..].trim().is_empty() => {
+                open.push(byte);
+                points.push((at + 1, open.clone()));
+            }
             b'{' | b'[' => open.push(byte),
             b'}' | b']' => {
                 if open.pop().is_none() {
@@ -161,5 +180,38 @@ mod tests {
         let (value, count) = kept(cut).unwrap();
         assert_eq!(count, 1);
         assert_eq!(value["findings"][0]["file"], "a.py");
+    }
+
+    #[test]
+    fn a_list_cut_before_its_first_entry_is_closed_empty_in_the_shape_it_began() {
+        let schema = json!({"anyOf": [
+            {"type": "object", "properties": {
+                "answer": {"enum": ["no bug"]}, "findings": {"type": "array", "maxItems": 0}},
+             "required": ["answer", "findings"], "additionalProperties": false},
+            {"type": "object", "properties": {
+                "answer": {"enum": ["bug"]}, "findings": {"type": "array", "maxItems": 1,
+                    "items": {"type": "object", "required": ["file"]}}},
+             "required": ["answer", "findings"], "additionalProperties": false},
+        ]});
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        let (value, kept) = salvage(
+            "{\n\"answer\": \"no bug\",\n\"findings\": [\n",
+            &validator,
+            &schema,
+        )
+        .unwrap();
+        assert_eq!(value, json!({"answer": "no bug", "findings": []}));
+        assert_eq!(kept, 0);
+        // An entry begun and cut is lost: that is no answer.
+        assert_eq!(
+            salvage(
+                r#"{"answer": "bug", "findings": [{"file": "a"#,
+                &validator,
+                &schema
+            ),
+            None
+        );
+        // The answer itself cut: no shape fits what is left.
+        assert_eq!(salvage(r#"{"answer": "bu"#, &validator, &schema), None);
     }
 }

@@ -113,6 +113,9 @@ struct ScriptCapabilities {
     json_schema: bool,
     #[serde(default)]
     latency_ms: u64,
+    /// A small context (as the embedded model's), which the review plans around.
+    #[serde(default)]
+    context_tokens: Option<u32>,
 }
 
 fn yes() -> bool {
@@ -132,7 +135,9 @@ impl ScriptedProvider {
     /// with an optional `"when": "<text>"` that only a request whose system prompt contains the
     /// text takes (or `"when_task"`: whose first user message does), and a text answer with an
     /// optional `"finish": "length"` that says the output limit cut it off; an optional first line `{"capabilities": {"tools": false, "json_schema":
-    /// true, "latency_ms": 3000}}` (`latency_ms`: each answer comes that long after its request). For reproducible runs of the whole program without a model.
+    /// true, "latency_ms": 3000, "context_tokens": 4096}}` (`latency_ms`: each answer comes that long after its
+    /// request; `context_tokens`: a context as small as a local model's). For reproducible runs
+    /// of the whole program without a model.
     pub fn from_file(path: &std::path::Path) -> Result<Self, LlmError> {
         let error =
             |message: String| LlmError::Config(format!("script {}: {message}", path.display()));
@@ -164,6 +169,7 @@ impl ScriptedProvider {
                     provider.capabilities.tools = c.tools;
                     provider.capabilities.json_schema = c.json_schema;
                     provider.latency = std::time::Duration::from_millis(c.latency_ms);
+                    provider.capabilities.context_tokens = c.context_tokens;
                 }
                 ScriptLine {
                     capabilities: None,

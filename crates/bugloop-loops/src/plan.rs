@@ -2,7 +2,8 @@
 //! go in order of importance (source before configuration before documentation, larger changes
 //! first), delete-only hunks are summarized in one line, and lockfiles and generated files are
 //! summarized instead of shown. A file too big for one call is split at hunks, and a hunk too big
-//! for one call is cut; what could not be shown is listed, never dropped silently.
+//! for one call into pieces; what could not be shown (binary files) is listed, never dropped
+//! silently.
 
 use bugloop_diff::{ChangeKind, Diff, FileDiff, Hunk, LineKind};
 use bugloop_domain::paths::IgnoreMatcher;
@@ -16,6 +17,8 @@ pub fn estimate_tokens(text: &str) -> u64 {
 
 /// Lines longer than this (minified code, data) are cut in the prompt.
 pub const MAX_LINE_CHARS: usize = 400;
+/// What ends a line the prompt shows cut.
+pub const LINE_CUT: &str = " [... line cut]";
 
 /// One model call's share of the change.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -23,6 +26,9 @@ pub struct Batch {
     pub files: Vec<String>,
     pub text: String,
     pub tokens: u64,
+    /// The head lines the batch shows as added, by file (a small model's answer may only name
+    /// one of them).
+    pub added: Vec<(String, Vec<u32>)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
@@ -36,11 +42,26 @@ pub struct Plan {
     pub ignored: Vec<String>,
     /// Files in the change.
     pub files: usize,
+    /// Not shown to a small model, whose questions are about code: prose, encoded data (keys,
+    /// certificates), lockfiles and deleted files. The analyzers still read them.
+    pub left_to_analyzers: Vec<String>,
+}
+
+/// Who reads the planned calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reader {
+    /// A model that reviews every file: each is shown or summarized.
+    Reviewer,
+    /// A small model asked short questions about code: only source, tests and configuration
+    /// are shown, each call a short one.
+    SmallModel,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Importance {
     Summarize,
+    /// Keys, certificates, signatures: encoded data, nothing a reviewer reads line by line.
+    Data,
     Docs,
     Config,
     Tests,
@@ -80,6 +101,8 @@ fn importance(path: &str) -> Importance {
     let test = lower.contains("test") || lower.contains("spec") || lower.starts_with("e2e/");
     match extension.to_ascii_lowercase().as_str() {
         "md" | "rst" | "txt" | "adoc" | "org" => Importance::Docs,
+        "pem" | "key" | "crt" | "csr" | "cer" | "der" | "srl" | "p12" | "pfx" | "jks" | "gpg"
+        | "asc" | "sig" | "pub" => Importance::Data,
         "yml" | "yaml" | "toml" | "json" | "xml" | "ini" | "cfg" | "conf" | "lock" | "csv" => {
             Importance::Config
         }
@@ -120,7 +143,7 @@ pub(crate) fn clip(text: &str) -> String {
     while !text.is_char_boundary(end) {
         end -= 1;
     }
-    format!("{} [... line cut]", &text[..end])
+    format!("{}{LINE_CUT}", &text[..end])
 }
 
 /// A hunk's header: its section (the enclosing function, as git finds it). The ranges are left
@@ -141,6 +164,20 @@ fn render_line(line: &bugloop_diff::DiffLine) -> String {
         LineKind::Context => format!("{} {}\n", line.new_line.unwrap_or(0), clip(&line.text)),
         LineKind::Removed => format!("-{}\n", clip(&line.text)),
     }
+}
+
+/// The head line numbers of the added lines in one file's rendered section ([`render_line`]'s
+/// `<line>+<text>`; a collapsed run of data, `<first>-<last>+`, is not a line one can point at).
+fn added_lines(section: &str) -> Vec<u32> {
+    section
+        .lines()
+        .filter_map(|line| {
+            let digits = line.bytes().take_while(u8::is_ascii_digit).count();
+            (digits > 0 && line.as_bytes().get(digits) == Some(&b'+'))
+                .then(|| line[..digits].parse().ok())
+                .flatten()
+        })
+        .collect()
 }
 
 /// Runs of this many encoded-data lines or more are shown as one line.
@@ -231,7 +268,7 @@ fn render_hunk(hunk: &Hunk) -> String {
 }
 
 /// Plans the calls for `diff` with at most `budget` tokens of change per call.
-pub fn plan(diff: &Diff, ignore: &IgnoreMatcher, budget: u64) -> Plan {
+pub fn plan(diff: &Diff, ignore: &IgnoreMatcher, budget: u64, reader: Reader) -> Plan {
     let budget = budget.max(100);
     let mut out = Plan {
         files: diff.files.len(),
@@ -240,6 +277,15 @@ pub fn plan(diff: &Diff, ignore: &IgnoreMatcher, budget: u64) -> Plan {
     let files = ranked_files(diff, ignore, &mut out.ignored);
     let mut packer = Packer::new(budget);
     for (file, importance, _) in files {
+        let code = matches!(
+            importance,
+            Importance::Source | Importance::Tests | Importance::Config
+        );
+        let no_lines = file.change == ChangeKind::Deleted || file.hunks.is_empty();
+        if reader == Reader::SmallModel && !file.binary && (!code || no_lines) {
+            out.left_to_analyzers.push(file.path().to_owned());
+            continue;
+        }
         pack_file(&mut packer, &mut out, file, importance, budget);
     }
     out.batches = packer.finish();
@@ -319,11 +365,11 @@ fn pack_file(
         packer.add(&path, &format!("{head}{whole}"));
         return;
     }
-    pack_in_parts(packer, out, file, &head, budget);
+    pack_in_parts(packer, file, &head, budget);
 }
 
 /// A file too big for one call: hunk by hunk, each part with the file's header.
-fn pack_in_parts(packer: &mut Packer, out: &mut Plan, file: &FileDiff, head: &str, budget: u64) {
+fn pack_in_parts(packer: &mut Packer, file: &FileDiff, head: &str, budget: u64) {
     let path = file.path().to_owned();
     let mut part = String::new();
     for hunk in &file.hunks {
@@ -337,37 +383,42 @@ fn pack_in_parts(packer: &mut Packer, out: &mut Plan, file: &FileDiff, head: &st
             part.push_str(&rendered);
             continue;
         }
-        let shown = cut_hunk(out, &path, head, hunk, budget);
-        packer.add_alone(&path, &format!("{head}{shown}"));
+        for piece in hunk_pieces(head, hunk, budget) {
+            packer.add_alone(&path, &format!("{head}{piece}"));
+        }
     }
     if !part.is_empty() {
         packer.add_alone(&path, &format!("{head}{part}"));
     }
 }
 
-/// One hunk over the budget: shows what fits, and lists the rest as not shown.
-fn cut_hunk(out: &mut Plan, path: &str, head: &str, hunk: &Hunk, budget: u64) -> String {
-    let mut shown = hunk_header(hunk);
-    let mut cut_at = None;
+/// One hunk over the budget, in pieces that each fit a call: every line is shown (a piece says
+/// it continues the hunk), so no budget leaves a line unreviewed. A piece holds at least one
+/// line, which [`clip`] keeps short.
+fn hunk_pieces(head: &str, hunk: &Hunk, budget: u64) -> Vec<String> {
+    let mut pieces = Vec::new();
+    let mut piece = hunk_header(hunk);
+    let mut lines = 0;
     for line in &hunk.lines {
         let next = render_line(line);
-        if estimate_tokens(head) + estimate_tokens(&shown) + estimate_tokens(&next) > budget {
-            cut_at = Some(line.new_line.or(line.old_line).unwrap_or(hunk.new_start));
-            break;
+        if lines > 0
+            && estimate_tokens(head) + estimate_tokens(&piece) + estimate_tokens(&next) > budget
+        {
+            pieces.push(std::mem::take(&mut piece));
+            piece = if hunk.section.is_empty() {
+                "@@ (continued)\n".to_owned()
+            } else {
+                format!("@@ {} (continued)\n", hunk.section)
+            };
+            lines = 0;
         }
-        shown.push_str(&next);
+        piece.push_str(&next);
+        lines += 1;
     }
-    if let Some(line) = cut_at {
-        let end = hunk.new_start + hunk.new_len.saturating_sub(1);
-        shown.push_str("[... the rest of this hunk is over the per-call budget]\n");
-        out.unreviewed.push(Unreviewed {
-            path: path.to_owned(),
-            reason: format!(
-                "lines {line}-{end} not shown: one hunk is larger than the per-call budget of {budget} tokens"
-            ),
-        });
+    if lines > 0 {
+        pieces.push(piece);
     }
-    shown
+    pieces
 }
 
 /// First-fit packing of file sections into batches.
@@ -386,6 +437,7 @@ impl Packer {
                 files: Vec::new(),
                 text: String::new(),
                 tokens: 0,
+                added: Vec::new(),
             },
         }
     }
@@ -412,6 +464,13 @@ impl Packer {
         if !self.current.files.iter().any(|f| f == path) {
             self.current.files.push(path.to_owned());
         }
+        let added = added_lines(section);
+        if !added.is_empty() {
+            match self.current.added.iter_mut().find(|(file, _)| file == path) {
+                Some((_, lines)) => lines.extend(added),
+                None => self.current.added.push((path.to_owned(), added)),
+            }
+        }
         self.current.text.push_str(section);
         self.current.text.push('\n');
         self.current.tokens += tokens;
@@ -427,6 +486,7 @@ impl Packer {
                 files: Vec::new(),
                 text: String::new(),
                 tokens: 0,
+                added: Vec::new(),
             },
         );
         self.batches.push(done);

@@ -17,6 +17,8 @@ pub const WORKFLOW_RESOLVE: &str = include_str!("../prompts/review-workflow-reso
 pub const PASS_2_RESOLVE: &str = include_str!("../prompts/review-pass-2-resolve.md");
 pub const WORKFLOW_STRUCTURED: &str = include_str!("../prompts/review-workflow-structured.md");
 pub const CHANGE: &str = include_str!("../prompts/review-change.md");
+/// The system prompt of a small model's short questions about a few hunks.
+pub const SMALL_QUESTION: &str = include_str!("../prompts/review-small.md");
 /// Says that the four passes of a small change are given at once.
 pub const PASSES_TOGETHER: &str = include_str!("../prompts/review-passes-together.md");
 /// What a model that stopped after a pass is told: the next pass's number, whose instructions

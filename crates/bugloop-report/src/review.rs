@@ -72,6 +72,24 @@ pub struct ReviewReport {
     /// The static analyzers this review ran (`review.analyzers`), or why each did not run, and
     /// how their hits on the change were weighed.
     pub analysis: AnalysisInfo,
+    /// What the model was asked about the change.
+    pub asked: ModelAsked,
+}
+
+/// What the model was asked: the review of every file, or a small model's short questions.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, JsonSchema)]
+pub struct ModelAsked {
+    /// `review`: every file shown, in sessions of the review's passes (or one structured answer
+    /// each); `questions`: a small model asked short questions about the change's code, each
+    /// answered with at most one finding on a line it was shown as added.
+    pub kind: String,
+    /// Sessions or questions planned.
+    pub calls: usize,
+    /// Files the model was shown.
+    pub files_shown: usize,
+    /// Files not shown to a small model (prose, keys and certificates, deleted files): the
+    /// analyzers read them.
+    pub left_to_analyzers: Vec<String>,
 }
 
 /// What the static analyzers did (docs/analyzers.md).

@@ -74,6 +74,23 @@ fn review_header(out: &mut String, report: &ReviewReport, style: Style) {
             style.dim(&format!("reviewed {}", report.scope.describe()))
         );
     }
+    let asked = &report.asked;
+    if asked.kind == "questions" {
+        let left = match asked.left_to_analyzers.len() {
+            0 => String::new(),
+            n => format!(
+                "; {n} other file(s) (prose, keys, certificates, deletions) were read by the analyzers only"
+            ),
+        };
+        let _ = writeln!(
+            out,
+            "{}",
+            style.dim(&format!(
+                "the model was asked {} short question(s) about the code of {} file(s), at most one finding each{left}",
+                asked.calls, asked.files_shown
+            ))
+        );
+    }
 }
 
 /// The findings, grouped by file (in file order; findings on no file under one heading of

@@ -14,10 +14,10 @@ use bugloop_report::build::{BuildResult, BuildStatus, Landing, VerifyRun};
 use bugloop_report::converge::{ConvergeReport, Exit, LoopKind, LoopLine, Quarantined};
 use bugloop_report::dispute::{Decision, DisputeOutcome, DisputeSummary};
 use bugloop_report::review::{
-    AnalysisInfo, ChangeInfo, CommentAction, DroppedFinding, OverflowInfo, PassSummary, Placement,
-    PublishedFinding, REPORT_VERSION, RecheckOutcome, RecheckedFinding, RefusedFile, ReportStage,
-    ResolvedFinding, ReviewReport, ReviewedScope, SensitivityInfo, StageChange, StageCount,
-    TrackedFinding, Unreviewed, UsageInfo,
+    AnalysisInfo, ChangeInfo, CommentAction, DroppedFinding, ModelAsked, OverflowInfo, PassSummary,
+    Placement, PublishedFinding, REPORT_VERSION, RecheckOutcome, RecheckedFinding, RefusedFile,
+    ReportStage, ResolvedFinding, ReviewReport, ReviewedScope, SensitivityInfo, StageChange,
+    StageCount, TrackedFinding, Unreviewed, UsageInfo,
 };
 use bugloop_report::style::Style;
 use bugloop_report::{json, markdown, sarif, summary, text};
@@ -234,6 +234,7 @@ fn review_report() -> ReviewReport {
         },
         proofs: Vec::new(),
         analysis: AnalysisInfo::default(),
+        asked: ModelAsked::default(),
     }
 }
 

@@ -30,7 +30,7 @@ fn files_go_by_importance_and_every_one_is_placed() {
     .concat();
     let diff = bugloop_diff::parse(text);
     let ignore = IgnoreMatcher::new(&["vendor/**"]).unwrap();
-    let plan = plan(&diff, &ignore, 100_000);
+    let plan = plan(&diff, &ignore, 100_000, Reader::Reviewer);
     assert_eq!(plan.batches.len(), 1);
     let order: Vec<_> = plan.batches[0].files.iter().map(String::as_str).collect();
     assert_eq!(
@@ -58,7 +58,7 @@ fn files_go_by_importance_and_every_one_is_placed() {
 }
 
 #[test]
-fn small_budgets_split_files_hunks_and_list_what_did_not_fit() {
+fn small_budgets_split_files_and_hunks_and_show_every_line() {
     let mut text = String::new();
     for i in 0..6 {
         text.push_str(&file_diff(&format!("src/f{i}.rs"), 20));
@@ -66,7 +66,7 @@ fn small_budgets_split_files_hunks_and_list_what_did_not_fit() {
     // One file with a hunk far over the budget.
     text.push_str(&file_diff("src/huge.rs", 400));
     let diff = bugloop_diff::parse(text);
-    let plan = plan(&diff, &IgnoreMatcher::empty(), 300);
+    let plan = plan(&diff, &IgnoreMatcher::empty(), 300, Reader::Reviewer);
     assert!(plan.batches.len() > 3, "{}", plan.batches.len());
     for batch in &plan.batches {
         assert!(batch.tokens <= 300 + 20, "{} tokens", batch.tokens);
@@ -79,19 +79,31 @@ fn small_budgets_split_files_hunks_and_list_what_did_not_fit() {
     seen.sort_unstable();
     seen.dedup();
     assert_eq!(seen.len(), 7, "every file is in some call");
-    assert_eq!(plan.unreviewed.len(), 1);
-    assert!(
-        plan.unreviewed[0].reason.starts_with("lines "),
-        "{:?}",
-        plan.unreviewed
+    assert_eq!(
+        plan.unreviewed,
+        Vec::new(),
+        "no line is left out for the budget"
     );
+    let huge: String = plan
+        .batches
+        .iter()
+        .filter(|b| b.files == ["src/huge.rs"])
+        .map(|b| b.text.as_str())
+        .collect();
+    for i in 0..400 {
+        assert!(
+            huge.contains(&format!("\n{}+line {i} of src/huge.rs\n", i + 2)),
+            "line {i} of the huge hunk is shown"
+        );
+    }
+    assert!(huge.contains("@@ (continued)\n"), "{huge}");
 }
 
 #[test]
 fn delete_only_hunks_are_one_line_and_lines_carry_head_numbers() {
     let text = "diff --git a/a.rs b/a.rs\n--- a/a.rs\n+++ b/a.rs\n@@ -1,2 +0,0 @@\n-gone one\n-gone two\n@@ -10,1 +8,2 @@ fn f\n ctx\n+new\n";
     let diff = bugloop_diff::parse(text);
-    let plan = plan(&diff, &IgnoreMatcher::empty(), 10_000);
+    let plan = plan(&diff, &IgnoreMatcher::empty(), 10_000, Reader::Reviewer);
     insta::assert_snapshot!(plan.batches[0].text, @r"
     ## a.rs (modified, +1 -2)
     @@ removes 2 line(s) after head line 0, starting with `gone one`
@@ -112,7 +124,7 @@ fn encoded_data_is_one_line() {
         "diff --git a/k.pem b/k.pem\nnew file mode 100644\n--- /dev/null\n+++ b/k.pem\n@@ -0,0 +1,8 @@\n+-----BEGIN RSA PRIVATE KEY-----\n{body}+-----END RSA PRIVATE KEY-----\n"
     );
     let diff = bugloop_diff::parse(text.as_bytes());
-    let plan = plan(&diff, &IgnoreMatcher::empty(), 10_000);
+    let plan = plan(&diff, &IgnoreMatcher::empty(), 10_000, Reader::Reviewer);
     insta::assert_snapshot!(plan.batches[0].text, @r"
     ## k.pem (added, +8 -0)
     @@
@@ -130,4 +142,39 @@ fn encoded_data_is_one_line() {
     assert!(is_data_line(
         "0123456789abcdef0123456789abcdef0123456789abcdef"
     ));
+}
+
+#[test]
+fn a_small_model_is_shown_code_only_and_the_rest_is_left_to_the_analyzers() {
+    let mut text = String::new();
+    for path in [
+        "src/app.py",
+        "README.md",
+        "tests/certs/server.key",
+        "Makefile",
+        "tests/test_app.py",
+    ] {
+        text.push_str(&file_diff(path, 3));
+    }
+    let diff = bugloop_diff::parse(text);
+    let plan = plan(&diff, &IgnoreMatcher::empty(), 10_000, Reader::SmallModel);
+    let shown: Vec<&str> = plan
+        .batches
+        .iter()
+        .flat_map(|b| b.files.iter().map(String::as_str))
+        .collect();
+    assert_eq!(shown, ["src/app.py", "tests/test_app.py", "Makefile"]);
+    assert_eq!(
+        plan.left_to_analyzers,
+        ["README.md", "tests/certs/server.key"]
+    );
+    assert!(plan.unreviewed.is_empty());
+    // A reviewer is shown every file.
+    let all = plan_all(&diff);
+    assert_eq!(all.batches[0].files.len(), 5);
+    assert!(all.left_to_analyzers.is_empty());
+}
+
+fn plan_all(diff: &Diff) -> Plan {
+    plan(diff, &IgnoreMatcher::empty(), 10_000, Reader::Reviewer)
 }

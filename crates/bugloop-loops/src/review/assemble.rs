@@ -7,7 +7,7 @@ use bugloop_domain::thread::{Comment, ReviewState, reconstruct};
 use bugloop_forge::{ForgeError, Upsert};
 use bugloop_report::dispute::DisputeSummary;
 use bugloop_report::review::{
-    ChangeInfo, REPORT_VERSION, ReviewReport, ReviewedScope, SensitivityInfo, UsageInfo,
+    ChangeInfo, ModelAsked, REPORT_VERSION, ReviewReport, ReviewedScope, SensitivityInfo, UsageInfo,
 };
 use bugloop_report::summary::{SUMMARY_TAG, comment_body as summary_body};
 
@@ -56,6 +56,7 @@ pub(super) async fn report(
         tracked_of(&reconstruct(&after, &env.settings.markers))
     };
     let spent = env.meter.summary();
+    let asked = asked(&brief);
     let mut report = ReviewReport {
         version: REPORT_VERSION,
         change: change_info(request),
@@ -89,6 +90,7 @@ pub(super) async fn report(
         errors: filtered.errors,
         proofs: filtered.proofs,
         analysis,
+        asked,
         sensitive_data: SensitivityInfo {
             sensitive: brief.sensitivity.sensitive,
             reason: brief.sensitivity.reason,
@@ -213,4 +215,28 @@ async fn settled_without_duplicates(
         comments = forge.comments(change).await?;
     }
     remove_duplicates_in(forge, change, markers, &comments).await
+}
+
+/// What the model was asked: the planned sessions or a small model's questions, and the files
+/// it was shown.
+fn asked(brief: &Brief) -> ModelAsked {
+    let mut shown: Vec<&str> = brief
+        .plan
+        .batches
+        .iter()
+        .flat_map(|b| b.files.iter().map(String::as_str))
+        .collect();
+    shown.sort_unstable();
+    shown.dedup();
+    ModelAsked {
+        kind: if brief.questions {
+            "questions"
+        } else {
+            "review"
+        }
+        .to_owned(),
+        calls: brief.plan.batches.len(),
+        files_shown: shown.len(),
+        left_to_analyzers: brief.plan.left_to_analyzers.clone(),
+    }
 }

@@ -15,21 +15,27 @@ use super::{ReviewError, ReviewRequest, web};
 use crate::ProgressEvent;
 use crate::context::{ContextReader, RuleFile, SensitivityVerdict, read_rules, sensitivity};
 use crate::env::LoopEnv;
-use crate::plan::{Batch, Plan, estimate_tokens, plan};
+use crate::plan::{Batch, Plan, Reader, estimate_tokens, plan};
 use crate::prompt;
 
 /// Below this many tokens of context a model gets the compact prompt.
 const SMALL_CONTEXT: u32 = 16_000;
 /// Output tokens per call in a tools session.
 const TOOLS_MAX_OUTPUT: u32 = 4_096;
+/// Diff tokens in one of a small model's questions: a few hunks, so its short context holds the
+/// question whole and its answer comes quickly.
+const SMALL_QUESTION_TOKENS: u64 = 600;
+/// Output tokens of a small model's answer: at most one finding, its strings bounded.
+const SMALL_ANSWER_TOKENS: u32 = 192;
 
 /// Everything the sessions are given.
 pub(super) struct Brief {
     pub system: String,
     /// The model calls tools (four passes); otherwise it gives one structured answer.
     pub tools_mode: bool,
-    /// A small model: the compact prompt and bounded answers.
-    pub compact: bool,
+    /// A small model answering without tools: short questions about code, each answered with
+    /// at most one finding (`crate::plan::Reader::SmallModel`).
+    pub questions: bool,
     pub output_tokens: u32,
     pub web: Option<Arc<web::WebAccess>>,
     /// The filter pipeline's settings, the comment limit already reduced by the open findings.
@@ -61,7 +67,12 @@ pub(super) fn prepare(
     let compact = capabilities
         .context_tokens
         .is_some_and(|context| context < SMALL_CONTEXT);
-    let system = system_prompt(request, &told, &open, tools_mode, compact);
+    let questions = compact && !tools_mode;
+    let system = if questions {
+        small_system_prompt(request, &told)
+    } else {
+        system_prompt(request, &told, &open, tools_mode, compact)
+    };
     // Web access needs tools; a model answering in one structured reply cannot use it.
     let web = if tools_mode {
         web::WebAccess::new(&config.review)?
@@ -72,18 +83,23 @@ pub(super) fn prepare(
         Some(web) => format!("{system}\n\n{}", web_prompt(web)),
         None => system,
     };
-    let output_tokens = output_tokens(capabilities);
+    let output_tokens = output_tokens(capabilities, config.review.max_output_tokens_per_call);
     let budget = call_budget(
         capabilities,
         &system,
         output_tokens,
         config.review.max_tokens_per_call,
     );
-    let plan = plan_calls(env, shown, &told.settings, budget);
+    let (budget, reader) = if questions {
+        (budget.min(SMALL_QUESTION_TOKENS), Reader::SmallModel)
+    } else {
+        (budget, Reader::Reviewer)
+    };
+    let plan = plan_calls(env, shown, &told.settings, budget, reader);
     Ok(Brief {
         system,
         tools_mode,
-        compact,
+        questions,
         output_tokens,
         web,
         filter: told.settings,
@@ -185,6 +201,24 @@ fn system_prompt(
     system
 }
 
+/// The system prompt of a small model's questions: what a bug is and how to answer, and the
+/// start of the repository's rules (a small context cannot take them whole).
+fn small_system_prompt(request: &ReviewRequest, told: &ContextTold) -> String {
+    let rules = if told.rules.is_empty() {
+        String::new()
+    } else {
+        let (text, _) = crate::context::cut(&prompt::rules_block(&told.rules), 800);
+        format!("\n## Repository rules\n\n{text}")
+    };
+    let mut system = prompt::fill(prompt::SMALL_QUESTION, &[("rules", &rules)]);
+    if let Some(focus) = &request.focus {
+        system.push_str("\n\n");
+        system.push_str(focus.trim());
+        system.push('\n');
+    }
+    system
+}
+
 /// The prompt's part on web access: which hosts the model may fetch and whether it can search.
 fn web_prompt(web: &web::WebAccess) -> String {
     prompt::fill(
@@ -211,13 +245,14 @@ fn web_prompt(web: &web::WebAccess) -> String {
     )
 }
 
-/// Output tokens per call: bounded for a small model answering in one structured reply.
-fn output_tokens(capabilities: Capabilities) -> u32 {
-    match capabilities.context_tokens {
-        // Two findings' worth: small models are slow under a grammar and rarely find more.
-        Some(context) if !capabilities.tools => (context / 5).clamp(256, 768),
+/// Output tokens per call: one finding's worth for a small model's question, and never more
+/// than configured.
+fn output_tokens(capabilities: Capabilities, configured: u32) -> u32 {
+    let sized = match capabilities.context_tokens {
+        Some(context) if context < SMALL_CONTEXT && !capabilities.tools => SMALL_ANSWER_TOKENS,
         _ => TOOLS_MAX_OUTPUT,
-    }
+    };
+    sized.min(configured)
 }
 
 /// Input tokens one call may take: what the model's context leaves after the system prompt, the
@@ -241,8 +276,14 @@ fn call_budget(
 }
 
 /// Plans the model calls within the budget and tells the progress display about them.
-fn plan_calls(env: &LoopEnv<'_>, shown: &Shown, settings: &FilterSettings, budget: u64) -> Plan {
-    let mut plan = plan(&shown.diff, &settings.ignore, budget);
+fn plan_calls(
+    env: &LoopEnv<'_>,
+    shown: &Shown,
+    settings: &FilterSettings,
+    budget: u64,
+    reader: Reader,
+) -> Plan {
+    let mut plan = plan(&shown.diff, &settings.ignore, budget, reader);
     if plan.batches.is_empty() && !shown.touched.is_empty() {
         // Nothing new to show (the changes since only put lines back as the base had them, or
         // removed them), but findings' code changed: they are asked about all the same.
@@ -251,6 +292,7 @@ fn plan_calls(env: &LoopEnv<'_>, shown: &Shown, settings: &FilterSettings, budge
             files: Vec::new(),
             tokens: estimate_tokens(&text),
             text,
+            added: Vec::new(),
         });
     }
     env.progress.event(ProgressEvent::Planned {

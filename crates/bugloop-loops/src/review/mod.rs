@@ -28,6 +28,7 @@ mod prove;
 
 pub(crate) use self::prove::{ProofContext, prove_findings};
 mod publishing;
+mod questions;
 mod recheck;
 mod sessions;
 pub mod tools;

@@ -226,19 +226,29 @@ async fn run_session(
         ToolContext::new(workspace, sandbox),
         &env.runs_dir,
     );
-    let scope = part_scope(brief, (call, total));
-    let change = prompt::change(&request.description, &scope, &batch.text);
     let shared = Arc::new(Mutex::new(Collected::default()));
-    let task = if brief.tools_mode {
-        tools_task(env, brief, &change, (call, total), open_ids, &shared)
+    let task = if brief.questions {
+        super::questions::task(brief, request, batch, open_ids)
     } else {
-        structured_task(brief, change, open_ids)
+        let scope = part_scope(brief, (call, total));
+        let change = prompt::change(&request.description, &scope, &batch.text);
+        if brief.tools_mode {
+            tools_task(env, brief, &change, (call, total), open_ids, &shared)
+        } else {
+            structured_task(brief, change)
+        }
     };
     let run = agent.run(task).await;
     if let Ok(mut shared) = shared.lock() {
         session.collected = std::mem::take(&mut *shared);
     }
-    read_outcome(run.outcome, &run.transcript, open_ids, &mut session);
+    let outcome = match run.outcome {
+        Ok(Outcome::Structured(value)) if brief.questions => {
+            Ok(Outcome::Structured(super::questions::read(value, batch)))
+        }
+        other => other,
+    };
+    read_outcome(outcome, &run.transcript, open_ids, &mut session);
     if let Some(note) = run.salvaged {
         // Said where the passes are: what the answer holds is all the model said in time.
         session.collected.passes.push(tools::PassResults {
@@ -335,10 +345,8 @@ fn tools_task(
     }
 }
 
-/// The task of a session without tools: one answer in the review's JSON shape, bounded for a
-/// small model.
-fn structured_task(brief: &Brief, change: String, open_ids: &[String]) -> Task {
-    let output_tokens = brief.output_tokens;
+/// The task of a session without tools: one answer in the review's JSON shape.
+fn structured_task(brief: &Brief, change: String) -> Task {
     Task {
         name: "review".to_owned(),
         system: brief.system.clone(),
@@ -350,13 +358,10 @@ fn structured_task(brief: &Brief, change: String, open_ids: &[String]) -> Task {
         stages: Stages::OneByOne,
         answer_schema: Some(JsonSchemaFormat {
             name: "review".to_owned(),
-            schema: structured_schema(brief.compact.then_some(tools::AnswerBounds {
-                max_findings: usize::try_from(output_tokens / 350).unwrap_or(1).max(1),
-                max_resolved: open_ids.len(),
-            })),
+            schema: structured_schema(),
         }),
         max_turns: 1,
-        max_tokens: Some(output_tokens),
+        max_tokens: Some(brief.output_tokens),
     }
 }
 

@@ -359,58 +359,41 @@ pub struct StructuredAnswer {
     pub summary: String,
 }
 
-/// Size limits of a tool-less answer for a small model.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct AnswerBounds {
-    pub max_findings: usize,
-    /// The number of open previous findings (nothing else can be resolved).
-    pub max_resolved: usize,
-}
-
 /// The schema of the tool-less answer. Scores and lines are checked per finding afterwards (so
-/// one bad entry does not cost the whole answer). With `bounds`, lists and strings have maximum
-/// sizes that fit a small model's output budget under a grammar (about 300 tokens a finding);
-/// hosted models get no such limits, which would only make good long answers fail validation.
-pub fn structured_schema(bounds: Option<AnswerBounds>) -> serde_json::Value {
+/// one bad entry does not cost the whole answer).
+pub fn structured_schema() -> serde_json::Value {
     let categories: Vec<&str> = Category::ALL.iter().map(|c| c.as_str()).collect();
-    let text = |max: usize| match bounds {
-        Some(_) => serde_json::json!({"type": "string", "maxLength": max}),
-        None => serde_json::json!({"type": "string"}),
-    };
-    let mut findings = serde_json::json!({
+    let text = || serde_json::json!({"type": "string"});
+    let findings = serde_json::json!({
         "type": "array",
         "items": {
             "type": "object",
             "properties": {
-                "file": text(100),
+                "file": text(),
                 "line": {"type": "integer"},
-                "evidence": text(120),
-                "title": text(80),
-                "description": text(240),
+                "evidence": text(),
+                "title": text(),
+                "description": text(),
                 "score": {"type": "integer"},
                 "category": {"type": "string", "enum": categories},
-                "suggestion": text(160)
+                "suggestion": text()
             },
             "required": ["file", "line", "evidence", "title", "description", "score", "category"],
             "additionalProperties": false
         }
     });
-    let mut resolved = serde_json::json!({
+    let resolved = serde_json::json!({
         "type": "array",
         "items": {
             "type": "object",
-            "properties": {"id": text(80), "reason": text(160)},
+            "properties": {"id": text(), "reason": text()},
             "required": ["id", "reason"],
             "additionalProperties": false
         }
     });
-    if let Some(bounds) = bounds {
-        findings["maxItems"] = serde_json::json!(bounds.max_findings);
-        resolved["maxItems"] = serde_json::json!(bounds.max_resolved);
-    }
     serde_json::json!({
         "type": "object",
-        "properties": {"findings": findings, "resolved": resolved, "summary": text(160)},
+        "properties": {"findings": findings, "resolved": resolved, "summary": text()},
         "required": ["findings", "resolved", "summary"],
         "additionalProperties": false
     })

@@ -1,0 +1,162 @@
+//! A small model (the embedded one, or a script with its small context) through the binary: it
+//! is asked short questions about the change's code, each answered with at most one finding on a
+//! line it was shown, and an answer its output budget cuts off still makes a well-formed review.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::{Value, json};
+
+use super::{bugloop, repo, stderr, stdout, validate};
+
+fn small_script(dir: &Path, answers: &[Value]) -> String {
+    let mut lines = vec![
+        json!({"capabilities": {"tools": false, "json_schema": true, "context_tokens": 4096}}),
+    ];
+    lines.extend(answers.iter().map(|a| json!({"text": a.to_string()})));
+    let path = dir.join("small.jsonl");
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&path, text).unwrap();
+    format!("script:{}", path.display())
+}
+
+#[test]
+fn a_small_model_is_asked_short_questions_about_code_only() {
+    let dir = repo();
+    dir.write("README.md", "# A library\n\nIt averages.\n");
+    dir.write(
+        "certs/ca.crt",
+        "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",
+    );
+    dir.commit("docs and a key");
+    let scripts = tempfile::tempdir().unwrap();
+    let bug = json!({"answer": "bug", "findings": [{"file": "lib.rs", "line": 6,
+        "title": "Index one past the end", "description": "`v[v.len()]` always panics.",
+        "score": 8, "category": "logic"}]});
+    let model = small_script(scripts.path(), &[bug]);
+    let output = bugloop(
+        dir.path(),
+        &["review", "--model", &model, "--format", "json"],
+    );
+    let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{report:#}\n{}",
+        stderr(&output)
+    );
+    assert_eq!(report["asked"]["kind"], "questions", "{report:#}");
+    assert_eq!(report["asked"]["calls"], 1);
+    assert_eq!(report["asked"]["files_shown"], 1);
+    assert_eq!(
+        report["asked"]["left_to_analyzers"],
+        json!(["README.md", "certs/ca.crt"])
+    );
+    assert_eq!(report["unreviewed"], json!([]));
+    let findings = report["findings"].as_array().unwrap();
+    assert_eq!(findings.len(), 1, "{report:#}");
+    assert_eq!(findings[0]["file"], "lib.rs");
+    assert_eq!(findings[0]["line"], 6);
+    // The terminal report says what the model was asked.
+    let dir = repo();
+    let model = small_script(
+        scripts.path(),
+        &[json!({"answer": "no bug", "findings": []})],
+    );
+    let output = bugloop(dir.path(), &["review", "--model", &model]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(
+        stdout(&output)
+            .contains("the model was asked 1 short question(s) about the code of 1 file(s)"),
+        "{}",
+        stdout(&output)
+    );
+}
+
+fn demo(root: &Path, into: &Path) -> std::path::PathBuf {
+    let repo = into.join("demo");
+    let made = Command::new(root.join("scripts/example-repo"))
+        .arg(root.join("examples/review-demo"))
+        .arg(&repo)
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{}", stderr(&made));
+    repo
+}
+
+fn root() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The README's main job: the example repository reviewed with the real embedded model
+/// (`scripts/test` installs it). Whatever the tiny model finds, the run completes and the report
+/// is well-formed.
+#[test]
+fn the_example_reviewed_by_the_embedded_model() {
+    let root = root();
+    let dir = tempfile::tempdir().unwrap();
+    let repo = demo(&root, dir.path());
+    let output = bugloop(&repo, &["review", "--format", "json"]);
+    let report: Value = serde_json::from_str(&stdout(&output))
+        .unwrap_or_else(|e| panic!("{e}: {}{}", stdout(&output), stderr(&output)));
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{report:#}\n{}",
+        stderr(&output)
+    );
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(root.join("docs/review-report.schema.json")).unwrap(),
+    )
+    .unwrap();
+    validate(&schema, &report);
+    assert_eq!(report["model"], "local:smollm2");
+    assert_eq!(report["complete"], true);
+    assert!(report["usage"]["output_tokens"].as_u64().unwrap() > 0);
+    // Every finding that survived is grounded in the example's code.
+    for finding in report["findings"].as_array().unwrap() {
+        assert_eq!(finding["file"], "inventory.py", "{finding:#}");
+    }
+}
+
+/// The embedded model with an output budget too small for its answer (16 tokens, the least
+/// one may configure): the answer is cut, what it held whole is kept and said, and the review
+/// is complete and well-formed; never a parse error.
+#[test]
+fn the_embedded_model_cut_by_a_tiny_output_budget_still_answers_well_formed() {
+    let root = root();
+    let dir = tempfile::tempdir().unwrap();
+    let repo = demo(&root, dir.path());
+    let output = Command::new(env!("CARGO_BIN_EXE_bugloop"))
+        .args(["review", "--format", "json"])
+        .current_dir(&repo)
+        .env("NO_COLOR", "1")
+        .env("BUGLOOP_REVIEW__MAX_OUTPUT_TOKENS_PER_CALL", "16")
+        .env_remove("BUGLOOP_CONFIG")
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_str(&stdout(&output))
+        .unwrap_or_else(|e| panic!("{e}: {}{}", stdout(&output), stderr(&output)));
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{report:#}\n{}",
+        stderr(&output)
+    );
+    assert_eq!(report["complete"], true, "{report:#}");
+    assert_eq!(report["asked"]["kind"], "questions");
+    assert!(
+        report["usage"]["output_tokens"].as_u64().unwrap() <= 16,
+        "{report:#}"
+    );
+    let passes = report["passes"].to_string();
+    assert!(passes.contains("cut off at its output limit"), "{report:#}");
+    // The analyzers' finding is there whatever the model said in 16 tokens.
+    assert!(
+        report["findings"].to_string().contains("S608"),
+        "{report:#}"
+    );
+    for finding in report["findings"].as_array().unwrap() {
+        assert_eq!(finding["file"], "inventory.py", "{finding:#}");
+    }
+}
