@@ -78,7 +78,7 @@ impl App {
             forge: self.forge.as_ref(),
             git: &self.git,
             settings: &self.settings,
-            provider,
+            provider: bugloop_loops::generation::watched(provider, self.progress.clone()),
             meter,
             runs_dir: self.runs_dir.clone(),
             progress: self.progress.clone(),

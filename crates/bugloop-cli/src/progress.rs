@@ -2,14 +2,33 @@
 
 use std::io::{IsTerminal, Write};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use bugloop_app::types::{Progress, ProgressEvent, Silent};
 
-#[derive(Debug)]
-struct StderrProgress;
+/// Progress lines; a local model's generation count is one line rewritten in place until the
+/// next event.
+#[derive(Debug, Default)]
+struct StderrProgress {
+    /// The last line written is the generation count, not ended yet.
+    counting: AtomicBool,
+}
 
 impl Progress for StderrProgress {
     fn event(&self, event: ProgressEvent) {
+        let mut stderr = std::io::stderr().lock();
+        if let ProgressEvent::Generating { tokens, per_second } = event {
+            self.counting.store(true, Ordering::Relaxed);
+            let _ = write!(
+                stderr,
+                "\r\x1b[2K\x1b[2m· model: {tokens} token(s) generated, {per_second} tokens/s\x1b[0m"
+            );
+            let _ = stderr.flush();
+            return;
+        }
+        if self.counting.swap(false, Ordering::Relaxed) {
+            let _ = write!(stderr, "\r\x1b[2K");
+        }
         let line = match event {
             ProgressEvent::Planned {
                 calls,
@@ -35,8 +54,8 @@ impl Progress for StderrProgress {
             },
             ProgressEvent::Publishing => "publishing".to_owned(),
             ProgressEvent::Step(text) => text,
+            ProgressEvent::Generating { .. } => return,
         };
-        let mut stderr = std::io::stderr().lock();
         let _ = writeln!(stderr, "\x1b[2m· {line}\x1b[0m");
     }
 }
@@ -44,7 +63,7 @@ impl Progress for StderrProgress {
 /// Progress on standard error when it is a terminal.
 pub fn progress() -> Arc<dyn Progress> {
     if std::io::stderr().is_terminal() {
-        Arc::new(StderrProgress)
+        Arc::new(StderrProgress::default())
     } else {
         Arc::new(Silent)
     }

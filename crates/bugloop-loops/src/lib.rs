@@ -12,6 +12,7 @@ pub mod converge;
 pub mod disputes;
 pub mod env;
 pub mod error;
+pub mod generation;
 pub mod head;
 pub mod intent;
 pub mod plan;
@@ -58,6 +59,11 @@ pub enum ProgressEvent {
         error: Option<String>,
     },
     Publishing,
+    /// A model on this machine is generating its answer: tokens so far, and how many a second.
+    Generating {
+        tokens: u64,
+        per_second: u32,
+    },
     /// A step of a longer loop (a converge loop line, a verify command's result).
     Step(String),
 }

@@ -160,3 +160,46 @@ fn the_embedded_model_cut_by_a_tiny_output_budget_still_answers_well_formed() {
         assert_eq!(finding["file"], "inventory.py", "{finding:#}");
     }
 }
+
+/// On a terminal, a review with the embedded model says what it is doing on standard error: the
+/// analyzers, each part, the model's tokens and rate; never on standard output, and nothing at
+/// all when standard error is not a terminal.
+#[test]
+fn progress_shows_on_a_terminal_only_and_never_in_the_output() {
+    let root = root();
+    let dir = tempfile::tempdir().unwrap();
+    let repo = demo(&root, dir.path());
+    let out = dir.path().join("out.json");
+    let typed = dir.path().join("terminal.log");
+    // `script` gives the run a terminal; standard output goes to a file.
+    let command = format!(
+        "'{}' review --format json > '{}'",
+        env!("CARGO_BIN_EXE_bugloop"),
+        out.display()
+    );
+    let ran = Command::new("script")
+        .args(["-qec", &command])
+        .arg(&typed)
+        .current_dir(&repo)
+        .env("NO_COLOR", "1")
+        .env_remove("BUGLOOP_CONFIG")
+        .output()
+        .unwrap();
+    assert_eq!(ran.status.code(), Some(0), "{}", stderr(&ran));
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(report["complete"], true);
+    let terminal = std::fs::read_to_string(&typed).unwrap();
+    for said in [
+        "analyzers: ruff on 1 file(s), 1 on the change",
+        "part 1/1: reviewing 1 file(s)",
+        "token(s) generated, ",
+        " tokens/s",
+    ] {
+        assert!(terminal.contains(said), "{said:?} in {terminal}");
+    }
+    // Not a terminal: no progress at all.
+    let output = bugloop(&repo, &["review", "--format", "json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(!stderr(&output).contains('·'), "{}", stderr(&output));
+    serde_json::from_str::<Value>(&stdout(&output)).unwrap();
+}

@@ -71,6 +71,8 @@ pub(super) async fn analyze(env: &LoopEnv<'_>, request: &ReviewRequest, brief: &
     })
     .await;
     refused.extend(analysis.runs);
+    env.progress
+        .event(ProgressEvent::Step(analyzers_done(&refused)));
     let mut info = AnalysisInfo {
         runs: refused.iter().map(run_info).collect(),
         candidates: analysis.candidates.len(),
@@ -134,6 +136,28 @@ fn choices(config: &Config) -> (Vec<Choice>, Vec<AnalyzerRun>) {
     let mut seen = std::collections::BTreeSet::new();
     choices.retain(|c| seen.insert(c.name().to_owned()));
     (choices, refused)
+}
+
+/// The progress line for the analyzers that ran: each with its files, hits on the change and
+/// time.
+fn analyzers_done(runs: &[AnalyzerRun]) -> String {
+    let ran: Vec<String> = runs
+        .iter()
+        .filter_map(|run| match &run.status {
+            RunStatus::Ran {
+                files, candidates, ..
+            } => Some(format!(
+                "{} on {files} file(s), {candidates} on the change, {:.1} s",
+                run.name, run.seconds
+            )),
+            RunStatus::NotRun { .. } => None,
+        })
+        .collect();
+    if ran.is_empty() {
+        "analyzers: none applied".to_owned()
+    } else {
+        format!("analyzers: {}", ran.join("; "))
+    }
 }
 
 fn not_run(name: &str, reason: &str) -> AnalyzerRun {
