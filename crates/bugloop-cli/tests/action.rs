@@ -17,6 +17,8 @@ use serde_json::{Value, json};
 mod analyzers;
 #[path = "action/as_written.rs"]
 mod as_written;
+#[path = "action/parts.rs"]
+mod parts;
 #[path = "action/prove.rs"]
 mod prove;
 #[path = "action/touched.rs"]

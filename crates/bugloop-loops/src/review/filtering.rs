@@ -10,6 +10,7 @@ use bugloop_domain::filter::{
 };
 use bugloop_domain::finding::{Finding, FindingId};
 use bugloop_domain::grounding;
+use bugloop_domain::status::ThreadStatus;
 use bugloop_report::review::{
     DroppedFinding, PassSummary, RecheckedFinding, ReportStage, ReviewedScope, StageChange,
     StageCount, Unreviewed,
@@ -52,12 +53,16 @@ pub(super) struct Filtered<'a> {
     pub proofs: Vec<bugloop_report::review::FindingProof>,
 }
 
+/// Grounds and filters what the sessions and the analyzers reported. `early` are the findings
+/// already published as their parts ended: they count as the conversation's (a later report
+/// of the same problem is that finding) and hold their comments' places under the limit.
 pub(super) fn ground_and_filter<'a>(
     request: &'a ReviewRequest,
     conversation: &Conversation,
     brief: &Brief,
     shown: &Shown,
     reported: Reported,
+    early: &[Finding],
 ) -> Filtered<'a> {
     let Reported {
         findings: reported,
@@ -68,10 +73,13 @@ pub(super) fn ground_and_filter<'a>(
         mut dropped,
         mut changes,
         unanswered,
+        reserved: _,
     } = reported;
-    let existing = existing_findings(conversation, shown);
+    let mut existing = existing_findings(conversation, shown);
+    existing.extend(early.iter().map(as_existing));
     let (existing, open_ids) = (&existing, &conversation.open_ids);
     let reported_count = reported.len();
+    let settings = settings_after(brief, early.len());
 
     let reported = read_names_back(request, reported, &mut changes);
     let mut safety_stages = Vec::new();
@@ -86,8 +94,15 @@ pub(super) fn ground_and_filter<'a>(
         publish,
         rediscovered,
         overflow,
-        stages,
-    } = run_pipeline(findings, existing, &brief.filter);
+        mut stages,
+    } = run_pipeline(findings, existing, &settings);
+    let rediscovered = same_as_early(rediscovered, early, &mut dropped);
+    // A finding published early is not updated by its repetition (the pipeline says it would be).
+    for stage in &mut stages {
+        stage
+            .changed
+            .retain(|c| !early.iter().any(|e| e.id == c.id));
+    }
     let mut stage_reports: Vec<StageReport> = safety_stages;
     stage_reports.extend(stages.into_iter().filter(|s| s.stage != Stage::PathSafety));
     let stage_counts = record_stages(
@@ -122,6 +137,78 @@ pub(super) fn ground_and_filter<'a>(
         changes,
         proofs: Vec::new(),
     }
+}
+
+/// What a part's findings come to when the part ends (its share of [`ground_and_filter`]): the
+/// ones to publish at once, with the code at head and grounding's notes. `already` are the
+/// findings published for the parts that ended before.
+pub(super) fn early<'a>(
+    request: &'a ReviewRequest,
+    conversation: &Conversation,
+    brief: &Brief,
+    shown: &Shown,
+    findings: Vec<Finding>,
+    already: &[Finding],
+) -> (Vec<Finding>, HeadTree<'a>, HashMap<FindingId, String>) {
+    let mut existing = existing_findings(conversation, shown);
+    existing.extend(already.iter().map(as_existing));
+    let mut changes = Vec::new();
+    let reported = read_names_back(request, findings, &mut changes);
+    let safe = filter::path_safety(reported, &mut Vec::new());
+    let head = load_head(request, &safe, &existing, &conversation.open_ids);
+    let Grounding {
+        findings, notes, ..
+    } = ground_findings(safe, &head, &mut Vec::new());
+    let outcome = run_pipeline(findings, &existing, &settings_after(brief, already.len()));
+    (outcome.publish, head, notes)
+}
+
+/// The filter's settings with `published` comments already made by this run.
+fn settings_after(brief: &Brief, published: usize) -> filter::FilterSettings {
+    let mut settings = brief.filter.clone();
+    settings.comment_limit = settings.comment_limit.saturating_sub(published);
+    settings
+}
+
+/// A finding published early in this run, as the pipeline compares new ones with.
+fn as_existing(finding: &Finding) -> ExistingFinding {
+    ExistingFinding {
+        id: finding.id.clone(),
+        title: finding.title.clone(),
+        description: finding.description.clone(),
+        file: finding.file.clone(),
+        line: finding.line,
+        end_line: finding.end_line,
+        evidence: finding.evidence.clone(),
+        status: ThreadStatus::Pending,
+        reopenable: false,
+        moved: false,
+    }
+}
+
+/// Findings the pipeline found to be one published early in this run are that finding: dropped,
+/// its comment stays as it is.
+fn same_as_early(
+    rediscovered: Vec<Rediscovered>,
+    early: &[Finding],
+    dropped: &mut Vec<DroppedFinding>,
+) -> Vec<Rediscovered> {
+    let (same, rest): (Vec<_>, Vec<_>) = rediscovered
+        .into_iter()
+        .partition(|r| early.iter().any(|e| e.id == r.existing));
+    for again in same {
+        dropped.push(DroppedFinding {
+            stage: ReportStage::DedupExisting,
+            id: again.finding.id.as_str().to_owned(),
+            title: again.finding.title.clone(),
+            location: again.finding.location(),
+            reason: format!(
+                "the same finding as {}, published when its part of the review ended",
+                again.existing
+            ),
+        });
+    }
+    rest
 }
 
 /// The conversation's findings, each marked moved when its code left its place.

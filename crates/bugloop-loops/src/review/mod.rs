@@ -22,6 +22,7 @@ mod analysis;
 mod assemble;
 mod brief;
 mod conversation;
+mod early;
 mod filtering;
 mod increment;
 mod prove;
@@ -114,6 +115,7 @@ pub async fn review_with(
     let conversation = conversation::load(env, &request).await?;
     let shown = increment::decide(env, &request, &conversation);
     let brief = brief::prepare(env, &request, &conversation, &shown)?;
+    let early = early::EarlyPublisher::for_review(env, &request, &conversation, &brief, &shown);
     // The analyzers run (and their hits are triaged) while the model reviews.
     let (mut reported, analyzed) = tokio::join!(
         sessions::run(
@@ -123,13 +125,23 @@ pub async fn review_with(
             &shown.asked_ids,
             own_findings,
             dispute_error.into_iter().collect(),
+            early.as_ref(),
         ),
         analysis::analyze(env, &request, &brief),
     );
+    let mut early = early.map(early::EarlyPublisher::finish).unwrap_or_default();
     reported.findings = analysis::merge(std::mem::take(&mut reported.findings), analyzed.findings);
     reported.dropped.extend(analyzed.dismissed);
-    let mut filtered =
-        filtering::ground_and_filter(&request, &conversation, &brief, &shown, reported);
+    let published_early: Vec<Finding> = early.findings.iter().map(|(_, f)| f.clone()).collect();
+    let mut filtered = filtering::ground_and_filter(
+        &request,
+        &conversation,
+        &brief,
+        &shown,
+        reported,
+        &published_early,
+    );
+    early.note_in(&mut filtered, brief.plan.batches.len());
     filtered.proofs = prove::prove(env, &request, &mut filtered.publish).await;
     // Proofs the budget cut short make the review incomplete (exit 3), as any budget stop does.
     let unproven = filtered
@@ -142,8 +154,9 @@ pub async fn review_with(
             "proofs: the run's budget ran out; {unproven} finding(s) published without their proof"
         ));
     }
-    let published =
+    let mut published =
         publishing::publish(env, &request, &conversation, &brief, &mut filtered).await?;
+    early.add_to(&mut published);
     let stages = assemble::Stages {
         started,
         disputes,

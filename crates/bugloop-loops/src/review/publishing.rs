@@ -11,7 +11,7 @@ use bugloop_domain::grounding::Head;
 use bugloop_domain::thread::{Comment, CommentKind, ThreadStatus};
 use bugloop_forge::{ChangeKey, Forge, ForgeError, LineAnchor, Upsert};
 use bugloop_report::review::{
-    CommentAction, OverflowInfo, Placement, PublishedFinding, ResolvedFinding,
+    CommentAction, FindingProof, OverflowInfo, Placement, PublishedFinding, ResolvedFinding,
 };
 use std::collections::{BTreeMap, HashMap};
 
@@ -123,6 +123,35 @@ pub(super) async fn publish(
     })
 }
 
+/// A part's findings published as the part ends (`findings`: what [`super::filtering::early`]
+/// kept), unless the change's head moved: then nothing, and the review's end says why. Returns
+/// what was published and the ids of the comments added.
+pub(super) async fn publish_early(
+    env: &LoopEnv<'_>,
+    request: &ReviewRequest,
+    conversation: &Conversation,
+    findings: Vec<Finding>,
+    head: &HeadTree<'_>,
+    notes: &HashMap<FindingId, String>,
+) -> Result<(Vec<PublishedFinding>, Vec<String>), ForgeError> {
+    if findings.is_empty() || moved_head(env, request).await?.is_some() {
+        return Ok((Vec::new(), Vec::new()));
+    }
+    let writer = Writer {
+        env,
+        request,
+        conversation,
+        publishing: env.forge.publishes(),
+        added: std::sync::Mutex::default(),
+    };
+    let mut published = Vec::new();
+    for finding in findings {
+        published.push(writer.new_finding_at(finding, head, notes, None).await?);
+    }
+    let added = std::mem::take(&mut *writer.lock_added());
+    Ok((published, added))
+}
+
 /// Why nothing may be published: the change's head is no longer the reviewed commit.
 async fn moved_head(
     env: &LoopEnv<'_>,
@@ -172,16 +201,26 @@ impl Writer<'_, '_> {
         finding: Finding,
         filtered: &Filtered<'_>,
     ) -> Result<PublishedFinding, ForgeError> {
+        let proof = filtered.proofs.iter().find(|p| p.id == finding.id.as_str());
+        self.new_finding_at(finding, &filtered.head, &filtered.notes, proof)
+            .await
+    }
+
+    /// [`Writer::new_finding`] with the code at head, grounding's notes and the proof, if any.
+    async fn new_finding_at(
+        &self,
+        finding: Finding,
+        head: &HeadTree<'_>,
+        notes: &HashMap<FindingId, String>,
+        proof: Option<&FindingProof>,
+    ) -> Result<PublishedFinding, ForgeError> {
         let markers = &self.env.settings.markers;
         let placement = match (&finding.file, finding.line) {
-            (Some(file), Some(line)) if filtered.head.in_diff(file, line) == Some(true) => {
-                Placement::Line
-            }
+            (Some(file), Some(line)) if head.in_diff(file, line) == Some(true) => Placement::Line,
             _ => Placement::Summary,
         };
-        let proof = filtered.proofs.iter().find(|p| p.id == finding.id.as_str());
         let body = crate::comment_bodies::proven_finding_body(&finding, markers, proof);
-        let anchor = anchor_for(&finding, placement, &self.request.head, &filtered.head);
+        let anchor = anchor_for(&finding, placement, &self.request.head, head);
         let forge = self.env.forge;
         let known = &self.conversation.comments;
         let change = &self.request.change;
@@ -211,12 +250,7 @@ impl Writer<'_, '_> {
             },
         );
         Ok(published_finding(
-            &finding,
-            placement,
-            action,
-            None,
-            &filtered.head,
-            &filtered.notes,
+            &finding, placement, action, None, head, notes,
         ))
     }
 

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use bugloop_agent::{Agent, Outcome, Stages, Task};
-use bugloop_domain::finding::Finding;
+use bugloop_domain::finding::{Finding, FindingId};
 use bugloop_llm::{JsonSchemaFormat, LlmError, Message};
 use bugloop_report::review::{DroppedFinding, PassSummary, ReportStage, StageChange, Unreviewed};
 use bugloop_sandbox::Policy;
@@ -15,6 +15,7 @@ use bugloop_tools::{ToolContext, Toolset, Workspace, typed};
 use futures_util::StreamExt;
 
 use super::brief::Brief;
+use super::early::EarlyPublisher;
 use super::tools::{
     self, Collected, ReportFinding, ResolveFinding, SUBMIT_PASS, StructuredAnswer, SubmitPass,
     accept, structured_schema,
@@ -38,6 +39,8 @@ pub(super) struct Reported {
     /// Why some part of the review got no answer from the model (the first session error, or
     /// the budget running out), if one did: what the model did not say then says nothing.
     pub unanswered: Option<String>,
+    /// Ids findings published as their part ended hold: another finding is renamed.
+    pub reserved: Vec<FindingId>,
 }
 
 /// One model session's result.
@@ -49,7 +52,8 @@ struct Session {
 
 /// Runs the planned sessions, up to `review.parallel_sessions` at once; a session that exhausts
 /// the budget stops the ones not started (their files are listed as not reviewed). `errors`
-/// holds what failed before (answering disputes).
+/// holds what failed before (answering disputes). With `early`, each part's findings are
+/// published as the part ends, and are not in what this returns.
 pub(super) async fn run(
     env: &LoopEnv<'_>,
     request: &ReviewRequest,
@@ -57,6 +61,7 @@ pub(super) async fn run(
     open_ids: &[String],
     own_findings: Vec<Finding>,
     errors: Vec<String>,
+    early: Option<&EarlyPublisher<'_, '_>>,
 ) -> Reported {
     // 5. The sessions.
     let plan = &brief.plan;
@@ -69,6 +74,7 @@ pub(super) async fn run(
         dropped: Vec::new(),
         changes: Vec::new(),
         unanswered: None,
+        reserved: Vec::new(),
     };
     let total = plan.batches.len();
     // Parts at once, up to `review.parallel_sessions`, their results taken in part order. A part
@@ -96,6 +102,9 @@ pub(super) async fn run(
                         findings: session.collected.findings.len(),
                         error: session.error.clone(),
                     });
+                    if let Some(early) = early {
+                        early.part_done(call, &session.collected.findings).await;
+                    }
                     if session.budget_exhausted
                         && let Some(error) = &session.error
                     {
@@ -107,6 +116,11 @@ pub(super) async fn run(
             .buffered(at_once)
             .collect()
             .await;
+    let published = match early {
+        Some(early) => early.published_ids().await,
+        None => Vec::new(),
+    };
+    reported.reserved = published.iter().map(|(_, id)| id.clone()).collect();
     for (call, batch, session) in sessions {
         let Some(session) = session else {
             let reason = stopped.borrow().clone().unwrap_or_default();
@@ -120,7 +134,13 @@ pub(super) async fn run(
                 .push(format!("part {call} of {total}: {error}"));
             reported.not_reviewed(batch, &format!("the review of this part stopped: {error}"));
         }
-        reported.add(session.collected, (call, total));
+        let mut collected = session.collected;
+        collected.findings.retain(|f| {
+            !published
+                .iter()
+                .any(|(part, id)| *part == call && *id == f.id)
+        });
+        reported.add(collected, (call, total));
     }
     reported
 }
@@ -182,7 +202,9 @@ impl Reported {
     fn add_finding(&mut self, mut finding: Finding) {
         let base = finding.id.clone();
         let mut n = 2;
-        while self.findings.iter().any(|f| f.id == finding.id) {
+        while self.findings.iter().any(|f| f.id == finding.id)
+            || self.reserved.contains(&finding.id)
+        {
             finding.id = base.with_suffix(n);
             n += 1;
         }

@@ -3,6 +3,7 @@
 
 use crate::support;
 
+mod early;
 mod schemas;
 
 use bugloop_domain::score::Score;
@@ -599,7 +600,7 @@ async fn a_budget_stop_lists_the_rest_as_unreviewed() {
 
 /// The feature branch plus six generated files, so that at 700 tokens a call the change is
 /// reviewed in several sessions.
-fn split_change() -> (Repo, bugloop_config::Config) {
+pub(super) fn split_change() -> (Repo, bugloop_config::Config) {
     let repo = Repo::with_feature();
     for i in 0..6 {
         let body: String = (0..40)

@@ -1,0 +1,67 @@
+//! A pull request reviewed in parts by the Action on the GitHub simulator: each part's findings
+//! are published as the part ends, and what GitHub shows in the end is one comment per finding
+//! (the same problem reported by both parts is one) and one summary.
+
+use serde_json::{Value, json};
+
+use bugloop_github_sim::fixture::{
+    FixtureOptions, PullRequestFixture, off_by_one, script_file, webhook_example,
+};
+
+use super::{action, text};
+
+/// A second file the pull request adds, large enough for a part of its own.
+const UTIL: &str = "pub fn ratio(done: u32, total: u32) -> u32 {\n    // How much of the work is done, in percent of the total amount of work.\n    done * 100 / total\n}\n";
+
+/// One part's answer: `findings`, then the four passes at once.
+fn part(needle: &str, findings: &[Value]) -> Value {
+    let mut calls: Vec<Value> = findings
+        .iter()
+        .map(|f| json!({"name": "report_finding", "arguments": f}))
+        .collect();
+    for pass in 1..=4 {
+        calls.push(json!({"name": "submit_pass_results",
+            "arguments": {"pass_number": pass, "summary": "ok"}}));
+    }
+    json!({"when_task": needle, "tool_calls": calls})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn findings_published_part_by_part_are_one_comment_each_and_one_summary() {
+    let fixture = PullRequestFixture::new(FixtureOptions {
+        head_files: &[("util.rs", UTIL)],
+        ..FixtureOptions::default()
+    })
+    .await;
+    let scripts = tempfile::tempdir().unwrap();
+    let division = json!({"file": "util.rs", "line": 3, "evidence": "done * 100 / total",
+        "title": "Division by zero when total is 0", "description": "`total` 0 panics.",
+        "score": 7, "category": "reliability"});
+    let mut again = off_by_one();
+    again["title"] = json!("last() reads past the end of the slice");
+    again["description"] = json!("The index equals the length, so it panics every time.");
+    let model = script_file(
+        scripts.path(),
+        &[
+            part("part 1 of 2", &[off_by_one(), division.clone()]),
+            part("part 2 of 2", &[again, division]),
+        ],
+    );
+    let payload = webhook_example("pull_request", "opened", &fixture);
+    let run = tokio::task::block_in_place(|| {
+        action(
+            &fixture,
+            "pull_request",
+            &payload,
+            &[("BUGLOOP_REVIEW__MAX_TOKENS_PER_CALL", "100")],
+            &model,
+        )
+    });
+    assert_eq!(run.output.status.code(), Some(0), "{}", text(&run.output));
+    let said = text(&run.output);
+    assert!(said.contains("published when part 1 of 2 ended"), "{said}");
+    assert!(!said.contains("updates the existing comment"), "{said}");
+    let comments = fixture.finding_comments();
+    assert_eq!(comments.len(), 2, "{comments:#?}\n{said}");
+    assert_eq!(fixture.bot_issue_comments().len(), 1, "one summary");
+}
