@@ -77,6 +77,7 @@ impl<'r, 'e> EarlyPublisher<'r, 'e> {
             .cloned()
             .collect();
         state.seen.extend(findings.iter().map(|f| f.id.clone()));
+        let reported: BTreeSet<FindingId> = once.iter().map(|f| f.id.clone()).collect();
         let already: Vec<Finding> = state.findings.iter().map(|(_, f)| f.clone()).collect();
         let (publish, head, notes) = filtering::early(
             self.request,
@@ -86,9 +87,11 @@ impl<'r, 'e> EarlyPublisher<'r, 'e> {
             once,
             &already,
         );
+        // Only what the part reported: a finding the filters made of several (an elevation of a
+        // file's smaller ones) is made again, of all of them, at the end.
         let publish: Vec<Finding> = publish
             .into_iter()
-            .filter(|f| !self.may_be_proved(f))
+            .filter(|f| reported.contains(&f.id) && !self.may_be_proved(f))
             .collect();
         let published = publishing::publish_early(
             self.env,
