@@ -65,3 +65,42 @@ async fn findings_published_part_by_part_are_one_comment_each_and_one_summary() 
     assert_eq!(comments.len(), 2, "{comments:#?}\n{said}");
     assert_eq!(fixture.bot_issue_comments().len(), 1, "one summary");
 }
+
+/// GitHub writes a part's comment but the answer is lost (a proxy's 502): the review's end finds
+/// the comment in the conversation and does not write it again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_comment_written_early_whose_answer_was_lost_is_not_written_again() {
+    let fixture = PullRequestFixture::new(FixtureOptions {
+        head_files: &[("util.rs", UTIL)],
+        ..FixtureOptions::default()
+    })
+    .await;
+    fixture
+        .sim
+        .inject(bugloop_github_sim::Fault::FailAfterWrite {
+            method: "POST".into(),
+            path_contains: "/pulls/7/comments".into(),
+            status: 502,
+        });
+    let scripts = tempfile::tempdir().unwrap();
+    let model = script_file(
+        scripts.path(),
+        &[
+            part("part 1 of 2", &[off_by_one()]),
+            part("part 2 of 2", &[]),
+        ],
+    );
+    let payload = webhook_example("pull_request", "opened", &fixture);
+    let run = tokio::task::block_in_place(|| {
+        action(
+            &fixture,
+            "pull_request",
+            &payload,
+            &[("BUGLOOP_REVIEW__MAX_TOKENS_PER_CALL", "100")],
+            &model,
+        )
+    });
+    let said = text(&run.output);
+    assert_eq!(fixture.finding_comments().len(), 1, "{said}");
+    assert_eq!(fixture.bot_issue_comments().len(), 1, "one summary: {said}");
+}

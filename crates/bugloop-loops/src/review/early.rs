@@ -9,7 +9,7 @@
 //! finding, and no comment is made twice.
 
 use bugloop_domain::finding::{Finding, FindingId};
-use bugloop_report::review::{PublishedFinding, ReportStage, StageChange};
+use bugloop_report::review::{CommentAction, PublishedFinding, ReportStage, StageChange};
 use std::collections::BTreeSet;
 
 use super::ReviewRequest;
@@ -18,7 +18,7 @@ use super::conversation::Conversation;
 use super::filtering::Filtered;
 use super::increment::Shown;
 use super::publishing::Published;
-use super::{filtering, prove, publishing};
+use super::{analysis, filtering, prove, publishing};
 use crate::env::LoopEnv;
 
 /// Publishes each part's findings as the part ends.
@@ -93,7 +93,7 @@ impl<'r, 'e> EarlyPublisher<'r, 'e> {
             .into_iter()
             .filter(|f| reported.contains(&f.id) && !self.may_be_proved(f))
             .collect();
-        let published = publishing::publish_early(
+        let outcome = publishing::publish_early(
             self.env,
             self.request,
             self.conversation,
@@ -102,17 +102,15 @@ impl<'r, 'e> EarlyPublisher<'r, 'e> {
             &notes,
         )
         .await;
-        match published {
-            Ok((published, added)) => {
-                state
-                    .findings
-                    .extend(published.iter().map(|p| (call, p.finding.clone())));
-                state.published.extend(published);
-                state.added.extend(added);
-            }
-            Err(error) => state.errors.push(format!(
-                "publishing part {call}'s findings as it ended: {error} (they are published with the review's end)"
-            )),
+        state
+            .findings
+            .extend(outcome.published.iter().map(|p| (call, p.finding.clone())));
+        state.published.extend(outcome.published);
+        state.added.extend(outcome.added);
+        if let Some(error) = outcome.error {
+            state.errors.push(format!(
+                "publishing part {call}'s findings as it ended: {error} (the rest were published with the review's end)"
+            ));
         }
     }
 
@@ -138,10 +136,14 @@ impl<'r, 'e> EarlyPublisher<'r, 'e> {
 }
 
 impl Early {
-    /// What the review's end says of the findings published early: what failed, what grounding
-    /// corrected in them, and when each was published (of `parts`).
-    pub fn note_in(&mut self, filtered: &mut Filtered<'_>, parts: usize) {
-        filtered.errors.append(&mut self.errors);
+    /// Whether anything was written (or tried) on the conversation.
+    pub fn wrote(&self) -> bool {
+        !self.published.is_empty() || !self.errors.is_empty()
+    }
+
+    /// What the review's end says of the findings published early: what grounding corrected in
+    /// them, and when each was published (of `parts`).
+    pub fn note_in(&self, filtered: &mut Filtered<'_>, parts: usize) {
         filtered
             .changes
             .extend(self.published.iter().filter_map(|p| {
@@ -160,12 +162,119 @@ impl Early {
             }));
     }
 
-    /// The findings published early among the review's, highest score first.
+    /// The findings published early among the review's, highest score first: one the end
+    /// published again (a stronger report of it, or an analyzer's hit on its line) is the end's,
+    /// and was added by this run. What failed while publishing early, and comments published
+    /// before the change's head moved, are said.
     pub fn add_to(self, published: &mut Published) {
-        published.findings.extend(self.published);
+        let early_ids: BTreeSet<&FindingId> = self.findings.iter().map(|(_, f)| &f.id).collect();
+        for again in &mut published.findings {
+            if early_ids.contains(&again.finding.id)
+                && matches!(
+                    again.action,
+                    CommentAction::Updated | CommentAction::Unchanged
+                )
+            {
+                again.action = CommentAction::Added;
+            }
+        }
+        let ended: BTreeSet<FindingId> = published
+            .findings
+            .iter()
+            .map(|p| p.finding.id.clone())
+            .collect();
+        if published.head_moved && !self.published.is_empty() {
+            published.problems.push(format!(
+                "{} finding(s) had been published as their parts ended, before the head moved",
+                self.published.len()
+            ));
+        }
+        published.findings.extend(
+            self.published
+                .into_iter()
+                .filter(|p| !ended.contains(&p.finding.id)),
+        );
         published
             .findings
             .sort_by_key(|p| std::cmp::Reverse(p.finding.score));
         published.added.extend(self.added);
+        published.problems.extend(self.errors);
+    }
+
+    /// The analyzers' hits merged with the model's findings (`analysis::merge`), the findings
+    /// published early among them: one a hit is merged into comes back under its early id with
+    /// the hit's tool and score (the end updates its comment); the others are left out, already
+    /// published.
+    pub fn merge_hits(&self, model: Vec<Finding>, hits: Vec<Finding>) -> Vec<Finding> {
+        let first = model.len();
+        let mut all = model;
+        all.extend(self.findings.iter().map(|(_, f)| f.clone()));
+        let after = first + self.findings.len();
+        // `merge` keeps the model's findings in order and adds the hits it did not merge after.
+        analysis::merge(all, hits)
+            .into_iter()
+            .enumerate()
+            .filter_map(|(index, mut finding)| {
+                if !(first..after).contains(&index) {
+                    return Some(finding);
+                }
+                let early = &self.findings[index - first].1;
+                (finding.source.is_some() && early.source.is_none()).then(|| {
+                    finding.id = early.id.clone();
+                    finding
+                })
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use bugloop_domain::finding::{Category, FindingSource};
+    use bugloop_domain::score::Score;
+
+    fn finding(id: &str, line: u32, tool: Option<&str>) -> Finding {
+        Finding {
+            id: id.into(),
+            title: id.into(),
+            description: String::new(),
+            file: Some("app.py".into()),
+            line: Some(line),
+            end_line: None,
+            score: Score::saturating(6),
+            category: Category::Security,
+            evidence: None,
+            suggestion: None,
+            source: tool.map(|tool| FindingSource {
+                tool: tool.into(),
+                rule: "S608".into(),
+                url: None,
+                model: false,
+            }),
+        }
+    }
+
+    #[test]
+    fn a_hit_on_an_early_findings_line_comes_back_under_its_id_and_the_rest_stay_out() {
+        let early = Early {
+            findings: vec![
+                (1, finding("sql", 9, None)),
+                (1, finding("other", 30, None)),
+            ],
+            ..Early::default()
+        };
+        let merged = early.merge_hits(
+            vec![finding("later", 50, None)],
+            vec![
+                finding("ruff-S608-app.py-9", 9, Some("ruff")),
+                finding("ruff-S608-app.py-70", 70, Some("ruff")),
+            ],
+        );
+        let ids: Vec<&str> = merged.iter().map(|f| f.id.as_str()).collect();
+        assert_eq!(ids, ["later", "sql", "ruff-S608-app.py-70"]);
+        assert_eq!(merged[1].source.as_ref().unwrap().tool, "ruff");
     }
 }

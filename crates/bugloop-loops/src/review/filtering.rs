@@ -91,12 +91,12 @@ pub(super) fn ground_and_filter<'a>(
         stage: grounding_stage,
     } = ground_findings(safe, &head, &mut dropped);
     let FilterOutcome {
-        publish,
+        mut publish,
         rediscovered,
         overflow,
         mut stages,
     } = run_pipeline(findings, existing, &settings);
-    let rediscovered = same_as_early(rediscovered, early, &mut dropped);
+    let rediscovered = same_as_early(rediscovered, early, &mut publish, &mut dropped);
     // A finding published early is not updated by its repetition (the pipeline says it would be).
     for stage in &mut stages {
         stage
@@ -186,27 +186,49 @@ fn as_existing(finding: &Finding) -> ExistingFinding {
     }
 }
 
-/// Findings the pipeline found to be one published early in this run are that finding: dropped,
-/// its comment stays as it is.
+/// Findings the pipeline found to be one published early in this run. A stronger report of it
+/// (a higher score, or an analyzer's hit merged into it) updates its comment: it goes to
+/// `publish` under the early id, so it is proven and published as any; a suppression the change
+/// adds is a finding of its own (a tool's hit is never another's duplicate); the rest are
+/// dropped as that finding, whose comment stays as it is.
 fn same_as_early(
     rediscovered: Vec<Rediscovered>,
     early: &[Finding],
+    publish: &mut Vec<Finding>,
     dropped: &mut Vec<DroppedFinding>,
 ) -> Vec<Rediscovered> {
-    let (same, rest): (Vec<_>, Vec<_>) = rediscovered
-        .into_iter()
-        .partition(|r| early.iter().any(|e| e.id == r.existing));
-    for again in same {
-        dropped.push(DroppedFinding {
-            stage: ReportStage::DedupExisting,
-            id: again.finding.id.as_str().to_owned(),
-            title: again.finding.title.clone(),
-            location: again.finding.location(),
-            reason: format!(
-                "the same finding as {}, published when its part of the review ended",
-                again.existing
-            ),
-        });
+    let mut rest = Vec::new();
+    for again in rediscovered {
+        let Some(first) = early.iter().find(|e| e.id == again.existing) else {
+            rest.push(again);
+            continue;
+        };
+        let suppression = again
+            .finding
+            .source
+            .as_ref()
+            .is_some_and(|s| s.tool == "bugloop");
+        let stronger = again.finding.score > first.score
+            || (again.finding.source.is_some() && first.source.is_none());
+        if suppression && again.finding.id != first.id {
+            publish.push(again.finding);
+        } else if stronger {
+            let mut finding = again.finding;
+            finding.id = first.id.clone();
+            finding.score = finding.score.max(first.score);
+            publish.push(finding);
+        } else {
+            dropped.push(DroppedFinding {
+                stage: ReportStage::DedupExisting,
+                id: again.finding.id.as_str().to_owned(),
+                title: again.finding.title.clone(),
+                location: again.finding.location(),
+                reason: format!(
+                    "the same finding as {}, published when its part of the review ended",
+                    again.existing
+                ),
+            });
+        }
     }
     rest
 }

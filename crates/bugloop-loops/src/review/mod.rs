@@ -112,7 +112,7 @@ pub async fn review_with(
 ) -> Result<ReviewReport, ReviewError> {
     let started = Instant::now();
     let (disputes, dispute_error) = settle_disputes(env, &request).await;
-    let conversation = conversation::load(env, &request).await?;
+    let mut conversation = conversation::load(env, &request).await?;
     let shown = increment::decide(env, &request, &conversation);
     let brief = brief::prepare(env, &request, &conversation, &shown)?;
     let early = early::EarlyPublisher::for_review(env, &request, &conversation, &brief, &shown);
@@ -129,8 +129,8 @@ pub async fn review_with(
         ),
         analysis::analyze(env, &request, &brief),
     );
-    let mut early = early.map(early::EarlyPublisher::finish).unwrap_or_default();
-    reported.findings = analysis::merge(std::mem::take(&mut reported.findings), analyzed.findings);
+    let early = early.map(early::EarlyPublisher::finish).unwrap_or_default();
+    reported.findings = early.merge_hits(std::mem::take(&mut reported.findings), analyzed.findings);
     reported.dropped.extend(analyzed.dismissed);
     let published_early: Vec<Finding> = early.findings.iter().map(|(_, f)| f.clone()).collect();
     let mut filtered = filtering::ground_and_filter(
@@ -153,6 +153,11 @@ pub async fn review_with(
         filtered.errors.push(format!(
             "proofs: the run's budget ran out; {unproven} finding(s) published without their proof"
         ));
+    }
+    if early.wrote() {
+        // The comments published early are the conversation's now: the end updates them in
+        // place, never adds them again.
+        conversation.comments = env.forge.comments(&request.change).await?;
     }
     let mut published =
         publishing::publish(env, &request, &conversation, &brief, &mut filtered).await?;

@@ -123,9 +123,17 @@ pub(super) async fn publish(
     })
 }
 
+/// What publishing a part's findings came to: what was published before any error, the ids
+/// of the comments added, and the error that stopped it.
+#[derive(Debug, Default)]
+pub(super) struct PublishedEarly {
+    pub published: Vec<PublishedFinding>,
+    pub added: Vec<String>,
+    pub error: Option<String>,
+}
+
 /// A part's findings published as the part ends (`findings`: what [`super::filtering::early`]
-/// kept), unless the change's head moved: then nothing, and the review's end says why. Returns
-/// what was published and the ids of the comments added.
+/// kept), unless the change's head moved: then nothing, and the review's end says why.
 pub(super) async fn publish_early(
     env: &LoopEnv<'_>,
     request: &ReviewRequest,
@@ -133,9 +141,18 @@ pub(super) async fn publish_early(
     findings: Vec<Finding>,
     head: &HeadTree<'_>,
     notes: &HashMap<FindingId, String>,
-) -> Result<(Vec<PublishedFinding>, Vec<String>), ForgeError> {
-    if findings.is_empty() || moved_head(env, request).await?.is_some() {
-        return Ok((Vec::new(), Vec::new()));
+) -> PublishedEarly {
+    let mut outcome = PublishedEarly::default();
+    if findings.is_empty() {
+        return outcome;
+    }
+    match moved_head(env, request).await {
+        Ok(None) => {}
+        Ok(Some(_)) => return outcome,
+        Err(error) => {
+            outcome.error = Some(error.to_string());
+            return outcome;
+        }
     }
     let writer = Writer {
         env,
@@ -144,12 +161,17 @@ pub(super) async fn publish_early(
         publishing: env.forge.publishes(),
         added: std::sync::Mutex::default(),
     };
-    let mut published = Vec::new();
     for finding in findings {
-        published.push(writer.new_finding_at(finding, head, notes, None).await?);
+        match writer.new_finding_at(finding, head, notes, None).await {
+            Ok(published) => outcome.published.push(published),
+            Err(error) => {
+                outcome.error = Some(error.to_string());
+                break;
+            }
+        }
     }
-    let added = std::mem::take(&mut *writer.lock_added());
-    Ok((published, added))
+    outcome.added = std::mem::take(&mut *writer.lock_added());
+    outcome
 }
 
 /// Why nothing may be published: the change's head is no longer the reviewed commit.

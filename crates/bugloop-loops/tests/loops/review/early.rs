@@ -46,16 +46,18 @@ async fn each_parts_findings_are_published_as_the_part_ends() {
                 "format!(\"SELECT",
                 "SQL built with format!",
                 "Injection risk when name has quotes.",
-                8,
+                9,
                 "security",
             );
             if shown.contains("SELECT * FROM users") {
                 calls.push(("report_finding", sql));
             } else if shown.contains("src/gen") {
-                // Another part reports the same problem in its own words.
+                // The parts of larger files, reviewed first, report the same problem in their
+                // own words, less strongly.
                 let mut again = sql;
                 again["title"] = json!("The users query is assembled from raw input");
                 again["description"] = json!("A quote in the name breaks out of the string.");
+                again["score"] = json!(7);
                 calls.push(("report_finding", again));
             }
             for pass in 1..=4 {
@@ -90,16 +92,18 @@ async fn each_parts_findings_are_published_as_the_part_ends() {
         })
         .collect();
     assert_eq!(findings.len(), 1, "{findings:#?}");
-    assert_eq!(report.findings.len(), 1, "{:#?}", report.findings);
-    assert_eq!(report.findings[0].finding.id.as_str(), early.id);
-    assert_eq!(report.findings[0].action, CommentAction::Added);
+    // Published by the first part that said it; the stronger report of a later part updated
+    // that comment in place.
     assert!(
-        report.dropped.iter().any(|d| d
-            .reason
-            .contains("published when its part of the review ended")),
-        "{:#?}",
-        report.dropped
+        findings[0].body.contains("SQL built with format!"),
+        "{}",
+        findings[0].body
     );
+    assert_eq!(report.findings.len(), 1, "{:#?}", report.findings);
+    let published = &report.findings[0];
+    assert_eq!(published.finding.id.as_str(), early.id);
+    assert_eq!(published.finding.score.get(), 9);
+    assert_eq!(published.action, CommentAction::Added);
     let summaries = comments
         .iter()
         .filter(|c| {
