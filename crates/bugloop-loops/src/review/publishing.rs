@@ -188,8 +188,8 @@ async fn moved_head(
     }
     Ok(match env.forge.head(&request.change).await? {
         Some(now) if &now != reviewed => Some(format!(
-            "the change's head moved from {} to {} during the review: nothing was published, \
-             the next review covers {}",
+            "the change's head moved from {} to {} during the review: nothing was published \
+             at its end, the next review covers {}",
             bugloop_git::short(reviewed),
             bugloop_git::short(&now),
             bugloop_git::short(&now)
