@@ -4,6 +4,7 @@
 //! sequential round trips make it, and the figures say how long: the whole review, until the
 //! first finding came back from the model, and the longest chain of requests one after another.
 
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use bugloop_git::{Git, Selection};
@@ -13,6 +14,7 @@ use super::recorder::{Latency, Recorder, RequestTiming};
 use super::setup_error;
 use super::tokens::{TokensSource, files_reviewed, open_change, review};
 use bugloop_app::AppError;
+use bugloop_app::types::{Progress, ProgressEvent};
 
 /// A review of one change with a model that takes time to answer.
 #[derive(Debug, Clone, Serialize)]
@@ -31,6 +33,9 @@ pub struct LatencyBench {
     pub wall_seconds: f64,
     /// Until the model's first answer that reported a finding came back, from the start.
     pub first_finding_seconds: Option<f64>,
+    /// Until the first finding was published (as its part ended, in a review of several
+    /// parts), from the start; none when findings are only published at the end.
+    pub first_published_seconds: Option<f64>,
     pub findings: usize,
     pub timings: Vec<RequestTiming>,
     pub errors: Vec<String>,
@@ -45,13 +50,20 @@ pub async fn latency(
 ) -> Result<LatencyBench, AppError> {
     let dir = tempfile::tempdir().map_err(setup_error)?;
     let recorder = Recorder::start_with(one_pass_per_turn, latency).await?;
-    let (app, repo) = open_change(source, dir.path(), &recorder.url).await?;
+    let published = Arc::new(FirstPublished::default());
+    let (app, repo) = open_change(source, dir.path(), &recorder.url, published.clone()).await?;
     let change = Git::open(&repo)?.select(&Selection::Branch)?;
     let files = bugloop_diff::parse(&change.diff).files.len();
     recorder.take_timings();
     let started = Instant::now();
     let report = review(&app).await?;
     let wall_seconds = started.elapsed().as_secs_f64();
+    let first_published_seconds = published
+        .at
+        .lock()
+        .ok()
+        .and_then(|at| *at)
+        .map(|at| at.duration_since(started).as_secs_f64());
     let timings = recorder.take_timings();
     Ok(LatencyBench {
         change: format!("{} ({})", source.path().display(), change.description),
@@ -72,10 +84,27 @@ pub async fn latency(
             .filter(|t| t.reported_finding)
             .map(|t| t.answered_ms / 1000.0)
             .min_by(f64::total_cmp),
+        first_published_seconds,
         findings: report.tracked.len(),
         timings,
         errors: report.errors,
     })
+}
+
+/// Notes when the first part's findings were published.
+#[derive(Debug, Default)]
+struct FirstPublished {
+    at: Mutex<Option<Instant>>,
+}
+
+impl Progress for FirstPublished {
+    fn event(&self, event: ProgressEvent) {
+        if let ProgressEvent::PartPublished { .. } = event
+            && let Ok(mut at) = self.at.lock()
+        {
+            at.get_or_insert_with(Instant::now);
+        }
+    }
 }
 
 /// What another reviewer's run cost on the benchmark's server ([`serve`]).

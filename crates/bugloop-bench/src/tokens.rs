@@ -78,7 +78,7 @@ pub async fn tokens(
 ) -> Result<TokensBench, AppError> {
     let dir = tempfile::tempdir().map_err(setup_error)?;
     let recorder = Recorder::start(one_pass_per_turn).await?;
-    let (app, repo) = open_change(source, dir.path(), &recorder.url).await?;
+    let (app, repo) = open_change(source, dir.path(), &recorder.url, Arc::new(Silent)).await?;
     let git = Git::open(&repo)?;
     let change = git.select(&Selection::Branch)?;
     let diff = bugloop_diff::parse(&change.diff);
@@ -118,6 +118,7 @@ pub(crate) async fn open_change(
     source: &TokensSource,
     dir: &Path,
     url: &str,
+    progress: Arc<dyn bugloop_app::types::Progress>,
 ) -> Result<(App, PathBuf), AppError> {
     let repo = dir.join("repo");
     match source {
@@ -138,7 +139,7 @@ pub(crate) async fn open_change(
             file: Some(config),
             ..ConfigChoice::default()
         },
-        progress: Arc::new(Silent),
+        progress,
         forge: bugloop_app::ForgeChoice::Local,
     })
     .await?;

@@ -354,6 +354,13 @@ fn latency_text(out: &mut impl Write, b: &LatencyBench) -> Result<()> {
         )?,
         None => writeln!(out, "first finding none reported")?,
     }
+    match b.first_published_seconds {
+        Some(seconds) => writeln!(
+            out,
+            "published    {seconds:.2} s (the first part's findings)"
+        )?,
+        None => writeln!(out, "published    at the end only")?,
+    }
     writeln!(out, "findings     {} tracked", b.findings)?;
     for error in &b.errors {
         writeln!(out, "error        {error}")?;

@@ -53,6 +53,9 @@ impl Progress for StderrProgress {
                 None => format!("part {call}: {findings} finding(s) reported"),
             },
             ProgressEvent::Publishing => "publishing".to_owned(),
+            ProgressEvent::PartPublished { call, findings } => {
+                format!("part {call}: {findings} finding(s) published")
+            }
             ProgressEvent::Step(text) => text,
             ProgressEvent::Generating { .. } => return,
         };

@@ -59,6 +59,11 @@ pub enum ProgressEvent {
         error: Option<String>,
     },
     Publishing,
+    /// A part's findings were published as it ended (a review in parts).
+    PartPublished {
+        call: usize,
+        findings: usize,
+    },
     /// A model on this machine is generating its answer: tokens so far, and how many a second.
     Generating {
         tokens: u64,

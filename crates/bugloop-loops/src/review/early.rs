@@ -19,6 +19,7 @@ use super::filtering::Filtered;
 use super::increment::Shown;
 use super::publishing::Published;
 use super::{analysis, filtering, prove, publishing};
+use crate::ProgressEvent;
 use crate::env::LoopEnv;
 
 /// Publishes each part's findings as the part ends.
@@ -102,6 +103,12 @@ impl<'r, 'e> EarlyPublisher<'r, 'e> {
             &notes,
         )
         .await;
+        if !outcome.published.is_empty() {
+            self.env.progress.event(ProgressEvent::PartPublished {
+                call,
+                findings: outcome.published.len(),
+            });
+        }
         state
             .findings
             .extend(outcome.published.iter().map(|p| (call, p.finding.clone())));
