@@ -3,6 +3,10 @@
 //! their results fed back, until it answers, calls the submit tool, reaches the turn limit, or a
 //! budget stops it. Models without tool calling get the task as one structured answer. Every run
 //! writes a transcript.
+//!
+//! **Never:** panic, create task trees, commit, or talk to a forge: the loop that owns a task gives
+//! it a `ToolContext` on a `TaskTree` and decides what happens to the result. Requests only ever
+//! append, so providers' prefix caches apply.
 
 pub mod transcript;
 

@@ -7,6 +7,12 @@
 //!
 //! What a tool prints is data: it is read through the tool's own structured output (SARIF or its
 //! JSON), never followed, and every text of it is neutralised where it is shown.
+//!
+//! **Invariants:** a tool never reads the branch's configuration of itself (`--isolated`, `--norc`,
+//! `--no-config`, or bugloop's own file); a tool's output is data read through its SARIF or JSON,
+//! and its words reach a comment only one line long, quieted and neutralised; a hit on lines the
+//! change did not add is never a candidate; a tool that is missing, crashes, hangs or floods is
+//! "not run", never an error.
 
 mod builtin;
 mod custom;

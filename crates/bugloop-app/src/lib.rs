@@ -3,6 +3,10 @@
 //! change, fix, do, ask, act on a comment, reply, converge); each job returns an [`Outcome`]: the
 //! report to render and a [`Verdict`] the front end maps to its exit code, check result or job
 //! state. No front end wires the crates below (forge, model, meter, checkout, sandbox) itself.
+//!
+//! **Invariants:** no front end opens a forge, connects a model, makes a meter or checks out a
+//! change itself; they gather input, call a job, render its outcome. Nothing server-only (HTTP, the
+//! queue, metrics) and nothing benchmark-only lives here, and no test support is exported.
 
 mod act;
 mod clones;

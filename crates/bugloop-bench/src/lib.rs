@@ -3,6 +3,10 @@
 //! time on a synthetic change, the input tokens a review of a reference change sends, the wall
 //! time of a review with a model that takes time to answer, and what proving findings adds to a
 //! review.
+//!
+//! **Never:** be linked into a default build: the CLI takes it only with its feature `bench`, which
+//! `scripts/test` turns on; without it `bugloop bench` says how to build it. **Start reading:**
+//! `lib.rs`.
 
 mod detect;
 mod latency;

@@ -1,5 +1,7 @@
 //! The `bugloop` command. It parses arguments, calls the application layer (`bugloop-app`) and
 //! renders what comes back; the exit code of every verdict is decided in [`exit_code`].
+//!
+//! **Never:** depend on or name a crate below the application layer (the tidy test checks both).
 
 use std::io::{self, IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};

@@ -1,5 +1,6 @@
 //! Repository tidiness that no compiler checks: every source file says what it is (`//!`), every
-//! crate has its place in ARCHITECTURE.md's code map, no two files of a crate import each
+//! crate has its place in ARCHITECTURE.md's code map (whose dependency table and invariants are
+//! checked against the code in `map`), no two files of a crate import each
 //! other, directly or around a circle (a circle is one type in the wrong file), the CLI
 //! reaches the rest only through the application layer and the types it renders (the crates
 //! below it derived from `cargo metadata`), only the server knows HTTP serving and the job
@@ -13,6 +14,8 @@ use std::path::{Path, PathBuf};
 
 #[path = "tidy/docs.rs"]
 mod docs;
+#[path = "tidy/map.rs"]
+mod map;
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -5,6 +5,11 @@
 //!
 //! Every error says where: the file, line and column (or the environment variable), the key path,
 //! and for an unknown key the closest valid one.
+//!
+//! **Invariants:** what runs things comes from trusted sources only (`BRANCH_SETTABLE` is an
+//! allowlist; under an operator `REPOSITORY_SETTABLE`, never `NEVER_REPOSITORY_SETTABLE`); every
+//! error names its file, line and column (or variable) and key path; bad input is refused before it
+//! costs anything.
 
 // Configuration errors happen once, at start-up; their size does not matter and their fields are
 // what the user needs to see.

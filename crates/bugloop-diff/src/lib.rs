@@ -9,6 +9,13 @@
 //! On top of the parse, [`FileDiff`] answers the questions review publishing asks: is a line in
 //! the diff (and on which side), what is the first diff line of a file, and where does a line of the
 //! old file sit in the new one (and back).
+//!
+//! **Invariants:** it never panics and never fails as a whole: it returns every file it could read
+//! and a `Problem` (1-based input line, message) for everything it could not. Hunk line counts, not
+//! line prefixes, decide where a hunk ends, so `---`, `+++` and `@@` inside content are content.
+//! Text is bytes until the end: non-UTF-8 lines are read lossily and the file is flagged `lossy`,
+//! but paths are never read lossily (a name that is not UTF-8 is in its quoted form, see `paths` in
+//! `bugloop-domain`, the one crate `diff` depends on); a trailing `\r` is removed from every line.
 
 mod parse;
 mod query;

@@ -1,6 +1,11 @@
 //! bugloop's core data rules, with no IO: findings and their 1-10 scores, hidden markers and
 //! `rmcoc` blocks, review state reconstructed from a conversation, the filter pipeline, and the
 //! helpers that keep untrusted text out of places it must not reach.
+//!
+//! **Invariants:** no IO, no trait objects in its API, plain data with serde derives (the agent,
+//! loops and forges convert their wire types at their edges); only comments bugloop wrote create
+//! findings or change status; a sanitized id can never end a comment; every filter stage says what
+//! it dropped or changed. **Start reading:** `thread.rs`, then `filter.rs`.
 
 pub mod coverage;
 pub mod dedup;

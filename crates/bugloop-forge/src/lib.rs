@@ -6,6 +6,12 @@
 //! Implementations: [`local::LocalForge`] (a git repository with the conversation in the embedded
 //! store) and, later, GitHub. No forge wire type leaves this crate: everything is expressed in
 //! `bugloop_domain` types and the small types below.
+//!
+//! **Never:** leak wire types (only `bugloop_domain` types cross it), retry an ambiguous create, or
+//! move a branch blindly (`publish_branch` is compare-and-set: created only if absent, moved only
+//! from the commit named). Errors are classified (`RateLimited`, `Unprocessable`, `Forbidden`,
+//! `Transient`, `Ambiguous`, `TooLarge`) so a loop can react. It re-exports `ChangeKey`,
+//! `ChangedFile` and `FileStatus` from `bugloop-git`.
 
 pub mod answering;
 pub mod fencing;

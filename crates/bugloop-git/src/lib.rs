@@ -6,6 +6,10 @@
 //!
 //! git inside the sandbox is not run from here: that git sees only the sandbox's view (see
 //! `bugloop-sandbox`).
+//!
+//! **Never:** let another crate start `git` (the agent's `git` tool runs inside the sandbox; the
+//! tests' fixtures use `bugloop-testkit`). A failure is one `GitError` naming the command and git's
+//! stderr (`git rev-parse --verify HEAD failed: ...`).
 
 mod change;
 mod command;

@@ -8,6 +8,8 @@
 //!
 //! The state API panics on a poisoned lock only in the sense that it recovers the state: a
 //! handler cannot leave it half-written (each one changes it under one lock).
+//!
+//! **Never:** be a normal dependency.
 
 mod answer;
 mod app;

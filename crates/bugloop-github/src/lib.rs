@@ -3,6 +3,9 @@
 //! comment create that failed after it was sent is reported as [`GitHubError::Ambiguous`], never
 //! sent again, so the caller can look for its marker first; see `transport.rs` for the rules.
 //! Ids are `u64` (they exceed 2^31), and issue comments and review comments keep their kind.
+//!
+//! **Never:** retry a create after it was sent (it is `Ambiguous`; the caller looks for its marker
+//! first), or know about loops.
 
 mod app;
 mod graphql;

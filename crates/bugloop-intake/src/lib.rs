@@ -5,6 +5,8 @@
 //!
 //! Pure: the repository is seen through [`Repository`] (its tracked files and their text), so
 //! the front ends and the tests decide where that comes from.
+//!
+//! **Never:** do IO (the repository is seen through the `Repository` trait).
 
 mod issue;
 pub mod segment;

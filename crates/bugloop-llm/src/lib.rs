@@ -2,6 +2,8 @@
 //! Anthropic), an embedded local model, recorded cassettes and a scripted model for tests; with
 //! structured output, retries, budgets that fail closed, and usage accounting. Nothing here knows
 //! about reviews.
+//!
+//! **Never:** know about reviews.
 
 pub mod anthropic;
 pub mod budget;

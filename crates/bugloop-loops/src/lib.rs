@@ -2,6 +2,9 @@
 //! grounds and filters what the model said, and publishes through the forge. One implementation
 //! serves the command line, the Action and the server: nothing here prints or knows its caller;
 //! progress goes to a [`Progress`] the caller provides.
+//!
+//! **Never:** print (progress goes to a `Progress` the caller gives), know which front end called
+//! it, or publish a finding that was not grounded and filtered.
 
 pub mod act;
 pub mod build;

@@ -9,6 +9,16 @@
 //! Times are milliseconds since the epoch, passed in by the caller (the server's clock; tests
 //! move their own). SQLite (WAL) by default; the schema (`migrations/`) is portable SQL meant to
 //! serve PostgreSQL too.
+//!
+//! **Invariants:** a redelivery is a no-op; one job per conversation at a time; a waiting job gains
+//! priority, so none waits for good; every claim raises the job's epoch, so a worker whose lease
+//! ran out is fenced; intake never waits behind the workers (on SQLite they share the process's
+//! second connection, `Queue::for_workers`, and a claim reads its candidates outside any write and
+//! takes one with a single checked update, so SQLite's one write lock is held only for single
+//! statements and intake's batches; the process's writes take turns at one FIFO gate, so none
+//! sleeps in SQLite's busy handler; a batch of deliveries is a handful of statements,
+//! `sqlite_batch.rs`, held by a property test to the answers and rows of the same deliveries
+//! written one by one). Used by `bugloop-server` alone.
 
 mod database;
 mod sqlite_batch;

@@ -5,6 +5,10 @@
 //! enums serialized to the same strings as ever. The renderers: terminal text ([`text`], with
 //! [`style::Style`]), Markdown ([`markdown`], also the Action's job summary), SARIF 2.1.0
 //! ([`sarif`]), JSON ([`json`]) and the summary comment ([`summary`]). Nothing here does IO.
+//!
+//! **Invariants:** pure: no IO, no loop logic; status and stage fields are enums that serialize to
+//! the strings they always had, so the published schema (`docs/review-report.schema.json`, from
+//! `report_schema()`) does not change by accident. **Start reading:** `review.rs`, then `text.rs`.
 
 pub mod act;
 pub mod build;

@@ -11,6 +11,13 @@
 //! has its output capped. Where `bwrap` is missing or the kernel refuses namespaces, [`probe`] says
 //! so and the configured [`WhenUnconfined`] decides between refusing and running with only the
 //! environment, timeout and output limits.
+//!
+//! **Invariant:** nothing a task's code, tests or agent does reaches the host, whether bugloop runs
+//! as root or not (bubblewrap, uid 65534 in a user namespace, no capabilities, seccomp, a minimal
+//! read-only view, a shadow `.git`, limits, a rebuilt environment). `probe()` and `protections()`
+//! say what is in force (`bugloop doctor`). `/etc` is one filtered copy bound whole (`etc.rs`, made
+//! by a walk that never follows a link); `stage.rs` and `reach.rs` are the root path (what the
+//! sandbox's user can open itself, what must be staged).
 
 mod etc;
 mod limits;

@@ -5,6 +5,11 @@
 //!
 //! Invariant: this is the only crate that knows HTTP serving, the job queue and Prometheus; the
 //! application layer below it knows jobs, not how they arrive.
+//!
+//! **Invariant:** it is the only crate that knows HTTP serving, the job queue (`bugloop-queue`) and
+//! Prometheus (the tidy test checks that no other crate depends on the queue, hyper or tower; the
+//! benchmark's recorder and the simulator serve HTTP on 127.0.0.1 for measurements and tests only);
+//! it runs no loop itself and wires no forge or model: jobs go through `bugloop-app`.
 
 mod error;
 pub mod intake_permissions;

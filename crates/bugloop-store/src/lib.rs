@@ -6,6 +6,10 @@
 //! Opening checks the file: a damaged or foreign file is reported as [`StoreError::Corrupt`] with
 //! the way out ([`Store::quarantine`] moves it aside), never silently replaced, because the
 //! conversation is the only record of the local findings.
+//!
+//! **Invariants:** it holds the conversation, never derived review state; a damaged file is
+//! `StoreError::Corrupt` with the way out (`bugloop store reset`), never silently replaced; a newer
+//! schema is refused; writes are single transactions.
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;

@@ -4,6 +4,8 @@
 //!
 //! This is the tests' own git, run plainly (hooks and the user's configuration apply) as a
 //! developer would run it; bugloop's own git is `bugloop-git`.
+//!
+//! **Never:** be a normal dependency.
 
 // A test helper's job is to stop the test at the first thing that went wrong.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]

@@ -5,6 +5,11 @@
 //! A tool's parameters are a Rust type whose JSON Schema is derived with `schemars`. A tool error
 //! is either told to the model ([`ToolError::Model`], it can try again) or ends the task
 //! ([`ToolError::Abort`]); tools never panic.
+//!
+//! **Invariants:** a value a tool's schema admits is accepted by the tool; `Workspace::resolve` is
+//! the only way from a model's path to a file and nothing outside the workspace, in `.git` or not a
+//! regular file is read; `git` and `run` start processes only through `bugloop-sandbox`;
+//! `ToolError::Model` goes back to the model, `ToolError::Abort` ends the task; no tool panics.
 
 mod edit;
 mod git;

@@ -3,6 +3,8 @@
 //! errors that name the field; the webhook signature (`X-Hub-Signature-256`) checked in constant
 //! time; and the job an event asks for ([`trigger`]), or why it asks for none. Events sent by bots,
 //! bugloop's own included, are dropped here, before any work.
+//!
+//! **Invariant:** events sent by bots, bugloop's own included, are dropped here, before any work.
 
 mod payload;
 mod trigger;
