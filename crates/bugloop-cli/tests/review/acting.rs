@@ -1,0 +1,346 @@
+//! Acting from the command line on a reviewed change: fixes that never leak the environment's
+//! secrets or leave the user's tree half-changed, comments, replies and converge, the parallel
+//! auditors' rejected findings, and a branch that cannot choose its own commands.
+
+use super::*;
+
+#[test]
+fn secrets_in_the_environment_reach_no_command() {
+    let dir = repo();
+    let scripts = tempfile::tempdir().unwrap();
+    reviewed(dir.path(), scripts.path());
+    std::fs::create_dir_all(dir.path().join(".bugloop")).unwrap();
+    std::fs::write(
+        dir.path().join(".bugloop/config.yml"),
+        "fix:\n  verify_commands:\n    - shell: env; exit 1\n",
+    )
+    .unwrap();
+    git(dir.path(), &["add", "."]);
+    git(dir.path(), &["commit", "-qm", "config"]);
+    let model = build_script(
+        scripts.path(),
+        &[
+            json!({"name": "run", "arguments": {"program": "env"}}),
+            json!({"name": "edit_file", "arguments": {"path": "lib.rs", "old_text": "v[v.len()]", "new_text": "v[v.len() - 1]"}}),
+        ],
+    );
+    let output = Command::new(env!("CARGO_BIN_EXE_bugloop"))
+        // The branch's own verify commands run only when trusted for the run.
+        .args(["fix", "--all", "--trust-branch-config", "--model", &model])
+        .current_dir(dir.path())
+        .env("NO_COLOR", "1")
+        .env("OPENAI_API_KEY", "sk-test-secret-0451")
+        .env("ANTHROPIC_API_KEY", "sk-ant-secret-0451")
+        .env("GITHUB_TOKEN", "ghp_secret0451")
+        .output()
+        .unwrap();
+    let shown = stdout(&output);
+    assert_eq!(output.status.code(), Some(1), "{shown}{}", stderr(&output));
+    assert!(
+        shown.contains("PATH="),
+        "the verify command's environment is shown: {shown}"
+    );
+    assert!(
+        !shown.contains("secret-0451") && !shown.contains("secret0451"),
+        "{shown}"
+    );
+    // Nothing bugloop recorded (transcripts of the agent's `run env`, the store) holds a secret.
+    for entry in walk(&dir.path().join(".git/bugloop")) {
+        let bytes = std::fs::read(&entry).unwrap_or_default();
+        let text = String::from_utf8_lossy(&bytes);
+        for secret in [
+            "sk-test-secret-0451",
+            "sk-ant-secret-0451",
+            "ghp_secret0451",
+        ] {
+            assert!(!text.contains(secret), "{} holds a secret", entry.display());
+        }
+    }
+    let transcripts: String = walk(&dir.path().join(".git/bugloop/runs"))
+        .iter()
+        .map(|p| std::fs::read_to_string(p).unwrap_or_default())
+        .collect();
+    assert!(transcripts.contains("PATH="), "the agent's `run env` ran");
+}
+
+#[test]
+fn a_fix_killed_mid_run_leaves_the_user_tree_as_it_was() {
+    let dir = repo();
+    let scripts = tempfile::tempdir().unwrap();
+    reviewed(dir.path(), scripts.path());
+    std::fs::create_dir_all(dir.path().join(".bugloop")).unwrap();
+    std::fs::write(
+        dir.path().join(".bugloop/config.yml"),
+        "fix:\n  verify_commands: [sleep 30]\n",
+    )
+    .unwrap();
+    git(dir.path(), &["add", "."]);
+    git(dir.path(), &["commit", "-qm", "config"]);
+    let before = user_view(dir.path());
+    let model = build_script(
+        scripts.path(),
+        &[
+            json!({"name": "edit_file", "arguments": {"path": "lib.rs", "old_text": "v[v.len()]", "new_text": "v[v.len() - 1]"}}),
+        ],
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_bugloop"))
+        .args(["fix", "--all", "--trust-branch-config", "--model", &model])
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until the agent's edit is in the worktree (the verify command is running then).
+    let worktrees = dir.path().join(".git/bugloop/tasks");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let edited = walk(&worktrees).iter().any(|p| {
+            p.ends_with("lib.rs")
+                && std::fs::read_to_string(p).is_ok_and(|t| t.contains("v.len() - 1"))
+        });
+        if edited {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the fix never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(user_view(dir.path()), before);
+    // The next run clears what the killed one left and works normally.
+    let model = build_script(scripts.path(), &[]);
+    let output = bugloop(dir.path(), &["fix", "--all", "--model", &model]);
+    assert!(
+        stdout(&output).contains("the agent changed nothing"),
+        "{}{}",
+        stdout(&output),
+        stderr(&output)
+    );
+    assert_eq!(user_view(dir.path()), before);
+    // The killed run's task tree is gone (removed by the next run), and so is the next run's own.
+    assert_eq!(walk(&worktrees), Vec::<std::path::PathBuf>::new());
+}
+
+#[test]
+fn comments_replies_and_converge_from_the_command_line() {
+    let dir = repo();
+    let scripts = tempfile::tempdir().unwrap();
+    let id = reviewed(dir.path(), scripts.path());
+
+    // A clear acknowledgement needs no model call (the script has no answers).
+    let empty = scripts.path().join("empty.jsonl");
+    std::fs::write(&empty, "").unwrap();
+    let model = format!("script:{}", empty.display());
+    let ack = bugloop(dir.path(), &["comment", "lgtm", "--model", &model]);
+    assert_eq!(ack.status.code(), Some(0), "{}", stderr(&ack));
+    assert_eq!(stdout(&ack), "nothing to do\n");
+
+    let answer = scripts.path().join("dispute.jsonl");
+    std::fs::write(
+        &answer,
+        format!("{}\n", json!({"text": json!({"decision": "maintain", "reasoning": "Indexing at len() always panics."}).to_string()})),
+    )
+    .unwrap();
+    let model = format!("script:{}", answer.display());
+    let reply = bugloop(
+        dir.path(),
+        &[
+            "reply",
+            &id[..10],
+            "the slice is never empty",
+            "--now",
+            "--model",
+            &model,
+        ],
+    );
+    assert_eq!(reply.status.code(), Some(0), "{}", stderr(&reply));
+    assert!(
+        stdout(&reply).contains("maintained (DISPUTED)"),
+        "{}",
+        stdout(&reply)
+    );
+    let list = bugloop(dir.path(), &["findings"]);
+    assert!(stdout(&list).contains("DISPUTED"), "{}", stdout(&list));
+    let show = bugloop(dir.path(), &["findings", "show", &id]);
+    assert!(
+        stdout(&show).contains("the slice is never empty"),
+        "{}",
+        stdout(&show)
+    );
+
+    // Converge: a clean audit on the first loop.
+    let model = script(scripts.path(), &[]);
+    let converged = bugloop(dir.path(), &["converge", "--model", &model]);
+    assert_eq!(
+        converged.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&converged),
+        stderr(&converged)
+    );
+    assert!(
+        stdout(&converged).starts_with("bugloop converge exit: converged\nLoops: 1\n"),
+        "{}",
+        stdout(&converged)
+    );
+}
+
+/// An audit answered only to the auditor whose focus heading is `focus`.
+fn audit_lines(focus: &str, findings: &[Value]) -> Vec<Value> {
+    let when = format!("## Audit focus: {focus}");
+    let mut first: Vec<Value> = findings
+        .iter()
+        .map(|f| json!({"name": "report_finding", "arguments": f}))
+        .collect();
+    first.push(
+        json!({"name": "submit_pass_results", "arguments": {"pass_number": 1, "summary": "diff"}}),
+    );
+    let mut lines = vec![json!({"tool_calls": first, "when": when})];
+    for pass in 2..=4 {
+        lines.push(json!({"tool_calls": [{"name": "submit_pass_results", "arguments": {"pass_number": pass, "summary": "ok"}}], "when": when}));
+    }
+    lines
+}
+
+/// Two auditors at once from the first loop (configured by variables, trusted): the security
+/// auditor quotes code that is not there; the loop is clean, and the text and JSON reports say
+/// what was quarantined, by whom and why.
+#[test]
+fn parallel_auditors_rejected_findings_are_in_the_converge_report() {
+    let invented = json!({"file": "lib.rs", "line": 6, "evidence": "unsafe { v.get_unchecked(0) }",
+        "title": "Unchecked access", "description": "Reads without a bounds check.", "score": 9,
+        "category": "security"});
+    for format in ["text", "json"] {
+        let dir = repo();
+        let scripts = tempfile::tempdir().unwrap();
+        let mut lines = audit_lines("security", std::slice::from_ref(&invented));
+        lines.extend(audit_lines("correctness", &[]));
+        let path = scripts.path().join("auditors.jsonl");
+        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        std::fs::write(&path, text).unwrap();
+        let model = format!("script:{}", path.display());
+        let output = Command::new(env!("CARGO_BIN_EXE_bugloop"))
+            .args(["converge", "--model", &model, "--format", format])
+            .current_dir(dir.path())
+            .env("NO_COLOR", "1")
+            .env_remove("BUGLOOP_CONFIG")
+            .env("BUGLOOP_CONVERGE__PARALLEL_AUDITORS", "2")
+            .env("BUGLOOP_CONVERGE__PARALLEL_FROM_LOOP", "1")
+            .output()
+            .unwrap();
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{}{}",
+            stdout(&output),
+            stderr(&output)
+        );
+        let out = stdout(&output);
+        if format == "text" {
+            assert!(
+                out.contains("1 audit: 0P0 0P1 0P2 (clean) (1 quarantined)\n"),
+                "{out}"
+            );
+            assert!(
+                out.contains("Quarantined (1):\n1 auditor 2 (security): Unchecked access (lib.rs:6): grounding: "),
+                "{out}"
+            );
+        } else {
+            let report: Value = serde_json::from_str(&out).unwrap();
+            assert_eq!(report["exit"], "converged");
+            let quarantined = report["quarantined"].as_array().unwrap();
+            assert_eq!(quarantined.len(), 1, "{report:#}");
+            assert_eq!(quarantined[0]["auditor"], "auditor 2 (security)");
+            assert_eq!(quarantined[0]["title"], "Unchecked access");
+            assert_eq!(quarantined[0]["loop"], 1);
+            assert!(
+                quarantined[0]["reason"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("grounding: "),
+                "{report:#}"
+            );
+        }
+    }
+}
+
+/// A branch that adds a verify command to `.bugloop/config.yml`: the command is not used (the
+/// base has none), `config show` says so, every command warns, and the review publishes one
+/// security finding on the file, which `--trust-branch-config` accepts for one run.
+#[test]
+fn a_branch_cannot_choose_its_own_commands() {
+    let dir = repo();
+    let scripts = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join(".bugloop")).unwrap();
+    std::fs::write(
+        dir.path().join(".bugloop/config.yml"),
+        "review:\n  threshold: 5\nfix:\n  verify_commands: [touch /tmp/pwned]\n",
+    )
+    .unwrap();
+    git(dir.path(), &["add", "."]);
+    git(dir.path(), &["commit", "-qm", "config"]);
+    let warning = "warning: .bugloop/config.yml on this branch sets fix.verify_commands (line 4); \
+                   ignored: commands and sandbox settings come from trusted configuration (the \
+                   base commit, your own config). Run with --trust-branch-config to accept them \
+                   for this run.\n";
+
+    let shown = bugloop(dir.path(), &["config", "show"]);
+    assert_eq!(shown.status.code(), Some(0), "{}", stderr(&shown));
+    assert_eq!(stderr(&shown), warning);
+    assert!(
+        stdout(&shown).contains("  verify_commands: []  # default\n"),
+        "{}",
+        stdout(&shown)
+    );
+    assert!(
+        stdout(&shown).contains("  threshold: 5  # from "),
+        "{}",
+        stdout(&shown)
+    );
+
+    let model = script(scripts.path(), &[]);
+    let run = bugloop(
+        dir.path(),
+        &["review", "--model", &model, "--format", "json"],
+    );
+    assert_eq!(run.status.code(), Some(0), "{}", stderr(&run));
+    assert!(stderr(&run).starts_with(warning), "{}", stderr(&run));
+    let report: Value = serde_json::from_str(&stdout(&run)).unwrap();
+    let findings = report["findings"].as_array().unwrap();
+    assert_eq!(findings.len(), 1, "{report:#}");
+    let finding = &findings[0];
+    assert_eq!(
+        finding["id"],
+        "branch-changes-trusted-bugloop-configuration"
+    );
+    assert_eq!(
+        finding["title"],
+        "This branch changes trusted bugloop configuration: fix.verify_commands"
+    );
+    assert_eq!(finding["file"], ".bugloop/config.yml");
+    assert_eq!(finding["line"], 4);
+    assert_eq!(finding["score"], 7);
+    assert_eq!(finding["category"], "security");
+    assert_eq!(finding["placement"], "line");
+
+    let trusted = bugloop(
+        dir.path(),
+        &[
+            "--trust-branch-config",
+            "config",
+            "show",
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(stderr(&trusted), "");
+    let shown: Value = serde_json::from_str(&stdout(&trusted)).unwrap();
+    assert_eq!(
+        shown["config"]["fix"]["verify_commands"],
+        json!(["touch /tmp/pwned"])
+    );
+}

@@ -1,0 +1,141 @@
+//! How bugloop runs where it is set up: commands with no sandbox refused or warned about, and
+//! `bench` as built (or left out of) the binary.
+
+use super::*;
+
+/// A script whose first pass reports `findings` after the tool `calls`, then passes 2-4.
+fn script_with_calls(dir: &Path, calls: &[Value], findings: &[Value]) -> String {
+    let model = script(dir, findings);
+    let path = dir.join("script.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    if !calls.is_empty() {
+        let first: Vec<Value> = calls
+            .iter()
+            .map(|c| json!({"name": c["name"], "arguments": c["arguments"]}))
+            .collect();
+        lines.insert(0, json!({"tool_calls": first}).to_string());
+    }
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    model
+}
+
+/// A PATH with git but no bubblewrap: the sandbox cannot confine. With
+/// `sandbox.when_unconfined: refuse` (the default) the agent's `git` command is not run and the
+/// review says why (incomplete, exit 3); with `warn` it runs unconfined, with a warning.
+#[test]
+fn when_unconfined_refuses_or_warns() {
+    let dir = repo();
+    let scripts = tempfile::tempdir().unwrap();
+    let bin = tempfile::tempdir().unwrap();
+    let real_git = String::from_utf8(
+        Command::new("sh")
+            .args(["-c", "command -v git"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(real_git.trim(), bin.path().join("git")).unwrap();
+    let review = |when: &str| {
+        let model = script_with_calls(
+            scripts.path(),
+            &[json!({"name": "git", "arguments": {"command": "log", "args": ["--oneline"]}})],
+            &[off_by_one()],
+        );
+        Command::new(env!("CARGO_BIN_EXE_bugloop"))
+            .args(["review", "--model", &model, "--format", "json", "--dry-run"])
+            .current_dir(dir.path())
+            .env("NO_COLOR", "1")
+            .env("PATH", bin.path())
+            .env("BUGLOOP_SANDBOX__WHEN_UNCONFINED", when)
+            .env_remove("BUGLOOP_CONFIG")
+            .output()
+            .unwrap()
+    };
+    let refused = review("refuse");
+    assert_eq!(refused.status.code(), Some(3), "{}", stderr(&refused));
+    let report: Value = serde_json::from_str(&stdout(&refused)).unwrap();
+    assert_eq!(report["complete"], false);
+    let errors = report["errors"].to_string();
+    assert!(errors.contains("when_unconfined"), "{errors}");
+
+    let warned = review("warn");
+    assert_eq!(warned.status.code(), Some(0), "{}", stderr(&warned));
+    let report: Value = serde_json::from_str(&stdout(&warned)).unwrap();
+    assert_eq!(report["complete"], true, "{report:#}");
+    assert_eq!(report["findings"].as_array().unwrap().len(), 1);
+    assert!(
+        stderr(&warned).contains("commands will run UNCONFINED (sandbox.when_unconfined: warn)"),
+        "{}",
+        stderr(&warned)
+    );
+    assert!(
+        !stderr(&refused).contains("UNCONFINED"),
+        "{}",
+        stderr(&refused)
+    );
+}
+
+/// A build without the feature `bench` (a release build) says how to get the benchmarks.
+#[cfg(not(feature = "bench"))]
+#[test]
+fn bench_says_how_to_build_it_when_left_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_bugloop"))
+        .args(["bench", "review", "--files", "1"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert!(said.contains("--features bench"), "{said}");
+}
+
+/// `bench review` runs a review as `bugloop review` would: a tool-calling model through the four
+/// passes and the configured budgets. With the default budgets the synthetic change is reviewed
+/// completely; with two turns it stops where a real review would.
+#[cfg(feature = "bench")]
+#[test]
+fn bench_review_uses_the_budgets_and_tools_of_a_real_review() {
+    let dir = tempfile::tempdir().unwrap();
+    let bench = |turns: Option<&str>| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_bugloop"));
+        command
+            .args([
+                "bench", "review", "--files", "4", "--lines", "40", "--format", "json",
+            ])
+            .current_dir(dir.path())
+            .env_remove("BUGLOOP_CONFIG");
+        if let Some(turns) = turns {
+            command.env("BUGLOOP_BUDGETS__MAX_TURNS", turns);
+        }
+        let output = command.output().unwrap();
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        serde_json::from_str::<Value>(&stdout(&output)).unwrap()
+    };
+    let full = bench(None);
+    let sessions = full["sessions"].as_u64().unwrap();
+    assert!(sessions >= 1, "{full:#}");
+    // Four passes a session, each a tool call of the model.
+    assert_eq!(
+        full["model_calls"].as_u64().unwrap(),
+        4 * sessions,
+        "{full:#}"
+    );
+    assert_eq!(full["complete"], true, "{full:#}");
+    assert!(
+        full["findings_in_report"].as_u64().unwrap() >= 1,
+        "{full:#}"
+    );
+
+    let stopped = bench(Some("2"));
+    assert_eq!(stopped["model_calls"], 2, "{stopped:#}");
+    assert_eq!(stopped["complete"], false, "{stopped:#}");
+    assert!(
+        stopped["errors"]
+            .to_string()
+            .contains("limit of 2 model turns"),
+        "{stopped:#}"
+    );
+}
