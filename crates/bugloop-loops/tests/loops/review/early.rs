@@ -17,7 +17,7 @@ use crate::support::{self, finding};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_parts_findings_are_published_as_the_part_ends() {
-    let (repo, mut config) = super::split_change();
+    let (repo, mut config) = super::parts::split_change();
     // One part after another, so which came before a request is certain.
     config.review.parallel_sessions = 1;
     let db_line = repo.line_of("src/db.rs", "format!(\"SELECT");

@@ -1,0 +1,318 @@
+//! A large change reviewed in parts: what does not fit is listed, the budget is shared and stops
+//! every part, a model that runs a pass per turn is asked the rest at once on its cached prefix,
+//! and parts are reviewed at once.
+
+use super::*;
+
+#[tokio::test]
+async fn large_changes_are_split_and_what_does_not_fit_is_listed() {
+    let repo = Repo::with_feature();
+    for i in 0..6 {
+        let body: String = (0..40)
+            .map(|l| format!("pub const C{i}_{l}: u32 = {l};\n"))
+            .collect();
+        repo.write(&format!("src/gen{i}.rs"), &body);
+    }
+    repo.commit("many files");
+    let mut config = support::config();
+    config.review.max_tokens_per_call = 700;
+    // Every session ends at once; how many there were is what matters.
+    let scripted = ScriptedProvider::new([]);
+    for _ in 0..40 {
+        for pass in 1..=4 {
+            scripted.push(tool_reply(
+                &[(
+                    "submit_pass_results",
+                    json!({"pass_number": pass, "summary": "ok"}),
+                )],
+                support::usage(),
+            ));
+        }
+    }
+    let (report, _) = run(&repo, config, scripted).await;
+    assert!(report.usage.sessions > 3, "{}", report.usage.sessions);
+    assert!(report.complete);
+    let mut reviewed: Vec<_> = report.passes.iter().map(|p| p.call).collect();
+    reviewed.dedup();
+    assert_eq!(reviewed.len(), report.usage.sessions);
+}
+
+#[tokio::test]
+async fn a_budget_stop_lists_the_rest_as_unreviewed() {
+    let repo = Repo::with_feature();
+    let mut config = support::config();
+    config.budgets.max_input_tokens = 1;
+    let (report, _) = run(&repo, config, session(vec![], vec![])).await;
+    assert!(!report.complete);
+    assert!(report.errors[0].contains("budget"), "{:?}", report.errors);
+    assert!(!report.unreviewed.is_empty());
+}
+
+/// The feature branch plus six generated files, so that at 700 tokens a call the change is
+/// reviewed in several sessions.
+pub(super) fn split_change() -> (Repo, bugloop_config::Config) {
+    let repo = Repo::with_feature();
+    for i in 0..6 {
+        let body: String = (0..40)
+            .map(|l| format!("pub const C{i}_{l}: u32 = {l};\n"))
+            .collect();
+        repo.write(&format!("src/gen{i}.rs"), &body);
+    }
+    repo.commit("many files");
+    let mut config = support::config();
+    config.review.max_tokens_per_call = 700;
+    (repo, config)
+}
+
+/// A model that finishes every pass at once, except in the session shown `stubborn` (a file
+/// name), where it only ever reads its todo list; it answers up to `calls` requests.
+/// The pass a follow-up asks for ("Go on with pass N"), if the last user message is one.
+fn pass_asked(request: &bugloop_llm::ChatRequest) -> Option<usize> {
+    request
+        .messages
+        .iter()
+        .rev()
+        .find(|m| m.role == Role::User)
+        .and_then(|m| m.content.split("Go on with pass ").nth(1))
+        .and_then(|rest| rest.split_whitespace().next()?.parse().ok())
+}
+
+fn passes_except(stubborn: Option<&'static str>, calls: usize) -> ScriptedProvider {
+    let provider = ScriptedProvider::new([]);
+    for _ in 0..calls {
+        provider.push_fn(move |request| {
+            let change = request
+                .messages
+                .iter()
+                .find(|m| m.role == Role::User)
+                .map(|m| m.content.clone())
+                .unwrap_or_default();
+            if stubborn.is_some_and(|file| change.contains(file)) {
+                return Ok(tool_reply(&[("todo_read", json!({}))], support::usage()));
+            }
+            let pass = pass_asked(request).unwrap_or_else(|| {
+                request
+                    .messages
+                    .iter()
+                    .filter(|m| m.role == Role::User)
+                    .count()
+            });
+            Ok(tool_reply(
+                &[(
+                    "submit_pass_results",
+                    json!({"pass_number": pass, "summary": "ok"}),
+                )],
+                support::usage(),
+            ))
+        });
+    }
+    provider
+}
+
+/// The run's turn budget (6) lets the first session finish its four passes and stops the second
+/// after two calls: the first session's files are reviewed, the second's and every later one's
+/// are listed as not reviewed, with the budget as the reason.
+#[tokio::test]
+async fn a_budget_stops_the_review_in_its_second_session() {
+    let (repo, mut config) = split_change();
+    config.budgets.max_turns = 6;
+    let (report, _) = run(&repo, config, passes_except(None, 40)).await;
+    assert!(report.usage.sessions > 2, "{}", report.usage.sessions);
+    assert_eq!(report.usage.model_calls, 6);
+    assert!(!report.complete);
+    assert_eq!(report.errors.len(), 1, "{:?}", report.errors);
+    assert!(
+        report.errors[0].contains("limit of 6 model turns"),
+        "{:?}",
+        report.errors
+    );
+    let first: Vec<u32> = report
+        .passes
+        .iter()
+        .filter(|p| p.call == 1)
+        .map(|p| p.pass)
+        .collect();
+    assert_eq!(first, [1, 2, 3, 4]);
+    let second: Vec<u32> = report
+        .passes
+        .iter()
+        .filter(|p| p.call == 2)
+        .map(|p| p.pass)
+        .collect();
+    assert_eq!(second, [1, 2]);
+    assert!(report.passes.iter().all(|p| p.call <= 2));
+    // Everything from the second session on is listed; nothing of the first.
+    let unreviewed: Vec<&str> = report.unreviewed.iter().map(|u| u.path.as_str()).collect();
+    assert!(!unreviewed.is_empty());
+    let files = repo_files_changed(&repo);
+    assert!(unreviewed.len() < files.len(), "{unreviewed:?}");
+    for entry in &report.unreviewed {
+        assert!(entry.reason.contains("budget"), "{entry:?}");
+    }
+}
+
+fn repo_files_changed(repo: &Repo) -> Vec<String> {
+    support::git(repo.path(), &["diff", "--name-only", "main...HEAD"])
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Each session of a split change gets its share of the run's turns (60 over the sessions), so
+/// a session that never finishes stops at its share and the others still run all four passes.
+#[tokio::test]
+async fn sessions_share_the_turn_budget() {
+    let (repo, mut config) = split_change();
+    config.budgets.max_turns = 60;
+    let scripted = passes_except(Some("src/gen3.rs"), 200);
+    let (report, _) = run(&repo, config, scripted).await;
+    let sessions = u32::try_from(report.usage.sessions).unwrap();
+    assert!(sessions > 2, "{sessions}");
+    let share = (60 / sessions).max(6);
+    assert!(share > 6, "the share should not be the floor here: {share}");
+    assert!(!report.complete);
+    assert_eq!(report.errors.len(), 1, "{:?}", report.errors);
+    assert!(
+        report.errors[0].contains(&format!("{share}")),
+        "{:?}",
+        report.errors
+    );
+    // The stubborn session made exactly its share of calls; every other one its four passes.
+    assert_eq!(report.usage.model_calls, share + 4 * (sessions - 1));
+    let finished = report.passes.iter().filter(|p| p.pass == 4).count();
+    assert_eq!(finished, report.usage.sessions - 1);
+    assert!(
+        report.unreviewed.iter().any(|u| u.path == "src/gen3.rs"),
+        "{:?}",
+        report.unreviewed
+    );
+}
+
+/// A model that runs one pass per turn although all four are given with the change: each pass
+/// is still asked for and submitted, in two round trips per session: the first request, then
+/// the three passes it left, at once, each request the first with its turn and one pass's
+/// instructions added at its end (the system prompt, the tools and every earlier message byte
+/// for byte), so a provider's prefix cache serves all but the new turn. The same holds in every
+/// part of a change reviewed in several sessions.
+#[tokio::test]
+async fn a_model_running_one_pass_per_turn_is_asked_the_rest_at_once_on_its_prefix() {
+    for (repo, mut config) in [(Repo::with_feature(), support::config()), split_change()] {
+        // One part at a time, so each part's requests come together.
+        config.review.parallel_sessions = 1;
+        let provider = ScriptedProvider::new([]).with_latency(std::time::Duration::from_millis(30));
+        for _ in 0..64 {
+            provider.push_fn(|request| {
+                let asked = pass_asked(request);
+                let submitted = request
+                    .messages
+                    .iter()
+                    .flat_map(|m| &m.tool_calls)
+                    .filter(|c| c.name == "submit_pass_results")
+                    .count();
+                Ok(tool_reply(
+                    &[(
+                        "submit_pass_results",
+                        json!({"pass_number": asked.unwrap_or(submitted + 1), "summary": "one at a time"}),
+                    )],
+                    support::usage(),
+                ))
+            });
+        }
+        let provider = std::sync::Arc::new(provider);
+        let (report, _) = support::review_branch(&repo, config, provider.clone(), false).await;
+        assert!(report.unreviewed.is_empty(), "{:?}", report.unreviewed);
+        assert!(report.errors.is_empty(), "{:?}", report.errors);
+        let requests = provider.requests();
+        let spans = provider.spans();
+        let sessions = report.usage.sessions;
+        assert_eq!(requests.len(), 4 * sessions, "four requests per session");
+        let mut passes: Vec<(usize, u32)> =
+            report.passes.iter().map(|p| (p.call, p.pass)).collect();
+        passes.sort_unstable();
+        let asked: Vec<(usize, u32)> = (1..=sessions)
+            .flat_map(|c| (1..=4).map(move |p| (c, p)))
+            .collect();
+        assert_eq!(passes, asked, "every pass of every part, once");
+        for (session, times) in requests.chunks(4).zip(spans.chunks(4)) {
+            let (first, rest) = session.split_first().unwrap();
+            for pass in 1..=4 {
+                assert!(
+                    first.messages[0]
+                        .content
+                        .contains(&format!("# Pass {pass} of 4")),
+                    "every pass is given with the change"
+                );
+            }
+            for (pass, after) in (2..=4).zip(rest) {
+                assert_eq!(first.system, after.system);
+                assert_eq!(
+                    serde_json::to_string(&first.tools).unwrap(),
+                    serde_json::to_string(&after.tools).unwrap()
+                );
+                assert_eq!(after.messages.len(), first.messages.len() + 3);
+                for (a, b) in first.messages.iter().zip(&after.messages) {
+                    assert_eq!(
+                        serde_json::to_string(a).unwrap(),
+                        serde_json::to_string(b).unwrap(),
+                        "an earlier message changed"
+                    );
+                }
+                let last = &after.messages.last().unwrap().content;
+                assert!(last.contains(&format!("pass {pass} of 4")), "{last}");
+            }
+            // Two round trips: the three passes left overlap, all after the first came back.
+            let (first, rest) = times.split_first().unwrap();
+            assert!(rest.iter().all(|(start, _)| *start >= first.1));
+            let last_start = rest.iter().map(|(start, _)| *start).max().unwrap();
+            let first_end = rest.iter().map(|(_, end)| *end).min().unwrap();
+            assert!(last_start < first_end, "{times:?}");
+        }
+    }
+}
+
+/// The parts of a large change are reviewed at once (`review.parallel_sessions`), every pass of
+/// every part still asked: with a model that takes a moment to answer (all four passes in one
+/// reply, so a part is one request), requests of different parts overlap in time (the scripted
+/// model records when each came and went); with 1 none do.
+#[tokio::test]
+async fn the_parts_of_a_large_change_are_reviewed_at_once() {
+    for (at_once, overlap) in [(4, true), (1, false)] {
+        let (repo, mut config) = split_change();
+        config.review.parallel_sessions = at_once;
+        let provider = ScriptedProvider::new([]);
+        for _ in 0..64 {
+            provider.push_fn(|_| {
+                let submit = |pass: u32| {
+                    let summary = json!({"pass_number": pass, "summary": "ok"});
+                    ("submit_pass_results", summary)
+                };
+                Ok(tool_reply(
+                    &(1..=4).map(submit).collect::<Vec<_>>(),
+                    support::usage(),
+                ))
+            });
+        }
+        let provider =
+            std::sync::Arc::new(provider.with_latency(std::time::Duration::from_millis(20)));
+        let (report, _) = support::review_branch(&repo, config, provider.clone(), false).await;
+        assert!(report.complete, "{:?}", report.errors);
+        let sessions = report.usage.sessions;
+        assert!(sessions > 2, "{sessions}");
+        for call in 1..=sessions {
+            let mut passes: Vec<u32> = report
+                .passes
+                .iter()
+                .filter(|p| p.call == call)
+                .map(|p| p.pass)
+                .collect();
+            passes.sort_unstable();
+            assert_eq!(passes, [1, 2, 3, 4], "part {call}: {:?}", report.passes);
+        }
+        let spans = provider.spans();
+        let overlapping = spans
+            .iter()
+            .enumerate()
+            .any(|(i, a)| spans[i + 1..].iter().any(|b| a.0 < b.1 && b.0 < a.1));
+        assert_eq!(overlapping, overlap, "parallel_sessions {at_once}");
+    }
+}
