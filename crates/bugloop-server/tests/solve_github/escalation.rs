@@ -1,0 +1,239 @@
+//! When the App cannot finish alone: an issue the solver cannot solve is escalated on GitHub, and
+//! an external reviewer's threads are addressed and its review awaited.
+
+use super::*;
+
+/// A solver that never passes on GitHub: escalated after `solve.max_iterations`, the issue
+/// labelled for a person with a comment listing the attempts, nothing pushed, no draft.
+#[tokio::test]
+async fn an_issue_the_solver_cannot_solve_is_escalated_on_github() {
+    let Setup {
+        fixture,
+        queue,
+        mut settings,
+        _dirs,
+    } = setup_with(&format!(
+        "{CONFIG}  max_iterations: 2\nagents:\n  bugsolver:\n    assignee: bugsolver-bot\n"
+    ))
+    .await;
+    let sim = &fixture.sim;
+    sim.set_permission("bugsolver-bot", "write");
+    let issue = sim.add_issue(
+        "alice",
+        "Crash in last",
+        "IndexError",
+        &["bug", "bug:autofix"],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let tries: Vec<Value> = (1..=2)
+        .flat_map(|n| {
+            [
+                json!({"tool_calls": [write("app/models.py", &format!("def last(items):\n    return items[len(items) - {n}0]\n"))]}),
+                json!({"text": format!("try {n}")}),
+            ]
+        })
+        .collect();
+    settings.model = Some(script_file(dir.path(), &tries));
+    enqueue_trigger(&queue, "delivery-1", &autofix(sim, issue, "bug:autofix")).await;
+    let run = run_next(&queue, &settings, &Stop::never())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(run.state, Some(JobState::Done), "{run:?}");
+    let said: Vec<_> = sim
+        .issue_comments(issue)
+        .into_iter()
+        .filter(|c| c.author == BOT)
+        .collect();
+    assert_eq!(said.len(), 2, "the record and the escalation: {said:#?}");
+    let escalation = said
+        .iter()
+        .find(|c| c.body.starts_with("bugloop could not finish"))
+        .unwrap();
+    for n in 1..=2 {
+        assert!(
+            escalation
+                .body
+                .contains(&format!("- attempt {n}: `grep -qF")),
+            "{}",
+            escalation.body
+        );
+    }
+    assert!(
+        said.iter()
+            .any(|c| c.body.contains("### bugloop solve: ESCALATED"))
+    );
+    let labels = sim.issue_labels(issue);
+    assert!(
+        labels.contains(&"bugloop:escalated".to_owned()),
+        "{labels:?}"
+    );
+    assert!(
+        !labels.contains(&"bugloop:solving".to_owned()),
+        "{labels:?}"
+    );
+    assert_eq!(sim.pulls().len(), 1, "no draft");
+    assert_eq!(
+        git(fixture.origin(), &["branch", "--list", "bugloop/*"]),
+        "",
+        "nothing pushed"
+    );
+    // Assigned to the solver's account when taken, unassigned when handed to a person.
+    let assignments: Vec<String> = sim
+        .requests()
+        .into_iter()
+        .filter(|r| r.path.ends_with(&format!("/issues/{issue}/assignees")))
+        .map(|r| format!("{} {}", r.method, r.status))
+        .collect();
+    assert_eq!(assignments, ["POST 201", "DELETE 201"]);
+    assert!(sim.assignees(issue).is_empty());
+}
+
+/// The seed's `agents.reviewer.external`: bugloop does not review its draft; each head waits
+/// for the external reviewer (an App's bot, not a collaborator), whose thread a round addresses
+/// and resolves; a stranger's review is not the one awaited; the reviewer's approval of the new
+/// head lets the gate mark the draft ready. The issue is assigned to the solver's account.
+#[tokio::test]
+async fn an_external_reviewers_threads_are_addressed_and_its_review_awaited() {
+    const RABBIT: &str = "coderabbitai[bot]";
+    let Setup {
+        fixture,
+        queue,
+        mut settings,
+        _dirs,
+    } = setup_with(&format!(
+        "{CONFIG}agents:\n  bugsolver:\n    assignee: bugsolver-bot\n  reviewer:\n    external: true\n    logins: [\"{RABBIT}\"]\n"
+    ))
+    .await;
+    let sim = &fixture.sim;
+    sim.set_permission("bugsolver-bot", "write");
+    let issue = sim.add_issue(
+        "alice",
+        "Crash in last",
+        "IndexError",
+        &["bug", "bug:autofix"],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    // The solution only: bugloop's own review of the draft would need answers the script has not.
+    settings.model = Some(script_file(dir.path(), &script()[2..4]));
+    enqueue_trigger(&queue, "delivery-1", &autofix(sim, issue, "bug:autofix")).await;
+    let run = run_next(&queue, &settings, &Stop::never())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(run.state, Some(JobState::Done), "{run:?}");
+    assert_eq!(sim.assignees(issue), ["bugsolver-bot"]);
+    let pulls: Vec<_> = sim.pulls().into_iter().filter(|p| p.0 != 7).collect();
+    assert_eq!(pulls.len(), 1, "{pulls:#?}");
+    let (number, _, branch, draft, ..) = pulls[0].clone();
+    assert!(draft, "waits as a draft");
+    assert!(
+        sim.review_comments(number).is_empty(),
+        "bugloop did not review it"
+    );
+    let record = || {
+        sim.issue_comments(issue)
+            .into_iter()
+            .find(|c| c.author == BOT)
+            .unwrap()
+            .body
+    };
+    assert!(
+        record().contains("### bugloop solve: REVIEWING"),
+        "{}",
+        record()
+    );
+    // The wait is looked at again when it ends (120 minutes), once however many runs see it.
+    let wake: Vec<_> = queue
+        .jobs()
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|j| j.id.contains(":wake:"))
+        .collect();
+    assert_eq!(wake.len(), 1, "{wake:#?}");
+    let in_two_hours = bugloop_queue::now_ms() + 119 * 60_000;
+    assert!(wake[0].run_after > in_two_hours, "{wake:#?}");
+
+    // A stranger's review is not the external reviewer's: still waiting, nothing asked.
+    sim.add_review(number, "mallory", "APPROVED");
+    settings.model = Some(script_file(dir.path(), &[]));
+    let resume = resume(issue);
+    enqueue_trigger(&queue, "delivery-2", &resume).await;
+    let waited = run_next(&queue, &settings, &Stop::never())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(waited.state, Some(JobState::Done), "{waited:?}");
+    assert!(sim.is_draft(number) == Some(true));
+
+    // The external reviewer reviews the head with a thread: a round addresses it.
+    let thread = sim.review_comment_as(
+        number,
+        RABBIT,
+        "app/models.py",
+        2,
+        "An empty list still raises IndexError.",
+    );
+    sim.submit_review(number, RABBIT, "COMMENTED", "Actionable comments posted: 1");
+    settings.model = Some(script_file(
+        dir.path(),
+        &[
+            json!({"tool_calls": [write("app/models.py", "def last(items):\n    return items[-1] if items else None\n")]}),
+            json!({"text": "Guarded the empty list."}),
+        ],
+    ));
+    enqueue_trigger(&queue, "delivery-3", &resume).await;
+    let round = run_next(&queue, &settings, &Stop::never())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(round.state, Some(JobState::Done), "{round:?}");
+    let answers: Vec<_> = sim
+        .review_comments(number)
+        .into_iter()
+        .filter(|c| c.in_reply_to == Some(thread))
+        .collect();
+    assert_eq!(answers.len(), 1, "{answers:#?}");
+    assert!(sim.threads(number).iter().all(|t| t.resolved));
+    assert!(
+        git(
+            fixture.origin(),
+            &["show", &format!("{branch}:app/models.py")]
+        )
+        .contains("if items else None")
+    );
+    assert_eq!(
+        sim.is_draft(number),
+        Some(true),
+        "the new head waits for its review"
+    );
+
+    // The reviewer asks for changes on the new head without a thread: theirs to change.
+    sim.add_review(number, RABBIT, "CHANGES_REQUESTED");
+    settings.model = Some(script_file(dir.path(), &[]));
+    enqueue_trigger(&queue, "delivery-3b", &resume).await;
+    let held = run_next(&queue, &settings, &Stop::never())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(held.state, Some(JobState::Done), "{held:?}");
+    assert_eq!(sim.is_draft(number), Some(true), "{}", record());
+
+    // The reviewer approves the new head: the gate passes.
+    sim.add_review(number, RABBIT, "APPROVED");
+    settings.model = Some(script_file(dir.path(), &[]));
+    enqueue_trigger(&queue, "delivery-4", &resume).await;
+    let ready = run_next(&queue, &settings, &Stop::never())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(ready.state, Some(JobState::Done), "{ready:?}");
+    assert_eq!(sim.is_draft(number), Some(false), "{}", record());
+    assert!(
+        record().contains("### bugloop solve: READY"),
+        "{}",
+        record()
+    );
+    assert_eq!(sim.assignees(issue), ["bugsolver-bot"]);
+}
