@@ -1,0 +1,194 @@
+//! Reading the layers from disk and the environment: the user's file, the repository's, the
+//! `BUGLOOP_*` variables, each read as plain UTF-8 text or refused with where and why.
+
+use std::path::{Path, PathBuf};
+
+use crate::{
+    BaseScope, BranchConfig, CONFIG_PATH, ConfigError, Loaded, Origin, SourceText, Sources,
+    load_layered,
+};
+
+/// What [`load`] reads.
+#[derive(Debug, Clone, Default)]
+pub struct LocalFiles {
+    /// The repository's root: its `.bugloop/config.yml` is the branch's file.
+    pub repo_root: PathBuf,
+    /// `--config FILE` / `BUGLOOP_CONFIG`: the user's file, which must exist. Without it,
+    /// `$XDG_CONFIG_HOME/bugloop/config.yml` (default `~/.config/bugloop/config.yml`) if it exists.
+    pub user_file: Option<PathBuf>,
+    /// The base commit's file: its label (`main@1a2b3c4:.bugloop/config.yml`) and bytes
+    /// (`None` when there is no base or no file there).
+    pub base: Option<(String, Vec<u8>)>,
+    pub branch_config: BranchConfig,
+    /// The operator's configuration, when an operator runs bugloop for the repository.
+    pub operator: Option<SourceText>,
+    pub base_scope: BaseScope,
+}
+
+/// The user's default configuration file, from `XDG_CONFIG_HOME` or `HOME` in `env`.
+pub fn default_user_file(env: &[(String, String)]) -> Option<PathBuf> {
+    let var = |name: &str| {
+        env.iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+            .filter(|v| !v.is_empty())
+    };
+    let dir = match var("XDG_CONFIG_HOME").filter(|d| Path::new(d).is_absolute()) {
+        Some(dir) => PathBuf::from(dir),
+        None => PathBuf::from(var("HOME")?).join(".config"),
+    };
+    Some(dir.join("bugloop/config.yml"))
+}
+
+/// The process environment as configuration reads it: a `BUGLOOP_*` variable whose name or value
+/// is not UTF-8 is an error naming it; other such variables are not configuration and are left
+/// out. (`std::env::vars` would panic on them.)
+pub fn environment(
+    vars: impl IntoIterator<Item = (std::ffi::OsString, std::ffi::OsString)>,
+) -> Result<Vec<(String, String)>, ConfigError> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut out = Vec::new();
+    for (name, value) in vars {
+        match (name.to_str(), value.to_str()) {
+            (Some(name), Some(value)) => out.push((name.to_owned(), value.to_owned())),
+            _ if name.as_bytes().starts_with(crate::ENV_PREFIX.as_bytes()) => {
+                let (what, bytes) = match name.to_str() {
+                    Some(_) => ("value", value.as_bytes()),
+                    None => ("name", name.as_bytes()),
+                };
+                return Err(ConfigError::Invalid {
+                    origin: Origin::Env {
+                        var: name.to_string_lossy().into_owned(),
+                    },
+                    path: String::new(),
+                    message: format!("its {what} is not UTF-8 text ({})", first_bad_byte(bytes)),
+                });
+            }
+            _ => {}
+        }
+    }
+    Ok(out)
+}
+
+/// `byte 0xff at offset 4`: the first byte that is not UTF-8.
+pub(super) fn first_bad_byte(bytes: &[u8]) -> String {
+    let offset = match std::str::from_utf8(bytes) {
+        Ok(_) => bytes.len(),
+        Err(error) => error.valid_up_to(),
+    };
+    match bytes.get(offset) {
+        Some(byte) => format!("byte {byte:#04x} at offset {offset}"),
+        None => format!("offset {offset}"),
+    }
+}
+
+pub(super) fn read_text(path: &Path, required: bool) -> Result<Option<SourceText>, ConfigError> {
+    match std::fs::read(path) {
+        Ok(bytes) => Ok(Some(SourceText::new(
+            path.display().to_string(),
+            utf8(bytes, &path.display().to_string())?,
+        ))),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound && !required => Ok(None),
+        Err(source) => Err(ConfigError::Io {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+/// The file's text; otherwise an error with the line, column (in bytes) and offset of the first
+/// byte that is not UTF-8.
+pub(super) fn utf8(bytes: Vec<u8>, label: &str) -> Result<String, ConfigError> {
+    String::from_utf8(bytes).map_err(|error| {
+        let bytes = error.as_bytes();
+        let valid = bytes
+            .get(..error.utf8_error().valid_up_to())
+            .unwrap_or(bytes);
+        let line = valid.iter().filter(|b| **b == b'\n').count() + 1;
+        let column = valid.iter().rev().take_while(|b| **b != b'\n').count() + 1;
+        ConfigError::Invalid {
+            origin: Origin::File {
+                path: PathBuf::from(label),
+                line,
+                column,
+            },
+            path: String::new(),
+            message: format!("is not UTF-8 text ({})", first_bad_byte(bytes)),
+        }
+    })
+}
+
+/// Why the branch's `.bugloop/config.yml` under `root` is not a plain file of the tree (a
+/// `.bugloop` that is a link or not a directory, a file that is a link or not a regular file),
+/// or `None` (also when it is absent).
+pub(super) fn not_plain(root: &Path) -> Option<String> {
+    let directory = root.join(".bugloop");
+    match std::fs::symlink_metadata(&directory) {
+        Err(_) => return None,
+        Ok(m) if m.file_type().is_symlink() => {
+            return Some(".bugloop is a symbolic link".to_owned());
+        }
+        Ok(m) if !m.is_dir() => return Some(".bugloop is not a directory".to_owned()),
+        Ok(_) => {}
+    }
+    match std::fs::symlink_metadata(root.join(CONFIG_PATH)) {
+        Err(_) => None,
+        Ok(m) if m.file_type().is_symlink() => Some("is a symbolic link".to_owned()),
+        Ok(m) if !m.is_file() => Some("is not a regular file".to_owned()),
+        Ok(_) => None,
+    }
+}
+
+/// Reads the user's file and the branch's `.bugloop/config.yml` from disk, takes the base
+/// commit's file as given (the caller reads it from git), and builds the configuration with
+/// [`load_layered`].
+pub fn load(
+    files: &LocalFiles,
+    env: impl IntoIterator<Item = (String, String)>,
+) -> Result<Loaded, ConfigError> {
+    let env: Vec<(String, String)> = env.into_iter().collect();
+    let user = match &files.user_file {
+        Some(path) => read_text(path, true)?,
+        None => match default_user_file(&env) {
+            Some(path) => read_text(&path, false)?,
+            None => None,
+        },
+    };
+    let branch_path = files.repo_root.join(CONFIG_PATH);
+    // The branch chooses what this path is: only a regular file in a real directory is read,
+    // never through a link to a file or a directory elsewhere (whose values could end up in
+    // messages and findings), never a FIFO that would block.
+    let branch = if let Some(problem) = not_plain(&files.repo_root) {
+        if files.branch_config == BranchConfig::Ignore {
+            None
+        } else {
+            return Err(ConfigError::Invalid {
+                origin: Origin::File {
+                    path: branch_path,
+                    line: 1,
+                    column: 1,
+                },
+                path: String::new(),
+                message: format!("{problem}; bugloop reads only a regular file there"),
+            });
+        }
+    } else if files.branch_config == BranchConfig::Ignore {
+        // Read only to list what it would change; it cannot stop the run.
+        read_text(&branch_path, false).ok().flatten()
+    } else {
+        read_text(&branch_path, false)?
+    };
+    let base = match &files.base {
+        Some((label, bytes)) => Some(SourceText::new(label, utf8(bytes.clone(), label)?)),
+        None => None,
+    };
+    load_layered(&Sources {
+        base,
+        branch,
+        user,
+        operator: files.operator.clone(),
+        env,
+        branch_config: files.branch_config,
+        base_scope: files.base_scope.clone(),
+    })
+}
