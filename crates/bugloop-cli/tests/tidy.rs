@@ -682,3 +682,33 @@ fn function_lengths_are_measured_from_fn_to_its_brace() {
         vec![("a".to_owned(), 3), ("b".to_owned(), 4)]
     );
 }
+
+/// The longest a source or test file may be: one a newcomer can read in a sitting.
+const LONGEST_FILE: usize = 800;
+
+#[test]
+fn no_file_is_longer_than_one_can_read_in_a_sitting() {
+    let mut found = Vec::new();
+    for krate in crates() {
+        let mut files = Vec::new();
+        for dir in ["src", "tests", "benches"] {
+            if krate.join(dir).is_dir() {
+                rust_files(&krate.join(dir), &mut files);
+            }
+        }
+        for file in files {
+            let lines = std::fs::read_to_string(&file).unwrap().lines().count();
+            if lines > LONGEST_FILE {
+                found.push(format!(
+                    "{}: {lines} lines",
+                    file.strip_prefix(workspace()).unwrap().display()
+                ));
+            }
+        }
+    }
+    assert_eq!(
+        found,
+        Vec::<String>::new(),
+        "files over {LONGEST_FILE} lines: split them by concern"
+    );
+}
