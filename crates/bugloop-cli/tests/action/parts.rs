@@ -8,10 +8,33 @@ use bugloop_github_sim::fixture::{
     FixtureOptions, PullRequestFixture, off_by_one, script_file, webhook_example,
 };
 
-use super::{action, text};
+use super::{Run, action, text};
 
 /// A second file the pull request adds, large enough for a part of its own.
 const UTIL: &str = "pub fn ratio(done: u32, total: u32) -> u32 {\n    // How much of the work is done, in percent of the total amount of work.\n    done * 100 / total\n}\n";
+
+/// The pull request adding `last` to lib.rs and the whole of util.rs.
+async fn with_util() -> PullRequestFixture {
+    PullRequestFixture::new(FixtureOptions {
+        head_files: &[("util.rs", UTIL)],
+        ..FixtureOptions::default()
+    })
+    .await
+}
+
+/// The pull request opened, reviewed by the Action in parts of at most 100 tokens.
+fn review_in_parts(fixture: &PullRequestFixture, model: &str) -> Run {
+    let payload = webhook_example("pull_request", "opened", fixture);
+    tokio::task::block_in_place(|| {
+        action(
+            fixture,
+            "pull_request",
+            &payload,
+            &[("BUGLOOP_REVIEW__MAX_TOKENS_PER_CALL", "100")],
+            model,
+        )
+    })
+}
 
 /// One part's answer: `findings`, then the four passes at once.
 fn part(needle: &str, findings: &[Value]) -> Value {
@@ -28,11 +51,7 @@ fn part(needle: &str, findings: &[Value]) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn findings_published_part_by_part_are_one_comment_each_and_one_summary() {
-    let fixture = PullRequestFixture::new(FixtureOptions {
-        head_files: &[("util.rs", UTIL)],
-        ..FixtureOptions::default()
-    })
-    .await;
+    let fixture = with_util().await;
     let scripts = tempfile::tempdir().unwrap();
     let division = json!({"file": "util.rs", "line": 3, "evidence": "done * 100 / total",
         "title": "Division by zero when total is 0", "description": "`total` 0 panics.",
@@ -47,16 +66,7 @@ async fn findings_published_part_by_part_are_one_comment_each_and_one_summary() 
             part("part 2 of 2", &[again, division]),
         ],
     );
-    let payload = webhook_example("pull_request", "opened", &fixture);
-    let run = tokio::task::block_in_place(|| {
-        action(
-            &fixture,
-            "pull_request",
-            &payload,
-            &[("BUGLOOP_REVIEW__MAX_TOKENS_PER_CALL", "100")],
-            &model,
-        )
-    });
+    let run = review_in_parts(&fixture, &model);
     assert_eq!(run.output.status.code(), Some(0), "{}", text(&run.output));
     let said = text(&run.output);
     assert!(said.contains("published when part 1 of 2 ended"), "{said}");
@@ -70,11 +80,7 @@ async fn findings_published_part_by_part_are_one_comment_each_and_one_summary() 
 /// the comment in the conversation and does not write it again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_comment_written_early_whose_answer_was_lost_is_not_written_again() {
-    let fixture = PullRequestFixture::new(FixtureOptions {
-        head_files: &[("util.rs", UTIL)],
-        ..FixtureOptions::default()
-    })
-    .await;
+    let fixture = with_util().await;
     fixture
         .sim
         .inject(bugloop_github_sim::Fault::FailAfterWrite {
@@ -90,16 +96,7 @@ async fn a_comment_written_early_whose_answer_was_lost_is_not_written_again() {
             part("part 2 of 2", &[]),
         ],
     );
-    let payload = webhook_example("pull_request", "opened", &fixture);
-    let run = tokio::task::block_in_place(|| {
-        action(
-            &fixture,
-            "pull_request",
-            &payload,
-            &[("BUGLOOP_REVIEW__MAX_TOKENS_PER_CALL", "100")],
-            &model,
-        )
-    });
+    let run = review_in_parts(&fixture, &model);
     let said = text(&run.output);
     assert_eq!(fixture.finding_comments().len(), 1, "{said}");
     assert_eq!(fixture.bot_issue_comments().len(), 1, "one summary: {said}");

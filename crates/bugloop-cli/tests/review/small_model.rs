@@ -88,50 +88,14 @@ fn root() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// The README's main job: the example repository reviewed with the real embedded model
-/// (`scripts/test` installs it). Whatever the tiny model finds, the run completes and the report
-/// is well-formed.
-#[test]
-fn the_example_reviewed_by_the_embedded_model() {
-    let root = root();
-    let dir = tempfile::tempdir().unwrap();
-    let repo = demo(&root, dir.path());
-    let output = bugloop(&repo, &["review", "--format", "json"]);
-    let report: Value = serde_json::from_str(&stdout(&output))
-        .unwrap_or_else(|e| panic!("{e}: {}{}", stdout(&output), stderr(&output)));
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{report:#}\n{}",
-        stderr(&output)
-    );
-    let schema: Value = serde_json::from_str(
-        &std::fs::read_to_string(root.join("docs/review-report.schema.json")).unwrap(),
-    )
-    .unwrap();
-    validate(&schema, &report);
-    assert_eq!(report["model"], "local:smollm2");
-    assert_eq!(report["complete"], true);
-    assert!(report["usage"]["output_tokens"].as_u64().unwrap() > 0);
-    // Every finding that survived is grounded in the example's code.
-    for finding in report["findings"].as_array().unwrap() {
-        assert_eq!(finding["file"], "inventory.py", "{finding:#}");
-    }
-}
-
-/// The embedded model with an output budget too small for its answer (16 tokens, the least
-/// one may configure): the answer is cut, what it held whole is kept and said, and the review
-/// is complete and well-formed; never a parse error.
-#[test]
-fn the_embedded_model_cut_by_a_tiny_output_budget_still_answers_well_formed() {
-    let root = root();
-    let dir = tempfile::tempdir().unwrap();
-    let repo = demo(&root, dir.path());
+/// The example reviewed by the embedded model (`BUGLOOP_*` settings from `env`): its JSON
+/// report, the run having ended well.
+fn reviewed_example(repo: &Path, env: &[(&str, &str)]) -> Value {
     let output = Command::new(env!("CARGO_BIN_EXE_bugloop"))
         .args(["review", "--format", "json"])
-        .current_dir(&repo)
+        .current_dir(repo)
         .env("NO_COLOR", "1")
-        .env("BUGLOOP_REVIEW__MAX_OUTPUT_TOKENS_PER_CALL", "16")
+        .envs(env.iter().copied())
         .env_remove("BUGLOOP_CONFIG")
         .output()
         .unwrap();
@@ -144,6 +108,43 @@ fn the_embedded_model_cut_by_a_tiny_output_budget_still_answers_well_formed() {
         stderr(&output)
     );
     assert_eq!(report["complete"], true, "{report:#}");
+    // Every finding that survived is grounded in the example's code.
+    for finding in report["findings"].as_array().unwrap() {
+        assert_eq!(finding["file"], "inventory.py", "{finding:#}");
+    }
+    report
+}
+
+/// The README's main job: the example repository reviewed with the real embedded model
+/// (`scripts/test` installs it). Whatever the tiny model finds, the run completes and the report
+/// is well-formed.
+#[test]
+fn the_example_reviewed_by_the_embedded_model() {
+    let root = root();
+    let dir = tempfile::tempdir().unwrap();
+    let repo = demo(&root, dir.path());
+    let report = reviewed_example(&repo, &[]);
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(root.join("docs/review-report.schema.json")).unwrap(),
+    )
+    .unwrap();
+    validate(&schema, &report);
+    assert_eq!(report["model"], "local:smollm2");
+    assert!(report["usage"]["output_tokens"].as_u64().unwrap() > 0);
+}
+
+/// The embedded model with an output budget too small for its answer (16 tokens, the least
+/// one may configure): the answer is cut, what it held whole is kept and said, and the review
+/// is complete and well-formed; never a parse error.
+#[test]
+fn the_embedded_model_cut_by_a_tiny_output_budget_still_answers_well_formed() {
+    let root = root();
+    let dir = tempfile::tempdir().unwrap();
+    let repo = demo(&root, dir.path());
+    let report = reviewed_example(
+        &repo,
+        &[("BUGLOOP_REVIEW__MAX_OUTPUT_TOKENS_PER_CALL", "16")],
+    );
     assert_eq!(report["asked"]["kind"], "questions");
     assert!(
         report["usage"]["output_tokens"].as_u64().unwrap() <= 16,
@@ -156,9 +157,6 @@ fn the_embedded_model_cut_by_a_tiny_output_budget_still_answers_well_formed() {
         report["findings"].to_string().contains("S608"),
         "{report:#}"
     );
-    for finding in report["findings"].as_array().unwrap() {
-        assert_eq!(finding["file"], "inventory.py", "{finding:#}");
-    }
 }
 
 /// On a terminal, a review with the embedded model says what it is doing on standard error: the
