@@ -101,3 +101,63 @@ async fn a_comment_written_early_whose_answer_was_lost_is_not_written_again() {
     assert_eq!(fixture.finding_comments().len(), 1, "{said}");
     assert_eq!(fixture.bot_issue_comments().len(), 1, "one summary: {said}");
 }
+
+/// A fork's pull request reviewed in parts, as root and as uid 65534: its review is reported, and
+/// no part publishes anything to it (a fork's review writes nothing, early or late).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forks_pull_request_reviewed_in_parts_gets_nothing_written() {
+    for user in [None, Some(65534)] {
+        if user.is_some() && !super::is_root() {
+            continue;
+        }
+        let fixture = PullRequestFixture::new(FixtureOptions {
+            head_files: &[("util.rs", UTIL)],
+            fork: true,
+            ..FixtureOptions::default()
+        })
+        .await;
+        let scripts = tempfile::tempdir().unwrap();
+        let model = script_file(
+            scripts.path(),
+            &[
+                part("part 1 of 2", &[off_by_one()]),
+                part("part 2 of 2", &[]),
+            ],
+        );
+        let payload = webhook_example("pull_request", "opened", &fixture);
+        let run = tokio::task::block_in_place(|| {
+            super::action_as(
+                user,
+                &fixture,
+                "pull_request",
+                &payload,
+                &[("BUGLOOP_REVIEW__MAX_TOKENS_PER_CALL", "100")],
+                &model,
+            )
+        });
+        let said = text(&run.output);
+        assert_eq!(run.output.status.code(), Some(0), "{said}");
+        assert!(said.contains("Index one past the end"), "{said}");
+        assert!(!said.contains("published when part"), "{said}");
+        assert_eq!(fixture.finding_comments().len(), 0, "{said}");
+        assert_eq!(fixture.bot_issue_comments().len(), 0, "{said}");
+        let writes: Vec<_> = fixture
+            .sim
+            .requests()
+            .into_iter()
+            .filter(|r| r.method != "GET" && r.operation.is_none())
+            .collect();
+        assert_eq!(writes, Vec::new(), "{said}");
+        let operations: Vec<_> = fixture
+            .sim
+            .requests()
+            .into_iter()
+            .filter_map(|r| r.operation)
+            .collect();
+        // GraphQL is only read (the threads); a mutation would be a write.
+        assert!(
+            operations.iter().all(|o| o == "ReviewThreads"),
+            "{operations:?}"
+        );
+    }
+}
