@@ -75,27 +75,29 @@ pub(super) fn ground_and_filter<'a>(
         unanswered,
         reserved: _,
     } = reported;
-    let mut existing = existing_findings(conversation, shown);
-    existing.extend(early.iter().map(as_existing));
-    let (existing, open_ids) = (&existing, &conversation.open_ids);
     let reported_count = reported.len();
-    let settings = settings_after(brief, early.len());
-
-    let reported = read_names_back(request, reported, &mut changes);
-    let mut safety_stages = Vec::new();
-    let safe = filter::path_safety(reported, &mut safety_stages);
-    let head = load_head(request, &safe, existing, open_ids);
-    let Grounding {
-        findings,
+    let Screened {
+        existing,
+        head,
         notes,
-        stage: grounding_stage,
-    } = ground_findings(safe, &head, &mut dropped);
-    let FilterOutcome {
-        mut publish,
-        rediscovered,
-        overflow,
-        mut stages,
-    } = run_pipeline(findings, existing, &settings);
+        safety_stages,
+        grounding_stage,
+        outcome:
+            FilterOutcome {
+                mut publish,
+                rediscovered,
+                overflow,
+                mut stages,
+            },
+    } = screen(
+        request,
+        (conversation, shown),
+        brief,
+        reported,
+        early,
+        (&mut changes, &mut dropped),
+    );
+    let existing = &existing;
     let rediscovered = same_as_early(rediscovered, early, &mut publish, &mut dropped);
     // A finding published early is not updated by its repetition (the pipeline says it would be).
     for stage in &mut stages {
@@ -150,17 +152,59 @@ pub(super) fn early<'a>(
     findings: Vec<Finding>,
     already: &[Finding],
 ) -> (Vec<Finding>, HeadTree<'a>, HashMap<FindingId, String>) {
+    let screened = screen(
+        request,
+        (conversation, shown),
+        brief,
+        findings,
+        already,
+        (&mut Vec::new(), &mut Vec::new()),
+    );
+    (screened.outcome.publish, screened.head, screened.notes)
+}
+
+/// What grounding and the filter pipeline made of some findings, compared with the
+/// conversation's and those published early.
+struct Screened<'a> {
+    existing: Vec<ExistingFinding>,
+    head: HeadTree<'a>,
+    notes: HashMap<FindingId, String>,
+    safety_stages: Vec<StageReport>,
+    grounding_stage: (StageCount, Vec<StageChange>),
+    outcome: FilterOutcome,
+}
+
+/// Names read back, path safety, grounding against head and the filter pipeline, with the
+/// findings published `early` counted as the conversation's and holding their places under the
+/// comment limit; what the stages changed and dropped goes to `changes` and `dropped`.
+fn screen<'a>(
+    request: &'a ReviewRequest,
+    (conversation, shown): (&Conversation, &Shown),
+    brief: &Brief,
+    findings: Vec<Finding>,
+    early: &[Finding],
+    (changes, dropped): (&mut Vec<StageChange>, &mut Vec<DroppedFinding>),
+) -> Screened<'a> {
     let mut existing = existing_findings(conversation, shown);
-    existing.extend(already.iter().map(as_existing));
-    let mut changes = Vec::new();
-    let reported = read_names_back(request, findings, &mut changes);
-    let safe = filter::path_safety(reported, &mut Vec::new());
+    existing.extend(early.iter().map(as_existing));
+    let reported = read_names_back(request, findings, changes);
+    let mut safety_stages = Vec::new();
+    let safe = filter::path_safety(reported, &mut safety_stages);
     let head = load_head(request, &safe, &existing, &conversation.open_ids);
     let Grounding {
-        findings, notes, ..
-    } = ground_findings(safe, &head, &mut Vec::new());
-    let outcome = run_pipeline(findings, &existing, &settings_after(brief, already.len()));
-    (outcome.publish, head, notes)
+        findings,
+        notes,
+        stage: grounding_stage,
+    } = ground_findings(safe, &head, dropped);
+    let outcome = run_pipeline(findings, &existing, &settings_after(brief, early.len()));
+    Screened {
+        existing,
+        head,
+        notes,
+        safety_stages,
+        grounding_stage,
+        outcome,
+    }
 }
 
 /// The filter's settings with `published` comments already made by this run.
