@@ -13,7 +13,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bugloop_app::{ConfigChoice, EventJob, EventOutcome, GitHubAuth, GitHubTarget, run_event};
+use bugloop_app::{
+    ConfigChoice, EventOutcome, GitHubCredentials, GitHubEvent, GitHubEventJob, Workspace,
+    run_github_event,
+};
 use bugloop_forge::signing::StateKey;
 use bugloop_github::{Endpoint, Policy, Repo};
 use bugloop_github_sim::RequestRecord;
@@ -95,42 +98,39 @@ fn script(dir: &std::path::Path) -> String {
     script_file(dir, &review_lines(&findings))
 }
 
-fn job(fixture: &PullRequestFixture, config: &std::path::Path, model: &str) -> EventJob {
-    EventJob {
-        directory: fixture.workspace().to_path_buf(),
-        config: ConfigChoice {
-            file: Some(config.to_path_buf()),
-            trust_branch: false,
-            ..Default::default()
-        },
-        progress: Arc::new(bugloop_app::types::Silent),
-        github: GitHubTarget {
-            endpoint: Endpoint::from_values(
-                Some(&fixture.sim.api_url()),
-                Some(&fixture.sim.graphql_url()),
-            ),
-            auth: GitHubAuth::Token(TOKEN.to_owned()),
-            repo: Repo::parse("acme/widgets").unwrap(),
-            number: 0,
-            bot_login: Some(BOT.to_owned()),
-            state_key: Some(StateKey::new(b"a state key of 32 bytes, secret!".to_vec()).unwrap()),
-            policy: Policy {
-                write_spacing: Duration::ZERO,
-                ..Policy::default()
-            },
-            remote: "origin".to_owned(),
-            fence: None,
-        },
-        trigger: Trigger::Review {
+fn job(fixture: &PullRequestFixture, config: &std::path::Path, model: &str) -> GitHubEventJob {
+    GitHubEventJob {
+        event: GitHubEvent::Decided(Trigger::Review {
             repository: "acme/widgets".to_owned(),
             number: 7,
             head: fixture.head.clone(),
             base: fixture.base.clone(),
             fork: false,
             installation: None,
+        }),
+        repository: Some(Repo::parse("acme/widgets").unwrap()),
+        credentials: Some(GitHubCredentials::Token(TOKEN.to_owned())),
+        endpoint: Endpoint::from_values(
+            Some(&fixture.sim.api_url()),
+            Some(&fixture.sim.graphql_url()),
+        ),
+        policy: Policy {
+            write_spacing: Duration::ZERO,
+            ..Policy::default()
         },
+        rate_limits: None,
+        state_key: Some(StateKey::new(b"a state key of 32 bytes, secret!".to_vec()).unwrap()),
+        bot_login: Some(BOT.to_owned()),
+        workspace: Workspace::Checkout(fixture.workspace().to_path_buf()),
+        config: ConfigChoice {
+            file: Some(config.to_path_buf()),
+            trust_branch: false,
+            ..Default::default()
+        },
+        progress: Arc::new(bugloop_app::types::Silent),
         model: Some(model.to_owned()),
         fail_on: None,
+        fence: None,
     }
 }
 
@@ -202,7 +202,10 @@ fn main() {
         let model = script(dir.path());
 
         let started = Instant::now();
-        let outcome = run_event(job(&fixture, &config, &model)).await.unwrap();
+        let outcome = run_github_event(job(&fixture, &config, &model))
+            .await
+            .unwrap()
+            .outcome;
         let first = started.elapsed().as_secs_f64();
         let EventOutcome::Review { outcome, .. } = outcome else {
             panic!("not a review")
@@ -218,7 +221,9 @@ fn main() {
 
         fixture.sim.clear_requests();
         let started = Instant::now();
-        run_event(job(&fixture, &config, &model)).await.unwrap();
+        run_github_event(job(&fixture, &config, &model))
+            .await
+            .unwrap();
         let again = started.elapsed().as_secs_f64();
         let requests = fixture.sim.requests();
         print(

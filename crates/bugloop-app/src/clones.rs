@@ -4,6 +4,7 @@
 //! while a job runs and removed when it ends, however it ends.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine;
@@ -25,7 +26,7 @@ impl HeldClone {
         root: &Path,
         git_base: &str,
         repo: &Repo,
-        client: GitHubClient,
+        client: Arc<GitHubClient>,
         refresh: Duration,
     ) -> Result<HeldClone, AppError> {
         let token = client

@@ -12,40 +12,18 @@ use bugloop_forge::github::GitHubForge;
 use bugloop_forge::signing::{SigningForge, StateKey};
 use bugloop_forge::{ChangeKey, Forge};
 use bugloop_git::Git;
-use bugloop_github::{AppCredentials, Endpoint, GitHubClient, Installation, Policy, Repo};
+use bugloop_github::{GitHubClient, Repo};
 
 use crate::AppError;
-
-/// How bugloop authenticates to GitHub.
-#[derive(Clone)]
-pub enum GitHubAuth {
-    /// A token (an Action's `GITHUB_TOKEN`). Its login is shared by every workflow of the
-    /// repository, so writing needs the state key.
-    Token(String),
-    /// A GitHub App installation (the server): its bot login is the App's own.
-    App {
-        credentials: Arc<AppCredentials>,
-        installation_id: u64,
-    },
-}
-
-/// Never prints the token.
-impl std::fmt::Debug for GitHubAuth {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            GitHubAuth::Token(_) => f.write_str("Token(..)"),
-            GitHubAuth::App {
-                installation_id, ..
-            } => write!(f, "App {{ installation_id: {installation_id} }}"),
-        }
-    }
-}
 
 /// The pull request a run is about, and how to reach it.
 #[derive(Clone)]
 pub struct GitHubTarget {
-    pub endpoint: Endpoint,
-    pub auth: GitHubAuth,
+    /// The job's one GitHub client.
+    pub client: Arc<GitHubClient>,
+    /// bugloop writes as a workflow token's login, which every workflow of the repository
+    /// shares (an Action); an App's login is its own.
+    pub shared_login: bool,
     pub repo: Repo,
     pub number: u64,
     /// The login bugloop writes as; `None` resolves it (`GET /app` for an App, `GET /user` for
@@ -53,7 +31,6 @@ pub struct GitHubTarget {
     pub bot_login: Option<String>,
     /// Signs bugloop's state (`BUGLOOP_STATE_KEY`).
     pub state_key: Option<StateKey>,
-    pub policy: Policy,
     /// The remote the pull request's commits are fetched from (`origin`), when they are not in
     /// the clone yet.
     pub remote: String,
@@ -64,7 +41,6 @@ pub struct GitHubTarget {
 impl std::fmt::Debug for GitHubTarget {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("GitHubTarget")
-            .field("endpoint", &self.endpoint)
             .field("repo", &self.repo)
             .field("number", &self.number)
             .field("bot_login", &self.bot_login)
@@ -149,36 +125,14 @@ impl std::fmt::Debug for OpenedPullRequest {
     }
 }
 
-fn client_of(target: &GitHubTarget) -> Result<GitHubClient, AppError> {
-    client(&target.endpoint, &target.auth, &target.policy)
-}
-
-/// The one place a GitHub client is made: with a token, or as an App's installation (id 0 opens
-/// only the App's own endpoints, which its JWT opens).
-pub(crate) fn client(
-    endpoint: &Endpoint,
-    auth: &GitHubAuth,
-    policy: &Policy,
-) -> Result<GitHubClient, AppError> {
-    let client = match auth {
-        GitHubAuth::Token(token) => {
-            GitHubClient::new(endpoint.clone(), token.clone(), policy.clone())
-        }
-        GitHubAuth::App {
-            credentials,
-            installation_id,
-        } => GitHubClient::for_installation(
-            endpoint.clone(),
-            Installation {
-                credentials: credentials.clone(),
-                id: *installation_id,
-                clock: Arc::new(bugloop_github::SystemClock),
-            },
-            policy.clone(),
-            Arc::new(bugloop_github::TokioSleeper),
-        ),
-    };
-    client.map_err(|e| AppError::GitHub(Box::new(e)))
+/// The login bugloop writes as: the one given, else the App's or the token's as GitHub says.
+async fn bot_login(target: &GitHubTarget) -> Result<String, AppError> {
+    let github = |e| AppError::GitHub(Box::new(e));
+    match &target.bot_login {
+        Some(login) => Ok(login.clone()),
+        None if target.shared_login => target.client.user_login().await.map_err(github),
+        None => target.client.app_bot_login().await.map_err(github),
+    }
 }
 
 /// An issue of a GitHub repository, opened for the solve pipeline.
@@ -210,7 +164,7 @@ pub(crate) async fn open_issue(
     git: &Git,
     target: &GitHubTarget,
 ) -> Result<(Arc<dyn Forge>, GitHubIssueRun), AppError> {
-    if matches!(target.auth, GitHubAuth::Token(_)) {
+    if target.shared_login {
         return Err(AppError::Invalid(
             "solving an issue on GitHub runs as a GitHub App (`bugloop serve`): its own login \
              keeps the issue's solve record, which a workflow token, shared by every workflow of \
@@ -218,13 +172,7 @@ pub(crate) async fn open_issue(
                 .to_owned(),
         ));
     }
-    let client = client_of(target)?;
-    let github = |e| AppError::GitHub(Box::new(e));
-    let bot = match (&target.bot_login, &target.auth) {
-        (Some(login), _) => login.clone(),
-        (None, GitHubAuth::App { .. }) => client.app_bot_login().await.map_err(github)?,
-        (None, GitHubAuth::Token(_)) => client.user_login().await.map_err(github)?,
-    };
+    let bot = bot_login(target).await?;
     let remote = &target.remote;
     git.run(&[
         "fetch",
@@ -258,7 +206,7 @@ pub(crate) async fn open_issue(
             ))
         })?;
     let forge = Arc::new(GitHubForge::new(
-        client,
+        target.client.clone(),
         target.repo.clone(),
         &bot,
         Some(git.clone()),
@@ -284,9 +232,9 @@ pub(crate) async fn open_pull_request(
     git: &Git,
     target: &GitHubTarget,
 ) -> Result<OpenedPullRequest, AppError> {
-    let client = client_of(target)?;
     let github = |e| AppError::GitHub(Box::new(e));
-    let pull = client
+    let pull = target
+        .client
         .pull_request(&target.repo, target.number)
         .await
         .map_err(github)?;
@@ -303,16 +251,12 @@ pub(crate) async fn open_pull_request(
             )));
         }
     }
-    let bot = match (&target.bot_login, &target.auth) {
-        (Some(login), _) => login.clone(),
-        (None, GitHubAuth::App { .. }) => client.app_bot_login().await.map_err(github)?,
-        (None, GitHubAuth::Token(_)) => client.user_login().await.map_err(github)?,
-    };
+    let bot = bot_login(target).await?;
     let base_repo = pull.base.repo.as_ref().map(|r| r.full_name.as_str());
     // A deleted fork has no head repository: still someone else's.
     let fork =
         pull.head.repo.as_ref().map(|r| r.full_name.as_str()) != base_repo || base_repo.is_none();
-    let shared_login = matches!(target.auth, GitHubAuth::Token(_));
+    let shared_login = target.shared_login;
     let read_only = if fork {
         Some(format!(
             "pull request #{} comes from a fork: it is reviewed, and nothing is written to it",
@@ -329,7 +273,7 @@ pub(crate) async fn open_pull_request(
     };
     let key = GitHubForge::change_key(&target.repo, pull.number);
     let base: Arc<dyn Forge> = Arc::new(GitHubForge::new(
-        client,
+        target.client.clone(),
         target.repo.clone(),
         &bot,
         Some(git.clone()),

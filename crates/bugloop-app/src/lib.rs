@@ -15,7 +15,6 @@ mod converge;
 mod conversation;
 pub mod doctor;
 mod error;
-mod event;
 mod github;
 mod github_event;
 pub mod inspect;
@@ -48,11 +47,10 @@ pub use self::configuration::{
 pub use self::converge::ConvergeJob;
 pub use self::conversation::{FindingThread, StoreAction, StoreResult, store_action};
 pub use self::error::AppError;
-pub use self::event::{EventJob, EventOutcome, run_event};
-pub use self::github::{GitHubAuth, GitHubTarget, PullRequestRun};
+pub use self::github::PullRequestRun;
 pub use self::github_event::{
-    GitHubCredentials, GitHubEvent, GitHubEventJob, GitHubEventRun, RateLimitSink, Workspace,
-    run_github_event,
+    EventOutcome, GitHubCredentials, GitHubEvent, GitHubEventJob, GitHubEventRun, RateLimitSink,
+    Workspace, run_github_event, trigger_settings,
 };
 pub use self::item::ItemView;
 pub use self::local_review::{ChecksJob, ChecksView, ReviewCommentJob, ReviewDecisionJob};
@@ -130,10 +128,10 @@ pub enum ForgeChoice {
     #[default]
     Local,
     /// On a GitHub pull request; the directory is a clone of its repository.
-    GitHub(Box<GitHubTarget>),
+    GitHub(Box<github::GitHubTarget>),
     /// On a GitHub repository's issues (the solve pipeline; `number` is the issue's); the
     /// directory is a clone of the repository.
-    GitHubIssues(Box<GitHubTarget>),
+    GitHubIssues(Box<github::GitHubTarget>),
 }
 
 /// One repository's bugloop, opened once from resolved settings: its forge, a model factory

@@ -270,15 +270,9 @@ fn neutral(env: &ActionEnv, out: &mut impl Write, reason: &str) -> Result<Verdic
 }
 
 fn heading(pull: &PullRequestRun, trigger: &Trigger) -> String {
-    let what = match trigger {
-        Trigger::Review { .. } => "review",
-        Trigger::Comment { .. } => "comment",
-        Trigger::Converge { .. } => "converge",
-        Trigger::Solve { .. } => "autofix",
-        Trigger::ErrorReport { .. } => "report",
-    };
     format!(
-        "### bugloop {what}: #{} at {}\n\n",
+        "### bugloop {}: #{} at {}\n\n",
+        trigger.kind(),
         pull.number,
         pull.head_sha.get(..7).unwrap_or(&pull.head_sha)
     )

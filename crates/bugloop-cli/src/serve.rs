@@ -124,9 +124,9 @@ pub fn jobs(args: &JobsArgs, out: &mut impl Write) -> Result<Verdict> {
                     for job in &jobs {
                         writeln!(
                             out,
-                            "{}  {:<8} {:<10} {}  attempts {}{}",
+                            "{}  {:<12} {:<10} {}  attempts {}{}",
                             job.id,
-                            job.kind.as_str(),
+                            job.kind.name(),
                             job.state.as_str(),
                             job.conversation,
                             job.attempts,

@@ -5,7 +5,8 @@
 //! reaches the rest only through the application layer and the types it renders (the crates
 //! below it derived from `cargo metadata`), only the server knows HTTP serving and the job
 //! queue, the application layer links no server or benchmark code, and test support is never a
-//! production dependency. The user's documents are checked in `docs`.
+//! production dependency. The user's documents are checked in `docs`, the event path's one
+//! match in `events`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -14,6 +15,8 @@ use std::path::{Path, PathBuf};
 
 #[path = "tidy/docs.rs"]
 mod docs;
+#[path = "tidy/events.rs"]
+mod events;
 #[path = "tidy/map.rs"]
 mod map;
 

@@ -12,6 +12,7 @@ pub mod dedup;
 pub mod filter;
 pub mod finding;
 pub mod grounding;
+pub mod job;
 pub mod learning;
 pub mod markdown;
 pub mod marker;

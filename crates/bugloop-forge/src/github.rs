@@ -8,6 +8,7 @@
 //! starts with a hidden reference to it, read back only from bugloop's own comments.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use bugloop_domain::markdown::cap_body;
@@ -29,7 +30,7 @@ const REPLY_REFERENCE_ROOM: usize = 64;
 /// A pull request's forge.
 #[derive(Debug)]
 pub struct GitHubForge {
-    client: GitHubClient,
+    client: Arc<GitHubClient>,
     repo: Repo,
     /// The login bugloop writes as, resolved at start (`GET /app` for an App,
     /// `github-actions[bot]` in an Action).
@@ -44,9 +45,15 @@ pub struct GitHubForge {
 }
 
 impl GitHubForge {
-    pub fn new(client: GitHubClient, repo: Repo, bot: &str, git: Option<Git>) -> GitHubForge {
+    /// `client` may be shared with the rest of the job (one client per job).
+    pub fn new(
+        client: impl Into<Arc<GitHubClient>>,
+        repo: Repo,
+        bot: &str,
+        git: Option<Git>,
+    ) -> GitHubForge {
         GitHubForge {
-            client,
+            client: client.into(),
             repo,
             bot: bot.to_owned(),
             identity: BotIdentity::new([bot]),

@@ -580,7 +580,7 @@ fn job_of(row: &AnyRow) -> Result<Job, QueueError> {
     let state: String = row.try_get("state").map_err(get("read state"))?;
     Ok(Job {
         id: row.try_get("id").map_err(get("read id"))?,
-        kind: JobKind::parse(&kind)
+        kind: crate::parse_stored_kind(&kind)
             .ok_or_else(|| QueueError::Invalid(format!("a job of an unknown kind {kind:?}")))?,
         conversation: row
             .try_get("conversation")
@@ -623,7 +623,7 @@ async fn enqueue_in_one_statement(
 ) -> Result<Enqueued, QueueError> {
     let (kind, conversation, installation, head, payload, priority) = match &job {
         Some(job) => (
-            Some(job.kind.as_str()),
+            Some(crate::stored_kind(job.kind)),
             Some(job.conversation.as_str()),
             job.installation,
             job.head.as_deref(),
@@ -744,7 +744,7 @@ pub(crate) async fn enqueue_in(
          VALUES (?, ?, ?, ?, ?, ?, 'queued', 0, ?, 0, ?, ?, ?)",
     ))
     .bind(&id)
-    .bind(job.kind.as_str())
+    .bind(crate::stored_kind(job.kind))
     .bind(&job.conversation)
     .bind(job.installation)
     .bind(&job.head)

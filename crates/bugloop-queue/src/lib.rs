@@ -58,42 +58,24 @@ pub fn now_ms() -> i64 {
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
-/// What a job is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum JobKind {
-    Review,
-    Comment,
-    Converge,
-    /// Solving an issue (stored, and shown, as `autofix`: the name of queued rows).
-    #[serde(rename = "autofix")]
-    Solve,
-    /// An error report to file as an issue (stored as `report`).
-    #[serde(rename = "report")]
-    ErrorReport,
+pub use bugloop_domain::job::JobKind;
+
+/// The name a job kind is stored under in the queue's rows. Rows written before the kinds had
+/// their present names keep theirs (`autofix` for solving, `report` for an error report): this
+/// is the one place those names are spoken.
+pub(crate) fn stored_kind(kind: JobKind) -> &'static str {
+    match kind {
+        JobKind::Solve => "autofix",
+        JobKind::ErrorReport => "report",
+        other => other.name(),
+    }
 }
 
-impl JobKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            JobKind::Review => "review",
-            JobKind::Comment => "comment",
-            JobKind::Converge => "converge",
-            JobKind::Solve => "autofix",
-            JobKind::ErrorReport => "report",
-        }
-    }
-
-    fn parse(text: &str) -> Option<JobKind> {
-        Some(match text {
-            "review" => JobKind::Review,
-            "comment" => JobKind::Comment,
-            "converge" => JobKind::Converge,
-            "autofix" => JobKind::Solve,
-            "report" => JobKind::ErrorReport,
-            _ => return None,
-        })
-    }
+/// The kind a row's stored name stands for.
+pub(crate) fn parse_stored_kind(text: &str) -> Option<JobKind> {
+    JobKind::ALL
+        .into_iter()
+        .find(|&kind| stored_kind(kind) == text)
 }
 
 /// Where a job is in its life.

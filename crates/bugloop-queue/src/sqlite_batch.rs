@@ -234,7 +234,7 @@ async fn insert_jobs(
             let ended = overtaken.get(&i).map(|&later| batch[later].now);
             query = query
                 .bind(request.delivery.as_str())
-                .bind(job.kind.as_str())
+                .bind(crate::stored_kind(job.kind))
                 .bind(job.conversation.as_str())
                 .bind(job.installation)
                 .bind(job.head.as_deref())

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use bugloop_queue::{Queue, Retries};
 use bugloop_server::serve::{WebhookState, router};
-use bugloop_webhooks::{TriggerSettings, signature};
+use bugloop_webhooks::signature;
 
 const SECRET: &[u8] = b"bench secret";
 const DELIVERIES: usize = 20_000;
@@ -77,13 +77,10 @@ async fn measure(queue: Queue, label: &str) {
             bodies: bugloop_server::serve::body_budget(),
             outsiders: Arc::new(bugloop_server::outsider_intake::OutsiderIntake::new(20)),
             permissions: None,
-            settings: Arc::new(TriggerSettings {
-                bot_logins: vec!["bugloop-app[bot]".to_owned()],
-                mention: "bugloop".to_owned(),
-                autofix_label: "bug:autofix".to_owned(),
-                approve_label: "bugloop:approved".to_owned(),
-                solve_branch_prefix: "bugloop/".to_owned(),
-            }),
+            settings: Arc::new(bugloop_app::trigger_settings(
+                &bugloop_config::Config::default(),
+                vec!["bugloop-app[bot]".to_owned()],
+            )),
         };
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}/webhook", listener.local_addr().unwrap());

@@ -118,7 +118,7 @@ impl ServerMetrics {
         ended: &'static str,
         spent: Spent,
     ) {
-        let kind = kind.as_str();
+        let kind = kind.name();
         let mut figures = self.figures();
         figures
             .waited
@@ -188,7 +188,7 @@ impl ServerMetrics {
             let _ = writeln!(
                 out,
                 "bugloop_jobs{{kind=\"{}\",state=\"{}\"}} {count}",
-                kind.as_str(),
+                kind.name(),
                 state.as_str()
             );
         }

@@ -14,7 +14,7 @@ use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::{get, post};
-use bugloop_queue::{Enqueued, JobKind, NewJob, Queue};
+use bugloop_queue::{Enqueued, NewJob, Queue};
 use bugloop_webhooks::{Skip, Trigger, TriggerSettings};
 
 use crate::ServerError;
@@ -169,16 +169,6 @@ async fn status_page(
     crate::status_page::render(&state.queue).await
 }
 
-fn kind_of(trigger: &Trigger) -> JobKind {
-    match trigger {
-        Trigger::Review { .. } => JobKind::Review,
-        Trigger::Comment { .. } => JobKind::Comment,
-        Trigger::Converge { .. } => JobKind::Converge,
-        Trigger::Solve { .. } => JobKind::Solve,
-        Trigger::ErrorReport { .. } => JobKind::ErrorReport,
-    }
-}
-
 async fn webhook(
     State(state): State<WebhookState>,
     headers: HeaderMap,
@@ -308,7 +298,7 @@ async fn answer(state: WebhookState, headers: &HeaderMap, body: &Bytes) -> (Stat
                 Err(error) => return (StatusCode::INTERNAL_SERVER_ERROR, format!("{error}\n")),
             };
             Some(NewJob {
-                kind: kind_of(&trigger),
+                kind: trigger.kind(),
                 conversation: trigger.conversation(),
                 installation: trigger.installation().and_then(|i| i64::try_from(i).ok()),
                 head: trigger.head().map(str::to_owned),
@@ -368,8 +358,13 @@ pub struct ServeOptions {
     /// `BUGLOOP_WEBHOOK_SECRET`.
     pub secret: Vec<u8>,
     pub store: StoreLocation,
-    /// The logins whose events are dropped besides every bot's (the App's own, `slug[bot]`).
-    pub bot_logins: Vec<String>,
+    /// What a delivery may ask for: the logins whose events are dropped besides every bot's (the
+    /// App's own, `slug[bot]`), the label whose `issues.labeled` events are queued for solving
+    /// (`BUGLOOP_AUTOFIX_LABEL`; the configuration's `labels.trigger`: a repository whose own
+    /// differs is told so by the job), the label that lets a solution waiting for approval go
+    /// on (the operator's `labels.approve`) and the solve branches' prefix
+    /// (`BUGLOOP_SOLVE_BRANCH_PREFIX`; the configuration's `branch_prefix`).
+    pub trigger: TriggerSettings,
     /// How queued jobs are run, and by how many workers (none: the server only queues).
     pub workers: Option<(crate::worker::WorkerSettings, usize)>,
     /// How many jobs may run at once over every process sharing the queue.
@@ -381,15 +376,6 @@ pub struct ServeOptions {
     pub report_token: Option<ReportAccess>,
     /// Opens `POST /sentry` (`BUGLOOP_SENTRY_CLIENT_SECRET` and `sentry_projects`).
     pub sentry: Option<crate::sentry_endpoint::SentryAccess>,
-    /// The label whose `issues.labeled` events are queued for solving (`BUGLOOP_AUTOFIX_LABEL`;
-    /// `bug:autofix`); a repository whose `labels.trigger` differs is told so by the job.
-    pub autofix_label: String,
-    /// The label whose `issues.labeled` events let a solution waiting for approval go on (the
-    /// operator's `labels.approve`; `bugloop:approved`).
-    pub approve_label: String,
-    /// The prefix of the solve pipeline's branches (`BUGLOOP_SOLVE_BRANCH_PREFIX`; `bugloop/`,
-    /// the default `branch_prefix`): a review of a pull request from one continues its issue.
-    pub solve_branch_prefix: String,
     /// How many comments of people GitHub says are not the repository's are queued per
     /// repository in any hour, in this process (`outsider_comments_per_hour`; 20).
     pub outsider_comments_per_hour: u32,
@@ -481,13 +467,7 @@ pub async fn run_until(
             .as_ref()
             .map(|(settings, _)| settings.metrics.clone())
             .unwrap_or_default(),
-        settings: Arc::new(TriggerSettings {
-            bot_logins: options.bot_logins.clone(),
-            mention: "bugloop".to_owned(),
-            autofix_label: options.autofix_label.clone(),
-            approve_label: options.approve_label.clone(),
-            solve_branch_prefix: options.solve_branch_prefix.clone(),
-        }),
+        settings: Arc::new(options.trigger.clone()),
     };
     // Workers stop claiming when the server is told to stop, and finish the job they hold
     // within their grace period (or hand it back).

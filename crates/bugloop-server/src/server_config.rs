@@ -179,16 +179,22 @@ pub fn serve_options(
                 .to_owned(),
         ));
     }
+    // Left out, the label and prefix are the configuration's defaults.
+    let defaults = bugloop_config::Config::default();
     let autofix_label = sources
         .var("BUGLOOP_AUTOFIX_LABEL")
         .or(file.autofix_label.clone())
-        .unwrap_or_else(|| "bug:autofix".to_owned());
+        .unwrap_or(defaults.labels.trigger);
     let solve_branch_prefix = sources
         .var("BUGLOOP_SOLVE_BRANCH_PREFIX")
         .or(file.solve_branch_prefix.clone())
-        .unwrap_or_else(|| "bugloop/".to_owned());
-    let (operator, approve_label) =
-        operator_config(sources, &file, &autofix_label, &solve_branch_prefix)?;
+        .unwrap_or(defaults.branch_prefix);
+    let (operator, config) = operator_config(sources, &file, &autofix_label, &solve_branch_prefix)?;
+    let bot_logins = sources
+        .var("BUGLOOP_BOT_LOGIN")
+        .or(file.bot_login.clone())
+        .into_iter()
+        .collect();
     Ok(ServeOptions {
         listen: listen
             .or(file.listen)
@@ -199,11 +205,7 @@ pub fn serve_options(
             .unwrap_or_default()
             .into_bytes(),
         store,
-        bot_logins: sources
-            .var("BUGLOOP_BOT_LOGIN")
-            .or(file.bot_login.clone())
-            .into_iter()
-            .collect(),
+        trigger: bugloop_app::trigger_settings(&config, bot_logins),
         workers: workers(sources, &file, &base, &data_dir, operator)?,
         limits,
         admin_token: sources
@@ -211,9 +213,6 @@ pub fn serve_options(
             .or(file.admin_token.clone()),
         report_token: report_access(sources, &file)?,
         sentry: sentry_access(sources, &file)?,
-        autofix_label,
-        approve_label,
-        solve_branch_prefix,
         outsider_comments_per_hour: file
             .outsider_comments_per_hour
             .unwrap_or(crate::outsider_intake::DEFAULT_PER_HOUR),
@@ -222,14 +221,14 @@ pub fn serve_options(
 
 /// The operator's configuration for every job: the file's `config` section with the label and
 /// branch prefix the server answers to, checked now (a mistake stops the server at start, not
-/// each job), and what a repository may set beyond the default; and its `labels.approve`, the
-/// label whose events the server queues as approvals.
+/// each job), and what a repository may set beyond the default; and the configuration it
+/// loads to, whose labels and prefix are what deliveries are decided with.
 fn operator_config(
     sources: &ServerSources<'_>,
     file: &ServerFile,
     autofix_label: &str,
     solve_branch_prefix: &str,
-) -> Result<(OperatorConfig, String), ServerError> {
+) -> Result<(OperatorConfig, bugloop_config::Config), ServerError> {
     let label = match sources.file {
         Some(path) => format!("{} (its config section)", path.display()),
         None => "the server's configuration".to_owned(),
@@ -252,7 +251,7 @@ fn operator_config(
             config: Some(config),
             repository_may_set,
         },
-        loaded.config.labels.approve,
+        loaded.config,
     ))
 }
 
@@ -658,8 +657,8 @@ mod tests {
             "bot/",
         )
         .unwrap();
-        let (operator, approve_label) = operator;
-        assert_eq!(approve_label, "bugloop:approved");
+        let (operator, config) = operator;
+        assert_eq!(config.labels.approve, "bugloop:approved");
         let text = &operator.config.as_ref().unwrap().text;
         assert!(text.contains("max_cost_usd: 2"), "{text}");
         assert!(text.contains("trigger: fix-me"), "{text}");
@@ -736,7 +735,7 @@ mod tests {
         assert_eq!(options.listen, "0.0.0.0:9000".parse().unwrap());
         assert_eq!(options.secret, b"from-env");
         assert_eq!(options.store, StoreLocation::Sqlite("/srv/q.db".into()));
-        assert_eq!(options.bot_logins, ["file[bot]"]);
+        assert_eq!(options.trigger.bot_logins, ["file[bot]"]);
         assert_eq!(
             options.limits,
             Limits {

@@ -89,7 +89,7 @@ pub(crate) async fn render(
              <td>{state}</td><td>{attempts}</td><td>{worker}</td><td>{created}</td><td>{took}</td>\
              <td>{error}</td></tr>\n",
             id = escape(&job.id),
-            kind = job.kind.as_str(),
+            kind = job.kind.name(),
             conversation = escape(&job.conversation),
             state = job.state.as_str(),
             attempts = job.attempts,

@@ -136,7 +136,7 @@ pub async fn run_next(
     let span = tracing::info_span!(
         "job",
         id = %lease.job.id,
-        kind = lease.job.kind.as_str(),
+        kind = lease.job.kind.name(),
         conversation = %lease.job.conversation,
         attempt = lease.job.attempts,
         worker = %settings.id,

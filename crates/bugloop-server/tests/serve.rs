@@ -10,7 +10,6 @@ use std::sync::Arc;
 use bugloop_github_sim::fixture::webhook_examples;
 use bugloop_queue::{Queue, Retries};
 use bugloop_server::serve::{WebhookState, router};
-use bugloop_webhooks::TriggerSettings;
 use serde_json::json;
 
 const SECRET: &[u8] = b"webhook secret";
@@ -66,13 +65,10 @@ async fn server_asking(
         bodies: bugloop_server::serve::body_budget(),
         outsiders: Arc::new(bugloop_server::outsider_intake::OutsiderIntake::new(20)),
         permissions,
-        settings: Arc::new(TriggerSettings {
-            bot_logins: vec!["bugloop-app[bot]".to_owned()],
-            mention: "bugloop".to_owned(),
-            autofix_label: "bug:autofix".to_owned(),
-            approve_label: "bugloop:approved".to_owned(),
-            solve_branch_prefix: "bugloop/".to_owned(),
-        }),
+        settings: Arc::new(bugloop_app::trigger_settings(
+            &bugloop_config::Config::default(),
+            vec!["bugloop-app[bot]".to_owned()],
+        )),
     };
     let listener = tokio::net::TcpListener::bind(address).await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());

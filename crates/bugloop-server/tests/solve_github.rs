@@ -93,10 +93,7 @@ fn reproducing_script() -> Vec<Value> {
 
 /// Queues `trigger` as GitHub's delivery `delivery` would.
 async fn enqueue_trigger(queue: &Queue, delivery: &str, trigger: &Trigger) {
-    let kind = match trigger {
-        Trigger::ErrorReport { .. } => JobKind::ErrorReport,
-        _ => JobKind::Solve,
-    };
+    let kind = trigger.kind();
     queue
         .enqueue(
             delivery,

@@ -13,7 +13,6 @@ use std::time::Duration;
 
 use bugloop_queue::{Failure, JobKind, NewJob, Queue, Retries};
 use bugloop_server::serve::{WebhookState, router};
-use bugloop_webhooks::TriggerSettings;
 
 const LEASE: Duration = Duration::from_secs(60);
 const HOSTILE: &str =
@@ -133,13 +132,10 @@ async fn chromium_renders_the_jobs_and_runs_none_of_the_hostile_text() {
         bodies: bugloop_server::serve::body_budget(),
         outsiders: Arc::new(bugloop_server::outsider_intake::OutsiderIntake::new(20)),
         permissions: None,
-        settings: Arc::new(TriggerSettings {
-            bot_logins: Vec::new(),
-            mention: "bugloop".to_owned(),
-            autofix_label: "bug:autofix".to_owned(),
-            approve_label: "bugloop:approved".to_owned(),
-            solve_branch_prefix: "bugloop/".to_owned(),
-        }),
+        settings: Arc::new(bugloop_app::trigger_settings(
+            &bugloop_config::Config::default(),
+            Vec::new(),
+        )),
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/", listener.local_addr().unwrap());

@@ -154,15 +154,15 @@ async fn the_server_queues_a_signed_delivery_and_its_workers_run_it_then_stop() 
         listen: "127.0.0.1:0".parse().unwrap(),
         secret: b"secret".to_vec(),
         store: bugloop_server::serve::StoreLocation::Sqlite(store.path().join("queue.db")),
-        bot_logins: vec!["bugloop-app[bot]".to_owned()],
+        trigger: bugloop_app::trigger_settings(
+            &bugloop_config::Config::default(),
+            vec!["bugloop-app[bot]".to_owned()],
+        ),
         workers: Some((s.settings.clone(), 2)),
         limits: bugloop_queue::Limits::default(),
         admin_token: None,
         report_token: None,
         sentry: None,
-        autofix_label: "bug:autofix".to_owned(),
-        approve_label: "bugloop:approved".to_owned(),
-        solve_branch_prefix: "bugloop/".to_owned(),
         outsider_comments_per_hour: 20,
     };
     // Polled beside the client below (the server's future is not sent to another task).

@@ -2,6 +2,7 @@
 //! any work: events sent by bots (bugloop's own included) are dropped, comments must address
 //! bugloop (a mention) or answer a review thread, and only the actions a loop handles count.
 
+use bugloop_domain::job::JobKind;
 use bugloop_domain::mention::mentions;
 
 use crate::payload::{
@@ -97,14 +98,14 @@ pub enum Trigger {
 }
 
 impl Trigger {
-    /// What kind of job it is: `review`, `comment`, `converge` or `autofix`.
-    pub fn kind(&self) -> &'static str {
+    /// What kind of job it asks for.
+    pub fn kind(&self) -> JobKind {
         match self {
-            Trigger::Review { .. } => "review",
-            Trigger::Comment { .. } => "comment",
-            Trigger::Converge { .. } => "converge",
-            Trigger::Solve { .. } => "autofix",
-            Trigger::ErrorReport { .. } => "report",
+            Trigger::Review { .. } => JobKind::Review,
+            Trigger::Comment { .. } => JobKind::Comment,
+            Trigger::Converge { .. } => JobKind::Converge,
+            Trigger::Solve { .. } => JobKind::Solve,
+            Trigger::ErrorReport { .. } => JobKind::ErrorReport,
         }
     }
 
@@ -204,7 +205,7 @@ pub struct TriggerSettings {
     pub bot_logins: Vec<String>,
     /// The name developers mention (`bugloop` for `@bugloop`).
     pub mention: String,
-    /// The label that asks for a fix of an issue (`labels.autofix`).
+    /// The label that asks for a fix of an issue (`labels.trigger`).
     pub autofix_label: String,
     /// The label that approves a solution waiting for approval (`labels.approve`): put on an
     /// issue, its solving goes on (the job checks who put it on, and when).

@@ -79,7 +79,7 @@ fn published(world: &World) -> BTreeMap<String, (usize, usize)> {
 async fn survives(fault: Fault) -> World {
     let world = World::new().await;
     world.sim.inject(fault);
-    let first = bugloop_app::run_event(world.job(
+    let first = crate::support::run(world.job(
         world.review_trigger(),
         crate::support::review_script(world.scripts.path(), &[off_by_one()]),
     ))
@@ -141,7 +141,7 @@ async fn a_502_after_a_write_the_listing_does_not_show_yet_leaves_one() {
 
 async fn survives_on(world: World, fault: Fault) {
     world.sim.inject(fault);
-    let _ = bugloop_app::run_event(world.job(
+    let _ = crate::support::run(world.job(
         world.review_trigger(),
         crate::support::review_script(world.scripts.path(), &[off_by_one()]),
     ))
@@ -247,12 +247,12 @@ async fn two_runs_at_once_on_one_pull_request_leave_one_comment_each() {
         world.review_trigger(),
         crate::support::review_script(world.scripts.path(), &[off_by_one()]),
     );
-    other.directory = second.path().to_path_buf();
+    other.workspace = bugloop_app::Workspace::Checkout(second.path().to_path_buf());
     let first = world.job(
         world.review_trigger(),
         crate::support::review_script(world.scripts.path(), &[off_by_one()]),
     );
-    let (a, b) = tokio::join!(bugloop_app::run_event(first), bugloop_app::run_event(other));
+    let (a, b) = tokio::join!(crate::support::run(first), crate::support::run(other));
     a.unwrap();
     b.unwrap();
     let published = published(&world);
@@ -292,7 +292,7 @@ async fn a_thread_github_will_not_resolve_is_reported_and_the_finding_still_reso
     }
     let model = crate::support::answers(world.scripts.path(), &lines);
     let EventOutcome::Review { outcome, .. } =
-        bugloop_app::run_event(world.job(world.review_trigger(), model))
+        crate::support::run(world.job(world.review_trigger(), model))
             .await
             .unwrap()
     else {

@@ -6,9 +6,17 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use bugloop_app::{ConfigChoice, EventJob, EventOutcome, GitHubAuth, GitHubTarget, run_event};
+use bugloop_app::{
+    AppError, ConfigChoice, EventOutcome, GitHubCredentials, GitHubEvent, GitHubEventJob,
+    Workspace, run_github_event,
+};
 use bugloop_forge::signing::StateKey;
 use bugloop_github::{Endpoint, Policy, Repo};
+
+/// Runs `job` as the Action and the server do, to its outcome.
+pub async fn run(job: GitHubEventJob) -> Result<EventOutcome, AppError> {
+    run_github_event(job).await.map(|run| run.outcome)
+}
 use bugloop_webhooks::Trigger;
 use serde_json::{Value, json};
 
@@ -66,27 +74,6 @@ impl World {
         }
     }
 
-    pub fn target(&self, state_key: Option<&[u8]>) -> GitHubTarget {
-        GitHubTarget {
-            endpoint: Endpoint::from_values(
-                Some(&self.sim.api_url()),
-                Some(&self.sim.graphql_url()),
-            ),
-            auth: GitHubAuth::Token(TOKEN.to_owned()),
-            repo: Repo::parse("acme/widgets").unwrap(),
-            number: 0,
-            bot_login: Some(BOT.to_owned()),
-            state_key: state_key.map(|k| StateKey::new(k.to_vec()).unwrap()),
-            policy: Policy {
-                write_spacing: Duration::ZERO,
-                backoff: Duration::from_millis(5),
-                ..Policy::default()
-            },
-            remote: "origin".to_owned(),
-            fence: None,
-        }
-    }
-
     /// A developer's comment event: on the conversation, or (with `in_reply_to`) a reply in a
     /// review thread.
     pub fn comment_trigger(
@@ -114,7 +101,7 @@ impl World {
 
     /// Runs a comment event with `model`.
     pub async fn on_comment(&self, trigger: Trigger, model: String) -> EventOutcome {
-        run_event(self.job(trigger, model)).await.unwrap()
+        run(self.job(trigger, model)).await.unwrap()
     }
 
     pub fn review_trigger(&self) -> Trigger {
@@ -128,19 +115,35 @@ impl World {
         }
     }
 
-    pub fn job(&self, trigger: Trigger, model: String) -> EventJob {
-        EventJob {
-            directory: self.workspace().to_path_buf(),
+    /// The event `trigger` as the Action gives it: a token, the workspace's checkout, the
+    /// simulator, the state key.
+    pub fn job(&self, trigger: Trigger, model: String) -> GitHubEventJob {
+        GitHubEventJob {
+            event: GitHubEvent::Decided(trigger),
+            repository: Some(Repo::parse("acme/widgets").unwrap()),
+            credentials: Some(GitHubCredentials::Token(TOKEN.to_owned())),
+            endpoint: Endpoint::from_values(
+                Some(&self.sim.api_url()),
+                Some(&self.sim.graphql_url()),
+            ),
+            policy: Policy {
+                write_spacing: Duration::ZERO,
+                backoff: Duration::from_millis(5),
+                ..Policy::default()
+            },
+            rate_limits: None,
+            state_key: Some(StateKey::new(KEY.to_vec()).unwrap()),
+            bot_login: Some(BOT.to_owned()),
+            workspace: Workspace::Checkout(self.workspace().to_path_buf()),
             config: ConfigChoice {
                 file: Some(self.config.clone()),
                 trust_branch: false,
                 ..Default::default()
             },
             progress: Arc::new(bugloop_app::types::Silent),
-            github: self.target(Some(KEY)),
-            trigger,
             model: Some(model),
             fail_on: None,
+            fence: None,
         }
     }
 
@@ -161,9 +164,7 @@ impl World {
     /// Reviews pull request #7 with a model that reports `findings`.
     pub async fn review(&self, findings: &[Value]) -> EventOutcome {
         let model = review_script(self.scripts.path(), findings);
-        run_event(self.job(self.review_trigger(), model))
-            .await
-            .unwrap()
+        run(self.job(self.review_trigger(), model)).await.unwrap()
     }
 }
 

@@ -214,8 +214,8 @@ async fn without_the_state_key_a_token_run_writes_nothing() {
         world.review_trigger(),
         crate::support::review_script(world.scripts.path(), &[off_by_one()]),
     );
-    job.github.state_key = None;
-    let EventOutcome::Review { outcome, .. } = bugloop_app::run_event(job).await.unwrap() else {
+    job.state_key = None;
+    let EventOutcome::Review { outcome, .. } = crate::support::run(job).await.unwrap() else {
         panic!("not a review");
     };
     assert!(
@@ -273,7 +273,7 @@ async fn a_fork_without_the_models_secret_ends_without_a_job_not_in_failure() {
         world.review_trigger(),
         "anthropic:claude-sonnet-4-5".to_owned(),
     );
-    let outcome = bugloop_app::run_event(job).await.unwrap();
+    let outcome = crate::support::run(job).await.unwrap();
     let EventOutcome::NotRun { reason } = outcome else {
         panic!("ran: {outcome:?}");
     };

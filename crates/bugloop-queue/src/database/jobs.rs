@@ -325,7 +325,7 @@ impl Queue {
         .map_err(query_error("count jobs"))?;
         rows.into_iter()
             .map(|(kind, state, count)| {
-                let kind = JobKind::parse(&kind).ok_or_else(|| {
+                let kind = crate::parse_stored_kind(&kind).ok_or_else(|| {
                     QueueError::Invalid(format!("a job of an unknown kind {kind:?}"))
                 })?;
                 let state = JobState::parse(&state).ok_or_else(|| {
