@@ -7,7 +7,7 @@
 use async_trait::async_trait;
 use bugloop_domain::thread::Comment;
 
-use crate::{Change, ChangeKey, CommentRef, Forge, ForgeError, LineAnchor, Permission};
+use crate::{Forge, ForgeError, ForgeLayer, Write, Written};
 
 const ANSWERS: &str = "<!-- bugloop:answers ";
 
@@ -73,13 +73,9 @@ impl<'a> AnsweringForge<'a> {
 }
 
 #[async_trait]
-impl Forge for AnsweringForge<'_> {
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-
-    fn bot_login(&self) -> &str {
-        self.inner.bot_login()
+impl ForgeLayer for AnsweringForge<'_> {
+    fn inner(&self) -> &dyn Forge {
+        self.inner
     }
 
     fn max_body_chars(&self) -> Option<usize> {
@@ -88,108 +84,15 @@ impl Forge for AnsweringForge<'_> {
             .map(|max| max.saturating_sub(self.line.len() + 1))
     }
 
-    fn publishes(&self) -> bool {
-        self.inner.publishes()
-    }
-
-    fn may_push(&self) -> Result<(), ForgeError> {
-        self.inner.may_push()
-    }
-
-    async fn change(&self, change: &ChangeKey) -> Result<Change, ForgeError> {
-        self.inner.change(change).await
-    }
-
-    async fn head(&self, change: &ChangeKey) -> Result<Option<String>, ForgeError> {
-        self.inner.head(change).await
-    }
-
-    async fn comment_by_id(
-        &self,
-        change: &ChangeKey,
-        comment: CommentRef,
-    ) -> Result<Option<Comment>, ForgeError> {
-        self.inner.comment_by_id(change, comment).await
-    }
-
-    async fn description(&self, change: &ChangeKey) -> Result<Option<String>, ForgeError> {
-        self.inner.description(change).await
-    }
-
-    async fn set_description(&self, change: &ChangeKey, body: &str) -> Result<(), ForgeError> {
-        self.inner.set_description(change, body).await
-    }
-
-    fn forget_listings(&self) {
-        self.inner.forget_listings();
-    }
-
-    async fn comments(&self, change: &ChangeKey) -> Result<Vec<Comment>, ForgeError> {
-        self.inner.comments(change).await
-    }
-
-    async fn add_comment(
-        &self,
-        change: &ChangeKey,
-        body: &str,
-        anchor: Option<&LineAnchor>,
-    ) -> Result<Comment, ForgeError> {
-        self.inner
-            .add_comment(change, &self.marked(body), anchor)
-            .await
-    }
-
-    async fn update_comment(
-        &self,
-        change: &ChangeKey,
-        comment: &Comment,
-        body: &str,
-    ) -> Result<(), ForgeError> {
-        self.inner.update_comment(change, comment, body).await
-    }
-
-    async fn reply(
-        &self,
-        change: &ChangeKey,
-        to: &Comment,
-        body: &str,
-    ) -> Result<Comment, ForgeError> {
-        self.inner.reply(change, to, &self.marked(body)).await
-    }
-
-    async fn delete_comment(
-        &self,
-        change: &ChangeKey,
-        comment: &Comment,
-    ) -> Result<bool, ForgeError> {
-        self.inner.delete_comment(change, comment).await
-    }
-
-    async fn set_thread_resolved(
-        &self,
-        change: &ChangeKey,
-        thread_id: &str,
-        resolved: bool,
-    ) -> Result<(), ForgeError> {
-        self.inner
-            .set_thread_resolved(change, thread_id, resolved)
-            .await
-    }
-
-    async fn permission(&self, actor: &str) -> Result<Permission, ForgeError> {
-        self.inner.permission(actor).await
-    }
-
-    async fn own_comments_since(&self, since: jiff::Timestamp) -> Result<Vec<Comment>, ForgeError> {
-        self.inner.own_comments_since(since).await
-    }
-
-    async fn change_author(&self, change: &ChangeKey) -> Result<Option<String>, ForgeError> {
-        self.inner.change_author(change).await
-    }
-
-    async fn human_reviewers(&self, change: &ChangeKey) -> Result<Vec<String>, ForgeError> {
-        self.inner.human_reviewers(change).await
+    /// Comments and replies carry the line; edits, deletions and the rest pass as they are.
+    async fn write(&self, write: Write<'_>) -> Result<Written, ForgeError> {
+        match write {
+            Write::AddComment { body, .. } | Write::Reply { body, .. } => {
+                let marked = self.marked(body);
+                self.inner.write(write.with_body(&marked)).await
+            }
+            other => self.inner.write(other).await,
+        }
     }
 }
 

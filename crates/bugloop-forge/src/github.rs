@@ -18,7 +18,9 @@ use bugloop_github::{
     GitHubClient, GitHubError, IssueComment, NewReviewComment, PullRequestSide, Repo, ReviewComment,
 };
 
-use crate::{Change, ChangeKey, CommentRef, Forge, ForgeError, LineAnchor, Permission};
+use crate::{
+    Change, ChangeKey, CommentRef, Forge, ForgeError, LineAnchor, Permission, Write, Written,
+};
 
 mod tracker;
 pub use self::tracker::GitHubTracker;
@@ -267,6 +269,172 @@ impl From<GitHubError> for ForgeError {
     }
 }
 
+/// The writes themselves; [`Forge::write`] dispatches to them.
+impl GitHubForge {
+    async fn write_description(&self, change: &ChangeKey, body: &str) -> Result<(), ForgeError> {
+        let number = self.number(change)?;
+        self.client
+            .set_pull_request_body(&self.repo, number, body)
+            .await?;
+        Ok(())
+    }
+
+    async fn post_comment(
+        &self,
+        change: &ChangeKey,
+        body: &str,
+        anchor: Option<&LineAnchor>,
+    ) -> Result<Comment, ForgeError> {
+        self.forget();
+        let number = self.number(change)?;
+        let body = &*cap_body(body, bugloop_github::MAX_BODY_CHARS);
+        let Some(anchor) = anchor else {
+            return self.conversation_comment(change, number, body, body).await;
+        };
+        let mut comment = NewReviewComment {
+            body: body.to_owned(),
+            commit_id: anchor.commit.clone(),
+            path: anchor.path.clone(),
+            line: Some(anchor.end_line.unwrap_or(anchor.line)),
+            start_line: anchor.end_line.map(|_| anchor.line),
+            side: PullRequestSide::Right,
+        };
+        let mut result = self
+            .client
+            .create_review_comment(&self.repo, number, &comment)
+            .await;
+        if matches!(result, Err(GitHubError::Unprocessable { .. })) {
+            // The line is outside GitHub's view of the diff: the file, then the conversation.
+            comment.line = None;
+            comment.start_line = None;
+            result = self
+                .client
+                .create_review_comment(&self.repo, number, &comment)
+                .await;
+        }
+        match result {
+            Ok(created) => Ok(self.review_comment_of(created)),
+            Err(GitHubError::Ambiguous { .. }) => self
+                .written(change, CommentKind::Review, body)
+                .await?
+                .ok_or_else(|| {
+                    ForgeError::Ambiguous(format!(
+                        "{change}: a line comment may not have been written"
+                    ))
+                }),
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    async fn edit_comment(
+        &self,
+        change: &ChangeKey,
+        comment: &Comment,
+        body: &str,
+    ) -> Result<(), ForgeError> {
+        self.forget();
+        self.number(change)?;
+        if !comment.by_bugloop {
+            return Err(ForgeError::Invalid(format!(
+                "comment {} was not written by bugloop; bugloop only edits its own comments",
+                comment.id
+            )));
+        }
+        let body = &*cap_body(body, bugloop_github::MAX_BODY_CHARS);
+        match comment.kind {
+            CommentKind::Issue => {
+                let id = comment_id(&comment.id, "issue")?;
+                self.client
+                    .update_issue_comment(&self.repo, id, body)
+                    .await?;
+            }
+            CommentKind::Review => {
+                let id = comment_id(&comment.id, "review")?;
+                self.client
+                    .update_review_comment(&self.repo, id, body)
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn remove_comment(
+        &self,
+        change: &ChangeKey,
+        comment: &Comment,
+    ) -> Result<bool, ForgeError> {
+        self.forget();
+        self.number(change)?;
+        if !comment.by_bugloop {
+            return Err(ForgeError::Invalid(format!(
+                "comment {} was not written by bugloop; bugloop only deletes its own comments",
+                comment.id
+            )));
+        }
+        match comment.kind {
+            CommentKind::Issue => {
+                let id = comment_id(&comment.id, "issue")?;
+                self.client.delete_issue_comment(&self.repo, id).await?;
+            }
+            CommentKind::Review => {
+                let id = comment_id(&comment.id, "review")?;
+                self.client.delete_review_comment(&self.repo, id).await?;
+            }
+        }
+        Ok(true)
+    }
+
+    async fn post_reply(
+        &self,
+        change: &ChangeKey,
+        to: &Comment,
+        body: &str,
+    ) -> Result<Comment, ForgeError> {
+        self.forget();
+        let number = self.number(change)?;
+        let body = &*cap_body(body, bugloop_github::MAX_BODY_CHARS);
+        match to.kind {
+            CommentKind::Review => {
+                let id = comment_id(to.in_reply_to.as_deref().unwrap_or(&to.id), "review")?;
+                match self
+                    .client
+                    .reply_to_review_comment(&self.repo, number, id, body)
+                    .await
+                {
+                    Ok(reply) => Ok(self.review_comment_of(reply)),
+                    Err(GitHubError::Ambiguous { .. }) => self
+                        .written(change, CommentKind::Review, body)
+                        .await?
+                        .ok_or_else(|| {
+                            ForgeError::Ambiguous(format!(
+                                "{change}: a reply may not have been written"
+                            ))
+                        }),
+                    Err(error) => Err(error.into()),
+                }
+            }
+            CommentKind::Issue => {
+                let root = to.in_reply_to.as_deref().unwrap_or(&to.id);
+                let referenced = format!("{REPLY_PREFIX}{root} -->\n{body}");
+                let referenced = &*cap_body(&referenced, bugloop_github::MAX_BODY_CHARS);
+                self.conversation_comment(change, number, referenced, body)
+                    .await
+            }
+        }
+    }
+
+    async fn mark_thread_resolved(
+        &self,
+        change: &ChangeKey,
+        thread_id: &str,
+        resolved: bool,
+    ) -> Result<(), ForgeError> {
+        self.forget();
+        self.number(change)?;
+        Ok(self.client.set_thread_resolved(thread_id, resolved).await?)
+    }
+}
+
 #[async_trait]
 impl Forge for GitHubForge {
     fn name(&self) -> &str {
@@ -327,14 +495,6 @@ impl Forge for GitHubForge {
         Ok(self.client.pull_request(&self.repo, number).await?.body)
     }
 
-    async fn set_description(&self, change: &ChangeKey, body: &str) -> Result<(), ForgeError> {
-        let number = self.number(change)?;
-        self.client
-            .set_pull_request_body(&self.repo, number, body)
-            .await?;
-        Ok(())
-    }
-
     async fn comment_by_id(
         &self,
         change: &ChangeKey,
@@ -390,161 +550,6 @@ impl Forge for GitHubForge {
         Ok(comments)
     }
 
-    async fn add_comment(
-        &self,
-        change: &ChangeKey,
-        body: &str,
-        anchor: Option<&LineAnchor>,
-    ) -> Result<Comment, ForgeError> {
-        self.forget();
-        let number = self.number(change)?;
-        let body = &*cap_body(body, bugloop_github::MAX_BODY_CHARS);
-        let Some(anchor) = anchor else {
-            return self.conversation_comment(change, number, body, body).await;
-        };
-        let mut comment = NewReviewComment {
-            body: body.to_owned(),
-            commit_id: anchor.commit.clone(),
-            path: anchor.path.clone(),
-            line: Some(anchor.end_line.unwrap_or(anchor.line)),
-            start_line: anchor.end_line.map(|_| anchor.line),
-            side: PullRequestSide::Right,
-        };
-        let mut result = self
-            .client
-            .create_review_comment(&self.repo, number, &comment)
-            .await;
-        if matches!(result, Err(GitHubError::Unprocessable { .. })) {
-            // The line is outside GitHub's view of the diff: the file, then the conversation.
-            comment.line = None;
-            comment.start_line = None;
-            result = self
-                .client
-                .create_review_comment(&self.repo, number, &comment)
-                .await;
-        }
-        match result {
-            Ok(created) => Ok(self.review_comment_of(created)),
-            Err(GitHubError::Ambiguous { .. }) => self
-                .written(change, CommentKind::Review, body)
-                .await?
-                .ok_or_else(|| {
-                    ForgeError::Ambiguous(format!(
-                        "{change}: a line comment may not have been written"
-                    ))
-                }),
-            Err(error) => Err(error.into()),
-        }
-    }
-
-    async fn update_comment(
-        &self,
-        change: &ChangeKey,
-        comment: &Comment,
-        body: &str,
-    ) -> Result<(), ForgeError> {
-        self.forget();
-        self.number(change)?;
-        if !comment.by_bugloop {
-            return Err(ForgeError::Invalid(format!(
-                "comment {} was not written by bugloop; bugloop only edits its own comments",
-                comment.id
-            )));
-        }
-        let body = &*cap_body(body, bugloop_github::MAX_BODY_CHARS);
-        match comment.kind {
-            CommentKind::Issue => {
-                let id = comment_id(&comment.id, "issue")?;
-                self.client
-                    .update_issue_comment(&self.repo, id, body)
-                    .await?;
-            }
-            CommentKind::Review => {
-                let id = comment_id(&comment.id, "review")?;
-                self.client
-                    .update_review_comment(&self.repo, id, body)
-                    .await?;
-            }
-        }
-        Ok(())
-    }
-
-    async fn delete_comment(
-        &self,
-        change: &ChangeKey,
-        comment: &Comment,
-    ) -> Result<bool, ForgeError> {
-        self.forget();
-        self.number(change)?;
-        if !comment.by_bugloop {
-            return Err(ForgeError::Invalid(format!(
-                "comment {} was not written by bugloop; bugloop only deletes its own comments",
-                comment.id
-            )));
-        }
-        match comment.kind {
-            CommentKind::Issue => {
-                let id = comment_id(&comment.id, "issue")?;
-                self.client.delete_issue_comment(&self.repo, id).await?;
-            }
-            CommentKind::Review => {
-                let id = comment_id(&comment.id, "review")?;
-                self.client.delete_review_comment(&self.repo, id).await?;
-            }
-        }
-        Ok(true)
-    }
-
-    async fn reply(
-        &self,
-        change: &ChangeKey,
-        to: &Comment,
-        body: &str,
-    ) -> Result<Comment, ForgeError> {
-        self.forget();
-        let number = self.number(change)?;
-        let body = &*cap_body(body, bugloop_github::MAX_BODY_CHARS);
-        match to.kind {
-            CommentKind::Review => {
-                let id = comment_id(to.in_reply_to.as_deref().unwrap_or(&to.id), "review")?;
-                match self
-                    .client
-                    .reply_to_review_comment(&self.repo, number, id, body)
-                    .await
-                {
-                    Ok(reply) => Ok(self.review_comment_of(reply)),
-                    Err(GitHubError::Ambiguous { .. }) => self
-                        .written(change, CommentKind::Review, body)
-                        .await?
-                        .ok_or_else(|| {
-                            ForgeError::Ambiguous(format!(
-                                "{change}: a reply may not have been written"
-                            ))
-                        }),
-                    Err(error) => Err(error.into()),
-                }
-            }
-            CommentKind::Issue => {
-                let root = to.in_reply_to.as_deref().unwrap_or(&to.id);
-                let referenced = format!("{REPLY_PREFIX}{root} -->\n{body}");
-                let referenced = &*cap_body(&referenced, bugloop_github::MAX_BODY_CHARS);
-                self.conversation_comment(change, number, referenced, body)
-                    .await
-            }
-        }
-    }
-
-    async fn set_thread_resolved(
-        &self,
-        change: &ChangeKey,
-        thread_id: &str,
-        resolved: bool,
-    ) -> Result<(), ForgeError> {
-        self.forget();
-        self.number(change)?;
-        Ok(self.client.set_thread_resolved(thread_id, resolved).await?)
-    }
-
     async fn change_author(&self, change: &ChangeKey) -> Result<Option<String>, ForgeError> {
         let number = self.number(change)?;
         let pull = self.client.pull_request(&self.repo, number).await?;
@@ -597,5 +602,41 @@ impl Forge for GitHubForge {
             .chain(lines.into_iter().map(|c| self.review_comment_of(c)))
             .filter(|c| c.by_bugloop && c.created_at >= since)
             .collect())
+    }
+
+    async fn write(&self, write: Write<'_>) -> Result<Written, ForgeError> {
+        Ok(match write {
+            Write::AddComment {
+                change,
+                body,
+                anchor,
+            } => Written::Comment(self.post_comment(change, body, anchor).await?),
+            Write::UpdateComment {
+                change,
+                comment,
+                body,
+            } => {
+                self.edit_comment(change, comment, body).await?;
+                Written::Done
+            }
+            Write::Reply { change, to, body } => {
+                Written::Comment(self.post_reply(change, to, body).await?)
+            }
+            Write::DeleteComment { change, comment } => {
+                Written::Deleted(self.remove_comment(change, comment).await?)
+            }
+            Write::SetThreadResolved {
+                change,
+                thread,
+                resolved,
+            } => {
+                self.mark_thread_resolved(change, thread, resolved).await?;
+                Written::Done
+            }
+            Write::SetDescription { change, body } => {
+                self.write_description(change, body).await?;
+                Written::Done
+            }
+        })
     }
 }

@@ -4,7 +4,9 @@
 //! a comment, reply, resolve or unresolve a thread), plus an actor's permission.
 //!
 //! Implementations: [`local::LocalForge`] (a git repository with the conversation in the embedded
-//! store) and, later, GitHub. No forge wire type leaves this crate: everything is expressed in
+//! store) and [`github::GitHubForge`]. Every write goes through one method, [`Forge::write`]; the
+//! policy layers (a fence, signatures, answer marks, a dry run's record) are [`ForgeLayer`]s that
+//! state only what they change. No forge wire type leaves this crate: everything is expressed in
 //! `bugloop_domain` types and the small types below.
 //!
 //! **Never:** leak wire types (only `bugloop_domain` types cross it), retry an ambiguous create, or
@@ -16,12 +18,14 @@
 pub mod answering;
 pub mod fencing;
 pub mod github;
+mod layer;
 pub mod local;
 pub mod recording;
 pub mod signing;
 pub mod tracker;
 
 pub use bugloop_git::{ChangeKey, ChangedFile, FileStatus};
+pub use layer::{ForgeLayer, Write, Written};
 
 use async_trait::async_trait;
 use bugloop_domain::finding::FindingId;
@@ -200,9 +204,6 @@ pub trait Forge: Send + Sync + std::fmt::Debug {
     /// the one kept for a branch without one): `None` where it has none yet.
     async fn description(&self, change: &ChangeKey) -> Result<Option<String>, ForgeError>;
 
-    /// Replaces the change's description.
-    async fn set_description(&self, change: &ChangeKey, body: &str) -> Result<(), ForgeError>;
-
     /// Every comment of the change's conversation, oldest first: issue-level comments and line
     /// comments, with replies (`in_reply_to`), thread ids and the forge's resolved flags.
     async fn comments(&self, change: &ChangeKey) -> Result<Vec<Comment>, ForgeError>;
@@ -211,6 +212,12 @@ pub trait Forge: Send + Sync + std::fmt::Debug {
     /// again: a run waiting for its own writes to be listed (a listing can lag a write).
     fn forget_listings(&self) {}
 
+    /// Makes one write as the bot: every write bugloop makes on a forge passes here, so a
+    /// layer that must see every write (a fence, a signature, a dry run's record) sees the ones
+    /// added later too. The methods below (`add_comment`, `reply`, ...) say it in words; a
+    /// forge implements this one.
+    async fn write(&self, write: Write<'_>) -> Result<Written, ForgeError>;
+
     /// Adds a comment as the bot: a line comment when `anchor` is given, otherwise a
     /// conversation comment.
     async fn add_comment(
@@ -218,7 +225,14 @@ pub trait Forge: Send + Sync + std::fmt::Debug {
         change: &ChangeKey,
         body: &str,
         anchor: Option<&LineAnchor>,
-    ) -> Result<Comment, ForgeError>;
+    ) -> Result<Comment, ForgeError> {
+        let write = Write::AddComment {
+            change,
+            body,
+            anchor,
+        };
+        self.write(write).await?.comment(write)
+    }
 
     /// Replaces the body of one of the bot's comments.
     async fn update_comment(
@@ -226,7 +240,14 @@ pub trait Forge: Send + Sync + std::fmt::Debug {
         change: &ChangeKey,
         comment: &Comment,
         body: &str,
-    ) -> Result<(), ForgeError>;
+    ) -> Result<(), ForgeError> {
+        let write = Write::UpdateComment {
+            change,
+            comment,
+            body,
+        };
+        self.write(write).await?.done(write)
+    }
 
     /// Replies as the bot in the thread of `to`.
     async fn reply(
@@ -234,7 +255,10 @@ pub trait Forge: Send + Sync + std::fmt::Debug {
         change: &ChangeKey,
         to: &Comment,
         body: &str,
-    ) -> Result<Comment, ForgeError>;
+    ) -> Result<Comment, ForgeError> {
+        let write = Write::Reply { change, to, body };
+        self.write(write).await?.comment(write)
+    }
 
     /// Deletes one of the bot's own comments: a duplicate left by two runs at once, or by a
     /// listing that lagged behind a write. `Ok(false)` where the forge does not delete (the
@@ -244,8 +268,8 @@ pub trait Forge: Send + Sync + std::fmt::Debug {
         change: &ChangeKey,
         comment: &Comment,
     ) -> Result<bool, ForgeError> {
-        let _ = (change, comment);
-        Ok(false)
+        let write = Write::DeleteComment { change, comment };
+        self.write(write).await?.deleted(write)
     }
 
     /// Resolves or unresolves the thread `thread_id` (a comment's `thread_id`).
@@ -254,7 +278,20 @@ pub trait Forge: Send + Sync + std::fmt::Debug {
         change: &ChangeKey,
         thread_id: &str,
         resolved: bool,
-    ) -> Result<(), ForgeError>;
+    ) -> Result<(), ForgeError> {
+        let write = Write::SetThreadResolved {
+            change,
+            thread: thread_id,
+            resolved,
+        };
+        self.write(write).await?.done(write)
+    }
+
+    /// Replaces the change's description.
+    async fn set_description(&self, change: &ChangeKey, body: &str) -> Result<(), ForgeError> {
+        let write = Write::SetDescription { change, body };
+        self.write(write).await?.done(write)
+    }
 
     /// What `actor` may do in the repository.
     async fn permission(&self, actor: &str) -> Result<Permission, ForgeError>;

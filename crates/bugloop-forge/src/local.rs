@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use bugloop_domain::thread::{Comment, CommentKind};
 use bugloop_store::{Anchor, NewComment, Store, StoredComment, StoredKind};
 
-use crate::{Change, ChangeKey, Forge, ForgeError, LineAnchor, Permission};
+use crate::{Change, ChangeKey, Forge, ForgeError, LineAnchor, Permission, Write, Written};
 use bugloop_git::{Git, HeadState, Selection};
 
 #[derive(Debug, Clone)]
@@ -157,6 +157,94 @@ impl LocalForge {
     }
 }
 
+/// The writes themselves; [`Forge::write`] dispatches to them.
+impl LocalForge {
+    async fn write_description(&self, change: &ChangeKey, body: &str) -> Result<(), ForgeError> {
+        let branch = described_branch(change)?;
+        if let Some(item) = self.store.change_request_of(branch).await? {
+            return Ok(self.store.set_item_body(item.number, body).await?);
+        }
+        Ok(self.git.set_branch_description(branch, body)?)
+    }
+
+    async fn post_comment(
+        &self,
+        change: &ChangeKey,
+        body: &str,
+        anchor: Option<&LineAnchor>,
+    ) -> Result<Comment, ForgeError> {
+        let stored = self
+            .store
+            .add(
+                &change.0,
+                NewComment {
+                    author: self.bot.clone(),
+                    by_bugloop: true,
+                    body: body.to_owned(),
+                    in_reply_to: None,
+                    anchor: anchor.map(|a| Anchor {
+                        path: a.path.clone(),
+                        line: a.line,
+                        commit: a.commit.clone(),
+                    }),
+                },
+            )
+            .await?;
+        Ok(to_comment(stored, &self.bot))
+    }
+
+    async fn edit_comment(
+        &self,
+        change: &ChangeKey,
+        comment: &Comment,
+        body: &str,
+    ) -> Result<(), ForgeError> {
+        let id = local_id(&comment.id)?;
+        // Judged by what the store recorded, not by the caller's copy of the comment.
+        let stored = to_comment(self.store.comment(id).await?, &self.bot);
+        if !stored.by_bugloop {
+            return Err(ForgeError::Invalid(format!(
+                "comment {id} was not written by bugloop; bugloop only edits its own comments"
+            )));
+        }
+        Ok(self.store.update_body(&change.0, id, body).await?)
+    }
+
+    async fn post_reply(
+        &self,
+        change: &ChangeKey,
+        to: &Comment,
+        body: &str,
+    ) -> Result<Comment, ForgeError> {
+        let stored = self
+            .store
+            .add(
+                &change.0,
+                NewComment {
+                    author: self.bot.clone(),
+                    by_bugloop: true,
+                    body: body.to_owned(),
+                    in_reply_to: Some(local_id(&to.id)?),
+                    anchor: None,
+                },
+            )
+            .await?;
+        Ok(to_comment(stored, &self.bot))
+    }
+
+    async fn mark_thread_resolved(
+        &self,
+        change: &ChangeKey,
+        thread_id: &str,
+        resolved: bool,
+    ) -> Result<(), ForgeError> {
+        Ok(self
+            .store
+            .set_resolved(&change.0, local_id(thread_id)?, resolved)
+            .await?)
+    }
+}
+
 #[async_trait]
 impl Forge for LocalForge {
     fn name(&self) -> &str {
@@ -217,14 +305,6 @@ impl Forge for LocalForge {
         Ok(self.git.branch_description(branch)?)
     }
 
-    async fn set_description(&self, change: &ChangeKey, body: &str) -> Result<(), ForgeError> {
-        let branch = described_branch(change)?;
-        if let Some(item) = self.store.change_request_of(branch).await? {
-            return Ok(self.store.set_item_body(item.number, body).await?);
-        }
-        Ok(self.git.set_branch_description(branch, body)?)
-    }
-
     async fn comments(&self, change: &ChangeKey) -> Result<Vec<Comment>, ForgeError> {
         Ok(self
             .store
@@ -233,83 +313,6 @@ impl Forge for LocalForge {
             .into_iter()
             .map(|stored| to_comment(stored, &self.bot))
             .collect())
-    }
-
-    async fn add_comment(
-        &self,
-        change: &ChangeKey,
-        body: &str,
-        anchor: Option<&LineAnchor>,
-    ) -> Result<Comment, ForgeError> {
-        let stored = self
-            .store
-            .add(
-                &change.0,
-                NewComment {
-                    author: self.bot.clone(),
-                    by_bugloop: true,
-                    body: body.to_owned(),
-                    in_reply_to: None,
-                    anchor: anchor.map(|a| Anchor {
-                        path: a.path.clone(),
-                        line: a.line,
-                        commit: a.commit.clone(),
-                    }),
-                },
-            )
-            .await?;
-        Ok(to_comment(stored, &self.bot))
-    }
-
-    async fn update_comment(
-        &self,
-        change: &ChangeKey,
-        comment: &Comment,
-        body: &str,
-    ) -> Result<(), ForgeError> {
-        let id = local_id(&comment.id)?;
-        // Judged by what the store recorded, not by the caller's copy of the comment.
-        let stored = to_comment(self.store.comment(id).await?, &self.bot);
-        if !stored.by_bugloop {
-            return Err(ForgeError::Invalid(format!(
-                "comment {id} was not written by bugloop; bugloop only edits its own comments"
-            )));
-        }
-        Ok(self.store.update_body(&change.0, id, body).await?)
-    }
-
-    async fn reply(
-        &self,
-        change: &ChangeKey,
-        to: &Comment,
-        body: &str,
-    ) -> Result<Comment, ForgeError> {
-        let stored = self
-            .store
-            .add(
-                &change.0,
-                NewComment {
-                    author: self.bot.clone(),
-                    by_bugloop: true,
-                    body: body.to_owned(),
-                    in_reply_to: Some(local_id(&to.id)?),
-                    anchor: None,
-                },
-            )
-            .await?;
-        Ok(to_comment(stored, &self.bot))
-    }
-
-    async fn set_thread_resolved(
-        &self,
-        change: &ChangeKey,
-        thread_id: &str,
-        resolved: bool,
-    ) -> Result<(), ForgeError> {
-        Ok(self
-            .store
-            .set_resolved(&change.0, local_id(thread_id)?, resolved)
-            .await?)
     }
 
     async fn permission(&self, actor: &str) -> Result<Permission, ForgeError> {
@@ -334,6 +337,41 @@ impl Forge for LocalForge {
             .filter(|c| c.created_at >= since)
             .map(|c| to_comment(c, &self.bot))
             .collect())
+    }
+
+    async fn write(&self, write: Write<'_>) -> Result<Written, ForgeError> {
+        Ok(match write {
+            Write::AddComment {
+                change,
+                body,
+                anchor,
+            } => Written::Comment(self.post_comment(change, body, anchor).await?),
+            Write::UpdateComment {
+                change,
+                comment,
+                body,
+            } => {
+                self.edit_comment(change, comment, body).await?;
+                Written::Done
+            }
+            Write::Reply { change, to, body } => {
+                Written::Comment(self.post_reply(change, to, body).await?)
+            }
+            // The store is written by one process: nothing to clean up after.
+            Write::DeleteComment { .. } => Written::Deleted(false),
+            Write::SetThreadResolved {
+                change,
+                thread,
+                resolved,
+            } => {
+                self.mark_thread_resolved(change, thread, resolved).await?;
+                Written::Done
+            }
+            Write::SetDescription { change, body } => {
+                self.write_description(change, body).await?;
+                Written::Done
+            }
+        })
     }
 }
 

@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use bugloop_domain::thread::{Comment, CommentKind};
 use serde::Serialize;
 
-use crate::{Change, ChangeKey, CommentRef, Forge, ForgeError, LineAnchor, Permission};
+use crate::{ChangeKey, Forge, ForgeError, ForgeLayer, LineAnchor, Write, Written};
 
 /// One write a real run would have made.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -78,60 +78,32 @@ impl<'a> RecordingForge<'a> {
     fn lock(&self) -> MutexGuard<'_, Recorded> {
         self.recorded.lock().unwrap_or_else(PoisonError::into_inner)
     }
+}
 
-    fn record_comment(
-        &self,
-        change: &ChangeKey,
-        mut comment: Comment,
-        write: RecordedWrite,
-    ) -> Comment {
-        let mut recorded = self.lock();
-        comment.id = format!("recorded-{}", recorded.added.len() + 1);
-        if comment.kind == CommentKind::Review && comment.thread_id.is_none() {
-            comment.thread_id = Some(comment.id.clone());
-        }
-        recorded.writes.push(write);
-        recorded.added.push((change.clone(), comment.clone()));
-        comment
+/// `comment` recorded as written by `write`, with the id later reads will see.
+fn record_comment(
+    recorded: &mut Recorded,
+    change: &ChangeKey,
+    mut comment: Comment,
+    write: RecordedWrite,
+) -> Comment {
+    comment.id = format!("recorded-{}", recorded.added.len() + 1);
+    if comment.kind == CommentKind::Review && comment.thread_id.is_none() {
+        comment.thread_id = Some(comment.id.clone());
     }
+    recorded.writes.push(write);
+    recorded.added.push((change.clone(), comment.clone()));
+    comment
 }
 
 #[async_trait]
-impl Forge for RecordingForge<'_> {
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-
-    fn bot_login(&self) -> &str {
-        self.inner.bot_login()
+impl ForgeLayer for RecordingForge<'_> {
+    fn inner(&self) -> &dyn Forge {
+        self.inner
     }
 
     fn publishes(&self) -> bool {
         false
-    }
-
-    fn may_push(&self) -> Result<(), ForgeError> {
-        self.inner.may_push()
-    }
-
-    fn max_body_chars(&self) -> Option<usize> {
-        self.inner.max_body_chars()
-    }
-
-    async fn head(&self, change: &ChangeKey) -> Result<Option<String>, ForgeError> {
-        self.inner.head(change).await
-    }
-
-    async fn change(&self, change: &ChangeKey) -> Result<Change, ForgeError> {
-        self.inner.change(change).await
-    }
-
-    async fn comment_by_id(
-        &self,
-        change: &ChangeKey,
-        comment: CommentRef,
-    ) -> Result<Option<Comment>, ForgeError> {
-        self.inner.comment_by_id(change, comment).await
     }
 
     async fn description(&self, change: &ChangeKey) -> Result<Option<String>, ForgeError> {
@@ -146,22 +118,6 @@ impl Forge for RecordingForge<'_> {
             Some(body) => Ok(Some(body)),
             None => self.inner.description(change).await,
         }
-    }
-
-    async fn set_description(&self, change: &ChangeKey, body: &str) -> Result<(), ForgeError> {
-        let mut recorded = self.lock();
-        recorded.writes.push(RecordedWrite::SetDescription {
-            change: change.clone(),
-            body: body.to_owned(),
-        });
-        recorded
-            .descriptions
-            .push((change.clone(), body.to_owned()));
-        Ok(())
-    }
-
-    fn forget_listings(&self) {
-        self.inner.forget_listings();
     }
 
     async fn comments(&self, change: &ChangeKey) -> Result<Vec<Comment>, ForgeError> {
@@ -193,109 +149,100 @@ impl Forge for RecordingForge<'_> {
         Ok(comments)
     }
 
-    async fn add_comment(
-        &self,
-        change: &ChangeKey,
-        body: &str,
-        anchor: Option<&LineAnchor>,
-    ) -> Result<Comment, ForgeError> {
-        let comment = Comment {
-            id: String::new(),
-            author: self.inner.bot_login().to_owned(),
-            body: body.to_owned(),
-            created_at: jiff::Timestamp::now(),
-            kind: if anchor.is_some() {
-                CommentKind::Review
-            } else {
-                CommentKind::Issue
-            },
-            in_reply_to: None,
-            thread_id: None,
-            path: anchor.map(|a| a.path.clone()),
-            line: anchor.map(|a| a.line),
-            thread_resolved: false,
-            by_bugloop: true,
-        };
-        let write = RecordedWrite::AddComment {
-            change: change.clone(),
-            body: body.to_owned(),
-            anchor: anchor.cloned(),
-        };
-        Ok(self.record_comment(change, comment, write))
-    }
-
-    async fn update_comment(
-        &self,
-        change: &ChangeKey,
-        comment: &Comment,
-        body: &str,
-    ) -> Result<(), ForgeError> {
+    /// Every write is recorded and never made; a comment or reply is given the id it will have
+    /// in this run's later reads.
+    async fn write(&self, write: Write<'_>) -> Result<Written, ForgeError> {
+        let bot = self.inner.bot_login();
         let mut recorded = self.lock();
-        recorded.writes.push(RecordedWrite::UpdateComment {
-            change: change.clone(),
-            comment: comment.id.clone(),
-            body: body.to_owned(),
-        });
-        recorded.edited.push((comment.id.clone(), body.to_owned()));
-        Ok(())
-    }
-
-    async fn reply(
-        &self,
-        change: &ChangeKey,
-        to: &Comment,
-        body: &str,
-    ) -> Result<Comment, ForgeError> {
-        let comment = Comment {
-            id: String::new(),
-            author: self.inner.bot_login().to_owned(),
-            body: body.to_owned(),
-            created_at: jiff::Timestamp::now(),
-            kind: to.kind,
-            in_reply_to: Some(to.id.clone()),
-            thread_id: to.thread_id.clone(),
-            path: to.path.clone(),
-            line: to.line,
-            thread_resolved: to.thread_resolved,
-            by_bugloop: true,
-        };
-        let write = RecordedWrite::Reply {
-            change: change.clone(),
-            to: to.id.clone(),
-            body: body.to_owned(),
-        };
-        Ok(self.record_comment(change, comment, write))
-    }
-
-    async fn set_thread_resolved(
-        &self,
-        change: &ChangeKey,
-        thread_id: &str,
-        resolved: bool,
-    ) -> Result<(), ForgeError> {
-        let mut recorded = self.lock();
-        recorded.writes.push(RecordedWrite::SetThreadResolved {
-            change: change.clone(),
-            thread: thread_id.to_owned(),
-            resolved,
-        });
-        recorded.resolved.push((thread_id.to_owned(), resolved));
-        Ok(())
-    }
-
-    async fn permission(&self, actor: &str) -> Result<Permission, ForgeError> {
-        self.inner.permission(actor).await
-    }
-
-    async fn own_comments_since(&self, since: jiff::Timestamp) -> Result<Vec<Comment>, ForgeError> {
-        self.inner.own_comments_since(since).await
-    }
-
-    async fn change_author(&self, change: &ChangeKey) -> Result<Option<String>, ForgeError> {
-        self.inner.change_author(change).await
-    }
-
-    async fn human_reviewers(&self, change: &ChangeKey) -> Result<Vec<String>, ForgeError> {
-        self.inner.human_reviewers(change).await
+        Ok(match write {
+            Write::AddComment {
+                change,
+                body,
+                anchor,
+            } => {
+                let comment = Comment {
+                    id: String::new(),
+                    author: bot.to_owned(),
+                    body: body.to_owned(),
+                    created_at: jiff::Timestamp::now(),
+                    kind: if anchor.is_some() {
+                        CommentKind::Review
+                    } else {
+                        CommentKind::Issue
+                    },
+                    in_reply_to: None,
+                    thread_id: None,
+                    path: anchor.map(|a| a.path.clone()),
+                    line: anchor.map(|a| a.line),
+                    thread_resolved: false,
+                    by_bugloop: true,
+                };
+                let write = RecordedWrite::AddComment {
+                    change: change.clone(),
+                    body: body.to_owned(),
+                    anchor: anchor.cloned(),
+                };
+                Written::Comment(record_comment(&mut recorded, change, comment, write))
+            }
+            Write::Reply { change, to, body } => {
+                let comment = Comment {
+                    id: String::new(),
+                    author: bot.to_owned(),
+                    body: body.to_owned(),
+                    created_at: jiff::Timestamp::now(),
+                    kind: to.kind,
+                    in_reply_to: Some(to.id.clone()),
+                    thread_id: to.thread_id.clone(),
+                    path: to.path.clone(),
+                    line: to.line,
+                    thread_resolved: to.thread_resolved,
+                    by_bugloop: true,
+                };
+                let write = RecordedWrite::Reply {
+                    change: change.clone(),
+                    to: to.id.clone(),
+                    body: body.to_owned(),
+                };
+                Written::Comment(record_comment(&mut recorded, change, comment, write))
+            }
+            Write::UpdateComment {
+                change,
+                comment,
+                body,
+            } => {
+                recorded.writes.push(RecordedWrite::UpdateComment {
+                    change: change.clone(),
+                    comment: comment.id.clone(),
+                    body: body.to_owned(),
+                });
+                recorded.edited.push((comment.id.clone(), body.to_owned()));
+                Written::Done
+            }
+            // A dry run deletes nothing, and a duplicate it would delete is its own record's.
+            Write::DeleteComment { .. } => Written::Deleted(false),
+            Write::SetThreadResolved {
+                change,
+                thread,
+                resolved,
+            } => {
+                recorded.writes.push(RecordedWrite::SetThreadResolved {
+                    change: change.clone(),
+                    thread: thread.to_owned(),
+                    resolved,
+                });
+                recorded.resolved.push((thread.to_owned(), resolved));
+                Written::Done
+            }
+            Write::SetDescription { change, body } => {
+                recorded.writes.push(RecordedWrite::SetDescription {
+                    change: change.clone(),
+                    body: body.to_owned(),
+                });
+                recorded
+                    .descriptions
+                    .push((change.clone(), body.to_owned()));
+                Written::Done
+            }
+        })
     }
 }

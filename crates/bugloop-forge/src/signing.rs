@@ -13,7 +13,7 @@ use bugloop_domain::markdown::cap_body;
 use bugloop_domain::thread::Comment;
 use ring::hmac;
 
-use crate::{Change, ChangeKey, CommentRef, Forge, ForgeError, LineAnchor, Permission};
+use crate::{ChangeKey, Forge, ForgeError, ForgeLayer, Write, Written};
 
 /// Starts the signature line bugloop appends to what it writes.
 const SIGNATURE_PREFIX: &str = "<!-- bugloop:sig v1 ";
@@ -106,137 +106,42 @@ impl SigningForge {
 }
 
 #[async_trait]
-impl Forge for SigningForge {
-    fn name(&self) -> &str {
-        self.inner.name()
+impl ForgeLayer for SigningForge {
+    fn inner(&self) -> &dyn Forge {
+        &*self.inner
     }
 
-    fn bot_login(&self) -> &str {
-        self.inner.bot_login()
+    fn read(&self, change: &ChangeKey, comment: Comment) -> Comment {
+        self.checked(change, comment)
     }
 
-    fn publishes(&self) -> bool {
-        self.inner.publishes()
-    }
-
-    fn may_push(&self) -> Result<(), ForgeError> {
-        self.inner.may_push()
-    }
-
-    fn max_body_chars(&self) -> Option<usize> {
-        self.inner.max_body_chars()
-    }
-
-    async fn head(&self, change: &ChangeKey) -> Result<Option<String>, ForgeError> {
-        self.inner.head(change).await
-    }
-
-    async fn change(&self, change: &ChangeKey) -> Result<Change, ForgeError> {
-        self.inner.change(change).await
-    }
-
-    async fn comment_by_id(
-        &self,
-        change: &ChangeKey,
-        comment: CommentRef,
-    ) -> Result<Option<Comment>, ForgeError> {
-        Ok(self
-            .inner
-            .comment_by_id(change, comment)
-            .await?
-            .map(|comment| self.checked(change, comment)))
-    }
-
-    async fn description(&self, change: &ChangeKey) -> Result<Option<String>, ForgeError> {
-        self.inner.description(change).await
-    }
-
-    async fn set_description(&self, change: &ChangeKey, body: &str) -> Result<(), ForgeError> {
-        self.inner.set_description(change, body).await
-    }
-
-    fn forget_listings(&self) {
-        self.inner.forget_listings();
-    }
-
-    async fn comments(&self, change: &ChangeKey) -> Result<Vec<Comment>, ForgeError> {
-        Ok(self
-            .inner
-            .comments(change)
-            .await?
-            .into_iter()
-            .map(|comment| self.checked(change, comment))
-            .collect())
-    }
-
-    async fn add_comment(
-        &self,
-        change: &ChangeKey,
-        body: &str,
-        anchor: Option<&LineAnchor>,
-    ) -> Result<Comment, ForgeError> {
-        let written = self
-            .inner
-            .add_comment(change, &self.signed(&change.0, body), anchor)
-            .await?;
-        Ok(self.checked(change, written))
-    }
-
-    async fn update_comment(
-        &self,
-        change: &ChangeKey,
-        comment: &Comment,
-        body: &str,
-    ) -> Result<(), ForgeError> {
-        self.inner
-            .update_comment(
+    /// Comments, edits and replies are signed for where they are (a reply for its thread), and
+    /// what the forge gives back is checked like any comment read; the rest carries no body.
+    async fn write(&self, write: Write<'_>) -> Result<Written, ForgeError> {
+        let (scope, body) = match write {
+            Write::AddComment { change, body, .. } => (change.0.clone(), body),
+            Write::UpdateComment {
                 change,
                 comment,
-                &self.signed(&scope_of(change, comment), body),
-            )
-            .await
-    }
-
-    async fn reply(
-        &self,
-        change: &ChangeKey,
-        to: &Comment,
-        body: &str,
-    ) -> Result<Comment, ForgeError> {
-        // The reply will be in `to`'s thread.
-        let thread = to
-            .thread_id
-            .clone()
-            .unwrap_or_else(|| to.in_reply_to.clone().unwrap_or_else(|| to.id.clone()));
-        let scope = format!("{}\n{thread}", change.0);
-        let written = self
-            .inner
-            .reply(change, to, &self.signed(&scope, body))
-            .await?;
-        Ok(self.checked(change, written))
-    }
-
-    async fn delete_comment(
-        &self,
-        change: &ChangeKey,
-        comment: &Comment,
-    ) -> Result<bool, ForgeError> {
-        self.inner.delete_comment(change, comment).await
-    }
-
-    async fn set_thread_resolved(
-        &self,
-        change: &ChangeKey,
-        thread_id: &str,
-        resolved: bool,
-    ) -> Result<(), ForgeError> {
-        self.inner
-            .set_thread_resolved(change, thread_id, resolved)
-            .await
-    }
-
-    async fn permission(&self, actor: &str) -> Result<Permission, ForgeError> {
-        self.inner.permission(actor).await
+                body,
+            } => (scope_of(change, comment), body),
+            Write::Reply { change, to, body } => {
+                // The reply will be in `to`'s thread.
+                let thread = to
+                    .thread_id
+                    .clone()
+                    .unwrap_or_else(|| to.in_reply_to.clone().unwrap_or_else(|| to.id.clone()));
+                (format!("{}\n{thread}", change.0), body)
+            }
+            Write::DeleteComment { .. }
+            | Write::SetThreadResolved { .. }
+            | Write::SetDescription { .. } => return self.inner.write(write).await,
+        };
+        let signed = self.signed(&scope, body);
+        Ok(match self.inner.write(write.with_body(&signed)).await? {
+            Written::Comment(comment) => Written::Comment(self.checked(write.change(), comment)),
+            other => other,
+        })
     }
 
     /// bugloop's comments with their signature line taken off (their changes are not known
@@ -257,14 +162,6 @@ impl Forge for SigningForge {
                 comment
             })
             .collect())
-    }
-
-    async fn change_author(&self, change: &ChangeKey) -> Result<Option<String>, ForgeError> {
-        self.inner.change_author(change).await
-    }
-
-    async fn human_reviewers(&self, change: &ChangeKey) -> Result<Vec<String>, ForgeError> {
-        self.inner.human_reviewers(change).await
     }
 }
 

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use bugloop_domain::thread::{Comment, CommentKind};
 use bugloop_forge::local::LocalForge;
-use bugloop_forge::{Change, ChangeKey, Forge, ForgeError, LineAnchor, Permission};
+use bugloop_forge::{Forge, ForgeError, ForgeLayer, Write, Written};
 use bugloop_git::Git;
 use bugloop_report::review::Placement;
 
@@ -17,71 +17,22 @@ use crate::support::{self, Repo, off_by_one, review_on, session};
 struct RefusesLines<'a>(&'a LocalForge);
 
 #[async_trait]
-impl Forge for RefusesLines<'_> {
-    fn name(&self) -> &str {
-        "refuses-lines"
+impl ForgeLayer for RefusesLines<'_> {
+    fn inner(&self) -> &dyn Forge {
+        self.0
     }
-    fn bot_login(&self) -> &str {
-        self.0.bot_login()
-    }
-    async fn change(&self, change: &ChangeKey) -> Result<Change, ForgeError> {
-        self.0.change(change).await
-    }
-    async fn description(&self, change: &ChangeKey) -> Result<Option<String>, ForgeError> {
-        self.0.description(change).await
-    }
-    async fn set_description(&self, change: &ChangeKey, body: &str) -> Result<(), ForgeError> {
-        self.0.set_description(change, body).await
-    }
-    async fn comments(&self, change: &ChangeKey) -> Result<Vec<Comment>, ForgeError> {
-        self.0.comments(change).await
-    }
-    async fn add_comment(
-        &self,
-        change: &ChangeKey,
-        body: &str,
-        anchor: Option<&LineAnchor>,
-    ) -> Result<Comment, ForgeError> {
-        match anchor {
-            Some(anchor) => Err(ForgeError::Unprocessable(format!(
+
+    async fn write(&self, write: Write<'_>) -> Result<Written, ForgeError> {
+        match write {
+            Write::AddComment {
+                anchor: Some(anchor),
+                ..
+            } => Err(ForgeError::Unprocessable(format!(
                 "POST pull request review comment: Validation Failed: line {} of {} must be part of the diff",
                 anchor.line, anchor.path
             ))),
-            None => self.0.add_comment(change, body, None).await,
+            other => self.0.write(other).await,
         }
-    }
-    async fn update_comment(
-        &self,
-        change: &ChangeKey,
-        comment: &Comment,
-        body: &str,
-    ) -> Result<(), ForgeError> {
-        self.0.update_comment(change, comment, body).await
-    }
-    async fn reply(
-        &self,
-        change: &ChangeKey,
-        to: &Comment,
-        body: &str,
-    ) -> Result<Comment, ForgeError> {
-        self.0.reply(change, to, body).await
-    }
-    async fn set_thread_resolved(
-        &self,
-        change: &ChangeKey,
-        thread_id: &str,
-        resolved: bool,
-    ) -> Result<(), ForgeError> {
-        self.0
-            .set_thread_resolved(change, thread_id, resolved)
-            .await
-    }
-    async fn permission(&self, actor: &str) -> Result<Permission, ForgeError> {
-        self.0.permission(actor).await
-    }
-
-    async fn own_comments_since(&self, since: jiff::Timestamp) -> Result<Vec<Comment>, ForgeError> {
-        self.0.own_comments_since(since).await
     }
 }
 

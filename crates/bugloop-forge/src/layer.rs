@@ -1,0 +1,449 @@
+//! Writes as data, and forges that wrap forges. Every write bugloop makes is a [`Write`], made
+//! through [`Forge::write`]; a policy layer (the server's fence, signatures where the login is
+//! shared, a comment's answer mark, a dry run's record) is a [`ForgeLayer`] that states only what
+//! it changes: the write, the comments it reads, a limit. Everything else reaches the forge it
+//! wraps through the one implementation below, so a forge method added later needs no line in any
+//! layer, and a write added later passes every layer's `write` (a fence cannot miss it).
+
+use async_trait::async_trait;
+use bugloop_domain::thread::Comment;
+
+use crate::{Change, ChangeKey, CommentRef, Forge, ForgeError, LineAnchor, Permission};
+
+/// One write bugloop makes, as the bot.
+#[derive(Debug, Clone, Copy)]
+pub enum Write<'a> {
+    /// A comment: on a line when `anchor` is given, else on the conversation.
+    AddComment {
+        change: &'a ChangeKey,
+        body: &'a str,
+        anchor: Option<&'a LineAnchor>,
+    },
+    /// A new body for one of the bot's comments.
+    UpdateComment {
+        change: &'a ChangeKey,
+        comment: &'a Comment,
+        body: &'a str,
+    },
+    /// A reply in the thread of `to`.
+    Reply {
+        change: &'a ChangeKey,
+        to: &'a Comment,
+        body: &'a str,
+    },
+    /// One of the bot's own comments deleted.
+    DeleteComment {
+        change: &'a ChangeKey,
+        comment: &'a Comment,
+    },
+    /// A thread resolved or unresolved.
+    SetThreadResolved {
+        change: &'a ChangeKey,
+        thread: &'a str,
+        resolved: bool,
+    },
+    /// The change's description replaced.
+    SetDescription {
+        change: &'a ChangeKey,
+        body: &'a str,
+    },
+}
+
+impl<'a> Write<'a> {
+    /// The conversation it writes to.
+    pub fn change(&self) -> &'a ChangeKey {
+        match *self {
+            Write::AddComment { change, .. }
+            | Write::UpdateComment { change, .. }
+            | Write::Reply { change, .. }
+            | Write::DeleteComment { change, .. }
+            | Write::SetThreadResolved { change, .. }
+            | Write::SetDescription { change, .. } => change,
+        }
+    }
+
+    /// What it does, in words, for errors.
+    pub fn what(&self) -> &'static str {
+        match self {
+            Write::AddComment { .. } => "adding a comment",
+            Write::UpdateComment { .. } => "updating a comment",
+            Write::Reply { .. } => "replying",
+            Write::DeleteComment { .. } => "deleting a comment",
+            Write::SetThreadResolved { .. } => "setting a thread's resolved flag",
+            Write::SetDescription { .. } => "setting the description",
+        }
+    }
+
+    /// The same write with another body (`None` for a write without one).
+    pub fn with_body<'b>(&self, body: &'b str) -> Write<'b>
+    where
+        'a: 'b,
+    {
+        match *self {
+            Write::AddComment { change, anchor, .. } => Write::AddComment {
+                change,
+                body,
+                anchor,
+            },
+            Write::UpdateComment {
+                change, comment, ..
+            } => Write::UpdateComment {
+                change,
+                comment,
+                body,
+            },
+            Write::Reply { change, to, .. } => Write::Reply { change, to, body },
+            Write::SetDescription { change, .. } => Write::SetDescription { change, body },
+            other => other,
+        }
+    }
+
+    /// The body it writes, if it writes one.
+    pub fn body(&self) -> Option<&'a str> {
+        match *self {
+            Write::AddComment { body, .. }
+            | Write::UpdateComment { body, .. }
+            | Write::Reply { body, .. }
+            | Write::SetDescription { body, .. } => Some(body),
+            Write::DeleteComment { .. } | Write::SetThreadResolved { .. } => None,
+        }
+    }
+}
+
+/// What a write gave back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Written {
+    /// The comment or reply as the forge stored it.
+    Comment(Comment),
+    /// Whether a comment was deleted (`false` where the forge does not delete).
+    Deleted(bool),
+    /// Done, with nothing to tell.
+    Done,
+}
+
+impl Written {
+    fn mismatch(&self, write: Write<'_>) -> ForgeError {
+        ForgeError::Invalid(format!("the forge answered {} with {self:?}", write.what()))
+    }
+
+    /// The comment a comment or reply wrote.
+    pub fn comment(self, write: Write<'_>) -> Result<Comment, ForgeError> {
+        match self {
+            Written::Comment(comment) => Ok(comment),
+            other => Err(other.mismatch(write)),
+        }
+    }
+
+    /// Whether a deletion deleted.
+    pub fn deleted(self, write: Write<'_>) -> Result<bool, ForgeError> {
+        match self {
+            Written::Deleted(deleted) => Ok(deleted),
+            other => Err(other.mismatch(write)),
+        }
+    }
+
+    /// That a write with nothing to tell was made.
+    pub fn done(self, write: Write<'_>) -> Result<(), ForgeError> {
+        match self {
+            Written::Done => Ok(()),
+            other => Err(other.mismatch(write)),
+        }
+    }
+}
+
+/// A forge wrapping another and changing part of what it does; what it does not change goes to
+/// [`ForgeLayer::inner`]. Every layer is a [`Forge`] through the one implementation below.
+#[async_trait]
+pub trait ForgeLayer: Send + Sync + std::fmt::Debug {
+    /// The forge it wraps.
+    fn inner(&self) -> &dyn Forge;
+
+    /// Every write, before (or instead of) the inner forge's.
+    async fn write(&self, write: Write<'_>) -> Result<Written, ForgeError> {
+        self.inner().write(write).await
+    }
+
+    /// Every comment read from the inner forge (listed, or by id) passes here.
+    fn read(&self, change: &ChangeKey, comment: Comment) -> Comment {
+        let _ = change;
+        comment
+    }
+
+    fn max_body_chars(&self) -> Option<usize> {
+        self.inner().max_body_chars()
+    }
+
+    fn publishes(&self) -> bool {
+        self.inner().publishes()
+    }
+
+    fn may_push(&self) -> Result<(), ForgeError> {
+        self.inner().may_push()
+    }
+
+    async fn comments(&self, change: &ChangeKey) -> Result<Vec<Comment>, ForgeError> {
+        Ok(self
+            .inner()
+            .comments(change)
+            .await?
+            .into_iter()
+            .map(|comment| self.read(change, comment))
+            .collect())
+    }
+
+    async fn comment_by_id(
+        &self,
+        change: &ChangeKey,
+        comment: CommentRef,
+    ) -> Result<Option<Comment>, ForgeError> {
+        Ok(self
+            .inner()
+            .comment_by_id(change, comment)
+            .await?
+            .map(|comment| self.read(change, comment)))
+    }
+
+    async fn description(&self, change: &ChangeKey) -> Result<Option<String>, ForgeError> {
+        self.inner().description(change).await
+    }
+
+    async fn own_comments_since(&self, since: jiff::Timestamp) -> Result<Vec<Comment>, ForgeError> {
+        self.inner().own_comments_since(since).await
+    }
+}
+
+/// A layer's forge: what it changes, else the inner forge's. The only forwarding in the crate.
+#[async_trait]
+impl<L: ForgeLayer> Forge for L {
+    fn name(&self) -> &str {
+        self.inner().name()
+    }
+
+    fn bot_login(&self) -> &str {
+        self.inner().bot_login()
+    }
+
+    fn max_body_chars(&self) -> Option<usize> {
+        ForgeLayer::max_body_chars(self)
+    }
+
+    fn publishes(&self) -> bool {
+        ForgeLayer::publishes(self)
+    }
+
+    fn may_push(&self) -> Result<(), ForgeError> {
+        ForgeLayer::may_push(self)
+    }
+
+    async fn comment_by_id(
+        &self,
+        change: &ChangeKey,
+        comment: CommentRef,
+    ) -> Result<Option<Comment>, ForgeError> {
+        ForgeLayer::comment_by_id(self, change, comment).await
+    }
+
+    async fn change(&self, change: &ChangeKey) -> Result<Change, ForgeError> {
+        self.inner().change(change).await
+    }
+
+    async fn head(&self, change: &ChangeKey) -> Result<Option<String>, ForgeError> {
+        self.inner().head(change).await
+    }
+
+    async fn description(&self, change: &ChangeKey) -> Result<Option<String>, ForgeError> {
+        ForgeLayer::description(self, change).await
+    }
+
+    async fn comments(&self, change: &ChangeKey) -> Result<Vec<Comment>, ForgeError> {
+        ForgeLayer::comments(self, change).await
+    }
+
+    fn forget_listings(&self) {
+        self.inner().forget_listings();
+    }
+
+    async fn write(&self, write: Write<'_>) -> Result<Written, ForgeError> {
+        ForgeLayer::write(self, write).await
+    }
+
+    async fn permission(&self, actor: &str) -> Result<Permission, ForgeError> {
+        self.inner().permission(actor).await
+    }
+
+    async fn own_comments_since(&self, since: jiff::Timestamp) -> Result<Vec<Comment>, ForgeError> {
+        ForgeLayer::own_comments_since(self, since).await
+    }
+
+    async fn change_author(&self, change: &ChangeKey) -> Result<Option<String>, ForgeError> {
+        self.inner().change_author(change).await
+    }
+
+    async fn human_reviewers(&self, change: &ChangeKey) -> Result<Vec<String>, ForgeError> {
+        self.inner().human_reviewers(change).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use bugloop_domain::thread::CommentKind;
+
+    use super::*;
+    use crate::fencing::FencedForge;
+    use crate::recording::RecordingForge;
+
+    /// A forge that counts the writes that reach it.
+    #[derive(Debug, Default)]
+    struct Counting {
+        writes: AtomicUsize,
+    }
+
+    #[async_trait]
+    impl Forge for Counting {
+        fn name(&self) -> &str {
+            "counting"
+        }
+        fn bot_login(&self) -> &str {
+            "bot"
+        }
+        async fn change(&self, change: &ChangeKey) -> Result<Change, ForgeError> {
+            Err(ForgeError::NotFound(change.0.clone()))
+        }
+        async fn description(&self, _: &ChangeKey) -> Result<Option<String>, ForgeError> {
+            Ok(None)
+        }
+        async fn comments(&self, _: &ChangeKey) -> Result<Vec<Comment>, ForgeError> {
+            Ok(Vec::new())
+        }
+        async fn write(&self, write: Write<'_>) -> Result<Written, ForgeError> {
+            self.writes.fetch_add(1, Ordering::SeqCst);
+            Ok(match write {
+                Write::AddComment { body, .. } | Write::Reply { body, .. } => {
+                    Written::Comment(comment(body))
+                }
+                Write::DeleteComment { .. } => Written::Deleted(true),
+                _ => Written::Done,
+            })
+        }
+        async fn permission(&self, _: &str) -> Result<Permission, ForgeError> {
+            Ok(Permission::Read)
+        }
+        async fn own_comments_since(&self, _: jiff::Timestamp) -> Result<Vec<Comment>, ForgeError> {
+            Ok(Vec::new())
+        }
+    }
+
+    fn comment(body: &str) -> Comment {
+        Comment {
+            id: "1".to_owned(),
+            author: "bot".to_owned(),
+            body: body.to_owned(),
+            created_at: jiff::Timestamp::UNIX_EPOCH,
+            kind: CommentKind::Issue,
+            in_reply_to: None,
+            thread_id: None,
+            path: None,
+            line: None,
+            thread_resolved: false,
+            by_bugloop: true,
+        }
+    }
+
+    /// One write of every kind. The match has no wildcard: a kind added later does not compile
+    /// until it is listed here, and so is checked against every layer below.
+    fn every_write<'a>(change: &'a ChangeKey, comment: &'a Comment) -> Vec<Write<'a>> {
+        let all = vec![
+            Write::AddComment {
+                change,
+                body: "b",
+                anchor: None,
+            },
+            Write::UpdateComment {
+                change,
+                comment,
+                body: "b",
+            },
+            Write::Reply {
+                change,
+                to: comment,
+                body: "b",
+            },
+            Write::DeleteComment { change, comment },
+            Write::SetThreadResolved {
+                change,
+                thread: "t",
+                resolved: true,
+            },
+            Write::SetDescription { change, body: "b" },
+        ];
+        let mut kinds = std::collections::BTreeSet::new();
+        for write in &all {
+            kinds.insert(match write {
+                Write::AddComment { .. } => 0,
+                Write::UpdateComment { .. } => 1,
+                Write::Reply { .. } => 2,
+                Write::DeleteComment { .. } => 3,
+                Write::SetThreadResolved { .. } => 4,
+                Write::SetDescription { .. } => 5,
+            });
+        }
+        assert_eq!(kinds.len(), 6, "every kind of write, once");
+        all
+    }
+
+    #[tokio::test]
+    async fn a_lost_lease_and_a_dry_run_let_no_write_of_any_kind_through() {
+        let change = ChangeKey("github:o/r#1".to_owned());
+        let written = comment("x");
+        let base = Arc::new(Counting::default());
+        let fenced = FencedForge::new(base.clone(), Arc::new(|| false));
+        let recording = RecordingForge::new(&*base);
+        for write in every_write(&change, &written) {
+            let refused = Forge::write(&fenced, write).await;
+            assert!(
+                matches!(refused, Err(ForgeError::Forbidden(_))),
+                "{}: {refused:?}",
+                write.what()
+            );
+            Forge::write(&recording, write).await.unwrap();
+        }
+        assert!(Forge::may_push(&fenced).is_err());
+        assert_eq!(base.writes.load(Ordering::SeqCst), 0);
+        assert_eq!(
+            recording.writes().len(),
+            5,
+            "every write but a deletion is recorded"
+        );
+        // An open fence lets each through, once.
+        let open = FencedForge::new(base.clone(), Arc::new(|| true));
+        for write in every_write(&change, &written) {
+            Forge::write(&open, write).await.unwrap();
+        }
+        assert_eq!(base.writes.load(Ordering::SeqCst), 6);
+    }
+
+    #[tokio::test]
+    async fn the_words_for_a_write_refuse_an_answer_of_the_wrong_kind() {
+        #[derive(Debug)]
+        struct Wrong(Counting);
+        #[async_trait]
+        impl ForgeLayer for Wrong {
+            fn inner(&self) -> &dyn Forge {
+                &self.0
+            }
+            async fn write(&self, _: Write<'_>) -> Result<Written, ForgeError> {
+                Ok(Written::Deleted(true))
+            }
+        }
+        let forge = Wrong(Counting::default());
+        let change = ChangeKey("c".to_owned());
+        let error = forge.add_comment(&change, "b", None).await.unwrap_err();
+        assert!(error.to_string().contains("adding a comment"), "{error}");
+        // What a layer does not change is the inner forge's.
+        assert_eq!(forge.name(), "counting");
+        assert!(forge.delete_comment(&change, &comment("x")).await.unwrap());
+    }
+}
