@@ -159,7 +159,7 @@ impl App {
     pub async fn checks(&self, job: ChecksJob) -> Result<ChecksView, AppError> {
         let (local, _, head) = self.open_change_request("checks", job.change).await?;
         if job.record.is_empty() {
-            let runs = bugloop_loops::solve::test_head(&self.settings, &self.git, &head).await?;
+            let runs = bugloop_solve::test_head(&self.settings, &self.git, &head).await?;
             for run in runs {
                 let state = if run.passed {
                     CheckState::Passed

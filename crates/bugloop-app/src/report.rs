@@ -10,7 +10,7 @@ use bugloop_report::solve::SolveReport;
 use serde::Serialize;
 
 use crate::{App, AppError, Outcome, Verdict};
-use bugloop_loops::solve::Regression;
+use bugloop_solve::Regression;
 
 /// What filing an error report did.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -1,11 +1,11 @@
-//! `solve` and `status`: an issue moved through the solve pipeline (`bugloop_loops::solve`), and
+//! `solve` and `status`: an issue moved through the solve pipeline (`bugloop_solve`), and
 //! where each issue stands.
 
 use bugloop_domain::solve::SolveState;
 use bugloop_forge::github::GitHubTracker;
 use bugloop_forge::tracker::Tracker;
-use bugloop_loops::solve::{SolveError, SolveOptions};
 use bugloop_report::solve::SolveReport;
+use bugloop_solve::{SolveError, SolveOptions};
 use bugloop_store::ItemKind;
 
 use crate::{App, AppError, Outcome, Verdict};
@@ -124,12 +124,12 @@ impl App {
 
     /// An error reported again on `issue` (`reports` so far): a regression when the issue's
     /// solution has merged and its reproduction test fails on the base's head
-    /// (`bugloop_loops::solve::regression`). It runs no model.
+    /// (`bugloop_solve::regression`). It runs no model.
     pub(crate) async fn regression(
         &self,
         issue: u64,
         reports: u64,
-    ) -> Result<bugloop_loops::solve::Regression, AppError> {
+    ) -> Result<bugloop_solve::Regression, AppError> {
         let env = self.loop_env_without_model();
         let options = self.solve_options(&SolveJob {
             issue,
@@ -138,22 +138,17 @@ impl App {
         if let Some(github) = &self.github_issues {
             let tracker = GitHubTracker::new(&github.forge, self.git.clone(), &github.remote)
                 .fenced(github.fence.clone());
-            return Ok(
-                bugloop_loops::solve::regression(&env, &tracker, issue, &options, reports).await?,
-            );
+            return Ok(bugloop_solve::regression(&env, &tracker, issue, &options, reports).await?);
         }
         // A run moving the issue now (`solve N`) is not after a merge: the report is a repeat.
         let _lease = match self.take_solve_lease(issue)? {
             Ok(lease) => lease,
             Err(bugloop_store::LeaseError::Held { .. }) => {
-                return Ok(bugloop_loops::solve::Regression::Repeat);
+                return Ok(bugloop_solve::Regression::Repeat);
             }
             Err(other) => return Err(AppError::Invalid(other.to_string())),
         };
-        Ok(
-            bugloop_loops::solve::regression(&env, self.tracker()?, issue, &options, reports)
-                .await?,
-        )
+        Ok(bugloop_solve::regression(&env, self.tracker()?, issue, &options, reports).await?)
     }
 
     async fn solve_with(
@@ -163,7 +158,7 @@ impl App {
         options: &SolveOptions,
     ) -> Result<Outcome<SolveReport>, AppError> {
         let env = self.loop_env(job.model.as_deref())?;
-        let report = bugloop_loops::solve::solve(&env, tracker, job.issue, options).await?;
+        let report = bugloop_solve::solve(&env, tracker, job.issue, options).await?;
         let verdict = match (report.state, report.stopped.as_deref()) {
             (Some(SolveState::Escalated), _) => Verdict::NotConverged {
                 why: report.message.clone(),
@@ -181,13 +176,13 @@ impl App {
     pub async fn solve_status(&self, issue: Option<u64>) -> Result<Vec<SolveReport>, AppError> {
         let tracker = self.tracker()?;
         if let Some(issue) = issue {
-            return Ok(vec![bugloop_loops::solve::status(tracker, issue).await?]);
+            return Ok(vec![bugloop_solve::status(tracker, issue).await?]);
         }
         let local = self.local_store("bugloop status")?;
         let mut reports = Vec::new();
         for item in local.store().items(ItemKind::Issue, false).await? {
             let number = u64::try_from(item.number).unwrap_or_default();
-            let report = bugloop_loops::solve::status(tracker, number).await?;
+            let report = bugloop_solve::status(tracker, number).await?;
             // Closed issues bugloop never took are not its business.
             if report.state.is_some() || item.state == bugloop_store::ItemState::Open {
                 reports.push(report);

@@ -53,7 +53,7 @@ impl App {
                 continue;
             }
             let number = u64::try_from(item.number).unwrap_or_default();
-            let state = bugloop_loops::solve::status(tracker, number).await?.state;
+            let state = bugloop_solve::status(tracker, number).await?.state;
             // Ready, merged and escalated wait for a person (`solve N --retry` takes one back).
             if state.is_some_and(SolveState::is_final) {
                 continue;

@@ -6,13 +6,15 @@
 //! below it derived from `cargo metadata`), only the server knows HTTP serving and the job
 //! queue, the application layer links no server or benchmark code, and test support is never a
 //! production dependency. The user's documents are checked in `docs`, the event path's one
-//! match in `events`.
+//! match in `events`, the loops' deliberate public face in `api`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+#[path = "tidy/api.rs"]
+mod api;
 #[path = "tidy/docs.rs"]
 mod docs;
 #[path = "tidy/events.rs"]

@@ -91,7 +91,10 @@ impl ForgeLayer for AnsweringForge<'_> {
                 let marked = self.marked(body);
                 self.inner.write(write.with_body(&marked)).await
             }
-            other => self.inner.write(other).await,
+            Write::UpdateComment { .. }
+            | Write::DeleteComment { .. }
+            | Write::SetThreadResolved { .. }
+            | Write::SetDescription { .. } => self.inner.write(write).await,
         }
     }
 }

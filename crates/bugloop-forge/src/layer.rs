@@ -74,7 +74,7 @@ impl<'a> Write<'a> {
         }
     }
 
-    /// The same write with another body (`None` for a write without one).
+    /// The same write with another body (a write without one is returned as it is).
     pub fn with_body<'b>(&self, body: &'b str) -> Write<'b>
     where
         'a: 'b,
@@ -94,7 +94,9 @@ impl<'a> Write<'a> {
             },
             Write::Reply { change, to, .. } => Write::Reply { change, to, body },
             Write::SetDescription { change, .. } => Write::SetDescription { change, body },
-            other => other,
+            // Listed, not matched by a wildcard: a write with a body added later must say here
+            // how its body is replaced, or a layer's signed or marked body would not be sent.
+            Write::DeleteComment { .. } | Write::SetThreadResolved { .. } => *self,
         }
     }
 
@@ -122,8 +124,10 @@ pub enum Written {
 }
 
 impl Written {
+    /// The write was made, but its answer is not what it should be: whether it took effect is
+    /// not known, so a caller looks before writing again.
     fn mismatch(&self, write: Write<'_>) -> ForgeError {
-        ForgeError::Invalid(format!("the forge answered {} with {self:?}", write.what()))
+        ForgeError::Ambiguous(format!("the forge answered {} with {self:?}", write.what()))
     }
 
     /// The comment a comment or reply wrote.
@@ -152,7 +156,10 @@ impl Written {
 }
 
 /// A forge wrapping another and changing part of what it does; what it does not change goes to
-/// [`ForgeLayer::inner`]. Every layer is a [`Forge`] through the one implementation below.
+/// [`ForgeLayer::inner`]. Every layer is a [`Forge`] through the one implementation below, which
+/// forwards every [`Forge`] method but the words for a write (`add_comment`, ...,
+/// `upsert_by_marker`), which go through the layer's `write`; a test holds that. A layer that
+/// refuses writes overrides `write`: its default lets them through.
 #[async_trait]
 pub trait ForgeLayer: Send + Sync + std::fmt::Debug {
     /// The forge it wraps.
@@ -163,7 +170,9 @@ pub trait ForgeLayer: Send + Sync + std::fmt::Debug {
         self.inner().write(write).await
     }
 
-    /// Every comment read from the inner forge (listed, or by id) passes here.
+    /// Every comment the default `comments` and `comment_by_id` read from the inner forge
+    /// passes here. Not what a write returns, nor `own_comments_since`, nor a listing a layer
+    /// makes itself: a layer that must see those overrides `write` or the read.
     fn read(&self, change: &ChangeKey, comment: Comment) -> Comment {
         let _ = change;
         comment
@@ -295,10 +304,11 @@ mod tests {
     use crate::fencing::FencedForge;
     use crate::recording::RecordingForge;
 
-    /// A forge that counts the writes that reach it.
+    /// A forge that counts the writes that reach it, and keeps the bodies they carry.
     #[derive(Debug, Default)]
     struct Counting {
         writes: AtomicUsize,
+        bodies: std::sync::Mutex<Vec<String>>,
     }
 
     #[async_trait]
@@ -320,6 +330,9 @@ mod tests {
         }
         async fn write(&self, write: Write<'_>) -> Result<Written, ForgeError> {
             self.writes.fetch_add(1, Ordering::SeqCst);
+            if let Some(body) = write.body() {
+                self.bodies.lock().unwrap().push(body.to_owned());
+            }
             Ok(match write {
                 Write::AddComment { body, .. } | Write::Reply { body, .. } => {
                     Written::Comment(comment(body))
@@ -445,5 +458,86 @@ mod tests {
         // What a layer does not change is the inner forge's.
         assert_eq!(forge.name(), "counting");
         assert!(forge.delete_comment(&change, &comment("x")).await.unwrap());
+    }
+
+    #[tokio::test]
+    async fn signatures_and_answer_marks_go_on_the_bodies_they_always_went_on() {
+        let change = ChangeKey("github:o/r#1".to_owned());
+        let written = comment("x");
+        let base = Arc::new(Counting::default());
+        let key = crate::signing::StateKey::new(vec![7; 32]).unwrap();
+        let signing = crate::signing::SigningForge::new(base.clone(), key);
+        let answering = crate::answering::AnsweringForge::new(&*base, "issue-9", false);
+        for write in every_write(&change, &written) {
+            Forge::write(&signing, write).await.unwrap();
+            Forge::write(&answering, write).await.unwrap();
+        }
+        let bodies = base.bodies.lock().unwrap().clone();
+        let marks: Vec<(bool, bool)> = bodies
+            .iter()
+            .map(|body| {
+                (
+                    body.contains("<!-- bugloop:sig v1 "),
+                    body.contains("<!-- bugloop:answers issue-9 -->"),
+                )
+            })
+            .collect();
+        // In order, signed then marked: a comment, an edit, a reply, the description.
+        assert_eq!(
+            marks,
+            [
+                (true, false),
+                (false, true),
+                (true, false),
+                (false, false),
+                (true, false),
+                (false, true),
+                (false, false),
+                (false, false),
+            ]
+        );
+    }
+
+    /// The names of the `fn`s declared at one indent in the block that starts with `header`.
+    fn methods_in(text: &str, header: &str) -> std::collections::BTreeSet<String> {
+        let start = text.find(header).unwrap();
+        let block = &text[start..start + text[start..].find("\n}\n").unwrap()];
+        block
+            .lines()
+            .filter_map(|line| {
+                let rest = line
+                    .strip_prefix("    async fn ")
+                    .or_else(|| line.strip_prefix("    fn "))?;
+                Some(rest[..rest.find(['(', '<'])?].to_owned())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_shared_implementation_forwards_every_forge_method_but_the_words_for_a_write() {
+        let words = [
+            "add_comment",
+            "update_comment",
+            "reply",
+            "delete_comment",
+            "set_thread_resolved",
+            "set_description",
+            "upsert_by_marker",
+        ];
+        let forge = methods_in(include_str!("lib.rs"), "pub trait Forge:");
+        let forwarded = methods_in(
+            include_str!("layer.rs"),
+            "impl<L: ForgeLayer> Forge for L {",
+        );
+        let expected: std::collections::BTreeSet<String> = forge
+            .iter()
+            .filter(|name| !words.contains(&name.as_str()))
+            .cloned()
+            .collect();
+        assert!(forge.len() > expected.len() + 6, "{forge:?}");
+        assert_eq!(
+            forwarded, expected,
+            "a Forge method the shared implementation leaves to its default answers for every layer"
+        );
     }
 }

@@ -22,10 +22,10 @@ use crate::env::LoopEnv;
 use crate::prompt::{fill, rules_block};
 use crate::{Progress, sandbox_settings};
 
-pub const SYSTEM: &str = include_str!("../prompts/build-system.md");
+pub(crate) const SYSTEM: &str = include_str!("../prompts/build-system.md");
 
 /// The refusal for a dirty tree, as the spec words it.
-pub const DIRTY_TREE: &str = "Uncommitted changes detected. Stash, commit, or revert first.";
+pub(crate) const DIRTY_TREE: &str = "Uncommitted changes detected. Stash, commit, or revert first.";
 
 #[derive(Debug, thiserror::Error)]
 pub enum BuildError {
@@ -57,7 +57,8 @@ mod landing;
 mod proofs;
 mod tool_fixes;
 
-pub use self::landing::{binary_changes, land, land_on_target, net_change};
+pub(crate) use self::landing::land_on_target;
+pub use self::landing::{binary_changes, land, net_change};
 pub use self::proofs::ProvenTest;
 pub(crate) use self::proofs::proof_command;
 pub use self::tool_fixes::ToolFix;
@@ -289,7 +290,7 @@ pub struct BuildTask {
 
 /// The Build agent's system prompt for this repository, naming the commands that verify its
 /// work.
-pub fn system_prompt(
+pub(crate) fn system_prompt(
     config: &Config,
     verify_commands: &[bugloop_domain::safety::VerifyCommand],
     rules_root: &Path,

@@ -33,7 +33,7 @@ fn capitalized(word: &str) -> String {
 /// and a proof's test, command and the end of its output follow, collapsed, as inert text (a
 /// fence longer than any run of backticks in them, no marker, no mention). A proven finding's
 /// state block keeps its test, for the fix that must make it pass.
-pub fn proven_finding_body(
+pub(crate) fn proven_finding_body(
     finding: &Finding,
     markers: &MarkerSyntax,
     proof: Option<&bugloop_report::review::FindingProof>,
@@ -91,7 +91,7 @@ pub fn proven_finding_body(
 const RMCOC_DESCRIPTION_CHARS: usize = 2_000;
 
 /// The comment of one finding.
-pub fn finding_body(finding: &Finding, markers: &MarkerSyntax, resolved: bool) -> String {
+pub(crate) fn finding_body(finding: &Finding, markers: &MarkerSyntax, resolved: bool) -> String {
     finding_comment(finding, markers, resolved, None)
 }
 
@@ -168,7 +168,7 @@ fn finding_comment(
 
 /// A reply of bugloop's in a finding's thread: `text` (neutralised), then the tag that says what
 /// the reply is. Only a status reply changes the finding's status when the state is rebuilt.
-pub fn reply_body(markers: &MarkerSyntax, kind: ReplyKind, text: &str) -> String {
+pub(crate) fn reply_body(markers: &MarkerSyntax, kind: ReplyKind, text: &str) -> String {
     format!(
         "{}\n\n{}\n",
         neutralise(text.trim()),
@@ -206,7 +206,7 @@ pub fn resolved_reply(markers: &MarkerSyntax, reason: &str, by: ResolvedBy) -> S
 }
 
 /// The reply that raises a finding resolved when its code changed again: the problem is back.
-pub fn reopened_reply(markers: &MarkerSyntax, reason: &str) -> String {
+pub(crate) fn reopened_reply(markers: &MarkerSyntax, reason: &str) -> String {
     reply_body(
         markers,
         ReplyKind::Status(ThreadStatus::Pending),
@@ -216,7 +216,7 @@ pub fn reopened_reply(markers: &MarkerSyntax, reason: &str) -> String {
 
 /// `body` (a finding's comment) pointing at `file:line` instead: its state block's place and
 /// the place its text names. `None` when the body is not a finding comment bugloop wrote.
-pub fn relocated_body(body: &str, file: &str, line: u32) -> Option<String> {
+pub(crate) fn relocated_body(body: &str, file: &str, line: u32) -> Option<String> {
     let parsed = parse_comment(body);
     let mut block = parsed.block?;
     let old_line = block.extra.get("line").and_then(serde_json::Value::as_u64);
@@ -267,7 +267,7 @@ pub fn relocated_body(body: &str, file: &str, line: u32) -> Option<String> {
 }
 
 /// The reply that keeps a disputed finding open: bugloop maintains its position.
-pub fn disputed_reply(markers: &MarkerSyntax, reasoning: &str) -> String {
+pub(crate) fn disputed_reply(markers: &MarkerSyntax, reasoning: &str) -> String {
     reply_body(
         markers,
         ReplyKind::Status(ThreadStatus::Disputed),
@@ -276,7 +276,7 @@ pub fn disputed_reply(markers: &MarkerSyntax, reasoning: &str) -> String {
 }
 
 /// The reply that hands a thread to a human.
-pub fn escalated_reply(markers: &MarkerSyntax, reasoning: &str) -> String {
+pub(crate) fn escalated_reply(markers: &MarkerSyntax, reasoning: &str) -> String {
     reply_body(
         markers,
         ReplyKind::Status(ThreadStatus::Escalated),
@@ -284,7 +284,7 @@ pub fn escalated_reply(markers: &MarkerSyntax, reasoning: &str) -> String {
     )
 }
 
-pub fn overflow_body(count: usize, titles: &[String], limit: usize) -> String {
+pub(crate) fn overflow_body(count: usize, titles: &[String], limit: usize) -> String {
     let mut out = format!(
         "### {count} more finding(s) over the comment limit\n\nThis review publishes at most \
          {limit} finding comments; these were found as well:\n\n"
@@ -297,29 +297,19 @@ pub fn overflow_body(count: usize, titles: &[String], limit: usize) -> String {
 
 /// The overflow comment once nothing is over the limit: a forge cannot always delete a comment,
 /// so the stale list is replaced by this.
-pub fn overflow_cleared_body(limit: usize) -> String {
+pub(crate) fn overflow_cleared_body(limit: usize) -> String {
     format!(
         "{OVERFLOW_TAG}\n### No findings over the comment limit\n\nEvery open finding of this \
          change has its own comment (at most {limit}); the earlier list is out of date.\n"
     )
 }
 
-/// Removes bugloop's duplicate comments: two runs at once, or a listing that lagged behind a
-/// write, can leave one finding's marker (or one tag, like the summary's) on two of bugloop's
-/// comments of the same kind. The oldest stays and the others go, so runs that race decide
-/// alike; a duplicate someone already answered stays. Returns how many went.
-pub async fn remove_duplicates(
-    forge: &dyn Forge,
-    change: &ChangeKey,
-    markers: &MarkerSyntax,
-) -> Result<usize, ForgeError> {
-    let comments = forge.comments(change).await?;
-    remove_duplicates_in(forge, change, markers, &comments).await
-}
-
-/// [`remove_duplicates`] on a listing already fetched: what an earlier run left twice (its
-/// listing lagged behind its own write) is removed by any later run, at no extra request.
-pub async fn remove_duplicates_in(
+/// Removes bugloop's duplicate comments from a listing already fetched: two runs at once, or a
+/// listing that lagged behind a write, can leave one finding's marker (or one tag, like the
+/// summary's) on two of bugloop's comments of the same kind. The oldest stays and the others go,
+/// so runs that race decide alike; a duplicate someone already answered stays. What an earlier
+/// run left twice is removed by any later run, at no extra request. Returns how many went.
+pub(crate) async fn remove_duplicates_in(
     forge: &dyn Forge,
     change: &ChangeKey,
     markers: &MarkerSyntax,
@@ -352,7 +342,7 @@ pub async fn remove_duplicates_in(
 }
 
 /// The bot's meta comment carrying `tag`, if any.
-pub fn find_tagged<'a>(comments: &'a [Comment], tag: &str) -> Option<&'a Comment> {
+pub(crate) fn find_tagged<'a>(comments: &'a [Comment], tag: &str) -> Option<&'a Comment> {
     comments
         .iter()
         .find(|c| c.by_bugloop && c.in_reply_to.is_none() && c.body.starts_with(tag))

@@ -19,11 +19,11 @@ pub const RULE_FILES: &[&str] = &[
 ];
 
 /// Per rule file and in total, so rules cannot crowd out the change.
-pub const MAX_RULE_CHARS: usize = 12_000;
-pub const MAX_RULES_TOTAL_CHARS: usize = 24_000;
+pub(crate) const MAX_RULE_CHARS: usize = 12_000;
+pub(crate) const MAX_RULES_TOTAL_CHARS: usize = 24_000;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct RuleFile {
+pub(crate) struct RuleFile {
     pub path: String,
     pub text: String,
     pub truncated: bool,
@@ -34,7 +34,7 @@ pub struct RuleFile {
 /// untrusted, so a symlinked `AGENTS.md` must not carry a credentials file into a prompt. Every
 /// refusal is kept to be reported.
 #[derive(Debug)]
-pub struct ContextReader {
+pub(crate) struct ContextReader {
     workspace: Result<Workspace, String>,
     refused: Vec<RefusedFile>,
 }
@@ -102,7 +102,8 @@ impl ContextReader {
     }
 
     /// What was refused so far.
-    pub fn refused(&self) -> &[RefusedFile] {
+    #[cfg(test)]
+    pub(crate) fn refused(&self) -> &[RefusedFile] {
         &self.refused
     }
 
@@ -112,7 +113,7 @@ impl ContextReader {
 }
 
 /// Reads the repository's rule files at head.
-pub fn read_rules(reader: &mut ContextReader) -> Vec<RuleFile> {
+pub(crate) fn read_rules(reader: &mut ContextReader) -> Vec<RuleFile> {
     let mut paths = Vec::new();
     for entry in RULE_FILES {
         match reader.list(entry) {
@@ -144,7 +145,7 @@ pub fn read_rules(reader: &mut ContextReader) -> Vec<RuleFile> {
 }
 
 /// The rule files, each refusal told to `progress` (for the loops whose result has no report).
-pub fn rules_of(root: &Path, progress: &dyn crate::Progress) -> Vec<RuleFile> {
+pub(crate) fn rules_of(root: &Path, progress: &dyn crate::Progress) -> Vec<RuleFile> {
     let mut reader = ContextReader::new(root);
     let rules = read_rules(&mut reader);
     for refused in reader.into_refused() {
@@ -158,7 +159,7 @@ pub fn rules_of(root: &Path, progress: &dyn crate::Progress) -> Vec<RuleFile> {
 
 /// At most `max` bytes, cut at a character boundary.
 /// The last `count` lines of `text`.
-pub(crate) fn last_lines(text: &str, count: usize) -> String {
+pub fn last_lines(text: &str, count: usize) -> String {
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(count)..].join("\n")
 }
@@ -176,7 +177,7 @@ pub fn cut(text: &str, max: usize) -> (String, bool) {
 
 /// Whether the +2 security promotion applies, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct SensitivityVerdict {
+pub(crate) struct SensitivityVerdict {
     pub sensitive: bool,
     pub reason: String,
 }
@@ -200,7 +201,10 @@ const DESCRIBING_FILES: &[&str] = &[
 const SENSITIVE_PATTERN: &str = r"(?i)\b(pii|personally identifiable|personal data|gdpr|hipaa|patient data|health records|payments?|billing|invoices?|credit cards?|card numbers?|banking|bank accounts?|financial|fintech|stripe|paypal|plaid|iban|social security|ssn)\b";
 
 /// Decides from configuration, or (on `auto`) from the repository's README and manifests.
-pub fn sensitivity(reader: &mut ContextReader, configured: Sensitivity) -> SensitivityVerdict {
+pub(crate) fn sensitivity(
+    reader: &mut ContextReader,
+    configured: Sensitivity,
+) -> SensitivityVerdict {
     match configured {
         Sensitivity::Sensitive => SensitivityVerdict {
             sensitive: true,
@@ -239,7 +243,7 @@ pub fn sensitivity(reader: &mut ContextReader, configured: Sensitivity) -> Sensi
 /// A file's text if `path` stays inside `root` and is a regular file, checked as the tools check
 /// it ([`bugloop_tools::Workspace::open_file`]: symlinks leading out, `.git`, FIFOs and devices
 /// are refused).
-pub fn read_inside(root: &Path, path: &str) -> Option<String> {
+pub(crate) fn read_inside(root: &Path, path: &str) -> Option<String> {
     use std::io::Read;
     let safe = bugloop_domain::paths::normalize_finding_path(path).ok()?;
     let mut file = Workspace::new(root).ok()?.open_file(&safe).ok()?;

@@ -16,7 +16,7 @@ use crate::env::{LoopEnv, WorkTarget};
 use crate::error::ActError;
 use crate::prompt::fill;
 
-pub const DISPUTE_PROMPT: &str = include_str!("../prompts/dispute.md");
+pub(crate) const DISPUTE_PROMPT: &str = include_str!("../prompts/dispute.md");
 
 #[derive(Debug, Deserialize)]
 struct DisputeAnswer {
@@ -345,7 +345,7 @@ async fn held_for_a_maintainer(
 }
 
 /// Every thread where a developer spoke last, settled (the review loop runs this first).
-pub async fn settle_all_disputes(
+pub(crate) async fn settle_all_disputes(
     env: &LoopEnv<'_>,
     change: &ChangeKey,
 ) -> Result<Vec<DisputeOutcome>, ActError> {

@@ -10,7 +10,7 @@ use bugloop_domain::grounding::Head;
 /// The code at head, for grounding: files are read once, only inside the workspace. Without a
 /// diff (the converge validator) no line counts as shown in one.
 #[derive(Debug)]
-pub struct HeadTree<'a> {
+pub(crate) struct HeadTree<'a> {
     texts: HashMap<String, Option<String>>,
     diff: Option<&'a Diff>,
 }

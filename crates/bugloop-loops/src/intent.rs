@@ -12,18 +12,18 @@ use crate::env::LoopEnv;
 use crate::prompt::fill;
 use crate::{Question, structured_answer};
 
-pub const PROMPT: &str = include_str!("../prompts/intent.md");
+pub(crate) const PROMPT: &str = include_str!("../prompts/intent.md");
 
 /// An open finding as the classifier sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OpenFinding {
+pub(crate) struct OpenFinding {
     pub id: String,
     pub title: String,
     pub description: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Classified {
+pub(crate) struct Classified {
     pub intent: Intent,
     /// `Rules` when recognised without a model, `Model` otherwise.
     pub by: ChosenBy,
@@ -94,7 +94,11 @@ const QUESTION_WORDS: &[&str] = &[
 ];
 
 /// The commands recognised without a model; `None` leaves the decision to the model.
-pub fn by_rules(comment: &str, parent: Option<&str>, open: &[OpenFinding]) -> Option<Intent> {
+pub(crate) fn by_rules(
+    comment: &str,
+    parent: Option<&str>,
+    open: &[OpenFinding],
+) -> Option<Intent> {
     let text = normalized(comment);
     let words: Vec<&str> = text
         .split(' ')
@@ -200,7 +204,7 @@ fn schema() -> serde_json::Value {
 
 /// Classifies a comment, asking `env`'s model when the rules do not decide. `parent` is the
 /// finding id of the thread the comment replies in, and that comment's text.
-pub async fn classify(
+pub(crate) async fn classify(
     env: &LoopEnv<'_>,
     comment: &str,
     parent: Option<(&str, &str)>,

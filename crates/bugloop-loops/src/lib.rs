@@ -18,11 +18,10 @@ pub mod error;
 pub mod generation;
 pub mod head;
 pub mod intent;
-pub mod plan;
+pub(crate) mod plan;
 pub mod prompt;
 pub mod review;
 pub mod settings;
-pub mod solve;
 
 pub use self::env::LoopEnv;
 pub use self::settings::LoopSettings;
@@ -92,7 +91,7 @@ impl Progress for Silent {
 /// How an error names the agent run it happened in: by the run's name, which `bugloop runs show`
 /// opens, never by its path. What bugloop posts (a summary comment, an escalation on a public
 /// issue) must not show the runner's or server's file system.
-pub fn run_reference(transcript: &Path) -> String {
+pub(crate) fn run_reference(transcript: &Path) -> String {
     match transcript.file_stem() {
         Some(stem) => format!("run {}", stem.to_string_lossy()),
         None => "no transcript".to_owned(),
@@ -100,7 +99,11 @@ pub fn run_reference(transcript: &Path) -> String {
 }
 
 /// The sandbox for commands of a run in `workspace`, from the configuration.
-pub fn sandbox_settings(config: &Config, workspace: &Path, policy: Policy) -> SandboxSettings {
+pub(crate) fn sandbox_settings(
+    config: &Config,
+    workspace: &Path,
+    policy: Policy,
+) -> SandboxSettings {
     let sandbox = &config.sandbox;
     let mut settings = SandboxSettings::new(workspace, policy);
     settings.timeout = Duration::from_secs(sandbox.command_timeout_seconds);
@@ -124,7 +127,7 @@ pub fn sandbox_settings(config: &Config, workspace: &Path, policy: Policy) -> Sa
 
 /// One question asked for a JSON answer (an intent, a dispute verdict, a validator's verdict).
 #[derive(Debug, Clone)]
-pub struct Question<'a> {
+pub(crate) struct Question<'a> {
     /// The task's name in transcripts and the answer schema's name.
     pub name: &'a str,
     pub system: &'a str,
@@ -137,7 +140,7 @@ pub struct Question<'a> {
 /// `T`, asked of `env`'s model (a caller wanting another model passes
 /// [`LoopEnv::with_provider`]) with the transcript in `env`'s runs directory. `workspace` is the
 /// tree the task is about. Errors say which task's answer was unusable.
-pub async fn structured_answer<T: serde::de::DeserializeOwned>(
+pub(crate) async fn structured_answer<T: serde::de::DeserializeOwned>(
     env: &LoopEnv<'_>,
     workspace: &Path,
     question: Question<'_>,

@@ -11,18 +11,18 @@ use bugloop_report::review::Unreviewed;
 use serde::Serialize;
 
 /// A conservative estimate (code tokenizes at about 3-4 bytes a token).
-pub fn estimate_tokens(text: &str) -> u64 {
+pub(crate) fn estimate_tokens(text: &str) -> u64 {
     (text.len() as u64).div_ceil(3)
 }
 
 /// Lines longer than this (minified code, data) are cut in the prompt.
-pub const MAX_LINE_CHARS: usize = 400;
+pub(crate) const MAX_LINE_CHARS: usize = 400;
 /// What ends a line the prompt shows cut.
-pub const LINE_CUT: &str = " [... line cut]";
+pub(crate) const LINE_CUT: &str = " [... line cut]";
 
 /// One model call's share of the change.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Batch {
+pub(crate) struct Batch {
     pub files: Vec<String>,
     pub text: String,
     pub tokens: u64,
@@ -49,7 +49,7 @@ pub struct Plan {
 
 /// Who reads the planned calls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Reader {
+pub(crate) enum Reader {
     /// A model that reviews every file: each is shown or summarized.
     Reviewer,
     /// A small model asked short questions about code: only source, tests and configuration
@@ -268,7 +268,7 @@ fn render_hunk(hunk: &Hunk) -> String {
 }
 
 /// Plans the calls for `diff` with at most `budget` tokens of change per call.
-pub fn plan(diff: &Diff, ignore: &IgnoreMatcher, budget: u64, reader: Reader) -> Plan {
+pub(crate) fn plan(diff: &Diff, ignore: &IgnoreMatcher, budget: u64, reader: Reader) -> Plan {
     let budget = budget.max(100);
     let mut out = Plan {
         files: diff.files.len(),

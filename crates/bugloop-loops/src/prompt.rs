@@ -7,30 +7,31 @@ use bugloop_domain::thread::ThreadState;
 
 use crate::context::{RuleFile, SensitivityVerdict};
 
-pub const SYSTEM: &str = include_str!("../prompts/review-system.md");
-pub const WORKFLOW_TOOLS: &str = include_str!("../prompts/review-workflow-tools.md");
+pub(crate) const SYSTEM: &str = include_str!("../prompts/review-system.md");
+pub(crate) const WORKFLOW_TOOLS: &str = include_str!("../prompts/review-workflow-tools.md");
 /// The system prompt's section on the open findings of earlier reviews (none: no section).
-pub const PREVIOUS: &str = include_str!("../prompts/review-previous.md");
+pub(crate) const PREVIOUS: &str = include_str!("../prompts/review-previous.md");
 /// What the tools workflow says about resolving open findings (none open: nothing).
-pub const WORKFLOW_RESOLVE: &str = include_str!("../prompts/review-workflow-resolve.md");
+pub(crate) const WORKFLOW_RESOLVE: &str = include_str!("../prompts/review-workflow-resolve.md");
 /// Pass 2's sentence on resolving open findings (none open: left out).
-pub const PASS_2_RESOLVE: &str = include_str!("../prompts/review-pass-2-resolve.md");
-pub const WORKFLOW_STRUCTURED: &str = include_str!("../prompts/review-workflow-structured.md");
-pub const CHANGE: &str = include_str!("../prompts/review-change.md");
+pub(crate) const PASS_2_RESOLVE: &str = include_str!("../prompts/review-pass-2-resolve.md");
+pub(crate) const WORKFLOW_STRUCTURED: &str =
+    include_str!("../prompts/review-workflow-structured.md");
+pub(crate) const CHANGE: &str = include_str!("../prompts/review-change.md");
 /// The system prompt of a small model's short questions about a few hunks.
-pub const SMALL_QUESTION: &str = include_str!("../prompts/review-small.md");
+pub(crate) const SMALL_QUESTION: &str = include_str!("../prompts/review-small.md");
 /// Says that the four passes of a small change are given at once.
-pub const PASSES_TOGETHER: &str = include_str!("../prompts/review-passes-together.md");
+pub(crate) const PASSES_TOGETHER: &str = include_str!("../prompts/review-passes-together.md");
 /// What a model that stopped after a pass is told: the next pass's number, whose instructions
 /// it was given with the change (not sent again).
-pub const PASS_NEXT: &str = include_str!("../prompts/review-pass-next.md");
+pub(crate) const PASS_NEXT: &str = include_str!("../prompts/review-pass-next.md");
 /// What a review says about the open findings whose code changed since they were raised.
-pub const TOUCHED: &str = include_str!("../prompts/review-touched.md");
+pub(crate) const TOUCHED: &str = include_str!("../prompts/review-touched.md");
 /// The diff shown when nothing new is to be shown, only findings whose code changed.
-pub const NOTHING_NEW_SHOWN: &str = include_str!("../prompts/review-nothing-new.md");
+pub(crate) const NOTHING_NEW_SHOWN: &str = include_str!("../prompts/review-nothing-new.md");
 /// What an incremental review says about the diff it shows.
-pub const INCREMENT: &str = include_str!("../prompts/review-increment.md");
-pub const PASSES: [&str; 4] = [
+pub(crate) const INCREMENT: &str = include_str!("../prompts/review-increment.md");
+pub(crate) const PASSES: [&str; 4] = [
     include_str!("../prompts/review-pass-1.md"),
     include_str!("../prompts/review-pass-2.md"),
     include_str!("../prompts/review-pass-3.md"),
@@ -39,7 +40,7 @@ pub const PASSES: [&str; 4] = [
 
 /// Untrusted text for a prompt, between triple quotes: `"""` cannot end the quote, and at most
 /// `max` bytes.
-pub(crate) fn quoted(text: &str, max: usize) -> String {
+pub fn quoted(text: &str, max: usize) -> String {
     let (text, cut) = crate::context::cut(text.trim(), max);
     let mut text = text.replace("\"\"\"", "\\\"\\\"\\\"");
     if cut {
@@ -79,7 +80,7 @@ pub fn fill(template: &str, values: &[(&str, &str)]) -> String {
 }
 
 /// The rubric in one line per score, for models with a small context.
-pub fn compact_rubric() -> String {
+pub(crate) fn compact_rubric() -> String {
     RUBRIC
         .iter()
         .map(|level| format!("- {} {}: {}\n", level.score, level.name, level.description))
@@ -103,7 +104,7 @@ pub fn passes(resolving: bool) -> Vec<String> {
 /// The system prompt's section on previous unresolved findings, each with its id, place,
 /// status and the developer's replies; empty when there are none (a first review, or every
 /// earlier finding resolved), so a first review pays nothing for it.
-pub fn previous_block(threads: &[&ThreadState], max_chars: usize) -> String {
+pub(crate) fn previous_block(threads: &[&ThreadState], max_chars: usize) -> String {
     if threads.is_empty() {
         return String::new();
     }
@@ -154,7 +155,7 @@ pub fn previous_block(threads: &[&ThreadState], max_chars: usize) -> String {
     fill(PREVIOUS, &[("findings", out.trim_end())]) + "\n"
 }
 
-pub fn rules_block(rules: &[RuleFile]) -> String {
+pub(crate) fn rules_block(rules: &[RuleFile]) -> String {
     if rules.is_empty() {
         return "None (no AGENTS.md, CLAUDE.md or other rule file).".to_owned();
     }
@@ -170,7 +171,7 @@ pub fn rules_block(rules: &[RuleFile]) -> String {
 }
 
 #[derive(Debug)]
-pub struct SystemInputs<'a> {
+pub(crate) struct SystemInputs<'a> {
     pub compact: bool,
     pub tools: bool,
     pub threshold: Score,
@@ -180,7 +181,7 @@ pub struct SystemInputs<'a> {
     pub previous: &'a str,
 }
 
-pub fn system(inputs: &SystemInputs<'_>) -> String {
+pub(crate) fn system(inputs: &SystemInputs<'_>) -> String {
     let rubric = if inputs.compact {
         compact_rubric()
     } else {

@@ -1,5 +1,5 @@
 //! Test support shared by bugloop's suites (a dev-dependency only): git run in the repositories
-//! the tests build, and a builder for those repositories. Every helper panics with git's message
+//! the tests build, a builder for those repositories, and what scripted models say (`model`). Every helper panics with git's message
 //! on failure, since a test that cannot build its fixture has failed.
 //!
 //! This is the tests' own git, run plainly (hooks and the user's configuration apply) as a
@@ -13,6 +13,7 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
+pub mod model;
 pub mod postgres;
 
 /// The identity commits made by [`git`] carry.

@@ -17,9 +17,9 @@ pub use self::fix::fix;
 pub use self::request::do_request;
 pub use crate::error::ActError;
 
-pub const FIX_PROMPT: &str = include_str!("../../prompts/fix.md");
-pub const DO_PROMPT: &str = include_str!("../../prompts/do.md");
-pub const ASK_PROMPT: &str = include_str!("../../prompts/ask.md");
+pub(crate) const FIX_PROMPT: &str = include_str!("../../prompts/fix.md");
+pub(crate) const DO_PROMPT: &str = include_str!("../../prompts/do.md");
+pub(crate) const ASK_PROMPT: &str = include_str!("../../prompts/ask.md");
 
 /// Which findings to fix.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,7 +28,7 @@ pub enum Targets {
     Ids(Vec<String>),
 }
 
-pub(crate) fn open_threads(state: &ReviewState) -> Vec<&ThreadState> {
+pub fn open_threads(state: &ReviewState) -> Vec<&ThreadState> {
     state
         .threads
         .iter()

@@ -9,7 +9,7 @@ use super::{BuildError, Workbench};
 use crate::env::{LoopEnv, WorkTarget};
 
 /// Lands the work where `env.work` says: the user's branch, or the pull request's branch.
-pub async fn land_on_target(
+pub(crate) async fn land_on_target(
     env: &LoopEnv<'_>,
     bench: &Workbench,
     label: &str,

@@ -40,7 +40,7 @@ pub(super) struct Auditor {
 }
 
 /// The focus prompt of `focus`.
-pub fn focus_prompt(focus: AuditFocus) -> &'static str {
+pub(crate) fn focus_prompt(focus: AuditFocus) -> &'static str {
     match focus {
         AuditFocus::Correctness => include_str!("../../prompts/audit-focus-correctness.md"),
         AuditFocus::Security => include_str!("../../prompts/audit-focus-security.md"),

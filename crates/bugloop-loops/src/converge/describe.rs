@@ -9,8 +9,8 @@ use bugloop_forge::{ChangeKey, Forge, ForgeError};
 use bugloop_report::build::Landing;
 use bugloop_report::converge::{ConvergeReport, Exit};
 
-pub const SECTION_START: &str = "<!-- bugloop:converge-description -->";
-pub const SECTION_END: &str = "<!-- /bugloop:converge-description -->";
+pub(crate) const SECTION_START: &str = "<!-- bugloop:converge-description -->";
+pub(crate) const SECTION_END: &str = "<!-- /bugloop:converge-description -->";
 
 /// The most loop lines the section lists (the loop reviews in the conversation have them all).
 const MAX_LINES: usize = 60;
@@ -96,7 +96,7 @@ fn section_of(report: &ConvergeReport, lines: usize) -> String {
 
 /// `existing` with its section replaced by `section` (added below the author's text when it
 /// has none). A start marker without an end drops what follows it: it was ours, cut short.
-pub fn with_section(existing: Option<&str>, section: &str) -> String {
+pub(crate) fn with_section(existing: Option<&str>, section: &str) -> String {
     let existing = existing.unwrap_or_default();
     let (above, below) = match existing.find(SECTION_START) {
         Some(start) => {
@@ -126,7 +126,7 @@ pub fn with_section(existing: Option<&str>, section: &str) -> String {
 /// Writes the section for `report` into `change`'s description; the section written. Within
 /// the forge's size for a body, the section lists fewer loop lines; the author's text is never
 /// cut (too long for any section, the description is left as it is, and the error says so).
-pub async fn rewrite(
+pub(crate) async fn rewrite(
     forge: &dyn Forge,
     change: &ChangeKey,
     report: &ConvergeReport,

@@ -37,16 +37,12 @@ use crate::env::LoopEnv;
 
 use self::rounds::{Run, Stop};
 
-pub use self::audit::focus_prompt;
-pub use self::describe::{SECTION_END, SECTION_START};
-pub use self::validate::{AuditFindings, validate_and_merge};
-
-pub const GATE_FIX_PROMPT: &str = include_str!("../../prompts/gate-fix.md");
+pub(crate) const GATE_FIX_PROMPT: &str = include_str!("../../prompts/gate-fix.md");
 const FIX_PROMPT: &str = include_str!("../../prompts/fix.md");
 /// Tags the loop reviews in the conversation: `<!-- bugloop:converge loop=3 head=<sha> -->`.
-pub const LOOP_TAG: &str = "<!-- bugloop:converge";
+pub(crate) const LOOP_TAG: &str = "<!-- bugloop:converge";
 /// How a clean loop review ends.
-pub const CLEAN_MARK: &str = "→ clean";
+pub(crate) const CLEAN_MARK: &str = "→ clean";
 
 /// What the loop did last, which decides what it does next.
 enum LastAction {

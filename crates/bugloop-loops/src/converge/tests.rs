@@ -8,7 +8,9 @@ use bugloop_domain::finding::FindingId;
 use bugloop_domain::grounding::Head;
 use bugloop_report::converge::Quarantined;
 
+use super::audit::focus_prompt;
 use super::record::{is_clean, loop_body};
+use super::validate::{AuditFindings, validate_and_merge};
 use super::*;
 
 struct Files;

@@ -10,7 +10,7 @@ use bugloop_report::converge::Quarantined;
 
 /// One auditor's findings.
 #[derive(Debug, Clone)]
-pub struct AuditFindings {
+pub(crate) struct AuditFindings {
     /// `auditor 2 (security)`.
     pub auditor: String,
     pub findings: Vec<Finding>,
@@ -20,7 +20,7 @@ pub struct AuditFindings {
 /// (file, line, quoted text) with the reason, merges the rest by (file, line, category) keeping
 /// the highest score and the longest description, and re-ids them `loop<L>-<K>`. Categories and
 /// scores are typed, so an invalid one never gets this far.
-pub fn validate_and_merge(
+pub(crate) fn validate_and_merge(
     number: u32,
     audits: Vec<AuditFindings>,
     head: &dyn Head,

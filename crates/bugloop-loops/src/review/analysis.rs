@@ -25,7 +25,7 @@ use crate::env::LoopEnv;
 use crate::prompt::quoted;
 use crate::{ProgressEvent, Question, sandbox_settings, structured_answer};
 
-pub const TRIAGE_SYSTEM: &str = include_str!("../../prompts/analyzer-triage.md");
+pub(crate) const TRIAGE_SYSTEM: &str = include_str!("../../prompts/analyzer-triage.md");
 
 /// Most candidates one triage question weighs; the rest are published as the tools say.
 const MAX_TRIAGED: usize = 40;

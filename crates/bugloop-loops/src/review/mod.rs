@@ -34,7 +34,9 @@ mod recheck;
 mod sessions;
 pub mod tools;
 mod touched;
-pub mod web;
+pub(crate) mod web;
+
+pub use self::web::WebError;
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -57,7 +59,7 @@ pub enum ReviewError {
     #[error("the review workspace {path}: {message}")]
     Workspace { path: PathBuf, message: String },
     #[error(transparent)]
-    Web(#[from] web::WebError),
+    Web(#[from] WebError),
 }
 
 /// The change to review and where its head is checked out.

@@ -85,7 +85,7 @@ pub struct Collected {
 }
 
 /// A stable id from what a finding is about, when the model gave none.
-pub fn derive_id(finding: &ReportedFinding) -> FindingId {
+pub(crate) fn derive_id(finding: &ReportedFinding) -> FindingId {
     let slug: String = finding
         .title
         .to_lowercase()
@@ -111,7 +111,7 @@ pub fn derive_id(finding: &ReportedFinding) -> FindingId {
 }
 
 /// Checks a report and turns it into a finding.
-pub fn accept(reported: ReportedFinding) -> Result<Finding, String> {
+pub(crate) fn accept(reported: ReportedFinding) -> Result<Finding, String> {
     if reported.title.trim().is_empty() {
         return Err("`title` is empty".to_owned());
     }
@@ -169,7 +169,7 @@ fn category_names(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
 
 /// GitHub turns a ```suggestion fence into a committable change; the reviewer must never make
 /// one, so such fences become plain ones.
-pub fn defuse_suggestion(text: &str) -> String {
+pub(crate) fn defuse_suggestion(text: &str) -> String {
     text.lines()
         .map(|line| {
             let trimmed = line.trim_start();
@@ -206,7 +206,7 @@ impl Collected {
     }
 }
 
-pub type Shared = Arc<Mutex<Collected>>;
+pub(crate) type Shared = Arc<Mutex<Collected>>;
 
 #[derive(Debug)]
 pub struct ReportFinding {
@@ -305,7 +305,7 @@ pub struct SubmitPass {
     pub passes: u32,
 }
 
-pub const SUBMIT_PASS: &str = "submit_pass_results";
+pub(crate) const SUBMIT_PASS: &str = "submit_pass_results";
 
 #[async_trait]
 impl TypedTool for SubmitPass {
@@ -327,7 +327,7 @@ impl TypedTool for SubmitPass {
     }
 }
 
-pub fn record_pass(
+pub(crate) fn record_pass(
     collected: &Shared,
     progress: &dyn Progress,
     batch: usize,
@@ -350,7 +350,7 @@ pub fn record_pass(
 
 /// The tool-less answer: findings, resolutions and a summary in one JSON object.
 #[derive(Debug, Clone, Deserialize)]
-pub struct StructuredAnswer {
+pub(crate) struct StructuredAnswer {
     #[serde(default)]
     pub findings: Vec<serde_json::Value>,
     #[serde(default)]
@@ -361,7 +361,7 @@ pub struct StructuredAnswer {
 
 /// The schema of the tool-less answer. Scores and lines are checked per finding afterwards (so
 /// one bad entry does not cost the whole answer).
-pub fn structured_schema() -> serde_json::Value {
+pub(crate) fn structured_schema() -> serde_json::Value {
     let categories: Vec<&str> = Category::ALL.iter().map(|c| c.as_str()).collect();
     let text = || serde_json::json!({"type": "string"});
     let findings = serde_json::json!({

@@ -23,7 +23,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 /// Shown to the model when web access is on (`{hosts}`, `{search}`).
-pub const PROMPT: &str = include_str!("../../prompts/review-web.md");
+pub(crate) const PROMPT: &str = include_str!("../../prompts/review-web.md");
 
 /// At most this many redirects per request.
 const MAX_REDIRECTS: usize = 5;
@@ -110,7 +110,7 @@ impl HostRules {
 /// Whether an address is on the public internet: not loopback, private, link-local, shared,
 /// multicast, documentation, benchmarking or reserved space (IPv4-mapped and NAT64 IPv6 addresses
 /// are judged by the IPv4 address inside).
-pub fn is_public(ip: IpAddr) -> bool {
+pub(crate) fn is_public(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => is_public_v4(v4),
         IpAddr::V6(v6) => {
@@ -182,7 +182,7 @@ impl reqwest::dns::Resolve for CheckedResolver {
 
 /// The reviewer's access to the web, as configured.
 #[derive(Debug)]
-pub struct WebAccess {
+pub(crate) struct WebAccess {
     rules: HostRules,
     search_url: Option<String>,
     max_bytes: usize,
@@ -191,7 +191,7 @@ pub struct WebAccess {
 
 /// What a fetch read.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Page {
+pub(crate) struct Page {
     /// Where the text came from, after redirects.
     pub url: String,
     pub text: String,
@@ -407,7 +407,7 @@ fn percent_encode(text: &str) -> String {
 
 /// The readable text of an HTML page: scripts, styles and tags removed, common entities decoded,
 /// blank runs collapsed. Not a renderer: enough for documentation pages.
-pub fn html_to_text(html: &str) -> String {
+pub(crate) fn html_to_text(html: &str) -> String {
     let mut out = String::with_capacity(html.len() / 2);
     let lower = html.to_ascii_lowercase();
     let mut rest = 0;
@@ -464,14 +464,14 @@ pub fn html_to_text(html: &str) -> String {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct WebFetchParams {
+pub(crate) struct WebFetchParams {
     /// An http(s) URL on one of the allowed hosts.
     pub url: String,
 }
 
 /// `web_fetch(url)`.
 #[derive(Debug)]
-pub struct WebFetch {
+pub(crate) struct WebFetch {
     pub web: Arc<WebAccess>,
 }
 
@@ -499,14 +499,14 @@ impl TypedTool for WebFetch {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct WebSearchParams {
+pub(crate) struct WebSearchParams {
     /// What to look for: a library and API name, an error, a CVE id.
     pub query: String,
 }
 
 /// `web_search(query)`, offered only with a search endpoint.
 #[derive(Debug)]
-pub struct WebSearch {
+pub(crate) struct WebSearch {
     pub web: Arc<WebAccess>,
 }
 

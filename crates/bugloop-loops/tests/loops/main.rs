@@ -11,5 +11,4 @@ mod increment;
 mod moved;
 mod review;
 mod signed;
-mod solve;
 mod support;

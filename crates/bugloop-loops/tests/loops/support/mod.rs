@@ -95,21 +95,7 @@ pub fn usage() -> Usage {
     }
 }
 
-/// A finding as the model reports it.
-pub fn finding(
-    file: &str,
-    line: u32,
-    evidence: &str,
-    title: &str,
-    description: &str,
-    score: u8,
-    category: &str,
-) -> Value {
-    json!({
-        "file": file, "line": line, "evidence": evidence, "title": title,
-        "description": description, "score": score, "category": category
-    })
-}
+pub use bugloop_testkit::model::finding;
 
 /// The feature branch's off-by-one in `percentile`, as the model reports it at `line`.
 pub fn off_by_one(line: u32) -> Value {
@@ -137,32 +123,8 @@ pub fn push_session(
     findings: Vec<Value>,
     resolved: Vec<(String, String)>,
 ) {
-    let mut first: Vec<(&str, Value)> = findings
-        .into_iter()
-        .map(|f| ("report_finding", f))
-        .collect();
-    first.push((
-        "submit_pass_results",
-        json!({"pass_number": 1, "summary": "diff reviewed", "has_blocking_issues": false}),
-    ));
-    provider.push(tool_reply(&first, usage()));
-    let mut second: Vec<(&str, Value)> = resolved
-        .into_iter()
-        .map(|(id, reason)| ("resolve_finding", json!({"id": id, "reason": reason})))
-        .collect();
-    second.push((
-        "submit_pass_results",
-        json!({"pass_number": 2, "summary": "structure reviewed"}),
-    ));
-    provider.push(tool_reply(&second, usage()));
-    for pass in 3..=4 {
-        provider.push(tool_reply(
-            &[(
-                "submit_pass_results",
-                json!({"pass_number": pass, "summary": format!("pass {pass} done")}),
-            )],
-            usage(),
-        ));
+    for turn in bugloop_testkit::model::review_turns(findings, resolved) {
+        provider.push(tool_reply(&turn, usage()));
     }
 }
 

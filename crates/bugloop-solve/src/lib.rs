@@ -9,6 +9,10 @@
 //! and a step recorded as done is never redone. A step that writes somewhere (a branch, the
 //! draft, a thread's answer) records what it is about to write first, and on resume finishes it
 //! by checking what is already there.
+//!
+//! **Invariants:** every step is recorded through the `Tracker` with its reason before the next
+//! begins, and a step recorded as done is never redone; nothing is merged (merging stays a
+//! person's decision); it builds on the loops (`bugloop-loops`), which never depend on it.
 
 mod approval;
 mod detail;
@@ -29,14 +33,14 @@ use bugloop_forge::tracker::{TrackedIssue, Tracker};
 use bugloop_report::solve::SolveReport;
 
 use self::detail::{Empty, SolvingStarted, Taken};
-use crate::env::LoopEnv;
-use crate::settings::LoopSettings;
+use bugloop_loops::env::LoopEnv;
+use bugloop_loops::settings::LoopSettings;
 
 pub use self::record::Record;
 
-pub const SOLVE_PROMPT: &str = include_str!("../../prompts/solve.md");
-pub const RESOLVE_PROMPT: &str = include_str!("../../prompts/resolve-comments.md");
-const REPOSITORY_INSTRUCTIONS: &str = include_str!("../../prompts/repository-instructions.md");
+pub const SOLVE_PROMPT: &str = include_str!("../prompts/solve.md");
+pub const RESOLVE_PROMPT: &str = include_str!("../prompts/resolve-comments.md");
+const REPOSITORY_INSTRUCTIONS: &str = include_str!("../prompts/repository-instructions.md");
 
 /// The repository's own prompt for `kind`, as a section of the task (empty without one).
 fn repository_instructions(settings: &LoopSettings, kind: bugloop_config::PromptKind) -> String {
@@ -44,11 +48,11 @@ fn repository_instructions(settings: &LoopSettings, kind: bugloop_config::Prompt
         .repository_prompts
         .get(kind)
         .map(|prompt| {
-            crate::prompt::fill(
+            bugloop_loops::prompt::fill(
                 REPOSITORY_INSTRUCTIONS,
                 &[
                     ("source", &prompt.source),
-                    ("text", &crate::prompt::quoted(&prompt.text, 16_384)),
+                    ("text", &bugloop_loops::prompt::quoted(&prompt.text, 16_384)),
                 ],
             )
         })
@@ -60,11 +64,11 @@ pub enum SolveError {
     #[error(transparent)]
     Forge(#[from] bugloop_forge::ForgeError),
     #[error(transparent)]
-    Build(#[from] crate::build::BuildError),
+    Build(#[from] bugloop_loops::build::BuildError),
     #[error(transparent)]
-    Review(#[from] crate::review::ReviewError),
+    Review(#[from] bugloop_loops::review::ReviewError),
     #[error(transparent)]
-    Checkout(#[from] crate::checkout::CheckoutError),
+    Checkout(#[from] bugloop_loops::checkout::CheckoutError),
     #[error(transparent)]
     Git(#[from] bugloop_git::GitError),
     #[error("{0}")]
@@ -339,8 +343,8 @@ pub async fn test_head(
     head: &str,
 ) -> Result<Vec<bugloop_report::build::VerifyRun>, SolveError> {
     let settings = solve_settings(settings)?;
-    let bench = crate::build::Workbench::at(git, head, "checks")?;
-    Ok(crate::build::run_commands(
+    let bench = bugloop_loops::build::Workbench::at(git, head, "checks")?;
+    Ok(bugloop_loops::build::run_commands(
         &settings.config,
         bench.path(),
         Some(bench.git_mount()),
@@ -407,11 +411,13 @@ impl Run<'_, '_> {
             .tracker
             .record_transition(self.number(), from, to, reason, &detail)
             .await?;
-        self.env.progress.event(crate::ProgressEvent::Step(format!(
-            "#{}: {} -> {to}: {reason}",
-            self.number(),
-            from.map_or("(new)", SolveState::as_str)
-        )));
+        self.env
+            .progress
+            .event(bugloop_loops::ProgressEvent::Step(format!(
+                "#{}: {} -> {to}: {reason}",
+                self.number(),
+                from.map_or("(new)", SolveState::as_str)
+            )));
         self.record.push(transition);
         if from == Some(SolveState::Solving) && to != SolveState::Solving {
             // Solving ended: the attempts' kept edits have served.

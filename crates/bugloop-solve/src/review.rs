@@ -16,14 +16,14 @@ use bugloop_forge::tracker::ChangeRequestState;
 use bugloop_git::{Selection, short};
 use bugloop_report::build::{BuildResult, BuildStatus};
 
-use crate::build::{BuildTask, Workbench, build};
-use crate::comment_bodies::{ResolvedBy, resolve_thread};
-use crate::prompt::fill;
-use crate::review::{ReviewRequest, review};
+use bugloop_loops::build::{BuildTask, Workbench, build};
+use bugloop_loops::comment_bodies::{ResolvedBy, resolve_thread};
+use bugloop_loops::prompt::fill;
+use bugloop_loops::review::{ReviewRequest, review};
 
 use super::detail::{BuiltRound, Empty, ReviewedHead, RoundStep};
 use super::{Flow, RESOLVE_PROMPT, Run, SolveError};
-use crate::prompt::quoted;
+use bugloop_loops::prompt::quoted;
 
 /// The draft's number, from the record.
 fn draft(run: &Run<'_, '_>) -> Result<u64, SolveError> {
@@ -52,7 +52,7 @@ async fn review_draft(run: &Run<'_, '_>, head: &str) -> Result<usize, SolveError
     })?;
     change.key = request.conversation.clone();
     change.description = format!("#{number} {}", request.title);
-    let checkout = crate::checkout::checkout(run.env.git, &change)?;
+    let checkout = bugloop_loops::checkout::checkout(run.env.git, &change)?;
     let report = review(
         run.env,
         ReviewRequest {
@@ -368,7 +368,10 @@ async fn finish_round(run: &mut Run<'_, '_>, built: &BuiltRound) -> Result<Flow,
                     .reply(
                         &request.conversation,
                         thread.root,
-                        &crate::comment_bodies::info_reply(&run.env.settings.markers, &said),
+                        &bugloop_loops::comment_bodies::info_reply(
+                            &run.env.settings.markers,
+                            &said,
+                        ),
                     )
                     .await?;
                 if let Some(thread_id) = &thread.root.thread_id {

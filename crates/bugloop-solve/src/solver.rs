@@ -12,13 +12,13 @@ use bugloop_forge::tracker::DraftRequest;
 use bugloop_report::build::{BuildResult, BuildStatus};
 use jiff::Timestamp;
 
-use crate::build::{BuildTask, Workbench, binary_changes, build, net_change};
-use crate::prompt::fill;
+use bugloop_loops::build::{BuildTask, Workbench, binary_changes, build, net_change};
+use bugloop_loops::prompt::fill;
 
 use super::detail::{AttemptStep, DraftOpened, Solution, VerifyResult};
 use super::record::Solving;
 use super::{Flow, Run, SOLVE_PROMPT, SolveError};
-use crate::prompt::quoted;
+use bugloop_loops::prompt::quoted;
 
 pub(super) async fn run(run: &mut Run<'_, '_>) -> Result<Flow, SolveError> {
     let solving = run.record.solving().ok_or_else(|| {
@@ -292,7 +292,7 @@ async fn keep_failed_attempt(
 ) -> Result<(), SolveError> {
     let output = match &result.status {
         BuildStatus::VerifyFailed { output, .. } => {
-            crate::context::last_lines(&bench.relative(output), 40)
+            bugloop_loops::context::last_lines(&bench.relative(output), 40)
         }
         _ => String::new(),
     };
@@ -308,10 +308,12 @@ async fn keep_failed_attempt(
             &snapshot_ref(run.number(), number),
         )
         .map_err(|error| {
-            run.env.progress.event(crate::ProgressEvent::Step(format!(
-                "#{}: the edits of attempt {number} were not kept: {error}",
-                run.number()
-            )));
+            run.env
+                .progress
+                .event(bugloop_loops::ProgressEvent::Step(format!(
+                    "#{}: the edits of attempt {number} were not kept: {error}",
+                    run.number()
+                )));
         })
         .ok();
     run.step(
@@ -343,11 +345,13 @@ fn restore_last(run: &Run<'_, '_>, bench: &Workbench) -> Option<u64> {
     match bench.restore(&snapshot) {
         Ok(()) => Some(attempt),
         Err(error) => {
-            run.env.progress.event(crate::ProgressEvent::Step(format!(
-                "#{}: the kept edits of attempt {attempt} could not be restored ({error}); the \
+            run.env
+                .progress
+                .event(bugloop_loops::ProgressEvent::Step(format!(
+                    "#{}: the kept edits of attempt {attempt} could not be restored ({error}); the \
                  tree starts from where solving started",
-                run.number()
-            )));
+                    run.number()
+                )));
             let _ = bench.discard();
             None
         }
@@ -501,7 +505,7 @@ async fn coverage_line(
         // A measurement that cannot be made is said in the draft; the solution stands.
         let runs = match Workbench::at(run.env.git, commit, "coverage") {
             Ok(bench) => {
-                let runs = crate::build::run_commands(
+                let runs = bugloop_loops::build::run_commands(
                     config,
                     bench.path(),
                     Some(bench.git_mount()),
@@ -611,5 +615,5 @@ fn failed_outcome(command: &str, output: &str) -> String {
 
 pub(super) fn first_line(text: &str, max: usize) -> String {
     let line = text.lines().next().unwrap_or_default().trim();
-    crate::context::cut(line, max).0
+    bugloop_loops::context::cut(line, max).0
 }

@@ -52,7 +52,7 @@ pub(super) async fn open<'c>(
             .map(|c| c.body.as_str())
             .collect()
     };
-    let mut open: Vec<OpenThread<'c>> = crate::act::open_threads(state)
+    let mut open: Vec<OpenThread<'c>> = bugloop_loops::act::open_threads(state)
         .into_iter()
         .filter_map(|thread| {
             let root = comments.iter().find(|c| c.id == thread.id)?;

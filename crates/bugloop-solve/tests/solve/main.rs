@@ -2,7 +2,10 @@
 //! two attempts, its draft reviewed with two findings, the findings addressed in one round, the
 //! gate passed and the draft marked ready; a solver that never passes escalated with its attempts
 //! listed; a solution touching a protected path refused; and a run killed right after each
-//! recorded transition resumed to the same end, nothing done twice.
+//! recorded transition resumed to the same end, nothing done twice. One test binary for the
+//! crate.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -19,9 +22,9 @@ use bugloop_git::Git;
 use bugloop_llm::BudgetLimits;
 use bugloop_llm::budget::{Meter, Metered};
 use bugloop_llm::scripted::{ScriptedProvider, text_reply, tool_reply};
-use bugloop_loops::solve::{SolveOptions, solve};
 use bugloop_loops::{LoopEnv, LoopSettings};
 use bugloop_report::solve::SolveReport;
+use bugloop_solve::{SolveOptions, solve};
 use bugloop_store::NewIssue;
 use bugloop_testkit::TestRepo;
 use serde_json::json;
@@ -29,6 +32,7 @@ use serde_json::json;
 use crate::support::{finding, git, push_session, usage};
 
 mod killed;
+mod support;
 
 const BUGGY: &str =
     "def last(items):\n    return items[len(items)]\n\n\ndef first(items):\n    return items[0]\n";
@@ -148,7 +152,7 @@ async fn run_solve(
     model: Arc<ScriptedProvider>,
     tracker: Option<&dyn Tracker>,
     issue: u64,
-) -> Result<SolveReport, bugloop_loops::solve::SolveError> {
+) -> Result<SolveReport, bugloop_solve::SolveError> {
     let git = Git::open(repo.path()).unwrap();
     let forge = LocalForge::open(git.clone(), "bugloop").await.unwrap();
     let meter = Arc::new(Meter::new("scripted", BudgetLimits::default(), None));

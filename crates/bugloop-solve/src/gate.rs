@@ -8,7 +8,7 @@ use bugloop_domain::solve::SolveState;
 use bugloop_forge::tracker::ChangeRequest;
 use bugloop_git::short;
 
-use crate::build::{binary_changes, net_change, run_commands};
+use bugloop_loops::build::{binary_changes, net_change, run_commands};
 
 use super::detail::ReviewedHead;
 use super::{Flow, Run, SolveError};
@@ -80,7 +80,7 @@ pub(super) async fn decide(
 /// failed, if one did. Not run again on the head bugloop verified.
 async fn failing_test(run: &Run<'_, '_>, head: &str) -> Result<Option<String>, SolveError> {
     if run.record.verified_head().as_deref() != Some(head) {
-        let bench = crate::build::Workbench::at(run.env.git, head, "gate")?;
+        let bench = bugloop_loops::build::Workbench::at(run.env.git, head, "gate")?;
         let runs = run_commands(
             run.env.config(),
             bench.path(),
