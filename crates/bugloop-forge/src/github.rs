@@ -18,6 +18,7 @@ use bugloop_github::{
     GitHubClient, GitHubError, IssueComment, NewReviewComment, PullRequestSide, Repo, ReviewComment,
 };
 
+use crate::layer::{WriteOps, dispatch};
 use crate::{
     Change, ChangeKey, CommentRef, Forge, ForgeError, LineAnchor, Permission, Write, Written,
 };
@@ -269,8 +270,9 @@ impl From<GitHubError> for ForgeError {
     }
 }
 
-/// The writes themselves; [`Forge::write`] dispatches to them.
-impl GitHubForge {
+/// The writes themselves, which [`Forge::write`] dispatches to.
+#[async_trait]
+impl WriteOps for GitHubForge {
     async fn write_description(&self, change: &ChangeKey, body: &str) -> Result<(), ForgeError> {
         let number = self.number(change)?;
         self.client
@@ -605,38 +607,6 @@ impl Forge for GitHubForge {
     }
 
     async fn write(&self, write: Write<'_>) -> Result<Written, ForgeError> {
-        Ok(match write {
-            Write::AddComment {
-                change,
-                body,
-                anchor,
-            } => Written::Comment(self.post_comment(change, body, anchor).await?),
-            Write::UpdateComment {
-                change,
-                comment,
-                body,
-            } => {
-                self.edit_comment(change, comment, body).await?;
-                Written::Done
-            }
-            Write::Reply { change, to, body } => {
-                Written::Comment(self.post_reply(change, to, body).await?)
-            }
-            Write::DeleteComment { change, comment } => {
-                Written::Deleted(self.remove_comment(change, comment).await?)
-            }
-            Write::SetThreadResolved {
-                change,
-                thread,
-                resolved,
-            } => {
-                self.mark_thread_resolved(change, thread, resolved).await?;
-                Written::Done
-            }
-            Write::SetDescription { change, body } => {
-                self.write_description(change, body).await?;
-                Written::Done
-            }
-        })
+        dispatch(self, write).await
     }
 }

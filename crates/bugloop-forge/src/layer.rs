@@ -155,6 +155,91 @@ impl Written {
     }
 }
 
+/// A base forge's own writes, one method each; [`dispatch`] is its [`Forge::write`].
+#[async_trait]
+pub(crate) trait WriteOps: Sync {
+    async fn post_comment(
+        &self,
+        change: &ChangeKey,
+        body: &str,
+        anchor: Option<&LineAnchor>,
+    ) -> Result<Comment, ForgeError>;
+
+    async fn edit_comment(
+        &self,
+        change: &ChangeKey,
+        comment: &Comment,
+        body: &str,
+    ) -> Result<(), ForgeError>;
+
+    async fn post_reply(
+        &self,
+        change: &ChangeKey,
+        to: &Comment,
+        body: &str,
+    ) -> Result<Comment, ForgeError>;
+
+    /// Whether one of the bot's comments was deleted; a forge that does not delete (the local
+    /// store, which one process writes) deletes nothing.
+    async fn remove_comment(
+        &self,
+        change: &ChangeKey,
+        comment: &Comment,
+    ) -> Result<bool, ForgeError> {
+        let _ = (change, comment);
+        Ok(false)
+    }
+
+    async fn mark_thread_resolved(
+        &self,
+        change: &ChangeKey,
+        thread: &str,
+        resolved: bool,
+    ) -> Result<(), ForgeError>;
+
+    async fn write_description(&self, change: &ChangeKey, body: &str) -> Result<(), ForgeError>;
+}
+
+/// `write` made with `ops`' own methods.
+pub(crate) async fn dispatch(
+    ops: &(impl WriteOps + ?Sized),
+    write: Write<'_>,
+) -> Result<Written, ForgeError> {
+    Ok(match write {
+        Write::AddComment {
+            change,
+            body,
+            anchor,
+        } => Written::Comment(ops.post_comment(change, body, anchor).await?),
+        Write::UpdateComment {
+            change,
+            comment,
+            body,
+        } => {
+            ops.edit_comment(change, comment, body).await?;
+            Written::Done
+        }
+        Write::Reply { change, to, body } => {
+            Written::Comment(ops.post_reply(change, to, body).await?)
+        }
+        Write::DeleteComment { change, comment } => {
+            Written::Deleted(ops.remove_comment(change, comment).await?)
+        }
+        Write::SetThreadResolved {
+            change,
+            thread,
+            resolved,
+        } => {
+            ops.mark_thread_resolved(change, thread, resolved).await?;
+            Written::Done
+        }
+        Write::SetDescription { change, body } => {
+            ops.write_description(change, body).await?;
+            Written::Done
+        }
+    })
+}
+
 /// A forge wrapping another and changing part of what it does; what it does not change goes to
 /// [`ForgeLayer::inner`]. Every layer is a [`Forge`] through the one implementation below, which
 /// forwards every [`Forge`] method but the words for a write (`add_comment`, ...,

@@ -8,6 +8,7 @@ use async_trait::async_trait;
 use bugloop_domain::thread::{Comment, CommentKind};
 use bugloop_store::{Anchor, NewComment, Store, StoredComment, StoredKind};
 
+use crate::layer::{WriteOps, dispatch};
 use crate::{Change, ChangeKey, Forge, ForgeError, LineAnchor, Permission, Write, Written};
 use bugloop_git::{Git, HeadState, Selection};
 
@@ -157,8 +158,9 @@ impl LocalForge {
     }
 }
 
-/// The writes themselves; [`Forge::write`] dispatches to them.
-impl LocalForge {
+/// The writes themselves, which [`Forge::write`] dispatches to.
+#[async_trait]
+impl WriteOps for LocalForge {
     async fn write_description(&self, change: &ChangeKey, body: &str) -> Result<(), ForgeError> {
         let branch = described_branch(change)?;
         if let Some(item) = self.store.change_request_of(branch).await? {
@@ -340,38 +342,7 @@ impl Forge for LocalForge {
     }
 
     async fn write(&self, write: Write<'_>) -> Result<Written, ForgeError> {
-        Ok(match write {
-            Write::AddComment {
-                change,
-                body,
-                anchor,
-            } => Written::Comment(self.post_comment(change, body, anchor).await?),
-            Write::UpdateComment {
-                change,
-                comment,
-                body,
-            } => {
-                self.edit_comment(change, comment, body).await?;
-                Written::Done
-            }
-            Write::Reply { change, to, body } => {
-                Written::Comment(self.post_reply(change, to, body).await?)
-            }
-            // The store is written by one process: nothing to clean up after.
-            Write::DeleteComment { .. } => Written::Deleted(false),
-            Write::SetThreadResolved {
-                change,
-                thread,
-                resolved,
-            } => {
-                self.mark_thread_resolved(change, thread, resolved).await?;
-                Written::Done
-            }
-            Write::SetDescription { change, body } => {
-                self.write_description(change, body).await?;
-                Written::Done
-            }
-        })
+        dispatch(self, write).await
     }
 }
 

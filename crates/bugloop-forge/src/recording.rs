@@ -80,6 +80,24 @@ impl<'a> RecordingForge<'a> {
     }
 }
 
+/// A conversation comment of the bot's saying `body`, written now (its id is given when it is
+/// recorded).
+fn bots(bot: &str, body: &str) -> Comment {
+    Comment {
+        id: String::new(),
+        author: bot.to_owned(),
+        body: body.to_owned(),
+        created_at: jiff::Timestamp::now(),
+        kind: CommentKind::Issue,
+        in_reply_to: None,
+        thread_id: None,
+        path: None,
+        line: None,
+        thread_resolved: false,
+        by_bugloop: true,
+    }
+}
+
 /// `comment` recorded as written by `write`, with the id later reads will see.
 fn record_comment(
     recorded: &mut Recorded,
@@ -161,21 +179,14 @@ impl ForgeLayer for RecordingForge<'_> {
                 anchor,
             } => {
                 let comment = Comment {
-                    id: String::new(),
-                    author: bot.to_owned(),
-                    body: body.to_owned(),
-                    created_at: jiff::Timestamp::now(),
                     kind: if anchor.is_some() {
                         CommentKind::Review
                     } else {
                         CommentKind::Issue
                     },
-                    in_reply_to: None,
-                    thread_id: None,
                     path: anchor.map(|a| a.path.clone()),
                     line: anchor.map(|a| a.line),
-                    thread_resolved: false,
-                    by_bugloop: true,
+                    ..bots(bot, body)
                 };
                 let write = RecordedWrite::AddComment {
                     change: change.clone(),
@@ -186,17 +197,13 @@ impl ForgeLayer for RecordingForge<'_> {
             }
             Write::Reply { change, to, body } => {
                 let comment = Comment {
-                    id: String::new(),
-                    author: bot.to_owned(),
-                    body: body.to_owned(),
-                    created_at: jiff::Timestamp::now(),
                     kind: to.kind,
                     in_reply_to: Some(to.id.clone()),
                     thread_id: to.thread_id.clone(),
                     path: to.path.clone(),
                     line: to.line,
                     thread_resolved: to.thread_resolved,
-                    by_bugloop: true,
+                    ..bots(bot, body)
                 };
                 let write = RecordedWrite::Reply {
                     change: change.clone(),
