@@ -11,7 +11,10 @@ use bugloop_github_sim::fixture::{
     FixtureOptions, NUMBER, PullRequestFixture, TOKEN, off_by_one, review_lines, script_file,
     webhook_example,
 };
+use bugloop_testkit::users::{chown_all, command_as, program_for};
 use serde_json::{Value, json};
+
+pub(crate) use bugloop_testkit::users::is_root;
 
 #[path = "action/analyzers.rs"]
 mod analyzers;
@@ -44,23 +47,6 @@ fn action(
     action_as(None, fixture, event, payload, extra, model)
 }
 
-/// Whether this test runs as root (and so can run bugloop again as an unprivileged user).
-fn is_root() -> bool {
-    Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
-}
-
-fn chown(path: &Path, uid: u32) {
-    let status = Command::new("chown")
-        .args(["-R", &format!("{uid}:{uid}")])
-        .arg(path)
-        .status()
-        .unwrap();
-    assert!(status.success(), "chown {}", path.display());
-}
-
 /// [`action`] as the user `user` (`None`: this test's): a copy of the binary, run with its
 /// privileges dropped, on a workspace and a remote it owns, with its own home.
 fn action_as(
@@ -78,33 +64,20 @@ fn action_as(
     std::fs::write(&config, "{}\n").unwrap();
     let summary = temp.path().join("summary.md");
     let outputs = temp.path().join("outputs.txt");
-    let mut command = match user {
-        Some(uid) => {
-            let binary = temp.path().join("bugloop");
-            std::fs::copy(env!("CARGO_BIN_EXE_bugloop"), &binary).unwrap();
-            chown(temp.path(), uid);
-            chown(fixture.workspace(), uid);
-            chown(fixture.origin(), uid);
-            let mut command = Command::new("setpriv");
-            command
-                .args([
-                    &format!("--reuid={uid}"),
-                    &format!("--regid={uid}"),
-                    "--clear-groups",
-                    "--",
-                ])
-                .arg(binary)
-                .env("HOME", temp.path());
-            command
-        }
-        None => Command::new(env!("CARGO_BIN_EXE_bugloop")),
-    };
+    let binary = program_for(user, Path::new(env!("CARGO_BIN_EXE_bugloop")), temp.path());
+    let mut command = command_as(user, binary);
+    if let Some(uid) = user {
+        chown_all(temp.path(), uid);
+        chown_all(fixture.workspace(), uid);
+        chown_all(fixture.origin(), uid);
+        command.env("HOME", temp.path());
+    }
     // A scripted model's file, where the user can read it.
     let model = match (user, model.strip_prefix("script:")) {
         (Some(uid), Some(path)) if Path::new(path).exists() => {
             let copy = temp.path().join("model.jsonl");
             std::fs::copy(path, &copy).unwrap();
-            chown(&copy, uid);
+            chown_all(&copy, uid);
             format!("script:{}", copy.display())
         }
         _ => model.to_owned(),

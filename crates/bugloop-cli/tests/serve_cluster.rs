@@ -157,21 +157,7 @@ impl Cluster {
     }
 
     fn command(&self) -> Command {
-        let mut command = match self.user {
-            Some(uid) => {
-                let mut command = Command::new("setpriv");
-                command
-                    .args([
-                        &format!("--reuid={uid}"),
-                        &format!("--regid={uid}"),
-                        "--clear-groups",
-                        "--",
-                    ])
-                    .arg(&self.binary);
-                command
-            }
-            None => Command::new(&self.binary),
-        };
+        let mut command = bugloop_testkit::users::command_as(self.user, &self.binary);
         command
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())

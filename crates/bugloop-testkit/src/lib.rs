@@ -1,5 +1,6 @@
 //! Test support shared by bugloop's suites (a dev-dependency only): git run in the repositories
-//! the tests build, a builder for those repositories, and what scripted models say (`model`). Every helper panics with git's message
+//! the tests build, a builder for those repositories, what scripted models say (`model`), and
+//! running a scenario as root and again as uid 65534 (`users`). Every helper panics with git's message
 //! on failure, since a test that cannot build its fixture has failed.
 //!
 //! This is the tests' own git, run plainly (hooks and the user's configuration apply) as a
@@ -15,6 +16,7 @@ use std::process::{Command, Output};
 
 pub mod model;
 pub mod postgres;
+pub mod users;
 
 /// The identity commits made by [`git`] carry.
 pub const NAME: &str = "Dev";

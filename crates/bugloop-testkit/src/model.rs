@@ -51,3 +51,28 @@ pub fn review_turns(
     }
     turns
 }
+
+/// The suites' Python file with a loop that reads one past the end: `stats.py` as the base has
+/// it ([`STATS_BASE`]) and as a branch changes it ([`stats_feature`]), and the finding a model
+/// reports on it ([`stats_off_by_one`]).
+pub const STATS_BASE: &str = "def mean(xs):\n    total = 0\n    for i in range(len(xs)):\n        total += xs[i]\n    return total / len(xs)\n\n\ndef spread(xs):\n    return max(xs) - min(xs)\n";
+
+/// [`STATS_BASE`] with the off-by-one on line 3, and `spread` changed too.
+pub fn stats_feature() -> String {
+    STATS_BASE
+        .replace("range(len(xs))", "range(len(xs) + 1)")
+        .replace("max(xs) - min(xs)", "max(xs) - min(xs) if xs else 0")
+}
+
+/// The off-by-one of [`stats_feature`], as the model reports it.
+pub fn stats_off_by_one() -> Value {
+    finding(
+        "stats.py",
+        3,
+        "for i in range(len(xs) + 1):",
+        "Loop reads one past the end",
+        "`xs[len(xs)]` raises IndexError.",
+        8,
+        "logic",
+    )
+}

@@ -56,7 +56,7 @@ impl Postgres {
             .keep();
         let port = free_port();
         let mut command = Command::new("sh");
-        if is_root() {
+        if crate::users::is_root() {
             let (uid, gid) = unprivileged_user();
             std::os::unix::fs::chown(&dir, Some(uid), Some(gid))
                 .unwrap_or_else(|error| panic!("cannot give {} away: {error}", dir.display()));
@@ -194,13 +194,6 @@ fn binaries() -> PathBuf {
 fn free_port() -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     listener.local_addr().unwrap().port()
-}
-
-fn is_root() -> bool {
-    Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|output| output.stdout.trim_ascii() == b"0")
 }
 
 /// The `postgres` user's ids, or `nobody`'s.

@@ -3,6 +3,9 @@
 //! scripted model. What GitHub shows is checked: the finding's review comment and its thread,
 //! the summary comment, the SARIF file.
 
+use bugloop_testkit::model::{
+    STATS_BASE as BASE, stats_feature as feature, stats_off_by_one as off_by_one,
+};
 use serde_json::{Value, json};
 
 use bugloop_github_sim::fixture::{
@@ -10,19 +13,6 @@ use bugloop_github_sim::fixture::{
 };
 
 use super::{Run, action, text};
-
-const BASE: &str = "def mean(xs):\n    total = 0\n    for i in range(len(xs)):\n        total += xs[i]\n    return total / len(xs)\n\n\ndef spread(xs):\n    return max(xs) - min(xs)\n";
-
-fn feature() -> String {
-    BASE.replace("range(len(xs))", "range(len(xs) + 1)")
-        .replace("max(xs) - min(xs)", "max(xs) - min(xs) if xs else 0")
-}
-
-fn off_by_one() -> Value {
-    json!({"file": "stats.py", "line": 3, "evidence": "for i in range(len(xs) + 1):",
-           "title": "Loop reads one past the end", "description": "`xs[len(xs)]` raises IndexError.",
-           "score": 8, "category": "logic"})
-}
 
 /// The pull request (which adds the off-by-one in `stats.py`), reviewed once.
 async fn reviewed(scripts: &std::path::Path) -> PullRequestFixture {

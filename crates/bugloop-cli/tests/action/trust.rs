@@ -13,7 +13,9 @@ use bugloop_github_sim::fixture::{
 };
 use serde_json::json;
 
-use super::{action_as, is_root, review_script, text};
+use bugloop_testkit::users::scenario_users;
+
+use super::{action_as, review_script, text};
 
 fn git(dir: &Path, args: &[&str]) {
     let status = Command::new("git")
@@ -45,9 +47,8 @@ fn everything_under(dir: &Path) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gitignored_secret_of_the_checkout_is_never_read() {
-    a_gitignored_secret_of_the_checkout_is_never_read_as(None).await;
-    if is_root() {
-        a_gitignored_secret_of_the_checkout_is_never_read_as(Some(65534)).await;
+    for user in scenario_users() {
+        a_gitignored_secret_of_the_checkout_is_never_read_as(user).await;
     }
 }
 
@@ -94,9 +95,8 @@ async fn a_gitignored_secret_of_the_checkout_is_never_read_as(user: Option<u32>)
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sarif_symlink_in_the_workspace_is_never_followed() {
-    a_sarif_symlink_in_the_workspace_is_never_followed_as(None).await;
-    if is_root() {
-        a_sarif_symlink_in_the_workspace_is_never_followed_as(Some(65534)).await;
+    for user in scenario_users() {
+        a_sarif_symlink_in_the_workspace_is_never_followed_as(user).await;
     }
 }
 
@@ -142,9 +142,8 @@ async fn a_sarif_symlink_in_the_workspace_is_never_followed_as(user: Option<u32>
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_duplicate_an_earlier_run_left_is_removed_by_the_next() {
-    a_duplicate_an_earlier_run_left_is_removed_by_the_next_as(None).await;
-    if is_root() {
-        a_duplicate_an_earlier_run_left_is_removed_by_the_next_as(Some(65534)).await;
+    for user in scenario_users() {
+        a_duplicate_an_earlier_run_left_is_removed_by_the_next_as(user).await;
     }
 }
 
@@ -214,9 +213,8 @@ fn failing_provider() -> u16 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_model_error_is_published_without_the_providers_words_or_a_path() {
-    a_model_error_is_published_without_the_providers_words_or_a_path_as(None).await;
-    if is_root() {
-        a_model_error_is_published_without_the_providers_words_or_a_path_as(Some(65534)).await;
+    for user in scenario_users() {
+        a_model_error_is_published_without_the_providers_words_or_a_path_as(user).await;
     }
 }
 
@@ -267,9 +265,8 @@ async fn a_model_error_is_published_without_the_providers_words_or_a_path_as(use
 /// it) is not acted on: the comment is read from GitHub by its id, and there is none.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_comment_github_never_issued_is_refused() {
-    a_comment_github_never_issued_is_refused_as(None).await;
-    if is_root() {
-        a_comment_github_never_issued_is_refused_as(Some(65534)).await;
+    for user in scenario_users() {
+        a_comment_github_never_issued_is_refused_as(user).await;
     }
 }
 
@@ -315,9 +312,8 @@ async fn a_comment_github_never_issued_is_refused_as(user: Option<u32>) {
 /// those runs cannot even be opened), while a writer is answered as ever.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn outsiders_are_answered_within_the_repositorys_rate() {
-    outsiders_are_answered_within_the_repositorys_rate_as(None).await;
-    if is_root() {
-        outsiders_are_answered_within_the_repositorys_rate_as(Some(65534)).await;
+    for user in scenario_users() {
+        outsiders_are_answered_within_the_repositorys_rate_as(user).await;
     }
 }
 
@@ -414,9 +410,8 @@ async fn outsiders_are_answered_within_the_repositorys_rate_as(user: Option<u32>
 /// and the finding stays open for someone with write access.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_serious_finding_conceded_to_a_reader_author_stays_open() {
-    a_serious_finding_conceded_to_a_reader_author_stays_open_as(None).await;
-    if is_root() {
-        a_serious_finding_conceded_to_a_reader_author_stays_open_as(Some(65534)).await;
+    for user in scenario_users() {
+        a_serious_finding_conceded_to_a_reader_author_stays_open_as(user).await;
     }
 }
 
@@ -483,9 +478,8 @@ async fn a_serious_finding_conceded_to_a_reader_author_stays_open_as(user: Optio
 /// `config.yml` through it (its keys and lines would appear in warnings), and the run goes on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bugloop_directory_that_links_out_of_the_checkout_is_never_read() {
-    a_bugloop_directory_that_links_out_of_the_checkout_is_never_read_as(None).await;
-    if is_root() {
-        a_bugloop_directory_that_links_out_of_the_checkout_is_never_read_as(Some(65534)).await;
+    for user in scenario_users() {
+        a_bugloop_directory_that_links_out_of_the_checkout_is_never_read_as(user).await;
     }
 }
 

@@ -446,9 +446,8 @@ fn hostile_build_script(user: Option<u32>) {
 
 #[test]
 fn a_build_script_clippy_compiles_is_confined_as_root_and_as_an_unprivileged_user() {
-    hostile_build_script(None);
-    if super::hostile::is_root() {
-        hostile_build_script(Some(65534));
+    for user in bugloop_testkit::users::scenario_users() {
+        hostile_build_script(user);
     }
 }
 

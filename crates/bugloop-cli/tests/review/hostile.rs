@@ -12,13 +12,6 @@ use super::{LAST, LIB, git, off_by_one, script, stderr, stdout, walk};
 
 pub(super) const SECRET: &str = "sk-hostile-0451";
 
-pub(super) fn is_root() -> bool {
-    Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
-}
-
 // Labels are split with "" in the scripts, so they appear joined only in what the scripts printed
 // (bugloop records the agent's tool arguments too).
 
@@ -129,20 +122,7 @@ impl Runner {
         args: &[&str],
         env: &[(&str, &Path)],
     ) -> std::process::Output {
-        let mut command = match self.user {
-            Some(uid) => {
-                let mut c = Command::new("setpriv");
-                c.args([
-                    &format!("--reuid={uid}"),
-                    &format!("--regid={uid}"),
-                    "--clear-groups",
-                    "--",
-                ]);
-                c.arg(&self.binary);
-                c
-            }
-            None => Command::new(&self.binary),
-        };
+        let mut command = bugloop_testkit::users::command_as(self.user, &self.binary);
         command
             .args(args)
             .current_dir(repo)
@@ -160,14 +140,7 @@ impl Runner {
 
 /// The binary a run as `user` starts: for another user, a copy in `root` it can read.
 pub(super) fn binary_for(root: &Path, user: Option<u32>) -> PathBuf {
-    match user {
-        Some(_) => {
-            let copy = root.join("bugloop");
-            std::fs::copy(env!("CARGO_BIN_EXE_bugloop"), &copy).unwrap();
-            copy
-        }
-        None => PathBuf::from(env!("CARGO_BIN_EXE_bugloop")),
-    }
+    bugloop_testkit::users::program_for(user, Path::new(env!("CARGO_BIN_EXE_bugloop")), root)
 }
 
 /// What no attack may have done on the host: reach its network (`listener`), run something
@@ -195,14 +168,7 @@ pub(super) fn assert_nothing_escaped(
     assert!(!shown.contains(SECRET), "{who}: {shown}");
 }
 
-pub(super) fn chown_all(path: &Path, uid: u32) {
-    let status = Command::new("chown")
-        .args(["-R", &format!("{uid}:{uid}")])
-        .arg(path)
-        .status()
-        .unwrap();
-    assert!(status.success());
-}
+pub(super) use bugloop_testkit::users::chown_all;
 
 fn hostile_branch(user: Option<u32>) {
     let root = tempfile::Builder::new()
@@ -345,8 +311,7 @@ fn hostile_branch(user: Option<u32>) {
 
 #[test]
 fn a_hostile_branch_reaches_nothing_on_the_host() {
-    hostile_branch(None);
-    if is_root() {
-        hostile_branch(Some(65534));
+    for user in bugloop_testkit::users::scenario_users() {
+        hostile_branch(user);
     }
 }

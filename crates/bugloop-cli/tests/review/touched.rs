@@ -6,23 +6,12 @@
 use std::path::Path;
 
 use bugloop_testkit::TestRepo;
+use bugloop_testkit::model::{
+    STATS_BASE as BASE, stats_feature as feature, stats_off_by_one as off_by_one,
+};
 use serde_json::{Value, json};
 
 use super::{bugloop, script, stderr, stdout};
-
-const BASE: &str = "def mean(xs):\n    total = 0\n    for i in range(len(xs)):\n        total += xs[i]\n    return total / len(xs)\n\n\ndef spread(xs):\n    return max(xs) - min(xs)\n";
-
-/// The branch's `stats.py`: an off-by-one on line 3, and `spread` changed too.
-fn feature() -> String {
-    BASE.replace("range(len(xs))", "range(len(xs) + 1)")
-        .replace("max(xs) - min(xs)", "max(xs) - min(xs) if xs else 0")
-}
-
-fn off_by_one() -> Value {
-    json!({"file": "stats.py", "line": 3, "evidence": "for i in range(len(xs) + 1):",
-           "title": "Loop reads one past the end", "description": "`xs[len(xs)]` raises IndexError.",
-           "score": 8, "category": "logic"})
-}
 
 /// A repository on `feature`, reviewed once: the off-by-one is open. Its id.
 fn reviewed(scripts: &Path) -> (TestRepo, String) {

@@ -437,17 +437,9 @@ fn walk(dir: &std::path::Path) -> Vec<PathBuf> {
     out
 }
 
-fn is_root() -> bool {
-    Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
-}
-
 #[test]
 fn four_roles_reach_no_secret_as_root_and_as_nobody() {
-    four_roles_reach_no_secret_of_the_operator(None);
-    if is_root() {
-        four_roles_reach_no_secret_of_the_operator(Some(65534));
+    for user in bugloop_testkit::users::scenario_users() {
+        four_roles_reach_no_secret_of_the_operator(user);
     }
 }

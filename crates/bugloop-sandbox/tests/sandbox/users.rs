@@ -7,15 +7,6 @@ use std::sync::OnceLock;
 
 const CHILD: &str = "BUGLOOP_ESCAPE_CHILD";
 
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap()
-        .lines()
-        .find_map(|l| l.strip_prefix("Uid:"))
-        .and_then(|ids| ids.split_whitespace().nth(1).map(|e| e == "0"))
-        .unwrap_or(false)
-}
-
 /// A copy of this test binary that uid 65534 can execute (the original may sit under `/root`).
 fn world_executable_copy() -> PathBuf {
     static COPY: OnceLock<PathBuf> = OnceLock::new();
@@ -39,28 +30,25 @@ pub fn also_unprivileged(test: &str) {
     if std::env::var_os(CHILD).is_some() {
         return;
     }
-    if !is_root() {
+    if !bugloop_testkit::users::is_root() {
         eprintln!("{test}: running as this (unprivileged) user only; the root variant needs root");
         return;
     }
     let home = std::env::temp_dir().join(format!("bugloop-escape-home-{}", std::process::id()));
     std::fs::create_dir_all(&home).unwrap();
-    std::process::Command::new("chown")
-        .args(["65534:65534"])
-        .arg(&home)
-        .status()
-        .unwrap();
-    let output = std::process::Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-        .arg(world_executable_copy())
-        .args(["--exact", test, "--nocapture", "--test-threads=1"])
-        .env_clear()
-        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-        .env("HOME", &home)
-        .env("TMPDIR", "/tmp")
-        .env(CHILD, "1")
-        .output()
-        .unwrap();
+    bugloop_testkit::users::chown_all(&home, bugloop_testkit::users::NOBODY);
+    let output = bugloop_testkit::users::command_as(
+        Some(bugloop_testkit::users::NOBODY),
+        world_executable_copy(),
+    )
+    .args(["--exact", test, "--nocapture", "--test-threads=1"])
+    .env_clear()
+    .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+    .env("HOME", &home)
+    .env("TMPDIR", "/tmp")
+    .env(CHILD, "1")
+    .output()
+    .unwrap();
     let text = format!(
         "{}\n{}",
         String::from_utf8_lossy(&output.stdout),

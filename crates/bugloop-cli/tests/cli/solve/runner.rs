@@ -25,12 +25,7 @@ pub fn read(path: &str) -> Value {
     json!({"name": "read_file", "arguments": {"path": path}})
 }
 
-pub fn is_root() -> bool {
-    Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
-}
+pub use bugloop_testkit::users::is_root;
 
 /// `git` in `dir`, whoever owns it (a repository of another user is "dubious" to git).
 pub fn git_read(dir: &Path, args: &[&str]) -> String {
@@ -51,12 +46,7 @@ fn open(dir: &Path) {
 }
 
 fn give(dir: &Path) {
-    let chowned = Command::new("chown")
-        .args(["-R", "65534:65534"])
-        .arg(dir)
-        .status()
-        .unwrap();
-    assert!(chowned.success());
+    bugloop_testkit::users::chown_all(dir, bugloop_testkit::users::NOBODY);
 }
 
 /// An unprivileged user's set-up: the binary where it can run it (the build may sit under
@@ -87,9 +77,11 @@ impl Runner {
         }
         let bin = tempfile::tempdir().unwrap();
         open(bin.path());
-        let binary = bin.path().join("bugloop");
-        std::fs::copy(env!("CARGO_BIN_EXE_bugloop"), &binary).unwrap();
-        std::fs::set_permissions(&binary, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let binary = bugloop_testkit::users::program_for(
+            Some(bugloop_testkit::users::NOBODY),
+            Path::new(env!("CARGO_BIN_EXE_bugloop")),
+            bin.path(),
+        );
         let home = tempfile::tempdir().unwrap();
         give(home.path());
         Some(Runner {
@@ -126,10 +118,11 @@ impl Runner {
                 command
             }
             Some(user) => {
-                let mut command = Command::new("setpriv");
+                let mut command = bugloop_testkit::users::command_as(
+                    Some(bugloop_testkit::users::NOBODY),
+                    &user.binary,
+                );
                 command
-                    .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-                    .arg(&user.binary)
                     .env_clear()
                     .env("PATH", "/usr/local/bin:/usr/bin:/bin")
                     .env("HOME", user.home.path())
@@ -146,16 +139,9 @@ impl Runner {
         let mut command = match &self.unprivileged {
             None => Command::new("git"),
             Some(user) => {
-                let mut command = Command::new("setpriv");
-                command
-                    .args([
-                        "--reuid=65534",
-                        "--regid=65534",
-                        "--clear-groups",
-                        "--",
-                        "git",
-                    ])
-                    .env("HOME", user.home.path());
+                let mut command =
+                    bugloop_testkit::users::command_as(Some(bugloop_testkit::users::NOBODY), "git");
+                command.env("HOME", user.home.path());
                 command
             }
         };
