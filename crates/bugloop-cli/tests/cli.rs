@@ -1,4 +1,7 @@
-//! The CLI's tests, one directory per case under `tests/cases/`: `args` (one line), optional
+//! The CLI's integration tests, one binary (each binary links the whole program again): the
+//! Action (`action`), reviews through the binary (`review`), the solve pipeline (`solve`), the
+//! server and its cluster (`serve`, `serve_cluster`), deployment files (`deploy`) and workflows
+//! (`workflows`); and here, the data-driven cases, one directory per case under `tests/cases/`: `args` (one line), optional
 //! `config.yml` (put at `.bugloop/config.yml` of a fresh repository), `base.yml` (when given, the
 //! repository is a real git repository: `base.yml` is committed as `.bugloop/config.yml` on
 //! `main`, then `config.yml`, if any, on the branch `feature`), `runs/` (transcripts put under
@@ -12,8 +15,14 @@ use std::process::{Command, Stdio};
 
 use bugloop_testkit::git_reproducible;
 
+mod action;
+mod deploy;
+mod review;
+mod serve;
+mod serve_cluster;
 #[path = "cli/solve.rs"]
 mod solve;
+mod workflows;
 
 #[test]
 fn cases() {
