@@ -47,6 +47,23 @@ fn action(
     action_as(None, fixture, event, payload, extra, model)
 }
 
+/// The Action run as `user` on a pull request's `opened` event (from a test on tokio's
+/// multi-thread runtime), which must end well: the run and its output.
+fn opened_as(
+    user: Option<u32>,
+    fixture: &PullRequestFixture,
+    extra: &[(&str, &str)],
+    model: &str,
+) -> (Run, String) {
+    let payload = webhook_example("pull_request", "opened", fixture);
+    let run = tokio::task::block_in_place(|| {
+        action_as(user, fixture, "pull_request", &payload, extra, model)
+    });
+    let output = text(&run.output);
+    assert_eq!(run.output.status.code(), Some(0), "{output}");
+    (run, output)
+}
+
 /// [`action`] as the user `user` (`None`: this test's): a copy of the binary, run with its
 /// privileges dropped, on a workspace and a remote it owns, with its own home.
 fn action_as(
@@ -135,11 +152,8 @@ fn text(output: &Output) -> String {
 async fn a_pull_request_event_reviews_and_writes_summary_sarif_and_comments() {
     let fixture = PullRequestFixture::new(FixtureOptions::default()).await;
     let scripts = tempfile::tempdir().unwrap();
-    let payload = webhook_example("pull_request", "opened", &fixture);
     let model = review_script(scripts.path());
-    let run =
-        tokio::task::block_in_place(|| action(&fixture, "pull_request", &payload, &[], &model));
-    assert_eq!(run.output.status.code(), Some(0), "{}", text(&run.output));
+    let (run, _) = opened_as(None, &fixture, &[], &model);
     assert!(
         text(&run.output).contains("Index one past the end"),
         "{}",
@@ -299,15 +313,7 @@ async fn a_fix_on_a_runner_that_restricts_user_namespaces_says_why_and_how_to_fi
     .await;
     let scripts = tempfile::tempdir().unwrap();
     let review = review_script(scripts.path());
-    let payload = webhook_example("pull_request", "opened", &fixture);
-    let reviewed =
-        tokio::task::block_in_place(|| action(&fixture, "pull_request", &payload, &[], &review));
-    assert_eq!(
-        reviewed.output.status.code(),
-        Some(0),
-        "{}",
-        text(&reviewed.output)
-    );
+    opened_as(None, &fixture, &[], &review);
 
     let fake = tempfile::tempdir().unwrap();
     let bwrap = fake.path().join("bwrap");

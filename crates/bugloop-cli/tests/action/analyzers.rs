@@ -1,12 +1,10 @@
 //! The Action on a pull request whose change an analyzer catches: the hit is a line comment
 //! naming the tool and its rule, and a SARIF result under the tool's rule with its page.
 
-use bugloop_github_sim::fixture::{
-    FixtureOptions, PullRequestFixture, review_lines, script_file, webhook_example,
-};
+use bugloop_github_sim::fixture::{FixtureOptions, PullRequestFixture, review_lines, script_file};
 use serde_json::Value;
 
-use super::{action, text};
+use super::text;
 
 const FIND: &str = "def find(conn, name):\n    return conn.execute(\"SELECT * FROM users WHERE name = '\" + name + \"'\").fetchall()\n";
 
@@ -20,10 +18,7 @@ async fn an_analyzers_hit_is_a_line_comment_and_a_sarif_result_under_its_rule() 
     .await;
     let scripts = tempfile::tempdir().unwrap();
     let model = script_file(scripts.path(), &review_lines(&[]));
-    let payload = webhook_example("pull_request", "opened", &fixture);
-    let run =
-        tokio::task::block_in_place(|| action(&fixture, "pull_request", &payload, &[], &model));
-    assert_eq!(run.output.status.code(), Some(0), "{}", text(&run.output));
+    let (run, _) = super::opened_as(None, &fixture, &[], &model);
     let comments = fixture.finding_comments();
     let sql = comments
         .iter()

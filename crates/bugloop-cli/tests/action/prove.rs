@@ -33,11 +33,7 @@ async fn a_proven_finding_through_the_action_and_a_fix_that_passes_its_test() {
         json!({"text": json!({"shows_the_problem": true, "why": "index out of bounds in last"}).to_string()}),
     ]);
     let model = script_file(scripts.path(), &lines);
-    let payload = webhook_example("pull_request", "opened", &fixture);
-    let run =
-        tokio::task::block_in_place(|| action(&fixture, "pull_request", &payload, &[], &model));
-    let output = text(&run.output);
-    assert_eq!(run.output.status.code(), Some(0), "{output}");
+    let (run, output) = super::opened_as(None, &fixture, &[], &model);
 
     let comments = fixture.finding_comments();
     assert_eq!(comments.len(), 1, "{output}");
@@ -115,11 +111,7 @@ async fn a_passing_test_drops_nothing_from_an_author_without_write_access() {
         json!({"text": "tests/proof_last.rs fails at head."}),
     ]);
     let model = script_file(scripts.path(), &lines);
-    let payload = webhook_example("pull_request", "opened", &fixture);
-    let run =
-        tokio::task::block_in_place(|| action(&fixture, "pull_request", &payload, &[], &model));
-    let output = text(&run.output);
-    assert_eq!(run.output.status.code(), Some(0), "{output}");
+    let (run, output) = super::opened_as(None, &fixture, &[], &model);
     let comments = fixture.finding_comments();
     assert_eq!(comments.len(), 1, "kept, published: {output}");
     assert!(

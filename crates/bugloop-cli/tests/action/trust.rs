@@ -15,7 +15,7 @@ use serde_json::json;
 
 use bugloop_testkit::users::scenario_users;
 
-use super::{action_as, review_script, text};
+use super::{action_as, opened_as, review_script, text};
 
 fn git(dir: &Path, args: &[&str]) {
     let status = Command::new("git")
@@ -66,12 +66,7 @@ async fn a_gitignored_secret_of_the_checkout_is_never_read_as(user: Option<u32>)
         vec![json!({"tool_calls": [{"name": "read_file", "arguments": {"path": ".env"}}]})];
     lines.extend(review_lines(&[off_by_one()]));
     let model = script_file(scripts.path(), &lines);
-    let payload = webhook_example("pull_request", "opened", &fixture);
-    let run = tokio::task::block_in_place(|| {
-        action_as(user, &fixture, "pull_request", &payload, &[], &model)
-    });
-    let output = text(&run.output);
-    assert_eq!(run.output.status.code(), Some(0), "{output}");
+    let (run, output) = opened_as(user, &fixture, &[], &model);
     let mut seen = output;
     seen.push_str(&run.summary);
     seen.push_str(&everything_under(run.temp.path()));
@@ -420,16 +415,7 @@ async fn a_serious_finding_conceded_to_a_reader_author_stays_open_as(user: Optio
     fixture.sim.set_permission("alice", "read");
     let scripts = tempfile::tempdir().unwrap();
     let review = review_script(scripts.path());
-    let opened = webhook_example("pull_request", "opened", &fixture);
-    let reviewed = tokio::task::block_in_place(|| {
-        action_as(user, &fixture, "pull_request", &opened, &[], &review)
-    });
-    assert_eq!(
-        reviewed.output.status.code(),
-        Some(0),
-        "{}",
-        text(&reviewed.output)
-    );
+    opened_as(user, &fixture, &[], &review);
     let root = fixture.finding_comments()[0].clone();
     let said = "Not a bug: callers check the length first.";
     let reply = fixture
@@ -502,12 +488,7 @@ async fn a_bugloop_directory_that_links_out_of_the_checkout_is_never_read_as(use
     std::os::unix::fs::symlink(runner.path(), fixture.workspace().join(".bugloop")).unwrap();
     let scripts = tempfile::tempdir().unwrap();
     let model = review_script(scripts.path());
-    let payload = webhook_example("pull_request", "opened", &fixture);
-    let run = tokio::task::block_in_place(|| {
-        action_as(user, &fixture, "pull_request", &payload, &[], &model)
-    });
-    let output = text(&run.output);
-    assert_eq!(run.output.status.code(), Some(0), "{output}");
+    let (run, output) = opened_as(user, &fixture, &[], &model);
     let mut seen = output;
     seen.push_str(&run.summary);
     for comment in fixture.bot_issue_comments() {

@@ -6,7 +6,7 @@ use serde_json::json;
 use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-use crate::support::{Collected, bodies, fast_settings, sse};
+use crate::support::{Collected, bodies, fast_settings, mount_stream, sse};
 
 fn provider(server: &MockServer) -> AnthropicProvider {
     AnthropicProvider::new(
@@ -216,14 +216,7 @@ fn streamed_events(complete: bool) -> String {
 #[tokio::test]
 async fn streamed_answer_with_tool_use() {
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(
-            ResponseTemplate::new(200)
-                .insert_header("content-type", "text/event-stream")
-                .set_body_string(streamed_events(true)),
-        )
-        .mount(&server)
-        .await;
+    mount_stream(&server, streamed_events(true), None).await;
     let collected = Collected::default();
     let sink = collected.sink();
     let request = ChatRequest {
@@ -255,23 +248,8 @@ async fn overloaded_then_success_and_cut_stream() {
         .up_to_n_times(1)
         .mount(&server)
         .await;
-    Mock::given(method("POST"))
-        .respond_with(
-            ResponseTemplate::new(200)
-                .insert_header("content-type", "text/event-stream")
-                .set_body_string(streamed_events(false)),
-        )
-        .up_to_n_times(1)
-        .mount(&server)
-        .await;
-    Mock::given(method("POST"))
-        .respond_with(
-            ResponseTemplate::new(200)
-                .insert_header("content-type", "text/event-stream")
-                .set_body_string(streamed_events(true)),
-        )
-        .mount(&server)
-        .await;
+    mount_stream(&server, streamed_events(false), Some(1)).await;
+    mount_stream(&server, streamed_events(true), None).await;
     let request = ChatRequest {
         messages: vec![Message::user("go")],
         stream: true,

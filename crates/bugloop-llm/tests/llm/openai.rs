@@ -3,14 +3,14 @@ use std::time::{Duration, Instant};
 use bugloop_llm::openai::OpenAiProvider;
 use bugloop_llm::structured::{StructuredError, complete_json};
 use bugloop_llm::{
-    Advice, ChatRequest, FinishReason, JsonSchemaFormat, LlmError, Message, Provider, StreamEvent,
-    ToolCall, ToolChoice, ToolDefinition,
+    Advice, ChatRequest, ChatResponse, FinishReason, JsonSchemaFormat, LlmError, Message, Provider,
+    StreamEvent, ToolCall, ToolChoice, ToolDefinition,
 };
 use serde_json::json;
 use wiremock::matchers::{body_partial_json, body_string_contains, header, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-use crate::support::{Collected, bodies, fast_settings, sse};
+use crate::support::{Collected, bodies, fast_settings, mount_stream, sse};
 
 fn provider(server: &MockServer, native_json_schema: bool) -> OpenAiProvider {
     OpenAiProvider::new(
@@ -22,6 +22,19 @@ fn provider(server: &MockServer, native_json_schema: bool) -> OpenAiProvider {
         native_json_schema,
     )
     .unwrap()
+}
+
+/// A streamed chat of `text` with the server's provider: its answer, and what the sink was told.
+async fn streamed_chat(server: &MockServer, text: &str) -> (ChatResponse, Collected) {
+    let collected = Collected::default();
+    let sink = collected.sink();
+    let mut req = request(text);
+    req.stream = true;
+    let response = provider(server, true)
+        .chat(&req, Some(&sink))
+        .await
+        .unwrap();
+    (response, collected)
 }
 
 fn answer(content: &str) -> serde_json::Value {
@@ -123,14 +136,7 @@ async fn streamed_answer() {
         .expect(1)
         .mount(&server)
         .await;
-    let collected = Collected::default();
-    let sink = collected.sink();
-    let mut req = request("Hi");
-    req.stream = true;
-    let response = provider(&server, true)
-        .chat(&req, Some(&sink))
-        .await
-        .unwrap();
+    let (response, collected) = streamed_chat(&server, "Hi").await;
     assert_eq!(response.message.content, "Hello ✓");
     assert_eq!(collected.text(), "Hello ✓");
     assert_eq!(response.usage.input_tokens, 5);
@@ -575,36 +581,14 @@ async fn malformed_bodies_are_retried_like_a_cut_stream() {
         json!({"choices": [{"index": 0, "delta": {"content": "Half"}, "finish_reason": null}]}),
     )]);
     garbled.push_str("data: {\"choices\": [ not json\n\n");
-    Mock::given(method("POST"))
-        .respond_with(
-            ResponseTemplate::new(200)
-                .insert_header("content-type", "text/event-stream")
-                .set_body_string(garbled),
-        )
-        .up_to_n_times(1)
-        .mount(&server)
-        .await;
+    mount_stream(&server, garbled, Some(1)).await;
     let mut streamed = sse(&[(
         None,
         json!({"choices": [{"index": 0, "delta": {"content": "Whole"}, "finish_reason": "stop"}]}),
     )]);
     streamed.push_str("data: [DONE]\n\n");
-    Mock::given(method("POST"))
-        .respond_with(
-            ResponseTemplate::new(200)
-                .insert_header("content-type", "text/event-stream")
-                .set_body_string(streamed),
-        )
-        .mount(&server)
-        .await;
-    let collected = Collected::default();
-    let sink = collected.sink();
-    let mut req = request("x");
-    req.stream = true;
-    let response = provider(&server, true)
-        .chat(&req, Some(&sink))
-        .await
-        .unwrap();
+    mount_stream(&server, streamed, None).await;
+    let (response, collected) = streamed_chat(&server, "x").await;
     assert_eq!(response.message.content, "Whole");
     assert_eq!(
         collected.events(),
@@ -623,15 +607,7 @@ async fn stream_cut_in_the_middle_is_retried_then_reported() {
         None,
         json!({"choices": [{"index": 0, "delta": {"content": "Half an ans"}, "finish_reason": null}]}),
     )]);
-    Mock::given(method("POST"))
-        .respond_with(
-            ResponseTemplate::new(200)
-                .insert_header("content-type", "text/event-stream")
-                .set_body_string(cut.clone()),
-        )
-        .up_to_n_times(1)
-        .mount(&server)
-        .await;
+    mount_stream(&server, cut.clone(), Some(1)).await;
     let mut whole = sse(&[
         (
             None,
@@ -643,22 +619,8 @@ async fn stream_cut_in_the_middle_is_retried_then_reported() {
         ),
     ]);
     whole.push_str("data: [DONE]\n\n");
-    Mock::given(method("POST"))
-        .respond_with(
-            ResponseTemplate::new(200)
-                .insert_header("content-type", "text/event-stream")
-                .set_body_string(whole),
-        )
-        .mount(&server)
-        .await;
-    let collected = Collected::default();
-    let sink = collected.sink();
-    let mut req = request("x");
-    req.stream = true;
-    let response = provider(&server, true)
-        .chat(&req, Some(&sink))
-        .await
-        .unwrap();
+    mount_stream(&server, whole, None).await;
+    let (response, collected) = streamed_chat(&server, "x").await;
     assert_eq!(response.message.content, "Whole answer");
     // The sink was told to drop the half answer before the retry streamed again.
     assert_eq!(
@@ -671,14 +633,7 @@ async fn stream_cut_in_the_middle_is_retried_then_reported() {
     );
 
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(
-            ResponseTemplate::new(200)
-                .insert_header("content-type", "text/event-stream")
-                .set_body_string(cut),
-        )
-        .mount(&server)
-        .await;
+    mount_stream(&server, cut, None).await;
     let mut settings = fast_settings();
     settings.max_retries = 0;
     let once = OpenAiProvider::new(
@@ -690,6 +645,8 @@ async fn stream_cut_in_the_middle_is_retried_then_reported() {
         true,
     )
     .unwrap();
+    let mut req = request("x");
+    req.stream = true;
     let error = once.chat(&req, None).await.unwrap_err();
     assert!(matches!(error, LlmError::StreamInterrupted(_)), "{error}");
 }
@@ -735,14 +692,7 @@ async fn an_error_inside_the_stream_is_classified() {
         None,
         json!({"error": {"message": "model overloaded", "code": 503}}),
     )]);
-    Mock::given(method("POST"))
-        .respond_with(
-            ResponseTemplate::new(200)
-                .insert_header("content-type", "text/event-stream")
-                .set_body_string(body),
-        )
-        .mount(&server)
-        .await;
+    mount_stream(&server, body, None).await;
     let mut settings = fast_settings();
     settings.max_retries = 0;
     let provider = OpenAiProvider::new(

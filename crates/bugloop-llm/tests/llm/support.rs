@@ -4,7 +4,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bugloop_llm::{HttpSettings, StreamEvent};
-use wiremock::MockServer;
+use wiremock::matchers::method;
+use wiremock::{Mock, MockServer, ResponseTemplate};
 
 pub fn fast_settings() -> HttpSettings {
     HttpSettings {
@@ -27,6 +28,20 @@ pub fn sse(events: &[(Option<&str>, serde_json::Value)]) -> String {
         body.push_str(&format!("data: {data}\n\n"));
     }
     body
+}
+
+/// Answers the server's next POSTs (`times` of them; `None`: every one) with `body` as an event
+/// stream.
+pub async fn mount_stream(server: &MockServer, body: impl Into<String>, times: Option<u64>) {
+    let mock = Mock::given(method("POST")).respond_with(
+        ResponseTemplate::new(200)
+            .insert_header("content-type", "text/event-stream")
+            .set_body_string(body.into()),
+    );
+    match times {
+        Some(times) => mock.up_to_n_times(times).mount(server).await,
+        None => mock.mount(server).await,
+    }
 }
 
 /// The JSON bodies the server received, in order.
