@@ -217,6 +217,20 @@ async fn setup_repo(config: &str, files: &[(&str, &str)], lines: Vec<Value>) -> 
     }
 }
 
+/// The solve record (the bot's comment on `issue`) says the issue is in `state`.
+fn assert_recorded(sim: &Simulator, issue: u64, state: &str) {
+    let record = sim
+        .issue_comments(issue)
+        .into_iter()
+        .find(|c| c.author == BOT)
+        .unwrap();
+    assert!(
+        record.body.contains(&format!("### bugloop solve: {state}")),
+        "{}",
+        record.body
+    );
+}
+
 #[tokio::test]
 async fn an_issue_labelled_for_autofix_is_solved_to_a_ready_draft_by_the_app() {
     let Setup {
@@ -380,16 +394,7 @@ async fn an_issue_labelled_for_autofix_is_solved_to_a_ready_draft_by_the_app() {
         .await
         .unwrap()
         .unwrap();
-    let record = sim
-        .issue_comments(issue)
-        .into_iter()
-        .find(|c| c.author == BOT)
-        .unwrap();
-    assert!(
-        record.body.contains("### bugloop solve: MERGED"),
-        "{}",
-        record.body
-    );
+    assert_recorded(sim, issue, "MERGED");
 }
 
 /// The whole chain on GitHub: an error report sent to the server files one issue (the App's,
@@ -462,16 +467,7 @@ async fn a_reported_error_is_filed_once_counted_solved_and_reverted_when_it_retu
     assert_eq!(pulls.len(), 1, "{pulls:#?}");
     assert!(pulls[0].2.starts_with("bugloop/8-indexerror"), "{pulls:?}");
     assert!(!pulls[0].3, "ready");
-    let record = sim
-        .issue_comments(issue)
-        .into_iter()
-        .find(|c| c.author == BOT)
-        .unwrap();
-    assert!(
-        record.body.contains("### bugloop solve: READY"),
-        "{}",
-        record.body
-    );
+    assert_recorded(sim, issue, "READY");
 
     // A person merges it with a merge commit; more work lands on main after it.
     let (number, branch) = (pulls[0].0, pulls[0].2.clone());
@@ -694,16 +690,7 @@ async fn a_solve_interrupted_by_github_failures_resumes_to_the_same_end() {
         2,
         "each finding once"
     );
-    let record = sim
-        .issue_comments(issue)
-        .into_iter()
-        .find(|c| c.author == BOT)
-        .unwrap();
-    assert!(
-        record.body.contains("### bugloop solve: READY"),
-        "{}",
-        record.body
-    );
+    assert_recorded(sim, issue, "READY");
 }
 
 /// Nothing is solved when the label is not the repository's `labels.trigger`, when who put it

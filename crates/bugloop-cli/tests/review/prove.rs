@@ -86,17 +86,26 @@ pub(super) const CONFIG: &str =
 
 pub(super) const FAILING_TEST: &str = "import unittest\n\nfrom stats import mean\n\n\nclass MeanTest(unittest.TestCase):\n    def test_mean(self):\n        self.assertEqual(mean([1, 2, 3]), 2)\n";
 
-#[test]
-fn a_real_off_by_one_is_proven_by_a_test_that_fails_at_head() {
-    let repo = repository(CONFIG);
-    let scripts = tempfile::tempdir().unwrap();
-    let model = script(
-        scripts.path(),
+/// The model of a review that reports the off-by-one in `mean` and proves it with
+/// [`FAILING_TEST`], confirming the proof with `confirm`.
+fn off_by_one_proved(scripts: &Path, confirm: Option<Value>) -> String {
+    script(
+        scripts,
         &finding(
             "Loop reads one past the end",
             "`xs[len(xs)]` raises IndexError.",
         ),
         FAILING_TEST,
+        confirm,
+    )
+}
+
+#[test]
+fn a_real_off_by_one_is_proven_by_a_test_that_fails_at_head() {
+    let repo = repository(CONFIG);
+    let scripts = tempfile::tempdir().unwrap();
+    let model = off_by_one_proved(
+        scripts.path(),
         Some(
             json!({"shows_the_problem": true, "why": "IndexError: list index out of range in mean, at xs[i]"}),
         ),
@@ -216,15 +225,7 @@ fn a_branch_cannot_choose_the_proofs_test_command() {
     );
     repo.commit("off by one, and a test command");
     let scripts = tempfile::tempdir().unwrap();
-    let model = script(
-        scripts.path(),
-        &finding(
-            "Loop reads one past the end",
-            "`xs[len(xs)]` raises IndexError.",
-        ),
-        FAILING_TEST,
-        None,
-    );
+    let model = off_by_one_proved(scripts.path(), None);
     let report = review(repo.path(), &model);
     assert_eq!(report["proofs"], json!([]), "{report:#}");
     // What the branch tried to change is reported as a finding of its own.
@@ -326,13 +327,8 @@ fn a_proof_that_adds_several_files_and_names_none_proves_nothing() {
 fn a_proven_finding_in_sarif_is_marked_ranked_and_points_at_its_test() {
     let repo = repository(CONFIG);
     let scripts = tempfile::tempdir().unwrap();
-    let model = script(
+    let model = off_by_one_proved(
         scripts.path(),
-        &finding(
-            "Loop reads one past the end",
-            "`xs[len(xs)]` raises IndexError.",
-        ),
-        FAILING_TEST,
         Some(json!({"shows_the_problem": true, "why": "IndexError in mean"})),
     );
     let output = bugloop(

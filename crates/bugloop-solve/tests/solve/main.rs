@@ -146,6 +146,20 @@ fn happy_script() -> ScriptedProvider {
     provider
 }
 
+/// The issue solved with `model` (at most ten attempts), which must end escalated: its report.
+async fn escalated(repo: &TestRepo, model: Arc<ScriptedProvider>, issue: u64) -> SolveReport {
+    let report = run_solve(repo, config(10), model, None, issue)
+        .await
+        .unwrap();
+    assert_eq!(
+        report.state,
+        Some(SolveState::Escalated),
+        "{}",
+        report.to_text()
+    );
+    report
+}
+
 async fn run_solve(
     repo: &TestRepo,
     config: bugloop_config::Config,
@@ -482,15 +496,7 @@ async fn a_solution_touching_a_protected_path_is_refused() {
         ),
         text_reply("Fixed, and made CI run on forks.", usage()),
     ]));
-    let report = run_solve(&repo, config(10), model, None, issue)
-        .await
-        .unwrap();
-    assert_eq!(
-        report.state,
-        Some(SolveState::Escalated),
-        "{}",
-        report.to_text()
-    );
+    let report = escalated(&repo, model, issue).await;
     assert!(
         report.message.contains("refused") && report.message.contains(".github/workflows/ci.yml"),
         "{}",
@@ -644,15 +650,7 @@ async fn a_solution_with_a_binary_file_is_escalated() {
         ),
         text_reply("Fixed, with a data file.", usage()),
     ]));
-    let report = run_solve(&repo, config(10), model, None, issue)
-        .await
-        .unwrap();
-    assert_eq!(
-        report.state,
-        Some(SolveState::Escalated),
-        "{}",
-        report.to_text()
-    );
+    let report = escalated(&repo, model, issue).await;
     assert!(
         report.message.contains("app/blob.bin"),
         "{}",
