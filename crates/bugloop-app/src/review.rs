@@ -32,19 +32,7 @@ impl App {
     /// Reviews a change and tracks its findings in the conversation. An empty change is
     /// [`Verdict::NothingToDo`] with no report.
     pub async fn review(&self, job: ReviewJob) -> Result<Outcome<Option<ReviewReport>>, AppError> {
-        let change = match &self.pull_request {
-            // The head pinned when the run started, against the merge base with the base
-            // branch's commit: the pull request's change as GitHub shows it.
-            Some(pull) => bugloop_git::SelectedChange {
-                key: pull.key.clone(),
-                description: format!("#{} {}", pull.number, pull.title),
-                ..self.git.select(&ReviewScope::Range {
-                    base: Some(pull.base_sha.clone()),
-                    head: Some(pull.head_sha.clone()),
-                })?
-            },
-            None => self.git.select(&job.scope)?,
-        };
+        let change = self.change_to_review(&job.scope)?;
         let diff = bugloop_diff::parse(&change.diff);
         // A change that became empty (its one line put back as the base has it) still has its
         // open findings to settle: they are reviewed, and resolve when their code is gone.
@@ -56,16 +44,7 @@ impl App {
                 },
             ));
         }
-        let warnings: Vec<String> = diff
-            .problems
-            .iter()
-            .map(|problem| {
-                format!(
-                    "diff line {}: {} (the rest of the change is reviewed)",
-                    problem.line, problem.message
-                )
-            })
-            .collect();
+        let warnings = diff_warnings(&diff);
         // The branch's ignored changes to trusted settings are reported as a finding of their own.
         let own_findings: Vec<_> = bugloop_config::ignored_settings_finding(&self.ignored)
             .into_iter()
@@ -126,9 +105,42 @@ impl App {
         })
     }
 
+    /// The change a review is about: on a pull request, the head pinned when the run started
+    /// against the merge base with the base branch's commit (the change as GitHub shows it);
+    /// locally, what `scope` selects.
+    fn change_to_review(
+        &self,
+        scope: &ReviewScope,
+    ) -> Result<bugloop_git::SelectedChange, AppError> {
+        Ok(match &self.pull_request {
+            Some(pull) => bugloop_git::SelectedChange {
+                key: pull.key.clone(),
+                description: format!("#{} {}", pull.number, pull.title),
+                ..self.git.select(&ReviewScope::Range {
+                    base: Some(pull.base_sha.clone()),
+                    head: Some(pull.head_sha.clone()),
+                })?
+            },
+            None => self.git.select(scope)?,
+        })
+    }
+
     async fn has_open_findings(&self, change: &bugloop_forge::ChangeKey) -> Result<bool, AppError> {
         let comments = self.forge.comments(change).await?;
         let state = bugloop_domain::thread::reconstruct(&comments, &self.settings.markers);
         Ok(state.unresolved().any(|thread| thread.finding_id.is_some()))
     }
+}
+
+/// What the diff's parser could not read, said as warnings: the rest of the change is reviewed.
+fn diff_warnings(diff: &bugloop_diff::Diff) -> Vec<String> {
+    diff.problems
+        .iter()
+        .map(|problem| {
+            format!(
+                "diff line {}: {} (the rest of the change is reviewed)",
+                problem.line, problem.message
+            )
+        })
+        .collect()
 }

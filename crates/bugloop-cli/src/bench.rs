@@ -28,10 +28,7 @@ pub fn run(
         } => {
             let config = configuration(cwd, choice)?.loaded.config;
             let figures = bench::model(&config, &model, runs, max_tokens)?;
-            match format {
-                Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&figures)?)?,
-                Format::Text => model_text(out, &figures)?,
-            }
+            show(out, format, &figures, model_text)?;
         }
         BenchCommand::Session {
             model,
@@ -40,10 +37,7 @@ pub fn run(
         } => {
             let config = configuration(cwd, choice)?.loaded.config;
             let figures = bench::session(&config, &model, max_tokens)?;
-            match format {
-                Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&figures)?)?,
-                Format::Text => session_text(out, &figures)?,
-            }
+            show(out, format, &figures, session_text)?;
         }
         BenchCommand::Review {
             files,
@@ -52,10 +46,7 @@ pub fn run(
         } => {
             let config = configuration(cwd, choice)?.loaded.config;
             let figures = runtime()?.block_on(bench::review(&config, files, lines))?;
-            match format {
-                Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&figures)?)?,
-                Format::Text => review_text(out, &figures)?,
-            }
+            show(out, format, &figures, review_text)?;
         }
         BenchCommand::Prove {
             findings,
@@ -64,20 +55,14 @@ pub fn run(
         } => {
             let config = configuration(cwd, choice)?.loaded.config;
             let figures = runtime()?.block_on(bench::prove(&config, findings, runs))?;
-            match format {
-                Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&figures)?)?,
-                Format::Text => prove_text(out, &figures)?,
-            }
+            show(out, format, &figures, prove_text)?;
         }
         BenchCommand::Tokens { change, format } => {
             let figures = runtime()?.block_on(bench::tokens(
                 &source(change.example, change.repo),
                 change.one_pass_per_turn,
             ))?;
-            match format {
-                Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&figures)?)?,
-                Format::Text => tokens_text(out, &figures)?,
-            }
+            show(out, format, &figures, tokens_text)?;
         }
         BenchCommand::Latency {
             change,
@@ -92,10 +77,7 @@ pub fn run(
         } => {
             let config = configuration(cwd, choice)?.loaded.config;
             let figures = runtime()?.block_on(bench::detect(&config, &cwd.join(corpus), &model))?;
-            match format {
-                Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&figures)?)?,
-                Format::Text => detect_text(out, &figures)?,
-            }
+            show(out, format, &figures, detect_text)?;
         }
         BenchCommand::Prompt => {
             let (system, prompt) = bench::prompt_texts();
@@ -107,6 +89,20 @@ pub fn run(
         }
     }
     Ok(Verdict::Done)
+}
+
+/// Prints `figures` as JSON, or in words as `text` writes them.
+fn show<W: Write, T: serde::Serialize>(
+    out: &mut W,
+    format: Format,
+    figures: &T,
+    text: impl FnOnce(&mut W, &T) -> Result<()>,
+) -> Result<()> {
+    match format {
+        Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(figures)?)?,
+        Format::Text => text(out, figures)?,
+    }
+    Ok(())
 }
 
 fn detect_text(out: &mut impl Write, b: &DetectBench) -> Result<()> {

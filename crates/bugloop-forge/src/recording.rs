@@ -80,6 +80,14 @@ impl<'a> RecordingForge<'a> {
     }
 }
 
+impl Recorded {
+    /// `write` recorded, with nothing to give back.
+    fn done(&mut self, write: RecordedWrite) -> Written {
+        self.writes.push(write);
+        Written::Done
+    }
+}
+
 /// A conversation comment of the bot's saying `body`, written now (its id is given when it is
 /// recorded).
 fn bots(bot: &str, body: &str) -> Comment {
@@ -217,13 +225,12 @@ impl ForgeLayer for RecordingForge<'_> {
                 comment,
                 body,
             } => {
-                recorded.writes.push(RecordedWrite::UpdateComment {
+                recorded.edited.push((comment.id.clone(), body.to_owned()));
+                recorded.done(RecordedWrite::UpdateComment {
                     change: change.clone(),
                     comment: comment.id.clone(),
                     body: body.to_owned(),
-                });
-                recorded.edited.push((comment.id.clone(), body.to_owned()));
-                Written::Done
+                })
             }
             // A dry run deletes nothing, and a duplicate it would delete is its own record's.
             Write::DeleteComment { .. } => Written::Deleted(false),
@@ -232,23 +239,20 @@ impl ForgeLayer for RecordingForge<'_> {
                 thread,
                 resolved,
             } => {
-                recorded.writes.push(RecordedWrite::SetThreadResolved {
+                recorded.resolved.push((thread.to_owned(), resolved));
+                recorded.done(RecordedWrite::SetThreadResolved {
                     change: change.clone(),
                     thread: thread.to_owned(),
                     resolved,
-                });
-                recorded.resolved.push((thread.to_owned(), resolved));
-                Written::Done
+                })
             }
             Write::SetDescription { change, body } => {
-                recorded.writes.push(RecordedWrite::SetDescription {
+                let description = (change.clone(), body.to_owned());
+                recorded.descriptions.push(description);
+                recorded.done(RecordedWrite::SetDescription {
                     change: change.clone(),
                     body: body.to_owned(),
-                });
-                recorded
-                    .descriptions
-                    .push((change.clone(), body.to_owned()));
-                Written::Done
+                })
             }
         })
     }
