@@ -10,7 +10,7 @@
 
 use bugloop_report::summary::SUMMARY_TAG;
 
-use crate::{App, AppError};
+use crate::{App, AppError, PullRequestRun};
 
 const MARKER_PREFIX: &str = "<!-- bugloop:outsider-review author=";
 const DEFERRED_MARKER: &str = "<!-- bugloop:outsider-review-deferred -->";
@@ -71,16 +71,9 @@ impl App {
         let Some(pull) = &self.pull_request else {
             return Ok(OutsiderReview::Insider);
         };
-        let author = match &pull.author {
-            Some(author) => author.clone(),
-            None => match self.forge.change_author(&pull.key).await? {
-                Some(author) => author,
-                None => return Ok(OutsiderReview::Insider),
-            },
-        };
-        if self.forge.permission(&author).await?.may_modify_files() {
+        let Some(author) = self.outsider_author(pull).await? else {
             return Ok(OutsiderReview::Insider);
-        }
+        };
         let limits = &self.settings.config.outsiders;
         let since = jiff::Timestamp::now()
             .checked_sub(jiff::SignedDuration::from_hours(1))
@@ -147,6 +140,19 @@ impl App {
             });
         };
         Ok(OutsiderReview::Over { reason })
+    }
+
+    /// The pull request's author, when the forge names one who cannot write to the repository.
+    async fn outsider_author(&self, pull: &PullRequestRun) -> Result<Option<String>, AppError> {
+        let author = match &pull.author {
+            Some(author) => author.clone(),
+            None => match self.forge.change_author(&pull.key).await? {
+                Some(author) => author,
+                None => return Ok(None),
+            },
+        };
+        let writer = self.forge.permission(&author).await?.may_modify_files();
+        Ok((!writer).then_some(author))
     }
 
     /// Says once on the pull request that it was not reviewed and why (a run that may not

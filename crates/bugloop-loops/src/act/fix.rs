@@ -37,17 +37,7 @@ pub async fn fix(
         .iter()
         .filter_map(|t| t.finding_id.as_ref().map(|f| f.as_str().to_owned()))
         .collect();
-    // A proven finding's test (kept in bugloop's own comment) must pass after the fix.
-    let proofs: Vec<ProvenTest> = chosen
-        .iter()
-        .filter_map(|t| {
-            let test = t.assessment.as_ref().and_then(ProofTest::from_block)?;
-            Some(ProvenTest {
-                finding: t.finding_id.as_ref()?.as_str().to_owned(),
-                test,
-            })
-        })
-        .collect();
+    let proofs = proven_tests(&chosen);
     let bench = Workbench::open(env.git, "fix", &env.work)?;
     let comment = match user_comment {
         Some(text) if !text.trim().is_empty() => format!(
@@ -100,6 +90,21 @@ pub async fn fix(
         landing,
         resolved,
     })
+}
+
+/// The tests of the chosen findings that were proven (kept in bugloop's own comment): each must
+/// pass after the fix.
+fn proven_tests(chosen: &[&ThreadState]) -> Vec<ProvenTest> {
+    chosen
+        .iter()
+        .filter_map(|t| {
+            let test = t.assessment.as_ref().and_then(ProofTest::from_block)?;
+            Some(ProvenTest {
+                finding: t.finding_id.as_ref()?.as_str().to_owned(),
+                test,
+            })
+        })
+        .collect()
 }
 
 /// The tool fix of a finding that stands on an analyzer's hit, read from bugloop's own state
