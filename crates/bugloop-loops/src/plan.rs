@@ -94,6 +94,8 @@ fn importance(path: &str) -> Importance {
         || lower.contains("/vendor/")
         || lower.starts_with("dist/")
         || lower.contains("/generated/")
+        // setuptools writes these from setup.py/pyproject.toml when it builds.
+        || lower.contains(".egg-info/")
     {
         return Importance::Summarize;
     }
@@ -181,10 +183,10 @@ fn added_lines(section: &str) -> Vec<u32> {
 }
 
 /// Runs of this many encoded-data lines or more are shown as one line.
-const DATA_RUN: usize = 4;
+pub(crate) const DATA_RUN: usize = 4;
 
 /// A line of base64 or hex data (a PEM body, an embedded blob): nothing a reviewer reads.
-fn is_data_line(text: &str) -> bool {
+pub(crate) fn is_data_line(text: &str) -> bool {
     let text = text.trim();
     text.len() >= 40
         && !text.contains(' ')

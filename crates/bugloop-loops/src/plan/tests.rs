@@ -178,3 +178,31 @@ fn a_small_model_is_shown_code_only_and_the_rest_is_left_to_the_analyzers() {
 fn plan_all(diff: &Diff) -> Plan {
     plan(diff, &IgnoreMatcher::empty(), 10_000, Reader::Reviewer)
 }
+
+#[test]
+fn build_output_is_summarized_by_where_it_lies() {
+    let summarized = [
+        "Cargo.lock",
+        "web/app.min.js",
+        "third/vendor/lib.js",
+        "dist/index.js",
+        "api/generated/client.ts",
+        "src/requests.egg-info/SOURCES.txt",
+    ];
+    let shown = ["src/egg_info.py", "setup.py", "PKG-INFO"];
+    let text: String = summarized
+        .iter()
+        .chain(&shown)
+        .map(|path| file_diff(path, 2))
+        .collect();
+    let plan = plan_all(&bugloop_diff::parse(text));
+    let listed: Vec<&str> = plan.summarized.iter().map(|u| u.path.as_str()).collect();
+    let mut expected = summarized.to_vec();
+    expected.sort_unstable();
+    let mut listed_sorted = listed.clone();
+    listed_sorted.sort_unstable();
+    assert_eq!(listed_sorted, expected);
+    for path in shown {
+        assert!(plan.batches[0].text.contains(&format!("line 1 of {path}")));
+    }
+}

@@ -351,20 +351,43 @@ fn triage_prompt(request: &ReviewRequest, candidates: &[Candidate]) -> String {
     prompt
 }
 
-/// Lines around `line` of `file` at head, numbered.
+/// Lines around `line` of `file` at head, numbered as the change is shown (unpadded), with runs
+/// of encoded data collapsed as there: a private key's body is not sent to the model.
 fn context(request: &ReviewRequest, file: &str, line: u32) -> String {
     let Ok(text) = std::fs::read(request.workspace.join(file)) else {
         return String::new();
     };
-    let text = String::from_utf8_lossy(&text);
+    lines_around(&String::from_utf8_lossy(&text), line)
+}
+
+fn lines_around(text: &str, line: u32) -> String {
     let line = usize::try_from(line).unwrap_or(1);
-    text.lines()
+    let around: Vec<(usize, &str)> = text
+        .lines()
         .enumerate()
         .skip(line.saturating_sub(6))
         .take(11)
-        .map(|(i, l)| format!("{:>5} {l}", i + 1))
-        .collect::<Vec<_>>()
-        .join("\n")
+        .map(|(i, l)| (i + 1, l))
+        .collect();
+    let mut shown = Vec::new();
+    let mut index = 0;
+    while let Some(&(number, text)) = around.get(index) {
+        let run = around[index..]
+            .iter()
+            .take_while(|(_, l)| crate::plan::is_data_line(l))
+            .count();
+        if run >= crate::plan::DATA_RUN {
+            let last = around[index + run - 1].0;
+            shown.push(format!(
+                "{number}-{last} [{run} lines of encoded data (base64 or hex), not shown]"
+            ));
+            index += run;
+        } else {
+            shown.push(format!("{number} {text}"));
+            index += 1;
+        }
+    }
+    shown.join("\n")
 }
 
 fn triage_schema() -> serde_json::Value {
@@ -482,6 +505,24 @@ mod tests {
         assert!(source.model && source.tool == "ruff");
         assert_eq!(merged[2].id.as_str(), "bugloop-suppression-app.py-9");
         assert_eq!(merged[3].id.as_str(), "bugloop-suppression-app.py-30");
+    }
+
+    #[test]
+    fn a_hits_context_shows_no_key_material() {
+        let body = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQDHlIhe7GLCeSk8";
+        let key = format!(
+            "x = 1\n-----BEGIN PRIVATE KEY-----\n{}-----END PRIVATE KEY-----\ny = 2\n",
+            format!("{body}\n").repeat(8)
+        );
+        let shown = lines_around(&key, 2);
+        assert_eq!(
+            shown,
+            "1 x = 1\n2 -----BEGIN PRIVATE KEY-----\n\
+             3-10 [8 lines of encoded data (base64 or hex), not shown]\n\
+             11 -----END PRIVATE KEY-----"
+        );
+        let short = lines_around("a\nb\nc\n", 3);
+        assert_eq!(short, "1 a\n2 b\n3 c");
     }
 }
 
