@@ -4,6 +4,27 @@
 //! `bugloop status` shows where it stands and how it got there. The modules below run what a
 //! real repository and a real day bring: test byproducts, runs that stop, other users.
 
+/// A scenario's two tests: as the test's own user, and as an unprivileged one (uid 65534 when
+/// the tests run as root; otherwise the first test already is that run). Doc comments apply to
+/// both.
+macro_rules! as_each_user {
+    ($(#[$doc:meta])* $scenario:ident => $me:ident, $unprivileged:ident) => {
+        $(#[$doc])*
+        #[test]
+        fn $me() {
+            $scenario(&Runner::me());
+        }
+
+        $(#[$doc])*
+        #[test]
+        fn $unprivileged() {
+            if let Some(runner) = Runner::unprivileged() {
+                $scenario(&runner);
+            }
+        }
+    };
+}
+
 #[path = "solve/byproducts.rs"]
 mod byproducts;
 #[path = "solve/coverage.rs"]

@@ -89,16 +89,8 @@ fn python_without_gitignore(runner: &Runner) {
     assert!(shown.contains("READY -> MERGED: #2 was merged"), "{shown}");
 }
 
-#[test]
-fn a_repository_without_gitignore_is_solved_without_its_test_byproducts() {
-    python_without_gitignore(&Runner::me());
-}
-
-#[test]
-fn a_repository_without_gitignore_is_solved_as_an_unprivileged_user_too() {
-    if let Some(runner) = Runner::unprivileged() {
-        python_without_gitignore(&runner);
-    }
+as_each_user! {
+    python_without_gitignore => a_repository_without_gitignore_is_solved_without_its_test_byproducts, a_repository_without_gitignore_is_solved_as_an_unprivileged_user_too
 }
 
 /// A Node project whose test command writes `coverage/`: left out of the solution, never
@@ -137,16 +129,8 @@ fn node_coverage(runner: &Runner) {
     );
 }
 
-#[test]
-fn a_test_command_that_writes_coverage_leaves_it_out_of_the_solution() {
-    node_coverage(&Runner::me());
-}
-
-#[test]
-fn a_test_command_that_writes_coverage_as_an_unprivileged_user_too() {
-    if let Some(runner) = Runner::unprivileged() {
-        node_coverage(&runner);
-    }
+as_each_user! {
+    node_coverage => a_test_command_that_writes_coverage_leaves_it_out_of_the_solution, a_test_command_that_writes_coverage_as_an_unprivileged_user_too
 }
 
 /// A Go service built in the golang image runs from its GOPATH (`/go/src/app/...`): its frames

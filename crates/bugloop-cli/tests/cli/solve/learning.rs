@@ -140,16 +140,8 @@ fn learning_skips_a_pattern(runner: &Runner) {
     );
 }
 
-#[test]
-fn a_class_escalated_twice_is_not_auto_solved_a_third_time() {
-    learning_skips_a_pattern(&Runner::me());
-}
-
-#[test]
-fn the_learning_record_as_an_unprivileged_user_too() {
-    if let Some(runner) = Runner::unprivileged() {
-        learning_skips_a_pattern(&runner);
-    }
+as_each_user! {
+    learning_skips_a_pattern => a_class_escalated_twice_is_not_auto_solved_a_third_time, the_learning_record_as_an_unprivileged_user_too
 }
 
 /// The attack: four made-up reports of one class (traces anyone who can write to the log can

@@ -120,16 +120,8 @@ fn solve_all_in_parallel(runner: &Runner) {
     assert_eq!(again.status.code(), Some(0), "{}", text(&again));
 }
 
-#[test]
-fn every_waiting_issue_is_solved_most_severe_first_two_at_a_time() {
-    solve_all_in_parallel(&Runner::me());
-}
-
-#[test]
-fn every_waiting_issue_is_solved_two_at_a_time_as_an_unprivileged_user_too() {
-    if let Some(runner) = Runner::unprivileged() {
-        solve_all_in_parallel(&runner);
-    }
+as_each_user! {
+    solve_all_in_parallel => every_waiting_issue_is_solved_most_severe_first_two_at_a_time, every_waiting_issue_is_solved_two_at_a_time_as_an_unprivileged_user_too
 }
 
 #[test]

@@ -185,16 +185,8 @@ fn regression_reverted_reopened_and_solved_again(runner: &Runner) {
     assert_eq!(solved["change_request"], 4, "{solved:#}");
 }
 
-#[test]
-fn a_regression_is_reverted_reopened_and_solved_again() {
-    regression_reverted_reopened_and_solved_again(&Runner::me());
-}
-
-#[test]
-fn a_regression_is_reverted_by_an_unprivileged_user() {
-    if let Some(runner) = Runner::unprivileged() {
-        regression_reverted_reopened_and_solved_again(&runner);
-    }
+as_each_user! {
+    regression_reverted_reopened_and_solved_again => a_regression_is_reverted_reopened_and_solved_again, a_regression_is_reverted_by_an_unprivileged_user
 }
 
 #[test]

@@ -131,16 +131,8 @@ fn budget_stop_and_resume(runner: &Runner) {
     );
 }
 
-#[test]
-fn a_run_out_of_budget_stops_and_the_next_resumes() {
-    budget_stop_and_resume(&Runner::me());
-}
-
-#[test]
-fn a_run_out_of_budget_stops_and_the_next_resumes_as_an_unprivileged_user_too() {
-    if let Some(runner) = Runner::unprivileged() {
-        budget_stop_and_resume(&runner);
-    }
+as_each_user! {
+    budget_stop_and_resume => a_run_out_of_budget_stops_and_the_next_resumes, a_run_out_of_budget_stops_and_the_next_resumes_as_an_unprivileged_user_too
 }
 
 /// `kill -9` during attempt 2 (its test command running): the next `solve 1` starts from what
@@ -211,16 +203,8 @@ fn killed_and_resumed(runner: &Runner) {
     assert_eq!(left, Vec::<PathBuf>::new());
 }
 
-#[test]
-fn a_run_killed_during_an_attempt_resumes_with_the_earlier_attempts_edits() {
-    killed_and_resumed(&Runner::me());
-}
-
-#[test]
-fn a_run_killed_during_an_attempt_resumes_as_an_unprivileged_user_too() {
-    if let Some(runner) = Runner::unprivileged() {
-        killed_and_resumed(&runner);
-    }
+as_each_user! {
+    killed_and_resumed => a_run_killed_during_an_attempt_resumes_with_the_earlier_attempts_edits, a_run_killed_during_an_attempt_resumes_as_an_unprivileged_user_too
 }
 
 /// As root, sandboxed commands run as an unprivileged user, which must reach the directory the
@@ -441,26 +425,10 @@ fn escalation_without_paths(runner: &Runner) {
     }
 }
 
-#[test]
-fn one_run_solves_an_issue_at_a_time() {
-    one_at_a_time(&Runner::me());
+as_each_user! {
+    one_at_a_time => one_run_solves_an_issue_at_a_time, one_run_solves_an_issue_at_a_time_as_an_unprivileged_user_too
 }
 
-#[test]
-fn one_run_solves_an_issue_at_a_time_as_an_unprivileged_user_too() {
-    if let Some(runner) = Runner::unprivileged() {
-        one_at_a_time(&runner);
-    }
-}
-
-#[test]
-fn an_escalation_quotes_no_path_of_the_machine() {
-    escalation_without_paths(&Runner::me());
-}
-
-#[test]
-fn an_escalation_quotes_no_path_of_the_machine_as_an_unprivileged_user_too() {
-    if let Some(runner) = Runner::unprivileged() {
-        escalation_without_paths(&runner);
-    }
+as_each_user! {
+    escalation_without_paths => an_escalation_quotes_no_path_of_the_machine, an_escalation_quotes_no_path_of_the_machine_as_an_unprivileged_user_too
 }

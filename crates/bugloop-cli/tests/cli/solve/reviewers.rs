@@ -188,14 +188,6 @@ fn reviewed_locally(runner: &Runner) {
     assert!(text(&failed).contains("failed   ci"), "{}", text(&failed));
 }
 
-#[test]
-fn other_reviewers_and_checks_on_a_local_draft() {
-    reviewed_locally(&Runner::me());
-}
-
-#[test]
-fn other_reviewers_and_checks_on_a_local_draft_as_an_unprivileged_user_too() {
-    if let Some(runner) = Runner::unprivileged() {
-        reviewed_locally(&runner);
-    }
+as_each_user! {
+    reviewed_locally => other_reviewers_and_checks_on_a_local_draft, other_reviewers_and_checks_on_a_local_draft_as_an_unprivileged_user_too
 }

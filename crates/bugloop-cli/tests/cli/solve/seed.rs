@@ -165,16 +165,8 @@ fn external_review(runner: &Runner) {
     );
 }
 
-#[test]
-fn the_seeds_configuration_assigns_and_waits_for_the_external_reviewer() {
-    external_review(&Runner::me());
-}
-
-#[test]
-fn the_seeds_configuration_as_an_unprivileged_user_too() {
-    if let Some(runner) = Runner::unprivileged() {
-        external_review(&runner);
-    }
+as_each_user! {
+    external_review => the_seeds_configuration_assigns_and_waits_for_the_external_reviewer, the_seeds_configuration_as_an_unprivileged_user_too
 }
 
 /// An issue bugloop gives up on is handed back: labelled for a person and unassigned.

@@ -193,16 +193,8 @@ fn follow_and_rotate(runner: &Runner) {
     assert_ne!(fifth.status.code(), Some(0), "{}", text(&fifth));
 }
 
-#[test]
-fn a_followed_log_is_filed_once_per_error_through_rotation_and_bursts() {
-    follow_and_rotate(&Runner::me());
-}
-
-#[test]
-fn a_followed_log_as_an_unprivileged_user_too() {
-    if let Some(runner) = Runner::unprivileged() {
-        follow_and_rotate(&runner);
-    }
+as_each_user! {
+    follow_and_rotate => a_followed_log_is_filed_once_per_error_through_rotation_and_bursts, a_followed_log_as_an_unprivileged_user_too
 }
 
 #[test]
