@@ -2,15 +2,13 @@
 //! trigger, run locally. This file parses, calls the application layer and prints.
 
 use std::io::Write;
-use std::path::Path;
 
 use anyhow::Result;
 use bugloop_app::types::ActReport;
 use bugloop_app::types::{json, text};
-use bugloop_app::{
-    App, CommentJob, ConfigChoice, ConvergeJob, FixJob, Outcome, ReplyJob, ReplyOutcome, Verdict,
-};
+use bugloop_app::{App, CommentJob, ConvergeJob, FixJob, Outcome, ReplyJob, ReplyOutcome, Verdict};
 
+use crate::Here;
 use crate::{open_app, runtime};
 
 #[derive(Debug, clap::Args)]
@@ -84,12 +82,11 @@ pub struct ReplyArgs {
 
 /// Runs `job` on the repository at `cwd`.
 pub(crate) fn with_app<T>(
-    cwd: &Path,
-    choice: &ConfigChoice,
+    here: &Here,
     job: impl AsyncFnOnce(&App) -> Result<T, bugloop_app::AppError>,
 ) -> Result<T> {
     let runtime = runtime()?;
-    let app = open_app(&runtime, cwd, choice)?;
+    let app = open_app(&runtime, here)?;
     Ok(runtime.block_on(job(&app))?)
 }
 
@@ -105,12 +102,7 @@ fn print_report(
     Ok(outcome.verdict)
 }
 
-pub fn fix(
-    cwd: &Path,
-    choice: &ConfigChoice,
-    args: &FixArgs,
-    out: &mut impl Write,
-) -> Result<Verdict> {
+pub fn fix(here: &Here, args: &FixArgs, out: &mut impl Write) -> Result<Verdict> {
     let job = FixJob {
         ids: if args.all {
             Vec::new()
@@ -120,31 +112,19 @@ pub fn fix(
         guidance: args.comment.clone(),
         model: args.common.model.clone(),
     };
-    let outcome = with_app(cwd, choice, async |app| app.fix(job).await)?;
+    let outcome = with_app(here, async |app| app.fix(job).await)?;
     print_report(out, outcome, args.common.format)
 }
 
-pub fn do_request(
-    cwd: &Path,
-    choice: &ConfigChoice,
-    args: &TextArgs,
-    out: &mut impl Write,
-) -> Result<Verdict> {
+pub fn do_request(here: &Here, args: &TextArgs, out: &mut impl Write) -> Result<Verdict> {
     let model = args.common.model.as_deref();
-    let outcome = with_app(cwd, choice, async |app| {
-        app.do_request(&args.text, model).await
-    })?;
+    let outcome = with_app(here, async |app| app.do_request(&args.text, model).await)?;
     print_report(out, outcome, args.common.format)
 }
 
-pub fn ask(
-    cwd: &Path,
-    choice: &ConfigChoice,
-    args: &TextArgs,
-    out: &mut impl Write,
-) -> Result<Verdict> {
+pub fn ask(here: &Here, args: &TextArgs, out: &mut impl Write) -> Result<Verdict> {
     let model = args.common.model.as_deref();
-    let outcome = with_app(cwd, choice, async |app| app.ask(&args.text, model).await)?;
+    let outcome = with_app(here, async |app| app.ask(&args.text, model).await)?;
     match args.common.format {
         crate::Format::Json => {
             writeln!(out, "{}", serde_json::json!({"answer": outcome.report}))?;
@@ -154,34 +134,24 @@ pub fn ask(
     Ok(outcome.verdict)
 }
 
-pub fn comment(
-    cwd: &Path,
-    choice: &ConfigChoice,
-    args: &CommentArgs,
-    out: &mut impl Write,
-) -> Result<Verdict> {
+pub fn comment(here: &Here, args: &CommentArgs, out: &mut impl Write) -> Result<Verdict> {
     let job = CommentJob {
         text: args.text.clone(),
         reply_to: args.reply_to.clone(),
         model: args.common.model.clone(),
     };
-    let outcome = with_app(cwd, choice, async |app| app.comment(job).await)?;
+    let outcome = with_app(here, async |app| app.comment(job).await)?;
     print_report(out, outcome, args.common.format)
 }
 
-pub fn reply(
-    cwd: &Path,
-    choice: &ConfigChoice,
-    args: &ReplyArgs,
-    out: &mut impl Write,
-) -> Result<Verdict> {
+pub fn reply(here: &Here, args: &ReplyArgs, out: &mut impl Write) -> Result<Verdict> {
     let job = ReplyJob {
         finding: args.id.clone(),
         text: args.text.clone(),
         now: args.now,
         model: args.common.model.clone(),
     };
-    let outcome = with_app(cwd, choice, async |app| app.reply(job).await)?;
+    let outcome = with_app(here, async |app| app.reply(job).await)?;
     match (&outcome.report, args.common.format) {
         (ReplyOutcome::Stored, crate::Format::Text) => writeln!(
             out,
@@ -209,17 +179,12 @@ pub struct ConvergeArgs {
     pub common: ModelArg,
 }
 
-pub fn converge(
-    cwd: &Path,
-    choice: &ConfigChoice,
-    args: &ConvergeArgs,
-    out: &mut impl Write,
-) -> Result<Verdict> {
+pub fn converge(here: &Here, args: &ConvergeArgs, out: &mut impl Write) -> Result<Verdict> {
     let job = ConvergeJob {
         base: args.base.clone(),
         model: args.common.model.clone(),
     };
-    let outcome = with_app(cwd, choice, async |app| app.converge(job).await)?;
+    let outcome = with_app(here, async |app| app.converge(job).await)?;
     match args.common.format {
         crate::Format::Json => writeln!(out, "{}", json::to_json(&outcome.report)?)?,
         crate::Format::Text => write!(out, "{}", text::converge(&outcome.report))?,

@@ -19,6 +19,7 @@ use bugloop_app::{
     Verdict, Workspace,
 };
 
+use crate::Here;
 use crate::runtime;
 
 /// The login an Action's `GITHUB_TOKEN` writes as.
@@ -97,16 +98,11 @@ impl ActionEnv {
     }
 }
 
-pub fn action(
-    cwd: &Path,
-    choice: &ConfigChoice,
-    args: &ActionArgs,
-    out: &mut impl Write,
-) -> Result<Verdict> {
-    let env = ActionEnv::read(|name| std::env::var(name).ok(), cwd)?;
+pub fn action(here: &Here, args: &ActionArgs, out: &mut impl Write) -> Result<Verdict> {
+    let env = ActionEnv::read(|name| std::env::var(name).ok(), &here.cwd)?;
     let payload = std::fs::read(&env.event_path)
         .with_context(|| format!("cannot read the event file {}", env.event_path.display()))?;
-    let job = event_job(&env, choice, args, payload);
+    let job = event_job(&env, &here.choice, args, payload);
     let runtime = runtime()?;
     let run = runtime.block_on(bugloop_app::run_github_event(job))?;
     let Some(trigger) = run.trigger else {

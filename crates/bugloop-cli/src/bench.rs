@@ -2,23 +2,19 @@
 //! belong in BENCHMARKS.md).
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::Result;
-use bugloop_app::{ConfigChoice, Verdict};
+use bugloop_app::Verdict;
 use bugloop_bench::{
     self as bench, DetectBench, Latency, LatencyBench, ModelBench, ProveBench, ReviewBench,
     ServedBench, TokensBench, TokensSource,
 };
 
+use crate::Here;
 use crate::{BenchChange, BenchCommand, BenchPace, Format, configuration, runtime};
 
-pub fn run(
-    cwd: &Path,
-    choice: &ConfigChoice,
-    command: BenchCommand,
-    out: &mut impl Write,
-) -> Result<Verdict> {
+pub fn run(here: &Here, command: BenchCommand, out: &mut impl Write) -> Result<Verdict> {
     match command {
         BenchCommand::Model {
             model,
@@ -26,7 +22,7 @@ pub fn run(
             max_tokens,
             format,
         } => {
-            let config = configuration(cwd, choice)?.loaded.config;
+            let config = configuration(here)?.loaded.config;
             let figures = bench::model(&config, &model, runs, max_tokens)?;
             show(out, format, &figures, model_text)?;
         }
@@ -35,7 +31,7 @@ pub fn run(
             max_tokens,
             format,
         } => {
-            let config = configuration(cwd, choice)?.loaded.config;
+            let config = configuration(here)?.loaded.config;
             let figures = bench::session(&config, &model, max_tokens)?;
             show(out, format, &figures, session_text)?;
         }
@@ -44,7 +40,7 @@ pub fn run(
             lines,
             format,
         } => {
-            let config = configuration(cwd, choice)?.loaded.config;
+            let config = configuration(here)?.loaded.config;
             let figures = runtime()?.block_on(bench::review(&config, files, lines))?;
             show(out, format, &figures, review_text)?;
         }
@@ -53,7 +49,7 @@ pub fn run(
             runs,
             format,
         } => {
-            let config = configuration(cwd, choice)?.loaded.config;
+            let config = configuration(here)?.loaded.config;
             let figures = runtime()?.block_on(bench::prove(&config, findings, runs))?;
             show(out, format, &figures, prove_text)?;
         }
@@ -75,8 +71,9 @@ pub fn run(
             model,
             format,
         } => {
-            let config = configuration(cwd, choice)?.loaded.config;
-            let figures = runtime()?.block_on(bench::detect(&config, &cwd.join(corpus), &model))?;
+            let config = configuration(here)?.loaded.config;
+            let figures =
+                runtime()?.block_on(bench::detect(&config, &here.cwd.join(corpus), &model))?;
             show(out, format, &figures, detect_text)?;
         }
         BenchCommand::Prompt => {

@@ -384,14 +384,27 @@ fn error_exit_code(error: &anyhow::Error) -> ExitCode {
     }
 }
 
-/// Opens the repository at `cwd` as an [`App`], printing its warnings on standard error.
-pub(crate) fn open_app(
+/// Where a command runs: the directory it was started in (or `-C`'s) and the configuration
+/// chosen on its command line.
+pub(crate) struct Here {
+    pub cwd: PathBuf,
+    pub choice: ConfigChoice,
+}
+
+/// Opens the repository where the command runs as an [`App`], printing its warnings on
+/// standard error.
+pub(crate) fn open_app(runtime: &tokio::runtime::Runtime, here: &Here) -> Result<App> {
+    open_app_at(runtime, &here.cwd, &here.choice)
+}
+
+/// Opens the repository at `directory` as an [`App`] with the configuration `choice`.
+pub(crate) fn open_app_at(
     runtime: &tokio::runtime::Runtime,
-    cwd: &Path,
+    directory: &Path,
     choice: &ConfigChoice,
 ) -> Result<App> {
     let app = runtime.block_on(App::open(AppOptions {
-        directory: cwd.to_path_buf(),
+        directory: directory.to_path_buf(),
         config: choice.clone(),
         progress: progress::progress(),
         forge: bugloop_app::ForgeChoice::Local,
@@ -410,23 +423,13 @@ pub(crate) fn warn(warnings: &[String]) -> Result<()> {
 
 /// `bugloop bench`, when this build has its benchmarks (feature `bench`).
 #[cfg(feature = "bench")]
-fn run_bench(
-    cwd: &Path,
-    choice: &ConfigChoice,
-    command: BenchCommand,
-    out: &mut impl Write,
-) -> Result<Verdict> {
-    bench::run(cwd, choice, command, out)
+fn run_bench(here: &Here, command: BenchCommand, out: &mut impl Write) -> Result<Verdict> {
+    bench::run(here, command, out)
 }
 
 /// `bugloop bench` in a build without its benchmarks (release builds).
 #[cfg(not(feature = "bench"))]
-fn run_bench(
-    _cwd: &Path,
-    _choice: &ConfigChoice,
-    command: BenchCommand,
-    _out: &mut impl Write,
-) -> Result<Verdict> {
+fn run_bench(_here: &Here, command: BenchCommand, _out: &mut impl Write) -> Result<Verdict> {
     drop(command);
     Err(anyhow::anyhow!(
         "`bugloop bench` is not in this build: build bugloop with its benchmarks, \
@@ -443,8 +446,8 @@ pub(crate) fn runtime() -> Result<tokio::runtime::Runtime> {
 }
 
 /// Configuration for commands that work outside a repository too (its warnings printed).
-fn configuration(cwd: &Path, choice: &ConfigChoice) -> Result<bugloop_app::Configuration> {
-    let configuration = load_configuration(cwd, choice)?;
+fn configuration(here: &Here) -> Result<bugloop_app::Configuration> {
+    let configuration = load_configuration(&here.cwd, &here.choice)?;
     warn(&configuration.warnings)?;
     Ok(configuration)
 }
@@ -454,60 +457,56 @@ fn run(cli: Cli, out: &mut impl Write) -> Result<Verdict> {
         Some(dir) => dir.clone(),
         None => std::env::current_dir().context("cannot read the current directory")?,
     };
-    let choice = ConfigChoice {
-        file: cli.config.clone(),
-        trust_branch: cli.trust_branch_config,
-        operator: None,
+    let here = Here {
+        cwd,
+        choice: ConfigChoice {
+            file: cli.config.clone(),
+            trust_branch: cli.trust_branch_config,
+            operator: None,
+        },
     };
     match cli.command {
-        Command::Review(args) => review::review(&cwd, &choice, &args, out),
-        Command::Action(args) => action::action(&cwd, &choice, &args, out),
+        Command::Review(args) => review::review(&here, &args, out),
+        Command::Action(args) => action::action(&here, &args, out),
         Command::Serve(args) => serve::serve(&args, out),
         Command::Jobs(args) => serve::jobs(&args, out),
-        Command::Findings(args) => review::findings(&cwd, &choice, &args, out),
-        Command::Store(command) => review::store(&cwd, command, out),
-        Command::Fix(args) => act::fix(&cwd, &choice, &args, out),
-        Command::Do(args) => act::do_request(&cwd, &choice, &args, out),
-        Command::Ask(args) => act::ask(&cwd, &choice, &args, out),
-        Command::Report(args) => report::report(&cwd, &choice, &args, out),
-        Command::Watch(args) => watch::watch(&cwd, &choice, &args, out),
-        Command::Solve(args) => solve::solve(&cwd, &choice, &args, out),
-        Command::Status(args) => solve::status(&cwd, &choice, &args, out),
-        Command::Item(args) => solve::item(&cwd, &choice, &args, out),
-        Command::Comment(args) if args.change.is_some() => {
-            review_local::comment(&cwd, &choice, &args, out)
-        }
-        Command::Comment(args) => act::comment(&cwd, &choice, &args, out),
-        Command::ReviewDecision(args) => review_local::review_decision(&cwd, &choice, &args, out),
-        Command::Checks(args) => review_local::checks(&cwd, &choice, &args, out),
-        Command::Converge(args) => act::converge(&cwd, &choice, &args, out),
-        Command::Reply(args) => act::reply(&cwd, &choice, &args, out),
-        Command::Config(command) => config_command(&cwd, &choice, &command, out),
+        Command::Findings(args) => review::findings(&here, &args, out),
+        Command::Store(command) => review::store(&here.cwd, command, out),
+        Command::Fix(args) => act::fix(&here, &args, out),
+        Command::Do(args) => act::do_request(&here, &args, out),
+        Command::Ask(args) => act::ask(&here, &args, out),
+        Command::Report(args) => report::report(&here, &args, out),
+        Command::Watch(args) => watch::watch(&here, &args, out),
+        Command::Solve(args) => solve::solve(&here, &args, out),
+        Command::Status(args) => solve::status(&here, &args, out),
+        Command::Item(args) => solve::item(&here, &args, out),
+        Command::Comment(args) if args.change.is_some() => review_local::comment(&here, &args, out),
+        Command::Comment(args) => act::comment(&here, &args, out),
+        Command::ReviewDecision(args) => review_local::review_decision(&here, &args, out),
+        Command::Checks(args) => review_local::checks(&here, &args, out),
+        Command::Converge(args) => act::converge(&here, &args, out),
+        Command::Reply(args) => act::reply(&here, &args, out),
+        Command::Config(command) => config_command(&here, &command, out),
         Command::Rubric { format } => {
             show::rubric(out, format)?;
             Ok(Verdict::Done)
         }
-        Command::Runs(command) => runs_command(&cwd, &command, out),
+        Command::Runs(command) => runs_command(&here.cwd, &command, out),
         Command::Doctor => {
-            let config = configuration(&cwd, &choice)?.loaded.config;
+            let config = configuration(&here)?.loaded.config;
             show::doctor(out, &bugloop_app::doctor::checks(&config))
         }
-        Command::Bench(command) => run_bench(&cwd, &choice, command, out),
-        Command::Inspect(command) => inspect_command(&cwd, &choice, &command, out),
+        Command::Bench(command) => run_bench(&here, command, out),
+        Command::Inspect(command) => inspect_command(&here, &command, out),
     }
 }
 
 /// `bugloop config`: the configuration in effect, each value with where it came from, or the
 /// schema of the configuration file.
-fn config_command(
-    cwd: &Path,
-    choice: &ConfigChoice,
-    command: &ConfigCommand,
-    out: &mut impl Write,
-) -> Result<Verdict> {
+fn config_command(here: &Here, command: &ConfigCommand, out: &mut impl Write) -> Result<Verdict> {
     match command {
         ConfigCommand::Show { format } => {
-            let configuration = configuration(cwd, choice)?;
+            let configuration = configuration(here)?;
             let (loaded, prompts) = (&configuration.loaded, &configuration.prompts.prompts);
             match format {
                 DataFormat::Yaml => {
@@ -546,7 +545,8 @@ fn config_command(
             Ok(Verdict::Done)
         }
         ConfigCommand::Check { file } => {
-            let errors = bugloop_app::check_configuration(cwd, choice, file.as_deref())?;
+            let errors =
+                bugloop_app::check_configuration(&here.cwd, &here.choice, file.as_deref())?;
             if errors.is_empty() {
                 writeln!(out, "The configuration reads: no error.")?;
                 return Ok(Verdict::Done);
@@ -580,15 +580,10 @@ fn runs_command(cwd: &Path, command: &RunsCommand, out: &mut impl Write) -> Resu
 
 /// `bugloop inspect`: how bugloop reads a diff or a comment, with the problems it found in it
 /// (any problem is the command's verdict, so a script can check an input).
-fn inspect_command(
-    cwd: &Path,
-    choice: &ConfigChoice,
-    command: &InspectCommand,
-    out: &mut impl Write,
-) -> Result<Verdict> {
+fn inspect_command(here: &Here, command: &InspectCommand, out: &mut impl Write) -> Result<Verdict> {
     match command {
         InspectCommand::Diff { input, format } => {
-            let diff = inspect::diff(&read_input(cwd, input)?);
+            let diff = inspect::diff(&read_input(&here.cwd, input)?);
             match format {
                 Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&diff)?)?,
                 Format::Text => show::diff(out, &diff)?,
@@ -596,11 +591,11 @@ fn inspect_command(
             Ok(problems(diff.problems.len(), "diff"))
         }
         InspectCommand::Comment { input, format } => {
-            let bytes = read_input(cwd, input)?;
+            let bytes = read_input(&here.cwd, input)?;
             let Ok(body) = String::from_utf8(bytes) else {
                 bail!("{} is not UTF-8 text", input.display());
             };
-            let config = configuration(cwd, choice)?.loaded.config;
+            let config = configuration(here)?.loaded.config;
             let reading = inspect::comment(&body, &config)?;
             match format {
                 Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&reading)?)?,

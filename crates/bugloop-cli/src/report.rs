@@ -5,8 +5,9 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use bugloop_app::{ConfigChoice, Verdict};
+use bugloop_app::Verdict;
 
+use crate::Here;
 use crate::{Format, open_app, runtime};
 
 #[derive(Debug, clap::Args)]
@@ -40,15 +41,10 @@ fn read_input(input: Option<&Path>) -> Result<Vec<u8>> {
     Ok(bytes)
 }
 
-pub fn report(
-    cwd: &Path,
-    choice: &ConfigChoice,
-    args: &ReportArgs,
-    out: &mut impl Write,
-) -> Result<Verdict> {
+pub fn report(here: &Here, args: &ReportArgs, out: &mut impl Write) -> Result<Verdict> {
     let bytes = read_input(args.input.as_deref())?;
     let runtime = runtime()?;
-    let app = open_app(&runtime, cwd, choice)?;
+    let app = open_app(&runtime, here)?;
     let outcome = runtime.block_on(app.file_error_report(&bytes))?;
     crate::warn(&outcome.warnings)?;
     let report = &outcome.report;

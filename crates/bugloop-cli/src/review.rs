@@ -7,11 +7,10 @@ use std::path::Path;
 use anyhow::Result;
 use bugloop_app::types::style::Style;
 use bugloop_app::types::{json, markdown, sarif, text};
-use bugloop_app::{
-    ConfigChoice, FindingThread, ReviewJob, ReviewScope, StoreAction, StoreResult, Verdict,
-};
+use bugloop_app::{FindingThread, ReviewJob, ReviewScope, StoreAction, StoreResult, Verdict};
 use clap::ValueEnum;
 
+use crate::Here;
 use crate::{open_app, runtime, warn};
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -53,14 +52,9 @@ pub struct ReviewArgs {
     pub full: bool,
 }
 
-pub fn review(
-    cwd: &Path,
-    choice: &ConfigChoice,
-    args: &ReviewArgs,
-    out: &mut impl Write,
-) -> Result<Verdict> {
+pub fn review(here: &Here, args: &ReviewArgs, out: &mut impl Write) -> Result<Verdict> {
     let runtime = runtime()?;
-    let app = open_app(&runtime, cwd, choice)?;
+    let app = open_app(&runtime, here)?;
     let scope = if args.staged {
         ReviewScope::Staged
     } else if args.working {
@@ -132,14 +126,9 @@ pub struct FindingsArgs {
 
 /// `bugloop findings`: the findings tracked in a change's conversation, or one of them with its
 /// whole thread.
-pub fn findings(
-    cwd: &Path,
-    choice: &ConfigChoice,
-    args: &FindingsArgs,
-    out: &mut impl Write,
-) -> Result<Verdict> {
+pub fn findings(here: &Here, args: &FindingsArgs, out: &mut impl Write) -> Result<Verdict> {
     let runtime = runtime()?;
-    let app = open_app(&runtime, cwd, choice)?;
+    let app = open_app(&runtime, here)?;
     let key = app.change_key(args.change.as_deref());
     match &args.command {
         None => {

@@ -3,12 +3,12 @@
 //! application layer and prints.
 
 use std::io::Write;
-use std::path::Path;
 
 use anyhow::{Result, bail};
 use bugloop_app::types::{CheckState, ReviewDecision, json};
-use bugloop_app::{ChecksJob, ConfigChoice, ReviewCommentJob, ReviewDecisionJob, Verdict};
+use bugloop_app::{ChecksJob, ReviewCommentJob, ReviewDecisionJob, Verdict};
 
+use crate::Here;
 use crate::act::{CommentArgs, with_app};
 
 #[derive(Debug, clap::Args)]
@@ -48,12 +48,7 @@ pub struct ChecksArgs {
 }
 
 /// A reviewer's line comment (`bugloop comment --change N --file F --line L`).
-pub fn comment(
-    cwd: &Path,
-    choice: &ConfigChoice,
-    args: &CommentArgs,
-    out: &mut impl Write,
-) -> Result<Verdict> {
+pub fn comment(here: &Here, args: &CommentArgs, out: &mut impl Write) -> Result<Verdict> {
     let (Some(change), Some(file), Some(line)) = (args.change, &args.file, args.line) else {
         bail!("a reviewer's comment needs --change, --file and --line");
     };
@@ -64,7 +59,7 @@ pub fn comment(
         line,
         body: args.text.clone(),
     };
-    let added = with_app(cwd, choice, async |app| app.review_comment(job).await)?;
+    let added = with_app(here, async |app| app.review_comment(job).await)?;
     match args.common.format {
         crate::Format::Json => writeln!(out, "{}", json::to_json(&added)?)?,
         crate::Format::Text => writeln!(
@@ -80,8 +75,7 @@ pub fn comment(
 }
 
 pub fn review_decision(
-    cwd: &Path,
-    choice: &ConfigChoice,
+    here: &Here,
     args: &ReviewDecisionArgs,
     out: &mut impl Write,
 ) -> Result<Verdict> {
@@ -98,7 +92,7 @@ pub fn review_decision(
         decision,
         body: args.text.clone(),
     };
-    let review = with_app(cwd, choice, async |app| app.review_decision(job).await)?;
+    let review = with_app(here, async |app| app.review_decision(job).await)?;
     match args.format {
         crate::Format::Json => writeln!(out, "{}", json::to_json(&review)?)?,
         crate::Format::Text => {
@@ -132,12 +126,7 @@ fn check_state(text: &str) -> Result<(String, CheckState)> {
     Ok((name.trim().to_owned(), state))
 }
 
-pub fn checks(
-    cwd: &Path,
-    choice: &ConfigChoice,
-    args: &ChecksArgs,
-    out: &mut impl Write,
-) -> Result<Verdict> {
+pub fn checks(here: &Here, args: &ChecksArgs, out: &mut impl Write) -> Result<Verdict> {
     let record = args
         .record
         .iter()
@@ -147,7 +136,7 @@ pub fn checks(
         change: args.change,
         record,
     };
-    let view = with_app(cwd, choice, async |app| app.checks(job).await)?;
+    let view = with_app(here, async |app| app.checks(job).await)?;
     match args.format {
         crate::Format::Json => writeln!(out, "{}", json::to_json(&view)?)?,
         crate::Format::Text => {

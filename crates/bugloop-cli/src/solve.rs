@@ -2,12 +2,12 @@
 //! issues. This file parses, calls the application layer and prints.
 
 use std::io::Write;
-use std::path::Path;
 
 use anyhow::Result;
 use bugloop_app::types::json;
-use bugloop_app::{ConfigChoice, SolveJob, Verdict};
+use bugloop_app::{SolveJob, Verdict};
 
+use crate::Here;
 use crate::act::{ModelArg, with_app};
 
 #[derive(Debug, clap::Args)]
@@ -43,14 +43,9 @@ pub struct StatusArgs {
     pub format: crate::Format,
 }
 
-pub fn solve(
-    cwd: &Path,
-    choice: &ConfigChoice,
-    args: &SolveArgs,
-    out: &mut impl Write,
-) -> Result<Verdict> {
+pub fn solve(here: &Here, args: &SolveArgs, out: &mut impl Write) -> Result<Verdict> {
     let Some(issue) = args.issue else {
-        return solve_all(cwd, choice, args, out);
+        return solve_all(here, args, out);
     };
     let job = SolveJob {
         issue,
@@ -62,7 +57,7 @@ pub fn solve(
         resume_only: false,
         require_label: None,
     };
-    let outcome = with_app(cwd, choice, async |app| app.solve(job).await)?;
+    let outcome = with_app(here, async |app| app.solve(job).await)?;
     match args.common.format {
         crate::Format::Json => writeln!(out, "{}", json::to_json(&outcome.report)?)?,
         crate::Format::Text => write!(out, "{}", outcome.report.to_text())?,
@@ -70,18 +65,13 @@ pub fn solve(
     Ok(outcome.verdict)
 }
 
-fn solve_all(
-    cwd: &Path,
-    choice: &ConfigChoice,
-    args: &SolveArgs,
-    out: &mut impl Write,
-) -> Result<Verdict> {
+fn solve_all(here: &Here, args: &SolveArgs, out: &mut impl Write) -> Result<Verdict> {
     let job = bugloop_app::SolveAllJob {
         base: args.base.clone(),
         model: args.common.model.clone(),
         jobs: args.jobs,
     };
-    let outcome = with_app(cwd, choice, async |app| app.solve_all(job).await)?;
+    let outcome = with_app(here, async |app| app.solve_all(job).await)?;
     match args.common.format {
         crate::Format::Json => writeln!(out, "{}", json::to_json(&outcome.report)?)?,
         crate::Format::Text => {
@@ -100,13 +90,8 @@ fn solve_all(
     Ok(outcome.verdict)
 }
 
-pub fn status(
-    cwd: &Path,
-    choice: &ConfigChoice,
-    args: &StatusArgs,
-    out: &mut impl Write,
-) -> Result<Verdict> {
-    let reports = with_app(cwd, choice, async |app| app.solve_status(args.issue).await)?;
+pub fn status(here: &Here, args: &StatusArgs, out: &mut impl Write) -> Result<Verdict> {
+    let reports = with_app(here, async |app| app.solve_status(args.issue).await)?;
     match (args.format, args.issue) {
         (crate::Format::Json, Some(_)) => {
             if let Some(report) = reports.first() {
@@ -146,13 +131,8 @@ pub struct ItemArgs {
 }
 
 /// An issue or change request of the local forge with its conversation.
-pub fn item(
-    cwd: &Path,
-    choice: &ConfigChoice,
-    args: &ItemArgs,
-    out: &mut impl Write,
-) -> Result<Verdict> {
-    let view = with_app(cwd, choice, async |app| app.item(args.number).await)?;
+pub fn item(here: &Here, args: &ItemArgs, out: &mut impl Write) -> Result<Verdict> {
+    let view = with_app(here, async |app| app.item(args.number).await)?;
     if let crate::Format::Json = args.format {
         writeln!(out, "{}", json::to_json(&view)?)?;
         return Ok(Verdict::Done);

@@ -12,8 +12,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use bugloop_app::types::Segmenter;
-use bugloop_app::{ConfigChoice, Verdict, WatchEvent, WatchLimits};
+use bugloop_app::{Verdict, WatchEvent, WatchLimits};
 
+use crate::Here;
 use crate::{Format, open_app, runtime};
 
 #[derive(Debug, clap::Args)]
@@ -266,19 +267,14 @@ impl Followed {
     }
 }
 
-pub fn watch(
-    cwd: &Path,
-    choice: &ConfigChoice,
-    args: &WatchArgs,
-    out: &mut impl Write,
-) -> Result<Verdict> {
+pub fn watch(here: &Here, args: &WatchArgs, out: &mut impl Write) -> Result<Verdict> {
     let runtime = runtime()?;
-    let routes = parse_routes(cwd, &args.routes)?;
-    let mut apps = vec![(String::new(), open_app(&runtime, cwd, choice)?)];
+    let routes = parse_routes(&here.cwd, &args.routes)?;
+    let mut apps = vec![(String::new(), open_app(&runtime, here)?)];
     for (_, repository, label) in &routes {
         apps.push((
             label.clone(),
-            open_app(&runtime, repository, choice)
+            crate::open_app_at(&runtime, repository, &here.choice)
                 .with_context(|| format!("--route to {}", repository.display()))?,
         ));
     }
