@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use bugloop_github_sim::fixture::{
     FixtureOptions, NUMBER, PullRequestFixture, TOKEN, off_by_one, review_lines, script_file,
@@ -316,24 +316,7 @@ async fn a_fix_on_a_runner_that_restricts_user_namespaces_says_why_and_how_to_fi
     opened_as(None, &fixture, &[], &review);
 
     let fake = tempfile::tempdir().unwrap();
-    let bwrap = fake.path().join("bwrap");
-    std::fs::write(
-        &bwrap,
-        "#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n",
-    )
-    .unwrap();
-    Command::new("chmod")
-        .arg("+x")
-        .arg(&bwrap)
-        .status()
-        .unwrap();
-    let sysctl = fake.path().join("userns");
-    std::fs::write(&sysctl, "1\n").unwrap();
-    let path = format!(
-        "{}:{}",
-        fake.path().display(),
-        std::env::var("PATH").unwrap()
-    );
+    let (path, sysctl) = crate::apparmor_refused_bwrap(fake.path());
     let said = "@bugloop fix all";
     let comment = fixture.sim.comment_as(NUMBER, "alice", said);
     let mut payload = webhook_example("issue_comment", "created", &fixture);

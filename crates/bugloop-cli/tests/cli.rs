@@ -171,14 +171,11 @@ fn doctor_says_how_to_get_a_missing_analyzer() {
     );
 }
 
-/// On Ubuntu 24.04 (GitHub's ubuntu-latest) bwrap fails with "setting up uid map: Permission
-/// denied" because AppArmor restricts user namespaces: `doctor` names the cause and the fix (a
-/// `bwrap` that fails exactly so stands in here, where there is no AppArmor).
-#[test]
-fn doctor_names_apparmor_and_the_fix_when_bwrap_is_refused_namespaces() {
-    let repo = tempfile::tempdir().unwrap();
-    let fake = tempfile::tempdir().unwrap();
-    let bwrap = fake.path().join("bwrap");
+/// Ubuntu 24.04's AppArmor in `dir`: a `bwrap` that fails as it makes bwrap fail, and a sysctl
+/// file saying unprivileged user namespaces are restricted. Returns a `PATH` that finds that
+/// `bwrap` first, and the sysctl file (for `BUGLOOP_USERNS_SYSCTL`).
+fn apparmor_refused_bwrap(dir: &std::path::Path) -> (String, std::path::PathBuf) {
+    let bwrap = dir.join("bwrap");
     std::fs::write(
         &bwrap,
         "#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n",
@@ -189,13 +186,20 @@ fn doctor_names_apparmor_and_the_fix_when_bwrap_is_refused_namespaces() {
         .arg(&bwrap)
         .status()
         .unwrap();
-    let sysctl = fake.path().join("apparmor_restrict_unprivileged_userns");
+    let sysctl = dir.join("apparmor_restrict_unprivileged_userns");
     std::fs::write(&sysctl, "1\n").unwrap();
-    let path = format!(
-        "{}:{}",
-        fake.path().display(),
-        std::env::var("PATH").unwrap()
-    );
+    let path = format!("{}:{}", dir.display(), std::env::var("PATH").unwrap());
+    (path, sysctl)
+}
+
+/// On Ubuntu 24.04 (GitHub's ubuntu-latest) bwrap fails with "setting up uid map: Permission
+/// denied" because AppArmor restricts user namespaces: `doctor` names the cause and the fix (a
+/// `bwrap` that fails exactly so stands in here, where there is no AppArmor).
+#[test]
+fn doctor_names_apparmor_and_the_fix_when_bwrap_is_refused_namespaces() {
+    let repo = tempfile::tempdir().unwrap();
+    let fake = tempfile::tempdir().unwrap();
+    let (path, sysctl) = apparmor_refused_bwrap(fake.path());
     let output = Command::new(env!("CARGO_BIN_EXE_bugloop"))
         .arg("doctor")
         .env("PATH", path)

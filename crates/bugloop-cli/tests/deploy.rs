@@ -7,20 +7,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
 
 use bugloop_server::APP_EVENTS;
 use bugloop_server::server_config::{ServerSources, serve_options};
+use bugloop_testkit::workspace as root;
 use serde_json::Value as Json;
 use serde_yaml_ng::Value as Yaml;
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .nth(2)
-        .unwrap()
-        .to_path_buf()
-}
 
 fn read(path: &str) -> String {
     std::fs::read_to_string(root().join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))

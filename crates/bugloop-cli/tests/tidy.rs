@@ -10,6 +10,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use bugloop_testkit::workspace;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -21,14 +22,6 @@ mod docs;
 mod events;
 #[path = "tidy/map.rs"]
 mod map;
-
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .nth(2)
-        .unwrap()
-        .to_path_buf()
-}
 
 fn crates() -> Vec<PathBuf> {
     let mut crates: Vec<PathBuf> = std::fs::read_dir(workspace().join("crates"))

@@ -7,15 +7,8 @@
 
 use std::path::{Path, PathBuf};
 
+use bugloop_testkit::workspace as root;
 use serde_yaml_ng::Value;
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .nth(2)
-        .unwrap()
-        .to_path_buf()
-}
 
 fn load(path: &Path) -> Value {
     let text = std::fs::read_to_string(path).unwrap();

@@ -8,3 +8,14 @@ mod serve;
 mod solve_github;
 mod status_page;
 mod worker;
+
+use bugloop_queue::Queue;
+use bugloop_server::worker::{JobRun, Stop, WorkerSettings, run_next};
+
+/// Claims and runs the next job, which must be there.
+async fn run_one(queue: &Queue, settings: &WorkerSettings) -> JobRun {
+    run_next(queue, settings, &Stop::never())
+        .await
+        .unwrap()
+        .expect("a job to run")
+}

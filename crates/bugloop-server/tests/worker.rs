@@ -100,10 +100,7 @@ async fn setup(lease: Duration) -> Setup {
 #[tokio::test]
 async fn a_queued_review_runs_as_the_app_and_is_done() {
     let s = setup(Duration::from_secs(60)).await;
-    let run = run_next(&s.queue, &s.settings, &Stop::never())
-        .await
-        .unwrap()
-        .unwrap();
+    let run = crate::run_one(&s.queue, &s.settings).await;
     assert_eq!(run.state, Some(JobState::Done), "{run:?}");
     let comments = s.fixture.sim.review_comments(7);
     assert_eq!(comments.len(), 1, "{comments:#?}");
@@ -128,10 +125,7 @@ async fn a_queued_review_runs_as_the_app_and_is_done() {
 async fn a_worker_whose_lease_is_gone_writes_nothing() {
     // A lease that is over before the first write.
     let s = setup(Duration::from_millis(1)).await;
-    let run = run_next(&s.queue, &s.settings, &Stop::never())
-        .await
-        .unwrap()
-        .unwrap();
+    let run = crate::run_one(&s.queue, &s.settings).await;
     assert!(s.fixture.sim.review_comments(7).is_empty());
     assert!(s.fixture.sim.issue_comments(7).is_empty());
     assert!(
@@ -229,10 +223,7 @@ async fn a_job_outliving_its_installation_token_renews_it_for_the_api_and_the_cl
     s.fixture.sim.set_token_lifetime(1);
     s.fixture.sim.set_latency(Duration::from_millis(150));
     s.settings.git_token_refresh = Duration::from_millis(200);
-    let run = run_next(&s.queue, &s.settings, &Stop::never())
-        .await
-        .unwrap()
-        .unwrap();
+    let run = crate::run_one(&s.queue, &s.settings).await;
     assert_eq!(run.state, Some(JobState::Done), "{run:?}");
     assert_eq!(s.fixture.sim.review_comments(7).len(), 1);
     // Renewed while the job ran (the clone's configuration holds each new one until the job
@@ -278,17 +269,11 @@ async fn with_github_unreachable_a_job_is_retried_then_dead_with_a_clear_error()
     drop(closed);
     s.settings.endpoint = Endpoint::from_values(Some(&unreachable), None);
     s.settings.policy.retries = 0;
-    let first = run_next(&queue, &s.settings, &Stop::never())
-        .await
-        .unwrap()
-        .unwrap();
+    let first = crate::run_one(&queue, &s.settings).await;
     assert_eq!(first.state, Some(JobState::Queued), "{first:?}");
     assert!(first.github_unreachable, "{first:?}");
     tokio::time::sleep(Duration::from_millis(20)).await;
-    let second = run_next(&queue, &s.settings, &Stop::never())
-        .await
-        .unwrap()
-        .unwrap();
+    let second = crate::run_one(&queue, &s.settings).await;
     assert_eq!(second.state, Some(JobState::Dead), "{second:?}");
     let dead = queue.job("delivery-1").await.unwrap().unwrap();
     let error = dead.error.unwrap();
@@ -337,10 +322,7 @@ async fn only_github_failing_says_github_is_unreachable_not_one_installations_re
         s.settings.policy.retries = 0;
         let shown = format!("{fault:?}");
         s.fixture.sim.inject(fault);
-        let run = run_next(&s.queue, &s.settings, &Stop::never())
-            .await
-            .unwrap()
-            .unwrap();
+        let run = crate::run_one(&s.queue, &s.settings).await;
         assert_eq!(run.state, Some(JobState::Queued), "{shown}: {run:?}");
         assert_eq!(run.github_unreachable, unreachable, "{shown}: {run:?}");
     }
@@ -355,10 +337,7 @@ async fn a_failed_clone_never_shows_the_token() {
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     s.settings.git_base = format!("http://{}", closed.local_addr().unwrap());
     drop(closed);
-    let run = run_next(&s.queue, &s.settings, &Stop::never())
-        .await
-        .unwrap()
-        .unwrap();
+    let run = crate::run_one(&s.queue, &s.settings).await;
     assert_ne!(run.state, Some(JobState::Done), "{run:?}");
     // One repository's clone failing is that repository's: it pauses no worker.
     assert!(!run.github_unreachable, "{run:?}");
@@ -380,10 +359,7 @@ async fn a_failed_clone_never_shows_the_token() {
 #[tokio::test]
 async fn a_clone_keeps_no_token_after_its_job() {
     let s = setup(Duration::from_secs(60)).await;
-    let run = run_next(&s.queue, &s.settings, &Stop::never())
-        .await
-        .unwrap()
-        .unwrap();
+    let run = crate::run_one(&s.queue, &s.settings).await;
     assert_eq!(run.state, Some(JobState::Done), "{run:?}");
     let config = s.settings.workspaces.join("acme/widgets/.git/config");
     let text = std::fs::read_to_string(&config).unwrap();
@@ -398,10 +374,7 @@ async fn a_clone_keeps_no_token_after_its_job() {
 #[tokio::test]
 async fn a_worker_whose_lease_is_gone_pushes_nothing() {
     let mut s = setup(Duration::from_secs(60)).await;
-    let reviewed = run_next(&s.queue, &s.settings, &Stop::never())
-        .await
-        .unwrap()
-        .unwrap();
+    let reviewed = crate::run_one(&s.queue, &s.settings).await;
     assert_eq!(reviewed.state, Some(JobState::Done), "{reviewed:?}");
     let said = "@bugloop fix all";
     let id = s.fixture.sim.comment_as(7, "alice", said);
@@ -443,10 +416,7 @@ async fn a_worker_whose_lease_is_gone_pushes_nothing() {
     // A lease that is over before the fix lands.
     s.settings.lease = Duration::from_millis(1);
     let before = s.fixture.origin_head();
-    let run = run_next(&s.queue, &s.settings, &Stop::never())
-        .await
-        .unwrap()
-        .unwrap();
+    let run = crate::run_one(&s.queue, &s.settings).await;
     assert_eq!(
         s.fixture.origin_head(),
         before,
@@ -474,10 +444,7 @@ async fn a_job_over_the_servers_limit_is_stopped() {
     .unwrap();
     s.settings.model = Some("stub:any".to_owned());
     s.settings.job_timeout = Duration::from_secs(2);
-    let run = run_next(&s.queue, &s.settings, &Stop::never())
-        .await
-        .unwrap()
-        .unwrap();
+    let run = crate::run_one(&s.queue, &s.settings).await;
     drop(silent);
     assert_eq!(run.state, Some(JobState::Dead), "{run:?}");
     let error = run.error.unwrap();

@@ -11,12 +11,21 @@
 // A test helper's job is to stop the test at the first thing that went wrong.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 pub mod model;
 pub mod postgres;
 pub mod users;
+
+/// bugloop's checkout: the workspace every crate of it sits two levels below.
+pub fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .unwrap()
+        .to_path_buf()
+}
 
 /// The identity commits made by [`git`] carry.
 pub const NAME: &str = "Dev";

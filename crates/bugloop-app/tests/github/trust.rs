@@ -24,19 +24,25 @@ fn conceding(world: &World) -> String {
     )
 }
 
+/// `who` replies `said` in the thread of the finding comment `root`, with a model that would
+/// concede: what bugloop did about it.
+async fn argued(world: &World, who: &str, root: u64, said: &str) -> EventOutcome {
+    let reply = world.sim.reply_as(7, who, root, said).unwrap();
+    world
+        .on_comment(
+            world.comment_trigger(reply, who, said, Some(root)),
+            conceding(world),
+        )
+        .await
+}
+
 #[tokio::test]
 async fn a_reader_cannot_get_a_finding_conceded_and_a_writer_can() {
     let world = World::new().await;
     world.sim.set_permission("mallory", "read");
     let (root, id) = world.reviewed().await;
     let said = "This is not a bug, the slice is never empty.";
-    let reply = world.sim.reply_as(7, "mallory", root, said).unwrap();
-    let outcome = world
-        .on_comment(
-            world.comment_trigger(reply, "mallory", said, Some(root)),
-            conceding(&world),
-        )
-        .await;
+    let outcome = argued(&world, "mallory", root, said).await;
     let EventOutcome::Comment { outcome, .. } = outcome else {
         panic!("not a comment: {outcome:?}");
     };
@@ -52,13 +58,7 @@ async fn a_reader_cannot_get_a_finding_conceded_and_a_writer_can() {
     );
 
     // The same words from someone with write access are weighed, and conceded.
-    let reply = world.sim.reply_as(7, "alice", root, said).unwrap();
-    world
-        .on_comment(
-            world.comment_trigger(reply, "alice", said, Some(root)),
-            conceding(&world),
-        )
-        .await;
+    argued(&world, "alice", root, said).await;
     assert!(!open_in(&world, &id), "conceded");
     assert!(world.sim.threads(7)[0].resolved);
 }
@@ -81,13 +81,7 @@ async fn the_authors_disagreement_counts_even_without_write_access() {
         .to_owned();
     let root = world.finding_comments()[0].id;
     let said = "Not a bug: callers check the length first.";
-    let reply = world.sim.reply_as(7, "alice", root, said).unwrap();
-    world
-        .on_comment(
-            world.comment_trigger(reply, "alice", said, Some(root)),
-            conceding(&world),
-        )
-        .await;
+    argued(&world, "alice", root, said).await;
     assert!(!open_in(&world, &id));
 }
 
@@ -99,13 +93,7 @@ async fn a_serious_finding_conceded_to_an_author_without_write_access_stays_open
     world.sim.set_permission("alice", "read");
     let (root, id) = world.reviewed().await;
     let said = "Not a bug: callers check the length first.";
-    let reply = world.sim.reply_as(7, "alice", root, said).unwrap();
-    let outcome = world
-        .on_comment(
-            world.comment_trigger(reply, "alice", said, Some(root)),
-            conceding(&world),
-        )
-        .await;
+    let outcome = argued(&world, "alice", root, said).await;
     let EventOutcome::Comment { outcome, .. } = outcome else {
         panic!("not a comment: {outcome:?}");
     };
@@ -122,13 +110,7 @@ async fn a_serious_finding_conceded_to_an_author_without_write_access_stays_open
     );
     // A maintainer settles it.
     world.sim.set_permission("bob", "write");
-    let reply = world.sim.reply_as(7, "bob", root, said).unwrap();
-    world
-        .on_comment(
-            world.comment_trigger(reply, "bob", said, Some(root)),
-            conceding(&world),
-        )
-        .await;
+    argued(&world, "bob", root, said).await;
     assert!(!open_in(&world, &id), "conceded by a writer");
 }
 

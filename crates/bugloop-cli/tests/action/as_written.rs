@@ -13,20 +13,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use bugloop_github_sim::fixture::{FixtureOptions, PullRequestFixture, TOKEN, webhook_example};
+use bugloop_testkit::workspace as root;
 use serde_yaml_ng::Value;
 
 use super::{review_script, text};
 
 #[path = "as_written/install.rs"]
 mod install;
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .nth(2)
-        .unwrap()
-        .to_path_buf()
-}
 
 /// The composite steps of `action.yml`, by name.
 fn steps() -> Vec<Value> {

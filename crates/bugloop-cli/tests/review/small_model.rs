@@ -5,6 +5,7 @@
 use std::path::Path;
 use std::process::Command;
 
+use bugloop_testkit::workspace as root;
 use serde_json::{Value, json};
 
 use super::{bugloop, repo, stderr, stdout, validate};
@@ -82,10 +83,6 @@ fn demo(root: &Path, into: &Path) -> std::path::PathBuf {
         .unwrap();
     assert!(made.status.success(), "{}", stderr(&made));
     repo
-}
-
-fn root() -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
 /// The example reviewed by the embedded model (`BUGLOOP_*` settings from `env`): its JSON

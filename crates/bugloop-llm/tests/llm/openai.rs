@@ -3,8 +3,8 @@ use std::time::{Duration, Instant};
 use bugloop_llm::openai::OpenAiProvider;
 use bugloop_llm::structured::{StructuredError, complete_json};
 use bugloop_llm::{
-    Advice, ChatRequest, ChatResponse, FinishReason, JsonSchemaFormat, LlmError, Message, Provider,
-    StreamEvent, ToolCall, ToolChoice, ToolDefinition,
+    Advice, ChatRequest, ChatResponse, FinishReason, HttpSettings, JsonSchemaFormat, LlmError,
+    Message, Provider, StreamEvent, ToolCall, ToolChoice, ToolDefinition,
 };
 use serde_json::json;
 use wiremock::matchers::{body_partial_json, body_string_contains, header, method, path};
@@ -13,12 +13,20 @@ use wiremock::{Mock, MockServer, ResponseTemplate};
 use crate::support::{Collected, bodies, fast_settings, mount_stream, sse};
 
 fn provider(server: &MockServer, native_json_schema: bool) -> OpenAiProvider {
+    provider_with(server, fast_settings(), native_json_schema)
+}
+
+fn provider_with(
+    server: &MockServer,
+    settings: HttpSettings,
+    native_json_schema: bool,
+) -> OpenAiProvider {
     OpenAiProvider::new(
         "openai:gpt-test",
         "gpt-test",
         format!("{}/v1", server.uri()),
         Some("sk-test".into()),
-        fast_settings(),
+        settings,
         native_json_schema,
     )
     .unwrap()
@@ -636,15 +644,7 @@ async fn stream_cut_in_the_middle_is_retried_then_reported() {
     mount_stream(&server, cut, None).await;
     let mut settings = fast_settings();
     settings.max_retries = 0;
-    let once = OpenAiProvider::new(
-        "openai:x",
-        "x",
-        format!("{}/v1", server.uri()),
-        None,
-        settings,
-        true,
-    )
-    .unwrap();
+    let once = provider_with(&server, settings, true);
     let mut req = request("x");
     req.stream = true;
     let error = once.chat(&req, None).await.unwrap_err();
@@ -665,15 +665,7 @@ async fn hung_server_times_out() {
     let mut settings = fast_settings();
     settings.idle_timeout = Duration::from_millis(300);
     settings.max_retries = 1;
-    let provider = OpenAiProvider::new(
-        "openai:x",
-        "x",
-        format!("{}/v1", server.uri()),
-        None,
-        settings,
-        true,
-    )
-    .unwrap();
+    let provider = provider_with(&server, settings, true);
     let started = Instant::now();
     let error = provider.chat(&request("x"), None).await.unwrap_err();
     assert!(matches!(error, LlmError::Timeout(_)), "{error}");
@@ -695,15 +687,7 @@ async fn an_error_inside_the_stream_is_classified() {
     mount_stream(&server, body, None).await;
     let mut settings = fast_settings();
     settings.max_retries = 0;
-    let provider = OpenAiProvider::new(
-        "openai:x",
-        "x",
-        format!("{}/v1", server.uri()),
-        None,
-        settings,
-        true,
-    )
-    .unwrap();
+    let provider = provider_with(&server, settings, true);
     let mut req = request("x");
     req.stream = true;
     let error = provider.chat(&req, None).await.unwrap_err();

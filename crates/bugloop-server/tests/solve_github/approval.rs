@@ -21,12 +21,13 @@ async fn the_gate_waits_for_running_checks_then_marks_ready() {
         "Traceback (most recent call last):\n  File \"app/models.py\", line 2, in last\nIndexError: list index out of range\n",
         &["bug", "bug:autofix"],
     );
-    enqueue_trigger(&queue, "delivery-1", &autofix(sim, issue, "bug:autofix")).await;
-    let run = run_next(&queue, &settings, &Stop::never())
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(run.state, Some(JobState::Done), "{run:?}");
+    run_done(
+        &queue,
+        &settings,
+        "delivery-1",
+        &autofix(sim, issue, "bug:autofix"),
+    )
+    .await;
     let record = || {
         sim.issue_comments(issue)
             .into_iter()
@@ -46,12 +47,7 @@ async fn the_gate_waits_for_running_checks_then_marks_ready() {
     sim.set_check("*", "ci", "completed", Some("success"));
     let mut settings = settings;
     settings.model = Some(script_file(_dirs[1].path(), &[]));
-    enqueue_trigger(&queue, "delivery-2", &resume(issue)).await;
-    let run = run_next(&queue, &settings, &Stop::never())
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(run.state, Some(JobState::Done), "{run:?}");
+    run_done(&queue, &settings, "delivery-2", &resume(issue)).await;
     assert!(
         record().contains("### bugloop solve: READY"),
         "{}",
@@ -92,12 +88,13 @@ async fn a_solution_waits_for_a_maintainers_approval_on_github() {
     let sim = &fixture.sim;
     let dir = tempfile::tempdir().unwrap();
     settings.model = Some(script_file(dir.path(), &script()[2..4]));
-    enqueue_trigger(&queue, "delivery-1", &autofix(sim, issue, "bug:autofix")).await;
-    let run = run_next(&queue, &settings, &Stop::never())
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(run.state, Some(JobState::Done), "{run:?}");
+    run_done(
+        &queue,
+        &settings,
+        "delivery-1",
+        &autofix(sim, issue, "bug:autofix"),
+    )
+    .await;
     let pulls = || sim.pulls().into_iter().filter(|p| p.0 != 7).count();
     assert_eq!(pulls(), 0, "no draft before approval");
     let asked = || {
@@ -113,10 +110,7 @@ async fn a_solution_waits_for_a_maintainers_approval_on_github() {
     sim.comment_as(issue, "mallory", "@bugloop approve");
     settings.model = Some(script_file(dir.path(), &[]));
     enqueue_trigger(&queue, "delivery-2", &resume).await;
-    run_next(&queue, &settings, &Stop::never())
-        .await
-        .unwrap()
-        .unwrap();
+    crate::run_one(&queue, &settings).await;
     assert_eq!(pulls(), 0);
     assert_eq!(asked(), 1);
     // A maintainer's words near the command are not the command: nothing opens, and the issue
@@ -137,21 +131,13 @@ async fn a_solution_waits_for_a_maintainers_approval_on_github() {
     {
         sim.comment_as(issue, "alice", words);
         enqueue_trigger(&queue, &format!("delivery-near-{n}"), &resume).await;
-        run_next(&queue, &settings, &Stop::never())
-            .await
-            .unwrap()
-            .unwrap();
+        crate::run_one(&queue, &settings).await;
         assert_eq!(pulls(), 0, "{words}");
         assert_eq!(told(), 1, "{words}");
     }
     // A maintainer approves: the draft opens.
     sim.comment_as(issue, "alice", "Right fix.\n\n@bugloop approve");
-    enqueue_trigger(&queue, "delivery-3", &resume).await;
-    let opened = run_next(&queue, &settings, &Stop::never())
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(opened.state, Some(JobState::Done), "{opened:?}");
+    run_done(&queue, &settings, "delivery-3", &resume).await;
     assert_eq!(pulls(), 1, "the draft opened after approval");
     let record = sim
         .issue_comments(issue)
@@ -180,12 +166,13 @@ async fn a_maintainers_label_approves_a_waiting_solution_on_github() {
     sim.label_as(issue, "alice", "bugloop:approved");
     let dir = tempfile::tempdir().unwrap();
     settings.model = Some(script_file(dir.path(), &script()[2..4]));
-    enqueue_trigger(&queue, "delivery-1", &autofix(sim, issue, "bug:autofix")).await;
-    let run = run_next(&queue, &settings, &Stop::never())
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(run.state, Some(JobState::Done), "{run:?}");
+    run_done(
+        &queue,
+        &settings,
+        "delivery-1",
+        &autofix(sim, issue, "bug:autofix"),
+    )
+    .await;
     let pulls = || sim.pulls().into_iter().filter(|p| p.0 != 7).count();
     assert_eq!(pulls(), 0, "an earlier label approves nothing");
     assert!(
@@ -204,10 +191,7 @@ async fn a_maintainers_label_approves_a_waiting_solution_on_github() {
     sim.set_permission("mallory", "triage");
     sim.label_as(issue, "mallory", "bugloop:approved");
     enqueue_trigger(&queue, "delivery-2", &resume(issue)).await;
-    run_next(&queue, &settings, &Stop::never())
-        .await
-        .unwrap()
-        .unwrap();
+    crate::run_one(&queue, &settings).await;
     assert_eq!(
         pulls(),
         0,
@@ -216,12 +200,7 @@ async fn a_maintainers_label_approves_a_waiting_solution_on_github() {
     // The maintainer labels it (taken off and put on again).
     sim.unlabel(issue, "bugloop:approved");
     sim.label_as(issue, "alice", "bugloop:approved");
-    enqueue_trigger(&queue, "delivery-3", &resume(issue)).await;
-    let opened = run_next(&queue, &settings, &Stop::never())
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(opened.state, Some(JobState::Done), "{opened:?}");
+    run_done(&queue, &settings, "delivery-3", &resume(issue)).await;
     assert_eq!(pulls(), 1, "the draft opened after the label");
     let record = sim
         .issue_comments(issue)

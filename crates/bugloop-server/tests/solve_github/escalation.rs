@@ -34,12 +34,13 @@ async fn an_issue_the_solver_cannot_solve_is_escalated_on_github() {
         })
         .collect();
     settings.model = Some(script_file(dir.path(), &tries));
-    enqueue_trigger(&queue, "delivery-1", &autofix(sim, issue, "bug:autofix")).await;
-    let run = run_next(&queue, &settings, &Stop::never())
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(run.state, Some(JobState::Done), "{run:?}");
+    run_done(
+        &queue,
+        &settings,
+        "delivery-1",
+        &autofix(sim, issue, "bug:autofix"),
+    )
+    .await;
     let said: Vec<_> = sim
         .issue_comments(issue)
         .into_iter()
@@ -116,12 +117,13 @@ async fn an_external_reviewers_threads_are_addressed_and_its_review_awaited() {
     let dir = tempfile::tempdir().unwrap();
     // The solution only: bugloop's own review of the draft would need answers the script has not.
     settings.model = Some(script_file(dir.path(), &script()[2..4]));
-    enqueue_trigger(&queue, "delivery-1", &autofix(sim, issue, "bug:autofix")).await;
-    let run = run_next(&queue, &settings, &Stop::never())
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(run.state, Some(JobState::Done), "{run:?}");
+    run_done(
+        &queue,
+        &settings,
+        "delivery-1",
+        &autofix(sim, issue, "bug:autofix"),
+    )
+    .await;
     assert_eq!(sim.assignees(issue), ["bugsolver-bot"]);
     let pulls: Vec<_> = sim.pulls().into_iter().filter(|p| p.0 != 7).collect();
     assert_eq!(pulls.len(), 1, "{pulls:#?}");
@@ -159,12 +161,7 @@ async fn an_external_reviewers_threads_are_addressed_and_its_review_awaited() {
     sim.add_review(number, "mallory", "APPROVED");
     settings.model = Some(script_file(dir.path(), &[]));
     let resume = resume(issue);
-    enqueue_trigger(&queue, "delivery-2", &resume).await;
-    let waited = run_next(&queue, &settings, &Stop::never())
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(waited.state, Some(JobState::Done), "{waited:?}");
+    run_done(&queue, &settings, "delivery-2", &resume).await;
     assert!(sim.is_draft(number) == Some(true));
 
     // The external reviewer reviews the head with a thread: a round addresses it.
@@ -183,12 +180,7 @@ async fn an_external_reviewers_threads_are_addressed_and_its_review_awaited() {
             json!({"text": "Guarded the empty list."}),
         ],
     ));
-    enqueue_trigger(&queue, "delivery-3", &resume).await;
-    let round = run_next(&queue, &settings, &Stop::never())
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(round.state, Some(JobState::Done), "{round:?}");
+    run_done(&queue, &settings, "delivery-3", &resume).await;
     let answers: Vec<_> = sim
         .review_comments(number)
         .into_iter()
@@ -212,23 +204,13 @@ async fn an_external_reviewers_threads_are_addressed_and_its_review_awaited() {
     // The reviewer asks for changes on the new head without a thread: theirs to change.
     sim.add_review(number, RABBIT, "CHANGES_REQUESTED");
     settings.model = Some(script_file(dir.path(), &[]));
-    enqueue_trigger(&queue, "delivery-3b", &resume).await;
-    let held = run_next(&queue, &settings, &Stop::never())
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(held.state, Some(JobState::Done), "{held:?}");
+    run_done(&queue, &settings, "delivery-3b", &resume).await;
     assert_eq!(sim.is_draft(number), Some(true), "{}", record());
 
     // The reviewer approves the new head: the gate passes.
     sim.add_review(number, RABBIT, "APPROVED");
     settings.model = Some(script_file(dir.path(), &[]));
-    enqueue_trigger(&queue, "delivery-4", &resume).await;
-    let ready = run_next(&queue, &settings, &Stop::never())
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(ready.state, Some(JobState::Done), "{ready:?}");
+    run_done(&queue, &settings, "delivery-4", &resume).await;
     assert_eq!(sim.is_draft(number), Some(false), "{}", record());
     assert!(
         record().contains("### bugloop solve: READY"),

@@ -123,9 +123,7 @@ async fn a_run_killed_after_any_transition_is_resumed_to_the_same_end() {
         let model = Arc::new(happy_script());
         let killed = Arc::new(tokio::sync::Notify::new());
         let tracker = Killing {
-            inner: LocalForge::open(Git::open(repo.path()).unwrap(), "bugloop")
-                .await
-                .unwrap(),
+            inner: local_forge(repo.path()).await,
             recorded: AtomicUsize::new(0),
             kill_after,
             killed: killed.clone(),

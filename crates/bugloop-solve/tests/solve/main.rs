@@ -29,7 +29,7 @@ use bugloop_store::NewIssue;
 use bugloop_testkit::TestRepo;
 use serde_json::json;
 
-use crate::support::{finding, git, push_session, usage};
+use crate::support::{finding, git, local_forge, push_session, usage};
 
 mod killed;
 mod support;
@@ -49,9 +49,7 @@ async fn scenario() -> (TestRepo, u64) {
     repo.write("app/models.py", BUGGY);
     repo.write(".github/workflows/ci.yml", "on: push\n");
     repo.commit("models");
-    let forge = LocalForge::open(Git::open(repo.path()).unwrap(), "bugloop")
-        .await
-        .unwrap();
+    let forge = local_forge(repo.path()).await;
     let issue = forge
         .store()
         .file_issue(NewIssue {
@@ -70,6 +68,11 @@ fn config(max_iterations: u32) -> bugloop_config::Config {
     config.solve.test_commands = vec!["grep -qF 'items[-1]' app/models.py".to_owned()].into();
     config.solve.max_iterations = max_iterations;
     config
+}
+
+/// A model that never answers: every agent run fails.
+fn silent_model() -> Arc<ScriptedProvider> {
+    Arc::new(ScriptedProvider::new([]))
 }
 
 fn write(path: &str, content: &str) -> (&'static str, serde_json::Value) {
@@ -200,9 +203,7 @@ fn states(report: &SolveReport) -> Vec<SolveState> {
 }
 
 async fn labels(repo: &TestRepo, issue: u64) -> Vec<String> {
-    let forge = LocalForge::open(Git::open(repo.path()).unwrap(), "bugloop")
-        .await
-        .unwrap();
+    let forge = local_forge(repo.path()).await;
     forge.issue(issue).await.unwrap().labels
 }
 
@@ -250,9 +251,7 @@ async fn assert_solved(repo: &TestRepo, report: &SolveReport) {
         "main"
     );
     assert_eq!(git(repo.path(), &["status", "--porcelain"]), "");
-    let forge = LocalForge::open(Git::open(repo.path()).unwrap(), "bugloop")
-        .await
-        .unwrap();
+    let forge = local_forge(repo.path()).await;
     let request = forge
         .change_request(report.change_request.unwrap())
         .await
@@ -333,15 +332,9 @@ async fn an_issue_is_solved_reviewed_addressed_and_marked_ready() {
         "the second attempt's prompt"
     );
     // Running again changes nothing: the draft waits for a person.
-    let again = run_solve(
-        &repo,
-        config(10),
-        Arc::new(ScriptedProvider::new([])),
-        None,
-        issue,
-    )
-    .await
-    .unwrap();
+    let again = run_solve(&repo, config(10), silent_model(), None, issue)
+        .await
+        .unwrap();
     assert_eq!(again.history.len(), report.history.len());
     assert!(
         again.message.contains("merging it is a person's decision"),
@@ -353,19 +346,11 @@ async fn an_issue_is_solved_reviewed_addressed_and_marked_ready() {
         repo.path(),
         &["merge", "-q", "--no-edit", again.branch.as_deref().unwrap()],
     );
-    let merged = run_solve(
-        &repo,
-        config(10),
-        Arc::new(ScriptedProvider::new([])),
-        None,
-        issue,
-    )
-    .await
-    .unwrap();
-    assert_eq!(merged.state, Some(SolveState::Merged));
-    let forge = LocalForge::open(Git::open(repo.path()).unwrap(), "bugloop")
+    let merged = run_solve(&repo, config(10), silent_model(), None, issue)
         .await
         .unwrap();
+    assert_eq!(merged.state, Some(SolveState::Merged));
+    let forge = local_forge(repo.path()).await;
     assert!(
         !forge.issue(issue).await.unwrap().open,
         "merged: the issue is closed"
@@ -378,19 +363,11 @@ async fn an_issue_is_solved_reviewed_addressed_and_marked_ready() {
 async fn an_escalation_shows_no_path_of_the_machine() {
     let (repo, issue) = scenario().await;
     // A model that never answers: every attempt's agent fails.
-    let report = run_solve(
-        &repo,
-        config(2),
-        Arc::new(ScriptedProvider::new([])),
-        None,
-        issue,
-    )
-    .await
-    .unwrap();
-    assert_eq!(report.state, Some(SolveState::Escalated));
-    let forge = LocalForge::open(Git::open(repo.path()).unwrap(), "bugloop")
+    let report = run_solve(&repo, config(2), silent_model(), None, issue)
         .await
         .unwrap();
+    assert_eq!(report.state, Some(SolveState::Escalated));
+    let forge = local_forge(repo.path()).await;
     let said = forge
         .comments(&ChangeKey(format!("issue:{issue}")))
         .await
@@ -410,7 +387,7 @@ async fn an_escalation_shows_no_path_of_the_machine() {
 #[tokio::test]
 async fn a_solver_that_never_passes_is_escalated_with_its_attempts() {
     let (repo, issue) = scenario().await;
-    let model = Arc::new(ScriptedProvider::new([]));
+    let model = silent_model();
     for attempt in 1..=3 {
         model.push(tool_reply(
             &[write(
@@ -448,9 +425,7 @@ async fn a_solver_that_never_passes_is_escalated_with_its_attempts() {
         !labels.contains(&"bugloop:solving".to_owned()),
         "{labels:?}"
     );
-    let forge = LocalForge::open(Git::open(repo.path()).unwrap(), "bugloop")
-        .await
-        .unwrap();
+    let forge = local_forge(repo.path()).await;
     let said = forge
         .comments(&ChangeKey(format!("issue:{issue}")))
         .await
@@ -466,15 +441,9 @@ async fn a_solver_that_never_passes_is_escalated_with_its_attempts() {
         );
     }
     // Escalated stays escalated until someone sends it back.
-    let again = run_solve(
-        &repo,
-        config(3),
-        Arc::new(ScriptedProvider::new([])),
-        None,
-        issue,
-    )
-    .await
-    .unwrap();
+    let again = run_solve(&repo, config(3), silent_model(), None, issue)
+        .await
+        .unwrap();
     assert_eq!(again.history.len(), report.history.len());
     assert!(again.message.contains("--retry"), "{}", again.message);
 }
@@ -511,16 +480,14 @@ async fn solving_without_test_commands_is_refused_before_anything() {
     let error = run_solve(
         &repo,
         bugloop_config::Config::default(),
-        Arc::new(ScriptedProvider::new([])),
+        silent_model(),
         None,
         issue,
     )
     .await
     .unwrap_err();
     assert!(error.to_string().contains("solve.test_commands"), "{error}");
-    let forge = LocalForge::open(Git::open(repo.path()).unwrap(), "bugloop")
-        .await
-        .unwrap();
+    let forge = local_forge(repo.path()).await;
     assert!(forge.solve_history(issue).await.unwrap().is_empty());
 }
 
@@ -536,9 +503,7 @@ async fn a_reviewers_thread_on_a_ready_draft_is_addressed_before_it_is_ready_aga
     assert_eq!(report.state, Some(SolveState::Ready));
     let branch = report.branch.clone().unwrap();
     let head = git(repo.path(), &["rev-parse", &branch]);
-    let forge = LocalForge::open(Git::open(repo.path()).unwrap(), "bugloop")
-        .await
-        .unwrap();
+    let forge = local_forge(repo.path()).await;
     let request = forge
         .change_request(report.change_request.unwrap())
         .await

@@ -1,5 +1,5 @@
 //! What the solve pipeline's tests share: the scripted model's usage and its review sessions
-//! (from `bugloop_testkit::model`), and the tests' git.
+//! (from `bugloop_testkit::model`), the tests' git, and the local forge as bugloop opens it.
 
 use bugloop_llm::Usage;
 use bugloop_llm::scripted::{ScriptedProvider, tool_reply};
@@ -26,4 +26,12 @@ pub fn push_session(
     for turn in bugloop_testkit::model::review_turns(findings, resolved) {
         provider.push(tool_reply(&turn, usage()));
     }
+}
+
+/// The local forge of the repository at `dir`, as bugloop's own runs open it.
+pub async fn local_forge(dir: &std::path::Path) -> bugloop_forge::local::LocalForge {
+    let git = bugloop_git::Git::open(dir).unwrap();
+    bugloop_forge::local::LocalForge::open(git, "bugloop")
+        .await
+        .unwrap()
 }
