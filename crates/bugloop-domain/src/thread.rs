@@ -61,6 +61,31 @@ pub struct Comment {
     pub by_bugloop: bool,
 }
 
+impl Comment {
+    /// A conversation comment: on no line, in no thread.
+    pub fn conversation(
+        id: String,
+        author: String,
+        body: String,
+        created_at: Timestamp,
+        by_bugloop: bool,
+    ) -> Comment {
+        Comment {
+            id,
+            author,
+            body,
+            created_at,
+            kind: CommentKind::Issue,
+            in_reply_to: None,
+            thread_id: None,
+            path: None,
+            line: None,
+            thread_resolved: false,
+            by_bugloop,
+        }
+    }
+}
+
 /// The logins the bot writes as (for example `bugloop[bot]` and `github-actions[bot]`), for a
 /// forge deciding [`Comment::by_bugloop`] from an account it authenticated as.
 #[derive(Debug, Clone, PartialEq, Eq)]

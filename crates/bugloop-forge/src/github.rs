@@ -111,17 +111,14 @@ impl GitHubForge {
             body = text.to_owned();
         }
         Comment {
-            id: format!("issue-{}", comment.id),
-            author: author.unwrap_or_default(),
-            body,
-            created_at: comment.created_at,
-            kind: CommentKind::Issue,
             in_reply_to,
-            thread_id: None,
-            path: None,
-            line: None,
-            thread_resolved: false,
-            by_bugloop,
+            ..Comment::conversation(
+                format!("issue-{}", comment.id),
+                author.unwrap_or_default(),
+                body,
+                comment.created_at,
+                by_bugloop,
+            )
         }
     }
 
@@ -520,19 +517,13 @@ impl Forge for GitHubForge {
                 .await?
                 .map(|review| {
                     let author = review.user.map(|u| u.login);
-                    Comment {
-                        id: format!("review-body-{id}"),
-                        by_bugloop: self.is_bot(author.as_deref()),
-                        author: author.unwrap_or_default(),
-                        body: review.body.unwrap_or_default(),
-                        created_at: review.submitted_at.unwrap_or_else(jiff::Timestamp::now),
-                        kind: CommentKind::Issue,
-                        in_reply_to: None,
-                        thread_id: None,
-                        path: None,
-                        line: None,
-                        thread_resolved: false,
-                    }
+                    Comment::conversation(
+                        format!("review-body-{id}"),
+                        author.clone().unwrap_or_default(),
+                        review.body.unwrap_or_default(),
+                        review.submitted_at.unwrap_or_else(jiff::Timestamp::now),
+                        self.is_bot(author.as_deref()),
+                    )
                 }),
         })
     }

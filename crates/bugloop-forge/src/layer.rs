@@ -383,8 +383,6 @@ mod tests {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
-    use bugloop_domain::thread::CommentKind;
-
     use super::*;
     use crate::fencing::FencedForge;
     use crate::recording::RecordingForge;
@@ -435,19 +433,13 @@ mod tests {
     }
 
     fn comment(body: &str) -> Comment {
-        Comment {
-            id: "1".to_owned(),
-            author: "bot".to_owned(),
-            body: body.to_owned(),
-            created_at: jiff::Timestamp::UNIX_EPOCH,
-            kind: CommentKind::Issue,
-            in_reply_to: None,
-            thread_id: None,
-            path: None,
-            line: None,
-            thread_resolved: false,
-            by_bugloop: true,
-        }
+        Comment::conversation(
+            "1".to_owned(),
+            "bot".to_owned(),
+            body.to_owned(),
+            jiff::Timestamp::UNIX_EPOCH,
+            true,
+        )
     }
 
     /// One write of every kind. The match has no wildcard: a kind added later does not compile

@@ -61,6 +61,25 @@ fn local_id(id: &str) -> Result<i64, ForgeError> {
 }
 
 impl LocalForge {
+    /// Stores a comment of bugloop's own on `change`.
+    async fn add_own(
+        &self,
+        change: &ChangeKey,
+        body: &str,
+        in_reply_to: Option<i64>,
+        anchor: Option<Anchor>,
+    ) -> Result<Comment, ForgeError> {
+        let comment = NewComment {
+            author: self.bot.clone(),
+            by_bugloop: true,
+            body: body.to_owned(),
+            in_reply_to,
+            anchor,
+        };
+        let stored = self.store.add(&change.0, comment).await?;
+        Ok(to_comment(stored, &self.bot))
+    }
+
     /// Opens the repository's store (creating it on first use).
     pub async fn open(git: Git, bot: &str) -> Result<LocalForge, ForgeError> {
         let store = Store::open(&store_path(&git)?).await?;
@@ -175,24 +194,12 @@ impl WriteOps for LocalForge {
         body: &str,
         anchor: Option<&LineAnchor>,
     ) -> Result<Comment, ForgeError> {
-        let stored = self
-            .store
-            .add(
-                &change.0,
-                NewComment {
-                    author: self.bot.clone(),
-                    by_bugloop: true,
-                    body: body.to_owned(),
-                    in_reply_to: None,
-                    anchor: anchor.map(|a| Anchor {
-                        path: a.path.clone(),
-                        line: a.line,
-                        commit: a.commit.clone(),
-                    }),
-                },
-            )
-            .await?;
-        Ok(to_comment(stored, &self.bot))
+        let anchor = anchor.map(|a| Anchor {
+            path: a.path.clone(),
+            line: a.line,
+            commit: a.commit.clone(),
+        });
+        self.add_own(change, body, None, anchor).await
     }
 
     async fn edit_comment(
@@ -218,20 +225,8 @@ impl WriteOps for LocalForge {
         to: &Comment,
         body: &str,
     ) -> Result<Comment, ForgeError> {
-        let stored = self
-            .store
-            .add(
-                &change.0,
-                NewComment {
-                    author: self.bot.clone(),
-                    by_bugloop: true,
-                    body: body.to_owned(),
-                    in_reply_to: Some(local_id(&to.id)?),
-                    anchor: None,
-                },
-            )
-            .await?;
-        Ok(to_comment(stored, &self.bot))
+        self.add_own(change, body, Some(local_id(&to.id)?), None)
+            .await
     }
 
     async fn mark_thread_resolved(

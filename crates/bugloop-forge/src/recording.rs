@@ -91,19 +91,13 @@ impl Recorded {
 /// A conversation comment of the bot's saying `body`, written now (its id is given when it is
 /// recorded).
 fn bots(bot: &str, body: &str) -> Comment {
-    Comment {
-        id: String::new(),
-        author: bot.to_owned(),
-        body: body.to_owned(),
-        created_at: jiff::Timestamp::now(),
-        kind: CommentKind::Issue,
-        in_reply_to: None,
-        thread_id: None,
-        path: None,
-        line: None,
-        thread_resolved: false,
-        by_bugloop: true,
-    }
+    Comment::conversation(
+        String::new(),
+        bot.to_owned(),
+        body.to_owned(),
+        jiff::Timestamp::now(),
+        true,
+    )
 }
 
 /// `comment` recorded as written by `write`, with the id later reads will see.

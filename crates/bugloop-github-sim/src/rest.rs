@@ -625,8 +625,6 @@ fn pull(state: &mut State, number: u64) -> Answer {
     crate::issues::pull_json(state, number).unwrap_or_else(Answer::not_found)
 }
 
-/// A listing page: `per_page` (default 30, at most 100) from `page` (default 1), with GitHub's
-/// `Link` header.
 /// A listing's `since` (RFC 3339 as GitHub's own times are written, `Z` and whole seconds).
 fn since(query: &str) -> Option<String> {
     query
@@ -635,6 +633,8 @@ fn since(query: &str) -> Option<String> {
         .map(|v| v.replace("%3A", ":"))
 }
 
+/// A listing page: `per_page` (default 30, at most 100) from `page` (default 1), with GitHub's
+/// `Link` header.
 fn page(state: &State, path: &str, query: &str, items: Vec<Value>) -> Answer {
     let param = |key: &str| {
         query

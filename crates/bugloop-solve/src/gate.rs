@@ -17,13 +17,7 @@ pub(super) async fn decide(
     run: &mut Run<'_, '_>,
     request: &ChangeRequest,
 ) -> Result<Flow, SolveError> {
-    let head = run
-        .tracker
-        .branch_head(&request.branch)
-        .await?
-        .ok_or_else(|| {
-            SolveError::Invalid(format!("the draft's branch {} is gone", request.branch))
-        })?;
+    let head = super::review::draft_head(run, request).await?;
     let mut failed = Vec::new();
     let changes_requested = run.tracker.changes_requested(request.number).await?;
     let checks = run.tracker.checks(&head).await?;

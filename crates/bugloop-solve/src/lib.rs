@@ -638,20 +638,7 @@ impl Run<'_, '_> {
         }
         // Said once, even by a run that died after saying it and before recording it.
         let marker = format!("<!-- bugloop solve-escalation:{seq} -->");
-        let conversation = &self.issue.conversation;
-        let said = self
-            .env
-            .forge
-            .comments(conversation)
-            .await?
-            .iter()
-            .any(|c| c.by_bugloop && c.body.contains(&marker));
-        if !said {
-            self.env
-                .forge
-                .add_comment(conversation, &format!("{body}\n{marker}"), None)
-                .await?;
-        }
+        self.say_once(&marker, body.trim_end()).await?;
         let detail = reproduction::Escalation {
             reproduction: reproduction::of_record(self).await,
         };

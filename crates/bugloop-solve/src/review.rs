@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 use bugloop_domain::solve::SolveState;
 use bugloop_domain::thread::ThreadStatus;
-use bugloop_forge::tracker::ChangeRequestState;
+use bugloop_forge::tracker::{ChangeRequest, ChangeRequestState};
 use bugloop_git::{Selection, short};
 use bugloop_report::build::{BuildResult, BuildStatus};
 
@@ -26,6 +26,19 @@ use super::{Flow, RESOLVE_PROMPT, Run, SolveError};
 use bugloop_loops::prompt::quoted;
 
 /// The draft's number, from the record.
+/// The commit the draft's branch points at on the forge.
+pub(super) async fn draft_head(
+    run: &Run<'_, '_>,
+    request: &ChangeRequest,
+) -> Result<String, SolveError> {
+    run.tracker
+        .branch_head(&request.branch)
+        .await?
+        .ok_or_else(|| {
+            SolveError::Invalid(format!("the draft's branch {} is gone", request.branch))
+        })
+}
+
 fn draft(run: &Run<'_, '_>) -> Result<u64, SolveError> {
     run.record.change_request().ok_or_else(|| {
         SolveError::Invalid(format!(
@@ -219,13 +232,7 @@ pub(super) async fn round_or_gate(run: &mut Run<'_, '_>) -> Result<Flow, SolveEr
     let number = draft(run)?;
     let request = run.tracker.change_request(number).await?;
     if run.env.config().agents.reviewer.external {
-        let head = run
-            .tracker
-            .branch_head(&request.branch)
-            .await?
-            .ok_or_else(|| {
-                SolveError::Invalid(format!("the draft's branch {} is gone", request.branch))
-            })?;
+        let head = draft_head(run, &request).await?;
         let review = external_review(run, number, &head).await?;
         if let ExternalReview::Awaited = review {
             return wait_for_external(run, number, &head, "did not review").await;
@@ -258,13 +265,7 @@ pub(super) async fn round_or_gate(run: &mut Run<'_, '_>) -> Result<Flow, SolveEr
             .await;
     }
     let round = rounds + 1;
-    let head = run
-        .tracker
-        .branch_head(&request.branch)
-        .await?
-        .ok_or_else(|| {
-            SolveError::Invalid(format!("the draft's branch {} is gone", request.branch))
-        })?;
+    let head = draft_head(run, &request).await?;
     let ids: Vec<String> = open.iter().map(|t| t.id.clone()).collect();
     let bench = Workbench::at(run.env.git, &head, "resolve")?;
     let result = build(
