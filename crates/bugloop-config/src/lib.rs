@@ -241,20 +241,22 @@ fn check_shape(text: &str, origin: impl Fn(usize, usize) -> Origin) -> Result<()
 }
 
 pub fn from_yaml(text: &str, path: &Path) -> Result<Config, ConfigError> {
-    check_shape(text, |line, column| Origin::File {
-        path: path.to_path_buf(),
-        line,
-        column,
-    })?;
-    if is_blank(text) {
+    if shaped_and_blank(text, path)? {
         return Ok(Config::default());
     }
     deserialize_located(text, path)
 }
 
-fn is_blank(text: &str) -> bool {
-    text.lines()
-        .all(|l| l.trim().is_empty() || l.trim_start().starts_with('#'))
+/// Checks the file's shape (the error names its place); whether it sets nothing at all.
+fn shaped_and_blank(text: &str, path: &Path) -> Result<bool, ConfigError> {
+    check_shape(text, |line, column| Origin::File {
+        path: path.to_path_buf(),
+        line,
+        column,
+    })?;
+    Ok(text
+        .lines()
+        .all(|l| l.trim().is_empty() || l.trim_start().starts_with('#')))
 }
 
 /// The configuration and the file's YAML tree (which says what the file itself sets), parsed
@@ -263,12 +265,7 @@ pub(crate) fn from_yaml_with_tree(
     text: &str,
     path: &Path,
 ) -> Result<(Config, serde_yaml_ng::Value), ConfigError> {
-    check_shape(text, |line, column| Origin::File {
-        path: path.to_path_buf(),
-        line,
-        column,
-    })?;
-    if is_blank(text) {
+    if shaped_and_blank(text, path)? {
         return Ok((Config::default(), serde_yaml_ng::Value::Null));
     }
     if let Ok(tree) = serde_yaml_ng::from_str::<serde_yaml_ng::Value>(text)

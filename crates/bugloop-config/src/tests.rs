@@ -23,6 +23,18 @@ fn err(text: &str) -> String {
     .to_string()
 }
 
+/// Each variable set alone over the defaults, and the error it gets, added to `report`.
+fn env_errors(report: &mut String, variables: &[(&str, &str)]) {
+    for (var, value) in variables {
+        let error = apply_env(
+            Config::default(),
+            vec![((*var).to_owned(), (*value).to_owned())],
+        )
+        .unwrap_err();
+        report.push_str(&format!("{var}={value}\n  => {error}\n"));
+    }
+}
+
 #[test]
 fn defaults_follow_the_spec() {
     let config = Config::default();
@@ -156,14 +168,13 @@ fn keys_that_configure_nothing_are_refused_with_what_to_do() {
     ] {
         report.push_str(&format!("{text}  => {}\n", parse(text).unwrap_err()));
     }
-    for (var, value) in [
-        ("BUGLOOP_REVIEW__REVIEW_DRAFTS", "true"),
-        ("BUGLOOP_IDENTITY__BOT_LOGINS", "[me]"),
-    ] {
-        let error =
-            apply_env(Config::default(), vec![(var.to_owned(), value.to_owned())]).unwrap_err();
-        report.push_str(&format!("{var}={value}\n  => {error}\n"));
-    }
+    env_errors(
+        &mut report,
+        &[
+            ("BUGLOOP_REVIEW__REVIEW_DRAFTS", "true"),
+            ("BUGLOOP_IDENTITY__BOT_LOGINS", "[me]"),
+        ],
+    );
     insta::assert_snapshot!(report);
 }
 
@@ -224,16 +235,15 @@ fn env_overrides() {
     assert_eq!(applied.len(), 3);
 
     let mut report = String::new();
-    for (var, value) in [
-        ("BUGLOOP_REVIEW__THRESOLD", "8"),
-        ("BUGLOOP_REVIEW__THRESHOLD", "eleven"),
-        ("BUGLOOP_REVIEW__THRESHOLD__X", "1"),
-        ("BUGLOOP_NOPE", "1"),
-    ] {
-        let error =
-            apply_env(Config::default(), vec![(var.to_owned(), value.to_owned())]).unwrap_err();
-        report.push_str(&format!("{var}={value}\n  => {error}\n"));
-    }
+    env_errors(
+        &mut report,
+        &[
+            ("BUGLOOP_REVIEW__THRESOLD", "8"),
+            ("BUGLOOP_REVIEW__THRESHOLD", "eleven"),
+            ("BUGLOOP_REVIEW__THRESHOLD__X", "1"),
+            ("BUGLOOP_NOPE", "1"),
+        ],
+    );
     insta::assert_snapshot!(report);
 }
 

@@ -231,16 +231,20 @@ async fn setup_repo(config: &str, files: &[(&str, &str)], lines: Vec<Value>) -> 
 }
 
 /// The solve record (the bot's comment on `issue`) says the issue is in `state`.
-fn assert_recorded(sim: &Simulator, issue: u64, state: &str) {
-    let record = sim
-        .issue_comments(issue)
+/// The issue's solve record: bugloop's comment on it.
+fn record(sim: &Simulator, issue: u64) -> String {
+    sim.issue_comments(issue)
         .into_iter()
         .find(|c| c.author == BOT)
-        .unwrap();
+        .unwrap()
+        .body
+}
+
+fn assert_recorded(sim: &Simulator, issue: u64, state: &str) {
+    let record = record(sim, issue);
     assert!(
-        record.body.contains(&format!("### bugloop solve: {state}")),
-        "{}",
-        record.body
+        record.contains(&format!("### bugloop solve: {state}")),
+        "{record}"
     );
 }
 

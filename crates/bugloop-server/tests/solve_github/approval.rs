@@ -28,18 +28,7 @@ async fn the_gate_waits_for_running_checks_then_marks_ready() {
         &autofix(sim, issue, "bug:autofix"),
     )
     .await;
-    let record = || {
-        sim.issue_comments(issue)
-            .into_iter()
-            .find(|c| c.author == BOT)
-            .unwrap()
-            .body
-    };
-    assert!(
-        record().contains("### bugloop solve: REVIEWING"),
-        "{}",
-        record()
-    );
+    assert_recorded(sim, issue, "REVIEWING");
     let pulls: Vec<_> = sim.pulls().into_iter().filter(|p| p.0 != 7).collect();
     let number = pulls[0].0;
     assert_eq!(sim.is_draft(number), Some(true), "still a draft");
@@ -48,11 +37,7 @@ async fn the_gate_waits_for_running_checks_then_marks_ready() {
     let mut settings = settings;
     settings.model = Some(script_file(_dirs[1].path(), &[]));
     run_done(&queue, &settings, "delivery-2", &resume(issue)).await;
-    assert!(
-        record().contains("### bugloop solve: READY"),
-        "{}",
-        record()
-    );
+    assert_recorded(sim, issue, "READY");
     assert_eq!(sim.is_draft(number), Some(false));
 }
 

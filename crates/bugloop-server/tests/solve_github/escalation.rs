@@ -133,18 +133,7 @@ async fn an_external_reviewers_threads_are_addressed_and_its_review_awaited() {
         sim.review_comments(number).is_empty(),
         "bugloop did not review it"
     );
-    let record = || {
-        sim.issue_comments(issue)
-            .into_iter()
-            .find(|c| c.author == BOT)
-            .unwrap()
-            .body
-    };
-    assert!(
-        record().contains("### bugloop solve: REVIEWING"),
-        "{}",
-        record()
-    );
+    assert_recorded(sim, issue, "REVIEWING");
     // The wait is looked at again when it ends (120 minutes), once however many runs see it.
     let wake: Vec<_> = queue
         .jobs()
@@ -205,17 +194,13 @@ async fn an_external_reviewers_threads_are_addressed_and_its_review_awaited() {
     sim.add_review(number, RABBIT, "CHANGES_REQUESTED");
     settings.model = Some(script_file(dir.path(), &[]));
     run_done(&queue, &settings, "delivery-3b", &resume).await;
-    assert_eq!(sim.is_draft(number), Some(true), "{}", record());
+    assert_eq!(sim.is_draft(number), Some(true), "{}", record(sim, issue));
 
     // The reviewer approves the new head: the gate passes.
     sim.add_review(number, RABBIT, "APPROVED");
     settings.model = Some(script_file(dir.path(), &[]));
     run_done(&queue, &settings, "delivery-4", &resume).await;
-    assert_eq!(sim.is_draft(number), Some(false), "{}", record());
-    assert!(
-        record().contains("### bugloop solve: READY"),
-        "{}",
-        record()
-    );
+    assert_eq!(sim.is_draft(number), Some(false), "{}", record(sim, issue));
+    assert_recorded(sim, issue, "READY");
     assert_eq!(sim.assignees(issue), ["bugsolver-bot"]);
 }
