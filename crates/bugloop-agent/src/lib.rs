@@ -201,6 +201,23 @@ fn run_id(task: &str) -> String {
 /// The transcript's last event: how the run ended (a label and the answer, submission or
 /// error), and what it spent; when a budget stopped it, the budget's own count of the spending,
 /// which is what the budget was checked against.
+/// A tool that aborted the task: the call is recorded as failed, and the task ends with the
+/// tool's reason.
+fn aborted(transcript: &mut Transcript, turn: u32, call: ToolCall, message: String) -> AgentError {
+    transcript.write(&Event::Tool {
+        turn,
+        id: call.id,
+        name: call.name.clone(),
+        arguments: call.arguments,
+        ok: false,
+        result: message.clone(),
+    });
+    AgentError::ToolAbort {
+        tool: call.name,
+        message,
+    }
+}
+
 fn end_event(outcome: &Result<Outcome, AgentError>, usage: Usage) -> Event {
     let (label, detail) = match outcome {
         Ok(Outcome::Answer(text)) => ("answered", text.clone()),
@@ -536,20 +553,7 @@ impl Agent {
         follow_ups: &mut impl Iterator<Item = String>,
     ) -> Result<Submission, AgentError> {
         match self.check_submission(registry, &call).await {
-            Err(ToolError::Abort(message)) => {
-                transcript.write(&Event::Tool {
-                    turn,
-                    id: call.id,
-                    name: call.name.clone(),
-                    arguments: call.arguments,
-                    ok: false,
-                    result: message.clone(),
-                });
-                Err(AgentError::ToolAbort {
-                    tool: call.name,
-                    message,
-                })
-            }
+            Err(ToolError::Abort(message)) => Err(aborted(transcript, turn, call, message)),
             Ok(value) => {
                 let next = follow_ups.next();
                 transcript.write(&Event::Tool {
@@ -620,20 +624,7 @@ impl Agent {
         let (ok, text) = match result {
             Ok(text) => (true, text),
             Err(ToolError::Model(message)) => (false, format!("error: {message}")),
-            Err(ToolError::Abort(message)) => {
-                transcript.write(&Event::Tool {
-                    turn,
-                    id: call.id,
-                    name: call.name.clone(),
-                    arguments: call.arguments,
-                    ok: false,
-                    result: message.clone(),
-                });
-                return Err(AgentError::ToolAbort {
-                    tool: call.name,
-                    message,
-                });
-            }
+            Err(ToolError::Abort(message)) => return Err(aborted(transcript, turn, call, message)),
         };
         transcript.write(&Event::Tool {
             turn,
