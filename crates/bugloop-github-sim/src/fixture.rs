@@ -7,7 +7,7 @@
 // A fixture's job is to stop the test at the first thing that went wrong.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::{Value, json};
 
@@ -177,26 +177,7 @@ impl PullRequestFixture {
 
 /// Every example GitHub publishes of `event` (`@octokit/webhooks-examples`, installed by the test
 /// command into the cache).
-pub fn webhook_examples(event: &str) -> Vec<Value> {
-    let cache = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")))
-        .unwrap();
-    let file = cache.join(
-        "bugloop/test-assets/node_modules/@octokit/webhooks-examples/api.github.com/index.json",
-    );
-    let text = std::fs::read_to_string(&file).unwrap_or_else(|error| {
-        panic!(
-            "{}: {error}; `scripts/setup --test` installs GitHub's webhook examples",
-            file.display()
-        )
-    });
-    let all: Vec<Value> = serde_json::from_str(&text).unwrap();
-    all.into_iter()
-        .find(|e| e["name"] == event)
-        .and_then(|e| e["examples"].as_array().cloned())
-        .unwrap_or_default()
-}
+pub use bugloop_testkit::github::webhook_examples;
 
 /// GitHub's own example of an `event` with `action`, edited to be about this fixture's pull
 /// request.
@@ -260,34 +241,5 @@ pub fn off_by_one() -> Value {
 /// A fresh 2048-bit RSA key in GitHub's form (PKCS#1 PEM), made by OpenSSL (installed by the
 /// test command), for an App's credentials.
 pub fn app_key() -> String {
-    let dir = tempfile::tempdir().unwrap();
-    let pkcs8 = dir.path().join("key.pem");
-    let made = std::process::Command::new("openssl")
-        .args([
-            "genpkey",
-            "-algorithm",
-            "RSA",
-            "-pkeyopt",
-            "rsa_keygen_bits:2048",
-            "-out",
-        ])
-        .arg(&pkcs8)
-        .output()
-        .expect("openssl is needed to make a test key (`scripts/setup --test` installs it)");
-    assert!(
-        made.status.success(),
-        "{}",
-        String::from_utf8_lossy(&made.stderr)
-    );
-    let pkcs1 = std::process::Command::new("openssl")
-        .args(["rsa", "-traditional", "-in"])
-        .arg(&pkcs8)
-        .output()
-        .unwrap();
-    assert!(
-        pkcs1.status.success(),
-        "{}",
-        String::from_utf8_lossy(&pkcs1.stderr)
-    );
-    String::from_utf8(pkcs1.stdout).unwrap()
+    bugloop_testkit::github::rsa_key().0
 }

@@ -4,7 +4,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -14,47 +13,12 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use bugloop_github::{
     AppCredentials, Clock, Endpoint, GitHubClient, Installation, Policy, Repo, TokioSleeper,
 };
+/// A fresh 2048-bit key from OpenSSL: GitHub's form (PKCS#1) and OpenSSL's default (PKCS#8).
+use bugloop_testkit::github::rsa_key as keys;
 use ring::signature::{RSA_PKCS1_2048_8192_SHA256, UnparsedPublicKey};
 use serde_json::{Value, json};
 use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
-
-/// A fresh 2048-bit key from OpenSSL: GitHub's form (PKCS#1) and OpenSSL's default (PKCS#8).
-fn keys() -> (String, String) {
-    let dir = tempfile::tempdir().unwrap();
-    let pkcs8 = dir.path().join("key.pem");
-    let made = Command::new("openssl")
-        .args([
-            "genpkey",
-            "-algorithm",
-            "RSA",
-            "-pkeyopt",
-            "rsa_keygen_bits:2048",
-            "-out",
-        ])
-        .arg(&pkcs8)
-        .output()
-        .expect("openssl is needed to make a test key");
-    assert!(
-        made.status.success(),
-        "{}",
-        String::from_utf8_lossy(&made.stderr)
-    );
-    let pkcs1 = Command::new("openssl")
-        .args(["rsa", "-traditional", "-in"])
-        .arg(&pkcs8)
-        .output()
-        .unwrap();
-    assert!(
-        pkcs1.status.success(),
-        "{}",
-        String::from_utf8_lossy(&pkcs1.stderr)
-    );
-    (
-        String::from_utf8(pkcs1.stdout).unwrap(),
-        std::fs::read_to_string(&pkcs8).unwrap(),
-    )
-}
 
 #[derive(Debug)]
 struct TestClock(AtomicU64);

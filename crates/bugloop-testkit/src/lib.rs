@@ -14,6 +14,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+pub mod github;
 pub mod model;
 pub mod postgres;
 pub mod users;

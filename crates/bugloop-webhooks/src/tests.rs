@@ -1,8 +1,7 @@
 //! Every example GitHub publishes of the events bugloop handles (`@octokit/webhooks-examples`,
 //! installed by the test command) parses; triggers are decided from real payloads, edited.
 
-use std::path::PathBuf;
-
+use bugloop_testkit::github::webhook_examples as examples;
 use serde_json::{Value, json};
 
 use super::*;
@@ -28,32 +27,6 @@ fn an_app_subscribes_to_every_handled_event_actions_do_not_own() {
     expected.sort_unstable();
     app.sort_unstable();
     assert_eq!(app, expected);
-}
-
-fn examples_file() -> PathBuf {
-    let cache = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")))
-        .unwrap();
-    cache.join(
-        "bugloop/test-assets/node_modules/@octokit/webhooks-examples/api.github.com/index.json",
-    )
-}
-
-/// Every example of `event`.
-fn examples(event: &str) -> Vec<Value> {
-    let file = examples_file();
-    let text = std::fs::read_to_string(&file).unwrap_or_else(|error| {
-        panic!(
-            "{}: {error}; `scripts/setup --test` installs GitHub's webhook examples",
-            file.display()
-        )
-    });
-    let all: Vec<Value> = serde_json::from_str(&text).unwrap();
-    all.into_iter()
-        .find(|e| e["name"] == event)
-        .and_then(|e| e["examples"].as_array().cloned())
-        .unwrap_or_default()
 }
 
 fn example(event: &str, action: &str) -> Value {
