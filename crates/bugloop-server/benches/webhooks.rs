@@ -66,22 +66,14 @@ fn main() {
 
 async fn measure(queue: Queue, label: &str) {
     {
-        let state = WebhookState {
-            secret: Arc::new(SECRET.to_vec()),
-            queue: queue.clone(),
-            metrics: Arc::default(),
-            body_timeout: bugloop_server::serve::BODY_TIMEOUT,
-            admin_token: None,
-            report_token: None,
-            sentry: None,
-            bodies: bugloop_server::serve::body_budget(),
-            outsiders: Arc::new(bugloop_server::outsider_intake::OutsiderIntake::new(20)),
-            permissions: None,
-            settings: Arc::new(bugloop_app::trigger_settings(
+        let state = WebhookState::new(
+            SECRET.to_vec(),
+            queue.clone(),
+            bugloop_app::trigger_settings(
                 &bugloop_config::Config::default(),
                 vec!["bugloop-app[bot]".to_owned()],
-            )),
-        };
+            ),
+        );
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}/webhook", listener.local_addr().unwrap());
         tokio::spawn(async move { axum::serve(listener, router(state)).await.unwrap() });

@@ -71,6 +71,28 @@ pub struct Peer(pub std::net::SocketAddr);
 /// GitHub sends a delivery at once and waits ten seconds for the answer.
 pub const BODY_TIMEOUT: Duration = Duration::from_secs(10);
 
+impl WebhookState {
+    /// The state of a server with only its secret, queue and trigger settings: no operator or
+    /// report token, no Sentry, no permission checks, the default limits and fresh metrics.
+    pub fn new(secret: Vec<u8>, queue: Queue, settings: TriggerSettings) -> WebhookState {
+        WebhookState {
+            secret: Arc::new(secret),
+            queue,
+            settings: Arc::new(settings),
+            metrics: Arc::default(),
+            body_timeout: BODY_TIMEOUT,
+            admin_token: None,
+            report_token: None,
+            sentry: None,
+            bodies: body_budget(),
+            outsiders: Arc::new(crate::outsider_intake::OutsiderIntake::new(
+                crate::outsider_intake::DEFAULT_PER_HOUR,
+            )),
+            permissions: None,
+        }
+    }
+}
+
 impl std::fmt::Debug for WebhookState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("WebhookState")
@@ -444,12 +466,15 @@ pub async fn run_until(
         .local_addr()
         .map_err(|e| ServerError::Invalid(format!("cannot read the address listened on: {e}")))?;
     bound(address);
+    let metrics = options
+        .workers
+        .as_ref()
+        .map(|(settings, _)| settings.metrics.clone())
+        .unwrap_or_default();
     let state = WebhookState {
-        body_timeout: BODY_TIMEOUT,
         admin_token: options.admin_token.clone().map(Arc::new),
         report_token: options.report_token.clone().map(Arc::new),
         sentry: options.sentry.clone().map(Arc::new),
-        bodies: body_budget(),
         outsiders: Arc::new(crate::outsider_intake::OutsiderIntake::new(
             options.outsider_comments_per_hour,
         )),
@@ -460,14 +485,8 @@ pub async fn run_until(
                 settings.policy.clone(),
             ))
         }),
-        secret: Arc::new(options.secret),
-        queue,
-        metrics: options
-            .workers
-            .as_ref()
-            .map(|(settings, _)| settings.metrics.clone())
-            .unwrap_or_default(),
-        settings: Arc::new(options.trigger.clone()),
+        metrics,
+        ..WebhookState::new(options.secret, queue, options.trigger.clone())
     };
     // Workers stop claiming when the server is told to stop, and finish the job they hold
     // within their grace period (or hand it back).

@@ -49,9 +49,6 @@ async fn server_asking(
         .await
         .unwrap();
     let state = WebhookState {
-        secret: Arc::new(SECRET.to_vec()),
-        queue: queue.clone(),
-        metrics: Arc::default(),
         body_timeout,
         admin_token: admin_token.map(|t| Arc::new(t.to_owned())),
         report_token: Some(Arc::new(bugloop_server::serve::ReportAccess {
@@ -62,13 +59,15 @@ async fn server_asking(
             client_secret: SENTRY_SECRET.to_owned(),
             projects: [("widgets-api".to_owned(), "acme/widgets".to_owned())].into(),
         })),
-        bodies: bugloop_server::serve::body_budget(),
-        outsiders: Arc::new(bugloop_server::outsider_intake::OutsiderIntake::new(20)),
         permissions,
-        settings: Arc::new(bugloop_app::trigger_settings(
-            &bugloop_config::Config::default(),
-            vec!["bugloop-app[bot]".to_owned()],
-        )),
+        ..WebhookState::new(
+            SECRET.to_vec(),
+            queue.clone(),
+            bugloop_app::trigger_settings(
+                &bugloop_config::Config::default(),
+                vec!["bugloop-app[bot]".to_owned()],
+            ),
+        )
     };
     let listener = tokio::net::TcpListener::bind(address).await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());

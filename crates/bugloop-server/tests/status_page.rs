@@ -8,7 +8,6 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Arc;
 use std::time::Duration;
 
 use bugloop_queue::{Failure, JobKind, NewJob, Queue, Retries};
@@ -121,22 +120,11 @@ fn headless(profile: &Path) -> Command {
 async fn chromium_renders_the_jobs_and_runs_none_of_the_hostile_text() {
     let dir = tempfile::tempdir().unwrap();
     let queue = seeded(&dir.path().join("queue.db")).await;
-    let state = WebhookState {
-        secret: Arc::new(b"secret".to_vec()),
+    let state = WebhookState::new(
+        b"secret".to_vec(),
         queue,
-        metrics: Arc::default(),
-        body_timeout: bugloop_server::serve::BODY_TIMEOUT,
-        admin_token: None,
-        report_token: None,
-        sentry: None,
-        bodies: bugloop_server::serve::body_budget(),
-        outsiders: Arc::new(bugloop_server::outsider_intake::OutsiderIntake::new(20)),
-        permissions: None,
-        settings: Arc::new(bugloop_app::trigger_settings(
-            &bugloop_config::Config::default(),
-            Vec::new(),
-        )),
-    };
+        bugloop_app::trigger_settings(&bugloop_config::Config::default(), Vec::new()),
+    );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/", listener.local_addr().unwrap());
     tokio::spawn(async move {
