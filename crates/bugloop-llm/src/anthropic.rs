@@ -277,12 +277,7 @@ fn parse_response(value: &Value, default_model: &str) -> Result<ChatResponse, Ll
         add_usage(&mut usage, u);
     }
     Ok(ChatResponse {
-        message: Message {
-            role: Role::Assistant,
-            content: text,
-            tool_calls,
-            tool_call_id: None,
-        },
+        message: Message::assistant_calling(text, tool_calls),
         finish: finish_reason(value.get("stop_reason").and_then(Value::as_str)),
         usage,
         model: value
@@ -460,12 +455,7 @@ impl StreamState {
             }
         }
         Ok(ChatResponse {
-            message: Message {
-                role: Role::Assistant,
-                content: text,
-                tool_calls,
-                tool_call_id: None,
-            },
+            message: Message::assistant_calling(text, tool_calls),
             finish: self.finish.unwrap_or(FinishReason::Other),
             usage: self.usage,
             model: self.model.unwrap_or_else(|| default_model.to_owned()),

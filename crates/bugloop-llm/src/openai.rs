@@ -251,12 +251,7 @@ fn parse_response(value: &Value, default_model: &str) -> Result<ChatResponse, Ll
         });
     }
     Ok(ChatResponse {
-        message: Message {
-            role: Role::Assistant,
-            content,
-            tool_calls,
-            tool_call_id: None,
-        },
+        message: Message::assistant_calling(content, tool_calls),
         finish: finish_reason(choice.get("finish_reason").and_then(Value::as_str)),
         usage: usage(value.get("usage")),
         model: value
@@ -384,12 +379,7 @@ impl StreamState {
             })
             .collect();
         Ok(ChatResponse {
-            message: Message {
-                role: Role::Assistant,
-                content: self.text,
-                tool_calls,
-                tool_call_id: None,
-            },
+            message: Message::assistant_calling(self.text, tool_calls),
             finish,
             usage: self.usage,
             model: self.model.unwrap_or_else(|| default_model.to_owned()),

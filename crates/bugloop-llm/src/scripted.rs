@@ -380,12 +380,7 @@ pub fn tool_reply(calls: &[(&str, serde_json::Value)], usage: Usage) -> ChatResp
         })
         .collect();
     ChatResponse {
-        message: Message {
-            role: Role::Assistant,
-            content: String::new(),
-            tool_calls,
-            tool_call_id: None,
-        },
+        message: Message::assistant_calling(String::new(), tool_calls),
         finish: FinishReason::ToolCalls,
         usage,
         model: "scripted".into(),

@@ -51,10 +51,15 @@ impl Message {
     }
 
     pub fn assistant(text: impl Into<String>) -> Self {
+        Message::assistant_calling(text, Vec::new())
+    }
+
+    /// The model's answer: its text and the tools it calls.
+    pub(crate) fn assistant_calling(text: impl Into<String>, tool_calls: Vec<ToolCall>) -> Self {
         Message {
             role: Role::Assistant,
             content: text.into(),
-            tool_calls: Vec::new(),
+            tool_calls,
             tool_call_id: None,
         }
     }

@@ -30,42 +30,24 @@ fn repo() -> tempfile::TempDir {
     std::fs::write(root.join("README.md"), "# demo\nTODO: write docs\n").unwrap();
     std::fs::write(root.join(".gitignore"), "target/\n").unwrap();
     git(root, &["add", "."]);
-    git(
-        root,
-        &[
-            "-c",
-            "user.email=t@t",
-            "-c",
-            "user.name=t",
-            "commit",
-            "-q",
-            "-m",
-            "first",
-        ],
-    );
+    commit(root, &["-m", "first"]);
     std::fs::write(
         root.join("src/lib.rs"),
         "pub fn add(a: i32, b: i32) -> i32 {\n    a - b // TODO: wrong\n}\n",
     )
     .unwrap();
-    git(
-        root,
-        &[
-            "-c",
-            "user.email=t@t",
-            "-c",
-            "user.name=t",
-            "commit",
-            "-q",
-            "-am",
-            "second",
-        ],
-    );
+    commit(root, &["-am", "second"]);
     std::fs::create_dir_all(root.join("target")).unwrap();
     std::fs::write(root.join("target/out.rs"), "TODO: ignored build output\n").unwrap();
     std::fs::write(root.join("blob.bin"), b"TODO\0\x01\x02").unwrap();
     std::os::unix::fs::symlink("/etc", root.join("etc-link")).unwrap();
     dir
+}
+
+/// `git commit -q` with `args`, as the author `t` (the git tests look commits up by that name).
+fn commit(root: &Path, args: &[&str]) {
+    let identity = ["-c", "user.email=t@t", "-c", "user.name=t", "commit", "-q"];
+    git(root, &[&identity[..], args].concat());
 }
 
 fn context(root: &Path) -> ToolContext {
@@ -90,13 +72,47 @@ fn context(root: &Path) -> ToolContext {
     context
 }
 
-async fn call(
-    registry: &Registry,
-    context: &ToolContext,
-    name: &str,
-    args: serde_json::Value,
-) -> Result<String, ToolError> {
-    registry.call(context, name, &args.to_string()).await
+/// A toolset over a repository, called the way the agent calls it.
+struct Tools {
+    registry: Registry,
+    context: ToolContext,
+}
+
+impl Tools {
+    fn new(root: &Path, toolset: Toolset) -> Tools {
+        Tools {
+            registry: Registry::new(toolset),
+            context: context(root),
+        }
+    }
+
+    async fn call(&self, name: &str, args: serde_json::Value) -> Result<String, ToolError> {
+        self.registry
+            .call(&self.context, name, &args.to_string())
+            .await
+    }
+
+    /// The output of a call that must succeed.
+    async fn ok(&self, name: &str, args: serde_json::Value) -> String {
+        self.call(name, args).await.unwrap()
+    }
+
+    /// The error of a call that must fail.
+    async fn err(&self, name: &str, args: serde_json::Value) -> ToolError {
+        self.call(name, args).await.unwrap_err()
+    }
+
+    /// Each call (tool, arguments) is refused with a message to the model containing the text.
+    async fn assert_refused(&self, cases: Vec<(&str, serde_json::Value, &str)>) {
+        for (tool, args, expected) in cases {
+            match self.call(tool, args.clone()).await {
+                Err(ToolError::Model(message)) => {
+                    assert!(message.contains(expected), "{tool} {args}: {message}");
+                }
+                other => panic!("{tool} {args}: {other:?}"),
+            }
+        }
+    }
 }
 
 #[tokio::test]
@@ -179,141 +195,104 @@ fn parameters_named_like_keywords_are_kept() {
 #[tokio::test]
 async fn escape_attempts_fail_with_clear_errors() {
     let dir = repo();
-    let context = context(dir.path());
-    let registry = Registry::new(Toolset::Build);
-    let cases = [
-        ("read_file", json!({"path": "../outside.txt"}), "uses `..`"),
-        (
-            "read_file",
-            json!({"path": "src/../../etc/passwd"}),
-            "uses `..`",
-        ),
-        ("read_file", json!({"path": "/etc/passwd"}), "is absolute"),
-        ("read_file", json!({"path": "~/.ssh/id_rsa"}), "is absolute"),
-        (
-            "read_file",
-            json!({"path": "etc-link/passwd"}),
-            "leads outside the repository",
-        ),
-        (
-            "list_dir",
-            json!({"path": "etc-link"}),
-            "leads outside the repository",
-        ),
-        ("read_file", json!({"path": ".git/config"}), "inside .git"),
-        (
-            "read_file",
-            json!({"path": "./src/../.git/HEAD"}),
-            "uses `..`",
-        ),
-        ("grep", json!({"pattern": "x", "path": "/"}), "is absolute"),
-        (
-            "write_file",
-            json!({"path": "etc-link/evil", "content": "x"}),
-            "leads outside the repository",
-        ),
-        (
-            "write_file",
-            json!({"path": ".git/hooks/pre-commit", "content": "x"}),
-            "inside .git",
-        ),
-        (
-            "write_file",
-            json!({"path": ".github/workflows/ci.yml", "content": "x"}),
-            "is protected",
-        ),
-        (
-            "edit_file",
-            json!({"path": "../x", "old_text": "a", "new_text": "b"}),
-            "uses `..`",
-        ),
-        (
-            "git",
-            json!({"command": "diff", "args": ["--output=/tmp/x"]}),
-            "not allowed",
-        ),
-        ("read_file", json!({"path": 3}), "invalid arguments"),
-        ("nope", json!({}), "no tool named"),
-    ];
-    for (tool, args, expected) in cases {
-        match call(&registry, &context, tool, args.clone()).await {
-            Err(ToolError::Model(message)) => {
-                assert!(message.contains(expected), "{tool} {args}: {message}");
-            }
-            other => panic!("{tool} {args}: {other:?}"),
-        }
-    }
+    let tools = Tools::new(dir.path(), Toolset::Build);
+    tools
+        .assert_refused(vec![
+            ("read_file", json!({"path": "../outside.txt"}), "uses `..`"),
+            (
+                "read_file",
+                json!({"path": "src/../../etc/passwd"}),
+                "uses `..`",
+            ),
+            ("read_file", json!({"path": "/etc/passwd"}), "is absolute"),
+            ("read_file", json!({"path": "~/.ssh/id_rsa"}), "is absolute"),
+            (
+                "read_file",
+                json!({"path": "etc-link/passwd"}),
+                "leads outside the repository",
+            ),
+            (
+                "list_dir",
+                json!({"path": "etc-link"}),
+                "leads outside the repository",
+            ),
+            ("read_file", json!({"path": ".git/config"}), "inside .git"),
+            (
+                "read_file",
+                json!({"path": "./src/../.git/HEAD"}),
+                "uses `..`",
+            ),
+            ("grep", json!({"pattern": "x", "path": "/"}), "is absolute"),
+            (
+                "write_file",
+                json!({"path": "etc-link/evil", "content": "x"}),
+                "leads outside the repository",
+            ),
+            (
+                "write_file",
+                json!({"path": ".git/hooks/pre-commit", "content": "x"}),
+                "inside .git",
+            ),
+            (
+                "write_file",
+                json!({"path": ".github/workflows/ci.yml", "content": "x"}),
+                "is protected",
+            ),
+            (
+                "edit_file",
+                json!({"path": "../x", "old_text": "a", "new_text": "b"}),
+                "uses `..`",
+            ),
+            (
+                "git",
+                json!({"command": "diff", "args": ["--output=/tmp/x"]}),
+                "not allowed",
+            ),
+            ("read_file", json!({"path": 3}), "invalid arguments"),
+            ("nope", json!({}), "no tool named"),
+        ])
+        .await;
     assert!(!dir.path().join(".github").exists());
 }
 
 #[tokio::test]
 async fn reading_tools() {
     let dir = repo();
-    let context = context(dir.path());
-    let registry = Registry::new(Toolset::Plan);
-    let read = call(
-        &registry,
-        &context,
-        "read_file",
-        json!({"path": "src/lib.rs", "start_line": 2, "end_line": 2}),
-    )
-    .await
-    .unwrap();
+    let tools = Tools::new(dir.path(), Toolset::Plan);
+    let read = tools
+        .ok(
+            "read_file",
+            json!({"path": "src/lib.rs", "start_line": 2, "end_line": 2}),
+        )
+        .await;
     assert_eq!(read, "     2\t    a - b // TODO: wrong\n");
-    let binary = call(
-        &registry,
-        &context,
-        "read_file",
-        json!({"path": "blob.bin"}),
-    )
-    .await
-    .unwrap();
+    let binary = tools.ok("read_file", json!({"path": "blob.bin"})).await;
     assert!(binary.contains("binary file"), "{binary}");
-    let listing = call(&registry, &context, "list_dir", json!({}))
-        .await
-        .unwrap();
+    let listing = tools.ok("list_dir", json!({})).await;
     assert_eq!(
         listing,
         ".gitignore\nREADME.md\nblob.bin\netc-link@\nsrc/\ntarget/"
     );
-    let globbed = call(&registry, &context, "glob", json!({"pattern": "*.rs"}))
-        .await
-        .unwrap();
+    let globbed = tools.ok("glob", json!({"pattern": "*.rs"})).await;
     assert_eq!(globbed, "src/lib.rs", "target/ is ignored");
-    let grep = call(
-        &registry,
-        &context,
-        "grep",
-        json!({"pattern": "todo", "case_insensitive": true}),
-    )
-    .await
-    .unwrap();
+    let grep = tools
+        .ok("grep", json!({"pattern": "todo", "case_insensitive": true}))
+        .await;
     assert_eq!(
         grep,
         "README.md:2:TODO: write docs\nsrc/lib.rs:2:    a - b // TODO: wrong"
     );
-    let none = call(&registry, &context, "grep", json!({"pattern": "zzz"}))
-        .await
-        .unwrap();
+    let none = tools.ok("grep", json!({"pattern": "zzz"})).await;
     assert!(none.starts_with("no matches"));
-    let bad = call(&registry, &context, "grep", json!({"pattern": "("}))
-        .await
-        .unwrap_err();
+    let bad = tools.err("grep", json!({"pattern": "("})).await;
     assert!(bad.to_string().contains("bad pattern"));
-    call(
-        &registry,
-        &context,
-        "todo_write",
-        json!({"items": [{"content": "check add", "status": "in_progress"}]}),
-    )
-    .await
-    .unwrap();
-    assert_eq!(
-        call(&registry, &context, "todo_read", json!({}))
-            .await
-            .unwrap(),
-        "[~] check add"
-    );
+    tools
+        .ok(
+            "todo_write",
+            json!({"items": [{"content": "check add", "status": "in_progress"}]}),
+        )
+        .await;
+    assert_eq!(tools.ok("todo_read", json!({})).await, "[~] check add");
 }
 
 /// Runs a test body on its own runtime and fails (instead of hanging) if it takes longer than
@@ -348,83 +327,70 @@ fn special_files_are_refused_without_blocking() {
         std::fs::create_dir(root.join("special")).unwrap();
         nix::unistd::mkfifo(&root.join("special/pipe.rs"), nix::sys::stat::Mode::S_IRWXU).unwrap();
         std::fs::write(root.join("special/found.rs"), "// TODO: next to a FIFO\n").unwrap();
-        let context = context(root);
-        let registry = Registry::new(Toolset::Build);
-        let refusals = [
-            (
-                "read_file",
-                json!({"path": "pipe"}),
-                "pipe is a FIFO, not a regular file",
-            ),
-            (
-                "read_file",
-                json!({"path": "pipe-link"}),
-                "pipe-link is a FIFO",
-            ),
-            (
-                "read_file",
-                json!({"path": "socket"}),
-                "socket is a socket, not a regular file",
-            ),
-            // /dev/zero is outside the workspace: the path check refuses it before any open.
-            (
-                "read_file",
-                json!({"path": "zero"}),
-                "leads outside the repository",
-            ),
-            (
-                "read_file",
-                json!({"path": "src"}),
-                "is a directory; use list_dir",
-            ),
-            (
-                "grep",
-                json!({"pattern": "x", "path": "pipe"}),
-                "is a FIFO, not a regular file or directory",
-            ),
-            (
-                "list_dir",
-                json!({"path": "socket"}),
-                "is a socket, not a directory",
-            ),
-            (
-                "list_dir",
-                json!({"path": "README.md"}),
-                "is a file; use read_file",
-            ),
-            (
-                "edit_file",
-                json!({"path": "pipe", "old_text": "a", "new_text": "b"}),
-                "is a FIFO",
-            ),
-            (
-                "write_file",
-                json!({"path": "pipe", "content": "x"}),
-                "is a FIFO, not a regular file; it cannot be written",
-            ),
-        ];
-        for (tool, args, expected) in refusals {
-            match call(&registry, &context, tool, args.clone()).await {
-                Err(ToolError::Model(message)) => {
-                    assert!(message.contains(expected), "{tool} {args}: {message}");
-                }
-                other => panic!("{tool} {args}: {other:?}"),
-            }
-        }
-        let grep = call(&registry, &context, "grep", json!({"pattern": "TODO"}))
-            .await
-            .unwrap();
+        let tools = Tools::new(root, Toolset::Build);
+        tools
+            .assert_refused(vec![
+                (
+                    "read_file",
+                    json!({"path": "pipe"}),
+                    "pipe is a FIFO, not a regular file",
+                ),
+                (
+                    "read_file",
+                    json!({"path": "pipe-link"}),
+                    "pipe-link is a FIFO",
+                ),
+                (
+                    "read_file",
+                    json!({"path": "socket"}),
+                    "socket is a socket, not a regular file",
+                ),
+                // /dev/zero is outside the workspace: the path check refuses it before any open.
+                (
+                    "read_file",
+                    json!({"path": "zero"}),
+                    "leads outside the repository",
+                ),
+                (
+                    "read_file",
+                    json!({"path": "src"}),
+                    "is a directory; use list_dir",
+                ),
+                (
+                    "grep",
+                    json!({"pattern": "x", "path": "pipe"}),
+                    "is a FIFO, not a regular file or directory",
+                ),
+                (
+                    "list_dir",
+                    json!({"path": "socket"}),
+                    "is a socket, not a directory",
+                ),
+                (
+                    "list_dir",
+                    json!({"path": "README.md"}),
+                    "is a file; use read_file",
+                ),
+                (
+                    "edit_file",
+                    json!({"path": "pipe", "old_text": "a", "new_text": "b"}),
+                    "is a FIFO",
+                ),
+                (
+                    "write_file",
+                    json!({"path": "pipe", "content": "x"}),
+                    "is a FIFO, not a regular file; it cannot be written",
+                ),
+            ])
+            .await;
+        let grep = tools.ok("grep", json!({"pattern": "TODO"})).await;
         assert_eq!(
             grep,
             "README.md:2:TODO: write docs\nspecial/found.rs:1:// TODO: next to a FIFO\nsrc/lib.rs:2:    a - b // TODO: wrong"
         );
-        let globbed = call(&registry, &context, "glob", json!({"pattern": "special/*"}))
-            .await
-            .unwrap();
+        let globbed = tools.ok("glob", json!({"pattern": "special/*"})).await;
         assert_eq!(globbed, "special/found.rs");
-        let listing = call(&registry, &context, "list_dir", json!({}))
-            .await
-            .unwrap();
+        let listing = tools.ok("list_dir", json!({})).await;
         assert!(
             listing.contains("\npipe (a FIFO; cannot be read)\n"),
             "{listing}"
@@ -440,37 +406,30 @@ fn special_files_are_refused_without_blocking() {
 #[tokio::test]
 async fn editing_tools() {
     let dir = repo();
-    let context = context(dir.path());
-    let registry = Registry::new(Toolset::Build);
-    call(
-        &registry,
-        &context,
-        "write_file",
-        json!({"path": "docs/new.md", "content": "hello\n"}),
-    )
-    .await
-    .unwrap();
+    let tools = Tools::new(dir.path(), Toolset::Build);
+    tools
+        .ok(
+            "write_file",
+            json!({"path": "docs/new.md", "content": "hello\n"}),
+        )
+        .await;
     assert_eq!(
         std::fs::read_to_string(dir.path().join("docs/new.md")).unwrap(),
         "hello\n"
     );
-    let twice = call(
-        &registry,
-        &context,
-        "edit_file",
-        json!({"path": "src/lib.rs", "old_text": "a", "new_text": "x"}),
-    )
-    .await
-    .unwrap_err();
+    let twice = tools
+        .err(
+            "edit_file",
+            json!({"path": "src/lib.rs", "old_text": "a", "new_text": "x"}),
+        )
+        .await;
     assert!(twice.to_string().contains("occurs"), "{twice}");
-    call(
-        &registry,
-        &context,
-        "edit_file",
-        json!({"path": "src/lib.rs", "old_text": "a - b // TODO: wrong", "new_text": "a + b"}),
-    )
-    .await
-    .unwrap();
+    tools
+        .ok(
+            "edit_file",
+            json!({"path": "src/lib.rs", "old_text": "a - b // TODO: wrong", "new_text": "a + b"}),
+        )
+        .await;
     assert_eq!(
         std::fs::read_to_string(dir.path().join("src/lib.rs")).unwrap(),
         "pub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n"
@@ -480,14 +439,11 @@ async fn editing_tools() {
 #[tokio::test]
 async fn patches_apply_whole_or_not_at_all() {
     let dir = repo();
-    let context = context(dir.path());
-    let registry = Registry::new(Toolset::Build);
+    let tools = Tools::new(dir.path(), Toolset::Build);
     let good = "--- a/src/lib.rs\n+++ b/src/lib.rs\n@@ -1,3 +1,3 @@\n pub fn add(a: i32, b: i32) -> i32 {\n-    a - b // TODO: wrong\n+    a + b\n }\n--- /dev/null\n+++ b/src/new.rs\n@@ -0,0 +1,2 @@\n+// new\n+pub fn f() {}\n--- a/README.md\n+++ /dev/null\n@@ -1,2 +0,0 @@\n-# demo\n-TODO: write docs\n";
     // The same patch with a stale second file: nothing may be written.
     let stale = good.replace("-TODO: write docs", "-TODO: other text");
-    let error = call(&registry, &context, "apply_patch", json!({"patch": stale}))
-        .await
-        .unwrap_err();
+    let error = tools.err("apply_patch", json!({"patch": stale})).await;
     assert!(error.to_string().contains("nothing was changed"), "{error}");
     assert!(!dir.path().join("src/new.rs").exists());
     assert!(
@@ -495,9 +451,7 @@ async fn patches_apply_whole_or_not_at_all() {
             .unwrap()
             .contains("a - b")
     );
-    let done = call(&registry, &context, "apply_patch", json!({"patch": good}))
-        .await
-        .unwrap();
+    let done = tools.ok("apply_patch", json!({"patch": good})).await;
     assert_eq!(
         done,
         "wrote src/lib.rs\nwrote src/new.rs\ndeleted README.md"
@@ -511,41 +465,35 @@ async fn patches_apply_whole_or_not_at_all() {
         "// new\npub fn f() {}\n"
     );
     assert!(!dir.path().join("README.md").exists());
-    let garbage = call(
-        &registry,
-        &context,
-        "apply_patch",
-        json!({"patch": "--- a/x\n+++ b/x\n@@ -1,3 +1,3 @@\n a\n"}),
-    )
-    .await
-    .unwrap_err();
+    let garbage = tools
+        .err(
+            "apply_patch",
+            json!({"patch": "--- a/x\n+++ b/x\n@@ -1,3 +1,3 @@\n a\n"}),
+        )
+        .await;
     assert!(garbage.to_string().contains("cannot be read"), "{garbage}");
 }
 
 #[tokio::test]
 async fn run_is_sandboxed() {
     let dir = repo();
-    let context = context(dir.path());
-    let registry = Registry::new(Toolset::Build);
-    let out = call(&registry, &context, "run", json!({"program": "bash", "args": ["-c", "echo built > out.txt; cat out.txt; echo x > $HOME/escape"]})).await.unwrap();
+    let tools = Tools::new(dir.path(), Toolset::Build);
+    let out = tools.ok("run", json!({"program": "bash", "args": ["-c", "echo built > out.txt; cat out.txt; echo x > $HOME/escape"]})).await;
     assert!(out.starts_with("exit code 1\n--- stdout\nbuilt\n"), "{out}");
     assert!(out.contains("Read-only file system"), "{out}");
     assert_eq!(
         std::fs::read_to_string(dir.path().join("out.txt")).unwrap(),
         "built\n"
     );
-    let slow = call(
-        &registry,
-        &context,
-        "run",
-        json!({"program": "sleep", "args": ["30"], "timeout_seconds": 1}),
-    )
-    .await
-    .unwrap();
+    let slow = tools
+        .ok(
+            "run",
+            json!({"program": "sleep", "args": ["30"], "timeout_seconds": 1}),
+        )
+        .await;
     assert!(slow.starts_with("timed out after 1s"), "{slow}");
 }
 
-/// grep returns exactly what the `rg` binary returns on a generated tree.
 #[tokio::test]
 async fn grep_matches_ripgrep() {
     let rg = which_rg();

@@ -6,7 +6,9 @@ use serde_json::json;
 use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-use crate::support::{Collected, bodies, fast_settings, mount_stream, sse};
+use crate::support::{
+    Collected, bodies, fast_settings, mount, mount_stream, ok_json, sse, user_request,
+};
 
 fn provider(server: &MockServer) -> AnthropicProvider {
     AnthropicProvider::new(
@@ -37,7 +39,7 @@ async fn plain_answer_with_tool_use_caching_and_headers() {
         .and(path("/v1/messages"))
         .and(header("x-api-key", "sk-ant-test"))
         .and(header("anthropic-version", "2023-06-01"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+        .respond_with(ok_json(json!({
             "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test-2026",
             "content": [
                 {"type": "text", "text": "Let me look."},
@@ -220,10 +222,9 @@ async fn streamed_answer_with_tool_use() {
     let collected = Collected::default();
     let sink = collected.sink();
     let request = ChatRequest {
-        messages: vec![Message::user("go")],
         tools: tools(),
         stream: true,
-        ..ChatRequest::default()
+        ..user_request("go")
     };
     let response = provider(&server).chat(&request, Some(&sink)).await.unwrap();
     assert_eq!(response.message.content, "Checking the file.");
@@ -243,17 +244,12 @@ async fn streamed_answer_with_tool_use() {
 #[tokio::test]
 async fn overloaded_then_success_and_cut_stream() {
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(529).set_body_json(json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})))
-        .up_to_n_times(1)
-        .mount(&server)
-        .await;
+    mount(&server, ResponseTemplate::new(529).set_body_json(json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})), Some(1)).await;
     mount_stream(&server, streamed_events(false), Some(1)).await;
     mount_stream(&server, streamed_events(true), None).await;
     let request = ChatRequest {
-        messages: vec![Message::user("go")],
         stream: true,
-        ..ChatRequest::default()
+        ..user_request("go")
     };
     let response = provider(&server).chat(&request, None).await.unwrap();
     assert_eq!(response.message.content, "Checking the file.");
@@ -264,18 +260,9 @@ async fn overloaded_then_success_and_cut_stream() {
 #[tokio::test]
 async fn error_event_in_stream_and_bad_request() {
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(400).set_body_json(json!({"type": "error", "error": {"type": "invalid_request_error", "message": "prompt is too long: 210000 tokens > 200000 maximum"}})))
-        .mount(&server)
-        .await;
+    mount(&server, ResponseTemplate::new(400).set_body_json(json!({"type": "error", "error": {"type": "invalid_request_error", "message": "prompt is too long: 210000 tokens > 200000 maximum"}})), None).await;
     let error = provider(&server)
-        .chat(
-            &ChatRequest {
-                messages: vec![Message::user("x")],
-                ..ChatRequest::default()
-            },
-            None,
-        )
+        .chat(&user_request("x"), None)
         .await
         .unwrap_err();
     assert!(matches!(error, LlmError::ContextTooLong { .. }), "{error}");
@@ -293,17 +280,13 @@ fn message(text: &str) -> serde_json::Value {
 #[tokio::test]
 async fn structured_output_is_instructed_and_repaired() {
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(message("{\"bug\": \"yes\"}")))
-        .up_to_n_times(1)
-        .mount(&server)
-        .await;
-    Mock::given(method("POST"))
-        .respond_with(
-            ResponseTemplate::new(200).set_body_json(message("```json\n{\"bug\": true}\n```")),
-        )
-        .mount(&server)
-        .await;
+    mount(&server, ok_json(message("{\"bug\": \"yes\"}")), Some(1)).await;
+    mount(
+        &server,
+        ok_json(message("```json\n{\"bug\": true}\n```")),
+        None,
+    )
+    .await;
     let format = bugloop_llm::JsonSchemaFormat {
         name: "verdict".into(),
         schema: json!({"type": "object", "properties": {"bug": {"type": "boolean"}}, "required": ["bug"]}),
@@ -334,45 +317,32 @@ async fn structured_output_is_instructed_and_repaired() {
 #[tokio::test]
 async fn rate_limit_server_error_malformed_and_hung() {
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(429).insert_header("retry-after", "1").set_body_json(json!({"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}})))
-        .up_to_n_times(1)
-        .mount(&server)
-        .await;
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(500).set_body_json(
+    mount(&server, ResponseTemplate::new(429).insert_header("retry-after", "1").set_body_json(json!({"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}})), Some(1)).await;
+    mount(
+        &server,
+        ResponseTemplate::new(500).set_body_json(
             json!({"type": "error", "error": {"type": "api_error", "message": "internal"}}),
-        ))
-        .up_to_n_times(1)
-        .mount(&server)
-        .await;
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(message("fine")))
-        .up_to_n_times(1)
-        .mount(&server)
-        .await;
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(200).set_body_string("{\"content\": ["))
-        .up_to_n_times(1)
-        .mount(&server)
-        .await;
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(message("whole")))
-        .up_to_n_times(1)
-        .mount(&server)
-        .await;
-    Mock::given(method("POST"))
-        .respond_with(
-            ResponseTemplate::new(200)
-                .set_body_json(message("late"))
-                .set_delay(std::time::Duration::from_secs(10)),
-        )
-        .mount(&server)
-        .await;
-    let request = ChatRequest {
-        messages: vec![Message::user("x")],
-        ..ChatRequest::default()
-    };
+        ),
+        Some(1),
+    )
+    .await;
+    mount(&server, ok_json(message("fine")), Some(1)).await;
+    mount(
+        &server,
+        ResponseTemplate::new(200).set_body_string("{\"content\": ["),
+        Some(1),
+    )
+    .await;
+    mount(&server, ok_json(message("whole")), Some(1)).await;
+    mount(
+        &server,
+        ResponseTemplate::new(200)
+            .set_body_json(message("late"))
+            .set_delay(std::time::Duration::from_secs(10)),
+        None,
+    )
+    .await;
+    let request = user_request("x");
     let started = std::time::Instant::now();
     // 429 (waits the second it was told), then 500, then the answer.
     let response = provider(&server).chat(&request, None).await.unwrap();

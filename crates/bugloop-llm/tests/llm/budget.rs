@@ -5,9 +5,10 @@ use async_trait::async_trait;
 use bugloop_llm::budget::{Limit, Meter, Metered, Price};
 use bugloop_llm::scripted::{ScriptedProvider, text_reply};
 use bugloop_llm::{
-    BudgetLimits, Capabilities, ChatRequest, ChatResponse, LlmError, Message, Provider, StreamSink,
-    Usage,
+    BudgetLimits, Capabilities, ChatRequest, ChatResponse, LlmError, Provider, StreamSink, Usage,
 };
+
+use crate::support::user_request;
 
 fn usage(input: u64, output: u64) -> Usage {
     Usage {
@@ -33,10 +34,7 @@ async fn run(
     let metered = Metered::new(scripted.clone(), meter);
     let mut completed = 0;
     loop {
-        let request = ChatRequest {
-            messages: vec![Message::user("next")],
-            ..ChatRequest::default()
-        };
+        let request = user_request("next");
         match metered.chat(&request, None).await {
             Ok(_) => completed += 1,
             Err(error) => return (completed, error, scripted),
@@ -109,10 +107,7 @@ async fn input_token_limit() {
             None,
         )),
     );
-    let big = ChatRequest {
-        messages: vec![Message::user("x".repeat(400))],
-        ..ChatRequest::default()
-    };
+    let big = user_request("x".repeat(400));
     let error = metered.chat(&big, None).await.unwrap_err();
     assert_eq!(exceeded_limit(&error), Limit::InputTokens(10));
     assert!(scripted.requests().is_empty());
@@ -136,10 +131,7 @@ async fn the_input_estimate_follows_the_providers_count() {
         None,
     ));
     let metered = Metered::new(scripted.clone(), meter.clone());
-    let asking = |chars: usize| ChatRequest {
-        messages: vec![Message::user("y".repeat(chars))],
-        ..ChatRequest::default()
-    };
+    let asking = |chars: usize| user_request("y".repeat(chars));
     assert_eq!(meter.estimate(&asking(600)).input_tokens, 150);
     metered.chat(&asking(600), None).await.unwrap();
     // 600 characters were 100 tokens: 900 are 150, exactly what is left (225 at 4 a token).
@@ -183,10 +175,7 @@ async fn the_cost_estimate_counts_the_cached_share() {
         Some(price),
     ));
     let metered = Metered::new(scripted.clone(), meter.clone());
-    let asking = |chars: usize| ChatRequest {
-        messages: vec![Message::user("z".repeat(chars))],
-        ..ChatRequest::default()
-    };
+    let asking = |chars: usize| user_request("z".repeat(chars));
     // $0.01 at the full price, $0.0019 as answered: $0.0181 left.
     metered.chat(&asking(4_000), None).await.unwrap();
     // 8,000 characters: 2,000 tokens, $0.02 at the full price; 1,000 of them cached: $0.011.

@@ -5,13 +5,18 @@ use bugloop_llm::structured::complete_json;
 use bugloop_llm::{ChatRequest, JsonSchemaFormat, LlmError, LlmSettings, Message, connect};
 use serde_json::json;
 
-#[tokio::test]
-async fn generates_schema_valid_json_through_the_grammar() {
+/// The embedded model, from where `scripts/fetch-model` installed it.
+fn installed_model() -> std::sync::Arc<dyn bugloop_llm::Provider> {
     let settings = LlmSettings {
         model_dir: std::env::var_os("BUGLOOP_MODEL_DIR").map(Into::into),
         ..LlmSettings::default()
     };
-    let provider = connect("local:smollm2", &settings, &|_| None).unwrap();
+    connect("local:smollm2", &settings, &|_| None).unwrap()
+}
+
+#[tokio::test]
+async fn generates_schema_valid_json_through_the_grammar() {
+    let provider = installed_model();
     assert!(provider.capabilities().json_schema);
     let format = JsonSchemaFormat {
         name: "finding".into(),
@@ -83,11 +88,7 @@ fn a_missing_model_says_how_to_install_it() {
 /// position in the cache garbles it).
 #[tokio::test]
 async fn a_session_evaluates_only_what_is_new_and_answers_as_a_fresh_context_does() {
-    let settings = LlmSettings {
-        model_dir: std::env::var_os("BUGLOOP_MODEL_DIR").map(Into::into),
-        ..LlmSettings::default()
-    };
-    let kept = connect("local:smollm2", &settings, &|_| None).unwrap();
+    let kept = installed_model();
     let asks = [
         "Name one risk of `for i in 0..=v.len() { v[i] }`.",
         "How would you fix it?",
@@ -118,7 +119,7 @@ async fn a_session_evaluates_only_what_is_new_and_answers_as_a_fresh_context_doe
         }
         last_prompt = usage.input_tokens;
         if turn <= 1 {
-            let fresh = connect("local:smollm2", &settings, &|_| None).unwrap();
+            let fresh = installed_model();
             let again = fresh.chat(&request, None).await.unwrap();
             assert_eq!(again.usage.cached_input_tokens, 0);
             assert_eq!(again.message.content, answer.message.content, "turn {turn}");

@@ -1,7 +1,7 @@
 use std::time::{Duration, Instant};
 
 use bugloop_llm::openai::OpenAiProvider;
-use bugloop_llm::structured::{StructuredError, complete_json};
+use bugloop_llm::structured::{Structured, StructuredError, complete_json};
 use bugloop_llm::{
     Advice, ChatRequest, ChatResponse, FinishReason, HttpSettings, JsonSchemaFormat, LlmError,
     Message, Provider, StreamEvent, ToolCall, ToolChoice, ToolDefinition,
@@ -10,7 +10,7 @@ use serde_json::json;
 use wiremock::matchers::{body_partial_json, body_string_contains, header, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-use crate::support::{Collected, bodies, fast_settings, mount_stream, sse};
+use crate::support::{Collected, bodies, fast_settings, mount, mount_stream, ok_json, sse};
 
 fn provider(server: &MockServer, native_json_schema: bool) -> OpenAiProvider {
     provider_with(server, fast_settings(), native_json_schema)
@@ -75,7 +75,7 @@ async fn plain_answer_and_the_request_sent() {
     Mock::given(method("POST"))
         .and(path("/v1/chat/completions"))
         .and(header("authorization", "Bearer sk-test"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(answer("Looks fine.")))
+        .respond_with(ok_json(answer("Looks fine.")))
         .expect(1)
         .mount(&server)
         .await;
@@ -170,15 +170,12 @@ async fn tool_calls_plain_and_streamed_and_their_results_sent_back() {
         }))
         .mount(&server)
         .await;
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+    mount(&server, ok_json(json!({
             "model": "gpt-test",
             "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": null,
                 "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "read_file", "arguments": "{\"path\": \"README.md\"}"}}]}}],
             "usage": {"prompt_tokens": 30, "completion_tokens": 9}
-        })))
-        .mount(&server)
-        .await;
+        })), None).await;
     let provider = provider(&server, true);
     let mut req = request("Find the bug");
     req.tools = vec![read_file_tool()];
@@ -295,24 +292,22 @@ fn verdict_format() -> JsonSchemaFormat {
     }
 }
 
+/// `question` answered in [`verdict_format`].
+async fn verdict(provider: &OpenAiProvider, question: &str) -> Result<Structured, StructuredError> {
+    complete_json(provider, request(question), verdict_format(), None).await
+}
+
 #[tokio::test]
 async fn structured_output_native() {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .and(body_partial_json(json!({"response_format": {"type": "json_schema", "json_schema": {"name": "verdict", "strict": false}}})))
-        .respond_with(ResponseTemplate::new(200).set_body_json(answer("{\"bug\": true, \"line\": 4}")))
+        .respond_with(ok_json(answer("{\"bug\": true, \"line\": 4}")))
         .expect(1)
         .mount(&server)
         .await;
     let provider = provider(&server, true);
-    let structured = complete_json(
-        &provider,
-        request("Is there a bug?"),
-        verdict_format(),
-        None,
-    )
-    .await
-    .unwrap();
+    let structured = verdict(&provider, "Is there a bug?").await.unwrap();
     assert_eq!(structured.value, json!({"bug": true, "line": 4}));
     assert_eq!(structured.responses.len(), 1);
 }
@@ -344,7 +339,7 @@ async fn a_cut_structured_answer_keeps_its_complete_entries() {
     };
     let server = MockServer::start().await;
     Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(cut(
+        .respond_with(ok_json(cut(
             "```json\n{\"findings\": [{\"line\": 3, \"title\": \"off by one\"}, {\"line\": 9, \"title\": \"div",
         )))
         .expect(1)
@@ -373,18 +368,13 @@ async fn a_cut_structured_answer_keeps_its_complete_entries() {
     );
 
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(cut("{\"findings\": [{\"li")))
-        .up_to_n_times(1)
-        .mount(&server)
-        .await;
-    Mock::given(method("POST"))
-        .respond_with(
-            ResponseTemplate::new(200)
-                .set_body_json(answer("{\"findings\": [], \"summary\": \"nothing\"}")),
-        )
-        .mount(&server)
-        .await;
+    mount(&server, ok_json(cut("{\"findings\": [{\"li")), Some(1)).await;
+    mount(
+        &server,
+        ok_json(answer("{\"findings\": [], \"summary\": \"nothing\"}")),
+        None,
+    )
+    .await;
     let structured = complete_json(&provider(&server, false), request("Review"), format, None)
         .await
         .unwrap();
@@ -395,34 +385,21 @@ async fn a_cut_structured_answer_keeps_its_complete_entries() {
 #[tokio::test]
 async fn structured_output_instructed_with_one_repair_round() {
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(
-            ResponseTemplate::new(200)
-                .set_body_json(answer("Sure:\n```json\n{\"bug\": true, \"line\": 0}\n```")),
-        )
-        .up_to_n_times(1)
-        .mount(&server)
-        .await;
-    Mock::given(method("POST"))
-        .respond_with(
-            ResponseTemplate::new(200).set_body_json(answer("{\"bug\": true, \"line\": 3}")),
-        )
-        .up_to_n_times(1)
-        .mount(&server)
-        .await;
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(answer("not json at all")))
-        .mount(&server)
-        .await;
-    let provider = provider(&server, false);
-    let structured = complete_json(
-        &provider,
-        request("Is there a bug?"),
-        verdict_format(),
-        None,
+    mount(
+        &server,
+        ok_json(answer("Sure:\n```json\n{\"bug\": true, \"line\": 0}\n```")),
+        Some(1),
     )
-    .await
-    .unwrap();
+    .await;
+    mount(
+        &server,
+        ok_json(answer("{\"bug\": true, \"line\": 3}")),
+        Some(1),
+    )
+    .await;
+    mount(&server, ok_json(answer("not json at all")), None).await;
+    let provider = provider(&server, false);
+    let structured = verdict(&provider, "Is there a bug?").await.unwrap();
     assert_eq!(structured.value, json!({"bug": true, "line": 3}));
     let sent = bodies(&server).await;
     assert!(sent[0].get("response_format").is_none());
@@ -440,7 +417,7 @@ async fn structured_output_instructed_with_one_repair_round() {
     assert!(repair.contains("less than the minimum"), "{repair}");
 
     // Still wrong after the repair: a typed error with the answer and the reasons.
-    match complete_json(&provider, request("Again?"), verdict_format(), None).await {
+    match verdict(&provider, "Again?").await {
         Err(StructuredError::Invalid { answer, errors }) => {
             assert_eq!(answer, "not json at all");
             assert!(errors[0].contains("not valid JSON"));
@@ -452,15 +429,17 @@ async fn structured_output_instructed_with_one_repair_round() {
 #[tokio::test]
 async fn rate_limit_honours_retry_after() {
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(429).insert_header("retry-after", "1").set_body_json(json!({"error": {"message": "Rate limit reached", "type": "rate_limit_exceeded"}})))
-        .up_to_n_times(1)
-        .mount(&server)
-        .await;
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(answer("ok")))
-        .mount(&server)
-        .await;
+    mount(
+        &server,
+        ResponseTemplate::new(429)
+            .insert_header("retry-after", "1")
+            .set_body_json(
+                json!({"error": {"message": "Rate limit reached", "type": "rate_limit_exceeded"}}),
+            ),
+        Some(1),
+    )
+    .await;
+    mount(&server, ok_json(answer("ok")), None).await;
     let started = Instant::now();
     let response = provider(&server, true)
         .chat(&request("x"), None)
@@ -478,15 +457,13 @@ async fn rate_limit_honours_retry_after() {
 #[tokio::test]
 async fn server_error_then_success() {
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(500).set_body_string("upstream exploded"))
-        .up_to_n_times(1)
-        .mount(&server)
-        .await;
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(answer("ok")))
-        .mount(&server)
-        .await;
+    mount(
+        &server,
+        ResponseTemplate::new(500).set_body_string("upstream exploded"),
+        Some(1),
+    )
+    .await;
+    mount(&server, ok_json(answer("ok")), None).await;
     assert_eq!(
         provider(&server, true)
             .chat(&request("x"), None)
@@ -569,15 +546,13 @@ async fn malformed_bodies_are_retried_like_a_cut_stream() {
     ];
     for body in plain_bodies {
         let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .respond_with(ResponseTemplate::new(200).set_body_string(body.clone()))
-            .up_to_n_times(1)
-            .mount(&server)
-            .await;
-        Mock::given(method("POST"))
-            .respond_with(ResponseTemplate::new(200).set_body_json(answer("whole")))
-            .mount(&server)
-            .await;
+        mount(
+            &server,
+            ResponseTemplate::new(200).set_body_string(body.clone()),
+            Some(1),
+        )
+        .await;
+        mount(&server, ok_json(answer("whole")), None).await;
         let response = provider(&server, true).chat(&request("x"), None).await;
         assert_eq!(response.unwrap().message.content, "whole", "after {body}");
         assert_eq!(bodies(&server).await.len(), 2, "after {body}");
@@ -654,14 +629,14 @@ async fn stream_cut_in_the_middle_is_retried_then_reported() {
 #[tokio::test]
 async fn hung_server_times_out() {
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(
-            ResponseTemplate::new(200)
-                .set_body_json(answer("late"))
-                .set_delay(Duration::from_secs(10)),
-        )
-        .mount(&server)
-        .await;
+    mount(
+        &server,
+        ResponseTemplate::new(200)
+            .set_body_json(answer("late"))
+            .set_delay(Duration::from_secs(10)),
+        None,
+    )
+    .await;
     let mut settings = fast_settings();
     settings.idle_timeout = Duration::from_millis(300);
     settings.max_retries = 1;

@@ -2,12 +2,12 @@ use std::sync::Arc;
 
 use bugloop_llm::openai::OpenAiProvider;
 use bugloop_llm::replay::{Recorder, ReplayProvider};
-use bugloop_llm::{ChatRequest, LlmError, Message, Provider};
+use bugloop_llm::{ChatRequest, LlmError, Provider};
 use serde_json::json;
 use wiremock::matchers::{body_string_contains, method};
-use wiremock::{Mock, MockServer, ResponseTemplate};
+use wiremock::{Mock, MockServer};
 
-use crate::support::fast_settings;
+use crate::support::{fast_settings, mount, ok_json, user_request};
 
 #[tokio::test]
 async fn record_then_replay_offline_byte_identical() {
@@ -15,7 +15,7 @@ async fn record_then_replay_offline_byte_identical() {
     for (question, answer) in [("first", "one"), ("second", "two")] {
         Mock::given(method("POST"))
             .and(body_string_contains(question))
-            .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            .respond_with(ok_json(json!({
                 "model": "gpt-test",
                 "choices": [{"index": 0, "message": {"role": "assistant", "content": answer}, "finish_reason": "stop"}],
                 "usage": {"prompt_tokens": 3, "completion_tokens": 1}
@@ -39,10 +39,7 @@ async fn record_then_replay_offline_byte_identical() {
     let recorder = Recorder::new(live, &cassette).unwrap();
     let requests: Vec<ChatRequest> = ["first", "second", "first"]
         .iter()
-        .map(|q| ChatRequest {
-            messages: vec![Message::user(*q)],
-            ..ChatRequest::default()
-        })
+        .map(|q| user_request(*q))
         .collect();
     let mut recorded = Vec::new();
     for request in &requests {
@@ -61,10 +58,7 @@ async fn record_then_replay_offline_byte_identical() {
     // "first" was recorded twice and is now used up; an unknown request is a miss, never an answer.
     let error = replay.chat(&requests[0], None).await.unwrap_err();
     assert!(matches!(error, LlmError::ReplayMiss { .. }), "{error}");
-    let unknown = ChatRequest {
-        messages: vec![Message::user("never asked")],
-        ..ChatRequest::default()
-    };
+    let unknown = user_request("never asked");
     let message = replay.chat(&unknown, None).await.unwrap_err().to_string();
     assert!(message.contains("never asked"), "{message}");
     assert!(
@@ -89,12 +83,9 @@ fn broken_cassette_names_the_line() {
 #[tokio::test]
 async fn connect_can_record_any_provider() {
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+    mount(&server, ok_json(json!({
             "choices": [{"index": 0, "message": {"role": "assistant", "content": "recorded"}, "finish_reason": "stop"}]
-        })))
-        .mount(&server)
-        .await;
+        })), None).await;
     let dir = tempfile::tempdir().unwrap();
     let cassette = dir.path().join("session.jsonl");
     let mut settings = bugloop_llm::LlmSettings {
@@ -109,10 +100,7 @@ async fn connect_can_record_any_provider() {
         },
     );
     let live = bugloop_llm::connect("mock:any", &settings, &|_| None).unwrap();
-    let request = ChatRequest {
-        messages: vec![Message::user("hello")],
-        ..ChatRequest::default()
-    };
+    let request = user_request("hello");
     assert_eq!(
         live.chat(&request, None).await.unwrap().message.content,
         "recorded"

@@ -1,9 +1,10 @@
-//! Shared helpers: HTTP settings for fast tests, SSE bodies, and reading what the server received.
+//! Shared helpers: HTTP settings for fast tests, SSE bodies, responses mounted on the server, a
+//! one-message request, and reading what the server received.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bugloop_llm::{HttpSettings, StreamEvent};
+use bugloop_llm::{ChatRequest, HttpSettings, Message, StreamEvent};
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
@@ -30,17 +31,33 @@ pub fn sse(events: &[(Option<&str>, serde_json::Value)]) -> String {
     body
 }
 
-/// Answers the server's next POSTs (`times` of them; `None`: every one) with `body` as an event
-/// stream.
-pub async fn mount_stream(server: &MockServer, body: impl Into<String>, times: Option<u64>) {
-    let mock = Mock::given(method("POST")).respond_with(
-        ResponseTemplate::new(200)
-            .insert_header("content-type", "text/event-stream")
-            .set_body_string(body.into()),
-    );
+/// A 200 response with `body` as JSON.
+pub fn ok_json(body: serde_json::Value) -> ResponseTemplate {
+    ResponseTemplate::new(200).set_body_json(body)
+}
+
+/// Answers the server's next POSTs (`times` of them; `None`: every one) with `response`.
+pub async fn mount(server: &MockServer, response: ResponseTemplate, times: Option<u64>) {
+    let mock = Mock::given(method("POST")).respond_with(response);
     match times {
         Some(times) => mock.up_to_n_times(times).mount(server).await,
         None => mock.mount(server).await,
+    }
+}
+
+/// [`mount`] with `body` as an event stream.
+pub async fn mount_stream(server: &MockServer, body: impl Into<String>, times: Option<u64>) {
+    let response = ResponseTemplate::new(200)
+        .insert_header("content-type", "text/event-stream")
+        .set_body_string(body.into());
+    mount(server, response, times).await;
+}
+
+/// A request of one user message.
+pub fn user_request(text: impl Into<String>) -> ChatRequest {
+    ChatRequest {
+        messages: vec![Message::user(text)],
+        ..ChatRequest::default()
     }
 }
 

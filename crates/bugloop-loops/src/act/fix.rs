@@ -176,7 +176,7 @@ async fn answer_threads(
         let Some(id) = &thread.finding_id else {
             continue;
         };
-        match landing {
+        let unresolved = match landing {
             Some(Landing::FastForwarded { commit, .. }) => {
                 notes.extend(
                     resolve_thread(
@@ -190,32 +190,16 @@ async fn answer_threads(
                     .await?,
                 );
                 resolved.push(id.as_str().to_owned());
+                continue;
             }
-            Some(Landing::Branch { name, reason, .. }) => {
-                env.forge
-                    .reply(
-                        change,
-                        root,
-                        &info_reply(
-                            markers,
-                            &format!("A verified fix waits on branch `{name}` ({reason}); merge it to resolve this."),
-                        ),
-                    )
-                    .await?;
-            }
-            None => {
-                env.forge
-                    .reply(
-                        change,
-                        root,
-                        &info_reply(
-                            markers,
-                            &format!("Could not fix this: {}", build_status(&result.status)),
-                        ),
-                    )
-                    .await?;
-            }
-        }
+            Some(Landing::Branch { name, reason, .. }) => format!(
+                "A verified fix waits on branch `{name}` ({reason}); merge it to resolve this."
+            ),
+            None => format!("Could not fix this: {}", build_status(&result.status)),
+        };
+        env.forge
+            .reply(change, root, &info_reply(markers, &unresolved))
+            .await?;
     }
     Ok((resolved, notes))
 }

@@ -452,33 +452,12 @@ pub(super) fn merge(mut model: Vec<Finding>, analyzers: Vec<Finding>) -> Vec<Fin
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bugloop_domain::finding::{Category, FindingSource};
-
-    fn finding(id: &str, line: u32, source: Option<FindingSource>) -> Finding {
-        Finding {
-            id: id.into(),
-            title: id.into(),
-            description: String::new(),
-            file: Some("app.py".into()),
-            line: Some(line),
-            end_line: None,
-            score: Score::saturating(6),
-            category: Category::Security,
-            evidence: None,
-            suggestion: None,
-            source,
-        }
-    }
+    use crate::review::test_findings::{finding, s608};
+    use bugloop_domain::finding::FindingSource;
 
     #[test]
     fn a_model_finding_and_a_hit_at_the_same_place_are_one() {
-        let ruff = FindingSource {
-            tool: "ruff".into(),
-            rule: "S608".into(),
-            url: None,
-            model: false,
-        };
-        let mut hit = finding("ruff-S608-app.py-9", 9, Some(ruff));
+        let mut hit = finding("ruff-S608-app.py-9", 9, Some(s608("ruff")));
         hit.score = Score::saturating(8);
         let suppression = FindingSource {
             tool: "bugloop".into(),

@@ -240,29 +240,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
-    use bugloop_domain::finding::{Category, FindingSource};
-    use bugloop_domain::score::Score;
-
-    fn finding(id: &str, line: u32, tool: Option<&str>) -> Finding {
-        Finding {
-            id: id.into(),
-            title: id.into(),
-            description: String::new(),
-            file: Some("app.py".into()),
-            line: Some(line),
-            end_line: None,
-            score: Score::saturating(6),
-            category: Category::Security,
-            evidence: None,
-            suggestion: None,
-            source: tool.map(|tool| FindingSource {
-                tool: tool.into(),
-                rule: "S608".into(),
-                url: None,
-                model: false,
-            }),
-        }
-    }
+    use crate::review::test_findings::{finding, s608};
 
     #[test]
     fn a_hit_on_an_early_findings_line_comes_back_under_its_id_and_the_rest_stay_out() {
@@ -276,8 +254,8 @@ mod tests {
         let merged = early.merge_hits(
             vec![finding("later", 50, None)],
             vec![
-                finding("ruff-S608-app.py-9", 9, Some("ruff")),
-                finding("ruff-S608-app.py-70", 70, Some("ruff")),
+                finding("ruff-S608-app.py-9", 9, Some(s608("ruff"))),
+                finding("ruff-S608-app.py-70", 70, Some(s608("ruff"))),
             ],
         );
         let ids: Vec<&str> = merged.iter().map(|f| f.id.as_str()).collect();

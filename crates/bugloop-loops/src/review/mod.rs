@@ -32,6 +32,8 @@ mod publishing;
 mod questions;
 mod recheck;
 mod sessions;
+#[cfg(test)]
+mod test_findings;
 pub mod tools;
 mod touched;
 pub(crate) mod web;

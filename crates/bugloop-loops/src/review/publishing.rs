@@ -84,13 +84,7 @@ pub(super) async fn publish(
             added: Vec::new(),
         });
     }
-    let writer = Writer {
-        env,
-        request,
-        conversation,
-        publishing: env.forge.publishes(),
-        added: std::sync::Mutex::default(),
-    };
+    let writer = Writer::new(env, request, conversation);
     let mut published = Vec::new();
     for finding in std::mem::take(&mut filtered.publish) {
         published.push(writer.new_finding(finding, filtered).await?);
@@ -154,13 +148,7 @@ pub(super) async fn publish_early(
             return outcome;
         }
     }
-    let writer = Writer {
-        env,
-        request,
-        conversation,
-        publishing: env.forge.publishes(),
-        added: std::sync::Mutex::default(),
-    };
+    let writer = Writer::new(env, request, conversation);
     for finding in findings {
         match writer.new_finding_at(finding, head, notes, None).await {
             Ok(published) => outcome.published.push(published),
@@ -209,7 +197,21 @@ struct Writer<'w, 'e> {
     added: std::sync::Mutex<Vec<String>>,
 }
 
-impl Writer<'_, '_> {
+impl<'w, 'e> Writer<'w, 'e> {
+    fn new(
+        env: &'w LoopEnv<'e>,
+        request: &'w ReviewRequest,
+        conversation: &'w Conversation,
+    ) -> Self {
+        Writer {
+            env,
+            request,
+            conversation,
+            publishing: env.forge.publishes(),
+            added: std::sync::Mutex::default(),
+        }
+    }
+
     fn lock_added(&self) -> std::sync::MutexGuard<'_, Vec<String>> {
         self.added
             .lock()

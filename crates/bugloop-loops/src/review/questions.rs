@@ -4,9 +4,7 @@
 //! so what it says is grounded by construction; its strings are bounded so the answer ends
 //! within a small output budget.
 
-use bugloop_agent::{Stages, Task};
 use bugloop_domain::finding::Category;
-use bugloop_llm::{JsonSchemaFormat, Message};
 use serde_json::{Value, json};
 
 use super::ReviewRequest;
@@ -19,13 +17,8 @@ const BUG: &str = "bug";
 /// Most characters of the change's description a question repeats.
 const DESCRIPTION_CHARS: usize = 400;
 
-/// The task of one question about `batch`.
-pub(super) fn task(
-    brief: &Brief,
-    request: &ReviewRequest,
-    batch: &Batch,
-    open_ids: &[String],
-) -> Task {
+/// The one question about `batch` (answered in the JSON shape [`schema`]).
+pub(super) fn question(brief: &Brief, request: &ReviewRequest, batch: &Batch) -> String {
     // The description comes before the diff, so consecutive questions share their prefix (a
     // local model keeps it evaluated).
     let (description, _) = crate::context::cut(request.description.trim(), DESCRIPTION_CHARS);
@@ -39,22 +32,7 @@ pub(super) fn task(
     }
     question.push_str(&batch.text);
     question.push_str("\nIs there a bug on one of the added lines? Answer in JSON.");
-    Task {
-        name: "review".to_owned(),
-        system: brief.system.clone(),
-        messages: vec![Message::user(question)],
-        toolset: None,
-        extra_tools: Vec::new(),
-        submit_tool: None,
-        follow_ups: Vec::new(),
-        stages: Stages::OneByOne,
-        answer_schema: Some(JsonSchemaFormat {
-            name: "review".to_owned(),
-            schema: schema(batch, open_ids),
-        }),
-        max_turns: 1,
-        max_tokens: Some(brief.output_tokens),
-    }
+    question
 }
 
 /// At most one finding, on a line `batch` shows as added in its file, with bounded strings; and

@@ -250,14 +250,15 @@ async fn run_session(
     );
     let shared = Arc::new(Mutex::new(Collected::default()));
     let task = if brief.questions {
-        super::questions::task(brief, request, batch, open_ids)
+        let question = super::questions::question(brief, request, batch);
+        one_answer_task(brief, question, super::questions::schema(batch, open_ids))
     } else {
         let scope = part_scope(brief, (call, total));
         let change = prompt::change(&request.description, &scope, &batch.text);
         if brief.tools_mode {
             tools_task(env, brief, &change, (call, total), open_ids, &shared)
         } else {
-            structured_task(brief, change)
+            one_answer_task(brief, change, structured_schema())
         }
     };
     let run = agent.run(task).await;
@@ -367,12 +368,13 @@ fn tools_task(
     }
 }
 
-/// The task of a session without tools: one answer in the review's JSON shape.
-fn structured_task(brief: &Brief, change: String) -> Task {
+/// The task of a session without tools: one answer to `message` in the JSON shape `schema` (the
+/// review's, or a small model's question's).
+fn one_answer_task(brief: &Brief, message: String, schema: serde_json::Value) -> Task {
     Task {
         name: "review".to_owned(),
         system: brief.system.clone(),
-        messages: vec![Message::user(change)],
+        messages: vec![Message::user(message)],
         toolset: None,
         extra_tools: Vec::new(),
         submit_tool: None,
@@ -380,7 +382,7 @@ fn structured_task(brief: &Brief, change: String) -> Task {
         stages: Stages::OneByOne,
         answer_schema: Some(JsonSchemaFormat {
             name: "review".to_owned(),
-            schema: structured_schema(),
+            schema,
         }),
         max_turns: 1,
         max_tokens: Some(brief.output_tokens),

@@ -10,18 +10,16 @@ use bugloop_domain::finding::FindingId;
 use bugloop_domain::thread::ThreadStatus;
 use bugloop_forge::Forge;
 use bugloop_forge::local::LocalForge;
-use bugloop_git::Git;
-use bugloop_llm::budget::{Meter, Metered};
+use bugloop_llm::Capabilities;
 use bugloop_llm::scripted::{ScriptedProvider, text_reply, tool_reply};
-use bugloop_llm::{BudgetLimits, Capabilities};
+use bugloop_loops::LoopEnv;
 use bugloop_loops::act::{self, Targets};
-use bugloop_loops::{LoopEnv, LoopSettings};
 use bugloop_report::act::{ChosenBy, Intent};
 use bugloop_report::build::{BuildStatus, Landing};
 use bugloop_report::dispute::{DisputeOutcome, DisputeResult};
 use serde_json::json;
 
-use crate::support::{Repo, finding, git, run, run_full, session, usage};
+use crate::support::{Repo, git, off_by_one, run, run_full, session, usage};
 
 /// Everything a repository looks like to its user: branch, HEAD, index and working tree.
 fn snapshot(repo: &Repo) -> (String, String, String, String) {
@@ -40,18 +38,7 @@ fn snapshot(repo: &Repo) -> (String, String, String, String) {
 async fn reviewed() -> (Repo, String) {
     let repo = Repo::with_feature();
     let line = repo.line_of("src/stats.rs", "sorted[index]");
-    let script = session(
-        vec![finding(
-            "src/stats.rs",
-            line,
-            "sorted[index]",
-            "Index out of bounds when p is 1.0",
-            "With p = 1.0 the index equals the length and the lookup panics.",
-            7,
-            "logic",
-        )],
-        vec![],
-    );
+    let script = session(vec![off_by_one(line)], vec![]);
     let (report, _) = run(&repo, support::config(), script).await;
     let id = report.findings[0].finding.id.as_str().to_owned();
     (repo, id)
@@ -67,28 +54,14 @@ fn clamp_edit() -> bugloop_llm::ChatResponse {
     )
 }
 
+/// [`support::with_env`] with the scripted model `scripted`.
 async fn with_env<T>(
     repo: &Repo,
     config: bugloop_config::Config,
     scripted: ScriptedProvider,
     work: impl AsyncFnOnce(&LoopEnv<'_>) -> T,
 ) -> T {
-    let git = Git::open(repo.path()).unwrap();
-    let forge = LocalForge::open(git.clone(), "bugloop").await.unwrap();
-    let meter = Arc::new(Meter::new("scripted", BudgetLimits::default(), None));
-    let provider = Arc::new(Metered::new(Arc::new(scripted), meter.clone()));
-    let runs = tempfile::tempdir().unwrap();
-    let env = LoopEnv {
-        forge: &forge,
-        git: &git,
-        settings: &LoopSettings::resolve(config.clone()).unwrap(),
-        provider,
-        meter,
-        runs_dir: runs.path().to_path_buf(),
-        progress: Arc::new(bugloop_loops::Silent),
-        work: bugloop_loops::build::WorkTarget::LocalBranch,
-    };
-    work(&env).await
+    support::with_env(repo, config, Arc::new(scripted), work).await
 }
 
 fn verifying(commands: &[&str]) -> bugloop_config::Config {
@@ -196,34 +169,28 @@ async fn a_dirty_tree_is_refused_before_anything_starts() {
     repo.write("notes.txt", "mine\n");
     let before = snapshot(&repo);
     let script = Arc::new(ScriptedProvider::new([clamp_edit()]));
-    let git = Git::open(repo.path()).unwrap();
-    let forge = LocalForge::open(git.clone(), "bugloop").await.unwrap();
-    let meter = Arc::new(Meter::new("scripted", BudgetLimits::default(), None));
-    let config = support::config();
-    let env = LoopEnv {
-        forge: &forge,
-        git: &git,
-        settings: &LoopSettings::resolve(config.clone()).unwrap(),
-        provider: Arc::new(Metered::new(script.clone(), meter.clone())),
-        meter,
-        runs_dir: repo.path().join(".git/bugloop/runs"),
-        progress: Arc::new(bugloop_loops::Silent),
-        work: bugloop_loops::build::WorkTarget::LocalBranch,
-    };
-    let error = act::fix(&env, &git.conversation_key(), &Targets::Ids(vec![id]), None)
+    support::with_env(&repo, support::config(), script.clone(), async |env| {
+        let error = act::fix(
+            env,
+            &env.git.conversation_key(),
+            &Targets::Ids(vec![id]),
+            None,
+        )
         .await
         .unwrap_err();
-    assert!(
-        error.to_string().contains("Uncommitted changes detected"),
-        "{error}"
-    );
-    assert_eq!(script.requests().len(), 0, "the model was not asked");
-    assert_eq!(snapshot(&repo), before);
-    let error = act::do_request(&env, "add a test").await.unwrap_err();
-    assert!(
-        error.to_string().contains("Uncommitted changes detected"),
-        "{error}"
-    );
+        assert!(
+            error.to_string().contains("Uncommitted changes detected"),
+            "{error}"
+        );
+        assert_eq!(script.requests().len(), 0, "the model was not asked");
+        assert_eq!(snapshot(&repo), before);
+        let error = act::do_request(env, "add a test").await.unwrap_err();
+        assert!(
+            error.to_string().contains("Uncommitted changes detected"),
+            "{error}"
+        );
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -376,19 +343,25 @@ fn deciding(decision: &str, reasoning: &str) -> ScriptedProvider {
     })
 }
 
+/// The developer replies `reply` in the thread of the finding `id`.
+async fn reply_in_thread(env: &LoopEnv<'_>, id: &str, reply: &str) {
+    let change = env.git.conversation_key();
+    let forge = LocalForge::open(env.git.clone(), "bugloop").await.unwrap();
+    let comments = forge.comments(&change).await.unwrap();
+    let root = comments
+        .iter()
+        .find(|c| c.body.contains(id) && c.in_reply_to.is_none())
+        .unwrap();
+    forge
+        .developer_comment(&change, reply, Some(&root.id))
+        .await
+        .unwrap();
+}
+
 async fn dispute(repo: &Repo, id: &str, reply: &str, model: ScriptedProvider) -> DisputeOutcome {
     with_env(repo, support::config(), model, async |env| {
+        reply_in_thread(env, id, reply).await;
         let change = env.git.conversation_key();
-        let forge = LocalForge::open(env.git.clone(), "bugloop").await.unwrap();
-        let comments = forge.comments(&change).await.unwrap();
-        let root = comments
-            .iter()
-            .find(|c| c.body.contains(id) && c.in_reply_to.is_none())
-            .unwrap();
-        forge
-            .developer_comment(&change, reply, Some(&root.id))
-            .await
-            .unwrap();
         bugloop_loops::disputes::settle_dispute(env, &change, &FindingId::new(id))
             .await
             .unwrap()
@@ -409,18 +382,7 @@ async fn disputes_concede_maintain_or_escalate() {
     .await;
     assert_eq!(outcome.status, ThreadStatus::Resolved);
     let line = repo.line_of("src/stats.rs", "sorted[index]");
-    let again = session(
-        vec![finding(
-            "src/stats.rs",
-            line,
-            "sorted[index]",
-            "Index out of bounds when p is 1.0",
-            "With p = 1.0 the index equals the length and the lookup panics.",
-            7,
-            "logic",
-        )],
-        vec![],
-    );
+    let again = session(vec![off_by_one(line)], vec![]);
     let (report, _) = run_full(&repo, support::config(), again).await;
     assert!(report.findings.is_empty(), "{:#?}", report.findings);
     assert!(
@@ -467,19 +429,7 @@ async fn the_next_review_answers_pending_replies() {
         &repo,
         support::config(),
         ScriptedProvider::new([]),
-        async |env| {
-            let change = env.git.conversation_key();
-            let forge = LocalForge::open(env.git.clone(), "bugloop").await.unwrap();
-            let comments = forge.comments(&change).await.unwrap();
-            let root = comments
-                .iter()
-                .find(|c| c.body.contains(&id) && c.in_reply_to.is_none())
-                .unwrap();
-            forge
-                .developer_comment(&change, "the caller clamps p", Some(&root.id))
-                .await
-                .unwrap();
-        },
+        async |env| reply_in_thread(env, &id, "the caller clamps p").await,
     )
     .await;
     // The review's model first weighs the reply, then reviews.

@@ -7,19 +7,14 @@ use crate::support;
 use std::sync::Arc;
 
 use bugloop_config::{AuditFocus, AuditorConfig, Validator};
-use bugloop_forge::Forge;
-use bugloop_forge::local::LocalForge;
-use bugloop_git::Git;
-use bugloop_llm::budget::{Meter, Metered};
 use bugloop_llm::scripted::{ScriptedProvider, text_reply, tool_reply};
-use bugloop_llm::{BudgetLimits, ChatRequest, ChatResponse, LlmError, Provider, StreamSink};
+use bugloop_llm::{ChatRequest, ChatResponse, LlmError, Provider, StreamSink};
 use bugloop_loops::converge::converge;
-use bugloop_loops::{LoopEnv, LoopSettings};
 use bugloop_report::build::Landing;
 use bugloop_report::converge::{ConvergeReport, Exit, LoopKind};
 use serde_json::{Value, json};
 
-use crate::support::{Repo, finding, git, usage};
+use crate::support::{Repo, conversation, finding, git, sql_format, usage, with_env};
 
 /// One audit: the findings in pass 1, then passes 2-4.
 fn audit(script: &ScriptedProvider, findings: Vec<Value>) {
@@ -94,23 +89,12 @@ async fn run_with(
     script: Arc<dyn Provider>,
     connect: bugloop_loops::converge::Connect<'_>,
 ) -> ConvergeReport {
-    let git = Git::open(repo.path()).unwrap();
-    let forge = LocalForge::open(git.clone(), "bugloop").await.unwrap();
-    let meter = Arc::new(Meter::new("scripted", BudgetLimits::default(), None));
-    let runs = tempfile::tempdir().unwrap();
-    let env = LoopEnv {
-        forge: &forge,
-        git: &git,
-        settings: &LoopSettings::resolve(config.clone()).unwrap(),
-        provider: Arc::new(Metered::new(script, meter.clone())),
-        meter,
-        runs_dir: runs.path().to_path_buf(),
-        progress: Arc::new(bugloop_loops::Silent),
-        work: bugloop_loops::build::WorkTarget::LocalBranch,
-    };
-    converge(&env, &git.conversation_key(), None, connect)
-        .await
-        .unwrap()
+    with_env(repo, config, script, async |env| {
+        converge(env, &env.git.conversation_key(), None, connect)
+            .await
+            .unwrap()
+    })
+    .await
 }
 
 fn worktrees(repo: &Repo) -> usize {
@@ -156,9 +140,7 @@ async fn audit_fix_audit_converges_and_lands() {
     assert_eq!(worktrees(&repo), 1, "the worktree is removed");
 
     // The loop reviews are in the conversation; a new run on this HEAD stops at once.
-    let git_ = Git::open(repo.path()).unwrap();
-    let forge = LocalForge::open(git_.clone(), "bugloop").await.unwrap();
-    let comments = forge.comments(&git_.conversation_key()).await.unwrap();
+    let comments = conversation(&repo).await;
     let bodies: Vec<&str> = comments.iter().map(|c| c.body.as_str()).collect();
     assert!(
         bodies
@@ -271,36 +253,23 @@ async fn a_fix_outside_its_findings_is_marked_unverified() {
 async fn dirty_trees_and_empty_changes_are_refused() {
     let repo = Repo::with_feature();
     repo.write("scratch.txt", "wip\n");
-    let git_ = Git::open(repo.path()).unwrap();
-    let forge = LocalForge::open(git_.clone(), "bugloop").await.unwrap();
-    let meter = Arc::new(Meter::new("scripted", BudgetLimits::default(), None));
-    let config = support::config();
-    let env = LoopEnv {
-        forge: &forge,
-        git: &git_,
-        settings: &LoopSettings::resolve(config.clone()).unwrap(),
-        provider: Arc::new(Metered::new(
-            Arc::new(ScriptedProvider::new([])),
-            meter.clone(),
-        )),
-        meter,
-        runs_dir: repo.path().join(".git/bugloop/runs"),
-        progress: Arc::new(bugloop_loops::Silent),
-        work: bugloop_loops::build::WorkTarget::LocalBranch,
-    };
-    let error = converge(&env, &git_.conversation_key(), None, &no_models)
-        .await
-        .unwrap_err();
-    assert!(
-        error.to_string().contains("Uncommitted changes detected"),
-        "{error}"
-    );
-    std::fs::remove_file(repo.path().join("scratch.txt")).unwrap();
-    git(repo.path(), &["switch", "-q", "main"]);
-    let error = converge(&env, &git_.conversation_key(), None, &no_models)
-        .await
-        .unwrap_err();
-    assert!(error.to_string().contains("No upstream diff"), "{error}");
+    let model = Arc::new(ScriptedProvider::new([]));
+    with_env(&repo, support::config(), model, async |env| {
+        let error = converge(env, &env.git.conversation_key(), None, &no_models)
+            .await
+            .unwrap_err();
+        assert!(
+            error.to_string().contains("Uncommitted changes detected"),
+            "{error}"
+        );
+        std::fs::remove_file(repo.path().join("scratch.txt")).unwrap();
+        git(repo.path(), &["switch", "-q", "main"]);
+        let error = converge(env, &env.git.conversation_key(), None, &no_models)
+            .await
+            .unwrap_err();
+        assert!(error.to_string().contains("No upstream diff"), "{error}");
+    })
+    .await;
 }
 
 fn parallel(auditors: u32) -> bugloop_config::Config {
@@ -365,9 +334,7 @@ async fn parallel_auditors_are_validated_merged_and_their_rejects_quarantined() 
         "{text}"
     );
     // The loop review in the conversation lists it too.
-    let git_ = Git::open(repo.path()).unwrap();
-    let forge = LocalForge::open(git_.clone(), "bugloop").await.unwrap();
-    let comments = forge.comments(&git_.conversation_key()).await.unwrap();
+    let comments = conversation(&repo).await;
     let loop_one = comments
         .iter()
         .find(|c| c.body.contains("## bugloop loop 1 audit:"))
@@ -509,15 +476,7 @@ async fn the_model_validator_quarantines_what_it_rejects() {
     config.converge.validator = Validator::Model;
     let script = ScriptedProvider::new([]);
     let db = repo.line_of("src/db.rs", "format!(\"SELECT");
-    let sql = finding(
-        "src/db.rs",
-        db,
-        "format!(\"SELECT",
-        "SQL built with format!",
-        "Injection risk when name has quotes.",
-        8,
-        "security",
-    );
+    let sql = sql_format(db, 8);
     audit(&script, vec![index_finding(&repo), sql]);
     // One verdict per finding, in the audit's order (highest score first).
     script.push(text_reply(
@@ -572,15 +531,7 @@ async fn findings_over_the_comment_limit_still_count_in_the_audit() {
     let mut config = support::config();
     config.review.comment_limit = 1;
     let db = repo.line_of("src/db.rs", "format!(\"SELECT");
-    let sql = finding(
-        "src/db.rs",
-        db,
-        "format!(\"SELECT",
-        "SQL built with format!",
-        "Injection risk when name has quotes.",
-        8,
-        "security",
-    );
+    let sql = sql_format(db, 8);
     let script = ScriptedProvider::new([]);
     audit(&script, vec![index_finding(&repo), sql]);
     let (report, _) = {

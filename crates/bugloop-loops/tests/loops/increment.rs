@@ -8,28 +8,14 @@ use bugloop_domain::thread::ThreadStatus;
 use bugloop_llm::{ChatRequest, Role};
 use bugloop_report::review::{ReviewReport, ReviewedScope};
 
-use crate::support::{self, Repo, finding, off_by_one, review_branch, session};
+use crate::support::{self, Repo, finding, off_by_one, review_branch, session, sql_injection};
 
 /// The first review: a finding in src/stats.rs and one in src/db.rs.
 async fn reviewed() -> (Repo, ReviewReport) {
     let repo = Repo::with_feature();
     let percentile = repo.line_of("src/stats.rs", "sorted[index]");
     let query = repo.line_of("src/db.rs", "format!(\"SELECT");
-    let script = session(
-        vec![
-            off_by_one(percentile),
-            finding(
-                "src/db.rs",
-                query,
-                "let query = format!(\"SELECT * FROM users WHERE name = '{}'\", name);",
-                "SQL injection through the user name",
-                "The name is formatted into the SQL text; a quote in it changes the query.",
-                9,
-                "security",
-            ),
-        ],
-        vec![],
-    );
+    let script = session(vec![off_by_one(percentile), sql_injection(query)], vec![]);
     let (report, _) = review_branch(&repo, support::config(), Arc::new(script), false).await;
     assert!(
         matches!(&report.scope, ReviewedScope::Full { reason } if reason.contains("no earlier review")),

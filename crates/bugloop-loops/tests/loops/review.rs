@@ -12,38 +12,20 @@ use bugloop_domain::thread::{CommentKind, RESOLVED_PHRASE, ThreadStatus};
 use bugloop_report::review::{CommentAction, ReportStage};
 use serde_json::json;
 
-use crate::support::{Repo, finding, run, run_full, session, structured_session};
+use crate::support::{
+    Repo, finding, off_by_one, run, run_full, session, sql_format, sql_injection,
+    structured_session, tagged,
+};
 use bugloop_llm::Role;
 use bugloop_llm::scripted::{ScriptedProvider, tool_reply};
+use bugloop_loops::comment_bodies::{OVERFLOW_TAG, SUMMARY_TAG};
 
 #[tokio::test]
 async fn first_run_publishes_second_run_resolves_and_repeats_nothing() {
     let repo = Repo::with_feature();
     let percentile = repo.line_of("src/stats.rs", "sorted[index]");
     let query = repo.line_of("src/db.rs", "format!(\"SELECT");
-    let script = session(
-        vec![
-            finding(
-                "src/stats.rs",
-                percentile,
-                "sorted[index]",
-                "Index out of bounds when p is 1.0",
-                "With p = 1.0 the index equals the length and the lookup panics.",
-                7,
-                "logic",
-            ),
-            finding(
-                "src/db.rs",
-                query,
-                "let query = format!(\"SELECT * FROM users WHERE name = '{}'\", name);",
-                "SQL injection through the user name",
-                "The name is formatted into the SQL text; a quote in it changes the query.",
-                9,
-                "security",
-            ),
-        ],
-        vec![],
-    );
+    let script = session(vec![off_by_one(percentile), sql_injection(query)], vec![]);
     let (first, comments) = run(&repo, support::config(), script).await;
     insta::assert_json_snapshot!("first_run", support::digest(&first));
     let roots: Vec<_> = comments
@@ -59,22 +41,18 @@ async fn first_run_publishes_second_run_resolves_and_repeats_nothing() {
             .count(),
         2
     );
-    let index_id = first
-        .findings
-        .iter()
-        .find(|f| f.finding.score == Score::saturating(7))
-        .unwrap()
-        .finding
-        .id
-        .clone();
-    let sql_id = first
-        .findings
-        .iter()
-        .find(|f| f.finding.score == Score::saturating(9))
-        .unwrap()
-        .finding
-        .id
-        .clone();
+    let id_scored = |score: i64| {
+        first
+            .findings
+            .iter()
+            .find(|f| f.finding.score == Score::saturating(score))
+            .unwrap()
+            .finding
+            .id
+            .clone()
+    };
+    let index_id = id_scored(7);
+    let sql_id = id_scored(9);
 
     // The developer fixes the index; the model resolves it and reports the injection again in
     // other words under another id.
@@ -85,16 +63,17 @@ async fn first_run_publishes_second_run_resolves_and_repeats_nothing() {
             .replace("sorted[index]", "sorted[index.min(sorted.len() - 1)]"),
     );
     repo.commit("clamp the index");
+    let reworded = finding(
+        "src/db.rs",
+        query,
+        "let query = format!(\"SELECT * FROM users WHERE name = '{}'\", name);",
+        "User name formatted into SQL query: injection",
+        "A quote in the user name changes the SQL query text, an injection.",
+        9,
+        "security",
+    );
     let script = session(
-        vec![finding(
-            "src/db.rs",
-            query,
-            "let query = format!(\"SELECT * FROM users WHERE name = '{}'\", name);",
-            "User name formatted into SQL query: injection",
-            "A quote in the user name changes the SQL query text, an injection.",
-            9,
-            "security",
-        )],
+        vec![reworded.clone()],
         vec![(
             index_id.as_str().to_owned(),
             "the index is clamped to the last element".to_owned(),
@@ -119,18 +98,7 @@ async fn first_run_publishes_second_run_resolves_and_repeats_nothing() {
 
     // A third run on unchanged code where the model says the same again (a full review: an
     // incremental one would not ask): nothing changes.
-    let script = session(
-        vec![finding(
-            "src/db.rs",
-            query,
-            "let query = format!(\"SELECT * FROM users WHERE name = '{}'\", name);",
-            "User name formatted into SQL query: injection",
-            "A quote in the user name changes the SQL query text, an injection.",
-            9,
-            "security",
-        )],
-        vec![],
-    );
+    let script = session(vec![reworded], vec![]);
     let (third, again) = run_full(&repo, support::config(), script).await;
     assert_eq!(third.findings[0].action, CommentAction::Unchanged);
     assert_eq!(again.iter().filter(|c| c.in_reply_to.is_none()).count(), 3);
@@ -237,15 +205,7 @@ async fn ignore_globs_threshold_promotion_elevation_and_overflow() {
             "performance",
         ),
         // Security in a repository that takes payments: 6 + 2 = 8.
-        finding(
-            "src/db.rs",
-            query,
-            "format!(\"SELECT",
-            "SQL built with format!",
-            "Injection risk when name has quotes.",
-            6,
-            "security",
-        ),
+        sql_format(query, 6),
     ];
     // Five low findings on one file: elevated into one.
     for i in 0..5 {
@@ -306,25 +266,15 @@ async fn ignore_globs_threshold_promotion_elevation_and_overflow() {
     assert_eq!(report.findings.len(), 3);
     assert_eq!(report.overflow.count, 2);
     let overflow_comment = |comments: &[bugloop_domain::thread::Comment]| {
-        comments
-            .iter()
-            .find(|c| {
-                c.body
-                    .starts_with(bugloop_loops::comment_bodies::OVERFLOW_TAG)
-            })
+        tagged(comments, OVERFLOW_TAG)
+            .first()
             .map(|c| c.body.clone())
             .unwrap()
     };
     assert!(overflow_comment(&comments).contains("Zero divisor reaches the modulo"));
 
     // What the stages changed is in the summary comment, not only in the report.
-    let summary = comments
-        .iter()
-        .find(|c| {
-            c.body
-                .starts_with(bugloop_loops::comment_bodies::SUMMARY_TAG)
-        })
-        .unwrap();
+    let summary = tagged(&comments, SUMMARY_TAG)[0];
     assert!(
         summary.body.contains("#### Changed before publishing")
             && summary
@@ -359,13 +309,7 @@ async fn ignore_globs_threshold_promotion_elevation_and_overflow() {
         "{body}"
     );
     assert!(!body.contains("Zero divisor"), "{body}");
-    let overflow_comments = after
-        .iter()
-        .filter(|c| {
-            c.body
-                .starts_with(bugloop_loops::comment_bodies::OVERFLOW_TAG)
-        })
-        .count();
+    let overflow_comments = tagged(&after, OVERFLOW_TAG).len();
     assert_eq!(overflow_comments, 1);
 }
 
@@ -387,31 +331,24 @@ fn same_id_in_every_part(
         let pass = done + 1;
         let mut calls = Vec::new();
         let shown = request.messages.first().map_or("", |m| m.content.as_str());
-        if pass == 1 && shown.contains("sorted[index]") {
-            let mut f = finding(
-                "src/stats.rs",
-                stats_line,
-                "sorted[index]",
-                "Index out of bounds when p is 1.0",
-                "p = 1.0 indexes one past the end.",
-                8,
-                "logic",
-            );
-            f["id"] = json!("shared");
-            calls.push(("report_finding", f));
-        }
-        if pass == 1 && shown.contains("SELECT * FROM users") {
-            let mut f = finding(
-                "src/db.rs",
-                db_line,
-                "format!(\"SELECT",
-                "SQL built with format!",
-                "Injection risk when name has quotes.",
-                8,
-                "security",
-            );
-            f["id"] = json!("shared");
-            calls.push(("report_finding", f));
+        let index = finding(
+            "src/stats.rs",
+            stats_line,
+            "sorted[index]",
+            "Index out of bounds when p is 1.0",
+            "p = 1.0 indexes one past the end.",
+            8,
+            "logic",
+        );
+        // Each finding, reported where its code is shown.
+        for (code, mut f) in [
+            ("sorted[index]", index),
+            ("SELECT * FROM users", sql_format(db_line, 8)),
+        ] {
+            if pass == 1 && shown.contains(code) {
+                f["id"] = json!("shared");
+                calls.push(("report_finding", f));
+            }
         }
         calls.push((
             "submit_pass_results",
@@ -466,13 +403,7 @@ async fn renamed_ids_and_corrected_lines_reach_the_report_and_the_summary() {
         "{}",
         corrected.note
     );
-    let summary = comments
-        .iter()
-        .find(|c| {
-            c.body
-                .starts_with(bugloop_loops::comment_bodies::SUMMARY_TAG)
-        })
-        .unwrap();
+    let summary = tagged(&comments, SUMMARY_TAG)[0];
     assert!(
         summary
             .body

@@ -6,46 +6,31 @@ use super::*;
 #[tokio::test]
 async fn read_only_git() {
     let dir = repo();
-    let context = context(dir.path());
-    let registry = Registry::new(Toolset::Plan);
-    let log = call(
-        &registry,
-        &context,
-        "git",
-        json!({"command": "log", "args": ["--format=%s"]}),
-    )
-    .await
-    .unwrap();
+    let tools = Tools::new(dir.path(), Toolset::Plan);
+    let log = tools
+        .ok("git", json!({"command": "log", "args": ["--format=%s"]}))
+        .await;
     assert_eq!(log, "second\nfirst\n");
-    let diff = call(
-        &registry,
-        &context,
-        "git",
-        json!({"command": "diff", "args": ["HEAD~1", "--", "src/lib.rs"]}),
-    )
-    .await
-    .unwrap();
+    let diff = tools
+        .ok(
+            "git",
+            json!({"command": "diff", "args": ["HEAD~1", "--", "src/lib.rs"]}),
+        )
+        .await;
     assert!(
         diff.contains("-    a + b\n+    a - b // TODO: wrong"),
         "{diff}"
     );
-    let blame = call(
-        &registry,
-        &context,
-        "git",
-        json!({"command": "blame", "args": ["-s", "src/lib.rs"]}),
-    )
-    .await
-    .unwrap();
+    let blame = tools
+        .ok(
+            "git",
+            json!({"command": "blame", "args": ["-s", "src/lib.rs"]}),
+        )
+        .await;
     assert_eq!(blame.lines().count(), 3);
-    let bad = call(
-        &registry,
-        &context,
-        "git",
-        json!({"command": "show", "args": ["no-such-rev"]}),
-    )
-    .await
-    .unwrap_err();
+    let bad = tools
+        .err("git", json!({"command": "show", "args": ["no-such-rev"]}))
+        .await;
     assert!(bad.to_string().contains("git show failed"), "{bad}");
 }
 
@@ -59,8 +44,7 @@ enum Expect {
 async fn git_options_by_allow_list() {
     use Expect::{Prints, Refused};
     let dir = repo();
-    let context = context(dir.path());
-    let registry = Registry::new(Toolset::Plan);
+    let tools = Tools::new(dir.path(), Toolset::Plan);
     let cases: &[(&str, &[&str], Expect)] = &[
         // What a reviewer runs.
         ("log", &["--oneline", "-n", "20"], Prints("second")),
@@ -204,13 +188,9 @@ async fn git_options_by_allow_list() {
         ),
     ];
     for (command, args, expect) in cases {
-        let result = call(
-            &registry,
-            &context,
-            "git",
-            json!({"command": command, "args": args}),
-        )
-        .await;
+        let result = tools
+            .call("git", json!({"command": command, "args": args}))
+            .await;
         match (expect, result) {
             (Prints(text), Ok(output)) => {
                 assert!(output.contains(text), "git {command} {args:?}: {output}");

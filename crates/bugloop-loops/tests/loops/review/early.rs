@@ -13,7 +13,8 @@ use bugloop_llm::scripted::{ScriptedProvider, tool_reply};
 use bugloop_report::review::{CommentAction, ReportStage};
 use serde_json::json;
 
-use crate::support::{self, finding};
+use crate::support::{self, sql_format, tagged};
+use bugloop_loops::comment_bodies::SUMMARY_TAG;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_parts_findings_are_published_as_the_part_ends() {
@@ -40,15 +41,7 @@ async fn each_parts_findings_are_published_as_the_part_ends() {
             seen.lock().unwrap().push(held);
             let shown = request.messages[0].content.clone();
             let mut calls = Vec::new();
-            let sql = finding(
-                "src/db.rs",
-                db_line,
-                "format!(\"SELECT",
-                "SQL built with format!",
-                "Injection risk when name has quotes.",
-                9,
-                "security",
-            );
+            let sql = sql_format(db_line, 9);
             if shown.contains("SELECT * FROM users") {
                 calls.push(("report_finding", sql));
             } else if shown.contains("src/gen") {
@@ -86,10 +79,7 @@ async fn each_parts_findings_are_published_as_the_part_ends() {
     let findings: Vec<_> = comments
         .iter()
         .filter(|c| c.body.contains("SQL") || c.body.contains("users query"))
-        .filter(|c| {
-            !c.body
-                .starts_with(bugloop_loops::comment_bodies::SUMMARY_TAG)
-        })
+        .filter(|c| !c.body.starts_with(SUMMARY_TAG))
         .collect();
     assert_eq!(findings.len(), 1, "{findings:#?}");
     // Published by the first part that said it; the stronger report of a later part updated
@@ -104,12 +94,6 @@ async fn each_parts_findings_are_published_as_the_part_ends() {
     assert_eq!(published.finding.id.as_str(), early.id);
     assert_eq!(published.finding.score.get(), 9);
     assert_eq!(published.action, CommentAction::Added);
-    let summaries = comments
-        .iter()
-        .filter(|c| {
-            c.body
-                .starts_with(bugloop_loops::comment_bodies::SUMMARY_TAG)
-        })
-        .count();
+    let summaries = tagged(&comments, SUMMARY_TAG).len();
     assert_eq!(summaries, 1);
 }

@@ -6,16 +6,7 @@ use super::*;
 
 #[tokio::test]
 async fn large_changes_are_split_and_what_does_not_fit_is_listed() {
-    let repo = Repo::with_feature();
-    for i in 0..6 {
-        let body: String = (0..40)
-            .map(|l| format!("pub const C{i}_{l}: u32 = {l};\n"))
-            .collect();
-        repo.write(&format!("src/gen{i}.rs"), &body);
-    }
-    repo.commit("many files");
-    let mut config = support::config();
-    config.review.max_tokens_per_call = 700;
+    let (repo, config) = split_change();
     // Every session ends at once; how many there were is what matters.
     let scripted = ScriptedProvider::new([]);
     for _ in 0..40 {
@@ -126,20 +117,8 @@ async fn a_budget_stops_the_review_in_its_second_session() {
         "{:?}",
         report.errors
     );
-    let first: Vec<u32> = report
-        .passes
-        .iter()
-        .filter(|p| p.call == 1)
-        .map(|p| p.pass)
-        .collect();
-    assert_eq!(first, [1, 2, 3, 4]);
-    let second: Vec<u32> = report
-        .passes
-        .iter()
-        .filter(|p| p.call == 2)
-        .map(|p| p.pass)
-        .collect();
-    assert_eq!(second, [1, 2]);
+    assert_eq!(passes_of(&report, 1), [1, 2, 3, 4]);
+    assert_eq!(passes_of(&report, 2), [1, 2]);
     assert!(report.passes.iter().all(|p| p.call <= 2));
     // Everything from the second session on is listed; nothing of the first.
     let unreviewed: Vec<&str> = report.unreviewed.iter().map(|u| u.path.as_str()).collect();
@@ -149,6 +128,16 @@ async fn a_budget_stops_the_review_in_its_second_session() {
     for entry in &report.unreviewed {
         assert!(entry.reason.contains("budget"), "{entry:?}");
     }
+}
+
+/// The passes the session `call` submitted, in the report's order.
+fn passes_of(report: &bugloop_report::review::ReviewReport, call: usize) -> Vec<u32> {
+    report
+        .passes
+        .iter()
+        .filter(|p| p.call == call)
+        .map(|p| p.pass)
+        .collect()
 }
 
 fn repo_files_changed(repo: &Repo) -> Vec<String> {
@@ -299,12 +288,7 @@ async fn the_parts_of_a_large_change_are_reviewed_at_once() {
         let sessions = report.usage.sessions;
         assert!(sessions > 2, "{sessions}");
         for call in 1..=sessions {
-            let mut passes: Vec<u32> = report
-                .passes
-                .iter()
-                .filter(|p| p.call == call)
-                .map(|p| p.pass)
-                .collect();
+            let mut passes = passes_of(&report, call);
             passes.sort_unstable();
             assert_eq!(passes, [1, 2, 3, 4], "part {call}: {:?}", report.passes);
         }

@@ -300,21 +300,21 @@ async fn every_value_a_tool_schema_admits_is_accepted() {
 /// `format` that validators ignore.
 #[test]
 fn integer_schemas_carry_their_range() {
-    let schema = registry()
-        .definitions()
-        .into_iter()
-        .find(|(name, _, _)| *name == "report_finding")
-        .unwrap()
-        .2;
+    let schema = parameters_of("report_finding");
     assert_eq!(schema["properties"]["line"]["minimum"], 1);
     assert_eq!(schema["properties"]["line"]["maximum"], u32::MAX);
     assert_eq!(schema["properties"]["end_line"]["minimum"], 0);
     assert_eq!(schema["then"]["required"], json!(["file"]));
-    let resolve = registry()
+    let resolve = parameters_of("resolve_finding");
+    assert_eq!(resolve["properties"]["id"]["enum"], json!([OPEN_ID]));
+}
+
+/// The parameters' schema of the review tool `tool`.
+fn parameters_of(tool: &str) -> Value {
+    registry()
         .definitions()
         .into_iter()
-        .find(|(name, _, _)| *name == "resolve_finding")
+        .find(|(name, _, _)| *name == tool)
         .unwrap()
-        .2;
-    assert_eq!(resolve["properties"]["id"]["enum"], json!([OPEN_ID]));
+        .2
 }

@@ -53,11 +53,17 @@ const DB: &str = "pub fn find_user(db: &Db, name: &str) -> Option<User> {
 ";
 
 impl Repo {
-    /// `main` with `path` as `base`; `feature` (checked out) changes it to `change`.
-    pub fn with_change(path: &str, base: &str, change: &str) -> Repo {
+    /// An empty repository on `main` whose developer is its own, as the local forge reads it.
+    fn init() -> TestRepo {
         let repo = TestRepo::init("main");
         repo.git(&["config", "user.name", "Dev"]);
         repo.git(&["config", "user.email", "dev@example.com"]);
+        repo
+    }
+
+    /// `main` with `path` as `base`; `feature` (checked out) changes it to `change`.
+    pub fn with_change(path: &str, base: &str, change: &str) -> Repo {
+        let repo = Repo::init();
         repo.write(path, base);
         repo.commit("first");
         repo.branch("feature");
@@ -68,10 +74,7 @@ impl Repo {
 
     /// `main` with src/stats.rs; `feature` adds a percentile function and src/db.rs.
     pub fn with_feature() -> Repo {
-        let repo = TestRepo::init("main");
-        // The developer's name is the repository's own, as the local forge reads it.
-        repo.git(&["config", "user.name", "Dev"]);
-        repo.git(&["config", "user.email", "dev@example.com"]);
+        let repo = Repo::init();
         repo.write("src/stats.rs", STATS);
         repo.write("README.md", "# Tools\n");
         repo.commit("first");
@@ -108,6 +111,41 @@ pub fn off_by_one(line: u32) -> Value {
         7,
         "logic",
     )
+}
+
+/// The feature branch's SQL injection in `find_user`, as the model reports it at `line`.
+pub fn sql_injection(line: u32) -> Value {
+    finding(
+        "src/db.rs",
+        line,
+        "let query = format!(\"SELECT * FROM users WHERE name = '{}'\", name);",
+        "SQL injection through the user name",
+        "The name is formatted into the SQL text; a quote in it changes the query.",
+        9,
+        "security",
+    )
+}
+
+/// The feature branch's query built with `format!`, as the model reports it at `line` with
+/// `score`.
+pub fn sql_format(line: u32, score: u8) -> Value {
+    finding(
+        "src/db.rs",
+        line,
+        "format!(\"SELECT",
+        "SQL built with format!",
+        "Injection risk when name has quotes.",
+        score,
+        "security",
+    )
+}
+
+/// The comments whose body starts with `tag` (one of `bugloop_loops::comment_bodies`' tags).
+pub fn tagged<'c>(comments: &'c [Comment], tag: &str) -> Vec<&'c Comment> {
+    comments
+        .iter()
+        .filter(|c| c.body.starts_with(tag))
+        .collect()
 }
 
 /// One tools session: the findings in pass 1, the resolutions in pass 2, then passes 3 and 4.
@@ -192,19 +230,6 @@ pub async fn review_on(
     let git = Git::open(repo.path()).unwrap();
     let change = git.select(&Selection::Branch).unwrap();
     let checkout = bugloop_loops::checkout::checkout(&git, &change).unwrap();
-    let meter = Arc::new(Meter::new("scripted", limits(&config), None));
-    let provider = Arc::new(Metered::new(scripted, meter.clone()));
-    let runs = tempfile::tempdir().unwrap();
-    let env = LoopEnv {
-        forge,
-        git: &git,
-        settings: &LoopSettings::resolve(config.clone()).unwrap(),
-        provider,
-        meter,
-        runs_dir: runs.path().to_path_buf(),
-        progress: Arc::new(bugloop_loops::Silent),
-        work: bugloop_loops::build::WorkTarget::LocalBranch,
-    };
     let request = ReviewRequest {
         change: change.key.clone(),
         description: change.description.clone(),
@@ -221,9 +246,58 @@ pub async fn review_on(
         full,
         summary_footer: None,
     };
-    let report = review(&env, request).await.unwrap();
+    let limits = limits(&config);
+    let report = with_env_on(forge, &git, config, limits, scripted, async |env| {
+        review(env, request).await.unwrap()
+    })
+    .await;
     let comments = forge.comments(&change.key).await.unwrap();
     (report, comments)
+}
+
+/// Runs `work` in a loop environment over `git` publishing to `forge`: `model` metered against
+/// `limits`, the runs recorded in a temporary directory.
+pub async fn with_env_on<T>(
+    forge: &dyn Forge,
+    git: &Git,
+    config: Config,
+    limits: BudgetLimits,
+    model: Arc<dyn Provider>,
+    work: impl AsyncFnOnce(&LoopEnv<'_>) -> T,
+) -> T {
+    let meter = Arc::new(Meter::new("scripted", limits, None));
+    let provider = Arc::new(Metered::new(model, meter.clone()));
+    let runs = tempfile::tempdir().unwrap();
+    let env = LoopEnv {
+        forge,
+        git,
+        settings: &LoopSettings::resolve(config).unwrap(),
+        provider,
+        meter,
+        runs_dir: runs.path().to_path_buf(),
+        progress: Arc::new(bugloop_loops::Silent),
+        work: bugloop_loops::build::WorkTarget::LocalBranch,
+    };
+    work(&env).await
+}
+
+/// [`with_env_on`] over `repo` and its local forge, without budget limits.
+pub async fn with_env<T>(
+    repo: &Repo,
+    config: Config,
+    model: Arc<dyn Provider>,
+    work: impl AsyncFnOnce(&LoopEnv<'_>) -> T,
+) -> T {
+    let git = Git::open(repo.path()).unwrap();
+    let forge = LocalForge::open(git.clone(), "bugloop").await.unwrap();
+    with_env_on(&forge, &git, config, BudgetLimits::default(), model, work).await
+}
+
+/// The conversation on `repo`'s checked-out branch, as its local forge has it.
+pub async fn conversation(repo: &Repo) -> Vec<Comment> {
+    let git = Git::open(repo.path()).unwrap();
+    let forge = LocalForge::open(git.clone(), "bugloop").await.unwrap();
+    forge.comments(&git.conversation_key()).await.unwrap()
 }
 
 /// The parts of a report that do not depend on time, commit ids or temporary paths.
