@@ -1,6 +1,7 @@
 //! Test support shared by bugloop's suites (a dev-dependency only): git run in the repositories
-//! the tests build, a builder for those repositories, what scripted models say (`model`), and
-//! running a scenario as root and again as uid 65534 (`users`). Every helper panics with git's message
+//! the tests build, a builder for those repositories, what scripted models say (`model`),
+//! running a scenario as root and again as uid 65534 (`users`), what GitHub publishes for tests
+//! and an App's key (`github`), and the checkout's root. Every helper panics with git's message
 //! on failure, since a test that cannot build its fixture has failed.
 //!
 //! This is the tests' own git, run plainly (hooks and the user's configuration apply) as a
