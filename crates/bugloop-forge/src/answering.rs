@@ -104,19 +104,13 @@ mod tests {
     use super::*;
 
     fn written(body: &str, by_bugloop: bool) -> Comment {
-        Comment {
-            id: "issue-9".to_owned(),
-            author: "bugloop[bot]".to_owned(),
-            body: body.to_owned(),
-            created_at: jiff::Timestamp::UNIX_EPOCH,
-            kind: bugloop_domain::thread::CommentKind::Issue,
-            in_reply_to: None,
-            thread_id: None,
-            path: None,
-            line: None,
-            thread_resolved: false,
+        Comment::conversation(
+            "issue-9".to_owned(),
+            "bugloop[bot]".to_owned(),
+            body.to_owned(),
+            jiff::Timestamp::UNIX_EPOCH,
             by_bugloop,
-        }
+        )
     }
 
     #[test]
