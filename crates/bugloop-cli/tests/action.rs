@@ -14,7 +14,20 @@ use bugloop_github_sim::fixture::{
 use bugloop_testkit::users::{chown_all, command_as, program_for};
 use serde_json::{Value, json};
 
-pub(crate) use bugloop_testkit::users::is_root;
+/// A scenario's test, run as the test's own user and again as an unprivileged one (uid 65534,
+/// when the tests run as root): `$scenario` is the async function that takes the user (`None`:
+/// the test's). Doc comments apply to the test.
+macro_rules! for_each_user {
+    ($(#[$doc:meta])* $test:ident => $scenario:ident) => {
+        $(#[$doc])*
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $test() {
+            for user in bugloop_testkit::users::scenario_users() {
+                $scenario(user).await;
+            }
+        }
+    };
+}
 
 #[path = "action/analyzers.rs"]
 mod analyzers;
@@ -34,6 +47,16 @@ struct Run {
     summary: String,
     outputs: String,
     temp: tempfile::TempDir,
+}
+
+impl Run {
+    /// What the run printed, which must have ended well (exit status 0).
+    #[track_caller]
+    fn ok(&self) -> String {
+        let output = text(&self.output);
+        assert_eq!(self.output.status.code(), Some(0), "{output}");
+        output
+    }
 }
 
 /// Runs `bugloop action` on `event` (its payload written to the event file).
@@ -56,16 +79,15 @@ fn opened_as(
     model: &str,
 ) -> (Run, String) {
     let payload = webhook_example("pull_request", "opened", fixture);
-    let run = tokio::task::block_in_place(|| {
-        action_as(user, fixture, "pull_request", &payload, extra, model)
-    });
-    let output = text(&run.output);
-    assert_eq!(run.output.status.code(), Some(0), "{output}");
+    let run = action_as(user, fixture, "pull_request", &payload, extra, model);
+    let output = run.ok();
     (run, output)
 }
 
 /// [`action`] as the user `user` (`None`: this test's): a copy of the binary, run with its
-/// privileges dropped, on a workspace and a remote it owns, with its own home.
+/// privileges dropped, on a workspace and a remote it owns, with its own home. From a test on
+/// tokio's multi-thread runtime (the run blocks in place, so that the simulator goes on
+/// answering) or from a thread of its own.
 fn action_as(
     user: Option<u32>,
     fixture: &PullRequestFixture,
@@ -123,7 +145,7 @@ fn action_as(
             command.env(name, value);
         }
     }
-    let output = command.output().unwrap();
+    let output = tokio::task::block_in_place(|| command.output()).unwrap();
     if let (Some(uid), Ok(written)) = (user, std::fs::metadata(&summary)) {
         use std::os::unix::fs::MetadataExt;
         assert_eq!(written.uid(), uid, "bugloop ran as uid {uid}");
@@ -138,6 +160,25 @@ fn action_as(
 
 fn review_script(dir: &Path) -> String {
     script_file(dir, &review_lines(&[off_by_one()]))
+}
+
+/// A model that fixes the off-by-one of `lib.rs` in one edit, then says it is done.
+fn fixing_script(dir: &Path) -> String {
+    let edit = json!({"name": "edit_file", "arguments": {"path": "lib.rs", "old_text": "v[v.len()]", "new_text": "v[v.len() - 1]"}});
+    script_file(
+        dir,
+        &[json!({"tool_calls": [edit]}), json!({"text": "Done."})],
+    )
+}
+
+/// The `created` event (`issue_comment` or `pull_request_review_comment`) of alice's comment
+/// `id`, which says `body`.
+fn comment_event(fixture: &PullRequestFixture, event: &str, id: u64, body: &str) -> Value {
+    let mut payload = webhook_example(event, "created", fixture);
+    payload["comment"]["id"] = json!(id);
+    payload["comment"]["body"] = json!(body);
+    payload["comment"]["user"] = json!({"login": "alice", "type": "User", "id": 1});
+    payload
 }
 
 fn text(output: &Output) -> String {
@@ -182,60 +223,30 @@ async fn a_pull_request_event_reviews_and_writes_summary_sarif_and_comments() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn events_without_a_job_end_neutral_with_the_reason() {
     let fixture = PullRequestFixture::new(FixtureOptions::default()).await;
+    // The event run with a model that cannot even be opened: it must end well (and neutral).
+    let neutral = |event: &str, payload: &Value, extra: &[(&str, &str)]| {
+        let run = action(&fixture, event, payload, extra, "script:/nonexistent");
+        let said = run.ok();
+        (run, said)
+    };
     let mut from_bot = webhook_example("issue_comment", "created", &fixture);
     from_bot["sender"] = json!({"login": "github-actions[bot]", "type": "Bot", "id": 2});
     from_bot["comment"]["body"] = json!("@bugloop fix all");
-    let run = tokio::task::block_in_place(|| {
-        action(
-            &fixture,
-            "issue_comment",
-            &from_bot,
-            &[],
-            "script:/nonexistent",
-        )
-    });
-    assert_eq!(run.output.status.code(), Some(0), "{}", text(&run.output));
+    let (run, said) = neutral("issue_comment", &from_bot, &[]);
     assert!(
-        text(&run.output).contains("nothing to do: sent by github-actions[bot], a bot"),
-        "{}",
-        text(&run.output)
+        said.contains("nothing to do: sent by github-actions[bot], a bot"),
+        "{said}"
     );
     assert!(run.summary.contains("nothing to do"), "{}", run.summary);
 
     let mut no_mention = webhook_example("issue_comment", "created", &fixture);
     no_mention["comment"]["body"] = json!("looks good to me");
-    let run = tokio::task::block_in_place(|| {
-        action(
-            &fixture,
-            "issue_comment",
-            &no_mention,
-            &[],
-            "script:/nonexistent",
-        )
-    });
-    assert_eq!(run.output.status.code(), Some(0));
-    assert!(
-        text(&run.output).contains("does not mention @bugloop"),
-        "{}",
-        text(&run.output)
-    );
+    let (_, said) = neutral("issue_comment", &no_mention, &[]);
+    assert!(said.contains("does not mention @bugloop"), "{said}");
 
     let payload = webhook_example("pull_request", "opened", &fixture);
-    let run = tokio::task::block_in_place(|| {
-        action(
-            &fixture,
-            "pull_request",
-            &payload,
-            &[("GITHUB_TOKEN", "")],
-            "script:/nonexistent",
-        )
-    });
-    assert_eq!(run.output.status.code(), Some(0));
-    assert!(
-        text(&run.output).contains("GITHUB_TOKEN is not set"),
-        "{}",
-        text(&run.output)
-    );
+    let (_, said) = neutral("pull_request", &payload, &[("GITHUB_TOKEN", "")]);
+    assert!(said.contains("GITHUB_TOKEN is not set"), "{said}");
     assert!(
         fixture.sim.requests().is_empty(),
         "nothing was asked of GitHub"
@@ -247,15 +258,13 @@ async fn a_broken_event_file_is_an_error_naming_the_field() {
     let fixture = PullRequestFixture::new(FixtureOptions::default()).await;
     let mut payload = webhook_example("pull_request", "opened", &fixture);
     payload["pull_request"]["number"] = json!("seven");
-    let run = tokio::task::block_in_place(|| {
-        action(
-            &fixture,
-            "pull_request",
-            &payload,
-            &[],
-            "script:/nonexistent",
-        )
-    });
+    let run = action(
+        &fixture,
+        "pull_request",
+        &payload,
+        &[],
+        "script:/nonexistent",
+    );
     assert_eq!(run.output.status.code(), Some(2));
     let said = text(&run.output);
     assert!(said.contains("pull_request.number"), "{said}");
@@ -286,15 +295,13 @@ async fn a_review_on_a_branch_named_like_a_solve_draft_ends_the_step_cleanly() {
         let mut payload = webhook_example("pull_request_review", "submitted", &fixture);
         payload["pull_request"]["head"]["ref"] = json!(format!("bugloop/{issue}-a-crash"));
         payload["review"]["body"] = json!("Looks fine to me.");
-        let run = tokio::task::block_in_place(|| {
-            action(
-                &fixture,
-                "pull_request_review",
-                &payload,
-                &[],
-                "script:/nonexistent",
-            )
-        });
+        let run = action(
+            &fixture,
+            "pull_request_review",
+            &payload,
+            &[],
+            "script:/nonexistent",
+        );
         let output = text(&run.output);
         assert_eq!(run.output.status.code(), Some(0), "{base_config}: {output}");
         assert!(output.contains(said), "{base_config}: {output}");
@@ -319,28 +326,19 @@ async fn a_fix_on_a_runner_that_restricts_user_namespaces_says_why_and_how_to_fi
     let (path, sysctl) = crate::apparmor_refused_bwrap(fake.path());
     let said = "@bugloop fix all";
     let comment = fixture.sim.comment_as(NUMBER, "alice", said);
-    let mut payload = webhook_example("issue_comment", "created", &fixture);
-    payload["comment"]["id"] = json!(comment);
-    payload["comment"]["body"] = json!(said);
-    payload["comment"]["user"] = json!({"login": "alice", "type": "User", "id": 1});
-    let edit = json!({"name": "edit_file", "arguments": {"path": "lib.rs", "old_text": "v[v.len()]", "new_text": "v[v.len() - 1]"}});
-    let fixing = script_file(
-        scripts.path(),
-        &[json!({"tool_calls": [edit]}), json!({"text": "Done."})],
-    );
+    let payload = comment_event(&fixture, "issue_comment", comment, said);
+    let fixing = fixing_script(scripts.path());
     let before = fixture.origin_head();
-    let run = tokio::task::block_in_place(|| {
-        action(
-            &fixture,
-            "issue_comment",
-            &payload,
-            &[
-                ("PATH", &path),
-                ("BUGLOOP_USERNS_SYSCTL", sysctl.to_str().unwrap()),
-            ],
-            &fixing,
-        )
-    });
+    let run = action(
+        &fixture,
+        "issue_comment",
+        &payload,
+        &[
+            ("PATH", &path),
+            ("BUGLOOP_USERNS_SYSCTL", sysctl.to_str().unwrap()),
+        ],
+        &fixing,
+    );
     let output = text(&run.output);
     assert_eq!(run.output.status.code(), Some(1), "{output}");
     assert_eq!(fixture.origin_head(), before, "nothing was pushed");

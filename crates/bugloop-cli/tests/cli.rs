@@ -13,6 +13,8 @@
 use std::io::Write;
 use std::process::{Command, Stdio};
 
+use bugloop_github_sim::PullSpec;
+use bugloop_github_sim::fixture::PullRequestFixture;
 use bugloop_testkit::git_reproducible;
 
 mod action;
@@ -89,21 +91,28 @@ fn cases() {
     });
 }
 
+/// `bugloop doctor` in an empty directory with `env` set: its exit code and standard output.
+fn doctor(env: &[(&str, &std::ffi::OsStr)]) -> (Option<i32>, String) {
+    let repo = tempfile::tempdir().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_bugloop"))
+        .arg("doctor")
+        .envs(env.iter().copied())
+        .current_dir(repo.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    (output.status.code(), stdout)
+}
+
 /// `doctor` reports each check on its own line and fails when the configured model is missing.
 /// (Not a snapshot: versions and paths are the machine's.)
 #[test]
 fn doctor_reports_and_fails_on_a_missing_model() {
-    let repo = tempfile::tempdir().unwrap();
     // The model is trusted-only configuration: the environment chooses it, as the user's own file
     // or the base commit's would.
-    let output = Command::new(env!("CARGO_BIN_EXE_bugloop"))
-        .arg("doctor")
-        .env("BUGLOOP_MODEL__DEFAULT", "local:/nonexistent/model.gguf")
-        .current_dir(repo.path())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert_eq!(output.status.code(), Some(1), "{stdout}");
+    let model = "local:/nonexistent/model.gguf".as_ref();
+    let (code, stdout) = doctor(&[("BUGLOOP_MODEL__DEFAULT", model)]);
+    assert_eq!(code, Some(1), "{stdout}");
     let lines: Vec<&str> = stdout.lines().collect();
     assert!(lines.iter().any(|l| l.contains(" sandbox: ")), "{stdout}");
     // Which protections are in force, one line each.
@@ -154,16 +163,11 @@ fn doctor_reports_and_fails_on_a_missing_model() {
 /// Without the analyzers, `doctor` says where they come from; it does not fail for them.
 #[test]
 fn doctor_says_how_to_get_a_missing_analyzer() {
-    let repo = tempfile::tempdir().unwrap();
     let empty = tempfile::tempdir().unwrap();
-    let output = Command::new(env!("CARGO_BIN_EXE_bugloop"))
-        .arg("doctor")
-        .env("BUGLOOP_ANALYZERS_DIR", empty.path())
-        .env("PATH", "/usr/bin:/bin")
-        .current_dir(repo.path())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
+    let (_, stdout) = doctor(&[
+        ("BUGLOOP_ANALYZERS_DIR", empty.path().as_os_str()),
+        ("PATH", "/usr/bin:/bin".as_ref()),
+    ]);
     assert!(
         stdout.lines().any(|l| l
             == "info    analyzer ruff: ruff is not installed (scripts/setup installs the pinned analyzers; bugloop doctor lists them)"),
@@ -197,18 +201,13 @@ fn apparmor_refused_bwrap(dir: &std::path::Path) -> (String, std::path::PathBuf)
 /// `bwrap` that fails exactly so stands in here, where there is no AppArmor).
 #[test]
 fn doctor_names_apparmor_and_the_fix_when_bwrap_is_refused_namespaces() {
-    let repo = tempfile::tempdir().unwrap();
     let fake = tempfile::tempdir().unwrap();
     let (path, sysctl) = apparmor_refused_bwrap(fake.path());
-    let output = Command::new(env!("CARGO_BIN_EXE_bugloop"))
-        .arg("doctor")
-        .env("PATH", path)
-        .env("BUGLOOP_USERNS_SYSCTL", &sysctl)
-        .current_dir(repo.path())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert_eq!(output.status.code(), Some(1), "{stdout}");
+    let (code, stdout) = doctor(&[
+        ("PATH", path.as_ref()),
+        ("BUGLOOP_USERNS_SYSCTL", sysctl.as_os_str()),
+    ]);
+    assert_eq!(code, Some(1), "{stdout}");
     let sandbox = stdout
         .lines()
         .find(|l| l.starts_with("FAIL    sandbox:"))
@@ -222,6 +221,22 @@ fn doctor_names_apparmor_and_the_fix_when_bwrap_is_refused_namespaces() {
         "commands will be refused (sandbox.when_unconfined: refuse)",
     ] {
         assert!(sandbox.contains(said), "{said}\n{sandbox}");
+    }
+}
+
+/// Pull request `number` of the fixture's branch (another one by alice, titled `title`).
+fn pull_of_the_branch(fixture: &PullRequestFixture, number: u64, title: String) -> PullSpec {
+    PullSpec {
+        number,
+        title,
+        author: "alice".to_owned(),
+        base_ref: "main".to_owned(),
+        base_sha: fixture.base.clone(),
+        head_ref: "feature".to_owned(),
+        head_sha: fixture.head.clone(),
+        fork: false,
+        draft: false,
+        diff: Some(fixture.diff_at(&fixture.head)),
     }
 }
 
@@ -240,21 +255,7 @@ fn report_files_an_error_once_and_counts_repeats() {
     git_reproducible(repo.path(), &["add", "."]);
     git_reproducible(repo.path(), &["commit", "-qm", "models"]);
     let report = |trace: &str| {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_bugloop"))
-            .args(["report", "--format", "json"])
-            .current_dir(repo.path())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(trace.as_bytes())
-            .unwrap();
-        let output = child.wait_with_output().unwrap();
+        let output = solve::bugloop(repo.path(), &["report", "--format", "json"], trace);
         assert_eq!(
             output.status.code(),
             Some(0),

@@ -55,6 +55,11 @@ fn repo() -> TestRepo {
 
 /// A script: the finding in pass 1, then passes 2-4.
 fn script(dir: &Path, findings: &[Value]) -> String {
+    script_then(dir, findings, Vec::new())
+}
+
+/// [`script`], then the answers `then` (of the agents that run after the review's passes).
+fn script_then(dir: &Path, findings: &[Value], then: Vec<Value>) -> String {
     let mut lines = Vec::new();
     let mut first: Vec<Value> = findings
         .iter()
@@ -67,6 +72,7 @@ fn script(dir: &Path, findings: &[Value]) -> String {
     for pass in 2..=4 {
         lines.push(json!({"tool_calls": [{"name": "submit_pass_results", "arguments": {"pass_number": pass, "summary": "ok"}}]}));
     }
+    lines.extend(then);
     let path = dir.join("script.jsonl");
     let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
     std::fs::write(&path, text).unwrap();
@@ -87,6 +93,19 @@ fn bugloop(dir: &Path, args: &[&str]) -> Output {
         .env_remove("BUGLOOP_CONFIG")
         .output()
         .unwrap()
+}
+
+/// `bugloop args...` in `dir`, which must end with exit status `code`: what it printed, as JSON.
+fn json_output(dir: &Path, args: &[&str], code: i32) -> Value {
+    let output = bugloop(dir, args);
+    let (out, err) = (stdout(&output), stderr(&output));
+    assert_eq!(output.status.code(), Some(code), "{out}{err}");
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"))
+}
+
+/// The findings tracked in `dir`, from `bugloop findings --format json`.
+fn findings_json(dir: &Path) -> Value {
+    json_output(dir, &["findings", "--format", "json"], 0)
 }
 
 fn stdout(output: &Output) -> String {
@@ -128,7 +147,7 @@ fn every_format_and_the_fail_on_exit_code() {
     assert!(shown.contains("│     v[v.len()]"), "{shown}");
 
     // Full re-runs leave one finding; JSON follows the documented schema.
-    let json_run = bugloop(
+    let report = json_output(
         dir.path(),
         &[
             "review",
@@ -140,9 +159,8 @@ fn every_format_and_the_fail_on_exit_code() {
             "--fail-on",
             "9",
         ],
+        0,
     );
-    assert_eq!(json_run.status.code(), Some(0), "{}", stderr(&json_run));
-    let report: Value = serde_json::from_str(&stdout(&json_run)).unwrap();
     let schema: Value = serde_json::from_str(
         &std::fs::read_to_string(concat!(
             env!("CARGO_MANIFEST_DIR"),
@@ -255,22 +273,20 @@ fn repositories_without_commits_and_detached_heads() {
     );
     let scripts = tempfile::tempdir().unwrap();
     let model = script(scripts.path(), &[off_by_one()]);
-    let working = bugloop(
+    let report = json_output(
         dir.path(),
         &["review", "--working", "--model", &model, "--format", "json"],
+        0,
     );
-    assert_eq!(working.status.code(), Some(0), "{}", stderr(&working));
-    let report: Value = serde_json::from_str(&stdout(&working)).unwrap();
     assert_eq!(report["findings"][0]["placement"], "line");
 
     let dir = repo();
     git(dir.path(), &["switch", "-q", "--detach", "HEAD"]);
-    let detached = bugloop(
+    let report = json_output(
         dir.path(),
         &["review", "--model", &model, "--format", "json"],
+        0,
     );
-    assert_eq!(detached.status.code(), Some(0), "{}", stderr(&detached));
-    let report: Value = serde_json::from_str(&stdout(&detached)).unwrap();
     assert!(
         report["change"]["key"]
             .as_str()
@@ -303,23 +319,9 @@ fn an_answer_cut_at_the_output_limit_keeps_its_complete_findings() {
         std::fs::write(&path, text).unwrap();
         format!("script:{}", path.display())
     };
-    let output = bugloop(
-        dir.path(),
-        &[
-            "review",
-            "--model",
-            &write("cut.jsonl", &cut),
-            "--format",
-            "json",
-        ],
-    );
-    let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{report:#}\n{}",
-        stderr(&output)
-    );
+    let model = write("cut.jsonl", &cut);
+    let args = ["review", "--model", &model, "--format", "json"];
+    let report = json_output(dir.path(), &args, 0);
     assert_eq!(report["complete"], true, "{report:#}");
     let findings = report["findings"].as_array().unwrap();
     assert_eq!(findings.len(), 1, "{report:#}");
@@ -336,18 +338,9 @@ fn an_answer_cut_at_the_output_limit_keeps_its_complete_findings() {
     // Cut before anything closed: nothing to keep, a clear incomplete review (no parse error
     // shown as if the model had answered badly).
     let dir = repo();
-    let output = bugloop(
-        dir.path(),
-        &[
-            "review",
-            "--model",
-            &write("early.jsonl", "{\"findings\": [{\"file\": \"li"),
-            "--format",
-            "json",
-        ],
-    );
-    let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
-    assert_eq!(output.status.code(), Some(3), "{report:#}");
+    let model = write("early.jsonl", "{\"findings\": [{\"file\": \"li");
+    let args = ["review", "--model", &model, "--format", "json"];
+    let report = json_output(dir.path(), &args, 3);
     assert_eq!(report["complete"], false);
     assert!(
         !report["errors"].as_array().unwrap().is_empty(),
@@ -406,12 +399,11 @@ fn a_file_whose_name_is_not_utf8_carries_a_finding() {
         "title": "Index past the end", "description": "`items[len(items)]` always raises IndexError.",
         "score": 8, "category": "logic"});
     let model = script(scripts.path(), &[finding]);
-    let output = bugloop(
+    let report = json_output(
         dir.path(),
         &["review", "--model", &model, "--format", "json"],
+        0,
     );
-    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
     assert_eq!(report["dropped"], json!([]), "{report:#}");
     let published = &report["findings"][0];
     assert_eq!(published["file"], shown_name, "{report:#}");
@@ -465,12 +457,11 @@ fn a_latin1_file_name_keeps_its_finding_however_the_model_writes_it() {
             "title": "Password committed", "description": "The password is in the repository.",
             "score": 8, "category": "security"});
         let model = script(scripts.path(), &[finding]);
-        let output = bugloop(
+        let report = json_output(
             dir.path(),
             &["review", "--full", "--model", &model, "--format", "json"],
+            0,
         );
-        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-        let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
         assert_eq!(report["dropped"], json!([]), "{written}: {report:#}");
         let published = report["findings"]
             .as_array()
@@ -577,12 +568,11 @@ fn staged_changes_are_reviewed_as_staged() {
     std::fs::write(dir.path().join("lib.rs"), &on_disk).unwrap();
     let scripts = tempfile::tempdir().unwrap();
     let model = script(scripts.path(), &[off_by_one()]);
-    let output = bugloop(
+    let report = json_output(
         dir.path(),
         &["review", "--staged", "--model", &model, "--format", "json"],
+        0,
     );
-    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
     assert_eq!(report["change"]["head"], "index", "{report:#}");
     assert_eq!(
         report["findings"].as_array().unwrap().len(),
@@ -611,14 +601,13 @@ fn a_branch_that_is_not_checked_out_is_reviewed_in_a_task_tree() {
     let before = user_view(dir.path());
     let scripts = tempfile::tempdir().unwrap();
     let model = script(scripts.path(), &[off_by_one()]);
-    let output = bugloop(
+    let report = json_output(
         dir.path(),
         &[
             "review", "--base", "main", "--head", "feature", "--model", &model, "--format", "json",
         ],
+        0,
     );
-    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
     assert_eq!(
         report["findings"].as_array().unwrap().len(),
         1,
@@ -643,12 +632,11 @@ fn an_end_line_of_zero_publishes() {
     let mut finding = off_by_one();
     finding["end_line"] = json!(0);
     let model = script(scripts.path(), &[finding]);
-    let output = bugloop(
+    let report = json_output(
         dir.path(),
         &["review", "--model", &model, "--format", "json"],
+        0,
     );
-    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
     assert_eq!(
         report["findings"].as_array().unwrap().len(),
         1,

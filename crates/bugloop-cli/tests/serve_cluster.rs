@@ -13,7 +13,6 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use bugloop_github_sim::PullSpec;
 use bugloop_github_sim::fixture::{
     FixtureOptions, PullRequestFixture, app_key, off_by_one, review_lines, script_file,
 };
@@ -94,18 +93,8 @@ impl Cluster {
                     &fixture.head,
                 ],
             );
-            fixture.sim.add_pull_request(PullSpec {
-                number,
-                title: format!("Change {number}"),
-                author: "alice".to_owned(),
-                base_ref: "main".to_owned(),
-                base_sha: fixture.base.clone(),
-                head_ref: "feature".to_owned(),
-                head_sha: fixture.head.clone(),
-                fork: false,
-                draft: false,
-                diff: Some(fixture.diff_at(&fixture.head)),
-            });
+            let pull = crate::pull_of_the_branch(&fixture, number, format!("Change {number}"));
+            fixture.sim.add_pull_request(pull);
         }
         let git_base = dir.path().join("git");
         std::fs::create_dir_all(git_base.join("acme")).unwrap();

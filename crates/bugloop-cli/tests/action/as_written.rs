@@ -92,6 +92,12 @@ impl Runner {
         }
     }
 
+    /// The install step, in `dir`, downloading releases from `url`.
+    fn install(&self, dir: &Path, url: &str) -> Output {
+        let url = url.to_owned();
+        self.run("Install bugloop", dir, &[("BUGLOOP_RELEASES_URL", url)])
+    }
+
     fn install_root(&self) -> PathBuf {
         self.temp.path().join("bugloop-install")
     }
@@ -203,6 +209,25 @@ fn release(releases: &Path, tag: &str) -> PathBuf {
         .join(format!("bugloop-{tag}-{}.tar.gz", target()))
 }
 
+/// Release v0.1.0 of the binary under test (see [`release`]), served over HTTP (see [`serve`]).
+struct Served {
+    _releases: tempfile::TempDir,
+    /// The archive's path (what is served is read from it at each request).
+    archive: PathBuf,
+    url: String,
+}
+
+fn served_release() -> Served {
+    let releases = tempfile::tempdir().unwrap();
+    let archive = release(releases.path(), "v0.1.0");
+    let url = serve(releases.path().to_path_buf());
+    Served {
+        _releases: releases,
+        archive,
+        url,
+    }
+}
+
 /// A `cargo` that records that it was asked to build and "installs" the binary under test, so
 /// that falling back to a build from source is seen without compiling.
 fn fake_cargo(dir: &Path) -> PathBuf {
@@ -299,19 +324,12 @@ fn the_cache_key_is_of_the_sources_and_there_is_none_for_a_pin() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_action_as_written_installs_its_release_and_reviews() {
     let fixture = PullRequestFixture::new(FixtureOptions::default()).await;
-    let releases = tempfile::tempdir().unwrap();
-    release(releases.path(), "v0.1.0");
-    let url = serve(releases.path().to_path_buf());
+    let served = served_release();
     let mut runner = Runner::new("v0.1.0");
     let (_tools, cargo_log, gh_log) = tools(&mut runner, TAG_SOURCE);
 
-    let installed = tokio::task::block_in_place(|| {
-        runner.run(
-            "Install bugloop",
-            fixture.workspace(),
-            &[("BUGLOOP_RELEASES_URL", url.clone())],
-        )
-    });
+    let installed =
+        tokio::task::block_in_place(|| runner.install(fixture.workspace(), &served.url));
     let said = text(&installed);
     assert!(installed.status.success(), "{said}");
     assert!(said.contains("installed release v0.1.0"), "{said}");
@@ -405,9 +423,7 @@ fn review(runner: &mut Runner, fixture: &PullRequestFixture) -> Output {
 /// provenance asked about that commit.
 #[test]
 fn a_commit_pin_installs_the_release_built_from_that_commit() {
-    let releases = tempfile::tempdir().unwrap();
-    release(releases.path(), "v0.1.0");
-    let url = serve(releases.path().to_path_buf());
+    let served = served_release();
     let commit = String::from_utf8(
         Command::new("git")
             .args(["rev-parse", "HEAD"])
@@ -422,11 +438,7 @@ fn a_commit_pin_installs_the_release_built_from_that_commit() {
     let mut runner = Runner::new(&commit);
     let (_tools, cargo_log, gh_log) = tools(&mut runner, &format!("--source-digest {commit}"));
     let dir = tempfile::tempdir().unwrap();
-    let installed = runner.run(
-        "Install bugloop",
-        dir.path(),
-        &[("BUGLOOP_RELEASES_URL", url)],
-    );
+    let installed = runner.install(dir.path(), &served.url);
     let said = text(&installed);
     assert!(installed.status.success(), "{said}");
     assert!(said.contains("installed release v0.1.0"), "{said}");
@@ -442,9 +454,7 @@ fn a_commit_pin_installs_the_release_built_from_that_commit() {
 /// built from another commit is not that release: built from source too.
 #[test]
 fn without_a_matching_release_the_action_builds_from_source_and_says_why() {
-    let releases = tempfile::tempdir().unwrap();
-    release(releases.path(), "v0.1.0");
-    let url = serve(releases.path().to_path_buf());
+    let served = served_release();
     for (action_ref, why) in [
         (
             "main",
@@ -459,11 +469,7 @@ fn without_a_matching_release_the_action_builds_from_source_and_says_why() {
         let mut runner = Runner::new(action_ref);
         let (_tools, cargo_log, gh_log) = tools(&mut runner, TAG_SOURCE);
         let dir = tempfile::tempdir().unwrap();
-        let installed = runner.run(
-            "Install bugloop",
-            dir.path(),
-            &[("BUGLOOP_RELEASES_URL", url.clone())],
-        );
+        let installed = runner.install(dir.path(), &served.url);
         let said = text(&installed);
         assert!(installed.status.success(), "{action_ref}: {said}");
         assert!(said.contains(why), "{action_ref}: {said}");

@@ -8,7 +8,7 @@ use bugloop_github_sim::fixture::{
     FixtureOptions, PullRequestFixture, off_by_one, script_file, webhook_example,
 };
 
-use super::{Run, action, text};
+use super::{Run, action_as, text};
 
 /// A second file the pull request adds, large enough for a part of its own.
 const UTIL: &str = "pub fn ratio(done: u32, total: u32) -> u32 {\n    // How much of the work is done, in percent of the total amount of work.\n    done * 100 / total\n}\n";
@@ -24,16 +24,20 @@ async fn with_util() -> PullRequestFixture {
 
 /// The pull request opened, reviewed by the Action in parts of at most 100 tokens.
 fn review_in_parts(fixture: &PullRequestFixture, model: &str) -> Run {
+    review_in_parts_as(None, fixture, model)
+}
+
+/// [`review_in_parts`] as the user `user` (`None`: this test's).
+fn review_in_parts_as(user: Option<u32>, fixture: &PullRequestFixture, model: &str) -> Run {
     let payload = webhook_example("pull_request", "opened", fixture);
-    tokio::task::block_in_place(|| {
-        action(
-            fixture,
-            "pull_request",
-            &payload,
-            &[("BUGLOOP_REVIEW__MAX_TOKENS_PER_CALL", "100")],
-            model,
-        )
-    })
+    action_as(
+        user,
+        fixture,
+        "pull_request",
+        &payload,
+        &[("BUGLOOP_REVIEW__MAX_TOKENS_PER_CALL", "100")],
+        model,
+    )
 }
 
 /// One part's answer: `findings`, then the four passes at once.
@@ -67,8 +71,7 @@ async fn findings_published_part_by_part_are_one_comment_each_and_one_summary() 
         ],
     );
     let run = review_in_parts(&fixture, &model);
-    assert_eq!(run.output.status.code(), Some(0), "{}", text(&run.output));
-    let said = text(&run.output);
+    let said = run.ok();
     assert!(said.contains("published when part 1 of 2 ended"), "{said}");
     assert!(!said.contains("updates the existing comment"), "{said}");
     let comments = fixture.finding_comments();
@@ -102,62 +105,50 @@ async fn a_comment_written_early_whose_answer_was_lost_is_not_written_again() {
     assert_eq!(fixture.bot_issue_comments().len(), 1, "one summary: {said}");
 }
 
-/// A fork's pull request reviewed in parts, as root and as uid 65534: its review is reported, and
-/// no part publishes anything to it (a fork's review writes nothing, early or late).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_forks_pull_request_reviewed_in_parts_gets_nothing_written() {
-    for user in [None, Some(65534)] {
-        if user.is_some() && !super::is_root() {
-            continue;
-        }
-        let fixture = PullRequestFixture::new(FixtureOptions {
-            head_files: &[("util.rs", UTIL)],
-            fork: true,
-            ..FixtureOptions::default()
-        })
-        .await;
-        let scripts = tempfile::tempdir().unwrap();
-        let model = script_file(
-            scripts.path(),
-            &[
-                part("part 1 of 2", &[off_by_one()]),
-                part("part 2 of 2", &[]),
-            ],
-        );
-        let payload = webhook_example("pull_request", "opened", &fixture);
-        let run = tokio::task::block_in_place(|| {
-            super::action_as(
-                user,
-                &fixture,
-                "pull_request",
-                &payload,
-                &[("BUGLOOP_REVIEW__MAX_TOKENS_PER_CALL", "100")],
-                &model,
-            )
-        });
-        let said = text(&run.output);
-        assert_eq!(run.output.status.code(), Some(0), "{said}");
-        assert!(said.contains("Index one past the end"), "{said}");
-        assert!(!said.contains("published when part"), "{said}");
-        assert_eq!(fixture.finding_comments().len(), 0, "{said}");
-        assert_eq!(fixture.bot_issue_comments().len(), 0, "{said}");
-        let writes: Vec<_> = fixture
-            .sim
-            .requests()
-            .into_iter()
-            .filter(|r| r.method != "GET" && r.operation.is_none())
-            .collect();
-        assert_eq!(writes, Vec::new(), "{said}");
-        let operations: Vec<_> = fixture
-            .sim
-            .requests()
-            .into_iter()
-            .filter_map(|r| r.operation)
-            .collect();
-        // GraphQL is only read (the threads); a mutation would be a write.
-        assert!(
-            operations.iter().all(|o| o == "ReviewThreads"),
-            "{operations:?}"
-        );
-    }
+for_each_user!(
+    /// A fork's pull request reviewed in parts, as root and as uid 65534: its review is reported,
+    /// and no part publishes anything to it (a fork's review writes nothing, early or late).
+    a_forks_pull_request_reviewed_in_parts_gets_nothing_written
+        => a_forks_pull_request_reviewed_in_parts_gets_nothing_written_as
+);
+
+async fn a_forks_pull_request_reviewed_in_parts_gets_nothing_written_as(user: Option<u32>) {
+    let fixture = PullRequestFixture::new(FixtureOptions {
+        head_files: &[("util.rs", UTIL)],
+        fork: true,
+        ..FixtureOptions::default()
+    })
+    .await;
+    let scripts = tempfile::tempdir().unwrap();
+    let model = script_file(
+        scripts.path(),
+        &[
+            part("part 1 of 2", &[off_by_one()]),
+            part("part 2 of 2", &[]),
+        ],
+    );
+    let run = review_in_parts_as(user, &fixture, &model);
+    let said = run.ok();
+    assert!(said.contains("Index one past the end"), "{said}");
+    assert!(!said.contains("published when part"), "{said}");
+    assert_eq!(fixture.finding_comments().len(), 0, "{said}");
+    assert_eq!(fixture.bot_issue_comments().len(), 0, "{said}");
+    let writes: Vec<_> = fixture
+        .sim
+        .requests()
+        .into_iter()
+        .filter(|r| r.method != "GET" && r.operation.is_none())
+        .collect();
+    assert_eq!(writes, Vec::new(), "{said}");
+    let operations: Vec<_> = fixture
+        .sim
+        .requests()
+        .into_iter()
+        .filter_map(|r| r.operation)
+        .collect();
+    // GraphQL is only read (the threads); a mutation would be a write.
+    assert!(
+        operations.iter().all(|o| o == "ReviewThreads"),
+        "{operations:?}"
+    );
 }

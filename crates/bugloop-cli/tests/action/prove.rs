@@ -6,11 +6,10 @@
 
 use bugloop_github_sim::fixture::{
     FixtureOptions, NUMBER, PullRequestFixture, off_by_one, review_lines, script_file,
-    webhook_example,
 };
 use serde_json::{Value, json};
 
-use super::{action, text};
+use super::{action, comment_event, fixing_script};
 
 const CARGO_TOML: &str = "[package]\nname = \"widgets\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[lib]\npath = \"lib.rs\"\n";
 const CONFIG: &str = "review:\n  prove:\n    test_command: cargo test --offline --quiet --test {test_name}\n    commit_tests: true\n";
@@ -62,20 +61,11 @@ async fn a_proven_finding_through_the_action_and_a_fix_that_passes_its_test() {
     // `@bugloop fix all`: the same test must pass after the fix, and is committed with it.
     let said = "@bugloop fix all";
     let comment = fixture.sim.comment_as(NUMBER, "alice", said);
-    let mut payload = webhook_example("issue_comment", "created", &fixture);
-    payload["comment"]["id"] = json!(comment);
-    payload["comment"]["body"] = json!(said);
-    payload["comment"]["user"] = json!({"login": "alice", "type": "User", "id": 1});
-    let edit = json!({"name": "edit_file", "arguments": {"path": "lib.rs", "old_text": "v[v.len()]", "new_text": "v[v.len() - 1]"}});
-    let fixing = script_file(
-        scripts.path(),
-        &[json!({"tool_calls": [edit]}), json!({"text": "Done."})],
-    );
+    let payload = comment_event(&fixture, "issue_comment", comment, said);
+    let fixing = fixing_script(scripts.path());
     let before = fixture.origin_head();
-    let run =
-        tokio::task::block_in_place(|| action(&fixture, "issue_comment", &payload, &[], &fixing));
-    let output = text(&run.output);
-    assert_eq!(run.output.status.code(), Some(0), "{output}");
+    let run = action(&fixture, "issue_comment", &payload, &[], &fixing);
+    let output = run.ok();
     let pushed = fixture.origin_head();
     assert_ne!(pushed, before, "{output}");
     let files = std::process::Command::new("git")

@@ -12,7 +12,7 @@ use bugloop_github_sim::fixture::{
     FixtureOptions, NUMBER, PullRequestFixture, review_lines, script_file, webhook_example,
 };
 
-use super::{Run, action, text};
+use super::{Run, action, opened_as, text};
 
 /// The pull request (which adds the off-by-one in `stats.py`), reviewed once.
 async fn reviewed(scripts: &std::path::Path) -> PullRequestFixture {
@@ -24,10 +24,7 @@ async fn reviewed(scripts: &std::path::Path) -> PullRequestFixture {
     })
     .await;
     let model = script_file(scripts, &review_lines(&[off_by_one()]));
-    let payload = webhook_example("pull_request", "opened", &fixture);
-    let run =
-        tokio::task::block_in_place(|| action(&fixture, "pull_request", &payload, &[], &model));
-    assert_eq!(run.output.status.code(), Some(0), "{}", text(&run.output));
+    opened_as(None, &fixture, &[], &model);
     assert_eq!(fixture.finding_comments().len(), 1);
     fixture
 }
@@ -101,10 +98,8 @@ async fn a_line_put_back_as_the_base_has_it_resolves_and_a_revert_raises_it_agai
     let fixture = reviewed(scripts.path()).await;
     let quiet = quiet(scripts.path());
     let fixed = feature().replace("range(len(xs) + 1)", "range(len(xs))");
-    let (run, sarif) = tokio::task::block_in_place(|| {
-        push_and_review(&fixture, &[("stats.py", Some(&fixed))], &quiet)
-    });
-    assert_eq!(run.output.status.code(), Some(0), "{}", text(&run.output));
+    let (run, sarif) = push_and_review(&fixture, &[("stats.py", Some(&fixed))], &quiet);
+    run.ok();
     let reason = format!(
         "the code it quoted was changed in {}",
         &fixture.dev.head()[..7]
@@ -117,14 +112,12 @@ async fn a_line_put_back_as_the_base_has_it_resolves_and_a_revert_raises_it_agai
     assert_eq!(sarif_results(&sarif), 0, "{sarif:#}");
 
     // Reverted: raised again in the same thread, which is reopened; no second comment.
-    let (run, sarif) = tokio::task::block_in_place(|| {
-        push_and_review(
-            &fixture,
-            &[("stats.py", Some(&feature()))],
-            &script_file(scripts.path(), &review_lines(&[off_by_one()])),
-        )
-    });
-    assert_eq!(run.output.status.code(), Some(0), "{}", text(&run.output));
+    let (run, sarif) = push_and_review(
+        &fixture,
+        &[("stats.py", Some(&feature()))],
+        &script_file(scripts.path(), &review_lines(&[off_by_one()])),
+    );
+    run.ok();
     assert_eq!(fixture.finding_comments().len(), 1);
     let (resolved, replies) = thread(&fixture);
     assert!(!resolved, "the review thread is reopened");
@@ -143,14 +136,12 @@ async fn a_deleted_line_or_file_resolves_and_a_push_elsewhere_asks_nothing() {
     let never = scripts.path().join("never.jsonl");
     std::fs::write(&never, "").unwrap();
     let spread_restored = BASE.replace("range(len(xs))", "range(len(xs) + 1)");
-    let (run, sarif) = tokio::task::block_in_place(|| {
-        push_and_review(
-            &fixture,
-            &[("stats.py", Some(&spread_restored))],
-            &format!("script:{}", never.display()),
-        )
-    });
-    assert_eq!(run.output.status.code(), Some(0), "{}", text(&run.output));
+    let (run, sarif) = push_and_review(
+        &fixture,
+        &[("stats.py", Some(&spread_restored))],
+        &format!("script:{}", never.display()),
+    );
+    run.ok();
     assert!(!thread(&fixture).0);
     assert_eq!(sarif_results(&sarif), 1, "still tracked: {sarif:#}");
     assert!(
@@ -164,14 +155,12 @@ async fn a_deleted_line_or_file_resolves_and_a_push_elsewhere_asks_nothing() {
         "    for i in range(len(xs) + 1):\n        total += xs[i]\n",
         "",
     );
-    let (run, _) = tokio::task::block_in_place(|| {
-        push_and_review(
-            &fixture,
-            &[("stats.py", Some(&no_loop))],
-            &quiet(scripts.path()),
-        )
-    });
-    assert_eq!(run.output.status.code(), Some(0), "{}", text(&run.output));
+    let (run, _) = push_and_review(
+        &fixture,
+        &[("stats.py", Some(&no_loop))],
+        &quiet(scripts.path()),
+    );
+    run.ok();
     let (resolved, replies) = thread(&fixture);
     assert!(resolved);
     assert!(
@@ -183,10 +172,8 @@ async fn a_deleted_line_or_file_resolves_and_a_push_elsewhere_asks_nothing() {
 
     // Another pull request whose file is deleted.
     let fixture = reviewed(scripts.path()).await;
-    let (run, _) = tokio::task::block_in_place(|| {
-        push_and_review(&fixture, &[("stats.py", None)], &quiet(scripts.path()))
-    });
-    assert_eq!(run.output.status.code(), Some(0), "{}", text(&run.output));
+    let (run, _) = push_and_review(&fixture, &[("stats.py", None)], &quiet(scripts.path()));
+    run.ok();
     let (resolved, replies) = thread(&fixture);
     assert!(resolved);
     assert!(
@@ -200,17 +187,15 @@ async fn code_moved_to_another_file_is_followed_not_resolved() {
     let scripts = tempfile::tempdir().unwrap();
     let fixture = reviewed(scripts.path()).await;
     let util = format!("import math\n\n\n{}", feature());
-    let (run, sarif) = tokio::task::block_in_place(|| {
-        push_and_review(
-            &fixture,
-            &[
-                ("stats.py", Some("from util import mean\n")),
-                ("util.py", Some(&util)),
-            ],
-            &quiet(scripts.path()),
-        )
-    });
-    assert_eq!(run.output.status.code(), Some(0), "{}", text(&run.output));
+    let (run, sarif) = push_and_review(
+        &fixture,
+        &[
+            ("stats.py", Some("from util import mean\n")),
+            ("util.py", Some(&util)),
+        ],
+        &quiet(scripts.path()),
+    );
+    run.ok();
     let comments = fixture.finding_comments();
     assert_eq!(comments.len(), 1);
     assert!(

@@ -13,9 +13,7 @@ use bugloop_github_sim::fixture::{
 };
 use serde_json::json;
 
-use bugloop_testkit::users::scenario_users;
-
-use super::{action_as, opened_as, review_script, text};
+use super::{action, action_as, comment_event, fixing_script, opened_as, review_script, text};
 
 fn git(dir: &Path, args: &[&str]) {
     let status = Command::new("git")
@@ -45,12 +43,10 @@ fn everything_under(dir: &Path) -> String {
     text
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_gitignored_secret_of_the_checkout_is_never_read() {
-    for user in scenario_users() {
-        a_gitignored_secret_of_the_checkout_is_never_read_as(user).await;
-    }
-}
+for_each_user!(
+    a_gitignored_secret_of_the_checkout_is_never_read
+        => a_gitignored_secret_of_the_checkout_is_never_read_as
+);
 
 async fn a_gitignored_secret_of_the_checkout_is_never_read_as(user: Option<u32>) {
     let fixture = PullRequestFixture::new(FixtureOptions::default()).await;
@@ -71,12 +67,7 @@ async fn a_gitignored_secret_of_the_checkout_is_never_read_as(user: Option<u32>)
     seen.push_str(&run.summary);
     seen.push_str(&everything_under(run.temp.path()));
     seen.push_str(&everything_under(&workspace.join(".git/bugloop")));
-    for comment in fixture.finding_comments() {
-        seen.push_str(&comment.body);
-    }
-    for comment in fixture.bot_issue_comments() {
-        seen.push_str(&comment.body);
-    }
+    seen.push_str(&comments_text(&fixture));
     assert!(
         !seen.contains("canary-env-0451"),
         "the checkout's ignored file was read"
@@ -88,12 +79,10 @@ async fn a_gitignored_secret_of_the_checkout_is_never_read_as(user: Option<u32>)
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_sarif_symlink_in_the_workspace_is_never_followed() {
-    for user in scenario_users() {
-        a_sarif_symlink_in_the_workspace_is_never_followed_as(user).await;
-    }
-}
+for_each_user!(
+    a_sarif_symlink_in_the_workspace_is_never_followed
+        => a_sarif_symlink_in_the_workspace_is_never_followed_as
+);
 
 async fn a_sarif_symlink_in_the_workspace_is_never_followed_as(user: Option<u32>) {
     let fixture = PullRequestFixture::new(FixtureOptions::default()).await;
@@ -105,18 +94,15 @@ async fn a_sarif_symlink_in_the_workspace_is_never_followed_as(user: Option<u32>
     let model = review_script(scripts.path());
     let payload = webhook_example("pull_request", "opened", &fixture);
     // A runner without RUNNER_TEMP.
-    let run = tokio::task::block_in_place(|| {
-        action_as(
-            user,
-            &fixture,
-            "pull_request",
-            &payload,
-            &[("RUNNER_TEMP", "")],
-            &model,
-        )
-    });
-    let output = text(&run.output);
-    assert_eq!(run.output.status.code(), Some(0), "{output}");
+    let run = action_as(
+        user,
+        &fixture,
+        "pull_request",
+        &payload,
+        &[("RUNNER_TEMP", "")],
+        &model,
+    );
+    run.ok();
     assert_eq!(
         std::fs::read_to_string(&target).unwrap(),
         "the runner's own file\n"
@@ -135,27 +121,18 @@ async fn a_sarif_symlink_in_the_workspace_is_never_followed_as(user: Option<u32>
     assert_eq!(sarif["runs"][0]["results"].as_array().unwrap().len(), 1);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_duplicate_an_earlier_run_left_is_removed_by_the_next() {
-    for user in scenario_users() {
-        a_duplicate_an_earlier_run_left_is_removed_by_the_next_as(user).await;
-    }
-}
+for_each_user!(
+    a_duplicate_an_earlier_run_left_is_removed_by_the_next
+        => a_duplicate_an_earlier_run_left_is_removed_by_the_next_as
+);
 
 async fn a_duplicate_an_earlier_run_left_is_removed_by_the_next_as(user: Option<u32>) {
     let fixture = PullRequestFixture::new(FixtureOptions::default()).await;
     let scripts = tempfile::tempdir().unwrap();
     let payload = webhook_example("pull_request", "opened", &fixture);
     let model = review_script(scripts.path());
-    let first = tokio::task::block_in_place(|| {
-        action_as(user, &fixture, "pull_request", &payload, &[], &model)
-    });
-    assert_eq!(
-        first.output.status.code(),
-        Some(0),
-        "{}",
-        text(&first.output)
-    );
+    let first = action_as(user, &fixture, "pull_request", &payload, &[], &model);
+    first.ok();
     let comments = fixture.finding_comments();
     assert_eq!(comments.len(), 1);
     // What a run whose listing lagged behind its own write leaves: the same finding twice.
@@ -170,18 +147,21 @@ async fn a_duplicate_an_earlier_run_left_is_removed_by_the_next_as(user: Option<
     assert_eq!(fixture.finding_comments().len(), 2);
     // A later run that adds nothing (the same head, nothing new) still cleans it up.
     let model = review_script(scripts.path());
-    let again = tokio::task::block_in_place(|| {
-        action_as(user, &fixture, "pull_request", &payload, &[], &model)
-    });
-    assert_eq!(
-        again.output.status.code(),
-        Some(0),
-        "{}",
-        text(&again.output)
-    );
+    let again = action_as(user, &fixture, "pull_request", &payload, &[], &model);
+    again.ok();
     let left = fixture.finding_comments();
     assert_eq!(left.len(), 1, "{left:#?}");
     assert_eq!(left[0].id, original.id, "the oldest stays");
+}
+
+/// What bugloop commented on the pull request: its issue comments, then its finding comments.
+fn comments_text(fixture: &PullRequestFixture) -> String {
+    let issue_comments = fixture.bot_issue_comments().into_iter();
+    let finding_comments = fixture.finding_comments().into_iter();
+    issue_comments
+        .map(|c| c.body)
+        .chain(finding_comments.map(|c| c.body))
+        .collect()
 }
 
 /// A provider answering every request with HTTP 500 and a body that holds a canary and a path of
@@ -206,12 +186,10 @@ fn failing_provider() -> u16 {
     port
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_model_error_is_published_without_the_providers_words_or_a_path() {
-    for user in scenario_users() {
-        a_model_error_is_published_without_the_providers_words_or_a_path_as(user).await;
-    }
-}
+for_each_user!(
+    a_model_error_is_published_without_the_providers_words_or_a_path
+        => a_model_error_is_published_without_the_providers_words_or_a_path_as
+);
 
 async fn a_model_error_is_published_without_the_providers_words_or_a_path_as(user: Option<u32>) {
     let port = failing_provider();
@@ -224,24 +202,17 @@ async fn a_model_error_is_published_without_the_providers_words_or_a_path_as(use
     })
     .await;
     let payload = webhook_example("pull_request", "opened", &fixture);
-    let run = tokio::task::block_in_place(|| {
-        action_as(
-            user,
-            &fixture,
-            "pull_request",
-            &payload,
-            &[],
-            "stub:any-model",
-        )
-    });
+    let run = action_as(
+        user,
+        &fixture,
+        "pull_request",
+        &payload,
+        &[],
+        "stub:any-model",
+    );
     let output = text(&run.output);
     let mut published = run.summary;
-    for comment in fixture.bot_issue_comments() {
-        published.push_str(&comment.body);
-    }
-    for comment in fixture.finding_comments() {
-        published.push_str(&comment.body);
-    }
+    published.push_str(&comments_text(&fixture));
     assert!(
         published.contains("the provider failed (HTTP 500)"),
         "{output}\n{published}"
@@ -256,44 +227,25 @@ async fn a_model_error_is_published_without_the_providers_words_or_a_path_as(use
     }
 }
 
-/// A delivery about a comment GitHub never issued (its author and body written by whoever sent
-/// it) is not acted on: the comment is read from GitHub by its id, and there is none.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_comment_github_never_issued_is_refused() {
-    for user in scenario_users() {
-        a_comment_github_never_issued_is_refused_as(user).await;
-    }
-}
+for_each_user!(
+    /// A delivery about a comment GitHub never issued (its author and body written by whoever sent
+    /// it) is not acted on: the comment is read from GitHub by its id, and there is none.
+    a_comment_github_never_issued_is_refused
+        => a_comment_github_never_issued_is_refused_as
+);
 
 async fn a_comment_github_never_issued_is_refused_as(user: Option<u32>) {
     let fixture = PullRequestFixture::new(FixtureOptions::default()).await;
     let scripts = tempfile::tempdir().unwrap();
     let review = review_script(scripts.path());
     let opened = webhook_example("pull_request", "opened", &fixture);
-    let reviewed = tokio::task::block_in_place(|| {
-        action_as(user, &fixture, "pull_request", &opened, &[], &review)
-    });
-    assert_eq!(
-        reviewed.output.status.code(),
-        Some(0),
-        "{}",
-        text(&reviewed.output)
-    );
-    let mut payload = webhook_example("issue_comment", "created", &fixture);
-    payload["comment"]["id"] = json!(987_654_321_u64);
-    payload["comment"]["body"] = json!("@bugloop fix all");
-    payload["comment"]["user"] = json!({"login": "alice", "type": "User", "id": 1});
-    let edit = json!({"name": "edit_file", "arguments": {"path": "lib.rs", "old_text": "v[v.len()]", "new_text": "v[v.len() - 1]"}});
-    let fixing = script_file(
-        scripts.path(),
-        &[json!({"tool_calls": [edit]}), json!({"text": "Done."})],
-    );
+    let reviewed = action_as(user, &fixture, "pull_request", &opened, &[], &review);
+    reviewed.ok();
+    let payload = comment_event(&fixture, "issue_comment", 987_654_321, "@bugloop fix all");
+    let fixing = fixing_script(scripts.path());
     let before = fixture.origin_head();
-    let run = tokio::task::block_in_place(|| {
-        action_as(user, &fixture, "issue_comment", &payload, &[], &fixing)
-    });
-    let output = text(&run.output);
-    assert_eq!(run.output.status.code(), Some(0), "{output}");
+    let run = action_as(user, &fixture, "issue_comment", &payload, &[], &fixing);
+    let output = run.ok();
     assert!(
         output.contains("comment 987654321 is not on this pull request"),
         "{output}"
@@ -301,16 +253,14 @@ async fn a_comment_github_never_issued_is_refused_as(user: Option<u32>) {
     assert_eq!(fixture.origin_head(), before, "nothing was pushed");
 }
 
-/// Comments from people without write access are answered within the repository's rate: the
-/// answers bugloop gave such comments in the hour before are counted on GitHub itself, so each
-/// Action run sees them; past the rate a comment gets no answer and no model call (the model of
-/// those runs cannot even be opened), while a writer is answered as ever.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn outsiders_are_answered_within_the_repositorys_rate() {
-    for user in scenario_users() {
-        outsiders_are_answered_within_the_repositorys_rate_as(user).await;
-    }
-}
+for_each_user!(
+    /// Comments from people without write access are answered within the repository's rate: the
+    /// answers bugloop gave such comments in the hour before are counted on GitHub itself, so each
+    /// Action run sees them; past the rate a comment gets no answer and no model call (the model of
+    /// those runs cannot even be opened), while a writer is answered as ever.
+    outsiders_are_answered_within_the_repositorys_rate
+        => outsiders_are_answered_within_the_repositorys_rate_as
+);
 
 async fn outsiders_are_answered_within_the_repositorys_rate_as(user: Option<u32>) {
     let fixture = PullRequestFixture::new(FixtureOptions::default()).await;
@@ -343,9 +293,7 @@ async fn outsiders_are_answered_within_the_repositorys_rate_as(user: Option<u32>
     for n in 0..4 {
         let payload = comment("mallory", n);
         let model = if n < 2 { &answering } else { &no_model };
-        let run = tokio::task::block_in_place(|| {
-            action_as(user, &fixture, "issue_comment", &payload, &rate, model)
-        });
+        let run = action_as(user, &fixture, "issue_comment", &payload, &rate, model);
         let output = text(&run.output);
         assert_eq!(run.output.status.code(), Some(0), "comment {n}: {output}");
         if n < 2 {
@@ -361,10 +309,8 @@ async fn outsiders_are_answered_within_the_repositorys_rate_as(user: Option<u32>
     }
     // A writer is not held by the outsiders' rate.
     let payload = comment("alice", 9);
-    let run = tokio::task::block_in_place(|| {
-        action_as(user, &fixture, "issue_comment", &payload, &rate, &answering)
-    });
-    assert_eq!(run.output.status.code(), Some(0), "{}", text(&run.output));
+    let run = action_as(user, &fixture, "issue_comment", &payload, &rate, &answering);
+    run.ok();
     assert_eq!(answers(), 3, "{}", text(&run.output));
     // Each answer to an outsider runs under its own small budget, whatever the run's.
     let payload = comment("mallory", 10);
@@ -372,16 +318,14 @@ async fn outsiders_are_answered_within_the_repositorys_rate_as(user: Option<u32>
         ("BUGLOOP_OUTSIDERS__ANSWERS_PER_HOUR", "10"),
         ("BUGLOOP_OUTSIDERS__MAX_INPUT_TOKENS", "50"),
     ];
-    let run = tokio::task::block_in_place(|| {
-        action_as(
-            user,
-            &fixture,
-            "issue_comment",
-            &payload,
-            &small,
-            &answering,
-        )
-    });
+    let run = action_as(
+        user,
+        &fixture,
+        "issue_comment",
+        &payload,
+        &small,
+        &answering,
+    );
     let output = text(&run.output);
     assert!(output.contains("budget"), "{output}");
     assert_eq!(answers(), 3, "{output}");
@@ -400,15 +344,13 @@ async fn outsiders_are_answered_within_the_repositorys_rate_as(user: Option<u32>
     );
 }
 
-/// The pull request's author, who may only read (a fork's author, an outside contributor),
-/// argues a serious finding away and the model concedes: the concession is recorded as theirs
-/// and the finding stays open for someone with write access.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_serious_finding_conceded_to_a_reader_author_stays_open() {
-    for user in scenario_users() {
-        a_serious_finding_conceded_to_a_reader_author_stays_open_as(user).await;
-    }
-}
+for_each_user!(
+    /// The pull request's author, who may only read (a fork's author, an outside contributor),
+    /// argues a serious finding away and the model concedes: the concession is recorded as theirs
+    /// and the finding stays open for someone with write access.
+    a_serious_finding_conceded_to_a_reader_author_stays_open
+        => a_serious_finding_conceded_to_a_reader_author_stays_open_as
+);
 
 async fn a_serious_finding_conceded_to_a_reader_author_stays_open_as(user: Option<u32>) {
     let fixture = PullRequestFixture::new(FixtureOptions::default()).await;
@@ -422,11 +364,8 @@ async fn a_serious_finding_conceded_to_a_reader_author_stays_open_as(user: Optio
         .sim
         .reply_as(NUMBER, "alice", root.id, said)
         .unwrap();
-    let mut payload = webhook_example("pull_request_review_comment", "created", &fixture);
-    payload["comment"]["id"] = json!(reply);
-    payload["comment"]["body"] = json!(said);
+    let mut payload = comment_event(&fixture, "pull_request_review_comment", reply, said);
     payload["comment"]["in_reply_to_id"] = json!(root.id);
-    payload["comment"]["user"] = json!({"login": "alice", "type": "User", "id": 1});
     let conceding = script_file(
         scripts.path(),
         &[
@@ -434,18 +373,15 @@ async fn a_serious_finding_conceded_to_a_reader_author_stays_open_as(user: Optio
             json!({"text": json!({"decision": "concede", "reasoning": "The caller never passes an empty slice."}).to_string()}),
         ],
     );
-    let run = tokio::task::block_in_place(|| {
-        action_as(
-            user,
-            &fixture,
-            "pull_request_review_comment",
-            &payload,
-            &[],
-            &conceding,
-        )
-    });
-    let output = text(&run.output);
-    assert_eq!(run.output.status.code(), Some(0), "{output}");
+    let run = action_as(
+        user,
+        &fixture,
+        "pull_request_review_comment",
+        &payload,
+        &[],
+        &conceding,
+    );
+    let output = run.ok();
     assert!(!fixture.sim.threads(NUMBER)[0].resolved, "{output}");
     let answer = fixture.finding_comments().last().unwrap().clone();
     assert!(
@@ -460,14 +396,12 @@ async fn a_serious_finding_conceded_to_a_reader_author_stays_open_as(user: Optio
     );
 }
 
-/// A checkout whose `.bugloop` is a symlink to a directory of the runner: bugloop reads no
-/// `config.yml` through it (its keys and lines would appear in warnings), and the run goes on.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_bugloop_directory_that_links_out_of_the_checkout_is_never_read() {
-    for user in scenario_users() {
-        a_bugloop_directory_that_links_out_of_the_checkout_is_never_read_as(user).await;
-    }
-}
+for_each_user!(
+    /// A checkout whose `.bugloop` is a symlink to a directory of the runner: bugloop reads no
+    /// `config.yml` through it (its keys and lines would appear in warnings), and the run goes on.
+    a_bugloop_directory_that_links_out_of_the_checkout_is_never_read
+        => a_bugloop_directory_that_links_out_of_the_checkout_is_never_read_as
+);
 
 async fn a_bugloop_directory_that_links_out_of_the_checkout_is_never_read_as(user: Option<u32>) {
     use std::os::unix::fs::PermissionsExt;
@@ -491,12 +425,7 @@ async fn a_bugloop_directory_that_links_out_of_the_checkout_is_never_read_as(use
     let (run, output) = opened_as(user, &fixture, &[], &model);
     let mut seen = output;
     seen.push_str(&run.summary);
-    for comment in fixture.bot_issue_comments() {
-        seen.push_str(&comment.body);
-    }
-    for comment in fixture.finding_comments() {
-        seen.push_str(&comment.body);
-    }
+    seen.push_str(&comments_text(&fixture));
     assert!(!seen.contains("canary"), "{seen}");
     assert_eq!(fixture.finding_comments().len(), 1, "the review went on");
 }
@@ -515,10 +444,8 @@ async fn mentions_the_model_writes_notify_nobody() {
         json!("`v[v.len()]` always panics.\n\n@acme/security please look, and @mallory too.");
     finding["suggestion"] = json!("Ask @mallory, then use `v[v.len() - 1]`.");
     let model = script_file(scripts.path(), &review_lines(&[finding]));
-    let run = tokio::task::block_in_place(|| {
-        action_as(None, &fixture, "pull_request", &payload, &[], &model)
-    });
-    assert_eq!(run.output.status.code(), Some(0), "{}", text(&run.output));
+    let run = action(&fixture, "pull_request", &payload, &[], &model);
+    run.ok();
     let comments = fixture.finding_comments();
     assert_eq!(comments.len(), 1);
     let mut published: Vec<String> = comments.iter().map(|c| c.body.clone()).collect();
@@ -573,10 +500,8 @@ async fn outsiders_pull_requests_are_reviewed_within_a_budget() {
     let scripts = tempfile::tempdir().unwrap();
     let payload = webhook_example("pull_request", "synchronize", &fixture);
     let run = |model: &str| {
-        let run = tokio::task::block_in_place(|| {
-            action_as(None, &fixture, "pull_request", &payload, &[], model)
-        });
-        assert_eq!(run.output.status.code(), Some(0), "{}", text(&run.output));
+        let run = action(&fixture, "pull_request", &payload, &[], model);
+        run.ok();
         text(&run.output)
     };
     let summary = || {
@@ -597,40 +522,23 @@ async fn outsiders_pull_requests_are_reviewed_within_a_budget() {
     // Another pull request of hers reviewed this hour (its summary says so): with one review
     // per author an hour, #7's next push is over (two reviews: #7's and #8's). Not reviewed, said once however often it is
     // pushed to.
-    sim.add_pull_request(bugloop_github_sim::PullSpec {
-        number: 8,
-        title: "Add last again".to_owned(),
-        author: "alice".to_owned(),
-        base_ref: "main".to_owned(),
-        base_sha: fixture.base.clone(),
-        head_ref: "feature".to_owned(),
-        head_sha: fixture.head.clone(),
-        fork: false,
-        draft: false,
-        diff: Some(fixture.diff_at(&fixture.head)),
-    });
+    sim.add_pull_request(crate::pull_of_the_branch(
+        &fixture,
+        8,
+        "Add last again".to_owned(),
+    ));
     let mut other = payload.clone();
     other["number"] = json!(8);
     other["pull_request"]["number"] = json!(8);
     let model = review_script(scripts.path());
-    let reviewed = tokio::task::block_in_place(|| {
-        action_as(None, &fixture, "pull_request", &other, &[], &model)
-    });
-    assert_eq!(
-        reviewed.output.status.code(),
-        Some(0),
-        "{}",
-        text(&reviewed.output)
-    );
+    let reviewed = action(&fixture, "pull_request", &other, &[], &model);
+    reviewed.ok();
     let one = [("BUGLOOP_OUTSIDERS__REVIEWS_PER_AUTHOR_PER_HOUR", "1")];
     // A model with nothing to say: the review must not ask it anything.
     let no_model = script_file(scripts.path(), &[]);
     for _ in 0..2 {
-        let run = tokio::task::block_in_place(|| {
-            action_as(None, &fixture, "pull_request", &payload, &one, &no_model)
-        });
-        let said = text(&run.output);
-        assert_eq!(run.output.status.code(), Some(0), "{said}");
+        let run = action(&fixture, "pull_request", &payload, &one, &no_model);
+        let said = run.ok();
         assert!(
             said.contains("Not reviewed: bugloop ran 2 review(s) of pull requests by alice"),
             "{said}"
@@ -673,15 +581,13 @@ async fn overlapping_runs_on_one_push_leave_one_comment_per_finding() {
     let (first, second) = (review_script(scripts.path()), review_script(scripts.path()));
     let runs = tokio::task::block_in_place(|| {
         std::thread::scope(|scope| {
-            let one =
-                scope.spawn(|| action_as(None, &fixture, "pull_request", &payload, &[], &first));
-            let two =
-                scope.spawn(|| action_as(None, &fixture, "pull_request", &payload, &[], &second));
+            let one = scope.spawn(|| action(&fixture, "pull_request", &payload, &[], &first));
+            let two = scope.spawn(|| action(&fixture, "pull_request", &payload, &[], &second));
             [one.join().unwrap(), two.join().unwrap()]
         })
     });
     for run in &runs {
-        assert_eq!(run.output.status.code(), Some(0), "{}", text(&run.output));
+        run.ok();
     }
     let comments = fixture.finding_comments();
     assert_eq!(comments.len(), 1, "{comments:#?}");

@@ -55,7 +55,7 @@ use bugloop_github_sim::fixture::review_lines;
 use bugloop_testkit::{TestRepo, git};
 use serde_json::{Value, json};
 
-use self::runner::{Runner, text, write};
+use self::runner::{Runner, script_of, text, write};
 
 const BUGGY: &str = "def last(items):\n    return items[len(items)]\n";
 const SOLVED: &str = "def last(items):\n    return items[-1]\n";
@@ -64,7 +64,7 @@ const TEST: &str =
 const TRACE: &str = "Traceback (most recent call last):\n  File \"/srv/app/app/models.py\", line 2, in last\n    return items[len(items)]\nIndexError: list index out of range\n";
 
 /// `bugloop args...` in `dir`, as the test's user.
-fn bugloop(dir: &Path, args: &[&str], stdin: &str) -> Output {
+pub(crate) fn bugloop(dir: &Path, args: &[&str], stdin: &str) -> Output {
     Runner::me().run(dir, args, stdin)
 }
 
@@ -119,13 +119,7 @@ fn a_reported_crash_is_solved_to_a_ready_draft() {
     lines.push(json!({"text": "Guarded the empty list and tested it."}));
     lines.extend(review_lines(&[]));
     let scripts = tempfile::tempdir().unwrap();
-    let script = scripts.path().join("solve.jsonl");
-    std::fs::write(
-        &script,
-        lines.iter().map(|l| format!("{l}\n")).collect::<String>(),
-    )
-    .unwrap();
-    let model = format!("script:{}", script.display());
+    let model = script_of(scripts.path(), "solve.jsonl", &lines);
 
     let solved = bugloop(
         repo.path(),
@@ -166,17 +160,38 @@ fn a_reported_crash_is_solved_to_a_ready_draft() {
     }
 
     // A number that is no issue is an error that says so.
-    let missing = bugloop(repo.path(), &["solve", "7", "--model", &model], "");
-    assert_eq!(missing.status.code(), Some(2), "{}", text(&missing));
+    let missing = Runner::me().exits(repo.path(), &["solve", "7", "--model", &model], "", 2);
     assert!(
-        text(&missing).contains("no issue or change request #7"),
-        "{}",
-        text(&missing)
+        missing.contains("no issue or change request #7"),
+        "{missing}"
     );
 }
 
 const MEAN: &str = "def mean(xs):\n    total = 0\n    for i in range(len(xs) + 1):\n        total += xs[i]\n    return total / len(xs)\n";
 const MEAN_TRACE: &str = "Traceback (most recent call last):\n  File \"/srv/app/stats.py\", line 4, in mean\n    total += xs[i]\nIndexError: list index out of range\n";
+/// `mean` guarded against the empty list too (what its reviewers ask for).
+const GUARDED: &str = "def mean(xs):\n    if not xs:\n        return 0\n    total = 0\n    for i in range(len(xs)):\n        total += xs[i]\n    return total / len(xs)\n";
+/// The solve configuration that runs the repository's Python tests.
+const PYTHON_TESTS: &str = "solve:\n  test_commands:\n    - python3 -m unittest -q\n";
+
+/// The model's solution of `mean`'s crash in one turn (a test and the fix), and its summary.
+fn tested_fix() -> [Value; 2] {
+    [
+        json!({"tool_calls": [write("test_stats.py", MEAN_TEST), write("stats.py", &MEAN.replace(" + 1", ""))]}),
+        json!({"text": "The loop stops at the last element; tested."}),
+    ]
+}
+
+/// `reviewer`'s line comment on the draft (#2) at `stats.py:line`, which must be taken: `mean([])`
+/// divides by zero.
+fn comment_divides_by_zero(runner: &Runner, dir: &Path, line: &str, reviewer: &str) -> Output {
+    let comment = "mean([]) divides by zero: return 0 for an empty list, and test it.";
+    let args = [
+        "comment", "--change", "2", "--file", "stats.py", "--line", line, "--as", reviewer, comment,
+    ];
+    runner.ok(dir, &args, "")
+}
+
 const MEAN_TEST: &str = "import unittest\n\nfrom stats import mean\n\n\nclass MeanTest(unittest.TestCase):\n    def test_mean(self):\n        self.assertEqual(mean([1, 2, 3]), 2)\n";
 
 /// A chained traceback is titled by the exception raised last (the one that went uncaught),

@@ -9,14 +9,11 @@ fn secrets_in_the_environment_reach_no_command() {
     let dir = repo();
     let scripts = tempfile::tempdir().unwrap();
     reviewed(dir.path(), scripts.path());
-    std::fs::create_dir_all(dir.path().join(".bugloop")).unwrap();
-    std::fs::write(
-        dir.path().join(".bugloop/config.yml"),
+    dir.write(
+        ".bugloop/config.yml",
         "fix:\n  verify_commands:\n    - shell: env; exit 1\n",
-    )
-    .unwrap();
-    git(dir.path(), &["add", "."]);
-    git(dir.path(), &["commit", "-qm", "config"]);
+    );
+    dir.commit("config");
     let model = build_script(
         scripts.path(),
         &[
@@ -68,14 +65,11 @@ fn a_fix_killed_mid_run_leaves_the_user_tree_as_it_was() {
     let dir = repo();
     let scripts = tempfile::tempdir().unwrap();
     reviewed(dir.path(), scripts.path());
-    std::fs::create_dir_all(dir.path().join(".bugloop")).unwrap();
-    std::fs::write(
-        dir.path().join(".bugloop/config.yml"),
+    dir.write(
+        ".bugloop/config.yml",
         "fix:\n  verify_commands: [sleep 30]\n",
-    )
-    .unwrap();
-    git(dir.path(), &["add", "."]);
-    git(dir.path(), &["commit", "-qm", "config"]);
+    );
+    dir.commit("config");
     let before = user_view(dir.path());
     let model = build_script(
         scripts.path(),
@@ -275,14 +269,11 @@ fn parallel_auditors_rejected_findings_are_in_the_converge_report() {
 fn a_branch_cannot_choose_its_own_commands() {
     let dir = repo();
     let scripts = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(dir.path().join(".bugloop")).unwrap();
-    std::fs::write(
-        dir.path().join(".bugloop/config.yml"),
+    dir.write(
+        ".bugloop/config.yml",
         "review:\n  threshold: 5\nfix:\n  verify_commands: [touch /tmp/pwned]\n",
-    )
-    .unwrap();
-    git(dir.path(), &["add", "."]);
-    git(dir.path(), &["commit", "-qm", "config"]);
+    );
+    dir.commit("config");
     let warning = "warning: .bugloop/config.yml on this branch sets fix.verify_commands (line 4); \
                    ignored: commands and sandbox settings come from trusted configuration (the \
                    base commit, your own config). Run with --trust-branch-config to accept them \

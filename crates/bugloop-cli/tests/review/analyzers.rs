@@ -388,33 +388,19 @@ fn hostile_crate(root: &Path, marker: &Path, port: u16) -> std::path::PathBuf {
 }
 
 fn hostile_build_script(user: Option<u32>) {
-    use super::hostile::{Runner, assert_nothing_escaped, binary_for, chown_all, repository_state};
-    let who = user.map_or("the test's user".to_owned(), |u| format!("uid {u}"));
-    let root = tempfile::Builder::new()
-        .prefix("bugloop-hostile-clippy")
-        .tempdir_in("/tmp")
-        .unwrap();
-    std::fs::set_permissions(root.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    let marker = root.path().join("host-ran-it");
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.set_nonblocking(true).unwrap();
-    let port = listener.local_addr().unwrap().port();
+    use super::hostile::{
+        Runner, assert_nothing_escaped, host_listener, repository_state, scenario_root,
+    };
+    let who = super::hostile::who(user);
+    let (root, marker) = scenario_root("bugloop-hostile-clippy");
+    let (listener, port) = host_listener();
     let repo = hostile_crate(root.path(), &marker, port);
-    let home = root.path().join("home");
-    std::fs::create_dir_all(&home).unwrap();
     let scripts = root.path().join("scripts");
     std::fs::create_dir_all(&scripts).unwrap();
     let model = script(&scripts, &[]);
-    let binary = binary_for(root.path(), user);
-    if let Some(uid) = user {
-        chown_all(root.path(), uid);
-    }
+    let runner = Runner::new(root.path(), user);
     let before = repository_state(&repo);
-    let runner = Runner { binary, user, home };
-    let review = runner.run(&repo, &["review", "--model", &model, "--format", "json"]);
-    let shown = format!("{}{}", stdout(&review), stderr(&review));
-    assert_eq!(review.status.code(), Some(0), "{who}: {shown}");
-    let report: Value = serde_json::from_str(&stdout(&review)).unwrap();
+    let (report, shown) = runner.review_json(&repo, &model, &who);
     let clippy = report["analysis"]["runs"]
         .as_array()
         .unwrap()

@@ -6,7 +6,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::{LAST, LIB, git, off_by_one, script, stderr, stdout, walk};
 
@@ -82,26 +82,64 @@ fn hostile_repository(root: &Path, marker: &Path) -> PathBuf {
     )
     .unwrap();
     git(&repo, &["commit", "-qam", "two"]);
-    // The user's own configuration: a checkout token (as on CI), a name, a filter program.
+    configure_as_the_user(&repo, marker);
+    repo
+}
+
+/// The user's own git configuration of `repo`: a checkout token (as on CI), a name, and a filter
+/// program that would run on the host (it writes `marker`).
+pub(super) fn configure_as_the_user(repo: &Path, marker: &Path) {
     git(
-        &repo,
+        repo,
         &[
             "config",
             "http.https://github.com/.extraheader",
             &format!("AUTHORIZATION: basic {SECRET}"),
         ],
     );
-    git(&repo, &["config", "user.name", "Dev"]);
-    git(&repo, &["config", "user.email", "dev@example.com"]);
+    git(repo, &["config", "user.name", "Dev"]);
+    git(repo, &["config", "user.email", "dev@example.com"]);
     git(
-        &repo,
+        repo,
         &[
             "config",
             "filter.evil.clean",
             &format!("touch {}", marker.display()),
         ],
     );
-    repo
+}
+
+/// A scenario's directory in /tmp, where any user can reach it (the build may sit under /root),
+/// and the file an attack that ran on the host would create there.
+pub(super) fn scenario_root(prefix: &str) -> (tempfile::TempDir, PathBuf) {
+    let root = tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir_in("/tmp")
+        .unwrap();
+    std::fs::set_permissions(root.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let marker = root.path().join("host-ran-it");
+    (root, marker)
+}
+
+/// A listener on the host that no sandboxed code may reach (it never blocks), and its port.
+pub(super) fn host_listener() -> (std::net::TcpListener, u16) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    (listener, port)
+}
+
+/// Who a scenario runs as, for its messages.
+pub(super) fn who(user: Option<u32>) -> String {
+    user.map_or("the test's user".to_owned(), |u| format!("uid {u}"))
+}
+
+/// Everything bugloop recorded below the `.git/bugloop` of `repo`, as text.
+pub(super) fn recorded(repo: &Path) -> String {
+    walk(&repo.join(".git/bugloop"))
+        .iter()
+        .map(|p| String::from_utf8_lossy(&std::fs::read(p).unwrap_or_default()).into_owned())
+        .collect()
 }
 
 pub(super) struct Runner {
@@ -111,8 +149,29 @@ pub(super) struct Runner {
 }
 
 impl Runner {
+    /// bugloop as `user`, from a copy of the binary in `root` and with a home there; `root` and
+    /// all below it given to the user (so everything the scenario puts there comes first).
+    pub(super) fn new(root: &Path, user: Option<u32>) -> Runner {
+        let home = root.join("home");
+        std::fs::create_dir_all(&home).unwrap();
+        let binary = binary_for(root, user);
+        if let Some(uid) = user {
+            chown_all(root, uid);
+        }
+        Runner { binary, user, home }
+    }
+
     pub(super) fn run(&self, repo: &Path, args: &[&str]) -> std::process::Output {
         self.run_with(repo, args, &[])
+    }
+
+    /// `bugloop review --format json` with `model`, which must end well (`who` ran it): the
+    /// report, and all the run printed.
+    pub(super) fn review_json(&self, repo: &Path, model: &str, who: &str) -> (Value, String) {
+        let review = self.run(repo, &["review", "--model", model, "--format", "json"]);
+        let shown = format!("{}{}", stdout(&review), stderr(&review));
+        assert_eq!(review.status.code(), Some(0), "{who}: {shown}");
+        (serde_json::from_str(&stdout(&review)).unwrap(), shown)
     }
 
     /// `run` with more variables set (besides the secrets every run carries).
@@ -171,16 +230,8 @@ pub(super) fn assert_nothing_escaped(
 pub(super) use bugloop_testkit::users::chown_all;
 
 fn hostile_branch(user: Option<u32>) {
-    let root = tempfile::Builder::new()
-        .prefix("bugloop-hostile")
-        .tempdir_in("/tmp")
-        .unwrap();
-    std::fs::set_permissions(root.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    let marker = root.path().join("host-ran-it");
+    let (root, marker) = scenario_root("bugloop-hostile");
     let repo = hostile_repository(root.path(), &marker);
-    let home = root.path().join("home");
-    std::fs::create_dir_all(&home).unwrap();
-    let binary = binary_for(root.path(), user);
     let scripts = root.path().join("scripts");
     std::fs::create_dir_all(&scripts).unwrap();
     let review_model = script(&scripts, &[off_by_one()]);
@@ -195,24 +246,10 @@ fn hostile_branch(user: Option<u32>) {
     .collect();
     std::fs::write(scripts.join("build.jsonl"), build).unwrap();
     let build_model = format!("script:{}", scripts.join("build.jsonl").display());
-    if let Some(uid) = user {
-        chown_all(root.path(), uid);
-    }
+    let runner = Runner::new(root.path(), user);
     let before = repository_state(&repo);
-    let runner = Runner { binary, user, home };
 
-    let review = runner.run(
-        &repo,
-        &["review", "--model", &review_model, "--format", "json"],
-    );
-    assert_eq!(
-        review.status.code(),
-        Some(0),
-        "{}{}",
-        stdout(&review),
-        stderr(&review)
-    );
-    let report: serde_json::Value = serde_json::from_str(&stdout(&review)).unwrap();
+    let (report, _) = runner.review_json(&repo, &review_model, &who(user));
     let named = report["findings"]
         .as_array()
         .unwrap()
@@ -291,10 +328,7 @@ fn hostile_branch(user: Option<u32>) {
     git(&repo, &["config", "--remove-section", "branch.feature"]);
     assert_eq!(repository_state(&repo), before);
 
-    let recorded: String = walk(&repo.join(".git/bugloop"))
-        .iter()
-        .map(|p| String::from_utf8_lossy(&std::fs::read(p).unwrap_or_default()).into_owned())
-        .collect();
+    let recorded = recorded(&repo);
     assert!(recorded.contains("AGENT-RAN"), "the agent's attack ran");
     assert!(
         shown.contains("verify `sh -c 'bash check.sh'`: passed"),

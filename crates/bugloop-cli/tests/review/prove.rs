@@ -10,7 +10,7 @@ use std::path::Path;
 use bugloop_testkit::TestRepo;
 use serde_json::{Value, json};
 
-use super::{bugloop, stderr, stdout};
+use super::{bugloop, json_output, script_then, stderr, stdout};
 
 pub(super) const BASE: &str = "def mean(xs):\n    total = 0\n    for i in range(len(xs)):\n        total += xs[i]\n    return total / len(xs)\n";
 
@@ -33,24 +33,18 @@ pub(super) fn finding(title: &str, description: &str) -> Value {
            "title": title, "description": description, "score": 8, "category": "logic"})
 }
 
+/// The off-by-one of the branch, as the review reports it.
+pub(super) fn past_the_end() -> Value {
+    finding(
+        "Loop reads one past the end",
+        "`xs[len(xs)]` raises IndexError.",
+    )
+}
+
 /// The review's four passes reporting `reported`, then the proof agent's `agent` answers, as a
 /// `script:` model in `dir`.
 pub(super) fn script_of(dir: &Path, reported: &Value, agent: Vec<Value>) -> String {
-    let mut lines = vec![json!({"tool_calls": [
-        {"name": "report_finding", "arguments": reported},
-        {"name": "submit_pass_results", "arguments": {"pass_number": 1, "summary": "diff"}},
-    ]})];
-    for pass in 2..=4 {
-        lines.push(json!({"tool_calls": [{"name": "submit_pass_results", "arguments": {"pass_number": pass, "summary": "ok"}}]}));
-    }
-    lines.extend(agent);
-    let path = dir.join("script.jsonl");
-    std::fs::write(
-        &path,
-        lines.iter().map(|l| format!("{l}\n")).collect::<String>(),
-    )
-    .unwrap();
-    format!("script:{}", path.display())
+    script_then(dir, std::slice::from_ref(reported), agent)
 }
 
 /// The review reporting `reported`, the proof's agent writing `test` (and answering), then
@@ -70,15 +64,13 @@ pub(super) fn script(
 }
 
 pub(super) fn review(dir: &Path, model: &str) -> Value {
-    let output = bugloop(dir, &["review", "--model", model, "--format", "json"]);
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{}{}",
-        stdout(&output),
-        stderr(&output)
-    );
-    serde_json::from_str(&stdout(&output)).unwrap()
+    json_output(dir, &["review", "--model", model, "--format", "json"], 0)
+}
+
+/// The comment of the report's first finding, as `bugloop findings show` prints it.
+fn first_comment(dir: &Path, report: &Value) -> String {
+    let id = report["findings"][0]["id"].as_str().unwrap();
+    stdout(&bugloop(dir, &["findings", "show", id]))
 }
 
 pub(super) const CONFIG: &str =
@@ -89,15 +81,7 @@ pub(super) const FAILING_TEST: &str = "import unittest\n\nfrom stats import mean
 /// The model of a review that reports the off-by-one in `mean` and proves it with
 /// [`FAILING_TEST`], confirming the proof with `confirm`.
 fn off_by_one_proved(scripts: &Path, confirm: Option<Value>) -> String {
-    script(
-        scripts,
-        &finding(
-            "Loop reads one past the end",
-            "`xs[len(xs)]` raises IndexError.",
-        ),
-        FAILING_TEST,
-        confirm,
-    )
+    script(scripts, &past_the_end(), FAILING_TEST, confirm)
 }
 
 #[test]
@@ -124,9 +108,7 @@ fn a_real_off_by_one_is_proven_by_a_test_that_fails_at_head() {
     );
     assert_eq!(report["findings"].as_array().unwrap().len(), 1);
     // The comment says so in its first line, and carries the test and its output.
-    let id = report["findings"][0]["id"].as_str().unwrap();
-    let shown = bugloop(repo.path(), &["findings", "show", id]);
-    let text = stdout(&shown);
+    let text = first_comment(repo.path(), &report);
     assert!(text.contains("**Proven:** a test fails at head"), "{text}");
     assert!(text.contains("class MeanTest"), "{text}");
     // Listed by its title, not by the line its proof puts first.
@@ -181,10 +163,7 @@ fn a_test_that_fails_for_another_reason_proves_nothing() {
     let broken = "import unittest\n\nfrom stats import average\n";
     let model = script(
         scripts.path(),
-        &finding(
-            "Loop reads one past the end",
-            "`xs[len(xs)]` raises IndexError.",
-        ),
+        &past_the_end(),
         broken,
         // A model that would call it proven is not asked: the runner's output decides.
         Some(json!({"shows_the_problem": true, "why": "it fails"})),
@@ -201,8 +180,7 @@ fn a_test_that_fails_for_another_reason_proves_nothing() {
     );
     assert!(proof["output"].as_str().unwrap().contains("ImportError"));
     // Still published, marked.
-    let id = report["findings"][0]["id"].as_str().unwrap();
-    let shown = stdout(&bugloop(repo.path(), &["findings", "show", id]));
+    let shown = first_comment(repo.path(), &report);
     assert!(shown.contains("**Not proven:**"), "{shown}");
 }
 
@@ -285,8 +263,7 @@ fn a_test_that_is_a_link_to_a_host_secret_is_never_read_or_published() {
         for secret in ["PATH=", "HOME=", "[core]", "repositoryformatversion"] {
             assert!(!text.contains(secret), "{what}: {secret} leaked");
         }
-        let id = report["findings"][0]["id"].as_str().unwrap();
-        let shown = stdout(&bugloop(repo.path(), &["findings", "show", id]));
+        let shown = first_comment(repo.path(), &report);
         assert!(
             !shown.contains("PATH=") && !shown.contains("[core]"),
             "{what}: {shown}"
@@ -331,12 +308,11 @@ fn a_proven_finding_in_sarif_is_marked_ranked_and_points_at_its_test() {
         scripts.path(),
         Some(json!({"shows_the_problem": true, "why": "IndexError in mean"})),
     );
-    let output = bugloop(
+    let sarif = json_output(
         repo.path(),
         &["review", "--model", &model, "--format", "sarif"],
+        0,
     );
-    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    let sarif: Value = serde_json::from_str(&stdout(&output)).unwrap();
     // The official schema, with its one pattern Rust's regexes cannot compile escaped (as the
     // review's own SARIF test does).
     let official = std::fs::read_to_string(concat!(
@@ -369,32 +345,21 @@ fn a_review_out_of_budget_publishes_the_rest_unproven_and_says_so() {
     let second = json!({"file": "stats.py", "line": 5, "evidence": "return total / len(xs)",
         "title": "Division by zero on an empty list", "score": 7, "category": "logic",
         "description": "`mean([])` raises ZeroDivisionError."});
-    let mut lines = vec![json!({"tool_calls": [
-        {"name": "report_finding", "arguments": finding("Loop reads one past the end", "IndexError.")},
-        {"name": "report_finding", "arguments": second},
-        {"name": "submit_pass_results", "arguments": {"pass_number": 1, "summary": "diff"}},
-    ]})];
-    for pass in 2..=4 {
-        lines.push(json!({"tool_calls": [{"name": "submit_pass_results", "arguments": {"pass_number": pass, "summary": "ok"}}]}));
-    }
-    lines.push(json!({"tool_calls": [{"name": "write_file", "arguments": {"path": "test_mean_proof.py", "content": FAILING_TEST}}]}));
-    lines.push(json!({"text": "test_mean_proof.py"}));
-    let path = scripts.path().join("script.jsonl");
-    std::fs::write(
-        &path,
-        lines.iter().map(|l| format!("{l}\n")).collect::<String>(),
-    )
-    .unwrap();
+    let model = script_then(
+        scripts.path(),
+        &[
+            finding("Loop reads one past the end", "IndexError."),
+            second,
+        ],
+        vec![
+            json!({"tool_calls": [{"name": "write_file", "arguments": {"path": "test_mean_proof.py", "content": FAILING_TEST}}]}),
+            json!({"text": "test_mean_proof.py"}),
+        ],
+    );
     // A budget that ran out makes the review incomplete: exit 3, as the README says.
     let output = bugloop(
         repo.path(),
-        &[
-            "review",
-            "--model",
-            &format!("script:{}", path.display()),
-            "--format",
-            "json",
-        ],
+        &["review", "--model", &model, "--format", "json"],
     );
     assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
     let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
@@ -424,8 +389,7 @@ fn a_review_out_of_budget_publishes_the_rest_unproven_and_says_so() {
         2,
         "{report:#}"
     );
-    let id = report["findings"][0]["id"].as_str().unwrap();
-    let shown = stdout(&bugloop(repo.path(), &["findings", "show", id]));
+    let shown = first_comment(repo.path(), &report);
     assert!(
         shown.contains("**Not tried:** the run's budget ran out"),
         "{shown}"
@@ -441,10 +405,7 @@ fn a_test_that_does_not_finish_proves_nothing_and_is_stopped() {
     let hanging = "import time\nimport unittest\n\n\nclass MeanTest(unittest.TestCase):\n    def test_mean(self):\n        time.sleep(86400 + 451)\n";
     let model = script_of(
         scripts.path(),
-        &finding(
-            "Loop reads one past the end",
-            "`xs[len(xs)]` raises IndexError.",
-        ),
+        &past_the_end(),
         vec![
             json!({"tool_calls": [{"name": "write_file", "arguments": {"path": "test_hang_proof.py", "content": hanging}}]}),
             json!({"text": "test_hang_proof.py fails."}),
@@ -465,8 +426,7 @@ fn a_test_that_does_not_finish_proves_nothing_and_is_stopped() {
         started.elapsed() < std::time::Duration::from_secs(60),
         "the review waited for the test"
     );
-    let id = report["findings"][0]["id"].as_str().unwrap();
-    let shown = stdout(&bugloop(repo.path(), &["findings", "show", id]));
+    let shown = first_comment(repo.path(), &report);
     assert!(shown.contains("**Not proven:**"), "{shown}");
     // The sandboxed test was killed with the proof.
     let processes = std::process::Command::new("ps")
@@ -509,15 +469,7 @@ fn a_change_that_touches_the_test_setup_cannot_make_a_finding_go_away() {
         } else {
             "import unittest\n\n\nclass MeanTest(unittest.TestCase):\n    def test_fine(self):\n        pass\n"
         };
-        let model = script(
-            scripts.path(),
-            &finding(
-                "Loop reads one past the end",
-                "`xs[len(xs)]` raises IndexError.",
-            ),
-            test,
-            None,
-        );
+        let model = script(scripts.path(), &past_the_end(), test, None);
         let report = review(repo.path(), &model);
         let proof = &report["proofs"][0];
         assert_eq!(proof["status"], "not_tried", "{path}: {report:#}");

@@ -7,17 +7,14 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use super::prove::{CONFIG, FAILING_TEST, finding, repository, review, script};
+use super::prove::{CONFIG, FAILING_TEST, past_the_end, repository, review, script};
 use super::{bugloop, stderr, stdout};
 
 /// Reviews the off-by-one of `repository` and proves it; the finding's id.
 fn proven(repo: &Path, scripts: &Path) -> String {
     let model = script(
         scripts,
-        &finding(
-            "Loop reads one past the end",
-            "`xs[len(xs)]` raises IndexError.",
-        ),
+        &past_the_end(),
         FAILING_TEST,
         Some(json!({"shows_the_problem": true, "why": "IndexError in mean"})),
     );
@@ -51,16 +48,18 @@ fn fix(repo: &Path, model: &str) -> (Option<i32>, Value) {
 
 const THE_FIX: &str = r#"{"name": "edit_file", "arguments": {"path": "stats.py", "old_text": "range(len(xs) + 1)", "new_text": "range(len(xs))"}}"#;
 
+/// The fix agent's script that makes the one right edit.
+fn the_fix(scripts: &Path) -> String {
+    fix_script(scripts, &[serde_json::from_str(THE_FIX).unwrap()])
+}
+
 #[test]
 fn a_fix_that_makes_the_proofs_test_pass_is_committed_with_it() {
     let repo = repository(&format!("{CONFIG}    commit_tests: true\n"));
     let scripts = tempfile::tempdir().unwrap();
     let id = proven(repo.path(), scripts.path());
     let before = repo.git(&["rev-parse", "HEAD"]);
-    let (code, report) = fix(
-        repo.path(),
-        &fix_script(scripts.path(), &[serde_json::from_str(THE_FIX).unwrap()]),
-    );
+    let (code, report) = fix(repo.path(), &the_fix(scripts.path()));
     assert_eq!(code, Some(0), "{report:#}");
     // bugloop's own run of the proof's test, after the fix.
     let runs = report["build"]["verify"].as_array().unwrap();
@@ -97,10 +96,7 @@ fn without_commit_tests_the_test_must_pass_but_is_not_committed() {
     let scripts = tempfile::tempdir().unwrap();
     let id = proven(repo.path(), scripts.path());
     let before = repo.git(&["rev-parse", "HEAD"]);
-    let (code, report) = fix(
-        repo.path(),
-        &fix_script(scripts.path(), &[serde_json::from_str(THE_FIX).unwrap()]),
-    );
+    let (code, report) = fix(repo.path(), &the_fix(scripts.path()));
     assert_eq!(code, Some(0), "{report:#}");
     assert!(
         report["build"]["verify"]
@@ -174,14 +170,7 @@ fn converge_counts_a_proven_finding_as_confirmed_and_its_fix_passes_the_test() {
     for pass in 1..=4 {
         agent.push(json!({"tool_calls": [{"name": "submit_pass_results", "arguments": {"pass_number": pass, "summary": "clean"}}]}));
     }
-    let model = super::prove::script_of(
-        scripts.path(),
-        &finding(
-            "Loop reads one past the end",
-            "`xs[len(xs)]` raises IndexError.",
-        ),
-        agent,
-    );
+    let model = super::prove::script_of(scripts.path(), &past_the_end(), agent);
     let before = repo.git(&["rev-parse", "HEAD"]);
     let branch = repo.git(&["branch", "--show-current"]);
     let branch = branch.trim();

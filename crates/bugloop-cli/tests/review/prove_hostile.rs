@@ -5,16 +5,16 @@
 //! host; what the test prints is published only as inert text. Run as this test's user and, when
 //! that is root, again as an unprivileged user (uid 65534) from a copy of the binary.
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
 use super::hostile::{
-    Runner, SECRET, assert_nothing_escaped, attack, binary_for, chown_all, repository_state,
+    Runner, SECRET, assert_nothing_escaped, attack, configure_as_the_user, host_listener, recorded,
+    repository_state, scenario_root, who,
 };
-use super::prove::{BASE, finding, script_of};
-use super::{git, stderr, stdout, walk};
+use super::prove::{BASE, past_the_end, script_of};
+use super::{git, stdout};
 
 /// main: the code and the trusted test command; feature: the off-by-one. The user's git
 /// configuration holds a token and a filter program, as a CI checkout's would.
@@ -37,24 +37,7 @@ fn repository(root: &Path, marker: &Path) -> PathBuf {
     )
     .unwrap();
     git(&repo, &["commit", "-qam", "off by one"]);
-    git(
-        &repo,
-        &[
-            "config",
-            "http.https://github.com/.extraheader",
-            &format!("AUTHORIZATION: basic {SECRET}"),
-        ],
-    );
-    git(&repo, &["config", "user.name", "Dev"]);
-    git(&repo, &["config", "user.email", "dev@example.com"]);
-    git(
-        &repo,
-        &[
-            "config",
-            "filter.evil.clean",
-            &format!("touch {}", marker.display()),
-        ],
-    );
+    configure_as_the_user(&repo, marker);
     repo
 }
 
@@ -76,29 +59,16 @@ fn hostile_test(real_git: &Path, marker: &Path, port: u16) -> String {
 }
 
 fn hostile_proof(user: Option<u32>) {
-    let who = user.map_or("the test's user".to_owned(), |u| format!("uid {u}"));
-    let root = tempfile::Builder::new()
-        .prefix("bugloop-hostile-proof")
-        .tempdir_in("/tmp")
-        .unwrap();
-    std::fs::set_permissions(root.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    let marker = root.path().join("host-ran-it");
+    let who = who(user);
+    let (root, marker) = scenario_root("bugloop-hostile-proof");
     let repo = repository(root.path(), &marker);
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.set_nonblocking(true).unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let home = root.path().join("home");
-    std::fs::create_dir_all(&home).unwrap();
-    let binary = binary_for(root.path(), user);
+    let (listener, port) = host_listener();
     let scripts = root.path().join("scripts");
     std::fs::create_dir_all(&scripts).unwrap();
     let test = hostile_test(&repo.join(".git"), &marker, port);
     let model = script_of(
         &scripts,
-        &finding(
-            "Loop reads one past the end",
-            "`xs[len(xs)]` raises IndexError.",
-        ),
+        &past_the_end(),
         vec![
             json!({"tool_calls": [{"name": "run", "arguments": {"program": "bash", "args": ["-c", attack(&repo.join(".git"), &marker, "AGENT")]}}]}),
             json!({"tool_calls": [{"name": "write_file", "arguments": {"path": "test_proof.py", "content": test}}]}),
@@ -106,15 +76,9 @@ fn hostile_proof(user: Option<u32>) {
             json!({"text": json!({"shows_the_problem": true, "why": "IndexError in mean"}).to_string()}),
         ],
     );
-    if let Some(uid) = user {
-        chown_all(root.path(), uid);
-    }
+    let runner = Runner::new(root.path(), user);
     let before = repository_state(&repo);
-    let runner = Runner { binary, user, home };
-    let review = runner.run(&repo, &["review", "--model", &model, "--format", "json"]);
-    let shown = format!("{}{}", stdout(&review), stderr(&review));
-    assert_eq!(review.status.code(), Some(0), "{who}: {shown}");
-    let report: Value = serde_json::from_str(&stdout(&review)).unwrap();
+    let (report, shown) = runner.review_json(&repo, &model, &who);
     let proof = &report["proofs"][0];
     assert_eq!(proof["status"], "proven", "{who}: {report:#}");
     let output = proof["output"].as_str().unwrap();
@@ -160,10 +124,7 @@ fn hostile_proof(user: Option<u32>) {
         .map(|f| f["finding_id"].as_str().unwrap_or_default())
         .collect();
     assert_eq!(ids, [id], "{who}: only the real finding: {listed:#}");
-    let recorded: String = walk(&repo.join(".git/bugloop"))
-        .iter()
-        .map(|p| String::from_utf8_lossy(&std::fs::read(p).unwrap_or_default()).into_owned())
-        .collect();
+    let recorded = recorded(&repo);
     assert!(
         recorded.contains("AGENT-RAN"),
         "{who}: the agent's attack ran"

@@ -180,25 +180,25 @@ fn proves_and_fixes(language: &Language) {
     );
 }
 
-fn bad_line(language: &Language) -> u32 {
-    let (_, good, _) = language.source;
-    let text = language
+/// The text of the file with the code the off-by-one changes.
+fn source_text(language: &Language) -> &'static str {
+    language
         .files
         .iter()
         .find(|(p, _)| *p == language.source.0)
         .map(|(_, t)| *t)
-        .unwrap();
+        .unwrap()
+}
+
+fn bad_line(language: &Language) -> u32 {
+    let (_, good, _) = language.source;
+    let text = source_text(language);
     text.lines().position(|l| l.contains(good)).unwrap() as u32 + 1
 }
 
 fn evidence(language: &Language) -> String {
     let (_, good, bad) = language.source;
-    let text = language
-        .files
-        .iter()
-        .find(|(p, _)| *p == language.source.0)
-        .map(|(_, t)| *t)
-        .unwrap();
+    let text = source_text(language);
     text.lines()
         .find(|l| l.contains(good))
         .unwrap()

@@ -5,24 +5,20 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use super::{bugloop, off_by_one, repo, script, stderr, stdout};
+use super::{bugloop, findings_json, json_output, off_by_one, repo, script, stdout};
 
 /// A full review (these runs are all on the same code: an incremental one would not ask).
 fn review_json(dir: &Path, model: &str) -> Value {
-    let output = bugloop(
+    json_output(
         dir,
         &["review", "--full", "--model", model, "--format", "json"],
-    );
-    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    serde_json::from_str(&stdout(&output))
-        .unwrap_or_else(|e| panic!("{e}: {}{}", stdout(&output), stderr(&output)))
+        0,
+    )
 }
 
 /// The finding comments in the store, by id, from `bugloop findings --format json`.
 fn finding_ids(dir: &Path) -> Vec<String> {
-    let output = bugloop(dir, &["findings", "--format", "json"]);
-    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    let listed: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let listed = findings_json(dir);
     let mut ids: Vec<String> = listed
         .as_array()
         .unwrap()

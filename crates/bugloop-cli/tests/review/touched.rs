@@ -11,7 +11,7 @@ use bugloop_testkit::model::{
 };
 use serde_json::{Value, json};
 
-use super::{bugloop, script, stderr, stdout};
+use super::{bugloop, findings_json, json_output, script, stderr, stdout};
 
 /// A repository on `feature`, reviewed once: the off-by-one is open. Its id.
 fn reviewed(scripts: &Path) -> (TestRepo, String) {
@@ -29,36 +29,20 @@ fn reviewed(scripts: &Path) -> (TestRepo, String) {
 
 /// `bugloop review --format json`, expecting `code`.
 fn review(dir: &Path, model: &str, code: i32) -> Value {
-    let output = bugloop(
-        dir,
-        &[
-            "review",
-            "--model",
-            model,
-            "--format",
-            "json",
-            "--fail-on",
-            "7",
-        ],
-    );
-    assert_eq!(
-        output.status.code(),
-        Some(code),
-        "{}{}",
-        stdout(&output),
-        stderr(&output)
-    );
-    serde_json::from_str(&stdout(&output)).unwrap()
+    let args = [
+        "review",
+        "--model",
+        model,
+        "--format",
+        "json",
+        "--fail-on",
+        "7",
+    ];
+    json_output(dir, &args, code)
 }
 
 fn threads(dir: &Path) -> Vec<Value> {
-    let output = bugloop(dir, &["findings", "--format", "json"]);
-    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    serde_json::from_str::<Value>(&stdout(&output))
-        .unwrap()
-        .as_array()
-        .unwrap()
-        .clone()
+    findings_json(dir).as_array().unwrap().clone()
 }
 
 /// The finding's one thread: its status, and how many comments bugloop wrote in it.

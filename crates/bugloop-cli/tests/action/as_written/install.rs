@@ -6,21 +6,15 @@ use super::*;
 
 #[test]
 fn a_tampered_release_fails_the_install_and_runs_nothing() {
-    let releases = tempfile::tempdir().unwrap();
-    let archive = release(releases.path(), "v0.1.0");
-    let mut bytes = std::fs::read(&archive).unwrap();
+    let served = served_release();
+    let mut bytes = std::fs::read(&served.archive).unwrap();
     let middle = bytes.len() / 2;
     bytes[middle] ^= 0xff;
-    std::fs::write(&archive, bytes).unwrap();
-    let url = serve(releases.path().to_path_buf());
+    std::fs::write(&served.archive, bytes).unwrap();
     let mut runner = Runner::new("v0.1.0");
     let (_tools, cargo_log, gh_log) = tools(&mut runner, TAG_SOURCE);
     let dir = tempfile::tempdir().unwrap();
-    let installed = runner.run(
-        "Install bugloop",
-        dir.path(),
-        &[("BUGLOOP_RELEASES_URL", url)],
-    );
+    let installed = runner.install(dir.path(), &served.url);
     let said = text(&installed);
     assert_eq!(installed.status.code(), Some(1), "{said}");
     assert!(said.contains("does not match its checksum"), "{said}");
@@ -38,17 +32,11 @@ fn a_tampered_release_fails_the_install_and_runs_nothing() {
 /// matches, the build provenance does not verify, and nothing is installed or run.
 #[test]
 fn a_release_without_valid_provenance_fails_the_install_and_runs_nothing() {
-    let releases = tempfile::tempdir().unwrap();
-    release(releases.path(), "v0.1.0");
-    let url = serve(releases.path().to_path_buf());
+    let served = served_release();
     let mut runner = Runner::new("v0.1.0");
     let (_tools, cargo_log, _) = tools(&mut runner, "--source-ref refs/tags/v9.9.9");
     let dir = tempfile::tempdir().unwrap();
-    let installed = runner.run(
-        "Install bugloop",
-        dir.path(),
-        &[("BUGLOOP_RELEASES_URL", url)],
-    );
+    let installed = runner.install(dir.path(), &served.url);
     let said = text(&installed);
     assert_eq!(installed.status.code(), Some(1), "{said}");
     assert!(said.contains("has no valid build provenance"), "{said}");
@@ -62,9 +50,7 @@ fn a_release_without_valid_provenance_fails_the_install_and_runs_nothing() {
 /// again against the install step's output, and refuses one changed since.
 #[test]
 fn a_binary_planted_in_the_install_root_of_a_pin_is_replaced_and_never_run() {
-    let releases = tempfile::tempdir().unwrap();
-    release(releases.path(), "v0.1.0");
-    let url = serve(releases.path().to_path_buf());
+    let served = served_release();
     let mut runner = Runner::new("v0.1.0");
     let (_tools, cargo_log, _) = tools(&mut runner, TAG_SOURCE);
     let marker = runner.temp.path().join("planted-ran");
@@ -72,11 +58,7 @@ fn a_binary_planted_in_the_install_root_of_a_pin_is_replaced_and_never_run() {
     let record = format!("{}\n", sha256(&runner.installed()));
     std::fs::write(runner.install_root().join("bugloop.sha256"), record).unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let installed = runner.run(
-        "Install bugloop",
-        dir.path(),
-        &[("BUGLOOP_RELEASES_URL", url)],
-    );
+    let installed = runner.install(dir.path(), &served.url);
     let said = text(&installed);
     assert!(installed.status.success(), "{said}");
     assert!(!marker.exists(), "the planted binary ran: {said}");
@@ -148,22 +130,17 @@ fn a_restored_build_is_used_only_with_the_sha256_recorded_when_it_was_built() {
 /// installed or run, nothing is built instead.
 #[test]
 fn a_truncated_archive_matching_its_checksum_fails_the_install_and_runs_nothing() {
-    let releases = tempfile::tempdir().unwrap();
-    let archive = release(releases.path(), "v0.1.0");
-    let bytes = std::fs::read(&archive).unwrap();
-    std::fs::write(&archive, &bytes[..bytes.len() / 2]).unwrap();
+    let served = served_release();
+    let archive = &served.archive;
+    let bytes = std::fs::read(archive).unwrap();
+    std::fs::write(archive, &bytes[..bytes.len() / 2]).unwrap();
     let name = archive.file_name().unwrap().to_str().unwrap();
-    let checksum = format!("{}  {name}\n", sha256(&archive));
+    let checksum = format!("{}  {name}\n", sha256(archive));
     std::fs::write(archive.with_file_name(format!("{name}.sha256")), checksum).unwrap();
-    let url = serve(releases.path().to_path_buf());
     let mut runner = Runner::new("v0.1.0");
     let (_tools, cargo_log, _) = tools(&mut runner, TAG_SOURCE);
     let dir = tempfile::tempdir().unwrap();
-    let installed = runner.run(
-        "Install bugloop",
-        dir.path(),
-        &[("BUGLOOP_RELEASES_URL", url)],
-    );
+    let installed = runner.install(dir.path(), &served.url);
     let said = text(&installed);
     assert_eq!(installed.status.code(), Some(1), "{said}");
     assert!(
@@ -190,9 +167,7 @@ fn only_the_runners_own_gh_verifies_and_only_it_gets_the_token() {
     // On a runner the step's own empty value wins over anything of the job: the default list.
     let env = &step("Install bugloop")["env"];
     assert_eq!(env["INSTALL_SYSTEM_GH"].as_str(), Some(""));
-    let releases = tempfile::tempdir().unwrap();
-    release(releases.path(), "v0.1.0");
-    let url = serve(releases.path().to_path_buf());
+    let served = served_release();
     let mut runner = Runner::new("v0.1.0");
     let (_tools, _, gh_log) = tools(&mut runner, TAG_SOURCE);
     let workspace = tempfile::tempdir().unwrap();
@@ -211,7 +186,7 @@ fn only_the_runners_own_gh_verifies_and_only_it_gets_the_token() {
     );
     runner.path = format!("{}/bin:{}", workspace.path().display(), runner.path);
     let env = vec![
-        ("BUGLOOP_RELEASES_URL", url),
+        ("BUGLOOP_RELEASES_URL", served.url),
         ("GITHUB_WORKSPACE", workspace.path().display().to_string()),
     ];
     let installed = runner.run("Install bugloop", workspace.path(), &env);
@@ -242,20 +217,12 @@ fn only_the_runners_own_gh_verifies_and_only_it_gets_the_token() {
 /// installs the release checked against its checksum alone, with a warning.
 #[test]
 fn without_the_runners_gh_a_release_installs_only_if_the_workflow_accepts_it() {
-    let releases = tempfile::tempdir().unwrap();
-    release(releases.path(), "v0.1.0");
-    let url = serve(releases.path().to_path_buf());
+    let served = served_release();
     let mut runner = Runner::new("v0.1.0");
     let (_tools, cargo_log, gh_log) = tools(&mut runner, TAG_SOURCE);
     runner.system_gh = runner.temp.path().join("no-gh-here/gh");
     let dir = tempfile::tempdir().unwrap();
-    let install = |runner: &Runner| {
-        runner.run(
-            "Install bugloop",
-            dir.path(),
-            &[("BUGLOOP_RELEASES_URL", url.clone())],
-        )
-    };
+    let install = |runner: &Runner| runner.install(dir.path(), &served.url);
     let refused = install(&runner);
     let said = text(&refused);
     assert_eq!(refused.status.code(), Some(1), "{said}");

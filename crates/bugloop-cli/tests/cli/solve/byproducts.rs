@@ -7,21 +7,14 @@ use serde_json::{Value, json};
 use bugloop_github_sim::fixture::review_lines;
 
 use super::runner::{Runner, committed, script_of, text, write};
-use super::{MEAN, MEAN_TEST, MEAN_TRACE};
+use super::{MEAN, MEAN_TEST, MEAN_TRACE, PYTHON_TESTS};
 
 /// Reports `trace` in `dir` and solves issue 1 with `lines` as the model: the report.
 pub fn solve_with(runner: &Runner, dir: &std::path::Path, trace: &str, lines: &[Value]) -> Value {
-    let reported = runner.run(dir, &["report", "--format", "json"], trace);
-    assert_eq!(reported.status.code(), Some(0), "{}", text(&reported));
+    runner.ok(dir, &["report", "--format", "json"], trace);
     let scripts = runner.scripts();
     let model = script_of(scripts.path(), "solve.jsonl", lines);
-    let solved = runner.run(
-        dir,
-        &["solve", "1", "--model", &model, "--format", "json"],
-        "",
-    );
-    assert_eq!(solved.status.code(), Some(0), "{}", text(&solved));
-    serde_json::from_slice(&solved.stdout).unwrap()
+    runner.solve_one(dir, &model)
 }
 
 /// A Python repository with no `.gitignore`: the first attempt's test run leaves `__pycache__`
@@ -29,13 +22,7 @@ pub fn solve_with(runner: &Runner, dir: &std::path::Path, trace: &str, lines: &[
 /// no `.pyc` is committed. The model's mentions in the draft page nobody, and a merge by hand
 /// is recorded by `status`.
 fn python_without_gitignore(runner: &Runner) {
-    let repo = runner.repo(&[
-        ("stats.py", MEAN),
-        (
-            ".bugloop/config.yml",
-            "solve:\n  test_commands:\n    - python3 -m unittest -q\n",
-        ),
-    ]);
+    let repo = runner.mean_repo(PYTHON_TESTS);
     let dir = repo.path();
     let mut lines = vec![
         // Attempt 1: a test that shows the crash, and no fix: the tests fail.
@@ -64,9 +51,7 @@ fn python_without_gitignore(runner: &Runner) {
         "{status}"
     );
     // The draft as a person reads it: the model's mentions page nobody.
-    let draft = runner.run(dir, &["item", "2", "--format", "json"], "");
-    assert_eq!(draft.status.code(), Some(0), "{}", text(&draft));
-    let draft: Value = serde_json::from_slice(&draft.stdout).unwrap();
+    let draft = runner.json(dir, &["item", "2", "--format", "json"], "");
     let body = draft["body"].as_str().unwrap();
     assert!(body.starts_with("Closes #1"), "{body}");
     assert!(body.contains("please approve"), "{body}");
@@ -81,9 +66,7 @@ fn python_without_gitignore(runner: &Runner) {
     // Merged by hand: `status` records it, as `solve` would.
     let branch = report["branch"].as_str().unwrap();
     runner.git(dir, &["merge", "-q", "--no-edit", branch]);
-    let status = runner.run(dir, &["status", "1", "--format", "json"], "");
-    assert_eq!(status.status.code(), Some(0), "{}", text(&status));
-    let status: Value = serde_json::from_slice(&status.stdout).unwrap();
+    let status = runner.json(dir, &["status", "1", "--format", "json"], "");
     assert_eq!(status["state"], "MERGED", "{status:#}");
     let shown = text(&runner.run(dir, &["status", "1"], ""));
     assert!(shown.contains("READY -> MERGED: #2 was merged"), "{shown}");
@@ -147,9 +130,7 @@ fn a_go_trace_from_a_gopath_is_located_in_the_repository() {
         "/../bugloop-intake/tests/reports/go-gopath.txt"
     ))
     .unwrap();
-    let reported = runner.run(repo.path(), &["report", "--format", "json"], &trace);
-    assert_eq!(reported.status.code(), Some(0), "{}", text(&reported));
-    let issue: Value = serde_json::from_slice(&reported.stdout).unwrap();
+    let issue = runner.json(repo.path(), &["report", "--format", "json"], &trace);
     let located = issue["located"].to_string();
     assert!(located.contains("cmd/main.go"), "{issue:#}");
     assert!(!located.contains("server.go"), "{issue:#}");

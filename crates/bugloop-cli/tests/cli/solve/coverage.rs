@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use super::byproducts::solve_with;
 use super::runner::{Runner, text, write};
-use super::{MEAN, MEAN_TEST, MEAN_TRACE};
+use super::{MEAN, MEAN_TEST, MEAN_TRACE, tested_fix};
 
 /// A stand-in for a coverage tool: more tests, more coverage, printed as coverage.py does.
 const COVERAGE: &str = "import os\ntests = open('test_stats.py').read().count('def test_') if os.path.exists('test_stats.py') else 0\nprint('Name  Stmts  Miss  Cover')\nprint(f'TOTAL  10  {5 - tests}  {50 + 10 * tests}%')\n";
@@ -34,9 +34,7 @@ fn draft_body(runner: &Runner, coverage: &str) -> String {
         "{}",
         text(&status)
     );
-    let shown = runner.run(repo.path(), &["item", "2", "--format", "json"], "");
-    assert_eq!(shown.status.code(), Some(0), "{}", text(&shown));
-    let item: Value = serde_json::from_slice(&shown.stdout).unwrap();
+    let item = runner.json(repo.path(), &["item", "2", "--format", "json"], "");
     item["body"].as_str().unwrap().to_owned()
 }
 
@@ -83,10 +81,7 @@ fn junit_reports_the_tests_wrote_are_counted_when_their_output_says_nothing() {
             "solve:\n  test_commands:\n    - python3 junit_run.py\nagents:\n  reviewer:\n    external: true\n",
         ),
     ]);
-    let lines = [
-        json!({"tool_calls": [write("test_stats.py", MEAN_TEST), write("stats.py", &MEAN.replace(" + 1", ""))]}),
-        json!({"text": "The loop stops at the last element; tested."}),
-    ];
+    let lines = tested_fix();
     let report = solve_with(&runner, repo.path(), MEAN_TRACE, &lines);
     assert_eq!(report["state"], "REVIEWING", "{report:#}");
     let shown = runner.run(repo.path(), &["item", "2", "--format", "json"], "");

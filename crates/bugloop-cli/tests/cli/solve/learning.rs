@@ -76,9 +76,7 @@ fn learning_skips_a_pattern(runner: &Runner) {
         trace("rate", 10, "ZeroDivisionError: float division by zero"),
         "Traceback (most recent call last):\n  File \"/srv/app/stats.py\", line 14, in pick\n    return d[k]\nKeyError: 'total'\n".to_owned(),
     ] {
-        let filed = runner.run(dir, &["report", "--format", "json"], &report);
-        assert_eq!(filed.status.code(), Some(0), "{}", text(&filed));
-        let filed: Value = serde_json::from_slice(&filed.stdout).unwrap();
+        let filed = runner.json(dir, &["report", "--format", "json"], &report);
         assert_eq!(filed["filed"], true, "{filed:#}");
     }
     // Two of the class are tried and escalated.
@@ -159,8 +157,7 @@ fn made_up_reports_do_not_make_a_real_error_skipped() {
     let made_up = [("share", 6), ("rate", 10), ("pick", 14), ("mean", 18)];
     for (n, (function, line)) in made_up.iter().enumerate() {
         let report = trace(function, *line, "ZeroDivisionError: division by zero");
-        let filed = runner.run(dir, &["report", "--format", "json"], &report);
-        assert_eq!(filed.status.code(), Some(0), "{}", text(&filed));
+        runner.ok(dir, &["report", "--format", "json"], &report);
         let issue = (n + 1).to_string();
         let escalated = solve_as(&runner, dir, &issue, &[], false);
         assert_eq!(escalated["state"], "ESCALATED", "{escalated:#}");

@@ -50,8 +50,7 @@ fn solve_all_in_parallel(runner: &Runner) {
         MEAN_TRACE,
         RATIO_TRACE,
     ] {
-        let filed = runner.run(dir, &["report"], report);
-        assert_eq!(filed.status.code(), Some(0), "{}", text(&filed));
+        runner.ok(dir, &["report"], report);
     }
     let fixed_mean = MEAN.replace(" + 1", "");
     let lines = [
@@ -64,15 +63,13 @@ fn solve_all_in_parallel(runner: &Runner) {
     ];
     let scripts = runner.scripts();
     let model = script_of(scripts.path(), "all.jsonl", &lines);
-    let solved = runner.run(
+    let solved = runner.json(
         dir,
         &[
             "solve", "--all", "--jobs", "2", "--model", &model, "--format", "json",
         ],
         "",
     );
-    assert_eq!(solved.status.code(), Some(0), "{}", text(&solved));
-    let solved: Value = serde_json::from_slice(&solved.stdout).unwrap();
     let order: Vec<(u64, &str, &str)> = solved
         .as_array()
         .unwrap()
@@ -116,8 +113,7 @@ fn solve_all_in_parallel(runner: &Runner) {
     let branches = runner.git(dir, &["branch", "--list", "bugloop/*"]);
     assert_eq!(branches.lines().count(), 3, "{branches}");
     // Nothing is waiting any more: a second run solves nothing (each waits for its reviewer).
-    let again = runner.run(dir, &["solve", "--all", "--model", &model], "");
-    assert_eq!(again.status.code(), Some(0), "{}", text(&again));
+    runner.ok(dir, &["solve", "--all", "--model", &model], "");
 }
 
 as_each_user! {
@@ -128,12 +124,9 @@ as_each_user! {
 fn solve_needs_an_issue_or_all() {
     let runner = Runner::me();
     let repo = runner.repo(&[("stats.py", MEAN)]);
-    let neither = runner.run(repo.path(), &["solve"], "");
-    assert_eq!(neither.status.code(), Some(2), "{}", text(&neither));
-    let both = runner.run(repo.path(), &["solve", "1", "--all"], "");
-    assert_eq!(both.status.code(), Some(2), "{}", text(&both));
-    let none = runner.run(repo.path(), &["solve", "--all"], "");
-    assert_eq!(none.status.code(), Some(0), "{}", text(&none));
+    runner.exits(repo.path(), &["solve"], "", 2);
+    runner.exits(repo.path(), &["solve", "1", "--all"], "", 2);
+    let none = runner.ok(repo.path(), &["solve", "--all"], "");
     assert!(
         text(&none).contains("no issue is waiting to be solved"),
         "{}",

@@ -69,8 +69,7 @@ fn the_base_commits_prompts_reach_the_model_and_a_branchs_do_not() {
         "{yaml}"
     );
 
-    let reported = runner.run(dir, &["report"], TRACE);
-    assert_eq!(reported.status.code(), Some(0), "{}", text(&reported));
+    runner.ok(dir, &["report"], TRACE);
     let mut lines = vec![
         json!({"tool_calls": [write("app/models.py", SOLVED)]}),
         json!({"text": "`last` read one past the end."}),
@@ -85,13 +84,7 @@ fn the_base_commits_prompts_reach_the_model_and_a_branchs_do_not() {
     lines.extend(review_lines(&[]));
     let scripts = runner.scripts();
     let model = script_of(scripts.path(), "solve.jsonl", &lines);
-    let solved = runner.run(
-        dir,
-        &["solve", "1", "--model", &model, "--format", "json"],
-        "",
-    );
-    assert_eq!(solved.status.code(), Some(0), "{}", text(&solved));
-    let report: Value = serde_json::from_slice(&solved.stdout).unwrap();
+    let report = runner.solve_one(dir, &model);
     assert_eq!(report["state"], "READY", "{report:#}");
     assert_eq!(report["rounds"].as_array().unwrap().len(), 1, "{report:#}");
 

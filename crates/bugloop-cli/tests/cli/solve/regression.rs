@@ -13,8 +13,8 @@ use serde_json::{Value, json};
 use bugloop_github_sim::fixture::review_lines;
 use bugloop_testkit::TestRepo;
 
-use super::TRACE;
 use super::runner::{Runner, git_read, script_of, text, write};
+use super::{PYTHON_TESTS, TRACE};
 
 /// The module with `last` far from the rest, so later work elsewhere in it does not touch the
 /// lines the solution changed.
@@ -223,8 +223,7 @@ fn a_revert_that_conflicts_goes_to_a_person() {
         git_read(repo.path(), &["branch", "--list", "bugloop/revert-*"]),
         ""
     );
-    let missing = runner.run(repo.path(), &["item", "3"], "");
-    assert_eq!(missing.status.code(), Some(2), "{}", text(&missing));
+    runner.exits(repo.path(), &["item", "3"], "", 2);
 }
 
 #[test]
@@ -362,11 +361,7 @@ fn a_git_too_old_to_revert_escalates_with_the_reason() {
 #[test]
 fn a_report_soon_after_the_merge_is_only_counted() {
     let runner = Runner::me();
-    let repo = solved_and_merged(
-        &runner,
-        "solve:\n  test_commands:\n    - python3 -m unittest -q\n",
-        ("app/models.py", REGRESSING),
-    );
+    let repo = solved_and_merged(&runner, PYTHON_TESTS, ("app/models.py", REGRESSING));
     let reported = json_of(&runner, &repo, &["report"], TRACE);
     assert_eq!(reported["count"], 2);
     assert!(reported.get("regression").is_none(), "{reported:#}");
@@ -440,8 +435,7 @@ fn a_regression_stopped_half_way_is_said_and_the_next_report_goes_on() {
     let repo = solved_and_merged(&runner, CONFIG, ("app/models.py", REGRESSING));
     let dir = repo.path();
     runner.git(dir, &["branch", "bugloop/revert-1-1/x"]);
-    let stopped = runner.run(dir, &["report", "--format", "json"], TRACE);
-    assert_eq!(stopped.status.code(), Some(0), "{}", text(&stopped));
+    let stopped = runner.ok(dir, &["report", "--format", "json"], TRACE);
     let reported: Value = serde_json::from_slice(&stopped.stdout).unwrap();
     assert_eq!(reported["count"], 2, "{reported:#}");
     assert!(reported.get("regression").is_none(), "{reported:#}");

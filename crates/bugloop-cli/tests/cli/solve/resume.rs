@@ -12,9 +12,7 @@ use bugloop_github_sim::fixture::review_lines;
 use bugloop_testkit::TestRepo;
 
 use super::runner::{Runner, committed, git_read, is_root, read, script_of, text, write};
-use super::{MEAN, MEAN_TEST, MEAN_TRACE, bugloop};
-
-const PYTHON_TESTS: &str = "solve:\n  test_commands:\n    - python3 -m unittest -q\n";
+use super::{MEAN, MEAN_TEST, MEAN_TRACE, PYTHON_TESTS, bugloop};
 
 /// The resumed attempt was told its tree holds the earlier attempts' edits, and it did: its
 /// read of the first attempt's test found it, and the solution has it.
@@ -58,16 +56,9 @@ fn resuming_model(scripts: &std::path::Path) -> String {
 /// `solve N` with more budget resumes where it stopped: the first attempt's test is in its
 /// tree, and in the solution.
 fn budget_stop_and_resume(runner: &Runner) {
-    let repo = runner.repo(&[
-        ("stats.py", MEAN),
-        (
-            ".bugloop/config.yml",
-            &format!("{PYTHON_TESTS}budgets:\n  max_turns: 3\n"),
-        ),
-    ]);
+    let repo = runner.mean_repo(&format!("{PYTHON_TESTS}budgets:\n  max_turns: 3\n"));
     let dir = repo.path();
-    let reported = runner.run(dir, &["report"], MEAN_TRACE);
-    assert_eq!(reported.status.code(), Some(0), "{}", text(&reported));
+    runner.ok(dir, &["report"], MEAN_TRACE);
     let scripts = runner.scripts();
     let first = script_of(
         scripts.path(),
@@ -98,7 +89,7 @@ fn budget_stop_and_resume(runner: &Runner) {
     let more = scripts.path().join("more.yml");
     std::fs::write(&more, "budgets:\n  max_turns: 40\n").unwrap();
     let second = resuming_model(scripts.path());
-    let resumed = runner.run(
+    let report = runner.json(
         dir,
         &[
             "solve",
@@ -112,8 +103,6 @@ fn budget_stop_and_resume(runner: &Runner) {
         ],
         "",
     );
-    assert_eq!(resumed.status.code(), Some(0), "{}", text(&resumed));
-    let report: Value = serde_json::from_slice(&resumed.stdout).unwrap();
     assert_eq!(report["state"], "READY", "{report:#}");
     assert_eq!(
         report["attempts"].as_array().unwrap().len(),
@@ -140,18 +129,11 @@ as_each_user! {
 fn killed_and_resumed(runner: &Runner) {
     // The second command sleeps when the agent left `slow.txt` (attempt 2 of the first run),
     // and says so in the tree, where the test sees it.
-    let repo = runner.repo(&[
-        ("stats.py", MEAN),
-        (
-            ".bugloop/config.yml",
-            &format!(
-                "{PYTHON_TESTS}    - shell: \"if [ -e slow.txt ]; then touch sleeping; sleep 60; fi\"\n"
-            ),
-        ),
-    ]);
+    let repo = runner.mean_repo(&format!(
+        "{PYTHON_TESTS}    - shell: \"if [ -e slow.txt ]; then touch sleeping; sleep 60; fi\"\n"
+    ));
     let dir = repo.path();
-    let reported = runner.run(dir, &["report"], MEAN_TRACE);
-    assert_eq!(reported.status.code(), Some(0), "{}", text(&reported));
+    runner.ok(dir, &["report"], MEAN_TRACE);
     let scripts = runner.scripts();
     let first = script_of(
         scripts.path(),
@@ -182,13 +164,7 @@ fn killed_and_resumed(runner: &Runner) {
     child.wait().unwrap();
 
     let second = resuming_model(scripts.path());
-    let resumed = runner.run(
-        dir,
-        &["solve", "1", "--model", &second, "--format", "json"],
-        "",
-    );
-    assert_eq!(resumed.status.code(), Some(0), "{}", text(&resumed));
-    let report: Value = serde_json::from_slice(&resumed.stdout).unwrap();
+    let report = runner.solve_one(dir, &second);
     assert_eq!(report["state"], "READY", "{report:#}");
     assert_resumed_with_the_test(&repo, &report);
     let files = committed(dir, &report);
@@ -283,10 +259,7 @@ fn solving_as_root_with_a_private_tmpdir_and_after_a_killed_run() {
     // The next run, as a user would run it, in that private TMPDIR.
     let repo = TestRepo::init("main");
     repo.write("stats.py", MEAN);
-    repo.write(
-        ".bugloop/config.yml",
-        "solve:\n  test_commands:\n    - python3 -m unittest -q\n",
-    );
+    repo.write(".bugloop/config.yml", PYTHON_TESTS);
     repo.commit("stats");
     let reported = bugloop(repo.path(), &["report"], MEAN_TRACE);
     assert_eq!(reported.status.code(), Some(0), "{}", text(&reported));
@@ -318,13 +291,8 @@ fn solving_as_root_with_a_private_tmpdir_and_after_a_killed_run() {
 /// spends anything (no model call, no attempt recorded); once the first is gone, the issue is
 /// free again.
 fn one_at_a_time(runner: &Runner) {
-    let repo = runner.repo(&[
-        ("stats.py", MEAN),
-        (
-            ".bugloop/config.yml",
-            "solve:\n  test_commands:\n    - python3 -c \"import time; time.sleep(60)\"\n",
-        ),
-    ]);
+    let repo = runner
+        .mean_repo("solve:\n  test_commands:\n    - python3 -c \"import time; time.sleep(60)\"\n");
     assert_eq!(
         runner
             .run(repo.path(), &["report"], MEAN_TRACE)
@@ -387,23 +355,15 @@ fn one_at_a_time(runner: &Runner) {
 /// test printed is quoted with the task tree's path written as `.`, and agent runs are named,
 /// never shown by a path of the machine.
 fn escalation_without_paths(runner: &Runner) {
-    let repo = runner.repo(&[
-        ("stats.py", MEAN),
-        (
-            ".bugloop/config.yml",
-            "solve:\n  max_iterations: 2\n  test_commands:\n    - python3 -c \"import os, sys; print(os.getcwd() + '/stats.py:3'); sys.exit(1)\"\n",
-        ),
-    ]);
+    let repo = runner.mean_repo("solve:\n  max_iterations: 2\n  test_commands:\n    - python3 -c \"import os, sys; print(os.getcwd() + '/stats.py:3'); sys.exit(1)\"\n");
     let lines = [
         json!({"tool_calls": [write("stats.py", &MEAN.replace(" + 1", ""))]}),
         json!({"text": "fixed"}),
     ];
-    let reported = runner.run(repo.path(), &["report"], MEAN_TRACE);
-    assert_eq!(reported.status.code(), Some(0), "{}", text(&reported));
+    runner.ok(repo.path(), &["report"], MEAN_TRACE);
     let scripts = runner.scripts();
     let model = script_of(scripts.path(), "fails.jsonl", &lines);
-    let solved = runner.run(repo.path(), &["solve", "1", "--model", &model], "");
-    assert_eq!(solved.status.code(), Some(1), "{}", text(&solved));
+    runner.exits(repo.path(), &["solve", "1", "--model", &model], "", 1);
     let issue = runner.run(repo.path(), &["item", "1", "--format", "json"], "");
     let issue: Value = serde_json::from_slice(&issue.stdout).unwrap();
     let said: Vec<&str> = issue["comments"]

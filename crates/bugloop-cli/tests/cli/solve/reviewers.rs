@@ -9,51 +9,22 @@ use bugloop_github_sim::fixture::review_lines;
 
 use super::byproducts::solve_with;
 use super::runner::{Runner, script_of, text, write};
-use super::{MEAN, MEAN_TEST, MEAN_TRACE};
-
-const GUARDED: &str = "def mean(xs):\n    if not xs:\n        return 0\n    total = 0\n    for i in range(len(xs)):\n        total += xs[i]\n    return total / len(xs)\n";
+use super::{GUARDED, MEAN_TEST, MEAN_TRACE, PYTHON_TESTS, comment_divides_by_zero, tested_fix};
 
 fn state(runner: &Runner, dir: &std::path::Path) -> Value {
-    let status = runner.run(dir, &["status", "1", "--format", "json"], "");
-    assert_eq!(status.status.code(), Some(0), "{}", text(&status));
-    serde_json::from_slice(&status.stdout).unwrap()
+    runner.json(dir, &["status", "1", "--format", "json"], "")
 }
 
 fn reviewed_locally(runner: &Runner) {
-    let repo = runner.repo(&[
-        ("stats.py", MEAN),
-        (
-            ".bugloop/config.yml",
-            "solve:\n  test_commands:\n    - python3 -m unittest -q\n",
-        ),
-    ]);
+    let repo = runner.mean_repo(PYTHON_TESTS);
     let dir = repo.path();
-    let mut lines = vec![
-        json!({"tool_calls": [write("test_stats.py", MEAN_TEST), write("stats.py", &MEAN.replace(" + 1", ""))]}),
-        json!({"text": "The loop stops at the last element; tested."}),
-    ];
+    let mut lines = tested_fix().to_vec();
     lines.extend(review_lines(&[]));
     let report = solve_with(runner, dir, MEAN_TRACE, &lines);
     assert_eq!(report["state"], "READY", "{report:#}");
 
     // Alice reviews the draft: a line comment, and changes requested.
-    let said = runner.run(
-        dir,
-        &[
-            "comment",
-            "--change",
-            "2",
-            "--file",
-            "stats.py",
-            "--line",
-            "5",
-            "--as",
-            "alice",
-            "mean([]) divides by zero: return 0 for an empty list, and test it.",
-        ],
-        "",
-    );
-    assert_eq!(said.status.code(), Some(0), "{}", text(&said));
+    let said = comment_divides_by_zero(runner, dir, "5", "alice");
     assert!(
         text(&said).contains("alice's comment added to #2 at stats.py:5"),
         "{}",
@@ -73,7 +44,7 @@ fn reviewed_locally(runner: &Runner) {
         "{}",
         text(&wrong)
     );
-    let requested = runner.run(
+    let requested = runner.ok(
         dir,
         &[
             "review-decision",
@@ -85,7 +56,6 @@ fn reviewed_locally(runner: &Runner) {
         ],
         "",
     );
-    assert_eq!(requested.status.code(), Some(0), "{}", text(&requested));
     assert!(text(&requested).starts_with("alice requested changes on #2 at "));
 
     // The next run: alice's thread is a round, answered and resolved; the gate waits for her.
@@ -99,13 +69,7 @@ fn reviewed_locally(runner: &Runner) {
     ];
     lines.extend(review_lines(&[]));
     let model = script_of(scripts.path(), "round.jsonl", &lines);
-    let round = runner.run(
-        dir,
-        &["solve", "1", "--model", &model, "--format", "json"],
-        "",
-    );
-    assert_eq!(round.status.code(), Some(0), "{}", text(&round));
-    let report: Value = serde_json::from_slice(&round.stdout).unwrap();
+    let report = runner.solve_one(dir, &model);
     assert_eq!(report["state"], "REVIEWING", "{report:#}");
     assert!(
         report["message"]
@@ -136,29 +100,20 @@ fn reviewed_locally(runner: &Runner) {
     );
 
     // Checks on the new head: the test commands, and a CI run still going.
-    let checked = runner.run(dir, &["checks", "2"], "");
-    assert_eq!(checked.status.code(), Some(0), "{}", text(&checked));
+    let checked = runner.ok(dir, &["checks", "2"], "");
     assert!(
         text(&checked).contains("passed   python3 -m unittest -q"),
         "{}",
         text(&checked)
     );
-    let pending = runner.run(dir, &["checks", "2", "--record", "ci=pending"], "");
-    assert_eq!(pending.status.code(), Some(0), "{}", text(&pending));
-    let approved = runner.run(
+    runner.ok(dir, &["checks", "2", "--record", "ci=pending"], "");
+    runner.ok(
         dir,
         &["review-decision", "2", "--approve", "--as", "alice"],
         "",
     );
-    assert_eq!(approved.status.code(), Some(0), "{}", text(&approved));
     let idle = script_of(scripts.path(), "idle.jsonl", &[]);
-    let waiting = runner.run(
-        dir,
-        &["solve", "1", "--model", &idle, "--format", "json"],
-        "",
-    );
-    assert_eq!(waiting.status.code(), Some(0), "{}", text(&waiting));
-    let report: Value = serde_json::from_slice(&waiting.stdout).unwrap();
+    let report = runner.solve_one(dir, &idle);
     assert_eq!(report["state"], "REVIEWING", "{report:#}");
     assert!(
         report["message"]
@@ -170,22 +125,14 @@ fn reviewed_locally(runner: &Runner) {
     assert!(report["message"].as_str().unwrap().ends_with(": ci"));
 
     // CI passes: the gate passes.
-    let passed = runner.run(dir, &["checks", "2", "--record", "ci=passed"], "");
-    assert_eq!(passed.status.code(), Some(0), "{}", text(&passed));
-    let ready = runner.run(
-        dir,
-        &["solve", "1", "--model", &idle, "--format", "json"],
-        "",
-    );
-    assert_eq!(ready.status.code(), Some(0), "{}", text(&ready));
-    let report: Value = serde_json::from_slice(&ready.stdout).unwrap();
+    runner.ok(dir, &["checks", "2", "--record", "ci=passed"], "");
+    let report = runner.solve_one(dir, &idle);
     assert_eq!(report["state"], "READY", "{report:#}");
     assert_eq!(state(runner, dir)["state"], "READY");
 
     // A failing CI run on the head is said, with exit 1.
-    let failed = runner.run(dir, &["checks", "2", "--record", "ci=failed"], "");
-    assert_eq!(failed.status.code(), Some(1), "{}", text(&failed));
-    assert!(text(&failed).contains("failed   ci"), "{}", text(&failed));
+    let failed = runner.exits(dir, &["checks", "2", "--record", "ci=failed"], "", 1);
+    assert!(failed.contains("failed   ci"), "{failed}");
 }
 
 as_each_user! {

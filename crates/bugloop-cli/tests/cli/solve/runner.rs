@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 
 use bugloop_testkit::TestRepo;
+
+use super::MEAN;
 use serde_json::{Value, json};
 
 pub fn text(output: &Output) -> String {
@@ -35,7 +37,12 @@ pub fn git_read(dir: &Path, args: &[&str]) -> String {
         .current_dir(dir)
         .output()
         .unwrap();
-    assert!(output.status.success(), "git {args:?}: {}", text(&output));
+    git_stdout(args, &output)
+}
+
+/// What `git args...`, which must have succeeded, printed (its last newline left off).
+fn git_stdout(args: &[&str], output: &Output) -> String {
+    assert!(output.status.success(), "git {args:?}: {}", text(output));
     String::from_utf8_lossy(&output.stdout)
         .trim_end()
         .to_owned()
@@ -102,8 +109,18 @@ impl Runner {
         repo
     }
 
+    /// [`Runner::repo`] with [`MEAN`] and `config` (the repository's `.bugloop/config.yml`).
+    pub fn mean_repo(&self, config: &str) -> TestRepo {
+        self.repo(&[("stats.py", MEAN), (".bugloop/config.yml", config)])
+    }
+
     /// A directory for model scripts the runner can read.
     pub fn scripts(&self) -> tempfile::TempDir {
+        self.readable_dir()
+    }
+
+    /// A directory the runner can read (model scripts, logs to watch).
+    pub fn readable_dir(&self) -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
         open(dir.path());
         dir
@@ -151,10 +168,7 @@ impl Runner {
             .current_dir(dir)
             .output()
             .unwrap();
-        assert!(output.status.success(), "git {args:?}: {}", text(&output));
-        String::from_utf8_lossy(&output.stdout)
-            .trim_end()
-            .to_owned()
+        git_stdout(args, &output)
     }
 
     /// Runs `bugloop args...` in `dir` with `stdin`, to its end.
@@ -174,6 +188,39 @@ impl Runner {
             .write_all(stdin.as_bytes())
             .unwrap();
         child.wait_with_output().unwrap()
+    }
+
+    /// [`Runner::run`], which must end well (exit status 0).
+    #[track_caller]
+    pub fn ok(&self, dir: &Path, args: &[&str], stdin: &str) -> Output {
+        let output = self.run(dir, args, stdin);
+        assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+        output
+    }
+
+    /// [`Runner::ok`] of a command that prints JSON: what it printed.
+    #[track_caller]
+    pub fn json(&self, dir: &Path, args: &[&str], stdin: &str) -> Value {
+        serde_json::from_slice(&self.ok(dir, args, stdin).stdout).unwrap()
+    }
+
+    /// `bugloop solve 1` with `model` in `dir`, which must end well: its JSON report.
+    #[track_caller]
+    pub fn solve_one(&self, dir: &Path, model: &str) -> Value {
+        self.json(
+            dir,
+            &["solve", "1", "--model", model, "--format", "json"],
+            "",
+        )
+    }
+
+    /// [`Runner::run`], which must end with exit status `code`: all it printed.
+    #[track_caller]
+    pub fn exits(&self, dir: &Path, args: &[&str], stdin: &str, code: i32) -> String {
+        let output = self.run(dir, args, stdin);
+        let said = text(&output);
+        assert_eq!(output.status.code(), Some(code), "{said}");
+        said
     }
 
     /// Starts `bugloop args...` in `dir`, its output dropped (a run the test kills).

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::byproducts::solve_with;
 use super::runner::{Runner, script_of, text, write};
-use super::{MEAN, MEAN_TEST, MEAN_TRACE};
+use super::{GUARDED, MEAN_TEST, MEAN_TRACE, comment_divides_by_zero, tested_fix};
 
 /// The seed's example, with the test commands a solve needs under its `limits:` (the seed's
 /// name of `solve:`).
@@ -18,24 +18,14 @@ fn seed_config(max_iterations: u32) -> String {
     )
 }
 
-const GUARDED: &str = "def mean(xs):\n    if not xs:\n        return 0\n    total = 0\n    for i in range(len(xs)):\n        total += xs[i]\n    return total / len(xs)\n";
-
 fn item(runner: &Runner, dir: &std::path::Path, number: &str) -> Value {
-    let shown = runner.run(dir, &["item", number, "--format", "json"], "");
-    assert_eq!(shown.status.code(), Some(0), "{}", text(&shown));
-    serde_json::from_slice(&shown.stdout).unwrap()
+    runner.json(dir, &["item", number, "--format", "json"], "")
 }
 
 fn solve(runner: &Runner, dir: &std::path::Path, lines: &[Value]) -> Value {
     let scripts = runner.scripts();
     let model = script_of(scripts.path(), "next.jsonl", lines);
-    let solved = runner.run(
-        dir,
-        &["solve", "1", "--model", &model, "--format", "json"],
-        "",
-    );
-    assert_eq!(solved.status.code(), Some(0), "{}", text(&solved));
-    serde_json::from_slice(&solved.stdout).unwrap()
+    runner.solve_one(dir, &model)
 }
 
 fn message(report: &Value) -> &str {
@@ -43,23 +33,16 @@ fn message(report: &Value) -> &str {
 }
 
 fn external_review(runner: &Runner) {
-    let repo = runner.repo(&[
-        ("stats.py", MEAN),
-        (".bugloop/config.yml", &seed_config(10)),
-    ]);
+    let repo = runner.mean_repo(&seed_config(10));
     let dir = repo.path();
-    let config = runner.run(dir, &["config", "show"], "");
-    assert_eq!(config.status.code(), Some(0), "{}", text(&config));
+    let config = runner.ok(dir, &["config", "show"], "");
     assert!(
         text(&config).contains("assignee: bugsolver-bot"),
         "{}",
         text(&config)
     );
     // The solution only: a draft review would need more answers, and there are none.
-    let lines = [
-        json!({"tool_calls": [write("test_stats.py", MEAN_TEST), write("stats.py", &MEAN.replace(" + 1", ""))]}),
-        json!({"text": "The loop stops at the last element; tested."}),
-    ];
+    let lines = tested_fix();
     let report = solve_with(runner, dir, MEAN_TRACE, &lines);
     assert_eq!(report["state"], "REVIEWING", "{report:#}");
     assert!(
@@ -91,24 +74,8 @@ fn external_review(runner: &Runner) {
     assert!(message(&waiting).starts_with("waiting for the external reviewer"));
 
     // The external reviewer reviews the head with a line comment.
-    let said = runner.run(
-        dir,
-        &[
-            "comment",
-            "--change",
-            "2",
-            "--file",
-            "stats.py",
-            "--line",
-            "4",
-            "--as",
-            "rabbit",
-            "mean([]) divides by zero: return 0 for an empty list, and test it.",
-        ],
-        "",
-    );
-    assert_eq!(said.status.code(), Some(0), "{}", text(&said));
-    let reviewed = runner.run(
+    comment_divides_by_zero(runner, dir, "4", "rabbit");
+    runner.ok(
         dir,
         &[
             "review-decision",
@@ -120,7 +87,6 @@ fn external_review(runner: &Runner) {
         ],
         "",
     );
-    assert_eq!(reviewed.status.code(), Some(0), "{}", text(&reviewed));
 
     // A round addresses it; the new head waits for the reviewer again.
     let round = solve(
@@ -151,12 +117,11 @@ fn external_review(runner: &Runner) {
     );
 
     // The reviewer approves the new head: the gate passes, the issue stays assigned.
-    let approved = runner.run(
+    runner.ok(
         dir,
         &["review-decision", "2", "--approve", "--as", "rabbit"],
         "",
     );
-    assert_eq!(approved.status.code(), Some(0), "{}", text(&approved));
     let ready = solve(runner, dir, &[]);
     assert_eq!(ready["state"], "READY", "{ready:#}");
     assert_eq!(
@@ -173,14 +138,13 @@ as_each_user! {
 #[test]
 fn an_escalated_issue_is_unassigned() {
     let runner = Runner::me();
-    let repo = runner.repo(&[("stats.py", MEAN), (".bugloop/config.yml", &seed_config(1))]);
+    let repo = runner.mean_repo(&seed_config(1));
     let dir = repo.path();
     let lines = [
         json!({"tool_calls": [write("test_stats.py", MEAN_TEST)]}),
         json!({"text": "A test for the crash, no fix."}),
     ];
-    let reported = runner.run(dir, &["report"], MEAN_TRACE);
-    assert_eq!(reported.status.code(), Some(0), "{}", text(&reported));
+    runner.ok(dir, &["report"], MEAN_TRACE);
     let scripts = runner.scripts();
     let model = script_of(scripts.path(), "solve.jsonl", &lines);
     let solved = runner.run(
@@ -215,18 +179,9 @@ fn an_escalated_issue_is_unassigned() {
 #[test]
 fn a_solution_waits_for_approval_before_its_draft_opens() {
     let runner = Runner::me();
-    let repo = runner.repo(&[
-        ("stats.py", MEAN),
-        (
-            ".bugloop/config.yml",
-            "solve:\n  approval: required\n  test_commands:\n    - python3 -m unittest -q\nagents:\n  reviewer:\n    external: true\n",
-        ),
-    ]);
+    let repo = runner.mean_repo("solve:\n  approval: required\n  test_commands:\n    - python3 -m unittest -q\nagents:\n  reviewer:\n    external: true\n");
     let dir = repo.path();
-    let lines = [
-        json!({"tool_calls": [write("test_stats.py", MEAN_TEST), write("stats.py", &MEAN.replace(" + 1", ""))]}),
-        json!({"text": "The loop stops at the last element; tested."}),
-    ];
+    let lines = tested_fix();
     let report = solve_with(&runner, dir, MEAN_TRACE, &lines);
     assert_eq!(report["state"], "SOLVING", "{report:#}");
     assert!(
@@ -263,7 +218,7 @@ fn a_solution_waits_for_approval_before_its_draft_opens() {
     // Approved: the draft opens, and the record says who approved.
     let scripts = runner.scripts();
     let model = script_of(scripts.path(), "none.jsonl", &[]);
-    let approved = runner.run(
+    let approved = runner.json(
         dir,
         &[
             "solve",
@@ -276,8 +231,6 @@ fn a_solution_waits_for_approval_before_its_draft_opens() {
         ],
         "",
     );
-    assert_eq!(approved.status.code(), Some(0), "{}", text(&approved));
-    let approved: Value = serde_json::from_slice(&approved.stdout).unwrap();
     assert_eq!(approved["state"], "REVIEWING", "{approved:#}");
     assert_eq!(approved["change_request"], 2, "{approved:#}");
     let history = approved["history"].to_string();

@@ -58,6 +58,20 @@ fn spawn_watch(
     (child, lines)
 }
 
+/// Stops the watch `child` as a service manager does (SIGTERM), which must end it well: its
+/// standard error.
+fn stop(mut child: std::process::Child) -> String {
+    std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let status = child.wait().unwrap();
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(status.success(), "{status:?} {stderr}");
+    stderr
+}
+
 /// Reads the watch's JSON events until `n` have come (or a minute has passed).
 fn events(lines: &mpsc::Receiver<String>, n: usize) -> Vec<Value> {
     let mut found = Vec::new();
@@ -74,12 +88,7 @@ fn events(lines: &mpsc::Receiver<String>, n: usize) -> Vec<Value> {
 
 fn follow_and_rotate(runner: &Runner) {
     let repo = runner.repo(&[("stats.py", MEAN)]);
-    let logs = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(
-        logs.path(),
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
+    let logs = runner.readable_dir();
     let log = logs.path().join("app.log");
     // Written before the watch began: not reported.
     append(
@@ -87,7 +96,7 @@ fn follow_and_rotate(runner: &Runner) {
         &format!("2026-12-01 10:00:00 ERROR old\n{}", trace("OldError")),
     );
     let log_arg = log.display().to_string();
-    let (mut child, lines) = spawn_watch(
+    let (child, lines) = spawn_watch(
         runner,
         repo.path(),
         &[
@@ -131,14 +140,7 @@ fn follow_and_rotate(runner: &Runner) {
     std::fs::File::create(&log).unwrap();
     append(&log, &trace("AssertionError"));
     seen.extend(events(&lines, 1));
-    std::process::Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    let status = child.wait().unwrap();
-    let mut stderr = String::new();
-    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
-    assert!(status.success(), "{status:?} {stderr}");
+    let stderr = stop(child);
     let said: Vec<String> = seen
         .iter()
         .map(|e| match e["event"].as_str().unwrap() {
@@ -204,12 +206,11 @@ fn once_over_standard_input_files_json_lines_and_traces_and_counts_repeats() {
     let input = format!(
         "{{\"level\": \"info\", \"msg\": \"up\"}}\n{{\"level\": \"error\", \"message\": \"payment provider timed out\"}}\nnoise\n{MEAN_TRACE}{MEAN_TRACE}"
     );
-    let output = runner.run(
+    let output = runner.ok(
         repo.path(),
         &["watch", "--once", "--window", "0", "-"],
         &input,
     );
-    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
     let said = String::from_utf8_lossy(&output.stdout);
     let lines: Vec<&str> = said.lines().collect();
     assert_eq!(lines.len(), 3, "{said}");
@@ -222,16 +223,15 @@ fn once_over_standard_input_files_json_lines_and_traces_and_counts_repeats() {
     );
     assert!(lines[2].ends_with("(2 reports)"), "{said}");
     // A file that is not there is an error, said, with --once.
-    let missing = runner.run(
+    let missing = runner.exits(
         repo.path(),
         &["watch", "--once", "/nonexistent/app.log"],
         "",
+        2,
     );
-    assert_eq!(missing.status.code(), Some(2), "{}", text(&missing));
     assert!(
-        text(&missing).contains("cannot open /nonexistent/app.log"),
-        "{}",
-        text(&missing)
+        missing.contains("cannot open /nonexistent/app.log"),
+        "{missing}"
     );
 }
 
@@ -248,12 +248,11 @@ fn a_report_of_another_services_files_is_routed_to_its_repository() {
     assert_eq!(app.path().parent(), api.path().parent());
     let relative = format!("../{}", api.path().file_name().unwrap().to_string_lossy());
     let route = format!("/srv/api/={relative}");
-    let output = runner.run(
+    let output = runner.ok(
         app.path(),
         &["watch", "--once", "--route", &route, "-"],
         &format!("{MEAN_TRACE}{api_trace}"),
     );
-    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
     let said = String::from_utf8_lossy(&output.stdout);
     assert!(said.contains("filed issue #1: IndexError"), "{said}");
     assert!(
@@ -268,17 +267,13 @@ fn a_report_of_another_services_files_is_routed_to_its_repository() {
             "{item:#}"
         );
     }
-    let missing = runner.run(
+    let missing = runner.exits(
         app.path(),
         &["watch", "--once", "--route", "/srv/x=/nonexistent", "-"],
         "",
+        2,
     );
-    assert_eq!(missing.status.code(), Some(2), "{}", text(&missing));
-    assert!(
-        text(&missing).contains("is not a directory"),
-        "{}",
-        text(&missing)
-    );
+    assert!(missing.contains("is not a directory"), "{missing}");
 }
 
 /// What an application logs at a user's request is not a trace: a JSON record at ERROR whose
@@ -301,12 +296,11 @@ fn log_lines_a_user_can_write_forge_no_trace() {
         "2026-12-05 10:00:00 INFO user said:\n  {}\n",
         trace.replace('\n', "\n  ")
     ));
-    let output = runner.run(
+    let output = runner.ok(
         repo.path(),
         &["watch", "--once", "--format", "json", "-"],
         &input,
     );
-    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
     let said = String::from_utf8_lossy(&output.stdout);
     let events: Vec<Value> = said
         .lines()
@@ -353,15 +347,10 @@ fn log_lines_a_user_can_write_forge_no_trace() {
 fn a_log_not_there_yet_is_waited_for_once_on_standard_error() {
     let runner = Runner::me();
     let repo = runner.repo(&[("stats.py", MEAN)]);
-    let logs = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(
-        logs.path(),
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
+    let logs = runner.readable_dir();
     let log = logs.path().join("later.log");
     let log_arg = log.display().to_string();
-    let (mut child, lines) = spawn_watch(
+    let (child, lines) = spawn_watch(
         &runner,
         repo.path(),
         &["watch", &log_arg, "--poll-ms", "20", "--format", "json"],
@@ -372,14 +361,7 @@ fn a_log_not_there_yet_is_waited_for_once_on_standard_error() {
     std::thread::sleep(Duration::from_millis(200));
     append(&log, MEAN_TRACE);
     let seen = events(&lines, 1);
-    std::process::Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    let status = child.wait().unwrap();
-    let mut stderr = String::new();
-    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
-    assert!(status.success(), "{status:?} {stderr}");
+    let stderr = stop(child);
     assert_eq!(seen.len(), 1, "{stderr}");
     assert_eq!(seen[0]["event"], "reported", "{seen:?}");
     let rest: Vec<String> = lines.try_iter().collect();
