@@ -204,18 +204,29 @@ fn run_id(task: &str) -> String {
 /// A tool that aborted the task: the call is recorded as failed, and the task ends with the
 /// tool's reason.
 fn aborted(transcript: &mut Transcript, turn: u32, call: ToolCall, message: String) -> AgentError {
+    let tool = call.name.clone();
+    record_call(transcript, turn, call, false, message.clone());
+    AgentError::ToolAbort { tool, message }
+}
+
+/// Records `call` in the transcript, with whether it went through and what came of it: the
+/// call's id, which the answer to the model is given under.
+fn record_call(
+    transcript: &mut Transcript,
+    turn: u32,
+    call: ToolCall,
+    ok: bool,
+    result: String,
+) -> String {
     transcript.write(&Event::Tool {
         turn,
-        id: call.id,
-        name: call.name.clone(),
+        id: call.id.clone(),
+        name: call.name,
         arguments: call.arguments,
-        ok: false,
-        result: message.clone(),
+        ok,
+        result,
     });
-    AgentError::ToolAbort {
-        tool: call.name,
-        message,
-    }
+    call.id
 }
 
 fn end_event(outcome: &Result<Outcome, AgentError>, usage: Usage) -> Event {
@@ -556,30 +567,16 @@ impl Agent {
             Err(ToolError::Abort(message)) => Err(aborted(transcript, turn, call, message)),
             Ok(value) => {
                 let next = follow_ups.next();
-                transcript.write(&Event::Tool {
-                    turn,
-                    id: call.id.clone(),
-                    name: call.name,
-                    arguments: call.arguments,
-                    ok: true,
-                    result: "submitted".into(),
-                });
+                let id = record_call(transcript, turn, call, true, "submitted".into());
                 let Some(next) = next else {
                     return Ok(Submission::Final(value));
                 };
-                messages.push(Message::tool_result(call.id, "recorded"));
+                messages.push(Message::tool_result(id, "recorded"));
                 Ok(Submission::NextStage(next))
             }
             Err(ToolError::Model(message)) => {
-                transcript.write(&Event::Tool {
-                    turn,
-                    id: call.id.clone(),
-                    name: call.name,
-                    arguments: call.arguments,
-                    ok: false,
-                    result: message.clone(),
-                });
-                messages.push(Message::tool_result(call.id, format!("error: {message}")));
+                let id = record_call(transcript, turn, call, false, message.clone());
+                messages.push(Message::tool_result(id, format!("error: {message}")));
                 Ok(Submission::Refused)
             }
         }
@@ -626,15 +623,8 @@ impl Agent {
             Err(ToolError::Model(message)) => (false, format!("error: {message}")),
             Err(ToolError::Abort(message)) => return Err(aborted(transcript, turn, call, message)),
         };
-        transcript.write(&Event::Tool {
-            turn,
-            id: call.id.clone(),
-            name: call.name,
-            arguments: call.arguments,
-            ok,
-            result: text.clone(),
-        });
-        messages.push(Message::tool_result(call.id, text));
+        let id = record_call(transcript, turn, call, ok, text.clone());
+        messages.push(Message::tool_result(id, text));
         Ok(())
     }
 

@@ -12,6 +12,14 @@ use bugloop_llm::{
 };
 use serde_json::json;
 
+/// What the benchmark's models can do: call tools, and no more.
+pub(crate) const TOOLS_ONLY: Capabilities = Capabilities {
+    tools: true,
+    json_schema: false,
+    streaming: false,
+    context_tokens: None,
+};
+
 /// A finding on the first added line of the first file of a prompt.
 pub(crate) fn synthetic_finding(prompt: &str) -> Option<serde_json::Value> {
     let file = prompt
@@ -52,12 +60,7 @@ impl Provider for PassModel {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            tools: true,
-            json_schema: false,
-            streaming: false,
-            context_tokens: None,
-        }
+        TOOLS_ONLY
     }
 
     async fn chat(

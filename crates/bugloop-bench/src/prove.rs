@@ -20,6 +20,7 @@ use bugloop_report::review::{ProofStatus, ReviewReport};
 use serde::Serialize;
 use serde_json::json;
 
+use super::models::TOOLS_ONLY;
 use super::review::{git, review_once};
 use super::setup_error;
 use bugloop_app::{AppError, Models};
@@ -88,12 +89,7 @@ impl Provider for ProvingModel {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            tools: true,
-            json_schema: false,
-            streaming: false,
-            context_tokens: None,
-        }
+        TOOLS_ONLY
     }
 
     async fn chat(

@@ -393,6 +393,11 @@ budgets:
 const BASE_LABEL: &str = "main@1a2b3c4:.bugloop/config.yml";
 const BRANCH_LABEL: &str = "<repo>/.bugloop/config.yml";
 
+/// A user configuration file holding `text`.
+fn user_file(text: &str) -> Option<SourceText> {
+    Some(SourceText::new("/home/u/.config/bugloop/config.yml", text))
+}
+
 fn sources(branch_config: BranchConfig) -> Sources {
     Sources {
         base: Some(SourceText::new(BASE_LABEL, BASE)),
@@ -477,20 +482,16 @@ fn the_branch_chooses_review_settings_only() {
         (
             "the user's file overrides the base",
             Sources {
-                user: Some(SourceText::new(
-                    "/home/u/.config/bugloop/config.yml",
+                user: user_file(
                     "review:\n  comment_limit: 9\nfix:\n  verify_commands: [make check]\nbudgets:\n  max_cost_usd: 1\n",
-                )),
+                ),
                 ..sources(BranchConfig::ReviewSettings)
             },
         ),
         (
             "the environment overrides both",
             Sources {
-                user: Some(SourceText::new(
-                    "/home/u/.config/bugloop/config.yml",
-                    "fix:\n  verify_commands: [make check]\n",
-                )),
+                user: user_file("fix:\n  verify_commands: [make check]\n"),
                 env: vec![
                     (
                         "BUGLOOP_FIX__VERIFY_COMMANDS".to_owned(),
@@ -634,10 +635,7 @@ fn every_alias_is_known() {
 #[test]
 fn show_names_each_values_source() {
     let loaded = load_layered(&Sources {
-        user: Some(SourceText::new(
-            "/home/u/.config/bugloop/config.yml",
-            "gate:\n  commands:\n    - cargo fmt --check\n    - shell: |\n        make lint && make test\n        echo done\n",
-        )),
+        user: user_file("gate:\n  commands:\n    - cargo fmt --check\n    - shell: |\n        make lint && make test\n        echo done\n"),
         env: vec![("BUGLOOP_LABELS__TRIGGER".to_owned(), "fix-me".to_owned())],
         ..sources(BranchConfig::ReviewSettings)
     })

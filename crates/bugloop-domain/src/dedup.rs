@@ -378,6 +378,15 @@ mod tests {
         }
     }
 
+    /// The place from `line` to `end_line` in a.rs.
+    fn in_a_rs(line: u32, end_line: Option<u32>) -> Place<'static> {
+        Place {
+            file: Some("a.rs"),
+            line: Some(line),
+            end_line,
+        }
+    }
+
     #[test]
     fn stop_words_are_sorted_for_binary_search() {
         let mut sorted = STOP_WORDS.to_vec();
@@ -506,26 +515,10 @@ mod tests {
     #[test]
     fn ranges_that_overlap_are_the_same_place() {
         let rule = DedupRule::default();
-        let long = Place {
-            file: Some("a.rs"),
-            line: Some(10),
-            end_line: Some(40),
-        };
-        let inside = Place {
-            file: Some("a.rs"),
-            line: Some(30),
-            end_line: None,
-        };
-        let after = Place {
-            file: Some("a.rs"),
-            line: Some(44),
-            end_line: Some(50),
-        };
-        let far = Place {
-            file: Some("a.rs"),
-            line: Some(45),
-            end_line: None,
-        };
+        let long = in_a_rs(10, Some(40));
+        let inside = in_a_rs(30, None);
+        let after = in_a_rs(44, Some(50));
+        let far = in_a_rs(45, None);
         assert_eq!(long.distance(&inside), Some(0));
         assert!(long.same_as(&inside, rule));
         assert_eq!(long.distance(&after), Some(4));
@@ -539,11 +532,7 @@ mod tests {
             None
         );
         // An end line before the start line is no end line.
-        let reversed = Place {
-            file: Some("a.rs"),
-            line: Some(30),
-            end_line: Some(0),
-        };
+        let reversed = in_a_rs(30, Some(0));
         assert_eq!(reversed.distance(&far), Some(15));
 
         // A long range found through the line index from a line near its end.

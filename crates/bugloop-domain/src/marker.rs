@@ -65,6 +65,19 @@ impl MarkerSyntax {
         prefix == self.prefix || self.legacy.iter().any(|p| p == prefix)
     }
 
+    /// Reads a tag's opening, `<!-- <prefix> `, with a prefix this syntax accepts: the prefix.
+    fn open<'t>(&self, cursor: &mut Cursor<'t>) -> Option<&'t str> {
+        cursor.eat("<!--")?;
+        cursor.skip_spaces(1)?;
+        let prefix =
+            cursor.take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+        if !self.accepts(prefix) {
+            return None;
+        }
+        cursor.skip_spaces(1)?;
+        Some(prefix)
+    }
+
     /// `<!-- <prefix> finding_id:"<id>" resolved:<bool> -->`.
     pub fn build(&self, id: &FindingId, resolved: bool) -> String {
         format!(
@@ -165,14 +178,7 @@ impl MarkerSyntax {
             text: lines[last].trim(),
             pos: 0,
         };
-        cursor.eat("<!--")?;
-        cursor.skip_spaces(1)?;
-        let prefix =
-            cursor.take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-        if !self.accepts(prefix) {
-            return None;
-        }
-        cursor.skip_spaces(1)?;
+        self.open(&mut cursor)?;
         cursor.eat("reply:")?;
         let kind = if cursor.eat("info").is_some() {
             ReplyKind::Info
@@ -198,15 +204,7 @@ impl MarkerSyntax {
             text: body,
             pos: start,
         };
-        cursor.eat("<!--")?;
-        cursor.skip_spaces(1)?;
-        let prefix =
-            cursor.take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-        if !self.accepts(prefix) {
-            return None;
-        }
-        let prefix = prefix.to_owned();
-        cursor.skip_spaces(1)?;
+        let prefix = self.open(&mut cursor)?.to_owned();
         cursor.eat("finding_id:\"")?;
         let raw_id = cursor.take_while(|c| c != '"' && c != '\n' && c != '<' && c != '>');
         if raw_id.is_empty() {

@@ -137,6 +137,17 @@ mod tests {
         git(dir, &["rev-parse", "HEAD"])
     }
 
+    /// Reverts `after` (the change from `before`) on top of `onto` as the bot: the commit made.
+    fn reverted(repo: &Git, after: &str, before: &str, onto: &str, message: &str) -> String {
+        let Revert::Commit(reverted) = repo
+            .revert(after, before, onto, message, ("bot", "bot@x"))
+            .unwrap()
+        else {
+            panic!("expected a commit");
+        };
+        reverted
+    }
+
     #[test]
     fn a_merged_change_is_taken_out_of_later_work_and_conflicts_are_named() {
         let dir = tempfile::tempdir().unwrap();
@@ -147,18 +158,7 @@ mod tests {
         let after = commit(root, "a.py", "x = 10\ny = 2\n", "the solution");
         let later = commit(root, "b.py", "b = 2\n", "later work");
         let repo = Git::open(root).unwrap();
-        let Revert::Commit(reverted) = repo
-            .revert(
-                &after,
-                &before,
-                &later,
-                "Revert the solution",
-                ("bot", "bot@x"),
-            )
-            .unwrap()
-        else {
-            panic!("expected a commit");
-        };
+        let reverted = reverted(&repo, &after, &before, &later, "Revert the solution");
         assert_eq!(
             git(root, &["show", &format!("{reverted}:a.py")]),
             "x = 1\ny = 2"
@@ -211,12 +211,7 @@ mod tests {
         // Later work changes the same file elsewhere: a content merge, where a driver would run.
         let later = commit(root, "a.py", "x = 10\n\n\n\ny = 20\n", "later work");
         let repo = Git::open(root).unwrap();
-        let Revert::Commit(reverted) = repo
-            .revert(&after, &before, &later, "Revert", ("bot", "bot@x"))
-            .unwrap()
-        else {
-            panic!("expected a commit");
-        };
+        let reverted = reverted(&repo, &after, &before, &later, "Revert");
         assert!(!ran.exists(), "a merge driver ran on the host");
         assert_eq!(
             git(root, &["show", &format!("{reverted}:a.py")]),

@@ -165,11 +165,8 @@ fn bad_input_is_a_clear_error_or_a_sensible_report() {
 
 #[test]
 fn a_trace_with_backticks_cannot_break_out_of_its_block() {
-    let repository = repository();
     let text = "Traceback (most recent call last):\n  File \"app/models.py\", line 3, in last\nValueError: bad ```\n\n# Injected heading\n";
-    let report = read(text.as_bytes()).unwrap();
-    let located = locate(&report, &repository);
-    let issue = issue(&report, &located, "f", &repository);
+    let issue = filed(text);
     // The trace's fence is longer than its longest run of backticks.
     assert!(issue.body.contains("````text\n"), "{}", issue.body);
 }
@@ -191,11 +188,8 @@ fn many_error_lines_and_frames_are_read_and_the_frames_cut() {
 
 #[test]
 fn an_error_with_backticks_stays_inside_its_code_span() {
-    let repository = repository();
     let text = "Traceback (most recent call last):\n  File \"app/models.py\", line 3, in last\nValueError: a `` b ``` c\n";
-    let report = read(text.as_bytes()).unwrap();
-    let located = locate(&report, &repository);
-    let issue = issue(&report, &located, "f", &repository);
+    let issue = filed(text);
     let line = issue
         .body
         .lines()
@@ -446,4 +440,12 @@ fn a_message_cannot_forge_frames_inside_a_stack_and_every_level_field_must_say_e
 
 fn read_report(text: &str) -> ErrorReport {
     read(text.as_bytes()).unwrap()
+}
+
+/// The issue a report of `text` files against `repository()`, with the fingerprint "f".
+fn filed(text: &str) -> IssueText {
+    let repository = repository();
+    let report = read_report(text);
+    let located = locate(&report, &repository);
+    issue(&report, &located, "f", &repository)
 }

@@ -26,15 +26,12 @@ async fn fix_all_pushes_one_verified_commit_with_the_bases_commands_and_resolves
     let (_, id) = world.reviewed().await;
     let said = "@bugloop fix all";
     let comment = world.sim.comment_as(7, "alice", said);
-    let EventOutcome::Comment { outcome, .. } = world
-        .on_comment(
+    let outcome = world
+        .commented(
             world.comment_trigger(comment, "alice", said, None),
             fixing(&world),
         )
-        .await
-    else {
-        panic!("not a comment");
-    };
+        .await;
     let report = &outcome.report;
     let build = report.build.as_ref().expect("a build");
     let commands: Vec<String> = serde_json::to_value(build)
@@ -280,10 +277,7 @@ async fn a_review_body_asking_for_a_fix_is_acted_on_once() {
         .count();
     assert_eq!(answered, 1);
     world.sim.set_head(7, &once, None);
-    let EventOutcome::Comment { outcome, .. } = world.on_comment(trigger, fixing(&world)).await
-    else {
-        panic!("not a comment");
-    };
+    let outcome = world.commented(trigger, fixing(&world)).await;
     assert!(
         matches!(outcome.verdict, bugloop_app::Verdict::Skipped { .. }),
         "{:?}",
@@ -308,29 +302,23 @@ async fn two_questions_in_one_thread_are_each_answered_once_whatever_the_order()
             answer("It indexes past the end."),
         )
         .await;
-    let EventOutcome::Comment { outcome, .. } = world
-        .on_comment(
+    let outcome = world
+        .commented(
             world.comment_trigger(c2, "alice", second, Some(root)),
             answer("Yes, it can."),
         )
-        .await
-    else {
-        panic!("not a comment");
-    };
+        .await;
     assert!(
         !matches!(outcome.verdict, bugloop_app::Verdict::Skipped { .. }),
         "{:?}",
         outcome.verdict
     );
-    let EventOutcome::Comment { outcome, .. } = world
-        .on_comment(
+    let outcome = world
+        .commented(
             world.comment_trigger(c2, "alice", second, Some(root)),
             answer("Again."),
         )
-        .await
-    else {
-        panic!("not a comment");
-    };
+        .await;
     assert!(matches!(
         outcome.verdict,
         bugloop_app::Verdict::Skipped { .. }

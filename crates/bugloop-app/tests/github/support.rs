@@ -6,8 +6,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use bugloop_app::types::ActReport;
 use bugloop_app::{
-    AppError, ConfigChoice, EventOutcome, GitHubCredentials, GitHubEvent, GitHubEventJob,
+    AppError, ConfigChoice, EventOutcome, GitHubCredentials, GitHubEvent, GitHubEventJob, Outcome,
     Workspace, run_github_event,
 };
 use bugloop_forge::signing::StateKey;
@@ -104,6 +105,15 @@ impl World {
         run(self.job(trigger, model)).await.unwrap()
     }
 
+    /// Runs a comment event with `model`, which must have been handled as a comment: what it
+    /// did.
+    pub async fn commented(&self, trigger: Trigger, model: String) -> Outcome<ActReport> {
+        let EventOutcome::Comment { outcome, .. } = self.on_comment(trigger, model).await else {
+            panic!("not a comment");
+        };
+        *outcome
+    }
+
     pub fn review_trigger(&self) -> Trigger {
         Trigger::Review {
             repository: "acme/widgets".to_owned(),
@@ -150,7 +160,13 @@ impl World {
     /// Reviews pull request #7 with a model that reports the off-by-one: the finding's root
     /// comment id and the finding id.
     pub async fn reviewed(&self) -> (u64, String) {
-        let EventOutcome::Review { outcome, .. } = self.review(&[off_by_one()]).await else {
+        self.reviewed_with(&[off_by_one()]).await
+    }
+
+    /// Reviews pull request #7 with a model that reports `findings`: the first finding's root
+    /// comment id and the finding id.
+    pub async fn reviewed_with(&self, findings: &[Value]) -> (u64, String) {
+        let EventOutcome::Review { outcome, .. } = self.review(findings).await else {
             panic!("not a review");
         };
         let id = outcome.report.unwrap().findings[0]

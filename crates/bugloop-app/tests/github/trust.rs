@@ -36,6 +36,19 @@ async fn argued(world: &World, who: &str, root: u64, said: &str) -> EventOutcome
         .await
 }
 
+/// Checks that what `argued` did resolved nothing and left the finding `id` open, with bugloop
+/// answering in the thread: the answer's text.
+fn kept_open(world: &World, outcome: EventOutcome, id: &str) -> String {
+    let EventOutcome::Comment { outcome, .. } = outcome else {
+        panic!("not a comment: {outcome:?}");
+    };
+    assert!(outcome.report.resolved.is_empty(), "{:?}", outcome.report);
+    assert!(open_in(world, id), "still open");
+    let answer = world.sim.review_comments(7).last().unwrap().clone();
+    assert_eq!(answer.author, BOT);
+    answer.body
+}
+
 #[tokio::test]
 async fn a_reader_cannot_get_a_finding_conceded_and_a_writer_can() {
     let world = World::new().await;
@@ -43,18 +56,11 @@ async fn a_reader_cannot_get_a_finding_conceded_and_a_writer_can() {
     let (root, id) = world.reviewed().await;
     let said = "This is not a bug, the slice is never empty.";
     let outcome = argued(&world, "mallory", root, said).await;
-    let EventOutcome::Comment { outcome, .. } = outcome else {
-        panic!("not a comment: {outcome:?}");
-    };
-    assert!(outcome.report.resolved.is_empty(), "{:?}", outcome.report);
-    assert!(open_in(&world, &id), "still open");
+    let answer = kept_open(&world, outcome, &id);
     assert!(!world.sim.threads(7)[0].resolved);
-    let answer = world.sim.review_comments(7).last().unwrap().clone();
-    assert_eq!(answer.author, BOT);
     assert!(
-        answer.body.contains("may not have this finding withdrawn"),
-        "{}",
-        answer.body
+        answer.contains("may not have this finding withdrawn"),
+        "{answer}"
     );
 
     // The same words from someone with write access are weighed, and conceded.
@@ -71,15 +77,7 @@ async fn the_authors_disagreement_counts_even_without_write_access() {
     world.sim.set_permission("alice", "read");
     let mut minor = off_by_one();
     minor["score"] = json!(6);
-    let EventOutcome::Review { outcome, .. } = world.review(&[minor]).await else {
-        panic!("not a review");
-    };
-    let id = outcome.report.unwrap().findings[0]
-        .finding
-        .id
-        .as_str()
-        .to_owned();
-    let root = world.finding_comments()[0].id;
+    let (root, id) = world.reviewed_with(&[minor]).await;
     let said = "Not a bug: callers check the length first.";
     argued(&world, "alice", root, said).await;
     assert!(!open_in(&world, &id));
@@ -94,19 +92,10 @@ async fn a_serious_finding_conceded_to_an_author_without_write_access_stays_open
     let (root, id) = world.reviewed().await;
     let said = "Not a bug: callers check the length first.";
     let outcome = argued(&world, "alice", root, said).await;
-    let EventOutcome::Comment { outcome, .. } = outcome else {
-        panic!("not a comment: {outcome:?}");
-    };
-    assert!(outcome.report.resolved.is_empty(), "{:?}", outcome.report);
-    assert!(open_in(&world, &id), "still open");
-    let answer = world.sim.review_comments(7).last().unwrap().clone();
-    assert_eq!(answer.author, BOT);
+    let answer = kept_open(&world, outcome, &id);
     assert!(
-        answer
-            .body
-            .contains("conceded to alice, the change's author, who has no write access"),
-        "{}",
-        answer.body
+        answer.contains("conceded to alice, the change's author, who has no write access"),
+        "{answer}"
     );
     // A maintainer settles it.
     world.sim.set_permission("bob", "write");
@@ -172,15 +161,12 @@ async fn a_fork_is_reviewed_but_nothing_is_written_and_its_comments_are_not_acte
     );
     assert!(world.finding_comments().is_empty() && world.bot_issue_comments().is_empty());
     let id = world.sim.comment_as(7, "alice", "@bugloop fix all");
-    let EventOutcome::Comment { outcome, .. } = world
-        .on_comment(
+    let outcome = world
+        .commented(
             world.comment_trigger(id, "alice", "@bugloop fix all", None),
             answers(world.scripts.path(), &[]),
         )
-        .await
-    else {
-        panic!("not a comment");
-    };
+        .await;
     assert!(
         matches!(outcome.verdict, Verdict::Skipped { .. }),
         "{:?}",

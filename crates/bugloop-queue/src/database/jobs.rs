@@ -205,41 +205,51 @@ impl Queue {
 
     /// The job is done; `false` when the lease was lost meanwhile (someone else owns it now).
     pub async fn complete(&self, lease: &Lease, now: i64) -> Result<bool, QueueError> {
-        let _turn = self.turn().await;
-        let done = sqlx::query(&self.sql(
+        self.end_attempt(
             "UPDATE jobs SET state = 'done', lease_until = NULL, \
              error = NULL, updated_at = ?, finished_at = ? \
              WHERE id = ? AND epoch = ? AND state = 'running'",
-        ))
-        .bind(now)
-        .bind(now)
-        .bind(&lease.job.id)
-        .bind(lease.epoch)
-        .execute(&self.pool)
+            lease,
+            now,
+            "complete a job",
+        )
         .await
-        .map_err(query_error("complete a job"))?
-        .rows_affected();
-        Ok(done == 1)
     }
 
     /// Hands a job back unfinished (the server is stopping): queued again at once, the attempt
     /// not counted; `false` when the lease was lost meanwhile.
     pub async fn release(&self, lease: &Lease, now: i64) -> Result<bool, QueueError> {
-        let _turn = self.turn().await;
-        let released = sqlx::query(&self.sql(
+        self.end_attempt(
             "UPDATE jobs SET state = 'queued', lease_owner = NULL, lease_until = NULL, \
              attempts = attempts - 1, run_after = ?, started_at = NULL, updated_at = ? \
              WHERE id = ? AND epoch = ? AND state = 'running'",
-        ))
-        .bind(now)
-        .bind(now)
-        .bind(&lease.job.id)
-        .bind(lease.epoch)
-        .execute(&self.pool)
+            lease,
+            now,
+            "hand a job back",
+        )
         .await
-        .map_err(query_error("hand a job back"))?
-        .rows_affected();
-        Ok(released == 1)
+    }
+
+    /// Ends the attempt `lease` holds with `update`, whose parameters are `now` twice, then the
+    /// job's id and the lease's epoch; `false` when the lease was lost meanwhile.
+    async fn end_attempt(
+        &self,
+        update: &str,
+        lease: &Lease,
+        now: i64,
+        what: &'static str,
+    ) -> Result<bool, QueueError> {
+        let _turn = self.turn().await;
+        let changed = sqlx::query(&self.sql(update))
+            .bind(now)
+            .bind(now)
+            .bind(&lease.job.id)
+            .bind(lease.epoch)
+            .execute(&self.pool)
+            .await
+            .map_err(query_error(what))?
+            .rows_affected();
+        Ok(changed == 1)
     }
 
     /// The attempt failed: retried later (transient, attempts left) or dead, with the error

@@ -108,20 +108,30 @@ pub(super) fn safe_relative(path: &[u8]) -> Option<&Path> {
 /// Creates the directories of `relative` below `root`, refusing to pass through anything that is
 /// not a real directory (a symlink planted as a parent).
 pub(super) fn create_parents(root: &Path, relative: &Path) -> Result<(), SandboxError> {
-    let mut current = root.to_path_buf();
-    if let Some(parent) = relative.parent() {
-        for component in parent.components() {
-            current.push(component);
-            match std::fs::symlink_metadata(&current) {
-                Ok(m) if m.is_dir() => {}
-                Ok(_) => {
-                    return Err(io_error(&current, "exists and is not a directory"));
-                }
-                Err(_) => std::fs::create_dir(&current).map_err(|e| io_error(&current, e))?,
+    for current in parents_below(root, relative) {
+        match std::fs::symlink_metadata(&current) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => {
+                return Err(io_error(&current, "exists and is not a directory"));
             }
+            Err(_) => std::fs::create_dir(&current).map_err(|e| io_error(&current, e))?,
         }
     }
     Ok(())
+}
+
+/// The directories `relative` lies in below `root`, outermost first: `root` joined with each
+/// longer prefix of `relative`'s parent.
+pub(super) fn parents_below(root: &Path, relative: &Path) -> impl Iterator<Item = PathBuf> {
+    let mut current = root.to_path_buf();
+    relative
+        .parent()
+        .into_iter()
+        .flat_map(Path::components)
+        .map(move |component| {
+            current.push(component);
+            current.clone()
+        })
 }
 
 /// Streams blobs out of the object store (`git cat-file --batch`, which applies no filter).

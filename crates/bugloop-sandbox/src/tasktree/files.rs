@@ -7,6 +7,7 @@ use std::path::Path;
 
 use super::TaskTree;
 use super::changes::{plain, read_regular};
+use super::export::parents_below;
 
 impl TaskTree {
     /// The content of the regular file at `relative` in the tree, read as data: never through a
@@ -41,26 +42,22 @@ impl TaskTree {
                 relative.display()
             ));
         }
-        let mut current = self.tree.clone();
-        if let Some(parent) = relative.parent() {
-            for component in parent.components() {
-                current.push(component);
-                match std::fs::symlink_metadata(&current) {
-                    Ok(m) if m.is_dir() => {}
-                    Ok(_) => {
-                        return Err(format!(
-                            "{} is not a directory of the tree",
-                            current
-                                .strip_prefix(&self.tree)
-                                .unwrap_or(&current)
-                                .display()
-                        ));
-                    }
-                    Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-                        std::fs::create_dir(&current).map_err(|e| e.to_string())?;
-                    }
-                    Err(error) => return Err(error.to_string()),
+        for current in parents_below(&self.tree, relative) {
+            match std::fs::symlink_metadata(&current) {
+                Ok(m) if m.is_dir() => {}
+                Ok(_) => {
+                    return Err(format!(
+                        "{} is not a directory of the tree",
+                        current
+                            .strip_prefix(&self.tree)
+                            .unwrap_or(&current)
+                            .display()
+                    ));
                 }
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                    std::fs::create_dir(&current).map_err(|e| e.to_string())?;
+                }
+                Err(error) => return Err(error.to_string()),
             }
         }
         self.remove_file(relative)?;
@@ -97,16 +94,7 @@ impl TaskTree {
     }
 
     pub(super) fn inside_real_directories(&self, relative: &Path) -> bool {
-        let mut current = self.tree.clone();
-        if let Some(parent) = relative.parent() {
-            for component in parent.components() {
-                current.push(component);
-                match std::fs::symlink_metadata(&current) {
-                    Ok(m) if m.is_dir() => {}
-                    _ => return false,
-                }
-            }
-        }
-        true
+        parents_below(&self.tree, relative)
+            .all(|current| std::fs::symlink_metadata(current).is_ok_and(|m| m.is_dir()))
     }
 }
