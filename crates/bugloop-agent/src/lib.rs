@@ -198,9 +198,6 @@ fn run_id(task: &str) -> String {
     format!("{stamp}-{safe}-{:04x}", fastrand::u16(..))
 }
 
-/// The transcript's last event: how the run ended (a label and the answer, submission or
-/// error), and what it spent; when a budget stopped it, the budget's own count of the spending,
-/// which is what the budget was checked against.
 /// A tool that aborted the task: the call is recorded as failed, and the task ends with the
 /// tool's reason.
 fn aborted(transcript: &mut Transcript, turn: u32, call: ToolCall, message: String) -> AgentError {
@@ -229,6 +226,9 @@ fn record_call(
     call.id
 }
 
+/// The transcript's last event: how the run ended (a label and the answer, submission or
+/// error), and what it spent; when a budget stopped it, the budget's own count of the spending,
+/// which is what the budget was checked against.
 fn end_event(outcome: &Result<Outcome, AgentError>, usage: Usage) -> Event {
     let (label, detail) = match outcome {
         Ok(Outcome::Answer(text)) => ("answered", text.clone()),

@@ -83,6 +83,16 @@ const LOCKFILES: &[&str] = &[
     "flake.lock",
 ];
 
+/// The metadata files setuptools writes into a package's `.egg-info/` directory.
+const EGG_INFO_FILES: &[&str] = &[
+    "PKG-INFO",
+    "SOURCES.txt",
+    "requires.txt",
+    "top_level.txt",
+    "dependency_links.txt",
+    "not-zip-safe",
+];
+
 fn importance(path: &str) -> Importance {
     let name = path.rsplit('/').next().unwrap_or(path);
     let lower = path.to_ascii_lowercase();
@@ -94,8 +104,9 @@ fn importance(path: &str) -> Importance {
         || lower.contains("/vendor/")
         || lower.starts_with("dist/")
         || lower.contains("/generated/")
-        // setuptools writes these from setup.py/pyproject.toml when it builds.
-        || lower.contains(".egg-info/")
+        // What setuptools writes from setup.py/pyproject.toml when it builds; code and
+        // `entry_points.txt` (which picks what code loads) under `.egg-info/` are shown.
+        || (lower.contains(".egg-info/") && EGG_INFO_FILES.contains(&name))
     {
         return Importance::Summarize;
     }

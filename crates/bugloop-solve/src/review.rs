@@ -25,7 +25,6 @@ use super::detail::{BuiltRound, Empty, ReviewedHead, RoundStep};
 use super::{Flow, RESOLVE_PROMPT, Run, SolveError};
 use bugloop_loops::prompt::quoted;
 
-/// The draft's number, from the record.
 /// The commit the draft's branch points at on the forge.
 pub(super) async fn draft_head(
     run: &Run<'_, '_>,
@@ -39,6 +38,7 @@ pub(super) async fn draft_head(
         })
 }
 
+/// The draft's number, from the record.
 fn draft(run: &Run<'_, '_>) -> Result<u64, SolveError> {
     run.record.change_request().ok_or_else(|| {
         SolveError::Invalid(format!(

@@ -189,7 +189,13 @@ fn build_output_is_summarized_by_where_it_lies() {
         "api/generated/client.ts",
         "src/requests.egg-info/SOURCES.txt",
     ];
-    let shown = ["src/egg_info.py", "setup.py", "PKG-INFO"];
+    let shown = [
+        "src/egg_info.py",
+        "setup.py",
+        "PKG-INFO",
+        "src/requests.egg-info/conftest.py",
+        "src/requests.egg-info/entry_points.txt",
+    ];
     let text: String = summarized
         .iter()
         .chain(&shown)

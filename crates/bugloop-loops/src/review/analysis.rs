@@ -352,7 +352,8 @@ fn triage_prompt(request: &ReviewRequest, candidates: &[Candidate]) -> String {
 }
 
 /// Lines around `line` of `file` at head, numbered as the change is shown (unpadded), with runs
-/// of encoded data collapsed as there: a private key's body is not sent to the model.
+/// of encoded data collapsed as there (a private key's body is not sent to the model); the
+/// hit's own line is always shown.
 fn context(request: &ReviewRequest, file: &str, line: u32) -> String {
     let Ok(text) = std::fs::read(request.workspace.join(file)) else {
         return String::new();
@@ -372,9 +373,10 @@ fn lines_around(text: &str, line: u32) -> String {
     let mut shown = Vec::new();
     let mut index = 0;
     while let Some(&(number, text)) = around.get(index) {
+        // The hit's own line is always shown, whatever it looks like.
         let run = around[index..]
             .iter()
-            .take_while(|(_, l)| crate::plan::is_data_line(l))
+            .take_while(|(n, l)| *n != line && crate::plan::is_data_line(l))
             .count();
         if run >= crate::plan::DATA_RUN {
             let last = around[index + run - 1].0;
@@ -502,6 +504,18 @@ mod tests {
         );
         let short = lines_around("a\nb\nc\n", 3);
         assert_eq!(short, "1 a\n2 b\n3 c");
+        // A hit on a line that looks like data is shown, and runs stop at it (three lines are
+        // too few to collapse).
+        let shown = lines_around(&key, 6);
+        assert_eq!(
+            shown,
+            format!(
+                "1 x = 1\n2 -----BEGIN PRIVATE KEY-----\n\
+                 3 {body}\n4 {body}\n5 {body}\n6 {body}\n\
+                 7-10 [4 lines of encoded data (base64 or hex), not shown]\n\
+                 11 -----END PRIVATE KEY-----"
+            )
+        );
     }
 }
 
