@@ -9,10 +9,10 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use serde::Serialize;
 
-use crate::Provider;
 use crate::error::LlmError;
 pub use crate::overrun::{BudgetExceeded, Limit, Refused, UsageSummary};
-use crate::types::{Capabilities, ChatRequest, ChatResponse, StreamSink, Usage};
+use crate::types::{ChatRequest, ChatResponse, StreamSink, Usage};
+use crate::{Provider, ProviderLayer};
 
 /// US dollars per million tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -313,13 +313,9 @@ impl Metered {
 }
 
 #[async_trait]
-impl Provider for Metered {
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-
-    fn capabilities(&self) -> Capabilities {
-        self.inner.capabilities()
+impl ProviderLayer for Metered {
+    fn inner(&self) -> &dyn Provider {
+        &*self.inner
     }
 
     async fn chat(

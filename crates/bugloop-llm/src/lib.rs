@@ -62,6 +62,39 @@ impl<P: Provider + ?Sized> Provider for Arc<P> {
     }
 }
 
+/// A provider wrapped around another that changes only its chats (metering them, recording
+/// them, setting a temperature): its name and capabilities are the inner provider's, through
+/// the one implementation of [`Provider`] for every layer.
+#[async_trait]
+pub trait ProviderLayer: Send + Sync + std::fmt::Debug {
+    /// The provider this one wraps.
+    fn inner(&self) -> &dyn Provider;
+
+    /// One chat turn, as [`Provider::chat`].
+    async fn chat(
+        &self,
+        request: &ChatRequest,
+        sink: Option<StreamSink<'_>>,
+    ) -> Result<ChatResponse, LlmError>;
+}
+
+#[async_trait]
+impl<L: ProviderLayer> Provider for L {
+    fn name(&self) -> &str {
+        self.inner().name()
+    }
+    fn capabilities(&self) -> Capabilities {
+        self.inner().capabilities()
+    }
+    async fn chat(
+        &self,
+        request: &ChatRequest,
+        sink: Option<StreamSink<'_>>,
+    ) -> Result<ChatResponse, LlmError> {
+        ProviderLayer::chat(self, request, sink).await
+    }
+}
+
 /// How to reach one provider.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ProviderSettings {

@@ -14,9 +14,9 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::Provider;
 use crate::error::LlmError;
 use crate::types::{Capabilities, ChatRequest, ChatResponse, Role, StreamEvent, StreamSink};
+use crate::{Provider, ProviderLayer};
 
 #[derive(Debug, Serialize, Deserialize)]
 struct Exchange {
@@ -172,13 +172,9 @@ impl Recorder {
 }
 
 #[async_trait]
-impl Provider for Recorder {
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-
-    fn capabilities(&self) -> Capabilities {
-        self.inner.capabilities()
+impl ProviderLayer for Recorder {
+    fn inner(&self) -> &dyn Provider {
+        &*self.inner
     }
 
     async fn chat(

@@ -11,6 +11,8 @@ mod budget;
 #[path = "llm/connect.rs"]
 mod connect;
 #[cfg(feature = "local")]
+#[path = "llm/layer.rs"]
+mod layer;
 #[path = "llm/local.rs"]
 mod local;
 #[path = "llm/openai.rs"]

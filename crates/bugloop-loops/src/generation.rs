@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use bugloop_llm::{
-    Capabilities, ChatRequest, ChatResponse, LlmError, Provider, StreamEvent, StreamSink,
+    ChatRequest, ChatResponse, LlmError, Provider, ProviderLayer, StreamEvent, StreamSink,
 };
 
 use crate::{Progress, ProgressEvent};
@@ -44,13 +44,9 @@ struct Count {
 }
 
 #[async_trait]
-impl Provider for Watched {
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-
-    fn capabilities(&self) -> Capabilities {
-        self.inner.capabilities()
+impl ProviderLayer for Watched {
+    fn inner(&self) -> &dyn Provider {
+        &*self.inner
     }
 
     async fn chat(
@@ -116,8 +112,8 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
-    use bugloop_llm::Usage;
     use bugloop_llm::scripted::{ScriptedProvider, text_reply};
+    use bugloop_llm::{Capabilities, Usage};
 
     #[derive(Debug, Default)]
     struct Seen(Mutex<Vec<ProgressEvent>>);

@@ -10,7 +10,7 @@ use bugloop_domain::finding::Finding;
 use bugloop_domain::grounding::Head;
 use bugloop_forge::ChangeKey;
 use bugloop_git::{Git, short};
-use bugloop_llm::{ChatRequest, ChatResponse, LlmError, Provider, StreamSink};
+use bugloop_llm::{ChatRequest, ChatResponse, LlmError, Provider, ProviderLayer, StreamSink};
 use bugloop_report::converge::Quarantined;
 
 use crate::act::ActError;
@@ -107,13 +107,9 @@ pub(super) struct Tempered {
 }
 
 #[async_trait]
-impl Provider for Tempered {
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-
-    fn capabilities(&self) -> bugloop_llm::Capabilities {
-        self.inner.capabilities()
+impl ProviderLayer for Tempered {
+    fn inner(&self) -> &dyn Provider {
+        &*self.inner
     }
 
     async fn chat(
