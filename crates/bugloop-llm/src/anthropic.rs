@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use crate::Provider;
 use crate::error::LlmError;
-use crate::http::{Http, HttpSettings};
+use crate::http::{Http, HttpSettings, WireFormat};
 use crate::types::{
     Capabilities, ChatRequest, ChatResponse, FinishReason, Message, Role, StreamEvent, StreamSink,
     ToolCall, ToolChoice, Usage,
@@ -106,17 +106,9 @@ impl AnthropicProvider {
             ("x-api-key", self.api_key.clone()),
             ("anthropic-version", ANTHROPIC_VERSION.to_owned()),
         ];
-        let response = self.http.post_json(&url, &headers, body).await?;
-        if request.stream {
-            let mut state = StreamState::default();
-            self.http
-                .read_events(response, |event, data| state.on_event(event, data, sink))
-                .await?;
-            state.finish(&self.model)
-        } else {
-            let value = self.http.read_json(response).await?;
-            parse_response(&value, &self.model)
-        }
+        self.http
+            .exchange::<StreamState>(&url, &headers, body, request.stream, sink, &self.model)
+            .await
     }
 }
 
@@ -307,34 +299,6 @@ struct StreamState {
 }
 
 impl StreamState {
-    /// Folds one server-sent event into the state, passing text and started tool calls on to
-    /// `sink` as they come.
-    fn on_event(
-        &mut self,
-        event: &str,
-        data: &str,
-        sink: Option<StreamSink<'_>>,
-    ) -> Result<(), LlmError> {
-        if event == "ping" || data.trim().is_empty() {
-            return Ok(());
-        }
-        let value: Value = serde_json::from_str(data).map_err(|e| {
-            LlmError::InvalidResponse(format!("stream event {event:?} is not JSON ({e})"))
-        })?;
-        let kind = value.get("type").and_then(Value::as_str).unwrap_or(event);
-        let index = value.get("index").and_then(Value::as_u64).unwrap_or(0);
-        match kind {
-            "message_start" => self.message_start(&value),
-            "content_block_start" => self.block_start(index, &value, sink),
-            "content_block_delta" => self.block_delta(index, &value, sink)?,
-            "message_delta" => self.message_delta(&value),
-            "message_stop" => self.stopped = true,
-            "error" => return Err(stream_error(&value)),
-            _ => {}
-        }
-        Ok(())
-    }
-
     /// The model and the input side of the usage come first, in `message_start`.
     fn message_start(&mut self, value: &Value) {
         if let Some(message) = value.get("message") {
@@ -437,6 +401,36 @@ impl StreamState {
             add_usage(&mut self.usage, u);
         }
     }
+}
+
+impl WireFormat for StreamState {
+    /// Folds one server-sent event into the state, passing text and started tool calls on to
+    /// `sink` as they come.
+    fn on_event(
+        &mut self,
+        event: &str,
+        data: &str,
+        sink: Option<StreamSink<'_>>,
+    ) -> Result<(), LlmError> {
+        if event == "ping" || data.trim().is_empty() {
+            return Ok(());
+        }
+        let value: Value = serde_json::from_str(data).map_err(|e| {
+            LlmError::InvalidResponse(format!("stream event {event:?} is not JSON ({e})"))
+        })?;
+        let kind = value.get("type").and_then(Value::as_str).unwrap_or(event);
+        let index = value.get("index").and_then(Value::as_u64).unwrap_or(0);
+        match kind {
+            "message_start" => self.message_start(&value),
+            "content_block_start" => self.block_start(index, &value, sink),
+            "content_block_delta" => self.block_delta(index, &value, sink)?,
+            "message_delta" => self.message_delta(&value),
+            "message_stop" => self.stopped = true,
+            "error" => return Err(stream_error(&value)),
+            _ => {}
+        }
+        Ok(())
+    }
 
     fn finish(self, default_model: &str) -> Result<ChatResponse, LlmError> {
         if !self.stopped {
@@ -460,6 +454,10 @@ impl StreamState {
             usage: self.usage,
             model: self.model.unwrap_or_else(|| default_model.to_owned()),
         })
+    }
+
+    fn parse(value: &Value, default_model: &str) -> Result<ChatResponse, LlmError> {
+        parse_response(value, default_model)
     }
 }
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 use futures_util::StreamExt;
 
 use crate::error::{LlmError, classify_status};
-use crate::types::{StreamEvent, StreamSink};
+use crate::types::{ChatResponse, StreamEvent, StreamSink};
 
 /// Timeouts and retry policy of the hosted providers.
 #[derive(Debug, Clone, PartialEq)]
@@ -34,6 +34,21 @@ impl Default for HttpSettings {
             max_retry_after: Duration::from_secs(120),
         }
     }
+}
+
+/// How a provider's answers read: a streamed answer assembled event by event, or a whole one.
+pub(crate) trait WireFormat: Default {
+    /// Folds one server-sent event into the answer so far, passing text on to `sink`.
+    fn on_event(
+        &mut self,
+        event: &str,
+        data: &str,
+        sink: Option<StreamSink<'_>>,
+    ) -> Result<(), LlmError>;
+    /// The streamed answer, complete (`default_model` when the stream did not name one).
+    fn finish(self, default_model: &str) -> Result<ChatResponse, LlmError>;
+    /// A whole answer.
+    fn parse(value: &serde_json::Value, default_model: &str) -> Result<ChatResponse, LlmError>;
 }
 
 #[derive(Debug, Clone)]
@@ -86,6 +101,28 @@ impl Http {
             let shown: String = String::from_utf8_lossy(&bytes).chars().take(200).collect();
             LlmError::InvalidResponse(format!("not JSON ({e}): {shown}"))
         })
+    }
+
+    /// Posts `body` to `url` and reads the answer in the provider's `Wire` format: streamed
+    /// (`stream`, its text passed on to `sink` as it comes), else one JSON body.
+    pub(crate) async fn exchange<Wire: WireFormat>(
+        &self,
+        url: &str,
+        headers: &[(&str, String)],
+        body: &serde_json::Value,
+        stream: bool,
+        sink: Option<StreamSink<'_>>,
+        model: &str,
+    ) -> Result<ChatResponse, LlmError> {
+        let response = self.post_json(url, headers, body).await?;
+        if stream {
+            let mut state = Wire::default();
+            self.read_events(response, |event, data| state.on_event(event, data, sink))
+                .await?;
+            state.finish(model)
+        } else {
+            Wire::parse(&self.read_json(response).await?, model)
+        }
     }
 
     /// Reads a server-sent-events body, calling `on_event(event type, data)` for each event.

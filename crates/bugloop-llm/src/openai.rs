@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use crate::Provider;
 use crate::error::LlmError;
-use crate::http::{Http, HttpSettings};
+use crate::http::{Http, HttpSettings, WireFormat};
 use crate::types::{
     Capabilities, ChatRequest, ChatResponse, FinishReason, Message, Role, StreamEvent, StreamSink,
     ToolCall, ToolChoice, Usage,
@@ -114,17 +114,9 @@ impl OpenAiProvider {
         if let Some(key) = &self.api_key {
             headers.push(("authorization", format!("Bearer {key}")));
         }
-        let response = self.http.post_json(&url, &headers, body).await?;
-        if request.stream {
-            let mut state = StreamState::default();
-            self.http
-                .read_events(response, |_, data| state.on_data(data, sink))
-                .await?;
-            state.finish(&self.model)
-        } else {
-            let value = self.http.read_json(response).await?;
-            parse_response(&value, &self.model)
-        }
+        self.http
+            .exchange::<StreamState>(&url, &headers, body, request.stream, sink, &self.model)
+            .await
     }
 }
 
@@ -280,8 +272,14 @@ struct StreamState {
     done: bool,
 }
 
-impl StreamState {
-    fn on_data(&mut self, data: &str, sink: Option<StreamSink<'_>>) -> Result<(), LlmError> {
+impl WireFormat for StreamState {
+    /// Folds one chunk into the answer (OpenAI's events carry no type: every one is data).
+    fn on_event(
+        &mut self,
+        _event: &str,
+        data: &str,
+        sink: Option<StreamSink<'_>>,
+    ) -> Result<(), LlmError> {
         if data.trim() == "[DONE]" {
             self.done = true;
             return Ok(());
@@ -384,5 +382,9 @@ impl StreamState {
             usage: self.usage,
             model: self.model.unwrap_or_else(|| default_model.to_owned()),
         })
+    }
+
+    fn parse(value: &Value, default_model: &str) -> Result<ChatResponse, LlmError> {
+        parse_response(value, default_model)
     }
 }
