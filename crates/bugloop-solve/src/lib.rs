@@ -118,6 +118,27 @@ struct Run<'e, 'a> {
     mark: SpendMark,
 }
 
+impl<'e, 'a> Run<'e, 'a> {
+    /// A run on `issue` as its record says, spending counted from now.
+    fn new(
+        env: &'e LoopEnv<'a>,
+        tracker: &'e dyn Tracker,
+        issue: TrackedIssue,
+        options: &'e SolveOptions,
+        record: Record,
+    ) -> Self {
+        Run {
+            env,
+            tracker,
+            issue,
+            options,
+            record,
+            wake_at: None,
+            mark: SpendMark::now(&env.meter),
+        }
+    }
+}
+
 /// The run's spending up to a moment, to record each step's share.
 struct SpendMark {
     input_tokens: u64,
@@ -155,15 +176,7 @@ pub async fn solve(
             "issue #{issue} is closed; there is nothing to solve"
         )));
     }
-    let mut run = Run {
-        env: &env,
-        tracker,
-        issue: found,
-        options,
-        record,
-        wake_at: None,
-        mark: SpendMark::now(&env.meter),
-    };
+    let mut run = Run::new(&env, tracker, found, options, record);
     if let Some(message) = why_not_go_on(&run, issue, options) {
         return Ok(run.record.report(&run.issue, message));
     }
@@ -267,15 +280,7 @@ pub async fn regression(
 ) -> Result<Regression, SolveError> {
     let found = tracker.issue(issue).await?;
     let record = Record::new(tracker.solve_history(issue).await?);
-    let mut run = Run {
-        env,
-        tracker,
-        issue: found,
-        options,
-        record,
-        wake_at: None,
-        mark: SpendMark::now(&env.meter),
-    };
+    let mut run = Run::new(env, tracker, found, options, record);
     regression::notice_merge(&mut run).await?;
     match run.record.state() {
         Some(SolveState::Merged) if !regression::within_grace(&run) => {
