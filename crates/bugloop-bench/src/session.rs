@@ -8,6 +8,7 @@ use serde::Serialize;
 use bugloop_app::AppError;
 
 /// The follow-up questions after the benchmark's review prompt.
+#[cfg(feature = "local")]
 const FOLLOW_UPS: [&str; 3] = [
     "Which of those problems matters most, and why?",
     "Write the smallest fix for it.",
