@@ -105,6 +105,18 @@ async fn run_done(
     run
 }
 
+/// The issue labelled for autofix (`bug:autofix`, by alice) and the solving run that takes it,
+/// which must end done.
+async fn first_solving(queue: &Queue, settings: &WorkerSettings, sim: &Simulator, issue: u64) {
+    run_done(
+        queue,
+        settings,
+        "delivery-1",
+        &autofix(sim, issue, "bug:autofix"),
+    )
+    .await;
+}
+
 async fn enqueue_trigger(queue: &Queue, delivery: &str, trigger: &Trigger) {
     let kind = trigger.kind();
     queue

@@ -21,13 +21,7 @@ async fn the_gate_waits_for_running_checks_then_marks_ready() {
         "Traceback (most recent call last):\n  File \"app/models.py\", line 2, in last\nIndexError: list index out of range\n",
         &["bug", "bug:autofix"],
     );
-    run_done(
-        &queue,
-        &settings,
-        "delivery-1",
-        &autofix(sim, issue, "bug:autofix"),
-    )
-    .await;
+    first_solving(&queue, &settings, sim, issue).await;
     assert_recorded(sim, issue, "REVIEWING");
     let pulls: Vec<_> = sim.pulls().into_iter().filter(|p| p.0 != 7).collect();
     let number = pulls[0].0;
@@ -73,13 +67,7 @@ async fn a_solution_waits_for_a_maintainers_approval_on_github() {
     let sim = &fixture.sim;
     let dir = tempfile::tempdir().unwrap();
     settings.model = Some(script_file(dir.path(), &script()[2..4]));
-    run_done(
-        &queue,
-        &settings,
-        "delivery-1",
-        &autofix(sim, issue, "bug:autofix"),
-    )
-    .await;
+    first_solving(&queue, &settings, sim, issue).await;
     let pulls = || sim.pulls().into_iter().filter(|p| p.0 != 7).count();
     assert_eq!(pulls(), 0, "no draft before approval");
     let asked = || {
@@ -151,13 +139,7 @@ async fn a_maintainers_label_approves_a_waiting_solution_on_github() {
     sim.label_as(issue, "alice", "bugloop:approved");
     let dir = tempfile::tempdir().unwrap();
     settings.model = Some(script_file(dir.path(), &script()[2..4]));
-    run_done(
-        &queue,
-        &settings,
-        "delivery-1",
-        &autofix(sim, issue, "bug:autofix"),
-    )
-    .await;
+    first_solving(&queue, &settings, sim, issue).await;
     let pulls = || sim.pulls().into_iter().filter(|p| p.0 != 7).count();
     assert_eq!(pulls(), 0, "an earlier label approves nothing");
     assert!(

@@ -34,13 +34,7 @@ async fn an_issue_the_solver_cannot_solve_is_escalated_on_github() {
         })
         .collect();
     settings.model = Some(script_file(dir.path(), &tries));
-    run_done(
-        &queue,
-        &settings,
-        "delivery-1",
-        &autofix(sim, issue, "bug:autofix"),
-    )
-    .await;
+    first_solving(&queue, &settings, sim, issue).await;
     let said: Vec<_> = sim
         .issue_comments(issue)
         .into_iter()
@@ -117,13 +111,7 @@ async fn an_external_reviewers_threads_are_addressed_and_its_review_awaited() {
     let dir = tempfile::tempdir().unwrap();
     // The solution only: bugloop's own review of the draft would need answers the script has not.
     settings.model = Some(script_file(dir.path(), &script()[2..4]));
-    run_done(
-        &queue,
-        &settings,
-        "delivery-1",
-        &autofix(sim, issue, "bug:autofix"),
-    )
-    .await;
+    first_solving(&queue, &settings, sim, issue).await;
     assert_eq!(sim.assignees(issue), ["bugsolver-bot"]);
     let pulls: Vec<_> = sim.pulls().into_iter().filter(|p| p.0 != 7).collect();
     assert_eq!(pulls.len(), 1, "{pulls:#?}");
