@@ -40,6 +40,9 @@ pub struct Task {
     pub follow_ups: Vec<String>,
     /// How the stages are asked.
     pub stages: Stages,
+    /// With [`Stages::UpFrontThenAtOnce`]: the conversation a stage left is asked in, in place
+    /// of a copy of the one so far, for a stage that needs less than all of it.
+    pub open_stage: Option<OpenStage>,
     /// The answer's schema when the task runs without tools (or the model cannot call them).
     pub answer_schema: Option<JsonSchemaFormat>,
     pub max_turns: u32,
@@ -55,6 +58,12 @@ impl std::fmt::Debug for Task {
             .finish_non_exhaustive()
     }
 }
+
+/// Given a stage's number (the first message's stage is 1, each follow-up the next), the
+/// messages to ask it from in a conversation of its own, or `None` to ask it in a copy of the
+/// conversation so far. Called when the stages left are asked at once, so it sees what the
+/// stages before reported.
+pub type OpenStage = Arc<dyn Fn(usize) -> Option<Vec<Message>> + Send + Sync>;
 
 /// How a task's stages ([`Task::follow_ups`]) are asked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -133,6 +142,7 @@ struct Asked<'a> {
     submit_tool: Option<&'a str>,
     follow_ups: &'a [String],
     stages: Stages,
+    open_stage: Option<&'a OpenStage>,
     answer_schema: Option<&'a JsonSchemaFormat>,
     max_turns: u32,
     max_tokens: Option<u32>,
@@ -295,6 +305,7 @@ impl Agent {
             submit_tool,
             follow_ups,
             stages,
+            open_stage,
             answer_schema,
             max_turns,
             max_tokens,
@@ -309,6 +320,7 @@ impl Agent {
             submit_tool: submit_tool.as_deref(),
             follow_ups: &follow_ups,
             stages,
+            open_stage: open_stage.as_ref(),
             answer_schema: answer_schema.as_ref(),
             max_turns,
             max_tokens,
@@ -465,16 +477,35 @@ impl Agent {
             submit_tool: asked.submit_tool,
             follow_ups: &[],
             stages: Stages::UpFront,
+            open_stage: None,
             answer_schema: asked.answer_schema,
             max_turns: asked.max_turns,
             max_tokens: asked.max_tokens,
         };
         let count = left.len();
+        // The stages left are the last ones: the first message's is 1, each follow-up the next.
+        let first_left = asked.follow_ups.len() + 2 - count;
         let started = progress.turns;
         let branches = left.into_iter().enumerate().map(|(index, stage)| {
             let one = &one;
-            let mut messages = messages.to_vec();
-            messages.push(Message::user(stage.clone()));
+            let opened = asked.open_stage.and_then(|open| open(first_left + index));
+            let (messages, how) = match opened {
+                Some(opened) => {
+                    let shown = opened
+                        .iter()
+                        .map(|m| m.content.as_str())
+                        .collect::<Vec<_>>();
+                    (
+                        opened.clone(),
+                        format!("in a conversation of its own: {}", shown.join("\n\n")),
+                    )
+                }
+                None => {
+                    let mut copy = messages.to_vec();
+                    copy.push(Message::user(stage.clone()));
+                    (copy, stage)
+                }
+            };
             let mut branch = RunProgress {
                 transcript: Transcript::held(progress.transcript.path()),
                 usage: Usage::default(),
@@ -483,7 +514,7 @@ impl Agent {
             };
             branch.transcript.write(&Event::Note {
                 text: format!(
-                    "asked at the same time as the other {} stage(s) left ({} of {count}): {stage}",
+                    "asked at the same time as the other {} stage(s) left ({} of {count}): {how}",
                     count - 1,
                     index + 1
                 ),

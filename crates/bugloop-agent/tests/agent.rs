@@ -75,6 +75,7 @@ fn task(toolset: Option<Toolset>) -> Task {
         submit_tool: None,
         follow_ups: Vec::new(),
         stages: Stages::OneByOne,
+        open_stage: None,
         answer_schema: None,
         max_turns: 10,
         max_tokens: None,
@@ -395,6 +396,56 @@ async fn stages_left_are_asked_at_once_each_in_its_own_copy() {
     assert_eq!(notes.len(), 3, "{notes:?}");
     assert!(notes[0].contains("(1 of 3): Pass 2 of 4"), "{notes:?}");
     assert!(notes[2].contains("(3 of 3): Pass 4 of 4"), "{notes:?}");
+}
+
+/// A stage left that `open_stage` opens is asked in a conversation of its own (only the messages
+/// it gave, on the same system prompt and tools), at the same time as the copies of the others,
+/// and it is opened after the first turn, so it sees what that turn reported; the others are
+/// still copies.
+#[tokio::test]
+async fn a_stage_left_may_be_asked_in_a_conversation_of_its_own() {
+    let s = setup(
+        ScriptedProvider::new([
+            tool_reply(&[("submit", json!({"pass": 1}))], usage()),
+            tool_reply(&[("submit", json!({"pass": 2}))], usage()),
+            tool_reply(&[("submit", json!({"pass": 3}))], usage()),
+        ])
+        .with_latency(Duration::from_millis(100)),
+        BudgetLimits::default(),
+    );
+    let mut t = task(Some(Toolset::Plan));
+    t.extra_tools.push(Box::new(Submit));
+    t.submit_tool = Some("submit".into());
+    t.follow_ups = vec!["Pass 2 of 3".into(), "Pass 3 of 3".into()];
+    t.stages = Stages::UpFrontThenAtOnce;
+    let opened = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = opened.clone();
+    t.open_stage = Some(Arc::new(move |stage| {
+        seen.lock().unwrap().push(stage);
+        (stage == 3).then(|| vec![Message::user("Pass 3 of 3, on its own")])
+    }));
+    let run = s.agent.run(t).await;
+    assert!(run.outcome.is_ok(), "{:?}", run.outcome);
+    assert_eq!(*opened.lock().unwrap(), [2, 3]);
+    let requests = s.scripted.requests();
+    assert_eq!(requests.len(), 3);
+    let first = &requests[0];
+    let copy = &requests[1];
+    assert_eq!(copy.messages[..first.messages.len()], first.messages[..]);
+    assert_eq!(copy.messages.last().unwrap().content, "Pass 2 of 3");
+    let alone = &requests[2];
+    assert_eq!(alone.messages.len(), 1);
+    assert_eq!(alone.messages[0].content, "Pass 3 of 3, on its own");
+    assert_eq!((&alone.system, &alone.tools), (&first.system, &first.tools));
+    // Asked at the same time as the copy, and said so in the transcript with what it was sent.
+    let spans = s.scripted.spans();
+    assert!(
+        spans[2].0 < spans[1].1 && spans[1].0 < spans[2].1,
+        "{spans:?}"
+    );
+    let events = transcript::read(&run.transcript).unwrap();
+    assert!(events.iter().any(|e| matches!(e, Event::Note { text }
+        if text.contains("in a conversation of its own: Pass 3 of 3, on its own"))));
 }
 
 /// A copy that answers without submitting, after its reminder, ends the task with that answer

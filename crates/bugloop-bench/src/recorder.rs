@@ -344,15 +344,28 @@ fn reply(body: &Value, one_pass_per_turn: bool) -> Value {
         .and_then(|text| text.split("Go on with pass ").nth(1))
         .and_then(|rest| rest.split_whitespace().next())
         .and_then(|number| number.parse::<usize>().ok());
-    let pass = asked.unwrap_or(submitted + 1);
     let change = messages
         .iter()
         .find(|m| m.get("role").and_then(Value::as_str) == Some("user"))
         .and_then(|m| m.get("content"))
         .and_then(Value::as_str)
         .unwrap_or("");
+    let headings: Vec<&str> = change
+        .lines()
+        .filter_map(|l| l.strip_prefix("# Pass "))
+        .collect();
+    // A conversation of its own for one pass (the consolidation, beside the passes left) runs
+    // that pass.
+    let alone = match headings.as_slice() {
+        [only] => only
+            .split_whitespace()
+            .next()
+            .and_then(|n| n.parse::<usize>().ok()),
+        _ => None,
+    };
+    let pass = asked.or(alone).unwrap_or(submitted + 1);
     // Given every pass's instructions at once, it runs the passes left in one reply, as asked.
-    let given = change.lines().filter(|l| l.starts_with("# Pass ")).count();
+    let given = headings.len();
     let last = if given > 1 && !one_pass_per_turn {
         given.max(pass)
     } else {

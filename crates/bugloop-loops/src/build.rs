@@ -416,6 +416,7 @@ pub(crate) async fn run_build_agent(
             submit_tool: None,
             follow_ups: Vec::new(),
             stages: Stages::OneByOne,
+            open_stage: None,
             answer_schema: None,
             max_turns: env.config().budgets.max_turns,
             max_tokens: Some(8_192),

@@ -168,6 +168,7 @@ pub(crate) async fn structured_answer<T: serde::de::DeserializeOwned>(
             submit_tool: None,
             follow_ups: Vec::new(),
             stages: Stages::OneByOne,
+            open_stage: None,
             answer_schema: Some(bugloop_llm::JsonSchemaFormat {
                 name: name.to_owned(),
                 schema,

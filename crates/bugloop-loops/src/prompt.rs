@@ -1,6 +1,6 @@
 //! The reviewer's prompts: markdown files under `prompts/`, filled in here.
 
-use bugloop_domain::finding::Category;
+use bugloop_domain::finding::{Category, Finding};
 use bugloop_domain::safety::truncate_finding_body;
 use bugloop_domain::score::{RUBRIC, Score, rubric_markdown};
 use bugloop_domain::thread::ThreadState;
@@ -31,6 +31,9 @@ pub(crate) const TOUCHED: &str = include_str!("../prompts/review-touched.md");
 pub(crate) const NOTHING_NEW_SHOWN: &str = include_str!("../prompts/review-nothing-new.md");
 /// What an incremental review says about the diff it shows.
 pub(crate) const INCREMENT: &str = include_str!("../prompts/review-increment.md");
+/// Pass 4 asked in a conversation of its own, beside the passes a model left: the findings so
+/// far in place of the change.
+pub(crate) const PASS_4_ALONE: &str = include_str!("../prompts/review-pass-4-alone.md");
 pub(crate) const PASSES: [&str; 4] = [
     include_str!("../prompts/review-pass-1.md"),
     include_str!("../prompts/review-pass-2.md"),
@@ -239,6 +242,45 @@ pub fn change(description: &str, scope: &str, diff: &str) -> String {
             ("scope", scope),
             ("diff", diff),
         ],
+    )
+}
+
+/// The consolidation pass asked on its own: the findings reported so far (each with its id,
+/// score, place, evidence and text, the model's own words quoted), then the pass's
+/// instructions.
+pub(crate) fn consolidation_alone(findings: &[Finding]) -> String {
+    let mut listed = String::new();
+    for finding in findings {
+        let place = match (&finding.file, finding.line, finding.end_line) {
+            (Some(file), Some(line), Some(end)) if end > line => format!("{file}:{line}-{end}"),
+            (Some(file), Some(line), _) => format!("{file}:{line}"),
+            (Some(file), None, _) => file.clone(),
+            (None, ..) => "the change as a whole".to_owned(),
+        };
+        listed.push_str(&format!(
+            "## `{}`, score {}, {}, at {place}\n",
+            finding.id,
+            finding.score.get(),
+            finding.category
+        ));
+        if let Some(evidence) = &finding.evidence {
+            listed.push_str(&format!(
+                "Evidence: \"\"\"{}\"\"\"\n",
+                quoted(evidence, 300)
+            ));
+        }
+        listed.push_str(&format!(
+            "\"\"\"{}\n\n{}\"\"\"\n\n",
+            quoted(&finding.title, 300),
+            quoted(&finding.description, 1_500)
+        ));
+    }
+    if listed.is_empty() {
+        listed.push_str("(none: the passes before reported nothing)\n");
+    }
+    fill(
+        PASS_4_ALONE,
+        &[("findings", listed.trim_end()), ("pass", PASSES[3].trim())],
     )
 }
 

@@ -122,6 +122,7 @@ fn ask_task(env: &LoopEnv<'_>, system: String, question: &str) -> Task {
         submit_tool: None,
         follow_ups: Vec::new(),
         stages: Stages::OneByOne,
+        open_stage: None,
         answer_schema: Some(JsonSchemaFormat {
             name: "answer".to_owned(),
             schema: serde_json::json!({

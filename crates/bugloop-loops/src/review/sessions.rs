@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use bugloop_agent::{Agent, Outcome, Stages, Task};
+use bugloop_agent::{Agent, OpenStage, Outcome, Stages, Task};
 use bugloop_domain::finding::{Finding, FindingId};
 use bugloop_llm::{JsonSchemaFormat, LlmError, Message};
 use bugloop_report::review::{DroppedFinding, PassSummary, ReportStage, StageChange, Unreviewed};
@@ -357,8 +357,10 @@ fn tools_task(
         follow_ups: (2..=prompt::PASSES.len())
             .map(|pass| prompt::fill(prompt::PASS_NEXT, &[("pass", &pass.to_string())]))
             .collect(),
-        // A model that runs a pass per turn is asked the passes it left all at once.
+        // A model that runs a pass per turn is asked the passes it left all at once; the
+        // consolidation judges findings, not the change, so it is not sent the part again.
         stages: Stages::UpFrontThenAtOnce,
+        open_stage: Some(consolidation_alone(shared)),
         answer_schema: None,
         // Each session gets its share of the run's turn budget, so the first parts of a
         // large change cannot use it all; at least enough for the four passes and a look.
@@ -366,6 +368,19 @@ fn tools_task(
             .max(6),
         max_tokens: Some(brief.output_tokens),
     }
+}
+
+/// Opens the consolidation pass (the last), when it is asked beside the passes a model left, in
+/// a conversation of its own with the findings reported so far.
+fn consolidation_alone(shared: &Arc<Mutex<Collected>>) -> OpenStage {
+    let shared = shared.clone();
+    Arc::new(move |stage| {
+        if stage != prompt::PASSES.len() {
+            return None;
+        }
+        let findings = shared.lock().ok()?.findings.clone();
+        Some(vec![Message::user(prompt::consolidation_alone(&findings))])
+    })
 }
 
 /// The task of a session without tools: one answer to `message` in the JSON shape `schema` (the
@@ -380,6 +395,7 @@ fn one_answer_task(brief: &Brief, message: String, schema: serde_json::Value) ->
         submit_tool: None,
         follow_ups: Vec::new(),
         stages: Stages::OneByOne,
+        open_stage: None,
         answer_schema: Some(JsonSchemaFormat {
             name: "review".to_owned(),
             schema,

@@ -189,7 +189,9 @@ async fn a_rewritten_branch_or_a_full_review_shows_the_whole_change() {
 
 /// Caching by construction: every pass of a session re-sends the same bytes (tools, system
 /// prompt, the change, the first pass) and appends its own turn, so a provider's prefix cache
-/// serves all but the new turn.
+/// serves all but the new turn. The consolidation, which judges findings rather than the
+/// change, is asked in a conversation of its own on the same tools and system prompt, without
+/// the change.
 #[tokio::test]
 async fn each_pass_appends_to_a_byte_identical_prefix() {
     let repo = Repo::with_feature();
@@ -200,17 +202,27 @@ async fn each_pass_appends_to_a_byte_identical_prefix() {
     fn bytes<T: serde::Serialize + ?Sized>(value: &T) -> String {
         serde_json::to_string(value).unwrap()
     }
+    let earlier = &requests[0];
+    let change = earlier.messages[0].content.clone();
+    let (alone, on_prefix): (Vec<_>, Vec<_>) = requests[1..]
+        .iter()
+        .partition(|r| r.messages[0].content.contains("# Pass 4 of 4") && r.messages.len() == 1);
+    assert_eq!((alone.len(), on_prefix.len()), (1, 2), "{requests:#?}");
     // The passes left after the first reply are asked at once, each on the first's prefix.
-    for later in &requests[1..] {
-        let earlier = &requests[0];
+    for later in requests[1..].iter() {
         assert_eq!(bytes(&earlier.tools), bytes(&later.tools));
         assert_eq!(earlier.system, later.system);
+    }
+    for later in on_prefix {
         assert!(later.messages.len() > earlier.messages.len());
         assert_eq!(
             bytes(&earlier.messages),
             bytes(&later.messages[..earlier.messages.len()])
         );
     }
+    let consolidation = &alone[0].messages[0].content;
+    assert!(consolidation.contains("Consolidating the findings so far"));
+    assert!(!consolidation.contains("src/stats.rs") && change.contains("src/stats.rs"));
 }
 
 /// An asked finding whose code the shown diff does not reach: its code at head is shown, found

@@ -57,15 +57,28 @@ pub(super) fn split_change() -> (Repo, bugloop_config::Config) {
 
 /// A model that finishes every pass at once, except in the session shown `stubborn` (a file
 /// name), where it only ever reads its todo list; it answers up to `calls` requests.
-/// The pass a follow-up asks for ("Go on with pass N"), if the last user message is one.
+/// The pass a follow-up asks for ("Go on with pass N"), if the last user message is one, or
+/// the only pass a conversation of its own gives.
 fn pass_asked(request: &bugloop_llm::ChatRequest) -> Option<usize> {
-    request
+    let users: Vec<&str> = request
         .messages
         .iter()
-        .rev()
-        .find(|m| m.role == Role::User)
-        .and_then(|m| m.content.split("Go on with pass ").nth(1))
-        .and_then(|rest| rest.split_whitespace().next()?.parse().ok())
+        .filter(|m| m.role == Role::User)
+        .map(|m| m.content.as_str())
+        .collect();
+    let follow_up = users
+        .last()
+        .and_then(|text| text.split("Go on with pass ").nth(1))
+        .and_then(|rest| rest.split_whitespace().next()?.parse().ok());
+    let given: Vec<&str> = users
+        .first()
+        .map(|text| text.split("# Pass ").skip(1).collect())
+        .unwrap_or_default();
+    let alone = match given.as_slice() {
+        [only] => only.split_whitespace().next()?.parse().ok(),
+        _ => None,
+    };
+    follow_up.or(alone)
 }
 
 fn passes_except(stubborn: Option<&'static str>, calls: usize) -> ScriptedProvider {
@@ -179,10 +192,11 @@ async fn sessions_share_the_turn_budget() {
 
 /// A model that runs one pass per turn although all four are given with the change: each pass
 /// is still asked for and submitted, in two round trips per session: the first request, then
-/// the three passes it left, at once, each request the first with its turn and one pass's
-/// instructions added at its end (the system prompt, the tools and every earlier message byte
-/// for byte), so a provider's prefix cache serves all but the new turn. The same holds in every
-/// part of a change reviewed in several sessions.
+/// the three passes it left, at once. Passes 2 and 3 are each the first request with its turn
+/// and one pass's instructions added at its end (the system prompt, the tools and every earlier
+/// message byte for byte), so a provider's prefix cache serves all but the new turn; the
+/// consolidation is asked with the findings so far instead of the change. The same holds in
+/// every part of a change reviewed in several sessions.
 #[tokio::test]
 async fn a_model_running_one_pass_per_turn_is_asked_the_rest_at_once_on_its_prefix() {
     for (repo, mut config) in [(Repo::with_feature(), support::config()), split_change()] {
@@ -232,7 +246,22 @@ async fn a_model_running_one_pass_per_turn_is_asked_the_rest_at_once_on_its_pref
                     "every pass is given with the change"
                 );
             }
-            for (pass, after) in (2..=4).zip(rest) {
+            let (consolidation, rest) = rest.split_last().unwrap();
+            // The consolidation judges the findings so far, not the change: a conversation of
+            // its own on the same tools and system prompt (their prefix still cached).
+            assert_eq!(first.system, consolidation.system);
+            assert_eq!(
+                serde_json::to_string(&first.tools).unwrap(),
+                serde_json::to_string(&consolidation.tools).unwrap()
+            );
+            assert_eq!(consolidation.messages.len(), 1);
+            let alone = &consolidation.messages[0].content;
+            assert!(alone.contains("# Pass 4 of 4") && !alone.contains("# Pass 1 of 4"));
+            assert!(
+                !alone.contains("@@"),
+                "the change is not sent again: {alone}"
+            );
+            for (pass, after) in (2..=3).zip(rest) {
                 assert_eq!(first.system, after.system);
                 assert_eq!(
                     serde_json::to_string(&first.tools).unwrap(),
