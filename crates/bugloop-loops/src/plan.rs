@@ -280,8 +280,18 @@ fn render_hunk(hunk: &Hunk) -> String {
     out
 }
 
-/// Plans the calls for `diff` with at most `budget` tokens of change per call.
-pub(crate) fn plan(diff: &Diff, ignore: &IgnoreMatcher, budget: u64, reader: Reader) -> Plan {
+/// A last part under this share of the budget joins a part before it (see [`Packer::finish`]).
+const REMAINDER_SHARE: u64 = 20;
+
+/// Plans the calls for `diff` with at most `budget` tokens of change per call, and never more
+/// than `ceiling` (what the model's context leaves; a remainder may stretch the budget to it).
+pub(crate) fn plan(
+    diff: &Diff,
+    ignore: &IgnoreMatcher,
+    budget: u64,
+    ceiling: u64,
+    reader: Reader,
+) -> Plan {
     let budget = budget.max(100);
     let mut out = Plan {
         files: diff.files.len(),
@@ -301,7 +311,7 @@ pub(crate) fn plan(diff: &Diff, ignore: &IgnoreMatcher, budget: u64, reader: Rea
         }
         pack_file(&mut packer, &mut out, file, importance, budget);
     }
-    out.batches = packer.finish();
+    out.batches = packer.finish(ceiling.max(budget));
     out
 }
 
@@ -505,8 +515,37 @@ impl Packer {
         self.batches.push(done);
     }
 
-    fn finish(mut self) -> Vec<Batch> {
+    /// The batches, a small remainder merged: a last batch under a [`REMAINDER_SHARE`]th of
+    /// the budget (the least important files, such as one-line summaries of generated files)
+    /// joins the smallest batch before it that shows none of its files, when the two stay
+    /// within the budget and that share, and within `ceiling`. A part of its own would cost
+    /// its own system prompt, tools and requests, far more than the remainder.
+    fn finish(mut self, ceiling: u64) -> Vec<Batch> {
         self.flush();
+        let stretched = (self.budget + self.budget / REMAINDER_SHARE).min(ceiling);
+        let Some(last) = self.batches.last() else {
+            return self.batches;
+        };
+        if self.batches.len() < 2 || last.tokens * REMAINDER_SHARE > self.budget {
+            return self.batches;
+        }
+        let (count, last_tokens) = (self.batches.len(), last.tokens);
+        let target = self.batches[..count - 1]
+            .iter()
+            .enumerate()
+            .filter(|(_, batch)| batch.tokens + last_tokens <= stretched)
+            .filter(|(_, batch)| !batch.files.iter().any(|f| last.files.contains(f)))
+            .min_by_key(|(_, batch)| batch.tokens)
+            .map(|(index, _)| index);
+        if let Some(target) = target
+            && let Some(last) = self.batches.pop()
+        {
+            let into = &mut self.batches[target];
+            into.files.extend(last.files);
+            into.added.extend(last.added);
+            into.text.push_str(&last.text);
+            into.tokens += last.tokens;
+        }
         self.batches
     }
 }

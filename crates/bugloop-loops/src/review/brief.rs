@@ -84,18 +84,20 @@ pub(super) fn prepare(
         None => system,
     };
     let output_tokens = output_tokens(capabilities, config.review.max_output_tokens_per_call);
-    let budget = call_budget(
+    let (budget, ceiling) = call_budget(
         capabilities,
         &system,
         output_tokens,
         config.review.max_tokens_per_call,
     );
-    let (budget, reader) = if questions {
-        (budget.min(SMALL_QUESTION_TOKENS), Reader::SmallModel)
+    let (budget, ceiling, reader) = if questions {
+        // A small model's questions are short on purpose: nothing stretches them.
+        let budget = budget.min(SMALL_QUESTION_TOKENS);
+        (budget, budget, Reader::SmallModel)
     } else {
-        (budget, Reader::Reviewer)
+        (budget, ceiling, Reader::Reviewer)
     };
-    let plan = plan_calls(env, shown, &told.settings, budget, reader);
+    let plan = plan_calls(env, shown, &told.settings, (budget, ceiling), reader);
     Ok(Brief {
         system,
         tools_mode,
@@ -256,22 +258,23 @@ fn output_tokens(capabilities: Capabilities, configured: u32) -> u32 {
 }
 
 /// Input tokens one call may take: what the model's context leaves after the system prompt, the
-/// answer and a margin, and never more than configured.
+/// answer and a margin, and never more than configured; and what the context leaves (the
+/// ceiling no call may pass, unbounded for a model whose context is not known).
 fn call_budget(
     capabilities: Capabilities,
     system: &str,
     output_tokens: u32,
     max_tokens_per_call: u64,
-) -> u64 {
+) -> (u64, u64) {
     match capabilities.context_tokens {
         Some(context) => {
             let room = u64::from(context)
                 .saturating_sub(estimate_tokens(system))
                 .saturating_sub(u64::from(output_tokens))
                 .saturating_sub(300);
-            room.min(max_tokens_per_call)
+            (room.min(max_tokens_per_call), room)
         }
-        None => max_tokens_per_call,
+        None => (max_tokens_per_call, u64::MAX),
     }
 }
 
@@ -280,10 +283,10 @@ fn plan_calls(
     env: &LoopEnv<'_>,
     shown: &Shown,
     settings: &FilterSettings,
-    budget: u64,
+    (budget, ceiling): (u64, u64),
     reader: Reader,
 ) -> Plan {
-    let mut plan = plan(&shown.diff, &settings.ignore, budget, reader);
+    let mut plan = plan(&shown.diff, &settings.ignore, budget, ceiling, reader);
     if plan.batches.is_empty() && !shown.touched.is_empty() {
         // Nothing new to show (the changes since only put lines back as the base had them, or
         // removed them), but findings' code changed: they are asked about all the same.
