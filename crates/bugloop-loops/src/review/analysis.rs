@@ -260,7 +260,7 @@ async fn weigh(env: &LoopEnv<'_>, request: &ReviewRequest, candidates: Vec<Candi
         Question {
             name: "analyzer-triage",
             system: TRIAGE_SYSTEM,
-            prompt: triage_prompt(request, asked),
+            prompt: triage_prompt(asked, |file, line| context(request, file, line)),
             schema: triage_schema(),
             max_tokens: 200 + 160 * u32::try_from(asked.len()).unwrap_or(u32::MAX / 200),
         },
@@ -332,20 +332,54 @@ fn confirmed(candidate: &Candidate, verdict: &Verdict) -> Finding {
     finding
 }
 
-fn triage_prompt(request: &ReviewRequest, candidates: &[Candidate]) -> String {
-    let mut prompt = String::from("## The analyzers' hits on lines this change adds\n");
+/// The hits as the triage is shown them; hits alike in all but their place (one tool's rule,
+/// message and surrounding code, such as the same key committed in several files) are shown
+/// once, with every id and place, each id still answered on its own.
+fn triage_prompt(candidates: &[Candidate], code_around: impl Fn(&str, u32) -> String) -> String {
+    let mut groups: Vec<(Vec<&Candidate>, String)> = Vec::new();
     for candidate in candidates {
-        let hit = &candidate.hit;
+        let around = code_around(&candidate.hit.file, candidate.hit.line);
+        let alike = groups.iter_mut().find(|(members, shown)| {
+            let first = &members[0];
+            *shown == around
+                && first.tool == candidate.tool
+                && first.hit.rule == candidate.hit.rule
+                && first.hit.level == candidate.hit.level
+                && first.hit.message == candidate.hit.message
+        });
+        match alike {
+            Some((members, _)) => members.push(candidate),
+            None => groups.push((vec![candidate], around)),
+        }
+    }
+    let mut prompt = String::from("## The analyzers' hits on lines this change adds\n");
+    for (members, around) in groups {
+        let hit = &members[0].hit;
+        let ids: Vec<String> = members.iter().map(|c| c.id().to_string()).collect();
+        let places: Vec<String> = members
+            .iter()
+            .map(|c| format!("{}:{}", c.hit.file, c.hit.line))
+            .collect();
+        let (heading, code) = if members.len() == 1 {
+            (format!("id: {}", ids[0]), "The code around it")
+        } else {
+            (
+                format!(
+                    "ids: {} (the same hit in {} places)",
+                    ids.join(", "),
+                    ids.len()
+                ),
+                "The code around it, the same in each place",
+            )
+        };
         prompt.push_str(&format!(
-            "\n### id: {}\n\n{} rule {} ({:?}) at {}:{}\n\n\"\"\"\n{}\n\"\"\"\n\nThe code around it:\n\n\"\"\"\n{}\n\"\"\"\n",
-            candidate.id(),
-            candidate.tool,
+            "\n### {heading}\n\n{} rule {} ({:?}) at {}\n\n\"\"\"\n{}\n\"\"\"\n\n{code}:\n\n\"\"\"\n{}\n\"\"\"\n",
+            members[0].tool,
             quoted(&hit.rule, 80),
             hit.level,
-            hit.file,
-            hit.line,
+            places.join(", "),
             quoted(&hit.message, 600),
-            quoted(&context(request, &hit.file, hit.line), 2_000),
+            quoted(&around, 2_000),
         ));
     }
     prompt
@@ -486,6 +520,62 @@ mod tests {
         assert!(source.model && source.tool == "ruff");
         assert_eq!(merged[2].id.as_str(), "bugloop-suppression-app.py-9");
         assert_eq!(merged[3].id.as_str(), "bugloop-suppression-app.py-30");
+    }
+
+    #[test]
+    fn hits_alike_but_for_their_place_are_shown_once_with_every_id() {
+        let candidate = |tool: &str, file: &str, message: &str| Candidate {
+            tool: tool.to_owned(),
+            hit: bugloop_analyzers::Hit {
+                rule: "private-key".to_owned(),
+                level: bugloop_analyzers::Level::Error,
+                message: message.to_owned(),
+                file: file.to_owned(),
+                line: 1,
+                end_line: None,
+                url: None,
+                security: true,
+            },
+            score: Score::saturating(9),
+            category: bugloop_domain::finding::Category::Security,
+            evidence: "-----BEGIN PRIVATE KEY-----".to_owned(),
+            note: None,
+        };
+        let key = "a private key";
+        let candidates = [
+            candidate("secrets", "a.key", key),
+            candidate("secrets", "b.key", key),
+            candidate("secrets", "c.key", "another message"),
+            candidate("other", "d.key", key),
+            candidate("secrets", "e.key", key),
+            candidate("secrets", "f.key", key),
+        ];
+        // f.key's code differs from the others'.
+        let prompt = triage_prompt(&candidates, |file, _| {
+            if file == "f.key" {
+                "1 x"
+            } else {
+                "1 -----BEGIN PRIVATE KEY-----"
+            }
+            .to_owned()
+        });
+        let ids: Vec<String> = candidates.iter().map(|c| c.id().to_string()).collect();
+        assert_eq!(prompt.matches("\n### ").count(), 4, "{prompt}");
+        assert!(prompt.contains(&format!(
+            "### ids: {}, {}, {} (the same hit in 3 places)",
+            ids[0], ids[1], ids[4]
+        )));
+        assert!(
+            prompt.contains("at a.key:1, b.key:1, e.key:1\n"),
+            "{prompt}"
+        );
+        for id in &ids[2..4] {
+            assert!(prompt.contains(&format!("### id: {id}\n")), "{prompt}");
+        }
+        assert!(
+            prompt.contains(&format!("### id: {}\n", ids[5])),
+            "{prompt}"
+        );
     }
 
     #[test]
