@@ -325,47 +325,14 @@ fn reply(body: &Value, one_pass_per_turn: bool) -> Value {
         let answer = json!({"findings": [], "resolved": [], "summary": "bench"});
         return json!({"role": "assistant", "content": answer.to_string()});
     }
-    let submitted = messages
-        .iter()
-        .filter_map(|m| m.get("tool_calls").and_then(Value::as_array))
-        .flatten()
-        .filter(|c| {
-            c.pointer("/function/name").and_then(Value::as_str) == Some("submit_pass_results")
-        })
-        .count();
-    // The pass a follow-up asks for (passes left may be asked at once, each in its own copy of
-    // the conversation), else the one after those submitted.
-    let asked = messages
-        .iter()
-        .rev()
-        .find(|m| m.get("role").and_then(Value::as_str) == Some("user"))
-        .and_then(|m| m.get("content"))
-        .and_then(Value::as_str)
-        .and_then(|text| text.split("Go on with pass ").nth(1))
-        .and_then(|rest| rest.split_whitespace().next())
-        .and_then(|number| number.parse::<usize>().ok());
     let change = messages
         .iter()
         .find(|m| m.get("role").and_then(Value::as_str) == Some("user"))
         .and_then(|m| m.get("content"))
         .and_then(Value::as_str)
         .unwrap_or("");
-    let headings: Vec<&str> = change
-        .lines()
-        .filter_map(|l| l.strip_prefix("# Pass "))
-        .collect();
-    // A conversation of its own for one pass (the consolidation, beside the passes left) runs
-    // that pass.
-    let alone = match headings.as_slice() {
-        [only] => only
-            .split_whitespace()
-            .next()
-            .and_then(|n| n.parse::<usize>().ok()),
-        _ => None,
-    };
-    let pass = asked.or(alone).unwrap_or(submitted + 1);
+    let (pass, given) = pass_asked(&messages, change);
     // Given every pass's instructions at once, it runs the passes left in one reply, as asked.
-    let given = headings.len();
     let last = if given > 1 && !one_pass_per_turn {
         given.max(pass)
     } else {
@@ -393,6 +360,42 @@ fn reply(body: &Value, one_pass_per_turn: bool) -> Value {
         })
         .collect();
     json!({"role": "assistant", "content": null, "tool_calls": tool_calls})
+}
+
+/// The pass a review request asks for, and how many passes its first message gives: the one a
+/// follow-up names ("Go on with pass N"; the passes left may be asked at once, each in its own
+/// copy of the conversation), else the only pass a conversation of its own gives (the
+/// consolidation beside the passes left), else the one after those submitted.
+fn pass_asked(messages: &[&Value], change: &str) -> (usize, usize) {
+    let submitted = messages
+        .iter()
+        .filter_map(|m| m.get("tool_calls").and_then(Value::as_array))
+        .flatten()
+        .filter(|c| {
+            c.pointer("/function/name").and_then(Value::as_str) == Some("submit_pass_results")
+        })
+        .count();
+    let asked = messages
+        .iter()
+        .rev()
+        .find(|m| m.get("role").and_then(Value::as_str) == Some("user"))
+        .and_then(|m| m.get("content"))
+        .and_then(Value::as_str)
+        .and_then(|text| text.split("Go on with pass ").nth(1))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|number| number.parse::<usize>().ok());
+    let headings: Vec<&str> = change
+        .lines()
+        .filter_map(|l| l.strip_prefix("# Pass "))
+        .collect();
+    let alone = match headings.as_slice() {
+        [only] => only
+            .split_whitespace()
+            .next()
+            .and_then(|n| n.parse::<usize>().ok()),
+        _ => None,
+    };
+    (asked.or(alone).unwrap_or(submitted + 1), headings.len())
 }
 
 #[cfg(test)]
