@@ -522,7 +522,7 @@ impl Packer {
     /// its own system prompt, tools and requests, far more than the remainder.
     fn finish(mut self, ceiling: u64) -> Vec<Batch> {
         self.flush();
-        let stretched = (self.budget + self.budget / REMAINDER_SHARE).min(ceiling);
+        let stretched = (self.budget.saturating_add(self.budget / REMAINDER_SHARE)).min(ceiling);
         let Some(last) = self.batches.last() else {
             return self.batches;
         };

@@ -335,13 +335,22 @@ fn confirmed(candidate: &Candidate, verdict: &Verdict) -> Finding {
 /// The hits as the triage is shown them; hits alike in all but their place (one tool's rule,
 /// message and surrounding code, such as the same key committed in several files) are shown
 /// once, with every id and place, each id still answered on its own.
-fn triage_prompt(candidates: &[Candidate], code_around: impl Fn(&str, u32) -> String) -> String {
-    let mut groups: Vec<(Vec<&Candidate>, String)> = Vec::new();
+fn triage_prompt(
+    candidates: &[Candidate],
+    code_around: impl Fn(&str, u32) -> Option<Around>,
+) -> String {
+    let mut groups: Vec<(Vec<&Candidate>, Option<Around>)> = Vec::new();
     for candidate in candidates {
         let around = code_around(&candidate.hit.file, candidate.hit.line);
+        // Alike by the lines as they are, not as shown (two keys' bodies both show as "encoded
+        // data"), and never when the code could not be read.
         let alike = groups.iter_mut().find(|(members, shown)| {
             let first = &members[0];
-            *shown == around
+            let same_code = match (shown, &around) {
+                (Some(shown), Some(around)) => shown.raw == around.raw,
+                _ => false,
+            };
+            same_code
                 && first.tool == candidate.tool
                 && first.hit.rule == candidate.hit.rule
                 && first.hit.level == candidate.hit.level
@@ -379,7 +388,7 @@ fn triage_prompt(candidates: &[Candidate], code_around: impl Fn(&str, u32) -> St
             hit.level,
             places.join(", "),
             quoted(&hit.message, 600),
-            quoted(&around, 2_000),
+            quoted(around.as_ref().map_or("", |a| a.shown.as_str()), 2_000),
         ));
     }
     prompt
@@ -388,11 +397,25 @@ fn triage_prompt(candidates: &[Candidate], code_around: impl Fn(&str, u32) -> St
 /// Lines around `line` of `file` at head, numbered as the change is shown (unpadded), with runs
 /// of encoded data collapsed as there (a private key's body is not sent to the model); the
 /// hit's own line is always shown.
-fn context(request: &ReviewRequest, file: &str, line: u32) -> String {
-    let Ok(text) = std::fs::read(request.workspace.join(file)) else {
-        return String::new();
-    };
-    lines_around(&String::from_utf8_lossy(&text), line)
+fn context(request: &ReviewRequest, file: &str, line: u32) -> Option<Around> {
+    let text = std::fs::read(request.workspace.join(file)).ok()?;
+    let text = String::from_utf8_lossy(&text);
+    let first = usize::try_from(line).unwrap_or(1).saturating_sub(6);
+    Some(Around {
+        shown: lines_around(&text, line),
+        raw: text
+            .lines()
+            .skip(first)
+            .take(11)
+            .collect::<Vec<_>>()
+            .join("\n"),
+    })
+}
+
+/// The code around a hit: as the model is shown it, and the same lines as they are.
+struct Around {
+    shown: String,
+    raw: String,
 }
 
 fn lines_around(text: &str, line: u32) -> String {
@@ -550,17 +573,29 @@ mod tests {
             candidate("secrets", "e.key", key),
             candidate("secrets", "f.key", key),
         ];
-        // f.key's code differs from the others'.
+        // f.key's code differs from the others' where both show alike (two keys' bodies both
+        // show as encoded data); g.key and h.key could not be read.
+        let candidates = [
+            candidates.as_slice(),
+            &[
+                candidate("secrets", "g.key", key),
+                candidate("secrets", "h.key", key),
+            ],
+        ]
+        .concat();
         let prompt = triage_prompt(&candidates, |file, _| {
-            if file == "f.key" {
-                "1 x"
+            let raw = if file == "f.key" {
+                "BEGIN\nAAAA"
             } else {
-                "1 -----BEGIN PRIVATE KEY-----"
-            }
-            .to_owned()
+                "BEGIN\nBBBB"
+            };
+            (!["g.key", "h.key"].contains(&file)).then(|| Around {
+                shown: "1 -----BEGIN PRIVATE KEY-----\n2 [encoded data]".to_owned(),
+                raw: raw.to_owned(),
+            })
         });
         let ids: Vec<String> = candidates.iter().map(|c| c.id().to_string()).collect();
-        assert_eq!(prompt.matches("\n### ").count(), 4, "{prompt}");
+        assert_eq!(prompt.matches("\n### ").count(), 6, "{prompt}");
         assert!(prompt.contains(&format!(
             "### ids: {}, {}, {} (the same hit in 3 places)",
             ids[0], ids[1], ids[4]
@@ -572,10 +607,9 @@ mod tests {
         for id in &ids[2..4] {
             assert!(prompt.contains(&format!("### id: {id}\n")), "{prompt}");
         }
-        assert!(
-            prompt.contains(&format!("### id: {}\n", ids[5])),
-            "{prompt}"
-        );
+        for id in &ids[5..] {
+            assert!(prompt.contains(&format!("### id: {id}\n")), "{prompt}");
+        }
     }
 
     #[test]

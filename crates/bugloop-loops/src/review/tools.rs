@@ -189,14 +189,30 @@ pub(crate) fn defuse_suggestion(text: &str) -> String {
 }
 
 impl Collected {
-    /// Adds a finding, or replaces the one with its id in the same file (a correction). The same
-    /// id in another file is another problem; the review renames it.
-    pub fn add(&mut self, finding: Finding) -> bool {
+    /// Adds a finding, or replaces the one with its id in the same file, or with its id when
+    /// it names no file (a correction, such as the consolidation's lower score). The same id in
+    /// another file is another problem; the review renames it. A correction states what it
+    /// changes: the place, quoted code and suggestion it leaves out are the finding's as
+    /// reported, so a rescored finding keeps its line.
+    pub fn add(&mut self, mut finding: Finding) -> bool {
         if let Some(existing) = self
             .findings
             .iter_mut()
-            .find(|f| f.id == finding.id && f.file == finding.file)
+            .find(|f| f.id == finding.id && (f.file == finding.file || finding.file.is_none()))
         {
+            if finding.file.is_none() {
+                finding.file = existing.file.clone();
+            }
+            if finding.line.is_none() {
+                finding.line = existing.line;
+                finding.end_line = finding.end_line.or(existing.end_line);
+            }
+            if finding.evidence.is_none() && finding.line == existing.line {
+                finding.evidence = existing.evidence.clone();
+            }
+            if finding.suggestion.is_none() {
+                finding.suggestion = existing.suggestion.clone();
+            }
             *existing = finding;
             false
         } else {
@@ -416,6 +432,44 @@ mod tests {
             category: Category::Logic,
             suggestion: None,
         }
+    }
+
+    /// The consolidation's "report it again with its id and a lower score" often names only
+    /// what changes: the finding keeps its place, quoted code and suggestion.
+    #[test]
+    fn a_correction_keeps_what_it_leaves_out() {
+        let mut first = reported("Off by one");
+        first.id = Some("off-by-one".into());
+        first.end_line = Some(4);
+        first.suggestion = Some("use `..=`".into());
+        let mut collected = Collected::default();
+        assert!(collected.add(accept(first).unwrap()));
+        let mut rescored = reported("Off by one, maybe");
+        rescored.id = Some("off-by-one".into());
+        (rescored.file, rescored.line, rescored.evidence) = (None, None, None);
+        rescored.score = Score::saturating(4);
+        assert!(!collected.add(accept(rescored).unwrap()));
+        let [kept] = collected.findings.as_slice() else {
+            panic!("{:?}", collected.findings)
+        };
+        assert_eq!(kept.title, "Off by one, maybe");
+        assert_eq!(kept.score.get(), 4);
+        assert_eq!(kept.file.as_deref(), Some("src/a.rs"));
+        assert_eq!((kept.line, kept.end_line), (Some(3), Some(4)));
+        assert_eq!(kept.evidence.as_deref(), Some("x"));
+        assert_eq!(kept.suggestion.as_deref(), Some("use `..=`"));
+        // Moved to another line without quoting it: the old quote is not carried there.
+        let mut moved = reported("Off by one");
+        moved.id = Some("off-by-one".into());
+        (moved.line, moved.evidence) = (Some(9), None);
+        collected.add(accept(moved).unwrap());
+        assert_eq!(collected.findings[0].line, Some(9));
+        assert_eq!(collected.findings[0].evidence, None);
+        // The same id in another file is another finding.
+        let mut elsewhere = reported("Off by one");
+        elsewhere.id = Some("off-by-one".into());
+        elsewhere.file = Some("src/b.rs".into());
+        assert!(collected.add(accept(elsewhere).unwrap()));
     }
 
     #[test]
