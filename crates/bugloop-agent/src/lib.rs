@@ -6,7 +6,8 @@
 //!
 //! **Never:** panic, create task trees, commit, or talk to a forge: the loop that owns a task gives
 //! it a `ToolContext` on a `TaskTree` and decides what happens to the result. Requests only ever
-//! append, so providers' prefix caches apply.
+//! append within a conversation, and a stage opened in one of its own starts from the same system
+//! prompt and tools, so providers' prefix caches apply.
 
 pub mod transcript;
 
