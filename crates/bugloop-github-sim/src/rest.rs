@@ -251,62 +251,12 @@ fn repository(
     let text = |key: &str| body.get(key).and_then(Value::as_str).map(str::to_owned);
     match (method, rest) {
         // The repository's comments, `since` a time (GitHub compares the last update).
-        ("GET", ["pulls", "comments"]) => {
-            let since = since(query);
-            let items: Vec<Value> = state
-                .review_comments
-                .iter()
-                .filter(|c| !state.is_hidden(true, c.id))
-                .filter(|c| {
-                    since
-                        .as_deref()
-                        .is_none_or(|s| timestamp(c.updated_at).as_str() >= s)
-                })
-                .map(|c| review_json(state, c))
-                .collect();
-            page(
-                state,
-                &format!("/repos/{}/pulls/comments", state.full_name()),
-                query,
-                items,
-            )
-        }
-        ("GET", ["issues", "comments"]) => {
-            let since = since(query);
-            let items: Vec<Value> = state
-                .issue_comments
-                .iter()
-                .filter(|c| !state.is_hidden(false, c.id))
-                .filter(|c| {
-                    since
-                        .as_deref()
-                        .is_none_or(|s| timestamp(c.updated_at).as_str() >= s)
-                })
-                .map(|c| issue_json(state, c))
-                .collect();
-            page(
-                state,
-                &format!("/repos/{}/issues/comments", state.full_name()),
-                query,
-                items,
-            )
-        }
+        ("GET", ["pulls", "comments"]) => comments_since::<ReviewComment>(state, query),
+        ("GET", ["issues", "comments"]) => comments_since::<IssueComment>(state, query),
         ("GET", ["pulls", n]) => number(n).map_or_else(Answer::not_found, |n| pull(state, n)),
         ("GET", ["pulls", n, "comments"]) => match number(n) {
             Some(n) if state.pulls.contains_key(&n) => {
-                let items: Vec<Value> = state
-                    .review_comments
-                    .iter()
-                    .filter(|c| c.number == n && !state.is_hidden(true, c.id))
-                    .map(|c| review_json(state, c))
-                    .collect();
-                state.listed(true);
-                page(
-                    state,
-                    &format!("/repos/{}/pulls/{n}/comments", state.full_name()),
-                    query,
-                    items,
-                )
+                comments_on::<ReviewComment>(state, n, query)
             }
             _ => Answer::not_found(),
         },
@@ -330,34 +280,10 @@ fn repository(
             }
         }
         ("PATCH", ["pulls", "comments", id]) => {
-            let now = state.tick();
-            match edit(
-                &mut state.review_comments,
-                number(id),
-                login,
-                text("body"),
-                now,
-            ) {
-                Ok(comment) => Answer::ok(review_json(state, &comment)),
-                Err(refused) => refused,
-            }
+            edited::<ReviewComment>(state, number(id), login, text("body"))
         }
         ("GET", ["issues", n, "comments"]) => match number(n) {
-            Some(n) if state.has_conversation(n) => {
-                let items: Vec<Value> = state
-                    .issue_comments
-                    .iter()
-                    .filter(|c| c.number == n && !state.is_hidden(false, c.id))
-                    .map(|c| issue_json(state, c))
-                    .collect();
-                state.listed(false);
-                page(
-                    state,
-                    &format!("/repos/{}/issues/{n}/comments", state.full_name()),
-                    query,
-                    items,
-                )
-            }
+            Some(n) if state.has_conversation(n) => comments_on::<IssueComment>(state, n, query),
             _ => Answer::not_found(),
         },
         ("POST", ["issues", n, "comments"]) => match (number(n), text("body")) {
@@ -373,58 +299,24 @@ fn repository(
             }
             _ => Answer::not_found(),
         },
-        ("GET", ["issues", "comments", id]) => {
-            match number(id).and_then(|id| state.issue_comments.iter().find(|c| c.id == id)) {
-                Some(comment) => Answer::ok(issue_json(state, comment)),
-                None => Answer::not_found(),
-            }
-        }
-        ("GET", ["pulls", "comments", id]) => {
-            match number(id).and_then(|id| state.review_comments.iter().find(|c| c.id == id)) {
-                Some(comment) => Answer::ok(review_json(state, comment)),
-                None => Answer::not_found(),
-            }
-        }
+        ("GET", ["issues", "comments", id]) => comment::<IssueComment>(state, id),
+        ("GET", ["pulls", "comments", id]) => comment::<ReviewComment>(state, id),
         ("PATCH", ["issues", "comments", id]) => {
-            let now = state.tick();
-            match edit(
-                &mut state.issue_comments,
-                number(id),
-                login,
-                text("body"),
-                now,
-            ) {
-                Ok(comment) => Answer::ok(issue_json(state, &comment)),
-                Err(refused) => refused,
-            }
+            edited::<IssueComment>(state, number(id), login, text("body"))
         }
         ("DELETE", ["issues", "comments", id]) => {
-            let Some(at) =
-                number(id).and_then(|id| state.issue_comments.iter().position(|c| c.id == id))
-            else {
-                return Answer::not_found();
+            let at = match own_position::<IssueComment>(state, number(id), login) {
+                Ok(at) => at,
+                Err(refused) => return refused,
             };
-            if state.issue_comments[at].author != login {
-                return Answer::error(
-                    StatusCode::FORBIDDEN,
-                    "Must have admin rights to Repository.",
-                );
-            }
             state.issue_comments.remove(at);
             no_content()
         }
         ("DELETE", ["pulls", "comments", id]) => {
-            let Some(at) =
-                number(id).and_then(|id| state.review_comments.iter().position(|c| c.id == id))
-            else {
-                return Answer::not_found();
+            let at = match own_position::<ReviewComment>(state, number(id), login) {
+                Ok(at) => at,
+                Err(refused) => return refused,
             };
-            if state.review_comments[at].author != login {
-                return Answer::error(
-                    StatusCode::FORBIDDEN,
-                    "Must have admin rights to Repository.",
-                );
-            }
             let gone = state.review_comments.remove(at);
             // A thread goes with its last comment; otherwise its first reply leads it.
             let next = state
@@ -521,16 +413,42 @@ fn repository(
     }
 }
 
-/// A comment of either kind, as an edit sees it.
-trait Editable: Clone {
+/// A comment of either kind, as listing, reading, editing and deleting see it.
+trait CommentKind: Clone {
+    /// A review comment (on the diff), not a conversation one.
+    const REVIEW: bool;
+    /// The path segment of its kind: `pulls` or `issues`.
+    const KIND: &'static str;
+    fn all(state: &State) -> &[Self];
+    fn all_mut(state: &mut State) -> &mut [Self];
+    fn json(state: &State, comment: &Self) -> Value;
     fn id(&self) -> u64;
+    fn number(&self) -> u64;
+    fn updated_at(&self) -> u64;
     fn author(&self) -> &str;
     fn set_body(&mut self, body: String, now: u64);
 }
 
-impl Editable for IssueComment {
+impl CommentKind for IssueComment {
+    const REVIEW: bool = false;
+    const KIND: &'static str = "issues";
+    fn all(state: &State) -> &[Self] {
+        &state.issue_comments
+    }
+    fn all_mut(state: &mut State) -> &mut [Self] {
+        &mut state.issue_comments
+    }
+    fn json(state: &State, comment: &Self) -> Value {
+        issue_json(state, comment)
+    }
     fn id(&self) -> u64 {
         self.id
+    }
+    fn number(&self) -> u64 {
+        self.number
+    }
+    fn updated_at(&self) -> u64 {
+        self.updated_at
     }
     fn author(&self) -> &str {
         &self.author
@@ -541,9 +459,26 @@ impl Editable for IssueComment {
     }
 }
 
-impl Editable for ReviewComment {
+impl CommentKind for ReviewComment {
+    const REVIEW: bool = true;
+    const KIND: &'static str = "pulls";
+    fn all(state: &State) -> &[Self] {
+        &state.review_comments
+    }
+    fn all_mut(state: &mut State) -> &mut [Self] {
+        &mut state.review_comments
+    }
+    fn json(state: &State, comment: &Self) -> Value {
+        review_json(state, comment)
+    }
     fn id(&self) -> u64 {
         self.id
+    }
+    fn number(&self) -> u64 {
+        self.number
+    }
+    fn updated_at(&self) -> u64 {
+        self.updated_at
     }
     fn author(&self) -> &str {
         &self.author
@@ -552,10 +487,87 @@ impl Editable for ReviewComment {
         self.body = body;
         self.updated_at = now;
     }
+}
+
+/// The repository's comments of one kind, `since` a time (GitHub compares the last update).
+fn comments_since<T: CommentKind>(state: &State, query: &str) -> Answer {
+    let since = since(query);
+    let items: Vec<Value> = T::all(state)
+        .iter()
+        .filter(|c| !state.is_hidden(T::REVIEW, c.id()))
+        .filter(|c| {
+            since
+                .as_deref()
+                .is_none_or(|s| timestamp(c.updated_at()).as_str() >= s)
+        })
+        .map(|c| T::json(state, c))
+        .collect();
+    page(
+        state,
+        &format!("/repos/{}/{}/comments", state.full_name(), T::KIND),
+        query,
+        items,
+    )
+}
+
+/// The comments of one kind on pull request or issue `n`, a listing that hidden ones count.
+fn comments_on<T: CommentKind>(state: &mut State, n: u64, query: &str) -> Answer {
+    let items: Vec<Value> = T::all(state)
+        .iter()
+        .filter(|c| c.number() == n && !state.is_hidden(T::REVIEW, c.id()))
+        .map(|c| T::json(state, c))
+        .collect();
+    state.listed(T::REVIEW);
+    page(
+        state,
+        &format!("/repos/{}/{}/{n}/comments", state.full_name(), T::KIND),
+        query,
+        items,
+    )
+}
+
+/// Comment `id` of one kind.
+fn comment<T: CommentKind>(state: &State, id: &str) -> Answer {
+    match number(id).and_then(|id| T::all(state).iter().find(|c| c.id() == id)) {
+        Some(comment) => Answer::ok(T::json(state, comment)),
+        None => Answer::not_found(),
+    }
+}
+
+/// The edit of comment `id` of one kind by `login`, answered with the comment as edited.
+fn edited<T: CommentKind>(
+    state: &mut State,
+    id: Option<u64>,
+    login: &str,
+    body: Option<String>,
+) -> Answer {
+    let now = state.tick();
+    match edit(T::all_mut(state), id, login, body, now) {
+        Ok(comment) => Answer::ok(T::json(state, &comment)),
+        Err(refused) => refused,
+    }
+}
+
+/// Where comment `id` of one kind stands, when `login` wrote it and so may delete it.
+fn own_position<T: CommentKind>(
+    state: &State,
+    id: Option<u64>,
+    login: &str,
+) -> Result<usize, Answer> {
+    let Some(at) = id.and_then(|id| T::all(state).iter().position(|c| c.id() == id)) else {
+        return Err(Answer::not_found());
+    };
+    if T::all(state)[at].author() != login {
+        return Err(Answer::error(
+            StatusCode::FORBIDDEN,
+            "Must have admin rights to Repository.",
+        ));
+    }
+    Ok(at)
 }
 
 /// An edit of comment `id` by `login`: only its author may, within the body limit.
-fn edit<T: Editable>(
+fn edit<T: CommentKind>(
     comments: &mut [T],
     id: Option<u64>,
     login: &str,
