@@ -410,6 +410,14 @@ fn sources(branch_config: BranchConfig) -> Sources {
     }
 }
 
+/// [`sources`] with `branch` as the branch's own configuration.
+fn with_branch(branch: &str, branch_config: BranchConfig) -> Sources {
+    Sources {
+        branch: Some(SourceText::new(BRANCH_LABEL, branch)),
+        ..sources(branch_config)
+    }
+}
+
 /// The ignored settings, then chosen keys with their values and sources.
 fn summary(loaded: &Loaded) -> String {
     let mut out = String::from("ignored:\n");
@@ -460,10 +468,7 @@ fn the_branch_chooses_review_settings_only() {
         ("ignore (GitHub)", sources(BranchConfig::Ignore)),
         (
             "the branch's file is the base's",
-            Sources {
-                branch: Some(SourceText::new(BRANCH_LABEL, BASE)),
-                ..sources(BranchConfig::ReviewSettings)
-            },
+            with_branch(BASE, BranchConfig::ReviewSettings),
         ),
         (
             "no base: no default branch, or no file there",
@@ -552,30 +557,21 @@ fn ignored_settings_keep_the_base_values() {
     assert_eq!(ignore.config, base);
     assert_eq!(ignore.ignored, loaded.ignored);
     // A broken branch file cannot stop a run that ignores it.
-    let broken = Sources {
-        branch: Some(SourceText::new(BRANCH_LABEL, "review: [")),
-        ..sources(BranchConfig::Ignore)
-    };
+    let broken = with_branch("review: [", BranchConfig::Ignore);
     assert_eq!(load_layered(&broken).unwrap().config, base);
     // The branch's ignored values are not validated: they do not run.
-    let shell = Sources {
-        branch: Some(SourceText::new(
-            BRANCH_LABEL,
-            "fix:\n  verify_commands: [sh -c 'x; y']\n",
-        )),
-        ..sources(BranchConfig::ReviewSettings)
-    };
+    let shell = with_branch(
+        "fix:\n  verify_commands: [sh -c 'x; y']\n",
+        BranchConfig::ReviewSettings,
+    );
     let ignored = load_layered(&shell).unwrap().ignored;
     assert_eq!(ignored[0].key, "fix.verify_commands");
     assert_eq!(ignored[0].branch_value, r#"["sh -c 'x; y'"]"#);
     // Aliases count as the key they stand for.
-    let alias = Sources {
-        branch: Some(SourceText::new(
-            BRANCH_LABEL,
-            "fix:\n  bugbot-fix-verify-commands: [make]\nlimits:\n  max_ralph_iterations: 99\n",
-        )),
-        ..sources(BranchConfig::ReviewSettings)
-    };
+    let alias = with_branch(
+        "fix:\n  bugbot-fix-verify-commands: [make]\nlimits:\n  max_ralph_iterations: 99\n",
+        BranchConfig::ReviewSettings,
+    );
     let ignored = load_layered(&alias).unwrap().ignored;
     let lines: Vec<(String, Option<usize>)> =
         ignored.iter().map(|i| (i.key.clone(), i.line)).collect();

@@ -91,6 +91,26 @@ fn reproducing_script() -> Vec<Value> {
     lines
 }
 
+/// Files alice's issue about the crash in `last`, in a few words, labelled for autofix.
+fn crash_issue(sim: &Simulator) -> u64 {
+    sim.add_issue(
+        "alice",
+        "Crash in last",
+        "IndexError",
+        &["bug", "bug:autofix"],
+    )
+}
+
+/// Files alice's issue about the crash in `last`, with its traceback, labelled for autofix.
+fn traceback_issue(sim: &Simulator) -> u64 {
+    sim.add_issue(
+        "alice",
+        "IndexError: list index out of range in last (app/models.py)",
+        "Traceback (most recent call last):\n  File \"app/models.py\", line 2, in last\nIndexError: list index out of range\n",
+        &["bug", "bug:autofix"],
+    )
+}
+
 /// Queues `trigger` as GitHub's delivery `delivery` would.
 /// Delivers `trigger` and runs the job it queues, which must end done.
 async fn run_done(
@@ -115,6 +135,30 @@ async fn first_solving(queue: &Queue, settings: &WorkerSettings, sim: &Simulator
         &autofix(sim, issue, "bug:autofix"),
     )
     .await;
+}
+
+/// [`first_solving`] with the solution only (bugloop's own review of the draft would need
+/// answers the script has not); the directory of its script, for the scripts after.
+async fn first_solution(
+    queue: &Queue,
+    settings: &mut WorkerSettings,
+    sim: &Simulator,
+    issue: u64,
+) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    settings.model = Some(script_file(dir.path(), &script()[2..4]));
+    first_solving(queue, settings, sim, issue).await;
+    dir
+}
+
+/// Queues the error report `report` for acme/widgets, as delivery `delivery`.
+async fn report_error(queue: &Queue, delivery: &str, report: String) {
+    let trigger = Trigger::ErrorReport {
+        repository: "acme/widgets".to_owned(),
+        report,
+        installation: None,
+    };
+    enqueue_trigger(queue, delivery, &trigger).await;
 }
 
 async fn enqueue_trigger(queue: &Queue, delivery: &str, trigger: &Trigger) {
@@ -434,14 +478,10 @@ async fn a_reported_error_is_filed_once_counted_solved_and_reverted_when_it_retu
     .await;
     let sim = &fixture.sim;
     let report = async |delivery: &str, checkout: &str| {
-        let trigger = Trigger::ErrorReport {
-            repository: "acme/widgets".to_owned(),
-            report: format!(
-                "2026-11-24 07:12:01 ERROR worker crashed\nTraceback (most recent call last):\n  File \"{checkout}/app/models.py\", line 2, in last\n    return items[len(items)]\nIndexError: list index out of range\n"
-            ),
-            installation: None,
-        };
-        enqueue_trigger(&queue, delivery, &trigger).await;
+        let report = format!(
+            "2026-11-24 07:12:01 ERROR worker crashed\nTraceback (most recent call last):\n  File \"{checkout}/app/models.py\", line 2, in last\n    return items[len(items)]\nIndexError: list index out of range\n"
+        );
+        report_error(&queue, delivery, report).await;
     };
     report("report-1", "/srv/app").await;
     let filed = crate::run_one(&queue, &settings).await;
@@ -614,12 +654,7 @@ async fn a_solve_interrupted_by_github_failures_resumes_to_the_same_end() {
         _dirs,
     } = setup().await;
     let sim = &fixture.sim;
-    let issue = sim.add_issue(
-        "alice",
-        "IndexError: list index out of range in last (app/models.py)",
-        "Traceback (most recent call last):\n  File \"app/models.py\", line 2, in last\nIndexError: list index out of range\n",
-        &["bug", "bug:autofix"],
-    );
+    let issue = traceback_issue(sim);
     sim.inject(bugloop_github_sim::Fault::Fail {
         method: "POST".to_owned(),
         path_contains: "widgets/pulls".to_owned(),

@@ -238,9 +238,7 @@ async fn a_comment_github_never_issued_is_refused_as(user: Option<u32>) {
     let fixture = PullRequestFixture::new(FixtureOptions::default()).await;
     let scripts = tempfile::tempdir().unwrap();
     let review = review_script(scripts.path());
-    let opened = webhook_example("pull_request", "opened", &fixture);
-    let reviewed = action_as(user, &fixture, "pull_request", &opened, &[], &review);
-    reviewed.ok();
+    opened_as(user, &fixture, &[], &review);
     let payload = comment_event(&fixture, "issue_comment", 987_654_321, "@bugloop fix all");
     let fixing = fixing_script(scripts.path());
     let before = fixture.origin_head();

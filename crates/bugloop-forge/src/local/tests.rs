@@ -14,14 +14,8 @@ fn repo() -> TestRepo {
     repo
 }
 
-#[tokio::test]
-async fn upserts_are_idempotent_and_threads_resolve() {
-    let dir = repo();
-    let g = Git::open(dir.path()).unwrap();
-    let forge = LocalForge::open(g, "bugloop").await.unwrap();
-    assert!(dir.path().join(".git/bugloop/store.db").exists());
-    let change = ChangeKey("branch:feature".into());
-    let markers = MarkerSyntax::new("bugloop", &[]).unwrap();
+/// The off-by-one finding on line 2 of `a.txt`: its id, its comment's body and its anchor.
+fn off_by_one(markers: &MarkerSyntax) -> (FindingId, String, LineAnchor) {
     let id = FindingId::new("off-by-one");
     let body = format!("### Off by one\n{}", markers.build(&id, false));
     let anchor = LineAnchor {
@@ -30,6 +24,18 @@ async fn upserts_are_idempotent_and_threads_resolve() {
         end_line: None,
         commit: "abc".into(),
     };
+    (id, body, anchor)
+}
+
+#[tokio::test]
+async fn upserts_are_idempotent_and_threads_resolve() {
+    let dir = repo();
+    let g = Git::open(dir.path()).unwrap();
+    let forge = LocalForge::open(g, "bugloop").await.unwrap();
+    assert!(dir.path().join(".git/bugloop/store.db").exists());
+    let change = ChangeKey("branch:feature".into());
+    let markers = MarkerSyntax::new("bugloop", &[]).unwrap();
+    let (id, body, anchor) = off_by_one(&markers);
     let first = upsert(&forge, &change, &markers, &id, &body, Some(&anchor))
         .await
         .unwrap();
@@ -160,14 +166,7 @@ async fn a_recording_forge_writes_nothing_and_shows_the_run_what_it_would_have_w
 
     let dry = RecordingForge::new(&forge);
     assert!(forge.publishes() && !dry.publishes());
-    let id = FindingId::new("off-by-one");
-    let body = format!("### Off by one\n{}", markers.build(&id, false));
-    let anchor = LineAnchor {
-        path: "a.txt".into(),
-        line: 2,
-        end_line: None,
-        commit: "abc".into(),
-    };
+    let (id, body, anchor) = off_by_one(&markers);
     // The same upserts as a real run: added once, then unchanged (the run sees its own write).
     let first = upsert(&dry, &change, &markers, &id, &body, Some(&anchor))
         .await

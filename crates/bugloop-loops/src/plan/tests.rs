@@ -2,6 +2,11 @@
 
 use super::*;
 
+/// The plan of `diff` with nothing ignored, under `budget` and no ceiling of the model's.
+fn planned(diff: &Diff, budget: u64, reader: Reader) -> Plan {
+    plan(diff, &IgnoreMatcher::empty(), budget, u64::MAX, reader)
+}
+
 fn file_diff(path: &str, lines: usize) -> String {
     let mut out = format!(
         "diff --git a/{path} b/{path}\n--- a/{path}\n+++ b/{path}\n@@ -1,1 +1,{} @@\n old\n",
@@ -66,13 +71,7 @@ fn small_budgets_split_files_and_hunks_and_show_every_line() {
     // One file with a hunk far over the budget.
     text.push_str(&file_diff("src/huge.rs", 400));
     let diff = bugloop_diff::parse(text);
-    let plan = plan(
-        &diff,
-        &IgnoreMatcher::empty(),
-        300,
-        u64::MAX,
-        Reader::Reviewer,
-    );
+    let plan = planned(&diff, 300, Reader::Reviewer);
     assert!(plan.batches.len() > 3, "{}", plan.batches.len());
     for batch in &plan.batches {
         assert!(batch.tokens <= 300 + 20, "{} tokens", batch.tokens);
@@ -109,13 +108,7 @@ fn small_budgets_split_files_and_hunks_and_show_every_line() {
 fn delete_only_hunks_are_one_line_and_lines_carry_head_numbers() {
     let text = "diff --git a/a.rs b/a.rs\n--- a/a.rs\n+++ b/a.rs\n@@ -1,2 +0,0 @@\n-gone one\n-gone two\n@@ -10,1 +8,2 @@ fn f\n ctx\n+new\n";
     let diff = bugloop_diff::parse(text);
-    let plan = plan(
-        &diff,
-        &IgnoreMatcher::empty(),
-        10_000,
-        u64::MAX,
-        Reader::Reviewer,
-    );
+    let plan = planned(&diff, 10_000, Reader::Reviewer);
     insta::assert_snapshot!(plan.batches[0].text, @r"
     ## a.rs (modified, +1 -2)
     @@ removes 2 line(s) after head line 0, starting with `gone one`
@@ -136,13 +129,7 @@ fn encoded_data_is_one_line() {
         "diff --git a/k.pem b/k.pem\nnew file mode 100644\n--- /dev/null\n+++ b/k.pem\n@@ -0,0 +1,8 @@\n+-----BEGIN RSA PRIVATE KEY-----\n{body}+-----END RSA PRIVATE KEY-----\n"
     );
     let diff = bugloop_diff::parse(text.as_bytes());
-    let plan = plan(
-        &diff,
-        &IgnoreMatcher::empty(),
-        10_000,
-        u64::MAX,
-        Reader::Reviewer,
-    );
+    let plan = planned(&diff, 10_000, Reader::Reviewer);
     insta::assert_snapshot!(plan.batches[0].text, @r"
     ## k.pem (added, +8 -0)
     @@
@@ -175,13 +162,7 @@ fn a_small_model_is_shown_code_only_and_the_rest_is_left_to_the_analyzers() {
         text.push_str(&file_diff(path, 3));
     }
     let diff = bugloop_diff::parse(text);
-    let plan = plan(
-        &diff,
-        &IgnoreMatcher::empty(),
-        10_000,
-        u64::MAX,
-        Reader::SmallModel,
-    );
+    let plan = planned(&diff, 10_000, Reader::SmallModel);
     let shown: Vec<&str> = plan
         .batches
         .iter()
@@ -200,13 +181,7 @@ fn a_small_model_is_shown_code_only_and_the_rest_is_left_to_the_analyzers() {
 }
 
 fn plan_all(diff: &Diff) -> Plan {
-    plan(
-        diff,
-        &IgnoreMatcher::empty(),
-        10_000,
-        u64::MAX,
-        Reader::Reviewer,
-    )
+    planned(diff, 10_000, Reader::Reviewer)
 }
 
 #[test]
@@ -249,53 +224,37 @@ fn build_output_is_summarized_by_where_it_lies() {
 #[test]
 fn a_small_remainder_joins_a_part_before_it() {
     let budget = 1_000;
+    let at_most = |diff: &Diff, ceiling| {
+        plan(
+            diff,
+            &IgnoreMatcher::empty(),
+            budget,
+            ceiling,
+            Reader::Reviewer,
+        )
+    };
     let text_with =
         |lines: usize| [file_diff("src/big.rs", lines), file_diff("Cargo.lock", 50)].concat();
     // The size of src/big.rs at which the lockfile's summary no longer fits beside it.
     let lines = (100..200)
         .find(|&lines| {
-            let diff = bugloop_diff::parse(text_with(lines));
-            plan(
-                &diff,
-                &IgnoreMatcher::empty(),
-                budget,
-                budget,
-                Reader::Reviewer,
-            )
-            .batches
-            .len()
+            at_most(&bugloop_diff::parse(text_with(lines)), budget)
+                .batches
+                .len()
                 == 2
         })
         .unwrap();
     let diff = bugloop_diff::parse(text_with(lines));
-    let at_the_ceiling = plan(
-        &diff,
-        &IgnoreMatcher::empty(),
-        budget,
-        budget,
-        Reader::Reviewer,
-    );
+    let at_the_ceiling = at_most(&diff, budget);
     assert_eq!(at_the_ceiling.batches[1].files, ["Cargo.lock"]);
-    let merged = plan(
-        &diff,
-        &IgnoreMatcher::empty(),
-        budget,
-        u64::MAX,
-        Reader::Reviewer,
-    );
+    let merged = planned(&diff, budget, Reader::Reviewer);
     assert_eq!(merged.batches.len(), 1);
     assert_eq!(merged.batches[0].files, ["src/big.rs", "Cargo.lock"]);
     assert!(merged.batches[0].tokens <= budget + budget / 20);
     assert!(merged.batches[0].text.contains("## Cargo.lock"));
     // A remainder that is part of a file split across parts never joins another of its parts.
     let split = bugloop_diff::parse(file_diff("src/huge.rs", 1_000));
-    let parts = plan(
-        &split,
-        &IgnoreMatcher::empty(),
-        budget,
-        u64::MAX,
-        Reader::Reviewer,
-    );
+    let parts = planned(&split, budget, Reader::Reviewer);
     assert!(parts.batches.len() > 2);
     assert!(parts.batches.iter().all(|b| b.tokens <= budget));
 }

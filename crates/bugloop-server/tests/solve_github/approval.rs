@@ -15,12 +15,7 @@ async fn the_gate_waits_for_running_checks_then_marks_ready() {
     } = setup().await;
     let sim = &fixture.sim;
     sim.set_check("*", "ci", "in_progress", None);
-    let issue = sim.add_issue(
-        "alice",
-        "IndexError: list index out of range in last (app/models.py)",
-        "Traceback (most recent call last):\n  File \"app/models.py\", line 2, in last\nIndexError: list index out of range\n",
-        &["bug", "bug:autofix"],
-    );
+    let issue = traceback_issue(sim);
     first_solving(&queue, &settings, sim, issue).await;
     assert_recorded(sim, issue, "REVIEWING");
     let pulls: Vec<_> = sim.pulls().into_iter().filter(|p| p.0 != 7).collect();
@@ -35,8 +30,6 @@ async fn the_gate_waits_for_running_checks_then_marks_ready() {
     assert_eq!(sim.is_draft(number), Some(false));
 }
 
-/// `solve.approval: required` on GitHub: the solution waits on its branch with one comment on the
-/// issue; a stranger's `@bugloop approve` does nothing; a maintainer's opens the draft.
 /// A repository that asks for approval (`solve.approval: required`, its drafts reviewed by an
 /// external reviewer), and alice's issue labelled for solving.
 async fn approval_required() -> (Setup, u64) {
@@ -44,15 +37,12 @@ async fn approval_required() -> (Setup, u64) {
         "{CONFIG}  approval: required\nagents:\n  reviewer:\n    external: true\n"
     ))
     .await;
-    let issue = setup.fixture.sim.add_issue(
-        "alice",
-        "Crash in last",
-        "IndexError",
-        &["bug", "bug:autofix"],
-    );
+    let issue = crash_issue(&setup.fixture.sim);
     (setup, issue)
 }
 
+/// `solve.approval: required` on GitHub: the solution waits on its branch with one comment on the
+/// issue; a stranger's `@bugloop approve` does nothing; a maintainer's opens the draft.
 #[tokio::test]
 async fn a_solution_waits_for_a_maintainers_approval_on_github() {
     let (
@@ -65,9 +55,7 @@ async fn a_solution_waits_for_a_maintainers_approval_on_github() {
         issue,
     ) = approval_required().await;
     let sim = &fixture.sim;
-    let dir = tempfile::tempdir().unwrap();
-    settings.model = Some(script_file(dir.path(), &script()[2..4]));
-    first_solving(&queue, &settings, sim, issue).await;
+    let dir = first_solution(&queue, &mut settings, sim, issue).await;
     let pulls = || sim.pulls().into_iter().filter(|p| p.0 != 7).count();
     assert_eq!(pulls(), 0, "no draft before approval");
     let asked = || {
@@ -137,9 +125,7 @@ async fn a_maintainers_label_approves_a_waiting_solution_on_github() {
     let sim = &fixture.sim;
     // Approved before there was anything to approve.
     sim.label_as(issue, "alice", "bugloop:approved");
-    let dir = tempfile::tempdir().unwrap();
-    settings.model = Some(script_file(dir.path(), &script()[2..4]));
-    first_solving(&queue, &settings, sim, issue).await;
+    let dir = first_solution(&queue, &mut settings, sim, issue).await;
     let pulls = || sim.pulls().into_iter().filter(|p| p.0 != 7).count();
     assert_eq!(pulls(), 0, "an earlier label approves nothing");
     assert!(
@@ -219,14 +205,10 @@ async fn a_pattern_escalated_before_is_handed_to_a_person_on_github() {
         ],
     ));
     let report = async |delivery: &str, function: &str| {
-        let trigger = Trigger::ErrorReport {
-            repository: "acme/widgets".to_owned(),
-            report: format!(
-                "Traceback (most recent call last):\n  File \"/srv/app/app/models.py\", line 2, in {function}\n    return items[len(items)]\nIndexError: list index out of range\n"
-            ),
-            installation: None,
-        };
-        enqueue_trigger(&queue, delivery, &trigger).await;
+        let report = format!(
+            "Traceback (most recent call last):\n  File \"/srv/app/app/models.py\", line 2, in {function}\n    return items[len(items)]\nIndexError: list index out of range\n"
+        );
+        report_error(&queue, delivery, report).await;
     };
     let drain = async || {
         while let Some(run) = run_next(&queue, &settings, &Stop::never()).await.unwrap() {

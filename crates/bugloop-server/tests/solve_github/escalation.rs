@@ -18,12 +18,7 @@ async fn an_issue_the_solver_cannot_solve_is_escalated_on_github() {
     .await;
     let sim = &fixture.sim;
     sim.set_permission("bugsolver-bot", "write");
-    let issue = sim.add_issue(
-        "alice",
-        "Crash in last",
-        "IndexError",
-        &["bug", "bug:autofix"],
-    );
+    let issue = crash_issue(sim);
     let dir = tempfile::tempdir().unwrap();
     let tries: Vec<Value> = (1..=2)
         .flat_map(|n| {
@@ -102,16 +97,8 @@ async fn an_external_reviewers_threads_are_addressed_and_its_review_awaited() {
     .await;
     let sim = &fixture.sim;
     sim.set_permission("bugsolver-bot", "write");
-    let issue = sim.add_issue(
-        "alice",
-        "Crash in last",
-        "IndexError",
-        &["bug", "bug:autofix"],
-    );
-    let dir = tempfile::tempdir().unwrap();
-    // The solution only: bugloop's own review of the draft would need answers the script has not.
-    settings.model = Some(script_file(dir.path(), &script()[2..4]));
-    first_solving(&queue, &settings, sim, issue).await;
+    let issue = crash_issue(sim);
+    let dir = first_solution(&queue, &mut settings, sim, issue).await;
     assert_eq!(sim.assignees(issue), ["bugsolver-bot"]);
     let pulls: Vec<_> = sim.pulls().into_iter().filter(|p| p.0 != 7).collect();
     assert_eq!(pulls.len(), 1, "{pulls:#?}");
