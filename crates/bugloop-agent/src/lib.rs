@@ -157,6 +157,29 @@ struct RunProgress {
     salvaged: Option<String>,
 }
 
+/// The conversation stage `number` (instructions `stage`) is asked in when the stages left are
+/// asked at once, and how the transcript says it: its own, when the task opens one for it, else
+/// a copy of the conversation so far with the stage's instructions.
+fn stage_conversation(
+    asked: &Asked<'_>,
+    messages: &[Message],
+    stage: String,
+    number: usize,
+) -> (Vec<Message>, String) {
+    match asked.open_stage.and_then(|open| open(number)) {
+        Some(opened) => {
+            let shown: Vec<&str> = opened.iter().map(|m| m.content.as_str()).collect();
+            let how = format!("in a conversation of its own: {}", shown.join("\n\n"));
+            (opened, how)
+        }
+        None => {
+            let mut copy = messages.to_vec();
+            copy.push(Message::user(stage.clone()));
+            (copy, stage)
+        }
+    }
+}
+
 /// What a call of the submit tool came to.
 enum Submission {
     /// The task's result: the submission of its only stage, or of its last.
@@ -489,24 +512,7 @@ impl Agent {
         let started = progress.turns;
         let branches = left.into_iter().enumerate().map(|(index, stage)| {
             let one = &one;
-            let opened = asked.open_stage.and_then(|open| open(first_left + index));
-            let (messages, how) = match opened {
-                Some(opened) => {
-                    let shown = opened
-                        .iter()
-                        .map(|m| m.content.as_str())
-                        .collect::<Vec<_>>();
-                    (
-                        opened.clone(),
-                        format!("in a conversation of its own: {}", shown.join("\n\n")),
-                    )
-                }
-                None => {
-                    let mut copy = messages.to_vec();
-                    copy.push(Message::user(stage.clone()));
-                    (copy, stage)
-                }
-            };
+            let (messages, how) = stage_conversation(asked, messages, stage, first_left + index);
             let mut branch = RunProgress {
                 transcript: Transcript::held(progress.transcript.path()),
                 usage: Usage::default(),
