@@ -81,6 +81,7 @@ fn errors_are_located_and_named() {
         "solve:\n  timeout_minutes: 0\n",
         "limits:\n  max_ralph_iterations: 3\n  timeout_minutes: 0\n",
         "budgets:\n  max_turns: 0\n",
+        "review:\n  max_tokens_per_call: 18446744073709551615\n",
         "sandbox:\n  command_timeout_seconds: 0\n",
         "identity:\n  marker_prefix: \"a b\"\n",
         "model:\n  default: gpt-4o\n",

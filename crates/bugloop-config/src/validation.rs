@@ -129,6 +129,7 @@ pub fn validate(config: &Config) -> Result<(), ConfigError> {
     crate::analyzers::validate(&config.review.analyzers)?;
     dedup_overlap(&config.review)?;
     large_enough(config)?;
+    tokens_per_call_within_reason(config.review.max_tokens_per_call)?;
     sandbox_system_paths(&config.sandbox)?;
     sandbox_env_allowlist(&config.sandbox)?;
     provider_key_variables(&config.model)?;
@@ -378,6 +379,22 @@ fn large_enough(config: &Config) -> Result<(), ConfigError> {
                 format!("{value} is too small: must be at least {least}"),
             ));
         }
+    }
+    Ok(())
+}
+
+/// The most change one review call may be shown: more than any model's context holds, so a
+/// larger `review.max_tokens_per_call` is a mistake (and would overflow what is computed from it).
+const MAX_TOKENS_PER_CALL: u64 = 10_000_000;
+
+fn tokens_per_call_within_reason(value: u64) -> Result<(), ConfigError> {
+    if value > MAX_TOKENS_PER_CALL {
+        return Err(invalid(
+            "review.max_tokens_per_call",
+            format!(
+                "{value} is too large: must be at most {MAX_TOKENS_PER_CALL} (no model reads more in one call)"
+            ),
+        ));
     }
     Ok(())
 }
