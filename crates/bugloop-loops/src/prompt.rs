@@ -1,6 +1,6 @@
 //! The reviewer's prompts: markdown files under `prompts/`, filled in here.
 
-use bugloop_domain::finding::{Category, Finding};
+use bugloop_domain::finding::Category;
 use bugloop_domain::safety::truncate_finding_body;
 use bugloop_domain::score::{RUBRIC, Score, rubric_markdown};
 use bugloop_domain::thread::ThreadState;
@@ -246,46 +246,22 @@ pub fn change(description: &str, scope: &str, diff: &str) -> String {
 }
 
 /// The consolidation pass asked on its own: the findings reported so far, each as the
-/// arguments of its `report_finding` call (one line of JSON, so what the model copies back to
-/// merge or rescore a finding is what it reported, evidence and all, and no text of theirs can
-/// stand on a line of its own), then the pass's instructions.
-pub(crate) fn consolidation_alone(findings: &[Finding]) -> String {
-    let mut listed = String::new();
-    for finding in findings {
-        let mut reported = serde_json::json!({
-            "id": finding.id.as_str(),
-            "title": finding.title,
-            "description": finding.description,
-            "score": finding.score.get(),
-            "category": finding.category.as_str(),
-        });
-        let optional = [
-            ("file", finding.file.clone().map(serde_json::Value::from)),
-            ("line", finding.line.map(serde_json::Value::from)),
-            ("end_line", finding.end_line.map(serde_json::Value::from)),
-            (
-                "evidence",
-                finding.evidence.clone().map(serde_json::Value::from),
-            ),
-            (
-                "suggestion",
-                finding.suggestion.clone().map(serde_json::Value::from),
-            ),
-        ];
-        for (name, value) in optional {
-            if let (Some(value), Some(object)) = (value, reported.as_object_mut()) {
-                object.insert(name.to_owned(), value);
-            }
-        }
-        listed.push_str(&one_line_json(&reported));
-        listed.push('\n');
-    }
-    if listed.is_empty() {
-        listed.push_str("(none: the passes before reported nothing)\n");
-    }
+/// arguments of its `report_finding` call (`reports`, one line of JSON each, so what the model
+/// copies back to merge or rescore a finding is what it reported, evidence and all, and no text
+/// of theirs can stand on a line of its own), then the pass's instructions.
+pub(crate) fn consolidation_alone(reports: &[serde_json::Value]) -> String {
+    let listed = if reports.is_empty() {
+        "(none: the passes before reported nothing)".to_owned()
+    } else {
+        reports
+            .iter()
+            .map(one_line_json)
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
     fill(
         PASS_4_ALONE,
-        &[("findings", listed.trim_end()), ("pass", PASSES[3].trim())],
+        &[("findings", &listed), ("pass", PASSES[3].trim())],
     )
 }
 
@@ -302,6 +278,8 @@ fn one_line_json(value: &serde_json::Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::review::tools::ReportedFinding;
+    use bugloop_domain::finding::Finding;
 
     /// What the model reported comes back to it as it reported it, each finding on one line:
     /// no text of theirs (a path, a description with any kind of line break) stands on a line of
@@ -323,7 +301,8 @@ mod tests {
             suggestion: Some("Bind `name` as a parameter.".to_owned()),
             source: None,
         };
-        let prompt = consolidation_alone(std::slice::from_ref(&finding));
+        let report = serde_json::to_value(ReportedFinding::from(&finding)).unwrap();
+        let prompt = consolidation_alone(&[report]);
         let breaks = [
             '\n', '\r', '\u{2028}', '\u{2029}', '\u{85}', '\u{b}', '\u{c}',
         ];
@@ -343,8 +322,7 @@ mod tests {
             .map(|l| serde_json::from_str(l).unwrap())
             .collect();
         assert_eq!(reported.len(), 1, "{prompt}");
-        let copied: crate::review::tools::ReportedFinding =
-            serde_json::from_value(reported[0].clone()).unwrap();
+        let copied: ReportedFinding = serde_json::from_value(reported[0].clone()).unwrap();
         assert_eq!(copied.evidence.as_deref(), Some(evidence));
         assert_eq!(copied.file, finding.file);
         assert_eq!(copied.description, finding.description);

@@ -400,15 +400,10 @@ fn triage_prompt(
 fn context(request: &ReviewRequest, file: &str, line: u32) -> Option<Around> {
     let text = std::fs::read(request.workspace.join(file)).ok()?;
     let text = String::from_utf8_lossy(&text);
-    let first = usize::try_from(line).unwrap_or(1).saturating_sub(6);
+    let raw: Vec<&str> = window(&text, line).into_iter().map(|(_, l)| l).collect();
     Some(Around {
         shown: lines_around(&text, line),
-        raw: text
-            .lines()
-            .skip(first)
-            .take(11)
-            .collect::<Vec<_>>()
-            .join("\n"),
+        raw: raw.join("\n"),
     })
 }
 
@@ -418,15 +413,20 @@ struct Around {
     raw: String,
 }
 
-fn lines_around(text: &str, line: u32) -> String {
+/// The eleven lines around `line` (five before, five after), with their numbers.
+fn window(text: &str, line: u32) -> Vec<(usize, &str)> {
     let line = usize::try_from(line).unwrap_or(1);
-    let around: Vec<(usize, &str)> = text
-        .lines()
+    text.lines()
         .enumerate()
         .skip(line.saturating_sub(6))
         .take(11)
         .map(|(i, l)| (i + 1, l))
-        .collect();
+        .collect()
+}
+
+fn lines_around(text: &str, line: u32) -> String {
+    let around = window(text, line);
+    let line = usize::try_from(line).unwrap_or(1);
     let mut shown = Vec::new();
     let mut index = 0;
     while let Some(&(number, text)) = around.get(index) {

@@ -17,8 +17,8 @@ use futures_util::StreamExt;
 use super::brief::Brief;
 use super::early::EarlyPublisher;
 use super::tools::{
-    self, Collected, ReportFinding, ResolveFinding, SUBMIT_PASS, StructuredAnswer, SubmitPass,
-    accept, structured_schema,
+    self, Collected, ReportFinding, ReportedFinding, ResolveFinding, SUBMIT_PASS, StructuredAnswer,
+    SubmitPass, accept, structured_schema,
 };
 use super::{ReviewRequest, web};
 use crate::env::LoopEnv;
@@ -378,8 +378,10 @@ fn consolidation_alone(shared: &Arc<Mutex<Collected>>) -> OpenStage {
         if stage != prompt::PASSES.len() {
             return None;
         }
-        let findings = shared.lock().ok()?.findings.clone();
-        Some(vec![Message::user(prompt::consolidation_alone(&findings))])
+        let reports: Vec<serde_json::Value> = (shared.lock().ok()?.findings.iter())
+            .filter_map(|f| serde_json::to_value(ReportedFinding::from(f)).ok())
+            .collect();
+        Some(vec![Message::user(prompt::consolidation_alone(&reports))])
     })
 }
 
@@ -451,7 +453,7 @@ fn read_structured(value: serde_json::Value, open_ids: &[String], collected: &mu
         }
     };
     for (index, raw) in answer.findings.into_iter().enumerate() {
-        let parsed = serde_json::from_value::<tools::ReportedFinding>(raw)
+        let parsed = serde_json::from_value::<ReportedFinding>(raw)
             .map_err(|e| e.to_string())
             .and_then(accept);
         match parsed {

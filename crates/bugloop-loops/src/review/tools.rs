@@ -18,28 +18,28 @@ use crate::Progress;
 /// A finding as the model reports it. The schema says what [`accept`] checks: a line is 1-based
 /// and needs a file, title and description have some text; an `end_line` of 0 or before `line`
 /// is how models say "no end line", so the schema admits it and [`accept`] drops it.
-#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[schemars(extend(
     "if" = {"required": ["line"], "properties": {"line": {"type": "integer"}}},
     "then" = {"required": ["file"], "properties": {"file": {"type": "string"}}}
 ))]
 pub struct ReportedFinding {
     /// Only to update a finding reported earlier in this review (pass 4 consolidation).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
     /// Repository-relative path at head.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1))]
     pub file: Option<String>,
     /// 1-based line at head (new side of the diff).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub line: Option<u32>,
     /// Last line of a range; 0 or a line before `line` means none.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub end_line: Option<u32>,
     /// The code on `line`, quoted exactly.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub evidence: Option<String>,
     /// One line: what is wrong.
     #[schemars(pattern(r"\S"))]
@@ -52,8 +52,27 @@ pub struct ReportedFinding {
     #[schemars(schema_with = "category_names")]
     pub category: Category,
     /// Markdown or pseudo-code illustrating a fix; never a committable suggestion block.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub suggestion: Option<String>,
+}
+
+/// A finding as the arguments of the `report_finding` call that would report it again (what the
+/// consolidation asked on its own is shown, to copy back).
+impl From<&Finding> for ReportedFinding {
+    fn from(finding: &Finding) -> Self {
+        ReportedFinding {
+            id: Some(finding.id.as_str().to_owned()),
+            file: finding.file.clone(),
+            line: finding.line,
+            end_line: finding.end_line,
+            evidence: finding.evidence.clone(),
+            title: finding.title.clone(),
+            description: finding.description.clone(),
+            score: finding.score,
+            category: finding.category,
+            suggestion: finding.suggestion.clone(),
+        }
+    }
 }
 
 /// A previous finding this change fixed.
