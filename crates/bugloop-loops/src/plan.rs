@@ -1,7 +1,8 @@
 //! Splitting a change into model calls. Each call may show at most a token budget of diff; files
 //! go in order of importance (source before configuration before documentation, larger changes
 //! first), delete-only hunks are summarized in one line, and lockfiles and generated files are
-//! summarized instead of shown. A file too big for one call is split at hunks, and a hunk too big
+//! summarized instead of shown. A file whose lines a file before it in the same call showed is
+//! one line naming that file. A file too big for one call is split at hunks, and a hunk too big
 //! for one call into pieces; what could not be shown (binary files) is listed, never dropped
 //! silently.
 
@@ -9,6 +10,7 @@ use bugloop_diff::{ChangeKind, Diff, FileDiff, Hunk, LineKind};
 use bugloop_domain::paths::IgnoreMatcher;
 use bugloop_report::review::Unreviewed;
 use serde::Serialize;
+use std::collections::HashMap;
 
 /// A conservative estimate (code tokenizes at about 3-4 bytes a token).
 pub(crate) fn estimate_tokens(text: &str) -> u64 {
@@ -385,7 +387,7 @@ fn pack_file(
     }
     let whole: String = file.hunks.iter().map(render_hunk).collect();
     if estimate_tokens(&head) + estimate_tokens(&whole) <= budget {
-        packer.add(&path, &format!("{head}{whole}"));
+        packer.add_whole(&path, &head, &whole);
         return;
     }
     pack_in_parts(packer, file, &head, budget);
@@ -449,6 +451,9 @@ struct Packer {
     budget: u64,
     batches: Vec<Batch>,
     current: Batch,
+    /// The whole files the current batch shows, by their shown lines, with the first file
+    /// that showed them.
+    shown: HashMap<String, String>,
 }
 
 impl Packer {
@@ -462,7 +467,26 @@ impl Packer {
                 tokens: 0,
                 added: Vec::new(),
             },
+            shown: HashMap::new(),
         }
+    }
+
+    /// A file shown whole. When a file before it in this part showed the very same lines
+    /// (fixtures copied into several directories, a vendored copy) it is one line naming that
+    /// file: the model reads the lines once, and its added lines are still this file's.
+    fn add_whole(&mut self, path: &str, head: &str, lines: &str) {
+        if let Some(first) = self.shown.get(lines) {
+            let same = format!("{head}the same lines as {first}, shown above\n");
+            let tokens = estimate_tokens(&same);
+            if tokens < estimate_tokens(lines) && self.current.tokens + tokens <= self.budget {
+                self.push(path, &same, tokens, added_lines(lines));
+                return;
+            }
+        }
+        self.add(path, &format!("{head}{lines}"));
+        self.shown
+            .entry(lines.to_owned())
+            .or_insert_with(|| path.to_owned());
     }
 
     fn add(&mut self, path: &str, section: &str) {
@@ -470,7 +494,7 @@ impl Packer {
         if self.current.tokens + tokens > self.budget && !self.current.text.is_empty() {
             self.flush();
         }
-        self.push(path, section, tokens);
+        self.push(path, section, tokens, added_lines(section));
     }
 
     /// A part of a split file: a batch of its own, so its parts never share a call.
@@ -479,15 +503,14 @@ impl Packer {
             self.flush();
         }
         let tokens = estimate_tokens(section);
-        self.push(path, section, tokens);
+        self.push(path, section, tokens, added_lines(section));
         self.flush();
     }
 
-    fn push(&mut self, path: &str, section: &str, tokens: u64) {
+    fn push(&mut self, path: &str, section: &str, tokens: u64, added: Vec<u32>) {
         if !self.current.files.iter().any(|f| f == path) {
             self.current.files.push(path.to_owned());
         }
-        let added = added_lines(section);
         if !added.is_empty() {
             match self.current.added.iter_mut().find(|(file, _)| file == path) {
                 Some((_, lines)) => lines.extend(added),
@@ -500,6 +523,7 @@ impl Packer {
     }
 
     fn flush(&mut self) {
+        self.shown.clear();
         if self.current.text.is_empty() {
             return;
         }

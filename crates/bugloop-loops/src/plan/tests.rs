@@ -258,3 +258,57 @@ fn a_small_remainder_joins_a_part_before_it() {
     assert!(parts.batches.len() > 2);
     assert!(parts.batches.iter().all(|b| b.tokens <= budget));
 }
+
+fn added_file(path: &str, body: &str) -> String {
+    let lines: Vec<&str> = body.lines().collect();
+    let mut out = format!(
+        "diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n+++ b/{path}\n@@ -0,0 +1,{} @@\n",
+        lines.len()
+    );
+    for line in lines {
+        out.push_str(&format!("+{line}\n"));
+    }
+    out
+}
+
+/// Fixtures copied into several directories are read once a part: each copy names the file
+/// shown, keeps its added lines, and is shown whole again in a part of its own.
+#[test]
+fn a_file_alike_another_in_its_part_names_it() {
+    let body =
+        "[ ca ]\ndefault_ca = CA_default\n[ CA_default ]\ndir = ./demoCA\ncerts = $dir/certs\n";
+    let text = [
+        added_file("certs/a/ca.cnf", body),
+        added_file("certs/b/ca.cnf", body),
+        added_file("certs/c/ca.cnf", &body.replace("demoCA", "otherCA")),
+    ]
+    .concat();
+    let diff = bugloop_diff::parse(text);
+    let plan = plan_all(&diff);
+    let part = &plan.batches[0];
+    assert_eq!(part.text.matches("default_ca = CA_default").count(), 2);
+    assert!(part.text.contains(
+        "## certs/b/ca.cnf (added, +5 -0)\nthe same lines as certs/a/ca.cnf, shown above\n"
+    ));
+    assert!(part.text.contains("4+dir = ./otherCA"));
+    assert_eq!(part.files.len(), 3);
+    for (_, lines) in &part.added {
+        assert_eq!(lines, &[1, 2, 3, 4, 5]);
+    }
+    assert_eq!(part.added.len(), 3);
+
+    // A copy whose file was shown in the part before it is shown whole.
+    let text = [
+        added_file("certs/a/ca.cnf", body),
+        added_file("certs/ab.cnf", &body.replace("demoCA", "otherCA")),
+        added_file("certs/b/ca.cnf", body),
+    ]
+    .concat();
+    let apart = planned(&bugloop_diff::parse(text), 100, Reader::Reviewer);
+    assert_eq!(apart.batches.len(), 2, "{apart:#?}");
+    assert_eq!(apart.batches[1].files, ["certs/b/ca.cnf"]);
+    for batch in &apart.batches {
+        assert!(!batch.text.contains("the same lines as"));
+        assert!(batch.text.contains("default_ca = CA_default"));
+    }
+}
