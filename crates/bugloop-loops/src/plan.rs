@@ -387,7 +387,7 @@ fn pack_file(
     }
     let whole: String = file.hunks.iter().map(render_hunk).collect();
     if estimate_tokens(&head) + estimate_tokens(&whole) <= budget {
-        packer.add_whole(&path, &head, &whole);
+        packer.add_whole(&path, &head, &whole, &file.hunks);
         return;
     }
     pack_in_parts(packer, file, &head, budget);
@@ -451,8 +451,9 @@ struct Packer {
     budget: u64,
     batches: Vec<Batch>,
     current: Batch,
-    /// The whole files the current batch shows, by their shown lines, with the first file
-    /// that showed them.
+    /// The whole files the current batch shows, by their hunks as the diff has them (not as
+    /// shown: cut lines and collapsed data may hide a difference), with the first file that
+    /// showed them.
     shown: HashMap<String, String>,
 }
 
@@ -474,8 +475,12 @@ impl Packer {
     /// A file shown whole. When a file before it in this part showed the very same lines
     /// (fixtures copied into several directories, a vendored copy) it is one line naming that
     /// file: the model reads the lines once, and its added lines are still this file's.
-    fn add_whole(&mut self, path: &str, head: &str, lines: &str) {
-        if let Some(first) = self.shown.get(lines) {
+    fn add_whole(&mut self, path: &str, head: &str, lines: &str, hunks: &[Hunk]) {
+        let Ok(key) = serde_json::to_string(hunks) else {
+            self.add(path, &format!("{head}{lines}"));
+            return;
+        };
+        if let Some(first) = self.shown.get(&key) {
             let same = format!("{head}the same lines as {first}, shown above\n");
             let tokens = estimate_tokens(&same);
             if tokens < estimate_tokens(lines) && self.current.tokens + tokens <= self.budget {
@@ -484,9 +489,7 @@ impl Packer {
             }
         }
         self.add(path, &format!("{head}{lines}"));
-        self.shown
-            .entry(lines.to_owned())
-            .or_insert_with(|| path.to_owned());
+        self.shown.entry(key).or_insert_with(|| path.to_owned());
     }
 
     fn add(&mut self, path: &str, section: &str) {

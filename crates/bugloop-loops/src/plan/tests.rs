@@ -297,6 +297,17 @@ fn a_file_alike_another_in_its_part_names_it() {
     }
     assert_eq!(part.added.len(), 3);
 
+    // Lines alike only as shown (cut past the same long prefix) are not the same lines.
+    let long = "x".repeat(MAX_LINE_CHARS);
+    let text = [
+        added_file("certs/a/ca.cnf", &format!("{long}1\n")),
+        added_file("certs/b/ca.cnf", &format!("{long}2\n")),
+    ]
+    .concat();
+    let cut = plan_all(&bugloop_diff::parse(text));
+    assert!(!cut.batches[0].text.contains("the same lines as"));
+    assert_eq!(cut.batches[0].text.matches(LINE_CUT).count(), 2);
+
     // A copy whose file was shown in the part before it is shown whole.
     let text = [
         added_file("certs/a/ca.cnf", body),
