@@ -2,8 +2,8 @@
 //! of it without trusting anything in it.
 //!
 //! A task tree is a plain directory with the files of a commit, written by bugloop from git's
-//! object store (no `.git` in it, so no hook, filter, fsmonitor or config of the tree's can ever
-//! run on the host). Commands inside the sandbox see a sanitized git directory at its `.git`
+//! object store (no git directory in it, only an empty `.git` as the mount point below, so no
+//! hook, filter, fsmonitor or config of the tree's can ever run on the host). Commands inside the sandbox see a sanitized git directory at its `.git`
 //! ([`ShadowGit`]: HEAD, a minimal config, the repository's objects read-only). After a run,
 //! [`TaskTree::changes`] walks the tree as data (regular files; symlinks only when their target
 //! stays inside the tree; everything else skipped) and [`TaskTree::commit`] writes the result
@@ -65,6 +65,16 @@ fn make_private_dir(dir: &Path) -> Result<(), SandboxError> {
             .map_err(|e| io_error(private, e))?;
     }
     Ok(())
+}
+
+/// Creates an empty tree with the mount point of its sanitized git directory: a command sees the
+/// shadow at the tree's `.git`, and bubblewrap cannot make that mount point in a tree it binds
+/// read-only (a reader's `git log` would fail). Nothing ever reads it on the host: the tree's
+/// changes are listed without `.git`, and host git never starts in a tree.
+pub(crate) fn make_tree(tree: &Path) -> Result<(), SandboxError> {
+    std::fs::create_dir(tree).map_err(|e| io_error(tree, e))?;
+    let mount = tree.join(".git");
+    std::fs::create_dir(&mount).map_err(|e| io_error(&mount, e))
 }
 
 /// Removes a tree an agent may have made hard to remove (directories without permissions).
@@ -198,7 +208,7 @@ impl TaskTree {
         let root = common.join("bugloop/tasks").join(&label);
         make_private_dir(&root)?;
         let tree = root.join("tree");
-        std::fs::create_dir(&tree).map_err(|e| io_error(&tree, e))?;
+        make_tree(&tree)?;
         let result = (|| {
             let base_entries = list_tree(common, source)?;
             let stamps = write_files(common, &tree, &base_entries)?;
@@ -245,7 +255,7 @@ impl TaskTree {
     /// Puts the tree back to HEAD: everything an attempt left is gone.
     pub fn reset(&mut self) -> Result<(), SandboxError> {
         force_remove(&self.tree);
-        std::fs::create_dir(&self.tree).map_err(|e| io_error(&self.tree, e))?;
+        make_tree(&self.tree)?;
         self.stamps = write_files(&self.common, &self.tree, &self.base_entries)?;
         Ok(())
     }

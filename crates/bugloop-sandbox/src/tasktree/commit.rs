@@ -14,7 +14,7 @@ use crate::SandboxError;
 
 use super::changes::{Change, ChangeKind, Changes, object_id, read_regular, symlink_stays_inside};
 use super::export::{TreeSource, list_tree, write_files};
-use super::{MAX_COMMITTED_FILE, TaskTree, force_remove, git_text, host_git, io_error};
+use super::{MAX_COMMITTED_FILE, TaskTree, force_remove, git_text, host_git, io_error, make_tree};
 
 impl TaskTree {
     /// Commits `changes` on top of HEAD with `git fast-import` into the repository's object store
@@ -80,7 +80,7 @@ impl TaskTree {
         )?;
         let entries = list_tree(&self.common, &TreeSource::Commit(commit))?;
         force_remove(&self.tree);
-        std::fs::create_dir(&self.tree).map_err(|e| io_error(&self.tree, e))?;
+        make_tree(&self.tree)?;
         let stamps = write_files(&self.common, &self.tree, &entries)?;
         // A stamp stands for HEAD's content: only files that are as HEAD has them keep one.
         self.stamps = stamps

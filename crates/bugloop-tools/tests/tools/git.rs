@@ -34,6 +34,39 @@ async fn read_only_git() {
     assert!(bad.to_string().contains("git show failed"), "{bad}");
 }
 
+/// A review reads a task tree (the files of a commit, no `.git` of their own) bound read-only, with
+/// the sanitized git directory at its `.git`: history reads there as in a checkout.
+#[tokio::test]
+async fn read_only_git_in_a_task_tree() {
+    let dir = repo();
+    let tree = bugloop_sandbox::TaskTree::create(dir.path(), "HEAD", "review").unwrap();
+    let mut sandbox = SandboxSettings::new(tree.path(), Policy::ReadOnly);
+    sandbox.timeout = std::time::Duration::from_secs(20);
+    sandbox.git = Some(tree.git_mount());
+    let tools = Tools {
+        registry: Registry::new(Toolset::Plan),
+        context: ToolContext::new(Workspace::new(tree.path()).unwrap(), sandbox),
+    };
+    let log = tools
+        .ok("git", json!({"command": "log", "args": ["--format=%s"]}))
+        .await;
+    assert_eq!(log, "second\nfirst\n");
+    let status = tools
+        .ok("git", json!({"command": "status", "args": []}))
+        .await;
+    assert!(!status.contains("failed"), "{status}");
+    // The mount point is no file of the tree's.
+    assert_eq!(
+        tools
+            .ok("list_dir", json!({}))
+            .await
+            .lines()
+            .filter(|l| l.contains(".git/"))
+            .count(),
+        0
+    );
+}
+
 /// What a git call must do: succeed with output containing the text, or be refused with it.
 enum Expect {
     Prints(&'static str),
