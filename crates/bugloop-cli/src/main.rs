@@ -24,6 +24,7 @@ mod review_local;
 mod serve;
 mod show;
 mod solve;
+mod terminal;
 mod watch;
 
 #[derive(Debug, Parser)]
@@ -319,12 +320,14 @@ enum DataFormat {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     logging(matches!(cli.command, Command::Serve(_)));
-    let mut stdout = io::stdout().lock();
+    // Colour only on a terminal that wants it; the review's renderer asks the same.
+    let color = io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let mut stdout = terminal::Printable::new(io::stdout().lock(), color);
     match run(cli, &mut stdout) {
         Ok(verdict) => exit_code(&verdict),
         Err(error) => {
             let _ = stdout.flush();
-            let mut stderr = io::stderr().lock();
+            let mut stderr = terminal::stderr();
             let _ = writeln!(stderr, "error: {error}");
             for cause in error.chain().skip(1) {
                 let _ = writeln!(stderr, "  caused by: {cause}");
@@ -414,7 +417,7 @@ pub(crate) fn open_app_at(
 }
 
 pub(crate) fn warn(warnings: &[String]) -> Result<()> {
-    let mut stderr = io::stderr().lock();
+    let mut stderr = terminal::stderr();
     for warning in warnings {
         writeln!(stderr, "warning: {warning}")?;
     }

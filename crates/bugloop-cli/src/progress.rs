@@ -59,6 +59,7 @@ impl Progress for StderrProgress {
             ProgressEvent::Step(text) => text,
             ProgressEvent::Generating { .. } => return,
         };
+        let line = crate::terminal::printable(&line);
         let _ = writeln!(stderr, "\x1b[2m· {line}\x1b[0m");
     }
 }

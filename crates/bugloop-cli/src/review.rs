@@ -78,7 +78,7 @@ pub fn review(here: &Here, args: &ReviewArgs, out: &mut impl Write) -> Result<Ve
         if args.format == ReportFormat::Text {
             writeln!(out, "{reason}")?;
         } else {
-            writeln!(std::io::stderr().lock(), "{reason}")?;
+            writeln!(crate::terminal::stderr(), "{reason}")?;
         }
     }
     warn(&outcome.warnings)?;

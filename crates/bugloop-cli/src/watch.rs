@@ -210,7 +210,7 @@ impl Followed {
                 // Said once, on standard error: standard output is the events (one JSON object
                 // a line with `--format json`).
                 let _ = writeln!(
-                    std::io::stderr(),
+                    crate::terminal::stderr(),
                     "waiting for {} to appear",
                     self.path.display()
                 );

@@ -708,3 +708,48 @@ fn comment_exit_codes_say_what_happened() {
     let ack = bugloop(dir.path(), &["comment", "lgtm", "--model", &model]);
     assert_eq!(ack.status.code(), Some(0), "{}", stderr(&ack));
 }
+
+/// Text from the change and from the model reaches the terminal as text: an escape sequence in a
+/// quoted line or a title (set the window title, erase a line, hide what follows) is printed
+/// escaped, in every human format and in a finding's page.
+#[test]
+fn control_sequences_from_a_change_or_a_model_are_printed_escaped() {
+    let line = "    v[v.len()] // \x1b]0;owned\x07\x1b[2K\x1b[1A";
+    let repo = TestRepo::init("main");
+    repo.write("lib.rs", LIB);
+    repo.commit("one");
+    repo.branch("feature");
+    repo.write(
+        "lib.rs",
+        &format!("{LIB}\npub fn last(v: &[u8]) -> u8 {{\n{line}\n}}\n"),
+    );
+    repo.commit("two");
+    let scripts = tempfile::tempdir().unwrap();
+    let mut finding = off_by_one();
+    finding["evidence"] = json!(line.trim());
+    finding["title"] = json!("Index \x1b[8mhidden\x1b[0m one past the end\r");
+    let model = script(scripts.path(), &[finding]);
+    for format in ["text", "markdown"] {
+        let output = bugloop(
+            repo.path(),
+            &["review", "--full", "--model", &model, "--format", format],
+        );
+        let shown = stdout(&output);
+        assert!(!shown.contains('\x1b') && !shown.contains('\r'), "{shown}");
+        assert!(
+            shown.contains(r"// \x1b]0;owned\x07\x1b[2K\x1b[1A"),
+            "{shown}"
+        );
+        assert!(
+            shown.contains(r"Index \x1b[8mhidden\x1b[0m one past the end"),
+            "{shown}"
+        );
+    }
+    let id = findings_json(repo.path())[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let page = stdout(&bugloop(repo.path(), &["findings", "show", &id]));
+    assert!(!page.contains('\x1b'), "{page}");
+    assert!(page.contains(r"\x1b]0;owned"), "{page}");
+}

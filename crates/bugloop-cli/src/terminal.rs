@@ -1,0 +1,168 @@
+//! What the binary writes to standard output and standard error passes through [`Printable`]:
+//! text from a change, a model, a log or a report (titles, quoted code, paths, error messages)
+//! may carry terminal control sequences that set the window title, write the clipboard, move the
+//! cursor or erase a finding off the screen. Every control character is written as a visible
+//! escape instead; only the few colour sequences bugloop's own renderers use pass, and only when
+//! colour is on. One filter at the edge, rather than one per renderer, so a new renderer or an
+//! error message cannot forget it.
+
+use std::io::{self, Write};
+
+/// The colour sequences of the report renderers' `Style` and the progress lines: colours and
+/// weights that cannot hide or move text.
+const STYLES: &[&[u8]] = &[
+    b"\x1b[0m",
+    b"\x1b[1m",
+    b"\x1b[2m",
+    b"\x1b[32m",
+    b"\x1b[33m",
+    b"\x1b[36m",
+    b"\x1b[1;31m",
+];
+
+/// A writer that escapes control characters (C0 but newline and tab, DEL, C1) as `\x1b`-style
+/// text, letting through [`STYLES`] when `styles` is on.
+pub(crate) struct Printable<W: Write> {
+    inner: W,
+    styles: bool,
+    /// The start of a sequence cut by the end of a write (an `ESC [` or a UTF-8 lead byte).
+    pending: Vec<u8>,
+}
+
+impl<W: Write> Printable<W> {
+    pub(crate) fn new(inner: W, styles: bool) -> Self {
+        Printable {
+            inner,
+            styles,
+            pending: Vec::new(),
+        }
+    }
+
+    /// `data` made printable; a sequence it ends in the middle of is kept in `pending`.
+    fn filter(&mut self, data: &[u8], last: bool) -> Vec<u8> {
+        let mut out = Vec::with_capacity(data.len());
+        let mut at = 0;
+        while at < data.len() {
+            let rest = &data[at..];
+            let byte = rest[0];
+            if byte == 0x1b && self.styles {
+                if let Some(style) = STYLES.iter().find(|s| rest.starts_with(s)) {
+                    out.extend_from_slice(style);
+                    at += style.len();
+                    continue;
+                }
+                if !last && STYLES.iter().any(|s| s.starts_with(rest)) {
+                    self.pending = rest.to_vec();
+                    break;
+                }
+            }
+            if byte == 0xc2 {
+                match rest.get(1) {
+                    None if !last => {
+                        self.pending = rest.to_vec();
+                        break;
+                    }
+                    Some(next @ 0x80..=0x9f) => {
+                        out.extend_from_slice(format!("\\u{{{next:x}}}").as_bytes());
+                        at += 2;
+                        continue;
+                    }
+                    _ => {}
+                }
+            }
+            if (byte < 0x20 && byte != b'\n' && byte != b'\t') || byte == 0x7f {
+                out.extend_from_slice(format!("\\x{byte:02x}").as_bytes());
+            } else {
+                out.push(byte);
+            }
+            at += 1;
+        }
+        out
+    }
+}
+
+impl<W: Write> Write for Printable<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let mut data = std::mem::take(&mut self.pending);
+        data.extend_from_slice(buf);
+        let out = self.filter(&data, false);
+        self.inner.write_all(&out)?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        let pending = std::mem::take(&mut self.pending);
+        let out = self.filter(&pending, true);
+        self.inner.write_all(&out)?;
+        self.inner.flush()
+    }
+}
+
+impl<W: Write> Drop for Printable<W> {
+    fn drop(&mut self) {
+        let _ = self.flush();
+    }
+}
+
+/// `text` as [`Printable`] writes it, no colour let through.
+pub(crate) fn printable(text: &str) -> String {
+    let mut out = Vec::new();
+    let mut writer = Printable::new(&mut out, false);
+    let _ = writer.write_all(text.as_bytes());
+    let _ = writer.flush();
+    drop(writer);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Standard error, made printable.
+pub(crate) fn stderr() -> Printable<io::StderrLock<'static>> {
+    Printable::new(io::stderr().lock(), false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn through(chunks: &[&[u8]], styles: bool) -> String {
+        let mut out = Vec::new();
+        {
+            let mut writer = Printable::new(&mut out, styles);
+            for chunk in chunks {
+                writer.write_all(chunk).unwrap();
+            }
+            writer.flush().unwrap();
+        }
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn control_sequences_are_shown_not_obeyed() {
+        let hostile = "title\x1b]0;owned\x07 clip\x1b]52;c;aGk=\x07 \x1b[2K\x1b[1A\rback \x1b[8mhidden\x1b[0m \u{9b}31m del\x7f";
+        let shown = through(&[hostile.as_bytes()], true);
+        assert_eq!(
+            shown,
+            "title\\x1b]0;owned\\x07 clip\\x1b]52;c;aGk=\\x07 \\x1b[2K\\x1b[1A\\x0dback \\x1b[8mhidden\x1b[0m \\u{9b}31m del\\x7f"
+        );
+        // Without colour, not even a colour passes.
+        assert_eq!(
+            through(&[b"\x1b[1;31mred\x1b[0m"], false),
+            "\\x1b[1;31mred\\x1b[0m"
+        );
+        assert_eq!(through(&["a\tb\nc é ✓".as_bytes()], false), "a\tb\nc é ✓");
+    }
+
+    #[test]
+    fn a_sequence_cut_between_writes_is_judged_whole() {
+        let chunks: &[&[u8]] = &[
+            b"a\x1b[1;",
+            b"31mred\x1b",
+            b"[0m \xc2",
+            b"\x9b \xc2",
+            b"\xa9",
+        ];
+        assert_eq!(through(chunks, true), "a\x1b[1;31mred\x1b[0m \\u{9b} ©");
+        // A sequence left open at the end is escaped, not lost.
+        assert_eq!(through(&[b"end\x1b["], true), "end\\x1b[");
+        assert_eq!(printable("x\x1b]0;t\x07"), "x\\x1b]0;t\\x07");
+    }
+}
