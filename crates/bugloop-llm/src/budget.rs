@@ -1,7 +1,9 @@
 //! Budgets that fail closed: a [`Meter`] checks every call of a run before it is sent (turns, wall
 //! time, the input it would add, what output and money are left, which also caps `max_tokens`)
 //! and after it returns (what it really used). Reaching a limit stops the run with
-//! [`BudgetExceeded`], which carries what was spent.
+//! [`BudgetExceeded`], which carries what was spent. Calls sent at once (a review's parts) hold
+//! what they may use until they are answered, and a call the rest cannot cover waits for them,
+//! so a run never spends past a limit by more than the one call that crossed it.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -67,6 +69,19 @@ struct Spent {
     turns: u32,
     /// The last answered call: its size by [`request_chars`] and the input the provider counted.
     last_call: Option<(u64, Usage)>,
+    /// What the calls sent and not answered yet may use at most: their input as estimated and
+    /// their `max_tokens`.
+    reserved: Usage,
+    in_flight: u32,
+}
+
+/// What [`Meter::before_call`] decided.
+#[derive(Debug)]
+pub enum Admission {
+    /// Send it; it holds `Usage` until [`Meter::settle`].
+    Send(Usage),
+    /// Calls in flight hold what this one needs: ask again when one is answered.
+    Wait,
 }
 
 /// Tracks one run's spending against its limits. Shared by every call of the run.
@@ -77,6 +92,8 @@ pub struct Meter {
     price: Option<Price>,
     started: Instant,
     spent: Mutex<Spent>,
+    /// Told whenever a call in flight is answered or given up.
+    settled: tokio::sync::Notify,
 }
 
 impl Meter {
@@ -87,6 +104,7 @@ impl Meter {
             price,
             started: Instant::now(),
             spent: Mutex::new(Spent::default()),
+            settled: tokio::sync::Notify::new(),
         }
     }
 
@@ -130,30 +148,7 @@ impl Meter {
     /// ratio refuses calls that fit: prose and indented code take 5-6 characters a token with
     /// hosted tokenizers, and most of a conversation's prefix is cached after its first turn.
     pub fn estimate(&self, request: &ChatRequest) -> Usage {
-        let chars = request_chars(request);
-        match self.spent().last_call {
-            Some((last_chars, last)) if last_chars > 0 && last.input_tokens > 0 => {
-                let scale = |value: u64, numerator: u64, denominator: u64| {
-                    u64::try_from(
-                        u128::from(value) * u128::from(numerator) / u128::from(denominator),
-                    )
-                    .unwrap_or(u64::MAX)
-                };
-                let input_tokens = scale(chars, last.input_tokens, last_chars);
-                let cached = last.cached_input_tokens.min(last.input_tokens);
-                Usage {
-                    input_tokens,
-                    output_tokens: 0,
-                    // At the last call's share, and never more than that call sent.
-                    cached_input_tokens: scale(input_tokens, cached, last.input_tokens)
-                        .min(last.input_tokens),
-                }
-            }
-            _ => Usage {
-                input_tokens: chars.div_ceil(4),
-                ..Usage::default()
-            },
-        }
+        estimate_after(self.spent().last_call, request)
     }
 
     /// Remembers the size of an answered request and the input the provider counted for it.
@@ -170,41 +165,90 @@ impl Meter {
             .map(|max| max.saturating_sub(self.started.elapsed()))
     }
 
-    /// Checks a call before it is sent and caps its `max_tokens` to what output and money allow.
-    pub fn before_call(&self, request: &mut ChatRequest) -> Result<(), BudgetExceeded> {
-        let limits = self.limits;
-        let (usage, turns) = {
-            let spent = self.spent();
-            (spent.usage, spent.turns)
+    /// Checks a call before it is sent and caps its `max_tokens` to what output and money allow,
+    /// counting what the calls in flight may still use. A call they leave no room for waits
+    /// while any is in flight (they may use less); alone, it is refused. Decided and held under
+    /// one lock, so two calls never both take the same room.
+    pub fn before_call(&self, request: &mut ChatRequest) -> Result<Admission, BudgetExceeded> {
+        let refusal = {
+            let mut spent = self.spent();
+            let mut usage = spent.usage;
+            usage.add(spent.reserved);
+            let estimate = estimate_after(spent.last_call, request);
+            let turns = spent.turns.saturating_add(spent.in_flight);
+            match self.check(request, usage, turns, estimate) {
+                Ok(()) => {
+                    let hold = Usage {
+                        output_tokens: request.max_tokens.map_or(0, u64::from),
+                        ..estimate
+                    };
+                    spent.reserved.add(hold);
+                    spent.in_flight += 1;
+                    return Ok(Admission::Send(hold));
+                }
+                Err(_) if spent.in_flight > 0 => return Ok(Admission::Wait),
+                Err(refusal) => refusal,
+            }
         };
+        Err(match refusal {
+            (limit, Some(refused)) => self.refused(limit, refused),
+            (limit, None) => self.exceeded(limit),
+        })
+    }
+
+    /// A call sent with [`Admission::Send`] is answered or given up: what it held is free.
+    pub fn settle(&self, held: Usage) {
+        {
+            let mut spent = self.spent();
+            let reserved = spent.reserved;
+            spent.reserved = Usage {
+                input_tokens: reserved.input_tokens.saturating_sub(held.input_tokens),
+                output_tokens: reserved.output_tokens.saturating_sub(held.output_tokens),
+                cached_input_tokens: reserved
+                    .cached_input_tokens
+                    .saturating_sub(held.cached_input_tokens),
+            };
+            spent.in_flight = spent.in_flight.saturating_sub(1);
+        }
+        self.settled.notify_waiters();
+    }
+
+    /// The limits against `usage` (spent and held) and `turns` (taken and in flight) for a call
+    /// estimated at `estimate`; caps its `max_tokens`. A refusal is the limit and, when the call
+    /// itself does not fit, what it needed.
+    fn check(
+        &self,
+        request: &mut ChatRequest,
+        usage: Usage,
+        turns: u32,
+        estimate: Usage,
+    ) -> Result<(), (Limit, Option<Refused>)> {
+        let limits = self.limits;
         if let Some(max) = limits.max_turns
             && turns >= max
         {
-            return Err(self.exceeded(Limit::Turns(max)));
+            return Err((Limit::Turns(max), None));
         }
         if let Some(max) = limits.max_wall_time
             && self.started.elapsed() >= max
         {
-            return Err(self.exceeded(Limit::WallTime(max)));
+            return Err((Limit::WallTime(max), None));
         }
-        let estimate = self.estimate(request);
         if let Some(max) = limits.max_input_tokens {
             let left = max.saturating_sub(usage.input_tokens);
             if estimate.input_tokens > left {
-                return Err(self.refused(
-                    Limit::InputTokens(max),
-                    Refused::InputTokens {
-                        estimate: estimate.input_tokens,
-                        left,
-                    },
-                ));
+                let needed = Refused::InputTokens {
+                    estimate: estimate.input_tokens,
+                    left,
+                };
+                return Err((Limit::InputTokens(max), Some(needed)));
             }
         }
         let mut cap: Option<u64> = None;
         if let Some(max) = limits.max_output_tokens {
             let left = max.saturating_sub(usage.output_tokens);
             if left == 0 {
-                return Err(self.exceeded(Limit::OutputTokens(max)));
+                return Err((Limit::OutputTokens(max), None));
             }
             cap = Some(left);
         }
@@ -212,26 +256,19 @@ impl Meter {
             let left = max - price.cost(usage);
             let input_cost = price.cost(estimate);
             // The answer needs at least one token, so the input alone must leave room for it.
-            if left <= input_cost {
-                return Err(self.refused(
-                    Limit::CostUsd(max),
-                    Refused::CostUsd {
-                        estimate: input_cost,
-                        left: left.max(0.0),
-                    },
-                ));
+            let affordable = if price.output_per_mtok > 0.0 {
+                ((left - input_cost) * 1_000_000.0 / price.output_per_mtok).max(0.0) as u64
+            } else {
+                u64::MAX
+            };
+            if left <= input_cost || affordable == 0 {
+                let needed = Refused::CostUsd {
+                    estimate: input_cost,
+                    left: left.max(0.0),
+                };
+                return Err((Limit::CostUsd(max), Some(needed)));
             }
             if price.output_per_mtok > 0.0 {
-                let affordable = ((left - input_cost) * 1_000_000.0 / price.output_per_mtok) as u64;
-                if affordable == 0 {
-                    return Err(self.refused(
-                        Limit::CostUsd(max),
-                        Refused::CostUsd {
-                            estimate: input_cost,
-                            left,
-                        },
-                    ));
-                }
                 cap = Some(cap.map_or(affordable, |c| c.min(affordable)));
             }
         }
@@ -270,6 +307,32 @@ impl Meter {
     }
 }
 
+/// [`Meter::estimate`] given the last answered call.
+fn estimate_after(last_call: Option<(u64, Usage)>, request: &ChatRequest) -> Usage {
+    let chars = request_chars(request);
+    match last_call {
+        Some((last_chars, last)) if last_chars > 0 && last.input_tokens > 0 => {
+            let scale = |value: u64, numerator: u64, denominator: u64| {
+                u64::try_from(u128::from(value) * u128::from(numerator) / u128::from(denominator))
+                    .unwrap_or(u64::MAX)
+            };
+            let input_tokens = scale(chars, last.input_tokens, last_chars);
+            let cached = last.cached_input_tokens.min(last.input_tokens);
+            Usage {
+                input_tokens,
+                output_tokens: 0,
+                // At the last call's share, and never more than that call sent.
+                cached_input_tokens: scale(input_tokens, cached, last.input_tokens)
+                    .min(last.input_tokens),
+            }
+        }
+        _ => Usage {
+            input_tokens: chars.div_ceil(4),
+            ..Usage::default()
+        },
+    }
+}
+
 /// The characters a request sends: system prompt, messages, tool calls and tool definitions.
 pub fn request_chars(request: &ChatRequest) -> u64 {
     let mut chars = request.system.as_ref().map_or(0, |s| s.chars().count());
@@ -293,6 +356,19 @@ pub fn request_chars(request: &ChatRequest) -> u64 {
 /// call was answered; [`Meter::estimate`] uses the provider's own count once it has one.
 pub fn estimate_input_tokens(request: &ChatRequest) -> u64 {
     request_chars(request).div_ceil(4)
+}
+
+/// What a call in flight holds of the budget, given back on drop (answered, failed or
+/// cancelled).
+struct Held<'a> {
+    meter: &'a Meter,
+    usage: Usage,
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        self.meter.settle(self.usage);
+    }
 }
 
 /// A provider whose every call is metered.
@@ -324,7 +400,19 @@ impl ProviderLayer for Metered {
         sink: Option<StreamSink<'_>>,
     ) -> Result<ChatResponse, LlmError> {
         let mut request = request.clone();
-        self.meter.before_call(&mut request)?;
+        let held = loop {
+            // Made before asking, so an answer that comes in between is not missed.
+            let settled = self.meter.settled.notified();
+            match self.meter.before_call(&mut request)? {
+                Admission::Send(usage) => break usage,
+                Admission::Wait => settled.await,
+            }
+        };
+        // Given back when the call ends however it ends, after what it used is counted.
+        let _held = Held {
+            meter: &self.meter,
+            usage: held,
+        };
         let call = self.inner.chat(&request, sink);
         let response = match self.meter.remaining_time() {
             Some(left) => match tokio::time::timeout(left, call).await {

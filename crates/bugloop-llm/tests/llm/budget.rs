@@ -332,3 +332,83 @@ fn prices_match_the_longest_prefix_and_count_cached_input() {
         "{cost}"
     );
 }
+
+/// Answers after a moment with 1,000 input and 100 output tokens, so calls overlap.
+#[derive(Debug)]
+struct Paced;
+
+#[async_trait]
+impl Provider for Paced {
+    fn name(&self) -> &str {
+        "paced"
+    }
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::default()
+    }
+    async fn chat(
+        &self,
+        _: &ChatRequest,
+        _: Option<StreamSink<'_>>,
+    ) -> Result<ChatResponse, LlmError> {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        Ok(text_reply("answer", usage(1_000, 100)))
+    }
+}
+
+/// Sessions at once share one budget: each call holds what it may use until it is answered, so
+/// eight sessions spend no more than one alone would past the limit (before, each checked the
+/// budget, all passed and all spent).
+#[tokio::test]
+async fn calls_at_once_never_spend_past_the_limit_together() {
+    let price = Price {
+        input_per_mtok: 1.0,
+        cached_input_per_mtok: None,
+        output_per_mtok: 10.0,
+    };
+    let limits = BudgetLimits {
+        max_cost_usd: Some(0.005),
+        ..BudgetLimits::default()
+    };
+    let meter = Arc::new(Meter::new("openai:gpt-test", limits, Some(price)));
+    let metered = Arc::new(Metered::new(Arc::new(Paced), meter.clone()));
+    let sessions = (0..8).map(|_| {
+        let metered = metered.clone();
+        tokio::spawn(async move {
+            // 4,000 characters: estimated at 1,000 tokens, as the provider counts them.
+            let mut request = user_request("x".repeat(4_000));
+            request.max_tokens = Some(100);
+            loop {
+                if let Err(error) = metered.chat(&request, None).await {
+                    return error;
+                }
+            }
+        })
+    });
+    for session in sessions.collect::<Vec<_>>() {
+        let error = session.await.unwrap();
+        assert_eq!(exceeded(&error).limit, Limit::CostUsd(0.005));
+    }
+    let spent = meter.summary();
+    // Each call costs $0.002: two fit, the third's input would leave nothing for its answer.
+    assert_eq!(spent.turns, 2, "{spent:?}");
+    assert!(spent.cost_usd.unwrap() <= 0.005, "{spent:?}");
+}
+
+/// A call given up (a timeout, a cancelled session) gives back what it held.
+#[tokio::test]
+async fn a_call_given_up_gives_back_what_it_held() {
+    let limits = BudgetLimits {
+        max_input_tokens: Some(1_500),
+        ..BudgetLimits::default()
+    };
+    let meter = Arc::new(Meter::new("openai:gpt-test", limits, None));
+    let metered = Metered::new(Arc::new(Slow), meter.clone());
+    let request = user_request("x".repeat(4_000));
+    let given_up = tokio::time::timeout(Duration::from_millis(50), metered.chat(&request, None));
+    assert!(given_up.await.is_err());
+    let mut next = request.clone();
+    assert!(matches!(
+        meter.before_call(&mut next),
+        Ok(bugloop_llm::budget::Admission::Send(_))
+    ));
+}
