@@ -182,12 +182,22 @@ fn stage_conversation(
 
 /// What a call of the submit tool came to.
 enum Submission {
-    /// The task's result: the submission of its only stage, or of its last.
-    Final(serde_json::Value),
+    /// The task's result: the submission of its only stage, or of its last (with the call's id).
+    Final(serde_json::Value, String),
     /// A stage's submission was recorded; these are the next stage's instructions.
     NextStage(String),
     /// The submission was refused; the model was told why.
     Refused,
+}
+
+/// What a last submission's call is answered when calls before it in its turn were refused:
+/// the model would otherwise never see their errors (a finding refused for its line would be
+/// lost without a trace). Submitting again, or answering without a call, ends the task.
+fn held_back(refused: usize) -> String {
+    format!(
+        "not final yet: {refused} call(s) of this turn were refused (their errors are above). \
+         Make them again corrected, then submit again; or submit again as it is."
+    )
 }
 
 /// The tools as the model is told of them.
@@ -414,14 +424,20 @@ impl Agent {
         let tools = tool_definitions(registry);
         let mut reminded = false;
         let mut follow_ups = asked.follow_ups.iter().cloned();
+        // A last submission held back for the model to see the errors of its turn.
+        let mut held: Option<serde_json::Value> = None;
         while progress.turns < asked.max_turns {
             progress.turns += 1;
             let turn = progress.turns;
+            let last_turn = turn >= asked.max_turns;
             let response = self.ask(asked, &messages, &tools, progress).await?;
             let transcript = &mut progress.transcript;
             let calls = response.message.tool_calls.clone();
             messages.push(response.message.clone());
             if calls.is_empty() {
+                if let Some(value) = held {
+                    return Ok(Outcome::Submitted(value));
+                }
                 match asked.submit_tool {
                     // The task ends only through its submit tool: remind the model once.
                     Some(submit) if !reminded => {
@@ -436,6 +452,7 @@ impl Agent {
                 }
             }
             let mut next_stage = None;
+            let mut refused = 0;
             for call in calls {
                 if next_stage.is_some() && asked.stages == Stages::OneByOne {
                     // The stage was submitted: later calls of the same turn belong to no stage
@@ -456,7 +473,13 @@ impl Agent {
                         )
                         .await?;
                     match submission {
-                        Submission::Final(value) => return Ok(Outcome::Submitted(value)),
+                        Submission::Final(value, _) if refused == 0 || last_turn => {
+                            return Ok(Outcome::Submitted(value));
+                        }
+                        Submission::Final(value, id) => {
+                            messages.push(Message::tool_result(id, held_back(refused)));
+                            held = Some(value);
+                        }
                         Submission::NextStage(next) => {
                             reminded = false;
                             next_stage = Some(next);
@@ -465,8 +488,12 @@ impl Agent {
                     }
                     continue;
                 }
-                self.call_tool(registry, call, turn, transcript, &mut messages)
-                    .await?;
+                if !self
+                    .call_tool(registry, call, turn, transcript, &mut messages)
+                    .await?
+                {
+                    refused += 1;
+                }
             }
             // The next stage's instructions come after every call of the turn has its result.
             if let Some(next) = next_stage {
@@ -480,7 +507,10 @@ impl Agent {
                 messages.push(Message::user(next));
             }
         }
-        Err(AgentError::TurnLimit(asked.max_turns))
+        match held {
+            Some(value) => Ok(Outcome::Submitted(value)),
+            None => Err(AgentError::TurnLimit(asked.max_turns)),
+        }
     }
 
     /// The stages `left`, each asked at the same time in its own copy of `messages` (the
@@ -607,7 +637,7 @@ impl Agent {
                 let next = follow_ups.next();
                 let id = record_call(transcript, turn, call, true, "submitted".into());
                 let Some(next) = next else {
-                    return Ok(Submission::Final(value));
+                    return Ok(Submission::Final(value, id));
                 };
                 messages.push(Message::tool_result(id, "recorded"));
                 Ok(Submission::NextStage(next))
@@ -644,7 +674,7 @@ impl Agent {
     }
 
     /// Any other tool's call: its result (or error) goes back to the model; its abort ends the
-    /// task.
+    /// task. Whether the call was done (not refused).
     async fn call_tool(
         &self,
         registry: &Registry,
@@ -652,7 +682,7 @@ impl Agent {
         turn: u32,
         transcript: &mut Transcript,
         messages: &mut Vec<Message>,
-    ) -> Result<(), AgentError> {
+    ) -> Result<bool, AgentError> {
         let result = registry
             .call(&self.context, &call.name, &call.arguments)
             .await;
@@ -663,7 +693,7 @@ impl Agent {
         };
         let id = record_call(transcript, turn, call, ok, text.clone());
         messages.push(Message::tool_result(id, text));
-        Ok(())
+        Ok(ok)
     }
 
     /// The tool-less run: one structured answer of the task's schema.

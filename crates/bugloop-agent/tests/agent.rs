@@ -238,6 +238,55 @@ async fn submit_tool_ends_the_task_and_a_text_answer_is_reminded_once() {
     assert!(reminder.contains("`submit`"), "{reminder}");
 }
 
+/// A last submission in the turn of a refused call is held back: the model sees the error and
+/// may make the call again before it submits again (a finding refused for its line would
+/// otherwise be lost without a trace). Answering without a call keeps the held submission.
+#[tokio::test]
+async fn a_refused_call_beside_the_last_submission_goes_back_to_the_model() {
+    let refused_then_submitted = || {
+        tool_reply(
+            &[
+                ("read_file", json!({"path": "../../etc/passwd"})),
+                ("submit", json!({"pass": 1})),
+            ],
+            usage(),
+        )
+    };
+    let s = setup(
+        ScriptedProvider::new([
+            refused_then_submitted(),
+            tool_reply(
+                &[
+                    ("read_file", json!({"path": "src/lib.rs"})),
+                    ("submit", json!({"pass": 2})),
+                ],
+                usage(),
+            ),
+            refused_then_submitted(),
+            text_reply("nothing more", usage()),
+        ]),
+        BudgetLimits::default(),
+    );
+    let submitting = || {
+        let mut t = task(Some(Toolset::Plan));
+        t.extra_tools.push(Box::new(Submit));
+        t.submit_tool = Some("submit".into());
+        t
+    };
+    let run = s.agent.run(submitting()).await;
+    assert_eq!(run.outcome.unwrap(), Outcome::Submitted(json!({"pass": 2})));
+    let told = &s.scripted.requests()[1].messages;
+    assert!(told[2].content.starts_with("error: path"), "{told:?}");
+    assert!(
+        told[3].content.starts_with("not final yet: 1 call(s)"),
+        "{told:?}"
+    );
+    // The model answers without a call: the held submission stands.
+    let run = s.agent.run(submitting()).await;
+    assert_eq!(run.outcome.unwrap(), Outcome::Submitted(json!({"pass": 1})));
+    assert_eq!(s.scripted.requests().len(), 4);
+}
+
 #[tokio::test]
 async fn follow_ups_continue_the_same_session_after_each_submission() {
     let s = setup(
