@@ -96,17 +96,16 @@ impl App {
             None => {
                 let base = match job.base.clone() {
                     Some(base) => base,
-                    None => self
-                        .git
-                        .default_branch()
-                        .or_else(|| self.git.current_branch())
-                        .ok_or_else(|| {
-                            AppError::Invalid(
-                                "no default branch to solve against (no origin/HEAD, main or \
-                                 master); name one with --base"
-                                    .to_owned(),
-                            )
-                        })?,
+                    // Never the branch checked out: a draft on a feature branch would carry
+                    // the user's unfinished work.
+                    None => self.git.default_branch().ok_or_else(|| {
+                        AppError::Invalid(
+                            "no default branch to solve against (no origin/HEAD, \
+                             init.defaultBranch, main, master or only branch); name one with \
+                             --base"
+                                .to_owned(),
+                        )
+                    })?,
                 };
                 (base, None)
             }

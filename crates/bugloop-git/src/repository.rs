@@ -115,7 +115,9 @@ impl Git {
             .filter(|s| !s.is_empty())
     }
 
-    /// `origin/HEAD`'s target, else `main`, else `master` (whichever exists).
+    /// `origin/HEAD`'s target; else the branch git's `init.defaultBranch` names, when it
+    /// exists; else `main`, `master` (or origin's); else the repository's only branch (a
+    /// repository made with `git init -b trunk`). Never merely the branch checked out.
     pub fn default_branch(&self) -> Option<String> {
         if let Ok(target) = self.run(&[
             "symbolic-ref",
@@ -126,10 +128,29 @@ impl Git {
         {
             return Some(target);
         }
-        ["main", "master", "origin/main", "origin/master"]
+        let configured = self
+            .run(&["config", "--get", "init.defaultBranch"])
+            .ok()
+            .filter(|name| {
+                !name.is_empty() && self.resolve(&format!("refs/heads/{name}")).is_some()
+            });
+        if configured.is_some() {
+            return configured;
+        }
+        if let Some(name) = ["main", "master", "origin/main", "origin/master"]
             .into_iter()
             .find(|name| self.resolve(name).is_some())
-            .map(str::to_owned)
+        {
+            return Some(name.to_owned());
+        }
+        let branches = self
+            .run(&["for-each-ref", "--format=%(refname:short)", "refs/heads/"])
+            .ok()?;
+        let mut branches = branches.lines().filter(|name| !name.is_empty());
+        match (branches.next(), branches.next()) {
+            (Some(only), None) => Some(only.to_owned()),
+            _ => None,
+        }
     }
 
     /// The commit whose `.bugloop/config.yml` a local run trusts, with a label like
@@ -298,8 +319,8 @@ impl Git {
             Some(base) => base,
             None => self.default_branch().ok_or_else(|| {
                 GitError::Selection(
-                    "no default branch to compare with (no origin/HEAD, main or \
-                     master); name one with `--base`"
+                    "no default branch to compare with (no origin/HEAD, init.defaultBranch, \
+                     main, master or only branch); name one with `--base`"
                         .to_owned(),
                 )
             })?,

@@ -57,6 +57,33 @@ fn the_trusted_base_is_the_merge_base_with_the_default_branch() {
     assert_eq!(g.trusted_base(), None);
 }
 
+/// A repository whose default branch has another name: the one `init.defaultBranch` names, or
+/// the only branch there is; never merely the branch checked out.
+#[test]
+fn a_default_branch_of_another_name() {
+    let dir = repo();
+    let g = Git::open(dir.path()).unwrap();
+    git(dir.path(), &["branch", "-qm", "main", "trunk"]);
+    assert_eq!(g.default_branch(), None, "two branches, neither named");
+    git(dir.path(), &["config", "init.defaultBranch", "trunk"]);
+    assert_eq!(g.default_branch().as_deref(), Some("trunk"));
+    git(dir.path(), &["config", "init.defaultBranch", "gone"]);
+    assert_eq!(
+        g.default_branch(),
+        None,
+        "a configured name that is no branch"
+    );
+    git(dir.path(), &["config", "--unset", "init.defaultBranch"]);
+    git(dir.path(), &["switch", "-q", "trunk"]);
+    git(dir.path(), &["branch", "-qD", "feature"]);
+    assert_eq!(
+        g.default_branch().as_deref(),
+        Some("trunk"),
+        "the only branch"
+    );
+    assert_eq!(g.trusted_base().unwrap().1, g.resolve("trunk").unwrap());
+}
+
 #[test]
 fn staged_working_and_untracked_files() {
     let dir = repo();
