@@ -130,6 +130,7 @@ mod tests {
                 verify: Vec::new(),
                 left_out: Vec::new(),
                 out_of_budget: false,
+                model_unavailable: false,
                 usage: bugloop_llm::Usage::default(),
                 transcript: std::path::PathBuf::new(),
             }),

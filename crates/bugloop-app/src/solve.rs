@@ -162,7 +162,7 @@ impl App {
             (Some(SolveState::Escalated), _) => Verdict::NotConverged {
                 why: report.message.clone(),
             },
-            (_, Some("budget")) => Verdict::Incomplete {
+            (_, Some("budget" | "model")) => Verdict::Incomplete {
                 cause: report.message.clone(),
             },
             _ => Verdict::Done,

@@ -435,6 +435,7 @@ pub async fn build(env: &LoopEnv<'_>, bench: &Workbench, task: BuildTask) -> Bui
         verify: Vec::new(),
         left_out: Vec::new(),
         out_of_budget: false,
+        model_unavailable: false,
         usage: Usage::default(),
         transcript: PathBuf::new(),
     };
@@ -566,10 +567,10 @@ fn take_outcome(
             result.summary = value.to_string();
         }
         Err(error) => {
-            result.out_of_budget = matches!(
-                error,
-                bugloop_agent::AgentError::Model(bugloop_llm::LlmError::Budget(_))
-            );
+            if let bugloop_agent::AgentError::Model(model) = &error {
+                result.out_of_budget = matches!(model, bugloop_llm::LlmError::Budget(_));
+                result.model_unavailable = model_unavailable(model);
+            }
             return Some(BuildStatus::AgentFailed {
                 error: format!(
                     "{} ({})",
@@ -580,6 +581,17 @@ fn take_outcome(
         }
     }
     None
+}
+
+/// Whether a model error says the model cannot be used now (unreachable, failing after its
+/// retries, refusing the key, misconfigured) rather than anything about the task: the input it
+/// was sent (too long, refused) and the budget are the task's.
+fn model_unavailable(error: &bugloop_llm::LlmError) -> bool {
+    use bugloop_llm::LlmError;
+    !matches!(
+        error,
+        LlmError::Budget(_) | LlmError::ContextTooLong { .. } | LlmError::BadRequest { .. }
+    )
 }
 
 /// The guardrail on `protected_paths`: a change that touches any of them is refused.

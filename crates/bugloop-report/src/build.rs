@@ -49,6 +49,10 @@ pub struct BuildResult {
     /// The agent stopped because the run's budget (turns, tokens, money) ran out: not a failed
     /// attempt of its own, a run to resume with more budget.
     pub out_of_budget: bool,
+    /// The agent stopped because the model could not be used (unreachable, failing, refusing
+    /// the key) after its retries: no attempt of its own either, a run to resume.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub model_unavailable: bool,
     pub usage: Usage,
     pub transcript: PathBuf,
 }

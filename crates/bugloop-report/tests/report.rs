@@ -383,6 +383,7 @@ fn build(status: BuildStatus) -> BuildResult {
         ],
         left_out: vec!["target/debug/app: produced by `cargo build`".to_owned()],
         out_of_budget: false,
+        model_unavailable: false,
         usage: Usage::default(),
         transcript: PathBuf::from("runs/fix.jsonl"),
     }

@@ -208,7 +208,7 @@ pub(super) struct AttemptStep {
     /// What came of it, without the "attempt N: " of the step's reason.
     #[serde(deserialize_with = "lenient")]
     pub outcome: String,
-    /// Why the run stopped before the attempt ended (`budget`). Its presence is what makes the
+    /// Why the run stopped before the attempt ended (`budget`, `model`). Its presence is what makes the
     /// step no attempt, whatever its value, as before.
     #[serde(skip_serializing_if = "Option::is_none", deserialize_with = "present")]
     pub stopped: Option<Option<String>>,
@@ -260,10 +260,10 @@ impl AttemptStep {
         }
     }
 
-    /// The run's budget ran out: no attempt, a run to resume.
-    pub fn out_of_budget(outcome: String) -> AttemptStep {
+    /// The run stopped for `why` (`budget`, `model`): no attempt, a run to resume.
+    pub fn stopped(why: &str, outcome: String) -> AttemptStep {
         AttemptStep {
-            stopped: Some(Some("budget".to_owned())),
+            stopped: Some(Some(why.to_owned())),
             outcome,
             ..AttemptStep::default()
         }

@@ -50,7 +50,17 @@ pub(super) async fn run(run: &mut Run<'_, '_>) -> Result<Flow, SolveError> {
             continue;
         };
         if result.out_of_budget {
-            return stop_out_of_budget(run, &bench, number).await;
+            let reason = format!("the budget ran out during attempt {number} (budgets.*)");
+            return stop_before_an_attempt(run, &bench, "budget", reason).await;
+        }
+        if result.model_unavailable {
+            let reason = match &result.status {
+                BuildStatus::AgentFailed { error } => {
+                    format!("the model could not be used during attempt {number}: {error}")
+                }
+                _ => format!("the model could not be used during attempt {number}"),
+            };
+            return stop_before_an_attempt(run, &bench, "model", reason).await;
         }
         let outcome = match &result.status {
             BuildStatus::Committed { commit, files, .. } => {
@@ -167,23 +177,21 @@ async fn stopped_at_the_time_limit(
     Ok(tree_after)
 }
 
-/// The run's budget ran out during attempt `number`.
-async fn stop_out_of_budget(
+/// The run stopped during an attempt for a reason that is not the attempt's (`why`: `budget`,
+/// the run's budget is spent; `model`, the model could not be used). Not escalated, and not an
+/// attempt: the next run, with the budget it is given or the model back, resumes solving here.
+async fn stop_before_an_attempt(
     run: &mut Run<'_, '_>,
     bench: &Workbench,
-    number: u64,
+    why: &str,
+    what: String,
 ) -> Result<Flow, SolveError> {
-    // Not the attempt's failure: the run's budget is spent. Not escalated, and not an
-    // attempt: the next run, with the budget it is given, resumes solving here.
     let _ = bench.discard();
-    let reason = format!(
-        "stopped: the budget ran out during attempt {number} (budgets.*); `bugloop solve {}` resumes",
-        run.number()
-    );
+    let reason = format!("stopped: {what}; `bugloop solve {}` resumes", run.number());
     run.step(
         SolveState::Solving,
         &reason,
-        &AttemptStep::out_of_budget(reason.clone()),
+        &AttemptStep::stopped(why, reason.clone()),
     )
     .await?;
     Ok(Flow::Stop(reason))

@@ -195,7 +195,7 @@ fn the_pipeline_writes_the_stored_shapes() {
             .to_owned(),
     );
     assert_eq!(json(&binary), from_tests[2].detail);
-    let stop = AttemptStep::out_of_budget(written[0].reason.clone());
+    let stop = AttemptStep::stopped("budget", written[0].reason.clone());
     assert_eq!(json(&stop), written[0].detail);
     assert_eq!(
         json(&AttemptStep::stopped_at_the_time_limit(3)),

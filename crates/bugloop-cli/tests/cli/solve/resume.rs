@@ -124,6 +124,51 @@ as_each_user! {
     budget_stop_and_resume => a_run_out_of_budget_stops_and_the_next_resumes, a_run_out_of_budget_stops_and_the_next_resumes_as_an_unprivileged_user_too
 }
 
+/// A model that cannot be reached (nothing listens at its address) stops the run after its
+/// retries: neither escalated nor counted as an attempt, exit 3, and the next run resumes. An
+/// outage once cost every waiting issue its attempts and escalated it.
+#[test]
+fn a_model_that_cannot_be_reached_stops_the_run_without_an_attempt() {
+    let runner = Runner::me();
+    let repo = runner.mean_repo(PYTHON_TESTS);
+    let dir = repo.path();
+    runner.ok(dir, &["report"], MEAN_TRACE);
+    let scripts = runner.scripts();
+    let down = scripts.path().join("down.yml");
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = closed.local_addr().unwrap();
+    drop(closed);
+    std::fs::write(
+        &down,
+        format!(
+            "model:\n  max_retries: 1\n  providers:\n    down:\n      base_url: \"http://{address}/v1\"\n"
+        ),
+    )
+    .unwrap();
+    let args = ["solve", "1", "--model", "down:m", "--format", "json"];
+    let config = ["--config", down.to_str().unwrap()];
+    let stopped = runner.run(dir, &[&args[..], &config[..]].concat(), "");
+    assert_eq!(stopped.status.code(), Some(3), "{}", text(&stopped));
+    let report: Value = serde_json::from_slice(&stopped.stdout).unwrap();
+    assert_eq!(report["state"], "SOLVING", "{report:#}");
+    assert_eq!(report["stopped"], "model", "{report:#}");
+    assert!(
+        report["attempts"].as_array().unwrap().is_empty(),
+        "{report:#}"
+    );
+    let message = report["message"].as_str().unwrap();
+    assert!(message.contains("cannot reach the provider"), "{message}");
+    assert!(message.contains("`bugloop solve 1` resumes"), "{message}");
+    // Again: still no attempt, still not escalated.
+    let again = runner.run(dir, &[&args[..], &config[..]].concat(), "");
+    let report: Value = serde_json::from_slice(&again.stdout).unwrap();
+    assert_eq!(report["state"], "SOLVING", "{report:#}");
+    assert!(
+        report["attempts"].as_array().unwrap().is_empty(),
+        "{report:#}"
+    );
+}
+
 /// `kill -9` during attempt 2 (its test command running): the next `solve 1` starts from what
 /// attempt 1 left, and attempt 1's test is in the final commit.
 fn killed_and_resumed(runner: &Runner) {
