@@ -323,7 +323,7 @@ fn main() -> ExitCode {
     // Colour only on a terminal that wants it; the review's renderer asks the same.
     let color = io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let mut stdout = terminal::Printable::new(io::stdout().lock(), color);
-    match run(cli, &mut stdout) {
+    match usable_temporary_directory().and_then(|()| run(cli, &mut stdout)) {
         Ok(verdict) => exit_code(&verdict),
         Err(error) => {
             let _ = stdout.flush();
@@ -334,6 +334,18 @@ fn main() -> ExitCode {
             }
             error_exit_code(&error)
         }
+    }
+}
+
+/// A `TMPDIR` that is not a directory fails every temporary file and sandbox stage later, with
+/// errors that name neither it nor the cure: said first, once.
+fn usable_temporary_directory() -> Result<()> {
+    match std::env::var_os("TMPDIR") {
+        Some(dir) if !dir.is_empty() && !Path::new(&dir).is_dir() => bail!(
+            "TMPDIR is {}, which is not a directory: create it, or point TMPDIR at one (or unset it)",
+            Path::new(&dir).display()
+        ),
+        _ => Ok(()),
     }
 }
 

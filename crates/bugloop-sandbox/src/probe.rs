@@ -41,8 +41,9 @@ fn probe_now() -> Capabilities {
             ),
         };
     };
-    // The very arguments the runner uses, so a probe that passes means commands will start.
-    let workspace = std::env::temp_dir();
+    // The very arguments the runner uses, so a probe that passes means commands will start; in
+    // a directory that exists whatever TMPDIR says (a TMPDIR that is gone is no kernel's fault).
+    let workspace = crate::reach::stage_root();
     // The probe must not depend on the caller's home directories or git directory.
     let settings =
         crate::settings::SandboxSettings::new(&workspace, crate::settings::Policy::ReadOnly);
