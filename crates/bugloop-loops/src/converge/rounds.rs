@@ -218,7 +218,14 @@ impl Run<'_, '_> {
                     .map(String::as_str)
                     .filter(|f| !expected.contains(f))
                     .collect();
-                if outside.is_empty() {
+                if outside.is_empty() && result.verify.is_empty() {
+                    // Nothing was run on it: only the next audit judges it.
+                    format!(
+                        "{} -> {} (unverified: no verify commands configured)",
+                        short(&before),
+                        short(commit)
+                    )
+                } else if outside.is_empty() {
                     format!("{} -> {} (verified)", short(&before), short(commit))
                 } else {
                     format!(

@@ -132,8 +132,9 @@ async fn audit_fix_audit_converges_and_lands() {
         "{text}"
     );
     assert!(text.contains("1 audit: 1P0 0P1 0P2"), "{text}");
+    // Nothing ran on the fix (no verify commands): it is not called verified.
     assert!(
-        text.contains("2 fix: ") && text.contains("(verified)"),
+        text.contains("2 fix: ") && text.contains("(unverified: no verify commands configured)"),
         "{text}"
     );
     assert!(text.contains("3 audit: 0P0 0P1 0P2 (clean)"), "{text}");
