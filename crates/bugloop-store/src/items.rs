@@ -154,11 +154,17 @@ impl Store {
         } else {
             (insert_issue(&mut tx, &new, Some(fingerprint)).await?, true)
         };
+        // This report's own count, read under the write lock: reports counted at the same
+        // time each get theirs, never a later one's.
+        let reports: i64 = sqlx::query_scalar("SELECT reports FROM items WHERE number = ?")
+            .bind(number)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(query_error("read a reported issue"))?;
         tx.commit().await.map_err(query_error("record a report"))?;
-        Ok(Reported {
-            issue: self.item(number).await?,
-            filed,
-        })
+        let mut issue = self.item(number).await?;
+        issue.reports = reports;
+        Ok(Reported { issue, filed })
     }
 
     /// Opens a change request for a branch (one open change request per branch).
@@ -515,22 +521,27 @@ mod tests {
         assert_eq!((third.issue.number, third.issue.reports), (1, 3));
     }
 
+    /// Reports filed at once, each through its own store opened on a file that does not exist
+    /// yet (processes started together): the store is made once, one issue is filed, and each
+    /// report is told its own count.
     #[tokio::test]
     async fn reports_at_once_file_one_issue() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("store.db")).await.unwrap();
-        let mut tasks = Vec::new();
-        for _ in 0..8 {
-            let store = store.clone();
-            tasks.push(tokio::spawn(async move {
-                store.report("fp", issue("boom")).await.unwrap()
-            }));
-        }
+        let path = dir.path().join("store.db");
+        let reports = (0..8).map(|_| async {
+            let store = Store::open(&path).await.unwrap();
+            store.report("fp", issue("boom")).await.unwrap()
+        });
         let mut filed = 0;
-        for task in tasks {
-            filed += usize::from(task.await.unwrap().filed);
+        let mut counts = Vec::new();
+        for reported in futures_util::future::join_all(reports).await {
+            filed += usize::from(reported.filed);
+            counts.push(reported.issue.reports);
         }
         assert_eq!(filed, 1);
+        counts.sort_unstable();
+        assert_eq!(counts, [1, 2, 3, 4, 5, 6, 7, 8]);
+        let store = Store::open(&path).await.unwrap();
         let issues = store.items(ItemKind::Issue, false).await.unwrap();
         assert_eq!((issues.len(), issues[0].reports), (1, 8));
     }

@@ -279,7 +279,22 @@ impl Store {
         }
         let applied = usize::try_from(version).unwrap_or(0);
         for (index, script) in MIGRATIONS.iter().enumerate().skip(applied) {
-            let mut tx = self.pool.begin().await.map_err(query_error("migrate"))?;
+            // Another process may be opening the store at the same moment (reports filed at
+            // once into a new store): the write lock is taken first and the version read again
+            // under it, so each migration runs exactly once.
+            let mut tx = self
+                .pool
+                .begin_with("BEGIN IMMEDIATE")
+                .await
+                .map_err(query_error("migrate"))?;
+            let now: i64 = sqlx::query_scalar("PRAGMA user_version")
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(query_error("migrate"))?;
+            if now > index as i64 {
+                tx.commit().await.map_err(query_error("migrate"))?;
+                continue;
+            }
             sqlx::raw_sql(script)
                 .execute(&mut *tx)
                 .await
