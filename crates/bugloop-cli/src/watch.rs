@@ -127,7 +127,13 @@ struct Followed {
     last_line: Instant,
     /// Why the path is not read, said once per reason.
     said: Option<String>,
+    /// The last bytes read (at most [`TAIL`]): a file truncated and written again past where it
+    /// was read up to before the next look (`copytruncate`, then a burst) has other bytes there.
+    tail: Vec<u8>,
 }
+
+/// How many of the last bytes read are kept to notice a file written anew.
+const TAIL: usize = 64;
 
 impl Followed {
     fn new(path: PathBuf, from_start: bool, follow_symlinks: bool) -> Followed {
@@ -140,6 +146,7 @@ impl Followed {
             segmenter: Segmenter::new(),
             last_line: Instant::now(),
             said: None,
+            tail: Vec::new(),
         };
         followed.open(!from_start);
         followed
@@ -185,8 +192,10 @@ impl Followed {
             }
             _ => self.owner = Some(meta.uid()),
         }
+        self.tail.clear();
         if at_end {
-            let _ = file.seek(SeekFrom::End(0));
+            let end = file.seek(SeekFrom::End(0)).unwrap_or(0);
+            self.tail = bytes_before(&file, end);
         }
         self.file = Some((file, meta.dev(), meta.ino()));
         None
@@ -218,6 +227,15 @@ impl Followed {
             }
             return true;
         };
+        // Truncated and written again past where it was read up to, since the last look
+        // (`copytruncate`, then a burst): the bytes before that point are others now.
+        let position = file.stream_position().unwrap_or(0);
+        if bytes_before(file, position) != self.tail {
+            self.lines.flush(out);
+            out.push(Got::Boundary);
+            let _ = file.seek(SeekFrom::Start(0));
+            self.tail.clear();
+        }
         let mut buffer = vec![0u8; CHUNK];
         let read = match file.read(&mut buffer) {
             Ok(read) => read,
@@ -230,6 +248,10 @@ impl Followed {
         };
         self.lines.push(&buffer[..read], out);
         if read > 0 {
+            let keep = self.tail.len().min(TAIL.saturating_sub(read));
+            self.tail.drain(..self.tail.len() - keep);
+            self.tail
+                .extend_from_slice(&buffer[read.saturating_sub(TAIL)..read]);
             return false;
         }
         if once {
@@ -253,6 +275,7 @@ impl Followed {
                 self.lines.flush(out);
                 out.push(Got::Boundary);
                 let _ = file.seek(SeekFrom::Start(0));
+                self.tail.clear();
             }
             _ => {}
         }
@@ -264,6 +287,17 @@ impl Followed {
             let _ = crate::warn(std::slice::from_ref(&why));
             self.said = Some(why);
         }
+    }
+}
+
+/// The bytes of `file` just before `end` (at most [`TAIL`]), read without moving its position.
+fn bytes_before(file: &File, end: u64) -> Vec<u8> {
+    use std::os::unix::fs::FileExt;
+    let start = end.saturating_sub(TAIL as u64);
+    let mut bytes = vec![0u8; usize::try_from(end - start).unwrap_or(0)];
+    match file.read_exact_at(&mut bytes, start) {
+        Ok(()) => bytes,
+        Err(_) => Vec::new(),
     }
 }
 
@@ -625,6 +659,57 @@ mod tests {
         // A chunk of nothing but line ends is read in one pass.
         let ends = vec![b'\n'; CHUNK];
         assert_eq!(lines_of(&[&ends]).len(), CHUNK);
+    }
+
+    /// Everything [`Followed::read`] gives until the file has nothing more.
+    fn read_all(followed: &mut Followed) -> Vec<String> {
+        let mut got = Vec::new();
+        loop {
+            let before = got.len();
+            if followed.read(&mut got, false) && got.len() == before {
+                break;
+            }
+        }
+        got.into_iter()
+            .map(|g| match g {
+                Got::Line(line) => line,
+                Got::Boundary => "--".to_owned(),
+            })
+            .collect()
+    }
+
+    /// `copytruncate` and then a burst longer than what was read before the next look: the new
+    /// file is read from its start (it once went unseen: the file had not shrunk by then).
+    #[test]
+    fn a_file_truncated_and_written_past_where_it_was_read_is_read_anew() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("app.log");
+        std::fs::write(
+            &log,
+            "Traceback (most recent call last):\nIndexError: one\n",
+        )
+        .unwrap();
+        let mut followed = Followed::new(log.clone(), true, false);
+        assert_eq!(
+            read_all(&mut followed),
+            ["Traceback (most recent call last):", "IndexError: one"]
+        );
+        let longer =
+            "Traceback (most recent call last):\n  File \"app.py\", line 3\nKeyError: two\n";
+        std::fs::write(&log, longer).unwrap();
+        assert_eq!(
+            read_all(&mut followed),
+            [
+                "--",
+                "Traceback (most recent call last):",
+                "  File \"app.py\", line 3",
+                "KeyError: two"
+            ]
+        );
+        // Appended to as usual: read on, from where it was.
+        let mut file = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
+        file.write_all(b"after\n").unwrap();
+        assert_eq!(read_all(&mut followed), ["after"]);
     }
 
     #[test]
