@@ -328,12 +328,27 @@ impl Git {
         let base_tip = self.resolve(&base_name).ok_or_else(|| {
             GitError::Selection(format!("--base {base_name:?} is not a commit here"))
         })?;
-        let base = self
+        let base = match self
             .run(&["merge-base", &base_tip, &head])
             .ok()
             .filter(|s| !s.is_empty())
+        {
+            Some(base) => base,
+            // A shallow clone cut the history where the two meet: comparing with the base's
+            // tip would show the base's own later commits as the change's, reverted.
+            None if self
+                .run(&["rev-parse", "--is-shallow-repository"])
+                .is_ok_and(|shallow| shallow == "true") =>
+            {
+                return Err(GitError::Selection(format!(
+                    "{head_name} and {base_name} meet in history this shallow clone does not \
+                     have; fetch it (`git fetch --unshallow`, or `--deepen N`) or name the base \
+                     commit with `--base`"
+                )));
+            }
             // Unrelated histories: compare the trees directly.
-            .unwrap_or(base_tip);
+            None => base_tip,
+        };
         let diff = self.diff(&[&base, &head])?;
         let key = match head_rev {
             Some(name) => self.conversation_of(name, &head),

@@ -102,6 +102,42 @@ fn staged_working_and_untracked_files() {
     assert!(!text(&staged.diff).contains("latin-1"));
 }
 
+/// A shallow clone that does not reach where the branch left main: an error that says so,
+/// never main's later commits shown reverted as the change's own.
+#[test]
+fn a_shallow_clone_without_the_merge_base_says_so() {
+    let dir = repo();
+    git(dir.path(), &["switch", "-q", "main"]);
+    std::fs::write(dir.path().join("later.txt"), "main moves on\n").unwrap();
+    git(dir.path(), &["add", "."]);
+    git(dir.path(), &["commit", "-qm", "main moves"]);
+    let clones = tempfile::tempdir().unwrap();
+    let clone = clones.path().join("clone");
+    let source = format!("file://{}", dir.path().display());
+    let target = clone.display().to_string();
+    git(
+        clones.path(),
+        &[
+            "clone",
+            "-q",
+            "--depth",
+            "1",
+            "--no-single-branch",
+            &source,
+            &target,
+        ],
+    );
+    git(&clone, &["switch", "-q", "-c", "feature", "origin/feature"]);
+    let g = Git::open(&clone).unwrap();
+    let error = g.select(&Selection::Branch).unwrap_err().to_string();
+    assert!(error.contains("shallow clone"), "{error}");
+    assert!(error.contains("git fetch --unshallow"), "{error}");
+    // With the history, the change is the branch's alone.
+    git(&clone, &["fetch", "-q", "--unshallow"]);
+    let change = g.select(&Selection::Branch).unwrap();
+    assert!(!text(&change.diff).contains("later.txt"));
+}
+
 #[test]
 fn no_commits_and_detached_heads() {
     let dir = tempfile::tempdir().unwrap();
