@@ -385,6 +385,22 @@ fn pack_file(
         packer.add(&path, &format!("{head}no content change\n"));
         return;
     }
+    let cut = file
+        .hunks
+        .iter()
+        .flat_map(|hunk| &hunk.lines)
+        .filter(|line| line.kind == LineKind::Added && line.text.len() > MAX_LINE_CHARS)
+        .count();
+    if cut > 0 {
+        // What lies past the cut is not shown: said, like any other part not shown.
+        out.unreviewed.push(Unreviewed {
+            path: path.clone(),
+            reason: format!(
+                "{cut} added line(s) over {MAX_LINE_CHARS} characters, shown cut to the model \
+                 (the analyzers read them whole)"
+            ),
+        });
+    }
     let whole: String = file.hunks.iter().map(render_hunk).collect();
     if estimate_tokens(&head) + estimate_tokens(&whole) <= budget {
         packer.add_whole(&path, &head, &whole, &file.hunks);

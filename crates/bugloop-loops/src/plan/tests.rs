@@ -307,6 +307,25 @@ fn a_file_alike_another_in_its_part_names_it() {
     let cut = plan_all(&bugloop_diff::parse(text));
     assert!(!cut.batches[0].text.contains("the same lines as"));
     assert_eq!(cut.batches[0].text.matches(LINE_CUT).count(), 2);
+    // What lies past a cut is not shown, and the plan says so.
+    let listed: Vec<(&str, &str)> = cut
+        .unreviewed
+        .iter()
+        .map(|u| (u.path.as_str(), u.reason.as_str()))
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            (
+                "certs/a/ca.cnf",
+                "1 added line(s) over 400 characters, shown cut to the model (the analyzers read them whole)"
+            ),
+            (
+                "certs/b/ca.cnf",
+                "1 added line(s) over 400 characters, shown cut to the model (the analyzers read them whole)"
+            ),
+        ]
+    );
 
     // A copy whose file was shown in the part before it is shown whole.
     let text = [
