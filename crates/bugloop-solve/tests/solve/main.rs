@@ -362,8 +362,15 @@ async fn an_issue_is_solved_reviewed_addressed_and_marked_ready() {
 #[tokio::test]
 async fn an_escalation_shows_no_path_of_the_machine() {
     let (repo, issue) = scenario().await;
-    // A model that never answers: every attempt's agent fails.
-    let report = run_solve(&repo, config(2), silent_model(), None, issue)
+    // Every attempt's agent fails on its own (its conversation outgrows the model), not for a
+    // model that cannot be reached, which stops the run instead.
+    let model = silent_model();
+    for _ in 0..2 {
+        model.push_error(|| bugloop_llm::LlmError::ContextTooLong {
+            message: "too long".into(),
+        });
+    }
+    let report = run_solve(&repo, config(2), model, None, issue)
         .await
         .unwrap();
     assert_eq!(report.state, Some(SolveState::Escalated));
