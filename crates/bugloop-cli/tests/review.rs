@@ -405,6 +405,12 @@ fn a_file_whose_name_is_not_utf8_carries_a_finding() {
         0,
     );
     assert_eq!(report["dropped"], json!([]), "{report:#}");
+    // No analyzer can be given such a name: said, not a silent way past them.
+    assert_eq!(
+        report["unreviewed"],
+        json!([{"path": shown_name, "reason": "its name is not UTF-8: no analyzer could be given it"}]),
+        "{report:#}"
+    );
     let published = &report["findings"][0];
     assert_eq!(published["file"], shown_name, "{report:#}");
     assert_eq!(published["line"], 2);

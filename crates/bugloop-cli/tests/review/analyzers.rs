@@ -255,6 +255,32 @@ fn a_model_that_uses_tools_confirms_or_dismisses_each_hit() {
     );
     // The suppression the model was not asked about is published as the tool says.
     assert!(finding(&report, "suppression").is_some(), "{report:#}");
+
+    // Again on the same commit: nothing changed, so nothing is weighed again and the model is
+    // asked nothing (it has no answer left); the confirmed hit stays tracked, the dismissed one
+    // stays dismissed.
+    let silent = scripts.path().join("silent.jsonl");
+    std::fs::write(&silent, "").unwrap();
+    let again = review_json(repo.path(), &format!("script:{}", silent.display()), &[]);
+    assert_eq!(again["usage"]["model_calls"], 0, "{again:#}");
+    assert_eq!(again["analysis"]["candidates"], 0, "{again:#}");
+    assert!(finding(&again, "F632").is_none(), "{again:#}");
+    let tracked = std::process::Command::new(env!("CARGO_BIN_EXE_bugloop"))
+        .args(["findings", "--format", "json"])
+        .current_dir(repo.path())
+        .env_remove("BUGLOOP_CONFIG")
+        .output()
+        .unwrap();
+    let tracked: Value = serde_json::from_slice(&tracked.stdout).unwrap();
+    let open: Vec<&str> = tracked
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["status"] == "PENDING")
+        .filter_map(|f| f["finding_id"].as_str())
+        .collect();
+    assert!(open.contains(&"ruff-S608-app.py-9"), "{tracked:#}");
+    assert!(!open.iter().any(|id| id.contains("F632")), "{tracked:#}");
 }
 
 #[test]

@@ -10,12 +10,14 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use bugloop_analyzers::{
-    AnalyzerRun, Candidate, Choice, CustomAnalyzer, RunStatus, Toolbox, built_in,
+    AnalyzerRun, Candidate, ChangedLines, Choice, CustomAnalyzer, RunStatus, Toolbox, built_in,
 };
 use bugloop_config::{AnalyzerEntry, AnalyzerFindings, AnalyzerList, Config};
 use bugloop_domain::finding::Finding;
 use bugloop_domain::score::Score;
-use bugloop_report::review::{AnalysisInfo, AnalyzerRunInfo, DroppedFinding, ReportStage};
+use bugloop_report::review::{
+    AnalysisInfo, AnalyzerRunInfo, DroppedFinding, ReportStage, Unreviewed,
+};
 use bugloop_sandbox::Policy;
 use serde::Deserialize;
 
@@ -41,10 +43,20 @@ pub(super) struct Analyzed {
     /// Candidates the model dismissed, with its reason.
     pub dismissed: Vec<DroppedFinding>,
     pub info: AnalysisInfo,
+    /// Files of the change no analyzer could be given (a name that is not UTF-8).
+    pub unanalyzed: Vec<Unreviewed>,
 }
 
 /// Runs the configured analyzers and weighs their candidates.
-pub(super) async fn analyze(env: &LoopEnv<'_>, request: &ReviewRequest, brief: &Brief) -> Analyzed {
+/// `since`: in a review of what changed since an earlier head, that interdiff. Hits on other
+/// lines were weighed then (confirmed ones are tracked and kept, dismissed ones stay dismissed):
+/// they are not weighed again, so a push that changes nothing asks the model nothing.
+pub(super) async fn analyze(
+    env: &LoopEnv<'_>,
+    request: &ReviewRequest,
+    brief: &Brief,
+    since: Option<&bugloop_diff::Diff>,
+) -> Analyzed {
     let config = env.config();
     let (choices, mut refused) = choices(config);
     if choices.is_empty() && refused.is_empty() {
@@ -56,6 +68,7 @@ pub(super) async fn analyze(env: &LoopEnv<'_>, request: &ReviewRequest, brief: &
     let mut diff = request.diff.clone();
     diff.files
         .retain(|f| !brief.plan.ignored.iter().any(|ignored| ignored == f.path()));
+    let unanalyzed = unnamed_files(&diff);
     let base_dir = base_files(env, request, &choices);
     let mut sandbox = sandbox_settings(config, &request.workspace, Policy::ReadOnly);
     sandbox.timeout = Duration::from_secs(config.review.analyzer_timeout_seconds);
@@ -83,7 +96,15 @@ pub(super) async fn analyze(env: &LoopEnv<'_>, request: &ReviewRequest, brief: &
         AnalyzerFindings::Publish => false,
         AnalyzerFindings::Auto => env.provider.capabilities().tools,
     };
-    let candidates = analysis.candidates;
+    let mut candidates = analysis.candidates;
+    if let Some(since) = since {
+        let changed = ChangedLines::of(since);
+        candidates.retain(|c| {
+            let end = c.hit.end_line.unwrap_or(c.hit.line);
+            changed.first_added(&c.hit.file, c.hit.line, end).is_some()
+        });
+        info.candidates = candidates.len();
+    }
     if !triage || candidates.is_empty() {
         info.weighed = "publish".to_owned();
         let findings = candidates.iter().map(Candidate::to_finding).collect();
@@ -91,6 +112,7 @@ pub(super) async fn analyze(env: &LoopEnv<'_>, request: &ReviewRequest, brief: &
             findings,
             dismissed: Vec::new(),
             info,
+            unanalyzed,
         };
     }
     info.weighed = "triage".to_owned();
@@ -101,7 +123,28 @@ pub(super) async fn analyze(env: &LoopEnv<'_>, request: &ReviewRequest, brief: &
         triage_error: analyzed.info.triage_error.take(),
         ..info
     };
+    analyzed.unanalyzed = unanalyzed;
     analyzed
+}
+
+/// The files with added lines whose name is not UTF-8 (shown in git's quoted form): an
+/// analyzer is given file names as text, so none reads them, and the review says so rather
+/// than let such a name be a way past the analyzers.
+fn unnamed_files(diff: &bugloop_diff::Diff) -> Vec<Unreviewed> {
+    diff.files
+        .iter()
+        .filter(|f| !f.binary && f.path().starts_with('"'))
+        .filter(|f| {
+            f.hunks
+                .iter()
+                .flat_map(|h| &h.lines)
+                .any(|l| l.kind == bugloop_diff::LineKind::Added)
+        })
+        .map(|f| Unreviewed {
+            path: f.path().to_owned(),
+            reason: "its name is not UTF-8: no analyzer could be given it".to_owned(),
+        })
+        .collect()
 }
 
 /// The analyzers `review.analyzers` names, and entries that cannot run (reported as not run).

@@ -48,7 +48,7 @@ use bugloop_diff::Diff;
 use bugloop_domain::finding::Finding;
 use bugloop_forge::{ChangeKey, ForgeError};
 use bugloop_report::dispute::DisputeSummary;
-use bugloop_report::review::{ProofStatus, ReviewReport};
+use bugloop_report::review::{ProofStatus, ReviewReport, ReviewedScope};
 
 use crate::env::LoopEnv;
 
@@ -131,11 +131,17 @@ pub async fn review_with(
             dispute_error.into_iter().collect(),
             early.as_ref(),
         ),
-        analysis::analyze(env, &request, &brief),
+        analysis::analyze(
+            env,
+            &request,
+            &brief,
+            matches!(shown.scope, ReviewedScope::Incremental { .. }).then_some(&shown.diff),
+        ),
     );
     let early = early.map(early::EarlyPublisher::finish).unwrap_or_default();
     reported.findings = early.merge_hits(std::mem::take(&mut reported.findings), analyzed.findings);
     reported.dropped.extend(analyzed.dismissed);
+    reported.unreviewed.extend(analyzed.unanalyzed);
     let published_early: Vec<Finding> = early.findings.iter().map(|(_, f)| f.clone()).collect();
     let mut filtered = filtering::ground_and_filter(
         &request,
