@@ -214,29 +214,34 @@ pub fn check_configuration(
     file: Option<&Path>,
 ) -> Result<Vec<String>, AppError> {
     let read = |path: &Path| {
-        std::fs::read_to_string(path).map_err(|source| {
+        std::fs::read(path).map_err(|source| {
             AppError::Invalid(format!("cannot read {}: {source}", path.display()))
         })
     };
     if let Some(file) = file {
-        let text = read(file)?;
+        let bytes = read(file)?;
         let label = file.display().to_string();
-        return Ok(errors_of(&bugloop_config::check_text(&label, &text)));
+        return Ok(errors_of(&bugloop_config::check_bytes(&label, bytes)));
     }
     let (repo_root, base) = root_and_base(cwd);
-    let mut texts: Vec<(String, String)> = Vec::new();
+    let mut texts: Vec<(String, Vec<u8>)> = Vec::new();
     if let Some((label, bytes)) = &base.config {
-        texts.push((label.clone(), String::from_utf8_lossy(bytes).into_owned()));
+        texts.push((label.clone(), bytes.clone()));
     }
     let branch = repo_root.join(CONFIG_PATH);
     if branch.is_file() {
-        let text = read(&branch)?;
+        let bytes = read(&branch)?;
         // The branch's file as committed at the base is checked once.
-        if texts.iter().all(|(_, base)| *base != text) {
-            texts.push((branch.display().to_string(), text));
+        if texts.iter().all(|(_, base)| *base != bytes) {
+            texts.push((branch.display().to_string(), bytes));
         }
     }
-    let env = bugloop_config::environment(std::env::vars_os())?;
+    let mut errors: Vec<String> = Vec::new();
+    // A variable that cannot be read is an error of the check, like a file's.
+    let env = bugloop_config::environment(std::env::vars_os()).unwrap_or_else(|error| {
+        errors.push(error.to_string());
+        Vec::new()
+    });
     let user = choice
         .file
         .clone()
@@ -244,9 +249,8 @@ pub fn check_configuration(
     if let Some(user) = user {
         texts.push((user.display().to_string(), read(&user)?));
     }
-    let mut errors: Vec<String> = Vec::new();
-    for (label, text) in &texts {
-        errors.extend(errors_of(&bugloop_config::check_text(label, text)));
+    for (label, bytes) in texts {
+        errors.extend(errors_of(&bugloop_config::check_bytes(&label, bytes)));
     }
     // Together (and with the variables), only when each file reads alone.
     if errors.is_empty()

@@ -4,6 +4,15 @@
 
 use crate::{BaseScope, BranchConfig, ConfigError, SourceText, Sources, load_layered};
 
+/// [`check_text`] of a file's bytes: bytes that are not UTF-8 are the error, with the line and
+/// column of the first bad one.
+pub fn check_bytes(label: &str, bytes: Vec<u8>) -> Vec<ConfigError> {
+    match crate::layered::utf8(bytes, label) {
+        Ok(text) => check_text(label, &text),
+        Err(error) => vec![error],
+    }
+}
+
 /// The errors of configuration `text` (named `label` in them), read as a user's file is (every
 /// key may be set); empty when it reads.
 pub fn check_text(label: &str, text: &str) -> Vec<ConfigError> {

@@ -20,6 +20,7 @@ use crate::{Config, ConfigError, Origin, apply_env_tree, validate};
 mod files;
 mod locate;
 
+pub(crate) use self::files::utf8;
 pub use self::files::{LocalFiles, default_user_file, environment, load};
 use self::locate::{line_of, locate_error};
 

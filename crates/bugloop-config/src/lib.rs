@@ -30,7 +30,7 @@ pub use analyzers::{
     AnalyzerEntry, AnalyzerFindings, AnalyzerList, AutoKeyword, BUILT_IN_ANALYZERS, SarifAnalyzer,
 };
 pub use bugloop_domain::safety::{CommandEntry, CommandList};
-pub use check::check_text;
+pub use check::{check_bytes, check_text};
 pub use layered::*;
 pub use model::*;
 pub use prompts::*;

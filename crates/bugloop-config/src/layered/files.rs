@@ -98,7 +98,7 @@ pub(super) fn read_text(path: &Path, required: bool) -> Result<Option<SourceText
 
 /// The file's text; otherwise an error with the line, column (in bytes) and offset of the first
 /// byte that is not UTF-8.
-pub(super) fn utf8(bytes: Vec<u8>, label: &str) -> Result<String, ConfigError> {
+pub(crate) fn utf8(bytes: Vec<u8>, label: &str) -> Result<String, ConfigError> {
     String::from_utf8(bytes).map_err(|error| {
         let bytes = error.as_bytes();
         let valid = bytes
