@@ -651,6 +651,13 @@ const SCHEMA_ALIASES: &[(&str, &str, &str)] = &[
 /// The JSON Schema of the configuration file, the spec's names of keys included.
 pub fn schema() -> serde_json::Value {
     let mut schema = schemars::schema_for!(Config).to_value();
+    // The least values the validation takes, from its own table, so an editor says what
+    // `config check` would.
+    for (key, _, least) in validation::minimums(&Config::default()) {
+        if let Some(property) = schema_property(&mut schema, key) {
+            property.insert("minimum".to_owned(), least.into());
+        }
+    }
     for (definition, alias, key) in SCHEMA_ALIASES {
         let properties = if definition.is_empty() {
             schema.get_mut("properties")
@@ -679,6 +686,22 @@ pub fn schema() -> serde_json::Value {
         );
     }
     schema
+}
+
+/// The schema of `section.field` (a section's properties are in its `$defs` entry).
+fn schema_property<'a>(
+    schema: &'a mut serde_json::Value,
+    key: &str,
+) -> Option<&'a mut serde_json::Map<String, serde_json::Value>> {
+    let (section, field) = key.split_once('.')?;
+    let reference = schema
+        .pointer(&format!("/properties/{section}/$ref"))?
+        .as_str()?
+        .strip_prefix("#/$defs/")?
+        .to_owned();
+    schema
+        .pointer_mut(&format!("/$defs/{reference}/properties/{field}"))?
+        .as_object_mut()
 }
 
 #[cfg(test)]

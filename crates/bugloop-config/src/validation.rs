@@ -271,7 +271,7 @@ fn dedup_overlap(review: &ReviewConfig) -> Result<(), ConfigError> {
 /// (same line only), `gate.max_fix_rounds` and `solve.max_review_iterations` (no rounds),
 /// `converge.parallel_from_loop` (from the first loop), `budgets.max_cost_usd` (unpriced models
 /// only).
-fn minimums(config: &Config) -> [(&'static str, u64, u64); 25] {
+pub(crate) fn minimums(config: &Config) -> [(&'static str, u64, u64); 25] {
     let sandbox = &config.sandbox;
     [
         (
