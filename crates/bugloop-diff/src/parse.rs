@@ -21,15 +21,16 @@ pub fn parse(input: impl AsRef<[u8]>) -> Diff {
     let mut diff = parser.diff;
     // Text with no file in it at all is no diff (random bytes, a bare binary patch): said, so
     // it is not read as an empty change.
-    if diff.files.is_empty() && diff.problems.is_empty() {
-        if let Some(at) = lines.iter().position(|l| !l.trim_ascii().is_empty()) {
-            diff.problems.push(Problem {
-                line: at + 1,
-                message: "no file header (`diff --git`, or `---` and `+++`) in the input: it \
-                          is not a diff"
-                    .to_owned(),
-            });
-        }
+    if diff.files.is_empty()
+        && diff.problems.is_empty()
+        && let Some(at) = lines.iter().position(|l| !l.trim_ascii().is_empty())
+    {
+        diff.problems.push(Problem {
+            line: at + 1,
+            message: "no file header (`diff --git`, or `---` and `+++`) in the input: it is \
+                      not a diff"
+                .to_owned(),
+        });
     }
     diff
 }
