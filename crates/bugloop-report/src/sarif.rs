@@ -139,9 +139,25 @@ fn severity_text(score: u8) -> String {
     format!("{score}.0")
 }
 
+/// What a path keeps unencoded in a URI: RFC 3986's unreserved characters and `/`.
+const PATH_URI: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~')
+    .remove(b'/');
+
+/// A repository path as a relative URI: its bytes on disk (a name that is not UTF-8 is shown in
+/// git's quoted form) percent-encoded, so `with space.py` is `with%20space.py` and `bad\377.py`
+/// is `bad%FF.py`.
+fn uri(path: &str) -> String {
+    let bytes = bugloop_domain::paths::path_bytes(path).unwrap_or_else(|| path.as_bytes().to_vec());
+    percent_encoding::percent_encode(&bytes, PATH_URI).to_string()
+}
+
 /// A result's place in the code; `None` for a finding about no file (GitHub requires one).
 fn location(file: &str, line: Option<u32>, end_line: Option<u32>, code: Option<&str>) -> Value {
-    let mut physical = json!({"artifactLocation": {"uri": file, "uriBaseId": "%SRCROOT%"}});
+    let mut physical = json!({"artifactLocation": {"uri": uri(file), "uriBaseId": "%SRCROOT%"}});
     if let Some(line) = line {
         let mut region = json!({"startLine": line});
         if let Some(end) = end_line.filter(|end| *end >= line) {
@@ -369,7 +385,7 @@ fn finding_result(
         if let Some(test) = proof.and_then(|p| p.test_path.as_deref()) {
             result["relatedLocations"] = json!([{
                 "id": 1,
-                "physicalLocation": {"artifactLocation": {"uri": test}},
+                "physicalLocation": {"artifactLocation": {"uri": uri(test)}},
                 "message": {"text": "The test that fails at head because of this problem (written by bugloop, not in the repository)"},
             }]);
         }
@@ -451,4 +467,18 @@ fn sarif_log(report: &ReviewReport, collected: &Collected) -> Value {
             "results": collected.results,
         }]
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_are_uris() {
+        assert_eq!(uri("src/app.py"), "src/app.py");
+        assert_eq!(uri("docs/with space #1.md"), "docs/with%20space%20%231.md");
+        assert_eq!(uri("caf\u{e9}.txt"), "caf%C3%A9.txt");
+        // Not UTF-8, in git's quoted form: the bytes on disk.
+        assert_eq!(uri(r#""bad\377.py""#), "bad%FF.py");
+    }
 }
