@@ -190,6 +190,18 @@ enum Submission {
     Refused,
 }
 
+/// What a turn's calls came to.
+enum TurnEnd {
+    /// The task's result.
+    Final(serde_json::Value),
+    /// The run goes on: with the next stage's instructions when a stage was submitted, and with
+    /// a last submission held back when one was.
+    Next {
+        stage: Option<String>,
+        held: Option<serde_json::Value>,
+    },
+}
+
 /// What a last submission's call is answered when calls before it in its turn were refused:
 /// the model would otherwise never see their errors (a finding refused for its line would be
 /// lost without a trace). Submitting again, or answering without a call, ends the task.
@@ -429,7 +441,6 @@ impl Agent {
         while progress.turns < asked.max_turns {
             progress.turns += 1;
             let turn = progress.turns;
-            let last_turn = turn >= asked.max_turns;
             let response = self.ask(asked, &messages, &tools, progress).await?;
             let transcript = &mut progress.transcript;
             let calls = response.message.tool_calls.clone();
@@ -451,50 +462,25 @@ impl Agent {
                     _ => return Ok(Outcome::Answer(response.message.content)),
                 }
             }
-            let mut next_stage = None;
-            let mut refused = 0;
-            for call in calls {
-                if next_stage.is_some() && asked.stages == Stages::OneByOne {
-                    // The stage was submitted: later calls of the same turn belong to no stage
-                    // (the model has not seen the next stage's instructions yet).
-                    let text = "error: ignored, the stage was already submitted in this turn";
-                    messages.push(Message::tool_result(call.id, text));
-                    continue;
-                }
-                if Some(call.name.as_str()) == asked.submit_tool {
-                    let submission = self
-                        .submit(
-                            registry,
-                            call,
-                            turn,
-                            transcript,
-                            &mut messages,
-                            &mut follow_ups,
-                        )
-                        .await?;
-                    match submission {
-                        Submission::Final(value, _) if refused == 0 || last_turn => {
-                            return Ok(Outcome::Submitted(value));
-                        }
-                        Submission::Final(value, id) => {
-                            messages.push(Message::tool_result(id, held_back(refused)));
-                            held = Some(value);
-                        }
-                        Submission::NextStage(next) => {
-                            reminded = false;
-                            next_stage = Some(next);
-                        }
-                        Submission::Refused => {}
-                    }
-                    continue;
-                }
-                if !self
-                    .call_tool(registry, call, turn, transcript, &mut messages)
-                    .await?
-                {
-                    refused += 1;
-                }
+            let (next_stage, held_now) = match self
+                .run_calls(
+                    registry,
+                    asked,
+                    turn,
+                    calls,
+                    transcript,
+                    &mut messages,
+                    &mut follow_ups,
+                )
+                .await?
+            {
+                TurnEnd::Final(value) => return Ok(Outcome::Submitted(value)),
+                TurnEnd::Next { stage, held } => (stage, held),
+            };
+            if next_stage.is_some() {
+                reminded = false;
             }
+            held = held_now.or(held);
             // The next stage's instructions come after every call of the turn has its result.
             if let Some(next) = next_stage {
                 if asked.stages == Stages::UpFrontThenAtOnce {
@@ -511,6 +497,59 @@ impl Agent {
             Some(value) => Ok(Outcome::Submitted(value)),
             None => Err(AgentError::TurnLimit(asked.max_turns)),
         }
+    }
+
+    /// A turn's calls, in order: each tool's result (or error) goes back to the model; a stage's
+    /// submission ends the stage (later calls of the turn belong to none when stages come one
+    /// by one); the last stage's ends the task, unless a call before it in the turn was refused
+    /// and turns are left: then it is held back and the model told so.
+    #[allow(clippy::too_many_arguments)]
+    async fn run_calls(
+        &self,
+        registry: &Registry,
+        asked: &Asked<'_>,
+        turn: u32,
+        calls: Vec<ToolCall>,
+        transcript: &mut Transcript,
+        messages: &mut Vec<Message>,
+        follow_ups: &mut impl Iterator<Item = String>,
+    ) -> Result<TurnEnd, AgentError> {
+        let mut stage = None;
+        let mut held = None;
+        let mut refused = 0;
+        for call in calls {
+            if stage.is_some() && asked.stages == Stages::OneByOne {
+                // The stage was submitted: later calls of the same turn belong to no stage
+                // (the model has not seen the next stage's instructions yet).
+                let text = "error: ignored, the stage was already submitted in this turn";
+                messages.push(Message::tool_result(call.id, text));
+                continue;
+            }
+            if Some(call.name.as_str()) != asked.submit_tool {
+                if !self
+                    .call_tool(registry, call, turn, transcript, messages)
+                    .await?
+                {
+                    refused += 1;
+                }
+                continue;
+            }
+            match self
+                .submit(registry, call, turn, transcript, messages, follow_ups)
+                .await?
+            {
+                Submission::Final(value, _) if refused == 0 || turn >= asked.max_turns => {
+                    return Ok(TurnEnd::Final(value));
+                }
+                Submission::Final(value, id) => {
+                    messages.push(Message::tool_result(id, held_back(refused)));
+                    held = Some(value);
+                }
+                Submission::NextStage(next) => stage = Some(next),
+                Submission::Refused => {}
+            }
+        }
+        Ok(TurnEnd::Next { stage, held })
     }
 
     /// The stages `left`, each asked at the same time in its own copy of `messages` (the
