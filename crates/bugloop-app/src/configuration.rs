@@ -185,10 +185,18 @@ fn ignored_warnings(loaded: &Loaded, branch_config: BranchConfig) -> Vec<String>
                     ignored.key
                 );
             }
+            // Without a default branch there is no base to trust: say how to name one.
+            let no_base = if loaded.base.is_none() {
+                " No default branch was found (origin/HEAD, init.defaultBranch, main, master): \
+                 if this branch is it, `git config init.defaultBranch <branch>` makes its file \
+                 trusted."
+            } else {
+                ""
+            };
             format!(
                 "{CONFIG_PATH} on this branch {verb} {}{at}; ignored: commands and sandbox \
                  settings come from trusted configuration (the base commit, your own config). Run \
-                 with --trust-branch-config to accept them for this run.",
+                 with --trust-branch-config to accept them for this run.{no_base}",
                 ignored.key
             )
         })

@@ -101,8 +101,7 @@ impl App {
                     None => self.git.default_branch().ok_or_else(|| {
                         AppError::Invalid(
                             "no default branch to solve against (no origin/HEAD, \
-                             init.defaultBranch, main, master or only branch); name one with \
-                             --base"
+                             init.defaultBranch, main or master); name one with --base"
                                 .to_owned(),
                         )
                     })?,

@@ -116,8 +116,9 @@ impl Git {
     }
 
     /// `origin/HEAD`'s target; else the branch git's `init.defaultBranch` names, when it
-    /// exists; else `main`, `master` (or origin's); else the repository's only branch (a
-    /// repository made with `git init -b trunk`). Never merely the branch checked out.
+    /// exists; else `main`, `master` (or origin's). Never merely the branch checked out, nor
+    /// the only branch there is: that may be a change fetched alone (`git fetch URL
+    /// feature:feature`), whose own configuration would then be trusted.
     pub fn default_branch(&self) -> Option<String> {
         if let Ok(target) = self.run(&[
             "symbolic-ref",
@@ -137,20 +138,10 @@ impl Git {
         if configured.is_some() {
             return configured;
         }
-        if let Some(name) = ["main", "master", "origin/main", "origin/master"]
+        ["main", "master", "origin/main", "origin/master"]
             .into_iter()
             .find(|name| self.resolve(name).is_some())
-        {
-            return Some(name.to_owned());
-        }
-        let branches = self
-            .run(&["for-each-ref", "--format=%(refname:short)", "refs/heads/"])
-            .ok()?;
-        let mut branches = branches.lines().filter(|name| !name.is_empty());
-        match (branches.next(), branches.next()) {
-            (Some(only), None) => Some(only.to_owned()),
-            _ => None,
-        }
+            .map(str::to_owned)
     }
 
     /// The commit whose `.bugloop/config.yml` a local run trusts, with a label like
@@ -320,7 +311,7 @@ impl Git {
             None => self.default_branch().ok_or_else(|| {
                 GitError::Selection(
                     "no default branch to compare with (no origin/HEAD, init.defaultBranch, \
-                     main, master or only branch); name one with `--base`"
+                     main or master); name one with `--base`"
                         .to_owned(),
                 )
             })?,
