@@ -318,6 +318,11 @@ enum DataFormat {
 }
 
 fn main() -> ExitCode {
+    // A panic's message may quote what it was reading (a change, a model's answer): printed
+    // through the same filter as everything else.
+    std::panic::set_hook(Box::new(|info| {
+        let _ = writeln!(terminal::stderr(), "{info}");
+    }));
     let cli = Cli::parse();
     logging(matches!(cli.command, Command::Serve(_)));
     // Colour only on a terminal that wants it; the review's renderer asks the same.

@@ -4,7 +4,8 @@
 //! cursor or erase a finding off the screen. Every control character is written as a visible
 //! escape instead; only the few colour sequences bugloop's own renderers use pass, and only when
 //! colour is on. One filter at the edge, rather than one per renderer, so a new renderer or an
-//! error message cannot forget it.
+//! error message cannot forget it. The escape is JSON's (`\u001b`): JSON and SARIF carry DEL
+//! and C1 characters raw inside their strings, and written so they stay the same valid JSON.
 
 use std::io::{self, Write};
 
@@ -20,7 +21,7 @@ const STYLES: &[&[u8]] = &[
     b"\x1b[1;31m",
 ];
 
-/// A writer that escapes control characters (C0 but newline and tab, DEL, C1) as `\x1b`-style
+/// A writer that escapes control characters (C0 but newline and tab, DEL, C1) as `\u001b`-style
 /// text, letting through [`STYLES`] when `styles` is on.
 pub(crate) struct Printable<W: Write> {
     inner: W,
@@ -63,7 +64,7 @@ impl<W: Write> Printable<W> {
                         break;
                     }
                     Some(next @ 0x80..=0x9f) => {
-                        out.extend_from_slice(format!("\\u{{{next:x}}}").as_bytes());
+                        out.extend_from_slice(format!("\\u{next:04x}").as_bytes());
                         at += 2;
                         continue;
                     }
@@ -71,7 +72,7 @@ impl<W: Write> Printable<W> {
                 }
             }
             if (byte < 0x20 && byte != b'\n' && byte != b'\t') || byte == 0x7f {
-                out.extend_from_slice(format!("\\x{byte:02x}").as_bytes());
+                out.extend_from_slice(format!("\\u{byte:04x}").as_bytes());
             } else {
                 out.push(byte);
             }
@@ -141,14 +142,28 @@ mod tests {
         let shown = through(&[hostile.as_bytes()], true);
         assert_eq!(
             shown,
-            "title\\x1b]0;owned\\x07 clip\\x1b]52;c;aGk=\\x07 \\x1b[2K\\x1b[1A\\x0dback \\x1b[8mhidden\x1b[0m \\u{9b}31m del\\x7f"
+            "title\\u001b]0;owned\\u0007 clip\\u001b]52;c;aGk=\\u0007 \\u001b[2K\\u001b[1A\\u000dback \\u001b[8mhidden\x1b[0m \\u009b31m del\\u007f"
         );
         // Without colour, not even a colour passes.
         assert_eq!(
             through(&[b"\x1b[1;31mred\x1b[0m"], false),
-            "\\x1b[1;31mred\\x1b[0m"
+            "\\u001b[1;31mred\\u001b[0m"
         );
         assert_eq!(through(&["a\tb\nc é ✓".as_bytes()], false), "a\tb\nc é ✓");
+    }
+
+    /// JSON carries DEL and C1 raw in its strings: written through, it is the same JSON.
+    #[test]
+    fn json_stays_the_same_json() {
+        let value = serde_json::json!({"evidence": "a\u{7f}b\u{85}c\u{9b}d\x1b[2K", "n": 1});
+        let text = serde_json::to_string_pretty(&value).unwrap();
+        let shown = through(&[text.as_bytes()], true);
+        assert!(
+            !shown.contains('\u{7f}') && !shown.contains('\u{85}'),
+            "{shown}"
+        );
+        let back: serde_json::Value = serde_json::from_str(&shown).unwrap();
+        assert_eq!(back, value);
     }
 
     #[test]
@@ -160,9 +175,9 @@ mod tests {
             b"\x9b \xc2",
             b"\xa9",
         ];
-        assert_eq!(through(chunks, true), "a\x1b[1;31mred\x1b[0m \\u{9b} ©");
+        assert_eq!(through(chunks, true), "a\x1b[1;31mred\x1b[0m \\u009b ©");
         // A sequence left open at the end is escaped, not lost.
-        assert_eq!(through(&[b"end\x1b["], true), "end\\x1b[");
-        assert_eq!(printable("x\x1b]0;t\x07"), "x\\x1b]0;t\\x07");
+        assert_eq!(through(&[b"end\x1b["], true), "end\\u001b[");
+        assert_eq!(printable("x\x1b]0;t\x07"), "x\\u001b]0;t\\u0007");
     }
 }

@@ -743,11 +743,11 @@ fn control_sequences_from_a_change_or_a_model_are_printed_escaped() {
         let shown = stdout(&output);
         assert!(!shown.contains('\x1b') && !shown.contains('\r'), "{shown}");
         assert!(
-            shown.contains(r"// \x1b]0;owned\x07\x1b[2K\x1b[1A"),
+            shown.contains(r"// \u001b]0;owned\u0007\u001b[2K\u001b[1A"),
             "{shown}"
         );
         assert!(
-            shown.contains(r"Index \x1b[8mhidden\x1b[0m one past the end"),
+            shown.contains(r"Index \u001b[8mhidden\u001b[0m one past the end"),
             "{shown}"
         );
     }
@@ -757,5 +757,5 @@ fn control_sequences_from_a_change_or_a_model_are_printed_escaped() {
         .to_owned();
     let page = stdout(&bugloop(repo.path(), &["findings", "show", &id]));
     assert!(!page.contains('\x1b'), "{page}");
-    assert!(page.contains(r"\x1b]0;owned"), "{page}");
+    assert!(page.contains(r"\u001b]0;owned"), "{page}");
 }
