@@ -583,15 +583,24 @@ fn take_outcome(
     None
 }
 
-/// Whether a model error says the model cannot be used now (unreachable, failing after its
-/// retries, refusing the key, misconfigured) rather than anything about the task: the input it
-/// was sent (too long, refused) and the budget are the task's.
+/// Whether a model error says the model cannot be used now (unreachable, refusing the key,
+/// limiting the rate, down behind its gateway, misconfigured) rather than anything about the
+/// task. What the task's own input or output can set off (an answer that cannot be read, a cut
+/// stream, a silence, a server error, the input refused or too long) is the attempt's failure,
+/// so an issue whose text sets it off is escalated in time, not stopped for ever.
 fn model_unavailable(error: &bugloop_llm::LlmError) -> bool {
     use bugloop_llm::LlmError;
-    !matches!(
-        error,
-        LlmError::Budget(_) | LlmError::ContextTooLong { .. } | LlmError::BadRequest { .. }
-    )
+    match error {
+        LlmError::Connection(_)
+        | LlmError::Auth { .. }
+        | LlmError::RateLimited { .. }
+        | LlmError::Config(_)
+        | LlmError::Unsupported { .. }
+        | LlmError::ReplayMiss { .. }
+        | LlmError::Cassette { .. } => true,
+        LlmError::Server { status, .. } => matches!(status, 502..=504),
+        _ => false,
+    }
 }
 
 /// The guardrail on `protected_paths`: a change that touches any of them is refused.

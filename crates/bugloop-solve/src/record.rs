@@ -100,6 +100,16 @@ impl Record {
             .filter(move |t| t.from == Some(state) && t.to == state)
     }
 
+    /// How many runs in a row, at the end of the solving steps, stopped for `why` (`model`).
+    pub(super) fn stops_in_a_row(&self, why: &str) -> usize {
+        let steps: Vec<AttemptStep> = self.attempt_steps().map(|(_, step)| step).collect();
+        steps
+            .iter()
+            .rev()
+            .take_while(|step| step.stop_reason().as_deref() == Some(why))
+            .count()
+    }
+
     /// The SOLVING -> SOLVING steps, with their details.
     fn attempt_steps(&self) -> impl Iterator<Item = (&SolveTransition, AttemptStep)> {
         self.within(SolveState::Solving).map(|t| (t, read(t)))

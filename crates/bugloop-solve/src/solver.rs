@@ -60,6 +60,17 @@ pub(super) async fn run(run: &mut Run<'_, '_>) -> Result<Flow, SolveError> {
                 }
                 _ => format!("the model could not be used during attempt {number}"),
             };
+            // An outage ends; a failure an issue's own text sets off again and again (a
+            // prompt the provider refuses at every try) would hold the issue forever.
+            if run.record.stops_in_a_row("model") + 1 >= MODEL_STOPS_TO_ESCALATE {
+                let _ = bench.discard();
+                return run
+                    .escalate(&format!(
+                        "{reason}; the model could not be used in {MODEL_STOPS_TO_ESCALATE} runs \
+                         in a row"
+                    ))
+                    .await;
+            }
             return stop_before_an_attempt(run, &bench, "model", reason).await;
         }
         let outcome = match &result.status {
@@ -100,6 +111,9 @@ pub(super) async fn run(run: &mut Run<'_, '_>) -> Result<Flow, SolveError> {
         tree_after = Some(number);
     }
 }
+
+/// Runs in a row that stop for a model that cannot be used before the issue is escalated.
+const MODEL_STOPS_TO_ESCALATE: usize = 3;
 
 /// What ends solving without a solution: `solve.max_iterations` attempts, or
 /// `solve.timeout_minutes` after solving started.

@@ -126,7 +126,8 @@ as_each_user! {
 
 /// A model that cannot be reached (nothing listens at its address) stops the run after its
 /// retries: neither escalated nor counted as an attempt, exit 3, and the next run resumes. An
-/// outage once cost every waiting issue its attempts and escalated it.
+/// outage once cost every waiting issue its attempts and escalated it. The third such run in a
+/// row escalates: a failure the issue's own text set off would otherwise hold it for ever.
 #[test]
 fn a_model_that_cannot_be_reached_stops_the_run_without_an_attempt() {
     let runner = Runner::me();
@@ -167,6 +168,12 @@ fn a_model_that_cannot_be_reached_stops_the_run_without_an_attempt() {
         report["attempts"].as_array().unwrap().is_empty(),
         "{report:#}"
     );
+    let third = runner.run(dir, &[&args[..], &config[..]].concat(), "");
+    assert_eq!(third.status.code(), Some(1), "{}", text(&third));
+    let report: Value = serde_json::from_slice(&third.stdout).unwrap();
+    assert_eq!(report["state"], "ESCALATED", "{report:#}");
+    let message = report["message"].as_str().unwrap();
+    assert!(message.contains("in 3 runs in a row"), "{message}");
 }
 
 /// `kill -9` during attempt 2 (its test command running): the next `solve 1` starts from what
