@@ -178,9 +178,13 @@ impl Meter {
             let turns = spent.turns.saturating_add(spent.in_flight);
             match self.check(request, usage, turns, estimate) {
                 Ok(()) => {
+                    // What it holds is an upper bound, not the estimate: text the estimate's
+                    // ratio undercounts (base64, CJK) would otherwise let calls at once past
+                    // the limit. A byte-level tokenizer's token is at least a byte.
                     let hold = Usage {
+                        input_tokens: estimate.input_tokens.max(request_bytes(request)),
                         output_tokens: request.max_tokens.map_or(0, u64::from),
-                        ..estimate
+                        cached_input_tokens: estimate.cached_input_tokens,
                     };
                     spent.reserved.add(hold);
                     spent.in_flight += 1;
@@ -331,6 +335,23 @@ fn estimate_after(last_call: Option<(u64, Usage)>, request: &ChatRequest) -> Usa
             ..Usage::default()
         },
     }
+}
+
+/// The bytes a request sends (as [`request_chars`] counts its characters).
+fn request_bytes(request: &ChatRequest) -> u64 {
+    let mut bytes = request.system.as_ref().map_or(0, String::len);
+    for message in &request.messages {
+        bytes += message.content.len();
+        bytes += message
+            .tool_calls
+            .iter()
+            .map(|c| c.name.len() + c.arguments.len())
+            .sum::<usize>();
+    }
+    for tool in &request.tools {
+        bytes += tool.name.len() + tool.description.len() + tool.parameters.to_string().len();
+    }
+    u64::try_from(bytes).unwrap_or(u64::MAX)
 }
 
 /// The characters a request sends: system prompt, messages, tool calls and tool definitions.

@@ -333,9 +333,9 @@ fn prices_match_the_longest_prefix_and_count_cached_input() {
     );
 }
 
-/// Answers after a moment with 1,000 input and 100 output tokens, so calls overlap.
+/// Answers after a moment with this many input tokens and 100 output tokens, so calls overlap.
 #[derive(Debug)]
-struct Paced;
+struct Paced(u64);
 
 #[async_trait]
 impl Provider for Paced {
@@ -351,7 +351,7 @@ impl Provider for Paced {
         _: Option<StreamSink<'_>>,
     ) -> Result<ChatResponse, LlmError> {
         tokio::time::sleep(Duration::from_millis(20)).await;
-        Ok(text_reply("answer", usage(1_000, 100)))
+        Ok(text_reply("answer", usage(self.0, 100)))
     }
 }
 
@@ -360,17 +360,31 @@ impl Provider for Paced {
 /// budget, all passed and all spent).
 #[tokio::test]
 async fn calls_at_once_never_spend_past_the_limit_together() {
+    let spent = at_once(1_000, 0.005).await;
+    // Each call costs $0.002: two fit, the third's input would leave nothing for its answer.
+    assert_eq!(spent.turns, 2, "{spent:?}");
+    assert!(spent.cost_usd.unwrap() <= 0.005, "{spent:?}");
+    // Text the estimate undercounts fourfold (4,000 tokens in 4,000 characters, as base64 or
+    // CJK may be): what a call holds is its bytes, so they still pass the limit by one call at
+    // most ($0.005 each).
+    let spent = at_once(4_000, 0.012).await;
+    assert!(spent.cost_usd.unwrap() <= 0.012 + 0.005, "{spent:?}");
+}
+
+/// Eight sessions calling at once until the budget of `max_cost_usd` stops them, each call of
+/// 4,000 characters counted as `tokens` input tokens by the provider: what was spent.
+async fn at_once(tokens: u64, max_cost_usd: f64) -> bugloop_llm::budget::UsageSummary {
     let price = Price {
         input_per_mtok: 1.0,
         cached_input_per_mtok: None,
         output_per_mtok: 10.0,
     };
     let limits = BudgetLimits {
-        max_cost_usd: Some(0.005),
+        max_cost_usd: Some(max_cost_usd),
         ..BudgetLimits::default()
     };
     let meter = Arc::new(Meter::new("openai:gpt-test", limits, Some(price)));
-    let metered = Arc::new(Metered::new(Arc::new(Paced), meter.clone()));
+    let metered = Arc::new(Metered::new(Arc::new(Paced(tokens)), meter.clone()));
     let sessions = (0..8).map(|_| {
         let metered = metered.clone();
         tokio::spawn(async move {
@@ -386,12 +400,9 @@ async fn calls_at_once_never_spend_past_the_limit_together() {
     });
     for session in sessions.collect::<Vec<_>>() {
         let error = session.await.unwrap();
-        assert_eq!(exceeded(&error).limit, Limit::CostUsd(0.005));
+        assert_eq!(exceeded(&error).limit, Limit::CostUsd(max_cost_usd));
     }
-    let spent = meter.summary();
-    // Each call costs $0.002: two fit, the third's input would leave nothing for its answer.
-    assert_eq!(spent.turns, 2, "{spent:?}");
-    assert!(spent.cost_usd.unwrap() <= 0.005, "{spent:?}");
+    meter.summary()
 }
 
 /// A call given up (a timeout, a cancelled session) gives back what it held.
