@@ -153,6 +153,27 @@ fn the_analyzers_hits_on_the_change_are_published_with_their_rule_and_page() {
     );
 }
 
+/// A hit no analyzer reported in the earlier review (there, none ran) is weighed in the next,
+/// though its line did not change since: a skipped analyzer is no way to keep a bug unheard.
+#[test]
+fn a_hit_not_reported_before_is_weighed_on_the_next_review() {
+    let repo = planted(PUBLISH);
+    let scripts = tempfile::tempdir().unwrap();
+    let model = script(scripts.path(), &[]);
+    let none = scripts.path().join("none.yml");
+    std::fs::write(&none, "review:\n  analyzers: []\n").unwrap();
+    let without = review_json(repo.path(), &model, &[("BUGLOOP_CONFIG", &none)]);
+    assert!(finding(&without, "S608").is_none(), "{without:#}");
+    let model = script(scripts.path(), &[]);
+    let with = review_json(repo.path(), &model, &[]);
+    assert!(
+        with["scope"].to_string().contains("since"),
+        "a review of what changed since: {with:#}"
+    );
+    let sql = finding(&with, "S608").unwrap_or_else(|| panic!("{with:#}"));
+    assert_eq!(sql["line"], 9, "{sql:#}");
+}
+
 #[test]
 fn a_missing_tool_is_not_run_and_the_review_completes() {
     let repo = planted(PUBLISH);
@@ -256,14 +277,29 @@ fn a_model_that_uses_tools_confirms_or_dismisses_each_hit() {
     // The suppression the model was not asked about is published as the tool says.
     assert!(finding(&report, "suppression").is_some(), "{report:#}");
 
-    // Again on the same commit: nothing changed, so nothing is weighed again and the model is
-    // asked nothing (it has no answer left); the confirmed hit stays tracked, the dismissed one
-    // stays dismissed.
-    let silent = scripts.path().join("silent.jsonl");
-    std::fs::write(&silent, "").unwrap();
-    let again = review_json(repo.path(), &format!("script:{}", silent.display()), &[]);
-    assert_eq!(again["usage"]["model_calls"], 0, "{again:#}");
-    assert_eq!(again["analysis"]["candidates"], 0, "{again:#}");
+    // Again on the same commit: the confirmed hit is a tracked finding and is not weighed
+    // again; the dismissed one is asked about again, alone (whatever made it harmless may have
+    // changed around it), and dismissed again.
+    let again_answer = json!({"verdicts": [
+        {"id": "ruff-F632-app.py-14", "verdict": "dismiss", "reason": "still only interned constants"},
+    ]});
+    let again_script = scripts.path().join("again.jsonl");
+    std::fs::write(
+        &again_script,
+        format!(
+            "{}\n",
+            json!({"when": "You weigh the hits of static analyzers", "text": again_answer.to_string()})
+        ),
+    )
+    .unwrap();
+    let again = review_json(
+        repo.path(),
+        &format!("script:{}", again_script.display()),
+        &[],
+    );
+    assert_eq!(again["usage"]["model_calls"], 1, "{again:#}");
+    assert_eq!(again["analysis"]["candidates"], 1, "{again:#}");
+    assert_eq!(again["analysis"]["dismissed"], 1, "{again:#}");
     assert!(finding(&again, "F632").is_none(), "{again:#}");
     let tracked = std::process::Command::new(env!("CARGO_BIN_EXE_bugloop"))
         .args(["findings", "--format", "json"])

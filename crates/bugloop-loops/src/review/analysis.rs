@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use bugloop_analyzers::{
-    AnalyzerRun, Candidate, ChangedLines, Choice, CustomAnalyzer, RunStatus, Toolbox, built_in,
+    AnalyzerRun, Candidate, Choice, CustomAnalyzer, RunStatus, Toolbox, built_in,
 };
 use bugloop_config::{AnalyzerEntry, AnalyzerFindings, AnalyzerList, Config};
 use bugloop_domain::finding::Finding;
@@ -48,14 +48,15 @@ pub(super) struct Analyzed {
 }
 
 /// Runs the configured analyzers and weighs their candidates.
-/// `since`: in a review of what changed since an earlier head, that interdiff. Hits on other
-/// lines were weighed then (confirmed ones are tracked and kept, dismissed ones stay dismissed):
-/// they are not weighed again, so a push that changes nothing asks the model nothing.
+/// `tracked`: in a review of what changed since an earlier head, the findings tracked on the
+/// change. A hit that is one of them (the same tool, rule, file and line) was weighed and kept
+/// then, and is not weighed again; every other hit is, even on lines that did not change since
+/// (an analyzer that did not run then, a hit dismissed then whose surroundings changed).
 pub(super) async fn analyze(
     env: &LoopEnv<'_>,
     request: &ReviewRequest,
     brief: &Brief,
-    since: Option<&bugloop_diff::Diff>,
+    tracked: Option<&[String]>,
 ) -> Analyzed {
     let config = env.config();
     let (choices, mut refused) = choices(config);
@@ -97,12 +98,8 @@ pub(super) async fn analyze(
         AnalyzerFindings::Auto => env.provider.capabilities().tools,
     };
     let mut candidates = analysis.candidates;
-    if let Some(since) = since {
-        let changed = ChangedLines::of(since);
-        candidates.retain(|c| {
-            let end = c.hit.end_line.unwrap_or(c.hit.line);
-            changed.first_added(&c.hit.file, c.hit.line, end).is_some()
-        });
+    if let Some(tracked) = tracked {
+        candidates.retain(|c| !tracked.iter().any(|id| id == c.id().as_str()));
         info.candidates = candidates.len();
     }
     if !triage || candidates.is_empty() {

@@ -118,6 +118,11 @@ pub async fn review_with(
     let (disputes, dispute_error) = settle_disputes(env, &request).await;
     let mut conversation = conversation::load(env, &request).await?;
     let shown = increment::decide(env, &request, &conversation);
+    let tracked: Vec<String> = conversation
+        .existing
+        .iter()
+        .map(|e| e.id.as_str().to_owned())
+        .collect();
     let brief = brief::prepare(env, &request, &conversation, &shown)?;
     let early = early::EarlyPublisher::for_review(env, &request, &conversation, &brief, &shown);
     // The analyzers run (and their hits are triaged) while the model reviews.
@@ -135,7 +140,7 @@ pub async fn review_with(
             env,
             &request,
             &brief,
-            matches!(shown.scope, ReviewedScope::Incremental { .. }).then_some(&shown.diff),
+            matches!(shown.scope, ReviewedScope::Incremental { .. }).then_some(&tracked[..]),
         ),
     );
     let early = early.map(early::EarlyPublisher::finish).unwrap_or_default();
