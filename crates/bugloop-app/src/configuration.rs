@@ -48,6 +48,8 @@ struct Base {
     config: Option<(String, Vec<u8>)>,
     prompts: RepositoryPrompts,
     warnings: Vec<String>,
+    /// A trusted base commit was found (its file may still be absent).
+    found: bool,
 }
 
 impl Base {
@@ -61,6 +63,7 @@ impl Base {
             config,
             prompts,
             warnings,
+            found: true,
         }
     }
 }
@@ -140,7 +143,7 @@ fn load(
     let env = bugloop_config::environment(std::env::vars_os())?;
     let loaded = bugloop_config::load(&files, env)?;
     let mut warnings = operator_warnings(&loaded);
-    warnings.extend(ignored_warnings(&loaded, branch_config));
+    warnings.extend(ignored_warnings(&loaded, branch_config, base.found));
     warnings.extend(base.warnings);
     Ok(Configuration {
         loaded,
@@ -169,7 +172,7 @@ fn operator_warnings(loaded: &Loaded) -> Vec<String> {
         .collect()
 }
 
-fn ignored_warnings(loaded: &Loaded, branch_config: BranchConfig) -> Vec<String> {
+fn ignored_warnings(loaded: &Loaded, branch_config: BranchConfig, base_found: bool) -> Vec<String> {
     loaded
         .ignored
         .iter()
@@ -186,7 +189,7 @@ fn ignored_warnings(loaded: &Loaded, branch_config: BranchConfig) -> Vec<String>
                 );
             }
             // Without a default branch there is no base to trust: say how to name one.
-            let no_base = if loaded.base.is_none() {
+            let no_base = if !base_found {
                 " No default branch was found (origin/HEAD, init.defaultBranch, main, master): \
                  if this branch is it, `git config init.defaultBranch <branch>` makes its file \
                  trusted."
