@@ -71,6 +71,17 @@ impl<W: Write> Printable<W> {
                     _ => {}
                 }
             }
+            if byte == 0xe2 {
+                if rest.len() < 3 && !last && rest.get(1).is_none_or(|b| matches!(b, 0x80 | 0x81)) {
+                    self.pending = rest.to_vec();
+                    break;
+                }
+                if let Some(mark) = bidi(rest) {
+                    out.extend_from_slice(format!("\\u{mark:04x}").as_bytes());
+                    at += 3;
+                    continue;
+                }
+            }
             if (byte < 0x20 && byte != b'\n' && byte != b'\t') || byte == 0x7f {
                 out.extend_from_slice(format!("\\u{byte:04x}").as_bytes());
             } else {
@@ -102,6 +113,17 @@ impl<W: Write> Write for Printable<W> {
 impl<W: Write> Drop for Printable<W> {
     fn drop(&mut self) {
         let _ = self.flush();
+    }
+}
+
+/// The bidirectional mark or override `rest` starts with (U+200E-U+200F, U+202A-U+202E,
+/// U+2066-U+2069, in UTF-8): they turn text around on screen, so a line can read as other code
+/// than it is.
+fn bidi(rest: &[u8]) -> Option<u32> {
+    match rest {
+        [0xe2, 0x80, low @ (0x8e | 0x8f | 0xaa..=0xae), ..] => Some(0x2000 + u32::from(low - 0x80)),
+        [0xe2, 0x81, low @ 0xa6..=0xa9, ..] => Some(0x2040 + u32::from(low - 0x80)),
+        _ => None,
     }
 }
 
@@ -150,6 +172,13 @@ mod tests {
             "\\u001b[1;31mred\\u001b[0m"
         );
         assert_eq!(through(&["a\tb\nc é ✓".as_bytes()], false), "a\tb\nc é ✓");
+        // A line that reads as other code than it is (Trojan Source), the override cut
+        // between writes: shown, not obeyed; other characters of the same lead byte pass.
+        let chunks: &[&[u8]] = &[
+            b"if x \xe2\x80",
+            b"\xae } \xe2\x81\xa6 \xe2\x80\x94 \xe2\x82\xac",
+        ];
+        assert_eq!(through(chunks, false), "if x \\u202e } \\u2066 — €");
     }
 
     /// JSON carries DEL and C1 raw in its strings: written through, it is the same JSON.
