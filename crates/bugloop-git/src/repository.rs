@@ -118,7 +118,9 @@ impl Git {
     /// `origin/HEAD`'s target; else the branch git's `init.defaultBranch` names, when it
     /// exists; else `main`, `master` (or origin's). Never merely the branch checked out, nor
     /// the only branch there is: that may be a change fetched alone (`git fetch URL
-    /// feature:feature`), whose own configuration would then be trusted.
+    /// feature:feature`), whose own configuration would then be trusted. For the same reason
+    /// `origin/HEAD` says nothing when origin's only branch is the one checked out: `git clone
+    /// --single-branch -b feature` points it at that branch.
     pub fn default_branch(&self) -> Option<String> {
         if let Ok(target) = self.run(&[
             "symbolic-ref",
@@ -126,6 +128,7 @@ impl Git {
             "--short",
             "refs/remotes/origin/HEAD",
         ]) && !target.is_empty()
+            && !self.only_remote_branch_is_checked_out(&target)
         {
             return Some(target);
         }
@@ -142,6 +145,26 @@ impl Git {
             .into_iter()
             .find(|name| self.resolve(name).is_some())
             .map(str::to_owned)
+    }
+
+    /// Whether `origin/<name>` (`target`) is origin's only branch and the branch checked out
+    /// is `name`.
+    fn only_remote_branch_is_checked_out(&self, target: &str) -> bool {
+        let Some(name) = target.strip_prefix("origin/") else {
+            return false;
+        };
+        let remote = self
+            .run(&[
+                "for-each-ref",
+                "--format=%(refname)",
+                "refs/remotes/origin/",
+            ])
+            .unwrap_or_default();
+        let branches: Vec<&str> = remote
+            .lines()
+            .filter(|r| *r != "refs/remotes/origin/HEAD")
+            .collect();
+        branches.len() == 1 && self.current_branch().as_deref() == Some(name)
     }
 
     /// The commit whose `.bugloop/config.yml` a local run trusts, with a label like

@@ -103,6 +103,48 @@ fn staged_working_and_untracked_files() {
     assert!(!text(&staged.diff).contains("latin-1"));
 }
 
+/// `git clone --single-branch -b feature` points `origin/HEAD` at the change itself: that says
+/// nothing of the default branch, so nothing is trusted; a single-branch clone of main is.
+#[test]
+fn a_single_branch_clone_of_a_change_trusts_no_branch() {
+    let dir = repo();
+    let clones = tempfile::tempdir().unwrap();
+    let source = format!("file://{}", dir.path().display());
+    let feature = clones.path().join("feature");
+    let target = feature.display().to_string();
+    git(
+        clones.path(),
+        &[
+            "clone",
+            "-q",
+            "--single-branch",
+            "-b",
+            "feature",
+            &source,
+            &target,
+        ],
+    );
+    let g = Git::open(&feature).unwrap();
+    assert_eq!(g.default_branch(), None);
+    assert_eq!(g.trusted_base(), None);
+    let main = clones.path().join("main");
+    let target = main.display().to_string();
+    git(
+        clones.path(),
+        &[
+            "clone",
+            "-q",
+            "--single-branch",
+            "-b",
+            "main",
+            &source,
+            &target,
+        ],
+    );
+    let g = Git::open(&main).unwrap();
+    assert!(g.default_branch().is_some_and(|b| b.ends_with("main")));
+}
+
 /// A shallow clone that does not reach where the branch left main: an error that says so,
 /// never main's later commits shown reverted as the change's own.
 #[test]
