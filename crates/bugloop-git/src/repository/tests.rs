@@ -110,39 +110,20 @@ fn a_single_branch_clone_of_a_change_trusts_no_branch() {
     let dir = repo();
     let clones = tempfile::tempdir().unwrap();
     let source = format!("file://{}", dir.path().display());
-    let feature = clones.path().join("feature");
-    let target = feature.display().to_string();
-    git(
-        clones.path(),
-        &[
-            "clone",
-            "-q",
-            "--single-branch",
-            "-b",
-            "feature",
-            &source,
-            &target,
-        ],
-    );
-    let g = Git::open(&feature).unwrap();
-    assert_eq!(g.default_branch(), None);
-    assert_eq!(g.trusted_base(), None);
-    let main = clones.path().join("main");
-    let target = main.display().to_string();
-    git(
-        clones.path(),
-        &[
-            "clone",
-            "-q",
-            "--single-branch",
-            "-b",
-            "main",
-            &source,
-            &target,
-        ],
-    );
-    let g = Git::open(&main).unwrap();
-    assert!(g.default_branch().is_some_and(|b| b.ends_with("main")));
+    let clone_of = |branch: &str| {
+        let target = clones.path().join(branch);
+        let args = ["clone", "-q", "--single-branch", "-b", branch, &source];
+        git(
+            clones.path(),
+            &[&args[..], &[target.to_str().unwrap()]].concat(),
+        );
+        Git::open(&target).unwrap()
+    };
+    let feature = clone_of("feature");
+    assert_eq!(feature.default_branch(), None);
+    assert_eq!(feature.trusted_base(), None);
+    let main = clone_of("main");
+    assert!(main.default_branch().is_some_and(|b| b.ends_with("main")));
 }
 
 /// A shallow clone that does not reach where the branch left main: an error that says so,

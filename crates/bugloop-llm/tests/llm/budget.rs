@@ -241,13 +241,26 @@ async fn cost_limit() {
     insta::assert_snapshot!(error.to_string(), @"budget exhausted: cost limit of $0.005 reached: the next call's input would cost about $0.0010 and $0.0010 is left (spent openai:gpt-test: 2000 input tokens (0 cached), 200 output tokens, $0.0040, 2 turns, 0.0s)");
 }
 
+/// Answers after `after` with `input` input tokens and 100 output tokens: calls overlap, or
+/// outlast a limit.
 #[derive(Debug)]
-struct Slow;
+struct Paced {
+    after: Duration,
+    input: u64,
+}
+
+/// Answers only after half a minute.
+fn slow() -> Arc<Paced> {
+    Arc::new(Paced {
+        after: Duration::from_secs(30),
+        input: 0,
+    })
+}
 
 #[async_trait]
-impl Provider for Slow {
+impl Provider for Paced {
     fn name(&self) -> &str {
-        "slow"
+        "paced"
     }
     fn capabilities(&self) -> Capabilities {
         Capabilities::default()
@@ -257,8 +270,8 @@ impl Provider for Slow {
         _: &ChatRequest,
         _: Option<StreamSink<'_>>,
     ) -> Result<ChatResponse, LlmError> {
-        tokio::time::sleep(Duration::from_secs(30)).await;
-        Ok(text_reply("too late", Usage::default()))
+        tokio::time::sleep(self.after).await;
+        Ok(text_reply("answer", usage(self.input, 100)))
     }
 }
 
@@ -272,7 +285,7 @@ async fn wall_time_limit_stops_a_call_in_flight() {
         },
         None,
     ));
-    let metered = Metered::new(Arc::new(Slow), meter.clone());
+    let metered = Metered::new(slow(), meter.clone());
     let error = metered
         .chat(&ChatRequest::default(), None)
         .await
@@ -333,28 +346,6 @@ fn prices_match_the_longest_prefix_and_count_cached_input() {
     );
 }
 
-/// Answers after a moment with this many input tokens and 100 output tokens, so calls overlap.
-#[derive(Debug)]
-struct Paced(u64);
-
-#[async_trait]
-impl Provider for Paced {
-    fn name(&self) -> &str {
-        "paced"
-    }
-    fn capabilities(&self) -> Capabilities {
-        Capabilities::default()
-    }
-    async fn chat(
-        &self,
-        _: &ChatRequest,
-        _: Option<StreamSink<'_>>,
-    ) -> Result<ChatResponse, LlmError> {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        Ok(text_reply("answer", usage(self.0, 100)))
-    }
-}
-
 /// Sessions at once share one budget: each call holds what it may use until it is answered, so
 /// eight sessions spend no more than one alone would past the limit (before, each checked the
 /// budget, all passed and all spent).
@@ -384,7 +375,13 @@ async fn at_once(tokens: u64, max_cost_usd: f64) -> bugloop_llm::budget::UsageSu
         ..BudgetLimits::default()
     };
     let meter = Arc::new(Meter::new("openai:gpt-test", limits, Some(price)));
-    let metered = Arc::new(Metered::new(Arc::new(Paced(tokens)), meter.clone()));
+    let metered = Arc::new(Metered::new(
+        Arc::new(Paced {
+            after: Duration::from_millis(20),
+            input: tokens,
+        }),
+        meter.clone(),
+    ));
     let sessions = (0..8).map(|_| {
         let metered = metered.clone();
         tokio::spawn(async move {
@@ -413,7 +410,7 @@ async fn a_call_given_up_gives_back_what_it_held() {
         ..BudgetLimits::default()
     };
     let meter = Arc::new(Meter::new("openai:gpt-test", limits, None));
-    let metered = Metered::new(Arc::new(Slow), meter.clone());
+    let metered = Metered::new(slow(), meter.clone());
     let request = user_request("x".repeat(4_000));
     let given_up = tokio::time::timeout(Duration::from_millis(50), metered.chat(&request, None));
     assert!(given_up.await.is_err());
