@@ -1,5 +1,5 @@
 //! Splitting a change into model calls. Each call may show at most a token budget of diff; files
-//! go in order of importance (source before configuration before documentation, larger changes
+//! go in order of importance (source, configuration, tests, documentation, data; larger changes
 //! first), delete-only hunks are summarized in one line, and lockfiles and generated files are
 //! summarized instead of shown. A file whose lines a file before it in the same call showed is
 //! one line naming that file. A file too big for one call is split at hunks, and a hunk too big
@@ -23,7 +23,7 @@ pub(crate) const MAX_LINE_CHARS: usize = 400;
 pub(crate) const LINE_CUT: &str = " [... line cut]";
 
 /// One model call's share of the change.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
 pub(crate) struct Batch {
     pub files: Vec<String>,
     pub text: String,
@@ -31,6 +31,18 @@ pub(crate) struct Batch {
     /// The head lines the batch shows as added, by file (a small model's answer may only name
     /// one of them).
     pub added: Vec<(String, Vec<u32>)>,
+    /// Where each file's text stands in `text`, and its kind: a later pass may be shown only
+    /// some kinds ([`Batch::view`]).
+    #[serde(skip)]
+    pub sections: Vec<Section>,
+}
+
+/// One file's text (or a piece of it) in a batch's `text`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Section {
+    pub path: String,
+    pub kind: Importance,
+    pub range: std::ops::Range<usize>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
@@ -59,14 +71,17 @@ pub(crate) enum Reader {
     SmallModel,
 }
 
+/// What kind of file a path is, least important first. Configuration (build files, CI,
+/// dependencies) goes before tests: it is what a later pass on the change's impact and security
+/// is shown with the source, so it comes first in a part ([`Batch::view`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Importance {
+pub(crate) enum Importance {
     Summarize,
     /// Keys, certificates, signatures: encoded data, nothing a reviewer reads line by line.
     Data,
     Docs,
-    Config,
     Tests,
+    Config,
     Source,
 }
 
@@ -114,7 +129,11 @@ fn importance(path: &str) -> Importance {
     }
     let extension = name.rsplit_once('.').map_or("", |(_, e)| e);
     let test = lower.contains("test") || lower.contains("spec") || lower.starts_with("e2e/");
+    // Python's dependency lists are `.txt` files: what a change installs is configuration.
+    let dependencies = (name.starts_with("requirements") || name.starts_with("constraints"))
+        && (name.ends_with(".txt") || name.ends_with(".in"));
     match extension.to_ascii_lowercase().as_str() {
+        _ if dependencies => Importance::Config,
         "md" | "rst" | "txt" | "adoc" | "org" => Importance::Docs,
         "pem" | "key" | "crt" | "csr" | "cer" | "der" | "srl" | "p12" | "pfx" | "jks" | "gpg"
         | "asc" | "sig" | "pub" => Importance::Data,
@@ -302,6 +321,7 @@ pub(crate) fn plan(
     let files = ranked_files(diff, ignore, &mut out.ignored);
     let mut packer = Packer::new(budget);
     for (file, importance, _) in files {
+        packer.kind = importance;
         let code = matches!(
             importance,
             Importance::Source | Importance::Tests | Importance::Config
@@ -471,6 +491,8 @@ struct Packer {
     /// shown: cut lines and collapsed data may hide a difference), with the first file that
     /// showed them.
     shown: HashMap<String, String>,
+    /// The kind of the file being packed.
+    kind: Importance,
 }
 
 impl Packer {
@@ -478,13 +500,9 @@ impl Packer {
         Packer {
             budget,
             batches: Vec::new(),
-            current: Batch {
-                files: Vec::new(),
-                text: String::new(),
-                tokens: 0,
-                added: Vec::new(),
-            },
+            current: Batch::default(),
             shown: HashMap::new(),
+            kind: Importance::Source,
         }
     }
 
@@ -536,8 +554,14 @@ impl Packer {
                 None => self.current.added.push((path.to_owned(), added)),
             }
         }
+        let start = self.current.text.len();
         self.current.text.push_str(section);
         self.current.text.push('\n');
+        self.current.sections.push(Section {
+            path: path.to_owned(),
+            kind: self.kind,
+            range: start..self.current.text.len(),
+        });
         self.current.tokens += tokens;
     }
 
@@ -546,15 +570,7 @@ impl Packer {
         if self.current.text.is_empty() {
             return;
         }
-        let done = std::mem::replace(
-            &mut self.current,
-            Batch {
-                files: Vec::new(),
-                text: String::new(),
-                tokens: 0,
-                added: Vec::new(),
-            },
-        );
+        let done = std::mem::take(&mut self.current);
         self.batches.push(done);
     }
 
@@ -586,12 +602,20 @@ impl Packer {
             let into = &mut self.batches[target];
             into.files.extend(last.files);
             into.added.extend(last.added);
+            let offset = into.text.len();
+            into.sections
+                .extend(last.sections.into_iter().map(|mut section| {
+                    section.range = section.range.start + offset..section.range.end + offset;
+                    section
+                }));
             into.text.push_str(&last.text);
             into.tokens += last.tokens;
         }
         self.batches
     }
 }
+
+mod view;
 
 #[cfg(test)]
 mod tests;

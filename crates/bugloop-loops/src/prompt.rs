@@ -34,6 +34,9 @@ pub(crate) const INCREMENT: &str = include_str!("../prompts/review-increment.md"
 /// Pass 4 asked in a conversation of its own, beside the passes a model left: the findings so
 /// far in place of the change.
 pub(crate) const PASS_4_ALONE: &str = include_str!("../prompts/review-pass-4-alone.md");
+/// Pass 2 or 3 asked in a conversation of its own, beside the passes a model left: the part
+/// without the files that pass does not judge, and the findings so far.
+pub(crate) const PASS_ALONE: &str = include_str!("../prompts/review-pass-alone.md");
 pub(crate) const PASSES: [&str; 4] = [
     include_str!("../prompts/review-pass-1.md"),
     include_str!("../prompts/review-pass-2.md"),
@@ -250,19 +253,73 @@ pub fn change(description: &str, scope: &str, diff: &str) -> String {
 /// copies back to merge or rescore a finding is what it reported, evidence and all, and no text
 /// of theirs can stand on a line of its own), then the pass's instructions.
 pub(crate) fn consolidation_alone(reports: &[serde_json::Value]) -> String {
-    let listed = if reports.is_empty() {
-        "(none: the passes before reported nothing)".to_owned()
-    } else {
-        reports
-            .iter()
-            .map(one_line_json)
-            .collect::<Vec<_>>()
-            .join("\n")
-    };
     fill(
         PASS_4_ALONE,
-        &[("findings", &listed), ("pass", PASSES[3].trim())],
+        &[
+            ("findings", &reports_listed(reports)),
+            ("pass", PASSES[3].trim()),
+        ],
     )
+}
+
+/// Pass `number` (its instructions `pass`) asked on its own: `change` (the change's prompt with
+/// the part as that pass is shown it), the paths of the files `left_out` of it, and the
+/// findings reported so far as [`consolidation_alone`] lists them.
+pub(crate) fn pass_alone(
+    change: &str,
+    left_out: &[String],
+    reports: &[serde_json::Value],
+    (number, pass): (usize, &str),
+) -> String {
+    fill(
+        PASS_ALONE,
+        &[
+            ("change", change),
+            ("left_out", &by_directory(left_out)),
+            ("findings", &reports_listed(reports)),
+            ("pass", pass.trim()),
+            ("number", &number.to_string()),
+        ],
+    )
+}
+
+/// `paths` as a line per directory naming its files (`- tests/: a.py, b.py`), directories in
+/// the order their first file comes: a list of many fixtures costs a few tokens a file.
+fn by_directory(paths: &[String]) -> String {
+    let mut directories: Vec<(&str, Vec<&str>)> = Vec::new();
+    for path in paths {
+        let (directory, name) = match path.rsplit_once('/') {
+            Some((directory, name)) => (directory, name),
+            None => ("", path.as_str()),
+        };
+        match directories
+            .iter_mut()
+            .find(|(known, _)| *known == directory)
+        {
+            Some((_, names)) => names.push(name),
+            None => directories.push((directory, vec![name])),
+        }
+    }
+    directories
+        .iter()
+        .map(|(directory, names)| match *directory {
+            "" => format!("- {}", names.join(", ")),
+            _ => format!("- {directory}/: {}", names.join(", ")),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The findings reported so far, one line of JSON each.
+fn reports_listed(reports: &[serde_json::Value]) -> String {
+    if reports.is_empty() {
+        return "(none: the passes before reported nothing)".to_owned();
+    }
+    reports
+        .iter()
+        .map(one_line_json)
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// `value` as JSON on one line: JSON escapes line breaks and control characters; the line

@@ -44,8 +44,8 @@ fn files_go_by_importance_and_every_one_is_placed() {
             "src/big.rs",
             "gone.rs",
             "src/small.rs",
-            "tests/t.rs",
             "config.yml",
+            "tests/t.rs",
             "README.md",
             "Cargo.lock",
             "logo.png"
@@ -168,7 +168,7 @@ fn a_small_model_is_shown_code_only_and_the_rest_is_left_to_the_analyzers() {
         .iter()
         .flat_map(|b| b.files.iter().map(String::as_str))
         .collect();
-    assert_eq!(shown, ["src/app.py", "tests/test_app.py", "Makefile"]);
+    assert_eq!(shown, ["src/app.py", "Makefile", "tests/test_app.py"]);
     assert_eq!(
         plan.left_to_analyzers,
         ["README.md", "tests/certs/server.key"]
@@ -341,4 +341,61 @@ fn a_file_alike_another_in_its_part_names_it() {
         assert!(!batch.text.contains("the same lines as"));
         assert!(batch.text.contains("default_ca = CA_default"));
     }
+}
+
+/// A later pass's view of a part: the kinds it judges, which come first in the part (so the
+/// view's text starts the part's), and the paths it leaves out; none when nothing is left out.
+#[test]
+fn a_view_keeps_the_kinds_asked_for_and_names_the_rest() {
+    let text = [
+        file_diff("docs/guide.md", 4),
+        file_diff("tests/t.rs", 3),
+        file_diff("requirements-dev.txt", 2),
+        file_diff("src/lib.rs", 2),
+        file_diff("Makefile", 2),
+    ]
+    .concat();
+    let plan = planned(&bugloop_diff::parse(text), 100_000, Reader::Reviewer);
+    let batch = &plan.batches[0];
+    assert_eq!(
+        batch.files,
+        [
+            "src/lib.rs",
+            "Makefile",
+            "requirements-dev.txt",
+            "tests/t.rs",
+            "docs/guide.md"
+        ]
+    );
+    let impact = batch.view(Importance::Config).unwrap();
+    assert!(batch.text.starts_with(&impact.text));
+    assert!(impact.text.contains("line 0 of requirements-dev.txt"));
+    assert!(!impact.text.contains("tests/t.rs"));
+    assert_eq!(impact.left_out, ["tests/t.rs", "docs/guide.md"]);
+    assert!(impact.saved_tokens > 0);
+    let security = batch.view(Importance::Tests).unwrap();
+    assert!(batch.text.starts_with(&security.text));
+    assert!(security.text.contains("line 2 of tests/t.rs"));
+    assert_eq!(security.left_out, ["docs/guide.md"]);
+    assert_eq!(batch.view(Importance::Summarize), None);
+}
+
+/// A remainder merged into an earlier part keeps where each of its files stands.
+#[test]
+fn a_merged_remainder_keeps_its_sections() {
+    let mut text = file_diff("src/a.rs", 40);
+    text.push_str(&file_diff("src/b.rs", 40));
+    text.push_str(&file_diff("docs/x.md", 1));
+    let plan = planned(&bugloop_diff::parse(text), 500, Reader::Reviewer);
+    let holder = plan
+        .batches
+        .iter()
+        .find(|b| b.files.iter().any(|f| f == "docs/x.md"))
+        .unwrap();
+    for section in &holder.sections {
+        assert!(holder.text[section.range.clone()].starts_with(&format!("## {}", section.path)));
+    }
+    let view = holder.view(Importance::Tests).unwrap();
+    assert_eq!(view.left_out, ["docs/x.md"]);
+    assert!(!view.text.contains("docs/x.md"));
 }

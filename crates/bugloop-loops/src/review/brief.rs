@@ -292,10 +292,9 @@ fn plan_calls(
         // removed them), but findings' code changed: they are asked about all the same.
         let text = prompt::NOTHING_NEW_SHOWN.to_owned();
         plan.batches.push(Batch {
-            files: Vec::new(),
             tokens: estimate_tokens(&text),
             text,
-            added: Vec::new(),
+            ..Batch::default()
         });
     }
     env.progress.event(ProgressEvent::Planned {

@@ -149,6 +149,7 @@ mod tests {
             text: String::new(),
             tokens: 0,
             added: vec![("app.py".into(), vec![3, 4]), ("util.py".into(), vec![10])],
+            sections: Vec::new(),
         }
     }
 

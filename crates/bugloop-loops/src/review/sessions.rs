@@ -22,7 +22,7 @@ use super::tools::{
 };
 use super::{ReviewRequest, web};
 use crate::env::LoopEnv;
-use crate::plan::Batch;
+use crate::plan::{Batch, Importance};
 use crate::{ProgressEvent, prompt, sandbox_settings};
 
 /// What the sessions reported, before grounding and filtering.
@@ -256,7 +256,11 @@ async fn run_session(
         let scope = part_scope(brief, (call, total));
         let change = prompt::change(&request.description, &scope, &batch.text);
         if brief.tools_mode {
-            tools_task(env, brief, &change, (call, total), open_ids, &shared)
+            let views = PassViews::of(batch, open_ids, |text| {
+                prompt::change(&request.description, &scope, text)
+            });
+            let shown = Shown { change, views };
+            tools_task(env, brief, shown, (call, total), open_ids, &shared)
         } else {
             one_answer_task(brief, change, structured_schema())
         }
@@ -307,7 +311,7 @@ fn part_scope(brief: &Brief, (call, total): (usize, usize)) -> String {
 fn tools_task(
     env: &LoopEnv<'_>,
     brief: &Brief,
-    change: &str,
+    shown: Shown,
     (call, total): (usize, usize),
     open_ids: &[String],
     shared: &Arc<Mutex<Collected>>,
@@ -342,10 +346,12 @@ fn tools_task(
     // with its answer): the model may run them in one turn instead of being sent the part
     // again for each, and one that runs a pass per turn is asked for the rest by the
     // submissions' answers, the conversation only growing at its end (its prefix cached).
+    let passes = prompt::passes(resolving);
     let first = format!(
-        "{change}\n\n{}\n{}",
+        "{}\n\n{}\n{}",
+        shown.change,
         prompt::PASSES_TOGETHER,
-        prompt::passes(resolving).join("\n")
+        passes.join("\n")
     );
     Task {
         name: "review".to_owned(),
@@ -357,10 +363,10 @@ fn tools_task(
         follow_ups: (2..=prompt::PASSES.len())
             .map(|pass| prompt::fill(prompt::PASS_NEXT, &[("pass", &pass.to_string())]))
             .collect(),
-        // A model that runs a pass per turn is asked the passes it left all at once; the
-        // consolidation judges findings, not the change, so it is not sent the part again.
+        // A model that runs a pass per turn is asked the passes it left all at once, each
+        // shown what it judges (see `passes_alone`).
         stages: Stages::UpFrontThenAtOnce,
-        open_stage: Some(consolidation_alone(shared)),
+        open_stage: Some(passes_alone(shared, shown.views, passes)),
         answer_schema: None,
         // Each session gets its share of the run's turn budget, so the first parts of a
         // large change cannot use it all; at least enough for the four passes and a look.
@@ -370,18 +376,75 @@ fn tools_task(
     }
 }
 
-/// Opens the consolidation pass (the last), when it is asked beside the passes a model left, in
-/// a conversation of its own with the findings reported so far.
-fn consolidation_alone(shared: &Arc<Mutex<Collected>>) -> OpenStage {
+/// A later pass is shown a part without the files it does not judge only when that leaves out
+/// at least this many tokens: below it, a copy of the conversation so far costs about as much
+/// and keeps what the model read and said in the passes before.
+const MIN_LEFT_OUT_TOKENS: u64 = 1_000;
+
+/// The change's prompt as a session shows it: whole, and as passes 2 and 3 are shown it when
+/// they are asked on their own.
+struct Shown {
+    change: String,
+    views: PassViews,
+}
+
+/// The change's prompt for pass 2 (the change's impact: the source and configuration) and pass
+/// 3 (security and rules: the tests too, which run where secrets are), with the paths of the
+/// files each leaves out; `None` where that would not leave out enough to be worth it.
+struct PassViews {
+    impact: Option<(String, Vec<String>)>,
+    security: Option<(String, Vec<String>)>,
+}
+
+impl PassViews {
+    /// The views of `batch`, its text made the change's prompt by `change`. Pass 2 is shown
+    /// the whole part while open findings are asked about: whether one is resolved may show in
+    /// any file.
+    fn of(batch: &Batch, open_ids: &[String], change: impl Fn(&str) -> String) -> PassViews {
+        let view = |least| {
+            batch
+                .view(least)
+                .filter(|view| view.saved_tokens >= MIN_LEFT_OUT_TOKENS)
+                .map(|view| (change(&view.text), view.left_out))
+        };
+        PassViews {
+            impact: open_ids
+                .is_empty()
+                .then(|| view(Importance::Config))
+                .flatten(),
+            security: view(Importance::Tests),
+        }
+    }
+}
+
+/// Opens the passes a model left, when they are asked at once, in conversations of their own
+/// where that costs less than a copy of the conversation so far: passes 2 and 3 on the part as
+/// they are shown it ([`PassViews`]) with the findings reported so far, and the consolidation,
+/// which judges findings, not the change, on the findings alone.
+fn passes_alone(
+    shared: &Arc<Mutex<Collected>>,
+    views: PassViews,
+    passes: Vec<String>,
+) -> OpenStage {
     let shared = shared.clone();
     Arc::new(move |stage| {
-        if stage != prompt::PASSES.len() {
-            return None;
-        }
+        let view = match stage {
+            2 => Some(views.impact.as_ref()?),
+            3 => Some(views.security.as_ref()?),
+            _ if stage == prompt::PASSES.len() => None,
+            _ => return None,
+        };
         let reports: Vec<serde_json::Value> = (shared.lock().ok()?.findings.iter())
             .filter_map(|f| serde_json::to_value(ReportedFinding::from(f)).ok())
             .collect();
-        Some(vec![Message::user(prompt::consolidation_alone(&reports))])
+        let text = match view {
+            Some((change, left_out)) => {
+                let pass = passes.get(stage - 1)?;
+                prompt::pass_alone(change, left_out, &reports, (stage, pass))
+            }
+            None => prompt::consolidation_alone(&reports),
+        };
+        Some(vec![Message::user(text)])
     })
 }
 

@@ -329,3 +329,115 @@ async fn the_parts_of_a_large_change_are_reviewed_at_once() {
         assert_eq!(overlapping, overlap, "parallel_sessions {at_once}");
     }
 }
+
+/// With a part whose tests and prose are large, a model that runs one pass per turn is asked
+/// pass 2 (impact) on the part's source and configuration and pass 3 (security and rules) on
+/// those and the tests, each in a conversation of its own that starts as the first request does
+/// (a prefix cache serves it), names the files it leaves out and lists the findings so far;
+/// every pass is still asked and every file reviewed.
+#[tokio::test]
+async fn later_passes_alone_are_shown_what_they_judge_on_the_first_requests_prefix() {
+    let repo = Repo::with_feature();
+    let test_body: String = (0..120)
+        .map(|n| {
+            format!("#[test]\nfn case_{n}() {{ assert_eq!(percentile(&[1.0], 0.0), 1.0); }}\n")
+        })
+        .collect();
+    repo.write("tests/stats_cases.rs", &test_body);
+    let guide: String = (0..120)
+        .map(|n| format!("Step {n}: run the percentile tool on the sample data set.\n"))
+        .collect();
+    repo.write("docs/GUIDE.md", &guide);
+    repo.write("Makefile", "check:\n\tcargo test\n");
+    repo.commit("tests and a guide");
+    let stats_line = repo.line_of("src/stats.rs", "sorted[index]");
+    let provider = ScriptedProvider::new([]);
+    for _ in 0..8 {
+        provider.push_fn(move |request| {
+            let submitted = request
+                .messages
+                .iter()
+                .flat_map(|m| &m.tool_calls)
+                .filter(|c| c.name == "submit_pass_results")
+                .count();
+            let pass = pass_asked(request).unwrap_or(submitted + 1);
+            let mut calls = Vec::new();
+            if pass == 1 {
+                let found = finding(
+                    "src/stats.rs",
+                    stats_line,
+                    "sorted[index]",
+                    "Index out of bounds when p is 1.0",
+                    "p = 1.0 indexes one past the end.",
+                    8,
+                    "logic",
+                );
+                calls.push(("report_finding", found));
+            }
+            calls.push((
+                "submit_pass_results",
+                json!({"pass_number": pass, "summary": "one at a time"}),
+            ));
+            Ok(tool_reply(&calls, support::usage()))
+        });
+    }
+    let provider = std::sync::Arc::new(provider);
+    let (report, _) =
+        support::review_branch(&repo, support::config(), provider.clone(), false).await;
+    assert!(report.unreviewed.is_empty(), "{:?}", report.unreviewed);
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    let mut passes: Vec<u32> = report.passes.iter().map(|p| p.pass).collect();
+    passes.sort_unstable();
+    assert_eq!(passes, [1, 2, 3, 4], "every pass asked once");
+    let requests = provider.requests();
+    assert_eq!(requests.len(), 4);
+    let first = &requests[0].messages[0].content;
+    for shown in ["sorted[index]", "Makefile", "fn case_7()", "Step 7: run"] {
+        assert!(first.contains(shown), "the first pass is shown {shown}");
+    }
+    let alone = |pass: usize| {
+        let heading = format!("# Pass {pass} of 4");
+        let request = requests
+            .iter()
+            .find(|r| {
+                let text = &r.messages[0].content;
+                r.messages.len() == 1 && text.contains(&heading) && !text.contains("# Pass 1 of 4")
+            })
+            .unwrap_or_else(|| panic!("pass {pass} in a conversation of its own"));
+        assert_eq!(request.system, requests[0].system);
+        request.messages[0].content.clone()
+    };
+    let impact = alone(2);
+    let security = alone(3);
+    for (text, shown, left_out) in [
+        (
+            &impact,
+            &["sorted[index]", "Makefile"][..],
+            &["fn case_7()", "Step 7: run"][..],
+        ),
+        (
+            &security,
+            &["sorted[index]", "Makefile", "fn case_7()"],
+            &["Step 7: run"],
+        ),
+    ] {
+        for code in shown {
+            assert!(text.contains(code), "{code} shown: {text}");
+        }
+        for code in left_out {
+            assert!(!text.contains(code), "{code} left out: {text}");
+        }
+        // The part as this pass is shown it is where the first request starts too.
+        let cut = text
+            .find("These files of the change are not shown here")
+            .unwrap();
+        assert!(first.starts_with(text[..cut].trim_end()), "{text}");
+        assert!(
+            text.contains("Index out of bounds when p is 1.0"),
+            "the findings so far"
+        );
+        assert!(!text.contains("# Pass 1 of 4"));
+    }
+    assert!(impact.contains("- docs/: GUIDE.md") && impact.contains("- tests/: stats_cases.rs"));
+    assert!(security.contains("- docs/: GUIDE.md") && !security.contains("- tests/:"));
+}
