@@ -156,15 +156,37 @@ fn kind_word(file: &FileDiff) -> &'static str {
     }
 }
 
+/// A path as a prompt shows it: a line break, another control character or a line separator in
+/// it (git allows them in a name) is escaped, so a file's name cannot add a line of its own to
+/// the prompt (a heading, a finding, an instruction).
+pub(crate) fn shown_path(path: &str) -> std::borrow::Cow<'_, str> {
+    let unsafe_char = |c: char| c.is_control() || matches!(c, '\u{2028}' | '\u{2029}');
+    if !path.chars().any(unsafe_char) {
+        return std::borrow::Cow::Borrowed(path);
+    }
+    path.chars()
+        .map(|c| {
+            if unsafe_char(c) {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect::<String>()
+        .into()
+}
+
 fn header(file: &FileDiff) -> String {
     let (added, removed) = file.stats();
     let from = match (&file.change, &file.old_path) {
-        (ChangeKind::Renamed | ChangeKind::Copied, Some(old)) => format!(" from {old}"),
+        (ChangeKind::Renamed | ChangeKind::Copied, Some(old)) => {
+            format!(" from {}", shown_path(old))
+        }
         _ => String::new(),
     };
     format!(
         "## {} ({}{from}, +{added} -{removed})\n",
-        file.path(),
+        shown_path(file.path()),
         kind_word(file)
     )
 }
@@ -515,7 +537,10 @@ impl Packer {
             return;
         };
         if let Some(first) = self.shown.get(&key) {
-            let same = format!("{head}the same lines as {first}, shown above\n");
+            let same = format!(
+                "{head}the same lines as {}, shown above\n",
+                shown_path(first)
+            );
             let tokens = estimate_tokens(&same);
             if tokens < estimate_tokens(lines) && self.current.tokens + tokens <= self.budget {
                 self.push(path, &same, tokens, added_lines(lines));
