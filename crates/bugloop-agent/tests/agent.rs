@@ -624,6 +624,7 @@ async fn models_without_tools_give_one_structured_answer() {
                 json_schema: false,
                 streaming: false,
                 context_tokens: None,
+                cache_at_breakpoints: false,
             }),
         BudgetLimits::default(),
     );

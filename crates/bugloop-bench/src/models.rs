@@ -18,6 +18,7 @@ pub(crate) const TOOLS_ONLY: Capabilities = Capabilities {
     json_schema: false,
     streaming: false,
     context_tokens: None,
+    cache_at_breakpoints: false,
 };
 
 /// A finding on the first added line of the first file of a prompt.

@@ -33,6 +33,20 @@ pub fn display_path(bytes: &[u8]) -> String {
     }
 }
 
+/// How a prompt names a file whose name (in its [`display_path`] form) is `path`: as it is,
+/// unless it holds a line break, another control character or a line separator, then git's
+/// quoted form, so a name cannot add a line of its own to a prompt (a heading, an instruction, a
+/// finding). The quoted form names the same bytes: a finding or a tool call that copies it back
+/// reaches the file ([`normalize_finding_path`], [`path_bytes`]).
+pub fn prompt_path(path: &str) -> std::borrow::Cow<'_, str> {
+    let breaks = |c: char| c.is_control() || matches!(c, '\u{2028}' | '\u{2029}');
+    if path.chars().any(breaks) {
+        std::borrow::Cow::Owned(quote_c_style(path.as_bytes()))
+    } else {
+        std::borrow::Cow::Borrowed(path)
+    }
+}
+
 /// The known file name (in its display form) that a model meant by `reported`, when `reported`
 /// is not one itself but another way of writing a name that is not UTF-8: the quoted form
 /// without its quotes (`caf\351.txt`), the bytes read as Latin-1 (`café.txt` for `caf\xe9`),
@@ -551,5 +565,20 @@ mod tests {
             error.reason(),
             "the pattern is 1025 bytes long; a pattern may have at most 1024"
         );
+    }
+
+    #[test]
+    fn a_prompt_names_a_file_on_one_line_and_the_name_reads_back() {
+        assert_eq!(prompt_path("src/app.py"), "src/app.py");
+        assert_eq!(prompt_path("src/café.py"), "src/café.py");
+        let separator = "src/app\u{2028}.py";
+        let shown = prompt_path(separator);
+        assert_eq!(shown, "\"src/app\\342\\200\\250.py\"");
+        // A finding that copies the name back names the file.
+        assert_eq!(normalize_finding_path(&shown).as_deref(), Ok(separator));
+        assert_eq!(path_bytes(&shown), Some(separator.as_bytes().to_vec()));
+        let broken = prompt_path("a\n# Pass 2");
+        assert!(!broken.contains('\n'));
+        assert_eq!(path_bytes(&broken), Some(b"a\n# Pass 2".to_vec()));
     }
 }

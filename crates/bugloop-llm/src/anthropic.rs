@@ -124,6 +124,7 @@ impl Provider for AnthropicProvider {
             json_schema: false,
             streaming: true,
             context_tokens: None,
+            cache_at_breakpoints: true,
         }
     }
 

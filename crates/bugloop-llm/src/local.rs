@@ -213,6 +213,7 @@ impl Provider for LocalProvider {
             json_schema: true,
             streaming: true,
             context_tokens: Some(self.engine.n_ctx),
+            cache_at_breakpoints: false,
         }
     }
 

@@ -132,6 +132,7 @@ impl Provider for OpenAiProvider {
             json_schema: self.native_json_schema,
             streaming: true,
             context_tokens: None,
+            cache_at_breakpoints: false,
         }
     }
 

@@ -93,6 +93,7 @@ impl ReplayProvider {
                 json_schema: true,
                 streaming: true,
                 context_tokens: None,
+                cache_at_breakpoints: false,
             },
         })
     }

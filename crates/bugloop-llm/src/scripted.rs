@@ -116,6 +116,9 @@ struct ScriptCapabilities {
     /// A small context (as the embedded model's), which the review plans around.
     #[serde(default)]
     context_tokens: Option<u32>,
+    /// A cache as Anthropic's (see [`Capabilities::cache_at_breakpoints`]).
+    #[serde(default)]
+    cache_at_breakpoints: bool,
 }
 
 fn yes() -> bool {
@@ -170,6 +173,7 @@ impl ScriptedProvider {
                     provider.capabilities.json_schema = c.json_schema;
                     provider.latency = std::time::Duration::from_millis(c.latency_ms);
                     provider.capabilities.context_tokens = c.context_tokens;
+                    provider.capabilities.cache_at_breakpoints = c.cache_at_breakpoints;
                 }
                 ScriptLine {
                     capabilities: None,
@@ -219,6 +223,7 @@ impl ScriptedProvider {
                 json_schema: false,
                 streaming: true,
                 context_tokens: None,
+                cache_at_breakpoints: false,
             },
             script: Mutex::new(VecDeque::new()),
             requests: Mutex::new(Vec::new()),

@@ -190,4 +190,9 @@ pub struct Capabilities {
     /// The model's context window in tokens, when it is small enough to plan around (the
     /// embedded model); `None` for hosted models, where the configured budgets rule.
     pub context_tokens: Option<u32>,
+    /// The provider's prompt cache serves a request only the prefixes that end where an earlier
+    /// request marked one (Anthropic's cache breakpoints), not any prefix an earlier request
+    /// shares (OpenAI's rule): a conversation that starts as another but differs within a
+    /// message is served nothing of that message.
+    pub cache_at_breakpoints: bool,
 }

@@ -1,5 +1,5 @@
 //! Splitting a change into model calls. Each call may show at most a token budget of diff; files
-//! go in order of importance (source, configuration, tests, documentation, data; larger changes
+//! go in order of importance (source, configuration, tests, data, documentation; larger changes
 //! first), delete-only hunks are summarized in one line, and lockfiles and generated files are
 //! summarized instead of shown. A file whose lines a file before it in the same call showed is
 //! one line naming that file. A file too big for one call is split at hunks, and a hunk too big
@@ -7,7 +7,7 @@
 //! silently.
 
 use bugloop_diff::{ChangeKind, Diff, FileDiff, Hunk, LineKind};
-use bugloop_domain::paths::IgnoreMatcher;
+use bugloop_domain::paths::{IgnoreMatcher, prompt_path};
 use bugloop_report::review::Unreviewed;
 use serde::Serialize;
 use std::collections::HashMap;
@@ -71,15 +71,16 @@ pub(crate) enum Reader {
     SmallModel,
 }
 
-/// What kind of file a path is, least important first. Configuration (build files, CI,
-/// dependencies) goes before tests: it is what a later pass on the change's impact and security
-/// is shown with the source, so it comes first in a part ([`Batch::view`]).
+/// What kind of file a path is, least important first. A part shows its files in the reverse
+/// of this order, so a later pass shown only the more important kinds ([`Batch::view`]) is shown
+/// where the part starts: configuration (build files, CI, dependencies) before tests, keys and
+/// certificates (a trust anchor added is an access grant) before prose.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Importance {
     Summarize,
+    Docs,
     /// Keys, certificates, signatures: encoded data, nothing a reviewer reads line by line.
     Data,
-    Docs,
     Tests,
     Config,
     Source,
@@ -128,22 +129,81 @@ fn importance(path: &str) -> Importance {
         return Importance::Summarize;
     }
     let extension = name.rsplit_once('.').map_or("", |(_, e)| e);
-    let test = lower.contains("test") || lower.contains("spec") || lower.starts_with("e2e/");
-    // Python's dependency lists are `.txt` files: what a change installs is configuration.
-    let dependencies = (name.starts_with("requirements") || name.starts_with("constraints"))
-        && (name.ends_with(".txt") || name.ends_with(".in"));
+    if is_configuration(&lower) {
+        return Importance::Config;
+    }
     match extension.to_ascii_lowercase().as_str() {
-        _ if dependencies => Importance::Config,
-        "md" | "rst" | "txt" | "adoc" | "org" => Importance::Docs,
+        _ if is_prose(path) => Importance::Docs,
         "pem" | "key" | "crt" | "csr" | "cer" | "der" | "srl" | "p12" | "pfx" | "jks" | "gpg"
         | "asc" | "sig" | "pub" => Importance::Data,
         "yml" | "yaml" | "toml" | "json" | "xml" | "ini" | "cfg" | "conf" | "lock" | "csv" => {
             Importance::Config
         }
-        _ if name == "Dockerfile" || name == "Makefile" => Importance::Config,
-        _ if test => Importance::Tests,
+        _ if is_test(path) => Importance::Tests,
         _ => Importance::Source,
     }
+}
+
+/// Text by its ending (Markdown, reStructuredText, plain text, AsciiDoc, Org).
+fn is_prose(path: &str) -> bool {
+    let extension = path.rsplit_once('.').map_or("", |(_, e)| e);
+    ["md", "rst", "txt", "adoc", "org"]
+        .iter()
+        .any(|prose| extension.eq_ignore_ascii_case(prose))
+}
+
+/// What builds, installs, runs CI or instructs the repository's agents, whatever its ending: a
+/// later pass on the change's impact and security is shown it ([`Batch::view`]), so a `.txt` or
+/// `.md` file that does one of these is not taken for prose.
+fn is_configuration(lower: &str) -> bool {
+    let name = lower.rsplit('/').next().unwrap_or(lower);
+    let directories: Vec<&str> = lower.split('/').rev().skip(1).collect();
+    let text_list = name.ends_with(".txt") || name.ends_with(".in");
+    matches!(
+        name,
+        "dockerfile" | "makefile" | "gnumakefile" | "cmakelists.txt" | "codeowners"
+            | "agents.md" | "claude.md" | ".cursorrules"
+    ) || name.starts_with("dockerfile.")
+        || name.ends_with(".cmake")
+        // Python's dependency lists: what a change installs.
+        || (text_list && (name.contains("requirements") || name.contains("constraints")))
+        || (text_list && directories.contains(&"requirements"))
+        // CI, code owners, the agents' and bugloop's own rules.
+        || lower.starts_with(".github/")
+        || lower.starts_with(".circleci/")
+        || lower.starts_with(".cursor/")
+        || lower.starts_with(".bugloop/")
+}
+
+/// A test by where it stands or how it is named (`tests/`, `__tests__/`, `test_x.py`,
+/// `x_test.go`, `x.spec.ts`, `XTest.java`), not by holding "test" anywhere: `src/latest.py` or
+/// `lib/special.js` is source, shown to every pass.
+fn is_test(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let directory_is_test = path.split('/').rev().skip(1).any(|directory| {
+        matches!(
+            directory.to_ascii_lowercase().as_str(),
+            "test"
+                | "tests"
+                | "spec"
+                | "specs"
+                | "__tests__"
+                | "__mocks__"
+                | "e2e"
+                | "testdata"
+                | "testing"
+        )
+    });
+    let stem = name.rsplit_once('.').map_or(name, |(stem, _)| stem);
+    let lower_stem = stem.to_ascii_lowercase();
+    directory_is_test
+        || lower_stem.starts_with("test_")
+        || lower_stem == "conftest"
+        || ["_test", "_tests", ".test", ".spec", "_spec"]
+            .iter()
+            .any(|end| lower_stem.ends_with(end))
+        || stem.ends_with("Test")
+        || stem.ends_with("Tests")
 }
 
 fn kind_word(file: &FileDiff) -> &'static str {
@@ -156,37 +216,17 @@ fn kind_word(file: &FileDiff) -> &'static str {
     }
 }
 
-/// A path as a prompt shows it: a line break, another control character or a line separator in
-/// it (git allows them in a name) is escaped, so a file's name cannot add a line of its own to
-/// the prompt (a heading, a finding, an instruction).
-pub(crate) fn shown_path(path: &str) -> std::borrow::Cow<'_, str> {
-    let unsafe_char = |c: char| c.is_control() || matches!(c, '\u{2028}' | '\u{2029}');
-    if !path.chars().any(unsafe_char) {
-        return std::borrow::Cow::Borrowed(path);
-    }
-    path.chars()
-        .map(|c| {
-            if unsafe_char(c) {
-                c.escape_default().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect::<String>()
-        .into()
-}
-
 fn header(file: &FileDiff) -> String {
     let (added, removed) = file.stats();
     let from = match (&file.change, &file.old_path) {
         (ChangeKind::Renamed | ChangeKind::Copied, Some(old)) => {
-            format!(" from {}", shown_path(old))
+            format!(" from {}", prompt_path(old))
         }
         _ => String::new(),
     };
     format!(
         "## {} ({}{from}, +{added} -{removed})\n",
-        shown_path(file.path()),
+        prompt_path(file.path()),
         kind_word(file)
     )
 }
@@ -344,10 +384,12 @@ pub(crate) fn plan(
     let mut packer = Packer::new(budget);
     for (file, importance, _) in files {
         packer.kind = importance;
+        // A small model's questions are about code: prose that configures (`AGENTS.md`, a
+        // requirements list) is not what they can weigh.
         let code = matches!(
             importance,
             Importance::Source | Importance::Tests | Importance::Config
-        );
+        ) && !is_prose(file.path());
         let no_lines = file.change == ChangeKind::Deleted || file.hunks.is_empty();
         if reader == Reader::SmallModel && !file.binary && (!code || no_lines) {
             out.left_to_analyzers.push(file.path().to_owned());
@@ -539,7 +581,7 @@ impl Packer {
         if let Some(first) = self.shown.get(&key) {
             let same = format!(
                 "{head}the same lines as {}, shown above\n",
-                shown_path(first)
+                prompt_path(first)
             );
             let tokens = estimate_tokens(&same);
             if tokens < estimate_tokens(lines) && self.current.tokens + tokens <= self.budget {

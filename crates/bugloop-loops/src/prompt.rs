@@ -1,6 +1,7 @@
 //! The reviewer's prompts: markdown files under `prompts/`, filled in here.
 
 use bugloop_domain::finding::Category;
+use bugloop_domain::paths::prompt_path;
 use bugloop_domain::safety::truncate_finding_body;
 use bugloop_domain::score::{RUBRIC, Score, rubric_markdown};
 use bugloop_domain::thread::ThreadState;
@@ -120,8 +121,8 @@ pub(crate) fn previous_block(threads: &[&ThreadState], max_chars: usize) -> Stri
             continue;
         };
         let place = match (&thread.file, thread.line) {
-            (Some(file), Some(line)) => format!("{file}:{line}"),
-            (Some(file), None) => file.clone(),
+            (Some(file), Some(line)) => format!("{}:{line}", prompt_path(file)),
+            (Some(file), None) => prompt_path(file).into_owned(),
             _ => "the change".to_owned(),
         };
         let score = thread

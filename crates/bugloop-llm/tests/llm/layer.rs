@@ -39,6 +39,7 @@ async fn a_layer_is_its_inner_provider_but_for_its_chats() {
         json_schema: true,
         streaming: false,
         context_tokens: Some(4_096),
+        cache_at_breakpoints: false,
     };
     let inner = ScriptedProvider::new([text_reply("quiet", Usage::default())])
         .with_capabilities(capabilities);

@@ -84,6 +84,7 @@ fn scripted(answer: &serde_json::Value) -> Arc<dyn Provider> {
             json_schema: true,
             streaming: false,
             context_tokens: None,
+            cache_at_breakpoints: false,
         }),
     )
 }

@@ -2,14 +2,15 @@
 //! named. A part puts the more important kinds first, so a view's text is a prefix of the
 //! part's and a prefix cache still serves it.
 
-use super::{Batch, Importance, estimate_tokens, shown_path};
+use super::{Batch, Importance, estimate_tokens};
+use bugloop_domain::paths::prompt_path;
 
 /// A part as a later pass is shown it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct View {
     /// The sections of the files shown, in the part's order.
     pub text: String,
-    /// The paths of the files left out as a prompt shows them ([`shown_path`]), each once, in
+    /// The paths of the files left out as a prompt shows them ([`prompt_path`]), each once, in
     /// the part's order.
     pub left_out: Vec<String>,
     /// What leaving them out saves, estimated.
@@ -32,7 +33,7 @@ impl Batch {
                 continue;
             }
             view.saved_tokens += estimate_tokens(text);
-            let path = shown_path(&section.path);
+            let path = prompt_path(&section.path);
             if !view.left_out.iter().any(|known| *known == path) {
                 view.left_out.push(path.into_owned());
             }

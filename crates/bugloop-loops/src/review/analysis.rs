@@ -407,7 +407,13 @@ fn triage_prompt(
         let ids: Vec<String> = members.iter().map(|c| c.id().to_string()).collect();
         let places: Vec<String> = members
             .iter()
-            .map(|c| format!("{}:{}", crate::plan::shown_path(&c.hit.file), c.hit.line))
+            .map(|c| {
+                format!(
+                    "{}:{}",
+                    bugloop_domain::paths::prompt_path(&c.hit.file),
+                    c.hit.line
+                )
+            })
             .collect();
         let (heading, code) = if members.len() == 1 {
             (format!("id: {}", ids[0]), "The code around it")

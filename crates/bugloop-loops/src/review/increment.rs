@@ -14,6 +14,7 @@ use std::collections::BTreeSet;
 use bugloop_diff::{Diff, FileDiff, LineKind, Side};
 use bugloop_domain::filter::ExistingFinding;
 use bugloop_domain::grounding::{Head, find_evidence};
+use bugloop_domain::paths::prompt_path;
 use bugloop_report::review::{FIRST_REVIEW, ReviewedScope};
 use bugloop_report::summary::{SUMMARY_TAG, read_reviewed};
 
@@ -169,7 +170,11 @@ fn finding_context(
 ) -> String {
     let mut changed = String::new();
     for touch in touched {
-        changed.push_str(&format!("- `{}` (recorded at {}", touch.id, touch.file));
+        changed.push_str(&format!(
+            "- `{}` (recorded at {}",
+            touch.id,
+            prompt_path(&touch.file)
+        ));
         if let Some(line) = touch.line {
             changed.push_str(&format!(":{line}"));
         }
@@ -211,7 +216,11 @@ fn finding_context(
         {
             continue;
         }
-        others.push_str(&format!("- `{}` at {file}:{line}:\n", finding.id));
+        others.push_str(&format!(
+            "- `{}` at {}:{line}:\n",
+            finding.id,
+            prompt_path(file)
+        ));
         others.push_str(&around(text, line));
     }
     let mut out = String::new();

@@ -127,7 +127,7 @@ pub(super) fn read(mut answer: Value, batch: &Batch) -> Value {
 
 /// The text of `file`'s added `line` as `batch` shows it (a cut line's shown part).
 fn shown_line(batch: &Batch, file: &str, line: u64) -> Option<String> {
-    let header = format!("## {} (", crate::plan::shown_path(file));
+    let header = format!("## {} (", bugloop_domain::paths::prompt_path(file));
     let prefix = format!("{line}+");
     batch
         .text

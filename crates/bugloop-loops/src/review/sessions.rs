@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use bugloop_agent::{Agent, OpenStage, Outcome, Stages, Task};
 use bugloop_domain::finding::{Finding, FindingId};
-use bugloop_llm::{JsonSchemaFormat, LlmError, Message};
+use bugloop_llm::{Capabilities, JsonSchemaFormat, LlmError, Message};
 use bugloop_report::review::{DroppedFinding, PassSummary, ReportStage, StageChange, Unreviewed};
 use bugloop_sandbox::Policy;
 use bugloop_tools::{ToolContext, Toolset, Workspace, typed};
@@ -256,7 +256,8 @@ async fn run_session(
         let scope = part_scope(brief, (call, total));
         let change = prompt::change(&request.description, &scope, &batch.text);
         if brief.tools_mode {
-            let views = PassViews::of(batch, open_ids, |text| {
+            let capabilities = env.provider.capabilities();
+            let views = PassViews::of(batch, open_ids, capabilities, |text| {
                 prompt::change(&request.description, &scope, text)
             });
             let shown = Shown { change, views };
@@ -389,18 +390,28 @@ struct Shown {
 }
 
 /// The change's prompt for pass 2 (the change's impact: the source and configuration) and pass
-/// 3 (security and rules: the tests too, which run where secrets are), with the paths of the
-/// files each leaves out; `None` where that would not leave out enough to be worth it.
+/// 3 (security and rules: the tests too, which run where CI's secrets are, and keys and
+/// certificates), with the paths of the files each leaves out; `None` where that would not
+/// leave out enough to be worth it.
+#[derive(Default)]
 struct PassViews {
     impact: Option<(String, Vec<String>)>,
     security: Option<(String, Vec<String>)>,
 }
 
 impl PassViews {
-    /// The views of `batch`, its text made the change's prompt by `change`. Pass 2 is shown
-    /// the whole part while open findings are asked about: whether one is resolved may show in
-    /// any file.
-    fn of(batch: &Batch, open_ids: &[String], change: impl Fn(&str) -> String) -> PassViews {
+    /// The views of `batch`, its text made the change's prompt by `change`. None while open
+    /// findings are asked about (whether one is resolved may show in any file), nor for a
+    /// provider whose cache would not serve a view ([`Capabilities::cache_at_breakpoints`]).
+    fn of(
+        batch: &Batch,
+        open_ids: &[String],
+        capabilities: Capabilities,
+        change: impl Fn(&str) -> String,
+    ) -> PassViews {
+        if !open_ids.is_empty() || capabilities.cache_at_breakpoints {
+            return PassViews::default();
+        }
         let view = |least| {
             batch
                 .view(least)
@@ -408,11 +419,8 @@ impl PassViews {
                 .map(|view| (change(&view.text), view.left_out))
         };
         PassViews {
-            impact: open_ids
-                .is_empty()
-                .then(|| view(Importance::Config))
-                .flatten(),
-            security: view(Importance::Tests),
+            impact: view(Importance::Config),
+            security: view(Importance::Data),
         }
     }
 }

@@ -13,6 +13,7 @@ use bugloop_domain::dedup::evidence_key;
 use bugloop_domain::filter::ExistingFinding;
 use bugloop_domain::finding::FindingId;
 use bugloop_domain::grounding::{Head, find_evidence};
+use bugloop_domain::paths::prompt_path;
 
 /// What happened to one open finding's code.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,14 +48,16 @@ impl Touched {
         let since = since.map_or(String::new(), |s| format!(" since {s}"));
         match &self.what {
             Touch::Still { file, line, moved } if *moved => {
+                let file = prompt_path(file);
                 format!("its code moved{since}: it is now at {file}:{line}")
             }
             Touch::Still { file, line, .. } => {
+                let file = prompt_path(file);
                 format!("the lines around it changed{since}; its code is still at {file}:{line}")
             }
             Touch::Gone {
                 file_deleted: true, ..
-            } => format!("{} was deleted{since}", self.file),
+            } => format!("{} was deleted{since}", prompt_path(&self.file)),
             Touch::Gone { replaced_by, .. } if replaced_by.is_empty() => {
                 format!("the code it quoted was removed{since}")
             }

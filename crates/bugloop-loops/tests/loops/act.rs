@@ -340,6 +340,7 @@ fn deciding(decision: &str, reasoning: &str) -> ScriptedProvider {
         json_schema: true,
         streaming: false,
         context_tokens: None,
+        cache_at_breakpoints: false,
     })
 }
 

@@ -337,50 +337,8 @@ async fn the_parts_of_a_large_change_are_reviewed_at_once() {
 /// every pass is still asked and every file reviewed.
 #[tokio::test]
 async fn later_passes_alone_are_shown_what_they_judge_on_the_first_requests_prefix() {
-    let repo = Repo::with_feature();
-    let test_body: String = (0..120)
-        .map(|n| {
-            format!("#[test]\nfn case_{n}() {{ assert_eq!(percentile(&[1.0], 0.0), 1.0); }}\n")
-        })
-        .collect();
-    repo.write("tests/stats_cases.rs", &test_body);
-    let guide: String = (0..120)
-        .map(|n| format!("Step {n}: run the percentile tool on the sample data set.\n"))
-        .collect();
-    repo.write("docs/GUIDE.md", &guide);
-    repo.write("Makefile", "check:\n\tcargo test\n");
-    repo.commit("tests and a guide");
-    let stats_line = repo.line_of("src/stats.rs", "sorted[index]");
-    let provider = ScriptedProvider::new([]);
-    for _ in 0..8 {
-        provider.push_fn(move |request| {
-            let submitted = request
-                .messages
-                .iter()
-                .flat_map(|m| &m.tool_calls)
-                .filter(|c| c.name == "submit_pass_results")
-                .count();
-            let pass = pass_asked(request).unwrap_or(submitted + 1);
-            let mut calls = Vec::new();
-            if pass == 1 {
-                let found = finding(
-                    "src/stats.rs",
-                    stats_line,
-                    "sorted[index]",
-                    "Index out of bounds when p is 1.0",
-                    "p = 1.0 indexes one past the end.",
-                    8,
-                    "logic",
-                );
-                calls.push(("report_finding", found));
-            }
-            calls.push((
-                "submit_pass_results",
-                json!({"pass_number": pass, "summary": "one at a time"}),
-            ));
-            Ok(tool_reply(&calls, support::usage()))
-        });
-    }
+    let repo = tests_and_guide_change();
+    let provider = one_pass_per_reply(&repo);
     let provider = std::sync::Arc::new(provider);
     let (report, _) =
         support::review_branch(&repo, support::config(), provider.clone(), false).await;
@@ -440,4 +398,89 @@ async fn later_passes_alone_are_shown_what_they_judge_on_the_first_requests_pref
     }
     assert!(impact.contains("- docs/: GUIDE.md") && impact.contains("- tests/: stats_cases.rs"));
     assert!(security.contains("- docs/: GUIDE.md") && !security.contains("- tests/:"));
+}
+
+/// The feature branch with 120 tests, a guide of 120 steps (over 1,000 tokens each) and a
+/// Makefile.
+fn tests_and_guide_change() -> Repo {
+    let repo = Repo::with_feature();
+    let test_body: String = (0..120)
+        .map(|n| {
+            format!("#[test]\nfn case_{n}() {{ assert_eq!(percentile(&[1.0], 0.0), 1.0); }}\n")
+        })
+        .collect();
+    repo.write("tests/stats_cases.rs", &test_body);
+    let guide: String = (0..120)
+        .map(|n| format!("Step {n}: run the percentile tool on the sample data set.\n"))
+        .collect();
+    repo.write("docs/GUIDE.md", &guide);
+    repo.write("Makefile", "check:\n\tcargo test\n");
+    repo.commit("tests and a guide");
+    repo
+}
+
+/// A model that answers one pass per reply, reporting the percentile's bug in pass 1.
+fn one_pass_per_reply(repo: &Repo) -> ScriptedProvider {
+    let stats_line = repo.line_of("src/stats.rs", "sorted[index]");
+    let provider = ScriptedProvider::new([]);
+    for _ in 0..8 {
+        provider.push_fn(move |request| {
+            let submitted = request
+                .messages
+                .iter()
+                .flat_map(|m| &m.tool_calls)
+                .filter(|c| c.name == "submit_pass_results")
+                .count();
+            let pass = pass_asked(request).unwrap_or(submitted + 1);
+            let mut calls = Vec::new();
+            if pass == 1 {
+                let found = finding(
+                    "src/stats.rs",
+                    stats_line,
+                    "sorted[index]",
+                    "Index out of bounds when p is 1.0",
+                    "p = 1.0 indexes one past the end.",
+                    8,
+                    "logic",
+                );
+                calls.push(("report_finding", found));
+            }
+            calls.push((
+                "submit_pass_results",
+                json!({"pass_number": pass, "summary": "one at a time"}),
+            ));
+            Ok(tool_reply(&calls, support::usage()))
+        });
+    }
+    provider
+}
+
+/// A provider whose cache serves only prefixes ending at its breakpoints (Anthropic's) would
+/// serve a view nothing: passes 2 and 3 are asked in copies of the conversation, its first
+/// message whole and cached.
+#[tokio::test]
+async fn a_cache_at_breakpoints_keeps_the_copies() {
+    let repo = tests_and_guide_change();
+    let provider = one_pass_per_reply(&repo).with_capabilities(bugloop_llm::Capabilities {
+        tools: true,
+        json_schema: false,
+        streaming: true,
+        context_tokens: None,
+        cache_at_breakpoints: true,
+    });
+    let provider = std::sync::Arc::new(provider);
+    let (report, _) =
+        support::review_branch(&repo, support::config(), provider.clone(), false).await;
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    assert_eq!(report.passes.len(), 4);
+    let requests = provider.requests();
+    let first = &requests[0].messages[0];
+    let copies = requests.iter().filter(|r| r.messages.len() > 1).count();
+    assert_eq!(copies, 2, "passes 2 and 3 in copies");
+    for request in requests.iter().filter(|r| r.messages.len() > 1) {
+        assert_eq!(
+            serde_json::to_string(&request.messages[0]).unwrap(),
+            serde_json::to_string(first).unwrap()
+        );
+    }
 }

@@ -174,6 +174,7 @@ pub fn structured_session(answer: &Value) -> ScriptedProvider {
         json_schema: true,
         streaming: false,
         context_tokens: None,
+        cache_at_breakpoints: false,
     })
 }
 
