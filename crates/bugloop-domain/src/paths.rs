@@ -36,8 +36,10 @@ pub fn display_path(bytes: &[u8]) -> String {
 /// How a prompt names a file whose name (in its [`display_path`] form) is `path`: as it is,
 /// unless it holds a line break, another control character or a line separator, then git's
 /// quoted form, so a name cannot add a line of its own to a prompt (a heading, an instruction, a
-/// finding). The quoted form names the same bytes: a finding or a tool call that copies it back
-/// reaches the file ([`normalize_finding_path`], [`path_bytes`]).
+/// finding). The quoted form names the same bytes: a tool call that copies it back reaches the
+/// file ([`path_bytes`]), and so does a finding on a name with a line separator
+/// ([`normalize_finding_path`]); a finding on a name with a control character is refused as
+/// ever.
 pub fn prompt_path(path: &str) -> std::borrow::Cow<'_, str> {
     let breaks = |c: char| c.is_control() || matches!(c, '\u{2028}' | '\u{2029}');
     if path.chars().any(breaks) {

@@ -23,6 +23,10 @@ struct Exchange {
     key: String,
     request: serde_json::Value,
     response: ChatResponse,
+    /// What the recorded provider could do: a review asks a provider whose cache serves only
+    /// its breakpoints, or that has no tools, other requests, so a replay claims the same.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    capabilities: Option<Capabilities>,
 }
 
 /// The normalized form of a request that keys it.
@@ -72,12 +76,14 @@ impl ReplayProvider {
         let text = std::fs::read_to_string(path)
             .map_err(|e| cassette_error(format!("cannot read: {e}")))?;
         let mut answers: HashMap<String, VecDeque<ChatResponse>> = HashMap::new();
+        let mut recorded = None;
         for (index, line) in text.lines().enumerate() {
             if line.trim().is_empty() {
                 continue;
             }
             let exchange: Exchange = serde_json::from_str(line)
                 .map_err(|e| cassette_error(format!("line {}: {e}", index + 1)))?;
+            recorded = recorded.or(exchange.capabilities);
             answers
                 .entry(exchange.key)
                 .or_default()
@@ -87,14 +93,15 @@ impl ReplayProvider {
             label: format!("replay:{}", path.display()),
             path: path.to_path_buf(),
             answers: Mutex::new(answers),
-            // A cassette replays whatever was recorded, so it claims what any provider can do.
-            capabilities: Capabilities {
+            // What the recorded provider could do; a cassette that does not say (recorded
+            // before it was kept) replays whatever was recorded, so claims what any can do.
+            capabilities: recorded.unwrap_or(Capabilities {
                 tools: true,
                 json_schema: true,
                 streaming: true,
                 context_tokens: None,
                 cache_at_breakpoints: false,
-            },
+            }),
         })
     }
 
@@ -188,6 +195,7 @@ impl ProviderLayer for Recorder {
             key: request_key(request),
             request: normalize(request),
             response: response.clone(),
+            capabilities: Some(self.inner.capabilities()),
         };
         let line = serde_json::to_string(&exchange).map_err(|e| LlmError::Cassette {
             path: self.path.display().to_string(),

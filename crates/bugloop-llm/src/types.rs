@@ -179,8 +179,10 @@ pub enum StreamEvent {
 /// Receives stream events; must not block.
 pub type StreamSink<'a> = &'a (dyn Fn(StreamEvent) + Send + Sync);
 
-/// What a provider can do natively.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// What a provider can do natively (recorded with each exchange of a cassette; a field an older
+/// cassette lacks reads as its default).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Capabilities {
     pub tools: bool,
     /// Honours [`ChatRequest::response_format`] itself (otherwise the structured-output helper

@@ -4,6 +4,7 @@
 //! human reviewer. The review loop settles every open dispute before it reviews.
 
 use bugloop_domain::finding::FindingId;
+use bugloop_domain::paths::prompt_path;
 use bugloop_domain::safety::truncate_finding_body;
 use bugloop_domain::thread::{ThreadState, ThreadStatus};
 use bugloop_forge::ChangeKey;
@@ -48,8 +49,9 @@ fn code_around(env: &LoopEnv<'_>, thread: &ThreadState) -> String {
             .map(|bytes| String::from_utf8_lossy(&bytes).into_owned()),
         WorkTarget::LocalBranch => crate::context::read_inside(env.git.root(), file),
     };
+    let shown = prompt_path(file);
     let Some(text) = text else {
-        return format!("\n({file} no longer exists.)\n");
+        return format!("\n({shown} no longer exists.)\n");
     };
     let start = line.saturating_sub(8).max(1) as usize;
     let lines: Vec<String> = text
@@ -60,7 +62,7 @@ fn code_around(env: &LoopEnv<'_>, thread: &ThreadState) -> String {
         .map(|(i, l)| format!("{:>5} {l}", i + 1))
         .collect();
     format!(
-        "\nThe code at {file} now:\n\n```\n{}\n```\n",
+        "\nThe code at {shown} now:\n\n```\n{}\n```\n",
         lines.join("\n")
     )
 }

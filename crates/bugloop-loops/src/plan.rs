@@ -128,28 +128,42 @@ fn importance(path: &str) -> Importance {
     {
         return Importance::Summarize;
     }
-    let extension = name.rsplit_once('.').map_or("", |(_, e)| e);
+    let extension = ending(path).to_ascii_lowercase();
     if is_configuration(&lower) {
         return Importance::Config;
     }
-    match extension.to_ascii_lowercase().as_str() {
-        _ if is_prose(path) => Importance::Docs,
+    match extension.as_str() {
         "pem" | "key" | "crt" | "csr" | "cer" | "der" | "srl" | "p12" | "pfx" | "jks" | "gpg"
         | "asc" | "sig" | "pub" => Importance::Data,
+        // A test's text before prose: pytest runs `test*.txt` as doctests, Go's testscript
+        // runs `testdata/script/*.txt`; both run where CI's secrets are. A README among the
+        // tests is prose.
+        _ if is_test(path) && !is_markup(path) => Importance::Tests,
+        _ if is_prose(path) => Importance::Docs,
         "yml" | "yaml" | "toml" | "json" | "xml" | "ini" | "cfg" | "conf" | "lock" | "csv" => {
             Importance::Config
         }
-        _ if is_test(path) => Importance::Tests,
         _ => Importance::Source,
     }
 }
 
 /// Text by its ending (Markdown, reStructuredText, plain text, AsciiDoc, Org).
 fn is_prose(path: &str) -> bool {
-    let extension = path.rsplit_once('.').map_or("", |(_, e)| e);
-    ["md", "rst", "txt", "adoc", "org"]
+    is_markup(path) || ending(path).eq_ignore_ascii_case("txt")
+}
+
+/// Marked-up prose (Markdown, reStructuredText, AsciiDoc, Org).
+fn is_markup(path: &str) -> bool {
+    let extension = ending(path);
+    ["md", "rst", "adoc", "org"]
         .iter()
-        .any(|prose| extension.eq_ignore_ascii_case(prose))
+        .any(|markup| extension.eq_ignore_ascii_case(markup))
+}
+
+/// What follows the last dot of the file's name (nothing when it has none).
+fn ending(path: &str) -> &str {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    name.rsplit_once('.').map_or("", |(_, e)| e)
 }
 
 /// What builds, installs, runs CI or instructs the repository's agents, whatever its ending: a
@@ -161,18 +175,40 @@ fn is_configuration(lower: &str) -> bool {
     let text_list = name.ends_with(".txt") || name.ends_with(".in");
     matches!(
         name,
-        "dockerfile" | "makefile" | "gnumakefile" | "cmakelists.txt" | "codeowners"
-            | "agents.md" | "claude.md" | ".cursorrules"
+        "dockerfile"
+            | "makefile"
+            | "gnumakefile"
+            | "cmakelists.txt"
+            | "codeowners"
+            | "agents.md"
+            | "agent.md"
+            | "claude.md"
+            | "claude.local.md"
+            | "gemini.md"
+            | ".cursorrules"
+            | ".windsurfrules"
+            | ".clinerules"
+            // Which code a Python package's entry points load.
+            | "entry_points.txt"
     ) || name.starts_with("dockerfile.")
         || name.ends_with(".cmake")
         // Python's dependency lists: what a change installs.
         || (text_list && (name.contains("requirements") || name.contains("constraints")))
         || (text_list && directories.contains(&"requirements"))
-        // CI, code owners, the agents' and bugloop's own rules.
-        || lower.starts_with(".github/")
-        || lower.starts_with(".circleci/")
-        || lower.starts_with(".cursor/")
-        || lower.starts_with(".bugloop/")
+        // CI, code owners, and the agents' and bugloop's own rules, wherever they stand.
+        || directories.iter().any(|directory| {
+            matches!(
+                *directory,
+                ".github"
+                    | ".circleci"
+                    | ".cursor"
+                    | ".claude"
+                    | ".windsurf"
+                    | ".clinerules"
+                    | ".kiro"
+                    | ".bugloop"
+            )
+        })
 }
 
 /// A test by where it stands or how it is named (`tests/`, `__tests__/`, `test_x.py`,
@@ -384,12 +420,12 @@ pub(crate) fn plan(
     let mut packer = Packer::new(budget);
     for (file, importance, _) in files {
         packer.kind = importance;
-        // A small model's questions are about code: prose that configures (`AGENTS.md`, a
-        // requirements list) is not what they can weigh.
+        // A small model's questions are about code: Markdown that configures (`AGENTS.md`) is
+        // not what they can weigh; a requirements list or `CMakeLists.txt` is.
         let code = matches!(
             importance,
             Importance::Source | Importance::Tests | Importance::Config
-        ) && !is_prose(file.path());
+        ) && !is_markup(file.path());
         let no_lines = file.change == ChangeKind::Deleted || file.hunks.is_empty();
         if reader == Reader::SmallModel && !file.binary && (!code || no_lines) {
             out.left_to_analyzers.push(file.path().to_owned());

@@ -168,7 +168,8 @@ pub(crate) fn rules_block(rules: &[RuleFile]) -> String {
     }
     let mut out = String::new();
     for rule in rules {
-        out.push_str(&format!("### {}\n\n{}\n", rule.path, rule.text.trim()));
+        let path = prompt_path(&rule.path);
+        out.push_str(&format!("### {path}\n\n{}\n", rule.text.trim()));
         if rule.truncated {
             out.push_str("[... cut for length]\n");
         }
@@ -289,6 +290,11 @@ pub(crate) fn pass_alone(
 fn by_directory(paths: &[String]) -> String {
     let mut directories: Vec<(&str, Vec<&str>)> = Vec::new();
     for path in paths {
+        if path.starts_with('"') {
+            // A quoted name is named whole, as it reads back.
+            directories.push((path, Vec::new()));
+            continue;
+        }
         let (directory, name) = match path.rsplit_once('/') {
             Some((directory, name)) => (directory, name),
             None => ("", path.as_str()),
@@ -303,8 +309,9 @@ fn by_directory(paths: &[String]) -> String {
     }
     directories
         .iter()
-        .map(|(directory, names)| match *directory {
-            "" => format!("- {}", names.join(", ")),
+        .map(|(directory, names)| match (*directory, names.is_empty()) {
+            (whole, true) => format!("- {whole}"),
+            ("", false) => format!("- {}", names.join(", ")),
             _ => format!("- {directory}/: {}", names.join(", ")),
         })
         .collect::<Vec<_>>()
@@ -387,6 +394,24 @@ mod tests {
         assert_eq!(copied.suggestion, finding.suggestion);
         assert_eq!((copied.line, copied.end_line), (Some(12), Some(14)));
         assert!(consolidation_alone(&[]).contains("(none: the passes before reported nothing)"));
+    }
+
+    /// The files a later pass is not shown, a line per directory; a quoted name whole, so it
+    /// reads back as the file.
+    #[test]
+    fn files_left_out_are_listed_by_directory_and_quoted_names_whole() {
+        let paths = [
+            "tests/a.py",
+            "docs/x.md",
+            "tests/b.py",
+            "\"docs/x\\n.md\"",
+            "README.md",
+        ]
+        .map(str::to_owned);
+        assert_eq!(
+            by_directory(&paths),
+            "- tests/: a.py, b.py\n- docs/: x.md\n- \"docs/x\\n.md\"\n- README.md"
+        );
     }
 
     #[test]

@@ -51,7 +51,7 @@ fn a_small_model_is_asked_short_questions_about_code_only() {
     assert_eq!(report["asked"]["files_shown"], 1);
     assert_eq!(
         report["asked"]["left_to_analyzers"],
-        json!(["README.md", "certs/ca.crt"])
+        json!(["certs/ca.crt", "README.md"])
     );
     assert_eq!(report["unreviewed"], json!([]));
     let findings = report["findings"].as_array().unwrap();

@@ -116,3 +116,36 @@ async fn connect_can_record_any_provider() {
         "recorded"
     );
 }
+
+/// A replay claims what the recorded provider could do (a review asks a provider without
+/// tools, or whose cache serves only its breakpoints, other requests); a cassette recorded
+/// before capabilities were kept claims what any provider can do.
+#[tokio::test]
+async fn a_replay_claims_the_recorded_providers_capabilities() {
+    use bugloop_llm::Capabilities;
+    use bugloop_llm::scripted::{ScriptedProvider, text_reply};
+    let recorded = Capabilities {
+        tools: false,
+        json_schema: false,
+        streaming: true,
+        context_tokens: Some(8_192),
+        cache_at_breakpoints: true,
+    };
+    let live: Arc<dyn Provider> = Arc::new(
+        ScriptedProvider::new([text_reply("one", bugloop_llm::Usage::default())])
+            .with_capabilities(recorded),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let cassette = dir.path().join("run.jsonl");
+    let recorder = Recorder::new(live, &cassette).unwrap();
+    recorder.chat(&user_request("first"), None).await.unwrap();
+    let replay = ReplayProvider::open(&cassette).unwrap();
+    assert_eq!(replay.capabilities(), recorded);
+
+    let text = std::fs::read_to_string(&cassette).unwrap();
+    let mut old: serde_json::Value = serde_json::from_str(text.trim()).unwrap();
+    old.as_object_mut().unwrap().remove("capabilities");
+    std::fs::write(&cassette, format!("{old}\n")).unwrap();
+    let replay = ReplayProvider::open(&cassette).unwrap();
+    assert!(replay.capabilities().tools && !replay.capabilities().cache_at_breakpoints);
+}

@@ -8,6 +8,7 @@ mod comment;
 mod fix;
 mod request;
 
+use bugloop_domain::paths::prompt_path;
 use bugloop_domain::safety::{MAX_FINDING_BODY_CHARS, truncate_finding_body};
 use bugloop_domain::thread::{ReviewState, ThreadState, ThreadStatus};
 
@@ -42,8 +43,8 @@ pub(crate) fn findings_block(threads: &[&ThreadState]) -> String {
         .map(|t| {
             let id = t.finding_id.as_ref().map_or("", |f| f.as_str());
             let place = match (&t.file, t.line) {
-                (Some(f), Some(l)) => format!("{f}:{l}"),
-                (Some(f), None) => f.clone(),
+                (Some(f), Some(l)) => format!("{}:{l}", prompt_path(f)),
+                (Some(f), None) => prompt_path(f).into_owned(),
                 _ => "(no file)".to_owned(),
             };
             format!(

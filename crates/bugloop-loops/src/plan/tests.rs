@@ -462,6 +462,16 @@ fn kinds_follow_what_a_file_does() {
         ("keys/deploy.pub", Importance::Data),
         ("HISTORY.md", Importance::Docs),
         ("docs/notes.txt", Importance::Docs),
+        ("src/pkg.egg-info/entry_points.txt", Importance::Config),
+        (".claude/commands/deploy.md", Importance::Config),
+        ("pkg/.cursor/rules/x.md", Importance::Config),
+        ("GEMINI.md", Importance::Config),
+        ("CLAUDE.local.md", Importance::Config),
+        ("tests/test_api.txt", Importance::Tests),
+        ("cmd/testdata/script/run.txt", Importance::Tests),
+        ("tests/fixtures/config.yml", Importance::Tests),
+        ("tests/certs/ca.key", Importance::Data),
+        ("tests/certs/README.md", Importance::Docs),
     ];
     for (path, kind) in kinds {
         assert_eq!(importance(path), kind, "{path}");

@@ -347,7 +347,7 @@ async fn later_passes_alone_are_shown_what_they_judge_on_the_first_requests_pref
     let mut passes: Vec<u32> = report.passes.iter().map(|p| p.pass).collect();
     passes.sort_unstable();
     assert_eq!(passes, [1, 2, 3, 4], "every pass asked once");
-    let requests = provider.requests();
+    let requests = review_requests(&provider);
     assert_eq!(requests.len(), 4);
     let first = &requests[0].messages[0].content;
     for shown in ["sorted[index]", "Makefile", "fn case_7()", "Step 7: run"] {
@@ -371,11 +371,16 @@ async fn later_passes_alone_are_shown_what_they_judge_on_the_first_requests_pref
         (
             &impact,
             &["sorted[index]", "Makefile"][..],
-            &["fn case_7()", "Step 7: run"][..],
+            &["fn case_7()", "Step 7: run", "BEGIN PRIVATE KEY"][..],
         ),
         (
             &security,
-            &["sorted[index]", "Makefile", "fn case_7()"],
+            &[
+                "sorted[index]",
+                "Makefile",
+                "fn case_7()",
+                "BEGIN PRIVATE KEY",
+            ],
             &["Step 7: run"],
         ),
     ] {
@@ -397,11 +402,12 @@ async fn later_passes_alone_are_shown_what_they_judge_on_the_first_requests_pref
         assert!(!text.contains("# Pass 1 of 4"));
     }
     assert!(impact.contains("- docs/: GUIDE.md") && impact.contains("- tests/: stats_cases.rs"));
+    assert!(impact.contains("- deploy/: server.key"), "{impact}");
     assert!(security.contains("- docs/: GUIDE.md") && !security.contains("- tests/:"));
 }
 
-/// The feature branch with 120 tests, a guide of 120 steps (over 1,000 tokens each) and a
-/// Makefile.
+/// The feature branch with 120 tests, a guide of 120 steps (over 1,000 tokens each), a
+/// Makefile and a private key.
 fn tests_and_guide_change() -> Repo {
     let repo = Repo::with_feature();
     let test_body: String = (0..120)
@@ -415,7 +421,12 @@ fn tests_and_guide_change() -> Repo {
         .collect();
     repo.write("docs/GUIDE.md", &guide);
     repo.write("Makefile", "check:\n\tcargo test\n");
-    repo.commit("tests and a guide");
+    let key: String = (0..6)
+        .map(|n| format!("MIIEpAIBAAKCAQEA{n}x7Jq0vZ3c9KfR2mH8tLwQe5Yb1NsXo4Gd6Up8Vr2Ck\n"))
+        .collect();
+    let key = format!("-----BEGIN PRIVATE KEY-----\n{key}-----END PRIVATE KEY-----\n");
+    repo.write("deploy/server.key", &key);
+    repo.commit("tests, a guide and a key");
     repo
 }
 
@@ -473,7 +484,7 @@ async fn a_cache_at_breakpoints_keeps_the_copies() {
         support::review_branch(&repo, support::config(), provider.clone(), false).await;
     assert!(report.errors.is_empty(), "{:?}", report.errors);
     assert_eq!(report.passes.len(), 4);
-    let requests = provider.requests();
+    let requests = review_requests(&provider);
     let first = &requests[0].messages[0];
     let copies = requests.iter().filter(|r| r.messages.len() > 1).count();
     assert_eq!(copies, 2, "passes 2 and 3 in copies");
@@ -483,4 +494,37 @@ async fn a_cache_at_breakpoints_keeps_the_copies() {
             serde_json::to_string(first).unwrap()
         );
     }
+}
+
+/// While open findings are asked about, whether one is resolved may show in any file: passes 2
+/// and 3 are asked in copies of the conversation, shown the whole part.
+#[tokio::test]
+async fn open_findings_keep_the_copies() {
+    let repo = tests_and_guide_change();
+    let first = std::sync::Arc::new(one_pass_per_reply(&repo));
+    let (report, _) = support::review_branch(&repo, support::config(), first, false).await;
+    assert!(!report.findings.is_empty());
+    let again = std::sync::Arc::new(one_pass_per_reply(&repo));
+    let (report, _) = support::review_branch(&repo, support::config(), again.clone(), true).await;
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    let requests = review_requests(&again);
+    assert_eq!(requests.iter().filter(|r| r.messages.len() > 1).count(), 2);
+    assert!(
+        requests
+            .iter()
+            .filter(|r| r.messages.len() == 1)
+            .all(|r| r.messages[0].content.contains("# Pass 1 of 4")
+                || r.messages[0].content.contains("# Pass 4 of 4")),
+        "only the first request and the consolidation are conversations of their own"
+    );
+}
+
+/// The review's requests (those that may submit a pass), in the order they came: not the
+/// analyzers' triage.
+fn review_requests(provider: &ScriptedProvider) -> Vec<bugloop_llm::ChatRequest> {
+    provider
+        .requests()
+        .into_iter()
+        .filter(|r| r.tools.iter().any(|t| t.name == "submit_pass_results"))
+        .collect()
 }
