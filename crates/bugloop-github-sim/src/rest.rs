@@ -429,65 +429,44 @@ trait CommentKind: Clone {
     fn set_body(&mut self, body: String, now: u64);
 }
 
-impl CommentKind for IssueComment {
-    const REVIEW: bool = false;
-    const KIND: &'static str = "issues";
-    fn all(state: &State) -> &[Self] {
-        &state.issue_comments
-    }
-    fn all_mut(state: &mut State) -> &mut [Self] {
-        &mut state.issue_comments
-    }
-    fn json(state: &State, comment: &Self) -> Value {
-        issue_json(state, comment)
-    }
-    fn id(&self) -> u64 {
-        self.id
-    }
-    fn number(&self) -> u64 {
-        self.number
-    }
-    fn updated_at(&self) -> u64 {
-        self.updated_at
-    }
-    fn author(&self) -> &str {
-        &self.author
-    }
-    fn set_body(&mut self, body: String, now: u64) {
-        self.body = body;
-        self.updated_at = now;
-    }
+/// The two comment records keep the same fields: the impl differs only in the kind's
+/// constants, the list it lives in and how it is shown.
+macro_rules! comment_kind {
+    ($record:ty, review: $review:expr, kind: $kind:expr, list: $list:ident, json: $json:path) => {
+        impl CommentKind for $record {
+            const REVIEW: bool = $review;
+            const KIND: &'static str = $kind;
+            fn all(state: &State) -> &[Self] {
+                &state.$list
+            }
+            fn all_mut(state: &mut State) -> &mut [Self] {
+                &mut state.$list
+            }
+            fn json(state: &State, comment: &Self) -> Value {
+                $json(state, comment)
+            }
+            fn id(&self) -> u64 {
+                self.id
+            }
+            fn number(&self) -> u64 {
+                self.number
+            }
+            fn updated_at(&self) -> u64 {
+                self.updated_at
+            }
+            fn author(&self) -> &str {
+                &self.author
+            }
+            fn set_body(&mut self, body: String, now: u64) {
+                self.body = body;
+                self.updated_at = now;
+            }
+        }
+    };
 }
 
-impl CommentKind for ReviewComment {
-    const REVIEW: bool = true;
-    const KIND: &'static str = "pulls";
-    fn all(state: &State) -> &[Self] {
-        &state.review_comments
-    }
-    fn all_mut(state: &mut State) -> &mut [Self] {
-        &mut state.review_comments
-    }
-    fn json(state: &State, comment: &Self) -> Value {
-        review_json(state, comment)
-    }
-    fn id(&self) -> u64 {
-        self.id
-    }
-    fn number(&self) -> u64 {
-        self.number
-    }
-    fn updated_at(&self) -> u64 {
-        self.updated_at
-    }
-    fn author(&self) -> &str {
-        &self.author
-    }
-    fn set_body(&mut self, body: String, now: u64) {
-        self.body = body;
-        self.updated_at = now;
-    }
-}
+comment_kind!(IssueComment, review: false, kind: "issues", list: issue_comments, json: issue_json);
+comment_kind!(ReviewComment, review: true, kind: "pulls", list: review_comments, json: review_json);
 
 /// The repository's comments of one kind, `since` a time (GitHub compares the last update).
 fn comments_since<T: CommentKind>(state: &State, query: &str) -> Answer {
