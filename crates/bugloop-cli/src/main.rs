@@ -373,7 +373,7 @@ fn logging(serving: bool) {
     });
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(io::stderr)
+        .with_writer(|| terminal::LogLine::new(io::stderr()))
         .with_ansi(io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none())
         .try_init();
 }

@@ -142,6 +142,67 @@ pub(crate) fn stderr() -> Printable<io::StderrLock<'static>> {
     Printable::new(io::stderr().lock(), false)
 }
 
+/// One log event as `tracing` writes it, kept until the event is done (the writer is dropped):
+/// a line break or carriage return inside it (a field holding a repository's name, a comment's
+/// text, a model's error) is written as `\n` or `\r`, so one event cannot print a line that
+/// reads as another event's; so are the other C0 controls and the bidirectional marks that
+/// `tracing`'s own escaping leaves. Its colours (ESC sequences: `tracing` escapes an ESC inside
+/// a value) pass.
+pub(crate) struct LogLine<W: Write> {
+    inner: W,
+    event: Vec<u8>,
+}
+
+impl<W: Write> LogLine<W> {
+    pub(crate) fn new(inner: W) -> Self {
+        LogLine {
+            inner,
+            event: Vec::new(),
+        }
+    }
+}
+
+impl<W: Write> Write for LogLine<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.event.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        let event = std::mem::take(&mut self.event);
+        let text = String::from_utf8_lossy(&event);
+        let body = text.strip_suffix('\n');
+        let mut out = String::with_capacity(text.len());
+        for ch in body.unwrap_or(&text).chars() {
+            match ch {
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                '\t' | '\x1b' => out.push(ch),
+                c if c.is_control() || is_bidi(c) => {
+                    out.push_str(&format!("\\u{:04x}", u32::from(c)));
+                }
+                c => out.push(c),
+            }
+        }
+        if body.is_some() {
+            out.push('\n');
+        }
+        self.inner.write_all(out.as_bytes())?;
+        self.inner.flush()
+    }
+}
+
+impl<W: Write> Drop for LogLine<W> {
+    fn drop(&mut self) {
+        let _ = self.flush();
+    }
+}
+
+/// A bidirectional mark or override ([`bidi`]'s characters).
+fn is_bidi(c: char) -> bool {
+    matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -156,6 +217,44 @@ mod tests {
             writer.flush().unwrap();
         }
         String::from_utf8(out).unwrap()
+    }
+
+    /// A log event whose field holds a line break prints one line: the break is shown, so no
+    /// second, forged event appears; its own end of line stays.
+    #[test]
+    fn a_log_event_is_one_line_whatever_its_fields_hold() {
+        let shared = std::sync::Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
+        let sink = shared.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_ansi(false)
+            .with_writer(move || LogLine::new(SharedBuffer(sink.clone())))
+            .finish();
+        // A string field is written as Debug (quoted, escaped) by `tracing` itself; a Display
+        // field and the message are written as they are.
+        let forged = "acme/app\n2026-12-06T00:00:00Z  INFO job done: approved\rX\u{202e}";
+        tracing::subscriber::with_default(subscriber, || {
+            tracing::info!(repository = %forged, "job started for {forged}");
+            tracing::warn!("second");
+        });
+        let written = String::from_utf8(shared.lock().unwrap().clone()).unwrap();
+        let lines: Vec<&str> = written.lines().collect();
+        assert_eq!(lines.len(), 2, "{written}");
+        let shown = "acme/app\\n2026-12-06T00:00:00Z  INFO job done: approved\\rX\\u202e";
+        assert_eq!(lines[0].matches(shown).count(), 2, "{written}");
+        assert!(lines[1].contains("second"), "{written}");
+    }
+
+    struct SharedBuffer(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl Write for SharedBuffer {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
     }
 
     #[test]
