@@ -54,24 +54,7 @@ pub(super) async fn run(run: &mut Run<'_, '_>) -> Result<Flow, SolveError> {
             return stop_before_an_attempt(run, &bench, "budget", reason).await;
         }
         if result.model_unavailable {
-            let reason = match &result.status {
-                BuildStatus::AgentFailed { error } => {
-                    format!("the model could not be used during attempt {number}: {error}")
-                }
-                _ => format!("the model could not be used during attempt {number}"),
-            };
-            // An outage ends; a failure an issue's own text sets off again and again (a
-            // prompt the provider refuses at every try) would hold the issue forever.
-            if run.record.stops_in_a_row("model") + 1 >= MODEL_STOPS_TO_ESCALATE {
-                let _ = bench.discard();
-                return run
-                    .escalate(&format!(
-                        "{reason}; the model could not be used in {MODEL_STOPS_TO_ESCALATE} runs \
-                         in a row"
-                    ))
-                    .await;
-            }
-            return stop_before_an_attempt(run, &bench, "model", reason).await;
+            return model_stop(run, &bench, number, &result).await;
         }
         let outcome = match &result.status {
             BuildStatus::Committed { commit, files, .. } => {
@@ -110,6 +93,34 @@ pub(super) async fn run(run: &mut Run<'_, '_>) -> Result<Flow, SolveError> {
         keep_failed_attempt(run, &bench, number, &result, &outcome).await?;
         tree_after = Some(number);
     }
+}
+
+/// The run stops for a model that could not be used during attempt `number` (it is resumed
+/// later), and the issue is escalated at the third such stop in a row.
+async fn model_stop(
+    run: &mut Run<'_, '_>,
+    bench: &Workbench,
+    number: u64,
+    result: &BuildResult,
+) -> Result<Flow, SolveError> {
+    let reason = match &result.status {
+        BuildStatus::AgentFailed { error } => {
+            format!("the model could not be used during attempt {number}: {error}")
+        }
+        _ => format!("the model could not be used during attempt {number}"),
+    };
+    // An outage ends; a failure an issue's own text sets off again and again (a
+    // prompt the provider refuses at every try) would hold the issue forever.
+    if run.record.stops_in_a_row("model") + 1 >= MODEL_STOPS_TO_ESCALATE {
+        let _ = bench.discard();
+        return run
+            .escalate(&format!(
+                "{reason}; the model could not be used in {MODEL_STOPS_TO_ESCALATE} runs \
+                 in a row"
+            ))
+            .await;
+    }
+    stop_before_an_attempt(run, bench, "model", reason).await
 }
 
 /// Runs in a row that stop for a model that cannot be used before the issue is escalated.

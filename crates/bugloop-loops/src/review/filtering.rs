@@ -87,7 +87,7 @@ pub(super) fn ground_and_filter<'a>(
                 mut publish,
                 rediscovered,
                 overflow,
-                mut stages,
+                stages,
             },
     } = screen(
         request,
@@ -99,14 +99,7 @@ pub(super) fn ground_and_filter<'a>(
     );
     let existing = &existing;
     let rediscovered = same_as_early(rediscovered, early, &mut publish, &mut dropped);
-    // A finding published early is not updated by its repetition (the pipeline says it would be).
-    for stage in &mut stages {
-        stage
-            .changed
-            .retain(|c| !early.iter().any(|e| e.id == c.id));
-    }
-    let mut stage_reports: Vec<StageReport> = safety_stages;
-    stage_reports.extend(stages.into_iter().filter(|s| s.stage != Stage::PathSafety));
+    let stage_reports = stage_reports(safety_stages, stages, early);
     let stage_counts = record_stages(
         reported_count,
         &stage_reports,
@@ -139,6 +132,24 @@ pub(super) fn ground_and_filter<'a>(
         changes,
         proofs: Vec::new(),
     }
+}
+
+/// The stages' reports in order: the path safety checks' (made before grounding), then the
+/// filter's. A finding published early is not said to be updated by its repetition (the
+/// pipeline's stages would say so).
+fn stage_reports(
+    safety: Vec<StageReport>,
+    mut stages: Vec<StageReport>,
+    early: &[Finding],
+) -> Vec<StageReport> {
+    for stage in &mut stages {
+        stage
+            .changed
+            .retain(|c| !early.iter().any(|e| e.id == c.id));
+    }
+    let mut reports = safety;
+    reports.extend(stages.into_iter().filter(|s| s.stage != Stage::PathSafety));
+    reports
 }
 
 /// What a part's findings come to when the part ends (its share of [`ground_and_filter`]): the

@@ -16,6 +16,7 @@ use bugloop_config::{ProveConfig, Unreproduced};
 use bugloop_domain::Score;
 use bugloop_domain::finding::{Category, Finding};
 use bugloop_domain::proof::MAX_PROOF_TEST_BYTES;
+use bugloop_domain::safety::VerifyCommand;
 use bugloop_report::review::{FindingProof, ProofStatus};
 use bugloop_sandbox::ChangeKind;
 
@@ -356,12 +357,28 @@ async fn prove_one(
             .collect::<Vec<_>>()
             .join(" && "),
     );
+    let Some(output) = run_test(env, &bench, &commands, &mut result).await else {
+        return Ok(result);
+    };
+    confirm_failure(env, &bench, finding, &source, &output, &mut result).await?;
+    Ok(result)
+}
+
+/// Runs the proof's test in the task tree and judges its runner's output: the failing run's
+/// last lines when it failed in the test's own code, else `None` with `result` saying why
+/// there is nothing for the model to confirm.
+async fn run_test(
+    env: &LoopEnv<'_>,
+    bench: &Workbench,
+    commands: &[VerifyCommand],
+    result: &mut FindingProof,
+) -> Option<String> {
     let started = std::time::Instant::now();
     let runs = match run_commands(
         env.config(),
         bench.path(),
         Some(bench.git_mount()),
-        &commands,
+        commands,
     )
     .await
     {
@@ -369,7 +386,7 @@ async fn prove_one(
         Err(error) => {
             result.status = ProofStatus::NotTried;
             result.reason = format!("the test could not run: {error}");
-            return Ok(result);
+            return None;
         }
     };
     result.test_seconds = Some(started.elapsed().as_secs_f64());
@@ -380,7 +397,7 @@ async fn prove_one(
              its tests run, so this is no evidence that it is right",
             result.command.as_deref().unwrap_or_default()
         );
-        return Ok(result);
+        return None;
     };
     let output = crate::context::last_lines(&bench.relative(&failing.output), 30);
     result.output = Some(output.clone());
@@ -391,10 +408,9 @@ async fn prove_one(
             "the test failed before its own assertion ({why}): that proves nothing about the \
              finding"
         );
-        return Ok(result);
+        return None;
     }
-    confirm_failure(env, &bench, finding, &source, &output, &mut result).await?;
-    Ok(result)
+    Some(output)
 }
 
 /// What a runner prints when a test fails before its own code ran to its assertion: an import,

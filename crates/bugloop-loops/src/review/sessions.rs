@@ -121,28 +121,41 @@ pub(super) async fn run(
         None => Vec::new(),
     };
     reported.reserved = published.iter().map(|(_, id)| id.clone()).collect();
-    for (call, batch, session) in sessions {
-        let Some(session) = session else {
-            let reason = stopped.borrow().clone().unwrap_or_default();
-            reported.not_reviewed(batch, &format!("not reviewed: {reason}"));
-            continue;
-        };
-        if let Some(error) = &session.error {
-            reported.unanswered.get_or_insert_with(|| error.clone());
-            reported
-                .errors
-                .push(format!("part {call} of {total}: {error}"));
-            reported.not_reviewed(batch, &format!("the review of this part stopped: {error}"));
-        }
-        let mut collected = session.collected;
-        collected.findings.retain(|f| {
-            !published
-                .iter()
-                .any(|(part, id)| *part == call && *id == f.id)
-        });
-        reported.add(collected, (call, total));
-    }
+    let stopped = stopped.borrow().clone().unwrap_or_default();
+    reported.take(sessions, &stopped, &published);
     reported
+}
+
+impl Reported {
+    /// Takes the parts' sessions in part order: a part not started is listed as not reviewed
+    /// (the budget `stopped` it), a part that stopped is listed with its error, and a finding
+    /// `published` as its part ended is left out.
+    fn take(
+        &mut self,
+        sessions: Vec<(usize, &Batch, Option<Session>)>,
+        stopped: &str,
+        published: &[(usize, FindingId)],
+    ) {
+        let total = sessions.len();
+        for (call, batch, session) in sessions {
+            let Some(session) = session else {
+                self.not_reviewed(batch, &format!("not reviewed: {stopped}"));
+                continue;
+            };
+            if let Some(error) = &session.error {
+                self.unanswered.get_or_insert_with(|| error.clone());
+                self.errors.push(format!("part {call} of {total}: {error}"));
+                self.not_reviewed(batch, &format!("the review of this part stopped: {error}"));
+            }
+            let mut collected = session.collected;
+            collected.findings.retain(|f| {
+                !published
+                    .iter()
+                    .any(|(part, id)| *part == call && *id == f.id)
+            });
+            self.add(collected, (call, total));
+        }
+    }
 }
 
 impl Reported {
