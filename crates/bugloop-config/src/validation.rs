@@ -271,8 +271,14 @@ fn dedup_overlap(review: &ReviewConfig) -> Result<(), ConfigError> {
 /// (same line only), `gate.max_fix_rounds` and `solve.max_review_iterations` (no rounds),
 /// `converge.parallel_from_loop` (from the first loop), `budgets.max_cost_usd` (unpriced models
 /// only).
-pub(crate) fn minimums(config: &Config) -> [(&'static str, u64, u64); 25] {
-    let sandbox = &config.sandbox;
+pub(crate) fn minimums(config: &Config) -> Vec<(&'static str, u64, u64)> {
+    let mut minimums = model_and_review_minimums(config).to_vec();
+    minimums.extend(work_minimums(config));
+    minimums
+}
+
+/// [`minimums`] of the model, the budgets and the review.
+fn model_and_review_minimums(config: &Config) -> [(&'static str, u64, u64); 14] {
     [
         (
             "review.analyzer_timeout_seconds",
@@ -340,6 +346,13 @@ pub(crate) fn minimums(config: &Config) -> [(&'static str, u64, u64); 25] {
             to_u64(config.review.parallel_sessions),
             1,
         ),
+    ]
+}
+
+/// [`minimums`] of converge, solve and the sandbox.
+fn work_minimums(config: &Config) -> [(&'static str, u64, u64); 11] {
+    let sandbox = &config.sandbox;
+    [
         (
             "converge.max_loops",
             u64::from(config.converge.max_loops),

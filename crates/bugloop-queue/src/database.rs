@@ -246,26 +246,7 @@ async fn write_batch(pool: &AnyPool, backend: Backend, batch: Vec<EnqueueRequest
         // Something in the batch could not be written (rare): undo it, and write each delivery
         // in a transaction of its own, so one bad delivery fails alone.
         drop(tx);
-        for request in batch {
-            let result = async {
-                let mut tx = begin_write(pool, backend)
-                    .await
-                    .map_err(query_error("enqueue"))?;
-                let result = enqueue_in(
-                    &mut tx,
-                    backend,
-                    &request.delivery,
-                    &request.event,
-                    request.job,
-                    request.now,
-                )
-                .await?;
-                tx.commit().await.map_err(query_error("enqueue"))?;
-                Ok(result)
-            }
-            .await;
-            let _ = request.reply.send(result);
-        }
+        write_each_alone(pool, backend, batch).await;
         return;
     }
     let answers: Vec<_> = batch
@@ -285,6 +266,31 @@ async fn write_batch(pool: &AnyPool, backend: Backend, batch: Vec<EnqueueRequest
                 let _ = reply.send(Err(failed(&error)));
             }
         }
+    }
+}
+
+/// Writes each delivery of a batch in a transaction of its own, answering each with its own
+/// result: what is done when the batch could not be written at once.
+async fn write_each_alone(pool: &AnyPool, backend: Backend, batch: Vec<EnqueueRequest>) {
+    for request in batch {
+        let result = async {
+            let mut tx = begin_write(pool, backend)
+                .await
+                .map_err(query_error("enqueue"))?;
+            let result = enqueue_in(
+                &mut tx,
+                backend,
+                &request.delivery,
+                &request.event,
+                request.job,
+                request.now,
+            )
+            .await?;
+            tx.commit().await.map_err(query_error("enqueue"))?;
+            Ok(result)
+        }
+        .await;
+        let _ = request.reply.send(result);
     }
 }
 

@@ -425,6 +425,19 @@ fn copy_entry(
     if kind != SFlag::S_IFREG {
         return Ok(());
     }
+    copy_file(parent, name, target, budget, top)
+}
+
+/// A regular file of [`copy_entry`]'s: opened without following a link and judged on the
+/// opened handle (still a regular file, world-readable); its content within the budget, or an
+/// empty file when it is not readable (left out at the top of `/etc`).
+fn copy_file(
+    parent: &OwnedFd,
+    name: &OsStr,
+    target: &Path,
+    budget: &mut Budget,
+    top: bool,
+) -> std::io::Result<()> {
     let Ok(handle) = openat(parent.as_fd(), name, FILE, Mode::empty()) else {
         return Ok(());
     };

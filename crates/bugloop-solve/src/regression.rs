@@ -190,32 +190,9 @@ pub(super) async fn go_on(run: &mut Run<'_, '_>) -> Result<Flow, SolveError> {
             run.tracker.reopen(run.number()).await?;
             return run.escalate(&reason).await;
         }
-        None => match revert_commit(run, &step, &merged, None)? {
-            Ok(Revert::Commit(commit)) => {
-                run.tracker.publish_branch(&branch, &commit, None).await?;
-                commit
-            }
-            Ok(Revert::Empty) => {
-                let reason = format!(
-                    "reopened: the error came back after {merged} merged; its base no longer \
-                     holds that change, so there was nothing to revert"
-                );
-                return reopen(run, &reason, None).await;
-            }
-            Ok(Revert::Conflicts(paths)) => {
-                let paths: Vec<String> = paths.iter().map(|p| format!("`{p}`")).collect();
-                let reason = format!(
-                    "the error came back after {merged} merged, and reverting it conflicts with \
-                     later changes to {}; revert it by hand",
-                    paths.join(", ")
-                );
-                run.tracker.reopen(run.number()).await?;
-                return run.escalate(&reason).await;
-            }
-            Err(reason) => {
-                run.tracker.reopen(run.number()).await?;
-                return run.escalate(&reason).await;
-            }
+        None => match publish_revert(run, &step, &merged, &branch).await? {
+            Ok(commit) => commit,
+            Err(flow) => return Ok(flow),
         },
     };
     let tests = test_revert(run, &commit).await?;
@@ -245,6 +222,44 @@ pub(super) async fn go_on(run: &mut Run<'_, '_>) -> Result<Flow, SolveError> {
         request.number
     );
     reopen(run, &reason, Some((request.number, commit))).await
+}
+
+/// Makes the revert of the merged solution and publishes its branch: the revert's commit, or
+/// how the issue goes on when there is nothing to revert (reopened) or the revert conflicts or
+/// fails (escalated).
+async fn publish_revert(
+    run: &mut Run<'_, '_>,
+    step: &Regressed,
+    merged: &str,
+    branch: &str,
+) -> Result<Result<String, Flow>, SolveError> {
+    match revert_commit(run, step, merged, None)? {
+        Ok(Revert::Commit(commit)) => {
+            run.tracker.publish_branch(branch, &commit, None).await?;
+            Ok(Ok(commit))
+        }
+        Ok(Revert::Empty) => {
+            let reason = format!(
+                "reopened: the error came back after {merged} merged; its base no longer \
+                 holds that change, so there was nothing to revert"
+            );
+            Ok(Err(reopen(run, &reason, None).await?))
+        }
+        Ok(Revert::Conflicts(paths)) => {
+            let paths: Vec<String> = paths.iter().map(|p| format!("`{p}`")).collect();
+            let reason = format!(
+                "the error came back after {merged} merged, and reverting it conflicts with \
+                 later changes to {}; revert it by hand",
+                paths.join(", ")
+            );
+            run.tracker.reopen(run.number()).await?;
+            Ok(Err(run.escalate(&reason).await?))
+        }
+        Err(reason) => {
+            run.tracker.reopen(run.number()).await?;
+            Ok(Err(run.escalate(&reason).await?))
+        }
+    }
 }
 
 /// Whether `commit` (a revert branch a run before this one published, or someone else) is one

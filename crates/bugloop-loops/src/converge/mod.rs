@@ -90,22 +90,7 @@ pub async fn converge(
     let head_now = pinned.unwrap_or_else(|| git.head().unwrap_or_default());
     let history = record::history(&env.forge.comments(change).await?, &head_now);
     if history.clean_on_head {
-        return Ok(ConvergeReport {
-            exit: Exit::Converged,
-            detail: "The last loop was clean on this HEAD: nothing to do.".to_owned(),
-            loops: 0,
-            start_commit: head_now.clone(),
-            final_commit: head_now,
-            files_changed: 0,
-            additions: 0,
-            deletions: 0,
-            log: Vec::new(),
-            landing: None,
-            earlier_dirty_loops: 0,
-            quarantined: Vec::new(),
-            description: None,
-            description_error: None,
-        });
+        return Ok(clean_already(head_now));
     }
 
     let bench = Workbench::open(git, "converge", &env.work)?;
@@ -148,6 +133,26 @@ pub async fn converge(
         }
     }
     Ok(report)
+}
+
+/// The report when the last loop was clean on this head: nothing to do, nothing run.
+fn clean_already(head: String) -> ConvergeReport {
+    ConvergeReport {
+        exit: Exit::Converged,
+        detail: "The last loop was clean on this HEAD: nothing to do.".to_owned(),
+        loops: 0,
+        start_commit: head.clone(),
+        final_commit: head,
+        files_changed: 0,
+        additions: 0,
+        deletions: 0,
+        log: Vec::new(),
+        landing: None,
+        earlier_dirty_loops: 0,
+        quarantined: Vec::new(),
+        description: None,
+        description_error: None,
+    }
 }
 
 /// Adds a line to the loop log and reports it as progress.

@@ -169,42 +169,7 @@ impl Run<'_, '_> {
         }
         let before = self.bench.head()?;
         let ids: Vec<String> = findings.iter().map(|f| f.id.as_str().to_owned()).collect();
-        let prompt = fill(
-            FIX_PROMPT,
-            &[("findings", &findings_prompt(findings)), ("comment", "")],
-        );
-        let result = build(
-            self.env,
-            &self.bench,
-            BuildTask {
-                name: "converge-fix".to_owned(),
-                prompt,
-                commit_message: format!(
-                    "fix{}: bugloop converge loop {} - resolve {}",
-                    self.env.work.commit_scope(),
-                    self.loops,
-                    ids.join(", ")
-                ),
-                keep_failed: false,
-                proofs: self
-                    .proven
-                    .iter()
-                    .filter(|p| ids.contains(&p.finding))
-                    .cloned()
-                    .collect(),
-                tool_fixes: findings
-                    .iter()
-                    .filter_map(|f| {
-                        crate::build::ToolFix::of(
-                            f.id.as_str(),
-                            f.source.as_ref()?,
-                            (f.file.as_deref(), f.line),
-                        )
-                    })
-                    .collect(),
-            },
-        )
-        .await;
+        let result = build(self.env, &self.bench, self.fix_task(findings, &ids)).await;
         let text = match &result.status {
             BuildStatus::Committed { commit, files, .. } => {
                 // The findings' files, and their proofs' tests when committed with the fix.
@@ -245,6 +210,42 @@ impl Run<'_, '_> {
         };
         self.note(LoopKind::Fix, text);
         Ok(Ok(before))
+    }
+
+    /// The Build run on the audit's `findings` (their `ids`): the fix prompt, the loop's commit
+    /// message, the proofs of those findings and the tools' own fixes for theirs.
+    fn fix_task(&self, findings: &[Finding], ids: &[String]) -> BuildTask {
+        let prompt = fill(
+            FIX_PROMPT,
+            &[("findings", &findings_prompt(findings)), ("comment", "")],
+        );
+        BuildTask {
+            name: "converge-fix".to_owned(),
+            prompt,
+            commit_message: format!(
+                "fix{}: bugloop converge loop {} - resolve {}",
+                self.env.work.commit_scope(),
+                self.loops,
+                ids.join(", ")
+            ),
+            keep_failed: false,
+            proofs: self
+                .proven
+                .iter()
+                .filter(|p| ids.contains(&p.finding))
+                .cloned()
+                .collect(),
+            tool_fixes: findings
+                .iter()
+                .filter_map(|f| {
+                    crate::build::ToolFix::of(
+                        f.id.as_str(),
+                        f.source.as_ref()?,
+                        (f.file.as_deref(), f.line),
+                    )
+                })
+                .collect(),
+        }
     }
 
     /// The fix left HEAD where it was: what the last audit found is still open.
