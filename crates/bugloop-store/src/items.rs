@@ -9,7 +9,7 @@ use serde::Serialize;
 use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
 
-use crate::{Store, StoreError, query_error};
+use crate::{Store, StoreError, WRITE, query_error};
 
 /// What an item is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -114,7 +114,7 @@ impl Store {
     pub async fn file_issue(&self, new: NewIssue) -> Result<Item, StoreError> {
         let mut tx = self
             .pool
-            .begin()
+            .begin_with(WRITE)
             .await
             .map_err(query_error("file an issue"))?;
         let number = insert_issue(&mut tx, &new, None).await?;
@@ -128,7 +128,7 @@ impl Store {
     pub async fn report(&self, fingerprint: &str, new: NewIssue) -> Result<Reported, StoreError> {
         let mut tx = self
             .pool
-            .begin()
+            .begin_with(WRITE)
             .await
             .map_err(query_error("record a report"))?;
         // A write first, so the transaction holds the write lock before it reads.
@@ -179,7 +179,7 @@ impl Store {
         }
         let mut tx = self
             .pool
-            .begin()
+            .begin_with(WRITE)
             .await
             .map_err(query_error("open a change request"))?;
         let now = Timestamp::now().to_string();
@@ -276,7 +276,11 @@ impl Store {
     /// Adds labels (those it has stay).
     pub async fn add_item_labels(&self, number: i64, labels: &[String]) -> Result<(), StoreError> {
         self.item(number).await?;
-        let mut tx = self.pool.begin().await.map_err(query_error("label"))?;
+        let mut tx = self
+            .pool
+            .begin_with(WRITE)
+            .await
+            .map_err(query_error("label"))?;
         add_labels(&mut tx, number, labels).await?;
         touch(&mut tx, number).await?;
         tx.commit().await.map_err(query_error("label"))
@@ -340,7 +344,11 @@ impl Store {
         assigned: bool,
     ) -> Result<(), StoreError> {
         self.item(number).await?;
-        let mut tx = self.pool.begin().await.map_err(query_error("assign"))?;
+        let mut tx = self
+            .pool
+            .begin_with(WRITE)
+            .await
+            .map_err(query_error("assign"))?;
         let query = if assigned {
             "INSERT INTO item_assignees (item, login) VALUES (?, ?) ON CONFLICT DO NOTHING"
         } else {

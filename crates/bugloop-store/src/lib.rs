@@ -158,6 +158,12 @@ pub struct Store {
     path: PathBuf,
 }
 
+/// How a transaction that writes begins: with the write lock taken at once. A deferred one that
+/// read first cannot take it once another process wrote meanwhile: SQLite answers busy at once
+/// then, without waiting out the busy timeout, and a command run beside another (two
+/// terminals, an editor's hook) would fail and lose what it was to store.
+pub(crate) const WRITE: &str = "BEGIN IMMEDIATE";
+
 impl Store {
     /// Opens (or creates) the store at `path`, applies migrations and checks its integrity.
     pub async fn open(path: &Path) -> Result<Store, StoreError> {
@@ -284,7 +290,7 @@ impl Store {
             // under it, so each migration runs exactly once.
             let mut tx = self
                 .pool
-                .begin_with("BEGIN IMMEDIATE")
+                .begin_with(WRITE)
                 .await
                 .map_err(query_error("migrate"))?;
             let now: i64 = sqlx::query_scalar("PRAGMA user_version")
@@ -418,7 +424,7 @@ impl Store {
         let now = Timestamp::now().to_string();
         let mut tx = self
             .pool
-            .begin()
+            .begin_with(WRITE)
             .await
             .map_err(query_error("add comment"))?;
         let (kind, thread, anchor) = match new.in_reply_to {

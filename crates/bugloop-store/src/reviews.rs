@@ -7,7 +7,7 @@ use jiff::Timestamp;
 use serde::Serialize;
 use sqlx::Row;
 
-use crate::{Store, StoreError, query_error};
+use crate::{Store, StoreError, WRITE, query_error};
 
 /// A reviewer's decision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -108,7 +108,7 @@ impl Store {
         let at = Timestamp::now();
         let mut tx = self
             .pool
-            .begin()
+            .begin_with(WRITE)
             .await
             .map_err(query_error("add a review"))?;
         let id: i64 = sqlx::query_scalar(

@@ -7,7 +7,7 @@ use jiff::Timestamp;
 use serde::Serialize;
 use sqlx::Row;
 
-use crate::{Store, StoreError, query_error};
+use crate::{Store, StoreError, WRITE, query_error};
 
 /// One recorded transition.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -66,7 +66,7 @@ impl Store {
         self.item(issue).await?;
         let mut tx = self
             .pool
-            .begin()
+            .begin_with(WRITE)
             .await
             .map_err(query_error("record a transition"))?;
         // A write first, so the transaction holds the write lock before it reads.

@@ -187,3 +187,41 @@ async fn who_wrote_a_comment_is_recorded_not_inferred_and_older_rows_say_unknown
     assert_eq!(checks.len(), 1);
     assert_eq!(checks[0].state, CheckState::Passed);
 }
+
+/// Commands run at the same time (two terminals, an editor's hook), each with its own store on
+/// the same file: every one's comment is stored. A write that began deferred and read first
+/// was answered busy at once when another had written meanwhile, and its comment was lost.
+#[tokio::test]
+async fn writers_at_once_each_store_their_comment() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.db");
+    let root = Store::open(&path)
+        .await
+        .unwrap()
+        .add("change", new("bugloop", "a finding"))
+        .await
+        .unwrap()
+        .id;
+    let mut stores = Vec::new();
+    for _ in 0..8 {
+        stores.push(Store::open(&path).await.unwrap());
+    }
+    let writes = stores.iter().enumerate().map(|(n, store)| async move {
+        for round in 0..5 {
+            // A reply reads its parent's thread before it writes.
+            let reply = NewComment {
+                in_reply_to: Some(root),
+                ..new("dev", &format!("reply {n}.{round}"))
+            };
+            store.add("change", reply).await.unwrap();
+        }
+    });
+    futures_util::future::join_all(writes).await;
+    let stored = Store::open(&path)
+        .await
+        .unwrap()
+        .comments("change")
+        .await
+        .unwrap();
+    assert_eq!(stored.len(), 41);
+}
