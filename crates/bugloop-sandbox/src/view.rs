@@ -46,13 +46,48 @@ fn holds_a_secret(path: &Path) -> bool {
     })
 }
 
+/// A name that says it holds a secret, whatever its case: the listed ones, any name with
+/// `credential` or `secret` in it (gcloud's `credentials.db` and
+/// `application_default_credentials.json`, `client_secret.json`), tokens, keys and key stores,
+/// and SSH private keys by their usual names (`id_*`, `*_ed25519`, `*_rsa`, ...).
 fn is_credential_name(name: &str) -> bool {
-    CREDENTIAL_NAMES.contains(&name)
-        || name.ends_with(".pem")
-        || name.ends_with(".key")
-        || name.ends_with(".token")
+    let name = name.to_ascii_lowercase();
+    CREDENTIAL_NAMES.contains(&name.as_str())
+        || name.contains("credential")
+        || name.contains("secret")
+        || name == "token"
+        || name.ends_with("_token")
         || name.starts_with("id_")
+        || [
+            ".pem",
+            ".key",
+            ".token",
+            ".p12",
+            ".pfx",
+            ".jks",
+            ".keystore",
+            ".ppk",
+            ".kdbx",
+            "_ed25519",
+            "_ecdsa",
+            "_rsa",
+            "_dsa",
+        ]
+        .iter()
+        .any(|ending| name.ends_with(ending))
 }
+
+/// Inside an `.ssh` directory shown on purpose, only what names other hosts is shown: host keys
+/// and public keys; a private key is not named by any rule.
+fn hidden_in_ssh(dir: &Path, name: &str) -> bool {
+    dir.file_name().is_some_and(|d| d == ".ssh")
+        && !(name.starts_with("known_hosts") || name == "config" || name.ends_with(".pub"))
+}
+
+/// How deep a shown home directory is walked for credentials, and how many entries at most:
+/// a directory the walk does not reach is hidden whole, so nothing deeper goes unchecked.
+const HOME_DEPTH: usize = 16;
+const HOME_ENTRIES: usize = 200_000;
 
 /// What is shown of one tree: the entries to bind and, inside them, what to hide again.
 #[derive(Debug, Default, Clone)]
@@ -68,10 +103,18 @@ struct Filtered {
 /// not world-readable (root inside a user namespace still owns root's files) and, where
 /// `credentials` is set, files named like credentials.
 fn collect_masks(dir: &Path, depth: usize, credentials: bool, into: &mut Filtered) {
+    let mut left = usize::MAX;
+    walk_masks(dir, depth, credentials, &mut left, into);
+}
+
+/// [`collect_masks`] with `left` entries to go; for credentials, a directory past the depth or
+/// the entries is hidden whole.
+fn walk_masks(dir: &Path, depth: usize, credentials: bool, left: &mut usize, into: &mut Filtered) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
     for entry in entries.flatten() {
+        *left = left.saturating_sub(1);
         let path = entry.path();
         let Ok(metadata) = std::fs::symlink_metadata(&path) else {
             continue;
@@ -80,8 +123,10 @@ fn collect_masks(dir: &Path, depth: usize, credentials: bool, into: &mut Filtere
             continue;
         }
         let name = entry.file_name().to_string_lossy().into_owned();
+        let unreached = credentials && metadata.is_dir() && (depth <= 1 || *left == 0);
         let hide = !world_readable(&metadata)
-            || (credentials && is_credential_name(&name))
+            || unreached
+            || (credentials && (is_credential_name(&name) || hidden_in_ssh(dir, &name)))
             || (credentials
                 && metadata.is_file()
                 && MAYBE_SECRET_CONFIG.contains(&name.as_str())
@@ -93,7 +138,7 @@ fn collect_masks(dir: &Path, depth: usize, credentials: bool, into: &mut Filtere
                 into.masked_files.push(path);
             }
         } else if metadata.is_dir() && depth > 1 {
-            collect_masks(&path, depth - 1, credentials, into);
+            walk_masks(&path, depth - 1, credentials, left, into);
         }
     }
 }
@@ -151,7 +196,8 @@ fn home_view(dir: &Path) -> Filtered {
         .or_insert_with(|| {
             let mut view = Filtered::default();
             view.shown.push((dir.to_path_buf(), None));
-            collect_masks(dir, 5, true, &mut view);
+            let mut left = HOME_ENTRIES;
+            walk_masks(dir, HOME_DEPTH, true, &mut left, &mut view);
             view
         })
         .clone()

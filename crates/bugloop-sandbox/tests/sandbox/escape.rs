@@ -334,17 +334,34 @@ async fn escape_through_home_directories() {
     std::fs::create_dir_all(home.path().join(".ssh")).unwrap();
     std::fs::write(home.path().join(".ssh/id_ed25519"), "SECRET KEY").unwrap();
     std::fs::write(home.path().join(".netrc"), "password SECRET").unwrap();
+    // Named otherwise than the usual files, or deeper than a toolchain's tree goes.
+    std::fs::write(home.path().join(".ssh/deploy_ed25519"), "SECRET KEY").unwrap();
+    std::fs::write(home.path().join(".ssh/known_hosts"), "a host key").unwrap();
+    let gcloud = home.path().join(".config/gcloud");
+    std::fs::create_dir_all(&gcloud).unwrap();
+    std::fs::write(gcloud.join("credentials.db"), "SECRET").unwrap();
+    std::fs::write(
+        gcloud.join("application_default_credentials.json"),
+        "SECRET",
+    )
+    .unwrap();
+    let deep = home
+        .path()
+        .join(".config/a/b/c/d/e/f/g/h/i/j/k/l/m/n/o/p/q");
+    std::fs::create_dir_all(&deep).unwrap();
+    std::fs::write(deep.join("notes"), "SECRET deep down").unwrap();
     let mut settings = settings(dir.path(), Policy::WorkspaceWrite);
     settings.home_dir = Some(home.path().to_path_buf());
-    settings.visible_home_dirs = vec![".cargo".into(), ".ssh".into()];
+    settings.visible_home_dirs = vec![".cargo".into(), ".ssh".into(), ".config".into()];
     let out = run(
         &settings,
-        &bash("cat \"$HOME/.cargo/bin/tool\"; echo; cat \"$HOME/.cargo/credentials.toml\" \"$HOME/.ssh/id_ed25519\" \"$HOME/.netrc\" 2>&1; echo end"),
+        &bash("cat \"$HOME/.cargo/bin/tool\" \"$HOME/.ssh/known_hosts\"; echo; cat \"$HOME/.cargo/credentials.toml\" \"$HOME/.ssh/id_ed25519\" \"$HOME/.netrc\" \"$HOME/.ssh/deploy_ed25519\" \"$HOME\"/.config/gcloud/* \"$HOME\"/.config/a/b/c/d/e/f/g/h/i/j/k/l/m/n/o/p/q/notes 2>&1; echo end"),
     )
     .await
     .unwrap();
     let stdout = out.stdout_text();
     assert!(stdout.contains("a toolchain file"), "{stdout}");
+    assert!(stdout.contains("a host key"), "{stdout}");
     assert!(stdout.contains("end"), "{stdout}");
     assert!(!stdout.contains("SECRET"), "{stdout}");
 }
