@@ -117,6 +117,11 @@ fn environment(settings: &SandboxSettings, spec: &CommandSpec) -> Vec<(String, S
         }
     }
     env.push(("TMPDIR".into(), "/tmp".into()));
+    // Caches go to the private /tmp: the home directory is read-only, and tools that cache by
+    // default (go's build cache, pip) fail rather than run without one.
+    if !env.iter().any(|(name, _)| name == "XDG_CACHE_HOME") {
+        env.push(("XDG_CACHE_HOME".into(), "/tmp/.cache".into()));
+    }
     env.push(("TERM".into(), "dumb".into()));
     env.push(("NO_COLOR".into(), "1".into()));
     for (name, value) in &spec.env {

@@ -141,13 +141,37 @@ async fn environment_is_an_allowlist() {
     for name in &names {
         assert!(
             [
-                "PATH", "LANG", "LC_ALL", "HOME", "TMPDIR", "TERM", "NO_COLOR", "TASK_VAR", "PWD",
-                "SHLVL", "_"
+                "PATH",
+                "LANG",
+                "LC_ALL",
+                "HOME",
+                "TMPDIR",
+                "XDG_CACHE_HOME",
+                "TERM",
+                "NO_COLOR",
+                "TASK_VAR",
+                "PWD",
+                "SHLVL",
+                "_"
             ]
             .contains(name),
             "unexpected {name}"
         );
     }
+}
+
+/// A tool that caches by default (go's build cache under `$XDG_CACHE_HOME`, else
+/// `$HOME/.cache`) finds a writable place: the home directory is read-only.
+#[tokio::test]
+async fn caches_go_to_the_private_tmp() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(
+        &settings(dir.path(), Policy::WorkspaceWrite),
+        &bash("mkdir -p \"$XDG_CACHE_HOME/go-build\" && echo cached in \"$XDG_CACHE_HOME\""),
+    )
+    .await
+    .unwrap();
+    assert_eq!(out.stdout_text().trim(), "cached in /tmp/.cache");
 }
 
 #[tokio::test]
