@@ -39,7 +39,8 @@ struct Cli {
     directory: Option<PathBuf>,
     /// Your own configuration file, applied over the repository's (default:
     /// $XDG_CONFIG_HOME/bugloop/config.yml, i.e. ~/.config/bugloop/config.yml, if it exists).
-    #[arg(long, global = true, env = "BUGLOOP_CONFIG", value_name = "FILE")]
+    /// Empty (`BUGLOOP_CONFIG=`) is the same as not set.
+    #[arg(long, global = true, env = "BUGLOOP_CONFIG", value_name = "FILE", value_parser = any_path)]
     config: Option<PathBuf>,
     /// Accept this branch's own .bugloop/config.yml in full for this run, including commands,
     /// sandbox, model, budget and identity settings (by default those come only from the base
@@ -354,6 +355,12 @@ fn usable_temporary_directory() -> Result<()> {
     }
 }
 
+/// A path as given, an empty one too: clap's own refuses an empty value, and an exported
+/// `BUGLOOP_CONFIG=` then broke every command with an error about an option never typed.
+fn any_path(value: &str) -> Result<PathBuf, std::convert::Infallible> {
+    Ok(PathBuf::from(value))
+}
+
 /// Logs to standard error: the server's at `info` by default, other commands' only when
 /// `BUGLOOP_LOG` asks (a `tracing` filter: `debug`, `bugloop_app=debug,warn`), so their output
 /// stays what it was.
@@ -480,7 +487,10 @@ fn run(cli: Cli, out: &mut impl Write) -> Result<Verdict> {
     let here = Here {
         cwd,
         choice: ConfigChoice {
-            file: cli.config.clone(),
+            file: cli
+                .config
+                .clone()
+                .filter(|file| !file.as_os_str().is_empty()),
             trust_branch: cli.trust_branch_config,
             operator: None,
         },
