@@ -64,6 +64,28 @@ async fn fix_all_pushes_one_verified_commit_with_the_bases_commands_and_resolves
     assert!(report.resolved.contains(&id), "{report:?}");
 }
 
+/// A writer asks for a fix when no finding is open (one landed just before, or two people
+/// asked at once): the comment is answered, nothing is pushed, and the job is done, not failed.
+#[tokio::test]
+async fn fix_all_with_nothing_open_is_answered_and_done() {
+    let world = World::new().await;
+    world.review(&[]).await;
+    let said = "@bugloop fix all";
+    let comment = world.sim.comment_as(7, "alice", said);
+    let model = answers(world.scripts.path(), &[]);
+    let outcome = world
+        .commented(world.comment_trigger(comment, "alice", said, None), model)
+        .await;
+    assert!(
+        matches!(outcome.verdict, bugloop_app::Verdict::Done),
+        "{:?}",
+        outcome.verdict
+    );
+    assert_eq!(world.origin_head(), world.head);
+    let last = world.sim.issue_comments(7).last().unwrap().clone();
+    assert!(last.body.contains("nothing to fix"), "{}", last.body);
+}
+
 #[tokio::test]
 async fn a_reader_asking_for_a_fix_gets_an_answer_and_no_commit() {
     let world = World::new().await;

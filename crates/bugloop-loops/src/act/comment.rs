@@ -32,6 +32,13 @@ pub async fn on_comment(
     // Asked to have files changed by someone who may not: answered instead.
     let refused = matches!(intent, Intent::Fix(_) | Intent::Do) && !allowed;
     let mut report = match (&intent, allowed) {
+        // Asked to fix when nothing is open (a fix landed just before, two people asked at
+        // once): an answer, not a failure.
+        (Intent::Fix(ids), true) if ids.is_empty() => {
+            let report = nothing_open(by);
+            tell_outcome(env, change, comment, &report).await?;
+            report
+        }
         (Intent::Fix(ids), true) => {
             let report = fix(env, change, &Targets::Ids(ids.clone()), Some(&comment.body)).await?;
             // A request in a finding's thread is answered there by the fix itself; one in the
@@ -201,6 +208,19 @@ async fn answer(
         resolved: Vec::new(),
         message: "answered".to_owned(),
     })
+}
+
+/// What a request to fix comes to when no finding of the change is open.
+fn nothing_open(by: ChosenBy) -> ActReport {
+    ActReport {
+        action: Intent::Fix(Vec::new()),
+        chosen_by: by,
+        build: None,
+        landing: None,
+        answer: None,
+        resolved: Vec::new(),
+        message: "nothing to fix: no finding of this change is open".to_owned(),
+    }
 }
 
 /// Answers the comment with what its request came to.
