@@ -5,7 +5,8 @@
 use std::path::{Path, PathBuf};
 
 use bugloop_config::{
-    BaseScope, BranchConfig, CONFIG_PATH, Loaded, LocalFiles, RepositoryPrompts, SourceText,
+    BaseScope, BranchConfig, BranchFile, CONFIG_PATH, Loaded, LocalFiles, RepositoryPrompts,
+    SourceText,
 };
 use bugloop_git::Git;
 
@@ -108,14 +109,22 @@ fn root_and_base(cwd: &Path) -> (PathBuf, Base) {
 }
 
 /// The configuration for a pull request: the base commit's file and the user's, never the
-/// head's (a pull request chooses no setting; what it changes is listed to be reported).
+/// head's (a pull request chooses no setting; what it changes is listed to be reported). The
+/// head's file is read from the pinned `head_sha`, not the working tree, which a runner may
+/// have checked out at the base; an issue (no head) has no branch file.
 pub(crate) fn load_for_pull_request(
     git: &Git,
     base_sha: &str,
+    head_sha: Option<&str>,
     choice: &ConfigChoice,
 ) -> Result<Configuration, AppError> {
     let base = Base::at(git, bugloop_git::short(base_sha), base_sha);
-    load(git.root().to_path_buf(), base, choice, BranchConfig::Ignore)
+    let branch_file = BranchFile::Commit(head_sha.and_then(|head| {
+        let bytes = git.show(head, CONFIG_PATH)?;
+        Some((format!("{}:{CONFIG_PATH}", bugloop_git::short(head)), bytes))
+    }));
+    let root = git.root().to_path_buf();
+    load_with(root, base, choice, (BranchConfig::Ignore, branch_file))
 }
 
 fn load(
@@ -124,11 +133,23 @@ fn load(
     choice: &ConfigChoice,
     branch_config: BranchConfig,
 ) -> Result<Configuration, AppError> {
+    let branch = (branch_config, BranchFile::WorkingTree);
+    load_with(repo_root, base, choice, branch)
+}
+
+/// [`load`] with the branch's file read from where `branch_file` says.
+fn load_with(
+    repo_root: PathBuf,
+    base: Base,
+    choice: &ConfigChoice,
+    (branch_config, branch_file): (BranchConfig, BranchFile),
+) -> Result<Configuration, AppError> {
     let files = LocalFiles {
         repo_root,
         user_file: choice.file.clone(),
         base: base.config,
         branch_config,
+        branch_file,
         operator: choice
             .operator
             .as_ref()

