@@ -433,6 +433,18 @@ fn legacy_reply_status(
     }
 }
 
+/// Where a finding is: the place bugloop's own state block names (a review that saw the code
+/// move, or found the finding again lower down, rewrote it there), else the comment's anchor,
+/// which stays where the comment was first made.
+fn place(root: &Comment, block: Option<&RmcocBlock>) -> (Option<String>, Option<u32>) {
+    let file = block.and_then(|b| b.extra.get("file")?.as_str().map(str::to_owned));
+    let line = block.and_then(|b| u32::try_from(b.extra.get("line")?.as_u64()?).ok());
+    match (file, line) {
+        (Some(file), Some(line)) => (Some(file), Some(line)),
+        _ => (root.path.clone(), root.line),
+    }
+}
+
 /// The finding thread a bot comment opened, its status followed through the replies; `None` where
 /// the comment is not a finding.
 fn build_thread(
@@ -477,13 +489,14 @@ fn build_thread(
     let title = title_of(&parsed.human)
         .or_else(|| assessment.as_ref().map(|a| a.finding.clone()))
         .unwrap_or_default();
+    let (file, line) = place(root, assessment.as_ref());
     Some(ThreadState {
         id: root.id.clone(),
         kind: root.kind,
         forge_thread_id: root.thread_id.clone(),
         finding_id,
-        file: root.path.clone(),
-        line: root.line,
+        file,
+        line,
         status: progress.status,
         status_at: progress.status_at,
         score: assessment.as_ref().map(|a| a.score),
@@ -692,6 +705,46 @@ mod tests {
             "no finding \"nope\" here; `bugloop findings` lists them"
         );
         assert!(find_thread(&threads, "").is_err());
+    }
+
+    /// A finding whose code moved (a review rewrote its state block at the new place) is where
+    /// the block says, not where its comment was first anchored; a block without a place
+    /// leaves the anchor.
+    #[test]
+    fn a_finding_is_where_its_state_block_says() {
+        let markers = MarkerSyntax::default();
+        let root = |block: &RmcocBlock| Comment {
+            id: "review-1".to_owned(),
+            author: "bugloop".to_owned(),
+            body: crate::rmcoc::build_comment(
+                &format!(
+                    "### A bug\n\n{}",
+                    markers.build(&FindingId::new("a-bug"), false)
+                ),
+                block,
+            ),
+            created_at: Timestamp::UNIX_EPOCH,
+            kind: CommentKind::Review,
+            in_reply_to: None,
+            thread_id: None,
+            path: Some("stats.py".to_owned()),
+            line: Some(6),
+            thread_resolved: false,
+            by_bugloop: true,
+        };
+        let mut block = RmcocBlock::new("A bug", "It breaks.", Score::saturating(8));
+        let state = reconstruct(&[root(&block)], &markers);
+        assert_eq!(state.threads[0].line, Some(6));
+        block
+            .extra
+            .insert("file".into(), serde_json::json!("stats.py"));
+        block.extra.insert("line".into(), serde_json::json!(8));
+        let state = reconstruct(&[root(&block)], &markers);
+        let thread = &state.threads[0];
+        assert_eq!(
+            (thread.file.as_deref(), thread.line),
+            (Some("stats.py"), Some(8))
+        );
     }
 
     /// Forges give whole seconds: comments of the same second are ordered by their ids' numbers,
