@@ -160,6 +160,11 @@ impl App {
 
     /// Stores a developer's reply in a finding's thread and, with `now`, weighs it.
     pub async fn reply(&self, job: ReplyJob) -> Result<Outcome<ReplyOutcome>, AppError> {
+        if job.text.trim().is_empty() {
+            return Err(AppError::Invalid(
+                "the reply is empty: say what you think of the finding".to_owned(),
+            ));
+        }
         let change = self.conversation_key();
         let root = self.thread_root(&change, &job.finding).await?;
         // Connect before storing: a model that cannot be used fails with nothing stored.

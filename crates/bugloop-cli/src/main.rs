@@ -331,6 +331,8 @@ fn main() -> ExitCode {
     let mut stdout = terminal::Printable::new(io::stdout().lock(), color);
     match usable_temporary_directory().and_then(|()| run(cli, &mut stdout)) {
         Ok(verdict) => exit_code(&verdict),
+        // The reader went away (`bugloop runs show … | head`): nothing is wrong, nothing to say.
+        Err(error) if reader_gone(&error) => ExitCode::SUCCESS,
         Err(error) => {
             let _ = stdout.flush();
             let mut stderr = terminal::stderr();
@@ -341,6 +343,15 @@ fn main() -> ExitCode {
             error_exit_code(&error)
         }
     }
+}
+
+/// Whether `error` is standard output's reader having closed the pipe.
+fn reader_gone(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        cause
+            .downcast_ref::<io::Error>()
+            .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
+    })
 }
 
 /// A `TMPDIR` that is not a directory fails every temporary file and sandbox stage later, with

@@ -26,6 +26,22 @@ mod serve_cluster;
 mod solve;
 mod workflows;
 
+/// Output read by a reader that goes away (`bugloop config schema | head -1`): no error, and
+/// success. The reader is gone before bugloop writes (a pipe whose read end is closed).
+#[test]
+fn a_reader_that_goes_away_is_no_error() {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let output = Command::new(env!("CARGO_BIN_EXE_bugloop"))
+        .args(["config", "schema"])
+        .stdout(writer)
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&output.stderr), "");
+    assert!(output.status.success(), "{:?}", output.status);
+}
+
 #[test]
 fn cases() {
     insta::glob!("cases/*/args", |args_path| {
