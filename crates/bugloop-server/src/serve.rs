@@ -433,6 +433,20 @@ fn private_file(path: &std::path::Path) -> Result<(), ServerError> {
     }
 }
 
+/// Below this many bytes a webhook secret can be guessed (GitHub suggests a long random one).
+const STRONG_SECRET_BYTES: usize = 16;
+
+/// Why the webhook secret is weak, if it is: anyone who guesses it can send deliveries.
+pub(crate) fn weak_secret(secret: &[u8]) -> Option<String> {
+    (secret.len() < STRONG_SECRET_BYTES).then(|| {
+        format!(
+            "BUGLOOP_WEBHOOK_SECRET is {} byte(s) long: whoever guesses it can send deliveries; \
+             use at least {STRONG_SECRET_BYTES} random bytes (`openssl rand -hex 32`)",
+            secret.len()
+        )
+    })
+}
+
 /// [`run`] until `stop` completes instead of a signal.
 pub async fn run_until(
     options: ServeOptions,
@@ -444,6 +458,9 @@ pub async fn run_until(
             "BUGLOOP_WEBHOOK_SECRET is not set: the server verifies every delivery with it"
                 .to_owned(),
         ));
+    }
+    if let Some(warning) = weak_secret(&options.secret) {
+        tracing::warn!("{warning}");
     }
     raise_open_files_limit();
     let queue = options.store.open().await?.with_limits(options.limits);

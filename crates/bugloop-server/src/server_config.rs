@@ -461,6 +461,12 @@ fn app_credentials(
             ));
         }
     };
+    if let Some(mode) = readable_by_others(&key) {
+        tracing::warn!(
+            "the App's private key {} can be read by other users (mode {mode:o}): `chmod 600` it",
+            key.display()
+        );
+    }
     let pem = std::fs::read_to_string(&key).map_err(|e| {
         ServerError::Invalid(format!(
             "BUGLOOP_APP_PRIVATE_KEY: cannot read {}: {e}",
@@ -471,6 +477,14 @@ fn app_credentials(
         ServerError::Invalid(format!("BUGLOOP_APP_PRIVATE_KEY: {}: {e}", key.display()))
     })?;
     Ok(Some(credentials))
+}
+
+/// The mode of `path` when its group or others may read it (a key anyone on the machine can
+/// copy signs as the App).
+fn readable_by_others(path: &Path) -> Option<u32> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(path).ok()?.permissions().mode() & 0o777;
+    (mode & 0o044 != 0).then_some(mode)
 }
 
 /// The workers, when the App's id and key are given. The settings are read in a fixed order, so
@@ -773,5 +787,29 @@ mod tests {
             assert!(error.contains(expected), "{file:?} {env:?}: {error}");
             assert!(!error.contains("hunter2"), "{error}");
         }
+    }
+
+    /// A private key others may read is said at start (the mode of a world-readable PEM).
+    #[test]
+    fn a_key_others_may_read_is_found() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let key = dir.path().join("app.pem");
+        std::fs::write(&key, "pem").unwrap();
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert_eq!(readable_by_others(&key), Some(0o644));
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert_eq!(readable_by_others(&key), None);
+    }
+
+    /// A webhook secret one could guess is said at start.
+    #[test]
+    fn a_short_webhook_secret_is_weak() {
+        let weak = crate::serve::weak_secret(b"a").unwrap();
+        assert!(weak.contains("1 byte(s)"), "{weak}");
+        assert_eq!(
+            crate::serve::weak_secret(b"0123456789abcdef0123456789abcdef"),
+            None
+        );
     }
 }
