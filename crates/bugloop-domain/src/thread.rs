@@ -160,6 +160,10 @@ pub struct ThreadState {
     /// it is raised again in this thread.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub reopenable: bool,
+    /// The commit bugloop's resolution names (`Fixed in 1a2b3c4`), while the finding stands
+    /// resolved by it: a branch that no longer holds that change has the problem back.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fixed_in: Option<String>,
 }
 
 /// Something in the conversation that could not be used.
@@ -508,6 +512,7 @@ fn build_thread(
         awaiting_bot: progress.developer_spoke_since_bot,
         forge_resolved: progress.forge_resolved,
         reopenable: progress.reopenable,
+        fixed_in: progress.fixed_in,
     })
 }
 
@@ -526,6 +531,7 @@ struct Progress<'c> {
     status: ThreadStatus,
     status_at: Timestamp,
     reopenable: bool,
+    fixed_in: Option<String>,
     developer_replies: Vec<Reply>,
     bot_replies: usize,
     developer_spoke_since_bot: bool,
@@ -542,6 +548,7 @@ impl<'c> Progress<'c> {
             status,
             status_at: root.created_at,
             reopenable: false,
+            fixed_in: None,
             developer_replies: Vec::new(),
             bot_replies: 0,
             developer_spoke_since_bot: false,
@@ -607,6 +614,7 @@ impl<'c> Progress<'c> {
                 self.applied.push(&reply.body);
             }
             self.reopenable = tag == Some(ReplyKind::Fixed);
+            self.fixed_in = self.reopenable.then(|| fix_commit(&reply.body)).flatten();
             if next != self.status {
                 self.status = next;
                 self.status_at = reply.created_at;
@@ -614,6 +622,18 @@ impl<'c> Progress<'c> {
         }
         self.developer_spoke_since_bot = false;
     }
+}
+
+/// The commit a resolution by a fix names: `Fixed in <sha>` (what `bugloop fix` writes),
+/// at least 7 hexadecimal digits.
+fn fix_commit(body: &str) -> Option<String> {
+    let after = body.split("Fixed in ").nth(1)?;
+    let sha: String = after
+        .trim_start_matches('`')
+        .chars()
+        .take_while(char::is_ascii_hexdigit)
+        .collect();
+    (sha.len() >= 7).then_some(sha)
 }
 
 /// A comment's title: its first heading (a finding's `### title`, under the line a proof puts
@@ -683,6 +703,7 @@ mod tests {
             awaiting_bot: false,
             forge_resolved: false,
             reopenable: false,
+            fixed_in: None,
         }
     }
 

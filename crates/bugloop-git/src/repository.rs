@@ -213,6 +213,21 @@ impl Git {
         self.run(&args).map(drop)
     }
 
+    /// Whether `head` holds the change `commit` made: `commit` is in its history, or a commit
+    /// with the same patch is (the branch was rebased). `None` when either is not a commit here
+    /// (a clone that never fetched it), or `commit` has no parent to compare with.
+    pub fn holds_change(&self, commit: &str, head: &str) -> Option<bool> {
+        let (commit, head) = (self.resolve(commit)?, self.resolve(head)?);
+        if self.is_ancestor(&commit, &head).ok()? {
+            return Some(true);
+        }
+        let parent = self.resolve(&format!("{commit}^"))?;
+        // `git cherry UPSTREAM HEAD LIMIT` marks each commit of LIMIT..HEAD `-` when UPSTREAM has
+        // one with the same patch, `+` when not.
+        let marks = self.run(&["cherry", &head, &commit, &parent]).ok()?;
+        Some(marks.lines().all(|line| line.starts_with('-')) && !marks.trim().is_empty())
+    }
+
     /// A revision's commit id.
     pub fn resolve(&self, revision: &str) -> Option<String> {
         if revision.starts_with('-') {

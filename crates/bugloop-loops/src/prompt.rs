@@ -493,6 +493,7 @@ mod tests {
             awaiting_bot: false,
             forge_resolved: false,
             reopenable: false,
+            fixed_in: None,
         };
         let previous = previous_block(&[&thread], 16_000);
         assert!(previous.starts_with("## Previous findings") && previous.contains("`off-by-one`"));

@@ -36,6 +36,7 @@ mod sessions;
 mod test_findings;
 pub mod tools;
 mod touched;
+mod undone;
 pub(crate) mod web;
 
 pub use self::web::WebError;
@@ -117,6 +118,9 @@ pub async fn review_with(
     let started = Instant::now();
     let (disputes, dispute_error) = settle_disputes(env, &request).await;
     let mut conversation = conversation::load(env, &request).await?;
+    if !request.clean_room && undone::raise_again(env, &request, &conversation).await? {
+        conversation = conversation::load(env, &request).await?;
+    }
     let shown = increment::decide(env, &request, &conversation);
     let tracked: Vec<String> = conversation
         .existing

@@ -126,6 +126,57 @@ async fn a_verified_fix_lands_and_resolves_the_finding() {
     assert_eq!(git(repo.path(), &["worktree", "list"]).lines().count(), 1);
 }
 
+/// A fix undone by a reset (no new commit, so nothing changed since the last review) is
+/// raised again in its thread; the same fix rebased onto a new base (another commit, the same
+/// patch) still holds it.
+#[tokio::test]
+async fn a_fix_reset_away_is_raised_again_and_a_rebased_one_is_not() {
+    let (repo, id) = reviewed().await;
+    let script = ScriptedProvider::new([clamp_edit(), text_reply("Clamped the index.", usage())]);
+    let report = with_env(&repo, verifying(&["true"]), script, async |env| {
+        act::fix(env, &env.git.conversation_key(), &Targets::All, None)
+            .await
+            .unwrap()
+    })
+    .await;
+    assert_eq!(report.resolved, std::slice::from_ref(&id));
+    let fixed = git(repo.path(), &["rev-parse", "HEAD"]);
+    // Rebased: the fix is another commit with the same patch, on top of a new one.
+    git(repo.path(), &["reset", "-q", "--hard", "HEAD~1"]);
+    repo.write("NOTES.md", "notes\n");
+    repo.commit("notes");
+    git(repo.path(), &["cherry-pick", &fixed]);
+    let open_ids = |report: &bugloop_report::review::ReviewReport| -> Vec<String> {
+        report
+            .tracked
+            .iter()
+            .filter(|t| t.status != ThreadStatus::Resolved)
+            .map(|t| t.id.clone())
+            .collect()
+    };
+    let (after_rebase, _) = run(&repo, support::config(), session(vec![], vec![])).await;
+    assert!(
+        open_ids(&after_rebase).is_empty(),
+        "{:?}",
+        after_rebase.tracked
+    );
+    // Reset away: the code is as it was before the fix.
+    git(repo.path(), &["reset", "-q", "--hard", "HEAD~1"]);
+    let (after_reset, comments) = run(&repo, support::config(), session(vec![], vec![])).await;
+    assert_eq!(
+        open_ids(&after_reset),
+        std::slice::from_ref(&id),
+        "{:?}",
+        after_reset.tracked
+    );
+    assert!(
+        comments
+            .iter()
+            .any(|c| c.body.contains("is no longer on this branch")),
+        "raised again in its thread"
+    );
+}
+
 #[tokio::test]
 async fn a_failed_verification_commits_nothing_and_shows_the_output() {
     let (repo, id) = reviewed().await;
