@@ -108,6 +108,10 @@ fn root_and_base(cwd: &Path) -> (PathBuf, Base) {
     (repo_root, base)
 }
 
+/// The most of a pull request's own configuration file read to list what it tries (a larger
+/// one is not a configuration bugloop would read).
+const MAX_BRANCH_CONFIG_BYTES: u64 = 1 << 20;
+
 /// The configuration for a pull request: the base commit's file and the user's, never the
 /// head's (a pull request chooses no setting; what it changes is listed to be reported). The
 /// head's file is read from the pinned `head_sha`, not the working tree, which a runner may
@@ -119,8 +123,11 @@ pub(crate) fn load_for_pull_request(
     choice: &ConfigChoice,
 ) -> Result<Configuration, AppError> {
     let base = Base::at(git, bugloop_git::short(base_sha), base_sha);
+    // Read within the size a configuration may have: the head's blob is the author's to make.
     let branch_file = BranchFile::Commit(head_sha.and_then(|head| {
-        let bytes = git.show(head, CONFIG_PATH)?;
+        let bytes = git
+            .show_at_most(head, CONFIG_PATH, MAX_BRANCH_CONFIG_BYTES)
+            .ok()??;
         Some((format!("{}:{CONFIG_PATH}", bugloop_git::short(head)), bytes))
     }));
     let root = git.root().to_path_buf();

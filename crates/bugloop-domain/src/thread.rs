@@ -441,7 +441,9 @@ fn legacy_reply_status(
 /// move, or found the finding again lower down, rewrote it there), else the comment's anchor,
 /// which stays where the comment was first made.
 fn place(root: &Comment, block: Option<&RmcocBlock>) -> (Option<String>, Option<u32>) {
-    let file = block.and_then(|b| b.extra.get("file")?.as_str().map(str::to_owned));
+    // Normalized as a finding's path is: a block the bot's login wrote unsigned is still text.
+    let file = block
+        .and_then(|b| crate::paths::normalize_finding_path(b.extra.get("file")?.as_str()?).ok());
     let line = block.and_then(|b| u32::try_from(b.extra.get("line")?.as_u64()?).ok());
     match (file, line) {
         (Some(file), Some(line)) => (Some(file), Some(line)),
@@ -624,16 +626,28 @@ impl<'c> Progress<'c> {
     }
 }
 
-/// The commit a resolution by a fix names: `Fixed in <sha>` (what `bugloop fix` writes),
-/// at least 7 hexadecimal digits.
+/// What starts the reason of a resolution `bugloop fix` wrote, before its commit's full id
+/// ([`fix_resolution`]). A review's resolutions, whose reasons are the model's words, never
+/// start so (see `bugloop-loops`' publishing).
+pub const FIXED_IN: &str = "Fixed in commit ";
+
+/// The reason `bugloop fix` gives when its commit resolves a finding.
+pub fn fix_resolution(commit: &str) -> String {
+    format!("{FIXED_IN}{commit} (`bugloop fix`, verified).")
+}
+
+/// The commit a resolution by `bugloop fix` names: its reason paragraph starts with
+/// [`FIXED_IN`] and a full 40-digit commit id.
 fn fix_commit(body: &str) -> Option<String> {
-    let after = body.split("Fixed in ").nth(1)?;
-    let sha: String = after
-        .trim_start_matches('`')
+    let reason = body
+        .lines()
+        .map(str::trim)
+        .find(|line| line.starts_with(FIXED_IN))?;
+    let sha: String = reason[FIXED_IN.len()..]
         .chars()
         .take_while(char::is_ascii_hexdigit)
         .collect();
-    (sha.len() >= 7).then_some(sha)
+    (sha.len() == 40).then_some(sha)
 }
 
 /// A comment's title: its first heading (a finding's `### title`, under the line a proof puts
@@ -681,175 +695,4 @@ pub fn title_of(human: &str) -> Option<String> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn thread(comment: &str, id: &str) -> ThreadState {
-        ThreadState {
-            id: comment.into(),
-            kind: CommentKind::Review,
-            forge_thread_id: None,
-            finding_id: Some(FindingId::new(id)),
-            file: None,
-            line: None,
-            status: ThreadStatus::Pending,
-            status_at: Timestamp::UNIX_EPOCH,
-            score: None,
-            assessment: None,
-            title: String::new(),
-            body: String::new(),
-            developer_replies: Vec::new(),
-            bot_replies: 0,
-            awaiting_bot: false,
-            forge_resolved: false,
-            reopenable: false,
-            fixed_in: None,
-        }
-    }
-
-    #[test]
-    fn threads_are_found_by_id_comment_or_unique_prefix() {
-        let threads = [
-            thread("7", "index-out-of-bounds-1a2b3c"),
-            thread("9", "index-overflow-4d5e6f"),
-            thread("12", "sql-injection-777777"),
-        ];
-        assert_eq!(find_thread(&threads, "sql").unwrap().id, "12");
-        assert_eq!(find_thread(&threads, "9").unwrap().id, "9");
-        assert_eq!(find_thread(&threads, "index-out").unwrap().id, "7");
-        match find_thread(&threads, "index") {
-            Err(FindThreadError::Ambiguous { matches, .. }) => assert_eq!(matches.len(), 2),
-            other => panic!("{other:?}"),
-        }
-        assert_eq!(
-            find_thread(&threads, "nope").unwrap_err().to_string(),
-            "no finding \"nope\" here; `bugloop findings` lists them"
-        );
-        assert!(find_thread(&threads, "").is_err());
-    }
-
-    /// A finding whose code moved (a review rewrote its state block at the new place) is where
-    /// the block says, not where its comment was first anchored; a block without a place
-    /// leaves the anchor.
-    #[test]
-    fn a_finding_is_where_its_state_block_says() {
-        let markers = MarkerSyntax::default();
-        let root = |block: &RmcocBlock| Comment {
-            id: "review-1".to_owned(),
-            author: "bugloop".to_owned(),
-            body: crate::rmcoc::build_comment(
-                &format!(
-                    "### A bug\n\n{}",
-                    markers.build(&FindingId::new("a-bug"), false)
-                ),
-                block,
-            ),
-            created_at: Timestamp::UNIX_EPOCH,
-            kind: CommentKind::Review,
-            in_reply_to: None,
-            thread_id: None,
-            path: Some("stats.py".to_owned()),
-            line: Some(6),
-            thread_resolved: false,
-            by_bugloop: true,
-        };
-        let mut block = RmcocBlock::new("A bug", "It breaks.", Score::saturating(8));
-        let state = reconstruct(&[root(&block)], &markers);
-        assert_eq!(state.threads[0].line, Some(6));
-        block
-            .extra
-            .insert("file".into(), serde_json::json!("stats.py"));
-        block.extra.insert("line".into(), serde_json::json!(8));
-        let state = reconstruct(&[root(&block)], &markers);
-        let thread = &state.threads[0];
-        assert_eq!(
-            (thread.file.as_deref(), thread.line),
-            (Some("stats.py"), Some(8))
-        );
-    }
-
-    /// Forges give whole seconds: comments of the same second are ordered by their ids' numbers,
-    /// not as text ("10" after "9"), whatever order the forge listed them in.
-    #[test]
-    fn comments_of_one_second_are_ordered_by_id_number() {
-        let at = Timestamp::UNIX_EPOCH;
-        let comment = |id: &str, body: &str, reply_to: Option<&str>, bot: bool| Comment {
-            id: id.to_owned(),
-            author: if bot { "bugloop" } else { "dev" }.to_owned(),
-            body: body.to_owned(),
-            created_at: at,
-            kind: CommentKind::Review,
-            in_reply_to: reply_to.map(str::to_owned),
-            thread_id: None,
-            path: Some("a.rs".to_owned()),
-            line: Some(1),
-            thread_resolved: false,
-            by_bugloop: bot,
-        };
-        let markers = MarkerSyntax::default();
-        let root_body = format!(
-            "### A bug\n\n{}",
-            markers.build(&FindingId::new("a-bug"), false)
-        );
-        let listed = [
-            comment("review-10", "second", Some("review-8"), false),
-            comment("review-9", "first", Some("review-8"), false),
-            comment("review-8", &root_body, None, true),
-        ];
-        let state = reconstruct(&listed, &markers);
-        let replies: Vec<&str> = state.threads[0]
-            .developer_replies
-            .iter()
-            .map(|r| r.body.as_str())
-            .collect();
-        assert_eq!(replies, ["first", "second"]);
-    }
-
-    /// A finding resolved when its code changed and raised again is not resolved again by a
-    /// copy of the earlier resolving reply (which, signed, would verify in the same thread).
-    #[test]
-    fn a_replayed_status_reply_changes_nothing() {
-        let markers = MarkerSyntax::default();
-        let at = |s: i64| Timestamp::from_second(s).unwrap();
-        let comment = |id: &str, body: String, second: i64, reply_to: Option<&str>| Comment {
-            id: id.to_owned(),
-            author: "bugloop".to_owned(),
-            body,
-            created_at: at(second),
-            kind: CommentKind::Review,
-            in_reply_to: reply_to.map(str::to_owned),
-            thread_id: None,
-            path: Some("a.rs".to_owned()),
-            line: Some(1),
-            thread_resolved: false,
-            by_bugloop: true,
-        };
-        let root = format!(
-            "### A bug\n\n{}",
-            markers.build(&FindingId::new("a-bug"), false)
-        );
-        let fixed = format!(
-            "fixed in 1a2b3c4\n\n{}",
-            markers.reply_tag(ReplyKind::Fixed)
-        );
-        let again = format!(
-            "raised again\n\n{}",
-            markers.reply_tag(ReplyKind::Status(ThreadStatus::Pending))
-        );
-        let mut listed = vec![
-            comment("1", root, 1, None),
-            comment("2", fixed.clone(), 2, Some("1")),
-            comment("3", again, 3, Some("1")),
-        ];
-        let state = reconstruct(&listed, &markers);
-        assert_eq!(state.threads[0].status, ThreadStatus::Pending);
-        listed.push(comment("4", fixed, 4, Some("1")));
-        let state = reconstruct(&listed, &markers);
-        assert_eq!(state.threads[0].status, ThreadStatus::Pending);
-        assert!(
-            state.problems.iter().any(|p| p.comment_id == "4"),
-            "{:?}",
-            state.problems
-        );
-    }
-}
+mod tests;

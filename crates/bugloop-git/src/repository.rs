@@ -213,9 +213,11 @@ impl Git {
         self.run(&args).map(drop)
     }
 
-    /// Whether `head` holds the change `commit` made: `commit` is in its history, or a commit
-    /// with the same patch is (the branch was rebased). `None` when either is not a commit here
-    /// (a clone that never fetched it), or `commit` has no parent to compare with.
+    /// Whether `head` holds the change `commit` made: `Some(true)` when `commit` is in its
+    /// history or a commit with the same patch is (the branch was rebased); `Some(false)` when
+    /// every file `commit` changed is at `head` as it was before `commit` (reset away, or
+    /// reverted); `None` otherwise (squashed, amended, or changed since: a review must look),
+    /// and when either is not a commit here or `commit` has no parent.
     pub fn holds_change(&self, commit: &str, head: &str) -> Option<bool> {
         let (commit, head) = (self.resolve(commit)?, self.resolve(head)?);
         if self.is_ancestor(&commit, &head).ok()? {
@@ -225,7 +227,36 @@ impl Git {
         // `git cherry UPSTREAM HEAD LIMIT` marks each commit of LIMIT..HEAD `-` when UPSTREAM has
         // one with the same patch, `+` when not.
         let marks = self.run(&["cherry", &head, &commit, &parent]).ok()?;
-        Some(marks.lines().all(|line| line.starts_with('-')) && !marks.trim().is_empty())
+        if !marks.trim().is_empty() && marks.lines().all(|line| line.starts_with('-')) {
+            return Some(true);
+        }
+        let changed = self
+            .run(&[
+                "diff",
+                "--name-only",
+                "--no-renames",
+                "-z",
+                &parent,
+                &commit,
+            ])
+            .ok()?;
+        let as_before = changed
+            .split('\0')
+            .filter(|path| !path.is_empty())
+            .all(|path| self.blob_id(&head, path) == self.blob_id(&parent, path));
+        as_before.then_some(false)
+    }
+
+    /// The id of `path`'s blob at `commit` (`None`: no such file there).
+    fn blob_id(&self, commit: &str, path: &str) -> Option<String> {
+        self.run(&[
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            &format!("{commit}:{path}"),
+        ])
+        .ok()
+        .filter(|id| !id.is_empty())
     }
 
     /// A revision's commit id.

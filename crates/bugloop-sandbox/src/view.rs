@@ -55,8 +55,7 @@ fn is_credential_name(name: &str) -> bool {
     CREDENTIAL_NAMES.contains(&name.as_str())
         || name.contains("credential")
         || name.contains("secret")
-        || name == "token"
-        || name.ends_with("_token")
+        || name.contains("token")
         || name.starts_with("id_")
         || [
             ".pem",
@@ -72,6 +71,10 @@ fn is_credential_name(name: &str) -> bool {
             "_ecdsa",
             "_rsa",
             "_dsa",
+            "_key",
+            ".tfstate",
+            "rclone.conf",
+            "gradle.properties",
         ]
         .iter()
         .any(|ending| name.ends_with(ending))
@@ -82,6 +85,25 @@ fn is_credential_name(name: &str) -> bool {
 fn hidden_in_ssh(dir: &Path, name: &str) -> bool {
     dir.file_name().is_some_and(|d| d == ".ssh")
         && !(name.starts_with("known_hosts") || name == "config" || name.ends_with(".pub"))
+}
+
+/// Trees of downloaded packages and toolchains (cargo's registry and git checkouts, rustup's
+/// toolchains, go's module cache, npm's cache): code as public as the workspace, whose names
+/// (`cancellation_token/`, `allow_credentials.rs`) would read as secrets. Not walked, and shown.
+const PACKAGE_TREES: &[&str] = &[
+    "registry/src",
+    "registry/cache",
+    "registry/index",
+    "git/checkouts",
+    "git/db",
+    ".rustup/toolchains",
+    "pkg/mod",
+    ".npm/_cacache",
+];
+
+fn is_package_tree(dir: &Path) -> bool {
+    let text = dir.to_string_lossy();
+    PACKAGE_TREES.iter().any(|tree| text.ends_with(tree))
 }
 
 /// How deep a shown home directory is walked for credentials, and how many entries at most:
@@ -111,14 +133,28 @@ fn collect_masks(dir: &Path, depth: usize, credentials: bool, into: &mut Filtere
 /// the entries is hidden whole.
 fn walk_masks(dir: &Path, depth: usize, credentials: bool, left: &mut usize, into: &mut Filtered) {
     let Ok(entries) = std::fs::read_dir(dir) else {
+        // A directory it cannot list is not known to be free of credentials.
+        if credentials {
+            into.masked_dirs.push(dir.to_path_buf());
+        }
         return;
     };
-    for entry in entries.flatten() {
+    for entry in entries {
         *left = left.saturating_sub(1);
+        let Ok(entry) = entry else {
+            if credentials {
+                into.masked_dirs.push(dir.to_path_buf());
+                return;
+            }
+            continue;
+        };
         let path = entry.path();
         let Ok(metadata) = std::fs::symlink_metadata(&path) else {
             continue;
         };
+        if credentials && metadata.is_dir() && is_package_tree(&path) {
+            continue;
+        }
         if metadata.file_type().is_symlink() {
             continue;
         }

@@ -5,7 +5,7 @@ use bugloop_domain::proof::ProofTest;
 use bugloop_domain::safety::sanitize_user_comment;
 use bugloop_domain::thread::{Comment, ThreadState, find_thread};
 use bugloop_forge::ChangeKey;
-use bugloop_git::short;
+
 use bugloop_report::act::{ActReport, ChosenBy, Intent};
 use bugloop_report::build::{BuildResult, BuildStatus, Landing};
 use bugloop_report::text::{build_outcome, build_status};
@@ -185,7 +185,7 @@ async fn answer_threads(
                         markers,
                         root,
                         (id, ResolvedBy::Code),
-                        &format!("Fixed in {} (`bugloop fix`, verified).", short(commit)),
+                        &bugloop_domain::thread::fix_resolution(commit),
                     )
                     .await?,
                 );

@@ -438,6 +438,9 @@ impl<'w, 'e> Writer<'w, 'e> {
                 } else {
                     format!("{} (at {at})", reason.trim())
                 };
+                // The model's words never read as `bugloop fix`'s resolution, which names the
+                // commit a later review checks the branch still holds.
+                let said = said.replace(bugloop_domain::thread::FIXED_IN, "Fixed in the commit ");
                 let note = resolve_thread(
                     self.env.forge,
                     &self.request.change,

@@ -160,6 +160,18 @@ async fn a_fix_reset_away_is_raised_again_and_a_rebased_one_is_not() {
         "{:?}",
         after_rebase.tracked
     );
+    // Amended with more (another patch, the fix still in it): not raised again either.
+    repo.write("NOTES.md", "notes, amended\n");
+    git(
+        repo.path(),
+        &["commit", "-q", "-a", "--amend", "-m", "fix and notes"],
+    );
+    let (after_amend, _) = run(&repo, support::config(), session(vec![], vec![])).await;
+    assert!(
+        open_ids(&after_amend).is_empty(),
+        "{:?}",
+        after_amend.tracked
+    );
     // Reset away: the code is as it was before the fix.
     git(repo.path(), &["reset", "-q", "--hard", "HEAD~1"]);
     let (after_reset, comments) = run(&repo, support::config(), session(vec![], vec![])).await;

@@ -331,6 +331,10 @@ async fn escape_through_home_directories() {
     std::fs::create_dir_all(cargo.join("bin")).unwrap();
     std::fs::write(cargo.join("bin/tool"), "a toolchain file").unwrap();
     std::fs::write(cargo.join("credentials.toml"), "token = \"cio_SECRET\"").unwrap();
+    // A crate's source whose names read like secrets: downloaded code, shown as it is.
+    let crate_source = cargo.join("registry/src/index/tokio-util-0.7/src/sync/cancellation_token");
+    std::fs::create_dir_all(&crate_source).unwrap();
+    std::fs::write(crate_source.join("tree_node.rs"), "a crate's source").unwrap();
     std::fs::create_dir_all(home.path().join(".ssh")).unwrap();
     std::fs::write(home.path().join(".ssh/id_ed25519"), "SECRET KEY").unwrap();
     std::fs::write(home.path().join(".netrc"), "password SECRET").unwrap();
@@ -355,13 +359,14 @@ async fn escape_through_home_directories() {
     settings.visible_home_dirs = vec![".cargo".into(), ".ssh".into(), ".config".into()];
     let out = run(
         &settings,
-        &bash("cat \"$HOME/.cargo/bin/tool\" \"$HOME/.ssh/known_hosts\"; echo; cat \"$HOME/.cargo/credentials.toml\" \"$HOME/.ssh/id_ed25519\" \"$HOME/.netrc\" \"$HOME/.ssh/deploy_ed25519\" \"$HOME\"/.config/gcloud/* \"$HOME\"/.config/a/b/c/d/e/f/g/h/i/j/k/l/m/n/o/p/q/notes 2>&1; echo end"),
+        &bash("cat \"$HOME/.cargo/bin/tool\" \"$HOME/.ssh/known_hosts\" \"$HOME\"/.cargo/registry/src/index/tokio-util-0.7/src/sync/cancellation_token/tree_node.rs; echo; cat \"$HOME/.cargo/credentials.toml\" \"$HOME/.ssh/id_ed25519\" \"$HOME/.netrc\" \"$HOME/.ssh/deploy_ed25519\" \"$HOME\"/.config/gcloud/* \"$HOME\"/.config/a/b/c/d/e/f/g/h/i/j/k/l/m/n/o/p/q/notes 2>&1; echo end"),
     )
     .await
     .unwrap();
     let stdout = out.stdout_text();
     assert!(stdout.contains("a toolchain file"), "{stdout}");
     assert!(stdout.contains("a host key"), "{stdout}");
+    assert!(stdout.contains("a crate's source"), "{stdout}");
     assert!(stdout.contains("end"), "{stdout}");
     assert!(!stdout.contains("SECRET"), "{stdout}");
 }
