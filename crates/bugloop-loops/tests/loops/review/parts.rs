@@ -81,6 +81,20 @@ fn pass_asked(request: &bugloop_llm::ChatRequest) -> Option<usize> {
     follow_up.or(alone)
 }
 
+/// The pass a one-pass-per-reply model answers: the one asked ([`pass_asked`]), else the one
+/// after those it submitted in the conversation.
+fn pass_of(request: &bugloop_llm::ChatRequest) -> usize {
+    pass_asked(request).unwrap_or_else(|| {
+        let submitted = request
+            .messages
+            .iter()
+            .flat_map(|m| &m.tool_calls)
+            .filter(|c| c.name == "submit_pass_results")
+            .count();
+        submitted + 1
+    })
+}
+
 fn passes_except(stubborn: Option<&'static str>, calls: usize) -> ScriptedProvider {
     let provider = ScriptedProvider::new([]);
     for _ in 0..calls {
@@ -205,17 +219,10 @@ async fn a_model_running_one_pass_per_turn_is_asked_the_rest_at_once_on_its_pref
         let provider = ScriptedProvider::new([]).with_latency(std::time::Duration::from_millis(30));
         for _ in 0..64 {
             provider.push_fn(|request| {
-                let asked = pass_asked(request);
-                let submitted = request
-                    .messages
-                    .iter()
-                    .flat_map(|m| &m.tool_calls)
-                    .filter(|c| c.name == "submit_pass_results")
-                    .count();
                 Ok(tool_reply(
                     &[(
                         "submit_pass_results",
-                        json!({"pass_number": asked.unwrap_or(submitted + 1), "summary": "one at a time"}),
+                        json!({"pass_number": pass_of(request), "summary": "one at a time"}),
                     )],
                     support::usage(),
                 ))
@@ -436,13 +443,7 @@ fn one_pass_per_reply(repo: &Repo) -> ScriptedProvider {
     let provider = ScriptedProvider::new([]);
     for _ in 0..8 {
         provider.push_fn(move |request| {
-            let submitted = request
-                .messages
-                .iter()
-                .flat_map(|m| &m.tool_calls)
-                .filter(|c| c.name == "submit_pass_results")
-                .count();
-            let pass = pass_asked(request).unwrap_or(submitted + 1);
+            let pass = pass_of(request);
             let mut calls = Vec::new();
             if pass == 1 {
                 let found = finding(
