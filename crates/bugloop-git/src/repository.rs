@@ -458,7 +458,8 @@ impl Git {
         }
     }
 
-    fn is_ancestor(&self, ancestor: &str, of: &str) -> Result<bool, GitError> {
+    /// Whether `ancestor` is `of` or one of its ancestors (both must name commits).
+    pub fn is_ancestor(&self, ancestor: &str, of: &str) -> Result<bool, GitError> {
         // `--is-ancestor` answers with its exit status: 0 yes, 1 no.
         let code = self
             .command()

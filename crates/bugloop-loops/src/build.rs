@@ -107,6 +107,24 @@ impl Workbench {
         })
     }
 
+    /// A task tree at `tip`, the work an interrupted run on this branch left on top of HEAD:
+    /// it lands as this run's own, HEAD being the start.
+    pub fn resume(git: &Git, purpose: &str, tip: &str) -> Result<Workbench, BuildError> {
+        let start_head = git.head().ok_or(BuildError::NoCommits)?;
+        if !git.is_clean()? {
+            return Err(BuildError::DirtyTree);
+        }
+        let tree = TaskTree::create(git.root(), tip, purpose)?;
+        Ok(Workbench {
+            git: git.clone(),
+            path: tree.path().to_path_buf(),
+            tree: Mutex::new(tree),
+            byproducts: Mutex::default(),
+            start_head,
+            start_branch: git.current_branch(),
+        })
+    }
+
     /// A task tree at `commit`, for work that lands on a branch of bugloop's own (the solve
     /// pipeline's): the user's checkout is neither read nor touched.
     pub fn at(git: &Git, commit: &str, purpose: &str) -> Result<Workbench, BuildError> {

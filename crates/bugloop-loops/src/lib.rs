@@ -18,6 +18,7 @@ pub mod error;
 pub mod generation;
 pub mod head;
 pub mod intent;
+mod kept;
 pub(crate) mod plan;
 pub mod prompt;
 pub mod review;

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use bugloop_llm::Usage;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// One verify command's run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -58,7 +58,7 @@ pub struct BuildResult {
 }
 
 /// Where a finished change went.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "landed")]
 pub enum Landing {
     /// The user's branch was fast-forwarded to the commit.

@@ -3,11 +3,11 @@
 
 use std::fmt;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::build::Landing;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Exit {
     Converged,
@@ -28,7 +28,7 @@ impl Exit {
 }
 
 /// What a loop step was.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LoopKind {
     Audit,
@@ -52,14 +52,14 @@ impl fmt::Display for LoopKind {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LoopLine {
     pub number: u32,
     pub kind: LoopKind,
     pub text: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ConvergeReport {
     pub exit: Exit,
     /// Why it stopped (stuck: which findings; error: what failed in which loop; cap reached: what
@@ -88,7 +88,7 @@ pub struct ConvergeReport {
 
 /// A finding an audit reported that was not counted, and why: kept for the record rather than
 /// discarded, so a wrong rejection can be seen.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Quarantined {
     #[serde(rename = "loop")]
     pub loop_number: u32,

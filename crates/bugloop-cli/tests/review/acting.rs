@@ -119,6 +119,63 @@ fn a_fix_killed_mid_run_leaves_the_user_tree_as_it_was() {
     assert_eq!(walk(&worktrees), Vec::<std::path::PathBuf>::new());
 }
 
+/// `bugloop converge` killed (SIGKILL) while auditing after its first loop's fix: the user's
+/// branch is as it was, and the next run goes on from the fix: it only audits (its script has
+/// no fix in it) and lands the fix.
+#[test]
+fn a_converge_killed_after_a_fix_goes_on_from_it() {
+    let dir = repo();
+    let scripts = tempfile::tempdir().unwrap();
+    let before = user_view(dir.path());
+    let fix = json!({"tool_calls": [{"name": "edit_file", "arguments": {"path": "lib.rs", "old_text": "v[v.len()]", "new_text": "v[v.len() - 1]"}}]});
+    let model = script_then(
+        scripts.path(),
+        &[off_by_one()],
+        vec![fix, json!({"text": "Done."})],
+    );
+    // Every answer takes a while, as a hosted model's does: the kill comes mid-request.
+    let path = model.trim_start_matches("script:");
+    let slow = format!(
+        "{}\n{}",
+        json!({"capabilities": {"latency_ms": 300}}),
+        std::fs::read_to_string(path).unwrap()
+    );
+    std::fs::write(path, slow).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_bugloop"))
+        .args(["converge", "--model", &model])
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until the fix is committed in the task tree and noted for a rerun.
+    let runs = dir.path().join(".git/bugloop/runs");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !walk(&runs).iter().any(|p| {
+        p.file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("converge-"))
+            && std::fs::read_to_string(p).is_ok_and(|t| t.contains("\"working\""))
+    }) {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "it ended before the fix"
+        );
+        assert!(std::time::Instant::now() < deadline, "no fix was noted");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(user_view(dir.path()), before);
+
+    let model = script(scripts.path(), &[]);
+    let output = bugloop(dir.path(), &["converge", "--model", &model]);
+    let shown = stdout(&output);
+    assert_eq!(output.status.code(), Some(0), "{shown}{}", stderr(&output));
+    assert!(shown.contains("Went on from "), "{shown}");
+    assert!(dir.read("lib.rs").contains("v[v.len() - 1]"));
+    assert_eq!(dir.git(&["status", "--porcelain"]), "");
+}
+
 #[test]
 fn comments_replies_and_converge_from_the_command_line() {
     let dir = repo();

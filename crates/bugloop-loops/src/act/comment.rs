@@ -34,16 +34,13 @@ pub async fn on_comment(
     let mut report = match (&intent, allowed) {
         // Asked to fix when nothing is open (a fix landed just before, two people asked at
         // once): an answer, not a failure.
-        (Intent::Fix(ids), true) if ids.is_empty() => {
-            let report = nothing_open(by);
-            tell_outcome(env, change, comment, &report).await?;
-            report
-        }
         (Intent::Fix(ids), true) => {
-            let report = fix(env, change, &Targets::Ids(ids.clone()), Some(&comment.body)).await?;
+            // The ids were open when the comment was read; any resolved since are left out.
+            let targets = Targets::StillOpen(ids.clone());
+            let report = fix(env, change, &targets, Some(&comment.body)).await?;
             // A request in a finding's thread is answered there by the fix itself; one in the
-            // conversation gets the outcome as its answer.
-            if parent_thread.is_none() {
+            // conversation, or one that came to nothing to fix, gets the outcome as its answer.
+            if parent_thread.is_none() || report.build.is_none() {
                 tell_outcome(env, change, comment, &report).await?;
             }
             report
@@ -208,19 +205,6 @@ async fn answer(
         resolved: Vec::new(),
         message: "answered".to_owned(),
     })
-}
-
-/// What a request to fix comes to when no finding of the change is open.
-fn nothing_open(by: ChosenBy) -> ActReport {
-    ActReport {
-        action: Intent::Fix(Vec::new()),
-        chosen_by: by,
-        build: None,
-        landing: None,
-        answer: None,
-        resolved: Vec::new(),
-        message: "nothing to fix: no finding of this change is open".to_owned(),
-    }
 }
 
 /// Answers the comment with what its request came to.

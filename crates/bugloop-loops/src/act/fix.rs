@@ -16,7 +16,7 @@ use crate::comment_bodies::{ResolvedBy, resolve_thread};
 use crate::env::LoopEnv;
 use crate::prompt::fill;
 
-use super::{ActError, FIX_PROMPT, Targets, findings_block, open_threads};
+use super::{ActError, FIX_PROMPT, Targets, findings_block, landed, open_threads};
 
 /// Fixes open findings: one verified commit `fix: bugloop autofix - resolve <ids>`.
 pub async fn fix(
@@ -25,19 +25,44 @@ pub async fn fix(
     targets: &Targets,
     user_comment: Option<&str>,
 ) -> Result<ActReport, ActError> {
+    // A fix that landed before its run was stopped resolves its findings first.
+    let recovered = landed::recover(env, change).await?;
+    let targets = match &recovered {
+        Some(recovered) => recovered.leave_out_of(targets),
+        None => targets.clone(),
+    };
     let (comments, state) = env.conversation(change).await?;
     let open = open_threads(&state);
-    let chosen = chosen_threads(&open, targets, change)?;
+    let chosen = chosen_threads(&open, &targets, change)?;
     if chosen.is_empty() {
-        return Err(ActError::Invalid(format!(
-            "{change} has no open findings to fix"
-        )));
+        return match (&targets, recovered) {
+            (_, Some(recovered)) if !recovered.ids.is_empty() => Ok(recovered.report()),
+            (Targets::StillOpen(ids), _) => Ok(nothing_left(ids)),
+            _ => Err(ActError::Invalid(format!(
+                "{change} has no open findings to fix"
+            ))),
+        };
     }
+    let mut report = fix_chosen(env, change, &comments, &chosen, user_comment).await?;
+    if let Some(recovered) = recovered {
+        recovered.add_to(&mut report);
+    }
+    Ok(report)
+}
+
+/// Builds, lands and answers the fix of the `chosen` open findings.
+async fn fix_chosen(
+    env: &LoopEnv<'_>,
+    change: &ChangeKey,
+    comments: &[Comment],
+    chosen: &[&ThreadState],
+    user_comment: Option<&str>,
+) -> Result<ActReport, ActError> {
     let ids: Vec<String> = chosen
         .iter()
         .filter_map(|t| t.finding_id.as_ref().map(|f| f.as_str().to_owned()))
         .collect();
-    let proofs = proven_tests(&chosen);
+    let proofs = proven_tests(chosen);
     let bench = Workbench::open(env.git, "fix", &env.work)?;
     let comment = match user_comment {
         Some(text) if !text.trim().is_empty() => format!(
@@ -48,10 +73,7 @@ pub async fn fix(
     };
     let prompt = fill(
         FIX_PROMPT,
-        &[
-            ("findings", &findings_block(&chosen)),
-            ("comment", &comment),
-        ],
+        &[("findings", &findings_block(chosen)), ("comment", &comment)],
     );
     let result = build(
         env,
@@ -71,12 +93,16 @@ pub async fn fix(
     )
     .await;
     let landing = match &result.status {
-        BuildStatus::Committed { .. } => land_on_target(env, &bench, "fix").await?,
+        BuildStatus::Committed { commit, .. } => {
+            landed::keep(env, change, chosen, commit);
+            land_on_target(env, &bench, "fix").await?
+        }
         _ => None,
     };
     drop(bench);
     let (resolved, notes) =
-        answer_threads(env, change, &comments, &chosen, &result, landing.as_ref()).await?;
+        answer_threads(env, change, comments, chosen, &result, landing.as_ref()).await?;
+    landed::forget(env, change);
     let mut message = build_outcome(&result.status, landing.as_ref());
     for note in notes {
         message.push_str(&format!(" ({note})"));
@@ -90,6 +116,29 @@ pub async fn fix(
         landing,
         resolved,
     })
+}
+
+/// What a developer's request to fix comes to when every finding it named was resolved after
+/// it was read: an answer, nothing built.
+fn nothing_left(ids: &[String]) -> ActReport {
+    let message = if ids.is_empty() {
+        "nothing to fix: no finding of this change is open".to_owned()
+    } else {
+        format!(
+            "nothing to fix: {} {} resolved since the request was read",
+            ids.join(", "),
+            if ids.len() == 1 { "was" } else { "were" }
+        )
+    };
+    ActReport {
+        action: Intent::Fix(Vec::new()),
+        chosen_by: ChosenBy::Command,
+        build: None,
+        landing: None,
+        answer: None,
+        resolved: Vec::new(),
+        message,
+    }
 }
 
 /// The tests of the chosen findings that were proven (kept in bugloop's own comment): each must
@@ -128,6 +177,17 @@ fn chosen_threads<'t>(
 ) -> Result<Vec<&'t ThreadState>, ActError> {
     Ok(match targets {
         Targets::All => open.to_vec(),
+        Targets::StillOpen(ids) => {
+            let mut chosen: Vec<&ThreadState> = Vec::new();
+            for id in ids {
+                if let Ok(thread) = find_thread(open.iter().copied(), id)
+                    && !chosen.iter().any(|c| c.id == thread.id)
+                {
+                    chosen.push(thread);
+                }
+            }
+            chosen
+        }
         Targets::Ids(ids) => {
             let mut chosen = Vec::new();
             for id in ids {

@@ -6,6 +6,7 @@
 mod ask;
 mod comment;
 mod fix;
+mod landed;
 mod request;
 
 use bugloop_domain::paths::prompt_path;
@@ -27,6 +28,10 @@ pub(crate) const ASK_PROMPT: &str = include_str!("../../prompts/ask.md");
 pub enum Targets {
     All,
     Ids(Vec<String>),
+    /// Findings that were open when a developer's request was read: one resolved since (a fix
+    /// that landed meanwhile, a review that saw it gone) is left out, and with none left the
+    /// request is answered, not failed.
+    StillOpen(Vec<String>),
 }
 
 pub fn open_threads(state: &ReviewState) -> Vec<&ThreadState> {

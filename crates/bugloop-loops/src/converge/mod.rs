@@ -18,24 +18,24 @@ mod audit;
 mod describe;
 mod gate;
 mod judge;
+mod pending;
 mod record;
 mod rounds;
 mod validate;
 
 use std::sync::Arc;
 
-use bugloop_domain::finding::Finding;
 use bugloop_forge::ChangeKey;
-use bugloop_git::{Selection, short};
+use bugloop_git::{SelectedChange, Selection, short};
 use bugloop_llm::{LlmError, Provider};
-use bugloop_report::build::BuildStatus;
+use bugloop_report::build::{BuildStatus, Landing};
 use bugloop_report::converge::{ConvergeReport, Exit, LoopLine};
 
 use crate::act::ActError;
 use crate::build::{WorkTarget, Workbench};
 use crate::env::LoopEnv;
 
-use self::rounds::{Run, Stop};
+use self::rounds::{LastAction, Run};
 
 pub(crate) const GATE_FIX_PROMPT: &str = include_str!("../../prompts/gate-fix.md");
 const FIX_PROMPT: &str = include_str!("../../prompts/fix.md");
@@ -43,13 +43,6 @@ const FIX_PROMPT: &str = include_str!("../../prompts/fix.md");
 pub(crate) const LOOP_TAG: &str = "<!-- bugloop:converge";
 /// How a clean loop review ends.
 pub(crate) const CLEAN_MARK: &str = "→ clean";
-
-/// What the loop did last, which decides what it does next.
-enum LastAction {
-    Fresh,
-    Audited(Vec<Finding>),
-    Fixed { before: String },
-}
 
 /// Connects a model string of `converge.auditors` (metered by the run's meter, so every auditor
 /// spends from the same budget).
@@ -65,35 +58,15 @@ pub async fn converge(
     base: Option<String>,
     connect: Connect<'_>,
 ) -> Result<ConvergeReport, ActError> {
-    let git = env.git;
-    // On a pull request, its pinned head; locally, HEAD.
-    let pinned = match &env.work {
-        WorkTarget::PullRequest { head, .. } => Some(head.clone()),
-        WorkTarget::LocalBranch => None,
-    };
-    let selection = match (&base, &pinned) {
-        (None, None) => Selection::Branch,
-        (base, head) => Selection::Range {
-            base: base.clone(),
-            head: head.clone(),
-        },
-    };
-    let selected = git
-        .select(&selection)
-        .map_err(bugloop_forge::ForgeError::from)?;
-    if selected.diff.is_empty() {
-        return Err(ActError::Invalid(format!(
-            "No upstream diff: {} has nothing to converge.",
-            selected.description
-        )));
-    }
-    let head_now = pinned.unwrap_or_else(|| git.head().unwrap_or_default());
+    let (selected, head_now) = select(env, base.as_deref())?;
     let history = record::history(&env.forge.comments(change).await?, &head_now);
     if history.clean_on_head {
-        return Ok(clean_already(head_now));
+        return Ok(match landed_undescribed(env, change, &head_now) {
+            Some(report) => describe(env, change, report).await,
+            None => clean_already(head_now),
+        });
     }
-
-    let bench = Workbench::open(git, "converge", &env.work)?;
+    let (bench, resumed) = open_bench(env, change, &head_now)?;
     let mut run = Run {
         env,
         connect,
@@ -107,32 +80,111 @@ pub async fn converge(
         quarantined: Vec::new(),
         proven: Vec::new(),
     };
-    let mut last = LastAction::Fresh;
-    let stop = loop {
-        last = match last {
-            LastAction::Audited(findings) if findings.is_empty() => {
-                break Stop::new(Exit::Converged, String::new());
-            }
-            LastAction::Audited(findings) => match run.fix_round(&findings).await? {
-                Ok(before) => LastAction::Fixed { before },
-                Err(stop) => break stop,
-            },
-            LastAction::Fixed { before } if run.bench.head()? == before => break run.stuck(),
-            LastAction::Fresh | LastAction::Fixed { .. } => match run.audit_round().await? {
-                Ok(findings) => LastAction::Audited(findings),
-                Err(stop) => break stop,
-            },
-        };
+    let first = match &resumed {
+        // It was stopped after a clean audit of that commit: only the landing was left.
+        Some(tip) if record::history(&env.forge.comments(change).await?, tip).clean_on_head => {
+            LastAction::Audited(Vec::new())
+        }
+        _ => LastAction::Fresh,
     };
-    let mut report = run.finish(stop, history.earlier_dirty).await?;
-    // The commits have landed: a description the forge refuses is said, not a failed run.
+    let stop = run.until_stopped(first).await?;
+    let stop = match &resumed {
+        Some(tip) => stop.resumed_from(tip),
+        None => stop,
+    };
+    let report = run.finish(stop, history.earlier_dirty).await?;
+    Ok(describe(env, change, report).await)
+}
+
+/// The change converge works on (from `base`, or the merge base with the default branch) and
+/// the head it starts from: on a pull request, its pinned head; locally, HEAD.
+fn select(env: &LoopEnv<'_>, base: Option<&str>) -> Result<(SelectedChange, String), ActError> {
+    let pinned = match &env.work {
+        WorkTarget::PullRequest { head, .. } => Some(head.clone()),
+        WorkTarget::LocalBranch => None,
+    };
+    let selection = match (base, &pinned) {
+        (None, None) => Selection::Branch,
+        (base, head) => Selection::Range {
+            base: base.map(str::to_owned),
+            head: head.clone(),
+        },
+    };
+    let selected = env
+        .git
+        .select(&selection)
+        .map_err(bugloop_forge::ForgeError::from)?;
+    if selected.diff.is_empty() {
+        return Err(ActError::Invalid(format!(
+            "No upstream diff: {} has nothing to converge.",
+            selected.description
+        )));
+    }
+    let head_now = pinned.unwrap_or_else(|| env.git.head().unwrap_or_default());
+    Ok((selected, head_now))
+}
+
+/// The report of a run killed after its commits landed as `head_now`, whose description is
+/// still to be written.
+fn landed_undescribed(
+    env: &LoopEnv<'_>,
+    change: &ChangeKey,
+    head_now: &str,
+) -> Option<ConvergeReport> {
+    let mut report = pending::landed_on(&env.runs_dir, change, head_now)?;
+    env.progress.event(crate::ProgressEvent::Step(
+        "the last run stopped after its commits landed: writing its description".to_owned(),
+    ));
+    let branch = match &env.work {
+        WorkTarget::PullRequest { branch, .. } => Some(branch.clone()),
+        WorkTarget::LocalBranch => env.git.current_branch(),
+    };
+    report.landing = branch.map(|branch| Landing::FastForwarded {
+        branch,
+        commit: head_now.to_owned(),
+    });
+    Some(report)
+}
+
+/// The task tree the loops work in: locally, at the commit an interrupted run on this HEAD got
+/// to (returned with it), else at the head.
+fn open_bench(
+    env: &LoopEnv<'_>,
+    change: &ChangeKey,
+    head_now: &str,
+) -> Result<(Workbench, Option<String>), ActError> {
+    let resumed = match &env.work {
+        WorkTarget::LocalBranch => pending::resumable(&env.runs_dir, change, head_now, env.git),
+        WorkTarget::PullRequest { .. } => None,
+    };
+    let bench = match &resumed {
+        Some(tip) => {
+            env.progress.event(crate::ProgressEvent::Step(format!(
+                "going on from {}, where an interrupted run's loops got to",
+                short(tip)
+            )));
+            Workbench::resume(env.git, "converge", tip)?
+        }
+        None => Workbench::open(env.git, "converge", &env.work)?,
+    };
+    Ok((bench, resumed))
+}
+
+/// Writes the change's description for a run whose commits have landed, and forgets the report
+/// kept for a rerun. A description the forge refuses is said, not a failed run.
+async fn describe(
+    env: &LoopEnv<'_>,
+    change: &ChangeKey,
+    mut report: ConvergeReport,
+) -> ConvergeReport {
     match describe::rewrite(env.forge, change, &report).await {
         Ok(section) => report.description = Some(section),
         Err(error) => {
             report.description_error = Some(format!("the description was not updated: {error}"));
         }
     }
-    Ok(report)
+    pending::forget(&env.runs_dir, change);
+    report
 }
 
 /// The report when the last loop was clean on this head: nothing to do, nothing run.

@@ -11,6 +11,7 @@ use bugloop_report::converge::{ConvergeReport, Exit, LoopKind, LoopLine, Quarant
 
 use super::audit::{Audit, audit};
 use super::gate::gate;
+use super::pending;
 use super::record::{counts, loop_body};
 use super::validate::findings_prompt;
 use super::{Connect, FIX_PROMPT, record, status_text};
@@ -31,6 +32,27 @@ impl Stop {
     pub(super) fn new(exit: Exit, detail: String) -> Stop {
         Stop { exit, detail }
     }
+
+    /// The stop of a run that went on from an interrupted one's commit: the detail says so.
+    pub(super) fn resumed_from(mut self, tip: &str) -> Stop {
+        let note = format!(
+            "Went on from {}, where an interrupted run's loops had got to.",
+            short(tip)
+        );
+        self.detail = if self.detail.is_empty() {
+            note
+        } else {
+            format!("{note} {}", self.detail)
+        };
+        self
+    }
+}
+
+/// What the loop did last, which decides what it does next.
+pub(super) enum LastAction {
+    Fresh,
+    Audited(Vec<Finding>),
+    Fixed { before: String },
 }
 
 /// One converge run in its task worktree.
@@ -248,6 +270,45 @@ impl Run<'_, '_> {
         }
     }
 
+    /// Rounds of audit and fix from `last` until the loop stops: an audit is clean, a round
+    /// says why it stops, or a fix changed nothing.
+    pub(super) async fn until_stopped(&mut self, mut last: LastAction) -> Result<Stop, ActError> {
+        Ok(loop {
+            self.keep_progress();
+            last = match last {
+                LastAction::Audited(findings) if findings.is_empty() => {
+                    break Stop::new(Exit::Converged, String::new());
+                }
+                LastAction::Audited(findings) => match self.fix_round(&findings).await? {
+                    Ok(before) => LastAction::Fixed { before },
+                    Err(stop) => break stop,
+                },
+                LastAction::Fixed { before } if self.bench.head()? == before => break self.stuck(),
+                LastAction::Fresh | LastAction::Fixed { .. } => match self.audit_round().await? {
+                    Ok(findings) => LastAction::Audited(findings),
+                    Err(stop) => break stop,
+                },
+            };
+        })
+    }
+
+    /// Keeps the commit the loops have reached for a rerun to go on from, should this run be
+    /// killed (nothing to keep while it is still the start).
+    pub(super) fn keep_progress(&self) {
+        let Ok(tip) = self.bench.head() else {
+            return;
+        };
+        if tip == self.bench.start_head {
+            return;
+        }
+        let start = &self.bench.start_head;
+        if let Err(error) = pending::keep_progress(&self.env.runs_dir, self.change, start, &tip) {
+            self.env.progress.event(crate::ProgressEvent::Step(format!(
+                "the loops' progress was not kept for a rerun ({error})"
+            )));
+        }
+    }
+
     /// The fix left HEAD where it was: what the last audit found is still open.
     pub(super) fn stuck(&self) -> Stop {
         let open: Vec<String> = self
@@ -276,25 +337,32 @@ impl Run<'_, '_> {
         let final_commit = self.bench.head()?;
         let (files_changed, additions, deletions) =
             net_change(&self.tree, &self.bench.start_head, &final_commit)?;
-        let landing = land_on_target(self.env, &self.bench, "converge").await?;
-        let start_commit = self.bench.start_head.clone();
-        drop(self.bench);
-        Ok(ConvergeReport {
+        let mut report = ConvergeReport {
             exit: stop.exit,
             detail: stop.detail,
             // The count is raised before the cap is checked; report the loops that ran.
             loops: self.loops.min(self.cap),
-            start_commit,
+            start_commit: self.bench.start_head.clone(),
             final_commit,
             files_changed,
             additions,
             deletions,
             log: self.log,
-            landing,
+            landing: None,
             earlier_dirty_loops: earlier_dirty,
             quarantined: self.quarantined,
             description: None,
             description_error: None,
-        })
+        };
+        // Kept until the description is written: a run killed after landing leaves it to the
+        // next, which would otherwise find the last loop clean on this head and do nothing.
+        if let Err(error) = pending::keep_landing(&self.env.runs_dir, self.change, &report) {
+            self.env.progress.event(crate::ProgressEvent::Step(format!(
+                "the report was not kept for a rerun ({error})"
+            )));
+        }
+        report.landing = land_on_target(self.env, &self.bench, "converge").await?;
+        drop(self.bench);
+        Ok(report)
     }
 }

@@ -4,7 +4,7 @@ use bugloop_config::AuditFocus;
 use bugloop_domain::finding::Category;
 use bugloop_domain::score::Score;
 
-use bugloop_domain::finding::FindingId;
+use bugloop_domain::finding::{Finding, FindingId};
 use bugloop_domain::grounding::Head;
 use bugloop_report::converge::Quarantined;
 

@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use bugloop_domain::finding::FindingId;
 use bugloop_domain::thread::ThreadStatus;
-use bugloop_forge::Forge;
 use bugloop_forge::local::LocalForge;
+use bugloop_forge::{Forge, Write};
 use bugloop_llm::Capabilities;
 use bugloop_llm::scripted::{ScriptedProvider, text_reply, tool_reply};
 use bugloop_loops::LoopEnv;
@@ -19,7 +19,7 @@ use bugloop_report::build::{BuildStatus, Landing};
 use bugloop_report::dispute::{DisputeOutcome, DisputeResult};
 use serde_json::json;
 
-use crate::support::{Repo, git, off_by_one, run, run_full, session, usage};
+use crate::support::{Repo, StallingForge, git, off_by_one, run, run_full, session, usage};
 
 /// Everything a repository looks like to its user: branch, HEAD, index and working tree.
 fn snapshot(repo: &Repo) -> (String, String, String, String) {
@@ -124,6 +124,107 @@ async fn a_verified_fix_lands_and_resolves_the_finding() {
     assert!(review);
     // No worktree is left behind.
     assert_eq!(git(repo.path(), &["worktree", "list"]).lines().count(), 1);
+    // A request read while the finding was open, acted on after this fix resolved it: answered,
+    // nothing built, the model not asked; naming it by hand still says it is not open.
+    let head = git(repo.path(), &["rev-parse", "HEAD"]);
+    let script = Arc::new(ScriptedProvider::new([clamp_edit()]));
+    support::with_env(&repo, support::config(), script.clone(), async |env| {
+        let key = env.git.conversation_key();
+        let late = act::fix(env, &key, &Targets::StillOpen(vec![id.clone()]), None)
+            .await
+            .unwrap();
+        assert!(late.build.is_none() && late.resolved.is_empty(), "{late:?}");
+        assert_eq!(
+            late.message,
+            format!("nothing to fix: {id} was resolved since the request was read")
+        );
+        let by_hand = act::fix(env, &key, &Targets::Ids(vec![id.clone()]), None)
+            .await
+            .unwrap_err();
+        assert!(
+            by_hand.to_string().contains("is not an open finding"),
+            "{by_hand}"
+        );
+    })
+    .await;
+    assert_eq!(script.requests().len(), 0);
+    assert_eq!(git(repo.path(), &["rev-parse", "HEAD"]), head);
+}
+
+/// A fix stopped after it landed but before its thread was answered: the next `fix` resolves
+/// the finding from what the stopped one kept, asks no model, and names it by hand without an
+/// error. A landed fix the branch no longer holds resolves nothing.
+#[tokio::test]
+async fn a_fix_stopped_after_landing_is_resolved_by_the_next() {
+    let (repo, id) = reviewed().await;
+    let start = git(repo.path(), &["rev-parse", "HEAD"]);
+    let stalls_on_answer =
+        |write: &Write<'_>| matches!(write, Write::UpdateComment { .. } | Write::Reply { .. });
+    let forge = StallingForge::new(&repo, stalls_on_answer).await;
+    let script = Arc::new(ScriptedProvider::new([
+        clamp_edit(),
+        text_reply("Clamped.", usage()),
+    ]));
+    let all = async |env: &LoopEnv<'_>| {
+        act::fix(env, &env.git.conversation_key(), &Targets::All, None).await
+    };
+    support::stop_when(&repo, &forge, script, &forge.stalled, all).await;
+    let landed = git(repo.path(), &["rev-parse", "HEAD"]);
+    assert_eq!(
+        git(repo.path(), &["rev-parse", "HEAD~1"]),
+        start,
+        "it landed"
+    );
+
+    let script = Arc::new(ScriptedProvider::new([]));
+    let report = support::with_env(&repo, support::config(), script.clone(), async |env| {
+        let by_hand = Targets::Ids(vec![id[..12].to_owned()]);
+        act::fix(env, &env.git.conversation_key(), &by_hand, None)
+            .await
+            .unwrap()
+    })
+    .await;
+    assert!(script.requests().is_empty(), "no model call");
+    assert_eq!(report.resolved, std::slice::from_ref(&id));
+    assert_eq!(
+        report.message,
+        format!(
+            "nothing to fix: the fix {} that landed before its run was stopped resolved {id}",
+            &landed[..7]
+        )
+    );
+    let state = support::conversation(&repo).await;
+    let fixed = format!("Fixed in commit {landed}");
+    assert_eq!(state.iter().filter(|c| c.body.contains(&fixed)).count(), 1);
+}
+
+/// The record of a stopped fix names a commit; one the branch no longer holds (reset away
+/// after the kill) resolves nothing, and the finding is fixed again.
+#[tokio::test]
+async fn a_stopped_fix_reset_away_resolves_nothing() {
+    let (repo, id) = reviewed().await;
+    let stalls_on_answer =
+        |write: &Write<'_>| matches!(write, Write::UpdateComment { .. } | Write::Reply { .. });
+    let forge = StallingForge::new(&repo, stalls_on_answer).await;
+    let script = Arc::new(ScriptedProvider::new([
+        clamp_edit(),
+        text_reply("Clamped.", usage()),
+    ]));
+    let all = async |env: &LoopEnv<'_>| {
+        act::fix(env, &env.git.conversation_key(), &Targets::All, None).await
+    };
+    support::stop_when(&repo, &forge, script, &forge.stalled, all).await;
+    git(repo.path(), &["reset", "-q", "--hard", "HEAD~1"]);
+    let script = ScriptedProvider::new([clamp_edit(), text_reply("Clamped.", usage())]);
+    let report = with_env(&repo, verifying(&["true"]), script, async |env| {
+        act::fix(env, &env.git.conversation_key(), &Targets::All, None)
+            .await
+            .unwrap()
+    })
+    .await;
+    assert!(report.build.is_some(), "{report:?}");
+    assert_eq!(report.resolved, std::slice::from_ref(&id));
+    assert!(!report.message.contains("stopped"), "{}", report.message);
 }
 
 /// A fix undone by a reset (no new commit, so nothing changed since the last review) is

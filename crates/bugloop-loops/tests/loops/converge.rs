@@ -4,6 +4,8 @@
 
 use crate::support;
 
+mod killed;
+
 use std::sync::Arc;
 
 use bugloop_config::{AuditFocus, AuditorConfig, Validator};

@@ -17,6 +17,9 @@ use bugloop_testkit::TestRepo;
 pub use bugloop_testkit::git;
 use serde_json::{Value, json};
 
+mod stopped;
+pub use stopped::{StallingForge, stop_when};
+
 /// A repository the loop tests work on (see [`Repo::with_feature`]).
 pub struct Repo(TestRepo);
 
@@ -268,14 +271,14 @@ pub async fn with_env_on<T>(
 ) -> T {
     let meter = Arc::new(Meter::new("scripted", limits, None));
     let provider = Arc::new(Metered::new(model, meter.clone()));
-    let runs = tempfile::tempdir().unwrap();
     let env = LoopEnv {
         forge,
         git,
         settings: &LoopSettings::resolve(config).unwrap(),
         provider,
         meter,
-        runs_dir: runs.path().to_path_buf(),
+        // Where bugloop keeps them, so a run finds what an earlier one on the repository left.
+        runs_dir: git.runs_dir().unwrap(),
         progress: Arc::new(bugloop_loops::Silent),
         work: bugloop_loops::build::WorkTarget::LocalBranch,
     };

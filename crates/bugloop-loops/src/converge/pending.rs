@@ -1,0 +1,158 @@
+//! What a converge run keeps for the next one on the same change ([`crate::kept`]), should it
+//! be killed. While it works: the commit its loops have reached on top of the start, so a rerun
+//! on the same HEAD goes on from it rather than paying for those loops again. From just before
+//! its commits land until its description is written: its report, so a rerun on the head it
+//! landed writes the description, where it would otherwise find the last loop clean and do
+//! nothing. A task ref an interrupted run leaves could have been fetched from elsewhere: it
+//! alone is never trusted to go on from.
+
+use std::path::Path;
+
+use bugloop_forge::ChangeKey;
+use bugloop_git::Git;
+use bugloop_report::converge::ConvergeReport;
+use serde::{Deserialize, Serialize};
+
+use crate::kept;
+
+/// The kind of run in [`kept`]'s file names.
+const KIND: &str = "converge";
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+enum Kept {
+    /// The loops have reached `tip`, on top of `start` (HEAD when the run began).
+    Working { start: String, tip: String },
+    /// The run finished; its commits were landing.
+    Landing(Box<ConvergeReport>),
+}
+
+fn keep(runs_dir: &Path, change: &ChangeKey, value: &Kept) -> Result<(), String> {
+    kept::keep(runs_dir, KIND, change, value)
+}
+
+fn read(runs_dir: &Path, change: &ChangeKey) -> Option<Kept> {
+    kept::read(runs_dir, KIND, change)
+}
+
+/// Keeps the commit the loops have reached.
+pub(super) fn keep_progress(
+    runs_dir: &Path,
+    change: &ChangeKey,
+    start: &str,
+    tip: &str,
+) -> Result<(), String> {
+    let kept = Kept::Working {
+        start: start.to_owned(),
+        tip: tip.to_owned(),
+    };
+    keep(runs_dir, change, &kept)
+}
+
+/// Keeps a finished run's report while its commits land.
+pub(super) fn keep_landing(
+    runs_dir: &Path,
+    change: &ChangeKey,
+    report: &ConvergeReport,
+) -> Result<(), String> {
+    keep(runs_dir, change, &Kept::Landing(Box::new(report.clone())))
+}
+
+/// The commit an interrupted run on `change` reached from `head`, when there is one to resume
+/// from: it was started on this very HEAD, and its commit is still there, past HEAD.
+pub(super) fn resumable(
+    runs_dir: &Path,
+    change: &ChangeKey,
+    head: &str,
+    git: &Git,
+) -> Option<String> {
+    let Kept::Working { start, tip } = read(runs_dir, change)? else {
+        return None;
+    };
+    let held = start == head && tip != head && git.is_ancestor(head, &tip).ok()?;
+    held.then_some(tip)
+}
+
+/// The report kept by a run of `change` whose commits are `head`, if it stopped before its
+/// description was written.
+pub(super) fn landed_on(runs_dir: &Path, change: &ChangeKey, head: &str) -> Option<ConvergeReport> {
+    match read(runs_dir, change)? {
+        Kept::Landing(report) if report.final_commit == head => Some(*report),
+        _ => None,
+    }
+}
+
+/// Forgets what was kept for `change`: the run is over.
+pub(super) fn forget(runs_dir: &Path, change: &ChangeKey) {
+    kept::forget(runs_dir, KIND, change);
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use bugloop_report::converge::Exit;
+
+    fn report(final_commit: &str) -> ConvergeReport {
+        ConvergeReport {
+            exit: Exit::Converged,
+            detail: String::new(),
+            loops: 2,
+            start_commit: "a".repeat(40),
+            final_commit: final_commit.to_owned(),
+            files_changed: 1,
+            additions: 1,
+            deletions: 1,
+            log: Vec::new(),
+            landing: None,
+            earlier_dirty_loops: 0,
+            quarantined: Vec::new(),
+            description: None,
+            description_error: None,
+        }
+    }
+
+    #[test]
+    fn a_kept_report_is_found_on_the_head_it_landed_and_only_there() {
+        let dir = tempfile::tempdir().unwrap();
+        let runs = dir.path().join("runs");
+        let change = ChangeKey("local:feature/x".to_owned());
+        let other = ChangeKey("local:feature_x".to_owned());
+        let head = "b".repeat(40);
+        assert!(landed_on(&runs, &change, &head).is_none());
+        keep_landing(&runs, &change, &report(&head)).unwrap();
+        assert_eq!(landed_on(&runs, &change, &head).unwrap().loops, 2);
+        assert!(landed_on(&runs, &change, &"c".repeat(40)).is_none());
+        assert!(landed_on(&runs, &other, &head).is_none());
+        keep_landing(&runs, &change, &report(&head)).unwrap();
+        forget(&runs, &change);
+        assert!(landed_on(&runs, &change, &head).is_none());
+    }
+
+    /// Work is resumed only on the HEAD it started from, and only when its commit is past it.
+    #[test]
+    fn work_is_resumed_only_from_where_it_started() {
+        let repo = bugloop_testkit::TestRepo::with_files(&[("a.txt", "a\n")]);
+        let git = Git::open(repo.path()).unwrap();
+        let start = repo.head();
+        repo.write("a.txt", "b\n");
+        repo.commit("loop 1 fix");
+        let tip = repo.head();
+        let dir = tempfile::tempdir().unwrap();
+        let change = ChangeKey("local:main".to_owned());
+        keep_progress(dir.path(), &change, &start, &tip).unwrap();
+        assert_eq!(
+            resumable(dir.path(), &change, &start, &git),
+            Some(tip.clone())
+        );
+        // Another HEAD (the branch moved, or the tip itself): nothing to resume.
+        assert_eq!(resumable(dir.path(), &change, &tip, &git), None);
+        // A tip that does not descend from the start is not taken.
+        keep_progress(dir.path(), &change, &tip, &start).unwrap();
+        assert_eq!(resumable(dir.path(), &change, &tip, &git), None);
+        // A landing record is no work to resume.
+        keep_landing(dir.path(), &change, &report(&tip)).unwrap();
+        assert_eq!(resumable(dir.path(), &change, &start, &git), None);
+    }
+}
