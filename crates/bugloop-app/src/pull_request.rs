@@ -261,15 +261,7 @@ fn in_its_thread(mut comment: Comment, comments: &[Comment]) -> Comment {
 
 fn skipped(reason: String) -> Outcome<ActReport> {
     Outcome::new(
-        ActReport {
-            action: Intent::Acknowledge,
-            chosen_by: ChosenBy::Rules,
-            build: None,
-            landing: None,
-            answer: None,
-            resolved: Vec::new(),
-            message: reason.clone(),
-        },
+        ActReport::nothing_built(Intent::Acknowledge, ChosenBy::Rules, reason.clone()),
         Verdict::Skipped { reason },
     )
 }

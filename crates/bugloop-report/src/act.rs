@@ -65,3 +65,19 @@ pub struct ActReport {
     /// One line for people.
     pub message: String,
 }
+
+impl ActReport {
+    /// A report of `action` that built nothing, landed nothing and resolved nothing: `message`
+    /// says what came of it.
+    pub fn nothing_built(action: Intent, chosen_by: ChosenBy, message: impl Into<String>) -> Self {
+        ActReport {
+            action,
+            chosen_by,
+            build: None,
+            landing: None,
+            answer: None,
+            resolved: Vec::new(),
+            message: message.into(),
+        }
+    }
+}

@@ -434,13 +434,8 @@ fn act_reports_as_text() {
         }),
     );
     let answered = ActReport {
-        action: Intent::Think,
-        chosen_by: ChosenBy::Model,
-        build: None,
-        landing: None,
         answer: Some("It is fine.".to_owned()),
-        resolved: Vec::new(),
-        message: "answered".to_owned(),
+        ..ActReport::nothing_built(Intent::Think, ChosenBy::Model, "answered")
     };
     insta::assert_snapshot!(
         [&landed, &failed, &waiting, &answered]

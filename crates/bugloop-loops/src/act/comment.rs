@@ -50,15 +50,9 @@ pub async fn on_comment(
             tell_outcome(env, change, comment, &report).await?;
             report
         }
-        (Intent::Acknowledge, _) => ActReport {
-            action: Intent::Acknowledge,
-            chosen_by: by,
-            build: None,
-            landing: None,
-            answer: None,
-            resolved: Vec::new(),
-            message: "nothing to do".to_owned(),
-        },
+        (Intent::Acknowledge, _) => {
+            ActReport::nothing_built(Intent::Acknowledge, by, "nothing to do")
+        }
         (Intent::Think, _)
             if parent_thread.is_some_and(|t| t.status != ThreadStatus::Resolved)
                 && !comment.body.trim_end().ends_with('?') =>
@@ -156,18 +150,15 @@ async fn dispute(
         .clone()
         .ok_or_else(|| ActError::Invalid("no finding".to_owned()))?;
     let outcome = crate::disputes::settle_dispute(env, change, &id).await?;
+    let message = format!("dispute: {} ({})", outcome.decision_label(), outcome.status);
     Ok(ActReport {
-        action: Intent::Think,
-        chosen_by: by,
-        build: None,
-        landing: None,
         answer: Some(outcome.reasoning.clone()),
         resolved: if outcome.status == ThreadStatus::Resolved {
             vec![id.as_str().to_owned()]
         } else {
             Vec::new()
         },
-        message: format!("dispute: {} ({})", outcome.decision_label(), outcome.status),
+        ..ActReport::nothing_built(Intent::Think, by, message)
     })
 }
 
@@ -197,13 +188,8 @@ async fn answer(
         .reply(change, reply_to, &info_reply(markers, &answer))
         .await?;
     Ok(ActReport {
-        action: Intent::Think,
-        chosen_by: by,
-        build: None,
-        landing: None,
         answer: Some(answer),
-        resolved: Vec::new(),
-        message: "answered".to_owned(),
+        ..ActReport::nothing_built(Intent::Think, by, "answered")
     })
 }
 

@@ -12,7 +12,6 @@ use bugloop_report::text::{build_outcome, build_status};
 
 use crate::build::{BuildTask, ProvenTest, Workbench, build, land_on_target};
 use crate::comment_bodies::info_reply;
-use crate::comment_bodies::{ResolvedBy, resolve_thread};
 use crate::env::LoopEnv;
 use crate::prompt::fill;
 
@@ -130,15 +129,7 @@ fn nothing_left(ids: &[String]) -> ActReport {
             if ids.len() == 1 { "was" } else { "were" }
         )
     };
-    ActReport {
-        action: Intent::Fix(Vec::new()),
-        chosen_by: ChosenBy::Command,
-        build: None,
-        landing: None,
-        answer: None,
-        resolved: Vec::new(),
-        message,
-    }
+    ActReport::nothing_built(Intent::Fix(Vec::new()), ChosenBy::Command, message)
 }
 
 /// The tests of the chosen findings that were proven (kept in bugloop's own comment): each must
@@ -238,17 +229,7 @@ async fn answer_threads(
         };
         let unresolved = match landing {
             Some(Landing::FastForwarded { commit, .. }) => {
-                notes.extend(
-                    resolve_thread(
-                        env.forge,
-                        change,
-                        markers,
-                        root,
-                        (id, ResolvedBy::Code),
-                        &bugloop_domain::thread::fix_resolution(commit),
-                    )
-                    .await?,
-                );
+                notes.extend(landed::resolve_fixed(env, change, root, id, commit).await?);
                 resolved.push(id.as_str().to_owned());
                 continue;
             }

@@ -7,6 +7,7 @@
 //! Only this record, in bugloop's own directory, can resolve a finding this way: a commit
 //! message saying "resolve <id>" is anyone's to write.
 
+use bugloop_domain::finding::FindingId;
 use bugloop_domain::thread::{Comment, ThreadState, fix_resolution};
 use bugloop_forge::ChangeKey;
 use serde::{Deserialize, Serialize};
@@ -79,14 +80,10 @@ impl Recovered {
 
     /// The report when nothing else was left to fix.
     pub(super) fn report(self) -> ActReport {
+        let message = format!("nothing to fix: {}", self.note());
         ActReport {
-            action: Intent::Fix(Vec::new()),
-            chosen_by: ChosenBy::Command,
-            build: None,
-            landing: None,
-            answer: None,
-            message: format!("nothing to fix: {}", self.note()),
             resolved: self.ids,
+            ..ActReport::nothing_built(Intent::Fix(Vec::new()), ChosenBy::Command, message)
         }
     }
 
@@ -129,17 +126,7 @@ pub(super) async fn recover(
         if !landing.threads.contains(&thread.id) {
             continue;
         }
-        let reason = fix_resolution(&landing.commit);
-        let markers = &env.settings.markers;
-        resolve_thread(
-            env.forge,
-            change,
-            markers,
-            root,
-            (id, ResolvedBy::Code),
-            &reason,
-        )
-        .await?;
+        resolve_fixed(env, change, root, id, &landing.commit).await?;
         ids.push(id.as_str().to_owned());
     }
     forget(env, change);
@@ -147,6 +134,20 @@ pub(super) async fn recover(
         commit: landing.commit,
         ids,
     }))
+}
+
+/// Resolves the finding `id` of the thread at `root` as fixed by `bugloop fix`'s `commit`;
+/// the note resolving it gave, if any.
+pub(super) async fn resolve_fixed(
+    env: &LoopEnv<'_>,
+    change: &ChangeKey,
+    root: &Comment,
+    id: &FindingId,
+    commit: &str,
+) -> Result<Option<String>, ActError> {
+    let reason = fix_resolution(commit);
+    let by = (id, ResolvedBy::Code);
+    Ok(resolve_thread(env.forge, change, &env.settings.markers, root, by, &reason).await?)
 }
 
 fn root_of<'c>(comments: &'c [Comment], thread: &ThreadState) -> Option<&'c Comment> {

@@ -92,24 +92,13 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
-    use bugloop_report::converge::Exit;
 
+    /// A finished run's report of two loops that landed `final_commit`.
     fn report(final_commit: &str) -> ConvergeReport {
         ConvergeReport {
-            exit: Exit::Converged,
-            detail: String::new(),
             loops: 2,
             start_commit: "a".repeat(40),
-            final_commit: final_commit.to_owned(),
-            files_changed: 1,
-            additions: 1,
-            deletions: 1,
-            log: Vec::new(),
-            landing: None,
-            earlier_dirty_loops: 0,
-            quarantined: Vec::new(),
-            description: None,
-            description_error: None,
+            ..crate::converge::clean_already(final_commit.to_owned())
         }
     }
 

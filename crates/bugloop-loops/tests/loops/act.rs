@@ -151,16 +151,12 @@ async fn a_verified_fix_lands_and_resolves_the_finding() {
     assert_eq!(git(repo.path(), &["rev-parse", "HEAD"]), head);
 }
 
-/// A fix stopped after it landed but before its thread was answered: the next `fix` resolves
-/// the finding from what the stopped one kept, asks no model, and names it by hand without an
-/// error. A landed fix the branch no longer holds resolves nothing.
-#[tokio::test]
-async fn a_fix_stopped_after_landing_is_resolved_by_the_next() {
-    let (repo, id) = reviewed().await;
-    let start = git(repo.path(), &["rev-parse", "HEAD"]);
+/// Runs a fix of every open finding and stops it (as a kill would) after it landed, at the
+/// first answer in a thread.
+async fn stop_a_fix_after_landing(repo: &Repo) {
     let stalls_on_answer =
         |write: &Write<'_>| matches!(write, Write::UpdateComment { .. } | Write::Reply { .. });
-    let forge = StallingForge::new(&repo, stalls_on_answer).await;
+    let forge = StallingForge::new(repo, stalls_on_answer).await;
     let script = Arc::new(ScriptedProvider::new([
         clamp_edit(),
         text_reply("Clamped.", usage()),
@@ -168,7 +164,17 @@ async fn a_fix_stopped_after_landing_is_resolved_by_the_next() {
     let all = async |env: &LoopEnv<'_>| {
         act::fix(env, &env.git.conversation_key(), &Targets::All, None).await
     };
-    support::stop_when(&repo, &forge, script, &forge.stalled, all).await;
+    support::stop_when(repo, &forge, script, &forge.stalled, all).await;
+}
+
+/// A fix stopped after it landed but before its thread was answered: the next `fix` resolves
+/// the finding from what the stopped one kept, asks no model, and names it by hand without an
+/// error.
+#[tokio::test]
+async fn a_fix_stopped_after_landing_is_resolved_by_the_next() {
+    let (repo, id) = reviewed().await;
+    let start = git(repo.path(), &["rev-parse", "HEAD"]);
+    stop_a_fix_after_landing(&repo).await;
     let landed = git(repo.path(), &["rev-parse", "HEAD"]);
     assert_eq!(
         git(repo.path(), &["rev-parse", "HEAD~1"]),
@@ -193,9 +199,12 @@ async fn a_fix_stopped_after_landing_is_resolved_by_the_next() {
             &landed[..7]
         )
     );
-    let state = support::conversation(&repo).await;
+    let comments = support::conversation(&repo).await;
     let fixed = format!("Fixed in commit {landed}");
-    assert_eq!(state.iter().filter(|c| c.body.contains(&fixed)).count(), 1);
+    assert_eq!(
+        comments.iter().filter(|c| c.body.contains(&fixed)).count(),
+        1
+    );
 }
 
 /// The record of a stopped fix names a commit; one the branch no longer holds (reset away
@@ -203,17 +212,7 @@ async fn a_fix_stopped_after_landing_is_resolved_by_the_next() {
 #[tokio::test]
 async fn a_stopped_fix_reset_away_resolves_nothing() {
     let (repo, id) = reviewed().await;
-    let stalls_on_answer =
-        |write: &Write<'_>| matches!(write, Write::UpdateComment { .. } | Write::Reply { .. });
-    let forge = StallingForge::new(&repo, stalls_on_answer).await;
-    let script = Arc::new(ScriptedProvider::new([
-        clamp_edit(),
-        text_reply("Clamped.", usage()),
-    ]));
-    let all = async |env: &LoopEnv<'_>| {
-        act::fix(env, &env.git.conversation_key(), &Targets::All, None).await
-    };
-    support::stop_when(&repo, &forge, script, &forge.stalled, all).await;
+    stop_a_fix_after_landing(&repo).await;
     git(repo.path(), &["reset", "-q", "--hard", "HEAD~1"]);
     let script = ScriptedProvider::new([clamp_edit(), text_reply("Clamped.", usage())]);
     let report = with_env(&repo, verifying(&["true"]), script, async |env| {

@@ -15,6 +15,7 @@ use bugloop_loops::converge::converge;
 use bugloop_report::build::Landing;
 use bugloop_report::converge::{ConvergeReport, Exit, LoopKind};
 use serde_json::{Value, json};
+use tokio::sync::Notify;
 
 use crate::support::{Repo, conversation, finding, git, sql_format, usage, with_env};
 
@@ -75,6 +76,14 @@ fn clamp(script: &ScriptedProvider) {
     script.push(text_reply("Clamped.", usage()));
 }
 
+/// The index finding found and clamped: an audit that finds it, and the fix.
+fn found_and_clamped(repo: &Repo) -> ScriptedProvider {
+    let script = ScriptedProvider::new([]);
+    audit(&script, vec![index_finding(repo)]);
+    clamp(&script);
+    script
+}
+
 async fn run(
     repo: &Repo,
     config: bugloop_config::Config,
@@ -107,9 +116,7 @@ fn worktrees(repo: &Repo) -> usize {
 async fn audit_fix_audit_converges_and_lands() {
     let repo = Repo::with_feature();
     let start = git(repo.path(), &["rev-parse", "HEAD"]);
-    let script = ScriptedProvider::new([]);
-    audit(&script, vec![index_finding(&repo)]);
-    clamp(&script);
+    let script = found_and_clamped(&repo);
     audit(&script, vec![]);
     let (report, _) = run(&repo, support::config(), script).await;
     assert_eq!(report.exit, Exit::Converged, "{}", report.text());
@@ -167,9 +174,7 @@ async fn the_cap_stops_the_loop() {
     let repo = Repo::with_feature();
     let mut config = support::config();
     config.converge.max_loops = 2;
-    let script = ScriptedProvider::new([]);
-    audit(&script, vec![index_finding(&repo)]);
-    clamp(&script);
+    let script = found_and_clamped(&repo);
     let (report, _) = run(&repo, config, script).await;
     assert_eq!(report.exit, Exit::CapReached, "{}", report.text());
     assert_eq!(report.loops, 2);
@@ -365,20 +370,62 @@ async fn parallel_auditors_are_validated_merged_and_their_rejects_quarantined() 
     );
 }
 
-/// A model that holds each auditor's first request until `parties` requests are in flight at
-/// once: auditors run one after another never get past it.
+/// When a [`Held`] model holds a request.
 #[derive(Debug)]
-struct Rendezvous {
+enum Hold {
+    /// Each auditor's first request until this many requests are in flight at once: auditors
+    /// run one after another never get past it.
+    Together(tokio::sync::Barrier),
+    /// Every request after the first `answers`, for ever (`stalled` is told): the run waits
+    /// there until it is stopped.
+    After { answers: usize, stalled: Notify },
+}
+
+/// A scripted model that holds requests as `hold` says, counting how many are in flight.
+#[derive(Debug)]
+struct Held {
     inner: Arc<ScriptedProvider>,
-    barrier: tokio::sync::Barrier,
+    hold: Hold,
     in_flight: std::sync::atomic::AtomicUsize,
     most_in_flight: std::sync::atomic::AtomicUsize,
 }
 
+impl Held {
+    fn new(inner: Arc<ScriptedProvider>, hold: Hold) -> Held {
+        Held {
+            inner,
+            hold,
+            in_flight: std::sync::atomic::AtomicUsize::new(0),
+            most_in_flight: std::sync::atomic::AtomicUsize::new(0),
+        }
+    }
+
+    /// Holds `request` as the rule says; an error when the auditors never met.
+    async fn hold(&self, request: &ChatRequest) -> Result<(), LlmError> {
+        match &self.hold {
+            Hold::Together(barrier) if request.messages.len() == 1 => {
+                tokio::time::timeout(std::time::Duration::from_secs(20), barrier.wait())
+                    .await
+                    .map(drop)
+                    .map_err(|_| {
+                        LlmError::InvalidResponse(
+                            "the auditors did not run at the same time".to_owned(),
+                        )
+                    })
+            }
+            Hold::After { answers, stalled } if self.inner.requests().len() >= *answers => {
+                stalled.notify_one();
+                std::future::pending().await
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
 #[async_trait::async_trait]
-impl Provider for Rendezvous {
+impl Provider for Held {
     fn name(&self) -> &str {
-        "rendezvous"
+        "held"
     }
 
     fn capabilities(&self) -> bugloop_llm::Capabilities {
@@ -393,17 +440,10 @@ impl Provider for Rendezvous {
         use std::sync::atomic::Ordering;
         let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
         self.most_in_flight.fetch_max(now, Ordering::SeqCst);
-        if request.messages.len() == 1 {
-            let met =
-                tokio::time::timeout(std::time::Duration::from_secs(20), self.barrier.wait()).await;
-            if met.is_err() {
-                self.in_flight.fetch_sub(1, Ordering::SeqCst);
-                return Err(LlmError::InvalidResponse(
-                    "the auditors did not run at the same time".to_owned(),
-                ));
-            }
-        }
-        let answer = self.inner.chat(request, sink).await;
+        let answer = match self.hold(request).await {
+            Ok(()) => self.inner.chat(request, sink).await,
+            Err(error) => Err(error),
+        };
         self.in_flight.fetch_sub(1, Ordering::SeqCst);
         answer
     }
@@ -415,12 +455,10 @@ async fn parallel_auditors_run_at_the_same_time() {
     let script = Arc::new(ScriptedProvider::new([]));
     audit_when(&script, Some(CORRECTNESS), vec![]);
     audit_when(&script, Some(SECURITY), vec![]);
-    let model = Arc::new(Rendezvous {
-        inner: script.clone(),
-        barrier: tokio::sync::Barrier::new(2),
-        in_flight: std::sync::atomic::AtomicUsize::new(0),
-        most_in_flight: std::sync::atomic::AtomicUsize::new(0),
-    });
+    let model = Arc::new(Held::new(
+        script.clone(),
+        Hold::Together(tokio::sync::Barrier::new(2)),
+    ));
     let report = run_with(&repo, parallel(2), model.clone(), &no_models).await;
     assert_eq!(report.exit, Exit::Converged, "{}", report.text());
     assert_eq!(

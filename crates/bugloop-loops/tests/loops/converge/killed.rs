@@ -8,12 +8,11 @@ use bugloop_forge::local::LocalForge;
 use bugloop_forge::{Forge, Write};
 use bugloop_git::Git;
 use bugloop_llm::scripted::ScriptedProvider;
-use bugloop_llm::{ChatRequest, ChatResponse, LlmError, Provider, StreamSink};
 use bugloop_loops::converge::converge;
 use bugloop_report::converge::Exit;
 use tokio::sync::Notify;
 
-use super::{audit, clamp, index_finding, no_models, run};
+use super::{Held, Hold, audit, found_and_clamped, no_models, run};
 use crate::support::{self, Repo, StallingForge, git, stop_when};
 
 /// Converge on the checked-out branch, as `bugloop converge` runs it.
@@ -23,38 +22,6 @@ async fn converging(
     converge(env, &env.git.conversation_key(), None, &no_models).await
 }
 
-/// A model that answers its first `answers` requests from the script, then never again: the
-/// run waits there until it is stopped.
-#[derive(Debug)]
-struct Stalls {
-    inner: Arc<ScriptedProvider>,
-    answers: usize,
-    stalled: Notify,
-}
-
-#[async_trait::async_trait]
-impl Provider for Stalls {
-    fn name(&self) -> &str {
-        "stalls"
-    }
-
-    fn capabilities(&self) -> bugloop_llm::Capabilities {
-        self.inner.capabilities()
-    }
-
-    async fn chat(
-        &self,
-        request: &ChatRequest,
-        sink: Option<StreamSink<'_>>,
-    ) -> Result<ChatResponse, LlmError> {
-        if self.inner.requests().len() >= self.answers {
-            self.stalled.notify_one();
-            std::future::pending::<()>().await;
-        }
-        self.inner.chat(request, sink).await
-    }
-}
-
 /// Stopped while auditing after its fix was committed, a run leaves the user's branch as it was;
 /// the next run on that HEAD goes on from the fix (the model is not asked to fix again), and its
 /// report says so.
@@ -62,19 +29,21 @@ impl Provider for Stalls {
 async fn a_run_stopped_after_a_verified_fix_is_gone_on_from_there() {
     let repo = Repo::with_feature();
     let start = git(repo.path(), &["rev-parse", "HEAD"]);
-    let script = Arc::new(ScriptedProvider::new([]));
-    audit(&script, vec![index_finding(&repo)]);
-    clamp(&script);
-    let answered = script.remaining();
-    let model = Arc::new(Stalls {
-        inner: script.clone(),
-        answers: answered,
-        stalled: Notify::new(),
-    });
+    let script = Arc::new(found_and_clamped(&repo));
+    let model = Arc::new(Held::new(
+        script.clone(),
+        Hold::After {
+            answers: script.remaining(),
+            stalled: Notify::new(),
+        },
+    ));
+    let Hold::After { stalled, .. } = &model.hold else {
+        unreachable!()
+    };
     let forge = LocalForge::open(Git::open(repo.path()).unwrap(), "bugloop")
         .await
         .unwrap();
-    stop_when(&repo, &forge, model.clone(), &model.stalled, converging).await;
+    stop_when(&repo, &forge, model.clone(), stalled, converging).await;
     assert_eq!(git(repo.path(), &["rev-parse", "HEAD"]), start);
     assert_eq!(git(repo.path(), &["status", "--porcelain"]), "");
 
@@ -112,9 +81,7 @@ async fn a_run_stopped_after_a_verified_fix_is_gone_on_from_there() {
 async fn a_run_stopped_after_landing_leaves_its_description_to_the_next() {
     let repo = Repo::with_feature();
     let start = git(repo.path(), &["rev-parse", "HEAD"]);
-    let script = ScriptedProvider::new([]);
-    audit(&script, vec![index_finding(&repo)]);
-    clamp(&script);
+    let script = found_and_clamped(&repo);
     audit(&script, vec![]);
     let forge =
         StallingForge::new(&repo, |write| matches!(write, Write::SetDescription { .. })).await;
