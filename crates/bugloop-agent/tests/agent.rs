@@ -82,6 +82,16 @@ fn task(toolset: Option<Toolset>) -> Task {
     }
 }
 
+/// A Plan task that ends by calling `submit`, with `follow_ups` asked as `stages` says.
+fn submitting(follow_ups: &[&str], stages: Stages) -> Task {
+    let mut t = task(Some(Toolset::Plan));
+    t.extra_tools.push(Box::new(Submit));
+    t.submit_tool = Some("submit".into());
+    t.follow_ups = follow_ups.iter().map(|f| (*f).to_owned()).collect();
+    t.stages = stages;
+    t
+}
+
 #[tokio::test]
 async fn tool_call_result_next_call_answer() {
     let s = setup(
@@ -221,9 +231,7 @@ async fn submit_tool_ends_the_task_and_a_text_answer_is_reminded_once() {
         ]),
         BudgetLimits::default(),
     );
-    let mut t = task(Some(Toolset::Plan));
-    t.extra_tools.push(Box::new(Submit));
-    t.submit_tool = Some("submit".into());
+    let t = submitting(&[], Stages::OneByOne);
     let run = s.agent.run(t).await;
     assert_eq!(
         run.outcome.unwrap(),
@@ -267,13 +275,7 @@ async fn a_refused_call_beside_the_last_submission_goes_back_to_the_model() {
         ]),
         BudgetLimits::default(),
     );
-    let submitting = || {
-        let mut t = task(Some(Toolset::Plan));
-        t.extra_tools.push(Box::new(Submit));
-        t.submit_tool = Some("submit".into());
-        t
-    };
-    let run = s.agent.run(submitting()).await;
+    let run = s.agent.run(submitting(&[], Stages::OneByOne)).await;
     assert_eq!(run.outcome.unwrap(), Outcome::Submitted(json!({"pass": 2})));
     let told = &s.scripted.requests()[1].messages;
     assert!(told[2].content.starts_with("error: path"), "{told:?}");
@@ -282,7 +284,7 @@ async fn a_refused_call_beside_the_last_submission_goes_back_to_the_model() {
         "{told:?}"
     );
     // The model answers without a call: the held submission stands.
-    let run = s.agent.run(submitting()).await;
+    let run = s.agent.run(submitting(&[], Stages::OneByOne)).await;
     assert_eq!(run.outcome.unwrap(), Outcome::Submitted(json!({"pass": 1})));
     assert_eq!(s.scripted.requests().len(), 4);
 }
@@ -304,10 +306,7 @@ async fn follow_ups_continue_the_same_session_after_each_submission() {
         ]),
         BudgetLimits::default(),
     );
-    let mut t = task(Some(Toolset::Plan));
-    t.extra_tools.push(Box::new(Submit));
-    t.submit_tool = Some("submit".into());
-    t.follow_ups = vec!["Pass 2 of 3".into(), "Pass 3 of 3".into()];
+    let t = submitting(&["Pass 2 of 3", "Pass 3 of 3"], Stages::OneByOne);
     let run = s.agent.run(t).await;
     assert_eq!(run.outcome.unwrap(), Outcome::Submitted(json!({"pass": 3})));
     let requests = s.scripted.requests();
@@ -342,11 +341,7 @@ async fn stages_up_front_may_be_submitted_together() {
         ]),
         BudgetLimits::default(),
     );
-    let mut t = task(Some(Toolset::Plan));
-    t.extra_tools.push(Box::new(Submit));
-    t.submit_tool = Some("submit".into());
-    t.follow_ups = vec!["Pass 2 of 3".into(), "Pass 3 of 3".into()];
-    t.stages = Stages::UpFront;
+    let t = submitting(&["Pass 2 of 3", "Pass 3 of 3"], Stages::UpFront);
     let run = s.agent.run(t).await;
     assert_eq!(run.outcome.unwrap(), Outcome::Submitted(json!({"pass": 3})));
     let requests = s.scripted.requests();
@@ -375,11 +370,7 @@ async fn stages_up_front_may_be_submitted_together() {
         )]),
         BudgetLimits::default(),
     );
-    let mut t = task(Some(Toolset::Plan));
-    t.extra_tools.push(Box::new(Submit));
-    t.submit_tool = Some("submit".into());
-    t.follow_ups = vec!["Pass 2 of 3".into(), "Pass 3 of 3".into()];
-    t.stages = Stages::UpFront;
+    let t = submitting(&["Pass 2 of 3", "Pass 3 of 3"], Stages::UpFront);
     let run = s.agent.run(t).await;
     assert_eq!(run.outcome.unwrap(), Outcome::Submitted(json!({"pass": 3})));
     assert_eq!(s.scripted.requests().len(), 1);
@@ -400,15 +391,10 @@ async fn stages_left_are_asked_at_once_each_in_its_own_copy() {
         .with_latency(Duration::from_millis(300)),
         BudgetLimits::default(),
     );
-    let mut t = task(Some(Toolset::Plan));
-    t.extra_tools.push(Box::new(Submit));
-    t.submit_tool = Some("submit".into());
-    t.follow_ups = vec![
-        "Pass 2 of 4".into(),
-        "Pass 3 of 4".into(),
-        "Pass 4 of 4".into(),
-    ];
-    t.stages = Stages::UpFrontThenAtOnce;
+    let t = submitting(
+        &["Pass 2 of 4", "Pass 3 of 4", "Pass 4 of 4"],
+        Stages::UpFrontThenAtOnce,
+    );
     let run = s.agent.run(t).await;
     assert_eq!(run.outcome.unwrap(), Outcome::Submitted(json!({"pass": 4})));
     assert_eq!(run.turns, 4);
@@ -462,11 +448,7 @@ async fn a_stage_left_may_be_asked_in_a_conversation_of_its_own() {
         .with_latency(Duration::from_millis(100)),
         BudgetLimits::default(),
     );
-    let mut t = task(Some(Toolset::Plan));
-    t.extra_tools.push(Box::new(Submit));
-    t.submit_tool = Some("submit".into());
-    t.follow_ups = vec!["Pass 2 of 3".into(), "Pass 3 of 3".into()];
-    t.stages = Stages::UpFrontThenAtOnce;
+    let mut t = submitting(&["Pass 2 of 3", "Pass 3 of 3"], Stages::UpFrontThenAtOnce);
     let opened = Arc::new(std::sync::Mutex::new(Vec::new()));
     let seen = opened.clone();
     t.open_stage = Some(Arc::new(move |stage| {
@@ -505,11 +487,7 @@ async fn a_stage_asked_at_once_that_fails_or_is_left_unsubmitted_is_said() {
         // Latency, so each copy takes its answer in turn.
         let scripted = ScriptedProvider::new(replies).with_latency(Duration::from_millis(50));
         let s = setup(scripted, BudgetLimits::default());
-        let mut t = task(Some(Toolset::Plan));
-        t.extra_tools.push(Box::new(Submit));
-        t.submit_tool = Some("submit".into());
-        t.follow_ups = vec!["Pass 2 of 3".into(), "Pass 3 of 3".into()];
-        t.stages = Stages::UpFrontThenAtOnce;
+        let t = submitting(&["Pass 2 of 3", "Pass 3 of 3"], Stages::UpFrontThenAtOnce);
         s.agent.run(t).await.outcome
     };
     let unsubmitted = run(vec![
