@@ -25,6 +25,17 @@ const CREDENTIAL_NAMES: &[&str] = &[
     ".netrc",
     ".npmrc",
     ".pypirc",
+    ".pgpass",
+    ".my.cnf",
+    ".mylogin.cnf",
+    ".boto",
+    ".s3cfg",
+    ".htpasswd",
+    ".env",
+    ".envrc",
+    ".histfile",
+    "settings-security.xml",
+    "service_principal_entries.json",
     "hosts.yml",
     "auth.json",
     ".docker",
@@ -34,8 +45,21 @@ const CREDENTIAL_NAMES: &[&str] = &[
     ".kube",
 ];
 
-/// Files that are configuration but may hold a token (cargo's `config.toml`, git's, pip's).
-const MAYBE_SECRET_CONFIG: &[&str] = &["config.toml", "config", "pip.conf", ".gitconfig"];
+/// Files that are configuration but may hold a token or password (cargo's `config.toml`,
+/// git's, pip's, Maven's `settings.xml`, yarn's, hub's, Terraform's): hidden when they do.
+const MAYBE_SECRET_CONFIG: &[&str] = &[
+    "config.toml",
+    "config",
+    "pip.conf",
+    ".gitconfig",
+    "settings.xml",
+    ".yarnrc",
+    ".yarnrc.yml",
+    ".condarc",
+    ".gemrc",
+    ".terraformrc",
+    "hub",
+];
 
 fn holds_a_secret(path: &Path) -> bool {
     std::fs::read(path).is_ok_and(|bytes| {
@@ -49,7 +73,8 @@ fn holds_a_secret(path: &Path) -> bool {
 /// A name that says it holds a secret, whatever its case: the listed ones, any name with
 /// `credential` or `secret` in it (gcloud's `credentials.db` and
 /// `application_default_credentials.json`, `client_secret.json`), tokens, keys and key stores,
-/// and SSH private keys by their usual names (`id_*`, `*_ed25519`, `*_rsa`, ...).
+/// SSH private keys by their usual names (`id_*`, `*_ed25519`, `*_rsa`, ...), `.env` files and
+/// shell histories (a password typed once stays there).
 fn is_credential_name(name: &str) -> bool {
     let name = name.to_ascii_lowercase();
     CREDENTIAL_NAMES.contains(&name.as_str())
@@ -57,6 +82,7 @@ fn is_credential_name(name: &str) -> bool {
         || name.contains("secret")
         || name.contains("token")
         || name.starts_with("id_")
+        || name.starts_with(".env.")
         || [
             ".pem",
             ".key",
@@ -72,6 +98,7 @@ fn is_credential_name(name: &str) -> bool {
             "_rsa",
             "_dsa",
             "_key",
+            "_history",
             ".tfstate",
             "rclone.conf",
             "gradle.properties",

@@ -349,6 +349,30 @@ async fn escape_through_home_directories() {
         "SECRET",
     )
     .unwrap();
+    // Passwords and tokens in the configuration of other tools (Maven, hub, Azure, psql).
+    let m2 = home.path().join(".m2");
+    std::fs::create_dir_all(&m2).unwrap();
+    std::fs::write(m2.join("settings.xml"), "<password>SECRET</password>").unwrap();
+    std::fs::write(
+        m2.join("settings-security.xml"),
+        "<master>{SECRET}</master>",
+    )
+    .unwrap();
+    std::fs::write(home.path().join(".config/hub"), "oauth_token: SECRET").unwrap();
+    std::fs::create_dir_all(home.path().join(".config/azure")).unwrap();
+    std::fs::write(
+        home.path()
+            .join(".config/azure/service_principal_entries.json"),
+        "SECRET",
+    )
+    .unwrap();
+    std::fs::write(home.path().join(".config/.pgpass"), "db:5432:*:me:SECRET").unwrap();
+    std::fs::write(
+        home.path().join(".config/psql_history"),
+        "\\password SECRET",
+    )
+    .unwrap();
+    std::fs::write(home.path().join(".config/.env.local"), "API_KEY=SECRET").unwrap();
     let deep = home
         .path()
         .join(".config/a/b/c/d/e/f/g/h/i/j/k/l/m/n/o/p/q");
@@ -356,10 +380,15 @@ async fn escape_through_home_directories() {
     std::fs::write(deep.join("notes"), "SECRET deep down").unwrap();
     let mut settings = settings(dir.path(), Policy::WorkspaceWrite);
     settings.home_dir = Some(home.path().to_path_buf());
-    settings.visible_home_dirs = vec![".cargo".into(), ".ssh".into(), ".config".into()];
+    settings.visible_home_dirs = vec![
+        ".cargo".into(),
+        ".ssh".into(),
+        ".config".into(),
+        ".m2".into(),
+    ];
     let out = run(
         &settings,
-        &bash("cat \"$HOME/.cargo/bin/tool\" \"$HOME/.ssh/known_hosts\" \"$HOME\"/.cargo/registry/src/index/tokio-util-0.7/src/sync/cancellation_token/tree_node.rs; echo; cat \"$HOME/.cargo/credentials.toml\" \"$HOME/.ssh/id_ed25519\" \"$HOME/.netrc\" \"$HOME/.ssh/deploy_ed25519\" \"$HOME\"/.config/gcloud/* \"$HOME\"/.config/a/b/c/d/e/f/g/h/i/j/k/l/m/n/o/p/q/notes 2>&1; echo end"),
+        &bash("cat \"$HOME/.cargo/bin/tool\" \"$HOME/.ssh/known_hosts\" \"$HOME\"/.cargo/registry/src/index/tokio-util-0.7/src/sync/cancellation_token/tree_node.rs; echo; cat \"$HOME/.cargo/credentials.toml\" \"$HOME/.ssh/id_ed25519\" \"$HOME/.netrc\" \"$HOME/.ssh/deploy_ed25519\" \"$HOME\"/.config/gcloud/* \"$HOME\"/.config/a/b/c/d/e/f/g/h/i/j/k/l/m/n/o/p/q/notes \"$HOME\"/.m2/* \"$HOME\"/.config/hub \"$HOME\"/.config/azure/* \"$HOME\"/.config/.pgpass \"$HOME\"/.config/psql_history \"$HOME\"/.config/.env.local 2>&1; echo end"),
     )
     .await
     .unwrap();
