@@ -36,7 +36,7 @@ pub use run::{
     CommandSpec, Confinement, ExitState, Output, Policy, SandboxSettings, WhenUnconfined, run,
 };
 pub use settings::{GitMount, OBJECTS_MOUNT};
-pub use tasktree::{Change, ChangeKind, Changes, ShadowGit, TaskTree};
+pub use tasktree::{Change, ChangeKind, Changes, ShadowGit, TaskTree, process_alive};
 pub use view::SYSTEM_PATHS;
 
 #[derive(Debug, thiserror::Error)]

@@ -112,7 +112,8 @@ pub struct TaskTree {
     removed: bool,
 }
 
-fn process_alive(pid: i32) -> bool {
+/// Whether the process `pid` still runs (a run's leftovers are cleared only once it is gone).
+pub fn process_alive(pid: i32) -> bool {
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok()
 }
 

@@ -38,9 +38,13 @@ pub async fn on_comment(
             // The ids were open when the comment was read; any resolved since are left out.
             let targets = Targets::StillOpen(ids.clone());
             let report = fix(env, change, &targets, Some(&comment.body)).await?;
-            // A request in a finding's thread is answered there by the fix itself; one in the
-            // conversation, or one that came to nothing to fix, gets the outcome as its answer.
-            if parent_thread.is_none() || report.build.is_none() {
+            // A request in a finding's thread is answered there by the fix of that finding;
+            // one in the conversation, or whose finding was not in the fix (resolved meanwhile),
+            // gets the outcome as its answer.
+            let fixed_here = parent_thread
+                .and_then(|t| t.finding_id.as_ref())
+                .is_some_and(|id| matches!(&report.action, Intent::Fix(built) if built.iter().any(|b| b == id.as_str())));
+            if !fixed_here || report.build.is_none() {
                 tell_outcome(env, change, comment, &report).await?;
             }
             report

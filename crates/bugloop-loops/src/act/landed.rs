@@ -1,22 +1,23 @@
 //! A fix that landed but whose run was stopped before its findings were resolved. Just before
-//! the branch moves, `fix` keeps the commit and the threads it fixes ([`crate::kept`]); once the
-//! threads are answered it forgets them. The next `fix` on the change finds the record: when
-//! the branch holds the commit, it resolves the threads still open as the stopped run would
-//! have; when it does not (the landing failed, or went to a branch of its own), it forgets it.
+//! the branch moves, `fix` keeps the commit and the threads it fixes ([`crate::kept`], locally
+//! only); once the threads are answered it forgets them. The next `fix` on the change finds the
+//! record: when the branch holds the commit, it resolves the threads it names that are still
+//! pending, with no word from a developer since, as the stopped run would have; when it does
+//! not (the landing failed, or went to a branch of its own), nothing is resolved.
 //!
 //! Only this record, in bugloop's own directory, can resolve a finding this way: a commit
 //! message saying "resolve <id>" is anyone's to write.
 
 use bugloop_domain::finding::FindingId;
-use bugloop_domain::thread::{Comment, ThreadState, fix_resolution};
+use bugloop_domain::status::ThreadStatus;
+use bugloop_domain::thread::{Comment, ThreadState, find_thread, fix_resolution};
 use bugloop_forge::ChangeKey;
+use bugloop_report::act::{ActReport, ChosenBy, Intent};
 use serde::{Deserialize, Serialize};
 
 use crate::comment_bodies::{ResolvedBy, resolve_thread};
-use crate::env::{LoopEnv, WorkTarget};
+use crate::env::LoopEnv;
 use crate::kept;
-
-use bugloop_report::act::{ActReport, ChosenBy, Intent};
 
 use super::{ActError, Targets, open_threads};
 
@@ -26,18 +27,27 @@ const KIND: &str = "fix";
 #[derive(Debug, Serialize, Deserialize)]
 struct Landing {
     commit: String,
-    /// The root comments of the threads it fixes.
-    threads: Vec<String>,
+    /// The threads it fixes: the root comment's id and its finding's.
+    threads: Vec<(String, String)>,
+    /// When it was about to land: a developer's word in a thread after this is not overruled.
+    at: jiff::Timestamp,
 }
 
 /// Keeps `commit` and the threads of `chosen` before the fix lands; an error is said and the
 /// fix goes on (it only costs the recovery).
 pub(super) fn keep(env: &LoopEnv<'_>, change: &ChangeKey, chosen: &[&ThreadState], commit: &str) {
+    let Some(dir) = kept::dir(env) else {
+        return;
+    };
     let landing = Landing {
         commit: commit.to_owned(),
-        threads: chosen.iter().map(|t| t.id.clone()).collect(),
+        threads: chosen
+            .iter()
+            .filter_map(|t| Some((t.id.clone(), t.finding_id.as_ref()?.as_str().to_owned())))
+            .collect(),
+        at: jiff::Timestamp::now(),
     };
-    if let Err(error) = kept::keep(&env.runs_dir, KIND, change, &landing) {
+    if let Err(error) = kept::keep(dir, KIND, change, &landing) {
         env.progress.event(crate::ProgressEvent::Step(format!(
             "the fix was not kept for a rerun ({error})"
         )));
@@ -46,27 +56,32 @@ pub(super) fn keep(env: &LoopEnv<'_>, change: &ChangeKey, chosen: &[&ThreadState
 
 /// The fix's threads are answered: nothing is left to recover.
 pub(super) fn forget(env: &LoopEnv<'_>, change: &ChangeKey) {
-    kept::forget(&env.runs_dir, KIND, change);
+    if let Some(dir) = kept::dir(env) {
+        kept::forget(dir, KIND, change);
+    }
 }
 
-/// A fix found landed by a later run: its commit and the findings it resolved then.
+/// A fix found landed by a later run: its commit, the findings it resolved then and their
+/// threads, and the threads open before (what a request's ids are read against).
 pub(super) struct Recovered {
     pub commit: String,
     pub ids: Vec<String>,
+    threads: Vec<String>,
+    open_before: Vec<ThreadState>,
 }
 
 impl Recovered {
-    /// `targets` without the findings this resolved: naming one is no error now.
+    /// `targets` without the findings this resolved, each id read as it was before (so an
+    /// ambiguous prefix stays ambiguous, and a thread's own id counts): naming one is no error.
     pub(super) fn leave_out_of(&self, targets: &Targets) -> Targets {
-        let resolved_here = |id: &String| self.ids.iter().any(|r| r.starts_with(id.as_str()));
+        let resolved_here = |id: &String| {
+            find_thread(&self.open_before, id).is_ok_and(|t| self.threads.contains(&t.id))
+        };
+        let left = |ids: &[String]| ids.iter().filter(|i| !resolved_here(i)).cloned().collect();
         match targets {
             Targets::All => Targets::All,
-            Targets::Ids(ids) => {
-                Targets::Ids(ids.iter().filter(|i| !resolved_here(i)).cloned().collect())
-            }
-            Targets::StillOpen(ids) => {
-                Targets::StillOpen(ids.iter().filter(|i| !resolved_here(i)).cloned().collect())
-            }
+            Targets::Ids(ids) => Targets::Ids(left(ids)),
+            Targets::StillOpen(ids) => Targets::StillOpen(left(ids)),
         }
     }
 
@@ -99,41 +114,70 @@ impl Recovered {
     }
 }
 
-/// Resolves the threads a stopped fix landed for, when the branch holds its commit.
+/// Resolves the threads a stopped fix landed for, when the branch holds its commit. The
+/// record is forgotten first, so a failure here never blocks the fixes after it.
 pub(super) async fn recover(
     env: &LoopEnv<'_>,
     change: &ChangeKey,
 ) -> Result<Option<Recovered>, ActError> {
-    let Some(landing) = kept::read::<Landing>(&env.runs_dir, KIND, change) else {
+    let Some(dir) = kept::dir(env) else {
         return Ok(None);
     };
-    let head = match &env.work {
-        WorkTarget::PullRequest { head, .. } => Some(head.clone()),
-        WorkTarget::LocalBranch => env.git.head(),
+    let Some(landing) = kept::read::<Landing>(dir, KIND, change) else {
+        return Ok(None);
     };
-    let held =
-        head.is_some_and(|head| env.git.is_ancestor(&landing.commit, &head).unwrap_or(false));
+    kept::forget(dir, KIND, change);
+    let held = kept::is_commit_id(&landing.commit)
+        && env
+            .git
+            .head()
+            .is_some_and(|head| env.git.is_ancestor(&landing.commit, &head).unwrap_or(false));
     if !held {
-        forget(env, change);
         return Ok(None);
     }
     let (comments, state) = env.conversation(change).await?;
-    let mut ids = Vec::new();
+    let open_before: Vec<ThreadState> = open_threads(&state).into_iter().cloned().collect();
+    let mut recovered = Recovered {
+        commit: landing.commit.clone(),
+        ids: Vec::new(),
+        threads: Vec::new(),
+        open_before,
+    };
     for thread in open_threads(&state) {
-        let (Some(id), Some(root)) = (&thread.finding_id, root_of(&comments, thread)) else {
+        let Some((root, id)) = still_fixed_by(&landing, &comments, thread) else {
             continue;
         };
-        if !landing.threads.contains(&thread.id) {
+        if let Err(error) = resolve_fixed(env, change, root, id, &landing.commit).await {
+            env.progress.event(crate::ProgressEvent::Step(format!(
+                "a stopped fix's finding {id} was not resolved ({error})"
+            )));
             continue;
         }
-        resolve_fixed(env, change, root, id, &landing.commit).await?;
-        ids.push(id.as_str().to_owned());
+        recovered.ids.push(id.as_str().to_owned());
+        recovered.threads.push(thread.id.clone());
     }
-    forget(env, change);
-    Ok(Some(Recovered {
-        commit: landing.commit,
-        ids,
-    }))
+    Ok(Some(recovered))
+}
+
+/// The root comment and finding of `thread` when the stopped fix `landing` fixed it and nothing
+/// since says otherwise: the same thread and finding, still pending, no developer's word after.
+fn still_fixed_by<'c, 't>(
+    landing: &Landing,
+    comments: &'c [Comment],
+    thread: &'t ThreadState,
+) -> Option<(&'c Comment, &'t FindingId)> {
+    let id = thread.finding_id.as_ref()?;
+    let named = landing
+        .threads
+        .iter()
+        .any(|(root, finding)| *root == thread.id && finding == id.as_str());
+    let root = comments.iter().find(|c| c.id == thread.id)?;
+    let spoken_since = comments.iter().any(|c| {
+        !c.by_bugloop
+            && c.created_at > landing.at
+            && (c.id == root.id || (c.thread_id.is_some() && c.thread_id == root.thread_id))
+    });
+    (named && thread.status == ThreadStatus::Pending && !spoken_since).then_some((root, id))
 }
 
 /// Resolves the finding `id` of the thread at `root` as fixed by `bugloop fix`'s `commit`;
@@ -148,8 +192,4 @@ pub(super) async fn resolve_fixed(
     let reason = fix_resolution(commit);
     let by = (id, ResolvedBy::Code);
     Ok(resolve_thread(env.forge, change, &env.settings.markers, root, by, &reason).await?)
-}
-
-fn root_of<'c>(comments: &'c [Comment], thread: &ThreadState) -> Option<&'c Comment> {
-    comments.iter().find(|c| c.id == thread.id)
 }

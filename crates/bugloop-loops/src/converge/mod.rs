@@ -34,6 +34,7 @@ use bugloop_report::converge::{ConvergeReport, Exit, LoopLine};
 use crate::act::ActError;
 use crate::build::{WorkTarget, Workbench};
 use crate::env::LoopEnv;
+use crate::kept;
 
 use self::rounds::{LastAction, Run};
 
@@ -131,18 +132,20 @@ fn landed_undescribed(
     change: &ChangeKey,
     head_now: &str,
 ) -> Option<ConvergeReport> {
-    let mut report = pending::landed_on(&env.runs_dir, change, head_now)?;
+    let mut report = pending::landed_on(kept::dir(env)?, change, head_now)?;
     env.progress.event(crate::ProgressEvent::Step(
         "the last run stopped after its commits landed: writing its description".to_owned(),
     ));
-    let branch = match &env.work {
-        WorkTarget::PullRequest { branch, .. } => Some(branch.clone()),
-        WorkTarget::LocalBranch => env.git.current_branch(),
-    };
-    report.landing = branch.map(|branch| Landing::FastForwarded {
-        branch,
-        commit: head_now.to_owned(),
-    });
+    // Stopped before it could say where they landed: they are what HEAD is now.
+    if report.landing.is_none() && report.final_commit != report.start_commit {
+        report.landing = env
+            .git
+            .current_branch()
+            .map(|branch| Landing::FastForwarded {
+                branch,
+                commit: head_now.to_owned(),
+            });
+    }
     Some(report)
 }
 
@@ -153,10 +156,7 @@ fn open_bench(
     change: &ChangeKey,
     head_now: &str,
 ) -> Result<(Workbench, Option<String>), ActError> {
-    let resumed = match &env.work {
-        WorkTarget::LocalBranch => pending::resumable(&env.runs_dir, change, head_now, env.git),
-        WorkTarget::PullRequest { .. } => None,
-    };
+    let resumed = kept::dir(env).and_then(|dir| pending::resumable(dir, change, head_now, env.git));
     let bench = match &resumed {
         Some(tip) => {
             env.progress.event(crate::ProgressEvent::Step(format!(
@@ -183,7 +183,9 @@ async fn describe(
             report.description_error = Some(format!("the description was not updated: {error}"));
         }
     }
-    pending::forget(&env.runs_dir, change);
+    if let Some(dir) = kept::dir(env) {
+        pending::forget(dir, change);
+    }
     report
 }
 

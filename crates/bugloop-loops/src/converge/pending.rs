@@ -23,8 +23,12 @@ const KIND: &str = "converge";
 enum Kept {
     /// The loops have reached `tip`, on top of `start` (HEAD when the run began).
     Working { start: String, tip: String },
-    /// The run finished; its commits were landing.
-    Landing(Box<ConvergeReport>),
+    /// The run finished at the report's final commit; `landed` once its commits landed (the
+    /// report then says where).
+    Landing {
+        report: Box<ConvergeReport>,
+        landed: bool,
+    },
 }
 
 fn keep(runs_dir: &Path, change: &ChangeKey, value: &Kept) -> Result<(), String> {
@@ -49,35 +53,49 @@ pub(super) fn keep_progress(
     keep(runs_dir, change, &kept)
 }
 
-/// Keeps a finished run's report while its commits land.
-pub(super) fn keep_landing(
+/// Keeps a finished run's report: before its commits land (`report.landing` unset), and
+/// again once they did.
+pub(super) fn keep_report(
     runs_dir: &Path,
     change: &ChangeKey,
     report: &ConvergeReport,
 ) -> Result<(), String> {
-    keep(runs_dir, change, &Kept::Landing(Box::new(report.clone())))
+    let kept = Kept::Landing {
+        report: Box::new(report.clone()),
+        landed: report.landing.is_some(),
+    };
+    keep(runs_dir, change, &kept)
 }
 
-/// The commit an interrupted run on `change` reached from `head`, when there is one to resume
-/// from: it was started on this very HEAD, and its commit is still there, past HEAD.
+/// The commit an interrupted run on `change` reached from `head`, when there is one to go on
+/// from: it was started on this very HEAD, and its commit is still there, past HEAD (a run
+/// stopped while its commits were landing counts too).
 pub(super) fn resumable(
     runs_dir: &Path,
     change: &ChangeKey,
     head: &str,
     git: &Git,
 ) -> Option<String> {
-    let Kept::Working { start, tip } = read(runs_dir, change)? else {
-        return None;
+    let (start, tip) = match read(runs_dir, change)? {
+        Kept::Working { start, tip } => (start, tip),
+        Kept::Landing {
+            report,
+            landed: false,
+        } => (report.start_commit, report.final_commit),
+        Kept::Landing { landed: true, .. } => return None,
     };
-    let held = start == head && tip != head && git.is_ancestor(head, &tip).ok()?;
+    let held = start == head
+        && tip != head
+        && kept::is_commit_id(&tip)
+        && git.is_ancestor(head, &tip).ok()?;
     held.then_some(tip)
 }
 
-/// The report kept by a run of `change` whose commits are `head`, if it stopped before its
+/// The report kept by a run of `change` whose final commit is `head`, if it stopped before its
 /// description was written.
 pub(super) fn landed_on(runs_dir: &Path, change: &ChangeKey, head: &str) -> Option<ConvergeReport> {
     match read(runs_dir, change)? {
-        Kept::Landing(report) if report.final_commit == head => Some(*report),
+        Kept::Landing { report, .. } if report.final_commit == head => Some(*report),
         _ => None,
     }
 }
@@ -110,11 +128,11 @@ mod tests {
         let other = ChangeKey("local:feature_x".to_owned());
         let head = "b".repeat(40);
         assert!(landed_on(&runs, &change, &head).is_none());
-        keep_landing(&runs, &change, &report(&head)).unwrap();
+        keep_report(&runs, &change, &report(&head)).unwrap();
         assert_eq!(landed_on(&runs, &change, &head).unwrap().loops, 2);
         assert!(landed_on(&runs, &change, &"c".repeat(40)).is_none());
         assert!(landed_on(&runs, &other, &head).is_none());
-        keep_landing(&runs, &change, &report(&head)).unwrap();
+        keep_report(&runs, &change, &report(&head)).unwrap();
         forget(&runs, &change);
         assert!(landed_on(&runs, &change, &head).is_none());
     }
@@ -140,8 +158,20 @@ mod tests {
         // A tip that does not descend from the start is not taken.
         keep_progress(dir.path(), &change, &tip, &start).unwrap();
         assert_eq!(resumable(dir.path(), &change, &tip, &git), None);
-        // A landing record is no work to resume.
-        keep_landing(dir.path(), &change, &report(&tip)).unwrap();
+        // A run stopped while landing goes on from its final commit; once landed, nothing is
+        // left to go on from.
+        let mut stopped = report(&tip);
+        stopped.start_commit.clone_from(&start);
+        keep_report(dir.path(), &change, &stopped).unwrap();
+        assert_eq!(
+            resumable(dir.path(), &change, &start, &git),
+            Some(tip.clone())
+        );
+        stopped.landing = Some(bugloop_report::build::Landing::FastForwarded {
+            branch: "main".to_owned(),
+            commit: tip,
+        });
+        keep_report(dir.path(), &change, &stopped).unwrap();
         assert_eq!(resumable(dir.path(), &change, &start, &git), None);
     }
 }

@@ -18,6 +18,7 @@ use super::{Connect, FIX_PROMPT, record, status_text};
 use crate::act::ActError;
 use crate::build::{BuildTask, ProvenTest, Workbench, build, land_on_target, net_change};
 use crate::env::LoopEnv;
+use crate::kept;
 use crate::prompt::fill;
 use bugloop_domain::proof::ProofTest;
 use bugloop_report::review::{FindingProof, ProofStatus};
@@ -301,8 +302,11 @@ impl Run<'_, '_> {
         if tip == self.bench.start_head {
             return;
         }
+        let Some(dir) = kept::dir(self.env) else {
+            return;
+        };
         let start = &self.bench.start_head;
-        if let Err(error) = pending::keep_progress(&self.env.runs_dir, self.change, start, &tip) {
+        if let Err(error) = pending::keep_progress(dir, self.change, start, &tip) {
             self.env.progress.event(crate::ProgressEvent::Step(format!(
                 "the loops' progress was not kept for a rerun ({error})"
             )));
@@ -356,13 +360,22 @@ impl Run<'_, '_> {
         };
         // Kept until the description is written: a run killed after landing leaves it to the
         // next, which would otherwise find the last loop clean on this head and do nothing.
-        if let Err(error) = pending::keep_landing(&self.env.runs_dir, self.change, &report) {
-            self.env.progress.event(crate::ProgressEvent::Step(format!(
-                "the report was not kept for a rerun ({error})"
-            )));
-        }
+        keep_report(self.env, self.change, &report);
         report.landing = land_on_target(self.env, &self.bench, "converge").await?;
+        keep_report(self.env, self.change, &report);
         drop(self.bench);
         Ok(report)
+    }
+}
+
+/// Keeps a finished run's report for a rerun ([`pending`]); an error is said, not fatal.
+fn keep_report(env: &LoopEnv<'_>, change: &ChangeKey, report: &ConvergeReport) {
+    let Some(dir) = kept::dir(env) else {
+        return;
+    };
+    if let Err(error) = pending::keep_report(dir, change, report) {
+        env.progress.event(crate::ProgressEvent::Step(format!(
+            "the report was not kept for a rerun ({error})"
+        )));
     }
 }

@@ -226,6 +226,31 @@ async fn a_stopped_fix_reset_away_resolves_nothing() {
     assert!(!report.message.contains("stopped"), "{}", report.message);
 }
 
+/// A developer who wrote in the finding's thread after the stopped fix landed ("that did not
+/// fix it") is not overruled by its note: the finding stays open and the next fix works on it.
+#[tokio::test]
+async fn a_stopped_fix_does_not_overrule_a_word_written_since() {
+    let (repo, id) = reviewed().await;
+    stop_a_fix_after_landing(&repo).await;
+    let script = ScriptedProvider::new([text_reply("It is clamped already.", usage())]);
+    let report = with_env(&repo, support::config(), script, async |env| {
+        let change = env.git.conversation_key();
+        let forge = LocalForge::open(env.git.clone(), "bugloop").await.unwrap();
+        let comments = forge.comments(&change).await.unwrap();
+        let root = comments.iter().find(|c| c.body.contains(&id)).unwrap();
+        forge
+            .developer_comment(&change, "that did not fix it", Some(&root.id))
+            .await
+            .unwrap();
+        act::fix(env, &change, &Targets::All, None).await.unwrap()
+    })
+    .await;
+    assert!(report.resolved.is_empty(), "{report:?}");
+    assert!(report.build.is_some(), "the model was asked: {report:?}");
+    let comments = support::conversation(&repo).await;
+    assert!(!comments.iter().any(|c| c.body.contains("Fixed in commit")));
+}
+
 /// A fix undone by a reset (no new commit, so nothing changed since the last review) is
 /// raised again in its thread; the same fix rebased onto a new base (another commit, the same
 /// patch) still holds it.
