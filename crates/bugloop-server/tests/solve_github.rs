@@ -6,17 +6,14 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use bugloop_app::ConfigChoice;
-use bugloop_github::{AppCredentials, Endpoint, Policy};
 use bugloop_github_sim::Simulator;
-use bugloop_github_sim::fixture::{
-    FixtureOptions, PullRequestFixture, app_key, review_lines, script_file,
-};
+use bugloop_github_sim::fixture::{FixtureOptions, PullRequestFixture, review_lines, script_file};
 use bugloop_queue::{JobKind, JobState, NewJob, Queue, Retries};
 use bugloop_server::worker::{JobRun, Stop, WorkerSettings, run_next};
+
+use crate::Setup;
 use bugloop_testkit::git;
 use bugloop_webhooks::Trigger;
 use serde_json::{Value, json};
@@ -210,13 +207,6 @@ fn resume(issue: u64) -> Trigger {
     }
 }
 
-struct Setup {
-    fixture: PullRequestFixture,
-    queue: Queue,
-    settings: WorkerSettings,
-    _dirs: Vec<tempfile::TempDir>,
-}
-
 /// The repository with the bug on `main`, the App installed, a worker's settings with the
 /// whole run's script.
 async fn setup() -> Setup {
@@ -242,48 +232,9 @@ async fn setup_repo(config: &str, files: &[(&str, &str)], lines: Vec<Value>) -> 
         ..FixtureOptions::default()
     })
     .await;
-    let sim = &fixture.sim;
-    sim.set_git_dir(fixture.origin());
-    let credentials = Arc::new(AppCredentials::from_pem(77, &app_key()).unwrap());
-    sim.add_app(77, "bugloop-app", credentials.public_key_der(), &[42]);
-    let git_base = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(git_base.path().join("acme")).unwrap();
-    std::os::unix::fs::symlink(fixture.origin(), git_base.path().join("acme/widgets.git")).unwrap();
-    let work = tempfile::tempdir().unwrap();
-    let config = work.path().join("config.yml");
-    std::fs::write(&config, "{}\n").unwrap();
-    let queue = Queue::open_sqlite(&work.path().join("queue.db"), retries)
-        .await
-        .unwrap();
-    let settings = WorkerSettings {
-        id: "test:1".to_owned(),
-        lease: Duration::from_secs(120),
-        app: credentials,
-        endpoint: Endpoint::from_values(Some(&sim.api_url()), Some(&sim.graphql_url())),
-        git_base: git_base.path().display().to_string(),
-        workspaces: work.path().join("clones"),
-        config: ConfigChoice {
-            file: Some(config),
-            trust_branch: false,
-            ..Default::default()
-        },
-        model: Some(script_file(work.path(), &lines)),
-        state_key: None,
-        policy: Policy {
-            write_spacing: Duration::ZERO,
-            ..Policy::default()
-        },
-        shutdown_grace: Duration::from_secs(5),
-        git_token_refresh: Duration::from_secs(600),
-        job_timeout: Duration::from_secs(600),
-        metrics: Arc::default(),
-    };
-    Setup {
-        fixture,
-        queue,
-        settings,
-        _dirs: vec![git_base, work],
-    }
+    fixture.sim.set_git_dir(fixture.origin());
+    let lease = Duration::from_secs(120);
+    Setup::new(fixture, retries, lease, None, &lines).await
 }
 
 /// The solve record (the bot's comment on `issue`) says the issue is in `state`.

@@ -4,41 +4,25 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use bugloop_app::{ConfigChoice, OperatorConfig};
-use bugloop_github::{AppCredentials, Endpoint, Policy};
+use bugloop_app::OperatorConfig;
+use bugloop_github::Endpoint;
 use bugloop_github_sim::fixture::{
-    FixtureOptions, PullRequestFixture, app_key, off_by_one, review_lines, script_file,
+    FixtureOptions, PullRequestFixture, off_by_one, review_lines, script_file,
 };
 use bugloop_queue::{JobKind, JobState, NewJob, Queue, Retries};
-use bugloop_server::worker::{Stop, WorkerSettings, run_next};
+use bugloop_server::worker::{Stop, run_next};
 use bugloop_webhooks::Trigger;
 
-struct Setup {
-    fixture: PullRequestFixture,
-    queue: Queue,
-    settings: WorkerSettings,
-    _dirs: Vec<tempfile::TempDir>,
-}
+use crate::Setup;
 
 async fn setup(lease: Duration) -> Setup {
     let fixture = PullRequestFixture::new(FixtureOptions::default()).await;
-    let credentials = Arc::new(AppCredentials::from_pem(77, &app_key()).unwrap());
-    fixture
-        .sim
-        .add_app(77, "bugloop-app", credentials.public_key_der(), &[42]);
-    // `<git base>/acme/widgets.git` is the fixture's origin.
-    let git_base = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(git_base.path().join("acme")).unwrap();
-    std::os::unix::fs::symlink(fixture.origin(), git_base.path().join("acme/widgets.git")).unwrap();
-    let work = tempfile::tempdir().unwrap();
-    let config = work.path().join("config.yml");
-    std::fs::write(&config, "{}\n").unwrap();
-    let queue = Queue::open_sqlite(&work.path().join("queue.db"), Retries::default())
-        .await
-        .unwrap();
+    let lines = review_lines(&[off_by_one()]);
+    let operator = Some(OperatorConfig::default());
+    let s = Setup::new(fixture, Retries::default(), lease, operator, &lines).await;
+    let (fixture, queue) = (&s.fixture, &s.queue);
     let trigger = Trigger::Review {
         repository: "acme/widgets".to_owned(),
         number: 7,
@@ -63,38 +47,7 @@ async fn setup(lease: Duration) -> Setup {
         )
         .await
         .unwrap();
-    let settings = WorkerSettings {
-        id: "test:1".to_owned(),
-        lease,
-        app: credentials,
-        endpoint: Endpoint::from_values(
-            Some(&fixture.sim.api_url()),
-            Some(&fixture.sim.graphql_url()),
-        ),
-        git_base: git_base.path().display().to_string(),
-        workspaces: work.path().join("clones"),
-        config: ConfigChoice {
-            file: Some(config),
-            trust_branch: false,
-            operator: Some(OperatorConfig::default()),
-        },
-        model: Some(script_file(work.path(), &review_lines(&[off_by_one()]))),
-        state_key: None,
-        policy: Policy {
-            write_spacing: Duration::ZERO,
-            ..Policy::default()
-        },
-        shutdown_grace: Duration::from_secs(5),
-        git_token_refresh: Duration::from_secs(600),
-        job_timeout: Duration::from_secs(600),
-        metrics: Arc::default(),
-    };
-    Setup {
-        fixture,
-        queue,
-        settings,
-        _dirs: vec![git_base, work],
-    }
+    s
 }
 
 #[tokio::test]
