@@ -51,6 +51,27 @@ pub struct Task {
     pub max_tokens: Option<u32>,
 }
 
+impl Task {
+    /// A task of one message and nothing else: no tools, one stage, one turn, no output cap.
+    /// A caller states what its task has beyond that.
+    pub fn new(name: impl Into<String>, system: impl Into<String>, message: Message) -> Task {
+        Task {
+            name: name.into(),
+            system: system.into(),
+            messages: vec![message],
+            toolset: None,
+            extra_tools: Vec::new(),
+            submit_tool: None,
+            follow_ups: Vec::new(),
+            stages: Stages::OneByOne,
+            open_stage: None,
+            answer_schema: None,
+            max_turns: 1,
+            max_tokens: None,
+        }
+    }
+}
+
 impl std::fmt::Debug for Task {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Task")

@@ -67,18 +67,13 @@ fn setup_priced(
 
 fn task(toolset: Option<Toolset>) -> Task {
     Task {
-        name: "review".into(),
-        system: "You review code.".into(),
-        messages: vec![Message::user("Find the bug in src/lib.rs")],
         toolset,
-        extra_tools: Vec::new(),
-        submit_tool: None,
-        follow_ups: Vec::new(),
-        stages: Stages::OneByOne,
-        open_stage: None,
-        answer_schema: None,
         max_turns: 10,
-        max_tokens: None,
+        ..Task::new(
+            "review",
+            "You review code.",
+            Message::user("Find the bug in src/lib.rs"),
+        )
     }
 }
 

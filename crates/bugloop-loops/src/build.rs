@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use bugloop_agent::{Agent, Outcome, Stages, Task};
+use bugloop_agent::{Agent, Outcome, Task};
 use bugloop_config::Config;
 use bugloop_domain::paths::IgnoreMatcher;
 use bugloop_git::Git;
@@ -83,60 +83,44 @@ impl Workbench {
     pub fn open(git: &Git, purpose: &str, target: &WorkTarget) -> Result<Workbench, BuildError> {
         if let WorkTarget::PullRequest { head, branch, .. } = target {
             let tree = TaskTree::create(git.root(), head, purpose)?;
-            return Ok(Workbench {
-                git: git.clone(),
-                path: tree.path().to_path_buf(),
-                tree: Mutex::new(tree),
-                byproducts: Mutex::default(),
-                start_head: head.clone(),
-                start_branch: Some(branch.clone()),
-            });
+            return Ok(Self::new(git, tree, head.clone(), Some(branch.clone())));
         }
-        let start_head = git.head().ok_or(BuildError::NoCommits)?;
-        if !git.is_clean()? {
-            return Err(BuildError::DirtyTree);
-        }
-        let tree = TaskTree::create(git.root(), &start_head, purpose)?;
-        Ok(Workbench {
-            git: git.clone(),
-            path: tree.path().to_path_buf(),
-            tree: Mutex::new(tree),
-            byproducts: Mutex::default(),
-            start_head,
-            start_branch: git.current_branch(),
-        })
+        Self::on_branch(git, purpose, None)
     }
 
     /// A task tree at `tip`, the work an interrupted run on this branch left on top of HEAD:
     /// it lands as this run's own, HEAD being the start.
     pub fn resume(git: &Git, purpose: &str, tip: &str) -> Result<Workbench, BuildError> {
+        Self::on_branch(git, purpose, Some(tip))
+    }
+
+    /// A task tree for work that lands on the branch checked out, at HEAD or at `tip` past it;
+    /// a dirty tree is refused before anything starts.
+    fn on_branch(git: &Git, purpose: &str, tip: Option<&str>) -> Result<Workbench, BuildError> {
         let start_head = git.head().ok_or(BuildError::NoCommits)?;
         if !git.is_clean()? {
             return Err(BuildError::DirtyTree);
         }
-        let tree = TaskTree::create(git.root(), tip, purpose)?;
-        Ok(Workbench {
-            git: git.clone(),
-            path: tree.path().to_path_buf(),
-            tree: Mutex::new(tree),
-            byproducts: Mutex::default(),
-            start_head,
-            start_branch: git.current_branch(),
-        })
+        let tree = TaskTree::create(git.root(), tip.unwrap_or(&start_head), purpose)?;
+        Ok(Self::new(git, tree, start_head, git.current_branch()))
     }
 
     /// A task tree at `commit`, for work that lands on a branch of bugloop's own (the solve
     /// pipeline's): the user's checkout is neither read nor touched.
     pub fn at(git: &Git, commit: &str, purpose: &str) -> Result<Workbench, BuildError> {
         let tree = TaskTree::create(git.root(), commit, purpose)?;
-        Ok(Workbench {
+        Ok(Self::new(git, tree, commit.to_owned(), None))
+    }
+
+    fn new(git: &Git, tree: TaskTree, start_head: String, start_branch: Option<String>) -> Self {
+        Workbench {
             git: git.clone(),
             path: tree.path().to_path_buf(),
             tree: Mutex::new(tree),
             byproducts: Mutex::default(),
-            start_head: commit.to_owned(),
-            start_branch: None,
-        })
+            start_head,
+            start_branch,
+        }
     }
 
     fn tree(&self) -> std::sync::MutexGuard<'_, TaskTree> {
@@ -426,18 +410,10 @@ pub(crate) async fn run_build_agent(
     let agent = Agent::new(env.provider.clone(), context, &env.runs_dir);
     Ok(agent
         .run(Task {
-            name: name.to_owned(),
-            system,
-            messages: vec![Message::user(prompt)],
             toolset: Some(Toolset::Build),
-            extra_tools: Vec::new(),
-            submit_tool: None,
-            follow_ups: Vec::new(),
-            stages: Stages::OneByOne,
-            open_stage: None,
-            answer_schema: None,
             max_turns: env.config().budgets.max_turns,
             max_tokens: Some(8_192),
+            ..Task::new(name, system, Message::user(prompt))
         })
         .await)
 }

@@ -153,7 +153,7 @@ pub(crate) async fn structured_answer<T: serde::de::DeserializeOwned>(
         schema,
         max_tokens,
     } = question;
-    use bugloop_agent::{Agent, AgentError, Outcome, Stages, Task};
+    use bugloop_agent::{Agent, AgentError, Outcome, Task};
     let context = bugloop_tools::ToolContext::new(
         bugloop_tools::Workspace::new(workspace)
             .map_err(|e| AgentError::Misconfigured(e.to_string()))?,
@@ -161,21 +161,12 @@ pub(crate) async fn structured_answer<T: serde::de::DeserializeOwned>(
     );
     let run = Agent::new(env.provider.clone(), context, &env.runs_dir)
         .run(Task {
-            name: name.to_owned(),
-            system: system.to_owned(),
-            messages: vec![bugloop_llm::Message::user(prompt)],
-            toolset: None,
-            extra_tools: Vec::new(),
-            submit_tool: None,
-            follow_ups: Vec::new(),
-            stages: Stages::OneByOne,
-            open_stage: None,
             answer_schema: Some(bugloop_llm::JsonSchemaFormat {
                 name: name.to_owned(),
                 schema,
             }),
-            max_turns: 1,
             max_tokens: Some(max_tokens),
+            ..Task::new(name, system, bugloop_llm::Message::user(prompt))
         })
         .await;
     let unusable =

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use bugloop_agent::{Agent, Outcome, Stages, Task};
+use bugloop_agent::{Agent, Outcome, Task};
 use bugloop_domain::safety::sanitize_user_comment;
 use bugloop_forge::ChangeKey;
 use bugloop_llm::{JsonSchemaFormat, Message, Provider};
@@ -113,16 +113,9 @@ fn ask_task(env: &LoopEnv<'_>, system: String, question: &str) -> Task {
     } else {
         (4_096, serde_json::json!({"type": "string"}))
     };
+    let message = Message::user(sanitize_user_comment(question));
     Task {
-        name: "ask".to_owned(),
-        system,
-        messages: vec![Message::user(sanitize_user_comment(question))],
         toolset: Some(Toolset::Plan),
-        extra_tools: Vec::new(),
-        submit_tool: None,
-        follow_ups: Vec::new(),
-        stages: Stages::OneByOne,
-        open_stage: None,
         answer_schema: Some(JsonSchemaFormat {
             name: "answer".to_owned(),
             schema: serde_json::json!({
@@ -134,5 +127,6 @@ fn ask_task(env: &LoopEnv<'_>, system: String, question: &str) -> Task {
         }),
         max_turns: env.config().budgets.max_turns,
         max_tokens: Some(max_tokens),
+        ..Task::new("ask", system, message)
     }
 }

@@ -473,21 +473,12 @@ fn passes_alone(
 /// review's, or a small model's question's).
 fn one_answer_task(brief: &Brief, message: String, schema: serde_json::Value) -> Task {
     Task {
-        name: "review".to_owned(),
-        system: brief.system.clone(),
-        messages: vec![Message::user(message)],
-        toolset: None,
-        extra_tools: Vec::new(),
-        submit_tool: None,
-        follow_ups: Vec::new(),
-        stages: Stages::OneByOne,
-        open_stage: None,
         answer_schema: Some(JsonSchemaFormat {
             name: "review".to_owned(),
             schema,
         }),
-        max_turns: 1,
         max_tokens: Some(brief.output_tokens),
+        ..Task::new("review", brief.system.clone(), Message::user(message))
     }
 }
 
