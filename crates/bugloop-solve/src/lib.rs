@@ -114,6 +114,9 @@ struct Run<'e, 'a> {
     record: Record,
     /// When the run asks to be looked at again (a wait for a reviewer that ends then).
     wake_at: Option<jiff::Timestamp>,
+    /// Why this run stopped short of where it could go, when nothing recorded says so (`model`:
+    /// the draft's review was not complete): the report says it, and the job did not finish.
+    stopped: Option<String>,
     /// The meter's reading when the last step recorded what it spent.
     mark: SpendMark,
 }
@@ -134,6 +137,7 @@ impl<'e, 'a> Run<'e, 'a> {
             options,
             record,
             wake_at: None,
+            stopped: None,
             mark: SpendMark::now(&env.meter),
         }
     }
@@ -187,6 +191,9 @@ pub async fn solve(
     let message = go_on(&mut run, issue, options).await?;
     let mut report = run.record.report(&run.issue, message);
     report.wake_at = run.wake_at.map(|at| at.to_string());
+    if run.stopped.is_some() {
+        report.stopped = run.stopped;
+    }
     Ok(report)
 }
 

@@ -50,7 +50,7 @@ fn draft(run: &Run<'_, '_>) -> Result<u64, SolveError> {
 
 /// Reviews the draft at `head` with the review loop, publishing in its conversation; the number
 /// of findings it left open.
-async fn review_draft(run: &Run<'_, '_>, head: &str) -> Result<usize, SolveError> {
+async fn review_draft(run: &Run<'_, '_>, head: &str) -> Result<Result<usize, String>, SolveError> {
     let number = draft(run)?;
     let request = run.tracker.change_request(number).await?;
     // The commit solving started from: the clone's branch of that name may lag behind.
@@ -83,11 +83,30 @@ async fn review_draft(run: &Run<'_, '_>, head: &str) -> Result<usize, SolveError
         },
     )
     .await?;
-    Ok(report
+    if !report.complete {
+        let why = report.errors.first().cloned().unwrap_or_else(|| {
+            format!(
+                "{} part(s) of it were not reviewed",
+                report.unreviewed.len()
+            )
+        });
+        return Ok(Err(why));
+    }
+    Ok(Ok(report
         .tracked
         .iter()
         .filter(|t| t.status != ThreadStatus::Resolved)
-        .count())
+        .count()))
+}
+
+/// The draft's review was not complete (the model failed or its budget ran out): its findings
+/// may be partial, so nothing is recorded as reviewed and the gate is not reached; the next run
+/// reviews it again.
+fn review_incomplete(run: &mut Run<'_, '_>, number: u64, why: &str) -> Flow {
+    run.stopped = Some("model".to_owned());
+    Flow::Stop(format!(
+        "the review of draft #{number} was not complete ({why}); the next run reviews it again"
+    ))
 }
 
 /// The external reviewer's accounts, whose threads are addressed as a writer's.
@@ -210,7 +229,10 @@ pub(super) async fn first_review(run: &mut Run<'_, '_>) -> Result<Flow, SolveErr
         .await?;
         return Ok(Flow::Next);
     }
-    let open = review_draft(run, &head).await?;
+    let open = match review_draft(run, &head).await? {
+        Ok(open) => open,
+        Err(why) => return Ok(review_incomplete(run, number, &why)),
+    };
     run.step(
         SolveState::Reviewing,
         &format!(
@@ -393,7 +415,10 @@ async fn finish_round(run: &mut Run<'_, '_>, built: &BuiltRound) -> Result<Flow,
     let outcome = if run.env.config().agents.reviewer.external {
         format!("{addressed}; its review is the external reviewer's")
     } else {
-        let open = review_draft(run, &built.commit).await?;
+        let open = match review_draft(run, &built.commit).await? {
+            Ok(open) => open,
+            Err(why) => return Ok(review_incomplete(run, draft(run)?, &why)),
+        };
         format!(
             "{addressed}; {open} finding{} open after its review",
             if open == 1 { "" } else { "s" }

@@ -357,6 +357,48 @@ async fn an_issue_is_solved_reviewed_addressed_and_marked_ready() {
     );
 }
 
+/// The draft's review fails (the model is gone after the solution passed): nothing is recorded
+/// as reviewed, the gate is not reached and the run says it stopped short (`model`); the next
+/// run reviews the draft again and goes on.
+#[tokio::test]
+async fn a_draft_whose_review_failed_is_not_marked_ready() {
+    let (repo, issue) = scenario().await;
+    let solving = ScriptedProvider::new([
+        tool_reply(
+            &[
+                write("app/models.py", SOLVED),
+                write("tests/test_models.py", TEST),
+            ],
+            usage(),
+        ),
+        text_reply("It reads items[-1] now.", usage()),
+    ]);
+    let report = run_solve(&repo, config(10), Arc::new(solving), None, issue)
+        .await
+        .unwrap();
+    assert_eq!(
+        report.state,
+        Some(SolveState::PrDraft),
+        "{}",
+        report.to_text()
+    );
+    assert_eq!(report.stopped.as_deref(), Some("model"));
+    assert!(
+        report.message.contains("was not complete") && report.message.contains("reviews it again"),
+        "{}",
+        report.message
+    );
+    assert!(!states(&report).contains(&SolveState::Reviewing));
+    // The model is back: the draft is reviewed and the gate decides.
+    let reviewing = ScriptedProvider::new([]);
+    push_session(&reviewing, vec![], vec![]);
+    let again = run_solve(&repo, config(10), Arc::new(reviewing), None, issue)
+        .await
+        .unwrap();
+    assert_eq!(again.state, Some(SolveState::Ready), "{}", again.to_text());
+    assert_eq!(again.stopped, None);
+}
+
 /// An escalation is posted where others read it (a public issue on GitHub): it names an agent
 /// run by its name, never by a path of the machine bugloop ran on.
 #[tokio::test]
