@@ -32,13 +32,16 @@ impl Toolbox {
             .map(PathBuf::from)
             .or_else(|| {
                 std::env::var_os("XDG_DATA_HOME")
-                    .filter(|d| !d.is_empty())
-                    .map(|d| PathBuf::from(d).join("bugloop/analyzers"))
+                    .map(PathBuf::from)
+                    .filter(|d| d.is_absolute())
+                    .map(|d| d.join("bugloop/analyzers"))
             })
             .or_else(|| {
+                // Never a relative home: it would be inside the repository under review.
                 std::env::var_os("HOME")
-                    .filter(|d| !d.is_empty())
-                    .map(|h| PathBuf::from(h).join(".local/share/bugloop/analyzers"))
+                    .map(PathBuf::from)
+                    .filter(|h| h.is_absolute())
+                    .map(|h| h.join(".local/share/bugloop/analyzers"))
             });
         let path = std::env::var_os("PATH")
             .map(|p| std::env::split_paths(&p).collect())

@@ -253,7 +253,7 @@ pub fn check_configuration(
     file: Option<&Path>,
 ) -> Result<Vec<String>, AppError> {
     let read = |path: &Path| {
-        std::fs::read(path).map_err(|source| {
+        bugloop_config::read_config_bytes(path).map_err(|source| {
             AppError::Invalid(format!("cannot read {}: {source}", path.display()))
         })
     };

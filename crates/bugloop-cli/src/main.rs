@@ -337,8 +337,14 @@ fn main() -> ExitCode {
             let _ = stdout.flush();
             let mut stderr = terminal::stderr();
             let _ = writeln!(stderr, "error: {error}");
+            // A cause an error already quotes in its own message is not said again.
+            let mut said = error.to_string();
             for cause in error.chain().skip(1) {
-                let _ = writeln!(stderr, "  caused by: {cause}");
+                let cause = cause.to_string();
+                if !said.contains(&cause) {
+                    let _ = writeln!(stderr, "  caused by: {cause}");
+                }
+                said = cause;
             }
             error_exit_code(&error)
         }

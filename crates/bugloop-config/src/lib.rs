@@ -161,6 +161,17 @@ fn hint(suggestion: &Option<String>, valid: &[String]) -> String {
 /// Parses a configuration file's text (an empty file is the defaults). Does not validate.
 /// The largest configuration file read.
 const MAX_CONFIG_BYTES: usize = 1 << 20;
+/// A configuration file's bytes, at most one more than a file may have: a larger one (or
+/// `/dev/zero`) is refused by its size without being read whole.
+pub fn read_config_bytes(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)?
+        .take(MAX_CONFIG_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
 /// The deepest nesting a configuration file may have; bugloop's own keys go 4 deep. (The YAML
 /// parser's time grows with the square of the depth: a 300 KB file of nested lists took minutes.)
 const MAX_CONFIG_DEPTH: usize = 32;
@@ -179,8 +190,8 @@ fn check_shape(text: &str, origin: impl Fn(usize, usize) -> Origin) -> Result<()
             1,
             1,
             format!(
-                "{} KiB of text; a configuration file or value may have at most {} KiB",
-                text.len() >> 10,
+                "more than {} KiB of text, which is what a configuration file or value may have \
+                 at most",
                 MAX_CONFIG_BYTES >> 10
             ),
         ));

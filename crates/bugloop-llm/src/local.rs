@@ -36,15 +36,18 @@ pub const DEFAULT_MAX_TOKENS: u32 = 512;
 const BATCH_TOKENS: usize = 512;
 
 /// Where `local:<name>` models live unless configured: `$XDG_DATA_HOME/bugloop/models`, else
-/// `~/.local/share/bugloop/models`.
-pub fn default_model_dir() -> PathBuf {
-    if let Some(data) = std::env::var_os("XDG_DATA_HOME").filter(|d| !d.is_empty()) {
-        return PathBuf::from(data).join("bugloop/models");
-    }
-    let home = std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("."));
-    home.join(".local/share/bugloop/models")
+/// `~/.local/share/bugloop/models`. Only from an absolute directory: with `HOME` unset or
+/// relative, a relative one would be inside the repository under review, whose branch could
+/// ship the model that reviews it (loaded in this process, outside the sandbox).
+pub fn default_model_dir() -> Option<PathBuf> {
+    let absolute = |name: &str| {
+        std::env::var_os(name)
+            .map(PathBuf::from)
+            .filter(|dir| dir.is_absolute())
+    };
+    absolute("XDG_DATA_HOME")
+        .map(|data| data.join("bugloop/models"))
+        .or_else(|| absolute("HOME").map(|home| home.join(".local/share/bugloop/models")))
 }
 
 /// The file a `local:` model string names: a path (anything with `/` or ending in `.gguf`), a
@@ -57,9 +60,14 @@ pub fn resolve_model(name: &str, dir: Option<&Path>) -> Result<PathBuf, LlmError
             "smollm2" | "smollm2-135m" | "default" => DEFAULT_MODEL_FILE.to_owned(),
             other => format!("{other}.gguf"),
         };
-        dir.map(Path::to_path_buf)
-            .unwrap_or_else(default_model_dir)
-            .join(file)
+        let dir = dir.map(Path::to_path_buf).or_else(default_model_dir);
+        let Some(dir) = dir else {
+            return Err(LlmError::Config(format!(
+                "local model {name:?}: no model directory (HOME is not set or not an absolute \
+                 path): set local.model_dir or XDG_DATA_HOME, or give a path to a .gguf file"
+            )));
+        };
+        dir.join(file)
     };
     if path.is_file() {
         Ok(path)

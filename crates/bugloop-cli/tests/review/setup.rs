@@ -139,3 +139,76 @@ fn bench_review_uses_the_budgets_and_tools_of_a_real_review() {
         "{stopped:#}"
     );
 }
+
+/// A HOME this user cannot enter (root's, as `sudo -E` or `setpriv` leave it; here a directory
+/// of root's as uid 65534, or one with no permissions): its default configuration file is not
+/// there for them, and commands work as with no HOME at all. A configuration path that never
+/// ends (`/dev/zero`) is refused by its size, not read to the end.
+#[test]
+fn an_unreachable_home_and_an_endless_configuration_file() {
+    use bugloop_testkit::users::{NOBODY, chown_all, command_as, is_root, program_for};
+    use std::os::unix::fs::PermissionsExt;
+    let dir = repo();
+    let user = is_root().then_some(NOBODY);
+    let temp = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(temp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let home = temp.path().join("home");
+    std::fs::create_dir_all(home.join(".config/bugloop")).unwrap();
+    let closed = if user.is_some() { 0o700 } else { 0o000 };
+    std::fs::set_permissions(&home, std::fs::Permissions::from_mode(closed)).unwrap();
+    if let Some(uid) = user {
+        chown_all(dir.path(), uid);
+    }
+    let program = program_for(user, Path::new(env!("CARGO_BIN_EXE_bugloop")), temp.path());
+    let output = command_as(user, program)
+        .arg("findings")
+        .current_dir(dir.path())
+        .env("HOME", &home)
+        .env("NO_COLOR", "1")
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("BUGLOOP_CONFIG")
+        .output()
+        .unwrap();
+    std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o700)).unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&output),
+        stderr(&output)
+    );
+
+    let endless = bugloop(dir.path(), &["--config", "/dev/zero", "config", "check"]);
+    let said = format!("{}{}", stdout(&endless), stderr(&endless));
+    assert_eq!(endless.status.code(), Some(1), "{said}");
+    assert!(said.contains("more than 1024 KiB of text"), "{said}");
+}
+
+/// With HOME unset (`env -i`, some cron and CI jobs) the embedded model is not looked up under
+/// the current directory, where a branch could ship the model that reviews it: the error says
+/// what to set, once.
+#[test]
+fn no_home_means_no_model_directory_inside_the_repository() {
+    let dir = repo();
+    dir.write(
+        ".local/share/bugloop/models/SmolLM2-135M-Instruct.Q4_1.gguf",
+        "not a model, the branch's own",
+    );
+    dir.commit("a model of the branch's");
+    let output = Command::new(env!("CARGO_BIN_EXE_bugloop"))
+        .args(["review", "--dry-run"])
+        .current_dir(dir.path())
+        .env_remove("HOME")
+        .env_remove("XDG_DATA_HOME")
+        .env_remove("BUGLOOP_CONFIG")
+        .env_remove("BUGLOOP_MODEL")
+        .output()
+        .unwrap();
+    let said = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{said}");
+    assert!(
+        said.contains("no model directory (HOME is not set"),
+        "{said}"
+    );
+    assert!(!said.contains("caused by"), "said once: {said}");
+}

@@ -49,7 +49,9 @@ pub fn default_user_file(env: &[(String, String)]) -> Option<PathBuf> {
     };
     let dir = match var("XDG_CONFIG_HOME").filter(|d| Path::new(d).is_absolute()) {
         Some(dir) => PathBuf::from(dir),
-        None => PathBuf::from(var("HOME")?).join(".config"),
+        None => Some(PathBuf::from(var("HOME")?))
+            .filter(|home| home.is_absolute())?
+            .join(".config"),
     };
     Some(dir.join("bugloop/config.yml"))
 }
@@ -97,7 +99,16 @@ pub(super) fn first_bad_byte(bytes: &[u8]) -> String {
 }
 
 pub(super) fn read_text(path: &Path, required: bool) -> Result<Option<SourceText>, ConfigError> {
-    match std::fs::read(path) {
+    // A default file in a directory this user cannot enter (HOME still root's after `sudo -E`
+    // or `setpriv`) is not there for them: absent, as if HOME had none. One that is there but
+    // unreadable is an error.
+    if !required
+        && std::fs::symlink_metadata(path)
+            .is_err_and(|e| e.kind() == std::io::ErrorKind::PermissionDenied)
+    {
+        return Ok(None);
+    }
+    match crate::read_config_bytes(path) {
         Ok(bytes) => Ok(Some(SourceText::new(
             path.display().to_string(),
             utf8(bytes, &path.display().to_string())?,
