@@ -26,7 +26,7 @@ fn deep_or_huge_files_are_refused_before_parsing() {
     );
     let huge = format!("review:\n  threshold: 5\n{}", "# padding\n".repeat(200_000));
     assert!(
-        err(&huge).contains("may have at most 1024 KiB"),
+        err(&huge).contains("more than 1024 KiB of text"),
         "{}",
         err(&huge)
     );
