@@ -58,6 +58,10 @@ pub struct AnalyzerRun {
     #[serde(flatten)]
     pub status: RunStatus,
     pub seconds: f64,
+    /// Files whose output alone was more than is read (`path: why`): what it could not check.
+    /// Each was tried alone, so one file cannot take the others with it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unanalyzed: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -99,6 +103,7 @@ pub async fn analyze(request: Request<'_>) -> Analysis {
                 name: "bugloop".to_owned(),
                 status: RunStatus::NotRun { reason },
                 seconds: 0.0,
+                unanalyzed: Vec::new(),
             });
             None
         }
@@ -254,57 +259,113 @@ async fn run_one(
 ) -> (AnalyzerRun, Vec<Candidate>) {
     let started = Instant::now();
     let name = choice.name().to_owned();
-    let mut outcome: Result<Judged, String> = Ok((Vec::new(), every_hit));
+    let mut hits = Vec::new();
+    let mut judge: fn(&Hit) -> Option<(Weight, Category)> = every_hit;
+    let mut unanalyzed = Vec::new();
+    let mut not_run = None;
     for batch in batches(choice, &files) {
-        let run = match plan(request, choice, &batch, config_dir) {
-            Ok(plan) => execute(request, plan).await,
-            Err(reason) => Err(reason),
-        };
-        outcome = match (outcome, run) {
-            (Ok((mut hits, _)), Ok((more, judge))) => {
+        match run_batch(request, choice, &batch, config_dir).await {
+            Ran::All(more, judged) => {
                 hits.extend(more);
-                Ok((hits, judge))
+                judge = judged;
             }
-            (Err(reason), _) | (_, Err(reason)) => Err(reason),
-        };
-        if outcome.is_err() {
-            break;
+            Ran::Some(more, judged, failed) => {
+                hits.extend(more);
+                judge = judged;
+                unanalyzed.extend(failed);
+            }
+            Ran::Not(reason) => {
+                not_run = Some(reason);
+                break;
+            }
         }
     }
     let seconds = (started.elapsed().as_secs_f64() * 10.0).round() / 10.0;
-    match outcome {
-        Ok((hits, judge)) => {
-            let total = hits.len();
-            let candidates: Vec<Candidate> = hits
-                .into_iter()
-                .filter_map(|hit| candidate(&name, hit, judge, changed, request.workspace))
-                .collect();
-            let status = RunStatus::Ran {
-                files: files.len(),
-                hits: total,
-                candidates: candidates.len(),
-            };
-            (
-                AnalyzerRun {
-                    name,
-                    status,
-                    seconds,
-                },
-                candidates,
-            )
-        }
-        Err(reason) => {
-            let status = RunStatus::NotRun { reason };
-            (
-                AnalyzerRun {
-                    name,
-                    status,
-                    seconds,
-                },
-                Vec::new(),
-            )
+    // Nothing it was given could be checked: it did not run, for the first file's reason.
+    if not_run.is_none() && !unanalyzed.is_empty() && unanalyzed.len() == files.len() {
+        not_run = unanalyzed.first().map(|failed: &String| {
+            failed
+                .split_once(": ")
+                .map_or(failed.clone(), |(_, why)| why.to_owned())
+        });
+    }
+    let run = |status| AnalyzerRun {
+        name: name.clone(),
+        status,
+        seconds,
+        unanalyzed: unanalyzed.clone(),
+    };
+    if let Some(reason) = not_run {
+        return (run(RunStatus::NotRun { reason }), Vec::new());
+    }
+    let total = hits.len();
+    let candidates: Vec<Candidate> = hits
+        .into_iter()
+        .filter_map(|hit| candidate(&name, hit, judge, changed, request.workspace))
+        .collect();
+    let status = RunStatus::Ran {
+        files: files.len(),
+        hits: total,
+        candidates: candidates.len(),
+    };
+    (run(status), candidates)
+}
+
+/// What running an analyzer on one batch of files came to.
+enum Ran {
+    All(Vec<Hit>, fn(&Hit) -> Option<(Weight, Category)>),
+    /// Some files' output was over the cap when run alone (`path: why`); the others' hits.
+    Some(
+        Vec<Hit>,
+        fn(&Hit) -> Option<(Weight, Category)>,
+        Vec<String>,
+    ),
+    /// It did not run (not installed, its configuration edited by the change, a crash, a
+    /// timeout).
+    Not(String),
+}
+
+/// Runs the analyzer on `batch`; when its output was more than is read, on each of its files
+/// alone, so that one file (a generated one with thousands of hits) leaves the others checked.
+async fn run_batch(
+    request: &Request<'_>,
+    choice: &Choice,
+    batch: &[String],
+    config_dir: &Path,
+) -> Ran {
+    let plan_for = |files: &[String]| plan(request, choice, files, config_dir);
+    let failure = match plan_for(batch) {
+        Err(reason) => return Ran::Not(reason),
+        Ok(plan) => match execute(request, plan).await {
+            Ok((hits, judge)) => return Ran::All(hits, judge),
+            Err(reason) => reason,
+        },
+    };
+    // A crash, a timeout or code that does not build would only come again, file after file:
+    // the tool did not run (as it says).
+    if !failure.starts_with(OVER_THE_CAP) {
+        return Ran::Not(failure);
+    }
+    if batch.len() < 2 {
+        let failed = batch.iter().map(|f| format!("{f}: {failure}")).collect();
+        return Ran::Some(Vec::new(), every_hit, failed);
+    }
+    let (mut hits, mut judge, mut failed) = (Vec::new(), every_hit as fn(&Hit) -> _, Vec::new());
+    for file in batch {
+        let alone = std::slice::from_ref(file);
+        let outcome = match plan_for(alone) {
+            Ok(plan) => execute(request, plan).await,
+            Err(reason) => Err(reason),
+        };
+        match outcome {
+            Ok((more, judged)) => {
+                hits.extend(more);
+                judge = judged;
+            }
+            Err(reason) => failed.push(format!("{file}: {reason}")),
         }
     }
+    Ran::Some(hits, judge, failed)
 }
 
 fn plan(
@@ -525,12 +586,15 @@ pub(crate) fn show_read_only(settings: &mut SandboxSettings, mounts: Vec<PathBuf
 }
 
 /// A run that timed out, died of a signal or wrote more than the cap cannot be read.
+/// How a run whose output was more than is read fails: what one file can do to the others.
+const OVER_THE_CAP: &str = "its output was over the cap";
+
 fn check_exit(output: &Output, settings: &SandboxSettings) -> Result<(), String> {
     match output.exit {
         ExitState::TimedOut => Err(format!("timed out after {} s", settings.timeout.as_secs())),
         ExitState::Signaled(signal) => Err(format!("crashed (signal {signal})")),
         ExitState::Exited(_) if output.stdout_total > output.stdout.len() as u64 => Err(format!(
-            "its output was over the cap of {} bytes",
+            "{OVER_THE_CAP} of {} bytes",
             settings.max_output_bytes
         )),
         ExitState::Exited(_) => Ok(()),

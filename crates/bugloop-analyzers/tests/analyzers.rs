@@ -207,6 +207,49 @@ async fn a_sarif_tools_words_are_data() {
     );
 }
 
+/// One file whose output is more than is read (a generated file with thousands of hits) does
+/// not take the others with it: each file of the batch is run alone, the others' hits count,
+/// and the file it failed on is named.
+#[tokio::test]
+async fn a_file_whose_output_is_over_the_cap_leaves_the_others_checked() {
+    let (repo, diff) = planted();
+    let sarif = r#"{"runs":[{"tool":{"driver":{"name":"loud"}},"results":[{"ruleId":"L1","level":"error","message":{"text":"a bug"},"locations":[{"physicalLocation":{"artifactLocation":{"uri":"clean.sh"},"region":{"startLine":2}}}]}]}]}"#;
+    let script = format!(
+        "#!/bin/sh
+case \"$*\" in *web.js*) head -c 200000 /dev/zero | tr '\\0' x; exit 0;; esac
+cat <<'EOF'\n{sarif}\nEOF\n"
+    );
+    let (_dir, toolbox) = fake_tool("loud", &script);
+    let loud =
+        CustomAnalyzer::new("loud".into(), Some("loud {files}"), None, vec![], vec![]).unwrap();
+    let mut settings = sandbox(repo.path());
+    settings.max_output_bytes = 100_000;
+    let analysis = analyze(Request {
+        workspace: repo.path(),
+        diff: &diff,
+        choices: vec![Choice::Custom(loud)],
+        sandbox: settings,
+        toolbox,
+        base_dir: None,
+        alone: false,
+    })
+    .await;
+    let run = &analysis.runs[0];
+    assert!(matches!(run.status, RunStatus::Ran { .. }), "{run:?}");
+    assert!(
+        analysis
+            .candidates
+            .iter()
+            .any(|c| c.tool == "loud" && c.hit.file == "clean.sh"),
+        "{analysis:#?}"
+    );
+    assert_eq!(run.unanalyzed.len(), 1, "{run:?}");
+    assert!(
+        run.unanalyzed[0].starts_with("web.js: its output was over the cap"),
+        "{run:?}"
+    );
+}
+
 #[tokio::test]
 async fn a_tool_that_crashes_or_hangs_is_not_run() {
     let (repo, diff) = planted();

@@ -43,8 +43,13 @@ pub(super) struct Analyzed {
     /// Candidates the model dismissed, with its reason.
     pub dismissed: Vec<DroppedFinding>,
     pub info: AnalysisInfo,
-    /// Files of the change no analyzer could be given (a name that is not UTF-8).
+    /// Files of the change no analyzer could be given (a name that is not UTF-8), or that an
+    /// analyzer failed on.
     pub unanalyzed: Vec<Unreviewed>,
+    /// Each analyzer whose output on files of the change was more than is read, said once: the
+    /// review is not complete (a branch could otherwise add a file with thousands of hits to
+    /// go unchecked).
+    pub failures: Vec<String>,
 }
 
 /// Runs the configured analyzers and weighs their candidates.
@@ -69,7 +74,7 @@ pub(super) async fn analyze(
     let mut diff = request.diff.clone();
     diff.files
         .retain(|f| !brief.plan.ignored.iter().any(|ignored| ignored == f.path()));
-    let unanalyzed = unnamed_files(&diff);
+    let mut unanalyzed = unnamed_files(&diff);
     let base_dir = base_files(env, request, &choices);
     let mut sandbox = sandbox_settings(config, &request.workspace, Policy::ReadOnly);
     sandbox.timeout = Duration::from_secs(config.review.analyzer_timeout_seconds);
@@ -87,6 +92,8 @@ pub(super) async fn analyze(
     refused.extend(analysis.runs);
     env.progress
         .event(ProgressEvent::Step(analyzers_done(&refused)));
+    let (failed, failures) = failed_files(&refused);
+    unanalyzed.extend(failed);
     let mut info = AnalysisInfo {
         runs: refused.iter().map(run_info).collect(),
         candidates: analysis.candidates.len(),
@@ -110,6 +117,7 @@ pub(super) async fn analyze(
             dismissed: Vec::new(),
             info,
             unanalyzed,
+            failures,
         };
     }
     info.weighed = "triage".to_owned();
@@ -121,7 +129,30 @@ pub(super) async fn analyze(
         ..info
     };
     analyzed.unanalyzed = unanalyzed;
+    analyzed.failures = failures;
     analyzed
+}
+
+/// The files each analyzer failed on, as files not checked, and one error per analyzer.
+fn failed_files(runs: &[AnalyzerRun]) -> (Vec<Unreviewed>, Vec<String>) {
+    let mut files = Vec::new();
+    let mut failures = Vec::new();
+    for run in runs.iter().filter(|r| !r.unanalyzed.is_empty()) {
+        for failed in &run.unanalyzed {
+            let (path, why) = failed.split_once(": ").unwrap_or((failed, "it failed"));
+            files.push(Unreviewed {
+                path: path.to_owned(),
+                reason: format!("{} could not check it: {why}", run.name),
+            });
+        }
+        failures.push(format!(
+            "the analyzer {} failed on {} file(s) of the change ({})",
+            run.name,
+            run.unanalyzed.len(),
+            run.unanalyzed.first().map_or("", String::as_str)
+        ));
+    }
+    (files, failures)
 }
 
 /// The files with added lines whose name is not UTF-8 (shown in git's quoted form): an
@@ -207,6 +238,7 @@ fn not_run(name: &str, reason: &str) -> AnalyzerRun {
             reason: reason.to_owned(),
         },
         seconds: 0.0,
+        unanalyzed: Vec::new(),
     }
 }
 

@@ -151,6 +151,7 @@ pub async fn review_with(
     reported.findings = early.merge_hits(std::mem::take(&mut reported.findings), analyzed.findings);
     reported.dropped.extend(analyzed.dismissed);
     reported.unreviewed.extend(analyzed.unanalyzed);
+    reported.errors.extend(analyzed.failures);
     let published_early: Vec<Finding> = early.findings.iter().map(|(_, f)| f.clone()).collect();
     let mut filtered = filtering::ground_and_filter(
         &request,
