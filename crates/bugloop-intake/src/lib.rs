@@ -27,8 +27,6 @@ pub enum IntakeError {
     Empty,
     #[error("the error report is not text: a NUL byte at offset {0} (a binary file?)")]
     Binary(usize),
-    #[error("the error report is not UTF-8 text: invalid bytes at offset {0}")]
-    NotUtf8(usize),
 }
 
 /// The language a trace was written by.
@@ -101,14 +99,15 @@ pub fn read(bytes: &[u8]) -> Result<ErrorReport, IntakeError> {
     if let Some(at) = bytes.iter().position(|b| *b == 0) {
         return Err(IntakeError::Binary(at));
     }
-    let text = match std::str::from_utf8(bytes) {
-        Ok(text) => text,
-        // A cut in the middle of a character at the size limit is not the report's fault.
-        Err(error) if error.error_len().is_none() => {
-            std::str::from_utf8(&bytes[..error.valid_up_to()]).unwrap_or_default()
-        }
-        Err(error) => return Err(IntakeError::NotUtf8(error.valid_up_to())),
+    // A crash log in another encoding (a Latin-1 `é` in a message) is still a report: what is
+    // not UTF-8 reads as U+FFFD, as `watch` reads its logs. A cut in the middle of a character
+    // at the size limit is not the report's fault: dropped.
+    let bytes = match std::str::from_utf8(bytes) {
+        Err(error) if error.error_len().is_none() => &bytes[..error.valid_up_to()],
+        _ => bytes,
     };
+    let text = String::from_utf8_lossy(bytes);
+    let text = text.as_ref();
     if text.trim().is_empty() {
         return Err(IntakeError::Empty);
     }
