@@ -27,6 +27,12 @@ pub use revert::{Author, Revert};
 pub enum GitError {
     #[error("{0} is not inside a git repository")]
     NotARepository(std::path::PathBuf),
+    /// git refuses a repository another user owns (`safe.directory`).
+    #[error("git will not work in {} for this user: {message}", dir.display())]
+    NotTrusted {
+        dir: std::path::PathBuf,
+        message: String,
+    },
     #[error("cannot run git {args}: {source}")]
     Spawn {
         args: String,

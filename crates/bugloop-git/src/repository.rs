@@ -35,6 +35,14 @@ impl Git {
             .args(["rev-parse", "--show-toplevel"])
             .text()
             .map_err(|error| match error {
+                // A repository of another user's is one git refuses to work in, and says how
+                // to allow it: that is said as git says it.
+                GitError::Failed { message, .. } if message.contains("dubious ownership") => {
+                    GitError::NotTrusted {
+                        dir: dir.to_owned(),
+                        message,
+                    }
+                }
                 GitError::Failed { .. } => GitError::NotARepository(dir.to_owned()),
                 other => other,
             })?;

@@ -277,3 +277,19 @@ fn a_branch_description_is_git_s_own_and_round_trips_any_text() {
         Some("again")
     );
 }
+
+/// A repository another user owns is one git will not work in for this one: bugloop says so as
+/// git does (with its `safe.directory` cure), not that there is no repository. Only root can
+/// give a repository to another user here.
+#[test]
+fn a_repository_of_another_users_is_said_to_be_refused() {
+    if !bugloop_testkit::users::is_root() {
+        return;
+    }
+    let repo = TestRepo::with_files(&[("a.txt", "a\n")]);
+    bugloop_testkit::users::chown_all(repo.path(), bugloop_testkit::users::NOBODY);
+    let error = Git::open(repo.path()).unwrap_err();
+    let said = error.to_string();
+    assert!(matches!(error, GitError::NotTrusted { .. }), "{said}");
+    assert!(said.contains("safe.directory"), "{said}");
+}
