@@ -300,10 +300,17 @@ fn confine(
 /// Resource limits are set inside the sandbox's user namespace, where the kernel counts only the
 /// sandbox's own processes (outside, every process of the same user on the host counts).
 fn push_resource_limits(argv: &mut Vec<OsString>, limits: &Limits) {
+    use nix::sys::resource::{Resource, getrlimit};
+    // No more than this process may have: prlimit cannot raise a hard limit, and would fail
+    // every command (`sandbox.max_processes: 100000` on a host whose limit is lower).
+    let at_most =
+        |resource, wanted: u64| getrlimit(resource).map_or(wanted, |(_, hard)| wanted.min(hard));
     if let Some(prlimit) = find_in_path("prlimit") {
+        let processes = at_most(Resource::RLIMIT_NPROC, limits.max_processes);
+        let file_bytes = at_most(Resource::RLIMIT_FSIZE, limits.max_file_bytes);
         argv.push(prlimit.into());
-        argv.push(format!("--nproc={0}:{0}", limits.max_processes).into());
-        argv.push(format!("--fsize={0}:{0}", limits.max_file_bytes).into());
+        argv.push(format!("--nproc={processes}:{processes}").into());
+        argv.push(format!("--fsize={file_bytes}:{file_bytes}").into());
         argv.push("--".into());
     }
 }

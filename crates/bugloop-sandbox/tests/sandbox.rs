@@ -160,6 +160,18 @@ async fn environment_is_an_allowlist() {
     }
 }
 
+/// Limits above what this process may have (a process limit over the host's hard limit) are
+/// the host's: commands still run, rather than every one failing to set its limit.
+#[tokio::test]
+async fn limits_above_the_hosts_are_the_hosts() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut settings = settings(dir.path(), Policy::WorkspaceWrite);
+    settings.limits.max_processes = u64::MAX - 1;
+    settings.limits.max_file_bytes = u64::MAX - 1;
+    let out = run(&settings, &bash("echo ran")).await.unwrap();
+    assert_eq!(out.stdout_text().trim(), "ran", "{out:?}");
+}
+
 /// A tool that caches by default (go's build cache under `$XDG_CACHE_HOME`, else
 /// `$HOME/.cache`) finds a writable place: the home directory is read-only.
 #[tokio::test]
