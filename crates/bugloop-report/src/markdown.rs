@@ -202,6 +202,26 @@ fn left_out(out: &mut String, report: &ReviewReport) {
             let _ = writeln!(out, "- `{}`: {}", r.path, r.reason);
         }
     }
+    if !report.ignored.is_empty() {
+        let names: Vec<String> = report
+            .ignored
+            .iter()
+            .take(10)
+            .map(|n| format!("`{n}`"))
+            .collect();
+        let more = report.ignored.len().saturating_sub(10);
+        let _ = writeln!(
+            out,
+            "\nNot reviewed, ignored by `review.ignore_files`: {} file(s): {}{}",
+            report.ignored.len(),
+            names.join(", "),
+            if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            }
+        );
+    }
     if !report.unreviewed.is_empty() || !report.errors.is_empty() {
         out.push_str("\n### Not reviewed\n\n");
         for u in &report.unreviewed {

@@ -362,6 +362,9 @@ fn left_out(out: &mut String, report: &ReviewReport, style: Style) {
             let _ = writeln!(out, "  {}", style.dim(p));
         }
     }
+    if !report.ignored.is_empty() {
+        let _ = writeln!(out, "\n{}", style.yellow(&ignored_line(report)));
+    }
     if !report.unreviewed.is_empty() || !report.errors.is_empty() {
         let _ = writeln!(out, "\n{}", style.yellow("Not reviewed:"));
         for u in &report.unreviewed {
@@ -371,6 +374,29 @@ fn left_out(out: &mut String, report: &ReviewReport, style: Style) {
             let _ = writeln!(out, "  error: {e}");
         }
     }
+}
+
+/// The files `review.ignore_files` kept out of the review, said where the findings are read: a
+/// branch's own configuration may set it, and a review of nothing must not read as a clean one.
+pub fn ignored_line(report: &ReviewReport) -> String {
+    const SHOWN: usize = 10;
+    let names: Vec<&str> = report
+        .ignored
+        .iter()
+        .take(SHOWN)
+        .map(String::as_str)
+        .collect();
+    let more = report.ignored.len().saturating_sub(SHOWN);
+    format!(
+        "Not reviewed, ignored by review.ignore_files: {} file(s): {}{}",
+        report.ignored.len(),
+        names.join(", "),
+        if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        }
+    )
 }
 
 /// The converge report for a terminal, as the spec prints it.
