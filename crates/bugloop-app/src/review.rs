@@ -1,6 +1,7 @@
 //! The review job: select the change, check it out, run the review loop against the
 //! conversation, and judge the report.
 
+use bugloop_forge::ChangeKey;
 use bugloop_forge::recording::RecordingForge;
 use bugloop_loops::LoopEnv;
 use bugloop_loops::review::{ReviewRequest, review_with};
@@ -87,13 +88,21 @@ impl App {
             .pull_request
             .as_ref()
             .is_some_and(|p| p.read_only.is_some());
-        let env = if job.dry_run || read_only {
+        let publishes = !(job.dry_run || read_only);
+        let env = if publishes {
+            env
+        } else {
             LoopEnv {
                 forge: &recording,
                 ..env
             }
+        };
+        // One publishing review of a change at a time: two at once would each publish the
+        // findings the other had not yet (the conversation is read before either writes).
+        let _lease = if publishes {
+            Some(self.review_lease(&change.key)?)
         } else {
-            env
+            None
         };
         let report = review_with(&env, request, own_findings).await?;
         drop(checkout);
@@ -103,6 +112,22 @@ impl App {
             verdict,
             warnings,
         })
+    }
+
+    /// The lease a publishing review holds on its change (in the repository's git directory).
+    fn review_lease(&self, change: &ChangeKey) -> Result<bugloop_store::Lease, AppError> {
+        let store = bugloop_forge::local::store_path(&self.git)?;
+        let digest = ring::digest::digest(&ring::digest::SHA256, change.0.as_bytes());
+        let name: String = digest.as_ref()[..16]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        bugloop_store::Lease::take(
+            store.parent().unwrap_or(&store),
+            &format!("review-{name}"),
+            &format!("the review of {change}"),
+        )
+        .map_err(|error| AppError::Invalid(error.to_string()))
     }
 
     /// The change a review is about: on a pull request, the head pinned when the run started
@@ -125,7 +150,7 @@ impl App {
         })
     }
 
-    async fn has_open_findings(&self, change: &bugloop_forge::ChangeKey) -> Result<bool, AppError> {
+    async fn has_open_findings(&self, change: &ChangeKey) -> Result<bool, AppError> {
         let comments = self.forge.comments(change).await?;
         let state = bugloop_domain::thread::reconstruct(&comments, &self.settings.markers);
         Ok(state.unresolved().any(|thread| thread.finding_id.is_some()))

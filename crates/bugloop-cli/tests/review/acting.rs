@@ -176,6 +176,50 @@ fn a_converge_killed_after_a_fix_goes_on_from_it() {
     assert_eq!(dir.git(&["status", "--porcelain"]), "");
 }
 
+/// Two publishing reviews of one branch at once: the second is refused while the first runs
+/// (it names who holds the change), and the branch has its finding once.
+#[test]
+fn two_reviews_at_once_publish_each_finding_once() {
+    let dir = repo();
+    let scripts = tempfile::tempdir().unwrap();
+    let model = script(scripts.path(), &[off_by_one()]);
+    let path = model.trim_start_matches("script:");
+    let slow = format!(
+        "{}\n{}",
+        json!({"capabilities": {"latency_ms": 500}}),
+        std::fs::read_to_string(path).unwrap()
+    );
+    std::fs::write(path, slow).unwrap();
+    let first = Command::new(env!("CARGO_BIN_EXE_bugloop"))
+        .args(["review", "--model", &model])
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // The first holds its lease from before its first model call, which takes half a second.
+    let lock = dir.path().join(".git/bugloop");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !walk(&lock).iter().any(|p| {
+        p.file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("review-"))
+    }) {
+        assert!(std::time::Instant::now() < deadline, "no review started");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let second = bugloop(dir.path(), &["review", "--model", &model]);
+    let first = first.wait_with_output().unwrap();
+    assert_eq!(first.status.code(), Some(0), "the first review ran");
+    assert_eq!(second.status.code(), Some(2), "{}", stderr(&second));
+    assert!(
+        stderr(&second).contains("is held by another run"),
+        "{}",
+        stderr(&second)
+    );
+    let listed = stdout(&bugloop(dir.path(), &["findings"]));
+    assert_eq!(listed.matches("PENDING").count(), 1, "{listed}");
+}
+
 #[test]
 fn comments_replies_and_converge_from_the_command_line() {
     let dir = repo();
