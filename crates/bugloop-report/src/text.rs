@@ -86,7 +86,7 @@ fn review_header(out: &mut String, report: &ReviewReport, style: Style) {
             out,
             "{}",
             style.dim(&format!(
-                "the model was asked {} short question(s) about the code of {} file(s), at most one finding each{left}",
+                "the change makes {} short question(s) for the model about the code of {} file(s), at most one finding each{left}",
                 asked.calls, asked.files_shown
             ))
         );

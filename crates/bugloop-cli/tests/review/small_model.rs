@@ -67,8 +67,9 @@ fn a_small_model_is_asked_short_questions_about_code_only() {
     let output = bugloop(dir.path(), &["review", "--model", &model]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert!(
-        stdout(&output)
-            .contains("the model was asked 1 short question(s) about the code of 1 file(s)"),
+        stdout(&output).contains(
+            "the change makes 1 short question(s) for the model about the code of 1 file(s)"
+        ),
         "{}",
         stdout(&output)
     );

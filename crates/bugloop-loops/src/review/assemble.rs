@@ -7,7 +7,8 @@ use bugloop_domain::thread::{Comment, ReviewState, reconstruct};
 use bugloop_forge::{ForgeError, Upsert};
 use bugloop_report::dispute::DisputeSummary;
 use bugloop_report::review::{
-    ChangeInfo, ModelAsked, REPORT_VERSION, ReviewReport, ReviewedScope, SensitivityInfo, UsageInfo,
+    ChangeInfo, ModelAsked, REPORT_VERSION, ReviewReport, ReviewedScope, SensitivityInfo,
+    Unreviewed, UsageInfo,
 };
 use bugloop_report::summary::{SUMMARY_TAG, comment_body as summary_body};
 
@@ -74,7 +75,7 @@ pub(super) async fn report(
         refused_context: brief.refused_context,
         complete: filtered.errors.is_empty(),
         scope,
-        unreviewed: filtered.unreviewed,
+        unreviewed: once_each(filtered.unreviewed),
         summarized: brief.plan.summarized,
         ignored: brief.plan.ignored,
         passes: filtered.passes,
@@ -219,6 +220,30 @@ async fn settled_without_duplicates(
 
 /// What the model was asked: the planned sessions or a small model's questions, and the files
 /// it was shown.
+/// Each file not reviewed for one reason once, however many of its parts it was (a large file
+/// a small model is asked about in hundreds of questions, once the budget ran out), with how
+/// many.
+fn once_each(unreviewed: Vec<Unreviewed>) -> Vec<Unreviewed> {
+    let mut counts: std::collections::HashMap<(String, String), usize> = Default::default();
+    for u in &unreviewed {
+        *counts
+            .entry((u.path.clone(), u.reason.clone()))
+            .or_default() += 1;
+    }
+    let mut said = std::collections::HashSet::new();
+    unreviewed
+        .into_iter()
+        .filter(|u| said.insert((u.path.clone(), u.reason.clone())))
+        .map(|u| match counts.get(&(u.path.clone(), u.reason.clone())) {
+            Some(&parts) if parts > 1 => Unreviewed {
+                reason: format!("{} (in {parts} of its parts)", u.reason),
+                ..u
+            },
+            _ => u,
+        })
+        .collect()
+}
+
 fn asked(brief: &Brief) -> ModelAsked {
     let mut shown: Vec<&str> = brief
         .plan
@@ -238,5 +263,29 @@ fn asked(brief: &Brief) -> ModelAsked {
         calls: brief.plan.batches.len(),
         files_shown: shown.len(),
         left_to_analyzers: brief.plan.left_to_analyzers.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_not_reviewed_in_many_parts_is_said_once_with_how_many() {
+        let entry = |path: &str, reason: &str| Unreviewed {
+            path: path.to_owned(),
+            reason: reason.to_owned(),
+        };
+        let mut unreviewed = vec![entry("huge.py", "budget exhausted"); 532];
+        unreviewed.insert(1, entry("b.py", "the model failed"));
+        unreviewed.push(entry("huge.py", "the model failed"));
+        assert_eq!(
+            once_each(unreviewed),
+            [
+                entry("huge.py", "budget exhausted (in 532 of its parts)"),
+                entry("b.py", "the model failed"),
+                entry("huge.py", "the model failed"),
+            ]
+        );
     }
 }
