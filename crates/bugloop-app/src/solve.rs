@@ -155,6 +155,8 @@ impl App {
         job: &SolveJob,
         options: &SolveOptions,
     ) -> Result<Outcome<SolveReport>, AppError> {
+        // An issue that is not there is said before the model is opened.
+        tracker.issue(job.issue).await?;
         let env = self.loop_env(job.model.as_deref())?;
         let report = bugloop_solve::solve(&env, tracker, job.issue, options).await?;
         let verdict = match (report.state, report.stopped.as_deref()) {

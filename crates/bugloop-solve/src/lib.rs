@@ -171,9 +171,10 @@ pub async fn solve(
     issue: u64,
     options: &SolveOptions,
 ) -> Result<SolveReport, SolveError> {
+    // An issue that is not there is said before what solving one would need.
+    let found = tracker.issue(issue).await?;
     let settings = solve_settings(env.settings)?;
     let env = env.with_settings(&settings);
-    let found = tracker.issue(issue).await?;
     let record = Record::new(tracker.solve_history(issue).await?);
     if !found.open && record.state().is_none() {
         return Err(SolveError::Invalid(format!(
