@@ -507,15 +507,17 @@ async fn watch_files(
         })
         .collect();
     if args.once
-        && let Some(file) = followed.iter().find(|f| f.file.is_none())
+        && let Some(file) = followed.iter_mut().find(|f| f.file.is_none())
     {
+        // Why, as a first look says it: missing, a link, not a regular file, unreadable.
+        let why = match std::fs::symlink_metadata(&file.path) {
+            Err(error) => Some(error.to_string()),
+            Ok(_) => file.open(false),
+        };
         anyhow::bail!(
             "cannot open {}{}",
             file.path.display(),
-            file.said
-                .as_deref()
-                .map(|why| format!(" ({why})"))
-                .unwrap_or_default()
+            why.map(|why| format!(" ({why})")).unwrap_or_default()
         );
     }
     let poll = Duration::from_millis(args.poll_ms.max(10));
