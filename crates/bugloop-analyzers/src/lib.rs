@@ -34,7 +34,7 @@ pub use fix::{FixRequest, apply_fix, has_fix, still_reports};
 pub use hit::{Candidate, Hit, Level, plain_https};
 pub use keys::{mask_keys, safe_evidence, secret_rules};
 pub use locate::{Installed, Toolbox, installed_versions};
-pub use run::{Analysis, AnalyzerRun, Request, RunStatus, analyze};
+pub use run::{Analysis, AnalyzerRun, Request, RunStatus, Unchecked, analyze};
 pub use scope::ChangedLines;
 pub use secrets::secrets_added;
 pub use suppression::suppressions_added;

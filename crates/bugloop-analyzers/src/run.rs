@@ -58,10 +58,18 @@ pub struct AnalyzerRun {
     #[serde(flatten)]
     pub status: RunStatus,
     pub seconds: f64,
-    /// Files whose output alone was more than is read (`path: why`): what it could not check.
-    /// Each was tried alone, so one file cannot take the others with it.
+    /// Files it was run on and could not check because of what they hold: it timed out,
+    /// crashed, or said more than is read. After output over the cap each file of a batch is
+    /// tried alone (within [`MAX_RUN_ALONE`]), so one file cannot take the others with it.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub unanalyzed: Vec<String>,
+    pub unanalyzed: Vec<Unchecked>,
+}
+
+/// A file an analyzer could not check, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Unchecked {
+    pub path: String,
+    pub reason: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -260,18 +268,16 @@ async fn run_one(
     let started = Instant::now();
     let name = choice.name().to_owned();
     let mut hits = Vec::new();
-    let mut judge: fn(&Hit) -> Option<(Weight, Category)> = every_hit;
+    // How hits weigh: the tool's own judge, from a run that succeeded.
+    let mut judge: Option<Judge> = None;
     let mut unanalyzed = Vec::new();
     let mut not_run = None;
+    let mut alone_left = MAX_RUN_ALONE;
     for batch in batches(choice, &files) {
-        match run_batch(request, choice, &batch, config_dir).await {
-            Ran::All(more, judged) => {
+        match run_batch(request, choice, &batch, config_dir, &mut alone_left).await {
+            Ran::Checked(more, judged, failed) => {
                 hits.extend(more);
-                judge = judged;
-            }
-            Ran::Some(more, judged, failed) => {
-                hits.extend(more);
-                judge = judged;
+                judge = judge.or(judged);
                 unanalyzed.extend(failed);
             }
             Ran::Not(reason) => {
@@ -283,11 +289,7 @@ async fn run_one(
     let seconds = (started.elapsed().as_secs_f64() * 10.0).round() / 10.0;
     // Nothing it was given could be checked: it did not run, for the first file's reason.
     if not_run.is_none() && !unanalyzed.is_empty() && unanalyzed.len() == files.len() {
-        not_run = unanalyzed.first().map(|failed: &String| {
-            failed
-                .split_once(": ")
-                .map_or(failed.clone(), |(_, why)| why.to_owned())
-        });
+        not_run = unanalyzed.first().map(|u: &Unchecked| u.reason.clone());
     }
     let run = |status| AnalyzerRun {
         name: name.clone(),
@@ -299,6 +301,7 @@ async fn run_one(
         return (run(RunStatus::NotRun { reason }), Vec::new());
     }
     let total = hits.len();
+    let judge = judge.unwrap_or(every_hit);
     let candidates: Vec<Candidate> = hits
         .into_iter()
         .filter_map(|hit| candidate(&name, hit, judge, changed, request.workspace))
@@ -311,65 +314,80 @@ async fn run_one(
     (run(status), candidates)
 }
 
+/// How an analyzer's hits weigh.
+type Judge = fn(&Hit) -> Option<(Weight, Category)>;
+
 /// What running an analyzer on one batch of files came to.
 enum Ran {
-    All(Vec<Hit>, fn(&Hit) -> Option<(Weight, Category)>),
-    /// Some files' output was over the cap when run alone (`path: why`); the others' hits.
-    Some(
-        Vec<Hit>,
-        fn(&Hit) -> Option<(Weight, Category)>,
-        Vec<String>,
-    ),
-    /// It did not run (not installed, its configuration edited by the change, a crash, a
-    /// timeout).
+    /// Its hits (with its judge when a run succeeded), and the files it could not check.
+    Checked(Vec<Hit>, Option<Judge>, Vec<Unchecked>),
+    /// It did not run (not installed, its configuration edited by the change, an exit it
+    /// explains with no output to read, code that does not build).
     Not(String),
 }
 
-/// Runs the analyzer on `batch`; when its output was more than is read, on each of its files
-/// alone, so that one file (a generated one with thousands of hits) leaves the others checked.
+/// Whether a run failed because of what the files it was given hold (it timed out, crashed,
+/// or said more than is read): those files were not checked, which the review must say.
+fn unchecked_by_its_files(failure: &str) -> bool {
+    [OVER_THE_CAP, TIMED_OUT, CRASHED]
+        .iter()
+        .any(|start| failure.starts_with(start))
+}
+
+/// Runs the analyzer on `batch`. When its output was more than is read, and it checks the files
+/// it is given (not a whole project), each file is run alone, within `alone_left` for the whole
+/// analyzer, so that one file (a generated one with thousands of hits) leaves the others
+/// checked.
 async fn run_batch(
     request: &Request<'_>,
     choice: &Choice,
     batch: &[String],
     config_dir: &Path,
+    alone_left: &mut usize,
 ) -> Ran {
     let plan_for = |files: &[String]| plan(request, choice, files, config_dir);
-    let failure = match plan_for(batch) {
+    let whole = match plan_for(batch) {
         Err(reason) => return Ran::Not(reason),
-        Ok(plan) => match execute(request, plan).await {
-            Ok((hits, judge)) => return Ran::All(hits, judge),
-            Err(reason) => reason,
-        },
+        Ok(plan) => plan,
     };
-    // A crash, a timeout or code that does not build would only come again, file after file:
-    // the tool did not run (as it says).
-    if !failure.starts_with(OVER_THE_CAP) {
+    // A tool that checks the whole project (clippy, go vet) runs the same with one file.
+    let per_file =
+        batch.len() > 1 && plan_for(&batch[..1]).is_ok_and(|one| one.spec.args != whole.spec.args);
+    let failure = match execute(request, whole).await {
+        Ok((hits, judge)) => return Ran::Checked(hits, Some(judge), Vec::new()),
+        Err(failure) => failure,
+    };
+    if !unchecked_by_its_files(&failure) {
         return Ran::Not(failure);
     }
-    if batch.len() < 2 {
-        let failed = batch.iter().map(|f| format!("{f}: {failure}")).collect();
-        return Ran::Some(Vec::new(), every_hit, failed);
+    let unchecked = |file: &String, reason: &str| Unchecked {
+        path: file.clone(),
+        reason: reason.to_owned(),
+    };
+    if !failure.starts_with(OVER_THE_CAP) || !per_file {
+        let failed = batch.iter().map(|f| unchecked(f, &failure)).collect();
+        return Ran::Checked(Vec::new(), None, failed);
     }
-    let (mut hits, mut judge, mut failed) = (Vec::new(), every_hit as fn(&Hit) -> _, Vec::new());
-    // A change of many such files is not run file by file for ever: past this many, the rest
-    // are listed as not checked.
-    let (alone, unchecked) = batch.split_at(batch.len().min(MAX_RUN_ALONE));
-    failed.extend(unchecked.iter().map(|f| format!("{f}: {failure}")));
-    for file in alone {
-        let alone = std::slice::from_ref(file);
-        let outcome = match plan_for(alone) {
+    let (mut hits, mut judge, mut failed) = (Vec::new(), None, Vec::new());
+    for file in batch {
+        if *alone_left == 0 {
+            failed.push(unchecked(file, &failure));
+            continue;
+        }
+        *alone_left -= 1;
+        let outcome = match plan_for(std::slice::from_ref(file)) {
             Ok(plan) => execute(request, plan).await,
             Err(reason) => Err(reason),
         };
         match outcome {
             Ok((more, judged)) => {
                 hits.extend(more);
-                judge = judged;
+                judge = Some(judged);
             }
-            Err(reason) => failed.push(format!("{file}: {reason}")),
+            Err(reason) => failed.push(unchecked(file, &reason)),
         }
     }
-    Ran::Some(hits, judge, failed)
+    Ran::Checked(hits, judge, failed)
 }
 
 fn plan(
@@ -589,17 +607,20 @@ pub(crate) fn show_read_only(settings: &mut SandboxSettings, mounts: Vec<PathBuf
     }
 }
 
-/// A run that timed out, died of a signal or wrote more than the cap cannot be read.
-/// The most files of a batch run one by one after the batch's output was more than is read.
-const MAX_RUN_ALONE: usize = 32;
+/// The most files of one analyzer's batches run one by one after a batch's output was over
+/// the cap: a change of many such files does not multiply the tool's runs.
+pub const MAX_RUN_ALONE: usize = 32;
 
 /// How a run whose output was more than is read fails: what one file can do to the others.
 const OVER_THE_CAP: &str = "its output was over the cap";
+const TIMED_OUT: &str = "timed out after";
+const CRASHED: &str = "crashed (signal";
 
+/// A run that timed out, died of a signal or wrote more than the cap cannot be read.
 fn check_exit(output: &Output, settings: &SandboxSettings) -> Result<(), String> {
     match output.exit {
-        ExitState::TimedOut => Err(format!("timed out after {} s", settings.timeout.as_secs())),
-        ExitState::Signaled(signal) => Err(format!("crashed (signal {signal})")),
+        ExitState::TimedOut => Err(format!("{TIMED_OUT} {} s", settings.timeout.as_secs())),
+        ExitState::Signaled(signal) => Err(format!("{CRASHED} {signal})")),
         ExitState::Exited(_) if output.stdout_total > output.stdout.len() as u64 => Err(format!(
             "{OVER_THE_CAP} of {} bytes",
             settings.max_output_bytes

@@ -244,8 +244,11 @@ cat <<'EOF'\n{sarif}\nEOF\n"
         "{analysis:#?}"
     );
     assert_eq!(run.unanalyzed.len(), 1, "{run:?}");
+    assert_eq!(run.unanalyzed[0].path, "web.js");
     assert!(
-        run.unanalyzed[0].starts_with("web.js: its output was over the cap"),
+        run.unanalyzed[0]
+            .reason
+            .starts_with("its output was over the cap"),
         "{run:?}"
     );
 }
@@ -284,6 +287,11 @@ async fn a_tool_that_crashes_or_hangs_is_not_run() {
         RunStatus::NotRun { reason } => assert_eq!(reason, "timed out after 1 s"),
         other => panic!("{other:?}"),
     }
+    // A timeout is the files' doing (a branch can write one that hangs the tool): each is
+    // listed as not checked, which makes the review incomplete.
+    let unchecked = &analysis.runs[0].unanalyzed;
+    assert!(!unchecked.is_empty(), "{:?}", analysis.runs[0]);
+    assert!(unchecked.iter().all(|u| u.reason == "timed out after 1 s"));
 }
 
 #[tokio::test]

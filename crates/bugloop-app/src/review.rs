@@ -50,20 +50,11 @@ impl App {
         let own_findings: Vec<_> = bugloop_config::ignored_settings_finding(&self.ignored)
             .into_iter()
             .collect();
-        // A pull request by someone who cannot write is reviewed within the outsiders' budget.
-        let summary_footer = match self.outsider_review().await? {
-            OutsiderReview::Insider => None,
-            OutsiderReview::Within { footer } => Some(footer),
-            OutsiderReview::Over { reason } => {
-                if !job.dry_run {
-                    self.say_review_deferred(&reason).await?;
-                }
-                return Ok(Outcome::new(
-                    None,
-                    Verdict::NothingToDo {
-                        reason: format!("Not reviewed: {reason}."),
-                    },
-                ));
+        let summary_footer = match self.within_outsiders_budget(job.dry_run).await? {
+            Ok(footer) => footer,
+            Err(reason) => {
+                let reason = format!("Not reviewed: {reason}.");
+                return Ok(Outcome::new(None, Verdict::NothingToDo { reason }));
             }
         };
         let env = self.loop_env(job.model.as_deref())?;
@@ -97,9 +88,11 @@ impl App {
                 ..env
             }
         };
-        // One publishing review of a change at a time: two at once would each publish the
-        // findings the other had not yet (the conversation is read before either writes).
-        let _lease = if publishes {
+        // Locally, one publishing review of a change at a time: two at once would each publish
+        // the findings the other had not yet (the conversation is read before either writes).
+        // On GitHub runs have checkouts of their own, and publishing guards against another
+        // run's duplicates itself.
+        let _lease = if publishes && self.pull_request.is_none() {
             Some(self.review_lease(&change.key)?)
         } else {
             None
@@ -111,6 +104,25 @@ impl App {
             report: Some(report),
             verdict,
             warnings,
+        })
+    }
+
+    /// A pull request by someone who cannot write is reviewed within the outsiders' budget: the
+    /// summary's footer saying so (none for an insider), or why it is not reviewed now (said on
+    /// the pull request unless this is a dry run).
+    async fn within_outsiders_budget(
+        &self,
+        dry_run: bool,
+    ) -> Result<Result<Option<String>, String>, AppError> {
+        Ok(match self.outsider_review().await? {
+            OutsiderReview::Insider => Ok(None),
+            OutsiderReview::Within { footer } => Ok(Some(footer)),
+            OutsiderReview::Over { reason } => {
+                if !dry_run {
+                    self.say_review_deferred(&reason).await?;
+                }
+                Err(reason)
+            }
         })
     }
 

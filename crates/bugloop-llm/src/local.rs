@@ -64,7 +64,7 @@ pub fn resolve_model(name: &str, dir: Option<&Path>) -> Result<PathBuf, LlmError
         let Some(dir) = dir else {
             return Err(LlmError::Config(format!(
                 "local model {name:?}: no model directory (HOME is not set or not an absolute \
-                 path): set local.model_dir or XDG_DATA_HOME, or give a path to a .gguf file"
+                 path): set model.local_dir or XDG_DATA_HOME, or give a path to a .gguf file"
             )));
         };
         dir.join(file)

@@ -2,6 +2,7 @@
 
 use std::fmt::Write as _;
 
+use bugloop_domain::markdown::quiet;
 use bugloop_domain::rmcoc::fence_for;
 
 use crate::review::{PublishedFinding, ReviewReport};
@@ -97,7 +98,6 @@ fn finding_section(out: &mut String, f: &PublishedFinding) {
 
 /// Who found a finding, with the tool's page for its rule: `Found by ruff [S608](url).`
 pub fn found_by(source: &bugloop_domain::finding::FindingSource) -> String {
-    use bugloop_domain::markdown::quiet;
     let tool = quiet(&source.tool).replace(['`', '[', ']'], "'");
     let rule = quiet(&source.rule).replace(['`', '[', ']'], "'");
     // A link only to a plain https URL: one token of URL characters, nothing that could end the
@@ -124,7 +124,7 @@ fn proofs(out: &mut String, report: &ReviewReport) {
     out.push_str("\n### Proofs\n\n| finding | proof | why | test |\n|---|---|---|---|\n");
     for proof in &report.proofs {
         // Others' words (the model's, a file name the agent chose): one line each.
-        let cell = |text: &str| bugloop_domain::markdown::quiet(text).replace('|', "\\|");
+        let cell = |text: &str| quiet(text).replace('|', "\\|");
         let _ = writeln!(
             out,
             "| `{}` {} | {}{} | {} | {} |",
@@ -178,7 +178,6 @@ fn publishing_notes(out: &mut String, report: &ReviewReport) {
             "\n<details><summary>Not published ({})</summary>\n",
             report.dropped.len()
         );
-        let quiet = bugloop_domain::markdown::quiet;
         for d in &report.dropped {
             let _ = writeln!(
                 out,
@@ -195,6 +194,12 @@ fn publishing_notes(out: &mut String, report: &ReviewReport) {
 
 /// What the review could not cover: context refused to the model, and files not reviewed or
 /// parts that failed. Last, so a reader sees how complete the review was.
+/// A name the change chose (a file's), as inert code: no backtick of its own closes the span,
+/// nothing in it pages anyone or opens a marker.
+fn code(name: &str) -> String {
+    format!("`{}`", quiet(name).replace('`', "'"))
+}
+
 fn left_out(out: &mut String, report: &ReviewReport) {
     if !report.refused_context.is_empty() {
         out.push_str("\n### Not given to the model\n\n");
@@ -203,12 +208,7 @@ fn left_out(out: &mut String, report: &ReviewReport) {
         }
     }
     if !report.ignored.is_empty() {
-        let names: Vec<String> = report
-            .ignored
-            .iter()
-            .take(10)
-            .map(|n| format!("`{n}`"))
-            .collect();
+        let names: Vec<String> = report.ignored.iter().take(10).map(|n| code(n)).collect();
         let more = report.ignored.len().saturating_sub(10);
         let _ = writeln!(
             out,
@@ -225,7 +225,7 @@ fn left_out(out: &mut String, report: &ReviewReport) {
     if !report.unreviewed.is_empty() || !report.errors.is_empty() {
         out.push_str("\n### Not reviewed\n\n");
         for u in &report.unreviewed {
-            let _ = writeln!(out, "- `{}`: {}", u.path, u.reason);
+            let _ = writeln!(out, "- {}: {}", code(&u.path), quiet(&u.reason));
         }
         for e in &report.errors {
             let _ = writeln!(out, "- error: {e}");

@@ -359,53 +359,12 @@ async fn finish_round(run: &mut Run<'_, '_>, built: &BuiltRound) -> Result<Flow,
             .publish_branch(&request.branch, &built.commit, Some(&built.previous))
             .await?;
     }
-    let (comments, state) = run.env.conversation(&request.conversation).await?;
     let said = format!(
         "Addressed in {} (review round {}, the tests pass).",
         short(&built.commit),
         built.number
     );
-    // Threads still open that the round addressed: a run that died answering some does not
-    // answer them twice.
-    for thread in
-        super::threads::open(run.env.forge, &comments, &state, external_reviewers(run)).await?
-    {
-        if !built.threads.contains(&thread.id) {
-            continue;
-        }
-        match &thread.finding {
-            Some(id) => {
-                resolve_thread(
-                    run.env.forge,
-                    &request.conversation,
-                    &run.env.settings.markers,
-                    thread.root,
-                    (id, ResolvedBy::Code),
-                    &said,
-                )
-                .await?;
-            }
-            None => {
-                run.env
-                    .forge
-                    .reply(
-                        &request.conversation,
-                        thread.root,
-                        &bugloop_loops::comment_bodies::info_reply(
-                            &run.env.settings.markers,
-                            &said,
-                        ),
-                    )
-                    .await?;
-                if let Some(thread_id) = &thread.root.thread_id {
-                    run.env
-                        .forge
-                        .set_thread_resolved(&request.conversation, thread_id, true)
-                        .await?;
-                }
-            }
-        }
-    }
+    answer_addressed(run, &request, built, &said).await?;
     let addressed = format!(
         "{} thread{} addressed in {}, tests pass",
         built.threads.len(),
@@ -431,6 +390,54 @@ async fn finish_round(run: &mut Run<'_, '_>, built: &BuiltRound) -> Result<Flow,
     )
     .await?;
     Ok(Flow::Next)
+}
+
+/// Answers and resolves the threads still open that the round addressed: a run that died
+/// answering some does not answer them twice.
+async fn answer_addressed(
+    run: &Run<'_, '_>,
+    request: &ChangeRequest,
+    built: &BuiltRound,
+    said: &str,
+) -> Result<(), SolveError> {
+    let (comments, state) = run.env.conversation(&request.conversation).await?;
+    for thread in
+        super::threads::open(run.env.forge, &comments, &state, external_reviewers(run)).await?
+    {
+        if !built.threads.contains(&thread.id) {
+            continue;
+        }
+        match &thread.finding {
+            Some(id) => {
+                resolve_thread(
+                    run.env.forge,
+                    &request.conversation,
+                    &run.env.settings.markers,
+                    thread.root,
+                    (id, ResolvedBy::Code),
+                    said,
+                )
+                .await?;
+            }
+            None => {
+                run.env
+                    .forge
+                    .reply(
+                        &request.conversation,
+                        thread.root,
+                        &bugloop_loops::comment_bodies::info_reply(&run.env.settings.markers, said),
+                    )
+                    .await?;
+                if let Some(thread_id) = &thread.root.thread_id {
+                    run.env
+                        .forge
+                        .set_thread_resolved(&request.conversation, thread_id, true)
+                        .await?;
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// READY: merged by a person (-> MERGED), reopened by new review threads (-> REVIEWING), or

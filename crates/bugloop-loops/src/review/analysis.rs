@@ -46,9 +46,9 @@ pub(super) struct Analyzed {
     /// Files of the change no analyzer could be given (a name that is not UTF-8), or that an
     /// analyzer failed on.
     pub unanalyzed: Vec<Unreviewed>,
-    /// Each analyzer whose output on files of the change was more than is read, said once: the
-    /// review is not complete (a branch could otherwise add a file with thousands of hits to
-    /// go unchecked).
+    /// Each analyzer that could not check files of the change (it timed out, crashed, or said
+    /// more than is read on them), said once: the review is not complete (a branch could
+    /// otherwise add a file that takes a tool down to go unchecked).
     pub failures: Vec<String>,
 }
 
@@ -133,23 +133,27 @@ pub(super) async fn analyze(
     analyzed
 }
 
-/// The files each analyzer failed on, as files not checked, and one error per analyzer.
+/// The files each analyzer could not check (it timed out, crashed, or said more than is read
+/// on them), as files not reviewed, and one error per analyzer.
 fn failed_files(runs: &[AnalyzerRun]) -> (Vec<Unreviewed>, Vec<String>) {
     let mut files = Vec::new();
     let mut failures = Vec::new();
-    for run in runs.iter().filter(|r| !r.unanalyzed.is_empty()) {
+    for run in runs {
+        let Some(first) = run.unanalyzed.first() else {
+            continue;
+        };
         for failed in &run.unanalyzed {
-            let (path, why) = failed.split_once(": ").unwrap_or((failed, "it failed"));
             files.push(Unreviewed {
-                path: path.to_owned(),
-                reason: format!("{} could not check it: {why}", run.name),
+                path: failed.path.clone(),
+                reason: format!("{} could not check it: {}", run.name, failed.reason),
             });
         }
         failures.push(format!(
-            "the analyzer {} failed on {} file(s) of the change ({})",
+            "the analyzer {} could not check {} file(s) of the change ({}: {})",
             run.name,
             run.unanalyzed.len(),
-            run.unanalyzed.first().map_or("", String::as_str)
+            first.path,
+            first.reason
         ));
     }
     (files, failures)

@@ -218,8 +218,6 @@ async fn settled_without_duplicates(
     remove_duplicates_in(forge, change, markers, &comments).await
 }
 
-/// What the model was asked: the planned sessions or a small model's questions, and the files
-/// it was shown.
 /// Each file not reviewed for one reason once, however many of its parts it was (a large file
 /// a small model is asked about in hundreds of questions, once the budget ran out), with how
 /// many.
@@ -244,6 +242,8 @@ fn once_each(unreviewed: Vec<Unreviewed>) -> Vec<Unreviewed> {
         .collect()
 }
 
+/// What the model was asked: the planned sessions or a small model's questions, and the files
+/// it was shown.
 fn asked(brief: &Brief) -> ModelAsked {
     let mut shown: Vec<&str> = brief
         .plan
