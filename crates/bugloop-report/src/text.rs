@@ -325,7 +325,10 @@ fn publishing_notes(out: &mut String, report: &ReviewReport, style: Style) {
                 "  {}",
                 style.dim(&format!(
                     "{}: {} ({}) — {}",
-                    d.stage, d.title, d.location, d.reason
+                    d.stage,
+                    one_line(&d.title),
+                    one_line(&d.location),
+                    one_line(&d.reason)
                 ))
             );
         }
@@ -368,7 +371,7 @@ fn left_out(out: &mut String, report: &ReviewReport, style: Style) {
     if !report.unreviewed.is_empty() || !report.errors.is_empty() {
         let _ = writeln!(out, "\n{}", style.yellow("Not reviewed:"));
         for u in &report.unreviewed {
-            let _ = writeln!(out, "  {}: {}", u.path, u.reason);
+            let _ = writeln!(out, "  {}: {}", one_line(&u.path), one_line(&u.reason));
         }
         for e in &report.errors {
             let _ = writeln!(out, "  error: {e}");
@@ -376,15 +379,22 @@ fn left_out(out: &mut String, report: &ReviewReport, style: Style) {
     }
 }
 
+/// Text the change or the model chose, on one terminal line: a line break or another control
+/// character in it is shown quoted and escaped (git's form for such names), so it cannot start
+/// a line of the report's own.
+fn one_line(text: &str) -> std::borrow::Cow<'_, str> {
+    bugloop_domain::paths::prompt_path(text)
+}
+
 /// The files `review.ignore_files` kept out of the review, said where the findings are read: a
 /// branch's own configuration may set it, and a review of nothing must not read as a clean one.
 pub fn ignored_line(report: &ReviewReport) -> String {
     const SHOWN: usize = 10;
-    let names: Vec<&str> = report
+    let names: Vec<_> = report
         .ignored
         .iter()
         .take(SHOWN)
-        .map(String::as_str)
+        .map(|n| one_line(n))
         .collect();
     let more = report.ignored.len().saturating_sub(SHOWN);
     format!(

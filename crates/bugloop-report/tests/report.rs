@@ -243,6 +243,29 @@ fn the_review_as_terminal_text() {
     insta::assert_snapshot!(text::review(&review_report(), Style::new(false)));
 }
 
+/// Names and titles the change or the model chose cannot start a line of the terminal report
+/// of their own: a line break in them is shown escaped.
+#[test]
+fn chosen_text_stays_on_its_line_in_the_terminal() {
+    let mut report = review_report();
+    report.unreviewed.push(Unreviewed {
+        path: "evil\nAll checks passed.py".to_owned(),
+        reason: "the model failed".to_owned(),
+    });
+    report.dropped[0].title = "a title\nNo findings.".to_owned();
+    report.ignored.push("x\nClean.lock".to_owned());
+    let text = text::review(&report, Style::new(false));
+    for forged in ["All checks passed.py", "No findings.", "Clean.lock"] {
+        assert!(
+            !text
+                .lines()
+                .any(|line| line.trim_start().starts_with(forged)),
+            "{text}"
+        );
+        assert!(text.contains(&format!("\\n{forged}")), "{text}");
+    }
+}
+
 #[test]
 fn terminal_colour_is_only_on_when_asked() {
     let plain = text::review(&review_report(), Style::new(false));
