@@ -208,19 +208,8 @@ fn left_out(out: &mut String, report: &ReviewReport) {
         }
     }
     if !report.ignored.is_empty() {
-        let names: Vec<String> = report.ignored.iter().take(10).map(|n| code(n)).collect();
-        let more = report.ignored.len().saturating_sub(10);
-        let _ = writeln!(
-            out,
-            "\nNot reviewed, ignored by `review.ignore_files`: {} file(s): {}{}",
-            report.ignored.len(),
-            names.join(", "),
-            if more > 0 {
-                format!(" and {more} more")
-            } else {
-                String::new()
-            }
-        );
+        let line = crate::text::ignored_line(report, "`review.ignore_files`", code);
+        let _ = writeln!(out, "\n{line}");
     }
     if !report.unreviewed.is_empty() || !report.errors.is_empty() {
         out.push_str("\n### Not reviewed\n\n");

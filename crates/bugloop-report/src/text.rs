@@ -366,7 +366,8 @@ fn left_out(out: &mut String, report: &ReviewReport, style: Style) {
         }
     }
     if !report.ignored.is_empty() {
-        let _ = writeln!(out, "\n{}", style.yellow(&ignored_line(report)));
+        let line = ignored_line(report, "review.ignore_files", |n| one_line(n).into_owned());
+        let _ = writeln!(out, "\n{}", style.yellow(&line));
     }
     if !report.unreviewed.is_empty() || !report.errors.is_empty() {
         let _ = writeln!(out, "\n{}", style.yellow("Not reviewed:"));
@@ -388,17 +389,13 @@ fn one_line(text: &str) -> std::borrow::Cow<'_, str> {
 
 /// The files `review.ignore_files` kept out of the review, said where the findings are read: a
 /// branch's own configuration may set it, and a review of nothing must not read as a clean one.
-pub fn ignored_line(report: &ReviewReport) -> String {
+/// `key` and `name` write the key and each file name as the report's format needs them.
+pub fn ignored_line(report: &ReviewReport, key: &str, name: impl Fn(&str) -> String) -> String {
     const SHOWN: usize = 10;
-    let names: Vec<_> = report
-        .ignored
-        .iter()
-        .take(SHOWN)
-        .map(|n| one_line(n))
-        .collect();
+    let names: Vec<String> = report.ignored.iter().take(SHOWN).map(|n| name(n)).collect();
     let more = report.ignored.len().saturating_sub(SHOWN);
     format!(
-        "Not reviewed, ignored by review.ignore_files: {} file(s): {}{}",
+        "Not reviewed, ignored by {key}: {} file(s): {}{}",
         report.ignored.len(),
         names.join(", "),
         if more > 0 {

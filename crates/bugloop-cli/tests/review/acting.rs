@@ -119,6 +119,17 @@ fn a_fix_killed_mid_run_leaves_the_user_tree_as_it_was() {
     assert_eq!(walk(&worktrees), Vec::<std::path::PathBuf>::new());
 }
 
+/// The scripted model `model` (`script:<path>`) made to take `ms` for every answer.
+fn slowed(model: &str, ms: u64) {
+    let path = model.trim_start_matches("script:");
+    let slow = format!(
+        "{}\n{}",
+        json!({"capabilities": {"latency_ms": ms}}),
+        std::fs::read_to_string(path).unwrap()
+    );
+    std::fs::write(path, slow).unwrap();
+}
+
 /// `bugloop converge` killed (SIGKILL) while auditing after its first loop's fix: the user's
 /// branch is as it was, and the next run goes on from the fix: it only audits (its script has
 /// no fix in it) and lands the fix.
@@ -134,13 +145,7 @@ fn a_converge_killed_after_a_fix_goes_on_from_it() {
         vec![fix, json!({"text": "Done."})],
     );
     // Every answer takes a while, as a hosted model's does: the kill comes mid-request.
-    let path = model.trim_start_matches("script:");
-    let slow = format!(
-        "{}\n{}",
-        json!({"capabilities": {"latency_ms": 300}}),
-        std::fs::read_to_string(path).unwrap()
-    );
-    std::fs::write(path, slow).unwrap();
+    slowed(&model, 300);
     let mut child = Command::new(env!("CARGO_BIN_EXE_bugloop"))
         .args(["converge", "--model", &model])
         .current_dir(dir.path())
@@ -183,13 +188,7 @@ fn two_reviews_at_once_publish_each_finding_once() {
     let dir = repo();
     let scripts = tempfile::tempdir().unwrap();
     let model = script(scripts.path(), &[off_by_one()]);
-    let path = model.trim_start_matches("script:");
-    let slow = format!(
-        "{}\n{}",
-        json!({"capabilities": {"latency_ms": 500}}),
-        std::fs::read_to_string(path).unwrap()
-    );
-    std::fs::write(path, slow).unwrap();
+    slowed(&model, 500);
     let first = Command::new(env!("CARGO_BIN_EXE_bugloop"))
         .args(["review", "--model", &model])
         .current_dir(dir.path())
