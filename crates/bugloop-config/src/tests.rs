@@ -82,6 +82,7 @@ fn errors_are_located_and_named() {
         "limits:\n  max_ralph_iterations: 3\n  timeout_minutes: 0\n",
         "budgets:\n  max_turns: 0\n",
         "review:\n  max_tokens_per_call: 18446744073709551615\n",
+        "sandbox:\n  tmp_size_mb: 99999999999999\n",
         "sandbox:\n  command_timeout_seconds: 0\n",
         "identity:\n  marker_prefix: \"a b\"\n",
         "model:\n  default: gpt-4o\n",

@@ -115,7 +115,7 @@ fn credential_variable(name: &str) -> Option<String> {
 /// Checks what serde cannot: values in range, lists that must be well-formed, and what must never
 /// reach the sandbox. Each check returns the first error it finds, and they run in this order (so
 /// a configuration with several errors is always told the same first one): the filter settings,
-/// the marker, the commands, the protected paths, review, the minimums, sandbox, the model
+/// the marker, the commands, the protected paths, review, the minimums and maximums, sandbox, the model
 /// providers' keys, converge, the model, the budgets.
 pub fn validate(config: &Config) -> Result<(), ConfigError> {
     filter_settings(config)?;
@@ -130,6 +130,7 @@ pub fn validate(config: &Config) -> Result<(), ConfigError> {
     dedup_overlap(&config.review)?;
     large_enough(config)?;
     tokens_per_call_within_reason(config.review.max_tokens_per_call)?;
+    sandbox_sizes_within_reason(&config.sandbox)?;
     sandbox_system_paths(&config.sandbox)?;
     sandbox_env_allowlist(&config.sandbox)?;
     provider_key_variables(&config.model)?;
@@ -408,6 +409,28 @@ fn tokens_per_call_within_reason(value: u64) -> Result<(), ConfigError> {
                 "{value} is too large: must be at most {MAX_TOKENS_PER_CALL} (no model reads more in one call)"
             ),
         ));
+    }
+    Ok(())
+}
+
+/// The most MiB a sandbox size may name: more than any machine holds, and below what the
+/// kernel takes as a byte count (a tmpfs of more than `i64::MAX` bytes is refused, so every
+/// command, the analyzers' too, would fail).
+const MAX_SANDBOX_MIB: u64 = 1 << 30;
+
+fn sandbox_sizes_within_reason(sandbox: &SandboxConfig) -> Result<(), ConfigError> {
+    for (key, value) in [
+        ("sandbox.tmp_size_mb", sandbox.tmp_size_mb),
+        ("sandbox.max_file_size_mb", sandbox.max_file_size_mb),
+        ("sandbox.workspace_growth_mb", sandbox.workspace_growth_mb),
+        ("sandbox.max_memory_mb", sandbox.max_memory_mb),
+    ] {
+        if value > MAX_SANDBOX_MIB {
+            return Err(invalid(
+                key,
+                format!("{value} is too large: must be at most {MAX_SANDBOX_MIB} (1 PiB)"),
+            ));
+        }
     }
     Ok(())
 }
