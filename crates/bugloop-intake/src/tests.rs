@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use super::*;
+use crate::trace::MAX_TRACE_LINES;
 
 struct Files(Vec<(String, String)>, Vec<String>);
 
@@ -186,6 +187,26 @@ fn many_error_lines_and_frames_are_read_and_the_frames_cut() {
     assert_eq!(report.kind, "TypeError");
     assert_eq!(report.frames.len(), MAX_FRAMES);
     assert_eq!(report.frames[0].function.as_deref(), Some("f0"));
+}
+
+#[test]
+fn a_deep_traceback_keeps_where_it_failed_and_says_what_was_left_out() {
+    let mut text = String::from("Traceback (most recent call last):\n");
+    for n in 0..1_000 {
+        text.push_str(&format!(
+            "  File \"/srv/app/app/tree.py\", line {n}, in walk\n    return walk(node.child)\n"
+        ));
+    }
+    text.push_str("RecursionError: maximum recursion depth exceeded\n");
+    let report = read(text.as_bytes()).unwrap();
+    let lines: Vec<&str> = report.trace.lines().collect();
+    assert_eq!(lines.len(), MAX_TRACE_LINES + 1);
+    assert_eq!(lines[0], "Traceback (most recent call last):");
+    assert_eq!(lines[MAX_TRACE_LINES / 2], "… (1802 lines left out)");
+    assert_eq!(
+        lines.last().copied(),
+        Some("RecursionError: maximum recursion depth exceeded")
+    );
 }
 
 #[test]

@@ -8,7 +8,7 @@ use serde_json::Value;
 use crate::{ErrorReport, Frame, Language};
 
 /// The most of a trace kept in a report.
-const MAX_TRACE_LINES: usize = 200;
+pub(crate) const MAX_TRACE_LINES: usize = 200;
 /// The most of a message kept.
 const MAX_MESSAGE_CHARS: usize = 2000;
 
@@ -63,15 +63,22 @@ fn cut(text: &str, chars: usize) -> String {
     }
 }
 
+/// The trace's lines, at most [`MAX_TRACE_LINES`]: of a longer one its first and last half, since
+/// a Python or Rust trace ends with where it failed and a Java or JavaScript one starts with it,
+/// and a line that says how many were left out between them.
 fn trace_of(lines: &[&str]) -> String {
-    let mut out: Vec<&str> = lines.iter().take(MAX_TRACE_LINES).copied().collect();
+    let mut out: Vec<String> = Vec::new();
     if lines.len() > MAX_TRACE_LINES {
-        out.push("… (cut)");
+        let half = MAX_TRACE_LINES / 2;
+        let (head, rest) = lines.split_at(half);
+        let (left_out, tail) = rest.split_at(rest.len() - half);
+        out.extend(head.iter().map(|l| cut(l, 500)));
+        out.push(format!("… ({} lines left out)", left_out.len()));
+        out.extend(tail.iter().map(|l| cut(l, 500)));
+    } else {
+        out.extend(lines.iter().map(|l| cut(l, 500)));
     }
-    out.iter()
-        .map(|l| cut(l, 500))
-        .collect::<Vec<_>>()
-        .join("\n")
+    out.join("\n")
 }
 
 /// A report from text: the first trace found, or else the first line as the message.
