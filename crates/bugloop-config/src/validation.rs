@@ -1,6 +1,8 @@
 //! Checks of a configuration's values that its types cannot make: ranges, patterns, commands,
 //! prefixes ([`validate`]).
 
+use std::path::Path;
+
 use crate::{
     Budgets, Config, ConfigError, ConvergeConfig, ModelConfig, Origin, ReviewConfig, SandboxConfig,
     commands, filter_settings, ignore_matcher, marker_syntax,
@@ -518,6 +520,9 @@ fn converge_auditors(converge: &ConvergeConfig) -> Result<(), ConfigError> {
                 ),
             ));
         }
+        if let Some(model) = &auditor.model {
+            model_file_absolute(&format!("converge.auditors[{index}]"), model)?;
+        }
         if let Some(temperature) = auditor.temperature
             && !(0.0..=2.0).contains(&temperature)
         {
@@ -539,6 +544,40 @@ fn default_model(model: &ModelConfig) -> Result<(), ConfigError> {
                 "{:?} is not a model string; use provider:model, e.g. openai:gpt-4o or local:smollm2",
                 model.default
             ),
+        ));
+    }
+    model_file_absolute("model.default", &model.default)?;
+    if let Some(dir) = &model.local_dir
+        && !Path::new(dir).is_absolute()
+    {
+        return Err(invalid(
+            "model.local_dir",
+            format!("{dir:?} is relative: {RELATIVE_MODEL_FILE}"),
+        ));
+    }
+    Ok(())
+}
+
+/// Why a model file must be named by an absolute path.
+const RELATIVE_MODEL_FILE: &str = "it would be read from the working directory, which is usually \
+    the tree under review (a branch could ship the model, or its answers, that reviews it); give \
+    an absolute path";
+
+/// A model string that names a file (`local:` a path or `.gguf`, `replay:` and `script:`) names
+/// it absolutely.
+fn model_file_absolute(key: &str, model: &str) -> Result<(), ConfigError> {
+    let Some((provider, name)) = model.split_once(':') else {
+        return Ok(());
+    };
+    let names_a_file = match provider {
+        "local" => name.contains('/') || name.ends_with(".gguf"),
+        "replay" | "script" => true,
+        _ => false,
+    };
+    if names_a_file && !Path::new(name).is_absolute() {
+        return Err(invalid(
+            key,
+            format!("{model:?} names a file by a relative path: {RELATIVE_MODEL_FILE}"),
         ));
     }
     Ok(())

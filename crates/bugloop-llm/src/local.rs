@@ -67,6 +67,14 @@ pub fn resolve_model(name: &str, dir: Option<&Path>) -> Result<PathBuf, LlmError
                  path): set model.local_dir or XDG_DATA_HOME, or give a path to a .gguf file"
             )));
         };
+        if !dir.is_absolute() {
+            // It would be read from the working directory: usually the tree under review.
+            return Err(LlmError::Config(format!(
+                "local model {name:?}: the model directory {} is relative; set BUGLOOP_MODEL_DIR \
+                 or model.local_dir to an absolute path",
+                dir.display()
+            )));
+        }
         dir.join(file)
     };
     if path.is_file() {

@@ -212,3 +212,29 @@ fn no_home_means_no_model_directory_inside_the_repository() {
     );
     assert!(!said.contains("caused by"), "said once: {said}");
 }
+
+/// A relative `BUGLOOP_MODEL_DIR` would be read from the working directory, the tree under
+/// review: it is refused, and the branch's model file is never loaded.
+#[test]
+fn a_relative_model_directory_is_refused() {
+    let dir = repo();
+    dir.write(
+        "models/SmolLM2-135M-Instruct.Q4_1.gguf",
+        "not a model, the branch's own",
+    );
+    dir.commit("a model of the branch's");
+    let output = Command::new(env!("CARGO_BIN_EXE_bugloop"))
+        .args(["review", "--dry-run"])
+        .current_dir(dir.path())
+        .env("BUGLOOP_MODEL_DIR", "models")
+        .env_remove("BUGLOOP_CONFIG")
+        .env_remove("BUGLOOP_MODEL")
+        .output()
+        .unwrap();
+    let said = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{said}");
+    assert!(
+        said.contains("the model directory models is relative"),
+        "{said}"
+    );
+}
