@@ -391,6 +391,11 @@ pub(super) enum RoundPhase {
     Failed,
     /// Pushed, its threads answered and the new head reviewed.
     Done,
+    /// The review of `commit` was not complete (the model failed or its budget ran out): not a
+    /// round; the next run reviews the commit again.
+    Unreviewed,
+    /// `commit` reviewed again after an incomplete review: not a round.
+    Reviewed,
 }
 
 /// REVIEWING -> REVIEWING: a review round, built, failed or done (the constructors below).
@@ -462,6 +467,38 @@ impl RoundStep {
             outcome: Some(outcome),
             ..RoundStep::default()
         }
+    }
+
+    /// The review of `commit` (the head of round `number`, 0 for the draft as opened) was not
+    /// complete, for `why`.
+    pub fn unreviewed(number: u64, commit: &str, why: String) -> RoundStep {
+        RoundStep {
+            round: number,
+            phase: Some(RoundPhase::Unreviewed),
+            commit: Some(commit.to_owned()),
+            outcome: Some(why),
+            ..RoundStep::default()
+        }
+    }
+
+    /// `commit`, whose review was not complete before, is reviewed.
+    pub fn reviewed(number: u64, commit: &str, outcome: String) -> RoundStep {
+        RoundStep {
+            round: number,
+            phase: Some(RoundPhase::Reviewed),
+            commit: Some(commit.to_owned()),
+            outcome: Some(outcome),
+            ..RoundStep::default()
+        }
+    }
+
+    /// Whether the step is a round of its own (built, failed or done), not a review of a head
+    /// again.
+    pub fn is_round(&self) -> bool {
+        !matches!(
+            self.phase,
+            Some(RoundPhase::Unreviewed | RoundPhase::Reviewed)
+        )
     }
 
     /// The built round this step records.

@@ -190,7 +190,7 @@ impl Record {
     /// Review rounds that ended (done or failed).
     pub fn rounds(&self) -> Vec<Round> {
         self.round_steps()
-            .filter(|(_, step)| step.phase != Some(RoundPhase::Built))
+            .filter(|(_, step)| step.is_round() && step.phase != Some(RoundPhase::Built))
             .map(|(t, step)| Round {
                 number: step.round,
                 outcome: outcome(t, step.outcome.as_deref()),
@@ -200,14 +200,38 @@ impl Record {
             .collect()
     }
 
-    /// The last round, if it was built and not yet finished.
+    /// The last round, if it was built and not yet finished (its new head's review may have
+    /// been incomplete since).
     pub(super) fn unfinished_round(&self) -> Option<BuiltRound> {
-        let last = self.history.last()?;
-        if last.from != Some(SolveState::Reviewing) || last.to != SolveState::Reviewing {
-            return None;
-        }
-        let step: RoundStep = read(last);
+        let (_, step) = self
+            .last_steps_in_review()
+            .find(|(_, step)| step.is_round())?;
         (step.phase == Some(RoundPhase::Built)).then(|| step.as_built())
+    }
+
+    /// The REVIEWING -> REVIEWING steps at the end of the record, last first.
+    fn last_steps_in_review(&self) -> impl Iterator<Item = (&SolveTransition, RoundStep)> {
+        self.history
+            .iter()
+            .rev()
+            .take_while(|t| t.from == Some(SolveState::Reviewing) && t.to == SolveState::Reviewing)
+            .map(|t| (t, read(t)))
+    }
+
+    /// The round and head whose review the last step says was not complete.
+    pub(super) fn unreviewed(&self) -> Option<(u64, String)> {
+        let (_, step) = self.last_steps_in_review().next()?;
+        (step.phase == Some(RoundPhase::Unreviewed))
+            .then(|| (step.round, step.commit.unwrap_or_default()))
+            .filter(|(_, head)| !head.is_empty())
+    }
+
+    /// How many runs in a row, at the end of the record, found a review of the draft not
+    /// complete.
+    pub(super) fn unreviewed_in_a_row(&self) -> usize {
+        self.last_steps_in_review()
+            .take_while(|(_, step)| step.phase == Some(RoundPhase::Unreviewed))
+            .count()
     }
 
     /// The last commit the pipeline verified (a passing solution or a finished round).

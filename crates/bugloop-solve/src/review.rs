@@ -2,7 +2,9 @@
 //! unresolved threads are addressed in one Build run (grouped by file), the tests run again, the
 //! commit is pushed to the draft's branch, every addressed thread is answered and resolved, and
 //! the new head is reviewed. With no thread open, the gate decides. At
-//! `solve.max_review_iterations` rounds the issue is escalated.
+//! `solve.max_review_iterations` rounds the issue is escalated. A review that is not complete
+//! never reaches the gate: the head is recorded as unreviewed and reviewed again by the next run,
+//! and the third such run in a row escalates the issue.
 //!
 //! With `agents.reviewer.external`, bugloop does not review its drafts: each head waits for the
 //! external reviewer's review (CodeRabbit and the like, or a person), whose threads the rounds
@@ -99,14 +101,60 @@ async fn review_draft(run: &Run<'_, '_>, head: &str) -> Result<Result<usize, Str
         .count()))
 }
 
-/// The draft's review was not complete (the model failed or its budget ran out): its findings
-/// may be partial, so nothing is recorded as reviewed and the gate is not reached; the next run
-/// reviews it again.
-fn review_incomplete(run: &mut Run<'_, '_>, number: u64, why: &str) -> Flow {
+/// The review of draft `number` at `head` (round `round`'s) was not complete (the model failed
+/// or its budget ran out): its findings may be partial, so the head is recorded as unreviewed,
+/// not reviewed, and the gate is not reached; the next run reviews it again. At the third such
+/// run in a row the issue is escalated, as a failure that comes back every time (a change too
+/// large for the budget, an analyzer over its cap) would otherwise be paid for on every run.
+async fn review_incomplete(
+    run: &mut Run<'_, '_>,
+    (number, round): (u64, u64),
+    head: &str,
+    why: &str,
+) -> Result<Flow, SolveError> {
+    let said = format!(
+        "the review of draft #{number} at {} was not complete ({why})",
+        short(head)
+    );
+    if run.record.unreviewed_in_a_row() + 1 >= REVIEW_STOPS_TO_ESCALATE {
+        return run
+            .escalate(&format!(
+                "{said}; it was not complete in {REVIEW_STOPS_TO_ESCALATE} runs in a row"
+            ))
+            .await;
+    }
+    run.step(
+        SolveState::Reviewing,
+        &said,
+        &RoundStep::unreviewed(round, head, why.to_owned()),
+    )
+    .await?;
     run.stopped = Some("model".to_owned());
-    Flow::Stop(format!(
-        "the review of draft #{number} was not complete ({why}); the next run reviews it again"
-    ))
+    Ok(Flow::Stop(format!("{said}; the next run reviews it again")))
+}
+
+/// Runs in a row whose review of the draft is not complete before the issue is escalated.
+const REVIEW_STOPS_TO_ESCALATE: usize = 3;
+
+/// REVIEWING, after a run whose review of the draft's `head` was not complete: reviews it again.
+async fn review_again(run: &mut Run<'_, '_>, round: u64, head: &str) -> Result<Flow, SolveError> {
+    let number = draft(run)?;
+    let open = match review_draft(run, head).await? {
+        Ok(open) => open,
+        Err(why) => return review_incomplete(run, (number, round), head, &why).await,
+    };
+    let outcome = format!(
+        "draft #{number} reviewed at {}: {open} finding{} open",
+        short(head),
+        if open == 1 { "" } else { "s" }
+    );
+    run.step(
+        SolveState::Reviewing,
+        &outcome,
+        &RoundStep::reviewed(round, head, outcome.clone()),
+    )
+    .await?;
+    Ok(Flow::Next)
 }
 
 /// The external reviewer's accounts, whose threads are addressed as a writer's.
@@ -229,19 +277,23 @@ pub(super) async fn first_review(run: &mut Run<'_, '_>) -> Result<Flow, SolveErr
         .await?;
         return Ok(Flow::Next);
     }
-    let open = match review_draft(run, &head).await? {
-        Ok(open) => open,
-        Err(why) => return Ok(review_incomplete(run, number, &why)),
+    let reviewed = review_draft(run, &head).await?;
+    let said = match &reviewed {
+        Ok(open) => format!(
+            "draft #{number} reviewed: {open} finding{} open",
+            if *open == 1 { "" } else { "s" }
+        ),
+        Err(_) => format!("draft #{number} opened; its review was not complete"),
     };
     run.step(
         SolveState::Reviewing,
-        &format!(
-            "draft #{number} reviewed: {open} finding{} open",
-            if open == 1 { "" } else { "s" }
-        ),
+        &said,
         &ReviewedHead { head: head.clone() },
     )
     .await?;
+    if let Err(why) = reviewed {
+        return review_incomplete(run, (number, 0), &head, &why).await;
+    }
     Ok(Flow::Next)
 }
 
@@ -250,6 +302,11 @@ pub(super) async fn first_review(run: &mut Run<'_, '_>) -> Result<Flow, SolveErr
 pub(super) async fn round_or_gate(run: &mut Run<'_, '_>) -> Result<Flow, SolveError> {
     if let Some(built) = run.record.unfinished_round() {
         return finish_round(run, &built).await;
+    }
+    if let Some((round, head)) = run.record.unreviewed()
+        && !run.env.config().agents.reviewer.external
+    {
+        return review_again(run, round, &head).await;
     }
     let number = draft(run)?;
     let request = run.tracker.change_request(number).await?;
@@ -376,7 +433,9 @@ async fn finish_round(run: &mut Run<'_, '_>, built: &BuiltRound) -> Result<Flow,
     } else {
         let open = match review_draft(run, &built.commit).await? {
             Ok(open) => open,
-            Err(why) => return Ok(review_incomplete(run, draft(run)?, &why)),
+            Err(why) => {
+                return review_incomplete(run, (number, built.number), &built.commit, &why).await;
+            }
         };
         format!(
             "{addressed}; {open} finding{} open after its review",

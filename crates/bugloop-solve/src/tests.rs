@@ -48,7 +48,9 @@ const WRITTEN: &str = r##"{"from":"SOLVING","to":"SOLVING","reason":"stopped: th
 {"from":"SOLVING","to":"SOLVING","reason":"attempt 4: `python3 -m unittest` failed [Exited(1)]: FAILED (failures=1)","detail":{"attempt":4,"left_out":["`__pycache__/a.pyc`: produced by `python3 -m unittest`"],"outcome":"`python3 -m unittest` failed [Exited(1)]: FAILED (failures=1)","output":"FAILED (failures=1)\n[Exited(1)]","passed":false,"summary":"tried","tree":null},"at":"2026-11-28T12:20:02Z"}
 {"from":"SOLVING","to":"SOLVING","reason":"attempt 5: the tests pass, but the change is 900 lines, over solve.max_diff_lines (500)","detail":{"attempt":5,"guardrail":"max_diff_lines","outcome":"the tests pass, but the change is 900 lines, over solve.max_diff_lines (500)","passed":false},"at":"2026-11-28T12:20:03Z"}
 {"from":"SOLVING","to":"SOLVING","reason":"attempt 1: the agent changed nothing","detail":{"attempt":1,"left_out":[],"outcome":"the agent changed nothing","output":"","passed":false,"summary":""},"at":"2026-11-28T12:20:04Z"}
-{"from":"REVIEWING","to":"REVIEWING","reason":"round 2: the agent changed nothing","detail":{"outcome":"the agent changed nothing","phase":"failed","round":2,"threads":["a-thread"]},"at":"2026-11-28T12:20:05Z"}"##;
+{"from":"REVIEWING","to":"REVIEWING","reason":"round 2: the agent changed nothing","detail":{"outcome":"the agent changed nothing","phase":"failed","round":2,"threads":["a-thread"]},"at":"2026-11-28T12:20:05Z"}
+{"from":"REVIEWING","to":"REVIEWING","reason":"the review of draft #2 at 36a4f0c was not complete (the budget ran out)","detail":{"commit":"36a4f0c9ccb6e2894bf86d37fa2771cdf69892d0","outcome":"the budget ran out","phase":"unreviewed","round":1,"threads":[]},"at":"2026-12-06T08:30:00Z"}
+{"from":"REVIEWING","to":"REVIEWING","reason":"draft #2 reviewed at 23ef5bb: 0 findings open","detail":{"commit":"23ef5bbdebe4a1e3f85bf478aa85ab0242b6c768","outcome":"draft #2 reviewed at 23ef5bb: 0 findings open","phase":"reviewed","round":0,"threads":[]},"at":"2026-12-06T08:31:00Z"}"##;
 
 /// The JSON a detail is recorded as.
 fn json(detail: &impl serde::Serialize) -> Value {
@@ -222,6 +224,66 @@ fn the_pipeline_writes_the_stored_shapes() {
         "the agent changed nothing".to_owned(),
     );
     assert_eq!(json(&failed_round), written[5].detail);
+    let unreviewed = RoundStep::unreviewed(
+        1,
+        "36a4f0c9ccb6e2894bf86d37fa2771cdf69892d0",
+        "the budget ran out".to_owned(),
+    );
+    assert_eq!(json(&unreviewed), written[6].detail);
+    let reviewed = RoundStep::reviewed(
+        0,
+        "23ef5bbdebe4a1e3f85bf478aa85ab0242b6c768",
+        written[7].reason.clone(),
+    );
+    assert_eq!(json(&reviewed), written[7].detail);
+}
+
+/// A review of the draft that was not complete is no round: a built round is still there to
+/// finish after it, and the record says which head to review again and how many runs in a row
+/// found their review not complete.
+#[test]
+fn an_incomplete_review_is_reviewed_again_and_counted() {
+    let solved = steps(SOLVED);
+    let written = steps(WRITTEN);
+    let unreviewed_round = &written[6];
+    let built = Record::new([&solved[..8], &[unreviewed_round.clone()]].concat());
+    assert!(built.unfinished_round().is_some());
+    assert_eq!(
+        built.unreviewed(),
+        Some((1, "36a4f0c9ccb6e2894bf86d37fa2771cdf69892d0".to_owned()))
+    );
+    assert_eq!(built.unreviewed_in_a_row(), 1);
+    assert!(built.rounds().is_empty());
+    let twice = Record::new(
+        [
+            &solved[..8],
+            &[unreviewed_round.clone(), unreviewed_round.clone()],
+        ]
+        .concat(),
+    );
+    assert_eq!(twice.unreviewed_in_a_row(), 2);
+    // The round finished: nothing is unreviewed, and one round counts.
+    let done = Record::new([&solved[..8], &[unreviewed_round.clone(), solved[8].clone()]].concat());
+    assert_eq!(done.unfinished_round(), None);
+    assert_eq!(done.unreviewed(), None);
+    assert_eq!(done.unreviewed_in_a_row(), 0);
+    assert_eq!(done.rounds().len(), 1);
+    // The draft as opened, reviewed again after an incomplete review: no round, nothing left.
+    let opened = {
+        let mut first = unreviewed_round.clone();
+        first.detail["round"] = json!(0);
+        first.detail["commit"] = json!("23ef5bbdebe4a1e3f85bf478aa85ab0242b6c768");
+        Record::new([&solved[..7], &[first]].concat())
+    };
+    assert_eq!(opened.unfinished_round(), None);
+    assert_eq!(
+        opened.unreviewed(),
+        Some((0, "23ef5bbdebe4a1e3f85bf478aa85ab0242b6c768".to_owned()))
+    );
+    let reviewed = Record::new([&solved[..7], &written[6..8]].concat());
+    assert_eq!(reviewed.unreviewed(), None);
+    assert_eq!(reviewed.unreviewed_in_a_row(), 0);
+    assert!(reviewed.rounds().is_empty());
 }
 
 fn issue() -> TrackedIssue {

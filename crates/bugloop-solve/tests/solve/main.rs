@@ -357,9 +357,9 @@ async fn an_issue_is_solved_reviewed_addressed_and_marked_ready() {
     );
 }
 
-/// The draft's review fails (the model is gone after the solution passed): nothing is recorded
-/// as reviewed, the gate is not reached and the run says it stopped short (`model`); the next
-/// run reviews the draft again and goes on.
+/// The draft's review fails (the model is gone after the solution passed): the head is recorded
+/// as unreviewed, not reviewed, the gate is not reached and the run says it stopped short
+/// (`model`); the next run reviews the draft again and goes on.
 #[tokio::test]
 async fn a_draft_whose_review_failed_is_not_marked_ready() {
     let (repo, issue) = scenario().await;
@@ -378,7 +378,7 @@ async fn a_draft_whose_review_failed_is_not_marked_ready() {
         .unwrap();
     assert_eq!(
         report.state,
-        Some(SolveState::PrDraft),
+        Some(SolveState::Reviewing),
         "{}",
         report.to_text()
     );
@@ -388,7 +388,8 @@ async fn a_draft_whose_review_failed_is_not_marked_ready() {
         "{}",
         report.message
     );
-    assert!(!states(&report).contains(&SolveState::Reviewing));
+    assert!(report.rounds.is_empty(), "not a round: {:?}", report.rounds);
+    assert!(!states(&report).contains(&SolveState::Ready));
     // The model is back: the draft is reviewed and the gate decides.
     let reviewing = ScriptedProvider::new([]);
     push_session(&reviewing, vec![], vec![]);
@@ -397,6 +398,54 @@ async fn a_draft_whose_review_failed_is_not_marked_ready() {
         .unwrap();
     assert_eq!(again.state, Some(SolveState::Ready), "{}", again.to_text());
     assert_eq!(again.stopped, None);
+    assert!(again.rounds.is_empty(), "not a round: {:?}", again.rounds);
+}
+
+/// A draft whose review is never complete (the model fails every run) is not reviewed again
+/// forever: the third run in a row escalates the issue, and the gate is never reached.
+#[tokio::test]
+async fn a_draft_whose_review_fails_three_runs_in_a_row_is_escalated() {
+    let (repo, issue) = scenario().await;
+    let solving = ScriptedProvider::new([
+        tool_reply(
+            &[
+                write("app/models.py", SOLVED),
+                write("tests/test_models.py", TEST),
+            ],
+            usage(),
+        ),
+        text_reply("It reads items[-1] now.", usage()),
+    ]);
+    let first = run_solve(&repo, config(10), Arc::new(solving), None, issue)
+        .await
+        .unwrap();
+    assert_eq!(first.state, Some(SolveState::Reviewing));
+    let second = run_solve(&repo, config(10), silent_model(), None, issue)
+        .await
+        .unwrap();
+    assert_eq!(
+        second.state,
+        Some(SolveState::Reviewing),
+        "{}",
+        second.to_text()
+    );
+    assert_eq!(second.stopped.as_deref(), Some("model"));
+    let third = run_solve(&repo, config(10), silent_model(), None, issue)
+        .await
+        .unwrap();
+    assert_eq!(
+        third.state,
+        Some(SolveState::Escalated),
+        "{}",
+        third.to_text()
+    );
+    let escalation = &third.history.last().unwrap().reason;
+    assert!(
+        escalation.contains("was not complete in 3 runs in a row"),
+        "{escalation}"
+    );
+    assert!(!states(&third).contains(&SolveState::Ready));
+    assert!(third.rounds.is_empty(), "{:?}", third.rounds);
 }
 
 /// An escalation is posted where others read it (a public issue on GitHub): it names an agent
