@@ -189,23 +189,9 @@ fn an_unreachable_home_and_an_endless_configuration_file() {
 /// what to set, once.
 #[test]
 fn no_home_means_no_model_directory_inside_the_repository() {
-    let dir = repo();
-    dir.write(
-        ".local/share/bugloop/models/SmolLM2-135M-Instruct.Q4_1.gguf",
-        "not a model, the branch's own",
-    );
-    dir.commit("a model of the branch's");
-    let output = Command::new(env!("CARGO_BIN_EXE_bugloop"))
-        .args(["review", "--dry-run"])
-        .current_dir(dir.path())
-        .env_remove("HOME")
-        .env_remove("XDG_DATA_HOME")
-        .env_remove("BUGLOOP_CONFIG")
-        .env_remove("BUGLOOP_MODEL")
-        .output()
-        .unwrap();
-    let said = stderr(&output);
-    assert_eq!(output.status.code(), Some(2), "{said}");
+    let said = review_with_a_model_of_the_branchs(".local/share/bugloop/models", |command| {
+        command.env_remove("HOME").env_remove("XDG_DATA_HOME");
+    });
     assert!(
         said.contains("no model directory (HOME is not set"),
         "{said}"
@@ -217,24 +203,33 @@ fn no_home_means_no_model_directory_inside_the_repository() {
 /// review: it is refused, and the branch's model file is never loaded.
 #[test]
 fn a_relative_model_directory_is_refused() {
-    let dir = repo();
-    dir.write(
-        "models/SmolLM2-135M-Instruct.Q4_1.gguf",
-        "not a model, the branch's own",
-    );
-    dir.commit("a model of the branch's");
-    let output = Command::new(env!("CARGO_BIN_EXE_bugloop"))
-        .args(["review", "--dry-run"])
-        .current_dir(dir.path())
-        .env("BUGLOOP_MODEL_DIR", "models")
-        .env_remove("BUGLOOP_CONFIG")
-        .env_remove("BUGLOOP_MODEL")
-        .output()
-        .unwrap();
-    let said = stderr(&output);
-    assert_eq!(output.status.code(), Some(2), "{said}");
+    let said = review_with_a_model_of_the_branchs("models", |command| {
+        command.env("BUGLOOP_MODEL_DIR", "models");
+    });
     assert!(
         said.contains("the model directory models is relative"),
         "{said}"
     );
+}
+
+/// A review (dry run) of a repository whose branch ships a file named as the default model in
+/// `dir`, with `environment` applied: what it said, after it failed as a usage error.
+fn review_with_a_model_of_the_branchs(dir: &str, environment: impl Fn(&mut Command)) -> String {
+    let repo = repo();
+    repo.write(
+        &format!("{dir}/SmolLM2-135M-Instruct.Q4_1.gguf"),
+        "not a model, the branch's own",
+    );
+    repo.commit("a model of the branch's");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_bugloop"));
+    command
+        .args(["review", "--dry-run"])
+        .current_dir(repo.path())
+        .env_remove("BUGLOOP_CONFIG")
+        .env_remove("BUGLOOP_MODEL");
+    environment(&mut command);
+    let output = command.output().unwrap();
+    let said = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{said}");
+    said
 }

@@ -357,11 +357,9 @@ async fn an_issue_is_solved_reviewed_addressed_and_marked_ready() {
     );
 }
 
-/// The draft's review fails (the model is gone after the solution passed): the head is recorded
-/// as unreviewed, not reviewed, the gate is not reached and the run says it stopped short
-/// (`model`); the next run reviews the draft again and goes on.
-#[tokio::test]
-async fn a_draft_whose_review_failed_is_not_marked_ready() {
+/// A run whose model solves the issue and then has nothing more to say: the draft's review
+/// fails.
+async fn drafted_and_its_review_failed() -> (TestRepo, u64, SolveReport) {
     let (repo, issue) = scenario().await;
     let solving = ScriptedProvider::new([
         tool_reply(
@@ -376,6 +374,15 @@ async fn a_draft_whose_review_failed_is_not_marked_ready() {
     let report = run_solve(&repo, config(10), Arc::new(solving), None, issue)
         .await
         .unwrap();
+    (repo, issue, report)
+}
+
+/// The draft's review fails (the model is gone after the solution passed): the head is recorded
+/// as unreviewed, not reviewed, the gate is not reached and the run says it stopped short
+/// (`model`); the next run reviews the draft again and goes on.
+#[tokio::test]
+async fn a_draft_whose_review_failed_is_not_marked_ready() {
+    let (repo, issue, report) = drafted_and_its_review_failed().await;
     assert_eq!(
         report.state,
         Some(SolveState::Reviewing),
@@ -405,20 +412,7 @@ async fn a_draft_whose_review_failed_is_not_marked_ready() {
 /// forever: the third run in a row escalates the issue, and the gate is never reached.
 #[tokio::test]
 async fn a_draft_whose_review_fails_three_runs_in_a_row_is_escalated() {
-    let (repo, issue) = scenario().await;
-    let solving = ScriptedProvider::new([
-        tool_reply(
-            &[
-                write("app/models.py", SOLVED),
-                write("tests/test_models.py", TEST),
-            ],
-            usage(),
-        ),
-        text_reply("It reads items[-1] now.", usage()),
-    ]);
-    let first = run_solve(&repo, config(10), Arc::new(solving), None, issue)
-        .await
-        .unwrap();
+    let (repo, issue, first) = drafted_and_its_review_failed().await;
     assert_eq!(first.state, Some(SolveState::Reviewing));
     let second = run_solve(&repo, config(10), silent_model(), None, issue)
         .await
