@@ -246,7 +246,7 @@ fn an_incomplete_review_is_reviewed_again_and_counted() {
     let solved = steps(SOLVED);
     let written = steps(WRITTEN);
     let unreviewed_round = &written[6];
-    let built = Record::new([&solved[..8], &[unreviewed_round.clone()]].concat());
+    let built = Record::new([&solved[..8], std::slice::from_ref(unreviewed_round)].concat());
     assert!(built.unfinished_round().is_some());
     assert_eq!(
         built.unreviewed(),
