@@ -128,18 +128,8 @@ impl App {
 
     /// The lease a publishing review holds on its change (in the repository's git directory).
     fn review_lease(&self, change: &ChangeKey) -> Result<bugloop_store::Lease, AppError> {
-        let store = bugloop_forge::local::store_path(&self.git)?;
-        let digest = ring::digest::digest(&ring::digest::SHA256, change.0.as_bytes());
-        let name: String = digest.as_ref()[..16]
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
-        bugloop_store::Lease::take(
-            store.parent().unwrap_or(&store),
-            &format!("review-{name}"),
-            &format!("the review of {change}"),
-        )
-        .map_err(|error| AppError::Invalid(error.to_string()))
+        bugloop_forge::local::review_lease(&self.git, change)?
+            .map_err(|error| AppError::Invalid(error.to_string()))
     }
 
     /// The change a review is about: on a pull request, the head pinned when the run started

@@ -34,6 +34,24 @@ pub fn store_path(git: &Git) -> Result<PathBuf, ForgeError> {
     Ok(git.common_dir()?.join("bugloop").join("store.db"))
 }
 
+/// The lease a publishing review holds on `change` in the repository's git directory: two
+/// reviews of one conversation at once would each publish the findings the other had not yet
+/// (the conversation is read before either writes). `bugloop review` and `bugloop solve`'s
+/// review of its draft take the same one. The inner error: another run holds it.
+pub fn review_lease(
+    git: &Git,
+    change: &ChangeKey,
+) -> Result<Result<bugloop_store::Lease, bugloop_store::LeaseError>, ForgeError> {
+    let store = store_path(git)?;
+    let digest = ring::digest::digest(&ring::digest::SHA256, change.0.as_bytes());
+    let name = hex::encode(&digest.as_ref()[..16]);
+    Ok(bugloop_store::Lease::take(
+        store.parent().unwrap_or(&store),
+        &format!("review-{name}"),
+        &format!("the review of {change}"),
+    ))
+}
+
 /// `bot` decides only for comments stored before the store recorded who wrote what.
 fn to_comment(stored: StoredComment, bot: &str) -> Comment {
     let by_bugloop = stored.by_bugloop.unwrap_or(stored.author == bot);

@@ -408,6 +408,37 @@ async fn a_draft_whose_review_failed_is_not_marked_ready() {
     assert!(again.rounds.is_empty(), "not a round: {:?}", again.rounds);
 }
 
+/// A developer's `bugloop review` of the draft's branch holds the review lease: the run that
+/// would review the draft at the same time is told who holds it, records nothing and spends
+/// nothing; once the lease is free, the draft is reviewed.
+#[tokio::test]
+async fn the_drafts_review_waits_for_a_review_of_its_branch_running_now() {
+    let (repo, issue, first) = drafted_and_its_review_failed().await;
+    let git = Git::open(repo.path()).unwrap();
+    let conversation = ChangeKey(format!("branch:{}", first.branch.as_deref().unwrap()));
+    let held = bugloop_forge::local::review_lease(&git, &conversation)
+        .unwrap()
+        .unwrap();
+    let model = ScriptedProvider::new([]);
+    push_session(&model, vec![], vec![]);
+    let model = Arc::new(model);
+    let error = run_solve(&repo, config(10), model.clone(), None, issue)
+        .await
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("is held by another run"),
+        "{error}"
+    );
+    assert!(model.requests().is_empty(), "nothing asked of the model");
+    drop(held);
+    let again = run_solve(&repo, config(10), model, None, issue)
+        .await
+        .unwrap();
+    assert_eq!(again.state, Some(SolveState::Ready), "{}", again.to_text());
+    // The head reviewed (no round), then the gate.
+    assert_eq!(again.history.len(), first.history.len() + 2);
+}
+
 /// A draft whose review is never complete (the model fails every run) is not reviewed again
 /// forever: the third run in a row escalates the issue, and the gate is never reached.
 #[tokio::test]
