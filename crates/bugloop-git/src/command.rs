@@ -220,9 +220,37 @@ pub fn version() -> Result<String, GitError> {
     Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
 }
 
+/// Whether the installed git takes `--attr-source` (2.40 and later), asked once.
+pub(crate) fn has_attr_source() -> bool {
+    static SUPPORTED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *SUPPORTED.get_or_init(|| version().is_ok_and(|line| at_least(&line, (2, 40))))
+}
+
+/// Whether a `git version X.Y...` line names `least` or later.
+fn at_least(line: &str, least: (u32, u32)) -> bool {
+    let mut numbers = line
+        .trim_start_matches("git version ")
+        .split(|c: char| !c.is_ascii_digit())
+        .map(|part| part.parse::<u32>().ok());
+    match (numbers.next().flatten(), numbers.next().flatten()) {
+        (Some(major), Some(minor)) => (major, minor) >= least,
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn versions_are_compared_as_numbers() {
+        assert!(at_least("git version 2.47.3", (2, 40)));
+        assert!(at_least("git version 2.40.0.windows.1", (2, 40)));
+        assert!(at_least("git version 3.0", (2, 40)));
+        assert!(!at_least("git version 2.39.5 (Apple Git-154)", (2, 40)));
+        assert!(!at_least("git version 2.4.1", (2, 40)));
+        assert!(!at_least("not git", (2, 40)));
+    }
 
     #[test]
     fn a_failure_names_the_command_and_git_s_message() {

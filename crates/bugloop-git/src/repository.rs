@@ -296,19 +296,26 @@ impl Git {
         }
     }
 
-    fn diff_args(extra: &[&str]) -> Vec<String> {
-        let mut args = vec![
-            "diff".to_owned(),
-            "--no-ext-diff".to_owned(),
-            "--no-textconv".to_owned(),
-            "--find-renames".to_owned(),
-        ];
-        args.extend(extra.iter().map(|s| (*s).to_owned()));
+    /// `git diff` with `extra`, its attributes (which files are binary, `-diff`) read from
+    /// `attributes_of`, the change's base: a branch's own `.gitattributes` (`*.py binary`) would
+    /// otherwise hide its code from the review. Before git 2.40 (no `--attr-source`) they are
+    /// the trees' own.
+    fn diff_args(attributes_of: &str, extra: &[&str]) -> Vec<String> {
+        let mut args = Vec::new();
+        if crate::command::has_attr_source() && !attributes_of.starts_with('-') {
+            args.push(format!("--attr-source={attributes_of}"));
+        }
+        args.extend(
+            ["diff", "--no-ext-diff", "--no-textconv", "--find-renames"]
+                .into_iter()
+                .chain(extra.iter().copied())
+                .map(str::to_owned),
+        );
         args
     }
 
-    fn diff(&self, extra: &[&str]) -> Result<Vec<u8>, GitError> {
-        let args = Self::diff_args(extra);
+    fn diff(&self, attributes_of: &str, extra: &[&str]) -> Result<Vec<u8>, GitError> {
+        let args = Self::diff_args(attributes_of, extra);
         let refs: Vec<&str> = args.iter().map(String::as_str).collect();
         self.run_raw(&refs, false)
     }
@@ -340,13 +347,13 @@ impl Git {
         let base = head_commit.clone().unwrap_or_else(|| EMPTY_TREE.to_owned());
         let (diff, head, what) = if staged {
             (
-                self.diff(&["--cached", &base])?,
+                self.diff(&base, &["--cached", &base])?,
                 HeadState::Index,
                 "staged changes",
             )
         } else {
-            let mut diff = self.diff(&[&base])?;
-            diff.extend(self.untracked_diff()?);
+            let mut diff = self.diff(&base, &[&base])?;
+            diff.extend(self.untracked_diff(&base)?);
             (diff, HeadState::WorkingTree, "uncommitted changes")
         };
         let against = head_commit
@@ -417,7 +424,7 @@ impl Git {
             // Unrelated histories: compare the trees directly.
             None => base_tip,
         };
-        let diff = self.diff(&[&base, &head])?;
+        let diff = self.diff(&base, &[&base, &head])?;
         let key = match head_rev {
             Some(name) => self.conversation_of(name, &head),
             None => self.conversation_key(),
@@ -452,15 +459,20 @@ impl Git {
     }
 
     /// What changed from an earlier head of a change to its current head, as a diff in the
-    /// same format as the change's, when the earlier head is an ancestor of the current one.
-    /// `None` when it is not (the branch was rewritten: a force-push or a rebase) or is not in
-    /// this repository.
-    pub fn interdiff(&self, since: &str, head: &str) -> Result<Option<Vec<u8>>, GitError> {
+    /// same format as the change's (attributes from the change's `base`), when the earlier head
+    /// is an ancestor of the current one. `None` when it is not (the branch was rewritten: a
+    /// force-push or a rebase) or is not in this repository.
+    pub fn interdiff(
+        &self,
+        base: &str,
+        since: &str,
+        head: &str,
+    ) -> Result<Option<Vec<u8>>, GitError> {
         let (Some(since), Some(head)) = (self.resolve(since), self.resolve(head)) else {
             return Ok(None);
         };
         if self.is_ancestor(&since, &head)? {
-            Ok(Some(self.diff(&[&since, &head])?))
+            Ok(Some(self.diff(base, &[&since, &head])?))
         } else {
             Ok(None)
         }
@@ -477,12 +489,12 @@ impl Git {
     }
 
     /// Untracked (not ignored) files as additions, so `--working` sees new files too.
-    fn untracked_diff(&self) -> Result<Vec<u8>, GitError> {
+    fn untracked_diff(&self, attributes_of: &str) -> Result<Vec<u8>, GitError> {
         let listed = self.run_raw(&["ls-files", "--others", "--exclude-standard", "-z"], false)?;
         let mut out = Vec::new();
         for path in listed.split(|b| *b == 0).filter(|p| !p.is_empty()) {
             // Handed over as bytes: a non-UTF-8 file name is reviewed like any other.
-            let args = Self::diff_args(&["--no-index", "--", "/dev/null"]);
+            let args = Self::diff_args(attributes_of, &["--no-index", "--", "/dev/null"]);
             let refs: Vec<&str> = args.iter().map(String::as_str).collect();
             let output = self
                 .command()

@@ -217,17 +217,20 @@ fn the_interdiff_since_an_earlier_head_and_none_after_a_rewrite() {
     std::fs::write(dir.path().join("a.txt"), "one\nTWO\nthree\n").unwrap();
     git(dir.path(), &["commit", "-qam", "three"]);
     let second = g.head().unwrap();
-    let interdiff = text(&g.interdiff(&first, &second).unwrap().unwrap());
+    let interdiff = text(&g.interdiff(&first, &first, &second).unwrap().unwrap());
     assert!(interdiff.contains("+three"), "{interdiff}");
     assert!(!interdiff.contains("+TWO"), "{interdiff}");
-    assert_eq!(g.interdiff(&second, &second).unwrap().unwrap(), b"");
+    assert_eq!(g.interdiff(&first, &second, &second).unwrap().unwrap(), b"");
     // The branch is rewritten: the earlier head is no longer its ancestor.
     git(dir.path(), &["reset", "-q", "--hard", "main"]);
     std::fs::write(dir.path().join("a.txt"), "one\nzwei\n").unwrap();
     git(dir.path(), &["commit", "-qam", "rewritten"]);
     let rewritten = g.head().unwrap();
-    assert_eq!(g.interdiff(&second, &rewritten).unwrap(), None);
-    assert_eq!(g.interdiff(&"0".repeat(40), &rewritten).unwrap(), None);
+    assert_eq!(g.interdiff(&first, &second, &rewritten).unwrap(), None);
+    assert_eq!(
+        g.interdiff(&first, &"0".repeat(40), &rewritten).unwrap(),
+        None
+    );
 }
 
 #[test]
@@ -292,4 +295,46 @@ fn a_repository_of_another_users_is_said_to_be_refused() {
     let said = error.to_string();
     assert!(matches!(error, GitError::NotTrusted { .. }), "{said}");
     assert!(said.contains("safe.directory"), "{said}");
+}
+
+/// A branch's own `.gitattributes` does not decide which of its files the review sees as
+/// binary: the base's do (here none), so its `.py` and `.sh` are shown as text, in the change
+/// and in the interdiff since an earlier head.
+#[test]
+fn a_branchs_own_attributes_do_not_hide_its_code() {
+    let dir = repo();
+    let g = Git::open(dir.path()).unwrap();
+    let earlier = g.resolve("feature").unwrap();
+    std::fs::write(
+        dir.path().join(".gitattributes"),
+        "*.py binary\n*.sh -diff\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("a.py"), "eval(input())\n").unwrap();
+    std::fs::write(dir.path().join("run.sh"), "rm -rf $DIR/\n").unwrap();
+    git(dir.path(), &["add", "."]);
+    git(dir.path(), &["commit", "-qm", "hide"]);
+    let change = g.select(&Selection::Branch).unwrap();
+    let shown = text(&change.diff);
+    assert!(crate::command::has_attr_source(), "git 2.40 or later here");
+    assert!(shown.contains("+eval(input())"), "{shown}");
+    assert!(shown.contains("+rm -rf $DIR/"), "{shown}");
+    assert!(!shown.contains("Binary files"), "{shown}");
+    let interdiff = g
+        .interdiff(&change.base, &earlier, &g.resolve("feature").unwrap())
+        .unwrap()
+        .unwrap();
+    assert!(text(&interdiff).contains("+eval(input())"));
+    // A base that marks them binary is the repository's own choice.
+    let base_marks = TestRepo::with_feature_branch(
+        ".gitattributes",
+        "*.py binary\n",
+        "*.py binary\n*.md text\n",
+    );
+    std::fs::write(base_marks.path().join("a.py"), "eval(input())\n").unwrap();
+    git(base_marks.path(), &["add", "."]);
+    git(base_marks.path(), &["commit", "-qm", "code"]);
+    let marked = Git::open(base_marks.path()).unwrap();
+    let shown = text(&marked.select(&Selection::Branch).unwrap().diff);
+    assert!(shown.contains("Binary files"), "{shown}");
 }

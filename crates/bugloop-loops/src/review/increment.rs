@@ -138,7 +138,10 @@ fn interdiff(
     if !is_commit(&request.head) {
         return Err("uncommitted changes are reviewed in full".to_owned());
     }
-    let raw = match env.git.interdiff(&earlier.head, &request.head) {
+    let raw = match env
+        .git
+        .interdiff(&request.base, &earlier.head, &request.head)
+    {
         Ok(Some(raw)) => raw,
         Ok(None) => {
             return Err(format!(
