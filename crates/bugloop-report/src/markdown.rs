@@ -59,12 +59,12 @@ fn findings(out: &mut String, report: &ReviewReport) {
     for f in &report.findings {
         let _ = writeln!(
             out,
-            "| {} | {} | `{}` | {} | `{}` |",
+            "| {} | {} | {} | {} | {} |",
             f.finding.score,
             f.severity,
-            f.finding.location(),
-            f.finding.title.replace('|', "\\|"),
-            f.finding.id
+            cell(&code(&f.finding.location())),
+            cell(&text(&f.finding.title)),
+            cell(&code(f.finding.id.as_str()))
         );
     }
     for f in &report.findings {
@@ -77,9 +77,9 @@ fn findings(out: &mut String, report: &ReviewReport) {
 fn finding_section(out: &mut String, f: &PublishedFinding) {
     let _ = writeln!(
         out,
-        "\n### {}\n\n`{}` · score {}/10 · {}\n\n{}",
-        f.finding.title,
-        f.finding.location(),
+        "\n### {}\n\n{} · score {}/10 · {}\n\n{}",
+        text(&f.finding.title),
+        code(&f.finding.location()),
         f.finding.score,
         f.finding.category,
         f.finding.description
@@ -151,14 +151,14 @@ fn earlier_findings(out: &mut String, report: &ReviewReport) {
     if !report.resolved.is_empty() {
         out.push_str("\n### Resolved\n\n");
         for r in &report.resolved {
-            let _ = writeln!(out, "- {} (`{}`): {}", r.title, r.id, r.reason);
+            let _ = writeln!(out, "- {} ({}): {}", text(&r.title), code(&r.id), r.reason);
         }
     }
     let kept: Vec<_> = report.kept_open().collect();
     if !kept.is_empty() {
         out.push_str("\n### Code changed, kept open\n\n");
         for r in kept {
-            let _ = writeln!(out, "- {} (`{}`): {}", r.title, r.id, r.reason);
+            let _ = writeln!(out, "- {} ({}): {}", text(&r.title), code(&r.id), r.reason);
         }
     }
 }
@@ -169,7 +169,7 @@ fn publishing_notes(out: &mut String, report: &ReviewReport) {
     if !report.changes.is_empty() {
         out.push_str("\n### Changed before publishing\n\n");
         for c in &report.changes {
-            let _ = writeln!(out, "- {} `{}`: {}", c.stage, c.id, c.note);
+            let _ = writeln!(out, "- {} {}: {}", c.stage, code(&c.id), c.note);
         }
     }
     if !report.dropped.is_empty() {
@@ -200,11 +200,23 @@ fn code(name: &str) -> String {
     format!("`{}`", quiet(name).replace('`', "'"))
 }
 
+/// Text the change or a model chose (a title), inside a line: no HTML of its own (an `<img>` in
+/// a file name or title would load in the Action's job summary), no mention live.
+fn text(text: &str) -> String {
+    quiet(text).replace('<', "&lt;")
+}
+
+/// `markdown` in a table's cell: a `|` of its own ends no cell (GitHub reads `\|` as the
+/// character, in a code span too).
+fn cell(markdown: &str) -> String {
+    markdown.replace('|', "\\|")
+}
+
 fn left_out(out: &mut String, report: &ReviewReport) {
     if !report.refused_context.is_empty() {
         out.push_str("\n### Not given to the model\n\n");
         for r in &report.refused_context {
-            let _ = writeln!(out, "- `{}`: {}", r.path, r.reason);
+            let _ = writeln!(out, "- {}: {}", code(&r.path), r.reason);
         }
     }
     if !report.ignored.is_empty() {
