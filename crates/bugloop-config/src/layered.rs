@@ -19,13 +19,16 @@ use crate::{Config, ConfigError, Origin, apply_env_tree, validate};
 
 mod files;
 mod locate;
+mod looser;
 
 pub(crate) use self::files::utf8;
 pub use self::files::{BranchFile, LocalFiles, default_user_file, environment, load};
 use self::locate::{line_of, locate_error};
 
 /// The keys a branch's own file may set (when [`BranchConfig::ReviewSettings`]): how findings are
-/// judged and shown. Every other key is trusted-only: commands (`fix`, `gate`, `solve`), the
+/// judged and shown, where that makes the review of the branch at least as strict as trusted
+/// configuration has it (a higher threshold, more ignored files, less weight on security are
+/// ignored and listed as trusted-only changes are: `looser.rs`). Every other key is trusted-only: commands (`fix`, `gate`, `solve`), the
 /// sandbox, models and providers (where tokens go, what they cost), budgets, identity and marker
 /// prefixes, labels, the converge loop's size, protected paths, the branch prefix, and
 /// `review.enable_web` and `review.web` (where the reviewer may send requests). New keys are
@@ -648,7 +651,10 @@ impl<'a> Layering<'a> {
                 BranchConfig::ReviewSettings => !is_trusted_only(&leaf),
                 BranchConfig::Ignore => false,
             };
-            if applies {
+            // A branch may make its own review stricter, never looser.
+            let looser = sources.branch_config == BranchConfig::ReviewSettings
+                && looser::is_looser(&leaf.to_string(), new, get(&self.effective, &leaf.0));
+            if applies && !looser {
                 put(&mut self.effective, &leaf.0, new.cloned());
                 let set_here = branch.as_ref().is_some_and(|b| b.present.contains(&leaf));
                 match (&branch, set_here) {
@@ -663,7 +669,7 @@ impl<'a> Layering<'a> {
                         self.sources_of.remove(&leaf);
                     }
                 }
-            } else if is_trusted_only(&leaf) && !same(new, get(base_tree, &leaf.0)) {
+            } else if looser || (is_trusted_only(&leaf) && !same(new, get(base_tree, &leaf.0))) {
                 let (line, line_text) = match &branch {
                     Some(b) => line_of(&b.source.text, &leaf.0),
                     None => (None, None),

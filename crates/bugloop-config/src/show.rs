@@ -150,7 +150,8 @@ pub fn to_json_with_sources(loaded: &Loaded) -> ShownConfig<'_> {
     }
 }
 
-/// One security finding about the branch's changes to trusted-only settings, on
+/// One security finding about the branch's changes to trusted-only settings (and to review
+/// settings it may only make stricter), on
 /// `.bugloop/config.yml` at the line of the first one (the line's text as evidence, so
 /// grounding finds it); `None` when there are none.
 pub fn ignored_settings_finding(ignored: &[IgnoredBranchSetting]) -> Option<Finding> {
@@ -168,7 +169,10 @@ pub fn ignored_settings_finding(ignored: &[IgnoredBranchSetting]) -> Option<Find
          they are sandboxed, which model and provider receive the code and what a run may spend, \
          or who bugloop is. Those come only from trusted configuration (the base commit's file, \
          the user's own file, `BUGLOOP_*` variables), so these changes were ignored for this \
-         run; once merged they take effect. Review them as you would a change to CI:\n"
+         run; once merged they take effect. So were review settings that would make the review \
+         of this branch less strict (a higher threshold or severity floor, fewer comments, more \
+         ignored files, less weight on security): a branch may only make its own review \
+         stricter. Review them as you would a change to CI:\n"
     );
     for i in ignored {
         let at = i.line.map_or(String::new(), |l| format!(" (line {l})"));

@@ -259,7 +259,7 @@ fn load_reads_the_user_and_branch_files() {
     std::fs::create_dir_all(dir.path().join(".bugloop")).unwrap();
     std::fs::write(
         dir.path().join(CONFIG_PATH),
-        "review:\n  comment_limit: 3\n",
+        "review:\n  comment_limit: 30\n",
     )
     .unwrap();
     let xdg = dir.path().join("xdg");
@@ -275,7 +275,7 @@ fn load_reads_the_user_and_branch_files() {
         ..LocalFiles::default()
     };
     let loaded = load(&files, env.clone()).unwrap();
-    assert_eq!(loaded.config.review.comment_limit, 3);
+    assert_eq!(loaded.config.review.comment_limit, 30);
     assert_eq!(
         loaded.config.fix.verify_commands,
         CommandList::from(vec!["make check"])
@@ -379,7 +379,7 @@ sandbox:
 const BRANCH: &str = "\
 review:
   threshold: 3
-  comment_limit: 4
+  comment_limit: 40
 fix:
   verify_commands: [touch /tmp/pwned]
 gate:
@@ -538,7 +538,7 @@ fn ignored_settings_keep_the_base_values() {
     let loaded = load_layered(&sources(BranchConfig::ReviewSettings)).unwrap();
     let mut expected = base.clone();
     expected.review.threshold = bugloop_domain::Score::new(3).unwrap();
-    expected.review.comment_limit = 4;
+    expected.review.comment_limit = 40;
     assert_eq!(loaded.config, expected);
     let keys: Vec<&str> = loaded.ignored.iter().map(|i| i.key.as_str()).collect();
     assert_eq!(
@@ -658,6 +658,47 @@ fn show_names_each_values_source() {
         json["config"]["gate"]["commands"][1]["shell"],
         "make lint && make test\necho done\n"
     );
+}
+
+/// A branch may make its own review stricter, never looser: a higher threshold or floor, fewer
+/// comments, more ignored files or less weight on security keep the trusted values and are
+/// listed (and so become the finding) as trusted-only changes are.
+#[test]
+fn a_branch_cannot_make_its_own_review_looser() {
+    let branch = "review:\n  threshold: 10\n  severity_floor: high\n  comment_limit: 1\n  ignore_files: ['**']\n  sensitive_data: normal\n  security_promotion: 0\n";
+    let loaded = load_layered(&with_branch(branch, BranchConfig::ReviewSettings)).unwrap();
+    let review = &loaded.config.review;
+    let defaults = Config::default().review;
+    assert_eq!(review.threshold, bugloop_domain::Score::new(6).unwrap());
+    assert_eq!(review.severity_floor, defaults.severity_floor);
+    assert_eq!(review.comment_limit, defaults.comment_limit);
+    assert_eq!(review.ignore_files, defaults.ignore_files);
+    assert_eq!(review.sensitive_data, defaults.sensitive_data);
+    assert_eq!(review.security_promotion, defaults.security_promotion);
+    // (The base's other keys, which this file leaves out, are listed as removed.)
+    let keys: Vec<&str> = loaded
+        .ignored
+        .iter()
+        .map(|i| i.key.as_str())
+        .filter(|key| key.starts_with("review."))
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "review.threshold",
+            "review.severity_floor",
+            "review.comment_limit",
+            "review.ignore_files",
+            "review.sensitive_data",
+            "review.security_promotion",
+        ]
+    );
+    let finding = ignored_settings_finding(&loaded.ignored).unwrap();
+    assert_eq!(finding.line, Some(2));
+    // Trusted for the branch (`--trust-branch-config`): its settings apply as written.
+    let trusted = load_layered(&with_branch(branch, BranchConfig::Trust)).unwrap();
+    assert_eq!(trusted.config.review.comment_limit, 1);
+    assert!(trusted.ignored.is_empty());
 }
 
 #[test]

@@ -1,0 +1,91 @@
+//! Whether a branch's review setting would make the review of that branch less strict than
+//! trusted configuration has it. A branch may ask for more scrutiny of itself, never less: a
+//! higher threshold, more ignored files or less weight on security would let the code under
+//! review hide its own findings.
+
+use serde_yaml_ng::Value;
+
+/// Whether `branch`, the value the branch's file gives the settable review key `key` (dotted),
+/// shows or weighs fewer findings than `trusted`. Keys that decide no such thing (the size of a
+/// model call) are never looser.
+pub(super) fn is_looser(key: &str, branch: Option<&Value>, trusted: Option<&Value>) -> bool {
+    let (Some(branch), Some(trusted)) = (branch, trusted) else {
+        return false;
+    };
+    let number = |value: &Value| value.as_f64();
+    let more = |b: &Value, t: &Value| matches!((number(b), number(t)), (Some(b), Some(t)) if b > t);
+    match key {
+        // Fewer findings pass; fewer combine into an elevated one; more of them count as one.
+        "review.threshold" | "review.elevation_min_score" | "review.dedup_line_window" => {
+            more(branch, trusted)
+        }
+        "review.comment_limit" | "review.security_promotion" | "review.dedup_min_overlap" => {
+            more(trusted, branch)
+        }
+        // 0 turns elevation off; otherwise fewer findings on a file elevate sooner.
+        "review.elevation_threshold" => match (number(branch), number(trusted)) {
+            (Some(b), Some(t)) => (b == 0.0 && t != 0.0) || (t != 0.0 && b > t),
+            _ => false,
+        },
+        "review.severity_floor" => rank(branch, SEVERITIES) > rank(trusted, SEVERITIES),
+        "review.sensitive_data" => rank(branch, SENSITIVITIES) < rank(trusted, SENSITIVITIES),
+        // A pattern trusted configuration does not ignore hides files it reviews.
+        "review.ignore_files" => match (branch.as_sequence(), trusted.as_sequence()) {
+            (Some(branch), Some(trusted)) => branch.iter().any(|p| !trusted.contains(p)),
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
+/// Severities from the one that shows the most findings as a floor.
+const SEVERITIES: &[&str] = &["info", "low", "medium", "high"];
+
+/// How much sensitive data weighs security findings, from the least.
+const SENSITIVITIES: &[&str] = &["normal", "auto", "sensitive"];
+
+fn rank(value: &Value, order: &[&str]) -> Option<usize> {
+    let name = value.as_str()?;
+    order.iter().position(|known| *known == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn yaml(text: &str) -> Value {
+        serde_yaml_ng::from_str(text).unwrap()
+    }
+
+    #[test]
+    fn only_what_shows_or_weighs_fewer_findings_is_looser() {
+        let looser = |key: &str, branch: &str, trusted: &str| {
+            is_looser(key, Some(&yaml(branch)), Some(&yaml(trusted)))
+        };
+        assert!(looser("review.threshold", "10", "7"));
+        assert!(!looser("review.threshold", "5", "7"));
+        assert!(!looser("review.threshold", "7", "7"));
+        assert!(looser("review.comment_limit", "1", "10"));
+        assert!(!looser("review.comment_limit", "20", "10"));
+        assert!(looser("review.security_promotion", "0", "2"));
+        assert!(looser("review.severity_floor", "high", "low"));
+        assert!(!looser("review.severity_floor", "info", "low"));
+        assert!(looser("review.sensitive_data", "normal", "auto"));
+        assert!(!looser("review.sensitive_data", "sensitive", "auto"));
+        assert!(looser("review.elevation_threshold", "0", "3"));
+        assert!(looser("review.elevation_threshold", "5", "3"));
+        assert!(!looser("review.elevation_threshold", "2", "3"));
+        assert!(!looser("review.elevation_threshold", "2", "0"));
+        assert!(looser("review.elevation_min_score", "6", "4"));
+        assert!(looser("review.dedup_line_window", "500", "3"));
+        assert!(looser("review.dedup_min_overlap", "0.1", "0.5"));
+        assert!(looser("review.ignore_files", "['**']", "[]"));
+        assert!(looser(
+            "review.ignore_files",
+            "['gen/**', 'src/**']",
+            "['gen/**']"
+        ));
+        assert!(!looser("review.ignore_files", "[]", "['gen/**']"));
+        assert!(!looser("review.max_tokens_per_call", "1000", "60000"));
+    }
+}
