@@ -159,11 +159,12 @@ fn files_for(choice: &Choice, changed: &ChangedLines, workspace: &Path) -> Vec<S
     let Some(set) = glob_set(&globs) else {
         return Vec::new();
     };
+    // A tool is given names as text: the name itself, not its quoted form (a tab in a name).
     changed
         .files()
+        .filter_map(bugloop_domain::paths::text_name)
         .filter(|f| set.is_match(f))
         .filter(|f| regular_file(workspace, f).is_some())
-        .map(str::to_owned)
         .collect()
 }
 
@@ -361,7 +362,7 @@ async fn run_batch(
         return Ran::Not(failure);
     }
     let unchecked = |file: &String, reason: &str| Unchecked {
-        path: file.clone(),
+        path: bugloop_domain::paths::display_path(file.as_bytes()),
         reason: reason.to_owned(),
     };
     if !failure.starts_with(OVER_THE_CAP) || !per_file {
@@ -648,7 +649,7 @@ fn candidate(
     let end = hit.end_line.unwrap_or(hit.line);
     let line = changed.first_added(&hit.file, hit.line, end)?;
     let (weight, category) = judge(&hit)?;
-    let path = regular_file(workspace, &hit.file)?;
+    let path = regular_file(workspace, &bugloop_domain::paths::text_name(&hit.file)?)?;
     let text = std::fs::read(&path).ok()?;
     let evidence = crate::keys::safe_evidence(
         String::from_utf8_lossy(&text)

@@ -182,7 +182,8 @@ pub(crate) fn relative_path(uri: &str, root: &Path) -> Option<String> {
         && relative
             .components()
             .all(|c| matches!(c, std::path::Component::Normal(_)));
-    safe.then(|| text.to_owned())
+    // Named as the diff names it: a tab or line break in a name in git's quoted form.
+    safe.then(|| bugloop_domain::paths::display_path(text.as_bytes()))
 }
 
 /// A relative path as a tool wrote it: relative to the directory it ran in, or to a repository

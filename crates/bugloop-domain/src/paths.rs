@@ -13,8 +13,6 @@ pub enum UnsafePath {
     Absolute,
     #[error("path leaves the repository through `..`")]
     ParentTraversal,
-    #[error("path contains a control character")]
-    Control,
     #[error(
         "path starts with a double quote but is not a well-formed quoted name like \"bad\\377.py\""
     )]
@@ -22,15 +20,30 @@ pub enum UnsafePath {
 }
 
 /// How a file is named in findings, prompts, comments and reports: its name when that is UTF-8
-/// text that does not start with a double quote, otherwise git's C-style quoted form with its
-/// quotes (`"bad\377.py"` for the bytes `bad\xff.py`), which names the bytes exactly. So a file
-/// whose name is not UTF-8 keeps one name from the diff to the published comment, and
-/// [`path_bytes`] turns it back into the name on disk.
+/// text that does not start with a double quote and holds no control character, otherwise git's
+/// C-style quoted form with its quotes (`"bad\377.py"` for the bytes `bad\xff.py`,
+/// `"deploy\t.sh"`), which names the bytes exactly, as git quotes them. So a file whose name is
+/// not UTF-8 or holds a tab or a line break keeps one name, on one line, from the diff to the
+/// published comment, and [`path_bytes`] turns it back into the name on disk.
 pub fn display_path(bytes: &[u8]) -> String {
     match std::str::from_utf8(bytes) {
-        Ok(text) if !text.starts_with('"') => text.to_owned(),
+        Ok(text) if !text.starts_with('"') && !text.chars().any(char::is_control) => {
+            text.to_owned()
+        }
         _ => quote_c_style(bytes),
     }
+}
+
+/// A file's name as text, for a name in its [`display_path`] form: the quoted form unquoted
+/// (a tab in a name); `None` when the name is not UTF-8 (or the form is malformed).
+pub fn text_name(display: &str) -> Option<String> {
+    String::from_utf8(path_bytes(display)?).ok()
+}
+
+/// The name a forge knows a file by, for a name in its [`display_path`] form: [`text_name`],
+/// else the form as it is.
+pub fn forge_path(display: &str) -> String {
+    text_name(display).unwrap_or_else(|| display.to_owned())
 }
 
 /// How a prompt names a file whose name (in its [`display_path`] form) is `path`: as it is,
@@ -38,8 +51,7 @@ pub fn display_path(bytes: &[u8]) -> String {
 /// quoted form, so a name cannot add a line of its own to a prompt (a heading, an instruction, a
 /// finding). The quoted form names the same bytes: a tool call that copies it back reaches the
 /// file ([`path_bytes`]), and so does a finding on a name with a line separator
-/// ([`normalize_finding_path`]); a finding on a name with a control character is refused as
-/// ever.
+/// ([`normalize_finding_path`]).
 pub fn prompt_path(path: &str) -> std::borrow::Cow<'_, str> {
     let breaks = |c: char| c.is_control() || matches!(c, '\u{2028}' | '\u{2029}');
     if path.chars().any(breaks) {
@@ -162,7 +174,8 @@ pub fn normalize_finding_path(raw: &str) -> Result<String, UnsafePath> {
         return normalize_quoted(trimmed);
     }
     if trimmed.chars().any(char::is_control) {
-        return Err(UnsafePath::Control);
+        // Named as the diff names it: quoted, so it stays on its line wherever it is shown.
+        return normalize_quoted(&quote_c_style(trimmed.as_bytes()));
     }
     let unified = trimmed.replace('\\', "/");
     if unified.starts_with('/') || unified.starts_with('~') || has_drive_prefix(&unified) {
@@ -187,9 +200,6 @@ fn normalize_quoted(quoted: &str) -> Result<String, UnsafePath> {
     if bytes.contains(&0) {
         return Err(UnsafePath::Nul);
     }
-    if bytes.iter().any(|b| *b < 0x20 || *b == 0x7f) {
-        return Err(UnsafePath::Control);
-    }
     if bytes.first() == Some(&b'/') {
         return Err(UnsafePath::Absolute);
     }
@@ -207,7 +217,9 @@ fn normalize_quoted(quoted: &str) -> Result<String, UnsafePath> {
     let joined = parts.join(&b'/');
     // A quoted name that turns out to be plain text is written plainly, like the diff does.
     match std::str::from_utf8(&joined) {
-        Ok(text) if !text.starts_with('"') => normalize_finding_path(text),
+        Ok(text) if !text.starts_with('"') && !text.chars().any(char::is_control) => {
+            normalize_finding_path(text)
+        }
         _ => Ok(display_path(&joined)),
     }
 }
@@ -462,7 +474,12 @@ mod tests {
         );
         assert_eq!(normalize_finding_path("a\0b"), Err(UnsafePath::Nul));
         assert_eq!(normalize_finding_path("./"), Err(UnsafePath::Empty));
-        assert_eq!(normalize_finding_path("a\nb"), Err(UnsafePath::Control));
+        // A name with a line break or a tab, as the diff shows it: quoted, on one line.
+        assert_eq!(normalize_finding_path("a\nb").unwrap(), r#""a\nb""#);
+        assert_eq!(
+            normalize_finding_path("util\t.py").unwrap(),
+            r#""util\t.py""#
+        );
     }
 
     #[test]
@@ -500,10 +517,7 @@ mod tests {
             normalize_finding_path(r#""\057etc/passwd""#),
             Err(UnsafePath::Absolute)
         );
-        assert_eq!(
-            normalize_finding_path(r#""a\nb""#),
-            Err(UnsafePath::Control)
-        );
+        assert_eq!(normalize_finding_path(r#""a\nb""#).unwrap(), r#""a\nb""#);
         assert_eq!(normalize_finding_path(r#""a\000b""#), Err(UnsafePath::Nul));
         assert_eq!(
             normalize_finding_path(r#""bad"#),

@@ -133,7 +133,8 @@ impl GitHubForge {
             kind: CommentKind::Review,
             in_reply_to: comment.in_reply_to_id.map(|id| format!("review-{id}")),
             thread_id: None,
-            path: Some(comment.path),
+            // Named as bugloop names files ([`bugloop_domain::paths::display_path`]).
+            path: Some(bugloop_domain::paths::display_path(comment.path.as_bytes())),
             line: comment.line,
             thread_resolved: false,
             by_bugloop,
@@ -293,7 +294,7 @@ impl WriteOps for GitHubForge {
         let mut comment = NewReviewComment {
             body: body.to_owned(),
             commit_id: anchor.commit.clone(),
-            path: anchor.path.clone(),
+            path: bugloop_domain::paths::forge_path(&anchor.path),
             line: Some(anchor.end_line.unwrap_or(anchor.line)),
             start_line: anchor.end_line.map(|_| anchor.line),
             side: PullRequestSide::Right,

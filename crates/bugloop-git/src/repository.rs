@@ -2,7 +2,7 @@
 //! against its merge base, a range, the index, the working tree) and its diff, the conversation
 //! key, the trusted base, a file at a commit, the shared git directory.
 
-use std::os::unix::ffi::OsStrExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
 use crate::GitError;
@@ -553,20 +553,29 @@ impl Git {
         Ok(files)
     }
 
-    /// A file's content at a commit (`None` when it does not exist there).
+    /// A file's content at a commit (`None` when it does not exist there). `path` as
+    /// [`bugloop_domain::paths::display_path`] names it: a quoted form names its bytes.
     pub fn show(&self, commit: &str, path: &str) -> Option<Vec<u8>> {
-        self.run_raw(&["cat-file", "blob", &format!("{commit}:{path}")], false)
+        self.command()
+            .args(["cat-file", "blob"])
+            .arg(object_name(commit, path)?)
+            .output_accepting(&[0])
             .ok()
     }
 
     /// A file at a commit when it is at most `max` bytes (`Err` with its size when larger), read
     /// only then: a huge blob is never loaded to be refused. `Ok(None)` when it is not there.
     pub fn show_at_most(&self, commit: &str, path: &str, max: u64) -> Result<Option<Vec<u8>>, u64> {
-        let object = format!("{commit}:{path}");
+        let Some(object) = object_name(commit, path) else {
+            return Ok(None);
+        };
         let Some(size) = self
-            .run(&["cat-file", "-s", &object])
+            .command()
+            .args(["cat-file", "-s"])
+            .arg(object)
+            .output_accepting(&[0])
             .ok()
-            .and_then(|size| size.parse::<u64>().ok())
+            .and_then(|size| String::from_utf8_lossy(&size).trim().parse::<u64>().ok())
         else {
             return Ok(None);
         };
@@ -575,6 +584,14 @@ impl Git {
         }
         Ok(self.show(commit, path))
     }
+}
+
+/// `commit:path` as git names a file at a commit, `path` in its display form turned back into
+/// the name's bytes (`None` for a malformed quoted form).
+fn object_name(commit: &str, path: &str) -> Option<std::ffi::OsString> {
+    let mut object = format!("{commit}:").into_bytes();
+    object.extend(bugloop_domain::paths::path_bytes(path)?);
+    Some(std::ffi::OsString::from_vec(object))
 }
 
 /// Clones `url` into the empty directory `into` (hardened like every git bugloop runs; no

@@ -535,3 +535,25 @@ fn a_workflows_template_injection_is_found_from_the_review_tree() {
         "{typo:#}"
     );
 }
+
+/// A tab in a file's name is no way past the analyzers: the tools are given the name itself,
+/// and their hits are published on it in git's quoted form, on one line wherever it is shown.
+#[test]
+fn a_file_named_with_a_tab_is_analyzed_and_its_hits_published() {
+    let repo = TestRepo::with_files(&[(".bugloop/config.yml", PUBLISH)]);
+    repo.branch("change");
+    repo.write("util\t.py", "def run(text):\n    return eval(text)\n");
+    repo.write("deploy\t.sh", "#!/bin/sh\nrm -rf $DIR/\n");
+    repo.commit("odd names");
+    let scripts = tempfile::tempdir().unwrap();
+    let model = script(scripts.path(), &[]);
+    let report = review_json(repo.path(), &model, &[]);
+    let eval = finding(&report, "S307").unwrap_or_else(|| panic!("{report:#}"));
+    assert_eq!(eval["file"], r#""util\t.py""#);
+    assert_eq!(eval["line"], 2);
+    let rm = finding(&report, "SC2115").unwrap_or_else(|| panic!("{report:#}"));
+    assert_eq!(rm["file"], r#""deploy\t.sh""#);
+    assert_eq!(report["dropped"], json!([]), "{report:#}");
+    let list = stdout(&bugloop(repo.path(), &["findings"]));
+    assert!(list.contains(r#""util\t.py":2"#), "{list}");
+}

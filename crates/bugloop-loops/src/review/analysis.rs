@@ -165,7 +165,7 @@ fn failed_files(runs: &[AnalyzerRun]) -> (Vec<Unreviewed>, Vec<String>) {
 fn unnamed_files(diff: &bugloop_diff::Diff) -> Vec<Unreviewed> {
     diff.files
         .iter()
-        .filter(|f| !f.binary && f.path().starts_with('"'))
+        .filter(|f| !f.binary && bugloop_domain::paths::text_name(f.path()).is_none())
         .filter(|f| {
             f.hunks
                 .iter()
