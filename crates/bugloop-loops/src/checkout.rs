@@ -1,8 +1,8 @@
 //! The code at a change's head, where the reviewer reads and grounding looks: a commit's tracked
 //! files in a task tree that is removed when dropped (never the checkout, whose ignored files are
-//! not the commit's), the index's likewise, and the repository itself only for a working-tree
-//! review. Either way, sandboxed commands see a sanitized git
-//! directory, never the repository's own.
+//! not the commit's), the index's and the working tree's likewise (tracked and untracked files,
+//! never ignored ones), and the repository itself only where there is no commit to start from.
+//! Either way, sandboxed commands see a sanitized git directory, never the repository's own.
 
 use std::path::Path;
 
@@ -58,7 +58,16 @@ fn in_place(git: &Git) -> Result<Checkout, CheckoutError> {
 /// Makes the change's head readable.
 pub fn checkout(git: &Git, change: &SelectedChange) -> Result<Checkout, CheckoutError> {
     match &change.head {
-        HeadState::WorkingTree => in_place(git),
+        // A copy of the working tree: the repository's own directory may be closed to the
+        // sandbox's user (mode 0700), and it holds ignored files (`.env`) no reviewer may read.
+        HeadState::WorkingTree => match git.head() {
+            Some(head) => Ok(Checkout::Tree(TaskTree::from_working_tree(
+                git.root(),
+                &head,
+                "review-working",
+            )?)),
+            None => in_place(git),
+        },
         // Always the commit's tracked files, even when the checkout is at that commit and
         // clean: `git status` does not show ignored files, and a checkout holds them (an `.env`
         // an earlier CI step wrote, build output), which the reviewer must never read.

@@ -162,6 +162,27 @@ impl TaskTree {
 
     /// A task tree holding the user's index (what is staged) on top of `head`.
     pub fn from_index(repo: &Path, head: &str, name: &str) -> Result<TaskTree, SandboxError> {
+        Self::from_index_with(repo, head, name, false)
+    }
+
+    /// A task tree holding the working tree on top of `head`: tracked files as they are, and
+    /// files git does not track and does not ignore (never an ignored `.env`). Added to a copy
+    /// of the index, as `git stash create` would, so the user's index is untouched; sandboxed
+    /// commands then read a tree of bugloop's own, whatever the repository's permissions.
+    pub fn from_working_tree(
+        repo: &Path,
+        head: &str,
+        name: &str,
+    ) -> Result<TaskTree, SandboxError> {
+        Self::from_index_with(repo, head, name, true)
+    }
+
+    fn from_index_with(
+        repo: &Path,
+        head: &str,
+        name: &str,
+        working_tree: bool,
+    ) -> Result<TaskTree, SandboxError> {
         let common = bugloop_git::common_dir(repo)?;
         let index = PathBuf::from(
             GitCommand::in_work_tree(repo)
@@ -178,6 +199,16 @@ impl TaskTree {
             std::fs::create_dir_all(parent).map_err(|e| io_error(parent, e))?;
         }
         std::fs::copy(&index, &copy).map_err(|e| io_error(&index, e))?;
+        if working_tree {
+            let added = GitCommand::in_work_tree(repo)
+                .env("GIT_INDEX_FILE", &copy)
+                .args(["add", "--all", "--", ":/"])
+                .output();
+            if let Err(error) = added {
+                let _ = std::fs::remove_file(&copy);
+                return Err(error.into());
+            }
+        }
         let tree = Self::create_from(
             &common,
             head,

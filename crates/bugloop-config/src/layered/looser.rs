@@ -24,7 +24,7 @@ pub(super) fn is_looser(key: &str, branch: Option<&Value>, trusted: Option<&Valu
         }
         // 0 turns elevation off; otherwise fewer findings on a file elevate sooner.
         "review.elevation_threshold" => match (number(branch), number(trusted)) {
-            (Some(b), Some(t)) => (b == 0.0 && t != 0.0) || (t != 0.0 && b > t),
+            (Some(b), Some(t)) => t != 0.0 && (b == 0.0 || b > t),
             _ => false,
         },
         "review.severity_floor" => rank(branch, SEVERITIES) > rank(trusted, SEVERITIES),
