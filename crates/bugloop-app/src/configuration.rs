@@ -224,10 +224,17 @@ fn ignored_warnings(loaded: &Loaded, branch_config: BranchConfig, base_found: bo
             } else {
                 ""
             };
+            // A review setting the branch may set, but not to make its own review looser.
+            let why = if !bugloop_config::BRANCH_SETTABLE.contains(&ignored.key.as_str()) {
+                "commands and sandbox settings come from trusted configuration (the base commit, \
+                 your own config)"
+            } else {
+                "a branch may make its own review stricter, not looser (a higher threshold, \
+                 fewer comments, more ignored files)"
+            };
             format!(
-                "{CONFIG_PATH} on this branch {verb} {}{at}; ignored: commands and sandbox \
-                 settings come from trusted configuration (the base commit, your own config). Run \
-                 with --trust-branch-config to accept them for this run.{no_base}",
+                "{CONFIG_PATH} on this branch {verb} {}{at}; ignored: {why}. Run with \
+                 --trust-branch-config to accept them for this run.{no_base}",
                 ignored.key
             )
         })

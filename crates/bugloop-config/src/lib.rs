@@ -586,6 +586,7 @@ pub fn filter_settings_for(
             min_overlap: review.dedup_min_overlap,
         },
         comment_limit: review.comment_limit,
+        known_files: std::collections::BTreeSet::new(),
     })
 }
 

@@ -569,7 +569,9 @@ fn model_file_absolute(key: &str, model: &str) -> Result<(), ConfigError> {
     let Some((provider, name)) = model.split_once(':') else {
         return Ok(());
     };
-    let names_a_file = match provider {
+    // As the model layer reads it (`ModelSpec::parse`): `Local: x.gguf ` is `local:x.gguf`.
+    let (provider, name) = (provider.trim().to_lowercase(), name.trim());
+    let names_a_file = match provider.as_str() {
         "local" => name.contains('/') || name.ends_with(".gguf"),
         "replay" | "script" => true,
         _ => false,

@@ -29,13 +29,45 @@ pub(super) fn is_looser(key: &str, branch: Option<&Value>, trusted: Option<&Valu
         },
         "review.severity_floor" => rank(branch, SEVERITIES) > rank(trusted, SEVERITIES),
         "review.sensitive_data" => rank(branch, SENSITIVITIES) < rank(trusted, SENSITIVITIES),
-        // A pattern trusted configuration does not ignore hides files it reviews.
-        "review.ignore_files" => match (branch.as_sequence(), trusted.as_sequence()) {
-            (Some(branch), Some(trusted)) => branch.iter().any(|p| !trusted.contains(p)),
-            _ => false,
+        "review.ignore_files" => match (texts(branch), texts(trusted)) {
+            (Some(branch), Some(trusted)) => !ignores_no_more(&branch, &trusted),
+            _ => true,
         },
         _ => false,
     }
+}
+
+fn texts(value: &Value) -> Option<Vec<&str>> {
+    value.as_sequence()?.iter().map(Value::as_str).collect()
+}
+
+/// Whether the ignore list `branch` ignores no file `trusted` does not. Patterns read as
+/// `.gitignore`'s, where the last that matches decides and `!` brings a file back, so this is
+/// said of the lists' shape, not their words: `branch` is `trusted` with some ignoring patterns
+/// left out (order kept, every `!` kept), then perhaps more `!` patterns at its end. Anything
+/// else (a new pattern, a `!` dropped, the order changed) may ignore more.
+fn ignores_no_more(branch: &[&str], trusted: &[&str]) -> bool {
+    let trailing = branch
+        .iter()
+        .rev()
+        .take_while(|p| p.starts_with('!'))
+        .count();
+    (0..=trailing).any(|extra| drops_only_ignoring(&branch[..branch.len() - extra], trusted))
+}
+
+/// Whether `kept` is `trusted` with only ignoring (not `!`) patterns removed, in order.
+fn drops_only_ignoring(kept: &[&str], trusted: &[&str]) -> bool {
+    let mut rest = trusted.iter();
+    for pattern in kept {
+        loop {
+            match rest.next() {
+                Some(candidate) if candidate == pattern => break,
+                Some(candidate) if !candidate.starts_with('!') => {}
+                _ => return false,
+            }
+        }
+    }
+    rest.all(|left| !left.starts_with('!'))
 }
 
 /// Severities from the one that shows the most findings as a floor.
@@ -86,6 +118,26 @@ mod tests {
             "['gen/**']"
         ));
         assert!(!looser("review.ignore_files", "[]", "['gen/**']"));
+        // `!` brings files back, and the last pattern that matches decides.
+        let trusted = "['gen/**', '!gen/keep/**']";
+        assert!(looser("review.ignore_files", "['gen/**']", trusted));
+        assert!(looser(
+            "review.ignore_files",
+            "['!gen/keep/**', 'gen/**']",
+            trusted
+        ));
+        assert!(!looser("review.ignore_files", trusted, trusted));
+        assert!(!looser("review.ignore_files", "['!gen/keep/**']", trusted));
+        assert!(!looser(
+            "review.ignore_files",
+            "['gen/**', '!gen/keep/**', '!gen/also/**']",
+            trusted
+        ));
+        assert!(looser(
+            "review.ignore_files",
+            "['gen/**', '!gen/keep/**', 'gen/keep/x/**']",
+            trusted
+        ));
         assert!(!looser("review.max_tokens_per_call", "1000", "60000"));
     }
 }
