@@ -590,7 +590,9 @@ fn side_path(raw: &[u8], prefix: &[u8]) -> Option<String> {
         let end = raw.iter().position(|b| *b == b'\t').unwrap_or(raw.len());
         raw.get(..end).unwrap_or(raw).to_vec()
     };
-    let path = if path.contains(&b'\t') || raw.first() == Some(&b'"') {
+    // git ends the name with a tab when it has a space (`+++ b/trail.py \t`): up to the tab
+    // is the name, its own trailing space too.
+    let path = if raw.contains(&b'\t') || raw.first() == Some(&b'"') {
         path
     } else {
         path.trim_ascii_end().to_vec()
@@ -743,6 +745,9 @@ mod tests {
             git_header_paths(b"a/old b/new"),
             (Some("old".into()), Some("new".into()))
         );
+        // git ends a name with a space by a tab: the name keeps its trailing space.
+        assert_eq!(side_path(b"b/trail.py \t", b"b/"), Some("trail.py ".into()));
+        assert_eq!(side_path(b"b/plain.py  ", b"b/"), Some("plain.py".into()));
     }
 
     #[test]

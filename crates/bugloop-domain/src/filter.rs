@@ -35,6 +35,10 @@ pub struct FilterSettings {
     pub dedup: DedupRule,
     /// At most this many new finding comments per run; the rest go into one overflow comment.
     pub comment_limit: usize,
+    /// The change's files, by their display names: a finding naming one exactly keeps that
+    /// name, which git allows although a path from elsewhere would be rewritten (`x\y.py`,
+    /// ` lead.py`) or refused (`~x.py`, `c:x.py`).
+    pub known_files: BTreeSet<String>,
 }
 
 impl Default for FilterSettings {
@@ -49,6 +53,7 @@ impl Default for FilterSettings {
             elevation_min_score: Score::saturating(3),
             dedup: DedupRule::default(),
             comment_limit: 20,
+            known_files: BTreeSet::new(),
         }
     }
 }
@@ -170,7 +175,7 @@ pub fn run_pipeline(
     settings: &FilterSettings,
 ) -> FilterOutcome {
     let mut stages = Vec::new();
-    let findings = path_safety(findings, &mut stages);
+    let findings = path_safety(findings, &settings.known_files, &mut stages);
     let findings = ignore_globs(findings, settings, &mut stages);
     let findings = security_promotion(findings, settings, &mut stages);
     let findings = elevation(findings, settings, &mut stages);
@@ -196,12 +201,23 @@ fn report(stage: Stage, input: usize, output: usize) -> StageReport {
     }
 }
 
-pub fn path_safety(findings: Vec<Finding>, stages: &mut Vec<StageReport>) -> Vec<Finding> {
+/// Normalizes each finding's path or drops the finding when its path is unsafe; a path that is
+/// exactly one of the change's `known` files stays as it is.
+pub fn path_safety(
+    findings: Vec<Finding>,
+    known: &BTreeSet<String>,
+    stages: &mut Vec<StageReport>,
+) -> Vec<Finding> {
     let mut stage = report(Stage::PathSafety, findings.len(), 0);
     let mut kept = Vec::with_capacity(findings.len());
     for mut finding in findings {
         if let Some(raw) = finding.file.take() {
-            match normalize_finding_path(&raw) {
+            let normalized = if known.contains(&raw) {
+                Ok(raw.clone())
+            } else {
+                normalize_finding_path(&raw)
+            };
+            match normalized {
                 Ok(path) => {
                     if path != raw {
                         stage.changed.push(Changed {

@@ -40,6 +40,12 @@ pub fn text_name(display: &str) -> Option<String> {
     String::from_utf8(path_bytes(display)?).ok()
 }
 
+/// A name in its [`display_path`] form, always in git's quoted form: what a reader of paths takes
+/// as these exact bytes, never trimmed or rewritten (` lead.py`, `x\y.py`, `~x.py`).
+pub fn exact_form(display: &str) -> Option<String> {
+    Some(quote_c_style(&path_bytes(display)?))
+}
+
 /// The name a forge knows a file by, for a name in its [`display_path`] form: [`text_name`],
 /// else the form as it is.
 pub fn forge_path(display: &str) -> String {

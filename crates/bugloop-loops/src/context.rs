@@ -244,9 +244,19 @@ pub(crate) fn sensitivity(
 /// it ([`bugloop_tools::Workspace::open_file`]: symlinks leading out, `.git`, FIFOs and devices
 /// are refused).
 pub(crate) fn read_inside(root: &Path, path: &str) -> Option<String> {
-    use std::io::Read;
     let safe = bugloop_domain::paths::normalize_finding_path(path).ok()?;
-    let mut file = Workspace::new(root).ok()?.open_file(&safe).ok()?;
+    read_named(root, &safe)
+}
+
+/// [`read_inside`] for a file of the change's diff, named exactly as git names it (no
+/// normalization, which would read ` lead.py` as `lead.py` and `x\y.py` as `x/y.py`).
+pub(crate) fn read_exactly(root: &Path, path: &str) -> Option<String> {
+    read_named(root, &bugloop_domain::paths::exact_form(path)?)
+}
+
+fn read_named(root: &Path, path: &str) -> Option<String> {
+    use std::io::Read;
+    let mut file = Workspace::new(root).ok()?.open_file(path).ok()?;
     let mut bytes = Vec::new();
     file.read_to_end(&mut bytes).ok()?;
     Some(String::from_utf8_lossy(&bytes).into_owned())

@@ -22,7 +22,10 @@ impl<'a> HeadTree<'a> {
             if texts.contains_key(&path) {
                 continue;
             }
-            let text = crate::context::read_inside(root, &path);
+            let text = match diff.and_then(|diff| diff.file(&path)) {
+                Some(_) => crate::context::read_exactly(root, &path),
+                None => crate::context::read_inside(root, &path),
+            };
             texts.insert(path, text);
         }
         HeadTree { texts, diff }

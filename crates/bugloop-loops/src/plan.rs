@@ -455,7 +455,8 @@ fn ranked_files<'a>(
         let rank = if file.binary {
             Importance::Summarize
         } else {
-            importance(path)
+            // By the name itself: a quoted form (a tab in it) ends with its quote.
+            importance(&bugloop_domain::paths::forge_path(path))
         };
         files.push((file, rank, added + removed));
     }

@@ -536,23 +536,46 @@ fn a_workflows_template_injection_is_found_from_the_review_tree() {
     );
 }
 
-/// A tab in a file's name is no way past the analyzers: the tools are given the name itself,
-/// and their hits are published on it in git's quoted form, on one line wherever it is shown.
+/// No file name git allows is a way past the analyzers: a tab is given to the tools as it is
+/// and published in git's quoted form; a name a path from elsewhere would be rewritten into
+/// another (` lead.py`, `x\y.py`) or refused as (`~x.py`, `c:x.py`) is the change's
+/// own file and keeps its name.
 #[test]
-fn a_file_named_with_a_tab_is_analyzed_and_its_hits_published() {
+fn a_file_named_oddly_is_analyzed_and_its_hits_published() {
     let repo = TestRepo::with_files(&[(".bugloop/config.yml", PUBLISH)]);
     repo.branch("change");
-    repo.write("util\t.py", "def run(text):\n    return eval(text)\n");
+    let names = [
+        ("util\t.py", r#""util\t.py""#),
+        (" lead.py", " lead.py"),
+        ("x\\y.py", "x\\y.py"),
+        ("~home.py", "~home.py"),
+        ("c:drive.py", "c:drive.py"),
+    ];
+    for (name, _) in names {
+        repo.write(name, "def run(text):\n    return eval(text)\n");
+    }
     repo.write("deploy\t.sh", "#!/bin/sh\nrm -rf $DIR/\n");
     repo.commit("odd names");
     let scripts = tempfile::tempdir().unwrap();
     let model = script(scripts.path(), &[]);
     let report = review_json(repo.path(), &model, &[]);
-    let eval = finding(&report, "S307").unwrap_or_else(|| panic!("{report:#}"));
-    assert_eq!(eval["file"], r#""util\t.py""#);
-    assert_eq!(eval["line"], 2);
-    let rm = finding(&report, "SC2115").unwrap_or_else(|| panic!("{report:#}"));
-    assert_eq!(rm["file"], r#""deploy\t.sh""#);
+    let published = |rule: &str| -> Vec<String> {
+        report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["source"]["rule"] == rule)
+            .map(|f| f["file"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let mut expected: Vec<String> = names.iter().map(|(_, shown)| (*shown).to_owned()).collect();
+    expected.sort();
+    let mut evals = published("S307");
+    evals.sort();
+    assert_eq!(evals, expected, "{report:#}");
+    let mut removals = published("SC2115");
+    removals.sort();
+    assert_eq!(removals, [r#""deploy\t.sh""#], "{report:#}");
     assert_eq!(report["dropped"], json!([]), "{report:#}");
     let list = stdout(&bugloop(repo.path(), &["findings"]));
     assert!(list.contains(r#""util\t.py":2"#), "{list}");

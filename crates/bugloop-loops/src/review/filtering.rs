@@ -200,14 +200,15 @@ fn screen<'a>(
     existing.extend(early.iter().map(as_existing));
     let reported = read_names_back(request, findings, changes);
     let mut safety_stages = Vec::new();
-    let safe = filter::path_safety(reported, &mut safety_stages);
+    let settings = settings_after(request, brief, early.len());
+    let safe = filter::path_safety(reported, &settings.known_files, &mut safety_stages);
     let head = load_head(request, &safe, &existing, &conversation.open_ids);
     let Grounding {
         findings,
         notes,
         stage: grounding_stage,
     } = ground_findings(safe, &head, dropped);
-    let outcome = run_pipeline(findings, &existing, &settings_after(brief, early.len()));
+    let outcome = run_pipeline(findings, &existing, &settings);
     Screened {
         existing,
         head,
@@ -218,10 +219,21 @@ fn screen<'a>(
     }
 }
 
-/// The filter's settings with `published` comments already made by this run.
-fn settings_after(brief: &Brief, published: usize) -> filter::FilterSettings {
+/// The filter's settings with `published` comments already made by this run, and the change's
+/// files as names a finding may give as they are.
+fn settings_after(
+    request: &ReviewRequest,
+    brief: &Brief,
+    published: usize,
+) -> filter::FilterSettings {
     let mut settings = brief.filter.clone();
     settings.comment_limit = settings.comment_limit.saturating_sub(published);
+    settings.known_files = request
+        .diff
+        .files
+        .iter()
+        .map(|file| file.path().to_owned())
+        .collect();
     settings
 }
 
