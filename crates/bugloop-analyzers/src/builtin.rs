@@ -175,6 +175,15 @@ fn shellcheck_args(i: Invocation<'_>) -> Vec<String> {
     )
 }
 
+/// shellcheck: by level, but SC2148 (no shebang), which it calls an error: a file of functions
+/// that scripts source has none, and a missing one is no bug of the code.
+fn shellcheck_judge(hit: &Hit) -> Option<(Weight, Category)> {
+    if hit.rule == "SC2148" {
+        return None;
+    }
+    by_level(hit)
+}
+
 fn by_level(hit: &Hit) -> Option<(Weight, Category)> {
     match hit.level {
         Level::Error => Some((Weight::Error, Category::Logic)),
@@ -424,14 +433,14 @@ pub static BUILT_IN: &[BuiltIn] = &[
         program: "shellcheck",
         files: &["**/*.sh", "**/*.bash"],
         project: None,
-        rule_set: "every check at warning or error (not info or style)",
+        rule_set: "every check at warning or error (not info or style) but SC2148 (no shebang)",
         version_args: &["--version"],
         install: SETUP,
         unsafe_config: &[],
         format: Format::ShellcheckJson,
         args: shellcheck_args,
         alone: shellcheck_alone,
-        judge: by_level,
+        judge: shellcheck_judge,
         fix: None,
     },
     BuiltIn {

@@ -578,10 +578,24 @@ async fn execute(request: &Request<'_>, plan: Plan) -> Result<Judged, String> {
         let stderr = tail(&output.stderr_text(), 600);
         match output.exit {
             ExitState::Exited(0) => reason,
-            ExitState::Exited(code) => format!("exited with {code}: {stderr}"),
+            ExitState::Exited(code) => match known_cause(&stderr) {
+                Some(cause) => format!("exited with {code}: {cause}"),
+                None => format!("exited with {code}: {stderr}"),
+            },
             _ => reason,
         }
     })
+}
+
+/// A failure whose cause and remedy bugloop knows, said in those words rather than the tool's.
+fn known_cause(stderr: &str) -> Option<&'static str> {
+    let lockfile = stderr.contains("Cargo.lock")
+        && (stderr.contains("Read-only file system") || stderr.contains("failed to write"));
+    lockfile.then_some(
+        "the crate has no Cargo.lock, which cargo would have to write, and the tree under review \
+         is read-only; commit Cargo.lock (cargo's advice for libraries too) to have clippy check \
+         the change",
+    )
 }
 
 /// Shows `mounts` read-only: under the (hidden) home directory as directories shown again (a

@@ -167,13 +167,35 @@ fn silences_security(codes: &str) -> bool {
         || codes.contains("security")
 }
 
+/// A lint allowed for a whole crate in a `Cargo.toml` (`[lints.rust] unused_must_use =
+/// "allow"`, `eq_op = { level = "allow", priority = 1 }`): cargo passes it to the compiler,
+/// where it silences the rule for every file.
+const CARGO_LINT: Marker = Marker {
+    text: "[lints] ... = \"allow\"",
+    pattern: Some(r#"^\s*"?[A-Za-z_][\w:-]*"?\s*=\s*(?:"allow"|\{[^}]*\blevel\s*=\s*"allow")"#),
+    silences: "the Rust compiler's or clippy's lints, for the whole crate",
+    security: false,
+};
+
 /// Every suppression on a line the change adds, as a candidate of the tool `bugloop`.
 pub fn suppressions_added(diff: &Diff) -> Vec<Candidate> {
     added_lines(diff)
         .filter_map(|(file, number, text)| {
-            suppression(text).map(|silenced| candidate_for(file, number, text, silenced))
+            suppression(text)
+                .or_else(|| cargo_lint_allowed(file, text))
+                .map(|silenced| candidate_for(file, number, text, silenced))
         })
         .collect()
+}
+
+/// An added line of a `Cargo.toml` that allows a lint: the lint's name.
+fn cargo_lint_allowed(file: &str, text: &str) -> Option<(&'static Marker, String)> {
+    let manifest = file == "Cargo.toml" || file.ends_with("/Cargo.toml");
+    if !manifest || find(&CARGO_LINT, text).is_none() {
+        return None;
+    }
+    let name = text.split('=').next()?.trim().trim_matches('"');
+    Some((&CARGO_LINT, crate::keys::mask_keys(name)))
 }
 
 /// What a line's suppression silences: the marker and the codes written after it; nothing for
@@ -230,7 +252,7 @@ fn suppression_marker(text: &str) -> Option<(&'static Marker, String)> {
         .next()
         .unwrap_or_default()
         .trim()
-        .trim_end_matches(')')
+        .trim_end_matches([')', ']', ' '])
         .chars()
         .take(120)
         .collect();
@@ -257,7 +279,7 @@ fn candidate_for(
             level: Level::Warning,
             message: format!(
                 "This change adds `{}`, which silences {what}: say why the check is wrong here, or fix what it reports",
-                marker.text.trim_start_matches("# ").trim_end_matches('(')
+                shown(marker.text)
             ),
             file: file.to_owned(),
             line,
@@ -274,6 +296,25 @@ fn candidate_for(
         evidence: crate::keys::safe_evidence(text),
         note: None,
     }
+}
+
+/// A marker as a reader knows it: an attribute's parentheses and bracket closed around `…`
+/// (`#[cfg_attr(..., allow(…))]`), a comment's `# ` left out.
+fn shown(marker: &str) -> String {
+    let text = marker.trim_start_matches("# ");
+    if !text.ends_with('(') {
+        return text.to_owned();
+    }
+    let open = text
+        .matches('(')
+        .count()
+        .saturating_sub(text.matches(')').count());
+    let bracket = if text.starts_with("#[") || text.starts_with("#![") {
+        "]"
+    } else {
+        ""
+    };
+    format!("{text}…{}{bracket}", ")".repeat(open))
 }
 
 /// A suppression on a line a tool still reports (bugloop runs the tools ignoring them where it
@@ -364,6 +405,46 @@ mod tests {
                 found[0].hit.message
             );
         }
+    }
+
+    /// A lint allowed for the whole crate in a `Cargo.toml`'s `[lints]` is a suppression too;
+    /// a dependency's version is not, nor the same words in another file.
+    #[test]
+    fn a_lint_allowed_in_a_manifest_is_a_suppression() {
+        for (line, named) in [
+            ("unused_must_use = \"allow\"", "unused_must_use"),
+            ("eq_op = { level = \"allow\", priority = 1 }", "eq_op"),
+            ("\"clippy::eq_op\" = \"allow\"", "clippy::eq_op"),
+        ] {
+            let found = suppressions_added(&added("crates/a/Cargo.toml", &[line]));
+            assert_eq!(found.len(), 1, "{line}");
+            let message = &found[0].hit.message;
+            assert!(message.contains(named), "{message}");
+            assert!(message.contains("for the whole crate"), "{message}");
+        }
+        let dependency = added("Cargo.toml", &["serde = \"1\"", "mode = \"deny\""]);
+        assert!(suppressions_added(&dependency).is_empty());
+        assert!(suppressions_added(&added("policy.toml", &["x = \"allow\""])).is_empty());
+    }
+
+    /// The attribute is shown closed, its lints without the attribute's brackets.
+    #[test]
+    fn an_attributes_suppression_reads_as_written() {
+        let found = suppressions_added(&added(
+            "lib.rs",
+            &["#![cfg_attr(all(), expect(clippy::eq_op, unused_must_use))]"],
+        ));
+        let message = &found[0].hit.message;
+        assert!(
+            message.contains("`#[cfg_attr(..., allow(…))]`"),
+            "{message}"
+        );
+        assert!(
+            message.contains("clippy::eq_op, unused_must_use (the"),
+            "{message}"
+        );
+        assert!(shown("#[allow(") == "#[allow(…)]");
+        assert!(shown("# noqa") == "noqa");
     }
 
     #[test]

@@ -122,7 +122,7 @@ pub(super) async fn run(
     };
     reported.reserved = published.iter().map(|(_, id)| id.clone()).collect();
     let stopped = stopped.borrow().clone().unwrap_or_default();
-    reported.take(sessions, &stopped, &published);
+    reported.take(sessions, &plan.unreviewed, &stopped, &published);
     reported
 }
 
@@ -133,19 +133,21 @@ impl Reported {
     fn take(
         &mut self,
         sessions: Vec<(usize, &Batch, Option<Session>)>,
+        plan: &[Unreviewed],
         stopped: &str,
         published: &[(usize, FindingId)],
     ) {
         let total = sessions.len();
         for (call, batch, session) in sessions {
             let Some(session) = session else {
-                self.not_reviewed(batch, &format!("not reviewed: {stopped}"));
+                self.not_reviewed(batch, plan, &format!("not reviewed: {stopped}"));
                 continue;
             };
             if let Some(error) = &session.error {
                 self.unanswered.get_or_insert_with(|| error.clone());
                 self.errors.push(format!("part {call} of {total}: {error}"));
-                self.not_reviewed(batch, &format!("the review of this part stopped: {error}"));
+                let reason = format!("the review of this part stopped: {error}");
+                self.not_reviewed(batch, plan, &reason);
             }
             let mut collected = session.collected;
             collected.findings.retain(|f| {
@@ -159,9 +161,13 @@ impl Reported {
 }
 
 impl Reported {
-    /// Lists the batch's files as not reviewed, for `reason`.
-    fn not_reviewed(&mut self, batch: &Batch, reason: &str) {
+    /// Lists `batch`'s files as not reviewed for `reason`, but for the ones the plan listed
+    /// already (a binary file, never shown to the model: its part failing changes nothing).
+    fn not_reviewed(&mut self, batch: &Batch, plan: &[Unreviewed], reason: &str) {
         for file in &batch.files {
+            if plan.iter().any(|listed| listed.path == *file) {
+                continue;
+            }
             self.unreviewed.push(Unreviewed {
                 path: file.clone(),
                 reason: reason.to_owned(),
