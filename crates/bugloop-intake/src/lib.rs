@@ -190,7 +190,8 @@ fn resolve(file: &str, function: Option<&str>, files: &[String]) -> Option<Strin
 const FINGERPRINT_FRAMES: usize = 3;
 
 /// The report's fingerprint: its type, its top frames in the repository (path and function, no
-/// line numbers, which move with every edit) and the statement of the innermost one (so another
+/// line numbers, which move with every edit; a Rust panic's place alone, backtrace or not) and
+/// the statement of the innermost one (so another
 /// error in the same function is another issue); with none in the repository, its type, its
 /// message with the numbers, ids and quoted values taken out, and its top frames as given.
 /// Sixteen hex digits.
@@ -211,12 +212,15 @@ pub fn fingerprint(
             ));
         }
     } else {
-        for frame in located.iter().take(FINGERPRINT_FRAMES) {
-            text.push_str(&format!(
-                "{}:{}\n",
-                frame.path,
-                frame.function.as_deref().unwrap_or("")
-            ));
+        // A Rust panic names its place on its own line; a backtrace (RUST_BACKTRACE) adds the
+        // function and the callers, which the same panic without one lacks: by its place alone.
+        let (frames, functions) = match report.language {
+            Language::Rust => (1, false),
+            _ => (FINGERPRINT_FRAMES, true),
+        };
+        for frame in located.iter().take(frames) {
+            let function = frame.function.as_deref().filter(|_| functions);
+            text.push_str(&format!("{}:{}\n", frame.path, function.unwrap_or("")));
         }
         if let Some(statement) = located.first().and_then(|f| statement(f, repository)) {
             text.push_str(&format!("at: {statement}\n"));

@@ -175,7 +175,9 @@ fn continues(kind: &Kind, line: &str) -> Option<Kind> {
             if blank {
                 return (blanks < 1).then_some(Kind::Go { blank: blanks + 1 });
             }
-            if matches(&LOG_RECORD, line) || line.starts_with("exit status ") {
+            // The runtime's own `[signal SIGSEGV: ...]` line is the panic's, not a log record.
+            let record = matches(&LOG_RECORD, line) && !line.starts_with("[signal ");
+            if record || line.starts_with("exit status ") {
                 return None;
             }
             Some(Kind::Go { blank: 0 })
@@ -265,7 +267,8 @@ done
                 "JavaScript Error (1 frames)",
                 "JavaScript TypeError (2 frames)",
                 "Go panic (2 frames)",
-                "Java java.lang.NullPointerException (1 frames)",
+                // Named by its root cause, with the frames of both sections.
+                "Java java.lang.IllegalStateException (2 frames)",
                 "Rust panic (1 frames)",
             ],
             "{reports:#?}"
@@ -293,6 +296,20 @@ done
         assert!(segmenter.collecting());
         assert!(segmenter.finish().unwrap().starts_with("Traceback"));
         assert!(!segmenter.collecting());
+    }
+
+    /// A Go nil dereference prints the runtime's `[signal SIGSEGV: ...]` line after the panic:
+    /// it is the panic's, not a log record that ends it.
+    #[test]
+    fn a_go_panic_keeps_its_signal_line_and_frames() {
+        let log = "2026-12-06 09:00:00 INFO serving\npanic: runtime error: invalid memory address or nil pointer dereference\n[signal SIGSEGV: segmentation violation code=0x1 addr=0x0 pc=0x48f1c2]\n\ngoroutine 1 [running]:\nmain.handle(...)\n\t/home/ci/build/cmd/server/main.go:5\nexit status 2\n[2026-12-06 09:00:01] INFO restarted\n";
+        let reports = split(log);
+        assert_eq!(reports.len(), 1, "{reports:#?}");
+        assert!(
+            reports[0].contains("\t/home/ci/build/cmd/server/main.go:5"),
+            "{reports:#?}"
+        );
+        assert!(!reports[0].contains("restarted"), "{reports:#?}");
     }
 
     #[test]

@@ -111,6 +111,45 @@ fn a_repeat_after_an_edit_has_the_same_fingerprint_another_place_another() {
     assert_ne!(print(&original), print(&other));
 }
 
+/// The same Rust panic with and without a backtrace (`RUST_BACKTRACE`) is one error; another
+/// panic in the same file is another.
+#[test]
+fn a_rust_panic_is_the_same_error_with_or_without_its_backtrace() {
+    let repository = repository();
+    let print = |text: &str| {
+        let report = read(text.as_bytes()).unwrap();
+        fingerprint(&report, &locate(&report, &repository), &repository)
+    };
+    let with = std::fs::read_to_string("tests/reports/rust.txt").unwrap();
+    let without = "thread 'main' panicked at src/lib.rs:6:5:\nindex out of bounds: the len is 3 but the index is 3\nnote: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n";
+    assert_eq!(print(&with), print(without));
+    let elsewhere = without.replace("src/lib.rs:6:5", "src/lib.rs:2:5");
+    assert_ne!(print(without), print(&elsewhere));
+}
+
+/// Two causes wrapped at the same framework frame are two errors: the root cause decides.
+#[test]
+fn a_java_root_cause_decides_the_error() {
+    let repository = repository();
+    let text = std::fs::read_to_string("tests/reports/java-caused-by.txt").unwrap();
+    let report = read(text.as_bytes()).unwrap();
+    assert_eq!(report.kind, "java.lang.NullPointerException");
+    assert_eq!(
+        report.frames[0].function.as_deref(),
+        Some("com.acme.Cart.label")
+    );
+    assert!(report.trace.contains("Caused by: "), "{}", report.trace);
+    let other = text
+        .replace(
+            "java.lang.NullPointerException",
+            "java.lang.ArithmeticException",
+        )
+        .replace("Cart.label(Cart.java:5)", "Cart.main(Cart.java:8)");
+    let print =
+        |report: &ErrorReport| fingerprint(report, &locate(report, &repository), &repository);
+    assert_ne!(print(&report), print(&read(other.as_bytes()).unwrap()));
+}
+
 #[test]
 fn a_message_without_a_trace_is_told_apart_by_its_words_not_its_numbers() {
     let repository = repository();

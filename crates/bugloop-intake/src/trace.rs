@@ -419,29 +419,51 @@ fn java(lines: &[&str]) -> Option<ErrorReport> {
                 .is_some_and(|next| JAVA_FRAME.is_match(next.trim_end()))
     })?;
     let head = JAVA_HEAD.captures(lines[start].trim_end())?;
-    let mut frames = Vec::new();
+    let (mut kind, mut message) = (head[1].to_owned(), head[2].to_owned());
     let mut end = start + 1;
-    while let Some(c) = lines
+    let mut sections = vec![java_frames(lines, &mut end)];
+    // `Caused by:` sections, each with its frames: the last is the root cause, which says what
+    // failed and where (the outer ones wrap it, often in a framework's code).
+    while let Some(cause) = lines
         .get(end)
-        .and_then(|l| JAVA_FRAME.captures(l.trim_end()))
+        .filter(|l| l.trim_start().starts_with("Caused by: "))
+        .and_then(|l| JAVA_HEAD.captures(l.trim()))
     {
-        frames.push(Frame {
-            file: c[2].to_owned(),
-            line: c.get(3).and_then(|m| m.as_str().parse().ok()),
-            function: Some(c[1].to_owned()),
-            code: None,
-        });
+        (kind, message) = (cause[1].to_owned(), cause[2].to_owned());
         end += 1;
+        sections.push(java_frames(lines, &mut end));
     }
+    // Innermost first: the root cause's frames, then the ones that wrapped it.
+    let frames = sections.into_iter().rev().flatten().collect();
     Some(ErrorReport {
-        kind: head[1].to_owned(),
-        message: head[2].to_owned(),
+        kind,
+        message,
         language: Language::Java,
         frames,
         trace: trace_of(&lines[start..end]),
         reproduction: None,
         level: None,
     })
+}
+
+/// The `at` frames from line `end` on (and the `... N more` that stands for the ones it shares
+/// with the section it causes), moving `end` past them.
+fn java_frames(lines: &[&str], end: &mut usize) -> Vec<Frame> {
+    let mut frames = Vec::new();
+    while let Some(line) = lines.get(*end).map(|l| l.trim_end()) {
+        if let Some(c) = JAVA_FRAME.captures(line) {
+            frames.push(Frame {
+                file: c[2].to_owned(),
+                line: c.get(3).and_then(|m| m.as_str().parse().ok()),
+                function: Some(c[1].to_owned()),
+                code: None,
+            });
+        } else if !(line.trim_start().starts_with("... ") && line.ends_with(" more")) {
+            break;
+        }
+        *end += 1;
+    }
+    frames
 }
 
 /// The value at `path` in `entry`: `a.b` is a key `a.b` as loggers write it flat (ECS's
