@@ -11,6 +11,8 @@ use bugloop_report::converge::{ConvergeReport, Exit};
 
 pub(crate) const SECTION_START: &str = "<!-- bugloop:converge-description -->";
 pub(crate) const SECTION_END: &str = "<!-- /bugloop:converge-description -->";
+/// The line that follows the start marker in every section bugloop writes.
+const SECTION_HEADING: &str = "## What bugloop's audit-fix loop did";
 
 /// The most loop lines the section lists (the loop reviews in the conversation have them all).
 const MAX_LINES: usize = 60;
@@ -46,7 +48,7 @@ fn section_of(report: &ConvergeReport, lines: usize) -> String {
         Exit::Error => "stopped by an error".to_owned(),
     };
     let mut text = format!(
-        "{SECTION_START}\n## What bugloop's audit-fix loop did\n\n**Final state:** {state} after {} loop{} · {} file{} changed, +{} -{} · `{}` → `{}`\n",
+        "{SECTION_START}\n{SECTION_HEADING}\n\n**Final state:** {state} after {} loop{} · {} file{} changed, +{} -{} · `{}` → `{}`\n",
         report.loops,
         if report.loops == 1 { "" } else { "s" },
         report.files_changed,
@@ -95,10 +97,19 @@ fn section_of(report: &ConvergeReport, lines: usize) -> String {
 }
 
 /// `existing` with its section replaced by `section` (added below the author's text when it
-/// has none). A start marker without an end drops what follows it: it was ours, cut short.
+/// has none). A section is the start marker at a line's start followed by bugloop's heading:
+/// the marker quoted in the author's text is theirs. A section without its end marker drops
+/// what follows it: it was ours, cut short.
 pub(crate) fn with_section(existing: Option<&str>, section: &str) -> String {
     let existing = existing.unwrap_or_default();
-    let (above, below) = match existing.find(SECTION_START) {
+    let ours = existing.match_indices(SECTION_START).find(|(start, _)| {
+        (*start == 0 || existing[..*start].ends_with('\n'))
+            && existing[start + SECTION_START.len()..]
+                .trim_start_matches('\r')
+                .strip_prefix('\n')
+                .is_some_and(|rest| rest.starts_with(SECTION_HEADING))
+    });
+    let (above, below) = match ours.map(|(start, _)| start) {
         Some(start) => {
             let rest = &existing[start..];
             let below = rest
@@ -168,7 +179,8 @@ mod tests {
     fn the_authors_text_is_kept_and_only_the_section_replaced() {
         let first = with_section(Some("Fixes the parser.\n\nSee #3.\n"), "S1\n");
         assert_eq!(first, "Fixes the parser.\n\nSee #3.\n\nS1\n");
-        let section = |n: u32| format!("{SECTION_START}\nrun {n}\n{SECTION_END}\n");
+        let section =
+            |n: u32| format!("{SECTION_START}\n{SECTION_HEADING}\nrun {n}\n{SECTION_END}\n");
         let once = with_section(Some("Fixes the parser."), &section(1));
         let edited = format!("{once}\nA note the author added below.\n");
         let twice = with_section(Some(&edited), &section(2));
@@ -181,12 +193,19 @@ mod tests {
         );
         assert!(!twice.contains("run 1"));
         // Ours, cut short: dropped.
-        let cut = format!("Text.\n\n{SECTION_START}\nrun 1\n");
+        let cut = format!("Text.\n\n{SECTION_START}\n{SECTION_HEADING}\nrun 1\n");
         assert_eq!(
             with_section(Some(&cut), &section(3)),
             format!("Text.\n\n{}", section(3))
         );
         assert_eq!(with_section(None, &section(4)), section(4));
+        // The marker quoted in the author's own text (no end, not a section of ours): kept.
+        let quoted = format!("Intro.\n\nbugloop writes after `{SECTION_START}`.\n\nMy notes.\n");
+        let kept = with_section(Some(&quoted), &section(5));
+        assert!(kept.starts_with(&quoted.trim_end().to_owned()), "{kept}");
+        assert!(kept.ends_with(&section(5)), "{kept}");
+        let alone = format!("Intro.\n{SECTION_START}\nMy notes.\n");
+        assert!(with_section(Some(&alone), &section(6)).contains("My notes."));
     }
 
     #[test]
