@@ -205,6 +205,19 @@ pub fn resolved_reply(markers: &MarkerSyntax, reason: &str, by: ResolvedBy) -> S
     )
 }
 
+/// The reply to a developer who accepts a finding: it stays open (pending again, after a
+/// dispute) until the code changes.
+pub(crate) fn accepted_reply(markers: &MarkerSyntax, reasoning: &str) -> String {
+    reply_body(
+        markers,
+        ReplyKind::Status(ThreadStatus::Pending),
+        &format!(
+            "**Noted**: this stays open until the code changes.\n\n{}",
+            reasoning.trim()
+        ),
+    )
+}
+
 /// The reply that raises a finding resolved when its code changed again: the problem is back.
 pub(crate) fn reopened_reply(markers: &MarkerSyntax, reason: &str) -> String {
     reply_body(

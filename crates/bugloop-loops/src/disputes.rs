@@ -12,7 +12,7 @@ use bugloop_report::dispute::{Decision, DisputeOutcome};
 use serde::Deserialize;
 
 use crate::comment_bodies::{ResolvedBy, resolve_thread};
-use crate::comment_bodies::{disputed_reply, escalated_reply, info_reply};
+use crate::comment_bodies::{accepted_reply, disputed_reply, escalated_reply, info_reply};
 use crate::env::{LoopEnv, WorkTarget};
 use crate::error::ActError;
 use crate::prompt::fill;
@@ -118,7 +118,21 @@ pub async fn settle_dispute(
             return held_for_a_maintainer(env, change, root, id, thread, &disputer).await;
         }
         if reviewers.is_empty() {
-            return developer_decides(env, change, root, id).await;
+            // Unless the reply accepts the finding ("you're right, I'll fix it"), the developer
+            // still disagrees, and nobody else is there to decide.
+            let answer = weigh(env, id, thread).await?;
+            if answer.decision != Decision::Accepted {
+                return developer_decides(env, change, root, id).await;
+            }
+            let reasoning = answer.reasoning.trim().to_owned();
+            let (status, reasoning) =
+                carry_out_decision(env, change, root, id, answer.decision, reasoning).await?;
+            return Ok(DisputeOutcome {
+                finding: id.as_str().to_owned(),
+                decision: Some(answer.decision),
+                reasoning,
+                status,
+            });
         }
     }
     let answer = weigh(env, id, thread).await?;
@@ -182,6 +196,12 @@ async fn carry_out_decision(
                 .reply(change, root, &escalated_reply(markers, &reasoning))
                 .await?;
             ThreadStatus::Escalated
+        }
+        Decision::Accepted => {
+            env.forge
+                .reply(change, root, &accepted_reply(markers, &reasoning))
+                .await?;
+            ThreadStatus::Pending
         }
     };
     Ok((status, reasoning))
@@ -269,7 +289,10 @@ async fn weigh(
         schema: serde_json::json!({
             "type": "object",
             "properties": {
-                "decision": {"type": "string", "enum": ["concede", "maintain", "escalate"]},
+                "decision": {
+                    "type": "string",
+                    "enum": ["concede", "maintain", "escalate", "accepted"]
+                },
                 "reasoning": {"type": "string"}
             },
             "required": ["decision", "reasoning"],

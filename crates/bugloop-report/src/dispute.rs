@@ -15,6 +15,9 @@ pub enum Decision {
     Concede,
     Maintain,
     Escalate,
+    /// The developer's reply accepts the finding (agrees, or says it will be fixed): it stays
+    /// open until the code changes.
+    Accepted,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -42,6 +45,9 @@ pub enum DisputeResult {
     Maintained,
     #[serde(rename = "escalated")]
     Escalated,
+    /// The developer accepted the finding: it stays open.
+    #[serde(rename = "accepted")]
+    Accepted,
     /// The developer prevailed without asking the model (no human reviewer to decide).
     #[serde(rename = "the developer's decision stands")]
     DeveloperPrevails,
@@ -53,6 +59,7 @@ impl DisputeResult {
             DisputeResult::Conceded => "conceded",
             DisputeResult::Maintained => "maintained",
             DisputeResult::Escalated => "escalated",
+            DisputeResult::Accepted => "accepted",
             DisputeResult::DeveloperPrevails => "the developer's decision stands",
         }
     }
@@ -64,6 +71,7 @@ impl From<Option<Decision>> for DisputeResult {
             Some(Decision::Concede) => DisputeResult::Conceded,
             Some(Decision::Maintain) => DisputeResult::Maintained,
             Some(Decision::Escalate) => DisputeResult::Escalated,
+            Some(Decision::Accepted) => DisputeResult::Accepted,
             None => DisputeResult::DeveloperPrevails,
         }
     }
@@ -80,7 +88,7 @@ impl fmt::Display for DisputeResult {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct DisputeSummary {
     pub finding: String,
-    /// conceded, maintained, escalated, or the developer's decision stands.
+    /// conceded, maintained, escalated, accepted, or the developer's decision stands.
     #[schemars(with = "String")]
     pub decision: DisputeResult,
     /// The thread's status after it.

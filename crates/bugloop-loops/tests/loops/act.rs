@@ -16,7 +16,7 @@ use bugloop_loops::LoopEnv;
 use bugloop_loops::act::{self, Targets};
 use bugloop_report::act::{ChosenBy, Intent};
 use bugloop_report::build::{BuildStatus, Landing};
-use bugloop_report::dispute::{DisputeOutcome, DisputeResult};
+use bugloop_report::dispute::{Decision, DisputeOutcome, DisputeResult};
 use serde_json::json;
 
 use crate::support::{Repo, StallingForge, git, off_by_one, run, run_full, session, usage};
@@ -595,9 +595,41 @@ async fn disputes_concede_maintain_or_escalate() {
         .0
         .tracked;
     assert_eq!(tracked[0].status, ThreadStatus::Disputed);
-    let outcome = dispute(&repo, &id, "I still disagree", ScriptedProvider::new([])).await;
+    // The reply is weighed first: it still disputes, so the developer's decision stands.
+    let outcome = dispute(
+        &repo,
+        &id,
+        "I still disagree",
+        deciding("maintain", "It still panics."),
+    )
+    .await;
     assert_eq!(outcome.status, ThreadStatus::Resolved);
     assert!(outcome.decision.is_none());
+
+    // A reply after a dispute that accepts the finding ("you're right, I'll fix it") leaves it
+    // open: pending again, not resolved by a decision the developer did not take.
+    let (repo, id) = reviewed().await;
+    dispute(
+        &repo,
+        &id,
+        "it is fine",
+        deciding("maintain", "p = 1.0 is a valid input and panics."),
+    )
+    .await;
+    let outcome = dispute(
+        &repo,
+        &id,
+        "You are right, good catch. I will fix it tomorrow.",
+        deciding("accepted", "Thanks; it stays open until the fix lands."),
+    )
+    .await;
+    assert_eq!(outcome.status, ThreadStatus::Pending);
+    assert_eq!(outcome.decision, Some(Decision::Accepted));
+    let tracked = run(&repo, support::config(), session(vec![], vec![]))
+        .await
+        .0
+        .tracked;
+    assert_eq!(tracked[0].status, ThreadStatus::Pending);
 
     // Escalate: a human must decide.
     let (repo, id) = reviewed().await;
