@@ -157,13 +157,13 @@ pub(crate) fn rules_of(root: &Path, progress: &dyn crate::Progress) -> Vec<RuleF
     rules
 }
 
-/// At most `max` bytes, cut at a character boundary.
 /// The last `count` lines of `text`.
 pub fn last_lines(text: &str, count: usize) -> String {
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(count)..].join("\n")
 }
 
+/// At most `max` bytes, cut at a character boundary.
 pub fn cut(text: &str, max: usize) -> (String, bool) {
     if text.len() <= max {
         return (text.to_owned(), false);

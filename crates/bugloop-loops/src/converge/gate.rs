@@ -48,8 +48,17 @@ pub(super) async fn gate(
             },
         );
         if failed_rounds > env.config().gate.max_fix_rounds {
+            // What each command said, its last lines: why the gate failed, not only which.
+            let said: String = failures
+                .iter()
+                .map(|f| {
+                    let tail = crate::context::last_lines(&bench.relative(&f.output), 20);
+                    let (tail, _) = crate::context::cut(&tail, 4_000);
+                    format!("\n`{}` said:\n{}", f.command, tail.trim_end())
+                })
+                .collect();
             return Ok(Err(format!(
-                "the gate failed before audit {number} after {} fix rounds: {}",
+                "the gate failed before audit {number} after {} fix rounds: {}{said}",
                 env.config().gate.max_fix_rounds,
                 names.join(", ")
             )));

@@ -221,6 +221,8 @@ async fn a_gate_that_cannot_be_fixed_is_an_error() {
     let (report, _) = run(&repo, config, script).await;
     assert_eq!(report.exit, Exit::Error, "{}", report.text());
     assert!(report.detail.contains("gate failed"), "{}", report.detail);
+    // Why, not only which: what the command said.
+    assert!(report.detail.contains("lint: 2 problems"), "{}", report.detail);
     assert_eq!(
         report
             .log
