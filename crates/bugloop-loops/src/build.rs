@@ -353,8 +353,14 @@ pub async fn run_commands(
                     }
                     text.push_str(&errors);
                 }
-                if !output.success() {
-                    text.push_str(&format!("\n[{:?}]", output.exit));
+                match output.exit {
+                    _ if output.success() => {}
+                    // The limit and the setting that sets it, not only that it was hit.
+                    bugloop_sandbox::ExitState::TimedOut => text.push_str(&format!(
+                        "\n[timed out after {} s: sandbox.command_timeout_seconds]",
+                        settings.timeout.as_secs()
+                    )),
+                    other => text.push_str(&format!("\n[{other:?}]")),
                 }
                 (output.success(), tail(&text, 6_000))
             }
@@ -689,7 +695,7 @@ fn commit_as_verified(
         return Ok(BuildStatus::Refused {
             guardrail: false,
             reason: format!(
-                "a verify command changed what the agent wrote ({}); nothing was committed",
+                "a verify command changed what the agent wrote ({})",
                 rewritten.join(", ")
             ),
         });

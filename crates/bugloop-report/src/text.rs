@@ -528,6 +528,9 @@ pub fn build_status(status: &BuildStatus) -> String {
         BuildStatus::VerifyFailed { command, .. } => {
             format!("the verify command `{command}` failed; nothing was committed")
         }
+        BuildStatus::Refused { reason, .. } if reason.ends_with("nothing was committed") => {
+            reason.clone()
+        }
         BuildStatus::Refused { reason, .. } => format!("{reason}; nothing was committed"),
         BuildStatus::AgentFailed { error } => format!("the agent did not finish: {error}"),
     }

@@ -44,7 +44,7 @@ fn section_of(report: &ConvergeReport, lines: usize) -> String {
     let state = match report.exit {
         Exit::Converged => "converged: the last audit found nothing".to_owned(),
         Exit::CapReached => "stopped at converge.max_loops with findings left".to_owned(),
-        Exit::Stuck => "stuck: a fix changed nothing".to_owned(),
+        Exit::Stuck => "stuck: the last fix did not land".to_owned(),
         Exit::Error => "stopped by an error".to_owned(),
     };
     let mut text = format!(

@@ -272,7 +272,7 @@ impl Run<'_, '_> {
     }
 
     /// Rounds of audit and fix from `last` until the loop stops: an audit is clean, a round
-    /// says why it stops, or a fix changed nothing.
+    /// says why it stops, or a fix did not land.
     pub(super) async fn until_stopped(&mut self, mut last: LastAction) -> Result<Stop, ActError> {
         Ok(loop {
             self.keep_progress();
@@ -325,7 +325,7 @@ impl Run<'_, '_> {
         Stop::new(
             Exit::Stuck,
             format!(
-                "The fix left HEAD unchanged; still open: {}",
+                "The last fix did not land (HEAD is unchanged; its loop says why); still open: {}",
                 open.join("; ")
             ),
         )

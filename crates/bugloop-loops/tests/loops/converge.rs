@@ -205,6 +205,26 @@ async fn a_fix_that_changes_nothing_is_stuck_and_the_tree_is_untouched() {
     assert_eq!(worktrees(&repo), 1);
 }
 
+/// A command killed at the time limit says which limit, and the setting that sets it.
+#[tokio::test]
+async fn a_command_at_the_time_limit_names_the_limit() {
+    let mut config = support::config();
+    config.sandbox.command_timeout_seconds = 1;
+    let workspace = tempfile::tempdir().unwrap();
+    let commands = bugloop_domain::safety::parse_verify_command_list("sleep 30").unwrap();
+    let runs = bugloop_loops::build::run_commands(&config, workspace.path(), None, &commands)
+        .await
+        .unwrap();
+    assert!(!runs[0].passed);
+    assert!(
+        runs[0]
+            .output
+            .ends_with("[timed out after 1 s: sandbox.command_timeout_seconds]"),
+        "{}",
+        runs[0].output
+    );
+}
+
 #[tokio::test]
 async fn a_gate_that_cannot_be_fixed_is_an_error() {
     let repo = Repo::with_feature();
@@ -222,7 +242,11 @@ async fn a_gate_that_cannot_be_fixed_is_an_error() {
     assert_eq!(report.exit, Exit::Error, "{}", report.text());
     assert!(report.detail.contains("gate failed"), "{}", report.detail);
     // Why, not only which: what the command said.
-    assert!(report.detail.contains("lint: 2 problems"), "{}", report.detail);
+    assert!(
+        report.detail.contains("lint: 2 problems"),
+        "{}",
+        report.detail
+    );
     assert_eq!(
         report
             .log
