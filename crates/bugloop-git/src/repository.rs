@@ -287,6 +287,19 @@ impl Git {
         Ok(self.run(&["status", "--porcelain"])?.is_empty())
     }
 
+    /// The files that keep the working tree from matching HEAD (changed, staged or untracked,
+    /// not ignored), as `git status` names them: at most `most`, and how many there are.
+    pub fn uncommitted(&self, most: usize) -> Result<(Vec<String>, usize), GitError> {
+        let listed = self.run_raw(&["status", "--porcelain", "-z"], false)?;
+        let names: Vec<String> = listed
+            .split(|b| *b == 0)
+            .filter(|entry| entry.len() > 3)
+            .map(|entry| bugloop_domain::paths::display_path(&entry[3..]))
+            .collect();
+        let count = names.len();
+        Ok((names.into_iter().take(most).collect(), count))
+    }
+
     /// The conversation of the checked-out branch (or of the commit on a detached HEAD).
     pub fn conversation_key(&self) -> ChangeKey {
         match (self.current_branch(), self.head()) {

@@ -24,13 +24,24 @@ use crate::{Progress, sandbox_settings};
 
 pub(crate) const SYSTEM: &str = include_str!("../prompts/build-system.md");
 
+/// The files that make the tree dirty, said in a few words: which to stash, commit or revert.
+fn uncommitted_files(git: &Git) -> Result<String, BuildError> {
+    let (names, count) = git.uncommitted(3)?;
+    let mut said = names.join(", ");
+    if count > names.len() {
+        said.push_str(&format!(" and {} more", count - names.len()));
+    }
+    Ok(said)
+}
+
 /// The refusal for a dirty tree, as the spec words it.
 pub(crate) const DIRTY_TREE: &str = "Uncommitted changes detected. Stash, commit, or revert first.";
 
 #[derive(Debug, thiserror::Error)]
 pub enum BuildError {
-    #[error("{DIRTY_TREE}")]
-    DirtyTree,
+    /// `files`: the first few of them, named (`notes.txt, src/a.rs and 3 more`).
+    #[error("{DIRTY_TREE} ({files})")]
+    DirtyTree { files: String },
     #[error("the repository has no commits yet; commit something first")]
     NoCommits,
     #[error(transparent)]
@@ -99,7 +110,9 @@ impl Workbench {
     fn on_branch(git: &Git, purpose: &str, tip: Option<&str>) -> Result<Workbench, BuildError> {
         let start_head = git.head().ok_or(BuildError::NoCommits)?;
         if !git.is_clean()? {
-            return Err(BuildError::DirtyTree);
+            return Err(BuildError::DirtyTree {
+                files: uncommitted_files(git)?,
+            });
         }
         let tree = TaskTree::create(git.root(), tip.unwrap_or(&start_head), purpose)?;
         Ok(Self::new(git, tree, start_head, git.current_branch()))

@@ -37,6 +37,8 @@ pub async fn fix(
         return match (&targets, recovered) {
             (_, Some(recovered)) if !recovered.ids.is_empty() => Ok(recovered.report()),
             (Targets::StillOpen(ids), _) => Ok(nothing_left(ids)),
+            // "Fix everything open" with nothing open is done, not an error.
+            (Targets::All, _) => Ok(nothing_left(&[])),
             _ => Err(ActError::Invalid(format!(
                 "{change} has no open findings to fix"
             ))),

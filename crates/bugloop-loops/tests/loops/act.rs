@@ -370,6 +370,8 @@ async fn a_dirty_tree_is_refused_before_anything_starts() {
             error.to_string().contains("Uncommitted changes detected"),
             "{error}"
         );
+        // Which files: the ones to stash, commit or revert.
+        assert!(error.to_string().ends_with("(notes.txt)"), "{error}");
         assert_eq!(script.requests().len(), 0, "the model was not asked");
         assert_eq!(snapshot(&repo), before);
         let error = act::do_request(env, "add a test").await.unwrap_err();
