@@ -424,6 +424,31 @@ async fn a_head_that_moved_meanwhile_leaves_the_fix_on_a_branch() {
     let _ = id;
 }
 
+/// "Fix everything open" with nothing open is done, not an error, and asks no model.
+#[tokio::test]
+async fn fixing_all_with_nothing_open_is_nothing_to_do() {
+    let repo = Repo::with_feature();
+    let before = snapshot(&repo);
+    let report = with_env(
+        &repo,
+        support::config(),
+        ScriptedProvider::new([]),
+        async |env| {
+            act::fix(env, &env.git.conversation_key(), &Targets::All, None)
+                .await
+                .unwrap()
+        },
+    )
+    .await;
+    assert!(report.build.is_none());
+    assert!(
+        report.message.starts_with("nothing to fix"),
+        "{}",
+        report.message
+    );
+    assert_eq!(snapshot(&repo), before);
+}
+
 #[tokio::test]
 async fn do_requests_commit_as_chores_and_protected_paths_are_refused() {
     let repo = Repo::with_feature();
