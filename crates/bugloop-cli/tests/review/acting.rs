@@ -177,6 +177,10 @@ fn a_converge_killed_after_a_fix_goes_on_from_it() {
     let shown = stdout(&output);
     assert_eq!(output.status.code(), Some(0), "{shown}{}", stderr(&output));
     assert!(shown.contains("Went on from "), "{shown}");
+    // The killed run's loops are the rerun's too: its fix is in the log and the description.
+    assert!(shown.contains("fix: "), "{shown}");
+    let description = dir.git(&["config", "branch.feature.description"]);
+    assert!(description.contains("| fix |"), "{description}");
     assert!(dir.read("lib.rs").contains("v[v.len() - 1]"));
     assert_eq!(dir.git(&["status", "--porcelain"]), "");
 }

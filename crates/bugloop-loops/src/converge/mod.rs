@@ -68,6 +68,11 @@ pub async fn converge(
         });
     }
     let (bench, resumed) = open_bench(env, change, &head_now)?;
+    // A rerun goes on from an interrupted run's loops: its report and description say them.
+    let (loops, log) = resumed
+        .as_ref()
+        .map(|r| (r.loops, r.log.clone()))
+        .unwrap_or_default();
     let mut run = Run {
         env,
         connect,
@@ -75,22 +80,23 @@ pub async fn converge(
         tree: bench.git().clone(),
         bench,
         merge_base: selected.base.clone(),
-        cap: env.config().converge.max_loops,
-        loops: 0,
-        log: Vec::new(),
+        // `converge.max_loops` counted anew from where the interrupted run's loops got to.
+        cap: env.config().converge.max_loops.saturating_add(loops),
+        loops,
+        log,
         quarantined: Vec::new(),
         proven: Vec::new(),
     };
     let first = match &resumed {
         // It was stopped after a clean audit of that commit: only the landing was left.
-        Some(tip) if record::history(&env.forge.comments(change).await?, tip).clean_on_head => {
+        Some(r) if record::history(&env.forge.comments(change).await?, &r.tip).clean_on_head => {
             LastAction::Audited(Vec::new())
         }
         _ => LastAction::Fresh,
     };
     let stop = run.until_stopped(first).await?;
     let stop = match &resumed {
-        Some(tip) => stop.resumed_from(tip),
+        Some(r) => stop.resumed_from(&r.tip),
         None => stop,
     };
     let report = run.finish(stop, history.earlier_dirty).await?;
@@ -155,15 +161,15 @@ fn open_bench(
     env: &LoopEnv<'_>,
     change: &ChangeKey,
     head_now: &str,
-) -> Result<(Workbench, Option<String>), ActError> {
+) -> Result<(Workbench, Option<pending::Resumed>), ActError> {
     let resumed = kept::dir(env).and_then(|dir| pending::resumable(dir, change, head_now, env.git));
     let bench = match &resumed {
-        Some(tip) => {
+        Some(resumed) => {
             env.progress.event(crate::ProgressEvent::Step(format!(
                 "going on from {}, where an interrupted run's loops got to",
-                short(tip)
+                short(&resumed.tip)
             )));
-            Workbench::resume(env.git, "converge", tip)?
+            Workbench::resume(env.git, "converge", &resumed.tip)?
         }
         None => Workbench::open(env.git, "converge", &env.work)?,
     };

@@ -10,7 +10,7 @@ use std::path::Path;
 
 use bugloop_forge::ChangeKey;
 use bugloop_git::Git;
-use bugloop_report::converge::ConvergeReport;
+use bugloop_report::converge::{ConvergeReport, LoopLine};
 use serde::{Deserialize, Serialize};
 
 use crate::kept;
@@ -21,8 +21,16 @@ const KIND: &str = "converge";
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(tag = "state", rename_all = "snake_case")]
 enum Kept {
-    /// The loops have reached `tip`, on top of `start` (HEAD when the run began).
-    Working { start: String, tip: String },
+    /// The loops have reached `tip`, on top of `start` (HEAD when the run began), after
+    /// `loops` loops whose lines are `log` (none in a record kept before they were).
+    Working {
+        start: String,
+        tip: String,
+        #[serde(default)]
+        loops: u32,
+        #[serde(default)]
+        log: Vec<LoopLine>,
+    },
     /// The run finished at the report's final commit; `landed` once its commits landed (the
     /// report then says where).
     Landing {
@@ -39,18 +47,29 @@ fn read(runs_dir: &Path, change: &ChangeKey) -> Option<Kept> {
     kept::read(runs_dir, KIND, change)
 }
 
-/// Keeps the commit the loops have reached.
+/// Keeps the commit the loops have reached, and what they did to get there.
 pub(super) fn keep_progress(
     runs_dir: &Path,
     change: &ChangeKey,
-    start: &str,
-    tip: &str,
+    (start, tip): (&str, &str),
+    (loops, log): (u32, &[LoopLine]),
 ) -> Result<(), String> {
     let kept = Kept::Working {
         start: start.to_owned(),
         tip: tip.to_owned(),
+        loops,
+        log: log.to_vec(),
     };
     keep(runs_dir, change, &kept)
+}
+
+/// Where an interrupted run got to, for a rerun to go on from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Resumed {
+    pub tip: String,
+    /// Its loops and their lines, which the rerun's report and description go on from.
+    pub loops: u32,
+    pub log: Vec<LoopLine>,
 }
 
 /// Keeps a finished run's report: before its commits land (`report.landing` unset), and
@@ -67,28 +86,42 @@ pub(super) fn keep_report(
     keep(runs_dir, change, &kept)
 }
 
-/// The commit an interrupted run on `change` reached from `head`, when there is one to go on
-/// from: it was started on this very HEAD, and its commit is still there, past HEAD (a run
-/// stopped while its commits were landing counts too).
+/// Where an interrupted run on `change` got from `head`, when there is a commit to go on from:
+/// it was started on this very HEAD, and its commit is still there, past HEAD (a run stopped
+/// while its commits were landing counts too).
 pub(super) fn resumable(
     runs_dir: &Path,
     change: &ChangeKey,
     head: &str,
     git: &Git,
-) -> Option<String> {
-    let (start, tip) = match read(runs_dir, change)? {
-        Kept::Working { start, tip } => (start, tip),
+) -> Option<Resumed> {
+    let (start, resumed) = match read(runs_dir, change)? {
+        Kept::Working {
+            start,
+            tip,
+            loops,
+            log,
+        } => (start, Resumed { tip, loops, log }),
         Kept::Landing {
             report,
             landed: false,
-        } => (report.start_commit, report.final_commit),
+        } => {
+            let report = *report;
+            let resumed = Resumed {
+                tip: report.final_commit,
+                loops: report.loops,
+                log: report.log,
+            };
+            (report.start_commit, resumed)
+        }
         Kept::Landing { landed: true, .. } => return None,
     };
+    let tip = &resumed.tip;
     let held = start == head
         && tip != head
-        && kept::is_commit_id(&tip)
-        && git.is_ancestor(head, &tip).ok()?;
-    held.then_some(tip)
+        && kept::is_commit_id(tip)
+        && git.is_ancestor(head, tip).ok()?;
+    held.then_some(resumed)
 }
 
 /// The report kept by a run of `change` whose final commit is `head`, if it stopped before its
@@ -148,15 +181,25 @@ mod tests {
         let tip = repo.head();
         let dir = tempfile::tempdir().unwrap();
         let change = ChangeKey("local:main".to_owned());
-        keep_progress(dir.path(), &change, &start, &tip).unwrap();
+        let log = [LoopLine {
+            number: 1,
+            kind: bugloop_report::converge::LoopKind::Fix,
+            text: "fixed 1".to_owned(),
+        }];
+        keep_progress(dir.path(), &change, (&start, &tip), (1, &log)).unwrap();
+        // What the loops did comes back with where they got to, for the report to go on from.
         assert_eq!(
             resumable(dir.path(), &change, &start, &git),
-            Some(tip.clone())
+            Some(Resumed {
+                tip: tip.clone(),
+                loops: 1,
+                log: log.to_vec(),
+            })
         );
         // Another HEAD (the branch moved, or the tip itself): nothing to resume.
         assert_eq!(resumable(dir.path(), &change, &tip, &git), None);
         // A tip that does not descend from the start is not taken.
-        keep_progress(dir.path(), &change, &tip, &start).unwrap();
+        keep_progress(dir.path(), &change, (&tip, &start), (1, &log)).unwrap();
         assert_eq!(resumable(dir.path(), &change, &tip, &git), None);
         // A run stopped while landing goes on from its final commit; once landed, nothing is
         // left to go on from.
@@ -164,8 +207,8 @@ mod tests {
         stopped.start_commit.clone_from(&start);
         keep_report(dir.path(), &change, &stopped).unwrap();
         assert_eq!(
-            resumable(dir.path(), &change, &start, &git),
-            Some(tip.clone())
+            resumable(dir.path(), &change, &start, &git).map(|r| (r.tip, r.loops)),
+            Some((tip.clone(), 2))
         );
         stopped.landing = Some(bugloop_report::build::Landing::FastForwarded {
             branch: "main".to_owned(),

@@ -306,7 +306,8 @@ impl Run<'_, '_> {
             return;
         };
         let start = &self.bench.start_head;
-        if let Err(error) = pending::keep_progress(dir, self.change, start, &tip) {
+        let done = (self.loops, self.log.as_slice());
+        if let Err(error) = pending::keep_progress(dir, self.change, (start, &tip), done) {
             self.env.progress.event(crate::ProgressEvent::Step(format!(
                 "the loops' progress was not kept for a rerun ({error})"
             )));
