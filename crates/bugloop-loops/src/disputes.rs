@@ -124,19 +124,10 @@ pub async fn settle_dispute(
             if answer.decision != Decision::Accepted {
                 return developer_decides(env, change, root, id).await;
             }
-            let reasoning = answer.reasoning.trim().to_owned();
-            let (status, reasoning) =
-                carry_out_decision(env, change, root, id, answer.decision, reasoning).await?;
-            return Ok(DisputeOutcome {
-                finding: id.as_str().to_owned(),
-                decision: Some(answer.decision),
-                reasoning,
-                status,
-            });
+            return carried_out(env, change, root, id, answer).await;
         }
     }
     let answer = weigh(env, id, thread).await?;
-    let reasoning = answer.reasoning.trim().to_owned();
     if matches!(answer.decision, Decision::Concede)
         && settler == Settler::AuthorOnly
         && serious(thread)
@@ -144,10 +135,22 @@ pub async fn settle_dispute(
         let held = held_for_a_maintainer(env, change, root, id, thread, &disputer).await?;
         return Ok(DisputeOutcome {
             decision: Some(answer.decision),
-            reasoning: format!("{reasoning} ({})", held.reasoning),
+            reasoning: format!("{} ({})", answer.reasoning.trim(), held.reasoning),
             ..held
         });
     }
+    carried_out(env, change, root, id, answer).await
+}
+
+/// The model's `answer` carried out on the thread, as the outcome of the dispute.
+async fn carried_out(
+    env: &LoopEnv<'_>,
+    change: &ChangeKey,
+    root: &bugloop_domain::thread::Comment,
+    id: &FindingId,
+    answer: DisputeAnswer,
+) -> Result<DisputeOutcome, ActError> {
+    let reasoning = answer.reasoning.trim().to_owned();
     let (status, reasoning) =
         carry_out_decision(env, change, root, id, answer.decision, reasoning).await?;
     Ok(DisputeOutcome {
