@@ -3,7 +3,7 @@
 
 use bugloop_domain::proof::ProofTest;
 use bugloop_domain::safety::sanitize_user_comment;
-use bugloop_domain::thread::{Comment, ThreadState, find_thread};
+use bugloop_domain::thread::{Comment, ThreadState, ThreadStatus, find_thread};
 use bugloop_forge::ChangeKey;
 
 use bugloop_report::act::{ActReport, ChosenBy, Intent};
@@ -32,7 +32,21 @@ pub async fn fix(
     };
     let (comments, state) = env.conversation(change).await?;
     let open = open_threads(&state);
-    let chosen = chosen_threads(&open, &targets, change)?;
+    let chosen = match chosen_threads(&open, &targets, change) {
+        Ok(chosen) => chosen,
+        // Every finding named was resolved already: nothing to do, said with how.
+        Err(error) => match already_resolved(&state.threads, &targets) {
+            Some(said) => {
+                let message = format!("nothing to fix: {said}");
+                return Ok(ActReport::nothing_built(
+                    Intent::Fix(Vec::new()),
+                    ChosenBy::Command,
+                    message,
+                ));
+            }
+            None => return Err(error),
+        },
+    };
     if chosen.is_empty() {
         return match (&targets, recovered) {
             (_, Some(recovered)) if !recovered.ids.is_empty() => Ok(recovered.report()),
@@ -160,6 +174,30 @@ fn tool_fix_of(thread: &ThreadState) -> Option<crate::build::ToolFix> {
         &source,
         (thread.file.as_deref(), thread.line),
     )
+}
+
+/// When every finding `targets` names is resolved already: that, and how (by which commit,
+/// when a fix resolved it).
+fn already_resolved(threads: &[ThreadState], targets: &Targets) -> Option<String> {
+    let Targets::Ids(ids) = targets else {
+        return None;
+    };
+    let said: Option<Vec<String>> = ids
+        .iter()
+        .map(|id| {
+            let thread = find_thread(threads.iter(), id).ok()?;
+            let finding = thread.finding_id.as_ref()?.as_str();
+            (thread.status == ThreadStatus::Resolved).then(|| match &thread.fixed_in {
+                Some(commit) => format!(
+                    "{finding} is already resolved (fixed in {})",
+                    bugloop_git::short(commit)
+                ),
+                None => format!("{finding} is already resolved"),
+            })
+        })
+        .collect();
+    said.filter(|said| !said.is_empty())
+        .map(|said| said.join("; "))
 }
 
 /// The open findings `targets` names (each once), or all of them.

@@ -125,7 +125,7 @@ async fn a_verified_fix_lands_and_resolves_the_finding() {
     // No worktree is left behind.
     assert_eq!(git(repo.path(), &["worktree", "list"]).lines().count(), 1);
     // A request read while the finding was open, acted on after this fix resolved it: answered,
-    // nothing built, the model not asked; naming it by hand still says it is not open.
+    // nothing built, the model not asked; naming it by hand says it is resolved, and by what.
     let head = git(repo.path(), &["rev-parse", "HEAD"]);
     let script = Arc::new(ScriptedProvider::new([clamp_edit()]));
     support::with_env(&repo, support::config(), script.clone(), async |env| {
@@ -140,10 +140,14 @@ async fn a_verified_fix_lands_and_resolves_the_finding() {
         );
         let by_hand = act::fix(env, &key, &Targets::Ids(vec![id.clone()]), None)
             .await
-            .unwrap_err();
+            .unwrap();
+        assert!(by_hand.build.is_none(), "{by_hand:?}");
         assert!(
-            by_hand.to_string().contains("is not an open finding"),
-            "{by_hand}"
+            by_hand.message.starts_with(&format!(
+                "nothing to fix: {id} is already resolved (fixed in "
+            )),
+            "{}",
+            by_hand.message
         );
     })
     .await;
