@@ -142,7 +142,9 @@ pub async fn settle_dispute(
     carried_out(env, change, root, id, answer).await
 }
 
-/// The model's `answer` carried out on the thread, as the outcome of the dispute.
+/// The model's `answer` carried out on the thread: conceded (resolved), maintained, escalated or
+/// accepted, each with its reply; the outcome has the thread's status and the reasoning (with
+/// the resolving note).
 async fn carried_out(
     env: &LoopEnv<'_>,
     change: &ChangeKey,
@@ -150,27 +152,8 @@ async fn carried_out(
     id: &FindingId,
     answer: DisputeAnswer,
 ) -> Result<DisputeOutcome, ActError> {
-    let reasoning = answer.reasoning.trim().to_owned();
-    let (status, reasoning) =
-        carry_out_decision(env, change, root, id, answer.decision, reasoning).await?;
-    Ok(DisputeOutcome {
-        finding: id.as_str().to_owned(),
-        decision: Some(answer.decision),
-        reasoning,
-        status,
-    })
-}
-
-/// The model's decision carried out on the thread: conceded (resolved), maintained or escalated,
-/// each with its reply; the thread's status and the reasoning (with the resolving note) come back.
-async fn carry_out_decision(
-    env: &LoopEnv<'_>,
-    change: &ChangeKey,
-    root: &bugloop_domain::thread::Comment,
-    id: &FindingId,
-    decision: Decision,
-    mut reasoning: String,
-) -> Result<(ThreadStatus, String), ActError> {
+    let decision = answer.decision;
+    let mut reasoning = answer.reasoning.trim().to_owned();
     let markers = &env.settings.markers;
     let status = match decision {
         Decision::Concede => {
@@ -207,7 +190,12 @@ async fn carry_out_decision(
             ThreadStatus::Pending
         }
     };
-    Ok((status, reasoning))
+    Ok(DisputeOutcome {
+        finding: id.as_str().to_owned(),
+        decision: Some(decision),
+        reasoning,
+        status,
+    })
 }
 
 /// Someone who is neither the change's author nor a writer disputed: the finding stays open,
