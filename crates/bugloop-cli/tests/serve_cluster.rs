@@ -122,7 +122,10 @@ impl Cluster {
         let binary = match options.user {
             Some(uid) => {
                 let copy = dir.path().join("bugloop");
-                std::fs::copy(env!("CARGO_BIN_EXE_bugloop"), &copy).unwrap();
+                bugloop_testkit::users::copy_program(
+                    std::path::Path::new(env!("CARGO_BIN_EXE_bugloop")),
+                    &copy,
+                );
                 for path in [dir.path(), fixture.origin()] {
                     let status = Command::new("chown")
                         .args(["-R", &format!("{uid}:{uid}")])

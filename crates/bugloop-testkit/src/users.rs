@@ -60,6 +60,20 @@ pub fn command_as(user: Option<u32>, program: impl AsRef<OsStr>) -> Command {
     }
 }
 
+/// Copies the executable `program` to `copy`, mode 0755, by a `cp` of its own: a copy written
+/// by this process would hold a writable descriptor that a child another test thread forks
+/// meanwhile inherits, and running the copy then fails with "Text file busy" (ETXTBSY).
+pub fn copy_program(program: &Path, copy: &Path) {
+    let status = Command::new("cp")
+        .arg("--")
+        .arg(program)
+        .arg(copy)
+        .status()
+        .unwrap_or_else(|error| panic!("cannot run cp: {error}"));
+    assert!(status.success(), "cannot copy {}", program.display());
+    std::fs::set_permissions(copy, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
 /// The program `user` runs: `program` itself for this test's user; for another, a copy in `dir`
 /// that anyone may execute (the build may sit under `/root`, which others cannot enter).
 pub fn program_for(user: Option<u32>, program: &Path, dir: &Path) -> PathBuf {
@@ -68,9 +82,7 @@ pub fn program_for(user: Option<u32>, program: &Path, dir: &Path) -> PathBuf {
         Some(_) => {
             let name = program.file_name().unwrap_or(OsStr::new("program"));
             let copy = dir.join(name);
-            std::fs::copy(program, &copy)
-                .unwrap_or_else(|error| panic!("cannot copy {}: {error}", program.display()));
-            std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).unwrap();
+            copy_program(program, &copy);
             copy
         }
     }

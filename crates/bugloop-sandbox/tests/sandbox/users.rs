@@ -16,8 +16,7 @@ fn world_executable_copy() -> PathBuf {
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
         let copy = dir.join("sandbox-tests");
-        std::fs::copy(std::env::current_exe().unwrap(), &copy).unwrap();
-        std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).unwrap();
+        bugloop_testkit::users::copy_program(&std::env::current_exe().unwrap(), &copy);
         copy
     })
     .clone()
