@@ -89,7 +89,7 @@ pub async fn settle_dispute(
         return Ok(DisputeOutcome {
             finding: id.as_str().to_owned(),
             decision: None,
-            reasoning: "already resolved".to_owned(),
+            reasoning: bugloop_report::dispute::ALREADY_RESOLVED.to_owned(),
             status: ThreadStatus::Resolved,
         });
     }

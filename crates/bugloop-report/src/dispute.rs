@@ -29,9 +29,16 @@ pub struct DisputeOutcome {
     pub status: ThreadStatus,
 }
 
+/// The reasoning of an outcome whose finding was resolved before the reply was weighed.
+pub const ALREADY_RESOLVED: &str = "already resolved";
+
 impl DisputeOutcome {
-    /// What happened, in words (`conceded`, ..., `the developer's decision stands`).
+    /// What happened, in words (`conceded`, ..., `the developer's decision stands`, or
+    /// `nothing to weigh` for a finding resolved before: a fix, say).
     pub fn decision_label(&self) -> &'static str {
+        if self.decision.is_none() && self.reasoning == ALREADY_RESOLVED {
+            return "nothing to weigh";
+        }
         DisputeResult::from(self.decision).as_str()
     }
 }

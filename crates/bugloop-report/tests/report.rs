@@ -374,6 +374,14 @@ fn the_review_as_json_keeps_the_strings_of_its_enums() {
         serde_json::to_value(&developer).unwrap()["decision"],
         "the developer's decision stands"
     );
+    // A reply to a finding resolved before it was weighed (a fix): nothing was decided.
+    let resolved = DisputeOutcome {
+        finding: "x".to_owned(),
+        decision: None,
+        reasoning: bugloop_report::dispute::ALREADY_RESOLVED.to_owned(),
+        status: ThreadStatus::Resolved,
+    };
+    assert_eq!(resolved.decision_label(), "nothing to weigh");
 }
 
 #[test]
