@@ -7,9 +7,7 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 use bugloop_llm::budget::estimate_input_tokens;
 use bugloop_llm::scripted::tool_reply;
-use bugloop_llm::{
-    Capabilities, ChatRequest, ChatResponse, LlmError, Provider, Role, StreamSink, Usage,
-};
+use bugloop_llm::{Capabilities, ChatRequest, ChatResult, Provider, Role, Sink, Usage};
 use serde_json::json;
 
 /// What the benchmark's models can do: call tools, and no more.
@@ -64,11 +62,7 @@ impl Provider for PassModel {
         TOOLS_ONLY
     }
 
-    async fn chat(
-        &self,
-        request: &ChatRequest,
-        _: Option<StreamSink<'_>>,
-    ) -> Result<ChatResponse, LlmError> {
+    async fn chat(&self, request: &ChatRequest, _: Sink<'_>) -> ChatResult {
         let input = estimate_input_tokens(request);
         if let Ok(mut requests) = self.requests.lock() {
             requests.push(input);

@@ -13,9 +13,7 @@ use std::time::Instant;
 use async_trait::async_trait;
 use bugloop_llm::budget::estimate_input_tokens;
 use bugloop_llm::scripted::{text_reply, tool_reply};
-use bugloop_llm::{
-    Capabilities, ChatRequest, ChatResponse, LlmError, Provider, Role, StreamSink, Usage,
-};
+use bugloop_llm::{Capabilities, ChatRequest, ChatResult, Provider, Role, Sink, Usage};
 use bugloop_report::review::{ProofStatus, ReviewReport};
 use serde::Serialize;
 use serde_json::json;
@@ -92,11 +90,7 @@ impl Provider for ProvingModel {
         TOOLS_ONLY
     }
 
-    async fn chat(
-        &self,
-        request: &ChatRequest,
-        _: Option<StreamSink<'_>>,
-    ) -> Result<ChatResponse, LlmError> {
+    async fn chat(&self, request: &ChatRequest, _: Sink<'_>) -> ChatResult {
         let usage = Self::usage(request);
         let first = request
             .messages

@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use bugloop_domain::learning::Pattern;
 use bugloop_domain::solve::SolveState;
 use jiff::Timestamp;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::{ChangeKey, ForgeError};
 
@@ -91,8 +91,30 @@ pub struct DraftRequest {
     pub closes: Option<u64>,
 }
 
+/// A step to record: `from -> to`, why, and what the pipeline resumes from.
+#[derive(Debug, Clone, Copy)]
+pub struct NewTransition<'a> {
+    pub from: Option<SolveState>,
+    pub to: SolveState,
+    pub reason: &'a str,
+    pub detail: &'a serde_json::Value,
+}
+
+impl NewTransition<'_> {
+    /// The step as recorded at `at`.
+    pub fn recorded_at(&self, at: Timestamp) -> SolveTransition {
+        SolveTransition {
+            from: self.from,
+            to: self.to,
+            reason: self.reason.to_owned(),
+            detail: self.detail.clone(),
+            at,
+        }
+    }
+}
+
 /// One recorded step of an issue's state machine.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SolveTransition {
     pub from: Option<SolveState>,
     pub to: SolveState,
@@ -177,10 +199,7 @@ pub trait Tracker: Send + Sync + std::fmt::Debug {
     async fn record_transition(
         &self,
         issue: u64,
-        from: Option<SolveState>,
-        to: SolveState,
-        reason: &str,
-        detail: &serde_json::Value,
+        step: NewTransition<'_>,
     ) -> Result<SolveTransition, ForgeError>;
 
     /// The commit `branch` points at on the forge, if it exists.

@@ -13,9 +13,10 @@ use crate::Provider;
 use crate::error::LlmError;
 use crate::http::{Http, HttpSettings, WireFormat};
 use crate::types::{
-    Capabilities, ChatRequest, ChatResponse, FinishReason, Message, Role, StreamEvent, StreamSink,
-    ToolCall, ToolChoice, Usage,
+    Capabilities, ChatRequest, ChatResponse, FinishReason, Message, Role, StreamEvent, ToolCall,
+    ToolChoice, Usage,
 };
+use crate::{ChatResult, Sink};
 
 /// The API version bugloop speaks.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
@@ -95,12 +96,7 @@ impl AnthropicProvider {
         body
     }
 
-    async fn attempt(
-        &self,
-        request: &ChatRequest,
-        body: &Value,
-        sink: Option<StreamSink<'_>>,
-    ) -> Result<ChatResponse, LlmError> {
+    async fn attempt(&self, request: &ChatRequest, body: &Value, sink: Sink<'_>) -> ChatResult {
         let url = format!("{}/v1/messages", self.base_url);
         let headers = [
             ("x-api-key", self.api_key.clone()),
@@ -128,11 +124,7 @@ impl Provider for AnthropicProvider {
         }
     }
 
-    async fn chat(
-        &self,
-        request: &ChatRequest,
-        sink: Option<StreamSink<'_>>,
-    ) -> Result<ChatResponse, LlmError> {
+    async fn chat(&self, request: &ChatRequest, sink: Sink<'_>) -> ChatResult {
         let body = self.body(request);
         self.http
             .with_retries(sink, || self.attempt(request, &body, sink))
@@ -226,7 +218,7 @@ fn add_usage(into: &mut Usage, value: &Value) {
     }
 }
 
-fn parse_response(value: &Value, default_model: &str) -> Result<ChatResponse, LlmError> {
+fn parse_response(value: &Value, default_model: &str) -> ChatResult {
     if value.get("type").and_then(Value::as_str) == Some("error") {
         return Err(LlmError::InvalidResponse(format!(
             "error in a successful response: {value}"
@@ -315,7 +307,7 @@ impl StreamState {
 
     /// A new content block at `index`: a tool call (announced to `sink` at once, its arguments
     /// follow in deltas) or text.
-    fn block_start(&mut self, index: u64, value: &Value, sink: Option<StreamSink<'_>>) {
+    fn block_start(&mut self, index: u64, value: &Value, sink: Sink<'_>) {
         let block = value.get("content_block").cloned().unwrap_or(Value::Null);
         let started = match block.get("type").and_then(Value::as_str) {
             Some("tool_use") => {
@@ -354,12 +346,7 @@ impl StreamState {
 
     /// A piece of the block at `index`: text (passed on to `sink`) or a tool call's JSON
     /// arguments. A delta for a block that never started means the stream is broken.
-    fn block_delta(
-        &mut self,
-        index: u64,
-        value: &Value,
-        sink: Option<StreamSink<'_>>,
-    ) -> Result<(), LlmError> {
+    fn block_delta(&mut self, index: u64, value: &Value, sink: Sink<'_>) -> Result<(), LlmError> {
         let delta = value.get("delta").cloned().unwrap_or(Value::Null);
         match (
             self.blocks.get_mut(&index),
@@ -407,12 +394,7 @@ impl StreamState {
 impl WireFormat for StreamState {
     /// Folds one server-sent event into the state, passing text and started tool calls on to
     /// `sink` as they come.
-    fn on_event(
-        &mut self,
-        event: &str,
-        data: &str,
-        sink: Option<StreamSink<'_>>,
-    ) -> Result<(), LlmError> {
+    fn on_event(&mut self, event: &str, data: &str, sink: Sink<'_>) -> Result<(), LlmError> {
         if event == "ping" || data.trim().is_empty() {
             return Ok(());
         }
@@ -433,7 +415,7 @@ impl WireFormat for StreamState {
         Ok(())
     }
 
-    fn finish(self, default_model: &str) -> Result<ChatResponse, LlmError> {
+    fn finish(self, default_model: &str) -> ChatResult {
         if !self.stopped {
             return Err(LlmError::StreamInterrupted("no message_stop event".into()));
         }
@@ -457,7 +439,7 @@ impl WireFormat for StreamState {
         })
     }
 
-    fn parse(value: &Value, default_model: &str) -> Result<ChatResponse, LlmError> {
+    fn parse(value: &Value, default_model: &str) -> ChatResult {
         parse_response(value, default_model)
     }
 }

@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use serde::Serialize;
 
-use crate::error::LlmError;
 pub use crate::overrun::{BudgetExceeded, Limit, Refused, UsageSummary};
-use crate::types::{ChatRequest, ChatResponse, StreamSink, Usage};
+use crate::types::{ChatRequest, Usage};
+use crate::{ChatResult, Sink};
 use crate::{Provider, ProviderLayer};
 
 /// US dollars per million tokens.
@@ -415,11 +415,7 @@ impl ProviderLayer for Metered {
         &*self.inner
     }
 
-    async fn chat(
-        &self,
-        request: &ChatRequest,
-        sink: Option<StreamSink<'_>>,
-    ) -> Result<ChatResponse, LlmError> {
+    async fn chat(&self, request: &ChatRequest, sink: Sink<'_>) -> ChatResult {
         let mut request = request.clone();
         let held = loop {
             // Made before asking, so an answer that comes in between is not missed.

@@ -7,7 +7,8 @@ use std::time::Duration;
 use futures_util::StreamExt;
 
 use crate::error::{LlmError, classify_status};
-use crate::types::{ChatResponse, StreamEvent, StreamSink};
+use crate::types::StreamEvent;
+use crate::{ChatResult, Sink};
 
 /// Timeouts and retry policy of the hosted providers.
 #[derive(Debug, Clone, PartialEq)]
@@ -39,16 +40,11 @@ impl Default for HttpSettings {
 /// How a provider's answers read: a streamed answer assembled event by event, or a whole one.
 pub(crate) trait WireFormat: Default {
     /// Folds one server-sent event into the answer so far, passing text on to `sink`.
-    fn on_event(
-        &mut self,
-        event: &str,
-        data: &str,
-        sink: Option<StreamSink<'_>>,
-    ) -> Result<(), LlmError>;
+    fn on_event(&mut self, event: &str, data: &str, sink: Sink<'_>) -> Result<(), LlmError>;
     /// The streamed answer, complete (`default_model` when the stream did not name one).
-    fn finish(self, default_model: &str) -> Result<ChatResponse, LlmError>;
+    fn finish(self, default_model: &str) -> ChatResult;
     /// A whole answer.
-    fn parse(value: &serde_json::Value, default_model: &str) -> Result<ChatResponse, LlmError>;
+    fn parse(value: &serde_json::Value, default_model: &str) -> ChatResult;
 }
 
 #[derive(Debug, Clone)]
@@ -111,9 +107,9 @@ impl Http {
         headers: &[(&str, String)],
         body: &serde_json::Value,
         stream: bool,
-        sink: Option<StreamSink<'_>>,
+        sink: Sink<'_>,
         model: &str,
-    ) -> Result<ChatResponse, LlmError> {
+    ) -> ChatResult {
         let response = self.post_json(url, headers, body).await?;
         if stream {
             let mut state = Wire::default();
@@ -158,7 +154,7 @@ impl Http {
     /// with full jitter.
     pub(crate) async fn with_retries<T, F, Fut>(
         &self,
-        sink: Option<StreamSink<'_>>,
+        sink: Sink<'_>,
         mut attempt: F,
     ) -> Result<T, LlmError>
     where

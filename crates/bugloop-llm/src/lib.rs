@@ -30,6 +30,12 @@ pub use error::{Advice, LlmError};
 pub use http::HttpSettings;
 pub use types::*;
 
+/// Where a chat's streamed text goes; `None` when nobody watches it.
+pub type Sink<'a> = Option<StreamSink<'a>>;
+
+/// What one chat turn returns.
+pub type ChatResult = Result<ChatResponse, LlmError>;
+
 /// A model behind one interface. Implementations retry transient failures themselves.
 #[async_trait]
 pub trait Provider: Send + Sync + std::fmt::Debug {
@@ -38,11 +44,7 @@ pub trait Provider: Send + Sync + std::fmt::Debug {
     fn capabilities(&self) -> Capabilities;
     /// One chat turn. With `request.stream`, text arrives at `sink` as it is generated; the
     /// returned response is always complete.
-    async fn chat(
-        &self,
-        request: &ChatRequest,
-        sink: Option<StreamSink<'_>>,
-    ) -> Result<ChatResponse, LlmError>;
+    async fn chat(&self, request: &ChatRequest, sink: Sink<'_>) -> ChatResult;
 }
 
 #[async_trait]
@@ -53,11 +55,7 @@ impl<P: Provider + ?Sized> Provider for Arc<P> {
     fn capabilities(&self) -> Capabilities {
         (**self).capabilities()
     }
-    async fn chat(
-        &self,
-        request: &ChatRequest,
-        sink: Option<StreamSink<'_>>,
-    ) -> Result<ChatResponse, LlmError> {
+    async fn chat(&self, request: &ChatRequest, sink: Sink<'_>) -> ChatResult {
         (**self).chat(request, sink).await
     }
 }
@@ -71,11 +69,7 @@ pub trait ProviderLayer: Send + Sync + std::fmt::Debug {
     fn inner(&self) -> &dyn Provider;
 
     /// One chat turn, as [`Provider::chat`].
-    async fn chat(
-        &self,
-        request: &ChatRequest,
-        sink: Option<StreamSink<'_>>,
-    ) -> Result<ChatResponse, LlmError>;
+    async fn chat(&self, request: &ChatRequest, sink: Sink<'_>) -> ChatResult;
 }
 
 #[async_trait]
@@ -86,11 +80,7 @@ impl<L: ProviderLayer> Provider for L {
     fn capabilities(&self) -> Capabilities {
         self.inner().capabilities()
     }
-    async fn chat(
-        &self,
-        request: &ChatRequest,
-        sink: Option<StreamSink<'_>>,
-    ) -> Result<ChatResponse, LlmError> {
+    async fn chat(&self, request: &ChatRequest, sink: Sink<'_>) -> ChatResult {
         ProviderLayer::chat(self, request, sink).await
     }
 }

@@ -23,9 +23,10 @@ use llama_cpp_2::vocab::LlamaVocab;
 use crate::Provider;
 use crate::error::LlmError;
 use crate::types::{
-    Capabilities, ChatRequest, ChatResponse, FinishReason, Message, Role, StreamEvent, StreamSink,
-    ToolChoice, Usage,
+    Capabilities, ChatRequest, ChatResponse, FinishReason, Message, Role, StreamEvent, ToolChoice,
+    Usage,
 };
+use crate::{ChatResult, Sink};
 
 /// The default model's file name.
 pub const DEFAULT_MODEL_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
@@ -233,11 +234,7 @@ impl Provider for LocalProvider {
         }
     }
 
-    async fn chat(
-        &self,
-        request: &ChatRequest,
-        sink: Option<StreamSink<'_>>,
-    ) -> Result<ChatResponse, LlmError> {
+    async fn chat(&self, request: &ChatRequest, sink: Sink<'_>) -> ChatResult {
         if !request.tools.is_empty() && request.tool_choice != ToolChoice::None {
             return Err(LlmError::Unsupported {
                 provider: self.label.clone(),

@@ -10,9 +10,10 @@ use crate::Provider;
 use crate::error::LlmError;
 use crate::http::{Http, HttpSettings, WireFormat};
 use crate::types::{
-    Capabilities, ChatRequest, ChatResponse, FinishReason, Message, Role, StreamEvent, StreamSink,
-    ToolCall, ToolChoice, Usage,
+    Capabilities, ChatRequest, ChatResponse, FinishReason, Message, Role, StreamEvent, ToolCall,
+    ToolChoice, Usage,
 };
+use crate::{ChatResult, Sink};
 
 #[derive(Debug)]
 pub struct OpenAiProvider {
@@ -103,12 +104,7 @@ impl OpenAiProvider {
         body
     }
 
-    async fn attempt(
-        &self,
-        request: &ChatRequest,
-        body: &Value,
-        sink: Option<StreamSink<'_>>,
-    ) -> Result<ChatResponse, LlmError> {
+    async fn attempt(&self, request: &ChatRequest, body: &Value, sink: Sink<'_>) -> ChatResult {
         let url = format!("{}/chat/completions", self.base_url);
         let mut headers = Vec::new();
         if let Some(key) = &self.api_key {
@@ -136,11 +132,7 @@ impl Provider for OpenAiProvider {
         }
     }
 
-    async fn chat(
-        &self,
-        request: &ChatRequest,
-        sink: Option<StreamSink<'_>>,
-    ) -> Result<ChatResponse, LlmError> {
+    async fn chat(&self, request: &ChatRequest, sink: Sink<'_>) -> ChatResult {
         let body = self.body(request);
         self.http
             .with_retries(sink, || self.attempt(request, &body, sink))
@@ -196,7 +188,7 @@ fn usage(value: Option<&Value>) -> Usage {
     }
 }
 
-fn parse_response(value: &Value, default_model: &str) -> Result<ChatResponse, LlmError> {
+fn parse_response(value: &Value, default_model: &str) -> ChatResult {
     if let Some(error) = value.get("error") {
         return Err(LlmError::InvalidResponse(format!(
             "error in a successful response: {error}"
@@ -275,12 +267,7 @@ struct StreamState {
 
 impl WireFormat for StreamState {
     /// Folds one chunk into the answer (OpenAI's events carry no type: every one is data).
-    fn on_event(
-        &mut self,
-        _event: &str,
-        data: &str,
-        sink: Option<StreamSink<'_>>,
-    ) -> Result<(), LlmError> {
+    fn on_event(&mut self, _event: &str, data: &str, sink: Sink<'_>) -> Result<(), LlmError> {
         if data.trim() == "[DONE]" {
             self.done = true;
             return Ok(());
@@ -352,7 +339,7 @@ impl WireFormat for StreamState {
         Ok(())
     }
 
-    fn finish(self, default_model: &str) -> Result<ChatResponse, LlmError> {
+    fn finish(self, default_model: &str) -> ChatResult {
         let Some(finish) = self.finish else {
             return Err(LlmError::StreamInterrupted(format!(
                 "no finish reason after {} characters{}",
@@ -385,7 +372,7 @@ impl WireFormat for StreamState {
         })
     }
 
-    fn parse(value: &Value, default_model: &str) -> Result<ChatResponse, LlmError> {
+    fn parse(value: &Value, default_model: &str) -> ChatResult {
         parse_response(value, default_model)
     }
 }

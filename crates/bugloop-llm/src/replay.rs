@@ -15,7 +15,8 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::error::LlmError;
-use crate::types::{Capabilities, ChatRequest, ChatResponse, Role, StreamEvent, StreamSink};
+use crate::types::{Capabilities, ChatRequest, ChatResponse, Role, StreamEvent};
+use crate::{ChatResult, Sink};
 use crate::{Provider, ProviderLayer};
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -122,11 +123,7 @@ impl Provider for ReplayProvider {
         self.capabilities
     }
 
-    async fn chat(
-        &self,
-        request: &ChatRequest,
-        sink: Option<StreamSink<'_>>,
-    ) -> Result<ChatResponse, LlmError> {
+    async fn chat(&self, request: &ChatRequest, sink: Sink<'_>) -> ChatResult {
         let key = request_key(request);
         let answer = {
             let mut answers = self
@@ -185,11 +182,7 @@ impl ProviderLayer for Recorder {
         &*self.inner
     }
 
-    async fn chat(
-        &self,
-        request: &ChatRequest,
-        sink: Option<StreamSink<'_>>,
-    ) -> Result<ChatResponse, LlmError> {
+    async fn chat(&self, request: &ChatRequest, sink: Sink<'_>) -> ChatResult {
         let response = self.inner.chat(request, sink).await?;
         let exchange = Exchange {
             key: request_key(request),

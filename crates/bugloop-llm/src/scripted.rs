@@ -10,11 +10,12 @@ use async_trait::async_trait;
 use crate::Provider;
 use crate::error::LlmError;
 use crate::types::{
-    Capabilities, ChatRequest, ChatResponse, FinishReason, Message, Role, StreamEvent, StreamSink,
-    ToolCall, Usage,
+    Capabilities, ChatRequest, ChatResponse, FinishReason, Message, Role, StreamEvent, ToolCall,
+    Usage,
 };
+use crate::{ChatResult, Sink};
 
-type Step = Box<dyn FnOnce(&ChatRequest) -> Result<ChatResponse, LlmError> + Send>;
+type Step = Box<dyn FnOnce(&ChatRequest) -> ChatResult + Send>;
 
 pub struct ScriptedProvider {
     label: String,
@@ -264,10 +265,7 @@ impl ScriptedProvider {
     }
 
     /// The next call is answered by `answer`, which sees the request.
-    pub fn push_fn(
-        &self,
-        answer: impl FnOnce(&ChatRequest) -> Result<ChatResponse, LlmError> + Send + 'static,
-    ) {
+    pub fn push_fn(&self, answer: impl FnOnce(&ChatRequest) -> ChatResult + Send + 'static) {
         self.push_step(Box::new(answer));
     }
 
@@ -318,11 +316,7 @@ impl Provider for ScriptedProvider {
         self.capabilities
     }
 
-    async fn chat(
-        &self,
-        request: &ChatRequest,
-        sink: Option<StreamSink<'_>>,
-    ) -> Result<ChatResponse, LlmError> {
+    async fn chat(&self, request: &ChatRequest, sink: Sink<'_>) -> ChatResult {
         self.requests
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)

@@ -7,10 +7,9 @@
 use serde::de::DeserializeOwned;
 
 use crate::Provider;
+use crate::Sink;
 use crate::error::LlmError;
-use crate::types::{
-    ChatRequest, ChatResponse, FinishReason, JsonSchemaFormat, Message, StreamSink,
-};
+use crate::types::{ChatRequest, ChatResponse, FinishReason, JsonSchemaFormat, Message};
 
 const INSTRUCTION: &str = include_str!("../prompts/structured-output.md");
 const REPAIR: &str = include_str!("../prompts/structured-repair.md");
@@ -41,7 +40,7 @@ pub async fn complete_json(
     provider: &dyn Provider,
     mut request: ChatRequest,
     format: JsonSchemaFormat,
-    sink: Option<StreamSink<'_>>,
+    sink: Sink<'_>,
 ) -> Result<Structured, StructuredError> {
     let validator = jsonschema::validator_for(&format.schema)
         .map_err(|e| StructuredError::BadSchema(e.to_string()))?;
@@ -105,7 +104,7 @@ pub async fn complete_typed<T: DeserializeOwned>(
     provider: &dyn Provider,
     request: ChatRequest,
     format: JsonSchemaFormat,
-    sink: Option<StreamSink<'_>>,
+    sink: Sink<'_>,
 ) -> Result<(T, Vec<ChatResponse>), StructuredError> {
     let structured = complete_json(provider, request, format, sink).await?;
     let value = serde_json::from_value(structured.value)

@@ -8,9 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use bugloop_llm::{
-    ChatRequest, ChatResponse, LlmError, Provider, ProviderLayer, StreamEvent, StreamSink,
-};
+use bugloop_llm::{ChatRequest, ChatResult, Provider, ProviderLayer, Sink, StreamEvent};
 
 use crate::{Progress, ProgressEvent};
 
@@ -49,11 +47,7 @@ impl ProviderLayer for Watched {
         &*self.inner
     }
 
-    async fn chat(
-        &self,
-        request: &ChatRequest,
-        sink: Option<StreamSink<'_>>,
-    ) -> Result<ChatResponse, LlmError> {
+    async fn chat(&self, request: &ChatRequest, sink: Sink<'_>) -> ChatResult {
         // The caller's sink only gets the stream it asked for.
         let forward = sink.filter(|_| request.stream);
         let mut request = request.clone();

@@ -29,7 +29,7 @@ mod tests;
 mod threads;
 
 use bugloop_domain::solve::SolveState;
-use bugloop_forge::tracker::{TrackedIssue, Tracker};
+use bugloop_forge::tracker::{NewTransition, TrackedIssue, Tracker};
 use bugloop_report::solve::SolveReport;
 
 use self::detail::{Empty, SolvingStarted, Taken};
@@ -327,10 +327,12 @@ pub async fn status(tracker: &dyn Tracker, issue: u64) -> Result<SolveReport, So
         let recorded = tracker
             .record_transition(
                 issue,
-                Some(SolveState::Ready),
-                SolveState::Merged,
-                &format!("#{number} was merged"),
-                &detail::to_json(&Empty {})?,
+                NewTransition {
+                    from: Some(SolveState::Ready),
+                    to: SolveState::Merged,
+                    reason: &format!("#{number} was merged"),
+                    detail: &detail::to_json(&Empty {})?,
+                },
             )
             .await;
         match recorded {
@@ -422,7 +424,15 @@ impl Run<'_, '_> {
         }
         let transition = self
             .tracker
-            .record_transition(self.number(), from, to, reason, &detail)
+            .record_transition(
+                self.number(),
+                NewTransition {
+                    from,
+                    to,
+                    reason,
+                    detail: &detail,
+                },
+            )
             .await?;
         self.env
             .progress

@@ -18,14 +18,13 @@ use bugloop_domain::solve::SolveState;
 use bugloop_git::Git;
 use bugloop_github::{GitHubError, NewPullRequest, PullRequest};
 use jiff::Timestamp;
-use serde::{Deserialize, Serialize};
 
 use super::GitHubForge;
 use crate::ForgeError;
 use crate::tracker::{
     ChangeRequest, ChangeRequestState, Check, DraftRequest, HeadReview, IssueDraft,
-    LEARNING_ISSUES, Labelling, PatternIssue, REPORT_LABEL, ReportCount, SolveTransition,
-    TrackedIssue, Tracker,
+    LEARNING_ISSUES, Labelling, NewTransition, PatternIssue, REPORT_LABEL, ReportCount,
+    SolveTransition, TrackedIssue, Tracker,
 };
 
 const RECORD_TAG: &str = "<!-- bugloop:solve-record -->";
@@ -49,15 +48,6 @@ impl std::fmt::Debug for GitHubTracker<'_> {
             .field("fenced", &self.fence.is_some())
             .finish_non_exhaustive()
     }
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-struct StoredStep {
-    from: Option<SolveState>,
-    to: SolveState,
-    reason: String,
-    detail: serde_json::Value,
-    at: Timestamp,
 }
 
 impl<'f> GitHubTracker<'f> {
@@ -88,7 +78,7 @@ impl<'f> GitHubTracker<'f> {
     }
 
     /// bugloop's record comment on the issue, and the steps it holds.
-    async fn record(&self, issue: u64) -> Result<(Option<u64>, Vec<StoredStep>), ForgeError> {
+    async fn record(&self, issue: u64) -> Result<(Option<u64>, Vec<SolveTransition>), ForgeError> {
         let comments = self
             .forge
             .client
@@ -153,7 +143,7 @@ impl<'f> GitHubTracker<'f> {
     }
 }
 
-fn decode(body: &str) -> Option<Vec<StoredStep>> {
+fn decode(body: &str) -> Option<Vec<SolveTransition>> {
     let start = body.find(DATA_PREFIX)? + DATA_PREFIX.len();
     let end = start + body[start..].find(" -->")?;
     let bytes = base64::engine::general_purpose::STANDARD
@@ -164,7 +154,7 @@ fn decode(body: &str) -> Option<Vec<StoredStep>> {
 
 /// The record comment: the steps as a table, then as data. Within GitHub's limit: older
 /// attempts' command output goes first, then the oldest rows of the table.
-fn render(steps: &[StoredStep]) -> Result<String, ForgeError> {
+fn render(steps: &[SolveTransition]) -> Result<String, ForgeError> {
     let mut steps = steps.to_vec();
     let limit = bugloop_github::MAX_BODY_CHARS - 1_000;
     loop {
@@ -430,43 +420,25 @@ impl Tracker for GitHubTracker<'_> {
 
     async fn solve_history(&self, issue: u64) -> Result<Vec<SolveTransition>, ForgeError> {
         let (_, steps) = self.record(issue).await?;
-        Ok(steps
-            .into_iter()
-            .map(|s| SolveTransition {
-                from: s.from,
-                to: s.to,
-                reason: s.reason,
-                detail: s.detail,
-                at: s.at,
-            })
-            .collect())
+        Ok(steps)
     }
 
     async fn record_transition(
         &self,
         issue: u64,
-        from: Option<SolveState>,
-        to: SolveState,
-        reason: &str,
-        detail: &serde_json::Value,
+        step: NewTransition<'_>,
     ) -> Result<SolveTransition, ForgeError> {
         self.may_write()?;
         let (comment, mut steps) = self.record(issue).await?;
         let current = steps.last().map(|s| s.to);
-        if current != from {
+        if current != step.from {
             return Err(ForgeError::Invalid(format!(
                 "issue #{issue} is {} now, not {}: another run moved it",
                 current.map_or("not started", SolveState::as_str),
-                from.map_or("not started", SolveState::as_str)
+                step.from.map_or("not started", SolveState::as_str)
             )));
         }
-        let step = StoredStep {
-            from,
-            to,
-            reason: reason.to_owned(),
-            detail: detail.clone(),
-            at: Timestamp::now(),
-        };
+        let step = step.recorded_at(Timestamp::now());
         steps.push(step.clone());
         let body = render(&steps)?;
         match comment {
@@ -483,13 +455,7 @@ impl Tracker for GitHubTracker<'_> {
                     .await?;
             }
         }
-        Ok(SolveTransition {
-            from: step.from,
-            to: step.to,
-            reason: step.reason,
-            detail: step.detail,
-            at: step.at,
-        })
+        Ok(step)
     }
 
     async fn branch_head(&self, branch: &str) -> Result<Option<String>, ForgeError> {

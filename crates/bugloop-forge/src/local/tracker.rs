@@ -11,7 +11,8 @@ use bugloop_store::{
 
 use crate::tracker::{
     ChangeRequest, ChangeRequestState, Check, DraftRequest, HeadReview, IssueDraft,
-    LEARNING_ISSUES, Labelling, PatternIssue, ReportCount, SolveTransition, TrackedIssue, Tracker,
+    LEARNING_ISSUES, Labelling, NewTransition, PatternIssue, ReportCount, SolveTransition,
+    TrackedIssue, Tracker,
 };
 use crate::{ChangeKey, ForgeError};
 
@@ -301,29 +302,20 @@ impl Tracker for LocalForge {
     async fn record_transition(
         &self,
         issue: u64,
-        from: Option<SolveState>,
-        to: SolveState,
-        reason: &str,
-        detail: &serde_json::Value,
+        step: NewTransition<'_>,
     ) -> Result<SolveTransition, ForgeError> {
         let stored = self
             .store
             .record_transition(
                 number(issue)?,
-                from.map(SolveState::as_str),
-                to.as_str(),
-                reason,
-                &detail.to_string(),
+                step.from.map(SolveState::as_str),
+                step.to.as_str(),
+                step.reason,
+                &step.detail.to_string(),
             )
             .await
             .map_err(refused)?;
-        Ok(SolveTransition {
-            from,
-            to,
-            reason: stored.reason,
-            detail: detail.clone(),
-            at: stored.at,
-        })
+        Ok(step.recorded_at(stored.at))
     }
 
     async fn branch_head(&self, branch: &str) -> Result<Option<String>, ForgeError> {

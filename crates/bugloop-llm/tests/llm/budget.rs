@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use bugloop_llm::budget::{Limit, Meter, Metered, Price};
 use bugloop_llm::scripted::{ScriptedProvider, text_reply};
 use bugloop_llm::{
-    BudgetLimits, Capabilities, ChatRequest, ChatResponse, LlmError, Provider, StreamSink, Usage,
+    BudgetLimits, Capabilities, ChatRequest, ChatResult, LlmError, Provider, Sink, Usage,
 };
 
 use crate::support::user_request;
@@ -265,11 +265,7 @@ impl Provider for Paced {
     fn capabilities(&self) -> Capabilities {
         Capabilities::default()
     }
-    async fn chat(
-        &self,
-        _: &ChatRequest,
-        _: Option<StreamSink<'_>>,
-    ) -> Result<ChatResponse, LlmError> {
+    async fn chat(&self, _: &ChatRequest, _: Sink<'_>) -> ChatResult {
         tokio::time::sleep(self.after).await;
         Ok(text_reply("answer", usage(self.input, 100)))
     }

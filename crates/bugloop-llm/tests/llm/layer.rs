@@ -3,9 +3,7 @@
 
 use async_trait::async_trait;
 use bugloop_llm::scripted::{ScriptedProvider, text_reply};
-use bugloop_llm::{
-    Capabilities, ChatRequest, ChatResponse, LlmError, Provider, ProviderLayer, StreamSink, Usage,
-};
+use bugloop_llm::{Capabilities, ChatRequest, ChatResult, Provider, ProviderLayer, Sink, Usage};
 
 use crate::support::user_request;
 
@@ -21,11 +19,7 @@ impl ProviderLayer for Shouting {
         &self.inner
     }
 
-    async fn chat(
-        &self,
-        request: &ChatRequest,
-        sink: Option<StreamSink<'_>>,
-    ) -> Result<ChatResponse, LlmError> {
+    async fn chat(&self, request: &ChatRequest, sink: Sink<'_>) -> ChatResult {
         let mut response = self.inner.chat(request, sink).await?;
         response.message.content = response.message.content.to_uppercase();
         Ok(response)

@@ -10,7 +10,7 @@ use bugloop_domain::finding::Finding;
 use bugloop_domain::grounding::Head;
 use bugloop_forge::ChangeKey;
 use bugloop_git::{Git, short};
-use bugloop_llm::{ChatRequest, ChatResponse, LlmError, Provider, ProviderLayer, StreamSink};
+use bugloop_llm::{ChatRequest, ChatResult, Provider, ProviderLayer, Sink};
 use bugloop_report::converge::Quarantined;
 
 use crate::act::ActError;
@@ -112,11 +112,7 @@ impl ProviderLayer for Tempered {
         &*self.inner
     }
 
-    async fn chat(
-        &self,
-        request: &ChatRequest,
-        sink: Option<StreamSink<'_>>,
-    ) -> Result<ChatResponse, LlmError> {
+    async fn chat(&self, request: &ChatRequest, sink: Sink<'_>) -> ChatResult {
         let mut request = request.clone();
         request.temperature = Some(self.temperature);
         self.inner.chat(&request, sink).await

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use bugloop_config::{AuditFocus, AuditorConfig, Validator};
 use bugloop_llm::scripted::{ScriptedProvider, text_reply, tool_reply};
-use bugloop_llm::{ChatRequest, ChatResponse, LlmError, Provider, StreamSink};
+use bugloop_llm::{ChatRequest, ChatResult, LlmError, Provider, Sink};
 use bugloop_loops::converge::converge;
 use bugloop_report::build::Landing;
 use bugloop_report::converge::{ConvergeReport, Exit, LoopKind};
@@ -458,11 +458,7 @@ impl Provider for Held {
         self.inner.capabilities()
     }
 
-    async fn chat(
-        &self,
-        request: &ChatRequest,
-        sink: Option<StreamSink<'_>>,
-    ) -> Result<ChatResponse, LlmError> {
+    async fn chat(&self, request: &ChatRequest, sink: Sink<'_>) -> ChatResult {
         use std::sync::atomic::Ordering;
         let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
         self.most_in_flight.fetch_max(now, Ordering::SeqCst);

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use async_trait::async_trait;
 use bugloop_domain::thread::Comment;
 use bugloop_llm::scripted::ScriptedProvider;
-use bugloop_llm::{Capabilities, ChatRequest, ChatResponse, LlmError, Provider, StreamSink};
+use bugloop_llm::{Capabilities, ChatRequest, ChatResult, Provider, Sink};
 
 use crate::support::{self, Repo, off_by_one, review_branch, session};
 
@@ -29,11 +29,7 @@ impl Provider for PushDuringReview {
     fn capabilities(&self) -> Capabilities {
         self.model.capabilities()
     }
-    async fn chat(
-        &self,
-        request: &ChatRequest,
-        sink: Option<StreamSink<'_>>,
-    ) -> Result<ChatResponse, LlmError> {
+    async fn chat(&self, request: &ChatRequest, sink: Sink<'_>) -> ChatResult {
         if !self.pushed.swap(true, Ordering::SeqCst) {
             std::fs::write(self.repo.join("NOTES.md"), "pushed during the review\n").unwrap();
             bugloop_testkit::git(&self.repo, &["add", "NOTES.md"]);

@@ -59,15 +59,9 @@ impl Tracker for Killing {
     async fn record_transition(
         &self,
         issue: u64,
-        from: Option<SolveState>,
-        to: SolveState,
-        reason: &str,
-        detail: &serde_json::Value,
+        step: NewTransition<'_>,
     ) -> Result<SolveTransition, ForgeError> {
-        let recorded = self
-            .inner
-            .record_transition(issue, from, to, reason, detail)
-            .await?;
+        let recorded = self.inner.record_transition(issue, step).await?;
         if self.recorded.fetch_add(1, Ordering::SeqCst) + 1 == self.kill_after {
             self.killed.notify_one();
             std::future::pending::<()>().await;

@@ -14,8 +14,8 @@ use async_trait::async_trait;
 use bugloop_domain::solve::SolveState;
 use bugloop_forge::local::LocalForge;
 use bugloop_forge::tracker::{
-    ChangeRequest, Check, DraftRequest, IssueDraft, ReportCount, SolveTransition, TrackedIssue,
-    Tracker,
+    ChangeRequest, Check, DraftRequest, IssueDraft, NewTransition, ReportCount, SolveTransition,
+    TrackedIssue, Tracker,
 };
 use bugloop_forge::{ChangeKey, Forge, ForgeError};
 use bugloop_git::Git;
