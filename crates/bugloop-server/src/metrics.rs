@@ -161,9 +161,11 @@ impl ServerMetrics {
 
     /// Deliveries by outcome, and the queue's jobs by kind and state.
     fn render_deliveries(&self, out: &mut String, queue: &[(JobKind, JobState, i64)]) {
-        out.push_str(
-            "# HELP bugloop_deliveries_total Webhook deliveries since the server started, by outcome.\n\
-             # TYPE bugloop_deliveries_total counter\n",
+        family(
+            out,
+            "bugloop_deliveries_total",
+            "counter",
+            "Webhook deliveries since the server started, by outcome.",
         );
         let d = &self.deliveries;
         for (outcome, count) in [
@@ -180,9 +182,11 @@ impl ServerMetrics {
                 count.load(Ordering::Relaxed)
             );
         }
-        out.push_str(
-            "# HELP bugloop_jobs Jobs in the queue (every process sharing it), by kind and state.\n\
-             # TYPE bugloop_jobs gauge\n",
+        family(
+            out,
+            "bugloop_jobs",
+            "gauge",
+            "Jobs in the queue (every process sharing it), by kind and state.",
         );
         for (kind, state, count) in queue {
             let _ = writeln!(
@@ -197,16 +201,20 @@ impl ServerMetrics {
 
 /// This process's jobs: how long they waited and ran, the tokens and money they spent.
 fn render_jobs(out: &mut String, figures: &Figures) {
-    out.push_str(
-        "# HELP bugloop_job_wait_seconds How long jobs this process started waited in the queue.\n\
-         # TYPE bugloop_job_wait_seconds histogram\n",
+    family(
+        out,
+        "bugloop_job_wait_seconds",
+        "histogram",
+        "How long jobs this process started waited in the queue.",
     );
     for (kind, histogram) in &figures.waited {
         histogram.render(out, "bugloop_job_wait_seconds", &format!("kind=\"{kind}\""));
     }
-    out.push_str(
-        "# HELP bugloop_job_run_seconds How long this process's attempts at jobs ran, by how they ended.\n\
-         # TYPE bugloop_job_run_seconds histogram\n",
+    family(
+        out,
+        "bugloop_job_run_seconds",
+        "histogram",
+        "How long this process's attempts at jobs ran, by how they ended.",
     );
     for ((kind, ended), histogram) in &figures.ran {
         histogram.render(
@@ -215,9 +223,11 @@ fn render_jobs(out: &mut String, figures: &Figures) {
             &format!("kind=\"{kind}\",outcome=\"{ended}\""),
         );
     }
-    out.push_str(
-        "# HELP bugloop_model_tokens_total Model tokens spent by this process's jobs.\n\
-         # TYPE bugloop_model_tokens_total counter\n",
+    family(
+        out,
+        "bugloop_model_tokens_total",
+        "counter",
+        "Model tokens spent by this process's jobs.",
     );
     for ((kind, direction), tokens) in &figures.tokens {
         let _ = writeln!(
@@ -225,9 +235,11 @@ fn render_jobs(out: &mut String, figures: &Figures) {
             "bugloop_model_tokens_total{{kind=\"{kind}\",direction=\"{direction}\"}} {tokens}"
         );
     }
-    out.push_str(
-        "# HELP bugloop_model_cost_usd_total What this process's jobs cost, for priced models.\n\
-         # TYPE bugloop_model_cost_usd_total counter\n",
+    family(
+        out,
+        "bugloop_model_cost_usd_total",
+        "counter",
+        "What this process's jobs cost, for priced models.",
     );
     for (kind, cost) in &figures.cost_usd {
         let _ = writeln!(
@@ -239,30 +251,34 @@ fn render_jobs(out: &mut String, figures: &Figures) {
 
 /// GitHub's rate limits, as last reported, per installation and resource.
 fn render_rate_limits(out: &mut String, figures: &Figures) {
-    out.push_str(
-        "# HELP bugloop_github_rate_limit_remaining Requests left in GitHub's window, as last reported.\n\
-         # TYPE bugloop_github_rate_limit_remaining gauge\n",
-    );
-    for ((installation, resource), rate) in &figures.rate_limits {
-        let _ = writeln!(
-            out,
-            "bugloop_github_rate_limit_remaining{{installation=\"{installation}\",resource=\"{}\"}} {}",
-            label(resource),
-            rate.remaining
-        );
+    let gauges: [(&str, &str, fn(&RateLimit) -> u64); 2] = [
+        (
+            "bugloop_github_rate_limit_remaining",
+            "Requests left in GitHub's window, as last reported.",
+            |rate| rate.remaining,
+        ),
+        (
+            "bugloop_github_rate_limit_limit",
+            "The size of GitHub's window, as last reported.",
+            |rate| rate.limit,
+        ),
+    ];
+    for (name, help, value) in gauges {
+        family(out, name, "gauge", help);
+        for ((installation, resource), rate) in &figures.rate_limits {
+            let _ = writeln!(
+                out,
+                "{name}{{installation=\"{installation}\",resource=\"{}\"}} {}",
+                label(resource),
+                value(rate)
+            );
+        }
     }
-    out.push_str(
-        "# HELP bugloop_github_rate_limit_limit The size of GitHub's window, as last reported.\n\
-         # TYPE bugloop_github_rate_limit_limit gauge\n",
-    );
-    for ((installation, resource), rate) in &figures.rate_limits {
-        let _ = writeln!(
-            out,
-            "bugloop_github_rate_limit_limit{{installation=\"{installation}\",resource=\"{}\"}} {}",
-            label(resource),
-            rate.limit
-        );
-    }
+}
+
+/// The `# HELP` and `# TYPE` lines that open a metric family.
+fn family(out: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
 }
 
 /// A label value as Prometheus' text format wants it (the resource name comes from a header).
