@@ -251,7 +251,8 @@ fn render_jobs(out: &mut String, figures: &Figures) {
 
 /// GitHub's rate limits, as last reported, per installation and resource.
 fn render_rate_limits(out: &mut String, figures: &Figures) {
-    let gauges: [(&str, &str, fn(&RateLimit) -> u64); 2] = [
+    type Gauge = (&'static str, &'static str, fn(&RateLimit) -> u64);
+    let gauges: [Gauge; 2] = [
         (
             "bugloop_github_rate_limit_remaining",
             "Requests left in GitHub's window, as last reported.",
