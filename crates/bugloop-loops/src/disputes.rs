@@ -8,7 +8,7 @@ use bugloop_domain::paths::prompt_path;
 use bugloop_domain::safety::truncate_finding_body;
 use bugloop_domain::thread::{ThreadState, ThreadStatus};
 use bugloop_forge::ChangeKey;
-use bugloop_report::dispute::{Decision, DisputeOutcome};
+use bugloop_report::dispute::{Decision, DisputeOutcome, DisputeResult};
 use serde::Deserialize;
 
 use crate::comment_bodies::{ResolvedBy, resolve_thread};
@@ -88,8 +88,9 @@ pub async fn settle_dispute(
     if thread.status == ThreadStatus::Resolved {
         return Ok(DisputeOutcome {
             finding: id.as_str().to_owned(),
+            result: DisputeResult::NothingToWeigh,
             decision: None,
-            reasoning: bugloop_report::dispute::ALREADY_RESOLVED.to_owned(),
+            reasoning: "already resolved".to_owned(),
             status: ThreadStatus::Resolved,
         });
     }
@@ -192,6 +193,7 @@ async fn carried_out(
     };
     Ok(DisputeOutcome {
         finding: id.as_str().to_owned(),
+        result: DisputeResult::from(Some(decision)),
         decision: Some(decision),
         reasoning,
         status,
@@ -218,6 +220,7 @@ async fn not_theirs_to_settle(
         .await?;
     Ok(DisputeOutcome {
         finding: id.as_str().to_owned(),
+        result: DisputeResult::NotTheirs,
         decision: None,
         reasoning,
         status: thread.status,
@@ -249,6 +252,7 @@ async fn developer_decides(
     }
     Ok(DisputeOutcome {
         finding: id.as_str().to_owned(),
+        result: DisputeResult::DeveloperPrevails,
         decision: None,
         reasoning,
         status: ThreadStatus::Resolved,
@@ -354,6 +358,7 @@ async fn held_for_a_maintainer(
         .await?;
     Ok(DisputeOutcome {
         finding: id.as_str().to_owned(),
+        result: DisputeResult::HeldForMaintainer,
         decision: None,
         reasoning,
         status: thread.status,

@@ -23,23 +23,18 @@ pub enum Decision {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct DisputeOutcome {
     pub finding: String,
-    /// `None` when the developer prevailed without asking the model.
+    /// What became of the reply.
+    pub result: DisputeResult,
+    /// The model's answer; `None` when the reply was settled without asking the model.
     pub decision: Option<Decision>,
     pub reasoning: String,
     pub status: ThreadStatus,
 }
 
-/// The reasoning of an outcome whose finding was resolved before the reply was weighed.
-pub const ALREADY_RESOLVED: &str = "already resolved";
-
 impl DisputeOutcome {
-    /// What happened, in words (`conceded`, ..., `the developer's decision stands`, or
-    /// `nothing to weigh` for a finding resolved before: a fix, say).
+    /// What happened, in words (`conceded`, ..., `nothing to weigh`).
     pub fn decision_label(&self) -> &'static str {
-        if self.decision.is_none() && self.reasoning == ALREADY_RESOLVED {
-            return "nothing to weigh";
-        }
-        DisputeResult::from(self.decision).as_str()
+        self.result.as_str()
     }
 }
 
@@ -58,6 +53,16 @@ pub enum DisputeResult {
     /// The developer prevailed without asking the model (no human reviewer to decide).
     #[serde(rename = "the developer's decision stands")]
     DeveloperPrevails,
+    /// The finding was resolved before the reply was weighed (a fix, say).
+    #[serde(rename = "nothing to weigh")]
+    NothingToWeigh,
+    /// Someone who may not have the finding withdrawn disagreed: it stays open.
+    #[serde(rename = "not theirs to settle")]
+    NotTheirs,
+    /// The author without write access argued a serious finding away: it stays open until
+    /// someone with write access settles it.
+    #[serde(rename = "held for a maintainer")]
+    HeldForMaintainer,
 }
 
 impl DisputeResult {
@@ -68,6 +73,9 @@ impl DisputeResult {
             DisputeResult::Escalated => "escalated",
             DisputeResult::Accepted => "accepted",
             DisputeResult::DeveloperPrevails => "the developer's decision stands",
+            DisputeResult::NothingToWeigh => "nothing to weigh",
+            DisputeResult::NotTheirs => "not theirs to settle",
+            DisputeResult::HeldForMaintainer => "held for a maintainer",
         }
     }
 }
@@ -95,7 +103,8 @@ impl fmt::Display for DisputeResult {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct DisputeSummary {
     pub finding: String,
-    /// conceded, maintained, escalated, accepted, or the developer's decision stands.
+    /// conceded, maintained, escalated, accepted, the developer's decision stands, nothing to
+    /// weigh, not theirs to settle, or held for a maintainer.
     #[schemars(with = "String")]
     pub decision: DisputeResult,
     /// The thread's status after it.
@@ -107,7 +116,7 @@ pub struct DisputeSummary {
 impl From<DisputeOutcome> for DisputeSummary {
     fn from(outcome: DisputeOutcome) -> Self {
         DisputeSummary {
-            decision: DisputeResult::from(outcome.decision),
+            decision: outcome.result,
             status: outcome.status,
             finding: outcome.finding,
             reasoning: outcome.reasoning,

@@ -12,7 +12,7 @@ use bugloop_llm::Usage;
 use bugloop_report::act::{ActReport, ChosenBy, Intent};
 use bugloop_report::build::{BuildResult, BuildStatus, Landing, VerifyRun};
 use bugloop_report::converge::{ConvergeReport, Exit, LoopKind, LoopLine, Quarantined};
-use bugloop_report::dispute::{Decision, DisputeOutcome, DisputeSummary};
+use bugloop_report::dispute::{Decision, DisputeOutcome, DisputeResult, DisputeSummary};
 use bugloop_report::review::{
     AnalysisInfo, ChangeInfo, CommentAction, DroppedFinding, ModelAsked, OverflowInfo, PassSummary,
     Placement, PublishedFinding, REPORT_VERSION, RecheckOutcome, RecheckedFinding, RefusedFile,
@@ -218,6 +218,7 @@ fn review_report() -> ReviewReport {
         conversation_problems: vec!["comment 9: a broken rmcoc block".to_owned()],
         disputes: vec![DisputeSummary::from(DisputeOutcome {
             finding: "earlier".to_owned(),
+            result: DisputeResult::Maintained,
             decision: Some(Decision::Maintain),
             reasoning: "The bound is still off.".to_owned(),
             status: ThreadStatus::Disputed,
@@ -366,6 +367,7 @@ fn the_review_as_json_keeps_the_strings_of_its_enums() {
     assert_eq!(value["disputes"][0]["status"], "DISPUTED");
     let developer = DisputeSummary::from(DisputeOutcome {
         finding: "x".to_owned(),
+        result: DisputeResult::DeveloperPrevails,
         decision: None,
         reasoning: String::new(),
         status: ThreadStatus::Resolved,
@@ -377,8 +379,9 @@ fn the_review_as_json_keeps_the_strings_of_its_enums() {
     // A reply to a finding resolved before it was weighed (a fix): nothing was decided.
     let resolved = DisputeOutcome {
         finding: "x".to_owned(),
+        result: DisputeResult::NothingToWeigh,
         decision: None,
-        reasoning: bugloop_report::dispute::ALREADY_RESOLVED.to_owned(),
+        reasoning: "already resolved".to_owned(),
         status: ThreadStatus::Resolved,
     };
     assert_eq!(resolved.decision_label(), "nothing to weigh");
@@ -557,6 +560,7 @@ fn a_converge_report_as_the_spec_prints_it() {
 fn a_settled_dispute_as_text() {
     let outcome = DisputeOutcome {
         finding: "off-by-one".to_owned(),
+        result: DisputeResult::Conceded,
         decision: Some(Decision::Concede),
         reasoning: "The caller checks the length.".to_owned(),
         status: ThreadStatus::Resolved,

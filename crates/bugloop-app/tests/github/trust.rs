@@ -37,12 +37,13 @@ async fn argued(world: &World, who: &str, root: u64, said: &str) -> EventOutcome
 }
 
 /// Checks that what `argued` did resolved nothing and left the finding `id` open, with bugloop
-/// answering in the thread: the answer's text.
-fn kept_open(world: &World, outcome: EventOutcome, id: &str) -> String {
+/// answering in the thread and the run saying why (`said`): the answer's text.
+fn kept_open(world: &World, outcome: EventOutcome, id: &str, said: &str) -> String {
     let EventOutcome::Comment { outcome, .. } = outcome else {
         panic!("not a comment: {outcome:?}");
     };
     assert!(outcome.report.resolved.is_empty(), "{:?}", outcome.report);
+    assert_eq!(outcome.report.message, format!("dispute: {said} (PENDING)"));
     assert!(open_in(world, id), "still open");
     let answer = world.sim.review_comments(7).last().unwrap().clone();
     assert_eq!(answer.author, BOT);
@@ -56,7 +57,7 @@ async fn a_reader_cannot_get_a_finding_conceded_and_a_writer_can() {
     let (root, id) = world.reviewed().await;
     let said = "This is not a bug, the slice is never empty.";
     let outcome = argued(&world, "mallory", root, said).await;
-    let answer = kept_open(&world, outcome, &id);
+    let answer = kept_open(&world, outcome, &id, "not theirs to settle");
     assert!(!world.sim.threads(7)[0].resolved);
     assert!(
         answer.contains("may not have this finding withdrawn"),
@@ -92,7 +93,7 @@ async fn a_serious_finding_conceded_to_an_author_without_write_access_stays_open
     let (root, id) = world.reviewed().await;
     let said = "Not a bug: callers check the length first.";
     let outcome = argued(&world, "alice", root, said).await;
-    let answer = kept_open(&world, outcome, &id);
+    let answer = kept_open(&world, outcome, &id, "held for a maintainer");
     assert!(
         answer.contains("conceded to alice, the change's author, who has no write access"),
         "{answer}"
