@@ -14,8 +14,13 @@ pub const EVIDENCE_WINDOW: u32 = 3;
 
 /// What grounding needs to know about the code at head and the change.
 pub trait Head {
-    /// The file's text at head, or `None` when it does not exist there.
+    /// The file's text at head, or `None` when it does not exist there or was not read.
     fn text(&self, path: &str) -> Option<&str>;
+    /// Why a file that is there at head was not read (a symbolic link, say); `None` when it
+    /// was read or is not there.
+    fn unread(&self, _path: &str) -> Option<&str> {
+        None
+    }
     /// Whether `line` (new side) is shown in the change's diff of `path`; `None` when the file is
     /// not part of the change.
     fn in_diff(&self, path: &str, line: u32) -> Option<bool>;
@@ -102,10 +107,11 @@ fn ground_one(mut finding: Finding, head: &dyn Head) -> Result<Grounded, Dropped
         });
     };
     let Some(text) = head.text(&path) else {
-        return Err(Dropped::new(
-            &finding,
-            format!("{path} does not exist at head"),
-        ));
+        let reason = match head.unread(&path) {
+            Some(why) => format!("{path} is not read at head: {why}"),
+            None => format!("{path} does not exist at head"),
+        };
+        return Err(Dropped::new(&finding, reason));
     };
     let Some(line) = finding.line else {
         return Ok(Grounded {

@@ -245,21 +245,49 @@ pub(crate) fn sensitivity(
 /// are refused).
 pub(crate) fn read_inside(root: &Path, path: &str) -> Option<String> {
     let safe = bugloop_domain::paths::normalize_finding_path(path).ok()?;
-    read_named(root, &safe)
+    read_named(root, &safe).ok().flatten()
 }
 
 /// [`read_inside`] for a file of the change's diff, named exactly as git names it (no
-/// normalization, which would read ` lead.py` as `lead.py` and `x\y.py` as `x/y.py`).
-pub(crate) fn read_exactly(root: &Path, path: &str) -> Option<String> {
-    read_named(root, &bugloop_domain::paths::exact_form(path)?)
+/// normalization, which would read ` lead.py` as `lead.py` and `x\y.py` as `x/y.py`), saying
+/// why a file that is there was not read: `Ok(None)` when nothing is at `path`, `Err` when
+/// something is but it is not read (a symbolic link leading out of the repository or nowhere,
+/// a FIFO, ...).
+pub(crate) fn read_exactly(root: &Path, path: &str) -> Result<Option<String>, String> {
+    match bugloop_domain::paths::exact_form(path) {
+        Some(exact) => read_named(root, &exact),
+        None => Ok(None),
+    }
 }
 
-fn read_named(root: &Path, path: &str) -> Option<String> {
+fn read_named(root: &Path, path: &str) -> Result<Option<String>, String> {
     use std::io::Read;
-    let mut file = Workspace::new(root).ok()?.open_file(path).ok()?;
+    use std::os::unix::ffi::OsStringExt;
+    let opened = Workspace::new(root).and_then(|workspace| workspace.open_file(path));
+    // Only asked of the file system, never followed: what is at the name on disk?
+    let on_disk = bugloop_domain::paths::path_bytes(path)
+        .map(|bytes| root.join(std::ffi::OsString::from_vec(bytes)));
+    let mut file = match opened {
+        Ok(file) => file,
+        Err(_)
+            if on_disk
+                .as_ref()
+                .is_none_or(|p| p.symlink_metadata().is_err()) =>
+        {
+            return Ok(None);
+        }
+        Err(_) if on_disk.as_ref().is_some_and(|p| p.is_symlink()) => {
+            return Err(
+                "it is a symbolic link that leads out of the repository or nowhere, and is \
+                 not followed"
+                    .to_owned(),
+            );
+        }
+        Err(error) => return Err(error.to_string()),
+    };
     let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes).ok()?;
-    Some(String::from_utf8_lossy(&bytes).into_owned())
+    file.read_to_end(&mut bytes).map_err(|e| e.to_string())?;
+    Ok(Some(String::from_utf8_lossy(&bytes).into_owned()))
 }
 
 #[cfg(test)]

@@ -12,23 +12,33 @@ use bugloop_domain::grounding::Head;
 #[derive(Debug)]
 pub(crate) struct HeadTree<'a> {
     texts: HashMap<String, Option<String>>,
+    /// Why a file that is there was not read.
+    unread: HashMap<String, String>,
     diff: Option<&'a Diff>,
 }
 
 impl<'a> HeadTree<'a> {
     pub fn load(root: &Path, diff: Option<&'a Diff>, paths: impl Iterator<Item = String>) -> Self {
         let mut texts = HashMap::new();
+        let mut unread = HashMap::new();
         for path in paths {
             if texts.contains_key(&path) {
                 continue;
             }
             let text = match diff.and_then(|diff| diff.file(&path)) {
-                Some(_) => crate::context::read_exactly(root, &path),
+                Some(_) => crate::context::read_exactly(root, &path).unwrap_or_else(|why| {
+                    unread.insert(path.clone(), why);
+                    None
+                }),
                 None => crate::context::read_inside(root, &path),
             };
             texts.insert(path, text);
         }
-        HeadTree { texts, diff }
+        HeadTree {
+            texts,
+            unread,
+            diff,
+        }
     }
 
     /// The text of line `line` of `path` at head, for reports.
@@ -44,6 +54,10 @@ impl Head for HeadTree<'_> {
         self.texts.get(path)?.as_deref()
     }
 
+    fn unread(&self, path: &str) -> Option<&str> {
+        self.unread.get(path).map(String::as_str)
+    }
+
     fn in_diff(&self, path: &str, line: u32) -> Option<bool> {
         self.diff?
             .file(path)
@@ -53,7 +67,62 @@ impl Head for HeadTree<'_> {
 
 #[cfg(test)]
 mod tests {
+    use bugloop_domain::finding::{Category, Finding};
+    use bugloop_domain::grounding::ground;
+    use bugloop_domain::score::Score;
+
+    use super::HeadTree;
     use crate::context::read_inside;
+
+    fn finding_on(file: &str) -> Finding {
+        Finding {
+            id: file.into(),
+            title: file.into(),
+            description: String::new(),
+            file: Some(file.into()),
+            line: Some(1),
+            end_line: None,
+            score: Score::saturating(6),
+            category: Category::Security,
+            evidence: Some("x".into()),
+            suggestion: None,
+            source: None,
+        }
+    }
+
+    /// A finding on a file of the change that is a link out of the repository is dropped as
+    /// one, not as a file that does not exist; one on a file that is not there says that.
+    #[test]
+    fn a_finding_on_a_link_out_of_the_repository_says_why_it_was_not_read() {
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret"), "x = 1\n").unwrap();
+        let repo = tempfile::tempdir().unwrap();
+        let root = repo.path();
+        std::os::unix::fs::symlink(outside.path().join("secret"), root.join("link.py")).unwrap();
+        std::os::unix::fs::symlink(root.join("nowhere"), root.join("dangling.py")).unwrap();
+        let mut patch = String::new();
+        for name in ["link.py", "dangling.py", "gone.py"] {
+            patch.push_str(&format!(
+                "diff --git a/{name} b/{name}\nnew file mode 120000\n--- /dev/null\n+++ b/{name}\n\
+                 @@ -0,0 +1 @@\n+target\n\\ No newline at end of file\n"
+            ));
+        }
+        let diff = bugloop_diff::parse(patch);
+        let names = ["link.py", "dangling.py", "gone.py"].map(str::to_owned);
+        let head = HeadTree::load(root, Some(&diff), names.clone().into_iter());
+        let report = ground(names.iter().map(|n| finding_on(n)).collect(), &head);
+        let reasons: Vec<&str> = report.dropped.iter().map(|d| d.reason.as_str()).collect();
+        let link = "is not read at head: it is a symbolic link that leads out of the repository \
+                    or nowhere, and is not followed";
+        assert_eq!(
+            reasons,
+            [
+                format!("link.py {link}"),
+                format!("dangling.py {link}"),
+                "gone.py does not exist at head".to_owned()
+            ]
+        );
+    }
 
     /// Grounding reads through `read_inside`: a symlink in the repository that leads outside it is
     /// refused (its target is never read), one that stays inside is followed.
