@@ -13,7 +13,7 @@ use serde::Deserialize;
 
 use crate::comment_bodies::{ResolvedBy, resolve_thread};
 use crate::comment_bodies::{accepted_reply, disputed_reply, escalated_reply, info_reply};
-use crate::env::{LoopEnv, WorkTarget};
+use crate::env::LoopEnv;
 use crate::error::ActError;
 use crate::prompt::fill;
 
@@ -41,14 +41,7 @@ fn code_around(env: &LoopEnv<'_>, thread: &ThreadState) -> String {
     let (Some(file), Some(line)) = (&thread.file, thread.line) else {
         return String::new();
     };
-    // On a pull request, the pinned head's file (the clone may have another branch out).
-    let text = match &env.work {
-        WorkTarget::PullRequest { head, .. } => env
-            .git
-            .show(head, file)
-            .map(|bytes| String::from_utf8_lossy(&bytes).into_owned()),
-        WorkTarget::LocalBranch => crate::context::read_inside(env.git.root(), file),
-    };
+    let text = crate::head::work_text(env, file);
     let shown = prompt_path(file);
     let Some(text) = text else {
         return format!("\n({shown} no longer exists.)\n");

@@ -7,6 +7,8 @@ use std::path::Path;
 use bugloop_diff::{Diff, Side};
 use bugloop_domain::grounding::Head;
 
+use crate::env::{LoopEnv, WorkTarget};
+
 /// The code at head, for grounding: files are read once, only inside the workspace. Without a
 /// diff (the converge validator) no line counts as shown in one.
 #[derive(Debug)]
@@ -46,6 +48,19 @@ impl<'a> HeadTree<'a> {
         let text = self.texts.get(path)?.as_deref()?;
         let index = usize::try_from(line).ok()?.checked_sub(1)?;
         text.lines().nth(index).map(|l| l.trim_end().to_owned())
+    }
+}
+
+/// The text of `file` in the code a loop works on: on a pull request the pinned head's (the
+/// clone may have another branch out), else the checkout's, read inside it only. `None` when
+/// it is not there.
+pub(crate) fn work_text(env: &LoopEnv<'_>, file: &str) -> Option<String> {
+    match &env.work {
+        WorkTarget::PullRequest { head, .. } => env
+            .git
+            .show(head, file)
+            .map(|bytes| String::from_utf8_lossy(&bytes).into_owned()),
+        WorkTarget::LocalBranch => crate::context::read_inside(env.git.root(), file),
     }
 }
 

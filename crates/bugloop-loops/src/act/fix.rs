@@ -58,11 +58,65 @@ pub async fn fix(
             ))),
         };
     }
-    let mut report = fix_chosen(env, change, &comments, &chosen, user_comment).await?;
-    if let Some(recovered) = recovered {
-        recovered.add_to(&mut report);
+    // A finding whose quoted code is gone from head has nothing left for a fix to change: the
+    // model is not asked, and the next review rechecks it.
+    let (gone, chosen): (Vec<_>, Vec<_>) = chosen
+        .into_iter()
+        .map(|thread| (code_gone(env, thread), thread))
+        .partition(|(gone, _)| gone.is_some());
+    let gone: Vec<String> = gone.into_iter().filter_map(|(gone, _)| gone).collect();
+    let chosen: Vec<&ThreadState> = chosen.into_iter().map(|(_, thread)| thread).collect();
+    let mut report = if !chosen.is_empty() {
+        let mut report = fix_chosen(env, change, &comments, &chosen, user_comment).await?;
+        if let Some(recovered) = recovered {
+            recovered.add_to(&mut report);
+        }
+        report
+    } else if let Some(recovered) = recovered.filter(|r| !r.ids.is_empty()) {
+        recovered.report()
+    } else {
+        let message = format!("nothing to fix: {}", gone.join("; "));
+        return Ok(ActReport::nothing_built(
+            Intent::Fix(Vec::new()),
+            ChosenBy::Command,
+            message,
+        ));
+    };
+    for note in gone {
+        report.message.push_str(&format!(" (left out: {note})"));
     }
     Ok(report)
+}
+
+/// Why the finding of `thread` has nothing left to fix at head, if so: its file is gone, or
+/// the code it quoted is nowhere in it. `None` when its code is there, when it quoted none (it
+/// cannot be told apart then), or when the developer wrote in its thread since bugloop last
+/// did ("that did not fix it"): their words go to the model with it.
+fn code_gone(env: &LoopEnv<'_>, thread: &ThreadState) -> Option<String> {
+    if thread.awaiting_bot {
+        return None;
+    }
+    let finding = crate::review::existing_finding(thread)?;
+    let file = finding.file.as_deref()?;
+    let shown = bugloop_domain::paths::prompt_path(file);
+    let Some(text) = crate::head::work_text(env, file) else {
+        return Some(format!(
+            "{}: {shown} no longer exists; the next review rechecks it",
+            finding.id
+        ));
+    };
+    let evidence = finding
+        .evidence
+        .as_deref()
+        .filter(|e| !e.trim().is_empty() && e.len() <= crate::review::MAX_QUOTE_BYTES)?;
+    let at = finding.line.unwrap_or(1);
+    match bugloop_domain::grounding::find_evidence(&text, evidence, at) {
+        Some(_) => None,
+        None => Some(format!(
+            "{}: the code it quotes is no longer in {shown}; the next review rechecks it",
+            finding.id
+        )),
+    }
 }
 
 /// Builds, lands and answers the fix of the `chosen` open findings.

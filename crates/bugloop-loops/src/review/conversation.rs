@@ -3,7 +3,7 @@
 //! converge audit) starts from an empty conversation.
 
 use bugloop_domain::filter::ExistingFinding;
-use bugloop_domain::thread::{Comment, ReviewState, reconstruct};
+use bugloop_domain::thread::{Comment, ReviewState, ThreadState, reconstruct};
 use bugloop_forge::ForgeError;
 use bugloop_report::review::TrackedFinding;
 
@@ -43,49 +43,48 @@ pub(super) async fn load(
 }
 
 pub(super) fn existing_of(state: &ReviewState) -> Vec<ExistingFinding> {
-    state
-        .threads
-        .iter()
-        .filter_map(|thread| {
-            let id = thread.finding_id.clone()?;
-            let extra = thread.assessment.as_ref().map(|a| &a.extra);
-            // Where bugloop last placed the finding (its state block, rewritten when the
-            // finding followed its code), else where the forge anchored its comment.
-            let file = extra
-                .and_then(|e| e.get("file"))
-                .and_then(|v| v.as_str())
-                .map(str::to_owned)
-                .or_else(|| thread.file.clone());
-            let line = extra
-                .and_then(|e| e.get("line"))
-                .and_then(serde_json::Value::as_u64)
-                .and_then(|l| u32::try_from(l).ok())
-                .or(thread.line);
-            let end_line = extra
-                .and_then(|e| e.get("end_line"))
-                .and_then(serde_json::Value::as_u64)
-                .and_then(|l| u32::try_from(l).ok());
-            let evidence = extra
-                .and_then(|e| e.get("evidence"))
-                .and_then(|v| v.as_str())
-                .map(str::to_owned);
-            Some(ExistingFinding {
-                id,
-                title: thread.title.clone(),
-                description: thread
-                    .assessment
-                    .as_ref()
-                    .map_or_else(|| thread.body.clone(), |a| a.assessment.clone()),
-                file,
-                line,
-                end_line,
-                evidence,
-                status: thread.status,
-                reopenable: thread.reopenable,
-                moved: false,
-            })
-        })
-        .collect()
+    state.threads.iter().filter_map(existing_finding).collect()
+}
+
+/// A finding's thread as the finding it records: where bugloop last placed it (its state
+/// block, rewritten when the finding followed its code), else where the forge anchored its
+/// comment, and the code it quoted.
+pub(crate) fn existing_finding(thread: &ThreadState) -> Option<ExistingFinding> {
+    let id = thread.finding_id.clone()?;
+    let extra = thread.assessment.as_ref().map(|a| &a.extra);
+    let file = extra
+        .and_then(|e| e.get("file"))
+        .and_then(|v| v.as_str())
+        .map(str::to_owned)
+        .or_else(|| thread.file.clone());
+    let line = extra
+        .and_then(|e| e.get("line"))
+        .and_then(serde_json::Value::as_u64)
+        .and_then(|l| u32::try_from(l).ok())
+        .or(thread.line);
+    let end_line = extra
+        .and_then(|e| e.get("end_line"))
+        .and_then(serde_json::Value::as_u64)
+        .and_then(|l| u32::try_from(l).ok());
+    let evidence = extra
+        .and_then(|e| e.get("evidence"))
+        .and_then(|v| v.as_str())
+        .map(str::to_owned);
+    Some(ExistingFinding {
+        id,
+        title: thread.title.clone(),
+        description: thread
+            .assessment
+            .as_ref()
+            .map_or_else(|| thread.body.clone(), |a| a.assessment.clone()),
+        file,
+        line,
+        end_line,
+        evidence,
+        status: thread.status,
+        reopenable: thread.reopenable,
+        moved: false,
+    })
 }
 
 pub(super) fn tracked_of(state: &ReviewState) -> Vec<TrackedFinding> {

@@ -22,6 +22,7 @@ mod analysis;
 mod assemble;
 mod brief;
 mod conversation;
+pub(crate) use conversation::existing_finding;
 mod early;
 mod filtering;
 mod increment;
@@ -36,6 +37,7 @@ mod sessions;
 mod test_findings;
 pub mod tools;
 mod touched;
+pub(crate) use touched::MAX_QUOTE_BYTES;
 mod undone;
 pub(crate) mod web;
 

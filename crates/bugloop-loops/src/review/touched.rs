@@ -152,7 +152,7 @@ fn touch(
 }
 
 /// The longest quote matched against the code (longer ones are treated as no quote).
-const MAX_QUOTE_BYTES: usize = 2_000;
+pub(crate) const MAX_QUOTE_BYTES: usize = 2_000;
 
 fn gone(
     changed: Option<&FileDiff>,

@@ -428,6 +428,54 @@ async fn a_head_that_moved_meanwhile_leaves_the_fix_on_a_branch() {
     let _ = id;
 }
 
+/// A finding whose quoted code was changed by hand since the review, or whose file is gone, has
+/// nothing left for a fix to change: said so, nothing built, the model not asked.
+#[tokio::test]
+async fn a_finding_whose_code_is_gone_is_not_given_to_the_model() {
+    let (repo, id) = reviewed().await;
+    let fixed = repo
+        .read("src/stats.rs")
+        .replace("sorted[index]", "sorted[index.min(sorted.len() - 1)]");
+    repo.write("src/stats.rs", &fixed);
+    repo.commit("clamp by hand");
+    let script = Arc::new(ScriptedProvider::new([clamp_edit()]));
+    let head = git(repo.path(), &["rev-parse", "HEAD"]);
+    let fix = async |targets: Targets| {
+        support::with_env(&repo, support::config(), script.clone(), async |env| {
+            act::fix(env, &env.git.conversation_key(), &targets, None)
+                .await
+                .unwrap()
+        })
+        .await
+    };
+    let report = fix(Targets::Ids(vec![id.clone()])).await;
+    assert!(report.build.is_none(), "{report:?}");
+    assert_eq!(
+        report.message,
+        format!(
+            "nothing to fix: {id}: the code it quotes is no longer in src/stats.rs; the next \
+             review rechecks it"
+        )
+    );
+    repo.git(&["rm", "-q", "src/stats.rs"]);
+    repo.commit("drop stats");
+    let report = fix(Targets::All).await;
+    assert_eq!(
+        report.message,
+        format!("nothing to fix: {id}: src/stats.rs no longer exists; the next review rechecks it")
+    );
+    assert_eq!(script.requests().len(), 0);
+    assert_ne!(
+        git(repo.path(), &["rev-parse", "HEAD"]),
+        head,
+        "two commits of the user"
+    );
+    assert_eq!(
+        git(repo.path(), &["log", "-1", "--format=%s"]),
+        "drop stats"
+    );
+}
+
 /// "Fix everything open" with nothing open is done, not an error, and asks no model.
 #[tokio::test]
 async fn fixing_all_with_nothing_open_is_nothing_to_do() {
