@@ -23,6 +23,8 @@ pub struct TrackedIssue {
     /// Who it is assigned to.
     pub assignees: Vec<String>,
     pub open: bool,
+    /// When it was opened, where the forge says.
+    pub opened_at: Option<Timestamp>,
     /// Where its comments are.
     pub conversation: ChangeKey,
     /// The error pattern of an issue bugloop filed from reports (never read from anyone

@@ -34,6 +34,7 @@ pub(crate) fn route(
             }
             let labels = strings(body.get("labels"));
             let number = state.next_number();
+            let created_at = state.tick();
             state.issues.insert(
                 number,
                 SimIssue {
@@ -44,6 +45,7 @@ pub(crate) fn route(
                     labels,
                     assignees: Vec::new(),
                     open: true,
+                    created_at,
                 },
             );
             Answer::json(StatusCode::CREATED, issue_json(state, number)?)
@@ -326,6 +328,7 @@ fn issue_json(state: &State, number: u64) -> Option<Value> {
             "state": if issue.open { "open" } else { "closed" },
             "labels": labels_json(&issue.labels),
             "assignees": issue.assignees.iter().map(|a| state.account(a)).collect::<Vec<_>>(),
+            "created_at": crate::state::timestamp(issue.created_at),
         }));
     }
     let pull = state.pulls.get(&number)?;

@@ -151,6 +151,7 @@ impl Simulator {
     pub fn add_issue(&self, author: &str, title: &str, body: &str, labels: &[&str]) -> u64 {
         let mut state = self.state();
         let number = state.next_number();
+        let created_at = state.tick();
         state.issues.insert(
             number,
             state::SimIssue {
@@ -161,6 +162,7 @@ impl Simulator {
                 labels: labels.iter().map(|l| (*l).to_owned()).collect(),
                 assignees: Vec::new(),
                 open: true,
+                created_at,
             },
         );
         number

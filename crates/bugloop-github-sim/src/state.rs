@@ -76,6 +76,7 @@ pub struct SimIssue {
     pub labels: Vec<String>,
     pub assignees: Vec<String>,
     pub open: bool,
+    pub created_at: u64,
 }
 
 /// An App the simulator knows.

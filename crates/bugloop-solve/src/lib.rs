@@ -239,7 +239,12 @@ async fn go_on(
     loop {
         let flow = match run.record.state() {
             None => {
-                run.step(SolveState::Open, "filed", &Empty {}).await?;
+                // The step is recorded now; when the issue itself was opened is said with it.
+                let filed = match run.issue.opened_at {
+                    Some(at) => format!("filed (opened {at})"),
+                    None => "filed".to_owned(),
+                };
+                run.step(SolveState::Open, &filed, &Empty {}).await?;
                 Flow::Next
             }
             Some(SolveState::Open) => run.take().await?,

@@ -294,6 +294,7 @@ fn issue() -> TrackedIssue {
         labels: Vec::new(),
         assignees: Vec::new(),
         open: true,
+        opened_at: None,
         conversation: bugloop_forge::ChangeKey("issue:1".to_owned()),
         pattern: None,
     }

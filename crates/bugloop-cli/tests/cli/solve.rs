@@ -145,7 +145,7 @@ fn a_reported_crash_is_solved_to_a_ready_draft() {
     let one = bugloop(repo.path(), &["status", "1"], "");
     let shown = text(&one);
     for step in [
-        "(new) -> OPEN: filed",
+        "(new) -> OPEN: filed (opened 2",
         "OPEN -> ASSIGNED: taken by bugloop",
         "ASSIGNED -> SOLVING: solving on bugloop/1-",
         "SOLVING -> SOLVING: attempt 1: `grep -qF 'items[-1]' app/models.py` failed",

@@ -333,6 +333,7 @@ impl Tracker for GitHubTracker<'_> {
             labels: issue.labels.into_iter().map(|l| l.name).collect(),
             assignees: issue.assignees.into_iter().map(|a| a.login).collect(),
             open: issue.state == "open",
+            opened_at: issue.created_at,
             conversation: GitHubForge::change_key(&self.forge.repo, number),
         })
     }

@@ -220,6 +220,7 @@ impl Tracker for LocalForge {
             labels: item.labels,
             assignees: item.assignees,
             open: item.state == ItemState::Open,
+            opened_at: Some(item.created_at),
         })
     }
 

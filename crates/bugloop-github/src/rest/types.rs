@@ -185,6 +185,9 @@ pub struct Issue {
     /// Present when the issue is a pull request (GitHub numbers both alike).
     #[serde(default)]
     pub pull_request: Option<Value>,
+    /// When it was opened.
+    #[serde(default)]
+    pub created_at: Option<jiff::Timestamp>,
 }
 
 /// What the checks and statuses on a commit say.
