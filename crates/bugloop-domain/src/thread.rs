@@ -631,9 +631,15 @@ impl<'c> Progress<'c> {
 /// start so (see `bugloop-loops`' publishing).
 pub const FIXED_IN: &str = "Fixed in commit ";
 
-/// The reason `bugloop fix` gives when its commit resolves a finding.
-pub fn fix_resolution(commit: &str) -> String {
-    format!("{FIXED_IN}{commit} (`bugloop fix`, verified).")
+/// The reason `bugloop fix` gives when its commit resolves a finding; `verified` when the
+/// verify commands passed on it (none configured: unverified).
+pub fn fix_resolution(commit: &str, verified: bool) -> String {
+    let how = if verified {
+        "verified"
+    } else {
+        "unverified: no verify command is configured"
+    };
+    format!("{FIXED_IN}{commit} (`bugloop fix`, {how}).")
 }
 
 /// The commit a resolution by `bugloop fix` names: its reason paragraph starts with

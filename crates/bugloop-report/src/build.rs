@@ -57,6 +57,19 @@ pub struct BuildResult {
     pub transcript: PathBuf,
 }
 
+impl BuildResult {
+    /// Committed without verification: no verify command is configured.
+    pub fn unverified(&self) -> bool {
+        matches!(
+            self.status,
+            BuildStatus::Committed {
+                unverified: true,
+                ..
+            }
+        )
+    }
+}
+
 /// Where a finished change went.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "landed")]

@@ -176,7 +176,7 @@ fn a_replayed_status_reply_changes_nothing() {
 #[test]
 fn a_fix_resolution_names_its_full_commit() {
     let sha = "0123456789abcdef0123456789abcdef01234567";
-    let body = format!("**Resolved**\n\n{}", fix_resolution(sha));
+    let body = format!("**Resolved**\n\n{}", fix_resolution(sha, true));
     assert_eq!(fix_commit(&body).as_deref(), Some(sha));
     assert_eq!(
         fix_commit("**Resolved**\n\nFixed in commit 0123456 (`bugloop fix`)."),
@@ -185,7 +185,7 @@ fn a_fix_resolution_names_its_full_commit() {
     assert_eq!(
         fix_commit(&format!(
             "**Resolved**\n\nThe model says {}",
-            fix_resolution(sha)
+            fix_resolution(sha, true)
         )),
         None
     );

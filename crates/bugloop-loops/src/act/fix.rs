@@ -15,6 +15,7 @@ use crate::comment_bodies::info_reply;
 use crate::env::LoopEnv;
 use crate::prompt::fill;
 
+use super::addressed::FixCommit;
 use super::{ActError, FIX_PROMPT, Targets, findings_block, landed, open_threads};
 
 /// Fixes open findings: one verified commit `fix: bugloop autofix - resolve <ids>`.
@@ -161,16 +162,41 @@ async fn fix_chosen(
         },
     )
     .await;
+    // Only the findings whose code the commit changed are resolved by it.
+    let mut missed = Vec::new();
+    let fixed: Vec<&ThreadState> = match &result.status {
+        BuildStatus::Committed { commit, .. } => {
+            let fix = FixCommit::read(env, commit);
+            chosen
+                .iter()
+                .copied()
+                .filter(|thread| match fix.missed(thread) {
+                    Some(why) => {
+                        missed.push((*thread, why));
+                        false
+                    }
+                    None => true,
+                })
+                .collect()
+        }
+        _ => chosen.to_vec(),
+    };
     let landing = match &result.status {
         BuildStatus::Committed { commit, .. } => {
-            landed::keep(env, change, chosen, commit);
+            landed::keep(env, change, &fixed, commit, result.unverified());
             land_on_target(env, &bench, "fix").await?
         }
         _ => None,
     };
     drop(bench);
-    let (resolved, notes) =
-        answer_threads(env, change, comments, chosen, &result, landing.as_ref()).await?;
+    let answered = Answered {
+        result: &result,
+        landing: landing.as_ref(),
+    };
+    let (resolved, notes) = answer_threads(env, change, comments, &fixed, &answered).await?;
+    let notes = notes
+        .into_iter()
+        .chain(tell_missed(env, change, comments, &missed).await?);
     landed::forget(env, change);
     let mut message = build_outcome(&result.status, landing.as_ref());
     for note in notes {
@@ -300,41 +326,97 @@ fn chosen_threads<'t>(
     })
 }
 
-/// Each fixed finding's thread told what came of the fix: resolved when it landed, pointed at
-/// the branch where it waits, or told why it could not be fixed. Returns the findings resolved
-/// and the notes resolving them gave.
+/// What came of a fix, for the threads it was asked to fix.
+struct Answered<'r> {
+    result: &'r BuildResult,
+    landing: Option<&'r Landing>,
+}
+
+/// Each fixed finding's thread told what came of the fix: resolved when it landed (unless a
+/// developer wrote in it since the fix read it: their word is not overruled), pointed at the branch where it waits, or told
+/// why it could not be fixed. Returns the findings resolved and the notes for the report.
 async fn answer_threads(
     env: &LoopEnv<'_>,
     change: &ChangeKey,
     comments: &[Comment],
-    chosen: &[&ThreadState],
-    result: &BuildResult,
-    landing: Option<&Landing>,
+    fixed: &[&ThreadState],
+    answered: &Answered<'_>,
 ) -> Result<(Vec<String>, Vec<String>), ActError> {
     let markers = &env.settings.markers;
+    let verified = if answered.result.unverified() {
+        "An unverified fix (no verify command is configured)"
+    } else {
+        "A verified fix"
+    };
+    // Read again: what was written while the fix ran.
+    let (now, _) = env.conversation(change).await?;
     let mut resolved = Vec::new();
     let mut notes = Vec::new();
-    for thread in chosen {
+    for thread in fixed {
         let Some(root) = comments.iter().find(|c| c.id == thread.id) else {
             continue;
         };
         let Some(id) = &thread.finding_id else {
             continue;
         };
-        let unresolved = match landing {
+        let unresolved = match answered.landing {
+            Some(Landing::FastForwarded { commit, .. })
+                if landed::spoken_beyond(&now, root, comments) =>
+            {
+                notes.push(format!(
+                    "left open: {id}: a developer wrote in its thread while the fix ran"
+                ));
+                format!(
+                    "The fix {} landed, but a developer wrote in this thread while it ran, so it \
+                     stays open for them to settle.",
+                    bugloop_git::short(commit)
+                )
+            }
             Some(Landing::FastForwarded { commit, .. }) => {
-                notes.extend(landed::resolve_fixed(env, change, root, id, commit).await?);
+                let unverified = answered.result.unverified();
+                notes.extend(
+                    landed::resolve_fixed(env, change, root, id, commit, unverified).await?,
+                );
                 resolved.push(id.as_str().to_owned());
                 continue;
             }
             Some(Landing::Branch { name, reason, .. }) => format!(
-                "A verified fix waits on branch `{name}` ({reason}); merge it to resolve this."
+                "{verified} waits on branch `{name}` ({reason}); once it is merged, the next \
+                 review resolves this."
             ),
-            None => format!("Could not fix this: {}", build_status(&result.status)),
+            None => format!(
+                "Could not fix this: {}",
+                build_status(&answered.result.status)
+            ),
         };
         env.forge
             .reply(change, root, &info_reply(markers, &unresolved))
             .await?;
     }
     Ok((resolved, notes))
+}
+
+/// Each finding the fix was asked to fix but whose code its commit did not change is told so
+/// in its thread, and stays open; the notes for the report.
+async fn tell_missed(
+    env: &LoopEnv<'_>,
+    change: &ChangeKey,
+    comments: &[Comment],
+    missed: &[(&ThreadState, String)],
+) -> Result<Vec<String>, ActError> {
+    let mut notes = Vec::new();
+    for (thread, why) in missed {
+        let (Some(root), Some(id)) = (
+            comments.iter().find(|c| c.id == thread.id),
+            &thread.finding_id,
+        ) else {
+            continue;
+        };
+        let said = format!("Not fixed: {why}, so this stays open.");
+        env.forge
+            .reply(change, root, &info_reply(&env.settings.markers, &said))
+            .await?;
+        notes.push(format!("left open: {id}: {why}"));
+    }
+    Ok(notes)
 }

@@ -31,11 +31,21 @@ struct Landing {
     threads: Vec<(String, String)>,
     /// When it was about to land: a developer's word in a thread after this is not overruled.
     at: jiff::Timestamp,
+    /// Committed without verification (no verify command is configured); a record kept
+    /// before this was written says nothing, and was verified.
+    #[serde(default)]
+    unverified: bool,
 }
 
 /// Keeps `commit` and the threads of `chosen` before the fix lands; an error is said and the
 /// fix goes on (it only costs the recovery).
-pub(super) fn keep(env: &LoopEnv<'_>, change: &ChangeKey, chosen: &[&ThreadState], commit: &str) {
+pub(super) fn keep(
+    env: &LoopEnv<'_>,
+    change: &ChangeKey,
+    chosen: &[&ThreadState],
+    commit: &str,
+    unverified: bool,
+) {
     let Some(dir) = kept::dir(env) else {
         return;
     };
@@ -46,6 +56,7 @@ pub(super) fn keep(env: &LoopEnv<'_>, change: &ChangeKey, chosen: &[&ThreadState
             .filter_map(|t| Some((t.id.clone(), t.finding_id.as_ref()?.as_str().to_owned())))
             .collect(),
         at: jiff::Timestamp::now(),
+        unverified,
     };
     if let Err(error) = kept::keep(dir, KIND, change, &landing) {
         env.progress.event(crate::ProgressEvent::Step(format!(
@@ -147,7 +158,8 @@ pub(super) async fn recover(
         let Some((root, id)) = still_fixed_by(&landing, &comments, thread) else {
             continue;
         };
-        if let Err(error) = resolve_fixed(env, change, root, id, &landing.commit).await {
+        let resolved = resolve_fixed(env, change, root, id, &landing.commit, landing.unverified);
+        if let Err(error) = resolved.await {
             env.progress.event(crate::ProgressEvent::Step(format!(
                 "a stopped fix's finding {id} was not resolved ({error})"
             )));
@@ -172,12 +184,29 @@ fn still_fixed_by<'c, 't>(
         .iter()
         .any(|(root, finding)| *root == thread.id && finding == id.as_str());
     let root = comments.iter().find(|c| c.id == thread.id)?;
-    let spoken_since = comments.iter().any(|c| {
-        !c.by_bugloop
-            && c.created_at > landing.at
-            && (c.id == root.id || (c.thread_id.is_some() && c.thread_id == root.thread_id))
-    });
-    (named && thread.status == ThreadStatus::Pending && !spoken_since).then_some((root, id))
+    let spoken = spoken_since(comments, root, landing.at);
+    (named && thread.status == ThreadStatus::Pending && !spoken).then_some((root, id))
+}
+
+/// Whether someone other than bugloop wrote in the thread at `root` after `at`.
+fn spoken_since(comments: &[Comment], root: &Comment, at: jiff::Timestamp) -> bool {
+    comments
+        .iter()
+        .any(|c| c.created_at > at && said_in_thread(c, root))
+}
+
+/// Whether someone other than bugloop wrote in the thread at `root` a comment that is not
+/// among `known` (the conversation as it was read before).
+pub(super) fn spoken_beyond(comments: &[Comment], root: &Comment, known: &[Comment]) -> bool {
+    comments
+        .iter()
+        .any(|c| said_in_thread(c, root) && !known.iter().any(|k| k.id == c.id))
+}
+
+fn said_in_thread(comment: &Comment, root: &Comment) -> bool {
+    !comment.by_bugloop
+        && (comment.id == root.id
+            || (comment.thread_id.is_some() && comment.thread_id == root.thread_id))
 }
 
 /// Resolves the finding `id` of the thread at `root` as fixed by `bugloop fix`'s `commit`;
@@ -188,8 +217,9 @@ pub(super) async fn resolve_fixed(
     root: &Comment,
     id: &FindingId,
     commit: &str,
+    unverified: bool,
 ) -> Result<Option<String>, ActError> {
-    let reason = fix_resolution(commit);
+    let reason = fix_resolution(commit, !unverified);
     let by = (id, ResolvedBy::Code);
     Ok(resolve_thread(env.forge, change, &env.settings.markers, root, by, &reason).await?)
 }

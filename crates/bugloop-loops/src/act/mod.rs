@@ -3,6 +3,7 @@
 //! request), `ask` (the Plan agent answers) and `on_comment` (intent, permission, then one of
 //! those, or a dispute for [`crate::disputes`]). One file per job; what they share is here.
 
+mod addressed;
 mod ask;
 mod comment;
 mod fix;
