@@ -92,6 +92,9 @@ fn a_line_put_back_as_the_base_has_it_resolves_and_a_revert_raises_it_again() {
     );
     repo.commit("fix the loop");
     let fixed = short(&repo);
+    // A later commit of something else did not fix it: the fix is credited to its own commit.
+    repo.write("NOTES.md", "Spread is population spread.\n");
+    repo.commit("notes");
     let report = review(repo.path(), &quiet, 0);
     let reason = format!("the code it quoted was changed in {fixed}");
     assert_eq!(
@@ -108,7 +111,7 @@ fn a_line_put_back_as_the_base_has_it_resolves_and_a_revert_raises_it_again() {
     assert_eq!(sarif_ids(repo.path(), &quiet), Vec::<String>::new());
 
     // The fix reverted: the same finding, raised again in its own thread.
-    repo.git(&["revert", "--no-edit", "HEAD"]);
+    repo.git(&["revert", "--no-edit", "HEAD~1"]);
     let report = review(repo.path(), &script(scripts.path(), &[off_by_one()]), 1);
     assert_eq!(report["findings"][0]["id"], id.as_str(), "{report:#}");
     assert_eq!(report["findings"][0]["action"], "reopened", "{report:#}");

@@ -61,7 +61,10 @@ pub(super) fn decide(
                 .filter(|path| request.diff.file(path).is_some())
                 .collect();
             let head = HeadTree::load(&request.workspace, None, finding_files.chain(new_files));
-            let touched = touched(Some(&raw), &open, &head);
+            let mut touched = touched(Some(&raw), &open, &head);
+            for touch in &mut touched {
+                touch.changed_in = changed_in(env, touch, &open, (&since, &request.head));
+            }
             let diff = within_change(raw, &request.diff);
             let files: BTreeSet<&str> = diff.files.iter().map(FileDiff::path).collect();
             let asked: Vec<&ExistingFinding> = open
@@ -111,6 +114,43 @@ pub(super) fn decide(
 /// The earlier head and the changes since (all of them: what the change did not add is taken
 /// out by the caller, after the touched findings are found in it), or why the whole change is
 /// shown.
+/// The commit in `since..head` that took `touch`'s code away, when its code is gone: the last
+/// one that deleted its file, or changed how often its first quoted line occurs there (git's
+/// pickaxe), else the last one that changed its file. Not HEAD by default: a later commit of
+/// something else did not fix it.
+fn changed_in(
+    env: &LoopEnv<'_>,
+    touch: &Touched,
+    open: &[&ExistingFinding],
+    (since, head): (&str, &str),
+) -> Option<String> {
+    let Touch::Gone { file_deleted, .. } = &touch.what else {
+        return None;
+    };
+    let range = format!("{since}..{head}");
+    let file = bugloop_domain::paths::text_name(&touch.file).unwrap_or_else(|| touch.file.clone());
+    let last = |extra: &[&str]| {
+        let mut args = vec!["log", "-1", "--format=%H", "--no-ext-diff", "--no-textconv"];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&[range.as_str(), "--", file.as_str()]);
+        let found = env.git.run(&args).ok()?;
+        let found = found.trim();
+        is_commit(found).then(|| found.to_owned())
+    };
+    if *file_deleted {
+        return last(&["--diff-filter=D"]).or_else(|| last(&[]));
+    }
+    let quoted = open
+        .iter()
+        .find(|e| e.id == touch.id)
+        .and_then(|e| e.evidence.as_deref())
+        .and_then(|evidence| evidence.lines().map(str::trim).find(|l| !l.is_empty()))
+        .map(|line| format!("-S{line}"));
+    quoted
+        .and_then(|pickaxe| last(&[pickaxe.as_str()]))
+        .or_else(|| last(&[]))
+}
+
 fn interdiff(
     env: &LoopEnv<'_>,
     request: &ReviewRequest,

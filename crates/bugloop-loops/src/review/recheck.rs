@@ -119,9 +119,19 @@ fn not_mentioned(
     }
 }
 
-/// "the code it quoted was removed in 1a2b3c4 (stats.py was deleted)".
+/// "the code it quoted was removed in 1a2b3c4 (stats.py was deleted)", naming the commit that
+/// took it away where it is known, else saying it is gone at `head`.
 fn gone_reason(touch: &Touched, head: &str) -> String {
-    let at = bugloop_git::short(head);
+    let Some(commit) = &touch.changed_in else {
+        let at = bugloop_git::short(head);
+        return match &touch.what {
+            Touch::Gone {
+                file_deleted: true, ..
+            } => format!("{} is deleted at {at}", touch.file),
+            _ => format!("the code it quoted is no longer there at {at}"),
+        };
+    };
+    let at = bugloop_git::short(commit);
     match &touch.what {
         Touch::Gone {
             file_deleted: true, ..
@@ -149,6 +159,7 @@ mod tests {
             file: "stats.py".to_owned(),
             line: Some(3),
             what,
+            changed_in: None,
         }
     }
 
@@ -161,11 +172,15 @@ mod tests {
 
     const HEAD: &str = "e449b6f0000000000000000000000000000000000";
 
+    /// Resolved for silence, naming the commit that changed its code (not HEAD, which may be a
+    /// later commit of something else), or saying it is gone at HEAD where none is known.
     #[test]
     fn gone_code_resolves_only_when_the_model_answered() {
         let mut resolutions = BTreeMap::new();
+        let mut changed = touched(gone());
+        changed.changed_in = Some("72c818b0000000000000000000000000000000000".to_owned());
         let (rechecked, moved) = settle(
-            &[touched(gone())],
+            &[changed],
             &BTreeMap::new(),
             (&[], &[]),
             &mut resolutions,
@@ -175,9 +190,22 @@ mod tests {
         assert_eq!(rechecked[0].outcome, RecheckOutcome::Resolved);
         assert_eq!(
             resolutions["off-by-one"],
-            "the code it quoted was changed in e449b6f"
+            "the code it quoted was changed in 72c818b"
         );
         assert!(moved.is_empty());
+        let mut resolutions = BTreeMap::new();
+        settle(
+            &[touched(gone())],
+            &BTreeMap::new(),
+            (&[], &[]),
+            &mut resolutions,
+            None,
+            (None, HEAD),
+        );
+        assert_eq!(
+            resolutions["off-by-one"],
+            "the code it quoted is no longer there at e449b6f"
+        );
 
         let mut resolutions = BTreeMap::new();
         let (rechecked, _) = settle(

@@ -23,6 +23,8 @@ pub(super) struct Touched {
     pub file: String,
     pub line: Option<u32>,
     pub what: Touch,
+    /// The commit since the last review that took its code away, where it can be told.
+    pub changed_in: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,6 +85,7 @@ pub(super) fn touched(
                 file,
                 line: finding.line,
                 what,
+                changed_in: None,
             })
         })
         .collect()
