@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use bugloop_domain::finding::FindingId;
-use bugloop_domain::thread::{Comment, find_thread, reconstruct};
+use bugloop_domain::thread::{Comment, ThreadStatus, find_thread, reconstruct};
 use bugloop_forge::ChangeKey;
 use bugloop_loops::LoopEnv;
 use bugloop_loops::act::Targets;
@@ -49,7 +49,12 @@ pub struct ReplyJob {
 /// What a reply did: stored only, or stored and weighed.
 #[derive(Debug, Clone)]
 pub enum ReplyOutcome {
+    /// Stored, for the next review or `reply --now` to weigh.
     Stored,
+    /// Stored in the thread of a finding that is resolved: nothing weighs it.
+    StoredOnResolved {
+        finding: String,
+    },
     Weighed(DisputeOutcome),
 }
 
@@ -178,7 +183,20 @@ impl App {
             .developer_comment(&change, &job.text, Some(&root))
             .await?;
         let Some(env) = env else {
-            return Ok(Outcome::new(ReplyOutcome::Stored, Verdict::Done));
+            let comments = self.forge.comments(&change).await?;
+            let state = reconstruct(&comments, &self.settings.markers);
+            let resolved = state
+                .threads
+                .iter()
+                .find(|t| t.id == root && t.status == ThreadStatus::Resolved)
+                .and_then(|t| t.finding_id.as_ref());
+            let stored = match resolved {
+                Some(id) => ReplyOutcome::StoredOnResolved {
+                    finding: id.as_str().to_owned(),
+                },
+                None => ReplyOutcome::Stored,
+            };
+            return Ok(Outcome::new(stored, Verdict::Done));
         };
         let weighed = async {
             let comments = self.forge.comments(&change).await?;

@@ -157,8 +157,20 @@ pub fn reply(here: &Here, args: &ReplyArgs, out: &mut impl Write) -> Result<Verd
             out,
             "Reply added; the next `bugloop review` (or `bugloop reply --now`) answers it."
         )?,
+        (ReplyOutcome::StoredOnResolved { finding }, crate::Format::Text) => writeln!(
+            out,
+            "Reply added. {finding} is resolved, so nothing answers it: a review and \
+             `bugloop reply --now` weigh replies to open findings only."
+        )?,
         (ReplyOutcome::Stored, crate::Format::Json) => {
             writeln!(out, "{}", serde_json::json!({"added": true}))?;
+        }
+        (ReplyOutcome::StoredOnResolved { .. }, crate::Format::Json) => {
+            writeln!(
+                out,
+                "{}",
+                serde_json::json!({"added": true, "answered": false, "why": "the finding is resolved"})
+            )?;
         }
         (ReplyOutcome::Weighed(weighed), crate::Format::Json) => {
             writeln!(out, "{}", json::to_json(weighed)?)?;

@@ -270,6 +270,36 @@ fn comments_replies_and_converge_from_the_command_line() {
         stdout(&show)
     );
 
+    // Conceded on a second word; a reply after that is kept, and said to be answered by nothing.
+    std::fs::write(
+        &answer,
+        format!("{}\n", json!({"text": json!({"decision": "concede", "reasoning": "Callers check it."}).to_string()})),
+    )
+    .unwrap();
+    let said = [
+        "reply",
+        &id,
+        "callers check the length first",
+        "--now",
+        "--model",
+        &model,
+    ];
+    let conceded = bugloop(dir.path(), &said);
+    assert!(
+        stdout(&conceded).contains("(RESOLVED)"),
+        "{}",
+        stdout(&conceded)
+    );
+    let late = bugloop(dir.path(), &["reply", &id, "actually, keep it open"]);
+    assert_eq!(late.status.code(), Some(0), "{}", stderr(&late));
+    assert_eq!(
+        stdout(&late),
+        format!(
+            "Reply added. {id} is resolved, so nothing answers it: a review and `bugloop reply \
+             --now` weigh replies to open findings only.\n"
+        )
+    );
+
     // Converge: a clean audit on the first loop.
     let model = script(scripts.path(), &[]);
     let converged = bugloop(dir.path(), &["converge", "--model", &model]);
