@@ -115,8 +115,16 @@ impl App {
         } else {
             Targets::Ids(job.ids)
         };
-        let env = self.loop_env(job.model.as_deref())?;
         let change = self.conversation_key();
+        // The ids first: a typo or a resolved finding is said without a model.
+        let comments = self.forge.comments(&change).await?;
+        let state = reconstruct(&comments, &self.settings.markers);
+        if let Some(answered) =
+            bugloop_loops::act::answered_without_fixing(&state, &targets, &change)?
+        {
+            return Ok(judged(answered));
+        }
+        let env = self.loop_env(job.model.as_deref())?;
         let report =
             bugloop_loops::act::fix(&env, &change, &targets, job.guidance.as_deref()).await?;
         Ok(judged(report))

@@ -300,6 +300,24 @@ fn comments_replies_and_converge_from_the_command_line() {
         )
     );
 
+    // What a fix request names is read before a model is connected: a model that cannot be
+    // used does not hide a typo, nor a finding already resolved.
+    let broken = "local:/nonexistent/model.gguf";
+    let typo = bugloop(dir.path(), &["fix", "no-such-finding", "--model", broken]);
+    assert_eq!(typo.status.code(), Some(2), "{}", stderr(&typo));
+    assert!(
+        stderr(&typo).contains("\"no-such-finding\" is not an open finding"),
+        "{}",
+        stderr(&typo)
+    );
+    let resolved = bugloop(dir.path(), &["fix", &id, "--model", broken]);
+    assert_eq!(resolved.status.code(), Some(0), "{}", stderr(&resolved));
+    assert!(
+        stdout(&resolved).starts_with(&format!("nothing to fix: {id} is already resolved")),
+        "{}",
+        stdout(&resolved)
+    );
+
     // Converge: a clean audit on the first loop.
     let model = script(scripts.path(), &[]);
     let converged = bugloop(dir.path(), &["converge", "--model", &model]);

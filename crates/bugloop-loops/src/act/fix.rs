@@ -3,7 +3,7 @@
 
 use bugloop_domain::proof::ProofTest;
 use bugloop_domain::safety::sanitize_user_comment;
-use bugloop_domain::thread::{Comment, ThreadState, ThreadStatus, find_thread};
+use bugloop_domain::thread::{Comment, ReviewState, ThreadState, ThreadStatus, find_thread};
 use bugloop_forge::ChangeKey;
 
 use bugloop_report::act::{ActReport, ChosenBy, Intent};
@@ -32,22 +32,11 @@ pub async fn fix(
         None => targets.clone(),
     };
     let (comments, state) = env.conversation(change).await?;
+    if let Some(answered) = answered_without_fixing(&state, &targets, change)? {
+        return Ok(answered);
+    }
     let open = open_threads(&state);
-    let chosen = match chosen_threads(&open, &targets, change) {
-        Ok(chosen) => chosen,
-        // Every finding named was resolved already: nothing to do, said with how.
-        Err(error) => match already_resolved(&state.threads, &targets) {
-            Some(said) => {
-                let message = format!("nothing to fix: {said}");
-                return Ok(ActReport::nothing_built(
-                    Intent::Fix(Vec::new()),
-                    ChosenBy::Command,
-                    message,
-                ));
-            }
-            None => return Err(error),
-        },
-    };
+    let chosen = chosen_threads(&open, &targets, change)?;
     if chosen.is_empty() {
         return match (&targets, recovered) {
             (_, Some(recovered)) if !recovered.ids.is_empty() => Ok(recovered.report()),
@@ -117,6 +106,29 @@ fn code_gone(env: &LoopEnv<'_>, thread: &ThreadState) -> Option<String> {
             "{}: the code it quotes is no longer in {shown}; the next review rechecks it",
             finding.id
         )),
+    }
+}
+
+/// What a request to fix `targets` comes to before any model is needed: an error naming an id
+/// that is no finding of the change, or the answer when every finding named is resolved
+/// already (said with how); `None` when there is something to fix. The front ends ask it
+/// before they connect a model, so a typo is said as one wherever the model is.
+pub fn answered_without_fixing(
+    state: &ReviewState,
+    targets: &Targets,
+    change: &ChangeKey,
+) -> Result<Option<ActReport>, ActError> {
+    let open = open_threads(state);
+    let Err(error) = chosen_threads(&open, targets, change) else {
+        return Ok(None);
+    };
+    match already_resolved(&state.threads, targets) {
+        Some(said) => Ok(Some(ActReport::nothing_built(
+            Intent::Fix(Vec::new()),
+            ChosenBy::Command,
+            format!("nothing to fix: {said}"),
+        ))),
+        None => Err(error),
     }
 }
 

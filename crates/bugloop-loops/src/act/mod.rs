@@ -16,7 +16,7 @@ use bugloop_domain::thread::{ReviewState, ThreadState, ThreadStatus};
 
 pub use self::ask::ask;
 pub use self::comment::on_comment;
-pub use self::fix::fix;
+pub use self::fix::{answered_without_fixing, fix};
 pub use self::request::do_request;
 pub use crate::error::ActError;
 
