@@ -113,7 +113,8 @@ pub fn status(here: &Here, args: &StatusArgs, out: &mut impl Write) -> Result<Ve
                     out,
                     "#{:<5} {:<10} {}",
                     report.issue,
-                    report.state.map_or("OPEN", |s| s.as_str()),
+                    // As `status ISSUE` and the JSON (`null`) say it.
+                    report.state.map_or("not taken", |s| s.as_str()),
                     report.title
                 )?;
             }
@@ -164,6 +165,9 @@ pub fn item(here: &Here, args: &ItemArgs, out: &mut impl Write) -> Result<Verdic
     }
     if !item.assignees.is_empty() {
         writeln!(out, "  assigned to: {}", item.assignees.join(", "))?;
+    }
+    if item.reports > 0 {
+        writeln!(out, "  error reports: {}", item.reports)?;
     }
     writeln!(out, "\n{}", item.body.trim_end())?;
     for comment in &view.comments {

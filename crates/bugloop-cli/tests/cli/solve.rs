@@ -92,6 +92,19 @@ fn a_reported_crash_is_solved_to_a_ready_draft() {
         (again["issue"].clone(), again["count"].clone()),
         (json!(1), json!(2))
     );
+    // Filed, not taken yet: said alike in the list, for the one issue, and in JSON (null).
+    let listed = bugloop(repo.path(), &["status"], "");
+    assert!(
+        text(&listed).starts_with("#1     not taken "),
+        "{}",
+        text(&listed)
+    );
+    let one = bugloop(repo.path(), &["status", "1"], "");
+    assert!(
+        text(&one).contains(": not taken by bugloop"),
+        "{}",
+        text(&one)
+    );
 
     // Solved in two attempts; the draft's review finds two things; one round addresses both.
     let mut lines = vec![

@@ -57,6 +57,13 @@ fn external_review(runner: &Runner) {
         "{}",
         text(&shown)
     );
+    // The count of error reports the JSON has is in the text too.
+    assert_eq!(issue["reports"], 1, "{issue:#}");
+    assert!(
+        text(&shown).contains("\n  error reports: 1\n"),
+        "{}",
+        text(&shown)
+    );
     let draft = item(runner, dir, "2");
     assert!(
         draft["comments"]
