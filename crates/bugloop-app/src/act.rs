@@ -125,6 +125,7 @@ impl App {
             return Ok(judged(answered));
         }
         let env = self.loop_env(job.model.as_deref())?;
+        let _lease = self.local_lease(&change)?;
         let report =
             bugloop_loops::act::fix(&env, &change, &targets, job.guidance.as_deref()).await?;
         Ok(judged(report))
@@ -161,6 +162,7 @@ impl App {
             Some(target) => Some(self.thread_root(&change, target).await?),
             None => None,
         };
+        let _lease = self.local_lease(&change)?;
         let comment = self
             .local_store("bugloop comment")?
             .developer_comment(&change, &job.text, parent.as_deref())
@@ -180,11 +182,14 @@ impl App {
         }
         let change = self.conversation_key();
         let root = self.thread_root(&change, &job.finding).await?;
-        // Connect before storing: a model that cannot be used fails with nothing stored.
-        let env = if job.now {
-            Some(self.loop_env(job.model.as_deref())?)
+        // Connect before storing: a model that cannot be used fails with nothing stored. Weighing
+        // holds the conversation, so two runs do not answer one reply twice (a reply without
+        // `--now` is only stored: the run holding it reads it).
+        let (env, _lease) = if job.now {
+            let env = self.loop_env(job.model.as_deref())?;
+            (Some(env), self.local_lease(&change)?)
         } else {
-            None
+            (None, None)
         };
         let comment = self
             .local_store("bugloop reply")?

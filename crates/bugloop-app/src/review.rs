@@ -92,8 +92,8 @@ impl App {
         // the findings the other had not yet (the conversation is read before either writes).
         // On GitHub runs have checkouts of their own, and publishing guards against another
         // run's duplicates itself.
-        let _lease = if publishes && self.pull_request.is_none() {
-            Some(self.review_lease(&change.key)?)
+        let _lease = if publishes {
+            self.local_lease(&change.key)?
         } else {
             None
         };
@@ -126,10 +126,19 @@ impl App {
         })
     }
 
-    /// The lease a publishing review holds on its change (in the repository's git directory).
-    fn review_lease(&self, change: &ChangeKey) -> Result<bugloop_store::Lease, AppError> {
-        bugloop_forge::local::review_lease(&self.git, change)?
-            .map_err(|error| AppError::Invalid(error.to_string()))
+    /// Locally, the lease a run that writes to `change`'s conversation holds (in the
+    /// repository's git directory). On GitHub runs have checkouts of their own, and publishing
+    /// guards against another run's duplicates itself: `None`.
+    pub(crate) fn local_lease(
+        &self,
+        change: &ChangeKey,
+    ) -> Result<Option<bugloop_store::Lease>, AppError> {
+        if self.pull_request.is_some() {
+            return Ok(None);
+        }
+        let lease = bugloop_forge::local::conversation_lease(&self.git, change)?
+            .map_err(|error| AppError::Invalid(error.to_string()))?;
+        Ok(Some(lease))
     }
 
     /// The change a review is about: on a pull request, the head pinned when the run started

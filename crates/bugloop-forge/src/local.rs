@@ -34,11 +34,12 @@ pub fn store_path(git: &Git) -> Result<PathBuf, ForgeError> {
     Ok(git.common_dir()?.join("bugloop").join("store.db"))
 }
 
-/// The lease a publishing review holds on `change` in the repository's git directory: two
-/// reviews of one conversation at once would each publish the findings the other had not yet
-/// (the conversation is read before either writes). `bugloop review` and `bugloop solve`'s
-/// review of its draft take the same one. The inner error: another run holds it.
-pub fn review_lease(
+/// The lease a run that writes to `change`'s conversation holds in the repository's git
+/// directory: two reviews of one conversation at once would each publish the findings the
+/// other had not yet (the conversation is read before either writes), and two weighings of one
+/// reply would answer it twice. `bugloop review`, `solve`'s review of its draft, `fix`,
+/// `comment` and `reply --now` take the same one. The inner error: another run holds it.
+pub fn conversation_lease(
     git: &Git,
     change: &ChangeKey,
 ) -> Result<Result<bugloop_store::Lease, bugloop_store::LeaseError>, ForgeError> {
@@ -48,7 +49,7 @@ pub fn review_lease(
     Ok(bugloop_store::Lease::take(
         store.parent().unwrap_or(&store),
         &format!("review-{name}"),
-        &format!("the review of {change}"),
+        &format!("the conversation of {change}"),
     ))
 }
 

@@ -69,7 +69,7 @@ async fn review_draft(run: &Run<'_, '_>, head: &str) -> Result<Result<usize, Str
     change.description = format!("#{number} {}", request.title);
     // As `bugloop review` does: one publishing review of a conversation at a time (a developer
     // may run it on the draft's branch while this run reviews it).
-    let _lease = bugloop_forge::local::review_lease(run.env.git, &change.key)?
+    let _lease = bugloop_forge::local::conversation_lease(run.env.git, &change.key)?
         .map_err(|held| SolveError::Invalid(held.to_string()))?;
     let checkout = bugloop_loops::checkout::checkout(run.env.git, &change)?;
     let report = review(

@@ -185,6 +185,58 @@ fn a_converge_killed_after_a_fix_goes_on_from_it() {
     assert_eq!(dir.git(&["status", "--porcelain"]), "");
 }
 
+/// Waits until the process `pid` holds the conversation's lease in the repository at `dir`.
+fn held_by(dir: &Path, pid: u32) {
+    let holder = format!("process {pid} ");
+    let lock = dir.join(".git/bugloop");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !walk(&lock).iter().any(|p| {
+        p.file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("review-"))
+            && std::fs::read_to_string(p).is_ok_and(|held| held.starts_with(&holder))
+    }) {
+        assert!(std::time::Instant::now() < deadline, "{pid} took no lease");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+/// Two `reply --now` on one finding at once: the second is refused while the first weighs
+/// (nothing of it is stored), so the thread gets one answer.
+#[test]
+fn two_weighings_at_once_answer_once() {
+    let dir = repo();
+    let scripts = tempfile::tempdir().unwrap();
+    let id = reviewed(dir.path(), scripts.path());
+    let answer = scripts.path().join("dispute.jsonl");
+    let maintain = json!({"decision": "maintain", "reasoning": "It panics."}).to_string();
+    std::fs::write(&answer, format!("{}\n", json!({"text": maintain}))).unwrap();
+    let model = format!("script:{}", answer.display());
+    slowed(&model, 1_000);
+    let first = Command::new(env!("CARGO_BIN_EXE_bugloop"))
+        .args(["reply", &id, "never empty", "--now", "--model", &model])
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    held_by(dir.path(), first.id());
+    let second = bugloop(
+        dir.path(),
+        &["reply", &id, "still never empty", "--now", "--model", &model],
+    );
+    let first = first.wait_with_output().unwrap();
+    assert_eq!(first.status.code(), Some(0), "the first was weighed");
+    assert_eq!(second.status.code(), Some(2), "{}", stderr(&second));
+    assert!(
+        stderr(&second).contains("the conversation of branch:feature is held by another run"),
+        "{}",
+        stderr(&second)
+    );
+    let shown = stdout(&bugloop(dir.path(), &["findings", "show", &id]));
+    assert_eq!(shown.matches("It panics.").count(), 1, "{shown}");
+    assert!(!shown.contains("still never empty"), "{shown}");
+}
+
 /// Two publishing reviews of one branch at once: the second is refused while the first runs
 /// (it names who holds the change), and the branch has its finding once.
 #[test]
@@ -201,15 +253,7 @@ fn two_reviews_at_once_publish_each_finding_once() {
         .spawn()
         .unwrap();
     // The first holds its lease from before its first model call, which takes half a second.
-    let lock = dir.path().join(".git/bugloop");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while !walk(&lock).iter().any(|p| {
-        p.file_name()
-            .is_some_and(|n| n.to_string_lossy().starts_with("review-"))
-    }) {
-        assert!(std::time::Instant::now() < deadline, "no review started");
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    held_by(dir.path(), first.id());
     let second = bugloop(dir.path(), &["review", "--model", &model]);
     let first = first.wait_with_output().unwrap();
     assert_eq!(first.status.code(), Some(0), "the first review ran");

@@ -416,7 +416,7 @@ async fn the_drafts_review_waits_for_a_review_of_its_branch_running_now() {
     let (repo, issue, first) = drafted_and_its_review_failed().await;
     let git = Git::open(repo.path()).unwrap();
     let conversation = ChangeKey(format!("branch:{}", first.branch.as_deref().unwrap()));
-    let held = bugloop_forge::local::review_lease(&git, &conversation)
+    let held = bugloop_forge::local::conversation_lease(&git, &conversation)
         .unwrap()
         .unwrap();
     let model = ScriptedProvider::new([]);
