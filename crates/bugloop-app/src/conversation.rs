@@ -57,6 +57,32 @@ impl App {
         Ok(threads)
     }
 
+    /// The local conversations of branches that no longer exist (a branch renamed or deleted
+    /// leaves its conversation under its old name), most recent first: what to point a user at
+    /// who finds none for the branch they are on.
+    pub async fn orphaned_conversations(&self) -> Result<Vec<ChangeKey>, AppError> {
+        let Some(local) = self.local.as_deref() else {
+            return Ok(Vec::new());
+        };
+        let changes = local
+            .store()
+            .changes()
+            .await
+            .map_err(bugloop_forge::ForgeError::from)?;
+        Ok(changes
+            .into_iter()
+            .filter(|summary| {
+                summary
+                    .change
+                    .strip_prefix("branch:")
+                    .is_some_and(|branch| {
+                        self.git.resolve(&format!("refs/heads/{branch}")).is_none()
+                    })
+            })
+            .map(|summary| ChangeKey(summary.change))
+            .collect())
+    }
+
     /// One finding (by id or unique prefix) and its thread's comments.
     pub async fn finding(&self, change: &ChangeKey, id: &str) -> Result<FindingThread, AppError> {
         let (comments, threads) = self.threads(change).await?;

@@ -139,6 +139,19 @@ pub fn findings(here: &Here, args: &FindingsArgs, out: &mut impl Write) -> Resul
                 }
                 crate::Format::Text if threads.is_empty() => {
                     writeln!(out, "No findings tracked for {key}.")?;
+                    let orphaned = runtime.block_on(app.orphaned_conversations())?;
+                    if args.change.is_none()
+                        && let Some(last) = orphaned.first()
+                    {
+                        let names: Vec<&str> = orphaned.iter().map(|k| k.0.as_str()).collect();
+                        writeln!(
+                            out,
+                            "Conversations of branches that no longer exist: {}. If this branch \
+                             was renamed, `bugloop findings --change {last}` reads its findings \
+                             (and `git branch -m` back to the old name has them followed again).",
+                            names.join(", ")
+                        )?;
+                    }
                 }
                 crate::Format::Text => {
                     writeln!(out, "Findings of {key}:")?;

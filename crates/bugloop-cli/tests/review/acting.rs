@@ -185,6 +185,26 @@ fn a_converge_killed_after_a_fix_goes_on_from_it() {
     assert_eq!(dir.git(&["status", "--porcelain"]), "");
 }
 
+/// A branch renamed after its review has no conversation under its new name: `findings` says
+/// where the old one is, and reads it by that name.
+#[test]
+fn a_renamed_branch_is_pointed_at_its_old_conversation() {
+    let dir = repo();
+    let scripts = tempfile::tempdir().unwrap();
+    let id = reviewed(dir.path(), scripts.path());
+    dir.git(&["branch", "-m", "feature", "feature-renamed"]);
+    let listed = stdout(&bugloop(dir.path(), &["findings"]));
+    assert_eq!(
+        listed,
+        "No findings tracked for branch:feature-renamed.\nConversations of branches that no \
+         longer exist: branch:feature. If this branch was renamed, `bugloop findings --change \
+         branch:feature` reads its findings (and `git branch -m` back to the old name has them \
+         followed again).\n"
+    );
+    let old = stdout(&bugloop(dir.path(), &["findings", "--change", "branch:feature"]));
+    assert!(old.contains(&id), "{old}");
+}
+
 /// Waits until the process `pid` holds the conversation's lease in the repository at `dir`.
 fn held_by(dir: &Path, pid: u32) {
     let holder = format!("process {pid} ");
@@ -222,7 +242,14 @@ fn two_weighings_at_once_answer_once() {
     held_by(dir.path(), first.id());
     let second = bugloop(
         dir.path(),
-        &["reply", &id, "still never empty", "--now", "--model", &model],
+        &[
+            "reply",
+            &id,
+            "still never empty",
+            "--now",
+            "--model",
+            &model,
+        ],
     );
     let first = first.wait_with_output().unwrap();
     assert_eq!(first.status.code(), Some(0), "the first was weighed");
