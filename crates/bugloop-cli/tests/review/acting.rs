@@ -201,7 +201,10 @@ fn a_renamed_branch_is_pointed_at_its_old_conversation() {
          branch:feature` reads its findings (and `git branch -m` back to the old name has them \
          followed again).\n"
     );
-    let old = stdout(&bugloop(dir.path(), &["findings", "--change", "branch:feature"]));
+    let old = stdout(&bugloop(
+        dir.path(),
+        &["findings", "--change", "branch:feature"],
+    ));
     assert!(old.contains(&id), "{old}");
 }
 

@@ -146,23 +146,12 @@ async fn fix_chosen(
         .collect();
     let proofs = proven_tests(chosen);
     let bench = Workbench::open(env.git, "fix", &env.work)?;
-    let comment = match user_comment {
-        Some(text) if !text.trim().is_empty() => format!(
-            "The developer's comment with the request:\n\n\"\"\"\n{}\n\"\"\"",
-            sanitize_user_comment(text)
-        ),
-        _ => String::new(),
-    };
-    let prompt = fill(
-        FIX_PROMPT,
-        &[("findings", &findings_block(chosen)), ("comment", &comment)],
-    );
     let result = build(
         env,
         &bench,
         BuildTask {
             name: "fix".to_owned(),
-            prompt,
+            prompt: fix_prompt(chosen, user_comment),
             commit_message: format!(
                 "fix{}: bugloop autofix - resolve {}",
                 env.work.commit_scope(),
@@ -174,25 +163,7 @@ async fn fix_chosen(
         },
     )
     .await;
-    // Only the findings whose code the commit changed are resolved by it.
-    let mut missed = Vec::new();
-    let fixed: Vec<&ThreadState> = match &result.status {
-        BuildStatus::Committed { commit, .. } => {
-            let fix = FixCommit::read(env, commit);
-            chosen
-                .iter()
-                .copied()
-                .filter(|thread| match fix.missed(thread) {
-                    Some(why) => {
-                        missed.push((*thread, why));
-                        false
-                    }
-                    None => true,
-                })
-                .collect()
-        }
-        _ => chosen.to_vec(),
-    };
+    let (fixed, missed) = split_by_commit(env, &result, chosen);
     let landing = match &result.status {
         BuildStatus::Committed { commit, .. } => {
             landed::keep(env, change, &fixed, commit, result.unverified());
@@ -223,6 +194,43 @@ async fn fix_chosen(
         landing,
         resolved,
     })
+}
+
+/// The Build agent's task: the findings, and the developer's words with the request.
+fn fix_prompt(chosen: &[&ThreadState], user_comment: Option<&str>) -> String {
+    let comment = match user_comment {
+        Some(text) if !text.trim().is_empty() => format!(
+            "The developer's comment with the request:\n\n\"\"\"\n{}\n\"\"\"",
+            sanitize_user_comment(text)
+        ),
+        _ => String::new(),
+    };
+    fill(
+        FIX_PROMPT,
+        &[("findings", &findings_block(chosen)), ("comment", &comment)],
+    )
+}
+
+/// The chosen findings whose code the fix's commit changed (the ones it resolves), and the
+/// others with why; without a commit, all of them (none is resolved then).
+fn split_by_commit<'t>(
+    env: &LoopEnv<'_>,
+    result: &BuildResult,
+    chosen: &[&'t ThreadState],
+) -> (Vec<&'t ThreadState>, Vec<(&'t ThreadState, String)>) {
+    let BuildStatus::Committed { commit, .. } = &result.status else {
+        return (chosen.to_vec(), Vec::new());
+    };
+    let fix = FixCommit::read(env, commit);
+    let mut fixed = Vec::new();
+    let mut missed = Vec::new();
+    for thread in chosen.iter().copied() {
+        match fix.missed(thread) {
+            Some(why) => missed.push((thread, why)),
+            None => fixed.push(thread),
+        }
+    }
+    (fixed, missed)
 }
 
 /// What a developer's request to fix comes to when every finding it named was resolved after

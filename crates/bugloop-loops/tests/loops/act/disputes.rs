@@ -1,0 +1,161 @@
+//! Disputes: a developer's reply weighed (concede, maintain, escalate, accepted), and the next
+//! review answering replies left pending.
+
+use super::*;
+
+fn deciding(decision: &str, reasoning: &str) -> ScriptedProvider {
+    ScriptedProvider::new([text_reply(
+        json!({"decision": decision, "reasoning": reasoning}).to_string(),
+        usage(),
+    )])
+    .with_capabilities(Capabilities {
+        tools: true,
+        json_schema: true,
+        streaming: false,
+        context_tokens: None,
+        cache_at_breakpoints: false,
+    })
+}
+
+/// The developer replies `reply` in the thread of the finding `id`.
+async fn reply_in_thread(env: &LoopEnv<'_>, id: &str, reply: &str) {
+    let change = env.git.conversation_key();
+    let forge = LocalForge::open(env.git.clone(), "bugloop").await.unwrap();
+    let comments = forge.comments(&change).await.unwrap();
+    let root = comments
+        .iter()
+        .find(|c| c.body.contains(id) && c.in_reply_to.is_none())
+        .unwrap();
+    forge
+        .developer_comment(&change, reply, Some(&root.id))
+        .await
+        .unwrap();
+}
+
+async fn dispute(repo: &Repo, id: &str, reply: &str, model: ScriptedProvider) -> DisputeOutcome {
+    with_env(repo, support::config(), model, async |env| {
+        reply_in_thread(env, id, reply).await;
+        let change = env.git.conversation_key();
+        bugloop_loops::disputes::settle_dispute(env, &change, &FindingId::new(id))
+            .await
+            .unwrap()
+    })
+    .await
+}
+
+#[tokio::test]
+async fn disputes_concede_maintain_or_escalate() {
+    // Concede: resolved, and the same finding reported again is not raised.
+    let (repo, id) = reviewed().await;
+    let outcome = dispute(
+        &repo,
+        &id,
+        "p is validated to be below 1.0 by every caller",
+        deciding("concede", "Callers validate p < 1.0."),
+    )
+    .await;
+    assert_eq!(outcome.status, ThreadStatus::Resolved);
+    let line = repo.line_of("src/stats.rs", "sorted[index]");
+    let again = session(vec![off_by_one(line)], vec![]);
+    let (report, _) = run_full(&repo, support::config(), again).await;
+    assert!(report.findings.is_empty(), "{:#?}", report.findings);
+    assert!(
+        report.dropped.iter().any(|d| d.reason.contains("resolved")),
+        "{:#?}",
+        report.dropped
+    );
+
+    // Maintain: disputed; the developer insists and there is no human reviewer: they prevail.
+    let (repo, id) = reviewed().await;
+    let outcome = dispute(
+        &repo,
+        &id,
+        "it is fine",
+        deciding("maintain", "p = 1.0 is a valid input and panics."),
+    )
+    .await;
+    assert_eq!(outcome.status, ThreadStatus::Disputed);
+    let tracked = run(&repo, support::config(), session(vec![], vec![]))
+        .await
+        .0
+        .tracked;
+    assert_eq!(tracked[0].status, ThreadStatus::Disputed);
+    // The reply is weighed first: it still disputes, so the developer's decision stands.
+    let outcome = dispute(
+        &repo,
+        &id,
+        "I still disagree",
+        deciding("maintain", "It still panics."),
+    )
+    .await;
+    assert_eq!(outcome.status, ThreadStatus::Resolved);
+    assert!(outcome.decision.is_none());
+
+    // A reply after a dispute that accepts the finding ("you're right, I'll fix it") leaves it
+    // open: pending again, not resolved by a decision the developer did not take.
+    let (repo, id) = reviewed().await;
+    dispute(
+        &repo,
+        &id,
+        "it is fine",
+        deciding("maintain", "p = 1.0 is a valid input and panics."),
+    )
+    .await;
+    let outcome = dispute(
+        &repo,
+        &id,
+        "You are right, good catch. I will fix it tomorrow.",
+        deciding("accepted", "Thanks; it stays open until the fix lands."),
+    )
+    .await;
+    assert_eq!(outcome.status, ThreadStatus::Pending);
+    assert_eq!(outcome.decision, Some(Decision::Accepted));
+    let tracked = run(&repo, support::config(), session(vec![], vec![]))
+        .await
+        .0
+        .tracked;
+    assert_eq!(tracked[0].status, ThreadStatus::Pending);
+
+    // Escalate: a human must decide.
+    let (repo, id) = reviewed().await;
+    let outcome = dispute(
+        &repo,
+        &id,
+        "we will fix it next quarter",
+        deciding("escalate", "Until then reports crash in production."),
+    )
+    .await;
+    assert_eq!(outcome.status, ThreadStatus::Escalated);
+}
+
+#[tokio::test]
+async fn the_next_review_answers_pending_replies() {
+    let (repo, id) = reviewed().await;
+    with_env(
+        &repo,
+        support::config(),
+        ScriptedProvider::new([]),
+        async |env| reply_in_thread(env, &id, "the caller clamps p").await,
+    )
+    .await;
+    // The review's model first weighs the reply, then reviews.
+    let scripted = ScriptedProvider::new([text_reply(
+        json!({"decision": "concede", "reasoning": "The caller clamps p."}).to_string(),
+        usage(),
+    )]);
+    for reply in (0..4).map(|pass| {
+        tool_reply(
+            &[(
+                "submit_pass_results",
+                json!({"pass_number": pass + 1, "summary": "ok"}),
+            )],
+            usage(),
+        )
+    }) {
+        scripted.push(reply);
+    }
+    let (report, _) = run(&repo, support::config(), scripted).await;
+    assert_eq!(report.disputes.len(), 1, "{:#?}", report.errors);
+    assert_eq!(report.disputes[0].decision, DisputeResult::Conceded);
+    assert_eq!(report.tracked[0].status, ThreadStatus::Resolved);
+}
