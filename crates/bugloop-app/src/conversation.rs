@@ -60,7 +60,7 @@ impl App {
     /// The local conversations of branches that no longer exist (a branch renamed or deleted
     /// leaves its conversation under its old name), most recent first: what to point a user at
     /// who finds none for the branch they are on.
-    pub async fn orphaned_conversations(&self) -> Result<Vec<ChangeKey>, AppError> {
+    pub async fn orphaned_conversations(&self) -> Result<Vec<String>, AppError> {
         let Some(local) = self.local.as_deref() else {
             return Ok(Vec::new());
         };
@@ -79,7 +79,7 @@ impl App {
                         self.git.resolve(&format!("refs/heads/{branch}")).is_none()
                     })
             })
-            .map(|summary| ChangeKey(summary.change))
+            .map(|summary| summary.change)
             .collect())
     }
 

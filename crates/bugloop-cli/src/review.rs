@@ -124,6 +124,40 @@ pub struct FindingsArgs {
     pub format: crate::Format,
 }
 
+/// Names the conversations of branches that no longer exist, and how to read one. A branch name
+/// may hold what a shell or a terminal would act on (`;`, `$`, control or bidi characters): such a
+/// name is shown escaped, and never as part of a command to copy.
+fn write_orphaned(out: &mut impl Write, orphaned: &[String]) -> Result<()> {
+    let plain = |key: &str| {
+        key.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:".contains(c))
+    };
+    let names: Vec<String> = orphaned
+        .iter()
+        .map(|key| {
+            if plain(key) {
+                key.clone()
+            } else {
+                format!("{key:?}")
+            }
+        })
+        .collect();
+    write!(
+        out,
+        "Conversations of branches that no longer exist: {}.",
+        names.join(", ")
+    )?;
+    match orphaned.iter().find(|key| plain(key)) {
+        Some(key) => writeln!(
+            out,
+            " If this branch was renamed, `bugloop findings --change {key}` reads its findings \
+             (and `git branch -m` back to the old name has them followed again).",
+        )?,
+        None => writeln!(out)?,
+    }
+    Ok(())
+}
+
 /// `bugloop findings`: the findings tracked in a change's conversation, or one of them with its
 /// whole thread.
 pub fn findings(here: &Here, args: &FindingsArgs, out: &mut impl Write) -> Result<Verdict> {
@@ -140,17 +174,8 @@ pub fn findings(here: &Here, args: &FindingsArgs, out: &mut impl Write) -> Resul
                 crate::Format::Text if threads.is_empty() => {
                     writeln!(out, "No findings tracked for {key}.")?;
                     let orphaned = runtime.block_on(app.orphaned_conversations())?;
-                    if args.change.is_none()
-                        && let Some(last) = orphaned.first()
-                    {
-                        let names: Vec<&str> = orphaned.iter().map(|k| k.0.as_str()).collect();
-                        writeln!(
-                            out,
-                            "Conversations of branches that no longer exist: {}. If this branch \
-                             was renamed, `bugloop findings --change {last}` reads its findings \
-                             (and `git branch -m` back to the old name has them followed again).",
-                            names.join(", ")
-                        )?;
+                    if args.change.is_none() && !orphaned.is_empty() {
+                        write_orphaned(out, &orphaned)?;
                     }
                 }
                 crate::Format::Text => {
@@ -263,4 +288,35 @@ pub fn store(cwd: &Path, command: StoreCommand, out: &mut impl Write) -> Result<
         )?,
     }
     Ok(Verdict::Done)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    /// A branch name a shell would act on is shown escaped and never in a command to copy.
+    #[test]
+    fn an_orphaned_conversation_is_named_safely() {
+        let mut out = Vec::new();
+        let names = [
+            "branch:fix;touch${IFS}/tmp/x;#".to_owned(),
+            "branch:\u{202e}gnp.exe".to_owned(),
+        ];
+        write_orphaned(&mut out, &names).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "Conversations of branches that no longer exist: \"branch:fix;touch${IFS}/tmp/x;#\", \
+             \"branch:\\u{202e}gnp.exe\".\n"
+        );
+        let mut out = Vec::new();
+        let names = ["branch:a b".to_owned(), "branch:feature".to_owned()];
+        write_orphaned(&mut out, &names).unwrap();
+        assert!(
+            String::from_utf8(out)
+                .unwrap()
+                .contains("`bugloop findings --change branch:feature` reads")
+        );
+    }
 }

@@ -333,6 +333,14 @@ impl Git {
         self.run_raw(&refs, false)
     }
 
+    /// What `commit` changed against its first parent, with no context lines and renames
+    /// found; no file's attributes (from any tree) nor textconv program shapes it, so a tree's
+    /// own `.gitattributes` can neither hide a hunk nor pick a program to run.
+    pub fn commit_diff(&self, commit: &str) -> Result<Vec<u8>, GitError> {
+        let parent = format!("{commit}^");
+        self.diff(EMPTY_TREE, &["-U0", "--no-color", &parent, commit])
+    }
+
     /// Selects the change to review.
     pub fn select(&self, selection: &Selection) -> Result<SelectedChange, GitError> {
         let head_commit = self.head();

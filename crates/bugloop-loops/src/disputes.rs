@@ -303,6 +303,15 @@ enum Settler {
     Nobody,
 }
 
+/// Whether `actor` may settle a finding of `change` (the change's author, or a writer).
+pub(crate) async fn may_settle(
+    env: &LoopEnv<'_>,
+    change: &ChangeKey,
+    actor: &str,
+) -> Result<bool, ActError> {
+    Ok(settler(env, change, actor).await? != Settler::Nobody)
+}
+
 async fn settler(env: &LoopEnv<'_>, change: &ChangeKey, actor: &str) -> Result<Settler, ActError> {
     if env.forge.permission(actor).await?.may_modify_files() {
         return Ok(Settler::Writer);

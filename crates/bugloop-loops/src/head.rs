@@ -64,6 +64,18 @@ pub(crate) fn work_text(env: &LoopEnv<'_>, file: &str) -> Option<String> {
     }
 }
 
+/// The text of `file` in the commit a fix builds from: the pull request's pinned head, or the
+/// checked-out branch's HEAD (not the working tree: an uncommitted edit is not what is fixed).
+pub(crate) fn committed_text(env: &LoopEnv<'_>, file: &str) -> Option<String> {
+    let head = match &env.work {
+        WorkTarget::PullRequest { head, .. } => head.as_str(),
+        WorkTarget::LocalBranch => "HEAD",
+    };
+    env.git
+        .show(head, file)
+        .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+}
+
 impl Head for HeadTree<'_> {
     fn text(&self, path: &str) -> Option<&str> {
         self.texts.get(path)?.as_deref()

@@ -22,20 +22,7 @@ pub(super) struct FixCommit<'e> {
 
 impl<'e> FixCommit<'e> {
     pub fn read(env: &'e LoopEnv<'e>, commit: &str) -> Self {
-        let parent = format!("{commit}^");
-        let diff = env
-            .git
-            .run(&[
-                "diff",
-                "-U0",
-                "-M",
-                "--no-color",
-                "--no-ext-diff",
-                &parent,
-                commit,
-            ])
-            .ok()
-            .map(bugloop_diff::parse);
+        let diff = env.git.commit_diff(commit).ok().map(bugloop_diff::parse);
         FixCommit {
             env,
             commit: commit.to_owned(),
@@ -58,29 +45,23 @@ impl<'e> FixCommit<'e> {
         let finding = crate::review::existing_finding(thread)?;
         let file = finding.file.as_deref()?;
         let shown = bugloop_domain::paths::prompt_path(file);
-        let not_changed = || {
-            Some(format!(
-                "the fix did not change the code it quotes in {shown}"
-            ))
+        let not_changed = format!("the fix did not change the code it quotes in {shown}");
+        let changed = self.diff.as_ref().and_then(|diff| {
+            diff.files
+                .iter()
+                .find(|f| f.old_path.as_deref() == Some(file))
+        });
+        let Some(changed) = changed else {
+            return Some(not_changed);
         };
-        let Some(diff) = &self.diff else {
-            return not_changed();
-        };
-        let Some(changed) = diff
-            .files
-            .iter()
-            .find(|f| f.old_path.as_deref() == Some(file))
-        else {
-            return not_changed();
-        };
-        if changed.new_path.as_deref() != Some(file) {
-            return None; // deleted or renamed
-        }
-        let text = |rev: &str| {
+        // Deleted: its code went with it. Renamed: its code is looked for where it went.
+        let now_at = changed.new_path.as_deref()?;
+        let text = |rev: &str, path: &str| {
             self.env
                 .git
-                .show(rev, file)
+                .show(rev, path)
                 .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+                .unwrap_or_default()
         };
         let recorded = finding.line.unwrap_or(1);
         let evidence = finding
@@ -90,13 +71,19 @@ impl<'e> FixCommit<'e> {
         // Where the finding's code was just before the fix, and how many lines it spans.
         let (start, lines) = match evidence {
             Some(evidence) => {
-                let before = text(&format!("{}^", self.commit)).unwrap_or_default();
-                let after = text(&self.commit).unwrap_or_default();
-                let quoted_code_gone = find_evidence(&after, evidence, recorded).is_none();
+                let before = text(&format!("{}^", self.commit), file);
+                let Some(start) = find_evidence(&before, evidence, recorded) else {
+                    // Gone before the fix: nothing it did can be told to have fixed it.
+                    return Some(format!(
+                        "the code it quotes was no longer in {shown} when the fix started; the \
+                         next review rechecks it"
+                    ));
+                };
+                let after = text(&self.commit, now_at);
+                let quoted_code_gone = find_evidence(&after, evidence, start).is_none();
                 if quoted_code_gone {
                     return None;
                 }
-                let start = find_evidence(&before, evidence, recorded).unwrap_or(recorded);
                 let lines = u32::try_from(evidence.trim().lines().count()).unwrap_or(1);
                 (start, lines.max(1))
             }
@@ -107,12 +94,11 @@ impl<'e> FixCommit<'e> {
         };
         let low = start.saturating_sub(NEAR);
         let high = start.saturating_add(lines - 1).saturating_add(NEAR);
+        // A hunk's old lines; one that only adds lines sits after its old start line.
         let touched = changed.hunks.iter().any(|hunk| {
-            // A hunk that only adds lines sits after its old start line.
-            let first = hunk.old_start;
             let last = hunk.old_start + hunk.old_len.saturating_sub(1);
-            first <= high && last >= low
+            hunk.old_start <= high && last >= low
         });
-        if touched { None } else { not_changed() }
+        if touched { None } else { Some(not_changed) }
     }
 }

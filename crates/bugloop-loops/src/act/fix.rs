@@ -89,7 +89,7 @@ fn code_gone(env: &LoopEnv<'_>, thread: &ThreadState) -> Option<String> {
     let finding = crate::review::existing_finding(thread)?;
     let file = finding.file.as_deref()?;
     let shown = bugloop_domain::paths::prompt_path(file);
-    let Some(text) = crate::head::work_text(env, file) else {
+    let Some(text) = crate::head::committed_text(env, file) else {
         return Some(format!(
             "{}: {shown} no longer exists; the next review rechecks it",
             finding.id
@@ -166,7 +166,7 @@ async fn fix_chosen(
     let (fixed, missed) = split_by_commit(env, &result, chosen);
     let landing = match &result.status {
         BuildStatus::Committed { commit, .. } => {
-            landed::keep(env, change, &fixed, commit, result.unverified());
+            landed::keep(env, change, &fixed, commit, result.unverified(), comments);
             land_on_target(env, &bench, "fix").await?
         }
         _ => None,
@@ -370,6 +370,7 @@ async fn answer_threads(
     };
     // Read again: what was written while the fix ran.
     let (now, _) = env.conversation(change).await?;
+    let seen: Vec<String> = comments.iter().map(|c| c.id.clone()).collect();
     let mut resolved = Vec::new();
     let mut notes = Vec::new();
     for thread in fixed {
@@ -379,10 +380,14 @@ async fn answer_threads(
         let Some(id) = &thread.finding_id else {
             continue;
         };
+        let spoken = match answered.landing {
+            Some(Landing::FastForwarded { .. }) => {
+                landed::settling_word_beyond(env, change, &now, root, &seen).await?
+            }
+            _ => false,
+        };
         let unresolved = match answered.landing {
-            Some(Landing::FastForwarded { commit, .. })
-                if landed::spoken_beyond(&now, root, comments) =>
-            {
+            Some(Landing::FastForwarded { commit, .. }) if spoken => {
                 notes.push(format!(
                     "left open: {id}: a developer wrote in its thread while the fix ran"
                 ));

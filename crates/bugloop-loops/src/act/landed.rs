@@ -35,6 +35,10 @@ struct Landing {
     /// before this was written says nothing, and was verified.
     #[serde(default)]
     unverified: bool,
+    /// The ids of the conversation's comments when the fix started: a word written in a thread
+    /// after them is not overruled (empty in a record kept before this was: `at` says).
+    #[serde(default)]
+    seen: Vec<String>,
 }
 
 /// Keeps `commit` and the threads of `chosen` before the fix lands; an error is said and the
@@ -45,6 +49,7 @@ pub(super) fn keep(
     chosen: &[&ThreadState],
     commit: &str,
     unverified: bool,
+    seen: &[Comment],
 ) {
     let Some(dir) = kept::dir(env) else {
         return;
@@ -57,6 +62,7 @@ pub(super) fn keep(
             .collect(),
         at: jiff::Timestamp::now(),
         unverified,
+        seen: seen.iter().map(|c| c.id.clone()).collect(),
     };
     if let Err(error) = kept::keep(dir, KIND, change, &landing) {
         env.progress.event(crate::ProgressEvent::Step(format!(
@@ -158,6 +164,15 @@ pub(super) async fn recover(
         let Some((root, id)) = still_fixed_by(&landing, &comments, thread) else {
             continue;
         };
+        // A record kept before the fix's own reading was kept says when instead.
+        let spoken = if landing.seen.is_empty() {
+            spoken_since(&comments, root, landing.at)
+        } else {
+            settling_word_beyond(env, change, &comments, root, &landing.seen).await?
+        };
+        if spoken {
+            continue;
+        }
         let resolved = resolve_fixed(env, change, root, id, &landing.commit, landing.unverified);
         if let Err(error) = resolved.await {
             env.progress.event(crate::ProgressEvent::Step(format!(
@@ -171,8 +186,8 @@ pub(super) async fn recover(
     Ok(Some(recovered))
 }
 
-/// The root comment and finding of `thread` when the stopped fix `landing` fixed it and nothing
-/// since says otherwise: the same thread and finding, still pending, no developer's word after.
+/// The root comment and finding of `thread` when the stopped fix `landing` fixed it: the same
+/// thread and finding, still pending.
 fn still_fixed_by<'c, 't>(
     landing: &Landing,
     comments: &'c [Comment],
@@ -184,8 +199,7 @@ fn still_fixed_by<'c, 't>(
         .iter()
         .any(|(root, finding)| *root == thread.id && finding == id.as_str());
     let root = comments.iter().find(|c| c.id == thread.id)?;
-    let spoken = spoken_since(comments, root, landing.at);
-    (named && thread.status == ThreadStatus::Pending && !spoken).then_some((root, id))
+    (named && thread.status == ThreadStatus::Pending).then_some((root, id))
 }
 
 /// Whether someone other than bugloop wrote in the thread at `root` after `at`.
@@ -195,12 +209,25 @@ fn spoken_since(comments: &[Comment], root: &Comment, at: jiff::Timestamp) -> bo
         .any(|c| c.created_at > at && said_in_thread(c, root))
 }
 
-/// Whether someone other than bugloop wrote in the thread at `root` a comment that is not
-/// among `known` (the conversation as it was read before).
-pub(super) fn spoken_beyond(comments: &[Comment], root: &Comment, known: &[Comment]) -> bool {
-    comments
+/// Whether someone who may settle the finding (the change's author, or a writer) wrote in the
+/// thread at `root` a comment whose id is not among `known` (the conversation the fix read when
+/// it started). Anyone else's word is answered elsewhere, and keeps nothing open.
+pub(super) async fn settling_word_beyond(
+    env: &LoopEnv<'_>,
+    change: &ChangeKey,
+    comments: &[Comment],
+    root: &Comment,
+    known: &[String],
+) -> Result<bool, ActError> {
+    let new = comments
         .iter()
-        .any(|c| said_in_thread(c, root) && !known.iter().any(|k| k.id == c.id))
+        .filter(|c| said_in_thread(c, root) && !known.contains(&c.id));
+    for comment in new {
+        if crate::disputes::may_settle(env, change, &comment.author).await? {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 fn said_in_thread(comment: &Comment, root: &Comment) -> bool {

@@ -3,6 +3,7 @@
 //! a HEAD that moved meanwhile, `do`, comments routed by intent, and disputes.
 
 mod disputes;
+mod resolving;
 
 use crate::support;
 
@@ -385,6 +386,18 @@ async fn a_dirty_tree_is_refused_before_anything_starts() {
             error.to_string().contains("Uncommitted changes detected"),
             "{error}"
         );
+        // An uncommitted edit of the finding's own code is no fix of HEAD's: refused alike.
+        let edited = repo
+            .read("src/stats.rs")
+            .replace("sorted[index]", "sorted[0]");
+        repo.write("src/stats.rs", &edited);
+        let error = act::fix(env, &env.git.conversation_key(), &Targets::All, None)
+            .await
+            .unwrap_err();
+        assert!(
+            error.to_string().contains("Uncommitted changes detected"),
+            "{error}"
+        );
     })
     .await;
 }
@@ -476,112 +489,6 @@ async fn a_finding_whose_code_is_gone_is_not_given_to_the_model() {
         git(repo.path(), &["log", "-1", "--format=%s"]),
         "drop stats"
     );
-}
-
-/// The off-by-one and the SQL injection published on `feature`: their ids.
-async fn reviewed_twice() -> (Repo, String, String) {
-    let repo = Repo::with_feature();
-    let index = repo.line_of("src/stats.rs", "sorted[index]");
-    let query = repo.line_of("src/db.rs", "let query");
-    let script = session(
-        vec![off_by_one(index), support::sql_injection(query)],
-        vec![],
-    );
-    let (report, _) = run(&repo, support::config(), script).await;
-    let id = |file: &str| {
-        let found = report
-            .findings
-            .iter()
-            .find(|f| f.finding.file.as_deref() == Some(file));
-        found.unwrap().finding.id.as_str().to_owned()
-    };
-    let ids = (id("src/stats.rs"), id("src/db.rs"));
-    (repo, ids.0, ids.1)
-}
-
-/// A fix asked to fix two findings whose commit changes the code of one resolves that one
-/// only: the other stays open, told so in its thread and in the report. Without verify
-/// commands the resolution says the fix is unverified, as the report does.
-#[tokio::test]
-async fn a_fix_resolves_only_the_findings_whose_code_its_commit_changed() {
-    let (repo, index, query) = reviewed_twice().await;
-    let script = ScriptedProvider::new([clamp_edit(), text_reply("Clamped.", usage())]);
-    let report = with_env(&repo, support::config(), script, async |env| {
-        act::fix(env, &env.git.conversation_key(), &Targets::All, None)
-            .await
-            .unwrap()
-    })
-    .await;
-    assert!(report.build.as_ref().unwrap().unverified(), "{report:?}");
-    assert_eq!(report.resolved, std::slice::from_ref(&index));
-    assert!(
-        report.message.contains(&format!(
-            "(left open: {query}: the fix did not change the code it quotes in src/db.rs)"
-        )),
-        "{}",
-        report.message
-    );
-    let comments = support::conversation(&repo).await;
-    assert!(comments.iter().any(|c| c.body.contains(
-        "Not fixed: the fix did not change the code it quotes in src/db.rs, so this stays open."
-    )));
-    assert!(comments.iter().any(|c| {
-        c.body
-            .contains("(`bugloop fix`, unverified: no verify command is configured).")
-    }));
-    // A review after it: the SQL injection is still open, as nothing changed its code.
-    let (review, _) = run(&repo, support::config(), session(vec![], vec![])).await;
-    let status = |id: &str| review.tracked.iter().find(|t| t.id == id).unwrap().status;
-    assert_eq!(status(&index), ThreadStatus::Resolved);
-    assert_eq!(status(&query), ThreadStatus::Pending);
-}
-
-/// A developer who writes in a finding's thread while its fix runs ("wait, callers rely on
-/// this") is not overruled: the fix lands, and the finding stays open for them.
-#[tokio::test]
-async fn a_word_written_while_the_fix_ran_keeps_its_finding_open() {
-    let (repo, id) = reviewed().await;
-    let script = ScriptedProvider::new([]);
-    let root = repo.path().to_path_buf();
-    let wanted = id.clone();
-    script.push_fn(move |_| {
-        // Written from another process's point of view: its own runtime, its own store handle.
-        std::thread::spawn(move || {
-            let runtime = tokio::runtime::Runtime::new().unwrap();
-            runtime.block_on(async {
-                let git = bugloop_git::Git::open(&root).unwrap();
-                let change = git.conversation_key();
-                let forge = LocalForge::open(git, "bugloop").await.unwrap();
-                let comments = forge.comments(&change).await.unwrap();
-                let finding = comments.iter().find(|c| c.body.contains(&wanted)).unwrap();
-                forge
-                    .developer_comment(&change, "Wait, callers rely on this.", Some(&finding.id))
-                    .await
-                    .unwrap();
-            });
-        })
-        .join()
-        .unwrap();
-        Ok(clamp_edit())
-    });
-    script.push(text_reply("Clamped.", usage()));
-    let report = with_env(&repo, support::config(), script, async |env| {
-        act::fix(env, &env.git.conversation_key(), &Targets::All, None)
-            .await
-            .unwrap()
-    })
-    .await;
-    assert!(report.landing.is_some(), "{report:?}");
-    assert!(report.resolved.is_empty(), "{report:?}");
-    assert!(
-        report.message.contains(&format!(
-            "left open: {id}: a developer wrote in its thread while the fix ran"
-        )),
-        "{}",
-        report.message
-    );
-    let comments = support::conversation(&repo).await;
-    assert!(!comments.iter().any(|c| c.body.contains("Fixed in commit")));
 }
 
 /// "Fix everything open" with nothing open is done, not an error, and asks no model.

@@ -1,0 +1,220 @@
+//! What a fix resolves: only the findings whose code its commit changed, and none a developer
+//! spoke up for while it ran.
+
+use super::*;
+
+/// The off-by-one and the SQL injection published on `feature`: their ids.
+async fn reviewed_twice() -> (Repo, String, String) {
+    let repo = Repo::with_feature();
+    let index = repo.line_of("src/stats.rs", "sorted[index]");
+    let query = repo.line_of("src/db.rs", "let query");
+    let script = session(
+        vec![off_by_one(index), support::sql_injection(query)],
+        vec![],
+    );
+    let (report, _) = run(&repo, support::config(), script).await;
+    let id = |file: &str| {
+        let found = report
+            .findings
+            .iter()
+            .find(|f| f.finding.file.as_deref() == Some(file));
+        found.unwrap().finding.id.as_str().to_owned()
+    };
+    let ids = (id("src/stats.rs"), id("src/db.rs"));
+    (repo, ids.0, ids.1)
+}
+
+/// A fix asked to fix two findings whose commit changes the code of one resolves that one
+/// only: the other stays open, told so in its thread and in the report. Without verify
+/// commands the resolution says the fix is unverified, as the report does.
+#[tokio::test]
+async fn a_fix_resolves_only_the_findings_whose_code_its_commit_changed() {
+    let (repo, index, query) = reviewed_twice().await;
+    let script = ScriptedProvider::new([clamp_edit(), text_reply("Clamped.", usage())]);
+    let report = with_env(&repo, support::config(), script, async |env| {
+        act::fix(env, &env.git.conversation_key(), &Targets::All, None)
+            .await
+            .unwrap()
+    })
+    .await;
+    assert!(report.build.as_ref().unwrap().unverified(), "{report:?}");
+    assert_eq!(report.resolved, std::slice::from_ref(&index));
+    assert!(
+        report.message.contains(&format!(
+            "(left open: {query}: the fix did not change the code it quotes in src/db.rs)"
+        )),
+        "{}",
+        report.message
+    );
+    let comments = support::conversation(&repo).await;
+    assert!(comments.iter().any(|c| c.body.contains(
+        "Not fixed: the fix did not change the code it quotes in src/db.rs, so this stays open."
+    )));
+    assert!(comments.iter().any(|c| {
+        c.body
+            .contains("(`bugloop fix`, unverified: no verify command is configured).")
+    }));
+    // A review after it: the SQL injection is still open, as nothing changed its code.
+    let (review, _) = run(&repo, support::config(), session(vec![], vec![])).await;
+    let status = |id: &str| review.tracked.iter().find(|t| t.id == id).unwrap().status;
+    assert_eq!(status(&index), ThreadStatus::Resolved);
+    assert_eq!(status(&query), ThreadStatus::Pending);
+}
+
+/// A developer who writes in a finding's thread while its fix runs ("wait, callers rely on
+/// this") is not overruled: the fix lands, and the finding stays open for them.
+#[tokio::test]
+async fn a_word_written_while_the_fix_ran_keeps_its_finding_open() {
+    let (repo, id) = reviewed().await;
+    let script = ScriptedProvider::new([]);
+    let root = repo.path().to_path_buf();
+    let wanted = id.clone();
+    script.push_fn(move |_| {
+        // Written from another process's point of view: its own runtime, its own store handle.
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Runtime::new().unwrap();
+            runtime.block_on(async {
+                let git = bugloop_git::Git::open(&root).unwrap();
+                let change = git.conversation_key();
+                let forge = LocalForge::open(git, "bugloop").await.unwrap();
+                let comments = forge.comments(&change).await.unwrap();
+                let finding = comments.iter().find(|c| c.body.contains(&wanted)).unwrap();
+                forge
+                    .developer_comment(&change, "Wait, callers rely on this.", Some(&finding.id))
+                    .await
+                    .unwrap();
+            });
+        })
+        .join()
+        .unwrap();
+        Ok(clamp_edit())
+    });
+    script.push(text_reply("Clamped.", usage()));
+    let report = with_env(&repo, support::config(), script, async |env| {
+        act::fix(env, &env.git.conversation_key(), &Targets::All, None)
+            .await
+            .unwrap()
+    })
+    .await;
+    assert!(report.landing.is_some(), "{report:?}");
+    assert!(report.resolved.is_empty(), "{report:?}");
+    assert!(
+        report.message.contains(&format!(
+            "left open: {id}: a developer wrote in its thread while the fix ran"
+        )),
+        "{}",
+        report.message
+    );
+    let comments = support::conversation(&repo).await;
+    assert!(!comments.iter().any(|c| c.body.contains("Fixed in commit")));
+}
+
+/// A finding whose quoted code a developer rewrote by hand before the fix ("that did not fix
+/// it": the reply sends it to the model) is not resolved by a commit that changed other code of
+/// its file: what the fix did cannot be told to have fixed it, and the next review rechecks it.
+#[tokio::test]
+async fn a_quote_gone_before_the_fix_is_not_resolved_by_it() {
+    let (repo, index, query) = reviewed_twice().await;
+    let rewritten = repo.read("src/stats.rs").replace(
+        "    sorted[index]\n",
+        "    let at = index;\n    sorted[at]\n",
+    );
+    repo.write("src/stats.rs", &rewritten);
+    repo.commit("rename the index");
+    let average = tool_reply(
+        &[(
+            "edit_file",
+            json!({"path": "src/stats.rs", "old_text": "    sum / values.len() as f64\n", "new_text": "    sum / values.len().max(1) as f64\n"}),
+        )],
+        usage(),
+    );
+    let script = ScriptedProvider::new([average, text_reply("Guarded the mean.", usage())]);
+    let report = with_env(&repo, support::config(), script, async |env| {
+        let change = env.git.conversation_key();
+        let forge = LocalForge::open(env.git.clone(), "bugloop").await.unwrap();
+        let comments = forge.comments(&change).await.unwrap();
+        let root = comments.iter().find(|c| c.body.contains(&index)).unwrap();
+        forge
+            .developer_comment(&change, "That did not fix it.", Some(&root.id))
+            .await
+            .unwrap();
+        act::fix(env, &change, &Targets::Ids(vec![index.clone()]), None)
+            .await
+            .unwrap()
+    })
+    .await;
+    assert!(report.landing.is_some(), "{report:?}");
+    assert!(report.resolved.is_empty(), "{report:?}");
+    assert!(
+        report.message.contains(&format!(
+            "left open: {index}: the code it quotes was no longer in src/stats.rs when the fix \
+             started; the next review rechecks it"
+        )),
+        "{}",
+        report.message
+    );
+    let _ = query;
+}
+
+/// A fix that moves a file elsewhere has not fixed the findings in it: their code is looked for
+/// where it went, and found unchanged.
+#[tokio::test]
+async fn a_renamed_file_is_not_a_fix() {
+    let (repo, id) = reviewed().await;
+    let text = repo.read("src/stats.rs");
+    let removed: String = text.lines().map(|l| format!("-{l}\n")).collect();
+    let delete = format!(
+        "--- a/src/stats.rs\n+++ /dev/null\n@@ -1,{} +0,0 @@\n{removed}",
+        text.lines().count()
+    );
+    let moved = tool_reply(
+        &[
+            (
+                "write_file",
+                json!({"path": "src/statistics.rs", "content": text}),
+            ),
+            ("apply_patch", json!({"patch": delete})),
+        ],
+        usage(),
+    );
+    let script = ScriptedProvider::new([moved, text_reply("Moved the module.", usage())]);
+    let report = with_env(&repo, support::config(), script, async |env| {
+        act::fix(env, &env.git.conversation_key(), &Targets::All, None)
+            .await
+            .unwrap()
+    })
+    .await;
+    assert!(report.landing.is_some(), "{report:?}");
+    assert!(report.resolved.is_empty(), "{report:?}");
+    assert!(
+        report.message.contains(&format!(
+            "left open: {id}: the fix did not change the code it quotes in src/stats.rs"
+        )),
+        "{}",
+        report.message
+    );
+}
+
+/// The branch's own `.gitattributes` cannot hide what a fix changed (`-diff` would blank its
+/// hunks): a guard written just above the quoted line, which stays, still resolves its finding.
+#[tokio::test]
+async fn the_branchs_attributes_do_not_hide_a_fix() {
+    let (repo, id) = reviewed().await;
+    repo.write(".gitattributes", "*.rs -diff\n");
+    repo.commit("attributes");
+    let guard = tool_reply(
+        &[(
+            "edit_file",
+            json!({"path": "src/stats.rs", "old_text": "    sorted[index]\n", "new_text": "    let index = index.min(sorted.len() - 1);\n    sorted[index]\n"}),
+        )],
+        usage(),
+    );
+    let script = ScriptedProvider::new([guard, text_reply("Clamped.", usage())]);
+    let report = with_env(&repo, support::config(), script, async |env| {
+        act::fix(env, &env.git.conversation_key(), &Targets::All, None)
+            .await
+            .unwrap()
+    })
+    .await;
+    assert_eq!(report.resolved, std::slice::from_ref(&id), "{report:?}");
+}
