@@ -208,9 +208,18 @@ fn a_renamed_branch_is_pointed_at_its_old_conversation() {
     assert!(old.contains(&id), "{old}");
 }
 
-/// Waits until the process `pid` holds the conversation's lease in the repository at `dir`.
-fn held_by(dir: &Path, pid: u32) {
-    let holder = format!("process {pid} ");
+/// Runs `first` until it holds the conversation's lease (its process named in the lease
+/// file), then `second`, which must be refused for it; then `first` to its end, which must
+/// succeed. What `second` said.
+fn refused_while_held(dir: &Path, first: &[&str], second: &[&str]) -> String {
+    let running = Command::new(env!("CARGO_BIN_EXE_bugloop"))
+        .args(first)
+        .current_dir(dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let holder = format!("process {} ", running.id());
     let lock = dir.join(".git/bugloop");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     while !walk(&lock).iter().any(|p| {
@@ -218,9 +227,22 @@ fn held_by(dir: &Path, pid: u32) {
             .is_some_and(|n| n.to_string_lossy().starts_with("review-"))
             && std::fs::read_to_string(p).is_ok_and(|held| held.starts_with(&holder))
     }) {
-        assert!(std::time::Instant::now() < deadline, "{pid} took no lease");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{first:?} took no lease"
+        );
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
+    let refused = bugloop(dir, second);
+    let first = running.wait_with_output().unwrap();
+    assert_eq!(first.status.code(), Some(0), "the first ran");
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("is held by another run"),
+        "{}",
+        stderr(&refused)
+    );
+    stderr(&refused)
 }
 
 /// Two `reply --now` on one finding at once: the second is refused while the first weighs
@@ -235,16 +257,9 @@ fn two_weighings_at_once_answer_once() {
     std::fs::write(&answer, format!("{}\n", json!({"text": maintain}))).unwrap();
     let model = format!("script:{}", answer.display());
     slowed(&model, 1_000);
-    let first = Command::new(env!("CARGO_BIN_EXE_bugloop"))
-        .args(["reply", &id, "never empty", "--now", "--model", &model])
-        .current_dir(dir.path())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    held_by(dir.path(), first.id());
-    let second = bugloop(
+    let said = refused_while_held(
         dir.path(),
+        &["reply", &id, "never empty", "--now", "--model", &model],
         &[
             "reply",
             &id,
@@ -254,13 +269,9 @@ fn two_weighings_at_once_answer_once() {
             &model,
         ],
     );
-    let first = first.wait_with_output().unwrap();
-    assert_eq!(first.status.code(), Some(0), "the first was weighed");
-    assert_eq!(second.status.code(), Some(2), "{}", stderr(&second));
     assert!(
-        stderr(&second).contains("the conversation of branch:feature is held by another run"),
-        "{}",
-        stderr(&second)
+        said.contains("the conversation of branch:feature is held by another run"),
+        "{said}"
     );
     let shown = stdout(&bugloop(dir.path(), &["findings", "show", &id]));
     assert_eq!(shown.matches("It panics.").count(), 1, "{shown}");
@@ -275,24 +286,9 @@ fn two_reviews_at_once_publish_each_finding_once() {
     let scripts = tempfile::tempdir().unwrap();
     let model = script(scripts.path(), &[off_by_one()]);
     slowed(&model, 500);
-    let first = Command::new(env!("CARGO_BIN_EXE_bugloop"))
-        .args(["review", "--model", &model])
-        .current_dir(dir.path())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
     // The first holds its lease from before its first model call, which takes half a second.
-    held_by(dir.path(), first.id());
-    let second = bugloop(dir.path(), &["review", "--model", &model]);
-    let first = first.wait_with_output().unwrap();
-    assert_eq!(first.status.code(), Some(0), "the first review ran");
-    assert_eq!(second.status.code(), Some(2), "{}", stderr(&second));
-    assert!(
-        stderr(&second).contains("is held by another run"),
-        "{}",
-        stderr(&second)
-    );
+    let review = ["review", "--model", model.as_str()];
+    refused_while_held(dir.path(), &review, &review);
     let listed = stdout(&bugloop(dir.path(), &["findings"]));
     assert_eq!(listed.matches("PENDING").count(), 1, "{listed}");
 }

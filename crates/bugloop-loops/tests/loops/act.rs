@@ -67,6 +67,16 @@ async fn with_env<T>(
     support::with_env(repo, config, Arc::new(scripted), work).await
 }
 
+/// `fix` of every open finding with the scripted model `scripted` and the default settings.
+async fn fix_all(repo: &Repo, scripted: ScriptedProvider) -> bugloop_report::act::ActReport {
+    with_env(repo, support::config(), scripted, async |env| {
+        act::fix(env, &env.git.conversation_key(), &Targets::All, None)
+            .await
+            .unwrap()
+    })
+    .await
+}
+
 fn verifying(commands: &[&str]) -> bugloop_config::Config {
     let mut config = support::config();
     config.fix.verify_commands = commands.iter().map(|c| (*c).to_owned()).collect();
@@ -413,12 +423,7 @@ async fn a_head_that_moved_meanwhile_leaves_the_fix_on_a_branch() {
         git(&path, &["commit", "-qam", "meanwhile"]);
         Ok(text_reply("Clamped.", usage()))
     });
-    let report = with_env(&repo, support::config(), script, async |env| {
-        act::fix(env, &env.git.conversation_key(), &Targets::All, None)
-            .await
-            .unwrap()
-    })
-    .await;
+    let report = fix_all(&repo, script).await;
     match &report.landing {
         Some(Landing::Branch { name, reason, .. }) => {
             assert!(name.starts_with("bugloop/fix-"), "{name}");

@@ -31,12 +31,7 @@ async fn reviewed_twice() -> (Repo, String, String) {
 async fn a_fix_resolves_only_the_findings_whose_code_its_commit_changed() {
     let (repo, index, query) = reviewed_twice().await;
     let script = ScriptedProvider::new([clamp_edit(), text_reply("Clamped.", usage())]);
-    let report = with_env(&repo, support::config(), script, async |env| {
-        act::fix(env, &env.git.conversation_key(), &Targets::All, None)
-            .await
-            .unwrap()
-    })
-    .await;
+    let report = fix_all(&repo, script).await;
     assert!(report.build.as_ref().unwrap().unverified(), "{report:?}");
     assert_eq!(report.resolved, std::slice::from_ref(&index));
     assert!(
@@ -90,12 +85,7 @@ async fn a_word_written_while_the_fix_ran_keeps_its_finding_open() {
         Ok(clamp_edit())
     });
     script.push(text_reply("Clamped.", usage()));
-    let report = with_env(&repo, support::config(), script, async |env| {
-        act::fix(env, &env.git.conversation_key(), &Targets::All, None)
-            .await
-            .unwrap()
-    })
-    .await;
+    let report = fix_all(&repo, script).await;
     assert!(report.landing.is_some(), "{report:?}");
     assert!(report.resolved.is_empty(), "{report:?}");
     assert!(
@@ -178,12 +168,7 @@ async fn a_renamed_file_is_not_a_fix() {
         usage(),
     );
     let script = ScriptedProvider::new([moved, text_reply("Moved the module.", usage())]);
-    let report = with_env(&repo, support::config(), script, async |env| {
-        act::fix(env, &env.git.conversation_key(), &Targets::All, None)
-            .await
-            .unwrap()
-    })
-    .await;
+    let report = fix_all(&repo, script).await;
     assert!(report.landing.is_some(), "{report:?}");
     assert!(report.resolved.is_empty(), "{report:?}");
     assert!(
@@ -210,11 +195,6 @@ async fn the_branchs_attributes_do_not_hide_a_fix() {
         usage(),
     );
     let script = ScriptedProvider::new([guard, text_reply("Clamped.", usage())]);
-    let report = with_env(&repo, support::config(), script, async |env| {
-        act::fix(env, &env.git.conversation_key(), &Targets::All, None)
-            .await
-            .unwrap()
-    })
-    .await;
+    let report = fix_all(&repo, script).await;
     assert_eq!(report.resolved, std::slice::from_ref(&id), "{report:?}");
 }
