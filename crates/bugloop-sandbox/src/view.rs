@@ -353,7 +353,7 @@ pub(crate) fn bwrap_arguments(
     };
     system_view(&mut a, settings);
     devices_proc_and_tmp(&mut a, settings);
-    hidden_home(&mut a, settings);
+    let home = hidden_home(&mut a, settings);
     for shown in &settings.read_only_paths {
         if shown.exists() {
             a.bind(shown, shown, false);
@@ -365,6 +365,13 @@ pub(crate) fn bwrap_arguments(
         settings.policy == Policy::WorkspaceWrite,
     );
     sanitized_git_directory(&mut a, settings, workspace);
+    // The home directory's tmpfs is made read-only only now: what is bound above may sit inside
+    // it (a repository under $HOME, its task trees in its git directory), and a read-only tmpfs
+    // has no room for their mount points. A remount changes that one mount, not those inside
+    // it. A workspace that is the home directory, or holds it, covers it whole.
+    if let Some(home) = home.filter(|home| !home.starts_with(workspace)) {
+        a.path("--remount-ro", &home);
+    }
     a.push(&["--remount-ro", "/"]);
     isolation(&mut a);
     a.path("--chdir", cwd);
@@ -432,23 +439,22 @@ fn devices_proc_and_tmp(a: &mut Arguments, settings: &SandboxSettings) {
     ]);
 }
 
-/// The home directory exists (programs expect $HOME) but is empty and read-only, but for the
-/// configured directories, shown read-only with their credentials masked.
-fn hidden_home(a: &mut Arguments, settings: &SandboxSettings) {
-    if let Some(home) = settings
+/// The home directory exists (programs expect $HOME) but is empty, but for the configured
+/// directories, shown read-only with their credentials masked. Returns the home directory,
+/// whose tmpfs the caller makes read-only once everything inside it is mounted.
+fn hidden_home(a: &mut Arguments, settings: &SandboxSettings) -> Option<std::path::PathBuf> {
+    let home = settings
         .home_dir
         .as_ref()
-        .filter(|h| h.is_dir() && h.as_path() != Path::new("/"))
-    {
-        a.path("--tmpfs", home);
-        for dir in &settings.visible_home_dirs {
-            let shown = home.join(dir);
-            if shown.is_dir() && !shown.is_symlink() {
-                a.filtered(&home_view(&shown), false);
-            }
+        .filter(|h| h.is_dir() && h.as_path() != Path::new("/"))?;
+    a.path("--tmpfs", home);
+    for dir in &settings.visible_home_dirs {
+        let shown = home.join(dir);
+        if shown.is_dir() && !shown.is_symlink() {
+            a.filtered(&home_view(&shown), false);
         }
-        a.path("--remount-ro", home);
     }
+    Some(home.clone())
 }
 
 /// The repository's own git directory (its config holds tokens on CI, its hooks run on the

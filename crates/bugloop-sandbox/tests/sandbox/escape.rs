@@ -400,6 +400,51 @@ async fn escape_through_home_directories() {
     assert!(!stdout.contains("SECRET"), "{stdout}");
 }
 
+/// A repository under the home directory (`~/src/app`, as most are) is a workspace like any
+/// other: its commands run and write in it, while the rest of the home directory stays empty,
+/// hidden and read-only around it.
+#[tokio::test]
+async fn escape_from_a_workspace_under_the_home_directory() {
+    also_unprivileged("escape::escape_from_a_workspace_under_the_home_directory");
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(home.path().join(".bash_history"), "SECRET history").unwrap();
+    let workspace = home.path().join("src/app");
+    std::fs::create_dir_all(&workspace).unwrap();
+    std::fs::write(workspace.join("lib.py"), "x = 1\n").unwrap();
+    std::fs::write(home.path().join("src/other.py"), "SECRET sibling").unwrap();
+    let mut settings = settings(&workspace, Policy::WorkspaceWrite);
+    settings.home_dir = Some(home.path().to_path_buf());
+    let script = r#"
+        cat lib.py
+        echo made > made.txt && echo "WROTE workspace"
+        for d in "$HOME" "$HOME/src"; do
+          (echo x > "$d/bugloop-escape") 2>/dev/null && echo "ESCAPED $d"
+        done
+        cat "$HOME/.bash_history" "$HOME/src/other.py" 2>/dev/null
+        ls -A "$HOME" | tr '
+' ' '; echo
+        echo end
+    "#;
+    let out = run(&settings, &bash(script)).await.unwrap();
+    let stdout = out.stdout_text();
+    assert!(stdout.contains("x = 1"), "{stdout}\n{}", out.stderr_text());
+    assert!(
+        stdout.contains("WROTE workspace"),
+        "{stdout}\n{}",
+        out.stderr_text()
+    );
+    assert!(stdout.contains("end"), "{stdout}");
+    assert!(!stdout.contains("ESCAPED"), "{stdout}");
+    assert!(!stdout.contains("SECRET"), "{stdout}");
+    // Only the way to the workspace is in the home directory.
+    assert!(lines(&stdout).contains(&"src "), "{stdout}");
+    assert_eq!(
+        std::fs::read_to_string(workspace.join("made.txt")).unwrap(),
+        "made\n"
+    );
+    assert!(!home.path().join("bugloop-escape").exists());
+}
+
 /// A repository whose git directory holds what an attacker wants: a token in its config and a
 /// hook that would run on the host.
 fn repository_with_secrets() -> tempfile::TempDir {
