@@ -37,6 +37,53 @@ impl Check {
     }
 }
 
+/// Whether a command can run confined where bugloop puts a review's task trees in the repository
+/// at `dir` (`<git dir>/bugloop/tasks`), as the configuration sets the sandbox up: the machine's
+/// sandbox can work in a temporary directory and still fail there (a repository under a masked
+/// home directory). `None` outside a repository, or where the sandbox cannot confine at all (a
+/// check of its own says so).
+pub async fn repository_sandbox_check(config: &Config, dir: &Path) -> Option<Check> {
+    if !bugloop_sandbox::probe().can_confine() {
+        return None;
+    }
+    let tasks = bugloop_git::common_dir(dir).ok()?.join("bugloop/tasks");
+    let workspace = tasks.join(format!("doctor-{}", std::process::id()));
+    let made = std::fs::create_dir_all(&workspace);
+    let mut settings =
+        bugloop_sandbox::SandboxSettings::new(&workspace, bugloop_sandbox::Policy::WorkspaceWrite);
+    settings.visible_home_dirs = config.sandbox.home_dirs.clone();
+    let ran = match made {
+        Ok(()) => bugloop_sandbox::run(
+            &settings,
+            &bugloop_sandbox::CommandSpec::new("true", [""; 0]),
+        )
+        .await
+        .map_err(|error| error.to_string())
+        .and_then(|out| match out.success() {
+            true => Ok(()),
+            false => Err(out.stderr_text().trim().to_owned()),
+        }),
+        Err(error) => Err(format!("{}: {error}", workspace.display())),
+    };
+    let _ = std::fs::remove_dir_all(&workspace);
+    let where_ = tasks.display();
+    Some(match ran {
+        Ok(()) => Check::new(
+            CheckState::Ok,
+            "sandbox in this repository",
+            format!("a command runs confined where reviews put their task trees ({where_})"),
+        ),
+        Err(error) => Check::new(
+            CheckState::Fail,
+            "sandbox in this repository",
+            format!(
+                "a command cannot run confined where reviews put their task trees ({where_}): \
+                 {error}; no analyzer or verify command can run in this repository"
+            ),
+        ),
+    })
+}
+
 /// Every check, in order. The machine is fit when none is [`CheckState::Fail`].
 pub fn checks(config: &Config) -> Vec<Check> {
     let mut checks = Vec::new();

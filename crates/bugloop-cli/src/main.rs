@@ -541,7 +541,17 @@ fn run(cli: Cli, out: &mut impl Write) -> Result<Verdict> {
         Command::Runs(command) => runs_command(&here.cwd, &command, out),
         Command::Doctor => {
             let config = configuration(&here)?.loaded.config;
-            show::doctor(out, &bugloop_app::doctor::checks(&config))
+            let mut checks = bugloop_app::doctor::checks(&config);
+            let here_check = bugloop_app::doctor::repository_sandbox_check(&config, &here.cwd);
+            if let Some(check) = runtime()?.block_on(here_check) {
+                // Beside the machine's sandbox checks, before git and the model.
+                let at = checks
+                    .iter()
+                    .rposition(|c| c.subject.starts_with("sandbox"))
+                    .map_or(0, |i| i + 1);
+                checks.insert(at, check);
+            }
+            show::doctor(out, &checks)
         }
         Command::Bench(command) => run_bench(&here, command, out),
         Command::Inspect(command) => inspect_command(&here, &command, out),

@@ -176,6 +176,37 @@ fn doctor_reports_and_fails_on_a_missing_model() {
     );
 }
 
+/// In a repository under the home directory (`~/src/app`), `doctor` runs a confined command
+/// where reviews put their task trees: the sandbox hides the home directory, and must still
+/// mount a workspace inside it.
+#[test]
+fn doctor_checks_the_sandbox_in_a_repository_under_home() {
+    let home = tempfile::tempdir().unwrap();
+    let repo = home.path().join("src/app");
+    std::fs::create_dir_all(&repo).unwrap();
+    bugloop_testkit::git(&repo, &["init", "-q", "-b", "main"]);
+    let output = Command::new(env!("CARGO_BIN_EXE_bugloop"))
+        .arg("doctor")
+        .env("HOME", home.path())
+        .current_dir(&repo)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let tasks = repo.join(".git/bugloop/tasks");
+    assert!(
+        stdout.lines().any(|l| l
+            == format!(
+                "ok      sandbox in this repository: a command runs confined where reviews put \
+                 their task trees ({})",
+                tasks.display()
+            )),
+        "{stdout}"
+    );
+    // Its own workspace is gone after it.
+    let left: Vec<_> = std::fs::read_dir(&tasks).unwrap().collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
 /// Without the analyzers, `doctor` says where they come from; it does not fail for them.
 #[test]
 fn doctor_says_how_to_get_a_missing_analyzer() {

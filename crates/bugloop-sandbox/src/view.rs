@@ -442,7 +442,7 @@ fn devices_proc_and_tmp(a: &mut Arguments, settings: &SandboxSettings) {
 /// The home directory exists (programs expect $HOME) but is empty, but for the configured
 /// directories, shown read-only with their credentials masked. Returns the home directory,
 /// whose tmpfs the caller makes read-only once everything inside it is mounted.
-fn hidden_home(a: &mut Arguments, settings: &SandboxSettings) -> Option<std::path::PathBuf> {
+fn hidden_home(a: &mut Arguments, settings: &SandboxSettings) -> Option<PathBuf> {
     let home = settings
         .home_dir
         .as_ref()
