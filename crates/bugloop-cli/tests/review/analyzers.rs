@@ -580,3 +580,56 @@ fn a_file_named_oddly_is_analyzed_and_its_hits_published() {
     let list = stdout(&bugloop(repo.path(), &["findings"]));
     assert!(list.contains(r#""util\t.py":2"#), "{list}");
 }
+
+/// An analyzer's finding stands on the tool's report: in a later full review, with the tool
+/// gone from the machine, the model saying "no bug" does not resolve it while its code is as it
+/// was; the report says why it stays open.
+#[test]
+fn the_models_word_alone_does_not_resolve_an_analyzers_finding() {
+    let repo = planted(PUBLISH);
+    let scripts = tempfile::tempdir().unwrap();
+    let report = review_json(repo.path(), &script(scripts.path(), &[]), &[]);
+    let sql = finding(&report, "S608").unwrap_or_else(|| panic!("{report:#}"));
+    let id = sql["id"].as_str().unwrap().to_owned();
+    let path = scripts.path().join("no-bug.jsonl");
+    let mut lines = vec![json!({"tool_calls": [
+        {"name": "resolve_finding", "arguments": {"id": id, "reason": "no bug"}},
+        {"name": "submit_pass_results", "arguments": {"pass_number": 1, "summary": "diff"}}
+    ]})];
+    for pass in 2..=4 {
+        lines.push(json!({"tool_calls": [{"name": "submit_pass_results", "arguments": {"pass_number": pass, "summary": "ok"}}]}));
+    }
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&path, text).unwrap();
+    let model = format!("script:{}", path.display());
+    let no_tools = tempfile::tempdir().unwrap();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_bugloop"))
+        .args(["review", "--full", "--model", &model, "--format", "json"])
+        .current_dir(repo.path())
+        .env("NO_COLOR", "1")
+        .env_remove("BUGLOOP_CONFIG")
+        .env("BUGLOOP_ANALYZERS_DIR", no_tools.path())
+        .env("PATH", "/usr/bin:/bin")
+        .output()
+        .unwrap();
+    let again: Value = serde_json::from_str(&stdout(&output))
+        .unwrap_or_else(|e| panic!("{e}: {}{}", stdout(&output), stderr(&output)));
+    assert_eq!(again["resolved"], json!([]), "{again:#}");
+    let tracked = again["tracked"].as_array().unwrap();
+    let kept = tracked.iter().find(|t| t["id"] == id.as_str()).unwrap();
+    assert_eq!(kept["status"], "PENDING", "{again:#}");
+    let held = again["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == id.as_str())
+        .unwrap_or_else(|| panic!("{again:#}"));
+    assert_eq!(held["stage"], "triage");
+    assert!(
+        held["note"]
+            .as_str()
+            .unwrap()
+            .starts_with("the model said it is resolved (no bug), but it stands on ruff S608's"),
+        "{held:#}"
+    );
+}

@@ -24,6 +24,7 @@ mod brief;
 mod conversation;
 pub(crate) use conversation::existing_finding;
 mod early;
+mod evidence;
 mod filtering;
 mod increment;
 mod prove;
@@ -149,6 +150,7 @@ pub async fn review_with(
             matches!(shown.scope, ReviewedScope::Incremental { .. }).then_some(&tracked[..]),
         ),
     );
+    evidence::hold_tool_findings(&conversation, &shown, &mut reported);
     let early = early.map(early::EarlyPublisher::finish).unwrap_or_default();
     reported.findings = early.merge_hits(std::mem::take(&mut reported.findings), analyzed.findings);
     reported.dropped.extend(analyzed.dismissed);
