@@ -198,6 +198,7 @@ fn bench(c: &mut Criterion) {
                 status: ThreadStatus::Pending,
                 reopenable: false,
                 moved: false,
+                tool_rule: None,
             }
         })
         .collect();

@@ -143,12 +143,27 @@ pub struct Candidate<'a> {
     /// Title and description.
     pub text: &'a str,
     pub evidence: Option<&'a str>,
+    /// The analyzer and its rule, for an analyzer's finding: one tool's two rules are two
+    /// problems, however alike their words and places (another tool's rule may be the same one).
+    pub tool_rule: Option<(&'a str, &'a str)>,
 }
 
 struct Entry {
     line: Option<(u32, u32)>,
     words: usize,
     evidence: Option<String>,
+    tool_rule: Option<(String, String)>,
+}
+
+impl Entry {
+    /// Whether `finding` is another rule of this entry's analyzer: never the same problem.
+    fn other_rule_of_its_tool(&self, finding: Option<(&str, &str)>) -> bool {
+        matches!(
+            (&self.tool_rule, finding),
+            (Some((tool, rule)), Some((their_tool, their_rule)))
+                if tool == their_tool && rule != their_rule
+        )
+    }
 }
 
 /// An index of findings to match new ones against.
@@ -243,6 +258,9 @@ impl DedupIndex {
             line: range,
             words: words.len(),
             evidence,
+            tool_rule: finding
+                .tool_rule
+                .map(|(tool, rule)| (tool.to_owned(), rule.to_owned())),
         });
         entry as usize
     }
@@ -268,7 +286,7 @@ impl DedupIndex {
     pub fn find(&self, rule: DedupRule, finding: Candidate<'_>) -> Option<DedupMatch> {
         let file = *self.files.get(finding.place.file.unwrap_or(""))?;
         let range = finding.place.range();
-        if let Some(found) = self.find_by_evidence(rule, file, range, finding.evidence) {
+        if let Some(found) = self.find_by_evidence(rule, file, range, &finding) {
             return Some(found);
         }
         let words = significant_words(finding.text);
@@ -287,7 +305,7 @@ impl DedupIndex {
                 continue;
             };
             let distance = Self::distance(range, candidate);
-            if distance > rule.line_window {
+            if distance > rule.line_window || candidate.other_rule_of_its_tool(finding.tool_rule) {
                 continue;
             }
             let smaller = words.len().min(candidate.words).max(1);
@@ -321,9 +339,9 @@ impl DedupIndex {
         rule: DedupRule,
         file: u32,
         range: Option<(u32, u32)>,
-        evidence: Option<&str>,
+        finding: &Candidate<'_>,
     ) -> Option<DedupMatch> {
-        let key = evidence_key(evidence)?;
+        let key = evidence_key(finding.evidence)?;
         let nearby: Vec<u32> = match range {
             Some((start, end)) => {
                 let from = start.saturating_sub(rule.line_window.saturating_add(self.longest_span));
@@ -348,6 +366,7 @@ impl DedupIndex {
                 let candidate = self.entries.get(entry as usize)?;
                 let distance = Self::distance(range, candidate);
                 let same = distance <= rule.line_window
+                    && !candidate.other_rule_of_its_tool(finding.tool_rule)
                     && candidate
                         .evidence
                         .as_deref()
@@ -375,6 +394,7 @@ mod tests {
             },
             text,
             evidence: (!evidence.is_empty()).then_some(evidence),
+            tool_rule: None,
         }
     }
 
@@ -425,6 +445,7 @@ mod tests {
             },
             text,
             evidence: None,
+            tool_rule: None,
         };
         assert!(index.find(rule, unplaced).is_some());
         assert!(
@@ -541,6 +562,7 @@ mod tests {
             place: long,
             text: "Lock held across await",
             evidence: Some("let guard = state.lock().await;"),
+            tool_rule: None,
         });
         let near_end = at(
             "a.rs",

@@ -78,6 +78,10 @@ pub struct ExistingFinding {
     /// Its quoted code left the place it was recorded at (changed, moved or deleted since):
     /// reported under its id, or quoting its code, anywhere, it is this finding at a new place.
     pub moved: bool,
+    /// The analyzer and rule that found it (from its comment's state block); `None` for the
+    /// model's findings.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_rule: Option<(String, String)>,
 }
 
 impl ExistingFinding {
@@ -364,6 +368,11 @@ fn candidate<'a>(finding: &'a Finding, text: &'a str) -> Candidate<'a> {
         place: place_of(finding),
         text,
         evidence: finding.evidence.as_deref(),
+        tool_rule: finding
+            .source
+            .as_ref()
+            .filter(|source| !source.model)
+            .map(|source| (source.tool.as_str(), source.rule.as_str())),
     }
 }
 
@@ -502,6 +511,10 @@ impl<'e> Published<'e> {
                 place: old.place(),
                 text,
                 evidence: old.evidence.as_deref(),
+                tool_rule: old
+                    .tool_rule
+                    .as_ref()
+                    .map(|(tool, rule)| (tool.as_str(), rule.as_str())),
             });
             by_id.insert(&old.id, position);
         }

@@ -114,6 +114,8 @@ struct ExistingCase {
     reopenable: bool,
     #[serde(default)]
     moved: bool,
+    #[serde(default)]
+    tool_rule: Option<(String, String)>,
 }
 
 #[test]
@@ -152,6 +154,7 @@ fn filter() {
                 status: e.status,
                 reopenable: e.reopenable,
                 moved: e.moved,
+                tool_rule: e.tool_rule,
             })
             .collect();
         insta::assert_yaml_snapshot!(run_pipeline(case.findings, &existing, &settings));

@@ -3,6 +3,7 @@
 //! converge audit) starts from an empty conversation.
 
 use bugloop_domain::filter::ExistingFinding;
+use bugloop_domain::finding::FindingSource;
 use bugloop_domain::thread::{Comment, ReviewState, ThreadState, reconstruct};
 use bugloop_forge::ForgeError;
 use bugloop_report::review::TrackedFinding;
@@ -70,6 +71,11 @@ pub(crate) fn existing_finding(thread: &ThreadState) -> Option<ExistingFinding> 
         .and_then(|e| e.get("evidence"))
         .and_then(|v| v.as_str())
         .map(str::to_owned);
+    let tool_rule = extra
+        .and_then(|e| e.get("source"))
+        .and_then(|v| serde_json::from_value::<FindingSource>(v.clone()).ok())
+        .filter(|source| !source.model)
+        .map(|source| (source.tool, source.rule));
     Some(ExistingFinding {
         id,
         title: thread.title.clone(),
@@ -84,6 +90,7 @@ pub(crate) fn existing_finding(thread: &ThreadState) -> Option<ExistingFinding> 
         status: thread.status,
         reopenable: thread.reopenable,
         moved: false,
+        tool_rule,
     })
 }
 

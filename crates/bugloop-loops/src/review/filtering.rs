@@ -250,6 +250,11 @@ fn as_existing(finding: &Finding) -> ExistingFinding {
         status: ThreadStatus::Pending,
         reopenable: false,
         moved: false,
+        tool_rule: finding
+            .source
+            .as_ref()
+            .filter(|source| !source.model)
+            .map(|source| (source.tool.clone(), source.rule.clone())),
     }
 }
 

@@ -282,6 +282,7 @@ mod tests {
             status: ThreadStatus::Pending,
             reopenable: false,
             moved: false,
+            tool_rule: None,
         }
     }
 
