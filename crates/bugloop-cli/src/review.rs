@@ -75,10 +75,18 @@ pub fn review(here: &Here, args: &ReviewArgs, out: &mut impl Write) -> Result<Ve
         full: args.full,
     }))?;
     if let Verdict::NothingToDo { reason } = &outcome.verdict {
-        if args.format == ReportFormat::Text {
-            writeln!(out, "{reason}")?;
-        } else {
-            writeln!(crate::terminal::stderr(), "{reason}")?;
+        // Every format says it, so a report redirected to a file is always one of its kind.
+        match args.format {
+            ReportFormat::Text => writeln!(out, "{reason}")?,
+            ReportFormat::Json => writeln!(
+                out,
+                "{}",
+                serde_json::json!({"reviewed": false, "reason": reason})
+            )?,
+            ReportFormat::Sarif => {
+                writeln!(out, "{}", json::to_json(&sarif::nothing_reviewed(reason))?)?;
+            }
+            ReportFormat::Markdown => writeln!(out, "## bugloop review\n\n{reason}")?,
         }
     }
     warn(&outcome.warnings)?;

@@ -241,6 +241,25 @@ fn no_change_and_dry_runs() {
         "{}",
         stdout(&output)
     );
+    // Each format is a document of its kind, for a file to hold.
+    for format in ["json", "sarif"] {
+        let shown = bugloop(dir.path(), &["review", "--format", format]);
+        assert_eq!(shown.status.code(), Some(0), "{}", stderr(&shown));
+        let value: serde_json::Value = serde_json::from_str(&stdout(&shown)).unwrap();
+        match format {
+            "json" => assert_eq!(value["reviewed"], false, "{value:#}"),
+            _ => {
+                assert_eq!(value["version"], "2.1.0", "{value:#}");
+                assert_eq!(value["runs"][0]["results"], json!([]), "{value:#}");
+            }
+        }
+    }
+    let markdown = bugloop(dir.path(), &["review", "--format", "markdown"]);
+    assert!(
+        stdout(&markdown).starts_with("## bugloop review\n\nNothing to review"),
+        "{}",
+        stdout(&markdown)
+    );
 
     git(dir.path(), &["switch", "-q", "feature"]);
     let scripts = tempfile::tempdir().unwrap();

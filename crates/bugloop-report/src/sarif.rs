@@ -430,6 +430,38 @@ fn finding_properties(
 
 /// The SARIF log around what was collected: the tool with the rules used, the invocation with
 /// the findings about no file as notifications, and the results.
+const SCHEMA: &str = "https://json.schemastore.org/sarif-2.1.0.json";
+
+/// bugloop as SARIF's tool, with the rules its results name.
+fn driver(rules: Vec<Value>) -> Value {
+    let mut driver = json!({
+        "name": "bugloop",
+        "version": env!("CARGO_PKG_VERSION"),
+        "rules": rules,
+    });
+    if let Some(uri) = information_uri() {
+        driver["informationUri"] = json!(uri);
+    }
+    driver
+}
+
+/// A valid log of a run that reviewed nothing (an empty change): no results, and why as a note,
+/// so `--format sarif > file` always leaves a file an upload can read.
+pub fn nothing_reviewed(reason: &str) -> Value {
+    json!({
+        "$schema": SCHEMA,
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": driver(Vec::new())},
+            "invocations": [{
+                "executionSuccessful": true,
+                "toolExecutionNotifications": [{"level": "note", "message": {"text": reason}}],
+            }],
+            "results": [],
+        }]
+    })
+}
+
 fn sarif_log(report: &ReviewReport, collected: &Collected) -> Value {
     let rules: Vec<Value> = collected
         .used
@@ -446,19 +478,11 @@ fn sarif_log(report: &ReviewReport, collected: &Collected) -> Value {
             })
         })
         .collect();
-    let mut driver = json!({
-        "name": "bugloop",
-        "version": env!("CARGO_PKG_VERSION"),
-        "rules": rules,
-    });
-    if let Some(uri) = information_uri() {
-        driver["informationUri"] = json!(uri);
-    }
     json!({
-        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "$schema": SCHEMA,
         "version": "2.1.0",
         "runs": [{
-            "tool": {"driver": driver},
+            "tool": {"driver": driver(rules)},
             "invocations": [{
                 "executionSuccessful": report.complete,
                 "toolExecutionNotifications": notifications,
