@@ -433,7 +433,7 @@ fn finding_properties(
 const SCHEMA: &str = "https://json.schemastore.org/sarif-2.1.0.json";
 
 /// bugloop as SARIF's tool, with the rules its results name.
-fn driver(rules: Vec<Value>) -> Value {
+fn driver(rules: &[Value]) -> Value {
     let mut driver = json!({
         "name": "bugloop",
         "version": env!("CARGO_PKG_VERSION"),
@@ -452,7 +452,7 @@ pub fn nothing_reviewed(reason: &str) -> Value {
         "$schema": SCHEMA,
         "version": "2.1.0",
         "runs": [{
-            "tool": {"driver": driver(Vec::new())},
+            "tool": {"driver": driver(&[])},
             "invocations": [{
                 "executionSuccessful": true,
                 "toolExecutionNotifications": [{"level": "note", "message": {"text": reason}}],
@@ -482,7 +482,7 @@ fn sarif_log(report: &ReviewReport, collected: &Collected) -> Value {
         "$schema": SCHEMA,
         "version": "2.1.0",
         "runs": [{
-            "tool": {"driver": driver(rules)},
+            "tool": {"driver": driver(&rules)},
             "invocations": [{
                 "executionSuccessful": report.complete,
                 "toolExecutionNotifications": notifications,
