@@ -245,7 +245,7 @@ fn no_change_and_dry_runs() {
     for format in ["json", "sarif"] {
         let shown = bugloop(dir.path(), &["review", "--format", format]);
         assert_eq!(shown.status.code(), Some(0), "{}", stderr(&shown));
-        let value: serde_json::Value = serde_json::from_str(&stdout(&shown)).unwrap();
+        let value: Value = serde_json::from_str(&stdout(&shown)).unwrap();
         match format {
             "json" => assert_eq!(value["reviewed"], false, "{value:#}"),
             _ => {
