@@ -675,6 +675,9 @@ fn candidate(
     }
     hit.line = line;
     hit.end_line = Some(end.max(line));
+    if hit.url.is_none() {
+        hit.url = rule_page(tool, &hit.rule);
+    }
     Some(Candidate {
         tool: tool.to_owned(),
         hit,
@@ -685,9 +688,38 @@ fn candidate(
     })
 }
 
+/// A rule's page where the tool's own output names none (hadolint's SARIF has no `helpUri`),
+/// for a rule id of the tool's own form only.
+fn rule_page(tool: &str, rule: &str) -> Option<String> {
+    let plain = rule.len() <= 8 && rule.chars().all(|c| c.is_ascii_alphanumeric());
+    match tool {
+        "hadolint" if plain && rule.starts_with("DL") => {
+            Some(format!("https://github.com/hadolint/hadolint/wiki/{rule}"))
+        }
+        "hadolint" if plain && rule.starts_with("SC") => {
+            Some(format!("https://www.shellcheck.net/wiki/{rule}"))
+        }
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hadolints_rules_link_to_their_pages() {
+        assert_eq!(
+            rule_page("hadolint", "DL3014").as_deref(),
+            Some("https://github.com/hadolint/hadolint/wiki/DL3014")
+        );
+        assert_eq!(
+            rule_page("hadolint", "SC2086").as_deref(),
+            Some("https://www.shellcheck.net/wiki/SC2086")
+        );
+        assert_eq!(rule_page("hadolint", "DL30/../x"), None);
+        assert_eq!(rule_page("ruff", "S608"), None);
+    }
 
     #[test]
     fn many_files_are_given_in_batches_a_project_at_once() {
