@@ -49,6 +49,19 @@ impl Toolbox {
         Toolbox { dir, path }
     }
 
+    /// Why `program` was not found: where it was looked for, and how to install it (`install`).
+    /// The analyzers directory is named, so a run with another `HOME` says where it looked.
+    pub fn not_found(&self, program: &str, install: &str) -> String {
+        match &self.dir {
+            Some(dir) => format!(
+                "{program} is not installed: not in {} nor on PATH ({install}; \
+                 BUGLOOP_ANALYZERS_DIR or XDG_DATA_HOME chooses the directory)",
+                dir.join("bin").display()
+            ),
+            None => format!("{program} is not installed: not on PATH ({install})"),
+        }
+    }
+
     /// The program `name`, if installed.
     pub fn find(&self, name: &str) -> Option<Installed> {
         if let Some(dir) = &self.dir {
@@ -97,10 +110,7 @@ pub fn installed_versions(toolbox: &Toolbox) -> Vec<(&'static str, Result<String
             let Some(installed) = toolbox.find(tool.program) else {
                 return (
                     tool.name,
-                    Err(format!(
-                        "{} is not installed ({})",
-                        tool.program, tool.install
-                    )),
+                    Err(toolbox.not_found(tool.program, tool.install)),
                 );
             };
             // Our own pinned binary or a system toolchain's, asked only for its version.

@@ -424,7 +424,7 @@ fn plan_built_in(
     let installed = request
         .toolbox
         .find(tool.program)
-        .ok_or_else(|| format!("{} is not installed ({})", tool.program, tool.install))?;
+        .ok_or_else(|| request.toolbox.not_found(tool.program, tool.install))?;
     let config = config_dir.display().to_string();
     let invocation = Invocation {
         files,

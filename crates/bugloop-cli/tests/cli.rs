@@ -215,10 +215,15 @@ fn doctor_says_how_to_get_a_missing_analyzer() {
         ("BUGLOOP_ANALYZERS_DIR", empty.path().as_os_str()),
         ("PATH", "/usr/bin:/bin".as_ref()),
     ]);
+    let expected = format!(
+        "info    analyzer ruff: ruff is not installed: not in {} nor on PATH (scripts/setup \
+         installs the pinned analyzers; bugloop doctor lists them; BUGLOOP_ANALYZERS_DIR or \
+         XDG_DATA_HOME chooses the directory)",
+        empty.path().join("bin").display()
+    );
     assert!(
-        stdout.lines().any(|l| l
-            == "info    analyzer ruff: ruff is not installed (scripts/setup installs the pinned analyzers; bugloop doctor lists them)"),
-        "{stdout}"
+        stdout.lines().any(|l| l == expected),
+        "{expected}\n{stdout}"
     );
 }
 
