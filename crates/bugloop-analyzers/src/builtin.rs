@@ -318,8 +318,28 @@ fn biome_judge(hit: &Hit) -> Option<(Weight, Category)> {
     }
 }
 
-/// clippy: its `correctness` (deny) and `suspicious` (warn) groups, the compiler's errors and
-/// `unused_must_use`; everything else allowed. Compiles the crate: build scripts and proc macros
+/// The compiler's own lints that are bugs, not style: a comparison with NaN that is always
+/// false, a function that can only call itself, a literal that overflows its type, ... (some
+/// were clippy's correctness lints before they moved into the compiler).
+const RUSTC_BUG_LINTS: &[&str] = &[
+    "invalid_nan_comparisons",
+    "unconditional_recursion",
+    "overflowing_literals",
+    "arithmetic_overflow",
+    "unconditional_panic",
+    "unused_comparisons",
+    "invalid_value",
+    "let_underscore_lock",
+    "dropping_references",
+    "forgetting_references",
+    "invalid_from_utf8",
+    "useless_ptr_null_checks",
+    "dangling_pointers_from_temporaries",
+    "ambiguous_wide_pointer_comparisons",
+];
+
+/// clippy: its `correctness` (deny) and `suspicious` (warn) groups, the compiler's errors,
+/// `unused_must_use` and the compiler's lints that are bugs; everything else allowed. Compiles the crate: build scripts and proc macros
 /// run, so only ever in the sandbox, offline, with the target directory in its private `/tmp`.
 const CLIPPY_LINTS: &[&str] = &[
     "-A",
@@ -353,6 +373,7 @@ fn clippy_judge(hit: &Hit) -> Option<(Weight, Category)> {
     }
     match (rule, hit.level) {
         ("unused_must_use", _) => Some((Weight::Warning, Category::Reliability)),
+        _ if RUSTC_BUG_LINTS.contains(&rule) => Some((Weight::Warning, Category::Logic)),
         (_, Level::Error) if rule.starts_with("clippy::") => Some((Weight::Error, Category::Logic)),
         (_, Level::Warning) if rule.starts_with("clippy::") => {
             Some((Weight::Warning, Category::Logic))
@@ -521,7 +542,7 @@ pub static BUILT_IN: &[BuiltIn] = &[
         program: "cargo",
         files: &["**/*.rs"],
         project: Some("Cargo.toml"),
-        rule_set: "compile errors, clippy's correctness and suspicious groups, unused_must_use",
+        rule_set: "compile errors, clippy's correctness and suspicious groups, unused_must_use and the compiler's lints that are bugs (invalid_nan_comparisons, unconditional_recursion, overflowing_literals, ...)",
         version_args: &["clippy", "--version"],
         install: "it comes with the Rust toolchain: rustup component add clippy",
         unsafe_config: &[
@@ -634,6 +655,15 @@ mod tests {
             Some(Weight::Critical)
         );
         assert_eq!(clippy_judge(&hit("dead_code", Level::Warning)), None);
+        // The compiler's lints that are bugs count; its style lints do not.
+        for bug in ["invalid_nan_comparisons", "unconditional_recursion"] {
+            assert_eq!(
+                clippy_judge(&hit(bug, Level::Warning)),
+                Some((Weight::Warning, Category::Logic)),
+                "{bug}"
+            );
+        }
+        assert_eq!(clippy_judge(&hit("non_snake_case", Level::Warning)), None);
         assert_eq!(
             biome_judge(&hit("lint/security/noGlobalEval", Level::Error)).map(|j| j.1),
             Some(Category::Security)

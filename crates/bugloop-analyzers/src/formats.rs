@@ -179,7 +179,19 @@ fn cargo_hit(diagnostic: Diagnostic, root: &Path) -> Option<Hit> {
     };
     let url = match code.strip_prefix("clippy::") {
         Some(lint) => format!("https://rust-lang.github.io/rust-clippy/master/index.html#{lint}"),
-        None => format!("https://doc.rust-lang.org/error_codes/{code}.html"),
+        None if code.starts_with('E') => {
+            format!("https://doc.rust-lang.org/error_codes/{code}.html")
+        }
+        // A compiler lint: its entry in the listing of its default level.
+        None => format!(
+            "https://doc.rust-lang.org/rustc/lints/listing/{}-by-default.html#{}",
+            if level == Level::Error {
+                "deny"
+            } else {
+                "warn"
+            },
+            code.replace('_', "-")
+        ),
     };
     Some(Hit {
         file: relative_path(&span.file_name, root)?,
