@@ -179,9 +179,7 @@ impl Store {
             .journal_mode(SqliteJournalMode::Wal)
             .busy_timeout(Duration::from_secs(10))
             .foreign_keys(true);
-        let pool = SqlitePoolOptions::new()
-            .max_connections(4)
-            .connect_with(options)
+        let pool = connect(options)
             .await
             .map_err(|source| classify_open(path, source))?;
         let store = Store {
@@ -605,6 +603,27 @@ async fn open_thread(
 }
 
 /// A file that is not a database fails at the first statement; name it as damage.
+/// The pool on a store file. Processes opening a store that does not exist yet at once (reports
+/// filed together) race to make it: switching a new file to WAL needs a lock SQLite does not
+/// wait for, so a busy answer is tried again for a while, as the busy timeout would.
+async fn connect(options: SqliteConnectOptions) -> Result<SqlitePool, sqlx::Error> {
+    let busy = |error: &sqlx::Error| matches!(error, sqlx::Error::Database(db) if db.code().is_some_and(|c| c == "5" || c == "6"));
+    let mut attempt = 0u32;
+    loop {
+        let connected = SqlitePoolOptions::new()
+            .max_connections(4)
+            .connect_with(options.clone())
+            .await;
+        match connected {
+            Err(error) if busy(&error) && attempt < 100 => {
+                attempt += 1;
+                tokio::time::sleep(Duration::from_millis(20 + u64::from(attempt % 5) * 10)).await;
+            }
+            other => return other,
+        }
+    }
+}
+
 fn classify_open(path: &Path, source: sqlx::Error) -> StoreError {
     let text = source.to_string();
     if text.contains("not a database") || text.contains("malformed") || text.contains("corrupt") {
