@@ -289,6 +289,9 @@ fn biome_args(i: Invocation<'_>) -> Vec<String> {
         "--reporter=sarif",
         "--max-diagnostics=none",
         "--no-errors-on-unmatched",
+        // Its default (1 MiB) skips a larger file with only a warning of its own: a bundle or
+        // a long module would go unchecked without a word in the review.
+        "--files-max-size=16777216",
     ]);
     args.push(format!("--config-path={}", i.config_dir));
     with_files(args, i.files)
@@ -418,6 +421,7 @@ fn biome_alone(i: Invocation<'_>) -> Vec<String> {
         "--reporter=sarif",
         "--max-diagnostics=none",
         "--no-errors-on-unmatched",
+        "--files-max-size=16777216",
     ]);
     with_files(args, i.files)
 }

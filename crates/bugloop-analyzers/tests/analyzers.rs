@@ -19,7 +19,7 @@ const HEAD_APP: &str = "import os\n\n\ndef legacy(expr):\n    return eval(expr)\
 
 /// A repository on its branch `change`: the base has `app.py` with an old `eval` hit; the change
 /// adds an SQL injection (silenced with `# noqa`), tells ruff's configuration to ignore S608,
-/// adds a shell script and a JavaScript file with a bug each.
+/// adds a shell script and a JavaScript file with a bug each, and a bundle over biome's size limit.
 fn planted() -> (TestRepo, bugloop_diff::Diff) {
     let repo = TestRepo::with_files(&[
         ("app.py", BASE_APP),
@@ -36,6 +36,9 @@ fn planted() -> (TestRepo, bugloop_diff::Diff) {
         "web.js",
         "export const limits = { max: 1, max: 2 };\nexport function kind(x) {\n  return typeof x === \"strnig\";\n}\n",
     );
+    // Over biome's default size limit (1 MiB), with a bug on its last line.
+    let bundle = "// generated filler\n".repeat(60_000) + "export const eq = (x) => x == 1;\n";
+    repo.write("bundle.js", &bundle);
     repo.write("biome.json", "{ \"linter\": { \"enabled\": false } }\n");
     repo.write(".shellcheckrc", "disable=SC2115\n");
     repo.commit("change");
@@ -110,6 +113,14 @@ async fn planted_bugs_are_found_on_the_changes_lines_whatever_the_branch_configu
         found(&analysis, "biome", "lint/correctness/useValidTypeof"),
         Some(3),
         "{analysis:#?}"
+    );
+    // A file over biome's own size limit is checked all the same.
+    assert!(
+        analysis.candidates.iter().any(|c| c.hit.file == "bundle.js"
+            && c.hit.rule == "lint/suspicious/noDoubleEquals"
+            && c.hit.line == 60_001),
+        "{:#?}",
+        analysis.runs
     );
     // The old eval on an untouched line is not this change's.
     assert!(
