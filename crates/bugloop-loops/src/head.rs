@@ -56,10 +56,7 @@ impl<'a> HeadTree<'a> {
 /// it is not there.
 pub(crate) fn work_text(env: &LoopEnv<'_>, file: &str) -> Option<String> {
     match &env.work {
-        WorkTarget::PullRequest { head, .. } => env
-            .git
-            .show(head, file)
-            .map(|bytes| String::from_utf8_lossy(&bytes).into_owned()),
+        WorkTarget::PullRequest { .. } => committed_text(env, file),
         WorkTarget::LocalBranch => crate::context::read_inside(env.git.root(), file),
     }
 }
