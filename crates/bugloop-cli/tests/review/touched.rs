@@ -293,3 +293,44 @@ fn a_reformatted_line_is_not_a_fix() {
     assert_eq!(report["rechecked"][0]["outcome"], "kept_open", "{report:#}");
     assert_eq!(thread(repo.path(), &id).0, "PENDING");
 }
+
+#[test]
+fn code_pushed_down_by_lines_added_above_it_is_followed_and_never_raised_twice() {
+    let scripts = tempfile::tempdir().unwrap();
+    let (repo, id) = reviewed(scripts.path());
+    // Ten imports above the function: the loop is on line 13 now, not 3.
+    let imports: String = (0..10).map(|i| format!("import m{i}\n")).collect();
+    repo.write("stats.py", &format!("{imports}{}", feature()));
+    repo.commit("imports");
+    // Still open: the review fails on it.
+    let report = review(repo.path(), &script(scripts.path(), &[]), 1);
+    assert_eq!(report["resolved"], json!([]), "{report:#}");
+    let all = threads(repo.path());
+    assert_eq!(all.len(), 1, "{all:#?}");
+    assert_eq!(all[0]["line"], 13, "it follows its code: {all:#?}");
+
+    // The same bug reported where it is now is the same finding, in its one thread.
+    repo.write(
+        "stats.py",
+        &format!("{imports}{}", feature()).replace("if xs else 0", "if xs else 0.0"),
+    );
+    repo.commit("spread of floats");
+    let mut again = off_by_one();
+    again["line"] = json!(13);
+    let report = review(repo.path(), &script(scripts.path(), &[again]), 1);
+    let added: Vec<&Value> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["action"] == "added")
+        .collect();
+    assert!(added.is_empty(), "{report:#}");
+    let (status, shown) = thread(repo.path(), &id);
+    assert_eq!(status, "PENDING");
+    assert_eq!(
+        shown.matches("### Loop reads one past the end").count(),
+        1,
+        "{shown}"
+    );
+    assert!(shown.contains("stats.py:13"), "{shown}");
+}

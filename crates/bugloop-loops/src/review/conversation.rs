@@ -9,6 +9,7 @@ use bugloop_forge::ForgeError;
 use bugloop_report::review::TrackedFinding;
 
 use super::ReviewRequest;
+use super::touched::Relocation;
 use crate::env::LoopEnv;
 
 /// What the review knows of the conversation before it starts.
@@ -41,6 +42,40 @@ pub(super) async fn load(
         existing,
         open_ids,
     })
+}
+
+impl Conversation {
+    /// Open findings whose code moved within its file now point where it is, as their comments
+    /// will once the review relocates them: new reports are compared with them there, and the
+    /// model is told that place.
+    pub(super) fn follow(&mut self, shifted: &[Relocation]) {
+        for moved in shifted {
+            let Some(existing) = self.existing.iter_mut().find(|e| e.id == moved.id) else {
+                continue;
+            };
+            let span = existing
+                .line
+                .zip(existing.end_line)
+                .map(|(line, end)| end.saturating_sub(line));
+            existing.line = Some(moved.line);
+            existing.end_line = span.map(|span| moved.line.saturating_add(span));
+            let end_line = existing.end_line;
+            let thread = self
+                .state
+                .threads
+                .iter_mut()
+                .find(|t| t.finding_id.as_ref() == Some(&moved.id));
+            if let Some(thread) = thread {
+                thread.line = Some(moved.line);
+                if let Some(extra) = thread.assessment.as_mut().map(|a| &mut a.extra) {
+                    extra.insert("line".to_owned(), serde_json::json!(moved.line));
+                    if let Some(end) = end_line {
+                        extra.insert("end_line".to_owned(), serde_json::json!(end));
+                    }
+                }
+            }
+        }
+    }
 }
 
 pub(super) fn existing_of(state: &ReviewState) -> Vec<ExistingFinding> {

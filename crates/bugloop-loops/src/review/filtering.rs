@@ -20,8 +20,9 @@ use super::ReviewRequest;
 use super::brief::Brief;
 use super::conversation::Conversation;
 use super::increment::Shown;
-use super::recheck::{self, Relocation};
+use super::recheck;
 use super::sessions::Reported;
+use super::touched::Relocation;
 use super::touched::Touch;
 use crate::head::HeadTree;
 
@@ -107,7 +108,7 @@ pub(super) fn ground_and_filter<'a>(
         &mut dropped,
         &mut changes,
     );
-    let (rechecked, relocations) = recheck_touched(
+    let (rechecked, mut relocations) = recheck_touched(
         request,
         shown,
         existing,
@@ -115,6 +116,7 @@ pub(super) fn ground_and_filter<'a>(
         &mut resolutions,
         unanswered.as_deref(),
     );
+    relocations.extend(shown.shifted.iter().cloned());
     Filtered {
         head,
         publish,

@@ -20,7 +20,8 @@ use bugloop_report::summary::{SUMMARY_TAG, read_reviewed};
 
 use super::ReviewRequest;
 use super::conversation::Conversation;
-use super::touched::{Touch, Touched, touched};
+use super::shifted::shifted;
+use super::touched::{Relocation, Touch, Touched, touched};
 use crate::comment_bodies::find_tagged;
 use crate::env::LoopEnv;
 use crate::head::HeadTree;
@@ -38,6 +39,9 @@ pub(super) struct Shown {
     pub finding_context: String,
     /// The open findings whose code changed, moved or went.
     pub touched: Vec<Touched>,
+    /// The open findings the changes did not touch whose code is now at another line of its
+    /// file: they follow it without a question (see [`super::shifted`]).
+    pub shifted: Vec<Relocation>,
 }
 
 pub(super) fn decide(
@@ -62,6 +66,7 @@ pub(super) fn decide(
                 .collect();
             let head = HeadTree::load(&request.workspace, None, finding_files.chain(new_files));
             let mut touched = touched(Some(&raw), &open, &head);
+            let shifted = shifted(Some(&raw), &open, &touched, &head);
             for touch in &mut touched {
                 touch.changed_in = changed_in(env, touch, &open, (&since, &request.head));
             }
@@ -92,11 +97,13 @@ pub(super) fn decide(
                 asked_ids: asked.iter().map(|e| e.id.as_str().to_owned()).collect(),
                 finding_context,
                 touched,
+                shifted,
             }
         }
         Err(reason) => {
             let head = HeadTree::load(&request.workspace, None, finding_files);
             let touched = touched(None, &open, &head);
+            let shifted = shifted(None, &open, &touched, &head);
             // The whole change is shown: only what became of the touched findings' code is
             // news to the model.
             let finding_context = finding_context(&[], &touched, &head, &request.diff, None);
@@ -106,6 +113,7 @@ pub(super) fn decide(
                 asked_ids: conversation.open_ids.clone(),
                 finding_context,
                 touched,
+                shifted,
             }
         }
     }

@@ -34,6 +34,7 @@ mod publishing;
 mod questions;
 mod recheck;
 mod sessions;
+mod shifted;
 #[cfg(test)]
 mod test_findings;
 pub mod tools;
@@ -125,6 +126,7 @@ pub async fn review_with(
         conversation = conversation::load(env, &request).await?;
     }
     let shown = increment::decide(env, &request, &conversation);
+    conversation.follow(&shown.shifted);
     let tracked: Vec<String> = conversation
         .existing
         .iter()

@@ -19,7 +19,7 @@ use super::ReviewRequest;
 use super::brief::Brief;
 use super::conversation::Conversation;
 use super::filtering::Filtered;
-use super::recheck::Relocation;
+use super::touched::Relocation;
 use crate::comment_bodies::{
     OVERFLOW_TAG, ResolvedBy, find_tagged, finding_body, overflow_body, overflow_cleared_body,
     relocated_body, reopened_reply, resolve_thread,

@@ -11,15 +11,7 @@ use bugloop_domain::filter::Rediscovered;
 use bugloop_domain::finding::FindingId;
 use bugloop_report::review::{DroppedFinding, RecheckOutcome, RecheckedFinding, ReportStage};
 
-use super::touched::{Touch, Touched};
-
-/// A finding that stays open and now points at `file:line`, where its code is.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Relocation {
-    pub id: FindingId,
-    pub file: String,
-    pub line: u32,
-}
+use super::touched::{Relocation, Touch, Touched};
 
 /// The outcome for every touched finding; resolutions for silence are added to `resolutions`.
 pub(super) fn settle(

@@ -15,6 +15,14 @@ use bugloop_domain::finding::FindingId;
 use bugloop_domain::grounding::{Head, find_evidence};
 use bugloop_domain::paths::prompt_path;
 
+/// A finding that stays open and now points at `file:line`, where its code is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Relocation {
+    pub id: FindingId,
+    pub file: String,
+    pub line: u32,
+}
+
 /// What happened to one open finding's code.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Touched {
@@ -102,12 +110,7 @@ fn touch(
             .iter()
             .find(|f| f.old_path.as_deref() == Some(file))
     });
-    // A quote too long to be one place's code is matched like no quote at all (and cannot make
-    // the searches below expensive).
-    let evidence = finding
-        .evidence
-        .as_deref()
-        .filter(|e| !e.trim().is_empty() && e.len() <= MAX_QUOTE_BYTES);
+    let evidence = quote(finding);
     let recorded = finding.line.unwrap_or(1);
     let now_named = match changed {
         Some(f) if f.new_path.is_none() => None,
@@ -156,6 +159,15 @@ fn touch(
 
 /// The longest quote matched against the code (longer ones are treated as no quote).
 pub(crate) const MAX_QUOTE_BYTES: usize = 2_000;
+
+/// The code a finding quotes, as it is matched against the code at head: a quote too long to be
+/// one place's code is matched like no quote at all (and cannot make the searches expensive).
+pub(super) fn quote(finding: &ExistingFinding) -> Option<&str> {
+    finding
+        .evidence
+        .as_deref()
+        .filter(|e| !e.trim().is_empty() && e.len() <= MAX_QUOTE_BYTES)
+}
 
 fn gone(
     changed: Option<&FileDiff>,
