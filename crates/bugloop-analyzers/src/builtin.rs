@@ -249,7 +249,10 @@ fn actionlint_judge(hit: &Hit) -> Option<(Weight, Category)> {
     if hit.rule == "runner-label" || hit.message.contains("deprecated") {
         return Some((Weight::Minor, Category::Maintainability));
     }
-    let category = if matches!(hit.rule.as_str(), "credentials" | "permissions") {
+    // An untrusted expression in an inline script is an injection (zizmor's template-injection).
+    let category = if matches!(hit.rule.as_str(), "credentials" | "permissions")
+        || hit.message.contains("is potentially untrusted")
+    {
         Category::Security
     } else {
         Category::Logic

@@ -21,6 +21,7 @@ mod formats;
 mod hit;
 mod keys;
 mod locate;
+mod overlap;
 mod run;
 mod sarif;
 mod scope;

@@ -137,6 +137,7 @@ pub async fn analyze(request: Request<'_>) -> Analysis {
         ))
     });
     crate::suppression::fold_into_hits(&mut analysis.candidates);
+    crate::overlap::fold_overlaps(&mut analysis.candidates);
     analysis
 }
 

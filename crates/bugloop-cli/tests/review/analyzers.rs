@@ -522,6 +522,20 @@ fn a_workflows_template_injection_is_found_from_the_review_tree() {
     assert_eq!(injection["file"], ".github/workflows/title.yml");
     assert_eq!(injection["line"], 7);
     assert_eq!(injection["category"], "security");
+    // actionlint reports the same injection: it is said once, on zizmor's finding.
+    let description = injection["description"].as_str().unwrap();
+    assert!(
+        description.contains("actionlint reports it too"),
+        "{description}"
+    );
+    let findings = report["findings"].as_array().unwrap();
+    assert!(
+        !findings
+            .iter()
+            .any(|f| f["file"] == ".github/workflows/title.yml"
+                && f["source"]["tool"] == "actionlint"),
+        "{report:#}"
+    );
     // actionlint knows the action's inputs: a misspelt one is a bug of this change.
     let typo = report["findings"]
         .as_array()
