@@ -7,7 +7,7 @@
 use std::fmt;
 
 use bugloop_domain::filter::Stage;
-use bugloop_domain::finding::Finding;
+use bugloop_domain::finding::{Category, Finding, FindingSource};
 use bugloop_domain::score::{Priority, Severity};
 use bugloop_domain::status::ThreadStatus;
 use schemars::JsonSchema;
@@ -343,6 +343,12 @@ pub struct TrackedFinding {
     pub file: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub line: Option<u32>,
+    /// Its category, as its comment records it (none in comments of older versions).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub category: Option<Category>,
+    /// The analyzer's hit it stands on, as its comment records it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<FindingSource>,
     /// The comment that holds it.
     pub comment: String,
 }

@@ -5,6 +5,7 @@
 //! `security-severity`. A finding's fingerprint is its id, which bugloop keeps for the same
 //! problem across runs and line moves, so an edit above it never closes and reopens its alert.
 
+use bugloop_domain::finding::FindingSource;
 use serde_json::{Value, json};
 
 use crate::review::{FindingProof, ProofStatus, PublishedFinding, ReviewReport, TrackedFinding};
@@ -211,6 +212,21 @@ enum UsedRule {
 }
 
 impl UsedRule {
+    /// The rule a finding of `category` is filed under: a finding on a tool's hit under the
+    /// tool's rule, with its page.
+    fn of(category: &'static Rule, source: Option<&FindingSource>) -> UsedRule {
+        match source {
+            Some(source) => UsedRule::Tool {
+                id: format!("{}/{}", source.tool, source.rule),
+                tool: source.tool.clone(),
+                rule: source.rule.clone(),
+                url: source.url.clone(),
+                category: category.id,
+            },
+            None => UsedRule::Category(category.id),
+        }
+    }
+
     fn id(&self) -> &str {
         match self {
             UsedRule::Category(id) => id,
@@ -316,25 +332,17 @@ impl Collected {
             return;
         };
         let security = (rule.id == "security").then_some(score);
-        // A finding on a tool's hit is filed under the tool's rule, with its page.
-        let used = match &finding.source {
-            Some(source) => UsedRule::Tool {
-                id: format!("{}/{}", source.tool, source.rule),
-                tool: source.tool.clone(),
-                rule: source.rule.clone(),
-                url: source.url.clone(),
-                category: rule.id,
-            },
-            None => UsedRule::Category(rule.id),
-        };
+        let used = UsedRule::of(rule, finding.source.as_ref());
         let rule_id = used.id().to_owned();
         let index = self.use_rule(used, security);
         self.results
             .push(finding_result(report, f, &rule_id, file, index, security));
     }
 
-    /// A finding an earlier run raised that is still open: a result under the `tracked` rule
-    /// when it is about a file, else a notification's text.
+    /// A finding an earlier run raised that is still open: a result about a file under the rule
+    /// it was first filed under (its category's, or its tool's), so code scanning keeps one
+    /// alert for it from review to review; under the `tracked` rule where its comment does not
+    /// record its category (written by an older version); else a notification's text.
     fn add_earlier(&mut self, t: &TrackedFinding) {
         let score = t.score.unwrap_or(5);
         let Some(file) = &t.file else {
@@ -344,9 +352,18 @@ impl Collected {
             ));
             return;
         };
-        let index = self.use_rule(UsedRule::Category("tracked"), None);
+        let (used, security) = match t.category {
+            Some(category) => {
+                let rule = rule_of(category.as_str());
+                let security = (rule.id == "security").then_some(score);
+                (UsedRule::of(rule, t.source.as_ref()), security)
+            }
+            None => (UsedRule::Category("tracked"), None),
+        };
+        let rule_id = used.id().to_owned();
+        let index = self.use_rule(used, security);
         self.results.push(json!({
-            "ruleId": "tracked",
+            "ruleId": rule_id,
             "ruleIndex": index,
             "level": level(score),
             "message": {"text": format!("{} ({}).", t.title, t.status)},

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use bugloop_domain::filter::Stage;
-use bugloop_domain::finding::{Category, Finding, FindingId};
+use bugloop_domain::finding::{Category, Finding, FindingId, FindingSource};
 use bugloop_domain::score::Score;
 use bugloop_domain::status::ThreadStatus;
 use bugloop_llm::Usage;
@@ -110,6 +110,8 @@ fn review_report() -> ReviewReport {
                 score: Some(9),
                 file: Some("src/a.rs".to_owned()),
                 line: Some(7),
+                category: None,
+                source: None,
                 comment: "1".to_owned(),
             },
             TrackedFinding {
@@ -119,6 +121,15 @@ fn review_report() -> ReviewReport {
                 score: Some(6),
                 file: Some("src/c.rs".to_owned()),
                 line: Some(2),
+                category: Some(Category::Security),
+                source: Some(FindingSource {
+                    tool: "ruff".to_owned(),
+                    rule: "S608".to_owned(),
+                    url: Some(
+                        "https://docs.astral.sh/ruff/rules/hardcoded-sql-expression/".to_owned(),
+                    ),
+                    model: false,
+                }),
                 comment: "2".to_owned(),
             },
             TrackedFinding {
@@ -128,6 +139,8 @@ fn review_report() -> ReviewReport {
                 score: Some(8),
                 file: None,
                 line: None,
+                category: None,
+                source: None,
                 comment: "3".to_owned(),
             },
         ],

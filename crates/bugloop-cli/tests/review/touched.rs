@@ -308,6 +308,28 @@ fn code_pushed_down_by_lines_added_above_it_is_followed_and_never_raised_twice()
     let all = threads(repo.path());
     assert_eq!(all.len(), 1, "{all:#?}");
     assert_eq!(all[0]["line"], 13, "it follows its code: {all:#?}");
+    // Code scanning sees the same alert, under the rule it was first filed under, at its line.
+    let output = bugloop(
+        repo.path(),
+        &[
+            "review",
+            "--model",
+            &script(scripts.path(), &[]),
+            "--format",
+            "sarif",
+        ],
+    );
+    let sarif: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let result = &sarif["runs"][0]["results"][0];
+    assert_eq!(result["ruleId"], "logic", "{sarif:#}");
+    assert_eq!(
+        result["partialFingerprints"]["bugloopFindingId/v1"],
+        id.as_str()
+    );
+    assert_eq!(
+        result["locations"][0]["physicalLocation"]["region"]["startLine"],
+        13
+    );
 
     // The same bug reported where it is now is the same finding, in its one thread.
     repo.write(

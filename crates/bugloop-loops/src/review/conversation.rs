@@ -137,6 +137,13 @@ pub(super) fn tracked_of(state: &ReviewState) -> Vec<TrackedFinding> {
         .filter_map(|thread| {
             let id = thread.finding_id.as_ref()?;
             let place = existing.iter().find(|e| &e.id == id);
+            let recorded = |key: &str| {
+                thread
+                    .assessment
+                    .as_ref()
+                    .and_then(|a| a.extra.get(key))
+                    .cloned()
+            };
             Some(TrackedFinding {
                 id: id.as_str().to_owned(),
                 title: thread.title.clone(),
@@ -144,6 +151,8 @@ pub(super) fn tracked_of(state: &ReviewState) -> Vec<TrackedFinding> {
                 score: thread.score.map(|s| s.get()),
                 file: place.and_then(|p| p.file.clone()),
                 line: place.and_then(|p| p.line),
+                category: recorded("category").and_then(|v| serde_json::from_value(v).ok()),
+                source: recorded("source").and_then(|v| serde_json::from_value(v).ok()),
                 comment: thread.id.clone(),
             })
         })
