@@ -18,6 +18,7 @@ use bugloop_forge::tracker::{ChangeRequest, ChangeRequestState};
 use bugloop_git::{Selection, short};
 use bugloop_report::build::{BuildResult, BuildStatus};
 
+use bugloop_loops::act::FixCommit;
 use bugloop_loops::build::{BuildTask, Workbench, build};
 use bugloop_loops::comment_bodies::{ResolvedBy, resolve_thread};
 use bugloop_loops::prompt::fill;
@@ -455,8 +456,9 @@ async fn finish_round(run: &mut Run<'_, '_>, built: &BuiltRound) -> Result<Flow,
     Ok(Flow::Next)
 }
 
-/// Answers and resolves the threads still open that the round addressed: a run that died
-/// answering some does not answer them twice.
+/// Answers and resolves the threads still open that the round addressed; a finding whose code
+/// its commit left alone stays open, told why (the round's review weighs it again, the next
+/// round takes it). A run that died answering some does not answer them twice.
 async fn answer_addressed(
     run: &Run<'_, '_>,
     request: &ChangeRequest,
@@ -464,10 +466,37 @@ async fn answer_addressed(
     said: &str,
 ) -> Result<(), SolveError> {
     let (comments, state) = run.env.conversation(&request.conversation).await?;
+    let fix = FixCommit::read(run.env, &built.commit);
     for thread in
         super::threads::open(run.env.forge, &comments, &state, external_reviewers(run)).await?
     {
         if !built.threads.contains(&thread.id) {
+            continue;
+        }
+        // A person's comment may ask for a change anywhere (a test in another file): its
+        // author judges the round, and a reviewer who requested changes holds the gate.
+        let missed = thread.finding.as_ref().and_then(|id| {
+            state
+                .threads
+                .iter()
+                .find(|t| t.finding_id.as_ref() == Some(id))
+                .and_then(|t| fix.missed(t))
+        });
+        if let Some(why) = missed {
+            let kept = format!("{said} This thread stays open: {why}.");
+            let answered = comments.iter().any(|c| {
+                c.by_bugloop
+                    && c.in_reply_to.as_deref() == Some(thread.root.id.as_str())
+                    && c.body.contains(&kept)
+            });
+            if !answered {
+                let body =
+                    bugloop_loops::comment_bodies::info_reply(&run.env.settings.markers, &kept);
+                run.env
+                    .forge
+                    .reply(&request.conversation, thread.root, &body)
+                    .await?;
+            }
             continue;
         }
         match &thread.finding {

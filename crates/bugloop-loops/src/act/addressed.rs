@@ -13,11 +13,20 @@ use crate::env::LoopEnv;
 /// above the quoted line, say).
 const NEAR: u32 = 3;
 
-/// The commit's changes, read once for every finding it is checked against.
-pub(super) struct FixCommit<'e> {
+/// The commit's changes, read once for every finding it is checked against (by a fix, and by
+/// the rounds that address a draft's review threads).
+pub struct FixCommit<'e> {
     env: &'e LoopEnv<'e>,
     commit: String,
     diff: Option<Diff>,
+}
+
+impl std::fmt::Debug for FixCommit<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FixCommit")
+            .field("commit", &self.commit)
+            .finish_non_exhaustive()
+    }
 }
 
 impl<'e> FixCommit<'e> {
@@ -44,6 +53,22 @@ impl<'e> FixCommit<'e> {
         }
         let finding = crate::review::existing_finding(thread)?;
         let file = finding.file.as_deref()?;
+        let evidence = finding
+            .evidence
+            .as_deref()
+            .filter(|e| !e.trim().is_empty() && e.len() <= crate::review::MAX_QUOTE_BYTES);
+        let recorded = finding.line.unwrap_or(1);
+        self.missed_code(file, (recorded, finding.end_line), evidence)
+    }
+
+    /// Whether the commit changed the code at `recorded` (to `end_line`) of `file`, or the
+    /// quoted `evidence` nearest it.
+    fn missed_code(
+        &self,
+        file: &str,
+        (recorded, end_line): (u32, Option<u32>),
+        evidence: Option<&str>,
+    ) -> Option<String> {
         let shown = bugloop_domain::paths::prompt_path(file);
         let not_changed = format!("the fix did not change the code it quotes in {shown}");
         let changed = self.diff.as_ref().and_then(|diff| {
@@ -63,11 +88,6 @@ impl<'e> FixCommit<'e> {
                 .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
                 .unwrap_or_default()
         };
-        let recorded = finding.line.unwrap_or(1);
-        let evidence = finding
-            .evidence
-            .as_deref()
-            .filter(|e| !e.trim().is_empty() && e.len() <= crate::review::MAX_QUOTE_BYTES);
         // Where the finding's code was just before the fix, and how many lines it spans.
         let (start, lines) = match evidence {
             Some(evidence) => {
@@ -88,7 +108,7 @@ impl<'e> FixCommit<'e> {
                 (start, lines.max(1))
             }
             None => {
-                let end = finding.end_line.unwrap_or(recorded).max(recorded);
+                let end = end_line.unwrap_or(recorded).max(recorded);
                 (recorded, end - recorded + 1)
             }
         };

@@ -14,6 +14,7 @@ use bugloop_domain::paths::prompt_path;
 use bugloop_domain::safety::{MAX_FINDING_BODY_CHARS, truncate_finding_body};
 use bugloop_domain::thread::{ReviewState, ThreadState, ThreadStatus};
 
+pub use self::addressed::FixCommit;
 pub use self::ask::ask;
 pub use self::comment::on_comment;
 pub use self::fix::{answered_without_fixing, fix};

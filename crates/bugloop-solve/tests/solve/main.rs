@@ -32,6 +32,7 @@ use serde_json::json;
 use crate::support::{finding, git, local_forge, push_session, usage};
 
 mod killed;
+mod rounds;
 mod support;
 
 const BUGGY: &str =
@@ -81,6 +82,30 @@ fn write(path: &str, content: &str) -> (&'static str, serde_json::Value) {
 
 /// The whole happy path's model: two attempts, the draft's review, one round, its review.
 fn happy_script() -> ScriptedProvider {
+    let provider = drafted_script();
+    // Round 1: both addressed.
+    provider.push(tool_reply(
+        &[
+            write(
+                "app/models.py",
+                &SOLVED.replace("items[-1]\n", "items[-1] if items else None\n"),
+            ),
+            write(
+                "tests/test_models.py",
+                &format!("{TEST}    assert last([]) is None\n"),
+            ),
+        ],
+        usage(),
+    ));
+    provider.push(text_reply("Both threads addressed.", usage()));
+    // The round's review: nothing new.
+    push_session(&provider, vec![], vec![]);
+    provider
+}
+
+/// The model up to the draft's review: two attempts, and the review's two findings (one in
+/// `app/models.py`, one in `tests/test_models.py`).
+fn drafted_script() -> ScriptedProvider {
     let provider = ScriptedProvider::new([
         // Attempt 1: a wrong fix; the tests fail.
         tool_reply(
@@ -129,23 +154,6 @@ fn happy_script() -> ScriptedProvider {
         ],
         vec![],
     );
-    // Round 1: both addressed.
-    provider.push(tool_reply(
-        &[
-            write(
-                "app/models.py",
-                &SOLVED.replace("items[-1]\n", "items[-1] if items else None\n"),
-            ),
-            write(
-                "tests/test_models.py",
-                &format!("{TEST}    assert last([]) is None\n"),
-            ),
-        ],
-        usage(),
-    ));
-    provider.push(text_reply("Both threads addressed.", usage()));
-    // The round's review: nothing new.
-    push_session(&provider, vec![], vec![]);
     provider
 }
 
