@@ -1,6 +1,6 @@
 //! Splitting a change into model calls. Each call may show at most a token budget of diff; files
 //! go in order of importance (source, configuration, tests, data, documentation; larger changes
-//! first), delete-only hunks are summarized in one line, and lockfiles and generated files are
+//! first; a file too big for one call after all that fit), delete-only hunks are summarized in one line, and lockfiles and generated files are
 //! summarized instead of shown. A file whose lines a file before it in the same call showed is
 //! one line naming that file. A file too big for one call is split at hunks, and a hunk too big
 //! for one call into pieces; what could not be shown (binary files) is listed, never dropped
@@ -416,7 +416,7 @@ pub(crate) fn plan(
         files: diff.files.len(),
         ..Plan::default()
     };
-    let files = ranked_files(diff, ignore, &mut out.ignored);
+    let files = ranked_files(diff, ignore, &mut out.ignored, budget);
     let mut packer = Packer::new(budget);
     for (file, importance, _) in files {
         packer.kind = importance;
@@ -438,11 +438,14 @@ pub(crate) fn plan(
 }
 
 /// The files not ignored (listed in `ignored`), most important first, then the larger changes,
-/// then by path.
+/// then by path; a file too big for one call of `budget` tokens after every file that fits, so
+/// one large file (a bundle, generated code) cannot spend the run's budget before the change's
+/// other files are read.
 fn ranked_files<'a>(
     diff: &'a Diff,
     ignore: &IgnoreMatcher,
     ignored: &mut Vec<String>,
+    budget: u64,
 ) -> Vec<(&'a FileDiff, Importance, usize)> {
     let mut files: Vec<(&FileDiff, Importance, usize)> = Vec::new();
     for file in &diff.files {
@@ -460,12 +463,28 @@ fn ranked_files<'a>(
         };
         files.push((file, rank, added + removed));
     }
-    files.sort_by(|a, b| {
-        b.1.cmp(&a.1)
-            .then(b.2.cmp(&a.2))
-            .then(a.0.path().cmp(b.0.path()))
+    // Binary, summarized and deleted files are one line each.
+    let fits = |file: &FileDiff, importance: Importance| {
+        file.binary
+            || importance == Importance::Summarize
+            || file.change == ChangeKind::Deleted
+            || shown_tokens(file) <= budget
+    };
+    files.sort_by_cached_key(|(file, importance, size)| {
+        (
+            std::cmp::Reverse(fits(file, *importance)),
+            std::cmp::Reverse(*importance),
+            std::cmp::Reverse(*size),
+            file.path().to_owned(),
+        )
     });
     files
+}
+
+/// What showing a file whole costs, as [`pack_file`] counts it.
+fn shown_tokens(file: &FileDiff) -> u64 {
+    let whole: String = file.hunks.iter().map(render_hunk).collect();
+    estimate_tokens(&header(file)) + estimate_tokens(&whole)
 }
 
 /// Packs one file: a line for a binary, summarized, deleted or unchanged file, the whole diff

@@ -428,6 +428,38 @@ pub struct Unreviewed {
     pub reason: String,
 }
 
+/// The parts not reviewed as a reader wants them: one line a reason, in the order first seen,
+/// naming each file once (a file split into parts the budget stopped is one name, and a hundred
+/// files stopped by it are one line).
+pub fn unreviewed_by_reason(unreviewed: &[Unreviewed]) -> Vec<(&str, Vec<&str>)> {
+    let mut groups: Vec<(&str, Vec<&str>)> = Vec::new();
+    for part in unreviewed {
+        let at = match groups.iter().position(|(reason, _)| *reason == part.reason) {
+            Some(at) => at,
+            None => {
+                groups.push((&part.reason, Vec::new()));
+                groups.len() - 1
+            }
+        };
+        if let Some((_, paths)) = groups.get_mut(at)
+            && !paths.contains(&part.path.as_str())
+        {
+            paths.push(&part.path);
+        }
+    }
+    groups
+}
+
+/// Up to ten names, then how many more: `a.py, b.py and 3 more`.
+pub fn some_names(names: &[&str], name: impl Fn(&str) -> String) -> String {
+    const SHOWN: usize = 10;
+    let shown: Vec<String> = names.iter().take(SHOWN).map(|n| name(n)).collect();
+    match names.len().saturating_sub(SHOWN) {
+        0 => shown.join(", "),
+        more => format!("{} and {more} more", shown.join(", ")),
+    }
+}
+
 /// A file bugloop would have read for context but did not: it leads outside the repository
 /// (a symlink), into `.git`, or is not a regular file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
@@ -537,4 +569,35 @@ impl ReviewReport {
 /// The JSON Schema of [`ReviewReport`].
 pub fn report_schema() -> serde_json::Value {
     schemars::schema_for!(ReviewReport).to_value()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn part(path: &str, reason: &str) -> Unreviewed {
+        Unreviewed {
+            path: path.to_owned(),
+            reason: reason.to_owned(),
+        }
+    }
+
+    #[test]
+    fn parts_not_reviewed_are_one_line_a_reason_each_file_named_once() {
+        let budget = "not reviewed: the run's token budget is spent";
+        let mut parts = vec![part("logo.png", "binary file")];
+        // A bundle split into parts, and small files after it, all stopped by the budget.
+        parts.extend((0..3).map(|_| part("bundle.js", budget)));
+        parts.extend((0..12).map(|i| part(&format!("src/m{i}.py"), budget)));
+        let groups = unreviewed_by_reason(&parts);
+        assert_eq!(groups.len(), 2);
+        assert_eq!(groups[0], ("binary file", vec!["logo.png"]));
+        assert_eq!(groups[1].0, budget);
+        assert_eq!(groups[1].1.len(), 13);
+        assert_eq!(
+            some_names(&groups[1].1, str::to_owned),
+            "bundle.js, src/m0.py, src/m1.py, src/m2.py, src/m3.py, src/m4.py, src/m5.py, \
+             src/m6.py, src/m7.py, src/m8.py and 3 more"
+        );
+    }
 }

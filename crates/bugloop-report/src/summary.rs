@@ -253,8 +253,9 @@ fn earlier_findings(out: &mut String, report: &ReviewReport) {
 fn not_reviewed(out: &mut String, report: &ReviewReport) {
     if !report.unreviewed.is_empty() || !report.errors.is_empty() {
         out.push_str("\n#### Not reviewed\n\n");
-        for part in &report.unreviewed {
-            out.push_str(&format!("- {}: {}\n", part.path, part.reason));
+        for (reason, paths) in crate::review::unreviewed_by_reason(&report.unreviewed) {
+            let names = crate::review::some_names(&paths, str::to_owned);
+            out.push_str(&format!("- {names}: {reason}\n"));
         }
         for error in &report.errors {
             out.push_str(&format!("- error: {error}\n"));

@@ -9,7 +9,9 @@ use crate::act::ActReport;
 use crate::build::{BuildStatus, Landing};
 use crate::converge::ConvergeReport;
 use crate::dispute::DisputeOutcome;
-use crate::review::{CommentAction, PublishedFinding, ReviewReport};
+use crate::review::{
+    CommentAction, PublishedFinding, ReviewReport, some_names, unreviewed_by_reason,
+};
 use crate::style::Style;
 
 fn action_label(action: CommentAction, rediscovered: bool) -> &'static str {
@@ -371,8 +373,9 @@ fn left_out(out: &mut String, report: &ReviewReport, style: Style) {
     }
     if !report.unreviewed.is_empty() || !report.errors.is_empty() {
         let _ = writeln!(out, "\n{}", style.yellow("Not reviewed:"));
-        for u in &report.unreviewed {
-            let _ = writeln!(out, "  {}: {}", one_line(&u.path), one_line(&u.reason));
+        for (reason, paths) in unreviewed_by_reason(&report.unreviewed) {
+            let names = some_names(&paths, |p| one_line(p).into_owned());
+            let _ = writeln!(out, "  {names}: {}", one_line(reason));
         }
         for e in &report.errors {
             let _ = writeln!(out, "  error: {e}");
@@ -391,18 +394,11 @@ fn one_line(text: &str) -> std::borrow::Cow<'_, str> {
 /// branch's own configuration may set it, and a review of nothing must not read as a clean one.
 /// `key` and `name` write the key and each file name as the report's format needs them.
 pub fn ignored_line(report: &ReviewReport, key: &str, name: impl Fn(&str) -> String) -> String {
-    const SHOWN: usize = 10;
-    let names: Vec<String> = report.ignored.iter().take(SHOWN).map(|n| name(n)).collect();
-    let more = report.ignored.len().saturating_sub(SHOWN);
+    let names: Vec<&str> = report.ignored.iter().map(String::as_str).collect();
     format!(
-        "Not reviewed, ignored by {key}: {} file(s): {}{}",
+        "Not reviewed, ignored by {key}: {} file(s): {}",
         report.ignored.len(),
-        names.join(", "),
-        if more > 0 {
-            format!(" and {more} more")
-        } else {
-            String::new()
-        }
+        some_names(&names, name)
     )
 }
 

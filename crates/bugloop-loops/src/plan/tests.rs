@@ -479,3 +479,26 @@ fn kinds_follow_what_a_file_does() {
         assert_eq!(importance(path), kind, "{path}");
     }
 }
+
+#[test]
+fn a_file_too_big_for_one_call_goes_after_every_file_that_fits() {
+    // A bundle of 2,000 lines (about 15 calls of 1,000 tokens) and three small modules: the
+    // modules are read first, so a budget spent on the bundle leaves none of them unread.
+    let text = [
+        file_diff("src/bundle.js", 2_000),
+        file_diff("src/app.py", 10),
+        file_diff("tests/test_app.py", 10),
+        file_diff("README.md", 5),
+    ]
+    .concat();
+    let plan = planned(&bugloop_diff::parse(text), 1_000, Reader::Reviewer);
+    // (The bundle's last small part may join them: a remainder costs less in a part before.)
+    let first = &plan.batches[0].files;
+    assert_eq!(first[..3], ["src/app.py", "tests/test_app.py", "README.md"]);
+    assert!(plan.batches.len() > 10, "{}", plan.batches.len());
+    assert!(
+        plan.batches[1..]
+            .iter()
+            .all(|batch| batch.files == ["src/bundle.js"])
+    );
+}
