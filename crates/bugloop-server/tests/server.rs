@@ -4,6 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod fixing;
 mod serve;
 mod solve_github;
 mod status_page;

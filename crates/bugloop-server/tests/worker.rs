@@ -17,7 +17,7 @@ use bugloop_webhooks::Trigger;
 
 use crate::Setup;
 
-async fn setup(lease: Duration) -> Setup {
+pub(crate) async fn setup(lease: Duration) -> Setup {
     let fixture = PullRequestFixture::new(FixtureOptions::default()).await;
     let lines = review_lines(&[off_by_one()]);
     let operator = Some(OperatorConfig::default());
@@ -48,6 +48,38 @@ async fn setup(lease: Duration) -> Setup {
         .await
         .unwrap();
     s
+}
+
+/// alice (who may write) comments `@bugloop fix all` on the pull request: its job is queued.
+pub(crate) async fn enqueue_fix_all(s: &Setup) {
+    let said = "@bugloop fix all";
+    let id = s.fixture.sim.comment_as(7, "alice", said);
+    let trigger = Trigger::Comment {
+        repository: "acme/widgets".to_owned(),
+        number: 7,
+        kind: bugloop_webhooks::CommentKind::Issue,
+        id,
+        body: said.to_owned(),
+        author: "alice".to_owned(),
+        in_reply_to: None,
+        installation: Some(42),
+    };
+    s.queue
+        .enqueue(
+            "delivery-2",
+            "issue_comment",
+            Some(NewJob {
+                kind: JobKind::Comment,
+                conversation: trigger.conversation(),
+                installation: Some(42),
+                head: None,
+                payload: serde_json::to_string(&trigger).unwrap(),
+                priority: trigger.priority(),
+            }),
+            0,
+        )
+        .await
+        .unwrap();
 }
 
 #[tokio::test]
@@ -329,34 +361,7 @@ async fn a_worker_whose_lease_is_gone_pushes_nothing() {
     let mut s = setup(Duration::from_secs(60)).await;
     let reviewed = crate::run_one(&s.queue, &s.settings).await;
     assert_eq!(reviewed.state, Some(JobState::Done), "{reviewed:?}");
-    let said = "@bugloop fix all";
-    let id = s.fixture.sim.comment_as(7, "alice", said);
-    let trigger = Trigger::Comment {
-        repository: "acme/widgets".to_owned(),
-        number: 7,
-        kind: bugloop_webhooks::CommentKind::Issue,
-        id,
-        body: said.to_owned(),
-        author: "alice".to_owned(),
-        in_reply_to: None,
-        installation: Some(42),
-    };
-    s.queue
-        .enqueue(
-            "delivery-2",
-            "issue_comment",
-            Some(NewJob {
-                kind: JobKind::Comment,
-                conversation: trigger.conversation(),
-                installation: Some(42),
-                head: None,
-                payload: serde_json::to_string(&trigger).unwrap(),
-                priority: trigger.priority(),
-            }),
-            0,
-        )
-        .await
-        .unwrap();
+    enqueue_fix_all(&s).await;
     let edit = serde_json::json!({"name": "edit_file", "arguments": {"path": "lib.rs", "old_text": "v[v.len()]", "new_text": "v[v.len() - 1]"}});
     let scripts = tempfile::tempdir().unwrap();
     s.settings.model = Some(script_file(

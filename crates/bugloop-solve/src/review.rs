@@ -465,6 +465,8 @@ async fn answer_addressed(
     built: &BuiltRound,
     said: &str,
 ) -> Result<(), SolveError> {
+    // What was written while the round ran (a forge keeps its earlier listing until it writes).
+    run.env.forge.forget_listings();
     let (comments, state) = run.env.conversation(&request.conversation).await?;
     let fix = FixCommit::read(run.env, &built.commit);
     for thread in

@@ -368,7 +368,9 @@ async fn answer_threads(
     } else {
         "A verified fix"
     };
-    // Read again: what was written while the fix ran.
+    // Read again: what was written while the fix ran (a forge keeps its earlier listing until
+    // it writes, and the fix wrote nothing in the conversation yet).
+    env.forge.forget_listings();
     let (now, _) = env.conversation(change).await?;
     let seen: Vec<String> = comments.iter().map(|c| c.id.clone()).collect();
     let mut resolved = Vec::new();

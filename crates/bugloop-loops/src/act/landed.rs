@@ -230,9 +230,12 @@ pub(super) async fn settling_word_beyond(
     Ok(false)
 }
 
+/// A person's comment in the thread at `root`: the root itself, a reply to it (GitHub's review
+/// comments name the comment they answer), or a comment the forge puts in its thread.
 fn said_in_thread(comment: &Comment, root: &Comment) -> bool {
     !comment.by_bugloop
         && (comment.id == root.id
+            || comment.in_reply_to.as_deref() == Some(root.id.as_str())
             || (comment.thread_id.is_some() && comment.thread_id == root.thread_id))
 }
 
