@@ -75,38 +75,11 @@ fn carried(file: &FileDiff, old: u32) -> Option<u32> {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
-
-    use bugloop_domain::finding::FindingId;
-    use bugloop_domain::status::ThreadStatus;
-
     use super::*;
-
-    struct Files(BTreeMap<&'static str, String>);
-
-    impl Head for Files {
-        fn text(&self, path: &str) -> Option<&str> {
-            self.0.get(path).map(String::as_str)
-        }
-        fn in_diff(&self, _: &str, _: u32) -> Option<bool> {
-            None
-        }
-    }
+    use crate::review::touched::tests::{Files, open as open_at};
 
     fn open(line: u32, evidence: Option<&str>) -> ExistingFinding {
-        ExistingFinding {
-            id: FindingId::new("sql-injection"),
-            title: "SQL built from input".to_owned(),
-            description: String::new(),
-            file: Some("app.py".to_owned()),
-            line: Some(line),
-            end_line: None,
-            evidence: evidence.map(str::to_owned),
-            status: ThreadStatus::Pending,
-            reopenable: false,
-            moved: false,
-            tool_rule: None,
-        }
+        open_at("app.py", line, evidence)
     }
 
     /// `app.py` with `above` lines of imports before the query on the line after them.
@@ -132,6 +105,7 @@ mod tests {
     }
 
     fn moved_to(interdiff: Option<&Diff>, finding: &ExistingFinding, text: String) -> Vec<u32> {
+        let text: &'static str = Box::leak(text.into_boxed_str());
         let head = Files([("app.py", text)].into_iter().collect());
         shifted(interdiff, &[finding], &[], &head)
             .into_iter()

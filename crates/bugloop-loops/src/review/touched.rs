@@ -264,14 +264,15 @@ fn moved_to(diff: &Diff, from: &str, evidence: &str, head: &dyn Head) -> Option<
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use std::collections::BTreeMap;
 
     use bugloop_domain::status::ThreadStatus;
 
     use super::*;
 
-    struct Files(BTreeMap<&'static str, &'static str>);
+    /// The code at head: files by path.
+    pub(in crate::review) struct Files(pub BTreeMap<&'static str, &'static str>);
 
     impl Head for Files {
         fn text(&self, path: &str) -> Option<&str> {
@@ -282,7 +283,12 @@ mod tests {
         }
     }
 
-    fn open(file: &str, line: u32, evidence: Option<&str>) -> ExistingFinding {
+    /// An open finding at `file:line` quoting `evidence`.
+    pub(in crate::review) fn open(
+        file: &str,
+        line: u32,
+        evidence: Option<&str>,
+    ) -> ExistingFinding {
         ExistingFinding {
             id: FindingId::new("off-by-one"),
             title: "Off by one".to_owned(),
