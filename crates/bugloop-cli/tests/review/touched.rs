@@ -331,14 +331,15 @@ fn code_pushed_down_by_lines_added_above_it_is_followed_and_never_raised_twice()
         13
     );
 
-    // The same bug reported where it is now is the same finding, in its one thread.
-    repo.write(
-        "stats.py",
-        &format!("{imports}{}", feature()).replace("if xs else 0", "if xs else 0.0"),
-    );
-    repo.commit("spread of floats");
+    // Five more imports, and the same bug reported where it is now, weighed higher: the same
+    // finding, in its one thread, with the new weight at the new place.
+    let more: String = (10..15).map(|i| format!("import m{i}\n")).collect();
+    repo.write("stats.py", &format!("{imports}{more}{}", feature()));
+    repo.commit("more imports");
     let mut again = off_by_one();
-    again["line"] = json!(13);
+    again["line"] = json!(18);
+    again["score"] = json!(9);
+    again["category"] = json!("security");
     let report = review(repo.path(), &script(scripts.path(), &[again]), 1);
     let added: Vec<&Value> = report["findings"]
         .as_array()
@@ -354,5 +355,8 @@ fn code_pushed_down_by_lines_added_above_it_is_followed_and_never_raised_twice()
         1,
         "{shown}"
     );
-    assert!(shown.contains("stats.py:13"), "{shown}");
+    assert!(
+        shown.contains("score 9/10 · security** · `stats.py:18`"),
+        "{shown}"
+    );
 }

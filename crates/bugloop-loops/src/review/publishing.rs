@@ -98,7 +98,9 @@ pub(super) async fn publish(
         reopen_problems.extend(problem);
     }
     published.sort_by_key(|p| std::cmp::Reverse(p.finding.score));
-    writer.relocate(&filtered.relocations).await?;
+    writer
+        .relocate(&filtered.relocations, &rediscovered_ids)
+        .await?;
     let (resolved, mut problems) = writer
         .resolve(&filtered.resolutions, &rediscovered_ids)
         .await?;
@@ -378,10 +380,19 @@ impl<'w, 'e> Writer<'w, 'e> {
         Ok(None)
     }
 
-    /// Findings that stay open but whose code moved now point where it is.
-    async fn relocate(&self, relocations: &[Relocation]) -> Result<(), ForgeError> {
+    /// Findings that stay open but whose code moved now point where it is; one reported again
+    /// in this run is where its new report put it (its comment was rewritten from that report,
+    /// and the place it had before must not overwrite it).
+    async fn relocate(
+        &self,
+        relocations: &[Relocation],
+        rediscovered: &[FindingId],
+    ) -> Result<(), ForgeError> {
         let by_finding = self.conversation.state.by_finding();
         for moved in relocations {
+            if rediscovered.contains(&moved.id) {
+                continue;
+            }
             let root = by_finding.get(&moved.id).and_then(|thread| {
                 self.conversation
                     .comments
