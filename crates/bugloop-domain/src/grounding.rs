@@ -62,9 +62,16 @@ fn normalize(text: &str) -> String {
 /// only a change of the code itself makes it gone. How a later review finds a finding's code
 /// again after lines moved, or learns that it is gone.
 pub fn find_evidence(text: &str, evidence: &str, near: u32) -> Option<u32> {
+    evidence_lines(text, evidence)
+        .into_iter()
+        .min_by_key(|line| line.abs_diff(near))
+}
+
+/// Every line where `evidence` starts in `text`, matched as [`find_evidence`] does.
+pub fn evidence_lines(text: &str, evidence: &str) -> Vec<u32> {
     let wanted: String = evidence.chars().filter(|c| !c.is_whitespace()).collect();
     if wanted.is_empty() {
-        return None;
+        return Vec::new();
     }
     // The text without whitespace, and the line each of its bytes is on.
     let mut squeezed = String::with_capacity(text.len());
@@ -77,10 +84,12 @@ pub fn find_evidence(text: &str, evidence: &str, near: u32) -> Option<u32> {
         }
     }
     // `match_indices` searches in linear time, whatever the text and the quote.
-    squeezed
+    let mut lines: Vec<u32> = squeezed
         .match_indices(wanted.as_str())
         .filter_map(|(at, _)| line_of.get(at).copied())
-        .min_by_key(|line| line.abs_diff(near))
+        .collect();
+    lines.dedup();
+    lines
 }
 
 /// Checks each finding against the code at head.

@@ -5,11 +5,11 @@
 //!
 //! In a review of what changed since, the recorded line is carried through the changes' hunks
 //! (and, with a quote, the quote is looked for nearest that line); in a full review only a quote
-//! found at another line than the recorded one moves the finding.
+//! found once, at another line than the recorded one, moves the finding.
 
 use bugloop_diff::{Diff, FileDiff, LineKind};
 use bugloop_domain::filter::ExistingFinding;
-use bugloop_domain::grounding::{Head, find_evidence};
+use bugloop_domain::grounding::{Head, evidence_lines, find_evidence};
 
 use super::touched::{Relocation, Touched, quote};
 
@@ -36,9 +36,15 @@ pub(super) fn shifted(
                 }
                 None => recorded,
             };
-            let line = match quote(finding) {
-                Some(quote) => find_evidence(head.text(file)?, quote, expected)?,
-                None => expected,
+            let line = match (quote(finding), interdiff) {
+                (Some(quote), Some(_)) => find_evidence(head.text(file)?, quote, expected)?,
+                // Without the changes' hunks only a quote found once tells where the code
+                // went: a copy of it (in a comment, say) is no place to move a finding to.
+                (Some(quote), None) => match evidence_lines(head.text(file)?, quote)[..] {
+                    [line] => line,
+                    _ => return None,
+                },
+                (None, _) => expected,
             };
             (line != recorded).then(|| Relocation {
                 id: finding.id.clone(),
@@ -130,6 +136,9 @@ mod tests {
         let finding = open(4, Some(QUERY));
         assert_eq!(moved_to(None, &finding, app(30)), vec![32]);
         assert!(moved_to(None, &finding, app(2)).is_empty());
+        // A copy of the quote in a comment above it: nothing tells which is the code.
+        let decoy = format!("# was: {QUERY}\n{}", app(30));
+        assert!(moved_to(None, &finding, decoy).is_empty());
         // Without a quote nothing tells where the code went.
         assert!(moved_to(None, &open(4, None), app(30)).is_empty());
     }
