@@ -468,7 +468,8 @@ async fn answer_addressed(
     // What was written while the round ran (a forge keeps its earlier listing until it writes).
     run.env.forge.forget_listings();
     let (comments, state) = run.env.conversation(&request.conversation).await?;
-    let fix = FixCommit::read(run.env, &built.commit);
+    // A round runs the tests, not the proven findings' (its task places none).
+    let fix = FixCommit::read(run.env, &built.commit).without_proofs();
     for thread in
         super::threads::open(run.env.forge, &comments, &state, external_reviewers(run)).await?
     {

@@ -19,6 +19,9 @@ pub struct FixCommit<'e> {
     env: &'e LoopEnv<'e>,
     commit: String,
     diff: Option<Diff>,
+    /// The proven findings' tests ran and passed with the commit (`bugloop fix` places them
+    /// and requires them; a solve round does not).
+    proofs_passed: bool,
 }
 
 impl std::fmt::Debug for FixCommit<'_> {
@@ -36,6 +39,16 @@ impl<'e> FixCommit<'e> {
             env,
             commit: commit.to_owned(),
             diff,
+            proofs_passed: true,
+        }
+    }
+
+    /// The same for a commit made without running the proven findings' tests (a solve
+    /// round's): a proof says nothing of what it changed.
+    pub fn without_proofs(self) -> Self {
+        FixCommit {
+            proofs_passed: false,
+            ..self
         }
     }
 
@@ -43,11 +56,12 @@ impl<'e> FixCommit<'e> {
     /// a finding on the change as a whole, or one whose proven test the fix had to pass);
     /// else why it did not, for the finding's thread and the report.
     pub fn missed(&self, thread: &ThreadState) -> Option<String> {
-        if thread
-            .assessment
-            .as_ref()
-            .and_then(ProofTest::from_block)
-            .is_some()
+        if self.proofs_passed
+            && thread
+                .assessment
+                .as_ref()
+                .and_then(ProofTest::from_block)
+                .is_some()
         {
             return None;
         }

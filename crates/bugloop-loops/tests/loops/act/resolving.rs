@@ -198,3 +198,49 @@ async fn the_branchs_attributes_do_not_hide_a_fix() {
     let report = fix_all(&repo, script).await;
     assert_eq!(report.resolved, std::slice::from_ref(&id), "{report:?}");
 }
+
+/// A proven finding counts as fixed by a commit only where the commit had to pass its test (a
+/// fix runs it); a commit made without it (a solve round's) must change its code like any.
+#[tokio::test]
+async fn a_proof_stands_for_a_change_only_where_its_test_ran() {
+    let (repo, _, query) = reviewed_twice().await;
+    let stats = repo.read("src/stats.rs").replace(
+        "    sorted[index]\n",
+        "    sorted[index.min(sorted.len() - 1)]\n",
+    );
+    repo.write("src/stats.rs", &stats);
+    repo.commit("clamp the index");
+    let commit = git(repo.path(), &["rev-parse", "HEAD"]);
+    let missed = with_env(
+        &repo,
+        support::config(),
+        ScriptedProvider::new([]),
+        async |env| {
+            let (_, state) = env.conversation(&env.git.conversation_key()).await.unwrap();
+            let mut thread = state
+                .threads
+                .iter()
+                .find(|t| t.finding_id.as_ref().is_some_and(|id| id.as_str() == query))
+                .unwrap()
+                .clone();
+            let test = bugloop_domain::proof::ProofTest {
+                path: "tests/proof_query.rs".to_owned(),
+                source: "#[test]\nfn quoted() {}\n".to_owned(),
+            };
+            thread
+                .assessment
+                .as_mut()
+                .unwrap()
+                .extra
+                .insert(bugloop_domain::proof::PROOF_KEY.to_owned(), test.to_value());
+            let fix = act::FixCommit::read(env, &commit);
+            (fix.missed(&thread), fix.without_proofs().missed(&thread))
+        },
+    )
+    .await;
+    assert_eq!(missed.0, None, "its test ran with the fix");
+    assert_eq!(
+        missed.1.as_deref(),
+        Some("the fix did not change the code it quotes in src/db.rs")
+    );
+}
