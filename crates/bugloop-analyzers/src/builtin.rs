@@ -251,7 +251,7 @@ fn actionlint_judge(hit: &Hit) -> Option<(Weight, Category)> {
     }
     // An untrusted expression in an inline script is an injection (zizmor's template-injection).
     let category = if matches!(hit.rule.as_str(), "credentials" | "permissions")
-        || hit.message.contains("is potentially untrusted")
+        || crate::overlap::untrusted_expression(&hit.message).is_some()
     {
         Category::Security
     } else {

@@ -4,59 +4,54 @@
 
 use crate::hit::Candidate;
 
-/// A hit of `covered_tool`'s `covered_rule` whose message says `covered_says` is the same
-/// defect as a hit of `kept_tool`'s `kept_rule` on the line that holds the expression the
-/// covered message quotes.
-struct Overlap {
-    kept_tool: &'static str,
-    kept_rule: &'static str,
-    covered_tool: &'static str,
-    covered_rule: &'static str,
-    covered_says: &'static str,
+/// What actionlint says of an untrusted expression in an inline script, after the quoted
+/// expression.
+const UNTRUSTED: &str = "\" is potentially untrusted. avoid using it directly in inline scripts.";
+
+/// The expression actionlint's untrusted-input check quotes, when `message` is that check's
+/// and nothing else's (another of its expression checks may quote text that says the words).
+pub(crate) fn untrusted_expression(message: &str) -> Option<&str> {
+    let rest = message.strip_prefix('"')?;
+    let (expression, _) = rest.split_once(UNTRUSTED)?;
+    let a_context_path = !expression.is_empty()
+        && expression
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_-.*[]'".contains(&b));
+    a_context_path.then_some(expression)
 }
 
-const OVERLAPS: &[Overlap] = &[
-    // actionlint's check of untrusted input in an inline script is zizmor's template-injection
-    // audit; actionlint places it at the step's `run:` key, zizmor at the expression's line.
-    Overlap {
-        kept_tool: "zizmor",
-        kept_rule: "zizmor/template-injection",
-        covered_tool: "actionlint",
-        covered_rule: "expression",
-        covered_says: "is potentially untrusted",
-    },
-];
-
-/// How far below a covered hit the kept one may be: an inline script's lines after its `run:`.
-const MAX_LINES_BELOW: u32 = 200;
-
-/// Drops each covered hit that a kept hit reports too, and says so on the kept one.
-pub(crate) fn fold_overlaps(candidates: &mut Vec<Candidate>) {
+/// Drops each hit of actionlint's untrusted-input check that zizmor's template-injection audit
+/// reports too (the same expression in the same step's script), and says so on zizmor's hit.
+/// `text` reads a file at head.
+pub(crate) fn fold_overlaps(
+    candidates: &mut Vec<Candidate>,
+    text: impl Fn(&str) -> Option<String>,
+) {
     let mut folded = Vec::new();
-    for (index, candidate) in candidates.iter().enumerate() {
-        let Some(overlap) = OVERLAPS.iter().find(|o| {
-            candidate.tool == o.covered_tool
-                && candidate.hit.rule == o.covered_rule
-                && candidate.hit.message.contains(o.covered_says)
-        }) else {
+    for (index, covered) in candidates.iter().enumerate() {
+        let expression = match untrusted_expression(&covered.hit.message) {
+            Some(expression)
+                if covered.tool == "actionlint" && covered.hit.rule == "expression" =>
+            {
+                expression
+            }
+            _ => continue,
+        };
+        let Some(script) = text(&covered.hit.file).and_then(|t| script_lines(&t, covered.hit.line))
+        else {
             continue;
         };
-        let Some(quoted) = first_quoted(&candidate.hit.message) else {
-            continue;
-        };
-        let kept = candidates
-            .iter()
-            .enumerate()
-            .filter(|(_, k)| {
-                k.tool == overlap.kept_tool
-                    && k.hit.rule == overlap.kept_rule
-                    && k.hit.file == candidate.hit.file
-                    && (candidate.hit.line..=candidate.hit.line.saturating_add(MAX_LINES_BELOW))
-                        .contains(&k.hit.line)
-                    && k.evidence.contains(quoted)
-            })
-            .min_by_key(|(_, k)| k.hit.line - candidate.hit.line);
-        if let Some((kept, _)) = kept {
+        let kept = candidates.iter().position(|k| {
+            k.tool == "zizmor"
+                && k.hit.rule == "zizmor/template-injection"
+                && k.hit.file == covered.hit.file
+                && script.contains(&k.hit.line)
+                && squeezed(&k.evidence).contains(&squeezed(expression))
+                // Never folded into a hit weighed lower: the defect would be published weaker
+                // than one tool says it is, or fall under the threshold.
+                && k.score >= covered.score
+        });
+        if let Some(kept) = kept {
             folded.push((index, kept));
         }
     }
@@ -64,12 +59,16 @@ pub(crate) fn fold_overlaps(candidates: &mut Vec<Candidate>) {
         let Some(covered) = candidates.get(covered) else {
             continue;
         };
-        let also = format!(
+        let mut also = format!(
             "{} reports it too ({}: {})",
             covered.tool,
             covered.hit.rule,
             crate::keys::mask_keys(&covered.hit.message)
         );
+        // What was said on the folded hit (the change also silenced a check there) stays said.
+        if let Some(note) = &covered.note {
+            also = format!("{note}\n\n{also}");
+        }
         if let Some(kept) = candidates.get_mut(kept) {
             kept.note = Some(match kept.note.take() {
                 Some(earlier) => format!("{earlier}\n\n{also}"),
@@ -84,11 +83,32 @@ pub(crate) fn fold_overlaps(candidates: &mut Vec<Candidate>) {
     });
 }
 
-/// The text between the first two double quotes of a message.
-fn first_quoted(message: &str) -> Option<&str> {
-    let (_, rest) = message.split_once('"')?;
-    let (quoted, _) = rest.split_once('"')?;
-    (!quoted.trim().is_empty()).then_some(quoted)
+/// The lines of the inline script actionlint placed a hit at: line `at` itself when it holds
+/// the script (`run: echo ...`), else the block scalar it opens (`run: |`), the lines indented
+/// deeper than its key.
+fn script_lines(text: &str, at: u32) -> Option<std::ops::RangeInclusive<u32>> {
+    let lines: Vec<&str> = text.lines().collect();
+    let index = usize::try_from(at).ok()?.checked_sub(1)?;
+    let line = lines.get(index)?;
+    let key_at = line.len() - line.trim_start_matches([' ', '-']).len();
+    let value = line.get(key_at..)?.strip_prefix("run:")?.trim();
+    let value = value.split(" #").next().unwrap_or(value).trim();
+    if !value.starts_with(['|', '>']) {
+        return Some(at..=at);
+    }
+    let key = key_at;
+    let below = lines
+        .iter()
+        .skip(index + 1)
+        .take_while(|l| l.trim().is_empty() || l.len() - l.trim_start().len() > key)
+        .count();
+    let last = at.saturating_add(u32::try_from(below).ok()?);
+    Some(at.saturating_add(1)..=last)
+}
+
+/// Text without its white space (how `${{ a.b }}` and `${{a.b}}` are the same expression).
+fn squeezed(text: &str) -> String {
+    text.chars().filter(|c| !c.is_whitespace()).collect()
 }
 
 #[cfg(test)]
@@ -99,7 +119,23 @@ mod tests {
     use super::*;
     use crate::hit::{Hit, Level};
 
-    fn hit(tool: &str, rule: &str, line: u32, message: &str, evidence: &str) -> Candidate {
+    const WORKFLOW: &str = "on: pull_request_target
+jobs:
+  greet:
+    runs-on: ubuntu-latest
+    steps:
+      - name: a
+        run: echo \"title ${{ github.event.issue.title }}\" # zizmor: ignore[template-injection]
+      - name: b
+        run: |
+          echo hello
+          echo \"again ${{github.event.issue.title}}\"
+      - name: c
+        run: echo done
+";
+
+    fn hit(tool: &str, rule: &str, line: u32, message: &str, score: u8) -> Candidate {
+        let evidence = WORKFLOW.lines().nth(line as usize - 1).unwrap().to_owned();
         Candidate {
             tool: tool.to_owned(),
             hit: Hit {
@@ -112,73 +148,99 @@ mod tests {
                 url: None,
                 security: true,
             },
-            score: Score::new(8).unwrap(),
+            score: Score::new(score).unwrap(),
             category: Category::Security,
-            evidence: evidence.to_owned(),
+            evidence,
             note: None,
         }
     }
 
-    const UNTRUSTED: &str = "\"github.event.pull_request.title\" is potentially untrusted. avoid using it directly in inline scripts";
-    const ECHO: &str = "          echo \"Thanks for ${{ github.event.pull_request.title }}\"";
+    const UNTRUSTED_TITLE: &str = "\"github.event.issue.title\" is potentially untrusted. avoid using it directly in inline scripts. instead, pass it through an environment variable.";
 
-    fn zizmor(line: u32, evidence: &str) -> Candidate {
+    fn actionlint(line: u32) -> Candidate {
+        hit("actionlint", "expression", line, UNTRUSTED_TITLE, 7)
+    }
+
+    fn zizmor(line: u32, score: u8) -> Candidate {
         hit(
             "zizmor",
             "zizmor/template-injection",
             line,
             "code injection via template expansion",
-            evidence,
+            score,
         )
+    }
+
+    fn folded(mut found: Vec<Candidate>) -> Vec<Candidate> {
+        fold_overlaps(&mut found, |_| Some(WORKFLOW.to_owned()));
+        found
+    }
+
+    fn places(found: &[Candidate]) -> Vec<(&str, u32)> {
+        found
+            .iter()
+            .map(|c| (c.tool.as_str(), c.hit.line))
+            .collect()
     }
 
     #[test]
     fn actionlints_untrusted_input_is_zizmors_template_injection_once() {
-        let mut found = vec![
-            zizmor(3, "  pull_request_target:"),
-            hit("actionlint", "expression", 12, UNTRUSTED, "        run: |"),
-            zizmor(13, ECHO),
-        ];
-        fold_overlaps(&mut found);
-        let left: Vec<(&str, u32)> = found
-            .iter()
-            .map(|c| (c.tool.as_str(), c.hit.line))
-            .collect();
-        assert_eq!(left, [("zizmor", 3), ("zizmor", 13)]);
-        let note = found[1].note.as_deref().unwrap();
+        // actionlint at the block's `run: |`, zizmor at the expression's line in it.
+        let found = folded(vec![actionlint(9), zizmor(11, 8)]);
+        assert_eq!(places(&found), [("zizmor", 11)]);
+        let note = found[0].note.as_deref().unwrap();
         assert!(
             note.starts_with("actionlint reports it too (expression: "),
             "{note}"
         );
-        assert_eq!(found[0].note, None);
     }
 
     #[test]
-    fn alone_or_about_other_code_each_tool_keeps_its_hit() {
+    fn another_steps_injection_or_a_weaker_hit_is_never_folded_away() {
+        // Step a's injection (zizmor told to ignore it) is not step b's.
+        let mut silenced = actionlint(7);
+        silenced.note = Some("The change also silences the check here".to_owned());
+        let found = folded(vec![silenced, actionlint(9), zizmor(11, 8)]);
+        assert_eq!(places(&found), [("actionlint", 7), ("zizmor", 11)]);
+        assert_eq!(
+            found[0].note.as_deref(),
+            Some("The change also silences the check here")
+        );
+        // zizmor weighs it lower (a note): actionlint's error stands.
+        assert_eq!(places(&folded(vec![actionlint(9), zizmor(11, 4)])).len(), 2);
         // zizmor did not run: actionlint's hit stands.
-        let mut alone = vec![hit("actionlint", "expression", 12, UNTRUSTED, "run: |")];
-        fold_overlaps(&mut alone);
-        assert_eq!(alone.len(), 1);
-        // zizmor's hit is on another expression, or above actionlint's: two defects.
-        let mut other = vec![
-            hit("actionlint", "expression", 12, UNTRUSTED, "run: |"),
-            zizmor(13, "echo \"${{ github.event.issue.body }}\""),
-            zizmor(4, ECHO),
-        ];
-        fold_overlaps(&mut other);
-        assert_eq!(other.len(), 3);
-        // Another actionlint expression check (a type error) is not an injection.
-        let mut typed = vec![
-            hit(
-                "actionlint",
-                "expression",
-                12,
-                "property \"titel\" is not defined",
-                "run: |",
+        assert_eq!(places(&folded(vec![actionlint(9)])), [("actionlint", 9)]);
+    }
+
+    #[test]
+    fn only_actionlints_own_words_name_an_untrusted_expression() {
+        assert_eq!(
+            untrusted_expression(UNTRUSTED_TITLE),
+            Some("github.event.issue.title")
+        );
+        assert_eq!(
+            untrusted_expression(
+                "\"github.event['pull_request']['title']\" is potentially untrusted. avoid using it directly in inline scripts. x"
             ),
-            zizmor(13, "echo \"${{ github.event.pull_request.titel }}\""),
-        ];
-        fold_overlaps(&mut typed);
-        assert_eq!(typed.len(), 2);
+            Some("github.event['pull_request']['title']")
+        );
+        // Another expression check whose quoted text says the words.
+        for other in [
+            "format string \"{0} is potentially untrusted. avoid using it directly in inline scripts.\" does not contain placeholder {1}",
+            "property \"titel\" is not defined",
+            "\"a b\" is potentially untrusted. avoid using it directly in inline scripts.",
+        ] {
+            assert_eq!(untrusted_expression(other), None, "{other}");
+        }
+        let mut typed = actionlint(9);
+        typed.hit.message = "property \"title\" is not defined in object type".to_owned();
+        assert_eq!(places(&folded(vec![typed, zizmor(11, 8)])).len(), 2);
+    }
+
+    #[test]
+    fn the_script_of_a_run_line_is_itself_or_its_block() {
+        assert_eq!(script_lines(WORKFLOW, 7), Some(7..=7));
+        assert_eq!(script_lines(WORKFLOW, 9), Some(10..=11));
+        assert_eq!(script_lines(WORKFLOW, 6), None);
     }
 }

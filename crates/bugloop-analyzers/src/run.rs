@@ -3,7 +3,7 @@
 //! candidates on the change's lines. A tool that is missing, crashes, times out or writes what
 //! cannot be read is reported as not run; it never fails the review.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -127,18 +127,40 @@ pub async fn analyze(request: Request<'_>) -> Analysis {
         analysis.runs.push(run);
         analysis.candidates.extend(candidates);
     }
-    let mut seen = BTreeSet::new();
-    analysis.candidates.retain(|c| {
-        seen.insert((
-            c.tool.clone(),
-            c.hit.rule.clone(),
-            c.hit.file.clone(),
-            c.hit.line,
-        ))
-    });
+    keep_the_strongest_of_each_place(&mut analysis.candidates);
     crate::suppression::fold_into_hits(&mut analysis.candidates);
-    crate::overlap::fold_overlaps(&mut analysis.candidates);
+    crate::overlap::fold_overlaps(&mut analysis.candidates, |file| {
+        let path = regular_file(request.workspace, file)?;
+        std::fs::read_to_string(path).ok()
+    });
     analysis
+}
+
+/// One candidate per tool, rule and line: the one the tool weighs most (zizmor reports each
+/// expression of a line, an attacker's title as an error beside a step's output as a note).
+fn keep_the_strongest_of_each_place(candidates: &mut Vec<Candidate>) {
+    let mut best: BTreeMap<(&str, &str, &str, u32), usize> = BTreeMap::new();
+    for (index, c) in candidates.iter().enumerate() {
+        let key = (
+            c.tool.as_str(),
+            c.hit.rule.as_str(),
+            c.hit.file.as_str(),
+            c.hit.line,
+        );
+        let stronger = best
+            .get(&key)
+            .and_then(|&kept| candidates.get(kept))
+            .is_none_or(|kept| c.score > kept.score);
+        if stronger {
+            best.insert(key, index);
+        }
+    }
+    let kept: BTreeSet<usize> = best.into_values().collect();
+    let mut index = 0;
+    candidates.retain(|_| {
+        index += 1;
+        kept.contains(&(index - 1))
+    });
 }
 
 /// The changed files an analyzer reads: those matching its globs, regular files at head; none
