@@ -399,6 +399,9 @@ fn render_hunk(hunk: &Hunk) -> String {
     out
 }
 
+/// Why a binary file is not reviewed: it is never shown to the model.
+pub(crate) const BINARY: &str = "binary file";
+
 /// A last part under this share of the budget joins a part before it (see [`Packer::finish`]).
 const REMAINDER_SHARE: u64 = 20;
 
@@ -502,7 +505,7 @@ fn pack_file(
         packer.add(&path, &format!("{head}binary file, not shown\n"));
         out.unreviewed.push(Unreviewed {
             path,
-            reason: "binary file".to_owned(),
+            reason: BINARY.to_owned(),
         });
         return;
     }

@@ -226,8 +226,8 @@ fn left_out(out: &mut String, report: &ReviewReport) {
     if !report.unreviewed.is_empty() || !report.errors.is_empty() {
         out.push_str("\n### Not reviewed\n\n");
         for (reason, paths) in crate::review::unreviewed_by_reason(&report.unreviewed) {
-            let names = crate::review::some_names(&paths, code);
-            let _ = writeln!(out, "- {names}: {}", quiet(reason));
+            let names = crate::review::all_names(&paths, code);
+            let _ = writeln!(out, "- {names}: {}", quiet(&reason));
         }
         for e in &report.errors {
             let _ = writeln!(out, "- error: {e}");

@@ -430,24 +430,50 @@ pub struct Unreviewed {
 
 /// The parts not reviewed as a reader wants them: one line a reason, in the order first seen,
 /// naming each file once (a file split into parts the budget stopped is one name, and a hundred
-/// files stopped by it are one line).
-pub fn unreviewed_by_reason(unreviewed: &[Unreviewed]) -> Vec<(&str, Vec<&str>)> {
-    let mut groups: Vec<(&str, Vec<&str>)> = Vec::new();
+/// files stopped by it are one line). Parts that stopped for the same reason in runs of their
+/// own are one line naming the runs.
+pub fn unreviewed_by_reason(unreviewed: &[Unreviewed]) -> Vec<(String, Vec<&str>)> {
+    let mut groups: Vec<(&str, Vec<&str>, Vec<&str>)> = Vec::new();
     for part in unreviewed {
-        let at = match groups.iter().position(|(reason, _)| *reason == part.reason) {
+        let (reason, run) = match part
+            .reason
+            .strip_suffix(')')
+            .and_then(|r| r.rsplit_once(" (run "))
+        {
+            Some((reason, run)) if !run.contains(' ') => (reason, Some(run)),
+            _ => (part.reason.as_str(), None),
+        };
+        let at = match groups.iter().position(|(r, _, _)| *r == reason) {
             Some(at) => at,
             None => {
-                groups.push((&part.reason, Vec::new()));
+                groups.push((reason, Vec::new(), Vec::new()));
                 groups.len() - 1
             }
         };
-        if let Some((_, paths)) = groups.get_mut(at)
-            && !paths.contains(&part.path.as_str())
-        {
-            paths.push(&part.path);
+        if let Some((_, paths, runs)) = groups.get_mut(at) {
+            if !paths.contains(&part.path.as_str()) {
+                paths.push(&part.path);
+            }
+            runs.extend(run.filter(|run| !runs.contains(run)));
         }
     }
     groups
+        .into_iter()
+        .map(|(reason, paths, runs)| {
+            let reason = match runs.as_slice() {
+                [] => reason.to_owned(),
+                [run] => format!("{reason} (run {run})"),
+                runs => format!("{reason} (runs {})", runs.join(", ")),
+            };
+            (reason, paths)
+        })
+        .collect()
+}
+
+/// Every name: a file not reviewed is never one of "3 more" (the one a change hid its bug in
+/// would be).
+pub fn all_names(names: &[&str], name: impl Fn(&str) -> String) -> String {
+    names.iter().map(|n| name(n)).collect::<Vec<_>>().join(", ")
 }
 
 /// Up to ten names, then how many more: `a.py, b.py and 3 more`.
@@ -589,9 +615,23 @@ mod tests {
         // A bundle split into parts, and small files after it, all stopped by the budget.
         parts.extend((0..3).map(|_| part("bundle.js", budget)));
         parts.extend((0..12).map(|i| part(&format!("src/m{i}.py"), budget)));
+        // Parts that stopped in parallel, each in its run.
+        parts.extend(["a1", "b2"].map(|run| {
+            part(
+                "bundle.js",
+                &format!("the review of this part stopped: no answer (run {run})"),
+            )
+        }));
         let groups = unreviewed_by_reason(&parts);
-        assert_eq!(groups.len(), 2);
-        assert_eq!(groups[0], ("binary file", vec!["logo.png"]));
+        assert_eq!(groups.len(), 3);
+        assert_eq!(groups[0], ("binary file".to_owned(), vec!["logo.png"]));
+        assert_eq!(
+            groups[2],
+            (
+                "the review of this part stopped: no answer (runs a1, b2)".to_owned(),
+                vec!["bundle.js"]
+            )
+        );
         assert_eq!(groups[1].0, budget);
         assert_eq!(groups[1].1.len(), 13);
         assert_eq!(
@@ -599,5 +639,6 @@ mod tests {
             "bundle.js, src/m0.py, src/m1.py, src/m2.py, src/m3.py, src/m4.py, src/m5.py, \
              src/m6.py, src/m7.py, src/m8.py and 3 more"
         );
+        assert!(all_names(&groups[1].1, str::to_owned).ends_with("src/m10.py, src/m11.py"));
     }
 }

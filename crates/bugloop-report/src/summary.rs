@@ -254,7 +254,7 @@ fn not_reviewed(out: &mut String, report: &ReviewReport) {
     if !report.unreviewed.is_empty() || !report.errors.is_empty() {
         out.push_str("\n#### Not reviewed\n\n");
         for (reason, paths) in crate::review::unreviewed_by_reason(&report.unreviewed) {
-            let names = crate::review::some_names(&paths, str::to_owned);
+            let names = crate::review::all_names(&paths, str::to_owned);
             out.push_str(&format!("- {names}: {reason}\n"));
         }
         for error in &report.errors {

@@ -10,7 +10,7 @@ use crate::build::{BuildStatus, Landing};
 use crate::converge::ConvergeReport;
 use crate::dispute::DisputeOutcome;
 use crate::review::{
-    CommentAction, PublishedFinding, ReviewReport, some_names, unreviewed_by_reason,
+    CommentAction, PublishedFinding, ReviewReport, all_names, some_names, unreviewed_by_reason,
 };
 use crate::style::Style;
 
@@ -374,8 +374,8 @@ fn left_out(out: &mut String, report: &ReviewReport, style: Style) {
     if !report.unreviewed.is_empty() || !report.errors.is_empty() {
         let _ = writeln!(out, "\n{}", style.yellow("Not reviewed:"));
         for (reason, paths) in unreviewed_by_reason(&report.unreviewed) {
-            let names = some_names(&paths, |p| one_line(p).into_owned());
-            let _ = writeln!(out, "  {names}: {}", one_line(reason));
+            let names = all_names(&paths, |p| one_line(p).into_owned());
+            let _ = writeln!(out, "  {names}: {}", one_line(&reason));
         }
         for e in &report.errors {
             let _ = writeln!(out, "  error: {e}");

@@ -161,11 +161,15 @@ impl Reported {
 }
 
 impl Reported {
-    /// Lists `batch`'s files as not reviewed for `reason`, but for the ones the plan listed
-    /// already (a binary file, never shown to the model: its part failing changes nothing).
+    /// Lists `batch`'s files as not reviewed for `reason`, but for the binary files the plan
+    /// listed (never shown to the model: its part failing changes nothing). A file the plan
+    /// listed for another reason (a line shown cut) was to be shown, and is listed again.
     fn not_reviewed(&mut self, batch: &Batch, plan: &[Unreviewed], reason: &str) {
         for file in &batch.files {
-            if plan.iter().any(|listed| listed.path == *file) {
+            if plan
+                .iter()
+                .any(|listed| listed.path == *file && listed.reason == crate::plan::BINARY)
+            {
                 continue;
             }
             self.unreviewed.push(Unreviewed {
@@ -569,5 +573,46 @@ fn read_structured(value: serde_json::Value, open_ids: &[String], collected: &mu
             summary: answer.summary,
             has_blocking_issues: false,
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_part_not_reviewed_lists_every_file_it_was_to_show() {
+        let mut reported = Reported {
+            findings: Vec::new(),
+            resolutions: BTreeMap::new(),
+            unreviewed: Vec::new(),
+            errors: Vec::new(),
+            passes: Vec::new(),
+            dropped: Vec::new(),
+            changes: Vec::new(),
+            unanswered: None,
+            reserved: Vec::new(),
+        };
+        let batch = Batch {
+            files: vec!["logo.png".to_owned(), "src/evil.py".to_owned()],
+            ..Batch::default()
+        };
+        let listed = |path: &str, reason: &str| Unreviewed {
+            path: path.to_owned(),
+            reason: reason.to_owned(),
+        };
+        // The plan listed both: the image as never shown, the module for a line shown cut.
+        let plan = [
+            listed("logo.png", crate::plan::BINARY),
+            listed(
+                "src/evil.py",
+                "1 added line(s) over 400 characters, shown cut",
+            ),
+        ];
+        reported.not_reviewed(&batch, &plan, "not reviewed: the budget is spent");
+        assert_eq!(
+            reported.unreviewed,
+            [listed("src/evil.py", "not reviewed: the budget is spent")]
+        );
     }
 }
