@@ -12,7 +12,7 @@ use bugloop_diff::{Diff, FileDiff, LineKind};
 use bugloop_domain::dedup::evidence_key;
 use bugloop_domain::filter::ExistingFinding;
 use bugloop_domain::finding::FindingId;
-use bugloop_domain::grounding::{Head, find_evidence};
+use bugloop_domain::grounding::{Head, evidence_lines, find_evidence};
 use bugloop_domain::paths::prompt_path;
 
 /// A finding that stays open and now points at `file:line`, where its code is.
@@ -238,27 +238,28 @@ fn hits<'f>(
         .collect()
 }
 
-/// Where the changes since added the quoted code in another file: the added line nearest the
-/// top where the whole quote is found at head.
+/// Where the changes since added the quoted code in another file: the first place at head,
+/// nearest the top, where the whole quote (whitespace aside, so a reformat over several lines
+/// too) starts on a line the changes added.
 fn moved_to(diff: &Diff, from: &str, evidence: &str, head: &dyn Head) -> Option<(String, u32)> {
-    let first = evidence
-        .lines()
-        .find_map(|l| evidence_key(Some(l)))
-        .or_else(|| evidence_key(Some(evidence)))?;
     diff.files
         .iter()
         .filter(|f| f.new_path.as_deref().is_some_and(|path| path != from))
         .find_map(|f| {
             let path = f.new_path.clone()?;
-            let added = f
+            let added: std::collections::BTreeSet<u32> = f
                 .hunks
                 .iter()
                 .flat_map(|h| &h.lines)
                 .filter(|l| l.kind == LineKind::Added)
-                .find(|l| {
-                    evidence_key(Some(&l.text)).is_some_and(|k| k.contains(first.as_str()))
-                })?;
-            let line = find_evidence(head.text(&path)?, evidence, added.new_line?)?;
+                .filter_map(|l| l.new_line)
+                .collect();
+            if added.is_empty() {
+                return None;
+            }
+            let line = evidence_lines(head.text(&path)?, evidence)
+                .into_iter()
+                .find(|line| added.contains(line))?;
             Some((path, line))
         })
 }
@@ -379,6 +380,22 @@ pub(super) mod tests {
         let util = "import os\ndef mean(xs):\n    t = 0\n    for i in range(len(xs) + 1):\n        t += xs[i]\n    return t / len(xs)\n";
         let touch = one(
             moved,
+            &[("stats.py", ""), ("util.py", util)],
+            &open("stats.py", 3, Some("for i in range(len(xs) + 1):")),
+        );
+        assert_eq!(
+            touch,
+            Some(Touch::Still {
+                file: "util.py".to_owned(),
+                line: 4,
+                moved: true
+            })
+        );
+        // Moved and wrapped over three lines on the way.
+        let wrapped = "diff --git a/stats.py b/stats.py\n--- a/stats.py\n+++ b/stats.py\n@@ -1,5 +0,0 @@\n-def mean(xs):\n-    t = 0\n-    for i in range(len(xs) + 1):\n-        t += xs[i]\n-    return t / len(xs)\ndiff --git a/util.py b/util.py\n--- a/util.py\n+++ b/util.py\n@@ -1 +1,8 @@\n import os\n+def mean(xs):\n+    t = 0\n+    for i in range(\n+        len(xs) + 1\n+    ):\n+        t += xs[i]\n+    return t / len(xs)\n";
+        let util = "import os\ndef mean(xs):\n    t = 0\n    for i in range(\n        len(xs) + 1\n    ):\n        t += xs[i]\n    return t / len(xs)\n";
+        let touch = one(
+            wrapped,
             &[("stats.py", ""), ("util.py", util)],
             &open("stats.py", 3, Some("for i in range(len(xs) + 1):")),
         );
