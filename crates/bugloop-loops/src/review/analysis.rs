@@ -13,6 +13,7 @@ use bugloop_analyzers::{
     AnalyzerRun, Candidate, Choice, CustomAnalyzer, RunStatus, Toolbox, built_in,
 };
 use bugloop_config::{AnalyzerEntry, AnalyzerFindings, AnalyzerList, Config};
+use bugloop_domain::filter::ExistingFinding;
 use bugloop_domain::finding::Finding;
 use bugloop_domain::score::Score;
 use bugloop_report::review::{
@@ -52,16 +53,33 @@ pub(super) struct Analyzed {
     pub failures: Vec<String>,
 }
 
+/// Whether hit `c` is the tracked `finding`: its id, or the same tool, rule and file where
+/// the finding's code is now (an analyzer's finding is named by its tool, rule, file and the
+/// line it was raised at: `ruff-S608-db.py-9`, followed to line 21).
+fn is_tracked(c: &Candidate, finding: &ExistingFinding) -> bool {
+    let without_line = |id: &str| -> Option<String> {
+        let (rest, line) = id.rsplit_once('-')?;
+        (!line.is_empty() && line.bytes().all(|b| b.is_ascii_digit())).then(|| rest.to_owned())
+    };
+    let id = c.id();
+    finding.id == id
+        || (finding.file.as_deref() == Some(c.hit.file.as_str())
+            && finding.line == Some(c.hit.line)
+            && without_line(finding.id.as_str())
+                .is_some_and(|named| without_line(id.as_str()) == Some(named)))
+}
+
 /// Runs the configured analyzers and weighs their candidates.
 /// `tracked`: in a review of what changed since an earlier head, the findings tracked on the
-/// change. A hit that is one of them (the same tool, rule, file and line) was weighed and kept
-/// then, and is not weighed again; every other hit is, even on lines that did not change since
-/// (an analyzer that did not run then, a hit dismissed then whose surroundings changed).
+/// change, where their code is now. A hit that is one of them (the same tool, rule, file and
+/// line, by its id or where its code moved since) was weighed and kept then, and is not weighed
+/// again; every other hit is, even on lines that did not change since (an analyzer that did not
+/// run then, a hit dismissed then whose surroundings changed).
 pub(super) async fn analyze(
     env: &LoopEnv<'_>,
     request: &ReviewRequest,
     brief: &Brief,
-    tracked: Option<&[String]>,
+    tracked: Option<&[ExistingFinding]>,
 ) -> Analyzed {
     let config = env.config();
     let (choices, mut refused) = choices(config);
@@ -106,7 +124,7 @@ pub(super) async fn analyze(
     };
     let mut candidates = analysis.candidates;
     if let Some(tracked) = tracked {
-        candidates.retain(|c| !tracked.iter().any(|id| id == c.id().as_str()));
+        candidates.retain(|c| !tracked.iter().any(|finding| is_tracked(c, finding)));
         info.candidates = candidates.len();
     }
     if !triage || candidates.is_empty() {
@@ -595,6 +613,37 @@ mod tests {
     use super::*;
     use crate::review::test_findings::{finding, s608};
     use bugloop_domain::finding::FindingSource;
+
+    #[test]
+    fn a_hit_where_a_tracked_finding_of_its_rule_moved_is_that_finding() {
+        let hit = Candidate {
+            tool: "ruff".into(),
+            hit: bugloop_analyzers::Hit {
+                rule: "S608".into(),
+                level: bugloop_analyzers::Level::Error,
+                message: "Possible SQL injection".into(),
+                file: "db.py".into(),
+                line: 21,
+                end_line: None,
+                url: None,
+                security: true,
+            },
+            score: Score::saturating(8),
+            category: bugloop_domain::finding::Category::Security,
+            evidence: "query = f\"select {name}\"".into(),
+            note: None,
+        };
+        let tracked = |id: &str, line: u32| {
+            let mut existing = crate::review::touched::tests::open("db.py", line, None);
+            existing.id = bugloop_domain::finding::FindingId::new(id);
+            existing
+        };
+        assert!(is_tracked(&hit, &tracked("ruff-S608-db.py-9", 21)));
+        assert!(is_tracked(&hit, &tracked("ruff-S608-db.py-21", 3)));
+        assert!(!is_tracked(&hit, &tracked("ruff-S608-db.py-9", 20)));
+        assert!(!is_tracked(&hit, &tracked("ruff-B006-db.py-9", 21)));
+        assert!(!is_tracked(&hit, &tracked("sql-injection", 21)));
+    }
 
     #[test]
     fn a_model_finding_and_a_hit_at_the_same_place_are_one() {

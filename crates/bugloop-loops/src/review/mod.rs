@@ -127,11 +127,6 @@ pub async fn review_with(
     }
     let shown = increment::decide(env, &request, &conversation);
     conversation.follow(&shown.shifted);
-    let tracked: Vec<String> = conversation
-        .existing
-        .iter()
-        .map(|e| e.id.as_str().to_owned())
-        .collect();
     let brief = brief::prepare(env, &request, &conversation, &shown)?;
     let early = early::EarlyPublisher::for_review(env, &request, &conversation, &brief, &shown);
     // The analyzers run (and their hits are triaged) while the model reviews.
@@ -149,7 +144,8 @@ pub async fn review_with(
             env,
             &request,
             &brief,
-            matches!(shown.scope, ReviewedScope::Incremental { .. }).then_some(&tracked[..]),
+            matches!(shown.scope, ReviewedScope::Incremental { .. })
+                .then_some(&conversation.existing[..]),
         ),
     );
     evidence::hold_tool_findings(&conversation, &shown, &mut reported);
