@@ -341,6 +341,18 @@ impl Git {
         self.diff(EMPTY_TREE, &["-U0", "--no-color", &parent, commit])
     }
 
+    /// What changed from commit `from` to commit `to`, whatever joins them (a rebase between
+    /// them too), with no context lines, shaped by no tree's attributes; `None` when either is
+    /// not a commit here.
+    pub fn diff_between(&self, from: &str, to: &str) -> Result<Option<Vec<u8>>, GitError> {
+        let (Some(from), Some(to)) = (self.resolve(from), self.resolve(to)) else {
+            return Ok(None);
+        };
+        Ok(Some(
+            self.diff(EMPTY_TREE, &["-U0", "--no-color", &from, &to])?,
+        ))
+    }
+
     /// Selects the change to review.
     pub fn select(&self, selection: &Selection) -> Result<SelectedChange, GitError> {
         let head_commit = self.head();

@@ -360,3 +360,24 @@ fn code_pushed_down_by_lines_added_above_it_is_followed_and_never_raised_twice()
         "{shown}"
     );
 }
+
+#[test]
+fn after_a_rebase_a_finding_follows_its_code_not_a_copy_of_its_line() {
+    let scripts = tempfile::tempdir().unwrap();
+    let (repo, id) = reviewed(scripts.path());
+    // main gains ten lines above the function, one of them a copy of the finding's line.
+    repo.git(&["checkout", "-q", "main"]);
+    let mut above: String = (0..9).map(|i| format!("import m{i}\n")).collect();
+    above.push_str("# was: for i in range(len(xs) + 1):\n");
+    repo.write("stats.py", &format!("{above}{BASE}"));
+    repo.commit("imports");
+    repo.git(&["checkout", "-q", "feature"]);
+    repo.git(&["rebase", "-q", "main"]);
+    let report = review(repo.path(), &script(scripts.path(), &[]), 1);
+    let scope = report["scope"].to_string();
+    assert!(scope.contains("rewritten"), "a full review: {report:#}");
+    let all = threads(repo.path());
+    assert_eq!(all.len(), 1, "{all:#?}");
+    assert_eq!(all[0]["finding_id"], id.as_str(), "{all:#?}");
+    assert_eq!(all[0]["line"], 13, "its code, not the comment: {all:#?}");
+}

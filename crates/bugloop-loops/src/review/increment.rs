@@ -103,7 +103,10 @@ pub(super) fn decide(
         Err(reason) => {
             let head = HeadTree::load(&request.workspace, None, finding_files);
             let touched = touched(None, &open, &head);
-            let shifted = shifted(None, &open, &touched, &head);
+            // The open findings follow their code through what changed since the earlier
+            // review, when its head is still here (a rebase since, say).
+            let carried = since_earlier(env, request, conversation);
+            let shifted = shifted(carried.as_ref(), &open, &touched, &head);
             // The whole change is shown: only what became of the touched findings' code is
             // news to the model.
             let finding_context = finding_context(&[], &touched, &head, &request.diff, None);
@@ -119,9 +122,23 @@ pub(super) fn decide(
     }
 }
 
-/// The earlier head and the changes since (all of them: what the change did not add is taken
-/// out by the caller, after the touched findings are found in it), or why the whole change is
-/// shown.
+/// What changed from the head the last review recorded to this one, however the branch got
+/// here, when both are commits here.
+fn since_earlier(
+    env: &LoopEnv<'_>,
+    request: &ReviewRequest,
+    conversation: &Conversation,
+) -> Option<Diff> {
+    let summary = find_tagged(&conversation.comments, SUMMARY_TAG)?;
+    let earlier = read_reviewed(&summary.body)?;
+    if !is_commit(&earlier.head) || !is_commit(&request.head) {
+        return None;
+    }
+    let raw = env.git.diff_between(&earlier.head, &request.head).ok()??;
+    let diff = bugloop_diff::parse(&raw);
+    diff.problems.is_empty().then_some(diff)
+}
+
 /// The commit in `since..head` that took `touch`'s code away, when its code is gone: the last
 /// one that deleted its file, or changed how often its first quoted line occurs there (git's
 /// pickaxe), else the last one that changed its file. Not HEAD by default: a later commit of
@@ -159,6 +176,9 @@ fn changed_in(
         .or_else(|| last(&[]))
 }
 
+/// The earlier head and the changes since (all of them: what the change did not add is taken
+/// out by the caller, after the touched findings are found in it), or why the whole change is
+/// shown.
 fn interdiff(
     env: &LoopEnv<'_>,
     request: &ReviewRequest,
