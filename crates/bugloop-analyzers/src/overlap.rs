@@ -2,7 +2,7 @@
 //! publishes it once: the more specific tool's hit, saying the other reports it too. Where only
 //! one ran, its hit stands alone.
 
-use crate::hit::Candidate;
+use crate::hit::{Candidate, Hit};
 
 /// What actionlint says of an untrusted expression in an inline script, after the quoted
 /// expression.
@@ -37,10 +37,11 @@ pub(crate) fn fold_overlaps(
             }
             _ => continue,
         };
-        let Some(script) = text(&covered.hit.file).and_then(|t| script_lines(&t, covered.hit.line))
-        else {
-            continue;
-        };
+        // Moved to the expression's line already (see [`to_the_expression`]), or at `run:`.
+        let at = covered.hit.line;
+        let script = text(&covered.hit.file)
+            .and_then(|t| script_lines(&t, at))
+            .unwrap_or(at..=at);
         let kept = candidates.iter().position(|k| {
             k.tool == "zizmor"
                 && k.hit.rule == "zizmor/template-injection"
@@ -83,6 +84,33 @@ pub(crate) fn fold_overlaps(
     });
 }
 
+/// actionlint places an untrusted expression in a block script (`run: |`) at the `run:` key:
+/// the hit is moved to the script's line that holds the expression, so a change that adds it
+/// to an existing step is heard (the key's line is not the change's) and its place is the
+/// expression's. `text` reads a file at head.
+pub(crate) fn to_the_expression(hit: &mut Hit, text: impl Fn(&str) -> Option<String>) {
+    let Some(expression) = untrusted_expression(&hit.message).map(squeezed) else {
+        return;
+    };
+    let Some(text) = text(&hit.file) else {
+        return;
+    };
+    let Some(script) = script_lines(&text, hit.line) else {
+        return;
+    };
+    let lines: Vec<&str> = text.lines().collect();
+    let found = script.clone().find(|line| {
+        usize::try_from(*line)
+            .ok()
+            .and_then(|line| lines.get(line.checked_sub(1)?))
+            .is_some_and(|l| squeezed(l).contains(&expression))
+    });
+    if let Some(line) = found.filter(|line| *line != hit.line) {
+        hit.line = line;
+        hit.end_line = None;
+    }
+}
+
 /// The lines of the inline script actionlint placed a hit at: line `at` itself when it holds
 /// the script (`run: echo ...`), else the block scalar it opens (`run: |`), the lines indented
 /// deeper than its key.
@@ -117,7 +145,7 @@ mod tests {
     use bugloop_domain::score::Score;
 
     use super::*;
-    use crate::hit::{Hit, Level};
+    use crate::hit::Level;
 
     const WORKFLOW: &str = "on: pull_request_target
 jobs:
@@ -235,6 +263,23 @@ jobs:
         let mut typed = actionlint(9);
         typed.hit.message = "property \"title\" is not defined in object type".to_owned();
         assert_eq!(places(&folded(vec![typed, zizmor(11, 8)])).len(), 2);
+    }
+
+    #[test]
+    fn a_block_scripts_hit_moves_to_its_expressions_line() {
+        let mut block = actionlint(9).hit;
+        to_the_expression(&mut block, |_| Some(WORKFLOW.to_owned()));
+        assert_eq!(block.line, 11);
+        let mut inline = actionlint(7).hit;
+        to_the_expression(&mut inline, |_| Some(WORKFLOW.to_owned()));
+        assert_eq!(inline.line, 7);
+        // Moved there, it is still zizmor's finding once.
+        let mut moved = actionlint(9);
+        moved.hit = block;
+        assert_eq!(
+            places(&folded(vec![moved, zizmor(11, 8)])),
+            [("zizmor", 11)]
+        );
     }
 
     #[test]

@@ -683,6 +683,12 @@ fn candidate(
     changed: &ChangedLines,
     workspace: &Path,
 ) -> Option<Candidate> {
+    if tool == "actionlint" {
+        crate::overlap::to_the_expression(&mut hit, |file| {
+            let path = regular_file(workspace, &bugloop_domain::paths::text_name(file)?)?;
+            std::fs::read_to_string(path).ok()
+        });
+    }
     let end = hit.end_line.unwrap_or(hit.line);
     let line = changed.first_added(&hit.file, hit.line, end)?;
     let (weight, category) = judge(&hit)?;
