@@ -599,8 +599,20 @@ async fn execute(request: &Request<'_>, plan: Plan) -> Result<Judged, String> {
     };
     hits.map(|hits| (hits, plan.judge)).map_err(|reason| {
         let stderr = tail(&output.stderr_text(), 600);
+        // A limit the sandbox enforced is the cause, whatever the tool printed before it died.
+        let limit = output
+            .limits_hit
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("; ");
         match output.exit {
             ExitState::Exited(0) => reason,
+            ExitState::Exited(code) if !limit.is_empty() => format!("exited with {code}: {limit}"),
+            // 128 + SIGKILL: killed, by the kernel out of memory or from outside.
+            ExitState::Exited(137) => format!(
+                "was killed (exit 137: out of memory, or stopped from outside); its last words: {stderr}"
+            ),
             ExitState::Exited(code) => match known_cause(&stderr) {
                 Some(cause) => format!("exited with {code}: {cause}"),
                 None => format!("exited with {code}: {stderr}"),

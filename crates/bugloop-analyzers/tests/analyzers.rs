@@ -280,6 +280,21 @@ async fn a_tool_that_crashes_or_hangs_is_not_run() {
         ),
         other => panic!("{other:?}"),
     }
+    // Killed (the kernel's answer to a tool that takes all memory): said, not its last warning.
+    let (_dir, toolbox) = fake_tool(
+        "oom",
+        "#!/bin/sh\necho 'The use of the recommended field has been deprecated' >&2\nkill -9 $$\n",
+    );
+    let oom = CustomAnalyzer::new("oom".into(), Some("oom"), None, vec![], vec![]).unwrap();
+    let analysis = run(repo.path(), &diff, vec![Choice::Custom(oom)], toolbox).await;
+    match &analysis.runs[0].status {
+        RunStatus::NotRun { reason } => assert!(
+            reason.starts_with("was killed (exit 137: out of memory, or stopped from outside)")
+                && !reason.contains("exited with"),
+            "{reason}"
+        ),
+        other => panic!("{other:?}"),
+    }
     let (_dir, toolbox) = fake_tool("hang", "#!/bin/sh\nsleep 30\n");
     let hang = CustomAnalyzer::new("hang".into(), Some("hang"), None, vec![], vec![]).unwrap();
     let mut settings = sandbox(repo.path());
