@@ -217,7 +217,12 @@ impl UsedRule {
     fn of(category: &'static Rule, source: Option<&FindingSource>) -> UsedRule {
         match source {
             Some(source) => UsedRule::Tool {
-                id: format!("{}/{}", source.tool, source.rule),
+                // zizmor names its rules `zizmor/template-injection`: the tool is said once.
+                id: if source.rule.starts_with(&format!("{}/", source.tool)) {
+                    source.rule.clone()
+                } else {
+                    format!("{}/{}", source.tool, source.rule)
+                },
                 tool: source.tool.clone(),
                 rule: source.rule.clone(),
                 url: source.url.clone(),
@@ -521,5 +526,27 @@ mod tests {
         assert_eq!(uri("caf\u{e9}.txt"), "caf%C3%A9.txt");
         // Not UTF-8, in git's quoted form: the bytes on disk.
         assert_eq!(uri(r#""bad\377.py""#), "bad%FF.py");
+    }
+
+    #[test]
+    fn a_tools_rule_is_named_with_the_tool_once() {
+        let source = |tool: &str, rule: &str| FindingSource {
+            tool: tool.to_owned(),
+            rule: rule.to_owned(),
+            url: None,
+            model: false,
+        };
+        let security = rule_of("security");
+        let id = |tool, rule| {
+            UsedRule::of(security, Some(&source(tool, rule)))
+                .id()
+                .to_owned()
+        };
+        assert_eq!(id("ruff", "S608"), "ruff/S608");
+        assert_eq!(
+            id("zizmor", "zizmor/template-injection"),
+            "zizmor/template-injection"
+        );
+        assert_eq!(UsedRule::of(security, None).id(), "security");
     }
 }
