@@ -20,37 +20,54 @@ pub(crate) fn untrusted_expression(message: &str) -> Option<&str> {
     a_context_path.then_some(expression)
 }
 
-/// Drops each hit of actionlint's untrusted-input check that zizmor's template-injection audit
-/// reports too (the same expression in the same step's script), and says so on zizmor's hit.
-/// `text` reads a file at head.
+/// actionlint's words for an `if:` that is always true (text around its `${{ }}`), zizmor's
+/// unsound-condition audit.
+const ALWAYS_TRUE: &str = "is always evaluated to true because extra characters are around ${{ }}";
+
+/// Drops each actionlint hit that a zizmor hit reports too, and says so on zizmor's hit: an
+/// untrusted expression in an inline script that zizmor's template-injection audit finds in the
+/// same step's script, and an always-true `if:` that its unsound-condition audit finds on the
+/// same line. `text` reads a file at head.
 pub(crate) fn fold_overlaps(
     candidates: &mut Vec<Candidate>,
     text: impl Fn(&str) -> Option<String>,
 ) {
     let mut folded = Vec::new();
     for (index, covered) in candidates.iter().enumerate() {
-        let expression = match untrusted_expression(&covered.hit.message) {
-            Some(expression)
-                if covered.tool == "actionlint" && covered.hit.rule == "expression" =>
-            {
-                expression
-            }
-            _ => continue,
-        };
-        // Moved to the expression's line already (see [`to_the_expression`]), or at `run:`.
-        let at = covered.hit.line;
-        let script = text(&covered.hit.file)
-            .and_then(|t| script_lines(&t, at))
-            .unwrap_or(at..=at);
+        if covered.tool != "actionlint" {
+            continue;
+        }
+        let same_defect: Box<dyn Fn(&Candidate) -> bool> =
+            match untrusted_expression(&covered.hit.message) {
+                Some(expression) if covered.hit.rule == "expression" => {
+                    // Moved to the expression's line already (see [`to_the_expression`]), or at
+                    // `run:`.
+                    let at = covered.hit.line;
+                    let script = text(&covered.hit.file)
+                        .and_then(|t| script_lines(&t, at))
+                        .unwrap_or(at..=at);
+                    let expression = as_path(expression);
+                    Box::new(move |k: &Candidate| {
+                        k.hit.rule == "zizmor/template-injection"
+                            && script.contains(&k.hit.line)
+                            && as_path(&k.evidence).contains(&expression)
+                    })
+                }
+                _ if covered.hit.rule == "if-cond" && covered.hit.message.contains(ALWAYS_TRUE) => {
+                    let at = covered.hit.line;
+                    Box::new(move |k: &Candidate| {
+                        k.hit.rule == "zizmor/unsound-condition" && k.hit.line == at
+                    })
+                }
+                _ => continue,
+            };
         let kept = candidates.iter().position(|k| {
             k.tool == "zizmor"
-                && k.hit.rule == "zizmor/template-injection"
                 && k.hit.file == covered.hit.file
-                && script.contains(&k.hit.line)
-                && squeezed(&k.evidence).contains(&squeezed(expression))
                 // Never folded into a hit weighed lower: the defect would be published weaker
                 // than one tool says it is, or fall under the threshold.
                 && k.score >= covered.score
+                && same_defect(k)
         });
         if let Some(kept) = kept {
             folded.push((index, kept));
@@ -89,7 +106,7 @@ pub(crate) fn fold_overlaps(
 /// to an existing step is heard (the key's line is not the change's) and its place is the
 /// expression's. `text` reads a file at head.
 pub(crate) fn to_the_expression(hit: &mut Hit, text: impl Fn(&str) -> Option<String>) {
-    let Some(expression) = untrusted_expression(&hit.message).map(squeezed) else {
+    let Some(expression) = untrusted_expression(&hit.message).map(as_path) else {
         return;
     };
     let Some(text) = text(&hit.file) else {
@@ -103,7 +120,7 @@ pub(crate) fn to_the_expression(hit: &mut Hit, text: impl Fn(&str) -> Option<Str
         usize::try_from(*line)
             .ok()
             .and_then(|line| lines.get(line.checked_sub(1)?))
-            .is_some_and(|l| squeezed(l).contains(&expression))
+            .is_some_and(|l| as_path(l).contains(&expression))
     });
     if let Some(line) = found.filter(|line| *line != hit.line) {
         hit.line = line;
@@ -132,6 +149,12 @@ fn script_lines(text: &str, at: u32) -> Option<std::ops::RangeInclusive<u32>> {
         .count();
     let last = at.saturating_add(u32::try_from(below).ok()?);
     Some(at.saturating_add(1)..=last)
+}
+
+/// Text without white space and with property lookups as paths: how `${{ a['b'] }}` and
+/// `${{a.b}}` are the same expression (actionlint quotes the second form).
+fn as_path(text: &str) -> String {
+    squeezed(text).replace("['", ".").replace("']", "")
 }
 
 /// Text without its white space (how `${{ a.b }}` and `${{a.b}}` are the same expression).
@@ -279,6 +302,35 @@ jobs:
         assert_eq!(
             places(&folded(vec![moved, zizmor(11, 8)])),
             [("zizmor", 11)]
+        );
+    }
+
+    #[test]
+    fn an_always_true_condition_is_zizmors_unsound_condition_once() {
+        let said = "if: condition \"${{ github.event_name == 'push' }} && false\" is always evaluated to true because extra characters are around ${{ }}";
+        let if_cond = hit("actionlint", "if-cond", 9, said, 7);
+        let unsound = hit(
+            "zizmor",
+            "zizmor/unsound-condition",
+            9,
+            "unsound conditional expression",
+            8,
+        );
+        assert_eq!(
+            places(&folded(vec![if_cond.clone(), unsound.clone()])),
+            [("zizmor", 9)]
+        );
+        // On another line, another condition.
+        let mut elsewhere = unsound;
+        elsewhere.hit.line = 10;
+        assert_eq!(places(&folded(vec![if_cond, elsewhere])).len(), 2);
+    }
+
+    #[test]
+    fn a_lookup_written_with_brackets_is_the_same_expression() {
+        assert_eq!(
+            as_path("echo \"${{ github.event['issue']['title'] }}\""),
+            as_path("echo \"${{github.event.issue.title}}\"")
         );
     }
 
