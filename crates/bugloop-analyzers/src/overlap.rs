@@ -116,7 +116,7 @@ pub(crate) fn to_the_expression(hit: &mut Hit, text: impl Fn(&str) -> Option<Str
         return;
     };
     let lines: Vec<&str> = text.lines().collect();
-    let found = script.clone().find(|line| {
+    let found = script.into_iter().find(|line| {
         usize::try_from(*line)
             .ok()
             .and_then(|line| lines.get(line.checked_sub(1)?))
