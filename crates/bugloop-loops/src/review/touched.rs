@@ -376,37 +376,36 @@ pub(super) mod tests {
 
     #[test]
     fn code_moved_to_another_file_or_a_renamed_one_is_still_there() {
-        let moved = "diff --git a/stats.py b/stats.py\n--- a/stats.py\n+++ b/stats.py\n@@ -1,5 +0,0 @@\n-def mean(xs):\n-    t = 0\n-    for i in range(len(xs) + 1):\n-        t += xs[i]\n-    return t / len(xs)\ndiff --git a/util.py b/util.py\n--- a/util.py\n+++ b/util.py\n@@ -1 +1,6 @@\n import os\n+def mean(xs):\n+    t = 0\n+    for i in range(len(xs) + 1):\n+        t += xs[i]\n+    return t / len(xs)\n";
-        let util = "import os\ndef mean(xs):\n    t = 0\n    for i in range(len(xs) + 1):\n        t += xs[i]\n    return t / len(xs)\n";
-        let touch = one(
-            moved,
-            &[("stats.py", ""), ("util.py", util)],
-            &open("stats.py", 3, Some("for i in range(len(xs) + 1):")),
-        );
-        assert_eq!(
-            touch,
-            Some(Touch::Still {
-                file: "util.py".to_owned(),
-                line: 4,
-                moved: true
-            })
-        );
-        // Moved and wrapped over three lines on the way.
-        let wrapped = "diff --git a/stats.py b/stats.py\n--- a/stats.py\n+++ b/stats.py\n@@ -1,5 +0,0 @@\n-def mean(xs):\n-    t = 0\n-    for i in range(len(xs) + 1):\n-        t += xs[i]\n-    return t / len(xs)\ndiff --git a/util.py b/util.py\n--- a/util.py\n+++ b/util.py\n@@ -1 +1,8 @@\n import os\n+def mean(xs):\n+    t = 0\n+    for i in range(\n+        len(xs) + 1\n+    ):\n+        t += xs[i]\n+    return t / len(xs)\n";
-        let util = "import os\ndef mean(xs):\n    t = 0\n    for i in range(\n        len(xs) + 1\n    ):\n        t += xs[i]\n    return t / len(xs)\n";
-        let touch = one(
-            wrapped,
-            &[("stats.py", ""), ("util.py", util)],
-            &open("stats.py", 3, Some("for i in range(len(xs) + 1):")),
-        );
-        assert_eq!(
-            touch,
-            Some(Touch::Still {
-                file: "util.py".to_owned(),
-                line: 4,
-                moved: true
-            })
-        );
+        // Moved as it was, and moved and wrapped over three lines on the way.
+        let removed = "diff --git a/stats.py b/stats.py\n--- a/stats.py\n+++ b/stats.py\n@@ -1,5 +0,0 @@\n-def mean(xs):\n-    t = 0\n-    for i in range(len(xs) + 1):\n-        t += xs[i]\n-    return t / len(xs)\n";
+        for loop_lines in [
+            "    for i in range(len(xs) + 1):\n",
+            "    for i in range(\n        len(xs) + 1\n    ):\n",
+        ] {
+            let body = format!(
+                "def mean(xs):\n    t = 0\n{loop_lines}        t += xs[i]\n    return t / len(xs)\n"
+            );
+            let added: String = body.lines().map(|l| format!("+{l}\n")).collect();
+            let moved = format!(
+                "{removed}diff --git a/util.py b/util.py\n--- a/util.py\n+++ b/util.py\n@@ -1 +1,{} @@\n import os\n{added}",
+                body.lines().count() + 1
+            );
+            let util: &'static str = Box::leak(format!("import os\n{body}").into_boxed_str());
+            let touch = one(
+                &moved,
+                &[("stats.py", ""), ("util.py", util)],
+                &open("stats.py", 3, Some("for i in range(len(xs) + 1):")),
+            );
+            assert_eq!(
+                touch,
+                Some(Touch::Still {
+                    file: "util.py".to_owned(),
+                    line: 4,
+                    moved: true
+                }),
+                "{loop_lines}"
+            );
+        }
         let renamed = "diff --git a/stats.py b/lib/stats.py\nsimilarity index 100%\nrename from stats.py\nrename to lib/stats.py\n";
         let touch = one(
             renamed,
