@@ -351,6 +351,50 @@ fn main() -> ExitCode {
     }
 }
 
+/// The commands that run a job of bugloop's (a model, agents, commits, comments): a Ctrl-C
+/// during one is answered (see [`say_when_interrupted`]). The server and `watch` stop on it in
+/// their own way.
+fn job_name(command: &Command) -> Option<&'static str> {
+    Some(match command {
+        Command::Review(_) => "review",
+        Command::Fix(_) => "fix",
+        Command::Do(_) => "do",
+        Command::Ask(_) => "ask",
+        Command::Solve(_) => "solve",
+        Command::Comment(_) => "comment",
+        Command::Reply(_) => "reply",
+        Command::Converge(_) => "converge",
+        Command::Action(_) => "action",
+        _ => return None,
+    })
+}
+
+/// Ctrl-C (SIGINT) during a job: says that it stopped and what stays, then ends with 130, the
+/// shell's status for an interrupted command (it died silently before). Every write bugloop
+/// makes is whole or not made (a comment, a commit landed by moving a ref, a store
+/// transaction), so stopping anywhere leaves nothing half-written, and a run again goes on from
+/// what was done.
+fn say_when_interrupted(job: &'static str) {
+    std::thread::spawn(move || {
+        let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .build()
+        else {
+            return;
+        };
+        if runtime.block_on(tokio::signal::ctrl_c()).is_err() {
+            return;
+        }
+        let _ = writeln!(
+            terminal::stderr(),
+            "\ninterrupted: `bugloop {job}` stopped. What it had finished stays (comments \
+             published, a commit landed); nothing is half-written, and running it again goes on \
+             from there."
+        );
+        std::process::exit(130);
+    });
+}
+
 /// Whether `error` is standard output's reader having closed the pipe.
 fn reader_gone(error: &anyhow::Error) -> bool {
     error.chain().any(|cause| {
@@ -512,6 +556,9 @@ fn run(cli: Cli, out: &mut impl Write) -> Result<Verdict> {
             operator: None,
         },
     };
+    if let Some(job) = job_name(&cli.command) {
+        say_when_interrupted(job);
+    }
     match cli.command {
         Command::Review(args) => review::review(&here, &args, out),
         Command::Action(args) => action::action(&here, &args, out),

@@ -233,3 +233,52 @@ fn review_with_a_model_of_the_branchs(dir: &str, environment: impl Fn(&mut Comma
     assert_eq!(output.status.code(), Some(2), "{said}");
     said
 }
+
+/// Ctrl-C while a review waits on its model: the command says it stopped and what stays, and
+/// ends with 130, as an interrupted command does.
+#[test]
+fn ctrl_c_during_a_review_says_it_stopped() {
+    let repo = TestRepo::init("main");
+    repo.write("app.py", "x = 1\n");
+    repo.commit("app");
+    repo.branch("feature");
+    repo.write("app.py", "x = 2\n");
+    repo.commit("change");
+    // A model that takes the request and never answers.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let config = repo.path().join("..").join(format!("stub-{port}.yml"));
+    std::fs::write(
+        &config,
+        format!("model:\n  max_retries: 0\n  providers:\n    stub:\n      base_url: http://127.0.0.1:{port}/v1\nreview:\n  analyzers: []\n"),
+    )
+    .unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_bugloop"))
+        .args([
+            "--config",
+            config.to_str().unwrap(),
+            "review",
+            "--model",
+            "stub:any",
+        ])
+        .current_dir(repo.path())
+        .env("NO_COLOR", "1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (_waiting, _) = listener.accept().unwrap();
+    let sent = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let output = child.wait_with_output().unwrap();
+    let said = stderr(&output);
+    assert_eq!(output.status.code(), Some(130), "{said}");
+    assert!(
+        said.contains("interrupted: `bugloop review` stopped. What it had finished stays"),
+        "{said}"
+    );
+    std::fs::remove_file(config).unwrap();
+}
