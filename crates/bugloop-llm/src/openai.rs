@@ -134,9 +134,14 @@ impl Provider for OpenAiProvider {
 
     async fn chat(&self, request: &ChatRequest, sink: Sink<'_>) -> ChatResult {
         let body = self.body(request);
-        self.http
+        let mut response = self
+            .http
             .with_retries(sink, || self.attempt(request, &body, sink))
-            .await
+            .await?;
+        if response.usage == Usage::default() {
+            response.usage = estimated_usage(request, &response);
+        }
+        Ok(response)
     }
 }
 
@@ -173,6 +178,24 @@ fn finish_reason(text: Option<&str>) -> FinishReason {
         Some("tool_calls" | "function_call") => FinishReason::ToolCalls,
         Some("content_filter") => FinishReason::ContentFilter,
         _ => FinishReason::Other,
+    }
+}
+
+/// What a call used, estimated (four characters a token) where the server said nothing of it
+/// (some local servers and proxies leave `usage` out): counted so, the run's token budgets
+/// still bind, and a server that reports nothing cannot spend without limit.
+fn estimated_usage(request: &ChatRequest, response: &ChatResponse) -> Usage {
+    let message = &response.message;
+    let answer = message.content.chars().count()
+        + message
+            .tool_calls
+            .iter()
+            .map(|c| c.name.chars().count() + c.arguments.to_string().chars().count())
+            .sum::<usize>();
+    Usage {
+        input_tokens: crate::budget::estimate_input_tokens(request),
+        output_tokens: u64::try_from(answer.div_ceil(4)).unwrap_or(u64::MAX),
+        cached_input_tokens: 0,
     }
 }
 

@@ -671,3 +671,26 @@ async fn an_error_inside_the_stream_is_classified() {
         "{error}"
     );
 }
+
+/// A server that leaves `usage` out (some local servers and proxies) is charged an estimate, so
+/// a run's token budgets still bind.
+#[tokio::test]
+async fn an_answer_without_usage_is_charged_an_estimate() {
+    let server = MockServer::start().await;
+    let mut silent = answer("Looks fine to me.");
+    silent.as_object_mut().unwrap().remove("usage");
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(ok_json(silent))
+        .mount(&server)
+        .await;
+    let req = request(&"x".repeat(4_000));
+    let response = provider(&server, true).chat(&req, None).await.unwrap();
+    // 4,000 characters and the system prompt's, at four a token; the answer's 17.
+    assert!(
+        (1_000..1_100).contains(&response.usage.input_tokens),
+        "{:?}",
+        response.usage
+    );
+    assert_eq!(response.usage.output_tokens, 5);
+}
