@@ -349,6 +349,9 @@ pub struct TrackedFinding {
     /// The analyzer's hit it stands on, as its comment records it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub source: Option<FindingSource>,
+    /// What its comment says of it (the assessment its state block records).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
     /// The comment that holds it.
     pub comment: String,
 }

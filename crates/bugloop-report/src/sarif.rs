@@ -371,7 +371,11 @@ impl Collected {
             "ruleId": rule_id,
             "ruleIndex": index,
             "level": level(score),
-            "message": {"text": format!("{} ({}).", t.title, t.status)},
+            // As the first review filed it: code scanning shows the alert's latest message.
+            "message": {"text": match &t.description {
+                Some(description) => format!("{} ({})\n\n{description}", t.title, t.status),
+                None => format!("{} ({}).", t.title, t.status),
+            }},
             "locations": location(file, t.line, None, None),
             "partialFingerprints": {"bugloopFindingId/v1": t.id},
             "properties": {"bugloopId": t.id, "score": score, "status": t.status},

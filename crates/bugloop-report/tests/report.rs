@@ -112,6 +112,7 @@ fn review_report() -> ReviewReport {
                 line: Some(7),
                 category: None,
                 source: None,
+                description: None,
                 comment: "1".to_owned(),
             },
             TrackedFinding {
@@ -130,6 +131,7 @@ fn review_report() -> ReviewReport {
                     ),
                     model: false,
                 }),
+                description: Some("The query is built from the request's text.".to_owned()),
                 comment: "2".to_owned(),
             },
             TrackedFinding {
@@ -141,6 +143,7 @@ fn review_report() -> ReviewReport {
                 line: None,
                 category: None,
                 source: None,
+                description: None,
                 comment: "3".to_owned(),
             },
         ],

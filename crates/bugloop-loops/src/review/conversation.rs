@@ -153,6 +153,7 @@ pub(super) fn tracked_of(state: &ReviewState) -> Vec<TrackedFinding> {
                 line: place.and_then(|p| p.line),
                 category: recorded("category").and_then(|v| serde_json::from_value(v).ok()),
                 source: recorded("source").and_then(|v| serde_json::from_value(v).ok()),
+                description: thread.assessment.as_ref().map(|a| a.assessment.clone()),
                 comment: thread.id.clone(),
             })
         })
