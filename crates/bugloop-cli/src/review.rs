@@ -244,9 +244,24 @@ fn finding_thread(
             }))?
         )?,
         crate::Format::Text => {
+            // Where the finding is now (its record, moved with its code), which the comment's
+            // own anchor below may no longer be.
+            let recorded = |key: &str| thread.assessment.as_ref().and_then(|a| a.extra.get(key));
+            let file = recorded("file")
+                .and_then(|v| v.as_str())
+                .map(str::to_owned)
+                .or_else(|| thread.file.clone());
+            let line = recorded("line")
+                .and_then(serde_json::Value::as_u64)
+                .or(thread.line.map(u64::from));
+            let place = match (file, line) {
+                (Some(file), Some(line)) => format!(" · {file}:{line}"),
+                (Some(file), None) => format!(" · {file}"),
+                _ => String::new(),
+            };
             writeln!(
                 out,
-                "{} · {} · score {}",
+                "{} · {} · score {}{place}",
                 thread.finding_id.as_ref().map_or("", |f| f.as_str()),
                 thread.status,
                 thread.score.map_or("-".to_owned(), |s| s.to_string())
