@@ -138,8 +138,15 @@ impl Provider for OpenAiProvider {
             .http
             .with_retries(sink, || self.attempt(request, &body, sink))
             .await?;
-        if response.usage == Usage::default() {
-            response.usage = estimated_usage(request, &response);
+        // A count the server left out (or gave as nothing: some servers report no prompt tokens
+        // for a prompt they cached) is estimated, part by part.
+        let estimate = estimated_usage(request, &response);
+        let usage = &mut response.usage;
+        if usage.input_tokens == 0 {
+            usage.input_tokens = estimate.input_tokens;
+        }
+        if usage.output_tokens == 0 {
+            usage.output_tokens = estimate.output_tokens;
         }
         Ok(response)
     }

@@ -361,7 +361,11 @@ fn code_pushed_down_by_lines_added_above_it_is_followed_and_never_raised_twice()
     );
     // The header says where it is now; the comment's own anchor stays where it was written.
     assert!(
-        shown.lines().next().unwrap().ends_with(" · score 9 · stats.py:18"),
+        shown
+            .lines()
+            .next()
+            .unwrap()
+            .ends_with(" · score 9 · stats.py:18"),
         "{shown}"
     );
 }

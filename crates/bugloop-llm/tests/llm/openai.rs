@@ -693,4 +693,16 @@ async fn an_answer_without_usage_is_charged_an_estimate() {
         response.usage
     );
     assert_eq!(response.usage.output_tokens, 5);
+    // A count given for the answer only: the prompt's is estimated all the same.
+    server.reset().await;
+    let mut partial = answer("Looks fine to me.");
+    partial["usage"] = json!({"completion_tokens": 10});
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(ok_json(partial))
+        .mount(&server)
+        .await;
+    let response = provider(&server, true).chat(&req, None).await.unwrap();
+    assert!(response.usage.input_tokens >= 1_000, "{:?}", response.usage);
+    assert_eq!(response.usage.output_tokens, 10);
 }
