@@ -58,7 +58,7 @@ pub(super) fn shifted(
 /// Where line `old` of the file before the changes is after them: its own line where a hunk
 /// shows it unchanged, else moved by the lines the hunks above it added and removed; `None`
 /// when a hunk removed it.
-fn carried(file: &FileDiff, old: u32) -> Option<u32> {
+pub(super) fn carried(file: &FileDiff, old: u32) -> Option<u32> {
     let mut offset = 0i64;
     for hunk in &file.hunks {
         if let Some(line) = hunk.lines.iter().find(|l| l.old_line == Some(old)) {

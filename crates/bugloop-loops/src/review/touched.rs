@@ -15,6 +15,8 @@ use bugloop_domain::finding::FindingId;
 use bugloop_domain::grounding::{Head, evidence_lines, find_evidence};
 use bugloop_domain::paths::prompt_path;
 
+use super::shifted::carried;
+
 /// A finding that stays open and now points at `file:line`, where its code is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Relocation {
@@ -133,7 +135,7 @@ fn touch(
         };
     };
     if let (Some(text), Some(name)) = (text, &now_named)
-        && let Some(line) = find_evidence(text, evidence, recorded)
+        && let Some(line) = still_there(text, evidence, recorded, changed.filter(|_| hit))
     {
         return (hit || renamed).then(|| Touch::Still {
             file: name.clone(),
@@ -155,6 +157,33 @@ fn touch(
         return None;
     }
     Some(gone(changed, finding, Some(evidence), text.is_none()))
+}
+
+/// Where the finding's quoted code is in its file at head. When the changes since removed or
+/// changed its lines (`changed`, the file's diff), only a place they added the quote at, or its
+/// own first line where that line survived, is its code: an identical line elsewhere that the
+/// changes did not touch (the same statement in another function) is other code.
+fn still_there(
+    text: &str,
+    evidence: &str,
+    recorded: u32,
+    changed: Option<&FileDiff>,
+) -> Option<u32> {
+    let Some(changed) = changed else {
+        return find_evidence(text, evidence, recorded);
+    };
+    let near = carried(changed, recorded);
+    let added: std::collections::BTreeSet<u32> = changed
+        .hunks
+        .iter()
+        .flat_map(|h| &h.lines)
+        .filter(|l| l.kind == LineKind::Added)
+        .filter_map(|l| l.new_line)
+        .collect();
+    evidence_lines(text, evidence)
+        .into_iter()
+        .filter(|line| added.contains(line) || near == Some(*line))
+        .min_by_key(|line| line.abs_diff(near.unwrap_or(recorded)))
 }
 
 /// The longest quote matched against the code (longer ones are treated as no quote).
@@ -452,6 +481,28 @@ pub(super) mod tests {
                 line: 3,
                 moved: false
             })
+        );
+    }
+
+    #[test]
+    fn a_changed_line_is_not_found_again_in_an_identical_line_elsewhere() {
+        // get_a's line is guarded; the finding is get_b's, which the push changes.
+        let after = "def get_a(cache, key):\n    if key in cache:\n        value = cache[key]\n\n\ndef get_b(cache, key):\n    value = cache.get(key, \"\")\n";
+        let fixed = "diff --git a/c.py b/c.py\n--- a/c.py\n+++ b/c.py\n@@ -7 +7 @@\n-    value = cache[key]\n+    value = cache.get(key, \"\")\n";
+        let touch = one(
+            fixed,
+            &[("c.py", after)],
+            &open("c.py", 7, Some("value = cache[key]")),
+        );
+        assert!(
+            matches!(
+                touch,
+                Some(Touch::Gone {
+                    file_deleted: false,
+                    ..
+                })
+            ),
+            "{touch:?}"
         );
     }
 
