@@ -101,11 +101,17 @@ pub(super) fn decide(
             }
         }
         Err(reason) => {
-            let head = HeadTree::load(&request.workspace, None, finding_files);
-            let touched = touched(None, &open, &head);
             // The open findings follow their code through what changed since the earlier
-            // review, when its head is still here (a rebase since, say).
+            // review, when its head is still here (a rebase since, say): changed, moved to
+            // another file, gone, or only pushed up or down its file.
             let carried = since_earlier(env, request, conversation);
+            let new_files = carried.iter().flat_map(|diff| &diff.files).filter_map(|f| {
+                f.new_path
+                    .clone()
+                    .filter(|path| request.diff.file(path).is_some())
+            });
+            let head = HeadTree::load(&request.workspace, None, finding_files.chain(new_files));
+            let touched = touched(carried.as_ref(), &open, &head);
             let shifted = shifted(carried.as_ref(), &open, &touched, &head);
             // The whole change is shown: only what became of the touched findings' code is
             // news to the model.
@@ -123,7 +129,8 @@ pub(super) fn decide(
 }
 
 /// What changed from the head the last review recorded to this one, however the branch got
-/// here, when both are commits here.
+/// here, when both are commits here and that review was complete (an incomplete one settled
+/// nothing: what changed since the findings were last weighed is not known from it).
 fn since_earlier(
     env: &LoopEnv<'_>,
     request: &ReviewRequest,
@@ -131,7 +138,7 @@ fn since_earlier(
 ) -> Option<Diff> {
     let summary = find_tagged(&conversation.comments, SUMMARY_TAG)?;
     let earlier = read_reviewed(&summary.body)?;
-    if !is_commit(&earlier.head) || !is_commit(&request.head) {
+    if !earlier.complete || !is_commit(&earlier.head) || !is_commit(&request.head) {
         return None;
     }
     let raw = env.git.diff_between(&earlier.head, &request.head).ok()??;

@@ -3,13 +3,15 @@
 //! its comment is relocated, and a new report of the same code (an analyzer's hit at the new
 //! line) is that finding, never a new one beside it.
 //!
-//! In a review of what changed since, the recorded line is carried through the changes' hunks
-//! (and, with a quote, the quote is looked for nearest that line); in a full review only a quote
-//! found once, at another line than the recorded one, moves the finding.
+//! The recorded line is carried through the hunks of what changed since the last review (the
+//! interdiff, or after a rebase the diff from the last reviewed head), and a quote is looked for
+//! nearest that line. Without them nothing moves: an identical line elsewhere (the same
+//! statement in another function, a comment quoting the old code) is no place to move a finding
+//! to, and nothing else tells where its code went.
 
 use bugloop_diff::{Diff, FileDiff, LineKind};
 use bugloop_domain::filter::ExistingFinding;
-use bugloop_domain::grounding::{Head, evidence_lines, find_evidence};
+use bugloop_domain::grounding::{Head, find_evidence};
 
 use super::touched::{Relocation, Touched, quote};
 
@@ -20,31 +22,23 @@ pub(super) fn shifted(
     touched: &[Touched],
     head: &dyn Head,
 ) -> Vec<Relocation> {
+    let Some(diff) = interdiff else {
+        return Vec::new();
+    };
     open.iter()
         .filter(|finding| !touched.iter().any(|t| t.id == finding.id))
         .filter_map(|finding| {
             let file = finding.file.as_deref()?;
             let recorded = finding.line?;
-            let expected = match interdiff {
-                Some(diff) => {
-                    // A file the changes since did not change (or renamed: then it is touched)
-                    // moved nothing.
-                    let changed = diff.files.iter().find(|f| {
-                        f.old_path.as_deref() == Some(file) && f.new_path.as_deref() == Some(file)
-                    })?;
-                    carried(changed, recorded)?
-                }
-                None => recorded,
-            };
-            let line = match (quote(finding), interdiff) {
-                (Some(quote), Some(_)) => find_evidence(head.text(file)?, quote, expected)?,
-                // Without the changes' hunks only a quote found once tells where the code
-                // went: a copy of it (in a comment, say) is no place to move a finding to.
-                (Some(quote), None) => match evidence_lines(head.text(file)?, quote)[..] {
-                    [line] => line,
-                    _ => return None,
-                },
-                (None, _) => expected,
+            // A file the changes since did not change (or renamed: then it is touched) moved
+            // nothing.
+            let changed = diff.files.iter().find(|f| {
+                f.old_path.as_deref() == Some(file) && f.new_path.as_deref() == Some(file)
+            })?;
+            let expected = carried(changed, recorded)?;
+            let line = match quote(finding) {
+                Some(quote) => find_evidence(head.text(file)?, quote, expected)?,
+                None => expected,
             };
             (line != recorded).then(|| Relocation {
                 id: finding.id.clone(),
@@ -132,14 +126,11 @@ mod tests {
     }
 
     #[test]
-    fn a_full_review_follows_the_quote_and_leaves_code_in_place_alone() {
+    fn without_the_changes_nothing_moves() {
+        // The code is 28 lines down, but nothing says it is the finding's: a copy of its line,
+        // or the same statement in another function, would look the same.
         let finding = open(4, Some(QUERY));
-        assert_eq!(moved_to(None, &finding, app(30)), vec![32]);
-        assert!(moved_to(None, &finding, app(2)).is_empty());
-        // A copy of the quote in a comment above it: nothing tells which is the code.
-        let decoy = format!("# was: {QUERY}\n{}", app(30));
-        assert!(moved_to(None, &finding, decoy).is_empty());
-        // Without a quote nothing tells where the code went.
+        assert!(moved_to(None, &finding, app(30)).is_empty());
         assert!(moved_to(None, &open(4, None), app(30)).is_empty());
     }
 
