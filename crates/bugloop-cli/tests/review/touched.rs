@@ -390,3 +390,27 @@ fn after_a_rebase_a_finding_follows_its_code_not_a_copy_of_its_line() {
     assert_eq!(all[0]["finding_id"], id.as_str(), "{all:#?}");
     assert_eq!(all[0]["line"], 13, "its code, not the comment: {all:#?}");
 }
+
+#[test]
+fn a_full_review_weighs_a_fixed_finding_though_its_line_stands_elsewhere() {
+    let scripts = tempfile::tempdir().unwrap();
+    let (repo, id) = reviewed(scripts.path());
+    // The same loop, on purpose, in a function below; then the finding's own loop fixed.
+    let twin = "\n\ndef padded(xs):\n    for i in range(len(xs) + 1):\n        yield xs[i] if i < len(xs) else 0\n";
+    repo.write("stats.py", &format!("{}{twin}", feature()));
+    repo.commit("padded");
+    review(repo.path(), &script(scripts.path(), &[]), 1);
+    let fixed = feature().replace("range(len(xs) + 1)", "range(len(xs))");
+    repo.write("stats.py", &format!("{fixed}{twin}"));
+    repo.commit("fix the loop");
+    let args = [
+        "review",
+        "--full",
+        "--model",
+        &script(scripts.path(), &[]),
+        "--format",
+        "json",
+    ];
+    let report = json_output(repo.path(), &args, 0);
+    assert_eq!(report["resolved"][0]["id"], id.as_str(), "{report:#}");
+}
