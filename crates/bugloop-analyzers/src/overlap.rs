@@ -116,15 +116,20 @@ pub(crate) fn to_the_expression(hit: &mut Hit, text: impl Fn(&str) -> Option<Str
         return;
     };
     let lines: Vec<&str> = text.lines().collect();
-    let found = script.into_iter().find(|line| {
-        usize::try_from(*line)
-            .ok()
-            .and_then(|line| lines.get(line.checked_sub(1)?))
-            .is_some_and(|l| as_path(l).contains(&expression))
-    });
-    if let Some(line) = found.filter(|line| *line != hit.line) {
-        hit.line = line;
-        hit.end_line = None;
+    let found: Vec<u32> = script
+        .filter(|line| {
+            usize::try_from(*line)
+                .ok()
+                .and_then(|line| lines.get(line.checked_sub(1)?))
+                .is_some_and(|l| as_path(l).contains(&expression))
+        })
+        .collect();
+    // Every line of the script that holds it: the one a change added is the one heard.
+    let mut lines_holding = found.into_iter();
+    if let Some(first) = lines_holding.next() {
+        let last = lines_holding.last().unwrap_or(first);
+        hit.line = first;
+        hit.end_line = (last > first).then_some(last);
     }
 }
 
@@ -136,7 +141,12 @@ fn script_lines(text: &str, at: u32) -> Option<std::ops::RangeInclusive<u32>> {
     let index = usize::try_from(at).ok()?.checked_sub(1)?;
     let line = lines.get(index)?;
     let key_at = line.len() - line.trim_start_matches([' ', '-']).len();
-    let value = line.get(key_at..)?.strip_prefix("run:")?.trim();
+    // A step's shell script, or actions/github-script's JavaScript.
+    let keyed = line.get(key_at..)?;
+    let value = keyed
+        .strip_prefix("run:")
+        .or_else(|| keyed.strip_prefix("script:"))?
+        .trim();
     let value = value.split(" #").next().unwrap_or(value).trim();
     if !value.starts_with(['|', '>']) {
         return Some(at..=at);
@@ -154,7 +164,26 @@ fn script_lines(text: &str, at: u32) -> Option<std::ops::RangeInclusive<u32>> {
 /// Text without white space and with property lookups as paths: how `${{ a['b'] }}` and
 /// `${{a.b}}` are the same expression (actionlint quotes the second form).
 fn as_path(text: &str) -> String {
-    squeezed(text).replace("['", ".").replace("']", "")
+    let named = squeezed(text).replace("['", ".").replace("']", "");
+    // An index is any element to actionlint: `commits[0].message` is its `commits.*.message`.
+    let mut path = String::with_capacity(named.len());
+    let mut rest = named.as_str();
+    while let Some(open) = rest.find('[') {
+        let (before, after) = rest.split_at(open);
+        path.push_str(before);
+        match after[1..].find(']') {
+            Some(close) if close > 0 && after[1..=close].bytes().all(|b| b.is_ascii_digit()) => {
+                path.push_str(".*");
+                rest = &after[close + 2..];
+            }
+            _ => {
+                path.push('[');
+                rest = &after[1..];
+            }
+        }
+    }
+    path.push_str(rest);
+    path
 }
 
 /// Text without its white space (how `${{ a.b }}` and `${{a.b}}` are the same expression).
@@ -332,6 +361,20 @@ jobs:
             as_path("echo \"${{ github.event['issue']['title'] }}\""),
             as_path("echo \"${{github.event.issue.title}}\"")
         );
+        assert!(
+            as_path("echo \"${{ github.event.commits[0].message }}\"")
+                .contains(&as_path("github.event.commits.*.message"))
+        );
+        assert_eq!(as_path("a[x]b[]c[1"), "a[x]b[]c[1");
+    }
+
+    #[test]
+    fn a_github_script_block_and_a_repeated_expression() {
+        let workflow = "steps:\n  - uses: actions/github-script@v7\n    with:\n      script: |\n        const t = '${{ github.event.issue.title }}'\n        log(t)\n        const u = '${{ github.event.issue.title }}'\n";
+        let mut hit = actionlint(4).hit;
+        to_the_expression(&mut hit, |_| Some(workflow.to_owned()));
+        // Both lines that hold it: whichever a change added is heard.
+        assert_eq!((hit.line, hit.end_line), (5, Some(7)));
     }
 
     #[test]
