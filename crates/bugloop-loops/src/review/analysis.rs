@@ -70,8 +70,8 @@ fn is_tracked(c: &Candidate, finding: &ExistingFinding) -> bool {
 }
 
 /// Runs the configured analyzers and weighs their candidates.
-/// `tracked`: in a review of what changed since an earlier head, the findings tracked on the
-/// change, where their code is now. A hit that is one of them (the same tool, rule, file and
+/// `tracked`: unless a full review was asked for, the findings tracked on the change, where
+/// their code is now. A hit that is one of them (the same tool, rule, file and
 /// line, by its id or where its code moved since) was weighed and kept then, and is not weighed
 /// again; every other hit is, even on lines that did not change since (an analyzer that did not
 /// run then, a hit dismissed then whose surroundings changed).

@@ -53,7 +53,7 @@ use bugloop_diff::Diff;
 use bugloop_domain::finding::Finding;
 use bugloop_forge::{ChangeKey, ForgeError};
 use bugloop_report::dispute::DisputeSummary;
-use bugloop_report::review::{ProofStatus, ReviewReport, ReviewedScope};
+use bugloop_report::review::{ProofStatus, ReviewReport};
 
 use crate::env::LoopEnv;
 
@@ -144,8 +144,10 @@ pub async fn review_with(
             env,
             &request,
             &brief,
-            matches!(shown.scope, ReviewedScope::Incremental { .. })
-                .then_some(&conversation.existing[..]),
+            // Tracked hits are not weighed again, unless a full review was asked for (after a
+            // rebase the findings followed their code, and weighing them again cost a call and
+            // could contradict the finding still open).
+            (!request.full).then_some(&conversation.existing[..]),
         ),
     );
     evidence::hold_tool_findings(&conversation, &shown, &mut reported);
