@@ -183,7 +183,18 @@ fn still_there(
     evidence_lines(text, evidence)
         .into_iter()
         .filter(|line| added.contains(line) || near == Some(*line))
+        .filter(|line| !in_a_comment(text, *line, evidence))
         .min_by_key(|line| line.abs_diff(near.unwrap_or(recorded)))
+}
+
+/// Whether line `line` of `text` quotes `evidence` in a comment (`# was: <the old code>`) when
+/// the code quoted is no comment: a copy, not the code.
+fn in_a_comment(text: &str, line: u32, evidence: &str) -> bool {
+    const MARKERS: [&str; 6] = ["#", "//", "/*", "*", "--", "<!--"];
+    let commented = |t: &str| MARKERS.iter().any(|m| t.trim_start().starts_with(m));
+    let at = usize::try_from(line).ok().and_then(|l| l.checked_sub(1));
+    let holder = at.and_then(|at| text.lines().nth(at)).unwrap_or_default();
+    commented(holder) && !commented(evidence)
 }
 
 /// The longest quote matched against the code (longer ones are treated as no quote).
@@ -286,9 +297,10 @@ fn moved_to(diff: &Diff, from: &str, evidence: &str, head: &dyn Head) -> Option<
             if added.is_empty() {
                 return None;
             }
-            let line = evidence_lines(head.text(&path)?, evidence)
+            let text = head.text(&path)?;
+            let line = evidence_lines(text, evidence)
                 .into_iter()
-                .find(|line| added.contains(line))?;
+                .find(|line| added.contains(line) && !in_a_comment(text, *line, evidence))?;
             Some((path, line))
         })
 }
@@ -503,6 +515,29 @@ pub(super) mod tests {
                 })
             ),
             "{touch:?}"
+        );
+    }
+
+    #[test]
+    fn a_comment_quoting_the_old_line_is_not_its_code() {
+        // The loop moved to util.py; stats.py keeps a note of what it was.
+        let moved = "diff --git a/stats.py b/stats.py\n--- a/stats.py\n+++ b/stats.py\n@@ -3 +3 @@\n-    for i in range(len(xs) + 1):\n+    # was: for i in range(len(xs) + 1):\ndiff --git a/util.py b/util.py\n--- a/util.py\n+++ b/util.py\n@@ -1 +1,2 @@\n import os\n+for i in range(len(xs) + 1): pass\n";
+        let stats = "def mean(xs):\n    t = 0\n    # was: for i in range(len(xs) + 1):\n";
+        let touch = one(
+            moved,
+            &[
+                ("stats.py", stats),
+                ("util.py", "import os\nfor i in range(len(xs) + 1): pass\n"),
+            ],
+            &open("stats.py", 3, Some("for i in range(len(xs) + 1):")),
+        );
+        assert_eq!(
+            touch,
+            Some(Touch::Still {
+                file: "util.py".to_owned(),
+                line: 2,
+                moved: true
+            })
         );
     }
 
