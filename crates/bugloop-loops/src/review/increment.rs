@@ -54,17 +54,9 @@ pub(super) fn decide(
         .iter()
         .filter(|e| conversation.open_ids.iter().any(|id| id == e.id.as_str()))
         .collect();
-    let finding_files = open.iter().filter_map(|e| e.file.clone());
     match interdiff(env, request, conversation) {
         Ok((since, raw)) => {
-            // The files the touched findings' code may have gone to are the change's own.
-            let new_files: Vec<String> = raw
-                .files
-                .iter()
-                .filter_map(|f| f.new_path.clone())
-                .filter(|path| request.diff.file(path).is_some())
-                .collect();
-            let head = HeadTree::load(&request.workspace, None, finding_files.chain(new_files));
+            let head = head_of(request, &open, Some(&raw));
             let mut touched = touched(Some(&raw), &open, &head);
             let shifted = shifted(Some(&raw), &open, &touched, &head);
             for touch in &mut touched {
@@ -100,32 +92,51 @@ pub(super) fn decide(
                 shifted,
             }
         }
-        Err(reason) => {
-            // The open findings follow their code through what changed since the earlier
-            // review, when its head is still here (a rebase since, say): changed, moved to
-            // another file, gone, or only pushed up or down its file.
-            let carried = since_earlier(env, request, conversation);
-            let new_files = carried.iter().flat_map(|diff| &diff.files).filter_map(|f| {
-                f.new_path
-                    .clone()
-                    .filter(|path| request.diff.file(path).is_some())
-            });
-            let head = HeadTree::load(&request.workspace, None, finding_files.chain(new_files));
-            let touched = touched(carried.as_ref(), &open, &head);
-            let shifted = shifted(carried.as_ref(), &open, &touched, &head);
-            // The whole change is shown: only what became of the touched findings' code is
-            // news to the model.
-            let finding_context = finding_context(&[], &touched, &head, &request.diff, None);
-            Shown {
-                scope: ReviewedScope::Full { reason },
-                diff: request.diff.clone(),
-                asked_ids: conversation.open_ids.clone(),
-                finding_context,
-                touched,
-                shifted,
-            }
-        }
+        Err(reason) => full(env, request, conversation, &open, reason),
     }
+}
+
+/// What a full review shows: the whole change. The open findings follow their code through
+/// what changed since the earlier review, when its head is still here (a rebase since, say):
+/// changed, moved to another file, gone, or only pushed up or down its file.
+fn full(
+    env: &LoopEnv<'_>,
+    request: &ReviewRequest,
+    conversation: &Conversation,
+    open: &[&ExistingFinding],
+    reason: String,
+) -> Shown {
+    let carried = since_earlier(env, request, conversation);
+    let head = head_of(request, open, carried.as_ref());
+    let touched = touched(carried.as_ref(), open, &head);
+    let shifted = shifted(carried.as_ref(), open, &touched, &head);
+    // The whole change is shown: only what became of the touched findings' code is news to
+    // the model.
+    let finding_context = finding_context(&[], &touched, &head, &request.diff, None);
+    Shown {
+        scope: ReviewedScope::Full { reason },
+        diff: request.diff.clone(),
+        asked_ids: conversation.open_ids.clone(),
+        finding_context,
+        touched,
+        shifted,
+    }
+}
+
+/// The code at head of the open findings' files and of the change's files that `changes` (what
+/// changed since the earlier review) adds or renames to: where their code may have gone.
+fn head_of<'r>(
+    request: &'r ReviewRequest,
+    open: &[&ExistingFinding],
+    changes: Option<&Diff>,
+) -> HeadTree<'r> {
+    let finding_files = open.iter().filter_map(|e| e.file.clone());
+    let new_files = changes
+        .iter()
+        .flat_map(|diff| &diff.files)
+        .filter_map(|f| f.new_path.clone())
+        .filter(|path| request.diff.file(path).is_some());
+    HeadTree::load(&request.workspace, None, finding_files.chain(new_files))
 }
 
 /// What changed from the head the last review recorded to this one, however the branch got
