@@ -173,18 +173,22 @@ fn still_there(
         return find_evidence(text, evidence, recorded);
     };
     let near = carried(changed, recorded);
-    let added: std::collections::BTreeSet<u32> = changed
-        .hunks
-        .iter()
-        .flat_map(|h| &h.lines)
-        .filter(|l| l.kind == LineKind::Added)
-        .filter_map(|l| l.new_line)
-        .collect();
+    let added = added_lines(changed);
     evidence_lines(text, evidence)
         .into_iter()
         .filter(|line| added.contains(line) || near == Some(*line))
         .filter(|line| !in_a_comment(text, *line, evidence))
         .min_by_key(|line| line.abs_diff(near.unwrap_or(recorded)))
+}
+
+/// The head lines the changes added to `file`.
+fn added_lines(file: &FileDiff) -> std::collections::BTreeSet<u32> {
+    file.hunks
+        .iter()
+        .flat_map(|h| &h.lines)
+        .filter(|l| l.kind == LineKind::Added)
+        .filter_map(|l| l.new_line)
+        .collect()
 }
 
 /// Whether line `line` of `text` quotes `evidence` in a comment (`# was: <the old code>`) when
@@ -287,13 +291,7 @@ fn moved_to(diff: &Diff, from: &str, evidence: &str, head: &dyn Head) -> Option<
         .filter(|f| f.new_path.as_deref().is_some_and(|path| path != from))
         .find_map(|f| {
             let path = f.new_path.clone()?;
-            let added: std::collections::BTreeSet<u32> = f
-                .hunks
-                .iter()
-                .flat_map(|h| &h.lines)
-                .filter(|l| l.kind == LineKind::Added)
-                .filter_map(|l| l.new_line)
-                .collect();
+            let added = added_lines(f);
             if added.is_empty() {
                 return None;
             }
