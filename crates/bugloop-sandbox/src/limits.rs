@@ -16,6 +16,8 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use crate::reach::stale_entries;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Limits {
     /// Processes (and threads) at once inside the sandbox.
@@ -134,6 +136,11 @@ impl Cgroups {
             let Some((root, v2)) = controller_root(controller) else {
                 continue;
             };
+            // A run killed before its drop (Ctrl-C, SIGKILL) left its cgroups: empty once its
+            // processes died with it, so the kernel lets them go.
+            for stale in stale_entries(&root, "bugloop-") {
+                let _ = std::fs::remove_dir(stale);
+            }
             let dir = root.join(&name);
             if !cgroups.dirs.iter().any(|(d, _, _)| *d == dir) {
                 if std::fs::create_dir(&dir).is_err() {
@@ -293,5 +300,33 @@ pub(crate) async fn watch_workspace(root: PathBuf, start: u64, limit: u64) {
         }
         // A large tree is measured less often, so the watchdog never costs more than ~5%.
         interval = (began.elapsed() * 20).max(Duration::from_millis(500));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A cgroup a killed run left (its process gone) is removed by the next run's; a live
+    /// process's is kept.
+    #[test]
+    fn a_killed_runs_cgroups_are_removed_by_the_next_run() {
+        let Some((root, _)) = controller_root("pids") else {
+            eprintln!("skipped: no pids cgroup this user may make");
+            return;
+        };
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let gone = child.id();
+        child.wait().unwrap();
+        let left = root.join(format!("bugloop-{gone}-0"));
+        let live = root.join(format!("bugloop-{}-999999", std::process::id()));
+        std::fs::create_dir(&left).unwrap();
+        std::fs::create_dir(&live).unwrap();
+        let cgroups = Cgroups::create(&Limits::default());
+        let (left_there, live_there) = (left.exists(), live.exists());
+        drop(cgroups);
+        let _ = std::fs::remove_dir(&live);
+        assert!(!left_there, "{} was left", left.display());
+        assert!(live_there, "a live run's cgroup was removed");
     }
 }
