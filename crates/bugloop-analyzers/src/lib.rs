@@ -19,6 +19,7 @@ mod custom;
 mod fix;
 mod formats;
 mod hit;
+mod input;
 mod keys;
 mod locate;
 mod overlap;

@@ -11,13 +11,13 @@ use bugloop_diff::Diff;
 use bugloop_domain::finding::Category;
 use bugloop_domain::score::Score;
 use bugloop_sandbox::{CommandSpec, ExitState, Output, SandboxSettings};
-use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde::Serialize;
 
 use crate::builtin::{BuiltIn, Invocation, config_files};
 use crate::custom::CustomAnalyzer;
 use crate::formats::Format;
 use crate::hit::{Candidate, Hit, Level};
+use crate::input::{Given, files_for, regular_file};
 use crate::locate::Toolbox;
 use crate::scope::ChangedLines;
 use crate::weight::Weight;
@@ -63,6 +63,9 @@ pub struct AnalyzerRun {
     /// tried alone (within [`MAX_RUN_ALONE`]), so one file cannot take the others with it.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub unanalyzed: Vec<Unchecked>,
+    /// Files it reads that it was not given: too big for a linter (a bundle, a minified file).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<Unchecked>,
 }
 
 /// A file an analyzer could not check, and why.
@@ -112,6 +115,7 @@ pub async fn analyze(request: Request<'_>) -> Analysis {
                 status: RunStatus::NotRun { reason },
                 seconds: 0.0,
                 unanalyzed: Vec::new(),
+                left_out: Vec::new(),
             });
             None
         }
@@ -119,14 +123,35 @@ pub async fn analyze(request: Request<'_>) -> Analysis {
     let Some(config_dir) = config_dir else {
         return analysis;
     };
-    let jobs = request.choices.iter().filter_map(|choice| {
-        let files = files_for(choice, &changed, request.workspace);
-        (!files.is_empty()).then(|| run_one(&request, choice, files, config_dir.path(), &changed))
-    });
+    let mut jobs = Vec::new();
+    let mut given_nothing = Vec::new();
+    for choice in &request.choices {
+        let given = files_for(choice, &changed, request.workspace);
+        if !given.files.is_empty() {
+            jobs.push(run_one(
+                &request,
+                choice,
+                given,
+                config_dir.path(),
+                &changed,
+            ));
+        } else if !given.left_out.is_empty() {
+            given_nothing.push(AnalyzerRun {
+                name: choice.name().to_owned(),
+                status: RunStatus::NotRun {
+                    reason: "every file of the change it reads is too big for it".to_owned(),
+                },
+                seconds: 0.0,
+                unanalyzed: Vec::new(),
+                left_out: given.left_out,
+            });
+        }
+    }
     for (run, candidates) in futures_util::future::join_all(jobs).await {
         analysis.runs.push(run);
         analysis.candidates.extend(candidates);
     }
+    analysis.runs.extend(given_nothing);
     keep_the_strongest_of_each_place(&mut analysis.candidates);
     crate::suppression::fold_into_hits(&mut analysis.candidates);
     crate::overlap::fold_overlaps(&mut analysis.candidates, |file| {
@@ -161,66 +186,6 @@ fn keep_the_strongest_of_each_place(candidates: &mut Vec<Candidate>) {
         index += 1;
         kept.contains(&(index - 1))
     });
-}
-
-/// The changed files an analyzer reads: those matching its globs, regular files at head; none
-/// when it checks a project and there is none (clippy without a `Cargo.toml` at the root).
-fn files_for(choice: &Choice, changed: &ChangedLines, workspace: &Path) -> Vec<String> {
-    if let Choice::BuiltIn(BuiltIn {
-        project: Some(project),
-        ..
-    }) = choice
-        && regular_file(workspace, project).is_none()
-    {
-        return Vec::new();
-    }
-    let globs: Vec<String> = match choice {
-        Choice::BuiltIn(tool) => tool.files.iter().map(|g| (*g).to_owned()).collect(),
-        Choice::Custom(custom) if custom.files.is_empty() => vec!["**".to_owned()],
-        Choice::Custom(custom) => custom.files.clone(),
-    };
-    let Some(set) = glob_set(&globs) else {
-        return Vec::new();
-    };
-    // A tool is given names as text: the name itself, not its quoted form (a tab in a name).
-    changed
-        .files()
-        .filter_map(bugloop_domain::paths::text_name)
-        .filter(|f| set.is_match(f))
-        .filter(|f| regular_file(workspace, f).is_some())
-        .collect()
-}
-
-fn glob_set(globs: &[String]) -> Option<GlobSet> {
-    let mut builder = GlobSetBuilder::new();
-    for glob in globs {
-        // `**/x` also matches `x` at the root; a glob that does not parse matches nothing.
-        builder.add(Glob::new(glob).ok()?);
-        if let Some(rest) = glob.strip_prefix("**/") {
-            builder.add(Glob::new(rest).ok()?);
-        }
-    }
-    builder.build().ok()
-}
-
-/// `relative` under `root` when it is a regular file reached through no symlink: a tool's
-/// report never makes bugloop read a file outside the tree on the host.
-fn regular_file(root: &Path, relative: &str) -> Option<PathBuf> {
-    let mut path = root.to_path_buf();
-    for part in Path::new(relative).components() {
-        let std::path::Component::Normal(part) = part else {
-            return None;
-        };
-        path.push(part);
-        let meta = std::fs::symlink_metadata(&path).ok()?;
-        if meta.file_type().is_symlink() {
-            return None;
-        }
-    }
-    std::fs::symlink_metadata(&path)
-        .ok()
-        .filter(|m| m.is_file())
-        .map(|_| path)
 }
 
 /// bugloop's configuration files for the tools, in a directory of their own.
@@ -285,10 +250,11 @@ struct Plan {
 async fn run_one(
     request: &Request<'_>,
     choice: &Choice,
-    files: Vec<String>,
+    given: Given,
     config_dir: &Path,
     changed: &ChangedLines,
 ) -> (AnalyzerRun, Vec<Candidate>) {
+    let Given { files, left_out } = given;
     let started = Instant::now();
     let name = choice.name().to_owned();
     let mut hits = Vec::new();
@@ -320,6 +286,7 @@ async fn run_one(
         status,
         seconds,
         unanalyzed: unanalyzed.clone(),
+        left_out: left_out.clone(),
     };
     if let Some(reason) = not_run {
         return (run(RunStatus::NotRun { reason }), Vec::new());

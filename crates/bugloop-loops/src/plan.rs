@@ -121,6 +121,7 @@ fn importance(path: &str) -> Importance {
         || lower.starts_with("vendor/")
         || lower.contains("/vendor/")
         || lower.starts_with("dist/")
+        || lower.starts_with("generated/")
         || lower.contains("/generated/")
         // What setuptools writes from setup.py/pyproject.toml when it builds; code and
         // `entry_points.txt` (which picks what code loads) under `.egg-info/` are shown.

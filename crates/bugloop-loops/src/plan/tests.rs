@@ -192,6 +192,7 @@ fn build_output_is_summarized_by_where_it_lies() {
         "third/vendor/lib.js",
         "dist/index.js",
         "api/generated/client.ts",
+        "generated/tables.py",
         "src/requests.egg-info/SOURCES.txt",
     ];
     let shown = [
