@@ -256,11 +256,17 @@ impl ReviewedScope {
                 since,
                 files,
                 kept_findings,
-            } => format!(
-                "what changed since {} ({} file(s)); {kept_findings} open finding(s) in unchanged code kept",
-                crate::short_sha(since),
-                files.len()
-            ),
+            } => {
+                let since = format!(
+                    "what changed since {} ({} file(s))",
+                    crate::short_sha(since),
+                    files.len()
+                );
+                match kept_findings {
+                    0 => since,
+                    kept => format!("{since}; {kept} open finding(s) in unchanged code kept"),
+                }
+            }
         }
     }
 }
@@ -643,5 +649,22 @@ mod tests {
              src/m6.py, src/m7.py, src/m8.py and 3 more"
         );
         assert!(all_names(&groups[1].1, str::to_owned).ends_with("src/m10.py, src/m11.py"));
+    }
+
+    #[test]
+    fn an_incremental_review_says_what_it_kept_only_when_it_kept_something() {
+        let scope = |kept_findings| ReviewedScope::Incremental {
+            since: "0123456789".to_owned(),
+            files: vec!["a.py".to_owned()],
+            kept_findings,
+        };
+        assert_eq!(
+            scope(0).describe(),
+            "what changed since 0123456 (1 file(s))"
+        );
+        assert_eq!(
+            scope(2).describe(),
+            "what changed since 0123456 (1 file(s)); 2 open finding(s) in unchanged code kept"
+        );
     }
 }

@@ -3,12 +3,15 @@
 //! review where the tool could not run has nothing to set against it). It is resolved when its
 //! code changes (the recheck), when the developer's dispute is conceded, or by a fix.
 
-use bugloop_domain::finding::FindingSource;
+use std::collections::BTreeSet;
+
+use bugloop_domain::finding::{Finding, FindingSource};
 use bugloop_report::review::{ReportStage, StageChange};
 
 use super::conversation::Conversation;
 use super::increment::Shown;
 use super::sessions::Reported;
+use super::touched::Touch;
 
 /// Takes out of `reported`'s resolutions those of analyzers' findings whose code the change has
 /// not touched since they were raised; each is said as a change of the triage stage.
@@ -48,4 +51,36 @@ fn tool_of(thread: &bugloop_domain::thread::ThreadState) -> Option<String> {
     let source = thread.assessment.as_ref()?.extra.get("source")?.clone();
     let source: FindingSource = serde_json::from_value(source).ok()?;
     (!source.model).then(|| format!("{} {}", source.tool, source.rule))
+}
+
+/// An analyzer's hit on the lines that replaced a tracked finding's code, of the finding's own
+/// tool and rule (the code rewritten or rewrapped: `eval(text)` now on the line after), is that
+/// finding: it takes the finding's id, so the finding follows its code instead of being resolved
+/// beside a new one for the same defect. One hit a finding, the first.
+pub(super) fn follow_rewritten(conversation: &Conversation, shown: &Shown, hits: &mut [Finding]) {
+    let mut followed = BTreeSet::new();
+    for hit in hits.iter_mut() {
+        let (Some(source), Some(line)) = (hit.source.as_ref().filter(|s| !s.model), hit.line)
+        else {
+            continue;
+        };
+        let same_rule = |id: &bugloop_domain::finding::FindingId| {
+            conversation.existing.iter().any(|e| {
+                e.id == *id
+                    && e.tool_rule
+                        .as_ref()
+                        .is_some_and(|(tool, rule)| *tool == source.tool && *rule == source.rule)
+            })
+        };
+        let rewritten = shown.touched.iter().find(|t| {
+            hit.file.as_deref() == Some(t.file.as_str())
+                && matches!(&t.what, Touch::Gone { replaced_at, .. } if replaced_at.contains(&line))
+                && !followed.contains(&t.id)
+                && same_rule(&t.id)
+        });
+        if let Some(touched) = rewritten {
+            followed.insert(touched.id.clone());
+            hit.id = touched.id.clone();
+        }
+    }
 }

@@ -130,7 +130,7 @@ pub async fn review_with(
     let brief = brief::prepare(env, &request, &conversation, &shown)?;
     let early = early::EarlyPublisher::for_review(env, &request, &conversation, &brief, &shown);
     // The analyzers run (and their hits are triaged) while the model reviews.
-    let (mut reported, analyzed) = tokio::join!(
+    let (mut reported, mut analyzed) = tokio::join!(
         sessions::run(
             env,
             &request,
@@ -151,6 +151,7 @@ pub async fn review_with(
         ),
     );
     evidence::hold_tool_findings(&conversation, &shown, &mut reported);
+    evidence::follow_rewritten(&conversation, &shown, &mut analyzed.findings);
     let early = early.map(early::EarlyPublisher::finish).unwrap_or_default();
     reported.findings = early.merge_hits(std::mem::take(&mut reported.findings), analyzed.findings);
     reported.dropped.extend(analyzed.dismissed);

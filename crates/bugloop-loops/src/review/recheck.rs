@@ -159,6 +159,7 @@ mod tests {
         Touch::Gone {
             file_deleted: false,
             replaced_by: vec!["    for i in range(len(xs)):".to_owned()],
+            replaced_at: vec![3],
         }
     }
 

@@ -51,6 +51,8 @@ pub(super) enum Touch {
         file_deleted: bool,
         /// What the changes since put in its place (the lines added where it was removed).
         replaced_by: Vec<String>,
+        /// Where those lines are at head, in its file.
+        replaced_at: Vec<u32>,
     },
 }
 
@@ -219,25 +221,30 @@ fn gone(
     evidence: Option<&str>,
     file_deleted: bool,
 ) -> Touch {
-    let replaced_by = match changed {
-        _ if file_deleted => Vec::new(),
+    let (replaced_by, replaced_at) = match changed {
+        _ if file_deleted => (Vec::new(), Vec::new()),
         // git shows the change as binary (an attribute of the branch's may say so): what
         // replaced the code is not known from the diff, and it was not "removed".
-        Some(f) if f.binary || f.hunks.is_empty() => vec![
-            "(git shows this change as binary; the file at head holds what replaced it)".to_owned(),
-        ],
+        Some(f) if f.binary || f.hunks.is_empty() => (
+            vec![
+                "(git shows this change as binary; the file at head holds what replaced it)"
+                    .to_owned(),
+            ],
+            Vec::new(),
+        ),
         // Only the hunks that removed the finding's lines or quote: what replaced them.
         Some(f) => hits(f, finding, evidence)
             .into_iter()
             .flat_map(|h| &h.lines)
             .filter(|l| l.kind == LineKind::Added)
-            .map(|l| l.text.clone())
-            .collect(),
-        None => Vec::new(),
+            .map(|l| (l.text.clone(), l.new_line.unwrap_or_default()))
+            .unzip(),
+        None => (Vec::new(), Vec::new()),
     };
     Touch::Gone {
         file_deleted,
         replaced_by,
+        replaced_at,
     }
 }
 
@@ -373,7 +380,8 @@ pub(super) mod tests {
             touch,
             Some(Touch::Gone {
                 file_deleted: false,
-                replaced_by: vec!["    for i in range(len(xs)):".to_owned()]
+                replaced_by: vec!["    for i in range(len(xs)):".to_owned()],
+                replaced_at: vec![3],
             })
         );
     }
@@ -387,7 +395,7 @@ pub(super) mod tests {
             &open("stats.py", 3, Some("range(len(xs) + 1)")),
         );
         assert!(
-            matches!(touch, Some(Touch::Gone { file_deleted: false, ref replaced_by }) if replaced_by.is_empty())
+            matches!(touch, Some(Touch::Gone { file_deleted: false, ref replaced_by, .. }) if replaced_by.is_empty())
         );
         let delete_file = "diff --git a/stats.py b/stats.py\ndeleted file mode 100644\n--- a/stats.py\n+++ /dev/null\n@@ -1,2 +0,0 @@\n-def mean(xs):\n-    t = 0\n";
         let touch = one(
