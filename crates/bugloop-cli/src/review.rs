@@ -246,7 +246,7 @@ fn finding_thread(
         crate::Format::Text => {
             // Where the finding is now (its record, moved with its code), which the comment's
             // own anchor below may no longer be.
-            let recorded = |key: &str| thread.assessment.as_ref().and_then(|a| a.extra.get(key));
+            let recorded = |key: &str| thread.recorded(key);
             let file = recorded("file")
                 .and_then(|v| v.as_str())
                 .map(str::to_owned)

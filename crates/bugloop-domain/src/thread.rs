@@ -166,6 +166,14 @@ pub struct ThreadState {
     pub fixed_in: Option<String>,
 }
 
+impl ThreadState {
+    /// What bugloop's state block in the thread's root records under `key` (the finding's
+    /// category, source, place, quote).
+    pub fn recorded(&self, key: &str) -> Option<&serde_json::Value> {
+        self.assessment.as_ref()?.extra.get(key)
+    }
+}
+
 /// Something in the conversation that could not be used.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct StateProblem {

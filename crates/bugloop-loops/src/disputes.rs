@@ -329,9 +329,7 @@ async fn settler(env: &LoopEnv<'_>, change: &ChangeKey, actor: &str) -> Result<S
 /// withdrawn alone.
 fn serious(thread: &ThreadState) -> bool {
     let security = thread
-        .assessment
-        .as_ref()
-        .and_then(|block| block.extra.get("category"))
+        .recorded("category")
         .and_then(serde_json::Value::as_str)
         == Some("security");
     security || thread.score.is_some_and(|score| score.get() >= 8)

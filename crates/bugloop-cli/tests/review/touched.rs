@@ -414,3 +414,33 @@ fn a_full_review_weighs_a_fixed_finding_though_its_line_stands_elsewhere() {
     let report = json_output(repo.path(), &args, 0);
     assert_eq!(report["resolved"][0]["id"], id.as_str(), "{report:#}");
 }
+
+/// A finding reported again in other words and another category (the off-by-one called a
+/// security bug) keeps the kind it was filed under: its comment is updated, its SARIF rule is
+/// the same, so code scanning keeps one alert.
+#[test]
+fn a_finding_reported_again_as_another_kind_keeps_its_own() {
+    let scripts = tempfile::tempdir().unwrap();
+    let (repo, id) = reviewed(scripts.path());
+    let mut as_security = off_by_one();
+    as_security["category"] = json!("security");
+    as_security["score"] = json!(9);
+    as_security["title"] = json!("Out-of-bounds read past the list");
+    let again = script(scripts.path(), &[as_security]);
+    let output = bugloop(
+        repo.path(),
+        &["review", "--full", "--model", &again, "--format", "sarif"],
+    );
+    let sarif: Value = serde_json::from_str(&stdout(&output))
+        .unwrap_or_else(|e| panic!("{e}: {}{}", stdout(&output), stderr(&output)));
+    let results = sarif["runs"][0]["results"].as_array().unwrap();
+    assert_eq!(results.len(), 1, "{sarif:#}");
+    assert_eq!(results[0]["properties"]["bugloopId"], id.as_str());
+    assert_eq!(results[0]["ruleId"], "logic", "{sarif:#}");
+    let (status, shown) = thread(repo.path(), &id);
+    assert_eq!(status, "PENDING");
+    assert!(
+        shown.contains("Out-of-bounds read past the list"),
+        "{shown}"
+    );
+}

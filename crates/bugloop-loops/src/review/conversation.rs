@@ -3,7 +3,7 @@
 //! converge audit) starts from an empty conversation.
 
 use bugloop_domain::filter::ExistingFinding;
-use bugloop_domain::finding::FindingSource;
+use bugloop_domain::finding::{Category, FindingId, FindingSource};
 use bugloop_domain::thread::{Comment, ReviewState, ThreadState, reconstruct};
 use bugloop_forge::ForgeError;
 use bugloop_report::review::TrackedFinding;
@@ -45,6 +45,16 @@ pub(super) async fn load(
 }
 
 impl Conversation {
+    /// The category finding `id` was first filed under, as its comment records it.
+    pub(super) fn category_of(&self, id: &FindingId) -> Option<Category> {
+        let thread = self
+            .state
+            .threads
+            .iter()
+            .find(|t| t.finding_id.as_ref() == Some(id))?;
+        serde_json::from_value(thread.recorded("category")?.clone()).ok()
+    }
+
     /// Open findings whose code moved within its file now point where it is, as their comments
     /// will once the review relocates them: new reports are compared with them there, and the
     /// model is told that place.
@@ -137,13 +147,7 @@ pub(super) fn tracked_of(state: &ReviewState) -> Vec<TrackedFinding> {
         .filter_map(|thread| {
             let id = thread.finding_id.as_ref()?;
             let place = existing.iter().find(|e| &e.id == id);
-            let recorded = |key: &str| {
-                thread
-                    .assessment
-                    .as_ref()
-                    .and_then(|a| a.extra.get(key))
-                    .cloned()
-            };
+            let recorded = |key: &str| thread.recorded(key).cloned();
             Some(TrackedFinding {
                 id: id.as_str().to_owned(),
                 title: thread.title.clone(),

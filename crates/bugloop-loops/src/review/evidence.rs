@@ -48,7 +48,7 @@ pub(super) fn hold_tool_findings(
 /// The analyzer and rule a finding's thread says it came from (bugloop's own state block),
 /// when an analyzer, not the model, found it.
 fn tool_of(thread: &bugloop_domain::thread::ThreadState) -> Option<String> {
-    let source = thread.assessment.as_ref()?.extra.get("source")?.clone();
+    let source = thread.recorded("source")?.clone();
     let source: FindingSource = serde_json::from_value(source).ok()?;
     (!source.model).then(|| format!("{} {}", source.tool, source.rule))
 }
