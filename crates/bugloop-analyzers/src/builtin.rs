@@ -292,8 +292,8 @@ fn biome_args(i: Invocation<'_>) -> Vec<String> {
         "--reporter=sarif",
         "--max-diagnostics=none",
         "--no-errors-on-unmatched",
-        // bugloop gives it no file over 512 KiB and says so in the review (`input.rs`); its
-        // own default (1 MiB) would skip one with only a warning of its own, so it is set above.
+        // Its default (1 MiB) skips a larger file with only a warning of its own: a bundle or
+        // a long module would go unchecked without a word in the review.
         "--files-max-size=16777216",
     ]);
     args.push(format!("--config-path={}", i.config_dir));

@@ -17,7 +17,7 @@ use crate::builtin::{BuiltIn, Invocation, config_files};
 use crate::custom::CustomAnalyzer;
 use crate::formats::Format;
 use crate::hit::{Candidate, Hit, Level};
-use crate::input::{Given, files_for, regular_file};
+use crate::input::{files_for, regular_file};
 use crate::locate::Toolbox;
 use crate::scope::ChangedLines;
 use crate::weight::Weight;
@@ -63,9 +63,6 @@ pub struct AnalyzerRun {
     /// tried alone (within [`MAX_RUN_ALONE`]), so one file cannot take the others with it.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub unanalyzed: Vec<Unchecked>,
-    /// Files it reads that it was not given: too big for a linter (a bundle, a minified file).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub left_out: Vec<Unchecked>,
 }
 
 /// A file an analyzer could not check, and why.
@@ -115,7 +112,6 @@ pub async fn analyze(request: Request<'_>) -> Analysis {
                 status: RunStatus::NotRun { reason },
                 seconds: 0.0,
                 unanalyzed: Vec::new(),
-                left_out: Vec::new(),
             });
             None
         }
@@ -123,35 +119,14 @@ pub async fn analyze(request: Request<'_>) -> Analysis {
     let Some(config_dir) = config_dir else {
         return analysis;
     };
-    let mut jobs = Vec::new();
-    let mut given_nothing = Vec::new();
-    for choice in &request.choices {
-        let given = files_for(choice, &changed, request.workspace);
-        if !given.files.is_empty() {
-            jobs.push(run_one(
-                &request,
-                choice,
-                given,
-                config_dir.path(),
-                &changed,
-            ));
-        } else if !given.left_out.is_empty() {
-            given_nothing.push(AnalyzerRun {
-                name: choice.name().to_owned(),
-                status: RunStatus::NotRun {
-                    reason: "every file of the change it reads is too big for it".to_owned(),
-                },
-                seconds: 0.0,
-                unanalyzed: Vec::new(),
-                left_out: given.left_out,
-            });
-        }
-    }
+    let jobs = request.choices.iter().filter_map(|choice| {
+        let files = files_for(choice, &changed, request.workspace);
+        (!files.is_empty()).then(|| run_one(&request, choice, files, config_dir.path(), &changed))
+    });
     for (run, candidates) in futures_util::future::join_all(jobs).await {
         analysis.runs.push(run);
         analysis.candidates.extend(candidates);
     }
-    analysis.runs.extend(given_nothing);
     keep_the_strongest_of_each_place(&mut analysis.candidates);
     crate::suppression::fold_into_hits(&mut analysis.candidates);
     crate::overlap::fold_overlaps(&mut analysis.candidates, |file| {
@@ -250,11 +225,10 @@ struct Plan {
 async fn run_one(
     request: &Request<'_>,
     choice: &Choice,
-    given: Given,
+    files: Vec<String>,
     config_dir: &Path,
     changed: &ChangedLines,
 ) -> (AnalyzerRun, Vec<Candidate>) {
-    let Given { files, left_out } = given;
     let started = Instant::now();
     let name = choice.name().to_owned();
     let mut hits = Vec::new();
@@ -286,7 +260,6 @@ async fn run_one(
         status,
         seconds,
         unanalyzed: unanalyzed.clone(),
-        left_out: left_out.clone(),
     };
     if let Some(reason) = not_run {
         return (run(RunStatus::NotRun { reason }), Vec::new());

@@ -595,49 +595,6 @@ fn a_file_named_oddly_is_analyzed_and_its_hits_published() {
     assert!(list.contains(r#""util\t.py":2"#), "{list}");
 }
 
-/// A generated file of 681 KiB is not given to ruff (a bundle costs a linter gigabytes and
-/// minutes): the review names it as not analyzed, without an error, and ruff checks the rest.
-#[test]
-fn a_file_too_big_for_a_linter_is_named_and_the_rest_analyzed() {
-    let repo = TestRepo::with_files(&[(".bugloop/config.yml", PUBLISH)]);
-    repo.branch("change");
-    repo.write("small.py", "def run(text):\n    return eval(text)\n");
-    let generated: String = (0..30_000)
-        .map(|i| format!("TABLE_{i} = {i} * 2\n"))
-        .collect();
-    repo.write(
-        "generated/big.py",
-        &format!("def run(text):\n    return eval(text)\n{generated}"),
-    );
-    repo.commit("a generated table");
-    let scripts = tempfile::tempdir().unwrap();
-    let model = script(scripts.path(), &[]);
-    let report = review_json(repo.path(), &model, &[]);
-    let evals: Vec<&Value> = report["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["source"]["rule"] == "S307")
-        .map(|f| &f["file"])
-        .collect();
-    assert_eq!(evals, [&json!("small.py")], "{report:#}");
-    let big = report["unreviewed"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|u| u["path"] == "generated/big.py")
-        .unwrap_or_else(|| panic!("{report:#}"));
-    assert!(
-        big["reason"]
-            .as_str()
-            .unwrap()
-            .starts_with("ruff was not given it: it is 681 KiB"),
-        "{big:#}"
-    );
-    assert_eq!(report["errors"], json!([]), "{report:#}");
-    assert_eq!(report["complete"], true, "{report:#}");
-}
-
 /// An analyzer's finding stands on the tool's report: in a later full review, with the tool
 /// gone from the machine, the model saying "no bug" does not resolve it while its code is as it
 /// was; the report says why it stays open.

@@ -415,18 +415,18 @@ fn a_full_review_weighs_a_fixed_finding_though_its_line_stands_elsewhere() {
     assert_eq!(report["resolved"][0]["id"], id.as_str(), "{report:#}");
 }
 
-/// A finding reported again in other words and another category (the off-by-one called a
-/// security bug) keeps the kind it was filed under: its comment is updated, its SARIF rule is
-/// the same, so code scanning keeps one alert.
+/// A finding reported again in other words and as another kind (the off-by-one called a crash)
+/// keeps the kind it was filed under: its comment is updated, its SARIF rule is the same, so
+/// code scanning keeps one alert. (Only a report as a security bug changes its kind.)
 #[test]
 fn a_finding_reported_again_as_another_kind_keeps_its_own() {
     let scripts = tempfile::tempdir().unwrap();
     let (repo, id) = reviewed(scripts.path());
-    let mut as_security = off_by_one();
-    as_security["category"] = json!("security");
-    as_security["score"] = json!(9);
-    as_security["title"] = json!("Out-of-bounds read past the list");
-    let again = script(scripts.path(), &[as_security]);
+    let mut as_crash = off_by_one();
+    as_crash["category"] = json!("reliability");
+    as_crash["score"] = json!(9);
+    as_crash["title"] = json!("Out-of-bounds read past the list");
+    let again = script(scripts.path(), &[as_crash]);
     let output = bugloop(
         repo.path(),
         &["review", "--full", "--model", &again, "--format", "sarif"],

@@ -152,16 +152,11 @@ pub(super) async fn analyze(
 }
 
 /// The files each analyzer could not check (it timed out, crashed, or said more than is read
-/// on them), as files not reviewed, and one error per analyzer; and the files too big for it,
-/// as files not reviewed (no error: leaving a bundle out is what bugloop chose).
+/// on them), as files not reviewed, and one error per analyzer.
 fn failed_files(runs: &[AnalyzerRun]) -> (Vec<Unreviewed>, Vec<String>) {
     let mut files = Vec::new();
     let mut failures = Vec::new();
     for run in runs {
-        files.extend(run.left_out.iter().map(|big| Unreviewed {
-            path: big.path.clone(),
-            reason: format!("{} was not given it: {}", run.name, big.reason),
-        }));
         let Some(first) = run.unanalyzed.first() else {
             continue;
         };
@@ -266,7 +261,6 @@ fn not_run(name: &str, reason: &str) -> AnalyzerRun {
         },
         seconds: 0.0,
         unanalyzed: Vec::new(),
-        left_out: Vec::new(),
     }
 }
 

@@ -3,7 +3,7 @@
 //! converge audit) starts from an empty conversation.
 
 use bugloop_domain::filter::ExistingFinding;
-use bugloop_domain::finding::{Category, FindingId, FindingSource};
+use bugloop_domain::finding::FindingSource;
 use bugloop_domain::thread::{Comment, ReviewState, ThreadState, reconstruct};
 use bugloop_forge::ForgeError;
 use bugloop_report::review::TrackedFinding;
@@ -45,16 +45,6 @@ pub(super) async fn load(
 }
 
 impl Conversation {
-    /// The category finding `id` was first filed under, as its comment records it.
-    pub(super) fn category_of(&self, id: &FindingId) -> Option<Category> {
-        let thread = self
-            .state
-            .threads
-            .iter()
-            .find(|t| t.finding_id.as_ref() == Some(id))?;
-        serde_json::from_value(thread.recorded("category")?.clone()).ok()
-    }
-
     /// Open findings whose code moved within its file now point where it is, as their comments
     /// will once the review relocates them: new reports are compared with them there, and the
     /// model is told that place.

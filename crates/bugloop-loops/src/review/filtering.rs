@@ -99,15 +99,7 @@ pub(super) fn ground_and_filter<'a>(
         (&mut changes, &mut dropped),
     );
     let existing = &existing;
-    let mut rediscovered = same_as_early(rediscovered, early, &mut publish, &mut dropped);
-    // A finding keeps the kind it was first filed under: a report of it again in other words
-    // (a logic bug called a security one, or the reverse) updates its comment, not its kind, so
-    // code scanning keeps one alert for it (a SARIF result's rule is its category).
-    for again in &mut rediscovered {
-        if let Some(category) = conversation.category_of(&again.existing) {
-            again.finding.category = category;
-        }
-    }
+    let rediscovered = same_as_early(rediscovered, early, &mut publish, &mut dropped);
     let stage_reports = stage_reports(safety_stages, stages, early);
     let stage_counts = record_stages(
         reported_count,

@@ -6,7 +6,7 @@
 //! published".
 
 use bugloop_domain::filter::{Overflow, Rediscovered};
-use bugloop_domain::finding::{Finding, FindingId};
+use bugloop_domain::finding::{Category, Finding, FindingId};
 use bugloop_domain::grounding::Head;
 use bugloop_domain::thread::{Comment, CommentKind, ThreadStatus};
 use bugloop_forge::{ChangeKey, Forge, ForgeError, LineAnchor, Upsert};
@@ -291,11 +291,22 @@ impl<'w, 'e> Writer<'w, 'e> {
         let reported_as = finding.id.as_str().to_owned();
         finding.id = again.existing.clone();
         let thread = by_finding.get(&again.existing);
-        // Said again in other words, a finding keeps the weight it was raised with.
+        // Said again in other words, a finding keeps the weight it was raised with, and its
+        // kind: a security finding stays one, and another kind changes only to security, so
+        // code scanning keeps one alert for it under its rule (a SARIF result's rule is its
+        // category).
         if let Some(raised) = thread.and_then(|t| t.score)
             && raised > finding.score
         {
             finding.score = raised;
+        }
+        let filed = thread
+            .and_then(|t| t.recorded("category"))
+            .and_then(|v| serde_json::from_value::<Category>(v.clone()).ok());
+        if let Some(filed) = filed
+            && (filed == Category::Security || finding.category != Category::Security)
+        {
+            finding.category = filed;
         }
         let placement = thread.map_or(Placement::Summary, |t| {
             if t.kind == CommentKind::Review {
