@@ -80,14 +80,11 @@ pub(crate) struct OpenedPullRequest {
 /// of their own, read as data from git: the instructions the reviewer and the agents follow come
 /// from the base, never from the pull request.
 pub(crate) fn base_rules(git: &Git, base: &str) -> Result<tempfile::TempDir, AppError> {
-    let dir = tempfile::Builder::new()
-        .prefix("bugloop-rules-")
-        .tempdir()
-        .map_err(|e| {
-            AppError::Invalid(format!(
-                "cannot make a directory for the base's rule files: {e}"
-            ))
-        })?;
+    let dir = bugloop_sandbox::owner::temp_dir("rules").map_err(|e| {
+        AppError::Invalid(format!(
+            "cannot make a directory for the base's rule files: {e}"
+        ))
+    })?;
     for entry in bugloop_loops::context::RULE_FILES {
         // A directory's files (one level, as the reader lists them), or the file itself.
         let listing = git

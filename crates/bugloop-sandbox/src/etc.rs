@@ -37,7 +37,8 @@ use nix::dir::Dir;
 use nix::fcntl::{AtFlags, OFlag, openat, readlinkat};
 use nix::sys::stat::{FileStat, Mode, SFlag, fstat, fstatat};
 
-use crate::reach::{reachable_by_others, remove_stale, stage_root};
+use crate::owner::remove_stale;
+use crate::reach::{reachable_by_others, stage_root};
 
 /// How long `/etc` is taken as unchanged after it was looked at (looking costs a few ms, and
 /// an agent may run commands in quick succession).
@@ -203,7 +204,7 @@ fn make_copy() -> Option<(PathBuf, (u64, u64))> {
         return None;
     }
     remove_stale(&root, PREFIX);
-    let template = root.join(format!("{PREFIX}{}-XXXXXX", std::process::id()));
+    let template = root.join(format!("{PREFIX}{}-XXXXXX", crate::owner::token()));
     let dir = nix::unistd::mkdtemp(&template).ok()?;
     let made = make(Path::new("/etc"), &dir).and_then(|()| {
         if nix::unistd::Uid::effective().is_root() {

@@ -21,6 +21,7 @@
 
 mod etc;
 mod limits;
+pub mod owner;
 mod probe;
 mod reach;
 mod run;

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::reach::stale_entries;
+use crate::owner::stale_entries;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Limits {
@@ -88,6 +88,9 @@ impl std::fmt::Display for LimitHit {
 
 static CGROUP_SEQUENCE: AtomicU64 = AtomicU64::new(0);
 
+/// How long after it is made a cgroup may be empty before its command joins it.
+const CGROUP_JOIN_GRACE: Duration = Duration::from_secs(60);
+
 /// The cgroups of one command (root only; removed on drop): a `pids` limit and a memory limit,
 /// each where this machine's cgroup hierarchy offers the controller.
 #[derive(Debug, Default)]
@@ -129,7 +132,7 @@ impl Cgroups {
         let mut cgroups = Cgroups::default();
         let name = format!(
             "bugloop-{}-{}",
-            std::process::id(),
+            crate::owner::token(),
             CGROUP_SEQUENCE.fetch_add(1, Ordering::Relaxed)
         );
         for (controller, pids) in [("pids", true), ("memory", false)] {
@@ -137,9 +140,16 @@ impl Cgroups {
                 continue;
             };
             // A run killed before its drop (Ctrl-C, SIGKILL) left its cgroups: empty once its
-            // processes died with it, so the kernel lets them go.
+            // processes died with it, so the kernel lets them go. Only those a minute old: one
+            // a run in another PID namespace made (its owner looks gone from here) is empty
+            // only until its command joins it, moments after.
             for stale in stale_entries(&root, "bugloop-") {
-                let _ = std::fs::remove_dir(stale);
+                let old = std::fs::metadata(&stale)
+                    .and_then(|m| m.modified())
+                    .is_ok_and(|made| made.elapsed().is_ok_and(|age| age > CGROUP_JOIN_GRACE));
+                if old {
+                    let _ = std::fs::remove_dir(stale);
+                }
             }
             let dir = root.join(&name);
             if !cgroups.dirs.iter().any(|(d, _, _)| *d == dir) {
@@ -308,7 +318,7 @@ mod tests {
     use super::*;
 
     /// A cgroup a killed run left (its process gone) is removed by the next run's; a live
-    /// process's is kept.
+    /// process's is kept, and so is one made moments ago (another PID namespace's, maybe).
     #[test]
     fn a_killed_runs_cgroups_are_removed_by_the_next_run() {
         let Some((root, _)) = controller_root("pids") else {
@@ -319,14 +329,28 @@ mod tests {
         let gone = child.id();
         child.wait().unwrap();
         let left = root.join(format!("bugloop-{gone}-0"));
-        let live = root.join(format!("bugloop-{}-999999", std::process::id()));
-        std::fs::create_dir(&left).unwrap();
-        std::fs::create_dir(&live).unwrap();
+        let live = root.join(format!("bugloop-{}-999999", crate::owner::token()));
+        let fresh = root.join(format!("bugloop-{gone}-1"));
+        for dir in [&left, &live, &fresh] {
+            std::fs::create_dir(dir).unwrap();
+        }
+        // Made two minutes ago (`touch -d`: the file system keeps the time it is given).
+        let touched = std::process::Command::new("touch")
+            .args(["-d", "2 minutes ago"])
+            .args([&left, &live])
+            .status()
+            .unwrap();
+        assert!(touched.success());
         let cgroups = Cgroups::create(&Limits::default());
-        let (left_there, live_there) = (left.exists(), live.exists());
+        let there = [&left, &live, &fresh].map(|dir| dir.exists());
         drop(cgroups);
-        let _ = std::fs::remove_dir(&live);
-        assert!(!left_there, "{} was left", left.display());
-        assert!(live_there, "a live run's cgroup was removed");
+        for dir in [&live, &fresh] {
+            let _ = std::fs::remove_dir(dir);
+        }
+        assert_eq!(
+            there,
+            [false, true, true],
+            "a killed run's old cgroup is removed; a live run's, and a just-made one, are kept"
+        );
     }
 }

@@ -59,45 +59,6 @@ pub(crate) fn sandbox_can_open(source: &Path, writable: bool) -> bool {
         })
 }
 
-/// Removes what processes that are gone left in `root` (`<prefix><pid>-<n>`): stages of runs
-/// that were killed (their mounts only ever existed in the killed command's namespace, so what
-/// is left is empty mount points) and copies of `/etc`.
-pub(crate) fn remove_stale(root: &Path, prefix: &str) {
-    for stale in stale_entries(root, prefix) {
-        let _ = std::fs::remove_dir_all(stale);
-    }
-}
-
-/// The directories in `root` named `<prefix><pid>-<n>` whose process is gone, and which are this
-/// user's own (in a shared directory anyone can make a directory of that name).
-pub(crate) fn stale_entries(root: &Path, prefix: &str) -> Vec<PathBuf> {
-    let mut stale = Vec::new();
-    let Ok(entries) = std::fs::read_dir(root) else {
-        return stale;
-    };
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(pid) = name
-            .to_str()
-            .and_then(|n| n.strip_prefix(prefix))
-            .and_then(|rest| rest.split('-').next())
-            .and_then(|pid| pid.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        let gone = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None)
-            == Err(nix::errno::Errno::ESRCH);
-        let ours = std::fs::symlink_metadata(entry.path()).is_ok_and(|m| {
-            use std::os::unix::fs::MetadataExt;
-            m.is_dir() && m.uid() == nix::unistd::Uid::effective().as_raw()
-        });
-        if gone && ours {
-            stale.push(entry.path());
-        }
-    }
-    stale
-}
-
 /// Whether every user may read `metadata`'s file (and go through its directory).
 pub(crate) fn world_readable(metadata: &std::fs::Metadata) -> bool {
     let mode = metadata.permissions().mode();

@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 
 use crate::SandboxError;
 use crate::limits::Cgroups;
-use crate::reach::{SANDBOX_UID, remove_stale, stage_root};
+use crate::owner::remove_stale;
+use crate::reach::{SANDBOX_UID, stage_root};
 use crate::settings::{Policy, SandboxSettings};
 use crate::view::{Arguments, bwrap_arguments};
 
@@ -39,7 +40,7 @@ impl Stage {
         remove_stale(&root, "bugloop-stage-");
         let dir = root.join(format!(
             "bugloop-stage-{}-{}",
-            std::process::id(),
+            crate::owner::token(),
             STAGE_SEQUENCE.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
         ));
         std::fs::create_dir(&dir)

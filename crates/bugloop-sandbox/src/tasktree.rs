@@ -118,7 +118,8 @@ pub fn process_alive(pid: i32) -> bool {
 }
 
 /// Removes task trees (and worktrees of older versions) whose process is gone: a run that was
-/// killed leaves its tree, and the next run clears it.
+/// killed leaves its tree, and the next run clears it (`<name>-<owner>-<n>`, see
+/// [`crate::owner`]).
 fn remove_stale(common: &Path) {
     for dir in ["bugloop/tasks", "bugloop/worktrees"] {
         let Ok(entries) = std::fs::read_dir(common.join(dir)) else {
@@ -126,14 +127,10 @@ fn remove_stale(common: &Path) {
         };
         for entry in entries.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
-            let pid = name
+            let owner = name
                 .rsplit('-')
-                .nth(if dir.ends_with("tasks") { 1 } else { 0 })
-                .and_then(|p| p.parse::<i32>().ok());
-            if let Some(pid) = pid
-                && pid != std::process::id() as i32
-                && !process_alive(pid)
-            {
+                .nth(if dir.ends_with("tasks") { 1 } else { 0 });
+            if owner.is_some_and(crate::owner::gone) {
                 let path = entry.path();
                 force_remove(&path);
                 let _ = std::fs::remove_file(path.with_extension("gitfile"));
@@ -192,7 +189,7 @@ impl TaskTree {
         // A copy, so git's own reads never touch the user's index file.
         let copy = common.join(format!(
             "bugloop/index-{}-{}",
-            std::process::id(),
+            crate::owner::token(),
             SEQUENCE.fetch_add(1, Ordering::Relaxed)
         ));
         if let Some(parent) = copy.parent() {
@@ -234,7 +231,7 @@ impl TaskTree {
             .collect();
         let label = format!(
             "{safe}-{}-{}",
-            std::process::id(),
+            crate::owner::token(),
             SEQUENCE.fetch_add(1, Ordering::Relaxed)
         );
         let root = common.join("bugloop/tasks").join(&label);
@@ -449,5 +446,25 @@ mod tests {
             object_id(false, "blob", b"hello\n"),
             "ce013625030ba8dba906f756967f9e9ca394464a"
         );
+    }
+
+    /// A tree a killed run left is cleared by the next run, even when that run has the killed
+    /// one's process id (process 1 of a container, run after run); a live run's stays.
+    #[test]
+    fn a_killed_runs_tree_is_cleared_though_its_id_came_round_again() {
+        let repo = bugloop_testkit::TestRepo::with_files(&[("kept.txt", "kept\n")]);
+        let tasks = repo.path().join(".git/bugloop/tasks");
+        let pid = std::process::id();
+        let left = [format!("review-{pid}_1-0"), format!("review-{pid}-0")];
+        let live = format!("review-{}-7", crate::owner::token());
+        for name in left.iter().chain([&live]) {
+            std::fs::create_dir_all(tasks.join(name).join("tree")).unwrap();
+        }
+        let tree = TaskTree::create(repo.path(), &repo.head(), "review").unwrap();
+        for name in &left {
+            assert!(!tasks.join(name).exists(), "{name} was left");
+        }
+        assert!(tasks.join(&live).exists());
+        drop(tree);
     }
 }

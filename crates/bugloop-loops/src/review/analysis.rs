@@ -302,10 +302,7 @@ fn base_files(
     if paths.is_empty() {
         return None;
     }
-    let dir = tempfile::Builder::new()
-        .prefix("bugloop-base-")
-        .tempdir()
-        .ok()?;
+    let dir = bugloop_sandbox::owner::temp_dir("base").ok()?;
     for path in paths {
         let Some(content) = env.git.show(&request.base, path) else {
             continue;

@@ -72,7 +72,7 @@ impl ShadowGit {
         remove_stale(&common);
         let root = common.join("bugloop/tasks").join(format!(
             "shadow-{}-{}",
-            std::process::id(),
+            crate::owner::token(),
             SEQUENCE.fetch_add(1, Ordering::Relaxed)
         ));
         make_private_dir(&root)?;
