@@ -1,6 +1,7 @@
 //! What a run keeps for the next one on the same change, should it be killed between two steps
 //! that cannot be one (a branch moved, then the conversation told): one JSON file per kind of
-//! run and change, written whole or not at all, with the writer's process id.
+//! run and change, written whole or not at all, with the writer's process (its id and start
+//! time, [`bugloop_sandbox::owner`]).
 //!
 //! Only locally ([`dir`]): there the repository's git directory is the user's own, and bugloop's
 //! directory in it (`runs_dir`) is written by nothing but bugloop (not a change, its
@@ -34,6 +35,10 @@ pub(crate) fn dir<'e>(env: &'e LoopEnv<'_>) -> Option<&'e Path> {
 #[derive(Serialize, Deserialize)]
 struct Record<T> {
     pid: u32,
+    /// The writer as [`bugloop_sandbox::owner::token`] names it (older versions wrote the pid
+    /// alone).
+    #[serde(default)]
+    owner: Option<String>,
     value: T,
 }
 
@@ -55,6 +60,7 @@ pub(crate) fn keep<T: Serialize>(
     let path = path_of(runs_dir, kind, change);
     let record = Record {
         pid: std::process::id(),
+        owner: Some(bugloop_sandbox::owner::token().to_owned()),
         value,
     };
     let text = serde_json::to_vec(&record).map_err(|e| e.to_string())?;
@@ -76,8 +82,15 @@ pub(crate) fn read<T: DeserializeOwned>(
     let mut text = Vec::new();
     file.take(MAX_BYTES).read_to_end(&mut text).ok()?;
     let record: Record<T> = serde_json::from_slice(&text).ok()?;
-    let pid = i32::try_from(record.pid).ok()?;
-    let running = record.pid != std::process::id() && bugloop_sandbox::process_alive(pid);
+    let running = match &record.owner {
+        Some(owner) => {
+            owner != bugloop_sandbox::owner::token() && !bugloop_sandbox::owner::gone(owner)
+        }
+        None => {
+            let pid = i32::try_from(record.pid).ok()?;
+            record.pid != std::process::id() && bugloop_sandbox::process_alive(pid)
+        }
+    };
     (!running).then_some(record.value)
 }
 
@@ -132,6 +145,32 @@ mod tests {
         child.kill().unwrap();
         child.wait().unwrap();
         assert_eq!(read::<u32>(dir.path(), "fix", &change), Some(5));
+    }
+
+    /// A record of a killed run whose process id came round to this run (process 1 of a
+    /// container, run after run) is that killed run's, read; one of a live writer is not.
+    #[test]
+    fn a_killed_writer_with_this_runs_id_is_told_by_its_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let change = ChangeKey("local:main".to_owned());
+        let path = path_of(dir.path(), "fix", &change);
+        let pid = std::process::id();
+        std::fs::write(
+            &path,
+            format!("{{\"pid\":{pid},\"owner\":\"{pid}_1\",\"value\":6}}"),
+        )
+        .unwrap();
+        assert_eq!(read::<u32>(dir.path(), "fix", &change), Some(6));
+        let live = format!("1_{}", "x");
+        std::fs::write(
+            &path,
+            format!("{{\"pid\":1,\"owner\":\"{live}\",\"value\":7}}"),
+        )
+        .unwrap();
+        // Process 1 runs, but not since "x": that writer is gone.
+        assert_eq!(read::<u32>(dir.path(), "fix", &change), Some(7));
+        keep(dir.path(), "fix", &change, &8u32).unwrap();
+        assert_eq!(read::<u32>(dir.path(), "fix", &change), Some(8));
     }
 
     #[test]
