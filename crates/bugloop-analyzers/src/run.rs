@@ -164,7 +164,7 @@ fn keep_the_strongest_of_each_place(candidates: &mut Vec<Candidate>) {
 }
 
 /// bugloop's configuration files for the tools, in a directory of their own.
-pub(crate) fn write_config_dir() -> Result<tempfile::TempDir, String> {
+pub(crate) fn write_config_dir() -> Result<bugloop_sandbox::owner::OwnedDir, String> {
     let dir = bugloop_sandbox::owner::temp_dir("analyzers")
         .map_err(|e| format!("cannot write the analyzers' configuration: {e}"))?;
     for (name, content) in config_files() {

@@ -79,7 +79,10 @@ pub(crate) struct OpenedPullRequest {
 /// The base commit's rule files (`AGENTS.md`, `.cursor/rules/*`, ...) copied into a directory
 /// of their own, read as data from git: the instructions the reviewer and the agents follow come
 /// from the base, never from the pull request.
-pub(crate) fn base_rules(git: &Git, base: &str) -> Result<tempfile::TempDir, AppError> {
+pub(crate) fn base_rules(
+    git: &Git,
+    base: &str,
+) -> Result<bugloop_sandbox::owner::OwnedDir, AppError> {
     let dir = bugloop_sandbox::owner::temp_dir("rules").map_err(|e| {
         AppError::Invalid(format!(
             "cannot make a directory for the base's rule files: {e}"

@@ -155,7 +155,7 @@ pub struct App {
     /// The repository's issues, on a GitHub solve run.
     github_issues: Option<github::GitHubIssueRun>,
     /// The base commit's rule files, on a pull request (kept while the app lives).
-    _base_rules: Option<tempfile::TempDir>,
+    _base_rules: Option<bugloop_sandbox::owner::OwnedDir>,
     models: Models,
     runs_dir: PathBuf,
     progress: Arc<dyn bugloop_loops::Progress>,

@@ -13,6 +13,8 @@ use serde_json::{Value, json};
 
 #[path = "review/acting.rs"]
 mod acting;
+#[path = "review/analyzer_tracking.rs"]
+mod analyzer_tracking;
 #[path = "review/analyzers.rs"]
 mod analyzers;
 #[path = "review/context.rs"]

@@ -37,7 +37,7 @@ use nix::dir::Dir;
 use nix::fcntl::{AtFlags, OFlag, openat, readlinkat};
 use nix::sys::stat::{FileStat, Mode, SFlag, fstat, fstatat};
 
-use crate::owner::remove_stale;
+use crate::owner::{Claim, remove_stale};
 use crate::reach::{reachable_by_others, stage_root};
 
 /// How long `/etc` is taken as unchanged after it was looked at (looking costs a few ms, and
@@ -98,11 +98,13 @@ struct Copy {
     made: Instant,
     /// When `/etc` was last seen unchanged since the copy.
     checked: Instant,
+    /// Held while the copy may be in use, so another run never takes it for a leftover.
+    claim: Claim,
 }
 
 struct Copies {
     current: Option<Copy>,
-    replaced: Vec<(PathBuf, Instant)>,
+    replaced: Vec<(PathBuf, Instant, Claim)>,
     /// `/etc` as it was when a copy could not be made, and when.
     failed: Option<(Fingerprint, Instant)>,
 }
@@ -161,7 +163,7 @@ pub(crate) fn etc_copy(workspace: &Path) -> Option<PathBuf> {
         return None;
     }
     let made = make_copy();
-    let Some((dir, identity)) = made else {
+    let Some((dir, identity, claim)) = made else {
         copies.failed = Some((etc, Instant::now()));
         return None;
     };
@@ -172,11 +174,12 @@ pub(crate) fn etc_copy(workspace: &Path) -> Option<PathBuf> {
         etc,
         made: Instant::now(),
         checked: Instant::now(),
+        claim,
     };
     if let Some(old) = copies.current.replace(copy) {
-        copies.replaced.push((old.dir, Instant::now()));
+        copies.replaced.push((old.dir, Instant::now(), old.claim));
     }
-    copies.replaced.retain(|(dir, when)| {
+    copies.replaced.retain(|(dir, when, _)| {
         let keep = when.elapsed() < KEEP_REPLACED;
         if !keep {
             let _ = std::fs::remove_dir_all(dir);
@@ -196,8 +199,8 @@ fn finished_mode() -> u32 {
     }
 }
 
-/// Makes a new copy in a private directory of its own; its path and identity.
-fn make_copy() -> Option<(PathBuf, (u64, u64))> {
+/// Makes a new copy in a private directory of its own; its path, identity and claim.
+fn make_copy() -> Option<(PathBuf, (u64, u64), Claim)> {
     let root = stage_root();
     if !reachable_by_others(&root) || !safe_place(&root) {
         // The sandbox's user could not open the copy there, or someone else could replace it.
@@ -206,6 +209,13 @@ fn make_copy() -> Option<(PathBuf, (u64, u64))> {
     remove_stale(&root, PREFIX);
     let template = root.join(format!("{PREFIX}{}-XXXXXX", crate::owner::token()));
     let dir = nix::unistd::mkdtemp(&template).ok()?;
+    let claim = match Claim::on(&dir) {
+        Ok(claim) => claim,
+        Err(_) => {
+            let _ = std::fs::remove_dir(&dir);
+            return None;
+        }
+    };
     let made = make(Path::new("/etc"), &dir).and_then(|()| {
         if nix::unistd::Uid::effective().is_root() {
             std::os::unix::fs::chown(&dir, Some(0), Some(crate::reach::SANDBOX_UID))?;
@@ -214,7 +224,7 @@ fn make_copy() -> Option<(PathBuf, (u64, u64))> {
         std::fs::symlink_metadata(&dir)
     });
     match made {
-        Ok(metadata) => Some((dir, (metadata.dev(), metadata.ino()))),
+        Ok(metadata) => Some((dir, (metadata.dev(), metadata.ino()), claim)),
         Err(error) => {
             tracing::debug!(%error, "no copy of /etc: its entries are bound one by one");
             let _ = std::fs::remove_dir_all(&dir);

@@ -88,9 +88,6 @@ impl std::fmt::Display for LimitHit {
 
 static CGROUP_SEQUENCE: AtomicU64 = AtomicU64::new(0);
 
-/// How long after it is made a cgroup may be empty before its command joins it.
-const CGROUP_JOIN_GRACE: Duration = Duration::from_secs(60);
-
 /// The cgroups of one command (root only; removed on drop): a `pids` limit and a memory limit,
 /// each where this machine's cgroup hierarchy offers the controller.
 #[derive(Debug, Default)]
@@ -140,16 +137,11 @@ impl Cgroups {
                 continue;
             };
             // A run killed before its drop (Ctrl-C, SIGKILL) left its cgroups: empty once its
-            // processes died with it, so the kernel lets them go. Only those a minute old: one
-            // a run in another PID namespace made (its owner looks gone from here) is empty
-            // only until its command joins it, moments after.
+            // processes died with it, so the kernel lets them go. No lock can stand beside a
+            // cgroup: only those a minute old go (one a run in another PID namespace made, whose
+            // owner looks gone from here, is empty only until its command joins it).
             for stale in stale_entries(&root, "bugloop-") {
-                let old = std::fs::metadata(&stale)
-                    .and_then(|m| m.modified())
-                    .is_ok_and(|made| made.elapsed().is_ok_and(|age| age > CGROUP_JOIN_GRACE));
-                if old {
-                    let _ = std::fs::remove_dir(stale);
-                }
+                let _ = std::fs::remove_dir(stale);
             }
             let dir = root.join(&name);
             if !cgroups.dirs.iter().any(|(d, _, _)| *d == dir) {

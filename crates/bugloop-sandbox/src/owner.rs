@@ -1,11 +1,25 @@
-//! Who left a directory on disk (a stage, a copy of `/etc`, a cgroup, a task tree, the
-//! analyzers' configuration): a process named by its id and its start time. A run killed before
-//! its drops leaves them, and the next run removes those whose process is gone; the start time
-//! tells a killed run's from a live one where ids come round again at once (bugloop as process 1
-//! of a container is process 1 on every run).
+//! Who left a directory on disk (a stage, a copy of `/etc`, a task tree, a cgroup, the
+//! analyzers' configuration): a run killed before its drops leaves them, and the next run
+//! removes those whose run is over.
+//!
+//! A run holds `<dir>.lock` beside each directory it makes, locked (the kernel's `flock`) until
+//! it removes the directory: the lock ends with the process whatever PID namespace either run is
+//! in, so a run as process 1 of a container and one on the host never take each other's live
+//! directories for leftovers. Names carry the owner too, the process id and its start time, for
+//! what cannot hold a lock beside it (a cgroup) and what older versions left: such an entry is a
+//! leftover once that process is gone (its id free, or taken by a process started at another
+//! time) and it is a minute old.
 
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
+use std::time::Duration;
+
+/// How long a directory without a lock beside it may be new before it is judged by its name
+/// alone: one being made (its lock not yet beside it), or a cgroup whose command has not yet
+/// joined it, is that young.
+const GRACE: Duration = Duration::from_secs(60);
 
 /// This process as the owner of what it makes: `<pid>_<start time>`, or the pid alone where
 /// `/proc` does not say when it started. Never holds a `-`, so names built as
@@ -48,7 +62,79 @@ pub fn gone(token: &str) -> bool {
     }
 }
 
-/// The directories in `root` named `<prefix><token>-...` whose owner is gone, and which are
+/// What says that a directory of this run's is in use: `<dir>.lock` beside it, locked by this
+/// process until the directory is removed (then the claim is dropped, and the lock file goes).
+#[derive(Debug)]
+pub struct Claim {
+    path: PathBuf,
+    _lock: File,
+}
+
+impl Claim {
+    /// Claims `dir`: makes `<dir>.lock` (never through a link, never over a file that is
+    /// there) and locks it.
+    pub fn on(dir: &Path) -> std::io::Result<Claim> {
+        let path = lock_path(dir);
+        let lock = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(nix::libc::O_NOFOLLOW)
+            .open(&path)?;
+        lock.try_lock()
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
+        Ok(Claim { path, _lock: lock })
+    }
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// The lock file beside `dir`.
+pub(crate) fn lock_path(dir: &Path) -> PathBuf {
+    let mut name = dir.as_os_str().to_owned();
+    name.push(".lock");
+    PathBuf::from(name)
+}
+
+/// This user's own entry of `kind` at `path` (never a link).
+fn ours(path: &Path, directory: bool) -> Option<std::fs::Metadata> {
+    std::fs::symlink_metadata(path).ok().filter(|m| {
+        let kind = if directory { m.is_dir() } else { m.is_file() };
+        kind && m.uid() == nix::unistd::Uid::effective().as_raw()
+    })
+}
+
+/// Whether the lock file at `path` is free (no process holds it: its run is over); `None`
+/// when there is no lock file of ours there.
+fn free_lock(path: &Path) -> Option<bool> {
+    ours(path, false)?;
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NOFOLLOW)
+        .open(path)
+        .ok()?;
+    Some(file.try_lock().is_ok())
+}
+
+/// Whether the entry at `path`, owned by `token`, is a leftover: its lock beside it is free,
+/// or, without one, its owner is gone and it is older than [`GRACE`].
+pub(crate) fn abandoned(path: &Path, token: &str) -> bool {
+    match free_lock(&lock_path(path)) {
+        Some(free) => free,
+        None => {
+            let old = std::fs::symlink_metadata(path)
+                .and_then(|m| m.modified())
+                .is_ok_and(|made| made.elapsed().is_ok_and(|age| age > GRACE));
+            old && gone(token)
+        }
+    }
+}
+
+/// The directories in `root` named `<prefix><token>-...` that are leftovers ([`abandoned`]) and
 /// this user's own (in a shared directory anyone can make a directory of that name).
 pub(crate) fn stale_entries(root: &Path, prefix: &str) -> Vec<PathBuf> {
     let mut stale = Vec::new();
@@ -64,32 +150,72 @@ pub(crate) fn stale_entries(root: &Path, prefix: &str) -> Vec<PathBuf> {
         else {
             continue;
         };
-        let ours = std::fs::symlink_metadata(entry.path()).is_ok_and(|m| {
-            use std::os::unix::fs::MetadataExt;
-            m.is_dir() && m.uid() == nix::unistd::Uid::effective().as_raw()
-        });
-        if ours && gone(token) {
+        if ours(&entry.path(), true).is_some() && abandoned(&entry.path(), token) {
             stale.push(entry.path());
         }
     }
     stale
 }
 
-/// Removes what owners that are gone left in `root` (`<prefix><token>-...`).
+/// Removes the leftovers in `root` (`<prefix><token>-...`, see [`stale_entries`]), their lock
+/// files, and lock files of ours whose directory is gone and whose lock is free.
 pub fn remove_stale(root: &Path, prefix: &str) {
     for stale in stale_entries(root, prefix) {
-        let _ = std::fs::remove_dir_all(stale);
+        let _ = std::fs::remove_dir_all(&stale);
+        let _ = std::fs::remove_file(lock_path(&stale));
+    }
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let named = entry
+            .file_name()
+            .to_str()
+            .is_some_and(|n| n.starts_with(prefix));
+        if named {
+            remove_orphan_lock(&entry.path());
+        }
     }
 }
 
-/// A new directory of this process's in the temporary directory, `bugloop-<kind>-<token>-...`,
-/// removed on drop; those a killed run left are removed first.
-pub fn temp_dir(kind: &str) -> std::io::Result<tempfile::TempDir> {
+/// Removes `path` when it is a lock file of ours whose directory is gone and whose lock is
+/// free (a run killed between removing a directory and its lock file).
+pub(crate) fn remove_orphan_lock(path: &Path) {
+    let Some(dir) = path
+        .to_str()
+        .and_then(|p| p.strip_suffix(".lock"))
+        .map(PathBuf::from)
+    else {
+        return;
+    };
+    if std::fs::symlink_metadata(&dir).is_err() && free_lock(path) == Some(true) {
+        let _ = std::fs::remove_file(path);
+    }
+}
+
+/// A directory of this run's in the temporary directory, `bugloop-<kind>-<token>-...`, claimed;
+/// removed on drop.
+#[derive(Debug)]
+pub struct OwnedDir {
+    dir: tempfile::TempDir,
+    _claim: Claim,
+}
+
+impl OwnedDir {
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+/// A new [`OwnedDir`] of `kind`; those a killed run left are removed first.
+pub fn temp_dir(kind: &str) -> std::io::Result<OwnedDir> {
     let prefix = format!("bugloop-{kind}-");
     remove_stale(&std::env::temp_dir(), &prefix);
-    tempfile::Builder::new()
+    let dir = tempfile::Builder::new()
         .prefix(&format!("{prefix}{}-", token()))
-        .tempdir()
+        .tempdir()?;
+    let claim = Claim::on(dir.path())?;
+    Ok(OwnedDir { dir, _claim: claim })
 }
 
 #[cfg(test)]
@@ -114,5 +240,53 @@ mod tests {
         // Process 1 runs, and an older version's name for it cannot be told: kept.
         assert!(!gone("1"));
         assert!(!gone("not-a-pid"));
+    }
+
+    /// A directory whose claim is held is never a leftover, whatever its name says (a run in
+    /// another PID namespace: its owner looks gone from here); once the claim is dropped (the
+    /// run killed) it is.
+    #[test]
+    fn a_claimed_directory_is_kept_until_its_claim_ends() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("bugloop-test-999999_1-0");
+        std::fs::create_dir(&dir).unwrap();
+        let claim = Claim::on(&dir).unwrap();
+        // A lock file cannot be claimed twice.
+        assert!(Claim::on(&dir).is_err());
+        remove_stale(root.path(), "bugloop-test-");
+        assert!(dir.exists(), "a live claim's directory was removed");
+        // Killed: the lock is free, but its file stays beside the directory.
+        std::mem::forget(claim);
+        let lock = lock_path(&dir);
+        std::fs::remove_file(&lock).unwrap();
+        std::fs::write(&lock, "").unwrap();
+        remove_stale(root.path(), "bugloop-test-");
+        assert!(!dir.exists() && !lock.exists());
+    }
+
+    /// Without a lock beside it, a directory is a leftover only when its owner is gone and it
+    /// is a minute old; a lock file whose directory went is removed when free.
+    #[test]
+    fn an_unclaimed_directory_goes_by_its_owner_and_age() {
+        let root = tempfile::tempdir().unwrap();
+        let young = root.path().join("bugloop-test-999999_1-0");
+        let old = root.path().join("bugloop-test-999999_1-1");
+        let mine = root.path().join(format!("bugloop-test-{}-2", token()));
+        for dir in [&young, &old, &mine] {
+            std::fs::create_dir(dir).unwrap();
+        }
+        let aged = std::process::Command::new("touch")
+            .args(["-d", "2 minutes ago"])
+            .args([&old, &mine])
+            .status()
+            .unwrap();
+        assert!(aged.success());
+        let orphan = root.path().join("bugloop-test-999999_1-3.lock");
+        std::fs::write(&orphan, "").unwrap();
+        remove_stale(root.path(), "bugloop-test-");
+        assert_eq!(
+            [&young, &old, &mine, &orphan].map(|p| p.exists()),
+            [true, false, true, false]
+        );
     }
 }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use crate::SandboxError;
 use crate::limits::Cgroups;
-use crate::owner::remove_stale;
+use crate::owner::{Claim, remove_stale};
 use crate::reach::{SANDBOX_UID, stage_root};
 use crate::settings::{Policy, SandboxSettings};
 use crate::view::{Arguments, bwrap_arguments};
@@ -24,30 +24,39 @@ shift
 exec "$@"
 "#;
 
-static STAGE_SEQUENCE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-
-/// A directory of mount points for the sources of one root-run command; removed on drop (the
-/// mounts themselves only ever existed in the command's private mount namespace).
+/// A directory of mount points for the sources of one root-run command, claimed while it is in
+/// use; removed on drop (the mounts themselves only ever existed in the command's private mount
+/// namespace).
 #[derive(Debug)]
 pub(crate) struct Stage {
     dir: PathBuf,
+    _claim: Claim,
 }
 
 impl Stage {
+    /// A new stage in the stage root, under a name no one can guess (in `/tmp` another user
+    /// could otherwise make every name first, and stop the analyzers).
     fn create() -> Result<Stage, SandboxError> {
         use std::os::unix::fs::PermissionsExt;
         let root = stage_root();
         remove_stale(&root, "bugloop-stage-");
-        let dir = root.join(format!(
-            "bugloop-stage-{}-{}",
-            crate::owner::token(),
-            STAGE_SEQUENCE.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-        ));
-        std::fs::create_dir(&dir)
-            .map_err(|e| SandboxError::Io(format!("{}: {e}", dir.display())))?;
-        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755))
-            .map_err(|e| SandboxError::Io(format!("{}: {e}", dir.display())))?;
-        Ok(Stage { dir })
+        let io = |e: std::io::Error| SandboxError::Io(format!("{}: {e}", root.display()));
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("bugloop-stage-{}-", crate::owner::token()))
+            .rand_bytes(12)
+            .tempdir_in(&root)
+            .map_err(io)?
+            .keep();
+        let stage = match Claim::on(&dir) {
+            Ok(claim) => Stage { dir, _claim: claim },
+            Err(error) => {
+                let _ = std::fs::remove_dir(dir);
+                return Err(io(error));
+            }
+        };
+        std::fs::set_permissions(&stage.dir, std::fs::Permissions::from_mode(0o755))
+            .map_err(|e| SandboxError::Io(format!("{}: {e}", stage.dir.display())))?;
+        Ok(stage)
     }
 
     fn path(&self) -> &Path {

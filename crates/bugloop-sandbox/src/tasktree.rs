@@ -110,6 +110,8 @@ pub struct TaskTree {
     sha256: bool,
     reference: String,
     removed: bool,
+    /// Held while the tree is in use: another run never takes it for a leftover.
+    _claim: crate::owner::Claim,
 }
 
 /// Whether the process `pid` still runs (a run's leftovers are cleared only once it is gone).
@@ -117,23 +119,41 @@ pub fn process_alive(pid: i32) -> bool {
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok()
 }
 
-/// Removes task trees (and worktrees of older versions) whose process is gone: a run that was
-/// killed leaves its tree, and the next run clears it (`<name>-<owner>-<n>`, see
-/// [`crate::owner`]).
+/// Removes task trees (and worktrees of older versions, and copies of the index) a run that was
+/// killed left: the next run clears them (`<name>-<owner>-<n>`, see [`crate::owner`]).
 fn remove_stale(common: &Path) {
+    if let Ok(entries) = std::fs::read_dir(common.join("bugloop")) {
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let owner = name
+                .strip_prefix("index-")
+                .and_then(|n| n.split('-').next());
+            if owner.is_some_and(|owner| crate::owner::abandoned(&entry.path(), owner)) {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+    }
     for dir in ["bugloop/tasks", "bugloop/worktrees"] {
         let Ok(entries) = std::fs::read_dir(common.join(dir)) else {
             continue;
         };
         for entry in entries.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
+            if name.ends_with(".lock") {
+                crate::owner::remove_orphan_lock(&entry.path());
+                continue;
+            }
+            if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+                continue;
+            }
             let owner = name
                 .rsplit('-')
                 .nth(if dir.ends_with("tasks") { 1 } else { 0 });
-            if owner.is_some_and(crate::owner::gone) {
+            if owner.is_some_and(|owner| crate::owner::abandoned(&entry.path(), owner)) {
                 let path = entry.path();
                 force_remove(&path);
                 let _ = std::fs::remove_file(path.with_extension("gitfile"));
+                let _ = std::fs::remove_file(crate::owner::lock_path(&path));
             }
         }
     }
@@ -236,6 +256,13 @@ impl TaskTree {
         );
         let root = common.join("bugloop/tasks").join(&label);
         make_private_dir(&root)?;
+        let claim = match crate::owner::Claim::on(&root) {
+            Ok(claim) => claim,
+            Err(error) => {
+                force_remove(&root);
+                return Err(io_error(&root, error));
+            }
+        };
         let tree = root.join("tree");
         make_tree(&tree)?;
         let result = (|| {
@@ -258,6 +285,7 @@ impl TaskTree {
                 sha256,
                 reference: format!("refs/bugloop/tasks/{label}"),
                 removed: false,
+                _claim: claim,
             }),
             Err(error) => {
                 force_remove(&root);
@@ -460,10 +488,19 @@ mod tests {
         for name in left.iter().chain([&live]) {
             std::fs::create_dir_all(tasks.join(name).join("tree")).unwrap();
         }
+        // The killed run's lock, free now; the older version's tree, without one, an hour old.
+        std::fs::write(tasks.join(format!("{}.lock", left[0])), "").unwrap();
+        let aged = std::process::Command::new("touch")
+            .args(["-d", "1 hour ago"])
+            .arg(tasks.join(&left[1]))
+            .status()
+            .unwrap();
+        assert!(aged.success());
         let tree = TaskTree::create(repo.path(), &repo.head(), "review").unwrap();
         for name in &left {
             assert!(!tasks.join(name).exists(), "{name} was left");
         }
+        assert!(!tasks.join(format!("{}.lock", left[0])).exists());
         assert!(tasks.join(&live).exists());
         drop(tree);
     }

@@ -42,9 +42,9 @@ fn planted(config: &str) -> TestRepo {
 /// A GitHub token in its documented format, committed by the change.
 const TOKEN: &str = "ghp_a1B2c3D4e5a1B2c3D4e5a1B2c3D4e5a1B2c3";
 
-const PUBLISH: &str = "review:\n  analyzer_findings: publish\nfix:\n  verify_commands: [\"python3 -m py_compile app.py\"]\n";
+pub(super) const PUBLISH: &str = "review:\n  analyzer_findings: publish\nfix:\n  verify_commands: [\"python3 -m py_compile app.py\"]\n";
 
-fn review_json(repo: &Path, model: &str, env: &[(&str, &Path)]) -> Value {
+pub(super) fn review_json(repo: &Path, model: &str, env: &[(&str, &Path)]) -> Value {
     let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_bugloop"));
     command
         .args(["review", "--model", model, "--format", "json"])
@@ -57,7 +57,7 @@ fn review_json(repo: &Path, model: &str, env: &[(&str, &Path)]) -> Value {
     serde_json::from_str(&stdout(&output)).unwrap_or_else(|e| panic!("{e}: {}", stdout(&output)))
 }
 
-fn finding<'a>(report: &'a Value, rule: &str) -> Option<&'a Value> {
+pub(super) fn finding<'a>(report: &'a Value, rule: &str) -> Option<&'a Value> {
     report["findings"]
         .as_array()
         .unwrap()
@@ -646,43 +646,4 @@ fn the_models_word_alone_does_not_resolve_an_analyzers_finding() {
             .starts_with("the model said it is resolved (no bug), but it stands on ruff S608's"),
         "{held:#}"
     );
-}
-
-/// A push that rewraps an analyzer finding's line (the hit now on the line after where the
-/// finding's code was) moves the finding there: one finding, its id and thread kept, never
-/// resolved beside a new one for the same `eval`.
-#[test]
-fn a_rewrapped_hit_is_the_finding_it_was() {
-    let repo = TestRepo::with_files(&[
-        (".bugloop/config.yml", PUBLISH),
-        ("db.py", "def run(text):\n    return text\n"),
-    ]);
-    repo.branch("change");
-    repo.write(
-        "db.py",
-        "def run(text):\n    value = eval(text)\n    return value\n",
-    );
-    repo.commit("evaluate");
-    let scripts = tempfile::tempdir().unwrap();
-    let model = script(scripts.path(), &[]);
-    let first = review_json(repo.path(), &model, &[]);
-    let id = finding(&first, "S307").unwrap_or_else(|| panic!("{first:#}"))["id"].clone();
-    repo.write(
-        "db.py",
-        "# moved down\n\n\ndef run(text):\n    value = (\n        eval(text)\n    )\n    return value\n",
-    );
-    repo.commit("wrap");
-    let again = review_json(repo.path(), &model, &[]);
-    let evals: Vec<(&Value, &Value)> = again["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["source"]["rule"] == "S307")
-        .map(|f| (&f["id"], &f["line"]))
-        .collect();
-    assert_eq!(evals, [(&id, &json!(6))], "{again:#}");
-    assert_eq!(again["resolved"], json!([]), "{again:#}");
-    let list = stdout(&bugloop(repo.path(), &["findings"]));
-    assert_eq!(list.matches("ruff-S307").count(), 1, "{list}");
-    assert!(list.contains("db.py:6"), "{list}");
 }

@@ -53,25 +53,29 @@ pub(super) struct Analyzed {
     pub failures: Vec<String>,
 }
 
-/// Whether hit `c` is the tracked `finding`: its id, or the same tool, rule and file where
-/// the finding's code is now (an analyzer's finding is named by its tool, rule, file and the
-/// line it was raised at: `ruff-S608-db.py-9`, followed to line 21).
+/// Whether hit `c` is the tracked `finding`, whose code is as it was: the same tool, rule and
+/// file, at the line where the finding is now (an analyzer's finding is named by its tool, rule,
+/// file and the line it was raised at, `ruff-S608-db.py-9`, and may have followed its code to
+/// line 21 since; the same name at line 9 now is other code).
 fn is_tracked(c: &Candidate, finding: &ExistingFinding) -> bool {
     let without_line = |id: &str| -> Option<String> {
         let (rest, line) = id.rsplit_once('-')?;
         (!line.is_empty() && line.bytes().all(|b| b.is_ascii_digit())).then(|| rest.to_owned())
     };
-    let id = c.id();
-    finding.id == id
-        || (finding.file.as_deref() == Some(c.hit.file.as_str())
-            && finding.line == Some(c.hit.line)
-            && without_line(finding.id.as_str())
-                .is_some_and(|named| without_line(id.as_str()) == Some(named)))
+    let same_rule = match &finding.tool_rule {
+        Some((tool, rule)) => *tool == c.tool && *rule == c.hit.rule,
+        None => without_line(finding.id.as_str())
+            .is_some_and(|named| without_line(c.id().as_str()) == Some(named)),
+    };
+    same_rule
+        && finding.file.as_deref() == Some(c.hit.file.as_str())
+        && finding.line == Some(c.hit.line)
 }
 
 /// Runs the configured analyzers and weighs their candidates.
-/// `tracked`: unless a full review was asked for, the findings tracked on the change, where
-/// their code is now. A hit that is one of them (the same tool, rule, file and
+/// `tracked`: unless a full review was asked for, the findings tracked on the change whose code
+/// is as it was, where it is now (one whose code the changes since rewrote is weighed again:
+/// the tool's hit on the new code is what keeps it open). A hit that is one of them (the same tool, rule, file and
 /// line, by its id or where its code moved since) was weighed and kept then, and is not weighed
 /// again; every other hit is, even on lines that did not change since (an analyzer that did not
 /// run then, a hit dismissed then whose surroundings changed).
@@ -290,7 +294,7 @@ fn base_files(
     env: &LoopEnv<'_>,
     request: &ReviewRequest,
     choices: &[Choice],
-) -> Option<tempfile::TempDir> {
+) -> Option<bugloop_sandbox::owner::OwnedDir> {
     let paths: Vec<&String> = choices
         .iter()
         .filter_map(|c| match c {
@@ -612,7 +616,7 @@ mod tests {
     use bugloop_domain::finding::FindingSource;
 
     #[test]
-    fn a_hit_where_a_tracked_finding_of_its_rule_moved_is_that_finding() {
+    fn a_hit_where_a_tracked_finding_of_its_rule_is_now_is_that_finding() {
         let hit = Candidate {
             tool: "ruff".into(),
             hit: bugloop_analyzers::Hit {
@@ -636,7 +640,12 @@ mod tests {
             existing
         };
         assert!(is_tracked(&hit, &tracked("ruff-S608-db.py-9", 21)));
-        assert!(is_tracked(&hit, &tracked("ruff-S608-db.py-21", 3)));
+        // Named at line 21 but followed to line 3: a hit at 21 now is other code, weighed.
+        assert!(!is_tracked(&hit, &tracked("ruff-S608-db.py-21", 3)));
+        // The rule its comment records, whatever its id says.
+        let mut renamed = tracked("ruff-S608-db.py-9-2", 21);
+        renamed.tool_rule = Some(("ruff".into(), "S608".into()));
+        assert!(is_tracked(&hit, &renamed));
         assert!(!is_tracked(&hit, &tracked("ruff-S608-db.py-9", 20)));
         assert!(!is_tracked(&hit, &tracked("ruff-B006-db.py-9", 21)));
         assert!(!is_tracked(&hit, &tracked("sql-injection", 21)));

@@ -5,7 +5,8 @@
 
 use std::collections::BTreeSet;
 
-use bugloop_domain::finding::{Finding, FindingSource};
+use bugloop_domain::filter::ExistingFinding;
+use bugloop_domain::finding::{Finding, FindingId, FindingSource};
 use bugloop_report::review::{ReportStage, StageChange};
 
 use super::conversation::Conversation;
@@ -56,15 +57,18 @@ fn tool_of(thread: &bugloop_domain::thread::ThreadState) -> Option<String> {
 /// An analyzer's hit on the lines that replaced a tracked finding's code, of the finding's own
 /// tool and rule (the code rewritten or rewrapped: `eval(text)` now on the line after), is that
 /// finding: it takes the finding's id, so the finding follows its code instead of being resolved
-/// beside a new one for the same defect. One hit a finding, the first.
+/// beside a new one for the same defect. One hit a finding, the first; none where a hit of this
+/// run already has the finding's id (the same rule at the finding's own line: that hit is
+/// matched to it, and a second under its id would be lost as its duplicate).
 pub(super) fn follow_rewritten(conversation: &Conversation, shown: &Shown, hits: &mut [Finding]) {
-    let mut followed = BTreeSet::new();
+    free_moved_ids(conversation, shown, hits);
+    let mut followed: BTreeSet<_> = hits.iter().map(|hit| hit.id.clone()).collect();
     for hit in hits.iter_mut() {
         let (Some(source), Some(line)) = (hit.source.as_ref().filter(|s| !s.model), hit.line)
         else {
             continue;
         };
-        let same_rule = |id: &bugloop_domain::finding::FindingId| {
+        let same_rule = |id: &FindingId| {
             conversation.existing.iter().any(|e| {
                 e.id == *id
                     && e.tool_rule
@@ -83,4 +87,64 @@ pub(super) fn follow_rewritten(conversation: &Conversation, shown: &Shown, hits:
             hit.id = touched.id.clone();
         }
     }
+}
+
+/// A hit under the id of a tracked finding whose code moved elsewhere is another problem at the
+/// finding's old line: an analyzer's id names its line (`ruff-S307-db.py-21`), so it would be
+/// taken for the finding and lost beside it. It gets an id of its own.
+fn free_moved_ids(conversation: &Conversation, shown: &Shown, hits: &mut [Finding]) {
+    let moved_to = |id: &FindingId| -> Option<(&str, u32)> {
+        let touched = shown.touched.iter().find_map(|t| match &t.what {
+            Touch::Still {
+                file,
+                line,
+                moved: true,
+            } if t.id == *id => Some((file.as_str(), *line)),
+            _ => None,
+        });
+        let shifted = || {
+            shown
+                .shifted
+                .iter()
+                .find(|r| r.id == *id)
+                .map(|r| (r.file.as_str(), r.line))
+        };
+        touched.or_else(shifted)
+    };
+    let mut taken: BTreeSet<FindingId> = hits.iter().map(|hit| hit.id.clone()).collect();
+    taken.extend(conversation.existing.iter().map(|e| e.id.clone()));
+    for hit in hits.iter_mut() {
+        if hit.source.as_ref().is_none_or(|s| s.model) {
+            continue;
+        }
+        let elsewhere = moved_to(&hit.id).is_some_and(|(file, line)| {
+            hit.file.as_deref() != Some(file) || hit.line != Some(line)
+        });
+        if !elsewhere {
+            continue;
+        }
+        if let Some(own) = (2..1000)
+            .map(|n| hit.id.with_suffix(n))
+            .find(|id| !taken.contains(id))
+        {
+            taken.insert(own.clone());
+            hit.id = own;
+        }
+    }
+}
+
+/// The tracked findings whose code the changes since left as it was (perhaps at another line of
+/// its file): an analyzer's hit there is the finding, not weighed again.
+pub(super) fn unchanged(conversation: &Conversation, shown: &Shown) -> Vec<ExistingFinding> {
+    conversation
+        .existing
+        .iter()
+        .filter(|e| {
+            !shown
+                .touched
+                .iter()
+                .any(|t| t.id == e.id && !matches!(t.what, Touch::Still { moved: false, .. }))
+        })
+        .cloned()
+        .collect()
 }

@@ -129,6 +129,7 @@ pub async fn review_with(
     conversation.follow(&shown.shifted);
     let brief = brief::prepare(env, &request, &conversation, &shown)?;
     let early = early::EarlyPublisher::for_review(env, &request, &conversation, &brief, &shown);
+    let unchanged = evidence::unchanged(&conversation, &shown);
     // The analyzers run (and their hits are triaged) while the model reviews.
     let (mut reported, mut analyzed) = tokio::join!(
         sessions::run(
@@ -147,7 +148,7 @@ pub async fn review_with(
             // Tracked hits are not weighed again, unless a full review was asked for (after a
             // rebase the findings followed their code, and weighing them again cost a call and
             // could contradict the finding still open).
-            (!request.full).then_some(&conversation.existing[..]),
+            (!request.full).then_some(&unchanged[..]),
         ),
     );
     evidence::hold_tool_findings(&conversation, &shown, &mut reported);

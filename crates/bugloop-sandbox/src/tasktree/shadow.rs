@@ -17,8 +17,9 @@ pub struct ShadowGit {
     dir: PathBuf,
     objects: PathBuf,
     alternates: Vec<PathBuf>,
-    /// A directory of its own to remove on drop (see [`ShadowGit::for_repository`]).
-    owned: Option<PathBuf>,
+    /// A directory of its own to remove on drop (see [`ShadowGit::for_repository`]), claimed
+    /// while in use.
+    owned: Option<(PathBuf, crate::owner::Claim)>,
 }
 
 impl ShadowGit {
@@ -76,9 +77,16 @@ impl ShadowGit {
             SEQUENCE.fetch_add(1, Ordering::Relaxed)
         ));
         make_private_dir(&root)?;
+        let claim = match crate::owner::Claim::on(&root) {
+            Ok(claim) => claim,
+            Err(error) => {
+                force_remove(&root);
+                return Err(io_error(&root, error));
+            }
+        };
         match ShadowGit::create(&common, &root.join("git"), commit) {
             Ok(mut shadow) => {
-                shadow.owned = Some(root);
+                shadow.owned = Some((root, claim));
                 Ok(shadow)
             }
             Err(error) => {
@@ -117,7 +125,7 @@ impl ShadowGit {
 
 impl Drop for ShadowGit {
     fn drop(&mut self) {
-        if let Some(root) = self.owned.take() {
+        if let Some((root, _claim)) = self.owned.take() {
             force_remove(&root);
             let _ = std::fs::remove_file(self.dir.with_extension("gitfile"));
         }

@@ -1,0 +1,99 @@
+//! An analyzer's finding follows its code through later pushes, through the binary with ruff and
+//! a scripted model: a line rewritten while ruff still reports it stays open, a rewrapped line
+//! moves the finding, and a new hit at a moved finding's old line is a finding of its own.
+
+use bugloop_testkit::TestRepo;
+use serde_json::{Value, json};
+
+use super::analyzers::{PUBLISH, finding, review_json};
+use super::{bugloop, script, stdout};
+
+/// A repository on `change` whose `db.py` is `first`, reviewed once with an eval found there:
+/// the repository, the model, and the finding's id.
+fn reviewed(first: &str) -> (TestRepo, tempfile::TempDir, String, Value) {
+    let repo = TestRepo::with_files(&[
+        (".bugloop/config.yml", PUBLISH),
+        ("db.py", "def run(text):\n    return text\n"),
+    ]);
+    repo.branch("change");
+    repo.write("db.py", first);
+    repo.commit("evaluate");
+    let scripts = tempfile::tempdir().unwrap();
+    let model = script(scripts.path(), &[]);
+    let report = review_json(repo.path(), &model, &[]);
+    let id = finding(&report, "S307").unwrap_or_else(|| panic!("{report:#}"))["id"].clone();
+    (repo, scripts, model, id)
+}
+
+/// The S307 findings of a report: (id, line).
+fn evals(report: &Value) -> Vec<(Value, Value)> {
+    report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["source"]["rule"] == "S307")
+        .map(|f| (f["id"].clone(), f["line"].clone()))
+        .collect()
+}
+
+/// A push that rewrites the finding's own line while ruff still reports it there (`eval(a)`
+/// becomes `eval(b)`) keeps the finding open: the tool's report is what it stands on, and
+/// touching the line is no fix.
+#[test]
+fn a_rewritten_line_ruff_still_reports_keeps_its_finding_open() {
+    let (repo, _scripts, model, id) = reviewed("def run(a, b):\n    x = eval(a)\n    return x\n");
+    repo.write("db.py", "def run(a, b):\n    x = eval(b)\n    return x\n");
+    repo.commit("evaluate the other");
+    let again = review_json(repo.path(), &model, &[]);
+    assert_eq!(evals(&again), [(id, json!(2))], "{again:#}");
+    assert_eq!(again["resolved"], json!([]), "{again:#}");
+    let list = stdout(&bugloop(repo.path(), &["findings"]));
+    assert!(
+        list.contains("PENDING") && !list.contains("RESOLVED"),
+        "{list}"
+    );
+}
+
+/// A push that rewraps an analyzer finding's line (the hit now on the line after where the
+/// finding's code was) moves the finding there: one finding, its id and thread kept, never
+/// resolved beside a new one for the same `eval`.
+#[test]
+fn a_rewrapped_hit_is_the_finding_it_was() {
+    let (repo, _scripts, model, id) =
+        reviewed("def run(text):\n    value = eval(text)\n    return value\n");
+    repo.write(
+        "db.py",
+        "# moved down\n\n\ndef run(text):\n    value = (\n        eval(text)\n    )\n    return value\n",
+    );
+    repo.commit("wrap");
+    let again = review_json(repo.path(), &model, &[]);
+    assert_eq!(evals(&again), [(id, json!(6))], "{again:#}");
+    assert_eq!(again["resolved"], json!([]), "{again:#}");
+    let list = stdout(&bugloop(repo.path(), &["findings"]));
+    assert_eq!(list.matches("ruff-S307").count(), 1, "{list}");
+    assert!(list.contains("db.py:6"), "{list}");
+}
+
+/// The finding's code moves up (rewrapped) and a second eval lands at the line it had, which
+/// an analyzer's id names (`ruff-S307-db.py-21`): two findings, neither lost as the other.
+#[test]
+fn a_new_hit_at_a_moved_findings_old_line_is_its_own_finding() {
+    let filler = |name: &str| -> String { (1..=20).map(|i| format!("# {name}{i}\n")).collect() };
+    let first = format!("{}value = eval(input())\n{}", filler("f"), filler("g"));
+    let (repo, _scripts, model, id) = reviewed(&first);
+    assert_eq!(id, "ruff-S307-db.py-21");
+    let g: Vec<String> = (1..=20).map(|i| format!("# g{i}\n")).collect();
+    let second = format!(
+        "# f19\n# f20\nvalue = (\n    eval(input())\n)\n{}other = eval(open(\"/tmp/x\").read())\n{}",
+        g[..15].concat(),
+        g[15..].concat()
+    );
+    repo.write("db.py", &second);
+    repo.commit("wrap, and evaluate a file");
+    let again = review_json(repo.path(), &model, &[]);
+    let mut lines: Vec<Value> = evals(&again).into_iter().map(|(_, line)| line).collect();
+    lines.sort_by_key(|l| l.as_u64());
+    assert_eq!(lines, [json!(4), json!(21)], "{again:#}");
+    let list = stdout(&bugloop(repo.path(), &["findings"]));
+    assert_eq!(list.matches("ruff-S307").count(), 2, "{list}");
+}
