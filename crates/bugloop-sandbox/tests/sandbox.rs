@@ -353,11 +353,14 @@ fn a_task_tree_left_by_a_killed_run_is_removed_by_the_next() {
     let repo = dir.path();
     git(repo, &["init", "-q", "-b", "main"]);
     git(repo, &["commit", "-q", "--allow-empty", "-m", "init"]);
-    // A process id that no process has (above the kernel's maximum).
-    let stale = repo.join(".git/bugloop/tasks/fix-99999999-0/tree");
+    // A process id that no process has (above the kernel's maximum), and the lock file the
+    // killed run held beside its tree, free now.
+    let stale = repo.join(".git/bugloop/tasks/fix-99999999_1-0/tree");
     std::fs::create_dir_all(&stale).unwrap();
     std::fs::write(stale.join("left.txt"), "left behind").unwrap();
+    std::fs::write(repo.join(".git/bugloop/tasks/fix-99999999_1-0.lock"), "").unwrap();
     let tree = TaskTree::create(repo, "HEAD", "next").unwrap();
     assert!(!stale.parent().unwrap().exists());
+    assert!(!repo.join(".git/bugloop/tasks/fix-99999999_1-0.lock").exists());
     assert!(tree.path().exists());
 }

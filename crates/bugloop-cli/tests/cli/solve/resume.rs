@@ -282,7 +282,8 @@ fn solving_as_root_with_a_private_tmpdir_and_after_a_killed_run() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let prefix = format!("bugloop-stage-{}-", child.id());
+    // Named by its process and start time (`<pid>_<start>`), with its lock file beside it.
+    let prefix = format!("bugloop-stage-{}_", child.id());
     let stages = || -> Vec<PathBuf> {
         [tmp.clone(), PathBuf::from("/tmp")]
             .iter()
