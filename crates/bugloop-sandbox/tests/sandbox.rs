@@ -358,9 +358,10 @@ fn a_task_tree_left_by_a_killed_run_is_removed_by_the_next() {
     let stale = repo.join(".git/bugloop/tasks/fix-99999999_1-0/tree");
     std::fs::create_dir_all(&stale).unwrap();
     std::fs::write(stale.join("left.txt"), "left behind").unwrap();
-    std::fs::write(repo.join(".git/bugloop/tasks/fix-99999999_1-0.lock"), "").unwrap();
+    let lock = repo.join(".git/bugloop/tasks/fix-99999999_1-0.lock");
+    std::fs::write(&lock, "").unwrap();
     let tree = TaskTree::create(repo, "HEAD", "next").unwrap();
     assert!(!stale.parent().unwrap().exists());
-    assert!(!repo.join(".git/bugloop/tasks/fix-99999999_1-0.lock").exists());
+    assert!(!lock.exists());
     assert!(tree.path().exists());
 }
