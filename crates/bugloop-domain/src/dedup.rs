@@ -156,12 +156,14 @@ struct Entry {
 }
 
 impl Entry {
-    /// Whether `finding` is another rule of this entry's analyzer: never the same problem.
-    fn other_rule_of_its_tool(&self, finding: Option<(&str, &str)>) -> bool {
+    /// Whether `finding`, `distance` lines away, is another place of this entry's analyzer: another
+    /// of its rules, or its rule at another line (the tool reports each place a rule is broken:
+    /// two lines are two problems). Never the same problem.
+    fn elsewhere_for_its_tool(&self, finding: Option<(&str, &str)>, distance: u32) -> bool {
         matches!(
             (&self.tool_rule, finding),
             (Some((tool, rule)), Some((their_tool, their_rule)))
-                if tool == their_tool && rule != their_rule
+                if tool == their_tool && (rule != their_rule || distance > 0)
         )
     }
 }
@@ -305,7 +307,9 @@ impl DedupIndex {
                 continue;
             };
             let distance = Self::distance(range, candidate);
-            if distance > rule.line_window || candidate.other_rule_of_its_tool(finding.tool_rule) {
+            if distance > rule.line_window
+                || candidate.elsewhere_for_its_tool(finding.tool_rule, distance)
+            {
                 continue;
             }
             let smaller = words.len().min(candidate.words).max(1);
@@ -366,7 +370,7 @@ impl DedupIndex {
                 let candidate = self.entries.get(entry as usize)?;
                 let distance = Self::distance(range, candidate);
                 let same = distance <= rule.line_window
-                    && !candidate.other_rule_of_its_tool(finding.tool_rule)
+                    && !candidate.elsewhere_for_its_tool(finding.tool_rule, distance)
                     && candidate
                         .evidence
                         .as_deref()

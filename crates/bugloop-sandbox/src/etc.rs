@@ -207,15 +207,7 @@ fn make_copy() -> Option<(PathBuf, (u64, u64), Claim)> {
         return None;
     }
     remove_stale(&root, PREFIX);
-    let template = root.join(format!("{PREFIX}{}-XXXXXX", crate::owner::token()));
-    let dir = nix::unistd::mkdtemp(&template).ok()?;
-    let claim = match Claim::on(&dir) {
-        Ok(claim) => claim,
-        Err(_) => {
-            let _ = std::fs::remove_dir(&dir);
-            return None;
-        }
-    };
+    let (dir, claim) = crate::owner::claimed_dir(&root, PREFIX).ok()?;
     let made = make(Path::new("/etc"), &dir).and_then(|()| {
         if nix::unistd::Uid::effective().is_root() {
             std::os::unix::fs::chown(&dir, Some(0), Some(crate::reach::SANDBOX_UID))?;

@@ -11,7 +11,7 @@
 //! time) and it is a minute old.
 
 use std::fs::{File, OpenOptions};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -71,20 +71,59 @@ pub struct Claim {
 }
 
 impl Claim {
-    /// Claims `dir`: makes `<dir>.lock` (never through a link, never over a file that is
-    /// there) and locks it.
+    /// Claims `dir`, before it is made: `<dir>.lock` appears already locked (a hidden file of
+    /// ours, locked, then linked to that name, which fails if anything is there), so no other
+    /// run ever sees it free while this one lives.
     pub fn on(dir: &Path) -> std::io::Result<Claim> {
+        let parent = dir.parent().unwrap_or(Path::new("."));
+        let (lock, hidden) = hidden_lock(parent)?;
         let path = lock_path(dir);
-        let lock = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .custom_flags(nix::libc::O_NOFOLLOW)
-            .open(&path)?;
-        lock.try_lock()
-            .map_err(|e| std::io::Error::other(e.to_string()))?;
+        std::fs::hard_link(&hidden, &path)?;
+        drop(hidden);
         Ok(Claim { path, _lock: lock })
     }
+}
+
+/// A new file of ours in `parent`, locked, under a hidden name no sweep reads; the name is
+/// removed when the path is dropped.
+fn hidden_lock(parent: &Path) -> std::io::Result<(File, tempfile::TempPath)> {
+    let (lock, hidden) = tempfile::Builder::new()
+        .prefix(".bugloop-claim-")
+        .rand_bytes(12)
+        .tempfile_in(parent)?
+        .into_parts();
+    lock.try_lock()
+        .map_err(|e| std::io::Error::other(e.to_string()))?;
+    Ok((lock, hidden))
+}
+
+/// Makes a directory of ours in `parent`, `<prefix><token>-<random>`, claimed before it is
+/// made: in a shared directory another user can neither guess its name nor take its lock's.
+/// Tries a few names when one is taken (someone made it first).
+pub(crate) fn claimed_dir(parent: &Path, prefix: &str) -> std::io::Result<(PathBuf, Claim)> {
+    let mut last = None;
+    for _ in 0..8 {
+        let (lock, hidden) = hidden_lock(parent)?;
+        let random = hidden
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.strip_prefix(".bugloop-claim-"))
+            .unwrap_or_default()
+            .to_owned();
+        let dir = parent.join(format!("{prefix}{}-{random}", token()));
+        let path = lock_path(&dir);
+        if let Err(error) = std::fs::hard_link(&hidden, &path) {
+            last = Some(error);
+            continue;
+        }
+        drop(hidden);
+        let claim = Claim { path, _lock: lock };
+        match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+            Ok(()) => return Ok((dir, claim)),
+            Err(error) => last = Some(error),
+        }
+    }
+    Err(last.unwrap_or_else(|| std::io::Error::other("no name was free")))
 }
 
 impl Drop for Claim {
@@ -112,11 +151,16 @@ fn ours(path: &Path, directory: bool) -> Option<std::fs::Metadata> {
 /// when there is no lock file of ours there.
 fn free_lock(path: &Path) -> Option<bool> {
     ours(path, false)?;
+    // Non-blocking: what is there now may be a FIFO put in its place since (opening one for
+    // reading waits for a writer); only a regular file of ours is a lock.
     let file = OpenOptions::new()
         .read(true)
-        .custom_flags(nix::libc::O_NOFOLLOW)
+        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
         .open(path)
         .ok()?;
+    file.metadata()
+        .ok()
+        .filter(|m| m.is_file() && m.uid() == nix::unistd::Uid::effective().as_raw())?;
     Some(file.try_lock().is_ok())
 }
 
@@ -125,13 +169,17 @@ fn free_lock(path: &Path) -> Option<bool> {
 pub(crate) fn abandoned(path: &Path, token: &str) -> bool {
     match free_lock(&lock_path(path)) {
         Some(free) => free,
-        None => {
-            let old = std::fs::symlink_metadata(path)
-                .and_then(|m| m.modified())
-                .is_ok_and(|made| made.elapsed().is_ok_and(|age| age > GRACE));
-            old && gone(token)
-        }
+        None => left_by(path, token),
     }
+}
+
+/// Whether the entry at `path` is a gone owner's and older than [`GRACE`] (by its name alone:
+/// for what has no lock of ours beside it).
+pub(crate) fn left_by(path: &Path, token: &str) -> bool {
+    let old = std::fs::symlink_metadata(path)
+        .and_then(|m| m.modified())
+        .is_ok_and(|made| made.elapsed().is_ok_and(|age| age > GRACE));
+    old && gone(token)
 }
 
 /// The directories in `root` named `<prefix><token>-...` that are leftovers ([`abandoned`]) and
@@ -168,12 +216,19 @@ pub fn remove_stale(root: &Path, prefix: &str) {
         return;
     };
     for entry in entries.flatten() {
-        let named = entry
-            .file_name()
-            .to_str()
-            .is_some_and(|n| n.starts_with(prefix));
-        if named {
+        let name = entry.file_name();
+        let name = name.to_str().unwrap_or_default();
+        if name.starts_with(prefix) {
             remove_orphan_lock(&entry.path());
+        } else if name.starts_with(".bugloop-claim-") {
+            // A claim's hidden file a run was killed with, before it gave it its name.
+            let old = entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .is_ok_and(|made| made.elapsed().is_ok_and(|age| age > GRACE));
+            if old && free_lock(&entry.path()) == Some(true) {
+                let _ = std::fs::remove_file(entry.path());
+            }
         }
     }
 }
@@ -197,25 +252,32 @@ pub(crate) fn remove_orphan_lock(path: &Path) {
 /// removed on drop.
 #[derive(Debug)]
 pub struct OwnedDir {
-    dir: tempfile::TempDir,
+    path: PathBuf,
     _claim: Claim,
 }
 
 impl OwnedDir {
     pub fn path(&self) -> &Path {
-        self.dir.path()
+        &self.path
     }
 }
 
-/// A new [`OwnedDir`] of `kind`; those a killed run left are removed first.
+impl Drop for OwnedDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+/// A new [`OwnedDir`] of `kind` (mode 0700); those a killed run left are removed first.
 pub fn temp_dir(kind: &str) -> std::io::Result<OwnedDir> {
     let prefix = format!("bugloop-{kind}-");
-    remove_stale(&std::env::temp_dir(), &prefix);
-    let dir = tempfile::Builder::new()
-        .prefix(&format!("{prefix}{}-", token()))
-        .tempdir()?;
-    let claim = Claim::on(dir.path())?;
-    Ok(OwnedDir { dir, _claim: claim })
+    let root = std::env::temp_dir();
+    remove_stale(&root, &prefix);
+    let (path, claim) = claimed_dir(&root, &prefix)?;
+    Ok(OwnedDir {
+        path,
+        _claim: claim,
+    })
 }
 
 #[cfg(test)]
@@ -288,5 +350,31 @@ mod tests {
             [&young, &old, &mine, &orphan].map(|p| p.exists()),
             [true, false, true, false]
         );
+    }
+
+    /// A claimed directory's lock is held from the moment its name appears: a sweep never
+    /// takes it, and a name taken first (by another user, say) is passed over for another.
+    #[test]
+    fn a_claimed_directory_is_locked_before_it_is_seen() {
+        let root = tempfile::tempdir().unwrap();
+        let (first, first_claim) = claimed_dir(root.path(), "bugloop-test-").unwrap();
+        let (second, _second_claim) = claimed_dir(root.path(), "bugloop-test-").unwrap();
+        assert_ne!(first, second);
+        assert_eq!(free_lock(&lock_path(&first)), Some(false));
+        remove_stale(root.path(), "bugloop-test-");
+        assert!(first.is_dir() && second.is_dir());
+        // No hidden claim file is left once a name is given.
+        let hidden = std::fs::read_dir(root.path())
+            .unwrap()
+            .flatten()
+            .filter(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .starts_with(".bugloop-claim-")
+            })
+            .count();
+        assert_eq!(hidden, 0);
+        drop(first_claim);
+        assert!(!lock_path(&first).exists());
     }
 }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use crate::SandboxError;
 use crate::limits::Cgroups;
-use crate::owner::{Claim, remove_stale};
+use crate::owner::{Claim, claimed_dir, remove_stale};
 use crate::reach::{SANDBOX_UID, stage_root};
 use crate::settings::{Policy, SandboxSettings};
 use crate::view::{Arguments, bwrap_arguments};
@@ -40,20 +40,9 @@ impl Stage {
         use std::os::unix::fs::PermissionsExt;
         let root = stage_root();
         remove_stale(&root, "bugloop-stage-");
-        let io = |e: std::io::Error| SandboxError::Io(format!("{}: {e}", root.display()));
-        let dir = tempfile::Builder::new()
-            .prefix(&format!("bugloop-stage-{}-", crate::owner::token()))
-            .rand_bytes(12)
-            .tempdir_in(&root)
-            .map_err(io)?
-            .keep();
-        let stage = match Claim::on(&dir) {
-            Ok(claim) => Stage { dir, _claim: claim },
-            Err(error) => {
-                let _ = std::fs::remove_dir(dir);
-                return Err(io(error));
-            }
-        };
+        let (dir, claim) = claimed_dir(&root, "bugloop-stage-")
+            .map_err(|e| SandboxError::Io(format!("{}: {e}", root.display())))?;
+        let stage = Stage { dir, _claim: claim };
         std::fs::set_permissions(&stage.dir, std::fs::Permissions::from_mode(0o755))
             .map_err(|e| SandboxError::Io(format!("{}: {e}", stage.dir.display())))?;
         Ok(stage)

@@ -125,10 +125,11 @@ fn remove_stale(common: &Path) {
     if let Ok(entries) = std::fs::read_dir(common.join("bugloop")) {
         for entry in entries.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
+            // By the name alone: beside a copy in use stands git's own `.lock`, no claim.
             let owner = name
                 .strip_prefix("index-")
                 .and_then(|n| n.split('-').next());
-            if owner.is_some_and(|owner| crate::owner::abandoned(&entry.path(), owner)) {
+            if owner.is_some_and(|owner| crate::owner::left_by(&entry.path(), owner)) {
                 let _ = std::fs::remove_file(entry.path());
             }
         }

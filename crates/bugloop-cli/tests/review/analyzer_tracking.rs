@@ -97,3 +97,54 @@ fn a_new_hit_at_a_moved_findings_old_line_is_its_own_finding() {
     let list = stdout(&bugloop(repo.path(), &["findings"]));
     assert_eq!(list.matches("ruff-S307").count(), 2, "{list}");
 }
+
+/// A finding resolved when its line was fixed, and an eval pushed back onto that line: ruff's
+/// hit there is weighed (the finding raised again), never taken for the resolved finding and
+/// dropped.
+#[test]
+fn an_eval_put_back_on_a_resolved_findings_line_raises_it_again() {
+    let (repo, _scripts, model, id) = reviewed("def run(a, b):\n    x = eval(a)\n    return x\n");
+    repo.write("db.py", "def run(a, b):\n    x = int(a)\n    return x\n");
+    repo.commit("fix");
+    let fixed = review_json(repo.path(), &model, &[]);
+    assert_eq!(fixed["resolved"][0]["id"], id, "{fixed:#}");
+    repo.write("db.py", "def run(a, b):\n    x = eval(b)\n    return x\n");
+    repo.commit("evaluate again");
+    let again = review_json(repo.path(), &model, &[]);
+    assert_eq!(evals(&again), [(id, json!(2))], "{again:#}");
+    let list = stdout(&bugloop(repo.path(), &["findings"]));
+    assert!(
+        list.contains("PENDING") && !list.contains("RESOLVED"),
+        "{list}"
+    );
+}
+
+/// A finding followed its code down in an earlier push; a new eval at the line its id names
+/// is a finding of its own, not the old one jumping back.
+#[test]
+fn a_new_eval_at_the_line_a_followed_findings_id_names_is_its_own() {
+    let (repo, _scripts, model, id) = reviewed("def run(a, b):\n    x = eval(a)\n    return x\n");
+    repo.write(
+        "db.py",
+        "# c1\n# c2\n# c3\ndef run(a, b):\n    x = eval(a)\n    return x\n",
+    );
+    repo.commit("comments");
+    let followed = review_json(repo.path(), &model, &[]);
+    assert_eq!(evals(&followed), [], "{followed:#}");
+    repo.write(
+        "db.py",
+        "# c1\ny = eval(input())\n# c3\ndef run(a, b):\n    x = eval(a)\n    return x\n",
+    );
+    repo.commit("evaluate the input");
+    let again = review_json(repo.path(), &model, &[]);
+    let found = evals(&again);
+    assert_eq!(found.len(), 1, "{again:#}");
+    assert_ne!(found[0].0, id, "{again:#}");
+    assert_eq!(found[0].1, json!(2), "{again:#}");
+    let list = stdout(&bugloop(repo.path(), &["findings"]));
+    assert_eq!(list.matches("ruff-S307").count(), 2, "{list}");
+    assert!(
+        list.contains("db.py:5") && list.contains("db.py:2"),
+        "{list}"
+    );
+}

@@ -89,9 +89,10 @@ pub(super) fn follow_rewritten(conversation: &Conversation, shown: &Shown, hits:
     }
 }
 
-/// A hit under the id of a tracked finding whose code moved elsewhere is another problem at the
-/// finding's old line: an analyzer's id names its line (`ruff-S307-db.py-21`), so it would be
-/// taken for the finding and lost beside it. It gets an id of its own.
+/// A hit under the id of a tracked finding whose code is elsewhere now (moved by this push or an
+/// earlier one) is another problem at the finding's old line: an analyzer's id names the line
+/// it was raised at (`ruff-S307-db.py-21`), so it would be taken for the finding and lost beside
+/// it. It gets an id of its own.
 fn free_moved_ids(conversation: &Conversation, shown: &Shown, hits: &mut [Finding]) {
     let moved_to = |id: &FindingId| -> Option<(&str, u32)> {
         let touched = shown.touched.iter().find_map(|t| match &t.what {
@@ -109,7 +110,15 @@ fn free_moved_ids(conversation: &Conversation, shown: &Shown, hits: &mut [Findin
                 .find(|r| r.id == *id)
                 .map(|r| (r.file.as_str(), r.line))
         };
-        touched.or_else(shifted)
+        // Followed to another place by an earlier push: its record says where it is now.
+        let recorded = || {
+            conversation
+                .existing
+                .iter()
+                .find(|e| e.id == *id)
+                .and_then(|e| Some((e.file.as_deref()?, e.line?)))
+        };
+        touched.or_else(shifted).or_else(recorded)
     };
     let mut taken: BTreeSet<FindingId> = hits.iter().map(|hit| hit.id.clone()).collect();
     taken.extend(conversation.existing.iter().map(|e| e.id.clone()));
@@ -133,12 +142,14 @@ fn free_moved_ids(conversation: &Conversation, shown: &Shown, hits: &mut [Findin
     }
 }
 
-/// The tracked findings whose code the changes since left as it was (perhaps at another line of
-/// its file): an analyzer's hit there is the finding, not weighed again.
+/// The open findings whose code the changes since left as it was (perhaps at another line of
+/// its file): an analyzer's hit there is the finding, not weighed again. A resolved finding is
+/// never one: a hit of its rule at its line is new, or the finding back.
 pub(super) fn unchanged(conversation: &Conversation, shown: &Shown) -> Vec<ExistingFinding> {
     conversation
         .existing
         .iter()
+        .filter(|e| conversation.open_ids.iter().any(|id| id == e.id.as_str()))
         .filter(|e| {
             !shown
                 .touched
