@@ -208,6 +208,11 @@ fn make_copy() -> Option<(PathBuf, (u64, u64), Claim)> {
     }
     remove_stale(&root, PREFIX);
     let (dir, claim) = crate::owner::claimed_dir(&root, PREFIX).ok()?;
+    // Private while it is filled, as `mkdtemp` made it; opened to the sandbox's group once whole.
+    if std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).is_err() {
+        let _ = std::fs::remove_dir(&dir);
+        return None;
+    }
     let made = make(Path::new("/etc"), &dir).and_then(|()| {
         if nix::unistd::Uid::effective().is_root() {
             std::os::unix::fs::chown(&dir, Some(0), Some(crate::reach::SANDBOX_UID))?;

@@ -11,7 +11,7 @@
 //! time) and it is a minute old.
 
 use std::fs::{File, OpenOptions};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -118,7 +118,8 @@ pub(crate) fn claimed_dir(parent: &Path, prefix: &str) -> std::io::Result<(PathB
         }
         drop(hidden);
         let claim = Claim { path, _lock: lock };
-        match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+        // The default mode (0777 less the umask): the sandbox's user reads what is shown it.
+        match std::fs::create_dir(&dir) {
             Ok(()) => return Ok((dir, claim)),
             Err(error) => last = Some(error),
         }
@@ -268,7 +269,7 @@ impl Drop for OwnedDir {
     }
 }
 
-/// A new [`OwnedDir`] of `kind` (mode 0700); those a killed run left are removed first.
+/// A new [`OwnedDir`] of `kind`; those a killed run left are removed first.
 pub fn temp_dir(kind: &str) -> std::io::Result<OwnedDir> {
     let prefix = format!("bugloop-{kind}-");
     let root = std::env::temp_dir();
