@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::owner::stale_entries;
+use crate::owner::unclaimed_leftovers;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Limits {
@@ -140,7 +140,7 @@ impl Cgroups {
             // processes died with it, so the kernel lets them go. No lock can stand beside a
             // cgroup: only those a minute old go (one a run in another PID namespace made, whose
             // owner looks gone from here, is empty only until its command joins it).
-            for stale in stale_entries(&root, "bugloop-") {
+            for stale in unclaimed_leftovers(&root, "bugloop-") {
                 let _ = std::fs::remove_dir(stale);
             }
             let dir = root.join(&name);

@@ -140,10 +140,6 @@ fn remove_stale(common: &Path) {
         };
         for entry in entries.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
-            if name.ends_with(".lock") {
-                crate::owner::remove_orphan_lock(&entry.path());
-                continue;
-            }
             if !entry.file_type().is_ok_and(|t| t.is_dir()) {
                 continue;
             }
@@ -154,7 +150,6 @@ fn remove_stale(common: &Path) {
                 let path = entry.path();
                 force_remove(&path);
                 let _ = std::fs::remove_file(path.with_extension("gitfile"));
-                let _ = std::fs::remove_file(crate::owner::lock_path(&path));
             }
         }
     }
@@ -489,19 +484,19 @@ mod tests {
         for name in left.iter().chain([&live]) {
             std::fs::create_dir_all(tasks.join(name).join("tree")).unwrap();
         }
-        // The killed run's lock, free now; the older version's tree, without one, an hour old.
-        std::fs::write(tasks.join(format!("{}.lock", left[0])), "").unwrap();
-        let aged = std::process::Command::new("touch")
-            .args(["-d", "1 hour ago"])
-            .arg(tasks.join(&left[1]))
-            .status()
-            .unwrap();
-        assert!(aged.success());
+        // Both made an hour ago, and no one holds them.
+        for name in &left {
+            let aged = std::process::Command::new("touch")
+                .args(["-d", "1 hour ago"])
+                .arg(tasks.join(name))
+                .status()
+                .unwrap();
+            assert!(aged.success());
+        }
         let tree = TaskTree::create(repo.path(), &repo.head(), "review").unwrap();
         for name in &left {
             assert!(!tasks.join(name).exists(), "{name} was left");
         }
-        assert!(!tasks.join(format!("{}.lock", left[0])).exists());
         assert!(tasks.join(&live).exists());
         drop(tree);
     }

@@ -353,15 +353,18 @@ fn a_task_tree_left_by_a_killed_run_is_removed_by_the_next() {
     let repo = dir.path();
     git(repo, &["init", "-q", "-b", "main"]);
     git(repo, &["commit", "-q", "--allow-empty", "-m", "init"]);
-    // A process id that no process has (above the kernel's maximum), and the lock file the
-    // killed run held beside its tree, free now.
+    // A process id that no process has (above the kernel's maximum); the tree made a minute
+    // ago, and no one holds it now.
     let stale = repo.join(".git/bugloop/tasks/fix-99999999_1-0/tree");
     std::fs::create_dir_all(&stale).unwrap();
     std::fs::write(stale.join("left.txt"), "left behind").unwrap();
-    let lock = repo.join(".git/bugloop/tasks/fix-99999999_1-0.lock");
-    std::fs::write(&lock, "").unwrap();
+    let aged = std::process::Command::new("touch")
+        .args(["-d", "1 minute ago"])
+        .arg(stale.parent().unwrap())
+        .status()
+        .unwrap();
+    assert!(aged.success());
     let tree = TaskTree::create(repo, "HEAD", "next").unwrap();
     assert!(!stale.parent().unwrap().exists());
-    assert!(!lock.exists());
     assert!(tree.path().exists());
 }
