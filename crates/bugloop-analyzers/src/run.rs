@@ -105,19 +105,31 @@ pub async fn analyze(request: Request<'_>) -> Analysis {
         return analysis;
     }
     let config_dir = match write_config_dir() {
-        Ok(dir) => Some(dir),
+        Ok(dir) => dir,
         Err(reason) => {
-            analysis.runs.push(AnalyzerRun {
-                name: "bugloop".to_owned(),
-                status: RunStatus::NotRun { reason },
-                seconds: 0.0,
-                unanalyzed: Vec::new(),
-            });
-            None
+            // bugloop's own failure (a full or unwritable temporary directory): every file an
+            // analyzer reads is one it could not check, which makes the review incomplete.
+            analysis
+                .runs
+                .extend(request.choices.iter().filter_map(|choice| {
+                    let files = files_for(choice, &changed, request.workspace);
+                    (!files.is_empty()).then(|| AnalyzerRun {
+                        name: choice.name().to_owned(),
+                        status: RunStatus::NotRun {
+                            reason: reason.clone(),
+                        },
+                        seconds: 0.0,
+                        unanalyzed: files
+                            .iter()
+                            .map(|file| Unchecked {
+                                path: bugloop_domain::paths::display_path(file.as_bytes()),
+                                reason: reason.clone(),
+                            })
+                            .collect(),
+                    })
+                }));
+            return analysis;
         }
-    };
-    let Some(config_dir) = config_dir else {
-        return analysis;
     };
     let jobs = request.choices.iter().filter_map(|choice| {
         let files = files_for(choice, &changed, request.workspace);
@@ -291,7 +303,7 @@ enum Ran {
 /// Whether a run failed because of what the files it was given hold (it timed out, crashed,
 /// or said more than is read): those files were not checked, which the review must say.
 fn unchecked_by_its_files(failure: &str) -> bool {
-    [OVER_THE_CAP, TIMED_OUT, CRASHED]
+    [OVER_THE_CAP, TIMED_OUT, CRASHED, SANDBOX_FAILED]
         .iter()
         .any(|start| failure.starts_with(start))
 }
@@ -517,7 +529,10 @@ async fn execute(request: &Request<'_>, plan: Plan) -> Result<Judged, String> {
     settings.git = None;
     let output = bugloop_sandbox::run(&settings, &plan.spec)
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| match e {
+            bugloop_sandbox::SandboxError::Io(message) => format!("{SANDBOX_FAILED}{message}"),
+            other => other.to_string(),
+        })?;
     check_exit(&output, &settings)?;
     let hits = match &plan.sarif_file {
         // Written in the workspace by its command: read as any file of the tree is, never
@@ -603,6 +618,9 @@ pub const MAX_RUN_ALONE: usize = 32;
 const OVER_THE_CAP: &str = "its output was over the cap";
 const TIMED_OUT: &str = "timed out after";
 const CRASHED: &str = "crashed (signal";
+/// bugloop's sandbox could not be set up for it (its stage or a claim could not be made: a
+/// full temporary directory, say): its files were not checked.
+const SANDBOX_FAILED: &str = "the sandbox could not be set up for it: ";
 
 /// A run that timed out, died of a signal or wrote more than the cap cannot be read.
 fn check_exit(output: &Output, settings: &SandboxSettings) -> Result<(), String> {

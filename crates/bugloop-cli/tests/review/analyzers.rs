@@ -647,3 +647,61 @@ fn the_models_word_alone_does_not_resolve_an_analyzers_finding() {
         "{held:#}"
     );
 }
+
+/// bugloop's own failure to set the analyzers up (a temporary directory it cannot write, full,
+/// or whose names another user took) is no quiet "not run": the files an analyzer reads are
+/// named as not checked and the review is incomplete (exit 3). As uid 65534, when the test runs
+/// as root (root may write anywhere).
+#[test]
+fn analyzers_bugloop_could_not_set_up_make_the_review_incomplete() {
+    use bugloop_testkit::users::{NOBODY, chown_all, command_as, is_root, program_for};
+    if !is_root() {
+        eprintln!("skipped: needs root to run as uid 65534");
+        return;
+    }
+    let repo = TestRepo::with_files(&[(".bugloop/config.yml", PUBLISH)]);
+    repo.branch("change");
+    repo.write("db.py", "def run(text):\n    return eval(text)\n");
+    repo.commit("evaluate");
+    let place = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(place.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (home, unwritable) = (place.path().join("home"), place.path().join("tmp"));
+    std::fs::create_dir(&home).unwrap();
+    std::fs::create_dir(&unwritable).unwrap();
+    let copy = place.path().join("repo");
+    assert!(
+        std::process::Command::new("cp")
+            .arg("-a")
+            .arg(repo.path())
+            .arg(&copy)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let model = script(&home, &[]);
+    chown_all(&home, NOBODY);
+    chown_all(&copy, NOBODY);
+    let program = program_for(
+        Some(NOBODY),
+        Path::new(env!("CARGO_BIN_EXE_bugloop")),
+        place.path(),
+    );
+    let output = command_as(Some(NOBODY), program)
+        .args(["review", "--model", &model, "--format", "json"])
+        .current_dir(&copy)
+        .env("HOME", &home)
+        .env("TMPDIR", &unwritable)
+        .env("NO_COLOR", "1")
+        .env_remove("BUGLOOP_CONFIG")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
+    let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(report["complete"], false, "{report:#}");
+    let unreviewed = report["unreviewed"].to_string();
+    assert!(
+        unreviewed.contains("db.py")
+            && unreviewed.contains("cannot write the analyzers' configuration"),
+        "{report:#}"
+    );
+}
