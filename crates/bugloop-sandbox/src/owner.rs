@@ -70,12 +70,22 @@ pub struct Claim {
     _lock: File,
 }
 
+/// Put in a directory once it is locked: found with the lock free, the run that held it is
+/// over (without it, the directory may be one a run has made and not yet locked).
+const CLAIMED: &str = ".bugloop-claimed";
+
 impl Claim {
-    /// Claims the directory `dir`, of ours (never through a link).
+    /// Claims the directory `dir`, of ours (never through a link), and marks it claimed.
     pub fn on(dir: &Path) -> std::io::Result<Claim> {
         let lock = open_dir(dir)?;
         lock.try_lock()
             .map_err(|e| std::io::Error::other(e.to_string()))?;
+        OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o644)
+            .custom_flags(nix::libc::O_NOFOLLOW)
+            .open(dir.join(CLAIMED))?;
         Ok(Claim { _lock: lock })
     }
 }
@@ -115,15 +125,16 @@ pub(crate) fn claimed_dir(parent: &Path, prefix: &str) -> std::io::Result<(PathB
 const CLAIMING: Duration = Duration::from_secs(5);
 
 /// Whether the entry at `path`, owned by `token`, is a leftover: its owner is gone (see
-/// [`gone`]) and it is not held: a directory no process holds locked, a few seconds old (the
-/// moment between making and locking it); an entry no lock can be held on (a file, a cgroup)
-/// only once a minute old.
+/// [`gone`]) and it is not held: a directory marked claimed that no process holds locked, or an
+/// unmarked one a few seconds old (the moment between making and locking it); an entry no lock
+/// can be held on (a file, a cgroup) only once a minute old.
 pub(crate) fn abandoned(path: &Path, token: &str) -> bool {
     let held = match open_dir(path) {
         Ok(dir) => dir.try_lock().is_err(),
         Err(_) => return left_by(path, token),
     };
-    !held && older_than(path, CLAIMING) && gone(token)
+    let claimed = std::fs::symlink_metadata(path.join(CLAIMED)).is_ok_and(|m| m.is_file());
+    !held && (claimed || older_than(path, CLAIMING)) && gone(token)
 }
 
 /// Whether the entry at `path` is a gone owner's and older than [`GRACE`] (by its name alone:
@@ -242,7 +253,7 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let dir = root.path().join("bugloop-test-999999_1-0");
         std::fs::create_dir(&dir).unwrap();
-        age(&dir);
+        // Just made: its mark, not its age, says a run held it.
         let claim = Claim::on(&dir).unwrap();
         remove_stale(root.path(), "bugloop-test-");
         assert!(dir.exists(), "a live claim's directory was removed");
