@@ -36,18 +36,28 @@ fn evals(report: &Value) -> Vec<(Value, Value)> {
         .collect()
 }
 
+/// Pushes `db.py` as `text`, reviews it again: the report, and `bugloop findings`' list.
+fn push(repo: &TestRepo, model: &str, text: &str, message: &str) -> (Value, String) {
+    repo.write("db.py", text);
+    repo.commit(message);
+    let report = review_json(repo.path(), model, &[]);
+    (report, stdout(&bugloop(repo.path(), &["findings"])))
+}
+
 /// A push that rewrites the finding's own line while ruff still reports it there (`eval(a)`
 /// becomes `eval(b)`) keeps the finding open: the tool's report is what it stands on, and
 /// touching the line is no fix.
 #[test]
 fn a_rewritten_line_ruff_still_reports_keeps_its_finding_open() {
     let (repo, _scripts, model, id) = reviewed("def run(a, b):\n    x = eval(a)\n    return x\n");
-    repo.write("db.py", "def run(a, b):\n    x = eval(b)\n    return x\n");
-    repo.commit("evaluate the other");
-    let again = review_json(repo.path(), &model, &[]);
+    let (again, list) = push(
+        &repo,
+        &model,
+        "def run(a, b):\n    x = eval(b)\n    return x\n",
+        "evaluate the other",
+    );
     assert_eq!(evals(&again), [(id, json!(2))], "{again:#}");
     assert_eq!(again["resolved"], json!([]), "{again:#}");
-    let list = stdout(&bugloop(repo.path(), &["findings"]));
     assert!(
         list.contains("PENDING") && !list.contains("RESOLVED"),
         "{list}"
@@ -61,15 +71,14 @@ fn a_rewritten_line_ruff_still_reports_keeps_its_finding_open() {
 fn a_rewrapped_hit_is_the_finding_it_was() {
     let (repo, _scripts, model, id) =
         reviewed("def run(text):\n    value = eval(text)\n    return value\n");
-    repo.write(
-        "db.py",
+    let (again, list) = push(
+        &repo,
+        &model,
         "# moved down\n\n\ndef run(text):\n    value = (\n        eval(text)\n    )\n    return value\n",
+        "wrap",
     );
-    repo.commit("wrap");
-    let again = review_json(repo.path(), &model, &[]);
     assert_eq!(evals(&again), [(id, json!(6))], "{again:#}");
     assert_eq!(again["resolved"], json!([]), "{again:#}");
-    let list = stdout(&bugloop(repo.path(), &["findings"]));
     assert_eq!(list.matches("ruff-S307").count(), 1, "{list}");
     assert!(list.contains("db.py:6"), "{list}");
 }
@@ -88,13 +97,10 @@ fn a_new_hit_at_a_moved_findings_old_line_is_its_own_finding() {
         g[..15].concat(),
         g[15..].concat()
     );
-    repo.write("db.py", &second);
-    repo.commit("wrap, and evaluate a file");
-    let again = review_json(repo.path(), &model, &[]);
+    let (again, list) = push(&repo, &model, &second, "wrap, and evaluate a file");
     let mut lines: Vec<Value> = evals(&again).into_iter().map(|(_, line)| line).collect();
     lines.sort_by_key(|l| l.as_u64());
     assert_eq!(lines, [json!(4), json!(21)], "{again:#}");
-    let list = stdout(&bugloop(repo.path(), &["findings"]));
     assert_eq!(list.matches("ruff-S307").count(), 2, "{list}");
 }
 
@@ -104,15 +110,20 @@ fn a_new_hit_at_a_moved_findings_old_line_is_its_own_finding() {
 #[test]
 fn an_eval_put_back_on_a_resolved_findings_line_raises_it_again() {
     let (repo, _scripts, model, id) = reviewed("def run(a, b):\n    x = eval(a)\n    return x\n");
-    repo.write("db.py", "def run(a, b):\n    x = int(a)\n    return x\n");
-    repo.commit("fix");
-    let fixed = review_json(repo.path(), &model, &[]);
+    let (fixed, _) = push(
+        &repo,
+        &model,
+        "def run(a, b):\n    x = int(a)\n    return x\n",
+        "fix",
+    );
     assert_eq!(fixed["resolved"][0]["id"], id, "{fixed:#}");
-    repo.write("db.py", "def run(a, b):\n    x = eval(b)\n    return x\n");
-    repo.commit("evaluate again");
-    let again = review_json(repo.path(), &model, &[]);
+    let (again, list) = push(
+        &repo,
+        &model,
+        "def run(a, b):\n    x = eval(b)\n    return x\n",
+        "evaluate again",
+    );
     assert_eq!(evals(&again), [(id, json!(2))], "{again:#}");
-    let list = stdout(&bugloop(repo.path(), &["findings"]));
     assert!(
         list.contains("PENDING") && !list.contains("RESOLVED"),
         "{list}"
@@ -124,24 +135,23 @@ fn an_eval_put_back_on_a_resolved_findings_line_raises_it_again() {
 #[test]
 fn a_new_eval_at_the_line_a_followed_findings_id_names_is_its_own() {
     let (repo, _scripts, model, id) = reviewed("def run(a, b):\n    x = eval(a)\n    return x\n");
-    repo.write(
-        "db.py",
+    let (followed, _) = push(
+        &repo,
+        &model,
         "# c1\n# c2\n# c3\ndef run(a, b):\n    x = eval(a)\n    return x\n",
+        "comments",
     );
-    repo.commit("comments");
-    let followed = review_json(repo.path(), &model, &[]);
     assert_eq!(evals(&followed), [], "{followed:#}");
-    repo.write(
-        "db.py",
+    let (again, list) = push(
+        &repo,
+        &model,
         "# c1\ny = eval(input())\n# c3\ndef run(a, b):\n    x = eval(a)\n    return x\n",
+        "evaluate the input",
     );
-    repo.commit("evaluate the input");
-    let again = review_json(repo.path(), &model, &[]);
     let found = evals(&again);
     assert_eq!(found.len(), 1, "{again:#}");
     assert_ne!(found[0].0, id, "{again:#}");
     assert_eq!(found[0].1, json!(2), "{again:#}");
-    let list = stdout(&bugloop(repo.path(), &["findings"]));
     assert_eq!(list.matches("ruff-S307").count(), 2, "{list}");
     assert!(
         list.contains("db.py:5") && list.contains("db.py:2"),
