@@ -539,6 +539,8 @@ pub struct AuditorConfig {
 /// What a parallel auditor looks for first (its prompt is `prompts/audit-focus-<focus>.md`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
+#[derive(strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
 pub enum AuditFocus {
     Correctness,
     Security,
@@ -556,12 +558,7 @@ impl AuditFocus {
     ];
 
     pub fn as_str(self) -> &'static str {
-        match self {
-            AuditFocus::Correctness => "correctness",
-            AuditFocus::Security => "security",
-            AuditFocus::ConcurrencyAndResources => "concurrency_and_resources",
-            AuditFocus::ErrorHandling => "error_handling",
-        }
+        self.into()
     }
 }
 
@@ -620,6 +617,8 @@ pub enum Approval {
 /// What a regression (an error reported again after its solution merged) does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
 #[serde(rename_all = "snake_case")]
+#[derive(strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
 pub enum OnRegression {
     /// Reopen the issue and propose reverting the merged solution (a change request whose
     /// tests have run).
@@ -633,11 +632,7 @@ pub enum OnRegression {
 
 impl OnRegression {
     pub fn as_str(self) -> &'static str {
-        match self {
-            OnRegression::Revert => "revert",
-            OnRegression::Reopen => "reopen",
-            OnRegression::Count => "count",
-        }
+        self.into()
     }
 }
 

@@ -107,6 +107,8 @@ fn is_invisible(ch: char) -> bool {
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
 )]
 #[serde(rename_all = "snake_case")]
+#[derive(strum::IntoStaticStr, strum::Display)]
+#[strum(serialize_all = "snake_case")]
 pub enum Category {
     /// Wrong result, missing edge case, off-by-one.
     Logic,
@@ -145,24 +147,7 @@ impl Category {
     ];
 
     pub fn as_str(self) -> &'static str {
-        match self {
-            Category::Logic => "logic",
-            Category::Security => "security",
-            Category::Reliability => "reliability",
-            Category::Concurrency => "concurrency",
-            Category::DataIntegrity => "data_integrity",
-            Category::Performance => "performance",
-            Category::Compatibility => "compatibility",
-            Category::Rules => "rules",
-            Category::Testing => "testing",
-            Category::Maintainability => "maintainability",
-        }
-    }
-}
-
-impl fmt::Display for Category {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        self.into()
     }
 }
 

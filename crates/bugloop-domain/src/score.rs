@@ -199,6 +199,8 @@ pub fn rubric_markdown(examples_from: Score) -> String {
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
 )]
 #[serde(rename_all = "lowercase")]
+#[derive(strum::IntoStaticStr, strum::Display)]
+#[strum(serialize_all = "snake_case")]
 pub enum Severity {
     Info,
     Low,
@@ -244,18 +246,7 @@ impl Severity {
     }
 
     pub fn as_str(self) -> &'static str {
-        match self {
-            Severity::Info => "info",
-            Severity::Low => "low",
-            Severity::Medium => "medium",
-            Severity::High => "high",
-        }
-    }
-}
-
-impl fmt::Display for Severity {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.pad(self.as_str())
+        self.into()
     }
 }
 

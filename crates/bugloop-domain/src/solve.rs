@@ -4,12 +4,12 @@
 //! reported again after its solution merged (guardrail 6). A transition is recorded with its reason; the record of an issue is
 //! the list of its transitions, and its state the last one's target.
 
-use std::fmt;
-
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+#[derive(strum::IntoStaticStr, strum::Display)]
+#[strum(serialize_all = "SCREAMING_SNAKE_CASE")]
 pub enum SolveState {
     /// Filed, nobody working on it.
     Open,
@@ -46,17 +46,7 @@ impl SolveState {
     ];
 
     pub fn as_str(self) -> &'static str {
-        match self {
-            SolveState::Open => "OPEN",
-            SolveState::Assigned => "ASSIGNED",
-            SolveState::Solving => "SOLVING",
-            SolveState::PrDraft => "PR_DRAFT",
-            SolveState::Reviewing => "REVIEWING",
-            SolveState::Ready => "READY",
-            SolveState::Merged => "MERGED",
-            SolveState::Escalated => "ESCALATED",
-            SolveState::Regressed => "REGRESSED",
-        }
+        self.into()
     }
 
     pub fn parse(text: &str) -> Option<SolveState> {
@@ -99,12 +89,6 @@ impl SolveState {
             self,
             SolveState::Ready | SolveState::Merged | SolveState::Escalated
         )
-    }
-}
-
-impl fmt::Display for SolveState {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 

@@ -1,8 +1,6 @@
 //! A finding's status in its conversation (pr-reviewer-design.md 3.2): its own module because
 //! the state block, the reply tags and the thread rebuild all name it.
 
-use std::fmt;
-
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -10,6 +8,8 @@ use serde::{Deserialize, Serialize};
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
 )]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+#[derive(strum::IntoStaticStr, strum::Display)]
+#[strum(serialize_all = "SCREAMING_SNAKE_CASE")]
 pub enum ThreadStatus {
     /// Raised; no verdict yet, or discussion ongoing.
     Pending,
@@ -23,17 +23,6 @@ pub enum ThreadStatus {
 
 impl ThreadStatus {
     pub fn as_str(self) -> &'static str {
-        match self {
-            ThreadStatus::Pending => "PENDING",
-            ThreadStatus::Resolved => "RESOLVED",
-            ThreadStatus::Disputed => "DISPUTED",
-            ThreadStatus::Escalated => "ESCALATED",
-        }
-    }
-}
-
-impl fmt::Display for ThreadStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        self.into()
     }
 }

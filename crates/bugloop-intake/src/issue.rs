@@ -9,6 +9,8 @@ use crate::{ErrorReport, Located, Repository};
 /// How bad the error is, read from the report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[derive(strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
 pub enum Severity {
     Low,
     Medium,
@@ -18,11 +20,7 @@ pub enum Severity {
 
 impl Severity {
     pub fn as_str(self) -> &'static str {
-        match self {
-            Severity::Low => "low",
-            Severity::Medium => "medium",
-            Severity::High => "high",
-        }
+        self.into()
     }
 }
 

@@ -81,6 +81,8 @@ pub(crate) fn parse_stored_kind(text: &str) -> Option<JobKind> {
 /// Where a job is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[derive(strum::IntoStaticStr, strum::EnumString)]
+#[strum(serialize_all = "snake_case")]
 pub enum JobState {
     /// Waiting to be claimed (a retry waits for its `run_after`).
     Queued,
@@ -94,24 +96,11 @@ pub enum JobState {
 
 impl JobState {
     pub fn as_str(self) -> &'static str {
-        match self {
-            JobState::Queued => "queued",
-            JobState::Running => "running",
-            JobState::Done => "done",
-            JobState::Dead => "dead",
-            JobState::Superseded => "superseded",
-        }
+        self.into()
     }
 
     fn parse(text: &str) -> Option<JobState> {
-        Some(match text {
-            "queued" => JobState::Queued,
-            "running" => JobState::Running,
-            "done" => JobState::Done,
-            "dead" => JobState::Dead,
-            "superseded" => JobState::Superseded,
-            _ => return None,
-        })
+        text.parse().ok()
     }
 }
 

@@ -1,8 +1,6 @@
 //! What acting on a comment or a command did (`bugloop fix`, `do`, `comment`): the action chosen,
 //! how it was chosen, the Build run and its landing, the answer, and the findings resolved.
 
-use std::fmt;
-
 use serde::Serialize;
 
 use crate::build::{BuildResult, Landing};
@@ -24,6 +22,8 @@ pub enum Intent {
 /// How the action was chosen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[derive(strum::IntoStaticStr, strum::Display)]
+#[strum(serialize_all = "snake_case")]
 pub enum ChosenBy {
     /// A command named it (`bugloop fix`, `bugloop do`).
     Command,
@@ -35,17 +35,7 @@ pub enum ChosenBy {
 
 impl ChosenBy {
     pub fn as_str(self) -> &'static str {
-        match self {
-            ChosenBy::Command => "command",
-            ChosenBy::Rules => "rules",
-            ChosenBy::Model => "model",
-        }
-    }
-}
-
-impl fmt::Display for ChosenBy {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        self.into()
     }
 }
 

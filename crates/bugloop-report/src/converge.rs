@@ -1,16 +1,17 @@
 //! What the audit-fix loop (`converge`) did: why it stopped, the loop log, the net change, where
 //! the commits landed, and what the auditors reported that was quarantined.
 
-use std::fmt;
-
 use serde::{Deserialize, Serialize};
 
 use crate::build::Landing;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[derive(strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
 pub enum Exit {
     Converged,
+    #[strum(serialize = "cap reached")]
     CapReached,
     Stuck,
     Error,
@@ -18,18 +19,15 @@ pub enum Exit {
 
 impl Exit {
     pub fn as_str(self) -> &'static str {
-        match self {
-            Exit::Converged => "converged",
-            Exit::CapReached => "cap reached",
-            Exit::Stuck => "stuck",
-            Exit::Error => "error",
-        }
+        self.into()
     }
 }
 
 /// What a loop step was.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[derive(strum::IntoStaticStr, strum::Display)]
+#[strum(serialize_all = "snake_case")]
 pub enum LoopKind {
     Audit,
     Fix,
@@ -38,17 +36,7 @@ pub enum LoopKind {
 
 impl LoopKind {
     pub fn as_str(self) -> &'static str {
-        match self {
-            LoopKind::Audit => "audit",
-            LoopKind::Fix => "fix",
-            LoopKind::Gate => "gate",
-        }
-    }
-}
-
-impl fmt::Display for LoopKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        self.into()
     }
 }
 

@@ -4,8 +4,6 @@
 //! enums serialized to the strings the schema has always had (a plain string there, so the
 //! published schema does not change).
 
-use std::fmt;
-
 use bugloop_domain::filter::Stage;
 use bugloop_domain::finding::{Category, Finding, FindingSource};
 use bugloop_domain::score::{Priority, Severity};
@@ -133,26 +131,26 @@ pub struct AnalyzerRunInfo {
 /// What proving a finding came to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
+#[derive(strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
 pub enum ProofStatus {
     /// Its test fails at head, for the reason the finding states.
     Proven,
     /// Its test passes at head.
+    #[strum(serialize = "not reproduced")]
     NotReproduced,
     /// A test was written but proves nothing (it fails for another reason, does not finish,
     /// changed the code under test).
+    #[strum(serialize = "not proven")]
     NotProven,
     /// No proof was tried, and why (over the limit, no test command, no sandbox).
+    #[strum(serialize = "not tried")]
     NotTried,
 }
 
 impl ProofStatus {
     pub fn as_str(self) -> &'static str {
-        match self {
-            ProofStatus::Proven => "proven",
-            ProofStatus::NotReproduced => "not reproduced",
-            ProofStatus::NotProven => "not proven",
-            ProofStatus::NotTried => "not tried",
-        }
+        self.into()
     }
 }
 
@@ -218,23 +216,23 @@ pub struct RecheckedFinding {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
+#[derive(strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
 pub enum RecheckOutcome {
     /// Resolved: its code is gone and the model did not report it again, or the model said
     /// the change fixed it.
     Resolved,
     /// The model reported it again (where it was, or where its code went).
+    #[strum(serialize = "reported again")]
     ReportedAgain,
     /// Its code is still there (perhaps elsewhere, where the finding now points): open.
+    #[strum(serialize = "kept open")]
     KeptOpen,
 }
 
 impl RecheckOutcome {
     pub fn as_str(self) -> &'static str {
-        match self {
-            RecheckOutcome::Resolved => "resolved",
-            RecheckOutcome::ReportedAgain => "reported again",
-            RecheckOutcome::KeptOpen => "kept open",
-        }
+        self.into()
     }
 }
 
@@ -507,6 +505,8 @@ pub struct RefusedFile {
 /// pipeline (`validation`, `reported`, `grounding`) and the pipeline's stages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[derive(strum::IntoStaticStr, strum::Display)]
+#[strum(serialize_all = "snake_case")]
 pub enum ReportStage {
     /// The model's report could not be read as a finding.
     Validation,
@@ -527,20 +527,7 @@ pub enum ReportStage {
 
 impl ReportStage {
     pub fn as_str(self) -> &'static str {
-        match self {
-            ReportStage::Validation => "validation",
-            ReportStage::Reported => "reported",
-            ReportStage::Grounding => "grounding",
-            ReportStage::PathSafety => "path_safety",
-            ReportStage::IgnoreGlobs => "ignore_globs",
-            ReportStage::SecurityPromotion => "security_promotion",
-            ReportStage::Elevation => "elevation",
-            ReportStage::Threshold => "threshold",
-            ReportStage::DedupRun => "dedup_run",
-            ReportStage::DedupExisting => "dedup_existing",
-            ReportStage::CommentLimit => "comment_limit",
-            ReportStage::Triage => "triage",
-        }
+        self.into()
     }
 }
 
@@ -556,12 +543,6 @@ impl From<Stage> for ReportStage {
             Stage::DedupExisting => ReportStage::DedupExisting,
             Stage::CommentLimit => ReportStage::CommentLimit,
         }
-    }
-}
-
-impl fmt::Display for ReportStage {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 

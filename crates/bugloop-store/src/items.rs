@@ -23,6 +23,8 @@ pub enum ItemKind {
 /// Where an item is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[derive(strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
 pub enum ItemState {
     Open,
     Closed,
@@ -32,11 +34,7 @@ pub enum ItemState {
 
 impl ItemState {
     fn as_str(self) -> &'static str {
-        match self {
-            ItemState::Open => "open",
-            ItemState::Closed => "closed",
-            ItemState::Merged => "merged",
-        }
+        self.into()
     }
 }
 

@@ -88,6 +88,8 @@ fn query_error(what: &'static str) -> impl FnOnce(sqlx::Error) -> StoreError {
 /// Where a comment lives: the change's conversation, or a line of it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[derive(strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
 pub enum StoredKind {
     Issue,
     Review,
@@ -95,10 +97,7 @@ pub enum StoredKind {
 
 impl StoredKind {
     fn as_str(self) -> &'static str {
-        match self {
-            StoredKind::Issue => "issue",
-            StoredKind::Review => "review",
-        }
+        self.into()
     }
 }
 

@@ -12,6 +12,8 @@ use crate::{Store, StoreError, WRITE, query_error};
 /// A reviewer's decision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[derive(strum::IntoStaticStr, strum::EnumString)]
+#[strum(serialize_all = "snake_case")]
 pub enum ReviewDecision {
     Approved,
     ChangesRequested,
@@ -21,20 +23,11 @@ pub enum ReviewDecision {
 
 impl ReviewDecision {
     fn as_str(self) -> &'static str {
-        match self {
-            ReviewDecision::Approved => "approved",
-            ReviewDecision::ChangesRequested => "changes_requested",
-            ReviewDecision::Commented => "commented",
-        }
+        self.into()
     }
 
     fn parse(text: &str) -> Option<ReviewDecision> {
-        Some(match text {
-            "approved" => ReviewDecision::Approved,
-            "changes_requested" => ReviewDecision::ChangesRequested,
-            "commented" => ReviewDecision::Commented,
-            _ => return None,
-        })
+        text.parse().ok()
     }
 }
 
@@ -53,6 +46,8 @@ pub struct ItemReview {
 /// A check's state on a commit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[derive(strum::IntoStaticStr, strum::EnumString)]
+#[strum(serialize_all = "snake_case")]
 pub enum CheckState {
     Pending,
     Passed,
@@ -61,20 +56,11 @@ pub enum CheckState {
 
 impl CheckState {
     fn as_str(self) -> &'static str {
-        match self {
-            CheckState::Pending => "pending",
-            CheckState::Passed => "passed",
-            CheckState::Failed => "failed",
-        }
+        self.into()
     }
 
     fn parse(text: &str) -> Option<CheckState> {
-        Some(match text {
-            "pending" => CheckState::Pending,
-            "passed" => CheckState::Passed,
-            "failed" => CheckState::Failed,
-            _ => return None,
-        })
+        text.parse().ok()
     }
 }
 
