@@ -119,6 +119,28 @@ pub fn process_alive(pid: i32) -> bool {
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok()
 }
 
+/// A new private directory under `bugloop/tasks` named `<prefix>-<owner>-<n>`, held by this run
+/// until it is removed (what killed runs left there is cleared first).
+fn claimed_task_dir(
+    common: &Path,
+    prefix: &str,
+) -> Result<(PathBuf, crate::owner::Claim), SandboxError> {
+    remove_stale(common);
+    let root = common.join("bugloop/tasks").join(format!(
+        "{prefix}-{}-{}",
+        crate::owner::token(),
+        SEQUENCE.fetch_add(1, Ordering::Relaxed)
+    ));
+    make_private_dir(&root)?;
+    match crate::owner::Claim::on(&root) {
+        Ok(claim) => Ok((root, claim)),
+        Err(error) => {
+            force_remove(&root);
+            Err(io_error(&root, error))
+        }
+    }
+}
+
 /// Removes task trees (and worktrees of older versions, and copies of the index) a run that was
 /// killed left: the next run clears them (`<name>-<owner>-<n>`, see [`crate::owner`]).
 fn remove_stale(common: &Path) {
@@ -240,25 +262,15 @@ impl TaskTree {
         source: &TreeSource,
         name: &str,
     ) -> Result<TaskTree, SandboxError> {
-        remove_stale(common);
         let safe: String = name
             .chars()
             .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
             .collect();
-        let label = format!(
-            "{safe}-{}-{}",
-            crate::owner::token(),
-            SEQUENCE.fetch_add(1, Ordering::Relaxed)
-        );
-        let root = common.join("bugloop/tasks").join(&label);
-        make_private_dir(&root)?;
-        let claim = match crate::owner::Claim::on(&root) {
-            Ok(claim) => claim,
-            Err(error) => {
-                force_remove(&root);
-                return Err(io_error(&root, error));
-            }
-        };
+        let (root, claim) = claimed_task_dir(common, &safe)?;
+        let label = root
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
         let tree = root.join("tree");
         make_tree(&tree)?;
         let result = (|| {

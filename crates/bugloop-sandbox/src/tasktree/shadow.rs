@@ -1,12 +1,11 @@
 //! The sanitized git directory a sandboxed command sees at the task tree's `.git`.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
 
 use crate::SandboxError;
 use crate::settings::{GitMount, OBJECTS_MOUNT};
 
-use super::{SEQUENCE, force_remove, git_text, host_git, io_error, make_private_dir, remove_stale};
+use super::{claimed_task_dir, force_remove, git_text, host_git, io_error};
 
 /// A sanitized git directory for sandboxed commands: HEAD at a commit, a config with nothing in
 /// it, an index of that commit, and the repository's objects through an alternate that points at
@@ -70,20 +69,7 @@ impl ShadowGit {
     /// tree): at `commit`, in a directory of its own under the git directory, removed on drop.
     pub fn for_repository(repo: &Path, commit: &str) -> Result<ShadowGit, SandboxError> {
         let common = bugloop_git::common_dir(repo)?;
-        remove_stale(&common);
-        let root = common.join("bugloop/tasks").join(format!(
-            "shadow-{}-{}",
-            crate::owner::token(),
-            SEQUENCE.fetch_add(1, Ordering::Relaxed)
-        ));
-        make_private_dir(&root)?;
-        let claim = match crate::owner::Claim::on(&root) {
-            Ok(claim) => claim,
-            Err(error) => {
-                force_remove(&root);
-                return Err(io_error(&root, error));
-            }
-        };
+        let (root, claim) = claimed_task_dir(&common, "shadow")?;
         match ShadowGit::create(&common, &root.join("git"), commit) {
             Ok(mut shadow) => {
                 shadow.owned = Some((root, claim));
