@@ -11,19 +11,21 @@ use bugloop_github_sim::fixture::{
     FixtureOptions, NUMBER, PullRequestFixture, TOKEN, off_by_one, review_lines, script_file,
     webhook_example,
 };
+use bugloop_testkit::assert_contains;
 use bugloop_testkit::users::{chown_all, command_as, program_for};
 use serde_json::{Value, json};
 
 /// A scenario's test, run as the test's own user and again as an unprivileged one (uid 65534,
-/// when the tests run as root): `$scenario` is the async function that takes the user (`None`:
+/// when the tests run as root): the body is the scenario, `$user` the user it runs as (`None`:
 /// the test's). Doc comments apply to the test.
 macro_rules! for_each_user {
-    ($(#[$doc:meta])* $test:ident => $scenario:ident) => {
+    ($(#[$doc:meta])* async fn $test:ident($user:ident) $scenario:block) => {
         $(#[$doc])*
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn $test() {
+            async fn scenario($user: Option<u32>) $scenario
             for user in bugloop_testkit::users::scenario_users() {
-                $scenario(user).await;
+                scenario(user).await;
             }
         }
     };
@@ -59,15 +61,15 @@ impl Run {
     }
 }
 
-/// Runs `bugloop action` on `event` (its payload written to the event file).
-fn action(
+/// [`action_as`] this test's user on `event` with a model that cannot even be opened: for runs
+/// that must end without asking one.
+fn modelless(
     fixture: &PullRequestFixture,
     event: &str,
     payload: &Value,
     extra: &[(&str, &str)],
-    model: &str,
 ) -> Run {
-    action_as(None, fixture, event, payload, extra, model)
+    action_as(None, fixture, event, payload, extra, "script:/nonexistent")
 }
 
 /// The Action run as `user` on a pull request's `opened` event (from a test on tokio's
@@ -84,7 +86,8 @@ fn opened_as(
     (run, output)
 }
 
-/// [`action`] as the user `user` (`None`: this test's): a copy of the binary, run with its
+/// Runs `bugloop action` on `event` (its payload written to the event file) as the user `user`
+/// (`None`: this test's): a copy of the binary, run with its
 /// privileges dropped, on a workspace and a remote it owns, with its own home. From a test on
 /// tokio's multi-thread runtime (the run blocks in place, so that the simulator goes on
 /// answering) or from a thread of its own.
@@ -195,22 +198,14 @@ async fn a_pull_request_event_reviews_and_writes_summary_sarif_and_comments() {
     let scripts = tempfile::tempdir().unwrap();
     let model = review_script(scripts.path());
     let (run, _) = opened_as(None, &fixture, &[], &model);
-    assert!(
-        text(&run.output).contains("Index one past the end"),
-        "{}",
-        text(&run.output)
-    );
+    assert_contains(&text(&run.output), "Index one past the end");
     assert!(
         run.summary
             .starts_with(&format!("### bugloop review: #{NUMBER} at ")),
         "{}",
         run.summary
     );
-    assert!(
-        run.summary.contains("Index one past the end"),
-        "{}",
-        run.summary
-    );
+    assert_contains(&run.summary, "Index one past the end");
     let sarif_path = run.temp.path().join("bugloop.sarif");
     assert_eq!(run.outputs, format!("sarif={}\n", sarif_path.display()));
     let sarif: Value =
@@ -225,7 +220,7 @@ async fn events_without_a_job_end_neutral_with_the_reason() {
     let fixture = PullRequestFixture::new(FixtureOptions::default()).await;
     // The event run with a model that cannot even be opened: it must end well (and neutral).
     let neutral = |event: &str, payload: &Value, extra: &[(&str, &str)]| {
-        let run = action(&fixture, event, payload, extra, "script:/nonexistent");
+        let run = modelless(&fixture, event, payload, extra);
         let said = run.ok();
         (run, said)
     };
@@ -233,20 +228,17 @@ async fn events_without_a_job_end_neutral_with_the_reason() {
     from_bot["sender"] = json!({"login": "github-actions[bot]", "type": "Bot", "id": 2});
     from_bot["comment"]["body"] = json!("@bugloop fix all");
     let (run, said) = neutral("issue_comment", &from_bot, &[]);
-    assert!(
-        said.contains("nothing to do: sent by github-actions[bot], a bot"),
-        "{said}"
-    );
-    assert!(run.summary.contains("nothing to do"), "{}", run.summary);
+    assert_contains(&said, "nothing to do: sent by github-actions[bot], a bot");
+    assert_contains(&run.summary, "nothing to do");
 
     let mut no_mention = webhook_example("issue_comment", "created", &fixture);
     no_mention["comment"]["body"] = json!("looks good to me");
     let (_, said) = neutral("issue_comment", &no_mention, &[]);
-    assert!(said.contains("does not mention @bugloop"), "{said}");
+    assert_contains(&said, "does not mention @bugloop");
 
     let payload = webhook_example("pull_request", "opened", &fixture);
     let (_, said) = neutral("pull_request", &payload, &[("GITHUB_TOKEN", "")]);
-    assert!(said.contains("GITHUB_TOKEN is not set"), "{said}");
+    assert_contains(&said, "GITHUB_TOKEN is not set");
     assert!(
         fixture.sim.requests().is_empty(),
         "nothing was asked of GitHub"
@@ -258,16 +250,10 @@ async fn a_broken_event_file_is_an_error_naming_the_field() {
     let fixture = PullRequestFixture::new(FixtureOptions::default()).await;
     let mut payload = webhook_example("pull_request", "opened", &fixture);
     payload["pull_request"]["number"] = json!("seven");
-    let run = action(
-        &fixture,
-        "pull_request",
-        &payload,
-        &[],
-        "script:/nonexistent",
-    );
+    let run = modelless(&fixture, "pull_request", &payload, &[]);
     assert_eq!(run.output.status.code(), Some(2));
     let said = text(&run.output);
-    assert!(said.contains("pull_request.number"), "{said}");
+    assert_contains(&said, "pull_request.number");
 }
 
 /// A review of a pull request whose branch looks like a solve draft's (`bugloop/1-...`): with
@@ -295,13 +281,7 @@ async fn a_review_on_a_branch_named_like_a_solve_draft_ends_the_step_cleanly() {
         let mut payload = webhook_example("pull_request_review", "submitted", &fixture);
         payload["pull_request"]["head"]["ref"] = json!(format!("bugloop/{issue}-a-crash"));
         payload["review"]["body"] = json!("Looks fine to me.");
-        let run = action(
-            &fixture,
-            "pull_request_review",
-            &payload,
-            &[],
-            "script:/nonexistent",
-        );
+        let run = modelless(&fixture, "pull_request_review", &payload, &[]);
         let output = text(&run.output);
         assert_eq!(run.output.status.code(), Some(0), "{base_config}: {output}");
         assert!(output.contains(said), "{base_config}: {output}");
@@ -329,7 +309,8 @@ async fn a_fix_on_a_runner_that_restricts_user_namespaces_says_why_and_how_to_fi
     let payload = comment_event(&fixture, "issue_comment", comment, said);
     let fixing = fixing_script(scripts.path());
     let before = fixture.origin_head();
-    let run = action(
+    let run = action_as(
+        None,
         &fixture,
         "issue_comment",
         &payload,

@@ -11,6 +11,7 @@ use std::collections::BTreeSet;
 use bugloop_server::APP_EVENTS;
 use bugloop_server::server_config::{ServerSources, serve_options};
 use bugloop_testkit::workspace as root;
+use bugloop_testkit::{assert_contains, assert_starts_with};
 use serde_json::Value as Json;
 use serde_yaml_ng::Value as Yaml;
 
@@ -110,8 +111,8 @@ fn compose_runs_the_server_on_postgres_with_settings_it_reads() {
         .get("BUGLOOP_STORE_URL")
         .and_then(Yaml::as_str)
         .unwrap();
-    assert!(store.starts_with("postgres://"), "{store}");
-    assert!(store.contains("@postgres:5432/"), "{store}");
+    assert_starts_with(store, "postgres://");
+    assert_contains(store, "@postgres:5432/");
     assert_eq!(
         server["depends_on"]["postgres"]["condition"], "service_healthy",
         "the server waits for the database"

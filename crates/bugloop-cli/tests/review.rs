@@ -8,7 +8,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use bugloop_testkit::{TestRepo, git};
+use bugloop_github_sim::fixture::review_lines;
+use bugloop_testkit::{TestRepo, assert_contains, assert_starts_with, git};
 use serde_json::{Value, json};
 
 #[path = "review/acting.rs"]
@@ -62,23 +63,30 @@ fn script(dir: &Path, findings: &[Value]) -> String {
 
 /// [`script`], then the answers `then` (of the agents that run after the review's passes).
 fn script_then(dir: &Path, findings: &[Value], then: Vec<Value>) -> String {
-    let mut lines = Vec::new();
-    let mut first: Vec<Value> = findings
-        .iter()
-        .map(|f| json!({"name": "report_finding", "arguments": f}))
-        .collect();
-    first.push(
-        json!({"name": "submit_pass_results", "arguments": {"pass_number": 1, "summary": "diff"}}),
-    );
-    lines.push(json!({"tool_calls": first}));
-    for pass in 2..=4 {
-        lines.push(json!({"tool_calls": [{"name": "submit_pass_results", "arguments": {"pass_number": pass, "summary": "ok"}}]}));
-    }
+    let mut lines = review_lines(findings);
     lines.extend(then);
-    let path = dir.join("script.jsonl");
+    script_named(dir, "script.jsonl", &lines)
+}
+
+/// A `script:` model answering `lines` in order, written to `dir/name` (replacing a script of
+/// that name, so that a test can script the same model again).
+fn script_named(dir: &Path, name: &str, lines: &[Value]) -> String {
+    let path = dir.join(name);
     let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
     std::fs::write(&path, text).unwrap();
     format!("script:{}", path.display())
+}
+
+/// An agent's script in `dir/name`: each of `calls` in a turn of its own, then `summary`.
+fn agent_script(dir: &Path, name: &str, calls: &[Value], summary: &str) -> String {
+    let mut lines: Vec<Value> = calls.iter().map(|c| json!({"tool_calls": [c]})).collect();
+    lines.push(json!({"text": summary}));
+    script_named(dir, name, &lines)
+}
+
+/// A model with no answers at all, for commands that must not need one.
+fn empty_script(dir: &Path) -> String {
+    script_named(dir, "empty.jsonl", &[])
 }
 
 fn off_by_one() -> Value {
@@ -100,14 +108,21 @@ fn bugloop(dir: &Path, args: &[&str]) -> Output {
 /// `bugloop args...` in `dir`, which must end with exit status `code`: what it printed, as JSON.
 fn json_output(dir: &Path, args: &[&str], code: i32) -> Value {
     let output = bugloop(dir, args);
-    let (out, err) = (stdout(&output), stderr(&output));
-    assert_eq!(output.status.code(), Some(code), "{out}{err}");
-    serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"))
+    assert_exit(&output, code);
+    let out = stdout(&output);
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{}", stderr(&output)))
 }
 
 /// The findings tracked in `dir`, from `bugloop findings --format json`.
 fn findings_json(dir: &Path) -> Value {
     json_output(dir, &["findings", "--format", "json"], 0)
+}
+
+/// Fails the test unless `output` ended with exit status `code`, showing what it printed.
+#[track_caller]
+fn assert_exit(output: &Output, code: i32) {
+    let (out, err) = (stdout(output), stderr(output));
+    assert_eq!(output.status.code(), Some(code), "{out}{err}");
 }
 
 fn stdout(output: &Output) -> String {
@@ -134,19 +149,11 @@ fn every_format_and_the_fail_on_exit_code() {
     let model = script(scripts.path(), &[off_by_one()]);
 
     let text = bugloop(dir.path(), &["review", "--model", &model, "--fail-on", "8"]);
-    assert_eq!(
-        text.status.code(),
-        Some(1),
-        "{}{}",
-        stdout(&text),
-        stderr(&text)
-    );
+    assert_exit(&text, 1);
     let shown = stdout(&text);
-    assert!(
-        shown.contains("lib.rs\n") && shown.contains("high 8/10"),
-        "{shown}"
-    );
-    assert!(shown.contains("│     v[v.len()]"), "{shown}");
+    assert_contains(&shown, "lib.rs\n");
+    assert_contains(&shown, "high 8/10");
+    assert_contains(&shown, "│     v[v.len()]");
 
     // Full re-runs leave one finding; JSON follows the documented schema.
     let report = json_output(
@@ -213,20 +220,15 @@ fn every_format_and_the_fail_on_exit_code() {
         ],
     );
     let md = stdout(&markdown);
-    assert!(md.starts_with("## bugloop review\n"), "{md}");
-    assert!(
-        md.contains("| 8 | high | `lib.rs:6` | Index one past the end |"),
-        "{md}"
-    );
+    assert_starts_with(&md, "## bugloop review\n");
+    assert_contains(&md, "| 8 | high | `lib.rs:6` | Index one past the end |");
 
     let list = bugloop(dir.path(), &["findings"]);
-    assert!(stdout(&list).contains("PENDING"), "{}", stdout(&list));
+    assert_contains(&stdout(&list), "PENDING");
     let show = bugloop(dir.path(), &["findings", "show", "index-one"]);
     let shown = stdout(&show);
-    assert!(
-        shown.contains("PENDING") && shown.contains("### Index one past the end"),
-        "{shown}"
-    );
+    assert_contains(&shown, "PENDING");
+    assert_contains(&shown, "### Index one past the end");
     let missing = bugloop(dir.path(), &["findings", "show", "nope"]);
     assert_eq!(missing.status.code(), Some(2));
     assert!(stderr(&missing).contains("no finding \"nope\""));
@@ -238,11 +240,7 @@ fn no_change_and_dry_runs() {
     git(dir.path(), &["switch", "-q", "main"]);
     let output = bugloop(dir.path(), &["review", "--model", "script:/nonexistent"]);
     assert_eq!(output.status.code(), Some(0));
-    assert!(
-        stdout(&output).starts_with("Nothing to review"),
-        "{}",
-        stdout(&output)
-    );
+    assert_starts_with(&stdout(&output), "Nothing to review");
     // Each format is a document of its kind, for a file to hold.
     for format in ["json", "sarif"] {
         let shown = bugloop(dir.path(), &["review", "--format", format]);
@@ -257,11 +255,7 @@ fn no_change_and_dry_runs() {
         }
     }
     let markdown = bugloop(dir.path(), &["review", "--format", "markdown"]);
-    assert!(
-        stdout(&markdown).starts_with("## bugloop review\n\nNothing to review"),
-        "{}",
-        stdout(&markdown)
-    );
+    assert_starts_with(&stdout(&markdown), "## bugloop review\n\nNothing to review");
 
     git(dir.path(), &["switch", "-q", "feature"]);
     let scripts = tempfile::tempdir().unwrap();
@@ -273,11 +267,7 @@ fn no_change_and_dry_runs() {
     let report: Value = serde_json::from_str(&stdout(&dry)).unwrap();
     assert_eq!(report["findings"][0]["action"], "not_published");
     let list = bugloop(dir.path(), &["findings"]);
-    assert!(
-        stdout(&list).starts_with("No findings tracked"),
-        "{}",
-        stdout(&list)
-    );
+    assert_starts_with(&stdout(&list), "No findings tracked");
 }
 
 #[test]
@@ -287,11 +277,7 @@ fn repositories_without_commits_and_detached_heads() {
     std::fs::write(dir.path().join("lib.rs"), format!("{LIB}{LAST}")).unwrap();
     let output = bugloop(dir.path(), &["review", "--model", "script:/nonexistent"]);
     assert_eq!(output.status.code(), Some(2));
-    assert!(
-        stderr(&output).contains("no commits yet"),
-        "{}",
-        stderr(&output)
-    );
+    assert_contains(&stderr(&output), "no commits yet");
     let scripts = tempfile::tempdir().unwrap();
     let model = script(scripts.path(), &[off_by_one()]);
     let report = json_output(
@@ -331,14 +317,11 @@ fn an_answer_cut_at_the_output_limit_keeps_its_complete_findings() {
         "{{\"findings\": [{whole}, {made_up}, {{\"file\": \"lib.rs\", \"line\": 6, \"evidence\": \"v[v.l"
     );
     let write = |name: &str, answer: &str| {
-        let path = scripts.path().join(name);
         let lines = [
             json!({"capabilities": {"tools": false}}),
             json!({"text": answer, "finish": "length"}),
         ];
-        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
-        std::fs::write(&path, text).unwrap();
-        format!("script:{}", path.display())
+        script_named(scripts.path(), name, &lines)
     };
     let model = write("cut.jsonl", &cut);
     let args = ["review", "--model", &model, "--format", "json"];
@@ -352,10 +335,8 @@ fn an_answer_cut_at_the_output_limit_keeps_its_complete_findings() {
         "the kept entries are grounded like any: {report:#}"
     );
     let passes = report["passes"].to_string();
-    assert!(
-        passes.contains("cut off at its output limit") && passes.contains("the 2 complete entries"),
-        "{passes}"
-    );
+    assert_contains(&passes, "cut off at its output limit");
+    assert_contains(&passes, "the 2 complete entries");
     // Cut before anything closed: nothing to keep, a clear incomplete review (no parse error
     // shown as if the model had answered badly).
     let dir = repo();
@@ -393,11 +374,9 @@ fn binary_huge_and_non_utf8_files_are_reviewed_or_listed() {
     let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
     assert_eq!(report["change"]["files"], 4);
     let unreviewed = report["unreviewed"].to_string();
-    assert!(
-        unreviewed.contains("logo.png") && unreviewed.contains("binary"),
-        "{unreviewed}"
-    );
-    assert!(unreviewed.contains("huge.txt"), "{unreviewed}");
+    assert_contains(&unreviewed, "logo.png");
+    assert_contains(&unreviewed, "binary");
+    assert_contains(&unreviewed, "huge.txt");
     assert_eq!(report["findings"][0]["finding"], Value::Null);
     assert_eq!(report["findings"][0]["file"], "lib.rs");
     assert_eq!(output.status.code(), Some(3), "incomplete reviews say so");
@@ -450,13 +429,11 @@ fn a_file_whose_name_is_not_utf8_carries_a_finding() {
     );
 
     let list = stdout(&bugloop(dir.path(), &["findings"]));
-    assert!(
-        list.contains(shown_name) && list.contains("PENDING"),
-        "{list}"
-    );
+    assert_contains(&list, shown_name);
+    assert_contains(&list, "PENDING");
     let id = published["id"].as_str().unwrap();
     let show = stdout(&bugloop(dir.path(), &["findings", "show", id]));
-    assert!(show.contains(shown_name), "{show}");
+    assert_contains(&show, shown_name);
     // Found again on the next full run: the same comment, not a second one.
     let again = bugloop(
         dir.path(),
@@ -515,10 +492,8 @@ fn a_damaged_store_is_reported_and_can_be_reset() {
     let output = bugloop(dir.path(), &["review", "--model", &model]);
     assert_eq!(output.status.code(), Some(2));
     let message = stderr(&output);
-    assert!(
-        message.contains("store.db") && message.contains("bugloop store reset"),
-        "{message}"
-    );
+    assert_contains(&message, "store.db");
+    assert_contains(&message, "bugloop store reset");
     let reset = bugloop(dir.path(), &["store", "reset"]);
     assert_eq!(reset.status.code(), Some(0), "{}", stderr(&reset));
     let again = bugloop(dir.path(), &["review", "--model", &model]);
@@ -531,23 +506,23 @@ fn a_damaged_store_is_reported_and_can_be_reset() {
     assert_eq!(kept.len(), 1, "the damaged file is kept for recovery");
 }
 
-/// Publishes the off-by-one finding on `feature` and returns its id.
-fn reviewed(dir: &Path, scripts: &Path) -> String {
-    let model = script(scripts, &[off_by_one()]);
-    let output = bugloop(dir, &["review", "--model", &model, "--format", "json"]);
+/// [`repo`] with the off-by-one finding published on `feature`: the repository, the directory
+/// of the scripts and the finding's id.
+fn reviewed() -> (TestRepo, tempfile::TempDir, String) {
+    let dir = repo();
+    let scripts = tempfile::tempdir().unwrap();
+    let model = script(scripts.path(), &[off_by_one()]);
+    let output = bugloop(
+        dir.path(),
+        &["review", "--model", &model, "--format", "json"],
+    );
     let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
-    report["findings"][0]["id"].as_str().unwrap().to_owned()
+    let id = report["findings"][0]["id"].as_str().unwrap().to_owned();
+    (dir, scripts, id)
 }
 
 fn build_script(dir: &Path, calls: &[Value]) -> String {
-    let mut text: String = calls
-        .iter()
-        .map(|c| format!("{}\n", json!({"tool_calls": [c]})))
-        .collect();
-    text.push_str(&format!("{}\n", json!({"text": "Done."})));
-    let path = dir.join("build.jsonl");
-    std::fs::write(&path, text).unwrap();
-    format!("script:{}", path.display())
+    agent_script(dir, "build.jsonl", calls, "Done.")
 }
 
 fn user_view(dir: &Path) -> Vec<String> {
@@ -682,12 +657,8 @@ fn an_end_line_of_zero_publishes() {
 /// commits nothing is 1; an acknowledgement is 0.
 #[test]
 fn comment_exit_codes_say_what_happened() {
-    let dir = repo();
-    let scripts = tempfile::tempdir().unwrap();
-    let id = reviewed(dir.path(), scripts.path());
-    let empty = scripts.path().join("empty.jsonl");
-    std::fs::write(&empty, "").unwrap();
-    let model = format!("script:{}", empty.display());
+    let (dir, scripts, id) = reviewed();
+    let model = empty_script(scripts.path());
     let comments = |dir: &Path| stdout(&bugloop(dir, &["findings", "show", &id]));
 
     let unknown = bugloop(
@@ -715,11 +686,7 @@ fn comment_exit_codes_say_what_happened() {
         "{}",
         stderr(&failed)
     );
-    assert!(
-        stderr(&failed).contains("caused by:"),
-        "{}",
-        stderr(&failed)
-    );
+    assert_contains(&stderr(&failed), "caused by:");
     let after = comments(dir.path());
     assert!(
         !before.contains(question) && after.contains(question),
@@ -763,14 +730,8 @@ fn control_sequences_from_a_change_or_a_model_are_printed_escaped() {
         );
         let shown = stdout(&output);
         assert!(!shown.contains('\x1b') && !shown.contains('\r'), "{shown}");
-        assert!(
-            shown.contains(r"// \u001b]0;owned\u0007\u001b[2K\u001b[1A"),
-            "{shown}"
-        );
-        assert!(
-            shown.contains(r"Index \u001b[8mhidden\u001b[0m one past the end"),
-            "{shown}"
-        );
+        assert_contains(&shown, r"// \u001b]0;owned\u0007\u001b[2K\u001b[1A");
+        assert_contains(&shown, r"Index \u001b[8mhidden\u001b[0m one past the end");
     }
     let id = findings_json(repo.path())[0]["id"]
         .as_str()
@@ -778,5 +739,5 @@ fn control_sequences_from_a_change_or_a_model_are_printed_escaped() {
         .to_owned();
     let page = stdout(&bugloop(repo.path(), &["findings", "show", &id]));
     assert!(!page.contains('\x1b'), "{page}");
-    assert!(page.contains(r"\u001b]0;owned"), "{page}");
+    assert_contains(&page, r"\u001b]0;owned");
 }

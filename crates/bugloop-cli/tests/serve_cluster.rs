@@ -18,6 +18,7 @@ use bugloop_github_sim::fixture::{
 };
 use bugloop_server::AppCredentials;
 use bugloop_server::signature;
+use bugloop_testkit::assert_contains;
 use bugloop_testkit::postgres::Postgres;
 use serde_json::{Value, json};
 
@@ -577,7 +578,7 @@ async fn sigterm_hands_a_job_that_outlasts_the_grace_back_and_the_next_server_fi
     .unwrap();
     let (status, first) = status;
     assert!(status.success(), "{status:?}: {}", first.log());
-    assert!(first.log().contains("handed back"), "{}", first.log());
+    assert_contains(&first.log(), "handed back");
     let job = cluster
         .jobs()
         .await

@@ -160,11 +160,7 @@ fn every_source_file_says_what_it_is() {
             }
         }
     }
-    assert_eq!(
-        missing,
-        Vec::<String>::new(),
-        "files without a `//!` header"
-    );
+    assert_none_found(&missing, "files without a `//!` header");
 }
 
 #[test]
@@ -175,11 +171,7 @@ fn every_crate_is_in_the_code_map() {
         .map(|krate| krate.file_name().unwrap().to_string_lossy().into_owned())
         .filter(|name| !architecture.contains(&format!("### `crates/{name}`")))
         .collect();
-    assert_eq!(
-        missing,
-        Vec::<String>::new(),
-        "crates missing from ARCHITECTURE.md"
-    );
+    assert_none_found(&missing, "crates missing from ARCHITECTURE.md");
 }
 
 #[test]
@@ -216,7 +208,7 @@ fn no_two_files_of_a_crate_import_each_other() {
             ));
         }
     }
-    assert_eq!(found, Vec::<String>::new(), "import circles between files");
+    assert_none_found(&found, "import circles between files");
 }
 
 #[test]
@@ -257,24 +249,14 @@ fn workspace_packages() -> BTreeMap<String, BTreeSet<String>> {
 fn packages_with_dependencies_of_kind(
     kind: &serde_json::Value,
 ) -> BTreeMap<String, BTreeSet<String>> {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-    let output = std::process::Command::new(cargo)
-        .args([
-            "metadata",
-            "--format-version",
-            "1",
-            "--no-deps",
-            "--offline",
-        ])
-        .current_dir(workspace())
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "cargo metadata: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let metadata: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let stdout = cargo(&[
+        "metadata",
+        "--format-version",
+        "1",
+        "--no-deps",
+        "--offline",
+    ]);
+    let metadata: serde_json::Value = serde_json::from_slice(&stdout).unwrap();
     metadata["packages"]
         .as_array()
         .unwrap()
@@ -290,6 +272,38 @@ fn packages_with_dependencies_of_kind(
             (package["name"].as_str().unwrap().to_owned(), normal)
         })
         .collect()
+}
+
+/// Runs cargo (the one running the tests) with `args` in the workspace, which must succeed: its
+/// standard output.
+fn cargo(args: &[&str]) -> Vec<u8> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let output = std::process::Command::new(cargo)
+        .args(args)
+        .current_dir(workspace())
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "cargo {}: {}",
+        args[0],
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output.stdout
+}
+
+/// `file` as the workspace's path to it, for a finding's message.
+fn relative(file: &Path) -> String {
+    file.strip_prefix(workspace())
+        .unwrap()
+        .display()
+        .to_string()
+}
+
+/// Fails the check unless it `found` nothing; `why` says what the found things are.
+#[track_caller]
+fn assert_none_found(found: &[String], why: &str) {
+    assert_eq!(found, Vec::<String>::new(), "{why}");
 }
 
 /// The workspace crates `root` depends on normally, directly or through others.
@@ -308,28 +322,18 @@ fn below(packages: &BTreeMap<String, BTreeSet<String>>, root: &str) -> BTreeSet<
 
 /// The packages `cargo tree` lists for the CLI's normal (linked) dependencies with `features`.
 fn linked_into_the_cli(features: &[&str]) -> BTreeSet<String> {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-    let output = std::process::Command::new(cargo)
-        .args([
-            "tree",
-            "-p",
-            "bugloop-cli",
-            "-e",
-            "normal",
-            "--prefix",
-            "none",
-            "--offline",
-        ])
-        .args(features)
-        .current_dir(workspace())
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "cargo tree: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout)
+    let mut args = vec![
+        "tree",
+        "-p",
+        "bugloop-cli",
+        "-e",
+        "normal",
+        "--prefix",
+        "none",
+        "--offline",
+    ];
+    args.extend(features);
+    String::from_utf8(cargo(&args))
         .unwrap()
         .lines()
         .filter_map(|line| line.split_whitespace().next().map(str::to_owned))
@@ -393,11 +397,7 @@ fn only_the_server_knows_http_serving_and_the_job_queue() {
             }
         }
     }
-    assert_eq!(
-        found,
-        Vec::<String>::new(),
-        "server-only dependencies elsewhere"
-    );
+    assert_none_found(&found, "server-only dependencies elsewhere");
 }
 
 #[test]
@@ -443,11 +443,7 @@ fn no_production_manifest_names_test_support() {
             }
         }
     }
-    assert_eq!(
-        found,
-        Vec::<String>::new(),
-        "test support outside dev-dependencies"
-    );
+    assert_none_found(&found, "test support outside dev-dependencies");
 }
 
 /// The crates a manifest depends on normally (`[dependencies]`, `[dependencies.x]` and their
@@ -544,17 +540,13 @@ fn the_cli_code_names_no_crate_below_the_application_layer() {
         let text = std::fs::read_to_string(&file).unwrap();
         for name in &below_the_app {
             if text.contains(name.as_str()) {
-                found.push(format!(
-                    "{} names {name}",
-                    file.strip_prefix(workspace()).unwrap().display()
-                ));
+                found.push(format!("{} names {name}", relative(&file)));
             }
         }
     }
-    assert_eq!(
-        found,
-        Vec::<String>::new(),
-        "the CLI reaches below the application layer; go through bugloop-app"
+    assert_none_found(
+        &found,
+        "the CLI reaches below the application layer; go through bugloop-app",
     );
 }
 
@@ -657,18 +649,14 @@ fn no_function_grows_past_the_longest_allowed() {
             let text = std::fs::read_to_string(file).unwrap();
             for (function, length) in function_lengths(&text) {
                 if length > LONGEST_FUNCTION {
-                    found.push(format!(
-                        "{}: {function} is {length} lines",
-                        file.strip_prefix(workspace()).unwrap().display()
-                    ));
+                    found.push(format!("{}: {function} is {length} lines", relative(file)));
                 }
             }
         }
     }
-    assert_eq!(
-        found,
-        Vec::<String>::new(),
-        "functions over {LONGEST_FUNCTION} lines: split them by what they do"
+    assert_none_found(
+        &found,
+        &format!("functions over {LONGEST_FUNCTION} lines: split them by what they do"),
     );
 }
 
@@ -697,16 +685,12 @@ fn no_file_is_longer_than_one_can_read_in_a_sitting() {
         for file in files {
             let lines = std::fs::read_to_string(&file).unwrap().lines().count();
             if lines > LONGEST_FILE {
-                found.push(format!(
-                    "{}: {lines} lines",
-                    file.strip_prefix(workspace()).unwrap().display()
-                ));
+                found.push(format!("{}: {lines} lines", relative(&file)));
             }
         }
     }
-    assert_eq!(
-        found,
-        Vec::<String>::new(),
-        "files over {LONGEST_FILE} lines: split them by concern"
+    assert_none_found(
+        &found,
+        &format!("files over {LONGEST_FILE} lines: split them by concern"),
     );
 }

@@ -24,6 +24,14 @@ fn err(text: &str) -> String {
     .to_string()
 }
 
+/// Each of `texts` and the error `error` gives for it, a paragraph each.
+fn errors(texts: &[&str], error: impl Fn(&str) -> String) -> String {
+    texts
+        .iter()
+        .map(|text| format!("{text}  => {}\n", error(text)))
+        .collect()
+}
+
 /// Each variable set alone over the defaults, and the error it gets, added to `report`.
 fn env_errors(report: &mut String, variables: &[(&str, &str)]) {
     for (var, value) in variables {
@@ -168,14 +176,14 @@ fn the_specs_own_config_files_load() {
 
 #[test]
 fn keys_that_configure_nothing_are_refused_with_what_to_do() {
-    let mut report = String::new();
-    for text in [
-        "review:\n  trigger_mention: \"@bot\"\n",
-        "review:\n  threshold: 6\n  review_drafts: true\n",
-        "identity:\n  bot_logins: [me]\n",
-    ] {
-        report.push_str(&format!("{text}  => {}\n", parse(text).unwrap_err()));
-    }
+    let mut report = errors(
+        &[
+            "review:\n  trigger_mention: \"@bot\"\n",
+            "review:\n  threshold: 6\n  review_drafts: true\n",
+            "identity:\n  bot_logins: [me]\n",
+        ],
+        |text| parse(text).unwrap_err().to_string(),
+    );
     env_errors(
         &mut report,
         &[
@@ -188,18 +196,17 @@ fn keys_that_configure_nothing_are_refused_with_what_to_do() {
 
 #[test]
 fn web_access_names_what_is_wrong() {
-    let mut report = String::new();
-    for text in [
-        "review:\n  enable_web: true\n",
-        "review:\n  enable_web: true\n  web:\n    allow: [docs.rs, \"https://example.com/x\"]\n",
-        "review:\n  web:\n    allow_private: [\"intranet:8080\"]\n",
-        "review:\n  web:\n    search_url: \"https://searx.example/search?q=\"\n",
-        "review:\n  web:\n    max_kib: 0\n",
-        "review:\n  web:\n    timeout_seconds: 600\n",
-    ] {
-        let config = parse(text).unwrap();
-        report.push_str(&format!("{text}  => {}\n", validate(&config).unwrap_err()));
-    }
+    let report = errors(
+        &[
+            "review:\n  enable_web: true\n",
+            "review:\n  enable_web: true\n  web:\n    allow: [docs.rs, \"https://example.com/x\"]\n",
+            "review:\n  web:\n    allow_private: [\"intranet:8080\"]\n",
+            "review:\n  web:\n    search_url: \"https://searx.example/search?q=\"\n",
+            "review:\n  web:\n    max_kib: 0\n",
+            "review:\n  web:\n    timeout_seconds: 600\n",
+        ],
+        |text| validate(&parse(text).unwrap()).unwrap_err().to_string(),
+    );
     insta::assert_snapshot!(report);
     let fine = parse(
         "review:\n  enable_web: true\n  web:\n    allow: [docs.rs, \"*.python.org\", 10.0.0.7]\n    allow_private: [10.0.0.7]\n    search_url: \"http://10.0.0.7/search?format=json&q={query}\"\n",
@@ -399,6 +406,18 @@ budgets:
   max_cost_usd: 500
 ";
 
+/// The keys [`BRANCH`] sets that its review settings may not: ignored when it is trusted with
+/// review settings only.
+const BRANCH_ONLY_KEYS: [&str; 7] = [
+    "fix.verify_commands",
+    "gate.commands",
+    "sandbox.env_allowlist",
+    "sandbox.home_dirs",
+    "model.providers.x.base_url",
+    "model.providers.x.api_key_env",
+    "budgets.max_cost_usd",
+];
+
 const BASE_LABEL: &str = "main@1a2b3c4:.bugloop/config.yml";
 const BRANCH_LABEL: &str = "<repo>/.bugloop/config.yml";
 
@@ -438,17 +457,10 @@ fn summary(loaded: &Loaded) -> String {
     }
     let tree = serde_yaml_ng::to_value(&loaded.config).unwrap();
     out.push_str("effective:\n");
-    for key in [
-        "review.threshold",
-        "review.comment_limit",
-        "fix.verify_commands",
-        "gate.commands",
-        "sandbox.env_allowlist",
-        "sandbox.home_dirs",
-        "model.providers.x.base_url",
-        "model.providers.x.api_key_env",
-        "budgets.max_cost_usd",
-    ] {
+    for key in ["review.threshold", "review.comment_limit"]
+        .into_iter()
+        .chain(BRANCH_ONLY_KEYS)
+    {
         let path: Vec<&str> = key.split('.').collect();
         let value = path
             .iter()
@@ -543,18 +555,7 @@ fn ignored_settings_keep_the_base_values() {
     expected.review.comment_limit = 40;
     assert_eq!(loaded.config, expected);
     let keys: Vec<&str> = loaded.ignored.iter().map(|i| i.key.as_str()).collect();
-    assert_eq!(
-        keys,
-        [
-            "fix.verify_commands",
-            "gate.commands",
-            "sandbox.env_allowlist",
-            "sandbox.home_dirs",
-            "model.providers.x.base_url",
-            "model.providers.x.api_key_env",
-            "budgets.max_cost_usd",
-        ]
-    );
+    assert_eq!(keys, BRANCH_ONLY_KEYS);
     assert!(loaded.ignored.iter().all(|i| i.line.is_some()));
     let trusted = load_layered(&sources(BranchConfig::Trust)).unwrap();
     assert!(trusted.ignored.is_empty());

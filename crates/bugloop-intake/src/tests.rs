@@ -69,6 +69,12 @@ fn repository() -> Files {
     ])
 }
 
+/// The fingerprint of the report `text` in `repository`.
+fn fingerprint_of(text: &str, repository: &Files) -> String {
+    let report = read(text.as_bytes()).unwrap();
+    fingerprint(&report, &locate(&report, repository), repository)
+}
+
 #[test]
 fn every_report_in_tests_reports() {
     let repository = repository();
@@ -91,11 +97,7 @@ fn every_report_in_tests_reports() {
 fn a_repeat_after_an_edit_has_the_same_fingerprint_another_place_another() {
     let repository = repository();
     let original = std::fs::read_to_string("tests/reports/python.txt").unwrap();
-    let print = |text: &str| {
-        let report = read(text.as_bytes()).unwrap();
-        let located = locate(&report, &repository);
-        fingerprint(&report, &located, &repository)
-    };
+    let print = |text: &str| fingerprint_of(text, &repository);
     // Lines moved (an edit above), another checkout's paths, another message: the same error.
     let moved = original
         .replace("line 3", "line 7")
@@ -116,10 +118,7 @@ fn a_repeat_after_an_edit_has_the_same_fingerprint_another_place_another() {
 #[test]
 fn a_rust_panic_is_the_same_error_with_or_without_its_backtrace() {
     let repository = repository();
-    let print = |text: &str| {
-        let report = read(text.as_bytes()).unwrap();
-        fingerprint(&report, &locate(&report, &repository), &repository)
-    };
+    let print = |text: &str| fingerprint_of(text, &repository);
     let with = std::fs::read_to_string("tests/reports/rust.txt").unwrap();
     let without = "thread 'main' panicked at src/lib.rs:6:5:\nindex out of bounds: the len is 3 but the index is 3\nnote: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n";
     assert_eq!(print(&with), print(without));
@@ -153,10 +152,7 @@ fn a_java_root_cause_decides_the_error() {
 #[test]
 fn a_message_without_a_trace_is_told_apart_by_its_words_not_its_numbers() {
     let repository = repository();
-    let print = |text: &str| {
-        let report = read(text.as_bytes()).unwrap();
-        fingerprint(&report, &locate(&report, &repository), &repository)
-    };
+    let print = |text: &str| fingerprint_of(text, &repository);
     assert_eq!(
         print("connection to db-7 refused after 3 attempts (id 9f3a2b1c0d)"),
         print("connection to db-12 refused after 5 attempts (id 00ffee8812)")
@@ -285,11 +281,7 @@ fn every_sentry_alert_in_tests_sentry() {
 #[test]
 fn a_sentry_alert_and_the_same_trace_reported_have_one_fingerprint() {
     let repository = repository();
-    let print = |text: &str| {
-        let report = read(text.as_bytes()).unwrap();
-        let located = locate(&report, &repository);
-        fingerprint(&report, &located, &repository)
-    };
+    let print = |text: &str| fingerprint_of(text, &repository);
     for (sentry, trace) in [
         ("python.json", "python.txt"),
         ("javascript.json", "javascript.txt"),
@@ -390,10 +382,7 @@ fn another_statement_in_the_same_function_is_another_error() {
         "app/stats.py",
         "def mean(values):\n    total = 0\n    first = values[0]\n    return values[len(values)]\n",
     )]);
-    let print = |text: &str| {
-        let report = read(text.as_bytes()).unwrap();
-        fingerprint(&report, &locate(&report, &repository), &repository)
-    };
+    let print = |text: &str| fingerprint_of(text, &repository);
     let python = |line: u32, code: &str| {
         format!(
             "Traceback (most recent call last):\n  File \"/srv/app/stats.py\", line {line}, in mean\n    {code}\n    ~~~~~~^^^^^^^^^^^^^\nIndexError: list index out of range\n"

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use bugloop_github_sim::fixture::webhook_examples;
 use bugloop_queue::{Queue, Retries};
-use bugloop_server::serve::{WebhookState, router};
+use bugloop_server::serve::WebhookState;
 use serde_json::json;
 
 const SECRET: &[u8] = b"webhook secret";
@@ -69,23 +69,29 @@ async fn server_asking(
             ),
         )
     };
-    let listener = tokio::net::TcpListener::bind(address).await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move {
-        bugloop_server::serve::serve_http(
-            listener,
-            router(state),
-            std::future::pending(),
-            std::time::Duration::from_millis(500),
-        )
-        .await
-        .unwrap();
-    });
+    let url = crate::serve_on(address, state, std::time::Duration::from_millis(500)).await;
     Server {
         url,
         queue,
         _dir: dir,
     }
+}
+
+/// [`deliver`] of `body` signed with the server's secret.
+async fn deliver_signed(
+    server: &Server,
+    event: &str,
+    delivery: &str,
+    body: &[u8],
+) -> reqwest::StatusCode {
+    deliver(
+        server,
+        event,
+        delivery,
+        body,
+        &bugloop_webhooks_signature(body),
+    )
+    .await
 }
 
 async fn deliver(
@@ -122,8 +128,7 @@ async fn every_handled_example_is_accepted_and_a_job_made_when_it_asks_for_one()
     ] {
         for (n, example) in webhook_examples(event).into_iter().enumerate() {
             let body = example.to_string().into_bytes();
-            let signature = bugloop_webhooks_signature(&body);
-            let status = deliver(&server, event, &format!("{event}-{n}"), &body, &signature).await;
+            let status = deliver_signed(&server, event, &format!("{event}-{n}"), &body).await;
             assert!(
                 status == 202 || status == 204,
                 "{event} {}: {status}",
@@ -212,9 +217,8 @@ async fn the_status_page_lists_the_jobs_with_what_others_wrote_escaped() {
     })
     .to_string()
     .into_bytes();
-    let signature = bugloop_webhooks_signature(&body);
     assert_eq!(
-        deliver(&server, "pull_request", "d-x", &body, &signature).await,
+        deliver_signed(&server, "pull_request", "d-x", &body).await,
         202
     );
     let page = reqwest::get(format!("{}/", server.url)).await.unwrap();
@@ -254,17 +258,19 @@ async fn raw(server: &Server, head: &str, body: &[u8]) -> String {
         .to_owned()
 }
 
+/// The head of the ping delivery `delivery` (signed wrongly), promising `length` bytes of body.
+fn ping_head(delivery: &str, length: usize) -> String {
+    format!(
+        "POST /webhook HTTP/1.1\r\nhost: bugloop\r\ncontent-length: {length}\r\n\
+         x-github-event: ping\r\nx-github-delivery: {delivery}\r\nx-hub-signature-256: sha256=00\r\n\r\n"
+    )
+}
+
 #[tokio::test]
 async fn a_body_that_does_not_arrive_in_time_is_answered_408_and_nothing_stored() {
     let server = server_with(std::time::Duration::from_millis(300)).await;
     // A client that promises 1,000 bytes and sends one.
-    let status = raw(
-        &server,
-        "POST /webhook HTTP/1.1\r\nhost: bugloop\r\ncontent-length: 1000\r\n\
-         x-github-event: ping\r\nx-github-delivery: slow\r\nx-hub-signature-256: sha256=00\r\n\r\n",
-        b"{",
-    )
-    .await;
+    let status = raw(&server, &ping_head("slow", 1000), b"{").await;
     assert_eq!(status, "HTTP/1.1 408 Request Timeout");
     assert!(server.queue.jobs().await.unwrap().is_empty());
 }
@@ -273,16 +279,8 @@ async fn a_body_that_does_not_arrive_in_time_is_answered_408_and_nothing_stored(
 async fn a_body_over_githubs_limit_is_refused_413() {
     let server = server().await;
     let over = bugloop_server::serve::MAX_BODY_BYTES + 1;
-    let status = raw(
-        &server,
-        &format!(
-            "POST /webhook HTTP/1.1\r\nhost: bugloop\r\ncontent-length: {over}\r\n\
-             x-github-event: ping\r\nx-github-delivery: big\r\nx-hub-signature-256: sha256=00\r\n\r\n"
-        ),
-        // Refused on its declared length, before a byte of the body is read.
-        b"",
-    )
-    .await;
+    // Refused on its declared length, before a byte of the body is read.
+    let status = raw(&server, &ping_head("big", over), b"").await;
     assert_eq!(status, "HTTP/1.1 413 Payload Too Large");
     assert!(server.queue.jobs().await.unwrap().is_empty());
 }
@@ -592,17 +590,10 @@ async fn a_flood_of_outsiders_comments_is_not_queued_past_the_hourly_intake() {
     let mut statuses = Vec::new();
     for n in 0..25 {
         let body = comment_from("acme/widgets", "NONE", n);
-        let signature = bugloop_webhooks_signature(&body);
         statuses.push(
-            deliver(
-                &server,
-                "issue_comment",
-                &format!("flood-{n}"),
-                &body,
-                &signature,
-            )
-            .await
-            .as_u16(),
+            deliver_signed(&server, "issue_comment", &format!("flood-{n}"), &body)
+                .await
+                .as_u16(),
         );
     }
     assert_eq!(
@@ -621,28 +612,18 @@ async fn a_flood_of_outsiders_comments_is_not_queued_past_the_hourly_intake() {
     review["review"]["author_association"] = json!("NONE");
     review["review"]["user"] = json!({"login": "visitor", "type": "User", "id": 5});
     let body = review.to_string().into_bytes();
-    let signature = bugloop_webhooks_signature(&body);
-    let status = deliver(&server, "pull_request_review", "review", &body, &signature).await;
+    let status = deliver_signed(&server, "pull_request_review", "review", &body).await;
     assert_eq!(status, 204);
     review["review"]["author_association"] = json!("MEMBER");
     let body = review.to_string().into_bytes();
-    let signature = bugloop_webhooks_signature(&body);
-    let status = deliver(
-        &server,
-        "pull_request_review",
-        "review-2",
-        &body,
-        &signature,
-    )
-    .await;
+    let status = deliver_signed(&server, "pull_request_review", "review-2", &body).await;
     assert_eq!(status, 202, "a member's review is queued");
     for (delivery, repository, standing) in [
         ("member", "acme/widgets", "MEMBER"),
         ("elsewhere", "acme/gadgets", "FIRST_TIME_CONTRIBUTOR"),
     ] {
         let body = comment_from(repository, standing, 99);
-        let signature = bugloop_webhooks_signature(&body);
-        let status = deliver(&server, "issue_comment", delivery, &body, &signature).await;
+        let status = deliver_signed(&server, "issue_comment", delivery, &body).await;
         assert_eq!(status, 202, "{delivery}");
     }
     assert_eq!(server.queue.jobs().await.unwrap().len(), 23);
@@ -684,17 +665,10 @@ async fn a_read_only_collaborator_is_capped_as_an_outsider() {
     let mut statuses = Vec::new();
     for n in 0..22 {
         let body = comment("reader", "COLLABORATOR", n);
-        let signature = bugloop_webhooks_signature(&body);
         statuses.push(
-            deliver(
-                &server,
-                "issue_comment",
-                &format!("r-{n}"),
-                &body,
-                &signature,
-            )
-            .await
-            .as_u16(),
+            deliver_signed(&server, "issue_comment", &format!("r-{n}"), &body)
+                .await
+                .as_u16(),
         );
     }
     assert_eq!(statuses[..20], [202; 20], "{statuses:?}");
@@ -706,7 +680,6 @@ async fn a_read_only_collaborator_is_capped_as_an_outsider() {
         .count();
     assert_eq!(asked, 1, "asked once, the answer kept");
     let body = comment("writer", "MEMBER", 99);
-    let signature = bugloop_webhooks_signature(&body);
-    let status = deliver(&server, "issue_comment", "w-1", &body, &signature).await;
+    let status = deliver_signed(&server, "issue_comment", "w-1", &body).await;
     assert_eq!(status.as_u16(), 202, "a member who may write is not capped");
 }

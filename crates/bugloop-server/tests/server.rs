@@ -85,6 +85,28 @@ impl Setup {
     }
 }
 
+/// Serves `state` (the webhook endpoint and the status page) on `address` for as long as the
+/// test runs, headers awaited for `header_timeout`: its URL.
+async fn serve_on(
+    address: &str,
+    state: bugloop_server::serve::WebhookState,
+    header_timeout: Duration,
+) -> String {
+    let listener = tokio::net::TcpListener::bind(address).await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        bugloop_server::serve::serve_http(
+            listener,
+            bugloop_server::serve::router(state),
+            std::future::pending(),
+            header_timeout,
+        )
+        .await
+        .unwrap();
+    });
+    url
+}
+
 /// Claims and runs the next job, which must be there.
 async fn run_one(queue: &Queue, settings: &WorkerSettings) -> JobRun {
     run_next(queue, settings, &Stop::never())

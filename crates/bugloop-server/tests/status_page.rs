@@ -11,7 +11,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use bugloop_queue::{Failure, JobKind, NewJob, Queue, Retries};
-use bugloop_server::serve::{WebhookState, router};
+use bugloop_server::serve::WebhookState;
 
 const LEASE: Duration = Duration::from_secs(60);
 const HOSTILE: &str =
@@ -125,18 +125,8 @@ async fn chromium_renders_the_jobs_and_runs_none_of_the_hostile_text() {
         queue,
         bugloop_app::trigger_settings(&bugloop_config::Config::default(), Vec::new()),
     );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/", listener.local_addr().unwrap());
-    tokio::spawn(async move {
-        bugloop_server::serve::serve_http(
-            listener,
-            router(state),
-            std::future::pending(),
-            bugloop_server::serve::HEADER_TIMEOUT,
-        )
-        .await
-        .unwrap();
-    });
+    let url =
+        crate::serve_on("127.0.0.1:0", state, bugloop_server::serve::HEADER_TIMEOUT).await + "/";
 
     let profile = dir.path().join("profile");
     let screenshot = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("status-page.png");

@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 pub mod github;
+pub mod labels;
 pub mod model;
 pub mod postgres;
 pub mod users;
@@ -79,6 +80,18 @@ pub fn git_reproducible(dir: &Path, args: &[&str]) -> String {
         .env("GIT_COMMITTER_DATE", "2025-01-01T00:00:00Z")
         .output();
     checked(args, output)
+}
+
+/// Fails the test unless `text` contains `needle`; the message shows the whole text.
+#[track_caller]
+pub fn assert_contains(text: &str, needle: &str) {
+    assert!(text.contains(needle), "{needle:?} is not in:\n{text}");
+}
+
+/// Fails the test unless `text` starts with `start`; the message shows the whole text.
+#[track_caller]
+pub fn assert_starts_with(text: &str, start: &str) {
+    assert!(text.starts_with(start), "{start:?} does not start:\n{text}");
 }
 
 /// A git repository in a temporary directory (removed on drop), built step by step.

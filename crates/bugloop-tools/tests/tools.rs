@@ -7,7 +7,7 @@ use std::process::Command;
 
 use bugloop_domain::paths::IgnoreMatcher;
 use bugloop_sandbox::{Policy, SandboxSettings};
-use bugloop_testkit::git;
+use bugloop_testkit::{TestRepo, git};
 use bugloop_tools::{Registry, ToolContext, ToolError, Toolset, Workspace};
 use serde_json::json;
 
@@ -17,31 +17,25 @@ mod corpus;
 mod git;
 
 /// A small repository: two commits, a .gitignore, a binary file, a symlink out.
-fn repo() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path();
-    git(root, &["init", "-q", "-b", "main"]);
-    std::fs::create_dir_all(root.join("src")).unwrap();
-    std::fs::write(
-        root.join("src/lib.rs"),
+fn repo() -> TestRepo {
+    let repo = TestRepo::init("main");
+    repo.write(
+        "src/lib.rs",
         "pub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n",
-    )
-    .unwrap();
-    std::fs::write(root.join("README.md"), "# demo\nTODO: write docs\n").unwrap();
-    std::fs::write(root.join(".gitignore"), "target/\n").unwrap();
-    git(root, &["add", "."]);
-    commit(root, &["-m", "first"]);
-    std::fs::write(
-        root.join("src/lib.rs"),
+    );
+    repo.write("README.md", "# demo\nTODO: write docs\n");
+    repo.write(".gitignore", "target/\n");
+    repo.git(&["add", "."]);
+    commit(repo.path(), &["-m", "first"]);
+    repo.write(
+        "src/lib.rs",
         "pub fn add(a: i32, b: i32) -> i32 {\n    a - b // TODO: wrong\n}\n",
-    )
-    .unwrap();
-    commit(root, &["-am", "second"]);
-    std::fs::create_dir_all(root.join("target")).unwrap();
-    std::fs::write(root.join("target/out.rs"), "TODO: ignored build output\n").unwrap();
-    std::fs::write(root.join("blob.bin"), b"TODO\0\x01\x02").unwrap();
-    std::os::unix::fs::symlink("/etc", root.join("etc-link")).unwrap();
-    dir
+    );
+    commit(repo.path(), &["-am", "second"]);
+    repo.write("target/out.rs", "TODO: ignored build output\n");
+    std::fs::write(repo.path().join("blob.bin"), b"TODO\0\x01\x02").unwrap();
+    std::os::unix::fs::symlink("/etc", repo.path().join("etc-link")).unwrap();
+    repo
 }
 
 /// `git commit -q` with `args`, as the author `t` (the git tests look commits up by that name).

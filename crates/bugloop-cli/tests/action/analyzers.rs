@@ -2,6 +2,7 @@
 //! naming the tool and its rule, and a SARIF result under the tool's rule with its page.
 
 use bugloop_github_sim::fixture::{FixtureOptions, PullRequestFixture, review_lines, script_file};
+use bugloop_testkit::assert_contains;
 use serde_json::Value;
 
 use super::text;
@@ -50,11 +51,8 @@ async fn an_analyzers_hit_is_a_line_comment_and_a_sarif_result_under_its_rule() 
     );
     assert_eq!(rule["properties"]["tags"][0], "security");
     // The job summary and the summary comment say which analyzers ran.
-    assert!(
-        run.summary.contains("### Analyzers") && run.summary.contains("- `ruff`: 1 file(s)"),
-        "{}",
-        run.summary
-    );
+    assert_contains(&run.summary, "### Analyzers");
+    assert_contains(&run.summary, "- `ruff`: 1 file(s)");
     let summary = fixture.bot_issue_comments();
     assert!(
         summary.iter().any(|c| c.body.contains("#### Analyzers")),

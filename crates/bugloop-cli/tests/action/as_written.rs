@@ -14,6 +14,7 @@ use std::process::{Command, Output};
 
 use bugloop_github_sim::fixture::{FixtureOptions, PullRequestFixture, TOKEN, webhook_example};
 use bugloop_testkit::workspace as root;
+use bugloop_testkit::{assert_contains, assert_starts_with};
 use serde_yaml_ng::Value;
 
 use super::{review_script, text};
@@ -315,7 +316,7 @@ fn the_cache_key_is_of_the_sources_and_there_is_none_for_a_pin() {
     assert_eq!(key("0123456789012345678901234567890123456789"), "key=\n");
     let branch = key("main");
     let prefix = format!("key=bugloop-Linux-{}-", std::env::consts::ARCH);
-    assert!(branch.starts_with(&prefix), "{branch}");
+    assert_starts_with(&branch, &prefix);
     let hash = branch.trim().rsplit('-').next().unwrap();
     assert_eq!(hash.len(), 64, "{branch}");
     assert_eq!(key("feature"), branch);
@@ -332,8 +333,8 @@ async fn the_action_as_written_installs_its_release_and_reviews() {
         tokio::task::block_in_place(|| runner.install(fixture.workspace(), &served.url));
     let said = text(&installed);
     assert!(installed.status.success(), "{said}");
-    assert!(said.contains("installed release v0.1.0"), "{said}");
-    assert!(said.contains("build provenance verified"), "{said}");
+    assert_contains(&said, "installed release v0.1.0");
+    assert_contains(&said, "build provenance verified");
     let verified = std::fs::read_to_string(&gh_log).unwrap();
     let words: Vec<&str> = verified.split_whitespace().collect();
     assert!(
@@ -346,7 +347,7 @@ async fn the_action_as_written_installs_its_release_and_reviews() {
          https://github.com/bugloop/bugloop/.github/workflows/release.yml@refs/tags/v0.1.0 \
          --source-ref refs/tags/v0.1.0"
     );
-    assert!(said.contains("bugloop 0.1.0"), "{said}");
+    assert_contains(&said, "bugloop 0.1.0");
     assert!(!cargo_log.exists(), "nothing was built: {said}");
     // The token went to the runner's gh, and the step's output names the binary it installed.
     let token = gh_log.with_file_name("gh.token");
@@ -373,7 +374,7 @@ async fn the_action_as_written_installs_its_release_and_reviews() {
     assert!(text(&reviewed).contains("Index one past the end"));
     assert_eq!(fixture.finding_comments().len(), 1);
     let outputs = std::fs::read_to_string(runner.temp.path().join("github_output")).unwrap();
-    assert!(outputs.starts_with("sarif="), "{outputs}");
+    assert_starts_with(&outputs, "sarif=");
 }
 
 /// The install step's `sha256` output: the release binary's (the binary under test), checked at
@@ -441,13 +442,10 @@ fn a_commit_pin_installs_the_release_built_from_that_commit() {
     let installed = runner.install(dir.path(), &served.url);
     let said = text(&installed);
     assert!(installed.status.success(), "{said}");
-    assert!(said.contains("installed release v0.1.0"), "{said}");
+    assert_contains(&said, "installed release v0.1.0");
     assert!(!cargo_log.exists());
     let asked = std::fs::read_to_string(&gh_log).unwrap();
-    assert!(
-        asked.contains("release.yml@refs/tags/v0.1.0 --source-digest "),
-        "{asked}"
-    );
+    assert_contains(&asked, "release.yml@refs/tags/v0.1.0 --source-digest ");
 }
 
 /// A branch ref has no release: built from source, saying so. A commit ref whose release was
@@ -545,18 +543,18 @@ fn the_apparmor_step_loads_a_profile_for_bwrap_only_when_restricted() {
         .output()
         .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
     if !root_user {
-        assert!(said.contains("::warning"), "{said}");
+        assert_contains(&said, "::warning");
         assert!(said.contains("AppArmor restricts unprivileged user namespaces"));
         assert!(said.contains("bwrap-userns-restrict"));
         return;
     }
     // Ubuntu's profile is not there: one for /usr/bin/bwrap alone.
     let profile = std::fs::read_to_string(profiles.path().join("bugloop-bwrap")).unwrap();
-    assert!(
-        profile.contains("profile bugloop-bwrap \"/usr/bin/bwrap\" flags=(unconfined) {"),
-        "{profile}"
+    assert_contains(
+        &profile,
+        "profile bugloop-bwrap \"/usr/bin/bwrap\" flags=(unconfined) {",
     );
-    assert!(profile.contains("  userns,\n"), "{profile}");
+    assert_contains(&profile, "  userns,\n");
     assert_eq!(profile.matches('{').count(), profile.matches('}').count());
     assert_eq!(
         std::fs::read_to_string(&parsed).unwrap(),
@@ -584,8 +582,5 @@ fn the_apparmor_step_loads_a_profile_for_bwrap_only_when_restricted() {
             profiles.path().join("bwrap-userns-restrict").display()
         )
     );
-    assert!(
-        said.contains("loaded Ubuntu's bwrap-userns-restrict profile"),
-        "{said}"
-    );
+    assert_contains(&said, "loaded Ubuntu's bwrap-userns-restrict profile");
 }

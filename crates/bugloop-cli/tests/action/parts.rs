@@ -2,6 +2,7 @@
 //! are published as the part ends, and what GitHub shows in the end is one comment per finding
 //! (the same problem reported by both parts is one) and one summary.
 
+use bugloop_testkit::assert_contains;
 use serde_json::{Value, json};
 
 use bugloop_github_sim::fixture::{
@@ -72,7 +73,7 @@ async fn findings_published_part_by_part_are_one_comment_each_and_one_summary() 
     );
     let run = review_in_parts(&fixture, &model);
     let said = run.ok();
-    assert!(said.contains("published when part 1 of 2 ended"), "{said}");
+    assert_contains(&said, "published when part 1 of 2 ended");
     assert!(!said.contains("updates the existing comment"), "{said}");
     let comments = fixture.finding_comments();
     assert_eq!(comments.len(), 2, "{comments:#?}\n{said}");
@@ -105,50 +106,47 @@ async fn a_comment_written_early_whose_answer_was_lost_is_not_written_again() {
     assert_eq!(fixture.bot_issue_comments().len(), 1, "one summary: {said}");
 }
 
-for_each_user!(
+for_each_user! {
     /// A fork's pull request reviewed in parts, as root and as uid 65534: its review is reported,
     /// and no part publishes anything to it (a fork's review writes nothing, early or late).
-    a_forks_pull_request_reviewed_in_parts_gets_nothing_written
-        => a_forks_pull_request_reviewed_in_parts_gets_nothing_written_as
-);
-
-async fn a_forks_pull_request_reviewed_in_parts_gets_nothing_written_as(user: Option<u32>) {
-    let fixture = PullRequestFixture::new(FixtureOptions {
-        head_files: &[("util.rs", UTIL)],
-        fork: true,
-        ..FixtureOptions::default()
-    })
-    .await;
-    let scripts = tempfile::tempdir().unwrap();
-    let model = script_file(
-        scripts.path(),
-        &[
-            part("part 1 of 2", &[off_by_one()]),
-            part("part 2 of 2", &[]),
-        ],
-    );
-    let run = review_in_parts_as(user, &fixture, &model);
-    let said = run.ok();
-    assert!(said.contains("Index one past the end"), "{said}");
-    assert!(!said.contains("published when part"), "{said}");
-    assert_eq!(fixture.finding_comments().len(), 0, "{said}");
-    assert_eq!(fixture.bot_issue_comments().len(), 0, "{said}");
-    let writes: Vec<_> = fixture
-        .sim
-        .requests()
-        .into_iter()
-        .filter(|r| r.method != "GET" && r.operation.is_none())
-        .collect();
-    assert_eq!(writes, Vec::new(), "{said}");
-    let operations: Vec<_> = fixture
-        .sim
-        .requests()
-        .into_iter()
-        .filter_map(|r| r.operation)
-        .collect();
-    // GraphQL is only read (the threads); a mutation would be a write.
-    assert!(
-        operations.iter().all(|o| o == "ReviewThreads"),
-        "{operations:?}"
-    );
+    async fn a_forks_pull_request_reviewed_in_parts_gets_nothing_written(user) {
+        let fixture = PullRequestFixture::new(FixtureOptions {
+            head_files: &[("util.rs", UTIL)],
+            fork: true,
+            ..FixtureOptions::default()
+        })
+        .await;
+        let scripts = tempfile::tempdir().unwrap();
+        let model = script_file(
+            scripts.path(),
+            &[
+                part("part 1 of 2", &[off_by_one()]),
+                part("part 2 of 2", &[]),
+            ],
+        );
+        let run = review_in_parts_as(user, &fixture, &model);
+        let said = run.ok();
+        assert_contains(&said, "Index one past the end");
+        assert!(!said.contains("published when part"), "{said}");
+        assert_eq!(fixture.finding_comments().len(), 0, "{said}");
+        assert_eq!(fixture.bot_issue_comments().len(), 0, "{said}");
+        let writes: Vec<_> = fixture
+            .sim
+            .requests()
+            .into_iter()
+            .filter(|r| r.method != "GET" && r.operation.is_none())
+            .collect();
+        assert_eq!(writes, Vec::new(), "{said}");
+        let operations: Vec<_> = fixture
+            .sim
+            .requests()
+            .into_iter()
+            .filter_map(|r| r.operation)
+            .collect();
+        // GraphQL is only read (the threads); a mutation would be a write.
+        assert!(
+            operations.iter().all(|o| o == "ReviewThreads"),
+            "{operations:?}"
+        );
+    }
 }

@@ -7,9 +7,10 @@
 use bugloop_github_sim::fixture::{
     FixtureOptions, NUMBER, PullRequestFixture, off_by_one, review_lines, script_file,
 };
+use bugloop_testkit::{assert_contains, assert_starts_with};
 use serde_json::{Value, json};
 
-use super::{action, comment_event, fixing_script};
+use super::{action_as, comment_event, fixing_script};
 
 const CARGO_TOML: &str = "[package]\nname = \"widgets\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[lib]\npath = \"lib.rs\"\n";
 const CONFIG: &str = "review:\n  prove:\n    test_command: cargo test --offline --quiet --test {test_name}\n    commit_tests: true\n";
@@ -43,8 +44,8 @@ async fn a_proven_finding_through_the_action_and_a_fix_that_passes_its_test() {
         ),
         "{body}"
     );
-    assert!(body.contains("The test: tests/proof_last.rs"), "{body}");
-    assert!(body.contains("index out of bounds"), "{body}");
+    assert_contains(body, "The test: tests/proof_last.rs");
+    assert_contains(body, "index out of bounds");
 
     let sarif: Value = serde_json::from_str(
         &std::fs::read_to_string(run.temp.path().join("bugloop.sarif")).unwrap(),
@@ -56,7 +57,7 @@ async fn a_proven_finding_through_the_action_and_a_fix_that_passes_its_test() {
         result["relatedLocations"][0]["physicalLocation"]["artifactLocation"]["uri"],
         "tests/proof_last.rs"
     );
-    assert!(run.summary.contains("proven"), "{}", run.summary);
+    assert_contains(&run.summary, "proven");
 
     // `@bugloop fix all`: the same test must pass after the fix, and is committed with it.
     let said = "@bugloop fix all";
@@ -64,7 +65,7 @@ async fn a_proven_finding_through_the_action_and_a_fix_that_passes_its_test() {
     let payload = comment_event(&fixture, "issue_comment", comment, said);
     let fixing = fixing_script(scripts.path());
     let before = fixture.origin_head();
-    let run = action(&fixture, "issue_comment", &payload, &[], &fixing);
+    let run = action_as(None, &fixture, "issue_comment", &payload, &[], &fixing);
     let output = run.ok();
     let pushed = fixture.origin_head();
     assert_ne!(pushed, before, "{output}");
@@ -104,11 +105,7 @@ async fn a_passing_test_drops_nothing_from_an_author_without_write_access() {
     let (run, output) = super::opened_as(None, &fixture, &[], &model);
     let comments = fixture.finding_comments();
     assert_eq!(comments.len(), 1, "kept, published: {output}");
-    assert!(
-        comments[0].body.starts_with("**Not reproduced:**"),
-        "{}",
-        comments[0].body
-    );
+    assert_starts_with(&comments[0].body, "**Not reproduced:**");
     assert!(
         run.summary
             .contains("the change's author cannot write to the repository"),

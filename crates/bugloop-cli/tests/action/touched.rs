@@ -3,6 +3,7 @@
 //! scripted model. What GitHub shows is checked: the finding's review comment and its thread,
 //! the summary comment, the SARIF file.
 
+use bugloop_testkit::assert_contains;
 use bugloop_testkit::model::{
     STATS_BASE as BASE, stats_feature as feature, stats_off_by_one as off_by_one,
 };
@@ -12,7 +13,7 @@ use bugloop_github_sim::fixture::{
     FixtureOptions, NUMBER, PullRequestFixture, review_lines, script_file, webhook_example,
 };
 
-use super::{Run, action, opened_as, text};
+use super::{Run, action_as, opened_as, text};
 
 /// The pull request (which adds the off-by-one in `stats.py`), reviewed once.
 async fn reviewed(scripts: &std::path::Path) -> PullRequestFixture {
@@ -47,7 +48,7 @@ fn push_and_review(
         .set_head(NUMBER, &head, Some(fixture.diff_at(&head)));
     let mut payload = webhook_example("pull_request", "synchronize", fixture);
     payload["pull_request"]["head"]["sha"] = json!(head);
-    let run = action(fixture, "pull_request", &payload, &[], model);
+    let run = action_as(None, fixture, "pull_request", &payload, &[], model);
     let sarif_path = run.temp.path().join("bugloop.sarif");
     let sarif = std::fs::read_to_string(sarif_path)
         .map(|text| serde_json::from_str(&text).unwrap())
@@ -107,8 +108,8 @@ async fn a_line_put_back_as_the_base_has_it_resolves_and_a_revert_raises_it_agai
     let (resolved, replies) = thread(&fixture);
     assert!(resolved, "the review thread is resolved");
     assert!(replies.iter().any(|r| r.contains(&reason)), "{replies:#?}");
-    assert!(summary(&fixture).contains(&reason), "{}", summary(&fixture));
-    assert!(run.summary.contains(&reason), "{}", run.summary);
+    assert_contains(&summary(&fixture), &reason);
+    assert_contains(&run.summary, &reason);
     assert_eq!(sarif_results(&sarif), 0, "{sarif:#}");
 
     // Reverted: raised again in the same thread, which is reopened; no second comment.
@@ -198,11 +199,7 @@ async fn code_moved_to_another_file_is_followed_not_resolved() {
     run.ok();
     let comments = fixture.finding_comments();
     assert_eq!(comments.len(), 1);
-    assert!(
-        comments[0].body.contains("`util.py:6`"),
-        "{}",
-        comments[0].body
-    );
+    assert_contains(&comments[0].body, "`util.py:6`");
     assert!(!thread(&fixture).0, "still open");
     let results = sarif["runs"][0]["results"].as_array().unwrap();
     assert_eq!(results.len(), 1, "{sarif:#}");

@@ -11,9 +11,10 @@ use bugloop_github_sim::fixture::{
     BOT, FixtureOptions, NUMBER, PullRequestFixture, off_by_one, review_lines, script_file,
     webhook_example,
 };
+use bugloop_testkit::assert_contains;
 use serde_json::json;
 
-use super::{action, action_as, comment_event, fixing_script, opened_as, review_script, text};
+use super::{action_as, comment_event, fixing_script, opened_as, review_script, text};
 
 fn git(dir: &Path, args: &[&str]) {
     let status = Command::new("git")
@@ -43,115 +44,106 @@ fn everything_under(dir: &Path) -> String {
     text
 }
 
-for_each_user!(
-    a_gitignored_secret_of_the_checkout_is_never_read
-        => a_gitignored_secret_of_the_checkout_is_never_read_as
-);
-
-async fn a_gitignored_secret_of_the_checkout_is_never_read_as(user: Option<u32>) {
-    let fixture = PullRequestFixture::new(FixtureOptions::default()).await;
-    let workspace = fixture.workspace();
-    // As actions/checkout leaves it for a pull request: the head, clean, and an earlier step's
-    // `.env` that git ignores.
-    git(workspace, &["fetch", "-q", "origin", &fixture.head]);
-    git(workspace, &["checkout", "-q", "--detach", &fixture.head]);
-    std::fs::write(workspace.join(".env"), "API_TOKEN=canary-env-0451\n").unwrap();
-    std::fs::write(workspace.join(".git/info/exclude"), ".env\n").unwrap();
-    let scripts = tempfile::tempdir().unwrap();
-    let mut lines =
-        vec![json!({"tool_calls": [{"name": "read_file", "arguments": {"path": ".env"}}]})];
-    lines.extend(review_lines(&[off_by_one()]));
-    let model = script_file(scripts.path(), &lines);
-    let (run, output) = opened_as(user, &fixture, &[], &model);
-    let mut seen = output;
-    seen.push_str(&run.summary);
-    seen.push_str(&everything_under(run.temp.path()));
-    seen.push_str(&everything_under(&workspace.join(".git/bugloop")));
-    seen.push_str(&comments_text(&fixture));
-    assert!(
-        !seen.contains("canary-env-0451"),
-        "the checkout's ignored file was read"
-    );
-    assert!(
-        everything_under(&workspace.join(".git/bugloop")).contains("read_file")
-            || everything_under(run.temp.path()).contains("read_file"),
-        "the model asked for the file (the transcript says what it got)"
-    );
+for_each_user! {
+    async fn a_gitignored_secret_of_the_checkout_is_never_read(user) {
+        let fixture = PullRequestFixture::new(FixtureOptions::default()).await;
+        let workspace = fixture.workspace();
+        // As actions/checkout leaves it for a pull request: the head, clean, and an earlier step's
+        // `.env` that git ignores.
+        git(workspace, &["fetch", "-q", "origin", &fixture.head]);
+        git(workspace, &["checkout", "-q", "--detach", &fixture.head]);
+        std::fs::write(workspace.join(".env"), "API_TOKEN=canary-env-0451\n").unwrap();
+        std::fs::write(workspace.join(".git/info/exclude"), ".env\n").unwrap();
+        let scripts = tempfile::tempdir().unwrap();
+        let mut lines =
+            vec![json!({"tool_calls": [{"name": "read_file", "arguments": {"path": ".env"}}]})];
+        lines.extend(review_lines(&[off_by_one()]));
+        let model = script_file(scripts.path(), &lines);
+        let (run, output) = opened_as(user, &fixture, &[], &model);
+        let mut seen = output;
+        seen.push_str(&run.summary);
+        seen.push_str(&everything_under(run.temp.path()));
+        seen.push_str(&everything_under(&workspace.join(".git/bugloop")));
+        seen.push_str(&comments_text(&fixture));
+        assert!(
+            !seen.contains("canary-env-0451"),
+            "the checkout's ignored file was read"
+        );
+        assert!(
+            everything_under(&workspace.join(".git/bugloop")).contains("read_file")
+                || everything_under(run.temp.path()).contains("read_file"),
+            "the model asked for the file (the transcript says what it got)"
+        );
+    }
 }
 
-for_each_user!(
-    a_sarif_symlink_in_the_workspace_is_never_followed
-        => a_sarif_symlink_in_the_workspace_is_never_followed_as
-);
-
-async fn a_sarif_symlink_in_the_workspace_is_never_followed_as(user: Option<u32>) {
-    let fixture = PullRequestFixture::new(FixtureOptions::default()).await;
-    let runner = tempfile::tempdir().unwrap();
-    let target = runner.path().join("runner-file");
-    std::fs::write(&target, "the runner's own file\n").unwrap();
-    std::os::unix::fs::symlink(&target, fixture.workspace().join("bugloop.sarif")).unwrap();
-    let scripts = tempfile::tempdir().unwrap();
-    let model = review_script(scripts.path());
-    let payload = webhook_example("pull_request", "opened", &fixture);
-    // A runner without RUNNER_TEMP.
-    let run = action_as(
-        user,
-        &fixture,
-        "pull_request",
-        &payload,
-        &[("RUNNER_TEMP", "")],
-        &model,
-    );
-    run.ok();
-    assert_eq!(
-        std::fs::read_to_string(&target).unwrap(),
-        "the runner's own file\n"
-    );
-    let written = run
-        .outputs
-        .strip_prefix("sarif=")
-        .unwrap_or_else(|| panic!("{}", run.outputs))
-        .trim();
-    assert!(
-        !Path::new(written).starts_with(fixture.workspace()),
-        "{written}"
-    );
-    let sarif: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(written).unwrap()).unwrap();
-    assert_eq!(sarif["runs"][0]["results"].as_array().unwrap().len(), 1);
+for_each_user! {
+    async fn a_sarif_symlink_in_the_workspace_is_never_followed(user) {
+        let fixture = PullRequestFixture::new(FixtureOptions::default()).await;
+        let runner = tempfile::tempdir().unwrap();
+        let target = runner.path().join("runner-file");
+        std::fs::write(&target, "the runner's own file\n").unwrap();
+        std::os::unix::fs::symlink(&target, fixture.workspace().join("bugloop.sarif")).unwrap();
+        let scripts = tempfile::tempdir().unwrap();
+        let model = review_script(scripts.path());
+        let payload = webhook_example("pull_request", "opened", &fixture);
+        // A runner without RUNNER_TEMP.
+        let run = action_as(
+            user,
+            &fixture,
+            "pull_request",
+            &payload,
+            &[("RUNNER_TEMP", "")],
+            &model,
+        );
+        run.ok();
+        assert_eq!(
+            std::fs::read_to_string(&target).unwrap(),
+            "the runner's own file\n"
+        );
+        let written = run
+            .outputs
+            .strip_prefix("sarif=")
+            .unwrap_or_else(|| panic!("{}", run.outputs))
+            .trim();
+        assert!(
+            !Path::new(written).starts_with(fixture.workspace()),
+            "{written}"
+        );
+        let sarif: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(written).unwrap()).unwrap();
+        assert_eq!(sarif["runs"][0]["results"].as_array().unwrap().len(), 1);
+    }
 }
 
-for_each_user!(
-    a_duplicate_an_earlier_run_left_is_removed_by_the_next
-        => a_duplicate_an_earlier_run_left_is_removed_by_the_next_as
-);
-
-async fn a_duplicate_an_earlier_run_left_is_removed_by_the_next_as(user: Option<u32>) {
-    let fixture = PullRequestFixture::new(FixtureOptions::default()).await;
-    let scripts = tempfile::tempdir().unwrap();
-    let payload = webhook_example("pull_request", "opened", &fixture);
-    let model = review_script(scripts.path());
-    let first = action_as(user, &fixture, "pull_request", &payload, &[], &model);
-    first.ok();
-    let comments = fixture.finding_comments();
-    assert_eq!(comments.len(), 1);
-    // What a run whose listing lagged behind its own write leaves: the same finding twice.
-    let original = &comments[0];
-    fixture.sim.review_comment_as(
-        NUMBER,
-        BOT,
-        &original.path,
-        original.line.unwrap(),
-        &original.body,
-    );
-    assert_eq!(fixture.finding_comments().len(), 2);
-    // A later run that adds nothing (the same head, nothing new) still cleans it up.
-    let model = review_script(scripts.path());
-    let again = action_as(user, &fixture, "pull_request", &payload, &[], &model);
-    again.ok();
-    let left = fixture.finding_comments();
-    assert_eq!(left.len(), 1, "{left:#?}");
-    assert_eq!(left[0].id, original.id, "the oldest stays");
+for_each_user! {
+    async fn a_duplicate_an_earlier_run_left_is_removed_by_the_next(user) {
+        let fixture = PullRequestFixture::new(FixtureOptions::default()).await;
+        let scripts = tempfile::tempdir().unwrap();
+        let payload = webhook_example("pull_request", "opened", &fixture);
+        let model = review_script(scripts.path());
+        let first = action_as(user, &fixture, "pull_request", &payload, &[], &model);
+        first.ok();
+        let comments = fixture.finding_comments();
+        assert_eq!(comments.len(), 1);
+        // What a run whose listing lagged behind its own write leaves: the same finding twice.
+        let original = &comments[0];
+        fixture.sim.review_comment_as(
+            NUMBER,
+            BOT,
+            &original.path,
+            original.line.unwrap(),
+            &original.body,
+        );
+        assert_eq!(fixture.finding_comments().len(), 2);
+        // A later run that adds nothing (the same head, nothing new) still cleans it up.
+        let model = review_script(scripts.path());
+        let again = action_as(user, &fixture, "pull_request", &payload, &[], &model);
+        again.ok();
+        let left = fixture.finding_comments();
+        assert_eq!(left.len(), 1, "{left:#?}");
+        assert_eq!(left[0].id, original.id, "the oldest stays");
+    }
 }
 
 /// What bugloop commented on the pull request: its issue comments, then its finding comments.
@@ -186,246 +178,224 @@ fn failing_provider() -> u16 {
     port
 }
 
-for_each_user!(
-    a_model_error_is_published_without_the_providers_words_or_a_path
-        => a_model_error_is_published_without_the_providers_words_or_a_path_as
-);
-
-async fn a_model_error_is_published_without_the_providers_words_or_a_path_as(user: Option<u32>) {
-    let port = failing_provider();
-    let config = format!(
-        "model:\n  max_retries: 0\n  providers:\n    stub:\n      base_url: http://127.0.0.1:{port}/v1\n"
-    );
-    let fixture = PullRequestFixture::new(FixtureOptions {
-        base_config: Some(&config),
-        ..FixtureOptions::default()
-    })
-    .await;
-    let payload = webhook_example("pull_request", "opened", &fixture);
-    let run = action_as(
-        user,
-        &fixture,
-        "pull_request",
-        &payload,
-        &[],
-        "stub:any-model",
-    );
-    let output = text(&run.output);
-    let mut published = run.summary;
-    published.push_str(&comments_text(&fixture));
-    assert!(
-        published.contains("the provider failed (HTTP 500)"),
-        "{output}\n{published}"
-    );
-    for private in [
-        "canary-provider-0451",
-        "/srv/provider",
-        "/tmp/",
-        "transcript",
-    ] {
-        assert!(!published.contains(private), "{private}: {published}");
+for_each_user! {
+    async fn a_model_error_is_published_without_the_providers_words_or_a_path(user) {
+        let port = failing_provider();
+        let config = format!(
+            "model:\n  max_retries: 0\n  providers:\n    stub:\n      base_url: http://127.0.0.1:{port}/v1\n"
+        );
+        let fixture = PullRequestFixture::new(FixtureOptions {
+            base_config: Some(&config),
+            ..FixtureOptions::default()
+        })
+        .await;
+        let payload = webhook_example("pull_request", "opened", &fixture);
+        let run = action_as(
+            user,
+            &fixture,
+            "pull_request",
+            &payload,
+            &[],
+            "stub:any-model",
+        );
+        let output = text(&run.output);
+        let mut published = run.summary;
+        published.push_str(&comments_text(&fixture));
+        assert!(
+            published.contains("the provider failed (HTTP 500)"),
+            "{output}\n{published}"
+        );
+        for private in [
+            "canary-provider-0451",
+            "/srv/provider",
+            "/tmp/",
+            "transcript",
+        ] {
+            assert!(!published.contains(private), "{private}: {published}");
+        }
     }
 }
 
-for_each_user!(
+for_each_user! {
     /// A delivery about a comment GitHub never issued (its author and body written by whoever sent
     /// it) is not acted on: the comment is read from GitHub by its id, and there is none.
-    a_comment_github_never_issued_is_refused
-        => a_comment_github_never_issued_is_refused_as
-);
-
-async fn a_comment_github_never_issued_is_refused_as(user: Option<u32>) {
-    let fixture = PullRequestFixture::new(FixtureOptions::default()).await;
-    let scripts = tempfile::tempdir().unwrap();
-    let review = review_script(scripts.path());
-    opened_as(user, &fixture, &[], &review);
-    let payload = comment_event(&fixture, "issue_comment", 987_654_321, "@bugloop fix all");
-    let fixing = fixing_script(scripts.path());
-    let before = fixture.origin_head();
-    let run = action_as(user, &fixture, "issue_comment", &payload, &[], &fixing);
-    let output = run.ok();
-    assert!(
-        output.contains("comment 987654321 is not on this pull request"),
-        "{output}"
-    );
-    assert_eq!(fixture.origin_head(), before, "nothing was pushed");
+    async fn a_comment_github_never_issued_is_refused(user) {
+        let fixture = PullRequestFixture::new(FixtureOptions::default()).await;
+        let scripts = tempfile::tempdir().unwrap();
+        let review = review_script(scripts.path());
+        opened_as(user, &fixture, &[], &review);
+        let payload = comment_event(&fixture, "issue_comment", 987_654_321, "@bugloop fix all");
+        let fixing = fixing_script(scripts.path());
+        let before = fixture.origin_head();
+        let run = action_as(user, &fixture, "issue_comment", &payload, &[], &fixing);
+        let output = run.ok();
+        assert_contains(&output, "comment 987654321 is not on this pull request");
+        assert_eq!(fixture.origin_head(), before, "nothing was pushed");
+    }
 }
 
-for_each_user!(
+for_each_user! {
     /// Comments from people without write access are answered within the repository's rate: the
     /// answers bugloop gave such comments in the hour before are counted on GitHub itself, so each
     /// Action run sees them; past the rate a comment gets no answer and no model call (the model of
     /// those runs cannot even be opened), while a writer is answered as ever.
-    outsiders_are_answered_within_the_repositorys_rate
-        => outsiders_are_answered_within_the_repositorys_rate_as
-);
-
-async fn outsiders_are_answered_within_the_repositorys_rate_as(user: Option<u32>) {
-    let fixture = PullRequestFixture::new(FixtureOptions::default()).await;
-    fixture.sim.set_permission("mallory", "read");
-    let scripts = tempfile::tempdir().unwrap();
-    let answering = script_file(
-        scripts.path(),
-        &[json!({"text": "It panics: `v[v.len()]` is one past the end."})],
-    );
-    let no_model = "script:/nonexistent/model.jsonl".to_owned();
-    let comment = |author: &str, n: usize| {
-        let body = format!("@bugloop question {n}: what does `last` return for an empty vector?");
-        let id = fixture.sim.comment_as(NUMBER, author, &body);
-        let mut payload = webhook_example("issue_comment", "created", &fixture);
-        payload["comment"]["id"] = json!(id);
-        payload["comment"]["body"] = json!(body);
-        payload["comment"]["user"] = json!({"login": author, "type": "User", "id": 7});
-        payload["sender"] = json!({"login": author, "type": "User", "id": 7});
-        payload
-    };
-    let answers = || {
-        fixture
+    async fn outsiders_are_answered_within_the_repositorys_rate(user) {
+        let fixture = PullRequestFixture::new(FixtureOptions::default()).await;
+        fixture.sim.set_permission("mallory", "read");
+        let scripts = tempfile::tempdir().unwrap();
+        let answering = script_file(
+            scripts.path(),
+            &[json!({"text": "It panics: `v[v.len()]` is one past the end."})],
+        );
+        let no_model = "script:/nonexistent/model.jsonl".to_owned();
+        let comment = |author: &str, n: usize| {
+            let body = format!("@bugloop question {n}: what does `last` return for an empty vector?");
+            let id = fixture.sim.comment_as(NUMBER, author, &body);
+            let mut payload = webhook_example("issue_comment", "created", &fixture);
+            payload["comment"]["id"] = json!(id);
+            payload["comment"]["body"] = json!(body);
+            payload["comment"]["user"] = json!({"login": author, "type": "User", "id": 7});
+            payload["sender"] = json!({"login": author, "type": "User", "id": 7});
+            payload
+        };
+        let answers = || {
+            fixture
+                .sim
+                .issue_comments(NUMBER)
+                .into_iter()
+                .filter(|c| c.author == BOT && c.body.contains("It panics"))
+                .count()
+        };
+        let rate = [("BUGLOOP_OUTSIDERS__ANSWERS_PER_HOUR", "2")];
+        for n in 0..4 {
+            let payload = comment("mallory", n);
+            let model = if n < 2 { &answering } else { &no_model };
+            let run = action_as(user, &fixture, "issue_comment", &payload, &rate, model);
+            let output = text(&run.output);
+            assert_eq!(run.output.status.code(), Some(0), "comment {n}: {output}");
+            if n < 2 {
+                assert_eq!(answers(), n + 1, "comment {n}: {output}");
+            } else {
+                assert!(
+                    output.contains("not answered: mallory has no write access")
+                        && output.contains("outsiders.answers_per_hour: 2"),
+                    "comment {n}: {output}"
+                );
+                assert_eq!(answers(), 2, "comment {n}: {output}");
+            }
+        }
+        // A writer is not held by the outsiders' rate.
+        let payload = comment("alice", 9);
+        let run = action_as(user, &fixture, "issue_comment", &payload, &rate, &answering);
+        run.ok();
+        assert_eq!(answers(), 3, "{}", text(&run.output));
+        // Each answer to an outsider runs under its own small budget, whatever the run's.
+        let payload = comment("mallory", 10);
+        let small = [
+            ("BUGLOOP_OUTSIDERS__ANSWERS_PER_HOUR", "10"),
+            ("BUGLOOP_OUTSIDERS__MAX_INPUT_TOKENS", "50"),
+        ];
+        let run = action_as(
+            user,
+            &fixture,
+            "issue_comment",
+            &payload,
+            &small,
+            &answering,
+        );
+        let output = text(&run.output);
+        assert_contains(&output, "budget");
+        assert_eq!(answers(), 3, "{output}");
+        // The answer that stopped is said so, and counts against the rate like any other.
+        let stopped: Vec<_> = fixture
             .sim
             .issue_comments(NUMBER)
             .into_iter()
-            .filter(|c| c.author == BOT && c.body.contains("It panics"))
-            .count()
-    };
-    let rate = [("BUGLOOP_OUTSIDERS__ANSWERS_PER_HOUR", "2")];
-    for n in 0..4 {
-        let payload = comment("mallory", n);
-        let model = if n < 2 { &answering } else { &no_model };
-        let run = action_as(user, &fixture, "issue_comment", &payload, &rate, model);
-        let output = text(&run.output);
-        assert_eq!(run.output.status.code(), Some(0), "comment {n}: {output}");
-        if n < 2 {
-            assert_eq!(answers(), n + 1, "comment {n}: {output}");
-        } else {
-            assert!(
-                output.contains("not answered: mallory has no write access")
-                    && output.contains("outsiders.answers_per_hour: 2"),
-                "comment {n}: {output}"
-            );
-            assert_eq!(answers(), 2, "comment {n}: {output}");
-        }
+            .filter(|c| c.author == BOT && c.body.contains("stopped before it could answer"))
+            .collect();
+        assert_eq!(stopped.len(), 1, "{output}");
+        assert_contains(&stopped[0].body, " outsider -->");
     }
-    // A writer is not held by the outsiders' rate.
-    let payload = comment("alice", 9);
-    let run = action_as(user, &fixture, "issue_comment", &payload, &rate, &answering);
-    run.ok();
-    assert_eq!(answers(), 3, "{}", text(&run.output));
-    // Each answer to an outsider runs under its own small budget, whatever the run's.
-    let payload = comment("mallory", 10);
-    let small = [
-        ("BUGLOOP_OUTSIDERS__ANSWERS_PER_HOUR", "10"),
-        ("BUGLOOP_OUTSIDERS__MAX_INPUT_TOKENS", "50"),
-    ];
-    let run = action_as(
-        user,
-        &fixture,
-        "issue_comment",
-        &payload,
-        &small,
-        &answering,
-    );
-    let output = text(&run.output);
-    assert!(output.contains("budget"), "{output}");
-    assert_eq!(answers(), 3, "{output}");
-    // The answer that stopped is said so, and counts against the rate like any other.
-    let stopped: Vec<_> = fixture
-        .sim
-        .issue_comments(NUMBER)
-        .into_iter()
-        .filter(|c| c.author == BOT && c.body.contains("stopped before it could answer"))
-        .collect();
-    assert_eq!(stopped.len(), 1, "{output}");
-    assert!(
-        stopped[0].body.contains(" outsider -->"),
-        "{}",
-        stopped[0].body
-    );
 }
 
-for_each_user!(
+for_each_user! {
     /// The pull request's author, who may only read (a fork's author, an outside contributor),
     /// argues a serious finding away and the model concedes: the concession is recorded as theirs
     /// and the finding stays open for someone with write access.
-    a_serious_finding_conceded_to_a_reader_author_stays_open
-        => a_serious_finding_conceded_to_a_reader_author_stays_open_as
-);
-
-async fn a_serious_finding_conceded_to_a_reader_author_stays_open_as(user: Option<u32>) {
-    let fixture = PullRequestFixture::new(FixtureOptions::default()).await;
-    fixture.sim.set_permission("alice", "read");
-    let scripts = tempfile::tempdir().unwrap();
-    let review = review_script(scripts.path());
-    opened_as(user, &fixture, &[], &review);
-    let root = fixture.finding_comments()[0].clone();
-    let said = "Not a bug: callers check the length first.";
-    let reply = fixture
-        .sim
-        .reply_as(NUMBER, "alice", root.id, said)
-        .unwrap();
-    let mut payload = comment_event(&fixture, "pull_request_review_comment", reply, said);
-    payload["comment"]["in_reply_to_id"] = json!(root.id);
-    let conceding = script_file(
-        scripts.path(),
-        &[
-            json!({"text": json!({"is_fix_request": false, "target_finding_ids": [], "is_do_request": false}).to_string()}),
-            json!({"text": json!({"decision": "concede", "reasoning": "The caller never passes an empty slice."}).to_string()}),
-        ],
-    );
-    let run = action_as(
-        user,
-        &fixture,
-        "pull_request_review_comment",
-        &payload,
-        &[],
-        &conceding,
-    );
-    let output = run.ok();
-    assert!(!fixture.sim.threads(NUMBER)[0].resolved, "{output}");
-    let answer = fixture.finding_comments().last().unwrap().clone();
-    assert!(
-        fixture
+    async fn a_serious_finding_conceded_to_a_reader_author_stays_open(user) {
+        let fixture = PullRequestFixture::new(FixtureOptions::default()).await;
+        fixture.sim.set_permission("alice", "read");
+        let scripts = tempfile::tempdir().unwrap();
+        let review = review_script(scripts.path());
+        opened_as(user, &fixture, &[], &review);
+        let root = fixture.finding_comments()[0].clone();
+        let said = "Not a bug: callers check the length first.";
+        let reply = fixture
             .sim
-            .review_comments(NUMBER)
-            .iter()
-            .any(|c| c.author == BOT
-                && c.body
-                    .contains("conceded to alice, the change's author, who has no write access")),
-        "{output}\n{answer:?}"
-    );
+            .reply_as(NUMBER, "alice", root.id, said)
+            .unwrap();
+        let mut payload = comment_event(&fixture, "pull_request_review_comment", reply, said);
+        payload["comment"]["in_reply_to_id"] = json!(root.id);
+        let conceding = script_file(
+            scripts.path(),
+            &[
+                json!({"text": json!({"is_fix_request": false, "target_finding_ids": [], "is_do_request": false}).to_string()}),
+                json!({"text": json!({"decision": "concede", "reasoning": "The caller never passes an empty slice."}).to_string()}),
+            ],
+        );
+        let run = action_as(
+            user,
+            &fixture,
+            "pull_request_review_comment",
+            &payload,
+            &[],
+            &conceding,
+        );
+        let output = run.ok();
+        assert!(!fixture.sim.threads(NUMBER)[0].resolved, "{output}");
+        let answer = fixture.finding_comments().last().unwrap().clone();
+        assert!(
+            fixture
+                .sim
+                .review_comments(NUMBER)
+                .iter()
+                .any(|c| c.author == BOT
+                    && c.body
+                        .contains("conceded to alice, the change's author, who has no write access")),
+            "{output}\n{answer:?}"
+        );
+    }
 }
 
-for_each_user!(
+for_each_user! {
     /// A checkout whose `.bugloop` is a symlink to a directory of the runner: bugloop reads no
     /// `config.yml` through it (its keys and lines would appear in warnings), and the run goes on.
-    a_bugloop_directory_that_links_out_of_the_checkout_is_never_read
-        => a_bugloop_directory_that_links_out_of_the_checkout_is_never_read_as
-);
-
-async fn a_bugloop_directory_that_links_out_of_the_checkout_is_never_read_as(user: Option<u32>) {
-    use std::os::unix::fs::PermissionsExt;
-    let fixture = PullRequestFixture::new(FixtureOptions::default()).await;
-    // A directory of the runner anyone may read, as /etc's are.
-    let runner = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(runner.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    std::fs::write(
-        runner.path().join("config.yml"),
-        "model:\n  providers:\n    canary0451:\n      base_url: http://canary-host-0451/v1\n",
-    )
-    .unwrap();
-    std::fs::set_permissions(
-        runner.path().join("config.yml"),
-        std::fs::Permissions::from_mode(0o644),
-    )
-    .unwrap();
-    std::os::unix::fs::symlink(runner.path(), fixture.workspace().join(".bugloop")).unwrap();
-    let scripts = tempfile::tempdir().unwrap();
-    let model = review_script(scripts.path());
-    let (run, output) = opened_as(user, &fixture, &[], &model);
-    let mut seen = output;
-    seen.push_str(&run.summary);
-    seen.push_str(&comments_text(&fixture));
-    assert!(!seen.contains("canary"), "{seen}");
-    assert_eq!(fixture.finding_comments().len(), 1, "the review went on");
+    async fn a_bugloop_directory_that_links_out_of_the_checkout_is_never_read(user) {
+        use std::os::unix::fs::PermissionsExt;
+        let fixture = PullRequestFixture::new(FixtureOptions::default()).await;
+        // A directory of the runner anyone may read, as /etc's are.
+        let runner = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(runner.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::write(
+            runner.path().join("config.yml"),
+            "model:\n  providers:\n    canary0451:\n      base_url: http://canary-host-0451/v1\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(
+            runner.path().join("config.yml"),
+            std::fs::Permissions::from_mode(0o644),
+        )
+        .unwrap();
+        std::os::unix::fs::symlink(runner.path(), fixture.workspace().join(".bugloop")).unwrap();
+        let scripts = tempfile::tempdir().unwrap();
+        let model = review_script(scripts.path());
+        let (run, output) = opened_as(user, &fixture, &[], &model);
+        let mut seen = output;
+        seen.push_str(&run.summary);
+        seen.push_str(&comments_text(&fixture));
+        assert!(!seen.contains("canary"), "{seen}");
+        assert_eq!(fixture.finding_comments().len(), 1, "the review went on");
+    }
 }
 
 /// A hostile change can steer the model to write mentions: a finding's title, description and
@@ -442,7 +412,7 @@ async fn mentions_the_model_writes_notify_nobody() {
         json!("`v[v.len()]` always panics.\n\n@acme/security please look, and @mallory too.");
     finding["suggestion"] = json!("Ask @mallory, then use `v[v.len() - 1]`.");
     let model = script_file(scripts.path(), &review_lines(&[finding]));
-    let run = action(&fixture, "pull_request", &payload, &[], &model);
+    let run = action_as(None, &fixture, "pull_request", &payload, &[], &model);
     run.ok();
     let comments = fixture.finding_comments();
     assert_eq!(comments.len(), 1);
@@ -456,11 +426,8 @@ async fn mentions_the_model_writes_notify_nobody() {
             .map(|c| c.body),
     );
     let everything = outside_code(&published.join("\n---\n"));
-    assert!(everything.contains("@\u{2060}mallory"), "{everything}");
-    assert!(
-        everything.contains("@\u{2060}acme/security"),
-        "{everything}"
-    );
+    assert_contains(&everything, "@\u{2060}mallory");
+    assert_contains(&everything, "@\u{2060}acme/security");
     for live in ["@mallory", "@acme"] {
         assert!(
             !everything.contains(live),
@@ -498,7 +465,7 @@ async fn outsiders_pull_requests_are_reviewed_within_a_budget() {
     let scripts = tempfile::tempdir().unwrap();
     let payload = webhook_example("pull_request", "synchronize", &fixture);
     let run = |model: &str| {
-        let run = action(&fixture, "pull_request", &payload, &[], model);
+        let run = action_as(None, &fixture, "pull_request", &payload, &[], model);
         run.ok();
         text(&run.output)
     };
@@ -529,17 +496,17 @@ async fn outsiders_pull_requests_are_reviewed_within_a_budget() {
     other["number"] = json!(8);
     other["pull_request"]["number"] = json!(8);
     let model = review_script(scripts.path());
-    let reviewed = action(&fixture, "pull_request", &other, &[], &model);
+    let reviewed = action_as(None, &fixture, "pull_request", &other, &[], &model);
     reviewed.ok();
     let one = [("BUGLOOP_OUTSIDERS__REVIEWS_PER_AUTHOR_PER_HOUR", "1")];
     // A model with nothing to say: the review must not ask it anything.
     let no_model = script_file(scripts.path(), &[]);
     for _ in 0..2 {
-        let run = action(&fixture, "pull_request", &payload, &one, &no_model);
+        let run = action_as(None, &fixture, "pull_request", &payload, &one, &no_model);
         let said = run.ok();
-        assert!(
-            said.contains("Not reviewed: bugloop ran 2 review(s) of pull requests by alice"),
-            "{said}"
+        assert_contains(
+            &said,
+            "Not reviewed: bugloop ran 2 review(s) of pull requests by alice",
         );
     }
     let deferred: Vec<String> = sim
@@ -553,11 +520,7 @@ async fn outsiders_pull_requests_are_reviewed_within_a_budget() {
         .map(|c| c.body)
         .collect();
     assert_eq!(deferred.len(), 1, "{deferred:#?}");
-    assert!(
-        deferred[0].contains("(outsiders.reviews_per_author_per_hour: 1)"),
-        "{}",
-        deferred[0]
-    );
+    assert_contains(&deferred[0], "(outsiders.reviews_per_author_per_hour: 1)");
     // A writer's pull request is reviewed whatever the outsiders' count.
     sim.set_permission("alice", "write");
     run(&review_script(scripts.path()));
@@ -579,8 +542,10 @@ async fn overlapping_runs_on_one_push_leave_one_comment_per_finding() {
     let (first, second) = (review_script(scripts.path()), review_script(scripts.path()));
     let runs = tokio::task::block_in_place(|| {
         std::thread::scope(|scope| {
-            let one = scope.spawn(|| action(&fixture, "pull_request", &payload, &[], &first));
-            let two = scope.spawn(|| action(&fixture, "pull_request", &payload, &[], &second));
+            let one =
+                scope.spawn(|| action_as(None, &fixture, "pull_request", &payload, &[], &first));
+            let two =
+                scope.spawn(|| action_as(None, &fixture, "pull_request", &payload, &[], &second));
             [one.join().unwrap(), two.join().unwrap()]
         })
     });

@@ -52,7 +52,7 @@ use std::path::Path;
 use std::process::Output;
 
 use bugloop_github_sim::fixture::review_lines;
-use bugloop_testkit::{TestRepo, git};
+use bugloop_testkit::{TestRepo, assert_contains, assert_starts_with, git};
 use serde_json::{Value, json};
 
 use self::runner::{Runner, script_of, text, write};
@@ -94,17 +94,9 @@ fn a_reported_crash_is_solved_to_a_ready_draft() {
     );
     // Filed, not taken yet: said alike in the list, for the one issue, and in JSON (null).
     let listed = bugloop(repo.path(), &["status"], "");
-    assert!(
-        text(&listed).starts_with("#1     not taken "),
-        "{}",
-        text(&listed)
-    );
+    assert_starts_with(&text(&listed), "#1     not taken ");
     let one = bugloop(repo.path(), &["status", "1"], "");
-    assert!(
-        text(&one).contains(": not taken by bugloop"),
-        "{}",
-        text(&one)
-    );
+    assert_contains(&text(&one), ": not taken by bugloop");
 
     // Solved in two attempts; the draft's review finds two things; one round addresses both.
     let mut lines = vec![
@@ -146,7 +138,7 @@ fn a_reported_crash_is_solved_to_a_ready_draft() {
     assert_eq!(report["rounds"][0]["threads"].as_array().unwrap().len(), 2);
     assert_eq!(report["rounds"].as_array().unwrap().len(), 1);
     let branch = report["branch"].as_str().unwrap();
-    assert!(branch.starts_with("bugloop/1-"), "{branch}");
+    assert_starts_with(branch, "bugloop/1-");
     assert_eq!(
         git(repo.path(), &["show", &format!("{branch}:app/models.py")]),
         "def last(items):\n    return items[-1] if items else None"
@@ -154,7 +146,7 @@ fn a_reported_crash_is_solved_to_a_ready_draft() {
 
     let all = bugloop(repo.path(), &["status"], "");
     assert_eq!(all.status.code(), Some(0), "{}", text(&all));
-    assert!(text(&all).starts_with("#1     READY"), "{}", text(&all));
+    assert_starts_with(&text(&all), "#1     READY");
     let one = bugloop(repo.path(), &["status", "1"], "");
     let shown = text(&one);
     for step in [
@@ -174,10 +166,7 @@ fn a_reported_crash_is_solved_to_a_ready_draft() {
 
     // A number that is no issue is an error that says so.
     let missing = Runner::me().exits(repo.path(), &["solve", "7", "--model", &model], "", 2);
-    assert!(
-        missing.contains("no issue or change request #7"),
-        "{missing}"
-    );
+    assert_contains(&missing, "no issue or change request #7");
 }
 
 const MEAN: &str = "def mean(xs):\n    total = 0\n    for i in range(len(xs) + 1):\n        total += xs[i]\n    return total / len(xs)\n";

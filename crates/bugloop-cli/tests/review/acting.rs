@@ -3,12 +3,11 @@
 //! auditors' rejected findings, and a branch that cannot choose its own commands.
 
 use super::*;
+use bugloop_testkit::{assert_contains, assert_starts_with};
 
 #[test]
 fn secrets_in_the_environment_reach_no_command() {
-    let dir = repo();
-    let scripts = tempfile::tempdir().unwrap();
-    reviewed(dir.path(), scripts.path());
+    let (dir, scripts, _) = reviewed();
     dir.write(
         ".bugloop/config.yml",
         "fix:\n  verify_commands:\n    - shell: env; exit 1\n",
@@ -62,9 +61,7 @@ fn secrets_in_the_environment_reach_no_command() {
 
 #[test]
 fn a_fix_killed_mid_run_leaves_the_user_tree_as_it_was() {
-    let dir = repo();
-    let scripts = tempfile::tempdir().unwrap();
-    reviewed(dir.path(), scripts.path());
+    let (dir, scripts, _) = reviewed();
     dir.write(
         ".bugloop/config.yml",
         "fix:\n  verify_commands: [sleep 30]\n",
@@ -176,11 +173,11 @@ fn a_converge_killed_after_a_fix_goes_on_from_it() {
     let output = bugloop(dir.path(), &["converge", "--model", &model]);
     let shown = stdout(&output);
     assert_eq!(output.status.code(), Some(0), "{shown}{}", stderr(&output));
-    assert!(shown.contains("Went on from "), "{shown}");
+    assert_contains(&shown, "Went on from ");
     // The killed run's loops are the rerun's too: its fix is in the log and the description.
-    assert!(shown.contains("fix: "), "{shown}");
+    assert_contains(&shown, "fix: ");
     let description = dir.git(&["config", "branch.feature.description"]);
-    assert!(description.contains("| fix |"), "{description}");
+    assert_contains(&description, "| fix |");
     assert!(dir.read("lib.rs").contains("v[v.len() - 1]"));
     assert_eq!(dir.git(&["status", "--porcelain"]), "");
 }
@@ -189,9 +186,7 @@ fn a_converge_killed_after_a_fix_goes_on_from_it() {
 /// where the old one is, and reads it by that name.
 #[test]
 fn a_renamed_branch_is_pointed_at_its_old_conversation() {
-    let dir = repo();
-    let scripts = tempfile::tempdir().unwrap();
-    let id = reviewed(dir.path(), scripts.path());
+    let (dir, _scripts, id) = reviewed();
     dir.git(&["branch", "-m", "feature", "feature-renamed"]);
     let listed = stdout(&bugloop(dir.path(), &["findings"]));
     assert_eq!(
@@ -205,7 +200,7 @@ fn a_renamed_branch_is_pointed_at_its_old_conversation() {
         dir.path(),
         &["findings", "--change", "branch:feature"],
     ));
-    assert!(old.contains(&id), "{old}");
+    assert_contains(&old, &id);
 }
 
 /// Runs `first` until it holds the conversation's lease (its process named in the lease
@@ -237,11 +232,7 @@ fn refused_while_held(dir: &Path, first: &[&str], second: &[&str]) -> String {
     let first = running.wait_with_output().unwrap();
     assert_eq!(first.status.code(), Some(0), "the first ran");
     assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
-    assert!(
-        stderr(&refused).contains("is held by another run"),
-        "{}",
-        stderr(&refused)
-    );
+    assert_contains(&stderr(&refused), "is held by another run");
     stderr(&refused)
 }
 
@@ -249,13 +240,13 @@ fn refused_while_held(dir: &Path, first: &[&str], second: &[&str]) -> String {
 /// (nothing of it is stored), so the thread gets one answer.
 #[test]
 fn two_weighings_at_once_answer_once() {
-    let dir = repo();
-    let scripts = tempfile::tempdir().unwrap();
-    let id = reviewed(dir.path(), scripts.path());
-    let answer = scripts.path().join("dispute.jsonl");
+    let (dir, scripts, id) = reviewed();
     let maintain = json!({"decision": "maintain", "reasoning": "It panics."}).to_string();
-    std::fs::write(&answer, format!("{}\n", json!({"text": maintain}))).unwrap();
-    let model = format!("script:{}", answer.display());
+    let model = script_named(
+        scripts.path(),
+        "dispute.jsonl",
+        &[json!({"text": maintain})],
+    );
     slowed(&model, 1_000);
     let said = refused_while_held(
         dir.path(),
@@ -269,9 +260,9 @@ fn two_weighings_at_once_answer_once() {
             &model,
         ],
     );
-    assert!(
-        said.contains("the conversation of branch:feature is held by another run"),
-        "{said}"
+    assert_contains(
+        &said,
+        "the conversation of branch:feature is held by another run",
     );
     let shown = stdout(&bugloop(dir.path(), &["findings", "show", &id]));
     assert_eq!(shown.matches("It panics.").count(), 1, "{shown}");
@@ -295,25 +286,20 @@ fn two_reviews_at_once_publish_each_finding_once() {
 
 #[test]
 fn comments_replies_and_converge_from_the_command_line() {
-    let dir = repo();
-    let scripts = tempfile::tempdir().unwrap();
-    let id = reviewed(dir.path(), scripts.path());
+    let (dir, scripts, id) = reviewed();
 
     // A clear acknowledgement needs no model call (the script has no answers).
-    let empty = scripts.path().join("empty.jsonl");
-    std::fs::write(&empty, "").unwrap();
-    let model = format!("script:{}", empty.display());
+    let model = empty_script(scripts.path());
     let ack = bugloop(dir.path(), &["comment", "lgtm", "--model", &model]);
     assert_eq!(ack.status.code(), Some(0), "{}", stderr(&ack));
     assert_eq!(stdout(&ack), "nothing to do\n");
 
-    let answer = scripts.path().join("dispute.jsonl");
-    std::fs::write(
-        &answer,
-        format!("{}\n", json!({"text": json!({"decision": "maintain", "reasoning": "Indexing at len() always panics."}).to_string()})),
-    )
-    .unwrap();
-    let model = format!("script:{}", answer.display());
+    let maintain = json!({"decision": "maintain", "reasoning": "Indexing at len() always panics."});
+    let model = script_named(
+        scripts.path(),
+        "dispute.jsonl",
+        &[json!({"text": maintain.to_string()})],
+    );
     let reply = bugloop(
         dir.path(),
         &[
@@ -326,26 +312,19 @@ fn comments_replies_and_converge_from_the_command_line() {
         ],
     );
     assert_eq!(reply.status.code(), Some(0), "{}", stderr(&reply));
-    assert!(
-        stdout(&reply).contains("maintained (DISPUTED)"),
-        "{}",
-        stdout(&reply)
-    );
+    assert_contains(&stdout(&reply), "maintained (DISPUTED)");
     let list = bugloop(dir.path(), &["findings"]);
-    assert!(stdout(&list).contains("DISPUTED"), "{}", stdout(&list));
+    assert_contains(&stdout(&list), "DISPUTED");
     let show = bugloop(dir.path(), &["findings", "show", &id]);
-    assert!(
-        stdout(&show).contains("the slice is never empty"),
-        "{}",
-        stdout(&show)
-    );
+    assert_contains(&stdout(&show), "the slice is never empty");
 
     // Conceded on a second word; a reply after that is kept, and said to be answered by nothing.
-    std::fs::write(
-        &answer,
-        format!("{}\n", json!({"text": json!({"decision": "concede", "reasoning": "Callers check it."}).to_string()})),
-    )
-    .unwrap();
+    let concede = json!({"decision": "concede", "reasoning": "Callers check it."});
+    let model = script_named(
+        scripts.path(),
+        "dispute.jsonl",
+        &[json!({"text": concede.to_string()})],
+    );
     let said = [
         "reply",
         &id,
@@ -355,11 +334,7 @@ fn comments_replies_and_converge_from_the_command_line() {
         &model,
     ];
     let conceded = bugloop(dir.path(), &said);
-    assert!(
-        stdout(&conceded).contains("(RESOLVED)"),
-        "{}",
-        stdout(&conceded)
-    );
+    assert_contains(&stdout(&conceded), "(RESOLVED)");
     let late = bugloop(dir.path(), &["reply", &id, "actually, keep it open"]);
     assert_eq!(late.status.code(), Some(0), "{}", stderr(&late));
     assert_eq!(
@@ -375,49 +350,30 @@ fn comments_replies_and_converge_from_the_command_line() {
     let broken = "local:/nonexistent/model.gguf";
     let typo = bugloop(dir.path(), &["fix", "no-such-finding", "--model", broken]);
     assert_eq!(typo.status.code(), Some(2), "{}", stderr(&typo));
-    assert!(
-        stderr(&typo).contains("\"no-such-finding\" is not an open finding"),
-        "{}",
-        stderr(&typo)
-    );
+    assert_contains(&stderr(&typo), "\"no-such-finding\" is not an open finding");
     let resolved = bugloop(dir.path(), &["fix", &id, "--model", broken]);
     assert_eq!(resolved.status.code(), Some(0), "{}", stderr(&resolved));
-    assert!(
-        stdout(&resolved).starts_with(&format!("nothing to fix: {id} is already resolved")),
-        "{}",
-        stdout(&resolved)
+    assert_starts_with(
+        &stdout(&resolved),
+        &format!("nothing to fix: {id} is already resolved"),
     );
 
     // Converge: a clean audit on the first loop.
     let model = script(scripts.path(), &[]);
     let converged = bugloop(dir.path(), &["converge", "--model", &model]);
-    assert_eq!(
-        converged.status.code(),
-        Some(0),
-        "{}{}",
-        stdout(&converged),
-        stderr(&converged)
-    );
-    assert!(
-        stdout(&converged).starts_with("bugloop converge exit: converged\nLoops: 1\n"),
-        "{}",
-        stdout(&converged)
+    assert_exit(&converged, 0);
+    assert_starts_with(
+        &stdout(&converged),
+        "bugloop converge exit: converged\nLoops: 1\n",
     );
 }
 
 /// An audit answered only to the auditor whose focus heading is `focus`.
 fn audit_lines(focus: &str, findings: &[Value]) -> Vec<Value> {
     let when = format!("## Audit focus: {focus}");
-    let mut first: Vec<Value> = findings
-        .iter()
-        .map(|f| json!({"name": "report_finding", "arguments": f}))
-        .collect();
-    first.push(
-        json!({"name": "submit_pass_results", "arguments": {"pass_number": 1, "summary": "diff"}}),
-    );
-    let mut lines = vec![json!({"tool_calls": first, "when": when})];
-    for pass in 2..=4 {
-        lines.push(json!({"tool_calls": [{"name": "submit_pass_results", "arguments": {"pass_number": pass, "summary": "ok"}}], "when": when}));
+    let mut lines = review_lines(findings);
+    for line in &mut lines {
+        line["when"] = json!(when);
     }
     lines
 }
@@ -435,10 +391,7 @@ fn parallel_auditors_rejected_findings_are_in_the_converge_report() {
         let scripts = tempfile::tempdir().unwrap();
         let mut lines = audit_lines("security", std::slice::from_ref(&invented));
         lines.extend(audit_lines("correctness", &[]));
-        let path = scripts.path().join("auditors.jsonl");
-        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
-        std::fs::write(&path, text).unwrap();
-        let model = format!("script:{}", path.display());
+        let model = script_named(scripts.path(), "auditors.jsonl", &lines);
         let output = Command::new(env!("CARGO_BIN_EXE_bugloop"))
             .args(["converge", "--model", &model, "--format", format])
             .current_dir(dir.path())
@@ -448,22 +401,13 @@ fn parallel_auditors_rejected_findings_are_in_the_converge_report() {
             .env("BUGLOOP_CONVERGE__PARALLEL_FROM_LOOP", "1")
             .output()
             .unwrap();
-        assert_eq!(
-            output.status.code(),
-            Some(0),
-            "{}{}",
-            stdout(&output),
-            stderr(&output)
-        );
+        assert_exit(&output, 0);
         let out = stdout(&output);
         if format == "text" {
-            assert!(
-                out.contains("1 audit: 0P0 0P1 0P2 (clean) (1 quarantined)\n"),
-                "{out}"
-            );
-            assert!(
-                out.contains("Quarantined (1):\n1 auditor 2 (security): Unchecked access (lib.rs:6): grounding: "),
-                "{out}"
+            assert_contains(&out, "1 audit: 0P0 0P1 0P2 (clean) (1 quarantined)\n");
+            assert_contains(
+                &out,
+                "Quarantined (1):\n1 auditor 2 (security): Unchecked access (lib.rs:6): grounding: ",
             );
         } else {
             let report: Value = serde_json::from_str(&out).unwrap();
@@ -504,16 +448,8 @@ fn a_branch_cannot_choose_its_own_commands() {
     let shown = bugloop(dir.path(), &["config", "show"]);
     assert_eq!(shown.status.code(), Some(0), "{}", stderr(&shown));
     assert_eq!(stderr(&shown), warning);
-    assert!(
-        stdout(&shown).contains("  verify_commands: []  # default\n"),
-        "{}",
-        stdout(&shown)
-    );
-    assert!(
-        stdout(&shown).contains("  threshold: 5  # from "),
-        "{}",
-        stdout(&shown)
-    );
+    assert_contains(&stdout(&shown), "  verify_commands: []  # default\n");
+    assert_contains(&stdout(&shown), "  threshold: 5  # from ");
 
     let model = script(scripts.path(), &[]);
     let run = bugloop(
@@ -521,7 +457,7 @@ fn a_branch_cannot_choose_its_own_commands() {
         &["review", "--model", &model, "--format", "json"],
     );
     assert_eq!(run.status.code(), Some(0), "{}", stderr(&run));
-    assert!(stderr(&run).starts_with(warning), "{}", stderr(&run));
+    assert_starts_with(&stderr(&run), warning);
     let report: Value = serde_json::from_str(&stdout(&run)).unwrap();
     let findings = report["findings"].as_array().unwrap();
     assert_eq!(findings.len(), 1, "{report:#}");

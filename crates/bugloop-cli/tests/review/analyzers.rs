@@ -7,11 +7,12 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use bugloop_testkit::TestRepo;
+use bugloop_github_sim::fixture::review_lines;
+use bugloop_testkit::{TestRepo, assert_contains};
 use serde_json::{Value, json};
 
 use super::prove_hostile::outside_fences;
-use super::{bugloop, script, stderr, stdout};
+use super::{bugloop, script, script_named, stderr, stdout};
 
 const BASE_APP: &str = "import os\n\n\ndef legacy(expr):\n    return eval(expr)\n";
 
@@ -122,11 +123,7 @@ fn the_analyzers_hits_on_the_change_are_published_with_their_rule_and_page() {
 
     // Text names the tool and rule; SARIF files the result under the tool's rule with its page.
     let text = bugloop(repo.path(), &["review", "--full", "--model", &model]);
-    assert!(
-        stdout(&text).contains("found by ruff S608"),
-        "{}",
-        stdout(&text)
-    );
+    assert_contains(&stdout(&text), "found by ruff S608");
     let sarif = bugloop(
         repo.path(),
         &["review", "--full", "--model", &model, "--format", "sarif"],
@@ -241,14 +238,8 @@ fn a_model_that_uses_tools_confirms_or_dismisses_each_hit() {
     // The triage question first: it is told apart by its system prompt, whenever it is asked.
     let mut lines =
         vec![json!({"when": "You weigh the hits of static analyzers", "text": answer.to_string()})];
-    lines.push(json!({"tool_calls": [{"name": "submit_pass_results", "arguments": {"pass_number": 1, "summary": "diff"}}]}));
-    for pass in 2..=4 {
-        lines.push(json!({"tool_calls": [{"name": "submit_pass_results", "arguments": {"pass_number": pass, "summary": "ok"}}]}));
-    }
-    let path = scripts.path().join("triage.jsonl");
-    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
-    std::fs::write(&path, text).unwrap();
-    let model = format!("script:{}", path.display());
+    lines.extend(review_lines(&[]));
+    let model = script_named(scripts.path(), "triage.jsonl", &lines);
     let report = review_json(repo.path(), &model, &[]);
     let sql = finding(&report, "S608").unwrap_or_else(|| panic!("{report:#}"));
     assert_eq!(sql["title"], "User input concatenated into SQL");
@@ -524,10 +515,7 @@ fn a_workflows_template_injection_is_found_from_the_review_tree() {
     assert_eq!(injection["category"], "security");
     // actionlint reports the same injection: it is said once, on zizmor's finding.
     let description = injection["description"].as_str().unwrap();
-    assert!(
-        description.contains("actionlint reports it too"),
-        "{description}"
-    );
+    assert_contains(description, "actionlint reports it too");
     let findings = report["findings"].as_array().unwrap();
     assert!(
         !findings
@@ -592,7 +580,7 @@ fn a_file_named_oddly_is_analyzed_and_its_hits_published() {
     assert_eq!(removals, [r#""deploy\t.sh""#], "{report:#}");
     assert_eq!(report["dropped"], json!([]), "{report:#}");
     let list = stdout(&bugloop(repo.path(), &["findings"]));
-    assert!(list.contains(r#""util\t.py":2"#), "{list}");
+    assert_contains(&list, r#""util\t.py":2"#);
 }
 
 /// An analyzer's finding stands on the tool's report: in a later full review, with the tool
@@ -605,17 +593,14 @@ fn the_models_word_alone_does_not_resolve_an_analyzers_finding() {
     let report = review_json(repo.path(), &script(scripts.path(), &[]), &[]);
     let sql = finding(&report, "S608").unwrap_or_else(|| panic!("{report:#}"));
     let id = sql["id"].as_str().unwrap().to_owned();
-    let path = scripts.path().join("no-bug.jsonl");
-    let mut lines = vec![json!({"tool_calls": [
-        {"name": "resolve_finding", "arguments": {"id": id, "reason": "no bug"}},
-        {"name": "submit_pass_results", "arguments": {"pass_number": 1, "summary": "diff"}}
-    ]})];
-    for pass in 2..=4 {
-        lines.push(json!({"tool_calls": [{"name": "submit_pass_results", "arguments": {"pass_number": pass, "summary": "ok"}}]}));
-    }
-    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
-    std::fs::write(&path, text).unwrap();
-    let model = format!("script:{}", path.display());
+    // The review's script, with the finding resolved in the first pass's answer.
+    let mut lines = review_lines(&[]);
+    let first = lines[0]["tool_calls"].as_array_mut().unwrap();
+    first.insert(
+        0,
+        json!({"name": "resolve_finding", "arguments": {"id": id, "reason": "no bug"}}),
+    );
+    let model = script_named(scripts.path(), "no-bug.jsonl", &lines);
     let no_tools = tempfile::tempdir().unwrap();
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_bugloop"))
         .args(["review", "--full", "--model", &model, "--format", "json"])

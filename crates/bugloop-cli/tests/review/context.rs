@@ -1,6 +1,7 @@
 //! Nothing outside the repository reaches a prompt: a rule file that is a symlink to a
 //! credentials file is refused, reported, and never sent to the model.
 
+use bugloop_testkit::assert_contains;
 use serde_json::Value;
 
 use super::{git, off_by_one, repo, script, stderr, stdout};
@@ -47,8 +48,8 @@ fn a_symlinked_rule_file_never_reaches_the_model() {
                 "{report:#}"
             );
         } else {
-            assert!(shown.contains("Not given to the model"), "{shown}");
-            assert!(shown.contains("AGENTS.md"), "{shown}");
+            assert_contains(&shown, "Not given to the model");
+            assert_contains(&shown, "AGENTS.md");
         }
     }
     let requests = std::fs::read_to_string(&recorded).unwrap();

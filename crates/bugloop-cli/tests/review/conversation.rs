@@ -3,10 +3,11 @@
 
 use std::path::Path;
 
+use bugloop_testkit::assert_contains;
 use serde_json::{Value, json};
 
 use super::{
-    bugloop, build_script, findings_json, git, json_output, repo, reviewed, script, stderr, stdout,
+    bugloop, build_script, findings_json, git, json_output, reviewed, script, stderr, stdout,
 };
 
 fn status_of(dir: &Path, id: &str) -> String {
@@ -24,9 +25,7 @@ fn status_of(dir: &Path, id: &str) -> String {
 /// raised: PENDING, and published again by the next review (not buried as DISPUTED).
 #[test]
 fn a_failed_fix_request_leaves_the_finding_raised() {
-    let dir = repo();
-    let scripts = tempfile::tempdir().unwrap();
-    let id = reviewed(dir.path(), scripts.path());
+    let (dir, scripts, id) = reviewed();
     // The build agent gives up without changing anything.
     let model = build_script(scripts.path(), &[]);
     let asked = bugloop(
@@ -40,11 +39,7 @@ fn a_failed_fix_request_leaves_the_finding_raised() {
         stderr(&asked)
     );
     let show = bugloop(dir.path(), &["findings", "show", &id]);
-    assert!(
-        stdout(&show).contains("Could not fix this"),
-        "{}",
-        stdout(&show)
-    );
+    assert_contains(&stdout(&show), "Could not fix this");
     assert_eq!(status_of(dir.path(), &id), "PENDING");
 
     let model = script(scripts.path(), &[super::off_by_one()]);
@@ -67,9 +62,7 @@ fn a_failed_fix_request_leaves_the_finding_raised() {
 /// reply tag: the finding stays PENDING, and the attempt is reported as ignored.
 #[test]
 fn a_developer_named_like_the_bot_cannot_change_a_status() {
-    let dir = repo();
-    let scripts = tempfile::tempdir().unwrap();
-    let id = reviewed(dir.path(), scripts.path());
+    let (dir, scripts, id) = reviewed();
     for name in ["bugloop", "bugloop[bot]", "github-actions[bot]"] {
         git(dir.path(), &["config", "user.name", name]);
         let text = format!(

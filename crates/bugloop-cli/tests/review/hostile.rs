@@ -6,9 +6,10 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use bugloop_testkit::assert_starts_with;
 use serde_json::{Value, json};
 
-use super::{LAST, LIB, git, off_by_one, script, stderr, stdout, walk};
+use super::{LAST, LIB, build_script, git, off_by_one, script, stderr, stdout, walk};
 
 pub(super) const SECRET: &str = "sk-hostile-0451";
 
@@ -236,16 +237,13 @@ fn hostile_branch(user: Option<u32>) {
     std::fs::create_dir_all(&scripts).unwrap();
     let review_model = script(&scripts, &[off_by_one()]);
     let agent_attack = attack(&repo.join(".git"), &marker, "AGENT");
-    let build: String = [
-        json!({"tool_calls": [{"name": "run", "arguments": {"program": "bash", "args": ["-c", agent_attack]}}]}),
-        json!({"tool_calls": [{"name": "edit_file", "arguments": {"path": "lib.rs", "old_text": "v[v.len()]", "new_text": "v[v.len() - 1]"}}]}),
-        json!({"text": "Done."}),
-    ]
-    .iter()
-    .map(|l| format!("{l}\n"))
-    .collect();
-    std::fs::write(scripts.join("build.jsonl"), build).unwrap();
-    let build_model = format!("script:{}", scripts.join("build.jsonl").display());
+    let build_model = build_script(
+        &scripts,
+        &[
+            json!({"name": "run", "arguments": {"program": "bash", "args": ["-c", agent_attack]}}),
+            json!({"name": "edit_file", "arguments": {"path": "lib.rs", "old_text": "v[v.len()]", "new_text": "v[v.len() - 1]"}}),
+        ],
+    );
     let runner = Runner::new(root.path(), user);
     let before = repository_state(&repo);
 
@@ -321,10 +319,7 @@ fn hostile_branch(user: Option<u32>) {
     // The one thing converge writes to the repository's configuration is git's description of
     // the branch (its section of what the loops did): nothing else changed.
     let described = git(&repo, &["config", "branch.feature.description"]);
-    assert!(
-        described.starts_with("<!-- bugloop:converge-description -->"),
-        "{described}"
-    );
+    assert_starts_with(&described, "<!-- bugloop:converge-description -->");
     git(&repo, &["config", "--remove-section", "branch.feature"]);
     assert_eq!(repository_state(&repo), before);
 

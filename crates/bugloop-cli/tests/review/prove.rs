@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use bugloop_testkit::TestRepo;
+use bugloop_testkit::{TestRepo, assert_contains, assert_starts_with};
 use serde_json::{Value, json};
 
 use super::{bugloop, json_output, script_then, stderr, stdout};
@@ -84,6 +84,17 @@ fn off_by_one_proved(scripts: &Path, confirm: Option<Value>) -> String {
     script(scripts, &past_the_end(), FAILING_TEST, confirm)
 }
 
+/// The report's first proof, which must not have proven its finding, for a reason that starts
+/// with `reason`.
+#[track_caller]
+fn unproven<'a>(report: &'a Value, reason: &str) -> &'a Value {
+    let proof = &report["proofs"][0];
+    assert_eq!(proof["status"], "not_proven", "{report:#}");
+    let said = proof["reason"].as_str().unwrap();
+    assert!(said.starts_with(reason), "{proof:#}");
+    proof
+}
+
 #[test]
 fn a_real_off_by_one_is_proven_by_a_test_that_fails_at_head() {
     let repo = repository(CONFIG);
@@ -109,14 +120,11 @@ fn a_real_off_by_one_is_proven_by_a_test_that_fails_at_head() {
     assert_eq!(report["findings"].as_array().unwrap().len(), 1);
     // The comment says so in its first line, and carries the test and its output.
     let text = first_comment(repo.path(), &report);
-    assert!(text.contains("**Proven:** a test fails at head"), "{text}");
-    assert!(text.contains("class MeanTest"), "{text}");
+    assert_contains(&text, "**Proven:** a test fails at head");
+    assert_contains(&text, "class MeanTest");
     // Listed by its title, not by the line its proof puts first.
     let listed = stdout(&bugloop(repo.path(), &["findings", "--format", "json"]));
-    assert!(
-        listed.contains("\"Loop reads one past the end\""),
-        "{listed}"
-    );
+    assert_contains(&listed, "\"Loop reads one past the end\"");
     assert!(!listed.contains("\"title\": \"Proven:"), "{listed}");
     // Nothing of the proof is left in the repository.
     assert_eq!(repo.git(&["status", "--porcelain"]), "");
@@ -141,8 +149,8 @@ fn a_false_finding_whose_test_passes_is_not_reproduced_and_dropped_as_configured
     let output = bugloop(repo.path(), &["review", "--model", &model]);
     let text = stdout(&output);
     assert_eq!(output.status.code(), Some(0), "{text}{}", stderr(&output));
-    assert!(text.contains("No new findings."), "{text}");
-    assert!(text.contains("Proofs (a test run at head)"), "{text}");
+    assert_contains(&text, "No new findings.");
+    assert_contains(&text, "Proofs (a test run at head)");
     let line = text
         .lines()
         .find(|l| l.trim_start().starts_with("not reproduced"))
@@ -169,19 +177,14 @@ fn a_test_that_fails_for_another_reason_proves_nothing() {
         Some(json!({"shows_the_problem": true, "why": "it fails"})),
     );
     let report = review(repo.path(), &model);
-    let proof = &report["proofs"][0];
-    assert_eq!(proof["status"], "not_proven", "{report:#}");
-    assert!(
-        proof["reason"]
-            .as_str()
-            .unwrap()
-            .starts_with("the test failed before its own assertion (an import failed)"),
-        "{proof:#}"
+    let proof = unproven(
+        &report,
+        "the test failed before its own assertion (an import failed)",
     );
     assert!(proof["output"].as_str().unwrap().contains("ImportError"));
     // Still published, marked.
     let shown = first_comment(repo.path(), &report);
-    assert!(shown.contains("**Not proven:**"), "{shown}");
+    assert_contains(&shown, "**Not proven:**");
 }
 
 /// The test command is trusted-only: a branch's own configuration that sets it is ignored, so
@@ -390,10 +393,7 @@ fn a_review_out_of_budget_publishes_the_rest_unproven_and_says_so() {
         "{report:#}"
     );
     let shown = first_comment(repo.path(), &report);
-    assert!(
-        shown.contains("**Not tried:** the run's budget ran out"),
-        "{shown}"
-    );
+    assert_contains(&shown, "**Not tried:** the run's budget ran out");
 }
 
 /// A test that does not finish proves nothing: the proof stops at review.prove.timeout_seconds,
@@ -413,21 +413,13 @@ fn a_test_that_does_not_finish_proves_nothing_and_is_stopped() {
     );
     let started = std::time::Instant::now();
     let report = review(repo.path(), &model);
-    let proof = &report["proofs"][0];
-    assert_eq!(proof["status"], "not_proven", "{report:#}");
-    assert!(
-        proof["reason"]
-            .as_str()
-            .unwrap()
-            .starts_with("the proof did not finish within 3s"),
-        "{proof:#}"
-    );
+    unproven(&report, "the proof did not finish within 3s");
     assert!(
         started.elapsed() < std::time::Duration::from_secs(60),
         "the review waited for the test"
     );
     let shown = first_comment(repo.path(), &report);
-    assert!(shown.contains("**Not proven:**"), "{shown}");
+    assert_contains(&shown, "**Not proven:**");
     // The sandboxed test was killed with the proof.
     let processes = std::process::Command::new("ps")
         .args(["-eo", "args"])
@@ -474,10 +466,7 @@ fn a_change_that_touches_the_test_setup_cannot_make_a_finding_go_away() {
         let proof = &report["proofs"][0];
         assert_eq!(proof["status"], "not_tried", "{path}: {report:#}");
         let reason = proof["reason"].as_str().unwrap();
-        assert!(
-            reason.starts_with("a passing test proves nothing about this change:"),
-            "{reason}"
-        );
+        assert_starts_with(reason, "a passing test proves nothing about this change:");
         assert!(reason.contains(named), "{path}: {reason}");
         assert_eq!(
             report["findings"].as_array().unwrap().len(),

@@ -5,10 +5,11 @@
 
 use std::path::Path;
 
+use bugloop_testkit::assert_contains;
 use serde_json::{Value, json};
 
 use super::prove::{CONFIG, FAILING_TEST, past_the_end, repository, review, script};
-use super::{bugloop, stderr, stdout};
+use super::{agent_script, bugloop, stderr, stdout};
 
 /// Reviews the off-by-one of `repository` and proves it; the finding's id.
 fn proven(repo: &Path, scripts: &Path) -> String {
@@ -25,14 +26,7 @@ fn proven(repo: &Path, scripts: &Path) -> String {
 
 /// A fix agent's script: each call in its own turn, then its summary.
 fn fix_script(dir: &Path, calls: &[Value]) -> String {
-    let mut text: String = calls
-        .iter()
-        .map(|c| format!("{}\n", json!({"tool_calls": [c]})))
-        .collect();
-    text.push_str(&format!("{}\n", json!({"text": "Fixed."})));
-    let path = dir.join("fix.jsonl");
-    std::fs::write(&path, text).unwrap();
-    format!("script:{}", path.display())
+    agent_script(dir, "fix.jsonl", calls, "Fixed.")
 }
 
 fn fix(repo: &Path, model: &str) -> (Option<i32>, Value) {
@@ -147,7 +141,7 @@ fn a_fix_that_leaves_the_proofs_test_failing_is_refused() {
     assert_eq!(repo.git(&["status", "--porcelain"]), "");
     // The finding is still open.
     let open = stdout(&bugloop(repo.path(), &["findings"]));
-    assert!(open.contains(&id), "{open}");
+    assert_contains(&open, &id);
 }
 
 /// converge: the audit's finding is proven by a failing test, so the model validator does not
@@ -206,11 +200,8 @@ fn converge_counts_a_proven_finding_as_confirmed_and_its_fix_passes_the_test() {
             .contains("**Final state:** converged: the last audit found nothing after 3 loops"),
         "{described}"
     );
-    assert!(described.contains("| 2 | fix | "), "{described}");
-    assert!(
-        described.contains("| 3 | audit | 0P0 0P1 0P2 (clean) |"),
-        "{described}"
-    );
+    assert_contains(&described, "| 2 | fix | ");
+    assert_contains(&described, "| 3 | audit | 0P0 0P1 0P2 (clean) |");
     assert_eq!(
         report["description"].as_str().map(str::trim_end),
         described

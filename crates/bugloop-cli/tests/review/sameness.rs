@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use bugloop_testkit::assert_contains;
 use serde_json::{Value, json};
 
 use super::{bugloop, findings_json, json_output, off_by_one, repo, script, stdout};
@@ -99,10 +100,6 @@ fn an_id_repeated_at_another_place_is_a_new_finding() {
 
     // The original comment still describes the original problem at its place.
     let show = bugloop(dir.path(), &["findings", "show", &id]);
-    assert!(
-        stdout(&show).contains("Index one past the end"),
-        "{}",
-        stdout(&show)
-    );
+    assert_contains(&stdout(&show), "Index one past the end");
     assert!(!stdout(&show).contains("NaN"), "{}", stdout(&show));
 }

@@ -2,6 +2,7 @@
 //! `bench` as built (or left out of) the binary.
 
 use super::*;
+use bugloop_testkit::assert_contains;
 
 /// A script whose first pass reports `findings` after the tool `calls`, then passes 2-4.
 fn script_with_calls(dir: &Path, calls: &[Value], findings: &[Value]) -> String {
@@ -58,17 +59,16 @@ fn when_unconfined_refuses_or_warns() {
     let report: Value = serde_json::from_str(&stdout(&refused)).unwrap();
     assert_eq!(report["complete"], false);
     let errors = report["errors"].to_string();
-    assert!(errors.contains("when_unconfined"), "{errors}");
+    assert_contains(&errors, "when_unconfined");
 
     let warned = review("warn");
     assert_eq!(warned.status.code(), Some(0), "{}", stderr(&warned));
     let report: Value = serde_json::from_str(&stdout(&warned)).unwrap();
     assert_eq!(report["complete"], true, "{report:#}");
     assert_eq!(report["findings"].as_array().unwrap().len(), 1);
-    assert!(
-        stderr(&warned).contains("commands will run UNCONFINED (sandbox.when_unconfined: warn)"),
-        "{}",
-        stderr(&warned)
+    assert_contains(
+        &stderr(&warned),
+        "commands will run UNCONFINED (sandbox.when_unconfined: warn)",
     );
     assert!(
         !stderr(&refused).contains("UNCONFINED"),
@@ -89,7 +89,7 @@ fn bench_says_how_to_build_it_when_left_out() {
         .unwrap();
     assert!(!output.status.success());
     let said = String::from_utf8_lossy(&output.stderr);
-    assert!(said.contains("--features bench"), "{said}");
+    assert_contains(&said, "--features bench");
 }
 
 /// `bench review` runs a review as `bugloop review` would: a tool-calling model through the four
@@ -170,18 +170,12 @@ fn an_unreachable_home_and_an_endless_configuration_file() {
         .output()
         .unwrap();
     std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o700)).unwrap();
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{}{}",
-        stdout(&output),
-        stderr(&output)
-    );
+    assert_exit(&output, 0);
 
     let endless = bugloop(dir.path(), &["--config", "/dev/zero", "config", "check"]);
     let said = format!("{}{}", stdout(&endless), stderr(&endless));
     assert_eq!(endless.status.code(), Some(1), "{said}");
-    assert!(said.contains("more than 1024 KiB of text"), "{said}");
+    assert_contains(&said, "more than 1024 KiB of text");
 }
 
 /// With HOME unset (`env -i`, some cron and CI jobs) the embedded model is not looked up under
@@ -206,10 +200,7 @@ fn a_relative_model_directory_is_refused() {
     let said = review_with_a_model_of_the_branchs("models", |command| {
         command.env("BUGLOOP_MODEL_DIR", "models");
     });
-    assert!(
-        said.contains("the model directory models is relative"),
-        "{said}"
-    );
+    assert_contains(&said, "the model directory models is relative");
 }
 
 /// A review (dry run) of a repository whose branch ships a file named as the default model in
@@ -276,9 +267,9 @@ fn ctrl_c_during_a_review_says_it_stopped() {
     let output = child.wait_with_output().unwrap();
     let said = stderr(&output);
     assert_eq!(output.status.code(), Some(130), "{said}");
-    assert!(
-        said.contains("interrupted: `bugloop review` stopped. What it had finished stays"),
-        "{said}"
+    assert_contains(
+        &said,
+        "interrupted: `bugloop review` stopped. What it had finished stays",
     );
     std::fs::remove_file(config).unwrap();
 }

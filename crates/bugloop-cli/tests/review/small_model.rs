@@ -8,17 +8,14 @@ use std::process::Command;
 use bugloop_testkit::workspace as root;
 use serde_json::{Value, json};
 
-use super::{bugloop, repo, stderr, stdout, validate};
+use super::{bugloop, repo, script_named, stderr, stdout, validate};
 
 fn small_script(dir: &Path, answers: &[Value]) -> String {
     let mut lines = vec![
         json!({"capabilities": {"tools": false, "json_schema": true, "context_tokens": 4096}}),
     ];
     lines.extend(answers.iter().map(|a| json!({"text": a.to_string()})));
-    let path = dir.join("small.jsonl");
-    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
-    std::fs::write(&path, text).unwrap();
-    format!("script:{}", path.display())
+    script_named(dir, "small.jsonl", &lines)
 }
 
 #[test]

@@ -5,10 +5,10 @@
 
 use std::path::Path;
 
-use bugloop_testkit::TestRepo;
 use bugloop_testkit::model::{
     STATS_BASE as BASE, stats_feature as feature, stats_off_by_one as off_by_one,
 };
+use bugloop_testkit::{TestRepo, assert_contains};
 use serde_json::{Value, json};
 
 use super::{bugloop, findings_json, json_output, script, stderr, stdout};
@@ -106,7 +106,7 @@ fn a_line_put_back_as_the_base_has_it_resolves_and_a_revert_raises_it_again() {
     assert_eq!(report["usage"]["model_calls"], 4, "it was asked about");
     let (status, shown) = thread(repo.path(), &id);
     assert_eq!(status, "RESOLVED");
-    assert!(shown.contains(&reason), "{shown}");
+    assert_contains(&shown, &reason);
     // Code scanning closes the alert: the finding is no longer in the SARIF.
     assert_eq!(sarif_ids(repo.path(), &quiet), Vec::<String>::new());
 
@@ -117,7 +117,7 @@ fn a_line_put_back_as_the_base_has_it_resolves_and_a_revert_raises_it_again() {
     assert_eq!(report["findings"][0]["action"], "reopened", "{report:#}");
     let (status, shown) = thread(repo.path(), &id);
     assert_eq!(status, "PENDING");
-    assert!(shown.contains("Raised again"), "{shown}");
+    assert_contains(&shown, "Raised again");
     assert_eq!(shown.matches("### Loop reads one past the end").count(), 1);
     assert_eq!(sarif_ids(repo.path(), &quiet), [id]);
 }
@@ -183,7 +183,7 @@ fn code_moved_to_another_file_is_followed_never_both_followed_and_resolved() {
     assert_eq!(all.len(), 1);
     assert_eq!(all[0]["status"], "PENDING");
     let show = stdout(&bugloop(repo.path(), &["findings", "show", &id]));
-    assert!(show.contains("`util.py:6`"), "{show}");
+    assert_contains(&show, "`util.py:6`");
 
     // The model reports it at its new place, under a new id: the same finding, one comment.
     let (repo, id) = reviewed(scripts.path());
@@ -355,10 +355,7 @@ fn code_pushed_down_by_lines_added_above_it_is_followed_and_never_raised_twice()
         1,
         "{shown}"
     );
-    assert!(
-        shown.contains("score 9/10 · security** · `stats.py:18`"),
-        "{shown}"
-    );
+    assert_contains(&shown, "score 9/10 · security** · `stats.py:18`");
     // The header says where it is now; the comment's own anchor stays where it was written.
     assert!(
         shown
@@ -439,8 +436,5 @@ fn a_finding_reported_again_as_another_kind_keeps_its_own() {
     assert_eq!(results[0]["ruleId"], "logic", "{sarif:#}");
     let (status, shown) = thread(repo.path(), &id);
     assert_eq!(status, "PENDING");
-    assert!(
-        shown.contains("Out-of-bounds read past the list"),
-        "{shown}"
-    );
+    assert_contains(&shown, "Out-of-bounds read past the list");
 }

@@ -25,6 +25,37 @@ fn thread(comment: &str, id: &str) -> ThreadState {
     }
 }
 
+/// A review comment on line 1 of `a.rs`: bugloop's when `bot`, else a developer's.
+fn review_comment(
+    id: &str,
+    body: String,
+    created_at: Timestamp,
+    in_reply_to: Option<&str>,
+    bot: bool,
+) -> Comment {
+    Comment {
+        id: id.to_owned(),
+        author: if bot { "bugloop" } else { "dev" }.to_owned(),
+        body,
+        created_at,
+        kind: CommentKind::Review,
+        in_reply_to: in_reply_to.map(str::to_owned),
+        thread_id: None,
+        path: Some("a.rs".to_owned()),
+        line: Some(1),
+        thread_resolved: false,
+        by_bugloop: bot,
+    }
+}
+
+/// The body of bugloop's finding `a-bug`.
+fn a_bug(markers: &MarkerSyntax) -> String {
+    format!(
+        "### A bug\n\n{}",
+        markers.build(&FindingId::new("a-bug"), false)
+    )
+}
+
 #[test]
 fn threads_are_found_by_id_comment_or_unique_prefix() {
     let threads = [
@@ -53,23 +84,15 @@ fn threads_are_found_by_id_comment_or_unique_prefix() {
 fn a_finding_is_where_its_state_block_says() {
     let markers = MarkerSyntax::default();
     let root = |block: &RmcocBlock| Comment {
-        id: "review-1".to_owned(),
-        author: "bugloop".to_owned(),
-        body: crate::rmcoc::build_comment(
-            &format!(
-                "### A bug\n\n{}",
-                markers.build(&FindingId::new("a-bug"), false)
-            ),
-            block,
-        ),
-        created_at: Timestamp::UNIX_EPOCH,
-        kind: CommentKind::Review,
-        in_reply_to: None,
-        thread_id: None,
         path: Some("stats.py".to_owned()),
         line: Some(6),
-        thread_resolved: false,
-        by_bugloop: true,
+        ..review_comment(
+            "review-1",
+            crate::rmcoc::build_comment(&a_bug(&markers), block),
+            Timestamp::UNIX_EPOCH,
+            None,
+            true,
+        )
     };
     let mut block = RmcocBlock::new("A bug", "It breaks.", Score::saturating(8));
     let state = reconstruct(&[root(&block)], &markers);
@@ -91,24 +114,11 @@ fn a_finding_is_where_its_state_block_says() {
 #[test]
 fn comments_of_one_second_are_ordered_by_id_number() {
     let at = Timestamp::UNIX_EPOCH;
-    let comment = |id: &str, body: &str, reply_to: Option<&str>, bot: bool| Comment {
-        id: id.to_owned(),
-        author: if bot { "bugloop" } else { "dev" }.to_owned(),
-        body: body.to_owned(),
-        created_at: at,
-        kind: CommentKind::Review,
-        in_reply_to: reply_to.map(str::to_owned),
-        thread_id: None,
-        path: Some("a.rs".to_owned()),
-        line: Some(1),
-        thread_resolved: false,
-        by_bugloop: bot,
+    let comment = |id: &str, body: &str, reply_to: Option<&str>, bot: bool| {
+        review_comment(id, body.to_owned(), at, reply_to, bot)
     };
     let markers = MarkerSyntax::default();
-    let root_body = format!(
-        "### A bug\n\n{}",
-        markers.build(&FindingId::new("a-bug"), false)
-    );
+    let root_body = a_bug(&markers);
     let listed = [
         comment("review-10", "second", Some("review-8"), false),
         comment("review-9", "first", Some("review-8"), false),
@@ -129,23 +139,10 @@ fn comments_of_one_second_are_ordered_by_id_number() {
 fn a_replayed_status_reply_changes_nothing() {
     let markers = MarkerSyntax::default();
     let at = |s: i64| Timestamp::from_second(s).unwrap();
-    let comment = |id: &str, body: String, second: i64, reply_to: Option<&str>| Comment {
-        id: id.to_owned(),
-        author: "bugloop".to_owned(),
-        body,
-        created_at: at(second),
-        kind: CommentKind::Review,
-        in_reply_to: reply_to.map(str::to_owned),
-        thread_id: None,
-        path: Some("a.rs".to_owned()),
-        line: Some(1),
-        thread_resolved: false,
-        by_bugloop: true,
+    let comment = |id: &str, body: String, second: i64, reply_to: Option<&str>| {
+        review_comment(id, body, at(second), reply_to, true)
     };
-    let root = format!(
-        "### A bug\n\n{}",
-        markers.build(&FindingId::new("a-bug"), false)
-    );
+    let root = a_bug(&markers);
     let fixed = format!(
         "fixed in 1a2b3c4\n\n{}",
         markers.reply_tag(ReplyKind::Fixed)

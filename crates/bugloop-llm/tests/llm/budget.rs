@@ -25,19 +25,43 @@ fn conversation() -> Arc<ScriptedProvider> {
     ))
 }
 
-async fn run(
-    limits: BudgetLimits,
-    price: Option<Price>,
-) -> (usize, LlmError, Arc<ScriptedProvider>) {
+/// Budget limits with only `limit` set.
+fn only(limit: Limit) -> BudgetLimits {
+    let mut limits = BudgetLimits::default();
+    match limit {
+        Limit::InputTokens(n) => limits.max_input_tokens = Some(n),
+        Limit::OutputTokens(n) => limits.max_output_tokens = Some(n),
+        Limit::CostUsd(n) => limits.max_cost_usd = Some(n),
+        Limit::Turns(n) => limits.max_turns = Some(n),
+        Limit::WallTime(n) => limits.max_wall_time = Some(n),
+    }
+    limits
+}
+
+/// $1 per million input tokens, $10 per million output.
+fn turn_price() -> Price {
+    Price {
+        input_per_mtok: 1.0,
+        cached_input_per_mtok: None,
+        output_per_mtok: 10.0,
+    }
+}
+
+/// Runs the conversation under `limit` until it stops there: the calls completed, the error and
+/// the provider.
+async fn run(limit: Limit, price: Option<Price>) -> (usize, LlmError, Arc<ScriptedProvider>) {
     let scripted = conversation();
-    let meter = Arc::new(Meter::new("openai:gpt-test", limits, price));
+    let meter = Arc::new(Meter::new("openai:gpt-test", only(limit), price));
     let metered = Metered::new(scripted.clone(), meter);
     let mut completed = 0;
     loop {
         let request = user_request("next");
         match metered.chat(&request, None).await {
             Ok(_) => completed += 1,
-            Err(error) => return (completed, error, scripted),
+            Err(error) => {
+                assert_eq!(exceeded_limit(&error), limit);
+                return (completed, error, scripted);
+            }
         }
     }
 }
@@ -51,17 +75,9 @@ fn exceeded(error: &LlmError) -> &bugloop_llm::BudgetExceeded {
 
 #[tokio::test]
 async fn turn_limit() {
-    let (completed, error, scripted) = run(
-        BudgetLimits {
-            max_turns: Some(3),
-            ..BudgetLimits::default()
-        },
-        None,
-    )
-    .await;
+    let (completed, error, scripted) = run(Limit::Turns(3), None).await;
     assert_eq!(completed, 3);
     let exceeded = exceeded(&error);
-    assert_eq!(exceeded.limit, Limit::Turns(3));
     assert_eq!(exceeded.spent.turns, 3);
     assert_eq!(exceeded.spent.usage, usage(3_000, 300));
     // Stopped before the fourth call was sent.
@@ -71,19 +87,11 @@ async fn turn_limit() {
 
 #[tokio::test]
 async fn input_token_limit() {
-    let (completed, error, scripted) = run(
-        BudgetLimits {
-            max_input_tokens: Some(2_500),
-            ..BudgetLimits::default()
-        },
-        None,
-    )
-    .await;
+    let (completed, error, scripted) = run(Limit::InputTokens(2_500), None).await;
     // Two calls fit (2,000). Each "next" was counted as 1,000 tokens, so the third is estimated
     // at 1,000 with 500 left: it would cross 2,500 and is not sent.
     assert_eq!(completed, 2);
     let exceeded = exceeded(&error);
-    assert_eq!(exceeded.limit, Limit::InputTokens(2_500));
     assert_eq!(
         exceeded.refused.as_deref(),
         Some(&bugloop_llm::Refused::InputTokens {
@@ -98,14 +106,7 @@ async fn input_token_limit() {
     let scripted = conversation();
     let metered = Metered::new(
         scripted.clone(),
-        Arc::new(Meter::new(
-            "m",
-            BudgetLimits {
-                max_input_tokens: Some(10),
-                ..BudgetLimits::default()
-            },
-            None,
-        )),
+        Arc::new(Meter::new("m", only(Limit::InputTokens(10)), None)),
     );
     let big = user_request("x".repeat(400));
     let error = metered.chat(&big, None).await.unwrap_err();
@@ -122,14 +123,7 @@ async fn the_input_estimate_follows_the_providers_count() {
     let scripted = Arc::new(ScriptedProvider::new(
         [usage(100, 10), usage(150, 10)].map(|u| text_reply("ok", u)),
     ));
-    let meter = Arc::new(Meter::new(
-        "m",
-        BudgetLimits {
-            max_input_tokens: Some(250),
-            ..BudgetLimits::default()
-        },
-        None,
-    ));
+    let meter = Arc::new(Meter::new("m", only(Limit::InputTokens(250)), None));
     let metered = Metered::new(scripted.clone(), meter.clone());
     let asking = |chars: usize| user_request("y".repeat(chars));
     assert_eq!(meter.estimate(&asking(600)).input_tokens, 150);
@@ -166,14 +160,7 @@ async fn the_cost_estimate_counts_the_cached_share() {
     let scripted = Arc::new(ScriptedProvider::new(
         [reported, reported].map(|u| text_reply("ok", u)),
     ));
-    let meter = Arc::new(Meter::new(
-        "m",
-        BudgetLimits {
-            max_cost_usd: Some(0.02),
-            ..BudgetLimits::default()
-        },
-        Some(price),
-    ));
+    let meter = Arc::new(Meter::new("m", only(Limit::CostUsd(0.02)), Some(price)));
     let metered = Metered::new(scripted.clone(), meter.clone());
     let asking = |chars: usize| user_request("z".repeat(chars));
     // $0.01 at the full price, $0.0019 as answered: $0.0181 left.
@@ -194,16 +181,8 @@ fn exceeded_limit(error: &LlmError) -> Limit {
 
 #[tokio::test]
 async fn output_token_limit_caps_max_tokens_then_stops() {
-    let (completed, error, scripted) = run(
-        BudgetLimits {
-            max_output_tokens: Some(250),
-            ..BudgetLimits::default()
-        },
-        None,
-    )
-    .await;
+    let (completed, _, scripted) = run(Limit::OutputTokens(250), None).await;
     assert_eq!(completed, 2);
-    assert_eq!(exceeded_limit(&error), Limit::OutputTokens(250));
     let requests = scripted.requests();
     // Each request may only ask for what is left.
     assert_eq!(requests[0].max_tokens, Some(250));
@@ -214,21 +193,8 @@ async fn output_token_limit_caps_max_tokens_then_stops() {
 #[tokio::test]
 async fn cost_limit() {
     // $1 per million input tokens, $10 per million output: each turn costs $0.002.
-    let price = Price {
-        input_per_mtok: 1.0,
-        cached_input_per_mtok: None,
-        output_per_mtok: 10.0,
-    };
-    let (completed, error, _) = run(
-        BudgetLimits {
-            max_cost_usd: Some(0.005),
-            ..BudgetLimits::default()
-        },
-        Some(price),
-    )
-    .await;
+    let (completed, error, _) = run(Limit::CostUsd(0.005), Some(turn_price())).await;
     let exceeded = exceeded(&error);
-    assert_eq!(exceeded.limit, Limit::CostUsd(0.005));
     // $0.004 spent; the third call's input alone ($0.001, as the last ones were counted) leaves
     // nothing for its answer, so it is not sent.
     assert_eq!(completed, 2);
@@ -275,30 +241,21 @@ impl Provider for Paced {
 async fn wall_time_limit_stops_a_call_in_flight() {
     let meter = Arc::new(Meter::new(
         "slow",
-        BudgetLimits {
-            max_wall_time: Some(Duration::from_millis(200)),
-            ..BudgetLimits::default()
-        },
+        only(Limit::WallTime(Duration::from_millis(200))),
         None,
     ));
     let metered = Metered::new(slow(), meter.clone());
-    let error = metered
-        .chat(&ChatRequest::default(), None)
-        .await
-        .unwrap_err();
-    assert_eq!(
-        exceeded_limit(&error),
-        Limit::WallTime(Duration::from_millis(200))
-    );
-    // And the next call is refused before it starts.
-    let error = metered
-        .chat(&ChatRequest::default(), None)
-        .await
-        .unwrap_err();
-    assert_eq!(
-        exceeded_limit(&error),
-        Limit::WallTime(Duration::from_millis(200))
-    );
+    // The call in flight is stopped, and the next call is refused before it starts.
+    for _ in 0..2 {
+        let error = metered
+            .chat(&ChatRequest::default(), None)
+            .await
+            .unwrap_err();
+        assert_eq!(
+            exceeded_limit(&error),
+            Limit::WallTime(Duration::from_millis(200))
+        );
+    }
     assert_eq!(meter.summary().turns, 0);
 }
 
@@ -361,16 +318,8 @@ async fn calls_at_once_never_spend_past_the_limit_together() {
 /// Eight sessions calling at once until the budget of `max_cost_usd` stops them, each call of
 /// 4,000 characters counted as `tokens` input tokens by the provider: what was spent.
 async fn at_once(tokens: u64, max_cost_usd: f64) -> bugloop_llm::budget::UsageSummary {
-    let price = Price {
-        input_per_mtok: 1.0,
-        cached_input_per_mtok: None,
-        output_per_mtok: 10.0,
-    };
-    let limits = BudgetLimits {
-        max_cost_usd: Some(max_cost_usd),
-        ..BudgetLimits::default()
-    };
-    let meter = Arc::new(Meter::new("openai:gpt-test", limits, Some(price)));
+    let limits = only(Limit::CostUsd(max_cost_usd));
+    let meter = Arc::new(Meter::new("openai:gpt-test", limits, Some(turn_price())));
     let metered = Arc::new(Metered::new(
         Arc::new(Paced {
             after: Duration::from_millis(20),
@@ -401,11 +350,11 @@ async fn at_once(tokens: u64, max_cost_usd: f64) -> bugloop_llm::budget::UsageSu
 /// A call given up (a timeout, a cancelled session) gives back what it held.
 #[tokio::test]
 async fn a_call_given_up_gives_back_what_it_held() {
-    let limits = BudgetLimits {
-        max_input_tokens: Some(1_500),
-        ..BudgetLimits::default()
-    };
-    let meter = Arc::new(Meter::new("openai:gpt-test", limits, None));
+    let meter = Arc::new(Meter::new(
+        "openai:gpt-test",
+        only(Limit::InputTokens(1_500)),
+        None,
+    ));
     let metered = Metered::new(slow(), meter.clone());
     let request = user_request("x".repeat(4_000));
     let given_up = tokio::time::timeout(Duration::from_millis(50), metered.chat(&request, None));

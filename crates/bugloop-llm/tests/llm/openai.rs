@@ -559,26 +559,41 @@ async fn malformed_bodies_are_retried_like_a_cut_stream() {
     }
 
     let server = MockServer::start().await;
-    let mut garbled = sse(&[(
-        None,
-        json!({"choices": [{"index": 0, "delta": {"content": "Half"}, "finish_reason": null}]}),
-    )]);
+    let mut garbled = sse(&[delta("Half", None)]);
     garbled.push_str("data: {\"choices\": [ not json\n\n");
-    mount_stream(&server, garbled, Some(1)).await;
-    let mut streamed = sse(&[(
-        None,
-        json!({"choices": [{"index": 0, "delta": {"content": "Whole"}, "finish_reason": "stop"}]}),
-    )]);
+    let mut streamed = sse(&[delta("Whole", Some("stop"))]);
     streamed.push_str("data: [DONE]\n\n");
-    mount_stream(&server, streamed, None).await;
-    let (response, collected) = streamed_chat(&server, "x").await;
-    assert_eq!(response.message.content, "Whole");
+    assert_streamed_again(&server, garbled, "Half", streamed, "Whole").await;
+}
+
+/// The delta `text` of a streamed answer, finished for `finish`: an event for [`sse`].
+fn delta(text: &str, finish: Option<&str>) -> (Option<&'static str>, serde_json::Value) {
+    (
+        None,
+        json!({"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": finish}]}),
+    )
+}
+
+/// `server` streams `broken` once (`half` of an answer, then the stream breaks), then
+/// `streamed` (the whole answer `whole`): the answer is `whole`, and the sink was told to drop
+/// the half answer before the retry streamed again.
+async fn assert_streamed_again(
+    server: &MockServer,
+    broken: String,
+    half: &str,
+    streamed: String,
+    whole: &str,
+) {
+    mount_stream(server, broken, Some(1)).await;
+    mount_stream(server, streamed, None).await;
+    let (response, collected) = streamed_chat(server, "x").await;
+    assert_eq!(response.message.content, whole);
     assert_eq!(
         collected.events(),
         vec![
-            StreamEvent::Text("Half".into()),
+            StreamEvent::Text(half.into()),
             StreamEvent::Restart,
-            StreamEvent::Text("Whole".into())
+            StreamEvent::Text(whole.into())
         ]
     );
 }
@@ -586,34 +601,16 @@ async fn malformed_bodies_are_retried_like_a_cut_stream() {
 #[tokio::test]
 async fn stream_cut_in_the_middle_is_retried_then_reported() {
     let server = MockServer::start().await;
-    let cut = sse(&[(
-        None,
-        json!({"choices": [{"index": 0, "delta": {"content": "Half an ans"}, "finish_reason": null}]}),
-    )]);
-    mount_stream(&server, cut.clone(), Some(1)).await;
+    let cut = sse(&[delta("Half an ans", None)]);
     let mut whole = sse(&[
-        (
-            None,
-            json!({"choices": [{"index": 0, "delta": {"content": "Whole answer"}, "finish_reason": null}]}),
-        ),
+        delta("Whole answer", None),
         (
             None,
             json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
         ),
     ]);
     whole.push_str("data: [DONE]\n\n");
-    mount_stream(&server, whole, None).await;
-    let (response, collected) = streamed_chat(&server, "x").await;
-    assert_eq!(response.message.content, "Whole answer");
-    // The sink was told to drop the half answer before the retry streamed again.
-    assert_eq!(
-        collected.events(),
-        vec![
-            StreamEvent::Text("Half an ans".into()),
-            StreamEvent::Restart,
-            StreamEvent::Text("Whole answer".into())
-        ]
-    );
+    assert_streamed_again(&server, cut.clone(), "Half an ans", whole, "Whole answer").await;
 
     let server = MockServer::start().await;
     mount_stream(&server, cut, None).await;

@@ -141,20 +141,12 @@ fn model_text_in_a_loop_review_cannot_open_a_marker() {
 #[test]
 fn the_final_report_lists_the_quarantine() {
     let report = ConvergeReport {
-        exit: Exit::Converged,
         detail: String::new(),
         loops: 2,
         start_commit: "a".repeat(40),
         final_commit: "b".repeat(40),
-        files_changed: 0,
-        additions: 0,
-        deletions: 0,
-        log: Vec::new(),
-        landing: None,
-        earlier_dirty_loops: 0,
         quarantined: vec![rejected("Made-up race")],
-        description: None,
-        description_error: None,
+        ..clean_already(String::new())
     };
     let text = report.text();
     assert!(

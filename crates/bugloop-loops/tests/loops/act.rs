@@ -10,7 +10,7 @@ use crate::support;
 use std::sync::Arc;
 
 use bugloop_domain::finding::FindingId;
-use bugloop_domain::thread::ThreadStatus;
+use bugloop_domain::thread::{Comment, ThreadStatus};
 use bugloop_forge::local::LocalForge;
 use bugloop_forge::{Forge, Write};
 use bugloop_llm::Capabilities;
@@ -67,9 +67,33 @@ async fn with_env<T>(
     support::with_env(repo, config, Arc::new(scripted), work).await
 }
 
+/// The developer replies `reply` in the thread of the finding `id`: the reply.
+async fn reply_in_thread(env: &LoopEnv<'_>, id: &str, reply: &str) -> Comment {
+    let change = env.git.conversation_key();
+    let forge = LocalForge::open(env.git.clone(), "bugloop").await.unwrap();
+    let comments = forge.comments(&change).await.unwrap();
+    let root = comments
+        .iter()
+        .find(|c| c.body.contains(id) && c.in_reply_to.is_none())
+        .unwrap();
+    forge
+        .developer_comment(&change, reply, Some(&root.id))
+        .await
+        .unwrap()
+}
+
 /// `fix` of every open finding with the scripted model `scripted` and the default settings.
 async fn fix_all(repo: &Repo, scripted: ScriptedProvider) -> bugloop_report::act::ActReport {
-    with_env(repo, support::config(), scripted, async |env| {
+    fix_all_under(repo, support::config(), scripted).await
+}
+
+/// [`fix_all`] under `config`.
+async fn fix_all_under(
+    repo: &Repo,
+    config: bugloop_config::Config,
+    scripted: ScriptedProvider,
+) -> bugloop_report::act::ActReport {
+    with_env(repo, config, scripted, async |env| {
         act::fix(env, &env.git.conversation_key(), &Targets::All, None)
             .await
             .unwrap()
@@ -232,12 +256,7 @@ async fn a_stopped_fix_reset_away_resolves_nothing() {
     stop_a_fix_after_landing(&repo).await;
     git(repo.path(), &["reset", "-q", "--hard", "HEAD~1"]);
     let script = ScriptedProvider::new([clamp_edit(), text_reply("Clamped.", usage())]);
-    let report = with_env(&repo, verifying(&["true"]), script, async |env| {
-        act::fix(env, &env.git.conversation_key(), &Targets::All, None)
-            .await
-            .unwrap()
-    })
-    .await;
+    let report = fix_all_under(&repo, verifying(&["true"]), script).await;
     assert!(report.build.is_some(), "{report:?}");
     assert_eq!(report.resolved, std::slice::from_ref(&id));
     assert!(!report.message.contains("stopped"), "{}", report.message);
@@ -251,15 +270,10 @@ async fn a_stopped_fix_does_not_overrule_a_word_written_since() {
     stop_a_fix_after_landing(&repo).await;
     let script = ScriptedProvider::new([text_reply("It is clamped already.", usage())]);
     let report = with_env(&repo, support::config(), script, async |env| {
-        let change = env.git.conversation_key();
-        let forge = LocalForge::open(env.git.clone(), "bugloop").await.unwrap();
-        let comments = forge.comments(&change).await.unwrap();
-        let root = comments.iter().find(|c| c.body.contains(&id)).unwrap();
-        forge
-            .developer_comment(&change, "that did not fix it", Some(&root.id))
+        reply_in_thread(env, &id, "that did not fix it").await;
+        act::fix(env, &env.git.conversation_key(), &Targets::All, None)
             .await
-            .unwrap();
-        act::fix(env, &change, &Targets::All, None).await.unwrap()
+            .unwrap()
     })
     .await;
     assert!(report.resolved.is_empty(), "{report:?}");
@@ -275,12 +289,7 @@ async fn a_stopped_fix_does_not_overrule_a_word_written_since() {
 async fn a_fix_reset_away_is_raised_again_and_a_rebased_one_is_not() {
     let (repo, id) = reviewed().await;
     let script = ScriptedProvider::new([clamp_edit(), text_reply("Clamped the index.", usage())]);
-    let report = with_env(&repo, verifying(&["true"]), script, async |env| {
-        act::fix(env, &env.git.conversation_key(), &Targets::All, None)
-            .await
-            .unwrap()
-    })
-    .await;
+    let report = fix_all_under(&repo, verifying(&["true"]), script).await;
     assert_eq!(report.resolved, std::slice::from_ref(&id));
     let fixed = git(repo.path(), &["rev-parse", "HEAD"]);
     // Rebased: the fix is another commit with the same patch, on top of a new one.
@@ -501,17 +510,7 @@ async fn a_finding_whose_code_is_gone_is_not_given_to_the_model() {
 async fn fixing_all_with_nothing_open_is_nothing_to_do() {
     let repo = Repo::with_feature();
     let before = snapshot(&repo);
-    let report = with_env(
-        &repo,
-        support::config(),
-        ScriptedProvider::new([]),
-        async |env| {
-            act::fix(env, &env.git.conversation_key(), &Targets::All, None)
-                .await
-                .unwrap()
-        },
-    )
-    .await;
+    let report = fix_all(&repo, ScriptedProvider::new([])).await;
     assert!(report.build.is_none());
     assert!(
         report.message.starts_with("nothing to fix"),
@@ -585,15 +584,10 @@ async fn comments_are_routed_by_intent() {
     // "fix it" in the finding's thread: the fix runs (rules, no model call for the intent).
     let script = ScriptedProvider::new([clamp_edit(), text_reply("Clamped.", usage())]);
     let report = with_env(&repo, support::config(), script, async |env| {
-        let change = env.git.conversation_key();
-        let forge = LocalForge::open(env.git.clone(), "bugloop").await.unwrap();
-        let comments = forge.comments(&change).await.unwrap();
-        let root = comments.iter().find(|c| c.body.contains(&id)).unwrap();
-        let comment = forge
-            .developer_comment(&change, "fix it", Some(&root.id))
+        let comment = reply_in_thread(env, &id, "fix it").await;
+        act::on_comment(env, &env.git.conversation_key(), &comment)
             .await
-            .unwrap();
-        act::on_comment(env, &change, &comment).await.unwrap()
+            .unwrap()
     })
     .await;
     assert_eq!(report.action, Intent::Fix(vec![id.clone()]));

@@ -17,7 +17,9 @@ use bugloop_report::converge::{ConvergeReport, Exit, LoopKind};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 
-use crate::support::{Repo, conversation, finding, git, sql_format, usage, with_env};
+use crate::support::{
+    Repo, conversation, finding, git, index_past_end, sql_format, usage, with_env,
+};
 
 /// One audit: the findings in pass 1, then passes 2-4.
 fn audit(script: &ScriptedProvider, findings: Vec<Value>) {
@@ -56,16 +58,7 @@ fn no_models(model: &str) -> Result<Arc<dyn Provider>, LlmError> {
 }
 
 fn index_finding(repo: &Repo) -> Value {
-    let line = repo.line_of("src/stats.rs", "sorted[index]");
-    finding(
-        "src/stats.rs",
-        line,
-        "sorted[index]",
-        "Index out of bounds when p is 1.0",
-        "p = 1.0 indexes one past the end.",
-        9,
-        "logic",
-    )
+    index_past_end(repo.line_of("src/stats.rs", "sorted[index]"), 9)
 }
 
 fn clamp(script: &ScriptedProvider) {

@@ -13,7 +13,7 @@ use bugloop_report::review::{CommentAction, ReportStage};
 use serde_json::json;
 
 use crate::support::{
-    Repo, finding, off_by_one, run, run_full, session, sql_format, sql_injection,
+    Repo, finding, index_past_end, off_by_one, run, run_full, session, sql_format, sql_injection,
     structured_session, tagged,
 };
 use bugloop_llm::Role;
@@ -313,6 +313,16 @@ async fn ignore_globs_threshold_promotion_elevation_and_overflow() {
     assert_eq!(overflow_comments, 1);
 }
 
+/// How many passes the conversation of `request` submitted.
+fn passes_submitted(request: &bugloop_llm::ChatRequest) -> usize {
+    request
+        .messages
+        .iter()
+        .flat_map(|m| &m.tool_calls)
+        .filter(|c| c.name == "submit_pass_results")
+        .count()
+}
+
 /// Answers every turn of every session: in pass 1 a finding with the same id for each file of
 /// the part it is shown, then the passes.
 fn same_id_in_every_part(
@@ -322,24 +332,10 @@ fn same_id_in_every_part(
 + Send
 + 'static {
     move |request| {
-        let done = request
-            .messages
-            .iter()
-            .flat_map(|m| &m.tool_calls)
-            .filter(|c| c.name == "submit_pass_results")
-            .count();
-        let pass = done + 1;
+        let pass = passes_submitted(request) + 1;
         let mut calls = Vec::new();
         let shown = request.messages.first().map_or("", |m| m.content.as_str());
-        let index = finding(
-            "src/stats.rs",
-            stats_line,
-            "sorted[index]",
-            "Index out of bounds when p is 1.0",
-            "p = 1.0 indexes one past the end.",
-            8,
-            "logic",
-        );
+        let index = index_past_end(stats_line, 8);
         // Each finding, reported where its code is shown.
         for (code, mut f) in [
             ("sorted[index]", index),

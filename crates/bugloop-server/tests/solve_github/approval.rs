@@ -7,25 +7,18 @@ use super::*;
 /// and the issue in REVIEWING; once it passes, the next event (a review) marks the draft ready.
 #[tokio::test]
 async fn the_gate_waits_for_running_checks_then_marks_ready() {
-    let Setup {
-        fixture,
-        queue,
-        settings,
-        _dirs,
-    } = setup().await;
-    let sim = &fixture.sim;
+    let mut setup = setup().await;
+    let sim = &setup.fixture.sim;
     sim.set_check("*", "ci", "in_progress", None);
     let issue = traceback_issue(sim);
-    first_solving(&queue, &settings, sim, issue).await;
+    first_solving(&setup.queue, &setup.settings, sim, issue).await;
     assert_recorded(sim, issue, "REVIEWING");
-    let pulls: Vec<_> = sim.pulls().into_iter().filter(|p| p.0 != 7).collect();
-    let number = pulls[0].0;
+    let number = drafts(sim)[0].0;
     assert_eq!(sim.is_draft(number), Some(true), "still a draft");
     // CI passes; a review comes in (from alice, on the draft's branch): the solving goes on.
     sim.set_check("*", "ci", "completed", Some("success"));
-    let mut settings = settings;
-    settings.model = Some(script_file(_dirs[1].path(), &[]));
-    run_done(&queue, &settings, "delivery-2", &resume(issue)).await;
+    setup.settings.model = Some(script_file(setup._dirs[1].path(), &[]));
+    run_done(&setup.queue, &setup.settings, "delivery-2", &resume(issue)).await;
     assert_recorded(sim, issue, "READY");
     assert_eq!(sim.is_draft(number), Some(false));
 }
@@ -45,23 +38,15 @@ async fn approval_required() -> (Setup, u64) {
 /// issue; a stranger's `@bugloop approve` does nothing; a maintainer's opens the draft.
 #[tokio::test]
 async fn a_solution_waits_for_a_maintainers_approval_on_github() {
-    let (
-        Setup {
-            fixture,
-            queue,
-            mut settings,
-            _dirs,
-        },
-        issue,
-    ) = approval_required().await;
-    let sim = &fixture.sim;
-    let dir = first_solution(&queue, &mut settings, sim, issue).await;
-    let pulls = || sim.pulls().into_iter().filter(|p| p.0 != 7).count();
+    let (mut setup, issue) = approval_required().await;
+    let sim = &setup.fixture.sim;
+    let dir = first_solution(&setup.queue, &mut setup.settings, sim, issue).await;
+    let pulls = || drafts(sim).len();
     assert_eq!(pulls(), 0, "no draft before approval");
     let asked = || {
-        sim.issue_comments(issue)
-            .into_iter()
-            .filter(|c| c.author == BOT && c.body.contains("asks for approval first"))
+        said(sim, issue)
+            .iter()
+            .filter(|b| b.contains("asks for approval first"))
             .count()
     };
     assert_eq!(asked(), 1);
@@ -69,17 +54,17 @@ async fn a_solution_waits_for_a_maintainers_approval_on_github() {
     // A stranger approves: nothing opens, nothing is asked again.
     sim.set_permission("mallory", "read");
     sim.comment_as(issue, "mallory", "@bugloop approve");
-    settings.model = Some(script_file(dir.path(), &[]));
-    enqueue_trigger(&queue, "delivery-2", &resume).await;
-    crate::run_one(&queue, &settings).await;
+    setup.settings.model = Some(script_file(dir.path(), &[]));
+    enqueue_trigger(&setup.queue, "delivery-2", &resume).await;
+    crate::run_one(&setup.queue, &setup.settings).await;
     assert_eq!(pulls(), 0);
     assert_eq!(asked(), 1);
     // A maintainer's words near the command are not the command: nothing opens, and the issue
     // says once how to approve.
     let told = || {
-        sim.issue_comments(issue)
-            .into_iter()
-            .filter(|c| c.author == BOT && c.body.contains("exactly `@bugloop approve`"))
+        said(sim, issue)
+            .iter()
+            .filter(|b| b.contains("exactly `@bugloop approve`"))
             .count()
     };
     for (n, words) in [
@@ -91,21 +76,17 @@ async fn a_solution_waits_for_a_maintainers_approval_on_github() {
     .enumerate()
     {
         sim.comment_as(issue, "alice", words);
-        enqueue_trigger(&queue, &format!("delivery-near-{n}"), &resume).await;
-        crate::run_one(&queue, &settings).await;
+        enqueue_trigger(&setup.queue, &format!("delivery-near-{n}"), &resume).await;
+        crate::run_one(&setup.queue, &setup.settings).await;
         assert_eq!(pulls(), 0, "{words}");
         assert_eq!(told(), 1, "{words}");
     }
     // A maintainer approves: the draft opens.
     sim.comment_as(issue, "alice", "Right fix.\n\n@bugloop approve");
-    run_done(&queue, &settings, "delivery-3", &resume).await;
+    run_done(&setup.queue, &setup.settings, "delivery-3", &resume).await;
     assert_eq!(pulls(), 1, "the draft opened after approval");
-    let record = sim
-        .issue_comments(issue)
-        .into_iter()
-        .find(|c| c.author == BOT && c.body.contains("### bugloop solve:"))
-        .unwrap();
-    assert!(record.body.contains("approved by alice"), "{}", record.body);
+    let record = solve_record(sim, issue);
+    assert!(record.contains("approved by alice"), "{record}");
 }
 
 /// Approval by label: a label left on before bugloop asked is taken off and does not count; a
@@ -113,38 +94,29 @@ async fn a_solution_waits_for_a_maintainers_approval_on_github() {
 /// on after the request opens the draft, and the record says whose label it was.
 #[tokio::test]
 async fn a_maintainers_label_approves_a_waiting_solution_on_github() {
-    let (
-        Setup {
-            fixture,
-            queue,
-            mut settings,
-            _dirs,
-        },
-        issue,
-    ) = approval_required().await;
-    let sim = &fixture.sim;
+    let (mut setup, issue) = approval_required().await;
+    let sim = &setup.fixture.sim;
     // Approved before there was anything to approve.
     sim.label_as(issue, "alice", "bugloop:approved");
-    let dir = first_solution(&queue, &mut settings, sim, issue).await;
-    let pulls = || sim.pulls().into_iter().filter(|p| p.0 != 7).count();
+    let dir = first_solution(&setup.queue, &mut setup.settings, sim, issue).await;
+    let pulls = || drafts(sim).len();
     assert_eq!(pulls(), 0, "an earlier label approves nothing");
     assert!(
         !sim.issue_labels(issue)
             .contains(&"bugloop:approved".to_owned()),
         "the stale label is taken off"
     );
-    let asked = sim
-        .issue_comments(issue)
+    let asked = said(sim, issue)
         .into_iter()
-        .find(|c| c.author == BOT && c.body.contains("asks for approval first"))
+        .find(|b| b.contains("asks for approval first"))
         .unwrap();
-    assert!(asked.body.contains("`bugloop:approved`"), "{}", asked.body);
-    settings.model = Some(script_file(dir.path(), &[]));
+    assert!(asked.contains("`bugloop:approved`"), "{asked}");
+    setup.settings.model = Some(script_file(dir.path(), &[]));
     // A stranger who may label (triage) but not write.
     sim.set_permission("mallory", "triage");
     sim.label_as(issue, "mallory", "bugloop:approved");
-    enqueue_trigger(&queue, "delivery-2", &resume(issue)).await;
-    crate::run_one(&queue, &settings).await;
+    enqueue_trigger(&setup.queue, "delivery-2", &resume(issue)).await;
+    crate::run_one(&setup.queue, &setup.settings).await;
     assert_eq!(
         pulls(),
         0,
@@ -153,19 +125,12 @@ async fn a_maintainers_label_approves_a_waiting_solution_on_github() {
     // The maintainer labels it (taken off and put on again).
     sim.unlabel(issue, "bugloop:approved");
     sim.label_as(issue, "alice", "bugloop:approved");
-    run_done(&queue, &settings, "delivery-3", &resume(issue)).await;
+    run_done(&setup.queue, &setup.settings, "delivery-3", &resume(issue)).await;
     assert_eq!(pulls(), 1, "the draft opened after the label");
-    let record = sim
-        .issue_comments(issue)
-        .into_iter()
-        .find(|c| c.author == BOT && c.body.contains("### bugloop solve:"))
-        .unwrap();
+    let record = solve_record(sim, issue);
     assert!(
-        record
-            .body
-            .contains("approved by alice (label `bugloop:approved`)"),
-        "{}",
-        record.body
+        record.contains("approved by alice (label `bugloop:approved`)"),
+        "{record}"
     );
 }
 
@@ -176,18 +141,13 @@ async fn a_maintainers_label_approves_a_waiting_solution_on_github() {
 /// the same pattern in its text is not counted.
 #[tokio::test]
 async fn a_pattern_escalated_before_is_handed_to_a_person_on_github() {
-    let Setup {
-        fixture,
-        queue,
-        mut settings,
-        _dirs,
-    } = setup_repo(
+    let mut setup = setup_repo(
         &format!("{UNIT_CONFIG}  max_iterations: 1\n  skip_after_escalations: 1\n"),
         &[("app/models.py", BUGGY), ("test_base.py", BASE_TEST)],
         Vec::new(),
     )
     .await;
-    let sim = &fixture.sim;
+    let sim = &setup.fixture.sim;
     // A stranger's issue ending in the lines bugloop writes: not bugloop's, not counted.
     sim.add_issue(
         "mallory",
@@ -197,7 +157,7 @@ async fn a_pattern_escalated_before_is_handed_to_a_person_on_github() {
     );
     let dir = tempfile::tempdir().unwrap();
     // The solver shows the error with a test, and finds no fix: an escalation that counts.
-    settings.model = Some(script_file(
+    setup.settings.model = Some(script_file(
         dir.path(),
         &[
             json!({"tool_calls": [write("test_models.py", REPRODUCTION)]}),
@@ -208,10 +168,13 @@ async fn a_pattern_escalated_before_is_handed_to_a_person_on_github() {
         let report = format!(
             "Traceback (most recent call last):\n  File \"/srv/app/app/models.py\", line 2, in {function}\n    return items[len(items)]\nIndexError: list index out of range\n"
         );
-        report_error(&queue, delivery, report).await;
+        report_error(&setup.queue, delivery, report).await;
     };
     let drain = async || {
-        while let Some(run) = run_next(&queue, &settings, &Stop::never()).await.unwrap() {
+        while let Some(run) = run_next(&setup.queue, &setup.settings, &Stop::never())
+            .await
+            .unwrap()
+        {
             assert_eq!(run.state, Some(JobState::Done), "{run:?}");
         }
     };
@@ -219,25 +182,18 @@ async fn a_pattern_escalated_before_is_handed_to_a_person_on_github() {
     drain().await;
     report("report-2", "first").await;
     drain().await;
-    let said = |issue: u64| -> Vec<String> {
-        sim.issue_comments(issue)
-            .into_iter()
-            .filter(|c| c.author == BOT)
-            .map(|c| c.body)
-            .collect()
-    };
     let (first, second) = (9, 10);
     assert!(
-        said(first)
+        said(sim, first)
             .iter()
             .any(|b| b.starts_with("bugloop could not finish")),
         "{:#?}",
-        said(first)
+        said(sim, first)
     );
-    let handed = said(second)
+    let handed = said(sim, second)
         .into_iter()
         .find(|b| b.contains("does not try to solve this issue"))
-        .unwrap_or_else(|| panic!("{:#?}", said(second)));
+        .unwrap_or_else(|| panic!("{:#?}", said(sim, second)));
     assert!(
         handed.contains(&format!(
             "| errors of the class `IndexError` | #{second}, #{first} | 1 | 0 | 1 |"
@@ -249,26 +205,34 @@ async fn a_pattern_escalated_before_is_handed_to_a_person_on_github() {
         sim.issue_labels(second)
             .contains(&"bugloop:escalated".to_owned())
     );
-    let record = said(second)
+    let record = said(sim, second)
         .into_iter()
         .find(|b| b.contains("### bugloop solve: ESCALATED"))
         .unwrap();
     assert!(!record.contains("ASSIGNED"), "{record}");
     assert_eq!(
-        git(fixture.origin(), &["branch", "--list", "bugloop/*"]),
+        git(setup.fixture.origin(), &["branch", "--list", "bugloop/*"]),
         "",
         "nothing pushed"
     );
     // A maintainer sends it back (the trigger label taken off and put on again): tried.
-    settings.model = Some(script_file(
+    setup.settings.model = Some(script_file(
         dir.path(),
         &[json!({"text": "Still no idea."})],
     ));
-    enqueue_trigger(&queue, "relabel", &autofix(sim, second, "bug:autofix")).await;
-    while let Some(run) = run_next(&queue, &settings, &Stop::never()).await.unwrap() {
+    enqueue_trigger(
+        &setup.queue,
+        "relabel",
+        &autofix(sim, second, "bug:autofix"),
+    )
+    .await;
+    while let Some(run) = run_next(&setup.queue, &setup.settings, &Stop::never())
+        .await
+        .unwrap()
+    {
         assert_eq!(run.state, Some(JobState::Done), "{run:?}");
     }
-    let record = said(second)
+    let record = said(sim, second)
         .into_iter()
         .find(|b| b.contains("### bugloop solve:"))
         .unwrap();

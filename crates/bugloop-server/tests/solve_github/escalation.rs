@@ -2,23 +2,28 @@
 //! an external reviewer's threads are addressed and its review awaited.
 
 use super::*;
+use bugloop_testkit::labels::assert_solve_ended;
+
+/// A repository whose solver works as `bugsolver-bot` (who may write), `solve` added to the base
+/// configuration's `solve:` and `agents` to its `agents:`; alice's crash issue labelled for
+/// solving.
+async fn with_solver_account(solve: &str, agents: &str) -> (Setup, u64) {
+    let setup = setup_with(&format!(
+        "{CONFIG}{solve}agents:\n  bugsolver:\n    assignee: bugsolver-bot\n{agents}"
+    ))
+    .await;
+    let sim = &setup.fixture.sim;
+    sim.set_permission("bugsolver-bot", "write");
+    let issue = crash_issue(sim);
+    (setup, issue)
+}
 
 /// A solver that never passes on GitHub: escalated after `solve.max_iterations`, the issue
 /// labelled for a person with a comment listing the attempts, nothing pushed, no draft.
 #[tokio::test]
 async fn an_issue_the_solver_cannot_solve_is_escalated_on_github() {
-    let Setup {
-        fixture,
-        queue,
-        mut settings,
-        _dirs,
-    } = setup_with(&format!(
-        "{CONFIG}  max_iterations: 2\nagents:\n  bugsolver:\n    assignee: bugsolver-bot\n"
-    ))
-    .await;
-    let sim = &fixture.sim;
-    sim.set_permission("bugsolver-bot", "write");
-    let issue = crash_issue(sim);
+    let (mut setup, issue) = with_solver_account("  max_iterations: 2\n", "").await;
+    let sim = &setup.fixture.sim;
     let dir = tempfile::tempdir().unwrap();
     let tries: Vec<Value> = (1..=2)
         .flat_map(|n| {
@@ -28,43 +33,28 @@ async fn an_issue_the_solver_cannot_solve_is_escalated_on_github() {
             ]
         })
         .collect();
-    settings.model = Some(script_file(dir.path(), &tries));
-    first_solving(&queue, &settings, sim, issue).await;
-    let said: Vec<_> = sim
-        .issue_comments(issue)
-        .into_iter()
-        .filter(|c| c.author == BOT)
-        .collect();
+    setup.settings.model = Some(script_file(dir.path(), &tries));
+    first_solving(&setup.queue, &setup.settings, sim, issue).await;
+    let said = said(sim, issue);
     assert_eq!(said.len(), 2, "the record and the escalation: {said:#?}");
     let escalation = said
         .iter()
-        .find(|c| c.body.starts_with("bugloop could not finish"))
+        .find(|b| b.starts_with("bugloop could not finish"))
         .unwrap();
     for n in 1..=2 {
         assert!(
-            escalation
-                .body
-                .contains(&format!("- attempt {n}: `grep -qF")),
-            "{}",
-            escalation.body
+            escalation.contains(&format!("- attempt {n}: `grep -qF")),
+            "{escalation}"
         );
     }
     assert!(
         said.iter()
-            .any(|c| c.body.contains("### bugloop solve: ESCALATED"))
+            .any(|b| b.contains("### bugloop solve: ESCALATED"))
     );
-    let labels = sim.issue_labels(issue);
-    assert!(
-        labels.contains(&"bugloop:escalated".to_owned()),
-        "{labels:?}"
-    );
-    assert!(
-        !labels.contains(&"bugloop:solving".to_owned()),
-        "{labels:?}"
-    );
+    assert_solve_ended(&sim.issue_labels(issue), true);
     assert_eq!(sim.pulls().len(), 1, "no draft");
     assert_eq!(
-        git(fixture.origin(), &["branch", "--list", "bugloop/*"]),
+        git(setup.fixture.origin(), &["branch", "--list", "bugloop/*"]),
         "",
         "nothing pushed"
     );
@@ -86,23 +76,15 @@ async fn an_issue_the_solver_cannot_solve_is_escalated_on_github() {
 #[tokio::test]
 async fn an_external_reviewers_threads_are_addressed_and_its_review_awaited() {
     const RABBIT: &str = "coderabbitai[bot]";
-    let Setup {
-        fixture,
-        queue,
-        mut settings,
-        _dirs,
-    } = setup_with(&format!(
-        "{CONFIG}agents:\n  bugsolver:\n    assignee: bugsolver-bot\n  reviewer:\n    external: true\n    logins: [\"{RABBIT}\"]\n"
-    ))
+    let (mut setup, issue) = with_solver_account(
+        "",
+        &format!("  reviewer:\n    external: true\n    logins: [\"{RABBIT}\"]\n"),
+    )
     .await;
-    let sim = &fixture.sim;
-    sim.set_permission("bugsolver-bot", "write");
-    let issue = crash_issue(sim);
-    let dir = first_solution(&queue, &mut settings, sim, issue).await;
+    let sim = &setup.fixture.sim;
+    let dir = first_solution(&setup.queue, &mut setup.settings, sim, issue).await;
     assert_eq!(sim.assignees(issue), ["bugsolver-bot"]);
-    let pulls: Vec<_> = sim.pulls().into_iter().filter(|p| p.0 != 7).collect();
-    assert_eq!(pulls.len(), 1, "{pulls:#?}");
-    let (number, _, branch, draft, ..) = pulls[0].clone();
+    let (number, _, branch, draft, ..) = the_draft(sim);
     assert!(draft, "waits as a draft");
     assert!(
         sim.review_comments(number).is_empty(),
@@ -110,7 +92,8 @@ async fn an_external_reviewers_threads_are_addressed_and_its_review_awaited() {
     );
     assert_recorded(sim, issue, "REVIEWING");
     // The wait is looked at again when it ends (120 minutes), once however many runs see it.
-    let wake: Vec<_> = queue
+    let wake: Vec<_> = setup
+        .queue
         .jobs()
         .await
         .unwrap()
@@ -123,9 +106,9 @@ async fn an_external_reviewers_threads_are_addressed_and_its_review_awaited() {
 
     // A stranger's review is not the external reviewer's: still waiting, nothing asked.
     sim.add_review(number, "mallory", "APPROVED");
-    settings.model = Some(script_file(dir.path(), &[]));
+    setup.settings.model = Some(script_file(dir.path(), &[]));
     let resume = resume(issue);
-    run_done(&queue, &settings, "delivery-2", &resume).await;
+    run_done(&setup.queue, &setup.settings, "delivery-2", &resume).await;
     assert!(sim.is_draft(number) == Some(true));
 
     // The external reviewer reviews the head with a thread: a round addresses it.
@@ -137,24 +120,20 @@ async fn an_external_reviewers_threads_are_addressed_and_its_review_awaited() {
         "An empty list still raises IndexError.",
     );
     sim.submit_review(number, RABBIT, "COMMENTED", "Actionable comments posted: 1");
-    settings.model = Some(script_file(
+    setup.settings.model = Some(script_file(
         dir.path(),
         &[
             json!({"tool_calls": [write("app/models.py", "def last(items):\n    return items[-1] if items else None\n")]}),
             json!({"text": "Guarded the empty list."}),
         ],
     ));
-    run_done(&queue, &settings, "delivery-3", &resume).await;
-    let answers: Vec<_> = sim
-        .review_comments(number)
-        .into_iter()
-        .filter(|c| c.in_reply_to == Some(thread))
-        .collect();
+    run_done(&setup.queue, &setup.settings, "delivery-3", &resume).await;
+    let answers = replies_to(sim, number, thread);
     assert_eq!(answers.len(), 1, "{answers:#?}");
     assert!(sim.threads(number).iter().all(|t| t.resolved));
     assert!(
         git(
-            fixture.origin(),
+            setup.fixture.origin(),
             &["show", &format!("{branch}:app/models.py")]
         )
         .contains("if items else None")
@@ -167,14 +146,14 @@ async fn an_external_reviewers_threads_are_addressed_and_its_review_awaited() {
 
     // The reviewer asks for changes on the new head without a thread: theirs to change.
     sim.add_review(number, RABBIT, "CHANGES_REQUESTED");
-    settings.model = Some(script_file(dir.path(), &[]));
-    run_done(&queue, &settings, "delivery-3b", &resume).await;
+    setup.settings.model = Some(script_file(dir.path(), &[]));
+    run_done(&setup.queue, &setup.settings, "delivery-3b", &resume).await;
     assert_eq!(sim.is_draft(number), Some(true), "{}", record(sim, issue));
 
     // The reviewer approves the new head: the gate passes.
     sim.add_review(number, RABBIT, "APPROVED");
-    settings.model = Some(script_file(dir.path(), &[]));
-    run_done(&queue, &settings, "delivery-4", &resume).await;
+    setup.settings.model = Some(script_file(dir.path(), &[]));
+    run_done(&setup.queue, &setup.settings, "delivery-4", &resume).await;
     assert_eq!(sim.is_draft(number), Some(false), "{}", record(sim, issue));
     assert_recorded(sim, issue, "READY");
     assert_eq!(sim.assignees(issue), ["bugsolver-bot"]);

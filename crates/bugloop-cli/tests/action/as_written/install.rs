@@ -3,6 +3,7 @@
 //! checksum, and a `gh` that is not the runner's own.
 
 use super::*;
+use bugloop_testkit::assert_contains;
 
 #[test]
 fn a_tampered_release_fails_the_install_and_runs_nothing() {
@@ -17,9 +18,9 @@ fn a_tampered_release_fails_the_install_and_runs_nothing() {
     let installed = runner.install(dir.path(), &served.url);
     let said = text(&installed);
     assert_eq!(installed.status.code(), Some(1), "{said}");
-    assert!(said.contains("does not match its checksum"), "{said}");
+    assert_contains(&said, "does not match its checksum");
     assert!(!gh_log.exists(), "not even its provenance was asked for");
-    assert!(said.contains("nothing was installed or run"), "{said}");
+    assert_contains(&said, "nothing was installed or run");
     assert!(!runner.install_root().join("bin/bugloop").exists());
     assert!(!cargo_log.exists(), "no build either");
     assert_eq!(
@@ -39,7 +40,7 @@ fn a_release_without_valid_provenance_fails_the_install_and_runs_nothing() {
     let installed = runner.install(dir.path(), &served.url);
     let said = text(&installed);
     assert_eq!(installed.status.code(), Some(1), "{said}");
-    assert!(said.contains("has no valid build provenance"), "{said}");
+    assert_contains(&said, "has no valid build provenance");
     assert!(!runner.install_root().join("bin/bugloop").exists());
     assert!(!cargo_log.exists());
 }
@@ -62,9 +63,9 @@ fn a_binary_planted_in_the_install_root_of_a_pin_is_replaced_and_never_run() {
     let said = text(&installed);
     assert!(installed.status.success(), "{said}");
     assert!(!marker.exists(), "the planted binary ran: {said}");
-    assert!(said.contains("it was not run, and was replaced"), "{said}");
-    assert!(said.contains("installed release v0.1.0"), "{said}");
-    assert!(said.contains("bugloop 0.1.0"), "{said}");
+    assert_contains(&said, "it was not run, and was replaced");
+    assert_contains(&said, "installed release v0.1.0");
+    assert_contains(&said, "bugloop 0.1.0");
     assert!(!cargo_log.exists());
     let sha = release_sha256(&runner);
 
@@ -74,10 +75,7 @@ fn a_binary_planted_in_the_install_root_of_a_pin_is_replaced_and_never_run() {
     let reviewed = runner.run("Run bugloop", dir.path(), &[]);
     let said = text(&reviewed);
     assert_eq!(reviewed.status.code(), Some(1), "{said}");
-    assert!(
-        said.contains("is not the binary the install step verified"),
-        "{said}"
-    );
+    assert_contains(&said, "is not the binary the install step verified");
     assert!(!marker.exists(), "the planted binary ran: {said}");
 }
 
@@ -103,7 +101,7 @@ fn a_restored_build_is_used_only_with_the_sha256_recorded_when_it_was_built() {
     let restored = install(&runner);
     let said = text(&restored);
     assert!(restored.status.success(), "{said}");
-    assert!(said.contains("restored from the cache"), "{said}");
+    assert_contains(&said, "restored from the cache");
     assert_eq!(
         std::fs::read_to_string(&cargo_log).unwrap().lines().count(),
         1
@@ -116,8 +114,8 @@ fn a_restored_build_is_used_only_with_the_sha256_recorded_when_it_was_built() {
     let said = text(&swapped);
     assert!(swapped.status.success(), "{said}");
     assert!(!marker.exists(), "the planted binary ran: {said}");
-    assert!(said.contains("is not the build recorded with it"), "{said}");
-    assert!(said.contains("bugloop 0.1.0"), "{said}");
+    assert_contains(&said, "is not the build recorded with it");
+    assert_contains(&said, "bugloop 0.1.0");
     assert_eq!(
         std::fs::read_to_string(&cargo_log).unwrap().lines().count(),
         2
@@ -143,11 +141,8 @@ fn a_truncated_archive_matching_its_checksum_fails_the_install_and_runs_nothing(
     let installed = runner.install(dir.path(), &served.url);
     let said = text(&installed);
     assert_eq!(installed.status.code(), Some(1), "{said}");
-    assert!(
-        said.contains("is not a whole archive (truncated or corrupt)"),
-        "{said}"
-    );
-    assert!(said.contains("nothing was installed or run"), "{said}");
+    assert_contains(&said, "is not a whole archive (truncated or corrupt)");
+    assert_contains(&said, "nothing was installed or run");
     assert!(!said.contains("bugloop 0.1.0"), "{said}");
     assert!(!runner.installed().exists());
     assert!(!cargo_log.exists());
@@ -192,13 +187,13 @@ fn only_the_runners_own_gh_verifies_and_only_it_gets_the_token() {
     let installed = runner.run("Install bugloop", workspace.path(), &env);
     let said = text(&installed);
     assert!(installed.status.success(), "{said}");
-    assert!(said.contains("build provenance verified"), "{said}");
+    assert_contains(&said, "build provenance verified");
     assert!(gh_log.exists(), "the runner's gh was asked");
     let token = std::fs::read_to_string(gh_log.with_file_name("gh.token")).unwrap();
     assert_eq!(token, format!("{TOKEN}\n"));
     let ran = std::fs::read_to_string(&marker).unwrap_or_default();
     assert!(!ran.contains("/gh ran"), "a planted gh ran: {ran}");
-    assert!(ran.contains("/bin/tar ran, token=\n"), "{ran}");
+    assert_contains(&ran, "/bin/tar ran, token=\n");
     assert!(!ran.contains(TOKEN), "{ran}");
 
     // Named as the system's (only a test can): still not taken from the workspace.
@@ -206,7 +201,7 @@ fn only_the_runners_own_gh_verifies_and_only_it_gets_the_token() {
     let refused = runner.run("Install bugloop", workspace.path(), &env);
     let said = text(&refused);
     assert_eq!(refused.status.code(), Some(1), "{said}");
-    assert!(said.contains("it is in the workspace"), "{said}");
+    assert_contains(&said, "it is in the workspace");
     let ran = std::fs::read_to_string(&marker).unwrap_or_default();
     assert!(!ran.contains("/gh ran"), "a planted gh ran: {ran}");
     assert!(!runner.installed().exists());
@@ -226,9 +221,9 @@ fn without_the_runners_gh_a_release_installs_only_if_the_workflow_accepts_it() {
     let refused = install(&runner);
     let said = text(&refused);
     assert_eq!(refused.status.code(), Some(1), "{said}");
-    assert!(said.contains("::error"), "{said}");
-    assert!(said.contains("allow-unverified-provenance"), "{said}");
-    assert!(said.contains("Nothing was installed or run"), "{said}");
+    assert_contains(&said, "::error");
+    assert_contains(&said, "allow-unverified-provenance");
+    assert_contains(&said, "Nothing was installed or run");
     assert!(!runner.installed().exists());
     assert!(!gh_log.exists(), "the gh on the path is not asked");
 
@@ -238,9 +233,9 @@ fn without_the_runners_gh_a_release_installs_only_if_the_workflow_accepts_it() {
     let accepted = install(&runner);
     let said = text(&accepted);
     assert!(accepted.status.success(), "{said}");
-    assert!(said.contains("::warning"), "{said}");
-    assert!(said.contains("was not verified"), "{said}");
-    assert!(said.contains("installed release v0.1.0"), "{said}");
+    assert_contains(&said, "::warning");
+    assert_contains(&said, "was not verified");
+    assert_contains(&said, "installed release v0.1.0");
     assert!(!cargo_log.exists());
     release_sha256(&runner);
 }

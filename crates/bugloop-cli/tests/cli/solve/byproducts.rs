@@ -2,6 +2,7 @@
 //! `coverage/`) is not the agent's work: never committed, never a reason to refuse an attempt.
 //! Each scenario runs as the test's user and, when that is root, as an unprivileged one.
 
+use bugloop_testkit::{assert_contains, assert_starts_with};
 use serde_json::{Value, json};
 
 use bugloop_github_sim::fixture::review_lines;
@@ -46,22 +47,19 @@ fn python_without_gitignore(runner: &Runner) {
         "{files:?}"
     );
     let status = text(&runner.run(dir, &["status", "1"], ""));
-    assert!(
-        status.contains("attempt 1: `python3 -m unittest -q` failed"),
-        "{status}"
-    );
+    assert_contains(&status, "attempt 1: `python3 -m unittest -q` failed");
     // The draft as a person reads it: the model's mentions page nobody.
     let draft = runner.json(dir, &["item", "2", "--format", "json"], "");
     let body = draft["body"].as_str().unwrap();
-    assert!(body.starts_with("Closes #1"), "{body}");
-    assert!(body.contains("please approve"), "{body}");
+    assert_starts_with(body, "Closes #1");
+    assert_contains(body, "please approve");
     assert!(
         !body.contains("@alice") && !body.contains("@acme"),
         "{body}"
     );
     let shown = text(&runner.run(dir, &["item", "2"], ""));
     assert!(shown.starts_with("#2 change request (open"), "{shown}");
-    assert!(shown.contains(" into main · closes #1"), "{shown}");
+    assert_contains(&shown, " into main · closes #1");
 
     // Merged by hand: `status` records it, as `solve` would.
     let branch = report["branch"].as_str().unwrap();
@@ -69,7 +67,7 @@ fn python_without_gitignore(runner: &Runner) {
     let status = runner.json(dir, &["status", "1", "--format", "json"], "");
     assert_eq!(status["state"], "MERGED", "{status:#}");
     let shown = text(&runner.run(dir, &["status", "1"], ""));
-    assert!(shown.contains("READY -> MERGED: #2 was merged"), "{shown}");
+    assert_contains(&shown, "READY -> MERGED: #2 was merged");
 }
 
 as_each_user! {

@@ -2,6 +2,7 @@
 //! solution, the draft says both and the change; a command that fails is said, not a number.
 //! The draft and `status` also say what solving the issue spent (the model's tokens, the time).
 
+use bugloop_testkit::assert_contains;
 use serde_json::{Value, json};
 
 use super::byproducts::solve_with;
@@ -29,10 +30,9 @@ fn draft_body(runner: &Runner, coverage: &str) -> String {
     let report = solve_with(runner, repo.path(), MEAN_TRACE, &lines);
     assert_eq!(report["state"], "REVIEWING", "{report:#}");
     let status = runner.run(repo.path(), &["status", "1"], "");
-    assert!(
-        text(&status).contains("  spent: 2,500 input and 120 output tokens, "),
-        "{}",
-        text(&status)
+    assert_contains(
+        &text(&status),
+        "  spent: 2,500 input and 120 output tokens, ",
     );
     let item = runner.json(repo.path(), &["item", "2", "--format", "json"], "");
     item["body"].as_str().unwrap().to_owned()
@@ -42,9 +42,9 @@ fn draft_body(runner: &Runner, coverage: &str) -> String {
 fn the_draft_says_the_coverage_of_base_and_head_and_the_change() {
     let runner = Runner::me();
     let body = draft_body(&runner, "python3 cov.py");
-    assert!(
-        body.contains("**Coverage:** 50.0% at the base, 60.0% with this change (+10.0 points), as `python3 cov.py` reported."),
-        "{body}"
+    assert_contains(
+        &body,
+        "**Coverage:** 50.0% at the base, 60.0% with this change (+10.0 points), as `python3 cov.py` reported.",
     );
     assert!(
         body.contains("Solved by bugloop in 1 attempt (2,500 input and 120 output tokens, "),
@@ -63,7 +63,7 @@ fn the_draft_says_the_coverage_of_base_and_head_and_the_change() {
 fn coverage_is_measured_as_an_unprivileged_user_too() {
     if let Some(runner) = Runner::unprivileged() {
         let body = draft_body(&runner, "python3 cov.py");
-        assert!(body.contains("(+10.0 points)"), "{body}");
+        assert_contains(&body, "(+10.0 points)");
     }
 }
 
@@ -87,11 +87,8 @@ fn junit_reports_the_tests_wrote_are_counted_when_their_output_says_nothing() {
     let shown = runner.run(repo.path(), &["item", "2", "--format", "json"], "");
     let item: Value = serde_json::from_slice(&shown.stdout).unwrap();
     let body = item["body"].as_str().unwrap();
-    assert!(
-        body.contains("- JUnit XML (1 report): passed (1 passed)"),
-        "{body}"
-    );
-    assert!(body.contains("**Tests:** 1 passed"), "{body}");
+    assert_contains(body, "- JUnit XML (1 report): passed (1 passed)");
+    assert_contains(body, "**Tests:** 1 passed");
     // The report is the tests' byproduct, not the solution's.
     let files = runner.git(
         repo.path(),

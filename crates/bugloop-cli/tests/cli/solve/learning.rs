@@ -6,6 +6,7 @@
 //! skipped one anyway. Made-up reports, whose errors the solver never reproduces, escalate
 //! without counting: a real error of their class is still tried.
 
+use bugloop_testkit::assert_contains;
 use serde_json::{Value, json};
 
 use super::runner::{Runner, script_of, text, write};
@@ -112,13 +113,13 @@ fn learning_skips_a_pattern(runner: &Runner) {
         .map(|c| c["body"].as_str().unwrap_or_default())
         .find(|b| b.contains("does not try to solve this issue"))
         .unwrap_or_else(|| panic!("{shown:#}"));
-    assert!(
-        said.contains("| errors of the class `ZeroDivisionError` | #3, #2, #1 | 2 | 0 | 2 |"),
-        "{said}"
+    assert_contains(
+        said,
+        "| errors of the class `ZeroDivisionError` | #3, #2, #1 | 2 | 0 | 2 |",
     );
-    assert!(said.contains("- #2: "), "{said}");
-    assert!(said.contains("- #1: "), "{said}");
-    assert!(said.contains("bugloop solve 3 --retry"), "{said}");
+    assert_contains(said, "- #2: ");
+    assert_contains(said, "- #1: ");
+    assert_contains(said, "bugloop solve 3 --retry");
     // Nothing was spent on it.
     let spent = &skipped["spend"];
     assert!(

@@ -3,6 +3,7 @@
 //! less severe one after them. The scripted model tells the parallel agents apart by their task
 //! (`when_task`).
 
+use bugloop_testkit::assert_contains;
 use serde_json::{Value, json};
 
 use super::runner::{Runner, script_of, text, write};
@@ -127,9 +128,5 @@ fn solve_needs_an_issue_or_all() {
     runner.exits(repo.path(), &["solve"], "", 2);
     runner.exits(repo.path(), &["solve", "1", "--all"], "", 2);
     let none = runner.ok(repo.path(), &["solve", "--all"], "");
-    assert!(
-        text(&none).contains("no issue is waiting to be solved"),
-        "{}",
-        text(&none)
-    );
+    assert_contains(&text(&none), "no issue is waiting to be solved");
 }

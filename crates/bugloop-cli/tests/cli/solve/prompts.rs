@@ -2,6 +2,7 @@
 //! the model as the repository's instructions, from the trusted base commit only: a branch's
 //! own prompt file is never read, and `config show` says which were read from where.
 
+use bugloop_testkit::assert_contains;
 use serde_json::{Value, json};
 
 use bugloop_github_sim::fixture::review_lines;
@@ -89,7 +90,7 @@ fn the_base_commits_prompts_reach_the_model_and_a_branchs_do_not() {
     assert_eq!(report["rounds"].as_array().unwrap().len(), 1, "{report:#}");
 
     let sent = transcripts(dir);
-    assert!(sent.contains("## The repository's instructions"), "{sent}");
+    assert_contains(&sent, "## The repository's instructions");
     assert!(
         sent.contains("MAINTAINERS-SOLVE-RULE"),
         "the solve prompt reached the model"

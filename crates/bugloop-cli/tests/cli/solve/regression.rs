@@ -11,7 +11,7 @@
 use serde_json::{Value, json};
 
 use bugloop_github_sim::fixture::review_lines;
-use bugloop_testkit::TestRepo;
+use bugloop_testkit::{TestRepo, assert_contains, assert_starts_with};
 
 use super::runner::{Runner, git_read, script_of, text, write};
 use super::{PYTHON_TESTS, TRACE};
@@ -94,11 +94,7 @@ fn regression_reverted_reopened_and_solved_again(runner: &Runner) {
     let merge = git_read(dir, &["rev-parse", "HEAD~1"]);
     // The merge closed the issue: `status` records it MERGED.
     let status = runner.run(dir, &["status", "1"], "");
-    assert!(
-        text(&status).contains("READY -> MERGED: #2 was merged"),
-        "{}",
-        text(&status)
-    );
+    assert_contains(&text(&status), "READY -> MERGED: #2 was merged");
 
     let reported = json_of(runner, &repo, &["report"], TRACE);
     let regression = regression_of(&reported);
@@ -118,12 +114,9 @@ fn regression_reverted_reopened_and_solved_again(runner: &Runner) {
     assert_eq!(item["closes"], Value::Null, "a revert closes nothing");
     assert_eq!(item["labels"], json!(["bugloop:revert"]));
     let body = item["body"].as_str().unwrap();
-    assert!(body.starts_with("Reverts #2\n"), "{body}");
-    assert!(
-        body.contains(&format!("merged at {}", &merge[..7])),
-        "{body}"
-    );
-    assert!(body.contains("- `python3 -m unittest -q`: "), "{body}");
+    assert_starts_with(body, "Reverts #2\n");
+    assert_contains(body, &format!("merged at {}", &merge[..7]));
+    assert_contains(body, "- `python3 -m unittest -q`: ");
     // It takes the solution out and keeps the work that landed since.
     assert_eq!(
         git_read(dir, &["show", "bugloop/revert-1-1:app/models.py"]),
@@ -205,9 +198,9 @@ fn a_revert_that_conflicts_goes_to_a_person() {
     let regression = regression_of(&reported);
     assert_eq!(regression["state"], "ESCALATED", "{reported:#}");
     let message = regression["message"].as_str().unwrap();
-    assert!(
-        message.contains("reverting it conflicts with later changes to `app/models.py`"),
-        "{message}"
+    assert_contains(
+        message,
+        "reverting it conflicts with later changes to `app/models.py`",
     );
     let issue = json_of(&runner, &repo, &["item", "1"], "");
     assert_eq!(issue["state"], "open", "{issue:#}");
@@ -348,9 +341,9 @@ fn a_git_too_old_to_revert_escalates_with_the_reason() {
     let regression = regression_of(&reported);
     assert_eq!(regression["state"], "ESCALATED", "{reported:#}");
     let message = regression["message"].as_str().unwrap();
-    assert!(
-        message.contains("could not be reverted here: reverting needs git 2.40 or later"),
-        "{message}"
+    assert_contains(
+        message,
+        "could not be reverted here: reverting needs git 2.40 or later",
     );
     let issue = json_of(&runner, &repo, &["item", "1"], "");
     assert_eq!(issue["state"], "open", "{issue:#}");
@@ -366,10 +359,7 @@ fn a_report_soon_after_the_merge_is_only_counted() {
     assert_eq!(reported["count"], 2);
     assert!(reported.get("regression").is_none(), "{reported:#}");
     let history = text(&runner.run(repo.path(), &["status", "1"], ""));
-    assert!(
-        history.contains("READY -> MERGED: #2 was merged"),
-        "{history}"
-    );
+    assert_contains(&history, "READY -> MERGED: #2 was merged");
     assert!(!history.contains("REGRESSED"), "{history}");
     assert_eq!(
         git_read(repo.path(), &["branch", "--list", "bugloop/revert-*"]),
@@ -447,7 +437,7 @@ fn a_regression_stopped_half_way_is_said_and_the_next_report_goes_on() {
         "{said}"
     );
     let history = text(&runner.run(dir, &["status", "1"], ""));
-    assert!(history.contains("MERGED -> REGRESSED"), "{history}");
+    assert_contains(&history, "MERGED -> REGRESSED");
     assert!(!history.contains("REGRESSED -> OPEN"), "{history}");
 
     runner.git(dir, &["branch", "-D", "bugloop/revert-1-1/x"]);
@@ -513,9 +503,9 @@ fn a_solution_without_a_reproduction_test_is_reopened_never_reverted() {
     let regression = regression_of(&reported);
     assert_eq!(regression["state"], "OPEN", "{reported:#}");
     let message = regression["message"].as_str().unwrap();
-    assert!(
-        message.contains("it was not reverted: the solution has no reproduction test that fails without it (the solver wrote no test)"),
-        "{message}"
+    assert_contains(
+        message,
+        "it was not reverted: the solution has no reproduction test that fails without it (the solver wrote no test)",
     );
     assert_eq!(
         git_read(repo.path(), &["branch", "--list", "bugloop/revert-*"]),
@@ -549,18 +539,15 @@ fn a_squash_merged_solution_is_merged_and_its_regression_reverted() {
     runner.git(dir, &["commit", "-q", "-m", "The fix, squashed"]);
     let squash = git_read(dir, &["rev-parse", "HEAD"]);
     let status = text(&runner.run(dir, &["status", "1"], ""));
-    assert!(
-        status.contains("READY -> MERGED: #2 was merged"),
-        "{status}"
-    );
+    assert_contains(&status, "READY -> MERGED: #2 was merged");
     std::fs::write(dir.join("app/models.py"), REGRESSING).unwrap();
     runner.git(dir, &["commit", "-qam", "later work"]);
     let reported = json_of(&runner, &repo, &["report"], TRACE);
     let regression = regression_of(&reported);
     assert_eq!(regression["state"], "OPEN", "{reported:#}");
     let history = text(&runner.run(dir, &["status", "1"], ""));
-    assert!(
-        history.contains(&format!("after #2 was merged at {}", &squash[..7])),
-        "{history}"
+    assert_contains(
+        &history,
+        &format!("after #2 was merged at {}", &squash[..7]),
     );
 }

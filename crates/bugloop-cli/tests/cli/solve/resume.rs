@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use bugloop_github_sim::fixture::review_lines;
-use bugloop_testkit::TestRepo;
+use bugloop_testkit::{TestRepo, assert_contains};
 
 use super::runner::{Runner, committed, git_read, is_root, read, script_of, text, write};
 use super::{MEAN, MEAN_TEST, MEAN_TRACE, PYTHON_TESTS, bugloop};
@@ -114,9 +114,9 @@ fn budget_stop_and_resume(runner: &Runner) {
     let draft = runner.run(dir, &["item", "2", "--format", "json"], "");
     let draft: Value = serde_json::from_slice(&draft.stdout).unwrap();
     let body = draft["body"].as_str().unwrap();
-    assert!(
-        body.contains("- `python3 -m unittest -q`: passed (1 passed)\n\n**Tests:** 1 passed\n"),
-        "{body}"
+    assert_contains(
+        body,
+        "- `python3 -m unittest -q`: passed (1 passed)\n\n**Tests:** 1 passed\n",
     );
 }
 
@@ -158,8 +158,8 @@ fn a_model_that_cannot_be_reached_stops_the_run_without_an_attempt() {
         "{report:#}"
     );
     let message = report["message"].as_str().unwrap();
-    assert!(message.contains("cannot reach the provider"), "{message}");
-    assert!(message.contains("`bugloop solve 1` resumes"), "{message}");
+    assert_contains(message, "cannot reach the provider");
+    assert_contains(message, "`bugloop solve 1` resumes");
     // Again: still no attempt, still not escalated.
     let again = runner.run(dir, &[&args[..], &config[..]].concat(), "");
     let report: Value = serde_json::from_slice(&again.stdout).unwrap();
@@ -173,7 +173,7 @@ fn a_model_that_cannot_be_reached_stops_the_run_without_an_attempt() {
     let report: Value = serde_json::from_slice(&third.stdout).unwrap();
     assert_eq!(report["state"], "ESCALATED", "{report:#}");
     let message = report["message"].as_str().unwrap();
-    assert!(message.contains("in 3 runs in a row"), "{message}");
+    assert_contains(message, "in 3 runs in a row");
 }
 
 /// `kill -9` during attempt 2 (its test command running): the next `solve 1` starts from what
@@ -431,10 +431,7 @@ fn escalation_without_paths(runner: &Runner) {
         .collect();
     assert_eq!(said.len(), 1, "{issue:#}");
     let escalation = said[0];
-    assert!(
-        escalation.contains("failed [Exited(1)]: ./stats.py:3"),
-        "{escalation}"
-    );
+    assert_contains(escalation, "failed [Exited(1)]: ./stats.py:3");
     let root = repo.path().canonicalize().unwrap();
     for machine in [root.to_str().unwrap(), "/tmp/", ".jsonl"] {
         assert!(!escalation.contains(machine), "{machine}: {escalation}");

@@ -3,6 +3,7 @@
 //! gate until they approve; checks recorded on the head (the test commands run there, or a CI
 //! result entered by hand) hold it while pending.
 
+use bugloop_testkit::assert_contains;
 use serde_json::{Value, json};
 
 use bugloop_github_sim::fixture::review_lines;
@@ -25,11 +26,7 @@ fn reviewed_locally(runner: &Runner) {
 
     // Alice reviews the draft: a line comment, and changes requested.
     let said = comment_divides_by_zero(runner, dir, "5", "alice");
-    assert!(
-        text(&said).contains("alice's comment added to #2 at stats.py:5"),
-        "{}",
-        text(&said)
-    );
+    assert_contains(&text(&said), "alice's comment added to #2 at stats.py:5");
     // A line the head does not have is refused, saying why.
     let wrong = runner.run(
         dir,
@@ -39,10 +36,9 @@ fn reviewed_locally(runner: &Runner) {
         "",
     );
     assert_eq!(wrong.status.code(), Some(2), "{}", text(&wrong));
-    assert!(
-        text(&wrong).contains("stats.py has 5 lines at #2's head; line 99 is not one of them"),
-        "{}",
-        text(&wrong)
+    assert_contains(
+        &text(&wrong),
+        "stats.py has 5 lines at #2's head; line 99 is not one of them",
     );
     let requested = runner.ok(
         dir,
@@ -101,11 +97,7 @@ fn reviewed_locally(runner: &Runner) {
 
     // Checks on the new head: the test commands, and a CI run still going.
     let checked = runner.ok(dir, &["checks", "2"], "");
-    assert!(
-        text(&checked).contains("passed   python3 -m unittest -q"),
-        "{}",
-        text(&checked)
-    );
+    assert_contains(&text(&checked), "passed   python3 -m unittest -q");
     runner.ok(dir, &["checks", "2", "--record", "ci=pending"], "");
     runner.ok(
         dir,
@@ -132,7 +124,7 @@ fn reviewed_locally(runner: &Runner) {
 
     // A failing CI run on the head is said, with exit 1.
     let failed = runner.exits(dir, &["checks", "2", "--record", "ci=failed"], "", 1);
-    assert!(failed.contains("failed   ci"), "{failed}");
+    assert_contains(&failed, "failed   ci");
 }
 
 as_each_user! {

@@ -4,6 +4,7 @@
 //! it), each head waits for the external reviewer, whose line comment a round addresses; the gate
 //! runs once the reviewer has reviewed the head. An escalated issue is unassigned.
 
+use bugloop_testkit::assert_contains;
 use serde_json::{Value, json};
 
 use super::byproducts::solve_with;
@@ -36,11 +37,7 @@ fn external_review(runner: &Runner) {
     let repo = runner.mean_repo(&seed_config(10));
     let dir = repo.path();
     let config = runner.ok(dir, &["config", "show"], "");
-    assert!(
-        text(&config).contains("assignee: bugsolver-bot"),
-        "{}",
-        text(&config)
-    );
+    assert_contains(&text(&config), "assignee: bugsolver-bot");
     // The solution only: a draft review would need more answers, and there are none.
     let lines = tested_fix();
     let report = solve_with(runner, dir, MEAN_TRACE, &lines);
@@ -52,18 +49,10 @@ fn external_review(runner: &Runner) {
     let issue = item(runner, dir, "1");
     assert_eq!(issue["assignees"], json!(["bugsolver-bot"]), "{issue:#}");
     let shown = runner.run(dir, &["item", "1"], "");
-    assert!(
-        text(&shown).contains("  assigned to: bugsolver-bot"),
-        "{}",
-        text(&shown)
-    );
+    assert_contains(&text(&shown), "  assigned to: bugsolver-bot");
     // The count of error reports the JSON has is in the text too.
     assert_eq!(issue["reports"], 1, "{issue:#}");
-    assert!(
-        text(&shown).contains("\n  error reports: 1\n"),
-        "{}",
-        text(&shown)
-    );
+    assert_contains(&text(&shown), "\n  error reports: 1\n");
     let draft = item(runner, dir, "2");
     assert!(
         draft["comments"]
@@ -241,5 +230,5 @@ fn a_solution_waits_for_approval_before_its_draft_opens() {
     assert_eq!(approved["state"], "REVIEWING", "{approved:#}");
     assert_eq!(approved["change_request"], 2, "{approved:#}");
     let history = approved["history"].to_string();
-    assert!(history.contains("approved by the developer"), "{history}");
+    assert_contains(&history, "approved by the developer");
 }

@@ -10,6 +10,7 @@ use std::process::Stdio;
 use std::sync::mpsc;
 use std::time::Duration;
 
+use bugloop_testkit::assert_contains;
 use serde_json::Value;
 
 use super::runner::{Runner, text};
@@ -229,10 +230,7 @@ fn once_over_standard_input_files_json_lines_and_traces_and_counts_repeats() {
         "",
         2,
     );
-    assert!(
-        missing.contains("cannot open /nonexistent/app.log"),
-        "{missing}"
-    );
+    assert_contains(&missing, "cannot open /nonexistent/app.log");
 }
 
 /// `--route PREFIX=REPOSITORY`: an error whose trace is in another service's files is filed in
@@ -254,11 +252,8 @@ fn a_report_of_another_services_files_is_routed_to_its_repository() {
         &format!("{MEAN_TRACE}{api_trace}"),
     );
     let said = String::from_utf8_lossy(&output.stdout);
-    assert!(said.contains("filed issue #1: IndexError"), "{said}");
-    assert!(
-        said.contains(&format!("[{relative}] filed issue #1: KeyError")),
-        "{said}"
-    );
+    assert_contains(&said, "filed issue #1: IndexError");
+    assert_contains(&said, &format!("[{relative}] filed issue #1: KeyError"));
     for (repo, title) in [(&app, "IndexError"), (&api, "KeyError")] {
         let shown = runner.run(repo.path(), &["item", "1", "--format", "json"], "");
         let item: Value = serde_json::from_slice(&shown.stdout).unwrap();
@@ -273,7 +268,7 @@ fn a_report_of_another_services_files_is_routed_to_its_repository() {
         "",
         2,
     );
-    assert!(missing.contains("is not a directory"), "{missing}");
+    assert_contains(&missing, "is not a directory");
 }
 
 /// What an application logs at a user's request is not a trace: a JSON record at ERROR whose

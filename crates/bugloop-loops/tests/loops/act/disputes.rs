@@ -17,21 +17,6 @@ fn deciding(decision: &str, reasoning: &str) -> ScriptedProvider {
     })
 }
 
-/// The developer replies `reply` in the thread of the finding `id`.
-async fn reply_in_thread(env: &LoopEnv<'_>, id: &str, reply: &str) {
-    let change = env.git.conversation_key();
-    let forge = LocalForge::open(env.git.clone(), "bugloop").await.unwrap();
-    let comments = forge.comments(&change).await.unwrap();
-    let root = comments
-        .iter()
-        .find(|c| c.body.contains(id) && c.in_reply_to.is_none())
-        .unwrap();
-    forge
-        .developer_comment(&change, reply, Some(&root.id))
-        .await
-        .unwrap();
-}
-
 async fn dispute(repo: &Repo, id: &str, reply: &str, model: ScriptedProvider) -> DisputeOutcome {
     with_env(repo, support::config(), model, async |env| {
         reply_in_thread(env, id, reply).await;

@@ -3,6 +3,18 @@
 
 use super::*;
 
+/// The fix landed and resolved nothing: the report says `id` was left open because `why`.
+#[track_caller]
+fn assert_left_open(report: &bugloop_report::act::ActReport, id: &str, why: &str) {
+    assert!(report.landing.is_some(), "{report:?}");
+    assert!(report.resolved.is_empty(), "{report:?}");
+    assert!(
+        report.message.contains(&format!("left open: {id}: {why}")),
+        "{}",
+        report.message
+    );
+}
+
 /// The off-by-one and the SQL injection published on `feature`: their ids.
 async fn reviewed_twice() -> (Repo, String, String) {
     let repo = Repo::with_feature();
@@ -86,14 +98,10 @@ async fn a_word_written_while_the_fix_ran_keeps_its_finding_open() {
     });
     script.push(text_reply("Clamped.", usage()));
     let report = fix_all(&repo, script).await;
-    assert!(report.landing.is_some(), "{report:?}");
-    assert!(report.resolved.is_empty(), "{report:?}");
-    assert!(
-        report.message.contains(&format!(
-            "left open: {id}: a developer wrote in its thread while the fix ran"
-        )),
-        "{}",
-        report.message
+    assert_left_open(
+        &report,
+        &id,
+        "a developer wrote in its thread while the fix ran",
     );
     let comments = support::conversation(&repo).await;
     assert!(!comments.iter().any(|c| c.body.contains("Fixed in commit")));
@@ -120,28 +128,18 @@ async fn a_quote_gone_before_the_fix_is_not_resolved_by_it() {
     );
     let script = ScriptedProvider::new([average, text_reply("Guarded the mean.", usage())]);
     let report = with_env(&repo, support::config(), script, async |env| {
+        reply_in_thread(env, &index, "That did not fix it.").await;
         let change = env.git.conversation_key();
-        let forge = LocalForge::open(env.git.clone(), "bugloop").await.unwrap();
-        let comments = forge.comments(&change).await.unwrap();
-        let root = comments.iter().find(|c| c.body.contains(&index)).unwrap();
-        forge
-            .developer_comment(&change, "That did not fix it.", Some(&root.id))
-            .await
-            .unwrap();
         act::fix(env, &change, &Targets::Ids(vec![index.clone()]), None)
             .await
             .unwrap()
     })
     .await;
-    assert!(report.landing.is_some(), "{report:?}");
-    assert!(report.resolved.is_empty(), "{report:?}");
-    assert!(
-        report.message.contains(&format!(
-            "left open: {index}: the code it quotes was no longer in src/stats.rs when the fix \
-             started; the next review rechecks it"
-        )),
-        "{}",
-        report.message
+    assert_left_open(
+        &report,
+        &index,
+        "the code it quotes was no longer in src/stats.rs when the fix started; the next review \
+         rechecks it",
     );
     let _ = query;
 }
@@ -169,14 +167,10 @@ async fn a_renamed_file_is_not_a_fix() {
     );
     let script = ScriptedProvider::new([moved, text_reply("Moved the module.", usage())]);
     let report = fix_all(&repo, script).await;
-    assert!(report.landing.is_some(), "{report:?}");
-    assert!(report.resolved.is_empty(), "{report:?}");
-    assert!(
-        report.message.contains(&format!(
-            "left open: {id}: the fix did not change the code it quotes in src/stats.rs"
-        )),
-        "{}",
-        report.message
+    assert_left_open(
+        &report,
+        &id,
+        "the fix did not change the code it quotes in src/stats.rs",
     );
 }
 

@@ -84,15 +84,7 @@ fn pass_asked(request: &bugloop_llm::ChatRequest) -> Option<usize> {
 /// The pass a one-pass-per-reply model answers: the one asked ([`pass_asked`]), else the one
 /// after those it submitted in the conversation.
 fn pass_of(request: &bugloop_llm::ChatRequest) -> usize {
-    pass_asked(request).unwrap_or_else(|| {
-        let submitted = request
-            .messages
-            .iter()
-            .flat_map(|m| &m.tool_calls)
-            .filter(|c| c.name == "submit_pass_results")
-            .count();
-        submitted + 1
-    })
+    pass_asked(request).unwrap_or_else(|| passes_submitted(request) + 1)
 }
 
 fn passes_except(stubborn: Option<&'static str>, calls: usize) -> ScriptedProvider {
@@ -446,16 +438,7 @@ fn one_pass_per_reply(repo: &Repo) -> ScriptedProvider {
             let pass = pass_of(request);
             let mut calls = Vec::new();
             if pass == 1 {
-                let found = finding(
-                    "src/stats.rs",
-                    stats_line,
-                    "sorted[index]",
-                    "Index out of bounds when p is 1.0",
-                    "p = 1.0 indexes one past the end.",
-                    8,
-                    "logic",
-                );
-                calls.push(("report_finding", found));
+                calls.push(("report_finding", index_past_end(stats_line, 8)));
             }
             calls.push((
                 "submit_pass_results",

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use bugloop_loops::Silent;
 use bugloop_loops::review::tools::{Collected, ReportFinding, ResolveFinding, SubmitPass};
 use bugloop_sandbox::{Policy, SandboxSettings, ShadowGit};
-use bugloop_testkit::git;
+use bugloop_testkit::TestRepo;
 use bugloop_tools::{Registry, ToolContext, Toolset, Workspace, typed};
 use serde_json::{Value, json};
 
@@ -70,25 +70,18 @@ fn valid_calls() -> BTreeMap<&'static str, Value> {
 }
 
 /// A repository with `src/lib.rs` committed, and the context a Build run gets on it.
-fn repository() -> (tempfile::TempDir, ShadowGit, ToolContext) {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path();
-    git(root, &["init", "-q", "-b", "main"]);
-    std::fs::create_dir_all(root.join("src")).unwrap();
-    std::fs::write(
-        root.join("src/lib.rs"),
+fn repository() -> (TestRepo, ShadowGit, ToolContext) {
+    let repo = TestRepo::with_files(&[(
+        "src/lib.rs",
         "pub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n",
-    )
-    .unwrap();
-    git(root, &["add", "."]);
-    git(root, &["commit", "-qm", "one"]);
-    let head = git(root, &["rev-parse", "HEAD"]);
-    let shadow = ShadowGit::for_repository(root, &head).unwrap();
+    )]);
+    let root = repo.path();
+    let shadow = ShadowGit::for_repository(root, &repo.head()).unwrap();
     let mut sandbox = SandboxSettings::new(root, Policy::ReadOnly);
     sandbox.timeout = std::time::Duration::from_secs(20);
     sandbox.git = Some(shadow.mount());
     let context = ToolContext::new(Workspace::new(root).unwrap(), sandbox);
-    (dir, shadow, context)
+    (repo, shadow, context)
 }
 
 /// Every tool a review or a Build run is given.

@@ -116,6 +116,20 @@ pub fn off_by_one(line: u32) -> Value {
     )
 }
 
+/// The off-by-one in `percentile` in a few words, scored `score`, as the model reports it at
+/// `line`.
+pub fn index_past_end(line: u32, score: u8) -> Value {
+    finding(
+        "src/stats.rs",
+        line,
+        "sorted[index]",
+        "Index out of bounds when p is 1.0",
+        "p = 1.0 indexes one past the end.",
+        score,
+        "logic",
+    )
+}
+
 /// The feature branch's SQL injection in `find_user`, as the model reports it at `line`.
 pub fn sql_injection(line: u32) -> Value {
     finding(
