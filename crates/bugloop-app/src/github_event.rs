@@ -26,7 +26,7 @@ use crate::clones::HeldClone;
 use crate::github::GitHubTarget;
 use crate::{
     App, AppError, AppOptions, ConfigChoice, ConvergeJob, ForgeChoice, Outcome, PullRequestComment,
-    PullRequestCommentKind, PullRequestRun, ReviewJob, SolveJob,
+    PullRequestCommentKind, PullRequestRun, ReviewJob, SolveAsk, SolveJob,
 };
 
 /// What happened on GitHub.
@@ -586,16 +586,19 @@ async fn solve_issue(ready: Ready, asked: SolveAsked) -> Result<EventOutcome, Ap
         .solve(SolveJob {
             issue,
             base: None,
-            // A writer's label (checked above) on an escalated issue is a person sending it back
-            // to bugloop, as `--retry` is locally (a pattern the learning record skipped too).
-            retry: asked.label.is_some(),
-            // On GitHub a maintainer approves on the issue (`@bugloop approve`), never a run.
-            approve: false,
             model: ready.model,
-            approved: asked.approved,
-            // A review of a draft goes on with an issue taken; it never starts one.
-            resume_only: asked.label.is_none() && !asked.filed_from_report,
-            require_label: Some(trigger_label),
+            ask: SolveAsk {
+                // A writer's label (checked above) on an escalated issue is a person sending it
+                // back to bugloop, as `--retry` is locally (a pattern the learning record skipped
+                // too).
+                retry: asked.label.is_some(),
+                // On GitHub a maintainer approves on the issue (`@bugloop approve`), never a run.
+                approve: false,
+                approved: asked.approved,
+                // A review of a draft goes on with an issue taken; it never starts one.
+                resume_only: asked.label.is_none() && !asked.filed_from_report,
+                require_label: Some(trigger_label),
+            },
         })
         .await?;
     outcome.warnings = with_app_warnings(&app, outcome.warnings);

@@ -62,6 +62,7 @@ pub use self::review::{ReviewJob, ReviewScope};
 pub use self::solve::SolveJob;
 pub use self::solve_all::{SolveAllJob, SolvedIssue, issue_severity};
 pub use self::watch::{Watch, WatchEvent, WatchLimits};
+pub use bugloop_solve::SolveAsk;
 
 /// Resolves when the process is asked to stop (Ctrl-C or SIGTERM): how a long-running front end
 /// (`bugloop serve`, `bugloop watch`) knows to finish what it holds and end.

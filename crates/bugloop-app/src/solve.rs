@@ -5,7 +5,7 @@ use bugloop_domain::solve::SolveState;
 use bugloop_forge::github::GitHubTracker;
 use bugloop_forge::tracker::Tracker;
 use bugloop_report::solve::SolveReport;
-use bugloop_solve::{SolveError, SolveOptions};
+use bugloop_solve::{SolveAsk, SolveError, SolveOptions};
 use bugloop_store::ItemKind;
 
 use crate::{App, AppError, Outcome, Verdict};
@@ -16,17 +16,8 @@ pub struct SolveJob {
     pub issue: u64,
     /// The branch the solution goes into; the default branch when not given.
     pub base: Option<String>,
-    /// Take an escalated issue again.
-    pub retry: bool,
-    /// Approve the solution that waits for approval (the person running it may write).
-    pub approve: bool,
     pub model: Option<String>,
-    /// What the person who asked approved (see `SolveOptions::approved`).
-    pub approved: Option<String>,
-    /// Only go on with an issue already taken.
-    pub resume_only: bool,
-    /// Stop while this label is not on the issue.
-    pub require_label: Option<String>,
+    pub ask: SolveAsk,
 }
 
 impl From<SolveError> for AppError {
@@ -112,11 +103,7 @@ impl App {
         Ok(SolveOptions {
             base,
             start,
-            retry: job.retry,
-            approve: job.approve,
-            approved: job.approved.clone(),
-            resume_only: job.resume_only,
-            require_label: job.require_label.clone(),
+            ask: job.ask.clone(),
         })
     }
 

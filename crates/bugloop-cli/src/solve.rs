@@ -5,7 +5,7 @@ use std::io::Write;
 
 use anyhow::Result;
 use bugloop_app::types::json;
-use bugloop_app::{SolveJob, Verdict};
+use bugloop_app::{SolveAsk, SolveJob, Verdict};
 
 use crate::Here;
 use crate::act::{ModelArg, with_app};
@@ -50,12 +50,12 @@ pub fn solve(here: &Here, args: &SolveArgs, out: &mut impl Write) -> Result<Verd
     let job = SolveJob {
         issue,
         base: args.base.clone(),
-        retry: args.retry,
-        approve: args.approve,
         model: args.common.model.clone(),
-        approved: None,
-        resume_only: false,
-        require_label: None,
+        ask: SolveAsk {
+            retry: args.retry,
+            approve: args.approve,
+            ..SolveAsk::default()
+        },
     };
     let outcome = with_app(here, async |app| app.solve(job).await)?;
     match args.common.format {

@@ -24,7 +24,7 @@ pub(super) async fn approved_by(
     run: &Run<'_, '_>,
     solution: &Solution,
 ) -> Result<Option<String>, SolveError> {
-    if run.options.approve {
+    if run.options.ask.approve {
         return Ok(Some("the developer (`bugloop solve --approve`)".to_owned()));
     }
     let comments = run.env.forge.comments(&run.issue.conversation).await?;

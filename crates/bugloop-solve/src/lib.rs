@@ -83,6 +83,12 @@ pub struct SolveOptions {
     /// The commit solving starts from; the base branch's head here when not given (a clone
     /// names the remote's, which its local branch may lag behind).
     pub start: Option<String>,
+    pub ask: SolveAsk,
+}
+
+/// What the person or event that started a run asked of it, as each front end passes it on.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SolveAsk {
     /// Take an escalated issue again.
     pub retry: bool,
     /// The person running this approves the solution waiting for approval
@@ -201,10 +207,10 @@ pub async fn solve(
 /// Why the run stops before doing anything, if it does: nothing taken to resume, the label
 /// taken off, or the issue edited after it was approved.
 fn why_not_go_on(run: &Run<'_, '_>, issue: u64, options: &SolveOptions) -> Option<String> {
-    if options.resume_only && run.record.state().is_none() {
+    if options.ask.resume_only && run.record.state().is_none() {
         return Some("bugloop has not taken this issue; nothing to go on with".to_owned());
     }
-    if let (Some(label), Some(state)) = (&options.require_label, run.record.state())
+    if let (Some(label), Some(state)) = (&options.ask.require_label, run.record.state())
         && !state.is_final()
         && !run.issue.labels.contains(label)
     {
@@ -215,11 +221,11 @@ fn why_not_go_on(run: &Run<'_, '_>, issue: u64, options: &SolveOptions) -> Optio
     // About to take the issue: only the text that was approved, before anything is recorded.
     let taking = match run.record.state() {
         None | Some(SolveState::Open) => true,
-        Some(SolveState::Escalated) => options.retry,
+        Some(SolveState::Escalated) => options.ask.retry,
         Some(_) => false,
     };
     if taking
-        && let Some(approved) = &options.approved
+        && let Some(approved) = &options.ask.approved
         && *approved != bugloop_domain::solve::approval_digest(&run.issue.title, &run.issue.body)
     {
         return Some(format!(
@@ -253,7 +259,7 @@ async fn go_on(
             Some(SolveState::PrDraft) => review::first_review(run).await?,
             Some(SolveState::Reviewing) => review::round_or_gate(run).await?,
             Some(SolveState::Ready) => review::after_ready(run).await?,
-            Some(SolveState::Escalated) if options.retry => run.take().await?,
+            Some(SolveState::Escalated) if options.ask.retry => run.take().await?,
             Some(SolveState::Escalated) => Flow::Stop(format!(
                 "escalated: {} (`bugloop solve {issue} --retry` takes it again)",
                 run.record.last_reason()

@@ -24,7 +24,7 @@ use bugloop_llm::budget::{Meter, Metered};
 use bugloop_llm::scripted::{ScriptedProvider, text_reply, tool_reply};
 use bugloop_loops::{LoopEnv, LoopSettings};
 use bugloop_report::solve::SolveReport;
-use bugloop_solve::{SolveOptions, solve};
+use bugloop_solve::{SolveAsk, SolveOptions, solve};
 use bugloop_store::NewIssue;
 use bugloop_testkit::TestRepo;
 use bugloop_testkit::labels::assert_solve_ended;
@@ -206,13 +206,9 @@ async fn run_solve(
         work: bugloop_loops::build::WorkTarget::LocalBranch,
     };
     let options = SolveOptions {
-        approve: false,
         base: "main".to_owned(),
         start: None,
-        retry: false,
-        approved: None,
-        resume_only: false,
-        require_label: None,
+        ask: SolveAsk::default(),
     };
     solve(&env, tracker.unwrap_or(&forge), issue, &options).await
 }
