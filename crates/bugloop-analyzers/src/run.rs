@@ -295,17 +295,19 @@ type Judge = fn(&Hit) -> Option<(Weight, Category)>;
 enum Ran {
     /// Its hits (with its judge when a run succeeded), and the files it could not check.
     Checked(Vec<Hit>, Option<Judge>, Vec<Unchecked>),
-    /// It did not run (not installed, its configuration edited by the change, an exit it
-    /// explains with no output to read, code that does not build).
+    /// It could not run here (not installed, no confinement): nothing the change did.
     Not(String),
 }
 
-/// Whether a run failed because of what the files it was given hold (it timed out, crashed,
-/// or said more than is read): those files were not checked, which the review must say.
-fn unchecked_by_its_files(failure: &str) -> bool {
-    [OVER_THE_CAP, TIMED_OUT, CRASHED, SANDBOX_FAILED]
-        .iter()
-        .any(|start| failure.starts_with(start))
+/// Why an analyzer's run on some files came to no hits to read.
+enum Failure {
+    /// It cannot run on this machine (see [`Ran::Not`]).
+    NotRun(String),
+    /// It was to check the files and did not: its configuration edited by the change, or it
+    /// ran and timed out, crashed, said more than is read, exited with an error or wrote what
+    /// cannot be read. The change may have caused any of these, so its files were not checked,
+    /// which the review must say.
+    Unchecked(String),
 }
 
 /// Runs the analyzer on `batch`. When its output was more than is read, and it checks the files
@@ -321,7 +323,8 @@ async fn run_batch(
 ) -> Ran {
     let plan_for = |files: &[String]| plan(request, choice, files, config_dir);
     let whole = match plan_for(batch) {
-        Err(reason) => return Ran::Not(reason),
+        Err(Failure::NotRun(reason)) => return Ran::Not(reason),
+        Err(Failure::Unchecked(reason)) => return unchecked_all(batch, &reason),
         Ok(plan) => plan,
     };
     // A tool that checks the whole project (clippy, go vet) runs the same with one file.
@@ -329,18 +332,11 @@ async fn run_batch(
         batch.len() > 1 && plan_for(&batch[..1]).is_ok_and(|one| one.spec.args != whole.spec.args);
     let failure = match execute(request, whole).await {
         Ok((hits, judge)) => return Ran::Checked(hits, Some(judge), Vec::new()),
-        Err(failure) => failure,
-    };
-    if !unchecked_by_its_files(&failure) {
-        return Ran::Not(failure);
-    }
-    let unchecked = |file: &String, reason: &str| Unchecked {
-        path: bugloop_domain::paths::display_path(file.as_bytes()),
-        reason: reason.to_owned(),
+        Err(Failure::NotRun(reason)) => return Ran::Not(reason),
+        Err(Failure::Unchecked(reason)) => reason,
     };
     if !failure.starts_with(OVER_THE_CAP) || !per_file {
-        let failed = batch.iter().map(|f| unchecked(f, &failure)).collect();
-        return Ran::Checked(Vec::new(), None, failed);
+        return unchecked_all(batch, &failure);
     }
     let (mut hits, mut judge, mut failed) = (Vec::new(), None, Vec::new());
     for file in batch {
@@ -351,17 +347,35 @@ async fn run_batch(
         *alone_left -= 1;
         let outcome = match plan_for(std::slice::from_ref(file)) {
             Ok(plan) => execute(request, plan).await,
-            Err(reason) => Err(reason),
+            Err(failure) => Err(failure),
         };
         match outcome {
             Ok((more, judged)) => {
                 hits.extend(more);
                 judge = Some(judged);
             }
-            Err(reason) => failed.push(unchecked(file, &reason)),
+            Err(Failure::NotRun(reason) | Failure::Unchecked(reason)) => {
+                failed.push(unchecked(file, &reason));
+            }
         }
     }
     Ran::Checked(hits, judge, failed)
+}
+
+fn unchecked(file: &str, reason: &str) -> Unchecked {
+    Unchecked {
+        path: bugloop_domain::paths::display_path(file.as_bytes()),
+        reason: reason.to_owned(),
+    }
+}
+
+/// Every file of `batch` not checked, for `reason`.
+fn unchecked_all(batch: &[String], reason: &str) -> Ran {
+    Ran::Checked(
+        Vec::new(),
+        None,
+        batch.iter().map(|f| unchecked(f, reason)).collect(),
+    )
 }
 
 fn plan(
@@ -369,7 +383,7 @@ fn plan(
     choice: &Choice,
     files: &[String],
     config_dir: &Path,
-) -> Result<Plan, String> {
+) -> Result<Plan, Failure> {
     match choice {
         Choice::BuiltIn(tool) => plan_built_in(request, tool, files, config_dir),
         Choice::Custom(custom) => plan_custom(request, custom, files),
@@ -381,7 +395,7 @@ fn plan_built_in(
     tool: &BuiltIn,
     files: &[String],
     config_dir: &Path,
-) -> Result<Plan, String> {
+) -> Result<Plan, Failure> {
     if let Some(edited) = request
         .diff
         .files
@@ -389,15 +403,15 @@ fn plan_built_in(
         .map(|f| f.path())
         .find(|path| tool.unsafe_config.contains(path))
     {
-        return Err(format!(
+        return Err(Failure::Unchecked(format!(
             "the change edits {edited}, which decides how {} runs: bugloop does not run it under configuration the change wrote",
             tool.program
-        ));
+        )));
     }
     let installed = request
         .toolbox
         .find(tool.program)
-        .ok_or_else(|| request.toolbox.not_found(tool.program, tool.install))?;
+        .ok_or_else(|| Failure::NotRun(request.toolbox.not_found(tool.program, tool.install)))?;
     let config = config_dir.display().to_string();
     let invocation = Invocation {
         files,
@@ -450,7 +464,7 @@ fn plan_custom(
     request: &Request<'_>,
     custom: &CustomAnalyzer,
     files: &[String],
-) -> Result<Plan, String> {
+) -> Result<Plan, Failure> {
     let base = request
         .base_dir
         .as_ref()
@@ -468,7 +482,7 @@ fn plan_custom(
     };
     let (program, args) = argv
         .split_first()
-        .ok_or_else(|| "its command is empty".to_owned())?;
+        .ok_or_else(|| Failure::NotRun("its command is empty".to_owned()))?;
     let installed = if program.contains('/') {
         None
     } else {
@@ -476,7 +490,7 @@ fn plan_custom(
             request
                 .toolbox
                 .find(program)
-                .ok_or_else(|| format!("{program} is not installed"))?,
+                .ok_or_else(|| Failure::NotRun(format!("{program} is not installed")))?,
         )
     };
     let program = installed
@@ -515,25 +529,54 @@ fn custom_judge(hit: &Hit) -> Option<(Weight, Category)> {
 
 type Judged = (Vec<Hit>, fn(&Hit) -> Option<(Weight, Category)>);
 
-async fn execute(request: &Request<'_>, plan: Plan) -> Result<Judged, String> {
+async fn execute(request: &Request<'_>, mut plan: Plan) -> Result<Judged, Failure> {
     let root = request.workspace;
     if plan.spec.program.is_empty() {
-        // A results file alone (CodeQL's, written by an earlier step).
+        // A results file alone (CodeQL's, written by an earlier step: not there, that step
+        // did not run).
         let path = plan.sarif_file.unwrap_or_default();
-        let bytes = std::fs::read(&path)
-            .map_err(|e| format!("cannot read its SARIF file {}: {e}", path.display()))?;
-        return Ok((crate::sarif::read(&bytes, root)?, plan.judge));
+        let bytes = std::fs::read(&path).map_err(|e| {
+            Failure::NotRun(format!(
+                "cannot read its SARIF file {}: {e}",
+                path.display()
+            ))
+        })?;
+        let hits = crate::sarif::read(&bytes, root).map_err(Failure::Unchecked)?;
+        return Ok((hits, plan.judge));
     }
     let mut settings = request.sandbox.clone();
-    show_read_only(&mut settings, plan.mounts);
+    show_read_only(&mut settings, std::mem::take(&mut plan.mounts));
     settings.git = None;
     let output = bugloop_sandbox::run(&settings, &plan.spec)
         .await
         .map_err(|e| match e {
-            bugloop_sandbox::SandboxError::Io(message) => format!("{SANDBOX_FAILED}{message}"),
-            other => other.to_string(),
+            bugloop_sandbox::SandboxError::Io(message) => {
+                Failure::Unchecked(format!("{SANDBOX_FAILED}{message}"))
+            }
+            error @ (bugloop_sandbox::SandboxError::Unconfined(_)
+            | bugloop_sandbox::SandboxError::Spawn { .. }) => Failure::NotRun(error.to_string()),
+            other => Failure::Unchecked(other.to_string()),
         })?;
-    check_exit(&output, &settings)?;
+    check_exit(&output, &settings).map_err(Failure::Unchecked)?;
+    read_hits(root, &plan, &output).map_err(|reason| {
+        // A crate that had no Cargo.lock before the change either: nothing the change did (a
+        // library often commits none), unlike one whose lock file the change took away.
+        let lock_taken = request.diff.files.iter().any(|file| {
+            [&file.old_path, &file.new_path]
+                .into_iter()
+                .flatten()
+                .any(|path| path.rsplit('/').next() == Some("Cargo.lock"))
+        });
+        if reason.ends_with(NO_LOCK_FILE) && !lock_taken {
+            Failure::NotRun(reason)
+        } else {
+            Failure::Unchecked(reason)
+        }
+    })
+}
+
+/// The hits a tool that ran wrote, or why they cannot be read.
+fn read_hits(root: &Path, plan: &Plan, output: &Output) -> Result<Judged, String> {
     let hits = match &plan.sarif_file {
         // Written in the workspace by its command: read as any file of the tree is, never
         // through a symlink (the sandbox is read-only, so a file there may be the branch's).
@@ -568,6 +611,9 @@ async fn execute(request: &Request<'_>, plan: Plan) -> Result<Judged, String> {
             ),
             ExitState::Exited(code) => match known_cause(&stderr) {
                 Some(cause) => format!("exited with {code}: {cause}"),
+                None if stderr.is_empty() => {
+                    format!("exited with {code}, and its output cannot be read: {reason}")
+                }
                 None => format!("exited with {code}: {stderr}"),
             },
             _ => reason,
@@ -579,12 +625,12 @@ async fn execute(request: &Request<'_>, plan: Plan) -> Result<Judged, String> {
 fn known_cause(stderr: &str) -> Option<&'static str> {
     let lockfile = stderr.contains("Cargo.lock")
         && (stderr.contains("Read-only file system") || stderr.contains("failed to write"));
-    lockfile.then_some(
-        "the crate has no Cargo.lock, which cargo would have to write, and the tree under review \
-         is read-only; commit Cargo.lock (cargo's advice for libraries too) to have clippy check \
-         the change",
-    )
+    lockfile.then_some(NO_LOCK_FILE)
 }
+
+const NO_LOCK_FILE: &str = "the crate has no Cargo.lock, which cargo would have to write, and the \
+     tree under review is read-only; commit Cargo.lock (cargo's advice for libraries too) to have \
+     clippy check the change";
 
 /// Shows `mounts` read-only: under the (hidden) home directory as directories shown again (a
 /// program's own directory), elsewhere as they are.

@@ -280,6 +280,17 @@ async fn a_tool_that_crashes_or_hangs_is_not_run() {
         ),
         other => panic!("{other:?}"),
     }
+    // It ran and came to nothing: its files were not checked, which makes the review incomplete.
+    assert_all_unchecked(&analysis.runs[0], "exited with 139");
+    // Exited as when it finds something, its output cut: never a quiet pass (an attacker's
+    // review had ruff's output cut and the review pass with its finding lost).
+    let (_dir, toolbox) = fake_tool("cut", "#!/bin/sh\nexit 1\n");
+    let cut = CustomAnalyzer::new("cut".into(), Some("cut"), None, vec![], vec![]).unwrap();
+    let analysis = run(repo.path(), &diff, vec![Choice::Custom(cut)], toolbox).await;
+    assert_all_unchecked(
+        &analysis.runs[0],
+        "exited with 1, and its output cannot be read: ",
+    );
     // Killed (the kernel's answer to a tool that takes all memory): said, not its last warning.
     let (_dir, toolbox) = fake_tool(
         "oom",
@@ -320,6 +331,15 @@ async fn a_tool_that_crashes_or_hangs_is_not_run() {
     assert!(unchecked.iter().all(|u| u.reason == "timed out after 1 s"));
 }
 
+/// Every file the run was given is listed as not checked, each for a reason starting `start`.
+fn assert_all_unchecked(run: &bugloop_analyzers::AnalyzerRun, start: &str) {
+    assert!(!run.unanalyzed.is_empty(), "{run:?}");
+    assert!(
+        run.unanalyzed.iter().all(|u| u.reason.starts_with(start)),
+        "{run:?}"
+    );
+}
+
 #[tokio::test]
 async fn clippy_does_not_run_under_a_cargo_configuration_the_change_wrote() {
     let repo = TestRepo::with_files(&[
@@ -354,6 +374,8 @@ async fn clippy_does_not_run_under_a_cargo_configuration_the_change_wrote() {
         }
         other => panic!("{other:?}"),
     }
+    // Not a quiet pass: the change decided it, so its Rust files were not checked.
+    assert_all_unchecked(&analysis.runs[0], "the change edits .cargo/config.toml");
 }
 
 #[tokio::test]

@@ -453,7 +453,9 @@ fn hostile_build_script(user: Option<u32>) {
     let model = script(&scripts, &[]);
     let runner = Runner::new(root.path(), user);
     let before = repository_state(&repo);
-    let (report, shown) = runner.review_json(&repo, &model, &who);
+    // The branch's build script ends the build: clippy checked nothing, which the review says
+    // (incomplete, exit 3), and goes on.
+    let (report, shown) = runner.review_json_ending(&repo, &model, &who, 3);
     let clippy = report["analysis"]["runs"]
         .as_array()
         .unwrap()
@@ -477,9 +479,14 @@ fn hostile_build_script(user: Option<u32>) {
         assert!(!reason.contains(escaped), "{who}: {escaped}: {reason}");
     }
     assert_nothing_escaped(&who, &listener, &marker, (&repo, &before), &shown);
-    assert_eq!(
-        report["complete"], true,
-        "{who}: the review goes on: {report:#}"
+    assert_eq!(report["complete"], false, "{who}: {report:#}");
+    let unreviewed = report["unreviewed"].as_array().unwrap();
+    assert!(
+        unreviewed.iter().any(|u| u["path"] == "build.rs"
+            && u["reason"]
+                .as_str()
+                .is_some_and(|r| r.starts_with("clippy could not check it"))),
+        "{who}: {report:#}"
     );
 }
 

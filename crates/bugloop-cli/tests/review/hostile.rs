@@ -169,9 +169,20 @@ impl Runner {
     /// `bugloop review --format json` with `model`, which must end well (`who` ran it): the
     /// report, and all the run printed.
     pub(super) fn review_json(&self, repo: &Path, model: &str, who: &str) -> (Value, String) {
+        self.review_json_ending(repo, model, who, 0)
+    }
+
+    /// `review_json` for a review that ends with `code` (3: incomplete).
+    pub(super) fn review_json_ending(
+        &self,
+        repo: &Path,
+        model: &str,
+        who: &str,
+        code: i32,
+    ) -> (Value, String) {
         let review = self.run(repo, &["review", "--model", model, "--format", "json"]);
         let shown = format!("{}{}", stdout(&review), stderr(&review));
-        assert_eq!(review.status.code(), Some(0), "{who}: {shown}");
+        assert_eq!(review.status.code(), Some(code), "{who}: {shown}");
         (serde_json::from_str(&stdout(&review)).unwrap(), shown)
     }
 
