@@ -19,6 +19,7 @@ mod github;
 mod github_event;
 pub mod inspect;
 mod item;
+pub mod leftovers;
 mod local_review;
 mod models;
 mod outcome;

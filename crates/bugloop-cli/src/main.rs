@@ -17,6 +17,7 @@ mod act;
 mod action;
 #[cfg(feature = "bench")]
 mod bench;
+mod interrupt;
 mod progress;
 mod report;
 mod review;
@@ -131,6 +132,10 @@ enum Command {
     Serve(serve::ServeArgs),
     /// The server's jobs: list, show, retry.
     Jobs(serve::JobsArgs),
+    /// What a run stopped by Ctrl-C held on disk, removed once it has let go (started by that
+    /// run).
+    #[command(hide = true)]
+    RemoveLeftovers(interrupt::RemoveLeftoversArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -329,7 +334,10 @@ fn main() -> ExitCode {
     // Colour only on a terminal that wants it; the review's renderer asks the same.
     let color = io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let mut stdout = terminal::Printable::new(io::stdout().lock(), color);
-    match usable_temporary_directory().and_then(|()| run(cli, &mut stdout)) {
+    let ran = usable_temporary_directory().and_then(|()| run(cli, &mut stdout));
+    // What the process kept for its whole life (the sandbox's copy of /etc) goes with it.
+    bugloop_app::leftovers::remove_own();
+    match ran {
         Ok(verdict) => exit_code(&verdict),
         // The reader went away (`bugloop runs show … | head`): nothing is wrong, nothing to say.
         Err(error) if reader_gone(&error) => ExitCode::SUCCESS,
@@ -367,32 +375,6 @@ fn job_name(command: &Command) -> Option<&'static str> {
         Command::Action(_) => "action",
         _ => return None,
     })
-}
-
-/// Ctrl-C (SIGINT) during a job: says that it stopped and what stays, then ends with 130, the
-/// shell's status for an interrupted command (it died silently before). Every write bugloop
-/// makes is whole or not made (a comment, a commit landed by moving a ref, a store
-/// transaction), so stopping anywhere leaves nothing half-written, and a run again goes on from
-/// what was done.
-fn say_when_interrupted(job: &'static str) {
-    std::thread::spawn(move || {
-        let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
-            .enable_io()
-            .build()
-        else {
-            return;
-        };
-        if runtime.block_on(tokio::signal::ctrl_c()).is_err() {
-            return;
-        }
-        let _ = writeln!(
-            terminal::stderr(),
-            "\ninterrupted: `bugloop {job}` stopped. What it had finished stays (comments \
-             published, a commit landed); nothing is half-written, and running it again goes on \
-             from there."
-        );
-        std::process::exit(130);
-    });
 }
 
 /// Whether `error` is standard output's reader having closed the pipe.
@@ -557,7 +539,7 @@ fn run(cli: Cli, out: &mut impl Write) -> Result<Verdict> {
         },
     };
     if let Some(job) = job_name(&cli.command) {
-        say_when_interrupted(job);
+        interrupt::say_when_interrupted(job);
     }
     match cli.command {
         Command::Review(args) => review::review(&here, &args, out),
@@ -602,6 +584,7 @@ fn run(cli: Cli, out: &mut impl Write) -> Result<Verdict> {
         }
         Command::Bench(command) => run_bench(&here, command, out),
         Command::Inspect(command) => inspect_command(&here, &command, out),
+        Command::RemoveLeftovers(args) => interrupt::remove_leftovers(&args),
     }
 }
 

@@ -12,7 +12,7 @@
 //! read it is decided on the opened handle, and a file's bytes are read from that handle within
 //! the size limit, to a limited depth, never into another file system. The copy is built in a
 //! private directory (`mkdtemp`, `0700`) and stays private: as root it is opened to the
-//! sandbox's group alone (`root:65534`, `0750`), so no other local user reads a snapshot of
+//! sandbox's group alone (`root:<its gid>`, `0750`), so no other local user reads a snapshot of
 //! `/etc`; it is used again only while it is the same directory (owner, device, inode, mode),
 //! only in a temporary directory no one else can rename it in and outside the workspace.
 //!
@@ -38,7 +38,7 @@ use nix::fcntl::{AtFlags, OFlag, openat, readlinkat};
 use nix::sys::stat::{FileStat, Mode, SFlag, fstat, fstatat};
 
 use crate::owner::{Claim, remove_stale};
-use crate::reach::{reachable_by_others, stage_root};
+use crate::reach::{reachable_by_others, safe_dir, stage_root};
 
 /// How long `/etc` is taken as unchanged after it was looked at (looking costs a few ms, and
 /// an agent may run commands in quick succession).
@@ -190,7 +190,8 @@ pub(crate) fn etc_copy(workspace: &Path) -> Option<PathBuf> {
 }
 
 /// The mode a finished copy has: as root, open to the sandbox's group alone (bubblewrap runs
-/// as uid and gid 65534 then); otherwise private to us, who run bubblewrap.
+/// as the sandbox's own uid and gid then, see [`crate::reach::sandbox_uid`]); otherwise
+/// private to us, who run bubblewrap.
 fn finished_mode() -> u32 {
     if nix::unistd::Uid::effective().is_root() {
         0o750
@@ -202,7 +203,7 @@ fn finished_mode() -> u32 {
 /// Makes a new copy in a private directory of its own; its path, identity and claim.
 fn make_copy() -> Option<(PathBuf, (u64, u64), Claim)> {
     let root = stage_root();
-    if !reachable_by_others(&root) || !safe_place(&root) {
+    if !reachable_by_others(&root) || safe_dir(&root).as_ref() != Some(&root) {
         // The sandbox's user could not open the copy there, or someone else could replace it.
         return None;
     }
@@ -215,7 +216,7 @@ fn make_copy() -> Option<(PathBuf, (u64, u64), Claim)> {
     }
     let made = make(Path::new("/etc"), &dir).and_then(|()| {
         if nix::unistd::Uid::effective().is_root() {
-            std::os::unix::fs::chown(&dir, Some(0), Some(crate::reach::SANDBOX_UID))?;
+            std::os::unix::fs::chown(&dir, Some(0), Some(crate::reach::sandbox_uid()))?;
         }
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(finished_mode()))?;
         std::fs::symlink_metadata(&dir)
@@ -238,16 +239,6 @@ fn still_ours(dir: &Path, identity: (u64, u64)) -> bool {
             && m.uid() == nix::unistd::Uid::effective().as_raw()
             && m.mode() & 0o7777 == finished_mode()
             && (m.dev(), m.ino()) == identity
-    })
-}
-
-/// A directory where no one but us (or root) can rename or replace our copy: ours or root's,
-/// and sticky when others may write in it.
-fn safe_place(root: &Path) -> bool {
-    std::fs::metadata(root).is_ok_and(|m| {
-        let owner = m.uid() == 0 || m.uid() == nix::unistd::Uid::effective().as_raw();
-        let shared = m.mode() & 0o022 != 0;
-        owner && (!shared || m.mode() & 0o1000 != 0)
     })
 }
 

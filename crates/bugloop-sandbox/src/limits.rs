@@ -127,10 +127,14 @@ pub(crate) fn memory_cgroup_root() -> Option<PathBuf> {
 impl Cgroups {
     pub(crate) fn create(limits: &Limits) -> Cgroups {
         let mut cgroups = Cgroups::default();
+        // A random part too: two runs whose owners read alike (process 1 of two containers,
+        // started in the same tick) never make the same one, which the second could not make
+        // and would run without.
         let name = format!(
-            "bugloop-{}-{}",
+            "bugloop-{}-{}-{:016x}",
             crate::owner::token(),
-            CGROUP_SEQUENCE.fetch_add(1, Ordering::Relaxed)
+            CGROUP_SEQUENCE.fetch_add(1, Ordering::Relaxed),
+            fastrand::u64(..)
         );
         for (controller, pids) in [("pids", true), ("memory", false)] {
             let Some((root, v2)) = controller_root(controller) else {
@@ -148,6 +152,7 @@ impl Cgroups {
                 if std::fs::create_dir(&dir).is_err() {
                     continue;
                 }
+                crate::owner::hold(crate::owner::Held::Cgroup(dir.clone()));
                 cgroups.dirs.push((dir.clone(), false, false));
             }
             let written = if pids {
@@ -218,6 +223,7 @@ impl Drop for Cgroups {
                 }
                 std::thread::sleep(Duration::from_millis(20));
             }
+            crate::owner::release(&crate::owner::Held::Cgroup(dir.clone()));
         }
     }
 }

@@ -11,10 +11,10 @@
 //! name once a minute old.
 
 use std::fs::{File, OpenOptions};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
-use std::time::Duration;
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 /// How long a directory without a lock beside it may be new before it is judged by its name
 /// alone: one being made (its lock not yet beside it), or a cgroup whose command has not yet
@@ -68,6 +68,47 @@ pub fn gone(token: &str) -> bool {
 #[derive(Debug)]
 pub struct Claim {
     _lock: File,
+    dir: PathBuf,
+}
+
+/// What this run holds now, for [`held`]: its claimed directories and its cgroups.
+static HELD: Mutex<Vec<Held>> = Mutex::new(Vec::new());
+
+/// One entry of [`HELD`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Held {
+    /// A directory held by a [`Claim`].
+    Dir(PathBuf),
+    /// A cgroup (no lock can be held on one; it goes once its processes have).
+    Cgroup(PathBuf),
+}
+
+fn held_now() -> std::sync::MutexGuard<'static, Vec<Held>> {
+    // A panic while the list was held leaves it whole: each change is one push or removal.
+    HELD.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Notes `entry` as this run's until [`release`]d.
+pub(crate) fn hold(entry: Held) {
+    held_now().push(entry);
+}
+
+/// The end of what [`hold`] noted.
+pub(crate) fn release(entry: &Held) {
+    held_now().retain(|held| held != entry);
+}
+
+/// What this run holds now: at Ctrl-C, what [`remove_when_released`] removes once this run
+/// has stopped.
+pub fn held() -> Vec<Held> {
+    held_now().clone()
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        release(&Held::Dir(std::mem::take(&mut self.dir)));
+    }
 }
 
 /// Put in a directory once it is locked: found with the lock free, the run that held it is
@@ -86,7 +127,11 @@ impl Claim {
             .mode(0o644)
             .custom_flags(nix::libc::O_NOFOLLOW)
             .open(dir.join(CLAIMED))?;
-        Ok(Claim { _lock: lock })
+        hold(Held::Dir(dir.to_path_buf()));
+        Ok(Claim {
+            _lock: lock,
+            dir: dir.to_path_buf(),
+        })
     }
 }
 
@@ -105,11 +150,13 @@ fn open_dir(dir: &Path) -> std::io::Result<File> {
 }
 
 /// Makes a directory of ours in `parent`, `<prefix><token>-<random>` (made as `mkdtemp` does:
-/// a name no one can guess, never one that is there), and claims it.
+/// a name no one can guess, never one that is there, `0700`), and claims it.
 pub(crate) fn claimed_dir(parent: &Path, prefix: &str) -> std::io::Result<(PathBuf, Claim)> {
     let dir = tempfile::Builder::new()
         .prefix(&format!("{prefix}{}-", token()))
         .rand_bytes(12)
+        // Private: the base's files, a task's tree. Where others must read, the caller opens it.
+        .permissions(std::fs::Permissions::from_mode(0o700))
         .tempdir_in(parent)?
         .keep();
     match Claim::on(&dir) {
@@ -190,6 +237,88 @@ pub fn remove_stale(root: &Path, prefix: &str) {
     }
 }
 
+/// Removes what this process holds ([`held`]), at its end: nothing uses it any more.
+pub fn remove_own() {
+    for entry in held() {
+        match &entry {
+            Held::Dir(dir) => force_remove(dir),
+            Held::Cgroup(dir) => {
+                let _ = std::fs::remove_dir(dir);
+            }
+        }
+        release(&entry);
+    }
+}
+
+/// Removes what an interrupted run (`owner`) held, once it has let go of it: run by a process
+/// of its own, started at Ctrl-C, so nothing the stopping run still does races the removal.
+/// A directory goes once its claim is free and only when its name and mark say it is one of
+/// `owner`'s claimed directories; a cgroup once its processes are gone (the kernel refuses to
+/// remove one that has any). What is still held after `wait` stays for the next run.
+pub fn remove_when_released(owner: &str, entries: &[Held], wait: Duration) {
+    let until = Instant::now() + wait;
+    let mut left: Vec<&Held> = entries.iter().collect();
+    while !left.is_empty() {
+        left.retain(|entry| match entry {
+            Held::Dir(dir) => !remove_released_dir(owner, dir),
+            Held::Cgroup(dir) => {
+                let named_ours = dir
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with(&format!("bugloop-{owner}-")));
+                named_ours
+                    && std::fs::remove_dir(dir)
+                        .is_err_and(|e| e.kind() != std::io::ErrorKind::NotFound)
+            }
+        });
+        if Instant::now() >= until {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+}
+
+/// Whether `dir` is done with: removed now (`owner`'s, marked claimed, its claim free), gone
+/// already, or never one to remove.
+fn remove_released_dir(owner: &str, dir: &Path) -> bool {
+    let named_ours = dir
+        .file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.contains(&format!("{owner}-")));
+    let Ok(lock) = open_dir(dir) else {
+        return true;
+    };
+    let marked = std::fs::symlink_metadata(dir.join(CLAIMED)).is_ok_and(|m| m.is_file());
+    if !named_ours || !marked {
+        return true;
+    }
+    if lock.try_lock().is_err() {
+        return false;
+    }
+    force_remove(dir);
+    true
+}
+
+/// Removes a tree an agent may have made hard to remove (directories without permissions).
+pub(crate) fn force_remove(path: &Path) {
+    if std::fs::remove_dir_all(path).is_ok() || !path.exists() {
+        return;
+    }
+    let mut stack = vec![path.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(metadata) = std::fs::symlink_metadata(&dir) else {
+            continue;
+        };
+        if metadata.is_dir() {
+            let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700));
+            if let Ok(entries) = std::fs::read_dir(&dir) {
+                stack.extend(entries.flatten().map(|e| e.path()));
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(path);
+}
+
 /// A directory of this run's in the temporary directory, `bugloop-<kind>-<token>-...`, claimed;
 /// removed on drop.
 #[derive(Debug)]
@@ -210,16 +339,24 @@ impl Drop for OwnedDir {
     }
 }
 
-/// A new [`OwnedDir`] of `kind`; those a killed run left are removed first.
+/// A new [`OwnedDir`] of `kind`; those a killed run left are removed first. The sandbox's user
+/// may read what is put in it (the analyzers' configuration, the base's files), and no other
+/// user: as root it is the sandbox's group's (`root:<gid>`, `0750`); otherwise ours alone
+/// (`0700`), whom the sandbox runs as.
 pub fn temp_dir(kind: &str) -> std::io::Result<OwnedDir> {
     let prefix = format!("bugloop-{kind}-");
-    let root = std::env::temp_dir();
+    let root = crate::reach::temp_root()?;
     remove_stale(&root, &prefix);
     let (path, claim) = claimed_dir(&root, &prefix)?;
-    Ok(OwnedDir {
+    let dir = OwnedDir {
         path,
         _claim: claim,
-    })
+    };
+    if nix::unistd::Uid::effective().is_root() {
+        std::os::unix::fs::chown(&dir.path, Some(0), Some(crate::reach::sandbox_uid()))?;
+        std::fs::set_permissions(&dir.path, std::fs::Permissions::from_mode(0o750))?;
+    }
+    Ok(dir)
 }
 
 #[cfg(test)]
@@ -289,10 +426,37 @@ mod tests {
         let (first, _first_claim) = claimed_dir(root.path(), "bugloop-test-").unwrap();
         let (second, _second_claim) = claimed_dir(root.path(), "bugloop-test-").unwrap();
         assert_ne!(first, second);
+        let mode = std::fs::metadata(&first).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700, "{mode:o}");
         age(&first);
         remove_stale(root.path(), "bugloop-test-");
         assert!(first.is_dir() && second.is_dir());
         assert!(open_dir(&first).unwrap().try_lock().is_err());
+    }
+
+    /// What a run stopped by Ctrl-C held goes once it lets go, and only that: a directory
+    /// still held stays, as does one not named as the run's or not marked claimed.
+    #[test]
+    fn what_an_interrupted_run_held_goes_once_released() {
+        let root = tempfile::tempdir().unwrap();
+        let (released, claim) = claimed_dir(root.path(), "bugloop-test-").unwrap();
+        let (still_held, _held) = claimed_dir(root.path(), "bugloop-test-").unwrap();
+        assert!(held().contains(&Held::Dir(released.clone())));
+        drop(claim);
+        assert!(!held().contains(&Held::Dir(released.clone())));
+        let unmarked = root.path().join(format!("bugloop-test-{}-x", token()));
+        std::fs::create_dir(&unmarked).unwrap();
+        // Released and marked, but another run's by its name.
+        let (others, others_claim) = claimed_dir(root.path(), "bugloop-test-").unwrap();
+        let renamed = root.path().join("bugloop-test-1_1-y");
+        std::fs::rename(&others, &renamed).unwrap();
+        drop(others_claim);
+        let entries = [&released, &still_held, &unmarked, &renamed].map(|d| Held::Dir(d.clone()));
+        remove_when_released(token(), &entries, Duration::from_millis(200));
+        assert_eq!(
+            [&released, &still_held, &unmarked, &renamed].map(|p| p.exists()),
+            [false, true, true, true]
+        );
     }
 
     /// Made two minutes ago (`touch -d`: the file system keeps the time it is given).

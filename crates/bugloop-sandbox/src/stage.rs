@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use crate::SandboxError;
 use crate::limits::Cgroups;
 use crate::owner::{Claim, claimed_dir, remove_stale};
-use crate::reach::{SANDBOX_UID, stage_root};
+use crate::reach::{sandbox_uid, stage_root};
 use crate::settings::{Policy, SandboxSettings};
 use crate::view::{Arguments, bwrap_arguments};
 
@@ -39,6 +39,14 @@ impl Stage {
     fn create() -> Result<Stage, SandboxError> {
         use std::os::unix::fs::PermissionsExt;
         let root = stage_root();
+        if crate::reach::safe_dir(&root).as_ref() != Some(&root) {
+            return Err(SandboxError::Io(format!(
+                "no place for the sandbox's stage: {} (TMPDIR), /tmp, /var/tmp and /dev/shm are \
+                 each out of the sandbox user's reach, or belong to (or let write without the \
+                 sticky bit) another user",
+                root.display()
+            )));
+        }
         remove_stale(&root, "bugloop-stage-");
         let (dir, claim) = claimed_dir(&root, "bugloop-stage-")
             .map_err(|e| SandboxError::Io(format!("{}: {e}", root.display())))?;
@@ -111,7 +119,7 @@ pub(crate) fn stage_as_root(
     let staging = Stage::create()?;
     // Handed over first, so a workspace the sandbox's user can reach is bound without a stage.
     if settings.policy == Policy::WorkspaceWrite {
-        hand_over(workspace, SANDBOX_UID)?;
+        hand_over(workspace, sandbox_uid())?;
     }
     let built = bwrap_arguments(settings, workspace, cwd, Some(staging.path()));
     staging.prepare(&built.staged)?;
@@ -141,13 +149,14 @@ pub(crate) fn stage_as_root(
     argv.push(staging.path().into());
     argv.extend(built.staged.iter().map(Into::into));
     argv.push("--".into());
+    let uid = sandbox_uid();
     argv.extend(
         [
-            "setpriv",
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-            "--",
+            "setpriv".to_owned(),
+            format!("--reuid={uid}"),
+            format!("--regid={uid}"),
+            "--clear-groups".to_owned(),
+            "--".to_owned(),
         ]
         .map(Into::into),
     );
@@ -158,14 +167,9 @@ pub(crate) fn stage_as_root(
 mod tests {
     #![allow(clippy::unwrap_used)]
 
-    use std::os::unix::fs::PermissionsExt;
-
     use super::*;
     use crate::reach::sandbox_can_open;
-
-    fn mode(path: &Path, mode: u32) {
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
-    }
+    use crate::reach::tests::mode;
 
     /// Only what the sandbox's user could open itself skips the stage: a directory every user
     /// may read, read-only; its own, also writable; nothing behind a directory closed to others.
@@ -189,10 +193,10 @@ mod tests {
             let own = root.path().join("own");
             std::fs::create_dir(&own).unwrap();
             mode(&own, 0o700);
-            hand_over(&own, SANDBOX_UID).unwrap();
+            hand_over(&own, sandbox_uid()).unwrap();
             assert!(sandbox_can_open(&own, true));
             let owned_inside = closed.join("inner");
-            hand_over(&owned_inside, SANDBOX_UID).unwrap();
+            hand_over(&owned_inside, sandbox_uid()).unwrap();
             assert!(!sandbox_can_open(&owned_inside, true));
         }
     }

@@ -17,11 +17,11 @@
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use bugloop_git::GitCommand;
 
 use crate::SandboxError;
+use crate::owner::force_remove;
 use crate::settings::GitMount;
 
 mod changes;
@@ -40,8 +40,6 @@ const MAX_COMMITTED_FILE: u64 = 100 << 20;
 /// one large blob a thousand times.
 const MAX_TREE_BYTES: u64 = 8 << 30;
 
-static SEQUENCE: AtomicU64 = AtomicU64::new(0);
-
 fn io_error(path: &Path, error: impl std::fmt::Display) -> SandboxError {
     SandboxError::Io(format!("{}: {error}", path.display()))
 }
@@ -56,17 +54,6 @@ fn git_text(git_dir: &Path, args: &[&str]) -> Result<String, SandboxError> {
     Ok(host_git(git_dir).args(args).text()?)
 }
 
-/// Creates `dir` (and its parents) reachable by its owner only: whatever a sandboxed command leaves
-/// in a task tree (a setuid copy of a shell, say) is out of other local users' reach.
-fn make_private_dir(dir: &Path) -> Result<(), SandboxError> {
-    std::fs::create_dir_all(dir).map_err(|e| io_error(dir, e))?;
-    for private in [Some(dir), dir.parent()].into_iter().flatten() {
-        std::fs::set_permissions(private, std::fs::Permissions::from_mode(0o700))
-            .map_err(|e| io_error(private, e))?;
-    }
-    Ok(())
-}
-
 /// Creates an empty tree with the mount point of its sanitized git directory: a command sees the
 /// shadow at the tree's `.git`, and bubblewrap cannot make that mount point in a tree it binds
 /// read-only (a reader's `git log` would fail). Nothing ever reads it on the host: the tree's
@@ -75,26 +62,6 @@ pub(crate) fn make_tree(tree: &Path) -> Result<(), SandboxError> {
     std::fs::create_dir(tree).map_err(|e| io_error(tree, e))?;
     let mount = tree.join(".git");
     std::fs::create_dir(&mount).map_err(|e| io_error(&mount, e))
-}
-
-/// Removes a tree an agent may have made hard to remove (directories without permissions).
-fn force_remove(path: &Path) {
-    if std::fs::remove_dir_all(path).is_ok() || !path.exists() {
-        return;
-    }
-    let mut stack = vec![path.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        let Ok(metadata) = std::fs::symlink_metadata(&dir) else {
-            continue;
-        };
-        if metadata.is_dir() {
-            let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700));
-            if let Ok(entries) = std::fs::read_dir(&dir) {
-                stack.extend(entries.flatten().map(|e| e.path()));
-            }
-        }
-    }
-    let _ = std::fs::remove_dir_all(path);
 }
 
 /// A task's tree of files and the commit it stands on. Removed when dropped.
@@ -119,26 +86,22 @@ pub fn process_alive(pid: i32) -> bool {
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok()
 }
 
-/// A new private directory under `bugloop/tasks` named `<prefix>-<owner>-<n>`, held by this run
-/// until it is removed (what killed runs left there is cleared first).
+/// A new private directory under `bugloop/tasks`, `<prefix>-<owner>-<random>`, held by this
+/// run until it is removed (what killed runs left there is cleared first). Made as `mkdtemp`
+/// makes one, never one that is there: two runs whose owners read alike (process 1 of two
+/// containers, started in the same tick) never share one. Both are reachable by their owner
+/// only: whatever a sandboxed command leaves in a task tree (a setuid copy of a shell, say) is
+/// out of other local users' reach.
 fn claimed_task_dir(
     common: &Path,
     prefix: &str,
 ) -> Result<(PathBuf, crate::owner::Claim), SandboxError> {
     remove_stale(common);
-    let root = common.join("bugloop/tasks").join(format!(
-        "{prefix}-{}-{}",
-        crate::owner::token(),
-        SEQUENCE.fetch_add(1, Ordering::Relaxed)
-    ));
-    make_private_dir(&root)?;
-    match crate::owner::Claim::on(&root) {
-        Ok(claim) => Ok((root, claim)),
-        Err(error) => {
-            force_remove(&root);
-            Err(io_error(&root, error))
-        }
-    }
+    let tasks = common.join("bugloop/tasks");
+    std::fs::create_dir_all(&tasks).map_err(|e| io_error(&tasks, e))?;
+    std::fs::set_permissions(&tasks, std::fs::Permissions::from_mode(0o700))
+        .map_err(|e| io_error(&tasks, e))?;
+    crate::owner::claimed_dir(&tasks, &format!("{prefix}-")).map_err(|e| io_error(&tasks, e))
 }
 
 /// Removes task trees (and worktrees of older versions, and copies of the index) a run that was
@@ -224,15 +187,16 @@ impl TaskTree {
                 .args(["rev-parse", "--path-format=absolute", "--git-path", "index"])
                 .text()?,
         );
-        // A copy, so git's own reads never touch the user's index file.
-        let copy = common.join(format!(
-            "bugloop/index-{}-{}",
-            crate::owner::token(),
-            SEQUENCE.fetch_add(1, Ordering::Relaxed)
-        ));
-        if let Some(parent) = copy.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| io_error(parent, e))?;
-        }
+        // A copy, so git's own reads never touch the user's index file; a name of its own
+        // (`index-<owner>-<random>`), never one another run uses.
+        let parent = common.join("bugloop");
+        std::fs::create_dir_all(&parent).map_err(|e| io_error(&parent, e))?;
+        let copy = tempfile::Builder::new()
+            .prefix(&format!("index-{}-", crate::owner::token()))
+            .rand_bytes(12)
+            .tempfile_in(&parent)
+            .and_then(|file| file.into_temp_path().keep().map_err(|e| e.error))
+            .map_err(|e| io_error(&parent, e))?;
         std::fs::copy(&index, &copy).map_err(|e| io_error(&index, e))?;
         if working_tree {
             let added = GitCommand::in_work_tree(repo)

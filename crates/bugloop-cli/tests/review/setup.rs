@@ -226,7 +226,8 @@ fn review_with_a_model_of_the_branchs(dir: &str, environment: impl Fn(&mut Comma
 }
 
 /// Ctrl-C while a review waits on its model: the command says it stopped and what stays, and
-/// ends with 130, as an interrupted command does.
+/// ends with 130, as an interrupted command does; what it held on disk (its task tree, the
+/// sandbox's copy of /etc) goes right after, not at the next run.
 #[test]
 fn ctrl_c_during_a_review_says_it_stopped() {
     let repo = TestRepo::init("main");
@@ -244,6 +245,7 @@ fn ctrl_c_during_a_review_says_it_stopped() {
         format!("model:\n  max_retries: 0\n  providers:\n    stub:\n      base_url: http://127.0.0.1:{port}/v1\nreview:\n  analyzers: []\n"),
     )
     .unwrap();
+    let temporary = tempfile::tempdir().unwrap();
     let child = Command::new(env!("CARGO_BIN_EXE_bugloop"))
         .args([
             "--config",
@@ -254,11 +256,21 @@ fn ctrl_c_during_a_review_says_it_stopped() {
         ])
         .current_dir(repo.path())
         .env("NO_COLOR", "1")
+        .env("TMPDIR", temporary.path())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     let (_waiting, _) = listener.accept().unwrap();
+    let tasks = repo.path().join(".git/bugloop/tasks");
+    let held = || {
+        [tasks.as_path(), temporary.path()]
+            .iter()
+            .flat_map(|dir| std::fs::read_dir(dir).into_iter().flatten().flatten())
+            .map(|entry| entry.path())
+            .collect::<Vec<_>>()
+    };
+    assert!(!held().is_empty(), "the review holds nothing to leave");
     let sent = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
@@ -270,6 +282,15 @@ fn ctrl_c_during_a_review_says_it_stopped() {
     assert_contains(
         &said,
         "interrupted: `bugloop review` stopped. What it had finished stays",
+    );
+    let gone_by = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !held().is_empty() && std::time::Instant::now() < gone_by {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(
+        held(),
+        Vec::<std::path::PathBuf>::new(),
+        "left after Ctrl-C"
     );
     std::fs::remove_file(config).unwrap();
 }
