@@ -139,8 +139,12 @@ fn hit_of(result: SarifResult, rules: &[Rule], root: &Path) -> Option<Hit> {
         .locations
         .into_iter()
         .find_map(|l| l.physical_location)?;
-    let region = location.region?;
-    let line = region.start_line?;
+    // A result about a whole file has no region: line 0, never a finding on an added line, but
+    // read (a tool saying it did not check the file, see `run::says_not_checked`).
+    let (line, end_line) = location.region.map_or((Some(0), None), |region| {
+        (region.start_line, region.end_line)
+    });
+    let line = line?;
     let file = relative_path(&location.artifact_location.uri, root)?;
     let message = result
         .message
@@ -153,7 +157,7 @@ fn hit_of(result: SarifResult, rules: &[Rule], root: &Path) -> Option<Hit> {
         message,
         file,
         line,
-        end_line: region.end_line,
+        end_line,
         url: rule.and_then(|r| r.help_uri.clone()),
         security: rule
             .and_then(|r| r.properties.as_ref())
@@ -227,10 +231,15 @@ mod tests {
              "locations":[{"physicalLocation":{"artifactLocation":{"uri":"../x.py"},
                "region":{"startLine":1}}}]},
             {"ruleId":"X","message":{"text":"no line"},
-             "locations":[{"physicalLocation":{"artifactLocation":{"uri":"a.py"}}}]}
+             "locations":[{"physicalLocation":{"artifactLocation":{"uri":"a.py"}}}]},
+            {"ruleId":"X","message":{"text":"no start"},
+             "locations":[{"physicalLocation":{"artifactLocation":{"uri":"a.py"},
+               "region":{"endLine":2}}}]}
           ]}]}"#;
         let hits = read(log, Path::new("/w/ork")).unwrap();
-        assert_eq!(hits.len(), 2, "{hits:?}");
+        assert_eq!(hits.len(), 3, "{hits:?}");
+        // About the whole file (no region): line 0, which no added line is.
+        assert_eq!((hits[2].file.as_str(), hits[2].line), ("a.py", 0));
         assert_eq!(hits[0].file, "a b.py");
         assert_eq!((hits[0].line, hits[0].end_line), (3, Some(4)));
         assert_eq!(hits[0].level, Level::Error);

@@ -331,6 +331,27 @@ async fn a_tool_that_crashes_or_hangs_is_not_run() {
     assert!(unchecked.iter().all(|u| u.reason == "timed out after 1 s"));
 }
 
+/// A file the tool says it did not check (biome will not read one under `node_modules`) is
+/// that file not checked, never a clean run: an attacker's review hid an `eval` there and the
+/// review passed.
+#[tokio::test]
+async fn a_file_the_tool_says_it_skipped_is_not_checked() {
+    let repo = TestRepo::with_files(&[("README.md", "app\n")]);
+    repo.branch("change");
+    repo.write(
+        "node_modules/lib/app.js",
+        "export function run(a) {\n  debugger;\n  return eval(a);\n}\n",
+    );
+    repo.commit("vendored");
+    let diff = bugloop_diff::parse(repo.git(&["diff", "main..change"]));
+    let biome = Choice::BuiltIn(built_in("biome").unwrap());
+    let analysis = run(repo.path(), &diff, vec![biome], Toolbox::from_env()).await;
+    let unchecked = &analysis.runs[0].unanalyzed;
+    assert_eq!(unchecked.len(), 1, "{analysis:#?}");
+    assert_eq!(unchecked[0].path, "node_modules/lib/app.js");
+    assert!(analysis.candidates.is_empty(), "{analysis:#?}");
+}
+
 /// Every file the run was given is listed as not checked, each for a reason starting `start`.
 fn assert_all_unchecked(run: &bugloop_analyzers::AnalyzerRun, start: &str) {
     assert!(!run.unanalyzed.is_empty(), "{run:?}");

@@ -233,7 +233,7 @@ fn entries_where(root: &Path, prefix: &str, left: fn(&Path, &str) -> bool) -> Ve
 /// Removes the leftovers in `root` (`<prefix><token>-...`, see [`stale_entries`]).
 pub fn remove_stale(root: &Path, prefix: &str) {
     for stale in stale_entries(root, prefix) {
-        let _ = std::fs::remove_dir_all(&stale);
+        force_remove(&stale);
     }
 }
 
@@ -310,13 +310,35 @@ pub(crate) fn force_remove(path: &Path) {
             continue;
         };
         if metadata.is_dir() {
-            let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700));
+            open_to_owner(&dir);
             if let Ok(entries) = std::fs::read_dir(&dir) {
                 stack.extend(entries.flatten().map(|e| e.path()));
             }
         }
     }
     let _ = std::fs::remove_dir_all(path);
+}
+
+/// Gives the directory `dir` back to its owner (`0700`) through a handle opened without
+/// following a link: one swapped for a link since it was looked at is left alone, where a
+/// `chmod` by path would change, as root, whatever the link names. Without root a directory
+/// that shuts its owner out cannot be opened: its mode is set by path, which can only ever
+/// change a file of the same user.
+fn open_to_owner(dir: &Path) {
+    let mode = std::fs::Permissions::from_mode(0o700);
+    let handle = OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_DIRECTORY | nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
+        .open(dir);
+    match handle {
+        Ok(handle) => {
+            let _ = handle.set_permissions(mode);
+        }
+        Err(_) if !nix::unistd::Uid::effective().is_root() => {
+            let _ = std::fs::set_permissions(dir, mode);
+        }
+        Err(_) => {}
+    }
 }
 
 /// A directory of this run's in the temporary directory, `bugloop-<kind>-<token>-...`, claimed;

@@ -86,22 +86,43 @@ pub fn process_alive(pid: i32) -> bool {
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok()
 }
 
-/// A new private directory under `bugloop/tasks`, `<prefix>-<owner>-<random>`, held by this
-/// run until it is removed (what killed runs left there is cleared first). Made as `mkdtemp`
-/// makes one, never one that is there: two runs whose owners read alike (process 1 of two
-/// containers, started in the same tick) never share one. Both are reachable by their owner
-/// only: whatever a sandboxed command leaves in a task tree (a setuid copy of a shell, say) is
-/// out of other local users' reach.
+/// A new private directory for a task, held by this run until it is removed (what killed runs
+/// left is cleared first): `bugloop/tasks/<prefix>-<owner>-<random>` in the git directory, or,
+/// where another user could replace what bugloop makes there (a checkout another user owns,
+/// reviewed as root: [`bugloop_dir`]), `bugloop-tree-<owner>-<random>` in the temporary
+/// directory's safe place. Made as `mkdtemp` makes one, never one that is there: two runs
+/// whose owners read alike (process 1 of two containers, started in the same tick) never share
+/// one. Reachable by its owner only: whatever a sandboxed command leaves in a task tree (a
+/// setuid copy of a shell, say) is out of other local users' reach.
 fn claimed_task_dir(
     common: &Path,
     prefix: &str,
 ) -> Result<(PathBuf, crate::owner::Claim), SandboxError> {
+    let Some(bugloop) = bugloop_dir(common) else {
+        let root = crate::reach::temp_root().map_err(|e| io_error(common, e))?;
+        crate::owner::remove_stale(&root, TREE_PREFIX);
+        return crate::owner::claimed_dir(&root, TREE_PREFIX).map_err(|e| io_error(&root, e));
+    };
     remove_stale(common);
-    let tasks = common.join("bugloop/tasks");
+    let tasks = bugloop.join("tasks");
     std::fs::create_dir_all(&tasks).map_err(|e| io_error(&tasks, e))?;
     std::fs::set_permissions(&tasks, std::fs::Permissions::from_mode(0o700))
         .map_err(|e| io_error(&tasks, e))?;
     crate::owner::claimed_dir(&tasks, &format!("{prefix}-")).map_err(|e| io_error(&tasks, e))
+}
+
+/// What a task's directory is named in the temporary directory (see [`claimed_task_dir`]).
+const TREE_PREFIX: &str = "bugloop-tree-";
+
+/// `bugloop` in the git directory `common`, where bugloop keeps a run's task trees and copies
+/// of the index, when no other user can replace what it makes there: the git directory and
+/// every directory above it root's or ours (sticky where shared), and `bugloop` itself, when
+/// it is there already, too. `None` otherwise: an attacker's review, as the owner of a
+/// checkout root reviewed, swapped a task tree there for its own and the analyzers read that.
+fn bugloop_dir(common: &Path) -> Option<PathBuf> {
+    let bugloop = crate::reach::safe_dir(common)?.join("bugloop");
+    let there = std::fs::symlink_metadata(&bugloop).is_ok();
+    (!there || crate::reach::safe_dir(&bugloop).as_ref() == Some(&bugloop)).then_some(bugloop)
 }
 
 /// Removes task trees (and worktrees of older versions, and copies of the index) a run that was
@@ -188,8 +209,12 @@ impl TaskTree {
                 .text()?,
         );
         // A copy, so git's own reads never touch the user's index file; a name of its own
-        // (`index-<owner>-<random>`), never one another run uses.
-        let parent = common.join("bugloop");
+        // (`index-<owner>-<random>`), never one another run uses, where no one else can replace
+        // it.
+        let parent = match bugloop_dir(&common) {
+            Some(bugloop) => bugloop,
+            None => crate::reach::temp_root().map_err(|e| io_error(&common, e))?,
+        };
         std::fs::create_dir_all(&parent).map_err(|e| io_error(&parent, e))?;
         let copy = tempfile::Builder::new()
             .prefix(&format!("index-{}-", crate::owner::token()))
@@ -318,6 +343,31 @@ mod tests {
     use super::commit::quote_path;
     use super::export::safe_relative;
     use super::*;
+
+    /// Task trees stay in a git directory no other user can change; one in a checkout another
+    /// user owns (reviewed as root) goes to the temporary directory, where that user cannot
+    /// swap it for a tree of theirs.
+    #[test]
+    #[allow(clippy::unwrap_used)]
+    fn task_trees_go_only_where_no_one_else_can_replace_them() {
+        let root = tempfile::tempdir().unwrap();
+        let common = root.path().join("repo/.git");
+        std::fs::create_dir_all(&common).unwrap();
+        let ours = bugloop_dir(&common).unwrap();
+        assert_eq!(ours, common.canonicalize().unwrap().join("bugloop"));
+        std::fs::create_dir(&ours).unwrap();
+        std::fs::set_permissions(&ours, std::fs::Permissions::from_mode(0o777)).unwrap();
+        assert_eq!(bugloop_dir(&common), None, "open to every user's writes");
+        std::fs::set_permissions(&ours, std::fs::Permissions::from_mode(0o700)).unwrap();
+        if nix::unistd::Uid::effective().is_root() {
+            let other = nix::unistd::Uid::from_raw(65534);
+            nix::unistd::chown(&common, Some(other), None).unwrap();
+            assert_eq!(bugloop_dir(&common), None, "another user's git directory");
+            let tree = claimed_task_dir(&common, "test").unwrap().0;
+            assert!(!tree.starts_with(&common), "{}", tree.display());
+            force_remove(&tree);
+        }
+    }
 
     #[test]
     fn symlinks_must_stay_inside() {

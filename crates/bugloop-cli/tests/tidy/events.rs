@@ -3,9 +3,9 @@
 //! matches one, and the old name of solving (`autofix`) is spoken only where stored rows are
 //! read and written.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use super::{rust_files, workspace};
+use super::{relative, rust_files, workspace};
 
 const KINDS: [&str; 5] = ["Review", "Comment", "Converge", "Solve", "ErrorReport"];
 
@@ -66,13 +66,6 @@ fn patterns(text: &str, kind: &str) -> usize {
                 || (rest.starts_with('=') && !rest.starts_with("=="))
         })
         .count()
-}
-
-fn relative(path: &Path) -> String {
-    path.strip_prefix(workspace())
-        .unwrap()
-        .display()
-        .to_string()
 }
 
 #[test]
