@@ -70,6 +70,13 @@ async fn run(
     .await
 }
 
+/// The built-in `tool` alone on the change `main..change` of `repo`.
+async fn run_built_in(repo: &TestRepo, tool: &str) -> Analysis {
+    let diff = bugloop_diff::parse(repo.git(&["diff", "main..change"]));
+    let choice = Choice::BuiltIn(built_in(tool).unwrap());
+    run(repo.path(), &diff, vec![choice], Toolbox::from_env()).await
+}
+
 fn found(analysis: &Analysis, tool: &str, rule: &str) -> Option<u32> {
     analysis
         .candidates
@@ -343,9 +350,7 @@ async fn a_file_the_tool_says_it_skipped_is_not_checked() {
         "export function run(a) {\n  debugger;\n  return eval(a);\n}\n",
     );
     repo.commit("vendored");
-    let diff = bugloop_diff::parse(repo.git(&["diff", "main..change"]));
-    let biome = Choice::BuiltIn(built_in("biome").unwrap());
-    let analysis = run(repo.path(), &diff, vec![biome], Toolbox::from_env()).await;
+    let analysis = run_built_in(&repo, "biome").await;
     let unchecked = &analysis.runs[0].unanalyzed;
     assert_eq!(unchecked.len(), 1, "{analysis:#?}");
     assert_eq!(unchecked[0].path, "node_modules/lib/app.js");
@@ -383,9 +388,7 @@ async fn clippy_does_not_run_under_a_cargo_configuration_the_change_wrote() {
         "[build]\nrustflags = [\"--cap-lints=allow\"]\n",
     );
     repo.commit("change");
-    let diff = bugloop_diff::parse(repo.git(&["diff", "main..change"]));
-    let clippy = Choice::BuiltIn(built_in("clippy").unwrap());
-    let analysis = run(repo.path(), &diff, vec![clippy], Toolbox::from_env()).await;
+    let analysis = run_built_in(&repo, "clippy").await;
     match &analysis.runs[0].status {
         RunStatus::NotRun { reason } => {
             assert!(
