@@ -88,6 +88,15 @@ pub fn assert_contains(text: &str, needle: &str) {
     assert!(text.contains(needle), "{needle:?} is not in:\n{text}");
 }
 
+/// Fails the test if `text` holds any of `needles` (a secret, a mark an escape would leave); the
+/// message names the one found and shows the whole text.
+#[track_caller]
+pub fn assert_contains_none(text: &str, needles: &[&str]) {
+    for needle in needles {
+        assert!(!text.contains(needle), "{needle:?} is in:\n{text}");
+    }
+}
+
 /// Fails the test unless `text` starts with `start`; the message shows the whole text.
 #[track_caller]
 pub fn assert_starts_with(text: &str, start: &str) {

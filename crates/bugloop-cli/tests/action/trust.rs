@@ -205,14 +205,10 @@ for_each_user! {
             published.contains("the provider failed (HTTP 500)"),
             "{output}\n{published}"
         );
-        for private in [
-            "canary-provider-0451",
-            "/srv/provider",
-            "/tmp/",
-            "transcript",
-        ] {
-            assert!(!published.contains(private), "{private}: {published}");
-        }
+        bugloop_testkit::assert_contains_none(
+            &published,
+            &["canary-provider-0451", "/srv/provider", "/tmp/", "transcript"],
+        );
     }
 }
 

@@ -470,14 +470,15 @@ fn hostile_build_script(user: Option<u32>) {
         "{who}: no secret in any environment: {reason}"
     );
     assert!(reason.contains("no network"), "{who}: {reason}");
-    for escaped in [
-        "READ-REAL-GIT",
-        "WROTE-HOOK",
-        "WROTE-SHADOW",
-        "REACHED-NETWORK",
-    ] {
-        assert!(!reason.contains(escaped), "{who}: {escaped}: {reason}");
-    }
+    bugloop_testkit::assert_contains_none(
+        &format!("{who}: {reason}"),
+        &[
+            "READ-REAL-GIT",
+            "WROTE-HOOK",
+            "WROTE-SHADOW",
+            "REACHED-NETWORK",
+        ],
+    );
     assert_nothing_escaped(&who, &listener, &marker, (&repo, &before), &shown);
     assert_eq!(report["complete"], false, "{who}: {report:#}");
     let unreviewed = report["unreviewed"].as_array().unwrap();
