@@ -134,6 +134,15 @@ enum Submission {
     Refused,
 }
 
+/// One turn's calls are run against this: the tools, the turn's number, and where each call
+/// and its result are written.
+struct Turn<'a> {
+    registry: &'a Registry,
+    number: u32,
+    transcript: &'a mut Transcript,
+    messages: &'a mut Vec<Message>,
+}
+
 /// What a turn's calls came to.
 enum TurnEnd {
     /// The task's result.
@@ -406,16 +415,14 @@ impl Agent {
                     _ => return Ok(Outcome::Answer(response.message.content)),
                 }
             }
+            let mut this_turn = Turn {
+                registry,
+                number: turn,
+                transcript,
+                messages: &mut messages,
+            };
             let (next_stage, held_now) = match self
-                .run_calls(
-                    registry,
-                    asked,
-                    turn,
-                    calls,
-                    transcript,
-                    &mut messages,
-                    &mut follow_ups,
-                )
+                .run_calls(asked, calls, &mut this_turn, &mut follow_ups)
                 .await?
             {
                 TurnEnd::Final(value) => return Ok(Outcome::Submitted(value)),
@@ -447,15 +454,11 @@ impl Agent {
     /// submission ends the stage (later calls of the turn belong to none when stages come one
     /// by one); the last stage's ends the task, unless a call before it in the turn was refused
     /// and turns are left: then it is held back and the model told so.
-    #[allow(clippy::too_many_arguments)]
     async fn run_calls(
         &self,
-        registry: &Registry,
         asked: &Asked<'_>,
-        turn: u32,
         calls: Vec<ToolCall>,
-        transcript: &mut Transcript,
-        messages: &mut Vec<Message>,
+        turn: &mut Turn<'_>,
         follow_ups: &mut impl Iterator<Item = String>,
     ) -> Result<TurnEnd, AgentError> {
         let mut stage = None;
@@ -466,27 +469,22 @@ impl Agent {
                 // The stage was submitted: later calls of the same turn belong to no stage
                 // (the model has not seen the next stage's instructions yet).
                 let text = "error: ignored, the stage was already submitted in this turn";
-                messages.push(Message::tool_result(call.id, text));
+                turn.messages.push(Message::tool_result(call.id, text));
                 continue;
             }
             if Some(call.name.as_str()) != asked.submit_tool {
-                if !self
-                    .call_tool(registry, call, turn, transcript, messages)
-                    .await?
-                {
+                if !self.call_tool(call, turn).await? {
                     refused += 1;
                 }
                 continue;
             }
-            match self
-                .submit(registry, call, turn, transcript, messages, follow_ups)
-                .await?
-            {
-                Submission::Final(value, _) if refused == 0 || turn >= asked.max_turns => {
+            match self.submit(call, turn, follow_ups).await? {
+                Submission::Final(value, _) if refused == 0 || turn.number >= asked.max_turns => {
                     return Ok(TurnEnd::Final(value));
                 }
                 Submission::Final(value, id) => {
-                    messages.push(Message::tool_result(id, held_back(refused)));
+                    turn.messages
+                        .push(Message::tool_result(id, held_back(refused)));
                     held = Some(value);
                 }
                 Submission::NextStage(next) => stage = Some(next),
@@ -585,20 +583,9 @@ impl Agent {
         };
         let response = self.provider.chat(&request, None).await?;
         progress.usage.add(response.usage);
-        progress.transcript.write(&Event::Response {
-            turn: progress.turns,
-            content: response.message.content.clone(),
-            tool_calls: response
-                .message
-                .tool_calls
-                .iter()
-                .filter_map(|c| serde_json::to_value(c).ok())
-                .collect(),
-            finish: format!("{:?}", response.finish),
-            input_tokens: response.usage.input_tokens,
-            output_tokens: response.usage.output_tokens,
-            cached_input_tokens: response.usage.cached_input_tokens,
-        });
+        progress
+            .transcript
+            .write(&Event::response(progress.turns, &response));
         Ok(response)
     }
 
@@ -607,13 +594,17 @@ impl Agent {
     /// the model as an error. A tool's abort ends the task.
     async fn submit(
         &self,
-        registry: &Registry,
         call: ToolCall,
-        turn: u32,
-        transcript: &mut Transcript,
-        messages: &mut Vec<Message>,
+        turn: &mut Turn<'_>,
         follow_ups: &mut impl Iterator<Item = String>,
     ) -> Result<Submission, AgentError> {
+        let Turn {
+            registry,
+            number: turn,
+            transcript,
+            messages,
+        } = turn;
+        let turn = *turn;
         match self.check_submission(registry, &call).await {
             Err(ToolError::Abort(message)) => Err(aborted(transcript, turn, call, message)),
             Ok(value) => {
@@ -658,14 +649,14 @@ impl Agent {
 
     /// Any other tool's call: its result (or error) goes back to the model; its abort ends the
     /// task. Whether the call was done (not refused).
-    async fn call_tool(
-        &self,
-        registry: &Registry,
-        call: ToolCall,
-        turn: u32,
-        transcript: &mut Transcript,
-        messages: &mut Vec<Message>,
-    ) -> Result<bool, AgentError> {
+    async fn call_tool(&self, call: ToolCall, turn: &mut Turn<'_>) -> Result<bool, AgentError> {
+        let Turn {
+            registry,
+            number: turn,
+            transcript,
+            messages,
+        } = turn;
+        let turn = *turn;
         let result = registry
             .call(&self.context, &call.name, &call.arguments)
             .await;
@@ -709,15 +700,7 @@ impl Agent {
             for response in &structured.responses {
                 *turns += 1;
                 usage.add(response.usage);
-                transcript.write(&Event::Response {
-                    turn: *turns,
-                    content: response.message.content.clone(),
-                    tool_calls: Vec::new(),
-                    finish: format!("{:?}", response.finish),
-                    input_tokens: response.usage.input_tokens,
-                    output_tokens: response.usage.output_tokens,
-                    cached_input_tokens: response.usage.cached_input_tokens,
-                });
+                transcript.write(&Event::response(*turns, response));
             }
             if let Some(note) = &structured.salvaged {
                 transcript.write(&Event::Note { text: note.clone() });

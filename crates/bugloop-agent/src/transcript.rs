@@ -47,6 +47,26 @@ pub enum Event {
     },
 }
 
+impl Event {
+    /// The model's answer of turn `turn`, with its tool calls and usage.
+    pub fn response(turn: u32, response: &bugloop_llm::ChatResponse) -> Event {
+        Event::Response {
+            turn,
+            content: response.message.content.clone(),
+            tool_calls: response
+                .message
+                .tool_calls
+                .iter()
+                .filter_map(|c| serde_json::to_value(c).ok())
+                .collect(),
+            finish: format!("{:?}", response.finish),
+            input_tokens: response.usage.input_tokens,
+            output_tokens: response.usage.output_tokens,
+            cached_input_tokens: response.usage.cached_input_tokens,
+        }
+    }
+}
+
 #[derive(Debug)]
 pub struct Transcript {
     path: PathBuf,

@@ -162,6 +162,21 @@ pub struct ReportCount {
     pub filed: bool,
 }
 
+/// Refuses a name git would not take for a branch, before any branch is moved or pushed.
+pub(crate) fn check_branch_name(git: &bugloop_git::Git, branch: &str) -> Result<(), ForgeError> {
+    git.run(&["check-ref-format", "--branch", branch])
+        .map(drop)
+        .map_err(|_| ForgeError::Invalid(format!("{branch:?} is not a branch name")))
+}
+
+/// A branch that is no longer where the run left it is never overwritten: this says it was not
+/// `done` (moved, pushed) and why.
+pub(crate) fn branch_moved(branch: &str, done: &str, error: impl std::fmt::Display) -> ForgeError {
+    ForgeError::Invalid(format!(
+        "branch {branch} was not where this run left it, so it was not {done}: {error}"
+    ))
+}
+
 #[async_trait]
 pub trait Tracker: Send + Sync + std::fmt::Debug {
     /// An error report: counted on the issue filed for `fingerprint`, or filed as `draft` when

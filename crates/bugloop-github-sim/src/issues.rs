@@ -10,17 +10,17 @@ use axum::http::StatusCode;
 use serde_json::{Value, json};
 
 use crate::answer::Answer;
+use crate::rest::Asked;
 use crate::state::{Pull, PullSpec, SimIssue, State};
 
 /// Answers the requests about issues and created pull requests; `None` for everything else.
-pub(crate) fn route(
-    state: &mut State,
-    login: &str,
-    method: &str,
-    rest: &[&str],
-    query: &str,
-    body: &Value,
-) -> Option<Answer> {
+pub(crate) fn route(state: &mut State, request: &Asked, rest: &[&str]) -> Option<Answer> {
+    let Asked {
+        login,
+        method,
+        query,
+        body,
+    } = *request;
     let text = |key: &str| body.get(key).and_then(Value::as_str).map(str::to_owned);
     let number = |n: &str| n.parse::<u64>().ok();
     Some(match (method, rest) {

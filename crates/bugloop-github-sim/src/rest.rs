@@ -123,6 +123,12 @@ fn answer(
             None,
         );
     };
+    let request = Asked {
+        login: &login,
+        method,
+        query,
+        body,
+    };
     let fault = state
         .faults
         .iter()
@@ -147,10 +153,10 @@ fn answer(
             (answer, None)
         }
         Some(Fault::FailAfterWrite { status, .. }) => (
-            route(state, &login, method, path, query, body),
+            route(state, &request, path),
             Some(StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY)),
         ),
-        _ => (route(state, &login, method, path, query, body), None),
+        _ => (route(state, &request, path), None),
     }
 }
 
@@ -212,14 +218,23 @@ fn authenticated(state: &State, headers: &HeaderMap) -> Option<String> {
     state.tokens.get(token).cloned()
 }
 
-fn route(
-    state: &mut State,
-    login: &str,
-    method: &str,
-    path: &str,
-    query: &str,
-    body: &Value,
-) -> Answer {
+/// An authenticated request as the routers read it: who sent it, its method, query and body
+/// (each router takes the part of the path it answers below).
+#[derive(Clone, Copy)]
+pub(crate) struct Asked<'a> {
+    pub login: &'a str,
+    pub method: &'a str,
+    pub query: &'a str,
+    pub body: &'a Value,
+}
+
+fn route(state: &mut State, request: &Asked, path: &str) -> Answer {
+    let Asked {
+        login,
+        method,
+        body,
+        ..
+    } = *request;
     if path == "/graphql" && method == "POST" {
         return crate::graphql::answer(state, body);
     }
@@ -227,7 +242,7 @@ fn route(
     match (method, segments.as_slice()) {
         ("GET", ["user"]) => Answer::ok(state.account(login)),
         (_, ["repos", owner, name, rest @ ..]) if *owner == state.owner && *name == state.name => {
-            repository(state, login, method, rest, query, body)
+            repository(state, request, rest)
         }
         _ => Answer::not_found(),
     }
@@ -237,17 +252,16 @@ fn number(text: &str) -> Option<u64> {
     text.parse().ok()
 }
 
-fn repository(
-    state: &mut State,
-    login: &str,
-    method: &str,
-    rest: &[&str],
-    query: &str,
-    body: &Value,
-) -> Answer {
-    if let Some(answer) = crate::issues::route(state, login, method, rest, query, body) {
+fn repository(state: &mut State, request: &Asked, rest: &[&str]) -> Answer {
+    if let Some(answer) = crate::issues::route(state, request, rest) {
         return answer;
     }
+    let Asked {
+        login,
+        method,
+        query,
+        body,
+    } = *request;
     let text = |key: &str| body.get(key).and_then(Value::as_str).map(str::to_owned);
     match (method, rest) {
         // The repository's comments, `since` a time (GitHub compares the last update).

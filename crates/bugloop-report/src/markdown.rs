@@ -6,7 +6,7 @@ use bugloop_domain::markdown::quiet;
 use bugloop_domain::rmcoc::fence_for;
 
 use crate::review::{PublishedFinding, ReviewReport};
-use crate::text::usage_text;
+use crate::text::size_and_cost;
 
 /// The review report as Markdown, for a pull request description or a CI summary. It is also the
 /// GitHub Action's job summary (`$GITHUB_STEP_SUMMARY`): the same content, no separate renderer.
@@ -33,16 +33,11 @@ pub fn review(report: &ReviewReport) -> String {
 /// What was reviewed: the change, its size, the model and what it cost, and the scope when it
 /// was not the whole change.
 fn review_header(out: &mut String, report: &ReviewReport) {
-    let c = &report.change;
     let _ = writeln!(
         out,
-        "## bugloop review\n\n{} · {} file(s), +{} -{} · model `{}` · {}\n",
-        c.description,
-        c.files,
-        c.additions,
-        c.deletions,
-        report.model,
-        usage_text(report)
+        "## bugloop review\n\n{} · {}\n",
+        report.change.description,
+        size_and_cost(report, &format!("`{}`", report.model))
     );
     if report.scope.worth_saying() {
         let _ = writeln!(out, "Reviewed {}.\n", report.scope.describe());

@@ -25,6 +25,18 @@ fn action_label(action: CommentAction, rediscovered: bool) -> &'static str {
     }
 }
 
+/// The change's size, the model (as `model` shows it) and what the run cost, on one line.
+pub(crate) fn size_and_cost(report: &ReviewReport, model: &str) -> String {
+    let c = &report.change;
+    format!(
+        "{} file(s), +{} -{} · model {model} · {}",
+        c.files,
+        c.additions,
+        c.deletions,
+        usage_text(report)
+    )
+}
+
 pub(crate) fn usage_text(report: &ReviewReport) -> String {
     let u = &report.usage;
     let cost = u
@@ -54,20 +66,12 @@ pub fn review(report: &ReviewReport, style: Style) -> String {
 /// What was reviewed: the change, its size, the model and what it cost, and the scope when it
 /// was not the whole change.
 fn review_header(out: &mut String, report: &ReviewReport, style: Style) {
-    let c = &report.change;
     let _ = writeln!(
         out,
         "{} {}\n{}",
         style.bold("bugloop review:"),
-        c.description,
-        style.dim(&format!(
-            "{} file(s), +{} -{} · model {} · {}",
-            c.files,
-            c.additions,
-            c.deletions,
-            report.model,
-            usage_text(report)
-        ))
+        report.change.description,
+        style.dim(&size_and_cost(report, &report.model))
     );
     if report.scope.worth_saying() {
         let _ = writeln!(

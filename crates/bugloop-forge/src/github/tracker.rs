@@ -24,7 +24,7 @@ use crate::ForgeError;
 use crate::tracker::{
     ChangeRequest, ChangeRequestState, Check, DraftRequest, HeadReview, IssueDraft,
     LEARNING_ISSUES, Labelling, NewTransition, PatternIssue, REPORT_LABEL, ReportCount,
-    SolveTransition, TrackedIssue, Tracker,
+    SolveTransition, TrackedIssue, Tracker, branch_moved, check_branch_name,
 };
 
 const RECORD_TAG: &str = "<!-- bugloop:solve-record -->";
@@ -478,9 +478,7 @@ impl Tracker for GitHubTracker<'_> {
         previous: Option<&str>,
     ) -> Result<(), ForgeError> {
         self.may_write()?;
-        self.git
-            .run(&["check-ref-format", "--branch", branch])
-            .map_err(|_| ForgeError::Invalid(format!("{branch:?} is not a branch name")))?;
+        check_branch_name(&self.git, branch)?;
         let lease = format!(
             "--force-with-lease=refs/heads/{branch}:{}",
             previous.unwrap_or("")
@@ -494,11 +492,7 @@ impl Tracker for GitHubTracker<'_> {
                 &self.remote,
                 &format!("{commit}:refs/heads/{branch}"),
             ])
-            .map_err(|e| {
-                ForgeError::Invalid(format!(
-                    "branch {branch} was not where this run left it, so it was not pushed: {e}"
-                ))
-            })?;
+            .map_err(|e| branch_moved(branch, "pushed", e))?;
         Ok(())
     }
 

@@ -12,7 +12,7 @@ use bugloop_store::{
 use crate::tracker::{
     ChangeRequest, ChangeRequestState, Check, DraftRequest, HeadReview, IssueDraft,
     LEARNING_ISSUES, Labelling, NewTransition, PatternIssue, ReportCount, SolveTransition,
-    TrackedIssue, Tracker,
+    TrackedIssue, Tracker, branch_moved, check_branch_name,
 };
 use crate::{ChangeKey, ForgeError};
 
@@ -329,9 +329,7 @@ impl Tracker for LocalForge {
         commit: &str,
         previous: Option<&str>,
     ) -> Result<(), ForgeError> {
-        self.git
-            .run(&["check-ref-format", "--branch", branch])
-            .map_err(|_| ForgeError::Invalid(format!("{branch:?} is not a branch name")))?;
+        check_branch_name(&self.git, branch)?;
         // A branch checked out in a working tree is the developer's to move: moving it under
         // them would make their tree look changed.
         let checked_out = self
@@ -356,11 +354,7 @@ impl Tracker for LocalForge {
                 commit,
                 previous.unwrap_or(NO_COMMIT),
             ])
-            .map_err(|e| {
-                ForgeError::Invalid(format!(
-                    "branch {branch} was not where this run left it, so it was not moved: {e}"
-                ))
-            })?;
+            .map_err(|e| branch_moved(branch, "moved", e))?;
         Ok(())
     }
 

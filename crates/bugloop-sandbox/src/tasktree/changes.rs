@@ -205,6 +205,16 @@ pub(super) fn read_regular(path: &Path, max: u64) -> Result<Result<Vec<u8>, Stri
     Ok(Ok(content))
 }
 
+/// A file of the tree as the walk found it, with HEAD's entry for its path.
+#[derive(Clone, Copy)]
+struct Found<'a> {
+    raw: &'a [u8],
+    shown: &'a str,
+    full: &'a Path,
+    metadata: &'a std::fs::Metadata,
+    base: Option<&'a TreeEntry>,
+}
+
 impl TaskTree {
     /// Reads the tree as data and compares it with HEAD.
     pub fn changes(&self) -> Result<Changes, SandboxError> {
@@ -220,9 +230,14 @@ impl TaskTree {
                 present.insert(raw);
                 continue;
             }
-            let Some((mode, oid)) =
-                self.recorded_as(&raw, &shown, &full, &metadata, base, &mut result)?
-            else {
+            let found = Found {
+                raw: &raw,
+                shown: &shown,
+                full: &full,
+                metadata: &metadata,
+                base,
+            };
+            let Some((mode, oid)) = self.recorded_as(&found, &mut result)? else {
                 continue;
             };
             present.insert(raw.clone());
@@ -294,22 +309,17 @@ impl TaskTree {
     /// be committed (the reason is added to `result`'s refused or skipped).
     fn recorded_as(
         &self,
-        raw: &[u8],
-        shown: &str,
-        full: &Path,
-        metadata: &std::fs::Metadata,
-        base: Option<&TreeEntry>,
+        found: &Found,
         result: &mut Changes,
     ) -> Result<Option<(u32, String)>, SandboxError> {
-        if metadata.file_type().is_symlink() {
-            self.recorded_symlink(raw, shown, full, base, result)
-                .map(Some)
-        } else if metadata.is_file() {
-            self.recorded_file(raw, shown, full, metadata, base, result)
+        if found.metadata.file_type().is_symlink() {
+            self.recorded_symlink(found, result).map(Some)
+        } else if found.metadata.is_file() {
+            self.recorded_file(found, result)
         } else {
             result
                 .skipped
-                .push(format!("{shown} is not a regular file or symlink"));
+                .push(format!("{} is not a regular file or symlink", found.shown));
             Ok(None)
         }
     }
@@ -318,12 +328,16 @@ impl TaskTree {
     /// unless HEAD already has it so (the agent did not make it).
     fn recorded_symlink(
         &self,
-        raw: &[u8],
-        shown: &str,
-        full: &Path,
-        base: Option<&TreeEntry>,
+        found: &Found,
         result: &mut Changes,
     ) -> Result<(u32, String), SandboxError> {
+        let Found {
+            raw,
+            shown,
+            full,
+            base,
+            ..
+        } = *found;
         let target = std::fs::read_link(full).map_err(|e| io_error(full, e))?;
         let target = target.as_os_str().as_bytes().to_vec();
         let relative = Path::new(OsStr::from_bytes(raw));
@@ -345,13 +359,16 @@ impl TaskTree {
     /// export; setuid or setgid files and ones that cannot be read as data are refused.
     fn recorded_file(
         &self,
-        raw: &[u8],
-        shown: &str,
-        full: &Path,
-        metadata: &std::fs::Metadata,
-        base: Option<&TreeEntry>,
+        found: &Found,
         result: &mut Changes,
     ) -> Result<Option<(u32, String)>, SandboxError> {
+        let Found {
+            raw,
+            shown,
+            full,
+            metadata,
+            base,
+        } = *found;
         if metadata.mode() & 0o6000 != 0 {
             result.refused.push(format!("{shown} is setuid or setgid"));
             return Ok(None);
