@@ -31,13 +31,54 @@ pub(crate) fn files_for(choice: &Choice, changed: &ChangedLines, workspace: &Pat
     let Some(set) = glob_set(&globs) else {
         return Vec::new();
     };
+    let interpreters = match choice {
+        Choice::BuiltIn(tool) => tool.interpreters,
+        Choice::Custom(_) => &[],
+    };
     // A tool is given names as text: the name itself, not its quoted form (a tab in a name).
     changed
         .files()
         .filter_map(bugloop_domain::paths::text_name)
-        .filter(|f| set.is_match(f))
-        .filter(|f| regular_file(workspace, f).is_some())
+        .filter(|f| {
+            let Some(path) = regular_file(workspace, f) else {
+                return false;
+            };
+            set.is_match(f) || (!interpreters.is_empty() && script_for(&path, interpreters))
+        })
         .collect()
+}
+
+/// Whether the file at `path` is a script of one of `interpreters`: its name has no extension
+/// and its first line is a shebang naming one (`#!/bin/sh`, `#!/usr/bin/env python3`,
+/// `#!/usr/bin/env -S bash -e`). A script's extension, where it has one, already says what it is.
+fn script_for(path: &Path, interpreters: &[&str]) -> bool {
+    if path.extension().is_some() {
+        return false;
+    }
+    let mut head = [0u8; 256];
+    let read = std::fs::File::open(path)
+        .and_then(|mut file| std::io::Read::read(&mut file, &mut head))
+        .unwrap_or(0);
+    let head = &head[..read];
+    let line = head.split(|b| *b == b'\n').next().unwrap_or_default();
+    let Some(command) = line.strip_prefix(b"#!") else {
+        return false;
+    };
+    interpreter(&String::from_utf8_lossy(command)).is_some_and(|name| interpreters.contains(&name))
+}
+
+/// The interpreter a shebang's command runs, without its directory and version (`python3.12`
+/// is `python`): through `env`, the first word that is neither an option nor a variable.
+fn interpreter(command: &str) -> Option<&str> {
+    let mut words = command.split_whitespace();
+    let mut program = words.next()?.rsplit('/').next()?;
+    if program == "env" {
+        program = words
+            .find(|w| !w.starts_with('-') && !w.contains('='))?
+            .rsplit('/')
+            .next()?;
+    }
+    Some(program.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.'))
 }
 
 pub(crate) fn glob_set(globs: &[String]) -> Option<GlobSet> {
@@ -70,4 +111,46 @@ pub(crate) fn regular_file(root: &Path, relative: &str) -> Option<PathBuf> {
         .ok()
         .filter(|m| m.is_file())
         .map(|_| path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_shebang_names_its_interpreter_without_directory_or_version() {
+        for (command, named) in [
+            ("/bin/sh", Some("sh")),
+            ("/bin/bash -e", Some("bash")),
+            (" /usr/bin/env python3", Some("python")),
+            ("/usr/bin/env python3.12\r", Some("python")),
+            ("/usr/bin/env -S bash -eu", Some("bash")),
+            ("/usr/bin/env LC_ALL=C /usr/local/bin/pypy3", Some("pypy")),
+            ("/usr/bin/env", None),
+            ("", None),
+        ] {
+            assert_eq!(interpreter(command), named, "{command:?}");
+        }
+    }
+
+    #[test]
+    fn only_a_script_without_extension_is_known_by_its_shebang() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, text: &str| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, text).unwrap();
+            path
+        };
+        let shells = &["sh", "bash"];
+        assert!(script_for(
+            &write("deploy", "#!/bin/bash\nrm -rf $X/\n"),
+            shells
+        ));
+        assert!(script_for(&write("run", "#!/usr/bin/env sh\n"), shells));
+        // Another interpreter, no shebang, a shebang not on the first line, or an extension.
+        assert!(!script_for(&write("tool", "#!/usr/bin/env zsh\n"), shells));
+        assert!(!script_for(&write("notes", "rm -rf $X/\n"), shells));
+        assert!(!script_for(&write("later", "\n#!/bin/sh\n"), shells));
+        assert!(!script_for(&write("x.txt", "#!/bin/sh\n"), shells));
+    }
 }

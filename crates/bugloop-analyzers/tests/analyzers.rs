@@ -357,6 +357,34 @@ async fn a_file_the_tool_says_it_skipped_is_not_checked() {
     assert!(analysis.candidates.is_empty(), "{analysis:#?}");
 }
 
+/// A script without an extension (`bin/deploy`) is read by the tool its shebang names: a
+/// repository's tools and hooks are often named so, and would otherwise reach no analyzer.
+#[tokio::test]
+async fn scripts_without_extension_are_checked_by_the_tool_their_shebang_names() {
+    let repo = TestRepo::with_files(&[("README.md", "app\n")]);
+    repo.branch("change");
+    repo.write("bin/deploy", "#!/usr/bin/env bash\nrm -rf $TARGET/\n");
+    repo.write(
+        "bin/report",
+        "#!/usr/bin/env python3\n\n\ndef total(rows):\n    return sum(rows) + missing\n",
+    );
+    repo.write("bin/notes", "rm -rf $TARGET/\n");
+    repo.commit("scripts");
+    let shell = run_built_in(&repo, "shellcheck").await;
+    assert_eq!(
+        found(&shell, "shellcheck", "SC2115"),
+        Some(repo.line_of("bin/deploy", "rm -rf")),
+        "{shell:#?}"
+    );
+    assert!(shell.candidates.iter().all(|c| c.hit.file == "bin/deploy"));
+    let python = run_built_in(&repo, "ruff").await;
+    assert_eq!(
+        found(&python, "ruff", "F821"),
+        Some(repo.line_of("bin/report", "missing")),
+        "{python:#?}"
+    );
+}
+
 /// Every file the run was given is listed as not checked, each for a reason starting `start`.
 fn assert_all_unchecked(run: &bugloop_analyzers::AnalyzerRun, start: &str) {
     assert!(!run.unanalyzed.is_empty(), "{run:?}");
