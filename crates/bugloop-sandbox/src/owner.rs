@@ -2,8 +2,9 @@
 //! analyzers' configuration): a run killed before its drops leaves them, and the next run
 //! removes those whose run is over.
 //!
-//! A run holds each directory it makes locked (the kernel's `flock` on the directory itself)
-//! until it removes it: the lock ends with the process whatever PID namespace either run is in,
+//! A run holds each directory it makes locked (the kernel's `flock` on its claim mark, a file
+//! in it that only this user can open) until it removes it: the lock ends with the process
+//! whatever PID namespace either run is in,
 //! so a run as process 1 of a container and one on the host never take each other's live
 //! directories for leftovers. Names carry the owner too, the process id and its start time: an
 //! entry is a leftover once no one holds it and that process is gone (its id free, or taken by a
@@ -62,9 +63,11 @@ pub fn gone(token: &str) -> bool {
     }
 }
 
-/// What says that a directory of this run's is in use: the directory itself, held locked (the
-/// kernel's `flock` on an open descriptor of it) until it is removed. Nothing stands beside it
-/// whose name another user could take first.
+/// What says that a directory of this run's is in use: its mark ([`CLAIMED`]), a file only this
+/// user can open, held locked (the kernel's `flock`) until the directory is removed. Not the
+/// directory itself: any user who can read it (a stage is `0755` for its mount points) could
+/// lock that and keep a killed run's directory from ever being removed. Nothing stands beside
+/// it whose name another user could take first.
 #[derive(Debug)]
 pub struct Claim {
     _lock: File,
@@ -116,17 +119,18 @@ impl Drop for Claim {
 const CLAIMED: &str = ".bugloop-claimed";
 
 impl Claim {
-    /// Claims the directory `dir`, of ours (never through a link), and marks it claimed.
+    /// Claims the directory `dir`, of ours (never through a link): marks it claimed and holds
+    /// the mark locked.
     pub fn on(dir: &Path) -> std::io::Result<Claim> {
-        let lock = open_dir(dir)?;
-        lock.try_lock()
-            .map_err(|e| std::io::Error::other(e.to_string()))?;
-        OpenOptions::new()
+        open_dir(dir)?;
+        let lock = OpenOptions::new()
             .write(true)
             .create_new(true)
-            .mode(0o644)
+            .mode(0o600)
             .custom_flags(nix::libc::O_NOFOLLOW)
             .open(dir.join(CLAIMED))?;
+        lock.try_lock()
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
         hold(Held::Dir(dir.to_path_buf()));
         Ok(Claim {
             _lock: lock,
@@ -135,8 +139,28 @@ impl Claim {
     }
 }
 
-/// `dir` opened to be locked: a directory of ours, never a link, never waiting (a FIFO put in
-/// its place since it was looked at is not opened).
+/// Whether `dir`'s claim is held: its mark is locked by a run, or is there and cannot be opened
+/// to tell (not ours, not a file: nothing bugloop removes). `None` when `dir` has no mark.
+fn claim_held(dir: &Path) -> Option<bool> {
+    let mark = dir.join(CLAIMED);
+    std::fs::symlink_metadata(&mark).ok()?;
+    let opened = OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
+        .open(&mark);
+    Some(match opened {
+        Ok(file) => {
+            let ours = file
+                .metadata()
+                .is_ok_and(|m| m.is_file() && m.uid() == nix::unistd::Uid::effective().as_raw());
+            !ours || file.try_lock().is_err()
+        }
+        Err(_) => true,
+    })
+}
+
+/// `dir` opened: a directory of ours, never a link, never waiting (a FIFO put in its place
+/// since it was looked at is not opened).
 fn open_dir(dir: &Path) -> std::io::Result<File> {
     let file = OpenOptions::new()
         .read(true)
@@ -176,12 +200,13 @@ const CLAIMING: Duration = Duration::from_secs(5);
 /// unmarked one a few seconds old (the moment between making and locking it); an entry no lock
 /// can be held on (a file, a cgroup) only once a minute old.
 pub(crate) fn abandoned(path: &Path, token: &str) -> bool {
-    let held = match open_dir(path) {
-        Ok(dir) => dir.try_lock().is_err(),
-        Err(_) => return left_by(path, token),
-    };
-    let claimed = std::fs::symlink_metadata(path.join(CLAIMED)).is_ok_and(|m| m.is_file());
-    !held && (claimed || older_than(path, CLAIMING)) && gone(token)
+    if open_dir(path).is_err() {
+        return left_by(path, token);
+    }
+    match claim_held(path) {
+        Some(held) => !held && gone(token),
+        None => older_than(path, CLAIMING) && gone(token),
+    }
 }
 
 /// Whether the entry at `path` is a gone owner's and older than [`GRACE`] (by its name alone:
@@ -285,18 +310,17 @@ fn remove_released_dir(owner: &str, dir: &Path) -> bool {
         .file_name()
         .and_then(|n| n.to_str())
         .is_some_and(|n| n.contains(&format!("{owner}-")));
-    let Ok(lock) = open_dir(dir) else {
-        return true;
-    };
-    let marked = std::fs::symlink_metadata(dir.join(CLAIMED)).is_ok_and(|m| m.is_file());
-    if !named_ours || !marked {
+    if open_dir(dir).is_err() || !named_ours {
         return true;
     }
-    if lock.try_lock().is_err() {
-        return false;
+    match claim_held(dir) {
+        None => true,
+        Some(true) => false,
+        Some(false) => {
+            force_remove(dir);
+            true
+        }
     }
-    force_remove(dir);
-    true
 }
 
 /// Removes a tree an agent may have made hard to remove (directories without permissions).
@@ -453,7 +477,25 @@ mod tests {
         age(&first);
         remove_stale(root.path(), "bugloop-test-");
         assert!(first.is_dir() && second.is_dir());
-        assert!(open_dir(&first).unwrap().try_lock().is_err());
+        assert_eq!(claim_held(&first), Some(true));
+        // The mark is this user's alone: no other can open it to hold the lock.
+        let mark = std::fs::symlink_metadata(first.join(CLAIMED)).unwrap();
+        assert_eq!(mark.permissions().mode() & 0o777, 0o600);
+    }
+
+    /// A lock on the directory itself (which any user who can read it may take, as on a stage
+    /// opened to the sandbox) keeps nothing: a killed run's directory still goes.
+    #[test]
+    fn a_lock_on_the_directory_itself_does_not_keep_a_leftover() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("bugloop-test-999999_1-0");
+        std::fs::create_dir(&dir).unwrap();
+        drop(Claim::on(&dir).unwrap());
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let others_lock = File::open(&dir).unwrap();
+        others_lock.try_lock().unwrap();
+        remove_stale(root.path(), "bugloop-test-");
+        assert!(!dir.exists());
     }
 
     /// What a run stopped by Ctrl-C held goes once it lets go, and only that: a directory
