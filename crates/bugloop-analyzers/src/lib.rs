@@ -15,6 +15,7 @@
 //! "not run", never an error.
 
 mod builtin;
+mod candidate;
 mod custom;
 mod fix;
 mod formats;

@@ -9,11 +9,11 @@ use std::time::Instant;
 
 use bugloop_diff::Diff;
 use bugloop_domain::finding::Category;
-use bugloop_domain::score::Score;
 use bugloop_sandbox::{CommandSpec, ExitState, Output, SandboxSettings};
 use serde::Serialize;
 
 use crate::builtin::{BuiltIn, Invocation, config_files};
+use crate::candidate::candidate;
 use crate::custom::CustomAnalyzer;
 use crate::formats::Format;
 use crate::hit::{Candidate, Hit, Level};
@@ -264,9 +264,11 @@ async fn run_one(
     let (skipped, hits): (Vec<Hit>, Vec<Hit>) = hits
         .into_iter()
         .partition(|hit| says_not_checked(&name, hit));
+    // The tool names the file where the run's tree happened to be: said by its name alone.
+    let tree = format!("{}/", request.workspace.display());
     unanalyzed.extend(skipped.into_iter().map(|hit| Unchecked {
         path: hit.file,
-        reason: hit.message,
+        reason: hit.message.replace(&tree, ""),
     }));
     // Nothing it was given could be checked: it did not run, for the first file's reason.
     if not_run.is_none() && !unanalyzed.is_empty() && unanalyzed.len() == files.len() {
@@ -703,81 +705,9 @@ fn tail(text: &str, max: usize) -> String {
     line.chars().skip(count.saturating_sub(max)).collect()
 }
 
-/// A hit on the change's added lines that bugloop's rule set counts as a bug, with the line it
-/// stands on as evidence.
-fn candidate(
-    tool: &str,
-    mut hit: Hit,
-    judge: fn(&Hit) -> Option<(Weight, Category)>,
-    changed: &ChangedLines,
-    workspace: &Path,
-) -> Option<Candidate> {
-    if tool == "actionlint" {
-        crate::overlap::to_the_expression(&mut hit, |file| {
-            let path = regular_file(workspace, &bugloop_domain::paths::text_name(file)?)?;
-            std::fs::read_to_string(path).ok()
-        });
-    }
-    let end = hit.end_line.unwrap_or(hit.line);
-    let line = changed.first_added(&hit.file, hit.line, end)?;
-    let (weight, category) = judge(&hit)?;
-    let path = regular_file(workspace, &bugloop_domain::paths::text_name(&hit.file)?)?;
-    let text = std::fs::read(&path).ok()?;
-    let evidence = crate::keys::safe_evidence(
-        String::from_utf8_lossy(&text)
-            .lines()
-            .nth(usize::try_from(line).ok()?.checked_sub(1)?)?,
-    );
-    if evidence.is_empty() {
-        return None;
-    }
-    hit.line = line;
-    hit.end_line = Some(end.max(line));
-    if hit.url.is_none() {
-        hit.url = rule_page(tool, &hit.rule);
-    }
-    Some(Candidate {
-        tool: tool.to_owned(),
-        hit,
-        score: Score::saturating(i64::from(weight.score())),
-        category,
-        evidence,
-        note: None,
-    })
-}
-
-/// A rule's page where the tool's own output names none (hadolint's SARIF has no `helpUri`),
-/// for a rule id of the tool's own form only.
-fn rule_page(tool: &str, rule: &str) -> Option<String> {
-    let plain = rule.len() <= 8 && rule.chars().all(|c| c.is_ascii_alphanumeric());
-    match tool {
-        "hadolint" if plain && rule.starts_with("DL") => {
-            Some(format!("https://github.com/hadolint/hadolint/wiki/{rule}"))
-        }
-        "hadolint" if plain && rule.starts_with("SC") => {
-            Some(format!("https://www.shellcheck.net/wiki/{rule}"))
-        }
-        _ => None,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn hadolints_rules_link_to_their_pages() {
-        assert_eq!(
-            rule_page("hadolint", "DL3014").as_deref(),
-            Some("https://github.com/hadolint/hadolint/wiki/DL3014")
-        );
-        assert_eq!(
-            rule_page("hadolint", "SC2086").as_deref(),
-            Some("https://www.shellcheck.net/wiki/SC2086")
-        );
-        assert_eq!(rule_page("hadolint", "DL30/../x"), None);
-        assert_eq!(rule_page("ruff", "S608"), None);
-    }
 
     #[test]
     fn many_files_are_given_in_batches_a_project_at_once() {

@@ -354,6 +354,10 @@ async fn a_file_the_tool_says_it_skipped_is_not_checked() {
     let unchecked = &analysis.runs[0].unanalyzed;
     assert_eq!(unchecked.len(), 1, "{analysis:#?}");
     assert_eq!(unchecked[0].path, "node_modules/lib/app.js");
+    // Said of the file by its name in the repository, not where the run's tree happened to be.
+    let reason = &unchecked[0].reason;
+    assert!(!reason.contains(&*repo.path().to_string_lossy()), "{reason}");
+    assert!(!reason.contains("/workspace/"), "{reason}");
     assert!(analysis.candidates.is_empty(), "{analysis:#?}");
 }
 
