@@ -152,6 +152,7 @@ impl Early {
     /// them, and when each was published (of `parts`).
     pub fn note_in(&self, filtered: &mut Filtered<'_>, parts: usize) {
         filtered
+            .record
             .changes
             .extend(self.published.iter().filter_map(|p| {
                 p.note.as_ref().map(|note| StageChange {
@@ -161,6 +162,7 @@ impl Early {
                 })
             }));
         filtered
+            .record
             .changes
             .extend(self.findings.iter().map(|(call, finding)| StageChange {
                 stage: ReportStage::Reported,

@@ -32,7 +32,7 @@ pub(super) fn hold_tool_findings(
             continue;
         }
         if let Some(said) = reported.resolutions.remove(id) {
-            reported.changes.push(StageChange {
+            reported.record.changes.push(StageChange {
                 stage: ReportStage::Triage,
                 id: id.to_owned(),
                 note: format!(

@@ -12,8 +12,7 @@ use bugloop_domain::finding::{Finding, FindingId};
 use bugloop_domain::grounding;
 use bugloop_domain::status::ThreadStatus;
 use bugloop_report::review::{
-    DroppedFinding, PassSummary, RecheckedFinding, ReportStage, ReviewedScope, StageChange,
-    StageCount, Unreviewed,
+    DroppedFinding, RecheckedFinding, ReportStage, ReviewedScope, StageChange, StageCount,
 };
 
 use super::ReviewRequest;
@@ -21,7 +20,7 @@ use super::brief::Brief;
 use super::conversation::Conversation;
 use super::increment::Shown;
 use super::recheck;
-use super::sessions::Reported;
+use super::sessions::{Record, Reported};
 use super::touched::Relocation;
 use super::touched::Touch;
 use crate::head::HeadTree;
@@ -45,11 +44,7 @@ pub(super) struct Filtered<'a> {
     pub rechecked: Vec<RecheckedFinding>,
     /// Findings that stay open and now point where their code went.
     pub relocations: Vec<Relocation>,
-    pub unreviewed: Vec<Unreviewed>,
-    pub errors: Vec<String>,
-    pub passes: Vec<PassSummary>,
-    pub dropped: Vec<DroppedFinding>,
-    pub changes: Vec<StageChange>,
+    pub record: Record,
     /// What proving the most severe findings came to (`review.prove`), set after filtering.
     pub proofs: Vec<bugloop_report::review::FindingProof>,
 }
@@ -68,11 +63,7 @@ pub(super) fn ground_and_filter<'a>(
     let Reported {
         findings: reported,
         mut resolutions,
-        unreviewed,
-        errors,
-        passes,
-        mut dropped,
-        mut changes,
+        mut record,
         unanswered,
         reserved: _,
     } = reported;
@@ -96,23 +87,23 @@ pub(super) fn ground_and_filter<'a>(
         brief,
         reported,
         early,
-        (&mut changes, &mut dropped),
+        (&mut record.changes, &mut record.dropped),
     );
     let existing = &existing;
-    let rediscovered = same_as_early(rediscovered, early, &mut publish, &mut dropped);
+    let rediscovered = same_as_early(rediscovered, early, &mut publish, &mut record.dropped);
     let stage_reports = stage_reports(safety_stages, stages, early);
     let stage_counts = record_stages(
         reported_count,
         &stage_reports,
         grounding_stage,
-        &mut dropped,
-        &mut changes,
+        &mut record.dropped,
+        &mut record.changes,
     );
     let (rechecked, mut relocations) = recheck_touched(
         request,
         shown,
         existing,
-        (&rediscovered, &dropped),
+        (&rediscovered, &record.dropped),
         &mut resolutions,
         unanswered.as_deref(),
     );
@@ -127,11 +118,7 @@ pub(super) fn ground_and_filter<'a>(
         resolutions,
         rechecked,
         relocations,
-        unreviewed,
-        errors,
-        passes,
-        dropped,
-        changes,
+        record,
         proofs: Vec::new(),
     }
 }

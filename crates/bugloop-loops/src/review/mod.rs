@@ -155,9 +155,9 @@ pub async fn review_with(
     evidence::follow_rewritten(&conversation, &shown, &mut analyzed.findings);
     let early = early.map(early::EarlyPublisher::finish).unwrap_or_default();
     reported.findings = early.merge_hits(std::mem::take(&mut reported.findings), analyzed.findings);
-    reported.dropped.extend(analyzed.dismissed);
-    reported.unreviewed.extend(analyzed.unanalyzed);
-    reported.errors.extend(analyzed.failures);
+    reported.record.dropped.extend(analyzed.dismissed);
+    reported.record.unreviewed.extend(analyzed.unanalyzed);
+    reported.record.errors.extend(analyzed.failures);
     let published_early: Vec<Finding> = early.findings.iter().map(|(_, f)| f.clone()).collect();
     let mut filtered = filtering::ground_and_filter(
         &request,
@@ -176,7 +176,7 @@ pub async fn review_with(
         .filter(|p| p.status == ProofStatus::NotTried && p.reason.starts_with(prove::OUT_OF_BUDGET))
         .count();
     if unproven > 0 {
-        filtered.errors.push(format!(
+        filtered.record.errors.push(format!(
             "proofs: the run's budget ran out; {unproven} finding(s) published without their proof"
         ));
     }

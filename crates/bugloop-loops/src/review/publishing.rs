@@ -60,7 +60,7 @@ pub(super) async fn publish(
     // The head was pinned when the review started: findings about an older head are not
     // published on a newer one (their lines may be wrong); the next review covers the new head.
     if let Some(moved) = moved_head(env, request).await? {
-        filtered.errors.push(moved);
+        filtered.record.errors.push(moved);
         let findings = std::mem::take(&mut filtered.publish)
             .iter()
             .chain(filtered.rediscovered.iter().map(|r| &r.finding))

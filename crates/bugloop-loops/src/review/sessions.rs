@@ -25,17 +25,26 @@ use crate::env::LoopEnv;
 use crate::plan::{Batch, Importance};
 use crate::{ProgressEvent, prompt, sandbox_settings};
 
+/// What a review records beside its findings, added to stage after stage (the sessions, the
+/// analyzers, grounding and filtering) and reported at the end.
+#[derive(Default)]
+pub(super) struct Record {
+    /// Files or parts not reviewed, and why.
+    pub unreviewed: Vec<Unreviewed>,
+    /// What failed: the review is incomplete when any did.
+    pub errors: Vec<String>,
+    pub passes: Vec<PassSummary>,
+    pub dropped: Vec<DroppedFinding>,
+    pub changes: Vec<StageChange>,
+}
+
 /// What the sessions reported, before grounding and filtering.
 pub(super) struct Reported {
     /// bugloop's own findings first, then the model's, in order.
     pub findings: Vec<Finding>,
     /// Open findings the model said are resolved, with why.
     pub resolutions: BTreeMap<String, String>,
-    pub unreviewed: Vec<Unreviewed>,
-    pub errors: Vec<String>,
-    pub passes: Vec<PassSummary>,
-    pub dropped: Vec<DroppedFinding>,
-    pub changes: Vec<StageChange>,
+    pub record: Record,
     /// Why some part of the review got no answer from the model (the first session error, or
     /// the budget running out), if one did: what the model did not say then says nothing.
     pub unanswered: Option<String>,
@@ -68,11 +77,11 @@ pub(super) async fn run(
     let mut reported = Reported {
         findings: own_findings,
         resolutions: BTreeMap::new(),
-        unreviewed: plan.unreviewed.clone(),
-        errors,
-        passes: Vec::new(),
-        dropped: Vec::new(),
-        changes: Vec::new(),
+        record: Record {
+            unreviewed: plan.unreviewed.clone(),
+            errors,
+            ..Record::default()
+        },
         unanswered: None,
         reserved: Vec::new(),
     };
@@ -145,7 +154,9 @@ impl Reported {
             };
             if let Some(error) = &session.error {
                 self.unanswered.get_or_insert_with(|| error.clone());
-                self.errors.push(format!("part {call} of {total}: {error}"));
+                self.record
+                    .errors
+                    .push(format!("part {call} of {total}: {error}"));
                 let reason = format!("the review of this part stopped: {error}");
                 self.not_reviewed(batch, plan, &reason);
             }
@@ -172,7 +183,7 @@ impl Reported {
             {
                 continue;
             }
-            self.unreviewed.push(Unreviewed {
+            self.record.unreviewed.push(Unreviewed {
                 path: file.clone(),
                 reason: reason.to_owned(),
             });
@@ -198,7 +209,7 @@ impl Reported {
             });
         }
         for (position, problem) in invalid.into_iter().enumerate() {
-            self.dropped.push(DroppedFinding {
+            self.record.dropped.push(DroppedFinding {
                 stage: ReportStage::Validation,
                 id: format!("part-{call}-report-{}", position + 1),
                 title: "(unusable report)".to_owned(),
@@ -207,7 +218,7 @@ impl Reported {
             });
         }
         for pass in pass_results {
-            self.passes.push(PassSummary {
+            self.record.passes.push(PassSummary {
                 call,
                 pass: pass.pass_number,
                 summary: pass.summary,
@@ -232,7 +243,7 @@ impl Reported {
             n += 1;
         }
         if finding.id != base {
-            self.changes.push(StageChange {
+            self.record.changes.push(StageChange {
                 stage: ReportStage::Reported,
                 id: finding.id.as_str().to_owned(),
                 note: format!("renamed from {base}: an earlier part of this review used that id"),
@@ -585,11 +596,7 @@ mod tests {
         let mut reported = Reported {
             findings: Vec::new(),
             resolutions: BTreeMap::new(),
-            unreviewed: Vec::new(),
-            errors: Vec::new(),
-            passes: Vec::new(),
-            dropped: Vec::new(),
-            changes: Vec::new(),
+            record: Record::default(),
             unanswered: None,
             reserved: Vec::new(),
         };
@@ -611,7 +618,7 @@ mod tests {
         ];
         reported.not_reviewed(&batch, &plan, "not reviewed: the budget is spent");
         assert_eq!(
-            reported.unreviewed,
+            reported.record.unreviewed,
             [listed("src/evil.py", "not reviewed: the budget is spent")]
         );
     }
