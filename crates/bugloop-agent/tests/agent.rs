@@ -516,6 +516,13 @@ async fn turn_limit_stops_cleanly_with_a_transcript() {
     assert!(matches!(events.last(), Some(Event::End { outcome, .. }) if outcome == "turn limit"));
 }
 
+/// No budget limit but the one `set` puts.
+fn only_limit(set: impl FnOnce(&mut BudgetLimits)) -> BudgetLimits {
+    let mut limits = BudgetLimits::default();
+    set(&mut limits);
+    limits
+}
+
 #[tokio::test]
 async fn budgets_stop_cleanly_with_what_was_spent() {
     // $1 per million tokens in and out: each turn (100 in, 10 out) costs $0.00011.
@@ -526,38 +533,20 @@ async fn budgets_stop_cleanly_with_what_was_spent() {
     };
     for (limits, expected) in [
         (
-            BudgetLimits {
-                max_cost_usd: Some(0.0003),
-                ..BudgetLimits::default()
-            },
+            only_limit(|l| l.max_cost_usd = Some(0.0003)),
             Limit::CostUsd(0.0003),
         ),
+        (only_limit(|l| l.max_turns = Some(2)), Limit::Turns(2)),
         (
-            BudgetLimits {
-                max_turns: Some(2),
-                ..BudgetLimits::default()
-            },
-            Limit::Turns(2),
-        ),
-        (
-            BudgetLimits {
-                max_input_tokens: Some(250),
-                ..BudgetLimits::default()
-            },
+            only_limit(|l| l.max_input_tokens = Some(250)),
             Limit::InputTokens(250),
         ),
         (
-            BudgetLimits {
-                max_output_tokens: Some(25),
-                ..BudgetLimits::default()
-            },
+            only_limit(|l| l.max_output_tokens = Some(25)),
             Limit::OutputTokens(25),
         ),
         (
-            BudgetLimits {
-                max_wall_time: Some(Duration::ZERO),
-                ..BudgetLimits::default()
-            },
+            only_limit(|l| l.max_wall_time = Some(Duration::ZERO)),
             Limit::WallTime(Duration::ZERO),
         ),
     ] {

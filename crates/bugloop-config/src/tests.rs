@@ -24,6 +24,14 @@ fn err(text: &str) -> String {
     .to_string()
 }
 
+/// Each `(text, says)`: loading `text` fails with an error that contains `says`.
+fn assert_each_refused(cases: &[(&str, &str)]) {
+    for (text, says) in cases {
+        let error = err(text);
+        assert!(error.contains(says), "{text}: {error}");
+    }
+}
+
 /// Each of `texts` and the error `error` gives for it, a paragraph each.
 fn errors(texts: &[&str], error: impl Fn(&str) -> String) -> String {
     texts
@@ -738,7 +746,7 @@ fn the_reference_example_is_valid() {
 
 #[test]
 fn labels_github_would_refuse_are_refused_with_their_key() {
-    for (text, says) in [
+    assert_each_refused(&[
         (
             "labels:\n  revert: \"\"\n",
             "config.yml:2:3: `labels.revert`: the label \"\" is empty",
@@ -759,9 +767,6 @@ fn labels_github_would_refuse_are_refused_with_their_key() {
             "labels:\n  in_progress: bugloop:approved\n",
             "`labels.approve`: the label \"bugloop:approved\" is also labels.in_progress",
         ),
-    ] {
-        let error = err(text);
-        assert!(error.contains(says), "{text}: {error}");
-    }
+    ]);
     assert!(parse("labels:\n  revert: \"needs revert\"\n").is_ok());
 }

@@ -114,15 +114,12 @@ mod tests {
         let fixed = git(root, &["rev-parse", "HEAD"]);
         let repo = Git::open(root).unwrap();
         let author = ("bugloop", "bugloop@bugloop.invalid");
-        let with_test = repo
-            .overlay(
-                &start,
-                &fixed,
-                &["tests/test_code.py".to_owned()],
-                "m",
-                author,
-            )
-            .unwrap();
+        // A commit on `onto` whose test file is as `from` has it (or is not there).
+        let test_file_as_in = |onto: &str, from: &str| {
+            let paths = ["tests/test_code.py".to_owned()];
+            repo.overlay(onto, from, &paths, "m", author).unwrap()
+        };
+        let with_test = test_file_as_in(&start, &fixed);
         assert_eq!(git(root, &["show", &format!("{with_test}:code.py")]), "bug");
         assert_eq!(
             git(root, &["show", &format!("{with_test}:tests/test_code.py")]),
@@ -130,15 +127,7 @@ mod tests {
         );
         assert_eq!(git(root, &["rev-parse", &format!("{with_test}~1")]), start);
         // Taken out: the path is not in the source.
-        let without = repo
-            .overlay(
-                &fixed,
-                &start,
-                &["tests/test_code.py".to_owned()],
-                "m",
-                author,
-            )
-            .unwrap();
+        let without = test_file_as_in(&fixed, &start);
         assert_eq!(
             git(root, &["ls-tree", "-r", "--name-only", &without]),
             "code.py"

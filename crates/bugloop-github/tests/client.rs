@@ -58,6 +58,26 @@ fn comment(id: u64, body: &str) -> Value {
            "created_at": "2026-11-20T10:00:00Z", "node_id": "IC_x"})
 }
 
+/// Answers every `verb` request for `at` with `response` (once those mounted before have had
+/// their turns).
+async fn answer(s: &Setup, verb: &str, at: &str, response: ResponseTemplate) {
+    Mock::given(method(verb))
+        .and(path(at))
+        .respond_with(response)
+        .mount(&s.server)
+        .await;
+}
+
+/// [`answer`] for the first such request only.
+async fn answer_once(s: &Setup, verb: &str, at: &str, response: ResponseTemplate) {
+    Mock::given(method(verb))
+        .and(path(at))
+        .respond_with(response)
+        .up_to_n_times(1)
+        .mount(&s.server)
+        .await;
+}
+
 fn waits(setup: &Setup) -> Vec<Duration> {
     setup.waits.0.lock().unwrap().clone()
 }
@@ -114,15 +134,15 @@ async fn an_unchanged_listing_is_answered_from_the_cache() {
         .await;
     let review_comment = json!({"id": 4_000_000_001_u64, "body": "b", "user": {"login": "octocat"},
         "created_at": "2026-11-20T10:00:00Z", "path": "a.rs", "line": 3, "commit_id": "abc"});
-    Mock::given(method("GET"))
-        .and(path("/repos/octo/hello/pulls/7/comments"))
-        .respond_with(
-            ResponseTemplate::new(200)
-                .insert_header("etag", "\"v1\"")
-                .set_body_json(json!([review_comment])),
-        )
-        .mount(&s.server)
-        .await;
+    answer(
+        &s,
+        "GET",
+        "/repos/octo/hello/pulls/7/comments",
+        ResponseTemplate::new(200)
+            .insert_header("etag", "\"v1\"")
+            .set_body_json(json!([review_comment])),
+    )
+    .await;
     let first = s.client.review_comments(&repo(), 7).await.unwrap();
     let again = s.client.review_comments(&repo(), 7).await.unwrap();
     assert_eq!(first, again);
@@ -134,27 +154,26 @@ async fn an_unchanged_listing_is_answered_from_the_cache() {
 #[tokio::test]
 async fn a_rate_limit_is_waited_out_as_github_asks() {
     let s = setup(Duration::ZERO).await;
-    Mock::given(method("GET"))
-        .and(path("/repos/octo/hello/collaborators/dev/permission"))
-        .respond_with(
-            ResponseTemplate::new(429)
-                .insert_header("retry-after", "7")
-                .set_body_json(json!({"message": "You have exceeded a secondary rate limit"})),
-        )
-        .up_to_n_times(1)
-        .mount(&s.server)
-        .await;
-    Mock::given(method("GET"))
-        .and(path("/repos/octo/hello/collaborators/dev/permission"))
-        .respond_with(
-            ResponseTemplate::new(200)
-                .insert_header("x-ratelimit-limit", "5000")
-                .insert_header("x-ratelimit-remaining", "4990")
-                .insert_header("x-ratelimit-reset", "1800000000")
-                .set_body_json(json!({"permission": "write", "role_name": "maintain"})),
-        )
-        .mount(&s.server)
-        .await;
+    answer_once(
+        &s,
+        "GET",
+        "/repos/octo/hello/collaborators/dev/permission",
+        ResponseTemplate::new(429)
+            .insert_header("retry-after", "7")
+            .set_body_json(json!({"message": "You have exceeded a secondary rate limit"})),
+    )
+    .await;
+    answer(
+        &s,
+        "GET",
+        "/repos/octo/hello/collaborators/dev/permission",
+        ResponseTemplate::new(200)
+            .insert_header("x-ratelimit-limit", "5000")
+            .insert_header("x-ratelimit-remaining", "4990")
+            .insert_header("x-ratelimit-reset", "1800000000")
+            .set_body_json(json!({"permission": "write", "role_name": "maintain"})),
+    )
+    .await;
     let permission = s
         .client
         .collaborator_permission(&repo(), "dev")
@@ -165,11 +184,13 @@ async fn a_rate_limit_is_waited_out_as_github_asks() {
     assert_eq!(s.client.rate_limit().unwrap().remaining, 4990);
 
     // Longer than the client will wait: the error says how long.
-    Mock::given(method("GET"))
-        .and(path("/repos/octo/hello/pulls/9"))
-        .respond_with(ResponseTemplate::new(403).insert_header("retry-after", "3600"))
-        .mount(&s.server)
-        .await;
+    answer(
+        &s,
+        "GET",
+        "/repos/octo/hello/pulls/9",
+        ResponseTemplate::new(403).insert_header("retry-after", "3600"),
+    )
+    .await;
     match s.client.pull_request(&repo(), 9).await {
         Err(GitHubError::RateLimited { retry_after, .. }) => {
             assert_eq!(retry_after, Duration::from_secs(3600));
@@ -181,32 +202,30 @@ async fn a_rate_limit_is_waited_out_as_github_asks() {
 #[tokio::test]
 async fn a_secondary_limit_naming_no_time_is_waited_out_for_a_minute_and_a_plain_403_is_not() {
     let s = setup(Duration::ZERO).await;
-    Mock::given(method("POST"))
-        .and(path("/repos/octo/hello/issues/7/comments"))
-        .respond_with(ResponseTemplate::new(403).set_body_json(
-            json!({"message": "You have exceeded a secondary rate limit. Please wait a few minutes before you try again."}),
-        ))
-        .up_to_n_times(1)
-        .mount(&s.server)
-        .await;
-    Mock::given(method("POST"))
-        .and(path("/repos/octo/hello/issues/7/comments"))
-        .respond_with(ResponseTemplate::new(201).set_body_json(comment(5_000_000_001, "hi")))
-        .mount(&s.server)
-        .await;
+    let limited = json!({"message": "You have exceeded a secondary rate limit. Please wait a few minutes before you try again."});
+    let comments = "/repos/octo/hello/issues/7/comments";
+    answer_once(
+        &s,
+        "POST",
+        comments,
+        ResponseTemplate::new(403).set_body_json(limited),
+    )
+    .await;
+    let created = ResponseTemplate::new(201).set_body_json(comment(5_000_000_001, "hi"));
+    answer(&s, "POST", comments, created).await;
     s.client
         .create_issue_comment(&repo(), 7, "hi")
         .await
         .unwrap();
     assert_eq!(waits(&s), [Duration::from_secs(60)]);
-    Mock::given(method("GET"))
-        .and(path("/repos/octo/hello/pulls/8"))
-        .respond_with(
-            ResponseTemplate::new(403)
-                .set_body_json(json!({"message": "Resource not accessible by integration"})),
-        )
-        .mount(&s.server)
-        .await;
+    answer(
+        &s,
+        "GET",
+        "/repos/octo/hello/pulls/8",
+        ResponseTemplate::new(403)
+            .set_body_json(json!({"message": "Resource not accessible by integration"})),
+    )
+    .await;
     let refused = s.client.pull_request(&repo(), 8).await;
     assert!(
         matches!(refused, Err(GitHubError::Forbidden { .. })),
@@ -241,12 +260,13 @@ async fn a_create_that_failed_after_it_was_sent_is_never_sent_again() {
 #[tokio::test]
 async fn a_safe_write_is_retried_after_a_server_error() {
     let s = setup(Duration::ZERO).await;
-    Mock::given(method("PATCH"))
-        .and(path("/repos/octo/hello/issues/comments/3000000001"))
-        .respond_with(ResponseTemplate::new(502))
-        .up_to_n_times(1)
-        .mount(&s.server)
-        .await;
+    answer_once(
+        &s,
+        "PATCH",
+        "/repos/octo/hello/issues/comments/3000000001",
+        ResponseTemplate::new(502),
+    )
+    .await;
     Mock::given(method("PATCH"))
         .and(path("/repos/octo/hello/issues/comments/3000000001"))
         .and(body_partial_json(json!({"body": "new"})))
@@ -316,11 +336,13 @@ async fn a_refused_line_keeps_githubs_words_and_a_file_comment_has_no_line() {
 #[tokio::test]
 async fn writes_are_spaced_and_bodies_over_the_cap_are_refused_before_sending() {
     let s = setup(Duration::from_secs(1)).await;
-    Mock::given(method("POST"))
-        .and(path("/repos/octo/hello/issues/7/comments"))
-        .respond_with(ResponseTemplate::new(201).set_body_json(comment(3_000_000_003, "a")))
-        .mount(&s.server)
-        .await;
+    answer(
+        &s,
+        "POST",
+        "/repos/octo/hello/issues/7/comments",
+        ResponseTemplate::new(201).set_body_json(comment(3_000_000_003, "a")),
+    )
+    .await;
     s.client
         .create_issue_comment(&repo(), 7, "a")
         .await

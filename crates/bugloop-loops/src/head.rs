@@ -114,13 +114,19 @@ mod tests {
         }
     }
 
+    /// An empty repository and, outside it, a directory holding the file `secret` with `text`:
+    /// what links out of the repository lead to.
+    fn repository_beside_a_secret(text: &str) -> (tempfile::TempDir, tempfile::TempDir) {
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret"), text).unwrap();
+        (outside, tempfile::tempdir().unwrap())
+    }
+
     /// A finding on a file of the change that is a link out of the repository is dropped as
     /// one, not as a file that does not exist; one on a file that is not there says that.
     #[test]
     fn a_finding_on_a_link_out_of_the_repository_says_why_it_was_not_read() {
-        let outside = tempfile::tempdir().unwrap();
-        std::fs::write(outside.path().join("secret"), "x = 1\n").unwrap();
-        let repo = tempfile::tempdir().unwrap();
+        let (outside, repo) = repository_beside_a_secret("x = 1\n");
         let root = repo.path();
         std::os::unix::fs::symlink(outside.path().join("secret"), root.join("link.py")).unwrap();
         std::os::unix::fs::symlink(root.join("nowhere"), root.join("dangling.py")).unwrap();
@@ -152,9 +158,7 @@ mod tests {
     /// refused (its target is never read), one that stays inside is followed.
     #[test]
     fn read_inside_follows_links_only_inside_the_root() {
-        let outside = tempfile::tempdir().unwrap();
-        std::fs::write(outside.path().join("secret"), "token=hunter2\n").unwrap();
-        let repo = tempfile::tempdir().unwrap();
+        let (outside, repo) = repository_beside_a_secret("token=hunter2\n");
         let root = repo.path();
         std::fs::create_dir(root.join("src")).unwrap();
         std::fs::write(root.join("src/lib.rs"), "pub fn f() {}\n").unwrap();

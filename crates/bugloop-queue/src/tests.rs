@@ -335,19 +335,30 @@ async fn the_queue_survives_a_reopen_and_refuses_a_newer_schema(backend: Backend
     assert!(error.to_string().contains("newer bugloop"), "{error}");
 }
 
+/// Enqueues delivery `d-{n}` (a comment in one of `conversations` conversations) in a task of its
+/// own, as deliveries arriving together are.
+fn deliver_at_once(queue: &Queue, n: u64, conversations: u64) -> tokio::task::JoinHandle<Enqueued> {
+    let queue = queue.clone();
+    tokio::spawn(async move {
+        queue
+            .enqueue(
+                &format!("d-{n}"),
+                "issue_comment",
+                Some(comment(n % conversations)),
+                1,
+            )
+            .await
+            .unwrap()
+    })
+}
+
 async fn deliveries_arriving_together_are_written_together_each_exactly_once(backend: Backend) {
     let (queue, _place) = queue(backend).await;
     let mut sent = Vec::new();
     // 300 deliveries at once, every tenth sent twice: the duplicates meet in the same batch.
     for n in 0..300_u64 {
         for _ in 0..if n % 10 == 0 { 2 } else { 1 } {
-            let queue = queue.clone();
-            sent.push(tokio::spawn(async move {
-                queue
-                    .enqueue(&format!("d-{n}"), "issue_comment", Some(comment(n % 7)), 1)
-                    .await
-                    .unwrap()
-            }));
+            sent.push(deliver_at_once(&queue, n, 7));
         }
     }
     let mut queued = 0;
@@ -443,13 +454,7 @@ async fn workers_claim_while_deliveries_arrive_each_job_once_one_per_conversatio
         .collect();
     let mut sent = Vec::new();
     for n in 0..400_u64 {
-        let queue = queue.clone();
-        sent.push(tokio::spawn(async move {
-            queue
-                .enqueue(&format!("d-{n}"), "issue_comment", Some(comment(n % 13)), 1)
-                .await
-                .unwrap()
-        }));
+        sent.push(deliver_at_once(&queue, n, 13));
         if n % 50 == 0 {
             tokio::time::sleep(Duration::from_millis(3)).await;
         }

@@ -36,6 +36,15 @@ fn settings(workspace: &std::path::Path, policy: Policy) -> SandboxSettings {
     settings
 }
 
+/// Writes each `(path, text)` under `root`, making the directories on the way.
+fn write_files(root: &std::path::Path, files: &[(&str, &str)]) {
+    for (path, text) in files {
+        let path = root.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+}
+
 fn bash(script: &str) -> CommandSpec {
     CommandSpec::new("bash", ["-c", script])
 }
@@ -296,9 +305,10 @@ fn task_trees_hold_the_commit_without_git_and_are_always_removed() {
     let dir = tempfile::tempdir().unwrap();
     let repo = dir.path();
     git(repo, &["init", "-q", "-b", "main"]);
-    std::fs::create_dir_all(repo.join("src")).unwrap();
-    std::fs::write(repo.join("src/lib.rs"), "fn a() {}\n").unwrap();
-    std::fs::write(repo.join("run.sh"), "#!/bin/sh\n").unwrap();
+    write_files(
+        repo,
+        &[("src/lib.rs", "fn a() {}\n"), ("run.sh", "#!/bin/sh\n")],
+    );
     std::fs::set_permissions(
         repo.join("run.sh"),
         std::os::unix::fs::PermissionsExt::from_mode(0o755),

@@ -581,21 +581,33 @@ fn comment_from(repository: &str, standing: &str, n: u64) -> Vec<u8> {
     example.to_string().into_bytes()
 }
 
+/// Delivers `count` issue comments one after another, the `n`th as delivery `{prefix}-{n}` with
+/// the body `body(n)`: the statuses answered.
+async fn deliver_comments(
+    server: &Server,
+    prefix: &str,
+    count: u64,
+    body: impl Fn(u64) -> Vec<u8>,
+) -> Vec<u16> {
+    let mut statuses = Vec::new();
+    for n in 0..count {
+        let delivery = format!("{prefix}-{n}");
+        let status = deliver_signed(server, "issue_comment", &delivery, &body(n)).await;
+        statuses.push(status.as_u16());
+    }
+    statuses
+}
+
 /// A flood of comments from people who are not the repository's stops at the hourly intake:
 /// past 20 per repository they are recorded (a redelivery is still known) but not queued, while
 /// a member's comment, and an outsider's on another repository, are queued as ever.
 #[tokio::test]
 async fn a_flood_of_outsiders_comments_is_not_queued_past_the_hourly_intake() {
     let server = server().await;
-    let mut statuses = Vec::new();
-    for n in 0..25 {
-        let body = comment_from("acme/widgets", "NONE", n);
-        statuses.push(
-            deliver_signed(&server, "issue_comment", &format!("flood-{n}"), &body)
-                .await
-                .as_u16(),
-        );
-    }
+    let statuses = deliver_comments(&server, "flood", 25, |n| {
+        comment_from("acme/widgets", "NONE", n)
+    })
+    .await;
     assert_eq!(
         statuses.iter().filter(|s| **s == 202).count(),
         20,
@@ -662,15 +674,8 @@ async fn a_read_only_collaborator_is_capped_as_an_outsider() {
         example["installation"] = json!({"id": 42});
         example.to_string().into_bytes()
     };
-    let mut statuses = Vec::new();
-    for n in 0..22 {
-        let body = comment("reader", "COLLABORATOR", n);
-        statuses.push(
-            deliver_signed(&server, "issue_comment", &format!("r-{n}"), &body)
-                .await
-                .as_u16(),
-        );
-    }
+    let statuses =
+        deliver_comments(&server, "r", 22, |n| comment("reader", "COLLABORATOR", n)).await;
     assert_eq!(statuses[..20], [202; 20], "{statuses:?}");
     assert_eq!(statuses[20..], [204; 2], "{statuses:?}");
     let asked = sim

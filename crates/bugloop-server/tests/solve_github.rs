@@ -149,6 +149,15 @@ async fn first_solution(
 }
 
 /// Queues the error report `report` for acme/widgets, as delivery `delivery`.
+/// The jobs on `queue` that `wanted` picks, in the queue's order.
+async fn jobs_where(
+    queue: &Queue,
+    wanted: impl Fn(&bugloop_queue::Job) -> bool,
+) -> Vec<bugloop_queue::Job> {
+    let jobs = queue.jobs().await.unwrap();
+    jobs.into_iter().filter(|j| wanted(j)).collect()
+}
+
 async fn report_error(queue: &Queue, delivery: &str, report: String) {
     let trigger = Trigger::ErrorReport {
         repository: "acme/widgets".to_owned(),
@@ -585,14 +594,10 @@ async fn a_reported_error_is_filed_once_counted_solved_and_reverted_when_it_retu
         "| REGRESSED -> OPEN | reopened: the error came back after #{number} merged; #{revert} reverts it"
     )), "{}", record);
     // Its solving is queued again.
-    let queued: Vec<_> = setup
-        .queue
-        .jobs()
-        .await
-        .unwrap()
-        .into_iter()
-        .filter(|j| j.kind == JobKind::Solve && j.state == JobState::Queued)
-        .collect();
+    let queued = jobs_where(&setup.queue, |j| {
+        j.kind == JobKind::Solve && j.state == JobState::Queued
+    })
+    .await;
     assert_eq!(queued.len(), 1, "{queued:#?}");
     assert!(
         queued[0].payload.contains("\"issue\":8"),

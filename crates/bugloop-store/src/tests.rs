@@ -10,6 +10,14 @@ fn new(author: &str, body: &str) -> NewComment {
     }
 }
 
+/// A reply by `author` in the thread of the comment `parent`.
+fn reply(parent: i64, author: &str, body: &str) -> NewComment {
+    NewComment {
+        in_reply_to: Some(parent),
+        ..new(author, body)
+    }
+}
+
 #[tokio::test]
 async fn comments_threads_and_flags_round_trip() {
     let dir = tempfile::tempdir().unwrap();
@@ -32,13 +40,7 @@ async fn comments_threads_and_flags_round_trip() {
     assert_eq!(root.kind, StoredKind::Review);
     assert_eq!(root.thread_id, root.id);
     let reply = store
-        .add(
-            "branch:main",
-            NewComment {
-                in_reply_to: Some(root.id),
-                ..new("dev", "not a bug")
-            },
-        )
+        .add("branch:main", reply(root.id, "dev", "not a bug"))
         .await
         .unwrap();
     assert_eq!(reply.thread_id, root.id);
@@ -72,13 +74,7 @@ async fn foreign_ids_are_refused() {
     let store = Store::in_memory().await.unwrap();
     let root = store.add("a", new("bugloop", "x")).await.unwrap();
     let error = store
-        .add(
-            "b",
-            NewComment {
-                in_reply_to: Some(root.id),
-                ..new("dev", "y")
-            },
-        )
+        .add("b", reply(root.id, "dev", "y"))
         .await
         .unwrap_err();
     assert!(
@@ -209,10 +205,7 @@ async fn writers_at_once_each_store_their_comment() {
     let writes = stores.iter().enumerate().map(|(n, store)| async move {
         for round in 0..5 {
             // A reply reads its parent's thread before it writes.
-            let reply = NewComment {
-                in_reply_to: Some(root),
-                ..new("dev", &format!("reply {n}.{round}"))
-            };
+            let reply = reply(root, "dev", &format!("reply {n}.{round}"));
             store.add("change", reply).await.unwrap();
         }
     });

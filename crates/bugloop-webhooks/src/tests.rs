@@ -17,6 +17,14 @@ const HANDLED: [&str; 7] = [
     "workflow_dispatch",
 ];
 
+/// `decide(event, payload)` matches the pattern (guard and all); the decision is shown when not.
+macro_rules! assert_decides {
+    ($event:expr, $payload:expr, $($pattern:tt)+) => {{
+        let decided = decide($event, $payload);
+        assert!(matches!(decided, $($pattern)+), "{decided:?}");
+    }};
+}
+
 #[test]
 fn an_app_subscribes_to_every_handled_event_actions_do_not_own() {
     let mut expected: Vec<&str> = HANDLED
@@ -98,26 +106,21 @@ fn pushes_to_a_pull_request_ask_for_a_review() {
         other => panic!("{other:?}"),
     }
     let synchronize = example("pull_request", "synchronize");
-    assert!(matches!(
-        decide("pull_request", &synchronize),
-        Ok(Trigger::Review { .. })
-    ));
+    assert_decides!("pull_request", &synchronize, Ok(Trigger::Review { .. }));
     // A fork's pull request is reviewed, and marked a fork.
     let mut forked = opened.clone();
     forked["pull_request"]["head"]["repo"]["full_name"] = json!("stranger/Hello-World");
-    assert!(matches!(
-        decide("pull_request", &forked),
+    assert_decides!(
+        "pull_request",
+        &forked,
         Ok(Trigger::Review { fork: true, .. })
-    ));
+    );
     // Drafts wait for ready_for_review; closing asks for nothing.
     let mut draft = opened;
     draft["pull_request"]["draft"] = json!(true);
     assert_eq!(decide("pull_request", &draft), Err(Skip::Draft));
     let closed = example("pull_request", "closed");
-    assert!(matches!(
-        decide("pull_request", &closed),
-        Err(Skip::Action { .. })
-    ));
+    assert_decides!("pull_request", &closed, Err(Skip::Action { .. }));
 }
 
 #[test]
@@ -131,10 +134,7 @@ fn events_sent_by_bots_are_dropped_before_any_work() {
     let mut other_bot = example("issue_comment", "created");
     other_bot["sender"] = json!({"login": "dependabot[bot]", "type": "Bot"});
     other_bot["comment"]["body"] = json!("@bugloop fix all");
-    assert!(matches!(
-        decide("issue_comment", &other_bot),
-        Err(Skip::FromBot(_))
-    ));
+    assert_decides!("issue_comment", &other_bot, Err(Skip::FromBot(_)));
 }
 
 #[test]
@@ -162,56 +162,54 @@ fn comments_must_address_bugloop_or_answer_a_review_thread() {
         .unwrap()
         .remove("pull_request");
     on_issue["comment"]["body"] = json!("@bugloop fix");
-    assert!(matches!(
-        decide("issue_comment", &on_issue),
-        Err(Skip::NotAPullRequest(_))
-    ));
+    assert_decides!("issue_comment", &on_issue, Err(Skip::NotAPullRequest(_)));
     // `@bugloop approve` on an issue lets a solution waiting for approval go on.
     on_issue["comment"]["body"] = json!("Looks right. @bugloop approve");
-    assert!(matches!(
-        decide("issue_comment", &on_issue),
+    assert_decides!(
+        "issue_comment",
+        &on_issue,
         Ok(Trigger::Solve { label: None, .. })
-    ));
+    );
 
     // A reply in a review thread goes to the job (it may answer a finding), mention or not.
     let mut reply = example("pull_request_review_comment", "created");
     reply["comment"]["in_reply_to_id"] = json!(3_000_000_001_u64);
     reply["comment"]["body"] = json!("this is intended");
-    assert!(matches!(
-        decide("pull_request_review_comment", &reply),
+    assert_decides!(
+        "pull_request_review_comment",
+        &reply,
         Ok(Trigger::Comment {
             kind: CommentKind::Review,
             in_reply_to: Some(3_000_000_001),
             ..
         })
-    ));
+    );
     let mut fresh = example("pull_request_review_comment", "created");
     fresh["comment"]["body"] = json!("nice");
-    assert!(matches!(
-        decide("pull_request_review_comment", &fresh),
+    assert_decides!(
+        "pull_request_review_comment",
+        &fresh,
         Err(Skip::NoMention(_))
-    ));
+    );
 
     // A review's body.
     let mut review = example("pull_request_review", "submitted");
     review["review"]["body"] = json!("@bugloop think: is the lock needed?");
-    assert!(matches!(
-        decide("pull_request_review", &review),
+    assert_decides!(
+        "pull_request_review",
+        &review,
         Ok(Trigger::Comment {
             kind: CommentKind::ReviewBody,
             ..
         })
-    ));
+    );
 }
 
 #[test]
 fn an_issue_labelled_for_autofix_asks_for_a_fix() {
     let mut labelled = example("issues", "labeled");
     labelled["label"]["name"] = json!("bug:autofix");
-    assert!(matches!(
-        decide("issues", &labelled),
-        Ok(Trigger::Solve { .. })
-    ));
+    assert_decides!("issues", &labelled, Ok(Trigger::Solve { .. }));
     labelled["label"]["name"] = json!("bug");
     assert_eq!(
         decide("issues", &labelled),
@@ -225,10 +223,11 @@ fn the_approval_label_lets_a_waiting_solution_go_on() {
     labelled["label"]["name"] = json!("bugloop:approved");
     labelled["sender"]["type"] = json!("User");
     let number = labelled["issue"]["number"].as_u64().unwrap();
-    assert!(matches!(
-        decide("issues", &labelled),
+    assert_decides!(
+        "issues",
+        &labelled,
         Ok(Trigger::Solve { issue, label: None, labelled_by: None, .. }) if issue == number
-    ));
+    );
     // bugloop's own labelling asks for nothing.
     labelled["sender"]["login"] = json!("bugloop-app[bot]");
     assert!(decide("issues", &labelled).is_err());
@@ -290,23 +289,22 @@ fn a_review_of_a_solve_draft_asks_its_solving_to_go_on() {
     review["pull_request"]["head"]["repo"] = own.clone();
     review["pull_request"]["base"]["repo"] = own;
     review["pull_request"]["head"]["ref"] = json!("bugloop/3-crash");
-    assert!(matches!(
-        decide("pull_request_review", &review),
+    assert_decides!(
+        "pull_request_review",
+        &review,
         Ok(Trigger::Solve { issue: 3, .. })
-    ));
+    );
     // An external reviewer (another App) reviewing the draft: the review it may wait for.
     review["sender"]["type"] = json!("Bot");
     review["sender"]["login"] = json!("coderabbitai[bot]");
-    assert!(matches!(
-        decide("pull_request_review", &review),
+    assert_decides!(
+        "pull_request_review",
+        &review,
         Ok(Trigger::Solve { issue: 3, .. })
-    ));
+    );
     // bugloop's own review asks for nothing; nor does a bot's review of another branch.
     review["sender"]["login"] = json!("bugloop-app[bot]");
-    assert!(matches!(
-        decide("pull_request_review", &review),
-        Err(Skip::FromBot(_))
-    ));
+    assert_decides!("pull_request_review", &review, Err(Skip::FromBot(_)));
     // A server that does not know its own login takes no App's review: it could be its own.
     review["sender"]["login"] = json!("coderabbitai[bot]");
     let parsed = parse("pull_request_review", review.to_string().as_bytes()).unwrap();
@@ -319,34 +317,26 @@ fn a_review_of_a_solve_draft_asks_its_solving_to_go_on() {
         Err(Skip::FromBot(_))
     ));
     review["pull_request"]["head"]["ref"] = json!("feature/3-crash");
-    assert!(matches!(
-        decide("pull_request_review", &review),
-        Err(Skip::FromBot(_))
-    ));
+    assert_decides!("pull_request_review", &review, Err(Skip::FromBot(_)));
 }
 
 #[test]
 fn finished_checks_on_a_solve_branch_let_its_solving_go_on() {
     let mut done = example("check_suite", "completed");
     done["check_suite"]["head_branch"] = json!("bugloop/7-crash-in-last");
-    assert!(matches!(
-        decide("check_suite", &done),
+    assert_decides!(
+        "check_suite",
+        &done,
         Ok(Trigger::Solve {
             issue: 7,
             label: None,
             ..
         })
-    ));
+    );
     done["check_suite"]["head_branch"] = json!("main");
-    assert!(matches!(
-        decide("check_suite", &done),
-        Err(Skip::NotSolving(_))
-    ));
+    assert_decides!("check_suite", &done, Err(Skip::NotSolving(_)));
     let requested = example("check_suite", "requested");
-    assert!(matches!(
-        decide("check_suite", &requested),
-        Err(Skip::Action { .. })
-    ));
+    assert_decides!("check_suite", &requested, Err(Skip::Action { .. }));
 }
 
 /// GitHub's own example ("Validating webhook deliveries").

@@ -97,12 +97,9 @@ async fn a_reader_asking_for_a_fix_gets_an_answer_and_no_commit() {
     world.review(&[off_by_one()]).await;
     let said = "@bugloop fix all";
     let comment = world.sim.comment_as(7, "mallory", said);
-    let model = answers(
-        world.scripts.path(),
-        &[json!({"text": "It indexes one past the end."})],
-    );
+    let model = world.answering("It indexes one past the end.");
     world
-        .on_comment(world.comment_trigger(comment, "mallory", said, None), model)
+        .on_conversation_comment(comment, "mallory", said, model)
         .await;
     assert_eq!(world.origin_head(), world.head);
     let last = world.sim.issue_comments(7).last().unwrap().clone();
@@ -128,10 +125,7 @@ async fn a_push_before_the_fix_lands_leaves_it_on_a_branch_of_its_own() {
         sha: pushed.clone(),
     });
     world
-        .on_comment(
-            world.comment_trigger(comment, "alice", said, None),
-            fixing(&world),
-        )
+        .on_conversation_comment(comment, "alice", said, fixing(&world))
         .await;
     assert_eq!(
         world.origin_head(),
@@ -151,12 +145,9 @@ async fn the_same_comment_event_twice_is_answered_once() {
     let comment = world.sim.comment_as(7, "alice", said);
     for _ in 0..2 {
         // A question is told by its form, without the model.
-        let model = answers(
-            world.scripts.path(),
-            &[json!({"text": "Because it indexes one past the end."})],
-        );
+        let model = world.answering("Because it indexes one past the end.");
         world
-            .on_comment(world.comment_trigger(comment, "alice", said, None), model)
+            .on_conversation_comment(comment, "alice", said, model)
             .await;
     }
     let answers: Vec<_> = world
@@ -170,18 +161,12 @@ async fn the_same_comment_event_twice_is_answered_once() {
     let said = "@bugloop fix all";
     let comment = world.sim.comment_as(7, "alice", said);
     world
-        .on_comment(
-            world.comment_trigger(comment, "alice", said, None),
-            fixing(&world),
-        )
+        .on_conversation_comment(comment, "alice", said, fixing(&world))
         .await;
     let once = world.origin_head();
     world.sim.set_head(7, &once, None);
     world
-        .on_comment(
-            world.comment_trigger(comment, "alice", said, None),
-            fixing(&world),
-        )
+        .on_conversation_comment(comment, "alice", said, fixing(&world))
         .await;
     assert_eq!(world.origin_head(), once);
 }
@@ -320,18 +305,17 @@ async fn two_questions_in_one_thread_are_each_answered_once_whatever_the_order()
     let second = "@bugloop can the slice be empty here?";
     let c1 = world.sim.reply_as(7, "alice", root, first).unwrap();
     let c2 = world.sim.reply_as(7, "alice", root, second).unwrap();
-    let answer = |text: &str| answers(world.scripts.path(), &[json!({ "text": text })]);
     // The first is answered after the second was written: the second still gets its answer.
     world
         .on_comment(
             world.comment_trigger(c1, "alice", first, Some(root)),
-            answer("It indexes past the end."),
+            world.answering("It indexes past the end."),
         )
         .await;
     let outcome = world
         .commented(
             world.comment_trigger(c2, "alice", second, Some(root)),
-            answer("Yes, it can."),
+            world.answering("Yes, it can."),
         )
         .await;
     assert!(
@@ -342,7 +326,7 @@ async fn two_questions_in_one_thread_are_each_answered_once_whatever_the_order()
     let outcome = world
         .commented(
             world.comment_trigger(c2, "alice", second, Some(root)),
-            answer("Again."),
+            world.answering("Again."),
         )
         .await;
     assert!(matches!(

@@ -105,6 +105,24 @@ impl World {
         run(self.job(trigger, model)).await.unwrap()
     }
 
+    /// [`World::on_comment`] for `author`'s comment `id` on the conversation (not in a review
+    /// thread), which said `said`.
+    pub async fn on_conversation_comment(
+        &self,
+        id: u64,
+        author: &str,
+        said: &str,
+        model: String,
+    ) -> EventOutcome {
+        self.on_comment(self.comment_trigger(id, author, said, None), model)
+            .await
+    }
+
+    /// A model that answers once, with `text`.
+    pub fn answering(&self, text: &str) -> String {
+        answers(self.scripts.path(), &[json!({ "text": text })])
+    }
+
     /// Runs a comment event with `model`, which must have been handled as a comment: what it
     /// did.
     pub async fn commented(&self, trigger: Trigger, model: String) -> Outcome<ActReport> {

@@ -7,7 +7,8 @@ use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use crate::support::{
-    Collected, bodies, fast_settings, mount, mount_stream, ok_json, sse, user_request,
+    Collected, bodies, fast_settings, mount, mount_stream, ok_json, server_answering, sse,
+    user_request,
 };
 
 fn provider(server: &MockServer) -> AnthropicProvider {
@@ -279,12 +280,9 @@ fn message(text: &str) -> serde_json::Value {
 
 #[tokio::test]
 async fn structured_output_is_instructed_and_repaired() {
-    let server = MockServer::start().await;
-    mount(&server, ok_json(message("{\"bug\": \"yes\"}")), Some(1)).await;
-    mount(
-        &server,
+    let server = server_answering(
+        [ok_json(message("{\"bug\": \"yes\"}"))],
         ok_json(message("```json\n{\"bug\": true}\n```")),
-        None,
     )
     .await;
     let format = bugloop_llm::JsonSchemaFormat {
@@ -316,30 +314,21 @@ async fn structured_output_is_instructed_and_repaired() {
 
 #[tokio::test]
 async fn rate_limit_server_error_malformed_and_hung() {
-    let server = MockServer::start().await;
-    mount(&server, ResponseTemplate::new(429).insert_header("retry-after", "1").set_body_json(json!({"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}})), Some(1)).await;
-    mount(
-        &server,
-        ResponseTemplate::new(500).set_body_json(
-            json!({"type": "error", "error": {"type": "api_error", "message": "internal"}}),
-        ),
-        Some(1),
-    )
-    .await;
-    mount(&server, ok_json(message("fine")), Some(1)).await;
-    mount(
-        &server,
-        ResponseTemplate::new(200).set_body_string("{\"content\": ["),
-        Some(1),
-    )
-    .await;
-    mount(&server, ok_json(message("whole")), Some(1)).await;
-    mount(
-        &server,
+    let server = server_answering(
+        [
+            ResponseTemplate::new(429).insert_header("retry-after", "1").set_body_json(
+                json!({"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}}),
+            ),
+            ResponseTemplate::new(500).set_body_json(
+                json!({"type": "error", "error": {"type": "api_error", "message": "internal"}}),
+            ),
+            ok_json(message("fine")),
+            ResponseTemplate::new(200).set_body_string("{\"content\": ["),
+            ok_json(message("whole")),
+        ],
         ResponseTemplate::new(200)
             .set_body_json(message("late"))
             .set_delay(std::time::Duration::from_secs(10)),
-        None,
     )
     .await;
     let request = user_request("x");

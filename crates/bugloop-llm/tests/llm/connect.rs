@@ -4,6 +4,11 @@ fn no_env(_: &str) -> Option<String> {
     None
 }
 
+/// Why connecting to `model` with `settings` and no environment fails.
+fn refusal(model: &str, settings: &LlmSettings) -> String {
+    connect(model, settings, &no_env).unwrap_err().to_string()
+}
+
 #[test]
 fn model_strings() {
     assert_eq!(
@@ -32,12 +37,8 @@ fn connecting_checks_keys_and_providers() {
     let error = connect("openai:gpt-4o", &settings, &no_env).unwrap_err();
     assert!(matches!(error, LlmError::Config(_)));
     assert!(error.to_string().contains("OPENAI_API_KEY"), "{error}");
-    assert!(
-        connect("anthropic:claude-sonnet-4-5", &settings, &no_env)
-            .unwrap_err()
-            .to_string()
-            .contains("ANTHROPIC_API_KEY")
-    );
+    let error = refusal("anthropic:claude-sonnet-4-5", &settings);
+    assert!(error.contains("ANTHROPIC_API_KEY"), "{error}");
     let with_key = |var: &str| (var == "OPENAI_API_KEY").then(|| "sk".to_owned());
     assert_eq!(
         connect("openai:gpt-4o", &settings, &with_key)
@@ -47,12 +48,8 @@ fn connecting_checks_keys_and_providers() {
     );
     // Ollama needs no key; an unknown provider needs a base URL.
     assert!(connect("ollama:llama3", &settings, &no_env).is_ok());
-    assert!(
-        connect("groq:llama-3.3-70b", &settings, &no_env)
-            .unwrap_err()
-            .to_string()
-            .contains("model.providers.groq.base_url")
-    );
+    let error = refusal("groq:llama-3.3-70b", &settings);
+    assert!(error.contains("model.providers.groq.base_url"), "{error}");
     let mut settings = LlmSettings::default();
     settings.providers.insert(
         "groq".into(),
@@ -63,10 +60,6 @@ fn connecting_checks_keys_and_providers() {
         },
     );
     assert!(connect("groq:llama-3.3-70b", &settings, &no_env).is_ok());
-    assert!(
-        connect("replay:/nonexistent/cassette.jsonl", &settings, &no_env)
-            .unwrap_err()
-            .to_string()
-            .contains("cannot read")
-    );
+    let error = refusal("replay:/nonexistent/cassette.jsonl", &settings);
+    assert!(error.contains("cannot read"), "{error}");
 }

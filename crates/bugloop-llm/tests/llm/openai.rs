@@ -10,7 +10,9 @@ use serde_json::json;
 use wiremock::matchers::{body_partial_json, body_string_contains, header, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-use crate::support::{Collected, bodies, fast_settings, mount, mount_stream, ok_json, sse};
+use crate::support::{
+    Collected, bodies, fast_settings, mount, mount_stream, ok_json, server_answering, sse,
+};
 
 fn provider(server: &MockServer, native_json_schema: bool) -> OpenAiProvider {
     provider_with(server, fast_settings(), native_json_schema)
@@ -367,12 +369,9 @@ async fn a_cut_structured_answer_keeps_its_complete_entries() {
         structured.salvaged
     );
 
-    let server = MockServer::start().await;
-    mount(&server, ok_json(cut("{\"findings\": [{\"li")), Some(1)).await;
-    mount(
-        &server,
+    let server = server_answering(
+        [ok_json(cut("{\"findings\": [{\"li"))],
         ok_json(answer("{\"findings\": [], \"summary\": \"nothing\"}")),
-        None,
     )
     .await;
     let structured = complete_json(&provider(&server, false), request("Review"), format, None)
@@ -384,20 +383,14 @@ async fn a_cut_structured_answer_keeps_its_complete_entries() {
 
 #[tokio::test]
 async fn structured_output_instructed_with_one_repair_round() {
-    let server = MockServer::start().await;
-    mount(
-        &server,
-        ok_json(answer("Sure:\n```json\n{\"bug\": true, \"line\": 0}\n```")),
-        Some(1),
+    let server = server_answering(
+        [
+            ok_json(answer("Sure:\n```json\n{\"bug\": true, \"line\": 0}\n```")),
+            ok_json(answer("{\"bug\": true, \"line\": 3}")),
+        ],
+        ok_json(answer("not json at all")),
     )
     .await;
-    mount(
-        &server,
-        ok_json(answer("{\"bug\": true, \"line\": 3}")),
-        Some(1),
-    )
-    .await;
-    mount(&server, ok_json(answer("not json at all")), None).await;
     let provider = provider(&server, false);
     let structured = verdict(&provider, "Is there a bug?").await.unwrap();
     assert_eq!(structured.value, json!({"bug": true, "line": 3}));
@@ -428,18 +421,12 @@ async fn structured_output_instructed_with_one_repair_round() {
 
 #[tokio::test]
 async fn rate_limit_honours_retry_after() {
-    let server = MockServer::start().await;
-    mount(
-        &server,
-        ResponseTemplate::new(429)
-            .insert_header("retry-after", "1")
-            .set_body_json(
-                json!({"error": {"message": "Rate limit reached", "type": "rate_limit_exceeded"}}),
-            ),
-        Some(1),
-    )
-    .await;
-    mount(&server, ok_json(answer("ok")), None).await;
+    let limited = ResponseTemplate::new(429)
+        .insert_header("retry-after", "1")
+        .set_body_json(
+            json!({"error": {"message": "Rate limit reached", "type": "rate_limit_exceeded"}}),
+        );
+    let server = server_answering([limited], ok_json(answer("ok"))).await;
     let started = Instant::now();
     let response = provider(&server, true)
         .chat(&request("x"), None)
@@ -456,14 +443,8 @@ async fn rate_limit_honours_retry_after() {
 
 #[tokio::test]
 async fn server_error_then_success() {
-    let server = MockServer::start().await;
-    mount(
-        &server,
-        ResponseTemplate::new(500).set_body_string("upstream exploded"),
-        Some(1),
-    )
-    .await;
-    mount(&server, ok_json(answer("ok")), None).await;
+    let exploded = ResponseTemplate::new(500).set_body_string("upstream exploded");
+    let server = server_answering([exploded], ok_json(answer("ok"))).await;
     assert_eq!(
         provider(&server, true)
             .chat(&request("x"), None)

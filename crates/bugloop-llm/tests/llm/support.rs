@@ -45,6 +45,20 @@ pub async fn mount(server: &MockServer, response: ResponseTemplate, times: Optio
     }
 }
 
+/// A server that answers its first POSTs with `first` (each once, in order), then every later
+/// one with `then`: a failure or a bad answer before the one that settles it.
+pub async fn server_answering(
+    first: impl IntoIterator<Item = ResponseTemplate>,
+    then: ResponseTemplate,
+) -> MockServer {
+    let server = MockServer::start().await;
+    for response in first {
+        mount(&server, response, Some(1)).await;
+    }
+    mount(&server, then, None).await;
+    server
+}
+
 /// [`mount`] with `body` as an event stream.
 pub async fn mount_stream(server: &MockServer, body: impl Into<String>, times: Option<u64>) {
     let response = ResponseTemplate::new(200)

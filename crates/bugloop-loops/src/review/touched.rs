@@ -367,15 +367,16 @@ pub(super) mod tests {
             .map(|t| t.what)
     }
 
+    /// The finding on BAD's loop (line 3 of stats.py), quoting the whole loop line.
+    fn the_loop() -> ExistingFinding {
+        open("stats.py", 3, Some("for i in range(len(xs) + 1):"))
+    }
+
     const RESTORE: &str = "diff --git a/stats.py b/stats.py\n--- a/stats.py\n+++ b/stats.py\n@@ -3 +3 @@\n-    for i in range(len(xs) + 1):\n+    for i in range(len(xs)):\n";
 
     #[test]
     fn a_line_put_back_as_the_base_had_it_is_gone_and_says_what_replaced_it() {
-        let touch = one(
-            RESTORE,
-            &[("stats.py", GOOD)],
-            &open("stats.py", 3, Some("for i in range(len(xs) + 1):")),
-        );
+        let touch = one(RESTORE, &[("stats.py", GOOD)], &the_loop());
         assert_eq!(
             touch,
             Some(Touch::Gone {
@@ -438,11 +439,7 @@ pub(super) mod tests {
                 body.lines().count() + 1
             );
             let util: &'static str = Box::leak(format!("import os\n{body}").into_boxed_str());
-            let touch = one(
-                &moved,
-                &[("stats.py", ""), ("util.py", util)],
-                &open("stats.py", 3, Some("for i in range(len(xs) + 1):")),
-            );
+            let touch = one(&moved, &[("stats.py", ""), ("util.py", util)], &the_loop());
             assert_eq!(
                 touch,
                 Some(Touch::Still {
@@ -454,11 +451,7 @@ pub(super) mod tests {
             );
         }
         let renamed = "diff --git a/stats.py b/lib/stats.py\nsimilarity index 100%\nrename from stats.py\nrename to lib/stats.py\n";
-        let touch = one(
-            renamed,
-            &[("lib/stats.py", BAD)],
-            &open("stats.py", 3, Some("for i in range(len(xs) + 1):")),
-        );
+        let touch = one(renamed, &[("lib/stats.py", BAD)], &the_loop());
         assert_eq!(
             touch,
             Some(Touch::Still {
@@ -474,14 +467,7 @@ pub(super) mod tests {
         let elsewhere = "diff --git a/stats.py b/stats.py\n--- a/stats.py\n+++ b/stats.py\n@@ -5 +5 @@\n-    return t / len(xs)\n+    return t / max(len(xs), 1)\n";
         let bad_then = BAD.replace("t / len(xs)", "t / max(len(xs), 1)");
         let text: &'static str = Box::leak(bad_then.into_boxed_str());
-        assert_eq!(
-            one(
-                elsewhere,
-                &[("stats.py", text)],
-                &open("stats.py", 3, Some("for i in range(len(xs) + 1):"))
-            ),
-            None
-        );
+        assert_eq!(one(elsewhere, &[("stats.py", text)], &the_loop()), None);
         // The finding's own line rewritten around the same quoted code: still there, asked again.
         let reworded = "diff --git a/stats.py b/stats.py\n--- a/stats.py\n+++ b/stats.py\n@@ -3 +3 @@\n-    for i in range(len(xs) + 1):\n+    for i in range(len(xs) + 1):  # all of them\n";
         let text: &'static str = Box::leak(
@@ -535,7 +521,7 @@ pub(super) mod tests {
                 ("stats.py", stats),
                 ("util.py", "import os\nfor i in range(len(xs) + 1): pass\n"),
             ],
-            &open("stats.py", 3, Some("for i in range(len(xs) + 1):")),
+            &the_loop(),
         );
         assert_eq!(
             touch,

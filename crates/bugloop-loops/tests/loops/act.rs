@@ -47,13 +47,16 @@ async fn reviewed() -> (Repo, String) {
     (repo, id)
 }
 
+/// The model's answer that edits src/stats.rs, replacing `old_text` by `new_text`.
+fn stats_edit(old_text: &str, new_text: &str) -> bugloop_llm::ChatResponse {
+    let edit = json!({"path": "src/stats.rs", "old_text": old_text, "new_text": new_text});
+    tool_reply(&[("edit_file", edit)], usage())
+}
+
 fn clamp_edit() -> bugloop_llm::ChatResponse {
-    tool_reply(
-        &[(
-            "edit_file",
-            json!({"path": "src/stats.rs", "old_text": "    sorted[index]\n", "new_text": "    sorted[index.min(sorted.len() - 1)]\n"}),
-        )],
-        usage(),
+    stats_edit(
+        "    sorted[index]\n",
+        "    sorted[index.min(sorted.len() - 1)]\n",
     )
 }
 

@@ -77,6 +77,13 @@ fn found_and_clamped(repo: &Repo) -> ScriptedProvider {
     script
 }
 
+/// [`found_and_clamped`], then an audit that finds nothing: a run that converges after one fix.
+fn converging_after_one_fix(repo: &Repo) -> ScriptedProvider {
+    let script = found_and_clamped(repo);
+    audit(&script, vec![]);
+    script
+}
+
 async fn run(
     repo: &Repo,
     config: bugloop_config::Config,
@@ -109,8 +116,7 @@ fn worktrees(repo: &Repo) -> usize {
 async fn audit_fix_audit_converges_and_lands() {
     let repo = Repo::with_feature();
     let start = git(repo.path(), &["rev-parse", "HEAD"]);
-    let script = found_and_clamped(&repo);
-    audit(&script, vec![]);
+    let script = converging_after_one_fix(&repo);
     let (report, _) = run(&repo, support::config(), script).await;
     assert_eq!(report.exit, Exit::Converged, "{}", report.text());
     assert_eq!(report.loops, 3);

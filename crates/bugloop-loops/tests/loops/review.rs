@@ -442,18 +442,7 @@ async fn models_without_tools_answer_once_and_bad_entries_are_counted() {
 async fn the_report_matches_its_documented_schema() {
     let repo = Repo::with_feature();
     let percentile = repo.line_of("src/stats.rs", "sorted[index]");
-    let script = session(
-        vec![finding(
-            "src/stats.rs",
-            percentile,
-            "sorted[index]",
-            "Index out of bounds",
-            "p = 1.0 panics.",
-            7,
-            "logic",
-        )],
-        vec![],
-    );
+    let script = session(vec![index_past_end(percentile, 7)], vec![]);
     let (report, _) = run(&repo, support::config(), script).await;
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -486,18 +475,7 @@ async fn the_report_matches_its_documented_schema() {
 async fn deleting_the_file_of_a_finding_resolves_it() {
     let repo = Repo::with_feature();
     let query = repo.line_of("src/db.rs", "format!(\"SELECT");
-    let script = session(
-        vec![finding(
-            "src/db.rs",
-            query,
-            "format!(\"SELECT",
-            "SQL injection through the user name",
-            "Quotes in the name change the query.",
-            9,
-            "security",
-        )],
-        vec![],
-    );
+    let script = session(vec![sql_injection(query)], vec![]);
     let (first, _) = run(&repo, support::config(), script).await;
     assert_eq!(first.findings.len(), 1);
     std::fs::remove_file(repo.path().join("src/db.rs")).unwrap();

@@ -6,7 +6,7 @@ use std::path::Path;
 use bugloop_sandbox::{CommandSpec, LimitHit, Policy, TaskTree, run};
 
 use crate::users::also_unprivileged;
-use crate::{bash, git, settings};
+use crate::{bash, git, settings, write_files};
 
 fn lines(text: &str) -> Vec<&str> {
     text.lines().collect()
@@ -327,57 +327,40 @@ async fn escape_through_home_directories() {
     also_unprivileged("escape::escape_through_home_directories");
     let dir = tempfile::tempdir().unwrap();
     let home = tempfile::tempdir().unwrap();
-    let cargo = home.path().join(".cargo");
-    std::fs::create_dir_all(cargo.join("bin")).unwrap();
-    std::fs::write(cargo.join("bin/tool"), "a toolchain file").unwrap();
-    std::fs::write(cargo.join("credentials.toml"), "token = \"cio_SECRET\"").unwrap();
-    // A crate's source whose names read like secrets: downloaded code, shown as it is.
-    let crate_source = cargo.join("registry/src/index/tokio-util-0.7/src/sync/cancellation_token");
-    std::fs::create_dir_all(&crate_source).unwrap();
-    std::fs::write(crate_source.join("tree_node.rs"), "a crate's source").unwrap();
-    std::fs::create_dir_all(home.path().join(".ssh")).unwrap();
-    std::fs::write(home.path().join(".ssh/id_ed25519"), "SECRET KEY").unwrap();
-    std::fs::write(home.path().join(".netrc"), "password SECRET").unwrap();
-    // Named otherwise than the usual files, or deeper than a toolchain's tree goes.
-    std::fs::write(home.path().join(".ssh/deploy_ed25519"), "SECRET KEY").unwrap();
-    std::fs::write(home.path().join(".ssh/known_hosts"), "a host key").unwrap();
-    let gcloud = home.path().join(".config/gcloud");
-    std::fs::create_dir_all(&gcloud).unwrap();
-    std::fs::write(gcloud.join("credentials.db"), "SECRET").unwrap();
-    std::fs::write(
-        gcloud.join("application_default_credentials.json"),
-        "SECRET",
-    )
-    .unwrap();
-    // Passwords and tokens in the configuration of other tools (Maven, hub, Azure, psql).
-    let m2 = home.path().join(".m2");
-    std::fs::create_dir_all(&m2).unwrap();
-    std::fs::write(m2.join("settings.xml"), "<password>SECRET</password>").unwrap();
-    std::fs::write(
-        m2.join("settings-security.xml"),
-        "<master>{SECRET}</master>",
-    )
-    .unwrap();
-    std::fs::write(home.path().join(".config/hub"), "oauth_token: SECRET").unwrap();
-    std::fs::create_dir_all(home.path().join(".config/azure")).unwrap();
-    std::fs::write(
-        home.path()
-            .join(".config/azure/service_principal_entries.json"),
-        "SECRET",
-    )
-    .unwrap();
-    std::fs::write(home.path().join(".config/.pgpass"), "db:5432:*:me:SECRET").unwrap();
-    std::fs::write(
-        home.path().join(".config/psql_history"),
-        "\\password SECRET",
-    )
-    .unwrap();
-    std::fs::write(home.path().join(".config/.env.local"), "API_KEY=SECRET").unwrap();
-    let deep = home
-        .path()
-        .join(".config/a/b/c/d/e/f/g/h/i/j/k/l/m/n/o/p/q");
-    std::fs::create_dir_all(&deep).unwrap();
-    std::fs::write(deep.join("notes"), "SECRET deep down").unwrap();
+    write_files(
+        home.path(),
+        &[
+            (".cargo/bin/tool", "a toolchain file"),
+            (".cargo/credentials.toml", "token = \"cio_SECRET\""),
+            // A crate's source whose names read like secrets: downloaded code, shown as it is.
+            (
+                ".cargo/registry/src/index/tokio-util-0.7/src/sync/cancellation_token/tree_node.rs",
+                "a crate's source",
+            ),
+            (".ssh/id_ed25519", "SECRET KEY"),
+            (".netrc", "password SECRET"),
+            // Named otherwise than the usual files, or deeper than a toolchain's tree goes.
+            (".ssh/deploy_ed25519", "SECRET KEY"),
+            (".ssh/known_hosts", "a host key"),
+            (".config/gcloud/credentials.db", "SECRET"),
+            (
+                ".config/gcloud/application_default_credentials.json",
+                "SECRET",
+            ),
+            // Passwords and tokens in the configuration of other tools (Maven, hub, Azure, psql).
+            (".m2/settings.xml", "<password>SECRET</password>"),
+            (".m2/settings-security.xml", "<master>{SECRET}</master>"),
+            (".config/hub", "oauth_token: SECRET"),
+            (".config/azure/service_principal_entries.json", "SECRET"),
+            (".config/.pgpass", "db:5432:*:me:SECRET"),
+            (".config/psql_history", "\\password SECRET"),
+            (".config/.env.local", "API_KEY=SECRET"),
+            (
+                ".config/a/b/c/d/e/f/g/h/i/j/k/l/m/n/o/p/q/notes",
+                "SECRET deep down",
+            ),
+        ],
+    );
     let mut settings = settings(dir.path(), Policy::WorkspaceWrite);
     settings.home_dir = Some(home.path().to_path_buf());
     settings.visible_home_dirs = vec![
@@ -407,11 +390,15 @@ async fn escape_through_home_directories() {
 async fn escape_from_a_workspace_under_the_home_directory() {
     also_unprivileged("escape::escape_from_a_workspace_under_the_home_directory");
     let home = tempfile::tempdir().unwrap();
-    std::fs::write(home.path().join(".bash_history"), "SECRET history").unwrap();
+    write_files(
+        home.path(),
+        &[
+            (".bash_history", "SECRET history"),
+            ("src/app/lib.py", "x = 1\n"),
+            ("src/other.py", "SECRET sibling"),
+        ],
+    );
     let workspace = home.path().join("src/app");
-    std::fs::create_dir_all(&workspace).unwrap();
-    std::fs::write(workspace.join("lib.py"), "x = 1\n").unwrap();
-    std::fs::write(home.path().join("src/other.py"), "SECRET sibling").unwrap();
     let mut settings = settings(&workspace, Policy::WorkspaceWrite);
     settings.home_dir = Some(home.path().to_path_buf());
     let script = r#"

@@ -92,14 +92,7 @@ async fn an_external_reviewers_threads_are_addressed_and_its_review_awaited() {
     );
     assert_recorded(sim, issue, "REVIEWING");
     // The wait is looked at again when it ends (120 minutes), once however many runs see it.
-    let wake: Vec<_> = setup
-        .queue
-        .jobs()
-        .await
-        .unwrap()
-        .into_iter()
-        .filter(|j| j.id.contains(":wake:"))
-        .collect();
+    let wake = jobs_where(&setup.queue, |j| j.id.contains(":wake:")).await;
     assert_eq!(wake.len(), 1, "{wake:#?}");
     let in_two_hours = bugloop_queue::now_ms() + 119 * 60_000;
     assert!(wake[0].run_after > in_two_hours, "{wake:#?}");

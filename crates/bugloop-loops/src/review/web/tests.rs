@@ -33,6 +33,12 @@ async fn server() -> MockServer {
     server
 }
 
+/// Fetching `url` is refused with a message that contains `says`.
+async fn assert_refused(web: &WebAccess, url: &str, says: &str) {
+    let refused = web.fetch(url).await.unwrap_err();
+    assert!(refused.contains(says), "{url}: {refused}");
+}
+
 fn requested(server: &[wiremock::Request], wanted: &str) -> bool {
     server.iter().any(|r| r.url.path() == wanted)
 }
@@ -60,18 +66,14 @@ async fn an_allowed_host_is_read_as_text() {
 async fn another_host_is_refused_without_a_request() {
     let server = server().await;
     let web = access(&["docs.rs"], &["127.0.0.1"], None);
-    let refused = web
-        .fetch(&format!("{}/doc", server.uri()))
-        .await
-        .unwrap_err();
-    assert!(
-        refused.contains("127.0.0.1 is not on the allow-list (review.web.allow: docs.rs)"),
-        "{refused}"
-    );
-    let refused = web.fetch("file:///etc/passwd").await.unwrap_err();
-    assert!(refused.contains("only http and https"), "{refused}");
-    let refused = web.fetch("https://user:secret@docs.rs/").await.unwrap_err();
-    assert!(refused.contains("credentials"), "{refused}");
+    assert_refused(
+        &web,
+        &format!("{}/doc", server.uri()),
+        "127.0.0.1 is not on the allow-list (review.web.allow: docs.rs)",
+    )
+    .await;
+    assert_refused(&web, "file:///etc/passwd", "only http and https").await;
+    assert_refused(&web, "https://user:secret@docs.rs/", "credentials").await;
     assert!(server.received_requests().await.unwrap().is_empty());
 }
 
@@ -81,21 +83,20 @@ async fn private_addresses_are_refused_unless_allowed() {
     let port = server.address().port();
     // An address literal is checked before any connection...
     let web = access(&["127.0.0.1"], &[], None);
-    let refused = web
-        .fetch(&format!("http://127.0.0.1:{port}/doc"))
-        .await
-        .unwrap_err();
-    assert!(
-        refused.contains("private, loopback or link-local"),
-        "{refused}"
-    );
+    assert_refused(
+        &web,
+        &format!("http://127.0.0.1:{port}/doc"),
+        "private, loopback or link-local",
+    )
+    .await;
     // ...and a name after it is resolved.
     let web = access(&["localhost"], &[], None);
-    let refused = web
-        .fetch(&format!("http://localhost:{port}/doc"))
-        .await
-        .unwrap_err();
-    assert!(refused.contains("localhost resolves to"), "{refused}");
+    assert_refused(
+        &web,
+        &format!("http://localhost:{port}/doc"),
+        "localhost resolves to",
+    )
+    .await;
     assert!(server.received_requests().await.unwrap().is_empty());
     // Allowed explicitly, the name is fetched.
     let web = access(&["localhost"], &["localhost"], None);
@@ -123,14 +124,12 @@ async fn a_redirect_to_a_refused_host_is_refused() {
         .await;
     // localhost may resolve privately, but it is not on the allow-list.
     let web = access(&["127.0.0.1"], &["127.0.0.1", "localhost"], None);
-    let refused = web
-        .fetch(&format!("{}/moved", server.uri()))
-        .await
-        .unwrap_err();
-    assert!(
-        refused.contains("redirect refused: localhost is not on the allow-list"),
-        "{refused}"
-    );
+    assert_refused(
+        &web,
+        &format!("{}/moved", server.uri()),
+        "redirect refused: localhost is not on the allow-list",
+    )
+    .await;
     let seen = server.received_requests().await.unwrap();
     assert!(requested(&seen, "/moved") && !requested(&seen, "/secret"));
     // A redirect within the allowed host is followed.
@@ -160,16 +159,13 @@ async fn responses_are_cut_at_the_size_limit_and_must_be_text() {
     let page = web.fetch(&format!("{}/big", server.uri())).await.unwrap();
     assert!(page.truncated);
     assert_eq!(page.text.len(), 1024);
-    let refused = web
-        .fetch(&format!("{}/image", server.uri()))
-        .await
-        .unwrap_err();
-    assert!(refused.contains("image/png, not text"), "{refused}");
-    let refused = web
-        .fetch(&format!("{}/gone", server.uri()))
-        .await
-        .unwrap_err();
-    assert!(refused.contains("HTTP 404"), "{refused}");
+    assert_refused(
+        &web,
+        &format!("{}/image", server.uri()),
+        "image/png, not text",
+    )
+    .await;
+    assert_refused(&web, &format!("{}/gone", server.uri()), "HTTP 404").await;
 }
 
 #[tokio::test]
@@ -196,11 +192,12 @@ async fn search_goes_to_the_configured_endpoint_only() {
         results,
         "- [Container attributes](https://serde.rs/container-attrs.html)\n  deny_unknown_fields is not supported with flatten\n"
     );
-    let refused = web
-        .fetch(&format!("{}/search", server.uri()))
-        .await
-        .unwrap_err();
-    assert!(refused.contains("not on the allow-list"), "{refused}");
+    assert_refused(
+        &web,
+        &format!("{}/search", server.uri()),
+        "not on the allow-list",
+    )
+    .await;
     assert!(!access(&["docs.rs"], &[], None).can_search());
 }
 

@@ -3,6 +3,7 @@
 
 use super::*;
 
+/// A model that weighs one reply: it decides `decision` for `reasoning`.
 fn deciding(decision: &str, reasoning: &str) -> ScriptedProvider {
     ScriptedProvider::new([text_reply(
         json!({"decision": decision, "reasoning": reasoning}).to_string(),
@@ -17,15 +18,38 @@ fn deciding(decision: &str, reasoning: &str) -> ScriptedProvider {
     })
 }
 
-async fn dispute(repo: &Repo, id: &str, reply: &str, model: ScriptedProvider) -> DisputeOutcome {
-    with_env(repo, support::config(), model, async |env| {
-        reply_in_thread(env, id, reply).await;
-        let change = env.git.conversation_key();
-        bugloop_loops::disputes::settle_dispute(env, &change, &FindingId::new(id))
-            .await
-            .unwrap()
-    })
+/// The developer's reply to a finding, then the decision the model takes on it and its reasoning.
+type Exchange<'a> = [&'a str; 3];
+
+/// The developer disputes the finding, and the model maintains it.
+const INSISTED: Exchange = [
+    "it is fine",
+    "maintain",
+    "p = 1.0 is a valid input and panics.",
+];
+
+/// The developer replies in the thread of finding `id` and the model weighs the reply.
+async fn dispute(repo: &Repo, id: &str, exchange: Exchange<'_>) -> DisputeOutcome {
+    let [reply, decision, reasoning] = exchange;
+    with_env(
+        repo,
+        support::config(),
+        deciding(decision, reasoning),
+        async |env| {
+            reply_in_thread(env, id, reply).await;
+            let change = env.git.conversation_key();
+            bugloop_loops::disputes::settle_dispute(env, &change, &FindingId::new(id))
+                .await
+                .unwrap()
+        },
+    )
     .await
+}
+
+/// The statuses of the threads tracked after a review that finds nothing new.
+async fn tracked_after_a_quiet_review(repo: &Repo) -> Vec<ThreadStatus> {
+    let (report, _) = run(repo, support::config(), session(vec![], vec![])).await;
+    report.tracked.iter().map(|t| t.status).collect()
 }
 
 #[tokio::test]
@@ -35,8 +59,11 @@ async fn disputes_concede_maintain_or_escalate() {
     let outcome = dispute(
         &repo,
         &id,
-        "p is validated to be below 1.0 by every caller",
-        deciding("concede", "Callers validate p < 1.0."),
+        [
+            "p is validated to be below 1.0 by every caller",
+            "concede",
+            "Callers validate p < 1.0.",
+        ],
     )
     .await;
     assert_eq!(outcome.status, ThreadStatus::Resolved);
@@ -52,25 +79,17 @@ async fn disputes_concede_maintain_or_escalate() {
 
     // Maintain: disputed; the developer insists and there is no human reviewer: they prevail.
     let (repo, id) = reviewed().await;
-    let outcome = dispute(
-        &repo,
-        &id,
-        "it is fine",
-        deciding("maintain", "p = 1.0 is a valid input and panics."),
-    )
-    .await;
+    let outcome = dispute(&repo, &id, INSISTED).await;
     assert_eq!(outcome.status, ThreadStatus::Disputed);
-    let tracked = run(&repo, support::config(), session(vec![], vec![]))
-        .await
-        .0
-        .tracked;
-    assert_eq!(tracked[0].status, ThreadStatus::Disputed);
+    assert_eq!(
+        tracked_after_a_quiet_review(&repo).await[0],
+        ThreadStatus::Disputed
+    );
     // The reply is weighed first: it still disputes, so the developer's decision stands.
     let outcome = dispute(
         &repo,
         &id,
-        "I still disagree",
-        deciding("maintain", "It still panics."),
+        ["I still disagree", "maintain", "It still panics."],
     )
     .await;
     assert_eq!(outcome.status, ThreadStatus::Resolved);
@@ -79,35 +98,34 @@ async fn disputes_concede_maintain_or_escalate() {
     // A reply after a dispute that accepts the finding ("you're right, I'll fix it") leaves it
     // open: pending again, not resolved by a decision the developer did not take.
     let (repo, id) = reviewed().await;
-    dispute(
-        &repo,
-        &id,
-        "it is fine",
-        deciding("maintain", "p = 1.0 is a valid input and panics."),
-    )
-    .await;
+    dispute(&repo, &id, INSISTED).await;
     let outcome = dispute(
         &repo,
         &id,
-        "You are right, good catch. I will fix it tomorrow.",
-        deciding("accepted", "Thanks; it stays open until the fix lands."),
+        [
+            "You are right, good catch. I will fix it tomorrow.",
+            "accepted",
+            "Thanks; it stays open until the fix lands.",
+        ],
     )
     .await;
     assert_eq!(outcome.status, ThreadStatus::Pending);
     assert_eq!(outcome.decision, Some(Decision::Accepted));
-    let tracked = run(&repo, support::config(), session(vec![], vec![]))
-        .await
-        .0
-        .tracked;
-    assert_eq!(tracked[0].status, ThreadStatus::Pending);
+    assert_eq!(
+        tracked_after_a_quiet_review(&repo).await[0],
+        ThreadStatus::Pending
+    );
 
     // Escalate: a human must decide.
     let (repo, id) = reviewed().await;
     let outcome = dispute(
         &repo,
         &id,
-        "we will fix it next quarter",
-        deciding("escalate", "Until then reports crash in production."),
+        [
+            "we will fix it next quarter",
+            "escalate",
+            "Until then reports crash in production.",
+        ],
     )
     .await;
     assert_eq!(outcome.status, ThreadStatus::Escalated);

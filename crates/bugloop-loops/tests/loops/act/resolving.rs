@@ -36,6 +36,16 @@ async fn reviewed_twice() -> (Repo, String, String) {
     (repo, ids.0, ids.1)
 }
 
+/// The developer rewrites the percentile's lookup (`sorted[index]`) as `new_text` by hand and
+/// commits it with `message`.
+fn rewrite_the_lookup(repo: &Repo, new_text: &str, message: &str) {
+    let stats = repo
+        .read("src/stats.rs")
+        .replace("    sorted[index]\n", new_text);
+    repo.write("src/stats.rs", &stats);
+    repo.commit(message);
+}
+
 /// A fix asked to fix two findings whose commit changes the code of one resolves that one
 /// only: the other stays open, told so in its thread and in the report. Without verify
 /// commands the resolution says the fix is unverified, as the report does.
@@ -113,18 +123,14 @@ async fn a_word_written_while_the_fix_ran_keeps_its_finding_open() {
 #[tokio::test]
 async fn a_quote_gone_before_the_fix_is_not_resolved_by_it() {
     let (repo, index, query) = reviewed_twice().await;
-    let rewritten = repo.read("src/stats.rs").replace(
-        "    sorted[index]\n",
+    rewrite_the_lookup(
+        &repo,
         "    let at = index;\n    sorted[at]\n",
+        "rename the index",
     );
-    repo.write("src/stats.rs", &rewritten);
-    repo.commit("rename the index");
-    let average = tool_reply(
-        &[(
-            "edit_file",
-            json!({"path": "src/stats.rs", "old_text": "    sum / values.len() as f64\n", "new_text": "    sum / values.len().max(1) as f64\n"}),
-        )],
-        usage(),
+    let average = stats_edit(
+        "    sum / values.len() as f64\n",
+        "    sum / values.len().max(1) as f64\n",
     );
     let script = ScriptedProvider::new([average, text_reply("Guarded the mean.", usage())]);
     let report = with_env(&repo, support::config(), script, async |env| {
@@ -181,12 +187,9 @@ async fn the_branchs_attributes_do_not_hide_a_fix() {
     let (repo, id) = reviewed().await;
     repo.write(".gitattributes", "*.rs -diff\n");
     repo.commit("attributes");
-    let guard = tool_reply(
-        &[(
-            "edit_file",
-            json!({"path": "src/stats.rs", "old_text": "    sorted[index]\n", "new_text": "    let index = index.min(sorted.len() - 1);\n    sorted[index]\n"}),
-        )],
-        usage(),
+    let guard = stats_edit(
+        "    sorted[index]\n",
+        "    let index = index.min(sorted.len() - 1);\n    sorted[index]\n",
     );
     let script = ScriptedProvider::new([guard, text_reply("Clamped.", usage())]);
     let report = fix_all(&repo, script).await;
@@ -198,12 +201,11 @@ async fn the_branchs_attributes_do_not_hide_a_fix() {
 #[tokio::test]
 async fn a_proof_stands_for_a_change_only_where_its_test_ran() {
     let (repo, _, query) = reviewed_twice().await;
-    let stats = repo.read("src/stats.rs").replace(
-        "    sorted[index]\n",
+    rewrite_the_lookup(
+        &repo,
         "    sorted[index.min(sorted.len() - 1)]\n",
+        "clamp the index",
     );
-    repo.write("src/stats.rs", &stats);
-    repo.commit("clamp the index");
     let commit = git(repo.path(), &["rev-parse", "HEAD"]);
     let missed = with_env(
         &repo,

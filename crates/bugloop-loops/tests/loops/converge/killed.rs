@@ -12,7 +12,7 @@ use bugloop_loops::converge::converge;
 use bugloop_report::converge::Exit;
 use tokio::sync::Notify;
 
-use super::{Held, Hold, audit, found_and_clamped, no_models, run};
+use super::{Held, Hold, audit, converging_after_one_fix, found_and_clamped, no_models, run};
 use crate::support::{self, Repo, StallingForge, git, stop_when};
 
 /// Converge on the checked-out branch, as `bugloop converge` runs it.
@@ -81,8 +81,7 @@ async fn a_run_stopped_after_a_verified_fix_is_gone_on_from_there() {
 async fn a_run_stopped_after_landing_leaves_its_description_to_the_next() {
     let repo = Repo::with_feature();
     let start = git(repo.path(), &["rev-parse", "HEAD"]);
-    let script = found_and_clamped(&repo);
-    audit(&script, vec![]);
+    let script = converging_after_one_fix(&repo);
     let forge =
         StallingForge::new(&repo, |write| matches!(write, Write::SetDescription { .. })).await;
     stop_when(&repo, &forge, Arc::new(script), &forge.stalled, converging).await;
