@@ -143,6 +143,23 @@ struct Turn<'a> {
     messages: &'a mut Vec<Message>,
 }
 
+impl Turn<'_> {
+    /// Writes `call` and its result to the transcript; the call's id.
+    fn record(&mut self, call: ToolCall, ok: bool, result: String) -> String {
+        record_call(self.transcript, self.number, call, ok, result)
+    }
+
+    /// The task's end by a tool's abort, written to the transcript.
+    fn aborted(&mut self, call: ToolCall, message: String) -> AgentError {
+        aborted(self.transcript, self.number, call, message)
+    }
+
+    /// Gives the model the result of its call `id`.
+    fn answer(&mut self, id: String, text: impl Into<String>) {
+        self.messages.push(Message::tool_result(id, text));
+    }
+}
+
 /// What a turn's calls came to.
 enum TurnEnd {
     /// The task's result.
@@ -598,27 +615,20 @@ impl Agent {
         turn: &mut Turn<'_>,
         follow_ups: &mut impl Iterator<Item = String>,
     ) -> Result<Submission, AgentError> {
-        let Turn {
-            registry,
-            number: turn,
-            transcript,
-            messages,
-        } = turn;
-        let turn = *turn;
-        match self.check_submission(registry, &call).await {
-            Err(ToolError::Abort(message)) => Err(aborted(transcript, turn, call, message)),
+        match self.check_submission(turn.registry, &call).await {
+            Err(ToolError::Abort(message)) => Err(turn.aborted(call, message)),
             Ok(value) => {
                 let next = follow_ups.next();
-                let id = record_call(transcript, turn, call, true, "submitted".into());
+                let id = turn.record(call, true, "submitted".into());
                 let Some(next) = next else {
                     return Ok(Submission::Final(value, id));
                 };
-                messages.push(Message::tool_result(id, "recorded"));
+                turn.answer(id, "recorded");
                 Ok(Submission::NextStage(next))
             }
             Err(ToolError::Model(message)) => {
-                let id = record_call(transcript, turn, call, false, message.clone());
-                messages.push(Message::tool_result(id, format!("error: {message}")));
+                let id = turn.record(call, false, message.clone());
+                turn.answer(id, format!("error: {message}"));
                 Ok(Submission::Refused)
             }
         }
@@ -650,23 +660,17 @@ impl Agent {
     /// Any other tool's call: its result (or error) goes back to the model; its abort ends the
     /// task. Whether the call was done (not refused).
     async fn call_tool(&self, call: ToolCall, turn: &mut Turn<'_>) -> Result<bool, AgentError> {
-        let Turn {
-            registry,
-            number: turn,
-            transcript,
-            messages,
-        } = turn;
-        let turn = *turn;
-        let result = registry
+        let result = turn
+            .registry
             .call(&self.context, &call.name, &call.arguments)
             .await;
         let (ok, text) = match result {
             Ok(text) => (true, text),
             Err(ToolError::Model(message)) => (false, format!("error: {message}")),
-            Err(ToolError::Abort(message)) => return Err(aborted(transcript, turn, call, message)),
+            Err(ToolError::Abort(message)) => return Err(turn.aborted(call, message)),
         };
-        let id = record_call(transcript, turn, call, ok, text.clone());
-        messages.push(Message::tool_result(id, text));
+        let id = turn.record(call, ok, text.clone());
+        turn.answer(id, text);
         Ok(ok)
     }
 

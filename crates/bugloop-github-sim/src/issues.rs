@@ -15,15 +15,10 @@ use crate::state::{Pull, PullSpec, SimIssue, State};
 
 /// Answers the requests about issues and created pull requests; `None` for everything else.
 pub(crate) fn route(state: &mut State, request: &Asked, rest: &[&str]) -> Option<Answer> {
-    let Asked {
-        login,
-        method,
-        query,
-        body,
-    } = *request;
+    let Asked { login, body, .. } = *request;
     let text = |key: &str| body.get(key).and_then(Value::as_str).map(str::to_owned);
     let number = |n: &str| n.parse::<u64>().ok();
-    Some(match (method, rest) {
+    Some(match (request.method, rest) {
         ("POST", ["issues"]) => {
             let Some(title) = text("title").filter(|t| !t.trim().is_empty()) else {
                 return Some(Answer::unprocessable("title", "title is required"));
@@ -51,12 +46,7 @@ pub(crate) fn route(state: &mut State, request: &Asked, rest: &[&str]) -> Option
             Answer::json(StatusCode::CREATED, issue_json(state, number)?)
         }
         ("GET", ["issues"]) => {
-            let param = |key: &str| {
-                query
-                    .split('&')
-                    .find_map(|pair| pair.strip_prefix(key)?.strip_prefix('='))
-                    .map(percent_decode)
-            };
+            let param = |key: &str| query_param(request.query, key);
             let (label, creator) = (param("labels"), param("creator"));
             let all = param("state").as_deref() == Some("all");
             let numbers: Vec<u64> = state
@@ -156,7 +146,7 @@ pub(crate) fn route(state: &mut State, request: &Asked, rest: &[&str]) -> Option
                 .collect();
             let issue = state.issues.get_mut(&n)?;
             for login in assignable {
-                if method == "DELETE" {
+                if request.method == "DELETE" {
                     issue.assignees.retain(|a| *a != login);
                 } else if !issue.assignees.contains(&login) {
                     issue.assignees.push(login);
@@ -176,12 +166,7 @@ pub(crate) fn route(state: &mut State, request: &Asked, rest: &[&str]) -> Option
             pull_json(state, n)?
         }
         ("GET", ["pulls"]) => {
-            let param = |key: &str| {
-                query
-                    .split('&')
-                    .find_map(|pair| pair.strip_prefix(key)?.strip_prefix('='))
-                    .map(percent_decode)
-            };
+            let param = |key: &str| query_param(request.query, key);
             let head = param("head");
             let open_only = param("state").as_deref() != Some("all");
             let numbers: Vec<u64> = state
@@ -489,4 +474,12 @@ pub(crate) fn pull_json(state: &State, number: u64) -> Option<Answer> {
         "base": {"label": format!("{}:{}", state.owner, spec.base_ref), "ref": spec.base_ref, "sha": spec.base_sha, "repo": {"full_name": full_name, "fork": false}},
         "html_url": format!("https://github.com/{full_name}/pull/{number}"),
     })))
+}
+
+/// The value of `key` in a request's query (`a=1&b=2`), decoded.
+fn query_param(query: &str, key: &str) -> Option<String> {
+    query
+        .split('&')
+        .find_map(|pair| pair.strip_prefix(key)?.strip_prefix('='))
+        .map(percent_decode)
 }
