@@ -30,9 +30,11 @@ use self::locate::{line_of, locate_error};
 /// configuration has it (a higher threshold, more ignored files, less weight on security are
 /// ignored and listed as trusted-only changes are: `looser.rs`). Every other key is trusted-only: commands (`fix`, `gate`, `solve`), the
 /// sandbox, models and providers (where tokens go, what they cost), budgets, identity and marker
-/// prefixes, labels, the converge loop's size, protected paths, the branch prefix, and
-/// `review.enable_web` and `review.web` (where the reviewer may send requests). New keys are
-/// trusted-only until they are listed here.
+/// prefixes, labels, the converge loop's size, protected paths, the branch prefix,
+/// `review.max_tokens_per_call` (the model's share of the change per call: a branch raised it
+/// past what the maintainer's model takes, or lowered it to 1 so that the review ran out of
+/// turns in 169 parts), and `review.enable_web` and `review.web` (where the reviewer may send
+/// requests). New keys are trusted-only until they are listed here.
 pub const BRANCH_SETTABLE: &[&str] = &[
     "review.threshold",
     "review.elevation_threshold",
@@ -44,7 +46,6 @@ pub const BRANCH_SETTABLE: &[&str] = &[
     "review.ignore_files",
     "review.dedup_line_window",
     "review.dedup_min_overlap",
-    "review.max_tokens_per_call",
 ];
 
 /// The keys a repository's own configuration (its base commit's file) may set when an operator

@@ -770,3 +770,24 @@ fn labels_github_would_refuse_are_refused_with_their_key() {
     ]);
     assert!(parse("labels:\n  revert: \"needs revert\"\n").is_ok());
 }
+
+/// The size of a model call is the maintainer's: a branch raised it past what their model
+/// takes (one call of the whole change), or lowered it to 1 (169 parts, the review out of
+/// turns). Ignored either way, and said.
+#[test]
+fn a_branch_cannot_size_the_model_calls() {
+    for size in ["10000000", "1"] {
+        let branch = format!("review:\n  max_tokens_per_call: {size}\n");
+        let loaded = load_layered(&with_branch(&branch, BranchConfig::ReviewSettings)).unwrap();
+        assert_eq!(loaded.config.review.max_tokens_per_call, 24_000);
+        let keys: Vec<(&str, Option<usize>)> = loaded
+            .ignored
+            .iter()
+            .map(|i| (i.key.as_str(), i.line))
+            .collect();
+        assert!(
+            keys.contains(&("review.max_tokens_per_call", Some(2))),
+            "{keys:?}"
+        );
+    }
+}

@@ -6,8 +6,8 @@
 use serde_yaml_ng::Value;
 
 /// Whether `branch`, the value the branch's file gives the settable review key `key` (dotted),
-/// shows or weighs fewer findings than `trusted`. Keys that decide no such thing (the size of a
-/// model call) are never looser.
+/// shows or weighs fewer findings than `trusted`. A key that decides no such thing is never
+/// looser.
 pub(super) fn is_looser(key: &str, branch: Option<&Value>, trusted: Option<&Value>) -> bool {
     let (Some(branch), Some(trusted)) = (branch, trusted) else {
         return false;
@@ -138,6 +138,6 @@ mod tests {
             "['gen/**', '!gen/keep/**', 'gen/keep/x/**']",
             trusted
         ));
-        assert!(!looser("review.max_tokens_per_call", "1000", "60000"));
+        assert!(!looser("review.not_a_strictness_key", "1000", "60000"));
     }
 }
