@@ -296,6 +296,8 @@ pub struct IgnoreMatcher {
     set: GlobSet,
     /// For each glob in `set`: the pattern it came from and whether it negates.
     owners: Vec<(usize, bool)>,
+    /// Each ignoring (not `!`) pattern as its path's components, for [`Self::may_match_below`].
+    components: Vec<Vec<String>>,
 }
 
 impl IgnoreMatcher {
@@ -304,6 +306,7 @@ impl IgnoreMatcher {
         IgnoreMatcher {
             set: GlobSet::empty(),
             owners: Vec::new(),
+            components: Vec::new(),
         }
     }
 
@@ -327,6 +330,7 @@ impl IgnoreMatcher {
         let mut builder = GlobSetBuilder::new();
         let mut globs = Vec::new();
         let mut owners = Vec::new();
+        let mut components = Vec::new();
         for (index, raw) in patterns.iter().enumerate() {
             let raw = raw.as_ref();
             let line = raw.trim();
@@ -354,6 +358,9 @@ impl IgnoreMatcher {
             } else {
                 format!("**/{body}")
             };
+            if !negated {
+                components.push(base.split('/').map(str::to_owned).collect());
+            }
             let mut texts = vec![format!("{base}/**")];
             if !dir_only {
                 texts.push(base);
@@ -368,7 +375,22 @@ impl IgnoreMatcher {
         let set = builder
             .build()
             .map_err(|error| too_complex(patterns, &globs, &owners, &error))?;
-        Ok(IgnoreMatcher { set, owners })
+        Ok(IgnoreMatcher {
+            set,
+            owners,
+            components,
+        })
+    }
+
+    /// Whether some path below the directory `dir` could match an ignoring pattern: what a
+    /// symbolic link at `dir` would bring under it (a link at `.github/workflows`, or at
+    /// `.github`, to a directory of the change's, for `.github/workflows/**`).
+    pub fn may_match_below(&self, dir: &str) -> bool {
+        let dir: Vec<&str> = dir.split('/').filter(|c| !c.is_empty()).collect();
+        self.components.iter().any(|pattern| {
+            let pattern: Vec<&str> = pattern.iter().map(String::as_str).collect();
+            below(&pattern, &dir)
+        })
     }
 
     pub fn is_empty(&self) -> bool {
@@ -394,6 +416,21 @@ impl IgnoreMatcher {
 
     pub fn is_ignored(&self, path: &str) -> bool {
         self.matched(path).is_some()
+    }
+}
+
+/// Whether a path that starts with `dir` and goes on below it can match `pattern` (components,
+/// `**` for any number of them, each other one a glob of one component).
+fn below(pattern: &[&str], dir: &[&str]) -> bool {
+    match (pattern.split_first(), dir.split_first()) {
+        // `dir` is all said: what is left of the pattern matches something below it.
+        (Some(_), None) => true,
+        // The pattern ended above `dir`: then `dir` itself matches, not only what is below it.
+        (None, _) => false,
+        (Some((&"**", rest)), Some((_, dir_rest))) => below(rest, dir) || below(pattern, dir_rest),
+        (Some((glob, rest)), Some((name, dir_rest))) => {
+            compile(glob).is_ok_and(|g| g.compile_matcher().is_match(name)) && below(rest, dir_rest)
+        }
     }
 }
 
@@ -432,6 +469,40 @@ fn compile(glob: &str) -> Result<Glob, globset::Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A link at a directory above a protected path, or at one a pattern spans, could bring
+    /// protected files under it; one beside them could not. A pattern that matches at any depth
+    /// could match below any directory.
+    #[test]
+    fn a_directory_may_hold_what_a_pattern_matches_below_it() {
+        let protected = IgnoreMatcher::new(&[
+            ".github/workflows/**",
+            ".bugloop/**",
+            "app/*/keys/*",
+            "!ci/**",
+        ])
+        .unwrap();
+        for (dir, may) in [
+            (".github", true),
+            (".github/workflows", true),
+            (".bugloop", true),
+            ("app", true),
+            ("app/web", true),
+            ("app/web/keys", true),
+            ("app/web/docs", false),
+            (".gitlab", false),
+            (".github/ISSUE_TEMPLATE", false),
+            ("ci", false),
+            ("docs/.github", false),
+        ] {
+            assert_eq!(protected.may_match_below(dir), may, "{dir}");
+        }
+        let anywhere = IgnoreMatcher::new(&["secrets/*.pem"]).unwrap();
+        assert!(!anywhere.may_match_below("ci"));
+        let anywhere = IgnoreMatcher::new(&["*.pem"]).unwrap();
+        assert!(anywhere.may_match_below("ci"));
+        assert!(!IgnoreMatcher::empty().may_match_below(".github"));
+    }
 
     #[test]
     fn a_name_that_is_not_utf8_is_known_however_a_model_writes_it() {

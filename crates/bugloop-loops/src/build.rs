@@ -616,15 +616,24 @@ fn model_unavailable(error: &bugloop_llm::LlmError) -> bool {
     }
 }
 
-/// The guardrail on `protected_paths`: a change that touches any of them is refused.
+/// The guardrail on `protected_paths`: a change that touches any of them is refused, and so is
+/// a symbolic link made, changed or removed where a protected path could be below it (a link
+/// at `.github/workflows` to a directory of the change's would bring its files in as
+/// workflows).
 fn touches_protected(
     env: &LoopEnv<'_>,
     changes: &Changes,
 ) -> Result<Option<BuildStatus>, BuildError> {
-    let files = changes.paths();
     let protected = IgnoreMatcher::new(&env.config().protected_paths)
         .map_err(|e| BuildError::Other(format!("protected_paths: {e}")))?;
-    let touched: Vec<&String> = files.iter().filter(|f| protected.is_ignored(f)).collect();
+    let touched: Vec<&String> = changes
+        .changes
+        .iter()
+        .filter(|c| {
+            protected.is_ignored(&c.path) || (c.is_symlink() && protected.may_match_below(&c.path))
+        })
+        .map(|c| &c.path)
+        .collect();
     if !touched.is_empty() {
         return Ok(Some(BuildStatus::Refused {
             guardrail: true,

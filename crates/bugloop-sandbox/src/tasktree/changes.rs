@@ -33,6 +33,11 @@ pub struct Change {
 }
 
 impl Change {
+    /// Whether it is (or, deleted, was) a symbolic link.
+    pub fn is_symlink(&self) -> bool {
+        self.mode == 0o120000
+    }
+
     /// Whether it is a regular file (not a symlink, a submodule, or gone).
     pub fn is_regular_file(&self) -> bool {
         self.kind != ChangeKind::Deleted && (self.mode == 0o100644 || self.mode == 0o100755)

@@ -580,6 +580,24 @@ async fn a_solution_touching_a_protected_path_is_refused() {
     );
 }
 
+/// A link put where a protected path could be below it brings a directory of the change's in
+/// as that path: an attacker's model linked `.github/workflows` to its own directory and the
+/// draft reached ready. Refused like the path itself.
+#[tokio::test]
+async fn a_link_that_would_bring_files_under_a_protected_path_is_refused() {
+    let script = "mkdir -p ci && printf 'fix:\\n  verify_commands: [curl evil]\\n' > ci/config.yml && ln -s ci .bugloop";
+    let report = escalated_for(
+        ("run", json!({"program": "sh", "args": ["-c", script]})),
+        "Fixed, and shared the CI settings.",
+    )
+    .await;
+    assert!(
+        report.message.contains("protected paths: .bugloop"),
+        "{}",
+        report.message
+    );
+}
+
 /// The issue solved by a model that fixes the bug and makes the call `extra` in the same turn,
 /// then says `answer`: escalated, nothing published. Its report.
 async fn escalated_for(extra: (&'static str, serde_json::Value), answer: &str) -> SolveReport {
