@@ -50,3 +50,13 @@ impl Answer {
         )
     }
 }
+
+/// An authenticated request as the routers read it: who sent it, its method, query and body
+/// (each router takes the part of the path it answers below).
+#[derive(Clone, Copy)]
+pub(crate) struct Asked<'a> {
+    pub login: &'a str,
+    pub method: &'a str,
+    pub query: &'a str,
+    pub body: &'a Value,
+}

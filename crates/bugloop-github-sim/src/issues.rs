@@ -9,8 +9,7 @@ use std::process::Command;
 use axum::http::StatusCode;
 use serde_json::{Value, json};
 
-use crate::answer::Answer;
-use crate::rest::Asked;
+use crate::answer::{Answer, Asked};
 use crate::state::{Pull, PullSpec, SimIssue, State};
 
 /// Answers the requests about issues and created pull requests; `None` for everything else.

@@ -7,7 +7,7 @@ use axum::http::{HeaderMap, HeaderValue, Request, Response, StatusCode};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::answer::Answer;
+use crate::answer::{Answer, Asked};
 use crate::state::{Fault, IssueComment, RequestRecord, ReviewComment, State, timestamp};
 use crate::{MAX_BODY_CHARS, Shared, lock};
 
@@ -216,16 +216,6 @@ fn authenticated(state: &State, headers: &HeaderMap) -> Option<String> {
         return None;
     }
     state.tokens.get(token).cloned()
-}
-
-/// An authenticated request as the routers read it: who sent it, its method, query and body
-/// (each router takes the part of the path it answers below).
-#[derive(Clone, Copy)]
-pub(crate) struct Asked<'a> {
-    pub login: &'a str,
-    pub method: &'a str,
-    pub query: &'a str,
-    pub body: &'a Value,
 }
 
 fn route(state: &mut State, request: &Asked, path: &str) -> Answer {
