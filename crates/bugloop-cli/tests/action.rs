@@ -80,10 +80,27 @@ fn opened_as(
     extra: &[(&str, &str)],
     model: &str,
 ) -> (Run, String) {
-    let payload = webhook_example("pull_request", "opened", fixture);
-    let run = action_as(user, fixture, "pull_request", &payload, extra, model);
+    let run = run_on_opened(user, fixture, extra, model);
     let output = run.ok();
     (run, output)
+}
+
+/// [`opened_as`] with a model that reports the off-by-one (its script written in `scripts`):
+/// the run.
+fn reviewed_as(user: Option<u32>, fixture: &PullRequestFixture, scripts: &Path) -> Run {
+    let (run, _) = opened_as(user, fixture, &[], &review_script(scripts));
+    run
+}
+
+/// [`action_as`] `user` on a pull request's `opened` event, however it ends.
+fn run_on_opened(
+    user: Option<u32>,
+    fixture: &PullRequestFixture,
+    extra: &[(&str, &str)],
+    model: &str,
+) -> Run {
+    let payload = webhook_example("pull_request", "opened", fixture);
+    action_as(user, fixture, "pull_request", &payload, extra, model)
 }
 
 /// Runs `bugloop action` on `event` (its payload written to the event file) as the user `user`
@@ -196,8 +213,7 @@ fn text(output: &Output) -> String {
 async fn a_pull_request_event_reviews_and_writes_summary_sarif_and_comments() {
     let fixture = PullRequestFixture::new(FixtureOptions::default()).await;
     let scripts = tempfile::tempdir().unwrap();
-    let model = review_script(scripts.path());
-    let (run, _) = opened_as(None, &fixture, &[], &model);
+    let run = reviewed_as(None, &fixture, scripts.path());
     assert_contains(&text(&run.output), "Index one past the end");
     assert!(
         run.summary

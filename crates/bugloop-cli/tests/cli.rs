@@ -130,6 +130,7 @@ fn doctor_reports_and_fails_on_a_missing_model() {
     let (code, stdout) = doctor(&[("BUGLOOP_MODEL__DEFAULT", model)]);
     assert_eq!(code, Some(1), "{stdout}");
     let lines: Vec<&str> = stdout.lines().collect();
+    let a_line_starts = |start: &str| lines.iter().any(|l| l.starts_with(start));
     assert!(lines.iter().any(|l| l.contains(" sandbox: ")), "{stdout}");
     // Which protections are in force, one line each.
     for protection in [
@@ -142,21 +143,13 @@ fn doctor_reports_and_fails_on_a_missing_model() {
         "ok      sandbox private /tmp: ",
         "ok      sandbox workspace disk use: ",
     ] {
-        assert!(
-            lines.iter().any(|l| l.starts_with(protection)),
-            "{protection}\n{stdout}"
-        );
+        assert!(a_line_starts(protection), "{protection}\n{stdout}");
     }
     assert!(
         lines.iter().any(|l| l.contains("sandbox process limit: ")),
         "{stdout}"
     );
-    assert!(
-        lines
-            .iter()
-            .any(|l| l.starts_with("ok      git: git version")),
-        "{stdout}"
-    );
+    assert!(a_line_starts("ok      git: git version"), "{stdout}");
     assert!(
         lines.contains(&"info    model: local:/nonexistent/model.gguf"),
         "{stdout}"
@@ -169,9 +162,7 @@ fn doctor_reports_and_fails_on_a_missing_model() {
     );
     // Each analyzer with its version (the test set-up installs the pinned ones).
     assert!(
-        lines
-            .iter()
-            .any(|l| l.starts_with("ok      analyzer ruff: ruff 0.17.5")),
+        a_line_starts("ok      analyzer ruff: ruff 0.17.5"),
         "{stdout}"
     );
 }

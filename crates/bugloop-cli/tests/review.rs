@@ -9,6 +9,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use bugloop_github_sim::fixture::review_lines;
+use bugloop_testkit::json::entry_where;
 use bugloop_testkit::{TestRepo, assert_contains, assert_starts_with, git};
 use serde_json::{Value, json};
 
@@ -47,13 +48,28 @@ const LAST: &str = "\npub fn last(v: &[u8]) -> u8 {\n    v[v.len()]\n}\n";
 
 /// main with lib.rs; the branch `feature` adds `last`, which indexes one past the end (line 6).
 fn repo() -> TestRepo {
+    repo_adding(LAST)
+}
+
+/// main with lib.rs; the branch `feature`, checked out, appends `added` to it.
+fn repo_adding(added: &str) -> TestRepo {
     let repo = TestRepo::init("main");
     repo.write("lib.rs", LIB);
     repo.commit("one");
     repo.branch("feature");
-    repo.write("lib.rs", &format!("{LIB}{LAST}"));
+    repo.write("lib.rs", &format!("{LIB}{added}"));
     repo.commit("two");
     repo
+}
+
+/// [`repo`] with a commit on `feature` adding a file whose name is the bytes `name` (not
+/// necessarily UTF-8), holding `text`.
+fn repo_with_file_named(name: &[u8], text: &str) -> TestRepo {
+    let dir = repo();
+    std::fs::write(dir.path().join(std::ffi::OsStr::from_bytes(name)), text).unwrap();
+    git(dir.path(), &["add", "-A"]);
+    git(dir.path(), &["commit", "-qm", "odd name"]);
+    dir
 }
 
 /// A script: the finding in pass 1, then passes 2-4.
@@ -105,6 +121,19 @@ fn bugloop(dir: &Path, args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// `bugloop review --format json` in `dir` with `model`, which must end well: the report.
+fn review_report(dir: &Path, model: &str) -> Value {
+    json_output(dir, &["review", "--model", model, "--format", "json"], 0)
+}
+
+/// The off-by-one reported by a model, written to a directory of its own (which the caller
+/// keeps while it uses the model): the directory and the `--model` value.
+fn off_by_one_model() -> (tempfile::TempDir, String) {
+    let scripts = tempfile::tempdir().unwrap();
+    let model = script(scripts.path(), &[off_by_one()]);
+    (scripts, model)
+}
+
 /// `bugloop args...` in `dir`, which must end with exit status `code`: what it printed, as JSON.
 fn json_output(dir: &Path, args: &[&str], code: i32) -> Value {
     let output = bugloop(dir, args);
@@ -133,6 +162,21 @@ fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
+/// The official SARIF 2.1.0 schema. It writes one pattern with a stray `]` (a literal in
+/// ECMAScript regexes, an error in Rust's); escaping it keeps the meaning and lets the validator
+/// compile it.
+fn sarif_schema() -> Value {
+    let official = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/schemas/sarif-2.1.0-rtm.5.json"
+    ))
+    .unwrap();
+    let typo = r#""^[a-zA-Z]{2}|^[a-zA-Z]{2}-[a-zA-Z]{2}]?$""#;
+    assert!(official.contains(typo));
+    serde_json::from_str(&official.replace(typo, r#""^[a-zA-Z]{2}|^[a-zA-Z]{2}-[a-zA-Z]{2}\\]?$""#))
+        .unwrap()
+}
+
 fn validate(schema: &Value, instance: &Value) {
     let validator = jsonschema::validator_for(schema).unwrap();
     let errors: Vec<String> = validator
@@ -145,8 +189,7 @@ fn validate(schema: &Value, instance: &Value) {
 #[test]
 fn every_format_and_the_fail_on_exit_code() {
     let dir = repo();
-    let scripts = tempfile::tempdir().unwrap();
-    let model = script(scripts.path(), &[off_by_one()]);
+    let (_scripts, model) = off_by_one_model();
 
     let text = bugloop(dir.path(), &["review", "--model", &model, "--fail-on", "8"]);
     assert_exit(&text, 1);
@@ -194,20 +237,7 @@ fn every_format_and_the_fail_on_exit_code() {
         &["review", "--full", "--model", &model, "--format", "sarif"],
     );
     let sarif: Value = serde_json::from_str(&stdout(&sarif_run)).unwrap();
-    // The official schema writes one pattern with a stray `]` (a literal in ECMAScript regexes,
-    // an error in Rust's); escaping it keeps the meaning and lets the validator compile it.
-    let official = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/schemas/sarif-2.1.0-rtm.5.json"
-    ))
-    .unwrap();
-    let typo = r#""^[a-zA-Z]{2}|^[a-zA-Z]{2}-[a-zA-Z]{2}]?$""#;
-    assert!(official.contains(typo));
-    let sarif_schema: Value = serde_json::from_str(
-        &official.replace(typo, r#""^[a-zA-Z]{2}|^[a-zA-Z]{2}-[a-zA-Z]{2}\\]?$""#),
-    )
-    .unwrap();
-    validate(&sarif_schema, &sarif);
+    validate(&sarif_schema(), &sarif);
     assert_eq!(
         sarif["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["region"]["startLine"],
         6
@@ -258,8 +288,7 @@ fn no_change_and_dry_runs() {
     assert_starts_with(&stdout(&markdown), "## bugloop review\n\nNothing to review");
 
     git(dir.path(), &["switch", "-q", "feature"]);
-    let scripts = tempfile::tempdir().unwrap();
-    let model = script(scripts.path(), &[off_by_one()]);
+    let (_scripts, model) = off_by_one_model();
     let dry = bugloop(
         dir.path(),
         &["review", "--model", &model, "--dry-run", "--format", "json"],
@@ -278,8 +307,7 @@ fn repositories_without_commits_and_detached_heads() {
     let output = bugloop(dir.path(), &["review", "--model", "script:/nonexistent"]);
     assert_eq!(output.status.code(), Some(2));
     assert_contains(&stderr(&output), "no commits yet");
-    let scripts = tempfile::tempdir().unwrap();
-    let model = script(scripts.path(), &[off_by_one()]);
+    let (_scripts, model) = off_by_one_model();
     let report = json_output(
         dir.path(),
         &["review", "--working", "--model", &model, "--format", "json"],
@@ -289,11 +317,7 @@ fn repositories_without_commits_and_detached_heads() {
 
     let dir = repo();
     git(dir.path(), &["switch", "-q", "--detach", "HEAD"]);
-    let report = json_output(
-        dir.path(),
-        &["review", "--model", &model, "--format", "json"],
-        0,
-    );
+    let report = review_report(dir.path(), &model);
     assert!(
         report["change"]["key"]
             .as_str()
@@ -364,8 +388,7 @@ fn binary_huge_and_non_utf8_files_are_reviewed_or_listed() {
     std::fs::write(dir.path().join(odd), "fn odd() {}\n").unwrap();
     git(dir.path(), &["add", "-A"]);
     git(dir.path(), &["commit", "-qm", "assets"]);
-    let scripts = tempfile::tempdir().unwrap();
-    let model = script(scripts.path(), &[off_by_one()]);
+    let (_scripts, model) = off_by_one_model();
     let output = bugloop(
         dir.path(),
         &["review", "--model", &model, "--format", "json"],
@@ -386,24 +409,16 @@ fn binary_huge_and_non_utf8_files_are_reviewed_or_listed() {
 fn a_file_whose_name_is_not_utf8_carries_a_finding() {
     // git's quoted form names the bytes `bad\xff.py` exactly; U+FFFD would name no file.
     let shown_name = r#""bad\377.py""#;
-    let dir = repo();
-    std::fs::write(
-        dir.path().join(std::ffi::OsStr::from_bytes(b"bad\xff.py")),
+    let dir = repo_with_file_named(
+        b"bad\xff.py",
         "def first(items):\n    return items[len(items)]\n",
-    )
-    .unwrap();
-    git(dir.path(), &["add", "-A"]);
-    git(dir.path(), &["commit", "-qm", "odd name"]);
+    );
     let scripts = tempfile::tempdir().unwrap();
     let finding = json!({"file": shown_name, "line": 2, "evidence": "return items[len(items)]",
         "title": "Index past the end", "description": "`items[len(items)]` always raises IndexError.",
         "score": 8, "category": "logic"});
     let model = script(scripts.path(), &[finding]);
-    let report = json_output(
-        dir.path(),
-        &["review", "--model", &model, "--format", "json"],
-        0,
-    );
+    let report = review_report(dir.path(), &model);
     assert_eq!(report["dropped"], json!([]), "{report:#}");
     // No analyzer can be given such a name: said, not a silent way past them.
     assert_eq!(
@@ -447,14 +462,7 @@ fn a_file_whose_name_is_not_utf8_carries_a_finding() {
 /// way the model writes it: as the diff shows it, without the quotes, or decoded as Latin-1.
 #[test]
 fn a_latin1_file_name_keeps_its_finding_however_the_model_writes_it() {
-    let dir = repo();
-    std::fs::write(
-        dir.path().join(std::ffi::OsStr::from_bytes(b"caf\xe9.txt")),
-        "user = admin\npassword = hunter2\n",
-    )
-    .unwrap();
-    git(dir.path(), &["add", "-A"]);
-    git(dir.path(), &["commit", "-qm", "latin-1 name"]);
+    let dir = repo_with_file_named(b"caf\xe9.txt", "user = admin\npassword = hunter2\n");
     let scripts = tempfile::tempdir().unwrap();
     for written in [r#""caf\351.txt""#, r"caf\351.txt", "café.txt"] {
         let finding = json!({"file": written, "line": 2, "evidence": "password = hunter2",
@@ -467,12 +475,7 @@ fn a_latin1_file_name_keeps_its_finding_however_the_model_writes_it() {
             0,
         );
         assert_eq!(report["dropped"], json!([]), "{written}: {report:#}");
-        let published = report["findings"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|f| f["title"] == "Password committed")
-            .unwrap_or_else(|| panic!("{written}: {report:#}"));
+        let published = entry_where(&report["findings"], "title", "Password committed");
         assert_eq!(published["file"], r#""caf\351.txt""#, "{written}");
         assert_eq!(published["placement"], "line", "{written}");
     }
@@ -487,8 +490,7 @@ fn a_damaged_store_is_reported_and_can_be_reset() {
     let store = dir.path().join(".git/bugloop/store.db");
     std::fs::create_dir_all(store.parent().unwrap()).unwrap();
     std::fs::write(&store, "garbage ".repeat(1000)).unwrap();
-    let scripts = tempfile::tempdir().unwrap();
-    let model = script(scripts.path(), &[off_by_one()]);
+    let (_scripts, model) = off_by_one_model();
     let output = bugloop(dir.path(), &["review", "--model", &model]);
     assert_eq!(output.status.code(), Some(2));
     let message = stderr(&output);
@@ -510,13 +512,8 @@ fn a_damaged_store_is_reported_and_can_be_reset() {
 /// of the scripts and the finding's id.
 fn reviewed() -> (TestRepo, tempfile::TempDir, String) {
     let dir = repo();
-    let scripts = tempfile::tempdir().unwrap();
-    let model = script(scripts.path(), &[off_by_one()]);
-    let output = bugloop(
-        dir.path(),
-        &["review", "--model", &model, "--format", "json"],
-    );
-    let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let (scripts, model) = off_by_one_model();
+    let report = review_report(dir.path(), &model);
     let id = report["findings"][0]["id"].as_str().unwrap().to_owned();
     (dir, scripts, id)
 }
@@ -568,8 +565,7 @@ fn staged_changes_are_reviewed_as_staged() {
     // Not staged: line 6 is different on disk.
     let on_disk = format!("{LIB}\npub fn last(v: &[u8]) -> u8 {{\n    v[0]\n}}\n");
     std::fs::write(dir.path().join("lib.rs"), &on_disk).unwrap();
-    let scripts = tempfile::tempdir().unwrap();
-    let model = script(scripts.path(), &[off_by_one()]);
+    let (_scripts, model) = off_by_one_model();
     let report = json_output(
         dir.path(),
         &["review", "--staged", "--model", &model, "--format", "json"],
@@ -601,8 +597,7 @@ fn a_branch_that_is_not_checked_out_is_reviewed_in_a_task_tree() {
     let dir = repo();
     git(dir.path(), &["switch", "-q", "main"]);
     let before = user_view(dir.path());
-    let scripts = tempfile::tempdir().unwrap();
-    let model = script(scripts.path(), &[off_by_one()]);
+    let (_scripts, model) = off_by_one_model();
     let report = json_output(
         dir.path(),
         &[
@@ -634,11 +629,7 @@ fn an_end_line_of_zero_publishes() {
     let mut finding = off_by_one();
     finding["end_line"] = json!(0);
     let model = script(scripts.path(), &[finding]);
-    let report = json_output(
-        dir.path(),
-        &["review", "--model", &model, "--format", "json"],
-        0,
-    );
+    let report = review_report(dir.path(), &model);
     assert_eq!(
         report["findings"].as_array().unwrap().len(),
         1,
@@ -709,15 +700,7 @@ fn comment_exit_codes_say_what_happened() {
 #[test]
 fn control_sequences_from_a_change_or_a_model_are_printed_escaped() {
     let line = "    v[v.len()] // \x1b]0;owned\x07\x1b[2K\x1b[1A";
-    let repo = TestRepo::init("main");
-    repo.write("lib.rs", LIB);
-    repo.commit("one");
-    repo.branch("feature");
-    repo.write(
-        "lib.rs",
-        &format!("{LIB}\npub fn last(v: &[u8]) -> u8 {{\n{line}\n}}\n"),
-    );
-    repo.commit("two");
+    let repo = repo_adding(&format!("\npub fn last(v: &[u8]) -> u8 {{\n{line}\n}}\n"));
     let scripts = tempfile::tempdir().unwrap();
     let mut finding = off_by_one();
     finding["evidence"] = json!(line.trim());

@@ -285,13 +285,7 @@ impl Cluster {
     /// Every pull request carries the finding once and bugloop's summary once.
     fn assert_each_finding_written_once(&self) {
         for number in 1..=PULLS {
-            let findings: Vec<_> = self
-                .fixture
-                .sim
-                .review_comments(number)
-                .into_iter()
-                .filter(|c| c.author == APP)
-                .collect();
+            let findings = self.app_review_comments(number);
             assert_eq!(findings.len(), 1, "#{number}: {findings:#?}");
             assert!(findings[0].body.contains("Index one past the end"));
             let summaries: Vec<_> = self
@@ -303,6 +297,12 @@ impl Cluster {
                 .collect();
             assert_eq!(summaries.len(), 1, "#{number}: {summaries:#?}");
         }
+    }
+
+    /// The review comments bugloop's App wrote on pull request `number`.
+    fn app_review_comments(&self, number: u64) -> Vec<bugloop_github_sim::ReviewComment> {
+        let comments = self.fixture.sim.review_comments(number).into_iter();
+        comments.filter(|c| c.author == APP).collect()
     }
 }
 
@@ -594,13 +594,7 @@ async fn sigterm_hands_a_job_that_outlasts_the_grace_back_and_the_next_server_fi
     let second = cluster.server("node-b");
     let jobs = cluster.settled(&[&second], Duration::from_secs(120)).await;
     assert_eq!(jobs[0]["state"], "done", "{jobs:#?}");
-    let findings: Vec<_> = cluster
-        .fixture
-        .sim
-        .review_comments(1)
-        .into_iter()
-        .filter(|c| c.author == APP)
-        .collect();
+    let findings = cluster.app_review_comments(1);
     assert_eq!(findings.len(), 1, "{findings:#?}");
     second.signal("-TERM");
 }

@@ -15,6 +15,18 @@ fn load(path: &Path) -> Value {
     serde_yaml_ng::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
+/// Fails the test if a `run:` script of `job` (in the workflow `name`) holds a `${{ }}`
+/// expression: the value is pasted into the script, so whoever writes it writes code.
+#[track_caller]
+fn assert_no_expression_in_a_script(name: &str, job: &Value) {
+    for script in scripts(&job["steps"]) {
+        assert!(
+            !script.contains("${{"),
+            "{name}: an expression in a script:\n{script}"
+        );
+    }
+}
+
 /// Every `run:` script in a list of steps.
 fn scripts(steps: &Value) -> Vec<String> {
     steps
@@ -82,12 +94,7 @@ fn every_example_workflow_is_safe_to_copy() {
             "{name}: a bugloop run is never cancelled half way"
         );
         for (_, job) in workflow["jobs"].as_mapping().unwrap() {
-            for script in scripts(&job["steps"]) {
-                assert!(
-                    !script.contains("${{"),
-                    "{name}: an expression in a script:\n{script}"
-                );
-            }
+            assert_no_expression_in_a_script(&name.to_string(), job);
             let bugloop = job["steps"]
                 .as_sequence()
                 .unwrap()
@@ -191,12 +198,7 @@ fn the_projects_own_workflows_are_safe() {
             "{name}: no permissions"
         );
         for (_, job) in workflow["jobs"].as_mapping().unwrap() {
-            for script in scripts(&job["steps"]) {
-                assert!(
-                    !script.contains("${{"),
-                    "{name}: an expression in:\n{script}"
-                );
-            }
+            assert_no_expression_in_a_script(&name, job);
         }
         names.push(name);
     }

@@ -1,8 +1,9 @@
 //! Test support shared by bugloop's suites (a dev-dependency only): git run in the repositories
 //! the tests build, a builder for those repositories, what scripted models say (`model`),
 //! running a scenario as root and again as uid 65534 (`users`), what GitHub publishes for tests
-//! and an App's key (`github`), and the checkout's root. Every helper panics with git's message
-//! on failure, since a test that cannot build its fixture has failed.
+//! and an App's key (`github`), reading the JSON reports bugloop prints (`json`), and the
+//! checkout's root. Every helper panics with git's message on failure, since a test that cannot
+//! build its fixture has failed.
 //!
 //! This is the tests' own git, run plainly (hooks and the user's configuration apply) as a
 //! developer would run it; bugloop's own git is `bugloop-git`.
@@ -16,6 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 pub mod github;
+pub mod json;
 pub mod labels;
 pub mod model;
 pub mod postgres;

@@ -3,6 +3,7 @@
 
 use bugloop_github_sim::fixture::{FixtureOptions, PullRequestFixture, review_lines, script_file};
 use bugloop_testkit::assert_contains;
+use bugloop_testkit::json::entry_where;
 use serde_json::Value;
 
 use super::text;
@@ -37,12 +38,7 @@ async fn an_analyzers_hit_is_a_line_comment_and_a_sarif_result_under_its_rule() 
     let sarif: Value =
         serde_json::from_str(&std::fs::read_to_string(&sarif_path).unwrap()).unwrap();
     let run0 = &sarif["runs"][0];
-    let result = run0["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["ruleId"] == "ruff/S608")
-        .unwrap_or_else(|| panic!("{sarif:#}"));
+    let result = entry_where(&run0["results"], "ruleId", "ruff/S608");
     let rule = &run0["tool"]["driver"]["rules"][result["ruleIndex"].as_u64().unwrap() as usize];
     assert_eq!(rule["id"], "ruff/S608");
     assert_eq!(

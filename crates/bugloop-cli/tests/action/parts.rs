@@ -5,11 +5,9 @@
 use bugloop_testkit::assert_contains;
 use serde_json::{Value, json};
 
-use bugloop_github_sim::fixture::{
-    FixtureOptions, PullRequestFixture, off_by_one, script_file, webhook_example,
-};
+use bugloop_github_sim::fixture::{FixtureOptions, PullRequestFixture, off_by_one, script_file};
 
-use super::{Run, action_as, text};
+use super::{Run, run_on_opened, text};
 
 /// A second file the pull request adds, large enough for a part of its own.
 const UTIL: &str = "pub fn ratio(done: u32, total: u32) -> u32 {\n    // How much of the work is done, in percent of the total amount of work.\n    done * 100 / total\n}\n";
@@ -30,12 +28,9 @@ fn review_in_parts(fixture: &PullRequestFixture, model: &str) -> Run {
 
 /// [`review_in_parts`] as the user `user` (`None`: this test's).
 fn review_in_parts_as(user: Option<u32>, fixture: &PullRequestFixture, model: &str) -> Run {
-    let payload = webhook_example("pull_request", "opened", fixture);
-    action_as(
+    run_on_opened(
         user,
         fixture,
-        "pull_request",
-        &payload,
         &[("BUGLOOP_REVIEW__MAX_TOKENS_PER_CALL", "100")],
         model,
     )

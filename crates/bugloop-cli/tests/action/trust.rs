@@ -14,7 +14,10 @@ use bugloop_github_sim::fixture::{
 use bugloop_testkit::assert_contains;
 use serde_json::json;
 
-use super::{action_as, comment_event, fixing_script, opened_as, review_script, text};
+use super::{
+    action_as, comment_event, fixing_script, opened_as, review_script, reviewed_as, run_on_opened,
+    text,
+};
 
 fn git(dir: &Path, args: &[&str]) {
     let status = Command::new("git")
@@ -86,17 +89,8 @@ for_each_user! {
         std::os::unix::fs::symlink(&target, fixture.workspace().join("bugloop.sarif")).unwrap();
         let scripts = tempfile::tempdir().unwrap();
         let model = review_script(scripts.path());
-        let payload = webhook_example("pull_request", "opened", &fixture);
         // A runner without RUNNER_TEMP.
-        let run = action_as(
-            user,
-            &fixture,
-            "pull_request",
-            &payload,
-            &[("RUNNER_TEMP", "")],
-            &model,
-        );
-        run.ok();
+        let (run, _) = opened_as(user, &fixture, &[("RUNNER_TEMP", "")], &model);
         assert_eq!(
             std::fs::read_to_string(&target).unwrap(),
             "the runner's own file\n"
@@ -120,10 +114,7 @@ for_each_user! {
     async fn a_duplicate_an_earlier_run_left_is_removed_by_the_next(user) {
         let fixture = PullRequestFixture::new(FixtureOptions::default()).await;
         let scripts = tempfile::tempdir().unwrap();
-        let payload = webhook_example("pull_request", "opened", &fixture);
-        let model = review_script(scripts.path());
-        let first = action_as(user, &fixture, "pull_request", &payload, &[], &model);
-        first.ok();
+        reviewed_as(user, &fixture, scripts.path());
         let comments = fixture.finding_comments();
         assert_eq!(comments.len(), 1);
         // What a run whose listing lagged behind its own write leaves: the same finding twice.
@@ -137,9 +128,7 @@ for_each_user! {
         );
         assert_eq!(fixture.finding_comments().len(), 2);
         // A later run that adds nothing (the same head, nothing new) still cleans it up.
-        let model = review_script(scripts.path());
-        let again = action_as(user, &fixture, "pull_request", &payload, &[], &model);
-        again.ok();
+        reviewed_as(user, &fixture, scripts.path());
         let left = fixture.finding_comments();
         assert_eq!(left.len(), 1, "{left:#?}");
         assert_eq!(left[0].id, original.id, "the oldest stays");
@@ -189,15 +178,7 @@ for_each_user! {
             ..FixtureOptions::default()
         })
         .await;
-        let payload = webhook_example("pull_request", "opened", &fixture);
-        let run = action_as(
-            user,
-            &fixture,
-            "pull_request",
-            &payload,
-            &[],
-            "stub:any-model",
-        );
+        let run = run_on_opened(user, &fixture, &[], "stub:any-model");
         let output = text(&run.output);
         let mut published = run.summary;
         published.push_str(&comments_text(&fixture));
@@ -218,8 +199,7 @@ for_each_user! {
     async fn a_comment_github_never_issued_is_refused(user) {
         let fixture = PullRequestFixture::new(FixtureOptions::default()).await;
         let scripts = tempfile::tempdir().unwrap();
-        let review = review_script(scripts.path());
-        opened_as(user, &fixture, &[], &review);
+        reviewed_as(user, &fixture, scripts.path());
         let payload = comment_event(&fixture, "issue_comment", 987_654_321, "@bugloop fix all");
         let fixing = fixing_script(scripts.path());
         let before = fixture.origin_head();
@@ -322,8 +302,7 @@ for_each_user! {
         let fixture = PullRequestFixture::new(FixtureOptions::default()).await;
         fixture.sim.set_permission("alice", "read");
         let scripts = tempfile::tempdir().unwrap();
-        let review = review_script(scripts.path());
-        opened_as(user, &fixture, &[], &review);
+        reviewed_as(user, &fixture, scripts.path());
         let root = fixture.finding_comments()[0].clone();
         let said = "Not a bug: callers check the length first.";
         let reply = fixture
@@ -401,15 +380,13 @@ for_each_user! {
 async fn mentions_the_model_writes_notify_nobody() {
     let fixture = PullRequestFixture::new(FixtureOptions::default()).await;
     let scripts = tempfile::tempdir().unwrap();
-    let payload = webhook_example("pull_request", "opened", &fixture);
     let mut finding = off_by_one();
     finding["title"] = json!("Index one past the end, cc @mallory");
     finding["description"] =
         json!("`v[v.len()]` always panics.\n\n@acme/security please look, and @mallory too.");
     finding["suggestion"] = json!("Ask @mallory, then use `v[v.len() - 1]`.");
     let model = script_file(scripts.path(), &review_lines(&[finding]));
-    let run = action_as(None, &fixture, "pull_request", &payload, &[], &model);
-    run.ok();
+    opened_as(None, &fixture, &[], &model);
     let comments = fixture.finding_comments();
     assert_eq!(comments.len(), 1);
     let mut published: Vec<String> = comments.iter().map(|c| c.body.clone()).collect();

@@ -70,13 +70,13 @@ pub(crate) fn bugloop(dir: &Path, args: &[&str], stdin: &str) -> Output {
 
 #[test]
 fn a_reported_crash_is_solved_to_a_ready_draft() {
-    let repo = TestRepo::init("main");
-    repo.write("app/models.py", BUGGY);
-    repo.write(
-        ".bugloop/config.yml",
-        "solve:\n  test_commands:\n    - grep -qF 'items[-1]' app/models.py\n",
-    );
-    repo.commit("models");
+    let repo = TestRepo::with_files(&[
+        ("app/models.py", BUGGY),
+        (
+            ".bugloop/config.yml",
+            "solve:\n  test_commands:\n    - grep -qF 'items[-1]' app/models.py\n",
+        ),
+    ]);
     let reported = bugloop(repo.path(), &["report", "--format", "json"], TRACE);
     assert_eq!(reported.status.code(), Some(0), "{}", text(&reported));
     let issue: Value = serde_json::from_slice(&reported.stdout).unwrap();
@@ -194,15 +194,25 @@ fn comment_divides_by_zero(runner: &Runner, dir: &Path, line: &str, reviewer: &s
     runner.ok(dir, &args, "")
 }
 
+/// A review round's answer to a reviewer who asks for the empty list: `mean` guarded
+/// ([`GUARDED`]) and a test of it.
+fn guarded_round() -> [Value; 2] {
+    [
+        json!({"tool_calls": [
+            write("stats.py", GUARDED),
+            write("test_stats.py", &format!("{MEAN_TEST}\n    def test_empty(self):\n        self.assertEqual(mean([]), 0)\n")),
+        ]}),
+        json!({"text": "An empty list has mean 0 now; tested."}),
+    ]
+}
+
 const MEAN_TEST: &str = "import unittest\n\nfrom stats import mean\n\n\nclass MeanTest(unittest.TestCase):\n    def test_mean(self):\n        self.assertEqual(mean([1, 2, 3]), 2)\n";
 
 /// A chained traceback is titled by the exception raised last (the one that went uncaught),
 /// and a JSON log line at ERROR with a crash's trace is as severe as the bare trace.
 #[test]
 fn a_chained_traceback_is_the_last_error_and_a_logged_crash_is_high() {
-    let repo = TestRepo::init("main");
-    repo.write("app/models.py", BUGGY);
-    repo.commit("models");
+    let repo = TestRepo::with_files(&[("app/models.py", BUGGY)]);
     let chained = format!(
         "Traceback (most recent call last):\n  File \"/srv/app/app/models.py\", line 2, in last\n    return items[len(items)]\nIndexError: list index out of range\n\nDuring handling of the above exception, another exception occurred:\n\n{}",
         "Traceback (most recent call last):\n  File \"/srv/app/app/models.py\", line 1, in last\n    def last(items):\nRuntimeError: no last item\n"

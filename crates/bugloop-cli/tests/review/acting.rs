@@ -74,30 +74,18 @@ fn a_fix_killed_mid_run_leaves_the_user_tree_as_it_was() {
             json!({"name": "edit_file", "arguments": {"path": "lib.rs", "old_text": "v[v.len()]", "new_text": "v[v.len() - 1]"}}),
         ],
     );
-    let mut child = Command::new(env!("CARGO_BIN_EXE_bugloop"))
-        .args(["fix", "--all", "--trust-branch-config", "--model", &model])
-        .current_dir(dir.path())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = start(
+        dir.path(),
+        &["fix", "--all", "--trust-branch-config", "--model", &model],
+    );
     // Wait until the agent's edit is in the worktree (the verify command is running then).
     let worktrees = dir.path().join(".git/bugloop/tasks");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    loop {
-        let edited = walk(&worktrees).iter().any(|p| {
+    wait_until(30_000, 50, "the fix never started", || {
+        walk(&worktrees).iter().any(|p| {
             p.ends_with("lib.rs")
                 && std::fs::read_to_string(p).is_ok_and(|t| t.contains("v.len() - 1"))
-        });
-        if edited {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the fix never started"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+        })
+    });
     std::thread::sleep(std::time::Duration::from_millis(300));
     child.kill().unwrap();
     child.wait().unwrap();
@@ -114,6 +102,28 @@ fn a_fix_killed_mid_run_leaves_the_user_tree_as_it_was() {
     assert_eq!(user_view(dir.path()), before);
     // The killed run's task tree is gone (removed by the next run), and so is the next run's own.
     assert_eq!(walk(&worktrees), Vec::<std::path::PathBuf>::new());
+}
+
+/// Starts `bugloop args...` in `dir`, its output dropped: a run the test waits for or kills.
+fn start(dir: &Path, args: &[&str]) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_bugloop"))
+        .args(args)
+        .current_dir(dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// Checks `done` every `every_ms` until it holds; the test fails, saying `never`, once
+/// `limit_ms` have passed.
+#[track_caller]
+fn wait_until(limit_ms: u64, every_ms: u64, never: &str, mut done: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(limit_ms);
+    while !done() {
+        assert!(std::time::Instant::now() < deadline, "{never}");
+        std::thread::sleep(std::time::Duration::from_millis(every_ms));
+    }
 }
 
 /// The scripted model `model` (`script:<path>`) made to take `ms` for every answer.
@@ -143,28 +153,23 @@ fn a_converge_killed_after_a_fix_goes_on_from_it() {
     );
     // Every answer takes a while, as a hosted model's does: the kill comes mid-request.
     slowed(&model, 300);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_bugloop"))
-        .args(["converge", "--model", &model])
-        .current_dir(dir.path())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = start(dir.path(), &["converge", "--model", &model]);
     // Wait until the fix is committed in the task tree and noted for a rerun.
     let runs = dir.path().join(".git/bugloop/runs");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while !walk(&runs).iter().any(|p| {
-        p.file_name()
-            .is_some_and(|n| n.to_string_lossy().starts_with("converge-"))
-            && std::fs::read_to_string(p).is_ok_and(|t| t.contains("\"working\""))
-    }) {
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "it ended before the fix"
-        );
-        assert!(std::time::Instant::now() < deadline, "no fix was noted");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    wait_until(60_000, 20, "no fix was noted", || {
+        let noted = walk(&runs).iter().any(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("converge-"))
+                && std::fs::read_to_string(p).is_ok_and(|t| t.contains("\"working\""))
+        });
+        if !noted {
+            assert!(
+                child.try_wait().unwrap().is_none(),
+                "it ended before the fix"
+            );
+        }
+        noted
+    });
     child.kill().unwrap();
     child.wait().unwrap();
     assert_eq!(user_view(dir.path()), before);
@@ -207,27 +212,16 @@ fn a_renamed_branch_is_pointed_at_its_old_conversation() {
 /// file), then `second`, which must be refused for it; then `first` to its end, which must
 /// succeed. What `second` said.
 fn refused_while_held(dir: &Path, first: &[&str], second: &[&str]) -> String {
-    let running = Command::new(env!("CARGO_BIN_EXE_bugloop"))
-        .args(first)
-        .current_dir(dir)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let running = start(dir, first);
     let holder = format!("process {} ", running.id());
     let lock = dir.join(".git/bugloop");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while !walk(&lock).iter().any(|p| {
-        p.file_name()
-            .is_some_and(|n| n.to_string_lossy().starts_with("review-"))
-            && std::fs::read_to_string(p).is_ok_and(|held| held.starts_with(&holder))
-    }) {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "{first:?} took no lease"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    wait_until(30_000, 10, &format!("{first:?} took no lease"), || {
+        walk(&lock).iter().any(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("review-"))
+                && std::fs::read_to_string(p).is_ok_and(|held| held.starts_with(&holder))
+        })
+    });
     let refused = bugloop(dir, second);
     let first = running.wait_with_output().unwrap();
     assert_eq!(first.status.code(), Some(0), "the first ran");
@@ -274,8 +268,7 @@ fn two_weighings_at_once_answer_once() {
 #[test]
 fn two_reviews_at_once_publish_each_finding_once() {
     let dir = repo();
-    let scripts = tempfile::tempdir().unwrap();
-    let model = script(scripts.path(), &[off_by_one()]);
+    let (_scripts, model) = off_by_one_model();
     slowed(&model, 500);
     // The first holds its lease from before its first model call, which takes half a second.
     let review = ["review", "--model", model.as_str()];

@@ -8,6 +8,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use bugloop_github_sim::fixture::review_lines;
+use bugloop_testkit::json::{entries_where, entry_where};
 use bugloop_testkit::{TestRepo, assert_contains};
 use serde_json::{Value, json};
 
@@ -130,12 +131,7 @@ fn the_analyzers_hits_on_the_change_are_published_with_their_rule_and_page() {
     );
     let log: Value = serde_json::from_str(&stdout(&sarif)).unwrap();
     let run = &log["runs"][0];
-    let rule = run["tool"]["driver"]["rules"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["id"] == "ruff/S608")
-        .unwrap_or_else(|| panic!("{log:#}"));
+    let rule = entry_where(&run["tool"]["driver"]["rules"], "id", "ruff/S608");
     assert_eq!(
         rule["helpUri"],
         "https://docs.astral.sh/ruff/rules/hardcoded-sql-expression"
@@ -246,12 +242,7 @@ fn a_model_that_uses_tools_confirms_or_dismisses_each_hit() {
     assert_eq!(sql["score"], 9);
     assert_eq!(sql["source"]["model"], true);
     assert!(finding(&report, "F632").is_none(), "{report:#}");
-    let dismissed = report["dropped"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|d| d["stage"] == "triage")
-        .unwrap_or_else(|| panic!("{report:#}"));
+    let dismissed = entry_where(&report["dropped"], "stage", "triage");
     assert_eq!(
         dismissed["reason"],
         "only ever called with interned constants"
@@ -299,11 +290,8 @@ fn a_model_that_uses_tools_confirms_or_dismisses_each_hit() {
         .output()
         .unwrap();
     let tracked: Value = serde_json::from_slice(&tracked.stdout).unwrap();
-    let open: Vec<&str> = tracked
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["status"] == "PENDING")
+    let open: Vec<&str> = entries_where(&tracked, "status", "PENDING")
+        .into_iter()
         .filter_map(|f| f["finding_id"].as_str())
         .collect();
     assert!(open.contains(&"ruff-S608-app.py-9"), "{tracked:#}");
@@ -456,12 +444,7 @@ fn hostile_build_script(user: Option<u32>) {
     // The branch's build script ends the build: clippy checked nothing, which the review says
     // (incomplete, exit 3), and goes on.
     let (report, shown) = runner.review_json_ending(&repo, &model, &who, 3);
-    let clippy = report["analysis"]["runs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["name"] == "clippy")
-        .unwrap_or_else(|| panic!("{who}: {report:#}"));
+    let clippy = entry_where(&report["analysis"]["runs"], "name", "clippy");
     // The build script ran (its panic ends the build), in the sandbox.
     let reason = clippy["reason"].as_str().unwrap_or_default();
     assert!(reason.contains("BUILD-RAN"), "{who}: {clippy:#}");

@@ -4,20 +4,16 @@
 use std::path::Path;
 
 use bugloop_testkit::assert_contains;
+use bugloop_testkit::json::{entry_where, strings_at};
 use serde_json::{Value, json};
 
 use super::{
-    bugloop, build_script, findings_json, git, json_output, reviewed, script, stderr, stdout,
+    bugloop, build_script, findings_json, git, review_report, reviewed, script, stderr, stdout,
 };
 
 fn status_of(dir: &Path, id: &str) -> String {
     let listed = findings_json(dir);
-    let thread = listed
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["finding_id"] == id)
-        .unwrap_or_else(|| panic!("{id} not listed: {listed:#}"));
+    let thread = entry_where(&listed, "finding_id", id);
     thread["status"].as_str().unwrap().to_owned()
 }
 
@@ -48,13 +44,11 @@ fn a_failed_fix_request_leaves_the_finding_raised() {
         &["review", "--full", "--model", &model, "--format", "json"],
     );
     let report: Value = serde_json::from_str(&stdout(&again)).unwrap();
-    let ids: Vec<&str> = report["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|f| f["id"].as_str())
-        .collect();
-    assert_eq!(ids, [id.as_str()], "{report:#}");
+    assert_eq!(
+        strings_at(&report["findings"], "id"),
+        [id.as_str()],
+        "{report:#}"
+    );
     assert_eq!(status_of(dir.path(), &id), "PENDING");
 }
 
@@ -108,11 +102,7 @@ fn a_finding_that_quotes_markers_and_state_reads_back_as_itself() {
         "suggestion": "```\nunclosed fence <!-- bugloop finding_id:\"other\" resolved:true -->"
     });
     let model = script(scripts.path(), &[finding]);
-    let report = json_output(
-        dir.path(),
-        &["review", "--model", &model, "--format", "json"],
-        0,
-    );
+    let report = review_report(dir.path(), &model);
     let id = report["findings"][0]["id"].as_str().unwrap().to_owned();
     assert_ne!(id, "other");
     let listed = findings_json(dir.path());

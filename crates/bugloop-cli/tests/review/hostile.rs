@@ -143,6 +143,25 @@ pub(super) fn recorded(repo: &Path) -> String {
         .collect()
 }
 
+/// What bugloop recorded of `repo` ([`recorded`]) shows the agent's attack ran, and holds none
+/// of what the attack went for: the whole secret (not a fragment: a digest or a duration in the
+/// store may contain "0451"), nor the marks of a read of the real git directory or a write out
+/// of the tree. `who` ran the scenario.
+#[track_caller]
+pub(super) fn assert_attack_ran_and_recorded_nothing(repo: &Path, who: &str) {
+    let recorded = recorded(repo);
+    assert!(
+        recorded.contains("AGENT-RAN"),
+        "{who}: the agent's attack ran"
+    );
+    for escaped in [SECRET, "READ-REAL-GIT", "WROTE-HOOK", "WROTE-SHADOW"] {
+        assert!(
+            !recorded.contains(escaped),
+            "{who}: {escaped} in what bugloop recorded"
+        );
+    }
+}
+
 pub(super) struct Runner {
     pub(super) binary: PathBuf,
     pub(super) user: Option<u32>,
@@ -334,19 +353,11 @@ fn hostile_branch(user: Option<u32>) {
     git(&repo, &["config", "--remove-section", "branch.feature"]);
     assert_eq!(repository_state(&repo), before);
 
-    let recorded = recorded(&repo);
-    assert!(recorded.contains("AGENT-RAN"), "the agent's attack ran");
+    assert_attack_ran_and_recorded_nothing(&repo, &who(user));
     assert!(
         shown.contains("verify `sh -c 'bash check.sh'`: passed"),
         "the branch's check.sh ran as the trusted verify command: {shown}"
     );
-    // The whole secret, not a fragment: a digest or a duration in the store may contain "0451".
-    for escaped in [SECRET, "READ-REAL-GIT", "WROTE-HOOK", "WROTE-SHADOW"] {
-        assert!(
-            !recorded.contains(escaped),
-            "{escaped} in what bugloop recorded"
-        );
-    }
 }
 
 #[test]

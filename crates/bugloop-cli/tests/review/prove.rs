@@ -7,23 +7,37 @@
 
 use std::path::Path;
 
-use bugloop_testkit::{TestRepo, assert_contains, assert_starts_with};
+use bugloop_testkit::{TestRepo, assert_contains, assert_contains_none, assert_starts_with};
 use serde_json::{Value, json};
 
+use super::review_report as review;
 use super::{bugloop, json_output, script_then, stderr, stdout};
 
 pub(super) const BASE: &str = "def mean(xs):\n    total = 0\n    for i in range(len(xs)):\n        total += xs[i]\n    return total / len(xs)\n";
 
+/// `stats.py` with `config` as the base's configuration, and the branch `feature` bringing the
+/// off-by-one.
 pub(super) fn repository(config: &str) -> TestRepo {
+    off_by_one_branch(&[(".bugloop/config.yml", config)], &[])
+}
+
+/// `stats.py` and `on_main` committed on `main`; the branch `feature`, checked out, brings the
+/// off-by-one in `mean` and `on_feature`.
+fn off_by_one_branch(on_main: &[(&str, &str)], on_feature: &[(&str, &str)]) -> TestRepo {
     let repo = TestRepo::init("main");
     repo.write("stats.py", BASE);
-    repo.write(".bugloop/config.yml", config);
+    for (path, text) in on_main {
+        repo.write(path, text);
+    }
     repo.commit("mean");
     repo.branch("feature");
     repo.write(
         "stats.py",
         &BASE.replace("range(len(xs))", "range(len(xs) + 1)"),
     );
+    for (path, text) in on_feature {
+        repo.write(path, text);
+    }
     repo.commit("off by one");
     repo
 }
@@ -47,6 +61,15 @@ pub(super) fn script_of(dir: &Path, reported: &Value, agent: Vec<Value>) -> Stri
     script_then(dir, std::slice::from_ref(reported), agent)
 }
 
+/// The proof agent's two answers: it writes `content` to `path`, then says `says` (which names
+/// its test).
+pub(super) fn writes_test(path: &str, content: &str, says: &str) -> Vec<Value> {
+    vec![
+        json!({"tool_calls": [{"name": "write_file", "arguments": {"path": path, "content": content}}]}),
+        json!({"text": says}),
+    ]
+}
+
 /// The review reporting `reported`, the proof's agent writing `test` (and answering), then
 /// `confirmation` (when the test fails).
 pub(super) fn script(
@@ -55,16 +78,19 @@ pub(super) fn script(
     test: &str,
     confirmation: Option<Value>,
 ) -> String {
-    let mut agent = vec![
-        json!({"tool_calls": [{"name": "write_file", "arguments": {"path": "test_mean_proof.py", "content": test}}]}),
-        json!({"text": "test_mean_proof.py: the test fails, showing the problem."}),
-    ];
+    let mut agent = writes_test(
+        "test_mean_proof.py",
+        test,
+        "test_mean_proof.py: the test fails, showing the problem.",
+    );
     agent.extend(confirmation.map(|c| json!({"text": c.to_string()})));
     script_of(dir, reported, agent)
 }
 
-pub(super) fn review(dir: &Path, model: &str) -> Value {
-    json_output(dir, &["review", "--model", model, "--format", "json"], 0)
+/// [`review`] of `repo` with the model that `model` scripts into a directory of its own.
+fn review_scripted(repo: &TestRepo, model: impl FnOnce(&Path) -> String) -> Value {
+    let scripts = tempfile::tempdir().unwrap();
+    review(repo.path(), &model(scripts.path()))
 }
 
 /// The comment of the report's first finding, as `bugloop findings show` prints it.
@@ -98,14 +124,14 @@ fn unproven<'a>(report: &'a Value, reason: &str) -> &'a Value {
 #[test]
 fn a_real_off_by_one_is_proven_by_a_test_that_fails_at_head() {
     let repo = repository(CONFIG);
-    let scripts = tempfile::tempdir().unwrap();
-    let model = off_by_one_proved(
-        scripts.path(),
-        Some(
-            json!({"shows_the_problem": true, "why": "IndexError: list index out of range in mean, at xs[i]"}),
-        ),
-    );
-    let report = review(repo.path(), &model);
+    let report = review_scripted(&repo, |scripts| {
+        off_by_one_proved(
+            scripts,
+            Some(
+                json!({"shows_the_problem": true, "why": "IndexError: list index out of range in mean, at xs[i]"}),
+            ),
+        )
+    });
     let proof = &report["proofs"][0];
     assert_eq!(proof["status"], "proven", "{report:#}");
     assert_eq!(proof["test_path"], "test_mean_proof.py");
@@ -167,16 +193,16 @@ fn a_false_finding_whose_test_passes_is_not_reproduced_and_dropped_as_configured
 #[test]
 fn a_test_that_fails_for_another_reason_proves_nothing() {
     let repo = repository(CONFIG);
-    let scripts = tempfile::tempdir().unwrap();
     let broken = "import unittest\n\nfrom stats import average\n";
-    let model = script(
-        scripts.path(),
-        &past_the_end(),
-        broken,
-        // A model that would call it proven is not asked: the runner's output decides.
-        Some(json!({"shows_the_problem": true, "why": "it fails"})),
-    );
-    let report = review(repo.path(), &model);
+    let report = review_scripted(&repo, |scripts| {
+        script(
+            scripts,
+            &past_the_end(),
+            broken,
+            // A model that would call it proven is not asked: the runner's output decides.
+            Some(json!({"shows_the_problem": true, "why": "it fails"})),
+        )
+    });
     let proof = unproven(
         &report,
         "the test failed before its own assertion (an import failed)",
@@ -192,22 +218,14 @@ fn a_test_that_fails_for_another_reason_proves_nothing() {
 /// runs.
 #[test]
 fn a_branch_cannot_choose_the_proofs_test_command() {
-    let repo = TestRepo::init("main");
-    repo.write("stats.py", BASE);
-    repo.commit("mean");
-    repo.branch("feature");
-    repo.write(
-        "stats.py",
-        &BASE.replace("range(len(xs))", "range(len(xs) + 1)"),
+    let repo = off_by_one_branch(
+        &[],
+        &[(
+            ".bugloop/config.yml",
+            "review:\n  prove:\n    test_command: touch pwned {test}\n",
+        )],
     );
-    repo.write(
-        ".bugloop/config.yml",
-        "review:\n  prove:\n    test_command: touch pwned {test}\n",
-    );
-    repo.commit("off by one, and a test command");
-    let scripts = tempfile::tempdir().unwrap();
-    let model = off_by_one_proved(scripts.path(), None);
-    let report = review(repo.path(), &model);
+    let report = review_scripted(&repo, |scripts| off_by_one_proved(scripts, None));
     assert_eq!(report["proofs"], json!([]), "{report:#}");
     // What the branch tried to change is reported as a finding of its own.
     let findings = report["findings"].to_string();
@@ -249,28 +267,21 @@ fn a_test_that_is_a_link_to_a_host_secret_is_never_read_or_published() {
             stderr(&output)
         );
         let report: Value = serde_json::from_str(&text).unwrap();
-        let proof = &report["proofs"][0];
-        assert_eq!(proof["status"], "not_proven", "{what}: {report:#}");
-        assert!(
-            proof["reason"]
-                .as_str()
-                .unwrap()
-                .starts_with("the tree holds what a proof may not: test_secret.py is a symlink"),
-            "{what}: {proof:#}"
+        let proof = unproven(
+            &report,
+            "the tree holds what a proof may not: test_secret.py is a symlink",
         );
         assert!(proof.get("test").is_none(), "{what}: {proof:#}");
         assert!(
             proof.get("command").is_none(),
             "{what}: nothing ran: {proof:#}"
         );
-        for secret in ["PATH=", "HOME=", "[core]", "repositoryformatversion"] {
-            assert!(!text.contains(secret), "{what}: {secret} leaked");
-        }
-        let shown = first_comment(repo.path(), &report);
-        assert!(
-            !shown.contains("PATH=") && !shown.contains("[core]"),
-            "{what}: {shown}"
+        assert_contains_none(
+            &text,
+            &["PATH=", "HOME=", "[core]", "repositoryformatversion"],
         );
+        let shown = first_comment(repo.path(), &report);
+        assert_contains_none(&shown, &["PATH=", "[core]"]);
     }
 }
 
@@ -279,21 +290,20 @@ fn a_test_that_is_a_link_to_a_host_secret_is_never_read_or_published() {
 #[test]
 fn a_proof_that_adds_several_files_and_names_none_proves_nothing() {
     let repo = repository(CONFIG);
-    let scripts = tempfile::tempdir().unwrap();
-    let model = script_of(
-        scripts.path(),
-        &finding("Loop reads one past the end", "IndexError."),
-        vec![
-            json!({"tool_calls": [
-                {"name": "write_file", "arguments": {"path": "conftest.py", "content": "import sys\n"}},
-                {"name": "write_file", "arguments": {"path": "test_one.py", "content": FAILING_TEST}},
-            ]}),
-            json!({"text": "Done."}),
-        ],
-    );
-    let report = review(repo.path(), &model);
-    let proof = &report["proofs"][0];
-    assert_eq!(proof["status"], "not_proven", "{report:#}");
+    let report = review_scripted(&repo, |scripts| {
+        script_of(
+            scripts,
+            &finding("Loop reads one past the end", "IndexError."),
+            vec![
+                json!({"tool_calls": [
+                    {"name": "write_file", "arguments": {"path": "conftest.py", "content": "import sys\n"}},
+                    {"name": "write_file", "arguments": {"path": "test_one.py", "content": FAILING_TEST}},
+                ]}),
+                json!({"text": "Done."}),
+            ],
+        )
+    });
+    let proof = unproven(&report, "the agent added 2 files");
     assert_eq!(
         proof["reason"],
         "the agent added 2 files and named none of them as its test"
@@ -316,18 +326,7 @@ fn a_proven_finding_in_sarif_is_marked_ranked_and_points_at_its_test() {
         &["review", "--model", &model, "--format", "sarif"],
         0,
     );
-    // The official schema, with its one pattern Rust's regexes cannot compile escaped (as the
-    // review's own SARIF test does).
-    let official = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/schemas/sarif-2.1.0-rtm.5.json"
-    ))
-    .unwrap()
-    .replace(
-        r#""^[a-zA-Z]{2}|^[a-zA-Z]{2}-[a-zA-Z]{2}]?$""#,
-        r#""^[a-zA-Z]{2}|^[a-zA-Z]{2}-[a-zA-Z]{2}\\]?$""#,
-    );
-    super::validate(&serde_json::from_str(&official).unwrap(), &sarif);
+    super::validate(&super::sarif_schema(), &sarif);
     let result = &sarif["runs"][0]["results"][0];
     assert_eq!(result["properties"]["proven"], true, "{result:#}");
     assert_eq!(result["properties"]["proof"], "proven");
@@ -354,37 +353,22 @@ fn a_review_out_of_budget_publishes_the_rest_unproven_and_says_so() {
             finding("Loop reads one past the end", "IndexError."),
             second,
         ],
-        vec![
-            json!({"tool_calls": [{"name": "write_file", "arguments": {"path": "test_mean_proof.py", "content": FAILING_TEST}}]}),
-            json!({"text": "test_mean_proof.py"}),
-        ],
+        writes_test("test_mean_proof.py", FAILING_TEST, "test_mean_proof.py"),
     );
     // A budget that ran out makes the review incomplete: exit 3, as the README says.
-    let output = bugloop(
+    let report = json_output(
         repo.path(),
         &["review", "--model", &model, "--format", "json"],
+        3,
     );
-    assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
-    let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
     assert_eq!(report["complete"], false, "{report:#}");
     let proofs = report["proofs"].as_array().unwrap();
     assert_eq!(proofs.len(), 2, "{report:#}");
     for proof in proofs {
         assert_eq!(proof["status"], "not_tried", "{report:#}");
-        assert!(
-            proof["reason"]
-                .as_str()
-                .unwrap()
-                .starts_with("the run's budget ran out ("),
-            "{proof:#}"
-        );
-        assert!(
-            proof["reason"]
-                .as_str()
-                .unwrap()
-                .ends_with("): published unproven"),
-            "{proof:#}"
-        );
+        let reason = proof["reason"].as_str().unwrap();
+        assert_starts_with(reason, "the run's budget ran out (");
+        assert!(reason.ends_with("): published unproven"), "{proof:#}");
     }
     // Both published, unproven, and their comments say so.
     assert_eq!(
@@ -401,18 +385,10 @@ fn a_review_out_of_budget_publishes_the_rest_unproven_and_says_so() {
 #[test]
 fn a_test_that_does_not_finish_proves_nothing_and_is_stopped() {
     let repo = repository(&format!("{CONFIG}    timeout_seconds: 3\n"));
-    let scripts = tempfile::tempdir().unwrap();
     let hanging = "import time\nimport unittest\n\n\nclass MeanTest(unittest.TestCase):\n    def test_mean(self):\n        time.sleep(86400 + 451)\n";
-    let model = script_of(
-        scripts.path(),
-        &past_the_end(),
-        vec![
-            json!({"tool_calls": [{"name": "write_file", "arguments": {"path": "test_hang_proof.py", "content": hanging}}]}),
-            json!({"text": "test_hang_proof.py fails."}),
-        ],
-    );
+    let agent = writes_test("test_hang_proof.py", hanging, "test_hang_proof.py fails.");
     let started = std::time::Instant::now();
-    let report = review(repo.path(), &model);
+    let report = review_scripted(&repo, |scripts| script_of(scripts, &past_the_end(), agent));
     unproven(&report, "the proof did not finish within 3s");
     assert!(
         started.elapsed() < std::time::Duration::from_secs(60),
@@ -454,15 +430,15 @@ fn a_change_that_touches_the_test_setup_cannot_make_a_finding_go_away() {
         }
         repo.write(path, content);
         repo.commit("test setup");
-        let scripts = tempfile::tempdir().unwrap();
         // With the shadow, the failing test passes; with conftest.py, a test that passes.
         let test = if path.starts_with("unittest") {
             FAILING_TEST
         } else {
             "import unittest\n\n\nclass MeanTest(unittest.TestCase):\n    def test_fine(self):\n        pass\n"
         };
-        let model = script(scripts.path(), &past_the_end(), test, None);
-        let report = review(repo.path(), &model);
+        let report = review_scripted(&repo, |scripts| {
+            script(scripts, &past_the_end(), test, None)
+        });
         let proof = &report["proofs"][0];
         assert_eq!(proof["status"], "not_tried", "{path}: {report:#}");
         let reason = proof["reason"].as_str().unwrap();

@@ -5,10 +5,11 @@
 
 use std::path::Path;
 
-use bugloop_testkit::assert_contains;
+use bugloop_testkit::{TestRepo, assert_contains};
 use serde_json::{Value, json};
 
-use super::prove::{CONFIG, FAILING_TEST, past_the_end, repository, review, script};
+use super::prove::{CONFIG, FAILING_TEST, past_the_end, repository, script};
+use super::review_report as review;
 use super::{agent_script, bugloop, stderr, stdout};
 
 /// Reviews the off-by-one of `repository` and proves it; the finding's id.
@@ -22,6 +23,16 @@ fn proven(repo: &Path, scripts: &Path) -> String {
     let report = review(repo, &model);
     assert_eq!(report["proofs"][0]["status"], "proven", "{report:#}");
     report["findings"][0]["id"].as_str().unwrap().to_owned()
+}
+
+/// A repository with `config`, its off-by-one reviewed and proven: the repository, the directory
+/// of its scripts, the finding's id and the head before any fix.
+fn proven_repository(config: &str) -> (TestRepo, tempfile::TempDir, String, String) {
+    let repo = repository(config);
+    let scripts = tempfile::tempdir().unwrap();
+    let id = proven(repo.path(), scripts.path());
+    let before = repo.git(&["rev-parse", "HEAD"]);
+    (repo, scripts, id, before)
 }
 
 /// A fix agent's script: each call in its own turn, then its summary.
@@ -49,10 +60,8 @@ fn the_fix(scripts: &Path) -> String {
 
 #[test]
 fn a_fix_that_makes_the_proofs_test_pass_is_committed_with_it() {
-    let repo = repository(&format!("{CONFIG}    commit_tests: true\n"));
-    let scripts = tempfile::tempdir().unwrap();
-    let id = proven(repo.path(), scripts.path());
-    let before = repo.git(&["rev-parse", "HEAD"]);
+    let (repo, scripts, id, before) =
+        proven_repository(&format!("{CONFIG}    commit_tests: true\n"));
     let (code, report) = fix(repo.path(), &the_fix(scripts.path()));
     assert_eq!(code, Some(0), "{report:#}");
     // bugloop's own run of the proof's test, after the fix.
@@ -86,10 +95,7 @@ fn a_fix_that_makes_the_proofs_test_pass_is_committed_with_it() {
 
 #[test]
 fn without_commit_tests_the_test_must_pass_but_is_not_committed() {
-    let repo = repository(CONFIG);
-    let scripts = tempfile::tempdir().unwrap();
-    let id = proven(repo.path(), scripts.path());
-    let before = repo.git(&["rev-parse", "HEAD"]);
+    let (repo, scripts, id, before) = proven_repository(CONFIG);
     let (code, report) = fix(repo.path(), &the_fix(scripts.path()));
     assert_eq!(code, Some(0), "{report:#}");
     assert!(
@@ -107,10 +113,8 @@ fn without_commit_tests_the_test_must_pass_but_is_not_committed() {
 /// test back, runs it, it still fails, and nothing is committed.
 #[test]
 fn a_fix_that_leaves_the_proofs_test_failing_is_refused() {
-    let repo = repository(&format!("{CONFIG}    commit_tests: true\n"));
-    let scripts = tempfile::tempdir().unwrap();
-    let id = proven(repo.path(), scripts.path());
-    let before = repo.git(&["rev-parse", "HEAD"]);
+    let (repo, scripts, id, before) =
+        proven_repository(&format!("{CONFIG}    commit_tests: true\n"));
     let weakened = "import unittest\n\n\nclass MeanTest(unittest.TestCase):\n    def test_mean(self):\n        pass\n";
     let (code, report) = fix(
         repo.path(),

@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 
 use super::hostile::{
-    Runner, SECRET, assert_nothing_escaped, attack, configure_as_the_user, host_listener, recorded,
-    repository_state, scenario_root, who,
+    Runner, assert_attack_ran_and_recorded_nothing, assert_nothing_escaped, attack,
+    configure_as_the_user, host_listener, repository_state, scenario_root, who,
 };
 use super::prove::{BASE, past_the_end, script_of};
 use super::{git, stdout};
@@ -125,17 +125,7 @@ fn hostile_proof(user: Option<u32>) {
         .map(|f| f["finding_id"].as_str().unwrap_or_default())
         .collect();
     assert_eq!(ids, [id], "{who}: only the real finding: {listed:#}");
-    let recorded = recorded(&repo);
-    assert!(
-        recorded.contains("AGENT-RAN"),
-        "{who}: the agent's attack ran"
-    );
-    for escaped in [SECRET, "READ-REAL-GIT", "WROTE-HOOK", "WROTE-SHADOW"] {
-        assert!(
-            !recorded.contains(escaped),
-            "{who}: {escaped} in what bugloop recorded"
-        );
-    }
+    assert_attack_ran_and_recorded_nothing(&repo, &who);
     // Nothing of the proof is left in the user's checkout.
     let status = std::process::Command::new("git")
         .arg("-C")

@@ -8,7 +8,8 @@ use std::path::Path;
 use bugloop_testkit::TestRepo;
 use serde_json::{Value, json};
 
-use super::prove::{review, script_of};
+use super::prove::script_of;
+use super::review_report as review;
 use super::{bugloop, stderr, stdout};
 
 struct Language {

@@ -4,9 +4,10 @@
 use std::path::Path;
 
 use bugloop_testkit::assert_contains;
+use bugloop_testkit::json::entries_where;
 use serde_json::{Value, json};
 
-use super::{bugloop, findings_json, json_output, off_by_one, repo, script, stdout};
+use super::{bugloop, findings_json, json_output, reviewed, script, stdout};
 
 /// A full review (these runs are all on the same code: an incremental one would not ask).
 fn review_json(dir: &Path, model: &str) -> Value {
@@ -32,10 +33,7 @@ fn finding_ids(dir: &Path) -> Vec<String> {
 
 #[test]
 fn three_paraphrases_of_one_bug_at_one_place_are_one_finding() {
-    let dir = repo();
-    let scripts = tempfile::tempdir().unwrap();
-    let first = review_json(dir.path(), &script(scripts.path(), &[off_by_one()]));
-    let id = first["findings"][0]["id"].as_str().unwrap().to_owned();
+    let (dir, scripts, id) = reviewed();
 
     // Two more wordings, sharing almost no significant word with the first or each other, at the
     // same line (one a line off, as models do), quoting the same code: one in a later run is a
@@ -56,28 +54,17 @@ fn three_paraphrases_of_one_bug_at_one_place_are_one_finding() {
     assert_eq!(published.len(), 1, "{second:#}");
     assert_eq!(published[0]["id"], id.as_str());
     assert_eq!(published[0]["action"], "updated", "{second:#}");
-    let merged: Vec<&Value> = second["dropped"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|d| d["stage"] == "dedup_run")
-        .collect();
+    let merged = entries_where(&second["dropped"], "stage", "dedup_run");
     assert_eq!(merged.len(), 1, "{second:#}");
-    assert!(
-        merged[0]["reason"]
-            .as_str()
-            .unwrap()
-            .contains("same quoted evidence at the same place"),
-        "{second:#}"
+    assert_contains(
+        merged[0]["reason"].as_str().unwrap(),
+        "same quoted evidence at the same place",
     );
 }
 
 #[test]
 fn an_id_repeated_at_another_place_is_a_new_finding() {
-    let dir = repo();
-    let scripts = tempfile::tempdir().unwrap();
-    let first = review_json(dir.path(), &script(scripts.path(), &[off_by_one()]));
-    let id = first["findings"][0]["id"].as_str().unwrap().to_owned();
+    let (dir, scripts, id) = reviewed();
 
     // The model reuses the id of the previous finding for another problem, in `average`.
     let other = json!({"id": id, "file": "lib.rs", "line": 2,

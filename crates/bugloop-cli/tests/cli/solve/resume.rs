@@ -2,29 +2,27 @@
 //! of the same issue. The next `solve N` goes on from where the record ends, with the earlier
 //! attempts' edits in its tree, and leaves nothing of the dead run behind.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
 use bugloop_github_sim::fixture::review_lines;
+use bugloop_testkit::json::strings_at;
 use bugloop_testkit::{TestRepo, assert_contains};
 
-use super::runner::{Runner, committed, git_read, is_root, read, script_of, text, write};
-use super::{MEAN, MEAN_TEST, MEAN_TRACE, PYTHON_TESTS, bugloop};
+use super::runner::{
+    Runner, committed, git_read, is_root, read, script_of, text, transcripts_saying, write,
+};
+use super::{MEAN, MEAN_TEST, PYTHON_TESTS};
 
 /// The resumed attempt was told its tree holds the earlier attempts' edits, and it did: its
 /// read of the first attempt's test found it, and the solution has it.
 fn assert_resumed_with_the_test(repo: &TestRepo, report: &Value) {
-    let runs = repo.path().join(".git/bugloop/runs");
-    let transcripts: Vec<String> = std::fs::read_dir(&runs)
-        .unwrap()
-        .filter_map(|e| std::fs::read_to_string(e.unwrap().path()).ok())
-        .collect();
-    let resumed: Vec<&String> = transcripts
-        .iter()
-        .filter(|t| t.contains("- attempt 1:") && t.contains("class MeanTest"))
+    let resumed: Vec<String> = transcripts_saying(repo.path(), "- attempt 1:")
+        .into_iter()
+        .filter(|t| t.contains("class MeanTest"))
         .collect();
     assert_eq!(resumed.len(), 1, "the resumed attempt read the kept test");
     assert!(resumed[0].contains("are still in the tree"));
@@ -43,7 +41,7 @@ fn assert_resumed_with_the_test(repo: &TestRepo, report: &Value) {
 
 /// The second run's model: reads the first attempt's test (it must be there) and fixes the
 /// code; the draft's review finds nothing.
-fn resuming_model(scripts: &std::path::Path) -> String {
+fn resuming_model(scripts: &Path) -> String {
     let mut lines = vec![
         json!({"tool_calls": [read("test_stats.py"), write("stats.py", &MEAN.replace(" + 1", ""))]}),
         json!({"text": "The loop stops at the last element; tested."}),
@@ -52,38 +50,58 @@ fn resuming_model(scripts: &std::path::Path) -> String {
     script_of(scripts, "second.jsonl", &lines)
 }
 
-/// A run whose budget runs out stops (exit 3), neither escalated nor counted as an attempt, and
-/// `solve N` with more budget resumes where it stopped: the first attempt's test is in its
-/// tree, and in the solution.
-fn budget_stop_and_resume(runner: &Runner) {
-    let repo = runner.mean_repo(&format!("{PYTHON_TESTS}budgets:\n  max_turns: 3\n"));
-    let dir = repo.path();
-    runner.ok(dir, &["report"], MEAN_TRACE);
-    let scripts = runner.scripts();
-    let first = script_of(
-        scripts.path(),
+/// The first run's model: attempt 1 writes [`MEAN_TEST`] and no fix; attempt 2 makes the calls
+/// `fix` and says `then`.
+fn test_then_fix(scripts: &Path, fix: &[Value], then: &str) -> String {
+    script_of(
+        scripts,
         "first.jsonl",
         &[
             json!({"tool_calls": [write("test_stats.py", MEAN_TEST)]}),
             json!({"text": "A test for the crash."}),
-            json!({"tool_calls": [write("stats.py", &MEAN.replace(" + 1", ""))]}),
-            json!({"text": "never reached: the budget is spent"}),
+            json!({ "tool_calls": fix }),
+            json!({ "text": then }),
         ],
-    );
-    let stopped = runner.run(
-        dir,
-        &["solve", "1", "--model", &first, "--format", "json"],
-        "",
-    );
-    assert_eq!(stopped.status.code(), Some(3), "{}", text(&stopped));
-    let report: Value = serde_json::from_slice(&stopped.stdout).unwrap();
+    )
+}
+
+/// `bugloop args...` in `dir`, which must stop the run before it ends (exit 3, the issue still
+/// SOLVING) for the reason `stopped`, with `attempts` attempts recorded: its report.
+#[track_caller]
+fn stopped_run(
+    runner: &Runner,
+    dir: &Path,
+    args: &[&str],
+    stopped: &str,
+    attempts: usize,
+) -> Value {
+    let output = runner.run(dir, args, "");
+    assert_eq!(output.status.code(), Some(3), "{}", text(&output));
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(report["state"], "SOLVING", "{report:#}");
-    assert_eq!(report["stopped"], "budget", "{report:#}");
+    assert_eq!(report["stopped"], stopped, "{report:#}");
     assert_eq!(
         report["attempts"].as_array().unwrap().len(),
-        1,
+        attempts,
         "{report:#}"
     );
+    report
+}
+
+/// A run whose budget runs out stops (exit 3), neither escalated nor counted as an attempt, and
+/// `solve N` with more budget resumes where it stopped: the first attempt's test is in its
+/// tree, and in the solution.
+fn budget_stop_and_resume(runner: &Runner) {
+    let repo = runner.mean_reported(&format!("{PYTHON_TESTS}budgets:\n  max_turns: 3\n"));
+    let dir = repo.path();
+    let scripts = runner.scripts();
+    let first = test_then_fix(
+        scripts.path(),
+        &[write("stats.py", &MEAN.replace(" + 1", ""))],
+        "never reached: the budget is spent",
+    );
+    let args = ["solve", "1", "--model", &first, "--format", "json"];
+    stopped_run(runner, dir, &args, "budget", 1);
 
     // More budget: resumed, attempt 2, with the first attempt's test in the tree.
     let more = scripts.path().join("more.yml");
@@ -111,8 +129,7 @@ fn budget_stop_and_resume(runner: &Runner) {
     );
     assert_resumed_with_the_test(&repo, &report);
     // The draft's test results say how many tests ran, as unittest counted them.
-    let draft = runner.run(dir, &["item", "2", "--format", "json"], "");
-    let draft: Value = serde_json::from_slice(&draft.stdout).unwrap();
+    let draft = runner.item(dir, 2);
     let body = draft["body"].as_str().unwrap();
     assert_contains(
         body,
@@ -131,9 +148,8 @@ as_each_user! {
 #[test]
 fn a_model_that_cannot_be_reached_stops_the_run_without_an_attempt() {
     let runner = Runner::me();
-    let repo = runner.mean_repo(PYTHON_TESTS);
+    let repo = runner.mean_reported(PYTHON_TESTS);
     let dir = repo.path();
-    runner.ok(dir, &["report"], MEAN_TRACE);
     let scripts = runner.scripts();
     let down = scripts.path().join("down.yml");
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -148,15 +164,7 @@ fn a_model_that_cannot_be_reached_stops_the_run_without_an_attempt() {
     .unwrap();
     let args = ["solve", "1", "--model", "down:m", "--format", "json"];
     let config = ["--config", down.to_str().unwrap()];
-    let stopped = runner.run(dir, &[&args[..], &config[..]].concat(), "");
-    assert_eq!(stopped.status.code(), Some(3), "{}", text(&stopped));
-    let report: Value = serde_json::from_slice(&stopped.stdout).unwrap();
-    assert_eq!(report["state"], "SOLVING", "{report:#}");
-    assert_eq!(report["stopped"], "model", "{report:#}");
-    assert!(
-        report["attempts"].as_array().unwrap().is_empty(),
-        "{report:#}"
-    );
+    let report = stopped_run(&runner, dir, &[&args[..], &config[..]].concat(), "model", 0);
     let message = report["message"].as_str().unwrap();
     assert_contains(message, "cannot reach the provider");
     assert_contains(message, "`bugloop solve 1` resumes");
@@ -181,21 +189,18 @@ fn a_model_that_cannot_be_reached_stops_the_run_without_an_attempt() {
 fn killed_and_resumed(runner: &Runner) {
     // The second command sleeps when the agent left `slow.txt` (attempt 2 of the first run),
     // and says so in the tree, where the test sees it.
-    let repo = runner.mean_repo(&format!(
+    let repo = runner.mean_reported(&format!(
         "{PYTHON_TESTS}    - shell: \"if [ -e slow.txt ]; then touch sleeping; sleep 60; fi\"\n"
     ));
     let dir = repo.path();
-    runner.ok(dir, &["report"], MEAN_TRACE);
     let scripts = runner.scripts();
-    let first = script_of(
+    let first = test_then_fix(
         scripts.path(),
-        "first.jsonl",
         &[
-            json!({"tool_calls": [write("test_stats.py", MEAN_TEST)]}),
-            json!({"text": "A test for the crash."}),
-            json!({"tool_calls": [write("stats.py", &MEAN.replace(" + 1", "")), write("slow.txt", "x\n")]}),
-            json!({"text": "Fixed."}),
+            write("stats.py", &MEAN.replace(" + 1", "")),
+            write("slow.txt", "x\n"),
         ],
+        "Fixed.",
     );
     let mut child = runner.spawn(dir, &["solve", "1", "--model", &first]);
     let tasks = dir.join(".git/bugloop/tasks");
@@ -250,18 +255,8 @@ fn solving_as_root_with_a_private_tmpdir_and_after_a_killed_run() {
     std::fs::create_dir(&tmp).unwrap();
 
     // A run killed while its test command sleeps.
-    let killed = TestRepo::init("main");
-    killed.write("stats.py", MEAN);
-    killed.write(
-        ".bugloop/config.yml",
+    let killed = Runner::me().mean_reported(
         "solve:\n  test_commands:\n    - python3 -c \"import time; time.sleep(60)\"\n",
-    );
-    killed.commit("stats");
-    assert_eq!(
-        bugloop(killed.path(), &["report"], MEAN_TRACE)
-            .status
-            .code(),
-        Some(0)
     );
     let scripts = tempfile::tempdir().unwrap();
     let model = script_of(
@@ -310,12 +305,7 @@ fn solving_as_root_with_a_private_tmpdir_and_after_a_killed_run() {
     }
 
     // The next run, as a user would run it, in that private TMPDIR.
-    let repo = TestRepo::init("main");
-    repo.write("stats.py", MEAN);
-    repo.write(".bugloop/config.yml", PYTHON_TESTS);
-    repo.commit("stats");
-    let reported = bugloop(repo.path(), &["report"], MEAN_TRACE);
-    assert_eq!(reported.status.code(), Some(0), "{}", text(&reported));
+    let repo = Runner::me().mean_reported(PYTHON_TESTS);
     let mut lines = vec![
         json!({"tool_calls": [write("test_stats.py", MEAN_TEST), write("stats.py", &MEAN.replace(" + 1", ""))]}),
         json!({"text": "Fixed and tested."}),
@@ -344,14 +334,8 @@ fn solving_as_root_with_a_private_tmpdir_and_after_a_killed_run() {
 /// spends anything (no model call, no attempt recorded); once the first is gone, the issue is
 /// free again.
 fn one_at_a_time(runner: &Runner) {
-    let repo = runner
-        .mean_repo("solve:\n  test_commands:\n    - python3 -c \"import time; time.sleep(60)\"\n");
-    assert_eq!(
-        runner
-            .run(repo.path(), &["report"], MEAN_TRACE)
-            .status
-            .code(),
-        Some(0)
+    let repo = runner.mean_reported(
+        "solve:\n  test_commands:\n    - python3 -c \"import time; time.sleep(60)\"\n",
     );
     let scripts = runner.scripts();
     let model = script_of(
@@ -389,8 +373,7 @@ fn one_at_a_time(runner: &Runner) {
     first.kill().unwrap();
     first.wait().unwrap();
     // Free once the holder is gone, even killed.
-    let status = runner.run(repo.path(), &["status", "1", "--format", "json"], "");
-    let status: Value = serde_json::from_slice(&status.stdout).unwrap();
+    let status = runner.status(repo.path(), 1);
     assert_eq!(status["attempts"], json!([]), "{status:#}");
     let again = runner.run(
         repo.path(),
@@ -408,7 +391,7 @@ fn one_at_a_time(runner: &Runner) {
 /// test printed is quoted with the task tree's path written as `.`, and agent runs are named,
 /// never shown by a path of the machine.
 fn escalation_without_paths(runner: &Runner) {
-    let repo = runner.mean_repo("solve:\n  max_iterations: 2\n  test_commands:\n    - python3 -c \"import os, sys; print(os.getcwd() + '/stats.py:3'); sys.exit(1)\"\n");
+    let repo = runner.mean_reported("solve:\n  max_iterations: 2\n  test_commands:\n    - python3 -c \"import os, sys; print(os.getcwd() + '/stats.py:3'); sys.exit(1)\"\n");
     // Both attempts fail the test command (a model that stops answering would stop the run
     // rather than fail an attempt; an agent run named in an escalation is the solve crate's
     // `an_escalation_shows_no_path_of_the_machine`).
@@ -417,18 +400,11 @@ fn escalation_without_paths(runner: &Runner) {
         json!({"text": "fixed"}),
     ];
     let lines = [attempt.clone(), attempt].concat();
-    runner.ok(repo.path(), &["report"], MEAN_TRACE);
     let scripts = runner.scripts();
     let model = script_of(scripts.path(), "fails.jsonl", &lines);
     runner.exits(repo.path(), &["solve", "1", "--model", &model], "", 1);
-    let issue = runner.run(repo.path(), &["item", "1", "--format", "json"], "");
-    let issue: Value = serde_json::from_slice(&issue.stdout).unwrap();
-    let said: Vec<&str> = issue["comments"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|c| c["body"].as_str())
-        .collect();
+    let issue = runner.item(repo.path(), 1);
+    let said = strings_at(&issue["comments"], "body");
     assert_eq!(said.len(), 1, "{issue:#}");
     let escalation = said[0];
     assert_contains(escalation, "failed [Exited(1)]: ./stats.py:3");

@@ -3,18 +3,13 @@
 //! gate until they approve; checks recorded on the head (the test commands run there, or a CI
 //! result entered by hand) hold it while pending.
 
-use bugloop_testkit::assert_contains;
-use serde_json::{Value, json};
+use bugloop_testkit::{assert_contains, assert_starts_with};
 
 use bugloop_github_sim::fixture::review_lines;
 
 use super::byproducts::solve_with;
-use super::runner::{Runner, script_of, text, write};
-use super::{GUARDED, MEAN_TEST, MEAN_TRACE, PYTHON_TESTS, comment_divides_by_zero, tested_fix};
-
-fn state(runner: &Runner, dir: &std::path::Path) -> Value {
-    runner.json(dir, &["status", "1", "--format", "json"], "")
-}
+use super::runner::{Runner, script_of, text, transcripts_saying};
+use super::{MEAN_TRACE, PYTHON_TESTS, comment_divides_by_zero, guarded_round, tested_fix};
 
 fn reviewed_locally(runner: &Runner) {
     let repo = runner.mean_repo(PYTHON_TESTS);
@@ -56,33 +51,19 @@ fn reviewed_locally(runner: &Runner) {
 
     // The next run: alice's thread is a round, answered and resolved; the gate waits for her.
     let scripts = runner.scripts();
-    let mut lines = vec![
-        json!({"tool_calls": [
-            write("stats.py", GUARDED),
-            write("test_stats.py", &format!("{MEAN_TEST}\n    def test_empty(self):\n        self.assertEqual(mean([]), 0)\n")),
-        ]}),
-        json!({"text": "An empty list has mean 0 now; tested."}),
-    ];
+    let mut lines = guarded_round().to_vec();
     lines.extend(review_lines(&[]));
     let model = script_of(scripts.path(), "round.jsonl", &lines);
     let report = runner.solve_one(dir, &model);
     assert_eq!(report["state"], "REVIEWING", "{report:#}");
-    assert!(
-        report["message"]
-            .as_str()
-            .unwrap()
-            .starts_with("waiting for a reviewer who requested changes on #2"),
-        "{report:#}"
+    assert_starts_with(
+        report["message"].as_str().unwrap(),
+        "waiting for a reviewer who requested changes on #2",
     );
-    let transcripts: Vec<String> = std::fs::read_dir(dir.join(".git/bugloop/runs"))
-        .unwrap()
-        .filter_map(|e| std::fs::read_to_string(e.unwrap().path()).ok())
-        .filter(|t| t.contains("a review by alice"))
-        .collect();
+    let transcripts = transcripts_saying(dir, "a review by alice");
     assert_eq!(transcripts.len(), 1, "the round was told alice's comment");
     assert!(transcripts[0].contains("mean([]) divides by zero"));
-    let draft = runner.run(dir, &["item", "2", "--format", "json"], "");
-    let draft: Value = serde_json::from_slice(&draft.stdout).unwrap();
+    let draft = runner.item(dir, 2);
     let comments = draft["comments"].as_array().unwrap();
     let alice = comments
         .iter()
@@ -107,20 +88,15 @@ fn reviewed_locally(runner: &Runner) {
     let idle = script_of(scripts.path(), "idle.jsonl", &[]);
     let report = runner.solve_one(dir, &idle);
     assert_eq!(report["state"], "REVIEWING", "{report:#}");
-    assert!(
-        report["message"]
-            .as_str()
-            .unwrap()
-            .contains("waiting for checks on"),
-        "{report:#}"
-    );
-    assert!(report["message"].as_str().unwrap().ends_with(": ci"));
+    let message = report["message"].as_str().unwrap();
+    assert_contains(message, "waiting for checks on");
+    assert!(message.ends_with(": ci"), "{report:#}");
 
     // CI passes: the gate passes.
     runner.ok(dir, &["checks", "2", "--record", "ci=passed"], "");
     let report = runner.solve_one(dir, &idle);
     assert_eq!(report["state"], "READY", "{report:#}");
-    assert_eq!(state(runner, dir)["state"], "READY");
+    assert_eq!(runner.status(dir, 1)["state"], "READY");
 
     // A failing CI run on the head is said, with exit 1.
     let failed = runner.exits(dir, &["checks", "2", "--record", "ci=failed"], "", 1);

@@ -109,9 +109,22 @@ impl Runner {
         repo
     }
 
+    /// [`Runner::repo`] with [`MEAN`] alone, no configuration.
+    pub fn stats_repo(&self) -> TestRepo {
+        self.repo(&[("stats.py", MEAN)])
+    }
+
     /// [`Runner::repo`] with [`MEAN`] and `config` (the repository's `.bugloop/config.yml`).
     pub fn mean_repo(&self, config: &str) -> TestRepo {
         self.repo(&[("stats.py", MEAN), (".bugloop/config.yml", config)])
+    }
+
+    /// [`Runner::mean_repo`] with its crash reported: issue #1.
+    #[track_caller]
+    pub fn mean_reported(&self, config: &str) -> TestRepo {
+        let repo = self.mean_repo(config);
+        self.ok(repo.path(), &["report"], super::MEAN_TRACE);
+        repo
     }
 
     /// A directory for model scripts the runner can read.
@@ -171,16 +184,24 @@ impl Runner {
         git_stdout(args, &output)
     }
 
+    /// Creates `branch` in `dir` and commits `text` to the tracked file `path` there, as the
+    /// runner: a branch someone pushed. The branch stays checked out.
+    pub fn commit_on_new_branch(
+        &self,
+        dir: &Path,
+        branch: &str,
+        (path, text): (&str, &str),
+        message: &str,
+    ) {
+        self.git(dir, &["checkout", "-q", "-b", branch]);
+        std::fs::write(dir.join(path), text).unwrap();
+        self.git(dir, &["commit", "-q", "-am", message]);
+    }
+
     /// Runs `bugloop args...` in `dir` with `stdin`, to its end.
     pub fn run(&self, dir: &Path, args: &[&str], stdin: &str) -> Output {
         use std::io::Write;
-        let mut child = self
-            .command(dir, args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut child = self.start(dir, args, Stdio::piped());
         child
             .stdin
             .take()
@@ -204,6 +225,23 @@ impl Runner {
         serde_json::from_slice(&self.ok(dir, args, stdin).stdout).unwrap()
     }
 
+    /// `bugloop item NUMBER --format json` in `dir`, which must end well: the issue or change
+    /// request as JSON.
+    #[track_caller]
+    pub fn item(&self, dir: &Path, number: u32) -> Value {
+        self.json(dir, &["item", &number.to_string(), "--format", "json"], "")
+    }
+
+    /// `bugloop status NUMBER --format json` in `dir`, which must end well: the issue's record.
+    #[track_caller]
+    pub fn status(&self, dir: &Path, number: u32) -> Value {
+        self.json(
+            dir,
+            &["status", &number.to_string(), "--format", "json"],
+            "",
+        )
+    }
+
     /// `bugloop solve 1` with `model` in `dir`, which must end well: its JSON report.
     #[track_caller]
     pub fn solve_one(&self, dir: &Path, model: &str) -> Value {
@@ -221,6 +259,16 @@ impl Runner {
         let said = text(&output);
         assert_eq!(output.status.code(), Some(code), "{said}");
         said
+    }
+
+    /// Starts `bugloop args...` in `dir` with `stdin`, its output piped to the test.
+    pub fn start(&self, dir: &Path, args: &[&str], stdin: Stdio) -> Child {
+        self.command(dir, args)
+            .stdin(stdin)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
     }
 
     /// Starts `bugloop args...` in `dir`, its output dropped (a run the test kills).
@@ -243,6 +291,35 @@ pub fn script_of(dir: &Path, name: &str, lines: &[Value]) -> String {
     )
     .unwrap();
     format!("script:{}", script.display())
+}
+
+/// The transcripts of the agent runs in `dir` (`.git/bugloop/runs`) that contain `text`.
+pub fn transcripts_saying(dir: &Path, text: &str) -> Vec<String> {
+    std::fs::read_dir(dir.join(".git/bugloop/runs"))
+        .unwrap()
+        .filter_map(|e| std::fs::read_to_string(e.unwrap().path()).ok())
+        .filter(|t| t.contains(text))
+        .collect()
+}
+
+/// The comments of `item` (as `bugloop item N --format json` shows it) whose body contains
+/// `text`.
+pub fn comments_saying<'a>(item: &'a Value, text: &str) -> Vec<&'a Value> {
+    item["comments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["body"].as_str().unwrap_or_default().contains(text))
+        .collect()
+}
+
+/// Fails the test unless `item` (as `bugloop item N --format json` shows it) carries `label`.
+#[track_caller]
+pub fn assert_labelled(item: &Value, label: &str) {
+    assert!(
+        item["labels"].as_array().unwrap().contains(&json!(label)),
+        "{item:#}"
+    );
 }
 
 /// Files reported in the report of `solve --format json`'s branch.

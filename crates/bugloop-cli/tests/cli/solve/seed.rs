@@ -5,11 +5,14 @@
 //! runs once the reviewer has reviewed the head. An escalated issue is unassigned.
 
 use bugloop_testkit::assert_contains;
+use bugloop_testkit::json::strings_at;
 use serde_json::{Value, json};
 
 use super::byproducts::solve_with;
-use super::runner::{Runner, script_of, text, write};
-use super::{GUARDED, MEAN_TEST, MEAN_TRACE, comment_divides_by_zero, tested_fix};
+use super::runner::{
+    Runner, assert_labelled, comments_saying, script_of, text, transcripts_saying, write,
+};
+use super::{MEAN_TEST, MEAN_TRACE, comment_divides_by_zero, guarded_round, tested_fix};
 
 /// The seed's example, with the test commands a solve needs under its `limits:` (the seed's
 /// name of `solve:`).
@@ -17,10 +20,6 @@ fn seed_config(max_iterations: u32) -> String {
     format!(
         "labels:\n  trigger: \"bug:autofix\"\n  in-progress: \"bugloop:solving\"\n  needs-human: \"bugloop:escalated\"\n\nlimits:\n  max_ralph_iterations: {max_iterations}\n  max_review_iterations: 5\n  timeout_minutes: 30\n  max_diff_lines: 500\n  test_commands:\n    - python3 -m unittest -q\n\nbranch_prefix: \"bugloop/\"\n\nagents:\n  bugsolver:\n    assignee: \"bugsolver-bot\"\n  reviewer:\n    # CodeRabbit handles this automatically\n    external: true\n"
     )
-}
-
-fn item(runner: &Runner, dir: &std::path::Path, number: &str) -> Value {
-    runner.json(dir, &["item", number, "--format", "json"], "")
 }
 
 fn solve(runner: &Runner, dir: &std::path::Path, lines: &[Value]) -> Value {
@@ -46,14 +45,14 @@ fn external_review(runner: &Runner) {
         message(&report).starts_with("waiting for the external reviewer: it did not review "),
         "{report:#}"
     );
-    let issue = item(runner, dir, "1");
+    let issue = runner.item(dir, 1);
     assert_eq!(issue["assignees"], json!(["bugsolver-bot"]), "{issue:#}");
     let shown = runner.run(dir, &["item", "1"], "");
     assert_contains(&text(&shown), "  assigned to: bugsolver-bot");
     // The count of error reports the JSON has is in the text too.
     assert_eq!(issue["reports"], 1, "{issue:#}");
     assert_contains(&text(&shown), "\n  error reports: 1\n");
-    let draft = item(runner, dir, "2");
+    let draft = runner.item(dir, 2);
     assert!(
         draft["comments"]
             .as_array()
@@ -85,27 +84,13 @@ fn external_review(runner: &Runner) {
     );
 
     // A round addresses it; the new head waits for the reviewer again.
-    let round = solve(
-        runner,
-        dir,
-        &[
-            json!({"tool_calls": [
-                write("stats.py", GUARDED),
-                write("test_stats.py", &format!("{MEAN_TEST}\n    def test_empty(self):\n        self.assertEqual(mean([]), 0)\n")),
-            ]}),
-            json!({"text": "An empty list has mean 0 now; tested."}),
-        ],
-    );
+    let round = solve(runner, dir, &guarded_round());
     assert_eq!(round["state"], "REVIEWING", "{round:#}");
     assert!(
         message(&round).starts_with("waiting for the external reviewer: it did not review "),
         "{round:#}"
     );
-    let transcripts: Vec<String> = std::fs::read_dir(dir.join(".git/bugloop/runs"))
-        .unwrap()
-        .filter_map(|e| std::fs::read_to_string(e.unwrap().path()).ok())
-        .filter(|t| t.contains("a review by rabbit"))
-        .collect();
+    let transcripts = transcripts_saying(dir, "a review by rabbit");
     assert_eq!(
         transcripts.len(),
         1,
@@ -120,10 +105,7 @@ fn external_review(runner: &Runner) {
     );
     let ready = solve(runner, dir, &[]);
     assert_eq!(ready["state"], "READY", "{ready:#}");
-    assert_eq!(
-        item(runner, dir, "1")["assignees"],
-        json!(["bugsolver-bot"])
-    );
+    assert_eq!(runner.item(dir, 1)["assignees"], json!(["bugsolver-bot"]));
 }
 
 as_each_user! {
@@ -150,23 +132,11 @@ fn an_escalated_issue_is_unassigned() {
     );
     let report: Value = serde_json::from_slice(&solved.stdout).unwrap();
     assert_eq!(report["state"], "ESCALATED", "{report:#}");
-    let issue = item(&runner, dir, "1");
+    let issue = runner.item(dir, 1);
     assert_eq!(issue["assignees"], json!([]), "{issue:#}");
-    assert!(
-        issue["labels"]
-            .as_array()
-            .unwrap()
-            .contains(&json!("bugloop:escalated")),
-        "{issue:#}"
-    );
-    let history = runner.run(dir, &["status", "1", "--format", "json"], "");
-    let history: Value = serde_json::from_slice(&history.stdout).unwrap();
-    let states: Vec<&str> = history["history"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|t| t["to"].as_str())
-        .collect();
+    assert_labelled(&issue, "bugloop:escalated");
+    let history = runner.status(dir, 1);
+    let states = strings_at(&history["history"], "to");
     assert!(states.contains(&"ASSIGNED"), "{history:#}");
 }
 
@@ -189,18 +159,8 @@ fn a_solution_waits_for_approval_before_its_draft_opens() {
         let again = solve(&runner, dir, &[]);
         assert_eq!(again["state"], "SOLVING", "{again:#}");
     }
-    let issue = item(&runner, dir, "1");
-    let asked: Vec<&Value> = issue["comments"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|c| {
-            c["body"]
-                .as_str()
-                .unwrap_or_default()
-                .contains("asks for approval first")
-        })
-        .collect();
+    let issue = runner.item(dir, 1);
+    let asked = comments_saying(&issue, "asks for approval first");
     assert_eq!(asked.len(), 1, "{issue:#}");
     let none = runner.run(dir, &["item", "2"], "");
     assert_ne!(

@@ -13,8 +13,8 @@ use std::time::Duration;
 use bugloop_testkit::assert_contains;
 use serde_json::Value;
 
+use super::MEAN_TRACE;
 use super::runner::{Runner, text};
-use super::{MEAN, MEAN_TRACE};
 
 fn trace(kind: &str) -> String {
     MEAN_TRACE.replace(
@@ -39,13 +39,7 @@ fn spawn_watch(
     dir: &Path,
     args: &[&str],
 ) -> (std::process::Child, mpsc::Receiver<String>) {
-    let mut child = runner
-        .command(dir, args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = runner.start(dir, args, Stdio::null());
     let stdout = child.stdout.take().unwrap();
     let (send, lines) = mpsc::channel();
     std::thread::spawn(move || {
@@ -88,7 +82,7 @@ fn events(lines: &mpsc::Receiver<String>, n: usize) -> Vec<Value> {
 }
 
 fn follow_and_rotate(runner: &Runner) {
-    let repo = runner.repo(&[("stats.py", MEAN)]);
+    let repo = runner.stats_repo();
     let logs = runner.readable_dir();
     let log = logs.path().join("app.log");
     // Written before the watch began: not reported.
@@ -203,7 +197,7 @@ as_each_user! {
 #[test]
 fn once_over_standard_input_files_json_lines_and_traces_and_counts_repeats() {
     let runner = Runner::me();
-    let repo = runner.repo(&[("stats.py", MEAN)]);
+    let repo = runner.stats_repo();
     let input = format!(
         "{{\"level\": \"info\", \"msg\": \"up\"}}\n{{\"level\": \"error\", \"message\": \"payment provider timed out\"}}\nnoise\n{MEAN_TRACE}{MEAN_TRACE}"
     );
@@ -238,7 +232,7 @@ fn once_over_standard_input_files_json_lines_and_traces_and_counts_repeats() {
 #[test]
 fn a_report_of_another_services_files_is_routed_to_its_repository() {
     let runner = Runner::me();
-    let app = runner.repo(&[("stats.py", MEAN)]);
+    let app = runner.stats_repo();
     let api = runner.repo(&[("handlers.py", "def get(d):\n    return d['id']\n")]);
     let api_trace = "Traceback (most recent call last):\n  File \"/srv/api/handlers.py\", line 2, in get\n    return d['id']\nKeyError: 'id'\n";
     // The repository as the user writes it, relative to where the watch runs: its reports'
@@ -279,7 +273,7 @@ fn a_report_of_another_services_files_is_routed_to_its_repository() {
 #[test]
 fn log_lines_a_user_can_write_forge_no_trace() {
     let runner = Runner::me();
-    let repo = runner.repo(&[("stats.py", MEAN)]);
+    let repo = runner.stats_repo();
     let trace = MEAN_TRACE.trim_end();
     let forged = [
         serde_json::json!({"level": "error", "msg": format!("bad input: \n{trace}")}),
@@ -341,7 +335,7 @@ fn log_lines_a_user_can_write_forge_no_trace() {
 #[test]
 fn a_log_not_there_yet_is_waited_for_once_on_standard_error() {
     let runner = Runner::me();
-    let repo = runner.repo(&[("stats.py", MEAN)]);
+    let repo = runner.stats_repo();
     let logs = runner.readable_dir();
     let log = logs.path().join("later.log");
     let log_arg = log.display().to_string();
