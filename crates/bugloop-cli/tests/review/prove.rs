@@ -451,3 +451,54 @@ fn a_change_that_touches_the_test_setup_cannot_make_a_finding_go_away() {
         );
     }
 }
+
+/// A proven finding is resolved by its test, not by the model's word: after a push that changed
+/// nothing of the bug (a comment line), a model that says it is resolved leaves it open, the
+/// report saying its test still fails; once the code is fixed, the same word resolves it, its
+/// test now passing. An attacker's review had such a finding resolved with the test failing.
+#[test]
+fn a_proven_finding_stays_open_while_its_test_fails() {
+    let repo = repository(CONFIG);
+    let first = review_scripted(&repo, |scripts| {
+        off_by_one_proved(
+            scripts,
+            Some(json!({"shows_the_problem": true, "why": "IndexError at xs[i]"})),
+        )
+    });
+    assert_eq!(first["proofs"][0]["status"], "proven", "{first:#}");
+    let id = first["findings"][0]["id"].as_str().unwrap().to_owned();
+    let resolving = |scripts: &Path| {
+        let mut lines = super::review_lines(&[]);
+        let turn = lines[0]["tool_calls"].as_array_mut().unwrap();
+        turn.insert(
+            0,
+            json!({"name": "resolve_finding", "arguments": {"id": id, "reason": "fixed by the new code"}}),
+        );
+        super::script_named(scripts, "resolving.jsonl", &lines)
+    };
+    let buggy = std::fs::read_to_string(repo.path().join("stats.py")).unwrap();
+    repo.write("stats.py", &format!("# The mean of a list.\n{buggy}"));
+    repo.commit("doc");
+    let again = review_scripted(&repo, &resolving);
+    assert_eq!(again["resolved"], json!([]), "{again:#}");
+    let kept = &again["rechecked"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == id.as_str())
+        .unwrap_or_else(|| panic!("{again:#}"));
+    assert_eq!(kept["outcome"], "kept_open");
+    assert_contains(
+        kept["reason"].as_str().unwrap(),
+        "said to be resolved (fixed by the new code), but the test that proved it, \
+         `test_mean_proof.py`, still fails at",
+    );
+    let listed = stdout(&bugloop(repo.path(), &["findings", "--format", "json"]));
+    assert_contains(&listed, "\"status\": \"PENDING\"");
+    // Fixed for real: the test passes at the new head, and the same word resolves it.
+    repo.write("stats.py", &format!("# The mean of a list.\n{BASE}"));
+    repo.commit("fix the loop");
+    let fixed = review_scripted(&repo, &resolving);
+    assert_eq!(fixed["resolved"][0]["id"], id.as_str(), "{fixed:#}");
+    assert_eq!(repo.git(&["status", "--porcelain"]), "");
+}

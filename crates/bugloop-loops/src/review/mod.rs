@@ -10,6 +10,8 @@
 //! sessions      the model sessions (four passes, or one structured answer) -> Reported
 //! analysis      beside them: the static analyzers, their hits triaged or published -> Analyzed
 //! filtering     path safety, grounding, the filter pipeline             -> Filtered
+//! prove         the most severe findings proven by a test at head (into Filtered)
+//! proven        a proven finding said to be resolved stays open unless its test passes
 //! publishing    comments upserted by marker, resolutions, overflow      -> Published
 //! assemble      the report and the summary comment                      -> ReviewReport
 //! ```
@@ -28,6 +30,7 @@ mod evidence;
 mod filtering;
 mod increment;
 mod prove;
+mod proven;
 
 pub(crate) use self::prove::{ProofContext, prove_findings};
 mod publishing;
@@ -169,6 +172,7 @@ pub async fn review_with(
     );
     early.note_in(&mut filtered, brief.plan.batches.len());
     filtered.proofs = prove::prove(env, &request, &mut filtered.publish).await;
+    proven::keep_unpassed_proofs_open(env, &request, &conversation, &mut filtered).await;
     // Proofs the budget cut short make the review incomplete (exit 3), as any budget stop does.
     let unproven = filtered
         .proofs
