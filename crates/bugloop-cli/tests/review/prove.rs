@@ -479,7 +479,7 @@ fn a_proven_finding_stays_open_while_its_test_fails() {
     let buggy = std::fs::read_to_string(repo.path().join("stats.py")).unwrap();
     repo.write("stats.py", &format!("# The mean of a list.\n{buggy}"));
     repo.commit("doc");
-    let again = review_scripted(&repo, &resolving);
+    let again = review_scripted(&repo, resolving);
     assert_eq!(again["resolved"], json!([]), "{again:#}");
     let kept = &again["rechecked"]
         .as_array()
@@ -498,7 +498,7 @@ fn a_proven_finding_stays_open_while_its_test_fails() {
     // Fixed for real: the test passes at the new head, and the same word resolves it.
     repo.write("stats.py", &format!("# The mean of a list.\n{BASE}"));
     repo.commit("fix the loop");
-    let fixed = review_scripted(&repo, &resolving);
+    let fixed = review_scripted(&repo, resolving);
     assert_eq!(fixed["resolved"][0]["id"], id.as_str(), "{fixed:#}");
     assert_eq!(repo.git(&["status", "--porcelain"]), "");
 }
