@@ -40,10 +40,14 @@ pub(crate) fn files_for(choice: &Choice, changed: &ChangedLines, workspace: &Pat
         .files()
         .filter_map(bugloop_domain::paths::text_name)
         .filter(|f| {
-            let Some(path) = regular_file(workspace, f) else {
-                return false;
-            };
-            set.is_match(f) || (!interpreters.is_empty() && script_for(&path, interpreters))
+            if set.is_match(f) {
+                return regular_file(workspace, f).is_some();
+            }
+            // Only a name without an extension is looked into, and only for a tool that reads
+            // scripts: a change of thousands of files is not read twice over.
+            !interpreters.is_empty()
+                && Path::new(f).extension().is_none()
+                && regular_file(workspace, f).is_some_and(|path| script_for(&path, interpreters))
         })
         .collect()
 }
