@@ -7,6 +7,7 @@
 
 use std::path::Path;
 
+use bugloop_testkit::json::entry_where;
 use bugloop_testkit::{TestRepo, assert_contains, assert_contains_none, assert_starts_with};
 use serde_json::{Value, json};
 
@@ -121,17 +122,22 @@ fn unproven<'a>(report: &'a Value, reason: &str) -> &'a Value {
     proof
 }
 
-#[test]
-fn a_real_off_by_one_is_proven_by_a_test_that_fails_at_head() {
-    let repo = repository(CONFIG);
-    let report = review_scripted(&repo, |scripts| {
+/// The review of `repo` whose model reports the off-by-one, proves it and confirms the proof.
+fn review_proving_the_off_by_one(repo: &TestRepo) -> Value {
+    review_scripted(repo, |scripts| {
         off_by_one_proved(
             scripts,
             Some(
                 json!({"shows_the_problem": true, "why": "IndexError: list index out of range in mean, at xs[i]"}),
             ),
         )
-    });
+    })
+}
+
+#[test]
+fn a_real_off_by_one_is_proven_by_a_test_that_fails_at_head() {
+    let repo = repository(CONFIG);
+    let report = review_proving_the_off_by_one(&repo);
     let proof = &report["proofs"][0];
     assert_eq!(proof["status"], "proven", "{report:#}");
     assert_eq!(proof["test_path"], "test_mean_proof.py");
@@ -459,12 +465,7 @@ fn a_change_that_touches_the_test_setup_cannot_make_a_finding_go_away() {
 #[test]
 fn a_proven_finding_stays_open_while_its_test_fails() {
     let repo = repository(CONFIG);
-    let first = review_scripted(&repo, |scripts| {
-        off_by_one_proved(
-            scripts,
-            Some(json!({"shows_the_problem": true, "why": "IndexError at xs[i]"})),
-        )
-    });
+    let first = review_proving_the_off_by_one(&repo);
     assert_eq!(first["proofs"][0]["status"], "proven", "{first:#}");
     let id = first["findings"][0]["id"].as_str().unwrap().to_owned();
     let resolving = |scripts: &Path| {
@@ -481,12 +482,7 @@ fn a_proven_finding_stays_open_while_its_test_fails() {
     repo.commit("doc");
     let again = review_scripted(&repo, resolving);
     assert_eq!(again["resolved"], json!([]), "{again:#}");
-    let kept = &again["rechecked"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["id"] == id.as_str())
-        .unwrap_or_else(|| panic!("{again:#}"));
+    let kept = entry_where(&again["rechecked"], "id", &id);
     assert_eq!(kept["outcome"], "kept_open");
     assert_contains(
         kept["reason"].as_str().unwrap(),
