@@ -21,6 +21,7 @@ pub mod json;
 pub mod labels;
 pub mod model;
 pub mod postgres;
+pub mod sarif;
 pub mod users;
 
 /// bugloop's checkout: the workspace every crate of it sits two levels below.
