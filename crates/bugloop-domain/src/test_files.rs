@@ -24,99 +24,44 @@ pub fn is_test_path(path: &str) -> bool {
             && (name.ends_with(".java") || name.ends_with(".kt") || name.ends_with(".cs")))
 }
 
-/// Module names a Python test run imports from the standard library or its runner: a file or
-/// package of the repository with one of these names, at a place on `sys.path` (the top, or
-/// `src/`), is loaded instead.
-const SHADOWED_MODULES: &[&str] = &[
-    "unittest",
-    "pytest",
-    "_pytest",
-    "pluggy",
-    "doctest",
-    "nose",
-    "nose2",
-    "hypothesis",
-    "os",
-    "sys",
-    "io",
-    "re",
-    "json",
-    "importlib",
-    "builtins",
-    "site",
-    "types",
-    "typing",
-    "collections",
-    "functools",
-    "itertools",
-    "inspect",
-    "traceback",
-    "warnings",
-    "logging",
-    "pathlib",
-    "shutil",
-    "subprocess",
-    "tempfile",
-    "time",
-    "random",
-    "math",
-    "string",
-    "copy",
-    "abc",
-    "enum",
-    "contextlib",
-    "dataclasses",
-    "signal",
-    "threading",
-    "socket",
-    "argparse",
-    "encodings",
-    "codecs",
-    "locale",
-    "operator",
-    "weakref",
-    "gc",
-    "atexit",
-    "textwrap",
-    "difflib",
-    "pprint",
-    "fnmatch",
-    "glob",
-    "stat",
-    "posixpath",
-    "genericpath",
-    "linecache",
-    "tokenize",
-    "token",
-    "heapq",
-    "gettext",
-    "ast",
-    "dis",
-    "opcode",
-    "keyword",
-    "reprlib",
-    "numbers",
-    "decimal",
-    "datetime",
-    "bisect",
-    "struct",
-    "errno",
-    "platform",
-    "sysconfig",
-    "runpy",
-    "pkgutil",
-    "queue",
-    "selectors",
-    "shlex",
-    "pdb",
-    "cmd",
-    "code",
-    "codeop",
-    "mock",
-    "coverage",
-    "pytest_cov",
-    "xdist",
-];
+/// Module names a Python test run may import: every module of the standard library (Python
+/// 3.11's `sys.stdlib_module_names`, with those 3.12 and 3.13 added), and the test runners' own.
+/// A file or package of the repository with one of these names, at a place on `sys.path` (the
+/// top, or `src/`), is loaded instead: an attacker's review exited 0 from a `bz2.py`, which
+/// `unittest` imports through `shutil`, when the list named only the usual ones.
+const SHADOWED_MODULES: &str = "\
+    __future__ _abc _aix_support _android_support _apple_support _ast _asyncio _bisect _blake2 \
+    _bootsubprocess _bz2 _codecs _codecs_cn _codecs_hk _codecs_iso2022 _codecs_jp _codecs_kr \
+    _codecs_tw _collections _collections_abc _colorize _compat_pickle _compression _contextvars \
+    _crypt _csv _ctypes _curses _curses_panel _datetime _dbm _decimal _elementtree \
+    _frozen_importlib _frozen_importlib_external _functools _gdbm _hashlib _heapq _imp \
+    _interpchannels _interpqueues _interpreters _io _ios_support _json _locale _lsprof _lzma \
+    _markupbase _md5 _msi _multibytecodec _multiprocessing _opcode _opcode_metadata _operator \
+    _osx_support _overlapped _pickle _posixshmem _posixsubprocess _py_abc _pydatetime \
+    _pydecimal _pyio _pylong _pyrepl _pytest _queue _random _scproxy _sha1 _sha256 _sha3 \
+    _sha512 _signal _sitebuiltins _socket _sqlite3 _sre _ssl _stat _statistics _string \
+    _strptime _struct _symtable _sysconfig _thread _threading_local _tkinter _tokenize \
+    _tracemalloc _typing _uuid _warnings _weakref _weakrefset _winapi _wmi _zoneinfo abc aifc \
+    antigravity argparse array ast asynchat asyncio asyncore atexit audioop base64 bdb binascii \
+    bisect builtins bz2 cProfile calendar cgi cgitb chunk cmath cmd code codecs codeop \
+    collections colorsys compileall concurrent configparser contextlib contextvars copy copyreg \
+    crypt csv ctypes curses dataclasses datetime dbm decimal difflib dis distutils doctest \
+    email encodings ensurepip enum errno faulthandler fcntl filecmp fileinput fnmatch fractions \
+    ftplib functools gc genericpath getopt getpass gettext glob graphlib grp gzip hashlib heapq \
+    hmac html http hypothesis idlelib imaplib imghdr imp importlib inspect io ipaddress \
+    itertools json keyword lib2to3 linecache locale logging lzma mailbox mailcap marshal math \
+    mimetypes mmap modulefinder msilib msvcrt multiprocessing netrc nis nntplib nose nose2 nt \
+    ntpath nturl2path numbers opcode operator optparse os ossaudiodev pathlib pdb pickle \
+    pickletools pipes pkgutil platform plistlib pluggy poplib posix posixpath pprint profile \
+    pstats pty pwd py_compile pyclbr pydoc pydoc_data pyexpat pytest queue quopri random re \
+    readline reprlib resource rlcompleter runpy sched secrets select selectors shelve shlex \
+    shutil signal site sitecustomize smtpd smtplib sndhdr socket socketserver spwd sqlite3 \
+    sre_compile sre_constants sre_parse ssl stat statistics string stringprep struct subprocess \
+    sunau symtable sys sysconfig syslog tabnanny tarfile telnetlib tempfile termios textwrap \
+    this threading time timeit tkinter token tokenize tomllib trace traceback tracemalloc tty \
+    turtle turtledemo types typing unicodedata unittest urllib usercustomize uu uuid venv \
+    warnings wave weakref webbrowser winreg winsound wsgiref xdrlib xml xmlrpc zipapp zipfile \
+    zipimport zlib zoneinfo";
 
 /// Files a test run reads as configuration or runs as code besides the tests.
 const SETUP_FILES: &[&str] = &[
@@ -210,12 +155,17 @@ pub fn test_setup_reason(path: &str) -> Option<String> {
 fn shadowed_module(path: &str) -> Option<&'static str> {
     let within = path.strip_prefix("src/").unwrap_or(path);
     let first = within.split('/').next().unwrap_or(within);
+    // A package, or a module Python imports: source, bytecode or a compiled extension
+    // (`bz2.py`, `bz2.pyc`, `bz2.cpython-311-x86_64-linux-gnu.so`).
     let module = if within.contains('/') {
         first
     } else {
-        first.strip_suffix(".py")?
+        let importable = [".py", ".pyc", ".pyw", ".so", ".pyd"]
+            .iter()
+            .any(|ending| first.ends_with(ending));
+        importable.then(|| first.split('.').next())??
     };
-    SHADOWED_MODULES.iter().copied().find(|m| *m == module)
+    SHADOWED_MODULES.split_whitespace().find(|m| *m == module)
 }
 
 #[cfg(test)]
@@ -269,6 +219,13 @@ mod tests {
             "rust-toolchain.toml",
             "src/setupTests.js",
             "vendor/github.com/x/y.go",
+            // Modules `unittest` imports on its way (an attacker's review exited 0 from
+            // `bz2.py`), compiled or not.
+            "bz2.py",
+            "lzma/__init__.py",
+            "_compression.py",
+            "src/bz2.pyc",
+            "bz2.cpython-311-x86_64-linux-gnu.so",
         ] {
             assert!(test_setup_reason(path).is_some(), "{path}");
         }
@@ -277,6 +234,8 @@ mod tests {
             "tests/test_stats.py",
             "app/unittest_helpers.py",
             "app/json/x.py",
+            "stats.py",
+            "bz2.txt",
         ] {
             assert_eq!(test_setup_reason(path), None, "{path}");
         }

@@ -468,15 +468,7 @@ fn a_proven_finding_stays_open_while_its_test_fails() {
     let first = review_proving_the_off_by_one(&repo);
     assert_eq!(first["proofs"][0]["status"], "proven", "{first:#}");
     let id = first["findings"][0]["id"].as_str().unwrap().to_owned();
-    let resolving = |scripts: &Path| {
-        let mut lines = super::review_lines(&[]);
-        let turn = lines[0]["tool_calls"].as_array_mut().unwrap();
-        turn.insert(
-            0,
-            json!({"name": "resolve_finding", "arguments": {"id": id, "reason": "fixed by the new code"}}),
-        );
-        super::script_named(scripts, "resolving.jsonl", &lines)
-    };
+    let resolving = |scripts: &Path| resolving_model(scripts, &id);
     let buggy = std::fs::read_to_string(repo.path().join("stats.py")).unwrap();
     repo.write("stats.py", &format!("# The mean of a list.\n{buggy}"));
     repo.commit("doc");
@@ -497,4 +489,48 @@ fn a_proven_finding_stays_open_while_its_test_fails() {
     let fixed = review_scripted(&repo, resolving);
     assert_eq!(fixed["resolved"][0]["id"], id.as_str(), "{fixed:#}");
     assert_eq!(repo.git(&["status", "--porcelain"]), "");
+}
+
+/// A review's model whose first pass says that finding `id` is resolved.
+fn resolving_model(scripts: &Path, id: &str) -> String {
+    let mut lines = super::review_lines(&[]);
+    let turn = lines[0]["tool_calls"].as_array_mut().unwrap();
+    turn.insert(
+        0,
+        json!({"name": "resolve_finding", "arguments": {"id": id, "reason": "fixed by the new code"}}),
+    );
+    super::script_named(scripts, "resolving.jsonl", &lines)
+}
+
+/// What an attacker's review made the proof's test run pass with, the bug left in place: a
+/// package named as the test (`python3 -m unittest test_mean_proof.py` imports it instead) and
+/// a `bz2.py` that `unittest` imports on its way (it exits 0). The finding stays open.
+#[test]
+fn a_proven_findings_test_cannot_be_made_to_pass_by_what_it_loads() {
+    for (path, content, said) in [
+        (
+            "test_mean_proof/__init__.py",
+            "import unittest\n\n\nclass Fine(unittest.TestCase):\n    def test_fine(self):\n        pass\n",
+            "could not run again: the head holds `test_mean_proof` beside it",
+        ),
+        (
+            "bz2.py",
+            "import atexit\nimport os\n\natexit.register(lambda: os._exit(0))\n",
+            "`bz2.py` shadows the module `bz2`",
+        ),
+    ] {
+        let repo = repository(CONFIG);
+        let first = review_proving_the_off_by_one(&repo);
+        let id = first["findings"][0]["id"].as_str().unwrap().to_owned();
+        // With a line that changes nothing near the bug, so that the finding is asked about.
+        let buggy = std::fs::read_to_string(repo.path().join("stats.py")).unwrap();
+        repo.write("stats.py", &format!("# The mean of a list.\n{buggy}"));
+        repo.write(path, content);
+        repo.commit("tidy");
+        let again = review_scripted(&repo, |scripts| resolving_model(scripts, &id));
+        assert_eq!(again["resolved"], json!([]), "{path}: {again:#}");
+        let kept = entry_where(&again["rechecked"], "id", &id);
+        assert_eq!(kept["outcome"], "kept_open");
+        assert_contains(kept["reason"].as_str().unwrap(), said);
+    }
 }

@@ -44,19 +44,29 @@ pub(super) async fn keep_unpassed_proofs_open(
     if proven.is_empty() {
         return;
     }
-    // A change that decides how its tests run (a `conftest.py`, the runner's settings) can make
-    // any test pass: then a passing test is no evidence, as for a new proof.
-    let setup = ProofContext::of(env, &request.base, &request.head, None)
-        .await
-        .setup_touched;
+    // A change that decides how its tests run (a `conftest.py`, the runner's settings, a module
+    // named as one the runner imports) can make any test pass: then a passing test is no
+    // evidence, as for a new proof. Nor is it from an author who may not write: their code runs
+    // the test, and can make it pass without fixing anything (an attacker's review exited 0
+    // from a module the runner imports), so only a fix bugloop makes or a maintainer resolves it.
+    let context = ProofContext::of(env, &request.base, &request.head, Some(&request.change)).await;
     let short = bugloop_git::short(&request.head);
     for (id, title, said, test) in proven {
-        let why = match (passes_at(env, &request.head, &test).await, &setup) {
-            (Ok(()), None) => continue,
-            (Ok(()), Some(touched)) => {
-                format!("passes at {short}, but {touched}, so the change decides how its tests run")
+        let why = if context.author_may_write {
+            match (
+                passes_at(env, &request.head, &test).await,
+                &context.setup_touched,
+            ) {
+                (Ok(()), None) => continue,
+                (Ok(()), Some(touched)) => format!(
+                    "passes at {short}, but {touched}, so the change decides how its tests run"
+                ),
+                (Err(why), _) => why,
             }
-            (Err(why), _) => why,
+        } else {
+            "was not run again: the change's author may not write to the repository, and their \
+             code decides what its tests do; a fix bugloop makes, or a maintainer, resolves it"
+                .to_owned()
         };
         filtered.resolutions.remove(&id);
         filtered.rechecked.retain(|r| r.id != id);
@@ -80,6 +90,11 @@ async fn passes_at(env: &LoopEnv<'_>, head: &str, test: &ProofTest) -> Result<()
     let cannot = |why: String| format!("could not run again: {why}");
     let bench = Workbench::at(env.git, head, "recheck-proof").map_err(|e| cannot(e.to_string()))?;
     let command = proof_command(env.config(), &test.path).map_err(cannot)?;
+    if let Some(taken) = name_taken(bench.path(), &test.path) {
+        return Err(cannot(format!(
+            "the head holds `{taken}` beside it, which a runner would load in its place"
+        )));
+    }
     bench
         .write_regular_file(&test.path, &test.source)
         .map_err(cannot)?;
@@ -101,5 +116,48 @@ async fn passes_at(env: &LoopEnv<'_>, head: &str, test: &ProofTest) -> Result<()
                 output.split_whitespace().collect::<Vec<_>>().join(" ")
             ))
         }
+    }
+}
+
+/// Another entry beside the test at `test` (relative to `root`) that has its name before the
+/// first dot: a package `test_x/` or a module `test_x.so` beside `test_x.py` is what
+/// `python -m unittest test_x.py` imports (an attacker's review put a passing test there).
+fn name_taken(root: &std::path::Path, test: &str) -> Option<String> {
+    let path = std::path::Path::new(test);
+    let file = path.file_name()?.to_str()?;
+    let stem = file.split('.').next()?;
+    let dir = path.parent().unwrap_or(std::path::Path::new(""));
+    std::fs::read_dir(root.join(dir))
+        .ok()?
+        .flatten()
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .find(|name| name != file && name.split('.').next() == Some(stem))
+        .map(|name| dir.join(name).to_string_lossy().into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_package_or_module_of_the_tests_name_is_seen() {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(root.path().join("tests/test_x")).unwrap();
+        std::fs::write(
+            root.path().join("test_y.cpython-311-x86_64-linux-gnu.so"),
+            "",
+        )
+        .unwrap();
+        std::fs::write(root.path().join("test_z.py"), "").unwrap();
+        assert_eq!(
+            name_taken(root.path(), "tests/test_x.py").as_deref(),
+            Some("tests/test_x")
+        );
+        assert_eq!(
+            name_taken(root.path(), "test_y.py").as_deref(),
+            Some("test_y.cpython-311-x86_64-linux-gnu.so")
+        );
+        assert_eq!(name_taken(root.path(), "test_z.py"), None);
+        assert_eq!(name_taken(root.path(), "missing/test_w.py"), None);
     }
 }
