@@ -57,6 +57,8 @@ impl Default for Config {
             branch_prefix: "bugloop/".to_owned(),
             protected_paths: vec![
                 ".github/workflows/**".to_owned(),
+                // Local actions: workflows run them with their secrets (`uses: ./.github/...`).
+                ".github/actions/**".to_owned(),
                 ".bugloop/**".to_owned(),
                 ".git/**".to_owned(),
             ],
