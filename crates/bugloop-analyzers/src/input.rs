@@ -43,22 +43,35 @@ pub(crate) fn files_for(choice: &Choice, changed: &ChangedLines, workspace: &Pat
             if set.is_match(f) {
                 return regular_file(workspace, f).is_some();
             }
-            // Only a name without an extension is looked into, and only for a tool that reads
-            // scripts: a change of thousands of files is not read twice over.
+            // Only a name no built-in claims by its ending is looked into (`bin/deploy`,
+            // `deploy.prod`), and only for a tool that reads scripts: a change of thousands of
+            // source files is not read twice over.
             !interpreters.is_empty()
-                && Path::new(f).extension().is_none()
+                && !claimed_by_a_built_in(f)
                 && regular_file(workspace, f).is_some_and(|path| script_for(&path, interpreters))
         })
         .collect()
 }
 
-/// Whether the file at `path` is a script of one of `interpreters`: its name has no extension
-/// and its first line is a shebang naming one (`#!/bin/sh`, `#!/usr/bin/env python3`,
-/// `#!/usr/bin/env -S bash -e`). A script's extension, where it has one, already says what it is.
+/// Whether some built-in analyzer reads `file` by its name (`*.py`, `*.js`, `Dockerfile`, ...):
+/// what its ending says it is, a shebang does not change.
+fn claimed_by_a_built_in(file: &str) -> bool {
+    static CLAIMED: std::sync::OnceLock<Option<GlobSet>> = std::sync::OnceLock::new();
+    CLAIMED
+        .get_or_init(|| {
+            let globs: Vec<String> = crate::builtin::BUILT_IN
+                .iter()
+                .flat_map(|tool| tool.files.iter().map(|g| (*g).to_owned()))
+                .collect();
+            glob_set(&globs)
+        })
+        .as_ref()
+        .is_some_and(|set| set.is_match(file))
+}
+
+/// Whether the file at `path` is a script of one of `interpreters`: its first line is a shebang
+/// naming one (`#!/bin/sh`, `#!/usr/bin/env python3`, `#!/usr/bin/env -S bash -e`).
 fn script_for(path: &Path, interpreters: &[&str]) -> bool {
-    if path.extension().is_some() {
-        return false;
-    }
     let mut head = [0u8; 256];
     let read = std::fs::File::open(path)
         .and_then(|mut file| std::io::Read::read(&mut file, &mut head))
@@ -72,12 +85,14 @@ fn script_for(path: &Path, interpreters: &[&str]) -> bool {
 }
 
 /// The interpreter a shebang's command runs, without its directory and version (`python3.12`
-/// is `python`): through `env`, the first word that is neither an option nor a variable.
+/// is `python`): through `env`, the first word that is neither an option nor a variable (`-S`'s
+/// value may be written on to it: `-Sbash -e`).
 fn interpreter(command: &str) -> Option<&str> {
     let mut words = command.split_whitespace();
     let mut program = words.next()?.rsplit('/').next()?;
     if program == "env" {
         program = words
+            .map(|w| w.strip_prefix("-S").filter(|v| !v.is_empty()).unwrap_or(w))
             .find(|w| !w.starts_with('-') && !w.contains('='))?
             .rsplit('/')
             .next()?;
@@ -129,6 +144,7 @@ mod tests {
             (" /usr/bin/env python3", Some("python")),
             ("/usr/bin/env python3.12\r", Some("python")),
             ("/usr/bin/env -S bash -eu", Some("bash")),
+            ("/usr/bin/env -Sbash -e", Some("bash")),
             ("/usr/bin/env LC_ALL=C /usr/local/bin/pypy3", Some("pypy")),
             ("/usr/bin/env", None),
             ("", None),
@@ -138,7 +154,7 @@ mod tests {
     }
 
     #[test]
-    fn only_a_script_without_extension_is_known_by_its_shebang() {
+    fn a_script_is_known_by_its_shebang() {
         let dir = tempfile::tempdir().unwrap();
         let write = |name: &str, text: &str| {
             let path = dir.path().join(name);
@@ -151,10 +167,21 @@ mod tests {
             shells
         ));
         assert!(script_for(&write("run", "#!/usr/bin/env sh\n"), shells));
-        // Another interpreter, no shebang, a shebang not on the first line, or an extension.
+        assert!(script_for(&write("deploy.prod", "#!/bin/sh\n"), shells));
+        // Another interpreter, no shebang, or a shebang not on the first line.
         assert!(!script_for(&write("tool", "#!/usr/bin/env zsh\n"), shells));
         assert!(!script_for(&write("notes", "rm -rf $X/\n"), shells));
         assert!(!script_for(&write("later", "\n#!/bin/sh\n"), shells));
-        assert!(!script_for(&write("x.txt", "#!/bin/sh\n"), shells));
+    }
+
+    /// A name a built-in reads by its ending is that tool's whatever its first line says.
+    #[test]
+    fn what_a_name_says_comes_before_a_shebang() {
+        for claimed in ["a.py", "web/x.js", "Dockerfile", "src/lib.rs", "run.sh"] {
+            assert!(claimed_by_a_built_in(claimed), "{claimed}");
+        }
+        for free in ["bin/deploy", "bin/deploy.prod", "bin/deploy.", "README"] {
+            assert!(!claimed_by_a_built_in(free), "{free}");
+        }
     }
 }
