@@ -325,14 +325,19 @@ async fn settler(env: &LoopEnv<'_>, change: &ChangeKey, actor: &str) -> Result<S
     )
 }
 
-/// A security finding, or one scored 8 or more: what someone without write access cannot have
-/// withdrawn alone.
+/// A security finding, a proven one (a test bugloop ran failed at its head), or one scored 8 or
+/// more: what someone without write access cannot have withdrawn alone.
 fn serious(thread: &ThreadState) -> bool {
     let security = thread
         .recorded("category")
         .and_then(serde_json::Value::as_str)
         == Some("security");
-    security || thread.score.is_some_and(|score| score.get() >= 8)
+    let proven = thread
+        .assessment
+        .as_ref()
+        .and_then(bugloop_domain::proof::ProofTest::from_block)
+        .is_some();
+    security || proven || thread.score.is_some_and(|score| score.get() >= 8)
 }
 
 /// The author without write access argued a serious finding away: recorded as such in the
@@ -346,8 +351,9 @@ async fn held_for_a_maintainer(
     author: &str,
 ) -> Result<DisputeOutcome, ActError> {
     let reasoning = format!(
-        "conceded to {author}, the change's author, who has no write access: a security finding \
-         or one scored 8 or more stays open until someone with write access settles it"
+        "conceded to {author}, the change's author, who has no write access: a security finding, \
+         a proven one or one scored 8 or more stays open until someone with write access settles \
+         it"
     );
     env.forge
         .reply(
@@ -382,4 +388,56 @@ pub(crate) async fn settle_all_disputes(
         outcomes.push(settle_dispute(env, change, &id).await?);
     }
     Ok(outcomes)
+}
+
+#[cfg(test)]
+mod tests {
+    use bugloop_domain::proof::{PROOF_KEY, ProofTest};
+    use bugloop_domain::rmcoc::RmcocBlock;
+    use bugloop_domain::score::Score;
+
+    use super::*;
+
+    fn scored(score: u8, proof: Option<&ProofTest>) -> ThreadState {
+        let mut block = RmcocBlock {
+            finding: "Loop reads one past the end".to_owned(),
+            assessment: "IndexError".to_owned(),
+            score: Score::new(score).unwrap(),
+            status: None,
+            extra: Default::default(),
+        };
+        if let Some(proof) = proof {
+            block.extra.insert(PROOF_KEY.to_owned(), proof.to_value());
+        }
+        ThreadState {
+            id: "7".into(),
+            kind: bugloop_domain::thread::CommentKind::Review,
+            forge_thread_id: None,
+            finding_id: Some(FindingId::new("off-by-one")),
+            file: None,
+            line: None,
+            status: ThreadStatus::Pending,
+            status_at: jiff::Timestamp::UNIX_EPOCH,
+            score: Score::new(score).ok(),
+            assessment: Some(block),
+            title: "Loop reads one past the end".to_owned(),
+            body: String::new(),
+            developer_replies: Vec::new(),
+            bot_replies: 0,
+            awaiting_bot: false,
+            forge_resolved: false,
+            reopenable: false,
+            fixed_in: None,
+        }
+    }
+
+    /// A proven finding is the author's to argue, never theirs alone to withdraw, whatever its
+    /// score: an attacker's review noted that a proven 7 could be argued away with words.
+    #[test]
+    fn a_proven_finding_is_serious_at_any_score() {
+        let proof = ProofTest::checked("test_mean_proof.py", "import unittest\n").unwrap();
+        assert!(!serious(&scored(7, None)));
+        assert!(serious(&scored(7, Some(&proof))));
+        assert!(serious(&scored(8, None)));
+    }
 }
