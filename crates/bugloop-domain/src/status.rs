@@ -5,13 +5,25 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    JsonSchema,
+    Default,
 )]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 #[derive(strum::IntoStaticStr, strum::Display)]
 #[strum(serialize_all = "SCREAMING_SNAKE_CASE")]
 pub enum ThreadStatus {
     /// Raised; no verdict yet, or discussion ongoing.
+    #[default]
     Pending,
     /// Fixed, or the bot accepted the developer's reasoning.
     Resolved,

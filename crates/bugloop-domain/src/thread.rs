@@ -125,8 +125,9 @@ pub struct Reply {
     pub created_at: Timestamp,
 }
 
-/// The state of one finding thread.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// The state of one finding thread (the default: a pending thread of nothing, which a test fills
+/// in).
+#[derive(Debug, Clone, PartialEq, Serialize, Default)]
 pub struct ThreadState {
     /// The id of the bot comment that opened the thread.
     pub id: String,

@@ -414,20 +414,10 @@ mod tests {
             kind: bugloop_domain::thread::CommentKind::Review,
             forge_thread_id: None,
             finding_id: Some(FindingId::new("off-by-one")),
-            file: None,
-            line: None,
-            status: ThreadStatus::Pending,
-            status_at: jiff::Timestamp::UNIX_EPOCH,
             score: Score::new(score).ok(),
             assessment: Some(block),
             title: "Loop reads one past the end".to_owned(),
-            body: String::new(),
-            developer_replies: Vec::new(),
-            bot_replies: 0,
-            awaiting_bot: false,
-            forge_resolved: false,
-            reopenable: false,
-            fixed_in: None,
+            ..ThreadState::default()
         }
     }
 

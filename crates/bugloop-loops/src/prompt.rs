@@ -480,20 +480,8 @@ mod tests {
             kind: bugloop_domain::thread::CommentKind::Review,
             forge_thread_id: None,
             finding_id: Some(bugloop_domain::finding::FindingId::new("off-by-one")),
-            file: None,
-            line: None,
-            status: bugloop_domain::status::ThreadStatus::Pending,
-            status_at: jiff::Timestamp::UNIX_EPOCH,
-            score: None,
-            assessment: None,
             title: "Off by one".to_owned(),
-            body: String::new(),
-            developer_replies: Vec::new(),
-            bot_replies: 0,
-            awaiting_bot: false,
-            forge_resolved: false,
-            reopenable: false,
-            fixed_in: None,
+            ..ThreadState::default()
         };
         let previous = previous_block(&[&thread], 16_000);
         assert!(previous.starts_with("## Previous findings") && previous.contains("`off-by-one`"));

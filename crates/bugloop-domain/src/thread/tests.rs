@@ -8,20 +8,7 @@ fn thread(comment: &str, id: &str) -> ThreadState {
         kind: CommentKind::Review,
         forge_thread_id: None,
         finding_id: Some(FindingId::new(id)),
-        file: None,
-        line: None,
-        status: ThreadStatus::Pending,
-        status_at: Timestamp::UNIX_EPOCH,
-        score: None,
-        assessment: None,
-        title: String::new(),
-        body: String::new(),
-        developer_replies: Vec::new(),
-        bot_replies: 0,
-        awaiting_bot: false,
-        forge_resolved: false,
-        reopenable: false,
-        fixed_in: None,
+        ..ThreadState::default()
     }
 }
 
