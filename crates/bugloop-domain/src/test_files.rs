@@ -121,6 +121,16 @@ pub fn test_setup_reason(path: &str) -> Option<String> {
             "`{path}` configures or runs code in every test run"
         ));
     }
+    // Bytecode Python loads in place of a source it may never compare it with (an unchecked hash
+    // `.pyc`): an attacker's review passed a proof's test with one for the test's name.
+    if lower.ends_with(".pyc")
+        || lower.ends_with(".pyo")
+        || path.split('/').any(|p| p == "__pycache__")
+    {
+        return Some(format!(
+            "`{path}` is compiled Python, which a test run may load in place of its source"
+        ));
+    }
     if lower.ends_with(".pth") {
         return Some(format!(
             "`{path}` is a `.pth` file, which Python runs at start-up"
@@ -226,6 +236,10 @@ mod tests {
             "_compression.py",
             "src/bz2.pyc",
             "bz2.cpython-311-x86_64-linux-gnu.so",
+            // Bytecode loaded in place of the test or the code it tests.
+            "__pycache__/test_proof_median.cpython-311.pyc",
+            "app/__pycache__/stats.cpython-312.pyc",
+            "stats.pyc",
         ] {
             assert!(test_setup_reason(path).is_some(), "{path}");
         }

@@ -502,33 +502,62 @@ fn resolving_model(scripts: &Path, id: &str) -> String {
     super::script_named(scripts, "resolving.jsonl", &lines)
 }
 
+/// What a change puts in the repository before it is committed.
+type Plant = dyn Fn(&TestRepo);
+
 /// What an attacker's review made the proof's test run pass with, the bug left in place: a
-/// package named as the test (`python3 -m unittest test_mean_proof.py` imports it instead) and
-/// a `bz2.py` that `unittest` imports on its way (it exits 0). The finding stays open.
+/// package named as the test (`python3 -m unittest test_mean_proof.py` imports it instead), a
+/// `bz2.py` that `unittest` imports on its way (it exits 0), and bytecode of a passing test under
+/// the test's name with an unchecked hash (Python loads it without reading the source). The
+/// finding stays open.
 #[test]
 fn a_proven_findings_test_cannot_be_made_to_pass_by_what_it_loads() {
-    for (path, content, said) in [
-        (
-            "test_mean_proof/__init__.py",
-            "import unittest\n\n\nclass Fine(unittest.TestCase):\n    def test_fine(self):\n        pass\n",
-            "could not run again: the head holds `test_mean_proof` beside it",
-        ),
-        (
+    let passing = "import unittest\n\n\nclass Fine(unittest.TestCase):\n    def test_fine(self):\n        pass\n";
+    let package = |repo: &TestRepo| repo.write("test_mean_proof/__init__.py", passing);
+    let bz2 = |repo: &TestRepo| {
+        repo.write(
             "bz2.py",
             "import atexit\nimport os\n\natexit.register(lambda: os._exit(0))\n",
-            "`bz2.py` shadows the module `bz2`",
+        );
+    };
+    let bytecode = |repo: &TestRepo| {
+        repo.write("passing.py", passing);
+        let compiled = std::process::Command::new("python3")
+            .args([
+                "-c",
+                "import importlib.util, py_compile; py_compile.compile('passing.py', \
+                 cfile=importlib.util.cache_from_source('test_mean_proof.py'), \
+                 invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)",
+            ])
+            .current_dir(repo.path())
+            .status()
+            .unwrap();
+        assert!(compiled.success());
+        std::fs::remove_file(repo.path().join("passing.py")).unwrap();
+        repo.git(&["add", "-f", "__pycache__"]);
+    };
+    let cases: [(&Plant, &str); 3] = [
+        (
+            &package,
+            "could not run again: the head holds `test_mean_proof` beside it",
         ),
-    ] {
+        (&bz2, "`bz2.py` shadows the module `bz2`"),
+        (
+            &bytecode,
+            "is compiled Python, which a test run may load in place of its source",
+        ),
+    ];
+    for (plant, said) in cases {
         let repo = repository(CONFIG);
         let first = review_proving_the_off_by_one(&repo);
         let id = first["findings"][0]["id"].as_str().unwrap().to_owned();
         // With a line that changes nothing near the bug, so that the finding is asked about.
         let buggy = std::fs::read_to_string(repo.path().join("stats.py")).unwrap();
         repo.write("stats.py", &format!("# The mean of a list.\n{buggy}"));
-        repo.write(path, content);
+        plant(&repo);
         repo.commit("tidy");
         let again = review_scripted(&repo, |scripts| resolving_model(scripts, &id));
-        assert_eq!(again["resolved"], json!([]), "{path}: {again:#}");
+        assert_eq!(again["resolved"], json!([]), "{said}: {again:#}");
         let kept = entry_where(&again["rechecked"], "id", &id);
         assert_eq!(kept["outcome"], "kept_open");
         assert_contains(kept["reason"].as_str().unwrap(), said);
