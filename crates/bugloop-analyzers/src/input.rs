@@ -81,23 +81,28 @@ fn script_for(path: &Path, interpreters: &[&str]) -> bool {
     let Some(command) = line.strip_prefix(b"#!") else {
         return false;
     };
-    interpreter(&String::from_utf8_lossy(command)).is_some_and(|name| interpreters.contains(&name))
+    names_an_interpreter(&String::from_utf8_lossy(command), interpreters)
 }
 
-/// The interpreter a shebang's command runs, without its directory and version (`python3.12`
-/// is `python`): through `env`, the first word that is neither an option nor a variable (`-S`'s
-/// value may be written on to it: `-Sbash -e`).
-fn interpreter(command: &str) -> Option<&str> {
-    let mut words = command.split_whitespace();
-    let mut program = words.next()?.rsplit('/').next()?;
-    if program == "env" {
-        program = words
-            .map(|w| w.strip_prefix("-S").filter(|v| !v.is_empty()).unwrap_or(w))
-            .find(|w| !w.starts_with('-') && !w.contains('='))?
-            .rsplit('/')
-            .next()?;
-    }
-    Some(program.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.'))
+/// Whether a shebang's command runs one of `interpreters`: any of its words, as a program's name
+/// without its directory, quotes or version (`python3.12` is `python`), the value of an option
+/// written on to it (`-Sbash`, `-iSbash`, `--split-string=bash`) taken alone. A wrapper
+/// (`nice bash`, `env -S -u HOME bash`) runs the shell after it, so any word counts.
+fn names_an_interpreter(command: &str, interpreters: &[&str]) -> bool {
+    command.split_whitespace().any(|word| {
+        let word = word.rsplit('=').next().unwrap_or(word);
+        let word = word.trim_matches(|c| c == '"' || c == '\'');
+        let word = match word.strip_prefix('-') {
+            Some(options) => match options.find('S') {
+                Some(at) => &options[at + 1..],
+                None => return false,
+            },
+            None => word,
+        };
+        let name = word.rsplit('/').next().unwrap_or(word);
+        let name = name.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+        interpreters.contains(&name)
+    })
 }
 
 pub(crate) fn glob_set(globs: &[String]) -> Option<GlobSet> {
@@ -137,19 +142,32 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_shebang_names_its_interpreter_without_directory_or_version() {
-        for (command, named) in [
-            ("/bin/sh", Some("sh")),
-            ("/bin/bash -e", Some("bash")),
-            (" /usr/bin/env python3", Some("python")),
-            ("/usr/bin/env python3.12\r", Some("python")),
-            ("/usr/bin/env -S bash -eu", Some("bash")),
-            ("/usr/bin/env -Sbash -e", Some("bash")),
-            ("/usr/bin/env LC_ALL=C /usr/local/bin/pypy3", Some("pypy")),
-            ("/usr/bin/env", None),
-            ("", None),
+    fn a_shebang_names_its_interpreter_however_env_or_a_wrapper_is_written() {
+        let known = &["python", "bash", "sh"];
+        for command in [
+            "/bin/sh",
+            "/bin/bash -e",
+            " /usr/bin/env python3",
+            "/usr/bin/env python3.12\r",
+            "/usr/bin/env -S bash -eu",
+            "/usr/bin/env -Sbash -e",
+            "/usr/bin/env -iSbash",
+            "/usr/bin/env --split-string=bash",
+            "/usr/bin/env -S \"bash\" -e",
+            "/usr/bin/env -S -u HOME bash",
+            "/usr/bin/env -S nice bash",
+            "/usr/bin/nice bash",
+            "/usr/bin/setsid bash",
         ] {
-            assert_eq!(interpreter(command), named, "{command:?}");
+            assert!(names_an_interpreter(command, known), "{command:?}");
+        }
+        for command in [
+            "/usr/bin/env",
+            "",
+            "/usr/bin/env zsh",
+            "/usr/bin/env LC_ALL=C perl",
+        ] {
+            assert!(!names_an_interpreter(command, known), "{command:?}");
         }
     }
 
