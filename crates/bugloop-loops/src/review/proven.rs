@@ -52,21 +52,19 @@ pub(super) async fn keep_unpassed_proofs_open(
     let context = ProofContext::of(env, &request.base, &request.head, Some(&request.change)).await;
     let short = bugloop_git::short(&request.head);
     for (id, title, said, test) in proven {
-        let why = if context.author_may_write {
-            match (
-                passes_at(env, &request.head, &test).await,
-                &context.setup_touched,
-            ) {
-                (Ok(()), None) => continue,
-                (Ok(()), Some(touched)) => format!(
-                    "passes at {short}, but {touched}, so the change decides how its tests run"
-                ),
-                (Err(why), _) => why,
+        let why = match (context.author_may_write, &context.setup_touched) {
+            (false, _) => "was not run again: the change's author may not write to the \
+                           repository, and their code decides what its tests do; a fix bugloop \
+                           makes, or a maintainer, resolves it"
+                .to_owned(),
+            // Whatever it would come to, a run the change decides is no evidence: not run.
+            (true, Some(touched)) => {
+                format!("was not run again: {touched}, so the change decides how its tests run")
             }
-        } else {
-            "was not run again: the change's author may not write to the repository, and their \
-             code decides what its tests do; a fix bugloop makes, or a maintainer, resolves it"
-                .to_owned()
+            (true, None) => match passes_at(env, &request.head, &test).await {
+                Ok(()) => continue,
+                Err(why) => why,
+            },
         };
         filtered.resolutions.remove(&id);
         filtered.rechecked.retain(|r| r.id != id);
