@@ -92,6 +92,32 @@ fn reviewed_as(user: Option<u32>, fixture: &PullRequestFixture, scripts: &Path) 
     run
 }
 
+/// A push of `files` (`None` deletes one) to the pull request, and the Action's review of it.
+fn push_and_review(
+    fixture: &PullRequestFixture,
+    files: &[(&str, Option<&str>)],
+    model: &str,
+) -> (Run, Value) {
+    for (path, text) in files {
+        match text {
+            Some(text) => fixture.dev.write(path, text),
+            None => std::fs::remove_file(fixture.dev.path().join(path)).unwrap(),
+        }
+    }
+    let head = fixture.push_commit("push");
+    fixture
+        .sim
+        .set_head(NUMBER, &head, Some(fixture.diff_at(&head)));
+    let mut payload = webhook_example("pull_request", "synchronize", fixture);
+    payload["pull_request"]["head"]["sha"] = json!(head);
+    let run = action_as(None, fixture, "pull_request", &payload, &[], model);
+    let sarif_path = run.temp.path().join("bugloop.sarif");
+    let sarif = std::fs::read_to_string(sarif_path)
+        .map(|text| serde_json::from_str(&text).unwrap())
+        .unwrap_or(Value::Null);
+    (run, sarif)
+}
+
 /// [`action_as`] `user` on a pull request's `opened` event, however it ends.
 fn run_on_opened(
     user: Option<u32>,

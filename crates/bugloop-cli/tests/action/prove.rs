@@ -5,12 +5,12 @@
 //! it pass, and the pushed commit holds the fix and the test.
 
 use bugloop_github_sim::fixture::{
-    FixtureOptions, NUMBER, PullRequestFixture, off_by_one, review_lines, script_file,
+    FixtureOptions, LAST, LIB, NUMBER, PullRequestFixture, off_by_one, review_lines, script_file,
 };
 use bugloop_testkit::{assert_contains, assert_starts_with};
 use serde_json::{Value, json};
 
-use super::{action_as, comment_event, fixing_script};
+use super::{Run, action_as, comment_event, fixing_script, push_and_review};
 
 const CARGO_TOML: &str = "[package]\nname = \"widgets\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[lib]\npath = \"lib.rs\"\n";
 const CONFIG: &str = "review:\n  prove:\n    test_command: cargo test --offline --quiet --test {test_name}\n    commit_tests: true\n";
@@ -112,4 +112,67 @@ async fn a_passing_test_drops_nothing_from_an_author_without_write_access() {
         "{}",
         run.summary
     );
+}
+
+/// A proven finding on a pull request by `alice` holding `permission`, then her push that fixes
+/// `last`, reviewed by a model that reports nothing: the fixture, that review, and whether the
+/// finding's thread is resolved.
+async fn proven_then_fixed(permission: &str) -> (PullRequestFixture, Run, bool) {
+    let fixture = PullRequestFixture::new(FixtureOptions {
+        base_config: Some(CONFIG),
+        base_files: &[("Cargo.toml", CARGO_TOML)],
+        ..FixtureOptions::default()
+    })
+    .await;
+    fixture.sim.set_permission("alice", permission);
+    let scripts = tempfile::tempdir().unwrap();
+    let mut lines = review_lines(&[off_by_one()]);
+    lines.extend([
+        json!({"tool_calls": [{"name": "write_file", "arguments": {"path": "tests/proof_last.rs", "content": TEST}}]}),
+        json!({"text": "tests/proof_last.rs panics at head."}),
+        json!({"text": json!({"shows_the_problem": true, "why": "index out of bounds in last"}).to_string()}),
+    ]);
+    let (_, output) = super::opened_as(None, &fixture, &[], &script_file(scripts.path(), &lines));
+    let comments = fixture.finding_comments();
+    assert_eq!(comments.len(), 1, "{output}");
+    assert_starts_with(&comments[0].body, "**Proven:**");
+
+    let fixed = format!("{LIB}{}", LAST.replace("v[v.len()]", "v[v.len() - 1]"));
+    let quiet = script_file(scripts.path(), &review_lines(&[]));
+    let (run, _) = push_and_review(&fixture, &[("lib.rs", Some(&fixed))], &quiet);
+    run.ok();
+    let root = fixture.finding_comments()[0].id;
+    let thread = fixture
+        .sim
+        .threads(NUMBER)
+        .into_iter()
+        .find(|t| t.root == root);
+    (fixture, run, thread.unwrap().resolved)
+}
+
+/// An author who may write: the fix's push runs the kept test again at the new head, where it
+/// passes, and the finding is resolved.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_writers_fix_resolves_a_proven_finding_once_its_test_passes_again() {
+    let (_fixture, run, resolved) = proven_then_fixed("write").await;
+    assert!(resolved, "{}", run.summary);
+    assert_contains(&run.summary, "the code it quoted was changed");
+}
+
+/// An author who may not write: their code decides what the kept test does at their head (it
+/// could exit 0 from a module the runner imports), so the test is not run again and the finding
+/// stays open whatever the push does, for a fix bugloop makes or a maintainer to resolve.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_proven_finding_stays_open_on_a_push_by_an_author_who_may_not_write() {
+    let (fixture, run, resolved) = proven_then_fixed("read").await;
+    assert!(!resolved, "{}", run.summary);
+    let reason = "was not run again: the change's author may not write to the repository";
+    assert_contains(&run.summary, reason);
+    let summary = fixture
+        .bot_issue_comments()
+        .into_iter()
+        .map(|c| c.body)
+        .find(|b| b.contains("bugloop:summary"))
+        .unwrap_or_default();
+    assert_contains(&summary, reason);
 }

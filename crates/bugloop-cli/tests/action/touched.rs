@@ -7,13 +7,13 @@ use bugloop_testkit::assert_contains;
 use bugloop_testkit::model::{
     STATS_BASE as BASE, stats_feature as feature, stats_off_by_one as off_by_one,
 };
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use bugloop_github_sim::fixture::{
-    FixtureOptions, NUMBER, PullRequestFixture, review_lines, script_file, webhook_example,
+    FixtureOptions, NUMBER, PullRequestFixture, review_lines, script_file,
 };
 
-use super::{Run, action_as, opened_as, text};
+use super::{opened_as, push_and_review, text};
 
 /// The pull request (which adds the off-by-one in `stats.py`), reviewed once.
 async fn reviewed(scripts: &std::path::Path) -> PullRequestFixture {
@@ -28,32 +28,6 @@ async fn reviewed(scripts: &std::path::Path) -> PullRequestFixture {
     opened_as(None, &fixture, &[], &model);
     assert_eq!(fixture.finding_comments().len(), 1);
     fixture
-}
-
-/// A push of `files` (`None` deletes one) to the pull request, and the Action's review of it.
-fn push_and_review(
-    fixture: &PullRequestFixture,
-    files: &[(&str, Option<&str>)],
-    model: &str,
-) -> (Run, Value) {
-    for (path, text) in files {
-        match text {
-            Some(text) => fixture.dev.write(path, text),
-            None => std::fs::remove_file(fixture.dev.path().join(path)).unwrap(),
-        }
-    }
-    let head = fixture.push_commit("push");
-    fixture
-        .sim
-        .set_head(NUMBER, &head, Some(fixture.diff_at(&head)));
-    let mut payload = webhook_example("pull_request", "synchronize", fixture);
-    payload["pull_request"]["head"]["sha"] = json!(head);
-    let run = action_as(None, fixture, "pull_request", &payload, &[], model);
-    let sarif_path = run.temp.path().join("bugloop.sarif");
-    let sarif = std::fs::read_to_string(sarif_path)
-        .map(|text| serde_json::from_str(&text).unwrap())
-        .unwrap_or(Value::Null);
-    (run, sarif)
 }
 
 fn quiet(scripts: &std::path::Path) -> String {
