@@ -8,6 +8,7 @@ use bugloop_domain::finding::Category;
 
 use crate::formats::Format;
 use crate::hit::{Hit, Level};
+use crate::own;
 use crate::weight::{Weight, is_test_file};
 
 /// What bugloop's rule set makes of a hit: its weight and category, or nothing (a style rule).
@@ -26,7 +27,8 @@ pub(crate) struct Invocation<'a> {
 #[derive(Debug)]
 pub struct BuiltIn {
     pub name: &'static str,
-    /// The program, looked up in bugloop's analyzers directory, then on `PATH`.
+    /// The program, looked up in bugloop's analyzers directory, then on `PATH`; or, named by its
+    /// absolute path, that file (the system's `python3` for bugloop's own rules).
     pub program: &'static str,
     /// Globs of the files it reads; it runs only when the change touches one.
     pub files: &'static [&'static str],
@@ -593,6 +595,22 @@ pub static BUILT_IN: &[BuiltIn] = &[
         judge: go_vet_judge,
         fix: None,
     },
+    BuiltIn {
+        name: "bugloop-python",
+        program: own::SYSTEM_PYTHON,
+        files: &["**/*.py"],
+        interpreters: &["python", "pypy"],
+        project: None,
+        rule_set: "bugloop's own rules in the syntax tree: BLP001 index-past-end (a sequence read at len(seq), as `seq[len(seq)]` or through an index that `range(..., len(seq) + 1)` runs to)",
+        version_args: &["--version"],
+        install: "the system's Python 3 (apt-get install python3)",
+        unsafe_config: &[],
+        format: Format::Sarif,
+        args: own::python_args,
+        alone: own::python_args,
+        judge: own::python_judge,
+        fix: None,
+    },
 ];
 
 /// bugloop's configuration files for the tools that read one (written to a directory the
@@ -613,6 +631,7 @@ pub(crate) fn config_files() -> Vec<(&'static str, String)> {
             )
             .to_owned(),
         ),
+        (own::PYTHON_RULES_FILE, own::PYTHON_RULES.to_owned()),
     ]
 }
 

@@ -24,6 +24,7 @@ mod input;
 mod keys;
 mod locate;
 mod overlap;
+mod own;
 mod run;
 mod sarif;
 mod scope;

@@ -52,6 +52,9 @@ impl Toolbox {
     /// Why `program` was not found: where it was looked for, and how to install it (`install`).
     /// The analyzers directory is named, so a run with another `HOME` says where it looked.
     pub fn not_found(&self, program: &str, install: &str) -> String {
+        if Path::new(program).is_absolute() {
+            return format!("{program} is not there ({install})");
+        }
         match &self.dir {
             Some(dir) => format!(
                 "{program} is not installed: not in {} nor on PATH ({install}; \
@@ -64,6 +67,13 @@ impl Toolbox {
 
     /// The program `name`, if installed.
     pub fn find(&self, name: &str) -> Option<Installed> {
+        if Path::new(name).is_absolute() {
+            let path = PathBuf::from(name);
+            return is_executable(&path).then(|| Installed {
+                mounts: outside_system_paths(&path),
+                path,
+            });
+        }
         if let Some(dir) = &self.dir {
             let candidate = dir.join("bin").join(name);
             if is_executable(&candidate) {
@@ -76,25 +86,31 @@ impl Toolbox {
         for dir in &self.path {
             let candidate = dir.join(name);
             if is_executable(&candidate) {
-                let real = std::fs::canonicalize(&candidate).unwrap_or_else(|_| candidate.clone());
-                let system = |p: &Path| {
-                    bugloop_sandbox::SYSTEM_PATHS
-                        .iter()
-                        .any(|s| p.starts_with(s))
-                };
-                let mut mounts: Vec<PathBuf> = [candidate.clone(), real]
-                    .into_iter()
-                    .filter(|p| !system(p))
-                    .collect();
-                mounts.dedup();
                 return Some(Installed {
+                    mounts: outside_system_paths(&candidate),
                     path: candidate,
-                    mounts,
                 });
             }
         }
         None
     }
+}
+
+/// What the sandbox must be shown to run `program`: it and what its link points to, those of
+/// them outside the system paths it shows anyway.
+fn outside_system_paths(program: &Path) -> Vec<PathBuf> {
+    let real = std::fs::canonicalize(program).unwrap_or_else(|_| program.to_path_buf());
+    let system = |p: &Path| {
+        bugloop_sandbox::SYSTEM_PATHS
+            .iter()
+            .any(|s| p.starts_with(s))
+    };
+    let mut mounts: Vec<PathBuf> = [program.to_path_buf(), real]
+        .into_iter()
+        .filter(|p| !system(p))
+        .collect();
+    mounts.dedup();
+    mounts
 }
 
 fn is_executable(path: &Path) -> bool {

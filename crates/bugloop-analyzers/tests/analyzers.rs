@@ -19,7 +19,8 @@ const HEAD_APP: &str = "import os\n\n\ndef legacy(expr):\n    return eval(expr)\
 
 /// A repository on its branch `change`: the base has `app.py` with an old `eval` hit; the change
 /// adds an SQL injection (silenced with `# noqa`), tells ruff's configuration to ignore S608,
-/// adds a shell script and a JavaScript file with a bug each, and a bundle over biome's size limit.
+/// adds a Python loop that reads one past the end, a shell script and a JavaScript file with a
+/// bug each, and a bundle over biome's size limit.
 fn planted() -> (TestRepo, bugloop_diff::Diff) {
     let repo = TestRepo::with_files(&[
         ("app.py", BASE_APP),
@@ -32,6 +33,10 @@ fn planted() -> (TestRepo, bugloop_diff::Diff) {
         "[project]\nname = \"app\"\n\n[tool.ruff.lint]\nignore = [\"S608\"]\nexclude = [\"app.py\"]\n",
     );
     repo.write("clean.sh", "#!/bin/sh\nrm -rf $BUILD_DIR/*\n");
+    repo.write(
+        "stats.py",
+        "def total(xs):\n    t = 0\n    for i in range(len(xs) + 1):\n        t += xs[i]\n    return t\n",
+    );
     repo.write(
         "web.js",
         "export const limits = { max: 1, max: 2 };\nexport function kind(x) {\n  return typeof x === \"strnig\";\n}\n",
@@ -153,9 +158,23 @@ async fn planted_bugs_are_found_on_the_changes_lines_whatever_the_branch_configu
         matches!(ruff.status, RunStatus::Ran { hits, .. } if hits >= 2),
         "the old eval is a hit too, not a candidate: {ruff:?}"
     );
+    // bugloop's own rule: the read one past the end, at 7 (a bug the rule is sure of).
+    assert_eq!(
+        found(&analysis, "bugloop-python", "BLP001"),
+        Some(4),
+        "{analysis:#?}"
+    );
+    let past_end = analysis.candidates.iter().find(|c| c.hit.rule == "BLP001");
+    let past_end = past_end.unwrap().to_finding();
+    assert_eq!(past_end.score.get(), 7);
+    assert_eq!(past_end.evidence.as_deref(), Some("t += xs[i]"));
     // No workflow, Dockerfile, Rust or Go changed: those analyzers do not apply.
     let names: Vec<&str> = analysis.runs.iter().map(|r| r.name.as_str()).collect();
-    assert_eq!(names, ["ruff", "shellcheck", "biome"], "{analysis:#?}");
+    assert_eq!(
+        names,
+        ["ruff", "shellcheck", "biome", "bugloop-python"],
+        "{analysis:#?}"
+    );
     let sql_finding = analysis
         .candidates
         .iter()

@@ -18,6 +18,7 @@ pub const BUILT_IN_ANALYZERS: &[&str] = &[
     "biome",
     "clippy",
     "go-vet",
+    "bugloop-python",
 ];
 
 /// `auto`, or a list of analyzers.

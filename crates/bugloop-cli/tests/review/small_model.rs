@@ -111,8 +111,9 @@ fn reviewed_example(repo: &Path, env: &[(&str, &str)]) -> Value {
 }
 
 /// The README's main job: the example repository reviewed with the real embedded model
-/// (`scripts/test` installs it). Whatever the tiny model finds, the run completes and the report
-/// is well-formed.
+/// (`scripts/test` installs it). Whatever the tiny model finds, the run completes, the report
+/// is well-formed, and the two bugs the README says it finds offline are found on evidence:
+/// the SQL injection by ruff, the range one past the end by bugloop's own rule.
 #[test]
 fn the_example_reviewed_by_the_embedded_model() {
     let root = root();
@@ -126,6 +127,20 @@ fn the_example_reviewed_by_the_embedded_model() {
     validate(&schema, &report);
     assert_eq!(report["model"], "local:smollm2");
     assert!(report["usage"]["output_tokens"].as_u64().unwrap() > 0);
+    let found = |tool: &str, rule: &str| {
+        report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["source"]["tool"] == tool && f["source"]["rule"] == rule)
+            .map(|f| (f["line"].as_u64().unwrap(), f["score"].as_u64().unwrap()))
+    };
+    assert_eq!(found("ruff", "S608"), Some((17, 8)), "{report:#}");
+    assert_eq!(
+        found("bugloop-python", "BLP001"),
+        Some((22, 7)),
+        "{report:#}"
+    );
 }
 
 /// The embedded model with an output budget too small for its answer (16 tokens, the least
