@@ -11,7 +11,10 @@ use bugloop_agent::transcript::{self, Event};
 use bugloop_agent::{Agent, AgentError, Outcome, Stages, Task};
 use bugloop_llm::budget::{Limit, Meter, Metered};
 use bugloop_llm::scripted::{ScriptedProvider, text_reply, tool_reply};
-use bugloop_llm::{BudgetLimits, Capabilities, JsonSchemaFormat, LlmError, Message, Role, Usage};
+use bugloop_llm::{
+    BudgetLimits, Capabilities, ChatRequest, ChatResponse, JsonSchemaFormat, LlmError, Message,
+    Role, Usage,
+};
 use bugloop_sandbox::{Policy, SandboxSettings};
 use bugloop_testkit::git;
 use bugloop_tools::{ToolContext, Toolset, Workspace};
@@ -284,27 +287,39 @@ async fn a_refused_call_beside_the_last_submission_goes_back_to_the_model() {
     assert_eq!(s.scripted.requests().len(), 4);
 }
 
-#[tokio::test]
-async fn follow_ups_continue_the_same_session_after_each_submission() {
-    let s = setup(
-        ScriptedProvider::new([
-            tool_reply(&[("submit", json!({"pass": 1}))], usage()),
-            tool_reply(
-                &[
-                    ("read_file", json!({"path": "src/lib.rs"})),
-                    ("submit", json!({"pass": 2})),
-                    ("read_file", json!({"path": "src/lib.rs"})),
-                ],
-                usage(),
-            ),
-            tool_reply(&[("submit", json!({"pass": 3}))], usage()),
-        ]),
-        BudgetLimits::default(),
-    );
-    let t = submitting(&["Pass 2 of 3", "Pass 3 of 3"], Stages::OneByOne);
+/// A model's answers submitting passes 1 to `passes`, one a turn.
+fn submissions(passes: u32) -> Vec<ChatResponse> {
+    (1..=passes)
+        .map(|pass| tool_reply(&[("submit", json!({"pass": pass}))], usage()))
+        .collect()
+}
+
+/// Runs a task of three passes (`Pass 2 of 3` and `Pass 3 of 3` follow the first) staged as
+/// `stages` on a model answering `replies`; the run must end with pass 3 submitted. Returns
+/// what the model was sent.
+async fn three_passes_submitted(replies: Vec<ChatResponse>, stages: Stages) -> Vec<ChatRequest> {
+    let s = setup(ScriptedProvider::new(replies), BudgetLimits::default());
+    let t = submitting(&["Pass 2 of 3", "Pass 3 of 3"], stages);
     let run = s.agent.run(t).await;
     assert_eq!(run.outcome.unwrap(), Outcome::Submitted(json!({"pass": 3})));
-    let requests = s.scripted.requests();
+    s.scripted.requests()
+}
+
+#[tokio::test]
+async fn follow_ups_continue_the_same_session_after_each_submission() {
+    let replies = vec![
+        tool_reply(&[("submit", json!({"pass": 1}))], usage()),
+        tool_reply(
+            &[
+                ("read_file", json!({"path": "src/lib.rs"})),
+                ("submit", json!({"pass": 2})),
+                ("read_file", json!({"path": "src/lib.rs"})),
+            ],
+            usage(),
+        ),
+        tool_reply(&[("submit", json!({"pass": 3}))], usage()),
+    ];
+    let requests = three_passes_submitted(replies, Stages::OneByOne).await;
     assert_eq!(requests.len(), 3);
     // The second request carries the whole first pass and then the next pass's prompt.
     let second = &requests[1].messages;
@@ -322,24 +337,18 @@ async fn follow_ups_continue_the_same_session_after_each_submission() {
 /// a follow-up goes out only when a turn ends with stages left, for the next of them.
 #[tokio::test]
 async fn stages_up_front_may_be_submitted_together() {
-    let s = setup(
-        ScriptedProvider::new([
-            tool_reply(
-                &[
-                    ("submit", json!({"pass": 1})),
-                    ("read_file", json!({"path": "src/lib.rs"})),
-                    ("submit", json!({"pass": 2})),
-                ],
-                usage(),
-            ),
-            tool_reply(&[("submit", json!({"pass": 3}))], usage()),
-        ]),
-        BudgetLimits::default(),
-    );
-    let t = submitting(&["Pass 2 of 3", "Pass 3 of 3"], Stages::UpFront);
-    let run = s.agent.run(t).await;
-    assert_eq!(run.outcome.unwrap(), Outcome::Submitted(json!({"pass": 3})));
-    let requests = s.scripted.requests();
+    let replies = vec![
+        tool_reply(
+            &[
+                ("submit", json!({"pass": 1})),
+                ("read_file", json!({"path": "src/lib.rs"})),
+                ("submit", json!({"pass": 2})),
+            ],
+            usage(),
+        ),
+        tool_reply(&[("submit", json!({"pass": 3}))], usage()),
+    ];
+    let requests = three_passes_submitted(replies, Stages::UpFront).await;
     assert_eq!(requests.len(), 2);
     let second = &requests[1].messages;
     // Every call was carried out (none "already submitted"), and only pass 3 was asked for.
@@ -354,21 +363,18 @@ async fn stages_up_front_may_be_submitted_together() {
     assert!(!second.iter().any(|m| m.content == "Pass 2 of 3"));
 
     // All three in one turn: one request.
-    let s = setup(
-        ScriptedProvider::new([tool_reply(
-            &[
-                ("submit", json!({"pass": 1})),
-                ("submit", json!({"pass": 2})),
-                ("submit", json!({"pass": 3})),
-            ],
-            usage(),
-        )]),
-        BudgetLimits::default(),
+    let replies = vec![tool_reply(
+        &[
+            ("submit", json!({"pass": 1})),
+            ("submit", json!({"pass": 2})),
+            ("submit", json!({"pass": 3})),
+        ],
+        usage(),
+    )];
+    assert_eq!(
+        three_passes_submitted(replies, Stages::UpFront).await.len(),
+        1
     );
-    let t = submitting(&["Pass 2 of 3", "Pass 3 of 3"], Stages::UpFront);
-    let run = s.agent.run(t).await;
-    assert_eq!(run.outcome.unwrap(), Outcome::Submitted(json!({"pass": 3})));
-    assert_eq!(s.scripted.requests().len(), 1);
 }
 
 /// Stages left after a turn that may be asked at once are: each in a copy of the conversation
@@ -377,13 +383,7 @@ async fn stages_up_front_may_be_submitted_together() {
 #[tokio::test]
 async fn stages_left_are_asked_at_once_each_in_its_own_copy() {
     let s = setup(
-        ScriptedProvider::new([
-            tool_reply(&[("submit", json!({"pass": 1}))], usage()),
-            tool_reply(&[("submit", json!({"pass": 2}))], usage()),
-            tool_reply(&[("submit", json!({"pass": 3}))], usage()),
-            tool_reply(&[("submit", json!({"pass": 4}))], usage()),
-        ])
-        .with_latency(Duration::from_millis(300)),
+        ScriptedProvider::new(submissions(4)).with_latency(Duration::from_millis(300)),
         BudgetLimits::default(),
     );
     let t = submitting(
@@ -435,12 +435,7 @@ async fn stages_left_are_asked_at_once_each_in_its_own_copy() {
 #[tokio::test]
 async fn a_stage_left_may_be_asked_in_a_conversation_of_its_own() {
     let s = setup(
-        ScriptedProvider::new([
-            tool_reply(&[("submit", json!({"pass": 1}))], usage()),
-            tool_reply(&[("submit", json!({"pass": 2}))], usage()),
-            tool_reply(&[("submit", json!({"pass": 3}))], usage()),
-        ])
-        .with_latency(Duration::from_millis(100)),
+        ScriptedProvider::new(submissions(3)).with_latency(Duration::from_millis(100)),
         BudgetLimits::default(),
     );
     let mut t = submitting(&["Pass 2 of 3", "Pass 3 of 3"], Stages::UpFrontThenAtOnce);
@@ -478,7 +473,7 @@ async fn a_stage_left_may_be_asked_in_a_conversation_of_its_own() {
 /// (a stage left unsubmitted), and one whose model fails ends it with the error.
 #[tokio::test]
 async fn a_stage_asked_at_once_that_fails_or_is_left_unsubmitted_is_said() {
-    let run = |replies: Vec<bugloop_llm::ChatResponse>| async move {
+    let run = |replies: Vec<ChatResponse>| async move {
         // Latency, so each copy takes its answer in turn.
         let scripted = ScriptedProvider::new(replies).with_latency(Duration::from_millis(50));
         let s = setup(scripted, BudgetLimits::default());

@@ -184,11 +184,7 @@ fn print(title: &str, requests: &[RequestRecord], seconds: f64) {
 }
 
 fn main() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = bugloop_testkit::multi_thread_runtime();
     runtime.block_on(async {
         let table = table_file();
         let fixture = PullRequestFixture::new(FixtureOptions {

@@ -162,15 +162,6 @@ fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
-fn validate(schema: &Value, instance: &Value) {
-    let validator = jsonschema::validator_for(schema).unwrap();
-    let errors: Vec<String> = validator
-        .iter_errors(instance)
-        .map(|e| format!("{e} at {}", e.instance_path()))
-        .collect();
-    assert!(errors.is_empty(), "{errors:#?}\n{instance:#}");
-}
-
 #[test]
 fn every_format_and_the_fail_on_exit_code() {
     let dir = repo();
@@ -206,7 +197,7 @@ fn every_format_and_the_fail_on_exit_code() {
         .unwrap(),
     )
     .unwrap();
-    validate(&schema, &report);
+    bugloop_testkit::schema::assert_valid(&schema, &report, "the JSON report");
     assert_eq!(report["findings"][0]["action"], "unchanged");
     assert_eq!(report["tracked"].as_array().unwrap().len(), 1);
     // The suggestion was defused: never a committable suggestion.
@@ -222,7 +213,7 @@ fn every_format_and_the_fail_on_exit_code() {
         &["review", "--full", "--model", &model, "--format", "sarif"],
     );
     let sarif: Value = serde_json::from_str(&stdout(&sarif_run)).unwrap();
-    validate(&bugloop_testkit::sarif::official_schema(), &sarif);
+    bugloop_testkit::sarif::assert_official(&sarif);
     assert_eq!(
         sarif["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["region"]["startLine"],
         6

@@ -66,15 +66,8 @@ async fn a_signed_delivery_is_queued_and_listed_and_sigterm_stops_the_server() {
         .await
         .unwrap();
     assert_eq!(answer.status(), 202);
-    let listed = bugloop(&store)
-        .args(["jobs", "list", "--format", "json"])
-        .output()
-        .unwrap();
-    assert!(
-        listed.status.success(),
-        "{}",
-        String::from_utf8_lossy(&listed.stderr)
-    );
+    let listed =
+        bugloop_testkit::run_ok(bugloop(&store).args(["jobs", "list", "--format", "json"]));
     let jobs: Value = serde_json::from_slice(&listed.stdout).unwrap();
     let jobs = jobs.as_array().unwrap();
     assert_eq!(jobs.len(), 1);

@@ -6,7 +6,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use bugloop_github::{Endpoint, GitHubClient, NewReviewComment, Policy, PullRequestSide, Repo};
@@ -18,19 +17,10 @@ struct OpenApi(Value);
 
 impl OpenApi {
     fn load() -> OpenApi {
-        let cache = std::env::var_os("XDG_CACHE_HOME")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache"));
-        let file = cache.join(
-            "bugloop/test-assets/node_modules/@octokit/openapi/generated/api.github.com.json",
-        );
-        let text = std::fs::read_to_string(&file).unwrap_or_else(|error| {
-            panic!(
-                "{}: {error}; `scripts/setup --test` installs GitHub's OpenAPI description",
-                file.display()
-            )
-        });
-        OpenApi(serde_json::from_str(&text).unwrap())
+        OpenApi(bugloop_testkit::github::octokit_asset(
+            "openapi/generated/api.github.com.json",
+            "GitHub's OpenAPI description",
+        ))
     }
 
     fn resolve<'a>(&'a self, value: &'a Value) -> &'a Value {
@@ -474,12 +464,7 @@ async fn every_request_matches_one_operation_of_githubs_description() {
         }
         if let Some(schema) = api.request_schema(operation) {
             let body: Value = serde_json::from_slice(&request.body).unwrap();
-            let validator = jsonschema::validator_for(&schema).unwrap();
-            let errors: Vec<String> = validator
-                .iter_errors(&body)
-                .map(|e| format!("{e} at {}", e.instance_path()))
-                .collect();
-            assert!(errors.is_empty(), "{verb} {template} {body}: {errors:#?}");
+            bugloop_testkit::schema::assert_valid(&schema, &body, &format!("{verb} {template}"));
         }
     }
     // The checks can fail: a body without its required field, a path GitHub does not have.

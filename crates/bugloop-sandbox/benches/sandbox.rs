@@ -30,16 +30,11 @@ fn small_crate(dir: &Path) {
         "pub fn add(a: u32, b: u32) -> u32 { a + b }\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn adds() { assert_eq!(super::add(2, 2), 4); }\n}\n",
     )
     .unwrap();
-    let built = Command::new("cargo")
-        .args(["test", "--offline", "--quiet", "--no-run"])
-        .current_dir(dir)
-        .env_remove("CARGO_TARGET_DIR")
-        .output()
-        .unwrap();
-    assert!(
-        built.status.success(),
-        "{}",
-        String::from_utf8_lossy(&built.stderr)
+    bugloop_testkit::run_ok(
+        Command::new("cargo")
+            .args(["test", "--offline", "--quiet", "--no-run"])
+            .current_dir(dir)
+            .env_remove("CARGO_TARGET_DIR"),
     );
 }
 

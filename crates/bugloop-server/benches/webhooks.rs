@@ -45,11 +45,7 @@ fn payload(n: usize) -> Vec<u8> {
 }
 
 fn main() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = bugloop_testkit::multi_thread_runtime();
     runtime.block_on(async {
         let dir = tempfile::tempdir().unwrap();
         let queue = Queue::open_sqlite(&dir.path().join("queue.db"), Retries::default())

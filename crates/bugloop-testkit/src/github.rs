@@ -1,27 +1,38 @@
 //! What tests of GitHub's side need that GitHub itself publishes or that OpenSSL makes: the
-//! webhook examples of `@octokit/webhooks-examples` (installed by `scripts/setup --test`) and a
-//! fresh RSA key in the forms an App's credentials come in.
+//! `@octokit` packages (installed by `scripts/setup --test`) such as the webhook examples of
+//! `@octokit/webhooks-examples` and the REST description of `@octokit/openapi`, and a fresh RSA
+//! key in the forms an App's credentials come in.
 
 use std::path::PathBuf;
 
 use serde_json::Value;
 
-/// Every example GitHub publishes of `event`'s deliveries.
-pub fn webhook_examples(event: &str) -> Vec<Value> {
+/// The JSON file at `path` in the `@octokit` packages `scripts/setup --test` installs (`what`
+/// names it in the message when it is not there).
+pub fn octokit_asset(path: &str, what: &str) -> Value {
     let cache = std::env::var_os("XDG_CACHE_HOME")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")))
         .unwrap();
-    let file = cache.join(
-        "bugloop/test-assets/node_modules/@octokit/webhooks-examples/api.github.com/index.json",
-    );
+    let file = cache
+        .join("bugloop/test-assets/node_modules/@octokit")
+        .join(path);
     let text = std::fs::read_to_string(&file).unwrap_or_else(|error| {
         panic!(
-            "{}: {error}; `scripts/setup --test` installs GitHub's webhook examples",
+            "{}: {error}; `scripts/setup --test` installs {what}",
             file.display()
         )
     });
-    let all: Vec<Value> = serde_json::from_str(&text).unwrap();
+    serde_json::from_str(&text).unwrap_or_else(|error| panic!("{}: {error}", file.display()))
+}
+
+/// Every example GitHub publishes of `event`'s deliveries.
+pub fn webhook_examples(event: &str) -> Vec<Value> {
+    let all: Vec<Value> = serde_json::from_value(octokit_asset(
+        "webhooks-examples/api.github.com/index.json",
+        "GitHub's webhook examples",
+    ))
+    .unwrap_or_else(|error| panic!("GitHub's webhook examples are not a list: {error}"));
     all.into_iter()
         .find(|e| e["name"] == event)
         .and_then(|e| e["examples"].as_array().cloned())
@@ -50,15 +61,10 @@ pub fn rsa_key() -> (String, String) {
         "{}",
         String::from_utf8_lossy(&made.stderr)
     );
-    let pkcs1 = std::process::Command::new("openssl")
-        .args(["rsa", "-traditional", "-in"])
-        .arg(&pkcs8)
-        .output()
-        .unwrap();
-    assert!(
-        pkcs1.status.success(),
-        "{}",
-        String::from_utf8_lossy(&pkcs1.stderr)
+    let pkcs1 = crate::run_ok(
+        std::process::Command::new("openssl")
+            .args(["rsa", "-traditional", "-in"])
+            .arg(&pkcs8),
     );
     (
         String::from_utf8(pkcs1.stdout).unwrap(),

@@ -1,8 +1,9 @@
 //! Test support shared by bugloop's suites (a dev-dependency only): git run in the repositories
 //! the tests build, a builder for those repositories, what scripted models say (`model`),
 //! running a scenario as root and again as uid 65534 (`users`), what GitHub publishes for tests
-//! and an App's key (`github`), reading the JSON reports bugloop prints (`json`), and the
-//! checkout's root. Every helper panics with git's message on failure, since a test that cannot
+//! and an App's key (`github`), reading the JSON reports bugloop prints (`json`), checking JSON
+//! against a schema (`schema`), running a command that must succeed, a benchmark's runtime, and
+//! the checkout's root and its documents. Every helper panics with git's message on failure, since a test that cannot
 //! build its fixture has failed.
 //!
 //! This is the tests' own git, run plainly (hooks and the user's configuration apply) as a
@@ -22,6 +23,7 @@ pub mod labels;
 pub mod model;
 pub mod postgres;
 pub mod sarif;
+pub mod schema;
 pub mod users;
 
 /// bugloop's checkout: the workspace every crate of it sits two levels below.
@@ -33,56 +35,93 @@ pub fn workspace() -> PathBuf {
         .to_path_buf()
 }
 
+/// The Markdown documents of the checkout's `docs/`, sorted by name.
+pub fn docs_markdown() -> Vec<PathBuf> {
+    let mut documents: Vec<PathBuf> = std::fs::read_dir(workspace().join("docs"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|e| e == "md"))
+        .collect();
+    documents.sort();
+    documents
+}
+
+/// Runs `command` and returns what it printed; the test fails, showing the program, its
+/// arguments and its standard error, unless it started and succeeded.
+#[track_caller]
+pub fn run_ok(command: &mut Command) -> Output {
+    let program = command.get_program().to_string_lossy().into_owned();
+    let args: Vec<String> = command
+        .get_args()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let output = command
+        .output()
+        .unwrap_or_else(|error| panic!("cannot run {program} {args:?}: {error}"));
+    assert!(
+        output.status.success(),
+        "{program} {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+/// A multi-thread runtime with two workers and every driver on, as benchmarks and tests that
+/// must outlive a blocked task use.
+pub fn multi_thread_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
 /// The identity commits made by [`git`] carry.
 pub const NAME: &str = "Dev";
 pub const EMAIL: &str = "dev@example.com";
 
-fn checked(args: &[&str], output: std::io::Result<Output>) -> String {
-    let output = output.unwrap_or_else(|error| panic!("cannot run git {args:?}: {error}"));
-    assert!(
-        output.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+/// [`run_ok`] of git, its standard output trimmed.
+fn checked(git: &mut Command) -> String {
+    let output = run_ok(git);
     String::from_utf8_lossy(&output.stdout).trim().to_owned()
 }
 
 /// Runs git in `dir` as the developer [`NAME`] and returns its standard output, trimmed.
 pub fn git(dir: &Path, args: &[&str]) -> String {
-    let output = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        // A test may hand its repositories to another user (to run bugloop unprivileged) and
-        // still read them back.
-        .args(["-c", "safe.directory=*"])
-        .arg("-c")
-        .arg(format!("user.name={NAME}"))
-        .arg("-c")
-        .arg(format!("user.email={EMAIL}"))
-        .args(args)
-        .output();
-    checked(args, output)
+    checked(
+        Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            // A test may hand its repositories to another user (to run bugloop unprivileged)
+            // and still read them back.
+            .args(["-c", "safe.directory=*"])
+            .arg("-c")
+            .arg(format!("user.name={NAME}"))
+            .arg("-c")
+            .arg(format!("user.email={EMAIL}"))
+            .args(args),
+    )
 }
 
 /// Runs git in `dir` with nothing of the machine's (no system or global configuration, no
 /// variables but `PATH`) and a fixed identity and date, so commit ids, which snapshots show, are
 /// the same on every run and machine.
 pub fn git_reproducible(dir: &Path, args: &[&str]) -> String {
-    let output = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_AUTHOR_NAME", "Test")
-        .env("GIT_AUTHOR_EMAIL", "test@example.com")
-        .env("GIT_AUTHOR_DATE", "2025-01-01T00:00:00Z")
-        .env("GIT_COMMITTER_NAME", "Test")
-        .env("GIT_COMMITTER_EMAIL", "test@example.com")
-        .env("GIT_COMMITTER_DATE", "2025-01-01T00:00:00Z")
-        .output();
-    checked(args, output)
+    checked(
+        Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_AUTHOR_NAME", "Test")
+            .env("GIT_AUTHOR_EMAIL", "test@example.com")
+            .env("GIT_AUTHOR_DATE", "2025-01-01T00:00:00Z")
+            .env("GIT_COMMITTER_NAME", "Test")
+            .env("GIT_COMMITTER_EMAIL", "test@example.com")
+            .env("GIT_COMMITTER_DATE", "2025-01-01T00:00:00Z"),
+    )
 }
 
 /// Fails the test unless `text` contains `needle`; the message shows the whole text.
@@ -215,6 +254,20 @@ mod tests {
             git_reproducible(dir.path(), &["rev-parse", "HEAD"])
         };
         assert_eq!(commit(), commit());
+    }
+
+    #[test]
+    fn the_documents_are_markdown_in_order() {
+        let documents = docs_markdown();
+        assert!(!documents.is_empty());
+        assert!(documents.windows(2).all(|w| w[0] < w[1]));
+        assert!(documents.iter().all(|d| d.extension().unwrap() == "md"));
+    }
+
+    #[test]
+    #[should_panic(expected = "no such thing")]
+    fn a_failing_command_fails_the_test_with_its_standard_error() {
+        run_ok(Command::new("sh").args(["-c", "echo no such thing >&2; exit 3"]));
     }
 
     #[test]

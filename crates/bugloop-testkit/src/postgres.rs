@@ -136,16 +136,11 @@ impl Postgres {
 
     /// Runs one SQL statement with `psql` and returns what it printed (unaligned, no headers).
     pub fn psql(&self, database: &str, statement: &str) -> String {
-        let output = Command::new(self.bin.join("psql"))
-            .args(["-h", "127.0.0.1", "-p", &self.port.to_string()])
-            .args(["-U", "bugloop", "-d", database, "-X", "-A", "-t", "-q"])
-            .args(["-v", "ON_ERROR_STOP=1", "-c", statement])
-            .output()
-            .unwrap_or_else(|error| panic!("cannot run psql: {error}"));
-        assert!(
-            output.status.success(),
-            "psql {statement:?}: {}",
-            String::from_utf8_lossy(&output.stderr)
+        let output = crate::run_ok(
+            Command::new(self.bin.join("psql"))
+                .args(["-h", "127.0.0.1", "-p", &self.port.to_string()])
+                .args(["-U", "bugloop", "-d", database, "-X", "-A", "-t", "-q"])
+                .args(["-v", "ON_ERROR_STOP=1", "-c", statement]),
         );
         String::from_utf8_lossy(&output.stdout).trim().to_owned()
     }

@@ -16,3 +16,10 @@ pub fn official_schema() -> Value {
     let fixed = official.replace(typo, r#""^[a-zA-Z]{2}|^[a-zA-Z]{2}-[a-zA-Z]{2}\\]?$""#);
     serde_json::from_str(&fixed).unwrap_or_else(|e| panic!("the SARIF schema: {e}"))
 }
+
+/// Fails the test unless `sarif` follows the [`official_schema`], listing every error with its
+/// place.
+#[track_caller]
+pub fn assert_official(sarif: &Value) {
+    crate::schema::assert_valid(&official_schema(), sarif, "the SARIF");
+}

@@ -292,11 +292,7 @@ async fn reading_tools() {
 /// Runs a test body on its own runtime and fails (instead of hanging) if it takes longer than
 /// `seconds`: a tool blocked on a FIFO never returns.
 fn within(seconds: u64, body: impl Future<Output = ()> + Send + 'static) {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = bugloop_testkit::multi_thread_runtime();
     let task = runtime.spawn(body);
     let limit = std::time::Duration::from_secs(seconds);
     let outcome = runtime.block_on(async { tokio::time::timeout(limit, task).await });

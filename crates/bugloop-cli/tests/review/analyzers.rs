@@ -67,12 +67,20 @@ pub(super) fn finding<'a>(report: &'a Value, rule: &str) -> Option<&'a Value> {
         .find(|f| f["source"]["rule"] == rule)
 }
 
-#[test]
-fn the_analyzers_hits_on_the_change_are_published_with_their_rule_and_page() {
+/// The planted change reviewed (JSON) as [`PUBLISH`] configures, by a model with nothing to
+/// say, so the analyzers report alone: the repository, the directory of the model's script (its
+/// path is the model's name: keep it while the model is used), the model and the report.
+fn reviewed_by_the_analyzers_alone() -> (TestRepo, tempfile::TempDir, String, Value) {
     let repo = planted(PUBLISH);
     let scripts = tempfile::tempdir().unwrap();
     let model = script(scripts.path(), &[]);
     let report = review_json(repo.path(), &model, &[]);
+    (repo, scripts, model, report)
+}
+
+#[test]
+fn the_analyzers_hits_on_the_change_are_published_with_their_rule_and_page() {
+    let (repo, _scripts, model, report) = reviewed_by_the_analyzers_alone();
     let sql = finding(&report, "S608").unwrap_or_else(|| panic!("{report:#}"));
     assert_eq!(sql["line"], 9, "{sql:#}");
     assert_eq!(sql["source"]["tool"], "ruff");
@@ -300,10 +308,7 @@ fn a_model_that_uses_tools_confirms_or_dismisses_each_hit() {
 
 #[test]
 fn fix_applies_ruffs_own_fix_and_verifies_it_without_a_model() {
-    let repo = planted(PUBLISH);
-    let scripts = tempfile::tempdir().unwrap();
-    let model = script(scripts.path(), &[]);
-    let report = review_json(repo.path(), &model, &[]);
+    let (repo, scripts, _, report) = reviewed_by_the_analyzers_alone();
     let id = finding(&report, "F632").unwrap()["id"]
         .as_str()
         .unwrap()
@@ -579,9 +584,7 @@ fn a_file_named_oddly_is_analyzed_and_its_hits_published() {
 /// was; the report says why it stays open.
 #[test]
 fn the_models_word_alone_does_not_resolve_an_analyzers_finding() {
-    let repo = planted(PUBLISH);
-    let scripts = tempfile::tempdir().unwrap();
-    let report = review_json(repo.path(), &script(scripts.path(), &[]), &[]);
+    let (repo, scripts, _, report) = reviewed_by_the_analyzers_alone();
     let sql = finding(&report, "S608").unwrap_or_else(|| panic!("{report:#}"));
     let id = sql["id"].as_str().unwrap().to_owned();
     // The review's script, with the finding resolved in the first pass's answer.

@@ -332,7 +332,7 @@ fn a_proven_finding_in_sarif_is_marked_ranked_and_points_at_its_test() {
         &["review", "--model", &model, "--format", "sarif"],
         0,
     );
-    super::validate(&bugloop_testkit::sarif::official_schema(), &sarif);
+    bugloop_testkit::sarif::assert_official(&sarif);
     let result = &sarif["runs"][0]["results"][0];
     assert_eq!(result["properties"]["proven"], true, "{result:#}");
     assert_eq!(result["properties"]["proof"], "proven");

@@ -2,13 +2,13 @@
 //! is asked short questions about the change's code, each answered with at most one finding on a
 //! line it was shown, and an answer its output budget cuts off still makes a well-formed review.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use bugloop_testkit::workspace as root;
 use serde_json::{Value, json};
 
-use super::{bugloop, repo, script_named, stderr, stdout, validate};
+use super::{bugloop, repo, script_named, stderr, stdout};
 
 fn small_script(dir: &Path, answers: &[Value]) -> String {
     let mut lines = vec![
@@ -72,15 +72,18 @@ fn a_small_model_is_asked_short_questions_about_code_only() {
     );
 }
 
-fn demo(root: &Path, into: &Path) -> std::path::PathBuf {
-    let repo = into.join("demo");
-    let made = Command::new(root.join("scripts/example-repo"))
-        .arg(root.join("examples/review-demo"))
-        .arg(&repo)
-        .output()
-        .unwrap();
-    assert!(made.status.success(), "{}", stderr(&made));
-    repo
+/// The example repository, made by `scripts/example-repo` in a fresh directory: the directory
+/// (keep it while the repository is used) and the repository in it.
+fn demo() -> (tempfile::TempDir, PathBuf) {
+    let root = root();
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("demo");
+    bugloop_testkit::run_ok(
+        Command::new(root.join("scripts/example-repo"))
+            .arg(root.join("examples/review-demo"))
+            .arg(&repo),
+    );
+    (dir, repo)
 }
 
 /// The example reviewed by the embedded model (`BUGLOOP_*` settings from `env`): its JSON
@@ -116,15 +119,13 @@ fn reviewed_example(repo: &Path, env: &[(&str, &str)]) -> Value {
 /// the SQL injection by ruff, the range one past the end by bugloop's own rule.
 #[test]
 fn the_example_reviewed_by_the_embedded_model() {
-    let root = root();
-    let dir = tempfile::tempdir().unwrap();
-    let repo = demo(&root, dir.path());
+    let (_dir, repo) = demo();
     let report = reviewed_example(&repo, &[]);
     let schema: Value = serde_json::from_str(
-        &std::fs::read_to_string(root.join("docs/review-report.schema.json")).unwrap(),
+        &std::fs::read_to_string(root().join("docs/review-report.schema.json")).unwrap(),
     )
     .unwrap();
-    validate(&schema, &report);
+    bugloop_testkit::schema::assert_valid(&schema, &report, "the JSON report");
     assert_eq!(report["model"], "local:smollm2");
     assert!(report["usage"]["output_tokens"].as_u64().unwrap() > 0);
     let found = |tool: &str, rule: &str| {
@@ -148,9 +149,7 @@ fn the_example_reviewed_by_the_embedded_model() {
 /// is complete and well-formed; never a parse error.
 #[test]
 fn the_embedded_model_cut_by_a_tiny_output_budget_still_answers_well_formed() {
-    let root = root();
-    let dir = tempfile::tempdir().unwrap();
-    let repo = demo(&root, dir.path());
+    let (_dir, repo) = demo();
     let report = reviewed_example(
         &repo,
         &[("BUGLOOP_REVIEW__MAX_OUTPUT_TOKENS_PER_CALL", "16")],
@@ -174,9 +173,7 @@ fn the_embedded_model_cut_by_a_tiny_output_budget_still_answers_well_formed() {
 /// all when standard error is not a terminal.
 #[test]
 fn progress_shows_on_a_terminal_only_and_never_in_the_output() {
-    let root = root();
-    let dir = tempfile::tempdir().unwrap();
-    let repo = demo(&root, dir.path());
+    let (dir, repo) = demo();
     let out = dir.path().join("out.json");
     let typed = dir.path().join("terminal.log");
     // `script` gives the run a terminal; standard output goes to a file.

@@ -80,12 +80,7 @@ fn anchors(headings: &[(HeadingLevel, String)]) -> BTreeSet<String> {
 
 fn user_documents() -> Vec<PathBuf> {
     let root = workspace();
-    let mut documents: Vec<PathBuf> = std::fs::read_dir(root.join("docs"))
-        .unwrap()
-        .map(|entry| entry.unwrap().path())
-        .filter(|path| path.extension().is_some_and(|e| e == "md"))
-        .collect();
-    documents.sort();
+    let mut documents = bugloop_testkit::docs_markdown();
     for top in ["README.md", "ARCHITECTURE.md", "BENCHMARKS.md"] {
         documents.push(root.join(top));
     }

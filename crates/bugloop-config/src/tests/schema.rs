@@ -60,13 +60,7 @@ fn the_schema_accepts_exactly_the_spec_names_the_binary_reads() {
 fn every_documented_example_is_read_alike_by_the_binary_and_the_schema() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let mut documents = vec![root.join("README.md")];
-    let mut docs: Vec<_> = std::fs::read_dir(root.join("docs"))
-        .unwrap()
-        .map(|entry| entry.unwrap().path())
-        .filter(|path| path.extension().is_some_and(|e| e == "md"))
-        .collect();
-    docs.sort();
-    documents.extend(docs);
+    documents.extend(bugloop_testkit::docs_markdown());
     let validator = jsonschema::validator_for(&schema()).unwrap();
     let sections: Vec<String> = match serde_yaml_ng::to_value(Config::default()).unwrap() {
         serde_yaml_ng::Value::Mapping(map) => map

@@ -593,15 +593,21 @@ async fn stream_cut_in_the_middle_is_retried_then_reported() {
     whole.push_str("data: [DONE]\n\n");
     assert_streamed_again(&server, cut.clone(), "Half an ans", whole, "Whole answer").await;
 
+    let error = streamed_without_retries(cut).await;
+    assert!(matches!(error, LlmError::StreamInterrupted(_)), "{error}");
+}
+
+/// A streamed request to a server that streams `body`, by a provider that does not retry: the
+/// error it ends with.
+async fn streamed_without_retries(body: String) -> LlmError {
     let server = MockServer::start().await;
-    mount_stream(&server, cut, None).await;
+    mount_stream(&server, body, None).await;
     let mut settings = fast_settings();
     settings.max_retries = 0;
-    let once = provider_with(&server, settings, true);
+    let provider = provider_with(&server, settings, true);
     let mut req = request("x");
     req.stream = true;
-    let error = once.chat(&req, None).await.unwrap_err();
-    assert!(matches!(error, LlmError::StreamInterrupted(_)), "{error}");
+    provider.chat(&req, None).await.unwrap_err()
 }
 
 #[tokio::test]
@@ -632,18 +638,11 @@ async fn hung_server_times_out() {
 
 #[tokio::test]
 async fn an_error_inside_the_stream_is_classified() {
-    let server = MockServer::start().await;
     let body = sse(&[(
         None,
         json!({"error": {"message": "model overloaded", "code": 503}}),
     )]);
-    mount_stream(&server, body, None).await;
-    let mut settings = fast_settings();
-    settings.max_retries = 0;
-    let provider = provider_with(&server, settings, true);
-    let mut req = request("x");
-    req.stream = true;
-    let error = provider.chat(&req, None).await.unwrap_err();
+    let error = streamed_without_retries(body).await;
     assert!(
         matches!(&error, LlmError::Server { status: 503, message } if message.contains("model overloaded")),
         "{error}"

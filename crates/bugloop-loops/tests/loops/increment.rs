@@ -118,14 +118,7 @@ async fn a_one_line_commit_is_reviewed_alone_and_other_findings_keep_their_statu
     );
 
     // The asked finding is resolved; the one on untouched code is still open, untouched.
-    let status = |id: &str| {
-        second
-            .tracked
-            .iter()
-            .find(|t| t.id == id)
-            .map(|t| t.status)
-            .unwrap()
-    };
+    let status = |id: &str| second.tracked.iter().find(|t| t.id == id).unwrap().status;
     assert_eq!(status(&stats_id), ThreadStatus::Resolved);
     assert_ne!(status(&db_id), ThreadStatus::Resolved);
     let db_comment = comments

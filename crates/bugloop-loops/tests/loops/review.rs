@@ -462,13 +462,8 @@ async fn the_report_matches_its_documented_schema() {
         documented, generated,
         "docs/review-report.schema.json is out of date: rerun this test with BUGLOOP_UPDATE_SCHEMA=1"
     );
-    let validator = jsonschema::validator_for(&documented).unwrap();
     let value = serde_json::to_value(&report).unwrap();
-    let errors: Vec<String> = validator
-        .iter_errors(&value)
-        .map(|e| format!("{e} at {}", e.instance_path()))
-        .collect();
-    assert!(errors.is_empty(), "{errors:#?}");
+    bugloop_testkit::schema::assert_valid(&documented, &value, "the review report");
 }
 
 #[tokio::test]

@@ -3,13 +3,21 @@
 
 use std::path::Path;
 
-use bugloop_sandbox::{CommandSpec, LimitHit, Policy, TaskTree, run};
+use bugloop_sandbox::{CommandSpec, LimitHit, Output, Policy, SandboxSettings, TaskTree, run};
 
 use crate::users::also_unprivileged;
 use crate::{bash, git, settings, write_files};
 
 fn lines(text: &str) -> Vec<&str> {
     text.lines().collect()
+}
+
+/// Runs `spec` in the sandbox; the script must get to its end (print `done`).
+async fn ran_to_the_end(settings: &SandboxSettings, spec: &CommandSpec) -> Output {
+    let out = run(settings, spec).await.unwrap();
+    let stdout = out.stdout_text();
+    assert!(stdout.contains("done"), "{stdout}\n{}", out.stderr_text());
+    out
 }
 
 #[tokio::test]
@@ -39,9 +47,8 @@ async fn escape_the_view_of_the_file_system() {
         "#,
         socket = socket.display()
     );
-    let out = run(&settings, &bash(&script)).await.unwrap();
+    let out = ran_to_the_end(&settings, &bash(&script)).await;
     let stdout = out.stdout_text();
-    assert!(stdout.contains("done"), "{stdout}\n{}", out.stderr_text());
     for line in lines(&stdout) {
         assert!(
             !line.starts_with("VISIBLE")
@@ -111,11 +118,8 @@ for name, number, args in [("keyctl", 250, (0, -4, 0)), ("io_uring_setup", 425, 
     );
     let mut spec = bash(&script);
     spec.env.push(("HARMLESS".into(), "1".into()));
-    let out = run(&settings(dir.path(), Policy::WorkspaceWrite), &spec)
-        .await
-        .unwrap();
+    let out = ran_to_the_end(&settings(dir.path(), Policy::WorkspaceWrite), &spec).await;
     let stdout = out.stdout_text();
-    assert!(stdout.contains("done"), "{stdout}\n{}", out.stderr_text());
     assert_eq!(lines(&stdout)[0], "65534", "{stdout}");
     for cap in ["CapEff", "CapPrm", "CapBnd"] {
         assert!(
@@ -433,8 +437,8 @@ async fn escape_from_a_workspace_under_the_home_directory() {
 }
 
 /// A repository whose git directory holds what an attacker wants: a token in its config and a
-/// hook that would run on the host.
-fn repository_with_secrets() -> tempfile::TempDir {
+/// hook that would run on the host; with its [`snapshot_of_repository`], to hold it to after.
+fn repository_with_secrets() -> (tempfile::TempDir, String) {
     let dir = tempfile::tempdir().unwrap();
     let repo = dir.path();
     git(repo, &["init", "-q", "-b", "main"]);
@@ -450,7 +454,8 @@ fn repository_with_secrets() -> tempfile::TempDir {
             "AUTHORIZATION: basic SECRET_CHECKOUT_TOKEN",
         ],
     );
-    dir
+    let snapshot = snapshot_of_repository(repo);
+    (dir, snapshot)
 }
 
 fn snapshot_of_repository(repo: &Path) -> String {
@@ -484,9 +489,8 @@ fn snapshot_of_repository(repo: &Path) -> String {
 #[tokio::test]
 async fn escape_through_the_repositorys_git_directory() {
     also_unprivileged("escape::escape_through_the_repositorys_git_directory");
-    let dir = repository_with_secrets();
+    let (dir, before) = repository_with_secrets();
     let repo = dir.path();
-    let before = snapshot_of_repository(repo);
     let tree = TaskTree::create(repo, "HEAD", "escape").unwrap();
     let mut settings = settings(tree.path(), Policy::WorkspaceWrite);
     settings.git = Some(tree.git_mount());
@@ -505,9 +509,8 @@ async fn escape_through_the_repositorys_git_directory() {
         "#,
         real = real_git.display()
     );
-    let out = run(&settings, &bash(&script)).await.unwrap();
+    let out = ran_to_the_end(&settings, &bash(&script)).await;
     let stdout = out.stdout_text();
-    assert!(stdout.contains("done"), "{stdout}\n{}", out.stderr_text());
     assert_eq!(
         lines(&stdout)[0],
         "1",
@@ -530,9 +533,8 @@ async fn escape_through_the_repositorys_git_directory() {
 #[tokio::test]
 async fn escape_through_what_the_agent_leaves_in_the_tree() {
     also_unprivileged("escape::escape_through_what_the_agent_leaves_in_the_tree");
-    let dir = repository_with_secrets();
+    let (dir, before) = repository_with_secrets();
     let repo = dir.path();
-    let before = snapshot_of_repository(repo);
     let markers = tempfile::tempdir().unwrap();
     let marker = markers.path().join("host-ran-it");
     let mut tree = TaskTree::create(repo, "HEAD", "escape").unwrap();
@@ -552,8 +554,7 @@ async fn escape_through_what_the_agent_leaves_in_the_tree() {
         "#,
         marker = marker.display()
     );
-    let out = run(&settings, &bash(&script)).await.unwrap();
-    assert!(out.stdout_text().contains("done"), "{}", out.stderr_text());
+    ran_to_the_end(&settings, &bash(&script)).await;
     let changes = tree.changes().unwrap();
     let mut paths = changes.paths();
     paths.sort();

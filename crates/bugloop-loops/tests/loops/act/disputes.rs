@@ -28,6 +28,20 @@ const INSISTED: Exchange = [
     "p = 1.0 is a valid input and panics.",
 ];
 
+/// The developer explains why it is not a bug, and the model concedes.
+const CONCEDED: Exchange = [
+    "p is validated to be below 1.0 by every caller",
+    "concede",
+    "Callers validate p < 1.0.",
+];
+
+/// The developer defers the fix, and the model escalates to a human.
+const ESCALATED: Exchange = [
+    "we will fix it next quarter",
+    "escalate",
+    "Until then reports crash in production.",
+];
+
 /// The developer replies in the thread of finding `id` and the model weighs the reply.
 async fn dispute(repo: &Repo, id: &str, exchange: Exchange<'_>) -> DisputeOutcome {
     let [reply, decision, reasoning] = exchange;
@@ -46,6 +60,14 @@ async fn dispute(repo: &Repo, id: &str, exchange: Exchange<'_>) -> DisputeOutcom
     .await
 }
 
+/// A finding of a fresh review, then the developer's reply in its thread weighed: the
+/// repository, the finding's id and what the weighing decided.
+async fn freshly_disputed(exchange: Exchange<'_>) -> (Repo, String, DisputeOutcome) {
+    let (repo, id) = reviewed().await;
+    let outcome = dispute(&repo, &id, exchange).await;
+    (repo, id, outcome)
+}
+
 /// The statuses of the threads tracked after a review that finds nothing new.
 async fn tracked_after_a_quiet_review(repo: &Repo) -> Vec<ThreadStatus> {
     let (report, _) = run(repo, support::config(), session(vec![], vec![])).await;
@@ -55,17 +77,7 @@ async fn tracked_after_a_quiet_review(repo: &Repo) -> Vec<ThreadStatus> {
 #[tokio::test]
 async fn disputes_concede_maintain_or_escalate() {
     // Concede: resolved, and the same finding reported again is not raised.
-    let (repo, id) = reviewed().await;
-    let outcome = dispute(
-        &repo,
-        &id,
-        [
-            "p is validated to be below 1.0 by every caller",
-            "concede",
-            "Callers validate p < 1.0.",
-        ],
-    )
-    .await;
+    let (repo, _, outcome) = freshly_disputed(CONCEDED).await;
     assert_eq!(outcome.status, ThreadStatus::Resolved);
     let line = repo.line_of("src/stats.rs", "sorted[index]");
     let again = session(vec![off_by_one(line)], vec![]);
@@ -78,8 +90,7 @@ async fn disputes_concede_maintain_or_escalate() {
     );
 
     // Maintain: disputed; the developer insists and there is no human reviewer: they prevail.
-    let (repo, id) = reviewed().await;
-    let outcome = dispute(&repo, &id, INSISTED).await;
+    let (repo, id, outcome) = freshly_disputed(INSISTED).await;
     assert_eq!(outcome.status, ThreadStatus::Disputed);
     assert_eq!(
         tracked_after_a_quiet_review(&repo).await[0],
@@ -97,8 +108,7 @@ async fn disputes_concede_maintain_or_escalate() {
 
     // A reply after a dispute that accepts the finding ("you're right, I'll fix it") leaves it
     // open: pending again, not resolved by a decision the developer did not take.
-    let (repo, id) = reviewed().await;
-    dispute(&repo, &id, INSISTED).await;
+    let (repo, id, _) = freshly_disputed(INSISTED).await;
     let outcome = dispute(
         &repo,
         &id,
@@ -117,17 +127,7 @@ async fn disputes_concede_maintain_or_escalate() {
     );
 
     // Escalate: a human must decide.
-    let (repo, id) = reviewed().await;
-    let outcome = dispute(
-        &repo,
-        &id,
-        [
-            "we will fix it next quarter",
-            "escalate",
-            "Until then reports crash in production.",
-        ],
-    )
-    .await;
+    let (_, _, outcome) = freshly_disputed(ESCALATED).await;
     assert_eq!(outcome.status, ThreadStatus::Escalated);
 }
 
