@@ -158,12 +158,14 @@ def reads(body_nodes, seq, index):
 
 def hits(tree):
     """(read, index, loop) for each read past the end: the subscript, the name of the index
-    that reaches len(seq) (None for `seq[len(seq)]`), and the range it runs through."""
+    that reaches len(seq) (None for `seq[len(seq)]`), and the range it runs through. Reported
+    where the fix goes: at the range (a loop's first read past the end names it), else at the
+    read."""
     for node in ast.walk(tree):
         if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
             found = len_plus(index_of(node))
             if found and found[1] >= 0 and same(found[0], node.value):
-                yield node, None, None
+                yield node, node, None, None
         loops = []
         if isinstance(node, ast.For) and isinstance(node.target, ast.Name):
             loops.append((node.target.id, node.iter, node.body))
@@ -177,7 +179,7 @@ def hits(tree):
             if seq is None or changes(body, seq, index):
                 continue
             for read in reads(body, seq, index):
-                yield read, index, iterator
+                yield iterator, read, index, iterator
 
 
 def message(source, read, index, loop):
@@ -194,7 +196,7 @@ def message(source, read, index, loop):
     )
 
 
-def result(path, read, text):
+def result(path, place, text):
     return {
         "ruleId": "BLP001",
         "ruleIndex": 0,
@@ -205,10 +207,10 @@ def result(path, read, text):
                 "physicalLocation": {
                     "artifactLocation": {"uri": path},
                     "region": {
-                        "startLine": read.lineno,
-                        "startColumn": read.col_offset + 1,
-                        "endLine": read.end_lineno,
-                        "endColumn": read.end_col_offset + 1,
+                        "startLine": place.lineno,
+                        "startColumn": place.col_offset + 1,
+                        "endLine": place.end_lineno,
+                        "endColumn": place.end_col_offset + 1,
                     },
                 }
             }
@@ -229,11 +231,11 @@ def check(path):
     except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError, MemoryError):
         return []
     found = {}
-    for read, index, loop in hits(tree):
-        found.setdefault((read.lineno, read.col_offset), (read, index, loop))
+    for place, read, index, loop in hits(tree):
+        found.setdefault((place.lineno, place.col_offset), (place, read, index, loop))
     return [
-        result(path, read, message(source, read, index, loop))
-        for _, (read, index, loop) in sorted(found.items(), key=lambda item: item[0])
+        result(path, place, message(source, read, index, loop))
+        for _, (place, read, index, loop) in sorted(found.items(), key=lambda item: item[0])
     ]
 
 

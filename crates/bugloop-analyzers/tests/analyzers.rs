@@ -158,16 +158,25 @@ async fn planted_bugs_are_found_on_the_changes_lines_whatever_the_branch_configu
         matches!(ruff.status, RunStatus::Ran { hits, .. } if hits >= 2),
         "the old eval is a hit too, not a candidate: {ruff:?}"
     );
-    // bugloop's own rule: the read one past the end, at 7 (a bug the rule is sure of).
+    // bugloop's own rule: the read one past the end, at 7 (a bug the rule is sure of), on the
+    // range's line, where the fix goes.
     assert_eq!(
         found(&analysis, "bugloop-python", "BLP001"),
-        Some(4),
+        Some(3),
         "{analysis:#?}"
     );
     let past_end = analysis.candidates.iter().find(|c| c.hit.rule == "BLP001");
     let past_end = past_end.unwrap().to_finding();
     assert_eq!(past_end.score.get(), 7);
-    assert_eq!(past_end.evidence.as_deref(), Some("t += xs[i]"));
+    assert_eq!(
+        past_end.evidence.as_deref(),
+        Some("for i in range(len(xs) + 1):")
+    );
+    assert!(
+        past_end
+            .title
+            .starts_with("`xs[i]` reads one past the end of `xs`")
+    );
     // No workflow, Dockerfile, Rust or Go changed: those analyzers do not apply.
     let names: Vec<&str> = analysis.runs.iter().map(|r| r.name.as_str()).collect();
     assert_eq!(

@@ -1,10 +1,11 @@
-# Cases of BLP001 (index-past-end): a line ending in `# BLP001` must be reported, no other.
+# Cases of BLP001 (index-past-end): a line ending in `# BLP001` must be reported, no other. A
+# loop's read is reported at its range, where the fix goes.
 
 
 def loop_to_len_plus_one(xs):
     total = 0
-    for i in range(len(xs) + 1):
-        total += xs[i]  # BLP001
+    for i in range(len(xs) + 1):  # BLP001
+        total += xs[i]
     return total
 
 
@@ -17,12 +18,18 @@ def read_at_len(xs):
 
 
 def count_down_from_len(xs):
-    for i in range(len(xs), -1, -1):
-        print(xs[i])  # BLP001
+    for i in range(len(xs), -1, -1):  # BLP001
+        print(xs[i])
 
 
 def attribute_sequence(self):
     return {k: self.items[k] for k in range(1 + len(self.items))}  # BLP001
+
+
+def two_reads_one_range(xs):
+    for i in range(len(xs) + 1):  # BLP001
+        print(xs[i])
+        print(xs[i] * 2)
 
 
 def set_and_generator(xs):
@@ -32,8 +39,8 @@ def set_and_generator(xs):
 
 def nested(rows):
     for r in range(len(rows)):
-        for c in range(len(rows[r]) + 1):
-            print(rows[r][c])  # BLP001
+        for c in range(len(rows[r]) + 1):  # BLP001
+            print(rows[r][c])
 
 
 def fine(xs):
@@ -107,7 +114,7 @@ def shadowing_len(xs):
 
 
 def for_else(xs):
-    for i in range(len(xs) + 1):
-        print(xs[i])  # BLP001
+    for i in range(len(xs) + 1):  # BLP001
+        print(xs[i])
     else:
         pass
