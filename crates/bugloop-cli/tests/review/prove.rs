@@ -100,8 +100,10 @@ fn first_comment(dir: &Path, report: &Value) -> String {
     stdout(&bugloop(dir, &["findings", "show", id]))
 }
 
+/// Proofs of the model's finding alone: bugloop's own rule finds this off-by-one too, and its
+/// hit would take a triage call these scripts do not answer.
 pub(super) const CONFIG: &str =
-    "review:\n  prove:\n    test_command: python3 -m unittest -q {test}\n";
+    "review:\n  analyzers: []\n  prove:\n    test_command: python3 -m unittest -q {test}\n";
 
 pub(super) const FAILING_TEST: &str = "import unittest\n\nfrom stats import mean\n\n\nclass MeanTest(unittest.TestCase):\n    def test_mean(self):\n        self.assertEqual(mean([1, 2, 3]), 2)\n";
 
