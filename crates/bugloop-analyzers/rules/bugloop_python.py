@@ -182,8 +182,14 @@ def hits(tree):
                 yield iterator, read, index, iterator
 
 
+def quoted(source, node):
+    """The code of `node` on one line, at most 60 characters (an expression can be any size)."""
+    text = " ".join((ast.get_source_segment(source, node) or "...").split())
+    return text if len(text) <= 60 else text[:59] + "…"
+
+
 def message(source, read, index, loop):
-    text = lambda node: ast.get_source_segment(source, node) or "..."
+    text = lambda node: quoted(source, node)
     seq = text(read.value)
     if index is None:
         return (

@@ -444,6 +444,10 @@ fn clippy_alone(_: Invocation<'_>) -> Vec<String> {
     ])
 }
 
+fn bugloop_python_args(i: Invocation<'_>) -> Vec<String> {
+    own::python_args(i.files, i.config_dir)
+}
+
 /// Every built-in analyzer, in the order they are listed.
 pub static BUILT_IN: &[BuiltIn] = &[
     BuiltIn {
@@ -606,8 +610,8 @@ pub static BUILT_IN: &[BuiltIn] = &[
         install: "the system's Python 3 (apt-get install python3)",
         unsafe_config: &[],
         format: Format::Sarif,
-        args: own::python_args,
-        alone: own::python_args,
+        args: bugloop_python_args,
+        alone: bugloop_python_args,
         judge: own::python_judge,
         fix: None,
     },

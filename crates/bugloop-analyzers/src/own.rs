@@ -8,7 +8,6 @@
 
 use bugloop_domain::finding::Category;
 
-use crate::builtin::Invocation;
 use crate::hit::Hit;
 use crate::weight::Weight;
 
@@ -20,11 +19,12 @@ pub(crate) const PYTHON_RULES: &str = include_str!("../rules/bugloop_python.py")
 /// which the sandbox, hiding the home directory, cannot run.
 pub(crate) const SYSTEM_PYTHON: &str = "/usr/bin/python3";
 
-pub(crate) fn python_args(i: Invocation<'_>) -> Vec<String> {
+/// The interpreter's arguments: the script in `config_dir` (as the sandbox shows it) on `files`.
+pub(crate) fn python_args(files: &[String], config_dir: &str) -> Vec<String> {
     let mut args: Vec<String> = ["-I", "-S", "-B"].map(str::to_owned).into();
-    args.push(format!("{}/{PYTHON_RULES_FILE}", i.config_dir));
+    args.push(format!("{config_dir}/{PYTHON_RULES_FILE}"));
     args.push("--".to_owned());
-    args.extend(i.files.iter().cloned());
+    args.extend(files.iter().cloned());
     args
 }
 
@@ -43,10 +43,7 @@ mod tests {
         let config = tempfile::tempdir().unwrap();
         std::fs::write(config.path().join(PYTHON_RULES_FILE), PYTHON_RULES).unwrap();
         let files: Vec<String> = files.iter().map(|f| (*f).to_owned()).collect();
-        let args = python_args(Invocation {
-            files: &files,
-            config_dir: &config.path().display().to_string(),
-        });
+        let args = python_args(&files, &config.path().display().to_string());
         let output = std::process::Command::new(SYSTEM_PYTHON)
             .args(&args)
             .current_dir(dir)
@@ -111,5 +108,20 @@ mod tests {
         );
         let found: Vec<(&str, u32)> = hits.iter().map(|h| (h.file.as_str(), h.line)).collect();
         assert_eq!(found, [("bug.py", 2)]);
+    }
+
+    /// The code a message quotes is one line of at most 60 characters, whatever the expression.
+    #[test]
+    fn a_message_quotes_code_briefly_on_one_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let long = format!("f('{}\\n')", "x".repeat(10_000));
+        let source = format!("def g(f):\n    return {long}[len(\n        {long})]\n");
+        std::fs::write(dir.path().join("long.py"), source).unwrap();
+        let hits = run_rules(dir.path(), &["long.py"]);
+        assert_eq!(hits.len(), 1, "{hits:#?}");
+        let message = &hits[0].message;
+        assert!(message.len() < 400, "{message}");
+        assert!(!message.contains('\n'), "{message}");
+        assert!(message.starts_with("`f('xxx"), "{message}");
     }
 }
