@@ -18,9 +18,10 @@ RUN apt-get update \
 
 FROM debian:bookworm-slim
 # git: the workers' clones; bubblewrap: the sandbox every command of a job runs in (it needs
-# user namespaces: see compose.yaml's security_opt); ca-certificates: GitHub and model APIs.
+# user namespaces: see compose.yaml's security_opt); ca-certificates: GitHub and model APIs;
+# python3: runs bugloop's own Python rules (bugloop-python) in the sandbox.
 RUN apt-get update \
- && apt-get install -y --no-install-recommends ca-certificates git bubblewrap \
+ && apt-get install -y --no-install-recommends ca-certificates git bubblewrap python3 \
  && rm -rf /var/lib/apt/lists/*
 RUN useradd --system --create-home --home-dir /var/lib/bugloop --shell /usr/sbin/nologin bugloop
 COPY --from=build /src/target/release/bugloop /usr/local/bin/bugloop

@@ -158,6 +158,11 @@ fn the_dockerfile_builds_the_binary_and_runs_the_server_unprivileged() {
         dockerfile.contains("bubblewrap"),
         "the sandbox's program is installed"
     );
+    let runtime = dockerfile.split("FROM debian:").nth(1).unwrap();
+    assert!(
+        runtime.contains(" python3 ") || runtime.contains(" python3\\"),
+        "the system's python3 that bugloop's own Python rules run on is in the running image"
+    );
     assert!(
         dockerfile.contains("BUGLOOP_ANALYZERS_DIR=/opt/bugloop/analyzers scripts/fetch-analyzers")
             && dockerfile.contains("ENV BUGLOOP_ANALYZERS_DIR=/opt/bugloop/analyzers"),
