@@ -4,6 +4,8 @@
 //! the job summary lists the proof; then `@bugloop fix all` places the same test, the fix makes
 //! it pass, and the pushed commit holds the fix and the test.
 
+use std::path::Path;
+
 use bugloop_github_sim::fixture::{
     FixtureOptions, LAST, LIB, NUMBER, PullRequestFixture, off_by_one, review_lines, script_file,
 };
@@ -19,22 +21,8 @@ const TEST: &str =
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_proven_finding_through_the_action_and_a_fix_that_passes_its_test() {
-    let fixture = PullRequestFixture::new(FixtureOptions {
-        base_config: Some(CONFIG),
-        base_files: &[("Cargo.toml", CARGO_TOML)],
-        ..FixtureOptions::default()
-    })
-    .await;
     let scripts = tempfile::tempdir().unwrap();
-    let mut lines = review_lines(&[off_by_one()]);
-    lines.extend([
-        json!({"tool_calls": [{"name": "write_file", "arguments": {"path": "tests/proof_last.rs", "content": TEST}}]}),
-        json!({"text": "tests/proof_last.rs panics at head."}),
-        json!({"text": json!({"shows_the_problem": true, "why": "index out of bounds in last"}).to_string()}),
-    ]);
-    let model = script_file(scripts.path(), &lines);
-    let (run, output) = super::opened_as(None, &fixture, &[], &model);
-
+    let (fixture, run, output) = proven("write", scripts.path()).await;
     let comments = fixture.finding_comments();
     assert_eq!(comments.len(), 1, "{output}");
     let body = &comments[0].body;
@@ -114,10 +102,10 @@ async fn a_passing_test_drops_nothing_from_an_author_without_write_access() {
     );
 }
 
-/// A proven finding on a pull request by `alice` holding `permission`, then her push that fixes
-/// `last`, reviewed by a model that reports nothing: the fixture, that review, and whether the
-/// finding's thread is resolved.
-async fn proven_then_fixed(permission: &str) -> (PullRequestFixture, Run, bool) {
+/// The pull request of `alice`, holding `permission`, opened and reviewed by a model (its
+/// scripts written in `scripts`) that reports the off-by-one in `last` and proves it with
+/// [`TEST`]: the fixture, the run and what it printed.
+async fn proven(permission: &str, scripts: &Path) -> (PullRequestFixture, Run, String) {
     let fixture = PullRequestFixture::new(FixtureOptions {
         base_config: Some(CONFIG),
         base_files: &[("Cargo.toml", CARGO_TOML)],
@@ -125,14 +113,22 @@ async fn proven_then_fixed(permission: &str) -> (PullRequestFixture, Run, bool) 
     })
     .await;
     fixture.sim.set_permission("alice", permission);
-    let scripts = tempfile::tempdir().unwrap();
     let mut lines = review_lines(&[off_by_one()]);
     lines.extend([
         json!({"tool_calls": [{"name": "write_file", "arguments": {"path": "tests/proof_last.rs", "content": TEST}}]}),
         json!({"text": "tests/proof_last.rs panics at head."}),
         json!({"text": json!({"shows_the_problem": true, "why": "index out of bounds in last"}).to_string()}),
     ]);
-    let (_, output) = super::opened_as(None, &fixture, &[], &script_file(scripts.path(), &lines));
+    let (run, output) = super::opened_as(None, &fixture, &[], &script_file(scripts, &lines));
+    (fixture, run, output)
+}
+
+/// A proven finding on a pull request by `alice` holding `permission`, then her push that fixes
+/// `last`, reviewed by a model that reports nothing: the fixture, that review, and whether the
+/// finding's thread is resolved.
+async fn proven_then_fixed(permission: &str) -> (PullRequestFixture, Run, bool) {
+    let scripts = tempfile::tempdir().unwrap();
+    let (fixture, _, output) = proven(permission, scripts.path()).await;
     let comments = fixture.finding_comments();
     assert_eq!(comments.len(), 1, "{output}");
     assert_starts_with(&comments[0].body, "**Proven:**");
