@@ -53,25 +53,10 @@ pub struct PullRequestFixture {
 impl PullRequestFixture {
     pub async fn new(options: FixtureOptions<'_>) -> PullRequestFixture {
         let dev = TestRepo::init("main");
-        dev.write("lib.rs", LIB);
-        if let Some(config) = options.base_config {
-            dev.write(".bugloop/config.yml", config);
-        }
-        for (path, text) in options.base_files {
-            dev.write(path, text);
-        }
-        dev.commit("one");
-        let base = dev.head();
+        let base = commit_side(&dev, LIB, options.base_config, options.base_files, "one");
         dev.branch("feature");
-        dev.write("lib.rs", &format!("{LIB}{LAST}"));
-        if let Some(config) = options.head_config {
-            dev.write(".bugloop/config.yml", config);
-        }
-        for (path, text) in options.head_files {
-            dev.write(path, text);
-        }
-        dev.commit("two");
-        let head = dev.head();
+        let last = format!("{LIB}{LAST}");
+        let head = commit_side(&dev, &last, options.head_config, options.head_files, "two");
         let origin = tempfile::tempdir().unwrap();
         git(origin.path(), &["init", "-q", "--bare", "-b", "main", "."]);
         let url = origin.path().to_str().unwrap().to_owned();
@@ -178,6 +163,26 @@ impl PullRequestFixture {
 /// Every example GitHub publishes of `event` (`@octokit/webhooks-examples`, installed by the test
 /// command into the cache).
 pub use bugloop_testkit::github::webhook_examples;
+
+/// One side of the pull request committed in `dev`: `lib.rs`, the configuration and the files
+/// the options give it; its commit.
+fn commit_side(
+    dev: &TestRepo,
+    lib: &str,
+    config: Option<&str>,
+    files: &[(&str, &str)],
+    message: &str,
+) -> String {
+    dev.write("lib.rs", lib);
+    if let Some(config) = config {
+        dev.write(".bugloop/config.yml", config);
+    }
+    for (path, text) in files {
+        dev.write(path, text);
+    }
+    dev.commit(message);
+    dev.head()
+}
 
 /// GitHub's own example of an `event` with `action`, edited to be about this fixture's pull
 /// request.
