@@ -13,10 +13,15 @@ around it) or a sequence the loop changes is left alone: the rule says only what
 """
 
 import ast
+import io
 import json
+import re
 import sys
+import tokenize
 
-MAX_BYTES = 1 << 20
+# A result saying a file was not checked (at line 0, about the whole file): bugloop lists the
+# file as not checked by this tool and the review as incomplete, never as clean.
+NOT_CHECKED = "not-checked"
 
 RULES = [
     {
@@ -33,6 +38,12 @@ RULES = [
 
 
 def same(a, b):
+    """The same expression, written alike (names compared directly; a dump only between nodes
+    of one kind, so that a large literal is not dumped for every subscript)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, ast.Name):
+        return a.id == b.id
     return ast.dump(a) == ast.dump(b)
 
 
@@ -149,9 +160,9 @@ def reads(body_nodes, seq, index):
             if (
                 isinstance(node, ast.Subscript)
                 and isinstance(node.ctx, ast.Load)
-                and same(node.value, seq)
                 and isinstance(index_of(node), ast.Name)
                 and index_of(node).id == index
+                and same(node.value, seq)
             ):
                 yield node
 
@@ -182,14 +193,30 @@ def hits(tree):
                 yield iterator, read, index, iterator
 
 
-def quoted(source, node):
-    """The code of `node` on one line, at most 60 characters (an expression can be any size)."""
-    text = " ".join((ast.get_source_segment(source, node) or "...").split())
+def python_lines(source):
+    """The source's lines as Python's parser counts them (a lone carriage return ends one too),
+    each with its end."""
+    return re.findall(r"[^\r\n]*(?:\r\n|\r|\n|$)", source)
+
+
+def quoted(lines, node):
+    """The code of `node` on one line, at most 60 characters (an expression can be any size),
+    without backticks, which would end the code span it is shown in. Read from the node's
+    offsets (bytes of UTF-8 within its lines): `ast.get_source_segment` takes minutes on a
+    line of a megabyte."""
+    first, last = node.lineno - 1, node.end_lineno - 1
+    if first == last:
+        code = lines[first].encode()[node.col_offset : node.end_col_offset].decode(errors="replace")
+    else:
+        head = lines[first].encode()[node.col_offset :].decode(errors="replace")
+        tail = lines[last].encode()[: node.end_col_offset].decode(errors="replace")
+        code = " ".join([head, *lines[first + 1 : min(last, first + 4)], tail])
+    text = " ".join(code[:200].split()).replace("`", "'")
     return text if len(text) <= 60 else text[:59] + "…"
 
 
-def message(source, read, index, loop):
-    text = lambda node: quoted(source, node)
+def message(lines, read, index, loop):
+    text = lambda node: quoted(lines, node)
     seq = text(read.value)
     if index is None:
         return (
@@ -202,7 +229,7 @@ def message(source, read, index, loop):
     )
 
 
-def result(path, place, text):
+def result(path, place, text, numbers):
     return {
         "ruleId": "BLP001",
         "ruleIndex": 0,
@@ -213,9 +240,9 @@ def result(path, place, text):
                 "physicalLocation": {
                     "artifactLocation": {"uri": path},
                     "region": {
-                        "startLine": place.lineno,
+                        "startLine": numbers[place.lineno - 1],
                         "startColumn": place.col_offset + 1,
-                        "endLine": place.end_lineno,
+                        "endLine": numbers[place.end_lineno - 1],
                         "endColumn": place.end_col_offset + 1,
                     },
                 }
@@ -224,25 +251,59 @@ def result(path, place, text):
     }
 
 
+def not_checked(path, why):
+    return {
+        "ruleId": NOT_CHECKED,
+        "level": "note",
+        "message": {"text": f"bugloop-python did not check it: {why}"},
+        "locations": [{"physicalLocation": {"artifactLocation": {"uri": path}}}],
+    }
+
+
+def git_lines(source):
+    """For each line as Python counts them (a lone carriage return ends one too), its number as
+    git counts lines (by line feeds alone), so that a hit lands on the line the diff shows."""
+    starts = [0] + [m.end() for m in re.finditer(r"\r\n|\r|\n", source)]
+    numbers, feeds, seen = [], 0, 0
+    for start in starts:
+        feeds += source.count("\n", seen, start)
+        seen = start
+        numbers.append(feeds + 1)
+    return numbers
+
+
 def check(path):
-    """The results for one file; a file that cannot be read or parsed has none (ruff reports a
-    syntax error, and a file of another language is not this rule set's)."""
+    """The results for one file: its hits, or one result saying why it was not checked (it
+    cannot be read or decoded, Python cannot parse it, or it nests deeper than the rule can
+    follow). Never nothing for a file the rule did not read: that would be a way past it."""
+    version = "%d.%d" % sys.version_info[:2]
     try:
         with open(path, "rb") as f:
-            data = f.read(MAX_BYTES + 1)
-        if len(data) > MAX_BYTES:
-            return []
-        source = data.decode("utf-8")
+            data = f.read()
+    except OSError as error:
+        return [not_checked(path, f"it cannot be read ({error.strerror})")]
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        source = data.decode(encoding)
         tree = ast.parse(source, filename=path)
-    except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError, MemoryError):
-        return []
-    found = {}
-    for place, read, index, loop in hits(tree):
-        found.setdefault((place.lineno, place.col_offset), (place, read, index, loop))
-    return [
-        result(path, place, message(source, read, index, loop))
-        for _, (place, read, index, loop) in sorted(found.items(), key=lambda item: item[0])
-    ]
+    except SyntaxError as error:
+        where = f" at line {error.lineno}" if error.lineno else ""
+        return [not_checked(path, f"Python {version} cannot parse it (a syntax error{where})")]
+    except (UnicodeDecodeError, LookupError, ValueError):
+        return [not_checked(path, f"Python {version} cannot read it as source (its encoding)")]
+    except (RecursionError, MemoryError):
+        return [not_checked(path, "it nests deeper than Python's parser goes")]
+    try:
+        found = {}
+        for place, read, index, loop in hits(tree):
+            found.setdefault((place.lineno, place.col_offset), (place, read, index, loop))
+        lines, numbers = python_lines(source), git_lines(source)
+        return [
+            result(path, place, message(lines, read, index, loop), numbers)
+            for _, (place, read, index, loop) in sorted(found.items(), key=lambda item: item[0])
+        ]
+    except RecursionError:
+        return [not_checked(path, "its expressions nest deeper than the rule follows")]
 
 
 def main(argv):

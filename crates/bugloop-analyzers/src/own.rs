@@ -15,6 +15,10 @@ use crate::weight::Weight;
 pub(crate) const PYTHON_RULES_FILE: &str = "bugloop_python.py";
 pub(crate) const PYTHON_RULES: &str = include_str!("../rules/bugloop_python.py");
 
+/// The rule of a result saying a file was not checked (it cannot be read, decoded or parsed):
+/// the file is listed as not checked, never passed over as clean.
+pub(crate) const NOT_CHECKED_RULE: &str = "not-checked";
+
 /// The system's interpreter: a `python3` found on `PATH` may be pyenv's shim or a virtualenv's,
 /// which the sandbox, hiding the home directory, cannot run.
 pub(crate) const SYSTEM_PYTHON: &str = "/usr/bin/python3";
@@ -88,26 +92,65 @@ mod tests {
         }
     }
 
-    /// What cannot be parsed (another Python's syntax, bytes that are not UTF-8, nesting deeper
-    /// than the parser goes, a file that is not there) has no hits, and the others are read.
+    /// A file the rule cannot read, decode or parse is said not checked, with why, and never
+    /// passed over (a way past the rule); what Python reads (a byte-order mark, a coding
+    /// declaration, lines ended by a lone carriage return) is checked, its hits on the lines git
+    /// counts.
     #[test]
-    fn a_file_that_cannot_be_parsed_is_passed_over() {
+    fn a_file_the_rule_cannot_read_is_said_not_checked() {
         let dir = tempfile::tempdir().unwrap();
         let write =
             |name: &str, bytes: &[u8]| std::fs::write(dir.path().join(name), bytes).unwrap();
+        let bug = b"def f(xs):\n    return xs[len(xs)]\n";
         write("broken.py", b"def f(:\n");
         write("latin1.py", b"x = '\xe9'\n");
+        write("nul.py", b"x = 1\0\n");
         write(
             "deep.py",
             format!("x = {}1{}\n", "(".repeat(5000), ")".repeat(5000)).as_bytes(),
         );
-        write("bug.py", b"def f(xs):\n    return xs[len(xs)]\n");
-        let hits = run_rules(
-            dir.path(),
-            &["broken.py", "latin1.py", "deep.py", "missing.py", "bug.py"],
+        write("bom.py", &[b"\xef\xbb\xbf".as_slice(), bug].concat());
+        write(
+            "cookie.py",
+            &[b"# -*- coding: latin-1 -*-\nx = '\xe9'\n".as_slice(), bug].concat(),
         );
-        let found: Vec<(&str, u32)> = hits.iter().map(|h| (h.file.as_str(), h.line)).collect();
-        assert_eq!(found, [("bug.py", 2)]);
+        write("cr.py", &[b"a = 1\rb = 2\n".as_slice(), bug].concat());
+        let names = [
+            "broken.py",
+            "latin1.py",
+            "nul.py",
+            "deep.py",
+            "missing.py",
+            "bom.py",
+            "cookie.py",
+            "cr.py",
+        ];
+        let hits = run_rules(dir.path(), &names);
+        let found: Vec<(&str, &str, u32)> = hits
+            .iter()
+            .map(|h| (h.rule.as_str(), h.file.as_str(), h.line))
+            .collect();
+        assert_eq!(
+            found,
+            [
+                (NOT_CHECKED_RULE, "broken.py", 0),
+                (NOT_CHECKED_RULE, "latin1.py", 0),
+                (NOT_CHECKED_RULE, "nul.py", 0),
+                (NOT_CHECKED_RULE, "deep.py", 0),
+                (NOT_CHECKED_RULE, "missing.py", 0),
+                ("BLP001", "bom.py", 2),
+                ("BLP001", "cookie.py", 4),
+                ("BLP001", "cr.py", 3),
+            ]
+        );
+        assert!(
+            hits[0]
+                .message
+                .contains("cannot parse it (a syntax error at line 1)")
+        );
+        for hit in &hits[..5] {
+            assert_eq!(python_judge(hit), None, "{hit:?}");
+        }
     }
 
     /// The code a message quotes is one line of at most 60 characters, whatever the expression.
@@ -123,5 +166,18 @@ mod tests {
         assert!(message.len() < 400, "{message}");
         assert!(!message.contains('\n'), "{message}");
         assert!(message.starts_with("`f('xxx"), "{message}");
+        // Code quoted never closes the message's code span.
+        std::fs::write(
+            dir.path().join("tick.py"),
+            "y = '`![i](x)`'[len('`![i](x)`')]\n",
+        )
+        .unwrap();
+        let hits = run_rules(dir.path(), &["tick.py"]);
+        assert_eq!(
+            hits[0].message.matches('`').count(),
+            4,
+            "{}",
+            hits[0].message
+        );
     }
 }

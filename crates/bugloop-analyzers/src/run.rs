@@ -302,10 +302,15 @@ type Judge = fn(&Hit) -> Option<(Weight, Category)>;
 
 /// A tool's word that it did not check a file it was given, which is that file not checked,
 /// never a clean run: biome's on a file over its size limit (`lint`, with no rule) and on one
-/// it will not read (`internalError/fs`: a file under `node_modules`). An attacker's review
-/// hid an `eval` in both.
+/// it will not read (`internalError/fs`: a file under `node_modules`), bugloop-python's on a
+/// file Python cannot read or parse. An attacker's review hid an `eval` in both of biome's, and
+/// a read past the end behind a byte-order mark and a megabyte of padding from the rule.
 fn says_not_checked(tool: &str, hit: &Hit) -> bool {
-    tool == "biome" && (hit.rule == "lint" || hit.rule.starts_with("internalError/"))
+    match tool {
+        "biome" => hit.rule == "lint" || hit.rule.starts_with("internalError/"),
+        "bugloop-python" => hit.rule == crate::own::NOT_CHECKED_RULE,
+        _ => false,
+    }
 }
 
 /// What running an analyzer on one batch of files came to.

@@ -383,6 +383,36 @@ async fn a_file_the_tool_says_it_skipped_is_not_checked() {
     assert!(analysis.candidates.is_empty(), "{analysis:#?}");
 }
 
+/// bugloop's own Python rule in the sandbox: a file it cannot parse is said not checked (an
+/// attacker's review hid a read past the end behind what the rule passed over), and one padded
+/// past a megabyte behind a byte-order mark is checked like any other.
+#[tokio::test]
+async fn bugloop_python_says_which_files_it_did_not_check() {
+    let repo = TestRepo::with_files(&[("README.md", "app\n")]);
+    repo.branch("change");
+    let bug = "def last(xs):\n    return xs[len(xs)]\n";
+    repo.write("broken.py", &format!("{bug}def f(:\n"));
+    let padding = "#".repeat(1 << 20);
+    repo.write("padded.py", &format!("\u{feff}{bug}{padding}\n"));
+    repo.commit("change");
+    let analysis = run_built_in(&repo, "bugloop-python").await;
+    let unchecked = &analysis.runs[0].unanalyzed;
+    assert_eq!(unchecked.len(), 1, "{analysis:#?}");
+    assert_eq!(unchecked[0].path, "broken.py");
+    assert!(
+        unchecked[0]
+            .reason
+            .contains("cannot parse it (a syntax error at line 3)"),
+        "{unchecked:?}"
+    );
+    let found: Vec<(&str, u32)> = analysis
+        .candidates
+        .iter()
+        .map(|c| (c.hit.file.as_str(), c.hit.line))
+        .collect();
+    assert_eq!(found, [("padded.py", 2)], "{analysis:#?}");
+}
+
 /// A script without an extension (`bin/deploy`) is read by the tool its shebang names: a
 /// repository's tools and hooks are often named so, and would otherwise reach no analyzer.
 #[tokio::test]
