@@ -9,7 +9,11 @@ BLP001 index-past-end: a sequence read at `len(seq)`, which is one past its last
 always raises IndexError when reached: `seq[len(seq)]`, or `seq[i]` where `i` runs up to
 `len(seq)` (`for i in range(..., len(seq) + 1)`, `range(len(seq), -1, -1)`, in a loop or a
 comprehension). A read the code guards (a comparison with the index in the loop, a `try`
-around it) or a sequence the loop changes is left alone: the rule says only what is certain.
+around it, a way out of the loop) or a sequence the loop changes is left alone: the rule says
+only what is certain.
+
+A file it cannot read, decode or parse gets a `not-checked` result instead of none: a file
+passed over in silence would be a way past the rule.
 """
 
 import ast
