@@ -3,7 +3,9 @@
 //! run in bugloop's sandbox on the code at head, with bugloop's own rule sets (never the
 //! branch's configuration), and their hits on the lines the change adds become candidate
 //! findings. A suppression comment the change adds (`# noqa`, `eslint-disable`, ...) and a key
-//! committed in a documented format (`secrets`) are candidates of bugloop's own.
+//! committed in a documented format (`secrets`) are candidates of bugloop's own, and so are
+//! the hits of `bugloop-python` (`own.rs`), a rule set of ours for certain bugs no such tool
+//! has a rule for, run in the sandbox like the tools.
 //!
 //! What a tool prints is data: it is read through the tool's own structured output (SARIF or its
 //! JSON), never followed, and every text of it is neutralised where it is shown.
