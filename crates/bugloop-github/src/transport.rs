@@ -126,7 +126,6 @@ pub(crate) struct Page {
 }
 
 /// How requests are authenticated.
-#[derive(Debug)]
 pub(crate) enum Auth {
     /// A token (an Action's `GITHUB_TOKEN`, a personal token).
     Token(String),
@@ -146,6 +145,19 @@ pub(crate) struct Transport {
     policy: Policy,
     sleeper: Arc<dyn Sleeper>,
     state: Mutex<State>,
+}
+
+/// Says which kind of authentication, never a token: a client is printed in errors and logs.
+impl std::fmt::Debug for Auth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Auth::Token(_) => f.write_str("Token(..)"),
+            Auth::Installation { installation, .. } => f
+                .debug_struct("Installation")
+                .field("installation", installation)
+                .finish_non_exhaustive(),
+        }
+    }
 }
 
 impl Transport {

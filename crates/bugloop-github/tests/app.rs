@@ -152,4 +152,16 @@ async fn the_installation_token_is_cached_and_renewed_before_it_expires() {
     let asked = requests.iter().rfind(|r| r.url.path() == "/app").unwrap();
     let bearer = asked.headers["authorization"].to_str().unwrap();
     assert!(bearer.starts_with("Bearer ey"), "a JWT: {bearer}");
+    // A client is printed in errors and logs: never its token.
+    let printed = format!("{client:?}");
+    assert!(!printed.contains("ghs_"), "{printed}");
+}
+
+#[test]
+fn a_token_client_prints_no_token() {
+    let endpoint = Endpoint::from_values(Some("http://127.0.0.1:9"), None);
+    let client = GitHubClient::new(endpoint, "ghp_s3cret".to_owned(), Policy::default()).unwrap();
+    let printed = format!("{client:?}");
+    assert!(printed.contains("Token(..)"), "{printed}");
+    assert!(!printed.contains("s3cret"), "{printed}");
 }
