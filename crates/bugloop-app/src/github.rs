@@ -17,7 +17,7 @@ use bugloop_github::{GitHubClient, Repo};
 use crate::AppError;
 
 /// The pull request a run is about, and how to reach it.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct GitHubTarget {
     /// The job's one GitHub client.
     pub client: Arc<GitHubClient>,
@@ -36,17 +36,6 @@ pub struct GitHubTarget {
     pub remote: String,
     /// Asked before every write (the server's worker: while its lease holds); `None`: always.
     pub fence: Option<bugloop_forge::fencing::Fence>,
-}
-
-impl std::fmt::Debug for GitHubTarget {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("GitHubTarget")
-            .field("repo", &self.repo)
-            .field("number", &self.number)
-            .field("bot_login", &self.bot_login)
-            .field("fenced", &self.fence.is_some())
-            .finish_non_exhaustive()
-    }
 }
 
 /// The pull request as it was when the run started.
@@ -136,7 +125,7 @@ async fn bot_login(target: &GitHubTarget) -> Result<String, AppError> {
 }
 
 /// An issue of a GitHub repository, opened for the solve pipeline.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub(crate) struct GitHubIssueRun {
     pub forge: Arc<GitHubForge>,
     pub remote: String,
@@ -144,17 +133,6 @@ pub(crate) struct GitHubIssueRun {
     pub base_branch: String,
     pub base_sha: String,
     pub fence: Option<bugloop_forge::fencing::Fence>,
-}
-
-impl std::fmt::Debug for GitHubIssueRun {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("GitHubIssueRun")
-            .field("remote", &self.remote)
-            .field("base_branch", &self.base_branch)
-            .field("base_sha", &self.base_sha)
-            .field("fenced", &self.fence.is_some())
-            .finish_non_exhaustive()
-    }
 }
 
 /// Opens the repository's issues: the App's own login (a workflow's token is shared by every

@@ -9,28 +9,17 @@ use async_trait::async_trait;
 use crate::{Forge, ForgeError, ForgeLayer, Write, Written};
 
 /// Whether the job may still write (cheap: asked before every write).
-pub type Fence = Arc<dyn Fn() -> bool + Send + Sync>;
+#[derive(Clone)]
+pub struct Fence(Arc<dyn Fn() -> bool + Send + Sync>);
 
-pub struct FencedForge {
-    inner: Arc<dyn Forge>,
-    fence: Fence,
-}
-
-impl std::fmt::Debug for FencedForge {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("FencedForge")
-            .field("inner", &self.inner)
-            .finish_non_exhaustive()
-    }
-}
-
-impl FencedForge {
-    pub fn new(inner: Arc<dyn Forge>, fence: Fence) -> Self {
-        FencedForge { inner, fence }
+impl Fence {
+    pub fn new(holds: impl Fn() -> bool + Send + Sync + 'static) -> Fence {
+        Fence(Arc::new(holds))
     }
 
-    fn may_write(&self) -> Result<(), ForgeError> {
-        if (self.fence)() {
+    /// `Ok` while the job holds its lease; a write after that is refused.
+    pub fn check(&self) -> Result<(), ForgeError> {
+        if (self.0)() {
             Ok(())
         } else {
             Err(ForgeError::Forbidden(
@@ -42,6 +31,24 @@ impl FencedForge {
     }
 }
 
+impl std::fmt::Debug for Fence {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Fence")
+    }
+}
+
+#[derive(Debug)]
+pub struct FencedForge {
+    inner: Arc<dyn Forge>,
+    fence: Fence,
+}
+
+impl FencedForge {
+    pub fn new(inner: Arc<dyn Forge>, fence: Fence) -> Self {
+        FencedForge { inner, fence }
+    }
+}
+
 #[async_trait]
 impl ForgeLayer for FencedForge {
     fn inner(&self) -> &dyn Forge {
@@ -49,12 +56,12 @@ impl ForgeLayer for FencedForge {
     }
 
     async fn write(&self, write: Write<'_>) -> Result<Written, ForgeError> {
-        self.may_write()?;
+        self.fence.check()?;
         self.inner.write(write).await
     }
 
     fn may_push(&self) -> Result<(), ForgeError> {
-        self.may_write()?;
+        self.fence.check()?;
         self.inner.may_push()
     }
 }

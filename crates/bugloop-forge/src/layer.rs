@@ -384,7 +384,7 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     use super::*;
-    use crate::fencing::FencedForge;
+    use crate::fencing::{Fence, FencedForge};
     use crate::recording::RecordingForge;
 
     /// A forge that counts the writes that reach it, and keeps the bodies they carry.
@@ -489,7 +489,7 @@ mod tests {
         let change = ChangeKey("github:o/r#1".to_owned());
         let written = comment("x");
         let base = Arc::new(Counting::default());
-        let fenced = FencedForge::new(base.clone(), Arc::new(|| false));
+        let fenced = FencedForge::new(base.clone(), Fence::new(|| false));
         let recording = RecordingForge::new(&*base);
         for write in every_write(&change, &written) {
             let refused = Forge::write(&fenced, write).await;
@@ -508,7 +508,7 @@ mod tests {
             "every write but a deletion is recorded"
         );
         // An open fence lets each through, once.
-        let open = FencedForge::new(base.clone(), Arc::new(|| true));
+        let open = FencedForge::new(base.clone(), Fence::new(|| true));
         for write in every_write(&change, &written) {
             Forge::write(&open, write).await.unwrap();
         }

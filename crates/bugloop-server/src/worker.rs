@@ -220,8 +220,9 @@ fn keep_lease(
             }
         })
     };
-    let fence: bugloop_forge::fencing::Fence =
-        Arc::new(move || held.load(Ordering::SeqCst) && now_ms() < until.load(Ordering::SeqCst));
+    let fence = bugloop_forge::fencing::Fence::new(move || {
+        held.load(Ordering::SeqCst) && now_ms() < until.load(Ordering::SeqCst)
+    });
     (heartbeat, fence)
 }
 

@@ -31,6 +31,7 @@ const RECORD_TAG: &str = "<!-- bugloop:solve-record -->";
 const DATA_PREFIX: &str = "<!-- bugloop:solve-data ";
 
 /// The forge of a repository's issues and pull requests, and the clone bugloop works in.
+#[derive(Debug)]
 pub struct GitHubTracker<'f> {
     forge: &'f GitHubForge,
     git: Git,
@@ -38,16 +39,6 @@ pub struct GitHubTracker<'f> {
     remote: String,
     /// Asked before every write (the server's worker, while its lease holds).
     fence: Option<crate::fencing::Fence>,
-}
-
-impl std::fmt::Debug for GitHubTracker<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("GitHubTracker")
-            .field("repo", &self.forge.repo)
-            .field("remote", &self.remote)
-            .field("fenced", &self.fence.is_some())
-            .finish_non_exhaustive()
-    }
 }
 
 impl<'f> GitHubTracker<'f> {
@@ -67,14 +58,9 @@ impl<'f> GitHubTracker<'f> {
     }
 
     fn may_write(&self) -> Result<(), ForgeError> {
-        match &self.fence {
-            Some(fence) if !fence() => Err(ForgeError::Forbidden(
-                "this job's lease was lost (another worker owns the job now); nothing more is \
-                 written"
-                    .to_owned(),
-            )),
-            _ => Ok(()),
-        }
+        self.fence
+            .as_ref()
+            .map_or(Ok(()), crate::fencing::Fence::check)
     }
 
     /// bugloop's record comment on the issue, and the steps it holds.
