@@ -108,24 +108,39 @@ fn summary_header(report: &ReviewReport) -> String {
 
 /// The proofs: what each test run at head came to, the model's words kept to one line.
 fn proofs(out: &mut String, report: &ReviewReport) {
-    if report.proofs.is_empty() {
-        return;
-    }
-    out.push_str("#### Proofs\n\n");
-    for proof in &report.proofs {
+    list(out, ("#### Proofs\n\n", "\n"), &report.proofs, |proof| {
         let outcome = if proof.outcome == "published" {
             String::new()
         } else {
             format!(" ({})", bugloop_domain::markdown::quiet(&proof.outcome))
         };
-        out.push_str(&format!(
-            "- `{}` **{}**{outcome}: {}\n",
+        format!(
+            "- `{}` **{}**{outcome}: {}",
             proof.id,
             proof.status.as_str(),
             bugloop_domain::markdown::quiet(&proof.reason)
-        ));
+        )
+    });
+}
+
+/// One line per item between `start` and `end`; nothing at all when there is no item, so an
+/// empty section leaves no heading behind.
+fn list<T>(
+    out: &mut String,
+    (start, end): (&str, &str),
+    items: impl IntoIterator<Item = T>,
+    line: impl Fn(T) -> String,
+) {
+    let mut items = items.into_iter().peekable();
+    if items.peek().is_none() {
+        return;
     }
-    out.push('\n');
+    out.push_str(start);
+    for item in items {
+        out.push_str(&line(item));
+        out.push('\n');
+    }
+    out.push_str(end);
 }
 
 /// The static analyzers as markdown: what each did on the change or why it did not run (a
@@ -172,23 +187,18 @@ pub(crate) fn analyzers(report: &ReviewReport) -> String {
 
 /// The model's summary of each pass over each part (pass 0 is its answer to a reply).
 fn passes(out: &mut String, report: &ReviewReport) {
-    if report.passes.is_empty() {
-        return;
-    }
-    out.push_str("#### Passes\n\n");
-    for pass in &report.passes {
+    list(out, ("#### Passes\n\n", "\n"), &report.passes, |pass| {
         let label = if pass.pass == 0 {
             "answer".to_owned()
         } else {
             format!("pass {}", pass.pass)
         };
-        out.push_str(&format!(
-            "- part {} {label}: {}\n",
+        format!(
+            "- part {} {label}: {}",
             pass.call,
             pass.summary.trim().replace('\n', " ")
-        ));
-    }
-    out.push('\n');
+        )
+    });
 }
 
 /// What the filter did: each stage's counts in and out, the findings it dropped (folded away),
@@ -201,52 +211,38 @@ fn filter(out: &mut String, report: &ReviewReport) {
             stage.stage, stage.input, stage.output
         ));
     }
-    if !report.dropped.is_empty() {
-        out.push_str("\n<details><summary>Not published</summary>\n\n");
-        // Titles, places and reasons come from the model, the tools and the file names of the
-        // change: one line each, mentioning nobody, names in code spans.
-        let code = |text: &str| bugloop_domain::markdown::quiet(text).replace('`', "'");
-        for dropped in &report.dropped {
-            out.push_str(&format!(
-                "- `{}` {} (`{}`): `{}` — {}\n",
-                dropped.stage,
-                bugloop_domain::markdown::quiet(&dropped.title),
-                code(&dropped.location),
-                code(&dropped.id),
-                bugloop_domain::markdown::quiet(&dropped.reason)
-            ));
-        }
-        out.push_str("\n</details>\n");
-    }
-    if !report.changes.is_empty() {
-        out.push_str("\n#### Changed before publishing\n\n");
-        for change in &report.changes {
-            out.push_str(&format!(
-                "- `{}` {}: {}\n",
-                change.stage, change.id, change.note
-            ));
-        }
-    }
+    // Titles, places and reasons come from the model, the tools and the file names of the
+    // change: one line each, mentioning nobody, names in code spans.
+    let code = |text: &str| bugloop_domain::markdown::quiet(text).replace('`', "'");
+    let not_published = (
+        "\n<details><summary>Not published</summary>\n\n",
+        "\n</details>\n",
+    );
+    list(out, not_published, &report.dropped, |dropped| {
+        format!(
+            "- `{}` {} (`{}`): `{}` — {}",
+            dropped.stage,
+            bugloop_domain::markdown::quiet(&dropped.title),
+            code(&dropped.location),
+            code(&dropped.id),
+            bugloop_domain::markdown::quiet(&dropped.reason)
+        )
+    });
+    let changed = ("\n#### Changed before publishing\n\n", "");
+    list(out, changed, &report.changes, |change| {
+        format!("- `{}` {}: {}", change.stage, change.id, change.note)
+    });
 }
 
 /// What became of findings of earlier reviews: resolved, and kept open though their code changed.
 fn earlier_findings(out: &mut String, report: &ReviewReport) {
-    if !report.resolved.is_empty() {
-        out.push_str("\n#### Resolved\n\n");
-        for resolved in &report.resolved {
-            out.push_str(&format!(
-                "- `{}` {}: {}\n",
-                resolved.id, resolved.title, resolved.reason
-            ));
-        }
-    }
-    let kept: Vec<_> = report.kept_open().collect();
-    if !kept.is_empty() {
-        out.push_str("\n#### Code changed, kept open\n\n");
-        for r in kept {
-            out.push_str(&format!("- `{}` {}: {}\n", r.id, r.title, r.reason));
-        }
-    }
+    list(out, ("\n#### Resolved\n\n", ""), &report.resolved, |r| {
+        format!("- `{}` {}: {}", r.id, r.title, r.reason)
+    });
+    let kept = ("\n#### Code changed, kept open\n\n", "");
+    list(out, kept, report.kept_open(), |r| {
+        format!("- `{}` {}: {}", r.id, r.title, r.reason)
+    });
 }
 
 /// The files not reviewed and the parts that failed, so a reader sees how complete it was.
