@@ -265,22 +265,29 @@ pub fn ignore_globs(
     settings: &FilterSettings,
     stages: &mut Vec<StageReport>,
 ) -> Vec<Finding> {
-    let mut stage = report(Stage::IgnoreGlobs, findings.len(), 0);
-    let kept: Vec<Finding> = findings
-        .into_iter()
-        .filter(
-            |finding| match finding.file.as_deref().map(|f| settings.ignore.matched(f)) {
-                Some(Some(pattern)) => {
-                    stage.dropped.push(Dropped::new(
-                        finding,
-                        format!("file is ignored (ignore pattern #{})", pattern + 1),
-                    ));
-                    false
-                }
-                _ => true,
-            },
-        )
-        .collect();
+    let ignored = |file: &str| settings.ignore.matched(file);
+    dropping(Stage::IgnoreGlobs, findings, stages, |finding| {
+        let pattern = ignored(finding.file.as_deref()?)?;
+        Some(format!("file is ignored (ignore pattern #{})", pattern + 1))
+    })
+}
+
+/// A stage that only drops: each finding `why` gives a reason for is dropped with it, the
+/// others pass in their order.
+fn dropping(
+    name: Stage,
+    findings: Vec<Finding>,
+    stages: &mut Vec<StageReport>,
+    why: impl Fn(&Finding) -> Option<String>,
+) -> Vec<Finding> {
+    let mut stage = report(name, findings.len(), 0);
+    let mut kept = Vec::with_capacity(findings.len());
+    for finding in findings {
+        match why(&finding) {
+            Some(reason) => stage.dropped.push(Dropped::new(&finding, reason)),
+            None => kept.push(finding),
+        }
+    }
     stage.output = kept.len();
     stages.push(stage);
     kept
@@ -318,37 +325,22 @@ pub fn threshold(
     settings: &FilterSettings,
     stages: &mut Vec<StageReport>,
 ) -> Vec<Finding> {
-    let mut stage = report(Stage::Threshold, findings.len(), 0);
-    let kept: Vec<Finding> = findings
-        .into_iter()
-        .filter(|finding| {
-            if finding.score < settings.threshold {
-                stage.dropped.push(Dropped::new(
-                    finding,
-                    format!(
-                        "score {} below threshold {}",
-                        finding.score, settings.threshold
-                    ),
-                ));
-                false
-            } else if finding.severity() < settings.severity_floor {
-                stage.dropped.push(Dropped::new(
-                    finding,
-                    format!(
-                        "severity {} below floor {}",
-                        finding.severity(),
-                        settings.severity_floor
-                    ),
-                ));
-                false
-            } else {
-                true
-            }
-        })
-        .collect();
-    stage.output = kept.len();
-    stages.push(stage);
-    kept
+    dropping(Stage::Threshold, findings, stages, |finding| {
+        if finding.score < settings.threshold {
+            Some(format!(
+                "score {} below threshold {}",
+                finding.score, settings.threshold
+            ))
+        } else if finding.severity() < settings.severity_floor {
+            Some(format!(
+                "severity {} below floor {}",
+                finding.severity(),
+                settings.severity_floor
+            ))
+        } else {
+            None
+        }
+    })
 }
 
 fn text_of(title: &str, description: &str) -> String {
