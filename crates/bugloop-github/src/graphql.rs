@@ -185,36 +185,36 @@ impl GitHubClient {
         thread_id: &str,
         resolved: bool,
     ) -> Result<(), GitHubError> {
-        let (name, document) = if resolved {
+        let mutation = if resolved {
             ("ResolveThread", RESOLVE_THREAD)
         } else {
             ("UnresolveThread", UNRESOLVE_THREAD)
         };
-        self.graphql(
-            name,
-            document,
-            json!({"threadId": thread_id}),
-            Safety::Idempotent,
-        )
-        .await
-        .map(|_| ())
+        self.set_state(mutation, json!({"threadId": thread_id}))
+            .await
     }
 
     /// Marks a draft pull request ready for review, or turns it back into a draft (by its node
     /// id; safe to repeat).
     pub async fn set_draft(&self, pull_request_id: &str, draft: bool) -> Result<(), GitHubError> {
-        let (name, document) = if draft {
+        let mutation = if draft {
             ("ConvertToDraft", CONVERT_TO_DRAFT)
         } else {
             ("MarkReady", MARK_READY)
         };
-        self.graphql(
-            name,
-            document,
-            json!({"pullRequestId": pull_request_id}),
-            Safety::Idempotent,
-        )
-        .await
-        .map(|_| ())
+        self.set_state(mutation, json!({"pullRequestId": pull_request_id}))
+            .await
+    }
+
+    /// A mutation that sets a state (asking twice is asking once, so it may be retried), its
+    /// answer unread.
+    async fn set_state(
+        &self,
+        (name, document): (&str, &str),
+        variables: Value,
+    ) -> Result<(), GitHubError> {
+        self.graphql(name, document, variables, Safety::Idempotent)
+            .await
+            .map(|_| ())
     }
 }
