@@ -18,6 +18,7 @@ use bugloop_app::{
     ConfigChoice, EventOutcome, GitHubCredentials, GitHubEvent, GitHubEventJob, PullRequestRun,
     Verdict, Workspace,
 };
+use secrecy::{ExposeSecret, SecretString};
 
 use crate::Here;
 use crate::runtime;
@@ -45,7 +46,8 @@ struct ActionEnv {
     event_path: PathBuf,
     repository: Repo,
     workspace: PathBuf,
-    token: Option<String>,
+    /// `GITHUB_TOKEN`, printed as `[REDACTED]`.
+    token: Option<SecretString>,
     endpoint: Endpoint,
     state_key: Option<StateKey>,
     bot_login: String,
@@ -83,7 +85,7 @@ impl ActionEnv {
             repository: Repo::parse(&repository)
                 .ok_or_else(|| anyhow!("GITHUB_REPOSITORY is {repository:?}, not owner/name"))?,
             workspace: set("GITHUB_WORKSPACE").map_or_else(|| cwd.to_path_buf(), PathBuf::from),
-            token: set("GITHUB_TOKEN"),
+            token: set("GITHUB_TOKEN").map(SecretString::from),
             endpoint: Endpoint::from_values(
                 set("GITHUB_API_URL").as_deref(),
                 set("GITHUB_GRAPHQL_URL").as_deref(),
@@ -175,7 +177,8 @@ fn event_job(
             payload,
         },
         repository: Some(env.repository.clone()),
-        credentials: env.token.clone().map(GitHubCredentials::Token),
+        credentials: (env.token.as_ref())
+            .map(|token| GitHubCredentials::Token(token.expose_secret().to_owned())),
         endpoint: env.endpoint.clone(),
         policy,
         rate_limits: None,
@@ -343,6 +346,13 @@ mod tests {
         assert_eq!(read.endpoint, Endpoint::default());
         assert_eq!(read.bot_login, ACTIONS_BOT);
         assert!(read.token.is_none() && read.state_key.is_none());
+        // What Actions gives is printed in errors and logs: never the token.
+        let with_token = env(&[BASE[0], BASE[1], BASE[2], ("GITHUB_TOKEN", "ghs_s3cret")]);
+        let printed = format!("{:?}", with_token.unwrap());
+        assert!(
+            printed.contains("REDACTED") && !printed.contains("s3cret"),
+            "{printed}"
+        );
         let ghes = env(&[
             BASE[0],
             BASE[1],

@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 
 use async_trait::async_trait;
+use secrecy::{ExposeSecret, SecretString};
 use serde_json::{Value, json};
 
 use crate::Provider;
@@ -28,7 +29,8 @@ pub struct AnthropicProvider {
     label: String,
     model: String,
     base_url: String,
-    api_key: String,
+    /// Never printed: the provider's `Debug` says `[REDACTED]`.
+    api_key: SecretString,
     http: Http,
 }
 
@@ -44,7 +46,7 @@ impl AnthropicProvider {
             label: label.into(),
             model: model.into(),
             base_url: base_url.into().trim_end_matches('/').to_owned(),
-            api_key,
+            api_key: SecretString::from(api_key),
             http: Http::new(settings)?,
         })
     }
@@ -99,7 +101,7 @@ impl AnthropicProvider {
     async fn attempt(&self, request: &ChatRequest, body: &Value, sink: Sink<'_>) -> ChatResult {
         let url = format!("{}/v1/messages", self.base_url);
         let headers = [
-            ("x-api-key", self.api_key.clone()),
+            ("x-api-key", self.api_key.expose_secret().to_owned()),
             ("anthropic-version", ANTHROPIC_VERSION.to_owned()),
         ];
         self.http

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use async_trait::async_trait;
+use secrecy::{ExposeSecret, SecretString};
 use serde_json::{Value, json};
 
 use crate::Provider;
@@ -20,7 +21,8 @@ pub struct OpenAiProvider {
     label: String,
     model: String,
     base_url: String,
-    api_key: Option<String>,
+    /// Never printed: the provider's `Debug` says `[REDACTED]`.
+    api_key: Option<SecretString>,
     http: Http,
     native_json_schema: bool,
 }
@@ -40,7 +42,7 @@ impl OpenAiProvider {
             label: label.into(),
             model: model.into(),
             base_url: base_url.into().trim_end_matches('/').to_owned(),
-            api_key,
+            api_key: api_key.map(SecretString::from),
             http: Http::new(settings)?,
             native_json_schema,
         })
@@ -108,7 +110,7 @@ impl OpenAiProvider {
         let url = format!("{}/chat/completions", self.base_url);
         let mut headers = Vec::new();
         if let Some(key) = &self.api_key {
-            headers.push(("authorization", format!("Bearer {key}")));
+            headers.push(("authorization", format!("Bearer {}", key.expose_secret())));
         }
         self.http
             .exchange::<StreamState>(&url, &headers, body, request.stream, sink, &self.model)

@@ -16,6 +16,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::routing::{get, post};
 use bugloop_queue::{Enqueued, NewJob, Queue};
 use bugloop_webhooks::{Skip, Trigger, TriggerSettings};
+use secrecy::{ExposeSecret, SecretSlice, SecretString};
 
 use crate::ServerError;
 pub use crate::report_endpoint::ReportAccess;
@@ -377,8 +378,8 @@ async fn comment_by_outsider(
 #[derive(Debug, Clone)]
 pub struct ServeOptions {
     pub listen: std::net::SocketAddr,
-    /// `BUGLOOP_WEBHOOK_SECRET`.
-    pub secret: Vec<u8>,
+    /// `BUGLOOP_WEBHOOK_SECRET` (printed as `[REDACTED]`, like the admin token).
+    pub secret: SecretSlice<u8>,
     pub store: StoreLocation,
     /// What a delivery may ask for: the logins whose events are dropped besides every bot's (the
     /// App's own, `slug[bot]`), the label whose `issues.labeled` events are queued for solving
@@ -392,7 +393,7 @@ pub struct ServeOptions {
     /// How many jobs may run at once over every process sharing the queue.
     pub limits: bugloop_queue::Limits,
     /// Opens the status page and `/metrics` beyond loopback (`BUGLOOP_ADMIN_TOKEN`).
-    pub admin_token: Option<String>,
+    pub admin_token: Option<SecretString>,
     /// Opens `POST /report` (`BUGLOOP_REPORT_TOKEN`) for the repositories it is scoped to
     /// (`BUGLOOP_REPORT_REPOSITORIES`); without it the endpoint is off.
     pub report_token: Option<ReportAccess>,
@@ -453,13 +454,13 @@ pub async fn run_until(
     bound: impl FnOnce(std::net::SocketAddr),
     stop: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServerError> {
-    if options.secret.is_empty() {
+    if options.secret.expose_secret().is_empty() {
         return Err(ServerError::Invalid(
             "BUGLOOP_WEBHOOK_SECRET is not set: the server verifies every delivery with it"
                 .to_owned(),
         ));
     }
-    if let Some(warning) = weak_secret(&options.secret) {
+    if let Some(warning) = weak_secret(options.secret.expose_secret()) {
         tracing::warn!("{warning}");
     }
     raise_open_files_limit();
@@ -489,7 +490,8 @@ pub async fn run_until(
         .map(|(settings, _)| settings.metrics.clone())
         .unwrap_or_default();
     let state = WebhookState {
-        admin_token: options.admin_token.clone().map(Arc::new),
+        admin_token: (options.admin_token.as_ref())
+            .map(|token| Arc::new(token.expose_secret().to_owned())),
         report_token: options.report_token.clone().map(Arc::new),
         sentry: options.sentry.clone().map(Arc::new),
         outsiders: Arc::new(crate::outsider_intake::OutsiderIntake::new(
@@ -503,7 +505,11 @@ pub async fn run_until(
             ))
         }),
         metrics,
-        ..WebhookState::new(options.secret, queue, options.trigger.clone())
+        ..WebhookState::new(
+            options.secret.expose_secret().to_vec(),
+            queue,
+            options.trigger.clone(),
+        )
     };
     // Workers stop claiming when the server is told to stop, and finish the job they hold
     // within their grace period (or hand it back).

@@ -11,6 +11,7 @@ use std::time::Duration;
 use bugloop_forge::signing::StateKey;
 use bugloop_github::{AppCredentials, Endpoint, Policy};
 use bugloop_queue::Limits;
+use secrecy::SecretString;
 use serde::Deserialize;
 
 use crate::ServerError;
@@ -19,8 +20,9 @@ use crate::store_location::StoreLocation;
 use crate::worker::WorkerSettings;
 use bugloop_app::{ConfigChoice, OperatorConfig};
 
-/// The file's keys (every one optional; the environment may give it instead).
-#[derive(Debug, Default, Deserialize)]
+/// The file's keys (every one optional; the environment may give it instead). Not `Debug`:
+/// it holds the webhook secret and the tokens.
+#[derive(Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ServerFile {
     listen: Option<SocketAddr>,
@@ -203,14 +205,16 @@ pub fn serve_options(
             .var("BUGLOOP_WEBHOOK_SECRET")
             .or(file.webhook_secret.clone())
             .unwrap_or_default()
-            .into_bytes(),
+            .into_bytes()
+            .into(),
         store,
         trigger: bugloop_app::trigger_settings(&config, bot_logins),
         workers: workers(sources, &file, &base, &data_dir, operator)?,
         limits,
         admin_token: sources
             .var("BUGLOOP_ADMIN_TOKEN")
-            .or(file.admin_token.clone()),
+            .or(file.admin_token.clone())
+            .map(SecretString::from),
         report_token: report_access(sources, &file)?,
         sentry: sentry_access(sources, &file)?,
         outsider_comments_per_hour: file

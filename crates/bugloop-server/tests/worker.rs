@@ -131,7 +131,7 @@ async fn the_server_queues_a_signed_delivery_and_its_workers_run_it_then_stop() 
     let (address, bound) = tokio::sync::oneshot::channel();
     let options = bugloop_server::serve::ServeOptions {
         listen: "127.0.0.1:0".parse().unwrap(),
-        secret: b"secret".to_vec(),
+        secret: b"secret".to_vec().into(),
         store: bugloop_server::serve::StoreLocation::Sqlite(store.path().join("queue.db")),
         trigger: bugloop_app::trigger_settings(
             &bugloop_config::Config::default(),

@@ -63,3 +63,19 @@ fn connecting_checks_keys_and_providers() {
     let error = refusal("replay:/nonexistent/cassette.jsonl", &settings);
     assert!(error.contains("cannot read"), "{error}");
 }
+
+/// A provider is printed in errors and logs (and inside every layer and agent that holds it):
+/// never its API key.
+#[test]
+fn a_connected_provider_prints_no_api_key() {
+    let settings = LlmSettings::default();
+    let key = |var: &str| {
+        var.ends_with("_API_KEY")
+            .then(|| "sk-s3cret-key".to_owned())
+    };
+    for model in ["openai:gpt-4o", "anthropic:claude-sonnet-4-5"] {
+        let printed = format!("{:?}", connect(model, &settings, &key).unwrap());
+        assert!(printed.contains("REDACTED"), "{model}: {printed}");
+        assert!(!printed.contains("s3cret"), "{model}: {printed}");
+    }
+}

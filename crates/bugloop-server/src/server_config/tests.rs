@@ -4,6 +4,8 @@
 
 use std::collections::HashMap;
 
+use secrecy::ExposeSecret;
+
 use super::*;
 
 fn options(file: &str, env: &[(&str, &str)]) -> Result<ServeOptions, ServerError> {
@@ -146,7 +148,13 @@ fn the_file_gives_settings_and_the_environment_wins() {
     )
     .unwrap();
     assert_eq!(options.listen, "0.0.0.0:9000".parse().unwrap());
-    assert_eq!(options.secret, b"from-env");
+    assert_eq!(options.secret.expose_secret(), b"from-env");
+    // Options are printed in errors and logs: never the secret.
+    let printed = format!("{options:?}");
+    assert!(
+        !printed.contains("from-env") && printed.contains("REDACTED"),
+        "{printed}"
+    );
     assert_eq!(options.store, StoreLocation::Sqlite("/srv/q.db".into()));
     assert_eq!(options.trigger.bot_logins, ["file[bot]"]);
     assert_eq!(
