@@ -107,6 +107,15 @@ fn cases() {
     });
 }
 
+/// Writes the program `script` at `path` (its directories too), for anyone to run: a stand-in
+/// for a tool, or what an attacker plants.
+pub(crate) fn write_program(path: &std::path::Path, script: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, script).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
 /// `bugloop doctor` in an empty directory with `env` set: its exit code and standard output.
 fn doctor(env: &[(&str, &std::ffi::OsStr)]) -> (Option<i32>, String) {
     let repo = tempfile::tempdir().unwrap();
@@ -222,17 +231,10 @@ fn doctor_says_how_to_get_a_missing_analyzer() {
 /// file saying unprivileged user namespaces are restricted. Returns a `PATH` that finds that
 /// `bwrap` first, and the sysctl file (for `BUGLOOP_USERNS_SYSCTL`).
 fn apparmor_refused_bwrap(dir: &std::path::Path) -> (String, std::path::PathBuf) {
-    let bwrap = dir.join("bwrap");
-    std::fs::write(
-        &bwrap,
+    write_program(
+        &dir.join("bwrap"),
         "#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n",
-    )
-    .unwrap();
-    Command::new("chmod")
-        .arg("+x")
-        .arg(&bwrap)
-        .status()
-        .unwrap();
+    );
     let sysctl = dir.join("apparmor_restrict_unprivileged_userns");
     std::fs::write(&sysctl, "1\n").unwrap();
     let path = format!("{}:{}", dir.display(), std::env::var("PATH").unwrap());

@@ -19,14 +19,19 @@ fn read(path: &str) -> String {
     std::fs::read_to_string(root().join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
+/// The items of `list` (a JSON array, a YAML sequence), each a string as `as_str` reads it.
+fn strings<'a, T>(list: Option<&'a Vec<T>>, as_str: fn(&'a T) -> Option<&'a str>) -> Vec<&'a str> {
+    list.unwrap()
+        .iter()
+        .map(|item| as_str(item).unwrap())
+        .collect()
+}
+
 #[test]
 fn the_app_manifest_asks_for_the_handled_events_and_the_permissions_jobs_use() {
     let manifest: Json = serde_json::from_str(&read("deploy/github-app-manifest.json")).unwrap();
-    let events: BTreeSet<&str> = manifest["default_events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e.as_str().unwrap())
+    let events: BTreeSet<&str> = strings(manifest["default_events"].as_array(), Json::as_str)
+        .into_iter()
         .collect();
     assert_eq!(events, APP_EVENTS.into_iter().collect::<BTreeSet<_>>());
     let permissions = &manifest["default_permissions"];
@@ -117,12 +122,7 @@ fn compose_runs_the_server_on_postgres_with_settings_it_reads() {
         server["depends_on"]["postgres"]["condition"], "service_healthy",
         "the server waits for the database"
     );
-    let command: Vec<&str> = server["command"]
-        .as_sequence()
-        .unwrap()
-        .iter()
-        .map(|c| c.as_str().unwrap())
-        .collect();
+    let command = strings(server["command"].as_sequence(), Yaml::as_str);
     assert_eq!(command[0], "serve");
     let config = command
         .iter()

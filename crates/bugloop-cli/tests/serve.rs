@@ -45,16 +45,8 @@ async fn a_signed_delivery_is_queued_and_listed_and_sigterm_stops_the_server() {
         .strip_prefix("bugloop serve: listening on ")
         .unwrap_or_else(|| panic!("{said}"))
         .to_owned();
-    let body = serde_json::json!({
-        "action": "opened",
-        "repository": {"full_name": "acme/widgets"},
-        "sender": {"login": "alice", "type": "User"},
-        "installation": {"id": 42},
-        "pull_request": {"number": 7, "title": "t", "draft": false, "user": {"login": "alice"},
-            "head": {"ref": "feature", "sha": "abc", "repo": {"full_name": "acme/widgets"}},
-            "base": {"ref": "main", "sha": "def", "repo": {"full_name": "acme/widgets"}}}
-    })
-    .to_string();
+    let body =
+        bugloop_testkit::deliveries::pull_request("opened", 7, "t", ("abc", "def")).to_string();
     let signature = bugloop_server::signature(SECRET.as_bytes(), body.as_bytes());
     let answer = reqwest::Client::new()
         .post(format!("{url}/webhook"))

@@ -232,13 +232,12 @@ impl Cluster {
                 return jobs;
             }
             if start.elapsed() > within {
-                let logs: Vec<String> = servers.iter().map(|s| s.log()).collect();
                 panic!(
                     "jobs still waiting after {within:?}: {:#?}\nlogs:\n{}",
                     jobs.iter()
                         .filter(|j| j["state"] == "queued" || j["state"] == "running")
                         .collect::<Vec<_>>(),
-                    logs.join("\n---\n")
+                    logs(servers)
                 );
             }
             tokio::time::sleep(Duration::from_millis(300)).await;
@@ -268,18 +267,9 @@ impl Cluster {
     }
 
     fn pull_request_event(&self, number: u64, action: &str) -> String {
-        json!({
-            "action": action,
-            "number": number,
-            "repository": {"full_name": "acme/widgets"},
-            "sender": {"login": "alice", "type": "User"},
-            "installation": {"id": 42},
-            "pull_request": {"number": number, "title": format!("Change {number}"), "draft": false,
-                "user": {"login": "alice"},
-                "head": {"ref": "feature", "sha": self.fixture.head, "repo": {"full_name": "acme/widgets"}},
-                "base": {"ref": "main", "sha": self.fixture.base, "repo": {"full_name": "acme/widgets"}}}
-        })
-        .to_string()
+        let shas = (self.fixture.head.as_str(), self.fixture.base.as_str());
+        bugloop_testkit::deliveries::pull_request(action, number, &format!("Change {number}"), shas)
+            .to_string()
     }
 
     /// Every pull request carries the finding once and bugloop's summary once.
@@ -328,6 +318,12 @@ impl Server {
             .unwrap();
         assert!(status.success());
     }
+}
+
+/// What `servers` logged, one after the other.
+fn logs(servers: &[&Server]) -> String {
+    let logs: Vec<String> = servers.iter().map(|s| s.log()).collect();
+    logs.join("\n---\n")
 }
 
 impl Drop for Server {
@@ -474,11 +470,7 @@ async fn running_on(cluster: &Cluster, node: &str, servers: &[&Server]) -> Value
         assert!(
             start.elapsed() < Duration::from_secs(60),
             "{node} never ran a job: {}",
-            servers
-                .iter()
-                .map(|s| s.log())
-                .collect::<Vec<_>>()
-                .join("\n")
+            logs(servers)
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -521,10 +513,16 @@ async fn a_server_killed_mid_job_on_postgres_has_its_job_taken_over_nothing_writ
     b.signal("-TERM");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_sqlite_server_killed_mid_job_and_restarted_finishes_every_job_once() {
+/// A SQLite queue in a temporary directory (to keep while the queue is used), and its URL.
+fn sqlite_queue() -> (tempfile::TempDir, String) {
     let dir = tempfile::tempdir().unwrap();
     let store = format!("sqlite:{}", dir.path().join("queue.db").display());
+    (dir, store)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sqlite_server_killed_mid_job_and_restarted_finishes_every_job_once() {
+    let (_dir, store) = sqlite_queue();
     let cluster = Cluster::new(&store, 3).await;
     cluster.fixture.sim.set_latency(Duration::from_millis(150));
     let first = cluster.server("node-a");
@@ -556,8 +554,7 @@ async fn a_sqlite_server_killed_mid_job_and_restarted_finishes_every_job_once() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_hands_a_job_that_outlasts_the_grace_back_and_the_next_server_finishes_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = format!("sqlite:{}", dir.path().join("queue.db").display());
+    let (_dir, store) = sqlite_queue();
     // A lease far longer than the test: only the hand-back lets the job run again soon.
     let cluster = Cluster::with_grace(&store, 600, 1).await;
     cluster.fixture.sim.set_latency(Duration::from_millis(400));

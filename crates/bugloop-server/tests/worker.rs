@@ -156,16 +156,9 @@ async fn the_server_queues_a_signed_delivery_and_its_workers_run_it_then_stop() 
     );
     let client = async {
         let at = bound.await.unwrap();
-        let body = serde_json::json!({
-        "action": "opened",
-        "repository": {"full_name": "acme/widgets"},
-        "sender": {"login": "alice", "type": "User"},
-        "installation": {"id": 42},
-        "pull_request": {"number": 7, "title": "Add last", "draft": false, "user": {"login": "alice"},
-            "head": {"ref": "feature", "sha": s.fixture.head, "repo": {"full_name": "acme/widgets"}},
-            "base": {"ref": "main", "sha": s.fixture.base, "repo": {"full_name": "acme/widgets"}}}
-    })
-    .to_string();
+        let shas = (s.fixture.head.as_str(), s.fixture.base.as_str());
+        let body =
+            bugloop_testkit::deliveries::pull_request("opened", 7, "Add last", shas).to_string();
         let answer = reqwest::Client::new()
             .post(format!("http://{at}/webhook"))
             .header("x-github-event", "pull_request")

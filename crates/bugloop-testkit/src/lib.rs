@@ -17,6 +17,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+pub mod deliveries;
 pub mod github;
 pub mod json;
 pub mod labels;

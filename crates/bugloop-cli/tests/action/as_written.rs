@@ -238,13 +238,7 @@ fn fake_cargo(dir: &Path) -> PathBuf {
         log = log.display(),
         bin = env!("CARGO_BIN_EXE_bugloop"),
     );
-    let cargo = dir.join("cargo");
-    std::fs::write(&cargo, script).unwrap();
-    Command::new("chmod")
-        .args(["+x"])
-        .arg(&cargo)
-        .status()
-        .unwrap();
+    crate::write_program(&dir.join("cargo"), &script);
     log
 }
 
@@ -259,15 +253,8 @@ fn fake_gh(dir: &Path, source: &str) -> PathBuf {
         log.display(),
         dir.join("gh.token").display()
     );
-    let gh = dir.join("gh");
-    std::fs::write(&gh, script).unwrap();
-    executable(&gh);
+    crate::write_program(&dir.join("gh"), &script);
     log
-}
-
-fn executable(path: &Path) {
-    let status = Command::new("chmod").arg("+x").arg(path).status().unwrap();
-    assert!(status.success(), "chmod +x {}", path.display());
 }
 
 /// The stand-ins for a job's tools, in a directory of their own: `cargo` on the path (see
@@ -284,13 +271,11 @@ fn tools(runner: &mut Runner, source: &str) -> (tempfile::TempDir, PathBuf, Path
 /// A program at `path` that, if it is ever run, writes `marker` (with any token it was given):
 /// what an attacker plants. Those that stand in for a tool then run the real one.
 fn planted(path: &Path, marker: &Path, then: &str) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     let script = format!(
         "#!/bin/sh\necho \"$0 ran, token=$GH_TOKEN$INSTALL_GH_TOKEN\" >> '{}'\n{then}\n",
         marker.display()
     );
-    std::fs::write(path, script).unwrap();
-    executable(path);
+    crate::write_program(path, &script);
 }
 
 fn sha256(path: &Path) -> String {
@@ -505,12 +490,7 @@ fn the_apparmor_step_loads_a_profile_for_bwrap_only_when_restricted() {
         // No package manager reaches anything here.
         ("apt-get", "#!/bin/sh\nexit 100\n".to_owned()),
     ] {
-        std::fs::write(tools.path().join(name), script).unwrap();
-        Command::new("chmod")
-            .arg("+x")
-            .arg(tools.path().join(name))
-            .status()
-            .unwrap();
+        crate::write_program(&tools.path().join(name), &script);
     }
     let sysctl = tools.path().join("userns");
     let run = |value: &str, profiles: &Path, extra: &Path| {

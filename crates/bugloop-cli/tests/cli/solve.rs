@@ -165,8 +165,12 @@ fn a_reported_crash_is_solved_to_a_ready_draft() {
     }
 
     // A number that is no issue is an error that says so.
-    let missing = Runner::me().exits(repo.path(), &["solve", "7", "--model", &model], "", 2);
-    assert_contains(&missing, "no issue or change request #7");
+    Runner::me().exits_saying(
+        repo.path(),
+        &["solve", "7", "--model", &model],
+        2,
+        "no issue or change request #7",
+    );
 }
 
 const MEAN: &str = "def mean(xs):\n    total = 0\n    for i in range(len(xs) + 1):\n        total += xs[i]\n    return total / len(xs)\n";

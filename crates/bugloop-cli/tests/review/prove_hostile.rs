@@ -11,34 +11,37 @@ use serde_json::{Value, json};
 
 use super::hostile::{
     Runner, assert_attack_ran_and_recorded_nothing, assert_nothing_escaped, attack,
-    configure_as_the_user, host_listener, repository_state, scenario_root, who,
+    configure_as_the_user, host_listener, repository_state, scenario_repository, scenario_root,
+    who,
 };
 use super::prove::{BASE, past_the_end, script_of};
-use super::{git, stdout};
+use super::stdout;
 
 /// main: the code and the trusted test command; feature: the off-by-one. The user's git
 /// configuration holds a token and a filter program, as a CI checkout's would. No analyzers:
 /// bugloop's own rule would find the off-by-one too, and take a triage call the script does
 /// not answer.
 fn repository(root: &Path, marker: &Path) -> PathBuf {
-    let repo = root.join("repo");
-    std::fs::create_dir_all(repo.join(".bugloop")).unwrap();
-    git(&repo, &["init", "-q", "-b", "main"]);
-    std::fs::write(repo.join("stats.py"), BASE).unwrap();
-    std::fs::write(
-        repo.join(".bugloop/config.yml"),
-        "review:\n  analyzers: []\n  prove:\n    test_command: python3 {test}\n",
-    )
-    .unwrap();
-    git(&repo, &["add", "."]);
-    git(&repo, &["commit", "-qm", "mean"]);
-    git(&repo, &["switch", "-qc", "feature"]);
-    std::fs::write(
-        repo.join("stats.py"),
-        BASE.replace("range(len(xs))", "range(len(xs) + 1)"),
-    )
-    .unwrap();
-    git(&repo, &["commit", "-qam", "off by one"]);
+    let repo = scenario_repository(
+        root,
+        (
+            "mean",
+            &[
+                ("stats.py", BASE),
+                (
+                    ".bugloop/config.yml",
+                    "review:\n  analyzers: []\n  prove:\n    test_command: python3 {test}\n",
+                ),
+            ],
+        ),
+        (
+            "off by one",
+            &[(
+                "stats.py",
+                &BASE.replace("range(len(xs))", "range(len(xs) + 1)"),
+            )],
+        ),
+    );
     configure_as_the_user(&repo, marker);
     repo
 }

@@ -149,39 +149,35 @@ fn a_line_put_back_as_the_base_has_it_resolves_and_a_revert_raises_it_again() {
 
 #[test]
 fn a_deleted_line_or_a_deleted_file_resolves_its_finding() {
-    let (repo, id, models) = reviewed();
-    let quiet = models.quiet();
-    repo.write(
-        "stats.py",
-        &feature().replace(
-            "    for i in range(len(xs) + 1):\n        total += xs[i]\n",
-            "",
-        ),
-    );
-    repo.commit("no loop");
-    let report = review(repo.path(), &quiet, 0);
-    let reason = format!("the code it quoted was removed in {}", short(&repo));
-    assert_eq!(
-        report["resolved"][0]["reason"],
-        reason.as_str(),
-        "{report:#}"
-    );
-    assert_eq!(thread(repo.path(), &id).0, "RESOLVED");
-
-    let (repo, id, models) = reviewed();
-    let quiet = models.quiet();
-    std::fs::remove_file(repo.path().join("stats.py")).unwrap();
-    repo.commit("no stats");
-    let report = review(repo.path(), &quiet, 0);
-    assert_eq!(
-        report["resolved"][0]["reason"],
-        format!(
-            "the code it quoted was removed in {} (stats.py was deleted)",
-            short(&repo)
-        ),
-        "{report:#}"
-    );
-    assert_eq!(thread(repo.path(), &id).0, "RESOLVED");
+    let delete_the_loop = |repo: &TestRepo| {
+        repo.write(
+            "stats.py",
+            &feature().replace(
+                "    for i in range(len(xs) + 1):\n        total += xs[i]\n",
+                "",
+            ),
+        );
+        repo.commit("no loop");
+    };
+    let delete_the_file = |repo: &TestRepo| {
+        std::fs::remove_file(repo.path().join("stats.py")).unwrap();
+        repo.commit("no stats");
+    };
+    // Each in a repository of its own, reviewed once before the deletion is pushed.
+    for (delete, said) in [
+        (&delete_the_loop as &dyn Fn(&TestRepo), ""),
+        (&delete_the_file, " (stats.py was deleted)"),
+    ] {
+        let (repo, id, models) = reviewed();
+        delete(&repo);
+        let report = review(repo.path(), &models.quiet(), 0);
+        assert_eq!(
+            report["resolved"][0]["reason"],
+            format!("the code it quoted was removed in {}{said}", short(&repo)),
+            "{report:#}"
+        );
+        assert_eq!(thread(repo.path(), &id).0, "RESOLVED");
+    }
 }
 
 #[test]

@@ -299,7 +299,6 @@ fn a_report_while_a_run_holds_the_issue_is_counted() {
 /// failing the report or reverting with the code's own merge attributes.
 #[test]
 fn a_git_too_old_to_revert_escalates_with_the_reason() {
-    use std::os::unix::fs::PermissionsExt;
     let runner = Runner::me();
     let repo = solved_and_merged(&runner, CONFIG, ("app/models.py", REGRESSING));
     let real = String::from_utf8(
@@ -312,15 +311,13 @@ fn a_git_too_old_to_revert_escalates_with_the_reason() {
     .unwrap();
     let bin = tempfile::tempdir().unwrap();
     let old_git = bin.path().join("git");
-    std::fs::write(
+    crate::write_program(
         &old_git,
-        format!(
+        &format!(
             "#!/bin/sh\nfor a in \"$@\"; do case \"$a\" in --attr-source=*) echo \"unknown option: $a\" >&2; exit 129;; esac; done\nexec {} \"$@\"\n",
             real.trim()
         ),
-    )
-    .unwrap();
-    std::fs::set_permissions(&old_git, std::fs::Permissions::from_mode(0o755)).unwrap();
+    );
     let path = format!(
         "{}:{}",
         bin.path().display(),

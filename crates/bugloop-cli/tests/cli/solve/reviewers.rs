@@ -99,8 +99,12 @@ fn reviewed_locally(runner: &Runner) {
     assert_eq!(runner.status(dir, 1)["state"], "READY");
 
     // A failing CI run on the head is said, with exit 1.
-    let failed = runner.exits(dir, &["checks", "2", "--record", "ci=failed"], "", 1);
-    assert_contains(&failed, "failed   ci");
+    runner.exits_saying(
+        dir,
+        &["checks", "2", "--record", "ci=failed"],
+        1,
+        "failed   ci",
+    );
 }
 
 as_each_user! {

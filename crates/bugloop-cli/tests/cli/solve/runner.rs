@@ -261,6 +261,12 @@ impl Runner {
         said
     }
 
+    /// [`Runner::exits`] with no input, whose output must say `needle`.
+    #[track_caller]
+    pub fn exits_saying(&self, dir: &Path, args: &[&str], code: i32, needle: &str) {
+        bugloop_testkit::assert_contains(&self.exits(dir, args, "", code), needle);
+    }
+
     /// Starts `bugloop args...` in `dir` with `stdin`, its output piped to the test.
     pub fn start(&self, dir: &Path, args: &[&str], stdin: Stdio) -> Child {
         self.command(dir, args)
