@@ -79,13 +79,13 @@ pub async fn settle_dispute(
         .find(|c| c.id == thread.id)
         .ok_or_else(|| ActError::Invalid(format!("the comment of {id} is missing")))?;
     if thread.status == ThreadStatus::Resolved {
-        return Ok(DisputeOutcome {
-            finding: id.as_str().to_owned(),
-            result: DisputeResult::NothingToWeigh,
-            decision: None,
-            reasoning: "already resolved".to_owned(),
-            status: ThreadStatus::Resolved,
-        });
+        let reasoning = "already resolved".to_owned();
+        return Ok(left_as_it_was(
+            id,
+            thread,
+            DisputeResult::NothingToWeigh,
+            reasoning,
+        ));
     }
     if !thread.awaiting_bot {
         return Err(ActError::Invalid(format!(
@@ -211,13 +211,29 @@ async fn not_theirs_to_settle(
     env.forge
         .reply(change, root, &info_reply(&env.settings.markers, &reasoning))
         .await?;
-    Ok(DisputeOutcome {
+    Ok(left_as_it_was(
+        id,
+        thread,
+        DisputeResult::NotTheirs,
+        reasoning,
+    ))
+}
+
+/// A dispute that leaves the finding as it was (its status kept), with no decision, for
+/// `reasoning`.
+fn left_as_it_was(
+    id: &FindingId,
+    thread: &ThreadState,
+    result: DisputeResult,
+    reasoning: String,
+) -> DisputeOutcome {
+    DisputeOutcome {
         finding: id.as_str().to_owned(),
-        result: DisputeResult::NotTheirs,
+        result,
         decision: None,
         reasoning,
         status: thread.status,
-    })
+    }
 }
 
 /// The developer still disagrees and no human reviewer is there to decide: the developer's
@@ -362,13 +378,12 @@ async fn held_for_a_maintainer(
             &info_reply(&env.settings.markers, &format!("Held open: {reasoning}.")),
         )
         .await?;
-    Ok(DisputeOutcome {
-        finding: id.as_str().to_owned(),
-        result: DisputeResult::HeldForMaintainer,
-        decision: None,
+    Ok(left_as_it_was(
+        id,
+        thread,
+        DisputeResult::HeldForMaintainer,
         reasoning,
-        status: thread.status,
-    })
+    ))
 }
 
 /// Every thread where a developer spoke last, settled (the review loop runs this first).
