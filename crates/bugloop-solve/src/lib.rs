@@ -489,14 +489,8 @@ impl Run<'_, '_> {
             (working, &labels.in_progress),
             (escalated, &labels.needs_human),
         ] {
-            let has = self.issue.labels.contains(label);
-            if wanted && !has {
-                self.tracker
-                    .add_labels(self.number(), std::slice::from_ref(label))
-                    .await?;
-            } else if has && !wanted {
-                self.tracker.remove_label(self.number(), label).await?;
-            }
+            self.move_label(label, self.issue.labels.contains(label), wanted)
+                .await?;
         }
         // A finished issue's assignees are people's to change (bugloop does not put itself
         // back on a merged issue someone took it off).
@@ -518,6 +512,18 @@ impl Run<'_, '_> {
         Ok(())
     }
 
+    /// Puts `label` on the issue or takes it off, when it `had` it and should not, or the
+    /// other way round.
+    async fn move_label(&self, label: &str, had: bool, wanted: bool) -> Result<(), SolveError> {
+        if wanted && !had {
+            let labels = [label.to_owned()];
+            self.tracker.add_labels(self.number(), &labels).await?;
+        } else if had && !wanted {
+            self.tracker.remove_label(self.number(), label).await?;
+        }
+        Ok(())
+    }
+
     async fn sync_labels(
         &self,
         from: Option<SolveState>,
@@ -530,13 +536,7 @@ impl Run<'_, '_> {
             (before.0, working, &labels.in_progress),
             (before.1, escalated, &labels.needs_human),
         ] {
-            if has && !had {
-                self.tracker
-                    .add_labels(self.number(), std::slice::from_ref(label))
-                    .await?;
-            } else if had && !has {
-                self.tracker.remove_label(self.number(), label).await?;
-            }
+            self.move_label(label, had, has).await?;
         }
         if let Some(login) = &self.env.config().agents.bugsolver.assignee {
             let had = from.is_some_and(bugloop_domain::solve::assigned_in);
