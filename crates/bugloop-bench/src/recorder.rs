@@ -303,12 +303,7 @@ fn reply(body: &Value, one_pass_per_turn: bool) -> Value {
         .into_iter()
         .flatten()
         .collect();
-    let system = messages
-        .iter()
-        .find(|m| m.get("role").and_then(Value::as_str) == Some("system"))
-        .and_then(|m| m.get("content"))
-        .and_then(Value::as_str)
-        .unwrap_or("");
+    let system = first_said(&messages, "system");
     if system.contains("hits of static analyzers") {
         // The analyzers' triage, answered at once: every hit is left as its tool says.
         let answer = json!({"verdicts": []});
@@ -325,12 +320,7 @@ fn reply(body: &Value, one_pass_per_turn: bool) -> Value {
         let answer = json!({"findings": [], "resolved": [], "summary": "bench"});
         return json!({"role": "assistant", "content": answer.to_string()});
     }
-    let change = messages
-        .iter()
-        .find(|m| m.get("role").and_then(Value::as_str) == Some("user"))
-        .and_then(|m| m.get("content"))
-        .and_then(Value::as_str)
-        .unwrap_or("");
+    let change = first_said(&messages, "user");
     let (pass, given) = pass_asked(&messages, change);
     // Given every pass's instructions at once, it runs the passes left in one reply, as asked.
     let last = if given > 1 && !one_pass_per_turn {
@@ -360,6 +350,16 @@ fn reply(body: &Value, one_pass_per_turn: bool) -> Value {
         })
         .collect();
     json!({"role": "assistant", "content": null, "tool_calls": tool_calls})
+}
+
+/// What the first message of `role` says (`""` when there is none).
+fn first_said<'m>(messages: &[&'m Value], role: &str) -> &'m str {
+    messages
+        .iter()
+        .find(|m| m.get("role").and_then(Value::as_str) == Some(role))
+        .and_then(|m| m.get("content"))
+        .and_then(Value::as_str)
+        .unwrap_or("")
 }
 
 /// The pass a review request asks for, and how many passes its first message gives: the one a
