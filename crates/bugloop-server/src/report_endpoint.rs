@@ -13,21 +13,14 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::routing::post;
 use bugloop_queue::{JobKind, NewJob, Queue};
 use bugloop_webhooks::Trigger;
+use secrecy::{ExposeSecret, SecretString};
 
 /// Who may file reports, and in which repositories: a report token files issues only in the
 /// repositories the operator scoped it to (`owner/name`, or `owner/*` for an owner's).
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct ReportAccess {
-    pub token: String,
+    pub token: SecretString,
     pub repositories: Vec<String>,
-}
-
-impl std::fmt::Debug for ReportAccess {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ReportAccess")
-            .field("repositories", &self.repositories)
-            .finish_non_exhaustive()
-    }
 }
 
 impl ReportAccess {
@@ -134,7 +127,7 @@ fn allowed_repository(
         .get("authorization")
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
-        .is_some_and(|given| same_secret(given.as_bytes(), token.token.as_bytes()));
+        .is_some_and(|given| same_secret(given.as_bytes(), token.token.expose_secret().as_bytes()));
     if !authorized {
         return Err((
             StatusCode::UNAUTHORIZED,

@@ -16,21 +16,14 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::post;
 use bugloop_queue::Queue;
+use secrecy::{ExposeSecret, SecretString};
 
 /// The integration's client secret and where each Sentry project's errors are filed.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct SentryAccess {
-    pub client_secret: String,
+    pub client_secret: SecretString,
     /// A project's slug or numeric id -> `owner/name`.
     pub projects: BTreeMap<String, String>,
-}
-
-impl std::fmt::Debug for SentryAccess {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SentryAccess")
-            .field("projects", &self.projects)
-            .finish_non_exhaustive()
-    }
 }
 
 #[derive(Clone)]
@@ -214,7 +207,11 @@ async fn receive(
                 ));
             }
         };
-    if !signature_is_valid(access.client_secret.as_bytes(), &body, signature) {
+    if !signature_is_valid(
+        access.client_secret.expose_secret().as_bytes(),
+        &body,
+        signature,
+    ) {
         return Err(unsigned());
     }
     Ok(body)

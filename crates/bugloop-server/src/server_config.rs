@@ -388,7 +388,7 @@ fn sentry_access(
         }
     }
     Ok(Some(crate::sentry_endpoint::SentryAccess {
-        client_secret,
+        client_secret: client_secret.into(),
         projects,
     }))
 }
@@ -433,7 +433,7 @@ fn report_access(
         }
     }
     Ok(Some(ReportAccess {
-        token,
+        token: token.into(),
         repositories,
     }))
 }

@@ -52,11 +52,11 @@ async fn server_asking(
         body_timeout,
         admin_token: admin_token.map(|t| Arc::new(t.to_owned())),
         report_token: Some(Arc::new(bugloop_server::serve::ReportAccess {
-            token: "r3port".to_owned(),
+            token: "r3port".into(),
             repositories: vec!["acme/widgets".to_owned()],
         })),
         sentry: Some(Arc::new(bugloop_server::sentry_endpoint::SentryAccess {
-            client_secret: SENTRY_SECRET.to_owned(),
+            client_secret: SENTRY_SECRET.into(),
             projects: [("widgets-api".to_owned(), "acme/widgets".to_owned())].into(),
         })),
         permissions,

@@ -104,6 +104,27 @@ fn the_operators_configuration_is_checked_at_start() {
 }
 
 #[test]
+fn sentrys_secret_needs_its_projects_and_is_never_printed() {
+    let secret = ("BUGLOOP_WEBHOOK_SECRET", "s");
+    let short = ("BUGLOOP_SENTRY_CLIENT_SECRET", "short");
+    let error = options("", &[secret, short]).unwrap_err().to_string();
+    assert!(error.contains("shorter than 16 characters"), "{error}");
+    let client = ("BUGLOOP_SENTRY_CLIENT_SECRET", "3f1c2b7e9a0d4c8b-s3cret");
+    let error = options("", &[secret, client]).unwrap_err().to_string();
+    assert!(error.contains("maps no Sentry project"), "{error}");
+    let projects = ("BUGLOOP_SENTRY_PROJECTS", "api=acme/widgets");
+    let options = options("", &[secret, client, projects]).unwrap();
+    let sentry = options.sentry.as_ref().unwrap();
+    assert_eq!(sentry.client_secret.expose_secret(), client.1);
+    assert_eq!(sentry.projects["api"], "acme/widgets");
+    let printed = format!("{options:?}");
+    assert!(
+        !printed.contains("s3cret") && printed.contains("REDACTED"),
+        "{printed}"
+    );
+}
+
+#[test]
 fn a_report_token_files_only_in_the_repositories_it_is_scoped_to() {
     let secret = ("BUGLOOP_WEBHOOK_SECRET", "s");
     let unscoped = options("report_token: t\n", &[secret])
