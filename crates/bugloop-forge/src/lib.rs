@@ -141,6 +141,28 @@ impl Upsert {
     }
 }
 
+/// Writes `body` as bugloop's comment: `existing` is updated when it says something else and left
+/// when it says the same; without one, a new comment is added (at `anchor`, or in the
+/// conversation).
+pub async fn put_comment<F: Forge + ?Sized>(
+    forge: &F,
+    change: &ChangeKey,
+    existing: Option<&Comment>,
+    body: &str,
+    anchor: Option<&LineAnchor>,
+) -> Result<Upsert, ForgeError> {
+    match existing {
+        Some(comment) if comment.body == body => Ok(Upsert::Unchanged),
+        Some(comment) => {
+            forge.update_comment(change, comment, body).await?;
+            Ok(Upsert::Updated)
+        }
+        None => Ok(Upsert::Added(
+            forge.add_comment(change, body, anchor).await?.id,
+        )),
+    }
+}
+
 /// Everything the loops need from a forge.
 /// A comment by where it was written and the forge's id of it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -336,15 +358,6 @@ pub trait Forge: Send + Sync + std::fmt::Debug {
                 && (c.kind == bugloop_domain::thread::CommentKind::Review) == want_review
                 && markers.own(&c.body).is_some_and(|m| &m.finding_id == id)
         });
-        match existing {
-            Some(comment) if comment.body == body => Ok(Upsert::Unchanged),
-            Some(comment) => {
-                self.update_comment(change, comment, body).await?;
-                Ok(Upsert::Updated)
-            }
-            None => Ok(Upsert::Added(
-                self.add_comment(change, body, anchor).await?.id,
-            )),
-        }
+        put_comment(self, change, existing, body, anchor).await
     }
 }

@@ -571,14 +571,6 @@ pub(super) async fn upsert_tagged(
     tag: &str,
     body: &str,
 ) -> Result<Upsert, ForgeError> {
-    match find_tagged(comments, tag) {
-        Some(existing) if existing.body == body => Ok(Upsert::Unchanged),
-        Some(existing) => {
-            forge.update_comment(change, existing, body).await?;
-            Ok(Upsert::Updated)
-        }
-        None => Ok(Upsert::Added(
-            forge.add_comment(change, body, None).await?.id,
-        )),
-    }
+    let existing = find_tagged(comments, tag);
+    bugloop_forge::put_comment(forge, change, existing, body, None).await
 }
