@@ -2,6 +2,7 @@
 //! body with the error, its severity, the trace, the places in this repository it went through
 //! (with their lines), and how to reproduce it when the report says.
 
+use bugloop_domain::rmcoc::fence_for;
 use serde::Serialize;
 
 use crate::{ErrorReport, Located, Repository};
@@ -47,21 +48,6 @@ fn severity(report: &ErrorReport) -> Severity {
         None if !report.frames.is_empty() || report.kind == "panic" => Severity::High,
         None => Severity::Medium,
     }
-}
-
-/// A fence for `text`: longer than any run of backticks in it, so nothing inside closes it.
-fn fence(text: &str) -> String {
-    let mut longest = 0;
-    let mut run = 0;
-    for c in text.chars() {
-        if c == '`' {
-            run += 1;
-            longest = longest.max(run);
-        } else {
-            run = 0;
-        }
-    }
-    "`".repeat((longest + 1).max(3))
 }
 
 fn one_line(text: &str) -> String {
@@ -124,7 +110,7 @@ pub fn issue(
     } else {
         "## Report\n\n"
     });
-    let trace_fence = fence(&report.trace);
+    let trace_fence = fence_for(&report.trace);
     body.push_str(&format!(
         "{trace_fence}text\n{}\n{trace_fence}\n\n",
         report.trace
@@ -133,7 +119,7 @@ pub fn issue(
     body.push_str("\n## Reproduction\n\n");
     match &report.reproduction {
         Some(steps) => {
-            let steps_fence = fence(steps);
+            let steps_fence = fence_for(steps);
             body.push_str(&format!("{steps_fence}text\n{steps}\n{steps_fence}\n"));
         }
         None => body.push_str("Not known: the report gave none.\n"),
@@ -230,7 +216,7 @@ fn push_places(
             && let (Some(line), Some(text)) = (place.line, repository.read(&place.path))
             && let Some(lines) = excerpt(&text, line)
         {
-            let code_fence = fence(&lines);
+            let code_fence = fence_for(&lines);
             body.push_str(&format!("\n  {code_fence}\n"));
             for excerpt_line in lines.lines() {
                 body.push_str(&format!("  {excerpt_line}\n"));
