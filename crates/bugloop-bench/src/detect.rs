@@ -8,7 +8,6 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bugloop_app::{AppError, Models};
@@ -228,15 +227,9 @@ async fn run_case(
     std::fs::create_dir_all(&repo).map_err(setup_error)?;
     materialize(&repo, case)?;
     let runs = dir.path().join("runs");
-    let meter = Arc::new(models.meter(model));
-    let provider = models
-        .connect_metered(model, meter.clone())
-        .map_err(|source| AppError::Model {
-            model: model.to_owned(),
-            source: Box::new(source),
-        })?;
+    let connected = models.connect(Some(model))?;
     let started = Instant::now();
-    let report = review_once(&repo, config, provider, meter, &runs).await?;
+    let report = review_once(&repo, config, connected.provider, connected.meter, &runs).await?;
     let seconds = started.elapsed().as_secs_f64();
     let places: Vec<(Option<String>, Option<u32>)> = report
         .findings
