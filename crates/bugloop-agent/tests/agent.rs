@@ -45,12 +45,11 @@ fn setup_priced(
     price: Option<bugloop_llm::Price>,
 ) -> Setup {
     let repo = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(repo.path().join("src")).unwrap();
-    std::fs::write(
-        repo.path().join("src/lib.rs"),
+    bugloop_testkit::files::write(
+        repo.path(),
+        "src/lib.rs",
         "fn average(v: &[f64]) -> f64 {\n    v.iter().sum::<f64>() / v.len() as f64\n}\n",
-    )
-    .unwrap();
+    );
     let runs = tempfile::tempdir().unwrap();
     let scripted = Arc::new(scripted);
     let meter = Arc::new(Meter::new("scripted", limits, price));

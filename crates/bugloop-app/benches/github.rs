@@ -10,21 +10,15 @@
 #![allow(clippy::print_stdout)]
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use bugloop_app::{
-    ConfigChoice, EventOutcome, GitHubCredentials, GitHubEvent, GitHubEventJob, Workspace,
-    run_github_event,
-};
-use bugloop_forge::signing::StateKey;
-use bugloop_github::{Endpoint, Policy, Repo};
+use bugloop_app::{EventOutcome, run_github_event};
 use bugloop_github_sim::RequestRecord;
-use bugloop_github_sim::fixture::{
-    BOT, FixtureOptions, PullRequestFixture, TOKEN, review_lines, script_file,
-};
-use bugloop_webhooks::Trigger;
+use bugloop_github_sim::fixture::{FixtureOptions, PullRequestFixture, review_lines, script_file};
 use serde_json::json;
+
+#[path = "../tests/github/job.rs"]
+mod job;
 
 const FINDINGS: usize = 200;
 
@@ -98,42 +92,6 @@ fn script(dir: &std::path::Path) -> String {
     script_file(dir, &review_lines(&findings))
 }
 
-fn job(fixture: &PullRequestFixture, config: &std::path::Path, model: &str) -> GitHubEventJob {
-    GitHubEventJob {
-        event: GitHubEvent::Decided(Trigger::Review {
-            repository: "acme/widgets".to_owned(),
-            number: 7,
-            head: fixture.head.clone(),
-            base: fixture.base.clone(),
-            fork: false,
-            installation: None,
-        }),
-        repository: Some(Repo::parse("acme/widgets").unwrap()),
-        credentials: Some(GitHubCredentials::Token(TOKEN.to_owned())),
-        endpoint: Endpoint::from_values(
-            Some(&fixture.sim.api_url()),
-            Some(&fixture.sim.graphql_url()),
-        ),
-        policy: Policy {
-            write_spacing: Duration::ZERO,
-            ..Policy::default()
-        },
-        rate_limits: None,
-        state_key: Some(StateKey::new(b"a state key of 32 bytes, secret!".to_vec()).unwrap()),
-        bot_login: Some(BOT.to_owned()),
-        workspace: Workspace::Checkout(fixture.workspace().to_path_buf()),
-        config: ConfigChoice {
-            file: Some(config.to_path_buf()),
-            trust_branch: false,
-            ..Default::default()
-        },
-        progress: Arc::new(bugloop_app::types::Silent),
-        model: Some(model.to_owned()),
-        fail_on: None,
-        fence: None,
-    }
-}
-
 /// Requests by `METHOD path-kind` (ids and numbers folded), GraphQL by operation.
 fn by_kind(requests: &[RequestRecord]) -> BTreeMap<String, (usize, usize)> {
     let mut kinds: BTreeMap<String, (usize, usize)> = BTreeMap::new();
@@ -198,10 +156,15 @@ fn main() {
         let model = script(dir.path());
 
         let started = Instant::now();
-        let outcome = run_github_event(job(&fixture, &config, &model))
-            .await
-            .unwrap()
-            .outcome;
+        let review_job = || {
+            job::job(
+                &fixture,
+                job::review_trigger(&fixture),
+                &config,
+                model.clone(),
+            )
+        };
+        let outcome = run_github_event(review_job()).await.unwrap().outcome;
         let first = started.elapsed().as_secs_f64();
         let EventOutcome::Review { outcome, .. } = outcome else {
             panic!("not a review")
@@ -217,9 +180,7 @@ fn main() {
 
         fixture.sim.clear_requests();
         let started = Instant::now();
-        run_github_event(job(&fixture, &config, &model))
-            .await
-            .unwrap();
+        run_github_event(review_job()).await.unwrap();
         let again = started.elapsed().as_secs_f64();
         let requests = fixture.sim.requests();
         print(

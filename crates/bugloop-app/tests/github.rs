@@ -5,6 +5,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+#[path = "github/job.rs"]
+mod job;
+
 #[path = "github/support.rs"]
 mod support;
 

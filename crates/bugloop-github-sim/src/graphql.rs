@@ -44,10 +44,7 @@ pub(crate) fn answer(state: &mut State, body: &Value) -> Answer {
             let resolved = op == "ResolveThread";
             let id = text("threadId").unwrap_or_default();
             let Some(thread) = state.threads.iter_mut().find(|t| t.id == id) else {
-                return error(
-                    "NOT_FOUND",
-                    &format!("Could not resolve to a node with the global id of '{id}'"),
-                );
+                return no_node(&id);
             };
             thread.resolved = resolved;
             let field = if resolved {
@@ -63,10 +60,7 @@ pub(crate) fn answer(state: &mut State, body: &Value) -> Answer {
             let draft = op == "ConvertToDraft";
             let id = text("pullRequestId").unwrap_or_default();
             let Some(pull) = state.pulls.values_mut().find(|p| p.node_id == id) else {
-                return error(
-                    "NOT_FOUND",
-                    &format!("Could not resolve to a node with the global id of '{id}'"),
-                );
+                return no_node(&id);
             };
             pull.spec.draft = draft;
             let field = if draft {
@@ -113,6 +107,14 @@ fn review_threads(state: &mut State, number: u64, after: Option<String>) -> Answ
             "nodes": nodes,
             "pageInfo": {"hasNextPage": has_next, "endCursor": format!("cursor:{end}")},
         }}}}}),
+    )
+}
+
+/// GitHub's answer for a global node id that names nothing.
+fn no_node(id: &str) -> Answer {
+    error(
+        "NOT_FOUND",
+        &format!("Could not resolve to a node with the global id of '{id}'"),
     )
 }
 

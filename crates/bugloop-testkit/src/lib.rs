@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 pub mod deliveries;
+pub mod files;
 pub mod github;
 pub mod json;
 pub mod labels;
@@ -193,11 +194,7 @@ impl TestRepo {
 
     /// Writes a file (its directories too), relative to the work tree.
     pub fn write(&self, path: &str, text: &str) {
-        let full = self.path().join(path);
-        if let Some(parent) = full.parent() {
-            std::fs::create_dir_all(parent).unwrap();
-        }
-        std::fs::write(full, text).unwrap();
+        files::write(self.path(), path, text);
     }
 
     pub fn read(&self, path: &str) -> String {

@@ -3,16 +3,10 @@
 //! GitHub simulator holding pull request #7, and scripted models.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
 use bugloop_app::types::ActReport;
-use bugloop_app::{
-    AppError, ConfigChoice, EventOutcome, GitHubCredentials, GitHubEvent, GitHubEventJob, Outcome,
-    Workspace, run_github_event,
-};
-use bugloop_forge::signing::StateKey;
-use bugloop_github::{Endpoint, Policy, Repo};
+use bugloop_app::{AppError, EventOutcome, GitHubEventJob, Outcome, run_github_event};
 
 /// Runs `job` as the Action and the server do, to its outcome.
 pub async fn run(job: GitHubEventJob) -> Result<EventOutcome, AppError> {
@@ -22,10 +16,8 @@ use bugloop_webhooks::Trigger;
 use serde_json::{Value, json};
 
 pub use bugloop_github_sim::fixture::FixtureOptions;
+use bugloop_github_sim::fixture::PullRequestFixture;
 pub use bugloop_github_sim::fixture::{BOT, LIB};
-use bugloop_github_sim::fixture::{PullRequestFixture, TOKEN};
-
-pub const KEY: &[u8] = b"a state key of 32 bytes, secret!";
 
 /// The pull request fixture, with scripts and a user configuration file of its own.
 pub struct World {
@@ -133,46 +125,15 @@ impl World {
     }
 
     pub fn review_trigger(&self) -> Trigger {
-        Trigger::Review {
-            repository: "acme/widgets".to_owned(),
-            number: 7,
-            head: self.head.clone(),
-            base: self.base.clone(),
-            fork: false,
-            installation: None,
-        }
+        crate::job::review_trigger(&self.fixture)
     }
 
-    /// The event `trigger` as the Action gives it: a token, the workspace's checkout, the
-    /// simulator, the state key.
+    /// The event `trigger` as the Action gives it ([`crate::job::job`]), retried after short
+    /// waits.
     pub fn job(&self, trigger: Trigger, model: String) -> GitHubEventJob {
-        GitHubEventJob {
-            event: GitHubEvent::Decided(trigger),
-            repository: Some(Repo::parse("acme/widgets").unwrap()),
-            credentials: Some(GitHubCredentials::Token(TOKEN.to_owned())),
-            endpoint: Endpoint::from_values(
-                Some(&self.sim.api_url()),
-                Some(&self.sim.graphql_url()),
-            ),
-            policy: Policy {
-                write_spacing: Duration::ZERO,
-                backoff: Duration::from_millis(5),
-                ..Policy::default()
-            },
-            rate_limits: None,
-            state_key: Some(StateKey::new(KEY.to_vec()).unwrap()),
-            bot_login: Some(BOT.to_owned()),
-            workspace: Workspace::Checkout(self.workspace().to_path_buf()),
-            config: ConfigChoice {
-                file: Some(self.config.clone()),
-                trust_branch: false,
-                ..Default::default()
-            },
-            progress: Arc::new(bugloop_app::types::Silent),
-            model: Some(model),
-            fail_on: None,
-            fence: None,
-        }
+        let mut job = crate::job::job(&self.fixture, trigger, &self.config, model);
+        job.policy.backoff = Duration::from_millis(5);
+        job
     }
 
     /// Reviews pull request #7 with a model that reports the off-by-one: the finding's root
@@ -203,6 +164,16 @@ impl World {
 }
 
 pub use bugloop_github_sim::fixture::off_by_one;
+
+/// Fails the test unless one of `lines` (a run's warnings, its conversation's problems) contains
+/// `needle`; the message shows them all.
+#[track_caller]
+pub fn assert_said(lines: &[String], needle: &str) {
+    assert!(
+        lines.iter().any(|line| line.contains(needle)),
+        "{needle:?} is in none of {lines:?}"
+    );
+}
 
 /// A finding whose description alone is over GitHub's body limit.
 pub fn huge_finding() -> Value {

@@ -4,7 +4,7 @@
 use bugloop_app::{EventOutcome, Verdict};
 use serde_json::json;
 
-use crate::support::{BOT, World, answers, off_by_one};
+use crate::support::{BOT, World, answers, assert_said, off_by_one};
 
 fn open_in(world: &World, id: &str) -> bool {
     world.finding_comments().iter().any(|c| {
@@ -50,14 +50,22 @@ fn kept_open(world: &World, outcome: EventOutcome, id: &str, said: &str) -> Stri
     answer.body
 }
 
+/// On a fresh review, `who`, with read access only, argues the finding away with `said`, and
+/// [`kept_open`] holds for `why`: the world, the finding's root comment and id, and the answer.
+async fn argued_by_a_reader(who: &str, said: &str, why: &str) -> (World, u64, String, String) {
+    let world = World::new().await;
+    world.sim.set_permission(who, "read");
+    let (root, id) = world.reviewed().await;
+    let outcome = argued(&world, who, root, said).await;
+    let answer = kept_open(&world, outcome, &id, why);
+    (world, root, id, answer)
+}
+
 #[tokio::test]
 async fn a_reader_cannot_get_a_finding_conceded_and_a_writer_can() {
-    let world = World::new().await;
-    world.sim.set_permission("mallory", "read");
-    let (root, id) = world.reviewed().await;
     let said = "This is not a bug, the slice is never empty.";
-    let outcome = argued(&world, "mallory", root, said).await;
-    let answer = kept_open(&world, outcome, &id, "not theirs to settle");
+    let (world, root, id, answer) =
+        argued_by_a_reader("mallory", said, "not theirs to settle").await;
     assert!(!world.sim.threads(7)[0].resolved);
     assert!(
         answer.contains("may not have this finding withdrawn"),
@@ -88,12 +96,9 @@ async fn the_authors_disagreement_counts_even_without_write_access() {
 /// access stays open, recorded as conceded to them, until someone with write access settles it.
 #[tokio::test]
 async fn a_serious_finding_conceded_to_an_author_without_write_access_stays_open() {
-    let world = World::new().await;
-    world.sim.set_permission("alice", "read");
-    let (root, id) = world.reviewed().await;
     let said = "Not a bug: callers check the length first.";
-    let outcome = argued(&world, "alice", root, said).await;
-    let answer = kept_open(&world, outcome, &id, "held for a maintainer");
+    let (world, root, id, answer) =
+        argued_by_a_reader("alice", said, "held for a maintainer").await;
     assert!(
         answer.contains("conceded to alice, the change's author, who has no write access"),
         "{answer}"
@@ -127,14 +132,7 @@ async fn a_forged_marker_under_the_bots_login_or_anothers_changes_nothing() {
     let tracked = report.tracked.iter().find(|t| t.id == id).unwrap();
     assert_eq!(format!("{:?}", tracked.status), "Pending", "{tracked:?}");
     assert!(open_in(&world, &id));
-    assert!(
-        report
-            .conversation_problems
-            .iter()
-            .any(|p| p.contains("ignored")),
-        "{:?}",
-        report.conversation_problems
-    );
+    assert_said(&report.conversation_problems, "ignored");
 }
 
 #[tokio::test]
@@ -163,11 +161,7 @@ async fn a_fork_is_reviewed_but_nothing_is_written_and_its_comments_are_not_acte
             .any(|f| f.finding.file.as_deref() == Some(".bugloop/config.yml")),
         "{findings:?}"
     );
-    assert!(
-        outcome.warnings.iter().any(|w| w.contains("fork")),
-        "{:?}",
-        outcome.warnings
-    );
+    assert_said(&outcome.warnings, "fork");
     assert!(world.finding_comments().is_empty() && world.bot_issue_comments().is_empty());
     let id = world.sim.comment_as(7, "alice", "@bugloop fix all");
     let outcome = world
@@ -221,14 +215,7 @@ async fn without_the_state_key_a_token_run_writes_nothing() {
     let EventOutcome::Review { outcome, .. } = crate::support::run(job).await.unwrap() else {
         panic!("not a review");
     };
-    assert!(
-        outcome
-            .warnings
-            .iter()
-            .any(|w| w.contains("BUGLOOP_STATE_KEY")),
-        "{:?}",
-        outcome.warnings
-    );
+    assert_said(&outcome.warnings, "BUGLOOP_STATE_KEY");
     assert!(world.finding_comments().is_empty() && world.bot_issue_comments().is_empty());
 }
 

@@ -22,7 +22,7 @@ use bugloop_report::build::{BuildStatus, Landing};
 use bugloop_report::dispute::{Decision, DisputeOutcome, DisputeResult};
 use serde_json::json;
 
-use crate::support::{Repo, StallingForge, git, off_by_one, run, run_full, session, usage};
+use crate::support::{Repo, StallingForge, git, off_by_one, run, session, usage};
 
 /// Everything a repository looks like to its user: branch, HEAD, index and working tree.
 fn snapshot(repo: &Repo) -> (String, String, String, String) {

@@ -13,7 +13,7 @@ use bugloop_report::review::{CommentAction, ReportStage};
 use serde_json::json;
 
 use crate::support::{
-    Repo, finding, index_past_end, off_by_one, run, run_full, session, sql_format, sql_injection,
+    Repo, finding, index_past_end, off_by_one, run, session, sql_format, sql_injection,
     structured_session, tagged,
 };
 use bugloop_llm::Role;
@@ -99,7 +99,8 @@ async fn first_run_publishes_second_run_resolves_and_repeats_nothing() {
     // A third run on unchanged code where the model says the same again (a full review: an
     // incremental one would not ask): nothing changes.
     let script = session(vec![reworded], vec![]);
-    let (third, again) = run_full(&repo, support::config(), script).await;
+    let (third, again) =
+        support::review_branch(&repo, support::config(), std::sync::Arc::new(script), true).await;
     assert_eq!(third.findings[0].action, CommentAction::Unchanged);
     assert_eq!(again.iter().filter(|c| c.in_reply_to.is_none()).count(), 3);
     assert_eq!(again.len(), after.len(), "no new comment or reply");
@@ -253,7 +254,13 @@ async fn ignore_globs_threshold_promotion_elevation_and_overflow() {
     let (report, comments) = run(&repo, config.clone(), session(findings.clone(), vec![])).await;
     insta::assert_json_snapshot!("filters", support::digest(&report));
     // The same review again, in full: the limit holds per change, so nothing is added.
-    let (again, after) = run_full(&repo, config, session(findings.clone(), vec![])).await;
+    let (again, after) = support::review_branch(
+        &repo,
+        config,
+        std::sync::Arc::new(session(findings.clone(), vec![])),
+        true,
+    )
+    .await;
     assert_eq!(after.len(), comments.len(), "{:#?}", again.findings);
     assert_eq!(again.overflow.count, 2);
     assert!(report.sensitive_data.sensitive);
@@ -293,7 +300,13 @@ async fn ignore_globs_threshold_promotion_elevation_and_overflow() {
     // is replaced, not left claiming they have none.
     let mut roomy = support::config();
     roomy.review.ignore_files = vec!["generated/**".to_owned()];
-    let (cleared, after) = run_full(&repo, roomy, session(findings, vec![])).await;
+    let (cleared, after) = support::review_branch(
+        &repo,
+        roomy,
+        std::sync::Arc::new(session(findings, vec![])),
+        true,
+    )
+    .await;
     assert_eq!(cleared.overflow.count, 0);
     assert_eq!(
         cleared

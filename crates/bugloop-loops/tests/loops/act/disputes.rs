@@ -81,7 +81,7 @@ async fn disputes_concede_maintain_or_escalate() {
     assert_eq!(outcome.status, ThreadStatus::Resolved);
     let line = repo.line_of("src/stats.rs", "sorted[index]");
     let again = session(vec![off_by_one(line)], vec![]);
-    let (report, _) = run_full(&repo, support::config(), again).await;
+    let (report, _) = support::review_branch(&repo, support::config(), Arc::new(again), true).await;
     assert!(report.findings.is_empty(), "{:#?}", report.findings);
     assert!(
         report.dropped.iter().any(|d| d.reason.contains("resolved")),

@@ -60,12 +60,7 @@ pub(super) fn split_change() -> (Repo, bugloop_config::Config) {
 /// The pass a follow-up asks for ("Go on with pass N"), if the last user message is one, or
 /// the only pass a conversation of its own gives.
 fn pass_asked(request: &bugloop_llm::ChatRequest) -> Option<usize> {
-    let users: Vec<&str> = request
-        .messages
-        .iter()
-        .filter(|m| m.role == Role::User)
-        .map(|m| m.content.as_str())
-        .collect();
+    let users = user_messages(request);
     let follow_up = users
         .last()
         .and_then(|text| text.split("Go on with pass ").nth(1))
@@ -81,6 +76,16 @@ fn pass_asked(request: &bugloop_llm::ChatRequest) -> Option<usize> {
     follow_up.or(alone)
 }
 
+/// What `request`'s user messages say, in order.
+fn user_messages(request: &bugloop_llm::ChatRequest) -> Vec<&str> {
+    request
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::User)
+        .map(|m| m.content.as_str())
+        .collect()
+}
+
 /// The pass a one-pass-per-reply model answers: the one asked ([`pass_asked`]), else the one
 /// after those it submitted in the conversation.
 fn pass_of(request: &bugloop_llm::ChatRequest) -> usize {
@@ -91,22 +96,12 @@ fn passes_except(stubborn: Option<&'static str>, calls: usize) -> ScriptedProvid
     let provider = ScriptedProvider::new([]);
     for _ in 0..calls {
         provider.push_fn(move |request| {
-            let change = request
-                .messages
-                .iter()
-                .find(|m| m.role == Role::User)
-                .map(|m| m.content.clone())
-                .unwrap_or_default();
+            let users = user_messages(request);
+            let change = users.first().copied().unwrap_or_default();
             if stubborn.is_some_and(|file| change.contains(file)) {
                 return Ok(tool_reply(&[("todo_read", json!({}))], support::usage()));
             }
-            let pass = pass_asked(request).unwrap_or_else(|| {
-                request
-                    .messages
-                    .iter()
-                    .filter(|m| m.role == Role::User)
-                    .count()
-            });
+            let pass = pass_asked(request).unwrap_or(users.len());
             Ok(tool_reply(
                 &[(
                     "submit_pass_results",

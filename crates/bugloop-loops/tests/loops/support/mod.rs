@@ -216,24 +216,15 @@ pub async fn run(
     review_branch(repo, config, Arc::new(scripted), false).await
 }
 
-/// [`run`] showing the model the whole change whatever was reviewed before (`--full`).
-pub async fn run_full(
-    repo: &Repo,
-    config: Config,
-    scripted: ScriptedProvider,
-) -> (ReviewReport, Vec<Comment>) {
-    review_branch(repo, config, Arc::new(scripted), true).await
-}
-
-/// [`run`] or [`run_full`] with a model the caller keeps, to read what it was sent.
+/// [`run`] with a model the caller keeps, to read what it was sent; with `full`, showing the
+/// model the whole change whatever was reviewed before (`--full`).
 pub async fn review_branch(
     repo: &Repo,
     config: Config,
     scripted: Arc<dyn Provider>,
     full: bool,
 ) -> (ReviewReport, Vec<Comment>) {
-    let git = Git::open(repo.path()).unwrap();
-    let forge = LocalForge::open(git.clone(), "bugloop").await.unwrap();
+    let (_, forge) = local_forge(repo).await;
     review_on(&forge, repo, config, scripted, full).await
 }
 
@@ -306,16 +297,21 @@ pub async fn with_env<T>(
     model: Arc<dyn Provider>,
     work: impl AsyncFnOnce(&LoopEnv<'_>) -> T,
 ) -> T {
-    let git = Git::open(repo.path()).unwrap();
-    let forge = LocalForge::open(git.clone(), "bugloop").await.unwrap();
+    let (git, forge) = local_forge(repo).await;
     with_env_on(&forge, &git, config, BudgetLimits::default(), model, work).await
 }
 
 /// The conversation on `repo`'s checked-out branch, as its local forge has it.
 pub async fn conversation(repo: &Repo) -> Vec<Comment> {
+    let (git, forge) = local_forge(repo).await;
+    forge.comments(&git.conversation_key()).await.unwrap()
+}
+
+/// `repo`'s git and its local forge, as bugloop opens them.
+async fn local_forge(repo: &Repo) -> (Git, LocalForge) {
     let git = Git::open(repo.path()).unwrap();
     let forge = LocalForge::open(git.clone(), "bugloop").await.unwrap();
-    forge.comments(&git.conversation_key()).await.unwrap()
+    (git, forge)
 }
 
 /// The parts of a report that do not depend on time, commit ids or temporary paths.
