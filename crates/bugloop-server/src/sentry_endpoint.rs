@@ -168,45 +168,15 @@ async fn receive(
     else {
         return Err(unsigned());
     };
-    let length = header("content-length").and_then(|v| v.parse::<usize>().ok());
-    let Some(length) = length else {
-        return Err((
-            StatusCode::LENGTH_REQUIRED,
-            "a Sentry delivery declares its Content-Length\n".to_owned(),
-        ));
-    };
-    if length > MAX_SENTRY_BYTES {
-        return Err((
-            StatusCode::PAYLOAD_TOO_LARGE,
-            format!("a Sentry delivery is at most {MAX_SENTRY_BYTES} bytes\n"),
-        ));
-    }
-    let Ok(_reading) = state
-        .bodies
-        .clone()
-        .try_acquire_many_owned(u32::try_from(length).unwrap_or(u32::MAX))
-    else {
-        return Err((
-            StatusCode::SERVICE_UNAVAILABLE,
-            "too many deliveries are being read; Sentry sends it again\n".to_owned(),
-        ));
-    };
-    let body =
-        match tokio::time::timeout(state.body_timeout, axum::body::to_bytes(body, length)).await {
-            Ok(Ok(body)) => body,
-            Ok(Err(_)) => {
-                return Err((
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    "the delivery is longer than it declared\n".to_owned(),
-                ));
-            }
-            Err(_) => {
-                return Err((
-                    StatusCode::REQUEST_TIMEOUT,
-                    "the delivery did not arrive in time\n".to_owned(),
-                ));
-            }
-        };
+    let what = "a Sentry delivery";
+    let (body, _reading) = crate::serve::read_declared(
+        &state.bodies,
+        state.body_timeout,
+        headers,
+        body,
+        (MAX_SENTRY_BYTES, what),
+    )
+    .await?;
     if !signature_is_valid(
         access.client_secret.expose_secret().as_bytes(),
         &body,
