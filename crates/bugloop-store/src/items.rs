@@ -9,7 +9,7 @@ use serde::Serialize;
 use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
 
-use crate::{Store, StoreError, WRITE, query_error};
+use crate::{Store, StoreError, WRITE, found, query_error};
 
 /// What an item is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -325,12 +325,8 @@ impl Store {
         .bind(number)
         .execute(&self.pool)
         .await
-        .map_err(query_error("set a draft flag"))?
-        .rows_affected();
-        if changed == 0 {
-            return Err(StoreError::NotFound(format!("no change request #{number}")));
-        }
-        Ok(())
+        .map_err(query_error("set a draft flag"))?;
+        found(&changed, || format!("no change request #{number}"))
     }
 
     /// Assigns `login` to the item (`assigned`), or takes it off; a no-op when it already is
@@ -370,14 +366,8 @@ impl Store {
             .bind(number)
             .execute(&self.pool)
             .await
-            .map_err(query_error("set an item's body"))?
-            .rows_affected();
-        if changed == 0 {
-            return Err(StoreError::NotFound(format!(
-                "no issue or change request #{number}"
-            )));
-        }
-        Ok(())
+            .map_err(query_error("set an item's body"))?;
+        found(&changed, || format!("no issue or change request #{number}"))
     }
 
     async fn assignees(&self, number: i64) -> Result<Vec<String>, StoreError> {

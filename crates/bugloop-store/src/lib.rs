@@ -85,6 +85,17 @@ fn query_error(what: &'static str) -> impl FnOnce(sqlx::Error) -> StoreError {
     move |source| StoreError::Query { what, source }
 }
 
+/// An update of one row by its key: `NotFound` with `missing` when no row had that key.
+fn found(
+    done: &sqlx::sqlite::SqliteQueryResult,
+    missing: impl FnOnce() -> String,
+) -> Result<(), StoreError> {
+    if done.rows_affected() == 0 {
+        return Err(StoreError::NotFound(missing()));
+    }
+    Ok(())
+}
+
 /// Where a comment lives: the change's conversation, or a line of it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -477,12 +488,9 @@ impl Store {
                 .execute(&self.pool)
                 .await
                 .map_err(query_error("update comment"))?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::NotFound(format!(
-                "comment {id} is not part of the conversation of {change}"
-            )));
-        }
-        Ok(())
+        found(&done, || {
+            format!("comment {id} is not part of the conversation of {change}")
+        })
     }
 
     /// Sets a thread's resolved flag.
@@ -499,12 +507,9 @@ impl Store {
             .execute(&self.pool)
             .await
             .map_err(query_error("resolve thread"))?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::NotFound(format!(
-                "thread {thread} is not part of the conversation of {change}"
-            )));
-        }
-        Ok(())
+        found(&done, || {
+            format!("thread {thread} is not part of the conversation of {change}")
+        })
     }
 
     /// The changes that have a conversation, most recent first.
