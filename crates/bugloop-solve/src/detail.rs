@@ -472,20 +472,19 @@ impl RoundStep {
     /// The review of `commit` (the head of round `number`, 0 for the draft as opened) was not
     /// complete, for `why`.
     pub fn unreviewed(number: u64, commit: &str, why: String) -> RoundStep {
-        RoundStep {
-            round: number,
-            phase: Some(RoundPhase::Unreviewed),
-            commit: Some(commit.to_owned()),
-            outcome: Some(why),
-            ..RoundStep::default()
-        }
+        RoundStep::review(RoundPhase::Unreviewed, number, commit, why)
     }
 
     /// `commit`, whose review was not complete before, is reviewed.
     pub fn reviewed(number: u64, commit: &str, outcome: String) -> RoundStep {
+        RoundStep::review(RoundPhase::Reviewed, number, commit, outcome)
+    }
+
+    /// A review of round `number`'s head again (no round of its own), in `phase`.
+    fn review(phase: RoundPhase, number: u64, commit: &str, outcome: String) -> RoundStep {
         RoundStep {
             round: number,
-            phase: Some(RoundPhase::Reviewed),
+            phase: Some(phase),
             commit: Some(commit.to_owned()),
             outcome: Some(outcome),
             ..RoundStep::default()
