@@ -27,10 +27,10 @@ pub use bugloop_queue::now_ms;
 /// GitHub caps a webhook payload at 25 MB.
 pub const MAX_BODY_BYTES: usize = 25 * 1024 * 1024;
 
-/// What the endpoint needs.
-#[derive(Clone)]
+/// What the endpoint needs. Its secrets print as `[REDACTED]`.
+#[derive(Debug, Clone)]
 pub struct WebhookState {
-    pub secret: Arc<Vec<u8>>,
+    pub secret: Arc<SecretSlice<u8>>,
     pub queue: Queue,
     pub settings: Arc<TriggerSettings>,
     /// What `/metrics` shows: deliveries since the process started, its jobs' figures.
@@ -40,7 +40,7 @@ pub struct WebhookState {
     pub body_timeout: Duration,
     /// The bearer token that opens the status page and `/metrics` from anywhere; without one
     /// they answer only on loopback (they name private repositories and show jobs' errors).
-    pub admin_token: Option<Arc<String>>,
+    pub admin_token: Option<Arc<SecretString>>,
     /// The bearer token of `POST /report` and the repositories it may file in
     /// (`crate::report_endpoint`); `None`: reports are off.
     pub report_token: Option<Arc<ReportAccess>>,
@@ -77,7 +77,7 @@ impl WebhookState {
     /// report token, no Sentry, no permission checks, the default limits and fresh metrics.
     pub fn new(secret: Vec<u8>, queue: Queue, settings: TriggerSettings) -> WebhookState {
         WebhookState {
-            secret: Arc::new(secret),
+            secret: Arc::new(secret.into()),
             queue,
             settings: Arc::new(settings),
             metrics: Arc::default(),
@@ -91,15 +91,6 @@ impl WebhookState {
             )),
             permissions: None,
         }
-    }
-}
-
-impl std::fmt::Debug for WebhookState {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("WebhookState")
-            .field("queue", &self.queue)
-            .field("settings", &self.settings)
-            .finish_non_exhaustive()
     }
 }
 
@@ -149,7 +140,7 @@ async fn operators_only(
             .get("authorization")
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.strip_prefix("Bearer "))
-            .is_some_and(|given| same_secret(given.as_bytes(), token.as_bytes())),
+            .is_some_and(|given| same_secret(given.as_bytes(), token.expose_secret().as_bytes())),
         None => request
             .extensions()
             .get::<Peer>()
@@ -299,8 +290,9 @@ fn unsigned() -> (StatusCode, String) {
 async fn answer(state: WebhookState, headers: &HeaderMap, body: &Bytes) -> (StatusCode, String) {
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     // Nothing is read from a body whose signature does not verify.
-    let signed = header("x-hub-signature-256")
-        .is_some_and(|sig| bugloop_webhooks::signature_is_valid(&state.secret, body, sig));
+    let signed = header("x-hub-signature-256").is_some_and(|sig| {
+        bugloop_webhooks::signature_is_valid(state.secret.expose_secret(), body, sig)
+    });
     if !signed {
         return unsigned();
     }
@@ -505,33 +497,7 @@ pub async fn run_until(
         .local_addr()
         .map_err(|e| ServerError::Invalid(format!("cannot read the address listened on: {e}")))?;
     bound(address);
-    let metrics = options
-        .workers
-        .as_ref()
-        .map(|(settings, _)| settings.metrics.clone())
-        .unwrap_or_default();
-    let state = WebhookState {
-        admin_token: (options.admin_token.as_ref())
-            .map(|token| Arc::new(token.expose_secret().to_owned())),
-        report_token: options.report_token.clone().map(Arc::new),
-        sentry: options.sentry.clone().map(Arc::new),
-        outsiders: Arc::new(crate::outsider_intake::OutsiderIntake::new(
-            options.outsider_comments_per_hour,
-        )),
-        permissions: options.workers.as_ref().map(|(settings, _)| {
-            Arc::new(crate::intake_permissions::IntakePermissions::new(
-                settings.app.clone(),
-                settings.endpoint.clone(),
-                settings.policy.clone(),
-            ))
-        }),
-        metrics,
-        ..WebhookState::new(
-            options.secret.expose_secret().to_vec(),
-            queue,
-            options.trigger.clone(),
-        )
-    };
+    let state = webhook_state(&options, queue);
     // Workers stop claiming when the server is told to stop, and finish the job they hold
     // within their grace period (or hand it back).
     let (stop_workers, stopping) = crate::worker::stop_signal();
@@ -553,6 +519,37 @@ pub async fn run_until(
         let _ = tokio::task::spawn_blocking(move || workers.join()).await;
     }
     served.map_err(|e| ServerError::Invalid(format!("the server stopped: {e}")))
+}
+
+/// What the routes share: the queue, the secret and tokens the server was given, the intake's
+/// limits and, with workers, their metrics and the App's permission lookups.
+fn webhook_state(options: &ServeOptions, queue: Queue) -> WebhookState {
+    let metrics = options
+        .workers
+        .as_ref()
+        .map(|(settings, _)| settings.metrics.clone())
+        .unwrap_or_default();
+    WebhookState {
+        admin_token: options.admin_token.clone().map(Arc::new),
+        report_token: options.report_token.clone().map(Arc::new),
+        sentry: options.sentry.clone().map(Arc::new),
+        outsiders: Arc::new(crate::outsider_intake::OutsiderIntake::new(
+            options.outsider_comments_per_hour,
+        )),
+        permissions: options.workers.as_ref().map(|(settings, _)| {
+            Arc::new(crate::intake_permissions::IntakePermissions::new(
+                settings.app.clone(),
+                settings.endpoint.clone(),
+                settings.policy.clone(),
+            ))
+        }),
+        metrics,
+        ..WebhookState::new(
+            options.secret.expose_secret().to_vec(),
+            queue,
+            options.trigger.clone(),
+        )
+    }
 }
 
 /// How long a client may take to send a request's headers (hyper's timer; axum's own `serve`

@@ -50,7 +50,7 @@ async fn server_asking(
         .unwrap();
     let state = WebhookState {
         body_timeout,
-        admin_token: admin_token.map(|t| Arc::new(t.to_owned())),
+        admin_token: admin_token.map(|t| Arc::new(t.into())),
         report_token: Some(Arc::new(bugloop_server::serve::ReportAccess {
             token: "r3port".into(),
             repositories: vec!["acme/widgets".to_owned()],
