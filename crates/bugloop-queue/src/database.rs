@@ -375,7 +375,7 @@ impl Queue {
         connections: u32,
     ) -> Result<Queue, QueueError> {
         install_drivers();
-        let shown = without_password(url);
+        let shown = crate::redact::without_password(url);
         let options = AnyConnectOptions::from_str(url).map_err(|source| QueueError::Open {
             url: shown.clone(),
             source,
@@ -480,28 +480,6 @@ fn percent_encoded(path: &str) -> String {
         }
     }
     out
-}
-
-/// The URL as errors show it: any password replaced.
-pub fn without_password(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    let (authority, tail) = match rest.find('/') {
-        Some(at) => rest.split_at(at),
-        None => (rest, ""),
-    };
-    match authority.rsplit_once('@') {
-        Some((credentials, host)) => {
-            let user = credentials.split(':').next().unwrap_or_default();
-            if credentials.contains(':') {
-                format!("{scheme}://{user}:***@{host}{tail}")
-            } else {
-                format!("{scheme}://{user}@{host}{tail}")
-            }
-        }
-        None => url.to_owned(),
-    }
 }
 
 /// On PostgreSQL: whether `conversation` may get a running job now. Two claims may each have

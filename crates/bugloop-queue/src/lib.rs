@@ -21,13 +21,15 @@
 //! written one by one). Used by `bugloop-server` alone.
 
 mod database;
+mod redact;
 mod sqlite_batch;
 
 use std::time::Duration;
 
 use serde::Serialize;
 
-pub use self::database::{Backend, Queue, without_password};
+pub use self::database::{Backend, Queue};
+pub use self::redact::without_password;
 
 #[derive(Debug, thiserror::Error)]
 pub enum QueueError {

@@ -6,12 +6,26 @@ use bugloop_queue::Queue;
 use crate::ServerError;
 
 /// Where the server keeps its queue (`BUGLOOP_STORE_URL`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub enum StoreLocation {
     /// `sqlite:PATH` (the default: `queue.db` under the data directory).
     Sqlite(std::path::PathBuf),
     /// `postgres://...`: several server processes may share it.
     Postgres(String),
+}
+
+/// Says where, never the password a PostgreSQL URL holds: the options holding it are printed in
+/// errors and logs.
+impl std::fmt::Debug for StoreLocation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StoreLocation::Sqlite(path) => f.debug_tuple("Sqlite").field(path).finish(),
+            StoreLocation::Postgres(url) => f
+                .debug_tuple("Postgres")
+                .field(&bugloop_queue::without_password(url))
+                .finish(),
+        }
+    }
 }
 
 impl StoreLocation {

@@ -104,6 +104,23 @@ fn the_operators_configuration_is_checked_at_start() {
 }
 
 #[test]
+fn a_postgres_password_in_the_store_url_is_never_printed() {
+    let secret = ("BUGLOOP_WEBHOOK_SECRET", "s");
+    for url in [
+        "postgres://bugloop:hunter2@db/queue",
+        "postgres://bugloop@db/queue?password=hunter2",
+    ] {
+        let options = options("", &[secret, ("BUGLOOP_STORE_URL", url)]).unwrap();
+        assert_eq!(options.store, StoreLocation::Postgres(url.to_owned()));
+        let printed = format!("{options:?}");
+        assert!(
+            !printed.contains("hunter2") && printed.contains("***"),
+            "{printed}"
+        );
+    }
+}
+
+#[test]
 fn sentrys_secret_needs_its_projects_and_is_never_printed() {
     let secret = ("BUGLOOP_WEBHOOK_SECRET", "s");
     let short = ("BUGLOOP_SENTRY_CLIENT_SECRET", "short");
