@@ -103,6 +103,15 @@ fn the_operators_configuration_is_checked_at_start() {
     }
 }
 
+/// The options as `Debug` prints them (errors and logs do): `mark` where `secret` was.
+fn assert_hidden(options: &ServeOptions, secret: &str, mark: &str) {
+    let printed = format!("{options:?}");
+    assert!(
+        !printed.contains(secret) && printed.contains(mark),
+        "{printed}"
+    );
+}
+
 #[test]
 fn a_postgres_password_in_the_store_url_is_never_printed() {
     let secret = ("BUGLOOP_WEBHOOK_SECRET", "s");
@@ -112,11 +121,7 @@ fn a_postgres_password_in_the_store_url_is_never_printed() {
     ] {
         let options = options("", &[secret, ("BUGLOOP_STORE_URL", url)]).unwrap();
         assert_eq!(options.store, StoreLocation::Postgres(url.to_owned()));
-        let printed = format!("{options:?}");
-        assert!(
-            !printed.contains("hunter2") && printed.contains("***"),
-            "{printed}"
-        );
+        assert_hidden(&options, "hunter2", "***");
     }
 }
 
@@ -134,11 +139,7 @@ fn sentrys_secret_needs_its_projects_and_is_never_printed() {
     let sentry = options.sentry.as_ref().unwrap();
     assert_eq!(sentry.client_secret.expose_secret(), client.1);
     assert_eq!(sentry.projects["api"], "acme/widgets");
-    let printed = format!("{options:?}");
-    assert!(
-        !printed.contains("s3cret") && printed.contains("REDACTED"),
-        "{printed}"
-    );
+    assert_hidden(&options, "s3cret", "REDACTED");
 }
 
 #[test]
@@ -187,12 +188,7 @@ fn the_file_gives_settings_and_the_environment_wins() {
     .unwrap();
     assert_eq!(options.listen, "0.0.0.0:9000".parse().unwrap());
     assert_eq!(options.secret.expose_secret(), b"from-env");
-    // Options are printed in errors and logs: never the secret.
-    let printed = format!("{options:?}");
-    assert!(
-        !printed.contains("from-env") && printed.contains("REDACTED"),
-        "{printed}"
-    );
+    assert_hidden(&options, "from-env", "REDACTED");
     assert_eq!(options.store, StoreLocation::Sqlite("/srv/q.db".into()));
     assert_eq!(options.trigger.bot_logins, ["file[bot]"]);
     assert_eq!(
