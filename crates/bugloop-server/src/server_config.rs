@@ -438,24 +438,27 @@ fn report_access(
     }))
 }
 
-/// The App's id and private key; `None` when neither is set (a server that only queues).
+/// The App's id and private key; `None` when neither is set (a server that only queues). The
+/// key is a path to its PEM, or (in `BUGLOOP_APP_PRIVATE_KEY`, as a platform's secret store
+/// gives it) the PEM itself; no error shows a key's text.
 fn app_credentials(
     sources: &ServerSources<'_>,
     file: &ServerFile,
     base: &Path,
 ) -> Result<Option<AppCredentials>, ServerError> {
     let id = number::<u64>("BUGLOOP_APP_ID", sources.var("BUGLOOP_APP_ID"))?.or(file.app_id);
-    let key = sources
-        .var("BUGLOOP_APP_PRIVATE_KEY")
-        .map(PathBuf::from)
-        .or_else(|| file.private_key.as_ref().map(|key| base.join(key)));
+    let key = sources.var("BUGLOOP_APP_PRIVATE_KEY").or_else(|| {
+        file.private_key
+            .as_ref()
+            .map(|key| base.join(key).display().to_string())
+    });
     let (id, key) = match (id, key) {
         (Some(id), Some(key)) => (id, key),
         (None, None) => return Ok(None),
         (Some(_), None) => {
             return Err(ServerError::Invalid(
                 "the App's id is set but not its private key (BUGLOOP_APP_PRIVATE_KEY, a path \
-                 to the PEM GitHub gave)"
+                 to the PEM GitHub gave, or the PEM itself)"
                     .to_owned(),
             ));
         }
@@ -465,21 +468,29 @@ fn app_credentials(
             ));
         }
     };
-    if let Some(mode) = readable_by_others(&key) {
-        tracing::warn!(
-            "the App's private key {} can be read by other users (mode {mode:o}): `chmod 600` it",
-            key.display()
-        );
-    }
-    let pem = std::fs::read_to_string(&key).map_err(|e| {
-        ServerError::Invalid(format!(
-            "BUGLOOP_APP_PRIVATE_KEY: cannot read {}: {e}",
-            key.display()
-        ))
-    })?;
-    let credentials = AppCredentials::from_pem(id, &pem).map_err(|e| {
-        ServerError::Invalid(format!("BUGLOOP_APP_PRIVATE_KEY: {}: {e}", key.display()))
-    })?;
+    let (pem, from) = if key.trim_start().starts_with("-----BEGIN") {
+        (key, "the PEM given".to_owned())
+    } else {
+        let path = PathBuf::from(&key);
+        // A value that is not a plausible path may be a key pasted without its header.
+        let from = if key.contains('\n') || key.len() > 512 {
+            "the path given (not shown: it may be a key)".to_owned()
+        } else {
+            path.display().to_string()
+        };
+        if let Some(mode) = readable_by_others(&path) {
+            tracing::warn!(
+                "the App's private key {from} can be read by other users (mode {mode:o}): \
+                 `chmod 600` it"
+            );
+        }
+        let pem = std::fs::read_to_string(&path).map_err(|e| {
+            ServerError::Invalid(format!("BUGLOOP_APP_PRIVATE_KEY: cannot read {from}: {e}"))
+        })?;
+        (pem, from)
+    };
+    let credentials = AppCredentials::from_pem(id, &pem)
+        .map_err(|e| ServerError::Invalid(format!("BUGLOOP_APP_PRIVATE_KEY: {from}: {e}")))?;
     Ok(Some(credentials))
 }
 

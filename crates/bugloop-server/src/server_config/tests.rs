@@ -230,6 +230,30 @@ fn bad_settings_name_what_is_wrong() {
     }
 }
 
+/// `BUGLOOP_APP_PRIVATE_KEY` may hold the PEM itself, as a platform's secret store gives it;
+/// no error shows a key's text, whether it is a PEM that is refused or a value that is no path.
+#[test]
+fn the_apps_key_may_be_given_as_its_pem_and_is_never_echoed() {
+    let secret = ("BUGLOOP_WEBHOOK_SECRET", "s");
+    let id = ("BUGLOOP_APP_ID", "7");
+    let (pem, _) = bugloop_testkit::github::rsa_key();
+    let given = options("", &[secret, id, ("BUGLOOP_APP_PRIVATE_KEY", &pem)]).unwrap();
+    assert!(given.workers.is_some(), "the App's workers run");
+    let key_text =
+        "-----BEGIN RSA PRIVATE KEY-----\nCANARYKEYTEXT\n-----END RSA PRIVATE KEY-----\n";
+    let pasted = "MIIEpAIBAAKCAQEACANARYKEYTEXT".repeat(30);
+    for (value, says) in [
+        (key_text.to_owned(), "the PEM given"),
+        (pasted, "the path given (not shown"),
+    ] {
+        let error = options("", &[secret, id, ("BUGLOOP_APP_PRIVATE_KEY", &value)])
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains(says), "{error}");
+        assert!(!error.contains("CANARYKEYTEXT"), "{error}");
+    }
+}
+
 /// A private key others may read is said at start (the mode of a world-readable PEM).
 #[test]
 fn a_key_others_may_read_is_found() {
