@@ -59,6 +59,9 @@ impl Http {
             .connect_timeout(settings.connect_timeout)
             .read_timeout(settings.idle_timeout)
             .user_agent(concat!("bugloop/", env!("CARGO_PKG_VERSION")))
+            // A redirect would carry the key (Anthropic's `x-api-key` is no header reqwest
+            // drops across hosts) and the code under review to wherever it points.
+            .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| LlmError::Config(format!("cannot build the HTTP client: {e}")))?;
         Ok(Http { client, settings })
@@ -79,6 +82,9 @@ impl Http {
         let status = response.status();
         if status.is_success() {
             return Ok(response);
+        }
+        if status.is_redirection() {
+            return Err(redirected(url, status.as_u16(), response.headers()));
         }
         let retry_after = retry_after(response.headers());
         let text = response.text().await.unwrap_or_default();
@@ -234,4 +240,22 @@ fn full_error(error: &dyn std::error::Error) -> String {
         source = cause.source();
     }
     text
+}
+
+/// A redirect from a model server, not followed: where it pointed (its first 200 printable
+/// characters; the server chose them), and what to do.
+fn redirected(url: &str, status: u16, headers: &reqwest::header::HeaderMap) -> LlmError {
+    let to: String = headers
+        .get(reqwest::header::LOCATION)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("nowhere")
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(200)
+        .collect();
+    LlmError::Config(format!(
+        "{url} answered HTTP {status}, a redirect to {to}: bugloop follows no model server's \
+         redirect (the key and the code would go with it); set the provider's base_url to the \
+         server that answers"
+    ))
 }

@@ -350,3 +350,33 @@ async fn rate_limit_server_error_malformed_and_hung() {
     let error = hung.chat(&request, None).await.unwrap_err();
     assert!(matches!(error, LlmError::Timeout(_)), "{error}");
 }
+
+/// A model server that redirects is not followed: the key and the prompt (the code under
+/// review) would go wherever it points; the error says where and what to set.
+#[tokio::test]
+async fn a_redirect_is_not_followed_with_the_key() {
+    let elsewhere = MockServer::start().await;
+    let server = MockServer::start().await;
+    let location = format!("{}/v1/messages", elsewhere.uri());
+    mount(
+        &server,
+        ResponseTemplate::new(307).insert_header("location", location.as_str()),
+        None,
+    )
+    .await;
+    mount(&elsewhere, ok_json(message("captured")), None).await;
+    let error = provider(&server)
+        .chat(&user_request("go"), None)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("redirect") && error.contains(&location),
+        "{error}"
+    );
+    assert_eq!(bodies(&server).await.len(), 1, "asked once, not retried");
+    assert!(
+        bodies(&elsewhere).await.is_empty(),
+        "nothing reached the other server"
+    );
+}
