@@ -346,6 +346,10 @@ async fn a_clone_keeps_no_token_after_its_job() {
         !text.contains("extraheader") && !text.contains("AUTHORIZATION"),
         "{text}"
     );
+    // The file the clone included it from is gone too.
+    let tokens = s.settings.workspaces.join(".tokens/acme");
+    let left: Vec<_> = std::fs::read_dir(&tokens).unwrap().collect();
+    assert!(left.is_empty(), "{left:?}");
 }
 
 /// A fix job whose worker lost its lease (it stalled and another took the job) pushes nothing:
