@@ -141,10 +141,18 @@ async fn operators_only(
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.strip_prefix("Bearer "))
             .is_some_and(|given| same_secret(given.as_bytes(), token.expose_secret().as_bytes())),
-        None => request
-            .extensions()
-            .get::<Peer>()
-            .is_some_and(|peer| peer.0.ip().is_loopback()),
+        // A request a proxy on this machine passed on comes from loopback too: one that says
+        // it was forwarded is not the operator's own.
+        None => {
+            let forwarded = ["forwarded", "x-forwarded-for", "x-real-ip"]
+                .iter()
+                .any(|name| request.headers().contains_key(*name));
+            !forwarded
+                && request
+                    .extensions()
+                    .get::<Peer>()
+                    .is_some_and(|peer| peer.0.ip().is_loopback())
+        }
     };
     if allowed {
         next.run(request).await

@@ -346,6 +346,18 @@ async fn the_status_page_and_metrics_answer_loopback_or_the_admin_token_only() {
     }
     assert_eq!(get(&format!("{from_outside}/healthz"), None).await, 200);
     assert_eq!(get(&format!("{from_outside}/readyz"), None).await, 200);
+    // A proxy on this machine passes the network's requests on from loopback: one that says it
+    // forwarded them (as nginx, Caddy and Traefik do) is not the operator's.
+    for forwarded in ["x-forwarded-for", "forwarded", "x-real-ip"] {
+        let status = reqwest::Client::new()
+            .get(format!("{}/metrics", server.url))
+            .header(forwarded, "for=203.0.113.7")
+            .send()
+            .await
+            .unwrap()
+            .status();
+        assert_eq!(status, 403, "{forwarded}");
+    }
     // With a token: it alone opens them, from anywhere, loopback included.
     let server = server_on(
         "0.0.0.0:0",
