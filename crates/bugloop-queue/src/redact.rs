@@ -2,46 +2,36 @@
 
 /// The URL with any password replaced by `***`: the one after the user name
 /// (`postgres://user:secret@host/db`) and a `password=` query parameter
-/// (`postgres://host/db?password=secret`).
+/// (`postgres://host/db?password=secret`). A URL that cannot be read but names a user is shown
+/// by its scheme only: where its password ends cannot be known.
 pub fn without_password(url: &str) -> String {
-    let (url, query) = match url.split_once('?') {
-        Some((url, query)) => (url, Some(query)),
-        None => (url, None),
+    let Ok(mut parsed) = url::Url::parse(url) else {
+        return match url.split_once("://") {
+            Some((scheme, rest)) if rest.contains('@') => {
+                format!("{scheme}://… (not shown: it could not be read and may hold a password)")
+            }
+            _ => url.to_owned(),
+        };
     };
-    let mut shown = without_user_password(url);
-    if let Some(query) = query {
-        let pairs: Vec<String> = query
-            .split('&')
-            .map(|pair| match pair.split_once('=') {
-                Some((key, _)) if key.eq_ignore_ascii_case("password") => format!("{key}=***"),
-                _ => pair.to_owned(),
+    if parsed.password().is_some() {
+        // Only a URL that cannot have a password refuses one, and this one has one.
+        let _ = parsed.set_password(Some("***"));
+    }
+    if parsed.query().is_some() {
+        let pairs: Vec<(String, String)> = parsed
+            .query_pairs()
+            .map(|(key, value)| {
+                let value = if key.eq_ignore_ascii_case("password") {
+                    "***".into()
+                } else {
+                    value.into_owned()
+                };
+                (key.into_owned(), value)
             })
             .collect();
-        shown.push('?');
-        shown.push_str(&pairs.join("&"));
+        parsed.query_pairs_mut().clear().extend_pairs(pairs);
     }
-    shown
-}
-
-fn without_user_password(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    let (authority, tail) = match rest.find('/') {
-        Some(at) => rest.split_at(at),
-        None => (rest, ""),
-    };
-    match authority.rsplit_once('@') {
-        Some((credentials, host)) => {
-            let user = credentials.split(':').next().unwrap_or_default();
-            if credentials.contains(':') {
-                format!("{scheme}://{user}:***@{host}{tail}")
-            } else {
-                format!("{scheme}://{user}@{host}{tail}")
-            }
-        }
-        None => url.to_owned(),
-    }
+    parsed.to_string()
 }
 
 #[cfg(test)]
@@ -73,6 +63,20 @@ mod tests {
             ("not a url", "not a url"),
         ] {
             assert_eq!(without_password(url), shown, "{url}");
+        }
+        // A password no URL parser reads whole (a `/`, a `?`, a space, a `#` in it): none of
+        // it shown.
+        for url in [
+            "postgres://bug:s3c/ret@db/q",
+            "postgres://bug:s3c?ret@db/q",
+            "postgres://bug:s3c ret@db/q",
+            "postgres://bug:s3c#ret@db/q",
+        ] {
+            let shown = without_password(url);
+            assert!(
+                !shown.contains("s3c") && !shown.contains("ret@"),
+                "{url}: {shown}"
+            );
         }
     }
 }
