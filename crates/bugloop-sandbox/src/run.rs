@@ -222,6 +222,14 @@ fn allow_unconfined(
     if settings.when_unconfined == WhenUnconfined::Refuse {
         return Err(SandboxError::Unconfined(reason));
     }
+    // Run as bugloop's own user, the command could read this process's environment (its tokens
+    // and keys) and memory in /proc: not once this process may not be dumped. (A command run as
+    // root reads anything.)
+    nix::sys::prctl::set_dumpable(false).map_err(|error| {
+        SandboxError::Unconfined(format!(
+            "{reason}; and bugloop could not hide its own memory from the command ({error})"
+        ))
+    })?;
     tracing::warn!(%reason, program = %spec.program, "running a command UNCONFINED: no network or write isolation");
     Ok(())
 }

@@ -294,3 +294,80 @@ fn ctrl_c_during_a_review_says_it_stopped() {
     );
     std::fs::remove_file(config).unwrap();
 }
+
+/// With `sandbox.when_unconfined: warn`, a command runs as bugloop's own user: it must still not
+/// read bugloop's environment (the model's key, the tokens) in /proc. Run as an ordinary user
+/// (uid 65534 when the test is root: a command run as root reads anything).
+#[test]
+fn an_unconfined_command_cannot_read_bugloops_environment() {
+    use bugloop_testkit::users::{NOBODY, chown_all, command_as, is_root, program_for};
+    use std::os::unix::fs::PermissionsExt;
+    let user = is_root().then_some(NOBODY);
+    let place = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(place.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (home, bin, repo) = (
+        place.path().join("home"),
+        place.path().join("bin"),
+        place.path().join("repo"),
+    );
+    for dir in [&home, &bin, &repo] {
+        std::fs::create_dir(dir).unwrap();
+    }
+    // No bubblewrap on the PATH: commands run unconfined (`setpriv` starts bugloop as the user).
+    for tool in ["git", "sh", "tr", "awk", "grep", "cat", "setpriv"] {
+        let found = Command::new("sh")
+            .args(["-c", &format!("command -v {tool}")])
+            .output()
+            .unwrap();
+        let path = String::from_utf8(found.stdout).unwrap();
+        std::os::unix::fs::symlink(path.trim(), bin.join(tool)).unwrap();
+    }
+    git(&repo, &["init", "-q", "-b", "main"]);
+    let probe = "echo probed; p=$$; while [ \"$p\" -gt 1 ]; do \
+                 tr '\\0' '\\n' < /proc/$p/environ 2>/dev/null | grep CANARY; \
+                 p=$(awk '{print $4}' /proc/$p/stat); done\n";
+    std::fs::write(repo.join("probe.sh"), probe).unwrap();
+    git(&repo, &["add", "."]);
+    git(
+        &repo,
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-qm",
+            "probe",
+        ],
+    );
+    let mut lines = vec![
+        json!({"tool_calls": [{"name": "run", "arguments": {"program": "sh", "args": ["probe.sh"]}}]}),
+    ];
+    lines.extend(std::iter::repeat_n(json!({"text": "Done."}), 6));
+    let model = script_named(&home, "probe.jsonl", &lines);
+    if let Some(uid) = user {
+        chown_all(&home, uid);
+        chown_all(&repo, uid);
+    }
+    let program = program_for(user, Path::new(env!("CARGO_BIN_EXE_bugloop")), place.path());
+    let output = command_as(user, program)
+        .args(["do", "look around", "--model", &model])
+        .current_dir(&repo)
+        .env_clear()
+        .env("PATH", &bin)
+        .env("HOME", &home)
+        .env("NO_COLOR", "1")
+        .env("BUGLOOP_SANDBOX__WHEN_UNCONFINED", "warn")
+        .env("OPENAI_API_KEY", "CANARY-key-4711")
+        .output()
+        .unwrap();
+    assert_contains(&stderr(&output), "UNCONFINED");
+    // What the command printed is in the run's transcript: it ran, and read no canary.
+    let mut said = format!("{}{}", stdout(&output), stderr(&output));
+    let runs = repo.join(".git/bugloop/runs");
+    for entry in std::fs::read_dir(&runs).unwrap() {
+        said.push_str(&std::fs::read_to_string(entry.unwrap().path()).unwrap_or_default());
+    }
+    assert_contains(&said, "probed");
+    assert!(!said.contains("CANARY-key-4711"), "{said}");
+}
