@@ -42,6 +42,7 @@ use bugloop_git::Git;
 use bugloop_loops::LoopSettings;
 
 pub use self::act::{CommentJob, FixJob, ReplyJob, ReplyOutcome};
+pub use self::clones::shown_to_every_command;
 pub use self::configuration::{
     ConfigChoice, Configuration, OperatorConfig, check_configuration, load_configuration,
 };

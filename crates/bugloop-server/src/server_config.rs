@@ -147,6 +147,28 @@ pub fn store_location(sources: &ServerSources<'_>) -> Result<StoreLocation, Serv
     )
 }
 
+/// The data directory (the clones and their tokens) and a SQLite queue are refused under a
+/// directory every sandboxed command is shown (`/opt`, ...): one repository's code would read
+/// the others' code, tokens and jobs.
+fn hidden_from_commands(data_dir: &Path, store: &StoreLocation) -> Result<(), ServerError> {
+    let queue = match store {
+        StoreLocation::Sqlite(path) => Some(path.as_path()),
+        StoreLocation::Postgres(_) => None,
+    };
+    for (what, path) in [("data directory", Some(data_dir)), ("queue", queue)] {
+        if let Some(system) = path.and_then(bugloop_app::shown_to_every_command) {
+            return Err(ServerError::Invalid(format!(
+                "the server's {what} {} is under {system}, which every command the sandbox runs \
+                 is shown: one repository's code would read the others' clones, tokens and \
+                 jobs; put it elsewhere (data_dir, XDG_DATA_HOME or BUGLOOP_STORE_URL), such \
+                 as /var/lib/bugloop",
+                path.map_or_else(String::new, |p| p.display().to_string())
+            )));
+        }
+    }
+    Ok(())
+}
+
 fn data_dir(sources: &ServerSources<'_>, file: &ServerFile, base: &Path) -> PathBuf {
     file.data_dir
         .as_ref()
@@ -168,6 +190,7 @@ pub fn serve_options(
             .as_deref(),
         &data_dir,
     )?;
+    hidden_from_commands(&data_dir, &store)?;
     let limits = file
         .limits
         .as_ref()

@@ -112,6 +112,35 @@ fn assert_hidden(options: &ServeOptions, secret: &str, mark: &str) {
     );
 }
 
+/// The clones (with their tokens) and the queue under a directory every sandboxed command is
+/// shown (`/opt`) would let one repository's code read the others': refused at start.
+#[test]
+fn the_data_directory_and_the_queue_are_never_where_commands_see_them() {
+    let secret = ("BUGLOOP_WEBHOOK_SECRET", "s");
+    for (file, env, what) in [
+        (
+            "data_dir: /opt/bugloop\n",
+            vec![secret],
+            "data directory /opt/bugloop",
+        ),
+        (
+            "",
+            vec![
+                secret,
+                ("BUGLOOP_STORE_URL", "sqlite:/usr/local/bugloop/q.db"),
+            ],
+            "queue /usr/local/bugloop/q.db",
+        ),
+    ] {
+        let error = options(file, &env).unwrap_err().to_string();
+        assert!(
+            error.contains(what) && error.contains("elsewhere"),
+            "{error}"
+        );
+    }
+    assert!(options("data_dir: /var/lib/bugloop\n", &[secret]).is_ok());
+}
+
 #[test]
 fn a_postgres_password_in_the_store_url_is_never_printed() {
     let secret = ("BUGLOOP_WEBHOOK_SECRET", "s");
