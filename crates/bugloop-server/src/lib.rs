@@ -11,6 +11,7 @@
 //! benchmark's recorder and the simulator serve HTTP on 127.0.0.1 for measurements and tests only);
 //! it runs no loop itself and wires no forge or model: jobs go through `bugloop-app`.
 
+mod body;
 mod error;
 pub mod intake_permissions;
 pub mod metrics;

@@ -169,7 +169,7 @@ async fn receive(
         return Err(unsigned());
     };
     let what = "a Sentry delivery";
-    let (body, _reading) = crate::serve::read_declared(
+    let (body, _reading) = crate::body::read_declared(
         &state.bodies,
         state.body_timeout,
         headers,
