@@ -87,7 +87,7 @@ impl Http {
             return Err(redirected(url, status.as_u16(), response.headers()));
         }
         let retry_after = retry_after(response.headers());
-        let text = response.text().await.unwrap_or_default();
+        let text = without_credentials(response.text().await.unwrap_or_default(), headers);
         Err(classify_status(status.as_u16(), &text, retry_after))
     }
 
@@ -258,4 +258,23 @@ fn redirected(url: &str, status: u16, headers: &reqwest::header::HeaderMap) -> L
          redirect (the key and the code would go with it); set the provider's base_url to the \
          server that answers"
     ))
+}
+
+/// A refusal's text without the credentials the request carried: a server or gateway that echoes
+/// the key it refused would otherwise put it in errors, run logs and job errors.
+fn without_credentials(mut text: String, headers: &[(&str, String)]) -> String {
+    let credential = |name: &str| {
+        let name = name.to_ascii_lowercase();
+        name == "authorization" || ["key", "token", "secret"].iter().any(|w| name.contains(w))
+    };
+    for (_, value) in headers.iter().filter(|(name, _)| credential(name)) {
+        // The key itself, and the whole value (`Bearer KEY`).
+        let key = value.strip_prefix("Bearer ").unwrap_or(value);
+        for secret in [value.as_str(), key] {
+            if secret.len() >= 8 {
+                text = text.replace(secret, "[REDACTED]");
+            }
+        }
+    }
+    text
 }

@@ -683,3 +683,33 @@ async fn an_answer_without_usage_is_charged_an_estimate() {
     assert!(response.usage.input_tokens >= 1_000, "{:?}", response.usage);
     assert_eq!(response.usage.output_tokens, 10);
 }
+
+/// A server (or a gateway before it) that echoes the key it refused: the key is not in the error,
+/// which reaches the terminal, the run log and a server job's error.
+#[tokio::test]
+async fn a_refusal_that_echoes_the_key_is_told_without_it() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(401).set_body_json(json!({"error": {
+            "message": "Incorrect API key provided: sk-test-echoed-key (header Bearer sk-test-echoed-key)",
+            "code": "invalid_api_key"
+        }})))
+        .mount(&server)
+        .await;
+    let provider = OpenAiProvider::new(
+        "openai:gpt-test",
+        "gpt-test",
+        format!("{}/v1", server.uri()),
+        Some("sk-test-echoed-key".into()),
+        fast_settings(),
+        true,
+    )
+    .unwrap();
+    let error = provider
+        .chat(&request("hello"), None)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("Incorrect API key provided"), "{error}");
+    assert!(!error.contains("sk-test-echoed-key"), "{error}");
+}
