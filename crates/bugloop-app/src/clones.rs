@@ -97,24 +97,6 @@ impl Drop for HeldClone {
     }
 }
 
-/// The system directory under which `path` is shown, read-only, to every command the sandbox
-/// runs (`/opt`, `/usr`, ...), if it is, as given or once its links are followed: the server's
-/// clones, their tokens and its queue must not be there, or one repository's code would read
-/// the others'.
-pub fn shown_to_every_command(path: &Path) -> Option<&'static str> {
-    // The nearest part of the path that exists, its links followed, and the rest as given.
-    let resolved = path.ancestors().find_map(|existing| {
-        let real = existing.canonicalize().ok()?;
-        Some(real.join(path.strip_prefix(existing).ok()?))
-    });
-    bugloop_sandbox::SYSTEM_PATHS
-        .iter()
-        .copied()
-        .find(|system| {
-            path.starts_with(system) || resolved.as_ref().is_some_and(|r| r.starts_with(system))
-        })
-}
-
 fn auth_header(token: &str) -> String {
     format!(
         "AUTHORIZATION: basic {}",

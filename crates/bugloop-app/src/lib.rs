@@ -42,7 +42,6 @@ use bugloop_git::Git;
 use bugloop_loops::LoopSettings;
 
 pub use self::act::{CommentJob, FixJob, ReplyJob, ReplyOutcome};
-pub use self::clones::shown_to_every_command;
 pub use self::configuration::{
     ConfigChoice, Configuration, OperatorConfig, check_configuration, load_configuration,
 };
@@ -64,6 +63,7 @@ pub use self::review::{ReviewJob, ReviewScope};
 pub use self::solve::SolveJob;
 pub use self::solve_all::{SolveAllJob, SolvedIssue, issue_severity};
 pub use self::watch::{Watch, WatchEvent, WatchLimits};
+pub use bugloop_sandbox::shown_to_every_command;
 pub use bugloop_solve::SolveAsk;
 
 /// Resolves when the process is asked to stop (Ctrl-C or SIGTERM): how a long-running front end

@@ -38,7 +38,7 @@ pub use run::{
 };
 pub use settings::{GitMount, OBJECTS_MOUNT};
 pub use tasktree::{Change, ChangeKind, Changes, ShadowGit, TaskTree, process_alive};
-pub use view::SYSTEM_PATHS;
+pub use view::{SYSTEM_PATHS, shown_to_every_command};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SandboxError {

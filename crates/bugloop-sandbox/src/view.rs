@@ -16,6 +16,21 @@ pub const SYSTEM_PATHS: &[&str] = &[
     "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt", "/nix",
 ];
 
+/// The system directory under which `path` is shown, read-only, to every command the sandbox
+/// runs (`/opt`, `/usr`, ...), if it is, as given or once its links are followed: what one
+/// repository's code must not read (the server's clones, their tokens, its queue) cannot be
+/// there.
+pub fn shown_to_every_command(path: &Path) -> Option<&'static str> {
+    // The nearest part of the path that exists, its links followed, and the rest as given.
+    let resolved = path.ancestors().find_map(|existing| {
+        let real = existing.canonicalize().ok()?;
+        Some(real.join(path.strip_prefix(existing).ok()?))
+    });
+    SYSTEM_PATHS.iter().copied().find(|system| {
+        path.starts_with(system) || resolved.as_ref().is_some_and(|r| r.starts_with(system))
+    })
+}
+
 /// File names under visible home directories that hold credentials and are never shown.
 const CREDENTIAL_NAMES: &[&str] = &[
     "credentials",
