@@ -101,6 +101,40 @@ impl LlmError {
         }
     }
 
+    /// The same error with `edit` applied to the text the provider sent (its message, or what
+    /// could not be read of its answer); the kind, status and advice are unchanged.
+    pub(crate) fn with_provider_text(self, edit: impl Fn(String) -> String) -> LlmError {
+        match self {
+            LlmError::Auth { status, message } => LlmError::Auth {
+                status,
+                message: edit(message),
+            },
+            LlmError::RateLimited {
+                status,
+                retry_after,
+                message,
+            } => LlmError::RateLimited {
+                status,
+                retry_after,
+                message: edit(message),
+            },
+            LlmError::ContextTooLong { message } => LlmError::ContextTooLong {
+                message: edit(message),
+            },
+            LlmError::BadRequest { status, message } => LlmError::BadRequest {
+                status,
+                message: edit(message),
+            },
+            LlmError::Server { status, message } => LlmError::Server {
+                status,
+                message: edit(message),
+            },
+            LlmError::StreamInterrupted(text) => LlmError::StreamInterrupted(edit(text)),
+            LlmError::InvalidResponse(text) => LlmError::InvalidResponse(edit(text)),
+            other => other,
+        }
+    }
+
     /// Whether the client retries this error by itself. A body that cannot be read (not JSON,
     /// cut short, the wrong shape) is retried like a cut stream: proxies and overloaded servers
     /// send such bodies with a success status, and the same request usually gets a whole answer.

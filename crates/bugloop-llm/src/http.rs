@@ -117,14 +117,17 @@ impl Http {
         model: &str,
     ) -> ChatResult {
         let response = self.post_json(url, headers, body).await?;
-        if stream {
+        let answer = if stream {
             let mut state = Wire::default();
             self.read_events(response, |event, data| state.on_event(event, data, sink))
-                .await?;
-            state.finish(model)
+                .await
+                .and_then(|()| state.finish(model))
         } else {
-            Wire::parse(&self.read_json(response).await?, model)
-        }
+            (self.read_json(response).await).and_then(|value| Wire::parse(&value, model))
+        };
+        // An error event inside a stream, or an error body sent with a success status, may echo
+        // the key as a refusal can.
+        answer.map_err(|e| e.with_provider_text(|text| without_credentials(text, headers)))
     }
 
     /// Reads a server-sent-events body, calling `on_event(event type, data)` for each event.
@@ -260,8 +263,9 @@ fn redirected(url: &str, status: u16, headers: &reqwest::header::HeaderMap) -> L
     ))
 }
 
-/// A refusal's text without the credentials the request carried: a server or gateway that echoes
-/// the key it refused would otherwise put it in errors, run logs and job errors.
+/// A provider's text without the credentials the request carried: a server or gateway that echoes
+/// the key (refusing it, or in an error event of a stream) would otherwise put it in errors, run
+/// logs and job errors.
 fn without_credentials(mut text: String, headers: &[(&str, String)]) -> String {
     let credential = |name: &str| {
         let name = name.to_ascii_lowercase();

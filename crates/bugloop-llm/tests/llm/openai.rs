@@ -684,32 +684,58 @@ async fn an_answer_without_usage_is_charged_an_estimate() {
     assert_eq!(response.usage.output_tokens, 10);
 }
 
-/// A server (or a gateway before it) that echoes the key it refused: the key is not in the error,
-/// which reaches the terminal, the run log and a server job's error.
+/// A server (or a gateway before it) that echoes the key: refusing it, in an error event of a
+/// stream, or in an error body sent with a success status. The key is not in the error, which
+/// reaches the terminal, the run log and a server job's error.
 #[tokio::test]
-async fn a_refusal_that_echoes_the_key_is_told_without_it() {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(401).set_body_json(json!({"error": {
-            "message": "Incorrect API key provided: sk-test-echoed-key (header Bearer sk-test-echoed-key)",
-            "code": "invalid_api_key"
-        }})))
-        .mount(&server)
-        .await;
-    let provider = OpenAiProvider::new(
-        "openai:gpt-test",
-        "gpt-test",
-        format!("{}/v1", server.uri()),
-        Some("sk-test-echoed-key".into()),
-        fast_settings(),
-        true,
-    )
-    .unwrap();
-    let error = provider
-        .chat(&request("hello"), None)
-        .await
-        .unwrap_err()
-        .to_string();
-    assert!(error.contains("Incorrect API key provided"), "{error}");
-    assert!(!error.contains("sk-test-echoed-key"), "{error}");
+async fn a_provider_text_that_echoes_the_key_is_told_without_it() {
+    let echo = json!({
+        "message": "Incorrect API key provided: sk-test-echoed-key (header Bearer sk-test-echoed-key)",
+        "code": 401
+    });
+    let cases = [
+        (
+            "a refusal",
+            false,
+            ResponseTemplate::new(401).set_body_json(json!({"error": echo})),
+        ),
+        (
+            "an error event in a stream",
+            true,
+            ResponseTemplate::new(200)
+                .insert_header("content-type", "text/event-stream")
+                .set_body_string(sse(&[(None, json!({"error": echo}))])),
+        ),
+        (
+            "an error with a success status",
+            false,
+            ok_json(json!({"error": echo})),
+        ),
+    ];
+    for (case, stream, answer) in cases {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(answer)
+            .mount(&server)
+            .await;
+        let provider = OpenAiProvider::new(
+            "openai:gpt-test",
+            "gpt-test",
+            format!("{}/v1", server.uri()),
+            Some("sk-test-echoed-key".into()),
+            fast_settings(),
+            true,
+        )
+        .unwrap();
+        let asked = ChatRequest {
+            stream,
+            ..request("hello")
+        };
+        let error = provider.chat(&asked, None).await.unwrap_err().to_string();
+        assert!(
+            error.contains("Incorrect API key provided"),
+            "{case}: {error}"
+        );
+        assert!(!error.contains("sk-test-echoed-key"), "{case}: {error}");
+    }
 }
