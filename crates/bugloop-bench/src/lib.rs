@@ -30,7 +30,7 @@ use serde::Serialize;
 use bugloop_app::AppError;
 
 const PROMPT: &str = include_str!("../bench/model-prompt.md");
-const SYSTEM: &str = "You are a careful senior software engineer reviewing a change.";
+const SYSTEM: &str = include_str!("../bench/model-system.md").trim_ascii_end();
 
 /// The embedded model's figures: medians over the runs.
 #[derive(Debug, Clone, Serialize)]

@@ -18,6 +18,7 @@ use crate::error::ActError;
 use crate::prompt::fill;
 
 pub(crate) const DISPUTE_PROMPT: &str = include_str!("../prompts/dispute.md");
+const DISPUTE_SYSTEM: &str = include_str!("../prompts/dispute-system.md").trim_ascii_end();
 
 #[derive(Debug, Deserialize)]
 struct DisputeAnswer {
@@ -288,7 +289,7 @@ async fn weigh(
     );
     let question = crate::Question {
         name: "dispute",
-        system: "You are bugloop, a fair and careful code reviewer. Answer with JSON only.",
+        system: DISPUTE_SYSTEM,
         prompt,
         schema: serde_json::json!({
             "type": "object",

@@ -13,6 +13,7 @@ use crate::prompt::fill;
 use crate::{Question, structured_answer};
 
 pub(crate) const PROMPT: &str = include_str!("../prompts/intent.md");
+const SYSTEM: &str = include_str!("../prompts/intent-system.md").trim_ascii_end();
 
 /// An open finding as the classifier sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -233,7 +234,7 @@ pub(crate) async fn classify(
     );
     let question = Question {
         name: "intent",
-        system: "You classify developer comments. Answer with JSON only.",
+        system: SYSTEM,
         prompt,
         schema: schema(),
         max_tokens: 512,

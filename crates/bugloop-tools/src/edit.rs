@@ -75,7 +75,8 @@ pub struct WriteFile;
 impl TypedTool for WriteFile {
     type Params = WriteFileParams;
     const NAME: &'static str = "write_file";
-    const DESCRIPTION: &'static str = "Create or overwrite a file with the given content.";
+    const DESCRIPTION: &'static str =
+        include_str!("../prompts/tools/write_file.md").trim_ascii_end();
 
     async fn run(
         &self,
@@ -113,7 +114,8 @@ pub struct EditFile;
 impl TypedTool for EditFile {
     type Params = EditFileParams;
     const NAME: &'static str = "edit_file";
-    const DESCRIPTION: &'static str = "Replace old_text with new_text in a file; old_text must match exactly once (include surrounding lines to make it unique).";
+    const DESCRIPTION: &'static str =
+        include_str!("../prompts/tools/edit_file.md").trim_ascii_end();
 
     async fn run(
         &self,
@@ -165,7 +167,8 @@ enum Change {
 impl TypedTool for ApplyPatch {
     type Params = ApplyPatchParams;
     const NAME: &'static str = "apply_patch";
-    const DESCRIPTION: &'static str = "Apply a unified diff to one or more files. Every hunk is checked against the current files first; if any does not apply, nothing is written.";
+    const DESCRIPTION: &'static str =
+        include_str!("../prompts/tools/apply_patch.md").trim_ascii_end();
 
     async fn run(
         &self,

@@ -447,7 +447,7 @@ fn check_value(sub: &str, name: &str, value: &str) -> Result<(), ToolError> {
 impl TypedTool for Git {
     type Params = GitParams;
     const NAME: &'static str = "git";
-    const DESCRIPTION: &'static str = "Read the repository's history and state (read-only): git diff, show, log, blame, ls-files, ls-tree, rev-parse or status with arguments. Only reading options are allowed, spelled in full; paths must stay inside the repository.";
+    const DESCRIPTION: &'static str = include_str!("../prompts/tools/git.md").trim_ascii_end();
 
     async fn run(&self, context: &ToolContext, params: GitParams) -> Result<String, ToolError> {
         check_args(params.command, &params.args, &context.workspace)?;

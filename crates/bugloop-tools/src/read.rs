@@ -32,7 +32,8 @@ pub struct ReadFile;
 impl TypedTool for ReadFile {
     type Params = ReadFileParams;
     const NAME: &'static str = "read_file";
-    const DESCRIPTION: &'static str = "Read a text file of the repository with line numbers; use start_line/end_line for parts of large files.";
+    const DESCRIPTION: &'static str =
+        include_str!("../prompts/tools/read_file.md").trim_ascii_end();
 
     async fn run(
         &self,
@@ -119,7 +120,7 @@ pub struct ListDir;
 impl TypedTool for ListDir {
     type Params = ListDirParams;
     const NAME: &'static str = "list_dir";
-    const DESCRIPTION: &'static str = "List a directory of the repository: directories end with /, symbolic links with @; FIFOs, sockets and devices are marked and cannot be read.";
+    const DESCRIPTION: &'static str = include_str!("../prompts/tools/list_dir.md").trim_ascii_end();
 
     async fn run(&self, context: &ToolContext, params: ListDirParams) -> Result<String, ToolError> {
         let shown_path = params.path.unwrap_or_else(|| ".".into());
@@ -193,8 +194,7 @@ pub struct GlobFiles;
 impl TypedTool for GlobFiles {
     type Params = GlobParams;
     const NAME: &'static str = "glob";
-    const DESCRIPTION: &'static str =
-        "Find files by glob pattern (ignored files such as build output are skipped).";
+    const DESCRIPTION: &'static str = include_str!("../prompts/tools/glob.md").trim_ascii_end();
 
     async fn run(&self, context: &ToolContext, params: GlobParams) -> Result<String, ToolError> {
         let base = context
@@ -393,7 +393,7 @@ fn search_entry(
 impl TypedTool for Grep {
     type Params = GrepParams;
     const NAME: &'static str = "grep";
-    const DESCRIPTION: &'static str = "Search file contents with a regular expression, like ripgrep: prints path:line:text; ignored, hidden and binary files are skipped.";
+    const DESCRIPTION: &'static str = include_str!("../prompts/tools/grep.md").trim_ascii_end();
 
     async fn run(&self, context: &ToolContext, params: GrepParams) -> Result<String, ToolError> {
         let cap = context.limits.max_grep_matches;

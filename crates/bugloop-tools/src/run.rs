@@ -30,7 +30,7 @@ pub struct Run;
 impl TypedTool for Run {
     type Params = RunParams;
     const NAME: &'static str = "run";
-    const DESCRIPTION: &'static str = "Run a program with arguments in the repository (sandboxed: no network, writes only inside the repository); returns exit status and output.";
+    const DESCRIPTION: &'static str = include_str!("../prompts/tools/run.md").trim_ascii_end();
 
     async fn run(&self, context: &ToolContext, params: RunParams) -> Result<String, ToolError> {
         let mut settings = context.sandbox.clone();

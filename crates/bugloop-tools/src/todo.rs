@@ -32,7 +32,8 @@ pub struct TodoWrite;
 impl TypedTool for TodoWrite {
     type Params = TodoWriteParams;
     const NAME: &'static str = "todo_write";
-    const DESCRIPTION: &'static str = "Replace your todo list for this task (items with content and status pending, in_progress or done).";
+    const DESCRIPTION: &'static str =
+        include_str!("../prompts/tools/todo_write.md").trim_ascii_end();
 
     async fn run(
         &self,
@@ -57,7 +58,8 @@ pub struct TodoRead;
 impl TypedTool for TodoRead {
     type Params = TodoReadParams;
     const NAME: &'static str = "todo_read";
-    const DESCRIPTION: &'static str = "Show your todo list for this task.";
+    const DESCRIPTION: &'static str =
+        include_str!("../prompts/tools/todo_read.md").trim_ascii_end();
 
     async fn run(&self, context: &ToolContext, _: TodoReadParams) -> Result<String, ToolError> {
         let todos = context

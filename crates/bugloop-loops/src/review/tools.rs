@@ -255,8 +255,8 @@ impl TypedTool for ReportFinding {
     type Params = ReportedFinding;
     const NAME: &'static str = "report_finding";
     // Each field's description says what it holds; every request pays for this text.
-    const DESCRIPTION: &'static str = "Report one problem in the change. Reporting again with \
-        the same id in the same file replaces the finding.";
+    const DESCRIPTION: &'static str =
+        include_str!("../../prompts/tools/report_finding.md").trim_ascii_end();
 
     async fn run(&self, _: &ToolContext, params: ReportedFinding) -> Result<String, ToolError> {
         let finding = accept(params).map_err(ToolError::Model)?;
@@ -289,8 +289,8 @@ pub struct ResolveFinding {
 impl TypedTool for ResolveFinding {
     type Params = Resolution;
     const NAME: &'static str = "resolve_finding";
-    const DESCRIPTION: &'static str = "Mark a previous finding (by its id from the previous \
-        findings list) as fixed by this change, with the reason.";
+    const DESCRIPTION: &'static str =
+        include_str!("../../prompts/tools/resolve_finding.md").trim_ascii_end();
 
     /// Only an open previous finding can be resolved, so the schema lists them. With none open
     /// the schema stays as derived: an empty `enum` is refused by some providers' schema checks,
@@ -346,8 +346,8 @@ pub(crate) const SUBMIT_PASS: &str = "submit_pass_results";
 impl TypedTool for SubmitPass {
     type Params = PassResults;
     const NAME: &'static str = SUBMIT_PASS;
-    const DESCRIPTION: &'static str = "Finish the current review pass with its number, a short \
-        summary and whether it found blocking problems.";
+    const DESCRIPTION: &'static str =
+        include_str!("../../prompts/tools/submit_pass_results.md").trim_ascii_end();
 
     async fn run(&self, _: &ToolContext, params: PassResults) -> Result<String, ToolError> {
         // The agent calls this before it sends the next pass's prompt.

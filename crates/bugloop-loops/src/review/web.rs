@@ -479,9 +479,8 @@ pub(crate) struct WebFetch {
 impl TypedTool for WebFetch {
     type Params = WebFetchParams;
     const NAME: &'static str = "web_fetch";
-    const DESCRIPTION: &'static str = "Read a web page as text (library documentation, an \
-        advisory) to check a finding against current third-party behaviour. Only the allowed \
-        hosts listed in the instructions are reachable; the page is cut at a size limit.";
+    const DESCRIPTION: &'static str =
+        include_str!("../../prompts/tools/web_fetch.md").trim_ascii_end();
 
     async fn run(&self, _: &ToolContext, params: WebFetchParams) -> Result<String, ToolError> {
         let page = self
@@ -514,9 +513,8 @@ pub(crate) struct WebSearch {
 impl TypedTool for WebSearch {
     type Params = WebSearchParams;
     const NAME: &'static str = "web_search";
-    const DESCRIPTION: &'static str = "Search the web for library documentation or CVEs; \
-        returns titles, URLs and snippets. Only results on allowed hosts can be read with \
-        web_fetch.";
+    const DESCRIPTION: &'static str =
+        include_str!("../../prompts/tools/web_search.md").trim_ascii_end();
 
     async fn run(&self, _: &ToolContext, params: WebSearchParams) -> Result<String, ToolError> {
         self.web
