@@ -142,6 +142,8 @@ fn ruff_judge(hit: &Hit) -> Option<(Weight, Category)> {
         _ if rule.starts_with('S') => (Weight::Error, Category::Security),
         // Names that do not exist, `is` with a literal, redefinitions.
         "F821" | "F822" | "F823" | "F632" | "F811" => (Weight::Critical, Category::Logic),
+        // A syntax error: ruff 0.8 and later name it `invalid-syntax`, with no code.
+        "invalid-syntax" => (Weight::Error, Category::Logic),
         _ if rule.starts_with("E9") || rule.starts_with("F7") || rule.starts_with("PLE") => {
             (Weight::Error, Category::Logic)
         }
@@ -314,6 +316,10 @@ fn biome_fix(rule: &str, i: Invocation<'_>) -> Vec<String> {
 }
 
 fn biome_judge(hit: &Hit) -> Option<(Weight, Category)> {
+    // A file that does not parse (its first error: see `parse_errors`).
+    if hit.rule == "parse" {
+        return Some((Weight::Error, Category::Logic));
+    }
     if !BIOME_GROUPS.iter().any(|group| hit.rule.starts_with(group)) {
         return None;
     }

@@ -27,6 +27,7 @@ mod keys;
 mod locate;
 mod overlap;
 mod own;
+mod parse_errors;
 mod run;
 mod sarif;
 mod scope;

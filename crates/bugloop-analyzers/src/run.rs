@@ -140,6 +140,15 @@ pub async fn analyze(request: Request<'_>) -> Analysis {
         analysis.candidates.extend(candidates);
     }
     keep_the_strongest_of_each_place(&mut analysis.candidates);
+    let unparseable = crate::parse_errors::unparseable_by_ruff(&analysis.candidates);
+    for run in analysis
+        .runs
+        .iter_mut()
+        .filter(|r| r.name == "bugloop-python")
+    {
+        run.unanalyzed
+            .retain(|unchecked| !unparseable.contains(unchecked.path.as_str()));
+    }
     crate::suppression::fold_into_hits(&mut analysis.candidates);
     crate::overlap::fold_overlaps(&mut analysis.candidates, |file| {
         let path = regular_file(request.workspace, file)?;
@@ -261,9 +270,10 @@ async fn run_one(
         }
     }
     let seconds = (started.elapsed().as_secs_f64() * 10.0).round() / 10.0;
-    let (skipped, hits): (Vec<Hit>, Vec<Hit>) = hits
+    let (skipped, mut hits): (Vec<Hit>, Vec<Hit>) = hits
         .into_iter()
         .partition(|hit| says_not_checked(&name, hit));
+    crate::parse_errors::first_parse_error_only(&name, &mut hits);
     // The tool names the file where the run's tree happened to be: said by its name alone.
     let tree = format!("{}/", request.workspace.display());
     unanalyzed.extend(skipped.into_iter().map(|hit| Unchecked {

@@ -413,6 +413,54 @@ async fn bugloop_python_says_which_files_it_did_not_check() {
     assert_eq!(found, [("padded.py", 2)], "{analysis:#?}");
 }
 
+/// A file the change leaves unparseable is one finding, its first syntax error, from ruff,
+/// biome and shellcheck alike: not nothing (ruff names it `invalid-syntax`, with no code), and not what biome's
+/// recovery says of a broken signature ("redeclared", "unused"). bugloop-python has nothing left
+/// to check in such a file; one only newer Python parses stays not checked.
+#[tokio::test]
+async fn a_file_that_does_not_parse_is_its_first_syntax_error() {
+    let repo = TestRepo::with_files(&[("README.md", "app\n")]);
+    repo.branch("change");
+    repo.write("broken.py", "def broken(:\n    return 10 / 0\n");
+    repo.write("bad.js", "function f(a {\n  return a;\n}\n");
+    repo.write("newer.py", "type Point = tuple[float, float]\n");
+    repo.write("bad.sh", "#!/bin/sh\nif [ -n \"$1\" ]; then\n  echo yes\n");
+    repo.commit("change");
+    let diff = bugloop_diff::parse(repo.git(&["diff", "main..change"]));
+    let choices = ["ruff", "biome", "shellcheck", "bugloop-python"]
+        .map(|tool| Choice::BuiltIn(built_in(tool).unwrap()))
+        .to_vec();
+    let analysis = run(repo.path(), &diff, choices, Toolbox::from_env()).await;
+    let found: Vec<(&str, &str, u32, u8)> = analysis
+        .candidates
+        .iter()
+        .map(|c| {
+            (
+                c.tool.as_str(),
+                c.hit.file.as_str(),
+                c.hit.line,
+                c.score.get(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        found,
+        [
+            ("ruff", "broken.py", 1, 7),
+            ("biome", "bad.js", 1, 7),
+            ("shellcheck", "bad.sh", 2, 7)
+        ],
+        "{analysis:#?}"
+    );
+    let own = analysis
+        .runs
+        .iter()
+        .find(|run| run.name == "bugloop-python")
+        .unwrap();
+    let unchecked: Vec<&str> = own.unanalyzed.iter().map(|u| u.path.as_str()).collect();
+    assert_eq!(unchecked, ["newer.py"], "{own:#?}");
+}
+
 /// A script without an extension (`bin/deploy`) is read by the tool its shebang names: a
 /// repository's tools and hooks are often named so, and would otherwise reach no analyzer.
 #[tokio::test]
