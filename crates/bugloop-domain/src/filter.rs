@@ -360,12 +360,17 @@ fn candidate<'a>(finding: &'a Finding, text: &'a str) -> Candidate<'a> {
         place: place_of(finding),
         text,
         evidence: finding.evidence.as_deref(),
-        tool_rule: finding
-            .source
-            .as_ref()
-            .filter(|source| !source.model)
-            .map(|source| (source.tool.as_str(), source.rule.as_str())),
+        tool_rule: analyzer_rule(finding),
     }
+}
+
+/// The analyzer and rule a finding stands on; `None` for the model's own.
+fn analyzer_rule(finding: &Finding) -> Option<(&str, &str)> {
+    finding
+        .source
+        .as_ref()
+        .filter(|source| !source.model)
+        .map(|source| (source.tool.as_str(), source.rule.as_str()))
 }
 
 /// `id` itself when free, else the first `id-N` (N from 2) that is.
@@ -556,9 +561,10 @@ impl<'e> Published<'e> {
                 })
                 .or_else(|| moved_code(self.existing, finding, &self.followed)),
         };
-        // A finding whose code moved follows one report, not every one that resembles it.
+        // A finding whose code moved, or came back, follows one report, not every one that
+        // resembles it.
         if let Some((old, _)) = &matched
-            && old.moved
+            && (old.moved || old.status == ThreadStatus::Resolved)
         {
             self.followed.insert(old.id.clone());
         }
@@ -635,8 +641,9 @@ fn same_place(old: &ExistingFinding, new: &Finding, rule: DedupRule) -> bool {
         }
 }
 
-/// An existing finding whose code moved that `new` quotes exactly (whitespace aside), wherever
-/// `new` is, and that no other report followed yet.
+/// An existing finding that `new` quotes exactly (whitespace aside) and that no other report
+/// followed yet: one whose code moved, wherever `new` is, or one resolved when its code changed
+/// whose code is back at another line of its file (a revert after the lines around it moved).
 fn moved_code<'e>(
     existing: &'e [ExistingFinding],
     new: &Finding,
@@ -645,9 +652,30 @@ fn moved_code<'e>(
     let quoted = crate::dedup::evidence_key(new.evidence.as_deref())?;
     existing
         .iter()
-        .filter(|old| old.moved && !followed.contains(&old.id))
+        .filter(|old| !followed.contains(&old.id))
+        .filter(|old| old.moved || back_in_its_file(old, new))
         .find(|old| crate::dedup::evidence_key(old.evidence.as_deref()).as_ref() == Some(&quoted))
-        .map(|old| (old, "the same code, moved since".to_owned()))
+        .map(|old| {
+            let why = if old.moved {
+                "the same code, moved since"
+            } else {
+                "the same code its fix changed, back at another line"
+            };
+            (old, why.to_owned())
+        })
+}
+
+/// Whether `new` may be `old` back after its fix was undone: `old` resolved when its code
+/// changed, in the same file, and found by the same analyzer's rule (or both the model's).
+fn back_in_its_file(old: &ExistingFinding, new: &Finding) -> bool {
+    let old_rule = old
+        .tool_rule
+        .as_ref()
+        .map(|(tool, rule)| (tool.as_str(), rule.as_str()));
+    old.status == ThreadStatus::Resolved
+        && old.reopenable
+        && old.file == new.file
+        && old_rule == analyzer_rule(new)
 }
 
 fn location_of(old: &ExistingFinding) -> String {
