@@ -141,19 +141,52 @@ fn proofs(out: &mut String, report: &ReviewReport) {
     }
 }
 
-/// What became of findings of earlier reviews: resolved, and kept open though their code changed.
+/// What became of findings of earlier reviews: resolved, kept open though their code changed,
+/// and still open (a re-review that finds nothing new says what is left to fix). A reason may
+/// be the model's words: as inert as a title.
 fn earlier_findings(out: &mut String, report: &ReviewReport) {
     if !report.resolved.is_empty() {
         out.push_str("\n### Resolved\n\n");
         for r in &report.resolved {
-            let _ = writeln!(out, "- {} ({}): {}", text(&r.title), code(&r.id), r.reason);
+            let _ = writeln!(
+                out,
+                "- {} ({}): {}",
+                text(&r.title),
+                code(&r.id),
+                text(&r.reason)
+            );
         }
     }
     let kept: Vec<_> = report.kept_open().collect();
     if !kept.is_empty() {
         out.push_str("\n### Code changed, kept open\n\n");
         for r in kept {
-            let _ = writeln!(out, "- {} ({}): {}", text(&r.title), code(&r.id), r.reason);
+            let _ = writeln!(
+                out,
+                "- {} ({}): {}",
+                text(&r.title),
+                code(&r.id),
+                text(&r.reason)
+            );
+        }
+    }
+    let earlier: Vec<_> = report.open_from_earlier().collect();
+    if !earlier.is_empty() {
+        out.push_str("\n### Still open from earlier reviews\n\n");
+        for t in earlier {
+            let place = match (&t.file, t.line) {
+                (Some(file), Some(line)) => format!(" at {}", code(&format!("{file}:{line}"))),
+                (Some(file), None) => format!(" in {}", code(file)),
+                _ => String::new(),
+            };
+            let score = t.score.map_or(String::new(), |s| format!("{s}/10 "));
+            let _ = writeln!(
+                out,
+                "- {score}{} {}{place} ({})",
+                t.status,
+                text(&t.title),
+                code(&t.id)
+            );
         }
     }
 }

@@ -300,15 +300,16 @@ fn the_review_as_markdown_and_job_summary() {
     insta::assert_snapshot!(markdown::review(&review_report()));
 }
 
-/// A file name or title the change chose cannot break the findings table or bring HTML of its
-/// own into the Markdown (the Action's job summary renders it): one code span a name, `|`
-/// escaped, `<` an entity.
+/// A file name, title or reason the change or a model chose cannot break the findings table or
+/// bring HTML of its own into the Markdown (the Action's job summary renders it): one code span
+/// a name, `|` escaped, `<` an entity.
 #[test]
 fn chosen_text_stays_in_its_markdown_cell() {
     let mut report = review_report();
     let chosen = "a`<img src=https:x.example>`|b.py";
     report.findings[0].finding.file = Some(chosen.to_owned());
     report.findings[0].finding.title = "<img src=https:x.example> | title".to_owned();
+    report.resolved[0].reason = "fixed <img src=https:x.example/resolved>".to_owned();
     let markdown = markdown::review(&report);
     let row = markdown.lines().find(|line| line.contains("b.py")).unwrap();
     // Five cells: six pipes that are not escaped.
@@ -317,7 +318,15 @@ fn chosen_text_stays_in_its_markdown_cell() {
         .filter(|(at, _)| !row[..*at].ends_with('\\'));
     assert_eq!(unescaped.count(), 6, "{row}");
     // Outside code spans (inert), no tag of the change's.
-    for line in markdown.lines().filter(|line| line.contains("x.example")) {
+    let lines: Vec<&str> = markdown
+        .lines()
+        .filter(|line| line.contains("x.example"))
+        .collect();
+    assert!(
+        lines.iter().any(|line| line.contains("x.example/resolved")),
+        "{markdown}"
+    );
+    for line in lines {
         let outside = line.split('`').step_by(2).collect::<String>();
         assert!(!outside.contains("<img"), "{line}");
     }
