@@ -191,6 +191,13 @@ pub async fn solve(
     if let Some(message) = why_not_go_on(&run, issue, options) {
         return Ok(run.record.report(&run.issue, message));
     }
+    if solving_is_next(&run.record, options) && !env.provider.capabilities().tools {
+        return Err(SolveError::Invalid(format!(
+            "{} cannot call tools, and solving an issue needs a model that can change code \
+             (see the README's Models): issue #{issue} was left as it was",
+            env.provider.name()
+        )));
+    }
     // A run that died between recording a step and labelling the issue left the labels behind.
     if let Some(state) = run.record.state() {
         run.ensure_labels(state).await?;
@@ -234,6 +241,18 @@ fn why_not_go_on(run: &Run<'_, '_>, issue: u64, options: &SolveOptions) -> Optio
         ));
     }
     None
+}
+
+/// Whether this run's next step takes the issue or makes an attempt at it, which a Build agent
+/// does: a model that cannot call tools would only record attempts that cannot succeed, then
+/// escalate.
+fn solving_is_next(record: &Record, options: &SolveOptions) -> bool {
+    match record.state() {
+        None | Some(SolveState::Open | SolveState::Assigned) => true,
+        Some(SolveState::Solving) => record.solution().is_none(),
+        Some(SolveState::Escalated) => options.ask.retry,
+        Some(_) => false,
+    }
 }
 
 /// Takes the issue from state to state until a step stops; what it stopped with.

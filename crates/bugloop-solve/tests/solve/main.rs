@@ -19,9 +19,9 @@ use bugloop_forge::tracker::{
 };
 use bugloop_forge::{ChangeKey, Forge, ForgeError};
 use bugloop_git::Git;
-use bugloop_llm::BudgetLimits;
 use bugloop_llm::budget::{Meter, Metered};
 use bugloop_llm::scripted::{ScriptedProvider, text_reply, tool_reply};
+use bugloop_llm::{BudgetLimits, Capabilities};
 use bugloop_loops::{LoopEnv, LoopSettings};
 use bugloop_report::solve::SolveReport;
 use bugloop_solve::{SolveAsk, SolveOptions, solve};
@@ -626,6 +626,25 @@ async fn solving_without_test_commands_is_refused_before_anything() {
     assert!(error.to_string().contains("solve.test_commands"), "{error}");
     let forge = local_forge(repo.path()).await;
     assert!(forge.solve_history(issue).await.unwrap().is_empty());
+}
+
+/// A model that cannot call tools (the embedded one) cannot change code: the run says so before
+/// the issue is taken, rather than record attempts that cannot succeed and escalate.
+#[tokio::test]
+async fn solving_with_a_model_that_cannot_call_tools_is_refused_before_anything() {
+    let (repo, issue) = scenario().await;
+    let before = labels(&repo, issue).await;
+    let model = ScriptedProvider::new([]).with_capabilities(Capabilities {
+        tools: false,
+        ..Capabilities::default()
+    });
+    let error = run_solve(&repo, config(10), Arc::new(model), None, issue)
+        .await
+        .unwrap_err();
+    assert!(error.to_string().contains("cannot call tools"), "{error}");
+    let forge = local_forge(repo.path()).await;
+    assert!(forge.solve_history(issue).await.unwrap().is_empty());
+    assert_eq!(labels(&repo, issue).await, before);
 }
 
 /// A person's review thread on a ready draft sends it back to REVIEWING: the next run addresses
