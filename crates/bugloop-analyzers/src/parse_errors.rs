@@ -1,6 +1,8 @@
-//! A file that does not parse. Its first parse error is the finding: what a tool says after it,
-//! of the same file, comes from its parser's recovery (biome calls the parameter of a broken
-//! signature "redeclared" and "unused") and is left out. And bugloop's own Python rule, which
+//! A file that does not parse. Its first parse error is the finding: what a tool says of the
+//! same file from that line on comes from its parser's recovery (biome calls the parameter of a
+//! broken signature "redeclared" and "unused") and is left out. What it says of the lines before
+//! stands: a shell runs a script's commands up to the one it cannot parse, so an error further
+//! down hides nothing above it. And bugloop's own Python rule, which
 //! cannot read such a file, has nothing left to check once ruff's syntax error is published.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -20,7 +22,8 @@ pub(crate) fn is_parse_error(tool: &str, hit: &Hit) -> bool {
     }
 }
 
-/// Of each file `tool` could not parse, keeps its first parse error (by line) and nothing else.
+/// Of each file `tool` could not parse, keeps its first parse error (by line) and what it says
+/// of the lines before that one.
 pub(crate) fn first_parse_error_only(tool: &str, hits: &mut Vec<Hit>) {
     let mut first: BTreeMap<&str, (u32, usize)> = BTreeMap::new();
     for (index, hit) in hits.iter().enumerate() {
@@ -31,12 +34,16 @@ pub(crate) fn first_parse_error_only(tool: &str, hits: &mut Vec<Hit>) {
             }
         }
     }
-    let broken: BTreeSet<String> = first.keys().map(|file| (*file).to_owned()).collect();
-    let kept: BTreeSet<usize> = first.values().map(|&(_, index)| index).collect();
+    let broken: BTreeMap<String, (u32, usize)> = first
+        .into_iter()
+        .map(|(file, first)| (file.to_owned(), first))
+        .collect();
     let mut index = 0;
     hits.retain(|hit| {
         index += 1;
-        !broken.contains(&hit.file) || kept.contains(&(index - 1))
+        broken
+            .get(&hit.file)
+            .is_none_or(|&(line, first)| hit.line < line || first == index - 1)
     });
 }
 
@@ -86,11 +93,14 @@ mod tests {
                 hit("lint/security/noGlobalEval", "good.js", 4)
             ]
         );
-        // shellcheck's `if` without `fi`: two parser errors on one line; a `source` it does not
-        // follow is a parser warning, and the file's other hits stay.
+        // shellcheck's `if` without `fi`: two parser errors on one line, what it says above them
+        // stays (a shell runs those lines); a `source` it does not follow is a parser warning,
+        // and that file's other hits stay.
         let mut script = vec![
+            hit("SC2115", "a.sh", 1),
             hit("SC1046", "a.sh", 2),
             hit("SC1073", "a.sh", 2),
+            hit("SC2086", "a.sh", 5),
             Hit {
                 level: Level::Warning,
                 ..hit("SC1091", "b.sh", 1)
@@ -99,7 +109,7 @@ mod tests {
         ];
         first_parse_error_only("shellcheck", &mut script);
         let kept: Vec<&str> = script.iter().map(|h| h.rule.as_str()).collect();
-        assert_eq!(kept, ["SC1046", "SC1091", "SC2115"]);
+        assert_eq!(kept, ["SC2115", "SC1046", "SC1091", "SC2115"]);
         // Another tool's rule named `parse` is not a parse error.
         let mut other = vec![hit("parse", "a.py", 1), hit("S608", "a.py", 3)];
         first_parse_error_only("ruff", &mut other);
