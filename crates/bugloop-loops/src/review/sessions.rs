@@ -228,7 +228,22 @@ impl Reported {
         for finding in findings {
             self.add_finding(finding);
         }
-        self.resolutions.extend(resolved);
+        for (id, reason) in resolved {
+            if super::tools::says_why(&reason, &id) {
+                self.resolutions.insert(id, reason);
+            } else {
+                // Not a resolution: the recheck settles the finding as if the model had not
+                // mentioned it (resolved with the commit that changed its code, or kept open).
+                self.record.changes.push(StageChange {
+                    stage: ReportStage::Validation,
+                    id,
+                    note: format!(
+                        "the model said it is resolved but gave no reason ({:?}): not taken",
+                        reason.trim()
+                    ),
+                });
+            }
+        }
     }
 
     /// Adds a finding, renamed when an earlier session's finding has its id: ids chosen by the

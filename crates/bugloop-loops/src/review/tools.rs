@@ -317,8 +317,10 @@ impl TypedTool for ResolveFinding {
                 }
             )));
         }
-        if params.reason.trim().is_empty() {
-            return Err(ToolError::Model("give the reason it is fixed".to_owned()));
+        if !says_why(&params.reason, id.as_str()) {
+            return Err(ToolError::Model(
+                "give the reason it is fixed, in words (not only its id)".to_owned(),
+            ));
         }
         match self.collected.lock() {
             Ok(mut collected) => {
@@ -434,9 +436,31 @@ pub(crate) fn structured_schema() -> serde_json::Value {
     })
 }
 
+/// Whether a resolution's `reason` says anything besides the finding's `id`: a small model
+/// answers with the id alone, which a developer reading the thread learns nothing from.
+pub(crate) fn says_why(reason: &str, id: &str) -> bool {
+    let rest = reason.to_lowercase().replace(&id.to_lowercase(), " ");
+    rest.split(|c: char| !c.is_alphabetic())
+        .any(|word| word.chars().count() >= 2)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What the embedded model answered in a user's test: the id alone, which says nothing.
+    #[test]
+    fn a_reason_is_more_than_the_findings_id() {
+        let id = "bugloop-python-BLP001-shop/orders.py-6";
+        assert!(!says_why(id, id));
+        assert!(!says_why(&format!("  {} (6).", id.to_uppercase()), id));
+        assert!(!says_why("", id));
+        assert!(says_why(
+            &format!("{id}: the range ends at len(prices) now"),
+            id
+        ));
+        assert!(says_why("no bug", id));
+    }
 
     fn reported(title: &str) -> ReportedFinding {
         ReportedFinding {
