@@ -35,7 +35,13 @@ pub(super) fn settle(
                         again.finding.location()
                     ),
                 )
-            } else if let Some(why) = resolutions.get(touch.id.as_str()) {
+            } else if let Some(why) = resolutions.get(touch.id.as_str()).cloned() {
+                // Its thread says what changed first, a fact, then the model's words (a small
+                // model's reason is often no more than "no bug").
+                if matches!(touch.what, Touch::Gone { .. }) {
+                    let thread = format!("{}; the model: {why}", gone_reason(touch, head));
+                    resolutions.insert(touch.id.as_str().to_owned(), thread);
+                }
                 (
                     RecheckOutcome::Resolved,
                     format!("the model resolved it: {why}"),
@@ -215,6 +221,28 @@ mod tests {
             "{rechecked:?}"
         );
         assert!(resolutions.is_empty());
+    }
+
+    /// Resolved by the model where its code is gone: the thread says the fact first, then the
+    /// model's words (a small model's are often "no bug").
+    #[test]
+    fn a_resolution_by_the_model_names_the_commit_that_changed_the_code() {
+        let mut changed = touched(gone());
+        changed.changed_in = Some("72c818b0000000000000000000000000000000000".to_owned());
+        let mut resolutions = BTreeMap::from([("off-by-one".to_owned(), "no bug".to_owned())]);
+        let (rechecked, _) = settle(
+            &[changed],
+            &BTreeMap::new(),
+            (&[], &[]),
+            &mut resolutions,
+            None,
+            (Some("1a2b3c4"), HEAD),
+        );
+        assert_eq!(rechecked[0].reason, "the model resolved it: no bug");
+        assert_eq!(
+            resolutions["off-by-one"],
+            "the code it quoted was changed in 72c818b; the model: no bug"
+        );
     }
 
     #[test]
