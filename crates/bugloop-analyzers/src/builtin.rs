@@ -316,10 +316,6 @@ fn biome_fix(rule: &str, i: Invocation<'_>) -> Vec<String> {
 }
 
 fn biome_judge(hit: &Hit) -> Option<(Weight, Category)> {
-    // A file that does not parse (its first error: see `parse_errors`).
-    if hit.rule == "parse" {
-        return Some((Weight::Error, Category::Logic));
-    }
     if !BIOME_GROUPS.iter().any(|group| hit.rule.starts_with(group)) {
         return None;
     }

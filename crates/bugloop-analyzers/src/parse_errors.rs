@@ -1,118 +1,105 @@
-//! A file that does not parse. Its first parse error is the finding: what a tool says of the
-//! same file from that line on comes from its parser's recovery (biome calls the parameter of a
-//! broken signature "redeclared" and "unused") and is left out. What it says of the lines before
-//! stands: a shell runs a script's commands up to the one it cannot parse, so an error further
-//! down hides nothing above it. And bugloop's own Python rule, which
-//! cannot read such a file, has nothing left to check once ruff's syntax error is published.
+//! A file that does not parse. ruff's syntax error (`invalid-syntax`, which has no code, or
+//! `E999`) on a line the change adds is a finding, one a file: the first, since what a parser
+//! says after its first error is its recovery's guess. Nothing else a tool says is dropped for a
+//! parse error: a tool's word that it cannot parse a file is no proof the file cannot run (biome
+//! parses every `.js` file as a strict module and refuses some TypeScript decorators; shellcheck
+//! calls a space before `#!` a parse error), and an attacker's review hid an `rm -rf` and an
+//! `eval` behind such lines when it was. Only bugloop's own Python rule, which cannot read a
+//! file Python cannot parse, has nothing left to check once ruff's syntax error there is
+//! published.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::hit::{Candidate, Hit, Level};
+use crate::hit::Candidate;
 
-/// Whether `hit` is `tool`'s word that its file does not parse, or cannot be read as source:
-/// ruff's `invalid-syntax` (`E999` before 0.8) and `E902` (not UTF-8, unreadable), biome's
-/// `parse`, shellcheck's parser errors (`SC1xxx` at error level; its parser's warnings, such as
-/// a `source` it does not follow, are not).
-pub(crate) fn is_parse_error(tool: &str, hit: &Hit) -> bool {
-    match tool {
-        "ruff" => matches!(hit.rule.as_str(), "invalid-syntax" | "E999" | "E902"),
-        "biome" => hit.rule == "parse",
-        "shellcheck" => hit.rule.starts_with("SC1") && hit.level == Level::Error,
-        _ => false,
-    }
+/// Whether `candidate` is ruff's word that its file is not valid Python.
+fn is_syntax_error(candidate: &Candidate) -> bool {
+    candidate.tool == "ruff" && matches!(candidate.hit.rule.as_str(), "invalid-syntax" | "E999")
 }
 
-/// Of each file `tool` could not parse, keeps its first parse error (by line) and what it says
-/// of the lines before that one.
-pub(crate) fn first_parse_error_only(tool: &str, hits: &mut Vec<Hit>) {
-    let mut first: BTreeMap<&str, (u32, usize)> = BTreeMap::new();
-    for (index, hit) in hits.iter().enumerate() {
-        if is_parse_error(tool, hit) {
-            let kept = first.entry(&hit.file).or_insert((hit.line, index));
-            if hit.line < kept.0 {
-                *kept = (hit.line, index);
-            }
-        }
+/// Of each file's syntax errors on the change's lines, keeps the first (by line), once.
+pub(crate) fn first_syntax_error_only(candidates: &mut Vec<Candidate>) {
+    let mut first: BTreeMap<String, u32> = BTreeMap::new();
+    for candidate in candidates.iter().filter(|c| is_syntax_error(c)) {
+        let line = first
+            .entry(candidate.hit.file.clone())
+            .or_insert(candidate.hit.line);
+        *line = (*line).min(candidate.hit.line);
     }
-    let broken: BTreeMap<String, (u32, usize)> = first
-        .into_iter()
-        .map(|(file, first)| (file.to_owned(), first))
-        .collect();
-    let mut index = 0;
-    hits.retain(|hit| {
-        index += 1;
-        broken
-            .get(&hit.file)
-            .is_none_or(|&(line, first)| hit.line < line || first == index - 1)
+    let mut kept: BTreeSet<String> = BTreeSet::new();
+    candidates.retain(|c| {
+        !is_syntax_error(c)
+            || (first.get(&c.hit.file) == Some(&c.hit.line) && kept.insert(c.hit.file.clone()))
     });
 }
 
-/// The files ruff found do not parse, on a line the change adds: that syntax error is published,
-/// and a file Python cannot parse has no read past an end that could run, so bugloop-python has
-/// nothing left to check there. A file only Python 3.11 cannot parse (newer syntax) is not one.
+/// The files ruff found are not valid Python, on a line the change adds: that syntax error is
+/// published, and code Python cannot parse has no read past an end that could run. Not a file
+/// ruff cannot read (`E902`: an encoding it does not read, which Python may), nor one only an
+/// older Python cannot parse (ruff reads newer syntax): those stay not checked.
 pub(crate) fn unparseable_by_ruff(candidates: &[Candidate]) -> BTreeSet<&str> {
     candidates
         .iter()
-        .filter(|c| c.tool == "ruff" && is_parse_error(&c.tool, &c.hit))
+        .filter(|c| is_syntax_error(c))
         .map(|c| c.hit.file.as_str())
         .collect()
 }
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use bugloop_domain::finding::Category;
+    use bugloop_domain::score::Score;
 
-    fn hit(rule: &str, file: &str, line: u32) -> Hit {
-        Hit {
-            rule: rule.to_owned(),
-            level: Level::Error,
-            message: String::new(),
-            file: file.to_owned(),
-            line,
-            end_line: None,
-            url: None,
-            security: false,
+    use super::*;
+    use crate::hit::{Hit, Level};
+
+    fn candidate(tool: &str, rule: &str, file: &str, line: u32) -> Candidate {
+        Candidate {
+            tool: tool.to_owned(),
+            hit: Hit {
+                rule: rule.to_owned(),
+                level: Level::Error,
+                message: String::new(),
+                file: file.to_owned(),
+                line,
+                end_line: None,
+                url: None,
+                security: false,
+            },
+            score: Score::saturating(7),
+            category: Category::Logic,
+            evidence: String::new(),
+            note: None,
         }
     }
 
-    /// biome's answer on `function f(a {`: four parse errors and the recovery's lint.
+    /// ruff's two messages for `def broken(:`, and what else is said of the file: one syntax
+    /// error a file, and nothing else dropped for it.
     #[test]
-    fn a_broken_file_is_its_first_parse_error_alone() {
-        let mut hits = vec![
-            hit("lint/correctness/noUnusedVariables", "bad.js", 1),
-            hit("parse", "bad.js", 2),
-            hit("parse", "bad.js", 1),
-            hit("lint/suspicious/noDuplicateParameters", "bad.js", 2),
-            hit("lint/security/noGlobalEval", "good.js", 4),
+    fn a_file_is_its_first_syntax_error_and_everything_else_it_had() {
+        let mut candidates = vec![
+            candidate("ruff", "invalid-syntax", "a.py", 2),
+            candidate("ruff", "S307", "a.py", 5),
+            candidate("ruff", "invalid-syntax", "a.py", 1),
+            candidate("ruff", "E902", "b.py", 1),
+            candidate("biome", "parse", "c.js", 1),
+            candidate("biome", "lint/security/noGlobalEval", "c.js", 3),
         ];
-        first_parse_error_only("biome", &mut hits);
+        first_syntax_error_only(&mut candidates);
+        let kept: Vec<(&str, u32)> = candidates
+            .iter()
+            .map(|c| (c.hit.rule.as_str(), c.hit.line))
+            .collect();
         assert_eq!(
-            hits,
-            vec![
-                hit("parse", "bad.js", 1),
-                hit("lint/security/noGlobalEval", "good.js", 4)
+            kept,
+            [
+                ("S307", 5),
+                ("invalid-syntax", 1),
+                ("E902", 1),
+                ("parse", 1),
+                ("lint/security/noGlobalEval", 3)
             ]
         );
-        // shellcheck's `if` without `fi`: two parser errors on one line, what it says above them
-        // stays (a shell runs those lines); a `source` it does not follow is a parser warning,
-        // and that file's other hits stay.
-        let mut script = vec![
-            hit("SC2115", "a.sh", 1),
-            hit("SC1046", "a.sh", 2),
-            hit("SC1073", "a.sh", 2),
-            hit("SC2086", "a.sh", 5),
-            Hit {
-                level: Level::Warning,
-                ..hit("SC1091", "b.sh", 1)
-            },
-            hit("SC2115", "b.sh", 3),
-        ];
-        first_parse_error_only("shellcheck", &mut script);
-        let kept: Vec<&str> = script.iter().map(|h| h.rule.as_str()).collect();
-        assert_eq!(kept, ["SC2115", "SC1046", "SC1091", "SC2115"]);
-        // Another tool's rule named `parse` is not a parse error.
-        let mut other = vec![hit("parse", "a.py", 1), hit("S608", "a.py", 3)];
-        first_parse_error_only("ruff", &mut other);
-        assert_eq!(other.len(), 2);
+        assert_eq!(unparseable_by_ruff(&candidates), BTreeSet::from(["a.py"]));
     }
 }

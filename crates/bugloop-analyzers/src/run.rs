@@ -270,10 +270,9 @@ async fn run_one(
         }
     }
     let seconds = (started.elapsed().as_secs_f64() * 10.0).round() / 10.0;
-    let (skipped, mut hits): (Vec<Hit>, Vec<Hit>) = hits
+    let (skipped, hits): (Vec<Hit>, Vec<Hit>) = hits
         .into_iter()
         .partition(|hit| says_not_checked(&name, hit));
-    crate::parse_errors::first_parse_error_only(&name, &mut hits);
     // The tool names the file where the run's tree happened to be: said by its name alone.
     let tree = format!("{}/", request.workspace.display());
     unanalyzed.extend(skipped.into_iter().map(|hit| Unchecked {
@@ -295,10 +294,11 @@ async fn run_one(
     }
     let total = hits.len();
     let judge = judge.unwrap_or(every_hit);
-    let candidates: Vec<Candidate> = hits
+    let mut candidates: Vec<Candidate> = hits
         .into_iter()
         .filter_map(|hit| candidate(&name, hit, judge, changed, request.workspace))
         .collect();
+    crate::parse_errors::first_syntax_error_only(&mut candidates);
     let status = RunStatus::Ran {
         files: files.len(),
         hits: total,

@@ -659,7 +659,7 @@ fn moved_code<'e>(
             let why = if old.moved {
                 "the same code, moved since"
             } else {
-                "the same code its fix changed, back at another line"
+                "the same code as it quoted when it was resolved, at another line of its file"
             };
             (old, why.to_owned())
         })
