@@ -229,7 +229,7 @@ impl Reported {
             self.add_finding(finding);
         }
         for (id, reason) in resolved {
-            if super::tools::says_why(&reason, &id) {
+            if tools::says_why(&reason, &id) {
                 self.resolutions.insert(id, reason);
             } else {
                 // Not a resolution: the recheck settles the finding as if the model had not
