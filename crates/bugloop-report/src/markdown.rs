@@ -145,31 +145,10 @@ fn proofs(out: &mut String, report: &ReviewReport) {
 /// and still open (a re-review that finds nothing new says what is left to fix). A reason may
 /// be the model's words: as inert as a title.
 fn earlier_findings(out: &mut String, report: &ReviewReport) {
-    if !report.resolved.is_empty() {
-        out.push_str("\n### Resolved\n\n");
-        for r in &report.resolved {
-            let _ = writeln!(
-                out,
-                "- {} ({}): {}",
-                text(&r.title),
-                code(&r.id),
-                text(&r.reason)
-            );
-        }
-    }
-    let kept: Vec<_> = report.kept_open().collect();
-    if !kept.is_empty() {
-        out.push_str("\n### Code changed, kept open\n\n");
-        for r in kept {
-            let _ = writeln!(
-                out,
-                "- {} ({}): {}",
-                text(&r.title),
-                code(&r.id),
-                text(&r.reason)
-            );
-        }
-    }
+    let resolved = report.resolved.iter().map(|r| (&r.title, &r.id, &r.reason));
+    with_reasons(out, "Resolved", resolved);
+    let kept = report.kept_open().map(|r| (&r.title, &r.id, &r.reason));
+    with_reasons(out, "Code changed, kept open", kept);
     let earlier: Vec<_> = report.open_from_earlier().collect();
     if !earlier.is_empty() {
         out.push_str("\n### Still open from earlier reviews\n\n");
@@ -188,6 +167,22 @@ fn earlier_findings(out: &mut String, report: &ReviewReport) {
                 code(&t.id)
             );
         }
+    }
+}
+
+/// A section of findings (title, id) each with the reason it is in it, when there are any.
+fn with_reasons<'r>(
+    out: &mut String,
+    heading: &str,
+    findings: impl Iterator<Item = (&'r String, &'r String, &'r String)>,
+) {
+    let mut findings = findings.peekable();
+    if findings.peek().is_none() {
+        return;
+    }
+    let _ = write!(out, "\n### {heading}\n\n");
+    for (title, id, reason) in findings {
+        let _ = writeln!(out, "- {} ({}): {}", text(title), code(id), text(reason));
     }
 }
 

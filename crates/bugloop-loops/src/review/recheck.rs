@@ -171,21 +171,28 @@ mod tests {
 
     const HEAD: &str = "e449b6f0000000000000000000000000000000000";
 
+    /// [`settle`] of a finding whose code commit 72c818b changed, the model having answered.
+    fn settle_changed_in_72c818b(
+        resolutions: &mut BTreeMap<String, String>,
+    ) -> (Vec<RecheckedFinding>, Vec<Relocation>) {
+        let mut changed = touched(gone());
+        changed.changed_in = Some("72c818b0000000000000000000000000000000000".to_owned());
+        settle(
+            &[changed],
+            &BTreeMap::new(),
+            (&[], &[]),
+            resolutions,
+            None,
+            (Some("1a2b3c4"), HEAD),
+        )
+    }
+
     /// Resolved for silence, naming the commit that changed its code (not HEAD, which may be a
     /// later commit of something else), or saying it is gone at HEAD where none is known.
     #[test]
     fn gone_code_resolves_only_when_the_model_answered() {
         let mut resolutions = BTreeMap::new();
-        let mut changed = touched(gone());
-        changed.changed_in = Some("72c818b0000000000000000000000000000000000".to_owned());
-        let (rechecked, moved) = settle(
-            &[changed],
-            &BTreeMap::new(),
-            (&[], &[]),
-            &mut resolutions,
-            None,
-            (Some("1a2b3c4"), HEAD),
-        );
+        let (rechecked, moved) = settle_changed_in_72c818b(&mut resolutions);
         assert_eq!(rechecked[0].outcome, RecheckOutcome::Resolved);
         assert_eq!(
             resolutions["off-by-one"],
@@ -227,17 +234,8 @@ mod tests {
     /// model's words (a small model's are often "no bug").
     #[test]
     fn a_resolution_by_the_model_names_the_commit_that_changed_the_code() {
-        let mut changed = touched(gone());
-        changed.changed_in = Some("72c818b0000000000000000000000000000000000".to_owned());
         let mut resolutions = BTreeMap::from([("off-by-one".to_owned(), "no bug".to_owned())]);
-        let (rechecked, _) = settle(
-            &[changed],
-            &BTreeMap::new(),
-            (&[], &[]),
-            &mut resolutions,
-            None,
-            (Some("1a2b3c4"), HEAD),
-        );
+        let (rechecked, _) = settle_changed_in_72c818b(&mut resolutions);
         assert_eq!(rechecked[0].reason, "the model resolved it: no bug");
         assert_eq!(
             resolutions["off-by-one"],
