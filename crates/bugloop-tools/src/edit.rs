@@ -74,9 +74,7 @@ pub struct WriteFile;
 #[async_trait]
 impl TypedTool for WriteFile {
     type Params = WriteFileParams;
-    const NAME: &'static str = "write_file";
-    const DESCRIPTION: &'static str =
-        include_str!("../prompts/tools/write_file.md").trim_ascii_end();
+    crate::tool_named!("write_file");
 
     async fn run(
         &self,
@@ -113,9 +111,7 @@ pub struct EditFile;
 #[async_trait]
 impl TypedTool for EditFile {
     type Params = EditFileParams;
-    const NAME: &'static str = "edit_file";
-    const DESCRIPTION: &'static str =
-        include_str!("../prompts/tools/edit_file.md").trim_ascii_end();
+    crate::tool_named!("edit_file");
 
     async fn run(
         &self,
@@ -166,9 +162,7 @@ enum Change {
 #[async_trait]
 impl TypedTool for ApplyPatch {
     type Params = ApplyPatchParams;
-    const NAME: &'static str = "apply_patch";
-    const DESCRIPTION: &'static str =
-        include_str!("../prompts/tools/apply_patch.md").trim_ascii_end();
+    crate::tool_named!("apply_patch");
 
     async fn run(
         &self,

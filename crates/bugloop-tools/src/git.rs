@@ -446,8 +446,7 @@ fn check_value(sub: &str, name: &str, value: &str) -> Result<(), ToolError> {
 #[async_trait]
 impl TypedTool for Git {
     type Params = GitParams;
-    const NAME: &'static str = "git";
-    const DESCRIPTION: &'static str = include_str!("../prompts/tools/git.md").trim_ascii_end();
+    crate::tool_named!("git");
 
     async fn run(&self, context: &ToolContext, params: GitParams) -> Result<String, ToolError> {
         check_args(params.command, &params.args, &context.workspace)?;

@@ -106,6 +106,23 @@ pub trait Tool: Send + Sync {
     ) -> Result<String, ToolError>;
 }
 
+/// A tool's name, and what the model is told of it: `prompts/tools/<name>.md` of the crate that
+/// defines the tool (the text is a prompt, kept with the prompts), read at compile time. Said
+/// once, so the name and the file cannot drift apart.
+#[macro_export]
+macro_rules! tool_named {
+    ($name:literal) => {
+        const NAME: &'static str = $name;
+        const DESCRIPTION: &'static str = include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/prompts/tools/",
+            $name,
+            ".md"
+        ))
+        .trim_ascii_end();
+    };
+}
+
 /// A tool with typed parameters; implement this and register it with [`typed`].
 #[async_trait]
 pub trait TypedTool: Send + Sync {

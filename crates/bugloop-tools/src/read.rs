@@ -31,9 +31,7 @@ pub struct ReadFile;
 #[async_trait]
 impl TypedTool for ReadFile {
     type Params = ReadFileParams;
-    const NAME: &'static str = "read_file";
-    const DESCRIPTION: &'static str =
-        include_str!("../prompts/tools/read_file.md").trim_ascii_end();
+    crate::tool_named!("read_file");
 
     async fn run(
         &self,
@@ -119,8 +117,7 @@ pub struct ListDir;
 #[async_trait]
 impl TypedTool for ListDir {
     type Params = ListDirParams;
-    const NAME: &'static str = "list_dir";
-    const DESCRIPTION: &'static str = include_str!("../prompts/tools/list_dir.md").trim_ascii_end();
+    crate::tool_named!("list_dir");
 
     async fn run(&self, context: &ToolContext, params: ListDirParams) -> Result<String, ToolError> {
         let shown_path = params.path.unwrap_or_else(|| ".".into());
@@ -193,8 +190,7 @@ pub struct GlobFiles;
 #[async_trait]
 impl TypedTool for GlobFiles {
     type Params = GlobParams;
-    const NAME: &'static str = "glob";
-    const DESCRIPTION: &'static str = include_str!("../prompts/tools/glob.md").trim_ascii_end();
+    crate::tool_named!("glob");
 
     async fn run(&self, context: &ToolContext, params: GlobParams) -> Result<String, ToolError> {
         let base = context
@@ -392,8 +388,7 @@ fn search_entry(
 #[async_trait]
 impl TypedTool for Grep {
     type Params = GrepParams;
-    const NAME: &'static str = "grep";
-    const DESCRIPTION: &'static str = include_str!("../prompts/tools/grep.md").trim_ascii_end();
+    crate::tool_named!("grep");
 
     async fn run(&self, context: &ToolContext, params: GrepParams) -> Result<String, ToolError> {
         let cap = context.limits.max_grep_matches;

@@ -29,8 +29,7 @@ pub struct Run;
 #[async_trait]
 impl TypedTool for Run {
     type Params = RunParams;
-    const NAME: &'static str = "run";
-    const DESCRIPTION: &'static str = include_str!("../prompts/tools/run.md").trim_ascii_end();
+    crate::tool_named!("run");
 
     async fn run(&self, context: &ToolContext, params: RunParams) -> Result<String, ToolError> {
         let mut settings = context.sandbox.clone();

@@ -31,9 +31,7 @@ pub struct TodoWrite;
 #[async_trait]
 impl TypedTool for TodoWrite {
     type Params = TodoWriteParams;
-    const NAME: &'static str = "todo_write";
-    const DESCRIPTION: &'static str =
-        include_str!("../prompts/tools/todo_write.md").trim_ascii_end();
+    crate::tool_named!("todo_write");
 
     async fn run(
         &self,
@@ -57,9 +55,7 @@ pub struct TodoRead;
 #[async_trait]
 impl TypedTool for TodoRead {
     type Params = TodoReadParams;
-    const NAME: &'static str = "todo_read";
-    const DESCRIPTION: &'static str =
-        include_str!("../prompts/tools/todo_read.md").trim_ascii_end();
+    crate::tool_named!("todo_read");
 
     async fn run(&self, context: &ToolContext, _: TodoReadParams) -> Result<String, ToolError> {
         let todos = context

@@ -253,10 +253,8 @@ pub struct ReportFinding {
 #[async_trait]
 impl TypedTool for ReportFinding {
     type Params = ReportedFinding;
-    const NAME: &'static str = "report_finding";
     // Each field's description says what it holds; every request pays for this text.
-    const DESCRIPTION: &'static str =
-        include_str!("../../prompts/tools/report_finding.md").trim_ascii_end();
+    bugloop_tools::tool_named!("report_finding");
 
     async fn run(&self, _: &ToolContext, params: ReportedFinding) -> Result<String, ToolError> {
         let finding = accept(params).map_err(ToolError::Model)?;
@@ -288,9 +286,7 @@ pub struct ResolveFinding {
 #[async_trait]
 impl TypedTool for ResolveFinding {
     type Params = Resolution;
-    const NAME: &'static str = "resolve_finding";
-    const DESCRIPTION: &'static str =
-        include_str!("../../prompts/tools/resolve_finding.md").trim_ascii_end();
+    bugloop_tools::tool_named!("resolve_finding");
 
     /// Only an open previous finding can be resolved, so the schema lists them. With none open
     /// the schema stays as derived: an empty `enum` is refused by some providers' schema checks,
@@ -342,14 +338,12 @@ pub struct SubmitPass {
     pub passes: u32,
 }
 
-pub(crate) const SUBMIT_PASS: &str = "submit_pass_results";
+pub(crate) const SUBMIT_PASS: &str = <SubmitPass as TypedTool>::NAME;
 
 #[async_trait]
 impl TypedTool for SubmitPass {
     type Params = PassResults;
-    const NAME: &'static str = SUBMIT_PASS;
-    const DESCRIPTION: &'static str =
-        include_str!("../../prompts/tools/submit_pass_results.md").trim_ascii_end();
+    bugloop_tools::tool_named!("submit_pass_results");
 
     async fn run(&self, _: &ToolContext, params: PassResults) -> Result<String, ToolError> {
         // The agent calls this before it sends the next pass's prompt.

@@ -478,9 +478,7 @@ pub(crate) struct WebFetch {
 #[async_trait]
 impl TypedTool for WebFetch {
     type Params = WebFetchParams;
-    const NAME: &'static str = "web_fetch";
-    const DESCRIPTION: &'static str =
-        include_str!("../../prompts/tools/web_fetch.md").trim_ascii_end();
+    bugloop_tools::tool_named!("web_fetch");
 
     async fn run(&self, _: &ToolContext, params: WebFetchParams) -> Result<String, ToolError> {
         let page = self
@@ -512,9 +510,7 @@ pub(crate) struct WebSearch {
 #[async_trait]
 impl TypedTool for WebSearch {
     type Params = WebSearchParams;
-    const NAME: &'static str = "web_search";
-    const DESCRIPTION: &'static str =
-        include_str!("../../prompts/tools/web_search.md").trim_ascii_end();
+    bugloop_tools::tool_named!("web_search");
 
     async fn run(&self, _: &ToolContext, params: WebSearchParams) -> Result<String, ToolError> {
         self.web
