@@ -27,6 +27,8 @@ pub use revert::{Author, Revert};
 pub enum GitError {
     #[error("{0} is not inside a git repository")]
     NotARepository(std::path::PathBuf),
+    #[error("{0} is not a directory here (it does not exist, or is a file)")]
+    NotADirectory(std::path::PathBuf),
     /// git refuses a repository another user owns (`safe.directory`).
     #[error("git will not work in {} for this user: {message}", dir.display())]
     NotTrusted {

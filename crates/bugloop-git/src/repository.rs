@@ -31,6 +31,9 @@ pub fn common_dir(dir: &Path) -> Result<PathBuf, GitError> {
 impl Git {
     /// The repository containing `dir`.
     pub fn open(dir: &Path) -> Result<Git, GitError> {
+        if !dir.is_dir() {
+            return Err(GitError::NotADirectory(dir.to_owned()));
+        }
         let root = GitCommand::in_work_tree(dir)
             .args(["rev-parse", "--show-toplevel"])
             .text()

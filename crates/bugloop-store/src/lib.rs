@@ -49,6 +49,12 @@ pub enum StoreError {
         source: sqlx::Error,
     },
     #[error(
+        "cannot open the store {path}: {} is not a directory; move it aside (bugloop keeps its \
+         store in that directory)",
+        dir.display()
+    )]
+    NotADirectory { path: PathBuf, dir: PathBuf },
+    #[error(
         "the store {path} is damaged ({detail}); run `bugloop store reset` to move it aside and \
          start an empty one (the local conversation in it is then no longer read)"
     )]
@@ -178,6 +184,12 @@ impl Store {
     /// Opens (or creates) the store at `path`, applies migrations and checks its integrity.
     pub async fn open(path: &Path) -> Result<Store, StoreError> {
         if let Some(parent) = path.parent() {
+            if parent.exists() && !parent.is_dir() {
+                return Err(StoreError::NotADirectory {
+                    path: path.to_owned(),
+                    dir: parent.to_owned(),
+                });
+            }
             std::fs::create_dir_all(parent).map_err(|e| StoreError::Open {
                 path: path.to_owned(),
                 source: sqlx::Error::Io(e),

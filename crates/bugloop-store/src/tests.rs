@@ -105,6 +105,21 @@ async fn a_damaged_file_is_reported_with_the_way_out_and_can_be_moved_aside() {
     assert!(store.comments("x").await.unwrap().is_empty());
 }
 
+/// `.git/bugloop` a file (a user's test): said as that, not as sqlx's "File exists".
+#[tokio::test]
+async fn a_store_directory_that_is_a_file_is_said_so() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("bugloop"), "").unwrap();
+    let error = Store::open(&dir.path().join("bugloop/store.db"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, StoreError::NotADirectory { .. }),
+        "{error:?}"
+    );
+    assert!(error.to_string().contains("is not a directory"), "{error}");
+}
+
 #[tokio::test]
 async fn a_database_of_someone_else_is_not_taken_for_ours() {
     let dir = tempfile::tempdir().unwrap();

@@ -338,3 +338,17 @@ fn a_branchs_own_attributes_do_not_hide_its_code() {
     let shown = text(&marked.select(&Selection::Branch).unwrap().diff);
     assert!(shown.contains("Binary files"), "{shown}");
 }
+
+/// `-C` naming a place that is no directory says so, not that it is outside a repository.
+#[test]
+fn a_directory_that_is_not_there_is_said_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("nonexistent");
+    let error = Git::open(&missing).unwrap_err().to_string();
+    assert!(error.contains("is not a directory here"), "{error}");
+    let outside = Git::open(dir.path()).unwrap_err().to_string();
+    assert!(
+        outside.contains("is not inside a git repository"),
+        "{outside}"
+    );
+}

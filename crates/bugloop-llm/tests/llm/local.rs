@@ -77,6 +77,29 @@ fn a_missing_model_says_how_to_install_it() {
         .unwrap_err()
         .to_string();
     assert!(error.contains("scripts/fetch-model"), "{error}");
+    assert!(error.contains("BUGLOOP_MODEL_DIR"), "{error}");
+}
+
+/// A file that is no model (`--model local:/etc/passwd`) is said to be none, before llama.cpp
+/// reads it (which says only "null result").
+#[test]
+fn a_file_that_is_no_model_is_said_so() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, bytes) in [
+        ("text.gguf", &b"root:x:0:0:root:/root:/bin/sh\n"[..]),
+        ("short.gguf", b"GG"),
+    ] {
+        let path = dir.path().join(name);
+        std::fs::write(&path, bytes).unwrap();
+        let error = connect(
+            &format!("local:{}", path.display()),
+            &LlmSettings::default(),
+            &|_| None,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(error.contains("not a GGUF model file"), "{error}");
+    }
 }
 
 /// A multi-turn session on the embedded model evaluates only what is new: each call after the
