@@ -87,7 +87,7 @@ impl Http {
             return Err(redirected(url, status.as_u16(), response.headers()));
         }
         let retry_after = retry_after(response.headers());
-        let text = without_credentials(response.text().await.unwrap_or_default(), headers);
+        let text = response.text().await.unwrap_or_default();
         Err(classify_status(status.as_u16(), &text, retry_after))
     }
 
@@ -116,17 +116,20 @@ impl Http {
         sink: Sink<'_>,
         model: &str,
     ) -> ChatResult {
-        let response = self.post_json(url, headers, body).await?;
-        let answer = if stream {
-            let mut state = Wire::default();
-            self.read_events(response, |event, data| state.on_event(event, data, sink))
-                .await
-                .and_then(|()| state.finish(model))
-        } else {
-            (self.read_json(response).await).and_then(|value| Wire::parse(&value, model))
-        };
-        // An error event inside a stream, or an error body sent with a success status, may echo
-        // the key as a refusal can.
+        let answer: ChatResult = async {
+            let response = self.post_json(url, headers, body).await?;
+            if stream {
+                let mut state = Wire::default();
+                self.read_events(response, |event, data| state.on_event(event, data, sink))
+                    .await?;
+                state.finish(model)
+            } else {
+                Wire::parse(&self.read_json(response).await?, model)
+            }
+        }
+        .await;
+        // A refusal, an error event inside a stream or an error body sent with a success status
+        // may echo the key: every error's provider text goes without the request's credentials.
         answer.map_err(|e| e.with_provider_text(|text| without_credentials(text, headers)))
     }
 
