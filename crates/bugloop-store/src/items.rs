@@ -6,14 +6,16 @@
 
 use jiff::Timestamp;
 use serde::Serialize;
-use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
 
+use crate::columns::Columns;
 use crate::{Store, StoreError, WRITE, found, query_error};
 
 /// What an item is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[derive(strum::IntoStaticStr, strum::EnumString)]
+#[strum(serialize_all = "snake_case")]
 pub enum ItemKind {
     Issue,
     /// A change request (a pull request on GitHub): a branch to go into a base.
@@ -23,7 +25,7 @@ pub enum ItemKind {
 /// Where an item is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-#[derive(strum::IntoStaticStr)]
+#[derive(strum::IntoStaticStr, strum::EnumString)]
 #[strum(serialize_all = "snake_case")]
 pub enum ItemState {
     Open,
@@ -230,10 +232,7 @@ impl Store {
 
     /// Items of `kind`, oldest first; only open ones when `open_only`.
     pub async fn items(&self, kind: ItemKind, open_only: bool) -> Result<Vec<Item>, StoreError> {
-        let kind_text = match kind {
-            ItemKind::Issue => "issue",
-            ItemKind::Change => "change",
-        };
+        let kind_text: &str = kind.into();
         let rows = sqlx::query(&format!(
             "SELECT {COLUMNS} FROM items WHERE kind = ? AND (? = 0 OR state = 'open') \
              ORDER BY number"
@@ -245,9 +244,7 @@ impl Store {
         .map_err(query_error("list items"))?;
         let mut items = Vec::with_capacity(rows.len());
         for row in &rows {
-            let number: i64 = row
-                .try_get("number")
-                .map_err(|e| self.corrupt(&format!("column number: {e}")))?;
+            let number: i64 = Columns::new(self, "items", row).get("number")?;
             let labels = self.labels(number).await?;
             let mut item = self.decode_item(row, labels)?;
             item.assignees = self.assignees(number).await?;
@@ -387,46 +384,24 @@ impl Store {
     }
 
     fn decode_item(&self, row: &SqliteRow, labels: Vec<String>) -> Result<Item, StoreError> {
-        let column = |name: &str| self.corrupt(&format!("items column {name}"));
-        let text = |name: &str| -> Result<String, StoreError> {
-            row.try_get::<String, _>(name).map_err(|_| column(name))
-        };
-        let time = |name: &str| -> Result<Timestamp, StoreError> {
-            let raw = text(name)?;
-            raw.parse().map_err(|_| column(name))
-        };
-        let kind = match text("kind")?.as_str() {
-            "issue" => ItemKind::Issue,
-            "change" => ItemKind::Change,
-            _ => return Err(column("kind")),
-        };
-        let state = match text("state")?.as_str() {
-            "open" => ItemState::Open,
-            "closed" => ItemState::Closed,
-            "merged" => ItemState::Merged,
-            _ => return Err(column("state")),
-        };
+        let row = Columns::new(self, "items", row);
         Ok(Item {
-            number: row.try_get("number").map_err(|_| column("number"))?,
-            kind,
-            title: text("title")?,
-            body: text("body")?,
-            state,
-            author: text("author")?,
+            number: row.get("number")?,
+            kind: row.parsed("kind")?,
+            title: row.get("title")?,
+            body: row.get("body")?,
+            state: row.parsed("state")?,
+            author: row.get("author")?,
             labels,
             assignees: Vec::new(),
-            created_at: time("created_at")?,
-            updated_at: time("updated_at")?,
-            fingerprint: row
-                .try_get("fingerprint")
-                .map_err(|_| column("fingerprint"))?,
-            reports: row.try_get("reports").map_err(|_| column("reports"))?,
-            branch: row.try_get("branch").map_err(|_| column("branch"))?,
-            base: row.try_get("base").map_err(|_| column("base"))?,
-            draft: row
-                .try_get::<Option<bool>, _>("draft")
-                .map_err(|_| column("draft"))?,
-            closes: row.try_get("closes").map_err(|_| column("closes"))?,
+            created_at: row.parsed("created_at")?,
+            updated_at: row.parsed("updated_at")?,
+            fingerprint: row.get("fingerprint")?,
+            reports: row.get("reports")?,
+            branch: row.get("branch")?,
+            base: row.get("base")?,
+            draft: row.flag("draft")?,
+            closes: row.get("closes")?,
         })
     }
 }

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 use serde::Serialize;
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteRow};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions};
 use sqlx::{Row, SqlitePool};
 
 /// Schema migrations, applied in order; `PRAGMA user_version` records how many ran.
@@ -30,11 +30,13 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0006_item_assignees.sql"),
 ];
 
+mod columns;
 mod items;
 mod lease;
 mod reviews;
 mod solve;
 
+use self::columns::Columns;
 pub use self::items::{Item, ItemKind, ItemState, NewChangeRequest, NewIssue, Reported};
 pub use self::lease::{Lease, LeaseError};
 pub use self::reviews::{CheckResult, CheckState, ItemReview, ReviewDecision};
@@ -102,10 +104,15 @@ fn found(
     Ok(())
 }
 
+/// A comment with its thread's state: the select every reader of comments starts from.
+const COMMENTS: &str = "SELECT c.id, c.change, c.kind, c.author, c.body, c.created_at, \
+     c.updated_at, c.in_reply_to, c.thread_id, c.path, c.line, c.commit_sha, c.by_bugloop, \
+     COALESCE(t.resolved, 0) AS resolved FROM comments c LEFT JOIN threads t ON t.id = c.thread_id";
+
 /// Where a comment lives: the change's conversation, or a line of it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-#[derive(strum::IntoStaticStr)]
+#[derive(strum::IntoStaticStr, strum::EnumString)]
 #[strum(serialize_all = "snake_case")]
 pub enum StoredKind {
     Issue,
@@ -346,97 +353,33 @@ impl Store {
 
     /// Every comment of a change's conversation, oldest first.
     pub async fn comments(&self, change: &str) -> Result<Vec<StoredComment>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT c.id, c.change, c.kind, c.author, c.body, c.created_at, c.updated_at, \
-             c.in_reply_to, c.thread_id, c.path, c.line, c.commit_sha, c.by_bugloop, \
-             COALESCE(t.resolved, 0) AS resolved \
-             FROM comments c LEFT JOIN threads t ON t.id = c.thread_id \
-             WHERE c.change = ? ORDER BY c.id",
-        )
-        .bind(change)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(query_error("list comments"))?;
-        rows.iter().map(|row| self.decode(row)).collect()
+        let sql = format!("{COMMENTS} WHERE c.change = ? ORDER BY c.id");
+        let select = sqlx::query(&sql).bind(change);
+        self.read_rows("list comments", "comments", select, decode)
+            .await
     }
 
     /// Every comment of every change that bugloop wrote (`bot`: its name, for comments stored
     /// before this was recorded), oldest first.
     pub async fn comments_by_bugloop(&self, bot: &str) -> Result<Vec<StoredComment>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT c.id, c.change, c.kind, c.author, c.body, c.created_at, c.updated_at, \
-             c.in_reply_to, c.thread_id, c.path, c.line, c.commit_sha, c.by_bugloop, \
-             COALESCE(t.resolved, 0) AS resolved \
-             FROM comments c LEFT JOIN threads t ON t.id = c.thread_id \
-             WHERE c.by_bugloop = 1 OR (c.by_bugloop IS NULL AND c.author = ?) ORDER BY c.id",
-        )
-        .bind(bot)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(query_error("list bugloop's comments"))?;
-        rows.iter().map(|row| self.decode(row)).collect()
+        let sql = format!(
+            "{COMMENTS} WHERE c.by_bugloop = 1 OR (c.by_bugloop IS NULL AND c.author = ?) \
+             ORDER BY c.id"
+        );
+        let select = sqlx::query(&sql).bind(bot);
+        self.read_rows("list bugloop's comments", "comments", select, decode)
+            .await
     }
 
     /// One comment by id, in any change.
     pub async fn comment(&self, id: i64) -> Result<StoredComment, StoreError> {
-        let row = sqlx::query(
-            "SELECT c.id, c.change, c.kind, c.author, c.body, c.created_at, c.updated_at, \
-             c.in_reply_to, c.thread_id, c.path, c.line, c.commit_sha, c.by_bugloop, \
-             COALESCE(t.resolved, 0) AS resolved \
-             FROM comments c LEFT JOIN threads t ON t.id = c.thread_id WHERE c.id = ?",
-        )
-        .bind(id)
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(query_error("read comment"))?
-        .ok_or_else(|| StoreError::NotFound(format!("no comment {id} in the local store")))?;
-        self.decode(&row)
-    }
-
-    fn decode(&self, row: &SqliteRow) -> Result<StoredComment, StoreError> {
-        let text = |name: &str| -> Result<String, StoreError> {
-            row.try_get::<String, _>(name)
-                .map_err(|e| self.corrupt(&format!("column {name}: {e}")))
-        };
-        let time = |name: &str| -> Result<Timestamp, StoreError> {
-            let raw = text(name)?;
-            raw.parse()
-                .map_err(|e| self.corrupt(&format!("column {name} holds {raw:?}: {e}")))
-        };
-        let kind = match text("kind")?.as_str() {
-            "issue" => StoredKind::Issue,
-            "review" => StoredKind::Review,
-            other => return Err(self.corrupt(&format!("unknown comment kind {other:?}"))),
-        };
-        let line: Option<i64> = row.try_get("line").map_err(query_error("read line"))?;
-        Ok(StoredComment {
-            id: row.try_get("id").map_err(query_error("read id"))?,
-            change: text("change")?,
-            kind,
-            author: text("author")?,
-            body: text("body")?,
-            created_at: time("created_at")?,
-            updated_at: time("updated_at")?,
-            in_reply_to: row
-                .try_get("in_reply_to")
-                .map_err(query_error("read reply"))?,
-            thread_id: row
-                .try_get("thread_id")
-                .map_err(query_error("read thread"))?,
-            path: row.try_get("path").map_err(query_error("read path"))?,
-            line: line.and_then(|l| u32::try_from(l).ok()),
-            commit: row
-                .try_get("commit_sha")
-                .map_err(query_error("read commit"))?,
-            thread_resolved: row
-                .try_get::<i64, _>("resolved")
-                .map_err(query_error("read resolved"))?
-                != 0,
-            by_bugloop: row
-                .try_get::<Option<i64>, _>("by_bugloop")
-                .map_err(query_error("read by_bugloop"))?
-                .map(|flag| flag != 0),
-        })
+        let row = sqlx::query(&format!("{COMMENTS} WHERE c.id = ?"))
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(query_error("read comment"))?
+            .ok_or_else(|| StoreError::NotFound(format!("no comment {id} in the local store")))?;
+        decode(&Columns::new(self, "comments", &row))
     }
 
     /// Adds a comment (a reply joins its parent's thread) in one transaction.
@@ -526,25 +469,22 @@ impl Store {
 
     /// The changes that have a conversation, most recent first.
     pub async fn changes(&self) -> Result<Vec<ChangeSummary>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT change, count(*) AS n, max(updated_at) AS last FROM comments \
-             GROUP BY change ORDER BY last DESC",
-        )
-        .fetch_all(&self.pool)
-        .await
-        .map_err(query_error("list changes"))?;
-        rows.iter()
-            .map(|row| {
-                let last: String = row.try_get("last").map_err(query_error("read time"))?;
+        self.read_rows(
+            "list changes",
+            "comments",
+            sqlx::query(
+                "SELECT change, count(*) AS n, max(updated_at) AS last FROM comments \
+                 GROUP BY change ORDER BY last DESC",
+            ),
+            |row| {
                 Ok(ChangeSummary {
-                    change: row.try_get("change").map_err(query_error("read change"))?,
-                    comments: u64::try_from(row.try_get::<i64, _>("n").unwrap_or(0)).unwrap_or(0),
-                    last_activity: last
-                        .parse()
-                        .map_err(|e| self.corrupt(&format!("time {last:?}: {e}")))?,
+                    change: row.get("change")?,
+                    comments: u64::try_from(row.get::<i64>("n")?).unwrap_or(0),
+                    last_activity: row.parsed("last")?,
                 })
-            })
-            .collect()
+            },
+        )
+        .await
     }
 
     /// Closes the connections (so the file can be moved or checked).
@@ -559,6 +499,28 @@ type CommentPlace = (
     Option<i64>,
     (Option<String>, Option<i64>, Option<String>),
 );
+
+/// A comment read back from `COMMENTS`.
+fn decode(row: &Columns<'_>) -> Result<StoredComment, StoreError> {
+    Ok(StoredComment {
+        id: row.get("id")?,
+        change: row.get("change")?,
+        kind: row.parsed("kind")?,
+        author: row.get("author")?,
+        body: row.get("body")?,
+        created_at: row.parsed("created_at")?,
+        updated_at: row.parsed("updated_at")?,
+        in_reply_to: row.get("in_reply_to")?,
+        thread_id: row.get("thread_id")?,
+        path: row.get("path")?,
+        line: row
+            .get::<Option<i64>>("line")?
+            .and_then(|l| u32::try_from(l).ok()),
+        commit: row.get("commit_sha")?,
+        thread_resolved: row.flag("resolved")? == Some(true),
+        by_bugloop: row.flag("by_bugloop")?,
+    })
+}
 
 /// Where a reply goes: its parent's kind, thread and place (path, line, commit), the parent
 /// looked up in `change` only, so a reply cannot join another change's conversation.

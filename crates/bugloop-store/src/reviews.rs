@@ -5,7 +5,6 @@
 
 use jiff::Timestamp;
 use serde::Serialize;
-use sqlx::Row;
 
 use crate::{Store, StoreError, WRITE, query_error};
 
@@ -24,10 +23,6 @@ pub enum ReviewDecision {
 impl ReviewDecision {
     fn as_str(self) -> &'static str {
         self.into()
-    }
-
-    fn parse(text: &str) -> Option<ReviewDecision> {
-        text.parse().ok()
     }
 }
 
@@ -57,10 +52,6 @@ pub enum CheckState {
 impl CheckState {
     fn as_str(self) -> &'static str {
         self.into()
-    }
-
-    fn parse(text: &str) -> Option<CheckState> {
-        text.parse().ok()
     }
 }
 
@@ -129,32 +120,26 @@ impl Store {
 
     /// The reviews of `item`, oldest first.
     pub async fn reviews(&self, item: i64) -> Result<Vec<ItemReview>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT id, reviewer, state, body, commit_sha, at FROM item_reviews \
-             WHERE item = ? ORDER BY id",
-        )
-        .bind(item)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(query_error("read reviews"))?;
-        rows.iter()
-            .map(|row| {
-                let column = |e: sqlx::Error| self.corrupt(&format!("item_reviews: {e}"));
-                let state: String = row.try_get("state").map_err(column)?;
-                let at: String = row.try_get("at").map_err(column)?;
+        self.read_rows(
+            "read reviews",
+            "item_reviews",
+            sqlx::query(
+                "SELECT id, reviewer, state, body, commit_sha, at FROM item_reviews \
+                 WHERE item = ? ORDER BY id",
+            )
+            .bind(item),
+            |row| {
                 Ok(ItemReview {
-                    id: row.try_get("id").map_err(column)?,
-                    reviewer: row.try_get("reviewer").map_err(column)?,
-                    decision: ReviewDecision::parse(&state)
-                        .ok_or_else(|| self.corrupt(&format!("item_reviews.state {state:?}")))?,
-                    body: row.try_get("body").map_err(column)?,
-                    commit: row.try_get("commit_sha").map_err(column)?,
-                    at: at
-                        .parse()
-                        .map_err(|e| self.corrupt(&format!("item_reviews.at {at:?}: {e}")))?,
+                    id: row.get("id")?,
+                    reviewer: row.get("reviewer")?,
+                    decision: row.parsed("state")?,
+                    body: row.get("body")?,
+                    commit: row.get("commit_sha")?,
+                    at: row.parsed("at")?,
                 })
-            })
-            .collect()
+            },
+        )
+        .await
     }
 
     /// Records `name` as a reviewer who may change the repository (a line comment entered for
@@ -205,28 +190,22 @@ impl Store {
 
     /// The checks recorded on `commit`, by name.
     pub async fn checks(&self, commit: &str) -> Result<Vec<CheckResult>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT name, state, detail, at FROM checks WHERE commit_sha = ? ORDER BY name",
-        )
-        .bind(commit)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(query_error("read checks"))?;
-        rows.iter()
-            .map(|row| {
-                let column = |e: sqlx::Error| self.corrupt(&format!("checks: {e}"));
-                let state: String = row.try_get("state").map_err(column)?;
-                let at: String = row.try_get("at").map_err(column)?;
+        self.read_rows(
+            "read checks",
+            "checks",
+            sqlx::query(
+                "SELECT name, state, detail, at FROM checks WHERE commit_sha = ? ORDER BY name",
+            )
+            .bind(commit),
+            |row| {
                 Ok(CheckResult {
-                    name: row.try_get("name").map_err(column)?,
-                    state: CheckState::parse(&state)
-                        .ok_or_else(|| self.corrupt(&format!("checks.state {state:?}")))?,
-                    detail: row.try_get("detail").map_err(column)?,
-                    at: at
-                        .parse()
-                        .map_err(|e| self.corrupt(&format!("checks.at {at:?}: {e}")))?,
+                    name: row.get("name")?,
+                    state: row.parsed("state")?,
+                    detail: row.get("detail")?,
+                    at: row.parsed("at")?,
                 })
-            })
-            .collect()
+            },
+        )
+        .await
     }
 }

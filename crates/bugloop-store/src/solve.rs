@@ -5,7 +5,6 @@
 
 use jiff::Timestamp;
 use serde::Serialize;
-use sqlx::Row;
 
 use crate::{Store, StoreError, WRITE, query_error};
 
@@ -26,30 +25,26 @@ pub struct Transition {
 impl Store {
     /// The transitions of `issue`, oldest first.
     pub async fn solve_history(&self, issue: i64) -> Result<Vec<Transition>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT seq, from_state, to_state, reason, detail, at FROM solve_transitions \
-             WHERE issue = ? ORDER BY seq",
-        )
-        .bind(issue)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(query_error("read the solve record"))?;
-        rows.iter()
-            .map(|row| {
-                let column = |e: sqlx::Error| self.corrupt(&format!("solve_transitions: {e}"));
-                let at: String = row.try_get("at").map_err(column)?;
+        self.read_rows(
+            "read the solve record",
+            "solve_transitions",
+            sqlx::query(
+                "SELECT seq, from_state, to_state, reason, detail, at FROM solve_transitions \
+                 WHERE issue = ? ORDER BY seq",
+            )
+            .bind(issue),
+            |row| {
                 Ok(Transition {
-                    seq: row.try_get("seq").map_err(column)?,
-                    from: row.try_get("from_state").map_err(column)?,
-                    to: row.try_get("to_state").map_err(column)?,
-                    reason: row.try_get("reason").map_err(column)?,
-                    detail: row.try_get("detail").map_err(column)?,
-                    at: at
-                        .parse()
-                        .map_err(|e| self.corrupt(&format!("solve_transitions.at {at:?}: {e}")))?,
+                    seq: row.get("seq")?,
+                    from: row.get("from_state")?,
+                    to: row.get("to_state")?,
+                    reason: row.get("reason")?,
+                    detail: row.get("detail")?,
+                    at: row.parsed("at")?,
                 })
-            })
-            .collect()
+            },
+        )
+        .await
     }
 
     /// Records `from -> to` for `issue`, refused unless the record ends in `from` (`None`: has no

@@ -233,3 +233,101 @@ async fn writers_at_once_each_store_their_comment() {
         .unwrap();
     assert_eq!(stored.len(), 41);
 }
+
+/// A store with a row in every table that has a reader: an issue with a transition, a change
+/// request with a review, a comment and a check. Returns the issue's and the request's numbers.
+async fn with_every_table() -> (Store, i64, i64) {
+    let store = Store::in_memory().await.unwrap();
+    let issue = store
+        .file_issue(NewIssue {
+            title: "t".into(),
+            author: "a".into(),
+            ..NewIssue::default()
+        })
+        .await
+        .unwrap();
+    let request = store
+        .open_change_request(NewChangeRequest {
+            title: "t".into(),
+            branch: "fix".into(),
+            base: "main".into(),
+            ..NewChangeRequest::default()
+        })
+        .await
+        .unwrap();
+    store.add("c", new("a", "hello")).await.unwrap();
+    store
+        .add_review(request.number, "r", ReviewDecision::Approved, "ok", "abc")
+        .await
+        .unwrap();
+    store
+        .set_check("abc", "ci", CheckState::Passed, "")
+        .await
+        .unwrap();
+    store
+        .record_transition(issue.number, None, "queued", "r", "{}")
+        .await
+        .unwrap();
+    (store, issue.number, request.number)
+}
+
+/// A value no reader knows, in any table, is the store being corrupt, said with its table, column
+/// and value (each reader used to say it its own way, some as a failed query).
+#[tokio::test]
+async fn a_value_that_does_not_read_back_names_its_table_column_and_value() {
+    let cases = [
+        (
+            "UPDATE items SET state = 'lost'",
+            r#"items.state holds "lost""#,
+        ),
+        ("UPDATE items SET kind = 'bug'", r#"items.kind holds "bug""#),
+        (
+            "UPDATE comments SET kind = 'note'",
+            r#"comments.kind holds "note""#,
+        ),
+        (
+            "UPDATE comments SET created_at = 'x'",
+            r#"comments.created_at holds "x""#,
+        ),
+        (
+            "UPDATE comments SET updated_at = 'x'",
+            r#"comments.last holds "x""#,
+        ),
+        (
+            "UPDATE item_reviews SET state = 'meh'",
+            r#"item_reviews.state holds "meh""#,
+        ),
+        ("UPDATE checks SET at = 'soon'", r#"checks.at holds "soon""#),
+        (
+            "UPDATE solve_transitions SET at = 'then'",
+            r#"solve_transitions.at holds "then""#,
+        ),
+        (
+            "UPDATE solve_transitions SET reason = x'00'",
+            "solve_transitions.reason: ",
+        ),
+    ];
+    for (damage, said) in cases {
+        let (store, issue, request) = with_every_table().await;
+        // Damage the table as a tool outside bugloop could, past the schema's CHECKs.
+        sqlx::raw_sql(&format!("PRAGMA ignore_check_constraints = ON; {damage}"))
+            .execute(&store.pool)
+            .await
+            .unwrap();
+        let errors = [
+            store.items(ItemKind::Issue, false).await.err(),
+            store.item(request).await.err(),
+            store.comments("c").await.err(),
+            store.changes().await.err(),
+            store.reviews(request).await.err(),
+            store.checks("abc").await.err(),
+            store.solve_history(issue).await.err(),
+        ];
+        let error = errors
+            .iter()
+            .flatten()
+            .find(|e| e.to_string().contains(said))
+            .unwrap_or_else(|| panic!("{damage}: no reader said {said:?}: {errors:?}"));
+        assert!(matches!(error, StoreError::Corrupt { .. }), "{error:?}");
+    }
+}
