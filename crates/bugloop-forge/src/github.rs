@@ -150,36 +150,38 @@ impl GitHubForge {
         sent: &str,
         body: &str,
     ) -> Result<Comment, ForgeError> {
-        match self
+        let created = self
             .client
             .create_issue_comment(&self.repo, number, sent)
             .await
-        {
-            Ok(comment) => Ok(self.issue_comment_of(comment)),
-            Err(GitHubError::Ambiguous { .. }) => self
-                .written(change, CommentKind::Issue, body)
-                .await?
-                .ok_or_else(|| {
-                    ForgeError::Ambiguous(format!("{change}: a comment may not have been written"))
-                }),
-            Err(error) => Err(error.into()),
-        }
+            .map(|comment| self.issue_comment_of(comment));
+        self.settled(change, CommentKind::Issue, body, "a comment", created)
+            .await
     }
 
-    /// After a create that may have happened: the comment bugloop wrote with this body, if the
-    /// listing shows it.
-    async fn written(
+    /// A create's comment. Where GitHub may have written it without saying so (`Ambiguous`), the
+    /// comment bugloop wrote with this body if the listing shows it, never a second one; `what`
+    /// names it when the listing does not.
+    async fn settled(
         &self,
         change: &ChangeKey,
         kind: CommentKind,
         body: &str,
-    ) -> Result<Option<Comment>, ForgeError> {
-        Ok(self
-            .comments(change)
-            .await?
-            .into_iter()
-            .rev()
-            .find(|c| c.by_bugloop && c.kind == kind && c.body == body))
+        what: &str,
+        created: Result<Comment, GitHubError>,
+    ) -> Result<Comment, ForgeError> {
+        match created {
+            Err(GitHubError::Ambiguous { .. }) => self
+                .comments(change)
+                .await?
+                .into_iter()
+                .rev()
+                .find(|c| c.by_bugloop && c.kind == kind && c.body == body)
+                .ok_or_else(|| {
+                    ForgeError::Ambiguous(format!("{change}: {what} may not have been written"))
+                }),
+            created => Ok(created?),
+        }
     }
 }
 
@@ -312,18 +314,9 @@ impl WriteOps for GitHubForge {
                 .create_review_comment(&self.repo, number, &comment)
                 .await;
         }
-        match result {
-            Ok(created) => Ok(self.review_comment_of(created)),
-            Err(GitHubError::Ambiguous { .. }) => self
-                .written(change, CommentKind::Review, body)
-                .await?
-                .ok_or_else(|| {
-                    ForgeError::Ambiguous(format!(
-                        "{change}: a line comment may not have been written"
-                    ))
-                }),
-            Err(error) => Err(error.into()),
-        }
+        let created = result.map(|created| self.review_comment_of(created));
+        self.settled(change, CommentKind::Review, body, "a line comment", created)
+            .await
     }
 
     async fn edit_comment(
@@ -396,22 +389,13 @@ impl WriteOps for GitHubForge {
         match to.kind {
             CommentKind::Review => {
                 let id = comment_id(to.in_reply_to.as_deref().unwrap_or(&to.id), "review")?;
-                match self
+                let created = self
                     .client
                     .reply_to_review_comment(&self.repo, number, id, body)
                     .await
-                {
-                    Ok(reply) => Ok(self.review_comment_of(reply)),
-                    Err(GitHubError::Ambiguous { .. }) => self
-                        .written(change, CommentKind::Review, body)
-                        .await?
-                        .ok_or_else(|| {
-                            ForgeError::Ambiguous(format!(
-                                "{change}: a reply may not have been written"
-                            ))
-                        }),
-                    Err(error) => Err(error.into()),
-                }
+                    .map(|reply| self.review_comment_of(reply));
+                self.settled(change, CommentKind::Review, body, "a reply", created)
+                    .await
             }
             CommentKind::Issue => {
                 let root = to.in_reply_to.as_deref().unwrap_or(&to.id);
