@@ -167,20 +167,8 @@ pub fn tagged<'c>(comments: &'c [Comment], tag: &str) -> Vec<&'c Comment> {
 
 /// One tools session: the findings in pass 1, the resolutions in pass 2, then passes 3 and 4.
 pub fn session(findings: Vec<Value>, resolved: Vec<(String, String)>) -> ScriptedProvider {
-    let provider = ScriptedProvider::new([]);
-    push_session(&provider, findings, resolved);
-    provider
-}
-
-/// [`session`]'s answers, after those `provider` has.
-pub fn push_session(
-    provider: &ScriptedProvider,
-    findings: Vec<Value>,
-    resolved: Vec<(String, String)>,
-) {
-    for turn in bugloop_testkit::model::review_turns(findings, resolved) {
-        provider.push(tool_reply(&turn, usage()));
-    }
+    let turns = bugloop_testkit::model::review_turns(findings, resolved);
+    ScriptedProvider::new(turns.iter().map(|turn| tool_reply(turn, usage())))
 }
 
 /// A model without tools answering once.
