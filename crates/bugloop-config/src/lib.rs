@@ -414,8 +414,28 @@ fn classify(origin: Origin, path: String, message: &str) -> ConfigError {
     ConfigError::Invalid {
         origin,
         path,
-        message,
+        message: in_users_words(&message),
     }
+}
+
+/// serde's "..., expected <what>" with `<what>` said as a YAML file's writer knows it, where serde
+/// names a Rust type (`struct ReviewConfig`, `u64`).
+fn in_users_words(message: &str) -> String {
+    let Some((head, expected)) = message.rsplit_once(", expected ") else {
+        return message.to_owned();
+    };
+    let said = match expected {
+        "u8" => "a whole number from 0 to 255",
+        "u16" => "a whole number from 0 to 65535",
+        "u32" | "u64" | "u128" | "usize" => "a whole number, 0 or more",
+        "i8" | "i16" | "i32" | "i64" | "i128" | "isize" => "a whole number",
+        "f32" | "f64" => "a number",
+        "a sequence" => "a list",
+        "a map" => "a mapping (`key: value` lines)",
+        _ if expected.starts_with("struct ") => "a mapping (`key: value` lines)",
+        _ => return message.to_owned(),
+    };
+    format!("{head}, expected {said}")
 }
 
 /// Reads serde's "<prefix>x`, expected one of `a`, `b`" into `x` and `[a, b]`.

@@ -115,6 +115,11 @@ fn errors_are_located_and_named() {
         "converge:\n  parallel_auditors: 2\n  auditors:\n    - focus: security\n    - {focus: correctness, temperature: 3}\n",
         "converge:\n  parallel_auditors: 2\n  auditors:\n    - {focus: security, model: gpt-4o}\n",
         "converge:\n  validator: human\n",
+        "budgets: []\n",
+        "sandbox:\n  max_processes: -3\n",
+        "review:\n  ignore_files: \"*.md\"\n",
+        "review:\n  elevation_min_score: 2.5\n",
+        "model: 5\n",
     ];
     let mut report = String::new();
     for case in cases {
