@@ -7,7 +7,7 @@ use bugloop_domain::safety::sanitize_user_comment;
 use bugloop_forge::ChangeKey;
 use bugloop_llm::{JsonSchemaFormat, Message, Provider};
 use bugloop_sandbox::Policy;
-use bugloop_tools::{ToolContext, Toolset, Workspace};
+use bugloop_tools::{Registry, ToolContext, Toolset, Workspace};
 
 use crate::context::rules_of;
 use crate::env::LoopEnv;
@@ -16,7 +16,7 @@ use crate::prompt::{fill, rules_block};
 use crate::sandbox_settings;
 use bugloop_sandbox::{ShadowGit, TaskTree};
 
-use super::{ASK_PROMPT, ActError, findings_block, open_threads};
+use super::{ASK_PROMPT, ASK_WITHOUT_TOOLS_PROMPT, ActError, findings_block, open_threads};
 
 /// Answers a question with the Plan agent (no file changes), in the repository at HEAD.
 pub async fn ask(
@@ -40,38 +40,144 @@ pub async fn ask(
         WorkTarget::LocalBranch => None,
     };
     let root = tree.as_ref().map_or(env.git.root(), TaskTree::path);
-    let system = ask_system(env, &findings, root);
     // The shadow .git is removed when dropped: it is kept until the agent is done.
     let (context, _shadow) = read_only_context(env, tree.as_ref(), root)?;
+    let capabilities = env.provider.capabilities();
+    // A model that cannot call tools is shown what the question names, read for it as its
+    // tools would read it; it is told so, and so is the one who asked.
+    let shown = if capabilities.tools {
+        None
+    } else {
+        let small = capabilities.context_tokens.is_some_and(|c| c < 16_000);
+        let budget = if small { 6_000 } else { 40_000 };
+        Some(named_code(&context, question, budget).await)
+    };
+    let system = ask_system(env, &findings, root, shown.as_ref());
     let task = ask_task(env, system, question);
     let agent = Agent::new(env.provider.clone(), context, &env.runs_dir);
     let run = agent.run(task).await;
-    Ok(match run.outcome? {
+    let answer = match run.outcome? {
         Outcome::Answer(text) => text,
         Outcome::Structured(value) | Outcome::Submitted(value) => value
             .get("answer")
             .and_then(|a| a.as_str())
             .map_or_else(|| value.to_string(), str::to_owned),
+    };
+    Ok(match shown {
+        Some(shown) => format!(
+            "{answer}\n\n_{} cannot read the repository: it saw {}. A model that can use tools \
+             (`--model`) reads what it needs._",
+            env.provider.name(),
+            shown.said()
+        ),
+        None => answer,
     })
 }
 
-/// The Plan agent's system prompt: the open findings and the repository's rule files.
-fn ask_system(env: &LoopEnv<'_>, findings: &str, root: &Path) -> String {
+/// The code shown to a model without tools, and the paths it came from.
+struct Shown {
+    code: String,
+    paths: Vec<String>,
+}
+
+impl Shown {
+    fn said(&self) -> String {
+        match self.paths.as_slice() {
+            [] => "no code (the question names no file it has)".to_owned(),
+            paths => paths
+                .iter()
+                .map(|p| format!("`{p}`"))
+                .collect::<Vec<_>>()
+                .join(", "),
+        }
+    }
+}
+
+/// The files the question names, read as `read_file` reads them (bugloop makes the calls a model
+/// without tools cannot), within `budget` characters. A name without `/` is looked up as the
+/// `glob` tool does, by file name at any depth (three files a name at most).
+async fn named_code(context: &ToolContext, question: &str, budget: usize) -> Shown {
+    let tools = Registry::new(Toolset::Read);
+    let call = |name: &'static str, arguments: serde_json::Value| {
+        let tools = &tools;
+        async move { tools.call(context, name, &arguments.to_string()).await.ok() }
+    };
+    let mut shown = Shown {
+        code: String::new(),
+        paths: Vec::new(),
+    };
+    for name in file_names(question) {
+        let paths: Vec<String> = if name.contains('/') {
+            vec![name.to_owned()]
+        } else {
+            call("glob", serde_json::json!({"pattern": name}))
+                .await
+                .filter(|found| !found.starts_with("no files match"))
+                .map(|found| found.lines().take(3).map(str::to_owned).collect())
+                .unwrap_or_default()
+        };
+        for path in paths {
+            if shown.paths.contains(&path) || path.starts_with("[...") {
+                continue;
+            }
+            let Some(text) = call("read_file", serde_json::json!({"path": path})).await else {
+                continue;
+            };
+            let room = budget.saturating_sub(shown.code.len());
+            if room < 200 {
+                return shown;
+            }
+            let (text, _) = crate::context::cut(&text, room - 100);
+            shown
+                .code
+                .push_str(&format!("### {path}\n\n```\n{text}```\n\n"));
+            shown.paths.push(path);
+        }
+    }
+    shown
+}
+
+/// The words of a question that look like a file's name or path (`orders.py`, `src/lib.rs`),
+/// without the quotes and punctuation around them; never a glob.
+fn file_names(question: &str) -> Vec<&str> {
+    let mut names: Vec<&str> = question
+        .split_whitespace()
+        .map(|word| word.trim_matches(|c: char| "`'\"()[]<>,;:!?".contains(c)))
+        .map(|word| word.trim_end_matches('.'))
+        .filter(|word| !word.contains(['*', '?', '[', ']', '{', '}']))
+        .filter(|word| {
+            let name = word.rsplit('/').next().unwrap_or(word);
+            name.rsplit_once('.').is_some_and(|(stem, extension)| {
+                !stem.is_empty()
+                    && (1..=6).contains(&extension.len())
+                    && extension.chars().all(|c| c.is_ascii_alphanumeric())
+            })
+        })
+        .collect();
+    names.dedup();
+    names
+}
+
+/// The Plan agent's system prompt: the open findings and the repository's rule files, and for a
+/// model without tools the code it is shown.
+fn ask_system(env: &LoopEnv<'_>, findings: &str, root: &Path, shown: Option<&Shown>) -> String {
     let rules_root = env.settings.rules_root.as_deref().unwrap_or(root);
-    fill(
-        ASK_PROMPT,
-        &[
-            ("findings", findings),
-            (
-                "rules",
-                &crate::context::cut(
-                    &rules_block(&rules_of(rules_root, env.progress.as_ref())),
-                    12_000,
-                )
-                .0,
-            ),
-        ],
-    )
+    let rules = rules_block(&rules_of(rules_root, env.progress.as_ref()));
+    let rules = crate::context::cut(&rules, 12_000).0;
+    match shown {
+        Some(shown) => {
+            let code = if shown.code.is_empty() {
+                "None: the question names no file of the repository."
+            } else {
+                &shown.code
+            };
+            fill(
+                ASK_WITHOUT_TOOLS_PROMPT,
+                &[("code", code), ("findings", findings), ("rules", &rules)],
+            )
+        }
+        None => fill(ASK_PROMPT, &[("findings", findings), ("rules", &rules)]),
+    }
 }
 
 /// The agent's read-only view of `root`, with the task tree's git, or a sanitized shadow of the

@@ -24,6 +24,8 @@ pub use crate::error::ActError;
 pub(crate) const FIX_PROMPT: &str = include_str!("../../prompts/fix.md");
 pub(crate) const DO_PROMPT: &str = include_str!("../../prompts/do.md");
 pub(crate) const ASK_PROMPT: &str = include_str!("../../prompts/ask.md");
+pub(crate) const ASK_WITHOUT_TOOLS_PROMPT: &str =
+    include_str!("../../prompts/ask-without-tools.md");
 
 /// Which findings to fix.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,7 +1,8 @@
 //! Acting on findings with a scripted model over real repositories: fixes that are verified and
 //! land, fixes whose verification fails (nothing committed, tree untouched), dirty trees refused,
-//! a HEAD that moved meanwhile, `do`, comments routed by intent, and disputes.
+//! a HEAD that moved meanwhile, `do`, `ask`, comments routed by intent, and disputes.
 
+mod asking;
 mod disputes;
 mod resolving;
 

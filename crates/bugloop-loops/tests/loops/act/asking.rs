@@ -1,0 +1,67 @@
+//! `ask` with a model that cannot call tools: it is shown what the question names, read as its
+//! tools would read it, and the answer says what it saw.
+
+use super::*;
+
+/// The question names `stats.rs` (found at any depth, as `glob` finds a name) and `leak.py`, a
+/// link out of the repository: the model is shown the first, numbered as `read_file` numbers it,
+/// never the second; the answer says what the model saw.
+#[tokio::test]
+async fn a_model_without_tools_is_shown_the_files_the_question_names() {
+    let repo = Repo::with_feature();
+    std::os::unix::fs::symlink("/etc/hostname", repo.path().join("leak.py")).unwrap();
+    let outside = std::fs::read_to_string("/etc/hostname").unwrap_or_default();
+    let model = Arc::new(support::structured_session(
+        &json!({"answer": "It returns the element at the percentile's index."}),
+    ));
+    let question = "What does `stats.rs` return for an empty list, and what is in leak.py?";
+    let answer = support::with_env(&repo, support::config(), model.clone(), async |env| {
+        act::ask(env, &env.git.conversation_key(), question)
+            .await
+            .unwrap()
+    })
+    .await;
+    let system = model.requests()[0].system.clone().unwrap_or_default();
+    assert!(system.contains("### src/stats.rs"), "{system}");
+    assert!(
+        system.contains("     1\tpub fn average(values: &[f64]) -> f64 {"),
+        "{system}"
+    );
+    assert!(!system.contains("leak.py"), "{system}");
+    if !outside.trim().is_empty() {
+        assert!(!system.contains(outside.trim()), "{system}");
+    }
+    assert!(
+        answer.starts_with("It returns the element at the percentile's index."),
+        "{answer}"
+    );
+    assert!(
+        answer.contains("cannot read the repository: it saw `src/stats.rs`."),
+        "{answer}"
+    );
+}
+
+/// A question that names no file: the model is told it sees no code, and so is the one who asked.
+#[tokio::test]
+async fn a_question_naming_no_file_says_the_model_saw_no_code() {
+    let repo = Repo::with_feature();
+    let model = Arc::new(support::structured_session(
+        &json!({"answer": "I cannot tell."}),
+    ));
+    let answer = support::with_env(&repo, support::config(), model.clone(), async |env| {
+        act::ask(
+            env,
+            &env.git.conversation_key(),
+            "Is this code any good? *.rs",
+        )
+        .await
+        .unwrap()
+    })
+    .await;
+    let system = model.requests()[0].system.clone().unwrap_or_default();
+    assert!(
+        system.contains("None: the question names no file of the repository."),
+        "{system}"
+    );
+    assert!(answer.contains("it saw no code"), "{answer}");
+}
