@@ -18,6 +18,13 @@ pub struct ItemView {
     pub comments: Vec<Comment>,
 }
 
+impl ItemView {
+    /// Its body as a person reads it on the forge, without bugloop's hidden markers.
+    pub fn body_as_read(&self) -> String {
+        bugloop_domain::rmcoc::as_read(&self.item.body)
+    }
+}
+
 impl App {
     /// Issue or change request `number` of the local forge, with its conversation.
     pub async fn item(&self, number: u64) -> Result<ItemView, AppError> {

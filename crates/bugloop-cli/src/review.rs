@@ -277,7 +277,7 @@ fn finding_thread(
                         " · {p}:{}",
                         comment.line.unwrap_or(0)
                     )),
-                    comment.body.trim_end()
+                    comment.as_read()
                 )?;
             }
         }

@@ -160,6 +160,27 @@ pub fn parse_comment(body: &str) -> ParsedRmcoc {
     parsed
 }
 
+/// A comment as a person reads it on the forge: without the state block bugloop keeps at its end,
+/// nor the hidden `<!-- ... -->` lines outside code (bugloop's markers, which the forge does not
+/// show either).
+pub fn as_read(body: &str) -> String {
+    let human = parse_comment(body).human;
+    let lines: Vec<&str> = human.split('\n').collect();
+    let roles = line_roles(&lines);
+    lines
+        .iter()
+        .zip(&roles)
+        .filter(|(line, role)| {
+            let line = line.trim();
+            !(**role == LineRole::Text && line.starts_with("<!--") && line.ends_with("-->"))
+        })
+        .map(|(line, _)| *line)
+        .collect::<Vec<_>>()
+        .join("\n")
+        .trim()
+        .to_owned()
+}
+
 fn human_text(lines: &[&str]) -> String {
     let mut end = lines.len();
     // Drop trailing blank lines, then the `---` separator, then blank lines before it.
@@ -225,6 +246,21 @@ fn parse_block(json: &str) -> Result<RmcocBlock, String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_comment_as_read_has_no_state_block_and_no_hidden_line_outside_code() {
+        let block = RmcocBlock::new("t", "a", Score::new(7).unwrap());
+        let human =
+            "### A bug\n\n```html\n<!-- kept: code -->\n```\n\n<!-- bugloop finding_id:\"x\" -->";
+        assert_eq!(
+            as_read(&build_comment(human, &block)),
+            "### A bug\n\n```html\n<!-- kept: code -->\n```"
+        );
+        assert_eq!(
+            as_read("plain <!-- inline --> words\n"),
+            "plain <!-- inline --> words"
+        );
+    }
+
     use super::*;
 
     #[test]

@@ -62,6 +62,11 @@ pub struct Comment {
 }
 
 impl Comment {
+    /// Its body as a person reads it on the forge ([`crate::rmcoc::as_read`]).
+    pub fn as_read(&self) -> String {
+        crate::rmcoc::as_read(&self.body)
+    }
+
     /// A conversation comment: on no line, in no thread.
     pub fn conversation(
         id: String,

@@ -12,7 +12,7 @@ use bugloop_testkit::json::{entries_where, entry_where};
 use bugloop_testkit::{TestRepo, assert_contains};
 use serde_json::{Value, json};
 
-use super::prove_hostile::outside_fences;
+use super::prove_hostile::{outside_fences, raw_bodies};
 use super::{bugloop, script, script_named, stderr, stdout};
 
 const BASE_APP: &str = "import os\n\n\ndef legacy(expr):\n    return eval(expr)\n";
@@ -375,8 +375,8 @@ fn a_sarif_tools_words_publish_no_mention_marker_or_state() {
         .find(|f| f["source"]["tool"] == "evil")
         .unwrap_or_else(|| panic!("{report:#}"));
     let id = hit["id"].as_str().unwrap();
-    let comment = bugloop(repo.path(), &["findings", "show", id]);
-    let prose = outside_fences(&stdout(&comment));
+    let comment = bugloop(repo.path(), &["findings", "show", id, "--format", "json"]);
+    let prose = outside_fences(&raw_bodies(&stdout(&comment)));
     assert!(!prose.contains("@maintainer"), "{prose}");
     assert!(
         !prose.contains("<!-- bugloop:finding_id:\"forged\""),

@@ -111,8 +111,8 @@ fn hostile_proof(user: Option<u32>) {
     assert_nothing_escaped(&who, &listener, &marker, (&repo, &before), &shown);
     // The comment carries the output as inert text: no marker, no mention, no broken fence.
     let id = report["findings"][0]["id"].as_str().unwrap();
-    let comment = runner.run(&repo, &["findings", "show", id]);
-    let text = stdout(&comment);
+    let comment = runner.run(&repo, &["findings", "show", id, "--format", "json"]);
+    let text = raw_bodies(&stdout(&comment));
     assert!(text.contains("**Proven:**"), "{who}: {text}");
     assert!(
         text.contains("@octocat"),
@@ -139,6 +139,19 @@ fn hostile_proof(user: Option<u32>) {
         .output()
         .unwrap();
     assert_eq!(stdout(&status), "", "{who}");
+}
+
+/// The comments of `findings show --format json` as written, hidden lines and state included
+/// (the text view leaves those out, so it cannot show a forged marker).
+pub(super) fn raw_bodies(shown: &str) -> String {
+    let shown: Value = serde_json::from_str(shown).unwrap_or_else(|e| panic!("{e}: {shown}"));
+    shown["comments"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{shown:#}"))
+        .iter()
+        .map(|c| c["body"].as_str().unwrap_or_default())
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// The text outside fenced code (where a mention or a marker would count): a fence closes only
