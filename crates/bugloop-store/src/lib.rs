@@ -8,8 +8,9 @@
 //! conversation is the only record of the local findings.
 //!
 //! **Invariants:** it holds the conversation, never derived review state; a damaged file is
-//! `StoreError::Corrupt` with the way out (`bugloop store reset`), never silently replaced; a newer
-//! schema is refused; writes are single transactions.
+//! `StoreError::Corrupt` with the way out (`bugloop store reset`), never silently replaced; a value
+//! that does not read back is `Corrupt` too, named by table, column and value (every reader decodes
+//! through `columns.rs`); a newer schema is refused; writes are single transactions.
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;

@@ -137,10 +137,13 @@ async fn named_code(context: &ToolContext, question: &str, budget: usize) -> Sho
     shown
 }
 
+/// The most names of a question looked up: each is a walk of the repository.
+const MAX_NAMES: usize = 8;
+
 /// The words of a question that look like a file's name or path (`orders.py`, `src/lib.rs`),
-/// without the quotes and punctuation around them; never a glob.
+/// without the quotes and punctuation around them; never a glob; the first [`MAX_NAMES`].
 fn file_names(question: &str) -> Vec<&str> {
-    let mut names: Vec<&str> = question
+    let words = question
         .split_whitespace()
         .map(|word| word.trim_matches(|c: char| "`'\"()[]<>,;:!?".contains(c)))
         .map(|word| word.trim_end_matches('.'))
@@ -151,10 +154,18 @@ fn file_names(question: &str) -> Vec<&str> {
                 !stem.is_empty()
                     && (1..=6).contains(&extension.len())
                     && extension.chars().all(|c| c.is_ascii_alphanumeric())
+                    && extension.chars().any(|c| c.is_ascii_alphabetic())
             })
-        })
-        .collect();
-    names.dedup();
+        });
+    let mut names: Vec<&str> = Vec::new();
+    for word in words {
+        if !names.contains(&word) {
+            names.push(word);
+        }
+        if names.len() == MAX_NAMES {
+            break;
+        }
+    }
     names
 }
 
@@ -234,5 +245,21 @@ fn ask_task(env: &LoopEnv<'_>, system: String, question: &str) -> Task {
         max_turns: env.config().budgets.max_turns,
         max_tokens: Some(max_tokens),
         ..Task::new("ask", system, message)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_names_of_a_question_are_its_file_names_once_each_never_a_glob() {
+        assert_eq!(
+            file_names("Why does `shop/orders.py` call db.py, (db.py) and *.py? See orders.py."),
+            ["shop/orders.py", "db.py", "orders.py"]
+        );
+        let many: String = (0..100).map(|i| format!("f{i}.py ")).collect();
+        assert_eq!(file_names(&many).len(), MAX_NAMES);
+        assert!(file_names("what is 3.5 times e? Is it done...").is_empty());
     }
 }
