@@ -195,7 +195,8 @@ pub enum ReviewedScope {
     Incremental {
         /// The earlier head.
         since: String,
-        /// The files of the change that changed since then.
+        /// The files of the change that changed since then, and those of open findings whose
+        /// code changed (one put back as the base has it is no longer the change's).
         files: Vec<String>,
         /// Open findings in code that did not change, kept without asking the model.
         kept_findings: usize,

@@ -88,12 +88,18 @@ fn review_header(out: &mut String, report: &ReviewReport, style: Style) {
                 "; {n} other file(s) (prose, keys, certificates, deletions) were read by the analyzers only"
             ),
         };
+        let about = match asked.files_shown {
+            // A re-review whose changes put code back as the base has it: only the findings
+            // whose code that touched are asked about.
+            0 => "about findings whose code changed".to_owned(),
+            files => format!("about the code of {files} file(s)"),
+        };
         let _ = writeln!(
             out,
             "{}",
             style.dim(&format!(
-                "the change makes {} short question(s) for the model about the code of {} file(s), at most one finding each{left}",
-                asked.calls, asked.files_shown
+                "the change makes {} short question(s) for the model {about}, at most one finding each{left}",
+                asked.calls
             ))
         );
     }

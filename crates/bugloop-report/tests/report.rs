@@ -283,6 +283,30 @@ fn chosen_text_stays_on_its_line_in_the_terminal() {
     }
 }
 
+/// A small model's questions say what they are about: the code of the files shown, or, on a
+/// re-review whose push put code back as the base has it, the findings whose code changed.
+#[test]
+fn a_small_models_questions_say_what_they_are_about() {
+    let mut report = review_report();
+    report.asked = ModelAsked {
+        kind: "questions".to_owned(),
+        calls: 2,
+        files_shown: 1,
+        left_to_analyzers: Vec::new(),
+    };
+    let text = text::review(&report, Style::new(false));
+    assert!(
+        text.contains("2 short question(s) for the model about the code of 1 file(s)"),
+        "{text}"
+    );
+    report.asked.files_shown = 0;
+    let text = text::review(&report, Style::new(false));
+    assert!(
+        text.contains("2 short question(s) for the model about findings whose code changed"),
+        "{text}"
+    );
+}
+
 #[test]
 fn terminal_colour_is_only_on_when_asked() {
     let plain = text::review(&review_report(), Style::new(false));

@@ -129,6 +129,12 @@ fn a_line_put_back_as_the_base_has_it_resolves_and_a_revert_raises_it_again() {
     );
     assert_eq!(report["rechecked"][0]["outcome"], "resolved", "{report:#}");
     assert_eq!(report["usage"]["model_calls"], 4, "it was asked about");
+    // The file put back counts among the files reviewed since: its finding was looked at.
+    assert_eq!(
+        report["scope"]["files"],
+        json!(["NOTES.md", "stats.py"]),
+        "{report:#}"
+    );
     let (status, shown) = thread(repo.path(), &id);
     assert_eq!(status, "RESOLVED");
     assert_contains(&shown, &reason);

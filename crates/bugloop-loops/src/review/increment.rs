@@ -64,6 +64,14 @@ pub(super) fn decide(
             }
             let diff = within_change(raw, &request.diff);
             let files: BTreeSet<&str> = diff.files.iter().map(FileDiff::path).collect();
+            // What the user is told was reviewed: the change's files that changed since, and
+            // those of findings whose code changed (a file put back as the base has it is no
+            // longer the change's, but its finding was looked at).
+            let since_files: BTreeSet<String> = files
+                .iter()
+                .map(|f| (*f).to_owned())
+                .chain(touched.iter().map(|t| t.file.clone()))
+                .collect();
             let asked: Vec<&ExistingFinding> = open
                 .iter()
                 .copied()
@@ -81,7 +89,7 @@ pub(super) fn decide(
             );
             Shown {
                 scope: ReviewedScope::Incremental {
-                    files: files.iter().map(|f| (*f).to_owned()).collect(),
+                    files: since_files.into_iter().collect(),
                     kept_findings: open.len() - asked.len(),
                     since,
                 },
