@@ -39,7 +39,7 @@ fn review_header(out: &mut String, report: &ReviewReport) {
         report.change.description,
         size_and_cost(report, &format!("`{}`", report.model))
     );
-    if report.scope.worth_saying() {
+    if report.scope_worth_saying() {
         let _ = writeln!(out, "Reviewed {}.\n", report.scope.describe());
     }
 }

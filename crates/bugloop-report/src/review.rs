@@ -548,6 +548,20 @@ impl From<Stage> for ReportStage {
 }
 
 impl ReviewReport {
+    /// Whether people should be told what was reviewed: [`ReviewedScope::worth_saying`], or a
+    /// first review of a change that has findings already (an earlier review stopped before its
+    /// summary), whose full review would otherwise go unexplained.
+    pub fn scope_worth_saying(&self) -> bool {
+        self.scope.worth_saying()
+            || self.tracked.len() > self.findings.len()
+            || self.findings.iter().any(|f| {
+                matches!(
+                    f.action,
+                    CommentAction::Updated | CommentAction::Unchanged | CommentAction::Reopened
+                )
+            })
+    }
+
     /// The findings of the change still open after this run (any status but RESOLVED) that this
     /// run did not publish: what earlier reviews raised.
     pub fn open_from_earlier(&self) -> impl Iterator<Item = &TrackedFinding> {

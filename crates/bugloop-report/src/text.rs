@@ -73,7 +73,7 @@ fn review_header(out: &mut String, report: &ReviewReport, style: Style) {
         report.change.description,
         style.dim(&size_and_cost(report, &report.model))
     );
-    if report.scope.worth_saying() {
+    if report.scope_worth_saying() {
         let _ = writeln!(
             out,
             "{}",

@@ -14,10 +14,10 @@ use bugloop_report::build::{BuildResult, BuildStatus, Landing, VerifyRun};
 use bugloop_report::converge::{ConvergeReport, Exit, LoopKind, LoopLine, Quarantined};
 use bugloop_report::dispute::{Decision, DisputeOutcome, DisputeResult, DisputeSummary};
 use bugloop_report::review::{
-    AnalysisInfo, ChangeInfo, CommentAction, DroppedFinding, ModelAsked, OverflowInfo, PassSummary,
-    Placement, PublishedFinding, REPORT_VERSION, RecheckOutcome, RecheckedFinding, RefusedFile,
-    ReportStage, ResolvedFinding, ReviewReport, ReviewedScope, SensitivityInfo, StageChange,
-    StageCount, TrackedFinding, Unreviewed, UsageInfo,
+    AnalysisInfo, ChangeInfo, CommentAction, DroppedFinding, FIRST_REVIEW, ModelAsked,
+    OverflowInfo, PassSummary, Placement, PublishedFinding, REPORT_VERSION, RecheckOutcome,
+    RecheckedFinding, RefusedFile, ReportStage, ResolvedFinding, ReviewReport, ReviewedScope,
+    SensitivityInfo, StageChange, StageCount, TrackedFinding, Unreviewed, UsageInfo,
 };
 use bugloop_report::style::Style;
 use bugloop_report::{json, markdown, sarif, summary, text};
@@ -305,6 +305,34 @@ fn a_small_models_questions_say_what_they_are_about() {
         text.contains("2 short question(s) for the model about findings whose code changed"),
         "{text}"
     );
+}
+
+/// A first review is not announced, unless the change has findings already: an earlier review
+/// stopped before its summary, and the full review is said with its reason.
+#[test]
+fn a_full_review_of_a_change_with_findings_says_why() {
+    let mut report = review_report();
+    report.scope = ReviewedScope::Full {
+        reason: FIRST_REVIEW.to_owned(),
+    };
+    for published in &mut report.findings {
+        published.action = CommentAction::Added;
+    }
+    report.tracked.truncate(report.findings.len());
+    let said = format!("reviewed the whole change ({FIRST_REVIEW})");
+    for render in [
+        text::review(&report, Style::new(false)),
+        markdown::review(&report),
+    ] {
+        assert!(!render.to_lowercase().contains(&said), "{render}");
+    }
+    report.findings[0].action = CommentAction::Unchanged;
+    for render in [
+        text::review(&report, Style::new(false)),
+        markdown::review(&report),
+    ] {
+        assert!(render.to_lowercase().contains(&said), "{render}");
+    }
 }
 
 #[test]
