@@ -386,16 +386,29 @@ fn reader_gone(error: &anyhow::Error) -> bool {
     })
 }
 
-/// A `TMPDIR` that is not a directory fails every temporary file and sandbox stage later, with
-/// errors that name neither it nor the cure: said first, once.
+/// A `TMPDIR` that is not a directory, or one this user cannot write to, fails every temporary
+/// file and sandbox stage later (every analyzer, then exit 3), with errors that name neither it
+/// nor the cure: said first, once.
 fn usable_temporary_directory() -> Result<()> {
-    match std::env::var_os("TMPDIR") {
-        Some(dir) if !dir.is_empty() && !Path::new(&dir).is_dir() => bail!(
+    let Some(dir) = std::env::var_os("TMPDIR").filter(|dir| !dir.is_empty()) else {
+        return Ok(());
+    };
+    let dir = Path::new(&dir);
+    if !dir.is_dir() {
+        bail!(
             "TMPDIR is {}, which is not a directory: create it, or point TMPDIR at one (or unset it)",
-            Path::new(&dir).display()
-        ),
-        _ => Ok(()),
+            dir.display()
+        );
     }
+    if let Err(error) = tempfile::tempfile_in(dir) {
+        bail!(
+            "TMPDIR is {}, where this user cannot create a file ({}): point TMPDIR at a \
+             directory you can write to (or unset it)",
+            dir.display(),
+            error.kind()
+        );
+    }
+    Ok(())
 }
 
 /// A path as given, an empty one too: clap's own refuses an empty value, and an exported
