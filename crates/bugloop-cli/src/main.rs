@@ -386,9 +386,10 @@ fn reader_gone(error: &anyhow::Error) -> bool {
     })
 }
 
-/// A `TMPDIR` that is not a directory, or one this user cannot write to, fails every temporary
-/// file and sandbox stage later (every analyzer, then exit 3), with errors that name neither it
-/// nor the cure: said first, once.
+/// A `TMPDIR` that is not a directory fails every temporary file and sandbox stage later, with
+/// errors that name neither it nor the cure: said first, once. One this user cannot create a file
+/// in is warned of first: what needs it then fails and says so (a review is incomplete, exit 3),
+/// and the warning names the cause.
 fn usable_temporary_directory() -> Result<()> {
     let Some(dir) = std::env::var_os("TMPDIR").filter(|dir| !dir.is_empty()) else {
         return Ok(());
@@ -401,9 +402,10 @@ fn usable_temporary_directory() -> Result<()> {
         );
     }
     if let Err(error) = tempfile::tempfile_in(dir) {
-        bail!(
-            "TMPDIR is {}, where this user cannot create a file ({}): point TMPDIR at a \
-             directory you can write to (or unset it)",
+        let _ = writeln!(
+            io::stderr(),
+            "warning: TMPDIR is {}, where this user cannot create a file ({}): what bugloop sets up \
+             there will fail; point TMPDIR at a directory you can write to (or unset it)",
             dir.display(),
             error.kind()
         );
