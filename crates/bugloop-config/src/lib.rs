@@ -279,14 +279,17 @@ pub(crate) fn from_yaml_with_tree(
     if shaped_and_blank(text, path)? {
         return Ok((Config::default(), serde_yaml_ng::Value::Null));
     }
-    if let Ok(tree) = serde_yaml_ng::from_str::<serde_yaml_ng::Value>(text)
-        && let Ok(config) = serde_path_to_error::deserialize::<_, Config>(&tree)
+    let tree = serde_yaml_ng::from_str::<serde_yaml_ng::Value>(text).ok();
+    if let Some(tree) = &tree
+        && let Ok(config) = serde_path_to_error::deserialize::<_, Config>(tree)
     {
-        return Ok((config, tree));
+        return Ok((config, tree.clone()));
     }
     let config = deserialize_located(text, path)?;
-    // Read from the text but not from its tree: nothing is known to be set by the file.
-    Ok((config, serde_yaml_ng::Value::Null))
+    // Read from the text where its tree did not read (a plain `5` is text to a key that takes
+    // text, not to the tree): the tree still says which keys the file sets. Only a text with no
+    // tree sets nothing known; without this, one such value dropped the whole file.
+    Ok((config, tree.unwrap_or(serde_yaml_ng::Value::Null)))
 }
 
 /// Reads the configuration straight from the text, so an error has its line and column.

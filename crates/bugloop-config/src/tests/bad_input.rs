@@ -244,3 +244,29 @@ fn bad_input_is_refused_quickly_in_bounded_memory() {
     }
     insta::assert_snapshot!(report);
 }
+
+/// A plain scalar where text is expected (`trigger: 5`, `branch_prefix: true`) reads as that
+/// text, and the rest of the file applies: such a value used to drop every value of its file
+/// (the budgets with it) without a word, and `config check` found nothing.
+#[test]
+fn a_number_where_text_is_expected_keeps_the_rest_of_its_file() {
+    let label = format!("<repo>/{CONFIG_PATH}");
+    let text = "budgets:\n  max_turns: 3\n  max_cost_usd: 0.5\nlabels:\n  trigger: 5\n\
+                branch_prefix: true\nreview:\n  ignore_files: [5]\n";
+    let loaded = load_layered(&Sources {
+        base: Some(SourceText::new(&label, text)),
+        branch: Some(SourceText::new(&label, text)),
+        ..Sources::default()
+    })
+    .unwrap();
+    let config = &loaded.config;
+    assert_eq!(config.budgets.max_turns, 3);
+    assert_eq!(config.budgets.max_cost_usd, 0.5);
+    assert_eq!(config.labels.trigger, "5");
+    assert_eq!(config.branch_prefix, "true");
+    assert_eq!(config.review.ignore_files, ["5"]);
+    assert_eq!(
+        loaded.source_of(&["budgets", "max_turns"]),
+        Some(&ValueSource::Base(label))
+    );
+}
