@@ -76,7 +76,8 @@ impl Workspace {
         Ok(real)
     }
 
-    /// The real location of a path must be inside the workspace and outside `.git`.
+    /// The real location of a path must be inside the workspace and outside any `.git` (the
+    /// repository's, or a nested one's reached through a link: its config may hold a token).
     fn check_real(&self, raw: &str, real: &Path) -> Result<(), ToolError> {
         if !real.starts_with(&self.root) {
             return Err(ToolError::Model(format!(
@@ -84,7 +85,9 @@ impl Workspace {
             )));
         }
         if real.strip_prefix(&self.root).is_ok_and(|inside| {
-            inside.components().next() == Some(Component::Normal(".git".as_ref()))
+            inside
+                .components()
+                .any(|part| part == Component::Normal(".git".as_ref()))
         }) {
             return Err(ToolError::Model(format!(
                 "path {raw:?} leads into .git, which tools may not touch"

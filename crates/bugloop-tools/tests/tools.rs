@@ -189,6 +189,15 @@ fn parameters_named_like_keywords_are_kept() {
 #[tokio::test]
 async fn escape_attempts_fail_with_clear_errors() {
     let dir = repo();
+    // A nested repository's .git, reached through a link in the tree: its config may hold a
+    // token in a remote's address.
+    std::fs::create_dir_all(dir.path().join("vendor/sub/.git")).unwrap();
+    std::fs::write(
+        dir.path().join("vendor/sub/.git/config"),
+        "[remote \"origin\"]\n\turl = https://x:token@example.com/r\n",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink("vendor/sub/.git", dir.path().join("nested")).unwrap();
     let tools = Tools::new(dir.path(), Toolset::Build);
     tools
         .assert_refused(vec![
@@ -211,6 +220,21 @@ async fn escape_attempts_fail_with_clear_errors() {
                 "leads outside the repository",
             ),
             ("read_file", json!({"path": ".git/config"}), "inside .git"),
+            (
+                "read_file",
+                json!({"path": "nested/config"}),
+                "leads into .git",
+            ),
+            (
+                "grep",
+                json!({"pattern": "token", "path": "nested"}),
+                "leads into .git",
+            ),
+            (
+                "read_file",
+                json!({"path": "vendor/sub/.git/config"}),
+                "inside .git",
+            ),
             (
                 "read_file",
                 json!({"path": "./src/../.git/HEAD"}),
