@@ -2,12 +2,12 @@
 
 use std::path::Path;
 
-use bugloop_agent::{Agent, Outcome, Task};
+use bugloop_agent::{Agent, AgentError, Outcome, Task};
 use bugloop_domain::safety::sanitize_user_comment;
 use bugloop_forge::ChangeKey;
-use bugloop_llm::{JsonSchemaFormat, Message, Provider};
+use bugloop_llm::{JsonSchemaFormat, LlmError, Message, Provider};
 use bugloop_sandbox::Policy;
-use bugloop_tools::{Registry, ToolContext, Toolset, Workspace};
+use bugloop_tools::{ToolContext, Toolset, Workspace};
 
 use crate::context::rules_of;
 use crate::env::LoopEnv;
@@ -17,6 +17,10 @@ use crate::sandbox_settings;
 use bugloop_sandbox::{ShadowGit, TaskTree};
 
 use super::{ASK_PROMPT, ASK_WITHOUT_TOOLS_PROMPT, ActError, findings_block, open_threads};
+
+mod named;
+
+use self::named::{Named, Shown};
 
 /// Answers a question with the Plan agent (no file changes), in the repository at HEAD.
 pub async fn ask(
@@ -45,128 +49,51 @@ pub async fn ask(
     let capabilities = env.provider.capabilities();
     // A model that cannot call tools is shown what the question names, read for it as its
     // tools would read it; it is told so, and so is the one who asked.
-    let shown = if capabilities.tools {
+    let named = if capabilities.tools {
         None
     } else {
-        let small = capabilities.context_tokens.is_some_and(|c| c < 16_000);
-        let budget = if small { 6_000 } else { 40_000 };
-        Some(named_code(&context, question, budget).await)
+        Some(Named::read(&context, question).await)
     };
-    let system = ask_system(env, &findings, root, shown.as_ref());
-    let task = ask_task(env, system, question);
+    let small = capabilities.context_tokens.is_some_and(|c| c < 16_000);
+    let mut budget = if small { 6_000 } else { 40_000 };
     let agent = Agent::new(env.provider.clone(), context, &env.runs_dir);
-    let run = agent.run(task).await;
-    let answer = match run.outcome? {
+    loop {
+        let shown = named.as_ref().map(|named| named.within(budget));
+        let system = ask_system(env, &findings, root, shown.as_ref());
+        let run = agent.run(ask_task(env, system, question)).await;
+        let shown_code = shown.as_ref().map_or(0, |s| s.code.len());
+        match run.outcome {
+            // Code that does not fit the model's context (dense data tokenizes poorly): less.
+            Err(AgentError::Model(LlmError::ContextTooLong { .. })) if shown_code > 0 => {
+                budget = shown_code / 2;
+            }
+            outcome => return Ok(said(env, answer_of(outcome?), shown.as_ref())),
+        }
+    }
+}
+
+/// The answer's text.
+fn answer_of(outcome: Outcome) -> String {
+    match outcome {
         Outcome::Answer(text) => text,
         Outcome::Structured(value) | Outcome::Submitted(value) => value
             .get("answer")
             .and_then(|a| a.as_str())
             .map_or_else(|| value.to_string(), str::to_owned),
-    };
-    Ok(match shown {
+    }
+}
+
+/// The answer as the one who asked reads it: for a model without tools, with what it saw.
+fn said(env: &LoopEnv<'_>, answer: String, shown: Option<&Shown>) -> String {
+    match shown {
         Some(shown) => format!(
-            "{answer}\n\n_{} cannot read the repository: it saw {}. A model that can use tools \
-             (`--model`) reads what it needs._",
+            "{answer}\n\n_{} cannot open files itself; it was shown {}. A model that can use \
+             tools (`--model`) reads what it needs._",
             env.provider.name(),
             shown.said()
         ),
         None => answer,
-    })
-}
-
-/// The code shown to a model without tools, and the paths it came from.
-struct Shown {
-    code: String,
-    paths: Vec<String>,
-}
-
-impl Shown {
-    fn said(&self) -> String {
-        match self.paths.as_slice() {
-            [] => "no code (the question names no file it has)".to_owned(),
-            paths => paths
-                .iter()
-                .map(|p| format!("`{p}`"))
-                .collect::<Vec<_>>()
-                .join(", "),
-        }
     }
-}
-
-/// The files the question names, read as `read_file` reads them (bugloop makes the calls a model
-/// without tools cannot), within `budget` characters. A name without `/` is looked up as the
-/// `glob` tool does, by file name at any depth (three files a name at most).
-async fn named_code(context: &ToolContext, question: &str, budget: usize) -> Shown {
-    let tools = Registry::new(Toolset::Read);
-    let call = |name: &'static str, arguments: serde_json::Value| {
-        let tools = &tools;
-        async move { tools.call(context, name, &arguments.to_string()).await.ok() }
-    };
-    let mut shown = Shown {
-        code: String::new(),
-        paths: Vec::new(),
-    };
-    for name in file_names(question) {
-        let paths: Vec<String> = if name.contains('/') {
-            vec![name.to_owned()]
-        } else {
-            call("glob", serde_json::json!({"pattern": name}))
-                .await
-                .filter(|found| !found.starts_with("no files match"))
-                .map(|found| found.lines().take(3).map(str::to_owned).collect())
-                .unwrap_or_default()
-        };
-        for path in paths {
-            if shown.paths.contains(&path) || path.starts_with("[...") {
-                continue;
-            }
-            let Some(text) = call("read_file", serde_json::json!({"path": path})).await else {
-                continue;
-            };
-            let room = budget.saturating_sub(shown.code.len());
-            if room < 200 {
-                return shown;
-            }
-            let (text, _) = crate::context::cut(&text, room - 100);
-            shown
-                .code
-                .push_str(&format!("### {path}\n\n```\n{text}```\n\n"));
-            shown.paths.push(path);
-        }
-    }
-    shown
-}
-
-/// The most names of a question looked up: each is a walk of the repository.
-const MAX_NAMES: usize = 8;
-
-/// The words of a question that look like a file's name or path (`orders.py`, `src/lib.rs`),
-/// without the quotes and punctuation around them; never a glob; the first [`MAX_NAMES`].
-fn file_names(question: &str) -> Vec<&str> {
-    let words = question
-        .split_whitespace()
-        .map(|word| word.trim_matches(|c: char| "`'\"()[]<>,;:!?".contains(c)))
-        .map(|word| word.trim_end_matches('.'))
-        .filter(|word| !word.contains(['*', '?', '[', ']', '{', '}']))
-        .filter(|word| {
-            let name = word.rsplit('/').next().unwrap_or(word);
-            name.rsplit_once('.').is_some_and(|(stem, extension)| {
-                !stem.is_empty()
-                    && (1..=6).contains(&extension.len())
-                    && extension.chars().all(|c| c.is_ascii_alphanumeric())
-                    && extension.chars().any(|c| c.is_ascii_alphabetic())
-            })
-        });
-    let mut names: Vec<&str> = Vec::new();
-    for word in words {
-        if !names.contains(&word) {
-            names.push(word);
-        }
-        if names.len() == MAX_NAMES {
-            break;
-        }
-    }
-    names
 }
 
 /// The Plan agent's system prompt: the open findings and the repository's rule files, and for a
@@ -245,21 +172,5 @@ fn ask_task(env: &LoopEnv<'_>, system: String, question: &str) -> Task {
         max_turns: env.config().budgets.max_turns,
         max_tokens: Some(max_tokens),
         ..Task::new("ask", system, message)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_names_of_a_question_are_its_file_names_once_each_never_a_glob() {
-        assert_eq!(
-            file_names("Why does `shop/orders.py` call db.py, (db.py) and *.py? See orders.py."),
-            ["shop/orders.py", "db.py", "orders.py"]
-        );
-        let many: String = (0..100).map(|i| format!("f{i}.py ")).collect();
-        assert_eq!(file_names(&many).len(), MAX_NAMES);
-        assert!(file_names("what is 3.5 times e? Is it done...").is_empty());
     }
 }

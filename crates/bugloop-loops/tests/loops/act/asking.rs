@@ -36,7 +36,7 @@ async fn a_model_without_tools_is_shown_the_files_the_question_names() {
         "{answer}"
     );
     assert!(
-        answer.contains("cannot read the repository: it saw `src/stats.rs`."),
+        answer.contains("cannot open files itself; it was shown `src/stats.rs`."),
         "{answer}"
     );
 }
@@ -63,5 +63,45 @@ async fn a_question_naming_no_file_says_the_model_saw_no_code() {
         system.contains("None: the question names no file of the repository."),
         "{system}"
     );
-    assert!(answer.contains("it saw no code"), "{answer}");
+    assert!(answer.contains("it was shown no code"), "{answer}");
+}
+
+/// Code the model's context cannot hold (dense data tokenizes poorly) is shown again, shorter,
+/// until it fits: the question is answered, not refused.
+#[tokio::test]
+async fn code_the_context_cannot_hold_is_shown_shorter_until_it_fits() {
+    let repo = Repo::with_feature();
+    let numbers: String = (0..5_000).map(|i| format!("{i},")).collect();
+    repo.write("data.py", &format!("TABLE = [{numbers}]\n"));
+    let model = ScriptedProvider::new([]).with_capabilities(Capabilities {
+        tools: false,
+        json_schema: true,
+        streaming: false,
+        context_tokens: None,
+        cache_at_breakpoints: false,
+    });
+    for _ in 0..2 {
+        model.push_error(|| bugloop_llm::LlmError::ContextTooLong {
+            message: "4554 prompt tokens do not fit the local context of 4096".to_owned(),
+        });
+    }
+    model.push(text_reply(r#"{"answer": "A table of numbers."}"#, usage()));
+    let model = Arc::new(model);
+    let answer = support::with_env(&repo, support::config(), model.clone(), async |env| {
+        act::ask(env, &env.git.conversation_key(), "What is in data.py?")
+            .await
+            .unwrap()
+    })
+    .await;
+    assert!(answer.starts_with("A table of numbers."), "{answer}");
+    let sizes: Vec<usize> = model
+        .requests()
+        .iter()
+        .map(|r| r.system.as_deref().unwrap_or_default().len())
+        .collect();
+    assert!(
+        sizes.len() == 3 && sizes[0] > sizes[1] && sizes[1] > sizes[2],
+        "{sizes:?}"
+    );
+    assert!(answer.contains("it was shown `data.py`"), "{answer}");
 }
