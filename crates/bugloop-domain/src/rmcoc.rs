@@ -160,25 +160,38 @@ pub fn parse_comment(body: &str) -> ParsedRmcoc {
     parsed
 }
 
-/// A comment as a person reads it on the forge: without the state block bugloop keeps at its end,
-/// nor the hidden `<!-- ... -->` lines outside code (bugloop's markers, which the forge does not
-/// show either).
+/// A comment of bugloop's as a person reads it: without the state block bugloop keeps at its end
+/// (when it is one: a block that does not read stays, as the text it is), nor its hidden
+/// `<!-- ... -->` lines outside code (a line that is one such comment, as a forge hides it).
 pub fn as_read(body: &str) -> String {
-    let human = parse_comment(body).human;
+    let parsed = parse_comment(body);
+    let human = if parsed.block.is_some() {
+        parsed.human
+    } else {
+        body.to_owned()
+    };
     let lines: Vec<&str> = human.split('\n').collect();
     let roles = line_roles(&lines);
     lines
         .iter()
         .zip(&roles)
-        .filter(|(line, role)| {
-            let line = line.trim();
-            !(**role == LineRole::Text && line.starts_with("<!--") && line.ends_with("-->"))
-        })
+        .filter(|(line, role)| !(**role == LineRole::Text && is_hidden_line(line)))
         .map(|(line, _)| *line)
         .collect::<Vec<_>>()
         .join("\n")
         .trim()
         .to_owned()
+}
+
+/// A line that is one HTML comment, which a forge does not show: not indented as code (four
+/// spaces), and nothing outside the comment.
+fn is_hidden_line(line: &str) -> bool {
+    let text = line.trim_start_matches(' ');
+    let indent = line.len() - text.len();
+    let text = text.trim_end();
+    indent < 4
+        && text.starts_with("<!--")
+        && text.find("-->").is_some_and(|end| end + 3 == text.len())
 }
 
 fn human_text(lines: &[&str]) -> String {
@@ -246,6 +259,8 @@ fn parse_block(json: &str) -> Result<RmcocBlock, String> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn a_comment_as_read_has_no_state_block_and_no_hidden_line_outside_code() {
         let block = RmcocBlock::new("t", "a", Score::new(7).unwrap());
@@ -255,13 +270,17 @@ mod tests {
             as_read(&build_comment(human, &block)),
             "### A bug\n\n```html\n<!-- kept: code -->\n```"
         );
-        assert_eq!(
-            as_read("plain <!-- inline --> words\n"),
-            "plain <!-- inline --> words"
-        );
+        // What a forge shows stays: text beside a comment, text between two on a line, a
+        // comment indented as code, a state block that does not read.
+        for shown in [
+            "plain <!-- inline --> words",
+            "<!-- a --> shown <!-- b -->",
+            "text\n\n    <!-- indented: code -->",
+            "text\n\n---\n\n```rmcoc\n{not json\n```",
+        ] {
+            assert_eq!(as_read(shown), shown);
+        }
     }
-
-    use super::*;
 
     #[test]
     fn round_trip() {

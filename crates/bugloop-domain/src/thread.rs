@@ -62,9 +62,15 @@ pub struct Comment {
 }
 
 impl Comment {
-    /// Its body as a person reads it on the forge ([`crate::rmcoc::as_read`]).
+    /// Its body for a person: bugloop's own without their state block and hidden lines
+    /// ([`crate::rmcoc::as_read`]); anyone else's as written, so a state or a marker someone
+    /// forged in a reply is seen for what it is.
     pub fn as_read(&self) -> String {
-        crate::rmcoc::as_read(&self.body)
+        if self.by_bugloop {
+            crate::rmcoc::as_read(&self.body)
+        } else {
+            self.body.trim_end().to_owned()
+        }
     }
 
     /// A conversation comment: on no line, in no thread.
