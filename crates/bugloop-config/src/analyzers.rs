@@ -23,7 +23,10 @@ pub const BUILT_IN_ANALYZERS: &[&str] = &[
 
 /// `auto`, or a list of analyzers.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(untagged)]
+#[serde(
+    untagged,
+    expecting = "expected `auto`, or a list of analyzers: names (`ruff`, `auto`) or `{name, command}` mappings"
+)]
 pub enum AnalyzerList {
     /// `auto`: every built-in analyzer whose tool is installed and whose files the change
     /// touches.
@@ -47,7 +50,10 @@ pub enum AutoKeyword {
 
 /// A built-in analyzer's name (or `auto`), or a tool that writes SARIF.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(untagged)]
+#[serde(
+    untagged,
+    expecting = "expected an analyzer's name (`ruff`, `auto`) or a `{name, command}` mapping"
+)]
 pub enum AnalyzerEntry {
     Name(String),
     Sarif(SarifAnalyzer),

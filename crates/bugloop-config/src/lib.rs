@@ -421,22 +421,32 @@ fn classify(origin: Origin, path: String, message: &str) -> ConfigError {
     }
 }
 
-/// serde's "..., expected <what>" with `<what>` said as a YAML file's writer knows it, where serde
-/// names a Rust type (`struct ReviewConfig`, `u64`).
+/// serde's message said as a YAML file's writer knows it, where serde names a Rust type or uses
+/// its own words (`struct ReviewConfig`, `u64`, `unit value`, `duplicate field`).
 fn in_users_words(message: &str) -> String {
+    let message = message
+        .replace("invalid type: unit value", "invalid type: nothing (null)")
+        .replace("invalid type: map,", "invalid type: mapping,")
+        .replace("invalid type: sequence,", "invalid type: list,")
+        .replace(" as u128,", ",")
+        .replace(" as i128,", ",");
+    if let Some(key) = message
+        .strip_prefix("duplicate field `")
+        .and_then(|rest| rest.strip_suffix('`'))
+    {
+        return format!("the key `{key}` is given twice");
+    }
     let Some((head, expected)) = message.rsplit_once(", expected ") else {
-        return message.to_owned();
+        return message;
     };
     let said = match expected {
-        "u8" => "a whole number from 0 to 255",
-        "u16" => "a whole number from 0 to 65535",
-        "u32" | "u64" | "u128" | "usize" => "a whole number, 0 or more",
+        "u8" | "u16" | "u32" | "u64" | "u128" | "usize" => "a whole number, 0 or more",
         "i8" | "i16" | "i32" | "i64" | "i128" | "isize" => "a whole number",
         "f32" | "f64" => "a number",
         "a sequence" => "a list",
         "a map" => "a mapping (`key: value` lines)",
         _ if expected.starts_with("struct ") => "a mapping (`key: value` lines)",
-        _ => return message.to_owned(),
+        _ => return message,
     };
     format!("{head}, expected {said}")
 }

@@ -120,6 +120,13 @@ fn errors_are_located_and_named() {
         "review:\n  ignore_files: \"*.md\"\n",
         "review:\n  elevation_min_score: 2.5\n",
         "model: 5\n",
+        "review:\n  analyzers: 7\n",
+        "review:\n  analyzers: [1]\n",
+        "review:\n  comment_limit: 99999999999999999999999\n",
+        "review:\n  threshold: ~\n",
+        "review:\n  threshold: 3\nreview:\n  threshold: 4\n",
+        "review:\n  ignore_files: {a: 1}\n",
+        "review:\n  prove:\n    min_score: 200\n",
     ];
     let mut report = String::new();
     for case in cases {

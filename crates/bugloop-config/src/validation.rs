@@ -130,6 +130,7 @@ pub fn validate(config: &Config) -> Result<(), ConfigError> {
     web_settings(&config.review)?;
     crate::analyzers::validate(&config.review.analyzers)?;
     dedup_overlap(&config.review)?;
+    prove_score(config.review.prove.min_score)?;
     large_enough(config)?;
     tokens_per_call_within_reason(config.review.max_tokens_per_call)?;
     sandbox_sizes_within_reason(&config.sandbox)?;
@@ -262,6 +263,18 @@ fn dedup_overlap(review: &ReviewConfig) -> Result<(), ConfigError> {
         return Err(invalid(
             "review.dedup_min_overlap",
             "must be between 0 and 1".to_owned(),
+        ));
+    }
+    Ok(())
+}
+
+/// `review.prove.min_score` is a score (1-10), or 0 for proving off: a larger one proves nothing
+/// without a word.
+fn prove_score(min_score: u8) -> Result<(), ConfigError> {
+    if min_score > 10 {
+        return Err(invalid(
+            "review.prove.min_score",
+            format!("is {min_score}; a score is 1 to 10 (0 turns proving off)"),
         ));
     }
     Ok(())
