@@ -127,6 +127,7 @@ fn errors_are_located_and_named() {
         "review:\n  threshold: 3\nreview:\n  threshold: 4\n",
         "review:\n  ignore_files: {a: 1}\n",
         "review:\n  prove:\n    min_score: 200\n",
+        "model:\n  default: nonsense:thing\n",
     ];
     let mut report = String::new();
     for case in cases {

@@ -560,6 +560,7 @@ fn default_model(model: &ModelConfig) -> Result<(), ConfigError> {
         ));
     }
     model_file_absolute("model.default", &model.default)?;
+    known_provider("model.default", model, &model.default)?;
     if let Some(dir) = &model.local_dir
         && !Path::new(dir).is_absolute()
     {
@@ -575,6 +576,35 @@ fn default_model(model: &ModelConfig) -> Result<(), ConfigError> {
 const RELATIVE_MODEL_FILE: &str = "it would be read from the working directory, which is usually \
     the tree under review (a branch could ship the model, or its answers, that reviews it); give \
     an absolute path";
+
+/// The providers bugloop knows without configuration: the embedded model, the cassette and
+/// script players, and the hosted APIs with a known address.
+const BUILT_IN_PROVIDERS: &[&str] = &["local", "replay", "script", "anthropic", "openai", "ollama"];
+
+/// A model string's provider is built in or configured (`model.providers.<name>`): an unknown
+/// one fails every run, so it is said when the configuration is checked.
+fn known_provider(key: &str, model: &ModelConfig, spec: &str) -> Result<(), ConfigError> {
+    let Some((provider, _)) = spec.split_once(':') else {
+        return Ok(());
+    };
+    let provider = provider.trim().to_lowercase();
+    if BUILT_IN_PROVIDERS.contains(&provider.as_str()) || model.providers.contains_key(&provider) {
+        return Ok(());
+    }
+    let mut known: Vec<&str> = BUILT_IN_PROVIDERS.to_vec();
+    known.extend(model.providers.keys().map(String::as_str));
+    known.sort_unstable();
+    known.dedup();
+    Err(invalid(
+        key,
+        format!(
+            "{spec:?} names the provider {provider:?}, which is neither built in nor configured \
+             (known: {}); configure model.providers.{provider}.base_url for an OpenAI-compatible \
+             server",
+            known.join(", ")
+        ),
+    ))
+}
 
 /// A model string that names a file (`local:` a path or `.gguf`, `replay:` and `script:`) names
 /// it absolutely.
