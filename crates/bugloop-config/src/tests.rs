@@ -697,54 +697,6 @@ fn ignored_settings_become_one_finding() {
     assert!(ignored_settings_finding(&[]).is_none());
 }
 
-#[test]
-fn schema_lists_every_section() {
-    let schema = schema();
-    let properties = schema["properties"].as_object().unwrap();
-    for key in [
-        "model",
-        "budgets",
-        "review",
-        "identity",
-        "fix",
-        "gate",
-        "converge",
-        "solve",
-        "labels",
-        "branch_prefix",
-        "protected_paths",
-        "sandbox",
-    ] {
-        assert!(properties.contains_key(key), "{key}");
-    }
-    assert_eq!(
-        schema["additionalProperties"],
-        serde_json::Value::Bool(false)
-    );
-}
-
-/// The schema says each least value the validation takes (an editor then says what `config
-/// check` would): every key of the validation's table has its `minimum`, and a value under it
-/// is refused by the schema as by the validation.
-#[test]
-fn the_schema_states_the_least_values() {
-    let schema = schema();
-    let minimums = validation::minimums(&Config::default());
-    for (key, _, least) in minimums {
-        let (section, field) = key.split_once('.').unwrap();
-        let reference = schema["properties"][section]["$ref"].as_str().unwrap();
-        let definition = reference.strip_prefix("#/$defs/").unwrap();
-        assert_eq!(
-            schema["$defs"][definition]["properties"][field]["minimum"],
-            serde_json::json!(least),
-            "{key}"
-        );
-    }
-    let validator = jsonschema::validator_for(&schema).unwrap();
-    assert!(!validator.is_valid(&serde_json::json!({"budgets": {"max_turns": 0}})));
-    assert!(validator.is_valid(&serde_json::json!({"budgets": {"max_turns": 1}})));
-}
-
 /// The configuration reference's example of every section is a configuration bugloop accepts.
 #[test]
 fn the_reference_example_is_valid() {

@@ -200,3 +200,51 @@ fn the_seeds_example_in_the_docs_is_the_seeds() {
         .expect("the seed's architecture has its example");
     assert_eq!(ours.trim_end(), theirs.trim_end());
 }
+
+#[test]
+fn schema_lists_every_section() {
+    let schema = schema();
+    let properties = schema["properties"].as_object().unwrap();
+    for key in [
+        "model",
+        "budgets",
+        "review",
+        "identity",
+        "fix",
+        "gate",
+        "converge",
+        "solve",
+        "labels",
+        "branch_prefix",
+        "protected_paths",
+        "sandbox",
+    ] {
+        assert!(properties.contains_key(key), "{key}");
+    }
+    assert_eq!(
+        schema["additionalProperties"],
+        serde_json::Value::Bool(false)
+    );
+}
+
+/// The schema says each least value the validation takes (an editor then says what `config
+/// check` would): every key of the validation's table has its `minimum`, and a value under it
+/// is refused by the schema as by the validation.
+#[test]
+fn the_schema_states_the_least_values() {
+    let schema = schema();
+    let minimums = validation::minimums(&Config::default());
+    for (key, _, least) in minimums {
+        let (section, field) = key.split_once('.').unwrap();
+        let reference = schema["properties"][section]["$ref"].as_str().unwrap();
+        let definition = reference.strip_prefix("#/$defs/").unwrap();
+        assert_eq!(
+            schema["$defs"][definition]["properties"][field]["minimum"],
+            serde_json::json!(least),
+            "{key}"
+        );
+    }
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    assert!(!validator.is_valid(&serde_json::json!({"budgets": {"max_turns": 0}})));
+    assert!(validator.is_valid(&serde_json::json!({"budgets": {"max_turns": 1}})));
+}
