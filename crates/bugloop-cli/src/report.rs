@@ -65,6 +65,14 @@ pub fn report(here: &Here, args: &ReportArgs, out: &mut impl Write) -> Result<Ve
                 let line = place.line.map(|l| format!(":{l}")).unwrap_or_default();
                 writeln!(out, "  at {}{line}", place.path)?;
             }
+            if report.located.is_empty() {
+                // Free text, a log line, or a trace of code elsewhere: said, so a report that is
+                // not what was meant (the wrong file piped in) is seen at once.
+                writeln!(
+                    out,
+                    "  no frame of it is a file of this repository: solving starts from its text alone"
+                )?;
+            }
             if let Some(regression) = &report.regression {
                 let state = regression.state.map_or("(none)", |s| s.as_str());
                 writeln!(out, "regression: {} [{state}]", regression.message)?;
