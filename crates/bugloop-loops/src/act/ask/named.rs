@@ -130,8 +130,8 @@ fn code_span(path: &str) -> String {
 /// without the quotes and punctuation around them and written one way (`./a//b.py` is
 /// `a/b.py`); never a glob; the first [`MAX_NAMES`], once each.
 fn file_names(question: &str) -> Vec<String> {
-    let words = question
-        .split_whitespace()
+    let words = words(question)
+        .into_iter()
         .map(|word| word.trim_matches(|c: char| "`'\"()[]<>,;:!?".contains(c)))
         .map(|word| word.trim_end_matches('.'))
         .filter(|word| !word.contains(['*', '?', '[', ']', '{', '}']))
@@ -162,6 +162,32 @@ fn file_names(question: &str) -> Vec<String> {
     names
 }
 
+/// The question's words, a span in backticks or double quotes one word (a name with a space in
+/// it: `` `my file.py` ``), in the order they stand.
+fn words(question: &str) -> Vec<&str> {
+    let mut words = Vec::new();
+    let mut rest = question.trim_start();
+    while let Some(first) = rest.chars().next() {
+        let quoted = ['`', '"']
+            .contains(&first)
+            .then(|| rest[1..].find(first))
+            .flatten();
+        let end = match quoted {
+            Some(close) => {
+                words.push(&rest[1..=close]);
+                close + 2
+            }
+            None => {
+                let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+                words.push(&rest[..end]);
+                end
+            }
+        };
+        rest = rest[end..].trim_start();
+    }
+    words
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -178,6 +204,10 @@ mod tests {
         let many: String = (0..100).map(|i| format!("f{i}.py ")).collect();
         assert_eq!(file_names(&many).len(), MAX_NAMES);
         assert!(file_names("what is 3.5 times e? Is it done...").is_empty());
+        assert_eq!(
+            file_names("Is `my file.py` like \"old one.py\" and a.py? \"Unclosed b.py"),
+            ["my file.py", "old one.py", "a.py", "b.py"]
+        );
     }
 
     #[test]
