@@ -57,7 +57,8 @@ pub async fn ask(
     let small = capabilities.context_tokens.is_some_and(|c| c < 16_000);
     let mut budget = if small { 6_000 } else { 40_000 };
     let agent = Agent::new(env.provider.clone(), context, &env.runs_dir);
-    loop {
+    // Each try shows at most half the code of the last, so the tries end; a few are enough.
+    for _ in 0..MAX_TRIES {
         let shown = named.as_ref().map(|named| named.within(budget));
         let system = ask_system(env, &findings, root, shown.as_ref());
         let run = agent.run(ask_task(env, system, question)).await;
@@ -70,7 +71,15 @@ pub async fn ask(
             outcome => return Ok(said(env, answer_of(outcome?), shown.as_ref())),
         }
     }
+    Err(ActError::Invalid(format!(
+        "the question with the code it names does not fit {}'s context, even with the code cut \
+         {MAX_TRIES} times: ask about a smaller part, or use a model with a larger context",
+        env.provider.name()
+    )))
 }
+
+/// The most times a question is asked with less of its code.
+const MAX_TRIES: usize = 6;
 
 /// The answer's text.
 fn answer_of(outcome: Outcome) -> String {

@@ -79,22 +79,25 @@ impl Named {
         named
     }
 
-    /// The files' code within `budget` characters, in the order the question names them: a
-    /// file that does not fit whole is cut, and those after it are left out.
+    /// The files' code within `budget` characters, headers included, in the order the question
+    /// names them: a file that does not fit whole is cut (to no less than 100 characters of its
+    /// code), and those after it are left out. Never longer than `budget`, so showing it again
+    /// within half its length shows less.
     pub fn within(&self, budget: usize) -> Shown {
         let mut shown = Shown {
             code: String::new(),
             paths: Vec::new(),
         };
         for (path, text) in &self.files {
-            let room = budget.saturating_sub(shown.code.len());
-            if room < 200 {
+            let (open, close) = (format!("### {path}\n\n```\n"), "```\n\n");
+            let room = budget.saturating_sub(shown.code.len() + open.len() + close.len());
+            if room < 100 {
                 break;
             }
-            let (text, _) = crate::context::cut(text, room - 100);
-            shown
-                .code
-                .push_str(&format!("### {path}\n\n```\n{text}```\n\n"));
+            let (text, _) = crate::context::cut(text, room);
+            shown.code.push_str(&open);
+            shown.code.push_str(&text);
+            shown.code.push_str(close);
             shown.paths.push(path.clone());
         }
         shown
@@ -208,6 +211,33 @@ mod tests {
             file_names("Is `my file.py` like \"old one.py\" and a.py? \"Unclosed b.py"),
             ["my file.py", "old one.py", "a.py", "b.py"]
         );
+    }
+
+    #[test]
+    fn what_is_shown_never_exceeds_its_budget_so_halving_it_ends() {
+        let long = format!("{}/Rates.py", "d".repeat(290));
+        let named = Named {
+            files: vec![
+                (long, "     1\tx = 1\n".repeat(400)),
+                ("b.py".to_owned(), "     1\ty = 2\n".repeat(400)),
+            ],
+        };
+        let mut budget = 6_000;
+        let mut rounds = 0;
+        loop {
+            let shown = named.within(budget);
+            assert!(
+                shown.code.len() <= budget,
+                "{} > {budget}",
+                shown.code.len()
+            );
+            if shown.code.is_empty() {
+                break;
+            }
+            budget = shown.code.len() / 2;
+            rounds += 1;
+            assert!(rounds < 20, "halving did not end");
+        }
     }
 
     #[test]

@@ -105,3 +105,35 @@ async fn code_the_context_cannot_hold_is_shown_shorter_until_it_fits() {
     );
     assert!(answer.contains("it was shown `data.py`"), "{answer}");
 }
+
+/// A model that never takes the question, however short the code: asked a few times, then an
+/// error that says why, never an endless loop (a long path's header used to stop the shrinking).
+#[tokio::test]
+async fn a_question_that_never_fits_ends_with_an_error() {
+    let repo = Repo::with_feature();
+    let model = ScriptedProvider::new([]).with_capabilities(Capabilities {
+        tools: false,
+        json_schema: true,
+        streaming: false,
+        context_tokens: None,
+        cache_at_breakpoints: false,
+    });
+    for _ in 0..20 {
+        model.push_error(|| bugloop_llm::LlmError::ContextTooLong {
+            message: "the prompt does not fit".to_owned(),
+        });
+    }
+    let model = Arc::new(model);
+    let error = support::with_env(&repo, support::config(), model.clone(), async |env| {
+        act::ask(env, &env.git.conversation_key(), "What does src/stats.rs do?")
+            .await
+            .unwrap_err()
+    })
+    .await;
+    let asked = model.requests().len();
+    assert!((2..=7).contains(&asked), "asked {asked} times");
+    assert!(
+        error.to_string().contains("fit") && error.to_string().contains("context"),
+        "{error}"
+    );
+}
