@@ -279,17 +279,42 @@ pub(crate) fn from_yaml_with_tree(
     if shaped_and_blank(text, path)? {
         return Ok((Config::default(), serde_yaml_ng::Value::Null));
     }
-    let tree = serde_yaml_ng::from_str::<serde_yaml_ng::Value>(text).ok();
-    if let Some(tree) = &tree
-        && let Ok(config) = serde_path_to_error::deserialize::<_, Config>(tree)
-    {
-        return Ok((config, tree.clone()));
+    let tree = match serde_yaml_ng::from_str::<serde_yaml_ng::Value>(text) {
+        Ok(tree) => tree,
+        Err(error) => {
+            // The text's own error first, where it has one (it names the key). A text that reads
+            // as a configuration but has no tree (a key twice in a map, a tag its value does not
+            // fit) is refused: its tree is what says which keys the file sets, and without it the
+            // whole file was dropped without a word.
+            deserialize_located(text, path)?;
+            return Err(tree_error(&error, path));
+        }
+    };
+    if let Ok(config) = serde_path_to_error::deserialize::<_, Config>(&tree) {
+        return Ok((config, tree));
     }
-    let config = deserialize_located(text, path)?;
     // Read from the text where its tree did not read (a plain `5` is text to a key that takes
-    // text, not to the tree): the tree still says which keys the file sets. Only a text with no
-    // tree sets nothing known; without this, one such value dropped the whole file.
-    Ok((config, tree.unwrap_or(serde_yaml_ng::Value::Null)))
+    // text, not to the tree): the tree still says which keys the file sets.
+    let config = deserialize_located(text, path)?;
+    Ok((config, tree))
+}
+
+/// Why a file has no YAML tree, at its place.
+fn tree_error(error: &serde_yaml_ng::Error, path: &Path) -> ConfigError {
+    let (line, column) = error
+        .location()
+        .map_or((1, 1), |at| (at.line(), at.column()));
+    let origin = Origin::File {
+        path: path.to_path_buf(),
+        line,
+        column,
+    };
+    // serde_yaml_ng starts with the node's path (`model.prices: ...`): ours says it in backticks.
+    let message = error.to_string();
+    match message.split_once(": ") {
+        Some((node, rest)) if !node.contains(' ') => classify(origin, node.to_owned(), rest),
+        _ => classify(origin, String::new(), &message),
+    }
 }
 
 /// Reads the configuration straight from the text, so an error has its line and column.
@@ -433,6 +458,11 @@ fn in_users_words(message: &str) -> String {
     if let Some(key) = message
         .strip_prefix("duplicate field `")
         .and_then(|rest| rest.strip_suffix('`'))
+        .or_else(|| {
+            message
+                .strip_prefix("duplicate entry with key \"")
+                .and_then(|rest| rest.strip_suffix('"'))
+        })
     {
         return format!("the key `{key}` is given twice");
     }

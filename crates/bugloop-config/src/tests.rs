@@ -128,6 +128,8 @@ fn errors_are_located_and_named() {
         "review:\n  ignore_files: {a: 1}\n",
         "review:\n  prove:\n    min_score: 200\n",
         "model:\n  default: nonsense:thing\n",
+        "model:\n  prices:\n    openai:x: {input_per_mtok: 1, output_per_mtok: 2}\n    openai:x: {input_per_mtok: 3, output_per_mtok: 4}\n",
+        "labels:\n  trigger: !!int x\n",
     ];
     let mut report = String::new();
     for case in cases {

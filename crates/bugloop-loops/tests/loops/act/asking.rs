@@ -125,9 +125,13 @@ async fn a_question_that_never_fits_ends_with_an_error() {
     }
     let model = Arc::new(model);
     let error = support::with_env(&repo, support::config(), model.clone(), async |env| {
-        act::ask(env, &env.git.conversation_key(), "What does src/stats.rs do?")
-            .await
-            .unwrap_err()
+        act::ask(
+            env,
+            &env.git.conversation_key(),
+            "What does src/stats.rs do?",
+        )
+        .await
+        .unwrap_err()
     })
     .await;
     let asked = model.requests().len();
