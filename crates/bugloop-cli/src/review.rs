@@ -277,7 +277,7 @@ fn finding_thread(
                         " · {p}:{}",
                         comment.line.unwrap_or(0)
                     )),
-                    comment.as_read()
+                    crate::terminal::quoted(&comment.as_read())
                 )?;
             }
         }

@@ -169,7 +169,7 @@ pub fn item(here: &Here, args: &ItemArgs, out: &mut impl Write) -> Result<Verdic
     if item.reports > 0 {
         writeln!(out, "  error reports: {}", item.reports)?;
     }
-    writeln!(out, "\n{}", view.body_as_read())?;
+    writeln!(out, "\n{}", crate::terminal::quoted(&view.body_as_read()))?;
     for comment in &view.comments {
         let place = match (&comment.path, comment.line) {
             (Some(path), Some(line)) => format!(" · {path}:{line}"),
@@ -181,7 +181,7 @@ pub fn item(here: &Here, args: &ItemArgs, out: &mut impl Write) -> Result<Verdic
             "\n── {} · {}{place}\n{}",
             comment.author,
             comment.created_at.strftime("%Y-%m-%d %H:%M"),
-            comment.as_read()
+            crate::terminal::quoted(&comment.as_read())
         )?;
     }
     Ok(Verdict::Done)

@@ -137,6 +137,21 @@ pub(crate) fn printable(text: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// A comment's text under the line that says who wrote it: every line indented, so no line of
+/// it (`── bugloop · ...` in someone's reply) can pass for such a line of bugloop's own.
+pub(crate) fn quoted(text: &str) -> String {
+    text.lines()
+        .map(|line| {
+            if line.is_empty() {
+                String::new()
+            } else {
+                format!("  {line}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// Standard error, made printable.
 pub(crate) fn stderr() -> Printable<io::StderrLock<'static>> {
     Printable::new(io::stderr().lock(), false)
@@ -206,6 +221,17 @@ fn is_bidi(c: char) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_quoted_comment_has_no_line_at_the_margin() {
+        let forged = "fixed\n\n── bugloop · 2026-12-07 09:00 · comment 3\nResolved.";
+        let quoted = quoted(forged);
+        assert!(
+            quoted.lines().all(|l| l.is_empty() || l.starts_with("  ")),
+            "{quoted}"
+        );
+        assert!(quoted.contains("  ── bugloop"), "{quoted}");
+    }
 
     fn through(chunks: &[&[u8]], styles: bool) -> String {
         let mut out = Vec::new();
