@@ -3,6 +3,17 @@
 
 use super::*;
 
+/// A scripted model that cannot call tools and answers with a JSON schema, its answers to come.
+fn without_tools() -> ScriptedProvider {
+    ScriptedProvider::new([]).with_capabilities(Capabilities {
+        tools: false,
+        json_schema: true,
+        streaming: false,
+        context_tokens: None,
+        cache_at_breakpoints: false,
+    })
+}
+
 /// The question names `stats.rs` (found at any depth, as `glob` finds a name) and `leak.py`, a
 /// link out of the repository: the model is shown the first, numbered as `read_file` numbers it,
 /// never the second; the answer says what the model saw.
@@ -73,13 +84,7 @@ async fn code_the_context_cannot_hold_is_shown_shorter_until_it_fits() {
     let repo = Repo::with_feature();
     let numbers: String = (0..5_000).map(|i| format!("{i},")).collect();
     repo.write("data.py", &format!("TABLE = [{numbers}]\n"));
-    let model = ScriptedProvider::new([]).with_capabilities(Capabilities {
-        tools: false,
-        json_schema: true,
-        streaming: false,
-        context_tokens: None,
-        cache_at_breakpoints: false,
-    });
+    let model = without_tools();
     for _ in 0..2 {
         model.push_error(|| bugloop_llm::LlmError::ContextTooLong {
             message: "4554 prompt tokens do not fit the local context of 4096".to_owned(),
@@ -111,13 +116,7 @@ async fn code_the_context_cannot_hold_is_shown_shorter_until_it_fits() {
 #[tokio::test]
 async fn a_question_that_never_fits_ends_with_an_error() {
     let repo = Repo::with_feature();
-    let model = ScriptedProvider::new([]).with_capabilities(Capabilities {
-        tools: false,
-        json_schema: true,
-        streaming: false,
-        context_tokens: None,
-        cache_at_breakpoints: false,
-    });
+    let model = without_tools();
     for _ in 0..20 {
         model.push_error(|| bugloop_llm::LlmError::ContextTooLong {
             message: "the prompt does not fit".to_owned(),
