@@ -226,8 +226,9 @@ fn ignored_warnings(loaded: &Loaded, branch_config: BranchConfig, base_found: bo
             };
             // A review setting the branch may set, but not to make its own review looser.
             let why = if !bugloop_config::BRANCH_SETTABLE.contains(&ignored.key.as_str()) {
-                "commands and sandbox settings come from trusted configuration (the base commit, \
-                 your own config)"
+                "what runs and where data and money go (commands, the sandbox, models, \
+                 budgets, labels) come from trusted configuration (the base commit, your own \
+                 config)"
             } else {
                 "a branch may make its own review stricter, not looser (a higher threshold, \
                  fewer comments, more ignored files)"

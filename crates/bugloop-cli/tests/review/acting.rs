@@ -434,9 +434,9 @@ fn a_branch_cannot_choose_its_own_commands() {
     );
     dir.commit("config");
     let warning = "warning: .bugloop/config.yml on this branch sets fix.verify_commands (line 4); \
-                   ignored: commands and sandbox settings come from trusted configuration (the \
-                   base commit, your own config). Run with --trust-branch-config to accept them \
-                   for this run.\n";
+                   ignored: what runs and where data and money go (commands, the sandbox, models, \
+                   budgets, labels) come from trusted configuration (the base commit, your own \
+                   config). Run with --trust-branch-config to accept them for this run.\n";
 
     let shown = bugloop(dir.path(), &["config", "show"]);
     assert_eq!(shown.status.code(), Some(0), "{}", stderr(&shown));
