@@ -3,6 +3,18 @@
 
 use super::*;
 
+/// `ask` of `question` on `repo`'s branch with `model`.
+async fn ask(
+    repo: &Repo,
+    model: Arc<ScriptedProvider>,
+    question: &str,
+) -> Result<String, act::ActError> {
+    support::with_env(repo, support::config(), model, async |env| {
+        act::ask(env, &env.git.conversation_key(), question).await
+    })
+    .await
+}
+
 /// A scripted model that cannot call tools and answers with a JSON schema, its answers to come.
 fn without_tools() -> ScriptedProvider {
     ScriptedProvider::new([]).with_capabilities(Capabilities {
@@ -26,12 +38,7 @@ async fn a_model_without_tools_is_shown_the_files_the_question_names() {
         &json!({"answer": "It returns the element at the percentile's index."}),
     ));
     let question = "What does `stats.rs` return for an empty list, and what is in leak.py?";
-    let answer = support::with_env(&repo, support::config(), model.clone(), async |env| {
-        act::ask(env, &env.git.conversation_key(), question)
-            .await
-            .unwrap()
-    })
-    .await;
+    let answer = ask(&repo, model.clone(), question).await.unwrap();
     let system = model.requests()[0].system.clone().unwrap_or_default();
     assert!(system.contains("### src/stats.rs"), "{system}");
     assert!(
@@ -59,16 +66,9 @@ async fn a_question_naming_no_file_says_the_model_saw_no_code() {
     let model = Arc::new(support::structured_session(
         &json!({"answer": "I cannot tell."}),
     ));
-    let answer = support::with_env(&repo, support::config(), model.clone(), async |env| {
-        act::ask(
-            env,
-            &env.git.conversation_key(),
-            "Is this code any good? *.rs",
-        )
+    let answer = ask(&repo, model.clone(), "Is this code any good? *.rs")
         .await
-        .unwrap()
-    })
-    .await;
+        .unwrap();
     let system = model.requests()[0].system.clone().unwrap_or_default();
     assert!(
         system.contains("None: the question names no file of the repository."),
@@ -92,12 +92,9 @@ async fn code_the_context_cannot_hold_is_shown_shorter_until_it_fits() {
     }
     model.push(text_reply(r#"{"answer": "A table of numbers."}"#, usage()));
     let model = Arc::new(model);
-    let answer = support::with_env(&repo, support::config(), model.clone(), async |env| {
-        act::ask(env, &env.git.conversation_key(), "What is in data.py?")
-            .await
-            .unwrap()
-    })
-    .await;
+    let answer = ask(&repo, model.clone(), "What is in data.py?")
+        .await
+        .unwrap();
     assert!(answer.starts_with("A table of numbers."), "{answer}");
     let sizes: Vec<usize> = model
         .requests()
@@ -123,16 +120,9 @@ async fn a_question_that_never_fits_ends_with_an_error() {
         });
     }
     let model = Arc::new(model);
-    let error = support::with_env(&repo, support::config(), model.clone(), async |env| {
-        act::ask(
-            env,
-            &env.git.conversation_key(),
-            "What does src/stats.rs do?",
-        )
+    let error = ask(&repo, model.clone(), "What does src/stats.rs do?")
         .await
-        .unwrap_err()
-    })
-    .await;
+        .unwrap_err();
     let asked = model.requests().len();
     assert!((2..=7).contains(&asked), "asked {asked} times");
     assert!(
