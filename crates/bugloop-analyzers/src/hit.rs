@@ -80,9 +80,13 @@ impl Candidate {
         // One line, no live mention, no comment opener, no fence: a tool's message is data.
         let message = quiet(&crate::keys::mask_keys(&self.hit.message)).replace("``", "''");
         let mut title: String = message.chars().take(MAX_TITLE_CHARS).collect();
-        if title.len() < message.len() {
+        // The title is the message; the description repeats it only when the title had to cut it.
+        let said = if title.len() < message.len() {
             title.push('…');
-        }
+            format!(": {message}")
+        } else {
+            ".".to_owned()
+        };
         // The rule id and its page are the tool's words too: one line, inert, a link only to a
         // plain https URL.
         let rule_id = quiet(&self.hit.rule).replace(['`', '[', ']'], "'");
@@ -94,7 +98,7 @@ impl Candidate {
             id: self.id(),
             title,
             description: format!(
-                "{} reports {rule} on a line this change adds: {message}{}",
+                "{} reports {rule} on a line this change adds{said}{}",
                 self.tool,
                 self.note
                     .as_deref()
@@ -173,6 +177,26 @@ mod tests {
         assert_eq!(
             (source.tool.as_str(), source.rule.as_str()),
             ("ruff", "S608")
+        );
+    }
+
+    #[test]
+    fn the_message_is_said_once_unless_the_title_cut_it() {
+        let short = candidate("Possible SQL injection").to_finding();
+        assert_eq!(short.title, "Possible SQL injection");
+        assert!(!short.description.contains("Possible SQL injection"));
+        assert!(
+            short.description.ends_with("on a line this change adds."),
+            "{}",
+            short.description
+        );
+        let message = "x".repeat(MAX_TITLE_CHARS + 40);
+        let long = candidate(&message).to_finding();
+        assert!(long.title.ends_with('…'));
+        assert!(
+            long.description.ends_with(&format!("adds: {message}")),
+            "{}",
+            long.description
         );
     }
 
