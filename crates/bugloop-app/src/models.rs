@@ -64,8 +64,17 @@ impl Models {
 
     /// A fresh meter for one job on `model`, with the configured budgets and its price.
     pub fn meter(&self, model: &str) -> Meter {
-        let price = price_for(self.prices.iter().map(|(k, v)| (k, v)), model);
-        Meter::new(model, self.limits, price)
+        Meter::new(model, self.limits, self.price(model))
+    }
+
+    /// The configured price of `model`; a model that runs here costs nothing unless the
+    /// configuration prices it (its review says $0, not "cost unknown").
+    fn price(&self, model: &str) -> Option<Price> {
+        price_for(self.prices.iter().map(|(k, v)| (k, v)), model).or_else(|| {
+            bugloop_llm::ModelSpec::parse(model)
+                .is_ok_and(|spec| spec.runs_in_process())
+                .then_some(Price::FREE)
+        })
     }
 
     /// Connects `model` (default: the configured one), metered by a fresh meter.
@@ -126,5 +135,39 @@ pub fn llm_settings(config: &Config) -> LlmSettings {
             .or_else(|| std::env::var_os("BUGLOOP_MODEL_DIR").map(PathBuf::from)),
         // Record every model exchange of this run for `replay:` (tests, bug reports).
         record_to: std::env::var_os("BUGLOOP_RECORD").map(PathBuf::from),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_model_that_runs_here_costs_nothing_unless_priced_and_a_remote_one_is_unknown() {
+        let mut config = Config::default();
+        let models = Models::new(&config);
+        for here in [
+            "local:smollm2",
+            "script:/tmp/a.jsonl",
+            "replay:/tmp/c.jsonl",
+        ] {
+            assert_eq!(models.price(here), Some(Price::FREE), "{here}");
+            assert_eq!(models.meter(here).summary().cost_usd, Some(0.0), "{here}");
+        }
+        assert_eq!(models.price("ollama:qwen2.5-coder"), None);
+        assert_eq!(
+            models.meter("ollama:qwen2.5-coder").summary().cost_usd,
+            None
+        );
+        config.model.prices.insert(
+            "local:".into(),
+            bugloop_config::Price {
+                input_per_mtok: 2.0,
+                cached_input_per_mtok: None,
+                output_per_mtok: 3.0,
+            },
+        );
+        let priced = Models::new(&config).price("local:smollm2");
+        assert_eq!(priced.map(|p| p.output_per_mtok), Some(3.0));
     }
 }

@@ -26,6 +26,13 @@ pub struct Price {
 }
 
 impl Price {
+    /// What a model that runs on this machine costs.
+    pub const FREE: Price = Price {
+        input_per_mtok: 0.0,
+        cached_input_per_mtok: None,
+        output_per_mtok: 0.0,
+    };
+
     pub fn cost(&self, usage: Usage) -> f64 {
         let cached = usage.cached_input_tokens.min(usage.input_tokens);
         let fresh = usage.input_tokens - cached;

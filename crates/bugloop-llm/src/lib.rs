@@ -114,6 +114,12 @@ pub struct ModelSpec {
 }
 
 impl ModelSpec {
+    /// Whether the model runs in this process (`local:`, `replay:`, `script:`, whatever the
+    /// configuration names): it spends no money.
+    pub fn runs_in_process(&self) -> bool {
+        matches!(self.provider.as_str(), "local" | "replay" | "script")
+    }
+
     pub fn parse(text: &str) -> Result<Self, LlmError> {
         let (provider, model) = text.split_once(':').ok_or_else(|| {
             LlmError::Config(format!(
