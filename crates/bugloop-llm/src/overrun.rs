@@ -43,6 +43,16 @@ pub struct UsageSummary {
     pub elapsed: Duration,
 }
 
+/// A run's cost as people read it: `$0.0123`, `$0` for a model that costs nothing, or
+/// `cost unknown` for a model without a price.
+pub fn cost_text(cost_usd: Option<f64>) -> String {
+    match cost_usd {
+        Some(0.0) => "$0".to_owned(),
+        Some(cost) => format!("${cost:.4}"),
+        None => "cost unknown".to_owned(),
+    }
+}
+
 impl fmt::Display for UsageSummary {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
@@ -52,10 +62,7 @@ impl fmt::Display for UsageSummary {
             self.usage.input_tokens,
             self.usage.cached_input_tokens,
             self.usage.output_tokens,
-            match self.cost_usd {
-                Some(cost) => format!("${cost:.4}"),
-                None => "cost unknown".to_owned(),
-            },
+            cost_text(self.cost_usd),
             self.turns,
             self.elapsed.as_secs_f64()
         )
@@ -100,4 +107,16 @@ fn refused_text(refused: &Option<Box<Refused>>) -> String {
         .as_ref()
         .map(|r| format!(": {r}"))
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cost_text;
+
+    #[test]
+    fn a_cost_is_dollars_nothing_or_unknown() {
+        assert_eq!(cost_text(Some(0.012_34)), "$0.0123");
+        assert_eq!(cost_text(Some(0.0)), "$0");
+        assert_eq!(cost_text(None), "cost unknown");
+    }
 }

@@ -9,9 +9,7 @@ use crate::review::{ReviewReport, UsageInfo};
 pub const SUMMARY_TAG: &str = "<!-- bugloop:summary -->";
 
 fn usage_line(usage: &UsageInfo) -> String {
-    let cost = usage
-        .cost_usd
-        .map_or("cost unknown".to_owned(), |c| format!("${c:.4}"));
+    let cost = bugloop_llm::overrun::cost_text(usage.cost_usd);
     format!(
         "{} input tokens ({} cached), {} output tokens, {cost}, {} model calls in {} session(s), {:.1}s",
         usage.input_tokens,

@@ -39,9 +39,7 @@ pub(crate) fn size_and_cost(report: &ReviewReport, model: &str) -> String {
 
 pub(crate) fn usage_text(report: &ReviewReport) -> String {
     let u = &report.usage;
-    let cost = u
-        .cost_usd
-        .map_or("cost unknown".to_owned(), |c| format!("${c:.4}"));
+    let cost = bugloop_llm::overrun::cost_text(u.cost_usd);
     format!(
         "{} in / {} out tokens, {cost}, {} model calls, {:.1}s",
         u.input_tokens, u.output_tokens, u.model_calls, u.seconds
