@@ -2,7 +2,7 @@
 //! [`Candidate`], which becomes a finding).
 
 use bugloop_domain::finding::{Category, Finding, FindingId, FindingSource};
-use bugloop_domain::markdown::quiet;
+use bugloop_domain::markdown::{plain_https, quiet};
 use bugloop_domain::score::Score;
 use serde::Serialize;
 
@@ -75,7 +75,8 @@ impl Candidate {
     }
 
     /// The finding this candidate is published as when no model explains it: the tool's
-    /// message (quoted as data, neutralised), the rule and its page.
+    /// message (quoted as data, neutralised); its source names the rule and its page, which
+    /// every rendering shows once ("found by").
     pub fn to_finding(&self) -> Finding {
         // One line, no live mention, no comment opener, no fence: a tool's message is data.
         let message = quiet(&crate::keys::mask_keys(&self.hit.message)).replace("``", "''");
@@ -87,18 +88,11 @@ impl Candidate {
         } else {
             ".".to_owned()
         };
-        // The rule id and its page are the tool's words too: one line, inert, a link only to a
-        // plain https URL.
-        let rule_id = quiet(&self.hit.rule).replace(['`', '[', ']'], "'");
-        let rule = match self.hit.url.as_deref().filter(|u| plain_https(u)) {
-            Some(url) => format!("[`{rule_id}`]({url})"),
-            None => format!("`{rule_id}`"),
-        };
         Finding {
             id: self.id(),
             title,
             description: format!(
-                "{} reports {rule} on a line this change adds{said}{}",
+                "{} reports this on a line this change adds{said}{}",
                 self.tool,
                 self.note
                     .as_deref()
@@ -124,16 +118,6 @@ impl Candidate {
             model: false,
         }
     }
-}
-
-/// A plain https URL: one token of URL characters, nothing that could end a link, open a fence,
-/// mention anyone or start a new line.
-pub fn plain_https(url: &str) -> bool {
-    url.starts_with("https://")
-        && url.len() <= 300
-        && url
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-._~:/?#!$&*+,;=%".contains(c))
 }
 
 #[cfg(test)]
@@ -168,15 +152,15 @@ mod tests {
         assert_eq!(finding.id.as_str(), "ruff-S608-app/db.py-3");
         assert_eq!(finding.line, Some(3));
         assert_eq!(finding.end_line, None);
-        assert!(
-            finding
-                .description
-                .contains("[`S608`](https://docs.astral.sh/ruff/rules/hardcoded-sql-expression)")
-        );
+        assert!(finding.description.starts_with("ruff reports this"));
         let source = finding.source.unwrap();
         assert_eq!(
             (source.tool.as_str(), source.rule.as_str()),
             ("ruff", "S608")
+        );
+        assert_eq!(
+            source.url.as_deref(),
+            Some("https://docs.astral.sh/ruff/rules/hardcoded-sql-expression")
         );
     }
 

@@ -38,7 +38,7 @@ mod weight;
 pub use builtin::{BUILT_IN, BuiltIn, built_in};
 pub use custom::{CustomAnalyzer, CustomError};
 pub use fix::{FixRequest, apply_fix, has_fix, still_reports};
-pub use hit::{Candidate, Hit, Level, plain_https};
+pub use hit::{Candidate, Hit, Level};
 pub use keys::{mask_keys, safe_evidence, secret_rules};
 pub use locate::{Installed, Toolbox, installed_versions};
 pub use run::{Analysis, AnalyzerRun, Request, RunStatus, Unchecked, analyze};

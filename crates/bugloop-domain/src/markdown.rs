@@ -231,6 +231,16 @@ pub fn inline(text: &str) -> String {
     )
 }
 
+/// A plain https URL: one token of URL characters, nothing that could end a link, open a fence,
+/// mention anyone or start a new line.
+pub fn plain_https(url: &str) -> bool {
+    url.starts_with("https://")
+        && url.len() <= 300
+        && url
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-._~:/?#!$&*+,;=%".contains(c))
+}
+
 /// [`inline`] text quoted from what others wrote (a test's output, a file name), in a comment
 /// bugloop posts on its own: `@name` notifies nobody, so what the code under test prints cannot
 /// page people through bugloop. The same as [`inline`], which silences every mention: bugloop

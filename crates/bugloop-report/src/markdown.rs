@@ -95,14 +95,10 @@ fn finding_section(out: &mut String, f: &PublishedFinding) {
 pub fn found_by(source: &bugloop_domain::finding::FindingSource) -> String {
     let tool = quiet(&source.tool).replace(['`', '[', ']'], "'");
     let rule = quiet(&source.rule).replace(['`', '[', ']'], "'");
-    // A link only to a plain https URL: one token of URL characters, nothing that could end the
-    // link, open a fence or start a new line.
-    let url = source.url.as_deref().filter(|u| {
-        u.starts_with("https://")
-            && u.len() <= 300
-            && u.chars()
-                .all(|c| c.is_ascii_alphanumeric() || "-._~:/?#!$&*+,;=%".contains(c))
-    });
+    let url = source
+        .url
+        .as_deref()
+        .filter(|u| bugloop_domain::markdown::plain_https(u));
     let rule = match url {
         Some(url) => format!("[`{rule}`]({url})"),
         None => format!("`{rule}`"),
@@ -255,5 +251,37 @@ fn left_out(out: &mut String, report: &ReviewReport) {
         for e in &report.errors {
             let _ = writeln!(out, "- error: {e}");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use bugloop_domain::finding::FindingSource;
+
+    use super::found_by;
+
+    #[test]
+    fn found_by_links_a_plain_page_and_keeps_a_tools_words_inert() {
+        let ruff = FindingSource {
+            tool: "ruff".into(),
+            rule: "S608".into(),
+            url: Some("https://docs.astral.sh/ruff/rules/hardcoded-sql-expression".into()),
+            model: false,
+        };
+        assert_eq!(
+            found_by(&ruff),
+            "Found by ruff [`S608`](https://docs.astral.sh/ruff/rules/hardcoded-sql-expression)."
+        );
+        let hostile = FindingSource {
+            tool: "ruff".into(),
+            rule: "x` @octocat [pwn](https://evil.example)\n```suggestion\nevil()\n```".into(),
+            url: Some("https://x/\n```suggestion".into()),
+            model: true,
+        };
+        let said = found_by(&hostile);
+        for forbidden in ["\n", "```", "@octocat", "[pwn]", "https://x/"] {
+            assert!(!said.contains(forbidden), "{said}");
+        }
+        assert!(said.ends_with(" and the model."), "{said}");
     }
 }
