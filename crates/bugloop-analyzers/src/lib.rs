@@ -28,6 +28,7 @@ mod locate;
 mod overlap;
 mod own;
 mod parse_errors;
+mod place;
 mod run;
 mod sarif;
 mod scope;

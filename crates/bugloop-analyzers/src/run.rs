@@ -3,7 +3,6 @@
 //! candidates on the change's lines. A tool that is missing, crashes, times out or writes what
 //! cannot be read is reported as not run; it never fails the review.
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -139,7 +138,7 @@ pub async fn analyze(request: Request<'_>) -> Analysis {
         analysis.runs.push(run);
         analysis.candidates.extend(candidates);
     }
-    keep_the_strongest_of_each_place(&mut analysis.candidates);
+    crate::place::keep_the_strongest_of_each_place(&mut analysis.candidates);
     let unparseable = crate::parse_errors::unparseable_by_ruff(&analysis.candidates);
     for run in analysis
         .runs
@@ -154,34 +153,8 @@ pub async fn analyze(request: Request<'_>) -> Analysis {
         let path = regular_file(request.workspace, file)?;
         std::fs::read_to_string(path).ok()
     });
+    crate::place::one_per_line_of_a_tool(&mut analysis.candidates);
     analysis
-}
-
-/// One candidate per tool, rule and line: the one the tool weighs most (zizmor reports each
-/// expression of a line, an attacker's title as an error beside a step's output as a note).
-fn keep_the_strongest_of_each_place(candidates: &mut Vec<Candidate>) {
-    let mut best: BTreeMap<(&str, &str, &str, u32), usize> = BTreeMap::new();
-    for (index, c) in candidates.iter().enumerate() {
-        let key = (
-            c.tool.as_str(),
-            c.hit.rule.as_str(),
-            c.hit.file.as_str(),
-            c.hit.line,
-        );
-        let stronger = best
-            .get(&key)
-            .and_then(|&kept| candidates.get(kept))
-            .is_none_or(|kept| c.score > kept.score);
-        if stronger {
-            best.insert(key, index);
-        }
-    }
-    let kept: BTreeSet<usize> = best.into_values().collect();
-    let mut index = 0;
-    candidates.retain(|_| {
-        index += 1;
-        kept.contains(&(index - 1))
-    });
 }
 
 /// bugloop's configuration files for the tools, in a directory of their own.
