@@ -371,11 +371,11 @@ fn to_tree(config: &Config) -> Result<Value, ConfigError> {
 }
 
 /// A price is one value: its fields only make sense together.
-fn is_atomic(path: &[String]) -> bool {
+pub(crate) fn is_atomic(path: &[String]) -> bool {
     path.len() == 3 && path[0] == "model" && path[1] == "prices"
 }
 
-fn key_text(key: &Value) -> String {
+pub(crate) fn key_text(key: &Value) -> String {
     match key {
         Value::String(s) => s.clone(),
         other => serde_yaml_ng::to_string(other)
@@ -705,9 +705,12 @@ impl<'a> Layering<'a> {
         let effective = to_tree(&config)?;
         let final_leaves = leaves(&effective);
         let mut overrides = Vec::new();
-        for (var, keys) in applied {
+        for (var, set) in applied {
             for leaf in &final_leaves {
-                if leaf.starts_with(&keys) || keys.starts_with(&leaf.0) {
+                if set
+                    .iter()
+                    .any(|keys| leaf.starts_with(keys) || keys.starts_with(&leaf.0))
+                {
                     self.sources_of
                         .insert(leaf.clone(), ValueSource::Env(var.clone()));
                 }

@@ -17,6 +17,7 @@
 
 mod analyzers;
 mod check;
+mod env;
 mod layered;
 mod model;
 mod prompts;
@@ -31,6 +32,8 @@ pub use analyzers::{
 };
 pub use bugloop_domain::safety::{CommandEntry, CommandList};
 pub use check::{check_bytes, check_text};
+pub(crate) use env::apply_env_tree;
+pub use env::{ENV_PREFIX, apply_env, is_reserved_variable};
 pub use layered::*;
 pub use model::*;
 pub use prompts::*;
@@ -45,47 +48,6 @@ use bugloop_domain::safety::{VerifyCommand, parse_verify_commands};
 
 /// Where the configuration lives, relative to the repository root.
 pub const CONFIG_PATH: &str = ".bugloop/config.yml";
-/// Prefix of environment overrides; `__` separates levels: `BUGLOOP_REVIEW__THRESHOLD=7`.
-pub const ENV_PREFIX: &str = "BUGLOOP_";
-/// Whether a `BUGLOOP_*` variable is one of bugloop's own settings rather than a configuration
-/// override (the server reads its settings from the same environment its jobs' configuration
-/// is loaded from).
-pub fn is_reserved_variable(name: &str) -> bool {
-    ENV_RESERVED.contains(&name)
-}
-
-/// `BUGLOOP_*` variables that are not overrides.
-const ENV_RESERVED: &[&str] = &[
-    "BUGLOOP_CONFIG",
-    "BUGLOOP_LOG",
-    "BUGLOOP_MODEL_DIR",
-    "BUGLOOP_ANALYZERS_DIR",
-    "BUGLOOP_RECORD",
-    // The GitHub front ends' own settings (secrets among them, never configuration).
-    "BUGLOOP_STATE_KEY",
-    "BUGLOOP_BOT_LOGIN",
-    "BUGLOOP_GITHUB_WRITE_SPACING_MS",
-    "BUGLOOP_WEBHOOK_SECRET",
-    "BUGLOOP_APP_ID",
-    "BUGLOOP_APP_PRIVATE_KEY",
-    "BUGLOOP_STORE_URL",
-    "BUGLOOP_WORKERS",
-    "BUGLOOP_GIT_BASE",
-    "BUGLOOP_SERVER_CONFIG",
-    "BUGLOOP_SERVER_MODEL",
-    "BUGLOOP_ADMIN_TOKEN",
-    "BUGLOOP_REPORT_TOKEN",
-    "BUGLOOP_REPORT_REPOSITORIES",
-    "BUGLOOP_SENTRY_CLIENT_SECRET",
-    "BUGLOOP_SENTRY_PROJECTS",
-    "BUGLOOP_AUTOFIX_LABEL",
-    "BUGLOOP_SOLVE_BRANCH_PREFIX",
-    // The sandbox probe's and the Action's scripts' (a job may set them for every step).
-    "BUGLOOP_USERNS_SYSCTL",
-    "BUGLOOP_APPARMOR_DIR",
-    "BUGLOOP_APPARMOR_EXTRA",
-    "BUGLOOP_RELEASES_URL",
-];
 
 /// Where a configuration value came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -511,122 +473,6 @@ fn closest(key: &str, valid: &[String]) -> Option<String> {
         })
         .min_by_key(|(distance, _)| *distance)
         .map(|(_, candidate)| candidate.clone())
-}
-
-/// Applies `BUGLOOP_SECTION__KEY=value` overrides (values are read as YAML: `7`, `true`,
-/// `[a, b]`). Returns the new configuration and the variables applied.
-pub fn apply_env(
-    config: Config,
-    env: impl IntoIterator<Item = (String, String)>,
-) -> Result<(Config, Vec<String>), ConfigError> {
-    let mut tree = serde_yaml_ng::to_value(&config).map_err(|error| ConfigError::Invalid {
-        origin: Origin::Value,
-        path: String::new(),
-        message: error.to_string(),
-    })?;
-    let applied = apply_env_tree(&mut tree, env)?;
-    if applied.is_empty() {
-        return Ok((config, Vec::new()));
-    }
-    let config = serde_path_to_error::deserialize(tree).map_err(|error| {
-        let path = clean_path(&error.path().to_string());
-        classify(Origin::Value, path, &error.into_inner().to_string())
-    })?;
-    Ok((config, applied.into_iter().map(|(var, _)| var).collect()))
-}
-
-/// Applies the overrides to a configuration's tree; returns each variable applied with its key
-/// path, in order.
-pub(crate) fn apply_env_tree(
-    tree: &mut serde_yaml_ng::Value,
-    env: impl IntoIterator<Item = (String, String)>,
-) -> Result<Vec<(String, Vec<String>)>, ConfigError> {
-    let mut vars: Vec<(String, String)> = env
-        .into_iter()
-        .filter(|(name, _)| name.starts_with(ENV_PREFIX) && !ENV_RESERVED.contains(&name.as_str()))
-        .collect();
-    vars.sort();
-    let mut applied = Vec::new();
-    for (name, raw) in vars {
-        let origin = Origin::Env { var: name.clone() };
-        let keys: Vec<String> = name[ENV_PREFIX.len()..]
-            .split("__")
-            .map(str::to_lowercase)
-            .collect();
-        // A value is YAML too, and as costly to parse when nested deep.
-        check_shape(&raw, |_, _| origin.clone())?;
-        let value: serde_yaml_ng::Value =
-            serde_yaml_ng::from_str(&raw).unwrap_or(serde_yaml_ng::Value::String(raw.clone()));
-        set_path(tree, &keys, value, &origin)?;
-        // Check each override on its own, so an error names the variable that caused it.
-        serde_path_to_error::deserialize::<_, Config>(tree.clone()).map_err(|error| {
-            let path = clean_path(&error.path().to_string());
-            classify(origin.clone(), path, &error.into_inner().to_string())
-        })?;
-        applied.push((name, keys));
-    }
-    Ok(applied)
-}
-
-fn set_path(
-    tree: &mut serde_yaml_ng::Value,
-    keys: &[String],
-    value: serde_yaml_ng::Value,
-    origin: &Origin,
-) -> Result<(), ConfigError> {
-    let mut node = tree;
-    let mut walked: Vec<&str> = Vec::new();
-    let mut inside_new_entry = false;
-    for (depth, key) in keys.iter().enumerate() {
-        let serde_yaml_ng::Value::Mapping(map) = node else {
-            return Err(ConfigError::Invalid {
-                origin: origin.clone(),
-                path: walked.join("."),
-                message: "is not a section; it has no keys to override".to_owned(),
-            });
-        };
-        let lookup = serde_yaml_ng::Value::String(key.clone());
-        if !map.contains_key(&lookup) {
-            let valid: Vec<String> = map
-                .keys()
-                .filter_map(|k| k.as_str().map(str::to_owned))
-                .collect();
-            // Maps with free keys (providers, prices) accept new entries.
-            let free = inside_new_entry || matches!(walked.last(), Some(&"providers" | &"prices"));
-            if !free {
-                let full = dotted(&walked.join("."), key);
-                if let Some(why) = unsupported(&full) {
-                    return Err(ConfigError::Invalid {
-                        origin: origin.clone(),
-                        path: full,
-                        message: format!("is not supported: {why}"),
-                    });
-                }
-                return Err(ConfigError::UnknownKey {
-                    origin: origin.clone(),
-                    path: walked.join("."),
-                    key: key.clone(),
-                    suggestion: closest(key, &valid),
-                    valid,
-                });
-            }
-            map.insert(
-                lookup.clone(),
-                serde_yaml_ng::Value::Mapping(Default::default()),
-            );
-            inside_new_entry = true;
-        }
-        let Some(next) = map.get_mut(&lookup) else {
-            break;
-        };
-        if depth + 1 == keys.len() {
-            *next = value;
-            return Ok(());
-        }
-        walked.push(key);
-        node = next;
-    }
-    Ok(())
 }
 
 /// The filter pipeline's settings; `sensitive` is the resolved [`Sensitivity`].

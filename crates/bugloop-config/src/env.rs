@@ -1,0 +1,282 @@
+//! `BUGLOOP_<SECTION>__<KEY>` overrides: each variable's value read as YAML and put at its key,
+//! a mapping merged into its section key by key, each checked on its own so an error names the
+//! variable that caused it.
+
+use crate::{
+    Config, ConfigError, Origin, check_shape, classify, clean_path, closest, dotted, layered,
+    unsupported,
+};
+
+/// Prefix of environment overrides; `__` separates levels: `BUGLOOP_REVIEW__THRESHOLD=7`.
+pub const ENV_PREFIX: &str = "BUGLOOP_";
+/// Whether a `BUGLOOP_*` variable is one of bugloop's own settings rather than a configuration
+/// override (the server reads its settings from the same environment its jobs' configuration
+/// is loaded from).
+pub fn is_reserved_variable(name: &str) -> bool {
+    ENV_RESERVED.contains(&name)
+}
+
+/// `BUGLOOP_*` variables that are not overrides.
+const ENV_RESERVED: &[&str] = &[
+    "BUGLOOP_CONFIG",
+    "BUGLOOP_LOG",
+    "BUGLOOP_MODEL_DIR",
+    "BUGLOOP_ANALYZERS_DIR",
+    "BUGLOOP_RECORD",
+    // The GitHub front ends' own settings (secrets among them, never configuration).
+    "BUGLOOP_STATE_KEY",
+    "BUGLOOP_BOT_LOGIN",
+    "BUGLOOP_GITHUB_WRITE_SPACING_MS",
+    "BUGLOOP_WEBHOOK_SECRET",
+    "BUGLOOP_APP_ID",
+    "BUGLOOP_APP_PRIVATE_KEY",
+    "BUGLOOP_STORE_URL",
+    "BUGLOOP_WORKERS",
+    "BUGLOOP_GIT_BASE",
+    "BUGLOOP_SERVER_CONFIG",
+    "BUGLOOP_SERVER_MODEL",
+    "BUGLOOP_ADMIN_TOKEN",
+    "BUGLOOP_REPORT_TOKEN",
+    "BUGLOOP_REPORT_REPOSITORIES",
+    "BUGLOOP_SENTRY_CLIENT_SECRET",
+    "BUGLOOP_SENTRY_PROJECTS",
+    "BUGLOOP_AUTOFIX_LABEL",
+    "BUGLOOP_SOLVE_BRANCH_PREFIX",
+    // The sandbox probe's and the Action's scripts' (a job may set them for every step).
+    "BUGLOOP_USERNS_SYSCTL",
+    "BUGLOOP_APPARMOR_DIR",
+    "BUGLOOP_APPARMOR_EXTRA",
+    "BUGLOOP_RELEASES_URL",
+];
+
+/// Applies `BUGLOOP_SECTION__KEY=value` overrides (values are read as YAML: `7`, `true`,
+/// `[a, b]`). Returns the new configuration and the variables applied.
+pub fn apply_env(
+    config: Config,
+    env: impl IntoIterator<Item = (String, String)>,
+) -> Result<(Config, Vec<String>), ConfigError> {
+    let mut tree = serde_yaml_ng::to_value(&config).map_err(|error| ConfigError::Invalid {
+        origin: Origin::Value,
+        path: String::new(),
+        message: error.to_string(),
+    })?;
+    let applied = apply_env_tree(&mut tree, env)?;
+    if applied.is_empty() {
+        return Ok((config, Vec::new()));
+    }
+    let config = serde_path_to_error::deserialize(tree).map_err(|error| {
+        let path = clean_path(&error.path().to_string());
+        classify(Origin::Value, path, &error.into_inner().to_string())
+    })?;
+    Ok((config, applied.into_iter().map(|(var, _)| var).collect()))
+}
+
+/// Applies the overrides to a configuration's tree; returns each variable applied with the key
+/// paths it set, in order.
+pub(crate) fn apply_env_tree(
+    tree: &mut serde_yaml_ng::Value,
+    env: impl IntoIterator<Item = (String, String)>,
+) -> Result<Vec<(String, Vec<Vec<String>>)>, ConfigError> {
+    let mut vars: Vec<(String, String)> = env
+        .into_iter()
+        .filter(|(name, _)| name.starts_with(ENV_PREFIX) && !ENV_RESERVED.contains(&name.as_str()))
+        .collect();
+    vars.sort();
+    let mut applied = Vec::new();
+    for (name, raw) in vars {
+        let origin = Origin::Env { var: name.clone() };
+        let keys: Vec<String> = name[ENV_PREFIX.len()..]
+            .split("__")
+            .map(str::to_lowercase)
+            .collect();
+        // A value is YAML too, and as costly to parse when nested deep.
+        check_shape(&raw, |_, _| origin.clone())?;
+        let value: serde_yaml_ng::Value =
+            serde_yaml_ng::from_str(&raw).unwrap_or(serde_yaml_ng::Value::String(raw.clone()));
+        let set = set_path(tree, &keys, value, &origin)?;
+        // Check each override on its own, so an error names the variable that caused it.
+        serde_path_to_error::deserialize::<_, Config>(tree.clone()).map_err(|error| {
+            let path = clean_path(&error.path().to_string());
+            classify(origin.clone(), path, &error.into_inner().to_string())
+        })?;
+        applied.push((name, set));
+    }
+    Ok(applied)
+}
+
+/// Puts an override's `value` at `keys`; returns the key paths it set.
+fn set_path(
+    tree: &mut serde_yaml_ng::Value,
+    keys: &[String],
+    value: serde_yaml_ng::Value,
+    origin: &Origin,
+) -> Result<Vec<Vec<String>>, ConfigError> {
+    let mut node = tree;
+    let mut walked: Vec<&str> = Vec::new();
+    let mut inside_new_entry = false;
+    for (depth, key) in keys.iter().enumerate() {
+        let serde_yaml_ng::Value::Mapping(map) = node else {
+            return Err(ConfigError::Invalid {
+                origin: origin.clone(),
+                path: walked.join("."),
+                message: "is not a section; it has no keys to override".to_owned(),
+            });
+        };
+        let lookup = serde_yaml_ng::Value::String(key.clone());
+        if !map.contains_key(&lookup) {
+            let valid: Vec<String> = map
+                .keys()
+                .filter_map(|k| k.as_str().map(str::to_owned))
+                .collect();
+            // Maps with free keys (providers, prices) accept new entries.
+            let free = inside_new_entry || matches!(walked.last(), Some(&"providers" | &"prices"));
+            if !free {
+                let full = dotted(&walked.join("."), key);
+                if let Some(why) = unsupported(&full) {
+                    return Err(ConfigError::Invalid {
+                        origin: origin.clone(),
+                        path: full,
+                        message: format!("is not supported: {why}"),
+                    });
+                }
+                return Err(ConfigError::UnknownKey {
+                    origin: origin.clone(),
+                    path: walked.join("."),
+                    key: key.clone(),
+                    suggestion: closest(key, &valid),
+                    valid,
+                });
+            }
+            map.insert(
+                lookup.clone(),
+                serde_yaml_ng::Value::Mapping(Default::default()),
+            );
+            inside_new_entry = true;
+        }
+        let Some(next) = map.get_mut(&lookup) else {
+            break;
+        };
+        if depth + 1 == keys.len() {
+            walked.push(key);
+            let mut path: Vec<String> = walked.iter().map(|k| (*k).to_owned()).collect();
+            let mut set = Vec::new();
+            merge_into(next, value, &mut path, &mut set);
+            return Ok(set);
+        }
+        walked.push(key);
+        node = next;
+    }
+    Ok(Vec::new())
+}
+
+/// Puts `value` at `node`: a mapping into a section key by key, so a variable changes only the
+/// keys it sets (`BUGLOOP_BUDGETS='{max_turns: 4}'` keeps every other budget where the files put
+/// it); a list, a scalar or a price (one value) in place. Adds the key paths set to `set`.
+fn merge_into(
+    node: &mut serde_yaml_ng::Value,
+    value: serde_yaml_ng::Value,
+    path: &mut Vec<String>,
+    set: &mut Vec<Vec<String>>,
+) {
+    use serde_yaml_ng::Value;
+    match (node, value) {
+        (Value::Mapping(section), Value::Mapping(new)) if !layered::is_atomic(path) => {
+            for (key, value) in new {
+                let key = match key {
+                    Value::String(name) => Value::String(
+                        layered::ALIASES
+                            .iter()
+                            .find(|(alias, _)| *alias == name)
+                            .map_or(name, |(_, canonical)| (*canonical).to_owned()),
+                    ),
+                    other => other,
+                };
+                path.push(layered::key_text(&key));
+                match section.get_mut(&key) {
+                    Some(slot) => merge_into(slot, value, path, set),
+                    None => {
+                        section.insert(key, value);
+                        set.push(path.clone());
+                    }
+                }
+                path.pop();
+            }
+        }
+        (node, value) => {
+            *node = value;
+            set.push(path.clone());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{SourceText, Sources, ValueSource, load_layered};
+
+    fn loaded(file: &str, env: &[(&str, &str)]) -> crate::Loaded {
+        load_layered(&Sources {
+            base: Some(SourceText::new("main:.bugloop/config.yml", file)),
+            branch: Some(SourceText::new("main:.bugloop/config.yml", file)),
+            env: env
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+            ..Sources::default()
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn a_section_given_as_a_mapping_changes_only_the_keys_it_sets() {
+        let file =
+            "budgets:\n  max_cost_usd: 1.5\n  max_turns: 30\nreview:\n  severity_floor: high\n";
+        let loaded = loaded(
+            file,
+            &[
+                ("BUGLOOP_BUDGETS", "{max_turns: 4}"),
+                ("BUGLOOP_REVIEW", "{bugbot-comment-limit: 3}"),
+            ],
+        );
+        let config = &loaded.config;
+        assert_eq!(config.budgets.max_turns, 4);
+        assert_eq!(config.budgets.max_cost_usd, 1.5, "the file's budget stays");
+        assert_eq!(config.review.comment_limit, 3, "an alias names its key");
+        assert_eq!(
+            loaded.source_of(&["budgets", "max_turns"]),
+            Some(&ValueSource::Env("BUGLOOP_BUDGETS".to_owned()))
+        );
+        assert!(matches!(
+            loaded.source_of(&["budgets", "max_cost_usd"]),
+            Some(ValueSource::Base(_))
+        ));
+        assert!(matches!(
+            loaded.source_of(&["review", "severity_floor"]),
+            Some(ValueSource::Base(_))
+        ));
+    }
+
+    #[test]
+    fn a_price_and_a_list_are_one_value() {
+        let file = "model:\n  prices:\n    \"openai:x\": {input_per_mtok: 1, cached_input_per_mtok: 0.5, output_per_mtok: 2}\nfix:\n  verify_commands: [make test, make lint]\n";
+        let loaded = loaded(
+            file,
+            &[
+                (
+                    "BUGLOOP_MODEL__PRICES",
+                    "{\"openai:x\": {input_per_mtok: 3, output_per_mtok: 4}}",
+                ),
+                ("BUGLOOP_FIX", "{verify_commands: [make check]}"),
+            ],
+        );
+        let price = &loaded.config.model.prices["openai:x"];
+        assert_eq!(
+            (
+                price.input_per_mtok,
+                price.cached_input_per_mtok,
+                price.output_per_mtok
+            ),
+            (3.0, None, 4.0)
+        );
+        assert_eq!(loaded.config.fix.verify_commands.len(), 1);
+    }
+}
