@@ -71,12 +71,15 @@ pub fn apply_env(
     Ok((config, applied.into_iter().map(|(var, _)| var).collect()))
 }
 
+/// A variable applied, and the key paths it set.
+pub(crate) type Applied = (String, Vec<Vec<String>>);
+
 /// Applies the overrides to a configuration's tree; returns each variable applied with the key
 /// paths it set, in order.
 pub(crate) fn apply_env_tree(
     tree: &mut serde_yaml_ng::Value,
     env: impl IntoIterator<Item = (String, String)>,
-) -> Result<Vec<(String, Vec<Vec<String>>)>, ConfigError> {
+) -> Result<Vec<Applied>, ConfigError> {
     let mut vars: Vec<(String, String)> = env
         .into_iter()
         .filter(|(name, _)| name.starts_with(ENV_PREFIX) && !ENV_RESERVED.contains(&name.as_str()))
