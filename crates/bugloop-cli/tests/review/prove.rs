@@ -471,9 +471,11 @@ fn a_proven_finding_stays_open_while_its_test_fails() {
     assert_eq!(first["proofs"][0]["status"], "proven", "{first:#}");
     let id = first["findings"][0]["id"].as_str().unwrap().to_owned();
     let resolving = |scripts: &Path| resolving_model(scripts, &id);
+    // A line of code beside the bug that does not fix it: the model's word is weighed (a
+    // comment there would not be a change of its code at all).
     let buggy = std::fs::read_to_string(repo.path().join("stats.py")).unwrap();
-    repo.write("stats.py", &format!("# The mean of a list.\n{buggy}"));
-    repo.commit("doc");
+    repo.write("stats.py", &beside_the_bug(&buggy));
+    repo.commit("count first");
     let again = review_scripted(&repo, resolving);
     assert_eq!(again["resolved"], json!([]), "{again:#}");
     let kept = entry_where(&again["rechecked"], "id", &id);
@@ -491,6 +493,11 @@ fn a_proven_finding_stays_open_while_its_test_fails() {
     let fixed = review_scripted(&repo, resolving);
     assert_eq!(fixed["resolved"][0]["id"], id.as_str(), "{fixed:#}");
     assert_eq!(repo.git(&["status", "--porcelain"]), "");
+}
+
+/// `buggy` with a line of code added beside its loop that changes nothing it computes.
+fn beside_the_bug(buggy: &str) -> String {
+    buggy.replace("    total = 0\n", "    total = 0\n    count = len(xs)\n")
 }
 
 /// A review's model whose first pass says that finding `id` is resolved.
@@ -553,9 +560,10 @@ fn a_proven_findings_test_cannot_be_made_to_pass_by_what_it_loads() {
         let repo = repository(CONFIG);
         let first = review_proving_the_off_by_one(&repo);
         let id = first["findings"][0]["id"].as_str().unwrap().to_owned();
-        // With a line that changes nothing near the bug, so that the finding is asked about.
+        // With a line of code beside the bug that does not fix it, so that the model's word
+        // that it is resolved is weighed.
         let buggy = std::fs::read_to_string(repo.path().join("stats.py")).unwrap();
-        repo.write("stats.py", &format!("# The mean of a list.\n{buggy}"));
+        repo.write("stats.py", &beside_the_bug(&buggy));
         plant(&repo);
         repo.commit("tidy");
         let again = review_scripted(&repo, |scripts| resolving_model(scripts, &id));

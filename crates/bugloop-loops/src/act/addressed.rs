@@ -9,10 +9,6 @@ use bugloop_domain::thread::ThreadState;
 
 use crate::env::LoopEnv;
 
-/// How far around a finding's code a change still counts as changing it (a guard added just
-/// above the quoted line, say).
-const NEAR: u32 = 3;
-
 /// The commit's changes, read once for every finding it is checked against (by a fix, and by
 /// the rounds that address a draft's review threads).
 pub struct FixCommit<'e> {
@@ -126,13 +122,10 @@ impl<'e> FixCommit<'e> {
                 (recorded, end - recorded + 1)
             }
         };
-        let low = start.saturating_sub(NEAR);
-        let high = start.saturating_add(lines - 1).saturating_add(NEAR);
-        // A hunk's old lines; one that only adds lines sits after its old start line.
-        let touched = changed.hunks.iter().any(|hunk| {
-            let last = hunk.old_start + hunk.old_len.saturating_sub(1);
-            hunk.old_start <= high && last >= low
-        });
-        if touched { None } else { Some(not_changed) }
+        if crate::review::near::changes_code_near(changed, start, lines) {
+            None
+        } else {
+            Some(not_changed)
+        }
     }
 }

@@ -1,7 +1,10 @@
-//! An analyzer's finding stands on the tool's evidence: the model's word alone does not resolve
-//! it while its code is as it was (a small model answers "no bug" of a real injection, and a
-//! review where the tool could not run has nothing to set against it). It is resolved when its
-//! code changes (the recheck), when the developer's dispute is conceded, or by a fix.
+//! A finding stands while its code stands: the model's word alone does not resolve it. An
+//! analyzer's finding stands on the tool's evidence (a small model answers "no bug" of a real
+//! injection, and a review where the tool could not run has nothing to set against it): it is
+//! resolved when its code changes (the recheck), when the developer's dispute is conceded, or by
+//! a fix. The model's own finding may be resolved by the model once the changes since it was
+//! raised changed its code or added code beside it (see [`super::near`]): a push that only
+//! writes "this is fixed, resolve it" near, or far from, a finding resolves nothing.
 
 use std::collections::BTreeSet;
 
@@ -14,9 +17,10 @@ use super::increment::Shown;
 use super::sessions::Reported;
 use super::touched::Touch;
 
-/// Takes out of `reported`'s resolutions those of analyzers' findings whose code the change has
-/// not touched since they were raised; each is said as a change of the triage stage.
-pub(super) fn hold_tool_findings(
+/// Takes out of `reported`'s resolutions those of findings whose code has not changed since
+/// they were raised: an analyzer's not touched, a model's (about a file) without a change to
+/// its code where that can be told. Each is said as a change of the triage stage.
+pub(super) fn hold_unchanged_findings(
     conversation: &Conversation,
     shown: &Shown,
     reported: &mut Reported,
@@ -25,20 +29,35 @@ pub(super) fn hold_tool_findings(
         let Some(id) = thread.finding_id.as_ref().map(|id| id.as_str()) else {
             continue;
         };
-        let Some(tool) = tool_of(thread) else {
-            continue;
-        };
         if shown.touched.iter().any(|t| t.id.as_str() == id) {
             continue;
         }
+        let why = match tool_of(thread) {
+            Some(tool) => format!(
+                "it stands on {tool}'s report and its code has not changed: it stays open until \
+                 its code changes"
+            ),
+            None => {
+                let about_a_file = thread.recorded("file").is_some_and(|f| f.is_string());
+                let unchanged = shown
+                    .code_changed
+                    .as_ref()
+                    .is_some_and(|changed| !changed.contains(id));
+                if !(about_a_file && unchanged) {
+                    continue;
+                }
+                "the changes since it was raised did not change its code or add code beside \
+                 it: it stays open until they do"
+                    .to_owned()
+            }
+        };
         if let Some(said) = reported.resolutions.remove(id) {
             reported.record.changes.push(StageChange {
                 stage: ReportStage::Triage,
                 id: id.to_owned(),
                 note: format!(
-                    "the model said it is resolved ({}), but it stands on {tool}'s report and \
-                     its code has not changed: it stays open until its code changes, a \
-                     developer's dispute is conceded, or a fix lands",
+                    "the model said it is resolved ({}), but {why}, a developer's dispute is \
+                     conceded, or a fix lands",
                     said.trim()
                 ),
             });

@@ -42,6 +42,10 @@ pub(super) struct Shown {
     /// The open findings the changes did not touch whose code is now at another line of its
     /// file: they follow it without a question (see [`super::shifted`]).
     pub shifted: Vec<Relocation>,
+    /// The open findings whose code the changes since the earlier review changed (see
+    /// [`super::near`]: touched, or code added beside it); `None` where that cannot be told
+    /// (no earlier head to compare with).
+    pub code_changed: Option<BTreeSet<String>>,
 }
 
 pub(super) fn decide(
@@ -59,6 +63,7 @@ pub(super) fn decide(
             let head = head_of(request, &open, Some(&raw));
             let mut touched = touched(Some(&raw), &open, &head);
             let shifted = shifted(Some(&raw), &open, &touched, &head);
+            let code_changed = code_changed(Some(&raw), &open, &touched);
             for touch in &mut touched {
                 touch.changed_in = changed_in(env, touch, &open, (&since, &request.head));
             }
@@ -98,6 +103,7 @@ pub(super) fn decide(
                 finding_context,
                 touched,
                 shifted,
+                code_changed,
             }
         }
         Err(reason) => full(env, request, conversation, &open, reason),
@@ -118,6 +124,7 @@ fn full(
     let head = head_of(request, open, carried.as_ref());
     let touched = touched(carried.as_ref(), open, &head);
     let shifted = shifted(carried.as_ref(), open, &touched, &head);
+    let code_changed = code_changed(carried.as_ref(), open, &touched);
     // The whole change is shown: only what became of the touched findings' code is news to
     // the model.
     let finding_context = finding_context(&[], &touched, &head, &request.diff, None);
@@ -128,7 +135,41 @@ fn full(
         finding_context,
         touched,
         shifted,
+        code_changed,
     }
+}
+
+/// The open findings whose code `changes` (what changed since the earlier review) changed: the
+/// touched ones, and those beside whose lines it added code; `None` without `changes`.
+fn code_changed(
+    changes: Option<&Diff>,
+    open: &[&ExistingFinding],
+    touched: &[Touched],
+) -> Option<BTreeSet<String>> {
+    let changes = changes?;
+    let beside = |finding: &ExistingFinding| {
+        let Some(file) = finding.file.as_deref() else {
+            return false;
+        };
+        let start = finding.line.unwrap_or(1);
+        let lines = match super::touched::quote(finding) {
+            Some(quote) => u32::try_from(quote.trim().lines().count()).unwrap_or(1),
+            None => finding
+                .end_line
+                .map_or(1, |end| end.saturating_sub(start) + 1),
+        };
+        changes
+            .files
+            .iter()
+            .filter(|f| f.old_path.as_deref() == Some(file))
+            .any(|f| super::near::changes_code_near(f, start, lines))
+    };
+    Some(
+        open.iter()
+            .filter(|e| touched.iter().any(|t| t.id == e.id) || beside(e))
+            .map(|e| e.id.as_str().to_owned())
+            .collect(),
+    )
 }
 
 /// The code at head of the open findings' files and of the change's files that `changes` (what

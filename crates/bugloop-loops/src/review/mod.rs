@@ -29,6 +29,7 @@ mod early;
 mod evidence;
 mod filtering;
 mod increment;
+pub(crate) mod near;
 mod prove;
 mod proven;
 
@@ -154,7 +155,7 @@ pub async fn review_with(
             (!request.full).then_some(&unchanged[..]),
         ),
     );
-    evidence::hold_tool_findings(&conversation, &shown, &mut reported);
+    evidence::hold_unchanged_findings(&conversation, &shown, &mut reported);
     evidence::follow_rewritten(&conversation, &shown, &mut analyzed.findings);
     let early = early.map(early::EarlyPublisher::finish).unwrap_or_default();
     reported.findings = early.merge_hits(std::mem::take(&mut reported.findings), analyzed.findings);

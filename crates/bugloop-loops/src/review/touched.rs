@@ -196,8 +196,11 @@ fn added_lines(file: &FileDiff) -> std::collections::BTreeSet<u32> {
 /// Whether line `line` of `text` quotes `evidence` in a comment (`# was: <the old code>`) when
 /// the code quoted is no comment: a copy, not the code.
 fn in_a_comment(text: &str, line: u32, evidence: &str) -> bool {
-    const MARKERS: [&str; 6] = ["#", "//", "/*", "*", "--", "<!--"];
-    let commented = |t: &str| MARKERS.iter().any(|m| t.trim_start().starts_with(m));
+    let commented = |t: &str| {
+        super::near::COMMENT_MARKERS
+            .iter()
+            .any(|m| t.trim_start().starts_with(m))
+    };
     let at = usize::try_from(line).ok().and_then(|l| l.checked_sub(1));
     let holder = at.and_then(|at| text.lines().nth(at)).unwrap_or_default();
     commented(holder) && !commented(evidence)
