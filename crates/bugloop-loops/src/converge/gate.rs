@@ -32,6 +32,12 @@ pub(super) async fn gate(
             commands,
         )
         .await?;
+        // What the gate wrote (bytecode, a formatter's rewrite, anything the branch's code
+        // run by a linter made) is nobody's edit: the tree goes back to its HEAD before an
+        // agent builds on it, so none of it is blamed on a fix or committed with one.
+        if !bench.changes()?.is_empty() {
+            bench.discard()?;
+        }
         let failures: Vec<_> = runs.iter().filter(|r| !r.passed).collect();
         if failures.is_empty() {
             return Ok(Ok(()));

@@ -224,6 +224,27 @@ async fn a_command_at_the_time_limit_names_the_limit() {
     );
 }
 
+/// What a gate command writes (bytecode, or anything the branch's code run by a linter makes) is
+/// nobody's edit: it is neither committed with the fix nor blamed on it.
+#[tokio::test]
+async fn what_the_gate_writes_is_never_committed_with_a_fix() {
+    let repo = Repo::with_feature();
+    let mut config = support::config();
+    config.gate.commands = vec![bugloop_config::CommandEntry::shell(
+        "echo made by the gate > gate-artifact.txt; echo '// the gate was here' >> src/stats.rs",
+    )]
+    .into();
+    let (report, _) = run(&repo, config, converging_after_one_fix(&repo)).await;
+    assert_eq!(report.exit, Exit::Converged, "{}", report.text());
+    let text = report.text();
+    assert!(!text.contains("unexpected files"), "{text}");
+    let landed = git(repo.path(), &["show", "--name-only", "--format=", "HEAD"]);
+    assert_eq!(landed.trim(), "src/stats.rs", "{landed}");
+    let stats = repo.read("src/stats.rs");
+    assert!(stats.contains("index.min(") && !stats.contains("the gate was here"));
+    assert!(!repo.path().join("gate-artifact.txt").exists());
+}
+
 #[tokio::test]
 async fn a_gate_that_cannot_be_fixed_is_an_error() {
     let repo = Repo::with_feature();
