@@ -535,8 +535,9 @@ async fn answer_addressed(
     Ok(())
 }
 
-/// READY: merged by a person (-> MERGED), reopened by new review threads (-> REVIEWING), or
-/// waiting for a person.
+/// READY: merged by a person (-> MERGED), reopened by new review threads, or by what changed
+/// since the gate passed (a request for changes, a failing check, a new head: -> REVIEWING,
+/// where the gate decides again), or waiting for a person.
 pub(super) async fn after_ready(run: &mut Run<'_, '_>) -> Result<Flow, SolveError> {
     let number = draft(run)?;
     let request = run.tracker.change_request(number).await?;
@@ -566,9 +567,52 @@ pub(super) async fn after_ready(run: &mut Run<'_, '_>) -> Result<Flow, SolveErro
         .await?;
         return Ok(Flow::Next);
     }
+    let since = since_ready(run, &request).await?;
+    if !since.is_empty() {
+        run.step(
+            SolveState::Reviewing,
+            &format!(
+                "#{number} was ready, but since then {}: the gate decides again",
+                since.join("; ")
+            ),
+            &Empty {},
+        )
+        .await?;
+        return Ok(Flow::Next);
+    }
     Ok(Flow::Stop(format!(
         "#{number} is ready for review; merging it is a person's decision"
     )))
+}
+
+/// What changed since the gate passed on a READY draft that the gate would not pass: a
+/// reviewer's request for changes, a failing check on the head, a head it did not pass.
+async fn since_ready(
+    run: &Run<'_, '_>,
+    request: &ChangeRequest,
+) -> Result<Vec<String>, SolveError> {
+    let head = draft_head(run, request).await?;
+    let passed_on: ReviewedHead = run.record.last_detail();
+    let mut since = Vec::new();
+    if !passed_on.head.is_empty() && passed_on.head != head {
+        since.push(format!(
+            "its head moved from {} to {}",
+            short(&passed_on.head),
+            short(&head)
+        ));
+    }
+    if run.tracker.changes_requested(request.number).await? {
+        since.push("a reviewer requested changes".to_owned());
+    }
+    since.extend(
+        run.tracker
+            .checks(&head)
+            .await?
+            .into_iter()
+            .filter(|check| check.passed == Some(false))
+            .map(|check| format!("the check {} failed on {}", check.name, short(&head))),
+    );
+    Ok(since)
 }
 
 /// The round's prompt: the open threads grouped by file.

@@ -33,6 +33,7 @@ use serde_json::json;
 use crate::support::{finding, git, local_forge, push_session, usage};
 
 mod killed;
+mod ready;
 mod rounds;
 mod support;
 
