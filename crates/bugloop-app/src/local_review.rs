@@ -62,12 +62,22 @@ fn reviewer(local: &LocalForge, given: Option<&str>) -> Result<String, AppError>
             "{name:?} is not a reviewer's name (--as NAME)"
         )));
     }
-    if name == local.bot() {
+    if is_own_name(name, local.bot()) {
         return Err(AppError::Invalid(format!(
             "{name} is bugloop's own name; another reviewer's comment needs another (--as NAME)"
         )));
     }
     Ok(name.to_owned())
+}
+
+/// Whether `name` is bugloop's own name `bot`, as a forge compares logins: without case, and as
+/// its App's `bot[bot]`.
+fn is_own_name(name: &str, bot: &str) -> bool {
+    let login = |text: &str| {
+        let lower = text.to_ascii_lowercase();
+        lower.strip_suffix("[bot]").unwrap_or(&lower).to_owned()
+    };
+    login(name) == login(bot)
 }
 
 impl App {
@@ -191,5 +201,20 @@ impl App {
             checks: local.store().checks(&head).await?,
             head,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_own_name;
+
+    #[test]
+    fn bugloops_own_name_is_refused_in_any_case_and_as_its_app() {
+        for own in ["bugloop", "BugLoop", "bugloop[bot]", "BUGLOOP[BOT]"] {
+            assert!(is_own_name(own, "bugloop"), "{own}");
+        }
+        for other in ["alice", "bugloop-dev", "bugloo", "bot"] {
+            assert!(!is_own_name(other, "bugloop"), "{other}");
+        }
     }
 }
