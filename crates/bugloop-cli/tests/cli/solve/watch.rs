@@ -234,6 +234,29 @@ fn once_over_standard_input_files_json_lines_and_traces_and_counts_repeats() {
         2,
         "cannot open /nonexistent/app.log",
     );
+    // One of several that cannot be read is said and left out; the others are read.
+    let logs = tempfile::tempdir().unwrap();
+    let app = logs.path().join("app.log");
+    std::fs::write(&app, MEAN_TRACE).unwrap();
+    std::os::unix::fs::symlink(&app, logs.path().join("link.log")).unwrap();
+    let output = runner.ok(
+        repo.path(),
+        &[
+            "watch",
+            "--once",
+            &logs.path().join("link.log").display().to_string(),
+            &app.display().to_string(),
+        ],
+        "",
+    );
+    assert_contains(
+        &String::from_utf8_lossy(&output.stdout),
+        "counted on issue #2: IndexError",
+    );
+    assert_contains(
+        &String::from_utf8_lossy(&output.stderr),
+        "link.log is not read: it is a symbolic link",
+    );
 }
 
 /// `--route PREFIX=REPOSITORY`: an error whose trace is in another service's files is filed in
