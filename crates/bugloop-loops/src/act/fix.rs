@@ -146,7 +146,7 @@ async fn fix_chosen(
         .collect();
     let proofs = proven_tests(chosen);
     let bench = Workbench::open(env.git, "fix", &env.work)?;
-    let result = build(
+    let mut result = build(
         env,
         &bench,
         BuildTask {
@@ -164,6 +164,21 @@ async fn fix_chosen(
     )
     .await;
     let (fixed, missed) = split_by_commit(env, &result, chosen);
+    if fixed.is_empty()
+        && let BuildStatus::Committed { .. } = &result.status
+    {
+        // A commit that changed none of the findings' code (a changelog line, a comment) is
+        // no fix of them, whatever its message says: it does not land.
+        let why: Vec<&str> = missed.iter().map(|(_, why)| why.as_str()).collect();
+        result.status = BuildStatus::Refused {
+            reason: format!(
+                "the agent's change fixes none of the findings it was asked to fix ({}); \
+                 nothing landed",
+                why.join("; ")
+            ),
+            guardrail: false,
+        };
+    }
     let landing = match &result.status {
         BuildStatus::Committed { commit, .. } => {
             landed::keep(env, change, &fixed, commit, result.unverified(), comments);

@@ -3,13 +3,27 @@
 
 use super::*;
 
-/// The fix landed and resolved nothing: the report says `id` was left open because `why`.
+/// The fix resolved nothing: the report says `id` was left open because `why`.
 #[track_caller]
 fn assert_left_open(report: &bugloop_report::act::ActReport, id: &str, why: &str) {
-    assert!(report.landing.is_some(), "{report:?}");
     assert!(report.resolved.is_empty(), "{report:?}");
     assert!(
         report.message.contains(&format!("left open: {id}: {why}")),
+        "{}",
+        report.message
+    );
+}
+
+/// The fix's commit changed none of its findings' code: it did not land, whatever its message
+/// says.
+#[track_caller]
+fn assert_nothing_landed(report: &bugloop_report::act::ActReport) {
+    assert!(report.landing.is_none(), "{report:?}");
+    assert!(
+        report
+            .message
+            .contains("fixes none of the findings it was asked to fix")
+            && report.message.contains("nothing landed"),
         "{}",
         report.message
     );
@@ -141,6 +155,7 @@ async fn a_quote_gone_before_the_fix_is_not_resolved_by_it() {
             .unwrap()
     })
     .await;
+    assert_nothing_landed(&report);
     assert_left_open(
         &report,
         &index,
@@ -173,6 +188,7 @@ async fn a_renamed_file_is_not_a_fix() {
     );
     let script = ScriptedProvider::new([moved, text_reply("Moved the module.", usage())]);
     let report = fix_all(&repo, script).await;
+    assert_nothing_landed(&report);
     assert_left_open(
         &report,
         &id,
