@@ -195,7 +195,12 @@ async fn fix_chosen(
     let notes = notes
         .into_iter()
         .chain(tell_missed(env, change, comments, &missed).await?);
-    landed::forget(env, change);
+    match &landing {
+        Some(Landing::Branch { name, .. }) => {
+            landed::left_on(env, change, name);
+        }
+        _ => landed::forget(env, change),
+    }
     let mut message = build_outcome(&result.status, landing.as_ref());
     for note in notes {
         message.push_str(&format!(" ({note})"));

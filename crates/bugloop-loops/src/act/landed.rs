@@ -3,7 +3,9 @@
 //! only); once the threads are answered it forgets them. The next `fix` on the change finds the
 //! record: when the branch holds the commit, it resolves the threads it names that are still
 //! pending, with no word from a developer since, as the stopped run would have; when it does
-//! not (the landing failed, or went to a branch of its own), nothing is resolved.
+//! not, nothing is resolved. A fix left on a branch of its own (the developer's branch moved
+//! while it ran) keeps its record until the developer merges that branch, and the next `fix`
+//! resolves what it fixed then.
 //!
 //! Only this record, in bugloop's own directory, can resolve a finding this way: a commit
 //! message saying "resolve <id>" is anyone's to write.
@@ -39,6 +41,10 @@ struct Landing {
     /// after them is not overruled (empty in a record kept before this was: `at` says).
     #[serde(default)]
     seen: Vec<String>,
+    /// The branch it was left on because the developer's branch moved while it ran: once the
+    /// developer merges it, the next `fix` resolves what it fixed.
+    #[serde(default)]
+    left_on: Option<String>,
 }
 
 /// Keeps `commit` and the threads of `chosen` before the fix lands; an error is said and the
@@ -63,10 +69,28 @@ pub(super) fn keep(
         at: jiff::Timestamp::now(),
         unverified,
         seen: seen.iter().map(|c| c.id.clone()).collect(),
+        left_on: None,
     };
     if let Err(error) = kept::keep(dir, KIND, change, &landing) {
         env.progress.event(crate::ProgressEvent::Step(format!(
             "the fix was not kept for a rerun ({error})"
+        )));
+    }
+}
+
+/// The fix was left on `branch` of its own: its record stays, naming the branch, until the
+/// developer's branch holds its commit.
+pub(super) fn left_on(env: &LoopEnv<'_>, change: &ChangeKey, branch: &str) {
+    let Some(dir) = kept::dir(env) else {
+        return;
+    };
+    let Some(mut landing) = kept::read::<Landing>(dir, KIND, change) else {
+        return;
+    };
+    landing.left_on = Some(branch.to_owned());
+    if let Err(error) = kept::keep(dir, KIND, change, &landing) {
+        env.progress.event(crate::ProgressEvent::Step(format!(
+            "the fix left on {branch} was not kept for when it is merged ({error})"
         )));
     }
 }
@@ -85,6 +109,7 @@ pub(super) struct Recovered {
     pub ids: Vec<String>,
     threads: Vec<String>,
     open_before: Vec<ThreadState>,
+    left_on: Option<String>,
 }
 
 impl Recovered {
@@ -103,11 +128,17 @@ impl Recovered {
     }
 
     fn note(&self) -> String {
-        format!(
-            "the fix {} that landed before its run was stopped resolved {}",
-            bugloop_git::short(&self.commit),
-            self.ids.join(", ")
-        )
+        let commit = bugloop_git::short(&self.commit);
+        match &self.left_on {
+            Some(branch) => format!(
+                "the fix {commit}, merged from {branch}, resolved {}",
+                self.ids.join(", ")
+            ),
+            None => format!(
+                "the fix {commit} that landed before its run was stopped resolved {}",
+                self.ids.join(", ")
+            ),
+        }
     }
 
     /// The report when nothing else was left to fix.
@@ -143,15 +174,21 @@ pub(super) async fn recover(
     let Some(landing) = kept::read::<Landing>(dir, KIND, change) else {
         return Ok(None);
     };
-    kept::forget(dir, KIND, change);
     let held = kept::is_commit_id(&landing.commit)
         && env
             .git
             .head()
             .is_some_and(|head| env.git.is_ancestor(&landing.commit, &head).unwrap_or(false));
     if !held {
+        // Left on a branch of its own: kept until the developer merges it (or another fix's
+        // record takes its place). Any other: it did not land, nothing to recover.
+        if landing.left_on.is_none() {
+            kept::forget(dir, KIND, change);
+        }
         return Ok(None);
     }
+    // Forgotten first, so a failure below never blocks the fixes after it.
+    kept::forget(dir, KIND, change);
     let (comments, state) = env.conversation(change).await?;
     let open_before: Vec<ThreadState> = open_threads(&state).into_iter().cloned().collect();
     let mut recovered = Recovered {
@@ -159,6 +196,7 @@ pub(super) async fn recover(
         ids: Vec::new(),
         threads: Vec::new(),
         open_before,
+        left_on: landing.left_on.clone(),
     };
     for thread in open_threads(&state) {
         let Some((root, id)) = still_fixed_by(&landing, &comments, thread) else {

@@ -437,14 +437,15 @@ async fn a_head_that_moved_meanwhile_leaves_the_fix_on_a_branch() {
         Ok(text_reply("Clamped.", usage()))
     });
     let report = fix_all(&repo, script).await;
-    match &report.landing {
+    let branch = match &report.landing {
         Some(Landing::Branch { name, reason, .. }) => {
             assert!(name.starts_with("bugloop/fix-"), "{name}");
             assert!(reason.contains("HEAD moved"), "{reason}");
             assert!(git(repo.path(), &["branch", "--list", name]).contains(name));
+            name.clone()
         }
         other => panic!("{other:?}"),
-    }
+    };
     assert!(matches!(
         report.build.unwrap().status,
         BuildStatus::Committed {
@@ -458,7 +459,16 @@ async fn a_head_that_moved_meanwhile_leaves_the_fix_on_a_branch() {
         !repo.read("src/stats.rs").contains("min("),
         "the user's tree is untouched"
     );
-    let _ = id;
+    // Merged as told, the next fix resolves what it fixed, without asking the model again.
+    git(repo.path(), &["merge", "-q", "--no-edit", &branch]);
+    let idle = ScriptedProvider::new([]);
+    let merged = fix_all(&repo, idle).await;
+    assert_eq!(merged.resolved, std::slice::from_ref(&id), "{merged:?}");
+    assert!(
+        merged.message.contains(&format!("merged from {branch}")),
+        "{}",
+        merged.message
+    );
 }
 
 /// A finding whose quoted code was changed by hand since the review, or whose file is gone, has
