@@ -188,12 +188,21 @@ impl App {
                     .await?;
             }
         }
-        for (name, state) in &job.record {
+        // Every name is checked before any is recorded: a bad one records none.
+        for (name, _) in &job.record {
             if name.trim().is_empty() {
                 return Err(AppError::Invalid(
                     "a check needs a name (NAME=STATE)".to_owned(),
                 ));
             }
+            if name.chars().any(char::is_control) {
+                return Err(AppError::Invalid(format!(
+                    "{name:?} is not a check's name: it holds a line break or another control \
+                     character"
+                )));
+            }
+        }
+        for (name, state) in &job.record {
             local.store().set_check(&head, name, *state, "").await?;
         }
         Ok(ChecksView {

@@ -80,6 +80,21 @@ fn reviewed_locally(runner: &Runner) {
     let checked = runner.ok(dir, &["checks", "2"], "");
     assert_contains(&text(&checked), "passed   python3 -m unittest -q");
     runner.ok(dir, &["checks", "2", "--record", "ci=pending"], "");
+    // A name that would print as two checks records nothing, not even the good one beside it.
+    runner.exits_saying(
+        dir,
+        &[
+            "checks",
+            "2",
+            "--record",
+            "lint=passed",
+            "--record",
+            "x\ny=passed",
+        ],
+        2,
+        "is not a check's name",
+    );
+    assert!(!text(&runner.ok(dir, &["checks", "2"], "")).contains("lint"));
     runner.ok(
         dir,
         &["review-decision", "2", "--approve", "--as", "alice"],
