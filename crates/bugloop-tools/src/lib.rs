@@ -163,6 +163,26 @@ impl<T: TypedTool> Tool for Typed<T> {
         context: &ToolContext,
         arguments: serde_json::Value,
     ) -> Result<String, ToolError> {
+        // What the schema shown to the model says (an empty program, a path of no characters)
+        // is held here too, not only where serde would notice.
+        let schema = self.parameters();
+        if let Ok(validator) = jsonschema::validator_for(&schema) {
+            let said: Vec<String> = validator
+                .iter_errors(&arguments)
+                .take(3)
+                .map(|e| match e.instance_path().to_string() {
+                    at if at.is_empty() => e.to_string(),
+                    at => format!("{at}: {e}"),
+                })
+                .collect();
+            if !said.is_empty() {
+                return Err(ToolError::Model(format!(
+                    "invalid arguments for {}: {}",
+                    T::NAME,
+                    said.join("; ")
+                )));
+            }
+        }
         let params: T::Params = serde_json::from_value(arguments)
             .map_err(|e| ToolError::Model(format!("invalid arguments for {}: {e}", T::NAME)))?;
         self.0.run(context, params).await

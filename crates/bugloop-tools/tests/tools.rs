@@ -154,6 +154,13 @@ async fn plan_has_no_editing_tools() {
         assert!(schema.get("description").is_none(), "{name}: {text}");
     }
     assert_eq!(read["properties"]["start_line"]["minimum"], json!(0));
+    // Every schema compiles: each call's arguments are checked against it.
+    for (name, _, schema) in Registry::new(Toolset::Build).definitions() {
+        assert!(
+            jsonschema::validator_for(&schema).is_ok(),
+            "{name}: {schema}"
+        );
+    }
     assert!(read["properties"]["path"]["description"].is_string());
 }
 
@@ -506,6 +513,21 @@ async fn run_is_sandboxed() {
         )
         .await;
     assert!(slow.starts_with("timed out after 1s"), "{slow}");
+    // What the schema shown to the model refuses is refused, before anything runs.
+    tools
+        .assert_refused(vec![
+            (
+                "run",
+                json!({"program": ""}),
+                "invalid arguments for run: /program",
+            ),
+            (
+                "read_file",
+                json!({"path": ""}),
+                "invalid arguments for read_file",
+            ),
+        ])
+        .await;
 }
 
 #[tokio::test]
