@@ -326,7 +326,7 @@ impl Run<'_, '_> {
         Stop::new(
             Exit::Stuck,
             format!(
-                "The last fix did not land (HEAD is unchanged; its loop says why); still open: {}",
+                "The last fix made no commit (its loop says why); still open: {}",
                 open.join("; ")
             ),
         )
