@@ -678,6 +678,8 @@ async fn verify(
         }
     }
     result.left_out = bench.left_out();
+    // What the tree holds that no commit can (a FIFO, a directory named like `.git`).
+    result.left_out.extend(changes.skipped.iter().cloned());
     for run in &result.verify {
         env.progress.event(crate::ProgressEvent::Step(format!(
             "verify `{}`: {}",

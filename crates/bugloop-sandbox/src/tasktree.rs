@@ -428,6 +428,28 @@ mod tests {
         );
     }
 
+    /// A directory named like `.git` (in another case, or a nested repository's) is never
+    /// committed, and never left out without a word.
+    #[test]
+    fn a_directory_named_like_git_is_left_out_and_said() {
+        let repo = bugloop_testkit::TestRepo::with_files(&[("kept.txt", "kept\n")]);
+        let tree = TaskTree::create(repo.path(), &repo.head(), "git-named").unwrap();
+        for (dir, file) in [(".GIT", "config"), ("sub/.git", "HEAD")] {
+            std::fs::create_dir_all(tree.path().join(dir)).unwrap();
+            std::fs::write(tree.path().join(dir).join(file), "x").unwrap();
+        }
+        std::fs::write(tree.path().join("new.txt"), "new\n").unwrap();
+        let changes = tree.changes().unwrap();
+        assert_eq!(changes.paths(), ["new.txt"]);
+        assert_eq!(
+            changes.skipped,
+            [
+                "`.GIT/`: a directory named like .git, which git never commits",
+                "`sub/.git/`: a directory named like .git, which git never commits",
+            ]
+        );
+    }
+
     #[test]
     fn fast_import_paths_are_quoted() {
         assert_eq!(quote_path(b"plain path"), b"plain path".to_vec());

@@ -225,7 +225,13 @@ impl TaskTree {
     pub fn changes(&self) -> Result<Changes, SandboxError> {
         let mut result = Changes::default();
         let mut present: BTreeSet<Vec<u8>> = BTreeSet::new();
-        for (raw, full) in self.current_files() {
+        let (files, git_named) = self.current_files();
+        result.skipped.extend(
+            git_named.into_iter().map(|dir| {
+                format!("`{dir}/`: a directory named like .git, which git never commits")
+            }),
+        );
+        for (raw, full) in files {
             let shown = String::from_utf8_lossy(&raw).into_owned();
             let Ok(metadata) = std::fs::symlink_metadata(&full) else {
                 continue;
@@ -267,10 +273,14 @@ impl TaskTree {
     /// The files of the tree, each as its raw relative path and its full path: what the walk
     /// finds (`.gitignore` applies, `.git` never entered), then the tracked files the walk
     /// skipped because `.gitignore` now matches them, which are still tracked (as `git add -A`
-    /// sees it).
-    fn current_files(&self) -> Vec<(Vec<u8>, PathBuf)> {
+    /// sees it); and the directories named like `.git` the walk did not enter (the tree's own
+    /// mount point aside).
+    fn current_files(&self) -> (Vec<(Vec<u8>, PathBuf)>, Vec<String>) {
         let mut seen: BTreeSet<Vec<u8>> = BTreeSet::new();
         let mut current: Vec<(Vec<u8>, PathBuf)> = Vec::new();
+        let root = self.tree.clone();
+        let git_named = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let found = git_named.clone();
         let walker = ignore::WalkBuilder::new(&self.tree)
             .hidden(false)
             .ignore(false)
@@ -280,7 +290,20 @@ impl TaskTree {
             .git_ignore(true)
             .require_git(false)
             .follow_links(false)
-            .filter_entry(|e| !e.file_name().as_bytes().eq_ignore_ascii_case(b".git"))
+            .filter_entry(move |e| {
+                if !e.file_name().as_bytes().eq_ignore_ascii_case(b".git") {
+                    return true;
+                }
+                // The tree's own `.git` is the sandbox's mount point; any other directory
+                // named like it (`.GIT`, a nested repository's) is never committed: said.
+                if e.path() != root.join(".git") {
+                    let relative = e.path().strip_prefix(&root).unwrap_or(e.path());
+                    if let Ok(mut found) = found.lock() {
+                        found.push(relative.to_string_lossy().into_owned());
+                    }
+                }
+                false
+            })
             .build();
         for entry in walker.flatten() {
             let Ok(relative) = entry.path().strip_prefix(&self.tree) else {
@@ -307,7 +330,12 @@ impl TaskTree {
                 }
             }
         }
-        current
+        let mut git_named = git_named
+            .lock()
+            .map(|mut found| std::mem::take(&mut *found))
+            .unwrap_or_default();
+        git_named.sort();
+        (current, git_named)
     }
 
     /// The mode and object id git would record for the file at `full`, or `None` where it cannot
