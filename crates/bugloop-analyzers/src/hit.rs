@@ -110,6 +110,23 @@ impl Candidate {
         }
     }
 
+    /// Adds `said` to what is noted on this hit, after what was noted before.
+    pub(crate) fn add_note(&mut self, said: String) {
+        self.note = Some(match self.note.take() {
+            Some(earlier) => format!("{earlier}\n\n{said}"),
+            None => said,
+        });
+    }
+
+    /// What folding this hit into another says there: `also`, after what was noted on this one
+    /// (the change also silenced a check here), which stays said.
+    pub(crate) fn folded_as(&self, also: String) -> String {
+        match &self.note {
+            Some(note) => format!("{note}\n\n{also}"),
+            None => also,
+        }
+    }
+
     pub fn source(&self) -> FindingSource {
         FindingSource {
             tool: self.tool.clone(),

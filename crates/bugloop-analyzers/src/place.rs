@@ -23,24 +23,17 @@ pub(crate) fn one_per_line_of_a_tool(candidates: &mut Vec<Candidate>) {
     let place = |c: &Candidate| format!("{}\0{}\0{}", c.tool, c.hit.file, c.hit.line);
     let mut said: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for folded in keep_the_strongest(candidates, place) {
-        let mut also = format!(
+        let also = folded.folded_as(format!(
             "{} also reports {} here: {}",
             folded.tool,
             folded.hit.rule,
             crate::keys::mask_keys(&folded.hit.message)
-        );
-        if let Some(note) = &folded.note {
-            also = format!("{note}\n\n{also}");
-        }
+        ));
         said.entry(place(&folded)).or_default().push(also);
     }
     for c in candidates.iter_mut() {
         if let Some(also) = said.remove(&place(c)) {
-            let also = also.join("\n\n");
-            c.note = Some(match c.note.take() {
-                Some(earlier) => format!("{earlier}\n\n{also}"),
-                None => also,
-            });
+            c.add_note(also.join("\n\n"));
         }
     }
 }
