@@ -507,37 +507,7 @@ async fn watch_files(
         })
         .collect();
     if args.once {
-        // A file that cannot be read (missing, a link, not a regular file, unreadable) is said
-        // and left out, as a first look says it; the others are read. None readable: an error.
-        let mut unread = Vec::new();
-        for file in followed.iter_mut().filter(|f| f.file.is_none()) {
-            let shown = file.path.display().to_string();
-            let why = match std::fs::symlink_metadata(&file.path) {
-                Err(error) => Some(error.to_string()),
-                Ok(_) => file.open(false),
-            }
-            .map(|why| {
-                why.strip_prefix(&format!("{shown} is not read: "))
-                    .map(str::to_owned)
-                    .unwrap_or(why)
-            });
-            unread.push((
-                shown,
-                why.unwrap_or_else(|| "it cannot be opened".to_owned()),
-            ));
-        }
-        followed.retain(|f| f.file.is_some());
-        if followed.is_empty()
-            && let Some((path, why)) = unread.first()
-        {
-            anyhow::bail!("cannot open {path} ({why})");
-        }
-        for (path, why) in unread {
-            let _ = writeln!(
-                crate::terminal::stderr(),
-                "warning: {path} is not read: {why}"
-            );
-        }
+        leave_out_unreadable(&mut followed)?;
     }
     let poll = Duration::from_millis(args.poll_ms.max(10));
     loop {
@@ -580,6 +550,41 @@ async fn watch_files(
         reports.extend(file.segmenter.finish());
     }
     sink.offer_all(reports, out).await
+}
+
+/// For `--once`: a file that cannot be read (missing, a link, not a regular file, unreadable) is
+/// said and left out, as a first look says it; the others are read. None readable: an error.
+fn leave_out_unreadable(followed: &mut Vec<Followed>) -> Result<()> {
+    let mut unread = Vec::new();
+    for file in followed.iter_mut().filter(|f| f.file.is_none()) {
+        let shown = file.path.display().to_string();
+        let why = match std::fs::symlink_metadata(&file.path) {
+            Err(error) => Some(error.to_string()),
+            Ok(_) => file.open(false),
+        }
+        .map(|why| {
+            why.strip_prefix(&format!("{shown} is not read: "))
+                .map(str::to_owned)
+                .unwrap_or(why)
+        });
+        unread.push((
+            shown,
+            why.unwrap_or_else(|| "it cannot be opened".to_owned()),
+        ));
+    }
+    followed.retain(|f| f.file.is_some());
+    if followed.is_empty()
+        && let Some((path, why)) = unread.first()
+    {
+        anyhow::bail!("cannot open {path} ({why})");
+    }
+    for (path, why) in unread {
+        let _ = writeln!(
+            crate::terminal::stderr(),
+            "warning: {path} is not read: {why}"
+        );
+    }
+    Ok(())
 }
 
 /// Standard input, read by a task of its own (a read is never cut short by a timer), its lines

@@ -164,20 +164,8 @@ async fn fix_chosen(
     )
     .await;
     let (fixed, missed) = split_by_commit(env, &result, chosen);
-    if fixed.is_empty()
-        && let BuildStatus::Committed { .. } = &result.status
-    {
-        // A commit that changed none of the findings' code (a changelog line, a comment) is
-        // no fix of them, whatever its message says: it does not land.
-        let why: Vec<&str> = missed.iter().map(|(_, why)| why.as_str()).collect();
-        result.status = BuildStatus::Refused {
-            reason: format!(
-                "the agent's change fixes none of the findings it was asked to fix ({}); \
-                 nothing landed",
-                why.join("; ")
-            ),
-            guardrail: false,
-        };
+    if fixed.is_empty() {
+        refuse_a_commit_that_fixes_none(&mut result, &missed);
     }
     let landing = match &result.status {
         BuildStatus::Committed { commit, .. } => {
@@ -214,6 +202,22 @@ async fn fix_chosen(
         landing,
         resolved,
     })
+}
+
+/// A commit that changed none of the findings' code (a changelog line, a comment) is no fix of
+/// them, whatever its message says: it does not land.
+fn refuse_a_commit_that_fixes_none(result: &mut BuildResult, missed: &[(&ThreadState, String)]) {
+    if let BuildStatus::Committed { .. } = &result.status {
+        let why: Vec<&str> = missed.iter().map(|(_, why)| why.as_str()).collect();
+        result.status = BuildStatus::Refused {
+            reason: format!(
+                "the agent's change fixes none of the findings it was asked to fix ({}); \
+                 nothing landed",
+                why.join("; ")
+            ),
+            guardrail: false,
+        };
+    }
 }
 
 /// The Build agent's task: the findings, and the developer's words with the request.
