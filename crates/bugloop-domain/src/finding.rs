@@ -72,7 +72,7 @@ pub fn sanitize_finding_id(raw: &str) -> String {
         let safe = if ch.is_control()
             || ch.is_whitespace()
             || matches!(ch, '<' | '>' | '"' | '\'' | '`' | '\\' | '-')
-            || is_invisible(ch)
+            || crate::markdown::is_invisible(ch)
         {
             '-'
         } else {
@@ -94,11 +94,6 @@ pub fn sanitize_finding_id(raw: &str) -> String {
         out.push_str("finding");
     }
     out
-}
-
-/// Zero-width and bidi-control characters: invisible in a rendered comment, so never in an id.
-fn is_invisible(ch: char) -> bool {
-    matches!(ch, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2064}' | '\u{FEFF}')
 }
 
 /// What kind of problem a finding is. The security pass's findings are [`Category::Security`],

@@ -241,6 +241,23 @@ pub fn plain_https(url: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || "-._~:/?#!$&*+,;=%".contains(c))
 }
 
+/// Characters that show nothing where text is read: zero-width spaces and joiners, direction
+/// marks and overrides, word joiners and invisible operators, the byte-order mark, the soft
+/// hyphen. A name or a line holding one can look like another that does not.
+pub fn is_invisible(ch: char) -> bool {
+    matches!(
+        ch,
+        '\u{00AD}'
+            | '\u{034F}'
+            | '\u{180E}'
+            | '\u{200B}'..='\u{200F}'
+            | '\u{202A}'..='\u{202E}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{2066}'..='\u{206F}'
+            | '\u{FEFF}'
+    )
+}
+
 /// [`inline`] text quoted from what others wrote (a test's output, a file name), in a comment
 /// bugloop posts on its own: `@name` notifies nobody, so what the code under test prints cannot
 /// page people through bugloop. The same as [`inline`], which silences every mention: bugloop
