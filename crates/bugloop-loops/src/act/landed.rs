@@ -175,10 +175,10 @@ pub(super) async fn recover(
         return Ok(None);
     };
     let held = kept::is_commit_id(&landing.commit)
-        && env
-            .git
-            .head()
-            .is_some_and(|head| env.git.is_ancestor(&landing.commit, &head).unwrap_or(false));
+        && env.git.head().is_some_and(|head| {
+            env.git.is_ancestor(&landing.commit, &head).unwrap_or(false)
+                && still_at(env, &landing.commit, &head)
+        });
     if !held {
         // Left on a branch of its own: kept until the developer merges it (or another fix's
         // record takes its place). Any other: it did not land, nothing to recover.
@@ -222,6 +222,40 @@ pub(super) async fn recover(
         recovered.threads.push(thread.id.clone());
     }
     Ok(Some(recovered))
+}
+
+/// Whether the code `commit` added is at `head`: each line of code it added (not blank, not a
+/// comment) is in its file there. A merge that took none of it (`git merge -s ours`), or a
+/// revert since, holds the commit but not the fix.
+fn still_at(env: &LoopEnv<'_>, commit: &str, head: &str) -> bool {
+    use crate::review::near::{code_of, says_nothing};
+    let Ok(raw) = env.git.commit_diff(commit) else {
+        return false;
+    };
+    let diff = bugloop_diff::parse(&raw);
+    diff.files.iter().all(|file| {
+        let added: Vec<String> = file
+            .hunks
+            .iter()
+            .flat_map(|h| &h.lines)
+            .filter(|l| l.kind == bugloop_diff::LineKind::Added && !says_nothing(&l.text))
+            .map(|l| code_of(&l.text))
+            .collect();
+        if added.is_empty() {
+            return true;
+        }
+        let Some(path) = file.new_path.as_deref() else {
+            return true;
+        };
+        let Some(bytes) = env.git.show(head, path) else {
+            return false;
+        };
+        let there: std::collections::BTreeSet<String> = String::from_utf8_lossy(&bytes)
+            .lines()
+            .map(code_of)
+            .collect();
+        added.iter().all(|line| there.contains(line))
+    })
 }
 
 /// The root comment and finding of `thread` when the stopped fix `landing` fixed it: the same

@@ -425,8 +425,9 @@ async fn a_dirty_tree_is_refused_before_anything_starts() {
     .await;
 }
 
-#[tokio::test]
-async fn a_head_that_moved_meanwhile_leaves_the_fix_on_a_branch() {
+/// A fix left on a branch of its own because the developer committed while it ran: the
+/// repository, the finding and the branch.
+async fn left_on_a_branch() -> (Repo, String, String) {
     let (repo, id) = reviewed().await;
     let path = repo.path().to_path_buf();
     let script = ScriptedProvider::new([clamp_edit()]);
@@ -459,6 +460,12 @@ async fn a_head_that_moved_meanwhile_leaves_the_fix_on_a_branch() {
         !repo.read("src/stats.rs").contains("min("),
         "the user's tree is untouched"
     );
+    (repo, id, branch)
+}
+
+#[tokio::test]
+async fn a_head_that_moved_meanwhile_leaves_the_fix_on_a_branch() {
+    let (repo, id, branch) = left_on_a_branch().await;
     // Merged as told, the next fix resolves what it fixed, without asking the model again.
     git(repo.path(), &["merge", "-q", "--no-edit", &branch]);
     let idle = ScriptedProvider::new([]);
@@ -469,6 +476,29 @@ async fn a_head_that_moved_meanwhile_leaves_the_fix_on_a_branch() {
         "{}",
         merged.message
     );
+}
+
+/// A merge that holds the fix's commit but none of its code (`-s ours`) is no landing of it: the
+/// finding waits for a fix that is there.
+#[tokio::test]
+async fn a_merge_that_took_none_of_the_fix_resolves_nothing() {
+    let (repo, id, branch) = left_on_a_branch().await;
+    git(
+        repo.path(),
+        &["merge", "-q", "-s", "ours", "--no-edit", &branch],
+    );
+    let script = ScriptedProvider::new([clamp_edit(), text_reply("Clamped again.", usage())]);
+    let report = fix_all(&repo, script).await;
+    assert!(
+        !report.message.contains("merged from"),
+        "{}",
+        report.message
+    );
+    assert!(matches!(
+        report.landing,
+        Some(Landing::FastForwarded { .. })
+    ));
+    assert_eq!(report.resolved, std::slice::from_ref(&id), "{report:?}");
 }
 
 /// A finding whose quoted code was changed by hand since the review, or whose file is gone, has
