@@ -87,6 +87,11 @@ pub(crate) fn apply_env_tree(
     vars.sort();
     let mut applied = Vec::new();
     for (name, raw) in vars {
+        // Empty is the same as not set (as for `BUGLOOP_CONFIG`): a CI step that sets a
+        // variable from one that is not defined must not reset a section to its defaults.
+        if raw.trim().is_empty() {
+            continue;
+        }
         let origin = Origin::Env { var: name.clone() };
         let keys: Vec<String> = name[ENV_PREFIX.len()..]
             .split("__")
@@ -163,7 +168,15 @@ fn set_path(
             walked.push(key);
             let mut path: Vec<String> = walked.iter().map(|k| (*k).to_owned()).collect();
             let mut set = Vec::new();
-            merge_into(next, value, &mut path, &mut set);
+            merge_into(next, value, &mut path, &mut set).map_err(|section| {
+                ConfigError::Invalid {
+                    origin: origin.clone(),
+                    path: section,
+                    message: "is a section: give it a mapping of the keys to change \
+                              (`{max_turns: 4}`), or leave the variable unset"
+                        .to_owned(),
+                }
+            })?;
             return Ok(set);
         }
         walked.push(key);
@@ -174,15 +187,19 @@ fn set_path(
 
 /// Puts `value` at `node`: a mapping into a section key by key, so a variable changes only the
 /// keys it sets (`BUGLOOP_BUDGETS='{max_turns: 4}'` keeps every other budget where the files put
-/// it); a list, a scalar or a price (one value) in place. Adds the key paths set to `set`.
+/// it); a list, a scalar or a price (one value) in place. Adds the key paths set to `set`. A
+/// section given nothing (`~`, `null`) would be all defaults: refused, naming the section.
 fn merge_into(
     node: &mut serde_yaml_ng::Value,
     value: serde_yaml_ng::Value,
     path: &mut Vec<String>,
     set: &mut Vec<Vec<String>>,
-) {
+) -> Result<(), String> {
     use serde_yaml_ng::Value;
     match (node, value) {
+        (Value::Mapping(_), Value::Null) if !layered::is_atomic(path) => {
+            return Err(path.join("."));
+        }
         (Value::Mapping(section), Value::Mapping(new)) if !layered::is_atomic(path) => {
             for (key, value) in new {
                 let key = match key {
@@ -196,7 +213,7 @@ fn merge_into(
                 };
                 path.push(layered::key_text(&key));
                 match section.get_mut(&key) {
-                    Some(slot) => merge_into(slot, value, path, set),
+                    Some(slot) => merge_into(slot, value, path, set)?,
                     None => {
                         section.insert(key, value);
                         set.push(path.clone());
@@ -210,6 +227,7 @@ fn merge_into(
             set.push(path.clone());
         }
     }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -256,6 +274,31 @@ mod tests {
             loaded.source_of(&["review", "severity_floor"]),
             Some(ValueSource::Base(_))
         ));
+    }
+
+    #[test]
+    fn an_empty_variable_is_not_set_and_a_section_is_never_given_nothing() {
+        let file = "budgets:\n  max_cost_usd: 1.5\nfix:\n  verify_commands: [make test]\n";
+        let loaded = loaded(file, &[("BUGLOOP_BUDGETS", ""), ("BUGLOOP_FIX", " ")]);
+        assert_eq!(loaded.config.budgets.max_cost_usd, 1.5);
+        assert_eq!(loaded.config.fix.verify_commands.len(), 1);
+        for (var, value) in [
+            ("BUGLOOP_BUDGETS", "~"),
+            ("BUGLOOP_FIX", "null"),
+            ("BUGLOOP_REVIEW", "{web: ~}"),
+        ] {
+            let error = load_layered(&Sources {
+                base: Some(SourceText::new("main:.bugloop/config.yml", file)),
+                env: vec![(var.to_owned(), value.to_owned())],
+                ..Sources::default()
+            })
+            .unwrap_err()
+            .to_string();
+            assert!(
+                error.contains(var) && error.contains("is a section"),
+                "{error}"
+            );
+        }
     }
 
     #[test]
