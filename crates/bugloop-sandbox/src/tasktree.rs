@@ -433,21 +433,37 @@ mod tests {
     #[test]
     fn a_directory_named_like_git_is_left_out_and_said() {
         let repo = bugloop_testkit::TestRepo::with_files(&[("kept.txt", "kept\n")]);
-        let tree = TaskTree::create(repo.path(), &repo.head(), "git-named").unwrap();
-        for (dir, file) in [(".GIT", "config"), ("sub/.git", "HEAD")] {
+        let mut tree = TaskTree::create(repo.path(), &repo.head(), "git-named").unwrap();
+        for (dir, file) in [
+            (".GIT", "config"),
+            ("sub/.git", "HEAD"),
+            ("x/.git ", "b"),
+            ("y/.git.", "c"),
+            ("z/.g\u{200C}it", "d"),
+        ] {
             std::fs::create_dir_all(tree.path().join(dir)).unwrap();
             std::fs::write(tree.path().join(dir).join(file), "x").unwrap();
         }
+        std::fs::create_dir_all(tree.path().join("w")).unwrap();
+        std::fs::write(tree.path().join("w/.git"), "gitdir: /elsewhere\n").unwrap();
         std::fs::write(tree.path().join("new.txt"), "new\n").unwrap();
         let changes = tree.changes().unwrap();
         assert_eq!(changes.paths(), ["new.txt"]);
+        let said = |path: &str| format!("`{path}`: named like .git, which git never commits");
         assert_eq!(
             changes.skipped,
             [
-                "`.GIT/`: a directory named like .git, which git never commits",
-                "`sub/.git/`: a directory named like .git, which git never commits",
+                said(".GIT"),
+                said("sub/.git"),
+                said("w/.git"),
+                said("x/.git "),
+                said("y/.git."),
+                said("z/.g\u{200C}it"),
             ]
         );
+        // And the commit of what is left goes through.
+        tree.commit(&changes, "new", ("bugloop", "bugloop@bugloop.invalid"))
+            .unwrap();
     }
 
     #[test]

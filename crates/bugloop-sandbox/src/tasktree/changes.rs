@@ -10,7 +10,7 @@ use std::path::{Component, Path, PathBuf};
 
 use crate::SandboxError;
 
-use super::export::{Stamp, TreeEntry, safe_relative};
+use super::export::{Stamp, TreeEntry, is_git_like, safe_relative};
 use super::{MAX_COMMITTED_FILE, TaskTree, io_error};
 
 /// What changed in a task tree against its HEAD.
@@ -135,7 +135,7 @@ pub(super) fn symlink_stays_inside(link: &Path, target: &[u8]) -> bool {
     for component in target.components() {
         match component {
             Component::Normal(name) => {
-                if depth.is_empty() && name.as_bytes().eq_ignore_ascii_case(b".git") {
+                if depth.is_empty() && is_git_like(name.as_bytes()) {
                     return false;
                 }
                 depth.push(name);
@@ -176,9 +176,9 @@ pub(super) fn object_id(format_sha256: bool, kind: &str, content: &[u8]) -> Stri
 /// task tree's git metadata, its hooks and configuration, is never read or written here).
 pub(super) fn plain(relative: &Path) -> bool {
     !relative.as_os_str().is_empty()
-        && relative.components().all(|c| {
-            matches!(c, Component::Normal(name) if !name.as_bytes().eq_ignore_ascii_case(b".git"))
-        })
+        && relative
+            .components()
+            .all(|c| matches!(c, Component::Normal(name) if !is_git_like(name.as_bytes())))
 }
 
 /// Reads a regular file without following a symlink and without blocking on anything else.
@@ -227,9 +227,9 @@ impl TaskTree {
         let mut present: BTreeSet<Vec<u8>> = BTreeSet::new();
         let (files, git_named) = self.current_files();
         result.skipped.extend(
-            git_named.into_iter().map(|dir| {
-                format!("`{dir}/`: a directory named like .git, which git never commits")
-            }),
+            git_named
+                .into_iter()
+                .map(|dir| format!("`{dir}`: named like .git, which git never commits")),
         );
         for (raw, full) in files {
             let shown = String::from_utf8_lossy(&raw).into_owned();
@@ -291,11 +291,11 @@ impl TaskTree {
             .require_git(false)
             .follow_links(false)
             .filter_entry(move |e| {
-                if !e.file_name().as_bytes().eq_ignore_ascii_case(b".git") {
+                if !is_git_like(e.file_name().as_bytes()) {
                     return true;
                 }
-                // The tree's own `.git` is the sandbox's mount point; any other directory
-                // named like it (`.GIT`, a nested repository's) is never committed: said.
+                // The tree's own `.git` is the sandbox's mount point; anything else git takes
+                // for `.git` (`.GIT`, `.git.`, a nested repository's) is never committed: said.
                 if e.path() != root.join(".git") {
                     let relative = e.path().strip_prefix(&root).unwrap_or(e.path());
                     if let Ok(mut found) = found.lock() {

@@ -89,14 +89,29 @@ pub(super) enum TreeSource {
     },
 }
 
+/// Whether git takes the path component `name` for `.git`, and refuses a path through it: `.git`
+/// in any case, with spaces or dots after it or a stream name (as NTFS reads it), holding
+/// characters HFS+ ignores (zero-width joiners, direction marks, the byte-order mark), or
+/// `git~1` (NTFS's short name for it).
+pub(super) fn is_git_like(name: &[u8]) -> bool {
+    let ignorable = |c: char| matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{206A}'..='\u{206F}' | '\u{FEFF}');
+    let seen: String = String::from_utf8_lossy(name)
+        .chars()
+        .filter(|c| !ignorable(*c))
+        .collect();
+    let stem = seen.split(':').next().unwrap_or_default();
+    let stem = stem.trim_end_matches([' ', '.']);
+    stem.eq_ignore_ascii_case(".git") || stem.eq_ignore_ascii_case("git~1")
+}
+
 /// A path git may have written, safe to create below a root: relative, no `.`/`..`/empty
-/// components, nothing named `.git` (in any case).
+/// components, nothing git takes for `.git` ([`is_git_like`]).
 pub(super) fn safe_relative(path: &[u8]) -> Option<&Path> {
     let path = Path::new(OsStr::from_bytes(path));
     let mut any = false;
     for component in path.components() {
         match component {
-            Component::Normal(name) if !name.as_bytes().eq_ignore_ascii_case(b".git") => {
+            Component::Normal(name) if !is_git_like(name.as_bytes()) => {
                 any = true;
             }
             _ => return None,
