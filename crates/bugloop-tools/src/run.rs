@@ -32,6 +32,11 @@ impl TypedTool for Run {
     crate::tool_named!("run");
 
     async fn run(&self, context: &ToolContext, params: RunParams) -> Result<String, ToolError> {
+        if params.program.trim().is_empty() {
+            return Err(ToolError::Model(
+                "invalid arguments for run: `program` names no program".to_owned(),
+            ));
+        }
         let mut settings = context.sandbox.clone();
         settings.policy = Policy::WorkspaceWrite;
         if let Some(seconds) = params.timeout_seconds {

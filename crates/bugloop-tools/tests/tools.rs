@@ -522,6 +522,11 @@ async fn run_is_sandboxed() {
                 "invalid arguments for run: /program",
             ),
             (
+                "run",
+                json!({"program": " \n"}),
+                "`program` names no program",
+            ),
+            (
                 "read_file",
                 json!({"path": ""}),
                 "invalid arguments for read_file",
