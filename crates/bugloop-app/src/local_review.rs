@@ -4,6 +4,7 @@
 //! locally they are what lets the solve loop's review rounds and its ready gate run without a
 //! forge.
 
+use bugloop_domain::markdown::is_invisible;
 use bugloop_domain::thread::Comment;
 use bugloop_forge::local::LocalForge;
 use bugloop_forge::{ChangeKey, LineAnchor};
@@ -57,7 +58,7 @@ impl ChecksView {
 /// A reviewer's name as given, or the developer's.
 fn reviewer(local: &LocalForge, given: Option<&str>) -> Result<String, AppError> {
     let name = given.unwrap_or(local.developer()).trim();
-    if name.is_empty() || name.chars().any(char::is_control) {
+    if name.is_empty() || name.chars().any(|c| c.is_control() || is_invisible(c)) {
         return Err(AppError::Invalid(format!(
             "{name:?} is not a reviewer's name (--as NAME)"
         )));
@@ -195,10 +196,10 @@ impl App {
                     "a check needs a name (NAME=STATE)".to_owned(),
                 ));
             }
-            if name.chars().any(char::is_control) {
+            if name.chars().any(|c| c.is_control() || is_invisible(c)) {
                 return Err(AppError::Invalid(format!(
-                    "{name:?} is not a check's name: it holds a line break or another control \
-                     character"
+                    "{name:?} is not a check's name: it holds a line break, a control character \
+                     or one that shows nothing"
                 )));
             }
         }

@@ -95,6 +95,25 @@ fn reviewed_locally(runner: &Runner) {
         "is not a check's name",
     );
     assert!(!text(&runner.ok(dir, &["checks", "2"], "")).contains("lint"));
+    // Names that print as another's: one holding a character that shows nothing.
+    runner.exits_saying(
+        dir,
+        &["checks", "2", "--record", "ci\u{200B}=passed"],
+        2,
+        "is not a check's name",
+    );
+    runner.exits_saying(
+        dir,
+        &[
+            "review-decision",
+            "2",
+            "--approve",
+            "--as",
+            "bugloop\u{200B}",
+        ],
+        2,
+        "is not a reviewer's name",
+    );
     runner.ok(
         dir,
         &["review-decision", "2", "--approve", "--as", "alice"],
