@@ -40,10 +40,24 @@ pub(crate) fn code_of(line: &str) -> String {
 pub(crate) fn says_nothing(line: &str) -> bool {
     let code = bare(line);
     code.is_empty()
-        || COMMENT_MARKERS.iter().any(|m| code.starts_with(m))
+        || starts_as_comment(code)
         || is_lone_string(code)
         || matches!(code, "pass" | "..." | "Ellipsis")
         || code.chars().all(|c| "{}[]();,.".contains(c))
+}
+
+/// Whether `code` (bare) starts as a comment does: `#`, `//`, `/*` or `<!--`, or `*` and `--`
+/// when a space or nothing follows (`*ptr = 0;`, `*rest, last = items` and `--count;` are code).
+fn starts_as_comment(code: &str) -> bool {
+    let spaced = |marker: &str| {
+        code.strip_prefix(marker)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t', '/']))
+    };
+    ["#", "//", "/*", "<!--"]
+        .iter()
+        .any(|m| code.starts_with(m))
+        || spaced("*")
+        || spaced("--")
 }
 
 /// `"..."`, `'...'` or `` `...` `` and nothing else (but a `;` or `,` after it), with an
@@ -227,6 +241,16 @@ mod tests {
         let removed = file(&format!("{HEADER}@@ -9 +8,0 @@\n-    log(a)\n"));
         assert!(changes_code_near(&removed, 5, 2));
         assert!(!changes_code_near(&removed, 5, 1));
+    }
+
+    #[test]
+    fn a_pointer_a_splat_or_a_decrement_is_code() {
+        for code in ["*ptr = 0;", "*rest, last = items", "--count;", "**kwargs,"] {
+            assert!(!says_nothing(code), "{code}");
+        }
+        for comment in [" * continued", " */", "-- note", "*", "# note", "// note"] {
+            assert!(says_nothing(comment), "{comment}");
+        }
     }
 
     #[test]
