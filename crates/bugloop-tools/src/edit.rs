@@ -16,6 +16,12 @@ use crate::workspace::special_kind;
 use crate::{ToolContext, ToolError, TypedTool};
 
 fn writable(context: &ToolContext, raw: &str) -> Result<PathBuf, ToolError> {
+    // `dir/` names a directory; resolving it drops the slash, and a file `dir` would be written.
+    if raw.trim_end().ends_with('/') {
+        return Err(ToolError::Model(format!(
+            "{raw:?} ends with `/`: it names a directory, not a file"
+        )));
+    }
     let path = context.workspace.resolve(raw)?;
     let relative = context.workspace.relative(&path);
     if let Some(pattern) = context.protected.matched(&relative) {

@@ -438,6 +438,14 @@ async fn editing_tools() {
         std::fs::read_to_string(dir.path().join("docs/new.md")).unwrap(),
         "hello\n"
     );
+    let directory = tools
+        .err("write_file", json!({"path": "notes/", "content": "x"}))
+        .await;
+    assert!(
+        directory.to_string().contains("names a directory"),
+        "{directory}"
+    );
+    assert!(!dir.path().join("notes").exists());
     let twice = tools
         .err(
             "edit_file",
