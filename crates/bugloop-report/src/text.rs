@@ -165,7 +165,13 @@ fn finding_entry(out: &mut String, f: &PublishedFinding, style: Style) {
         let _ = writeln!(out, "         {} {}", style.dim("│"), code.trim_end());
     }
     for text_line in finding.description.lines() {
-        let _ = writeln!(out, "         {text_line}");
+        // A paragraph break stays a bare line, without the indent's trailing spaces.
+        let indent = if text_line.trim().is_empty() {
+            ""
+        } else {
+            "         "
+        };
+        let _ = writeln!(out, "{indent}{}", text_line.trim_end());
     }
     if let Some(note) = &f.note {
         let _ = writeln!(out, "         {}", style.dim(&format!("({note})")));
