@@ -12,7 +12,7 @@ use crate::{ToolContext, ToolError, TypedTool};
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct RunParams {
     /// The program, e.g. `cargo` (no shell line: use args).
-    #[schemars(length(min = 1))]
+    #[schemars(pattern(r"\S"))]
     pub program: String,
     #[serde(default)]
     pub args: Vec<String>,
@@ -32,11 +32,6 @@ impl TypedTool for Run {
     crate::tool_named!("run");
 
     async fn run(&self, context: &ToolContext, params: RunParams) -> Result<String, ToolError> {
-        if params.program.trim().is_empty() {
-            return Err(ToolError::Model(
-                "invalid arguments for run: `program` names no program".to_owned(),
-            ));
-        }
         let mut settings = context.sandbox.clone();
         settings.policy = Policy::WorkspaceWrite;
         if let Some(seconds) = params.timeout_seconds {

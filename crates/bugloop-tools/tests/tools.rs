@@ -532,7 +532,7 @@ async fn run_is_sandboxed() {
             (
                 "run",
                 json!({"program": " \n"}),
-                "`program` names no program",
+                "invalid arguments for run: /program",
             ),
             (
                 "read_file",
