@@ -5,7 +5,7 @@
 //! theirs, and the round answered their threads). Anything else: escalated with every reason.
 
 use bugloop_domain::solve::SolveState;
-use bugloop_forge::tracker::ChangeRequest;
+use bugloop_forge::tracker::{ChangeRequest, Check};
 use bugloop_git::short;
 
 use bugloop_loops::build::{binary_changes, net_change, run_commands};
@@ -27,10 +27,9 @@ pub(super) async fn decide(
         .map(|c| c.name.as_str())
         .collect();
     failed.extend(
-        checks
-            .iter()
-            .filter(|c| c.passed == Some(false))
-            .map(|c| format!("the check {} failed", c.name)),
+        failed_checks(&checks)
+            .into_iter()
+            .map(|name| format!("the check {name} failed")),
     );
     if let Some(failing) = failing_test(run, &head).await? {
         failed.push(failing);
@@ -68,6 +67,15 @@ pub(super) async fn decide(
     )
     .await?;
     Ok(Flow::Next)
+}
+
+/// The names of the checks that failed.
+pub(super) fn failed_checks(checks: &[Check]) -> Vec<&str> {
+    checks
+        .iter()
+        .filter(|c| c.passed == Some(false))
+        .map(|c| c.name.as_str())
+        .collect()
 }
 
 /// The test commands, on the head as it is (a push bugloop did not make is tested here): what

@@ -604,13 +604,11 @@ async fn since_ready(
     if run.tracker.changes_requested(request.number).await? {
         since.push("a reviewer requested changes".to_owned());
     }
+    let checks = run.tracker.checks(&head).await?;
     since.extend(
-        run.tracker
-            .checks(&head)
-            .await?
+        super::gate::failed_checks(&checks)
             .into_iter()
-            .filter(|check| check.passed == Some(false))
-            .map(|check| format!("the check {} failed on {}", check.name, short(&head))),
+            .map(|name| format!("the check {name} failed on {}", short(&head))),
     );
     Ok(since)
 }
