@@ -64,11 +64,30 @@ pub fn apply_env(
     if applied.is_empty() {
         return Ok((config, Vec::new()));
     }
-    let config = serde_path_to_error::deserialize(tree).map_err(|error| {
-        let path = clean_path(&error.path().to_string());
-        classify(Origin::Value, path, &error.into_inner().to_string())
-    })?;
+    let config = config_of_tree(&tree, &Origin::Value)?;
     Ok((config, applied.into_iter().map(|(var, _)| var).collect()))
+}
+
+/// The configuration `tree` holds, read as a file's text is: a plain `5` or `true` is text to a
+/// key that takes text (`labels.trigger`), as it is in a file, rather than a number there.
+pub(crate) fn config_of_tree(
+    tree: &serde_yaml_ng::Value,
+    origin: &Origin,
+) -> Result<Config, ConfigError> {
+    if let Ok(config) = serde_path_to_error::deserialize::<_, Config>(tree) {
+        return Ok(config);
+    }
+    let text = serde_yaml_ng::to_string(tree).map_err(|error| ConfigError::Invalid {
+        origin: origin.clone(),
+        path: String::new(),
+        message: error.to_string(),
+    })?;
+    serde_path_to_error::deserialize(serde_yaml_ng::Deserializer::from_str(&text)).map_err(
+        |error| {
+            let path = clean_path(&error.path().to_string());
+            classify(origin.clone(), path, &error.into_inner().to_string())
+        },
+    )
 }
 
 /// A variable applied, and the key paths it set.
@@ -103,10 +122,7 @@ pub(crate) fn apply_env_tree(
             serde_yaml_ng::from_str(&raw).unwrap_or(serde_yaml_ng::Value::String(raw.clone()));
         let set = set_path(tree, &keys, value, &origin)?;
         // Check each override on its own, so an error names the variable that caused it.
-        serde_path_to_error::deserialize::<_, Config>(tree.clone()).map_err(|error| {
-            let path = clean_path(&error.path().to_string());
-            classify(origin.clone(), path, &error.into_inner().to_string())
-        })?;
+        config_of_tree(tree, &origin)?;
         applied.push((name, set));
     }
     Ok(applied)
@@ -299,6 +315,29 @@ mod tests {
                 "{error}"
             );
         }
+    }
+
+    #[test]
+    fn a_plain_scalar_reads_as_text_where_a_file_would_read_it_so() {
+        let from_file = loaded("labels:\n  trigger: 5\n", &[]);
+        assert_eq!(from_file.config.labels.trigger, "5");
+        for (var, value) in [
+            ("BUGLOOP_LABELS__TRIGGER", "5"),
+            ("BUGLOOP_LABELS", "{trigger: 5}"),
+        ] {
+            let from_env = loaded("", &[(var, value)]);
+            assert_eq!(from_env.config.labels.trigger, "5", "{var}");
+        }
+        let error = load_layered(&Sources {
+            env: vec![("BUGLOOP_BUDGETS__MAX_TURNS".to_owned(), "many".to_owned())],
+            ..Sources::default()
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(
+            error.contains("BUGLOOP_BUDGETS__MAX_TURNS") && error.contains("max_turns"),
+            "{error}"
+        );
     }
 
     #[test]

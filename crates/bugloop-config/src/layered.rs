@@ -697,11 +697,7 @@ impl<'a> Layering<'a> {
         sources: &Sources,
     ) -> Result<(Config, Value, Vec<String>), ConfigError> {
         let applied = apply_env_tree(&mut self.effective, sources.env.iter().cloned())?;
-        let config: Config =
-            serde_path_to_error::deserialize(self.effective.clone()).map_err(|error| {
-                let path = crate::clean_path(&error.path().to_string());
-                crate::classify(Origin::Value, path, &error.into_inner().to_string())
-            })?;
+        let config = crate::env::config_of_tree(&self.effective, &Origin::Value)?;
         let effective = to_tree(&config)?;
         let final_leaves = leaves(&effective);
         let mut overrides = Vec::new();
