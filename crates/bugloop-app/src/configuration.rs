@@ -251,15 +251,24 @@ fn repository_root(start: &Path) -> PathBuf {
         .to_path_buf()
 }
 
+/// What `bugloop config check` found.
+#[derive(Debug, Default)]
+pub struct ConfigCheck {
+    /// Each error with its file, line and column; empty when all of it reads.
+    pub errors: Vec<String>,
+    /// What reads but does not apply, as a run would warn of it: a branch's setting that is
+    /// ignored, a repository prompt left out.
+    pub warnings: Vec<String>,
+}
+
 /// `bugloop config check`: the errors of `file` alone, or else of every configuration file the
 /// repository at `cwd` is run with (its base commit's, the branch's, the user's) and of the
-/// configuration they make together with `BUGLOOP_*`; each error with its file, line and
-/// column. Empty when all of it reads.
+/// configuration they make together with `BUGLOOP_*`, with the warnings a run would give.
 pub fn check_configuration(
     cwd: &Path,
     choice: &ConfigChoice,
     file: Option<&Path>,
-) -> Result<Vec<String>, AppError> {
+) -> Result<ConfigCheck, AppError> {
     let read = |path: &Path| {
         bugloop_config::read_config_bytes(path).map_err(|source| {
             AppError::Invalid(format!("cannot read {}: {source}", path.display()))
@@ -268,7 +277,10 @@ pub fn check_configuration(
     if let Some(file) = file {
         let bytes = read(file)?;
         let label = file.display().to_string();
-        return Ok(errors_of(&bugloop_config::check_bytes(&label, bytes)));
+        return Ok(ConfigCheck {
+            errors: errors_of(&bugloop_config::check_bytes(&label, bytes)),
+            warnings: Vec::new(),
+        });
     }
     let (repo_root, base) = root_and_base(cwd);
     let mut texts: Vec<(String, Vec<u8>)> = Vec::new();
@@ -300,12 +312,14 @@ pub fn check_configuration(
         errors.extend(errors_of(&bugloop_config::check_bytes(&label, bytes)));
     }
     // Together (and with the variables), only when each file reads alone.
-    if errors.is_empty()
-        && let Err(error) = load_configuration(cwd, choice)
-    {
-        errors.push(error.to_string());
+    let mut warnings = Vec::new();
+    if errors.is_empty() {
+        match load_configuration(cwd, choice) {
+            Ok(configuration) => warnings = configuration.warnings,
+            Err(error) => errors.push(error.to_string()),
+        }
     }
-    Ok(errors)
+    Ok(ConfigCheck { errors, warnings })
 }
 
 fn errors_of(errors: &[bugloop_config::ConfigError]) -> Vec<String> {

@@ -43,7 +43,8 @@ use bugloop_loops::LoopSettings;
 
 pub use self::act::{CommentJob, FixJob, ReplyJob, ReplyOutcome};
 pub use self::configuration::{
-    ConfigChoice, Configuration, OperatorConfig, check_configuration, load_configuration,
+    ConfigCheck, ConfigChoice, Configuration, OperatorConfig, check_configuration,
+    load_configuration,
 };
 pub use self::converge::ConvergeJob;
 pub use self::conversation::{FindingThread, StoreAction, StoreResult, store_action};

@@ -286,7 +286,8 @@ enum ConfigCommand {
     /// Check the configuration: FILE alone, or every file this repository is run with (the base
     /// commit's, the branch's, your own) and what they make together with BUGLOOP_* variables.
     /// Prints each error with its file, line and column (one per top-level section of a file);
-    /// exit 1 when there is one. Changes nothing.
+    /// exit 1 when there is one. Warns of each setting of this branch a run would ignore.
+    /// Changes nothing.
     Check {
         /// A configuration file to check on its own.
         file: Option<PathBuf>,
@@ -647,10 +648,18 @@ fn config_command(here: &Here, command: &ConfigCommand, out: &mut impl Write) ->
             Ok(Verdict::Done)
         }
         ConfigCommand::Check { file } => {
-            let errors =
-                bugloop_app::check_configuration(&here.cwd, &here.choice, file.as_deref())?;
+            let check = bugloop_app::check_configuration(&here.cwd, &here.choice, file.as_deref())?;
+            warn(&check.warnings)?;
+            let errors = check.errors;
             if errors.is_empty() {
-                writeln!(out, "The configuration reads: no error.")?;
+                match check.warnings.len() {
+                    0 => writeln!(out, "The configuration reads: no error.")?,
+                    1 => writeln!(out, "The configuration reads: no error, 1 warning above.")?,
+                    n => writeln!(
+                        out,
+                        "The configuration reads: no error, {n} warnings above."
+                    )?,
+                }
                 return Ok(Verdict::Done);
             }
             for error in &errors {
