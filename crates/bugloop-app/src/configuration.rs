@@ -171,6 +171,12 @@ fn load_with(
     let env = bugloop_config::environment(std::env::vars_os())?;
     let loaded = bugloop_config::load(&files, env)?;
     let mut warnings = operator_warnings(&loaded);
+    if let Some(error) = &loaded.branch_unreadable {
+        warnings.push(format!(
+            "this branch's {CONFIG_PATH} does not read, so this run ignores it and reads the \
+             trusted configuration alone (the base commit's file, your own): {error}"
+        ));
+    }
     warnings.extend(ignored_warnings(&loaded, branch_config, base.found));
     warnings.extend(base.warnings);
     Ok(Configuration {

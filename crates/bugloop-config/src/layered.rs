@@ -320,6 +320,9 @@ pub struct Loaded {
     /// Whether the branch's file differs from the base's (when it does not, it is the base's).
     pub branch_differs: bool,
     pub branch_config: BranchConfig,
+    /// Why the branch's file was not read ([`BranchConfig::ReviewSettings`]: it does not parse,
+    /// is not a plain file, or sets what does not validate): the trusted layers applied alone.
+    pub branch_unreadable: Option<String>,
 }
 
 impl Loaded {
@@ -558,6 +561,7 @@ pub fn load_layered(sources: &Sources) -> Result<Loaded, ConfigError> {
         user: sources.user.as_ref().map(|s| s.label.clone()),
         branch_differs: differs && sources.branch.is_some(),
         branch_config: sources.branch_config,
+        branch_unreadable: None,
     })
 }
 

@@ -25,6 +25,7 @@ pub fn to_yaml_with_sources(loaded: &Loaded) -> String {
         loaded.base.clone().unwrap_or_else(none)
     ));
     let branch_role = match loaded.branch_config {
+        _ if loaded.branch_unreadable.is_some() => "does not read: ignored",
         BranchConfig::ReviewSettings => "its review settings",
         BranchConfig::Ignore => "ignored",
         BranchConfig::Trust => "trusted for this run",

@@ -343,13 +343,16 @@ fn load_reads_the_user_and_branch_files() {
     std::fs::write(&elsewhere, "model:\n  default: openai:secret\n").unwrap();
     std::fs::remove_file(dir.path().join(CONFIG_PATH)).unwrap();
     std::os::unix::fs::symlink(&elsewhere, dir.path().join(CONFIG_PATH)).unwrap();
-    let error = load(&files, env.clone()).unwrap_err().to_string();
+    // Not read, and said why; the run reads the trusted configuration alone.
+    let loaded = load(&files, env.clone()).unwrap();
+    let error = loaded.branch_unreadable.unwrap_or_default();
     assert!(
         error.ends_with(
             "config.yml:1:1: is a symbolic link; bugloop reads only a regular file there"
         ),
         "{error}"
     );
+    assert_ne!(loaded.config.model.default, "openai:secret");
     let ignoring = LocalFiles {
         branch_config: BranchConfig::Ignore,
         branch_file: BranchFile::WorkingTree,
@@ -370,12 +373,20 @@ fn load_reads_the_user_and_branch_files() {
     let kept = dir.path().join("bugloop-dir");
     std::fs::rename(&branch_dir, &kept).unwrap();
     std::os::unix::fs::symlink(&host, &branch_dir).unwrap();
-    let error = load(&files, env.clone()).unwrap_err().to_string();
+    let loaded = load(&files, env.clone()).unwrap();
+    let error = loaded.branch_unreadable.unwrap_or_default();
     assert!(
         error.ends_with(
             "config.yml:1:1: .bugloop is a symbolic link; bugloop reads only a regular file there"
         ),
         "{error}"
+    );
+    assert!(
+        !loaded
+            .config
+            .model
+            .providers
+            .contains_key("host_secret_key")
     );
     let loaded = load(&ignoring, env.clone()).unwrap();
     assert!(

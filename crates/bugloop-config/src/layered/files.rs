@@ -180,29 +180,60 @@ pub fn load(
         },
     };
     let branch_path = files.repo_root.join(CONFIG_PATH);
-    let branch = match &files.branch_file {
-        BranchFile::WorkingTree => branch_in_tree(files, &branch_path)?,
-        BranchFile::Commit(None) => None,
-        BranchFile::Commit(Some((label, bytes))) => match utf8(bytes.clone(), label) {
-            Ok(text) => Some(SourceText::new(label, text)),
-            // Read only to list what it would change; it cannot stop the run.
-            Err(_) if files.branch_config == BranchConfig::Ignore => None,
-            Err(error) => return Err(error),
-        },
+    let (branch_label, branch) = match &files.branch_file {
+        BranchFile::WorkingTree => (
+            branch_path.display().to_string(),
+            branch_in_tree(files, &branch_path),
+        ),
+        BranchFile::Commit(None) => (String::new(), Ok(None)),
+        BranchFile::Commit(Some((label, bytes))) => (
+            label.clone(),
+            match utf8(bytes.clone(), label) {
+                Ok(text) => Ok(Some(SourceText::new(label, text))),
+                // Read only to list what it would change; it cannot stop the run.
+                Err(_) if files.branch_config == BranchConfig::Ignore => Ok(None),
+                Err(error) => Err(error),
+            },
+        ),
     };
     let base = match &files.base {
         Some((label, bytes)) => Some(SourceText::new(label, utf8(bytes.clone(), label)?)),
         None => None,
     };
-    load_layered(&Sources {
-        base,
+    let sources = |branch: Option<SourceText>| Sources {
+        base: base.clone(),
         branch,
-        user,
+        user: user.clone(),
         operator: files.operator.clone(),
-        env,
+        env: env.clone(),
         branch_config: files.branch_config,
         base_scope: files.base_scope.clone(),
-    })
+    };
+    match branch.and_then(|branch| load_layered(&sources(branch))) {
+        // A branch's file that does not read stops only a run that trusts the branch. One that
+        // takes the branch's review settings alone reads the trusted configuration and says
+        // why: a branch must not stop its own review by breaking its file.
+        Err(error)
+            if files.branch_config == BranchConfig::ReviewSettings
+                && is_about(&error, &branch_label) =>
+        {
+            let mut loaded = load_layered(&sources(base.clone()))?;
+            loaded.branch = Some(branch_label);
+            loaded.branch_differs = true;
+            loaded.branch_unreadable = Some(error.to_string());
+            Ok(loaded)
+        }
+        loaded => loaded,
+    }
+}
+
+/// Whether `error` is about the file labelled `label`.
+fn is_about(error: &ConfigError, label: &str) -> bool {
+    let origin = match error {
+        ConfigError::Io { path, .. } => return !label.is_empty() && path == Path::new(label),
+        ConfigError::UnknownKey { origin, .. } | ConfigError::Invalid { origin, .. } => origin,
+    };
+    matches!(origin, Origin::File { path, .. } if !label.is_empty() && path == Path::new(label))
 }
 
 /// The branch's file in the working tree, at `branch_path`.
@@ -233,4 +264,65 @@ fn branch_in_tree(
     } else {
         read_text(branch_path, false)?
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn files_with(branch_text: &str, base_text: &str, mode: BranchConfig) -> LocalFiles {
+        let root = tempfile::tempdir().unwrap().keep();
+        std::fs::create_dir_all(root.join(".bugloop")).unwrap();
+        std::fs::write(root.join(CONFIG_PATH), branch_text).unwrap();
+        LocalFiles {
+            repo_root: root,
+            base: Some((
+                "main@1a2b3c4:.bugloop/config.yml".to_owned(),
+                base_text.as_bytes().to_vec(),
+            )),
+            branch_config: mode,
+            ..LocalFiles::default()
+        }
+    }
+
+    #[test]
+    fn a_branch_file_that_does_not_read_stops_only_a_run_that_trusts_it() {
+        let base = "review:\n  threshold: 5\nfix:\n  verify_commands: [make test]\n";
+        for broken in [
+            "review:\n  threshold: [\n",
+            "review:\n  threshold: 11\n",
+            "bogus: 1\n",
+        ] {
+            let files = files_with(broken, base, BranchConfig::ReviewSettings);
+            let loaded = load(&files, Vec::new()).unwrap();
+            let why = loaded.branch_unreadable.as_deref().unwrap_or_default();
+            assert!(why.contains(".bugloop/config.yml:"), "{broken:?}: {why}");
+            assert_eq!(loaded.config.review.threshold.get(), 5, "the base's value");
+            assert_eq!(loaded.config.fix.verify_commands.len(), 1);
+            assert!(loaded.ignored.is_empty(), "nothing is said removed");
+            let trusted = files_with(broken, base, BranchConfig::Trust);
+            assert!(load(&trusted, Vec::new()).is_err(), "{broken:?}");
+        }
+        // The trusted file's own error still stops the run.
+        let files = files_with(
+            base,
+            "review:\n  threshold: 11\n",
+            BranchConfig::ReviewSettings,
+        );
+        assert!(load(&files, Vec::new()).is_err());
+        // A branch's file that reads is its review settings, as before.
+        let files = files_with(
+            "review:\n  threshold: 4\n",
+            base,
+            BranchConfig::ReviewSettings,
+        );
+        let loaded = load(&files, Vec::new()).unwrap();
+        assert_eq!(
+            (
+                loaded.config.review.threshold.get(),
+                loaded.branch_unreadable
+            ),
+            (4, None)
+        );
+    }
 }
