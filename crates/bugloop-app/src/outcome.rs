@@ -58,12 +58,15 @@ impl<R> Outcome<R> {
 /// A review's verdict: incomplete first (its findings may be partial), then the threshold.
 pub(crate) fn review_verdict(report: &ReviewReport, fail_on: Option<u8>) -> Verdict {
     if !report.complete {
-        return Verdict::Incomplete {
-            cause: format!(
+        let cause = match report.errors.as_slice() {
+            // One cause (a budget that ran out) is said as it is.
+            [one] => format!("{one}; see \"Not reviewed\""),
+            errors => format!(
                 "{} part(s) of the review failed; see \"Not reviewed\"",
-                report.errors.len()
+                errors.len()
             ),
         };
+        return Verdict::Incomplete { cause };
     }
     match (fail_on, report.max_open_score()) {
         (Some(threshold), Some(max_score)) if max_score >= threshold => {

@@ -136,9 +136,10 @@ pub(super) async fn run(
 }
 
 impl Reported {
-    /// Takes the parts' sessions in part order: a part not started is listed as not reviewed
-    /// (the budget `stopped` it), a part that stopped is listed with its error, and a finding
-    /// `published` as its part ended is left out.
+    /// Takes the parts' sessions in part order: a part not started, or stopped by the shared
+    /// budget, is listed as not reviewed for the budget that `stopped` it (one error for them
+    /// all: one budget ran out, not each part), a part that failed otherwise is listed with its
+    /// error, and a finding `published` as its part ended is left out.
     fn take(
         &mut self,
         sessions: Vec<(usize, &Batch, Option<Session>)>,
@@ -147,12 +148,18 @@ impl Reported {
         published: &[(usize, FindingId)],
     ) {
         let total = sessions.len();
+        let mut out_of_budget = 0;
         for (call, batch, session) in sessions {
             let Some(session) = session else {
+                out_of_budget += 1;
                 self.not_reviewed(batch, plan, &format!("not reviewed: {stopped}"));
                 continue;
             };
-            if let Some(error) = &session.error {
+            if session.budget_exhausted && !stopped.is_empty() {
+                out_of_budget += 1;
+                self.unanswered.get_or_insert_with(|| stopped.to_owned());
+                self.not_reviewed(batch, plan, &format!("not reviewed: {stopped}"));
+            } else if let Some(error) = &session.error {
                 self.unanswered.get_or_insert_with(|| error.clone());
                 self.record
                     .errors
@@ -167,6 +174,11 @@ impl Reported {
                     .any(|(part, id)| *part == call && *id == f.id)
             });
             self.add(collected, (call, total));
+        }
+        if out_of_budget > 0 {
+            self.record.errors.push(format!(
+                "{out_of_budget} of {total} part(s) not reviewed: {stopped}"
+            ));
         }
     }
 }
