@@ -185,8 +185,24 @@ pub(crate) fn unconfined_warning(config: &Config) -> Option<String> {
 #[cfg(feature = "local")]
 fn local_model_file(name: &str, dir: Option<&Path>) -> Result<String, String> {
     bugloop_llm::local::resolve_model(name, dir)
-        .map(|path| path.display().to_string())
+        .map(|path| format!("{}; {}", path.display(), model_threads()))
         .map_err(|error| error.to_string())
+}
+
+/// How the embedded model's threads wait (the binary sets a short spin for itself: see
+/// `bugloop-cli`'s `openmp.rs`).
+#[cfg(feature = "local")]
+fn model_threads() -> String {
+    let threads = std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get);
+    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    let wait = match (var("OMP_WAIT_POLICY"), var("GOMP_SPINCOUNT")) {
+        (Some(policy), _) => format!("waiting as OMP_WAIT_POLICY={policy} says"),
+        (None, Some(count)) => format!("which spin {count} times before they sleep"),
+        (None, None) => "which spin 300000 times before they sleep (libgomp's default: slow \
+                         when other processes take the cores)"
+            .to_owned(),
+    };
+    format!("{threads} thread(s), {wait}")
 }
 
 #[cfg(not(feature = "local"))]

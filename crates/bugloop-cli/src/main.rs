@@ -18,6 +18,7 @@ mod action;
 #[cfg(feature = "bench")]
 mod bench;
 mod interrupt;
+mod openmp;
 mod progress;
 mod report;
 mod review;
@@ -325,6 +326,7 @@ enum DataFormat {
 }
 
 fn main() -> ExitCode {
+    openmp::spin_briefly();
     // A panic's message may quote what it was reading (a change, a model's answer): printed
     // through the same filter as everything else.
     std::panic::set_hook(Box::new(|info| {

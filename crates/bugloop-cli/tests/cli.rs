@@ -176,6 +176,44 @@ fn doctor_reports_and_fails_on_a_missing_model() {
     );
 }
 
+/// The embedded model's threads sleep after a short spin (libgomp's default spin made the model
+/// several times slower while another process took a core); a user's own choice is kept.
+#[test]
+fn doctor_says_how_the_embedded_model_s_threads_wait() {
+    let repo = tempfile::tempdir().unwrap();
+    let line = |env: &[(&str, &str)]| {
+        let output = Command::new(env!("CARGO_BIN_EXE_bugloop"))
+            .arg("doctor")
+            .env_remove("GOMP_SPINCOUNT")
+            .env_remove("OMP_WAIT_POLICY")
+            .envs(env.iter().copied())
+            .current_dir(repo.path())
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+        stdout
+            .lines()
+            .find(|l| l.starts_with("ok      embedded model: "))
+            .map(str::to_owned)
+            .unwrap_or(stdout)
+    };
+    let default = line(&[]);
+    assert!(
+        default.ends_with("which spin 1000 times before they sleep"),
+        "{default}"
+    );
+    let chosen = line(&[("OMP_WAIT_POLICY", "ACTIVE")]);
+    assert!(
+        chosen.ends_with("waiting as OMP_WAIT_POLICY=ACTIVE says"),
+        "{chosen}"
+    );
+    let spin = line(&[("GOMP_SPINCOUNT", "20")]);
+    assert!(
+        spin.ends_with("which spin 20 times before they sleep"),
+        "{spin}"
+    );
+}
+
 /// In a repository under the home directory (`~/src/app`), `doctor` runs a confined command
 /// where reviews put their task trees: the sandbox hides the home directory, and must still
 /// mount a workspace inside it.
