@@ -139,6 +139,8 @@ fn ruff_judge(hit: &Hit) -> Option<(Weight, Category)> {
         "S608" | "S307" | "S102" | "S602" | "S605" | "S301" | "S506" => {
             (Weight::Critical, Category::Security)
         }
+        // An exception swallowed (`except: pass`, `continue`): lost errors, not an attack.
+        "S110" | "S112" => (Weight::Warning, Category::Reliability),
         _ if rule.starts_with('S') => (Weight::Error, Category::Security),
         // Names that do not exist, `is` with a literal, redefinitions.
         "F821" | "F822" | "F823" | "F632" | "F811" => (Weight::Critical, Category::Logic),
@@ -185,10 +187,13 @@ fn shellcheck_args(i: Invocation<'_>) -> Vec<String> {
 /// shellcheck: by level, but SC2148 (no shebang), which it calls an error: a file of functions
 /// that scripts source has none, and a missing one is no bug of the code.
 fn shellcheck_judge(hit: &Hit) -> Option<(Weight, Category)> {
-    if hit.rule == "SC2148" {
-        return None;
+    match hit.rule.as_str() {
+        "SC2148" => None,
+        // An `rm -rf` of `$dir/*` that an empty variable turns into `/*`, of a system
+        // directory: what it loses is not a wrong result but the machine's files.
+        "SC2115" | "SC2114" => Some((Weight::Error, Category::DataIntegrity)),
+        _ => by_level(hit),
     }
-    by_level(hit)
 }
 
 fn by_level(hit: &Hit) -> Option<(Weight, Category)> {
@@ -215,6 +220,11 @@ fn hadolint_args(i: Invocation<'_>) -> Vec<String> {
 fn hadolint_judge(hit: &Hit) -> Option<(Weight, Category)> {
     if HADOLINT_IGNORED.contains(&hit.rule.as_str()) {
         return None;
+    }
+    // Shell form of CMD and ENTRYPOINT (signals reach the shell, not the program): worth a
+    // look, and hadolint says the same of a shell-form HEALTHCHECK, which is how one is written.
+    if hit.rule == "DL3025" {
+        return Some((Weight::Minor, Category::Reliability));
     }
     match hit.level {
         Level::Error => Some((Weight::Error, Category::Reliability)),
@@ -324,6 +334,10 @@ fn biome_judge(hit: &Hit) -> Option<(Weight, Category)> {
     } else {
         Category::Logic
     };
+    // `eval` runs what it is given: critical, as ruff's S307.
+    if hit.rule == "lint/security/noGlobalEval" {
+        return Some((Weight::Critical, category));
+    }
     match hit.level {
         Level::Error => Some((Weight::Error, category)),
         Level::Warning => Some((Weight::Warning, category)),
@@ -713,6 +727,23 @@ mod tests {
             Some(Category::Security)
         );
         assert_eq!(by_level(&hit("SC2086", Level::Note)), None);
+        // Weighed by what they cost, not the tool's level.
+        assert_eq!(
+            biome_judge(&hit("lint/security/noGlobalEval", Level::Error)).map(|j| j.0),
+            Some(Weight::Critical)
+        );
+        assert_eq!(
+            shellcheck_judge(&hit("SC2115", Level::Warning)),
+            Some((Weight::Error, Category::DataIntegrity))
+        );
+        assert_eq!(
+            ruff_judge(&hit("S110", Level::Error)),
+            Some((Weight::Warning, Category::Reliability))
+        );
+        assert_eq!(
+            hadolint_judge(&hit("DL3025", Level::Warning)).map(|j| j.0),
+            Some(Weight::Minor)
+        );
     }
 
     #[test]

@@ -243,7 +243,7 @@ async fn run_one(
         }
     }
     let seconds = (started.elapsed().as_secs_f64() * 10.0).round() / 10.0;
-    let (skipped, hits): (Vec<Hit>, Vec<Hit>) = hits
+    let (skipped, mut hits): (Vec<Hit>, Vec<Hit>) = hits
         .into_iter()
         .partition(|hit| says_not_checked(&name, hit));
     // The tool names the file where the run's tree happened to be: said by its name alone.
@@ -265,6 +265,18 @@ async fn run_one(
     if let Some(reason) = not_run {
         return (run(RunStatus::NotRun { reason }), Vec::new());
     }
+    // A diagnostic said twice is one hit (clippy checks a library twice, as a library and as
+    // its tests, and says the same warning of each).
+    let mut seen = std::collections::HashSet::new();
+    hits.retain(|hit| {
+        seen.insert((
+            hit.rule.clone(),
+            hit.file.clone(),
+            hit.line,
+            hit.end_line,
+            hit.message.clone(),
+        ))
+    });
     let total = hits.len();
     let judge = judge.unwrap_or(every_hit);
     let mut candidates: Vec<Candidate> = hits
