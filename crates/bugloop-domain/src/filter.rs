@@ -547,7 +547,7 @@ impl<'e> Published<'e> {
         rule: DedupRule,
     ) -> Option<(&'e ExistingFinding, String)> {
         let matched = match same_id {
-            Some((old, true)) => Some((old, "same id at the same place".to_owned())),
+            Some((old, true)) => Some((old, SAME_ID_SAME_PLACE.to_owned())),
             Some((old, false)) if old.moved && !self.followed.contains(&old.id) => {
                 Some((old, "same id; its code moved since".to_owned()))
             }
@@ -572,6 +572,9 @@ impl<'e> Published<'e> {
     }
 }
 
+/// Why a report is an existing finding when the model gave its id at its place.
+const SAME_ID_SAME_PLACE: &str = "same id at the same place";
+
 /// What a finding reported again (`why`) as `old` does: a pending or escalated finding is
 /// updated, one resolved when its code changed is raised again, and any other (resolved or
 /// disputed) is never raised again, so the report is dropped.
@@ -583,13 +586,17 @@ fn reported_again(
 ) -> Option<Rediscovered> {
     match old.status {
         ThreadStatus::Pending | ThreadStatus::Escalated => {
-            stage.changed.push(Changed {
-                id: old.id.clone(),
-                note: format!(
-                    "reported again as {} ({why}): updates the existing comment",
-                    finding.id
-                ),
-            });
+            // The same finding at its place again changes nothing worth a line (every finding
+            // of a `--full` review would have one).
+            if why != SAME_ID_SAME_PLACE {
+                stage.changed.push(Changed {
+                    id: old.id.clone(),
+                    note: format!(
+                        "reported again as {} ({why}): updates the existing comment",
+                        finding.id
+                    ),
+                });
+            }
             Some(Rediscovered {
                 existing: old.id.clone(),
                 finding,

@@ -92,14 +92,13 @@ fn review_header(out: &mut String, report: &ReviewReport, style: Style) {
             0 => "about findings whose code changed".to_owned(),
             files => format!("about the code of {files} file(s)"),
         };
-        let _ = writeln!(
-            out,
-            "{}",
-            style.dim(&format!(
-                "the change makes {} short question(s) for the model {about}, at most one finding each{left}",
-                asked.calls
-            ))
-        );
+        let line = match asked.calls {
+            0 => format!("nothing of the change was a question for the model{left}"),
+            calls => format!(
+                "the change makes {calls} short question(s) for the model {about}, at most one finding each{left}"
+            ),
+        };
+        let _ = writeln!(out, "{}", style.dim(&line));
     }
 }
 

@@ -56,8 +56,8 @@ pub(super) fn hold_unchanged_findings(
                 stage: ReportStage::Triage,
                 id: id.to_owned(),
                 note: format!(
-                    "the model said it is resolved ({}), but {why}, a developer's dispute is \
-                     conceded, or a fix lands",
+                    "kept open: the model said it is resolved ({}), but {why}, a developer's \
+                     dispute is conceded, or a fix lands",
                     said.trim()
                 ),
             });
