@@ -173,6 +173,7 @@ pub(crate) fn ruff_counts(code: &str) -> bool {
         end_line: None,
         url: None,
         security: false,
+        why: None,
     };
     selected && !ignored && ruff_judge(&hit).is_some_and(|(weight, _)| weight != Weight::Minor)
 }
@@ -669,6 +670,7 @@ mod tests {
             end_line: None,
             url: None,
             security: false,
+            why: None,
         }
     }
 

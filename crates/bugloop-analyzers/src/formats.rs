@@ -79,6 +79,7 @@ fn shellcheck(stdout: &[u8], root: &Path) -> Result<Vec<Hit>, String> {
                 end_line: c.end_line,
                 message: c.message,
                 security: false,
+                why: None,
             })
         })
         .collect())
@@ -202,6 +203,7 @@ fn cargo_hit(diagnostic: Diagnostic, root: &Path) -> Option<Hit> {
         message: diagnostic.message,
         url: Some(url),
         security: false,
+        why: None,
     })
 }
 
@@ -236,6 +238,7 @@ fn actionlint(stdout: &[u8], root: &Path) -> Result<Vec<Hit>, String> {
                 message: e.message,
                 rule: e.kind,
                 security: false,
+                why: None,
             })
         })
         .collect())
@@ -295,6 +298,7 @@ fn go_vet_hit(analyzer: &str, found: GoVetHit, root: &Path) -> Option<Hit> {
             "https://pkg.go.dev/golang.org/x/tools/go/analysis/passes/{analyzer}"
         )),
         security: false,
+        why: None,
     })
 }
 

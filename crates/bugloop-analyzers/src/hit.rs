@@ -39,6 +39,10 @@ pub struct Hit {
     pub url: Option<String>,
     /// The tool tags the rule as a security rule.
     pub security: bool,
+    /// Why the rule's tool says what it finds is wrong, from its own documentation of the rule
+    /// (ruff's "Why is this bad?"), for a reader of a finding no model explained.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
 }
 
 /// A hit on the change's lines that bugloop's rule set counts as a bug: a finding to triage or
@@ -88,11 +92,18 @@ impl Candidate {
         } else {
             ".".to_owned()
         };
+        // The tool's word on why its rule matters, as data like its message.
+        let why = self
+            .hit
+            .why
+            .as_deref()
+            .map(|why| format!(" Why: {}", quiet(why).replace("``", "''")))
+            .unwrap_or_default();
         Finding {
             id: self.id(),
             title,
             description: format!(
-                "{} reports this on a line this change adds{said}{}",
+                "{} reports this on a line this change adds{said}{why}{}",
                 self.tool,
                 self.note
                     .as_deref()
@@ -153,6 +164,7 @@ mod tests {
                 end_line: Some(3),
                 url: Some("https://docs.astral.sh/ruff/rules/hardcoded-sql-expression".into()),
                 security: true,
+                why: None,
             },
             score: Score::saturating(8),
             category: Category::Security,
@@ -198,6 +210,17 @@ mod tests {
             long.description.ends_with(&format!("adds: {message}")),
             "{}",
             long.description
+        );
+        // The tool's own word on why its rule matters follows, as data.
+        let mut explained = candidate("Possible SQL injection");
+        explained.hit.why = Some("Building SQL from strings @octocat lets input run.".into());
+        let finding = explained.to_finding();
+        assert!(
+            finding
+                .description
+                .ends_with("on a line this change adds. Why: Building SQL from strings @\u{2060}octocat lets input run."),
+            "{}",
+            finding.description
         );
     }
 

@@ -227,6 +227,7 @@ jobs:
                 end_line: None,
                 url: None,
                 security: true,
+                why: None,
             },
             score: Score::new(score).unwrap(),
             category: Category::Security,

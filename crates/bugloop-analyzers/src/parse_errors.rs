@@ -65,6 +65,7 @@ mod tests {
                 end_line: None,
                 url: None,
                 security: false,
+                why: None,
             },
             score: Score::saturating(7),
             category: Category::Logic,

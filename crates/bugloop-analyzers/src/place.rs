@@ -83,6 +83,7 @@ mod tests {
                 end_line: None,
                 url: None,
                 security: category == Category::Security,
+                why: None,
             },
             score: Score::new(score).unwrap(),
             category,

@@ -40,6 +40,8 @@ struct Rule {
     #[serde(default)]
     help_uri: Option<String>,
     #[serde(default)]
+    full_description: Option<Message>,
+    #[serde(default)]
     properties: Option<Properties>,
 }
 
@@ -162,6 +164,36 @@ fn hit_of(result: SarifResult, rules: &[Rule], root: &Path) -> Option<Hit> {
         security: rule
             .and_then(|r| r.properties.as_ref())
             .is_some_and(|p| p.tags.iter().any(|t| t.eq_ignore_ascii_case("security"))),
+        why: rule.and_then(why_of),
+    })
+}
+
+/// Most characters of a rule's explanation a finding repeats.
+const MAX_WHY_CHARS: usize = 600;
+
+/// The "Why is this bad?" section of a rule's full description (ruff documents every rule so),
+/// as one paragraph: its first sentences within [`MAX_WHY_CHARS`]. `None` for a rule whose
+/// description has no such section (a summary of the rule says no more than its message).
+fn why_of(rule: &Rule) -> Option<String> {
+    let description = rule.full_description.as_ref()?;
+    let text = description
+        .text
+        .as_deref()
+        .or(description.markdown.as_deref())?;
+    let (_, after) = text.split_once("## Why is this bad?")?;
+    let section = after.split("\n#").next().unwrap_or(after);
+    let paragraph = section.split_whitespace().collect::<Vec<_>>().join(" ");
+    if paragraph.is_empty() {
+        return None;
+    }
+    if paragraph.chars().count() <= MAX_WHY_CHARS {
+        return Some(paragraph);
+    }
+    // Whole sentences that fit, else the cut text.
+    let cut: String = paragraph.chars().take(MAX_WHY_CHARS).collect();
+    Some(match cut.rfind(". ") {
+        Some(end) => cut[..=end].to_owned(),
+        None => format!("{cut}…"),
     })
 }
 
@@ -248,6 +280,30 @@ mod tests {
         assert_eq!(hits[1].rule, "S608");
         assert_eq!(hits[1].file, "src/x.py");
         assert_eq!(hits[1].level, Level::Warning);
+    }
+
+    #[test]
+    fn a_rules_why_is_read_from_its_documentation() {
+        let rule = |description: &str| Rule {
+            id: "S602".to_owned(),
+            help_uri: None,
+            full_description: Some(Message {
+                text: Some(description.to_owned()),
+                markdown: None,
+            }),
+            properties: None,
+        };
+        let ruff = "## What it does\nChecks for a shell.\n\n## Why is this bad?\nStarting a \
+                    subprocess with a shell can allow attackers\nto run commands.\n\n## \
+                    Example\n```python\nrun(\"ls\", shell=True)\n```\n";
+        assert_eq!(
+            why_of(&rule(ruff)).as_deref(),
+            Some("Starting a subprocess with a shell can allow attackers to run commands.")
+        );
+        assert_eq!(why_of(&rule("Disallow constant conditions")), None);
+        let long = format!("## Why is this bad?\n{}", "A sentence. ".repeat(100));
+        let cut = why_of(&rule(&long)).unwrap();
+        assert!(cut.len() <= MAX_WHY_CHARS && cut.ends_with('.'), "{cut}");
     }
 
     #[test]

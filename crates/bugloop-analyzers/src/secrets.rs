@@ -64,6 +64,7 @@ fn candidate(
             end_line: None,
             url: None,
             security: true,
+            why: None,
         },
         // A test's throwaway key (a certificate fixture) is said below the threshold.
         score: Score::saturating(i64::from(if is_test_file(file) {

@@ -286,6 +286,7 @@ fn candidate_for(
             end_line: None,
             url: None,
             security,
+            why: None,
         },
         score: Score::saturating(i64::from(Weight::Warning.score())),
         category: if security {
