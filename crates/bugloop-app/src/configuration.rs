@@ -294,14 +294,20 @@ pub fn check_configuration(
         texts.push((label.clone(), bytes.clone()));
     }
     let branch = repo_root.join(CONFIG_PATH);
-    if branch.is_file() {
+    let mut errors: Vec<String> = Vec::new();
+    // Never through a link (its target's text would be quoted in the errors) nor from a FIFO.
+    if let Some(problem) = bugloop_config::branch_file_problem(&repo_root) {
+        errors.push(format!(
+            "{}:1:1: {problem}; bugloop reads only a regular file there",
+            branch.display()
+        ));
+    } else if branch.is_file() {
         let bytes = read(&branch)?;
         // The branch's file as committed at the base is checked once.
         if texts.iter().all(|(_, base)| *base != bytes) {
             texts.push((branch.display().to_string(), bytes));
         }
     }
-    let mut errors: Vec<String> = Vec::new();
     // A variable that cannot be read is an error of the check, like a file's.
     let env = bugloop_config::environment(std::env::vars_os()).unwrap_or_else(|error| {
         errors.push(error.to_string());

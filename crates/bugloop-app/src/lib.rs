@@ -148,6 +148,8 @@ pub struct App {
     /// The branch's changes to trusted settings that were ignored (a review reports them as a
     /// finding of bugloop's own).
     ignored: Vec<bugloop_config::IgnoredBranchSetting>,
+    /// Why the branch's configuration file did not read, when it did not (also a finding).
+    branch_unreadable: Option<String>,
     warnings: Vec<String>,
     /// The forge every job reads and writes the conversation through.
     forge: Arc<dyn Forge>,
@@ -235,6 +237,7 @@ impl App {
             _base_rules: base_rules,
             git,
             ignored: configuration.loaded.ignored,
+            branch_unreadable: configuration.loaded.branch_unreadable,
             warnings,
             forge,
             local,

@@ -62,7 +62,7 @@ pub(crate) fn review_verdict(report: &ReviewReport, fail_on: Option<u8>) -> Verd
             // One cause (a budget that ran out) is said as it is.
             [one] => format!("{one}; see \"Not reviewed\""),
             errors => format!(
-                "{} part(s) of the review failed; see \"Not reviewed\"",
+                "{} error(s) stopped parts of the review; see \"Not reviewed\"",
                 errors.len()
             ),
         };

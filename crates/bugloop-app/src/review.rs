@@ -46,10 +46,12 @@ impl App {
             ));
         }
         let warnings = diff_warnings(&diff);
-        // The branch's ignored changes to trusted settings are reported as a finding of their own.
-        let own_findings: Vec<_> = bugloop_config::ignored_settings_finding(&self.ignored)
-            .into_iter()
-            .collect();
+        // The branch's ignored changes to trusted settings, or its file that does not read, are
+        // reported as a finding of their own.
+        let own_findings: Vec<_> =
+            bugloop_config::branch_config_finding(&self.ignored, self.branch_unreadable.as_deref())
+                .into_iter()
+                .collect();
         let summary_footer = match self.within_outsiders_budget(job.dry_run).await? {
             Ok(footer) => footer,
             Err(reason) => {

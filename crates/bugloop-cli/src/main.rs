@@ -504,6 +504,9 @@ pub(crate) fn open_app_at(
 pub(crate) fn warn(warnings: &[String]) -> Result<()> {
     let mut stderr = terminal::stderr();
     for warning in warnings {
+        // One line each: a line break in what a warning quotes (a branch's key) would let it
+        // write a `warning:` line of its own.
+        let warning = warning.replace('\n', "\\n").replace('\r', "\\r");
         writeln!(stderr, "warning: {warning}")?;
     }
     Ok(())

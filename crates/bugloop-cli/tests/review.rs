@@ -19,6 +19,8 @@ mod acting;
 mod analyzer_tracking;
 #[path = "review/analyzers.rs"]
 mod analyzers;
+#[path = "review/branch_config.rs"]
+mod branch_config;
 #[path = "review/context.rs"]
 mod context;
 #[path = "review/conversation.rs"]

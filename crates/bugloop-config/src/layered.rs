@@ -22,7 +22,9 @@ mod locate;
 mod looser;
 
 pub(crate) use self::files::utf8;
-pub use self::files::{BranchFile, LocalFiles, default_user_file, environment, load};
+pub use self::files::{
+    BranchFile, LocalFiles, branch_file_problem, default_user_file, environment, load,
+};
 use self::locate::{line_of, locate_error};
 
 /// The keys a branch's own file may set (when [`BranchConfig::ReviewSettings`]): how findings are

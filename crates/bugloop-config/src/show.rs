@@ -151,6 +151,38 @@ pub fn to_json_with_sources(loaded: &Loaded) -> ShownConfig<'_> {
     }
 }
 
+/// The finding about the branch's configuration file: its ignored settings
+/// ([`ignored_settings_finding`]), or that it does not read (`unreadable`: why), which hides
+/// what it changes from the review as surely as a change that is ignored; `None` when neither.
+pub fn branch_config_finding(
+    ignored: &[IgnoredBranchSetting],
+    unreadable: Option<&str>,
+) -> Option<Finding> {
+    let Some(why) = unreadable else {
+        return ignored_settings_finding(ignored);
+    };
+    Some(Finding {
+        id: FindingId::new(IGNORED_SETTINGS_FINDING_ID),
+        title: format!("This branch's {CONFIG_PATH} does not read: none of it was applied"),
+        description: format!(
+            "This branch's `{CONFIG_PATH}` could not be read as bugloop reads it, so this run \
+             used the trusted configuration alone (the base commit's file, the user's own file, \
+             `BUGLOOP_*` variables) and cannot say which settings the branch changes. What it \
+             sets takes effect once merged, if it reads then: review it as you would a change \
+             to CI. Why it does not read: {}",
+            bugloop_domain::markdown::quiet(why)
+        ),
+        file: Some(CONFIG_PATH.to_owned()),
+        line: None,
+        end_line: None,
+        score: Score::new(7).ok()?,
+        category: Category::Security,
+        evidence: None,
+        suggestion: None,
+        source: None,
+    })
+}
+
 /// One security finding about the branch's changes to trusted-only settings (and to review
 /// settings it may only make stricter), on
 /// `.bugloop/config.yml` at the line of the first one (the line's text as evidence, so

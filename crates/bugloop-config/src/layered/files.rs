@@ -146,7 +146,7 @@ pub(crate) fn utf8(bytes: Vec<u8>, label: &str) -> Result<String, ConfigError> {
 /// Why the branch's `.bugloop/config.yml` under `root` is not a plain file of the tree (a
 /// `.bugloop` that is a link or not a directory, a file that is a link or not a regular file),
 /// or `None` (also when it is absent).
-pub(super) fn not_plain(root: &Path) -> Option<String> {
+pub fn branch_file_problem(root: &Path) -> Option<String> {
     let directory = root.join(".bugloop");
     match std::fs::symlink_metadata(&directory) {
         Err(_) => return None,
@@ -244,26 +244,28 @@ fn branch_in_tree(
     // The branch chooses what this path is: only a regular file in a real directory is read,
     // never through a link to a file or a directory elsewhere (whose values could end up in
     // messages and findings), never a FIFO that would block.
-    Ok(if let Some(problem) = not_plain(&files.repo_root) {
-        if files.branch_config == BranchConfig::Ignore {
-            None
+    Ok(
+        if let Some(problem) = branch_file_problem(&files.repo_root) {
+            if files.branch_config == BranchConfig::Ignore {
+                None
+            } else {
+                return Err(ConfigError::Invalid {
+                    origin: Origin::File {
+                        path: branch_path.to_path_buf(),
+                        line: 1,
+                        column: 1,
+                    },
+                    path: String::new(),
+                    message: format!("{problem}; bugloop reads only a regular file there"),
+                });
+            }
+        } else if files.branch_config == BranchConfig::Ignore {
+            // Read only to list what it would change; it cannot stop the run.
+            read_text(branch_path, false).ok().flatten()
         } else {
-            return Err(ConfigError::Invalid {
-                origin: Origin::File {
-                    path: branch_path.to_path_buf(),
-                    line: 1,
-                    column: 1,
-                },
-                path: String::new(),
-                message: format!("{problem}; bugloop reads only a regular file there"),
-            });
-        }
-    } else if files.branch_config == BranchConfig::Ignore {
-        // Read only to list what it would change; it cannot stop the run.
-        read_text(branch_path, false).ok().flatten()
-    } else {
-        read_text(branch_path, false)?
-    })
+            read_text(branch_path, false)?
+        },
+    )
 }
 
 #[cfg(test)]
