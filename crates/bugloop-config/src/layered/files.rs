@@ -212,12 +212,16 @@ pub fn load(
     match branch.and_then(|branch| load_layered(&sources(branch))) {
         // A branch's file that does not read stops only a run that trusts the branch. One that
         // takes the branch's review settings alone reads the trusted configuration and says
-        // why: a branch must not stop its own review by breaking its file.
+        // why: a branch must not stop its own review by breaking its file. The branch is to
+        // blame when the trusted layers read without it (an error the loader cannot place in
+        // the file, such as a value of a flow mapping out of range, included); otherwise the
+        // error is the trusted configuration's, and stops the run.
         Err(error)
-            if files.branch_config == BranchConfig::ReviewSettings
-                && is_about(&error, &branch_label) =>
+            if files.branch_config == BranchConfig::ReviewSettings && !branch_label.is_empty() =>
         {
-            let mut loaded = load_layered(&sources(base.clone()))?;
+            let Ok(mut loaded) = load_layered(&sources(base.clone())) else {
+                return Err(error);
+            };
             loaded.branch = Some(branch_label);
             loaded.branch_differs = true;
             loaded.branch_unreadable = Some(error.to_string());
@@ -225,15 +229,6 @@ pub fn load(
         }
         loaded => loaded,
     }
-}
-
-/// Whether `error` is about the file labelled `label`.
-fn is_about(error: &ConfigError, label: &str) -> bool {
-    let origin = match error {
-        ConfigError::Io { path, .. } => return !label.is_empty() && path == Path::new(label),
-        ConfigError::UnknownKey { origin, .. } | ConfigError::Invalid { origin, .. } => origin,
-    };
-    matches!(origin, Origin::File { path, .. } if !label.is_empty() && path == Path::new(label))
 }
 
 /// The branch's file in the working tree, at `branch_path`.
@@ -305,6 +300,13 @@ mod tests {
             let trusted = files_with(broken, base, BranchConfig::Trust);
             assert!(load(&trusted, Vec::new()).is_err(), "{broken:?}");
         }
+        // An error the loader cannot place in the branch's file is still the branch's.
+        let flow = files_with(
+            "review: {dedup_min_overlap: 2.0}\n",
+            base,
+            BranchConfig::ReviewSettings,
+        );
+        assert!(load(&flow, Vec::new()).unwrap().branch_unreadable.is_some());
         // The trusted file's own error still stops the run.
         let files = files_with(
             base,
