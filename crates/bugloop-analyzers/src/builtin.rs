@@ -89,9 +89,11 @@ fn strings(args: &[&str]) -> Vec<String> {
 }
 
 /// ruff: pyflakes (`F`), bugbear (`B`), the bandit-derived security rules (`S`), pylint's errors
-/// and warnings (`PLE`, `PLW`) and syntax errors (`E9`); minus rules that flag safe or stylistic
-/// code (unused imports, star imports, asserts, `subprocess` with a list, `random`).
-const RUFF_SELECT: &str = "F,B,S,PLE,PLW,E9";
+/// and warnings (`PLE`, `PLW`), syntax errors (`E9`) and a file opened outside `with`
+/// (`SIM115`, below the threshold: a model weighs it, as a `try`/`finally` that closes it is
+/// flagged too); minus rules that flag safe or stylistic code (unused imports, star imports,
+/// asserts, `subprocess` with a list, `random`).
+const RUFF_SELECT: &str = "F,B,S,PLE,PLW,E9,SIM115";
 const RUFF_IGNORE: &str =
     "F401,F403,F405,F541,S101,S311,S603,S607,B008,B905,PLW0602,PLW0603,PLW2901";
 
@@ -131,6 +133,10 @@ const BUGBEAR_MINOR: &[&str] = &["B007", "B009", "B010", "B019", "B027", "B028",
 
 fn ruff_judge(hit: &Hit) -> Option<(Weight, Category)> {
     let rule = hit.rule.as_str();
+    // A resource left open: worth a model's look, not a finding on the tool's word alone.
+    if rule == "SIM115" {
+        return Some((Weight::Minor, Category::Reliability));
+    }
     if rule.starts_with('S') && is_test_file(&hit.file) {
         return Some((Weight::Minor, Category::Security));
     }
@@ -473,7 +479,7 @@ pub static BUILT_IN: &[BuiltIn] = &[
         files: &["**/*.py", "**/*.pyi"],
         interpreters: &["python", "pypy"],
         project: None,
-        rule_set: "pyflakes (F), bugbear (B), bandit's security rules (S), pylint errors and warnings (PLE, PLW), syntax errors (E9); not F401, F403, F405, F541, S101, S311, S603, S607, B008, B905, PLW0602, PLW0603, PLW2901",
+        rule_set: "pyflakes (F), bugbear (B), bandit's security rules (S), pylint errors and warnings (PLE, PLW), syntax errors (E9), a file opened outside `with` (SIM115, minor); not F401, F403, F405, F541, S101, S311, S603, S607, B008, B905, PLW0602, PLW0603, PLW2901",
         version_args: &["--version"],
         install: SETUP,
         unsafe_config: &[],
@@ -742,6 +748,13 @@ mod tests {
             ruff_judge(&hit("S110", Level::Error)),
             Some((Weight::Warning, Category::Reliability))
         );
+        // Not a bandit rule for starting with S; below the threshold, for a model to weigh,
+        // and a `# noqa` of it silences nothing bugloop would publish.
+        assert_eq!(
+            ruff_judge(&hit("SIM115", Level::Error)),
+            Some((Weight::Minor, Category::Reliability))
+        );
+        assert!(!ruff_counts("SIM115"));
         assert_eq!(
             hadolint_judge(&hit("DL3025", Level::Warning)).map(|j| j.0),
             Some(Weight::Minor)
