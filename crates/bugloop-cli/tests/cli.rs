@@ -116,11 +116,14 @@ pub(crate) fn write_program(path: &std::path::Path, script: &str) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
-/// `bugloop doctor` in an empty directory with `env` set: its exit code and standard output.
+/// `bugloop doctor` in an empty directory with `env` set (and libgomp's wait chosen by nothing
+/// else): its exit code and standard output.
 fn doctor(env: &[(&str, &std::ffi::OsStr)]) -> (Option<i32>, String) {
     let repo = tempfile::tempdir().unwrap();
     let output = Command::new(env!("CARGO_BIN_EXE_bugloop"))
         .arg("doctor")
+        .env_remove("GOMP_SPINCOUNT")
+        .env_remove("OMP_WAIT_POLICY")
         .envs(env.iter().copied())
         .current_dir(repo.path())
         .output()
@@ -180,17 +183,12 @@ fn doctor_reports_and_fails_on_a_missing_model() {
 /// several times slower while another process took a core); a user's own choice is kept.
 #[test]
 fn doctor_says_how_the_embedded_model_s_threads_wait() {
-    let repo = tempfile::tempdir().unwrap();
     let line = |env: &[(&str, &str)]| {
-        let output = Command::new(env!("CARGO_BIN_EXE_bugloop"))
-            .arg("doctor")
-            .env_remove("GOMP_SPINCOUNT")
-            .env_remove("OMP_WAIT_POLICY")
-            .envs(env.iter().copied())
-            .current_dir(repo.path())
-            .output()
-            .unwrap();
-        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+        let env: Vec<(&str, &std::ffi::OsStr)> = env
+            .iter()
+            .map(|(name, value)| (*name, value.as_ref()))
+            .collect();
+        let (_, stdout) = doctor(&env);
         stdout
             .lines()
             .find(|l| l.starts_with("ok      embedded model: "))
