@@ -248,7 +248,7 @@ fn left_out(out: &mut String, report: &ReviewReport) {
             let names = crate::review::all_names(&paths, code);
             let _ = writeln!(out, "- {names}: {}", quiet(&reason));
         }
-        for e in &report.errors {
+        for e in report.errors_beside_unreviewed() {
             let _ = writeln!(out, "- error: {e}");
         }
     }

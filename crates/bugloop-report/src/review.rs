@@ -547,7 +547,27 @@ impl From<Stage> for ReportStage {
     }
 }
 
+/// How an analyzer's failure on files of the change starts in a review's errors (the files are
+/// listed as not reviewed, each with why).
+const ANALYZER_FAILURE: &str = "the analyzer ";
+
+/// The error a review records for analyzer `name` that could not check `files` file(s) of the
+/// change, the first `first` for `reason`: what makes the review incomplete.
+pub fn analyzer_failure(name: &str, files: usize, first: &str, reason: &str) -> String {
+    format!(
+        "{ANALYZER_FAILURE}{name} could not check {files} file(s) of the change ({first}: {reason})"
+    )
+}
+
 impl ReviewReport {
+    /// The errors a list of what was not reviewed must add: not an analyzer's failure, whose
+    /// files the list names with the reason already.
+    pub fn errors_beside_unreviewed(&self) -> impl Iterator<Item = &String> {
+        self.errors
+            .iter()
+            .filter(|e| !e.starts_with(ANALYZER_FAILURE) || self.unreviewed.is_empty())
+    }
+
     /// Whether people should be told what was reviewed: [`ReviewedScope::worth_saying`], or a
     /// first review of a change that has findings already (an earlier review stopped before its
     /// summary), whose full review would otherwise go unexplained.

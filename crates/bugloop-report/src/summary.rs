@@ -251,7 +251,7 @@ fn not_reviewed(out: &mut String, report: &ReviewReport) {
             let names = crate::review::all_names(&paths, str::to_owned);
             out.push_str(&format!("- {names}: {reason}\n"));
         }
-        for error in &report.errors {
+        for error in report.errors_beside_unreviewed() {
             out.push_str(&format!("- error: {error}\n"));
         }
     }

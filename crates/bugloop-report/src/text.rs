@@ -390,7 +390,7 @@ fn left_out(out: &mut String, report: &ReviewReport, style: Style) {
             let names = all_names(&paths, |p| one_line(p).into_owned());
             let _ = writeln!(out, "  {names}: {}", one_line(&reason));
         }
-        for e in &report.errors {
+        for e in report.errors_beside_unreviewed() {
             let _ = writeln!(out, "  error: {e}");
         }
     }

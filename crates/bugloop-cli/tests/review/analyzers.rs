@@ -98,6 +98,14 @@ fn the_analyzers_hits_on_the_change_are_published_with_their_rule_and_page() {
     );
     assert_eq!(sql["score"], 8);
     assert_eq!(sql["category"], "security");
+    // Why the rule matters, in ruff's own words about it.
+    assert!(
+        sql["description"]
+            .as_str()
+            .unwrap()
+            .contains(" Why: SQL injection is a common attack vector"),
+        "{sql:#}"
+    );
     // The branch's configuration told ruff to ignore S608 and F632 and the file: not heard.
     assert!(finding(&report, "F632").is_some(), "{report:#}");
     // The `# noqa` the change adds on the hit's line is said on the hit; a suppression where no
@@ -388,6 +396,41 @@ fn a_sarif_tools_words_publish_no_mention_marker_or_state() {
         assert_ne!(entry["finding_id"], "forged", "{listed:#}");
         assert_ne!(entry["status"], "RESOLVED", "{listed:#}");
     }
+}
+
+/// A tool that fails on the change's files: its files are listed as not reviewed with why, and
+/// the text says so once there (no `error:` line that repeats them), and in the verdict.
+#[test]
+fn a_failing_analyzer_is_said_once_where_its_files_are_listed() {
+    let toolbox = tempfile::tempdir().unwrap();
+    crate::write_program(
+        &toolbox.path().join("bin/broken"),
+        "#!/bin/sh\necho boom >&2\nexit 2\n",
+    );
+    let (repo, _scripts, model) = planted_with_model(
+        "review:\n  analyzers:\n    - name: broken\n      command: broken {files}\n",
+        &[],
+    );
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_bugloop"))
+        .args(["review", "--model", &model])
+        .current_dir(repo.path())
+        .env("NO_COLOR", "1")
+        .env("BUGLOOP_ANALYZERS_DIR", toolbox.path())
+        .env_remove("BUGLOOP_CONFIG")
+        .output()
+        .unwrap();
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(3), "{text}{}", stderr(&output));
+    assert!(
+        text.contains("broken could not check it: exited with 2"),
+        "{text}"
+    );
+    assert!(!text.contains("error: the analyzer broken"), "{text}");
+    assert!(
+        stderr(&output).contains("the analyzer broken could not check"),
+        "{}",
+        stderr(&output)
+    );
 }
 
 /// A crate whose change adds an absurd comparison, and a build script that attacks: clippy

@@ -170,12 +170,11 @@ fn failed_files(runs: &[AnalyzerRun]) -> (Vec<Unreviewed>, Vec<String>) {
                 reason: format!("{} could not check it: {}", run.name, failed.reason),
             });
         }
-        failures.push(format!(
-            "the analyzer {} could not check {} file(s) of the change ({}: {})",
-            run.name,
+        failures.push(bugloop_report::review::analyzer_failure(
+            &run.name,
             run.unanalyzed.len(),
-            first.path,
-            first.reason
+            &first.path,
+            &first.reason,
         ));
     }
     (files, failures)
