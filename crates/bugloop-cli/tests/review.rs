@@ -114,11 +114,17 @@ fn off_by_one() -> Value {
 }
 
 fn bugloop(dir: &Path, args: &[&str]) -> Output {
+    bugloop_with(dir, args, &[])
+}
+
+/// [`bugloop`] with `env` set too.
+fn bugloop_with(dir: &Path, args: &[&str], env: &[(&str, &Path)]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_bugloop"))
         .args(args)
         .current_dir(dir)
         .env("NO_COLOR", "1")
         .env_remove("BUGLOOP_CONFIG")
+        .envs(env.iter().copied())
         .output()
         .unwrap()
 }

@@ -13,7 +13,7 @@ use bugloop_testkit::{TestRepo, assert_contains};
 use serde_json::{Value, json};
 
 use super::prove_hostile::{outside_fences, raw_bodies};
-use super::{bugloop, script, script_named, stderr, stdout};
+use super::{bugloop, bugloop_with, script, script_named, stderr, stdout};
 
 const BASE_APP: &str = "import os\n\n\ndef legacy(expr):\n    return eval(expr)\n";
 
@@ -411,14 +411,11 @@ fn a_failing_analyzer_is_said_once_where_its_files_are_listed() {
         "review:\n  analyzers:\n    - name: broken\n      command: broken {files}\n",
         &[],
     );
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_bugloop"))
-        .args(["review", "--model", &model])
-        .current_dir(repo.path())
-        .env("NO_COLOR", "1")
-        .env("BUGLOOP_ANALYZERS_DIR", toolbox.path())
-        .env_remove("BUGLOOP_CONFIG")
-        .output()
-        .unwrap();
+    let output = bugloop_with(
+        repo.path(),
+        &["review", "--model", &model],
+        &[("BUGLOOP_ANALYZERS_DIR", toolbox.path())],
+    );
     let text = stdout(&output);
     assert_eq!(output.status.code(), Some(3), "{text}{}", stderr(&output));
     assert!(

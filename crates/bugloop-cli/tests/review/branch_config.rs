@@ -49,12 +49,9 @@ fn a_branch_file_that_does_not_read_is_a_finding() {
         "This branch's .bugloop/config.yml does not read: none of it was applied"
     );
     assert_eq!(finding["category"], "security");
-    assert!(
-        finding["description"]
-            .as_str()
-            .unwrap()
-            .contains("Why it does not read: "),
-        "{finding:#}"
+    assert_contains(
+        finding["description"].as_str().unwrap(),
+        "Why it does not read: ",
     );
 }
 
