@@ -652,7 +652,7 @@ pub(crate) fn config_files() -> Vec<(&'static str, String)> {
         (
             "biome.json",
             concat!(
-                "{\n  \"linter\": { \"enabled\": true, \"rules\": { \"recommended\": true } },\n",
+                "{\n  \"linter\": { \"enabled\": true, \"rules\": { \"preset\": \"recommended\" } },\n",
                 "  \"formatter\": { \"enabled\": false },\n  \"assist\": { \"enabled\": false },\n",
                 "  \"vcs\": { \"enabled\": false },\n  \"files\": { \"ignoreUnknown\": true }\n}\n"
             )
