@@ -20,6 +20,11 @@ use super::LocalForge;
 
 const NO_COMMIT: &str = "0000000000000000000000000000000000000000";
 
+/// Where the local forge keeps the commit it last published on a draft's `branch`.
+fn published_ref(branch: &str) -> String {
+    format!("refs/bugloop/published/{branch}")
+}
+
 fn number(n: u64) -> Result<i64, ForgeError> {
     i64::try_from(n).map_err(|_| ForgeError::Invalid(format!("#{n} is not an item number")))
 }
@@ -78,10 +83,32 @@ impl LocalForge {
         })
     }
 
-    /// Whether `branch` has been merged into `base` here.
+    /// The commit that stands for the draft on `branch`: the branch's tip while it still holds
+    /// what bugloop last published there (a developer's commits on top included), else that
+    /// published commit. A branch reset onto its base, or anywhere else, is not its work
+    /// merged: the tip of `git branch -f bugloop/solve-7 main` is on `main` already.
+    fn draft_tip(&self, branch: &str) -> Option<String> {
+        let tip = self.git.resolve(&format!("refs/heads/{branch}"));
+        let Some(published) = self.git.resolve(&published_ref(branch)) else {
+            return tip;
+        };
+        match tip {
+            Some(tip)
+                if self
+                    .git
+                    .run(&["merge-base", "--is-ancestor", &published, &tip])
+                    .is_ok() =>
+            {
+                Some(tip)
+            }
+            _ => Some(published),
+        }
+    }
+
+    /// Whether the draft on `branch` has been merged into `base` here.
     fn merged(&self, branch: &str, base: &str) -> bool {
         let (Some(tip), Some(_)) = (
-            self.git.resolve(&format!("refs/heads/{branch}")),
+            self.draft_tip(branch),
             self.git.resolve(&format!("refs/heads/{base}")),
         ) else {
             return false;
@@ -102,7 +129,7 @@ impl LocalForge {
     /// its parent as the branch's from where it forked. The most recent 500 commits are looked
     /// at.
     fn squashed(&self, branch: &str, base: &str) -> Option<String> {
-        let tip = self.git.resolve(&format!("refs/heads/{branch}"))?;
+        let tip = self.draft_tip(branch)?;
         let base = format!("refs/heads/{base}");
         let fork = self.git.run(&["merge-base", &tip, &base]).ok()?;
         if fork.trim() == tip {
@@ -144,7 +171,7 @@ impl LocalForge {
     /// descends from the branch's tip (a merge), or the tip itself when `base` was
     /// fast-forwarded to it.
     fn merge_commit(&self, branch: &str, base: &str) -> Option<String> {
-        let tip = self.git.resolve(&format!("refs/heads/{branch}"))?;
+        let tip = self.draft_tip(branch)?;
         let base = format!("refs/heads/{base}");
         let line = self
             .git
@@ -355,6 +382,16 @@ impl Tracker for LocalForge {
                 previous.unwrap_or(NO_COMMIT),
             ])
             .map_err(|e| branch_moved(branch, "moved", e))?;
+        // What bugloop published there, kept apart from the branch, which others may move.
+        self.git
+            .run(&[
+                "update-ref",
+                "-m",
+                "bugloop solve",
+                &published_ref(branch),
+                commit,
+            ])
+            .map_err(|e| ForgeError::Invalid(format!("cannot record {branch}'s head: {e}")))?;
         Ok(())
     }
 

@@ -526,3 +526,30 @@ fn a_squash_merged_solution_is_merged_and_its_regression_reverted() {
         &format!("after #2 was merged at {}", &squash[..7]),
     );
 }
+
+/// A ready draft whose branch a developer resets onto `main` is not merged: its tip is on
+/// `main`, but what bugloop published there is not. Once that commit is merged (the branch
+/// still elsewhere), it is.
+#[test]
+fn a_draft_branch_reset_onto_main_is_not_merged() {
+    let runner = Runner::me();
+    let (repo, branch) = solved(&runner, CONFIG, true);
+    let dir = repo.path();
+    let published = git_read(dir, &["rev-parse", &branch]);
+    runner.git(dir, &["branch", "-f", &branch, "main"]);
+    let status = text(&runner.run(dir, &["status", "1"], ""));
+    assert!(!status.contains("MERGED"), "{status}");
+    runner.git(
+        dir,
+        &[
+            "merge",
+            "--no-ff",
+            "-q",
+            "-m",
+            "Merge the fix",
+            published.trim(),
+        ],
+    );
+    let status = text(&runner.run(dir, &["status", "1"], ""));
+    assert_contains(&status, "READY -> MERGED: #2 was merged");
+}
