@@ -120,9 +120,30 @@ pub(crate) fn apply_env_tree(
         check_shape(&raw, |_, _| origin.clone())?;
         let value: serde_yaml_ng::Value =
             serde_yaml_ng::from_str(&raw).unwrap_or(serde_yaml_ng::Value::String(raw.clone()));
-        let set = set_path(tree, &keys, value, &origin)?;
-        // Check each override on its own, so an error names the variable that caused it.
-        config_of_tree(tree, &origin)?;
+        let scalar = !value.is_mapping() && !value.is_sequence();
+        let mut with_value = tree.clone();
+        let set = set_path(&mut with_value, &keys, value, &origin)?;
+        let fits = serde_path_to_error::deserialize::<_, Config>(&with_value).is_ok();
+        // A plain scalar that does not fit its key as YAML reads it (`~`, `0x10` for a label) is
+        // its text, as a file's is.
+        let as_text = (!fits && scalar)
+            .then(|| {
+                let mut with_text = tree.clone();
+                let text = serde_yaml_ng::Value::String(raw.trim().to_owned());
+                set_path(&mut with_text, &keys, text, &origin).ok()?;
+                serde_path_to_error::deserialize::<_, Config>(&with_text)
+                    .is_ok()
+                    .then_some(with_text)
+            })
+            .flatten();
+        *tree = match as_text {
+            Some(with_text) => with_text,
+            None => {
+                // Check each override on its own, so an error names the variable that caused it.
+                config_of_tree(&with_value, &origin)?;
+                with_value
+            }
+        };
         applied.push((name, set));
     }
     Ok(applied)
@@ -321,13 +342,18 @@ mod tests {
     fn a_plain_scalar_reads_as_text_where_a_file_would_read_it_so() {
         let from_file = loaded("labels:\n  trigger: 5\n", &[]);
         assert_eq!(from_file.config.labels.trigger, "5");
-        for (var, value) in [
-            ("BUGLOOP_LABELS__TRIGGER", "5"),
-            ("BUGLOOP_LABELS", "{trigger: 5}"),
+        for (var, value, label) in [
+            ("BUGLOOP_LABELS__TRIGGER", "5", "5"),
+            ("BUGLOOP_LABELS", "{trigger: 5}", "5"),
+            ("BUGLOOP_LABELS__TRIGGER", "0x10", "0x10"),
+            ("BUGLOOP_LABELS__TRIGGER", "~", "~"),
         ] {
             let from_env = loaded("", &[(var, value)]);
-            assert_eq!(from_env.config.labels.trigger, "5", "{var}");
+            assert_eq!(from_env.config.labels.trigger, label, "{var}={value}");
         }
+        // A number is still a number where a key takes one.
+        let turns = loaded("", &[("BUGLOOP_BUDGETS__MAX_TURNS", "0x10")]);
+        assert_eq!(turns.config.budgets.max_turns, 16);
         let error = load_layered(&Sources {
             env: vec![("BUGLOOP_BUDGETS__MAX_TURNS".to_owned(), "many".to_owned())],
             ..Sources::default()
