@@ -45,6 +45,21 @@ pub struct Hit {
     pub why: Option<String>,
 }
 
+/// Keeps each diagnostic a tool said twice once (clippy checks a library twice, as a library and
+/// as its tests, and says the same warning of each): the same rule, place and message.
+pub(crate) fn said_once(hits: &mut Vec<Hit>) {
+    let mut seen = std::collections::HashSet::new();
+    hits.retain(|hit| {
+        seen.insert((
+            hit.rule.clone(),
+            hit.file.clone(),
+            hit.line,
+            hit.end_line,
+            hit.message.clone(),
+        ))
+    });
+}
+
 /// A hit on the change's lines that bugloop's rule set counts as a bug: a finding to triage or
 /// publish.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -171,6 +186,24 @@ mod tests {
             evidence: "conn.execute(\"SELECT \" + name)".into(),
             note: None,
         }
+    }
+
+    #[test]
+    fn a_diagnostic_said_twice_is_one_hit() {
+        let hit = candidate("NaN cannot be compared").hit;
+        let mut elsewhere = hit.clone();
+        elsewhere.line += 1;
+        let mut other_rule = hit.clone();
+        other_rule.rule = "S609".into();
+        let mut hits = vec![
+            hit.clone(),
+            hit.clone(),
+            elsewhere.clone(),
+            other_rule.clone(),
+            hit.clone(),
+        ];
+        said_once(&mut hits);
+        assert_eq!(hits, vec![hit, elsewhere, other_rule]);
     }
 
     #[test]

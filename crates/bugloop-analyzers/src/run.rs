@@ -265,18 +265,7 @@ async fn run_one(
     if let Some(reason) = not_run {
         return (run(RunStatus::NotRun { reason }), Vec::new());
     }
-    // A diagnostic said twice is one hit (clippy checks a library twice, as a library and as
-    // its tests, and says the same warning of each).
-    let mut seen = std::collections::HashSet::new();
-    hits.retain(|hit| {
-        seen.insert((
-            hit.rule.clone(),
-            hit.file.clone(),
-            hit.line,
-            hit.end_line,
-            hit.message.clone(),
-        ))
-    });
+    crate::hit::said_once(&mut hits);
     let total = hits.len();
     let judge = judge.unwrap_or(every_hit);
     let mut candidates: Vec<Candidate> = hits
