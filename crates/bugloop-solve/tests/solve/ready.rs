@@ -55,6 +55,13 @@ async fn again(repo: &TestRepo, issue: u64) -> SolveReport {
         .unwrap()
 }
 
+/// [`again`], which must leave the issue in `state`.
+async fn again_to(repo: &TestRepo, issue: u64, state: SolveState) -> SolveReport {
+    let report = again(repo, issue).await;
+    assert_eq!(report.state, Some(state), "{}", steps(&report));
+    report
+}
+
 fn steps(report: &SolveReport) -> String {
     report.history_text()
 }
@@ -80,13 +87,7 @@ async fn a_request_for_changes_after_ready_makes_the_gate_wait_for_the_reviewer(
         )
         .await
         .unwrap();
-    let report = again(&repo, issue).await;
-    assert_eq!(
-        report.state,
-        Some(SolveState::Reviewing),
-        "{}",
-        steps(&report)
-    );
+    let report = again_to(&repo, issue, SolveState::Reviewing).await;
     assert!(
         steps(&report).contains("was ready, but since then a reviewer requested changes"),
         "{}",
@@ -116,13 +117,7 @@ async fn a_check_that_fails_on_a_ready_draft_escalates_it() {
         .set_check(&head, "ci", CheckState::Failed, "2 tests failed")
         .await
         .unwrap();
-    let report = again(&repo, issue).await;
-    assert_eq!(
-        report.state,
-        Some(SolveState::Escalated),
-        "{}",
-        steps(&report)
-    );
+    let report = again_to(&repo, issue, SolveState::Escalated).await;
     let text = steps(&report);
     assert!(text.contains("the check ci failed"), "{text}");
 }
