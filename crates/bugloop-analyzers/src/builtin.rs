@@ -21,6 +21,8 @@ pub(crate) struct Invocation<'a> {
     pub files: &'a [String],
     /// The directory of bugloop's configuration files for the tools (read-only in the sandbox).
     pub config_dir: &'a str,
+    /// The tree under review on the host (tsc is given its declaration files).
+    pub workspace: &'a std::path::Path,
 }
 
 /// One built-in analyzer.
@@ -584,6 +586,22 @@ pub static BUILT_IN: &[BuiltIn] = &[
         fix: Some(biome_fix),
     },
     BuiltIn {
+        name: "tsc",
+        program: "typescript/tsc",
+        files: &["**/*.ts", "**/*.tsx", "**/*.mts", "**/*.cts"],
+        interpreters: &[],
+        project: None,
+        rule_set: "TypeScript's strict type checks that are bugs: wrong types, arguments, properties and exports, undeclared names, fixed comparisons and conditions, use before assignment; possibly null or undefined values below errors; nothing a missing dependency causes",
+        version_args: &["--version"],
+        install: SETUP,
+        unsafe_config: &[],
+        format: Format::TscText,
+        args: crate::typescript::args,
+        alone: crate::typescript::alone,
+        judge: crate::typescript::judge,
+        fix: None,
+    },
+    BuiltIn {
         name: "clippy",
         program: "cargo",
         files: &["**/*.rs"],
@@ -767,6 +785,7 @@ mod tests {
         let i = Invocation {
             files: &files,
             config_dir: "/cfg",
+            workspace: std::path::Path::new("/w"),
         };
         assert!(ruff_args(i).contains(&"--isolated".to_owned()));
         assert!(shellcheck_args(i).contains(&"--norc".to_owned()));

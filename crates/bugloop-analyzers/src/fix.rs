@@ -93,6 +93,7 @@ async fn run_tool(
     let args = args(Invocation {
         files: &request.files,
         config_dir: &config_dir,
+        workspace: request.workspace,
     });
     let mut spec = CommandSpec::new(installed.path.display().to_string(), args);
     spec.env = crate::run::tool_env(tool.name);

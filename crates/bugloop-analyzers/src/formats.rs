@@ -22,6 +22,8 @@ pub enum Format {
     GoVetJson,
     /// actionlint's `-format '{{json .}}'`.
     ActionlintJson,
+    /// tsc's `--pretty false` lines.
+    TscText,
 }
 
 impl Format {
@@ -39,6 +41,7 @@ impl Format {
             Format::CargoJson => cargo(stdout, root),
             Format::GoVetJson => go_vet(stderr, root),
             Format::ActionlintJson => actionlint(stdout, root),
+            Format::TscText => crate::typescript::read(stdout, root),
         }
     }
 }

@@ -1,5 +1,5 @@
 //! Static analyzers as a source of findings: well-kept tools (ruff, shellcheck, zizmor,
-//! hadolint, biome, clippy, go vet, and any tool that writes SARIF)
+//! hadolint, biome, tsc, clippy, go vet, and any tool that writes SARIF)
 //! run in bugloop's sandbox on the code at head, with bugloop's own rule sets (never the
 //! branch's configuration), and their hits on the lines the change adds become candidate
 //! findings. A suppression comment the change adds (`# noqa`, `eslint-disable`, ...) and a key
@@ -7,11 +7,13 @@
 //! the hits of `bugloop-python` (`own.rs`), a rule set of ours for certain bugs no such tool
 //! has a rule for, run in the sandbox like the tools.
 //!
-//! What a tool prints is data: it is read through the tool's own structured output (SARIF or its
-//! JSON), never followed, and every text of it is neutralised where it is shown.
+//! What a tool prints is data: it is read through the tool's own structured output (SARIF, its
+//! JSON, or tsc's one-line diagnostics), never followed, and every text of it is neutralised
+//! where it is shown.
 //!
 //! **Invariants:** a tool never reads the branch's configuration of itself (`--isolated`, `--norc`,
-//! `--no-config`, or bugloop's own file); a tool's output is data read through its SARIF or JSON,
+//! `--no-config`, bugloop's own file, or files named to tsc); a tool's output is data read through
+//! its SARIF, its JSON or tsc's one-line diagnostics,
 //! and its words reach a comment only one line long, quieted and neutralised; a hit on lines the
 //! change did not add is never a candidate; a tool that is missing, crashes, hangs or floods is
 //! "not run", never an error.
@@ -34,6 +36,7 @@ mod sarif;
 mod scope;
 mod secrets;
 mod suppression;
+mod typescript;
 mod weight;
 
 pub use builtin::{BUILT_IN, BuiltIn, built_in};

@@ -422,6 +422,7 @@ fn plan_built_in(
     let invocation = Invocation {
         files,
         config_dir: &config,
+        workspace: request.workspace,
     };
     let args = if request.alone {
         (tool.alone)(invocation)

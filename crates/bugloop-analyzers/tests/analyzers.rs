@@ -19,8 +19,9 @@ const HEAD_APP: &str = "import os\n\n\ndef legacy(expr):\n    return eval(expr)\
 
 /// A repository on its branch `change`: the base has `app.py` with an old `eval` hit; the change
 /// adds an SQL injection (silenced with `# noqa`), tells ruff's configuration to ignore S608,
-/// adds a Python loop that reads one past the end, a shell script and a JavaScript file with a
-/// bug each, and a bundle over biome's size limit.
+/// adds a Python loop that reads one past the end, a shell script, a JavaScript file and a
+/// TypeScript file with a bug each (the TypeScript one beside a `tsconfig.json` that turns its
+/// checks off, and a declaration of a global it uses), and a bundle over biome's size limit.
 fn planted() -> (TestRepo, bugloop_diff::Diff) {
     let repo = TestRepo::with_files(&[
         ("app.py", BASE_APP),
@@ -46,6 +47,19 @@ fn planted() -> (TestRepo, bugloop_diff::Diff) {
     repo.write("bundle.js", &bundle);
     repo.write("biome.json", "{ \"linter\": { \"enabled\": false } }\n");
     repo.write(".shellcheckrc", "disable=SC2115\n");
+    repo.write(
+        "tsconfig.json",
+        "{ \"compilerOptions\": { \"strict\": false, \"noCheck\": true } }\n",
+    );
+    repo.write("types/env.d.ts", "declare const APP_NAME: string;\n");
+    repo.write(
+        "orders.ts",
+        "import express from \"express\";\n\
+         export interface Order { id: number; note?: string }\n\
+         export function label(o: Order): string {\n\
+         \x20 return APP_NAME + express + o.note.toUpperCase();\n\
+         }\n",
+    );
     repo.commit("change");
     let diff = bugloop_diff::parse(repo.git(&["diff", "main..change"]));
     (repo, diff)
@@ -177,11 +191,21 @@ async fn planted_bugs_are_found_on_the_changes_lines_whatever_the_branch_configu
             .title
             .starts_with("`xs[i]` reads one past the end of `xs`")
     );
+    // tsc under bugloop's options, not the branch's `tsconfig.json`: the value that may be
+    // undefined, and neither the global the tree declares nor the module not installed.
+    let tsc: Vec<&str> = analysis
+        .candidates
+        .iter()
+        .filter(|c| c.tool == "tsc")
+        .map(|c| c.hit.rule.as_str())
+        .collect();
+    assert_eq!(tsc, ["TS18048"], "{analysis:#?}");
+    assert_eq!(found(&analysis, "tsc", "TS18048"), Some(4));
     // No workflow, Dockerfile, Rust or Go changed: those analyzers do not apply.
     let names: Vec<&str> = analysis.runs.iter().map(|r| r.name.as_str()).collect();
     assert_eq!(
         names,
-        ["ruff", "shellcheck", "biome", "bugloop-python"],
+        ["ruff", "shellcheck", "biome", "tsc", "bugloop-python"],
         "{analysis:#?}"
     );
     let sql_finding = analysis

@@ -16,6 +16,7 @@ pub const BUILT_IN_ANALYZERS: &[&str] = &[
     "zizmor",
     "hadolint",
     "biome",
+    "tsc",
     "clippy",
     "go-vet",
     "bugloop-python",

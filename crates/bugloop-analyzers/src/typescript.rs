@@ -1,0 +1,323 @@
+//! The TypeScript compiler as an analyzer: `tsc` (TypeScript 7, one native binary with its
+//! `lib.*.d.ts` beside it) type-checks the changed files and what they import, under bugloop's
+//! own options (the repository's `tsconfig.json` is never read: files named on the command line
+//! set it aside), with every declaration file of the tree (`*.d.ts`: a project's globals and
+//! module declarations) so a name the project declares is not taken for a typo.
+//!
+//! tsc writes no SARIF nor JSON: its `--pretty false` lines (`file(line,col): error TS2322: ...`,
+//! the format editors' problem matchers read) are its machine-readable output. Only codes that
+//! are bugs count, from a list; what a missing dependency causes (`Cannot find module`, a
+//! global of a runtime whose types are not installed, an implicit `any`) never does, because a
+//! checkout under review has no `node_modules`.
+
+use std::path::Path;
+
+use bugloop_domain::finding::Category;
+
+use crate::builtin::Invocation;
+use crate::hit::{Hit, Level};
+use crate::sarif::relative_path;
+use crate::weight::Weight;
+
+/// The compiler's options: the strictest checks that find bugs, modules resolved as a bundler
+/// does (what most projects use), no output written.
+const OPTIONS: &[&str] = &[
+    // Without it, a `tsconfig.json` in the tree stops the run (TS5112).
+    "--ignoreConfig",
+    "--noEmit",
+    "--pretty",
+    "false",
+    "--strict",
+    "--target",
+    "esnext",
+    "--module",
+    "preserve",
+    "--moduleResolution",
+    "bundler",
+    "--allowImportingTsExtensions",
+    "--resolveJsonModule",
+    "--jsx",
+    "preserve",
+    "--skipLibCheck",
+];
+
+/// The most declaration files of the tree given along with the change's files.
+const MAX_DECLARATIONS: usize = 400;
+
+pub(crate) fn args(i: Invocation<'_>) -> Vec<String> {
+    let mut args: Vec<String> = OPTIONS.iter().map(|o| (*o).to_owned()).collect();
+    // tsc knows no `--`: a name starting with `-` is given as `./-name`.
+    let mut files: Vec<String> = i.files.iter().map(|f| format!("./{f}")).collect();
+    for declaration in declarations(i.workspace) {
+        let named = format!("./{declaration}");
+        if !files.contains(&named) {
+            files.push(named);
+        }
+    }
+    args.extend(files);
+    args
+}
+
+/// tsc as a user runs it on files, with its defaults: `bench detect`'s yardstick.
+pub(crate) fn alone(i: Invocation<'_>) -> Vec<String> {
+    let mut args: Vec<String> = ["--ignoreConfig", "--noEmit", "--pretty", "false"]
+        .map(String::from)
+        .to_vec();
+    args.extend(i.files.iter().map(|f| format!("./{f}")));
+    args
+}
+
+/// The tree's declaration files (`*.d.ts`), outside `node_modules` and hidden directories,
+/// sorted, at most [`MAX_DECLARATIONS`]; never through a link.
+fn declarations(workspace: &Path) -> Vec<String> {
+    let walk = ignore::WalkBuilder::new(workspace)
+        .standard_filters(false)
+        .hidden(true)
+        .follow_links(false)
+        .filter_entry(|entry| entry.file_name() != "node_modules")
+        .build();
+    let mut found: Vec<String> = walk
+        .filter_map(Result::ok)
+        .filter(|entry| entry.file_type().is_some_and(|t| t.is_file()))
+        .filter_map(|entry| {
+            let relative = entry.path().strip_prefix(workspace).ok()?;
+            let name = relative.to_str()?;
+            name.ends_with(".d.ts").then(|| name.to_owned())
+        })
+        .collect();
+    found.sort();
+    found.truncate(MAX_DECLARATIONS);
+    found
+}
+
+/// tsc's `--pretty false` lines: `file(line,col): error TSnnnn: message`, a message going on in
+/// the indented lines after it. An error that names no file (`error TS5023: Unknown compiler
+/// option`, a `lib` file missing) means the run checked nothing.
+pub(crate) fn read(stdout: &[u8], root: &Path) -> Result<Vec<Hit>, String> {
+    let text = String::from_utf8_lossy(stdout);
+    let mut hits: Vec<Hit> = Vec::new();
+    for line in text.lines() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        if line.starts_with(char::is_whitespace) {
+            if let Some(last) = hits.last_mut() {
+                last.message.push(' ');
+                last.message.push_str(line.trim());
+            }
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("error TS") {
+            return Err(format!("tsc checked nothing: error TS{}", tail(rest)));
+        }
+        match diagnostic(line, root) {
+            Some(Some(hit)) => hits.push(hit),
+            // A file outside the tree (a library's own declarations).
+            Some(None) => {}
+            None => return Err(format!("not tsc's diagnostics: {}", tail(line))),
+        }
+    }
+    Ok(hits)
+}
+
+fn tail(text: &str) -> String {
+    text.chars().take(300).collect()
+}
+
+/// One diagnostic line; `Some(None)` for one on a file outside the tree.
+fn diagnostic(line: &str, root: &Path) -> Option<Option<Hit>> {
+    let (place, rest) = line.split_once("): ")?;
+    let (file, position) = place.rsplit_once('(')?;
+    let (row, _column) = position.split_once(',')?;
+    let row: u32 = row.parse().ok()?;
+    let (level, rest) = rest.split_once(" TS")?;
+    let (code, message) = rest.split_once(": ")?;
+    if code.is_empty() || !code.chars().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    let level = match level {
+        "error" => Level::Error,
+        "warning" => Level::Warning,
+        "message" | "suggestion" => Level::Note,
+        _ => return None,
+    };
+    let Some(file) = relative_path(file, root) else {
+        return Some(None);
+    };
+    Some(Some(Hit {
+        rule: format!("TS{code}"),
+        level,
+        message: message.to_owned(),
+        file,
+        line: row,
+        end_line: None,
+        url: None,
+        security: false,
+        why: None,
+    }))
+}
+
+/// Null and undefined where the code does not expect them (`strictNullChecks`): a likely bug,
+/// and a project without strict checks writes such code on purpose.
+const POSSIBLY_NULL: &[&str] = &[
+    "TS2531", "TS2532", "TS2533", "TS2722", "TS18047", "TS18048", "TS18049",
+];
+
+/// Code the compiler proves wrong: a value of the wrong type, a call with the wrong arguments, a
+/// property or export that does not exist, a name nowhere declared, a comparison or condition
+/// whose result is fixed, a variable read before it is assigned, a constant assigned.
+const WRONG: &[&str] = &[
+    "TS2300", "TS2304", "TS2305", "TS2322", "TS2339", "TS2345", "TS2349", "TS2351", "TS2353",
+    "TS2355", "TS2362", "TS2363", "TS2365", "TS2367", "TS2393", "TS2416", "TS2420", "TS2448",
+    "TS2454", "TS2540", "TS2551", "TS2552", "TS2554", "TS2555", "TS2588", "TS2614", "TS2724",
+    "TS2739", "TS2740", "TS2741", "TS2769", "TS2774", "TS2801", "TS2839", "TS2845", "TS2872",
+    "TS2873",
+];
+
+/// Worth a model's look, not a finding on the compiler's word alone: a `catch` variable used
+/// as an `Error` (`unknown` under strict checks), a comma whose left side does nothing, a `??`
+/// whose right side never runs.
+const MINOR: &[&str] = &["TS18046", "TS2695", "TS2869"];
+
+pub(crate) fn judge(hit: &Hit) -> Option<(Weight, Category)> {
+    let rule = hit.rule.as_str();
+    // A member a bundler's types would declare (`import.meta.env`): their package is not here.
+    if rule == "TS2339" && hit.message.contains("type 'ImportMeta'") {
+        return None;
+    }
+    if POSSIBLY_NULL.contains(&rule) || (WRONG.contains(&rule) && about_null(&hit.message)) {
+        return Some((Weight::Warning, Category::Logic));
+    }
+    if WRONG.contains(&rule) {
+        return Some((Weight::Error, Category::Logic));
+    }
+    MINOR
+        .contains(&rule)
+        .then_some((Weight::Minor, Category::Logic))
+}
+
+/// A type error only strict null checks make (`string | undefined` to `string`).
+fn about_null(message: &str) -> bool {
+    // The first sentence: the lines after it explain, and may name `undefined` for another reason.
+    let first = message.split(". ").next().unwrap_or(message);
+    first.contains("'undefined'")
+        || first.contains("'null'")
+        || first.contains(" | undefined'")
+        || first.contains(" | null'")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read_text(text: &str) -> Result<Vec<Hit>, String> {
+        read(text.as_bytes(), Path::new("/w"))
+    }
+
+    #[test]
+    fn diagnostics_are_hits_and_a_message_goes_on_in_indented_lines() {
+        let hits = read_text(concat!(
+            "src/a.ts(5,10): error TS18048: 'o.note' is possibly 'undefined'.\n",
+            "src/b (1).ts(9,3): error TS2322: Type 'string' is not assignable to type 'number'.\n",
+            "  Details follow.\n",
+            "/usr/lib/node/lib.d.ts(1,1): error TS2300: Duplicate identifier 'x'.\n",
+        ))
+        .unwrap();
+        assert_eq!(hits.len(), 2, "{hits:?}");
+        assert_eq!(
+            (hits[0].rule.as_str(), hits[0].file.as_str(), hits[0].line),
+            ("TS18048", "src/a.ts", 5)
+        );
+        assert_eq!(hits[1].file, "src/b (1).ts");
+        assert!(hits[1].message.ends_with("type 'number'. Details follow."));
+    }
+
+    #[test]
+    fn an_error_of_no_file_or_a_foreign_line_means_nothing_was_checked() {
+        let error = read_text("error TS5023: Unknown compiler option '--'.\n").unwrap_err();
+        assert!(error.contains("checked nothing: error TS5023"), "{error}");
+        let error = read_text("panic: runtime error\n").unwrap_err();
+        assert!(error.contains("not tsc's diagnostics"), "{error}");
+        assert_eq!(read_text("").unwrap(), Vec::new());
+    }
+
+    fn hit(rule: &str, message: &str) -> Hit {
+        Hit {
+            rule: rule.into(),
+            level: Level::Error,
+            message: message.into(),
+            file: "a.ts".into(),
+            line: 1,
+            end_line: None,
+            url: None,
+            security: false,
+            why: None,
+        }
+    }
+
+    #[test]
+    fn bugs_count_and_what_a_missing_dependency_causes_does_not() {
+        let weight = |rule: &str, message: &str| judge(&hit(rule, message)).map(|j| j.0);
+        assert_eq!(
+            weight("TS2554", "Expected 2 arguments, but got 1."),
+            Some(Weight::Error)
+        );
+        assert_eq!(
+            weight("TS2801", "This condition will always return true"),
+            Some(Weight::Error)
+        );
+        assert_eq!(
+            weight("TS18048", "'o' is possibly 'undefined'."),
+            Some(Weight::Warning)
+        );
+        assert_eq!(
+            weight(
+                "TS2322",
+                "Type 'string | undefined' is not assignable to type 'string'."
+            ),
+            Some(Weight::Warning)
+        );
+        assert_eq!(
+            weight(
+                "TS2339",
+                "Property 'env' does not exist on type 'ImportMeta'."
+            ),
+            None
+        );
+        for dependency in [
+            "TS2307", "TS2580", "TS2591", "TS2582", "TS7006", "TS7016", "TS1005",
+        ] {
+            assert_eq!(weight(dependency, "..."), None, "{dependency}");
+        }
+        assert_eq!(
+            weight("TS18046", "'e' is of type 'unknown'."),
+            Some(Weight::Minor)
+        );
+    }
+
+    #[test]
+    fn the_changed_files_and_the_trees_declarations_are_checked_under_our_options() {
+        let tree = tempfile::tempdir().unwrap();
+        for file in [
+            "src/global.d.ts",
+            "node_modules/x/index.d.ts",
+            ".hidden/a.d.ts",
+            "a.ts",
+        ] {
+            let path = tree.path().join(file);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, "").unwrap();
+        }
+        std::fs::write(tree.path().join("tsconfig.json"), "{}").unwrap();
+        let files = vec!["-a.ts".to_owned(), "src/global.d.ts".to_owned()];
+        let args = args(Invocation {
+            files: &files,
+            config_dir: "/cfg",
+            workspace: tree.path(),
+        });
+        assert!(args.contains(&"--strict".to_owned()));
+        assert!(!args.iter().any(|a| a == "-p" || a.contains("tsconfig")));
+        let given: Vec<&str> = args[OPTIONS.len()..].iter().map(String::as_str).collect();
+        assert_eq!(given, ["./-a.ts", "./src/global.d.ts"]);
+    }
+}
