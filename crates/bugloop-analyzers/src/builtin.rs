@@ -8,22 +8,12 @@ use bugloop_domain::finding::Category;
 
 use crate::formats::Format;
 use crate::hit::{Hit, Level};
+use crate::invocation::Invocation;
 use crate::own;
 use crate::weight::{Weight, is_test_file};
 
 /// What bugloop's rule set makes of a hit: its weight and category, or nothing (a style rule).
 pub(crate) type Judge = fn(&Hit) -> Option<(Weight, Category)>;
-
-/// What a built-in is run with.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Invocation<'a> {
-    /// The changed files it reads, relative to the workspace.
-    pub files: &'a [String],
-    /// The directory of bugloop's configuration files for the tools (read-only in the sandbox).
-    pub config_dir: &'a str,
-    /// The tree under review on the host (tsc is given its declaration files).
-    pub workspace: &'a std::path::Path,
-}
 
 /// One built-in analyzer.
 #[derive(Debug)]
@@ -354,78 +344,6 @@ fn biome_judge(hit: &Hit) -> Option<(Weight, Category)> {
     }
 }
 
-/// The compiler's own lints that are bugs, not style: a comparison with NaN that is always
-/// false, a function that can only call itself, a literal that overflows its type, ... (some
-/// were clippy's correctness lints before they moved into the compiler).
-const RUSTC_BUG_LINTS: &[&str] = &[
-    "invalid_nan_comparisons",
-    "unconditional_recursion",
-    "overflowing_literals",
-    "arithmetic_overflow",
-    "unconditional_panic",
-    "unused_comparisons",
-    "invalid_value",
-    "let_underscore_lock",
-    "dropping_references",
-    "forgetting_references",
-    "invalid_from_utf8",
-    "useless_ptr_null_checks",
-    "dangling_pointers_from_temporaries",
-    "ambiguous_wide_pointer_comparisons",
-];
-
-/// clippy: its `correctness` (deny) and `suspicious` (warn) groups, the compiler's errors,
-/// `unused_must_use` and the compiler's lints that are bugs; everything else allowed. Compiles the crate: build scripts and proc macros
-/// run, so only ever in the sandbox, offline, with the target directory in its private `/tmp`.
-const CLIPPY_LINTS: &[&str] = &[
-    "-A",
-    "clippy::all",
-    "-D",
-    "clippy::correctness",
-    "-W",
-    "clippy::suspicious",
-];
-
-fn clippy_args(_: Invocation<'_>) -> Vec<String> {
-    let mut args = strings(&[
-        "clippy",
-        "--offline",
-        "--quiet",
-        "--all-targets",
-        "--message-format=json",
-        "--",
-    ]);
-    args.extend(strings(CLIPPY_LINTS));
-    args
-}
-
-fn clippy_judge(hit: &Hit) -> Option<(Weight, Category)> {
-    let rule = hit.rule.as_str();
-    let compile_error = rule.len() == 5
-        && rule.starts_with('E')
-        && rule.chars().skip(1).all(|c| c.is_ascii_digit());
-    if compile_error {
-        return Some((Weight::Critical, Category::Logic));
-    }
-    match (rule, hit.level) {
-        ("unused_must_use", _) => Some((Weight::Warning, Category::Reliability)),
-        _ if RUSTC_BUG_LINTS.contains(&rule) => Some((Weight::Warning, Category::Logic)),
-        (_, Level::Error) if rule.starts_with("clippy::") => Some((Weight::Error, Category::Logic)),
-        (_, Level::Warning) if rule.starts_with("clippy::") => {
-            Some((Weight::Warning, Category::Logic))
-        }
-        _ => None,
-    }
-}
-
-fn go_vet_args(_: Invocation<'_>) -> Vec<String> {
-    strings(&["vet", "-json", "./..."])
-}
-
-fn go_vet_judge(_: &Hit) -> Option<(Weight, Category)> {
-    Some((Weight::Warning, Category::Logic))
-}
-
 const SETUP: &str = "scripts/setup installs the pinned analyzers; bugloop doctor lists them";
 
 fn ruff_alone(i: Invocation<'_>) -> Vec<String> {
@@ -459,16 +377,6 @@ fn biome_alone(i: Invocation<'_>) -> Vec<String> {
     with_files(args, i.files)
 }
 
-fn clippy_alone(_: Invocation<'_>) -> Vec<String> {
-    strings(&[
-        "clippy",
-        "--offline",
-        "--quiet",
-        "--all-targets",
-        "--message-format=json",
-    ])
-}
-
 fn bugloop_python_args(i: Invocation<'_>) -> Vec<String> {
     own::python_args(i.files, i.config_dir)
 }
@@ -490,6 +398,22 @@ pub static BUILT_IN: &[BuiltIn] = &[
         alone: ruff_alone,
         judge: ruff_judge,
         fix: Some(ruff_fix),
+    },
+    BuiltIn {
+        name: "ty",
+        program: "ty",
+        files: &["**/*.py", "**/*.pyi"],
+        interpreters: &["python", "pypy"],
+        project: None,
+        rule_set: "its rules that are bugs: calls that do not fit (arguments missing, unknown, of the wrong type), attributes and imported names that do not exist, values used as what they are not, assignments and returns of the wrong type; a value that may be None used as if it were not, a coroutine never awaited, a function tested where its call was meant (warnings); nothing a missing package causes, nor undefined names (ruff's F821)",
+        version_args: &["--version"],
+        install: SETUP,
+        unsafe_config: &[],
+        format: Format::Sarif,
+        args: crate::ty::args,
+        alone: crate::ty::alone,
+        judge: crate::ty::judge,
+        fix: None,
     },
     BuiltIn {
         name: "shellcheck",
@@ -617,9 +541,9 @@ pub static BUILT_IN: &[BuiltIn] = &[
             "rust-toolchain.toml",
         ],
         format: Format::CargoJson,
-        args: clippy_args,
-        alone: clippy_alone,
-        judge: clippy_judge,
+        args: crate::compilers::clippy_args,
+        alone: crate::compilers::clippy_alone,
+        judge: crate::compilers::clippy_judge,
         // No fix of clippy's: `cargo clippy --fix` compiles the crate with write access to the
         // tree, so a branch's build script could write anything into the fix's commit.
         fix: None,
@@ -635,9 +559,9 @@ pub static BUILT_IN: &[BuiltIn] = &[
         install: "it comes with the Go toolchain",
         unsafe_config: &["go.work"],
         format: Format::GoVetJson,
-        args: go_vet_args,
-        alone: go_vet_args,
-        judge: go_vet_judge,
+        args: crate::compilers::go_vet_args,
+        alone: crate::compilers::go_vet_args,
+        judge: crate::compilers::go_vet_judge,
         fix: None,
     },
     BuiltIn {
@@ -676,6 +600,7 @@ pub(crate) fn config_files() -> Vec<(&'static str, String)> {
             )
             .to_owned(),
         ),
+        ("ty.toml", crate::ty::CONFIG.to_owned()),
         (own::PYTHON_RULES_FILE, own::PYTHON_RULES.to_owned()),
     ]
 }
@@ -683,6 +608,7 @@ pub(crate) fn config_files() -> Vec<(&'static str, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::compilers::clippy_judge;
 
     fn hit(rule: &str, level: Level) -> Hit {
         Hit {

@@ -7,7 +7,8 @@ use std::path::Path;
 use bugloop_sandbox::{CommandSpec, ExitState, Output, Policy, SandboxSettings};
 
 use crate::built_in;
-use crate::builtin::{BuiltIn, Invocation};
+use crate::builtin::BuiltIn;
+use crate::invocation::Invocation;
 use crate::locate::Toolbox;
 use crate::run::show_read_only;
 

@@ -1,4 +1,4 @@
-//! Static analyzers as a source of findings: well-kept tools (ruff, shellcheck, zizmor,
+//! Static analyzers as a source of findings: well-kept tools (ruff, ty, shellcheck, zizmor,
 //! hadolint, biome, tsc, clippy, go vet, and any tool that writes SARIF)
 //! run in bugloop's sandbox on the code at head, with bugloop's own rule sets (never the
 //! branch's configuration), and their hits on the lines the change adds become candidate
@@ -20,11 +20,13 @@
 
 mod builtin;
 mod candidate;
+mod compilers;
 mod custom;
 mod fix;
 mod formats;
 mod hit;
 mod input;
+mod invocation;
 mod keys;
 mod locate;
 mod overlap;
@@ -36,6 +38,7 @@ mod sarif;
 mod scope;
 mod secrets;
 mod suppression;
+mod ty;
 mod typescript;
 mod weight;
 

@@ -11,12 +11,13 @@ use bugloop_domain::finding::Category;
 use bugloop_sandbox::{CommandSpec, ExitState, Output, SandboxSettings};
 use serde::Serialize;
 
-use crate::builtin::{BuiltIn, Invocation, config_files};
+use crate::builtin::{BuiltIn, config_files};
 use crate::candidate::candidate;
 use crate::custom::CustomAnalyzer;
 use crate::formats::Format;
 use crate::hit::{Candidate, Hit, Level};
 use crate::input::{files_for, regular_file};
+use crate::invocation::Invocation;
 use crate::locate::Toolbox;
 use crate::scope::ChangedLines;
 use crate::weight::Weight;
@@ -153,7 +154,7 @@ pub async fn analyze(request: Request<'_>) -> Analysis {
         let path = regular_file(request.workspace, file)?;
         std::fs::read_to_string(path).ok()
     });
-    crate::place::one_per_line_of_a_tool(&mut analysis.candidates);
+    crate::place::one_per_line(&mut analysis.candidates);
     analysis
 }
 

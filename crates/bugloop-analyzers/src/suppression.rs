@@ -52,6 +52,12 @@ const MARKERS: &[Marker] = &[
         security: false,
     },
     Marker {
+        text: "# ty: ignore",
+        pattern: None,
+        silences: "ty's type checks",
+        security: false,
+    },
+    Marker {
         text: "pylint: disable",
         pattern: None,
         silences: "pylint's checks",

@@ -14,8 +14,8 @@ use std::path::Path;
 
 use bugloop_domain::finding::Category;
 
-use crate::builtin::Invocation;
 use crate::hit::{Hit, Level};
+use crate::invocation::Invocation;
 use crate::sarif::relative_path;
 use crate::weight::Weight;
 

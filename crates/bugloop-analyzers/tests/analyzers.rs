@@ -38,6 +38,13 @@ fn planted() -> (TestRepo, bugloop_diff::Diff) {
         "stats.py",
         "def total(xs):\n    t = 0\n    for i in range(len(xs) + 1):\n        t += xs[i]\n    return t\n",
     );
+    // A match that may be None, used as a match; under a `ty.toml` of the branch that switches
+    // the rule off.
+    repo.write(
+        "tags.py",
+        "import re\n\n\ndef major(tag: str) -> int:\n    return int(re.match(r\"v(\\d+)\", tag).group(1))\n",
+    );
+    repo.write("ty.toml", "[rules]\nmissing-union-attribute = \"ignore\"\n");
     repo.write(
         "web.js",
         "export const limits = { max: 1, max: 2 };\nexport function kind(x) {\n  return typeof x === \"strnig\";\n}\n",
@@ -201,11 +208,16 @@ async fn planted_bugs_are_found_on_the_changes_lines_whatever_the_branch_configu
         .collect();
     assert_eq!(tsc, ["TS18048"], "{analysis:#?}");
     assert_eq!(found(&analysis, "tsc", "TS18048"), Some(4));
+    assert_eq!(
+        found(&analysis, "ty", "missing-union-attribute"),
+        Some(5),
+        "{analysis:#?}"
+    );
     // No workflow, Dockerfile, Rust or Go changed: those analyzers do not apply.
     let names: Vec<&str> = analysis.runs.iter().map(|r| r.name.as_str()).collect();
     assert_eq!(
         names,
-        ["ruff", "shellcheck", "biome", "tsc", "bugloop-python"],
+        ["ruff", "ty", "shellcheck", "biome", "tsc", "bugloop-python"],
         "{analysis:#?}"
     );
     let sql_finding = analysis

@@ -11,6 +11,7 @@ use crate::{ConfigError, Origin};
 /// The built-in analyzers' names (`bugloop-analyzers`' table; a test holds the two together).
 pub const BUILT_IN_ANALYZERS: &[&str] = &[
     "ruff",
+    "ty",
     "shellcheck",
     "actionlint",
     "zizmor",

@@ -1,0 +1,94 @@
+//! The compilers' own checkers as analyzers: clippy (with the compiler's lints that are bugs)
+//! and go vet. Each checks a whole project, compiling it: only ever in the sandbox, offline.
+
+use bugloop_domain::finding::Category;
+
+use crate::hit::{Hit, Level};
+use crate::invocation::Invocation;
+use crate::weight::Weight;
+
+fn strings(args: &[&str]) -> Vec<String> {
+    args.iter().map(|a| (*a).to_owned()).collect()
+}
+
+/// The compiler's own lints that are bugs, not style: a comparison with NaN that is always
+/// false, a function that can only call itself, a literal that overflows its type, ... (some
+/// were clippy's correctness lints before they moved into the compiler).
+const RUSTC_BUG_LINTS: &[&str] = &[
+    "invalid_nan_comparisons",
+    "unconditional_recursion",
+    "overflowing_literals",
+    "arithmetic_overflow",
+    "unconditional_panic",
+    "unused_comparisons",
+    "invalid_value",
+    "let_underscore_lock",
+    "dropping_references",
+    "forgetting_references",
+    "invalid_from_utf8",
+    "useless_ptr_null_checks",
+    "dangling_pointers_from_temporaries",
+    "ambiguous_wide_pointer_comparisons",
+];
+
+/// clippy: its `correctness` (deny) and `suspicious` (warn) groups, the compiler's errors,
+/// `unused_must_use` and the compiler's lints that are bugs; everything else allowed. Compiles the crate: build scripts and proc macros
+/// run, so only ever in the sandbox, offline, with the target directory in its private `/tmp`.
+const CLIPPY_LINTS: &[&str] = &[
+    "-A",
+    "clippy::all",
+    "-D",
+    "clippy::correctness",
+    "-W",
+    "clippy::suspicious",
+];
+
+pub(crate) fn clippy_args(_: Invocation<'_>) -> Vec<String> {
+    let mut args = strings(&[
+        "clippy",
+        "--offline",
+        "--quiet",
+        "--all-targets",
+        "--message-format=json",
+        "--",
+    ]);
+    args.extend(strings(CLIPPY_LINTS));
+    args
+}
+
+pub(crate) fn clippy_judge(hit: &Hit) -> Option<(Weight, Category)> {
+    let rule = hit.rule.as_str();
+    let compile_error = rule.len() == 5
+        && rule.starts_with('E')
+        && rule.chars().skip(1).all(|c| c.is_ascii_digit());
+    if compile_error {
+        return Some((Weight::Critical, Category::Logic));
+    }
+    match (rule, hit.level) {
+        ("unused_must_use", _) => Some((Weight::Warning, Category::Reliability)),
+        _ if RUSTC_BUG_LINTS.contains(&rule) => Some((Weight::Warning, Category::Logic)),
+        (_, Level::Error) if rule.starts_with("clippy::") => Some((Weight::Error, Category::Logic)),
+        (_, Level::Warning) if rule.starts_with("clippy::") => {
+            Some((Weight::Warning, Category::Logic))
+        }
+        _ => None,
+    }
+}
+
+pub(crate) fn go_vet_args(_: Invocation<'_>) -> Vec<String> {
+    strings(&["vet", "-json", "./..."])
+}
+
+pub(crate) fn go_vet_judge(_: &Hit) -> Option<(Weight, Category)> {
+    Some((Weight::Warning, Category::Logic))
+}
+
+pub(crate) fn clippy_alone(_: Invocation<'_>) -> Vec<String> {
+    strings(&[
+        "clippy",
+        "--offline",
+        "--quiet",
+        "--all-targets",
+        "--message-format=json",
+    ])
+}

@@ -1,0 +1,14 @@
+//! What a built-in analyzer is run with: the arguments of each tool are made from it (its own
+//! module, so the tools' modules and the table of built-ins do not import each other).
+
+use std::path::Path;
+
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Invocation<'a> {
+    /// The changed files it reads, relative to the workspace.
+    pub files: &'a [String],
+    /// The directory of bugloop's configuration files for the tools (read-only in the sandbox).
+    pub config_dir: &'a str,
+    /// The tree under review on the host (tsc is given its declaration files).
+    pub workspace: &'a Path,
+}

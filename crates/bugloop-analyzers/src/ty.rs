@@ -1,0 +1,173 @@
+//! ty, Astral's type checker for Python (one static binary, beside ruff): what ruff cannot see
+//! without types. A match that may be `None` used as a match, a call with an argument missing or
+//! of the wrong type, an attribute or imported name that does not exist, a coroutine never
+//! awaited. It runs with bugloop's `ty.toml` (`--config-file`, so neither `ty.toml` nor
+//! `pyproject.toml` of the branch is read) and writes SARIF. Only rules that are bugs count;
+//! what a missing dependency causes never does, because a checkout under review has no
+//! installed packages (their imports are unresolved, their values of unknown type).
+
+use bugloop_domain::finding::Category;
+
+use crate::hit::Hit;
+use crate::invocation::Invocation;
+use crate::weight::Weight;
+
+/// bugloop's `ty.toml`: `# type: ignore` hides nothing (ty's own `# ty: ignore[rule]` still
+/// does, and bugloop says each one a change adds).
+pub(crate) const CONFIG: &str = "[analysis]\nrespect-type-ignore-comments = false\n";
+
+pub(crate) fn args(i: Invocation<'_>) -> Vec<String> {
+    let mut args: Vec<String> = [
+        "check",
+        "--output-format",
+        "sarif",
+        "--no-progress",
+        "--color",
+        "never",
+        "--exit-zero",
+        "--config-file",
+    ]
+    .map(String::from)
+    .to_vec();
+    args.push(format!("{}/ty.toml", i.config_dir));
+    // ty takes `--` before paths, as ruff does.
+    args.push("--".to_owned());
+    args.extend(i.files.iter().cloned());
+    args
+}
+
+/// ty as a user runs it on files, with its defaults: `bench detect`'s yardstick.
+pub(crate) fn alone(i: Invocation<'_>) -> Vec<String> {
+    let mut args: Vec<String> = ["check", "--output-format", "sarif", "--exit-zero", "--"]
+        .map(String::from)
+        .to_vec();
+    args.extend(i.files.iter().cloned());
+    args
+}
+
+/// Code ty proves wrong: a call that does not fit what it calls, an attribute, a module's
+/// member or a key that does not exist, a value used as what it is not (called, iterated,
+/// indexed, awaited, added), an assignment or a `return` of the wrong type.
+const WRONG: &[&str] = &[
+    "missing-argument",
+    "unknown-argument",
+    "too-many-positional-arguments",
+    "parameter-already-assigned",
+    "positional-only-parameter-as-kwarg",
+    "invalid-argument-type",
+    "no-matching-overload",
+    "missing-attribute",
+    "missing-module-member",
+    "missing-typed-dict-key",
+    "invalid-typed-dict-key",
+    "unknown-typed-dict-constructor-key",
+    "not-callable",
+    "not-iterable",
+    "not-subscriptable",
+    "index-out-of-bounds",
+    "zero-stepsize-in-slice",
+    "unsupported-operator",
+    "unsupported-bool-conversion",
+    "invalid-await",
+    "invalid-assignment",
+    "invalid-explicit-return",
+    "invalid-implicit-return",
+    "invalid-context-manager",
+    "invalid-raise",
+    "invalid-exception-caught",
+    "abstract-class-instantiation",
+    "abstract-method-call",
+];
+
+/// A likely bug: a value that may be `None` used as if it were not (its union's other member),
+/// a coroutine never awaited, a function tested for truth where its result was meant.
+const LIKELY: &[&str] = &[
+    "missing-union-attribute",
+    "unused-awaitable",
+    "redundant-condition",
+];
+
+pub(crate) fn judge(hit: &Hit) -> Option<(Weight, Category)> {
+    let rule = hit.rule.as_str();
+    let about_none = hit.message.contains("`None`");
+    if LIKELY.contains(&rule) || (WRONG.contains(&rule) && about_none) {
+        // An always-true `if` that is not a function's missing call is style.
+        if rule == "redundant-condition" && !hit.message.contains("call") {
+            return None;
+        }
+        let category = if rule == "unused-awaitable" {
+            Category::Reliability
+        } else {
+            Category::Logic
+        };
+        return Some((Weight::Warning, category));
+    }
+    WRONG
+        .contains(&rule)
+        .then_some((Weight::Error, Category::Logic))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hit::Level;
+
+    fn weight(rule: &str, message: &str) -> Option<Weight> {
+        let hit = Hit {
+            rule: rule.into(),
+            level: Level::Error,
+            message: message.into(),
+            file: "a.py".into(),
+            line: 1,
+            end_line: None,
+            url: None,
+            security: false,
+            why: None,
+        };
+        judge(&hit).map(|j| j.0)
+    }
+
+    #[test]
+    fn bugs_count_and_what_a_missing_package_or_ruff_says_does_not() {
+        let argument = "No argument provided for required parameter `currency`";
+        assert_eq!(weight("missing-argument", argument), Some(Weight::Error));
+        let none = "Attribute `group` is not defined on `None` in union `Match[str] | None`";
+        assert_eq!(
+            weight("missing-union-attribute", none),
+            Some(Weight::Warning)
+        );
+        let subscript = "Cannot subscript object of type `None` with no `__getitem__` method";
+        assert_eq!(
+            weight("not-subscriptable", subscript),
+            Some(Weight::Warning)
+        );
+        let call = "Function `parse` is always truthy: Did you mean to call this function?";
+        assert_eq!(weight("redundant-condition", call), Some(Weight::Warning));
+        assert_eq!(
+            weight("redundant-condition", "Condition is always true"),
+            None
+        );
+        // An unresolved import is a package not installed here; an undefined name is ruff's
+        // F821 already.
+        for not_ours in [
+            "import-not-found",
+            "unresolved-reference",
+            "unused-ignore-comment",
+        ] {
+            assert_eq!(weight(not_ours, "..."), None, "{not_ours}");
+        }
+    }
+
+    #[test]
+    fn the_branchs_configuration_is_set_aside_for_ours() {
+        let files = vec!["-a.py".to_owned()];
+        let args = args(Invocation {
+            files: &files,
+            config_dir: "/cfg",
+            workspace: std::path::Path::new("/w"),
+        });
+        let at = args.iter().position(|a| a == "--config-file").unwrap();
+        assert_eq!(args[at + 1], "/cfg/ty.toml");
+        assert_eq!(args[args.len() - 2..], ["--", "-a.py"]);
+    }
+}
