@@ -8,7 +8,7 @@ use bugloop_domain::finding::Category;
 
 use crate::formats::Format;
 use crate::hit::{Hit, Level};
-use crate::invocation::Invocation;
+use crate::invocation::{Invocation, strings, with_files};
 use crate::own;
 use crate::weight::{Weight, is_test_file};
 
@@ -68,16 +68,6 @@ impl BuiltIn {
 /// The built-in analyzer called `name`.
 pub fn built_in(name: &str) -> Option<&'static BuiltIn> {
     BUILT_IN.iter().find(|b| b.name == name)
-}
-
-fn with_files(mut args: Vec<String>, files: &[String]) -> Vec<String> {
-    args.push("--".to_owned());
-    args.extend(files.iter().cloned());
-    args
-}
-
-fn strings(args: &[&str]) -> Vec<String> {
-    args.iter().map(|a| (*a).to_owned()).collect()
 }
 
 /// ruff: pyflakes (`F`), bugbear (`B`), the bandit-derived security rules (`S`), pylint's errors
@@ -296,54 +286,6 @@ fn zizmor_judge(hit: &Hit) -> Option<(Weight, Category)> {
     })
 }
 
-/// biome: the recommended rules of its `correctness`, `suspicious` and `security` groups,
-/// whatever the repository's `biome.json` says (bugloop's own configuration file). Not `--only`
-/// of a group: that also turns on the group's rules biome does not recommend, such as
-/// `noNodejsModules` and `noUnusedFunctionParameters`, which flag correct code.
-const BIOME_GROUPS: &[&str] = &["lint/correctness/", "lint/suspicious/", "lint/security/"];
-
-fn biome_args(i: Invocation<'_>) -> Vec<String> {
-    let mut args = strings(&[
-        "lint",
-        "--reporter=sarif",
-        "--max-diagnostics=none",
-        "--no-errors-on-unmatched",
-        // Its default (1 MiB) skips a larger file with only a warning of its own: a bundle or
-        // a long module would go unchecked without a word in the review.
-        "--files-max-size=16777216",
-    ]);
-    args.push(format!("--config-path={}", i.config_dir));
-    with_files(args, i.files)
-}
-
-fn biome_fix(rule: &str, i: Invocation<'_>) -> Vec<String> {
-    let mut args = strings(&["lint", "--write", "--no-errors-on-unmatched"]);
-    args.push(format!("--config-path={}", i.config_dir));
-    // SARIF names a rule `lint/suspicious/noDoubleEquals`; `--only` takes `suspicious/noDoubleEquals`.
-    args.push(format!("--only={}", rule.trim_start_matches("lint/")));
-    with_files(args, i.files)
-}
-
-fn biome_judge(hit: &Hit) -> Option<(Weight, Category)> {
-    if !BIOME_GROUPS.iter().any(|group| hit.rule.starts_with(group)) {
-        return None;
-    }
-    let category = if hit.rule.starts_with("lint/security/") {
-        Category::Security
-    } else {
-        Category::Logic
-    };
-    // `eval` runs what it is given: critical, as ruff's S307.
-    if hit.rule == "lint/security/noGlobalEval" {
-        return Some((Weight::Critical, category));
-    }
-    match hit.level {
-        Level::Error => Some((Weight::Error, category)),
-        Level::Warning => Some((Weight::Warning, category)),
-        Level::Note => None,
-    }
-}
-
 const SETUP: &str = "scripts/setup installs the pinned analyzers; bugloop doctor lists them";
 
 fn ruff_alone(i: Invocation<'_>) -> Vec<String> {
@@ -364,17 +306,6 @@ fn shellcheck_alone(i: Invocation<'_>) -> Vec<String> {
 
 fn hadolint_alone(i: Invocation<'_>) -> Vec<String> {
     with_files(strings(&["--no-fail", "--format", "sarif"]), i.files)
-}
-
-fn biome_alone(i: Invocation<'_>) -> Vec<String> {
-    let args = strings(&[
-        "lint",
-        "--reporter=sarif",
-        "--max-diagnostics=none",
-        "--no-errors-on-unmatched",
-        "--files-max-size=16777216",
-    ]);
-    with_files(args, i.files)
 }
 
 fn bugloop_python_args(i: Invocation<'_>) -> Vec<String> {
@@ -504,10 +435,10 @@ pub static BUILT_IN: &[BuiltIn] = &[
         install: SETUP,
         unsafe_config: &[],
         format: Format::Sarif,
-        args: biome_args,
-        alone: biome_alone,
-        judge: biome_judge,
-        fix: Some(biome_fix),
+        args: crate::biome::biome_args,
+        alone: crate::biome::biome_alone,
+        judge: crate::biome::biome_judge,
+        fix: Some(crate::biome::biome_fix),
     },
     BuiltIn {
         name: "tsc",
@@ -601,6 +532,10 @@ pub(crate) fn config_files() -> Vec<(&'static str, String)> {
             .to_owned(),
         ),
         ("ty.toml", crate::ty::CONFIG.to_owned()),
+        (
+            crate::typescript::GLOBALS_FILE,
+            crate::typescript::GLOBALS.to_owned(),
+        ),
         (own::PYTHON_RULES_FILE, own::PYTHON_RULES.to_owned()),
     ]
 }
@@ -608,6 +543,7 @@ pub(crate) fn config_files() -> Vec<(&'static str, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::biome::{biome_args, biome_judge};
     use crate::compilers::clippy_judge;
 
     fn hit(rule: &str, level: Level) -> Hit {
@@ -684,6 +620,24 @@ mod tests {
             biome_judge(&hit("lint/security/noGlobalEval", Level::Error)).map(|j| j.0),
             Some(Weight::Critical)
         );
+        // Tidiness below the threshold; a suppression is bugloop's own to say.
+        let minor = Some(Weight::Minor);
+        let any = hit("lint/suspicious/noExplicitAny", Level::Error);
+        assert_eq!(biome_judge(&any).map(|j| j.0), minor);
+        assert_eq!(
+            biome_judge(&hit("lint/suspicious/noTsIgnore", Level::Error)),
+            None
+        );
+        let mut returns = hit("lint/suspicious/useIterableCallbackReturn", Level::Error);
+        returns.message = "This callback passed to forEach() should not return a value.".into();
+        assert_eq!(biome_judge(&returns).map(|j| j.0), minor);
+        returns.message = "This callback passed to map() should always return a value.".into();
+        assert_eq!(biome_judge(&returns).map(|j| j.0), Some(Weight::Error));
+        let mut shadow = hit("lint/suspicious/noShadowRestrictedNames", Level::Error);
+        shadow.message = "Do not shadow the global \"escape\" property.".into();
+        assert_eq!(biome_judge(&shadow).map(|j| j.0), minor);
+        shadow.message = "Do not shadow the global \"undefined\" property.".into();
+        assert_eq!(biome_judge(&shadow).map(|j| j.0), Some(Weight::Error));
         assert_eq!(
             shellcheck_judge(&hit("SC2115", Level::Warning)),
             Some((Weight::Error, Category::DataIntegrity))

@@ -4,12 +4,8 @@
 use bugloop_domain::finding::Category;
 
 use crate::hit::{Hit, Level};
-use crate::invocation::Invocation;
+use crate::invocation::{Invocation, strings};
 use crate::weight::Weight;
-
-fn strings(args: &[&str]) -> Vec<String> {
-    args.iter().map(|a| (*a).to_owned()).collect()
-}
 
 /// The compiler's own lints that are bugs, not style: a comparison with NaN that is always
 /// false, a function that can only call itself, a literal that overflows its type, ... (some

@@ -71,7 +71,7 @@ pub async fn still_reports(request: FixRequest<'_>, line: u32) -> Result<bool, S
     let (output, _) = run_tool(request, tool, Policy::ReadOnly, tool.args).await?;
     let hits = tool
         .format
-        .read(&output.stdout, &output.stderr, workspace)?;
+        .read(&output.stdout, &output.stderr, workspace, &files)?;
     Ok(hits
         .iter()
         .any(|hit| hit.rule == rule && files.contains(&hit.file) && hit.line.abs_diff(line) <= 3))

@@ -27,13 +27,14 @@ pub enum Format {
 }
 
 impl Format {
-    /// The hits in a run's output (`stdout`, `stderr`); an error says why the output is not
-    /// what the tool writes.
+    /// The hits in a run's output (`stdout`, `stderr`) on the files it was `given`; an error says
+    /// why the output is not what the tool writes.
     pub(crate) fn read(
         self,
         stdout: &[u8],
         stderr: &[u8],
         root: &Path,
+        given: &[String],
     ) -> Result<Vec<Hit>, String> {
         match self {
             Format::Sarif => crate::sarif::read(stdout, root),
@@ -41,7 +42,7 @@ impl Format {
             Format::CargoJson => cargo(stdout, root),
             Format::GoVetJson => go_vet(stderr, root),
             Format::ActionlintJson => actionlint(stdout, root),
-            Format::TscText => crate::typescript::read(stdout, root),
+            Format::TscText => crate::typescript::read(stdout, root, given),
         }
     }
 }
@@ -313,7 +314,7 @@ mod tests {
     fn shellcheck_comments_are_hits_with_their_wiki_page() {
         let out = br#"{"comments":[{"file":"a.sh","line":2,"endLine":2,"column":8,"endColumn":14,"level":"warning","code":2115,"message":"Use \"${var:?}\"","fix":null}]}"#;
         let hits = Format::ShellcheckJson
-            .read(out, b"", Path::new("/w"))
+            .read(out, b"", Path::new("/w"), &[])
             .unwrap();
         assert_eq!(hits[0].rule, "SC2115");
         assert_eq!(
@@ -333,7 +334,7 @@ mod tests {
             "   Compiling x v0.1.0\n"
         );
         let hits = Format::CargoJson
-            .read(out.as_bytes(), b"", Path::new("/w"))
+            .read(out.as_bytes(), b"", Path::new("/w"), &[])
             .unwrap();
         assert_eq!(hits.len(), 2, "{hits:?}");
         assert_eq!(hits[0].rule, "clippy::absurd_extreme_comparisons");
@@ -341,7 +342,7 @@ mod tests {
         assert!(hits[1].url.as_deref().unwrap().ends_with("E0308.html"));
         assert!(
             Format::CargoJson
-                .read(b"error: could not compile", b"", Path::new("/w"))
+                .read(b"error: could not compile", b"", Path::new("/w"), &[])
                 .is_err()
         );
     }
@@ -350,12 +351,12 @@ mod tests {
     fn actionlint_errors_are_hits_by_kind() {
         let out = br#"[{"message":"input fetch-dept is not defined","filepath":".github/workflows/ci.yml","line":9,"column":11,"kind":"action","snippet":"x","end_column":21}]"#;
         let hits = Format::ActionlintJson
-            .read(out, b"", Path::new("/w"))
+            .read(out, b"", Path::new("/w"), &[])
             .unwrap();
         assert_eq!((hits[0].rule.as_str(), hits[0].line), ("action", 9));
         assert!(
             Format::ActionlintJson
-                .read(b"[]", b"", Path::new("/w"))
+                .read(b"[]", b"", Path::new("/w"), &[])
                 .unwrap()
                 .is_empty()
         );
@@ -364,7 +365,9 @@ mod tests {
     #[test]
     fn go_vet_json_is_read_after_its_package_lines() {
         let err = b"# example.com/m\n{\n\t\"example.com/m\": {\n\t\t\"printf\": [\n\t\t\t{\"posn\": \"/w/main.go:7:2\", \"message\": \"fmt.Printf format %d has arg s of wrong type string\"}\n\t\t]\n\t}\n}\n";
-        let hits = Format::GoVetJson.read(b"", err, Path::new("/w")).unwrap();
+        let hits = Format::GoVetJson
+            .read(b"", err, Path::new("/w"), &[])
+            .unwrap();
         assert_eq!(hits.len(), 1);
         assert_eq!((hits[0].file.as_str(), hits[0].line), ("main.go", 7));
         assert_eq!(hits[0].rule, "printf");

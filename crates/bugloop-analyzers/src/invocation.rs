@@ -12,3 +12,15 @@ pub(crate) struct Invocation<'a> {
     /// The tree under review on the host (tsc is given its declaration files).
     pub workspace: &'a Path,
 }
+
+/// Owned arguments.
+pub(crate) fn strings(args: &[&str]) -> Vec<String> {
+    args.iter().map(|a| (*a).to_owned()).collect()
+}
+
+/// `args`, then `--` and the files (a name starting with `-` is not taken for an option).
+pub(crate) fn with_files(mut args: Vec<String>, files: &[String]) -> Vec<String> {
+    args.push("--".to_owned());
+    args.extend(files.iter().cloned());
+    args
+}

@@ -18,6 +18,7 @@
 //! change did not add is never a candidate; a tool that is missing, crashes, hangs or floods is
 //! "not run", never an error.
 
+mod biome;
 mod builtin;
 mod candidate;
 mod compilers;

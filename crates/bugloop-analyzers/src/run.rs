@@ -213,6 +213,8 @@ struct Plan {
     judge: fn(&Hit) -> Option<(Weight, Category)>,
     /// A SARIF file on the host to read instead of the output.
     sarif_file: Option<PathBuf>,
+    /// The files it was given.
+    files: Vec<String>,
 }
 
 async fn run_one(
@@ -440,6 +442,7 @@ fn plan_built_in(
         format: tool.format,
         judge: if request.alone { every_hit } else { tool.judge },
         sarif_file: None,
+        files: files.to_vec(),
     })
 }
 
@@ -486,6 +489,7 @@ fn plan_custom(
             format: Format::Sarif,
             judge: custom_judge,
             sarif_file,
+            files: files.to_vec(),
         });
     };
     let (program, args) = argv
@@ -512,6 +516,7 @@ fn plan_custom(
         format: Format::Sarif,
         judge: custom_judge,
         sarif_file,
+        files: files.to_vec(),
     })
 }
 
@@ -599,7 +604,9 @@ fn read_hits(root: &Path, plan: &Plan, output: &Output) -> Result<Judged, String
                 .map_err(|e| format!("cannot read its SARIF file {}: {e}", path.display()))?;
             crate::sarif::read(&bytes, root)
         }
-        None => plan.format.read(&output.stdout, &output.stderr, root),
+        None => plan
+            .format
+            .read(&output.stdout, &output.stderr, root, &plan.files),
     };
     hits.map(|hits| (hits, plan.judge)).map_err(|reason| {
         let stderr = tail(&output.stderr_text(), 600);

@@ -183,12 +183,24 @@ const CARGO_LINT: Marker = Marker {
     security: false,
 };
 
+/// A declaration of the project's own module (`declare module "./money" { ... }`): tsc believes
+/// it over the module's code, so an `any` it declares hides every wrong call into the module.
+/// Packages are declared so every day (`declare module "express"`); the project's own modules
+/// have their code. An attacker's review hid a wrong call that way, the review complete.
+const OWN_MODULE_DECLARED: Marker = Marker {
+    text: "declare module",
+    pattern: Some(r#"^\s*(?:export\s+)?declare\s+module\s+["'](\.{1,2}/[^"']*)["']"#),
+    silences: "the TypeScript compiler's checks of calls into that module of the project, in every file: it believes this declaration over the module's code",
+    security: false,
+};
+
 /// Every suppression on a line the change adds, as a candidate of the tool `bugloop`.
 pub fn suppressions_added(diff: &Diff) -> Vec<Candidate> {
     added_lines(diff)
         .filter_map(|(file, number, text)| {
             suppression(text)
                 .or_else(|| cargo_lint_allowed(file, text))
+                .or_else(|| own_module_declared(file, text))
                 .map(|silenced| candidate_for(file, number, text, silenced))
         })
         .collect()
@@ -202,6 +214,17 @@ fn cargo_lint_allowed(file: &str, text: &str) -> Option<(&'static Marker, String
     }
     let name = text.split('=').next()?.trim().trim_matches('"');
     Some((&CARGO_LINT, crate::keys::mask_keys(name)))
+}
+
+/// An added line of a TypeScript file that declares one of the project's own modules: its path.
+fn own_module_declared(file: &str, text: &str) -> Option<(&'static Marker, String)> {
+    let typescript = [".ts", ".tsx", ".mts", ".cts"]
+        .iter()
+        .any(|end| file.ends_with(end));
+    let (start, end) = find(&OWN_MODULE_DECLARED, text).filter(|_| typescript)?;
+    let declared = text[start..end].trim_end_matches(['"', '\'']);
+    let path = declared.rsplit(['"', '\'']).next().unwrap_or_default();
+    Some((&OWN_MODULE_DECLARED, crate::keys::mask_keys(path)))
 }
 
 /// What a line's suppression silences: the marker and the codes written after it; nothing for
@@ -272,8 +295,14 @@ fn candidate_for(
     text: &str,
     (marker, codes): (&Marker, String),
 ) -> Candidate {
+    // `@ts-nocheck` reaches the whole file, not its own line.
+    let reach = if marker.text == "@ts-nocheck" {
+        "in this whole file"
+    } else {
+        "on this line"
+    };
     let what = if codes.is_empty() {
-        format!("every check of {} on this line", marker.silences)
+        format!("every check of {} {reach}", marker.silences)
     } else {
         format!("{codes} ({})", marker.silences)
     };
@@ -432,6 +461,32 @@ mod tests {
         let dependency = added("Cargo.toml", &["serde = \"1\"", "mode = \"deny\""]);
         assert!(suppressions_added(&dependency).is_empty());
         assert!(suppressions_added(&added("policy.toml", &["x = \"allow\""])).is_empty());
+    }
+
+    #[test]
+    fn a_declaration_of_the_projects_own_module_is_one_and_a_packages_is_not() {
+        let lines = [
+            "declare module './money' {",
+            "export declare module \"../lib/cart\" { export const x: any }",
+            "declare module 'express' {",
+            "// @ts-nocheck",
+        ];
+        let found = suppressions_added(&added("src/0.d.ts", &lines));
+        let said: Vec<(u32, &str)> = found
+            .iter()
+            .map(|c| (c.hit.line, c.hit.message.as_str()))
+            .collect();
+        assert_eq!(said.len(), 3, "{said:?}");
+        assert!(said[0].1.contains("silences ./money (") && said[0].1.contains("believes"));
+        assert!(
+            said[1].1.contains("silences ../lib/cart ("),
+            "{}",
+            said[1].1
+        );
+        assert_eq!(said[2].0, 4);
+        assert!(said[2].1.contains("in this whole file"), "{}", said[2].1);
+        // Only in TypeScript.
+        assert!(suppressions_added(&added("notes.md", &lines[..1])).is_empty());
     }
 
     /// The attribute is shown closed, its lints without the attribute's brackets.

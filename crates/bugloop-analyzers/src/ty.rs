@@ -9,7 +9,7 @@
 use bugloop_domain::finding::Category;
 
 use crate::hit::Hit;
-use crate::invocation::Invocation;
+use crate::invocation::{Invocation, strings, with_files};
 use crate::weight::Weight;
 
 /// bugloop's `ty.toml`: `# type: ignore` hides nothing (ty's own `# ty: ignore[rule]` still
@@ -17,7 +17,7 @@ use crate::weight::Weight;
 pub(crate) const CONFIG: &str = "[analysis]\nrespect-type-ignore-comments = false\n";
 
 pub(crate) fn args(i: Invocation<'_>) -> Vec<String> {
-    let mut args: Vec<String> = [
+    let mut args = strings(&[
         "check",
         "--output-format",
         "sarif",
@@ -26,23 +26,15 @@ pub(crate) fn args(i: Invocation<'_>) -> Vec<String> {
         "never",
         "--exit-zero",
         "--config-file",
-    ]
-    .map(String::from)
-    .to_vec();
+    ]);
     args.push(format!("{}/ty.toml", i.config_dir));
-    // ty takes `--` before paths, as ruff does.
-    args.push("--".to_owned());
-    args.extend(i.files.iter().cloned());
-    args
+    with_files(args, i.files)
 }
 
 /// ty as a user runs it on files, with its defaults: `bench detect`'s yardstick.
 pub(crate) fn alone(i: Invocation<'_>) -> Vec<String> {
-    let mut args: Vec<String> = ["check", "--output-format", "sarif", "--exit-zero", "--"]
-        .map(String::from)
-        .to_vec();
-    args.extend(i.files.iter().cloned());
-    args
+    let args = strings(&["check", "--output-format", "sarif", "--exit-zero"]);
+    with_files(args, i.files)
 }
 
 /// Code ty proves wrong: a call that does not fit what it calls, an attribute, a module's

@@ -44,10 +44,61 @@ const OPTIONS: &[&str] = &[
 /// The most declaration files of the tree given along with the change's files.
 const MAX_DECLARATIONS: usize = 400;
 
+/// The file of bugloop's own declarations in its configuration directory ([`GLOBALS`]).
+pub(crate) const GLOBALS_FILE: &str = "tsc-globals.d.ts";
+
+/// bugloop's stand-in for the JSX types of React, which a checkout without `node_modules` lacks:
+/// without it every `key` on a component is "not a property" of its props.
+pub(crate) const GLOBALS: &str = "\
+// bugloop's stand-in for React's JSX types (a checkout has no node_modules).
+declare namespace JSX {
+  interface IntrinsicAttributes { key?: any; ref?: any }
+  interface IntrinsicClassAttributes<T> { ref?: any }
+  interface IntrinsicElements { [name: string]: any }
+}
+";
+
+/// The globals of runtimes and test frameworks whose types come from packages a checkout does
+/// not have (`@types/node`, `@types/jest`, ...): "Cannot find name" of one of them is no bug.
+const RUNTIME_GLOBALS: &[&str] = &[
+    "process",
+    "require",
+    "module",
+    "exports",
+    "__dirname",
+    "__filename",
+    "Buffer",
+    "global",
+    "setImmediate",
+    "clearImmediate",
+    "NodeJS",
+    "describe",
+    "it",
+    "test",
+    "expect",
+    "jest",
+    "vi",
+    "beforeAll",
+    "beforeEach",
+    "afterAll",
+    "afterEach",
+    "suite",
+    "context",
+    "cy",
+    "Cypress",
+    "$",
+    "jQuery",
+    "chrome",
+    "browser",
+    "Deno",
+    "Bun",
+];
+
 pub(crate) fn args(i: Invocation<'_>) -> Vec<String> {
     let mut args: Vec<String> = OPTIONS.iter().map(|o| (*o).to_owned()).collect();
     // tsc knows no `--`: a name starting with `-` is given as `./-name`.
     let mut files: Vec<String> = i.files.iter().map(|f| format!("./{f}")).collect();
+    files.push(format!("{}/{GLOBALS_FILE}", i.config_dir));
     for declaration in declarations(i.workspace) {
         let named = format!("./{declaration}");
         if !files.contains(&named) {
@@ -56,6 +107,15 @@ pub(crate) fn args(i: Invocation<'_>) -> Vec<String> {
     }
     args.extend(files);
     args
+}
+
+/// Whether a TypeScript file declares globals (`declare global { ... }`), read up to 256 KiB.
+fn declares_globals(path: &Path) -> bool {
+    use std::io::Read;
+    let mut head = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|file| file.take(256 << 10).read_to_end(&mut head))
+        .is_ok_and(|_| head.windows(14).any(|w| w == b"declare global"))
 }
 
 /// tsc as a user runs it on files, with its defaults: `bench detect`'s yardstick.
@@ -67,8 +127,9 @@ pub(crate) fn alone(i: Invocation<'_>) -> Vec<String> {
     args
 }
 
-/// The tree's declaration files (`*.d.ts`), outside `node_modules` and hidden directories,
-/// sorted, at most [`MAX_DECLARATIONS`]; never through a link.
+/// The tree's declarations: its declaration files (`*.d.ts`), and its other files that declare
+/// globals (`declare global`), outside `node_modules` and hidden directories, sorted, at most
+/// [`MAX_DECLARATIONS`]; never through a link.
 fn declarations(workspace: &Path) -> Vec<String> {
     let walk = ignore::WalkBuilder::new(workspace)
         .standard_filters(false)
@@ -82,7 +143,9 @@ fn declarations(workspace: &Path) -> Vec<String> {
         .filter_map(|entry| {
             let relative = entry.path().strip_prefix(workspace).ok()?;
             let name = relative.to_str()?;
-            name.ends_with(".d.ts").then(|| name.to_owned())
+            let declares = name.ends_with(".d.ts")
+                || (name.ends_with(".ts") && declares_globals(entry.path()));
+            declares.then(|| name.to_owned())
         })
         .collect();
     found.sort();
@@ -91,17 +154,25 @@ fn declarations(workspace: &Path) -> Vec<String> {
 }
 
 /// tsc's `--pretty false` lines: `file(line,col): error TSnnnn: message`, a message going on in
-/// the indented lines after it. An error that names no file (`error TS5023: Unknown compiler
-/// option`, a `lib` file missing) means the run checked nothing.
-pub(crate) fn read(stdout: &[u8], root: &Path) -> Result<Vec<Hit>, String> {
+/// the indented lines after it. A line is read as a diagnostic of a file it was `given` when it
+/// starts with that file's name (the longest that fits): a name is the branch's to choose, and
+/// one holding `(3,1): error TS2322: ` would otherwise place a diagnostic of its own wherever it
+/// likes. A diagnostic of another file (one they import) is passed over. An error that names no
+/// file (`error TS5023: Unknown compiler option`, a `lib` file missing), or a line that is none
+/// of these, means the run checked nothing.
+pub(crate) fn read(stdout: &[u8], root: &Path, given: &[String]) -> Result<Vec<Hit>, String> {
     let text = String::from_utf8_lossy(stdout);
+    let mut names: Vec<&str> = given.iter().map(String::as_str).collect();
+    names.sort_by_key(|name| std::cmp::Reverse(name.len()));
     let mut hits: Vec<Hit> = Vec::new();
+    // Whether the last diagnostic was one of the given files' (its message goes on below).
+    let mut last_ours = false;
     for line in text.lines() {
         if line.trim().is_empty() {
             continue;
         }
         if line.starts_with(char::is_whitespace) {
-            if let Some(last) = hits.last_mut() {
+            if let Some(last) = hits.last_mut().filter(|_| last_ours) {
                 last.message.push(' ');
                 last.message.push_str(line.trim());
             }
@@ -110,10 +181,26 @@ pub(crate) fn read(stdout: &[u8], root: &Path) -> Result<Vec<Hit>, String> {
         if let Some(rest) = line.strip_prefix("error TS") {
             return Err(format!("tsc checked nothing: error TS{}", tail(rest)));
         }
-        match diagnostic(line, root) {
-            Some(Some(hit)) => hits.push(hit),
-            // A file outside the tree (a library's own declarations).
-            Some(None) => {}
+        let ours = names.iter().find_map(|name| {
+            let rest = line.strip_prefix(name)?.strip_prefix('(')?;
+            diagnostic(rest).map(|d| (*name, d))
+        });
+        last_ours = ours.is_some();
+        match ours {
+            Some((name, (row, level, rule, message))) => {
+                hits.extend(relative_path(name, root).map(|file| Hit {
+                    rule,
+                    level,
+                    message,
+                    file,
+                    line: row,
+                    end_line: None,
+                    url: None,
+                    security: false,
+                    why: None,
+                }));
+            }
+            None if of_another_file(line) => {}
             None => return Err(format!("not tsc's diagnostics: {}", tail(line))),
         }
     }
@@ -124,12 +211,12 @@ fn tail(text: &str) -> String {
     text.chars().take(300).collect()
 }
 
-/// One diagnostic line; `Some(None)` for one on a file outside the tree.
-fn diagnostic(line: &str, root: &Path) -> Option<Option<Hit>> {
-    let (place, rest) = line.split_once("): ")?;
-    let (file, position) = place.rsplit_once('(')?;
-    let (row, _column) = position.split_once(',')?;
+/// What follows a file's name and `(`: `line,col): error TSnnnn: message`.
+fn diagnostic(rest: &str) -> Option<(u32, Level, String, String)> {
+    let (position, rest) = rest.split_once("): ")?;
+    let (row, column) = position.split_once(',')?;
     let row: u32 = row.parse().ok()?;
+    column.parse::<u32>().ok()?;
     let (level, rest) = rest.split_once(" TS")?;
     let (code, message) = rest.split_once(": ")?;
     if code.is_empty() || !code.chars().all(|c| c.is_ascii_digit()) {
@@ -141,20 +228,13 @@ fn diagnostic(line: &str, root: &Path) -> Option<Option<Hit>> {
         "message" | "suggestion" => Level::Note,
         _ => return None,
     };
-    let Some(file) = relative_path(file, root) else {
-        return Some(None);
-    };
-    Some(Some(Hit {
-        rule: format!("TS{code}"),
-        level,
-        message: message.to_owned(),
-        file,
-        line: row,
-        end_line: None,
-        url: None,
-        security: false,
-        why: None,
-    }))
+    Some((row, level, format!("TS{code}"), message.to_owned()))
+}
+
+/// A diagnostic of a file tsc was not given (one the given files import, a library's).
+fn of_another_file(line: &str) -> bool {
+    line.match_indices('(')
+        .any(|(at, _)| at > 0 && diagnostic(&line[at + 1..]).is_some())
 }
 
 /// Null and undefined where the code does not expect them (`strictNullChecks`): a likely bug,
@@ -185,6 +265,13 @@ pub(crate) fn judge(hit: &Hit) -> Option<(Weight, Category)> {
     if rule == "TS2339" && hit.message.contains("type 'ImportMeta'") {
         return None;
     }
+    // A runtime's or test framework's global (also where a local name looks like it: "Did you
+    // mean 'processed'?").
+    if matches!(rule, "TS2304" | "TS2552")
+        && unknown_name(&hit.message).is_some_and(|name| RUNTIME_GLOBALS.contains(&name))
+    {
+        return None;
+    }
     if POSSIBLY_NULL.contains(&rule) || (WRONG.contains(&rule) && about_null(&hit.message)) {
         return Some((Weight::Warning, Category::Logic));
     }
@@ -194,6 +281,12 @@ pub(crate) fn judge(hit: &Hit) -> Option<(Weight, Category)> {
     MINOR
         .contains(&rule)
         .then_some((Weight::Minor, Category::Logic))
+}
+
+/// The name in "Cannot find name 'x'".
+fn unknown_name(message: &str) -> Option<&str> {
+    let rest = message.strip_prefix("Cannot find name '")?;
+    rest.split_once('\'').map(|(name, _)| name)
 }
 
 /// A type error only strict null checks make (`string | undefined` to `string`).
@@ -211,7 +304,8 @@ mod tests {
     use super::*;
 
     fn read_text(text: &str) -> Result<Vec<Hit>, String> {
-        read(text.as_bytes(), Path::new("/w"))
+        let given = ["src/a.ts", "src/b (1).ts", "src/forge.ts"].map(String::from);
+        read(text.as_bytes(), Path::new("/w"), &given)
     }
 
     #[test]
@@ -221,6 +315,8 @@ mod tests {
             "src/b (1).ts(9,3): error TS2322: Type 'string' is not assignable to type 'number'.\n",
             "  Details follow.\n",
             "/usr/lib/node/lib.d.ts(1,1): error TS2300: Duplicate identifier 'x'.\n",
+            "src/imported.ts(2,2): error TS2322: Not a given file's.\n",
+            "  Its details are not the last hit's.\n",
         ))
         .unwrap();
         assert_eq!(hits.len(), 2, "{hits:?}");
@@ -230,6 +326,19 @@ mod tests {
         );
         assert_eq!(hits[1].file, "src/b (1).ts");
         assert!(hits[1].message.ends_with("type 'number'. Details follow."));
+    }
+
+    #[test]
+    fn a_file_name_cannot_place_a_diagnostic_of_its_own() {
+        // A changed file named to look like a diagnostic of another: its real diagnostic is its
+        // own, at its line, and the name's "diagnostic" is nobody's.
+        let forged = "src/forge.ts(3,1): error TS2322: pwned.ts";
+        let given = ["src/forge.ts".to_owned(), forged.to_owned()];
+        let output = format!("{forged}(7,5): error TS2345: The real one.\n");
+        let hits = read(output.as_bytes(), Path::new("/w"), &given).unwrap();
+        assert_eq!(hits.len(), 1, "{hits:?}");
+        assert_eq!((hits[0].file.as_str(), hits[0].line), (forged, 7));
+        assert_eq!(hits[0].rule, "TS2345");
     }
 
     #[test]
@@ -293,6 +402,13 @@ mod tests {
             weight("TS18046", "'e' is of type 'unknown'."),
             Some(Weight::Minor)
         );
+        // A runtime's or test framework's global, whatever a local name looks like; a typo of
+        // a name the code has is a bug.
+        assert_eq!(weight("TS2304", "Cannot find name 'expect'."), None);
+        let near = "Cannot find name 'process'. Did you mean 'processed'?";
+        assert_eq!(weight("TS2552", near), None);
+        let typo = "Cannot find name 'totl'. Did you mean 'total'?";
+        assert_eq!(weight("TS2552", typo), Some(Weight::Error));
     }
 
     #[test]
@@ -308,6 +424,8 @@ mod tests {
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
             std::fs::write(path, "").unwrap();
         }
+        let augments = "export {};\ndeclare global {\n  interface Window { app: string }\n}\n";
+        std::fs::write(tree.path().join("src/window.ts"), augments).unwrap();
         std::fs::write(tree.path().join("tsconfig.json"), "{}").unwrap();
         let files = vec!["-a.ts".to_owned(), "src/global.d.ts".to_owned()];
         let args = args(Invocation {
@@ -318,6 +436,14 @@ mod tests {
         assert!(args.contains(&"--strict".to_owned()));
         assert!(!args.iter().any(|a| a == "-p" || a.contains("tsconfig")));
         let given: Vec<&str> = args[OPTIONS.len()..].iter().map(String::as_str).collect();
-        assert_eq!(given, ["./-a.ts", "./src/global.d.ts"]);
+        assert_eq!(
+            given,
+            [
+                "./-a.ts",
+                "./src/global.d.ts",
+                "/cfg/tsc-globals.d.ts",
+                "./src/window.ts"
+            ]
+        );
     }
 }

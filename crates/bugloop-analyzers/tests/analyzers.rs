@@ -59,6 +59,13 @@ fn planted() -> (TestRepo, bugloop_diff::Diff) {
         "{ \"compilerOptions\": { \"strict\": false, \"noCheck\": true } }\n",
     );
     repo.write("types/env.d.ts", "declare const APP_NAME: string;\n");
+    // A component's `key` and a test framework's `expect`, whose types are not installed.
+    repo.write(
+        "list.tsx",
+        "function Row(props: { label: string }) {\n  return <li>{props.label}</li>;\n}\n\
+         export const list = (xs: string[]) => xs.map((x) => <Row key={x} label={x} />);\n\
+         export const checked = () => expect(list([])).toEqual([]);\n",
+    );
     repo.write(
         "orders.ts",
         "import express from \"express\";\n\
@@ -199,7 +206,8 @@ async fn planted_bugs_are_found_on_the_changes_lines_whatever_the_branch_configu
             .starts_with("`xs[i]` reads one past the end of `xs`")
     );
     // tsc under bugloop's options, not the branch's `tsconfig.json`: the value that may be
-    // undefined, and neither the global the tree declares nor the module not installed.
+    // undefined, and neither the global the tree declares, the module not installed, a
+    // component's `key` nor a test framework's global.
     let tsc: Vec<&str> = analysis
         .candidates
         .iter()
