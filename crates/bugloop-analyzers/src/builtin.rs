@@ -666,6 +666,7 @@ mod tests {
             files: &files,
             config_dir: "/cfg",
             workspace: std::path::Path::new("/w"),
+            edited: &[],
         };
         assert!(ruff_args(i).contains(&"--isolated".to_owned()));
         assert!(shellcheck_args(i).contains(&"--norc".to_owned()));

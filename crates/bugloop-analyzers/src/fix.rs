@@ -95,6 +95,8 @@ async fn run_tool(
         files: &request.files,
         config_dir: &config_dir,
         workspace: request.workspace,
+        // A fix's tool reads no configuration of the project's (tsc has no fix).
+        edited: &[],
     });
     let mut spec = CommandSpec::new(installed.path.display().to_string(), args);
     spec.env = crate::run::tool_env(tool.name);

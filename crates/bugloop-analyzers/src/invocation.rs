@@ -11,6 +11,8 @@ pub(crate) struct Invocation<'a> {
     pub config_dir: &'a str,
     /// The tree under review on the host (tsc is given its declaration files).
     pub workspace: &'a Path,
+    /// Every path the change touches (tsc reads no configuration file the change edits).
+    pub edited: &'a [String],
 }
 
 /// Owned arguments.

@@ -12,7 +12,7 @@
 //! where it is shown.
 //!
 //! **Invariants:** a tool never reads the branch's configuration of itself (`--isolated`, `--norc`,
-//! `--no-config`, bugloop's own file, or files named to tsc); a tool's output is data read through
+//! `--no-config`, bugloop's own file, or bugloop's own tsconfig); a tool's output is data read through
 //! its SARIF, its JSON or tsc's one-line diagnostics,
 //! and its words reach a comment only one line long, quieted and neutralised; a hit on lines the
 //! change did not add is never a candidate; a tool that is missing, crashes, hangs or floods is
@@ -39,6 +39,7 @@ mod sarif;
 mod scope;
 mod secrets;
 mod suppression;
+mod tsconfig;
 mod ty;
 mod typescript;
 mod weight;

@@ -422,10 +422,19 @@ fn plan_built_in(
         .find(tool.program)
         .ok_or_else(|| Failure::NotRun(request.toolbox.not_found(tool.program, tool.install)))?;
     let config = config_dir.display().to_string();
+    let edited: Vec<String> = request
+        .diff
+        .files
+        .iter()
+        .flat_map(|file| [&file.old_path, &file.new_path])
+        .flatten()
+        .cloned()
+        .collect();
     let invocation = Invocation {
         files,
         config_dir: &config,
         workspace: request.workspace,
+        edited: &edited,
     };
     let args = if request.alone {
         (tool.alone)(invocation)

@@ -157,6 +157,7 @@ mod tests {
             files: &files,
             config_dir: "/cfg",
             workspace: std::path::Path::new("/w"),
+            edited: &[],
         });
         let at = args.iter().position(|a| a == "--config-file").unwrap();
         assert_eq!(args[at + 1], "/cfg/ty.toml");

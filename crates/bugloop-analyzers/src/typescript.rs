@@ -15,31 +15,32 @@ use std::path::Path;
 use bugloop_domain::finding::Category;
 
 use crate::hit::{Hit, Level};
-use crate::invocation::Invocation;
+use serde_json::{Map, Value};
+
+use crate::invocation::{Invocation, strings};
 use crate::sarif::relative_path;
 use crate::weight::Weight;
 
-/// The compiler's options: the strictest checks that find bugs, modules resolved as a bundler
-/// does (what most projects use), no output written.
-const OPTIONS: &[&str] = &[
-    // Without it, a `tsconfig.json` in the tree stops the run (TS5112).
-    "--ignoreConfig",
-    "--noEmit",
-    "--pretty",
-    "false",
-    "--strict",
-    "--target",
-    "esnext",
-    "--module",
-    "preserve",
-    "--moduleResolution",
-    "bundler",
-    "--allowImportingTsExtensions",
-    "--resolveJsonModule",
-    "--jsx",
-    "preserve",
-    "--skipLibCheck",
-];
+/// The compiler's options: modules resolved as a bundler does (what most projects use), every
+/// import of a `.ts` or `.json` file allowed, JSX kept as it is (checked against bugloop's
+/// stand-in for React's types), no type packages (a checkout has none), no output written.
+fn options() -> Map<String, Value> {
+    let options = serde_json::json!({
+        "noEmit": true,
+        "skipLibCheck": true,
+        "target": "esnext",
+        "module": "preserve",
+        "moduleResolution": "bundler",
+        "allowImportingTsExtensions": true,
+        "resolveJsonModule": true,
+        "jsx": "preserve",
+        "types": [],
+    });
+    match options {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    }
+}
 
 /// The most declaration files of the tree given along with the change's files.
 const MAX_DECLARATIONS: usize = 400;
@@ -94,19 +95,40 @@ const RUNTIME_GLOBALS: &[&str] = &[
     "Bun",
 ];
 
+/// tsc on the changed files, under a configuration bugloop writes into its own directory:
+/// [`options`], the project's strictness and `paths` ([`crate::tsconfig`]) or, without a
+/// project configuration bugloop reads, strict checks; and the files, with bugloop's stand-in
+/// declarations and the tree's own. A configuration that cannot be written is a file tsc says
+/// is not there, and the files are not checked.
 pub(crate) fn args(i: Invocation<'_>) -> Vec<String> {
-    let mut args: Vec<String> = OPTIONS.iter().map(|o| (*o).to_owned()).collect();
-    // tsc knows no `--`: a name starting with `-` is given as `./-name`.
-    let mut files: Vec<String> = i.files.iter().map(|f| format!("./{f}")).collect();
+    let mut options = options();
+    match crate::tsconfig::project_options(i.workspace, i.edited) {
+        Some(project) => options.extend(project),
+        None => {
+            options.insert("strict".to_owned(), Value::Bool(true));
+        }
+    }
+    let root = i.workspace.display().to_string();
+    let mut files: Vec<String> = i.files.iter().map(|f| format!("{root}/{f}")).collect();
     files.push(format!("{}/{GLOBALS_FILE}", i.config_dir));
     for declaration in declarations(i.workspace) {
-        let named = format!("./{declaration}");
+        let named = format!("{root}/{declaration}");
         if !files.contains(&named) {
             files.push(named);
         }
     }
-    args.extend(files);
-    args
+    let config = serde_json::json!({ "compilerOptions": options, "files": files }).to_string();
+    let path = format!("{}/tsconfig-{:016x}.json", i.config_dir, digest(&config));
+    let _unwritten_is_said_by_tsc = std::fs::write(&path, config);
+    strings(&["--project", &path, "--pretty", "false"])
+}
+
+/// A name for a configuration's text (the runs of one review differ in their files).
+fn digest(text: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    text.hash(&mut hasher);
+    hasher.finish()
 }
 
 /// Whether a TypeScript file declares globals (`declare global { ... }`), read up to 256 KiB.
@@ -426,24 +448,38 @@ mod tests {
         }
         let augments = "export {};\ndeclare global {\n  interface Window { app: string }\n}\n";
         std::fs::write(tree.path().join("src/window.ts"), augments).unwrap();
-        std::fs::write(tree.path().join("tsconfig.json"), "{}").unwrap();
-        let files = vec!["-a.ts".to_owned(), "src/global.d.ts".to_owned()];
-        let args = args(Invocation {
-            files: &files,
-            config_dir: "/cfg",
-            workspace: tree.path(),
-        });
-        assert!(args.contains(&"--strict".to_owned()));
-        assert!(!args.iter().any(|a| a == "-p" || a.contains("tsconfig")));
-        let given: Vec<&str> = args[OPTIONS.len()..].iter().map(String::as_str).collect();
+        let project = "{ \"compilerOptions\": { \"strict\": false, \"noCheck\": true } }";
+        std::fs::write(tree.path().join("tsconfig.json"), project).unwrap();
+        let config_dir = tempfile::tempdir().unwrap();
+        let run = |edited: &[String]| {
+            let files = vec!["-a.ts".to_owned(), "src/global.d.ts".to_owned()];
+            let args = args(Invocation {
+                files: &files,
+                config_dir: &config_dir.path().display().to_string(),
+                workspace: tree.path(),
+                edited,
+            });
+            assert_eq!(args[0], "--project");
+            let text = std::fs::read_to_string(&args[1]).unwrap();
+            serde_json::from_str::<Value>(&text).unwrap()
+        };
+        let config = run(&[]);
+        let root = tree.path().display();
+        let cfg = config_dir.path().display();
         assert_eq!(
-            given,
-            [
-                "./-a.ts",
-                "./src/global.d.ts",
-                "/cfg/tsc-globals.d.ts",
-                "./src/window.ts"
-            ]
+            config["files"],
+            serde_json::json!([
+                format!("{root}/-a.ts"),
+                format!("{root}/src/global.d.ts"),
+                format!("{cfg}/tsc-globals.d.ts"),
+                format!("{root}/src/window.ts"),
+            ])
         );
+        // The project's strictness, not its other options.
+        assert_eq!(config["compilerOptions"]["strict"], Value::Bool(false));
+        assert_eq!(config["compilerOptions"]["noCheck"], Value::Null);
+        // A change to the project's configuration: bugloop's strict checks.
+        let edited = run(&["tsconfig.json".to_owned()]);
+        assert_eq!(edited["compilerOptions"]["strict"], Value::Bool(true));
     }
 }

@@ -604,3 +604,39 @@ async fn a_sarif_file_that_links_out_of_the_tree_is_not_read() {
         other => panic!("{other:?}"),
     }
 }
+
+/// tsc under the project's own strictness and `paths` when the change leaves its configuration
+/// alone: an import through an alias is the project's module (its wrong call found), and loose
+/// code the project accepts is no finding.
+#[tokio::test]
+async fn tsc_takes_the_projects_strictness_and_paths_from_its_unchanged_configuration() {
+    let repo = TestRepo::with_files(&[
+        (
+            "tsconfig.json",
+            "{\n  // TypeScript 5's options, some removed in 7\n  \"compilerOptions\": {\n    \
+             \"baseUrl\": \".\",\n    \"moduleResolution\": \"node\",\n    \"strict\": false,\n    \
+             \"paths\": { \"@/*\": [\"src/*\"] },\n  },\n}\n",
+        ),
+        (
+            "src/lib/money.ts",
+            "export function money(cents: number, currency: \"EUR\" | \"USD\"): string {\n  \
+             return `${cents} ${currency}`;\n}\n",
+        ),
+    ]);
+    repo.branch("change");
+    repo.write(
+        "src/store.ts",
+        "import { money } from \"@/lib/money\";\n\n\
+         export class Store {\n  private listeners = [];\n\n  \
+         on(listener: () => void) {\n    this.listeners.push(listener);\n  }\n\n  \
+         price(cents: number) {\n    return money(cents, \"usd\");\n  }\n}\n",
+    );
+    repo.commit("change");
+    let analysis = run_built_in(&repo, "tsc").await;
+    let found: Vec<(&str, u32)> = analysis
+        .candidates
+        .iter()
+        .map(|c| (c.hit.rule.as_str(), c.hit.line))
+        .collect();
+    assert_eq!(found, [("TS2345", 11)], "{analysis:#?}");
+}

@@ -1,0 +1,235 @@
+//! What tsc takes from the project's own `tsconfig.json`: how strict its checks are (a project
+//! without `strict` writes code that strict checks call wrong), and its `paths` (`@/lib/money`
+//! is the project's own module, whose types find bugs, not an unknown package). Nothing else:
+//! the rest is bugloop's (modules, output, `types`), so an option TypeScript 7 removed
+//! (`baseUrl`, `moduleResolution: node`) stops nothing.
+//!
+//! A branch must not loosen the checks of its own code: when the change edits any file of the
+//! configuration's chain (`tsconfig.json` and what it `extends`), none of it is read, and the
+//! strict defaults apply. Every file is read as the tree's files are (no link followed, at most
+//! 1 MiB); an `extends` of a package (not in a checkout) or leading out of the tree is passed
+//! over.
+
+use std::path::{Component, Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+/// The options of the project bugloop keeps: the strictness of its checks.
+const KEPT: &[&str] = &[
+    "strict",
+    "strictNullChecks",
+    "strictFunctionTypes",
+    "strictBindCallApply",
+    "noImplicitThis",
+    "useUnknownInCatchVariables",
+    "exactOptionalPropertyTypes",
+    "noUncheckedIndexedAccess",
+    "experimentalDecorators",
+    "useDefineForClassFields",
+];
+
+/// The most configuration files one chain reads.
+const MAX_CHAIN: usize = 8;
+const MAX_SIZE: u64 = 1 << 20;
+
+/// The project's options bugloop keeps (absolute `paths` among them), or `None` where the
+/// project has no `tsconfig.json` at its root or the change edits its chain.
+pub(crate) fn project_options(workspace: &Path, edited: &[String]) -> Option<Map<String, Value>> {
+    let mut chain = Vec::new();
+    load(workspace, "tsconfig.json", &mut chain);
+    if chain.is_empty() || chain.iter().any(|(name, _)| edited.contains(name)) {
+        return None;
+    }
+    // From the farthest base to the project's own file: a later file's option wins.
+    let mut kept = Map::new();
+    let mut paths: Option<(String, Map<String, Value>)> = None;
+    let mut base_url: Option<PathBuf> = None;
+    for (name, config) in chain.iter().rev() {
+        let Some(options) = config.get("compilerOptions").and_then(Value::as_object) else {
+            continue;
+        };
+        for key in KEPT {
+            if let Some(value) = options.get(*key).filter(|v| v.is_boolean()) {
+                kept.insert((*key).to_owned(), value.clone());
+            }
+        }
+        if let Some(url) = options.get("baseUrl").and_then(Value::as_str) {
+            base_url = inside(workspace, &dir_of(name), url);
+        }
+        if let Some(map) = options.get("paths").and_then(Value::as_object) {
+            paths = Some((name.clone(), map.clone()));
+        }
+    }
+    if let Some((name, map)) = paths {
+        // Relative to `baseUrl` where one is set, else to the file that declares them.
+        let base = base_url.unwrap_or_else(|| workspace.join(dir_of(&name)));
+        kept.insert(
+            "paths".to_owned(),
+            Value::Object(absolute(workspace, &base, &map)),
+        );
+    }
+    Some(kept)
+}
+
+/// `name` (relative to the tree) and what it extends, the project's own file first.
+fn load(workspace: &Path, name: &str, chain: &mut Vec<(String, Value)>) {
+    if chain.len() >= MAX_CHAIN || chain.iter().any(|(seen, _)| seen == name) {
+        return;
+    }
+    let Some(config) = read(workspace, name) else {
+        return;
+    };
+    let extends: Vec<String> = match config.get("extends") {
+        Some(Value::String(one)) => vec![one.clone()],
+        Some(Value::Array(many)) => many
+            .iter()
+            .filter_map(|v| v.as_str().map(str::to_owned))
+            .collect(),
+        _ => Vec::new(),
+    };
+    chain.push((name.to_owned(), config));
+    // Bases are pushed last first, each before its own bases: the chain read backwards applies
+    // them in their order (a later base's options win), each after what it extends.
+    for base in extends.iter().rev() {
+        if !(base.starts_with("./") || base.starts_with("../")) {
+            continue;
+        }
+        let Some(path) = inside(workspace, &dir_of(name), base) else {
+            continue;
+        };
+        let Ok(relative) = path.strip_prefix(workspace) else {
+            continue;
+        };
+        let mut relative = relative.to_string_lossy().into_owned();
+        if !relative.ends_with(".json") {
+            relative.push_str(".json");
+        }
+        load(workspace, &relative, chain);
+    }
+}
+
+/// A configuration file of the tree, JSON with comments and trailing commas.
+fn read(workspace: &Path, name: &str) -> Option<Value> {
+    let path = crate::input::regular_file(workspace, name)?;
+    if std::fs::metadata(&path).ok()?.len() > MAX_SIZE {
+        return None;
+    }
+    let mut text = std::fs::read_to_string(path).ok()?;
+    json_strip_comments::strip(&mut text).ok()?;
+    serde_json::from_str::<Value>(&text)
+        .ok()
+        .filter(Value::is_object)
+}
+
+fn dir_of(name: &str) -> String {
+    Path::new(name)
+        .parent()
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// `relative` from the tree's directory `dir`, made absolute without the file system's help;
+/// `None` when it leads out of the tree.
+fn inside(workspace: &Path, dir: &str, relative: &str) -> Option<PathBuf> {
+    let mut path = workspace.join(dir);
+    for part in Path::new(relative).components() {
+        match part {
+            Component::Normal(part) => path.push(part),
+            Component::ParentDir => {
+                path.pop();
+            }
+            Component::CurDir => {}
+            Component::RootDir | Component::Prefix(_) => return None,
+        }
+    }
+    path.starts_with(workspace).then_some(path)
+}
+
+/// `paths` with every target made absolute from `base`, those leading out of the tree left out.
+fn absolute(workspace: &Path, base: &Path, paths: &Map<String, Value>) -> Map<String, Value> {
+    let Ok(base) = base.strip_prefix(workspace) else {
+        return Map::new();
+    };
+    let base = base.to_string_lossy();
+    paths
+        .iter()
+        .filter_map(|(pattern, targets)| {
+            let targets: Vec<Value> = targets
+                .as_array()?
+                .iter()
+                .filter_map(Value::as_str)
+                .filter_map(|target| inside(workspace, &base, target))
+                .map(|path| Value::String(path.to_string_lossy().into_owned()))
+                .collect();
+            (!targets.is_empty()).then(|| (pattern.clone(), Value::Array(targets)))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        for (name, text) in files {
+            let path = dir.path().join(name);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        dir
+    }
+
+    #[test]
+    fn strictness_and_paths_come_from_the_chain_and_the_rest_does_not() {
+        let dir = tree(&[
+            (
+                "tsconfig.json",
+                "{\n  // the app\n  \"extends\": [\"@tsconfig/node20\", \"./configs/base\"],\n  \
+                 \"compilerOptions\": { \"strict\": false, \"noCheck\": true, \"paths\": \
+                 { \"@/*\": [\"src/*\"], \"out/*\": [\"../../etc/*\"] }, },\n}\n",
+            ),
+            (
+                "configs/base.json",
+                "{ \"compilerOptions\": { \"strict\": true, \"exactOptionalPropertyTypes\": true, \
+                 \"baseUrl\": \"..\" } }",
+            ),
+        ]);
+        let options = project_options(dir.path(), &[]).unwrap();
+        assert_eq!(options["strict"], Value::Bool(false));
+        assert_eq!(options["exactOptionalPropertyTypes"], Value::Bool(true));
+        assert!(!options.contains_key("noCheck"));
+        let src = dir.path().join("src/*").display().to_string();
+        assert_eq!(options["paths"], serde_json::json!({ "@/*": [src] }));
+    }
+
+    #[test]
+    fn a_change_to_the_chain_or_no_configuration_leaves_the_defaults() {
+        let dir = tree(&[
+            ("tsconfig.json", "{ \"extends\": \"./base.json\" }"),
+            (
+                "base.json",
+                "{ \"compilerOptions\": { \"strict\": false } }",
+            ),
+        ]);
+        assert!(project_options(dir.path(), &[]).is_some());
+        assert_eq!(project_options(dir.path(), &["base.json".to_owned()]), None);
+        assert_eq!(
+            project_options(dir.path(), &["tsconfig.json".to_owned()]),
+            None
+        );
+        let empty = tree(&[("src/a.ts", "")]);
+        assert_eq!(project_options(empty.path(), &[]), None);
+        // A link is not read.
+        let linked = tree(&[(
+            "real.json",
+            "{ \"compilerOptions\": { \"strict\": false } }",
+        )]);
+        std::os::unix::fs::symlink(
+            linked.path().join("real.json"),
+            linked.path().join("tsconfig.json"),
+        )
+        .unwrap();
+        assert_eq!(project_options(linked.path(), &[]), None);
+    }
+}
