@@ -4,13 +4,14 @@
 //! could not check and is incomplete: a size limit here would be a way past the analyzers (a
 //! file padded over it, unread by the model where it is build output).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
 
 use crate::Choice;
 use crate::builtin::BuiltIn;
 use crate::scope::ChangedLines;
+pub(crate) use crate::tree::regular_file;
 
 /// The changed files an analyzer reads: those matching its globs, regular files at head; none
 /// when it checks a project and there is none (clippy without a `Cargo.toml` at the root).
@@ -115,26 +116,6 @@ pub(crate) fn glob_set(globs: &[String]) -> Option<GlobSet> {
         }
     }
     builder.build().ok()
-}
-
-/// `relative` under `root` when it is a regular file reached through no symlink: a tool's
-/// report never makes bugloop read a file outside the tree on the host.
-pub(crate) fn regular_file(root: &Path, relative: &str) -> Option<PathBuf> {
-    let mut path = root.to_path_buf();
-    for part in Path::new(relative).components() {
-        let std::path::Component::Normal(part) = part else {
-            return None;
-        };
-        path.push(part);
-        let meta = std::fs::symlink_metadata(&path).ok()?;
-        if meta.file_type().is_symlink() {
-            return None;
-        }
-    }
-    std::fs::symlink_metadata(&path)
-        .ok()
-        .filter(|m| m.is_file())
-        .map(|_| path)
 }
 
 #[cfg(test)]

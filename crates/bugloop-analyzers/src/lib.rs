@@ -39,6 +39,7 @@ mod sarif;
 mod scope;
 mod secrets;
 mod suppression;
+mod tree;
 mod tsconfig;
 mod ty;
 mod typescript;

@@ -110,7 +110,7 @@ fn load(workspace: &Path, name: &str, chain: &mut Vec<(String, Value)>) {
 
 /// A configuration file of the tree, JSON with comments and trailing commas.
 fn read(workspace: &Path, name: &str) -> Option<Value> {
-    let path = crate::input::regular_file(workspace, name)?;
+    let path = crate::tree::regular_file(workspace, name)?;
     if std::fs::metadata(&path).ok()?.len() > MAX_SIZE {
         return None;
     }
