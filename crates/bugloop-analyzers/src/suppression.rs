@@ -2,7 +2,7 @@
 //! a tool that honours one reports nothing on that line, so only bugloop can say that the
 //! change silenced a check. Each is a candidate naming what it silences.
 
-use bugloop_diff::Diff;
+use bugloop_diff::{Diff, LineKind};
 use bugloop_domain::finding::Category;
 use bugloop_domain::score::Score;
 
@@ -194,16 +194,63 @@ const OWN_MODULE_DECLARED: Marker = Marker {
     security: false,
 };
 
-/// Every suppression on a line the change adds, as a candidate of the tool `bugloop`.
+/// Every suppression on a line the change adds, and every added line a suppression the change
+/// keeps on the line above silences, as a candidate of the tool `bugloop`.
 pub fn suppressions_added(diff: &Diff) -> Vec<Candidate> {
-    added_lines(diff)
+    let mut found: Vec<Candidate> = added_lines(diff)
         .filter_map(|(file, number, text)| {
             suppression(text)
                 .or_else(|| cargo_lint_allowed(file, text))
                 .or_else(|| own_module_declared(file, text))
-                .map(|silenced| candidate_for(file, number, text, silenced))
+                .map(|silenced| candidate_for(file, number, text, silenced, Said::Added))
         })
-        .collect()
+        .collect();
+    found.extend(under_a_kept_suppression(diff));
+    found
+}
+
+/// Markers that silence the line after their own.
+const NEXT_LINE: &[&str] = &[
+    "@ts-ignore",
+    "@ts-expect-error",
+    "eslint-disable-next-line",
+    "biome-ignore",
+    "oxlint-disable-next-line",
+    "# shellcheck disable=",
+    "# hadolint ignore=",
+    "# pylint: disable-next",
+    "NOLINTNEXTLINE",
+];
+
+/// An added line right under a line the change keeps whose suppression silences the next line
+/// (`// @ts-ignore` above a line the change rewrites): the checks of the new code are off, and
+/// an attacker's review hid a type error under one the base had.
+fn under_a_kept_suppression(diff: &Diff) -> Vec<Candidate> {
+    let mut found = Vec::new();
+    for file in &diff.files {
+        for hunk in &file.hunks {
+            let mut above: Option<&bugloop_diff::DiffLine> = None;
+            for line in hunk.lines.iter().filter(|l| l.kind != LineKind::Removed) {
+                let kept = above
+                    .filter(|a| a.kind == LineKind::Context)
+                    .filter(|a| NEXT_LINE.iter().any(|m| a.text.contains(m)))
+                    .and_then(|a| suppression_marker(&a.text));
+                if let (LineKind::Added, Some(silenced), Some(number)) =
+                    (line.kind, kept, line.new_line)
+                {
+                    found.push(candidate_for(
+                        file.path(),
+                        number,
+                        &line.text,
+                        silenced,
+                        Said::KeptAbove,
+                    ));
+                }
+                above = Some(line);
+            }
+        }
+    }
+    found
 }
 
 /// An added line of a `Cargo.toml` that allows a lint: the lint's name.
@@ -289,11 +336,19 @@ fn suppression_marker(text: &str) -> Option<(&'static Marker, String)> {
     Some((marker, codes))
 }
 
+/// Where a suppression is: on the line the change adds, or kept on the line above it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Said {
+    Added,
+    KeptAbove,
+}
+
 fn candidate_for(
     file: &str,
     line: u32,
     text: &str,
     (marker, codes): (&Marker, String),
+    said: Said,
 ) -> Candidate {
     // `@ts-nocheck` reaches the whole file, not its own line.
     let reach = if marker.text == "@ts-nocheck" {
@@ -312,10 +367,16 @@ fn candidate_for(
         hit: Hit {
             rule: "suppression".to_owned(),
             level: Level::Warning,
-            message: format!(
-                "This change adds `{}`, which silences {what}: say why the check is wrong here, or fix what it reports",
-                shown(marker.text)
-            ),
+            message: match said {
+                Said::Added => format!(
+                    "This change adds `{}`, which silences {what}: say why the check is wrong here, or fix what it reports",
+                    shown(marker.text)
+                ),
+                Said::KeptAbove => format!(
+                    "This line the change writes is under `{}` on the line above, which the change keeps and which silences {what}: say why the check is wrong for the new code, or remove it",
+                    shown(marker.text)
+                ),
+            },
             file: file.to_owned(),
             line,
             end_line: None,
@@ -487,6 +548,27 @@ mod tests {
         assert!(said[2].1.contains("in this whole file"), "{}", said[2].1);
         // Only in TypeScript.
         assert!(suppressions_added(&added("notes.md", &lines[..1])).is_empty());
+    }
+
+    #[test]
+    fn an_added_line_under_a_kept_next_line_suppression_is_said() {
+        let diff = bugloop_diff::parse(
+            "diff --git a/a.ts b/a.ts\n--- a/a.ts\n+++ b/a.ts\n@@ -1,4 +1,4 @@\n \
+             const a = 1;\n // @ts-ignore\n-const total: number = sum(items);\n\
+             +const total: number = \"all\";\n // @ts-ignore\n const kept = old;\n",
+        );
+        let found = suppressions_added(&diff);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].hit.line, 3);
+        assert!(
+            found[0]
+                .hit
+                .message
+                .starts_with("This line the change writes is under `@ts-ignore`"),
+            "{}",
+            found[0].hit.message
+        );
+        assert_eq!(found[0].evidence, "const total: number = \"all\";");
     }
 
     /// The attribute is shown closed, its lints without the attribute's brackets.
