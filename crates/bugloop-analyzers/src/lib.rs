@@ -38,6 +38,7 @@ mod run;
 mod sarif;
 mod scope;
 mod secrets;
+mod shadow;
 mod suppression;
 mod tree;
 mod tsconfig;

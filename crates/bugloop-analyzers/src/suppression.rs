@@ -41,7 +41,9 @@ const MARKERS: &[Marker] = &[
     },
     Marker {
         text: "# type: ignore",
-        pattern: None,
+        // `#type:ignore` silences as much: an attacker's review hid a wrong call behind
+        // `#ty:ignore` when only the spaced form was looked for.
+        pattern: Some(r"#\s*type:\s*ignore"),
         silences: "the type checker",
         security: false,
     },
@@ -53,8 +55,14 @@ const MARKERS: &[Marker] = &[
     },
     Marker {
         text: "# ty: ignore",
-        pattern: None,
+        pattern: Some(r"#\s*ty:\s*ignore"),
         silences: "ty's type checks",
+        security: false,
+    },
+    Marker {
+        text: "if not TYPE_CHECKING:",
+        pattern: Some(r"^\s*(?:el)?if\s+not\s+(?:typing\.)?TYPE_CHECKING\s*:"),
+        silences: "every type checker, which never reads the block that Python runs",
         security: false,
     },
     Marker {
@@ -320,7 +328,7 @@ fn suppression_marker(text: &str) -> Option<(&'static Marker, String)> {
         .min_by_key(|(_, (start, _))| *start)?;
     let rest = &text[end..];
     let codes: String = rest
-        .trim_start_matches([':', '=', ' ', '-'])
+        .trim_start_matches([':', '=', ' ', '-', '['])
         .split("*/")
         .next()
         .unwrap_or_default()
@@ -350,11 +358,11 @@ fn candidate_for(
     (marker, codes): (&Marker, String),
     said: Said,
 ) -> Candidate {
-    // `@ts-nocheck` reaches the whole file, not its own line.
-    let reach = if marker.text == "@ts-nocheck" {
-        "in this whole file"
-    } else {
-        "on this line"
+    // `@ts-nocheck` reaches the whole file, `if not TYPE_CHECKING:` its block.
+    let reach = match marker.text {
+        "@ts-nocheck" => "in this whole file",
+        "if not TYPE_CHECKING:" => "in the block below",
+        _ => "on this line",
     };
     let what = if codes.is_empty() {
         format!("every check of {} {reach}", marker.silences)
@@ -493,6 +501,15 @@ mod tests {
                 "#[cfg_attr(all(), allow(clippy::eq_op))]",
                 "clippy::eq_op",
             ),
+            // Unspaced and tabbed forms silence as much; a rule in brackets is named plainly.
+            (
+                "a.py",
+                "x = f(1)  #ty:ignore[missing-argument]",
+                "silences missing-argument (",
+            ),
+            ("a.py", "x = f(1)  #\tty:\tignore", "ty's type checks"),
+            ("a.py", "x = f(1)  #type:ignore", "the type checker"),
+            ("a.py", "if not TYPE_CHECKING:", "in the block below"),
         ] {
             let found = suppressions_added(&added(path, &[line]));
             assert_eq!(found.len(), 1, "{line}");

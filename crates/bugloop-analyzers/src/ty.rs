@@ -81,7 +81,12 @@ const LIKELY: &[&str] = &[
 
 pub(crate) fn judge(hit: &Hit) -> Option<(Weight, Category)> {
     let rule = hit.rule.as_str();
-    let about_none = hit.message.contains("`None`");
+    if (WRONG.contains(&rule) || LIKELY.contains(&rule)) && unsure(&hit.message) {
+        return Some((Weight::Minor, Category::Logic));
+    }
+    // `None`, or a union with it (`Customer | None`): only strict checking of optional values
+    // says so, and a project may know better.
+    let about_none = hit.message.contains("None");
     if LIKELY.contains(&rule) || (WRONG.contains(&rule) && about_none) {
         // An always-true `if` that is not a function's missing call is style.
         if rule == "redundant-condition" && !hit.message.contains("call") {
@@ -97,6 +102,19 @@ pub(crate) fn judge(hit: &Hit) -> Option<(Weight, Category)> {
     WRONG
         .contains(&rule)
         .then_some((Weight::Error, Category::Logic))
+}
+
+/// What ty says where untyped, dynamic code leaves it guessing, which an evaluation on such code
+/// found wrong every time: a union that starts with `None` (an attribute first set to `None` in
+/// `__init__` and later elsewhere; a value that may really be `None` is `X | None`) or holds
+/// what ty could not type (`Unknown`), an attribute set on a function (`functools.wraps`'s
+/// wrapper), a module's function replaced (a monkeypatch).
+fn unsure(message: &str) -> bool {
+    message.contains("`None | ")
+        || message.contains("| Unknown")
+        || message.contains("`Unknown |")
+        || message.contains("`_Wrapped[")
+        || (message.contains("to attribute `") && message.contains("of type `def "))
 }
 
 #[cfg(test)]
@@ -139,6 +157,18 @@ mod tests {
             weight("redundant-condition", "Condition is always true"),
             None
         );
+        // `None` in a union is about None too; where ty guesses, below the threshold.
+        let optional = "Object of type `Customer | None` is not assignable to `Customer`";
+        assert_eq!(
+            weight("invalid-assignment", optional),
+            Some(Weight::Warning)
+        );
+        let late = "Attribute `send` is not defined on `None` in union `None | socket`";
+        assert_eq!(weight("missing-union-attribute", late), Some(Weight::Minor));
+        let unknown = "Operator `+` is not supported between `bytes | Unknown` and `int`";
+        assert_eq!(weight("unsupported-operator", unknown), Some(Weight::Minor));
+        let wrapper = "Object of type `_Wrapped[(x), int]` has no attribute `calls`";
+        assert_eq!(weight("missing-attribute", wrapper), Some(Weight::Minor));
         // An unresolved import is a package not installed here; an undefined name is ruff's
         // F821 already.
         for not_ours in [

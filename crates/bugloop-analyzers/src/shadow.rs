@@ -1,0 +1,230 @@
+//! Files a change adds that change what a module is, for Python and for the type checkers: a
+//! module named as one of the standard library's where Python imports first (the repository's
+//! root, `src/`), and a stub (`.pyi`) of one of the project's own modules. Neither is a bug a
+//! tool reports, and both hide bugs from ty: an attacker's review added `typing.py` and a lying
+//! `lib.pyi`, and ty no longer saw a wrong call. Each is a candidate of the tool `bugloop`.
+
+use std::path::Path;
+
+use bugloop_diff::{ChangeKind, Diff, FileDiff, LineKind};
+use bugloop_domain::finding::Category;
+use bugloop_domain::score::Score;
+
+use crate::hit::{Candidate, Hit, Level};
+use crate::weight::Weight;
+
+/// Standard library modules a project's own file is most often named as (not `test` or `code`,
+/// which name a project's own files far more often than they are imported).
+const STANDARD_LIBRARY: &[&str] = &[
+    "abc",
+    "argparse",
+    "array",
+    "ast",
+    "asyncio",
+    "base64",
+    "bisect",
+    "builtins",
+    "calendar",
+    "collections",
+    "concurrent",
+    "configparser",
+    "contextlib",
+    "copy",
+    "csv",
+    "ctypes",
+    "dataclasses",
+    "datetime",
+    "decimal",
+    "difflib",
+    "email",
+    "enum",
+    "errno",
+    "fnmatch",
+    "fractions",
+    "functools",
+    "glob",
+    "gzip",
+    "hashlib",
+    "heapq",
+    "hmac",
+    "html",
+    "http",
+    "importlib",
+    "inspect",
+    "io",
+    "ipaddress",
+    "itertools",
+    "json",
+    "logging",
+    "math",
+    "multiprocessing",
+    "numbers",
+    "operator",
+    "os",
+    "pathlib",
+    "pickle",
+    "platform",
+    "pprint",
+    "queue",
+    "random",
+    "re",
+    "secrets",
+    "select",
+    "shlex",
+    "shutil",
+    "signal",
+    "socket",
+    "sqlite3",
+    "ssl",
+    "stat",
+    "statistics",
+    "string",
+    "struct",
+    "subprocess",
+    "sys",
+    "tarfile",
+    "tempfile",
+    "textwrap",
+    "threading",
+    "time",
+    "tokenize",
+    "traceback",
+    "types",
+    "typing",
+    "unittest",
+    "urllib",
+    "uuid",
+    "warnings",
+    "weakref",
+    "xml",
+    "zipfile",
+    "zlib",
+    "zoneinfo",
+];
+
+/// The candidates for the files `diff` adds (or, for a stub, edits) under `workspace`.
+pub(crate) fn shadows_added(diff: &Diff, workspace: &Path) -> Vec<Candidate> {
+    diff.files
+        .iter()
+        .filter(|file| file.change != ChangeKind::Deleted && !file.binary)
+        .filter_map(|file| {
+            let path = file.path();
+            let new_name = matches!(
+                file.change,
+                ChangeKind::Added | ChangeKind::Renamed | ChangeKind::Copied
+            );
+            let message = if new_name {
+                standard_module(path).map(|module| {
+                    format!(
+                        "This change adds `{path}` where Python imports first: code run from here \
+                         imports it instead of the standard library's `{module}`, and ty reads it \
+                         in its place, so no call into `{module}` is checked against the \
+                         standard library: rename it"
+                    )
+                })
+            } else {
+                None
+            };
+            let message = message.or_else(|| {
+                own_module_of_stub(path, workspace).map(|module| {
+                    format!(
+                        "This change writes `{path}`, a stub of the project's own module \
+                         `{module}`: type checkers believe the stub over the module's code, so a \
+                         wrong signature in it hides every wrong call into the module; say why \
+                         the module needs one, or type the module itself"
+                    )
+                })
+            })?;
+            Some(candidate(file, message))
+        })
+        .collect()
+}
+
+/// The standard library module a file at a root Python imports from would shadow.
+fn standard_module(path: &str) -> Option<&'static str> {
+    let under_root = path.strip_prefix("src/").unwrap_or(path);
+    let module = under_root
+        .strip_suffix("/__init__.py")
+        .or_else(|| under_root.strip_suffix(".py"))
+        .filter(|m| !m.contains('/'))?;
+    STANDARD_LIBRARY
+        .iter()
+        .find(|known| **known == module)
+        .copied()
+}
+
+/// The project's own module (`lib.py`, `pkg/__init__.py`) a stub beside it describes.
+fn own_module_of_stub(path: &str, workspace: &Path) -> Option<String> {
+    let stem = path.strip_suffix(".pyi")?;
+    let module = format!("{stem}.py");
+    crate::tree::regular_file(workspace, &module).map(|_| module)
+}
+
+/// At the file's first added line, quoting it.
+fn candidate(file: &FileDiff, message: String) -> Candidate {
+    let first = file
+        .hunks
+        .iter()
+        .flat_map(|h| &h.lines)
+        .find(|l| l.kind == LineKind::Added);
+    Candidate {
+        tool: "bugloop".to_owned(),
+        hit: Hit {
+            rule: "shadowing".to_owned(),
+            level: Level::Warning,
+            message,
+            file: file.path().to_owned(),
+            line: first.and_then(|l| l.new_line).unwrap_or(1),
+            end_line: None,
+            url: None,
+            security: false,
+            why: None,
+        },
+        score: Score::saturating(i64::from(Weight::Warning.score())),
+        category: Category::Reliability,
+        evidence: first
+            .map(|l| crate::keys::safe_evidence(&l.text))
+            .unwrap_or_default(),
+        note: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_standard_modules_name_at_a_root_and_a_stub_of_an_own_module_are_said() {
+        let tree = tempfile::tempdir().unwrap();
+        std::fs::write(tree.path().join("lib.py"), "def add(a, b): ...\n").unwrap();
+        let mut diff = crate::scope::adding("typing.py", &["def cast(t, v): ..."]);
+        for (path, line) in [
+            ("lib.pyi", "def add(a, b) -> object: ..."),
+            ("src/re/__init__.py", "match = None"),
+            ("pkg/typing.py", "x = 1"),
+            ("other.pyi", "x: int"),
+            ("test.py", "x = 1"),
+        ] {
+            diff.files.extend(crate::scope::adding(path, &[line]).files);
+        }
+        let found = shadows_added(&diff, tree.path());
+        let said: Vec<(&str, &str)> = found
+            .iter()
+            .map(|c| (c.hit.file.as_str(), c.hit.message.as_str()))
+            .collect();
+        assert_eq!(said.len(), 3, "{said:?}");
+        assert!(
+            said[0]
+                .1
+                .contains("instead of the standard library's `typing`")
+        );
+        assert_eq!(said[1].0, "lib.pyi");
+        assert!(
+            said[1]
+                .1
+                .contains("stub of the project's own module `lib.py`")
+        );
+        assert!(said[2].1.contains("standard library's `re`"));
+        assert_eq!(found[0].evidence, "def cast(t, v): ...");
+    }
+}
