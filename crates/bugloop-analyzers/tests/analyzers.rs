@@ -640,3 +640,21 @@ async fn tsc_takes_the_projects_strictness_and_paths_from_its_unchanged_configur
         .collect();
     assert_eq!(found, [("TS2345", 11)], "{analysis:#?}");
 }
+
+/// A file ty cannot read (Latin-1, which Python runs with its coding line) is a file ty did not
+/// check, never a clean one: an attacker's review hid a wrong call that way.
+#[tokio::test]
+async fn a_file_ty_cannot_read_is_not_checked() {
+    let repo = TestRepo::with_files(&[("README.md", "app\n")]);
+    repo.branch("change");
+    let latin = b"# -*- coding: latin-1 -*-\nname = \"caf\xe9\"\nsize = len(5)\n";
+    std::fs::write(repo.path().join("menu.py"), latin).unwrap();
+    repo.write("ok.py", "size = len(5)\n");
+    repo.commit("change");
+    let analysis = run_built_in(&repo, "ty").await;
+    let unchecked = &analysis.runs[0].unanalyzed;
+    assert_eq!(unchecked.len(), 1, "{analysis:#?}");
+    assert_eq!(unchecked[0].path, "menu.py");
+    assert!(unchecked[0].reason.contains("UTF-8"), "{unchecked:?}");
+    assert_eq!(found(&analysis, "ty", "invalid-argument-type"), Some(1));
+}
