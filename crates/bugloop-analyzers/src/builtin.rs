@@ -152,17 +152,7 @@ pub(crate) fn ruff_counts(code: &str) -> bool {
     let selected = RUFF_SELECT
         .split(',')
         .any(|prefix| code.starts_with(prefix));
-    let hit = Hit {
-        rule: code.to_owned(),
-        level: Level::Error,
-        message: String::new(),
-        file: String::new(),
-        line: 1,
-        end_line: None,
-        url: None,
-        security: false,
-        why: None,
-    };
+    let hit = Hit::of_rule(code, Level::Error, "");
     selected && !ignored && ruff_judge(&hit).is_some_and(|(weight, _)| weight != Weight::Minor)
 }
 
@@ -547,17 +537,7 @@ mod tests {
     use crate::compilers::clippy_judge;
 
     fn hit(rule: &str, level: Level) -> Hit {
-        Hit {
-            rule: rule.into(),
-            level,
-            message: String::new(),
-            file: "a".into(),
-            line: 1,
-            end_line: None,
-            url: None,
-            security: false,
-            why: None,
-        }
+        Hit::of_rule(rule, level, "")
     }
 
     #[test]

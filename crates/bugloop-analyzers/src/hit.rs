@@ -45,6 +45,24 @@ pub struct Hit {
     pub why: Option<String>,
 }
 
+impl Hit {
+    /// A hit of `rule` at `level` saying `message`, on the first line of a file `a`: what a rule
+    /// set weighs (its judges read the rule, level and message alone).
+    pub(crate) fn of_rule(rule: &str, level: Level, message: &str) -> Hit {
+        Hit {
+            rule: rule.to_owned(),
+            level,
+            message: message.to_owned(),
+            file: "a".to_owned(),
+            line: 1,
+            end_line: None,
+            url: None,
+            security: false,
+            why: None,
+        }
+    }
+}
+
 /// Keeps each diagnostic a tool said twice once (clippy checks a library twice, as a library and
 /// as its tests, and says the same warning of each): the same rule, place and message.
 pub(crate) fn said_once(hits: &mut Vec<Hit>) {

@@ -122,61 +122,77 @@ mod tests {
     use super::*;
     use crate::hit::Level;
 
-    fn weight(rule: &str, message: &str) -> Option<Weight> {
-        let hit = Hit {
-            rule: rule.into(),
-            level: Level::Error,
-            message: message.into(),
-            file: "a.py".into(),
-            line: 1,
-            end_line: None,
-            url: None,
-            security: false,
-            why: None,
-        };
-        judge(&hit).map(|j| j.0)
-    }
-
     #[test]
     fn bugs_count_and_what_a_missing_package_or_ruff_says_does_not() {
-        let argument = "No argument provided for required parameter `currency`";
-        assert_eq!(weight("missing-argument", argument), Some(Weight::Error));
-        let none = "Attribute `group` is not defined on `None` in union `Match[str] | None`";
-        assert_eq!(
-            weight("missing-union-attribute", none),
-            Some(Weight::Warning)
+        let (error, warning, minor) = (
+            Some(Weight::Error),
+            Some(Weight::Warning),
+            Some(Weight::Minor),
         );
-        let subscript = "Cannot subscript object of type `None` with no `__getitem__` method";
-        assert_eq!(
-            weight("not-subscriptable", subscript),
-            Some(Weight::Warning)
-        );
-        let call = "Function `parse` is always truthy: Did you mean to call this function?";
-        assert_eq!(weight("redundant-condition", call), Some(Weight::Warning));
-        assert_eq!(
-            weight("redundant-condition", "Condition is always true"),
-            None
-        );
-        // `None` in a union is about None too; where ty guesses, below the threshold.
-        let optional = "Object of type `Customer | None` is not assignable to `Customer`";
-        assert_eq!(
-            weight("invalid-assignment", optional),
-            Some(Weight::Warning)
-        );
-        let late = "Attribute `send` is not defined on `None` in union `None | socket`";
-        assert_eq!(weight("missing-union-attribute", late), Some(Weight::Minor));
-        let unknown = "Operator `+` is not supported between `bytes | Unknown` and `int`";
-        assert_eq!(weight("unsupported-operator", unknown), Some(Weight::Minor));
-        let wrapper = "Object of type `_Wrapped[(x), int]` has no attribute `calls`";
-        assert_eq!(weight("missing-attribute", wrapper), Some(Weight::Minor));
-        // An unresolved import is a package not installed here; an undefined name is ruff's
-        // F821 already.
-        for not_ours in [
-            "import-not-found",
-            "unresolved-reference",
-            "unused-ignore-comment",
+        for (rule, message, weight) in [
+            (
+                "missing-argument",
+                "No argument provided for required parameter `currency`",
+                error,
+            ),
+            (
+                "missing-union-attribute",
+                "Attribute `group` is not defined on `None` in union `Match[str] | None`",
+                warning,
+            ),
+            (
+                "not-subscriptable",
+                "Cannot subscript object of type `None` with no `__getitem__` method",
+                warning,
+            ),
+            (
+                "redundant-condition",
+                "Function `parse` is always truthy: Did you mean to call this function?",
+                warning,
+            ),
+            ("redundant-condition", "Condition is always true", None),
+            // `None` in a union is about None too.
+            (
+                "invalid-assignment",
+                "Object of type `Customer | None` is not assignable to `Customer`",
+                warning,
+            ),
+            // Where ty guesses in untyped code, below the threshold.
+            (
+                "missing-union-attribute",
+                "Attribute `send` is not defined on `None` in union `None | socket`",
+                minor,
+            ),
+            (
+                "unsupported-operator",
+                "Operator `+` is not supported between `bytes | Unknown` and `int`",
+                minor,
+            ),
+            (
+                "missing-attribute",
+                "Object of type `_Wrapped[(x), int]` has no attribute `calls`",
+                minor,
+            ),
+            // An unresolved import is a package not installed here; an undefined name is
+            // ruff's F821 already.
+            (
+                "import-not-found",
+                "Cannot resolve imported module `requests`",
+                None,
+            ),
+            (
+                "unresolved-reference",
+                "Name `x` used when not defined",
+                None,
+            ),
+            (
+                "unused-ignore-comment",
+                "Unused blanket `type: ignore` directive",
+                None,
+            ),
         ] {
-            assert_eq!(weight(not_ours, "..."), None, "{not_ours}");
+            let hit = Hit::of_rule(rule, Level::Error, message);
+            assert_eq!(judge(&hit).map(|j| j.0), weight, "{rule}: {message}");
         }
     }
 

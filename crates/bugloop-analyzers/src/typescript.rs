@@ -373,17 +373,7 @@ mod tests {
     }
 
     fn hit(rule: &str, message: &str) -> Hit {
-        Hit {
-            rule: rule.into(),
-            level: Level::Error,
-            message: message.into(),
-            file: "a.ts".into(),
-            line: 1,
-            end_line: None,
-            url: None,
-            security: false,
-            why: None,
-        }
+        Hit::of_rule(rule, Level::Error, message)
     }
 
     #[test]
