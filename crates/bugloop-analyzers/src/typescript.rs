@@ -108,7 +108,14 @@ pub(crate) fn args(i: Invocation<'_>) -> Vec<String> {
             options.insert("strict".to_owned(), Value::Bool(true));
         }
     }
-    let root = i.workspace.display().to_string();
+    // As the sandbox shows it (its links resolved): tsc names a file relative to the directory
+    // it runs in, which is the tree's real path.
+    let root = i
+        .workspace
+        .canonicalize()
+        .unwrap_or_else(|_| i.workspace.to_path_buf())
+        .display()
+        .to_string();
     let mut files: Vec<String> = i.files.iter().map(|f| format!("{root}/{f}")).collect();
     files.push(format!("{}/{GLOBALS_FILE}", i.config_dir));
     for declaration in declarations(i.workspace) {
@@ -203,6 +210,9 @@ pub(crate) fn read(stdout: &[u8], root: &Path, given: &[String]) -> Result<Vec<H
         if let Some(rest) = line.strip_prefix("error TS") {
             return Err(format!("tsc checked nothing: error TS{}", tail(rest)));
         }
+        if let Some(rest) = configuration_error(line) {
+            return Err(format!("tsc checked nothing: {}", tail(rest)));
+        }
         let ours = names.iter().find_map(|name| {
             let rest = line.strip_prefix(name)?.strip_prefix('(')?;
             diagnostic(rest).map(|d| (*name, d))
@@ -251,6 +261,20 @@ fn diagnostic(rest: &str) -> Option<(u32, Level, String, String)> {
         _ => return None,
     };
     Some((row, level, format!("TS{code}"), message.to_owned()))
+}
+
+/// An error of the configuration bugloop wrote (TS5xxx, TS6xxx: an option it refuses, a file
+/// of its list not found), which tsc says at the configuration's line: nothing was checked as
+/// it should have been, whatever else it says.
+fn configuration_error(line: &str) -> Option<&str> {
+    let at = line.find("): error TS")?;
+    let rest = &line[at + 3..];
+    let code: String = rest["error TS".len()..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    let code: u32 = code.parse().ok()?;
+    (5000..7000).contains(&code).then_some(rest)
 }
 
 /// A diagnostic of a file tsc was not given (one the given files import, a library's).
@@ -348,6 +372,13 @@ mod tests {
         );
         assert_eq!(hits[1].file, "src/b (1).ts");
         assert!(hits[1].message.ends_with("type 'number'. Details follow."));
+    }
+
+    #[test]
+    fn an_error_of_bugloops_configuration_means_nothing_was_checked() {
+        let line = "/cfg/tsconfig-1.json(1,40): error TS6053: File '/w/src/a.ts' not found.\n";
+        let error = read_text(line).unwrap_err();
+        assert!(error.contains("checked nothing: error TS6053"), "{error}");
     }
 
     #[test]
