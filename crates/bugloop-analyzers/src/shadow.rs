@@ -140,9 +140,13 @@ pub(crate) fn shadows_added(diff: &Diff, workspace: &Path) -> Vec<Candidate> {
         .collect()
 }
 
-/// The standard library module a file at a root Python imports from would shadow.
+/// The standard library module a file at a root Python imports from would shadow (the tree's
+/// root, `src/` and `python/`, which ty takes for roots of the project's code).
 fn standard_module(path: &str) -> Option<&'static str> {
-    let under_root = path.strip_prefix("src/").unwrap_or(path);
+    let under_root = ["src/", "python/"]
+        .iter()
+        .find_map(|root| path.strip_prefix(root))
+        .unwrap_or(path);
     let module = under_root
         .strip_suffix("/__init__.py")
         .or_else(|| under_root.strip_suffix(".py"))
@@ -153,11 +157,17 @@ fn standard_module(path: &str) -> Option<&'static str> {
         .copied()
 }
 
-/// The project's own module (`lib.py`, `pkg/__init__.py`) a stub beside it describes.
+/// The project's own module (`lib.py`, `pkg/__init__.py`) a stub beside it describes; for a
+/// stub package (`helper/__init__.pyi`), also the module it stands before (`helper.py`).
 fn own_module_of_stub(path: &str, workspace: &Path) -> Option<String> {
     let stem = path.strip_suffix(".pyi")?;
-    let module = format!("{stem}.py");
-    crate::tree::regular_file(workspace, &module).map(|_| module)
+    let package = stem
+        .strip_suffix("/__init__")
+        .map(|dir| format!("{dir}.py"));
+    [Some(format!("{stem}.py")), package]
+        .into_iter()
+        .flatten()
+        .find(|module| crate::tree::regular_file(workspace, module).is_some())
 }
 
 /// At the file's first added line, quoting it.
@@ -201,6 +211,8 @@ mod tests {
         for (path, line) in [
             ("lib.pyi", "def add(a, b) -> object: ..."),
             ("src/re/__init__.py", "match = None"),
+            ("lib/__init__.pyi", "def add(a, b) -> object: ..."),
+            ("python/os.py", "def getenv(k) -> str: ..."),
             ("pkg/typing.py", "x = 1"),
             ("other.pyi", "x: int"),
             ("test.py", "x = 1"),
@@ -212,7 +224,7 @@ mod tests {
             .iter()
             .map(|c| (c.hit.file.as_str(), c.hit.message.as_str()))
             .collect();
-        assert_eq!(said.len(), 3, "{said:?}");
+        assert_eq!(said.len(), 5, "{said:?}");
         assert!(
             said[0]
                 .1
@@ -225,6 +237,9 @@ mod tests {
                 .contains("stub of the project's own module `lib.py`")
         );
         assert!(said[2].1.contains("standard library's `re`"));
+        let package = "`lib/__init__.pyi`, a stub of the project's own module `lib.py`";
+        assert!(said[3].1.contains(package), "{}", said[3].1);
+        assert!(said[4].1.contains("standard library's `os`"));
         assert_eq!(found[0].evidence, "def cast(t, v): ...");
     }
 }

@@ -60,12 +60,6 @@ const MARKERS: &[Marker] = &[
         security: false,
     },
     Marker {
-        text: "if not TYPE_CHECKING:",
-        pattern: Some(r"^\s*(?:el)?if\s+not\s+(?:typing\.)?TYPE_CHECKING\s*:"),
-        silences: "every type checker, which never reads the block that Python runs",
-        security: false,
-    },
-    Marker {
         text: "pylint: disable",
         pattern: None,
         silences: "pylint's checks",
@@ -202,6 +196,30 @@ const OWN_MODULE_DECLARED: Marker = Marker {
     security: false,
 };
 
+/// Code guarded so that type checkers skip it while Python runs it: `if not TYPE_CHECKING:`,
+/// and any use of the constant but the plain `if TYPE_CHECKING:` of imports for annotations
+/// (`TYPE_CHECKING is False`, an alias of it, a `while`, a conditional expression), and the
+/// `else:` of a plain one.
+const TYPE_CHECKING_GUARD: Marker = Marker {
+    text: "TYPE_CHECKING",
+    pattern: None,
+    silences: "every type checker, which never reads what it guards and Python runs",
+    security: false,
+};
+
+/// An added line that uses `TYPE_CHECKING` otherwise than `if TYPE_CHECKING:` or its import.
+fn type_checking_guard(file: &str, text: &str) -> Option<(&'static Marker, String)> {
+    if !file.ends_with(".py") && !file.ends_with(".pyi") || !text.contains("TYPE_CHECKING") {
+        return None;
+    }
+    let code = text.split('#').next().unwrap_or(text).trim();
+    let plain_if = matches!(code, "if TYPE_CHECKING:" | "if typing.TYPE_CHECKING:");
+    let plain_import =
+        (code.starts_with("from ") || code.starts_with("import ")) && !code.contains(" as ");
+    (!plain_if && !plain_import && code.contains("TYPE_CHECKING"))
+        .then(|| (&TYPE_CHECKING_GUARD, String::new()))
+}
+
 /// Every suppression on a line the change adds, and every added line a suppression the change
 /// keeps on the line above silences, as a candidate of the tool `bugloop`.
 pub fn suppressions_added(diff: &Diff) -> Vec<Candidate> {
@@ -210,6 +228,7 @@ pub fn suppressions_added(diff: &Diff) -> Vec<Candidate> {
             suppression(text)
                 .or_else(|| cargo_lint_allowed(file, text))
                 .or_else(|| own_module_declared(file, text))
+                .or_else(|| type_checking_guard(file, text))
                 .map(|silenced| candidate_for(file, number, text, silenced, Said::Added))
         })
         .collect();
@@ -230,22 +249,42 @@ const NEXT_LINE: &[&str] = &[
     "NOLINTNEXTLINE",
 ];
 
-/// An added line right under a line the change keeps whose suppression silences the next line
-/// (`// @ts-ignore` above a line the change rewrites): the checks of the new code are off, and
-/// an attacker's review hid a type error under one the base had.
+/// An added line under a line the change keeps whose suppression silences the next line of
+/// code (`// @ts-ignore` above a line the change rewrites, blank and comment lines between
+/// them, as tsc skips them), or in the `else:` of an `if TYPE_CHECKING:` the change keeps: the
+/// checks of the new code are off, and an attacker's review hid a type error under one the base
+/// had. Said once at the first such added line of each.
 fn under_a_kept_suppression(diff: &Diff) -> Vec<Candidate> {
     let mut found = Vec::new();
     for file in &diff.files {
         for hunk in &file.hunks {
-            let mut above: Option<&bugloop_diff::DiffLine> = None;
+            // The kept suppression waiting for its line of code, and the indentation of a kept
+            // `else:` of `if TYPE_CHECKING:` whose block the lines are in.
+            let mut pending: Option<(&'static Marker, String)> = None;
+            let mut unchecked_block: Option<usize> = None;
+            let mut type_checking_if: Option<usize> = None;
             for line in hunk.lines.iter().filter(|l| l.kind != LineKind::Removed) {
-                let kept = above
-                    .filter(|a| a.kind == LineKind::Context)
-                    .filter(|a| NEXT_LINE.iter().any(|m| a.text.contains(m)))
-                    .and_then(|a| suppression_marker(&a.text));
-                if let (LineKind::Added, Some(silenced), Some(number)) =
-                    (line.kind, kept, line.new_line)
-                {
+                let text = line.text.trim();
+                let indent = line.text.len() - line.text.trim_start().len();
+                let comment = ["//", "/*", "*", "#"].iter().any(|c| text.starts_with(c));
+                let marker = NEXT_LINE.iter().any(|m| text.contains(m));
+                // tsc, shellcheck and hadolint look past blank lines and comments for the
+                // line a directive silences.
+                if text.is_empty() || (comment && !marker) {
+                    continue;
+                }
+                if unchecked_block.is_some_and(|block| indent <= block) {
+                    unchecked_block = None;
+                }
+                let silenced = match (line.kind, &pending, unchecked_block) {
+                    (LineKind::Added, Some(kept), _) => Some(kept.clone()),
+                    (LineKind::Added, None, Some(_)) => {
+                        unchecked_block = None;
+                        Some((&TYPE_CHECKING_GUARD, String::new()))
+                    }
+                    _ => None,
+                };
+                if let (Some(silenced), Some(number)) = (silenced, line.new_line) {
                     found.push(candidate_for(
                         file.path(),
                         number,
@@ -254,7 +293,17 @@ fn under_a_kept_suppression(diff: &Diff) -> Vec<Candidate> {
                         Said::KeptAbove,
                     ));
                 }
-                above = Some(line);
+                pending = match line.kind {
+                    LineKind::Context if marker => suppression_marker(text),
+                    _ => None,
+                };
+                if matches!(text, "if TYPE_CHECKING:" | "if typing.TYPE_CHECKING:") {
+                    type_checking_if = Some(indent);
+                } else if text == "else:" {
+                    unchecked_block = type_checking_if.filter(|at| *at == indent);
+                } else if type_checking_if.is_some_and(|at| indent <= at) {
+                    type_checking_if = None;
+                }
             }
         }
     }
@@ -284,18 +333,22 @@ fn own_module_declared(file: &str, text: &str) -> Option<(&'static Marker, Strin
 
 /// What a line's suppression silences: the marker and the codes written after it; nothing for
 /// a `# noqa` that silences only codes bugloop's ruff rule set does not count.
+/// Of the line's markers, the first that silences something bugloop counts: after a `# noqa`
+/// of uncounted codes, a `# ty: ignore` on the same line is still said (an attacker's review
+/// hid one behind `# noqa # ty: ignore`).
 fn suppression(text: &str) -> Option<(&'static Marker, String)> {
-    let (marker, codes) = suppression_marker(text)?;
-    let ruff_codes: Vec<&str> = codes
-        .split(|c: char| c == ',' || c.is_whitespace())
-        .filter(|c| !c.is_empty())
-        .collect();
-    let only_uncounted = marker.text == "# noqa"
-        && !ruff_codes.is_empty()
-        && ruff_codes
-            .iter()
-            .all(|code| !crate::builtin::ruff_counts(code));
-    (!only_uncounted).then_some((marker, codes))
+    markers_on(text).into_iter().find(|(marker, codes)| {
+        let ruff_codes: Vec<&str> = codes
+            .split(|c: char| c == ',' || c.is_whitespace())
+            .filter(|c| !c.is_empty())
+            .collect();
+        let only_uncounted = marker.text == "# noqa"
+            && !ruff_codes.is_empty()
+            && ruff_codes
+                .iter()
+                .all(|code| !crate::builtin::ruff_counts(code));
+        !only_uncounted
+    })
 }
 
 /// Where `marker` is on `text`: its start and end.
@@ -321,14 +374,31 @@ fn find(marker: &Marker, text: &str) -> Option<(usize, usize)> {
     }
 }
 
+/// The first marker on a line and its codes.
 fn suppression_marker(text: &str) -> Option<(&'static Marker, String)> {
-    let (marker, (_, end)) = MARKERS
+    markers_on(text).into_iter().next()
+}
+
+/// Every marker on a line, in their order, each with the codes written after it (up to the
+/// next comment: `# noqa: F401 # ty: ignore` names F401 for the first).
+fn markers_on(text: &str) -> Vec<(&'static Marker, String)> {
+    let mut found: Vec<(&'static Marker, (usize, usize))> = MARKERS
         .iter()
         .filter_map(|m| find(m, text).map(|place| (m, place)))
-        .min_by_key(|(_, (start, _))| *start)?;
-    let rest = &text[end..];
+        .collect();
+    found.sort_by_key(|(_, (start, _))| *start);
+    found
+        .into_iter()
+        .map(|(marker, (_, end))| (marker, codes_after(&text[end..])))
+        .collect()
+}
+
+fn codes_after(rest: &str) -> String {
     let codes: String = rest
         .trim_start_matches([':', '=', ' ', '-', '['])
+        .split(" #")
+        .next()
+        .unwrap_or_default()
         .split("*/")
         .next()
         .unwrap_or_default()
@@ -340,8 +410,7 @@ fn suppression_marker(text: &str) -> Option<(&'static Marker, String)> {
         .chars()
         .take(120)
         .collect();
-    let codes = crate::keys::mask_keys(&codes);
-    Some((marker, codes))
+    crate::keys::mask_keys(&codes)
 }
 
 /// Where a suppression is: on the line the change adds, or kept on the line above it.
@@ -361,7 +430,7 @@ fn candidate_for(
     // `@ts-nocheck` reaches the whole file, `if not TYPE_CHECKING:` its block.
     let reach = match marker.text {
         "@ts-nocheck" => "in this whole file",
-        "if not TYPE_CHECKING:" => "in the block below",
+        "TYPE_CHECKING" => "in the code it guards",
         _ => "on this line",
     };
     let what = if codes.is_empty() {
@@ -509,7 +578,22 @@ mod tests {
             ),
             ("a.py", "x = f(1)  #\tty:\tignore", "ty's type checks"),
             ("a.py", "x = f(1)  #type:ignore", "the type checker"),
-            ("a.py", "if not TYPE_CHECKING:", "in the block below"),
+            ("a.py", "if not TYPE_CHECKING:", "in the code it guards"),
+            (
+                "a.py",
+                "while TYPE_CHECKING is False:",
+                "in the code it guards",
+            ),
+            (
+                "a.py",
+                "from typing import TYPE_CHECKING as TC",
+                "never reads what it guards",
+            ),
+            (
+                "a.py",
+                "x = f(1)  # noqa: F401 # ty: ignore",
+                "ty's type checks",
+            ),
         ] {
             let found = suppressions_added(&added(path, &[line]));
             assert_eq!(found.len(), 1, "{line}");
@@ -586,6 +670,32 @@ mod tests {
             found[0].hit.message
         );
         assert_eq!(found[0].evidence, "const total: number = \"all\";");
+    }
+
+    #[test]
+    fn type_checking_for_imports_is_no_suppression() {
+        let lines = [
+            "from typing import TYPE_CHECKING",
+            "if TYPE_CHECKING:",
+            "    from app.models import User",
+        ];
+        assert!(suppressions_added(&added("a.py", &lines)).is_empty());
+    }
+
+    #[test]
+    fn a_kept_directive_reaches_past_blank_lines_and_comments_and_an_else_is_unchecked() {
+        let diff = bugloop_diff::parse(
+            "diff --git a/a.ts b/a.ts\n--- a/a.ts\n+++ b/a.ts\n@@ -1,4 +1,5 @@\n \
+             // @ts-ignore\n \n // why\n-const a = f();\n+const a: number = \"x\";\n+const b = 2;\n\
+             diff --git a/m.py b/m.py\n--- a/m.py\n+++ b/m.py\n@@ -1,4 +1,5 @@\n \
+             if TYPE_CHECKING:\n     pass\n else:\n-    x = 1\n+    x = len(5)\n+    y = 2\n z = 3\n",
+        );
+        let found = suppressions_added(&diff);
+        let places: Vec<(&str, u32)> = found
+            .iter()
+            .map(|c| (c.hit.file.as_str(), c.hit.line))
+            .collect();
+        assert_eq!(places, [("a.ts", 4), ("m.py", 4)]);
     }
 
     /// The attribute is shown closed, its lints without the attribute's brackets.

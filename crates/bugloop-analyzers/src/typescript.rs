@@ -311,6 +311,11 @@ pub(crate) fn judge(hit: &Hit) -> Option<(Weight, Category)> {
     if rule == "TS2339" && hit.message.contains("type 'ImportMeta'") {
         return None;
     }
+    // A module of the project's own that is not there (`./utils/helpr`): the import fails when
+    // it runs, unlike a package the checkout has not installed.
+    if rule == "TS2307" && missing_own_module(&hit.message) {
+        return Some((Weight::Error, Category::Logic));
+    }
     // A runtime's or test framework's global (also where a local name looks like it: "Did you
     // mean 'processed'?").
     if matches!(rule, "TS2304" | "TS2552")
@@ -327,6 +332,63 @@ pub(crate) fn judge(hit: &Hit) -> Option<(Weight, Category)> {
     MINOR
         .contains(&rule)
         .then_some((Weight::Minor, Category::Logic))
+}
+
+/// Whether "Cannot find module 'x'" names a relative module of code (`./utils/helpr`, not a
+/// stylesheet or an image, which a bundler brings and tsc cannot read).
+fn missing_own_module(message: &str) -> bool {
+    let Some(rest) = message.strip_prefix("Cannot find module '") else {
+        return false;
+    };
+    let Some((specifier, _)) = rest.split_once('\'') else {
+        return false;
+    };
+    let relative = specifier.starts_with("./") || specifier.starts_with("../");
+    let last = specifier.rsplit('/').next().unwrap_or(specifier);
+    // `./user.service` is code; `./logo.svg` is not.
+    let asset = last.rsplit_once('.').is_some_and(|(_, extension)| {
+        matches!(
+            extension.to_ascii_lowercase().as_str(),
+            "css"
+                | "scss"
+                | "sass"
+                | "less"
+                | "styl"
+                | "svg"
+                | "png"
+                | "jpg"
+                | "jpeg"
+                | "gif"
+                | "webp"
+                | "avif"
+                | "ico"
+                | "bmp"
+                | "html"
+                | "vue"
+                | "svelte"
+                | "astro"
+                | "md"
+                | "mdx"
+                | "txt"
+                | "woff"
+                | "woff2"
+                | "ttf"
+                | "otf"
+                | "eot"
+                | "wasm"
+                | "graphql"
+                | "gql"
+                | "yaml"
+                | "yml"
+                | "csv"
+                | "mp3"
+                | "mp4"
+                | "webm"
+                | "wav"
+                | "glsl"
+        )
+    });
+    relative && !asset
 }
 
 /// The name in "Cannot find name 'x'".
@@ -436,6 +498,12 @@ mod tests {
             ),
             None
         );
+        let typo = "Cannot find module './utils/helpr' or its corresponding type declarations.";
+        assert_eq!(weight("TS2307", typo), Some(Weight::Error));
+        let style = "Cannot find module './app.module.css' or its corresponding type declarations.";
+        assert_eq!(weight("TS2307", style), None);
+        let service = "Cannot find module './user.servce' or its corresponding type declarations.";
+        assert_eq!(weight("TS2307", service), Some(Weight::Error));
         for dependency in [
             "TS2307", "TS2580", "TS2591", "TS2582", "TS7006", "TS7016", "TS1005",
         ] {
