@@ -1,8 +1,9 @@
 //! The TypeScript compiler as an analyzer: `tsc` (TypeScript 7, one native binary with its
-//! `lib.*.d.ts` beside it) type-checks the changed files and what they import, under bugloop's
-//! own options (the repository's `tsconfig.json` is never read: files named on the command line
-//! set it aside), with every declaration file of the tree (`*.d.ts`: a project's globals and
-//! module declarations) so a name the project declares is not taken for a typo.
+//! `lib.*.d.ts` beside it) type-checks the changed files and what they import, under a
+//! configuration bugloop writes (its own options, and of the project's `tsconfig.json` only its
+//! strictness and `paths`, `tsconfig.rs`), with every declaration file of the tree (`*.d.ts`:
+//! a project's globals and module declarations) so a name the project declares is not taken for
+//! a typo.
 //!
 //! tsc writes no SARIF nor JSON: its `--pretty false` lines (`file(line,col): error TS2322: ...`,
 //! the format editors' problem matchers read) are its machine-readable output. Only codes that
@@ -13,10 +14,9 @@
 use std::path::Path;
 
 use bugloop_domain::finding::Category;
-
-use crate::hit::{Hit, Level};
 use serde_json::{Map, Value};
 
+use crate::hit::{Hit, Level};
 use crate::invocation::{Invocation, strings};
 use crate::sarif::relative_path;
 use crate::weight::Weight;
