@@ -102,8 +102,73 @@ const STANDARD_LIBRARY: &[&str] = &[
     "zoneinfo",
 ];
 
-/// The candidates for the files `diff` adds (or, for a stub, edits) under `workspace`.
+/// The candidates for the files `diff` adds (or, for a stub, edits) under `workspace`, and for
+/// the declarations of the project's own modules by their `paths` alias.
 pub(crate) fn shadows_added(diff: &Diff, workspace: &Path) -> Vec<Candidate> {
+    let mut found = own_aliases_declared(diff, workspace);
+    found.extend(shadowing_files(diff, workspace));
+    found
+}
+
+/// An added `declare module "@app/db"` in TypeScript whose name the project's `paths` map to its
+/// own code: tsc believes the declaration over the module (an attacker's review hid a wrong
+/// call behind one typed `any`). A relative name (`"./money"`) is a suppression already.
+fn own_aliases_declared(diff: &Diff, workspace: &Path) -> Vec<Candidate> {
+    let typescript = |path: &str| {
+        [".ts", ".tsx", ".mts", ".cts"]
+            .iter()
+            .any(|e| path.ends_with(e))
+    };
+    if !diff.files.iter().any(|f| typescript(f.path())) {
+        return Vec::new();
+    }
+    let patterns = crate::tsconfig::path_patterns(workspace);
+    let mut found = Vec::new();
+    for (file, number, text) in crate::scope::added_lines(diff).filter(|(f, _, _)| typescript(f)) {
+        let Some(name) = declared_module(text) else {
+            continue;
+        };
+        if patterns
+            .iter()
+            .any(|pattern| matches_pattern(pattern, name))
+        {
+            let message = format!(
+                "This change declares the module `{name}`, which the project's tsconfig `paths` \
+                 map to its own code: tsc believes the declaration over the module's code, so a \
+                 wrong type in it hides every wrong call into the module; import the module's \
+                 own types instead"
+            );
+            found.push(candidate_at(file, number, text, message));
+        }
+    }
+    found
+}
+
+/// The name of `declare module "x"` on a line.
+fn declared_module(text: &str) -> Option<&str> {
+    let rest = text.trim_start();
+    let rest = rest.strip_prefix("export ").unwrap_or(rest).trim_start();
+    let rest = rest.strip_prefix("declare")?.trim_start();
+    let rest = rest.strip_prefix("module")?.trim_start();
+    let quote = rest.chars().next().filter(|c| *c == '"' || *c == '\'')?;
+    let rest = &rest[1..];
+    rest.split_once(quote).map(|(name, _)| name)
+}
+
+/// Whether a `paths` pattern (`@app/*`, `@db`) takes the module name.
+fn matches_pattern(pattern: &str, name: &str) -> bool {
+    match pattern.split_once('*') {
+        Some((prefix, suffix)) => {
+            name.len() >= prefix.len() + suffix.len()
+                && name.starts_with(prefix)
+                && name.ends_with(suffix)
+        }
+        None => pattern == name,
+    }
+}
+
+/// A module named as the standard library's, or a stub of an own module, that `diff` adds.
+fn shadowing_files(diff: &Diff, workspace: &Path) -> Vec<Candidate> {
     diff.files
         .iter()
         .filter(|file| file.change != ChangeKind::Deleted && !file.binary)
@@ -177,14 +242,20 @@ fn candidate(file: &FileDiff, message: String) -> Candidate {
         .iter()
         .flat_map(|h| &h.lines)
         .find(|l| l.kind == LineKind::Added);
+    let line = first.and_then(|l| l.new_line).unwrap_or(1);
+    let text = first.map(|l| l.text.as_str()).unwrap_or_default();
+    candidate_at(file.path(), line, text, message)
+}
+
+fn candidate_at(file: &str, line: u32, text: &str, message: String) -> Candidate {
     Candidate {
         tool: "bugloop".to_owned(),
         hit: Hit {
             rule: "shadowing".to_owned(),
             level: Level::Warning,
             message,
-            file: file.path().to_owned(),
-            line: first.and_then(|l| l.new_line).unwrap_or(1),
+            file: file.to_owned(),
+            line,
             end_line: None,
             url: None,
             security: false,
@@ -192,9 +263,7 @@ fn candidate(file: &FileDiff, message: String) -> Candidate {
         },
         score: Score::saturating(i64::from(Weight::Warning.score())),
         category: Category::Reliability,
-        evidence: first
-            .map(|l| crate::keys::safe_evidence(&l.text))
-            .unwrap_or_default(),
+        evidence: crate::keys::safe_evidence(text),
         note: None,
     }
 }
@@ -202,6 +271,30 @@ fn candidate(file: &FileDiff, message: String) -> Candidate {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_declaration_of_an_own_module_by_its_alias_is_said_and_a_packages_is_not() {
+        let tree = tempfile::tempdir().unwrap();
+        let config = "{ \"compilerOptions\": { \"paths\": { \"@app/*\": [\"src/*\"] } } }";
+        std::fs::write(tree.path().join("tsconfig.json"), config).unwrap();
+        let lines = [
+            "declare module \"@app/db\" { export const find: any }",
+            "declare module 'express' {",
+            "export declare module '@app/cart';",
+        ];
+        let found = shadows_added(
+            &crate::scope::adding("types/shim.d.ts", &lines),
+            tree.path(),
+        );
+        let said: Vec<u32> = found.iter().map(|c| c.hit.line).collect();
+        assert_eq!(said, [1, 3], "{found:?}");
+        assert!(
+            found[0]
+                .hit
+                .message
+                .contains("declares the module `@app/db`")
+        );
+    }
 
     #[test]
     fn a_standard_modules_name_at_a_root_and_a_stub_of_an_own_module_are_said() {

@@ -71,6 +71,18 @@ pub(crate) fn project_options(workspace: &Path, edited: &[String]) -> Option<Map
     Some(kept)
 }
 
+/// The module patterns the project's `paths` name (`@app/*`), from its configuration chain as
+/// the tree holds it: what the project's own code is imported as.
+pub(crate) fn path_patterns(workspace: &Path) -> Vec<String> {
+    let mut chain = Vec::new();
+    load(workspace, "tsconfig.json", &mut chain);
+    chain
+        .iter()
+        .filter_map(|(_, config)| config.get("compilerOptions")?.get("paths")?.as_object())
+        .flat_map(|paths| paths.keys().cloned())
+        .collect()
+}
+
 /// `name` (relative to the tree) and what it extends, the project's own file first.
 fn load(workspace: &Path, name: &str, chain: &mut Vec<(String, Value)>) {
     if chain.len() >= MAX_CHAIN || chain.iter().any(|(seen, _)| seen == name) {
