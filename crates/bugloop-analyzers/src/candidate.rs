@@ -4,7 +4,6 @@
 use std::path::Path;
 
 use bugloop_domain::finding::Category;
-use bugloop_domain::score::Score;
 
 use crate::hit::{Candidate, Hit};
 use crate::input::regular_file;
@@ -44,14 +43,7 @@ pub(crate) fn candidate(
     if hit.url.is_none() {
         hit.url = rule_page(tool, &hit.rule);
     }
-    Some(Candidate {
-        tool: tool.to_owned(),
-        hit,
-        score: Score::saturating(i64::from(weight.score())),
-        category,
-        evidence,
-        note: None,
-    })
+    Some(Candidate::said(tool, hit, (weight, category), evidence))
 }
 
 /// A rule's page where the tool's own output names none (hadolint's SARIF has no `helpUri`),

@@ -6,6 +6,8 @@ use bugloop_domain::markdown::{plain_https, quiet};
 use bugloop_domain::score::Score;
 use serde::Serialize;
 
+use crate::weight::Weight;
+
 /// How serious the tool says a hit is (SARIF's levels; other formats are mapped onto them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -49,12 +51,17 @@ impl Hit {
     /// A hit of `rule` at `level` saying `message`, on the first line of a file `a`: what a rule
     /// set weighs (its judges read the rule, level and message alone).
     pub(crate) fn of_rule(rule: &str, level: Level, message: &str) -> Hit {
+        Hit::at(rule, level, ("a", 1), message.to_owned())
+    }
+
+    /// A hit of `rule` at `level` on `file`'s `line`, saying `message` (bugloop's own checks).
+    pub(crate) fn at(rule: &str, level: Level, (file, line): (&str, u32), message: String) -> Hit {
         Hit {
             rule: rule.to_owned(),
             level,
-            message: message.to_owned(),
-            file: "a".to_owned(),
-            line: 1,
+            message,
+            file: file.to_owned(),
+            line,
             end_line: None,
             url: None,
             security: false,
@@ -97,6 +104,24 @@ pub struct Candidate {
 const MAX_TITLE_CHARS: usize = 160;
 
 impl Candidate {
+    /// A candidate of `tool` (an analyzer, or one of bugloop's own checks): `hit` at `weight`,
+    /// quoting `evidence`.
+    pub(crate) fn said(
+        tool: &str,
+        hit: Hit,
+        (weight, category): (Weight, Category),
+        evidence: String,
+    ) -> Candidate {
+        Candidate {
+            tool: tool.to_owned(),
+            hit,
+            score: Score::saturating(i64::from(weight.score())),
+            category,
+            evidence,
+            note: None,
+        }
+    }
+
     /// A stable id: the tool, the rule and the place (`ruff-S608-app-db.py-12`).
     pub fn id(&self) -> FindingId {
         // clippy names its lints `clippy::name`: the tool is said once.

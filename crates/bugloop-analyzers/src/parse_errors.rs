@@ -48,30 +48,14 @@ pub(crate) fn unparseable_by_ruff(candidates: &[Candidate]) -> BTreeSet<&str> {
 #[cfg(test)]
 mod tests {
     use bugloop_domain::finding::Category;
-    use bugloop_domain::score::Score;
 
     use super::*;
     use crate::hit::{Hit, Level};
+    use crate::weight::Weight;
 
     fn candidate(tool: &str, rule: &str, file: &str, line: u32) -> Candidate {
-        Candidate {
-            tool: tool.to_owned(),
-            hit: Hit {
-                rule: rule.to_owned(),
-                level: Level::Error,
-                message: String::new(),
-                file: file.to_owned(),
-                line,
-                end_line: None,
-                url: None,
-                security: false,
-                why: None,
-            },
-            score: Score::saturating(7),
-            category: Category::Logic,
-            evidence: String::new(),
-            note: None,
-        }
+        let hit = Hit::at(rule, Level::Error, (file, line), String::new());
+        Candidate::said(tool, hit, (Weight::Error, Category::Logic), String::new())
     }
 
     /// ruff's two messages for `def broken(:`, and what else is said of the file: one syntax

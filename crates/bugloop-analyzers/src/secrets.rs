@@ -9,7 +9,6 @@
 
 use bugloop_diff::Diff;
 use bugloop_domain::finding::Category;
-use bugloop_domain::score::Score;
 
 use crate::hit::{Candidate, Hit, Level};
 use crate::keys::{KeyFormat, compiled, masked, placeholder, safe_evidence};
@@ -50,36 +49,24 @@ fn candidate(
     // The text before the first key grounds the finding without repeating any key.
     let _ = at.start();
     let evidence = safe_evidence(text);
-    Candidate {
-        tool: "secrets".to_owned(),
-        hit: Hit {
-            rule: format.rule.to_owned(),
-            level: Level::Error,
-            message: format!(
-                "This change commits {} ({shown}): anyone who can read the repository can use it. Revoke it, and load it from the environment or a secret store",
-                format.what
-            ),
-            file: file.to_owned(),
-            line,
-            end_line: None,
-            url: None,
-            security: true,
-            why: None,
-        },
-        // A test's throwaway key (a certificate fixture) is said below the threshold.
-        score: Score::saturating(i64::from(if is_test_file(file) {
-            Weight::Minor.score()
-        } else {
-            Weight::Critical.score()
-        })),
-        category: Category::Security,
-        evidence: if format.rule == "private-key" {
-            shown
-        } else {
-            evidence
-        },
-        note: None,
-    }
+    let message = format!(
+        "This change commits {} ({shown}): anyone who can read the repository can use it. Revoke it, and load it from the environment or a secret store",
+        format.what
+    );
+    let mut hit = Hit::at(format.rule, Level::Error, (file, line), message);
+    hit.security = true;
+    // A test's throwaway key (a certificate fixture) is said below the threshold.
+    let weight = if is_test_file(file) {
+        Weight::Minor
+    } else {
+        Weight::Critical
+    };
+    let evidence = if format.rule == "private-key" {
+        shown
+    } else {
+        evidence
+    };
+    Candidate::said("secrets", hit, (weight, Category::Security), evidence)
 }
 
 #[cfg(test)]

@@ -8,7 +8,6 @@ use std::path::Path;
 
 use bugloop_diff::{ChangeKind, Diff, FileDiff, LineKind};
 use bugloop_domain::finding::Category;
-use bugloop_domain::score::Score;
 
 use crate::hit::{Candidate, Hit, Level};
 use crate::weight::Weight;
@@ -248,24 +247,12 @@ fn candidate(file: &FileDiff, message: String) -> Candidate {
 }
 
 fn candidate_at(file: &str, line: u32, text: &str, message: String) -> Candidate {
-    Candidate {
-        tool: "bugloop".to_owned(),
-        hit: Hit {
-            rule: "shadowing".to_owned(),
-            level: Level::Warning,
-            message,
-            file: file.to_owned(),
-            line,
-            end_line: None,
-            url: None,
-            security: false,
-            why: None,
-        },
-        score: Score::saturating(i64::from(Weight::Warning.score())),
-        category: Category::Reliability,
-        evidence: crate::keys::safe_evidence(text),
-        note: None,
-    }
+    Candidate::said(
+        "bugloop",
+        Hit::at("shadowing", Level::Warning, (file, line), message),
+        (Weight::Warning, Category::Reliability),
+        crate::keys::safe_evidence(text),
+    )
 }
 
 #[cfg(test)]

@@ -4,7 +4,6 @@
 
 use bugloop_diff::{Diff, LineKind};
 use bugloop_domain::finding::Category;
-use bugloop_domain::score::Score;
 
 use crate::hit::{Candidate, Hit, Level};
 use crate::scope::added_lines;
@@ -439,37 +438,29 @@ fn candidate_for(
         format!("{codes} ({})", marker.silences)
     };
     let security = marker.security || silences_security(&codes);
-    Candidate {
-        tool: "bugloop".to_owned(),
-        hit: Hit {
-            rule: "suppression".to_owned(),
-            level: Level::Warning,
-            message: match said {
-                Said::Added => format!(
-                    "This change adds `{}`, which silences {what}: say why the check is wrong here, or fix what it reports",
-                    shown(marker.text)
-                ),
-                Said::KeptAbove => format!(
-                    "This line the change writes is under `{}` on the line above, which the change keeps and which silences {what}: say why the check is wrong for the new code, or remove it",
-                    shown(marker.text)
-                ),
-            },
-            file: file.to_owned(),
-            line,
-            end_line: None,
-            url: None,
-            security,
-            why: None,
-        },
-        score: Score::saturating(i64::from(Weight::Warning.score())),
-        category: if security {
-            Category::Security
-        } else {
-            Category::Maintainability
-        },
-        evidence: crate::keys::safe_evidence(text),
-        note: None,
-    }
+    let message = match said {
+        Said::Added => format!(
+            "This change adds `{}`, which silences {what}: say why the check is wrong here, or fix what it reports",
+            shown(marker.text)
+        ),
+        Said::KeptAbove => format!(
+            "This line the change writes is under `{}` on the line above, which the change keeps and which silences {what}: say why the check is wrong for the new code, or remove it",
+            shown(marker.text)
+        ),
+    };
+    let mut hit = Hit::at("suppression", Level::Warning, (file, line), message);
+    hit.security = security;
+    let category = if security {
+        Category::Security
+    } else {
+        Category::Maintainability
+    };
+    Candidate::said(
+        "bugloop",
+        hit,
+        (Weight::Warning, category),
+        crate::keys::safe_evidence(text),
+    )
 }
 
 /// A marker as a reader knows it: an attribute's parentheses and bracket closed around `…`
