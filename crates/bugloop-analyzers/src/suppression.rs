@@ -276,20 +276,23 @@ fn under_a_kept_suppression(diff: &Diff) -> Vec<Candidate> {
                     unchecked_block = None;
                 }
                 let silenced = match (line.kind, &pending, unchecked_block) {
-                    (LineKind::Added, Some(kept), _) => Some(kept.clone()),
+                    (LineKind::Added, Some(kept), _) => Some((kept.clone(), Said::KeptAbove)),
                     (LineKind::Added, None, Some(_)) => {
                         unchecked_block = None;
-                        Some((&TYPE_CHECKING_GUARD, String::new()))
+                        Some((
+                            (&TYPE_CHECKING_GUARD, String::new()),
+                            Said::InTypeCheckingElse,
+                        ))
                     }
                     _ => None,
                 };
-                if let (Some(silenced), Some(number)) = (silenced, line.new_line) {
+                if let (Some((silenced, said)), Some(number)) = (silenced, line.new_line) {
                     found.push(candidate_for(
                         file.path(),
                         number,
                         &line.text,
                         silenced,
-                        Said::KeptAbove,
+                        said,
                     ));
                 }
                 pending = match line.kind {
@@ -412,11 +415,14 @@ fn codes_after(rest: &str) -> String {
     crate::keys::mask_keys(&codes)
 }
 
-/// Where a suppression is: on the line the change adds, or kept on the line above it.
+/// Where a suppression is: on the line the change adds, kept on the line above it, or kept as the
+/// `if TYPE_CHECKING:` whose `else:` the line is in.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Said {
     Added,
     KeptAbove,
+    /// In the `else:` of an `if TYPE_CHECKING:` the change keeps.
+    InTypeCheckingElse,
 }
 
 fn candidate_for(
@@ -442,6 +448,9 @@ fn candidate_for(
         Said::Added => format!(
             "This change adds `{}`, which silences {what}: say why the check is wrong here, or fix what it reports",
             shown(marker.text)
+        ),
+        Said::InTypeCheckingElse => format!(
+            "This line the change writes is in the `else:` of an `if TYPE_CHECKING:` the change keeps, which silences {what}: move it out of the `else:`, or say why no type checker needs to read it"
         ),
         Said::KeptAbove => format!(
             "This line the change writes is under `{}` on the line above, which the change keeps and which silences {what}: say why the check is wrong for the new code, or remove it",
@@ -687,6 +696,12 @@ mod tests {
             .map(|c| (c.hit.file.as_str(), c.hit.line))
             .collect();
         assert_eq!(places, [("a.ts", 4), ("m.py", 4)]);
+        assert!(
+            found[1]
+                .hit
+                .message
+                .contains("in the `else:` of an `if TYPE_CHECKING:`")
+        );
     }
 
     /// The attribute is shown closed, its lints without the attribute's brackets.
