@@ -265,9 +265,20 @@ fn diagnostic(rest: &str) -> Option<(u32, Level, String, String)> {
 
 /// An error of the configuration bugloop wrote (TS5xxx, TS6xxx: an option it refuses, a file
 /// of its list not found), which tsc says at the configuration's line: nothing was checked as
-/// it should have been, whatever else it says.
+/// it should have been, whatever else it says. Only of bugloop's file: a branch's
+/// `/// <reference path>` to a file that is not there is its own file's diagnostic (an attack
+/// test's made tsc's whole run count as nothing checked).
 fn configuration_error(line: &str) -> Option<&str> {
     let at = line.find("): error TS")?;
+    let file = line[..at].rsplit_once('(')?.0;
+    let name = file.rsplit('/').next().unwrap_or(file);
+    let ours = name
+        .strip_prefix("tsconfig-")
+        .and_then(|rest| rest.strip_suffix(".json"))
+        .is_some_and(|digest| digest.len() == 16 && digest.chars().all(|c| c.is_ascii_hexdigit()));
+    if !ours {
+        return None;
+    }
     let rest = &line[at + 3..];
     let code: String = rest["error TS".len()..]
         .chars()
@@ -438,9 +449,13 @@ mod tests {
 
     #[test]
     fn an_error_of_bugloops_configuration_means_nothing_was_checked() {
-        let line = "/cfg/tsconfig-1.json(1,40): error TS6053: File '/w/src/a.ts' not found.\n";
+        let line =
+            "/cfg/tsconfig-00000000000000a1.json(1,40): error TS6053: File '/w/a.ts' not found.\n";
         let error = read_text(line).unwrap_err();
         assert!(error.contains("checked nothing: error TS6053"), "{error}");
+        // A branch's reference to a file that is not there is its file's own diagnostic.
+        let reference = "src/a.ts(1,22): error TS6053: File '/etc/x.d.ts' not found.\n";
+        assert_eq!(read_text(reference).unwrap()[0].rule, "TS6053");
     }
 
     #[test]

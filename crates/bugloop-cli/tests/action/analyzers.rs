@@ -55,3 +55,102 @@ async fn an_analyzers_hit_is_a_line_comment_and_a_sarif_result_under_its_rule() 
         "{summary:#?}"
     );
 }
+
+/// What a pull request's author can make the type checkers read: its TypeScript references and
+/// imports a file outside the checkout by its absolute path, its `tsconfig.json` extends one and
+/// maps an alias to it, each a canary the runner's user can read (as a key file on a self-hosted
+/// runner would be). With a canary model key in the environment, no canary reaches the output,
+/// the job summary, the SARIF file or any comment, run as root and as uid 65534; and tsc ran.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pull_requests_type_checked_code_reads_no_file_outside_the_checkout() {
+    use std::os::unix::fs::PermissionsExt;
+    for user in bugloop_testkit::users::scenario_users() {
+        let outside = tempfile::tempdir().unwrap();
+        let dir = outside.path();
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let files = [
+            ("app-key.d.ts", "declare const canary_dts_0451: number;\n"),
+            ("secret.json", "{ \"canary-json-0451\": 1 }\n"),
+            (
+                "base.json",
+                "{ \"compilerOptions\": { \"strict\": false, \"canaryCfg0451\": 1 } }\n",
+            ),
+        ];
+        for (name, text) in files {
+            std::fs::write(dir.join(name), text).unwrap();
+            let mode = std::fs::Permissions::from_mode(0o644);
+            std::fs::set_permissions(dir.join(name), mode).unwrap();
+        }
+        let dir = dir.display();
+        let leak = format!(
+            "/// <reference path=\"{dir}/app-key.d.ts\" />\n\
+             import secret from \"{dir}/secret.json\";\n\
+             import aliased from \"@leak/secret.json\";\n\
+             export const n: string = secret;\n\
+             export const m: string = aliased;\n\
+             export const k: number = canary_dts_045;\n"
+        );
+        let tsconfig = format!(
+            "{{ \"extends\": \"{dir}/base.json\", \"compilerOptions\": {{ \"paths\": \
+             {{ \"@leak/*\": [\"{dir}/*\"] }} }} }}\n"
+        );
+        let fixture = PullRequestFixture::new(FixtureOptions {
+            head_files: &[("leak.ts", &leak), ("tsconfig.json", &tsconfig)],
+            ..FixtureOptions::default()
+        })
+        .await;
+        let scripts = tempfile::tempdir().unwrap();
+        let model = script_file(scripts.path(), &review_lines(&[]));
+        // tsc where the unprivileged user can run it (its own home has none).
+        let tools = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(tools.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::create_dir(tools.path().join("bin")).unwrap();
+        let copied = std::process::Command::new("cp")
+            .arg("-r")
+            .arg(installed_analyzers().join("bin/typescript"))
+            .arg(tools.path().join("bin"))
+            .status()
+            .unwrap();
+        assert!(copied.success(), "scripts/setup installs tsc");
+        let tools_dir = tools.path().display().to_string();
+        let env = [
+            ("OPENAI_API_KEY", "canary-model-0451"),
+            ("BUGLOOP_ANALYZERS_DIR", tools_dir.as_str()),
+        ];
+        let (run, output) = super::opened_as(user, &fixture, &env, &model);
+        assert_contains(&run.summary, "- `tsc`: 1 file(s)");
+        let sarif = std::fs::read_to_string(run.temp.path().join("bugloop.sarif")).unwrap();
+        let comments: Vec<String> = fixture
+            .finding_comments()
+            .into_iter()
+            .map(|c| c.body)
+            .chain(fixture.bot_issue_comments().into_iter().map(|c| c.body))
+            .collect();
+        let seen = format!(
+            "{output}\n{}\n{sarif}\n{}",
+            run.summary,
+            comments.join("\n")
+        );
+        for canary in [
+            "canary_dts_0451",
+            "canary-json-0451",
+            "canaryCfg0451",
+            "canary-model-0451",
+        ] {
+            assert!(!seen.contains(canary), "{user:?} {canary}: {seen}");
+        }
+    }
+}
+
+/// Where `scripts/setup` installed the analyzers for this test run (as bugloop looks them up).
+fn installed_analyzers() -> std::path::PathBuf {
+    let from = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    from("BUGLOOP_ANALYZERS_DIR")
+        .map(std::path::PathBuf::from)
+        .or_else(|| {
+            from("XDG_DATA_HOME").map(|d| std::path::Path::new(&d).join("bugloop/analyzers"))
+        })
+        .unwrap_or_else(|| {
+            std::path::Path::new(&from("HOME").unwrap()).join(".local/share/bugloop/analyzers")
+        })
+}
