@@ -28,22 +28,26 @@ pub(crate) fn candidate(
     let end = hit.end_line.unwrap_or(hit.line);
     let line = changed.first_added(&hit.file, hit.line, end)?;
     let (weight, category) = judge(&hit)?;
-    let path = regular_file(workspace, &bugloop_domain::paths::text_name(&hit.file)?)?;
-    let text = std::fs::read(&path).ok()?;
-    let evidence = crate::keys::safe_evidence(
-        String::from_utf8_lossy(&text)
-            .lines()
-            .nth(usize::try_from(line).ok()?.checked_sub(1)?)?,
-    );
-    if evidence.is_empty() {
-        return None;
-    }
+    let evidence = evidence_at(workspace, &hit.file, line)?;
     hit.line = line;
     hit.end_line = Some(end.max(line));
     if hit.url.is_none() {
         hit.url = rule_page(tool, &hit.rule);
     }
     Some(Candidate::said(tool, hit, (weight, category), evidence))
+}
+
+/// The text of `file`'s `line` at head as a finding's evidence (keys masked), where the file
+/// is a regular file of the tree and the line has any.
+pub(crate) fn evidence_at(workspace: &Path, file: &str, line: u32) -> Option<String> {
+    let path = regular_file(workspace, &bugloop_domain::paths::text_name(file)?)?;
+    let text = std::fs::read(path).ok()?;
+    let evidence = crate::keys::safe_evidence(
+        String::from_utf8_lossy(&text)
+            .lines()
+            .nth(usize::try_from(line).ok()?.checked_sub(1)?)?,
+    );
+    (!evidence.is_empty()).then_some(evidence)
 }
 
 /// A rule's page where the tool's own output names none (hadolint's SARIF has no `helpUri`),

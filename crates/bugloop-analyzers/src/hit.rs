@@ -98,6 +98,10 @@ pub struct Candidate {
     /// What else bugloop knows of this place: the change also silenced the check here.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// On a line the change does not edit, of a file that imports the change: the tool did not
+    /// report it at the base, so the change broke it ([`crate::breakage`]).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub unedited: bool,
 }
 
 /// Longest tool message kept in a title.
@@ -119,6 +123,7 @@ impl Candidate {
             category,
             evidence,
             note: None,
+            unedited: false,
         }
     }
 
@@ -161,8 +166,14 @@ impl Candidate {
             id: self.id(),
             title,
             description: format!(
-                "{} reports this on a line this change adds{said}{why}{}",
+                "{} reports this {}{said}{why}{}",
                 self.tool,
+                if self.unedited {
+                    "on a line this change does not edit, and did not before the change: the \
+                     change breaks this file, which uses what it edits"
+                } else {
+                    "on a line this change adds"
+                },
                 self.note
                     .as_deref()
                     .map(|note| format!("\n\n{}", quiet(note)))
@@ -228,6 +239,7 @@ mod tests {
             category: Category::Security,
             evidence: "conn.execute(\"SELECT \" + name)".into(),
             note: None,
+            unedited: false,
         }
     }
 

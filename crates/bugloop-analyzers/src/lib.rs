@@ -19,6 +19,7 @@
 //! "not run", never an error.
 
 mod biome;
+mod breakage;
 mod builtin;
 mod candidate;
 mod compilers;
@@ -26,6 +27,7 @@ mod custom;
 mod fix;
 mod formats;
 mod hit;
+mod importers;
 mod input;
 mod invocation;
 mod keys;
@@ -46,6 +48,7 @@ mod ty;
 mod typescript;
 mod weight;
 
+pub use breakage::{BaseTree, ImportersChecked};
 pub use builtin::{BUILT_IN, BuiltIn, built_in};
 pub use custom::{CustomAnalyzer, CustomError};
 pub use fix::{FixRequest, apply_fix, has_fix, still_reports};

@@ -233,6 +233,7 @@ jobs:
             category: Category::Security,
             evidence,
             note: None,
+            unedited: false,
         }
     }
 

@@ -92,6 +92,7 @@ mod tests {
             category,
             evidence: "if (sum = 0) {".to_owned(),
             note: None,
+            unedited: false,
         }
     }
 

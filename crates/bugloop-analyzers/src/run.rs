@@ -11,6 +11,7 @@ use bugloop_domain::finding::Category;
 use bugloop_sandbox::{CommandSpec, ExitState, Output, SandboxSettings};
 use serde::Serialize;
 
+use crate::breakage::{BaseTree, ImportersChecked, check_importers};
 use crate::builtin::{BuiltIn, config_files};
 use crate::candidate::candidate;
 use crate::custom::CustomAnalyzer;
@@ -41,6 +42,9 @@ pub struct Request<'a> {
     /// Run each built-in alone, as a user would with its defaults, every hit on the change's
     /// lines kept and no suppression said: `bench detect`'s yardstick, never a review.
     pub alone: bool,
+    /// The code at the base commit, file by file: with it, a type checker is also run on the
+    /// files that import the change ([`crate::breakage`]). `None`: only the change's files.
+    pub base: Option<&'a dyn BaseTree>,
 }
 
 /// What the analyzers found.
@@ -63,6 +67,9 @@ pub struct AnalyzerRun {
     /// tried alone (within [`MAX_RUN_ALONE`]), so one file cannot take the others with it.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub unanalyzed: Vec<Unchecked>,
+    /// A type checker's check of the files that import the change, where it made one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub importers: Option<ImportersChecked>,
 }
 
 /// A file an analyzer could not check, and why.
@@ -105,7 +112,8 @@ pub async fn analyze(request: Request<'_>) -> Analysis {
         },
         runs: Vec::new(),
     };
-    if changed.is_empty() {
+    // A change that only takes lines away may still break the files that import it.
+    if changed.is_empty() && request.base.is_none() {
         return analysis;
     }
     let config_dir = match write_config_dir() {
@@ -130,6 +138,7 @@ pub async fn analyze(request: Request<'_>) -> Analysis {
                                 reason: reason.clone(),
                             })
                             .collect(),
+                        importers: None,
                     })
                 }));
             return analysis;
@@ -139,8 +148,21 @@ pub async fn analyze(request: Request<'_>) -> Analysis {
         let files = files_for(choice, &changed, request.workspace);
         (!files.is_empty()).then(|| run_one(&request, choice, files, config_dir.path(), &changed))
     });
-    for (run, candidates) in futures_util::future::join_all(jobs).await {
+    let checks = request.choices.iter().filter_map(|choice| match choice {
+        Choice::BuiltIn(tool) => Some(check_importers(&request, tool, choice, config_dir.path())),
+        Choice::Custom(_) => None,
+    });
+    let (runs, checks) = futures_util::future::join(
+        futures_util::future::join_all(jobs),
+        futures_util::future::join_all(checks),
+    )
+    .await;
+    for (run, candidates) in runs {
         analysis.runs.push(run);
+        analysis.candidates.extend(candidates);
+    }
+    for (name, (checked, candidates)) in checks.into_iter().flatten() {
+        with_importers(&mut analysis.runs, name, checked);
         analysis.candidates.extend(candidates);
     }
     crate::place::keep_the_strongest_of_each_place(&mut analysis.candidates);
@@ -160,6 +182,26 @@ pub async fn analyze(request: Request<'_>) -> Analysis {
     });
     crate::place::one_per_line(&mut analysis.candidates);
     analysis
+}
+
+/// Records a check of the importers on `name`'s run; a tool the change's own files did not
+/// call for (a change that only takes lines away) gets a run of its own.
+fn with_importers(runs: &mut Vec<AnalyzerRun>, name: &str, checked: ImportersChecked) {
+    if let Some(run) = runs.iter_mut().find(|run| run.name == name) {
+        run.importers = Some(checked);
+        return;
+    }
+    runs.push(AnalyzerRun {
+        name: name.to_owned(),
+        status: RunStatus::Ran {
+            files: 0,
+            hits: 0,
+            candidates: checked.broken,
+        },
+        seconds: 0.0,
+        unanalyzed: Vec::new(),
+        importers: Some(checked),
+    });
 }
 
 /// bugloop's configuration files for the tools, in a directory of their own.
@@ -210,7 +252,7 @@ fn batches(choice: &Choice, files: &[String]) -> Vec<Vec<String>> {
 }
 
 /// What one analyzer is: its command, how its output is read, how its hits weigh.
-struct Plan {
+pub(crate) struct Plan {
     spec: CommandSpec,
     mounts: Vec<PathBuf>,
     format: Format,
@@ -268,6 +310,7 @@ async fn run_one(
         status,
         seconds,
         unanalyzed: unanalyzed.clone(),
+        importers: None,
     };
     if let Some(reason) = not_run {
         return (run(RunStatus::NotRun { reason }), Vec::new());
@@ -316,7 +359,7 @@ enum Ran {
 }
 
 /// Why an analyzer's run on some files came to no hits to read.
-enum Failure {
+pub(crate) enum Failure {
     /// It cannot run on this machine (see [`Ran::Not`]).
     NotRun(String),
     /// It was to check the files and did not: its configuration edited by the change, or it
@@ -324,6 +367,14 @@ enum Failure {
     /// cannot be read. The change may have caused any of these, so its files were not checked,
     /// which the review must say.
     Unchecked(String),
+}
+
+impl Failure {
+    pub(crate) fn reason(self) -> String {
+        match self {
+            Failure::NotRun(reason) | Failure::Unchecked(reason) => reason,
+        }
+    }
 }
 
 /// Runs the analyzer on `batch`. When its output was more than is read, and it checks the files
@@ -394,7 +445,7 @@ fn unchecked_all(batch: &[String], reason: &str) -> Ran {
     )
 }
 
-fn plan(
+pub(crate) fn plan(
     request: &Request<'_>,
     choice: &Choice,
     files: &[String],
@@ -558,7 +609,7 @@ fn custom_judge(hit: &Hit) -> Option<(Weight, Category)> {
 
 type Judged = (Vec<Hit>, fn(&Hit) -> Option<(Weight, Category)>);
 
-async fn execute(request: &Request<'_>, mut plan: Plan) -> Result<Judged, Failure> {
+pub(crate) async fn execute(request: &Request<'_>, mut plan: Plan) -> Result<Judged, Failure> {
     let root = request.workspace;
     if plan.spec.program.is_empty() {
         // A results file alone (CodeQL's, written by an earlier step: not there, that step

@@ -13,6 +13,9 @@ use bugloop_analyzers::{
 use bugloop_sandbox::{Policy, SandboxSettings};
 use bugloop_testkit::TestRepo;
 
+#[path = "analyzers/importers.rs"]
+mod importers;
+
 const BASE_APP: &str = "import os\n\n\ndef legacy(expr):\n    return eval(expr)\n";
 
 const HEAD_APP: &str = "import os\n\n\ndef legacy(expr):\n    return eval(expr)\n\n\ndef find(conn, name):\n    query = \"SELECT * FROM users WHERE name = '\" + name + \"'\"  # noqa: S608\n    return conn.execute(query).fetchall()\n";
@@ -109,6 +112,7 @@ async fn run_in(
         sandbox: settings,
         toolbox,
         base_dir: None,
+        base: None,
         alone: false,
     })
     .await

@@ -279,6 +279,7 @@ async fn yardstick(repo: &Path) -> Result<Vec<(Option<String>, Option<u32>)>, Ap
         sandbox,
         toolbox: bugloop_analyzers::Toolbox::from_env(),
         base_dir: None,
+        base: None,
         alone: true,
     })
     .await;

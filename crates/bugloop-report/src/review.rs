@@ -126,6 +126,9 @@ pub struct AnalyzerRunInfo {
     /// Of those, on the change's added lines and counting as bugs.
     pub candidates: usize,
     pub seconds: f64,
+    /// What a type checker found in the files that import the change (a sentence).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub importers: Option<String>,
 }
 
 /// What proving a finding came to.

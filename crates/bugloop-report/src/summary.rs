@@ -158,6 +158,9 @@ pub(crate) fn analyzers(report: &ReviewReport) -> String {
                 "- `{name}`: {} file(s), {} hit(s), {} on the change's lines ({:.1} s)\n",
                 run.files, run.hits, run.candidates, run.seconds
             ));
+            if let Some(importers) = &run.importers {
+                out.push_str(&format!("  - {}\n", quiet(importers)));
+            }
         } else {
             out.push_str(&format!(
                 "- `{name}`: **not run**: {}\n",

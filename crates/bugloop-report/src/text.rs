@@ -222,8 +222,13 @@ fn analyzers(out: &mut String, report: &ReviewReport, style: Style) {
         .iter()
         .filter(|r| r.ran)
         .map(|r| {
+            let importers = r
+                .importers
+                .as_deref()
+                .map(|said| format!("; {}", plain(said)))
+                .unwrap_or_default();
             format!(
-                "{} ({} file(s), {} hit(s), {} on the change, {:.1} s)",
+                "{} ({} file(s), {} hit(s), {} on the change, {:.1} s{importers})",
                 plain(&r.name),
                 r.files,
                 r.hits,

@@ -109,6 +109,10 @@ pub(super) async fn analyze(
         toolbox: Toolbox::from_env(),
         base_dir: base_dir.as_ref().map(|d| d.path().to_path_buf()),
         alone: false,
+        base: Some(&BaseCommit {
+            git: env.git,
+            commit: &request.base,
+        }),
     })
     .await;
     refused.extend(analysis.runs);
@@ -258,6 +262,7 @@ fn analyzers_done(runs: &[AnalyzerRun]) -> String {
 
 fn not_run(name: &str, reason: &str) -> AnalyzerRun {
     AnalyzerRun {
+        importers: None,
         name: name.to_owned(),
         status: RunStatus::NotRun {
             reason: reason.to_owned(),
@@ -284,6 +289,38 @@ fn run_info(run: &AnalyzerRun) -> AnalyzerRunInfo {
         hits,
         candidates,
         seconds: run.seconds,
+        importers: run
+            .importers
+            .as_ref()
+            .map(|checked| match &checked.not_checked {
+                Some(reason) => format!(
+                    "{} file(s) importing the change not compared with the base: {reason}",
+                    checked.files
+                ),
+                None => format!(
+                    "{} file(s) importing the change checked: {} diagnostic(s) new since the base",
+                    checked.files, checked.broken
+                ),
+            }),
+    }
+}
+
+/// The base commit, read file by file for a type checker's check of the change's importers.
+#[derive(Debug)]
+struct BaseCommit<'a> {
+    git: &'a bugloop_git::Git,
+    commit: &'a str,
+}
+
+/// Most bytes of a file read from the base for that check.
+const MAX_BASE_FILE: u64 = 2 << 20;
+
+impl bugloop_analyzers::BaseTree for BaseCommit<'_> {
+    fn file(&self, path: &str) -> Option<Vec<u8>> {
+        self.git
+            .show_at_most(self.commit, path, MAX_BASE_FILE)
+            .ok()
+            .flatten()
     }
 }
 
@@ -633,6 +670,7 @@ mod tests {
             category: bugloop_domain::finding::Category::Security,
             evidence: "query = f\"select {name}\"".into(),
             note: None,
+            unedited: false,
         };
         let tracked = |id: &str, line: u32| {
             let mut existing = crate::review::touched::tests::open("db.py", line, None);
@@ -701,6 +739,7 @@ mod tests {
             category: bugloop_domain::finding::Category::Security,
             evidence: "-----BEGIN PRIVATE KEY-----".to_owned(),
             note: None,
+            unedited: false,
         };
         let key = "a private key";
         let candidates = [

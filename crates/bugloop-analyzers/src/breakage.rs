@@ -1,0 +1,371 @@
+//! A change that breaks a file it does not edit: a function renamed, a parameter added, an
+//! export deleted, while a caller elsewhere still uses the old one. The type checker (tsc, ty)
+//! is run on the tree's files that import the change ([`crate::importers`]) in a copy of the
+//! tree at head, and, where it reports anything there that counts, again in the same copy with
+//! the change's files put back as the base commit has them. What it reports at head and not at
+//! the base is what the change broke: the code's old debt in those files is never a finding.
+
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::hit::{Candidate, Hit};
+use crate::importers::{Language, importers};
+use crate::run::{Request, execute, plan};
+use crate::tree::regular_file;
+use crate::weight::Weight;
+use crate::{BuiltIn, Choice};
+
+/// The code at the change's base, file by file: how bugloop reads the base commit.
+pub trait BaseTree: std::fmt::Debug + Sync {
+    /// `path` (as the diff names it) as the base commit has it; `None` where it cannot be read.
+    fn file(&self, path: &str) -> Option<Vec<u8>>;
+}
+
+/// What checking the files that import the change came to.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ImportersChecked {
+    /// The files importing a module the change edits that were checked.
+    pub files: usize,
+    /// Diagnostics in them that count and that the tool did not report at the base.
+    pub broken: usize,
+    /// Why they could not be compared with the base (the change's own files were still
+    /// checked).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_checked: Option<String>,
+}
+
+/// Most files, and bytes, of the tree copied for the check.
+const MAX_COPIED_FILES: usize = 20_000;
+const MAX_COPIED_BYTES: u64 = 256 << 20;
+/// A larger file is left out of the copy (at head and at the base alike).
+const MAX_COPIED_FILE: u64 = 2 << 20;
+
+/// Places named after the first in a finding's note.
+const MAX_PLACES_NAMED: usize = 5;
+
+/// The type checker `tool` on the files importing the change: what it says is broken there, as
+/// candidates (one a diagnostic, its other places named in its note), and what was checked.
+/// `None` where it does not apply: not a type checker, no base to compare with, no importer.
+pub(crate) async fn check_importers<'t>(
+    request: &Request<'_>,
+    tool: &'t BuiltIn,
+    choice: &Choice,
+    config_dir: &Path,
+) -> Option<(&'t str, (ImportersChecked, Vec<Candidate>))> {
+    let language = Language::checked_by(tool.name)?;
+    let base = request.base.filter(|_| !request.alone)?;
+    let files = importers(request.workspace, request.diff, language);
+    if files.is_empty() {
+        return None;
+    }
+    let mut checked = ImportersChecked {
+        files: files.len(),
+        ..ImportersChecked::default()
+    };
+    match broken(request, base, (choice, language), &files, config_dir).await {
+        Ok(hits) => {
+            checked.broken = hits.len();
+            Some((
+                tool.name,
+                (checked, candidates(request.workspace, tool.name, hits)),
+            ))
+        }
+        Err(reason) => {
+            checked.not_checked = Some(reason);
+            Some((tool.name, (checked, Vec::new())))
+        }
+    }
+}
+
+/// The diagnostics that count in `files` at head and that the base does not have, weighed.
+async fn broken(
+    request: &Request<'_>,
+    base: &dyn BaseTree,
+    (choice, language): (&Choice, Language),
+    files: &[String],
+    config_dir: &Path,
+) -> Result<Vec<(Hit, Weight, bugloop_domain::finding::Category)>, String> {
+    let copy = bugloop_sandbox::owner::temp_dir("importers")
+        .map_err(|e| format!("cannot copy the tree: {e}"))?;
+    let view = copy.path().join("tree");
+    copy_tree(request.workspace, &view, language)?;
+    let at_head = run_in(request, &view, choice, files, config_dir).await?;
+    let counted: Vec<(Hit, Weight, bugloop_domain::finding::Category)> = at_head
+        .iter()
+        .filter_map(|(hit, judge)| {
+            let (weight, category) = judge(hit).or_else(|| module_lost(hit))?;
+            (weight.score() >= Weight::Warning.score()).then(|| (hit.clone(), weight, category))
+        })
+        .collect();
+    if counted.is_empty() {
+        return Ok(Vec::new());
+    }
+    to_base(&view, request.diff, base, language)?;
+    let at_base: BTreeSet<(String, u32, String, String)> =
+        run_in(request, &view, choice, files, config_dir)
+            .await?
+            .into_iter()
+            .map(|(hit, _)| key(&hit))
+            .collect();
+    let shown = format!("{}/", view.display());
+    Ok(counted
+        .into_iter()
+        .filter(|(hit, _, _)| !at_base.contains(&key(hit)))
+        .map(|(mut hit, weight, category)| {
+            hit.message = hit.message.replace(&shown, "");
+            (hit, weight, category)
+        })
+        .collect())
+}
+
+/// A module an importer names that is not there: for a review of the change's own files, most
+/// often a package the checkout has not installed, and passed over; here, where the base had
+/// it, the change renamed or deleted it.
+fn module_lost(hit: &Hit) -> Option<(Weight, bugloop_domain::finding::Category)> {
+    matches!(hit.rule.as_str(), "TS2307" | "import-not-found")
+        .then_some((Weight::Error, bugloop_domain::finding::Category::Logic))
+}
+
+fn key(hit: &Hit) -> (String, u32, String, String) {
+    (
+        hit.file.clone(),
+        hit.line,
+        hit.rule.clone(),
+        hit.message.clone(),
+    )
+}
+
+type Judged = Vec<(
+    Hit,
+    fn(&Hit) -> Option<(Weight, bugloop_domain::finding::Category)>,
+)>;
+
+/// The tool on `files` in the tree at `view`, in the sandbox as every analyzer runs.
+async fn run_in(
+    request: &Request<'_>,
+    view: &Path,
+    choice: &Choice,
+    files: &[String],
+    config_dir: &Path,
+) -> Result<Judged, String> {
+    let mut sandbox = request.sandbox.clone();
+    sandbox.workspace = view.to_path_buf();
+    sandbox.workspace_baseline = std::sync::Arc::default();
+    let in_view = Request {
+        workspace: view,
+        sandbox,
+        ..request.clone()
+    };
+    let plan = plan(&in_view, choice, files, config_dir).map_err(|f| f.reason())?;
+    let (hits, judge) = execute(&in_view, plan).await.map_err(|f| f.reason())?;
+    Ok(hits.into_iter().map(|hit| (hit, judge)).collect())
+}
+
+/// Copies what the checker of `language` reads from the tree at `workspace` into `view`:
+/// regular files reached through no link, outside `node_modules` and hidden directories.
+fn copy_tree(workspace: &Path, view: &Path, language: Language) -> Result<(), String> {
+    let walk = ignore::WalkBuilder::new(workspace)
+        .standard_filters(false)
+        .hidden(true)
+        .follow_links(false)
+        .filter_entry(|entry| entry.file_name() != "node_modules")
+        .build();
+    let (mut files, mut bytes) = (0usize, 0u64);
+    for entry in walk.filter_map(Result::ok) {
+        if !entry.file_type().is_some_and(|t| t.is_file()) {
+            continue;
+        }
+        let Some(name) = entry
+            .path()
+            .strip_prefix(workspace)
+            .ok()
+            .and_then(Path::to_str)
+        else {
+            continue;
+        };
+        let size = entry.metadata().map_or(u64::MAX, |m| m.len());
+        if !language.reads(name) || size > MAX_COPIED_FILE {
+            continue;
+        }
+        files += 1;
+        bytes += size;
+        if files > MAX_COPIED_FILES || bytes > MAX_COPIED_BYTES {
+            return Err(format!(
+                "the tree is larger than is copied for it ({MAX_COPIED_FILES} files, {} MiB)",
+                MAX_COPIED_BYTES >> 20
+            ));
+        }
+        // Read where it is a regular file still (the walk does not hold it).
+        let Some(content) = regular_file(workspace, name).and_then(|p| std::fs::read(p).ok())
+        else {
+            continue;
+        };
+        write_file(view, name, &content)?;
+    }
+    Ok(())
+}
+
+/// Puts the change's files in `view` back as the base has them: what the change added or
+/// renamed to is taken out, what it edited, deleted or renamed from is the base's.
+fn to_base(
+    view: &Path,
+    diff: &bugloop_diff::Diff,
+    base: &dyn BaseTree,
+    language: Language,
+) -> Result<(), String> {
+    for file in &diff.files {
+        if let Some(new) = file.new_path.as_deref().and_then(|p| inside(view, p)) {
+            match std::fs::remove_file(&new) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(format!("cannot put the base back: {e}"));
+                }
+                _ => {}
+            }
+        }
+        let Some(old) = file.old_path.as_deref().filter(|p| language.reads(p)) else {
+            continue;
+        };
+        let content = base
+            .file(old)
+            .ok_or_else(|| format!("cannot read {old} as the base has it"))?;
+        if content.len() as u64 <= MAX_COPIED_FILE {
+            let name = bugloop_domain::paths::text_name(old)
+                .ok_or_else(|| format!("cannot name {old} in a copy of the tree"))?;
+            write_file(view, &name, &content)?;
+        }
+    }
+    Ok(())
+}
+
+/// `relative` under `root` when it is a plain relative path (no `..`, not absolute).
+fn inside(root: &Path, relative: &str) -> Option<PathBuf> {
+    let name = bugloop_domain::paths::text_name(relative)?;
+    let mut path = root.to_path_buf();
+    for part in Path::new(&name).components() {
+        let std::path::Component::Normal(part) = part else {
+            return None;
+        };
+        path.push(part);
+    }
+    Some(path)
+}
+
+/// Writes `content` as `relative` under `root`, readable by the sandbox whatever the umask.
+fn write_file(root: &Path, relative: &str, content: &[u8]) -> Result<(), String> {
+    let path = inside(root, relative)
+        .ok_or_else(|| format!("cannot name {relative} in a copy of the tree"))?;
+    let failed = |e: std::io::Error| format!("cannot copy the tree: {e}");
+    if let Some(parent) = path.parent() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o755)
+            .create(parent)
+            .map_err(failed)?;
+    }
+    let mut out = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o644)
+        .open(&path)
+        .map_err(failed)?;
+    out.write_all(content).map_err(failed)
+}
+
+/// A diagnostic's message without the module paths it quotes, which differ from importer to
+/// importer (`'"./user"'`, `'"../user"'`) for one cause.
+fn cause(message: &str) -> String {
+    let mut out = String::new();
+    let mut rest = message;
+    while let Some(start) = rest.find(['\'', '"', '`']) {
+        let quote = &rest[start..=start];
+        let Some(end) = rest[start + 1..].find(quote).map(|e| e + start + 1) else {
+            break;
+        };
+        let quoted = &rest[start + 1..end];
+        out.push_str(&rest[..start]);
+        let path = quoted.trim_matches(['"', '\'', '`']);
+        if path.contains('/') || path.starts_with('.') {
+            out.push('…');
+        } else {
+            out.push_str(&rest[start..=end]);
+        }
+        rest = &rest[end + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// One candidate a diagnostic: the first place it is at, its others named in its note.
+fn candidates(
+    workspace: &Path,
+    tool: &str,
+    hits: Vec<(Hit, Weight, bugloop_domain::finding::Category)>,
+) -> Vec<Candidate> {
+    let mut found: Vec<(Candidate, Vec<String>)> = Vec::new();
+    for (hit, weight, category) in hits {
+        let place = format!("{}:{}", hit.file, hit.line);
+        if let Some((_, others)) = found
+            .iter_mut()
+            .find(|(c, _)| c.hit.rule == hit.rule && cause(&c.hit.message) == cause(&hit.message))
+        {
+            others.push(place);
+            continue;
+        }
+        let Some(evidence) = crate::candidate::evidence_at(workspace, &hit.file, hit.line) else {
+            continue;
+        };
+        let mut candidate = Candidate::said(tool, hit, (weight, category), evidence);
+        candidate.unedited = true;
+        found.push((candidate, Vec::new()));
+    }
+    found
+        .into_iter()
+        .map(|(mut candidate, others)| {
+            if !others.is_empty() {
+                let named: Vec<&str> = others
+                    .iter()
+                    .take(MAX_PLACES_NAMED)
+                    .map(String::as_str)
+                    .collect();
+                let more = others.len().saturating_sub(MAX_PLACES_NAMED);
+                candidate.add_note(format!(
+                    "{} reports the same at {}{}.",
+                    candidate.tool,
+                    named.join(", "),
+                    if more > 0 {
+                        format!(" and {more} more places")
+                    } else {
+                        String::new()
+                    }
+                ));
+            }
+            candidate
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_cause_is_one_message_whatever_path_names_its_module() {
+        assert_eq!(
+            cause("Module '\"./user\"' has no exported member 'getUser'."),
+            cause("Module '\"../user\"' has no exported member 'getUser'.")
+        );
+        assert_ne!(
+            cause("Module '\"./user\"' has no exported member 'getUser'."),
+            cause("Module '\"./user\"' has no exported member 'getUsers'.")
+        );
+        assert_eq!(
+            cause("Module `.prices` has no member `discount`"),
+            "Module … has no member `discount`"
+        );
+    }
+}

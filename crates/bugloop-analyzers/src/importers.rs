@@ -1,0 +1,466 @@
+//! The files a change may break without editing them: the tree's files that import a module the
+//! change edits, renames or deletes (directly, or through a package's `index.ts` or
+//! `__init__.py` that imports it). Read from their import lines as text, never run; a name
+//! matched loosely is only a file more for the type checker, which then says whether it broke.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use bugloop_diff::{ChangeKind, Diff};
+
+/// The languages whose type checker is also run on a change's importers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Language {
+    TypeScript,
+    Python,
+}
+
+impl Language {
+    /// The language a built-in type checker checks.
+    pub(crate) fn checked_by(tool: &str) -> Option<Language> {
+        match tool {
+            "tsc" => Some(Language::TypeScript),
+            "ty" => Some(Language::Python),
+            _ => None,
+        }
+    }
+
+    /// Whether `path` is a module of this language the checker is given.
+    pub(crate) fn is_module(self, path: &str) -> bool {
+        match self {
+            Language::TypeScript => {
+                [".ts", ".tsx", ".mts", ".cts"]
+                    .iter()
+                    .any(|ending| path.ends_with(ending))
+                    && !path.ends_with(".d.ts")
+            }
+            Language::Python => path.ends_with(".py") || path.ends_with(".pyi"),
+        }
+    }
+
+    /// Whether the checker reads `path` when it checks a module (a module, a declaration, the
+    /// configuration and data it resolves): what a copy of the tree must hold.
+    pub(crate) fn reads(self, path: &str) -> bool {
+        let name = path.rsplit('/').next().unwrap_or(path);
+        match self {
+            Language::TypeScript => [
+                ".ts", ".tsx", ".mts", ".cts", ".js", ".jsx", ".mjs", ".cjs", ".json",
+            ]
+            .iter()
+            .any(|ending| name.ends_with(ending)),
+            Language::Python => {
+                [".py", ".pyi", ".toml", ".cfg"]
+                    .iter()
+                    .any(|ending| name.ends_with(ending))
+                    || name == "py.typed"
+            }
+        }
+    }
+}
+
+/// Most importers checked for one change: a change to a module everything imports checks a
+/// sample, not the whole tree.
+pub(crate) const MAX_IMPORTERS: usize = 100;
+
+/// Most files of the tree read for their imports.
+const MAX_READ: usize = 20_000;
+
+/// How much of a file is read for its imports.
+const HEAD_BYTES: u64 = 256 << 10;
+
+/// The tree's files of `language` that the change does not touch and that import a module it
+/// edits, renames or deletes, sorted, at most [`MAX_IMPORTERS`]; read as regular files reached
+/// through no link, outside `node_modules` and hidden directories.
+pub(crate) fn importers(workspace: &Path, diff: &Diff, language: Language) -> Vec<String> {
+    let touched: BTreeSet<&str> = diff
+        .files
+        .iter()
+        .flat_map(|f| [f.old_path.as_deref(), f.new_path.as_deref()])
+        .flatten()
+        .collect();
+    // The modules whose old interface the change may take away: edited, renamed or deleted.
+    let changed: Vec<&str> = diff
+        .files
+        .iter()
+        .filter(|f| f.change != ChangeKind::Added && f.change != ChangeKind::Copied)
+        .filter_map(|f| f.old_path.as_deref())
+        .filter(|path| language.is_module(path))
+        .collect();
+    if changed.is_empty() {
+        return Vec::new();
+    }
+    let mut affected: BTreeSet<String> = changed.iter().map(|p| module_key(p)).collect();
+    let imports = imports_of_tree(workspace, language);
+    // A package's entry (`index.ts`, `__init__.py`) that imports an affected module passes it
+    // on to whoever imports the package.
+    loop {
+        let more: Vec<String> = imports
+            .iter()
+            .filter(|(file, _)| is_package_entry(file))
+            .filter(|(file, _)| !affected.contains(&module_key(file)))
+            .filter(|(_, imported)| imported.iter().any(|i| matches(i, &affected, language)))
+            .map(|(file, _)| module_key(file))
+            .collect();
+        if more.is_empty() {
+            break;
+        }
+        affected.extend(more);
+    }
+    imports
+        .iter()
+        .filter(|(file, _)| !touched.contains(file.as_str()) && language.is_module(file))
+        .filter(|(_, imported)| imported.iter().any(|i| matches(i, &affected, language)))
+        .map(|(file, _)| file.clone())
+        .take(MAX_IMPORTERS)
+        .collect()
+}
+
+/// A module's path without its ending (`src/user.service`), and a package's entry as its
+/// directory (`src/services/index.ts` and `app/__init__.py` are `src/services` and `app`).
+fn module_key(path: &str) -> String {
+    let (dir, name) = match path.rsplit_once('/') {
+        Some((dir, name)) => (Some(dir), name),
+        None => (None, path),
+    };
+    let stem = name.rsplit_once('.').map_or(name, |(stem, _)| stem);
+    let stem = stem.strip_suffix(".d").unwrap_or(stem);
+    match (dir, stem) {
+        (Some(dir), "index" | "__init__") => dir.to_owned(),
+        (None, "index" | "__init__") => String::new(),
+        (Some(dir), stem) => format!("{dir}/{stem}"),
+        (None, stem) => stem.to_owned(),
+    }
+}
+
+fn is_package_entry(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    name.starts_with("index.") || name.starts_with("__init__.")
+}
+
+/// Whether an import (a path from the root, `src/services/user`, or a specifier as written,
+/// `@app/services/user`) may name one of the `affected` modules: the same path, or, for a name
+/// resolved by the project's settings (an alias, a Python path root), one whose path ends with
+/// it or with what follows its first part.
+fn matches(import: &str, affected: &BTreeSet<String>, language: Language) -> bool {
+    if import.is_empty() {
+        return false;
+    }
+    affected.iter().any(|module| {
+        if module.is_empty() {
+            return false;
+        }
+        let ends = |tail: &str| module == tail || module.ends_with(&format!("/{tail}"));
+        match language {
+            Language::Python => ends(import) || import.ends_with(&format!("/{module}")),
+            Language::TypeScript => {
+                ends(import) || import.split_once('/').is_some_and(|(_, rest)| ends(rest))
+            }
+        }
+    })
+}
+
+/// Each file of the tree in `language` (by what the checker reads as modules) with the modules
+/// it imports, as paths from the root where they are relative, as written otherwise.
+fn imports_of_tree(workspace: &Path, language: Language) -> BTreeMap<String, Vec<String>> {
+    let walk = ignore::WalkBuilder::new(workspace)
+        .standard_filters(false)
+        .hidden(true)
+        .follow_links(false)
+        .filter_entry(|entry| entry.file_name() != "node_modules")
+        .build();
+    walk.filter_map(Result::ok)
+        .filter(|entry| entry.file_type().is_some_and(|t| t.is_file()))
+        .filter_map(|entry| {
+            let name = entry.path().strip_prefix(workspace).ok()?.to_str()?;
+            (language.is_module(name) || name.ends_with(".d.ts")).then(|| name.to_owned())
+        })
+        .take(MAX_READ)
+        .filter_map(|file| {
+            let text = read_head(&workspace.join(&file))?;
+            let imported = match language {
+                Language::TypeScript => typescript_imports(&file, &text),
+                Language::Python => python_imports(&file, &text),
+            };
+            Some((file, imported))
+        })
+        .collect()
+}
+
+fn read_head(path: &Path) -> Option<String> {
+    use std::io::Read;
+    let mut head = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|file| file.take(HEAD_BYTES).read_to_end(&mut head))
+        .ok()?;
+    Some(String::from_utf8_lossy(&head).into_owned())
+}
+
+/// The modules a TypeScript file imports or re-exports (each specifier, [`specifiers`]),
+/// relative ones resolved from the file's directory, without their ending.
+fn typescript_imports(file: &str, text: &str) -> Vec<String> {
+    let dir = file.rsplit_once('/').map_or("", |(dir, _)| dir);
+    let mut found = Vec::new();
+    for line in text.lines() {
+        for specifier in specifiers(line) {
+            let resolved = if specifier.starts_with("./") || specifier.starts_with("../") {
+                join(dir, specifier)
+            } else {
+                Some(specifier.to_owned())
+            };
+            if let Some(resolved) = resolved {
+                found.push(module_key(&without_script_ending(&resolved)));
+            }
+        }
+    }
+    found
+}
+
+/// A specifier's ending as TypeScript writes it for a module (`./user.js` is `./user.ts`).
+fn without_script_ending(specifier: &str) -> String {
+    for ending in [".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx", ".mts", ".cts"] {
+        if let Some(stem) = specifier.strip_suffix(ending) {
+            return format!("{stem}.x");
+        }
+    }
+    // Without an ending: `module_key` takes off what follows the last dot, so one is added.
+    format!("{specifier}.x")
+}
+
+/// The module specifiers of a line of code: the strings quoted with `'`, `"` or `` ` `` right
+/// after `from`, `import`, `import(` or `require(`.
+fn specifiers(code: &str) -> Vec<&str> {
+    let mut found = Vec::new();
+    let mut at = 0;
+    while let Some(start) = code[at..].find(['\'', '"', '`']).map(|s| s + at) {
+        let quote = &code[start..=start];
+        let Some(end) = code[start + 1..].find(quote).map(|e| e + start + 1) else {
+            break;
+        };
+        let before = code[..start].trim_end();
+        let names_a_module = ["from", "import", "import(", "require("]
+            .iter()
+            .any(|word| {
+                before.strip_suffix(word).is_some_and(|rest| {
+                    !rest.ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == '.')
+                })
+            });
+        if names_a_module {
+            found.push(&code[start + 1..end]);
+        }
+        at = end + 1;
+    }
+    found
+}
+
+/// `relative` (`../x/y`) from `dir`, as a path from the root; `None` above the root.
+fn join(dir: &str, relative: &str) -> Option<String> {
+    let mut parts: Vec<&str> = dir.split('/').filter(|p| !p.is_empty()).collect();
+    for part in relative.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            part => parts.push(part),
+        }
+    }
+    Some(parts.join("/"))
+}
+
+/// The modules a Python file imports, as paths (`app/services/user`): `import a.b` names
+/// `a/b`; `from a import b, c` names `a`, `a/b` and `a/c`; a relative `from .x import y` is
+/// resolved from the file's package.
+fn python_imports(file: &str, text: &str) -> Vec<String> {
+    let package = file.rsplit_once('/').map_or("", |(dir, _)| dir);
+    let mut found = Vec::new();
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        let code = line.split('#').next().unwrap_or("").trim();
+        if let Some(names) = code.strip_prefix("import ") {
+            for name in names.split(',') {
+                let module = name.split_whitespace().next().unwrap_or("");
+                found.push(module.replace('.', "/"));
+            }
+            continue;
+        }
+        let Some(rest) = code.strip_prefix("from ") else {
+            continue;
+        };
+        let Some((from, names)) = rest.split_once(" import") else {
+            continue;
+        };
+        let mut names = names.to_owned();
+        // `from x import (\n  a,\n  b,\n)`
+        if names.contains('(') && !names.contains(')') {
+            for more in lines.by_ref() {
+                names.push(' ');
+                names.push_str(more.split('#').next().unwrap_or(""));
+                if more.contains(')') {
+                    break;
+                }
+            }
+        }
+        let Some(module) = python_from(package, from.trim()) else {
+            continue;
+        };
+        for name in names
+            .split([',', '(', ')', ' ', '\t'])
+            .filter(|n| !n.is_empty() && *n != "as")
+        {
+            if name.chars().all(|c| c.is_alphanumeric() || c == '_') {
+                found.push(if module.is_empty() {
+                    name.to_owned()
+                } else {
+                    format!("{module}/{name}")
+                });
+            }
+        }
+        found.push(module);
+    }
+    found
+}
+
+/// The module of `from X import` in a file of `package`: `.x` is `package/x`, `..x` the
+/// parent's `x`, an absolute `a.b` is `a/b`.
+fn python_from(package: &str, from: &str) -> Option<String> {
+    let dots = from.chars().take_while(|c| *c == '.').count();
+    let name = from[dots..].replace('.', "/");
+    if dots == 0 {
+        return Some(name);
+    }
+    let mut parts: Vec<&str> = package.split('/').filter(|p| !p.is_empty()).collect();
+    for _ in 1..dots {
+        parts.pop()?;
+    }
+    if !name.is_empty() {
+        parts.push(&name);
+    }
+    Some(parts.join("/"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        for (path, text) in files {
+            let path = dir.path().join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        dir
+    }
+
+    fn editing(path: &str) -> Diff {
+        bugloop_diff::parse(format!(
+            "diff --git a/{path} b/{path}\n--- a/{path}\n+++ b/{path}\n@@ -1 +1 @@\n-a\n+b\n"
+        ))
+    }
+
+    #[test]
+    fn module_keys_drop_the_ending_and_name_a_package_by_its_directory() {
+        assert_eq!(module_key("src/user.service.ts"), "src/user.service");
+        assert_eq!(module_key("src/services/index.ts"), "src/services");
+        assert_eq!(module_key("types.d.ts"), "types");
+        assert_eq!(module_key("app/__init__.py"), "app");
+        assert_eq!(module_key("app/models.py"), "app/models");
+        assert_eq!(module_key("index.ts"), "");
+    }
+
+    #[test]
+    fn typescript_importers_by_relative_path_alias_and_barrel() {
+        let dir = tree(&[
+            ("src/user.ts", "export function getUser() {}\n"),
+            ("src/app.ts", "import { getUser } from './user';\n"),
+            (
+                "src/deep/page.tsx",
+                "import { getUser } from \"../user.js\";\n",
+            ),
+            ("src/aliased.ts", "import { getUser } from '@/user';\n"),
+            (
+                "src/other.ts",
+                "import { x } from './users';\nexport const s = 'user';\nfrom('./user');\n",
+            ),
+            ("src/services/index.ts", "export * from '../user';\n"),
+            (
+                "src/via-barrel.ts",
+                "import { getUser } from './services';\n",
+            ),
+            ("node_modules/p/index.ts", "import '../../src/user';\n"),
+            ("src/lazy.ts", "const m = await import('./user');\n"),
+        ]);
+        let found = importers(dir.path(), &editing("src/user.ts"), Language::TypeScript);
+        assert_eq!(
+            found,
+            [
+                "src/aliased.ts",
+                "src/app.ts",
+                "src/deep/page.tsx",
+                "src/lazy.ts",
+                "src/services/index.ts",
+                "src/via-barrel.ts"
+            ]
+        );
+    }
+
+    #[test]
+    fn python_importers_by_absolute_relative_and_package_imports() {
+        let dir = tree(&[
+            ("app/__init__.py", "from .models import User\n"),
+            ("app/models.py", "class User: ...\n"),
+            ("app/views.py", "from .models import User\n"),
+            ("app/api/routes.py", "from ..models import User\n"),
+            ("scripts/run.py", "import app.models as m\n"),
+            ("scripts/pkg.py", "from app import models\n"),
+            ("scripts/via_init.py", "from app import User\n"),
+            (
+                "scripts/multi.py",
+                "from app.models import (\n    User,\n)\n",
+            ),
+            (
+                "scripts/unrelated.py",
+                "import modelsx\n# from app.models import User\n",
+            ),
+        ]);
+        let found = importers(dir.path(), &editing("app/models.py"), Language::Python);
+        assert_eq!(
+            found,
+            [
+                "app/__init__.py",
+                "app/api/routes.py",
+                "app/views.py",
+                "scripts/multi.py",
+                "scripts/pkg.py",
+                "scripts/run.py",
+                "scripts/via_init.py"
+            ]
+        );
+    }
+
+    #[test]
+    fn an_added_file_or_another_language_has_no_importers() {
+        let dir = tree(&[
+            ("a.py", "import b\n"),
+            ("b.py", "x = 1\n"),
+            ("c.ts", "import './d';\n"),
+        ]);
+        let added = bugloop_diff::parse(
+            "diff --git a/b.py b/b.py\nnew file mode 100644\n--- /dev/null\n+++ b/b.py\n@@ -0,0 +1 @@\n+x = 1\n",
+        );
+        assert!(importers(dir.path(), &added, Language::Python).is_empty());
+        assert!(importers(dir.path(), &editing("d.ts"), Language::Python).is_empty());
+    }
+
+    #[test]
+    fn a_deleted_or_renamed_module_is_one_whose_importers_may_break() {
+        let dir = tree(&[("main.py", "from util import f\n"), ("helpers.py", "")]);
+        let renamed = bugloop_diff::parse(
+            "diff --git a/util.py b/helpers.py\nsimilarity index 100%\nrename from util.py\nrename to helpers.py\n",
+        );
+        assert_eq!(
+            importers(dir.path(), &renamed, Language::Python),
+            ["main.py"]
+        );
+    }
+}
