@@ -29,7 +29,7 @@ pub trait BaseTree: std::fmt::Debug + Sync {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct ImportersChecked {
     /// The files importing a module the change edits that were checked.
-    pub files: usize,
+    pub files: Vec<String>,
     /// Diagnostics in them that count and that the tool did not report at the base.
     pub broken: usize,
     /// Why they could not be compared with the base (the change's own files were still
@@ -63,7 +63,7 @@ pub(crate) async fn check_importers<'t>(
         return None;
     }
     let mut checked = ImportersChecked {
-        files: files.len(),
+        files: files.clone(),
         ..ImportersChecked::default()
     };
     match broken(request, base, (choice, language), &files, config_dir).await {

@@ -21,6 +21,8 @@ mod analyzer_tracking;
 mod analyzers;
 #[path = "review/branch_config.rs"]
 mod branch_config;
+#[path = "review/broken_importers.rs"]
+mod broken_importers;
 #[path = "review/context.rs"]
 mod context;
 #[path = "review/conversation.rs"]

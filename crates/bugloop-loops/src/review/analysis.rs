@@ -6,7 +6,7 @@
 //! publish`, they are published as the tools say. A model finding at the same place as a hit is
 //! one finding, both sources named ([`merge`]).
 
-use std::path::PathBuf;
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use bugloop_analyzers::{
@@ -51,6 +51,9 @@ pub(super) struct Analyzed {
     /// more than is read on them), said once: the review is not complete (a branch could
     /// otherwise add a file that takes a tool down to go unchecked).
     pub failures: Vec<String>,
+    /// Tracked findings of a type checker in files the change does not edit that it no longer
+    /// breaks, with why ([`super::unbroken`]).
+    pub no_longer_broken: BTreeMap<String, String>,
 }
 
 /// Whether hit `c` is the tracked `finding`, whose code is as it was: the same tool, rule and
@@ -97,7 +100,8 @@ pub(super) async fn analyze(
     diff.files
         .retain(|f| !brief.plan.ignored.iter().any(|ignored| ignored == f.path()));
     let mut unanalyzed = unnamed_files(&diff);
-    let base_dir = base_files(env, request, &choices);
+    let base_dir = super::base_tree::base_files(env, request, &choices);
+    let chosen: Vec<String> = choices.iter().map(|c| c.name().to_owned()).collect();
     let mut sandbox = sandbox_settings(config, &request.workspace, Policy::ReadOnly);
     sandbox.timeout = Duration::from_secs(config.review.analyzer_timeout_seconds);
     sandbox.max_output_bytes = MAX_OUTPUT_BYTES;
@@ -109,12 +113,18 @@ pub(super) async fn analyze(
         toolbox: Toolbox::from_env(),
         base_dir: base_dir.as_ref().map(|d| d.path().to_path_buf()),
         alone: false,
-        base: Some(&BaseCommit {
+        base: Some(&super::base_tree::BaseCommit {
             git: env.git,
             commit: &request.base,
         }),
     })
     .await;
+    let chosen: Vec<&str> = chosen.iter().map(String::as_str).collect();
+    let no_longer_broken = tracked
+        .map(|tracked| {
+            super::unbroken::no_longer_broken(&diff, tracked, &analysis, &chosen, is_tracked)
+        })
+        .unwrap_or_default();
     refused.extend(analysis.runs);
     env.progress
         .event(ProgressEvent::Step(analyzers_done(&refused)));
@@ -144,6 +154,7 @@ pub(super) async fn analyze(
             info,
             unanalyzed,
             failures,
+            no_longer_broken,
         };
     }
     info.weighed = "triage".to_owned();
@@ -156,6 +167,7 @@ pub(super) async fn analyze(
     };
     analyzed.unanalyzed = unanalyzed;
     analyzed.failures = failures;
+    analyzed.no_longer_broken = no_longer_broken;
     analyzed
 }
 
@@ -295,67 +307,15 @@ fn run_info(run: &AnalyzerRun) -> AnalyzerRunInfo {
             .map(|checked| match &checked.not_checked {
                 Some(reason) => format!(
                     "{} file(s) importing the change not compared with the base: {reason}",
-                    checked.files
+                    checked.files.len()
                 ),
                 None => format!(
                     "{} file(s) importing the change checked: {} diagnostic(s) new since the base",
-                    checked.files, checked.broken
+                    checked.files.len(),
+                    checked.broken
                 ),
             }),
     }
-}
-
-/// The base commit, read file by file for a type checker's check of the change's importers.
-#[derive(Debug)]
-struct BaseCommit<'a> {
-    git: &'a bugloop_git::Git,
-    commit: &'a str,
-}
-
-/// Most bytes of a file read from the base for that check.
-const MAX_BASE_FILE: u64 = 2 << 20;
-
-impl bugloop_analyzers::BaseTree for BaseCommit<'_> {
-    fn file(&self, path: &str) -> Option<Vec<u8>> {
-        self.git
-            .show_at_most(self.commit, path, MAX_BASE_FILE)
-            .ok()
-            .flatten()
-    }
-}
-
-/// The base commit's versions of the configured tools' `config` paths, in a directory of their
-/// own (`{base}`): a branch cannot change the rules its change is checked by.
-fn base_files(
-    env: &LoopEnv<'_>,
-    request: &ReviewRequest,
-    choices: &[Choice],
-) -> Option<bugloop_sandbox::owner::OwnedDir> {
-    let paths: Vec<&String> = choices
-        .iter()
-        .filter_map(|c| match c {
-            Choice::Custom(custom) => Some(&custom.config),
-            Choice::BuiltIn(_) => None,
-        })
-        .flatten()
-        .collect();
-    if paths.is_empty() {
-        return None;
-    }
-    let dir = bugloop_sandbox::owner::temp_dir("base").ok()?;
-    for path in paths {
-        let Some(content) = env.git.show(&request.base, path) else {
-            continue;
-        };
-        let target: PathBuf = dir.path().join(path);
-        if let Some(parent) = target.parent()
-            && std::fs::create_dir_all(parent).is_ok()
-        {
-            // A file that cannot be written is missing under `{base}`; the tool says so.
-            let _ = std::fs::write(&target, content);
-        }
-    }
-    Some(dir)
 }
 
 #[derive(Debug, Deserialize)]

@@ -22,6 +22,7 @@
 
 mod analysis;
 mod assemble;
+mod base_tree;
 mod brief;
 mod conversation;
 pub(crate) use conversation::existing_finding;
@@ -43,6 +44,7 @@ mod shifted;
 mod test_findings;
 pub mod tools;
 mod touched;
+mod unbroken;
 pub(crate) use touched::MAX_QUOTE_BYTES;
 mod undone;
 pub(crate) mod web;
@@ -156,6 +158,9 @@ pub async fn review_with(
         ),
     );
     evidence::hold_unchanged_findings(&conversation, &shown, &mut reported);
+    reported
+        .resolutions
+        .extend(std::mem::take(&mut analyzed.no_longer_broken));
     evidence::follow_rewritten(&conversation, &shown, &mut analyzed.findings);
     let early = early.map(early::EarlyPublisher::finish).unwrap_or_default();
     reported.findings = early.merge_hits(std::mem::take(&mut reported.findings), analyzed.findings);
