@@ -10,33 +10,12 @@ use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
-
 use crate::hit::{Candidate, Hit};
-use crate::importers::{Language, importers};
+use crate::importers::{BaseTree, ImportersChecked, Language, importers};
 use crate::run::{Request, execute, plan};
 use crate::tree::regular_file;
 use crate::weight::Weight;
 use crate::{BuiltIn, Choice};
-
-/// The code at the change's base, file by file: how bugloop reads the base commit.
-pub trait BaseTree: std::fmt::Debug + Sync {
-    /// `path` (as the diff names it) as the base commit has it; `None` where it cannot be read.
-    fn file(&self, path: &str) -> Option<Vec<u8>>;
-}
-
-/// What checking the files that import the change came to.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct ImportersChecked {
-    /// The files importing a module the change edits that were checked.
-    pub files: Vec<String>,
-    /// Diagnostics in them that count and that the tool did not report at the base.
-    pub broken: usize,
-    /// Why they could not be compared with the base (the change's own files were still
-    /// checked).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub not_checked: Option<String>,
-}
 
 /// Most files, and bytes, of the tree copied for the check.
 const MAX_COPIED_FILES: usize = 20_000;

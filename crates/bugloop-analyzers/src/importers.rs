@@ -7,6 +7,26 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use bugloop_diff::{ChangeKind, Diff};
+use serde::Serialize;
+
+/// The code at the change's base, file by file: how bugloop reads the base commit.
+pub trait BaseTree: std::fmt::Debug + Sync {
+    /// `path` (as the diff names it) as the base commit has it; `None` where it cannot be read.
+    fn file(&self, path: &str) -> Option<Vec<u8>>;
+}
+
+/// What checking the files that import the change came to.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ImportersChecked {
+    /// The files importing a module the change edits that were checked.
+    pub files: Vec<String>,
+    /// Diagnostics in them that count and that the tool did not report at the base.
+    pub broken: usize,
+    /// Why they could not be compared with the base (the change's own files were still
+    /// checked).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_checked: Option<String>,
+}
 
 /// The languages whose type checker is also run on a change's importers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -15,9 +15,11 @@
 //! `--no-config`, bugloop's own file, or bugloop's own tsconfig); a tool's output is data read through
 //! its SARIF, its JSON or tsc's one-line diagnostics,
 //! and its words reach a comment only one line long, quieted and neutralised; a hit on lines the
-//! change did not add is never a candidate; a tool that is missing, crashes, hangs or floods is
-//! "not run", never an error.
+//! change did not add is never a candidate, but a type checker's in a file importing the change
+//! that it did not report with the change's files as the base has them; a tool that is missing,
+//! crashes, hangs or floods is "not run", never an error.
 
+mod analyze;
 mod biome;
 mod breakage;
 mod builtin;
@@ -48,14 +50,15 @@ mod ty;
 mod typescript;
 mod weight;
 
-pub use breakage::{BaseTree, ImportersChecked};
+pub use analyze::analyze;
 pub use builtin::{BUILT_IN, BuiltIn, built_in};
 pub use custom::{CustomAnalyzer, CustomError};
 pub use fix::{FixRequest, apply_fix, has_fix, still_reports};
 pub use hit::{Candidate, Hit, Level};
+pub use importers::{BaseTree, ImportersChecked};
 pub use keys::{mask_keys, safe_evidence, secret_rules};
 pub use locate::{Installed, Toolbox, installed_versions};
-pub use run::{Analysis, AnalyzerRun, Request, RunStatus, Unchecked, analyze};
+pub use run::{Analysis, AnalyzerRun, Request, RunStatus, Unchecked};
 pub use scope::ChangedLines;
 pub use secrets::secrets_added;
 pub use suppression::suppressions_added;

@@ -11,18 +11,18 @@ use bugloop_domain::finding::Category;
 use bugloop_sandbox::{CommandSpec, ExitState, Output, SandboxSettings};
 use serde::Serialize;
 
-use crate::breakage::{BaseTree, ImportersChecked, check_importers};
+use crate::Choice;
 use crate::builtin::{BuiltIn, config_files};
 use crate::candidate::candidate;
 use crate::custom::CustomAnalyzer;
 use crate::formats::Format;
 use crate::hit::{Candidate, Hit, Level};
-use crate::input::{files_for, regular_file};
+use crate::importers::{BaseTree, ImportersChecked};
+use crate::input::regular_file;
 use crate::invocation::Invocation;
 use crate::locate::Toolbox;
 use crate::scope::ChangedLines;
 use crate::weight::Weight;
-use crate::{Choice, suppressions_added};
 
 /// What to analyze and how.
 #[derive(Debug, Clone)]
@@ -95,115 +95,6 @@ pub enum RunStatus {
     },
 }
 
-/// Runs every applicable analyzer at once and collects the candidates.
-pub async fn analyze(request: Request<'_>) -> Analysis {
-    let changed = ChangedLines::of(request.diff);
-    let mut analysis = Analysis {
-        candidates: if request.alone {
-            Vec::new()
-        } else {
-            let mut own = suppressions_added(request.diff);
-            own.extend(crate::shadow::shadows_added(
-                request.diff,
-                request.workspace,
-            ));
-            own.extend(crate::secrets::secrets_added(request.diff));
-            own
-        },
-        runs: Vec::new(),
-    };
-    // A change that only takes lines away may still break the files that import it.
-    if changed.is_empty() && request.base.is_none() {
-        return analysis;
-    }
-    let config_dir = match write_config_dir() {
-        Ok(dir) => dir,
-        Err(reason) => {
-            // bugloop's own failure (a full or unwritable temporary directory): every file an
-            // analyzer reads is one it could not check, which makes the review incomplete.
-            analysis
-                .runs
-                .extend(request.choices.iter().filter_map(|choice| {
-                    let files = files_for(choice, &changed, request.workspace);
-                    (!files.is_empty()).then(|| AnalyzerRun {
-                        name: choice.name().to_owned(),
-                        status: RunStatus::NotRun {
-                            reason: reason.clone(),
-                        },
-                        seconds: 0.0,
-                        unanalyzed: files
-                            .iter()
-                            .map(|file| Unchecked {
-                                path: bugloop_domain::paths::display_path(file.as_bytes()),
-                                reason: reason.clone(),
-                            })
-                            .collect(),
-                        importers: None,
-                    })
-                }));
-            return analysis;
-        }
-    };
-    let jobs = request.choices.iter().filter_map(|choice| {
-        let files = files_for(choice, &changed, request.workspace);
-        (!files.is_empty()).then(|| run_one(&request, choice, files, config_dir.path(), &changed))
-    });
-    let checks = request.choices.iter().filter_map(|choice| match choice {
-        Choice::BuiltIn(tool) => Some(check_importers(&request, tool, choice, config_dir.path())),
-        Choice::Custom(_) => None,
-    });
-    let (runs, checks) = futures_util::future::join(
-        futures_util::future::join_all(jobs),
-        futures_util::future::join_all(checks),
-    )
-    .await;
-    for (run, candidates) in runs {
-        analysis.runs.push(run);
-        analysis.candidates.extend(candidates);
-    }
-    for (name, (checked, candidates)) in checks.into_iter().flatten() {
-        with_importers(&mut analysis.runs, name, checked);
-        analysis.candidates.extend(candidates);
-    }
-    crate::place::keep_the_strongest_of_each_place(&mut analysis.candidates);
-    let unparseable = crate::parse_errors::unparseable_by_ruff(&analysis.candidates);
-    for run in analysis
-        .runs
-        .iter_mut()
-        .filter(|r| r.name == "bugloop-python")
-    {
-        run.unanalyzed
-            .retain(|unchecked| !unparseable.contains(unchecked.path.as_str()));
-    }
-    crate::suppression::fold_into_hits(&mut analysis.candidates);
-    crate::overlap::fold_overlaps(&mut analysis.candidates, |file| {
-        let path = regular_file(request.workspace, file)?;
-        std::fs::read_to_string(path).ok()
-    });
-    crate::place::one_per_line(&mut analysis.candidates);
-    analysis
-}
-
-/// Records a check of the importers on `name`'s run; a tool the change's own files did not
-/// call for (a change that only takes lines away) gets a run of its own.
-fn with_importers(runs: &mut Vec<AnalyzerRun>, name: &str, checked: ImportersChecked) {
-    if let Some(run) = runs.iter_mut().find(|run| run.name == name) {
-        run.importers = Some(checked);
-        return;
-    }
-    runs.push(AnalyzerRun {
-        name: name.to_owned(),
-        status: RunStatus::Ran {
-            files: 0,
-            hits: 0,
-            candidates: checked.broken,
-        },
-        seconds: 0.0,
-        unanalyzed: Vec::new(),
-        importers: Some(checked),
-    });
-}
-
 /// bugloop's configuration files for the tools, in a directory of their own.
 pub(crate) fn write_config_dir() -> Result<bugloop_sandbox::owner::OwnedDir, String> {
     let dir = bugloop_sandbox::owner::temp_dir("analyzers")
@@ -263,7 +154,7 @@ pub(crate) struct Plan {
     files: Vec<String>,
 }
 
-async fn run_one(
+pub(crate) async fn run_one(
     request: &Request<'_>,
     choice: &Choice,
     files: Vec<String>,

@@ -9,20 +9,17 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use bugloop_analyzers::{
-    AnalyzerRun, Candidate, Choice, CustomAnalyzer, RunStatus, Toolbox, built_in,
-};
+use bugloop_analyzers::{AnalyzerRun, Candidate, Choice, CustomAnalyzer, Toolbox, built_in};
 use bugloop_config::{AnalyzerEntry, AnalyzerFindings, AnalyzerList, Config};
 use bugloop_domain::filter::ExistingFinding;
 use bugloop_domain::finding::Finding;
 use bugloop_domain::score::Score;
-use bugloop_report::review::{
-    AnalysisInfo, AnalyzerRunInfo, DroppedFinding, ReportStage, Unreviewed,
-};
+use bugloop_report::review::{AnalysisInfo, DroppedFinding, ReportStage, Unreviewed};
 use bugloop_sandbox::Policy;
 use serde::Deserialize;
 
 use super::ReviewRequest;
+use super::analyzer_runs::{analyzers_done, failed_files, not_run, run_info, unnamed_files};
 use super::brief::Brief;
 use crate::env::LoopEnv;
 use crate::prompt::quoted;
@@ -100,25 +97,8 @@ pub(super) async fn analyze(
     diff.files
         .retain(|f| !brief.plan.ignored.iter().any(|ignored| ignored == f.path()));
     let mut unanalyzed = unnamed_files(&diff);
-    let base_dir = super::base_tree::base_files(env, request, &choices);
     let chosen: Vec<String> = choices.iter().map(|c| c.name().to_owned()).collect();
-    let mut sandbox = sandbox_settings(config, &request.workspace, Policy::ReadOnly);
-    sandbox.timeout = Duration::from_secs(config.review.analyzer_timeout_seconds);
-    sandbox.max_output_bytes = MAX_OUTPUT_BYTES;
-    let analysis = bugloop_analyzers::analyze(bugloop_analyzers::Request {
-        workspace: &request.workspace,
-        diff: &diff,
-        choices,
-        sandbox,
-        toolbox: Toolbox::from_env(),
-        base_dir: base_dir.as_ref().map(|d| d.path().to_path_buf()),
-        alone: false,
-        base: Some(&super::base_tree::BaseCommit {
-            git: env.git,
-            commit: &request.base,
-        }),
-    })
-    .await;
+    let analysis = run_analyzers(env, request, &diff, choices).await;
     let chosen: Vec<&str> = chosen.iter().map(String::as_str).collect();
     let no_longer_broken = tracked
         .map(|tracked| {
@@ -171,49 +151,33 @@ pub(super) async fn analyze(
     analyzed
 }
 
-/// The files each analyzer could not check (it timed out, crashed, or said more than is read
-/// on them), as files not reviewed, and one error per analyzer.
-fn failed_files(runs: &[AnalyzerRun]) -> (Vec<Unreviewed>, Vec<String>) {
-    let mut files = Vec::new();
-    let mut failures = Vec::new();
-    for run in runs {
-        let Some(first) = run.unanalyzed.first() else {
-            continue;
-        };
-        for failed in &run.unanalyzed {
-            files.push(Unreviewed {
-                path: failed.path.clone(),
-                reason: format!("{} could not check it: {}", run.name, failed.reason),
-            });
-        }
-        failures.push(bugloop_report::review::analyzer_failure(
-            &run.name,
-            run.unanalyzed.len(),
-            &first.path,
-            &first.reason,
-        ));
-    }
-    (files, failures)
-}
-
-/// The files with added lines whose name is not UTF-8 (shown in git's quoted form): an
-/// analyzer is given file names as text, so none reads them, and the review says so rather
-/// than let such a name be a way past the analyzers.
-fn unnamed_files(diff: &bugloop_diff::Diff) -> Vec<Unreviewed> {
-    diff.files
-        .iter()
-        .filter(|f| !f.binary && bugloop_domain::paths::text_name(f.path()).is_none())
-        .filter(|f| {
-            f.hunks
-                .iter()
-                .flat_map(|h| &h.lines)
-                .any(|l| l.kind == bugloop_diff::LineKind::Added)
-        })
-        .map(|f| Unreviewed {
-            path: f.path().to_owned(),
-            reason: "its name is not UTF-8: no analyzer could be given it".to_owned(),
-        })
-        .collect()
+/// The chosen analyzers on `diff` (the change without its ignored files), in the sandbox on the
+/// code at head, with the base commit's files at hand.
+async fn run_analyzers(
+    env: &LoopEnv<'_>,
+    request: &ReviewRequest,
+    diff: &bugloop_diff::Diff,
+    choices: Vec<Choice>,
+) -> bugloop_analyzers::Analysis {
+    let config = env.config();
+    let base_dir = super::base_tree::base_files(env, request, &choices);
+    let mut sandbox = sandbox_settings(config, &request.workspace, Policy::ReadOnly);
+    sandbox.timeout = Duration::from_secs(config.review.analyzer_timeout_seconds);
+    sandbox.max_output_bytes = MAX_OUTPUT_BYTES;
+    bugloop_analyzers::analyze(bugloop_analyzers::Request {
+        workspace: &request.workspace,
+        diff,
+        choices,
+        sandbox,
+        toolbox: Toolbox::from_env(),
+        base_dir: base_dir.as_ref().map(|d| d.path().to_path_buf()),
+        alone: false,
+        base: Some(&super::base_tree::BaseCommit {
+            git: env.git,
+            commit: &request.base,
+        }),
+    })
+    .await
 }
 
 /// The analyzers `review.analyzers` names, and entries that cannot run (reported as not run).
@@ -248,74 +212,6 @@ fn choices(config: &Config) -> (Vec<Choice>, Vec<AnalyzerRun>) {
     let mut seen = std::collections::BTreeSet::new();
     choices.retain(|c| seen.insert(c.name().to_owned()));
     (choices, refused)
-}
-
-/// The progress line for the analyzers that ran: each with its files, hits on the change and
-/// time.
-fn analyzers_done(runs: &[AnalyzerRun]) -> String {
-    let ran: Vec<String> = runs
-        .iter()
-        .filter_map(|run| match &run.status {
-            RunStatus::Ran {
-                files, candidates, ..
-            } => Some(format!(
-                "{} on {files} file(s), {candidates} on the change, {:.1} s",
-                run.name, run.seconds
-            )),
-            RunStatus::NotRun { .. } => None,
-        })
-        .collect();
-    if ran.is_empty() {
-        "analyzers: none applied".to_owned()
-    } else {
-        format!("analyzers: {}", ran.join("; "))
-    }
-}
-
-fn not_run(name: &str, reason: &str) -> AnalyzerRun {
-    AnalyzerRun {
-        importers: None,
-        name: name.to_owned(),
-        status: RunStatus::NotRun {
-            reason: reason.to_owned(),
-        },
-        seconds: 0.0,
-        unanalyzed: Vec::new(),
-    }
-}
-
-fn run_info(run: &AnalyzerRun) -> AnalyzerRunInfo {
-    let (ran, reason, files, hits, candidates) = match &run.status {
-        RunStatus::Ran {
-            files,
-            hits,
-            candidates,
-        } => (true, None, *files, *hits, *candidates),
-        RunStatus::NotRun { reason } => (false, Some(reason.clone()), 0, 0, 0),
-    };
-    AnalyzerRunInfo {
-        name: run.name.clone(),
-        ran,
-        reason,
-        files,
-        hits,
-        candidates,
-        seconds: run.seconds,
-        importers: run
-            .importers
-            .as_ref()
-            .map(|checked| match &checked.not_checked {
-                Some(reason) => format!(
-                    "{} file(s) importing the change not compared with the base: {reason}",
-                    checked.files.len()
-                ),
-                None => format!(
-                    "{} file(s) importing the change checked: {} diagnostic(s) new since the base",
-                    checked.files.len(),
-                    checked.broken
-                ),
-            }),
-    }
 }
 
 #[derive(Debug, Deserialize)]

@@ -21,6 +21,7 @@
 //! findings "not published".
 
 mod analysis;
+mod analyzer_runs;
 mod assemble;
 mod base_tree;
 mod brief;

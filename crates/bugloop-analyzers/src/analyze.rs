@@ -1,0 +1,134 @@
+//! Running every chosen analyzer at once on a change: the tools on the change's files, the
+//! type checkers on the files that import it ([`crate::breakage`]), and bugloop's own checks of
+//! the added lines; then one finding a place.
+
+use crate::breakage::check_importers;
+use crate::importers::ImportersChecked;
+use crate::input::{files_for, regular_file};
+use crate::run::{Analysis, AnalyzerRun, Request, RunStatus, Unchecked, run_one, write_config_dir};
+use crate::scope::ChangedLines;
+use crate::{Choice, suppressions_added};
+
+/// Runs every applicable analyzer at once and collects the candidates.
+pub async fn analyze(request: Request<'_>) -> Analysis {
+    let changed = ChangedLines::of(request.diff);
+    let mut analysis = Analysis {
+        candidates: if request.alone {
+            Vec::new()
+        } else {
+            let mut own = suppressions_added(request.diff);
+            own.extend(crate::shadow::shadows_added(
+                request.diff,
+                request.workspace,
+            ));
+            own.extend(crate::secrets::secrets_added(request.diff));
+            own
+        },
+        runs: Vec::new(),
+    };
+    // A change that only takes lines away may still break the files that import it.
+    if changed.is_empty() && request.base.is_none() {
+        return analysis;
+    }
+    let config_dir = match write_config_dir() {
+        Ok(dir) => dir,
+        Err(reason) => {
+            analysis
+                .runs
+                .extend(none_checked(&request, &changed, &reason));
+            return analysis;
+        }
+    };
+    let jobs = request.choices.iter().filter_map(|choice| {
+        let files = files_for(choice, &changed, request.workspace);
+        (!files.is_empty()).then(|| run_one(&request, choice, files, config_dir.path(), &changed))
+    });
+    let checks = request.choices.iter().filter_map(|choice| match choice {
+        Choice::BuiltIn(tool) => Some(check_importers(&request, tool, choice, config_dir.path())),
+        Choice::Custom(_) => None,
+    });
+    let (runs, checks) = futures_util::future::join(
+        futures_util::future::join_all(jobs),
+        futures_util::future::join_all(checks),
+    )
+    .await;
+    for (run, candidates) in runs {
+        analysis.runs.push(run);
+        analysis.candidates.extend(candidates);
+    }
+    for (name, (checked, candidates)) in checks.into_iter().flatten() {
+        with_importers(&mut analysis.runs, name, checked);
+        analysis.candidates.extend(candidates);
+    }
+    one_finding_a_place(&mut analysis, request.workspace);
+    analysis
+}
+
+/// Folds what the tools said of one place into one finding: the strongest hit of a place, a
+/// suppression into the hit it silences, a defect two tools check, one finding a line; and a
+/// file ruff could not parse is its syntax error, not bugloop-python's file not checked.
+fn one_finding_a_place(analysis: &mut Analysis, workspace: &std::path::Path) {
+    crate::place::keep_the_strongest_of_each_place(&mut analysis.candidates);
+    let unparseable = crate::parse_errors::unparseable_by_ruff(&analysis.candidates);
+    for run in analysis
+        .runs
+        .iter_mut()
+        .filter(|r| r.name == "bugloop-python")
+    {
+        run.unanalyzed
+            .retain(|unchecked| !unparseable.contains(unchecked.path.as_str()));
+    }
+    crate::suppression::fold_into_hits(&mut analysis.candidates);
+    crate::overlap::fold_overlaps(&mut analysis.candidates, |file| {
+        let path = regular_file(workspace, file)?;
+        std::fs::read_to_string(path).ok()
+    });
+    crate::place::one_per_line(&mut analysis.candidates);
+}
+
+/// bugloop's own failure (a full or unwritable temporary directory): every file an analyzer
+/// reads is one it could not check, which makes the review incomplete.
+fn none_checked(request: &Request<'_>, changed: &ChangedLines, reason: &str) -> Vec<AnalyzerRun> {
+    request
+        .choices
+        .iter()
+        .filter_map(|choice| {
+            let files = files_for(choice, changed, request.workspace);
+            (!files.is_empty()).then(|| AnalyzerRun {
+                name: choice.name().to_owned(),
+                status: RunStatus::NotRun {
+                    reason: reason.to_owned(),
+                },
+                seconds: 0.0,
+                unanalyzed: files
+                    .iter()
+                    .map(|file| Unchecked {
+                        path: bugloop_domain::paths::display_path(file.as_bytes()),
+                        reason: reason.to_owned(),
+                    })
+                    .collect(),
+                importers: None,
+            })
+        })
+        .collect()
+}
+
+/// Records a check of the importers on `name`'s run; a tool the change's own files did not
+/// call for (a change that only takes lines away) gets a run of its own.
+fn with_importers(runs: &mut Vec<AnalyzerRun>, name: &str, checked: ImportersChecked) {
+    if let Some(run) = runs.iter_mut().find(|run| run.name == name) {
+        run.importers = Some(checked);
+        return;
+    }
+    runs.push(AnalyzerRun {
+        name: name.to_owned(),
+        status: RunStatus::Ran {
+            files: 0,
+            hits: 0,
+            candidates: checked.broken,
+        },
+        seconds: 0.0,
+        unanalyzed: Vec::new(),
+        importers: Some(checked),
+    });
+}
