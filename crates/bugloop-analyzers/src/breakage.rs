@@ -68,6 +68,8 @@ async fn broken(
     files: &[String],
     config_dir: &Path,
 ) -> Result<Vec<(Hit, Weight, bugloop_domain::finding::Category)>, String> {
+    // A tool that cannot run here (not installed) is said before the tree is copied for it.
+    plan(request, choice, files, config_dir).map_err(|f| f.reason())?;
     let copy = bugloop_sandbox::owner::temp_dir("importers")
         .map_err(|e| format!("cannot copy the tree: {e}"))?;
     let view = copy.path().join("tree");

@@ -85,8 +85,10 @@ pub(crate) const MAX_IMPORTERS: usize = 100;
 /// Most files of the tree read for their imports.
 const MAX_READ: usize = 20_000;
 
-/// How much of a file is read for its imports.
-const HEAD_BYTES: u64 = 256 << 10;
+/// How much of a file is read for its imports, and of all files at most: a tree of thousands
+/// of large files is not read whole on every review.
+const HEAD_BYTES: u64 = 64 << 10;
+const MAX_READ_BYTES: u64 = 128 << 20;
 
 /// The tree's files of `language` that the change does not touch and that import a module it
 /// edits, renames or deletes, sorted, at most [`MAX_IMPORTERS`]; read as regular files reached
@@ -188,22 +190,31 @@ fn imports_of_tree(workspace: &Path, language: Language) -> BTreeMap<String, Vec
         .follow_links(false)
         .filter_entry(|entry| entry.file_name() != "node_modules")
         .build();
-    walk.filter_map(Result::ok)
+    let names = walk
+        .filter_map(Result::ok)
         .filter(|entry| entry.file_type().is_some_and(|t| t.is_file()))
         .filter_map(|entry| {
             let name = entry.path().strip_prefix(workspace).ok()?.to_str()?;
             (language.is_module(name) || name.ends_with(".d.ts")).then(|| name.to_owned())
         })
-        .take(MAX_READ)
-        .filter_map(|file| {
-            let text = read_head(&workspace.join(&file))?;
-            let imported = match language {
-                Language::TypeScript => typescript_imports(&file, &text),
-                Language::Python => python_imports(&file, &text),
-            };
-            Some((file, imported))
-        })
-        .collect()
+        .take(MAX_READ);
+    let mut read = 0u64;
+    let mut imports = BTreeMap::new();
+    for file in names {
+        if read > MAX_READ_BYTES {
+            break;
+        }
+        let Some(text) = read_head(&workspace.join(&file)) else {
+            continue;
+        };
+        read += text.len() as u64;
+        let imported = match language {
+            Language::TypeScript => typescript_imports(&file, &text),
+            Language::Python => python_imports(&file, &text),
+        };
+        imports.insert(file, imported);
+    }
+    imports
 }
 
 fn read_head(path: &Path) -> Option<String> {

@@ -338,6 +338,7 @@ fn triage_prompt(
                 _ => false,
             };
             same_code
+                && first.unedited == candidate.unedited
                 && first.tool == candidate.tool
                 && first.hit.rule == candidate.hit.rule
                 && first.hit.level == candidate.hit.level
@@ -374,8 +375,15 @@ fn triage_prompt(
                 "The code around it, the same in each place",
             )
         };
+        // A type checker's hit in a file the change does not edit: what the change broke there.
+        let broken = if members[0].unedited {
+            "\nThis file is not edited by the change; the tool did not report this before the \
+             change, so the change breaks this code.\n"
+        } else {
+            ""
+        };
         prompt.push_str(&format!(
-            "\n### {heading}\n\n{} rule {} ({:?}) at {}\n\n\"\"\"\n{}\n\"\"\"\n\n{code}:\n\n\"\"\"\n{}\n\"\"\"\n",
+            "\n### {heading}\n\n{} rule {} ({:?}) at {}\n{broken}\n\"\"\"\n{}\n\"\"\"\n\n{code}:\n\n\"\"\"\n{}\n\"\"\"\n",
             members[0].tool,
             quoted(&hit.rule, 80),
             hit.level,
@@ -643,6 +651,19 @@ mod tests {
         for id in &ids[5..] {
             assert!(prompt.contains(&format!("### id: {id}\n")), "{prompt}");
         }
+        assert!(!prompt.contains("not edited by the change"), "{prompt}");
+        // A hit in a file the change breaks without editing it says so, and is not one with a
+        // hit alike on the change's own lines.
+        let mut broken = candidate("secrets", "a.key", key);
+        broken.unedited = true;
+        let prompt = triage_prompt(&[candidates[1].clone(), broken], |_, _| {
+            Some(Around {
+                shown: "1 x".to_owned(),
+                raw: "x".to_owned(),
+            })
+        });
+        assert_eq!(prompt.matches("\n### ").count(), 2, "{prompt}");
+        assert_eq!(prompt.matches("not edited by the change").count(), 1, "{prompt}");
     }
 
     #[test]
