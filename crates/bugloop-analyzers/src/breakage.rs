@@ -149,27 +149,10 @@ async fn run_in(
 /// Copies what the checker of `language` reads from the tree at `workspace` into `view`:
 /// regular files reached through no link, outside `node_modules` and hidden directories.
 fn copy_tree(workspace: &Path, view: &Path, language: Language) -> Result<(), String> {
-    let walk = ignore::WalkBuilder::new(workspace)
-        .standard_filters(false)
-        .hidden(true)
-        .follow_links(false)
-        .filter_entry(|entry| entry.file_name() != "node_modules")
-        .build();
     let (mut files, mut bytes) = (0usize, 0u64);
-    for entry in walk.filter_map(Result::ok) {
-        if !entry.file_type().is_some_and(|t| t.is_file()) {
-            continue;
-        }
-        let Some(name) = entry
-            .path()
-            .strip_prefix(workspace)
-            .ok()
-            .and_then(Path::to_str)
-        else {
-            continue;
-        };
+    for (entry, name) in crate::tree::source_files(workspace) {
         let size = entry.metadata().map_or(u64::MAX, |m| m.len());
-        if !language.reads(name) || size > MAX_COPIED_FILE {
+        if !language.reads(&name) || size > MAX_COPIED_FILE {
             continue;
         }
         files += 1;
@@ -181,11 +164,11 @@ fn copy_tree(workspace: &Path, view: &Path, language: Language) -> Result<(), St
             ));
         }
         // Read where it is a regular file still (the walk does not hold it).
-        let Some(content) = regular_file(workspace, name).and_then(|p| std::fs::read(p).ok())
+        let Some(content) = regular_file(workspace, &name).and_then(|p| std::fs::read(p).ok())
         else {
             continue;
         };
-        write_file(view, name, &content)?;
+        write_file(view, &name, &content)?;
     }
     Ok(())
 }

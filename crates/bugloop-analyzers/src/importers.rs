@@ -184,19 +184,9 @@ fn matches(import: &str, affected: &BTreeSet<String>, language: Language) -> boo
 /// Each file of the tree in `language` (by what the checker reads as modules) with the modules
 /// it imports, as paths from the root where they are relative, as written otherwise.
 fn imports_of_tree(workspace: &Path, language: Language) -> BTreeMap<String, Vec<String>> {
-    let walk = ignore::WalkBuilder::new(workspace)
-        .standard_filters(false)
-        .hidden(true)
-        .follow_links(false)
-        .filter_entry(|entry| entry.file_name() != "node_modules")
-        .build();
-    let names = walk
-        .filter_map(Result::ok)
-        .filter(|entry| entry.file_type().is_some_and(|t| t.is_file()))
-        .filter_map(|entry| {
-            let name = entry.path().strip_prefix(workspace).ok()?.to_str()?;
-            (language.is_module(name) || name.ends_with(".d.ts")).then(|| name.to_owned())
-        })
+    let names = crate::tree::source_files(workspace)
+        .map(|(_, name)| name)
+        .filter(|name| language.is_module(name) || name.ends_with(".d.ts"))
         .take(MAX_READ);
     let mut read = 0u64;
     let mut imports = BTreeMap::new();
@@ -373,15 +363,7 @@ fn python_from(package: &str, from: &str) -> Option<String> {
 mod tests {
     use super::*;
 
-    fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
-        let dir = tempfile::tempdir().unwrap();
-        for (path, text) in files {
-            let path = dir.path().join(path);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, text).unwrap();
-        }
-        dir
-    }
+    use crate::tree::test_tree as tree;
 
     fn editing(path: &str) -> Diff {
         bugloop_diff::parse(format!(

@@ -22,3 +22,34 @@ pub(crate) fn regular_file(root: &Path, relative: &str) -> Option<PathBuf> {
         .filter(|m| m.is_file())
         .map(|_| path)
 }
+
+/// The tree's regular files (reached through no link), outside hidden directories and
+/// `node_modules`, each with its name relative to `root` (a name that is not UTF-8 is passed
+/// over): what bugloop reads of the tree for the type checkers.
+pub(crate) fn source_files(root: &Path) -> impl Iterator<Item = (ignore::DirEntry, String)> + '_ {
+    ignore::WalkBuilder::new(root)
+        .standard_filters(false)
+        .hidden(true)
+        .follow_links(false)
+        .filter_entry(|entry| entry.file_name() != "node_modules")
+        .build()
+        .filter_map(Result::ok)
+        .filter(|entry| entry.file_type().is_some_and(|t| t.is_file()))
+        .filter_map(move |entry| {
+            let name = entry.path().strip_prefix(root).ok()?.to_str()?.to_owned();
+            Some((entry, name))
+        })
+}
+
+/// A temporary tree holding `files` (path, text), for tests.
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+pub(crate) fn test_tree(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, text) in files {
+        let path = dir.path().join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    dir
+}

@@ -182,15 +182,7 @@ fn absolute(workspace: &Path, base: &Path, paths: &Map<String, Value>) -> Map<St
 mod tests {
     use super::*;
 
-    fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
-        let dir = tempfile::tempdir().unwrap();
-        for (name, text) in files {
-            let path = dir.path().join(name);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, text).unwrap();
-        }
-        dir
-    }
+    use crate::tree::test_tree as tree;
 
     #[test]
     fn strictness_and_paths_come_from_the_chain_and_the_rest_does_not() {

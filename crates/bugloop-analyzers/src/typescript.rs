@@ -160,22 +160,11 @@ pub(crate) fn alone(i: Invocation<'_>) -> Vec<String> {
 /// globals (`declare global`), outside `node_modules` and hidden directories, sorted, at most
 /// [`MAX_DECLARATIONS`]; never through a link.
 fn declarations(workspace: &Path) -> Vec<String> {
-    let walk = ignore::WalkBuilder::new(workspace)
-        .standard_filters(false)
-        .hidden(true)
-        .follow_links(false)
-        .filter_entry(|entry| entry.file_name() != "node_modules")
-        .build();
-    let mut found: Vec<String> = walk
-        .filter_map(Result::ok)
-        .filter(|entry| entry.file_type().is_some_and(|t| t.is_file()))
-        .filter_map(|entry| {
-            let relative = entry.path().strip_prefix(workspace).ok()?;
-            let name = relative.to_str()?;
-            let declares = name.ends_with(".d.ts")
-                || (name.ends_with(".ts") && declares_globals(entry.path()));
-            declares.then(|| name.to_owned())
+    let mut found: Vec<String> = crate::tree::source_files(workspace)
+        .filter(|(entry, name)| {
+            name.ends_with(".d.ts") || (name.ends_with(".ts") && declares_globals(entry.path()))
         })
+        .map(|(_, name)| name)
         .collect();
     found.sort();
     found.truncate(MAX_DECLARATIONS);

@@ -663,7 +663,11 @@ mod tests {
             })
         });
         assert_eq!(prompt.matches("\n### ").count(), 2, "{prompt}");
-        assert_eq!(prompt.matches("not edited by the change").count(), 1, "{prompt}");
+        assert_eq!(
+            prompt.matches("not edited by the change").count(),
+            1,
+            "{prompt}"
+        );
     }
 
     #[test]
