@@ -5,14 +5,17 @@
 //! the change's files put back as the base commit has them. What it reports at head and not at
 //! the base is what the change broke: the code's old debt in those files is never a finding.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
+use bugloop_diff::ChangeKind;
+
 use crate::hit::{Candidate, Hit};
-use crate::importers::{BaseTree, ImportersChecked, Language, importers};
+use crate::importers::{BaseFile, BaseTree, ImportersChecked, Language, importers};
 use crate::run::{Request, execute, plan};
+use crate::scope::ChangedLines;
 use crate::tree::regular_file;
 use crate::weight::Weight;
 use crate::{BuiltIn, Choice};
@@ -60,47 +63,133 @@ pub(crate) async fn check_importers<'t>(
     }
 }
 
-/// The diagnostics that count in `files` at head and that the base does not have, weighed.
+/// The diagnostics that count in `files` at head, off the lines the change adds (those are the
+/// tool's own run's), and that the base does not have, weighed.
 async fn broken(
     request: &Request<'_>,
     base: &dyn BaseTree,
     (choice, language): (&Choice, Language),
     files: &[String],
     config_dir: &Path,
-) -> Result<Vec<(Hit, Weight, bugloop_domain::finding::Category)>, String> {
+) -> Result<Vec<Weighed>, String> {
     // A tool that cannot run here (not installed) is said before the tree is copied for it.
     plan(request, choice, files, config_dir).map_err(|f| f.reason())?;
     let copy = bugloop_sandbox::owner::temp_dir("importers")
         .map_err(|e| format!("cannot copy the tree: {e}"))?;
     let view = copy.path().join("tree");
     copy_tree(request.workspace, &view, language)?;
-    let at_head = run_in(request, &view, choice, files, config_dir).await?;
-    let counted: Vec<(Hit, Weight, bugloop_domain::finding::Category)> = at_head
-        .iter()
+    let added = ChangedLines::of(request.diff);
+    let counted: Vec<Weighed> = run_in(request, &view, choice, files, config_dir)
+        .await?
+        .into_iter()
+        .filter(|(hit, _)| added.first_added(&hit.file, hit.line, hit.line).is_none())
         .filter_map(|(hit, judge)| {
-            let (weight, category) = judge(hit).or_else(|| module_lost(hit))?;
-            (weight.score() >= Weight::Warning.score()).then(|| (hit.clone(), weight, category))
+            let (weight, category) = judge(&hit).or_else(|| module_lost(&hit))?;
+            (weight.score() >= Weight::Warning.score()).then_some((hit, weight, category))
         })
         .collect();
     if counted.is_empty() {
         return Ok(Vec::new());
     }
+    let mut lines = Lines::default();
+    let at_head: Vec<Key> = counted
+        .iter()
+        .map(|(hit, _, _)| lines.key(&view, &hit.file, hit))
+        .collect();
     to_base(&view, request.diff, base, language)?;
-    let at_base: BTreeSet<(String, u32, String, String)> =
-        run_in(request, &view, choice, files, config_dir)
-            .await?
-            .into_iter()
-            .map(|(hit, _)| key(&hit))
-            .collect();
+    let mut lines = Lines::default();
+    let base_files: Vec<String> = files
+        .iter()
+        .filter_map(|f| at_base(request.diff, f))
+        .collect();
+    let mut at_base: BTreeMap<Key, usize> = BTreeMap::new();
+    for (hit, _) in run_in(request, &view, choice, &base_files, config_dir).await? {
+        let Some(head_name) = at_head_path(request.diff, &hit.file) else {
+            continue;
+        };
+        let mut key = lines.key(&view, &hit.file, &hit);
+        key.0 = head_name;
+        *at_base.entry(key).or_default() += 1;
+    }
     let shown = format!("{}/", view.display());
     Ok(counted
         .into_iter()
-        .filter(|(hit, _, _)| !at_base.contains(&key(hit)))
-        .map(|(mut hit, weight, category)| {
+        .zip(at_head)
+        .filter(|(_, key)| match at_base.get_mut(key) {
+            // As many of it as the base had are the base's (a second one is new).
+            Some(left) if *left > 0 => {
+                *left -= 1;
+                false
+            }
+            _ => true,
+        })
+        .map(|((mut hit, weight, category), _)| {
             hit.message = hit.message.replace(&shown, "");
             (hit, weight, category)
         })
         .collect())
+}
+
+/// A hit that counts, with its weight.
+type Weighed = (Hit, Weight, bugloop_domain::finding::Category);
+
+/// What makes a diagnostic the same at head and at the base: its file (by its name at head),
+/// the text of its line (lines move when the file is edited elsewhere) and its rule. Not its
+/// message, which may print a type the change widened harmlessly (a `tls` field added to an
+/// object the line already misused).
+type Key = (String, String, String);
+
+/// The lines of the copy's files, read once each.
+#[derive(Default)]
+struct Lines(BTreeMap<String, Vec<String>>);
+
+impl Lines {
+    fn key(&mut self, view: &Path, file: &str, hit: &Hit) -> Key {
+        let lines = self.0.entry(file.to_owned()).or_insert_with(|| {
+            inside(view, file)
+                .and_then(|path| std::fs::read(path).ok())
+                .map(|text| {
+                    String::from_utf8_lossy(&text)
+                        .lines()
+                        .map(|line| line.trim().to_owned())
+                        .collect()
+                })
+                .unwrap_or_default()
+        });
+        let text = usize::try_from(hit.line)
+            .ok()
+            .and_then(|line| lines.get(line.checked_sub(1)?))
+            .cloned()
+            .unwrap_or_default();
+        (file.to_owned(), text, hit.rule.clone())
+    }
+}
+
+/// The name at the base of a file named `path` at head: its old name where the change renamed
+/// it; none where the change added it.
+fn at_base(diff: &bugloop_diff::Diff, path: &str) -> Option<String> {
+    match diff
+        .files
+        .iter()
+        .find(|f| f.new_path.as_deref() == Some(path))
+    {
+        Some(file) if matches!(file.change, ChangeKind::Added | ChangeKind::Copied) => None,
+        Some(file) => file.old_path.clone(),
+        None => Some(path.to_owned()),
+    }
+}
+
+/// The name at head of a file named `path` at the base; none where the change deleted it.
+fn at_head_path(diff: &bugloop_diff::Diff, path: &str) -> Option<String> {
+    match diff
+        .files
+        .iter()
+        .find(|f| f.old_path.as_deref() == Some(path))
+    {
+        Some(file) if file.change == ChangeKind::Copied => Some(path.to_owned()),
+        Some(file) => file.new_path.clone(),
+        None => Some(path.to_owned()),
+    }
 }
 
 /// A module an importer names that is not there: for a review of the change's own files, most
@@ -109,15 +198,6 @@ async fn broken(
 fn module_lost(hit: &Hit) -> Option<(Weight, bugloop_domain::finding::Category)> {
     matches!(hit.rule.as_str(), "TS2307" | "import-not-found")
         .then_some((Weight::Error, bugloop_domain::finding::Category::Logic))
-}
-
-fn key(hit: &Hit) -> (String, u32, String, String) {
-    (
-        hit.file.clone(),
-        hit.line,
-        hit.rule.clone(),
-        hit.message.clone(),
-    )
 }
 
 type Judged = Vec<(
@@ -193,14 +273,15 @@ fn to_base(
         let Some(old) = file.old_path.as_deref().filter(|p| language.reads(p)) else {
             continue;
         };
-        let content = base
-            .file(old)
-            .ok_or_else(|| format!("cannot read {old} as the base has it"))?;
-        if content.len() as u64 <= MAX_COPIED_FILE {
-            let name = bugloop_domain::paths::text_name(old)
-                .ok_or_else(|| format!("cannot name {old} in a copy of the tree"))?;
-            write_file(view, &name, &content)?;
-        }
+        // A file larger than the copy takes is in neither copy, at head or at the base.
+        let content = match base.file(old, MAX_COPIED_FILE) {
+            BaseFile::Content(content) => content,
+            BaseFile::Larger => continue,
+            BaseFile::Unreadable => return Err(format!("cannot read {old} as the base has it")),
+        };
+        let name = bugloop_domain::paths::text_name(old)
+            .ok_or_else(|| format!("cannot name {old} in a copy of the tree"))?;
+        write_file(view, &name, &content)?;
     }
     Ok(())
 }
@@ -265,11 +346,7 @@ fn cause(message: &str) -> String {
 }
 
 /// One candidate a diagnostic: the first place it is at, its others named in its note.
-fn candidates(
-    workspace: &Path,
-    tool: &str,
-    hits: Vec<(Hit, Weight, bugloop_domain::finding::Category)>,
-) -> Vec<Candidate> {
+fn candidates(workspace: &Path, tool: &str, hits: Vec<Weighed>) -> Vec<Candidate> {
     let mut found: Vec<(Candidate, Vec<String>)> = Vec::new();
     for (hit, weight, category) in hits {
         let place = format!("{}:{}", hit.file, hit.line);

@@ -11,8 +11,18 @@ use serde::Serialize;
 
 /// The code at the change's base, file by file: how bugloop reads the base commit.
 pub trait BaseTree: std::fmt::Debug + Sync {
-    /// `path` (as the diff names it) as the base commit has it; `None` where it cannot be read.
-    fn file(&self, path: &str) -> Option<Vec<u8>>;
+    /// `path` (as the diff names it) as the base commit has it, when it is at most `max` bytes.
+    fn file(&self, path: &str, max: u64) -> BaseFile;
+}
+
+/// A file of the base commit as [`BaseTree`] reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BaseFile {
+    Content(Vec<u8>),
+    /// Larger than was asked for: not read.
+    Larger,
+    /// Not there, or git could not read it.
+    Unreadable,
 }
 
 /// What checking the files that import the change came to.
@@ -90,16 +100,10 @@ const MAX_READ: usize = 20_000;
 const HEAD_BYTES: u64 = 64 << 10;
 const MAX_READ_BYTES: u64 = 128 << 20;
 
-/// The tree's files of `language` that the change does not touch and that import a module it
+/// The tree's files of `language` (touched by the change or not) that import a module it
 /// edits, renames or deletes, sorted, at most [`MAX_IMPORTERS`]; read as regular files reached
 /// through no link, outside `node_modules` and hidden directories.
 pub(crate) fn importers(workspace: &Path, diff: &Diff, language: Language) -> Vec<String> {
-    let touched: BTreeSet<&str> = diff
-        .files
-        .iter()
-        .flat_map(|f| [f.old_path.as_deref(), f.new_path.as_deref()])
-        .flatten()
-        .collect();
     // The modules whose old interface the change may take away: edited, renamed or deleted.
     let changed: Vec<&str> = diff
         .files
@@ -128,9 +132,11 @@ pub(crate) fn importers(workspace: &Path, diff: &Diff, language: Language) -> Ve
         }
         affected.extend(more);
     }
+    // A file the change touches is one too: a comment added at its end, or its mode changed,
+    // does not mend its use of the old name (its lines the change adds are the tool's own run's).
     imports
         .iter()
-        .filter(|(file, _)| !touched.contains(file.as_str()) && language.is_module(file))
+        .filter(|(file, _)| language.is_module(file))
         .filter(|(_, imported)| imported.iter().any(|i| matches(i, &affected, language)))
         .map(|(file, _)| file.clone())
         .take(MAX_IMPORTERS)

@@ -55,7 +55,7 @@ pub use builtin::{BUILT_IN, BuiltIn, built_in};
 pub use custom::{CustomAnalyzer, CustomError};
 pub use fix::{FixRequest, apply_fix, has_fix, still_reports};
 pub use hit::{Candidate, Hit, Level};
-pub use importers::{BaseTree, ImportersChecked};
+pub use importers::{BaseFile, BaseTree, ImportersChecked};
 pub use keys::{mask_keys, safe_evidence, secret_rules};
 pub use locate::{Installed, Toolbox, installed_versions};
 pub use run::{Analysis, AnalyzerRun, Request, RunStatus, Unchecked};

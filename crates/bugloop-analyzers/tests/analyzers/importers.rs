@@ -1,7 +1,9 @@
 //! A change that breaks a file it does not edit, found by the type checkers in the files that
 //! import it, compared with the base: what was broken before the change is not its finding.
 
-use bugloop_analyzers::{Analysis, BaseTree, Candidate, Choice, Request, Toolbox, analyze};
+use bugloop_analyzers::{
+    Analysis, BaseFile, BaseTree, Candidate, Choice, Request, Toolbox, analyze,
+};
 use bugloop_testkit::TestRepo;
 
 use super::sandbox;
@@ -11,14 +13,18 @@ use super::sandbox;
 struct Main<'a>(&'a TestRepo);
 
 impl BaseTree for Main<'_> {
-    fn file(&self, path: &str) -> Option<Vec<u8>> {
+    fn file(&self, path: &str, max: u64) -> BaseFile {
         let out = std::process::Command::new("git")
             .arg("-C")
             .arg(self.0.path())
             .args(["cat-file", "blob", &format!("main:{path}")])
             .output()
-            .ok()?;
-        out.status.success().then_some(out.stdout)
+            .unwrap();
+        match out.status.success() {
+            true if out.stdout.len() as u64 > max => BaseFile::Larger,
+            true => BaseFile::Content(out.stdout),
+            false => BaseFile::Unreadable,
+        }
     }
 }
 
@@ -213,4 +219,72 @@ async fn a_renamed_module_breaks_its_importers_whatever_names_it() {
         ],
         "{analysis:#?}"
     );
+}
+
+/// The attacks of a review: the branch touches each importer (a comment at its end, its mode),
+/// or also deletes a file too large to be copied, so that the importers would not be compared.
+#[tokio::test]
+async fn touching_an_importer_or_a_large_file_hides_no_breakage() {
+    for (touch, large_file) in [(true, false), (false, true)] {
+        let repo = TestRepo::with_files(&[
+            (
+                "src/user.ts",
+                "export function getUser(id: number): string {\n  return `user ${id}`;\n}\n",
+            ),
+            (
+                "src/app.ts",
+                "import { getUser } from './user';\n\nexport const first = getUser(1);\n",
+            ),
+            (
+                "src/rows.json",
+                &format!("[{}]\n", "1,".repeat(1_500_000) + "1"),
+            ),
+        ]);
+        repo.branch("change");
+        repo.write(
+            "src/user.ts",
+            "export function fetchUser(id: number): string {\n  return `user ${id}`;\n}\n",
+        );
+        if touch {
+            repo.write(
+                "src/app.ts",
+                "import { getUser } from './user';\n\nexport const first = getUser(1);\n// ok\n",
+            );
+        }
+        if large_file {
+            repo.git(&["rm", "-q", "src/rows.json"]);
+        }
+        repo.commit("change");
+        let analysis = review(&repo, "tsc", true).await;
+        let broken: Vec<(&str, u32)> = unedited(&analysis)
+            .iter()
+            .map(|c| (c.hit.file.as_str(), c.hit.line))
+            .collect();
+        assert_eq!(broken, [("src/app.ts", 1)], "{analysis:#?}");
+    }
+}
+
+/// An importer's old error whose message prints a type the change widens is still the base's.
+#[tokio::test]
+async fn an_old_error_whose_message_the_change_rewords_is_not_the_changes() {
+    let repo = TestRepo::with_files(&[
+        (
+            "src/config.ts",
+            "export const defaults = { port: 8080, host: 'localhost' };\n",
+        ),
+        (
+            "src/server.ts",
+            "import { defaults } from './config';\n\nexport const port: number = defaults;\n",
+        ),
+    ]);
+    repo.branch("change");
+    repo.write(
+        "src/config.ts",
+        "export const defaults = { port: 8080, host: 'localhost', tls: false };\n",
+    );
+    repo.commit("change");
+    let analysis = review(&repo, "tsc", true).await;
+    assert!(unedited(&analysis).is_empty(), "{analysis:#?}");
+    let checked = analysis.runs[0].importers.as_ref().unwrap();
+    assert_eq!((checked.files.len(), checked.broken), (1, 0));
 }

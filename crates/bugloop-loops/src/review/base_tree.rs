@@ -15,15 +15,13 @@ pub(super) struct BaseCommit<'a> {
     pub commit: &'a str,
 }
 
-/// Most bytes of a file read from the base for that check.
-const MAX_BASE_FILE: u64 = 2 << 20;
-
 impl bugloop_analyzers::BaseTree for BaseCommit<'_> {
-    fn file(&self, path: &str) -> Option<Vec<u8>> {
-        self.git
-            .show_at_most(self.commit, path, MAX_BASE_FILE)
-            .ok()
-            .flatten()
+    fn file(&self, path: &str, max: u64) -> bugloop_analyzers::BaseFile {
+        match self.git.show_at_most(self.commit, path, max) {
+            Ok(Some(content)) => bugloop_analyzers::BaseFile::Content(content),
+            Ok(None) => bugloop_analyzers::BaseFile::Unreadable,
+            Err(_) => bugloop_analyzers::BaseFile::Larger,
+        }
     }
 }
 

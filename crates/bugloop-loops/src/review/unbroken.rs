@@ -23,17 +23,20 @@ pub(super) fn no_longer_broken(
     chosen: &[&str],
     is_tracked: impl Fn(&Candidate, &ExistingFinding) -> bool,
 ) -> BTreeMap<String, String> {
-    let edited = |file: &str| {
-        diff.files
-            .iter()
-            .any(|f| f.old_path.as_deref() == Some(file) || f.new_path.as_deref() == Some(file))
+    // A finding on a line the change adds is the tool's own run's, tracked as any other.
+    let added = bugloop_analyzers::ChangedLines::of(diff);
+    let on_added_line = |file: &str, line: Option<u32>| {
+        line.is_some_and(|l| added.first_added(file, l, l).is_some())
     };
     let mut resolved = BTreeMap::new();
     for finding in tracked {
         let (Some((tool, _)), Some(file)) = (&finding.tool_rule, &finding.file) else {
             continue;
         };
-        if !CHECKERS.contains(&tool.as_str()) || !chosen.contains(&tool.as_str()) || edited(file) {
+        if !CHECKERS.contains(&tool.as_str())
+            || !chosen.contains(&tool.as_str())
+            || on_added_line(file, finding.line)
+        {
             continue;
         }
         let check = analysis
@@ -132,8 +135,12 @@ mod tests {
         // Nothing the change edits is imported any more: it breaks nothing.
         let none = Analysis::default();
         assert_eq!(resolved(EDITS_USER, &app, &none).len(), 1);
-        // Another tool's finding, or one on a file the change edits, is not this check's.
+        // Another tool's finding, or one on a line the change adds, is not this check's; one on
+        // a line it does not add, in a file it edits, is.
         assert!(resolved(EDITS_USER, &tracked("ruff", "app.ts"), &none).is_empty());
         assert!(resolved(EDITS_USER, &tracked("tsc", "user.ts"), &none).is_empty());
+        let mut below = tracked("tsc", "user.ts");
+        below.line = Some(2);
+        assert_eq!(resolved(EDITS_USER, &below, &none).len(), 1);
     }
 }
