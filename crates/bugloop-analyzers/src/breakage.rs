@@ -5,7 +5,7 @@
 //! the change's files put back as the base commit has them. What it reports at head and not at
 //! the base is what the change broke: the code's old debt in those files is never a finding.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
@@ -77,7 +77,7 @@ async fn broken(
     let copy = bugloop_sandbox::owner::temp_dir("importers")
         .map_err(|e| format!("cannot copy the tree: {e}"))?;
     let view = copy.path().join("tree");
-    copy_tree(request.workspace, &view, language)?;
+    let too_large = copy_tree(request.workspace, &view, language)?;
     let added = ChangedLines::of(request.diff);
     let counted: Vec<Weighed> = run_in(request, &view, choice, files, config_dir)
         .await?
@@ -96,7 +96,7 @@ async fn broken(
         .iter()
         .map(|(hit, _, _)| lines.key(&view, &hit.file, hit))
         .collect();
-    to_base(&view, request.diff, base, language)?;
+    to_base(&view, request.diff, base, (language, &too_large))?;
     let mut lines = Lines::default();
     let base_files: Vec<String> = files
         .iter()
@@ -227,12 +227,22 @@ async fn run_in(
 }
 
 /// Copies what the checker of `language` reads from the tree at `workspace` into `view`:
-/// regular files reached through no link, outside `node_modules` and hidden directories.
-fn copy_tree(workspace: &Path, view: &Path, language: Language) -> Result<(), String> {
+/// regular files reached through no link, outside `node_modules` and hidden directories. The
+/// files left out for their size are returned: none is in the copy at the base either.
+fn copy_tree(
+    workspace: &Path,
+    view: &Path,
+    language: Language,
+) -> Result<BTreeSet<String>, String> {
+    let mut too_large = BTreeSet::new();
     let (mut files, mut bytes) = (0usize, 0u64);
     for (entry, name) in crate::tree::source_files(workspace) {
         let size = entry.metadata().map_or(u64::MAX, |m| m.len());
-        if !language.reads(&name) || size > MAX_COPIED_FILE {
+        if !language.reads(&name) {
+            continue;
+        }
+        if size > MAX_COPIED_FILE {
+            too_large.insert(name);
             continue;
         }
         files += 1;
@@ -250,7 +260,7 @@ fn copy_tree(workspace: &Path, view: &Path, language: Language) -> Result<(), St
         };
         write_file(view, &name, &content)?;
     }
-    Ok(())
+    Ok(too_large)
 }
 
 /// Puts the change's files in `view` back as the base has them: what the change added or
@@ -259,7 +269,7 @@ fn to_base(
     view: &Path,
     diff: &bugloop_diff::Diff,
     base: &dyn BaseTree,
-    language: Language,
+    (language, too_large): (Language, &BTreeSet<String>),
 ) -> Result<(), String> {
     for file in &diff.files {
         if let Some(new) = file.new_path.as_deref().and_then(|p| inside(view, p)) {
@@ -273,6 +283,15 @@ fn to_base(
         let Some(old) = file.old_path.as_deref().filter(|p| language.reads(p)) else {
             continue;
         };
+        // Left out of the copy at head for its size (a generated module that grew): left out
+        // at the base too, or its importers would find it only there.
+        if file
+            .new_path
+            .as_deref()
+            .is_some_and(|new| too_large.contains(new))
+        {
+            continue;
+        }
         // A file larger than the copy takes is in neither copy, at head or at the base.
         let content = match base.file(old, MAX_COPIED_FILE) {
             BaseFile::Content(content) => content,

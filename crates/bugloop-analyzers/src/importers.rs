@@ -92,6 +92,10 @@ impl Language {
 /// sample, not the whole tree.
 pub(crate) const MAX_IMPORTERS: usize = 100;
 
+/// How many package entries deep a module is followed, and how many modules at most.
+const MAX_BARREL_DEPTH: usize = 8;
+const MAX_AFFECTED: usize = 200;
+
 /// Most files of the tree read for their imports.
 const MAX_READ: usize = 20_000;
 
@@ -118,19 +122,28 @@ pub(crate) fn importers(workspace: &Path, diff: &Diff, language: Language) -> Ve
     let mut affected: BTreeSet<String> = changed.iter().map(|p| module_key(p)).collect();
     let imports = imports_of_tree(workspace, language);
     // A package's entry (`index.ts`, `__init__.py`) that imports an affected module passes it
-    // on to whoever imports the package.
-    loop {
-        let more: Vec<String> = imports
+    // on to whoever imports the package: each round looks only for entries importing what the
+    // last one added, at most [`MAX_BARREL_DEPTH`] rounds and [`MAX_AFFECTED`] modules (a branch
+    // that adds a chain of a thousand entries does not make the scan take hours).
+    let entries: Vec<(&String, &Vec<String>)> = imports
+        .iter()
+        .filter(|(file, _)| is_package_entry(file))
+        .collect();
+    let mut last: BTreeSet<String> = affected.clone();
+    for _ in 0..MAX_BARREL_DEPTH {
+        let more: BTreeSet<String> = entries
             .iter()
-            .filter(|(file, _)| is_package_entry(file))
-            .filter(|(file, _)| !affected.contains(&module_key(file)))
-            .filter(|(_, imported)| imported.iter().any(|i| matches(i, &affected, language)))
-            .map(|(file, _)| module_key(file))
+            .map(|(file, imported)| (module_key(file), imported))
+            .filter(|(key, _)| !affected.contains(key))
+            .filter(|(_, imported)| imported.iter().any(|i| matches(i, &last, language)))
+            .map(|(key, _)| key)
+            .take(MAX_AFFECTED.saturating_sub(affected.len()))
             .collect();
         if more.is_empty() {
             break;
         }
-        affected.extend(more);
+        affected.extend(more.iter().cloned());
+        last = more;
     }
     // A file the change touches is one too: a comment added at its end, or its mode changed,
     // does not mend its use of the old name (its lines the change adds are the tool's own run's).
@@ -173,15 +186,25 @@ fn matches(import: &str, affected: &BTreeSet<String>, language: Language) -> boo
     if import.is_empty() {
         return false;
     }
+    // A path that is `tail`, or ends with `/` and `tail` (no string is made for a comparison:
+    // this runs for every import of the tree against every affected module).
+    let ends = |module: &str, tail: &str| {
+        module == tail
+            || module
+                .strip_suffix(tail)
+                .is_some_and(|head| head.ends_with('/'))
+    };
     affected.iter().any(|module| {
         if module.is_empty() {
             return false;
         }
-        let ends = |tail: &str| module == tail || module.ends_with(&format!("/{tail}"));
         match language {
-            Language::Python => ends(import) || import.ends_with(&format!("/{module}")),
+            Language::Python => ends(module, import) || ends(import, module),
             Language::TypeScript => {
-                ends(import) || import.split_once('/').is_some_and(|(_, rest)| ends(rest))
+                ends(module, import)
+                    || import
+                        .split_once('/')
+                        .is_some_and(|(_, rest)| ends(module, rest))
             }
         }
     })
@@ -455,6 +478,33 @@ mod tests {
                 "scripts/via_init.py"
             ]
         );
+    }
+
+    /// A chain of package entries, each re-exporting the next, is followed eight deep: a branch
+    /// that adds a thousand of them does not make the scan take hours.
+    #[test]
+    fn package_entries_are_followed_only_so_deep() {
+        let mut files: Vec<(String, String)> = (0..12)
+            .map(|k| {
+                let next = if k == 0 {
+                    "../../money".to_owned()
+                } else {
+                    format!("../c{}", k - 1)
+                };
+                (format!("chain/c{k}/index.ts"), format!("export * from '{next}';\n"))
+            })
+            .collect();
+        files.push(("money.ts".into(), "export const cents = 1;\n".into()));
+        files.push(("near.ts".into(), "import { cents } from './chain/c6';\n".into()));
+        files.push(("far.ts".into(), "import { cents } from './chain/c11';\n".into()));
+        let files: Vec<(&str, &str)> = files
+            .iter()
+            .map(|(path, text)| (path.as_str(), text.as_str()))
+            .collect();
+        let dir = tree(&files);
+        let found = importers(dir.path(), &editing("money.ts"), Language::TypeScript);
+        assert!(found.contains(&"near.ts".to_owned()), "{found:?}");
+        assert!(!found.contains(&"far.ts".to_owned()), "{found:?}");
     }
 
     #[test]

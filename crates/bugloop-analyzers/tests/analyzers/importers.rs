@@ -288,3 +288,30 @@ async fn an_old_error_whose_message_the_change_rewords_is_not_the_changes() {
     let checked = analysis.runs[0].importers.as_ref().unwrap();
     assert_eq!((checked.files.len(), checked.broken), (1, 0));
 }
+
+/// A generated module that grows past what the copy takes is in neither copy: its importers
+/// do not lose it at head only.
+#[tokio::test]
+async fn a_module_grown_too_large_to_copy_breaks_nothing() {
+    let generated = |count: usize| {
+        let mut text = String::from("export interface User { id: string; name: string }\n");
+        for i in 0..count {
+            text.push_str(&format!(
+                "export const op{i} = \"query Op{i} {{ field{i} }}\";\n"
+            ));
+        }
+        text
+    };
+    let repo = TestRepo::with_files(&[
+        ("src/gen/graphql.ts", &generated(20_000)),
+        (
+            "src/users.ts",
+            "import { type User, op1 } from './gen/graphql';\n\nexport const q = op1;\nexport const show = (u: User) => u.name;\n",
+        ),
+    ]);
+    repo.branch("change");
+    repo.write("src/gen/graphql.ts", &generated(60_000));
+    repo.commit("regenerate");
+    let analysis = review(&repo, "tsc", true).await;
+    assert!(unedited(&analysis).is_empty(), "{analysis:#?}");
+}
