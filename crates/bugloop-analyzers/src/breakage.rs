@@ -365,15 +365,21 @@ fn cause(message: &str) -> String {
 }
 
 /// One candidate a diagnostic: the first place it is at, its others named in its note.
-fn candidates(workspace: &Path, tool: &str, hits: Vec<Weighed>) -> Vec<Candidate> {
-    let mut found: Vec<(Candidate, Vec<String>)> = Vec::new();
+fn candidates(workspace: &Path, tool: &str, mut hits: Vec<Weighed>) -> Vec<Candidate> {
+    // In the order of their places, so a cause's finding stays where it was while its places
+    // stay broken.
+    hits.sort_by(|(a, _, _), (b, _, _)| (&a.file, a.line).cmp(&(&b.file, b.line)));
+    let mut found: Vec<Candidate> = Vec::new();
     for (hit, weight, category) in hits {
-        let place = format!("{}:{}", hit.file, hit.line);
-        if let Some((_, others)) = found
+        if let Some(first) = found
             .iter_mut()
-            .find(|(c, _)| c.hit.rule == hit.rule && cause(&c.hit.message) == cause(&hit.message))
+            .find(|c| c.hit.rule == hit.rule && cause(&c.hit.message) == cause(&hit.message))
         {
-            others.push(place);
+            let place = (hit.file, hit.line);
+            if place != (first.hit.file.clone(), first.hit.line) && !first.also_at.contains(&place)
+            {
+                first.also_at.push(place);
+            }
             continue;
         }
         let Some(evidence) = crate::candidate::evidence_at(workspace, &hit.file, hit.line) else {
@@ -381,32 +387,31 @@ fn candidates(workspace: &Path, tool: &str, hits: Vec<Weighed>) -> Vec<Candidate
         };
         let mut candidate = Candidate::said(tool, hit, (weight, category), evidence);
         candidate.unedited = true;
-        found.push((candidate, Vec::new()));
+        found.push(candidate);
+    }
+    for candidate in &mut found {
+        if candidate.also_at.is_empty() {
+            continue;
+        }
+        let named: Vec<String> = candidate
+            .also_at
+            .iter()
+            .take(MAX_PLACES_NAMED)
+            .map(|(file, line)| format!("{file}:{line}"))
+            .collect();
+        let more = candidate.also_at.len().saturating_sub(MAX_PLACES_NAMED);
+        let more = if more > 0 {
+            format!(" and {more} more places")
+        } else {
+            String::new()
+        };
+        candidate.add_note(format!(
+            "{} reports the same at {}{more}.",
+            candidate.tool,
+            named.join(", ")
+        ));
     }
     found
-        .into_iter()
-        .map(|(mut candidate, others)| {
-            if !others.is_empty() {
-                let named: Vec<&str> = others
-                    .iter()
-                    .take(MAX_PLACES_NAMED)
-                    .map(String::as_str)
-                    .collect();
-                let more = others.len().saturating_sub(MAX_PLACES_NAMED);
-                candidate.add_note(format!(
-                    "{} reports the same at {}{}.",
-                    candidate.tool,
-                    named.join(", "),
-                    if more > 0 {
-                        format!(" and {more} more places")
-                    } else {
-                        String::new()
-                    }
-                ));
-            }
-            candidate
-        })
-        .collect()
 }
 
 #[cfg(test)]

@@ -102,6 +102,10 @@ pub struct Candidate {
     /// report it at the base, so the change broke it ([`crate::breakage`]).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub unedited: bool,
+    /// The other places the tool reports the same at (files and lines), said in the note: one
+    /// cause broke them all.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub also_at: Vec<(String, u32)>,
 }
 
 /// Longest tool message kept in a title.
@@ -124,6 +128,7 @@ impl Candidate {
             evidence,
             note: None,
             unedited: false,
+            also_at: Vec::new(),
         }
     }
 
@@ -240,6 +245,7 @@ mod tests {
             evidence: "conn.execute(\"SELECT \" + name)".into(),
             note: None,
             unedited: false,
+            also_at: Vec::new(),
         }
     }
 

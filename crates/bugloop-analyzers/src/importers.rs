@@ -252,7 +252,11 @@ fn typescript_imports(file: &str, text: &str) -> Vec<String> {
     let mut found = Vec::new();
     for line in text.lines() {
         for specifier in specifiers(line) {
-            let resolved = if specifier.starts_with("./") || specifier.starts_with("../") {
+            let relative = specifier.starts_with("./")
+                || specifier.starts_with("../")
+                || specifier == "."
+                || specifier == "..";
+            let resolved = if relative {
                 join(dir, specifier)
             } else {
                 Some(specifier.to_owned())
@@ -431,6 +435,8 @@ mod tests {
             ),
             ("node_modules/p/index.ts", "import '../../src/user';\n"),
             ("src/lazy.ts", "const m = await import('./user');\n"),
+            ("src/services/own.ts", "import { getUser } from '.';\n"),
+            ("src/services/deep/up.ts", "import { getUser } from '..';\n"),
         ]);
         let found = importers(dir.path(), &editing("src/user.ts"), Language::TypeScript);
         assert_eq!(
@@ -440,7 +446,9 @@ mod tests {
                 "src/app.ts",
                 "src/deep/page.tsx",
                 "src/lazy.ts",
+                "src/services/deep/up.ts",
                 "src/services/index.ts",
+                "src/services/own.ts",
                 "src/via-barrel.ts"
             ]
         );
@@ -491,12 +499,21 @@ mod tests {
                 } else {
                     format!("../c{}", k - 1)
                 };
-                (format!("chain/c{k}/index.ts"), format!("export * from '{next}';\n"))
+                (
+                    format!("chain/c{k}/index.ts"),
+                    format!("export * from '{next}';\n"),
+                )
             })
             .collect();
         files.push(("money.ts".into(), "export const cents = 1;\n".into()));
-        files.push(("near.ts".into(), "import { cents } from './chain/c6';\n".into()));
-        files.push(("far.ts".into(), "import { cents } from './chain/c11';\n".into()));
+        files.push((
+            "near.ts".into(),
+            "import { cents } from './chain/c6';\n".into(),
+        ));
+        files.push((
+            "far.ts".into(),
+            "import { cents } from './chain/c11';\n".into(),
+        ));
         let files: Vec<(&str, &str)> = files
             .iter()
             .map(|(path, text)| (path.as_str(), text.as_str()))

@@ -234,6 +234,7 @@ jobs:
             evidence,
             note: None,
             unedited: false,
+            also_at: Vec::new(),
         }
     }
 

@@ -93,6 +93,7 @@ mod tests {
             evidence: "if (sum = 0) {".to_owned(),
             note: None,
             unedited: false,
+            also_at: Vec::new(),
         }
     }
 

@@ -67,9 +67,18 @@ fn is_tracked(c: &Candidate, finding: &ExistingFinding) -> bool {
         None => without_line(finding.id.as_str())
             .is_some_and(|named| without_line(c.id().as_str()) == Some(named)),
     };
+    // A cause a type checker reports in several files the change breaks is one finding at its
+    // first place, naming the others: a tracked finding at one of those is that cause still.
+    let grouped = c.unedited
+        && finding
+            .file
+            .as_ref()
+            .zip(finding.line)
+            .is_some_and(|(file, line)| c.also_at.iter().any(|(f, l)| f == file && *l == line));
     same_rule
-        && finding.file.as_deref() == Some(c.hit.file.as_str())
-        && finding.line == Some(c.hit.line)
+        && (grouped
+            || (finding.file.as_deref() == Some(c.hit.file.as_str())
+                && finding.line == Some(c.hit.line)))
 }
 
 /// Runs the configured analyzers and weighs their candidates.
@@ -535,6 +544,7 @@ mod tests {
             evidence: "query = f\"select {name}\"".into(),
             note: None,
             unedited: false,
+            also_at: Vec::new(),
         };
         let tracked = |id: &str, line: u32| {
             let mut existing = crate::review::touched::tests::open("db.py", line, None);
@@ -551,6 +561,14 @@ mod tests {
         assert!(!is_tracked(&hit, &tracked("ruff-S608-db.py-9", 20)));
         assert!(!is_tracked(&hit, &tracked("ruff-B006-db.py-9", 21)));
         assert!(!is_tracked(&hit, &tracked("sql-injection", 21)));
+        // A cause that broke files the change does not edit, first seen at another of them now:
+        // the finding at one of its other places is that cause still.
+        let mut broken = hit;
+        broken.unedited = true;
+        broken.also_at = vec![("db.py".into(), 40)];
+        assert!(is_tracked(&broken, &tracked("ruff-S608-db.py-40", 40)));
+        broken.unedited = false;
+        assert!(!is_tracked(&broken, &tracked("ruff-S608-db.py-40", 40)));
     }
 
     #[test]
@@ -604,6 +622,7 @@ mod tests {
             evidence: "-----BEGIN PRIVATE KEY-----".to_owned(),
             note: None,
             unedited: false,
+            also_at: Vec::new(),
         };
         let key = "a private key";
         let candidates = [
