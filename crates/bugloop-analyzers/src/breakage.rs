@@ -40,12 +40,14 @@ pub(crate) async fn check_importers<'t>(
 ) -> Option<(&'t str, (ImportersChecked, Vec<Candidate>))> {
     let language = Language::checked_by(tool.name)?;
     let base = request.base.filter(|_| !request.alone)?;
-    let files = importers(request.workspace, request.diff, language);
-    if files.is_empty() {
+    let found = importers(request.workspace, request.diff, language);
+    if found.files.is_empty() {
         return None;
     }
+    let files = found.files;
     let mut checked = ImportersChecked {
         files: files.clone(),
+        left_out: found.total - files.len(),
         ..ImportersChecked::default()
     };
     match broken(request, base, (choice, language), &files, config_dir).await {

@@ -30,12 +30,19 @@ pub enum BaseFile {
 pub struct ImportersChecked {
     /// The files importing a module the change edits that were checked.
     pub files: Vec<String>,
+    /// Files importing it that were not checked, over the limit ([`MAX_IMPORTERS`]).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub left_out: usize,
     /// Diagnostics in them that count and that the tool did not report at the base.
     pub broken: usize,
     /// Why they could not be compared with the base (the change's own files were still
     /// checked).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub not_checked: Option<String>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// The languages whose type checker is also run on a change's importers.
@@ -107,7 +114,7 @@ const MAX_READ_BYTES: u64 = 128 << 20;
 /// The tree's files of `language` (touched by the change or not) that import a module it
 /// edits, renames or deletes, sorted, at most [`MAX_IMPORTERS`]; read as regular files reached
 /// through no link, outside `node_modules` and hidden directories.
-pub(crate) fn importers(workspace: &Path, diff: &Diff, language: Language) -> Vec<String> {
+pub(crate) fn importers(workspace: &Path, diff: &Diff, language: Language) -> Importers {
     // The modules whose old interface the change may take away: edited, renamed or deleted.
     let changed: Vec<&str> = diff
         .files
@@ -117,7 +124,7 @@ pub(crate) fn importers(workspace: &Path, diff: &Diff, language: Language) -> Ve
         .filter(|path| language.is_module(path))
         .collect();
     if changed.is_empty() {
-        return Vec::new();
+        return Importers::default();
     }
     let mut affected: BTreeSet<String> = changed.iter().map(|p| module_key(p)).collect();
     let imports = imports_of_tree(workspace, language);
@@ -125,7 +132,7 @@ pub(crate) fn importers(workspace: &Path, diff: &Diff, language: Language) -> Ve
     // on to whoever imports the package: each round looks only for entries importing what the
     // last one added, at most [`MAX_BARREL_DEPTH`] rounds and [`MAX_AFFECTED`] modules (a branch
     // that adds a chain of a thousand entries does not make the scan take hours).
-    let entries: Vec<(&String, &Vec<String>)> = imports
+    let entries: Vec<(&String, &Vec<Import>)> = imports
         .iter()
         .filter(|(file, _)| is_package_entry(file))
         .collect();
@@ -135,7 +142,11 @@ pub(crate) fn importers(workspace: &Path, diff: &Diff, language: Language) -> Ve
             .iter()
             .map(|(file, imported)| (module_key(file), imported))
             .filter(|(key, _)| !affected.contains(key))
-            .filter(|(_, imported)| imported.iter().any(|i| matches(i, &last, language)))
+            .filter(|(_, imported)| {
+                imported
+                    .iter()
+                    .any(|i| matches(i, &last, language).is_some())
+            })
             .map(|(key, _)| key)
             .take(MAX_AFFECTED.saturating_sub(affected.len()))
             .collect();
@@ -147,13 +158,53 @@ pub(crate) fn importers(workspace: &Path, diff: &Diff, language: Language) -> Ve
     }
     // A file the change touches is one too: a comment added at its end, or its mode changed,
     // does not mend its use of the old name (its lines the change adds are the tool's own run's).
-    imports
+    let mut found: Vec<(Strength, &String)> = imports
         .iter()
         .filter(|(file, _)| language.is_module(file))
-        .filter(|(_, imported)| imported.iter().any(|i| matches(i, &affected, language)))
-        .map(|(file, _)| file.clone())
+        .filter_map(|(file, imported)| {
+            let strongest = imported
+                .iter()
+                .filter_map(|i| matches(i, &affected, language))
+                .max()?;
+            Some((strongest, file))
+        })
+        .collect();
+    // Over the limit, the files whose imports name the change for certain come first (a
+    // package named like a changed module does not push them out).
+    found.sort_by(|(a, x), (b, y)| b.cmp(a).then(x.cmp(y)));
+    let total = found.len();
+    let mut files: Vec<String> = found
+        .into_iter()
         .take(MAX_IMPORTERS)
-        .collect()
+        .map(|(_, file)| file.clone())
+        .collect();
+    files.sort();
+    Importers { files, total }
+}
+
+/// The files importing a change that are checked, and how many import it in all.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Importers {
+    pub files: Vec<String>,
+    pub total: usize,
+}
+
+/// A module a file imports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Import {
+    /// A path from the root: a relative import, or an alias the project's `paths` resolve.
+    Path(String),
+    /// As written (a package, or a module found from a path root): matched by its ending.
+    Named(String),
+}
+
+/// How surely an import names an affected module.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Strength {
+    /// By its ending alone (`@/user`, a Python module from a path root of a parent package).
+    Loose,
+    /// The same path, or a name that ends with the module's path.
+    Sure,
 }
 
 /// A module's path without its ending (`src/user.service`), and a package's entry as its
@@ -178,41 +229,52 @@ fn is_package_entry(path: &str) -> bool {
     name.starts_with("index.") || name.starts_with("__init__.")
 }
 
-/// Whether an import (a path from the root, `src/services/user`, or a specifier as written,
-/// `@app/services/user`) may name one of the `affected` modules: the same path, or, for a name
-/// resolved by the project's settings (an alias, a Python path root), one whose path ends with
-/// it or with what follows its first part.
-fn matches(import: &str, affected: &BTreeSet<String>, language: Language) -> bool {
-    if import.is_empty() {
-        return false;
-    }
+/// Whether, and how surely, an import names one of the `affected` modules: the same path; a
+/// name that ends with a module's path (a Python module found from a path root, a TypeScript
+/// `baseUrl` import); more loosely, an alias of a form no package has (`@/user`, `~/user`,
+/// `#user`) by what follows its first part, or a Python name a module's path ends with.
+fn matches(import: &Import, affected: &BTreeSet<String>, language: Language) -> Option<Strength> {
     // A path that is `tail`, or ends with `/` and `tail` (no string is made for a comparison:
     // this runs for every import of the tree against every affected module).
     let ends = |module: &str, tail: &str| {
-        module == tail
-            || module
-                .strip_suffix(tail)
-                .is_some_and(|head| head.ends_with('/'))
+        !tail.is_empty()
+            && (module == tail
+                || module
+                    .strip_suffix(tail)
+                    .is_some_and(|head| head.ends_with('/')))
     };
-    affected.iter().any(|module| {
-        if module.is_empty() {
-            return false;
+    let name = match import {
+        Import::Path(path) => return affected.contains(path).then_some(Strength::Sure),
+        Import::Named(name) => name.as_str(),
+    };
+    let mut strength = None;
+    for module in affected.iter().filter(|m| !m.is_empty()) {
+        if ends(module, name) {
+            return Some(Strength::Sure);
         }
-        match language {
-            Language::Python => ends(module, import) || ends(import, module),
+        let loose = match language {
+            Language::Python => ends(name, module),
             Language::TypeScript => {
-                ends(module, import)
-                    || import
+                ["@/", "~/", "#", "$"].iter().any(|p| name.starts_with(p))
+                    && name
                         .split_once('/')
                         .is_some_and(|(_, rest)| ends(module, rest))
             }
+        };
+        if loose {
+            strength = Some(Strength::Loose);
         }
-    })
+    }
+    strength
 }
 
 /// Each file of the tree in `language` (by what the checker reads as modules) with the modules
 /// it imports, as paths from the root where they are relative, as written otherwise.
-fn imports_of_tree(workspace: &Path, language: Language) -> BTreeMap<String, Vec<String>> {
+fn imports_of_tree(workspace: &Path, language: Language) -> BTreeMap<String, Vec<Import>> {
+    let aliases = match language {
+        Language::TypeScript => Aliases::of(workspace),
+        Language::Python => Aliases::default(),
+    };
     let names = crate::tree::source_files(workspace)
         .map(|(_, name)| name)
         .filter(|name| language.is_module(name) || name.ends_with(".d.ts"))
@@ -228,7 +290,7 @@ fn imports_of_tree(workspace: &Path, language: Language) -> BTreeMap<String, Vec
         };
         read += text.len() as u64;
         let imported = match language {
-            Language::TypeScript => typescript_imports(&file, &text),
+            Language::TypeScript => typescript_imports(&file, &text, &aliases),
             Language::Python => python_imports(&file, &text),
         };
         imports.insert(file, imported);
@@ -247,8 +309,9 @@ fn read_head(path: &Path) -> Option<String> {
 
 /// The modules a TypeScript file imports or re-exports (each specifier, [`specifiers`]),
 /// relative ones resolved from the file's directory, without their ending.
-fn typescript_imports(file: &str, text: &str) -> Vec<String> {
+fn typescript_imports(file: &str, text: &str, aliases: &Aliases) -> Vec<Import> {
     let dir = file.rsplit_once('/').map_or("", |(dir, _)| dir);
+    let key = |path: &str| module_key(&without_script_ending(path));
     let mut found = Vec::new();
     for line in text.lines() {
         for specifier in specifiers(line) {
@@ -256,17 +319,70 @@ fn typescript_imports(file: &str, text: &str) -> Vec<String> {
                 || specifier.starts_with("../")
                 || specifier == "."
                 || specifier == "..";
-            let resolved = if relative {
-                join(dir, specifier)
-            } else {
-                Some(specifier.to_owned())
-            };
-            if let Some(resolved) = resolved {
-                found.push(module_key(&without_script_ending(&resolved)));
+            if relative {
+                found.extend(join(dir, specifier).map(|path| Import::Path(key(&path))));
+                continue;
             }
+            let targets = aliases.resolve(specifier);
+            if targets.is_empty() {
+                found.push(Import::Named(key(specifier)));
+            }
+            found.extend(targets.iter().map(|path| Import::Path(key(path))));
         }
     }
     found
+}
+
+/// The project's `paths` (from its unchanged `tsconfig.json`, [`crate::tsconfig`]): each
+/// pattern's text before and after its `*`, and its targets from the root.
+#[derive(Debug, Default)]
+struct Aliases(Vec<(String, String, Vec<String>)>);
+
+impl Aliases {
+    fn of(workspace: &Path) -> Aliases {
+        let Some(options) = crate::tsconfig::project_options(workspace, &[]) else {
+            return Aliases::default();
+        };
+        let Some(paths) = options.get("paths").and_then(|p| p.as_object()) else {
+            return Aliases::default();
+        };
+        let root = format!("{}/", workspace.display());
+        Aliases(
+            paths
+                .iter()
+                .map(|(pattern, targets)| {
+                    let (before, after) = pattern.split_once('*').unwrap_or((pattern, ""));
+                    let targets = targets
+                        .as_array()
+                        .map(|t| t.iter().filter_map(|t| t.as_str()).collect::<Vec<_>>())
+                        .unwrap_or_default()
+                        .into_iter()
+                        .filter_map(|target| target.strip_prefix(&root).map(str::to_owned))
+                        .collect();
+                    (before.to_owned(), after.to_owned(), targets)
+                })
+                .collect(),
+        )
+    }
+
+    /// The paths from the root a specifier may name through the aliases.
+    fn resolve(&self, specifier: &str) -> Vec<String> {
+        let mut found = Vec::new();
+        for (before, after, targets) in &self.0 {
+            let Some(star) = specifier
+                .strip_prefix(before.as_str())
+                .and_then(|rest| rest.strip_suffix(after.as_str()))
+            else {
+                continue;
+            };
+            // A pattern without `*` names only itself.
+            if !star.is_empty() && !targets.iter().any(|t| t.contains('*')) {
+                continue;
+            }
+            found.extend(targets.iter().map(|target| target.replacen('*', star, 1)));
+        }
+        found
+    }
 }
 
 /// A specifier's ending as TypeScript writes it for a module (`./user.js` is `./user.ts`).
@@ -324,7 +440,7 @@ fn join(dir: &str, relative: &str) -> Option<String> {
 /// The modules a Python file imports, as paths (`app/services/user`): `import a.b` names
 /// `a/b`; `from a import b, c` names `a`, `a/b` and `a/c`; a relative `from .x import y` is
 /// resolved from the file's package.
-fn python_imports(file: &str, text: &str) -> Vec<String> {
+fn python_imports(file: &str, text: &str) -> Vec<Import> {
     let package = file.rsplit_once('/').map_or("", |(dir, _)| dir);
     let mut found = Vec::new();
     let mut lines = text.lines();
@@ -333,7 +449,7 @@ fn python_imports(file: &str, text: &str) -> Vec<String> {
         if let Some(names) = code.strip_prefix("import ") {
             for name in names.split(',') {
                 let module = name.split_whitespace().next().unwrap_or("");
-                found.push(module.replace('.', "/"));
+                found.push(Import::Named(module.replace('.', "/")));
             }
             continue;
         }
@@ -354,22 +470,32 @@ fn python_imports(file: &str, text: &str) -> Vec<String> {
                 }
             }
         }
-        let Some(module) = python_from(package, from.trim()) else {
+        let from = from.trim();
+        let Some(module) = python_from(package, from) else {
             continue;
+        };
+        // `from .x import y` names a path from the root; `from a.b import c` a module found
+        // from a path root (the root, `src/`, ...).
+        let import = |name: String| {
+            if from.starts_with('.') {
+                Import::Path(name)
+            } else {
+                Import::Named(name)
+            }
         };
         for name in names
             .split([',', '(', ')', ' ', '\t'])
             .filter(|n| !n.is_empty() && *n != "as")
         {
             if name.chars().all(|c| c.is_alphanumeric() || c == '_') {
-                found.push(if module.is_empty() {
+                found.push(import(if module.is_empty() {
                     name.to_owned()
                 } else {
                     format!("{module}/{name}")
-                });
+                }));
             }
         }
-        found.push(module);
+        found.push(import(module));
     }
     found
 }
@@ -438,7 +564,7 @@ mod tests {
             ("src/services/own.ts", "import { getUser } from '.';\n"),
             ("src/services/deep/up.ts", "import { getUser } from '..';\n"),
         ]);
-        let found = importers(dir.path(), &editing("src/user.ts"), Language::TypeScript);
+        let found = importers(dir.path(), &editing("src/user.ts"), Language::TypeScript).files;
         assert_eq!(
             found,
             [
@@ -473,7 +599,7 @@ mod tests {
                 "import modelsx\n# from app.models import User\n",
             ),
         ]);
-        let found = importers(dir.path(), &editing("app/models.py"), Language::Python);
+        let found = importers(dir.path(), &editing("app/models.py"), Language::Python).files;
         assert_eq!(
             found,
             [
@@ -486,6 +612,82 @@ mod tests {
                 "scripts/via_init.py"
             ]
         );
+    }
+
+    /// The project's `paths` name a module for certain; a package whose name ends like a
+    /// changed module's path (`@apollo/client`, `src/api/client.ts`) names nothing.
+    #[test]
+    fn aliases_resolve_through_the_projects_paths_and_packages_are_not_modules() {
+        let dir = tree(&[
+            (
+                "tsconfig.json",
+                r#"{ "compilerOptions": { "paths": {
+                    "@acme/core": ["packages/core/src/index.ts"],
+                    "@acme/core/*": ["packages/core/src/*"] } } }"#,
+            ),
+            ("packages/core/src/index.ts", "export * from './models';\n"),
+            (
+                "packages/core/src/models.ts",
+                "export interface User { id: string }\n",
+            ),
+            ("apps/web/a.ts", "import { User } from '@acme/core';\n"),
+            (
+                "apps/web/b.ts",
+                "import type { User } from '@acme/core/models';\n",
+            ),
+            ("src/api/client.ts", "export const client = 1;\n"),
+            (
+                "src/ui/c.ts",
+                "import { ApolloClient } from '@apollo/client';\n",
+            ),
+        ]);
+        let found = importers(
+            dir.path(),
+            &editing("packages/core/src/models.ts"),
+            Language::TypeScript,
+        );
+        assert_eq!(
+            found.files,
+            [
+                "apps/web/a.ts",
+                "apps/web/b.ts",
+                "packages/core/src/index.ts"
+            ]
+        );
+        let client = importers(
+            dir.path(),
+            &editing("src/api/client.ts"),
+            Language::TypeScript,
+        );
+        assert_eq!(client, Importers::default());
+    }
+
+    /// Over the limit, the files that import the change for certain are the ones checked, and
+    /// the others are counted.
+    #[test]
+    fn over_the_limit_sure_importers_come_first() {
+        let mut files: Vec<(String, String)> = (0..MAX_IMPORTERS + 5)
+            .map(|i| {
+                (
+                    format!("a/loose{i:03}.ts"),
+                    "import { x } from '@/user';\n".to_owned(),
+                )
+            })
+            .collect();
+        files.push((
+            "z/sure.ts".into(),
+            "import { x } from '../src/user';\n".into(),
+        ));
+        files.push(("src/user.ts".into(), "export const x = 1;\n".into()));
+        let files: Vec<(&str, &str)> = files
+            .iter()
+            .map(|(path, text)| (path.as_str(), text.as_str()))
+            .collect();
+        let dir = tree(&files);
+        let found = importers(dir.path(), &editing("src/user.ts"), Language::TypeScript);
+        assert_eq!(found.files.len(), MAX_IMPORTERS);
+        assert_eq!(found.total, MAX_IMPORTERS + 6);
+        assert!(found.files.contains(&"z/sure.ts".to_owned()));
     }
 
     /// A chain of package entries, each re-exporting the next, is followed eight deep: a branch
@@ -519,7 +721,7 @@ mod tests {
             .map(|(path, text)| (path.as_str(), text.as_str()))
             .collect();
         let dir = tree(&files);
-        let found = importers(dir.path(), &editing("money.ts"), Language::TypeScript);
+        let found = importers(dir.path(), &editing("money.ts"), Language::TypeScript).files;
         assert!(found.contains(&"near.ts".to_owned()), "{found:?}");
         assert!(!found.contains(&"far.ts".to_owned()), "{found:?}");
     }
@@ -534,8 +736,16 @@ mod tests {
         let added = bugloop_diff::parse(
             "diff --git a/b.py b/b.py\nnew file mode 100644\n--- /dev/null\n+++ b/b.py\n@@ -0,0 +1 @@\n+x = 1\n",
         );
-        assert!(importers(dir.path(), &added, Language::Python).is_empty());
-        assert!(importers(dir.path(), &editing("d.ts"), Language::Python).is_empty());
+        assert!(
+            importers(dir.path(), &added, Language::Python)
+                .files
+                .is_empty()
+        );
+        assert!(
+            importers(dir.path(), &editing("d.ts"), Language::Python)
+                .files
+                .is_empty()
+        );
     }
 
     #[test]
@@ -545,7 +755,7 @@ mod tests {
             "diff --git a/util.py b/helpers.py\nsimilarity index 100%\nrename from util.py\nrename to helpers.py\n",
         );
         assert_eq!(
-            importers(dir.path(), &renamed, Language::Python),
+            importers(dir.path(), &renamed, Language::Python).files,
             ["main.py"]
         );
     }

@@ -101,19 +101,27 @@ pub(super) fn run_info(run: &AnalyzerRun) -> AnalyzerRunInfo {
         hits,
         candidates,
         seconds: run.seconds,
-        importers: run
-            .importers
-            .as_ref()
-            .map(|checked| match &checked.not_checked {
-                Some(reason) => format!(
-                    "{} file(s) importing the change not compared with the base: {reason}",
-                    checked.files.len()
-                ),
-                None => format!(
-                    "{} file(s) importing the change checked: {} diagnostic(s) new since the base",
-                    checked.files.len(),
-                    checked.broken
-                ),
-            }),
+        importers: run.importers.as_ref().map(importers_said),
+    }
+}
+
+/// What a type checker's check of the files importing the change came to, in a sentence.
+fn importers_said(checked: &bugloop_analyzers::ImportersChecked) -> String {
+    let files = match checked.left_out {
+        0 => format!("{} file(s)", checked.files.len()),
+        more => format!(
+            "{} of {} file(s) (the limit)",
+            checked.files.len(),
+            checked.files.len() + more
+        ),
+    };
+    match &checked.not_checked {
+        Some(reason) => {
+            format!("{files} importing the change not compared with the base: {reason}")
+        }
+        None => format!(
+            "{files} importing the change checked: {} diagnostic(s) new since the base",
+            checked.broken
+        ),
     }
 }

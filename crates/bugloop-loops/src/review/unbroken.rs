@@ -99,6 +99,7 @@ mod tests {
                 unanalyzed: Vec::new(),
                 importers: Some(ImportersChecked {
                     files: files.iter().map(|f| (*f).to_owned()).collect(),
+                    left_out: 0,
                     broken: 0,
                     not_checked: not_checked.map(str::to_owned),
                 }),
