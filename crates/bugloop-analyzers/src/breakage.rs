@@ -80,6 +80,14 @@ async fn broken(
         .map_err(|e| format!("cannot copy the tree: {e}"))?;
     let view = copy.path().join("tree");
     let too_large = copy_tree(request.workspace, &view, language)?;
+    // The project's TypeScript configuration as the base has it, in both runs: one the change
+    // edits is not read (it could loosen the checks), and without the base's the project's
+    // `paths` would be lost and its aliased importers go unchecked.
+    let configured = base_configuration(&view, request.diff, base)?;
+    let request = &Request {
+        diff: &configured,
+        ..request.clone()
+    };
     let added = ChangedLines::of(request.diff);
     let counted: Vec<Weighed> = run_in(request, &view, choice, files, config_dir)
         .await?
@@ -134,6 +142,42 @@ async fn broken(
 
 /// A hit that counts, with its weight.
 type Weighed = (Hit, Weight, bugloop_domain::finding::Category);
+
+/// Puts the base's versions of the TypeScript configuration files the change edits into the
+/// copy (taking out one it adds), and returns the change without them: what the copy's runs are
+/// told the change edits.
+fn base_configuration(
+    view: &Path,
+    diff: &bugloop_diff::Diff,
+    base: &dyn BaseTree,
+) -> Result<bugloop_diff::Diff, String> {
+    let is_configuration = |path: &str| {
+        let name = path.rsplit('/').next().unwrap_or(path);
+        (name.starts_with("tsconfig") || name.starts_with("jsconfig")) && name.ends_with(".json")
+    };
+    let mut rest = diff.clone();
+    rest.files.retain(|file| {
+        ![&file.old_path, &file.new_path]
+            .into_iter()
+            .flatten()
+            .any(|path| is_configuration(path))
+    });
+    let edited = diff.files.iter().filter(|file| !rest.files.contains(file));
+    for file in edited {
+        if let Some(new) = file.new_path.as_deref().and_then(|p| inside(view, p)) {
+            let _absent_is_what_is_wanted = std::fs::remove_file(new);
+        }
+        let Some(old) = file.old_path.as_deref() else {
+            continue;
+        };
+        if let BaseFile::Content(content) = base.file(old, MAX_COPIED_FILE) {
+            let name = bugloop_domain::paths::text_name(old)
+                .ok_or_else(|| format!("cannot name {old} in a copy of the tree"))?;
+            write_file(view, &name, &content)?;
+        }
+    }
+    Ok(rest)
+}
 
 /// What makes a diagnostic the same at head and at the base: its file (by its name at head),
 /// the text of its line (lines move when the file is edited elsewhere) and its rule. Not its

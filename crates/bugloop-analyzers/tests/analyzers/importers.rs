@@ -315,3 +315,37 @@ async fn a_module_grown_too_large_to_copy_breaks_nothing() {
     let analysis = review(&repo, "tsc", true).await;
     assert!(unedited(&analysis).is_empty(), "{analysis:#?}");
 }
+
+/// A change that also edits `tsconfig.json` has its importers checked under the base's: its
+/// aliased importers are not lost with the project's `paths`.
+#[tokio::test]
+async fn an_edited_tsconfig_does_not_lose_the_aliased_importers() {
+    let tsconfig = r#"{ "compilerOptions": { "strict": true, "paths": { "@/*": ["./src/*"] } } }"#;
+    let repo = TestRepo::with_files(&[
+        ("tsconfig.json", tsconfig),
+        (
+            "src/user.ts",
+            "export function getUser(id: number): string {\n  return `user ${id}`;\n}\n",
+        ),
+        (
+            "src/pages/app.ts",
+            "import { getUser } from '@/user';\n\nexport const first = getUser(1);\n",
+        ),
+    ]);
+    repo.branch("change");
+    repo.write(
+        "src/user.ts",
+        "export function fetchUser(id: number): string {\n  return `user ${id}`;\n}\n",
+    );
+    repo.write(
+        "tsconfig.json",
+        &tsconfig.replace("\"strict\": true", "\"strict\": false"),
+    );
+    repo.commit("change");
+    let analysis = review(&repo, "tsc", true).await;
+    let broken: Vec<(&str, u32)> = unedited(&analysis)
+        .iter()
+        .map(|c| (c.hit.file.as_str(), c.hit.line))
+        .collect();
+    assert_eq!(broken, [("src/pages/app.ts", 1)], "{analysis:#?}");
+}
