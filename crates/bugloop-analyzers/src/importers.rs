@@ -9,6 +9,8 @@ use std::path::Path;
 use bugloop_diff::{ChangeKind, Diff};
 use serde::Serialize;
 
+use crate::imports::{Aliases, Import, module_key, python_imports, read_head, typescript_imports};
+
 /// The code at the change's base, file by file: how bugloop reads the base commit.
 pub trait BaseTree: std::fmt::Debug + Sync {
     /// `path` (as the diff names it) as the base commit has it, when it is at most `max` bytes.
@@ -106,9 +108,8 @@ const MAX_AFFECTED: usize = 200;
 /// Most files of the tree read for their imports.
 const MAX_READ: usize = 20_000;
 
-/// How much of a file is read for its imports, and of all files at most: a tree of thousands
-/// of large files is not read whole on every review.
-const HEAD_BYTES: u64 = 64 << 10;
+/// How much of all files is read for their imports at most: a tree of thousands of large
+/// files is not read whole on every review.
 const MAX_READ_BYTES: u64 = 128 << 20;
 
 /// The tree's files of `language` (touched by the change or not) that import a module it
@@ -127,7 +128,8 @@ pub(crate) fn importers(workspace: &Path, diff: &Diff, language: Language) -> Im
         return Importers::default();
     }
     let mut affected: BTreeSet<String> = changed.iter().map(|p| module_key(p)).collect();
-    let imports = imports_of_tree(workspace, language);
+    let removed = removed_names(diff, language);
+    let imports = imports_of_tree(workspace, language, &removed);
     // A package's entry (`index.ts`, `__init__.py`) that imports an affected module passes it
     // on to whoever imports the package: each round looks only for entries importing what the
     // last one added, at most [`MAX_BARREL_DEPTH`] rounds and [`MAX_AFFECTED`] modules (a branch
@@ -135,6 +137,7 @@ pub(crate) fn importers(workspace: &Path, diff: &Diff, language: Language) -> Im
     let entries: Vec<(&String, &Vec<Import>)> = imports
         .iter()
         .filter(|(file, _)| is_package_entry(file))
+        .map(|(file, (imported, _))| (file, imported))
         .collect();
     let mut last: BTreeSet<String> = affected.clone();
     for _ in 0..MAX_BARREL_DEPTH {
@@ -158,19 +161,20 @@ pub(crate) fn importers(workspace: &Path, diff: &Diff, language: Language) -> Im
     }
     // A file the change touches is one too: a comment added at its end, or its mode changed,
     // does not mend its use of the old name (its lines the change adds are the tool's own run's).
-    let mut found: Vec<(Strength, &String)> = imports
+    let mut found: Vec<((Strength, bool), &String)> = imports
         .iter()
         .filter(|(file, _)| language.is_module(file))
-        .filter_map(|(file, imported)| {
+        .filter_map(|(file, (imported, names_removed))| {
             let strongest = imported
                 .iter()
                 .filter_map(|i| matches(i, &affected, language))
                 .max()?;
-            Some((strongest, file))
+            Some(((strongest, *names_removed), file))
         })
         .collect();
     // Over the limit, the files whose imports name the change for certain come first (a
-    // package named like a changed module does not push them out).
+    // package named like a changed module does not push them out), and of those the ones that
+    // use a name the change takes away.
     found.sort_by(|(a, x), (b, y)| b.cmp(a).then(x.cmp(y)));
     let total = found.len();
     let mut files: Vec<String> = found
@@ -182,20 +186,43 @@ pub(crate) fn importers(workspace: &Path, diff: &Diff, language: Language) -> Im
     Importers { files, total }
 }
 
+/// The names on the lines the change takes out of its modules of `language` that its added
+/// lines there do not have again (a function renamed, a parameter dropped): an importer that
+/// uses one is the likeliest to break.
+fn removed_names(diff: &Diff, language: Language) -> BTreeSet<String> {
+    let mut removed = BTreeSet::new();
+    for file in diff
+        .files
+        .iter()
+        .filter(|f| f.old_path.as_deref().is_some_and(|p| language.is_module(p)))
+    {
+        let lines = || file.hunks.iter().flat_map(|h| &h.lines);
+        let kept: BTreeSet<&str> = lines()
+            .filter(|l| l.kind == bugloop_diff::LineKind::Added)
+            .flat_map(|l| words(&l.text))
+            .collect();
+        removed.extend(
+            lines()
+                .filter(|l| l.kind == bugloop_diff::LineKind::Removed)
+                .flat_map(|l| words(&l.text))
+                .filter(|word| word.len() >= 3 && !kept.contains(word))
+                .map(str::to_owned),
+        );
+    }
+    removed
+}
+
+/// The words of `text` that could be names.
+fn words(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$'))
+        .filter(|word| word.chars().next().is_some_and(|c| !c.is_ascii_digit()))
+}
+
 /// The files importing a change that are checked, and how many import it in all.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Importers {
     pub files: Vec<String>,
     pub total: usize,
-}
-
-/// A module a file imports.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Import {
-    /// A path from the root: a relative import, or an alias the project's `paths` resolve.
-    Path(String),
-    /// As written (a package, or a module found from a path root): matched by its ending.
-    Named(String),
 }
 
 /// How surely an import names an affected module.
@@ -205,23 +232,6 @@ enum Strength {
     Loose,
     /// The same path, or a name that ends with the module's path.
     Sure,
-}
-
-/// A module's path without its ending (`src/user.service`), and a package's entry as its
-/// directory (`src/services/index.ts` and `app/__init__.py` are `src/services` and `app`).
-fn module_key(path: &str) -> String {
-    let (dir, name) = match path.rsplit_once('/') {
-        Some((dir, name)) => (Some(dir), name),
-        None => (None, path),
-    };
-    let stem = name.rsplit_once('.').map_or(name, |(stem, _)| stem);
-    let stem = stem.strip_suffix(".d").unwrap_or(stem);
-    match (dir, stem) {
-        (Some(dir), "index" | "__init__") => dir.to_owned(),
-        (None, "index" | "__init__") => String::new(),
-        (Some(dir), stem) => format!("{dir}/{stem}"),
-        (None, stem) => stem.to_owned(),
-    }
 }
 
 fn is_package_entry(path: &str) -> bool {
@@ -269,8 +279,13 @@ fn matches(import: &Import, affected: &BTreeSet<String>, language: Language) -> 
 }
 
 /// Each file of the tree in `language` (by what the checker reads as modules) with the modules
-/// it imports, as paths from the root where they are relative, as written otherwise.
-fn imports_of_tree(workspace: &Path, language: Language) -> BTreeMap<String, Vec<Import>> {
+/// it imports, as paths from the root where they are relative, as written otherwise, and
+/// whether its text names one of `removed` (as a word).
+fn imports_of_tree(
+    workspace: &Path,
+    language: Language,
+    removed: &BTreeSet<String>,
+) -> BTreeMap<String, (Vec<Import>, bool)> {
     let aliases = match language {
         Language::TypeScript => Aliases::of(workspace),
         Language::Python => Aliases::default(),
@@ -293,229 +308,10 @@ fn imports_of_tree(workspace: &Path, language: Language) -> BTreeMap<String, Vec
             Language::TypeScript => typescript_imports(&file, &text, &aliases),
             Language::Python => python_imports(&file, &text),
         };
-        imports.insert(file, imported);
+        let names_removed = words(&text).any(|word| removed.contains(word));
+        imports.insert(file, (imported, names_removed));
     }
     imports
-}
-
-fn read_head(path: &Path) -> Option<String> {
-    use std::io::Read;
-    let mut head = Vec::new();
-    std::fs::File::open(path)
-        .and_then(|file| file.take(HEAD_BYTES).read_to_end(&mut head))
-        .ok()?;
-    Some(String::from_utf8_lossy(&head).into_owned())
-}
-
-/// The modules a TypeScript file imports or re-exports (each specifier, [`specifiers`]),
-/// relative ones resolved from the file's directory, without their ending.
-fn typescript_imports(file: &str, text: &str, aliases: &Aliases) -> Vec<Import> {
-    let dir = file.rsplit_once('/').map_or("", |(dir, _)| dir);
-    let key = |path: &str| module_key(&without_script_ending(path));
-    let mut found = Vec::new();
-    for line in text.lines() {
-        for specifier in specifiers(line) {
-            let relative = specifier.starts_with("./")
-                || specifier.starts_with("../")
-                || specifier == "."
-                || specifier == "..";
-            if relative {
-                found.extend(join(dir, specifier).map(|path| Import::Path(key(&path))));
-                continue;
-            }
-            let targets = aliases.resolve(specifier);
-            if targets.is_empty() {
-                found.push(Import::Named(key(specifier)));
-            }
-            found.extend(targets.iter().map(|path| Import::Path(key(path))));
-        }
-    }
-    found
-}
-
-/// The project's `paths` (from its unchanged `tsconfig.json`, [`crate::tsconfig`]): each
-/// pattern's text before and after its `*`, and its targets from the root.
-#[derive(Debug, Default)]
-struct Aliases(Vec<(String, String, Vec<String>)>);
-
-impl Aliases {
-    fn of(workspace: &Path) -> Aliases {
-        let Some(options) = crate::tsconfig::project_options(workspace, &[]) else {
-            return Aliases::default();
-        };
-        let Some(paths) = options.get("paths").and_then(|p| p.as_object()) else {
-            return Aliases::default();
-        };
-        let root = format!("{}/", workspace.display());
-        Aliases(
-            paths
-                .iter()
-                .map(|(pattern, targets)| {
-                    let (before, after) = pattern.split_once('*').unwrap_or((pattern, ""));
-                    let targets = targets
-                        .as_array()
-                        .map(|t| t.iter().filter_map(|t| t.as_str()).collect::<Vec<_>>())
-                        .unwrap_or_default()
-                        .into_iter()
-                        .filter_map(|target| target.strip_prefix(&root).map(str::to_owned))
-                        .collect();
-                    (before.to_owned(), after.to_owned(), targets)
-                })
-                .collect(),
-        )
-    }
-
-    /// The paths from the root a specifier may name through the aliases.
-    fn resolve(&self, specifier: &str) -> Vec<String> {
-        let mut found = Vec::new();
-        for (before, after, targets) in &self.0 {
-            let Some(star) = specifier
-                .strip_prefix(before.as_str())
-                .and_then(|rest| rest.strip_suffix(after.as_str()))
-            else {
-                continue;
-            };
-            // A pattern without `*` names only itself.
-            if !star.is_empty() && !targets.iter().any(|t| t.contains('*')) {
-                continue;
-            }
-            found.extend(targets.iter().map(|target| target.replacen('*', star, 1)));
-        }
-        found
-    }
-}
-
-/// A specifier's ending as TypeScript writes it for a module (`./user.js` is `./user.ts`).
-fn without_script_ending(specifier: &str) -> String {
-    for ending in [".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx", ".mts", ".cts"] {
-        if let Some(stem) = specifier.strip_suffix(ending) {
-            return format!("{stem}.x");
-        }
-    }
-    // Without an ending: `module_key` takes off what follows the last dot, so one is added.
-    format!("{specifier}.x")
-}
-
-/// The module specifiers of a line of code: the strings quoted with `'`, `"` or `` ` `` right
-/// after `from`, `import`, `import(` or `require(`.
-fn specifiers(code: &str) -> Vec<&str> {
-    let mut found = Vec::new();
-    let mut at = 0;
-    while let Some(start) = code[at..].find(['\'', '"', '`']).map(|s| s + at) {
-        let quote = &code[start..=start];
-        let Some(end) = code[start + 1..].find(quote).map(|e| e + start + 1) else {
-            break;
-        };
-        let before = code[..start].trim_end();
-        let names_a_module = ["from", "import", "import(", "require("]
-            .iter()
-            .any(|word| {
-                before.strip_suffix(word).is_some_and(|rest| {
-                    !rest.ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == '.')
-                })
-            });
-        if names_a_module {
-            found.push(&code[start + 1..end]);
-        }
-        at = end + 1;
-    }
-    found
-}
-
-/// `relative` (`../x/y`) from `dir`, as a path from the root; `None` above the root.
-fn join(dir: &str, relative: &str) -> Option<String> {
-    let mut parts: Vec<&str> = dir.split('/').filter(|p| !p.is_empty()).collect();
-    for part in relative.split('/') {
-        match part {
-            "" | "." => {}
-            ".." => {
-                parts.pop()?;
-            }
-            part => parts.push(part),
-        }
-    }
-    Some(parts.join("/"))
-}
-
-/// The modules a Python file imports, as paths (`app/services/user`): `import a.b` names
-/// `a/b`; `from a import b, c` names `a`, `a/b` and `a/c`; a relative `from .x import y` is
-/// resolved from the file's package.
-fn python_imports(file: &str, text: &str) -> Vec<Import> {
-    let package = file.rsplit_once('/').map_or("", |(dir, _)| dir);
-    let mut found = Vec::new();
-    let mut lines = text.lines();
-    while let Some(line) = lines.next() {
-        let code = line.split('#').next().unwrap_or("").trim();
-        if let Some(names) = code.strip_prefix("import ") {
-            for name in names.split(',') {
-                let module = name.split_whitespace().next().unwrap_or("");
-                found.push(Import::Named(module.replace('.', "/")));
-            }
-            continue;
-        }
-        let Some(rest) = code.strip_prefix("from ") else {
-            continue;
-        };
-        let Some((from, names)) = rest.split_once(" import") else {
-            continue;
-        };
-        let mut names = names.to_owned();
-        // `from x import (\n  a,\n  b,\n)`
-        if names.contains('(') && !names.contains(')') {
-            for more in lines.by_ref() {
-                names.push(' ');
-                names.push_str(more.split('#').next().unwrap_or(""));
-                if more.contains(')') {
-                    break;
-                }
-            }
-        }
-        let from = from.trim();
-        let Some(module) = python_from(package, from) else {
-            continue;
-        };
-        // `from .x import y` names a path from the root; `from a.b import c` a module found
-        // from a path root (the root, `src/`, ...).
-        let import = |name: String| {
-            if from.starts_with('.') {
-                Import::Path(name)
-            } else {
-                Import::Named(name)
-            }
-        };
-        for name in names
-            .split([',', '(', ')', ' ', '\t'])
-            .filter(|n| !n.is_empty() && *n != "as")
-        {
-            if name.chars().all(|c| c.is_alphanumeric() || c == '_') {
-                found.push(import(if module.is_empty() {
-                    name.to_owned()
-                } else {
-                    format!("{module}/{name}")
-                }));
-            }
-        }
-        found.push(import(module));
-    }
-    found
-}
-
-/// The module of `from X import` in a file of `package`: `.x` is `package/x`, `..x` the
-/// parent's `x`, an absolute `a.b` is `a/b`.
-fn python_from(package: &str, from: &str) -> Option<String> {
-    let dots = from.chars().take_while(|c| *c == '.').count();
-    let name = from[dots..].replace('.', "/");
-    if dots == 0 {
-        return Some(name);
-    }
-    let mut parts: Vec<&str> = package.split('/').filter(|p| !p.is_empty()).collect();
-    for _ in 1..dots {
-        parts.pop()?;
-    }
-    if !name.is_empty() {
-        parts.push(&name);
-    }
-    Some(parts.join("/"))
 }
 
 #[cfg(test)]
@@ -688,6 +484,38 @@ mod tests {
         assert_eq!(found.files.len(), MAX_IMPORTERS);
         assert_eq!(found.total, MAX_IMPORTERS + 6);
         assert!(found.files.contains(&"z/sure.ts".to_owned()));
+    }
+
+    /// Of many sure importers, the ones that use a name the change takes away are checked.
+    #[test]
+    fn over_the_limit_importers_using_a_removed_name_come_first() {
+        let mut files: Vec<(String, String)> = (0..MAX_IMPORTERS + 5)
+            .map(|i| {
+                (
+                    format!("a/api{i:03}.ts"),
+                    "import { get } from '../http';\n".to_owned(),
+                )
+            })
+            .collect();
+        files.push((
+            "z/cart.ts".into(),
+            "import { post } from '../http';\n".into(),
+        ));
+        files.push((
+            "http.ts".into(),
+            "export const get = 1;\nexport const send = 2;\n".into(),
+        ));
+        let files: Vec<(&str, &str)> = files
+            .iter()
+            .map(|(path, text)| (path.as_str(), text.as_str()))
+            .collect();
+        let dir = tree(&files);
+        let renamed = bugloop_diff::parse(
+            "diff --git a/http.ts b/http.ts\n--- a/http.ts\n+++ b/http.ts\n@@ -1,2 +1,2 @@\n export const get = 1;\n-export const post = 2;\n+export const send = 2;\n",
+        );
+        let found = importers(dir.path(), &renamed, Language::TypeScript);
+        assert_eq!(found.total, MAX_IMPORTERS + 6);
+        assert!(found.files.contains(&"z/cart.ts".to_owned()), "{found:?}");
     }
 
     /// A chain of package entries, each re-exporting the next, is followed eight deep: a branch

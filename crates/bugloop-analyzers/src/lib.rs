@@ -30,6 +30,7 @@ mod fix;
 mod formats;
 mod hit;
 mod importers;
+mod imports;
 mod input;
 mod invocation;
 mod keys;

@@ -1,0 +1,254 @@
+//! What a file imports, read from its text as a type checker would resolve it: TypeScript's
+//! specifiers (relative, through the project's `paths`, or as written) and Python's `import`
+//! and `from ... import` lines; never run, a name matched loosely being only a file more to check.
+
+use std::path::Path;
+
+/// A module a file imports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Import {
+    /// A path from the root: a relative import, or an alias the project's `paths` resolve.
+    Path(String),
+    /// As written (a package, or a module found from a path root): matched by its ending.
+    Named(String),
+}
+
+/// A module's path without its ending (`src/user.service`), and a package's entry as its
+/// directory (`src/services/index.ts` and `app/__init__.py` are `src/services` and `app`).
+pub(crate) fn module_key(path: &str) -> String {
+    let (dir, name) = match path.rsplit_once('/') {
+        Some((dir, name)) => (Some(dir), name),
+        None => (None, path),
+    };
+    let stem = name.rsplit_once('.').map_or(name, |(stem, _)| stem);
+    let stem = stem.strip_suffix(".d").unwrap_or(stem);
+    match (dir, stem) {
+        (Some(dir), "index" | "__init__") => dir.to_owned(),
+        (None, "index" | "__init__") => String::new(),
+        (Some(dir), stem) => format!("{dir}/{stem}"),
+        (None, stem) => stem.to_owned(),
+    }
+}
+
+/// How much of a file is read for its imports.
+pub(crate) const HEAD_BYTES: u64 = 64 << 10;
+
+pub(crate) fn read_head(path: &Path) -> Option<String> {
+    use std::io::Read;
+    let mut head = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|file| file.take(HEAD_BYTES).read_to_end(&mut head))
+        .ok()?;
+    Some(String::from_utf8_lossy(&head).into_owned())
+}
+
+/// The modules a TypeScript file imports or re-exports (each specifier, [`specifiers`]),
+/// relative ones resolved from the file's directory, without their ending.
+pub(crate) fn typescript_imports(file: &str, text: &str, aliases: &Aliases) -> Vec<Import> {
+    let dir = file.rsplit_once('/').map_or("", |(dir, _)| dir);
+    let key = |path: &str| module_key(&without_script_ending(path));
+    let mut found = Vec::new();
+    for line in text.lines() {
+        for specifier in specifiers(line) {
+            let relative = specifier.starts_with("./")
+                || specifier.starts_with("../")
+                || specifier == "."
+                || specifier == "..";
+            if relative {
+                found.extend(join(dir, specifier).map(|path| Import::Path(key(&path))));
+                continue;
+            }
+            let targets = aliases.resolve(specifier);
+            if targets.is_empty() {
+                found.push(Import::Named(key(specifier)));
+            }
+            found.extend(targets.iter().map(|path| Import::Path(key(path))));
+        }
+    }
+    found
+}
+
+/// The project's `paths` (from its unchanged `tsconfig.json`, [`crate::tsconfig`]): each
+/// pattern's text before and after its `*`, and its targets from the root.
+#[derive(Debug, Default)]
+pub(crate) struct Aliases(Vec<(String, String, Vec<String>)>);
+
+impl Aliases {
+    pub(crate) fn of(workspace: &Path) -> Aliases {
+        let Some(options) = crate::tsconfig::project_options(workspace, &[]) else {
+            return Aliases::default();
+        };
+        let Some(paths) = options.get("paths").and_then(|p| p.as_object()) else {
+            return Aliases::default();
+        };
+        let root = format!("{}/", workspace.display());
+        Aliases(
+            paths
+                .iter()
+                .map(|(pattern, targets)| {
+                    let (before, after) = pattern.split_once('*').unwrap_or((pattern, ""));
+                    let targets = targets
+                        .as_array()
+                        .map(|t| t.iter().filter_map(|t| t.as_str()).collect::<Vec<_>>())
+                        .unwrap_or_default()
+                        .into_iter()
+                        .filter_map(|target| target.strip_prefix(&root).map(str::to_owned))
+                        .collect();
+                    (before.to_owned(), after.to_owned(), targets)
+                })
+                .collect(),
+        )
+    }
+
+    /// The paths from the root a specifier may name through the aliases.
+    fn resolve(&self, specifier: &str) -> Vec<String> {
+        let mut found = Vec::new();
+        for (before, after, targets) in &self.0 {
+            let Some(star) = specifier
+                .strip_prefix(before.as_str())
+                .and_then(|rest| rest.strip_suffix(after.as_str()))
+            else {
+                continue;
+            };
+            // A pattern without `*` names only itself.
+            if !star.is_empty() && !targets.iter().any(|t| t.contains('*')) {
+                continue;
+            }
+            found.extend(targets.iter().map(|target| target.replacen('*', star, 1)));
+        }
+        found
+    }
+}
+
+/// A specifier's ending as TypeScript writes it for a module (`./user.js` is `./user.ts`).
+fn without_script_ending(specifier: &str) -> String {
+    for ending in [".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx", ".mts", ".cts"] {
+        if let Some(stem) = specifier.strip_suffix(ending) {
+            return format!("{stem}.x");
+        }
+    }
+    // Without an ending: `module_key` takes off what follows the last dot, so one is added.
+    format!("{specifier}.x")
+}
+
+/// The module specifiers of a line of code: the strings quoted with `'`, `"` or `` ` `` right
+/// after `from`, `import`, `import(` or `require(`.
+fn specifiers(code: &str) -> Vec<&str> {
+    let mut found = Vec::new();
+    let mut at = 0;
+    while let Some(start) = code[at..].find(['\'', '"', '`']).map(|s| s + at) {
+        let quote = &code[start..=start];
+        let Some(end) = code[start + 1..].find(quote).map(|e| e + start + 1) else {
+            break;
+        };
+        let before = code[..start].trim_end();
+        let names_a_module = ["from", "import", "import(", "require("]
+            .iter()
+            .any(|word| {
+                before.strip_suffix(word).is_some_and(|rest| {
+                    !rest.ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == '.')
+                })
+            });
+        if names_a_module {
+            found.push(&code[start + 1..end]);
+        }
+        at = end + 1;
+    }
+    found
+}
+
+/// `relative` (`../x/y`) from `dir`, as a path from the root; `None` above the root.
+fn join(dir: &str, relative: &str) -> Option<String> {
+    let mut parts: Vec<&str> = dir.split('/').filter(|p| !p.is_empty()).collect();
+    for part in relative.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            part => parts.push(part),
+        }
+    }
+    Some(parts.join("/"))
+}
+
+/// The modules a Python file imports, as paths (`app/services/user`): `import a.b` names
+/// `a/b`; `from a import b, c` names `a`, `a/b` and `a/c`; a relative `from .x import y` is
+/// resolved from the file's package.
+pub(crate) fn python_imports(file: &str, text: &str) -> Vec<Import> {
+    let package = file.rsplit_once('/').map_or("", |(dir, _)| dir);
+    let mut found = Vec::new();
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        let code = line.split('#').next().unwrap_or("").trim();
+        if let Some(names) = code.strip_prefix("import ") {
+            for name in names.split(',') {
+                let module = name.split_whitespace().next().unwrap_or("");
+                found.push(Import::Named(module.replace('.', "/")));
+            }
+            continue;
+        }
+        let Some(rest) = code.strip_prefix("from ") else {
+            continue;
+        };
+        let Some((from, names)) = rest.split_once(" import") else {
+            continue;
+        };
+        let mut names = names.to_owned();
+        // `from x import (\n  a,\n  b,\n)`
+        if names.contains('(') && !names.contains(')') {
+            for more in lines.by_ref() {
+                names.push(' ');
+                names.push_str(more.split('#').next().unwrap_or(""));
+                if more.contains(')') {
+                    break;
+                }
+            }
+        }
+        let from = from.trim();
+        let Some(module) = python_from(package, from) else {
+            continue;
+        };
+        // `from .x import y` names a path from the root; `from a.b import c` a module found
+        // from a path root (the root, `src/`, ...).
+        let import = |name: String| {
+            if from.starts_with('.') {
+                Import::Path(name)
+            } else {
+                Import::Named(name)
+            }
+        };
+        for name in names
+            .split([',', '(', ')', ' ', '\t'])
+            .filter(|n| !n.is_empty() && *n != "as")
+        {
+            if name.chars().all(|c| c.is_alphanumeric() || c == '_') {
+                found.push(import(if module.is_empty() {
+                    name.to_owned()
+                } else {
+                    format!("{module}/{name}")
+                }));
+            }
+        }
+        found.push(import(module));
+    }
+    found
+}
+
+/// The module of `from X import` in a file of `package`: `.x` is `package/x`, `..x` the
+/// parent's `x`, an absolute `a.b` is `a/b`.
+fn python_from(package: &str, from: &str) -> Option<String> {
+    let dots = from.chars().take_while(|c| *c == '.').count();
+    let name = from[dots..].replace('.', "/");
+    if dots == 0 {
+        return Some(name);
+    }
+    let mut parts: Vec<&str> = package.split('/').filter(|p| !p.is_empty()).collect();
+    for _ in 1..dots {
+        parts.pop()?;
+    }
+    if !name.is_empty() {
+        parts.push(&name);
+    }
+    Some(parts.join("/"))
+}
