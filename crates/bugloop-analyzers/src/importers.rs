@@ -320,6 +320,14 @@ mod tests {
 
     use crate::tree::test_tree as tree;
 
+    fn owned_tree(files: &[(String, String)]) -> tempfile::TempDir {
+        let files: Vec<(&str, &str)> = files
+            .iter()
+            .map(|(path, text)| (path.as_str(), text.as_str()))
+            .collect();
+        tree(&files)
+    }
+
     fn editing(path: &str) -> Diff {
         bugloop_diff::parse(format!(
             "diff --git a/{path} b/{path}\n--- a/{path}\n+++ b/{path}\n@@ -1 +1 @@\n-a\n+b\n"
@@ -475,11 +483,7 @@ mod tests {
             "import { x } from '../src/user';\n".into(),
         ));
         files.push(("src/user.ts".into(), "export const x = 1;\n".into()));
-        let files: Vec<(&str, &str)> = files
-            .iter()
-            .map(|(path, text)| (path.as_str(), text.as_str()))
-            .collect();
-        let dir = tree(&files);
+        let dir = owned_tree(&files);
         let found = importers(dir.path(), &editing("src/user.ts"), Language::TypeScript);
         assert_eq!(found.files.len(), MAX_IMPORTERS);
         assert_eq!(found.total, MAX_IMPORTERS + 6);
@@ -505,11 +509,7 @@ mod tests {
             "http.ts".into(),
             "export const get = 1;\nexport const send = 2;\n".into(),
         ));
-        let files: Vec<(&str, &str)> = files
-            .iter()
-            .map(|(path, text)| (path.as_str(), text.as_str()))
-            .collect();
-        let dir = tree(&files);
+        let dir = owned_tree(&files);
         let renamed = bugloop_diff::parse(
             "diff --git a/http.ts b/http.ts\n--- a/http.ts\n+++ b/http.ts\n@@ -1,2 +1,2 @@\n export const get = 1;\n-export const post = 2;\n+export const send = 2;\n",
         );
@@ -544,11 +544,7 @@ mod tests {
             "far.ts".into(),
             "import { cents } from './chain/c11';\n".into(),
         ));
-        let files: Vec<(&str, &str)> = files
-            .iter()
-            .map(|(path, text)| (path.as_str(), text.as_str()))
-            .collect();
-        let dir = tree(&files);
+        let dir = owned_tree(&files);
         let found = importers(dir.path(), &editing("money.ts"), Language::TypeScript).files;
         assert!(found.contains(&"near.ts".to_owned()), "{found:?}");
         assert!(!found.contains(&"far.ts".to_owned()), "{found:?}");
