@@ -40,7 +40,11 @@ pub(crate) async fn check_importers<'t>(
 ) -> Option<(&'t str, (ImportersChecked, Vec<Candidate>))> {
     let language = Language::checked_by(tool.name)?;
     let base = request.base.filter(|_| !request.alone)?;
-    let found = importers(request.workspace, request.diff, language);
+    // Reading the tree is file work: off the task that also waits on the model and the tools.
+    let (workspace, diff) = (request.workspace.to_path_buf(), request.diff.clone());
+    let found = tokio::task::spawn_blocking(move || importers(&workspace, &diff, language))
+        .await
+        .unwrap_or_default();
     if found.files.is_empty() {
         return None;
     }
@@ -79,7 +83,10 @@ async fn broken(
     let copy = bugloop_sandbox::owner::temp_dir("importers")
         .map_err(|e| format!("cannot copy the tree: {e}"))?;
     let view = copy.path().join("tree");
-    let too_large = copy_tree(request.workspace, &view, language)?;
+    let (workspace, into) = (request.workspace.to_path_buf(), view.clone());
+    let too_large = tokio::task::spawn_blocking(move || copy_tree(&workspace, &into, language))
+        .await
+        .map_err(|e| format!("cannot copy the tree: {e}"))??;
     // The project's TypeScript configuration as the base has it, in both runs: one the change
     // edits is not read (it could loosen the checks), and without the base's the project's
     // `paths` would be lost and its aliased importers go unchecked.
