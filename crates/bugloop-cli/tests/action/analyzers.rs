@@ -99,44 +99,111 @@ async fn a_pull_requests_type_checked_code_reads_no_file_outside_the_checkout() 
             ..FixtureOptions::default()
         })
         .await;
-        let scripts = tempfile::tempdir().unwrap();
-        let model = script_file(scripts.path(), &review_lines(&[]));
-        // tsc where the unprivileged user can run it (its own home has none).
-        let tools = tempfile::tempdir().unwrap();
-        std::fs::set_permissions(tools.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-        std::fs::create_dir(tools.path().join("bin")).unwrap();
-        let copied = std::process::Command::new("cp")
-            .arg("-r")
-            .arg(installed_analyzers().join("bin/typescript"))
-            .arg(tools.path().join("bin"))
-            .status()
-            .unwrap();
-        assert!(copied.success(), "scripts/setup installs tsc");
-        let tools_dir = tools.path().display().to_string();
-        let env = [
-            ("OPENAI_API_KEY", "canary-model-0451"),
-            ("BUGLOOP_ANALYZERS_DIR", tools_dir.as_str()),
-        ];
-        let (run, output) = super::opened_as(user, &fixture, &env, &model);
+        let (run, output) = opened_with_tsc(user, &fixture, "canary-model-0451");
         assert_contains(&run.summary, "- `tsc`: 1 file(s)");
-        let sarif = std::fs::read_to_string(run.temp.path().join("bugloop.sarif")).unwrap();
-        let comments: Vec<String> = fixture
-            .finding_comments()
-            .into_iter()
-            .map(|c| c.body)
-            .chain(fixture.bot_issue_comments().into_iter().map(|c| c.body))
-            .collect();
-        let seen = format!(
-            "{output}\n{}\n{sarif}\n{}",
-            run.summary,
-            comments.join("\n")
-        );
+        let seen = everything_shown(&run, &output, &fixture);
         for canary in [
             "canary_dts_0451",
             "canary-json-0451",
             "canaryCfg0451",
             "canary-model-0451",
         ] {
+            assert!(!seen.contains(canary), "{user:?} {canary}: {seen}");
+        }
+    }
+}
+
+/// The Action run as `user` on the pull request's opening, by a model with nothing to say whose
+/// key is `model_key`, with tsc where the unprivileged user can run it (its own home has none).
+fn opened_with_tsc(
+    user: Option<u32>,
+    fixture: &PullRequestFixture,
+    model_key: &str,
+) -> (super::Run, String) {
+    use std::os::unix::fs::PermissionsExt;
+    let scripts = tempfile::tempdir().unwrap();
+    let model = script_file(scripts.path(), &review_lines(&[]));
+    let tools = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(tools.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::create_dir(tools.path().join("bin")).unwrap();
+    let copied = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(installed_analyzers().join("bin/typescript"))
+        .arg(tools.path().join("bin"))
+        .status()
+        .unwrap();
+    assert!(copied.success(), "scripts/setup installs tsc");
+    let tools_dir = tools.path().display().to_string();
+    let env = [
+        ("OPENAI_API_KEY", model_key),
+        ("BUGLOOP_ANALYZERS_DIR", tools_dir.as_str()),
+    ];
+    super::opened_as(user, fixture, &env, &model)
+}
+
+/// Everything a run showed: its output, its job summary, its SARIF file and every comment.
+fn everything_shown(run: &super::Run, output: &str, fixture: &PullRequestFixture) -> String {
+    let sarif = std::fs::read_to_string(run.temp.path().join("bugloop.sarif")).unwrap();
+    let comments: Vec<String> = fixture
+        .finding_comments()
+        .into_iter()
+        .map(|c| c.body)
+        .chain(fixture.bot_issue_comments().into_iter().map(|c| c.body))
+        .collect();
+    format!(
+        "{output}\n{}\n{sarif}\n{}",
+        run.summary,
+        comments.join("\n")
+    )
+}
+
+/// A pull request that renames an export breaks a file it does not edit: under the Action, as
+/// root and as uid 65534, the importers' check finds the caller (in the summary comment, its line
+/// not in the diff), while the renamed module also imports a canary outside the checkout that
+/// nothing shows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pull_requests_rename_is_found_where_it_breaks_and_nothing_outside_is_read() {
+    use std::os::unix::fs::PermissionsExt;
+    for user in bugloop_testkit::users::scenario_users() {
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(outside.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let secret = outside.path().join("secret.json");
+        std::fs::write(&secret, "{ \"canary-json-0452\": 1 }\n").unwrap();
+        std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let renamed = format!(
+            "import secret from \"{}\";\n\
+             export const s: string = secret;\n\
+             export function fetchUser(id: number): string {{\n  return `user ${{id}}`;\n}}\n",
+            secret.display()
+        );
+        let fixture = PullRequestFixture::new(FixtureOptions {
+            base_files: &[
+                (
+                    "src/user.ts",
+                    "export function getUser(id: number): string {\n  return `user ${id}`;\n}\n",
+                ),
+                (
+                    "src/app.ts",
+                    "import { getUser } from './user';\n\nexport const first = getUser(1);\n",
+                ),
+            ],
+            head_files: &[("src/user.ts", &renamed)],
+            ..FixtureOptions::default()
+        })
+        .await;
+        let (run, output) = opened_with_tsc(user, &fixture, "canary-model-0452");
+        assert_contains(
+            &run.summary,
+            "1 file(s) importing the change checked: 1 diagnostic(s) new since the base",
+        );
+        let summary_comment: String = fixture
+            .bot_issue_comments()
+            .into_iter()
+            .map(|c| c.body)
+            .collect();
+        assert_contains(&summary_comment, "src/app.ts");
+        let seen = everything_shown(&run, &output, &fixture);
+        for canary in ["canary-json-0452", "canary-model-0452"] {
             assert!(!seen.contains(canary), "{user:?} {canary}: {seen}");
         }
     }
