@@ -45,8 +45,19 @@ pub(crate) async fn check_importers<'t>(
     let found = tokio::task::spawn_blocking(move || importers(&workspace, &diff, language))
         .await
         .unwrap_or_default();
+    // Some importers may not have been found: not "nothing imports the change", which would
+    // resolve its findings in the files it broke.
+    let unread = found.incomplete.then(|| {
+        "the tree has more source files than are read for their imports: some importers may \
+         not have been found"
+            .to_owned()
+    });
     if found.files.is_empty() {
-        return None;
+        let checked = ImportersChecked {
+            not_checked: Some(unread?),
+            ..ImportersChecked::default()
+        };
+        return Some((tool.name, (checked, Vec::new())));
     }
     let files = found.files;
     let mut checked = ImportersChecked {

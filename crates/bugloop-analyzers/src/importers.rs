@@ -116,6 +116,16 @@ const MAX_READ_BYTES: u64 = 128 << 20;
 /// edits, renames or deletes, sorted, at most [`MAX_IMPORTERS`]; read as regular files reached
 /// through no link, outside `node_modules` and hidden directories.
 pub(crate) fn importers(workspace: &Path, diff: &Diff, language: Language) -> Importers {
+    importers_within(workspace, diff, language, (MAX_READ, MAX_READ_BYTES))
+}
+
+/// [`importers`], reading at most `limits` (files, bytes) of the tree.
+fn importers_within(
+    workspace: &Path,
+    diff: &Diff,
+    language: Language,
+    limits: (usize, u64),
+) -> Importers {
     // The modules whose old interface the change may take away: edited, renamed or deleted.
     let changed: Vec<&str> = diff
         .files
@@ -129,7 +139,7 @@ pub(crate) fn importers(workspace: &Path, diff: &Diff, language: Language) -> Im
     }
     let mut affected: BTreeSet<String> = changed.iter().map(|p| module_key(p)).collect();
     let removed = removed_names(diff, language);
-    let imports = imports_of_tree(workspace, language, &removed);
+    let (imports, incomplete) = imports_of_tree(workspace, language, &removed, limits);
     // A package's entry (`index.ts`, `__init__.py`) that imports an affected module passes it
     // on to whoever imports the package: each round looks only for entries importing what the
     // last one added, at most [`MAX_BARREL_DEPTH`] rounds and [`MAX_AFFECTED`] modules (a branch
@@ -183,7 +193,11 @@ pub(crate) fn importers(workspace: &Path, diff: &Diff, language: Language) -> Im
         .map(|(_, file)| file.clone())
         .collect();
     files.sort();
-    Importers { files, total }
+    Importers {
+        files,
+        total,
+        incomplete,
+    }
 }
 
 /// The names on the lines the change takes out of its modules of `language` that its added
@@ -223,6 +237,9 @@ fn words(text: &str) -> impl Iterator<Item = &str> {
 pub(crate) struct Importers {
     pub files: Vec<String>,
     pub total: usize,
+    /// The tree has more source files than are read for their imports: some importers may not
+    /// have been found.
+    pub incomplete: bool,
 }
 
 /// How surely an import names an affected module.
@@ -280,25 +297,27 @@ fn matches(import: &Import, affected: &BTreeSet<String>, language: Language) -> 
 
 /// Each file of the tree in `language` (by what the checker reads as modules) with the modules
 /// it imports, as paths from the root where they are relative, as written otherwise, and
-/// whether its text names one of `removed` (as a word).
+/// whether its text names one of `removed` (as a word); and whether the tree held more than
+/// `limits` (files, bytes) let be read.
 fn imports_of_tree(
     workspace: &Path,
     language: Language,
     removed: &BTreeSet<String>,
-) -> BTreeMap<String, (Vec<Import>, bool)> {
+    (max_files, max_bytes): (usize, u64),
+) -> (BTreeMap<String, (Vec<Import>, bool)>, bool) {
     let aliases = match language {
         Language::TypeScript => Aliases::of(workspace),
         Language::Python => Aliases::default(),
     };
     let names = crate::tree::source_files(workspace)
         .map(|(_, name)| name)
-        .filter(|name| language.is_module(name) || name.ends_with(".d.ts"))
-        .take(MAX_READ);
-    let mut read = 0u64;
+        .filter(|name| language.is_module(name) || name.ends_with(".d.ts"));
+    let (mut read, mut files) = (0u64, 0usize);
     let mut imports = BTreeMap::new();
     for file in names {
-        if read > MAX_READ_BYTES {
-            break;
+        files += 1;
+        if read > max_bytes || files > max_files {
+            return (imports, true);
         }
         let Some(text) = read_head(&workspace.join(&file)) else {
             continue;
@@ -311,7 +330,7 @@ fn imports_of_tree(
         let names_removed = words(&text).any(|word| removed.contains(word));
         imports.insert(file, (imported, names_removed));
     }
-    imports
+    (imports, false)
 }
 
 #[cfg(test)]
@@ -516,6 +535,26 @@ mod tests {
         let found = importers(dir.path(), &renamed, Language::TypeScript);
         assert_eq!(found.total, MAX_IMPORTERS + 6);
         assert!(found.files.contains(&"z/cart.ts".to_owned()), "{found:?}");
+    }
+
+    /// A tree with more source files than are read says so: a branch that adds thousands of
+    /// files before an importer cannot make it look as if nothing imports the change.
+    #[test]
+    fn a_tree_larger_than_is_read_is_said() {
+        let dir = tree(&[
+            ("a.ts", "export const x = 1;\n"),
+            ("b.ts", "export const y = 2;\n"),
+            ("c.ts", "import { x } from './a';\n"),
+        ]);
+        let whole = importers(dir.path(), &editing("a.ts"), Language::TypeScript);
+        assert_eq!((whole.files.len(), whole.incomplete), (1, false));
+        let part = importers_within(
+            dir.path(),
+            &editing("a.ts"),
+            Language::TypeScript,
+            (2, 1 << 20),
+        );
+        assert!(part.incomplete, "{part:?}");
     }
 
     /// A chain of package entries, each re-exporting the next, is followed eight deep: a branch
