@@ -52,6 +52,8 @@ pub(super) fn no_longer_broken(
             ),
             Some(check) if check.not_checked.is_some() || !check.files.contains(file) => continue,
             Some(_) if analysis.candidates.iter().any(|c| is_tracked(c, finding)) => continue,
+            // Silenced, not mended: the change adds a suppression to that file (`@ts-nocheck`).
+            Some(_) if silenced(analysis, file) => continue,
             Some(_) => format!(
                 "{tool} no longer reports it: checked again with the change as it is now, this \
                  file is not broken"
@@ -60,6 +62,14 @@ pub(super) fn no_longer_broken(
         resolved.insert(finding.id.as_str().to_owned(), why);
     }
     resolved
+}
+
+/// Whether the change adds a suppression of the checkers to `file` (bugloop says each).
+fn silenced(analysis: &Analysis, file: &str) -> bool {
+    analysis
+        .candidates
+        .iter()
+        .any(|c| c.tool == "bugloop" && c.hit.rule == "suppression" && c.hit.file == file)
 }
 
 #[cfg(test)]
@@ -130,6 +140,30 @@ mod tests {
             resolved(EDITS_USER, &app, &checked(&["app.ts"], None)).len(),
             1
         );
+        // Silenced by a suppression the change adds to the file: it stays open.
+        let mut silencing = checked(&["app.ts"], None);
+        let hit = bugloop_analyzers::Hit {
+            rule: "suppression".to_owned(),
+            level: bugloop_analyzers::Level::Warning,
+            message: "@ts-nocheck".to_owned(),
+            file: "app.ts".to_owned(),
+            line: 1,
+            end_line: None,
+            url: None,
+            security: false,
+            why: None,
+        };
+        silencing.candidates.push(Candidate {
+            tool: "bugloop".to_owned(),
+            hit,
+            score: bugloop_domain::score::Score::saturating(6),
+            category: bugloop_domain::finding::Category::Maintainability,
+            evidence: "// @ts-nocheck".to_owned(),
+            note: None,
+            unedited: false,
+            also_at: Vec::new(),
+        });
+        assert!(resolved(EDITS_USER, &app, &silencing).is_empty());
         // Compared with nothing, or the file not reached: it stays open.
         assert!(resolved(EDITS_USER, &app, &checked(&["app.ts"], Some("too large"))).is_empty());
         assert!(resolved(EDITS_USER, &app, &checked(&["other.ts"], None)).is_empty());
