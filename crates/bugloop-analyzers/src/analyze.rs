@@ -2,7 +2,7 @@
 //! type checkers on the files that import it ([`crate::breakage`]), and bugloop's own checks of
 //! the added lines; then one finding a place.
 
-use crate::breakage::check_importers;
+use crate::breakage::{check_importers, check_project};
 use crate::importers::ImportersChecked;
 use crate::input::{files_for, regular_file};
 use crate::run::{Analysis, AnalyzerRun, Request, RunStatus, Unchecked, run_one, write_config_dir};
@@ -52,11 +52,27 @@ pub async fn analyze(request: Request<'_>) -> Analysis {
         futures_util::future::join_all(checks),
     )
     .await;
-    for (run, candidates) in runs {
+    let mut projects = Vec::new();
+    for (run, candidates, broken_elsewhere) in runs {
+        if broken_elsewhere {
+            projects.push(run.name.clone());
+        }
         analysis.runs.push(run);
         analysis.candidates.extend(candidates);
     }
-    for (name, (checked, candidates)) in checks.into_iter().flatten() {
+    // A compile error off the change's lines: compiled again at head and at the base, to say
+    // which the change caused (rare, so one after the other).
+    let mut checks: Vec<_> = checks.into_iter().flatten().collect();
+    for choice in &request.choices {
+        let Choice::BuiltIn(tool) = choice else {
+            continue;
+        };
+        if projects.iter().any(|name| name == tool.name) {
+            let files = files_for(choice, &changed, request.workspace);
+            checks.extend(check_project(&request, tool, choice, &files, config_dir.path()).await);
+        }
+    }
+    for (name, (checked, candidates)) in checks {
         with_importers(&mut analysis.runs, name, checked);
         analysis.candidates.extend(candidates);
     }

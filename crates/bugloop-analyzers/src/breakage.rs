@@ -65,7 +65,15 @@ pub(crate) async fn check_importers<'t>(
         left_out: found.total - files.len(),
         ..ImportersChecked::default()
     };
-    match broken(request, base, (choice, language), &files, config_dir).await {
+    match broken(
+        request,
+        base,
+        (choice, Copied::Read(language)),
+        &files,
+        config_dir,
+    )
+    .await
+    {
         Ok(hits) => {
             checked.broken = hits.len();
             Some((
@@ -80,12 +88,74 @@ pub(crate) async fn check_importers<'t>(
     }
 }
 
+/// A compiler's checker (`tool` checks a whole project) whose run on the change reported a
+/// compile error off the change's lines: the errors new since the base, as candidates, and
+/// what was checked. `None` where there is no base to compare with.
+pub(crate) async fn check_project<'t>(
+    request: &Request<'_>,
+    tool: &'t BuiltIn,
+    choice: &Choice,
+    files: &[String],
+    config_dir: &Path,
+) -> Option<(&'t str, (ImportersChecked, Vec<Candidate>))> {
+    let base = request.base.filter(|_| !request.alone)?;
+    let copied = Copied::Project {
+        skipped: if tool.name == "clippy" {
+            &["target"]
+        } else {
+            &[]
+        },
+    };
+    let mut checked = ImportersChecked {
+        whole_project: true,
+        ..ImportersChecked::default()
+    };
+    let candidates = match broken(request, base, (choice, copied), files, config_dir).await {
+        Ok(hits) => {
+            checked.broken = hits.len();
+            candidates(request.workspace, tool.name, hits)
+        }
+        Err(reason) => {
+            checked.not_checked = Some(reason);
+            Vec::new()
+        }
+    };
+    Some((tool.name, (checked, candidates)))
+}
+
+/// What a copy of the tree holds, and which of the checker's diagnostics there count.
+#[derive(Debug, Clone, Copy)]
+enum Copied {
+    /// The files a type checker reads; what it reports at warning and above counts.
+    Read(Language),
+    /// Every file of a project a compiler builds (outside directories named `skipped`: cargo's
+    /// output); only its compile errors count (a lint in code the change does not edit is
+    /// the code's own, and would have the project compiled twice more on every review).
+    Project { skipped: &'static [&'static str] },
+}
+
+impl Copied {
+    fn holds(self, path: &str) -> bool {
+        match self {
+            Copied::Read(language) => language.reads(path),
+            Copied::Project { .. } => true,
+        }
+    }
+
+    fn counts(self, weight: Weight) -> bool {
+        match self {
+            Copied::Read(_) => weight.score() >= Weight::Warning.score(),
+            Copied::Project { .. } => weight == Weight::Critical,
+        }
+    }
+}
+
 /// The diagnostics that count in `files` at head, off the lines the change adds (those are the
 /// tool's own run's), and that the base does not have, weighed.
 async fn broken(
     request: &Request<'_>,
     base: &dyn BaseTree,
-    (choice, language): (&Choice, Language),
+    (choice, copied): (&Choice, Copied),
     files: &[String],
     config_dir: &Path,
 ) -> Result<Vec<Weighed>, String> {
@@ -95,7 +165,7 @@ async fn broken(
         .map_err(|e| format!("cannot copy the tree: {e}"))?;
     let view = copy.path().join("tree");
     let (workspace, into) = (request.workspace.to_path_buf(), view.clone());
-    let too_large = tokio::task::spawn_blocking(move || copy_tree(&workspace, &into, language))
+    let too_large = tokio::task::spawn_blocking(move || copy_tree(&workspace, &into, copied))
         .await
         .map_err(|e| format!("cannot copy the tree: {e}"))??;
     // The project's TypeScript configuration as the base has it, in both runs: one the change
@@ -113,7 +183,7 @@ async fn broken(
         .filter(|(hit, _)| added.first_added(&hit.file, hit.line, hit.line).is_none())
         .filter_map(|(hit, judge)| {
             let (weight, category) = judge(&hit).or_else(|| module_lost(&hit))?;
-            (weight.score() >= Weight::Warning.score()).then_some((hit, weight, category))
+            copied.counts(weight).then_some((hit, weight, category))
         })
         .collect();
     if counted.is_empty() {
@@ -124,7 +194,7 @@ async fn broken(
         .iter()
         .map(|(hit, _, _)| lines.key(&view, &hit.file, hit))
         .collect();
-    to_base(&view, request.diff, base, (language, &too_large))?;
+    to_base(&view, request.diff, base, (copied, &too_large))?;
     let mut lines = Lines::default();
     let base_files: Vec<String> = files
         .iter()
@@ -286,23 +356,24 @@ async fn run_in(
         ..request.clone()
     };
     let plan = plan(&in_view, choice, files, config_dir).map_err(|f| f.reason())?;
-    let (hits, judge) = execute(&in_view, plan).await.map_err(|f| f.reason())?;
+    let (mut hits, judge) = execute(&in_view, plan).await.map_err(|f| f.reason())?;
+    crate::hit::said_once(&mut hits);
     Ok(hits.into_iter().map(|hit| (hit, judge)).collect())
 }
 
-/// Copies what the checker of `language` reads from the tree at `workspace` into `view`:
-/// regular files reached through no link, outside `node_modules` and hidden directories. The
-/// files left out for their size are returned: none is in the copy at the base either.
-fn copy_tree(
-    workspace: &Path,
-    view: &Path,
-    language: Language,
-) -> Result<BTreeSet<String>, String> {
+/// Copies what the checker reads (`copied`) from the tree at `workspace` into `view`: regular
+/// files reached through no link, outside `node_modules` and hidden directories. The files left
+/// out for their size are returned: none is in the copy at the base either.
+fn copy_tree(workspace: &Path, view: &Path, copied: Copied) -> Result<BTreeSet<String>, String> {
     let mut too_large = BTreeSet::new();
     let (mut files, mut bytes) = (0usize, 0u64);
-    for (entry, name) in crate::tree::source_files(workspace) {
+    let skipped = match copied {
+        Copied::Project { skipped } => skipped,
+        Copied::Read(_) => &[],
+    };
+    for (entry, name) in crate::tree::source_files_but(workspace, skipped) {
         let size = entry.metadata().map_or(u64::MAX, |m| m.len());
-        if !language.reads(&name) {
+        if !copied.holds(&name) {
             continue;
         }
         if size > MAX_COPIED_FILE {
@@ -333,7 +404,7 @@ fn to_base(
     view: &Path,
     diff: &bugloop_diff::Diff,
     base: &dyn BaseTree,
-    (language, too_large): (Language, &BTreeSet<String>),
+    (copied, too_large): (Copied, &BTreeSet<String>),
 ) -> Result<(), String> {
     for file in &diff.files {
         if let Some(new) = file.new_path.as_deref().and_then(|p| inside(view, p)) {
@@ -344,7 +415,7 @@ fn to_base(
                 _ => {}
             }
         }
-        let Some(old) = file.old_path.as_deref().filter(|p| language.reads(p)) else {
+        let Some(old) = file.old_path.as_deref().filter(|p| copied.holds(p)) else {
             continue;
         };
         // Left out of the copy at head for its size (a generated module that grew): left out

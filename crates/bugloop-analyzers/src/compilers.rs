@@ -75,7 +75,11 @@ pub(crate) fn go_vet_args(_: Invocation<'_>) -> Vec<String> {
     strings(&["vet", "-json", "./..."])
 }
 
-pub(crate) fn go_vet_judge(_: &Hit) -> Option<(Weight, Category)> {
+/// go vet's analyzers at warning; a package that does not compile, as clippy's compile errors.
+pub(crate) fn go_vet_judge(hit: &Hit) -> Option<(Weight, Category)> {
+    if hit.rule == crate::formats::GO_COMPILE_RULE {
+        return Some((Weight::Critical, Category::Logic));
+    }
     Some((Weight::Warning, Category::Logic))
 }
 

@@ -1,6 +1,7 @@
 //! The structured outputs of tools that write no SARIF: shellcheck's `json1`, cargo's JSON
 //! messages (clippy) and `go vet -json`. Each is read with serde into [`Hit`]s; nothing is
-//! parsed from text meant for people.
+//! parsed from text meant for people but the Go compiler's errors, which go vet writes only as
+//! `file:line:column: message` lines (the form editors read).
 
 use std::path::Path;
 
@@ -255,15 +256,11 @@ struct GoVetHit {
 }
 
 /// `go vet -json`: per package an object of analyzer -> hits (or an error), after a `# package`
-/// line, on standard error.
+/// line, on standard error; and where a package does not compile, the compiler's errors instead
+/// (see [`compile_errors`]).
 fn go_vet(stderr: &[u8], root: &Path) -> Result<Vec<Hit>, String> {
     let text = String::from_utf8_lossy(stderr);
-    let json: String = text
-        .lines()
-        .filter(|l| !l.starts_with('#'))
-        .collect::<Vec<_>>()
-        .join("\n");
-    let mut hits = Vec::new();
+    let (mut hits, json) = compile_errors(&text, root);
     for value in serde_json::Deserializer::from_str(&json).into_iter::<serde_json::Value>() {
         let value = value.map_err(|e| format!("not go vet's JSON output: {e}"))?;
         let Some(packages) = value.as_object() else {
@@ -283,6 +280,73 @@ fn go_vet(stderr: &[u8], root: &Path) -> Result<Vec<Hit>, String> {
         }
     }
     Ok(hits)
+}
+
+/// The rule of a Go package that does not compile (a type or syntax error): go vet cannot vet
+/// it, and says why.
+pub(crate) const GO_COMPILE_RULE: &str = "compile";
+
+/// The compiler's errors in go vet's output, as hits (`pkg/a.go:7:29: not enough arguments in
+/// call to pricing.Total`, from the package's own compilation or, prefixed `vet: `, from vet's
+/// type check of a package that imports one the change broke, its `have`/`want` lines indented
+/// below it), and the rest of the output without them or the `# package` lines. A line that
+/// names no file of the tree is left in the rest, which then cannot be read as JSON: the run
+/// is said not to have checked its files, never taken as clean.
+fn compile_errors(text: &str, root: &Path) -> (Vec<Hit>, String) {
+    let mut hits: Vec<Hit> = Vec::new();
+    let mut rest = String::new();
+    let mut continues = false;
+    for line in text.lines() {
+        if continues && line.starts_with('\t') {
+            if let Some(hit) = hits.last_mut() {
+                hit.message.push_str("; ");
+                hit.message.push_str(line.trim());
+            }
+            continue;
+        }
+        continues = false;
+        if line.starts_with('#') {
+            continue;
+        }
+        let error = line.strip_prefix("vet: ").unwrap_or(line);
+        match compile_error(error, root) {
+            Some(hit) => {
+                hits.push(hit);
+                continues = true;
+            }
+            None => {
+                rest.push_str(line);
+                rest.push('\n');
+            }
+        }
+    }
+    // The compiler's last word on a file with many errors is not one of them.
+    hits.retain(|hit| hit.message != "too many errors");
+    (hits, rest)
+}
+
+fn compile_error(line: &str, root: &Path) -> Option<Hit> {
+    // `file:line:column: message`; a file name may hold a colon, so the numbers are found
+    // from the message's separator back.
+    let (position, message) = line.split_once(": ")?;
+    let mut parts = position.rsplitn(3, ':');
+    let _column: u32 = parts.next()?.parse().ok()?;
+    let line: u32 = parts.next()?.parse().ok()?;
+    let file = parts.next()?;
+    if !file.ends_with(".go") {
+        return None;
+    }
+    Some(Hit {
+        rule: GO_COMPILE_RULE.to_owned(),
+        level: Level::Error,
+        message: message.trim().to_owned(),
+        file: relative_path(file, root)?,
+        line,
+        end_line: None,
+        url: None,
+        security: false,
+        why: None,
+    })
 }
 
 fn go_vet_hit(analyzer: &str, found: GoVetHit, root: &Path) -> Option<Hit> {
@@ -371,5 +435,59 @@ mod tests {
         assert_eq!(hits.len(), 1);
         assert_eq!((hits[0].file.as_str(), hits[0].line), ("main.go", 7));
         assert_eq!(hits[0].rule, "printf");
+    }
+
+    #[test]
+    fn go_compile_errors_are_hits_where_vet_could_not_vet() {
+        // go 1.19: the changed package's own errors, then a package it broke (vet's type check).
+        let err = concat!(
+            "# example.com/shop/pricing\n{}\n",
+            "# example.com/shop/orders\n",
+            "vet: orders/orders.go:7:29: not enough arguments in call to pricing.Total\n",
+            "\thave (int, number)\n\twant (int, int, int)\n",
+            "# example.com/shop/tax\n",
+            "tax/tax.go:5:17: cannot use n (variable of type int) as type string in variable declaration\n",
+            "/w/tax/tax.go:6:20: undefined: undefinedThing\n",
+            "tax/tax.go:9:1: too many errors\n",
+        );
+        let hits = Format::GoVetJson
+            .read(b"", err.as_bytes(), Path::new("/w"), &[])
+            .unwrap();
+        let found: Vec<(&str, u32, &str)> = hits
+            .iter()
+            .map(|h| (h.file.as_str(), h.line, h.message.as_str()))
+            .collect();
+        assert_eq!(
+            found,
+            [
+                (
+                    "orders/orders.go",
+                    7,
+                    "not enough arguments in call to pricing.Total; have (int, number); want (int, int, int)"
+                ),
+                (
+                    "tax/tax.go",
+                    5,
+                    "cannot use n (variable of type int) as type string in variable declaration"
+                ),
+                ("tax/tax.go", 6, "undefined: undefinedThing"),
+            ]
+        );
+        assert!(
+            hits.iter()
+                .all(|h| h.rule == GO_COMPILE_RULE && h.level == Level::Error)
+        );
+        // A failure that names no file of the tree is not a clean run.
+        for unread in [
+            "go: updates to go.mod needed\n",
+            "vet: /elsewhere/x.go:1:1: undefined: y\n",
+        ] {
+            assert!(
+                Format::GoVetJson
+                    .read(b"", unread.as_bytes(), Path::new("/w"), &[])
+                    .is_err(),
+                "{unread}"
+            );
+        }
     }
 }

@@ -41,6 +41,10 @@ pub struct ImportersChecked {
     /// checked).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub not_checked: Option<String>,
+    /// A compiler's checker: the whole project was compiled again, at head and at the base,
+    /// because its run reported a compile error off the change's lines (`files` is empty).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub whole_project: bool,
 }
 
 fn is_zero(n: &usize) -> bool {

@@ -13,10 +13,11 @@
 //!
 //! **Invariants:** a tool never reads the branch's configuration of itself (`--isolated`, `--norc`,
 //! `--no-config`, bugloop's own file, or bugloop's own tsconfig); a tool's output is data read through
-//! its SARIF, its JSON or tsc's one-line diagnostics,
+//! its SARIF, its JSON, tsc's one-line diagnostics or the Go compiler's `file:line:column:` errors,
 //! and its words reach a comment only one line long, quieted and neutralised; a hit on lines the
-//! change did not add is never a candidate, but a type checker's in a file importing the change
-//! that it did not report with the change's files as the base has them; a tool that is missing,
+//! change did not add is never a candidate, but a type checker's in a file importing the change,
+//! or a compile error in the project, that it did not report with the change's files as the base
+//! has them; a tool that is missing,
 //! crashes, hangs or floods is "not run", never an error.
 
 mod analyze;

@@ -154,13 +154,16 @@ pub(crate) struct Plan {
     files: Vec<String>,
 }
 
+/// One analyzer's run on the change: what it did, its candidates on the change's lines, and
+/// whether it is a compiler's checker that reported a compile error off them (the change may
+/// break code it does not edit: [`crate::breakage::check_project`]).
 pub(crate) async fn run_one(
     request: &Request<'_>,
     choice: &Choice,
     files: Vec<String>,
     config_dir: &Path,
     changed: &ChangedLines,
-) -> (AnalyzerRun, Vec<Candidate>) {
+) -> (AnalyzerRun, Vec<Candidate>, bool) {
     let started = Instant::now();
     let name = choice.name().to_owned();
     let mut hits = Vec::new();
@@ -204,11 +207,17 @@ pub(crate) async fn run_one(
         importers: None,
     };
     if let Some(reason) = not_run {
-        return (run(RunStatus::NotRun { reason }), Vec::new());
+        return (run(RunStatus::NotRun { reason }), Vec::new(), false);
     }
     crate::hit::said_once(&mut hits);
     let total = hits.len();
     let judge = judge.unwrap_or(every_hit);
+    let compiles_a_project = matches!(choice, Choice::BuiltIn(tool) if tool.project.is_some());
+    let broken_elsewhere = compiles_a_project
+        && hits.iter().any(|hit| {
+            judge(hit).is_some_and(|(weight, _)| weight == Weight::Critical)
+                && changed.first_added(&hit.file, hit.line, hit.line).is_none()
+        });
     let mut candidates: Vec<Candidate> = hits
         .into_iter()
         .filter_map(|hit| candidate(&name, hit, judge, changed, request.workspace))
@@ -219,7 +228,7 @@ pub(crate) async fn run_one(
         hits: total,
         candidates: candidates.len(),
     };
-    (run(status), candidates)
+    (run(status), candidates, broken_elsewhere)
 }
 
 /// How an analyzer's hits weigh.

@@ -28,7 +28,7 @@ impl BaseTree for Main<'_> {
     }
 }
 
-async fn review(repo: &TestRepo, tool: &str, with_base: bool) -> Analysis {
+pub(super) async fn review(repo: &TestRepo, tool: &str, with_base: bool) -> Analysis {
     let diff = bugloop_diff::parse(repo.git(&["diff", "main..change"]));
     let base = Main(repo);
     analyze(Request {
@@ -50,7 +50,7 @@ fn unedited(analysis: &Analysis) -> Vec<&Candidate> {
 
 /// The findings in files the change does not edit are at `places`, and only there.
 #[track_caller]
-fn assert_broken_at(analysis: &Analysis, places: &[(&str, u32)]) {
+pub(super) fn assert_broken_at(analysis: &Analysis, places: &[(&str, u32)]) {
     let found: Vec<(&str, u32)> = unedited(analysis)
         .iter()
         .map(|c| (c.hit.file.as_str(), c.hit.line))

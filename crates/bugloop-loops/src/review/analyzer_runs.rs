@@ -107,6 +107,18 @@ pub(super) fn run_info(run: &AnalyzerRun) -> AnalyzerRunInfo {
 
 /// What a type checker's check of the files importing the change came to, in a sentence.
 fn importers_said(checked: &bugloop_analyzers::ImportersChecked) -> String {
+    if checked.whole_project {
+        return match &checked.not_checked {
+            Some(reason) => format!(
+                "a compile error outside the change's lines, not compared with the base: {reason}"
+            ),
+            None => format!(
+                "a compile error outside the change's lines: the project compiled again at head \
+                 and at the base, {} error(s) new since the base",
+                checked.broken
+            ),
+        };
+    }
     let files = match checked.left_out {
         0 => format!("{} file(s)", checked.files.len()),
         more => format!(

@@ -2,7 +2,9 @@
 //! the change renamed) stands on the checker's word that the change breaks that file. Its code
 //! does not change when the developer mends the cause elsewhere (the old name put back): it is
 //! resolved when the checker, run again on the files that import the change, no longer reports
-//! it, or when the change no longer touches anything that file imports.
+//! it, or when the change no longer touches anything that file imports. A compiler's checker
+//! (clippy, go vet) compiles the whole project: its finding off the change's lines is resolved
+//! when the project compiles again without that error.
 
 use std::collections::BTreeMap;
 
@@ -12,6 +14,8 @@ use bugloop_domain::filter::ExistingFinding;
 
 /// The type checkers whose findings can stand on files the change does not edit.
 const CHECKERS: &[&str] = &["tsc", "ty"];
+/// The compilers' checkers whose compile errors can stand there.
+const COMPILERS: &[&str] = &["clippy", "go-vet"];
 
 /// The tracked findings (open, their code as it was) that `analysis` shows the change no longer
 /// breaks, with why: by id. `chosen`: the analyzers the review ran. A checker that could not
@@ -33,10 +37,16 @@ pub(super) fn no_longer_broken(
         let (Some((tool, _)), Some(file)) = (&finding.tool_rule, &finding.file) else {
             continue;
         };
-        if !CHECKERS.contains(&tool.as_str())
+        if !(CHECKERS.contains(&tool.as_str()) || COMPILERS.contains(&tool.as_str()))
             || !chosen.contains(&tool.as_str())
             || on_added_line(file, finding.line)
         {
+            continue;
+        }
+        if COMPILERS.contains(&tool.as_str()) {
+            if let Some(why) = compiles_again(analysis, tool, file, finding, &is_tracked) {
+                resolved.insert(finding.id.as_str().to_owned(), why);
+            }
             continue;
         }
         let check = analysis
@@ -62,6 +72,47 @@ pub(super) fn no_longer_broken(
         resolved.insert(finding.id.as_str().to_owned(), why);
     }
     resolved
+}
+
+/// Why a compiler's finding off the change's lines is no longer broken, if it is not: the
+/// compiler's run this time reported no compile error off them, or compiled the project again
+/// and this error was not among the new ones. Held while the run did not run, could not compare
+/// with the base, or reported a compile error on the change's own lines (a build that stops
+/// there may not reach the finding's code).
+fn compiles_again(
+    analysis: &Analysis,
+    tool: &str,
+    file: &str,
+    finding: &ExistingFinding,
+    is_tracked: &impl Fn(&Candidate, &ExistingFinding) -> bool,
+) -> Option<String> {
+    let Some(run) = analysis.runs.iter().find(|run| run.name == tool) else {
+        return Some(format!(
+            "{tool} has nothing to report here: the change no longer edits a file it checks"
+        ));
+    };
+    let stops_early = analysis
+        .candidates
+        .iter()
+        .any(|c| c.tool == tool && !c.unedited && c.score.get() >= 8);
+    if !matches!(run.status, bugloop_analyzers::RunStatus::Ran { .. })
+        || stops_early
+        || silenced(analysis, file)
+    {
+        return None;
+    }
+    match &run.importers {
+        None => Some(format!(
+            "{tool} no longer reports a compile error outside the change's lines: this file \
+             is not broken"
+        )),
+        Some(check) if check.not_checked.is_some() => None,
+        Some(_) if analysis.candidates.iter().any(|c| is_tracked(c, finding)) => None,
+        Some(_) => Some(format!(
+            "{tool} no longer reports it: the project compiled again with the change as it is \
+             now, this file is not broken"
+        )),
+    }
 }
 
 /// Whether the change adds a suppression of the checkers to `file` (bugloop says each).
@@ -112,6 +163,7 @@ mod tests {
                     left_out: 0,
                     broken: 0,
                     not_checked: not_checked.map(str::to_owned),
+                    whole_project: false,
                 }),
             }],
         }
@@ -177,5 +229,78 @@ mod tests {
         let mut below = tracked("tsc", "user.ts");
         below.line = Some(2);
         assert_eq!(resolved(EDITS_USER, &below, &none).len(), 1);
+    }
+
+    #[test]
+    fn a_compilers_finding_is_resolved_only_once_the_project_compiles_past_it() {
+        let orders = tracked("go-vet", "orders.go");
+        let run = |status: RunStatus, importers: Option<ImportersChecked>| Analysis {
+            candidates: Vec::new(),
+            runs: vec![AnalyzerRun {
+                name: "go-vet".to_owned(),
+                status,
+                seconds: 0.0,
+                unanalyzed: Vec::new(),
+                importers,
+            }],
+        };
+        let ran = || RunStatus::Ran {
+            files: 1,
+            hits: 0,
+            candidates: 0,
+        };
+        let go = |analysis: &Analysis| {
+            let diff = bugloop_diff::parse(
+                "diff --git a/pricing.go b/pricing.go\n--- a/pricing.go\n+++ b/pricing.go\n@@ -1 +1 @@\n-a\n+b\n",
+            );
+            no_longer_broken(
+                &diff,
+                std::slice::from_ref(&orders),
+                analysis,
+                &["go-vet"],
+                |_, _| false,
+            )
+            .into_values()
+            .collect::<Vec<_>>()
+        };
+        // No compile error outside the change's lines this time.
+        assert_eq!(go(&run(ran(), None)).len(), 1);
+        // Compiled again and not among the new errors; or not compared with the base.
+        let compared = |not_checked: Option<&str>| ImportersChecked {
+            whole_project: true,
+            not_checked: not_checked.map(str::to_owned),
+            ..ImportersChecked::default()
+        };
+        assert_eq!(go(&run(ran(), Some(compared(None)))).len(), 1);
+        assert!(go(&run(ran(), Some(compared(Some("too large"))))).is_empty());
+        // The tool did not run, or the change's own code does not compile: held.
+        let not_run = RunStatus::NotRun {
+            reason: "go is not installed".to_owned(),
+        };
+        assert!(go(&run(not_run, None)).is_empty());
+        let mut stopped = run(ran(), None);
+        stopped.candidates.push(Candidate {
+            tool: "go-vet".to_owned(),
+            hit: bugloop_analyzers::Hit {
+                rule: "compile".to_owned(),
+                level: bugloop_analyzers::Level::Error,
+                message: "undefined: x".to_owned(),
+                file: "pricing.go".to_owned(),
+                line: 1,
+                end_line: None,
+                url: None,
+                security: false,
+                why: None,
+            },
+            score: bugloop_domain::score::Score::saturating(8),
+            category: bugloop_domain::finding::Category::Logic,
+            evidence: "b".to_owned(),
+            note: None,
+            unedited: false,
+            also_at: Vec::new(),
+        });
+        assert!(go(&stopped).is_empty());
+        // The change no longer edits a file go vet checks.
+        assert_eq!(go(&Analysis::default()).len(), 1);
     }
 }
