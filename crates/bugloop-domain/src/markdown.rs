@@ -5,6 +5,8 @@
 //! Hand-written rather than a Markdown crate: we need line roles (not events), and the rules used
 //! here are the few CommonMark fence rules, identical on every forge.
 
+mod links;
+
 /// The info string of the fence that holds a comment's state (see `rmcoc`).
 pub const RMCOC_LANG: &str = "rmcoc";
 
@@ -105,9 +107,9 @@ pub fn neutralise(text: &str) -> String {
         }
         match role {
             LineRole::Text => {
-                out.push_str(&silence_line(
+                out.push_str(&silence_line(&links::inert_links(
                     &relabel_contained_fence(line).replace("<!--", "&lt;!--"),
-                ));
+                )));
             }
             LineRole::Open(fence) => {
                 open = Some(fence);
@@ -219,16 +221,17 @@ pub fn cap_body(body: &str, max_chars: usize) -> std::borrow::Cow<'_, str> {
 }
 
 /// Text for a place inside a line (a heading, a list item, a file name): made one line, so it
-/// can open no fence and no block, with `<!--` shown but inert and no mention live.
+/// can open no fence and no block, with `<!--` shown but inert, no mention live and no link,
+/// image or HTML tag of its own ([`links::inert_links`]).
 pub fn inline(text: &str) -> String {
     // `split_whitespace` also splits at `\r` and Unicode line separators.
-    silence_line(
+    silence_line(&links::inert_links(
         &text
             .split_whitespace()
             .collect::<Vec<_>>()
             .join(" ")
             .replace("<!--", "&lt;!--"),
-    )
+    ))
 }
 
 /// A plain https URL: one token of URL characters, nothing that could end a link, open a fence,
