@@ -4,15 +4,18 @@
 //! comment bugloop signs. A bare address stays as it is: its target is what it shows.
 
 /// Shown the same, nothing of `line` outside code spans opens a link, an image, a reference's
-/// definition or an HTML tag: a word joiner after each `]` before `(`, `[` or `:`, and after
+/// definition or an HTML tag: a word joiner after each `]` before `(` or `[` (or `:` where the
+/// label opens the line), and after
 /// each `<` before a tag's first character. Code spans are left as they are (nothing renders
 /// in them, and a name copied from one must stay the name).
 pub(super) fn inert_links(line: &str) -> String {
     let mut out = String::with_capacity(line.len() + 8);
     let mut rest = line;
+    let mut line_start = true;
     while let Some(start) = rest.find('`') {
         let (text, from_tick) = rest.split_at(start);
-        out.push_str(&inert_text(text));
+        out.push_str(&inert_text(text, line_start));
+        line_start = false;
         let run = from_tick.len() - from_tick.trim_start_matches('`').len();
         match closing_run(&from_tick[run..], run) {
             Some(end) => {
@@ -27,7 +30,7 @@ pub(super) fn inert_links(line: &str) -> String {
             }
         }
     }
-    out.push_str(&inert_text(rest));
+    out.push_str(&inert_text(rest, line_start));
     out
 }
 
@@ -66,7 +69,19 @@ fn harmless_tag(from: &str) -> bool {
         .any(|tag| name.eq_ignore_ascii_case(tag))
 }
 
-fn inert_text(text: &str) -> String {
+/// Whether the `]` at `at` closes a label that opens its line (after indentation, a quote's
+/// `>` or a list item's marker): `[label]: url` there defines a link a bare `[label]` elsewhere
+/// in the comment would follow. Elsewhere `]:` is text (`failed [Exited(1)]: ./a.py:3`).
+fn defines_a_link(text: &str, at: usize, line_start: bool) -> bool {
+    line_start
+        && text[..at].rfind('[').is_some_and(|open| {
+            text[..open]
+                .chars()
+                .all(|c| c.is_whitespace() || c.is_ascii_digit() || ">-*+.)".contains(c))
+        })
+}
+
+fn inert_text(text: &str, line_start: bool) -> String {
     let mut out = String::with_capacity(text.len() + 4);
     for (at, c) in text.char_indices() {
         out.push(c);
@@ -74,7 +89,8 @@ fn inert_text(text: &str) -> String {
             continue;
         };
         let opens = match c {
-            ']' => matches!(next, '(' | '[' | ':'),
+            ']' if next == ':' => defines_a_link(text, at, line_start),
+            ']' => matches!(next, '(' | '['),
             '<' => {
                 (next.is_ascii_alphabetic() || matches!(next, '/' | '!' | '?'))
                     && !harmless_tag(&text[at..])
@@ -106,7 +122,16 @@ mod tests {
             ),
             (
                 "[x][ref] and [ref]: https://e",
-                format!("[x]{wj}[ref] and [ref]{wj}: https://e"),
+                format!("[x]{wj}[ref] and [ref]: https://e"),
+            ),
+            ("[ref]: https://e", format!("[ref]{wj}: https://e")),
+            (
+                "  > - [ref]: https://e",
+                format!("  > - [ref]{wj}: https://e"),
+            ),
+            (
+                "failed [Exited(1)]: ./stats.py:3",
+                "failed [Exited(1)]: ./stats.py:3".to_owned(),
             ),
             (
                 "<img src=x> <a href=y>z</a> <!-- c --> <https://e>",
