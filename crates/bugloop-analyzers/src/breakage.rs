@@ -476,7 +476,8 @@ fn write_file(root: &Path, relative: &str, content: &[u8]) -> Result<(), String>
 }
 
 /// A diagnostic's message without the module paths it quotes, which differ from importer to
-/// importer (`'"./user"'`, `'"../user"'`) for one cause.
+/// importer for one cause: a TypeScript specifier (`'"./user"'`, `'"../user"'`) is left out, a
+/// Python module is named by its last part (`orders.services`, `...services`).
 fn cause(message: &str) -> String {
     let mut out = String::new();
     let mut rest = message;
@@ -488,7 +489,14 @@ fn cause(message: &str) -> String {
         let quoted = &rest[start + 1..end];
         out.push_str(&rest[..start]);
         let path = quoted.trim_matches(['"', '\'', '`']);
-        if path.contains('/') || path.starts_with('.') {
+        let dotted = quote == "`"
+            && path.contains('.')
+            && path
+                .chars()
+                .all(|c| c == '.' || c == '_' || c.is_alphanumeric());
+        if dotted {
+            out.push_str(path.rsplit('.').next().unwrap_or(path));
+        } else if path.contains('/') || path.starts_with('.') {
             out.push('…');
         } else {
             out.push_str(&rest[start..=end]);
@@ -506,9 +514,11 @@ fn candidates(workspace: &Path, tool: &str, mut hits: Vec<Weighed>) -> Vec<Candi
     hits.sort_by(|(a, _, _), (b, _, _)| (&a.file, a.line).cmp(&(&b.file, b.line)));
     let mut found: Vec<Candidate> = Vec::new();
     for (hit, weight, category) in hits {
+        // By its message alone: ty names one missing name by two rules (`missing-attribute`
+        // where the module is imported, `missing-module-member` where the name is).
         if let Some(first) = found
             .iter_mut()
-            .find(|c| c.hit.rule == hit.rule && cause(&c.hit.message) == cause(&hit.message))
+            .find(|c| cause(&c.hit.message) == cause(&hit.message))
         {
             let place = (hit.file, hit.line);
             if place != (first.hit.file.clone(), first.hit.line) && !first.also_at.contains(&place)
@@ -563,9 +573,61 @@ mod tests {
             cause("Module '\"./user\"' has no exported member 'getUser'."),
             cause("Module '\"./user\"' has no exported member 'getUsers'.")
         );
+        // A Python module however it is named, by any rule of ty's.
         assert_eq!(
             cause("Module `.prices` has no member `discount`"),
-            "Module … has no member `discount`"
+            cause("Module `shop.prices` has no member `discount`")
+        );
+        assert_eq!(
+            cause("Cannot resolve imported module `...services`"),
+            cause("Cannot resolve imported module `orders.services`")
+        );
+        assert_ne!(
+            cause("Module `shop.prices` has no member `discount`"),
+            cause("Module `shop.prices` has no member `discounts`")
+        );
+    }
+
+    #[test]
+    fn one_missing_name_is_one_finding_whichever_rule_ty_names_it_by() {
+        let tree = crate::tree::test_tree(&[
+            ("views.py", "from orders.services import total\n"),
+            (
+                "admin.py",
+                "from orders import services\n\nx = services.total(1)\n",
+            ),
+            ("jobs.py", "from ..services import total\n"),
+        ]);
+        let hit = |file: &str, line: u32, rule: &str, module: &str| {
+            (
+                Hit {
+                    rule: rule.to_owned(),
+                    level: crate::hit::Level::Error,
+                    message: format!("Module `{module}` has no member `total`"),
+                    file: file.to_owned(),
+                    line,
+                    end_line: None,
+                    url: None,
+                    security: false,
+                    why: None,
+                },
+                Weight::Error,
+                bugloop_domain::finding::Category::Logic,
+            )
+        };
+        let found = candidates(
+            tree.path(),
+            "ty",
+            vec![
+                hit("views.py", 1, "missing-module-member", "orders.services"),
+                hit("admin.py", 3, "missing-attribute", "orders.services"),
+                hit("jobs.py", 1, "missing-module-member", "..services"),
+            ],
+        );
+        assert_eq!(found.len(), 1, "{found:#?}");
+        assert_eq!(
+            (found[0].hit.file.as_str(), found[0].also_at.len()),
+            ("admin.py", 2)
         );
     }
 }
