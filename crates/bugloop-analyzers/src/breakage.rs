@@ -600,17 +600,12 @@ mod tests {
         ]);
         let hit = |file: &str, line: u32, rule: &str, module: &str| {
             (
-                Hit {
-                    rule: rule.to_owned(),
-                    level: crate::hit::Level::Error,
-                    message: format!("Module `{module}` has no member `total`"),
-                    file: file.to_owned(),
-                    line,
-                    end_line: None,
-                    url: None,
-                    security: false,
-                    why: None,
-                },
+                Hit::at(
+                    rule,
+                    crate::hit::Level::Error,
+                    (file, line),
+                    format!("Module `{module}` has no member `total`"),
+                ),
                 Weight::Error,
                 bugloop_domain::finding::Category::Logic,
             )

@@ -336,17 +336,13 @@ fn compile_error(line: &str, root: &Path) -> Option<Hit> {
     if !file.ends_with(".go") {
         return None;
     }
-    Some(Hit {
-        rule: GO_COMPILE_RULE.to_owned(),
-        level: Level::Error,
-        message: message.trim().to_owned(),
-        file: relative_path(file, root)?,
-        line,
-        end_line: None,
-        url: None,
-        security: false,
-        why: None,
-    })
+    let file = relative_path(file, root)?;
+    Some(Hit::at(
+        GO_COMPILE_RULE,
+        Level::Error,
+        (&file, line),
+        message.trim().to_owned(),
+    ))
 }
 
 fn go_vet_hit(analyzer: &str, found: GoVetHit, root: &Path) -> Option<Hit> {
