@@ -41,7 +41,7 @@ pub async fn analyze(request: Request<'_>) -> Analysis {
     };
     let jobs = request.choices.iter().filter_map(|choice| {
         let files = files_for(choice, &changed, request.workspace);
-        (!files.is_empty()).then(|| run_one(&request, choice, files, config_dir.path(), &changed))
+        (!files.is_empty()).then(|| run_tool(&request, choice, files, config_dir.path(), &changed))
     });
     let checks = request.choices.iter().filter_map(|choice| match choice {
         Choice::BuiltIn(tool) => Some(check_importers(&request, tool, choice, config_dir.path())),
@@ -78,6 +78,23 @@ pub async fn analyze(request: Request<'_>) -> Analysis {
     }
     one_finding_a_place(&mut analysis, request.workspace);
     analysis
+}
+
+/// One tool's run on the change's files: biome's in a copy of the tree
+/// ([`crate::scripts::run_in_copy`]), any other's in the tree.
+async fn run_tool(
+    request: &Request<'_>,
+    choice: &Choice,
+    files: Vec<String>,
+    config_dir: &std::path::Path,
+    changed: &ChangedLines,
+) -> (AnalyzerRun, Vec<crate::hit::Candidate>, bool) {
+    match choice {
+        Choice::BuiltIn(tool) if tool.name == "biome" && !request.alone => {
+            crate::scripts::run_in_copy(request, choice, files, config_dir, changed).await
+        }
+        _ => run_one(request, choice, files, config_dir, changed).await,
+    }
 }
 
 /// Folds what the tools said of one place into one finding: the strongest hit of a place, a

@@ -1,6 +1,7 @@
 //! biome for JavaScript and TypeScript: its recommended correctness, suspicious and security
-//! rules, with bugloop's own `biome.json` (written to the configuration directory), and its safe
-//! fixes.
+//! rules and two on promises, run in a copy of the tree's scripts with bugloop's own
+//! `biome.json` at its root (its rules on promises infer types across the files a module
+//! imports, which biome does only for the project its configuration roots), and its safe fixes.
 
 use bugloop_domain::finding::Category;
 
@@ -24,7 +25,9 @@ pub(crate) fn biome_args(i: Invocation<'_>) -> Vec<String> {
         // a long module would go unchecked without a word in the review.
         "--files-max-size=16777216",
     ]);
-    args.push(format!("--config-path={}", i.config_dir));
+    // Its configuration is bugloop's, at the root of the copy it runs in
+    // ([`crate::scripts::run_in_copy`]).
+    args.push(format!("--config-path={}", i.workspace.display()));
     with_files(args, i.files)
 }
 
@@ -53,7 +56,20 @@ const BIOME_MINOR: &[&str] = &[
     "lint/correctness/noUnusedImports",
 ];
 
+/// biome's rules on promises, from its `nursery` group (they infer types across the files a
+/// module imports): a promise neither awaited, returned, collected nor given a `catch` (its
+/// rejection is lost, and what follows runs before it), and one where a condition or a
+/// callback that returns nothing is expected (`forEach(async ...)` waits for nothing).
+/// bugloop's configuration turns on these two of the group only.
+const BIOME_PROMISES: &[&str] = &[
+    "lint/nursery/noFloatingPromises",
+    "lint/nursery/noMisusedPromises",
+];
+
 pub(crate) fn biome_judge(hit: &Hit) -> Option<(Weight, Category)> {
+    if BIOME_PROMISES.contains(&hit.rule.as_str()) {
+        return Some((Weight::Warning, Category::Reliability));
+    }
     if !BIOME_GROUPS.iter().any(|group| hit.rule.starts_with(group)) {
         return None;
     }

@@ -6,25 +6,17 @@
 //! the base is what the change broke: the code's old debt in those files is never a finding.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use bugloop_diff::ChangeKind;
 
+use crate::copy::{Copied, copy_tree, inside, write_file};
 use crate::hit::{Candidate, Hit};
 use crate::importers::{BaseFile, BaseTree, ImportersChecked, Language, importers};
 use crate::run::{Request, execute, plan};
 use crate::scope::ChangedLines;
-use crate::tree::regular_file;
 use crate::weight::Weight;
 use crate::{BuiltIn, Choice};
-
-/// Most files, and bytes, of the tree copied for the check.
-const MAX_COPIED_FILES: usize = 20_000;
-const MAX_COPIED_BYTES: u64 = 256 << 20;
-/// A larger file is left out of the copy (at head and at the base alike).
-const MAX_COPIED_FILE: u64 = 2 << 20;
 
 /// Places named after the first in a finding's note.
 const MAX_PLACES_NAMED: usize = 5;
@@ -123,30 +115,13 @@ pub(crate) async fn check_project<'t>(
     Some((tool.name, (checked, candidates)))
 }
 
-/// What a copy of the tree holds, and which of the checker's diagnostics there count.
-#[derive(Debug, Clone, Copy)]
-enum Copied {
-    /// The files a type checker reads; what it reports at warning and above counts.
-    Read(Language),
-    /// Every file of a project a compiler builds (outside directories named `skipped`: cargo's
-    /// output); only its compile errors count (a lint in code the change does not edit is
-    /// the code's own, and would have the project compiled twice more on every review).
-    Project { skipped: &'static [&'static str] },
-}
-
-impl Copied {
-    fn holds(self, path: &str) -> bool {
-        match self {
-            Copied::Read(language) => language.reads(path),
-            Copied::Project { .. } => true,
-        }
-    }
-
-    fn counts(self, weight: Weight) -> bool {
-        match self {
-            Copied::Read(_) => weight.score() >= Weight::Warning.score(),
-            Copied::Project { .. } => weight == Weight::Critical,
-        }
+/// Which of the checker's diagnostics count: a type checker's at warning and above; a
+/// compiler's compile errors only (a lint in code the change does not edit is the code's own,
+/// and would have the project compiled twice more on every review).
+fn counts(copied: Copied, weight: Weight) -> bool {
+    match copied {
+        Copied::Project { .. } => weight == Weight::Critical,
+        Copied::Read(_) | Copied::Scripts => weight.score() >= Weight::Warning.score(),
     }
 }
 
@@ -183,7 +158,7 @@ async fn broken(
         .filter(|(hit, _)| added.first_added(&hit.file, hit.line, hit.line).is_none())
         .filter_map(|(hit, judge)| {
             let (weight, category) = judge(&hit).or_else(|| module_lost(&hit))?;
-            copied.counts(weight).then_some((hit, weight, category))
+            counts(copied, weight).then_some((hit, weight, category))
         })
         .collect();
     if counted.is_empty() {
@@ -258,7 +233,9 @@ fn base_configuration(
         let Some(old) = file.old_path.as_deref() else {
             continue;
         };
-        if let BaseFile::Content(content) = base.file(old, MAX_COPIED_FILE) {
+        if let BaseFile::Content(content) =
+            base.file(old, Copied::Read(Language::TypeScript).max_file())
+        {
             let name = bugloop_domain::paths::text_name(old)
                 .ok_or_else(|| format!("cannot name {old} in a copy of the tree"))?;
             write_file(view, &name, &content)?;
@@ -361,43 +338,6 @@ async fn run_in(
     Ok(hits.into_iter().map(|hit| (hit, judge)).collect())
 }
 
-/// Copies what the checker reads (`copied`) from the tree at `workspace` into `view`: regular
-/// files reached through no link, outside `node_modules` and hidden directories. The files left
-/// out for their size are returned: none is in the copy at the base either.
-fn copy_tree(workspace: &Path, view: &Path, copied: Copied) -> Result<BTreeSet<String>, String> {
-    let mut too_large = BTreeSet::new();
-    let (mut files, mut bytes) = (0usize, 0u64);
-    let skipped = match copied {
-        Copied::Project { skipped } => skipped,
-        Copied::Read(_) => &[],
-    };
-    for (entry, name) in crate::tree::source_files_but(workspace, skipped) {
-        let size = entry.metadata().map_or(u64::MAX, |m| m.len());
-        if !copied.holds(&name) {
-            continue;
-        }
-        if size > MAX_COPIED_FILE {
-            too_large.insert(name);
-            continue;
-        }
-        files += 1;
-        bytes += size;
-        if files > MAX_COPIED_FILES || bytes > MAX_COPIED_BYTES {
-            return Err(format!(
-                "the tree is larger than is copied for it ({MAX_COPIED_FILES} files, {} MiB)",
-                MAX_COPIED_BYTES >> 20
-            ));
-        }
-        // Read where it is a regular file still (the walk does not hold it).
-        let Some(content) = regular_file(workspace, &name).and_then(|p| std::fs::read(p).ok())
-        else {
-            continue;
-        };
-        write_file(view, &name, &content)?;
-    }
-    Ok(too_large)
-}
-
 /// Puts the change's files in `view` back as the base has them: what the change added or
 /// renamed to is taken out, what it edited, deleted or renamed from is the base's.
 fn to_base(
@@ -428,7 +368,7 @@ fn to_base(
             continue;
         }
         // A file larger than the copy takes is in neither copy, at head or at the base.
-        let content = match base.file(old, MAX_COPIED_FILE) {
+        let content = match base.file(old, copied.max_file()) {
             BaseFile::Content(content) => content,
             BaseFile::Larger => continue,
             BaseFile::Unreadable => return Err(format!("cannot read {old} as the base has it")),
@@ -438,41 +378,6 @@ fn to_base(
         write_file(view, &name, &content)?;
     }
     Ok(())
-}
-
-/// `relative` under `root` when it is a plain relative path (no `..`, not absolute).
-fn inside(root: &Path, relative: &str) -> Option<PathBuf> {
-    let name = bugloop_domain::paths::text_name(relative)?;
-    let mut path = root.to_path_buf();
-    for part in Path::new(&name).components() {
-        let std::path::Component::Normal(part) = part else {
-            return None;
-        };
-        path.push(part);
-    }
-    Some(path)
-}
-
-/// Writes `content` as `relative` under `root`, readable by the sandbox whatever the umask.
-fn write_file(root: &Path, relative: &str, content: &[u8]) -> Result<(), String> {
-    let path = inside(root, relative)
-        .ok_or_else(|| format!("cannot name {relative} in a copy of the tree"))?;
-    let failed = |e: std::io::Error| format!("cannot copy the tree: {e}");
-    if let Some(parent) = path.parent() {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o755)
-            .create(parent)
-            .map_err(failed)?;
-    }
-    let mut out = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o644)
-        .open(&path)
-        .map_err(failed)?;
-    out.write_all(content).map_err(failed)
 }
 
 /// A diagnostic's message without the module paths it quotes, which differ from importer to

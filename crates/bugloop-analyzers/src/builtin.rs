@@ -420,7 +420,7 @@ pub static BUILT_IN: &[BuiltIn] = &[
         ],
         interpreters: &[],
         project: None,
-        rule_set: "the recommended rules of the correctness, suspicious and security groups (errors and warnings)",
+        rule_set: "the recommended rules of the correctness, suspicious and security groups (errors and warnings), and a promise left floating or misused (noFloatingPromises, noMisusedPromises)",
         version_args: &["--version"],
         install: SETUP,
         unsafe_config: &[],
@@ -515,7 +515,8 @@ pub(crate) fn config_files() -> Vec<(&'static str, String)> {
         (
             "biome.json",
             concat!(
-                "{\n  \"linter\": { \"enabled\": true, \"rules\": { \"preset\": \"recommended\" } },\n",
+                "{\n  \"linter\": { \"enabled\": true, \"rules\": { \"preset\": \"recommended\",\n",
+                "    \"nursery\": { \"noFloatingPromises\": \"warn\", \"noMisusedPromises\": \"warn\" } } },\n",
                 "  \"formatter\": { \"enabled\": false },\n  \"assist\": { \"enabled\": false },\n",
                 "  \"vcs\": { \"enabled\": false },\n  \"files\": { \"ignoreUnknown\": true }\n}\n"
             )
@@ -652,7 +653,9 @@ mod tests {
         assert!(shellcheck_args(i).contains(&"--norc".to_owned()));
         assert!(zizmor_args(i).contains(&"--no-config".to_owned()));
         assert!(hadolint_args(i).contains(&"/cfg/hadolint.yaml".to_owned()));
-        assert!(biome_args(i).contains(&"--config-path=/cfg".to_owned()));
+        // biome's is bugloop's, written at the root of the copy it runs in (the workspace
+        // it is given), where the branch's own is not copied.
+        assert!(biome_args(i).contains(&"--config-path=/w".to_owned()));
         assert_eq!(biome_judge(&hit("lint/style/useConst", Level::Error)), None);
     }
 }

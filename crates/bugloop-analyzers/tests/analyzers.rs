@@ -17,6 +17,8 @@ use bugloop_testkit::TestRepo;
 mod compilers;
 #[path = "analyzers/importers.rs"]
 mod importers;
+#[path = "analyzers/promises.rs"]
+mod promises;
 
 const BASE_APP: &str = "import os\n\n\ndef legacy(expr):\n    return eval(expr)\n";
 

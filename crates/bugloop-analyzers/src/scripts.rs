@@ -1,0 +1,120 @@
+//! biome runs in a copy of the tree's scripts and manifests with bugloop's `biome.json` at its
+//! root: its rules on promises infer types across the files a module imports, which biome does
+//! only within the project its configuration roots, and a configuration of the branch's
+//! (nested ones too) must decide nothing.
+
+use std::path::Path;
+
+use crate::Choice;
+use crate::copy::{Copied, MAX_SCRIPT_BYTES, copy_tree, write_file};
+use crate::hit::Candidate;
+use crate::run::{AnalyzerRun, Request, RunStatus, Unchecked, run_one};
+use crate::scope::ChangedLines;
+
+/// biome on `files` in a copy of the tree's scripts ([`Copied::Scripts`]: no configuration of
+/// the branch's, nested ones included) with bugloop's `biome.json` at its root. A file it was to
+/// check that is not in the copy (over the size it is given, or not a regular file) is said
+/// not checked.
+pub(crate) async fn run_in_copy(
+    request: &Request<'_>,
+    choice: &Choice,
+    files: Vec<String>,
+    config_dir: &Path,
+    changed: &ChangedLines,
+) -> (AnalyzerRun, Vec<Candidate>, bool) {
+    let copy = match bugloop_sandbox::owner::temp_dir("biome") {
+        Ok(copy) => copy,
+        Err(e) => return not_checked(choice, &files, &format!("cannot copy the tree: {e}")),
+    };
+    let view = copy.path().join("tree");
+    let (workspace, into, given) = (request.workspace.to_path_buf(), view.clone(), files.clone());
+    let copied = tokio::task::spawn_blocking(move || scripts_copy(&workspace, &into, &given))
+        .await
+        .map_err(|e| format!("cannot copy the tree: {e}"))
+        .and_then(|copied| copied);
+    let left_out = match copied {
+        Ok(left_out) => left_out,
+        Err(reason) => return not_checked(choice, &files, &reason),
+    };
+    let present: Vec<String> = files
+        .iter()
+        .filter(|file| !left_out.iter().any(|u: &Unchecked| &u.path == *file))
+        .cloned()
+        .collect();
+    let mut sandbox = request.sandbox.clone();
+    sandbox.workspace = view.clone();
+    sandbox.workspace_baseline = std::sync::Arc::default();
+    let in_view = Request {
+        workspace: &view,
+        sandbox,
+        ..request.clone()
+    };
+    let (mut run, candidates, broken) = if present.is_empty() {
+        let reason = left_out
+            .first()
+            .map(|u| u.reason.clone())
+            .unwrap_or_default();
+        return not_checked(choice, &files, &reason);
+    } else {
+        run_one(&in_view, choice, present, config_dir, changed).await
+    };
+    run.unanalyzed.extend(left_out);
+    (run, candidates, broken)
+}
+
+/// Copies the tree's scripts into `view`, and each of `given` (a file in a hidden directory
+/// too) that is a regular file within the size biome is given; writes bugloop's configuration
+/// at the root. Returns the given files left out, with why.
+fn scripts_copy(workspace: &Path, view: &Path, given: &[String]) -> Result<Vec<Unchecked>, String> {
+    copy_tree(workspace, view, Copied::Scripts)?;
+    let mut left_out = Vec::new();
+    for file in given {
+        let target = crate::copy::inside(view, file);
+        if target.as_ref().is_some_and(|t| t.is_file()) {
+            continue;
+        }
+        let source = crate::tree::regular_file(workspace, file)
+            .filter(|path| std::fs::metadata(path).is_ok_and(|m| m.len() <= MAX_SCRIPT_BYTES));
+        match source.and_then(|path| std::fs::read(path).ok()) {
+            Some(content) => write_file(view, file, &content)?,
+            None => left_out.push(Unchecked {
+                path: bugloop_domain::paths::display_path(file.as_bytes()),
+                reason: format!(
+                    "not a regular file of at most {} MiB, which biome is given",
+                    MAX_SCRIPT_BYTES >> 20
+                ),
+            }),
+        }
+    }
+    let configuration = crate::builtin::config_files()
+        .into_iter()
+        .find(|(name, _)| *name == "biome.json")
+        .map(|(_, content)| content)
+        .unwrap_or_default();
+    write_file(view, "biome.json", configuration.as_bytes())?;
+    Ok(left_out)
+}
+
+/// biome's run when its files could not be put in a copy: each said not checked.
+fn not_checked(
+    choice: &Choice,
+    files: &[String],
+    reason: &str,
+) -> (AnalyzerRun, Vec<Candidate>, bool) {
+    let run = AnalyzerRun {
+        name: choice.name().to_owned(),
+        status: RunStatus::NotRun {
+            reason: reason.to_owned(),
+        },
+        seconds: 0.0,
+        unanalyzed: files
+            .iter()
+            .map(|file| Unchecked {
+                path: bugloop_domain::paths::display_path(file.as_bytes()),
+                reason: reason.to_owned(),
+            })
+            .collect(),
+        importers: None,
+    };
+    (run, Vec::new(), false)
+}
