@@ -40,7 +40,7 @@ pub async fn analyze(request: Request<'_>) -> Analysis {
         }
     };
     let jobs = request.choices.iter().filter_map(|choice| {
-        let files = files_for(choice, &changed, request.workspace);
+        let files = tool_files(&request, choice, &changed);
         (!files.is_empty()).then(|| run_tool(&request, choice, files, config_dir.path(), &changed))
     });
     let checks = request.choices.iter().filter_map(|choice| match choice {
@@ -54,30 +54,73 @@ pub async fn analyze(request: Request<'_>) -> Analysis {
     .await;
     let mut projects = Vec::new();
     for (run, candidates, broken_elsewhere) in runs {
-        if broken_elsewhere {
-            projects.push(run.name.clone());
+        if !broken_elsewhere.is_empty() {
+            projects.push((run.name.clone(), broken_elsewhere));
         }
         analysis.runs.push(run);
         analysis.candidates.extend(candidates);
     }
-    // A compile error off the change's lines: compiled again at head and at the base, to say
-    // which the change caused (rare, so one after the other).
     let mut checks: Vec<_> = checks.into_iter().flatten().collect();
-    for choice in &request.choices {
-        let Choice::BuiltIn(tool) = choice else {
-            continue;
-        };
-        if projects.iter().any(|name| name == tool.name) {
-            let files = files_for(choice, &changed, request.workspace);
-            checks.extend(check_project(&request, tool, choice, &files, config_dir.path()).await);
-        }
-    }
+    checks.extend(compile_again(&request, &mut analysis, &projects, config_dir.path()).await);
     for (name, (checked, candidates)) in checks {
         with_importers(&mut analysis.runs, name, checked);
         analysis.candidates.extend(candidates);
     }
     one_finding_a_place(&mut analysis, request.workspace);
     analysis
+}
+
+/// Each compiler's checker whose run reported a compile error off the change's lines (`broken`:
+/// their files), the project compiled again at head and at the base, to say which the change
+/// caused (rare, so one after the other). An error that could not be compared with the base may
+/// be the change's: its file is said not checked, which makes the review incomplete.
+async fn compile_again<'r>(
+    request: &'r Request<'_>,
+    analysis: &mut Analysis,
+    broken: &[(String, Vec<String>)],
+    config_dir: &std::path::Path,
+) -> Vec<(&'r str, (ImportersChecked, Vec<crate::hit::Candidate>))> {
+    let changed = ChangedLines::of(request.diff);
+    let mut checks = Vec::new();
+    for choice in &request.choices {
+        let Choice::BuiltIn(tool) = choice else {
+            continue;
+        };
+        let Some((_, files_broken)) = broken.iter().find(|(name, _)| name == tool.name) else {
+            continue;
+        };
+        let files = tool_files(request, choice, &changed);
+        let Some((name, (checked, candidates))) =
+            check_project(request, tool, choice, &files, config_dir).await
+        else {
+            continue;
+        };
+        if let Some(reason) = &checked.not_checked
+            && let Some(run) = analysis.runs.iter_mut().find(|run| run.name == tool.name)
+        {
+            run.unanalyzed
+                .extend(files_broken.iter().map(|file| Unchecked {
+                    path: file.clone(),
+                    reason: format!(
+                        "a compile error here, outside the change's lines, could not be compared \
+                     with the base: {reason}"
+                    ),
+                }));
+        }
+        checks.push((name, (checked, candidates)));
+    }
+    checks
+}
+
+/// The change's files `choice` is given: a compiler's checker's are every source and manifest
+/// the change touches ([`crate::input::project_files`]), any other's those with added lines.
+fn tool_files(request: &Request<'_>, choice: &Choice, changed: &ChangedLines) -> Vec<String> {
+    match choice {
+        Choice::BuiltIn(tool) if tool.project.is_some() => {
+            crate::input::project_files(tool, request.diff, request.workspace)
+        }
+        _ => files_for(choice, changed, request.workspace),
+    }
 }
 
 /// One tool's run on the change's files: biome's in a copy of the tree
@@ -88,7 +131,7 @@ async fn run_tool(
     files: Vec<String>,
     config_dir: &std::path::Path,
     changed: &ChangedLines,
-) -> (AnalyzerRun, Vec<crate::hit::Candidate>, bool) {
+) -> (AnalyzerRun, Vec<crate::hit::Candidate>, Vec<String>) {
     match choice {
         Choice::BuiltIn(tool) if tool.name == "biome" && !request.alone => {
             crate::scripts::run_in_copy(request, choice, files, config_dir, changed).await

@@ -92,3 +92,50 @@ pub(crate) fn clippy_alone(_: Invocation<'_>) -> Vec<String> {
         "--message-format=json",
     ])
 }
+
+/// An added line of a `.go` file that moves the compiler's positions (`//line file:1`, or
+/// `/*line file:1*/`): with one, go vet's compile errors name places of the branch's choosing,
+/// in files it does not edit or in none, so they are not read (its files are said not checked).
+pub(crate) fn go_line_directive(diff: &bugloop_diff::Diff) -> Option<String> {
+    added_line(diff, ".go", |text| {
+        text.starts_with("//line ") || text.contains("/*line ")
+    })
+}
+
+/// An added line of a `.rs` file that has the compiler build code of another file in the
+/// change's own module (`include!`, `#[path = ...]`), or say words of the change's choosing as
+/// its error (`#[diagnostic::on_unimplemented]`): with one, a compile error outside the change's
+/// lines may be its own, written to look like another file's, so none is attributed to it.
+pub(crate) fn rust_places_moved(diff: &bugloop_diff::Diff) -> Option<String> {
+    added_line(diff, ".rs", |text| {
+        text.contains("include!") || text.contains("#[path") || text.contains("diagnostic::")
+    })
+}
+
+/// `file:line` of the first line added to a file ending `ending` that `matches`.
+fn added_line(
+    diff: &bugloop_diff::Diff,
+    ending: &str,
+    matches: impl Fn(&str) -> bool,
+) -> Option<String> {
+    diff.files
+        .iter()
+        .filter(|file| {
+            file.new_path
+                .as_deref()
+                .is_some_and(|p| p.ends_with(ending))
+        })
+        .find_map(|file| {
+            let line = file
+                .hunks
+                .iter()
+                .flat_map(|hunk| &hunk.lines)
+                .filter(|line| line.kind == bugloop_diff::LineKind::Added)
+                .find(|line| matches(line.text.trim_start()))?;
+            Some(format!(
+                "{}:{}",
+                file.path(),
+                line.new_line.unwrap_or_default()
+            ))
+        })
+}

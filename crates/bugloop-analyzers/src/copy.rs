@@ -25,8 +25,9 @@ pub(crate) const MAX_SCRIPT_BYTES: u64 = 16 << 20;
 pub(crate) enum Copied {
     /// The files a type checker reads.
     Read(Language),
-    /// Every file of a project a compiler builds, outside directories named `skipped` (cargo's
-    /// output).
+    /// Every file of a project a compiler builds, in hidden directories too (a module a
+    /// `#[path]` names, a file Go embeds), outside `.git` and directories named `skipped`
+    /// (cargo's output).
     Project { skipped: &'static [&'static str] },
     /// The JavaScript and TypeScript biome lints, with the manifests it reads, but no
     /// configuration of biome's own (bugloop writes its own at the copy's root), each up to
@@ -72,7 +73,8 @@ pub(crate) fn copy_tree(
 ) -> Result<BTreeSet<String>, String> {
     let mut too_large = BTreeSet::new();
     let (mut files, mut bytes) = (0usize, 0u64);
-    for (entry, name) in crate::tree::source_files_but(workspace, copied.skipped()) {
+    let hidden_too = matches!(copied, Copied::Project { .. });
+    for (entry, name) in crate::tree::source_files_but(workspace, copied.skipped(), hidden_too) {
         let size = entry.metadata().map_or(u64::MAX, |m| m.len());
         if !copied.holds(&name) {
             continue;

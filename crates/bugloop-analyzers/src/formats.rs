@@ -290,8 +290,9 @@ pub(crate) const GO_COMPILE_RULE: &str = "compile";
 /// call to pricing.Total`, from the package's own compilation or, prefixed `vet: `, from vet's
 /// type check of a package that imports one the change broke, its `have`/`want` lines indented
 /// below it), and the rest of the output without them or the `# package` lines. A line that
-/// names no file of the tree is left in the rest, which then cannot be read as JSON: the run
-/// is said not to have checked its files, never taken as clean.
+/// names no file of the tree (outside it, or none there: a `//line` directive's, or a name
+/// holding `: `) is left in the rest, which then cannot be read as JSON: the run is said not to
+/// have checked its files, never taken as clean.
 fn compile_errors(text: &str, root: &Path) -> (Vec<Hit>, String) {
     let mut hits: Vec<Hit> = Vec::new();
     let mut rest = String::new();
@@ -326,23 +327,35 @@ fn compile_errors(text: &str, root: &Path) -> (Vec<Hit>, String) {
 }
 
 fn compile_error(line: &str, root: &Path) -> Option<Hit> {
-    // `file:line:column: message`; a file name may hold a colon, so the numbers are found
-    // from the message's separator back.
-    let (position, message) = line.split_once(": ")?;
-    let mut parts = position.rsplitn(3, ':');
-    let _column: u32 = parts.next()?.parse().ok()?;
-    let line: u32 = parts.next()?.parse().ok()?;
-    let file = parts.next()?;
-    if !file.ends_with(".go") {
+    // `file:line:column: message`. A file name may hold `: ` too, so each place the line could
+    // split is tried: one that names a file of the tree is the error's; two are a name made to
+    // look like another file's place, and the line is not read.
+    let mut read = line
+        .match_indices(": ")
+        .filter_map(|(at, _)| place(&line[..at], root).map(|place| (place, &line[at + 2..])));
+    let ((file, number), message) = read.next()?;
+    if read.next().is_some() {
         return None;
     }
-    let file = relative_path(file, root)?;
     Some(Hit::at(
         GO_COMPILE_RULE,
         Level::Error,
-        (&file, line),
+        (&file, number),
         message.trim().to_owned(),
     ))
+}
+
+/// `file:line:column` naming a Go file of the tree. A place that is no file of the tree (a
+/// `//line` directive can name any) is not one: the output cannot be read, and the change's
+/// files are said not checked.
+fn place(position: &str, root: &Path) -> Option<(String, u32)> {
+    let mut parts = position.rsplitn(3, ':');
+    let _column: u32 = parts.next()?.parse().ok()?;
+    let line: u32 = parts.next()?.parse().ok()?;
+    let file = parts.next().filter(|file| file.ends_with(".go"))?;
+    let file = relative_path(file, root)?;
+    crate::tree::regular_file(root, &file)?;
+    Some((file, line))
 }
 
 fn go_vet_hit(analyzer: &str, found: GoVetHit, root: &Path) -> Option<Hit> {
@@ -436,18 +449,27 @@ mod tests {
     #[test]
     fn go_compile_errors_are_hits_where_vet_could_not_vet() {
         // go 1.19: the changed package's own errors, then a package it broke (vet's type check).
-        let err = concat!(
-            "# example.com/shop/pricing\n{}\n",
-            "# example.com/shop/orders\n",
-            "vet: orders/orders.go:7:29: not enough arguments in call to pricing.Total\n",
-            "\thave (int, number)\n\twant (int, int, int)\n",
-            "# example.com/shop/tax\n",
-            "tax/tax.go:5:17: cannot use n (variable of type int) as type string in variable declaration\n",
-            "/w/tax/tax.go:6:20: undefined: undefinedThing\n",
-            "tax/tax.go:9:1: too many errors\n",
+        let tree = crate::tree::test_tree(&[
+            ("orders/orders.go", "package orders\n"),
+            ("tax/tax.go", "package tax\n"),
+            ("tax/tax.go:1:1: x.go", "package tax\n"),
+        ]);
+        let root = tree.path();
+        let err = format!(
+            concat!(
+                "# example.com/shop/pricing\n{{}}\n",
+                "# example.com/shop/orders\n",
+                "vet: orders/orders.go:7:29: not enough arguments in call to pricing.Total\n",
+                "\thave (int, number)\n\twant (int, int, int)\n",
+                "# example.com/shop/tax\n",
+                "tax/tax.go:5:17: cannot use n (variable of type int) as type string in variable declaration\n",
+                "{root}/tax/tax.go:6:20: undefined: undefinedThing\n",
+                "tax/tax.go:9:1: too many errors\n",
+            ),
+            root = root.display()
         );
         let hits = Format::GoVetJson
-            .read(b"", err.as_bytes(), Path::new("/w"), &[])
+            .read(b"", err.as_bytes(), root, &[])
             .unwrap();
         let found: Vec<(&str, u32, &str)> = hits
             .iter()
@@ -473,14 +495,18 @@ mod tests {
             hits.iter()
                 .all(|h| h.rule == GO_COMPILE_RULE && h.level == Level::Error)
         );
-        // A failure that names no file of the tree is not a clean run.
+        // A failure that names no file of the tree is not a clean run: outside it, none there
+        // (a `//line` directive's), or a name holding `: ` read at its first.
         for unread in [
             "go: updates to go.mod needed\n",
             "vet: /elsewhere/x.go:1:1: undefined: y\n",
+            "zz_gen.go:1:1: cannot use \"\" (untyped string constant) as int value\n",
+            // A file named to look like another's place: which is meant cannot be told.
+            "tax/tax.go:1:1: x.go:3:1: undefined: y\n",
         ] {
             assert!(
                 Format::GoVetJson
-                    .read(b"", unread.as_bytes(), Path::new("/w"), &[])
+                    .read(b"", unread.as_bytes(), root, &[])
                     .is_err(),
                 "{unread}"
             );

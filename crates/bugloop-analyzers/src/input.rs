@@ -54,6 +54,33 @@ pub(crate) fn files_for(choice: &Choice, changed: &ChangedLines, workspace: &Pat
         .collect()
 }
 
+/// The files of the change a compiler's checker (it checks a whole project) applies to: each
+/// of its sources the change edits, adds, renames or deletes (a change that only takes a
+/// function away breaks its callers), and the project's manifests (`Cargo.toml`, `go.mod`:
+/// a crate or module renamed there breaks its users); none without the project at the root.
+pub(crate) fn project_files(
+    tool: &BuiltIn,
+    diff: &bugloop_diff::Diff,
+    workspace: &Path,
+) -> Vec<String> {
+    let Some(project) = tool.project else {
+        return Vec::new();
+    };
+    if regular_file(workspace, project).is_none() {
+        return Vec::new();
+    }
+    let globs: Vec<String> = tool.files.iter().map(|g| (*g).to_owned()).collect();
+    let Some(set) = glob_set(&globs) else {
+        return Vec::new();
+    };
+    diff.files
+        .iter()
+        .filter_map(|file| file.new_path.as_deref().or(file.old_path.as_deref()))
+        .filter_map(bugloop_domain::paths::text_name)
+        .filter(|path| set.is_match(path) || path.rsplit('/').next() == Some(project))
+        .collect()
+}
+
 /// Whether some built-in analyzer reads `file` by its name (`*.py`, `*.js`, `Dockerfile`, ...):
 /// what its ending says it is, a shebang does not change.
 fn claimed_by_a_built_in(file: &str) -> bool {

@@ -155,15 +155,15 @@ pub(crate) struct Plan {
 }
 
 /// One analyzer's run on the change: what it did, its candidates on the change's lines, and
-/// whether it is a compiler's checker that reported a compile error off them (the change may
-/// break code it does not edit: [`crate::breakage::check_project`]).
+/// where a compiler's checker reported a compile error off them (the change may break code it
+/// does not edit: [`crate::breakage::check_project`]).
 pub(crate) async fn run_one(
     request: &Request<'_>,
     choice: &Choice,
     files: Vec<String>,
     config_dir: &Path,
     changed: &ChangedLines,
-) -> (AnalyzerRun, Vec<Candidate>, bool) {
+) -> (AnalyzerRun, Vec<Candidate>, Vec<String>) {
     let started = Instant::now();
     let name = choice.name().to_owned();
     let mut hits = Vec::new();
@@ -207,17 +207,23 @@ pub(crate) async fn run_one(
         importers: None,
     };
     if let Some(reason) = not_run {
-        return (run(RunStatus::NotRun { reason }), Vec::new(), false);
+        return (run(RunStatus::NotRun { reason }), Vec::new(), Vec::new());
     }
     crate::hit::said_once(&mut hits);
     let total = hits.len();
     let judge = judge.unwrap_or(every_hit);
     let compiles_a_project = matches!(choice, Choice::BuiltIn(tool) if tool.project.is_some());
-    let broken_elsewhere = compiles_a_project
-        && hits.iter().any(|hit| {
-            judge(hit).is_some_and(|(weight, _)| weight == Weight::Critical)
+    let mut broken_elsewhere: Vec<String> = hits
+        .iter()
+        .filter(|hit| {
+            compiles_a_project
+                && judge(hit).is_some_and(|(weight, _)| weight == Weight::Critical)
                 && changed.first_added(&hit.file, hit.line, hit.line).is_none()
-        });
+        })
+        .map(|hit| hit.file.clone())
+        .collect();
+    broken_elsewhere.sort_unstable();
+    broken_elsewhere.dedup();
     let mut candidates: Vec<Candidate> = hits
         .into_iter()
         .filter_map(|hit| candidate(&name, hit, judge, changed, request.workspace))
@@ -373,6 +379,14 @@ fn plan_built_in(
         return Err(Failure::Unchecked(format!(
             "the change edits {edited}, which decides how {} runs: bugloop does not run it under configuration the change wrote",
             tool.program
+        )));
+    }
+    if tool.name == "go-vet"
+        && let Some(place) = crate::compilers::go_line_directive(request.diff)
+    {
+        return Err(Failure::Unchecked(format!(
+            "the change adds a //line directive ({place}), with which the compiler names places \
+             of the change's choosing: go vet's word on the code is not read"
         )));
     }
     let installed = request

@@ -21,7 +21,7 @@ pub(crate) async fn run_in_copy(
     files: Vec<String>,
     config_dir: &Path,
     changed: &ChangedLines,
-) -> (AnalyzerRun, Vec<Candidate>, bool) {
+) -> (AnalyzerRun, Vec<Candidate>, Vec<String>) {
     let copy = match bugloop_sandbox::owner::temp_dir("biome") {
         Ok(copy) => copy,
         Err(e) => return not_checked(choice, &files, &format!("cannot copy the tree: {e}")),
@@ -100,7 +100,7 @@ fn not_checked(
     choice: &Choice,
     files: &[String],
     reason: &str,
-) -> (AnalyzerRun, Vec<Candidate>, bool) {
+) -> (AnalyzerRun, Vec<Candidate>, Vec<String>) {
     let run = AnalyzerRun {
         name: choice.name().to_owned(),
         status: RunStatus::NotRun {
@@ -116,5 +116,5 @@ fn not_checked(
             .collect(),
         importers: None,
     };
-    (run, Vec::new(), false)
+    (run, Vec::new(), Vec::new())
 }

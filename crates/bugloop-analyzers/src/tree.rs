@@ -27,22 +27,26 @@ pub(crate) fn regular_file(root: &Path, relative: &str) -> Option<PathBuf> {
 /// `node_modules`, each with its name relative to `root` (a name that is not UTF-8 is passed
 /// over): what bugloop reads of the tree for the type checkers.
 pub(crate) fn source_files(root: &Path) -> impl Iterator<Item = (ignore::DirEntry, String)> + '_ {
-    source_files_but(root, &[])
+    source_files_but(root, &[], false)
 }
 
-/// [`source_files`] outside directories named `skipped` too (cargo's `target`).
+/// [`source_files`] outside directories named `skipped` too (cargo's `target`), and with
+/// `hidden_too`, in hidden directories (but `.git`) too.
 pub(crate) fn source_files_but<'a>(
     root: &'a Path,
     skipped: &'static [&'static str],
+    hidden_too: bool,
 ) -> impl Iterator<Item = (ignore::DirEntry, String)> + 'a {
     ignore::WalkBuilder::new(root)
         .standard_filters(false)
-        .hidden(true)
+        .hidden(!hidden_too)
         .follow_links(false)
         .filter_entry(move |entry| {
             let name = entry.file_name();
             let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
-            name != "node_modules" && !(is_dir && skipped.iter().any(|s| name == *s))
+            name != "node_modules"
+                && name != ".git"
+                && !(is_dir && skipped.iter().any(|s| name == *s))
         })
         .build()
         .filter_map(Result::ok)
