@@ -169,22 +169,8 @@ fn none_checked(request: &Request<'_>, changed: &ChangedLines, reason: &str) -> 
         .choices
         .iter()
         .filter_map(|choice| {
-            let files = files_for(choice, changed, request.workspace);
-            (!files.is_empty()).then(|| AnalyzerRun {
-                name: choice.name().to_owned(),
-                status: RunStatus::NotRun {
-                    reason: reason.to_owned(),
-                },
-                seconds: 0.0,
-                unanalyzed: files
-                    .iter()
-                    .map(|file| Unchecked {
-                        path: bugloop_domain::paths::display_path(file.as_bytes()),
-                        reason: reason.to_owned(),
-                    })
-                    .collect(),
-                importers: None,
-            })
+            let files = tool_files(request, choice, changed);
+            (!files.is_empty()).then(|| AnalyzerRun::none_checked(choice.name(), &files, reason))
         })
         .collect()
 }

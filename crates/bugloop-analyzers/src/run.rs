@@ -72,6 +72,22 @@ pub struct AnalyzerRun {
     pub importers: Option<ImportersChecked>,
 }
 
+impl AnalyzerRun {
+    /// A run that did not happen, for `reason`: each of `files` not checked, which makes the
+    /// review incomplete.
+    pub(crate) fn none_checked(name: &str, files: &[String], reason: &str) -> AnalyzerRun {
+        AnalyzerRun {
+            name: name.to_owned(),
+            status: RunStatus::NotRun {
+                reason: reason.to_owned(),
+            },
+            seconds: 0.0,
+            unanalyzed: files.iter().map(|file| unchecked(file, reason)).collect(),
+            importers: None,
+        }
+    }
+}
+
 /// A file an analyzer could not check, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Unchecked {

@@ -8,7 +8,7 @@ use std::path::Path;
 use crate::Choice;
 use crate::copy::{Copied, MAX_SCRIPT_BYTES, copy_tree, write_file};
 use crate::hit::Candidate;
-use crate::run::{AnalyzerRun, Request, RunStatus, Unchecked, run_one};
+use crate::run::{AnalyzerRun, Request, Unchecked, run_one};
 use crate::scope::ChangedLines;
 
 /// biome on `files` in a copy of the tree's scripts ([`Copied::Scripts`]: no configuration of
@@ -101,20 +101,6 @@ fn not_checked(
     files: &[String],
     reason: &str,
 ) -> (AnalyzerRun, Vec<Candidate>, Vec<String>) {
-    let run = AnalyzerRun {
-        name: choice.name().to_owned(),
-        status: RunStatus::NotRun {
-            reason: reason.to_owned(),
-        },
-        seconds: 0.0,
-        unanalyzed: files
-            .iter()
-            .map(|file| Unchecked {
-                path: bugloop_domain::paths::display_path(file.as_bytes()),
-                reason: reason.to_owned(),
-            })
-            .collect(),
-        importers: None,
-    };
+    let run = AnalyzerRun::none_checked(choice.name(), files, reason);
     (run, Vec::new(), Vec::new())
 }
