@@ -272,13 +272,9 @@ pub fn quiet(text: &str) -> String {
 /// `line` with a word joiner after each `@` that starts a name, so GitHub notifies nobody
 /// (`@alice`, `@org/team`) and the text reads the same.
 fn silence_line(line: &str) -> String {
-    // An `@` written as an entity renders as one.
+    // An `@` written as an entity renders as one, with any number of leading zeros.
     let line = if line.contains('&') {
-        let mut decoded = line.to_owned();
-        for entity in ["&#64;", "&#064;", "&#x40;", "&#X40;", "&commat;"] {
-            decoded = decoded.replace(entity, "@");
-        }
-        decoded
+        at_entities_decoded(line)
     } else {
         line.to_owned()
     };
@@ -295,6 +291,39 @@ fn silence_line(line: &str) -> String {
             out.push('\u{2060}');
         }
     }
+    out
+}
+
+/// `line` with each character reference that renders as `@` (`&#64;`, `&#0064;`, `&#x040;`,
+/// `&commat;`) written as the `@` it is.
+fn at_entities_decoded(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut rest = line;
+    while let Some(start) = rest.find('&') {
+        out.push_str(&rest[..start]);
+        let from = &rest[start..];
+        let Some(end) = from.find(';').filter(|end| *end <= 40) else {
+            out.push('&');
+            rest = &from[1..];
+            continue;
+        };
+        let name = &from[1..end];
+        let value = if let Some(hex) = name.strip_prefix("#x").or(name.strip_prefix("#X")) {
+            u32::from_str_radix(hex, 16).ok()
+        } else if let Some(decimal) = name.strip_prefix('#') {
+            decimal.parse::<u32>().ok()
+        } else {
+            (name == "commat").then_some(0x40)
+        };
+        if value == Some(0x40) {
+            out.push('@');
+            rest = &from[end + 1..];
+        } else {
+            out.push('&');
+            rest = &from[1..];
+        }
+    }
+    out.push_str(rest);
     out
 }
 
@@ -370,6 +399,12 @@ mod tests {
         assert!(!said.contains("<!--"), "{said}");
         assert!(said.ends_with(" @"), "{said}");
         assert!(!said.contains('\n'));
+        // An `@` written as any character reference, leading zeros too.
+        for entity in ["&#64;", "&#0064;", "&#x040;", "&#X0040;", "&commat;"] {
+            let said = quiet(&format!("{entity}octocat"));
+            assert_eq!(said, "@\u{2060}octocat", "{entity}");
+        }
+        assert_eq!(quiet("a &amp; b &#65;"), "a &amp; b &#65;");
     }
 
     #[test]
