@@ -126,10 +126,22 @@ pub(crate) fn write_config_dir() -> Result<bugloop_sandbox::owner::OwnedDir, Str
 /// files (or of very long names) would pass the system's limit on a command's arguments.
 const MAX_FILES_PER_RUN: usize = 200;
 const MAX_NAME_BYTES_PER_RUN: usize = 64 << 10;
+/// The bytes of names given to one run of a tool that reads the whole project each time
+/// (Linux takes 2 MiB of arguments and environment together).
+const MAX_NAME_BYTES_PER_PROJECT_RUN: usize = 1 << 20;
 
 /// The runs a tool needs for `files`: one for a tool that checks a project or reads no file
 /// names, else batches within the limits.
 fn batches(choice: &Choice, files: &[String]) -> Vec<Vec<String>> {
+    // biome indexes the whole project on every run (its rules on promises need the types of
+    // what a module imports): as few runs as the system's limits allow, each name one
+    // argument, rather than one a 200 files.
+    let (max_files, max_bytes) = match choice {
+        Choice::BuiltIn(tool) if tool.name == "biome" => {
+            (usize::MAX, MAX_NAME_BYTES_PER_PROJECT_RUN)
+        }
+        _ => (MAX_FILES_PER_RUN, MAX_NAME_BYTES_PER_RUN),
+    };
     let one_run = match choice {
         Choice::BuiltIn(tool) => tool.project.is_some(),
         Choice::Custom(custom) => custom
@@ -143,9 +155,9 @@ fn batches(choice: &Choice, files: &[String]) -> Vec<Vec<String>> {
     let mut batches: Vec<Vec<String>> = Vec::new();
     let mut bytes = 0;
     for file in files {
-        let full = batches.last().is_none_or(|b| {
-            b.len() >= MAX_FILES_PER_RUN || bytes + file.len() + 1 > MAX_NAME_BYTES_PER_RUN
-        });
+        let full = batches
+            .last()
+            .is_none_or(|b| b.len() >= max_files || bytes + file.len() + 1 > max_bytes);
         if full {
             batches.push(Vec::new());
             bytes = 0;
@@ -712,6 +724,9 @@ mod tests {
         let sizes: Vec<usize> = batches(&ruff, &files).iter().map(Vec::len).collect();
         assert_eq!(sizes, [200, 200, 50]);
         assert_eq!(batches(&clippy, &files).len(), 1);
+        let biome = Choice::BuiltIn(crate::built_in("biome").unwrap());
+        let scripts: Vec<String> = (0..5_000).map(|i| format!("src/m{i}.ts")).collect();
+        assert_eq!(batches(&biome, &scripts).len(), 1);
         let long: Vec<String> = (0..100)
             .map(|i| format!("{}{i}.py", "d/".repeat(1000)))
             .collect();

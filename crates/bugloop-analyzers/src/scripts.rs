@@ -69,6 +69,15 @@ fn scripts_copy(workspace: &Path, view: &Path, given: &[String]) -> Result<Vec<U
     copy_tree(workspace, view, Copied::Scripts)?;
     let mut left_out = Vec::new();
     for file in given {
+        // biome reads a `\\` in a name as a separator and names the file otherwise in its
+        // output: its hits there could not be told from another file's.
+        if file.contains('\\') {
+            left_out.push(Unchecked {
+                path: bugloop_domain::paths::display_path(file.as_bytes()),
+                reason: "biome reads the backslash in its name as a directory separator".to_owned(),
+            });
+            continue;
+        }
         let target = crate::copy::inside(view, file);
         if target.as_ref().is_some_and(|t| t.is_file()) {
             continue;

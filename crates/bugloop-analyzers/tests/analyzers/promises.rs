@@ -56,3 +56,22 @@ async fn a_promise_left_floating_or_given_to_for_each_is_found_and_a_handled_one
         "{analysis:#?}"
     );
 }
+
+#[tokio::test]
+async fn a_script_whose_name_holds_a_backslash_is_said_not_checked() {
+    let repo = TestRepo::with_files(&[("src/store.ts", STORE)]);
+    repo.branch("change");
+    repo.write(
+        "util\\helpers.js",
+        "export const kind = (x) => typeof x === \"strnig\";\n",
+    );
+    repo.commit("helpers");
+    let analysis = super::run_built_in(&repo, "biome").await;
+    let run = &analysis.runs[0];
+    assert!(
+        run.unanalyzed
+            .iter()
+            .any(|u| u.path.contains("helpers.js") && u.reason.contains("backslash")),
+        "{analysis:#?}"
+    );
+}
