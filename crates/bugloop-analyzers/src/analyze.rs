@@ -22,6 +22,10 @@ pub async fn analyze(request: Request<'_>) -> Analysis {
                 request.workspace,
             ));
             own.extend(crate::secrets::secrets_added(request.diff));
+            own.extend(crate::file_wide::under_a_kept_wide_suppression(
+                request.diff,
+                request.workspace,
+            ));
             own
         },
         runs: Vec::new(),

@@ -28,6 +28,7 @@ mod candidate;
 mod compilers;
 mod copy;
 mod custom;
+mod file_wide;
 mod fix;
 mod formats;
 mod hit;

@@ -10,7 +10,7 @@ use crate::scope::added_lines;
 use crate::weight::Weight;
 
 /// A suppression's marker, whose check it silences, and whether that check is about security.
-struct Marker {
+pub(crate) struct Marker {
     text: &'static str,
     /// A pattern where the words may vary (`# hadolint global ignore=`, `# shellcheck
     /// source=x disable=`); otherwise `text` itself is looked for.
@@ -377,7 +377,7 @@ fn find(marker: &Marker, text: &str) -> Option<(usize, usize)> {
 }
 
 /// The first marker on a line and its codes.
-fn suppression_marker(text: &str) -> Option<(&'static Marker, String)> {
+pub(crate) fn suppression_marker(text: &str) -> Option<(&'static Marker, String)> {
     markers_on(text).into_iter().next()
 }
 
@@ -418,14 +418,20 @@ fn codes_after(rest: &str) -> String {
 /// Where a suppression is: on the line the change adds, kept on the line above it, or kept as the
 /// `if TYPE_CHECKING:` whose `else:` the line is in.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Said {
+pub(crate) enum Said {
     Added,
     KeptAbove,
     /// In the `else:` of an `if TYPE_CHECKING:` the change keeps.
     InTypeCheckingElse,
+    /// Under a suppression the change keeps on `line` that reaches the whole file, or (`range`)
+    /// down to its end marker ([`crate::file_wide`]).
+    KeptForMore {
+        line: u32,
+        range: bool,
+    },
 }
 
-fn candidate_for(
+pub(crate) fn candidate_for(
     file: &str,
     line: u32,
     text: &str,
@@ -433,13 +439,14 @@ fn candidate_for(
     said: Said,
 ) -> Candidate {
     // `@ts-nocheck` reaches the whole file, `if not TYPE_CHECKING:` its block.
-    let reach = match marker.text {
-        "@ts-nocheck" => "in this whole file",
-        "TYPE_CHECKING" => "in the code it guards",
-        _ => "on this line",
+    let reach = match (marker.text, said) {
+        (_, Said::KeptForMore { .. }) => "",
+        ("@ts-nocheck", _) => " in this whole file",
+        ("TYPE_CHECKING", _) => " in the code it guards",
+        _ => " on this line",
     };
     let what = if codes.is_empty() {
-        format!("every check of {} {reach}", marker.silences)
+        format!("every check of {}{reach}", marker.silences)
     } else {
         format!("{codes} ({})", marker.silences)
     };
@@ -455,6 +462,15 @@ fn candidate_for(
         Said::KeptAbove => format!(
             "This line the change writes is under `{}` on the line above, which the change keeps and which silences {what}: say why the check is wrong for the new code, or remove it",
             shown(marker.text)
+        ),
+        Said::KeptForMore { line, range } => format!(
+            "This line the change writes is under `{}` on line {line}, which the change keeps and which silences {what} {}: say why the check is wrong for the new code, or remove it",
+            shown(marker.text),
+            if range {
+                "down to its end marker"
+            } else {
+                "in the whole file"
+            }
         ),
     };
     let mut hit = Hit::at("suppression", Level::Warning, (file, line), message);
