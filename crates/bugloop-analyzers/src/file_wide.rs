@@ -42,9 +42,17 @@ pub(crate) fn under_a_kept_wide_suppression(diff: &Diff, workspace: &Path) -> Ve
         let text = String::from_utf8_lossy(&text);
         let lines: Vec<&str> = text.lines().collect();
         for (start, end) in kind.reaches(&lines) {
-            let Some(marker) = suppression_marker(lines[start].trim()) else {
+            let Some((marker, codes)) = suppression_marker(lines[start].trim()) else {
                 continue;
             };
+            // `biome-ignore-all lint/x: why` names `lint/x: why`, not `all ...`.
+            let codes = codes
+                .trim_start_matches('-')
+                .trim_start_matches("all")
+                .trim_start_matches("start")
+                .trim()
+                .to_owned();
+            let marker = (marker, codes);
             let kept = u32::try_from(start + 1).unwrap_or(u32::MAX);
             if added.contains(&kept) {
                 continue;
