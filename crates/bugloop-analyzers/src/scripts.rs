@@ -38,8 +38,12 @@ pub(crate) async fn run_in_copy(
     };
     let present: Vec<String> = files
         .iter()
-        .filter(|file| !left_out.iter().any(|u: &Unchecked| &u.path == *file))
+        .filter(|file| !left_out.iter().any(|(name, _)| name == *file))
         .cloned()
+        .collect();
+    let left_out: Vec<Unchecked> = left_out
+        .into_iter()
+        .map(|(_, unchecked)| unchecked)
         .collect();
     let mut sandbox = request.sandbox.clone();
     sandbox.workspace = view.clone();
@@ -64,18 +68,20 @@ pub(crate) async fn run_in_copy(
 
 /// Copies the tree's scripts into `view`, and each of `given` (a file in a hidden directory
 /// too) that is a regular file within the size biome is given; writes bugloop's configuration
-/// at the root. Returns the given files left out, with why.
-fn scripts_copy(workspace: &Path, view: &Path, given: &[String]) -> Result<Vec<Unchecked>, String> {
+/// at the root. Returns the given files left out (by the name given), with why.
+fn scripts_copy(
+    workspace: &Path,
+    view: &Path,
+    given: &[String],
+) -> Result<Vec<(String, Unchecked)>, String> {
     copy_tree(workspace, view, Copied::Scripts)?;
     let mut left_out = Vec::new();
     for file in given {
         // biome reads a `\\` in a name as a separator and names the file otherwise in its
         // output: its hits there could not be told from another file's.
         if file.contains('\\') {
-            left_out.push(Unchecked {
-                path: bugloop_domain::paths::display_path(file.as_bytes()),
-                reason: "biome reads the backslash in its name as a directory separator".to_owned(),
-            });
+            let reason = "biome reads the backslash in its name as a directory separator";
+            left_out.push((file.clone(), unchecked(file, reason.to_owned())));
             continue;
         }
         let target = crate::copy::inside(view, file);
@@ -86,13 +92,13 @@ fn scripts_copy(workspace: &Path, view: &Path, given: &[String]) -> Result<Vec<U
             .filter(|path| std::fs::metadata(path).is_ok_and(|m| m.len() <= MAX_SCRIPT_BYTES));
         match source.and_then(|path| std::fs::read(path).ok()) {
             Some(content) => write_file(view, file, &content)?,
-            None => left_out.push(Unchecked {
-                path: bugloop_domain::paths::display_path(file.as_bytes()),
-                reason: format!(
+            None => {
+                let reason = format!(
                     "not a regular file of at most {} MiB, which biome is given",
                     MAX_SCRIPT_BYTES >> 20
-                ),
-            }),
+                );
+                left_out.push((file.clone(), unchecked(file, reason)));
+            }
         }
     }
     let configuration = crate::builtin::config_files()
@@ -102,6 +108,13 @@ fn scripts_copy(workspace: &Path, view: &Path, given: &[String]) -> Result<Vec<U
         .unwrap_or_default();
     write_file(view, "biome.json", configuration.as_bytes())?;
     Ok(left_out)
+}
+
+fn unchecked(file: &str, reason: String) -> Unchecked {
+    Unchecked {
+        path: bugloop_domain::paths::display_path(file.as_bytes()),
+        reason,
+    }
 }
 
 /// biome's run when its files could not be put in a copy: each said not checked.
