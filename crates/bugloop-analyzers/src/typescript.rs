@@ -48,8 +48,11 @@ const MAX_DECLARATIONS: usize = 400;
 /// The file of bugloop's own declarations in its configuration directory ([`GLOBALS`]).
 pub(crate) const GLOBALS_FILE: &str = "tsc-globals.d.ts";
 
-/// bugloop's stand-in for the JSX types of React, which a checkout without `node_modules` lacks:
-/// without it every `key` on a component is "not a property" of its props.
+/// bugloop's stand-ins for what a checkout without `node_modules` lacks: the JSX types of React
+/// (without them every `key` on a component is "not a property" of its props), and Node's own
+/// modules, each of any type (without them a class that extends `EventEmitter` has no `emit`:
+/// a module tsc cannot find leaves a class extending its export without members). A module of
+/// the project, relative or through `paths`, is never one of these names.
 pub(crate) const GLOBALS: &str = "\
 // bugloop's stand-in for React's JSX types (a checkout has no node_modules).
 declare namespace JSX {
@@ -57,6 +60,23 @@ declare namespace JSX {
   interface IntrinsicClassAttributes<T> { ref?: any }
   interface IntrinsicElements { [name: string]: any }
 }
+// Node's own modules, of any type (a checkout has no @types/node).
+declare module \"node:*\";
+declare module \"assert\"; declare module \"assert/strict\"; declare module \"async_hooks\";
+declare module \"buffer\"; declare module \"child_process\"; declare module \"cluster\";
+declare module \"crypto\"; declare module \"dgram\"; declare module \"dns\";
+declare module \"dns/promises\"; declare module \"events\"; declare module \"fs\";
+declare module \"fs/promises\"; declare module \"http\"; declare module \"http2\";
+declare module \"https\"; declare module \"inspector\"; declare module \"module\";
+declare module \"net\"; declare module \"os\"; declare module \"path\";
+declare module \"path/posix\"; declare module \"path/win32\"; declare module \"perf_hooks\";
+declare module \"process\"; declare module \"querystring\"; declare module \"readline\";
+declare module \"readline/promises\"; declare module \"stream\"; declare module \"stream/promises\";
+declare module \"stream/web\"; declare module \"string_decoder\"; declare module \"timers\";
+declare module \"timers/promises\"; declare module \"tls\"; declare module \"tty\";
+declare module \"url\"; declare module \"util\"; declare module \"util/types\";
+declare module \"v8\"; declare module \"vm\"; declare module \"worker_threads\";
+declare module \"zlib\";
 ";
 
 /// The globals of runtimes and test frameworks whose types come from packages a checkout does

@@ -17,6 +17,8 @@ use bugloop_testkit::TestRepo;
 mod compilers;
 #[path = "analyzers/importers.rs"]
 mod importers;
+#[path = "analyzers/node.rs"]
+mod node;
 #[path = "analyzers/promises.rs"]
 mod promises;
 
