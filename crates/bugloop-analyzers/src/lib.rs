@@ -53,6 +53,7 @@ mod tree;
 mod tsconfig;
 mod ty;
 mod typescript;
+mod unknown_bases;
 mod weight;
 
 pub use analyze::analyze;

@@ -245,6 +245,7 @@ pub(crate) fn read(stdout: &[u8], root: &Path, given: &[String]) -> Result<Vec<H
             None => return Err(format!("not tsc's diagnostics: {}", tail(line))),
         }
     }
+    crate::unknown_bases::without_unknown_base_members(&mut hits, root);
     Ok(hits)
 }
 
