@@ -33,10 +33,7 @@ pub(crate) fn under_a_kept_wide_suppression(diff: &Diff, workspace: &Path) -> Ve
         let Some(kind) = Kind::of(path).filter(|_| !added.is_empty()) else {
             continue;
         };
-        let Some(text) = crate::tree::regular_file(workspace, path)
-            .filter(|p| std::fs::metadata(p).is_ok_and(|m| m.len() <= MAX_READ))
-            .and_then(|p| std::fs::read(p).ok())
-        else {
+        let Some(text) = crate::tree::read_at_most(workspace, path, MAX_READ) else {
             continue;
         };
         let text = String::from_utf8_lossy(&text);

@@ -88,9 +88,7 @@ fn scripts_copy(
         if target.as_ref().is_some_and(|t| t.is_file()) {
             continue;
         }
-        let source = crate::tree::regular_file(workspace, file)
-            .filter(|path| std::fs::metadata(path).is_ok_and(|m| m.len() <= MAX_SCRIPT_BYTES));
-        match source.and_then(|path| std::fs::read(path).ok()) {
+        match crate::tree::read_at_most(workspace, file, MAX_SCRIPT_BYTES) {
             Some(content) => write_file(view, file, &content)?,
             None => {
                 let reason = format!(

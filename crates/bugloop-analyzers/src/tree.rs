@@ -23,6 +23,14 @@ pub(crate) fn regular_file(root: &Path, relative: &str) -> Option<PathBuf> {
         .map(|_| path)
 }
 
+/// The bytes of `relative` under `root` where it is a regular file reached through no link and
+/// at most `max` bytes long.
+pub(crate) fn read_at_most(root: &Path, relative: &str, max: u64) -> Option<Vec<u8>> {
+    regular_file(root, relative)
+        .filter(|path| std::fs::metadata(path).is_ok_and(|m| m.len() <= max))
+        .and_then(|path| std::fs::read(path).ok())
+}
+
 /// The tree's regular files (reached through no link), outside hidden directories and
 /// `node_modules`, each with its name relative to `root` (a name that is not UTF-8 is passed
 /// over): what bugloop reads of the tree for the type checkers.

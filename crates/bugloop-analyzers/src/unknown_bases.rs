@@ -26,10 +26,7 @@ pub(crate) fn without_unknown_base_members(hits: &mut Vec<Hit>, root: &Path) {
     }
     let mut classes: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for (file, packages) in &missing {
-        let Some(text) = crate::tree::regular_file(root, file)
-            .filter(|p| std::fs::metadata(p).is_ok_and(|m| m.len() <= MAX_READ))
-            .and_then(|p| std::fs::read(p).ok())
-        else {
+        let Some(text) = crate::tree::read_at_most(root, file, MAX_READ) else {
             continue;
         };
         let text = String::from_utf8_lossy(&text);
