@@ -121,37 +121,33 @@ fn defines_a_link(line: &str, at: usize) -> bool {
 
 /// The links, images, definitions and linking tags of `line` made inert, code spans or not.
 fn inert_everywhere(line: &str) -> String {
-    let mut out = String::with_capacity(line.len() + 4);
-    for (at, c) in line.char_indices() {
-        out.push(c);
-        let Some(next) = line[at + c.len_utf8()..].chars().next() else {
-            continue;
-        };
-        let opens = match c {
-            ']' if next == ':' => defines_a_link(line, at),
-            ']' => matches!(next, '(' | '['),
-            '<' => linking_tag(&line[at..]),
-            _ => false,
-        };
-        if opens {
-            out.push('\u{2060}');
-        }
-    }
-    out
+    joined_after(line, |at, c, next| match c {
+        ']' if next == ':' => defines_a_link(line, at),
+        ']' => matches!(next, '(' | '['),
+        '<' => linking_tag(&line[at..]),
+        _ => false,
+    })
 }
 
 /// Every other HTML tag of `text` (outside code spans) made inert, but bare harmless ones.
 fn inert_tags(text: &str) -> String {
+    joined_after(text, |at, c, next| {
+        c == '<'
+            && (next.is_ascii_alphabetic() || matches!(next, '/' | '!' | '?'))
+            && !harmless_tag(&text[at..])
+    })
+}
+
+/// `text` with a word joiner after each character `opens` says opens something, given its
+/// place, itself and the character after it.
+fn joined_after(text: &str, opens: impl Fn(usize, char, char) -> bool) -> String {
     let mut out = String::with_capacity(text.len() + 4);
     for (at, c) in text.char_indices() {
         out.push(c);
         let Some(next) = text[at + c.len_utf8()..].chars().next() else {
             continue;
         };
-        let opens = c == '<'
-            && (next.is_ascii_alphabetic() || matches!(next, '/' | '!' | '?'))
-            && !harmless_tag(&text[at..]);
-        if opens {
+        if opens(at, c, next) {
             out.push('\u{2060}');
         }
     }
