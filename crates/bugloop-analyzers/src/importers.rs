@@ -86,11 +86,14 @@ impl Language {
     pub(crate) fn reads(self, path: &str) -> bool {
         let name = path.rsplit('/').next().unwrap_or(path);
         match self {
-            Language::TypeScript => [
-                ".ts", ".tsx", ".mts", ".cts", ".js", ".jsx", ".mjs", ".cjs", ".json",
-            ]
-            .iter()
-            .any(|ending| name.ends_with(ending)),
+            Language::TypeScript => {
+                [
+                    ".ts", ".tsx", ".mts", ".cts", ".js", ".jsx", ".mjs", ".cjs", ".json",
+                ]
+                .iter()
+                .any(|ending| name.ends_with(ending))
+                    || name == "pnpm-workspace.yaml"
+            }
             Language::Python => {
                 [".py", ".pyi", ".toml", ".cfg"]
                     .iter()

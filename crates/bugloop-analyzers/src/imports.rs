@@ -68,16 +68,16 @@ pub(crate) fn typescript_imports(file: &str, text: &str, aliases: &Aliases) -> V
     found
 }
 
-/// The project's `paths` (from its unchanged `tsconfig.json`, [`crate::tsconfig`]): each
-/// pattern's text before and after its `*`, and its targets from the root.
+/// The project's `paths` (from its unchanged `tsconfig.json`, [`crate::tsconfig`]) and its
+/// workspace packages' names ([`crate::workspaces`]): each pattern's text before and after its
+/// `*`, and its targets from the root.
 #[derive(Debug, Default)]
 pub(crate) struct Aliases(Vec<(String, String, Vec<String>)>);
 
 impl Aliases {
     pub(crate) fn of(workspace: &Path) -> Aliases {
-        let Some(options) = crate::tsconfig::project_options(workspace, &[]) else {
-            return Aliases::default();
-        };
+        let mut options = crate::tsconfig::project_options(workspace, &[]).unwrap_or_default();
+        crate::workspaces::add_package_paths(workspace, &mut options);
         let Some(paths) = options.get("paths").and_then(|p| p.as_object()) else {
             return Aliases::default();
         };

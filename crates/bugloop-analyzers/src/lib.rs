@@ -55,6 +55,7 @@ mod ty;
 mod typescript;
 mod unknown_bases;
 mod weight;
+mod workspaces;
 
 pub use analyze::analyze;
 pub use builtin::{BUILT_IN, BuiltIn, built_in};

@@ -128,6 +128,7 @@ pub(crate) fn args(i: Invocation<'_>) -> Vec<String> {
             options.insert("strict".to_owned(), Value::Bool(true));
         }
     }
+    crate::workspaces::add_package_paths(i.workspace, &mut options);
     // As the sandbox shows it (its links resolved): tsc names a file relative to the directory
     // it runs in, which is the tree's real path.
     let root = i

@@ -351,3 +351,50 @@ async fn an_edited_tsconfig_does_not_lose_the_aliased_importers() {
     let analysis = review(&repo, "tsc", true).await;
     assert_broken_at(&analysis, &[("src/pages/app.ts", 1)]);
 }
+
+/// A monorepo's app imports a package of its workspace by name (`@acme/core`, whose manifest
+/// names a built entry the checkout does not have, and `@acme/core/money`): a parameter the
+/// change adds to the package breaks both, though no `node_modules` links them.
+#[tokio::test]
+async fn a_change_to_a_workspace_package_breaks_the_apps_that_import_it_by_name() {
+    let repo = TestRepo::with_files(&[
+        ("package.json", r#"{ "private": true }"#),
+        (
+            "pnpm-workspace.yaml",
+            "packages:\n  - 'packages/*'\n  - 'apps/*'\n",
+        ),
+        (
+            "packages/core/package.json",
+            r#"{ "name": "@acme/core", "main": "dist/index.js", "types": "dist/index.d.ts" }"#,
+        ),
+        (
+            "packages/core/src/money.ts",
+            "export function formatPrice(cents: number): string {\n  return `$${cents / 100}`;\n}\n",
+        ),
+        (
+            "packages/core/src/index.ts",
+            "export { formatPrice } from './money';\n",
+        ),
+        ("apps/web/package.json", r#"{ "name": "@acme/web" }"#),
+        (
+            "apps/web/src/cart.ts",
+            "import { formatPrice } from '@acme/core';\n\nexport const shown = formatPrice(250);\n",
+        ),
+        (
+            "apps/web/src/receipt.ts",
+            "import { formatPrice } from '@acme/core/money';\n\nexport const paid = formatPrice(9);\n",
+        ),
+    ]);
+    repo.branch("change");
+    repo.write(
+        "packages/core/src/money.ts",
+        "export function formatPrice(cents: number, currency: string): string {\n  \
+         return `${currency} ${cents / 100}`;\n}\n",
+    );
+    repo.commit("change");
+    let analysis = review(&repo, "tsc", true).await;
+    // One cause, one finding: the other place is named in it.
+    assert_broken_at(&analysis, &[("apps/web/src/cart.ts", 3)]);
+    let also: Vec<_> = analysis.candidates[0].also_at.clone();
+    assert_eq!(also, [("apps/web/src/receipt.ts".to_owned(), 3)]);
+}

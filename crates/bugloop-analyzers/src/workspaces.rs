@@ -1,0 +1,383 @@
+//! A JavaScript monorepo's own packages: `import { x } from "@acme/core"` names a package of
+//! the tree (a workspace of the root `package.json`'s `workspaces`, or of
+//! `pnpm-workspace.yaml`'s `packages`), which an install links into `node_modules`. A checkout
+//! has no `node_modules`, so each is given to tsc as a `paths` alias of its source entry: a
+//! change to `@acme/core` is then checked against the apps that import it, as a relative
+//! import would be.
+//!
+//! Read as the tree's other files are (regular files, no link, bounded sizes); a package's
+//! entry leads only to a file of the tree. A name the project's own `paths` map is the
+//! project's.
+
+use std::path::Path;
+
+use globset::{GlobSet, GlobSetBuilder};
+use serde_json::{Map, Value};
+
+/// The largest manifest read.
+const MAX_MANIFEST: u64 = 256 << 10;
+/// Most packages made aliases (a tree of a thousand `package.json` files is not read whole).
+const MAX_PACKAGES: usize = 500;
+/// Most `package.json` files looked at for a workspace.
+const MAX_MANIFESTS: usize = 5_000;
+
+/// Where a built entry's source is: `dist/index.js` was built from `src/index.ts`.
+const BUILT: &[&str] = &[
+    "dist", "build", "lib", "out", "esm", "cjs", "types", "es", "module",
+];
+const SOURCE_ENDINGS: &[&str] = &[".ts", ".tsx", ".mts", ".cts"];
+/// A conditional export's conditions, in the order a type checker reading sources wants them.
+const CONDITIONS: &[&str] = &[
+    "types",
+    "typescript",
+    "source",
+    "development",
+    "import",
+    "module",
+    "browser",
+    "node",
+    "default",
+    "require",
+];
+
+/// Adds the tree's workspace packages to the `paths` of tsc's `options` (absolute targets,
+/// as [`crate::tsconfig::project_options`] gives the project's): each package's name as its
+/// source entry, and `name/*` as what is under its `src` and its directory. A name the
+/// project's `paths` already map is left as the project has it.
+pub(crate) fn add_package_paths(workspace: &Path, options: &mut Map<String, Value>) {
+    let packages = packages(workspace);
+    if packages.is_empty() {
+        return;
+    }
+    let paths = options
+        .entry("paths")
+        .or_insert_with(|| Value::Object(Map::new()));
+    let Value::Object(paths) = paths else {
+        return;
+    };
+    let absolute = |relative: &str| Value::String(workspace.join(relative).display().to_string());
+    for package in packages {
+        let under = |sub: &str| match package.dir.as_str() {
+            "" => sub.to_owned(),
+            dir => format!("{dir}/{sub}"),
+        };
+        let mut aliases = vec![(
+            format!("{}/*", package.name),
+            vec![absolute(&under("src/*")), absolute(&under("*"))],
+        )];
+        if let Some(entry) = &package.entry {
+            aliases.push((package.name.clone(), vec![absolute(entry)]));
+        }
+        for (pattern, targets) in aliases {
+            paths
+                .entry(pattern)
+                .or_insert_with(|| Value::Array(targets));
+        }
+    }
+}
+
+/// A package of the workspace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Package {
+    name: String,
+    /// Its directory from the root (`packages/core`).
+    dir: String,
+    /// The file of the tree its name resolves to, from the root, where one is found.
+    entry: Option<String>,
+}
+
+/// The workspace's packages, by their directories' order, at most [`MAX_PACKAGES`].
+fn packages(workspace: &Path) -> Vec<Package> {
+    let Some(members) = member_globs(workspace) else {
+        return Vec::new();
+    };
+    crate::tree::source_files(workspace)
+        .map(|(_, name)| name)
+        .filter(|name| name.ends_with("/package.json"))
+        .take(MAX_MANIFESTS)
+        .filter_map(|name| {
+            let dir = name.strip_suffix("/package.json")?.to_owned();
+            members.is_match(&dir).then_some(dir)
+        })
+        .filter_map(|dir| package(workspace, dir))
+        .take(MAX_PACKAGES)
+        .collect()
+}
+
+/// The directories the root declares as its workspace's packages (negated patterns left out),
+/// as one set; `None` for a tree that declares none.
+fn member_globs(workspace: &Path) -> Option<GlobSet> {
+    let mut patterns: Vec<String> = Vec::new();
+    if let Some(root) = manifest(workspace, "package.json") {
+        let listed = match root.get("workspaces") {
+            Some(Value::Array(list)) => Some(list),
+            Some(Value::Object(object)) => object.get("packages").and_then(Value::as_array),
+            _ => None,
+        };
+        patterns.extend(
+            listed
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .map(str::to_owned),
+        );
+    }
+    patterns.extend(pnpm_patterns(workspace));
+    let mut set = GlobSetBuilder::new();
+    let mut any = false;
+    for pattern in patterns {
+        let pattern = pattern
+            .trim()
+            .trim_start_matches("./")
+            .trim_end_matches('/');
+        if pattern.is_empty() || pattern.starts_with('!') || pattern.contains("..") {
+            continue;
+        }
+        let Ok(glob) = globset::GlobBuilder::new(pattern)
+            .literal_separator(true)
+            .build()
+        else {
+            continue;
+        };
+        set.add(glob);
+        any = true;
+    }
+    any.then(|| set.build().ok()).flatten()
+}
+
+/// `pnpm-workspace.yaml`'s `packages`.
+fn pnpm_patterns(workspace: &Path) -> Vec<String> {
+    let Some(text) = crate::tree::read_at_most(workspace, "pnpm-workspace.yaml", MAX_MANIFEST)
+    else {
+        return Vec::new();
+    };
+    let Ok(yaml) = serde_yaml_ng::from_slice::<serde_yaml_ng::Value>(&text) else {
+        return Vec::new();
+    };
+    yaml.get("packages")
+        .and_then(serde_yaml_ng::Value::as_sequence)
+        .into_iter()
+        .flatten()
+        .filter_map(|p| p.as_str().map(str::to_owned))
+        .collect()
+}
+
+/// A manifest of the tree, as a JSON object.
+fn manifest(workspace: &Path, name: &str) -> Option<Map<String, Value>> {
+    let bytes = crate::tree::read_at_most(workspace, name, MAX_MANIFEST)?;
+    match serde_json::from_slice(&bytes).ok()? {
+        Value::Object(object) => Some(object),
+        _ => None,
+    }
+}
+
+/// The package in `dir`, where its manifest names it.
+fn package(workspace: &Path, dir: String) -> Option<Package> {
+    let manifest = manifest(workspace, &format!("{dir}/package.json"))?;
+    let name = manifest.get("name")?.as_str()?.trim();
+    if name.is_empty() || name.contains('*') || name.len() > 214 {
+        return None;
+    }
+    let entry = entries(&manifest)
+        .iter()
+        .find_map(|written| source_of(workspace, &dir, written))
+        .or_else(|| {
+            ["src/index", "index"].iter().find_map(|stem| {
+                SOURCE_ENDINGS
+                    .iter()
+                    .map(|ending| join(&dir, &format!("{stem}{ending}")))
+                    .find(|path| crate::tree::regular_file(workspace, path).is_some())
+            })
+        });
+    Some(Package {
+        name: name.to_owned(),
+        dir,
+        entry,
+    })
+}
+
+/// What a manifest says its main entry is, most telling first: `exports`' `.` (by
+/// [`CONDITIONS`]), then `types`, `typings`, `source`, `module`, `main`.
+fn entries(manifest: &Map<String, Value>) -> Vec<String> {
+    let mut found = Vec::new();
+    if let Some(exports) = manifest.get("exports") {
+        let main = match exports {
+            Value::Object(map) if map.keys().any(|k| k.starts_with('.')) => map.get("."),
+            other => Some(other),
+        };
+        if let Some(main) = main {
+            conditional(main, 0, &mut found);
+        }
+    }
+    for key in ["types", "typings", "source", "module", "main"] {
+        if let Some(Value::String(path)) = manifest.get(key) {
+            found.push(path.clone());
+        }
+    }
+    found
+}
+
+/// The paths of a conditional export, by [`CONDITIONS`], nested at most a few deep.
+fn conditional(value: &Value, depth: usize, found: &mut Vec<String>) {
+    match value {
+        Value::String(path) => found.push(path.clone()),
+        Value::Array(list) if depth < 4 => {
+            for item in list {
+                conditional(item, depth + 1, found);
+            }
+        }
+        Value::Object(map) if depth < 4 => {
+            for condition in CONDITIONS {
+                if let Some(inner) = map.get(*condition) {
+                    conditional(inner, depth + 1, found);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The TypeScript source of the entry `written` in the package at `dir`: itself where it is a
+/// source file of the tree, else the same module under `src` of a build directory (`dist/x.js`
+/// is `src/x.ts`) or beside it; `None` where none is a regular file of the tree.
+fn source_of(workspace: &Path, dir: &str, written: &str) -> Option<String> {
+    let relative = written.trim_start_matches("./");
+    if relative.is_empty() || relative.starts_with('/') || relative.contains('*') {
+        return None;
+    }
+    if relative.split('/').any(|part| part == "..") {
+        return None;
+    }
+    let stem = [".d.ts", ".d.mts", ".d.cts", ".js", ".mjs", ".cjs", ".jsx"]
+        .iter()
+        .chain(SOURCE_ENDINGS)
+        .find_map(|ending| relative.strip_suffix(ending))
+        .unwrap_or(relative);
+    let mut stems = vec![stem.to_owned()];
+    // `dist/esm/index` and `lib/index` were built from `src/index`.
+    let parts: Vec<&str> = stem.split('/').collect();
+    let built = parts.iter().take_while(|part| BUILT.contains(part)).count();
+    if built > 0 && built < parts.len() {
+        stems.push(format!("src/{}", parts[built..].join("/")));
+        stems.push(parts[built..].join("/"));
+    }
+    let exists = |path: &String| crate::tree::regular_file(workspace, path).is_some();
+    let own = join(dir, relative);
+    let is_source = SOURCE_ENDINGS.iter().any(|e| relative.ends_with(e));
+    if is_source && !relative.ends_with(".d.ts") && exists(&own) {
+        return Some(own);
+    }
+    stems.iter().find_map(|stem| {
+        SOURCE_ENDINGS
+            .iter()
+            .map(|ending| join(dir, &format!("{stem}{ending}")))
+            .chain([join(dir, &format!("{stem}/index.ts"))])
+            .find(exists)
+    })
+}
+
+fn join(dir: &str, relative: &str) -> String {
+    match dir {
+        "" => relative.to_owned(),
+        dir => format!("{dir}/{relative}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use crate::tree::test_tree as tree;
+
+    fn paths_of(workspace: &Path) -> Value {
+        let mut options = Map::new();
+        add_package_paths(workspace, &mut options);
+        let root = format!("{}/", workspace.display());
+        let text = Value::Object(options).to_string().replace(&root, "");
+        serde_json::from_str(&text).unwrap()
+    }
+
+    #[test]
+    fn each_workspace_package_is_its_source_entry() {
+        let dir = tree(&[
+            (
+                "package.json",
+                r#"{ "private": true, "workspaces": ["packages/*", "!packages/skip", "apps/web"] }"#,
+            ),
+            (
+                "packages/core/package.json",
+                r#"{ "name": "@acme/core", "main": "src/index.ts" }"#,
+            ),
+            ("packages/core/src/index.ts", "export const a = 1;"),
+            (
+                "packages/ui/package.json",
+                r#"{ "name": "@acme/ui", "main": "dist/index.js", "types": "dist/index.d.ts" }"#,
+            ),
+            ("packages/ui/src/index.tsx", "export const b = 1;"),
+            (
+                "packages/util/package.json",
+                r#"{ "name": "util-x", "exports": { ".": { "import": "./build/esm/main.mjs" } } }"#,
+            ),
+            ("packages/util/src/main.ts", "export const c = 1;"),
+            ("apps/web/package.json", r#"{ "name": "web" }"#),
+            ("apps/other/package.json", r#"{ "name": "other" }"#),
+            (
+                "packages/core/node_modules/x/package.json",
+                r#"{ "name": "x" }"#,
+            ),
+        ]);
+        let paths = paths_of(dir.path());
+        let expected = serde_json::json!({ "paths": {
+            "@acme/core": ["packages/core/src/index.ts"],
+            "@acme/core/*": ["packages/core/src/*", "packages/core/*"],
+            "@acme/ui": ["packages/ui/src/index.tsx"],
+            "@acme/ui/*": ["packages/ui/src/*", "packages/ui/*"],
+            "util-x": ["packages/util/src/main.ts"],
+            "util-x/*": ["packages/util/src/*", "packages/util/*"],
+            "web/*": ["apps/web/src/*", "apps/web/*"],
+        }});
+        assert_eq!(paths, expected);
+    }
+
+    #[test]
+    fn pnpm_workspaces_count_and_the_projects_own_paths_win() {
+        let dir = tree(&[
+            ("pnpm-workspace.yaml", "packages:\n  - 'libs/**'\n"),
+            ("libs/a/b/package.json", r#"{ "name": "ab" }"#),
+            ("libs/a/b/index.ts", ""),
+        ]);
+        let mut options = Map::new();
+        options.insert(
+            "paths".to_owned(),
+            serde_json::json!({ "ab": ["/elsewhere"] }),
+        );
+        add_package_paths(dir.path(), &mut options);
+        assert_eq!(options["paths"]["ab"], serde_json::json!(["/elsewhere"]));
+        assert!(options["paths"]["ab/*"].is_array());
+    }
+
+    #[test]
+    fn nothing_leads_out_of_the_tree_or_comes_of_a_tree_without_workspaces() {
+        let dir = tree(&[
+            (
+                "package.json",
+                r#"{ "workspaces": ["../*", "/etc", "pk/*"] }"#,
+            ),
+            (
+                "pk/a/package.json",
+                r#"{ "name": "a", "main": "../../../etc/passwd.ts" }"#,
+            ),
+            ("pk/b/package.json", "not json"),
+        ]);
+        let paths = paths_of(dir.path());
+        assert_eq!(
+            paths,
+            serde_json::json!({ "paths": { "a/*": ["pk/a/src/*", "pk/a/*"] } })
+        );
+        let plain = tree(&[
+            ("package.json", r#"{ "name": "app" }"#),
+            ("x/package.json", "{}"),
+        ]);
+        assert_eq!(paths_of(plain.path()), serde_json::json!({}));
+    }
+}
