@@ -31,6 +31,10 @@ pub(crate) fn args(i: Invocation<'_>) -> Vec<String> {
         "--config-file",
     ]);
     args.push(format!("{}/ty.toml", i.config_dir));
+    for root in crate::workspaces::python_roots(i.workspace) {
+        args.push("--extra-search-path".to_owned());
+        args.push(root.display().to_string());
+    }
     with_files(args, i.files)
 }
 

@@ -1,15 +1,18 @@
-//! A JavaScript monorepo's own packages: `import { x } from "@acme/core"` names a package of
+//! A monorepo's own packages: `import { x } from "@acme/core"` names a package of
 //! the tree (a workspace of the root `package.json`'s `workspaces`, or of
 //! `pnpm-workspace.yaml`'s `packages`), which an install links into `node_modules`. A checkout
 //! has no `node_modules`, so each is given to tsc as a `paths` alias of its source entry: a
 //! change to `@acme/core` is then checked against the apps that import it, as a relative
 //! import would be.
 //!
+//! The same holds of a Python workspace (uv's `[tool.uv.workspace]`): `from acme_core import x`
+//! names a member's module under its `src`, which ty is given as a search path.
+//!
 //! Read as the tree's other files are (regular files, no link, bounded sizes); a package's
 //! entry leads only to a file of the tree. A name the project's own `paths` map is the
 //! project's.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use globset::{GlobSet, GlobSetBuilder};
 use serde_json::{Map, Value};
@@ -88,25 +91,36 @@ struct Package {
 
 /// The workspace's packages, by their directories' order, at most [`MAX_PACKAGES`].
 fn packages(workspace: &Path) -> Vec<Package> {
-    let Some(members) = member_globs(workspace) else {
+    let Some(members) = glob_set(&member_patterns(workspace)) else {
         return Vec::new();
     };
-    crate::tree::source_files(workspace)
-        .map(|(_, name)| name)
-        .filter(|name| name.ends_with("/package.json"))
-        .take(MAX_MANIFESTS)
-        .filter_map(|name| {
-            let dir = name.strip_suffix("/package.json")?.to_owned();
-            members.is_match(&dir).then_some(dir)
-        })
+    member_dirs(workspace, "package.json", &members, None)
+        .into_iter()
         .filter_map(|dir| package(workspace, dir))
         .take(MAX_PACKAGES)
         .collect()
 }
 
-/// The directories the root declares as its workspace's packages (negated patterns left out),
-/// as one set; `None` for a tree that declares none.
-fn member_globs(workspace: &Path) -> Option<GlobSet> {
+/// The directories below the root holding a `manifest` that `members` match and `excluded`
+/// does not, in the walk's order (outside `node_modules` and hidden directories).
+fn member_dirs(
+    workspace: &Path,
+    manifest: &str,
+    members: &GlobSet,
+    excluded: Option<&GlobSet>,
+) -> Vec<String> {
+    let ending = format!("/{manifest}");
+    crate::tree::source_files(workspace)
+        .map(|(_, name)| name)
+        .filter(|name| name.ends_with(&ending))
+        .take(MAX_MANIFESTS)
+        .filter_map(|name| name.strip_suffix(&ending).map(str::to_owned))
+        .filter(|dir| members.is_match(dir) && !excluded.is_some_and(|set| set.is_match(dir)))
+        .collect()
+}
+
+/// The patterns of the directories the root declares as its JavaScript workspace's packages.
+fn member_patterns(workspace: &Path) -> Vec<String> {
     let mut patterns: Vec<String> = Vec::new();
     if let Some(root) = manifest(workspace, "package.json") {
         let listed = match root.get("workspaces") {
@@ -123,6 +137,12 @@ fn member_globs(workspace: &Path) -> Option<GlobSet> {
         );
     }
     patterns.extend(pnpm_patterns(workspace));
+    patterns
+}
+
+/// Directory patterns as one set (negated ones, and those leading out of the tree, left out);
+/// `None` where none is left.
+fn glob_set(patterns: &[String]) -> Option<GlobSet> {
     let mut set = GlobSetBuilder::new();
     let mut any = false;
     for pattern in patterns {
@@ -143,6 +163,51 @@ fn member_globs(workspace: &Path) -> Option<GlobSet> {
         any = true;
     }
     any.then(|| set.build().ok()).flatten()
+}
+
+/// The import roots of a Python workspace's members (uv's `[tool.uv.workspace]` `members`,
+/// less its `exclude`, each a directory with a `pyproject.toml`): the member's `src` where it
+/// has one, else its directory; absolute, at most [`MAX_PACKAGES`]. An install puts them on
+/// the path; a checkout has no environment, so ty is told of them.
+pub(crate) fn python_roots(workspace: &Path) -> Vec<PathBuf> {
+    let Some(uv) = crate::tree::read_at_most(workspace, "pyproject.toml", MAX_MANIFEST)
+        .and_then(|bytes| String::from_utf8(bytes).ok())
+        .and_then(|text| text.parse::<toml_edit::DocumentMut>().ok())
+        .and_then(|doc| {
+            let workspace = doc.get("tool")?.get("uv")?.get("workspace")?;
+            Some((
+                strings(workspace.get("members")),
+                strings(workspace.get("exclude")),
+            ))
+        })
+    else {
+        return Vec::new();
+    };
+    let (members, excluded) = uv;
+    let Some(members) = glob_set(&members) else {
+        return Vec::new();
+    };
+    let excluded = glob_set(&excluded);
+    member_dirs(workspace, "pyproject.toml", &members, excluded.as_ref())
+        .into_iter()
+        .take(MAX_PACKAGES)
+        .map(|dir| {
+            let src = workspace.join(&dir).join("src");
+            match std::fs::symlink_metadata(&src) {
+                Ok(meta) if meta.is_dir() => src,
+                _ => workspace.join(dir),
+            }
+        })
+        .collect()
+}
+
+/// A TOML array's strings.
+fn strings(item: Option<&toml_edit::Item>) -> Vec<String> {
+    item.and_then(toml_edit::Item::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|value| value.as_str().map(str::to_owned))
+        .collect()
 }
 
 /// `pnpm-workspace.yaml`'s `packages`.
@@ -354,6 +419,32 @@ mod tests {
         add_package_paths(dir.path(), &mut options);
         assert_eq!(options["paths"]["ab"], serde_json::json!(["/elsewhere"]));
         assert!(options["paths"]["ab/*"].is_array());
+    }
+
+    #[test]
+    fn a_uv_workspaces_members_are_searched_from_their_src() {
+        let dir = tree(&[
+            (
+                "pyproject.toml",
+                "[project]\nname = \"acme\"\n\n[tool.uv.workspace]\n\
+                 members = [\"packages/*\", \"../*\"]\nexclude = [\"packages/old\"]\n",
+            ),
+            ("packages/core/pyproject.toml", ""),
+            ("packages/core/src/acme_core/__init__.py", ""),
+            ("packages/flat/pyproject.toml", ""),
+            ("packages/flat/flat/__init__.py", ""),
+            ("packages/old/pyproject.toml", ""),
+            ("packages/none/setup.py", ""),
+        ]);
+        let mut roots = python_roots(dir.path());
+        roots.sort();
+        let root = dir.path();
+        assert_eq!(
+            roots,
+            [root.join("packages/core/src"), root.join("packages/flat")]
+        );
+        let plain = tree(&[("pyproject.toml", "[project]\nname = \"x\"\n")]);
+        assert!(python_roots(plain.path()).is_empty());
     }
 
     #[test]

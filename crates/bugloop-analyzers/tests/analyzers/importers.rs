@@ -398,3 +398,41 @@ async fn a_change_to_a_workspace_package_breaks_the_apps_that_import_it_by_name(
     let also: Vec<_> = analysis.candidates[0].also_at.clone();
     assert_eq!(also, [("apps/web/src/receipt.ts".to_owned(), 3)]);
 }
+
+/// A uv workspace's app imports a member package by its module name (`acme_core`, under the
+/// member's `src`): a parameter the change adds to the package breaks the app, though no
+/// environment has the package installed.
+#[tokio::test]
+async fn a_change_to_a_uv_workspace_member_breaks_the_apps_that_import_it() {
+    let repo = TestRepo::with_files(&[
+        (
+            "pyproject.toml",
+            "[project]\nname = \"acme\"\nversion = \"0\"\n\n[tool.uv.workspace]\nmembers = [\"packages/*\", \"apps/*\"]\n",
+        ),
+        (
+            "packages/core/pyproject.toml",
+            "[project]\nname = \"acme-core\"\n",
+        ),
+        (
+            "packages/core/src/acme_core/__init__.py",
+            "from acme_core.money import format_price\n",
+        ),
+        (
+            "packages/core/src/acme_core/money.py",
+            "def format_price(cents: int) -> str:\n    return f\"{cents / 100:.2f}\"\n",
+        ),
+        ("apps/api/pyproject.toml", "[project]\nname = \"api\"\n"),
+        (
+            "apps/api/src/api/cart.py",
+            "from acme_core import format_price\n\n\ndef line(cents: int) -> str:\n    return format_price(cents)\n",
+        ),
+    ]);
+    repo.branch("change");
+    repo.write(
+        "packages/core/src/acme_core/money.py",
+        "def format_price(cents: int, currency: str) -> str:\n    return f\"{currency} {cents / 100:.2f}\"\n",
+    );
+    repo.commit("change");
+    let analysis = review(&repo, "ty", true).await;
+    assert_broken_at(&analysis, &[("apps/api/src/api/cart.py", 5)]);
+}
