@@ -141,10 +141,16 @@ fn importers_within(
         .filter_map(|f| f.old_path.as_deref())
         .filter(|path| language.is_module(path))
         .collect();
-    if changed.is_empty() {
+    // A package's manifest the change edits: a name it renames, an entry it moves.
+    let manifests = match language {
+        Language::TypeScript => crate::workspaces::manifests_changed(workspace, diff),
+        Language::Python => Vec::new(),
+    };
+    if changed.is_empty() && manifests.is_empty() {
         return Importers::default();
     }
     let mut affected: BTreeSet<String> = changed.iter().map(|p| module_key(p)).collect();
+    affected.extend(manifests);
     let removed = removed_names(diff, language);
     let (imports, incomplete) = imports_of_tree(workspace, language, &removed, limits);
     // A package's entry (`index.ts`, `__init__.py`) that imports an affected module passes it
@@ -289,10 +295,15 @@ fn matches(import: &Import, affected: &BTreeSet<String>, language: Language) -> 
         let loose = match language {
             Language::Python => ends(name, module),
             Language::TypeScript => {
-                ["@/", "~/", "#", "$"].iter().any(|p| name.starts_with(p))
+                let aliased = ["@/", "~/", "#", "$"].iter().any(|p| name.starts_with(p))
                     && name
                         .split_once('/')
-                        .is_some_and(|(_, rest)| ends(module, rest))
+                        .is_some_and(|(_, rest)| ends(module, rest));
+                // A module of a package the change renames (`@acme/core/money`).
+                let of_package = name
+                    .strip_prefix(module.as_str())
+                    .is_some_and(|rest| rest.starts_with('/'));
+                aliased || of_package
             }
         };
         if loose {

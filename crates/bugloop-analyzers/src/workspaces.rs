@@ -227,6 +227,72 @@ fn pnpm_patterns(workspace: &Path) -> Vec<String> {
         .collect()
 }
 
+/// What a change to a package's manifest (`package.json`, edited, renamed or deleted) may take
+/// from the files that import the package: its name where the change renames it (what importers
+/// still name no longer resolves), and the module of its entry where the change edits what
+/// names the entry. As affected modules ([`crate::importers`]): names and paths from the root.
+pub(crate) fn manifests_changed(workspace: &Path, diff: &bugloop_diff::Diff) -> Vec<String> {
+    use bugloop_diff::{ChangeKind, LineKind};
+    let mut affected = Vec::new();
+    for file in &diff.files {
+        let Some(old) = file.old_path.as_deref() else {
+            continue;
+        };
+        if matches!(file.change, ChangeKind::Added | ChangeKind::Copied)
+            || !(old == "package.json" || old.ends_with("/package.json"))
+        {
+            continue;
+        }
+        let lines = || file.hunks.iter().flat_map(|h| &h.lines);
+        let names = |kind: LineKind| -> Vec<String> {
+            lines()
+                .filter(|l| l.kind == kind)
+                .filter_map(|l| manifest_name(&l.text))
+                .collect()
+        };
+        let kept = names(LineKind::Added);
+        affected.extend(
+            names(LineKind::Removed)
+                .into_iter()
+                .filter(|n| !kept.contains(n)),
+        );
+        let entry_touched = lines().filter(|l| l.kind != LineKind::Context).any(|l| {
+            [
+                "\"main\"",
+                "\"module\"",
+                "\"types\"",
+                "\"typings\"",
+                "\"source\"",
+                "\"exports\"",
+                "\"./",
+            ]
+            .iter()
+            .any(|key| l.text.contains(key))
+        });
+        let dir = file
+            .new_path
+            .as_deref()
+            .and_then(|p| p.strip_suffix("package.json"));
+        if let (true, Some(dir)) = (entry_touched, dir) {
+            let dir = dir.trim_end_matches('/').to_owned();
+            if let Some(entry) = package(workspace, dir).and_then(|p| p.entry) {
+                affected.push(crate::imports::module_key(&entry));
+            }
+        }
+    }
+    affected
+}
+
+/// The name a manifest's line gives (`"name": "@acme/core",`, also within a one-line
+/// manifest).
+fn manifest_name(line: &str) -> Option<String> {
+    line.match_indices("\"name\"").find_map(|(at, key)| {
+        let rest = line[at + key.len()..].trim_start().strip_prefix(':')?;
+        let (name, _) = rest.trim_start().strip_prefix('"')?.split_once('"')?;
+        (!name.is_empty()).then(|| name.to_owned())
+    })
+}
+
 /// A manifest of the tree, as a JSON object.
 fn manifest(workspace: &Path, name: &str) -> Option<Map<String, Value>> {
     let bytes = crate::tree::read_at_most(workspace, name, MAX_MANIFEST)?;
@@ -445,6 +511,30 @@ mod tests {
         );
         let plain = tree(&[("pyproject.toml", "[project]\nname = \"x\"\n")]);
         assert!(python_roots(plain.path()).is_empty());
+    }
+
+    #[test]
+    fn a_manifest_change_affects_the_name_it_takes_away_and_the_entry_it_moves() {
+        let dir = tree(&[
+            ("package.json", r#"{ "workspaces": ["pk/*"] }"#),
+            (
+                "pk/a/package.json",
+                "{\n  \"name\": \"@x/b\",\n  \"main\": \"src/b.ts\"\n}\n",
+            ),
+            ("pk/a/src/b.ts", ""),
+        ]);
+        let diff = bugloop_diff::parse(
+            "diff --git a/pk/a/package.json b/pk/a/package.json\n--- a/pk/a/package.json\n\
+             +++ b/pk/a/package.json\n@@ -1,4 +1,4 @@\n {\n-  \"name\": \"@x/a\",\n\
+             -  \"main\": \"src/a.ts\"\n+  \"name\": \"@x/b\",\n+  \"main\": \"src/b.ts\"\n }\n",
+        );
+        assert_eq!(manifests_changed(dir.path(), &diff), ["@x/a", "pk/a/src/b"]);
+        let bump = bugloop_diff::parse(
+            "diff --git a/pk/a/package.json b/pk/a/package.json\n--- a/pk/a/package.json\n\
+             +++ b/pk/a/package.json\n@@ -1,3 +1,3 @@\n {\n-  \"version\": \"1.0.0\"\n\
+             +  \"version\": \"1.0.1\"\n }\n",
+        );
+        assert!(manifests_changed(dir.path(), &bump).is_empty());
     }
 
     #[test]

@@ -436,3 +436,39 @@ async fn a_change_to_a_uv_workspace_member_breaks_the_apps_that_import_it() {
     let analysis = review(&repo, "ty", true).await;
     assert_broken_at(&analysis, &[("apps/api/src/api/cart.py", 5)]);
 }
+
+/// A change that renames a workspace package in its manifest alone breaks the apps that still
+/// import it by its old name, its subpaths too: no module of code is edited.
+#[tokio::test]
+async fn renaming_a_workspace_package_breaks_the_apps_that_import_its_old_name() {
+    let manifest = "{\n  \"name\": \"@acme/core\",\n  \"version\": \"1.0.0\"\n}\n";
+    let repo = TestRepo::with_files(&[
+        (
+            "package.json",
+            r#"{ "private": true, "workspaces": ["packages/*"] }"#,
+        ),
+        ("packages/core/package.json", manifest),
+        ("packages/core/src/index.ts", "export const rate = 2;\n"),
+        ("packages/core/src/tax.ts", "export const tax = 3;\n"),
+        ("packages/web/package.json", "{ \"name\": \"web\" }"),
+        (
+            "packages/web/src/a.ts",
+            "import { rate } from '@acme/core';\n\nexport const r = rate;\n",
+        ),
+        (
+            "packages/web/src/b.ts",
+            "import { tax } from '@acme/core/tax';\n\nexport const t = tax;\n",
+        ),
+    ]);
+    repo.branch("change");
+    repo.write(
+        "packages/core/package.json",
+        &manifest.replace("@acme/core", "@acme/pricing"),
+    );
+    repo.commit("change");
+    let analysis = review(&repo, "tsc", true).await;
+    // One cause, one finding: the other place is named in it.
+    assert_broken_at(&analysis, &[("packages/web/src/a.ts", 1)]);
+    let also: Vec<_> = analysis.candidates[0].also_at.clone();
+    assert_eq!(also, [("packages/web/src/b.ts".to_owned(), 1)]);
+}
