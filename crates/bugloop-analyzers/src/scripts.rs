@@ -75,6 +75,8 @@ fn scripts_copy(
     given: &[String],
 ) -> Result<Vec<(String, Unchecked)>, String> {
     copy_tree(workspace, view, Copied::Scripts)?;
+    // biome finds a workspace package's types only where an install would link it.
+    crate::workspaces::link_packages(view)?;
     let mut left_out = Vec::new();
     for file in given {
         // biome reads a `\\` in a name as a separator and names the file otherwise in its

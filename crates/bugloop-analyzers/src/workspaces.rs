@@ -79,6 +79,47 @@ pub(crate) fn add_package_paths(workspace: &Path, options: &mut Map<String, Valu
     }
 }
 
+/// Links each workspace package into the `node_modules` of `view` (a copy of the tree bugloop
+/// made, which holds no `node_modules` of the branch's) as an install would, for a tool that
+/// resolves packages only there (biome): a `package.json` whose `types` is the package's source
+/// entry. A name npm would not install is passed over.
+pub(crate) fn link_packages(view: &Path) -> Result<(), String> {
+    for package in packages(view) {
+        let Some(entry) = &package.entry else {
+            continue;
+        };
+        if !installable(&package.name) {
+            continue;
+        }
+        let up = "../".repeat(1 + package.name.split('/').count());
+        let manifest = serde_json::json!({ "name": package.name, "types": format!("{up}{entry}") });
+        crate::copy::write_file(
+            view,
+            &format!("node_modules/{}/package.json", package.name),
+            manifest.to_string().as_bytes(),
+        )?;
+    }
+    Ok(())
+}
+
+/// Whether npm installs a package of this name (`name` or `@scope/name`, of letters, digits,
+/// `-`, `.`, `_` and `~`, not starting with `.` or `_`).
+fn installable(name: &str) -> bool {
+    let part = |part: &str| {
+        !part.is_empty()
+            && !part.starts_with(['.', '_'])
+            && part
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_' | '~'))
+    };
+    match name.strip_prefix('@') {
+        Some(scoped) => scoped
+            .split_once('/')
+            .is_some_and(|(scope, name)| part(scope) && part(name)),
+        None => part(name),
+    }
+}
+
 /// A package of the workspace.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Package {
@@ -535,6 +576,45 @@ mod tests {
              +  \"version\": \"1.0.1\"\n }\n",
         );
         assert!(manifests_changed(dir.path(), &bump).is_empty());
+    }
+
+    #[test]
+    fn packages_are_linked_as_an_install_would_and_odd_names_are_not() {
+        let dir = tree(&[
+            ("package.json", r#"{ "workspaces": ["pk/*"] }"#),
+            (
+                "pk/a/package.json",
+                r#"{ "name": "@x/a", "main": "dist/index.js" }"#,
+            ),
+            ("pk/a/src/index.ts", ""),
+            ("pk/b/package.json", r#"{ "name": "b" }"#),
+            ("pk/b/index.ts", ""),
+            ("pk/c/package.json", r#"{ "name": "../../c" }"#),
+            ("pk/c/index.ts", ""),
+            ("pk/d/package.json", r#"{ "name": "@x/../../d" }"#),
+            ("pk/d/index.ts", ""),
+        ]);
+        link_packages(dir.path()).unwrap();
+        let read = |name: &str| std::fs::read_to_string(dir.path().join(name)).unwrap();
+        assert_eq!(
+            read("node_modules/@x/a/package.json"),
+            r#"{"name":"@x/a","types":"../../../pk/a/src/index.ts"}"#
+        );
+        assert_eq!(
+            read("node_modules/b/package.json"),
+            r#"{"name":"b","types":"../../pk/b/index.ts"}"#
+        );
+        let names = |sub: &str| -> Vec<String> {
+            let mut names: Vec<String> = std::fs::read_dir(dir.path().join(sub))
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect();
+            names.sort();
+            names
+        };
+        assert_eq!(names("node_modules"), ["@x", "b"]);
+        assert_eq!(names("node_modules/@x"), ["a"]);
+        assert_eq!(names(""), ["node_modules", "package.json", "pk"]);
     }
 
     #[test]

@@ -75,3 +75,40 @@ async fn a_script_whose_name_holds_a_backslash_is_said_not_checked() {
         "{analysis:#?}"
     );
 }
+
+/// A monorepo's app calls a workspace package's async function by the package's name, whose
+/// manifest names a built entry the checkout does not have: biome knows it returns a promise,
+/// as it would with the workspace installed.
+#[tokio::test]
+async fn a_promise_of_a_workspace_package_left_floating_is_found() {
+    let repo = TestRepo::with_files(&[
+        (
+            "package.json",
+            r#"{ "private": true, "workspaces": ["packages/*"] }"#,
+        ),
+        (
+            "packages/store/package.json",
+            r#"{ "name": "@acme/store", "main": "dist/index.js", "types": "dist/index.d.ts" }"#,
+        ),
+        ("packages/store/src/index.ts", STORE),
+        ("packages/web/package.json", r#"{ "name": "web" }"#),
+    ]);
+    repo.branch("change");
+    repo.write(
+        "packages/web/src/jobs.ts",
+        "import { save } from \"@acme/store\";\n\n\
+         export function saveOne(id: string): string {\n  save(id);\n  return \"saved\";\n}\n",
+    );
+    repo.commit("jobs");
+    let analysis = super::run_built_in(&repo, "biome").await;
+    let found: Vec<(&str, u32)> = analysis
+        .candidates
+        .iter()
+        .map(|c| (c.hit.rule.as_str(), c.hit.line))
+        .collect();
+    assert_eq!(
+        found,
+        [("lint/nursery/noFloatingPromises", 4)],
+        "{analysis:#?}"
+    );
+}
