@@ -71,8 +71,91 @@ pub(crate) fn clippy_judge(hit: &Hit) -> Option<(Weight, Category)> {
     }
 }
 
-pub(crate) fn go_vet_args(_: Invocation<'_>) -> Vec<String> {
-    strings(&["vet", "-json", "./..."])
+/// go vet on the module's packages (`./...`), or in a Go workspace on those of each module it
+/// uses (`./core/...`: `./...` names no module there).
+pub(crate) fn go_vet_args(i: Invocation<'_>) -> Vec<String> {
+    let mut args = strings(&["vet", "-json"]);
+    let dir = crate::builtin::built_in("go-vet")
+        .zip(i.files.first())
+        .and_then(|(tool, file)| crate::input::project_dir(i.workspace, tool, file))
+        .unwrap_or_default();
+    let work = match dir.as_str() {
+        "" => "go.work".to_owned(),
+        dir => format!("{dir}/go.work"),
+    };
+    let uses = crate::tree::read_at_most(i.workspace, &work, 1 << 20)
+        .map(|text| go_work_uses(&String::from_utf8_lossy(&text)))
+        .unwrap_or_default();
+    if uses.is_empty() {
+        args.push("./...".to_owned());
+    }
+    args.extend(uses.into_iter().map(|dir| match dir.as_str() {
+        "." => "./...".to_owned(),
+        dir => format!("./{dir}/..."),
+    }));
+    args
+}
+
+/// The module directories a `go.work` uses (`use ./core`, or a `use ( ... )` block), those
+/// within its directory only.
+fn go_work_uses(text: &str) -> Vec<String> {
+    let mut uses = Vec::new();
+    let mut in_block = false;
+    for line in text.lines() {
+        let line = line.split("//").next().unwrap_or_default().trim();
+        let named = if in_block {
+            if line == ")" {
+                in_block = false;
+                continue;
+            }
+            line
+        } else if let Some(rest) = line.strip_prefix("use") {
+            let rest = rest.trim();
+            if rest == "(" {
+                in_block = true;
+                continue;
+            }
+            rest
+        } else {
+            continue;
+        };
+        let dir = named.trim_matches(['"', '`']).trim_start_matches("./");
+        let dir = if dir.is_empty() {
+            "."
+        } else {
+            dir.trim_end_matches('/')
+        };
+        let inside = std::path::Path::new(dir).components().all(|c| {
+            matches!(
+                c,
+                std::path::Component::Normal(_) | std::path::Component::CurDir
+            )
+        });
+        if !named.is_empty() && inside && !uses.iter().any(|u| u == dir) {
+            uses.push(dir.to_owned());
+        }
+    }
+    uses
+}
+
+/// Whether the Go module at `dir` (from the root) is in a Go workspace: a `go.work` in it or in
+/// a directory above it within the tree, which go finds and uses.
+pub(crate) fn in_go_workspace(workspace: &std::path::Path, dir: &str) -> bool {
+    let mut dir = dir;
+    loop {
+        let path = match dir {
+            "" => "go.work".to_owned(),
+            dir => format!("{dir}/go.work"),
+        };
+        if std::fs::symlink_metadata(workspace.join(&path)).is_ok() {
+            return true;
+        }
+        match dir.rsplit_once('/') {
+            Some((up, _)) => dir = up,
+            None if dir.is_empty() => return false,
+            None => dir = "",
+        }
+    }
 }
 
 /// go vet's analyzers at warning; a package that does not compile, as clippy's compile errors.
@@ -138,4 +221,16 @@ fn added_line(
                 line.new_line.unwrap_or_default()
             ))
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_go_work_uses_the_modules_it_names_within_its_directory() {
+        let work = "go 1.21\n\nuse ./core // shared\nuse (\n\t./app\n\t\"./tools/gen\"\n\t../outside\n\t/abs\n\t.\n)\nreplace x => ../y\n";
+        assert_eq!(go_work_uses(work), ["core", "app", "tools/gen", "."]);
+        assert!(go_work_uses("go 1.21\n").is_empty());
+    }
 }

@@ -13,17 +13,15 @@ use crate::builtin::BuiltIn;
 use crate::scope::ChangedLines;
 pub(crate) use crate::tree::regular_file;
 
-/// The changed files an analyzer reads: those matching its globs, regular files at head; none
-/// when it checks a project and there is none (clippy without a `Cargo.toml` at the root).
+/// The changed files an analyzer reads: those matching its globs, regular files at head; for
+/// a tool that checks a project, only those in one ([`project_dir`]).
 pub(crate) fn files_for(choice: &Choice, changed: &ChangedLines, workspace: &Path) -> Vec<String> {
-    if let Choice::BuiltIn(BuiltIn {
-        project: Some(project),
-        ..
-    }) = choice
-        && regular_file(workspace, project).is_none()
-    {
-        return Vec::new();
-    }
+    let in_a_project = |file: &str| match choice {
+        Choice::BuiltIn(tool) if tool.project.is_some() => {
+            project_dir(workspace, tool, file).is_some()
+        }
+        _ => true,
+    };
     let globs: Vec<String> = match choice {
         Choice::BuiltIn(tool) => tool.files.iter().map(|g| (*g).to_owned()).collect(),
         Choice::Custom(custom) if custom.files.is_empty() => vec!["**".to_owned()],
@@ -40,6 +38,7 @@ pub(crate) fn files_for(choice: &Choice, changed: &ChangedLines, workspace: &Pat
     changed
         .files()
         .filter_map(bugloop_domain::paths::text_name)
+        .filter(|f| in_a_project(f))
         .filter(|f| {
             if set.is_match(f) {
                 return regular_file(workspace, f).is_some();
@@ -57,7 +56,8 @@ pub(crate) fn files_for(choice: &Choice, changed: &ChangedLines, workspace: &Pat
 /// The files of the change a compiler's checker (it checks a whole project) applies to: each
 /// of its sources the change edits, adds, renames or deletes (a change that only takes a
 /// function away breaks its callers), and the project's manifests (`Cargo.toml`, `go.mod`:
-/// a crate or module renamed there breaks its users); none without the project at the root.
+/// a crate or module renamed there breaks its users); only those in a project
+/// ([`project_dir`]).
 pub(crate) fn project_files(
     tool: &BuiltIn,
     diff: &bugloop_diff::Diff,
@@ -66,9 +66,6 @@ pub(crate) fn project_files(
     let Some(project) = tool.project else {
         return Vec::new();
     };
-    if regular_file(workspace, project).is_none() {
-        return Vec::new();
-    }
     let globs: Vec<String> = tool.files.iter().map(|g| (*g).to_owned()).collect();
     let Some(set) = glob_set(&globs) else {
         return Vec::new();
@@ -78,7 +75,108 @@ pub(crate) fn project_files(
         .filter_map(|file| file.new_path.as_deref().or(file.old_path.as_deref()))
         .filter_map(bugloop_domain::paths::text_name)
         .filter(|path| set.is_match(path) || path.rsplit('/').next() == Some(project))
+        .filter(|path| project_dir(workspace, tool, path).is_some())
         .collect()
+}
+
+/// The directory (from the root; `""` for the root) of the project a compiler's checker
+/// compiles `file` in: the one holding the project's manifest as a regular file of the tree.
+/// For cargo, the outermost such directory above the file (a workspace's root compiles its
+/// members, and what a change to one breaks in another); for go, the nearest (a module nested
+/// in another is a module of its own, which `./...` above it does not reach), or the Go
+/// workspace (`go.work`) at or above it, whose modules are vetted together. `None` outside
+/// any project, or for a tool that checks none.
+pub(crate) fn project_dir(workspace: &Path, tool: &BuiltIn, file: &str) -> Option<String> {
+    let dir = manifest_dir(workspace, tool.project?, file)?;
+    let module = match dir.as_str() {
+        "" => "go.mod".to_owned(),
+        dir => format!("{dir}/go.mod"),
+    };
+    if tool.name == "go-vet"
+        && let Some(work) = manifest_dir(workspace, "go.work", &module)
+    {
+        return Some(work);
+    }
+    Some(dir)
+}
+
+/// The directory holding `manifest` as a regular file of the tree above `file` (the outermost
+/// for `Cargo.toml`, else the nearest).
+fn manifest_dir(workspace: &Path, manifest: &str, file: &str) -> Option<String> {
+    let mut dirs: Vec<&str> = file.match_indices('/').map(|(at, _)| &file[..at]).collect();
+    // Outermost first; the root first of all.
+    dirs.insert(0, "");
+    let has_manifest = |dir: &&&str| {
+        let path = match **dir {
+            "" => manifest.to_owned(),
+            dir => format!("{dir}/{manifest}"),
+        };
+        regular_file(workspace, &path).is_some()
+    };
+    let found = match manifest {
+        "Cargo.toml" => dirs.iter().find(has_manifest),
+        _ => dirs.iter().rev().find(has_manifest),
+    };
+    found.map(|dir| (*dir).to_owned())
+}
+
+/// Most files, and bytes of their names, given to one run of a tool: a change of thousands of
+/// files (or of very long names) would pass the system's limit on a command's arguments.
+const MAX_FILES_PER_RUN: usize = 200;
+const MAX_NAME_BYTES_PER_RUN: usize = 64 << 10;
+/// The bytes of names given to one run of a tool that reads the whole project each time
+/// (Linux takes 2 MiB of arguments and environment together).
+const MAX_NAME_BYTES_PER_PROJECT_RUN: usize = 1 << 20;
+
+/// The runs a tool needs for `files`: one for a tool that reads no file names, one a project
+/// for a tool that checks a project ([`project_dir`]), else batches within the
+/// limits.
+pub(crate) fn batches(choice: &Choice, files: &[String], workspace: &Path) -> Vec<Vec<String>> {
+    if let Choice::BuiltIn(tool) = choice
+        && tool.project.is_some()
+    {
+        let mut projects: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+        for file in files {
+            let dir = project_dir(workspace, tool, file).unwrap_or_default();
+            projects.entry(dir).or_default().push(file.clone());
+        }
+        return projects.into_values().collect();
+    }
+    // biome indexes the whole project on every run (its rules on promises need the types of
+    // what a module imports): as few runs as the system's limits allow, each name one
+    // argument, rather than one a 200 files.
+    let (max_files, max_bytes) = match choice {
+        Choice::BuiltIn(tool) if tool.name == "biome" => {
+            (usize::MAX, MAX_NAME_BYTES_PER_PROJECT_RUN)
+        }
+        _ => (MAX_FILES_PER_RUN, MAX_NAME_BYTES_PER_RUN),
+    };
+    let one_run = match choice {
+        Choice::BuiltIn(_) => false,
+        Choice::Custom(custom) => custom
+            .command
+            .as_ref()
+            .is_none_or(|argv| !argv.iter().any(|a| a == "{files}")),
+    };
+    if one_run {
+        return vec![files.to_vec()];
+    }
+    let mut batches: Vec<Vec<String>> = Vec::new();
+    let mut bytes = 0;
+    for file in files {
+        let full = batches
+            .last()
+            .is_none_or(|b| b.len() >= max_files || bytes + file.len() + 1 > max_bytes);
+        if full {
+            batches.push(Vec::new());
+            bytes = 0;
+        }
+        bytes += file.len() + 1;
+        if let Some(batch) = batches.last_mut() {
+            batch.push(file.clone());
+        }
+    }
+    batches
 }
 
 /// Whether some built-in analyzer reads `file` by its name (`*.py`, `*.js`, `Dockerfile`, ...):
@@ -148,6 +246,61 @@ pub(crate) fn glob_set(globs: &[String]) -> Option<GlobSet> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn many_files_are_given_in_batches_a_project_at_once() {
+        let ruff = Choice::BuiltIn(crate::built_in("ruff").unwrap());
+        let clippy = Choice::BuiltIn(crate::built_in("clippy").unwrap());
+        let tree =
+            crate::tree::test_tree(&[("Cargo.toml", ""), ("a/go.mod", ""), ("b/go.mod", "")]);
+        let root = tree.path();
+        let files: Vec<String> = (0..450).map(|i| format!("pkg/m{i}.py")).collect();
+        let sizes: Vec<usize> = batches(&ruff, &files, root).iter().map(Vec::len).collect();
+        assert_eq!(sizes, [200, 200, 50]);
+        assert_eq!(batches(&clippy, &files, root).len(), 1);
+        // One run a project.
+        let go = Choice::BuiltIn(crate::built_in("go-vet").unwrap());
+        let modules: Vec<String> = ["a/x.go", "b/y.go", "a/z/w.go"].map(String::from).to_vec();
+        assert_eq!(
+            batches(&go, &modules, root),
+            [vec!["a/x.go", "a/z/w.go"], vec!["b/y.go"]]
+        );
+        let biome = Choice::BuiltIn(crate::built_in("biome").unwrap());
+        let scripts: Vec<String> = (0..5_000).map(|i| format!("src/m{i}.ts")).collect();
+        assert_eq!(batches(&biome, &scripts, root).len(), 1);
+        let long: Vec<String> = (0..100)
+            .map(|i| format!("{}{i}.py", "d/".repeat(1000)))
+            .collect();
+        let batched = batches(&ruff, &long, root);
+        assert!(batched.len() > 1 && batched.iter().all(|b| b.iter().map(|f| f.len() + 1).sum::<usize>() <= MAX_NAME_BYTES_PER_RUN));
+        assert_eq!(batched.iter().map(Vec::len).sum::<usize>(), 100);
+    }
+
+    #[test]
+    fn a_projects_directory_is_cargos_outermost_and_gos_nearest_or_its_workspace() {
+        let dir = crate::tree::test_tree(&[
+            ("Cargo.toml", "[workspace]"),
+            ("crates/a/Cargo.toml", ""),
+            ("crates/a/src/lib.rs", ""),
+            ("svc/go.mod", ""),
+            ("svc/tools/go.mod", ""),
+            ("mods/go.work", ""),
+            ("mods/core/go.mod", ""),
+            ("web/x.ts", ""),
+        ]);
+        let tool = |name| crate::builtin::built_in(name).unwrap();
+        let at = |name, file| project_dir(dir.path(), tool(name), file);
+        assert_eq!(at("clippy", "crates/a/src/lib.rs").as_deref(), Some(""));
+        assert_eq!(at("go-vet", "svc/main.go").as_deref(), Some("svc"));
+        assert_eq!(
+            at("go-vet", "svc/tools/gen.go").as_deref(),
+            Some("svc/tools")
+        );
+        assert_eq!(at("go-vet", "mods/core/x/y.go").as_deref(), Some("mods"));
+        assert_eq!(at("go-vet", "web/x.go"), None);
+        assert_eq!(at("go-vet", "svc/go.mod").as_deref(), Some("svc"));
+        assert_eq!(at("ruff", "svc/a.py"), None);
+    }
 
     #[test]
     fn a_shebang_names_its_interpreter_however_env_or_a_wrapper_is_written() {

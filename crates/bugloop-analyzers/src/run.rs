@@ -122,54 +122,6 @@ pub(crate) fn write_config_dir() -> Result<bugloop_sandbox::owner::OwnedDir, Str
     Ok(dir)
 }
 
-/// Most files, and bytes of their names, given to one run of a tool: a change of thousands of
-/// files (or of very long names) would pass the system's limit on a command's arguments.
-const MAX_FILES_PER_RUN: usize = 200;
-const MAX_NAME_BYTES_PER_RUN: usize = 64 << 10;
-/// The bytes of names given to one run of a tool that reads the whole project each time
-/// (Linux takes 2 MiB of arguments and environment together).
-const MAX_NAME_BYTES_PER_PROJECT_RUN: usize = 1 << 20;
-
-/// The runs a tool needs for `files`: one for a tool that checks a project or reads no file
-/// names, else batches within the limits.
-fn batches(choice: &Choice, files: &[String]) -> Vec<Vec<String>> {
-    // biome indexes the whole project on every run (its rules on promises need the types of
-    // what a module imports): as few runs as the system's limits allow, each name one
-    // argument, rather than one a 200 files.
-    let (max_files, max_bytes) = match choice {
-        Choice::BuiltIn(tool) if tool.name == "biome" => {
-            (usize::MAX, MAX_NAME_BYTES_PER_PROJECT_RUN)
-        }
-        _ => (MAX_FILES_PER_RUN, MAX_NAME_BYTES_PER_RUN),
-    };
-    let one_run = match choice {
-        Choice::BuiltIn(tool) => tool.project.is_some(),
-        Choice::Custom(custom) => custom
-            .command
-            .as_ref()
-            .is_none_or(|argv| !argv.iter().any(|a| a == "{files}")),
-    };
-    if one_run {
-        return vec![files.to_vec()];
-    }
-    let mut batches: Vec<Vec<String>> = Vec::new();
-    let mut bytes = 0;
-    for file in files {
-        let full = batches
-            .last()
-            .is_none_or(|b| b.len() >= max_files || bytes + file.len() + 1 > max_bytes);
-        if full {
-            batches.push(Vec::new());
-            bytes = 0;
-        }
-        bytes += file.len() + 1;
-        if let Some(batch) = batches.last_mut() {
-            batch.push(file.clone());
-        }
-    }
-    batches
-}
-
 /// What one analyzer is: its command, how its output is read, how its hits weigh.
 pub(crate) struct Plan {
     spec: CommandSpec,
@@ -180,6 +132,9 @@ pub(crate) struct Plan {
     sarif_file: Option<PathBuf>,
     /// The files it was given.
     files: Vec<String>,
+    /// The directory of the project it compiles, from the root (`""`: the root), where it
+    /// runs and from which it names files.
+    project_dir: String,
 }
 
 /// One analyzer's run on the change: what it did, its candidates on the change's lines, and
@@ -200,7 +155,7 @@ pub(crate) async fn run_one(
     let mut unanalyzed = Vec::new();
     let mut not_run = None;
     let mut alone_left = MAX_RUN_ALONE;
-    for batch in batches(choice, &files) {
+    for batch in crate::input::batches(choice, &files, request.workspace) {
         match run_batch(request, choice, &batch, config_dir, &mut alone_left).await {
             Ran::Checked(more, judged, failed) => {
                 hits.extend(more);
@@ -402,7 +357,12 @@ fn plan_built_in(
         .files
         .iter()
         .map(|f| f.path())
-        .find(|path| tool.unsafe_config.contains(path))
+        // A project below the root reads its configuration there and above it.
+        .find(|path| {
+            tool.unsafe_config
+                .iter()
+                .any(|config| path == config || path.ends_with(&format!("/{config}")))
+        })
     {
         return Err(Failure::Unchecked(format!(
             "the change edits {edited}, which decides how {} runs: bugloop does not run it under configuration the change wrote",
@@ -443,6 +403,17 @@ fn plan_built_in(
     };
     let mut spec = CommandSpec::new(installed.path.display().to_string(), args);
     spec.env = tool_env(tool.name);
+    let project_dir = files
+        .first()
+        .and_then(|file| crate::input::project_dir(request.workspace, tool, file))
+        .unwrap_or_default();
+    if !project_dir.is_empty() {
+        spec.cwd = Some(PathBuf::from(&project_dir));
+    }
+    // In a Go workspace (`go.work` at or above the module) go takes no `-mod=mod`.
+    if tool.name == "go-vet" && crate::compilers::in_go_workspace(request.workspace, &project_dir) {
+        spec.env.retain(|(name, _)| name != "GOFLAGS");
+    }
     let mut mounts = vec![config_dir.to_path_buf()];
     mounts.extend(installed.mounts);
     Ok(Plan {
@@ -452,6 +423,7 @@ fn plan_built_in(
         judge: if request.alone { every_hit } else { tool.judge },
         sarif_file: None,
         files: files.to_vec(),
+        project_dir,
     })
 }
 
@@ -499,6 +471,7 @@ fn plan_custom(
             judge: custom_judge,
             sarif_file,
             files: files.to_vec(),
+            project_dir: String::new(),
         });
     };
     let (program, args) = argv
@@ -526,6 +499,7 @@ fn plan_custom(
         judge: custom_judge,
         sarif_file,
         files: files.to_vec(),
+        project_dir: String::new(),
     })
 }
 
@@ -613,6 +587,23 @@ fn read_hits(root: &Path, plan: &Plan, output: &Output) -> Result<Judged, String
                 .map_err(|e| format!("cannot read its SARIF file {}: {e}", path.display()))?;
             crate::sarif::read(&bytes, root)
         }
+        // Named from the project's directory, where it ran: named from the root again.
+        None if !plan.project_dir.is_empty() => plan
+            .format
+            .read(
+                &output.stdout,
+                &output.stderr,
+                &root.join(&plan.project_dir),
+                &plan.files,
+            )
+            .map(|hits| {
+                hits.into_iter()
+                    .map(|hit| Hit {
+                        file: format!("{}/{}", plan.project_dir, hit.file),
+                        ..hit
+                    })
+                    .collect()
+            }),
         None => plan
             .format
             .read(&output.stdout, &output.stderr, root, &plan.files),
@@ -710,28 +701,4 @@ fn tail(text: &str, max: usize) -> String {
     let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
     let count = line.chars().count();
     line.chars().skip(count.saturating_sub(max)).collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn many_files_are_given_in_batches_a_project_at_once() {
-        let ruff = Choice::BuiltIn(crate::built_in("ruff").unwrap());
-        let clippy = Choice::BuiltIn(crate::built_in("clippy").unwrap());
-        let files: Vec<String> = (0..450).map(|i| format!("pkg/m{i}.py")).collect();
-        let sizes: Vec<usize> = batches(&ruff, &files).iter().map(Vec::len).collect();
-        assert_eq!(sizes, [200, 200, 50]);
-        assert_eq!(batches(&clippy, &files).len(), 1);
-        let biome = Choice::BuiltIn(crate::built_in("biome").unwrap());
-        let scripts: Vec<String> = (0..5_000).map(|i| format!("src/m{i}.ts")).collect();
-        assert_eq!(batches(&biome, &scripts).len(), 1);
-        let long: Vec<String> = (0..100)
-            .map(|i| format!("{}{i}.py", "d/".repeat(1000)))
-            .collect();
-        let batched = batches(&ruff, &long);
-        assert!(batched.len() > 1 && batched.iter().all(|b| b.iter().map(|f| f.len() + 1).sum::<usize>() <= MAX_NAME_BYTES_PER_RUN));
-        assert_eq!(batched.iter().map(Vec::len).sum::<usize>(), 100);
-    }
 }
