@@ -341,10 +341,15 @@ async fn run_in(
         sandbox,
         ..request.clone()
     };
-    let plan = plan(&in_view, choice, files, config_dir).map_err(|f| f.reason())?;
-    let (mut hits, judge) = execute(&in_view, plan).await.map_err(|f| f.reason())?;
-    crate::hit::said_once(&mut hits);
-    Ok(hits.into_iter().map(|hit| (hit, judge)).collect())
+    // One run a project, or a TypeScript configuration, as on the change's own files.
+    let mut judged = Vec::new();
+    for batch in crate::input::batches(choice, files, view) {
+        let plan = plan(&in_view, choice, &batch, config_dir).map_err(|f| f.reason())?;
+        let (mut hits, judge) = execute(&in_view, plan).await.map_err(|f| f.reason())?;
+        crate::hit::said_once(&mut hits);
+        judged.extend(hits.into_iter().map(|hit| (hit, judge)));
+    }
+    Ok(judged)
 }
 
 /// Puts the change's files in `view` back as the base has them: what the change added or

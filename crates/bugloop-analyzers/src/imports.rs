@@ -58,7 +58,7 @@ pub(crate) fn typescript_imports(file: &str, text: &str, aliases: &Aliases) -> V
                 found.extend(join(dir, specifier).map(|path| Import::Path(key(&path))));
                 continue;
             }
-            let targets = aliases.resolve(specifier);
+            let targets = aliases.resolve(dir, specifier);
             if targets.is_empty() {
                 found.push(Import::Named(key(specifier)));
             }
@@ -68,42 +68,79 @@ pub(crate) fn typescript_imports(file: &str, text: &str, aliases: &Aliases) -> V
     found
 }
 
-/// The project's `paths` (from its unchanged `tsconfig.json`, [`crate::tsconfig`]) and its
-/// workspace packages' names ([`crate::workspaces`]): each pattern's text before and after its
-/// `*`, and its targets from the root.
+/// The project's `paths` (from each unchanged `tsconfig.json` of the tree, [`crate::tsconfig`],
+/// the nearest above a file applying to it) and its workspace packages' names
+/// ([`crate::workspaces`]): each pattern's text before and after its `*`, and its targets from
+/// the root.
 #[derive(Debug, Default)]
-pub(crate) struct Aliases(Vec<(String, String, Vec<String>)>);
+pub(crate) struct Aliases(Vec<(String, Vec<Pattern>)>);
+
+type Pattern = (String, String, Vec<String>);
+
+/// Most configurations read for their `paths`.
+const MAX_CONFIGS: usize = 200;
 
 impl Aliases {
     pub(crate) fn of(workspace: &Path) -> Aliases {
-        let mut options = crate::tsconfig::project_options(workspace, &[]).unwrap_or_default();
-        crate::workspaces::add_package_paths(workspace, &mut options);
-        let Some(paths) = options.get("paths").and_then(|p| p.as_object()) else {
-            return Aliases::default();
+        let mut dirs: Vec<String> = crate::tree::source_files(workspace)
+            .map(|(_, name)| name)
+            .filter_map(|name| match name.strip_suffix("tsconfig.json") {
+                Some("") => Some(String::new()),
+                Some(dir) => dir.strip_suffix('/').map(str::to_owned),
+                None => None,
+            })
+            .take(MAX_CONFIGS)
+            .collect();
+        if !dirs.contains(&String::new()) {
+            dirs.push(String::new());
+        }
+        // The deepest first: the first that holds a file is its nearest.
+        let depth = |dir: &String| match dir.as_str() {
+            "" => 0,
+            dir => 1 + dir.matches('/').count(),
         };
+        dirs.sort_by_key(|dir| std::cmp::Reverse(depth(dir)));
         let root = format!("{}/", workspace.display());
+        // The workspace's packages, read once: where a configuration maps a name, its own.
+        let mut packaged = serde_json::Map::new();
+        crate::workspaces::add_package_paths(workspace, &mut packaged);
+        let packages = patterns(&packaged, &root);
         Aliases(
-            paths
-                .iter()
-                .map(|(pattern, targets)| {
-                    let (before, after) = pattern.split_once('*').unwrap_or((pattern, ""));
-                    let targets = targets
-                        .as_array()
-                        .map(|t| t.iter().filter_map(|t| t.as_str()).collect::<Vec<_>>())
-                        .unwrap_or_default()
-                        .into_iter()
-                        .filter_map(|target| target.strip_prefix(&root).map(str::to_owned))
+            dirs.into_iter()
+                .map(|dir| {
+                    let options =
+                        crate::tsconfig::options_at(workspace, &dir, &[]).unwrap_or_default();
+                    let mut patterns = patterns(&options, &root);
+                    let own: Vec<(String, String)> = patterns
+                        .iter()
+                        .map(|(b, a, _)| (b.clone(), a.clone()))
                         .collect();
-                    (before.to_owned(), after.to_owned(), targets)
+                    patterns.extend(
+                        packages
+                            .iter()
+                            .filter(|(b, a, _)| !own.contains(&(b.clone(), a.clone())))
+                            .cloned(),
+                    );
+                    (dir, patterns)
                 })
                 .collect(),
         )
     }
 
-    /// The paths from the root a specifier may name through the aliases.
-    fn resolve(&self, specifier: &str) -> Vec<String> {
+    /// The paths from the root a specifier written in a file of `dir` may name through the
+    /// aliases of its nearest configuration.
+    fn resolve(&self, dir: &str, specifier: &str) -> Vec<String> {
+        let Some((_, patterns)) = self.0.iter().find(|(config, _)| {
+            config.is_empty()
+                || dir == config
+                || dir
+                    .strip_prefix(config.as_str())
+                    .is_some_and(|r| r.starts_with('/'))
+        }) else {
+            return Vec::new();
+        };
         let mut found = Vec::new();
-        for (before, after, targets) in &self.0 {
+        for (before, after, targets) in patterns {
             let Some(star) = specifier
                 .strip_prefix(before.as_str())
                 .and_then(|rest| rest.strip_suffix(after.as_str()))
@@ -118,6 +155,27 @@ impl Aliases {
         }
         found
     }
+}
+
+/// The `paths` of tsc's `options` as patterns, their targets from the root.
+fn patterns(options: &serde_json::Map<String, serde_json::Value>, root: &str) -> Vec<Pattern> {
+    let Some(paths) = options.get("paths").and_then(|p| p.as_object()) else {
+        return Vec::new();
+    };
+    paths
+        .iter()
+        .map(|(pattern, targets)| {
+            let (before, after) = pattern.split_once('*').unwrap_or((pattern, ""));
+            let targets = targets
+                .as_array()
+                .map(|t| t.iter().filter_map(|t| t.as_str()).collect::<Vec<_>>())
+                .unwrap_or_default()
+                .into_iter()
+                .filter_map(|target| target.strip_prefix(root).map(str::to_owned))
+                .collect();
+            (before.to_owned(), after.to_owned(), targets)
+        })
+        .collect()
 }
 
 /// A specifier's ending as TypeScript writes it for a module (`./user.js` is `./user.ts`).

@@ -133,14 +133,24 @@ const MAX_NAME_BYTES_PER_PROJECT_RUN: usize = 1 << 20;
 /// limits.
 pub(crate) fn batches(choice: &Choice, files: &[String], workspace: &Path) -> Vec<Vec<String>> {
     if let Choice::BuiltIn(tool) = choice
-        && tool.project.is_some()
+        && (tool.project.is_some() || tool.name == "tsc")
     {
-        let mut projects: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+        // tsc applies the nearest `tsconfig.json` to a file: one configuration a run.
+        let mut groups: std::collections::BTreeMap<String, Vec<String>> = Default::default();
         for file in files {
-            let dir = project_dir(workspace, tool, file).unwrap_or_default();
-            projects.entry(dir).or_default().push(file.clone());
+            let dir = match tool.project {
+                Some(_) => project_dir(workspace, tool, file).unwrap_or_default(),
+                None => crate::tsconfig::config_dir(workspace, file),
+            };
+            groups.entry(dir).or_default().push(file.clone());
         }
-        return projects.into_values().collect();
+        return match tool.project {
+            Some(_) => groups.into_values().collect(),
+            None => groups
+                .into_values()
+                .flat_map(|group| within_limits(&group, MAX_FILES_PER_RUN, MAX_NAME_BYTES_PER_RUN))
+                .collect(),
+        };
     }
     // biome indexes the whole project on every run (its rules on promises need the types of
     // what a module imports): as few runs as the system's limits allow, each name one
@@ -161,6 +171,11 @@ pub(crate) fn batches(choice: &Choice, files: &[String], workspace: &Path) -> Ve
     if one_run {
         return vec![files.to_vec()];
     }
+    within_limits(files, max_files, max_bytes)
+}
+
+/// `files` in runs of at most `max_files` files and `max_bytes` of names.
+fn within_limits(files: &[String], max_files: usize, max_bytes: usize) -> Vec<Vec<String>> {
     let mut batches: Vec<Vec<String>> = Vec::new();
     let mut bytes = 0;
     for file in files {

@@ -1,6 +1,7 @@
-//! What tsc takes from the project's own `tsconfig.json`: how strict its checks are (a project
-//! without `strict` writes code that strict checks call wrong), and its `paths` (`@/lib/money`
-//! is the project's own module, whose types find bugs, not an unknown package). Nothing else:
+//! What tsc takes from the project's own `tsconfig.json` (the nearest above a file, as tsc and
+//! editors apply it): how strict its checks are (a project without `strict` writes code that
+//! strict checks call wrong), and its `paths` (`@/lib/money` is the project's own module, whose
+//! types find bugs, not an unknown package). Nothing else:
 //! the rest is bugloop's (modules, output, `types`), so an option TypeScript 7 removed
 //! (`baseUrl`, `moduleResolution: node`) stops nothing.
 //!
@@ -32,11 +33,15 @@ const KEPT: &[&str] = &[
 const MAX_CHAIN: usize = 8;
 const MAX_SIZE: u64 = 1 << 20;
 
-/// The project's options bugloop keeps (absolute `paths` among them), or `None` where the
-/// project has no `tsconfig.json` at its root or the change edits its chain.
-pub(crate) fn project_options(workspace: &Path, edited: &[String]) -> Option<Map<String, Value>> {
+/// The options bugloop keeps (absolute `paths` among them) of the `tsconfig.json` in `dir` (from
+/// the root; `""` for the root), or `None` where there is none or the change edits its chain.
+pub(crate) fn options_at(
+    workspace: &Path,
+    dir: &str,
+    edited: &[String],
+) -> Option<Map<String, Value>> {
     let mut chain = Vec::new();
-    load(workspace, "tsconfig.json", &mut chain);
+    load(workspace, &in_dir(dir, "tsconfig.json"), &mut chain);
     if chain.is_empty() || chain.iter().any(|(name, _)| edited.contains(name)) {
         return None;
     }
@@ -69,6 +74,25 @@ pub(crate) fn project_options(workspace: &Path, edited: &[String]) -> Option<Map
         );
     }
     Some(kept)
+}
+
+/// The directory (from the root) of the `tsconfig.json` nearest above `file`, which tsc and
+/// editors apply to it: a web app's in `web/` beside a backend at the root; `""` for the root's,
+/// or where there is none.
+pub(crate) fn config_dir(workspace: &Path, file: &str) -> String {
+    file.match_indices('/')
+        .map(|(at, _)| &file[..at])
+        .rev()
+        .find(|dir| crate::tree::regular_file(workspace, &in_dir(dir, "tsconfig.json")).is_some())
+        .unwrap_or_default()
+        .to_owned()
+}
+
+fn in_dir(dir: &str, name: &str) -> String {
+    match dir {
+        "" => name.to_owned(),
+        dir => format!("{dir}/{name}"),
+    }
 }
 
 /// The module patterns the project's `paths` name (`@app/*`), from its configuration chain as
@@ -199,12 +223,33 @@ mod tests {
                  \"baseUrl\": \"..\" } }",
             ),
         ]);
-        let options = project_options(dir.path(), &[]).unwrap();
+        let options = options_at(dir.path(), "", &[]).unwrap();
         assert_eq!(options["strict"], Value::Bool(false));
         assert_eq!(options["exactOptionalPropertyTypes"], Value::Bool(true));
         assert!(!options.contains_key("noCheck"));
         let src = dir.path().join("src/*").display().to_string();
         assert_eq!(options["paths"], serde_json::json!({ "@/*": [src] }));
+    }
+
+    #[test]
+    fn a_files_configuration_is_the_nearest_above_it() {
+        let dir = tree(&[
+            ("tsconfig.json", "{}"),
+            (
+                "web/tsconfig.json",
+                r#"{ "compilerOptions": { "strict": false } }"#,
+            ),
+            ("web/src/a/b.ts", ""),
+        ]);
+        assert_eq!(config_dir(dir.path(), "web/src/a/b.ts"), "web");
+        assert_eq!(config_dir(dir.path(), "api/x.ts"), "");
+        assert_eq!(config_dir(dir.path(), "x.ts"), "");
+        let web = options_at(dir.path(), "web", &[]).unwrap();
+        assert_eq!(web["strict"], Value::Bool(false));
+        assert_eq!(
+            options_at(dir.path(), "web", &["web/tsconfig.json".to_owned()]),
+            None
+        );
     }
 
     #[test]
@@ -216,14 +261,14 @@ mod tests {
                 "{ \"compilerOptions\": { \"strict\": false } }",
             ),
         ]);
-        assert!(project_options(dir.path(), &[]).is_some());
-        assert_eq!(project_options(dir.path(), &["base.json".to_owned()]), None);
+        assert!(options_at(dir.path(), "", &[]).is_some());
+        assert_eq!(options_at(dir.path(), "", &["base.json".to_owned()]), None);
         assert_eq!(
-            project_options(dir.path(), &["tsconfig.json".to_owned()]),
+            options_at(dir.path(), "", &["tsconfig.json".to_owned()]),
             None
         );
         let empty = tree(&[("src/a.ts", "")]);
-        assert_eq!(project_options(empty.path(), &[]), None);
+        assert_eq!(options_at(empty.path(), "", &[]), None);
         // A link is not read.
         let linked = tree(&[(
             "real.json",
@@ -234,6 +279,6 @@ mod tests {
             linked.path().join("tsconfig.json"),
         )
         .unwrap();
-        assert_eq!(project_options(linked.path(), &[]), None);
+        assert_eq!(options_at(linked.path(), "", &[]), None);
     }
 }

@@ -122,7 +122,13 @@ const RUNTIME_GLOBALS: &[&str] = &[
 /// is not there, and the files are not checked.
 pub(crate) fn args(i: Invocation<'_>) -> Vec<String> {
     let mut options = options();
-    match crate::tsconfig::project_options(i.workspace, i.edited) {
+    // The files of one run share their configuration ([`crate::input::batches`]).
+    let dir = i
+        .files
+        .first()
+        .map(|file| crate::tsconfig::config_dir(i.workspace, file))
+        .unwrap_or_default();
+    match crate::tsconfig::options_at(i.workspace, &dir, i.edited) {
         Some(project) => options.extend(project),
         None => {
             options.insert("strict".to_owned(), Value::Bool(true));

@@ -44,7 +44,7 @@ const CONDITIONS: &[&str] = &[
 ];
 
 /// Adds the tree's workspace packages to the `paths` of tsc's `options` (absolute targets,
-/// as [`crate::tsconfig::project_options`] gives the project's): each package's name as its
+/// as [`crate::tsconfig::options_at`] gives the project's): each package's name as its
 /// source entry, and `name/*` as what is under its `src` and its directory. A name the
 /// project's `paths` already map is left as the project has it.
 pub(crate) fn add_package_paths(workspace: &Path, options: &mut Map<String, Value>) {

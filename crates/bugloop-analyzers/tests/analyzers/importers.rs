@@ -472,3 +472,45 @@ async fn renaming_a_workspace_package_breaks_the_apps_that_import_its_old_name()
     let also: Vec<_> = analysis.candidates[0].also_at.clone();
     assert_eq!(also, [("packages/web/src/b.ts".to_owned(), 1)]);
 }
+
+/// A web app below the root (`web/tsconfig.json`, its `@/*` alias, beside a backend at the
+/// root): its configuration applies to its files, so a change's own misuse through the alias
+/// is found, and so is the page it breaks.
+#[tokio::test]
+async fn a_web_app_below_the_root_is_checked_under_its_own_configuration() {
+    let repo = TestRepo::with_files(&[
+        ("api/main.py", "def handler():\n    return 1\n"),
+        (
+            "web/tsconfig.json",
+            r#"{ "compilerOptions": { "strict": true, "paths": { "@/*": ["./src/*"] } } }"#,
+        ),
+        (
+            "web/src/lib/money.ts",
+            "export function formatPrice(cents: number): string {\n  return `$${cents / 100}`;\n}\n",
+        ),
+        (
+            "web/src/app/page.ts",
+            "import { formatPrice } from '@/lib/money';\n\nexport const shown = formatPrice(250);\n",
+        ),
+    ]);
+    repo.branch("change");
+    repo.write(
+        "web/src/lib/money.ts",
+        "export function formatPrice(cents: number, currency: string): string {\n  \
+         return `${currency} ${cents / 100}`;\n}\n",
+    );
+    repo.write(
+        "web/src/app/cart.ts",
+        "import { formatPrice } from '@/lib/money';\n\nexport const paid: number = formatPrice(3, 'EUR');\n",
+    );
+    repo.commit("change");
+    let analysis = review(&repo, "tsc", true).await;
+    assert_broken_at(&analysis, &[("web/src/app/page.ts", 3)]);
+    let own: Vec<(&str, u32)> = analysis
+        .candidates
+        .iter()
+        .filter(|c| !c.unedited)
+        .map(|c| (c.hit.file.as_str(), c.hit.line))
+        .collect();
+    assert_eq!(own, [("web/src/app/cart.ts", 3)], "{analysis:#?}");
+}
