@@ -514,3 +514,44 @@ async fn a_web_app_below_the_root_is_checked_under_its_own_configuration() {
         .collect();
     assert_eq!(own, [("web/src/app/cart.ts", 3)], "{analysis:#?}");
 }
+
+/// A Python backend below the root (`backend/requirements.txt`, beside a web app) imports its
+/// packages from there (`from app.services.pricing import ...`): ty resolves them from the
+/// file's own directories, in the tree and in the copy, and finds both the change's own wrong
+/// return and the route it breaks.
+#[tokio::test]
+async fn a_python_backend_below_the_root_imports_from_its_own_directory() {
+    let repo = TestRepo::with_files(&[
+        ("frontend/package.json", "{ \"name\": \"frontend\" }"),
+        ("backend/requirements.txt", "fastapi\n"),
+        ("backend/app/__init__.py", ""),
+        ("backend/app/services/__init__.py", ""),
+        (
+            "backend/app/services/pricing.py",
+            "def price_of(cents: int) -> str:\n    return f\"{cents / 100:.2f}\"\n",
+        ),
+        (
+            "backend/app/api.py",
+            "from app.services.pricing import price_of\n\n\ndef show(cents: int) -> str:\n    return price_of(cents)\n",
+        ),
+    ]);
+    repo.branch("change");
+    repo.write(
+        "backend/app/services/pricing.py",
+        "def price_of(cents: int, currency: str) -> str:\n    return f\"{currency} {cents / 100:.2f}\"\n",
+    );
+    repo.write(
+        "backend/app/cart.py",
+        "from app.services.pricing import price_of\n\n\ndef total(cents: int) -> int:\n    return price_of(cents, \"EUR\")\n",
+    );
+    repo.commit("change");
+    let analysis = review(&repo, "ty", true).await;
+    assert_broken_at(&analysis, &[("backend/app/api.py", 5)]);
+    let own: Vec<(&str, u32)> = analysis
+        .candidates
+        .iter()
+        .filter(|c| !c.unedited)
+        .map(|c| (c.hit.file.as_str(), c.hit.line))
+        .collect();
+    assert_eq!(own, [("backend/app/cart.py", 5)], "{analysis:#?}");
+}
