@@ -75,9 +75,10 @@ pub(crate) fn clippy_judge(hit: &Hit) -> Option<(Weight, Category)> {
 /// uses (`./core/...`: `./...` names no module there).
 pub(crate) fn go_vet_args(i: Invocation<'_>) -> Vec<String> {
     let mut args = strings(&["vet", "-json"]);
-    let dir = crate::builtin::built_in("go-vet")
-        .zip(i.files.first())
-        .and_then(|(tool, file)| crate::input::project_dir(i.workspace, tool, file))
+    let dir = i
+        .files
+        .first()
+        .and_then(|file| go_project_dir(i.workspace, file))
         .unwrap_or_default();
     let work = match dir.as_str() {
         "" => "go.work".to_owned(),
@@ -94,6 +95,17 @@ pub(crate) fn go_vet_args(i: Invocation<'_>) -> Vec<String> {
         dir => format!("./{dir}/..."),
     }));
     args
+}
+
+/// Where go vet runs for `file`: the nearest module above it (`go.mod`), or the Go workspace
+/// (`go.work`) at or above that module, whose modules are vetted together.
+pub(crate) fn go_project_dir(workspace: &std::path::Path, file: &str) -> Option<String> {
+    let dir = crate::tree::manifest_dir(workspace, "go.mod", file)?;
+    let module = match dir.as_str() {
+        "" => "go.mod".to_owned(),
+        dir => format!("{dir}/go.mod"),
+    };
+    Some(crate::tree::manifest_dir(workspace, "go.work", &module).unwrap_or(dir))
 }
 
 /// The module directories a `go.work` uses (`use ./core`, or a `use ( ... )` block), those

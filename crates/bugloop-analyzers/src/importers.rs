@@ -142,46 +142,19 @@ fn importers_within(
         .filter(|path| language.is_module(path))
         .collect();
     // A package's manifest the change edits: a name it renames, an entry it moves.
-    let manifests = match language {
+    let (names, entries) = match language {
         Language::TypeScript => crate::workspaces::manifests_changed(workspace, diff),
-        Language::Python => Vec::new(),
+        Language::Python => (Vec::new(), Vec::new()),
     };
-    if changed.is_empty() && manifests.is_empty() {
+    if changed.is_empty() && names.is_empty() && entries.is_empty() {
         return Importers::default();
     }
     let mut affected: BTreeSet<String> = changed.iter().map(|p| module_key(p)).collect();
-    affected.extend(manifests);
+    affected.extend(names);
+    affected.extend(entries.iter().map(|entry| module_key(entry)));
     let removed = removed_names(diff, language);
     let (imports, incomplete) = imports_of_tree(workspace, language, &removed, limits);
-    // A package's entry (`index.ts`, `__init__.py`) that imports an affected module passes it
-    // on to whoever imports the package: each round looks only for entries importing what the
-    // last one added, at most [`MAX_BARREL_DEPTH`] rounds and [`MAX_AFFECTED`] modules (a branch
-    // that adds a chain of a thousand entries does not make the scan take hours).
-    let entries: Vec<(&String, &Vec<Import>)> = imports
-        .iter()
-        .filter(|(file, _)| is_package_entry(file))
-        .map(|(file, (imported, _))| (file, imported))
-        .collect();
-    let mut last: BTreeSet<String> = affected.clone();
-    for _ in 0..MAX_BARREL_DEPTH {
-        let more: BTreeSet<String> = entries
-            .iter()
-            .map(|(file, imported)| (module_key(file), imported))
-            .filter(|(key, _)| !affected.contains(key))
-            .filter(|(_, imported)| {
-                imported
-                    .iter()
-                    .any(|i| matches(i, &last, language).is_some())
-            })
-            .map(|(key, _)| key)
-            .take(MAX_AFFECTED.saturating_sub(affected.len()))
-            .collect();
-        if more.is_empty() {
-            break;
-        }
-        affected.extend(more.iter().cloned());
-        last = more;
-    }
+    through_package_entries(&mut affected, &imports, language);
     // A file the change touches is one too: a comment added at its end, or its mode changed,
     // does not mend its use of the old name (its lines the change adds are the tool's own run's).
     let mut found: Vec<((Strength, bool), &String)> = imports
@@ -210,6 +183,43 @@ fn importers_within(
         files,
         total,
         incomplete,
+    }
+}
+
+/// Adds to `affected` the package entries (`index.ts`, `__init__.py`) that import an affected
+/// module, which pass it on to whoever imports the package: each round looks only for entries
+/// importing what the last one added, at most [`MAX_BARREL_DEPTH`] rounds and [`MAX_AFFECTED`]
+/// modules (a branch that adds a chain of a thousand entries does not make the scan take
+/// hours).
+fn through_package_entries(
+    affected: &mut BTreeSet<String>,
+    imports: &BTreeMap<String, (Vec<Import>, bool)>,
+    language: Language,
+) {
+    let entries: Vec<(&String, &Vec<Import>)> = imports
+        .iter()
+        .filter(|(file, _)| is_package_entry(file))
+        .map(|(file, (imported, _))| (file, imported))
+        .collect();
+    let mut last: BTreeSet<String> = affected.clone();
+    for _ in 0..MAX_BARREL_DEPTH {
+        let more: BTreeSet<String> = entries
+            .iter()
+            .map(|(file, imported)| (module_key(file), imported))
+            .filter(|(key, _)| !affected.contains(key))
+            .filter(|(_, imported)| {
+                imported
+                    .iter()
+                    .any(|i| matches(i, &last, language).is_some())
+            })
+            .map(|(key, _)| key)
+            .take(MAX_AFFECTED.saturating_sub(affected.len()))
+            .collect();
+        if more.is_empty() {
+            break;
+        }
+        affected.extend(more.iter().cloned());
+        last = more;
     }
 }
 

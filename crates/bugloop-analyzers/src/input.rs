@@ -87,37 +87,10 @@ pub(crate) fn project_files(
 /// workspace (`go.work`) at or above it, whose modules are vetted together. `None` outside
 /// any project, or for a tool that checks none.
 pub(crate) fn project_dir(workspace: &Path, tool: &BuiltIn, file: &str) -> Option<String> {
-    let dir = manifest_dir(workspace, tool.project?, file)?;
-    let module = match dir.as_str() {
-        "" => "go.mod".to_owned(),
-        dir => format!("{dir}/go.mod"),
-    };
-    if tool.name == "go-vet"
-        && let Some(work) = manifest_dir(workspace, "go.work", &module)
-    {
-        return Some(work);
+    match tool.name {
+        "go-vet" => crate::compilers::go_project_dir(workspace, file),
+        _ => crate::tree::manifest_dir(workspace, tool.project?, file),
     }
-    Some(dir)
-}
-
-/// The directory holding `manifest` as a regular file of the tree above `file` (the outermost
-/// for `Cargo.toml`, else the nearest).
-fn manifest_dir(workspace: &Path, manifest: &str, file: &str) -> Option<String> {
-    let mut dirs: Vec<&str> = file.match_indices('/').map(|(at, _)| &file[..at]).collect();
-    // Outermost first; the root first of all.
-    dirs.insert(0, "");
-    let has_manifest = |dir: &&&str| {
-        let path = match **dir {
-            "" => manifest.to_owned(),
-            dir => format!("{dir}/{manifest}"),
-        };
-        regular_file(workspace, &path).is_some()
-    };
-    let found = match manifest {
-        "Cargo.toml" => dirs.iter().find(has_manifest),
-        _ => dirs.iter().rev().find(has_manifest),
-    };
-    found.map(|dir| (*dir).to_owned())
 }
 
 /// Most files, and bytes of their names, given to one run of a tool: a change of thousands of

@@ -76,7 +76,9 @@ fn scripts_copy(
 ) -> Result<Vec<(String, Unchecked)>, String> {
     copy_tree(workspace, view, Copied::Scripts)?;
     // biome finds a workspace package's types only where an install would link it.
-    crate::workspaces::link_packages(view)?;
+    for (path, content) in crate::workspaces::package_links(view) {
+        write_file(view, &path, &content)?;
+    }
     let mut left_out = Vec::new();
     for file in given {
         // biome reads a `\\` in a name as a separator and names the file otherwise in its

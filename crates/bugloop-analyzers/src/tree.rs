@@ -65,6 +65,26 @@ pub(crate) fn source_files_but<'a>(
         })
 }
 
+/// The directory holding `manifest` as a regular file of the tree above `file` (the outermost
+/// for `Cargo.toml`, else the nearest).
+pub(crate) fn manifest_dir(workspace: &Path, manifest: &str, file: &str) -> Option<String> {
+    let mut dirs: Vec<&str> = file.match_indices('/').map(|(at, _)| &file[..at]).collect();
+    // Outermost first; the root first of all.
+    dirs.insert(0, "");
+    let has_manifest = |dir: &&&str| {
+        let path = match **dir {
+            "" => manifest.to_owned(),
+            dir => format!("{dir}/{manifest}"),
+        };
+        regular_file(workspace, &path).is_some()
+    };
+    let found = match manifest {
+        "Cargo.toml" => dirs.iter().find(has_manifest),
+        _ => dirs.iter().rev().find(has_manifest),
+    };
+    found.map(|dir| (*dir).to_owned())
+}
+
 /// A temporary tree holding `files` (path, text), for tests.
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]

@@ -79,11 +79,12 @@ pub(crate) fn add_package_paths(workspace: &Path, options: &mut Map<String, Valu
     }
 }
 
-/// Links each workspace package into the `node_modules` of `view` (a copy of the tree bugloop
-/// made, which holds no `node_modules` of the branch's) as an install would, for a tool that
-/// resolves packages only there (biome): a `package.json` whose `types` is the package's source
-/// entry. A name npm would not install is passed over.
-pub(crate) fn link_packages(view: &Path) -> Result<(), String> {
+/// What links each workspace package into the `node_modules` of `view` (a copy of the tree
+/// bugloop made, which holds no `node_modules` of the branch's) as an install would, for a tool
+/// that resolves packages only there (biome): a `package.json` (its path, its content) whose
+/// `types` is the package's source entry. A name npm would not install is passed over.
+pub(crate) fn package_links(view: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut links = Vec::new();
     for package in packages(view) {
         let Some(entry) = &package.entry else {
             continue;
@@ -93,13 +94,12 @@ pub(crate) fn link_packages(view: &Path) -> Result<(), String> {
         }
         let up = "../".repeat(1 + package.name.split('/').count());
         let manifest = serde_json::json!({ "name": package.name, "types": format!("{up}{entry}") });
-        crate::copy::write_file(
-            view,
-            &format!("node_modules/{}/package.json", package.name),
-            manifest.to_string().as_bytes(),
-        )?;
+        links.push((
+            format!("node_modules/{}/package.json", package.name),
+            manifest.to_string().into_bytes(),
+        ));
     }
-    Ok(())
+    links
 }
 
 /// Whether npm installs a package of this name (`name` or `@scope/name`, of letters, digits,
@@ -270,11 +270,14 @@ fn pnpm_patterns(workspace: &Path) -> Vec<String> {
 
 /// What a change to a package's manifest (`package.json`, edited, renamed or deleted) may take
 /// from the files that import the package: its name where the change renames it (what importers
-/// still name no longer resolves), and the module of its entry where the change edits what
-/// names the entry. As affected modules ([`crate::importers`]): names and paths from the root.
-pub(crate) fn manifests_changed(workspace: &Path, diff: &bugloop_diff::Diff) -> Vec<String> {
+/// still name no longer resolves), and its entry (a file, from the root) where the change edits
+/// what names the entry.
+pub(crate) fn manifests_changed(
+    workspace: &Path,
+    diff: &bugloop_diff::Diff,
+) -> (Vec<String>, Vec<String>) {
     use bugloop_diff::{ChangeKind, LineKind};
-    let mut affected = Vec::new();
+    let (mut names, mut entries) = (Vec::new(), Vec::new());
     for file in &diff.files {
         let Some(old) = file.old_path.as_deref() else {
             continue;
@@ -285,17 +288,17 @@ pub(crate) fn manifests_changed(workspace: &Path, diff: &bugloop_diff::Diff) -> 
             continue;
         }
         let lines = || file.hunks.iter().flat_map(|h| &h.lines);
-        let names = |kind: LineKind| -> Vec<String> {
+        let names_of = |kind: LineKind| -> Vec<String> {
             lines()
                 .filter(|l| l.kind == kind)
                 .filter_map(|l| manifest_name(&l.text))
                 .collect()
         };
-        let kept = names(LineKind::Added);
-        affected.extend(
-            names(LineKind::Removed)
+        let kept = names_of(LineKind::Added);
+        names.extend(
+            names_of(LineKind::Removed)
                 .into_iter()
-                .filter(|n| !kept.contains(n)),
+                .filter(|name| !kept.contains(name)),
         );
         let entry_touched = lines().filter(|l| l.kind != LineKind::Context).any(|l| {
             [
@@ -317,11 +320,11 @@ pub(crate) fn manifests_changed(workspace: &Path, diff: &bugloop_diff::Diff) -> 
         if let (true, Some(dir)) = (entry_touched, dir) {
             let dir = dir.trim_end_matches('/').to_owned();
             if let Some(entry) = package(workspace, dir).and_then(|p| p.entry) {
-                affected.push(crate::imports::module_key(&entry));
+                entries.push(entry);
             }
         }
     }
-    affected
+    (names, entries)
 }
 
 /// The name a manifest's line gives (`"name": "@acme/core",`, also within a one-line
@@ -569,13 +572,17 @@ mod tests {
              +++ b/pk/a/package.json\n@@ -1,4 +1,4 @@\n {\n-  \"name\": \"@x/a\",\n\
              -  \"main\": \"src/a.ts\"\n+  \"name\": \"@x/b\",\n+  \"main\": \"src/b.ts\"\n }\n",
         );
-        assert_eq!(manifests_changed(dir.path(), &diff), ["@x/a", "pk/a/src/b"]);
+        let (names, entries) = manifests_changed(dir.path(), &diff);
+        assert_eq!(
+            (names, entries),
+            (vec!["@x/a".to_owned()], vec!["pk/a/src/b.ts".to_owned()])
+        );
         let bump = bugloop_diff::parse(
             "diff --git a/pk/a/package.json b/pk/a/package.json\n--- a/pk/a/package.json\n\
              +++ b/pk/a/package.json\n@@ -1,3 +1,3 @@\n {\n-  \"version\": \"1.0.0\"\n\
              +  \"version\": \"1.0.1\"\n }\n",
         );
-        assert!(manifests_changed(dir.path(), &bump).is_empty());
+        assert_eq!(manifests_changed(dir.path(), &bump), (vec![], vec![]));
     }
 
     #[test]
@@ -594,7 +601,11 @@ mod tests {
             ("pk/d/package.json", r#"{ "name": "@x/../../d" }"#),
             ("pk/d/index.ts", ""),
         ]);
-        link_packages(dir.path()).unwrap();
+        for (path, content) in package_links(dir.path()) {
+            let path = dir.path().join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, content).unwrap();
+        }
         let read = |name: &str| std::fs::read_to_string(dir.path().join(name)).unwrap();
         assert_eq!(
             read("node_modules/@x/a/package.json"),
