@@ -104,13 +104,25 @@ impl Aliases {
         // The workspace's packages, read once: where a configuration maps a name, its own.
         let mut packaged = serde_json::Map::new();
         crate::workspaces::add_package_paths(workspace, &mut packaged);
-        let packages = patterns(&packaged, &root);
+        let packages = patterns_of(&packaged, &root);
         Aliases(
             dirs.into_iter()
                 .map(|dir| {
-                    let options =
-                        crate::tsconfig::options_at(workspace, &dir, &[]).unwrap_or_default();
-                    let mut patterns = patterns(&options, &root);
+                    // The configuration's own paths, then those of what it refers to.
+                    let config = in_dir(&dir, "tsconfig.json");
+                    let referenced = crate::tsconfig::references(workspace, &config);
+                    let mut patterns = Vec::new();
+                    for name in std::iter::once(&config).chain(referenced.iter().map(|(n, _)| n)) {
+                        let options = crate::tsconfig::options_of(workspace, name, &[]);
+                        for pattern in patterns_of(&options.unwrap_or_default(), &root) {
+                            if !patterns
+                                .iter()
+                                .any(|(b, a, _): &Pattern| (b, a) == (&pattern.0, &pattern.1))
+                            {
+                                patterns.push(pattern);
+                            }
+                        }
+                    }
                     let own: Vec<(String, String)> = patterns
                         .iter()
                         .map(|(b, a, _)| (b.clone(), a.clone()))
@@ -158,7 +170,7 @@ impl Aliases {
 }
 
 /// The `paths` of tsc's `options` as patterns, their targets from the root.
-fn patterns(options: &serde_json::Map<String, serde_json::Value>, root: &str) -> Vec<Pattern> {
+fn patterns_of(options: &serde_json::Map<String, serde_json::Value>, root: &str) -> Vec<Pattern> {
     let Some(paths) = options.get("paths").and_then(|p| p.as_object()) else {
         return Vec::new();
     };
@@ -176,6 +188,13 @@ fn patterns(options: &serde_json::Map<String, serde_json::Value>, root: &str) ->
             (before.to_owned(), after.to_owned(), targets)
         })
         .collect()
+}
+
+fn in_dir(dir: &str, name: &str) -> String {
+    match dir {
+        "" => name.to_owned(),
+        dir => format!("{dir}/{name}"),
+    }
 }
 
 /// A specifier's ending as TypeScript writes it for a module (`./user.js` is `./user.ts`).

@@ -113,7 +113,7 @@ pub(crate) fn batches(choice: &Choice, files: &[String], workspace: &Path) -> Ve
         for file in files {
             let dir = match tool.project {
                 Some(_) => project_dir(workspace, tool, file).unwrap_or_default(),
-                None => crate::tsconfig::config_dir(workspace, file),
+                None => crate::tsconfig::config_for(workspace, file).1,
             };
             groups.entry(dir).or_default().push(file.clone());
         }

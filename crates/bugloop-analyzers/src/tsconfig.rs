@@ -33,15 +33,18 @@ const KEPT: &[&str] = &[
 const MAX_CHAIN: usize = 8;
 const MAX_SIZE: u64 = 1 << 20;
 
-/// The options bugloop keeps (absolute `paths` among them) of the `tsconfig.json` in `dir` (from
-/// the root; `""` for the root), or `None` where there is none or the change edits its chain.
-pub(crate) fn options_at(
+/// The options bugloop keeps (absolute `paths` among them) of the configuration `config` (its
+/// name from the root) and what it extends, or `None` where there is none or the change edits
+/// its chain.
+pub(crate) fn options_of(
     workspace: &Path,
-    dir: &str,
+    config: &str,
     edited: &[String],
 ) -> Option<Map<String, Value>> {
     let mut chain = Vec::new();
-    load(workspace, &in_dir(dir, "tsconfig.json"), &mut chain);
+    if !config.is_empty() {
+        load(workspace, config, &mut chain);
+    }
     if chain.is_empty() || chain.iter().any(|(name, _)| edited.contains(name)) {
         return None;
     }
@@ -76,16 +79,91 @@ pub(crate) fn options_at(
     Some(kept)
 }
 
-/// The directory (from the root) of the `tsconfig.json` nearest above `file`, which tsc and
-/// editors apply to it: a web app's in `web/` beside a backend at the root; `""` for the root's,
-/// or where there is none.
-pub(crate) fn config_dir(workspace: &Path, file: &str) -> String {
-    file.match_indices('/')
-        .map(|(at, _)| &file[..at])
+/// The configuration tsc and editors apply to `file`, as names from the root: the nearest
+/// `tsconfig.json` above it (a web app's in `web/` beside a backend at the root), and the one it
+/// applies, which is itself or, where it refers to others (`references`, as a Vite app's does),
+/// the one whose `include` holds the file (`tsconfig.app.json` for `src/`). Empty where there
+/// is none.
+pub(crate) fn config_for(workspace: &Path, file: &str) -> (String, String) {
+    let Some(nearest) = std::iter::once("")
+        .chain(file.match_indices('/').map(|(at, _)| &file[..at]))
         .rev()
-        .find(|dir| crate::tree::regular_file(workspace, &in_dir(dir, "tsconfig.json")).is_some())
-        .unwrap_or_default()
-        .to_owned()
+        .map(|dir| in_dir(dir, "tsconfig.json"))
+        .find(|name| crate::tree::regular_file(workspace, name).is_some())
+    else {
+        return (String::new(), String::new());
+    };
+    let applied = references(workspace, &nearest)
+        .into_iter()
+        .find(|(name, config)| includes(config, &dir_of(name), file))
+        .map_or_else(|| nearest.clone(), |(name, _)| name);
+    (nearest, applied)
+}
+
+/// The configurations `config` refers to (`references`), each as a name from the root and read,
+/// within the tree; at most a few.
+pub(crate) fn references(workspace: &Path, config: &str) -> Vec<(String, Value)> {
+    let Some(read_config) = read(workspace, config) else {
+        return Vec::new();
+    };
+    let Some(list) = read_config.get("references").and_then(Value::as_array) else {
+        return Vec::new();
+    };
+    list.iter()
+        .take(MAX_CHAIN)
+        .filter_map(|reference| reference.get("path")?.as_str())
+        .filter_map(|path| {
+            let full = inside(workspace, &dir_of(config), path)?;
+            let mut name = full.strip_prefix(workspace).ok()?.to_str()?.to_owned();
+            if !name.ends_with(".json") {
+                name = in_dir(&name, "tsconfig.json");
+            }
+            let referenced = read(workspace, &name)?;
+            Some((name, referenced))
+        })
+        .collect()
+}
+
+/// Whether a configuration in `dir` takes `file` in: its `include` (a directory takes in what
+/// is below it; `*` and `**` as tsc reads them), or its `files`, or, with neither, all below it.
+fn includes(config: &Value, dir: &str, file: &str) -> bool {
+    let relative = match dir {
+        "" => file,
+        dir => match file
+            .strip_prefix(dir)
+            .and_then(|rest| rest.strip_prefix('/'))
+        {
+            Some(relative) => relative,
+            None => return false,
+        },
+    };
+    let listed = |key: &str| -> Option<Vec<String>> {
+        let list = config.get(key)?.as_array()?;
+        Some(
+            list.iter()
+                .filter_map(Value::as_str)
+                .map(|p| p.trim_start_matches("./").trim_end_matches('/').to_owned())
+                .collect(),
+        )
+    };
+    let files = listed("files");
+    let Some(include) = listed("include") else {
+        return files.is_none_or(|files| files.iter().any(|f| f == relative));
+    };
+    files.is_some_and(|files| files.iter().any(|f| f == relative))
+        || include.iter().any(|pattern| {
+            if pattern.contains(['*', '?']) {
+                globset::GlobBuilder::new(pattern)
+                    .literal_separator(true)
+                    .build()
+                    .is_ok_and(|glob| glob.compile_matcher().is_match(relative))
+            } else {
+                relative == pattern
+                    || relative
+                        .strip_prefix(pattern.as_str())
+                        .is_some_and(|rest| rest.starts_with('/'))
+            }
+        })
 }
 
 fn in_dir(dir: &str, name: &str) -> String {
@@ -223,7 +301,7 @@ mod tests {
                  \"baseUrl\": \"..\" } }",
             ),
         ]);
-        let options = options_at(dir.path(), "", &[]).unwrap();
+        let options = options_of(dir.path(), "tsconfig.json", &[]).unwrap();
         assert_eq!(options["strict"], Value::Bool(false));
         assert_eq!(options["exactOptionalPropertyTypes"], Value::Bool(true));
         assert!(!options.contains_key("noCheck"));
@@ -232,7 +310,7 @@ mod tests {
     }
 
     #[test]
-    fn a_files_configuration_is_the_nearest_above_it() {
+    fn a_files_configuration_is_the_nearest_above_it_or_the_one_it_refers_to() {
         let dir = tree(&[
             ("tsconfig.json", "{}"),
             (
@@ -240,16 +318,48 @@ mod tests {
                 r#"{ "compilerOptions": { "strict": false } }"#,
             ),
             ("web/src/a/b.ts", ""),
+            (
+                "vite/tsconfig.json",
+                r#"{ "files": [], "references": [{ "path": "./tsconfig.app.json" }, { "path": "./tsconfig.node.json" }, { "path": "../../out" }] }"#,
+            ),
+            (
+                "vite/tsconfig.app.json",
+                r#"{ "include": ["src"], "compilerOptions": { "strict": true } }"#,
+            ),
+            (
+                "vite/tsconfig.node.json",
+                r#"{ "include": ["vite.config.ts", "scripts/**/*.mts"] }"#,
+            ),
         ]);
-        assert_eq!(config_dir(dir.path(), "web/src/a/b.ts"), "web");
-        assert_eq!(config_dir(dir.path(), "api/x.ts"), "");
-        assert_eq!(config_dir(dir.path(), "x.ts"), "");
-        let web = options_at(dir.path(), "web", &[]).unwrap();
-        assert_eq!(web["strict"], Value::Bool(false));
+        let at = |file| config_for(dir.path(), file);
+        let pair = |a: &str, b: &str| (a.to_owned(), b.to_owned());
         assert_eq!(
-            options_at(dir.path(), "web", &["web/tsconfig.json".to_owned()]),
-            None
+            at("web/src/a/b.ts"),
+            pair("web/tsconfig.json", "web/tsconfig.json")
         );
+        assert_eq!(at("api/x.ts"), pair("tsconfig.json", "tsconfig.json"));
+        assert_eq!(
+            at("vite/src/App.tsx"),
+            pair("vite/tsconfig.json", "vite/tsconfig.app.json")
+        );
+        assert_eq!(
+            at("vite/vite.config.ts"),
+            pair("vite/tsconfig.json", "vite/tsconfig.node.json")
+        );
+        assert_eq!(
+            at("vite/scripts/x/gen.mts"),
+            pair("vite/tsconfig.json", "vite/tsconfig.node.json")
+        );
+        assert_eq!(
+            at("vite/other.ts"),
+            pair("vite/tsconfig.json", "vite/tsconfig.json")
+        );
+        let web = options_of(dir.path(), "web/tsconfig.json", &[]).unwrap();
+        assert_eq!(web["strict"], Value::Bool(false));
+        let edited = ["web/tsconfig.json".to_owned()];
+        assert_eq!(options_of(dir.path(), "web/tsconfig.json", &edited), None);
+        let none = tree(&[("a.ts", "")]);
+        assert_eq!(config_for(none.path(), "a.ts"), pair("", ""));
     }
 
     #[test]
@@ -261,14 +371,17 @@ mod tests {
                 "{ \"compilerOptions\": { \"strict\": false } }",
             ),
         ]);
-        assert!(options_at(dir.path(), "", &[]).is_some());
-        assert_eq!(options_at(dir.path(), "", &["base.json".to_owned()]), None);
+        assert!(options_of(dir.path(), "tsconfig.json", &[]).is_some());
         assert_eq!(
-            options_at(dir.path(), "", &["tsconfig.json".to_owned()]),
+            options_of(dir.path(), "tsconfig.json", &["base.json".to_owned()]),
+            None
+        );
+        assert_eq!(
+            options_of(dir.path(), "tsconfig.json", &["tsconfig.json".to_owned()]),
             None
         );
         let empty = tree(&[("src/a.ts", "")]);
-        assert_eq!(options_at(empty.path(), "", &[]), None);
+        assert_eq!(options_of(empty.path(), "tsconfig.json", &[]), None);
         // A link is not read.
         let linked = tree(&[(
             "real.json",
@@ -279,6 +392,6 @@ mod tests {
             linked.path().join("tsconfig.json"),
         )
         .unwrap();
-        assert_eq!(options_at(linked.path(), "", &[]), None);
+        assert_eq!(options_of(linked.path(), "tsconfig.json", &[]), None);
     }
 }

@@ -122,13 +122,18 @@ const RUNTIME_GLOBALS: &[&str] = &[
 /// is not there, and the files are not checked.
 pub(crate) fn args(i: Invocation<'_>) -> Vec<String> {
     let mut options = options();
-    // The files of one run share their configuration ([`crate::input::batches`]).
-    let dir = i
+    // The files of one run share their configuration ([`crate::input::batches`]); one the
+    // change edits, or that refers to one it applies, is not read.
+    let (nearest, applied) = i
         .files
         .first()
-        .map(|file| crate::tsconfig::config_dir(i.workspace, file))
+        .map(|file| crate::tsconfig::config_for(i.workspace, file))
         .unwrap_or_default();
-    match crate::tsconfig::options_at(i.workspace, &dir, i.edited) {
+    let project = match i.edited.contains(&nearest) {
+        true => None,
+        false => crate::tsconfig::options_of(i.workspace, &applied, i.edited),
+    };
+    match project {
         Some(project) => options.extend(project),
         None => {
             options.insert("strict".to_owned(), Value::Bool(true));

@@ -555,3 +555,49 @@ async fn a_python_backend_below_the_root_imports_from_its_own_directory() {
         .collect();
     assert_eq!(own, [("backend/app/cart.py", 5)], "{analysis:#?}");
 }
+
+/// A Vite app's `tsconfig.json` only refers to `tsconfig.app.json` (strict, `@/*`) for `src`:
+/// that is the configuration its files are checked under, so a value possibly `undefined`
+/// through the alias is found, and the page a change breaks through it too.
+#[tokio::test]
+async fn a_vite_apps_files_are_checked_under_the_configuration_it_refers_to() {
+    let repo = TestRepo::with_files(&[
+        (
+            "tsconfig.json",
+            "{\n  \"files\": [],\n  \"references\": [{ \"path\": \"./tsconfig.app.json\" }, { \"path\": \"./tsconfig.node.json\" }]\n}\n",
+        ),
+        (
+            "tsconfig.app.json",
+            "{\n  \"compilerOptions\": {\n    /* Linting */\n    \"strict\": true,\n    \"paths\": { \"@/*\": [\"./src/*\"] }\n  },\n  \"include\": [\"src\"]\n}\n",
+        ),
+        ("tsconfig.node.json", "{ \"include\": [\"vite.config.ts\"] }"),
+        (
+            "src/lib/users.ts",
+            "export function findUser(id: string): { name: string } | undefined {\n  return id ? { name: id } : undefined;\n}\n",
+        ),
+        (
+            "src/pages/profile.ts",
+            "import { findUser } from '@/lib/users';\n\nexport const shown = findUser('a');\n",
+        ),
+    ]);
+    repo.branch("change");
+    repo.write(
+        "src/lib/users.ts",
+        "export function findUser(id: string, org: string): { name: string } | undefined {\n  \
+         return id ? { name: `${org}/${id}` } : undefined;\n}\n",
+    );
+    repo.write(
+        "src/components/hello.ts",
+        "import { findUser } from '@/lib/users';\n\nexport const hello = (id: string) => findUser(id, 'x').name;\n",
+    );
+    repo.commit("change");
+    let analysis = review(&repo, "tsc", true).await;
+    assert_broken_at(&analysis, &[("src/pages/profile.ts", 3)]);
+    let own: Vec<(&str, u32)> = analysis
+        .candidates
+        .iter()
+        .filter(|c| !c.unedited)
+        .map(|c| (c.hit.file.as_str(), c.hit.line))
+        .collect();
+    assert_eq!(own, [("src/components/hello.ts", 3)], "{analysis:#?}");
+}
