@@ -58,33 +58,56 @@ pub(super) fn assert_broken_at(analysis: &Analysis, places: &[(&str, u32)]) {
     assert_eq!(found, places, "{analysis:#?}");
 }
 
+/// The findings in files the change edits are at `places`, and only there.
+#[track_caller]
+fn assert_own_at(analysis: &Analysis, places: &[(&str, u32)]) {
+    let found: Vec<(&str, u32)> = analysis
+        .candidates
+        .iter()
+        .filter(|c| !c.unedited)
+        .map(|c| (c.hit.file.as_str(), c.hit.line))
+        .collect();
+    assert_eq!(found, places, "{analysis:#?}");
+}
+
+/// A repository of `base` on `main`, and its branch `change` that writes `changed` over it.
+pub(super) fn changed_repo(base: &[(&str, &str)], changed: &[(&str, &str)]) -> TestRepo {
+    let repo = TestRepo::with_files(base);
+    repo.branch("change");
+    for (path, text) in changed {
+        repo.write(path, text);
+    }
+    repo.commit("change");
+    repo
+}
+
 /// `getUser` renamed in `src/user.ts`; two files still import it, and a third that imports it
 /// too had a type error of its own before the change.
 fn renamed_export() -> TestRepo {
-    let repo = TestRepo::with_files(&[
-        (
+    let repo = changed_repo(
+        &[
+            (
+                "src/user.ts",
+                "export function getUser(id: number): string {\n  return `user ${id}`;\n}\n",
+            ),
+            (
+                "src/app.ts",
+                "import { getUser } from './user';\n\nexport const first = getUser(1);\n",
+            ),
+            (
+                "src/pages/profile.ts",
+                "import { getUser } from '../user';\n\nexport const shown = getUser(2);\n",
+            ),
+            (
+                "src/legacy.ts",
+                "import * as users from './user';\n\nexport const count: number = 'many';\nexport const u = users;\n",
+            ),
+        ],
+        &[(
             "src/user.ts",
-            "export function getUser(id: number): string {\n  return `user ${id}`;\n}\n",
-        ),
-        (
-            "src/app.ts",
-            "import { getUser } from './user';\n\nexport const first = getUser(1);\n",
-        ),
-        (
-            "src/pages/profile.ts",
-            "import { getUser } from '../user';\n\nexport const shown = getUser(2);\n",
-        ),
-        (
-            "src/legacy.ts",
-            "import * as users from './user';\n\nexport const count: number = 'many';\nexport const u = users;\n",
-        ),
-    ]);
-    repo.branch("change");
-    repo.write(
-        "src/user.ts",
-        "export function fetchUser(id: number): string {\n  return `user ${id}`;\n}\n",
+            "export function fetchUser(id: number): string {\n  return `user ${id}`;\n}\n",
+        )],
     );
-    repo.commit("change");
     repo
 }
 
@@ -175,22 +198,22 @@ async fn ty_finds_a_caller_a_deletion_breaks_and_a_signature_change_breaks() {
 
 #[tokio::test]
 async fn a_change_that_only_deletes_still_has_its_importers_checked() {
-    let repo = TestRepo::with_files(&[
-        (
+    let repo = changed_repo(
+        &[
+            (
+                "src/format.ts",
+                "export const money = (n: number) => `$${n}`;\n\nexport const percent = (n: number) => `${n}%`;\n",
+            ),
+            (
+                "src/report.ts",
+                "import { percent } from './format';\n\nexport const share = percent(12);\n",
+            ),
+        ],
+        &[(
             "src/format.ts",
-            "export const money = (n: number) => `$${n}`;\n\nexport const percent = (n: number) => `${n}%`;\n",
-        ),
-        (
-            "src/report.ts",
-            "import { percent } from './format';\n\nexport const share = percent(12);\n",
-        ),
-    ]);
-    repo.branch("change");
-    repo.write(
-        "src/format.ts",
-        "export const money = (n: number) => `$${n}`;\n",
+            "export const money = (n: number) => `$${n}`;\n",
+        )],
     );
-    repo.commit("change");
     let analysis = review(&repo, "tsc", true).await;
     let broken = unedited(&analysis);
     assert_eq!(broken.len(), 1, "{analysis:#?}");
@@ -273,22 +296,22 @@ async fn touching_an_importer_or_a_large_file_hides_no_breakage() {
 /// An importer's old error whose message prints a type the change widens is still the base's.
 #[tokio::test]
 async fn an_old_error_whose_message_the_change_rewords_is_not_the_changes() {
-    let repo = TestRepo::with_files(&[
-        (
+    let repo = changed_repo(
+        &[
+            (
+                "src/config.ts",
+                "export const defaults = { port: 8080, host: 'localhost' };\n",
+            ),
+            (
+                "src/server.ts",
+                "import { defaults } from './config';\n\nexport const port: number = defaults;\n",
+            ),
+        ],
+        &[(
             "src/config.ts",
-            "export const defaults = { port: 8080, host: 'localhost' };\n",
-        ),
-        (
-            "src/server.ts",
-            "import { defaults } from './config';\n\nexport const port: number = defaults;\n",
-        ),
-    ]);
-    repo.branch("change");
-    repo.write(
-        "src/config.ts",
-        "export const defaults = { port: 8080, host: 'localhost', tls: false };\n",
+            "export const defaults = { port: 8080, host: 'localhost', tls: false };\n",
+        )],
     );
-    repo.commit("change");
     let analysis = review(&repo, "tsc", true).await;
     assert!(unedited(&analysis).is_empty(), "{analysis:#?}");
     let checked = analysis.runs[0].importers.as_ref().unwrap();
@@ -357,41 +380,41 @@ async fn an_edited_tsconfig_does_not_lose_the_aliased_importers() {
 /// change adds to the package breaks both, though no `node_modules` links them.
 #[tokio::test]
 async fn a_change_to_a_workspace_package_breaks_the_apps_that_import_it_by_name() {
-    let repo = TestRepo::with_files(&[
-        ("package.json", r#"{ "private": true }"#),
-        (
-            "pnpm-workspace.yaml",
-            "packages:\n  - 'packages/*'\n  - 'apps/*'\n",
-        ),
-        (
-            "packages/core/package.json",
-            r#"{ "name": "@acme/core", "main": "dist/index.js", "types": "dist/index.d.ts" }"#,
-        ),
-        (
+    let repo = changed_repo(
+        &[
+            ("package.json", r#"{ "private": true }"#),
+            (
+                "pnpm-workspace.yaml",
+                "packages:\n  - 'packages/*'\n  - 'apps/*'\n",
+            ),
+            (
+                "packages/core/package.json",
+                r#"{ "name": "@acme/core", "main": "dist/index.js", "types": "dist/index.d.ts" }"#,
+            ),
+            (
+                "packages/core/src/money.ts",
+                "export function formatPrice(cents: number): string {\n  return `$${cents / 100}`;\n}\n",
+            ),
+            (
+                "packages/core/src/index.ts",
+                "export { formatPrice } from './money';\n",
+            ),
+            ("apps/web/package.json", r#"{ "name": "@acme/web" }"#),
+            (
+                "apps/web/src/cart.ts",
+                "import { formatPrice } from '@acme/core';\n\nexport const shown = formatPrice(250);\n",
+            ),
+            (
+                "apps/web/src/receipt.ts",
+                "import { formatPrice } from '@acme/core/money';\n\nexport const paid = formatPrice(9);\n",
+            ),
+        ],
+        &[(
             "packages/core/src/money.ts",
-            "export function formatPrice(cents: number): string {\n  return `$${cents / 100}`;\n}\n",
-        ),
-        (
-            "packages/core/src/index.ts",
-            "export { formatPrice } from './money';\n",
-        ),
-        ("apps/web/package.json", r#"{ "name": "@acme/web" }"#),
-        (
-            "apps/web/src/cart.ts",
-            "import { formatPrice } from '@acme/core';\n\nexport const shown = formatPrice(250);\n",
-        ),
-        (
-            "apps/web/src/receipt.ts",
-            "import { formatPrice } from '@acme/core/money';\n\nexport const paid = formatPrice(9);\n",
-        ),
-    ]);
-    repo.branch("change");
-    repo.write(
-        "packages/core/src/money.ts",
-        "export function formatPrice(cents: number, currency: string): string {\n  \
+            "export function formatPrice(cents: number, currency: string): string {\n  \
          return `${currency} ${cents / 100}`;\n}\n",
+        )],
     );
-    repo.commit("change");
     let analysis = review(&repo, "tsc", true).await;
     // One cause, one finding: the other place is named in it.
     assert_broken_at(&analysis, &[("apps/web/src/cart.ts", 3)]);
@@ -404,35 +427,35 @@ async fn a_change_to_a_workspace_package_breaks_the_apps_that_import_it_by_name(
 /// environment has the package installed.
 #[tokio::test]
 async fn a_change_to_a_uv_workspace_member_breaks_the_apps_that_import_it() {
-    let repo = TestRepo::with_files(&[
-        (
-            "pyproject.toml",
-            "[project]\nname = \"acme\"\nversion = \"0\"\n\n[tool.uv.workspace]\nmembers = [\"packages/*\", \"apps/*\"]\n",
-        ),
-        (
-            "packages/core/pyproject.toml",
-            "[project]\nname = \"acme-core\"\n",
-        ),
-        (
-            "packages/core/src/acme_core/__init__.py",
-            "from acme_core.money import format_price\n",
-        ),
-        (
+    let repo = changed_repo(
+        &[
+            (
+                "pyproject.toml",
+                "[project]\nname = \"acme\"\nversion = \"0\"\n\n[tool.uv.workspace]\nmembers = [\"packages/*\", \"apps/*\"]\n",
+            ),
+            (
+                "packages/core/pyproject.toml",
+                "[project]\nname = \"acme-core\"\n",
+            ),
+            (
+                "packages/core/src/acme_core/__init__.py",
+                "from acme_core.money import format_price\n",
+            ),
+            (
+                "packages/core/src/acme_core/money.py",
+                "def format_price(cents: int) -> str:\n    return f\"{cents / 100:.2f}\"\n",
+            ),
+            ("apps/api/pyproject.toml", "[project]\nname = \"api\"\n"),
+            (
+                "apps/api/src/api/cart.py",
+                "from acme_core import format_price\n\n\ndef line(cents: int) -> str:\n    return format_price(cents)\n",
+            ),
+        ],
+        &[(
             "packages/core/src/acme_core/money.py",
-            "def format_price(cents: int) -> str:\n    return f\"{cents / 100:.2f}\"\n",
-        ),
-        ("apps/api/pyproject.toml", "[project]\nname = \"api\"\n"),
-        (
-            "apps/api/src/api/cart.py",
-            "from acme_core import format_price\n\n\ndef line(cents: int) -> str:\n    return format_price(cents)\n",
-        ),
-    ]);
-    repo.branch("change");
-    repo.write(
-        "packages/core/src/acme_core/money.py",
-        "def format_price(cents: int, currency: str) -> str:\n    return f\"{currency} {cents / 100:.2f}\"\n",
+            "def format_price(cents: int, currency: str) -> str:\n    return f\"{currency} {cents / 100:.2f}\"\n",
+        )],
     );
-    repo.commit("change");
     let analysis = review(&repo, "ty", true).await;
     assert_broken_at(&analysis, &[("apps/api/src/api/cart.py", 5)]);
 }
@@ -478,41 +501,37 @@ async fn renaming_a_workspace_package_breaks_the_apps_that_import_its_old_name()
 /// is found, and so is the page it breaks.
 #[tokio::test]
 async fn a_web_app_below_the_root_is_checked_under_its_own_configuration() {
-    let repo = TestRepo::with_files(&[
-        ("api/main.py", "def handler():\n    return 1\n"),
-        (
-            "web/tsconfig.json",
-            r#"{ "compilerOptions": { "strict": true, "paths": { "@/*": ["./src/*"] } } }"#,
-        ),
-        (
-            "web/src/lib/money.ts",
-            "export function formatPrice(cents: number): string {\n  return `$${cents / 100}`;\n}\n",
-        ),
-        (
-            "web/src/app/page.ts",
-            "import { formatPrice } from '@/lib/money';\n\nexport const shown = formatPrice(250);\n",
-        ),
-    ]);
-    repo.branch("change");
-    repo.write(
-        "web/src/lib/money.ts",
-        "export function formatPrice(cents: number, currency: string): string {\n  \
+    let repo = changed_repo(
+        &[
+            ("api/main.py", "def handler():\n    return 1\n"),
+            (
+                "web/tsconfig.json",
+                r#"{ "compilerOptions": { "strict": true, "paths": { "@/*": ["./src/*"] } } }"#,
+            ),
+            (
+                "web/src/lib/money.ts",
+                "export function formatPrice(cents: number): string {\n  return `$${cents / 100}`;\n}\n",
+            ),
+            (
+                "web/src/app/page.ts",
+                "import { formatPrice } from '@/lib/money';\n\nexport const shown = formatPrice(250);\n",
+            ),
+        ],
+        &[
+            (
+                "web/src/lib/money.ts",
+                "export function formatPrice(cents: number, currency: string): string {\n  \
          return `${currency} ${cents / 100}`;\n}\n",
+            ),
+            (
+                "web/src/app/cart.ts",
+                "import { formatPrice } from '@/lib/money';\n\nexport const paid: number = formatPrice(3, 'EUR');\n",
+            ),
+        ],
     );
-    repo.write(
-        "web/src/app/cart.ts",
-        "import { formatPrice } from '@/lib/money';\n\nexport const paid: number = formatPrice(3, 'EUR');\n",
-    );
-    repo.commit("change");
     let analysis = review(&repo, "tsc", true).await;
     assert_broken_at(&analysis, &[("web/src/app/page.ts", 3)]);
-    let own: Vec<(&str, u32)> = analysis
-        .candidates
-        .iter()
-        .filter(|c| !c.unedited)
-        .map(|c| (c.hit.file.as_str(), c.hit.line))
-        .collect();
-    assert_eq!(own, [("web/src/app/cart.ts", 3)], "{analysis:#?}");
+    assert_own_at(&analysis, &[("web/src/app/cart.ts", 3)]);
 }
 
 /// A Python backend below the root (`backend/requirements.txt`, beside a web app) imports its
@@ -521,39 +540,35 @@ async fn a_web_app_below_the_root_is_checked_under_its_own_configuration() {
 /// return and the route it breaks.
 #[tokio::test]
 async fn a_python_backend_below_the_root_imports_from_its_own_directory() {
-    let repo = TestRepo::with_files(&[
-        ("frontend/package.json", "{ \"name\": \"frontend\" }"),
-        ("backend/requirements.txt", "fastapi\n"),
-        ("backend/app/__init__.py", ""),
-        ("backend/app/services/__init__.py", ""),
-        (
-            "backend/app/services/pricing.py",
-            "def price_of(cents: int) -> str:\n    return f\"{cents / 100:.2f}\"\n",
-        ),
-        (
-            "backend/app/api.py",
-            "from app.services.pricing import price_of\n\n\ndef show(cents: int) -> str:\n    return price_of(cents)\n",
-        ),
-    ]);
-    repo.branch("change");
-    repo.write(
-        "backend/app/services/pricing.py",
-        "def price_of(cents: int, currency: str) -> str:\n    return f\"{currency} {cents / 100:.2f}\"\n",
+    let repo = changed_repo(
+        &[
+            ("frontend/package.json", "{ \"name\": \"frontend\" }"),
+            ("backend/requirements.txt", "fastapi\n"),
+            ("backend/app/__init__.py", ""),
+            ("backend/app/services/__init__.py", ""),
+            (
+                "backend/app/services/pricing.py",
+                "def price_of(cents: int) -> str:\n    return f\"{cents / 100:.2f}\"\n",
+            ),
+            (
+                "backend/app/api.py",
+                "from app.services.pricing import price_of\n\n\ndef show(cents: int) -> str:\n    return price_of(cents)\n",
+            ),
+        ],
+        &[
+            (
+                "backend/app/services/pricing.py",
+                "def price_of(cents: int, currency: str) -> str:\n    return f\"{currency} {cents / 100:.2f}\"\n",
+            ),
+            (
+                "backend/app/cart.py",
+                "from app.services.pricing import price_of\n\n\ndef total(cents: int) -> int:\n    return price_of(cents, \"EUR\")\n",
+            ),
+        ],
     );
-    repo.write(
-        "backend/app/cart.py",
-        "from app.services.pricing import price_of\n\n\ndef total(cents: int) -> int:\n    return price_of(cents, \"EUR\")\n",
-    );
-    repo.commit("change");
     let analysis = review(&repo, "ty", true).await;
     assert_broken_at(&analysis, &[("backend/app/api.py", 5)]);
-    let own: Vec<(&str, u32)> = analysis
-        .candidates
-        .iter()
-        .filter(|c| !c.unedited)
-        .map(|c| (c.hit.file.as_str(), c.hit.line))
-        .collect();
-    assert_eq!(own, [("backend/app/cart.py", 5)], "{analysis:#?}");
+    assert_own_at(&analysis, &[("backend/app/cart.py", 5)]);
 }
 
 /// A Vite app's `tsconfig.json` only refers to `tsconfig.app.json` (strict, `@/*`) for `src`:
@@ -561,43 +576,42 @@ async fn a_python_backend_below_the_root_imports_from_its_own_directory() {
 /// through the alias is found, and the page a change breaks through it too.
 #[tokio::test]
 async fn a_vite_apps_files_are_checked_under_the_configuration_it_refers_to() {
-    let repo = TestRepo::with_files(&[
-        (
-            "tsconfig.json",
-            "{\n  \"files\": [],\n  \"references\": [{ \"path\": \"./tsconfig.app.json\" }, { \"path\": \"./tsconfig.node.json\" }]\n}\n",
-        ),
-        (
-            "tsconfig.app.json",
-            "{\n  \"compilerOptions\": {\n    /* Linting */\n    \"strict\": true,\n    \"paths\": { \"@/*\": [\"./src/*\"] }\n  },\n  \"include\": [\"src\"]\n}\n",
-        ),
-        ("tsconfig.node.json", "{ \"include\": [\"vite.config.ts\"] }"),
-        (
-            "src/lib/users.ts",
-            "export function findUser(id: string): { name: string } | undefined {\n  return id ? { name: id } : undefined;\n}\n",
-        ),
-        (
-            "src/pages/profile.ts",
-            "import { findUser } from '@/lib/users';\n\nexport const shown = findUser('a');\n",
-        ),
-    ]);
-    repo.branch("change");
-    repo.write(
-        "src/lib/users.ts",
-        "export function findUser(id: string, org: string): { name: string } | undefined {\n  \
+    let repo = changed_repo(
+        &[
+            (
+                "tsconfig.json",
+                "{\n  \"files\": [],\n  \"references\": [{ \"path\": \"./tsconfig.app.json\" }, { \"path\": \"./tsconfig.node.json\" }]\n}\n",
+            ),
+            (
+                "tsconfig.app.json",
+                "{\n  \"compilerOptions\": {\n    /* Linting */\n    \"strict\": true,\n    \"paths\": { \"@/*\": [\"./src/*\"] }\n  },\n  \"include\": [\"src\"]\n}\n",
+            ),
+            (
+                "tsconfig.node.json",
+                "{ \"include\": [\"vite.config.ts\"] }",
+            ),
+            (
+                "src/lib/users.ts",
+                "export function findUser(id: string): { name: string } | undefined {\n  return id ? { name: id } : undefined;\n}\n",
+            ),
+            (
+                "src/pages/profile.ts",
+                "import { findUser } from '@/lib/users';\n\nexport const shown = findUser('a');\n",
+            ),
+        ],
+        &[
+            (
+                "src/lib/users.ts",
+                "export function findUser(id: string, org: string): { name: string } | undefined {\n  \
          return id ? { name: `${org}/${id}` } : undefined;\n}\n",
+            ),
+            (
+                "src/components/hello.ts",
+                "import { findUser } from '@/lib/users';\n\nexport const hello = (id: string) => findUser(id, 'x').name;\n",
+            ),
+        ],
     );
-    repo.write(
-        "src/components/hello.ts",
-        "import { findUser } from '@/lib/users';\n\nexport const hello = (id: string) => findUser(id, 'x').name;\n",
-    );
-    repo.commit("change");
     let analysis = review(&repo, "tsc", true).await;
     assert_broken_at(&analysis, &[("src/pages/profile.ts", 3)]);
-    let own: Vec<(&str, u32)> = analysis
-        .candidates
-        .iter()
-        .filter(|c| !c.unedited)
-        .map(|c| (c.hit.file.as_str(), c.hit.line))
-        .collect();
-    assert_eq!(own, [("src/components/hello.ts", 3)], "{analysis:#?}");
+    assert_own_at(&analysis, &[("src/components/hello.ts", 3)]);
 }
