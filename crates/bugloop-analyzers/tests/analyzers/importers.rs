@@ -84,7 +84,7 @@ pub(super) fn changed_repo(base: &[(&str, &str)], changed: &[(&str, &str)]) -> T
 /// `getUser` renamed in `src/user.ts`; two files still import it, and a third that imports it
 /// too had a type error of its own before the change.
 fn renamed_export() -> TestRepo {
-    let repo = changed_repo(
+    changed_repo(
         &[
             (
                 "src/user.ts",
@@ -107,8 +107,7 @@ fn renamed_export() -> TestRepo {
             "src/user.ts",
             "export function fetchUser(id: number): string {\n  return `user ${id}`;\n}\n",
         )],
-    );
-    repo
+    )
 }
 
 #[tokio::test]
