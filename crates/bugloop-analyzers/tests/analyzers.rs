@@ -13,6 +13,8 @@ use bugloop_analyzers::{
 use bugloop_sandbox::{Policy, SandboxSettings};
 use bugloop_testkit::TestRepo;
 
+#[path = "analyzers/cases.rs"]
+mod cases;
 #[path = "analyzers/compilers.rs"]
 mod compilers;
 #[path = "analyzers/importers.rs"]
