@@ -21,6 +21,8 @@ use serde_json::{Map, Value};
 const MAX_MANIFEST: u64 = 256 << 10;
 /// Most packages made aliases (a tree of a thousand `package.json` files is not read whole).
 const MAX_PACKAGES: usize = 500;
+/// Most subpaths of one package's `exports` read.
+const MAX_SUBPATHS: usize = 100;
 /// Most `package.json` files looked at for a workspace.
 const MAX_MANIFESTS: usize = 5_000;
 
@@ -70,6 +72,12 @@ pub(crate) fn add_package_paths(workspace: &Path, options: &mut Map<String, Valu
         )];
         if let Some(entry) = &package.entry {
             aliases.push((package.name.clone(), vec![absolute(entry)]));
+        }
+        for (subpath, source) in &package.subpaths {
+            aliases.push((
+                format!("{}/{subpath}", package.name),
+                vec![absolute(source)],
+            ));
         }
         for (pattern, targets) in aliases {
             paths
@@ -128,6 +136,9 @@ struct Package {
     dir: String,
     /// The file of the tree its name resolves to, from the root, where one is found.
     entry: Option<String>,
+    /// Its subpaths its `exports` name one by one (`./money`), each with the file of the tree it
+    /// resolves to.
+    subpaths: Vec<(String, String)>,
 }
 
 /// The workspace's packages, by their directories' order, at most [`MAX_PACKAGES`].
@@ -364,10 +375,25 @@ fn package(workspace: &Path, dir: String) -> Option<Package> {
                     .find(|path| crate::tree::regular_file(workspace, path).is_some())
             })
         });
+    let subpaths = match manifest.get("exports") {
+        Some(Value::Object(exports)) => exports
+            .iter()
+            .filter(|(key, _)| key.starts_with("./") && !key.contains('*'))
+            .take(MAX_SUBPATHS)
+            .filter_map(|(key, target)| {
+                let mut written = Vec::new();
+                conditional(target, 0, &mut written);
+                let source = written.iter().find_map(|w| source_of(workspace, &dir, w))?;
+                Some((key.trim_start_matches("./").to_owned(), source))
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
     Some(Package {
         name: name.to_owned(),
         dir,
         entry,
+        subpaths,
     })
 }
 
@@ -491,9 +517,10 @@ mod tests {
             ("packages/ui/src/index.tsx", "export const b = 1;"),
             (
                 "packages/util/package.json",
-                r#"{ "name": "util-x", "exports": { ".": { "import": "./build/esm/main.mjs" } } }"#,
+                r#"{ "name": "util-x", "exports": { ".": { "import": "./build/esm/main.mjs" }, "./fmt": { "types": "./build/types/format/index.d.ts" }, "./*": "./x/*.js" } }"#,
             ),
             ("packages/util/src/main.ts", "export const c = 1;"),
+            ("packages/util/src/format/index.ts", ""),
             ("apps/web/package.json", r#"{ "name": "web" }"#),
             ("apps/other/package.json", r#"{ "name": "other" }"#),
             (
@@ -508,6 +535,7 @@ mod tests {
             "@acme/ui": ["packages/ui/src/index.tsx"],
             "@acme/ui/*": ["packages/ui/src/*", "packages/ui/*"],
             "util-x": ["packages/util/src/main.ts"],
+            "util-x/fmt": ["packages/util/src/format/index.ts"],
             "util-x/*": ["packages/util/src/*", "packages/util/*"],
             "web/*": ["apps/web/src/*", "apps/web/*"],
         }});
