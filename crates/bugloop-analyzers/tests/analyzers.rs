@@ -126,6 +126,24 @@ async fn run_in(
     .await
 }
 
+/// Where the candidates are: each one's file and line.
+fn places(analysis: &Analysis) -> Vec<(&str, u32)> {
+    analysis
+        .candidates
+        .iter()
+        .map(|c| (c.hit.file.as_str(), c.hit.line))
+        .collect()
+}
+
+/// What the candidates are: each one's rule and line.
+fn rules(analysis: &Analysis) -> Vec<(&str, u32)> {
+    analysis
+        .candidates
+        .iter()
+        .map(|c| (c.hit.rule.as_str(), c.hit.line))
+        .collect()
+}
+
 /// The built-in `tool` alone on the change `main..change` of `repo`.
 async fn run_built_in(repo: &TestRepo, tool: &str) -> Analysis {
     let diff = bugloop_diff::parse(repo.git(&["diff", "main..change"]));
@@ -461,12 +479,7 @@ async fn bugloop_python_says_which_files_it_did_not_check() {
             .contains("cannot parse it (a syntax error at line 3)"),
         "{unchecked:?}"
     );
-    let found: Vec<(&str, u32)> = analysis
-        .candidates
-        .iter()
-        .map(|c| (c.hit.file.as_str(), c.hit.line))
-        .collect();
-    assert_eq!(found, [("padded.py", 2)], "{analysis:#?}");
+    assert_eq!(places(&analysis), [("padded.py", 2)], "{analysis:#?}");
 }
 
 /// A Python file the change leaves unparseable is one finding, ruff's first syntax error (ruff
@@ -645,12 +658,7 @@ async fn tsc_takes_the_projects_strictness_and_paths_from_its_unchanged_configur
     );
     repo.commit("change");
     let analysis = run_built_in(&repo, "tsc").await;
-    let found: Vec<(&str, u32)> = analysis
-        .candidates
-        .iter()
-        .map(|c| (c.hit.rule.as_str(), c.hit.line))
-        .collect();
-    assert_eq!(found, [("TS2345", 11)], "{analysis:#?}");
+    assert_eq!(rules(&analysis), [("TS2345", 11)], "{analysis:#?}");
 }
 
 /// A file ty cannot read (Latin-1, which Python runs with its coding line) is a file ty did not

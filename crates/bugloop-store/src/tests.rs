@@ -120,18 +120,18 @@ async fn a_store_directory_that_is_a_file_is_said_so() {
     assert!(error.to_string().contains("is not a directory"), "{error}");
 }
 
+/// A store at `path` made by bugloop, then changed by `sql` as a tool outside bugloop could.
+async fn altered(path: &std::path::Path, sql: &str) {
+    let store = Store::open(path).await.unwrap();
+    sqlx::raw_sql(sql).execute(&store.pool).await.unwrap();
+    store.close().await;
+}
+
 #[tokio::test]
 async fn a_database_of_someone_else_is_not_taken_for_ours() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("store.db");
-    {
-        let store = Store::open(&path).await.unwrap();
-        sqlx::raw_sql("DROP TABLE threads")
-            .execute(&store.pool)
-            .await
-            .unwrap();
-        store.close().await;
-    }
+    altered(&path, "DROP TABLE threads").await;
     let error = Store::open(&path).await.unwrap_err();
     assert!(error.to_string().contains("tables are missing"), "{error}");
 }
@@ -140,22 +140,17 @@ async fn a_database_of_someone_else_is_not_taken_for_ours() {
 async fn who_wrote_a_comment_is_recorded_not_inferred_and_older_rows_say_unknown() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("store.db");
-    {
-        // A store as the first schema wrote it, with one comment in it.
-        let store = Store::open(&path).await.unwrap();
-        sqlx::raw_sql(
-            "DROP TABLE item_assignees; DROP TABLE checks; DROP TABLE reviewers; DROP TABLE item_reviews; \
-             DROP TABLE solve_transitions; DROP TABLE item_labels; DROP TABLE items; \
-             ALTER TABLE comments DROP COLUMN by_bugloop; PRAGMA user_version = 1; \
-             INSERT INTO comments (change, kind, author, body, created_at, updated_at, thread_id) \
-             VALUES ('b', 'issue', 'bugloop', 'old', '2026-01-01T00:00:00Z', \
-             '2026-01-01T00:00:00Z', 1);",
-        )
-        .execute(&store.pool)
-        .await
-        .unwrap();
-        store.close().await;
-    }
+    // A store as the first schema wrote it, with one comment in it.
+    altered(
+        &path,
+        "DROP TABLE item_assignees; DROP TABLE checks; DROP TABLE reviewers; DROP TABLE item_reviews; \
+         DROP TABLE solve_transitions; DROP TABLE item_labels; DROP TABLE items; \
+         ALTER TABLE comments DROP COLUMN by_bugloop; PRAGMA user_version = 1; \
+         INSERT INTO comments (change, kind, author, body, created_at, updated_at, thread_id) \
+         VALUES ('b', 'issue', 'bugloop', 'old', '2026-01-01T00:00:00Z', \
+         '2026-01-01T00:00:00Z', 1);",
+    )
+    .await;
     let store = Store::open(&path).await.unwrap();
     let old = &store.comments("b").await.unwrap()[0];
     assert_eq!(old.by_bugloop, None);

@@ -101,13 +101,8 @@ async fn a_promise_of_a_workspace_package_left_floating_is_found() {
     );
     repo.commit("jobs");
     let analysis = super::run_built_in(&repo, "biome").await;
-    let found: Vec<(&str, u32)> = analysis
-        .candidates
-        .iter()
-        .map(|c| (c.hit.rule.as_str(), c.hit.line))
-        .collect();
     assert_eq!(
-        found,
+        super::rules(&analysis),
         [("lint/nursery/noFloatingPromises", 4)],
         "{analysis:#?}"
     );
