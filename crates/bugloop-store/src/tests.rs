@@ -121,7 +121,7 @@ async fn a_store_directory_that_is_a_file_is_said_so() {
 }
 
 /// A store at `path` made by bugloop, then changed by `sql` as a tool outside bugloop could.
-async fn altered(path: &std::path::Path, sql: &str) {
+async fn altered(path: &Path, sql: &str) {
     let store = Store::open(path).await.unwrap();
     sqlx::raw_sql(sql).execute(&store.pool).await.unwrap();
     store.close().await;
