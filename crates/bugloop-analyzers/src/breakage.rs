@@ -12,7 +12,7 @@ use bugloop_diff::ChangeKind;
 
 use crate::copy::{Copied, copy_tree, inside, write_file};
 use crate::hit::{Candidate, Hit};
-use crate::importers::{BaseFile, BaseTree, ImportersChecked, Language, importers};
+use crate::importers::{BaseFile, BaseTree, ImportersChecked, Language, importers_of_change};
 use crate::run::{Request, execute, plan};
 use crate::scope::ChangedLines;
 use crate::weight::Weight;
@@ -34,9 +34,12 @@ pub(crate) async fn check_importers<'t>(
     let base = request.base.filter(|_| !request.alone)?;
     // Reading the tree is file work: off the task that also waits on the model and the tools.
     let (workspace, diff) = (request.workspace.to_path_buf(), request.diff.clone());
-    let found = tokio::task::spawn_blocking(move || importers(&workspace, &diff, language))
-        .await
-        .unwrap_or_default();
+    let at_base = manifests_at_base(request.diff, base);
+    let found = tokio::task::spawn_blocking(move || {
+        importers_of_change(&workspace, &diff, language, &at_base)
+    })
+    .await
+    .unwrap_or_default();
     // Some importers may not have been found: not "nothing imports the change", which would
     // resolve its findings in the files it broke.
     let unread = found.incomplete.then(|| {
@@ -78,6 +81,32 @@ pub(crate) async fn check_importers<'t>(
             Some((tool.name, (checked, Vec::new())))
         }
     }
+}
+
+/// The base's versions of what declares a JavaScript workspace that the change edits (the
+/// root `package.json` and `pnpm-workspace.yaml`, a package's `package.json`): `None` for one
+/// the base does not have, or not read.
+fn manifests_at_base(
+    diff: &bugloop_diff::Diff,
+    base: &dyn BaseTree,
+) -> BTreeMap<String, Option<Vec<u8>>> {
+    let declares = |path: &str| {
+        path == "package.json" || path == "pnpm-workspace.yaml" || path.ends_with("/package.json")
+    };
+    let mut at_base = BTreeMap::new();
+    for file in &diff.files {
+        if let Some(new) = file.new_path.as_deref().filter(|p| declares(p)) {
+            at_base.insert(new.to_owned(), None);
+        }
+        if let Some(old) = file.old_path.as_deref().filter(|p| declares(p)) {
+            let content = match base.file(old, 256 << 10) {
+                BaseFile::Content(content) => Some(content),
+                BaseFile::Larger | BaseFile::Unreadable => None,
+            };
+            at_base.insert(old.to_owned(), content);
+        }
+    }
+    at_base
 }
 
 /// A compiler's checker (`tool` checks a whole project) whose run on the change reported a

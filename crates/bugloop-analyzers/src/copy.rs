@@ -40,9 +40,13 @@ impl Copied {
         match self {
             Copied::Read(language) => language.reads(path),
             Copied::Project { .. } => true,
+            // bugloop links the workspace's packages itself: pnpm's file, which biome parses
+            // too (a document nested deep overflowed its stack), is not copied.
             Copied::Scripts => {
                 let name = path.rsplit('/').next().unwrap_or(path);
-                Language::TypeScript.reads(path) && !name.starts_with("biome.json")
+                Language::TypeScript.reads(path)
+                    && !name.starts_with("biome.json")
+                    && path != "pnpm-workspace.yaml"
             }
         }
     }

@@ -122,16 +122,41 @@ const MAX_READ_BYTES: u64 = 128 << 20;
 /// The tree's files of `language` (touched by the change or not) that import a module it
 /// edits, renames or deletes, sorted, at most [`MAX_IMPORTERS`]; read as regular files reached
 /// through no link, outside `node_modules` and hidden directories.
+#[cfg(test)]
 pub(crate) fn importers(workspace: &Path, diff: &Diff, language: Language) -> Importers {
-    importers_within(workspace, diff, language, (MAX_READ, MAX_READ_BYTES))
+    importers_within(
+        workspace,
+        diff,
+        language,
+        (MAX_READ, MAX_READ_BYTES),
+        Vec::new(),
+    )
 }
 
-/// [`importers`], reading at most `limits` (files, bytes) of the tree.
+/// [`importers`], and those of the base's workspace packages the tree at head no longer
+/// resolves ([`crate::workspaces::names_lost`], from the base's versions of the manifests the
+/// change edits, `at_base`): a change that breaks what declares the workspace breaks them.
+pub(crate) fn importers_of_change(
+    workspace: &Path,
+    diff: &Diff,
+    language: Language,
+    at_base: &BTreeMap<String, Option<Vec<u8>>>,
+) -> Importers {
+    let lost = match language {
+        Language::TypeScript => crate::workspaces::names_lost(workspace, at_base),
+        Language::Python => Vec::new(),
+    };
+    importers_within(workspace, diff, language, (MAX_READ, MAX_READ_BYTES), lost)
+}
+
+/// [`importers`], reading at most `limits` (files, bytes) of the tree, the package names `lost`
+/// among what the change affects.
 fn importers_within(
     workspace: &Path,
     diff: &Diff,
     language: Language,
     limits: (usize, u64),
+    lost: Vec<String>,
 ) -> Importers {
     // The modules whose old interface the change may take away: edited, renamed or deleted.
     let changed: Vec<&str> = diff
@@ -146,14 +171,27 @@ fn importers_within(
         Language::TypeScript => crate::workspaces::manifests_changed(workspace, diff),
         Language::Python => (Vec::new(), Vec::new()),
     };
-    if changed.is_empty() && names.is_empty() && entries.is_empty() {
+    if changed.is_empty() && names.is_empty() && entries.is_empty() && lost.is_empty() {
         return Importers::default();
     }
     let mut affected: BTreeSet<String> = changed.iter().map(|p| module_key(p)).collect();
     affected.extend(names);
+    affected.extend(lost);
     affected.extend(entries.iter().map(|entry| module_key(entry)));
     let removed = removed_names(diff, language);
-    let (imports, incomplete) = imports_of_tree(workspace, language, &removed, limits);
+    // A configuration the change edits maps nothing: its base's is what the copy checks under.
+    let edited: Vec<String> = diff
+        .files
+        .iter()
+        .flat_map(|f| [&f.old_path, &f.new_path])
+        .flatten()
+        .cloned()
+        .collect();
+    let aliases = match language {
+        Language::TypeScript => Aliases::of(workspace, &edited),
+        Language::Python => Aliases::default(),
+    };
+    let (imports, incomplete) = imports_of_tree(workspace, language, &aliases, &removed, limits);
     through_package_entries(&mut affected, &imports, language);
     // A file the change touches is one too: a comment added at its end, or its mode changed,
     // does not mend its use of the old name (its lines the change adds are the tool's own run's).
@@ -330,13 +368,10 @@ fn matches(import: &Import, affected: &BTreeSet<String>, language: Language) -> 
 fn imports_of_tree(
     workspace: &Path,
     language: Language,
+    aliases: &Aliases,
     removed: &BTreeSet<String>,
     (max_files, max_bytes): (usize, u64),
 ) -> (BTreeMap<String, (Vec<Import>, bool)>, bool) {
-    let aliases = match language {
-        Language::TypeScript => Aliases::of(workspace),
-        Language::Python => Aliases::default(),
-    };
     let names = crate::tree::source_files(workspace)
         .map(|(_, name)| name)
         .filter(|name| language.is_module(name) || name.ends_with(".d.ts"));
@@ -352,7 +387,7 @@ fn imports_of_tree(
         };
         read += text.len() as u64;
         let imported = match language {
-            Language::TypeScript => typescript_imports(&file, &text, &aliases),
+            Language::TypeScript => typescript_imports(&file, &text, aliases),
             Language::Python => python_imports(&file, &text),
         };
         let names_removed = words(&text).any(|word| removed.contains(word));
@@ -581,6 +616,7 @@ mod tests {
             &editing("a.ts"),
             Language::TypeScript,
             (2, 1 << 20),
+            Vec::new(),
         );
         assert!(part.incomplete, "{part:?}");
     }

@@ -81,7 +81,9 @@ type Pattern = (String, String, Vec<String>);
 const MAX_CONFIGS: usize = 200;
 
 impl Aliases {
-    pub(crate) fn of(workspace: &Path) -> Aliases {
+    /// The aliases of `workspace`'s configurations but those whose chain the change edits
+    /// (`edited`), and of its workspace packages.
+    pub(crate) fn of(workspace: &Path, edited: &[String]) -> Aliases {
         let mut dirs: Vec<String> = crate::tree::source_files(workspace)
             .map(|(_, name)| name)
             .filter_map(|name| match name.strip_suffix("tsconfig.json") {
@@ -110,10 +112,13 @@ impl Aliases {
                 .map(|dir| {
                     // The configuration's own paths, then those of what it refers to.
                     let config = in_dir(&dir, "tsconfig.json");
-                    let referenced = crate::tsconfig::references(workspace, &config);
+                    let referenced = match edited.contains(&config) {
+                        true => Vec::new(),
+                        false => crate::tsconfig::references(workspace, &config),
+                    };
                     let mut patterns = Vec::new();
                     for name in std::iter::once(&config).chain(referenced.iter().map(|(n, _)| n)) {
-                        let options = crate::tsconfig::options_of(workspace, name, &[]);
+                        let options = crate::tsconfig::options_of(workspace, name, edited);
                         for pattern in patterns_of(&options.unwrap_or_default(), &root) {
                             if !patterns
                                 .iter()

@@ -76,7 +76,7 @@ fn scripts_copy(
 ) -> Result<Vec<(String, Unchecked)>, String> {
     copy_tree(workspace, view, Copied::Scripts)?;
     // biome finds a workspace package's types only where an install would link it.
-    for (path, content) in crate::workspaces::package_links(view) {
+    for (path, content) in crate::workspaces::package_links(workspace) {
         write_file(view, &path, &content)?;
     }
     let mut left_out = Vec::new();

@@ -87,13 +87,13 @@ pub(crate) fn add_package_paths(workspace: &Path, options: &mut Map<String, Valu
     }
 }
 
-/// What links each workspace package into the `node_modules` of `view` (a copy of the tree
-/// bugloop made, which holds no `node_modules` of the branch's) as an install would, for a tool
-/// that resolves packages only there (biome): a `package.json` (its path, its content) whose
-/// `types` is the package's source entry. A name npm would not install is passed over.
-pub(crate) fn package_links(view: &Path) -> Vec<(String, Vec<u8>)> {
+/// What links each package of the workspace at `workspace` into the `node_modules` of a copy
+/// of it (which holds no `node_modules` of the branch's) as an install would, for a tool that
+/// resolves packages only there (biome): a `package.json` (its path, its content) whose `types`
+/// is the package's source entry. A name npm would not install is passed over.
+pub(crate) fn package_links(workspace: &Path) -> Vec<(String, Vec<u8>)> {
     let mut links = Vec::new();
-    for package in packages(view) {
+    for package in packages(workspace) {
         let Some(entry) = &package.entry else {
             continue;
         };
@@ -141,15 +141,67 @@ struct Package {
     subpaths: Vec<(String, String)>,
 }
 
-/// The workspace's packages, by their directories' order, at most [`MAX_PACKAGES`].
+/// The workspace's packages, by their directories' order, at most [`MAX_PACKAGES`]. A name two
+/// packages claim is neither's (an install refuses it): a package of the branch's named as
+/// another is not taken for it.
 fn packages(workspace: &Path) -> Vec<Package> {
     let Some(members) = glob_set(&member_patterns(workspace)) else {
         return Vec::new();
     };
-    member_dirs(workspace, "package.json", &members, None)
+    let found: Vec<Package> = member_dirs(workspace, "package.json", &members, None)
         .into_iter()
         .filter_map(|dir| package(workspace, dir))
         .take(MAX_PACKAGES)
+        .collect();
+    let claimed = |name: &str| found.iter().filter(|p| p.name == name).count();
+    found
+        .iter()
+        .filter(|package| claimed(&package.name) == 1)
+        .cloned()
+        .collect()
+}
+
+/// The names of the base's workspace packages that the tree at head does not resolve to one
+/// package: where the change edits what declares the workspace (the root `package.json`,
+/// `pnpm-workspace.yaml`) or a package's manifest, whose base versions `at_base` holds (`None`:
+/// not at the base). Their importers are what a broken workspace breaks, so they are checked.
+pub(crate) fn names_lost(
+    workspace: &Path,
+    at_base: &std::collections::BTreeMap<String, Option<Vec<u8>>>,
+) -> Vec<String> {
+    if at_base.is_empty() {
+        return Vec::new();
+    }
+    let read = |name: &str| match at_base.get(name) {
+        Some(content) => content.clone(),
+        None => crate::tree::read_at_most(workspace, name, MAX_MANIFEST),
+    };
+    let patterns = patterns_of(
+        read("package.json").as_deref(),
+        read("pnpm-workspace.yaml").as_deref(),
+    );
+    let Some(members) = glob_set(&patterns) else {
+        return Vec::new();
+    };
+    let mut dirs = member_dirs(workspace, "package.json", &members, None);
+    dirs.extend(
+        at_base
+            .keys()
+            .filter_map(|name| name.strip_suffix("/package.json"))
+            .filter(|dir| members.is_match(dir))
+            .map(str::to_owned),
+    );
+    dirs.sort();
+    dirs.dedup();
+    let at_head: Vec<String> = packages(workspace).into_iter().map(|p| p.name).collect();
+    dirs.iter()
+        .take(MAX_PACKAGES)
+        .filter_map(|dir| {
+            let bytes = read(&format!("{dir}/package.json"))?;
+            let manifest: Map<String, Value> = serde_json::from_slice(&bytes).ok()?;
+            let name = manifest.get("name")?.as_str()?.trim().to_owned();
+            (!name.is_empty() && !at_head.contains(&name)).then_some(name)
+        })
         .collect()
 }
 
@@ -173,8 +225,18 @@ fn member_dirs(
 
 /// The patterns of the directories the root declares as its JavaScript workspace's packages.
 fn member_patterns(workspace: &Path) -> Vec<String> {
+    patterns_of(
+        crate::tree::read_at_most(workspace, "package.json", MAX_MANIFEST).as_deref(),
+        crate::tree::read_at_most(workspace, "pnpm-workspace.yaml", MAX_MANIFEST).as_deref(),
+    )
+}
+
+/// The patterns a root `package.json` (`workspaces`) and a `pnpm-workspace.yaml` (`packages`)
+/// declare, from their bytes.
+fn patterns_of(root_manifest: Option<&[u8]>, pnpm: Option<&[u8]>) -> Vec<String> {
     let mut patterns: Vec<String> = Vec::new();
-    if let Some(root) = manifest(workspace, "package.json") {
+    let root = root_manifest.and_then(|bytes| serde_json::from_slice::<Value>(bytes).ok());
+    if let Some(Value::Object(root)) = root {
         let listed = match root.get("workspaces") {
             Some(Value::Array(list)) => Some(list),
             Some(Value::Object(object)) => object.get("packages").and_then(Value::as_array),
@@ -188,7 +250,7 @@ fn member_patterns(workspace: &Path) -> Vec<String> {
                 .map(str::to_owned),
         );
     }
-    patterns.extend(pnpm_patterns(workspace));
+    patterns.extend(pnpm.map(pnpm_patterns).unwrap_or_default());
     patterns
 }
 
@@ -262,20 +324,36 @@ fn strings(item: Option<&toml_edit::Item>) -> Vec<String> {
         .collect()
 }
 
-/// `pnpm-workspace.yaml`'s `packages`.
-fn pnpm_patterns(workspace: &Path) -> Vec<String> {
-    let Some(text) = crate::tree::read_at_most(workspace, "pnpm-workspace.yaml", MAX_MANIFEST)
-    else {
+/// `pnpm-workspace.yaml`'s `packages`, from its bytes: its `packages:` key at the start of a
+/// line, and the list under it (`  - "apps/*"`) or after it (`["apps/*"]`). Read by lines, not
+/// by a YAML parser: a document nested a hundred thousand deep took a parser 40 s to refuse,
+/// and the list is all that is read of it.
+fn pnpm_patterns(text: &[u8]) -> Vec<String> {
+    let text = String::from_utf8_lossy(text);
+    let unquoted = |item: &str| {
+        let item = item.split(" #").next().unwrap_or_default().trim();
+        item.trim_matches(['"', '\'']).to_owned()
+    };
+    let mut lines = text.lines();
+    let Some(rest) = lines.find_map(|line| line.strip_prefix("packages:")) else {
         return Vec::new();
     };
-    let Ok(yaml) = serde_yaml_ng::from_slice::<serde_yaml_ng::Value>(&text) else {
-        return Vec::new();
-    };
-    yaml.get("packages")
-        .and_then(serde_yaml_ng::Value::as_sequence)
-        .into_iter()
-        .flatten()
-        .filter_map(|p| p.as_str().map(str::to_owned))
+    let rest = rest.split(" #").next().unwrap_or_default().trim();
+    if let Some(flow) = rest.strip_prefix('[') {
+        let flow = flow.split(']').next().unwrap_or_default();
+        return flow
+            .split(',')
+            .map(unquoted)
+            .filter(|p| !p.is_empty())
+            .collect();
+    }
+    lines
+        .map(str::trim_end)
+        .filter(|line| !line.trim().is_empty() && !line.trim_start().starts_with('#'))
+        .take_while(|line| line.starts_with([' ', '\t', '-']))
+        .filter_map(|line| line.trim_start().strip_prefix('-'))
+        .map(unquoted)
+        .filter(|p| !p.is_empty())
         .collect()
 }
 
@@ -654,6 +732,24 @@ mod tests {
         assert_eq!(names("node_modules"), ["@x", "b"]);
         assert_eq!(names("node_modules/@x"), ["a"]);
         assert_eq!(names(""), ["node_modules", "package.json", "pk"]);
+    }
+
+    #[test]
+    fn pnpms_list_is_read_by_lines_whatever_else_the_file_holds() {
+        let block = "# the workspace\npackages:\n  # apps\n  - 'apps/*'\n  - \"packages/**\" # all\n  - libs/x\n\ncatalog:\n  react: ^18\n  - not/this\n";
+        assert_eq!(
+            pnpm_patterns(block.as_bytes()),
+            ["apps/*", "packages/**", "libs/x"]
+        );
+        let flow = "packages: ['a/*', \"b/*\"]\n";
+        assert_eq!(pnpm_patterns(flow.as_bytes()), ["a/*", "b/*"]);
+        let deep = format!(
+            "packages:\n  - p/*\nx: {}{}\n",
+            "[".repeat(100_000),
+            "]".repeat(100_000)
+        );
+        assert_eq!(pnpm_patterns(deep.as_bytes()), ["p/*"]);
+        assert!(pnpm_patterns(b"catalog:\n  - x\n").is_empty());
     }
 
     #[test]
