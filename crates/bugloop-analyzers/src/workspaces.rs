@@ -145,10 +145,12 @@ struct Package {
 /// packages claim is neither's (an install refuses it): a package of the branch's named as
 /// another is not taken for it.
 fn packages(workspace: &Path) -> Vec<Package> {
-    let Some(members) = glob_set(&member_patterns(workspace)) else {
+    let patterns = member_patterns(workspace);
+    let Some(members) = glob_set(&patterns) else {
         return Vec::new();
     };
-    let found: Vec<Package> = member_dirs(workspace, "package.json", &members, None)
+    let excluded = glob_set(&negated(&patterns));
+    let found: Vec<Package> = member_dirs(workspace, "package.json", &members, excluded.as_ref())
         .into_iter()
         .filter_map(|dir| package(workspace, dir))
         .take(MAX_PACKAGES)
@@ -183,7 +185,8 @@ pub(crate) fn names_lost(
     let Some(members) = glob_set(&patterns) else {
         return Vec::new();
     };
-    let mut dirs = member_dirs(workspace, "package.json", &members, None);
+    let excluded = glob_set(&negated(&patterns));
+    let mut dirs = member_dirs(workspace, "package.json", &members, excluded.as_ref());
     dirs.extend(
         at_base
             .keys()
@@ -256,6 +259,14 @@ fn patterns_of(root_manifest: Option<&[u8]>, pnpm: Option<&[u8]>) -> Vec<String>
 
 /// Directory patterns as one set (negated ones, and those leading out of the tree, left out);
 /// `None` where none is left.
+/// The patterns a list excludes (`!**/test/**`), without their `!`.
+fn negated(patterns: &[String]) -> Vec<String> {
+    patterns
+        .iter()
+        .filter_map(|p| p.trim().strip_prefix('!').map(str::to_owned))
+        .collect()
+}
+
 fn glob_set(patterns: &[String]) -> Option<GlobSet> {
     let mut set = GlobSetBuilder::new();
     let mut any = false;
@@ -456,12 +467,15 @@ fn package(workspace: &Path, dir: String) -> Option<Package> {
     let subpaths = match manifest.get("exports") {
         Some(Value::Object(exports)) => exports
             .iter()
-            .filter(|(key, _)| key.starts_with("./") && !key.contains('*'))
+            .filter(|(key, _)| key.starts_with("./") && key.matches('*').count() <= 1)
             .take(MAX_SUBPATHS)
             .filter_map(|(key, target)| {
                 let mut written = Vec::new();
                 conditional(target, 0, &mut written);
-                let source = written.iter().find_map(|w| source_of(workspace, &dir, w))?;
+                let source = match key.contains('*') {
+                    false => written.iter().find_map(|w| source_of(workspace, &dir, w)),
+                    true => written.iter().find_map(|w| source_pattern(&dir, w)),
+                }?;
                 Some((key.trim_start_matches("./").to_owned(), source))
             })
             .collect(),
@@ -553,6 +567,27 @@ fn source_of(workspace: &Path, dir: &str, written: &str) -> Option<String> {
             .chain([join(dir, &format!("{stem}/index.ts"))])
             .find(exists)
     })
+}
+
+/// The TypeScript source a wildcard export's target `written` (`./dist/*.js`, `./src/*.ts`)
+/// names in the package at `dir`, as a `paths` target with its `*` (`dir/src/*`).
+fn source_pattern(dir: &str, written: &str) -> Option<String> {
+    let relative = written.trim_start_matches("./");
+    let escapes = relative.starts_with('/') || relative.split('/').any(|part| part == "..");
+    if escapes || relative.matches('*').count() != 1 {
+        return None;
+    }
+    let stem = [".d.ts", ".d.mts", ".d.cts", ".js", ".mjs", ".cjs", ".jsx"]
+        .iter()
+        .find_map(|ending| relative.strip_suffix(ending))
+        .unwrap_or(relative);
+    let parts: Vec<&str> = stem.split('/').collect();
+    let built = parts.iter().take_while(|part| BUILT.contains(part)).count();
+    let source = match built {
+        0 => stem.to_owned(),
+        _ => format!("src/{}", parts[built..].join("/")),
+    };
+    Some(join(dir, &source))
 }
 
 fn join(dir: &str, relative: &str) -> String {

@@ -18,13 +18,18 @@ fn each_workspace_package_is_its_source_entry() {
     let dir = tree(&[
         (
             "package.json",
-            r#"{ "private": true, "workspaces": ["packages/*", "!packages/skip", "apps/web"] }"#,
+            r#"{ "private": true, "workspaces": ["packages/**", "!packages/skip", "!**/test/**", "apps/web"] }"#,
         ),
         (
             "packages/core/package.json",
             r#"{ "name": "@acme/core", "main": "src/index.ts" }"#,
         ),
         ("packages/core/src/index.ts", "export const a = 1;"),
+        ("packages/skip/package.json", r#"{ "name": "skipped" }"#),
+        (
+            "packages/core/test/fixture/package.json",
+            r#"{ "name": "@acme/core" }"#,
+        ),
         (
             "packages/ui/package.json",
             r#"{ "name": "@acme/ui", "main": "dist/index.js", "types": "dist/index.d.ts" }"#,
@@ -32,7 +37,7 @@ fn each_workspace_package_is_its_source_entry() {
         ("packages/ui/src/index.tsx", "export const b = 1;"),
         (
             "packages/util/package.json",
-            r#"{ "name": "util-x", "exports": { ".": { "import": "./build/esm/main.mjs" }, "./fmt": { "types": "./build/types/format/index.d.ts" }, "./*": "./x/*.js" } }"#,
+            r#"{ "name": "util-x", "exports": { ".": { "import": "./build/esm/main.mjs" }, "./fmt": { "types": "./build/types/format/index.d.ts" }, "./lib/*": "./dist/*.js", "./up/*": "../*.js" } }"#,
         ),
         ("packages/util/src/main.ts", "export const c = 1;"),
         ("packages/util/src/format/index.ts", ""),
@@ -51,6 +56,7 @@ fn each_workspace_package_is_its_source_entry() {
         "@acme/ui/*": ["packages/ui/src/*", "packages/ui/*"],
         "util-x": ["packages/util/src/main.ts"],
         "util-x/fmt": ["packages/util/src/format/index.ts"],
+        "util-x/lib/*": ["packages/util/src/*"],
         "util-x/*": ["packages/util/src/*", "packages/util/*"],
         "web/*": ["apps/web/src/*", "apps/web/*"],
     }});
