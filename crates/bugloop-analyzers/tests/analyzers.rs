@@ -128,19 +128,20 @@ async fn run_in(
 
 /// Where the candidates are: each one's file and line.
 fn places(analysis: &Analysis) -> Vec<(&str, u32)> {
-    analysis
-        .candidates
-        .iter()
-        .map(|c| (c.hit.file.as_str(), c.hit.line))
-        .collect()
+    with_lines(analysis, |hit| hit.file.as_str())
 }
 
 /// What the candidates are: each one's rule and line.
 fn rules(analysis: &Analysis) -> Vec<(&str, u32)> {
+    with_lines(analysis, |hit| hit.rule.as_str())
+}
+
+/// What `what` says of each candidate's hit, with its line.
+fn with_lines(analysis: &Analysis, what: fn(&bugloop_analyzers::Hit) -> &str) -> Vec<(&str, u32)> {
     analysis
         .candidates
         .iter()
-        .map(|c| (c.hit.rule.as_str(), c.hit.line))
+        .map(|c| (what(&c.hit), c.hit.line))
         .collect()
 }
 
