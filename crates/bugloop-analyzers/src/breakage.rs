@@ -94,16 +94,19 @@ fn manifests_at_base(
         path == "package.json" || path == "pnpm-workspace.yaml" || path.ends_with("/package.json")
     };
     let mut at_base = BTreeMap::new();
-    for file in &diff.files {
-        if let Some(new) = file.new_path.as_deref().filter(|p| declares(p)) {
-            at_base.insert(new.to_owned(), None);
-        }
-        if let Some(old) = file.old_path.as_deref().filter(|p| declares(p)) {
+    for old in diff.files.iter().filter_map(|f| f.old_path.as_deref()) {
+        if declares(old) {
             let content = match base.file(old, 256 << 10) {
                 BaseFile::Content(content) => Some(content),
                 BaseFile::Larger | BaseFile::Unreadable => None,
             };
             at_base.insert(old.to_owned(), content);
+        }
+    }
+    // One the change adds was not at the base (a file that became a link is the base's still).
+    for new in diff.files.iter().filter_map(|f| f.new_path.as_deref()) {
+        if declares(new) {
+            at_base.entry(new.to_owned()).or_insert(None);
         }
     }
     at_base
@@ -389,8 +392,10 @@ fn to_base(
     base: &dyn BaseTree,
     (copied, too_large): (Copied, &BTreeSet<String>),
 ) -> Result<(), String> {
-    for file in &diff.files {
-        if let Some(new) = file.new_path.as_deref().and_then(|p| inside(view, p)) {
+    // Every file the change wrote is taken out before any of the base's is put back: a file
+    // the change made a link is two entries of the diff, deleted and added, at one path.
+    for new in diff.files.iter().filter_map(|f| f.new_path.as_deref()) {
+        if let Some(new) = inside(view, new) {
             match std::fs::remove_file(&new) {
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                     return Err(format!("cannot put the base back: {e}"));
@@ -398,6 +403,8 @@ fn to_base(
                 _ => {}
             }
         }
+    }
+    for file in &diff.files {
         let Some(old) = file.old_path.as_deref().filter(|p| copied.holds(p)) else {
             continue;
         };

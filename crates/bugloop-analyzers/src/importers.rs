@@ -192,7 +192,12 @@ fn importers_within(
         Language::Python => Aliases::default(),
     };
     let (imports, incomplete) = imports_of_tree(workspace, language, &aliases, &removed, limits);
-    through_package_entries(&mut affected, &imports, language);
+    // A workspace package's entry passes on what it imports whatever its name (`src/main.ts`).
+    let named_entries = match language {
+        Language::TypeScript => crate::workspaces::entry_files(workspace),
+        Language::Python => BTreeSet::new(),
+    };
+    through_package_entries(&mut affected, &imports, language, &named_entries);
     // A file the change touches is one too: a comment added at its end, or its mode changed,
     // does not mend its use of the old name (its lines the change adds are the tool's own run's).
     let mut found: Vec<((Strength, bool), &String)> = imports
@@ -233,10 +238,11 @@ fn through_package_entries(
     affected: &mut BTreeSet<String>,
     imports: &BTreeMap<String, (Vec<Import>, bool)>,
     language: Language,
+    named_entries: &BTreeSet<String>,
 ) {
     let entries: Vec<(&String, &Vec<Import>)> = imports
         .iter()
-        .filter(|(file, _)| is_package_entry(file))
+        .filter(|(file, _)| is_package_entry(file) || named_entries.contains(*file))
         .map(|(file, (imported, _))| (file, imported))
         .collect();
     let mut last: BTreeSet<String> = affected.clone();

@@ -128,6 +128,19 @@ fn installable(name: &str) -> bool {
     }
 }
 
+/// The files the workspace's packages resolve to by their names (entries and subpath
+/// exports), from the root.
+pub(crate) fn entry_files(workspace: &Path) -> std::collections::BTreeSet<String> {
+    packages(workspace)
+        .into_iter()
+        .flat_map(|package| {
+            let subpaths = package.subpaths.into_iter().map(|(_, source)| source);
+            package.entry.into_iter().chain(subpaths)
+        })
+        .filter(|file| !file.contains('*'))
+        .collect()
+}
+
 /// A package of the workspace.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Package {

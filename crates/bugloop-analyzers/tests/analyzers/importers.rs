@@ -331,3 +331,42 @@ async fn a_module_grown_too_large_to_copy_breaks_nothing() {
     let analysis = review(&repo, "tsc", true).await;
     assert!(unedited(&analysis).is_empty(), "{analysis:#?}");
 }
+
+/// A change that breaks a workspace package and makes its manifest a link (two entries of the
+/// diff at one path, deleted and added): the base's manifest is what the comparison puts back,
+/// so the app that no longer finds the package is said.
+#[tokio::test]
+async fn a_manifest_the_change_makes_a_link_is_the_bases_in_the_comparison() {
+    let repo = TestRepo::with_files(&[
+        (
+            "package.json",
+            r#"{ "private": true, "workspaces": ["packages/*", "apps/*"] }"#,
+        ),
+        (
+            "packages/core/package.json",
+            r#"{ "name": "@acme/core", "main": "src/index.ts" }"#,
+        ),
+        (
+            "packages/core/src/index.ts",
+            "export const rate = (n: number) => n;\n",
+        ),
+        (
+            "apps/web/src/cart.ts",
+            "import { rate } from '@acme/core';\n\nexport const r = rate(1);\n",
+        ),
+    ]);
+    repo.branch("change");
+    std::fs::remove_file(repo.path().join("packages/core/package.json")).unwrap();
+    std::os::unix::fs::symlink(
+        "/nonexistent/package.json",
+        repo.path().join("packages/core/package.json"),
+    )
+    .unwrap();
+    repo.write(
+        "packages/core/src/index.ts",
+        "export const rate = (n: number, m: number) => n * m;\n",
+    );
+    repo.commit("link");
+    let analysis = review(&repo, "tsc", true).await;
+    assert_broken_at(&analysis, &[("apps/web/src/cart.ts", 1)]);
+}
