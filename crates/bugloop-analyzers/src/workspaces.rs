@@ -20,11 +20,11 @@ use serde_json::{Map, Value};
 /// The largest manifest read.
 const MAX_MANIFEST: u64 = 256 << 10;
 /// Most packages made aliases (a tree of a thousand `package.json` files is not read whole).
-const MAX_PACKAGES: usize = 500;
+const MAX_PACKAGES: usize = 5_000;
 /// Most subpaths of one package's `exports` read.
 const MAX_SUBPATHS: usize = 100;
 /// Most `package.json` files looked at for a workspace.
-const MAX_MANIFESTS: usize = 5_000;
+const MAX_MANIFESTS: usize = 20_000;
 
 /// Where a built entry's source is: `dist/index.js` was built from `src/index.ts`.
 const BUILT: &[&str] = &[
