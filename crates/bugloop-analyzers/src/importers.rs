@@ -9,7 +9,10 @@ use std::path::Path;
 use bugloop_diff::{ChangeKind, Diff};
 use serde::Serialize;
 
-use crate::imports::{Aliases, Import, module_key, python_imports, read_head, typescript_imports};
+use crate::imports::{
+    Aliases, Import, module_key, python_imports, read_head, typescript_imports,
+    typescript_reexports,
+};
 
 /// The code at the change's base, file by file: how bugloop reads the base commit.
 pub trait BaseTree: std::fmt::Debug + Sync {
@@ -203,7 +206,8 @@ fn importers_within(
     let mut found: Vec<((Strength, bool), &String)> = imports
         .iter()
         .filter(|(file, _)| language.is_module(file))
-        .filter_map(|(file, (imported, names_removed))| {
+        .filter_map(|(file, scanned)| {
+            let (imported, names_removed) = (&scanned.imported, &scanned.names_removed);
             let strongest = imported
                 .iter()
                 .filter_map(|i| matches(i, &affected, language))
@@ -236,14 +240,20 @@ fn importers_within(
 /// hours).
 fn through_package_entries(
     affected: &mut BTreeSet<String>,
-    imports: &BTreeMap<String, (Vec<Import>, bool)>,
+    imports: &BTreeMap<String, Scanned>,
     language: Language,
     named_entries: &BTreeSet<String>,
 ) {
+    // A package's entry passes on all it imports; any other module what it re-exports.
     let entries: Vec<(&String, &Vec<Import>)> = imports
         .iter()
-        .filter(|(file, _)| is_package_entry(file) || named_entries.contains(*file))
-        .map(|(file, (imported, _))| (file, imported))
+        .filter_map(|(file, scanned)| {
+            if is_package_entry(file) || named_entries.contains(file) {
+                Some((file, &scanned.imported))
+            } else {
+                (!scanned.reexported.is_empty()).then_some((file, &scanned.reexported))
+            }
+        })
         .collect();
     let mut last: BTreeSet<String> = affected.clone();
     for _ in 0..MAX_BARREL_DEPTH {
@@ -377,7 +387,7 @@ fn imports_of_tree(
     aliases: &Aliases,
     removed: &BTreeSet<String>,
     (max_files, max_bytes): (usize, u64),
-) -> (BTreeMap<String, (Vec<Import>, bool)>, bool) {
+) -> (BTreeMap<String, Scanned>, bool) {
     let names = crate::tree::source_files(workspace)
         .map(|(_, name)| name)
         .filter(|name| language.is_module(name) || name.ends_with(".d.ts"));
@@ -392,14 +402,33 @@ fn imports_of_tree(
             continue;
         };
         read += text.len() as u64;
-        let imported = match language {
-            Language::TypeScript => typescript_imports(&file, &text, aliases),
-            Language::Python => python_imports(&file, &text),
+        let (imported, reexported) = match language {
+            Language::TypeScript => (
+                typescript_imports(&file, &text, aliases),
+                typescript_reexports(&file, &text, aliases),
+            ),
+            Language::Python => (python_imports(&file, &text), Vec::new()),
         };
         let names_removed = words(&text).any(|word| removed.contains(word));
-        imports.insert(file, (imported, names_removed));
+        imports.insert(
+            file,
+            Scanned {
+                imported,
+                reexported,
+                names_removed,
+            },
+        );
     }
     (imports, false)
+}
+
+/// What the scan read of a file: what it imports, what of that it re-exports, and whether it
+/// names one of the names the change takes away.
+#[derive(Debug)]
+struct Scanned {
+    imported: Vec<Import>,
+    reexported: Vec<Import>,
+    names_removed: bool,
 }
 
 #[cfg(test)]

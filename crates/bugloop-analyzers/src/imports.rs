@@ -45,10 +45,34 @@ pub(crate) fn read_head(path: &Path) -> Option<String> {
 /// The modules a TypeScript file imports or re-exports (each specifier, [`specifiers`]),
 /// relative ones resolved from the file's directory, without their ending.
 pub(crate) fn typescript_imports(file: &str, text: &str, aliases: &Aliases) -> Vec<Import> {
+    imports_on(file, text.lines(), aliases)
+}
+
+/// The modules a TypeScript file re-exports (`export { x } from "./a"`, `export * from "./b"`,
+/// also over several lines): what it passes on to the files that import it.
+pub(crate) fn typescript_reexports(file: &str, text: &str, aliases: &Aliases) -> Vec<Import> {
+    let mut in_export = false;
+    let lines = text.lines().filter(|line| {
+        let line = line.trim_start();
+        let starts = line.starts_with("export ") || line.starts_with("export{");
+        let has_from = line.contains("from");
+        let reexport = (starts || in_export) && has_from;
+        in_export = (starts && line.contains('{') && !has_from) || (in_export && !has_from);
+        reexport
+    });
+    imports_on(file, lines, aliases)
+}
+
+/// The modules `lines` of `file` import, as [`typescript_imports`] reads them.
+fn imports_on<'t>(
+    file: &str,
+    lines: impl Iterator<Item = &'t str>,
+    aliases: &Aliases,
+) -> Vec<Import> {
     let dir = file.rsplit_once('/').map_or("", |(dir, _)| dir);
     let key = |path: &str| module_key(&without_script_ending(path));
     let mut found = Vec::new();
-    for line in text.lines() {
+    for line in lines {
         for specifier in specifiers(line) {
             let relative = specifier.starts_with("./")
                 || specifier.starts_with("../")
@@ -333,4 +357,20 @@ fn python_from(package: &str, from: &str) -> Option<String> {
         parts.push(&name);
     }
     Some(parts.join("/"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_modules_reexports_are_its_export_from_lines_over_several_lines_too() {
+        let text = "import { a } from './a';\nexport { b } from './b';\nexport {\n  c,\n  d as e,\n} from './c';\nexport * from \"./d\";\nexport const f = 1;\nimport {\n  g,\n} from './g';\n";
+        let found = typescript_reexports("src/x.ts", text, &Aliases::default());
+        let paths: Vec<Import> = ["src/b", "src/c", "src/d"]
+            .iter()
+            .map(|p| Import::Path((*p).to_owned()))
+            .collect();
+        assert_eq!(found, paths);
+    }
 }
