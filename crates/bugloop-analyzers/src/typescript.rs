@@ -258,7 +258,59 @@ pub(crate) fn read(stdout: &[u8], root: &Path, given: &[String]) -> Result<Vec<H
         }
     }
     crate::unknown_bases::without_unknown_base_members(&mut hits, root);
+    to_newline_lines(&mut hits, root);
     Ok(hits)
+}
+
+/// tsc counts a lone `\r`, U+2028 and U+2029 as line ends, bugloop (as git and the diff) only
+/// `\n`: a hit in a file holding one is moved to the line it is on as bugloop counts, or a
+/// branch's stray `\r` would put a finding on the line below.
+fn to_newline_lines(hits: &mut [Hit], root: &Path) {
+    let mut files: Vec<String> = hits.iter().map(|hit| hit.file.clone()).collect();
+    files.sort();
+    files.dedup();
+    for file in files {
+        let Some(text) = crate::tree::read_at_most(root, &file, crate::copy::MAX_SCRIPT_BYTES)
+        else {
+            continue;
+        };
+        let Some(starts) = newline_line_of_tsc_lines(&String::from_utf8_lossy(&text)) else {
+            continue;
+        };
+        for hit in hits.iter_mut().filter(|hit| hit.file == file) {
+            let index = usize::try_from(hit.line.saturating_sub(1)).unwrap_or(usize::MAX);
+            if let Some(line) = starts.get(index) {
+                hit.line = *line;
+            }
+        }
+    }
+}
+
+/// For each line as tsc counts them, the line it starts on as `\n` counts them; `None` where
+/// the two counts are the same.
+fn newline_line_of_tsc_lines(text: &str) -> Option<Vec<u32>> {
+    let odd = text.contains(['\u{2028}', '\u{2029}'])
+        || text
+            .match_indices('\r')
+            .any(|(at, _)| !text[at + 1..].starts_with('\n'));
+    if !odd {
+        return None;
+    }
+    let mut starts = vec![1u32];
+    let mut newline_line = 1u32;
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\n' => {
+                newline_line += 1;
+                starts.push(newline_line);
+            }
+            '\r' if chars.peek() == Some(&'\n') => {}
+            '\r' | '\u{2028}' | '\u{2029}' => starts.push(newline_line),
+            _ => {}
+        }
+    }
+    Some(starts)
 }
 
 fn tail(text: &str) -> String {
@@ -447,6 +499,14 @@ mod tests {
     fn read_text(text: &str) -> Result<Vec<Hit>, String> {
         let given = ["src/a.ts", "src/b (1).ts", "src/forge.ts"].map(String::from);
         read(text.as_bytes(), Path::new("/w"), &given)
+    }
+
+    #[test]
+    fn a_line_tsc_counts_after_a_lone_cr_is_the_line_bugloop_counts() {
+        assert_eq!(newline_line_of_tsc_lines("a\nb\r\nc\n"), None);
+        // tsc's lines: "a", "b", "c", "d", "e"; bugloop's: "a\rb", "c\u{2028}d", "e".
+        let starts = newline_line_of_tsc_lines("a\rb\nc\u{2028}d\ne\n").unwrap();
+        assert_eq!(starts[..5], [1, 1, 2, 2, 3]);
     }
 
     #[test]
