@@ -96,7 +96,7 @@ fn manifests_at_base(
     let mut at_base = BTreeMap::new();
     for old in diff.files.iter().filter_map(|f| f.old_path.as_deref()) {
         if declares(old) {
-            let content = match base.file(old, 256 << 10) {
+            let content = match base.file(old, 2 << 20) {
                 BaseFile::Content(content) => Some(content),
                 BaseFile::Larger | BaseFile::Unreadable => None,
             };
@@ -409,11 +409,15 @@ fn to_base(
             continue;
         };
         // Left out of the copy at head for its size (a generated module that grew): left out
-        // at the base too, or its importers would find it only there.
-        if file
-            .new_path
-            .as_deref()
-            .is_some_and(|new| too_large.contains(new))
+        // at the base too, or its importers would find it only there. Not a package's manifest:
+        // one the change grew past what is read no longer declares its package at head, which
+        // its importers then do not find (a 10 MB `package.json` hid a break).
+        let manifest = old == "package.json" || old.ends_with("/package.json");
+        if !manifest
+            && file
+                .new_path
+                .as_deref()
+                .is_some_and(|new| too_large.contains(new))
         {
             continue;
         }

@@ -17,8 +17,9 @@ use std::path::{Path, PathBuf};
 use globset::{GlobSet, GlobSetBuilder};
 use serde_json::{Map, Value};
 
-/// The largest manifest read.
-const MAX_MANIFEST: u64 = 256 << 10;
+/// The largest manifest read: as large as a checker's copy of the tree takes. A larger one
+/// declares no package, and the files importing it are said to no longer find it.
+const MAX_MANIFEST: u64 = 2 << 20;
 /// Most packages made aliases (a tree of a thousand `package.json` files is not read whole).
 const MAX_PACKAGES: usize = 5_000;
 /// Most subpaths of one package's `exports` read.

@@ -370,3 +370,42 @@ async fn a_manifest_the_change_makes_a_link_is_the_bases_in_the_comparison() {
     let analysis = review(&repo, "tsc", true).await;
     assert_broken_at(&analysis, &[("apps/web/src/cart.ts", 1)]);
 }
+
+/// A change that breaks a workspace package and grows its manifest past what is read (3 MB):
+/// the manifest declares no package at head, so the app importing it is said to no longer find
+/// it, rather than the break hidden by leaving the manifest out at head and base alike.
+#[tokio::test]
+async fn a_manifest_grown_past_what_is_read_hides_no_break() {
+    let manifest = |filler: &str| {
+        format!(r#"{{ "name": "@acme/core", "main": "src/index.ts", "description": "{filler}" }}"#)
+    };
+    let repo = changed_repo(
+        &[
+            (
+                "package.json",
+                r#"{ "private": true, "workspaces": ["packages/*", "apps/*"] }"#,
+            ),
+            ("packages/core/package.json", &manifest("core")),
+            (
+                "packages/core/src/index.ts",
+                "export const rate = (n: number) => n;\n",
+            ),
+            (
+                "apps/web/src/cart.ts",
+                "import { rate } from '@acme/core';\n\nexport const r = rate(1);\n",
+            ),
+        ],
+        &[
+            (
+                "packages/core/package.json",
+                &manifest(&"x".repeat(3 << 20)),
+            ),
+            (
+                "packages/core/src/index.ts",
+                "export const rate = (n: number, m: number) => n * m;\n",
+            ),
+        ],
+    );
+    let analysis = review(&repo, "tsc", true).await;
+    assert_broken_at(&analysis, &[("apps/web/src/cart.ts", 1)]);
+}
