@@ -80,10 +80,7 @@ pub(crate) fn go_vet_args(i: Invocation<'_>) -> Vec<String> {
         .first()
         .and_then(|file| go_project_dir(i.workspace, file))
         .unwrap_or_default();
-    let work = match dir.as_str() {
-        "" => "go.work".to_owned(),
-        dir => format!("{dir}/go.work"),
-    };
+    let work = crate::tree::in_dir(&dir, "go.work");
     let uses = crate::tree::read_at_most(i.workspace, &work, 1 << 20)
         .map(|text| go_work_uses(&String::from_utf8_lossy(&text)))
         .unwrap_or_default();
@@ -101,10 +98,7 @@ pub(crate) fn go_vet_args(i: Invocation<'_>) -> Vec<String> {
 /// (`go.work`) at or above that module, whose modules are vetted together.
 pub(crate) fn go_project_dir(workspace: &std::path::Path, file: &str) -> Option<String> {
     let dir = crate::tree::manifest_dir(workspace, "go.mod", file)?;
-    let module = match dir.as_str() {
-        "" => "go.mod".to_owned(),
-        dir => format!("{dir}/go.mod"),
-    };
+    let module = crate::tree::in_dir(&dir, "go.mod");
     Some(crate::tree::manifest_dir(workspace, "go.work", &module).unwrap_or(dir))
 }
 
@@ -155,10 +149,7 @@ fn go_work_uses(text: &str) -> Vec<String> {
 pub(crate) fn in_go_workspace(workspace: &std::path::Path, dir: &str) -> bool {
     let mut dir = dir;
     loop {
-        let path = match dir {
-            "" => "go.work".to_owned(),
-            dir => format!("{dir}/go.work"),
-        };
+        let path = crate::tree::in_dir(dir, "go.work");
         if std::fs::symlink_metadata(workspace.join(&path)).is_ok() {
             return true;
         }

@@ -135,7 +135,7 @@ impl Aliases {
             dirs.into_iter()
                 .map(|dir| {
                     // The configuration's own paths, then those of what it refers to.
-                    let config = in_dir(&dir, "tsconfig.json");
+                    let config = crate::tree::in_dir(&dir, "tsconfig.json");
                     let referenced = match edited.contains(&config) {
                         true => Vec::new(),
                         false => crate::tsconfig::references(workspace, &config),
@@ -217,13 +217,6 @@ fn patterns_of(options: &serde_json::Map<String, serde_json::Value>, root: &str)
             (before.to_owned(), after.to_owned(), targets)
         })
         .collect()
-}
-
-fn in_dir(dir: &str, name: &str) -> String {
-    match dir {
-        "" => name.to_owned(),
-        dir => format!("{dir}/{name}"),
-    }
 }
 
 /// A specifier's ending as TypeScript writes it for a module (`./user.js` is `./user.ts`).

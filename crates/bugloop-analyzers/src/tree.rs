@@ -3,6 +3,14 @@
 
 use std::path::{Path, PathBuf};
 
+/// `name` in the directory `dir` of the tree (`""` for its root), as a path from the root.
+pub(crate) fn in_dir(dir: &str, name: &str) -> String {
+    match dir {
+        "" => name.to_owned(),
+        dir => format!("{dir}/{name}"),
+    }
+}
+
 /// `relative` under `root` when it is a regular file reached through no symlink: a tool's
 /// report never makes bugloop read a file outside the tree on the host.
 pub(crate) fn regular_file(root: &Path, relative: &str) -> Option<PathBuf> {
@@ -72,10 +80,7 @@ pub(crate) fn manifest_dir(workspace: &Path, manifest: &str, file: &str) -> Opti
     // Outermost first; the root first of all.
     dirs.insert(0, "");
     let has_manifest = |dir: &&&str| {
-        let path = match **dir {
-            "" => manifest.to_owned(),
-            dir => format!("{dir}/{manifest}"),
-        };
+        let path = in_dir(dir, manifest);
         regular_file(workspace, &path).is_some()
     };
     let found = match manifest {

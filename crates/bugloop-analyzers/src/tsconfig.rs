@@ -88,7 +88,7 @@ pub(crate) fn config_for(workspace: &Path, file: &str) -> (String, String) {
     let Some(nearest) = std::iter::once("")
         .chain(file.match_indices('/').map(|(at, _)| &file[..at]))
         .rev()
-        .map(|dir| in_dir(dir, "tsconfig.json"))
+        .map(|dir| crate::tree::in_dir(dir, "tsconfig.json"))
         .find(|name| crate::tree::regular_file(workspace, name).is_some())
     else {
         return (String::new(), String::new());
@@ -116,7 +116,7 @@ pub(crate) fn references(workspace: &Path, config: &str) -> Vec<(String, Value)>
             let full = inside(workspace, &dir_of(config), path)?;
             let mut name = full.strip_prefix(workspace).ok()?.to_str()?.to_owned();
             if !name.ends_with(".json") {
-                name = in_dir(&name, "tsconfig.json");
+                name = crate::tree::in_dir(&name, "tsconfig.json");
             }
             let referenced = read(workspace, &name)?;
             Some((name, referenced))
@@ -164,13 +164,6 @@ fn includes(config: &Value, dir: &str, file: &str) -> bool {
                         .is_some_and(|rest| rest.starts_with('/'))
             }
         })
-}
-
-fn in_dir(dir: &str, name: &str) -> String {
-    match dir {
-        "" => name.to_owned(),
-        dir => format!("{dir}/{name}"),
-    }
 }
 
 /// The module patterns the project's `paths` name (`@app/*`), from its configuration chain as

@@ -63,10 +63,7 @@ pub(crate) fn add_package_paths(workspace: &Path, options: &mut Map<String, Valu
     };
     let absolute = |relative: &str| Value::String(workspace.join(relative).display().to_string());
     for package in packages {
-        let under = |sub: &str| match package.dir.as_str() {
-            "" => sub.to_owned(),
-            dir => format!("{dir}/{sub}"),
-        };
+        let under = |sub: &str| crate::tree::in_dir(&package.dir, sub);
         let mut aliases = vec![(
             format!("{}/*", package.name),
             vec![absolute(&under("src/*")), absolute(&under("*"))],
@@ -474,7 +471,7 @@ fn package(workspace: &Path, dir: String) -> Option<Package> {
             ["src/index", "index"].iter().find_map(|stem| {
                 SOURCE_ENDINGS
                     .iter()
-                    .map(|ending| join(&dir, &format!("{stem}{ending}")))
+                    .map(|ending| crate::tree::in_dir(&dir, &format!("{stem}{ending}")))
                     .find(|path| crate::tree::regular_file(workspace, path).is_some())
             })
         });
@@ -569,7 +566,7 @@ fn source_of(workspace: &Path, dir: &str, written: &str) -> Option<String> {
         stems.push(parts[built..].join("/"));
     }
     let exists = |path: &String| crate::tree::regular_file(workspace, path).is_some();
-    let own = join(dir, relative);
+    let own = crate::tree::in_dir(dir, relative);
     let is_source = SOURCE_ENDINGS.iter().any(|e| relative.ends_with(e));
     if is_source && !relative.ends_with(".d.ts") && exists(&own) {
         return Some(own);
@@ -577,8 +574,8 @@ fn source_of(workspace: &Path, dir: &str, written: &str) -> Option<String> {
     stems.iter().find_map(|stem| {
         SOURCE_ENDINGS
             .iter()
-            .map(|ending| join(dir, &format!("{stem}{ending}")))
-            .chain([join(dir, &format!("{stem}/index.ts"))])
+            .map(|ending| crate::tree::in_dir(dir, &format!("{stem}{ending}")))
+            .chain([crate::tree::in_dir(dir, &format!("{stem}/index.ts"))])
             .find(exists)
     })
 }
@@ -601,14 +598,7 @@ fn source_pattern(dir: &str, written: &str) -> Option<String> {
         0 => stem.to_owned(),
         _ => format!("src/{}", parts[built..].join("/")),
     };
-    Some(join(dir, &source))
-}
-
-fn join(dir: &str, relative: &str) -> String {
-    match dir {
-        "" => relative.to_owned(),
-        dir => format!("{dir}/{relative}"),
-    }
+    Some(crate::tree::in_dir(dir, &source))
 }
 
 #[cfg(test)]
